@@ -1,0 +1,1 @@
+//! mcpx-bench: benchmarks (issue: bench). Not built out yet.

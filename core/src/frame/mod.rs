@@ -1,0 +1,1 @@
+//! Framing: newline-delimited JSON (stdio), SSE events, HTTP/1.1 heads and bodies.

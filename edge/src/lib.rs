@@ -1,0 +1,1 @@
+//! mcpx-edge: the small-host build (issue: edge). Not built out yet.
