@@ -1,11 +1,18 @@
 //! `mcpx`: an MCP hub. See README.md.
+mod example;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("--version") | Some("-V") => println!("mcpx {}", env!("CARGO_PKG_VERSION")),
-        _ => {
-            eprintln!("mcpx {}: no command implemented yet", env!("CARGO_PKG_VERSION"));
-            std::process::exit(2);
+    let code = match args.first().map(String::as_str) {
+        Some("--version") | Some("-V") => {
+            println!("mcpx {}", env!("CARGO_PKG_VERSION"));
+            0
         }
-    }
+        Some("example-server") => example::main(&args[1..]),
+        _ => {
+            eprintln!("mcpx {}: unknown command; try `mcpx --help`", env!("CARGO_PKG_VERSION"));
+            2
+        }
+    };
+    std::process::exit(code);
 }
