@@ -1,0 +1,1 @@
+#[derive(Default)] pub(super) struct Pending;
