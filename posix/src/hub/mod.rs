@@ -217,6 +217,8 @@ pub struct Hub {
     pending: pending::Pending,
     relays: relay::Relays,
     subs: router::Subscriptions,
+    /// The last `logging/setLevel` from a client, replayed to upstreams that start later.
+    log_level: Option<String>,
     out: VecDeque<Output>,
     /// Time of the first `upstream_started`/`client_connected`, for the startup wait.
     started_ms: Option<u64>,
@@ -236,6 +238,7 @@ impl Hub {
             pending: pending::Pending::default(),
             relays: relay::Relays::default(),
             subs: router::Subscriptions::default(),
+            log_level: None,
             out: VecDeque::new(),
             started_ms: None,
             now_ms: 0,

@@ -1,1 +1,334 @@
-#[derive(Default)] pub(super) struct Subscriptions;
+//! Client requests: answered by the hub (handshake, ping, lists, setLevel) or
+//! forwarded to the upstream that owns the name, URI or reference, with the
+//! name mapped back, a fresh upstream id and a progress token unique per
+//! upstream. Answers come back through `answer_client`, shaped for the client.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+use mcpx_core::cursor::{self, Cursor};
+use serde_json::{json, Value};
+
+use super::catalog::Kind;
+use super::pending::{Fwd, Origin};
+use super::shape;
+use super::wire::{self, Msg};
+use super::{ClientId, Hub, UpstreamId};
+
+/// Log levels of `logging/setLevel`.
+const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+/// Resource subscriptions: exposed URI → clients. The upstream is asked to
+/// subscribe for the first client and to unsubscribe after the last.
+#[derive(Default)]
+pub(super) struct Subscriptions {
+    by_uri: BTreeMap<String, BTreeSet<ClientId>>,
+}
+
+impl Subscriptions {
+    pub fn clients_of(&self, uri: &str) -> Vec<ClientId> {
+        self.by_uri.get(uri).map(|s| s.iter().copied().collect()).unwrap_or_default()
+    }
+    /// Adds; true when it is the URI's first subscriber.
+    fn add(&mut self, uri: &str, c: ClientId) -> bool {
+        let s = self.by_uri.entry(uri.to_string()).or_default();
+        let first = s.is_empty();
+        s.insert(c);
+        first
+    }
+    /// Removes; true when the URI has no subscriber left (and had this one).
+    fn remove(&mut self, uri: &str, c: ClientId) -> bool {
+        let Some(s) = self.by_uri.get_mut(uri) else { return false };
+        let had = s.remove(&c);
+        if s.is_empty() {
+            self.by_uri.remove(uri);
+            return had;
+        }
+        false
+    }
+    fn has(&self, uri: &str, c: ClientId) -> bool {
+        self.by_uri.get(uri).map_or(false, |s| s.contains(&c))
+    }
+    fn of_client(&self, c: ClientId) -> Vec<String> {
+        self.by_uri.iter().filter(|(_, s)| s.contains(&c)).map(|(u, _)| u.clone()).collect()
+    }
+    fn uris(&self) -> Vec<String> {
+        self.by_uri.keys().cloned().collect()
+    }
+}
+
+/// An error answer to a client request.
+struct Refusal(i64, String, Option<Value>);
+
+fn refuse(code: i64, msg: String) -> Refusal {
+    Refusal(code, msg, None)
+}
+
+impl Hub {
+    pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        if let Err(Refusal(code, msg, data)) = self.route(c, m) {
+            self.to_client(c, wire::error(Some(&id), code, &msg, data));
+        }
+    }
+
+    fn route(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
+        let id = m.id_bytes().unwrap_or(b"null");
+        let params = m.params.clone().unwrap_or(0..0);
+        let field = |path: &[&str]| if params.is_empty() { None } else { wire::find(m.raw, params.clone(), path) };
+        let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
+        match m.method.as_str() {
+            "initialize" => {
+                self.client_initialize(c, m);
+                Ok(())
+            }
+            "ping" => {
+                self.to_client(c, wire::result(id, b"{}"));
+                Ok(())
+            }
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
+                let k = Kind::from_list_method(&m.method).expect("a list method");
+                let cursor = match field(&["cursor"]) {
+                    None => None,
+                    Some(r) if &m.raw[r.clone()] == b"null" => None,
+                    Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(-32602, "Invalid params: the cursor must be a string".into()))?),
+                };
+                self.list_page(c, id, k, cursor.as_deref())
+            }
+            "tools/call" => {
+                let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: tools/call needs a tool \"name\"".into()))?;
+                // row: tools-error-unknown-tool-protocol
+                let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
+                let (u, orig) = (e.up, e.original.clone());
+                self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+            }
+            "prompts/get" => {
+                let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
+                // row: prompts-errors-32602-32603
+                let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
+                let (u, orig) = (e.up, e.original.clone());
+                self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+            }
+            "resources/read" => {
+                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, "Invalid params: resources/read needs a \"uri\"".into()))?;
+                let (u, orig) = self.route_resource(&uri)?;
+                self.forward(c, m, u, uri_edit(r, &uri, &orig))
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
+                let (u, orig) = self.route_resource(&uri)?;
+                if m.method == "resources/subscribe" {
+                    if self.subs.has(&uri, c) {
+                        self.to_client(c, wire::result(id, b"{}"));
+                        return Ok(());
+                    }
+                    let cl = &self.clients[&c];
+                    if cl.subs >= self.opts.max_subscriptions {
+                        return Err(refuse(-32603, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions)));
+                    }
+                    self.clients.get_mut(&c).expect("known client").subs += 1;
+                    if !self.subs.add(&uri, c) {
+                        self.to_client(c, wire::result(id, b"{}"));
+                        return Ok(());
+                    }
+                } else {
+                    if !self.subs.has(&uri, c) {
+                        self.to_client(c, wire::result(id, b"{}"));
+                        return Ok(());
+                    }
+                    self.clients.get_mut(&c).expect("known client").subs -= 1;
+                    if !self.subs.remove(&uri, c) {
+                        self.to_client(c, wire::result(id, b"{}"));
+                        return Ok(());
+                    }
+                }
+                self.forward(c, m, u, uri_edit(r, &uri, &orig))
+            }
+            "completion/complete" => {
+                let ty = string(&["ref", "type"]).map(|x| x.1).unwrap_or_default();
+                match ty.as_str() {
+                    "ref/prompt" => {
+                        let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/prompt needs a \"name\"".into()))?;
+                        let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
+                        let (u, orig) = (e.up, e.original.clone());
+                        self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+                    }
+                    "ref/resource" => {
+                        let (r, uri) = string(&["ref", "uri"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/resource needs a \"uri\"".into()))?;
+                        let (u, orig) = match self.catalog.route_template(&uri) {
+                            Some(x) => x,
+                            None => self.route_resource(&uri)?,
+                        };
+                        self.forward(c, m, u, uri_edit(r, &uri, &orig))
+                    }
+                    _ => Err(refuse(-32602, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
+                }
+            }
+            "logging/setLevel" => {
+                let level = string(&["level"]).map(|x| x.1).unwrap_or_default();
+                // row: logging-errors-setlevel
+                if !LEVELS.contains(&level.as_str()) {
+                    return Err(refuse(-32602, format!("Invalid params: unknown log level '{level}'")));
+                }
+                self.clients.get_mut(&c).expect("known client").wants_logs = true;
+                self.log_level = Some(level.clone());
+                for u in 0..self.ups.len() {
+                    if self.ups[u].has_cap("logging") {
+                        self.send_set_level(u, &level);
+                    }
+                }
+                self.to_client(c, wire::result(id, b"{}"));
+                Ok(())
+            }
+            method => Err(refuse(-32601, format!("Method not found: {method}"))),
+        }
+    }
+
+    fn send_set_level(&mut self, u: UpstreamId, level: &str) {
+        let p = serde_json::to_vec(&json!({ "level": level })).unwrap_or_default();
+        let t = self.ups[u].spec.timeout_ms;
+        self.send_upstream(u, "logging/setLevel", Some(&p), Origin::Fire, t);
+    }
+
+    fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
+        let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
+        // row: resources-not-found-32002
+        self.catalog
+            .route_uri(uri, &self.naming(), &resource_ups)
+            .ok_or_else(|| Refusal(-32002, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
+    }
+
+    /// One page of an aggregated list.
+    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>) -> Result<(), Refusal> {
+        let key = self.opts.cursor_key.to_le_bytes();
+        let pos = match cur {
+            None => 0,
+            Some(s) => {
+                // row: pagination-invalid-cursor-32602
+                let cu = cursor::decode(s, &key).map_err(|_| refuse(-32602, "Invalid params: invalid cursor".into()))?;
+                if cu.list != k as u8 {
+                    return Err(refuse(-32602, "Invalid params: invalid cursor (it belongs to another list)".into()));
+                }
+                // A cursor from an older generation is served from the same
+                // position: the client has been (or will be) told the list changed.
+                cu.position as usize
+            }
+        };
+        let rev = self.clients[&c].rev();
+        let page = self.opts.page_size.max(1);
+        let view = self.catalog.view(k);
+        let end = (pos + page).min(view.len());
+        let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| shape::item(&e.item, rev.features())).collect();
+        let mut result = json!({ k.result_key(): items });
+        if end < view.len() {
+            let next = Cursor { list: k as u8, position: end as u32, generation: self.catalog.generation[k.idx()] };
+            result["nextCursor"] = Value::String(cursor::encode(&next, &key).as_str().to_string());
+        }
+        if cur.is_none() {
+            let ch = k.channel();
+            let fp = self.catalog.fingerprint(ch, rev);
+            let cl = self.clients.get_mut(&c).expect("known client");
+            cl.listed[ch.idx()] = true;
+            cl.known_fp[ch.idx()] = fp;
+        }
+        self.to_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
+        Ok(())
+    }
+
+    /// Forwards client request `m` to upstream `u`, with `edits` (absolute
+    /// ranges in `m.raw`, inside params) applied.
+    fn forward(&mut self, c: ClientId, m: &Msg, u: UpstreamId, mut edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
+        let name = self.ups[u].spec.name.clone();
+        if !self.ups[u].is_ready() {
+            let why = self.ups[u].last_error.clone().map(|e| format!(": {e}")).unwrap_or_default();
+            return Err(Refusal(-32603, format!("server '{name}' is not running ({}{why}); try again later", self.ups[u].state_name()), Some(json!({ "server": name }))));
+        }
+        if self.pending.len() >= self.opts.max_pending {
+            return Err(refuse(-32603, format!("mcpx has {} requests in flight (its limit); try again later", self.opts.max_pending)));
+        }
+        let cid = m.id_bytes().unwrap_or(b"null").to_vec();
+        if self.pending.client_has(c, &cid) {
+            return Err(refuse(-32600, "Invalid request: this id is already used by a request in flight".into()));
+        }
+        let up_id = self.ups[u].next_id + 1;
+        self.ups[u].next_id = up_id;
+        let params = m.params.clone().unwrap_or(0..0);
+        let mut progress = None;
+        if !params.is_empty() {
+            if let Some(r) = wire::find(m.raw, params.clone(), &["_meta", "progressToken"]) {
+                progress = Some(m.raw[r.clone()].to_vec());
+                edits.push((r, up_id.to_string().into_bytes()));
+            }
+        }
+        let body = if params.is_empty() {
+            None
+        } else {
+            let rel = edits.into_iter().map(|(r, b)| ((r.start - params.start)..(r.end - params.start), b)).collect();
+            Some(wire::splice(&m.raw[params.clone()], rel))
+        };
+        let now = self.now_ms;
+        let timeout = self.ups[u].spec.timeout_ms.max(1);
+        let hard = now + self.opts.max_timeout_ms.max(timeout);
+        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone() };
+        self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
+        self.to_upstream(u, wire::request(up_id, &m.method, body.as_deref()));
+        Ok(())
+    }
+
+    /// An upstream's answer to a forwarded request, to the client.
+    pub(super) fn answer_client(&mut self, _u: UpstreamId, c: ClientId, id: &[u8], method: &str, m: &Msg) {
+        let Some(cl) = self.clients.get(&c) else { return };
+        let rev = cl.rev();
+        let out = match (m.result_bytes(), m.error_bytes()) {
+            (Some(res), _) => match shape::result(method, res, rev) {
+                Some(shaped) => wire::result(id, &shaped),
+                None => wire::result(id, res),
+            },
+            (None, Some(err)) => wire::error_raw(Some(id), err),
+            _ => return,
+        };
+        self.to_client(c, out);
+    }
+
+    /// An upstream became ready: restore subscriptions and the log level.
+    pub(super) fn after_ready(&mut self, u: UpstreamId) {
+        if let Some(level) = self.log_level.clone() {
+            if self.ups[u].has_cap("logging") {
+                self.send_set_level(u, &level);
+            }
+        }
+        for uri in self.subs.uris() {
+            if let Ok((to, orig)) = self.route_resource(&uri) {
+                if to == u {
+                    let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
+                    let t = self.ups[u].spec.timeout_ms;
+                    self.send_upstream(u, "resources/subscribe", Some(&p), Origin::Fire, t);
+                }
+            }
+        }
+    }
+
+    /// A gone client's subscriptions: unsubscribe upstream where it was the last.
+    pub(super) fn unsubscribe_all(&mut self, c: ClientId) {
+        for uri in self.subs.of_client(c) {
+            if self.subs.remove(&uri, c) {
+                if let Ok((u, orig)) = self.route_resource(&uri) {
+                    if self.ups[u].is_ready() {
+                        let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
+                        let t = self.ups[u].spec.timeout_ms;
+                        self.send_upstream(u, "resources/unsubscribe", Some(&p), Origin::Fire, t);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Replaces the URI at `r` when the upstream knows it by another name.
+fn uri_edit(r: Range<usize>, exposed: &str, orig: &str) -> Vec<(Range<usize>, Vec<u8>)> {
+    if exposed == orig {
+        Vec::new()
+    } else {
+        vec![(r, wire::quote(orig))]
+    }
+}

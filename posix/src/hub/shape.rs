@@ -1,1 +1,353 @@
-//! (being written)
+//! Egress shaping: make what the hub sends fit the peer's negotiated revision.
+//!
+//! Inside the hub every message is in the newest legacy revision's form. Before
+//! a result, notification or relayed request goes to a client it passes through
+//! here, and only here. What differs between revisions is one table,
+//! [`FEATURES`], checked against each revision's schema.json; the code below
+//! only asks the table. A message that cannot contain anything the client's
+//! revision lacks (decided by a byte search for the table's trigger words) is
+//! passed through untouched, as the original bytes.
+//!
+//! Known limit: a message that does need reshaping is re-serialized through
+//! `serde_json::Value`, so integers beyond 64 bits inside it become floats.
+
+use serde_json::{json, Map, Value};
+
+/// A legacy-era protocol revision (negotiated with `initialize`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) enum Rev {
+    V2024_11_05,
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
+}
+
+impl Rev {
+    /// Oldest first.
+    pub const ALL: [Rev; 4] = [Rev::V2024_11_05, Rev::V2025_03_26, Rev::V2025_06_18, Rev::V2025_11_25];
+    pub const LATEST: Rev = Rev::V2025_11_25;
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rev::V2024_11_05 => "2024-11-05",
+            Rev::V2025_03_26 => "2025-03-26",
+            Rev::V2025_06_18 => "2025-06-18",
+            Rev::V2025_11_25 => "2025-11-25",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Rev> {
+        Rev::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    pub fn features(self) -> &'static Features {
+        &FEATURES[self as usize]
+    }
+}
+
+/// What a revision's schema has, as far as the hub's shaping is concerned.
+#[derive(Debug)]
+pub(super) struct Features {
+    /// `AudioContent` (2025-03-26+).
+    pub audio: bool,
+    /// `ResourceLink` content (2025-06-18+).
+    pub resource_link: bool,
+    /// `CallToolResult.structuredContent`, `Tool.outputSchema` (2025-06-18+).
+    pub structured: bool,
+    /// `title` on tools, resources, templates, prompts, prompt arguments,
+    /// `Implementation` (2025-06-18+).
+    pub title: bool,
+    /// `icons` on the same, and `Implementation.description/websiteUrl` (2025-11-25).
+    pub icons: bool,
+    /// `_meta` on list items, content blocks and resource contents (2025-06-18+).
+    pub item_meta: bool,
+    /// `Tool.annotations` (2025-03-26+).
+    pub tool_annotations: bool,
+    /// `Tool.execution` and the `tasks` capability (2025-11-25).
+    pub tasks: bool,
+    /// `Annotations.lastModified` (2025-06-18+).
+    pub last_modified: bool,
+    /// `completions` server capability (2025-03-26+).
+    pub completions: bool,
+    /// `elicitation/create` and the `elicitation` client capability (2025-06-18+).
+    pub elicitation: bool,
+    /// `mode` in `elicitation/create` (form / url; 2025-11-25).
+    pub elicitation_mode: bool,
+    /// `message` in `notifications/progress` (2025-03-26+).
+    pub progress_message: bool,
+    /// An error response may leave out `id` when it could not be read (2025-11-25).
+    pub error_id_optional: bool,
+}
+
+/// One row per revision, in `Rev::ALL` order.
+pub(super) const FEATURES: [Features; 4] = [
+    // 2024-11-05
+    Features { audio: false, resource_link: false, structured: false, title: false, icons: false, item_meta: false, tool_annotations: false, tasks: false, last_modified: false, completions: false, elicitation: false, elicitation_mode: false, progress_message: false, error_id_optional: false },
+    // 2025-03-26
+    Features { audio: true, resource_link: false, structured: false, title: false, icons: false, item_meta: false, tool_annotations: true, tasks: false, last_modified: false, completions: true, elicitation: false, elicitation_mode: false, progress_message: true, error_id_optional: false },
+    // 2025-06-18
+    Features { audio: true, resource_link: true, structured: true, title: true, icons: false, item_meta: true, tool_annotations: true, tasks: false, last_modified: true, completions: true, elicitation: true, elicitation_mode: false, progress_message: true, error_id_optional: false },
+    // 2025-11-25
+    Features { audio: true, resource_link: true, structured: true, title: true, icons: true, item_meta: true, tool_annotations: true, tasks: true, last_modified: true, completions: true, elicitation: true, elicitation_mode: true, progress_message: true, error_id_optional: true },
+];
+
+impl Features {
+    /// Words whose presence in a message means it may need shaping.
+    fn triggers(&self) -> Vec<&'static [u8]> {
+        let mut t: Vec<&'static [u8]> = Vec::new();
+        let rows: [(bool, &'static [u8]); 9] = [
+            (self.audio, b"\"audio\""),
+            (self.resource_link, b"\"resource_link\""),
+            (self.structured, b"\"structuredContent\""),
+            (self.structured, b"\"outputSchema\""),
+            (self.title, b"\"title\""),
+            (self.icons, b"\"icons\""),
+            (self.item_meta, b"\"_meta\""),
+            (self.tasks, b"\"execution\""),
+            (self.last_modified, b"\"lastModified\""),
+        ];
+        for (has, word) in rows {
+            if !has {
+                t.push(word);
+            }
+        }
+        if !self.icons {
+            t.push(b"\"websiteUrl\"");
+        }
+        t
+    }
+
+    /// Might `bytes` hold something this revision lacks?
+    pub fn may_need_shaping(&self, bytes: &[u8]) -> bool {
+        self.triggers().iter().any(|w| contains(bytes, w))
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The result of `method` for a client on `rev`: `None` = send the original
+/// bytes; `Some` = the reshaped result.
+pub(super) fn result(method: &str, raw: &[u8], rev: Rev) -> Option<Vec<u8>> {
+    let f = rev.features();
+    if !f.may_need_shaping(raw) {
+        return None;
+    }
+    let mut v: Value = serde_json::from_slice(raw).ok()?;
+    match method {
+        "tools/call" => call_tool_result(&mut v, f),
+        "prompts/get" => {
+            if let Some(msgs) = v.get_mut("messages").and_then(Value::as_array_mut) {
+                for m in msgs {
+                    if let Some(c) = m.get_mut("content") {
+                        *c = content_block(c.take(), f);
+                    }
+                }
+            }
+        }
+        "resources/read" => {
+            if let Some(cs) = v.get_mut("contents").and_then(Value::as_array_mut) {
+                for c in cs {
+                    resource_contents(c, f);
+                }
+            }
+        }
+        _ => return None,
+    }
+    serde_json::to_vec(&v).ok()
+}
+
+fn call_tool_result(v: &mut Value, f: &Features) {
+    let Some(obj) = v.as_object_mut() else { return };
+    if !f.structured {
+        if let Some(sc) = obj.remove("structuredContent") {
+            let empty = obj.get("content").and_then(Value::as_array).map_or(true, |a| a.is_empty());
+            if empty {
+                obj.insert("content".into(), json!([{ "type": "text", "text": sc.to_string() }]));
+            }
+        }
+    }
+    if let Some(cs) = obj.get_mut("content").and_then(Value::as_array_mut) {
+        let taken = std::mem::take(cs);
+        *cs = taken.into_iter().map(|c| content_block(c, f)).collect();
+    }
+}
+
+/// One content block for `f`: audio and resource links become a text note
+/// when the revision has no such block; unknown fields are stripped.
+pub(super) fn content_block(c: Value, f: &Features) -> Value {
+    let ty = c.get("type").and_then(Value::as_str).unwrap_or("");
+    let mut c = match ty {
+        "audio" if !f.audio => {
+            let mime = c.get("mimeType").and_then(Value::as_str).unwrap_or("audio");
+            json!({ "type": "text", "text": format!("[audio content ({mime}) omitted: this client's protocol revision cannot carry audio]") })
+        }
+        "resource_link" if !f.resource_link => {
+            let uri = c.get("uri").and_then(Value::as_str).unwrap_or("");
+            let name = c.get("name").and_then(Value::as_str).unwrap_or(uri);
+            let mut text = format!("Resource link: {name} <{uri}>");
+            if let Some(d) = c.get("description").and_then(Value::as_str) {
+                text.push_str(" — ");
+                text.push_str(d);
+            }
+            json!({ "type": "text", "text": text })
+        }
+        _ => c,
+    };
+    if let Some(o) = c.as_object_mut() {
+        if !f.item_meta {
+            o.remove("_meta");
+        }
+        if !f.icons {
+            o.remove("icons");
+        }
+        if !f.title && o.get("type").and_then(Value::as_str) == Some("resource_link") {
+            o.remove("title");
+        }
+        if let Some(a) = o.get_mut("annotations").and_then(Value::as_object_mut) {
+            if !f.last_modified {
+                a.remove("lastModified");
+            }
+        }
+        if let Some(r) = o.get_mut("resource") {
+            resource_contents(r, f);
+        }
+    }
+    c
+}
+
+fn resource_contents(c: &mut Value, f: &Features) {
+    if let Some(o) = c.as_object_mut() {
+        if !f.item_meta {
+            o.remove("_meta");
+        }
+    }
+}
+
+/// A list item (`Tool`, `Resource`, `ResourceTemplate`, `Prompt`) for `f`.
+pub(super) fn item(v: &Value, f: &Features) -> Value {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        if !f.title {
+            o.remove("title");
+        }
+        if !f.icons {
+            o.remove("icons");
+        }
+        if !f.item_meta {
+            o.remove("_meta");
+        }
+        if !f.structured {
+            o.remove("outputSchema");
+        }
+        if !f.tasks {
+            o.remove("execution");
+        }
+        if !f.tool_annotations && o.contains_key("inputSchema") {
+            o.remove("annotations");
+        }
+        if let Some(a) = o.get_mut("annotations").and_then(Value::as_object_mut) {
+            if !f.last_modified {
+                a.remove("lastModified");
+            }
+        }
+        if let Some(args) = o.get_mut("arguments").and_then(Value::as_array_mut) {
+            for a in args {
+                if let Some(a) = a.as_object_mut() {
+                    if !f.title {
+                        a.remove("title");
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// `serverInfo` for `f`.
+pub(super) fn implementation(mut v: Value, f: &Features) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        if !f.title {
+            o.remove("title");
+        }
+        if !f.icons {
+            o.remove("icons");
+            o.remove("description");
+            o.remove("websiteUrl");
+        }
+    }
+    v
+}
+
+/// Server capabilities for `f`.
+pub(super) fn server_capabilities(mut caps: Map<String, Value>, f: &Features) -> Map<String, Value> {
+    if !f.completions {
+        caps.remove("completions");
+    }
+    if !f.tasks {
+        caps.remove("tasks");
+    }
+    caps
+}
+
+/// A `notifications/*` message's params for `f` (`None` = unchanged).
+pub(super) fn notification_params(method: &str, params: &mut Value, f: &Features) -> bool {
+    if method == "notifications/progress" && !f.progress_message {
+        if let Some(o) = params.as_object_mut() {
+            return o.remove("message").is_some();
+        }
+    }
+    false
+}
+
+/// Params of a server→client request relayed to a client on `f`, or why it
+/// cannot be expressed there.
+pub(super) fn relayed_request(method: &str, mut params: Value, f: &Features) -> Result<Value, &'static str> {
+    if method == "elicitation/create" {
+        if !f.elicitation {
+            return Err("the client's protocol revision has no elicitation");
+        }
+        if !f.elicitation_mode {
+            if let Some(o) = params.as_object_mut() {
+                match o.remove("mode") {
+                    Some(Value::String(m)) if m != "form" => {
+                        return Err("the client's protocol revision supports only form elicitation");
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    if method == "sampling/createMessage" && !f.item_meta {
+        if let Some(msgs) = params.get_mut("messages").and_then(Value::as_array_mut) {
+            for m in msgs {
+                if let Some(c) = m.get_mut("content") {
+                    if c.is_object() {
+                        *c = content_block(c.take(), f);
+                    }
+                }
+            }
+        }
+    }
+    Ok(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latest_passes_everything_through() {
+        let raw = br#"{"content":[{"type":"audio","data":"AA==","mimeType":"audio/wav"}],"structuredContent":{"a":1}}"#;
+        assert_eq!(result("tools/call", raw, Rev::V2025_11_25), None);
+        assert_eq!(result("tools/call", br#"{"content":[{"type":"text","text":"hi"}]}"#, Rev::V2024_11_05), None);
+    }
+
+    #[test]
+    fn structured_only_becomes_text_before_2025_06_18() {
+        let raw = br#"{"content":[],"structuredContent":{"a":1}}"#;
+        let out: Value = serde_json::from_slice(&result("tools/call", raw, Rev::V2025_03_26).unwrap()).unwrap();
+        assert_eq!(out, json!({"content":[{"type":"text","text":"{\"a\":1}"}]}));
+    }
+}
