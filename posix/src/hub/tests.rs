@@ -1,1 +1,420 @@
+//! Deterministic pair tests: a fake client and scripted fake upstreams drive the
+//! hub directly (no processes, no clock: `now` is advanced by hand). Requirement
+//! rows are named in `// row:` comments above the tests that cover them.
 
+use std::collections::{HashMap, VecDeque};
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// A scripted upstream: answers `initialize` and list requests by itself;
+/// everything else waits in `Pair::up` for the test.
+#[derive(Clone)]
+struct Fake {
+    rev: &'static str,
+    caps: Value,
+    tools: Vec<Value>,
+    resources: Vec<Value>,
+    templates: Vec<Value>,
+    prompts: Vec<Value>,
+    /// Items per page of its own lists.
+    page: usize,
+    instructions: Option<&'static str>,
+}
+
+impl Fake {
+    fn tools(names: &[&str]) -> Fake {
+        Fake {
+            rev: "2025-11-25",
+            caps: json!({ "tools": { "listChanged": true } }),
+            tools: names.iter().map(|n| tool(n)).collect(),
+            resources: vec![],
+            templates: vec![],
+            prompts: vec![],
+            page: 100,
+            instructions: None,
+        }
+    }
+}
+
+fn tool(name: &str) -> Value {
+    json!({ "name": name, "description": format!("the {name} tool"), "inputSchema": { "type": "object" } })
+}
+
+struct Pair {
+    hub: Hub,
+    now: u64,
+    fakes: Vec<Option<Fake>>,
+    /// Messages to clients, parsed, and their raw bytes.
+    cl: HashMap<ClientId, VecDeque<(Value, Vec<u8>)>>,
+    /// Messages to upstreams the fakes did not handle.
+    up: HashMap<UpstreamId, VecDeque<Value>>,
+    restarts: Vec<(UpstreamId, &'static str)>,
+    closed: Vec<ClientId>,
+    logs: Vec<(Level, String)>,
+}
+
+fn specs(names: &[&str]) -> Vec<UpstreamSpec> {
+    names.iter().map(|n| UpstreamSpec::new(n)).collect()
+}
+
+impl Pair {
+    fn new(specs: Vec<UpstreamSpec>, opts: HubOptions) -> Pair {
+        let n = specs.len();
+        Pair {
+            hub: Hub::new(specs, opts).expect("valid config"),
+            now: 1000,
+            fakes: vec![None; n],
+            cl: HashMap::new(),
+            up: HashMap::new(),
+            restarts: vec![],
+            closed: vec![],
+            logs: vec![],
+        }
+    }
+
+    /// A hub with upstreams `fakes` started and ready.
+    fn with(fakes: Vec<(&str, Fake)>, opts: HubOptions) -> Pair {
+        let names: Vec<&str> = fakes.iter().map(|f| f.0).collect();
+        let mut p = Pair::new(specs(&names), opts);
+        for (u, (_, f)) in fakes.into_iter().enumerate() {
+            p.start(u, f);
+        }
+        p
+    }
+
+    fn start(&mut self, u: UpstreamId, f: Fake) {
+        self.fakes[u] = Some(f);
+        self.hub.upstream_started(u, self.now);
+        self.pump();
+    }
+
+    fn pump(&mut self) {
+        loop {
+            let mut replies: Vec<(UpstreamId, Value)> = Vec::new();
+            while let Some(o) = self.hub.poll_output() {
+                match o {
+                    Output::ToClient(c, b) => {
+                        let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to clients");
+                        self.cl.entry(c).or_default().push_back((v, b));
+                    }
+                    Output::ToUpstream(u, b) => {
+                        let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to upstreams");
+                        match self.fakes[u].as_ref().and_then(|f| f.answer(&v)) {
+                            Some(Some(r)) => replies.push((u, r)),
+                            Some(None) => {}
+                            None => self.up.entry(u).or_default().push_back(v),
+                        }
+                    }
+                    Output::RestartUpstream(u, why) => self.restarts.push((u, why)),
+                    Output::CloseClient(c) => self.closed.push(c),
+                    Output::Log(l, s) => self.logs.push((l, s)),
+                }
+            }
+            if replies.is_empty() {
+                return;
+            }
+            for (u, r) in replies {
+                self.hub.upstream_message(u, r.to_string().as_bytes(), self.now);
+            }
+        }
+    }
+
+    fn connect(&mut self) -> ClientId {
+        let c = self.hub.client_connected(self.now);
+        self.pump();
+        c
+    }
+
+    /// A client initialized on `rev` with `caps`.
+    fn client(&mut self, rev: &str, caps: Value) -> ClientId {
+        let c = self.connect();
+        let init = self.request(c, json!(0), "initialize", json!({ "protocolVersion": rev, "capabilities": caps, "clientInfo": { "name": "test", "version": "1" } }));
+        assert_eq!(init["result"]["protocolVersion"], rev, "{init}");
+        self.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        c
+    }
+
+    fn send_raw(&mut self, c: ClientId, b: &[u8]) {
+        self.hub.client_message(c, b, self.now);
+        self.pump();
+    }
+
+    fn send(&mut self, c: ClientId, v: Value) {
+        self.send_raw(c, v.to_string().as_bytes());
+    }
+
+    /// Sends a request and returns the one message the client got back.
+    fn request(&mut self, c: ClientId, id: Value, method: &str, params: Value) -> Value {
+        self.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        self.take(c)
+    }
+
+    fn take(&mut self, c: ClientId) -> Value {
+        self.take_raw(c).0
+    }
+
+    fn take_raw(&mut self, c: ClientId) -> (Value, Vec<u8>) {
+        self.cl.get_mut(&c).and_then(VecDeque::pop_front).expect("a message to the client")
+    }
+
+    fn client_quiet(&self, c: ClientId) -> bool {
+        self.cl.get(&c).map_or(true, VecDeque::is_empty)
+    }
+
+    fn take_up(&mut self, u: UpstreamId) -> Value {
+        self.up.get_mut(&u).and_then(VecDeque::pop_front).expect("a message to the upstream")
+    }
+
+    fn up_quiet(&self, u: UpstreamId) -> bool {
+        self.up.get(&u).map_or(true, VecDeque::is_empty)
+    }
+
+    fn from_up(&mut self, u: UpstreamId, v: Value) {
+        self.hub.upstream_message(u, v.to_string().as_bytes(), self.now);
+        self.pump();
+    }
+
+    fn advance(&mut self, ms: u64) {
+        self.now += ms;
+        self.hub.tick(self.now);
+        self.pump();
+    }
+
+    /// Every item of a list, following the hub's cursors.
+    fn list_all(&mut self, c: ClientId, method: &str, key: &str) -> Vec<Value> {
+        let mut out = vec![];
+        let mut cursor: Option<String> = None;
+        for i in 0..100 {
+            let params = match &cursor {
+                Some(cu) => json!({ "cursor": cu }),
+                None => json!({}),
+            };
+            let r = self.request(c, json!(format!("list-{i}")), method, params);
+            out.extend(r["result"][key].as_array().expect("items").iter().cloned());
+            match r["result"]["nextCursor"].as_str() {
+                Some(cu) => cursor = Some(cu.to_string()),
+                None => return out,
+            }
+        }
+        panic!("endless pagination");
+    }
+
+    fn names(&mut self, c: ClientId) -> Vec<String> {
+        self.list_all(c, "tools/list", "tools").iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    }
+}
+
+impl Fake {
+    /// `None`: not for the fake; `Some(None)`: consumed silently; `Some(Some(r))`: its answer.
+    fn answer(&self, v: &Value) -> Option<Option<Value>> {
+        let method = v.get("method").and_then(Value::as_str)?;
+        let id = v.get("id").cloned();
+        let page = |items: &Vec<Value>, key: &str| {
+            let start: usize = v.pointer("/params/cursor").and_then(Value::as_str).map_or(0, |c| c.trim_start_matches('c').parse().unwrap());
+            let end = (start + self.page).min(items.len());
+            let mut r = json!({ key: items[start..end].to_vec() });
+            if end < items.len() {
+                r["nextCursor"] = json!(format!("c{end}"));
+            }
+            r
+        };
+        let result = match method {
+            "initialize" => {
+                let mut r = json!({ "protocolVersion": self.rev, "capabilities": self.caps, "serverInfo": { "name": "fake", "version": "0" } });
+                if let Some(i) = self.instructions {
+                    r["instructions"] = json!(i);
+                }
+                r
+            }
+            "notifications/initialized" => return Some(None),
+            "tools/list" => page(&self.tools, "tools"),
+            "resources/list" => page(&self.resources, "resources"),
+            "resources/templates/list" => page(&self.templates, "resourceTemplates"),
+            "prompts/list" => page(&self.prompts, "prompts"),
+            _ => return None,
+        };
+        Some(Some(json!({ "jsonrpc": "2.0", "id": id?, "result": result })))
+    }
+}
+
+/// Validates `instance` against definition `def` of `rev`'s schema.json, found
+/// in `$MCPX_SPEC_DIR` or else beside the repository (`../shared/spec`).
+fn schema_check(rev: &str, def: &str, instance: &Value) {
+    let dir = std::env::var("MCPX_SPEC_DIR").unwrap_or_else(|_| format!("{}/../../shared/spec", env!("CARGO_MANIFEST_DIR")));
+    let path = format!("{dir}/{rev}/schema.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("schema for {rev} missing ({path}): {e}"));
+    let mut schema: Value = serde_json::from_str(&text).expect("schema is JSON");
+    let key = if schema.get("$defs").is_some() { "$defs" } else { "definitions" };
+    assert!(schema[key].get(def).is_some(), "{rev} has no definition {def}");
+    schema["$ref"] = json!(format!("#/{key}/{def}"));
+    let v = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = v.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{rev} {def}: {errors:?}\n{instance}");
+}
+
+fn err_code(v: &Value) -> i64 {
+    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("an error: {v}"))
+}
+
+const ALL_REVS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+// ---------------------------------------------------------------- handshake
+
+// row: lifecycle-server-echoes-supported-version
+// row: lifecycle-server-responds-caps-and-info
+// row: lifecycle-implementation-name-version-required
+#[test]
+fn client_handshake_echoes_each_supported_revision() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    for rev in ALL_REVS {
+        let c = p.connect();
+        let r = p.request(c, json!(1), "initialize", json!({ "protocolVersion": rev, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+        assert_eq!(r["result"]["protocolVersion"], rev);
+        assert_eq!(r["result"]["serverInfo"]["name"], "mcpx");
+        assert!(r["result"]["instructions"].as_str().unwrap().contains("fs fs__: ready"));
+        schema_check(rev, "JSONRPCResponse", &r);
+        schema_check(rev, "InitializeResult", &r["result"]);
+    }
+}
+
+// row: lifecycle-server-counteroffers-version
+// row: lifecycle-server-counteroffers-latest
+#[test]
+fn client_handshake_counteroffers_latest_for_unknown_versions() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    for asked in ["2026-07-28", "1999-01-01", ""] {
+        let c = p.connect();
+        let r = p.request(c, json!(1), "initialize", json!({ "protocolVersion": asked, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+        assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    }
+}
+
+// row: tools-declare-capability
+// row: resources-declare-capability
+// row: prompts-declare-capability
+// row: completion-declare-capability
+// row: logging-declare-capability
+#[test]
+fn capabilities_are_the_union_of_the_upstreams() {
+    let mut a = Fake::tools(&["x"]);
+    a.caps = json!({ "tools": {}, "logging": {} });
+    let mut b = Fake::tools(&[]);
+    b.caps = json!({ "prompts": {}, "completions": {} });
+    let mut p = Pair::with(vec![("a", a), ("b", b)], HubOptions::default());
+    let c = p.connect();
+    let r = p.request(c, json!(1), "initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    let caps = &r["result"]["capabilities"];
+    assert_eq!(caps["tools"], json!({ "listChanged": true }));
+    assert_eq!(caps["prompts"], json!({ "listChanged": true }));
+    assert_eq!(caps["logging"], json!({}));
+    assert_eq!(caps["completions"], json!({}));
+    assert!(caps.get("resources").is_none(), "no upstream has resources: {caps}");
+    // 2024-11-05 has no completions capability.
+    let c = p.connect();
+    let r = p.request(c, json!(1), "initialize", json!({ "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    assert!(r["result"]["capabilities"].get("completions").is_none());
+}
+
+#[test]
+fn initialize_is_held_until_upstreams_have_started() {
+    let mut p = Pair::new(specs(&["a", "b"]), HubOptions::default());
+    p.fakes[0] = Some(Fake::tools(&["x"]));
+    p.fakes[1] = Some(Fake::tools(&["y"]));
+    p.hub.upstream_started(0, p.now);
+    p.hub.upstream_started(1, p.now);
+    // Upstream b is slow: hold its initialize answer by taking the fake away.
+    p.fakes[1] = None;
+    p.pump();
+    let c = p.connect();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }));
+    assert!(p.client_quiet(c), "held while b starts");
+    let init = p.take_up(1);
+    assert_eq!(init["method"], "initialize");
+    p.fakes[1] = Some(Fake::tools(&["y"]));
+    let answer = p.fakes[1].as_ref().unwrap().answer(&init).unwrap().unwrap();
+    p.from_up(1, answer);
+    let r = p.take(c);
+    assert_eq!(r["id"], 1);
+    assert_eq!(p.names(c), ["a__x", "b__y"]);
+}
+
+#[test]
+fn initialize_is_answered_after_the_startup_wait() {
+    let mut p = Pair::new(specs(&["slow"]), HubOptions { startup_wait_ms: 5000, ..HubOptions::default() });
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let c = p.connect();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }));
+    assert!(p.client_quiet(c));
+    assert_eq!(p.hub.next_deadline(), Some(1000 + 5000));
+    p.advance(5000);
+    assert_eq!(p.take(c)["result"]["protocolVersion"], "2025-11-25");
+}
+
+// row: lifecycle-client-sends-initialize
+// row: lifecycle-client-sends-latest-version
+// row: lifecycle-client-sends-initialized-after-init
+#[test]
+fn upstream_handshake_offers_the_newest_allowed_revision() {
+    let mut spec = UpstreamSpec::new("old");
+    spec.revisions = vec!["2024-11-05".into(), "2025-03-26".into()];
+    let mut p = Pair::new(vec![spec, UpstreamSpec::new("new")], HubOptions::default());
+    p.hub.upstream_started(0, p.now);
+    p.hub.upstream_started(1, p.now);
+    p.pump();
+    let a = p.take_up(0);
+    let b = p.take_up(1);
+    assert_eq!(a["params"]["protocolVersion"], "2025-03-26");
+    assert_eq!(b["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(a["params"]["clientInfo"]["name"], "mcpx");
+    schema_check("2025-03-26", "InitializeRequest", &a);
+    schema_check("2025-11-25", "InitializeRequest", &b);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": a["id"], "result": { "protocolVersion": "2025-03-26", "capabilities": {}, "serverInfo": { "name": "o", "version": "1" } } }));
+    assert_eq!(p.take_up(0)["method"], "notifications/initialized");
+    assert_eq!(p.hub.status()["upstreams"][0]["state"], "ready");
+    assert_eq!(p.hub.status()["upstreams"][0]["revision"], "2025-03-26");
+}
+
+// row: lifecycle-client-disconnects-on-unsupported-version
+#[test]
+fn upstream_answering_an_unsupported_revision_is_restarted() {
+    let mut p = Pair::new(specs(&["odd"]), HubOptions::default());
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let init = p.take_up(0);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": init["id"], "result": { "protocolVersion": "2099-01-01", "capabilities": { "tools": {} }, "serverInfo": { "name": "o", "version": "1" } } }));
+    assert_eq!(p.restarts, vec![(0, "unsupported protocol version")]);
+    assert!(p.up_quiet(0), "no initialized notification, no lists");
+    let st = p.hub.status();
+    assert_eq!(st["upstreams"][0]["state"], "failed");
+    assert!(st["upstreams"][0]["lastError"].as_str().unwrap().contains("2099-01-01"));
+}
+
+// row: lifecycle-cancel-not-initialize
+// row: cancellation-client-must-not-cancel-initialize
+#[test]
+fn upstream_initialize_timeout_restarts_without_cancelling() {
+    let mut p = Pair::new(specs(&["mute"]), HubOptions { init_timeout_ms: 3000, ..HubOptions::default() });
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    assert_eq!(p.take_up(0)["method"], "initialize");
+    assert_eq!(p.hub.next_deadline(), Some(4000));
+    p.advance(2999);
+    assert!(p.restarts.is_empty());
+    p.advance(1);
+    assert_eq!(p.restarts, vec![(0, "initialize timed out")]);
+    assert!(p.up_quiet(0), "initialize is never cancelled");
+}
+
+// row: ping-receiver-responds-promptly-empty
+#[test]
+fn pings_are_answered_both_ways() {
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let r = p.request(c, json!("p"), "ping", json!({}));
+    assert_eq!(r, json!({ "jsonrpc": "2.0", "id": "p", "result": {} }));
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": "up-ping", "method": "ping" }));
+    assert_eq!(p.take_up(0), json!({ "jsonrpc": "2.0", "id": "up-ping", "result": {} }));
+}
