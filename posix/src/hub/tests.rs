@@ -418,3 +418,271 @@ fn pings_are_answered_both_ways() {
     p.from_up(0, json!({ "jsonrpc": "2.0", "id": "up-ping", "method": "ping" }));
     assert_eq!(p.take_up(0), json!({ "jsonrpc": "2.0", "id": "up-ping", "result": {} }));
 }
+
+// ---------------------------------------------------------------- aggregation
+
+// row: pagination-no-fixed-page-size
+// row: pagination-stable-cursors
+// row: pagination-cursor-opaque
+// row: tools-list-deterministic-order
+#[test]
+fn aggregation_follows_pagination_on_both_sides() {
+    let mut a = Fake::tools(&["read", "write", "stat", "list", "move"]);
+    a.page = 2; // the hub must follow this upstream's nextCursor
+    let mut b = Fake::tools(&["search", "fetch", "open"]);
+    b.page = 1;
+    let mut p = Pair::with(vec![("fs", a), ("web", b)], HubOptions { page_size: 3, ..HubOptions::default() });
+    let c = p.client("2025-11-25", json!({}));
+    let first = p.request(c, json!(1), "tools/list", json!({}));
+    assert_eq!(first["result"]["tools"].as_array().unwrap().len(), 3);
+    let cursor = first["result"]["nextCursor"].as_str().unwrap().to_string();
+    schema_check("2025-11-25", "ListToolsResult", &first["result"]);
+    // The same cursor gives the same page (stable while the list is).
+    let again1 = p.request(c, json!(2), "tools/list", json!({ "cursor": cursor }));
+    let again2 = p.request(c, json!(3), "tools/list", json!({ "cursor": cursor }));
+    assert_eq!(again1["result"], again2["result"]);
+    assert_eq!(
+        p.names(c),
+        ["fs__read", "fs__write", "fs__stat", "fs__list", "fs__move", "web__search", "web__fetch", "web__open"]
+    );
+    let st = p.hub.status();
+    assert_eq!(st["upstreams"][0]["tools"], 5);
+    assert_eq!(st["upstreams"][1]["tools"], 3);
+}
+
+// row: pagination-invalid-cursor-32602
+// row: pagination-invalid-cursor-graceful
+#[test]
+fn forged_or_foreign_cursors_are_invalid_params() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["a", "b", "c"]))], HubOptions { page_size: 1, ..HubOptions::default() });
+    let c = p.client("2025-11-25", json!({}));
+    let r = p.request(c, json!(1), "tools/list", json!({}));
+    let good = r["result"]["nextCursor"].as_str().unwrap().to_string();
+    let mut forged = good.clone().into_bytes();
+    forged[8] = if forged[8] == b'A' { b'B' } else { b'A' };
+    for bad in [json!(String::from_utf8(forged).unwrap()), json!("nonsense"), json!(""), json!(7)] {
+        let r = p.request(c, json!(2), "tools/list", json!({ "cursor": bad }));
+        assert_eq!(err_code(&r), -32602, "{bad}: {r}");
+        assert_eq!(r["id"], 2);
+    }
+    // A tools cursor is not a prompts cursor.
+    let r = p.request(c, json!(3), "prompts/list", json!({ "cursor": good }));
+    assert_eq!(err_code(&r), -32602);
+}
+
+#[test]
+fn names_are_valid_unique_and_shortened() {
+    let long = "a_very_long_tool_name_that_goes_on_and_on_and_on_past_the_limit_of_64";
+    let mut p = Pair::with(
+        vec![("one", Fake::tools(&["echo", "dotted.name", long])), ("two", Fake::tools(&["echo"]))],
+        HubOptions::default(),
+    );
+    let c = p.client("2025-11-25", json!({}));
+    let names = p.names(c);
+    assert_eq!(names[0], "one__echo");
+    assert!(names[1].starts_with("one__dotted_name_") && names[1].len() == "one__dotted_name_".len() + 8, "{names:?}");
+    assert_eq!(names[2].len(), 64);
+    assert_eq!(names[3], "two__echo");
+    for n in &names {
+        assert!(mcpx_core::names::is_valid(n), "{n}");
+    }
+    // The shortened and the hashed names route back to the upstream's names.
+    for (i, orig) in [(1, "dotted.name"), (2, long)] {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": i, "method": "tools/call", "params": { "name": names[i], "arguments": {} } }));
+        assert_eq!(p.take_up(0)["params"]["name"], orig);
+    }
+}
+
+#[test]
+fn unprefixed_servers_sharing_a_tool_name_get_distinct_names() {
+    let mut s = specs(&["a", "b"]);
+    s[0].prefix = String::new();
+    s[1].prefix = String::new();
+    let mut p = Pair::new(s, HubOptions::default());
+    p.start(0, Fake::tools(&["echo", "only_a"]));
+    p.start(1, Fake::tools(&["echo"]));
+    let c = p.client("2025-11-25", json!({}));
+    let names = p.names(c);
+    assert_eq!(names[..2], ["echo", "only_a"]);
+    assert!(names[2].starts_with("echo_") && names[2] != "echo", "{names:?}");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": names[2] } }));
+    let call = p.take_up(1);
+    assert_eq!(call["params"]["name"], "echo");
+}
+
+#[test]
+fn config_errors() {
+    let e = |s: Vec<UpstreamSpec>, o: HubOptions| Hub::new(s, o).err().expect("refused");
+    assert_eq!(e(specs(&["a", "a"]), HubOptions::default()), ConfigError::DuplicateName("a".into()));
+    let mut s = specs(&["a.b", "a_b"]);
+    s[0].prefix = "a.b".into();
+    s[1].prefix = "a.b".into();
+    assert!(matches!(e(s, HubOptions::default()), ConfigError::PrefixCollision(..)));
+    assert!(matches!(e(specs(&["a"]), HubOptions { separator: "::".into(), ..HubOptions::default() }), ConfigError::BadSeparator(_)));
+    let mut s = specs(&["a"]);
+    s[0].revisions = vec!["2026-07-28".into()];
+    assert!(matches!(e(s, HubOptions::default()), ConfigError::UnknownRevision { .. }));
+    assert_eq!(e(specs(&[""]), HubOptions::default()), ConfigError::EmptyName);
+}
+
+#[test]
+fn tool_allow_and_deny_filters() {
+    let mut s = specs(&["fs"]);
+    s[0].tools_allow = vec!["read_*".into(), "stat".into()];
+    s[0].tools_deny = vec!["*_secret".into()];
+    let mut p = Pair::new(s, HubOptions::default());
+    p.start(0, Fake::tools(&["read_file", "read_secret", "stat", "write_file"]));
+    let c = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(c), ["fs__read_file", "fs__stat"]);
+    let r = p.request(c, json!(1), "tools/call", json!({ "name": "fs__write_file" }));
+    assert_eq!(err_code(&r), -32602);
+}
+
+// ---------------------------------------------------------------- routing
+
+// row: messages-response-same-id
+// row: messages-request-id-string-or-integer
+#[test]
+fn calls_are_routed_with_ids_restored_byte_for_byte() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"])), ("web", Fake::tools(&["fetch"]))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let ids: [&str; 4] = ["\"abc \\\"q\\\" \\u00e9\"", "123456789012345678901234567890", "-7", "0"];
+    for (i, raw_id) in ids.iter().enumerate() {
+        let (tool, u) = if i % 2 == 0 { ("fs__read", 0) } else { ("web__fetch", 1) };
+        let msg = format!(r#"{{"jsonrpc":"2.0","id":{raw_id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"n":123456789012345678901234567890}}}}}}"#);
+        p.send_raw(c, msg.as_bytes());
+        let up = p.take_up(u);
+        assert_eq!(up["method"], "tools/call");
+        assert_eq!(up["params"]["name"], tool.split("__").nth(1).unwrap());
+        assert!(up["id"].is_u64(), "fresh integer ids upstream: {up}");
+        p.from_up(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [{ "type": "text", "text": "ok" }] } }));
+        let (v, raw) = p.take_raw(c);
+        let expect = format!("\"id\":{raw_id},");
+        assert!(String::from_utf8_lossy(&raw).contains(&expect), "{}", String::from_utf8_lossy(&raw));
+        assert_eq!(v["result"]["content"][0]["text"], "ok");
+        schema_check("2025-11-25", "JSONRPCResultResponse", &v);
+    }
+}
+
+#[test]
+fn arguments_are_forwarded_untouched() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let msg = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs__read","arguments":{"big":123456789012345678901234567890,"s":"\u00e9"}}}"#;
+    p.send_raw(c, msg);
+    // Inspect raw bytes: the argument object is copied as is.
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["arguments"]["s"], "é");
+    // (serde_json parses the big number as a float in the harness; the hub
+    // itself never parsed it: see the byte check below.)
+    let mut hub = Hub::new(specs(&["fs"]), HubOptions::default()).unwrap();
+    hub.upstream_started(0, 0);
+    let init = loop {
+        match hub.poll_output() {
+            Some(Output::ToUpstream(0, b)) => break b,
+            Some(_) => continue,
+            None => panic!("no initialize"),
+        }
+    };
+    let init: Value = serde_json::from_slice(&init).unwrap();
+    let ans = json!({ "jsonrpc": "2.0", "id": init["id"], "result": { "protocolVersion": "2025-11-25", "capabilities": { "tools": {} }, "serverInfo": { "name": "f", "version": "1" } } });
+    hub.upstream_message(0, ans.to_string().as_bytes(), 0);
+    hub.upstream_message(0, br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}}"#, 0);
+    let c = hub.client_connected(0);
+    hub.client_message(c, msg, 0);
+    let mut found = false;
+    while let Some(o) = hub.poll_output() {
+        if let Output::ToUpstream(0, b) = o {
+            let s = String::from_utf8(b).unwrap();
+            if s.contains("tools/call") {
+                assert!(s.contains(r#""arguments":{"big":123456789012345678901234567890,"s":"\u00e9"}"#), "{s}");
+                found = true;
+            }
+        }
+    }
+    assert!(found);
+}
+
+// row: tools-error-unknown-tool-protocol
+// row: tools-result-lookup-errors-protocol
+// row: prompts-errors-32602-32603
+// row: resources-not-found-32002
+#[test]
+fn unknown_names_get_the_right_errors() {
+    let mut f = Fake::tools(&["read"]);
+    f.caps = json!({ "tools": {}, "prompts": {} });
+    f.prompts = vec![json!({ "name": "greet" })];
+    let mut g = Fake::tools(&[]);
+    g.caps = json!({ "resources": {} });
+    let mut p = Pair::with(vec![("fs", f), ("b", g.clone()), ("c", g)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let r = p.request(c, json!(1), "tools/call", json!({ "name": "nope" }));
+    assert_eq!(err_code(&r), -32602);
+    assert!(r["error"]["message"].as_str().unwrap().contains("nope"));
+    schema_check("2025-11-25", "JSONRPCErrorResponse", &r);
+    let r = p.request(c, json!(2), "prompts/get", json!({ "name": "nope" }));
+    assert_eq!(err_code(&r), -32602);
+    let r = p.request(c, json!(3), "resources/read", json!({ "uri": "file:///nowhere" }));
+    assert_eq!(err_code(&r), -32002);
+    let r = p.request(c, json!(4), "tools/call", json!({}));
+    assert_eq!(err_code(&r), -32602);
+}
+
+// row: prompts-list-changed-notify
+#[test]
+fn prompts_and_completions_are_routed() {
+    let mut f = Fake::tools(&[]);
+    f.caps = json!({ "prompts": {}, "completions": {} });
+    f.prompts = vec![json!({ "name": "greet", "title": "Greeting", "arguments": [{ "name": "who", "title": "Who" }] })];
+    let mut p = Pair::with(vec![("p", f)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let list = p.list_all(c, "prompts/list", "prompts");
+    assert_eq!(list[0]["name"], "p__greet");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": { "name": "p__greet", "arguments": { "who": "x" } } }));
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["name"], "greet");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "completion/complete", "params": { "ref": { "type": "ref/prompt", "name": "p__greet" }, "argument": { "name": "who", "value": "a" } } }));
+    let up = p.take_up(0);
+    assert_eq!(up["method"], "completion/complete");
+    assert_eq!(up["params"]["ref"]["name"], "greet");
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "completion": { "values": ["alice"] } } }));
+    let r = p.take(c);
+    assert_eq!(r["id"], 2);
+    schema_check("2025-11-25", "CompleteResult", &r["result"]);
+    // 2025-03-26 clients do not see prompt titles.
+    let old = p.client("2025-03-26", json!({}));
+    let list = p.list_all(old, "prompts/list", "prompts");
+    assert!(list[0].get("title").is_none() && list[0]["arguments"][0].get("title").is_none());
+    schema_check("2025-03-26", "ListPromptsResult", &json!({ "prompts": list }));
+}
+
+#[test]
+fn resources_keep_their_uris_and_duplicates_are_namespaced() {
+    let mut a = Fake::tools(&[]);
+    a.caps = json!({ "resources": { "subscribe": true } });
+    a.resources = vec![json!({ "uri": "file:///readme", "name": "readme" }), json!({ "uri": "mem://a", "name": "a" })];
+    a.templates = vec![json!({ "uriTemplate": "db://a/{table}", "name": "tables" })];
+    let mut b = a.clone();
+    b.resources = vec![json!({ "uri": "file:///readme", "name": "readme" })];
+    b.templates = vec![json!({ "uriTemplate": "gh://{owner}/{repo}", "name": "repos" })];
+    let mut p = Pair::with(vec![("a", a), ("b", b)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let res = p.list_all(c, "resources/list", "resources");
+    let uris: Vec<&str> = res.iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris, ["file:///readme", "mem://a", "mcpx://b/file:///readme"]);
+    let t = p.list_all(c, "resources/templates/list", "resourceTemplates");
+    assert_eq!(t.len(), 2);
+    // Each URI goes to its server, with the upstream's own URI.
+    for (uri, u, orig) in [
+        ("file:///readme", 0, "file:///readme"),
+        ("mcpx://b/file:///readme", 1, "file:///readme"),
+        ("db://a/users", 0, "db://a/users"),
+        ("gh://me/mcpx", 1, "gh://me/mcpx"),
+    ] {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": uri, "method": "resources/read", "params": { "uri": uri } }));
+        let up = p.take_up(u);
+        assert_eq!(up["params"]["uri"], orig, "{uri}");
+        p.from_up(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "contents": [{ "uri": orig, "text": "x" }] } }));
+        assert_eq!(p.take(c)["id"], uri);
+    }
+}
