@@ -686,3 +686,209 @@ fn resources_keep_their_uris_and_duplicates_are_namespaced() {
         assert_eq!(p.take(c)["id"], uri);
     }
 }
+
+// ---------------------------------------------------------------- progress, cancellation, timeouts
+
+/// A hub with one tools upstream "fs" (timeout 10 s, hard max 25 s) and a client.
+fn one(rev: &str, caps: Value) -> (Pair, ClientId) {
+    let mut s = specs(&["fs"]);
+    s[0].timeout_ms = 10_000;
+    let mut p = Pair::new(s, HubOptions { max_timeout_ms: 25_000, ..HubOptions::default() });
+    p.start(0, Fake::tools(&["read", "slow"]));
+    let c = p.client(rev, caps);
+    (p, c)
+}
+
+// row: progress-token-unique-sender
+// row: progress-only-active-tokens
+#[test]
+fn progress_tokens_are_unique_upstream_and_mapped_back() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    let c2 = p.client("2025-11-25", json!({}));
+    // Two clients use the same token: the upstream sees two distinct ones.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__slow", "_meta": { "progressToken": "tok" } } }));
+    p.send(c2, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__slow", "_meta": { "progressToken": "tok" } } }));
+    let a = p.take_up(0);
+    let b = p.take_up(0);
+    let (ta, tb) = (a["params"]["_meta"]["progressToken"].clone(), b["params"]["_meta"]["progressToken"].clone());
+    assert_ne!(ta, tb);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": tb, "progress": 1, "total": 2, "message": "half" } }));
+    assert!(p.client_quiet(c));
+    let n = p.take(c2);
+    assert_eq!(n, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": "tok", "progress": 1, "total": 2, "message": "half" } }));
+    schema_check("2025-11-25", "ProgressNotification", &n);
+    // A 2024-11-05 client gets no progress message.
+    let old = p.client("2024-11-05", json!({}));
+    p.send(old, json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": { "name": "fs__slow", "_meta": { "progressToken": 42 } } }));
+    let o = p.take_up(0);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": o["params"]["_meta"]["progressToken"], "progress": 5, "message": "x" } }));
+    let n = p.take(old);
+    assert_eq!(n["params"], json!({ "progressToken": 42, "progress": 5 }));
+    schema_check("2024-11-05", "ProgressNotification", &n);
+    // After the answer the token is dead.
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": a["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 1);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": ta, "progress": 3 } }));
+    assert!(p.client_quiet(c));
+}
+
+// row: cancellation-ref-same-direction-in-progress
+// row: cancellation-sender-ignore-late-response
+// row: cancellation-handle-races
+#[test]
+fn client_cancellation_reaches_only_the_right_upstream_request() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"])), ("web", Fake::tools(&["fetch"]))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": "x", "method": "tools/call", "params": { "name": "web__fetch" } }));
+    let up = p.take_up(1);
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": "x", "reason": "user" } }));
+    let cancel = p.take_up(1);
+    assert_eq!(cancel, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": up["id"], "reason": "user" } }));
+    assert!(p.up_quiet(0), "never broadcast");
+    // A late answer is dropped; a second cancel is ignored.
+    p.from_up(1, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    assert!(p.client_quiet(c));
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": "x" } }));
+    assert!(p.up_quiet(1));
+    assert_eq!(p.hub.status()["pending"], 0);
+}
+
+// row: lifecycle-timeouts-establish
+// row: lifecycle-timeouts-cancel-on-expiry
+// row: lifecycle-timeouts-may-reset-on-progress
+// row: lifecycle-timeouts-max-regardless-of-progress
+#[test]
+fn timeouts_cancel_upstream_and_name_the_server() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": { "name": "fs__slow", "_meta": { "progressToken": 1 } } }));
+    let up = p.take_up(0);
+    assert_eq!(p.hub.next_deadline(), Some(p.now + 10_000));
+    // Progress resets the clock ...
+    p.advance(9_000);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": up["params"]["_meta"]["progressToken"], "progress": 1 } }));
+    p.take(c);
+    p.advance(9_000);
+    assert!(p.client_quiet(c), "18 s after the call, 9 s after progress: still waiting");
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": up["params"]["_meta"]["progressToken"], "progress": 2 } }));
+    p.take(c);
+    // ... but never past the hard maximum (25 s).
+    p.advance(7_000);
+    let e = p.take(c);
+    assert_eq!(e["id"], 5);
+    assert_eq!(err_code(&e), -32603);
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("'fs'") && msg.contains("25000 ms"), "{msg}");
+    let cancel = p.take_up(0);
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], up["id"]);
+    assert_eq!(p.hub.next_deadline(), None);
+    // Plain timeout without progress.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": { "name": "fs__read" } }));
+    p.take_up(0);
+    p.advance(10_000);
+    let e = p.take(c);
+    assert!(e["error"]["message"].as_str().unwrap().contains("10000 ms"));
+    schema_check("2025-11-25", "JSONRPCErrorResponse", &e);
+}
+
+// ---------------------------------------------------------------- relays
+
+// row: elicitation-client-show-requesting-server
+#[test]
+fn elicitation_is_relayed_with_the_server_named() {
+    let (mut p, c) = one("2025-11-25", json!({ "elicitation": {} }));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
+    p.take_up(0);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "mode": "form", "message": "Which file?", "requestedSchema": { "type": "object", "properties": { "f": { "type": "string" } } } } }));
+    let q = p.take(c);
+    assert_eq!(q["method"], "elicitation/create");
+    assert_eq!(q["params"]["message"], "[fs] Which file?");
+    schema_check("2025-11-25", "ElicitRequest", &q);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": q["id"], "result": { "action": "accept", "content": { "f": "a.txt" } } }));
+    assert_eq!(p.take_up(0), json!({ "jsonrpc": "2.0", "id": "e1", "result": { "action": "accept", "content": { "f": "a.txt" } } }));
+}
+
+#[test]
+fn elicitation_for_2025_06_18_has_no_mode_and_url_mode_is_refused() {
+    let (mut p, c) = one("2025-06-18", json!({ "elicitation": {} }));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
+    p.take_up(0);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 7, "method": "elicitation/create", "params": { "mode": "form", "message": "Name?", "requestedSchema": { "type": "object", "properties": {} } } }));
+    let q = p.take(c);
+    assert!(q["params"].get("mode").is_none(), "{q}");
+    schema_check("2025-06-18", "ElicitRequest", &q);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 8, "method": "elicitation/create", "params": { "mode": "url", "message": "Log in", "url": "https://x", "elicitationId": "e" } }));
+    let e = p.take_up(0);
+    assert_eq!(e["id"], 8);
+    assert_eq!(err_code(&e), -32601);
+}
+
+// row: roots-client-return-jsonrpc-errors
+// row: sampling-human-in-loop-can-deny
+#[test]
+fn requests_the_client_did_not_declare_are_refused_to_the_upstream() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
+    p.take_up(0);
+    for (i, m) in ["sampling/createMessage", "elicitation/create", "roots/list"].iter().enumerate() {
+        p.from_up(0, json!({ "jsonrpc": "2.0", "id": i, "method": m, "params": { "message": "x", "messages": [], "maxTokens": 1 } }));
+        let e = p.take_up(0);
+        assert_eq!(e["id"], i);
+        assert_eq!(err_code(&e), -32601, "{m}");
+    }
+    assert!(p.client_quiet(c));
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/list" }));
+    assert_eq!(err_code(&p.take_up(0)), -32601);
+}
+
+#[test]
+fn sampling_is_relayed_to_the_calling_client_and_cancellable() {
+    let (mut p, c) = one("2025-11-25", json!({ "sampling": {} }));
+    let other = p.client("2025-11-25", json!({ "sampling": {} }));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
+    p.take_up(0);
+    let params = json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "hi" } }], "maxTokens": 10 });
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 77, "method": "sampling/createMessage", "params": params }));
+    let q = p.take(c);
+    assert!(p.client_quiet(other));
+    schema_check("2025-11-25", "CreateMessageRequest", &q);
+    // The upstream gives up: the client is told, by the client-side id.
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 77 } }));
+    let n = p.take(c);
+    assert_eq!(n["method"], "notifications/cancelled");
+    assert_eq!(n["params"]["requestId"], q["id"]);
+    // A second one is answered with an error by the client.
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 78, "method": "sampling/createMessage", "params": params }));
+    let q = p.take(c);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": q["id"], "error": { "code": -1, "message": "User rejected" } }));
+    assert_eq!(p.take_up(0), json!({ "jsonrpc": "2.0", "id": 78, "error": { "code": -1, "message": "User rejected" } }));
+}
+
+#[test]
+fn relayed_requests_time_out() {
+    let mut s = specs(&["fs"]);
+    s[0].timeout_ms = 1_000_000;
+    let mut p = Pair::new(s, HubOptions { relay_timeout_ms: 2_000, ..HubOptions::default() });
+    p.start(0, Fake::tools(&["read"]));
+    let c = p.client("2025-11-25", json!({ "roots": {} }));
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 3, "method": "roots/list" }));
+    let q = p.take(c);
+    assert_eq!(q["method"], "roots/list");
+    p.advance(2_000);
+    let e = p.take_up(0);
+    assert_eq!(e["id"], 3);
+    assert!(e["error"]["message"].as_str().unwrap().contains("2000 ms"));
+    assert_eq!(p.take(c)["method"], "notifications/cancelled");
+}
+
+#[test]
+fn roots_from_the_configuration() {
+    let mut p = Pair::new(specs(&["fs"]), HubOptions { roots: Some(json!([{ "uri": "file:///work", "name": "work" }])), ..HubOptions::default() });
+    p.start(0, Fake::tools(&["read"]));
+    let c = p.client("2025-11-25", json!({ "roots": { "listChanged": true } }));
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": "r", "method": "roots/list" }));
+    let r = p.take_up(0);
+    assert_eq!(r, json!({ "jsonrpc": "2.0", "id": "r", "result": { "roots": [{ "uri": "file:///work", "name": "work" }] } }));
+    schema_check("2025-11-25", "ListRootsResult", &r["result"]);
+    assert!(p.client_quiet(c));
+}
