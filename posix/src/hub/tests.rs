@@ -892,3 +892,271 @@ fn roots_from_the_configuration() {
     schema_check("2025-11-25", "ListRootsResult", &r["result"]);
     assert!(p.client_quiet(c));
 }
+
+// ---------------------------------------------------------------- list_changed, exits
+
+// row: tools-list-changed-notify
+// row: tools-list-changed-means-emit
+#[test]
+fn list_changed_only_after_listing_and_only_on_a_real_change() {
+    let mut p = Pair::new(specs(&["a", "b"]), HubOptions { startup_wait_ms: 0, ..HubOptions::default() });
+    p.start(0, Fake::tools(&["x"]));
+    let c = p.client("2024-11-05", json!({}));
+    // b comes up before the client listed: nothing unsolicited (old SDK deadlock).
+    p.start(1, Fake::tools(&["y"]));
+    assert!(p.client_quiet(c));
+    assert_eq!(p.names(c), ["a__x", "b__y"]);
+    // a re-lists the same tools: no change, no notification.
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert!(p.client_quiet(c));
+    // a changes a field this 2024-11-05 client cannot see (title): still nothing.
+    p.fakes[0].as_mut().unwrap().tools[0]["title"] = json!("X!");
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert!(p.client_quiet(c));
+    // A 2025-06-18 client that listed does see it.
+    let c2 = p.client("2025-06-18", json!({}));
+    p.names(c2);
+    p.fakes[0].as_mut().unwrap().tools[0]["title"] = json!("X!!");
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(p.take(c2), json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert!(p.client_quiet(c));
+    // A real change reaches both, once.
+    p.fakes[0].as_mut().unwrap().tools.push(tool("z"));
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
+    assert_eq!(p.take(c2)["method"], "notifications/tools/list_changed");
+    assert!(p.client_quiet(c) && p.client_quiet(c2));
+    assert_eq!(p.names(c), ["a__x", "a__z", "b__y"]);
+    // A client that never listed is never told.
+    let silent = p.client("2025-11-25", json!({}));
+    p.fakes[0].as_mut().unwrap().tools.pop();
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert!(p.client_quiet(silent));
+    assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
+}
+
+#[test]
+fn an_upstream_exiting_mid_call_fails_the_call_and_comes_back() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"])), ("web", Fake::tools(&["fetch"]))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(c), ["fs__read", "web__fetch"]);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": "call-1", "method": "tools/call", "params": { "name": "web__fetch" } }));
+    p.take_up(1);
+    p.hub.upstream_exited(1, "exit status 1", "Traceback ...\nValueError: boom", p.now);
+    p.pump();
+    let e = p.take(c);
+    assert_eq!(e["id"], "call-1");
+    assert!(e["error"]["message"].as_str().unwrap().contains("'web'"), "{e}");
+    assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
+    assert_eq!(p.names(c), ["fs__read"]);
+    let st = p.hub.status();
+    assert_eq!(st["upstreams"][1]["state"], "down");
+    assert!(st["upstreams"][1]["lastError"].as_str().unwrap().contains("ValueError: boom"));
+    // While it is down its tools are unknown.
+    let r = p.request(c, json!(2), "tools/call", json!({ "name": "web__fetch" }));
+    assert_eq!(err_code(&r), -32602);
+    // It comes back.
+    p.start(1, Fake::tools(&["fetch"]));
+    assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
+    assert_eq!(p.names(c), ["fs__read", "web__fetch"]);
+    assert_eq!(p.hub.status()["upstreams"][1]["restarts"], 1);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "web__fetch" } }));
+    let up = p.take_up(1);
+    p.from_up(1, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 3);
+}
+
+// ---------------------------------------------------------------- shaping
+
+fn call_returning(rev: &str, result: Value) -> Value {
+    let (mut p, c) = one(rev, json!({}));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
+    let up = p.take_up(0);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": result }));
+    let r = p.take(c);
+    schema_check(rev, "CallToolResult", &r["result"]);
+    r["result"].clone()
+}
+
+#[test]
+fn results_are_shaped_for_older_clients() {
+    let rich = json!({
+        "content": [
+            { "type": "text", "text": "t", "_meta": { "k": 1 } },
+            { "type": "audio", "data": "AAAA", "mimeType": "audio/wav" },
+            { "type": "resource_link", "uri": "file:///a", "name": "a", "title": "A" },
+        ],
+        "structuredContent": { "n": 1 },
+    });
+    // 2025-11-25: untouched.
+    assert_eq!(call_returning("2025-11-25", rich.clone()), rich);
+    // 2025-06-18: untouched too (it has all of these).
+    assert_eq!(call_returning("2025-06-18", rich.clone()), rich);
+    // 2025-03-26: no resource_link, no structuredContent, no _meta on blocks.
+    let r = call_returning("2025-03-26", rich.clone());
+    assert!(r.get("structuredContent").is_none());
+    assert_eq!(r["content"][0], json!({ "type": "text", "text": "t" }));
+    assert_eq!(r["content"][1]["type"], "audio");
+    assert_eq!(r["content"][2]["type"], "text");
+    assert!(r["content"][2]["text"].as_str().unwrap().contains("file:///a"));
+    // 2024-11-05: no audio either.
+    let r = call_returning("2024-11-05", rich);
+    assert_eq!(r["content"][1]["type"], "text");
+    assert!(r["content"][1]["text"].as_str().unwrap().contains("audio/wav"));
+    // structuredContent-only results become text.
+    let r = call_returning("2025-03-26", json!({ "content": [], "structuredContent": { "n": 1 } }));
+    assert_eq!(r, json!({ "content": [{ "type": "text", "text": "{\"n\":1}" }] }));
+}
+
+#[test]
+fn lists_are_shaped_for_older_clients() {
+    let mut f = Fake::tools(&[]);
+    f.tools = vec![json!({
+        "name": "t", "title": "T", "icons": [{ "src": "https://i" }], "inputSchema": { "type": "object" },
+        "outputSchema": { "type": "object" }, "annotations": { "readOnlyHint": true }, "execution": { "taskSupport": "optional" }, "_meta": { "a": 1 },
+    })];
+    let mut p = Pair::with(vec![("s", f)], HubOptions::default());
+    let expect = [
+        ("2024-11-05", vec!["description", "inputSchema", "name"]),
+        ("2025-03-26", vec!["annotations", "inputSchema", "name"]),
+        ("2025-06-18", vec!["_meta", "annotations", "inputSchema", "name", "outputSchema", "title"]),
+        ("2025-11-25", vec!["_meta", "annotations", "execution", "icons", "inputSchema", "name", "outputSchema", "title"]),
+    ];
+    for (rev, keys) in expect {
+        let c = p.client(rev, json!({}));
+        let r = p.request(c, json!(1), "tools/list", json!({}));
+        schema_check(rev, "ListToolsResult", &r["result"]);
+        let got: Vec<String> = r["result"]["tools"][0].as_object().unwrap().keys().cloned().collect();
+        let want: Vec<String> = keys.iter().filter(|k| **k != "description").map(|k| k.to_string()).collect();
+        assert_eq!(got, want, "{rev}");
+    }
+}
+
+// ---------------------------------------------------------------- bad input
+
+// row: messages-error-response-same-id-unless-unreadable
+// row: errors-error-has-code-and-message
+#[test]
+fn bad_input_gets_json_rpc_errors_and_the_session_goes_on() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    p.send_raw(c, b"{not json");
+    let e = p.take(c);
+    assert_eq!(err_code(&e), -32700);
+    assert!(e.get("id").is_none(), "2025-11-25: unreadable id left out");
+    schema_check("2025-11-25", "JSONRPCErrorResponse", &e);
+    p.send_raw(c, br#"{"jsonrpc":"2.0","id":4,"method":7}"#);
+    let e = p.take(c);
+    assert_eq!((err_code(&e), e["id"].clone()), (-32600, json!(4)));
+    p.send_raw(c, br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+    assert_eq!(err_code(&p.take(c)), -32600);
+    p.send_raw(c, br#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#);
+    assert_eq!(err_code(&p.take(c)), -32600);
+    let e = p.request(c, json!(5), "tools/frobnicate", json!({}));
+    assert_eq!((err_code(&e), e["id"].clone()), (-32601, json!(5)));
+    p.hub.client_frame_too_large(c, 20_000_000);
+    p.pump();
+    let e = p.take(c);
+    assert_eq!(err_code(&e), -32600);
+    assert!(e["error"]["message"].as_str().unwrap().contains("20000000"));
+    // Still serving.
+    assert_eq!(p.request(c, json!(6), "ping", json!({}))["result"], json!({}));
+    // Older clients get `"id": null`.
+    let old = p.client("2025-03-26", json!({}));
+    p.send_raw(old, b"]");
+    let e = p.take(old);
+    assert_eq!(e["id"], Value::Null);
+    assert_eq!(err_code(&e), -32700);
+}
+
+// row: lifecycle-initialization-first-interaction
+#[test]
+fn requests_before_initialize_are_served() {
+    let (mut p, _) = one("2025-11-25", json!({}));
+    let c = p.connect();
+    let r = p.request(c, json!(1), "tools/list", json!({}));
+    assert_eq!(r["result"]["tools"][0]["name"], "fs__read");
+}
+
+#[test]
+fn tables_are_bounded() {
+    let mut s = specs(&["fs"]);
+    s[0].timeout_ms = 1000;
+    let mut p = Pair::new(s, HubOptions { max_pending: 3, max_clients: 2, ..HubOptions::default() });
+    p.start(0, Fake::tools(&["read"]));
+    let c = p.client("2025-11-25", json!({}));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 0, "method": "tools/call", "params": { "name": "fs__read" } }));
+    // A duplicate in-flight id is refused rather than overwriting the first.
+    let e = p.request(c, json!(0), "tools/call", json!({ "name": "fs__read" }));
+    assert_eq!(err_code(&e), -32600);
+    for i in 1..3 {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": i, "method": "tools/call", "params": { "name": "fs__read" } }));
+    }
+    let e = p.request(c, json!(3), "tools/call", json!({ "name": "fs__read" }));
+    assert_eq!(err_code(&e), -32603);
+    assert!(e["error"]["message"].as_str().unwrap().contains("limit"));
+    p.advance(1000);
+    assert_eq!(p.hub.status()["pending"], 0, "timeouts free every entry");
+    let _second = p.connect();
+    let third = p.connect();
+    assert_eq!(p.closed, vec![third]);
+}
+
+// ---------------------------------------------------------------- subscriptions, logging
+
+// row: resources-subscribe-rpc
+// row: resources-unsubscribe-follows-subscribe
+#[test]
+fn resource_updates_reach_subscribers_only() {
+    let mut f = Fake::tools(&[]);
+    f.caps = json!({ "resources": { "subscribe": true } });
+    f.resources = vec![json!({ "uri": "mem://a", "name": "a" })];
+    let mut p = Pair::with(vec![("m", f)], HubOptions::default());
+    let c1 = p.client("2025-11-25", json!({}));
+    let c2 = p.client("2025-11-25", json!({}));
+    p.list_all(c1, "resources/list", "resources");
+    p.list_all(c2, "resources/list", "resources");
+    p.send(c1, json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": { "uri": "mem://a" } }));
+    let s = p.take_up(0);
+    assert_eq!(s["method"], "resources/subscribe");
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": s["id"], "result": {} }));
+    assert_eq!(p.take(c1)["id"], 1);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": "mem://a" } }));
+    let n = p.take(c1);
+    assert_eq!(n["params"]["uri"], "mem://a");
+    schema_check("2025-11-25", "ResourceUpdatedNotification", &n);
+    assert!(p.client_quiet(c2));
+    // The second subscriber is answered by the hub; the upstream keeps one subscription.
+    assert_eq!(p.request(c2, json!(2), "resources/subscribe", json!({ "uri": "mem://a" }))["result"], json!({}));
+    assert!(p.up_quiet(0));
+    assert_eq!(p.request(c1, json!(3), "resources/unsubscribe", json!({ "uri": "mem://a" }))["result"], json!({}));
+    assert!(p.up_quiet(0));
+    // The last one leaving (by disconnecting) unsubscribes upstream.
+    p.hub.client_disconnected(c2);
+    p.pump();
+    assert_eq!(p.take_up(0)["method"], "resources/unsubscribe");
+}
+
+// row: logging-client-may-setlevel
+#[test]
+fn set_level_fans_out_and_logs_are_prefixed() {
+    let mut a = Fake::tools(&["x"]);
+    a.caps = json!({ "tools": {}, "logging": {} });
+    let b = Fake::tools(&["y"]);
+    let mut p = Pair::with(vec![("a", a), ("b", b)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    // Not before the client asked or listed.
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "data": "early" } }));
+    assert!(p.client_quiet(c));
+    let r = p.request(c, json!(1), "logging/setLevel", json!({ "level": "debug" }));
+    assert_eq!(r["result"], json!({}));
+    let s = p.take_up(0);
+    assert_eq!(s["params"]["level"], "debug");
+    assert!(p.up_quiet(1), "b has no logging");
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": s["id"], "result": {} }));
+    assert!(p.client_quiet(c), "answered once");
+    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "logger": "db", "data": "hello" } }));
+    let n = p.take(c);
+    assert_eq!(n["params"]["logger"], "a/db");
+    schema_check("2025-11-25", "LoggingMessageNotification", &n);
+    assert_eq!(err_code(&p.request(c, json!(2), "logging/setLevel", json!({ "level": "loud" }))), -32602);
+}
