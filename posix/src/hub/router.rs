@@ -117,6 +117,11 @@ impl Hub {
             "resources/subscribe" | "resources/unsubscribe" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
                 let (u, orig) = self.route_resource(&uri)?;
+                let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
+                if !subscribable {
+                    let name = &self.ups[u].spec.name;
+                    return Err(refuse(-32601, format!("server '{name}' does not support resource subscriptions")));
+                }
                 if m.method == "resources/subscribe" {
                     if self.subs.has(&uri, c) {
                         self.to_client(c, wire::result(id, b"{}"));
@@ -268,7 +273,7 @@ impl Hub {
         };
         let now = self.now_ms;
         let timeout = self.ups[u].spec.timeout_ms.max(1);
-        let hard = now + self.opts.max_timeout_ms.max(timeout);
+        let hard = now + self.opts.max_timeout_ms.max(1);
         let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone() };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
         self.to_upstream(u, wire::request(up_id, &m.method, body.as_deref()));

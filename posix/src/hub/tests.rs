@@ -1136,6 +1136,34 @@ fn resource_updates_reach_subscribers_only() {
     assert_eq!(p.take_up(0)["method"], "resources/unsubscribe");
 }
 
+#[test]
+fn subscribing_to_a_server_without_subscriptions_is_refused() {
+    let mut f = Fake::tools(&[]);
+    f.caps = json!({ "resources": {} });
+    f.resources = vec![json!({ "uri": "mem://a", "name": "a" })];
+    let mut p = Pair::with(vec![("m", f)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let r = p.request(c, json!(1), "resources/subscribe", json!({ "uri": "mem://a" }));
+    assert_eq!(err_code(&r), -32601);
+    assert!(r["error"]["message"].as_str().unwrap().contains("'m'"));
+    assert!(p.up_quiet(0));
+}
+
+#[test]
+fn a_client_leaving_cancels_its_calls() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__slow" } }));
+    let up = p.take_up(0);
+    p.hub.client_disconnected(c);
+    p.pump();
+    let n = p.take_up(0);
+    assert_eq!(n["method"], "notifications/cancelled");
+    assert_eq!(n["params"]["requestId"], up["id"]);
+    assert_eq!(p.hub.status()["pending"], 0);
+    p.from_up(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    assert!(p.cl.get(&c).map_or(true, VecDeque::is_empty));
+}
+
 // row: logging-client-may-setlevel
 #[test]
 fn set_level_fans_out_and_logs_are_prefixed() {

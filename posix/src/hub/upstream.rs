@@ -352,10 +352,9 @@ impl Hub {
                 let exposed = self.exposed_uri(u, uri);
                 let mut out = p.clone();
                 out["uri"] = Value::String(exposed.clone());
+                // Subscribers asked for these: no need to wait for a list.
                 for c in self.subs.clients_of(&exposed) {
-                    if self.clients.get(&c).map_or(false, |cl| cl.may_notify()) {
-                        self.notify_client(c, "notifications/resources/updated", &out);
-                    }
+                    self.notify_client(c, "notifications/resources/updated", &out);
                 }
             }
             "notifications/cancelled" => {
