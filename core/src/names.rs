@@ -58,7 +58,7 @@ pub fn expose(prefix: &str, separator: &str, name: &str, salt: u32) -> Name {
     let sep = if prefix.is_empty() { "" } else { separator };
     let parts = [prefix, sep, name];
     let total: usize = parts.iter().map(|p| p.len()).sum();
-    let clean = total >= 1 && total <= MAX_LEN && parts.iter().all(|p| p.bytes().all(is_name_byte));
+    let clean = (1..=MAX_LEN).contains(&total) && parts.iter().all(|p| p.bytes().all(is_name_byte));
     let mut out = Name::new();
     if clean && salt == 0 {
         for p in parts {

@@ -281,7 +281,7 @@ impl Catalog {
         let mut best: Option<(usize, UpstreamId)> = None;
         for e in self.view(Kind::Templates) {
             let lit = e.original.split('{').next().unwrap_or("");
-            if !lit.is_empty() && uri.starts_with(lit) && best.map_or(true, |(l, _)| lit.len() > l) {
+            if !lit.is_empty() && uri.starts_with(lit) && best.is_none_or(|(l, _)| lit.len() > l) {
                 best = Some((lit.len(), e.up));
             }
         }

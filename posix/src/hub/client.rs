@@ -86,11 +86,11 @@ impl Hub {
         match wire::parse(bytes) {
             Err(Bad::Parse(why)) => {
                 let id = self.unreadable_id(c);
-                self.to_client(c, wire::error(id, -32700, &format!("Parse error: {why}"), None));
+                self.emit_client(c, wire::error(id, -32700, &format!("Parse error: {why}"), None));
             }
             Err(Bad::Invalid { id, why }) => {
                 let id = id.or_else(|| self.unreadable_id(c).map(<[u8]>::to_vec));
-                self.to_client(c, wire::error(id.as_deref(), -32600, &format!("Invalid request: {why}"), None));
+                self.emit_client(c, wire::error(id.as_deref(), -32600, &format!("Invalid request: {why}"), None));
             }
             Ok(m) => match m.kind {
                 Kind::Request => self.on_client_request(c, &m),
@@ -117,7 +117,7 @@ impl Hub {
         }
         let id = self.unreadable_id(c);
         let msg = format!("Invalid request: the message is too large ({len} bytes or more); it was dropped");
-        self.to_client(c, wire::error(id, -32600, &msg, None));
+        self.emit_client(c, wire::error(id, -32600, &msg, None));
     }
 
     pub(super) fn on_client_disconnected(&mut self, c: ClientId) {
@@ -148,15 +148,14 @@ impl Hub {
                     self.relay_cancelled_by_client(c, hid, reason.as_deref());
                 }
             }
-            "notifications/roots/list_changed" => {
-                if self.opts.roots.is_none() {
+            "notifications/roots/list_changed"
+                if self.opts.roots.is_none() => {
                     for u in 0..self.ups.len() {
                         if self.ups[u].is_ready() {
-                            self.to_upstream(u, wire::notification("notifications/roots/list_changed", None));
+                            self.emit_upstream(u, wire::notification("notifications/roots/list_changed", None));
                         }
                     }
                 }
-            }
             _ => {} // notifications/progress for relayed requests etc.: nothing to do
         }
     }
@@ -181,7 +180,7 @@ impl Hub {
     /// Have upstreams had their chance to come up (or the wait run out)?
     pub(super) fn startup_settled(&self) -> bool {
         self.ups.iter().all(|u| u.settled)
-            || self.started_ms.map_or(true, |s| self.now_ms >= s + self.opts.startup_wait_ms)
+            || self.started_ms.is_none_or(|s| self.now_ms >= s + self.opts.startup_wait_ms)
     }
 
     /// Answers held `initialize` requests once startup has settled.
@@ -216,7 +215,7 @@ impl Hub {
             "instructions": self.instructions(),
         });
         self.clients.get_mut(&c).expect("known client").initialized = true;
-        self.to_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
+        self.emit_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
     }
 
     /// What the hub offers clients: the union of what its upstreams offered
@@ -226,7 +225,7 @@ impl Hub {
     fn union_capabilities(&self) -> Map<String, Value> {
         let mut caps = Map::new();
         let known: Vec<&Value> = self.ups.iter().filter_map(|u| u.caps.as_ref()).collect();
-        let has = |k: &str| known.iter().any(|c| c.get(k).map_or(false, |v| !v.is_null()));
+        let has = |k: &str| known.iter().any(|c| c.get(k).is_some_and(|v| !v.is_null()));
         if has("tools") || known.is_empty() {
             caps.insert("tools".into(), json!({ "listChanged": true }));
         }
@@ -269,7 +268,7 @@ impl Hub {
         s
     }
 
-    pub(super) fn to_client(&mut self, c: ClientId, bytes: Vec<u8>) {
+    pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>) {
         if self.clients.contains_key(&c) {
             self.out.push_back(Output::ToClient(c, bytes));
         }
@@ -281,7 +280,7 @@ impl Hub {
         let mut p = params.clone();
         shape::notification_params(method, &mut p, cl.rev().features());
         let body = serde_json::to_vec(&p).unwrap_or_default();
-        self.to_client(c, wire::notification(method, Some(&body)));
+        self.emit_client(c, wire::notification(method, Some(&body)));
     }
 
     /// After a catalog change: tell each client that has read the list and
@@ -299,7 +298,7 @@ impl Hub {
             let fp = self.catalog.fingerprint(ch, rev);
             if fp != known {
                 self.clients.get_mut(&c).expect("known client").known_fp[ch.idx()] = fp;
-                self.to_client(c, wire::notification(ch.notification(), None));
+                self.emit_client(c, wire::notification(ch.notification(), None));
             }
         }
     }

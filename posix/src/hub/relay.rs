@@ -65,19 +65,19 @@ impl Hub {
     pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null");
         match m.method.as_str() {
-            "ping" => self.to_upstream(u, wire::result(id, b"{}")),
+            "ping" => self.emit_upstream(u, wire::result(id, b"{}")),
             "roots/list" if self.opts.roots.is_some() => {
                 let roots = match self.opts.roots.clone() {
                     Some(Value::Array(a)) => json!({ "roots": a }),
                     Some(v) => v,
                     None => json!({ "roots": [] }),
                 };
-                self.to_upstream(u, wire::result(id, &serde_json::to_vec(&roots).unwrap_or_default()));
+                self.emit_upstream(u, wire::result(id, &serde_json::to_vec(&roots).unwrap_or_default()));
             }
             method if RELAYED.iter().any(|(m, _)| *m == method) => self.relay_to_client(u, m),
             method => {
                 let msg = format!("mcpx does not handle '{method}' requests from servers");
-                self.to_upstream(u, wire::error(Some(id), -32601, &msg, None));
+                self.emit_upstream(u, wire::error(Some(id), -32601, &msg, None));
             }
         }
     }
@@ -89,7 +89,7 @@ impl Hub {
         let cap = RELAYED.iter().find(|(x, _)| *x == method).map(|(_, c)| *c).unwrap_or("");
         let refuse = |hub: &mut Hub, code: i64, why: String| {
             hub.log(Level::Info, format!("server '{server}': {method} refused: {why}"));
-            hub.to_upstream(u, wire::error(Some(&id), code, &why, None));
+            hub.emit_upstream(u, wire::error(Some(&id), code, &why, None));
         };
         let target = self.pending.latest_client_of(u).filter(|c| self.clients.contains_key(c)).or_else(|| {
             let live: Vec<ClientId> = self.clients.iter().filter(|(_, c)| c.initialized).map(|(k, _)| *k).collect();
@@ -136,7 +136,7 @@ impl Hub {
         let deadline = self.now_ms + self.opts.relay_timeout_ms;
         self.relays.map.insert((c, hid), Relayed { up: u, up_id: id, client: c, method: method.clone(), deadline });
         let body = serde_json::to_vec(&params).unwrap_or_default();
-        self.to_client(c, wire::request(hid, &method, Some(&body)));
+        self.emit_client(c, wire::request(hid, &method, Some(&body)));
     }
 
     /// A response from client `c`: the answer to a relayed request.
@@ -152,7 +152,7 @@ impl Hub {
             _ => return,
         };
         if self.ups[r.up].is_up() {
-            self.to_upstream(r.up, out);
+            self.emit_upstream(r.up, out);
         }
     }
 
@@ -178,7 +178,7 @@ impl Hub {
                 if let Some(x) = reason {
                     p["reason"] = Value::String(x.to_string());
                 }
-                self.to_upstream(r.up, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+                self.emit_upstream(r.up, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
             }
         }
     }
@@ -190,7 +190,7 @@ impl Hub {
             let Some(r) = self.relays.map.remove(&k) else { continue };
             let msg = format!("the client did not answer {} within {} ms", r.method, self.opts.relay_timeout_ms);
             if self.ups[r.up].is_up() {
-                self.to_upstream(r.up, wire::error(Some(&r.up_id), -32603, &msg, None));
+                self.emit_upstream(r.up, wire::error(Some(&r.up_id), -32603, &msg, None));
             }
             self.notify_client(k.0, "notifications/cancelled", &json!({ "requestId": k.1, "reason": msg }));
         }
@@ -202,7 +202,7 @@ impl Hub {
         for k in keys {
             if let Some(r) = self.relays.map.remove(&k) {
                 if self.ups[r.up].is_up() {
-                    self.to_upstream(r.up, wire::error(Some(&r.up_id), -32603, "the client disconnected", None));
+                    self.emit_upstream(r.up, wire::error(Some(&r.up_id), -32603, "the client disconnected", None));
                 }
             }
         }
@@ -217,7 +217,7 @@ impl Hub {
         }
     }
 
-    pub(super) fn to_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) {
+    pub(super) fn emit_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) {
         self.out.push_back(Output::ToUpstream(u, bytes));
     }
 }

@@ -47,7 +47,7 @@ impl Subscriptions {
         false
     }
     fn has(&self, uri: &str, c: ClientId) -> bool {
-        self.by_uri.get(uri).map_or(false, |s| s.contains(&c))
+        self.by_uri.get(uri).is_some_and(|s| s.contains(&c))
     }
     fn of_client(&self, c: ClientId) -> Vec<String> {
         self.by_uri.iter().filter(|(_, s)| s.contains(&c)).map(|(u, _)| u.clone()).collect()
@@ -68,7 +68,7 @@ impl Hub {
     pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         if let Err(Refusal(code, msg, data)) = self.route(c, m) {
-            self.to_client(c, wire::error(Some(&id), code, &msg, data));
+            self.emit_client(c, wire::error(Some(&id), code, &msg, data));
         }
     }
 
@@ -83,7 +83,7 @@ impl Hub {
                 Ok(())
             }
             "ping" => {
-                self.to_client(c, wire::result(id, b"{}"));
+                self.emit_client(c, wire::result(id, b"{}"));
                 Ok(())
             }
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
@@ -124,7 +124,7 @@ impl Hub {
                 }
                 if m.method == "resources/subscribe" {
                     if self.subs.has(&uri, c) {
-                        self.to_client(c, wire::result(id, b"{}"));
+                        self.emit_client(c, wire::result(id, b"{}"));
                         return Ok(());
                     }
                     let cl = &self.clients[&c];
@@ -133,17 +133,17 @@ impl Hub {
                     }
                     self.clients.get_mut(&c).expect("known client").subs += 1;
                     if !self.subs.add(&uri, c) {
-                        self.to_client(c, wire::result(id, b"{}"));
+                        self.emit_client(c, wire::result(id, b"{}"));
                         return Ok(());
                     }
                 } else {
                     if !self.subs.has(&uri, c) {
-                        self.to_client(c, wire::result(id, b"{}"));
+                        self.emit_client(c, wire::result(id, b"{}"));
                         return Ok(());
                     }
                     self.clients.get_mut(&c).expect("known client").subs -= 1;
                     if !self.subs.remove(&uri, c) {
-                        self.to_client(c, wire::result(id, b"{}"));
+                        self.emit_client(c, wire::result(id, b"{}"));
                         return Ok(());
                     }
                 }
@@ -182,7 +182,7 @@ impl Hub {
                         self.send_set_level(u, &level);
                     }
                 }
-                self.to_client(c, wire::result(id, b"{}"));
+                self.emit_client(c, wire::result(id, b"{}"));
                 Ok(())
             }
             method => Err(refuse(-32601, format!("Method not found: {method}"))),
@@ -236,7 +236,7 @@ impl Hub {
             cl.listed[ch.idx()] = true;
             cl.known_fp[ch.idx()] = fp;
         }
-        self.to_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
+        self.emit_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
         Ok(())
     }
 
@@ -276,7 +276,7 @@ impl Hub {
         let hard = now + self.opts.max_timeout_ms.max(1);
         let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone() };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
-        self.to_upstream(u, wire::request(up_id, &m.method, body.as_deref()));
+        self.emit_upstream(u, wire::request(up_id, &m.method, body.as_deref()));
         Ok(())
     }
 
@@ -292,7 +292,7 @@ impl Hub {
             (None, Some(err)) => wire::error_raw(Some(id), err),
             _ => return,
         };
-        self.to_client(c, out);
+        self.emit_client(c, out);
     }
 
     /// An upstream became ready: restore subscriptions and the log level.

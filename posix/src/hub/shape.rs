@@ -162,7 +162,7 @@ fn call_tool_result(v: &mut Value, f: &Features) {
     let Some(obj) = v.as_object_mut() else { return };
     if !f.structured {
         if let Some(sc) = obj.remove("structuredContent") {
-            let empty = obj.get("content").and_then(Value::as_array).map_or(true, |a| a.is_empty());
+            let empty = obj.get("content").and_then(Value::as_array).is_none_or(|a| a.is_empty());
             if empty {
                 obj.insert("content".into(), json!([{ "type": "text", "text": sc.to_string() }]));
             }

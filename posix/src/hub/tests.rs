@@ -160,7 +160,7 @@ impl Pair {
     }
 
     fn client_quiet(&self, c: ClientId) -> bool {
-        self.cl.get(&c).map_or(true, VecDeque::is_empty)
+        self.cl.get(&c).is_none_or(VecDeque::is_empty)
     }
 
     fn take_up(&mut self, u: UpstreamId) -> Value {
@@ -168,10 +168,10 @@ impl Pair {
     }
 
     fn up_quiet(&self, u: UpstreamId) -> bool {
-        self.up.get(&u).map_or(true, VecDeque::is_empty)
+        self.up.get(&u).is_none_or(VecDeque::is_empty)
     }
 
-    fn from_up(&mut self, u: UpstreamId, v: Value) {
+    fn upstream_says(&mut self, u: UpstreamId, v: Value) {
         self.hub.upstream_message(u, v.to_string().as_bytes(), self.now);
         self.pump();
     }
@@ -334,7 +334,7 @@ fn initialize_is_held_until_upstreams_have_started() {
     assert_eq!(init["method"], "initialize");
     p.fakes[1] = Some(Fake::tools(&["y"]));
     let answer = p.fakes[1].as_ref().unwrap().answer(&init).unwrap().unwrap();
-    p.from_up(1, answer);
+    p.upstream_says(1, answer);
     let r = p.take(c);
     assert_eq!(r["id"], 1);
     assert_eq!(p.names(c), ["a__x", "b__y"]);
@@ -371,7 +371,7 @@ fn upstream_handshake_offers_the_newest_allowed_revision() {
     assert_eq!(a["params"]["clientInfo"]["name"], "mcpx");
     schema_check("2025-03-26", "InitializeRequest", &a);
     schema_check("2025-11-25", "InitializeRequest", &b);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": a["id"], "result": { "protocolVersion": "2025-03-26", "capabilities": {}, "serverInfo": { "name": "o", "version": "1" } } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": a["id"], "result": { "protocolVersion": "2025-03-26", "capabilities": {}, "serverInfo": { "name": "o", "version": "1" } } }));
     assert_eq!(p.take_up(0)["method"], "notifications/initialized");
     assert_eq!(p.hub.status()["upstreams"][0]["state"], "ready");
     assert_eq!(p.hub.status()["upstreams"][0]["revision"], "2025-03-26");
@@ -384,7 +384,7 @@ fn upstream_answering_an_unsupported_revision_is_restarted() {
     p.hub.upstream_started(0, p.now);
     p.pump();
     let init = p.take_up(0);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": init["id"], "result": { "protocolVersion": "2099-01-01", "capabilities": { "tools": {} }, "serverInfo": { "name": "o", "version": "1" } } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": init["id"], "result": { "protocolVersion": "2099-01-01", "capabilities": { "tools": {} }, "serverInfo": { "name": "o", "version": "1" } } }));
     assert_eq!(p.restarts, vec![(0, "unsupported protocol version")]);
     assert!(p.up_quiet(0), "no initialized notification, no lists");
     let st = p.hub.status();
@@ -415,7 +415,7 @@ fn pings_are_answered_both_ways() {
     let c = p.client("2025-11-25", json!({}));
     let r = p.request(c, json!("p"), "ping", json!({}));
     assert_eq!(r, json!({ "jsonrpc": "2.0", "id": "p", "result": {} }));
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": "up-ping", "method": "ping" }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "up-ping", "method": "ping" }));
     assert_eq!(p.take_up(0), json!({ "jsonrpc": "2.0", "id": "up-ping", "result": {} }));
 }
 
@@ -555,7 +555,7 @@ fn calls_are_routed_with_ids_restored_byte_for_byte() {
         assert_eq!(up["method"], "tools/call");
         assert_eq!(up["params"]["name"], tool.split("__").nth(1).unwrap());
         assert!(up["id"].is_u64(), "fresh integer ids upstream: {up}");
-        p.from_up(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [{ "type": "text", "text": "ok" }] } }));
+        p.upstream_says(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [{ "type": "text", "text": "ok" }] } }));
         let (v, raw) = p.take_raw(c);
         let expect = format!("\"id\":{raw_id},");
         assert!(String::from_utf8_lossy(&raw).contains(&expect), "{}", String::from_utf8_lossy(&raw));
@@ -645,7 +645,7 @@ fn prompts_and_completions_are_routed() {
     let up = p.take_up(0);
     assert_eq!(up["method"], "completion/complete");
     assert_eq!(up["params"]["ref"]["name"], "greet");
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "completion": { "values": ["alice"] } } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "completion": { "values": ["alice"] } } }));
     let r = p.take(c);
     assert_eq!(r["id"], 2);
     schema_check("2025-11-25", "CompleteResult", &r["result"]);
@@ -682,7 +682,7 @@ fn resources_keep_their_uris_and_duplicates_are_namespaced() {
         p.send(c, json!({ "jsonrpc": "2.0", "id": uri, "method": "resources/read", "params": { "uri": uri } }));
         let up = p.take_up(u);
         assert_eq!(up["params"]["uri"], orig, "{uri}");
-        p.from_up(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "contents": [{ "uri": orig, "text": "x" }] } }));
+        p.upstream_says(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "contents": [{ "uri": orig, "text": "x" }] } }));
         assert_eq!(p.take(c)["id"], uri);
     }
 }
@@ -712,7 +712,7 @@ fn progress_tokens_are_unique_upstream_and_mapped_back() {
     let b = p.take_up(0);
     let (ta, tb) = (a["params"]["_meta"]["progressToken"].clone(), b["params"]["_meta"]["progressToken"].clone());
     assert_ne!(ta, tb);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": tb, "progress": 1, "total": 2, "message": "half" } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": tb, "progress": 1, "total": 2, "message": "half" } }));
     assert!(p.client_quiet(c));
     let n = p.take(c2);
     assert_eq!(n, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": "tok", "progress": 1, "total": 2, "message": "half" } }));
@@ -721,14 +721,14 @@ fn progress_tokens_are_unique_upstream_and_mapped_back() {
     let old = p.client("2024-11-05", json!({}));
     p.send(old, json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": { "name": "fs__slow", "_meta": { "progressToken": 42 } } }));
     let o = p.take_up(0);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": o["params"]["_meta"]["progressToken"], "progress": 5, "message": "x" } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": o["params"]["_meta"]["progressToken"], "progress": 5, "message": "x" } }));
     let n = p.take(old);
     assert_eq!(n["params"], json!({ "progressToken": 42, "progress": 5 }));
     schema_check("2024-11-05", "ProgressNotification", &n);
     // After the answer the token is dead.
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": a["id"], "result": { "content": [] } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": a["id"], "result": { "content": [] } }));
     assert_eq!(p.take(c)["id"], 1);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": ta, "progress": 3 } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": ta, "progress": 3 } }));
     assert!(p.client_quiet(c));
 }
 
@@ -746,7 +746,7 @@ fn client_cancellation_reaches_only_the_right_upstream_request() {
     assert_eq!(cancel, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": up["id"], "reason": "user" } }));
     assert!(p.up_quiet(0), "never broadcast");
     // A late answer is dropped; a second cancel is ignored.
-    p.from_up(1, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
     assert!(p.client_quiet(c));
     p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": "x" } }));
     assert!(p.up_quiet(1));
@@ -765,11 +765,11 @@ fn timeouts_cancel_upstream_and_name_the_server() {
     assert_eq!(p.hub.next_deadline(), Some(p.now + 10_000));
     // Progress resets the clock ...
     p.advance(9_000);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": up["params"]["_meta"]["progressToken"], "progress": 1 } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": up["params"]["_meta"]["progressToken"], "progress": 1 } }));
     p.take(c);
     p.advance(9_000);
     assert!(p.client_quiet(c), "18 s after the call, 9 s after progress: still waiting");
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": up["params"]["_meta"]["progressToken"], "progress": 2 } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": up["params"]["_meta"]["progressToken"], "progress": 2 } }));
     p.take(c);
     // ... but never past the hard maximum (25 s).
     p.advance(7_000);
@@ -799,7 +799,7 @@ fn elicitation_is_relayed_with_the_server_named() {
     let (mut p, c) = one("2025-11-25", json!({ "elicitation": {} }));
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
     p.take_up(0);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "mode": "form", "message": "Which file?", "requestedSchema": { "type": "object", "properties": { "f": { "type": "string" } } } } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "mode": "form", "message": "Which file?", "requestedSchema": { "type": "object", "properties": { "f": { "type": "string" } } } } }));
     let q = p.take(c);
     assert_eq!(q["method"], "elicitation/create");
     assert_eq!(q["params"]["message"], "[fs] Which file?");
@@ -813,11 +813,11 @@ fn elicitation_for_2025_06_18_has_no_mode_and_url_mode_is_refused() {
     let (mut p, c) = one("2025-06-18", json!({ "elicitation": {} }));
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
     p.take_up(0);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 7, "method": "elicitation/create", "params": { "mode": "form", "message": "Name?", "requestedSchema": { "type": "object", "properties": {} } } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 7, "method": "elicitation/create", "params": { "mode": "form", "message": "Name?", "requestedSchema": { "type": "object", "properties": {} } } }));
     let q = p.take(c);
     assert!(q["params"].get("mode").is_none(), "{q}");
     schema_check("2025-06-18", "ElicitRequest", &q);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 8, "method": "elicitation/create", "params": { "mode": "url", "message": "Log in", "url": "https://x", "elicitationId": "e" } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 8, "method": "elicitation/create", "params": { "mode": "url", "message": "Log in", "url": "https://x", "elicitationId": "e" } }));
     let e = p.take_up(0);
     assert_eq!(e["id"], 8);
     assert_eq!(err_code(&e), -32601);
@@ -831,13 +831,13 @@ fn requests_the_client_did_not_declare_are_refused_to_the_upstream() {
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
     p.take_up(0);
     for (i, m) in ["sampling/createMessage", "elicitation/create", "roots/list"].iter().enumerate() {
-        p.from_up(0, json!({ "jsonrpc": "2.0", "id": i, "method": m, "params": { "message": "x", "messages": [], "maxTokens": 1 } }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": i, "method": m, "params": { "message": "x", "messages": [], "maxTokens": 1 } }));
         let e = p.take_up(0);
         assert_eq!(e["id"], i);
         assert_eq!(err_code(&e), -32601, "{m}");
     }
     assert!(p.client_quiet(c));
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/list" }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/list" }));
     assert_eq!(err_code(&p.take_up(0)), -32601);
 }
 
@@ -848,17 +848,17 @@ fn sampling_is_relayed_to_the_calling_client_and_cancellable() {
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
     p.take_up(0);
     let params = json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "hi" } }], "maxTokens": 10 });
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 77, "method": "sampling/createMessage", "params": params }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 77, "method": "sampling/createMessage", "params": params }));
     let q = p.take(c);
     assert!(p.client_quiet(other));
     schema_check("2025-11-25", "CreateMessageRequest", &q);
     // The upstream gives up: the client is told, by the client-side id.
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 77 } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 77 } }));
     let n = p.take(c);
     assert_eq!(n["method"], "notifications/cancelled");
     assert_eq!(n["params"]["requestId"], q["id"]);
     // A second one is answered with an error by the client.
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 78, "method": "sampling/createMessage", "params": params }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 78, "method": "sampling/createMessage", "params": params }));
     let q = p.take(c);
     p.send(c, json!({ "jsonrpc": "2.0", "id": q["id"], "error": { "code": -1, "message": "User rejected" } }));
     assert_eq!(p.take_up(0), json!({ "jsonrpc": "2.0", "id": 78, "error": { "code": -1, "message": "User rejected" } }));
@@ -871,7 +871,7 @@ fn relayed_requests_time_out() {
     let mut p = Pair::new(s, HubOptions { relay_timeout_ms: 2_000, ..HubOptions::default() });
     p.start(0, Fake::tools(&["read"]));
     let c = p.client("2025-11-25", json!({ "roots": {} }));
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": 3, "method": "roots/list" }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 3, "method": "roots/list" }));
     let q = p.take(c);
     assert_eq!(q["method"], "roots/list");
     p.advance(2_000);
@@ -886,7 +886,7 @@ fn roots_from_the_configuration() {
     let mut p = Pair::new(specs(&["fs"]), HubOptions { roots: Some(json!([{ "uri": "file:///work", "name": "work" }])), ..HubOptions::default() });
     p.start(0, Fake::tools(&["read"]));
     let c = p.client("2025-11-25", json!({ "roots": { "listChanged": true } }));
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": "r", "method": "roots/list" }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "r", "method": "roots/list" }));
     let r = p.take_up(0);
     assert_eq!(r, json!({ "jsonrpc": "2.0", "id": "r", "result": { "roots": [{ "uri": "file:///work", "name": "work" }] } }));
     schema_check("2025-11-25", "ListRootsResult", &r["result"]);
@@ -907,22 +907,22 @@ fn list_changed_only_after_listing_and_only_on_a_real_change() {
     assert!(p.client_quiet(c));
     assert_eq!(p.names(c), ["a__x", "b__y"]);
     // a re-lists the same tools: no change, no notification.
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
     assert!(p.client_quiet(c));
     // a changes a field this 2024-11-05 client cannot see (title): still nothing.
     p.fakes[0].as_mut().unwrap().tools[0]["title"] = json!("X!");
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
     assert!(p.client_quiet(c));
     // A 2025-06-18 client that listed does see it.
     let c2 = p.client("2025-06-18", json!({}));
     p.names(c2);
     p.fakes[0].as_mut().unwrap().tools[0]["title"] = json!("X!!");
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
     assert_eq!(p.take(c2), json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
     assert!(p.client_quiet(c));
     // A real change reaches both, once.
     p.fakes[0].as_mut().unwrap().tools.push(tool("z"));
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
     assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
     assert_eq!(p.take(c2)["method"], "notifications/tools/list_changed");
     assert!(p.client_quiet(c) && p.client_quiet(c2));
@@ -930,7 +930,7 @@ fn list_changed_only_after_listing_and_only_on_a_real_change() {
     // A client that never listed is never told.
     let silent = p.client("2025-11-25", json!({}));
     p.fakes[0].as_mut().unwrap().tools.pop();
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
     assert!(p.client_quiet(silent));
     assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
 }
@@ -962,7 +962,7 @@ fn an_upstream_exiting_mid_call_fails_the_call_and_comes_back() {
     assert_eq!(p.hub.status()["upstreams"][1]["restarts"], 1);
     p.send(c, json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "web__fetch" } }));
     let up = p.take_up(1);
-    p.from_up(1, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
     assert_eq!(p.take(c)["id"], 3);
 }
 
@@ -972,7 +972,7 @@ fn call_returning(rev: &str, result: Value) -> Value {
     let (mut p, c) = one(rev, json!({}));
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
     let up = p.take_up(0);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": result }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": result }));
     let r = p.take(c);
     schema_check(rev, "CallToolResult", &r["result"]);
     r["result"].clone()
@@ -1118,9 +1118,9 @@ fn resource_updates_reach_subscribers_only() {
     p.send(c1, json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": { "uri": "mem://a" } }));
     let s = p.take_up(0);
     assert_eq!(s["method"], "resources/subscribe");
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": s["id"], "result": {} }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": s["id"], "result": {} }));
     assert_eq!(p.take(c1)["id"], 1);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": "mem://a" } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": "mem://a" } }));
     let n = p.take(c1);
     assert_eq!(n["params"]["uri"], "mem://a");
     schema_check("2025-11-25", "ResourceUpdatedNotification", &n);
@@ -1160,8 +1160,8 @@ fn a_client_leaving_cancels_its_calls() {
     assert_eq!(n["method"], "notifications/cancelled");
     assert_eq!(n["params"]["requestId"], up["id"]);
     assert_eq!(p.hub.status()["pending"], 0);
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
-    assert!(p.cl.get(&c).map_or(true, VecDeque::is_empty));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    assert!(p.cl.get(&c).is_none_or(VecDeque::is_empty));
 }
 
 // row: logging-client-may-setlevel
@@ -1173,16 +1173,16 @@ fn set_level_fans_out_and_logs_are_prefixed() {
     let mut p = Pair::with(vec![("a", a), ("b", b)], HubOptions::default());
     let c = p.client("2025-11-25", json!({}));
     // Not before the client asked or listed.
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "data": "early" } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "data": "early" } }));
     assert!(p.client_quiet(c));
     let r = p.request(c, json!(1), "logging/setLevel", json!({ "level": "debug" }));
     assert_eq!(r["result"], json!({}));
     let s = p.take_up(0);
     assert_eq!(s["params"]["level"], "debug");
     assert!(p.up_quiet(1), "b has no logging");
-    p.from_up(0, json!({ "jsonrpc": "2.0", "id": s["id"], "result": {} }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": s["id"], "result": {} }));
     assert!(p.client_quiet(c), "answered once");
-    p.from_up(0, json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "logger": "db", "data": "hello" } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "logger": "db", "data": "hello" } }));
     let n = p.take(c);
     assert_eq!(n["params"]["logger"], "a/db");
     schema_check("2025-11-25", "LoggingMessageNotification", &n);

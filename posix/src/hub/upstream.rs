@@ -70,7 +70,7 @@ impl Upstream {
         matches!(self.state, State::Initializing | State::Ready)
     }
     pub fn has_cap(&self, cap: &str) -> bool {
-        self.is_ready() && self.caps.as_ref().and_then(|c| c.get(cap)).map_or(false, |v| !v.is_null())
+        self.is_ready() && self.caps.as_ref().and_then(|c| c.get(cap)).is_some_and(|v| !v.is_null())
     }
     pub fn state_name(&self) -> &'static str {
         match self.state {
@@ -153,7 +153,7 @@ impl Hub {
         let now = self.now_ms;
         let hard = now + timeout.max(1).min(self.opts.max_timeout_ms.max(1));
         self.pending.insert(u, id, Fwd { origin, deadline: hard, hard, timeout, sent_ms: now });
-        self.to_upstream(u, wire::request(id, method, params));
+        self.emit_upstream(u, wire::request(id, method, params));
         Some(id)
     }
 
@@ -238,7 +238,7 @@ impl Hub {
         up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
         up.state = State::Ready;
         up.last_error = None;
-        self.to_upstream(u, wire::notification("notifications/initialized", None));
+        self.emit_upstream(u, wire::notification("notifications/initialized", None));
         let msg = format!("server '{name}' ready ({})", rev.as_str());
         self.log(Level::Info, msg);
         for k in Kind::ALL {
@@ -404,7 +404,7 @@ impl Hub {
         }
         let rel = (tr.start - p.start)..(tr.end - p.start);
         let body = wire::splice(params, vec![(rel, token)]);
-        self.to_client(c, wire::notification("notifications/progress", Some(&body)));
+        self.emit_client(c, wire::notification("notifications/progress", Some(&body)));
     }
 
     pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str) {
@@ -430,7 +430,7 @@ impl Hub {
         for (_, f) in self.pending.drain_upstream(u) {
             if let Origin::Client { client, id, method, .. } = f.origin {
                 let msg = format!("server '{name}' exited before answering {method} ({reason})");
-                self.to_client(client, wire::error(Some(&id), -32603, &msg, Some(json!({ "server": name }))));
+                self.emit_client(client, wire::error(Some(&id), -32603, &msg, Some(json!({ "server": name }))));
             }
         }
         self.relay_drop_upstream(u);
@@ -486,7 +486,7 @@ impl Hub {
                 // row: lifecycle-timeouts-cancel-on-expiry
                 self.cancel_upstream(u, id, "timed out");
                 let msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
-                self.to_client(client, wire::error(Some(&cid), -32603, &msg, Some(json!({ "server": name, "timeoutMs": waited }))));
+                self.emit_client(client, wire::error(Some(&cid), -32603, &msg, Some(json!({ "server": name, "timeoutMs": waited }))));
             }
         }
     }
@@ -495,7 +495,7 @@ impl Hub {
     pub(super) fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
         if self.ups[u].is_up() {
             let p = json!({ "requestId": id, "reason": reason });
-            self.to_upstream(u, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.emit_upstream(u, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
         }
     }
 
