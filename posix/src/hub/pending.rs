@@ -22,6 +22,9 @@ pub(super) enum Origin {
         /// The client's `_meta.progressToken`, raw JSON.
         progress: Option<Vec<u8>>,
         method: String,
+        /// (upstream URI, exposed URI) when the hub renamed a resource URI:
+        /// URIs in the answer are renamed back.
+        renamed_uri: Option<(String, String)>,
     },
     /// The hub's own `initialize`.
     Initialize,

@@ -112,7 +112,8 @@ impl Hub {
             "resources/read" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, "Invalid params: resources/read needs a \"uri\"".into()))?;
                 let (u, orig) = self.route_resource(&uri)?;
-                self.forward(c, m, u, uri_edit(r, &uri, &orig))
+                let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
+                self.forward_renamed(c, m, u, uri_edit(r, &uri, &orig), renamed)
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
@@ -242,7 +243,18 @@ impl Hub {
 
     /// Forwards client request `m` to upstream `u`, with `edits` (absolute
     /// ranges in `m.raw`, inside params) applied.
-    fn forward(&mut self, c: ClientId, m: &Msg, u: UpstreamId, mut edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
+    fn forward(&mut self, c: ClientId, m: &Msg, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
+        self.forward_renamed(c, m, u, edits, None)
+    }
+
+    fn forward_renamed(
+        &mut self,
+        c: ClientId,
+        m: &Msg,
+        u: UpstreamId,
+        mut edits: Vec<(Range<usize>, Vec<u8>)>,
+        renamed_uri: Option<(String, String)>,
+    ) -> Result<(), Refusal> {
         let name = self.ups[u].spec.name.clone();
         if !self.ups[u].is_ready() {
             let why = self.ups[u].last_error.clone().map(|e| format!(": {e}")).unwrap_or_default();
@@ -274,17 +286,21 @@ impl Hub {
         let now = self.now_ms;
         let timeout = self.ups[u].spec.timeout_ms.max(1);
         let hard = now + self.opts.max_timeout_ms.max(1);
-        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone() };
+        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone(), renamed_uri };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
         self.emit_upstream(u, wire::request(up_id, &m.method, body.as_deref()));
         Ok(())
     }
 
     /// An upstream's answer to a forwarded request, to the client.
-    pub(super) fn answer_client(&mut self, _u: UpstreamId, c: ClientId, id: &[u8], method: &str, m: &Msg) {
+    pub(super) fn answer_client(&mut self, c: ClientId, id: &[u8], method: &str, renamed_uri: Option<(String, String)>, m: &Msg) {
         let Some(cl) = self.clients.get(&c) else { return };
         let rev = cl.rev();
-        let out = match (m.result_bytes(), m.error_bytes()) {
+        let renamed = match (renamed_uri, m.result_bytes()) {
+            (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, &orig, &exposed)),
+            _ => None,
+        };
+        let out = match (renamed.as_deref().or(m.result_bytes()), m.error_bytes()) {
             (Some(res), _) => match shape::result(method, res, rev) {
                 Some(shaped) => wire::result(id, &shaped),
                 None => wire::result(id, res),
@@ -336,4 +352,17 @@ fn uri_edit(r: Range<usize>, exposed: &str, orig: &str) -> Vec<(Range<usize>, Ve
     } else {
         vec![(r, wire::quote(orig))]
     }
+}
+
+/// A `ReadResourceResult` with contents of URI `orig` shown as `exposed`.
+fn rename_contents(res: &[u8], orig: &str, exposed: &str) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<Value>(res) else { return res.to_vec() };
+    if let Some(cs) = v.get_mut("contents").and_then(Value::as_array_mut) {
+        for c in cs {
+            if c.get("uri").and_then(Value::as_str) == Some(orig) {
+                c["uri"] = Value::String(exposed.to_string());
+            }
+        }
+    }
+    serde_json::to_vec(&v).unwrap_or_else(|_| res.to_vec())
 }

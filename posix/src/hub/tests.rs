@@ -683,7 +683,9 @@ fn resources_keep_their_uris_and_duplicates_are_namespaced() {
         let up = p.take_up(u);
         assert_eq!(up["params"]["uri"], orig, "{uri}");
         p.upstream_says(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "contents": [{ "uri": orig, "text": "x" }] } }));
-        assert_eq!(p.take(c)["id"], uri);
+        let r = p.take(c);
+        assert_eq!(r["id"], uri);
+        assert_eq!(r["result"]["contents"][0]["uri"], uri, "contents carry the URI the client asked for");
     }
 }
 

@@ -201,7 +201,7 @@ impl Hub {
                     return;
                 };
                 match f.origin {
-                    Origin::Client { client, id, method, .. } => self.answer_client(u, client, &id, &method, &m),
+                    Origin::Client { client, id, method, renamed_uri, .. } => self.answer_client(client, &id, &method, renamed_uri, &m),
                     Origin::Initialize => self.on_initialize_answer(u, &m),
                     Origin::List(k) => self.on_list_page(u, k, &m),
                     Origin::Fire => {}
