@@ -1190,3 +1190,36 @@ fn set_level_fans_out_and_logs_are_prefixed() {
     schema_check("2025-11-25", "LoggingMessageNotification", &n);
     assert_eq!(err_code(&p.request(c, json!(2), "logging/setLevel", json!({ "level": "loud" }))), -32602);
 }
+
+#[test]
+fn results_pass_through_as_the_upstreams_bytes() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": "k", "method": "tools/call", "params": { "name": "fs__read", "arguments": { "path": "/x" } } }));
+    let up = p.take_up(0);
+    schema_check("2025-11-25", "CallToolRequest", &up);
+    let result = r#"{ "isError" : false,"content":[ {"type":"text","text":"a\u0041"} ] }"#;
+    let msg = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, up["id"]);
+    p.hub.upstream_message(0, msg.as_bytes(), p.now);
+    p.pump();
+    let (_, raw) = p.take_raw(c);
+    assert_eq!(String::from_utf8(raw).unwrap(), format!(r#"{{"jsonrpc":"2.0","id":"k","result":{result}}}"#));
+}
+
+#[test]
+fn an_older_upstream_serves_a_newer_client() {
+    let mut f = Fake::tools(&["t"]);
+    f.rev = "2024-11-05";
+    let mut s = specs(&["old"]);
+    s[0].revisions = vec!["2024-11-05".into()];
+    let mut p = Pair::new(s, HubOptions::default());
+    p.start(0, f);
+    assert_eq!(p.hub.status()["upstreams"][0]["revision"], "2024-11-05");
+    let c = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(c), ["old__t"]);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "old__t" } }));
+    let up = p.take_up(0);
+    schema_check("2024-11-05", "CallToolRequest", &up);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [{ "type": "text", "text": "hi" }] } }));
+    let r = p.take(c);
+    schema_check("2025-11-25", "CallToolResult", &r["result"]);
+}
