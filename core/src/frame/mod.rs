@@ -28,3 +28,15 @@ pub enum WriteError {
     /// method, target or status code). Nothing in `out` is meaningful.
     InvalidField,
 }
+
+/// A base-ten `u64` from one or more ASCII digits; `None` for anything else
+/// (empty, sign, space, other bytes) or on overflow.
+fn parse_decimal(v: &[u8]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.iter().try_fold(0u64, |n, &b| {
+        let d = b.checked_sub(b'0').filter(|d| *d < 10)?;
+        n.checked_mul(10)?.checked_add(u64::from(d))
+    })
+}

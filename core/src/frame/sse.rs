@@ -14,7 +14,7 @@ use heapless::Vec;
 
 use super::buf::Buf;
 use super::out::Out;
-use super::WriteError;
+use super::{parse_decimal, WriteError};
 
 /// Longest `event` field value kept by [`SseDecoder`]; a longer one makes its
 /// event [`SseItem::TooLarge`].
@@ -358,7 +358,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
                 }
             }
             b"retry" => {
-                if let Some(ms) = parse_digits(v) {
+                if let Some(ms) = parse_decimal(v) {
                     self.retry = Some(ms);
                     self.block_retry = Some(ms);
                 }
@@ -386,17 +386,6 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
             self.clear_event();
         }
     }
-}
-
-/// A base-ten `u64` from one or more ASCII digits; `None` otherwise or on overflow.
-fn parse_digits(v: &[u8]) -> Option<u64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.iter().try_fold(0u64, |n, &b| {
-        let d = b.checked_sub(b'0').filter(|d| *d < 10)?;
-        n.checked_mul(10)?.checked_add(u64::from(d))
-    })
 }
 
 #[cfg(test)]
