@@ -74,16 +74,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> Buf<B> {
 
     /// Offset in [`Self::pending`] of the first byte matching `is_term`.
     pub(super) fn find(&mut self, is_term: impl Fn(u8) -> bool) -> Option<usize> {
-        let pending = self.storage.as_ref().get(self.start..self.end).unwrap_or(&[]);
+        let pending = self.pending();
         let from = self.scanned.min(pending.len());
         let found = pending.get(from..)?.iter().position(|&b| is_term(b));
-        match found {
-            Some(i) => Some(from + i),
-            None => {
-                self.scanned = pending.len();
-                None
-            }
+        if found.is_none() {
+            self.scanned = self.len();
         }
+        found.map(|i| from + i)
     }
 
     /// Consumes `n` pending bytes (at most all of them) and returns where they

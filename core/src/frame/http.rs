@@ -239,7 +239,8 @@ impl<'b, const H: usize> RequestHead<'b, H> {
         framing(self.version, &self.headers, BodyFraming::None)
     }
 
-    /// Whether the connection stays open after this exchange (see [`keep_alive`]).
+    /// Whether the connection stays open after this exchange: not after
+    /// `Connection: close`, and for HTTP/1.0 only with `Connection: keep-alive`.
     pub fn keep_alive(&self) -> bool {
         keep_alive(self.version, &self.headers)
     }
@@ -265,7 +266,8 @@ impl<'b, const H: usize> ResponseHead<'b, H> {
         framing(self.version, &self.headers, BodyFraming::UntilClose)
     }
 
-    /// Whether the connection stays open after this exchange (see [`keep_alive`]);
+    /// Whether the connection stays open after this exchange: not after
+    /// `Connection: close`, and for HTTP/1.0 only with `Connection: keep-alive`;
     /// a body framed [`BodyFraming::UntilClose`] ends it regardless.
     pub fn keep_alive(&self) -> bool {
         keep_alive(self.version, &self.headers)
@@ -310,7 +312,7 @@ fn framing<const H: usize>(
 /// Persistence of a connection (RFC 9112 §9.3): `Connection: close` ends it;
 /// otherwise HTTP/1.1 keeps it and HTTP/1.0 keeps it only with
 /// `Connection: keep-alive`.
-pub fn keep_alive<const H: usize>(version: Version, headers: &Headers<'_, H>) -> bool {
+fn keep_alive<const H: usize>(version: Version, headers: &Headers<'_, H>) -> bool {
     !headers.has_token("connection", "close")
         && (version == Version::Http11 || headers.has_token("connection", "keep-alive"))
 }
@@ -626,6 +628,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::test_util::split;
     use proptest::prelude::*;
     use std::vec::Vec;
 
@@ -767,7 +770,6 @@ mod tests {
         std::str::from_utf8(&out[..n]).unwrap()
     }
 
-    // row: streamable-http-server-202-for-non-request
     #[test]
     fn writes_response_heads() {
         let mut out = [0u8; 256];
@@ -918,17 +920,6 @@ mod tests {
         wire
     }
 
-    fn split(stream: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
-        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
-        cuts.sort_unstable();
-        let mut reads = Vec::new();
-        let mut at = 0;
-        for c in cuts.into_iter().chain([stream.len()]) {
-            reads.push(stream[at..c].to_vec());
-            at = c;
-        }
-        reads
-    }
 
     proptest! {
         #[test]

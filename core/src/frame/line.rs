@@ -114,6 +114,7 @@ pub fn is_single_line(msg: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::test_util::split;
     use proptest::prelude::*;
 
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -278,17 +279,6 @@ mod tests {
         })
     }
 
-    fn split(stream: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
-        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
-        cuts.sort_unstable();
-        let mut reads = Vec::new();
-        let mut at = 0;
-        for c in cuts.into_iter().chain([stream.len()]) {
-            reads.push(stream[at..c].to_vec());
-            at = c;
-        }
-        reads
-    }
 
     proptest! {
         // row: stdio-no-embedded-newlines

@@ -40,3 +40,19 @@ fn parse_decimal(v: &[u8]) -> Option<u64> {
         n.checked_mul(10)?.checked_add(u64::from(d))
     })
 }
+
+#[cfg(test)]
+mod test_util {
+    /// `stream` cut into consecutive reads at `cuts` (taken modulo its length).
+    pub(super) fn split(stream: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+        cuts.sort_unstable();
+        let mut reads = Vec::new();
+        let mut at = 0;
+        for c in cuts.into_iter().chain([stream.len()]) {
+            reads.push(stream[at..c].to_vec());
+            at = c;
+        }
+        reads
+    }
+}

@@ -391,6 +391,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::test_util::split;
     use proptest::prelude::*;
     use std::vec::Vec;
 
@@ -506,7 +507,6 @@ mod tests {
         out
     }
 
-    // row: http-sse-server-messages-as-sse-events
     #[test]
     fn writes_fields_in_order_and_splits_data_lines() {
         let ev = SseEvent { event: Some(b"message"), data: b"{\"a\":1}\n{}", id: Some(b"7"), retry: Some(1500) };
@@ -515,7 +515,6 @@ mod tests {
         assert_eq!(write(&plain), b"data: x\ndata: y\ndata: z\ndata: \n\n");
     }
 
-    // row: streamable-http-sse-priming-event
     #[test]
     fn priming_event_has_id_and_empty_data_and_is_dispatched() {
         let ev = SseEvent { id: Some(b"s1-0"), ..SseEvent::default() };
@@ -552,8 +551,6 @@ mod tests {
         assert_eq!(decode_all(&stream), vec![ev("1")]);
     }
 
-    // row: streamable-http-server-sends-retry-before-close
-    // row: streamable-http-client-respects-retry
     #[test]
     fn retry_block_sets_reconnection_time_without_an_event() {
         let mut out = [0u8; 32];
@@ -594,7 +591,6 @@ mod tests {
         );
     }
 
-    // row: streamable-http-client-resume-with-last-event-id
     #[test]
     fn last_event_id_persists_and_nul_ids_are_ignored() {
         let d = decode(64, &[b"id: 5\ndata: a\n\ndata: b\n\nid: 6\0\ndata: c\n\nid\n\n"]);
@@ -685,17 +681,6 @@ mod tests {
         assert_eq!(d.buffered(), 0);
     }
 
-    fn split(stream: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
-        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
-        cuts.sort_unstable();
-        let mut reads = Vec::new();
-        let mut at = 0;
-        for c in cuts.into_iter().chain([stream.len()]) {
-            reads.push(stream[at..c].to_vec());
-            at = c;
-        }
-        reads
-    }
 
     /// Streams built from field names, separators, line endings and noise.
     fn stream() -> impl Strategy<Value = Vec<u8>> {
@@ -768,8 +753,7 @@ mod tests {
             prop_assert_eq!(got.retry, whole.retry);
         }
 
-        // row: http-sse-server-messages-as-sse-events
-        #[test]
+            #[test]
         fn decode_of_encode_is_identity(
             events in prop::collection::vec(arb_event(), 0..8),
             noise in prop::collection::vec(0u8..3, 0..8),
