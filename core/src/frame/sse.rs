@@ -179,8 +179,24 @@ impl Skip {
 /// Incremental `text/event-stream` decoder in caller-provided storage.
 ///
 /// The storage holds the event being assembled (its joined `data`) plus the
-/// line being read, so its length bounds one event's data. Same caller loop as
-/// [`super::line::LineDecoder`]: `feed` until it returns 0, draining `next`.
+/// line being read, so its length bounds one event's data. The caller loop is
+/// the one of [`super::line::LineDecoder`]:
+///
+/// ```
+/// use mcpx_core::frame::sse::{SseDecoder, SseItem};
+/// let mut d = SseDecoder::new([0u8; 256]);
+/// let mut input: &[u8] = b": keep-alive\n\nid: 1\r\nevent: message\r\ndata: {}\r\n\r\n";
+/// let mut data = Vec::new();
+/// while !input.is_empty() {
+///     let n = d.feed(input);
+///     input = &input[n..];
+///     while let Some(item) = d.next() {
+///         if let SseItem::Event(ev) = item { data.push(ev.data.to_vec()) }
+///     }
+/// }
+/// assert_eq!(data, [b"{}"]);
+/// assert_eq!(d.last_event_id(), b"1");
+/// ```
 pub struct SseDecoder<B> {
     buf: Buf<B>,
     /// `storage[..data_len]` is the data buffer: each `data` value plus `\n`.
