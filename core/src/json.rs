@@ -427,7 +427,11 @@ impl<'a> JsonValue<'a> {
         for &d in digits {
             let d = i64::from(d - b'0');
             v = v.checked_mul(10)?;
-            v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
+            v = if neg {
+                v.checked_sub(d)?
+            } else {
+                v.checked_add(d)?
+            };
         }
         Some(v)
     }
@@ -439,19 +443,38 @@ impl<'a> JsonValue<'a> {
         }
         let escaped = self.bytes().contains(&b'\\');
         let inner = Span::new(self.span.start + 1, self.span.end.saturating_sub(1));
-        Some(JsonStr { raw: inner.slice(self.buf), escaped })
+        Some(JsonStr {
+            raw: inner.slice(self.buf),
+            escaped,
+        })
     }
 
     /// Iterates the members of an object (empty for any other kind).
     pub fn members(&self) -> Members<'a> {
-        let pos = if self.kind == Kind::Object { self.span.start + 1 } else { self.span.end };
-        Members { buf: self.buf, pos, end: self.span.end }
+        let pos = if self.kind == Kind::Object {
+            self.span.start + 1
+        } else {
+            self.span.end
+        };
+        Members {
+            buf: self.buf,
+            pos,
+            end: self.span.end,
+        }
     }
 
     /// Iterates the elements of an array (empty for any other kind).
     pub fn elements(&self) -> Elements<'a> {
-        let pos = if self.kind == Kind::Array { self.span.start + 1 } else { self.span.end };
-        Elements { buf: self.buf, pos, end: self.span.end }
+        let pos = if self.kind == Kind::Array {
+            self.span.start + 1
+        } else {
+            self.span.end
+        };
+        Elements {
+            buf: self.buf,
+            pos,
+            end: self.span.end,
+        }
     }
 
     /// The first member of an object whose key equals `key`.
@@ -509,7 +532,11 @@ impl<'a> Members<'a> {
         let value = skip_value(self.buf, vpos)?;
         self.pos = value.span.end;
         let raw = Span::new(key_span.start + 1, key_span.end - 1).slice(self.buf);
-        Ok(Some(Member { key: JsonStr { raw, escaped }, key_span, value }))
+        Ok(Some(Member {
+            key: JsonStr { raw, escaped },
+            key_span,
+            value,
+        }))
     }
 }
 
@@ -603,7 +630,13 @@ impl<'a> JsonStr<'a> {
 
     /// Iterates the decoded UTF-8 bytes.
     pub fn decoded(&self) -> Decoded<'a> {
-        Decoded { raw: self.raw, pos: 0, pending: [0; 4], pending_len: 0, pending_pos: 0 }
+        Decoded {
+            raw: self.raw,
+            pos: 0,
+            pending: [0; 4],
+            pending_len: 0,
+            pending_pos: 0,
+        }
     }
 
     /// Length in bytes of the decoded UTF-8 contents.
@@ -689,10 +722,27 @@ mod tests {
     #[test]
     fn accepts_valid() {
         for s in [
-            "0", "-0", "1", "-12", "1.5", "1e10", "1E+2", "1e-2", "-0.0e0",
-            "123456789012345678901234567890123", "true", "false", "null", "\"\"",
-            "\"a\\\"b\\\\c\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\"", "\"é😀\"",
-            "[]", "{}", " [ 1 , 2 ] ", "{\"a\":{\"b\":[null,{}]}}", "\t\r\n{ \"a\" : 1 }\n",
+            "0",
+            "-0",
+            "1",
+            "-12",
+            "1.5",
+            "1e10",
+            "1E+2",
+            "1e-2",
+            "-0.0e0",
+            "123456789012345678901234567890123",
+            "true",
+            "false",
+            "null",
+            "\"\"",
+            "\"a\\\"b\\\\c\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\"",
+            "\"é😀\"",
+            "[]",
+            "{}",
+            " [ 1 , 2 ] ",
+            "{\"a\":{\"b\":[null,{}]}}",
+            "\t\r\n{ \"a\" : 1 }\n",
         ] {
             assert!(ok(s), "{s}");
         }
@@ -738,7 +788,12 @@ mod tests {
             (b"\xef\xbb\xbf{}", UnexpectedByte),
         ];
         for (s, k) in cases {
-            assert_eq!(parse(s).map(|_| ()).unwrap_err().kind, *k, "{:?}", String::from_utf8_lossy(s));
+            assert_eq!(
+                parse(s).map(|_| ()).unwrap_err().kind,
+                *k,
+                "{:?}",
+                String::from_utf8_lossy(s)
+            );
         }
     }
 
@@ -798,7 +853,10 @@ mod tests {
         let mut out = [0u8; 64];
         assert_eq!(s.unescape_into(&mut out).unwrap(), want);
         let mut small = [0u8; 3];
-        assert_eq!(s.unescape_into(&mut small), Err(Overflow { needed: want.len() }));
+        assert_eq!(
+            s.unescape_into(&mut small),
+            Err(Overflow { needed: want.len() })
+        );
         let plain = parse(b"\"plain\"").unwrap().as_str().unwrap();
         assert_eq!(plain.as_str(), Some("plain"));
         assert!(parse(b"1").unwrap().as_str().is_none());
