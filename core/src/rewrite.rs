@@ -396,3 +396,154 @@ pub fn write_json_string(s: &str, out: &mut [u8]) -> Result<usize, Overflow> {
     w.string(&[s]);
     w.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::{Envelope, Kind};
+    use crate::json;
+
+    fn apply(src: &[u8], splices: &[Splice<'_>]) -> Vec<u8> {
+        let n = spliced_len(src, splices).unwrap();
+        let mut out = vec![0u8; n];
+        assert_eq!(splice(src, splices, &mut out), Ok(n));
+        if n > 0 {
+            assert_eq!(
+                splice(src, splices, &mut out[..n - 1]),
+                Err(SpliceError::Overflow(Overflow { needed: n }))
+            );
+        }
+        out
+    }
+
+    fn same_json(a: &[u8], b: &str) {
+        let a: serde_json::Value = serde_json::from_slice(a).unwrap();
+        let b: serde_json::Value = serde_json::from_str(b).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn replace_id_and_prefix_name() {
+        let src = br#"{"jsonrpc":"2.0","id":"client-7","method":"tools/call","params":{"name":"create_issue","arguments":{}}}"#;
+        let m = Envelope::parse(src).unwrap();
+        let parts = ["github__", "create_issue"];
+        let out = apply(
+            src,
+            &[
+                Splice::raw(m.id().unwrap().span(), b"42"),
+                Splice::string(m.name().unwrap().span(), &parts),
+            ],
+        );
+        assert_eq!(
+            out,
+            br#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"github__create_issue","arguments":{}}}"#
+        );
+    }
+
+    #[test]
+    fn insert_and_set_members() {
+        // Adding resultType to a result (row: messages-resulttype-server-must-include).
+        let src = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
+        let m = Envelope::parse(src).unwrap();
+        let r = m.result().unwrap();
+        let out = apply(src, &[Splice::set_member(&r, "resultType", b"\"complete\"")]);
+        same_json(&out, r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","tools":[]}}"#);
+        // Replacing an existing member.
+        let src2 = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"x"}}"#;
+        let r2 = Envelope::parse(src2).unwrap().result().unwrap();
+        assert_eq!(
+            apply(src2, &[Splice::set_member(&r2, "resultType", b"\"complete\"")]),
+            br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#
+        );
+        // Into an empty object: no comma.
+        let src3 = br#"{"jsonrpc":"2.0","id":1,"result":{ }}"#;
+        let r3 = Envelope::parse(src3).unwrap().result().unwrap();
+        same_json(
+            &apply(src3, &[Splice::insert_member(&r3, "k\"", b"1")]),
+            r#"{"jsonrpc":"2.0","id":1,"result":{"k\"":1}}"#,
+        );
+    }
+
+    #[test]
+    fn set_nested_meta() {
+        let meta = br#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+        // No params at all.
+        let src = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        let m = Envelope::parse(src).unwrap();
+        let out = apply(src, &[Splice::set_nested(&m.value(), "params", "_meta", meta)]);
+        let back = Envelope::parse(&out).unwrap();
+        assert_eq!(back.meta().unwrap().bytes(), meta);
+        // Params without _meta.
+        let src = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#;
+        let m = Envelope::parse(src).unwrap();
+        let out = apply(src, &[Splice::set_nested(&m.value(), "params", "_meta", meta)]);
+        let back = Envelope::parse(&out).unwrap();
+        assert_eq!(back.meta().unwrap().bytes(), meta);
+        assert_eq!(back.cursor().unwrap().bytes(), b"\"c\"");
+        // Progress token into an existing _meta.
+        let src = br#"{"jsonrpc":"2.0","id":1,"method":"a","params":{"_meta":{"progressToken":"up"}}}"#;
+        let m = Envelope::parse(src).unwrap();
+        let p = m.params().unwrap();
+        let out = apply(src, &[Splice::set_nested(&p, "_meta", "progressToken", b"99")]);
+        assert_eq!(Envelope::parse(&out).unwrap().progress_token().unwrap().bytes(), b"99");
+        // A non-object member is replaced.
+        let v = json::parse(br#"{"_meta":null}"#).unwrap();
+        assert_eq!(apply(v.buf(), &[Splice::set_nested(&v, "_meta", "k", b"1")]), br#"{"_meta":{"k":1}}"#);
+    }
+
+    #[test]
+    fn bad_spans() {
+        let src = b"0123456789";
+        let bad: &[&[Splice<'_>]] = &[
+            &[Splice::raw(Span::new(5, 11), b"")],
+            &[Splice::raw(Span::new(5, 4), b"")],
+            &[Splice::raw(Span::new(4, 6), b""), Splice::raw(Span::new(5, 7), b"")],
+            &[Splice::raw(Span::new(6, 7), b""), Splice::raw(Span::new(1, 2), b"")],
+        ];
+        for s in bad {
+            assert_eq!(spliced_len(src, s), Err(SpliceError::BadSpans));
+            assert_eq!(splice(src, s, &mut [0; 64]), Err(SpliceError::BadSpans));
+        }
+        // Adjacent and empty splices are fine.
+        let ok = [
+            Splice::raw(Span::new(0, 0), b"<"),
+            Splice::raw(Span::new(0, 2), b"ab"),
+            Splice::raw(Span::new(2, 3), b""),
+            Splice::raw(Span::new(10, 10), b">"),
+        ];
+        assert_eq!(apply(src, &ok), b"<ab3456789>");
+        assert_eq!(apply(src, &[]), src);
+    }
+
+    #[test]
+    fn writers() {
+        let mut out = [0u8; 256];
+        // row: errors-error-has-code-and-message
+        let n = write_error(Some(b"\"r1\""), -32601, "No \"such\"\nmethod\u{1}é", Some(b"{\"x\":1}"), &mut out).unwrap();
+        let m = Envelope::parse(&out[..n]).unwrap();
+        assert_eq!(m.kind(), Kind::Error);
+        assert_eq!(m.id_bytes(), Some(&b"\"r1\""[..]));
+        assert_eq!(m.error_code(), Some(-32601));
+        let msg = m.error().unwrap().get("message").unwrap().as_str().unwrap();
+        assert!(msg.eq_str("No \"such\"\nmethod\u{1}é"));
+        assert_eq!(m.error().unwrap().get("data").unwrap().bytes(), b"{\"x\":1}");
+        // row: messages-error-response-same-id-unless-unreadable
+        let n = write_error(None, -32700, "Parse error", None, &mut out).unwrap();
+        assert_eq!(&out[..n], br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}"#);
+        let n = write_result(b"7", b"{}", &mut out).unwrap();
+        assert_eq!(&out[..n], br#"{"jsonrpc":"2.0","id":7,"result":{}}"#);
+        let n = write_request(b"-1", "roots/list", None, &mut out).unwrap();
+        assert_eq!(&out[..n], br#"{"jsonrpc":"2.0","id":-1,"method":"roots/list"}"#);
+        let n = write_notification("notifications/cancelled", Some(br#"{"requestId":1}"#), &mut out).unwrap();
+        assert_eq!(&out[..n], br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+        assert_eq!(write_result(b"7", b"{}", &mut out[..10]), Err(Overflow { needed: 36 }));
+        let n = write_json_string("\t\u{7f}\u{2028}\\", &mut out).unwrap();
+        assert_eq!(&out[..n], "\"\\t\u{7f}\u{2028}\\\\\"".as_bytes());
+        for v in [0i64, 5, -32700, i64::MIN, i64::MAX] {
+            let mut w = Writer::new(&mut out);
+            w.int(v);
+            let n = w.finish().unwrap();
+            assert_eq!(core::str::from_utf8(&out[..n]).unwrap(), v.to_string());
+        }
+    }
+}
