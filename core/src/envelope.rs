@@ -32,7 +32,7 @@
 //! 2025-03-26 ([`Batch::allowed_in`]).
 
 use crate::error::ErrorCode;
-use crate::json::{self, Duplicate, JsonError, JsonStr, JsonValue, Kind as JsonKind, Span};
+use crate::json::{self, JsonError, JsonStr, JsonValue, Kind as JsonKind, Span};
 use crate::revision::{Feature, Revision};
 
 /// The four kinds of JSON-RPC message.
@@ -170,27 +170,8 @@ pub struct Envelope<'a> {
     progress_token: Option<JsonValue<'a>>,
 }
 
-/// The envelope members, in the order of the `slots` array in
-/// [`Envelope::from_value`].
-const ENVELOPE_KEYS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
-
-/// The envelope members of one message.
-struct Parts<'a> {
-    jsonrpc: Option<JsonValue<'a>>,
-    id: Option<JsonValue<'a>>,
-    method: Option<JsonValue<'a>>,
-    params: Option<JsonValue<'a>>,
-    result: Option<JsonValue<'a>>,
-    error: Option<JsonValue<'a>>,
-}
-
 fn is_valid_id(v: &JsonValue<'_>) -> bool {
     v.kind() == JsonKind::String || v.is_integer()
-}
-
-fn unique<'a>(obj: &JsonValue<'a>, key: &str) -> Result<Option<JsonValue<'a>>, EnvelopeError<'a>> {
-    obj.get_unique(key)
-        .map_err(|Duplicate| EnvelopeError::new(Reason::DuplicateParam))
 }
 
 impl<'a> Envelope<'a> {
@@ -208,48 +189,30 @@ impl<'a> Envelope<'a> {
             JsonKind::Array => return Err(EnvelopeError::new(Reason::Batch)),
             _ => return Err(EnvelopeError::new(Reason::NotObject)),
         }
-        let mut slots: [Option<JsonValue<'a>>; 6] = [None; 6];
-        let mut duplicate = false;
-        for member in msg.members() {
-            if let Some(slot) = ENVELOPE_KEYS
-                .iter()
-                .zip(slots.iter_mut())
-                .find(|(k, _)| member.key.eq_str(k))
-            {
-                duplicate |= slot.1.replace(member.value).is_some();
-            }
-        }
-        let [jsonrpc, id, method, params, result, error] = slots;
-        let m = Parts {
-            jsonrpc,
-            id,
-            method,
-            params,
-            result,
-            error,
-        };
+        let found = msg.lookup(["jsonrpc", "id", "method", "params", "result", "error"]);
+        let [jsonrpc, id, method, params, result, error] = found.values;
         // The id is echoed only when it was read unambiguously and is valid.
-        let echo = m.id.filter(|id| !duplicate && is_valid_id(id));
-        let fail = |reason| Err(EnvelopeError { reason, id: echo });
-        if duplicate {
+        let echo = id.filter(|id| !found.duplicate && is_valid_id(id));
+        let err = |reason| EnvelopeError { reason, id: echo };
+        let fail = |reason| Err(err(reason));
+        if found.duplicate {
             return fail(Reason::DuplicateMember);
         }
-        let version_ok = m
-            .jsonrpc
+        let version_ok = jsonrpc
             .and_then(|v| v.as_str())
             .is_some_and(|s| s.eq_str("2.0"));
         if !version_ok {
             return fail(Reason::BadVersion);
         }
-        let kind = match (m.method, m.result, m.error) {
-            (Some(_), None, None) if m.id.is_some() => Kind::Request,
+        let kind = match (method, result, error) {
+            (Some(_), None, None) if id.is_some() => Kind::Request,
             (Some(_), None, None) => Kind::Notification,
             (None, Some(_), None) => Kind::Result,
             (None, None, Some(_)) => Kind::Error,
             (None, None, None) => return fail(Reason::NoKind),
             _ => return fail(Reason::Ambiguous),
         };
-        match (kind, m.id) {
+        match (kind, id) {
             (Kind::Request, Some(id)) if id.kind() == JsonKind::Null => {
                 return fail(Reason::NullId)
             }
@@ -258,49 +221,48 @@ impl<'a> Envelope<'a> {
             (_, Some(id)) if !is_valid_id(&id) => return fail(Reason::BadId),
             _ => {}
         }
-        if m.method.is_some_and(|v| v.kind() != JsonKind::String) {
+        let not = |v: Option<JsonValue<'_>>, k| v.is_some_and(|v| v.kind() != k);
+        if not(method, JsonKind::String) {
             return fail(Reason::BadMethod);
         }
-        if m.params.is_some_and(|v| v.kind() != JsonKind::Object) {
+        if not(params, JsonKind::Object) {
             return fail(Reason::BadParams);
         }
-        if m.result.is_some_and(|v| v.kind() != JsonKind::Object) {
+        if not(result, JsonKind::Object) {
             return fail(Reason::BadResult);
         }
         let mut error_code = 0;
-        if let Some(e) = m.error {
-            let code = e.get("code").and_then(|c| c.as_i64());
-            let message_ok = e
-                .get("message")
-                .is_some_and(|s| s.kind() == JsonKind::String);
-            match code {
-                Some(c) if message_ok && e.get_unique("code").is_ok() => error_code = c,
+        if let Some(e) = error {
+            let Ok([Some(code), Some(message)]) = e.lookup(["code", "message"]).unique() else {
+                return fail(Reason::BadError);
+            };
+            match code.as_i64() {
+                Some(c) if message.kind() == JsonKind::String => error_code = c,
                 _ => return fail(Reason::BadError),
             }
         }
-        let with_id = |e: EnvelopeError<'a>| EnvelopeError { id: echo, ..e };
-        let (mut meta, mut name, mut cursor, mut uri, mut progress_token) =
-            (None, None, None, None, None);
-        if let Some(p) = m.params {
-            meta = unique(&p, "_meta").map_err(with_id)?;
-            name = unique(&p, "name").map_err(with_id)?;
-            cursor = unique(&p, "cursor").map_err(with_id)?;
-            uri = unique(&p, "uri").map_err(with_id)?;
+        let [meta, name, cursor, uri] = match params {
+            Some(p) => p.lookup(["_meta", "name", "cursor", "uri"]).unique(),
+            None => Ok([None; 4]),
         }
+        .map_err(|_| err(Reason::DuplicateParam))?;
+        let mut progress_token = None;
         if let Some(mv) = meta {
             if mv.kind() != JsonKind::Object {
                 return fail(Reason::BadMeta);
             }
-            progress_token = unique(&mv, "progressToken").map_err(with_id)?;
+            progress_token = mv
+                .get_unique("progressToken")
+                .map_err(|_| err(Reason::DuplicateParam))?;
         }
         Ok(Envelope {
             msg,
             kind,
-            id: m.id.filter(is_valid_id),
-            method: m.method,
-            params: m.params,
-            result: m.result,
-            error: m.error,
+            id: id.filter(is_valid_id),
+            method,
+            params,
+            result,
+            error,
             error_code,
             meta,
             name,

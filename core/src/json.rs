@@ -355,6 +355,81 @@ fn scan_key(buf: &[u8], pos: usize) -> Result<usize, JsonError> {
     Ok(skip_ws(buf, pos + 1))
 }
 
+// Iteration over a value the scanner already validated uses the cheap
+// skippers below instead of re-validating every nested value: they only
+// track quotes, escapes and brackets. On input that is not valid JSON (only
+// possible through a logic error) they still stay in bounds and never panic;
+// the iterators then end early.
+
+/// Skips a string whose opening quote is at `pos`: its span (with quotes)
+/// and whether it contains escapes.
+fn trusted_string(buf: &[u8], pos: usize) -> (Span, bool) {
+    let mut i = pos + 1;
+    let mut escaped = false;
+    while let Some(&b) = buf.get(i) {
+        match b {
+            b'"' => return (Span::new(pos, i + 1), escaped),
+            b'\\' => {
+                escaped = true;
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    (Span::new(pos, buf.len()), escaped)
+}
+
+/// Skips the validated value starting at `pos`.
+fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
+    let first = *buf.get(pos)?;
+    let (kind, end) = match first {
+        b'"' => (Kind::String, trusted_string(buf, pos).0.end),
+        b'{' | b'[' => {
+            let kind = if first == b'{' {
+                Kind::Object
+            } else {
+                Kind::Array
+            };
+            let mut depth = 0usize;
+            let mut i = pos;
+            loop {
+                match *buf.get(i)? {
+                    b'"' => i = trusted_string(buf, i).0.end,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        i += 1;
+                    }
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        i += 1;
+                        if depth == 0 {
+                            break (kind, i);
+                        }
+                    }
+                    _ => i += 1,
+                }
+            }
+        }
+        _ => {
+            let kind = match first {
+                b't' | b'f' => Kind::Bool,
+                b'n' => Kind::Null,
+                _ => Kind::Number,
+            };
+            let len = buf
+                .get(pos..)?
+                .iter()
+                .position(|&b| matches!(b, b',' | b'}' | b']') || is_ws(b));
+            (kind, len.map_or(buf.len(), |n| pos + n))
+        }
+    };
+    Some(JsonValue {
+        buf,
+        kind,
+        span: Span::new(pos, end),
+    })
+}
+
 /// Validates that `buf` is exactly one JSON value, optionally surrounded by
 /// whitespace, and returns a view on it.
 pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
@@ -485,14 +560,48 @@ impl<'a> JsonValue<'a> {
     /// The member of an object whose key equals `key`, or [`Duplicate`] when
     /// the key occurs more than once.
     pub fn get_unique(&self, key: &str) -> Result<Option<JsonValue<'a>>, Duplicate> {
-        let mut found = None;
-        for m in self.members().filter(|m| m.key.eq_str(key)) {
-            if found.is_some() {
-                return Err(Duplicate);
-            }
-            found = Some(m.value);
-        }
+        let [found] = self.lookup([key]).unique()?;
         Ok(found)
+    }
+
+    /// Looks up several keys of an object in one pass: for each key, its
+    /// first value, and whether any of the keys occurs more than once.
+    pub fn lookup<const N: usize>(&self, keys: [&str; N]) -> Lookup<'a, N> {
+        let mut found = Lookup {
+            values: [None; N],
+            duplicate: false,
+        };
+        for m in self.members() {
+            if let Some((_, slot)) = keys
+                .iter()
+                .zip(found.values.iter_mut())
+                .find(|(k, _)| m.key.eq_str(k))
+            {
+                found.duplicate |= slot.is_some();
+                slot.get_or_insert(m.value);
+            }
+        }
+        found
+    }
+}
+
+/// The result of [`JsonValue::lookup`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lookup<'a, const N: usize> {
+    /// The first value of each key, in the order the keys were given.
+    pub values: [Option<JsonValue<'a>>; N],
+    /// Whether some key occurred more than once.
+    pub duplicate: bool,
+}
+
+impl<'a, const N: usize> Lookup<'a, N> {
+    /// The values, or [`Duplicate`] if some key occurred more than once.
+    pub fn unique(self) -> Result<[Option<JsonValue<'a>>; N], Duplicate> {
+        if self.duplicate {
+            Err(Duplicate)
+        } else {
+            Ok(self.values)
+        }
     }
 }
 
@@ -520,23 +629,26 @@ pub struct Members<'a> {
 }
 
 impl<'a> Members<'a> {
-    fn step(&mut self) -> Result<Option<Member<'a>>, JsonError> {
+    fn step(&mut self) -> Option<Member<'a>> {
         let pos = skip_ws(self.buf, self.pos);
-        let pos = match byte_at(self.buf, pos)? {
-            b'}' => return Ok(None),
+        let pos = match *self.buf.get(pos)? {
+            b'}' => return None,
             b',' => skip_ws(self.buf, pos + 1),
             _ => pos,
         };
-        let (key_span, escaped) = scan_string(self.buf, pos)?;
-        let vpos = scan_key(self.buf, pos)?;
-        let value = skip_value(self.buf, vpos)?;
+        let (key_span, escaped) = trusted_string(self.buf, pos);
+        let colon = skip_ws(self.buf, key_span.end);
+        if self.buf.get(colon) != Some(&b':') {
+            return None;
+        }
+        let value = trusted_value(self.buf, skip_ws(self.buf, colon + 1))?;
         self.pos = value.span.end;
-        let raw = Span::new(key_span.start + 1, key_span.end - 1).slice(self.buf);
-        Ok(Some(Member {
+        let raw = Span::new(key_span.start + 1, key_span.end.saturating_sub(1)).slice(self.buf);
+        Some(Member {
             key: JsonStr { raw, escaped },
             key_span,
             value,
-        }))
+        })
     }
 }
 
@@ -547,9 +659,7 @@ impl<'a> Iterator for Members<'a> {
         if self.pos >= self.end {
             return None;
         }
-        // Errors cannot occur on a scanner-validated object; ending the
-        // iteration is the defined behaviour should one ever be observed.
-        let item = self.step().ok().flatten();
+        let item = self.step();
         if item.is_none() {
             self.pos = self.end;
         }
@@ -566,16 +676,16 @@ pub struct Elements<'a> {
 }
 
 impl<'a> Elements<'a> {
-    fn step(&mut self) -> Result<Option<JsonValue<'a>>, JsonError> {
+    fn step(&mut self) -> Option<JsonValue<'a>> {
         let pos = skip_ws(self.buf, self.pos);
-        let pos = match byte_at(self.buf, pos)? {
-            b']' => return Ok(None),
-            b',' => pos + 1,
+        let pos = match *self.buf.get(pos)? {
+            b']' => return None,
+            b',' => skip_ws(self.buf, pos + 1),
             _ => pos,
         };
-        let value = skip_value(self.buf, pos)?;
+        let value = trusted_value(self.buf, pos)?;
         self.pos = value.span.end;
-        Ok(Some(value))
+        Some(value)
     }
 }
 
@@ -586,7 +696,7 @@ impl<'a> Iterator for Elements<'a> {
         if self.pos >= self.end {
             return None;
         }
-        let item = self.step().ok().flatten();
+        let item = self.step();
         if item.is_none() {
             self.pos = self.end;
         }

@@ -446,13 +446,22 @@ mod tests {
         let src = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
         let m = Envelope::parse(src).unwrap();
         let r = m.result().unwrap();
-        let out = apply(src, &[Splice::set_member(&r, "resultType", b"\"complete\"")]);
-        same_json(&out, r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","tools":[]}}"#);
+        let out = apply(
+            src,
+            &[Splice::set_member(&r, "resultType", b"\"complete\"")],
+        );
+        same_json(
+            &out,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","tools":[]}}"#,
+        );
         // Replacing an existing member.
         let src2 = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"x"}}"#;
         let r2 = Envelope::parse(src2).unwrap().result().unwrap();
         assert_eq!(
-            apply(src2, &[Splice::set_member(&r2, "resultType", b"\"complete\"")]),
+            apply(
+                src2,
+                &[Splice::set_member(&r2, "resultType", b"\"complete\"")]
+            ),
             br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#
         );
         // Into an empty object: no comma.
@@ -470,25 +479,45 @@ mod tests {
         // No params at all.
         let src = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
         let m = Envelope::parse(src).unwrap();
-        let out = apply(src, &[Splice::set_nested(&m.value(), "params", "_meta", meta)]);
+        let out = apply(
+            src,
+            &[Splice::set_nested(&m.value(), "params", "_meta", meta)],
+        );
         let back = Envelope::parse(&out).unwrap();
         assert_eq!(back.meta().unwrap().bytes(), meta);
         // Params without _meta.
         let src = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#;
         let m = Envelope::parse(src).unwrap();
-        let out = apply(src, &[Splice::set_nested(&m.value(), "params", "_meta", meta)]);
+        let out = apply(
+            src,
+            &[Splice::set_nested(&m.value(), "params", "_meta", meta)],
+        );
         let back = Envelope::parse(&out).unwrap();
         assert_eq!(back.meta().unwrap().bytes(), meta);
         assert_eq!(back.cursor().unwrap().bytes(), b"\"c\"");
         // Progress token into an existing _meta.
-        let src = br#"{"jsonrpc":"2.0","id":1,"method":"a","params":{"_meta":{"progressToken":"up"}}}"#;
+        let src =
+            br#"{"jsonrpc":"2.0","id":1,"method":"a","params":{"_meta":{"progressToken":"up"}}}"#;
         let m = Envelope::parse(src).unwrap();
         let p = m.params().unwrap();
-        let out = apply(src, &[Splice::set_nested(&p, "_meta", "progressToken", b"99")]);
-        assert_eq!(Envelope::parse(&out).unwrap().progress_token().unwrap().bytes(), b"99");
+        let out = apply(
+            src,
+            &[Splice::set_nested(&p, "_meta", "progressToken", b"99")],
+        );
+        assert_eq!(
+            Envelope::parse(&out)
+                .unwrap()
+                .progress_token()
+                .unwrap()
+                .bytes(),
+            b"99"
+        );
         // A non-object member is replaced.
         let v = json::parse(br#"{"_meta":null}"#).unwrap();
-        assert_eq!(apply(v.buf(), &[Splice::set_nested(&v, "_meta", "k", b"1")]), br#"{"_meta":{"k":1}}"#);
+        assert_eq!(
+            apply(v.buf(), &[Splice::set_nested(&v, "_meta", "k", b"1")]),
+            br#"{"_meta":{"k":1}}"#
+        );
     }
 
     #[test]
@@ -497,8 +526,14 @@ mod tests {
         let bad: &[&[Splice<'_>]] = &[
             &[Splice::raw(Span::new(5, 11), b"")],
             &[Splice::raw(Span::new(5, 4), b"")],
-            &[Splice::raw(Span::new(4, 6), b""), Splice::raw(Span::new(5, 7), b"")],
-            &[Splice::raw(Span::new(6, 7), b""), Splice::raw(Span::new(1, 2), b"")],
+            &[
+                Splice::raw(Span::new(4, 6), b""),
+                Splice::raw(Span::new(5, 7), b""),
+            ],
+            &[
+                Splice::raw(Span::new(6, 7), b""),
+                Splice::raw(Span::new(1, 2), b""),
+            ],
         ];
         for s in bad {
             assert_eq!(spliced_len(src, s), Err(SpliceError::BadSpans));
@@ -519,24 +554,51 @@ mod tests {
     fn writers() {
         let mut out = [0u8; 256];
         // row: errors-error-has-code-and-message
-        let n = write_error(Some(b"\"r1\""), -32601, "No \"such\"\nmethod\u{1}é", Some(b"{\"x\":1}"), &mut out).unwrap();
+        let n = write_error(
+            Some(b"\"r1\""),
+            -32601,
+            "No \"such\"\nmethod\u{1}é",
+            Some(b"{\"x\":1}"),
+            &mut out,
+        )
+        .unwrap();
         let m = Envelope::parse(&out[..n]).unwrap();
         assert_eq!(m.kind(), Kind::Error);
         assert_eq!(m.id_bytes(), Some(&b"\"r1\""[..]));
         assert_eq!(m.error_code(), Some(-32601));
         let msg = m.error().unwrap().get("message").unwrap().as_str().unwrap();
         assert!(msg.eq_str("No \"such\"\nmethod\u{1}é"));
-        assert_eq!(m.error().unwrap().get("data").unwrap().bytes(), b"{\"x\":1}");
+        assert_eq!(
+            m.error().unwrap().get("data").unwrap().bytes(),
+            b"{\"x\":1}"
+        );
         // row: messages-error-response-same-id-unless-unreadable
         let n = write_error(None, -32700, "Parse error", None, &mut out).unwrap();
-        assert_eq!(&out[..n], br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}"#);
+        assert_eq!(
+            &out[..n],
+            br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}"#
+        );
         let n = write_result(b"7", b"{}", &mut out).unwrap();
         assert_eq!(&out[..n], br#"{"jsonrpc":"2.0","id":7,"result":{}}"#);
         let n = write_request(b"-1", "roots/list", None, &mut out).unwrap();
-        assert_eq!(&out[..n], br#"{"jsonrpc":"2.0","id":-1,"method":"roots/list"}"#);
-        let n = write_notification("notifications/cancelled", Some(br#"{"requestId":1}"#), &mut out).unwrap();
-        assert_eq!(&out[..n], br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
-        assert_eq!(write_result(b"7", b"{}", &mut out[..10]), Err(Overflow { needed: 36 }));
+        assert_eq!(
+            &out[..n],
+            br#"{"jsonrpc":"2.0","id":-1,"method":"roots/list"}"#
+        );
+        let n = write_notification(
+            "notifications/cancelled",
+            Some(br#"{"requestId":1}"#),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            &out[..n],
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#
+        );
+        assert_eq!(
+            write_result(b"7", b"{}", &mut out[..10]),
+            Err(Overflow { needed: 36 })
+        );
         let n = write_json_string("\t\u{7f}\u{2028}\\", &mut out).unwrap();
         assert_eq!(&out[..n], "\"\\t\u{7f}\u{2028}\\\\\"".as_bytes());
         for v in [0i64, 5, -32700, i64::MIN, i64::MAX] {

@@ -13,7 +13,9 @@ fn arb_json() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         any::<String>().prop_map(Value::String),
     ];
     leaf.prop_recursive(5, 64, 6, |inner| {
@@ -29,7 +31,11 @@ fn arb_json() -> impl Strategy<Value = Value> {
 /// escape (surrogate pairs for astral characters), which is valid because
 /// non-ASCII only occurs inside strings.
 fn render(v: &Value, pretty: bool, ascii: bool) -> String {
-    let s = if pretty { serde_json::to_string_pretty(v).unwrap() } else { serde_json::to_string(v).unwrap() };
+    let s = if pretty {
+        serde_json::to_string_pretty(v).unwrap()
+    } else {
+        serde_json::to_string(v).unwrap()
+    };
     if !ascii {
         return s;
     }
@@ -91,7 +97,9 @@ fn serde_accepts(b: &[u8]) -> Option<bool> {
         Ok(_) => Some(true),
         // serde_json refuses numbers beyond f64 range and nesting beyond 127;
         // both are valid JSON, so those cases carry no verdict.
-        Err(e) if e.to_string().contains("out of range") || e.to_string().contains("recursion") => None,
+        Err(e) if e.to_string().contains("out of range") || e.to_string().contains("recursion") => {
+            None
+        }
         Err(_) => Some(false),
     }
 }
@@ -114,7 +122,13 @@ fn poke(b: &[u8]) {
             }
         }
         Ok(Message::Single(e)) => {
-            let _ = (e.id(), e.method_is("x"), e.cursor(), e.uri(), e.error_code());
+            let _ = (
+                e.id(),
+                e.method_is("x"),
+                e.cursor(),
+                e.uri(),
+                e.error_code(),
+            );
         }
         Err(e) => {
             let _ = (e.code(), e.message(), e.id_bytes());

@@ -13,7 +13,9 @@ use mcpx_core::envelope::{Envelope, Kind};
 use mcpx_core::error::ErrorCode;
 use mcpx_core::meta::{validate_request_meta, write_unsupported_version_error};
 use mcpx_core::revision::{Feature, Revision, Revisions};
-use mcpx_core::rewrite::{splice, spliced_len, write_error, write_notification, write_request, write_result, Splice};
+use mcpx_core::rewrite::{
+    splice, spliced_len, write_error, write_notification, write_request, write_result, Splice,
+};
 use serde_json::{json, Value};
 
 fn spec_dir() -> PathBuf {
@@ -48,7 +50,9 @@ fn validator(rev: Revision, def: &str) -> jsonschema::Validator {
     let (key, map) = defs(&root);
     assert!(map.contains_key(def), "{rev}: no definition {def}");
     let reference = format!("#/{key}/{def}");
-    root.as_object_mut().unwrap().insert("allOf".into(), json!([{ "$ref": reference }]));
+    root.as_object_mut()
+        .unwrap()
+        .insert("allOf".into(), json!([{ "$ref": reference }]));
     jsonschema::validator_for(&root).unwrap_or_else(|e| panic!("{rev}: {e}"))
 }
 
@@ -59,7 +63,10 @@ fn check(rev: Revision, def: &str, bytes: &[u8]) -> Result<(), String> {
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(format!("{rev} {def}: {} : {errors:?}", String::from_utf8_lossy(bytes)))
+        Err(format!(
+            "{rev} {def}: {} : {errors:?}",
+            String::from_utf8_lossy(bytes)
+        ))
     }
 }
 
@@ -84,13 +91,34 @@ fn written_envelopes_match_every_schema() {
     let written_msgs = [
         // row: errors-error-has-code-and-message
         written(|o| write_error(Some(b"1"), -32601, "Method not found", None, o)),
-        written(|o| write_error(Some(b"\"a\\\"b\""), -32602, "Bad \"x\"\n\u{1}", Some(br#"{"k":[1,null]}"#), o)),
+        written(|o| {
+            write_error(
+                Some(b"\"a\\\"b\""),
+                -32602,
+                "Bad \"x\"\n\u{1}",
+                Some(br#"{"k":[1,null]}"#),
+                o,
+            )
+        }),
         written(|o| write_error(Some(b"-123456789012"), -32603, "", Some(b"\"s\""), o)),
         ok_result.clone(),
-        written(|o| write_request(b"\"r-1\"", "tools/call", Some(br#"{"name":"x","arguments":{}}"#), o)),
+        written(|o| {
+            write_request(
+                b"\"r-1\"",
+                "tools/call",
+                Some(br#"{"name":"x","arguments":{}}"#),
+                o,
+            )
+        }),
         written(|o| write_request(b"7", "ping", None, o)),
         written(|o| write_notification("notifications/initialized", None, o)),
-        written(|o| write_notification("notifications/progress", Some(br#"{"progressToken":1,"progress":0.5}"#), o)),
+        written(|o| {
+            write_notification(
+                "notifications/progress",
+                Some(br#"{"progressToken":1,"progress":0.5}"#),
+                o,
+            )
+        }),
     ];
     for rev in Revision::ALL {
         for m in &written_msgs {
@@ -106,7 +134,11 @@ fn written_envelopes_match_every_schema() {
     }
     assert!(check(Revision::V2026_07_28, "JSONRPCResultResponse", &bare).is_err());
     let e = Envelope::parse(&bare).unwrap();
-    let splices = [Splice::set_member(&e.result().unwrap(), "resultType", b"\"complete\"")];
+    let splices = [Splice::set_member(
+        &e.result().unwrap(),
+        "resultType",
+        b"\"complete\"",
+    )];
     let mut shaped = vec![0u8; spliced_len(&bare, &splices).unwrap()];
     splice(&bare, &splices, &mut shaped).unwrap();
     valid(Revision::V2026_07_28, "JSONRPCResultResponse", &shaped);
@@ -115,14 +147,21 @@ fn written_envelopes_match_every_schema() {
 #[test]
 fn errors_for_unreadable_ids() {
     // row: messages-error-response-same-id-unless-unreadable
-    for (input, code) in [(&b"{not json"[..], -32700), (br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, -32600)] {
+    for (input, code) in [
+        (&b"{not json"[..], -32700),
+        (br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, -32600),
+    ] {
         let err = Envelope::parse(input).unwrap_err();
         assert_eq!(err.code(), code);
         assert!(err.id_bytes().is_none());
         let m = written(|o| write_error(None, err.code().into(), err.message(), None, o));
         // The id may be omitted from 2025-11-25 on; earlier schemas require it.
         for rev in Revision::ALL {
-            assert_eq!(check(rev, MESSAGE, &m).is_ok(), rev >= Revision::V2025_11_25, "{rev}");
+            assert_eq!(
+                check(rev, MESSAGE, &m).is_ok(),
+                rev >= Revision::V2025_11_25,
+                "{rev}"
+            );
         }
     }
     let err = Envelope::parse(br#"{"jsonrpc":"2.0","id":"q","method":7}"#).unwrap_err();
@@ -139,8 +178,11 @@ fn table_errors_match_their_definitions() {
     let req = br#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let env = Envelope::parse(req).unwrap();
     let err = validate_request_meta(&env, Revisions::ALL).unwrap_err();
-    let mcpx_core::meta::MetaError::UnsupportedVersion { requested } = err else { panic!("{err:?}") };
-    let m = written(|o| write_unsupported_version_error(env.id_bytes(), &requested, Revisions::ALL, o));
+    let mcpx_core::meta::MetaError::UnsupportedVersion { requested } = err else {
+        panic!("{err:?}")
+    };
+    let m =
+        written(|o| write_unsupported_version_error(env.id_bytes(), &requested, Revisions::ALL, o));
     // row: versioning-server-unsupported-version-error
     valid(rev, "UnsupportedProtocolVersionError", &m);
     valid(rev, MESSAGE, &m);
@@ -148,11 +190,25 @@ fn table_errors_match_their_definitions() {
     assert_eq!(v["error"]["data"]["requested"], "1900-01-01");
     assert_eq!(v["error"]["data"]["supported"][0], "2026-07-28");
 
-    let header = written(|o| write_error(Some(b"1"), ErrorCode::HeaderMismatch.code().into(), "Header mismatch", None, o));
+    let header = written(|o| {
+        write_error(
+            Some(b"1"),
+            ErrorCode::HeaderMismatch.code().into(),
+            "Header mismatch",
+            None,
+            o,
+        )
+    });
     valid(rev, "HeaderMismatchError", &header);
     let missing = written(|o| {
         let code = ErrorCode::MissingRequiredClientCapability;
-        write_error(Some(b"1"), code.code().into(), code.message(), Some(br#"{"requiredCapabilities":{"elicitation":{}}}"#), o)
+        write_error(
+            Some(b"1"),
+            code.code().into(),
+            code.message(),
+            Some(br#"{"requiredCapabilities":{"elicitation":{}}}"#),
+            o,
+        )
     });
     valid(rev, "MissingRequiredClientCapabilityError", &missing);
     for (code, def) in [
@@ -171,10 +227,19 @@ fn table_errors_match_their_definitions() {
     }
     // Each table code's schema definition exists exactly where the table
     // says it may be emitted (standard codes: 2025-11-25 on define them).
-    for code in [ErrorCode::UrlElicitationRequired, ErrorCode::HeaderMismatch, ErrorCode::MissingRequiredClientCapability, ErrorCode::UnsupportedProtocolVersion] {
+    for code in [
+        ErrorCode::UrlElicitationRequired,
+        ErrorCode::HeaderMismatch,
+        ErrorCode::MissingRequiredClientCapability,
+        ErrorCode::UnsupportedProtocolVersion,
+    ] {
         for r in Revision::ALL {
             let s = schema(r);
-            assert_eq!(defs(&s).1.contains_key(code.name()), code.may_emit(r), "{code:?} {r}");
+            assert_eq!(
+                defs(&s).1.contains_key(code.name()),
+                code.may_emit(r),
+                "{code:?} {r}"
+            );
         }
     }
 }
@@ -195,7 +260,12 @@ fn modern_meta_inserted_into_legacy_request() {
         splice(src, &splices, &mut out).unwrap();
         valid(Revision::V2026_07_28, "ListToolsRequest", &out);
         let back = Envelope::parse(&out).unwrap();
-        assert_eq!(validate_request_meta(&back, Revisions::ALL).unwrap().revision, Revision::V2026_07_28);
+        assert_eq!(
+            validate_request_meta(&back, Revisions::ALL)
+                .unwrap()
+                .revision,
+            Revision::V2026_07_28
+        );
     }
 }
 
@@ -222,26 +292,49 @@ fn examples_parse_like_serde() {
         };
         messages += 1;
         let env = got.unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
-        let kind = match (obj.contains_key("method"), obj.contains_key("id"), obj.contains_key("result")) {
+        let kind = match (
+            obj.contains_key("method"),
+            obj.contains_key("id"),
+            obj.contains_key("result"),
+        ) {
             (true, true, _) => Kind::Request,
             (true, false, _) => Kind::Notification,
             (false, _, true) => Kind::Result,
             (false, _, false) => Kind::Error,
         };
         assert_eq!(env.kind(), kind, "{}", path.display());
-        let id = env.id_bytes().map(|b| serde_json::from_slice::<Value>(b).unwrap());
+        let id = env
+            .id_bytes()
+            .map(|b| serde_json::from_slice::<Value>(b).unwrap());
         assert_eq!(id.as_ref(), obj.get("id"), "{}", path.display());
-        assert_eq!(env.method_str(), obj.get("method").and_then(Value::as_str), "{}", path.display());
-        assert_eq!(env.error_code(), obj.get("error").map(|e| e["code"].as_i64().unwrap()));
+        assert_eq!(
+            env.method_str(),
+            obj.get("method").and_then(Value::as_str),
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            env.error_code(),
+            obj.get("error").map(|e| e["code"].as_i64().unwrap())
+        );
         let params = obj.get("params");
-        let field = |v: Option<mcpx_core::json::JsonValue<'_>>| v.map(|v| serde_json::from_slice::<Value>(v.bytes()).unwrap());
-        assert_eq!(field(env.name()).as_ref(), params.and_then(|p| p.get("name")));
+        let field = |v: Option<mcpx_core::json::JsonValue<'_>>| {
+            v.map(|v| serde_json::from_slice::<Value>(v.bytes()).unwrap())
+        };
+        assert_eq!(
+            field(env.name()).as_ref(),
+            params.and_then(|p| p.get("name"))
+        );
         assert_eq!(field(env.uri()).as_ref(), params.and_then(|p| p.get("uri")));
-        assert_eq!(field(env.meta()).as_ref(), params.and_then(|p| p.get("_meta")));
+        assert_eq!(
+            field(env.meta()).as_ref(),
+            params.and_then(|p| p.get("_meta"))
+        );
         valid(Revision::V2026_07_28, MESSAGE, &bytes);
         if kind == Kind::Request {
             // row: meta-request-params-meta-required
-            let meta = validate_request_meta(&env, Revisions::ALL).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+            let meta = validate_request_meta(&env, Revisions::ALL)
+                .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
             assert_eq!(meta.revision, Revision::V2026_07_28);
         }
     }
@@ -266,12 +359,14 @@ fn feature_table_matches_schemas() {
             Feature::AudioContent => has(&s, "AudioContent", None),
             Feature::ToolAnnotations => has(&s, "ToolAnnotations", None),
             Feature::ProgressMessage => {
-                has(&s, "ProgressNotificationParams", Some("message")) || has(&s, "ProgressNotification", Some("message"))
+                has(&s, "ProgressNotificationParams", Some("message"))
+                    || has(&s, "ProgressNotification", Some("message"))
             }
             Feature::CompletionsCapability => has(&s, "ServerCapabilities", Some("completions")),
             Feature::ResourceLink => has(&s, "ResourceLink", None),
             Feature::StructuredContent => {
-                has(&s, "CallToolResult", Some("structuredContent")) && has(&s, "Tool", Some("outputSchema"))
+                has(&s, "CallToolResult", Some("structuredContent"))
+                    && has(&s, "Tool", Some("outputSchema"))
             }
             Feature::Title => has(&s, "Implementation", Some("title")),
             Feature::Elicitation => has(&s, "ElicitRequest", None),
@@ -279,7 +374,9 @@ fn feature_table_matches_schemas() {
             Feature::Icons => has(&s, "Icon", None),
             Feature::SamplingTools => has(&s, "ToolUseContent", None),
             Feature::CoreTasks => has(&s, "CreateTaskResult", None),
-            Feature::LegacySession => has(&s, "InitializeRequest", None) && has(&s, "PingRequest", None),
+            Feature::LegacySession => {
+                has(&s, "InitializeRequest", None) && has(&s, "PingRequest", None)
+            }
             Feature::ResultType => has(&s, "Result", Some("resultType")),
             Feature::InputRequired => has(&s, "InputRequiredResult", None),
             Feature::SubscriptionsListen => has(&s, "SubscriptionsListenRequest", None),
