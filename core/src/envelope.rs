@@ -34,6 +34,7 @@
 use crate::error::ErrorCode;
 use crate::json::{self, JsonError, JsonStr, JsonValue, Kind as JsonKind, Span};
 use crate::revision::{Feature, Revision};
+use crate::rewrite::{write_error, Overflow};
 
 /// The four kinds of JSON-RPC message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +150,20 @@ impl<'a> EnvelopeError<'a> {
     /// The raw bytes of the id to echo, if any.
     pub fn id_bytes(&self) -> Option<&'a [u8]> {
         self.id.map(|v| v.bytes())
+    }
+
+    /// Writes the error response for this message into `out` (the id echoed
+    /// when readable, omitted otherwise). Notifications must not be answered
+    /// (row `messages-notification-no-response`): only call this for
+    /// messages that could be requests.
+    pub fn write_response(&self, out: &mut [u8]) -> Result<usize, Overflow> {
+        write_error(
+            self.id_bytes(),
+            self.code().into(),
+            self.message(),
+            None,
+            out,
+        )
     }
 }
 

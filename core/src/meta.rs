@@ -22,7 +22,7 @@ use crate::envelope::Envelope;
 use crate::error::ErrorCode;
 use crate::json::{Duplicate, JsonStr, JsonValue, Kind as JsonKind};
 use crate::revision::{Era, Revision, Revisions};
-use crate::rewrite::{write_error_with, Overflow, Writer};
+use crate::rewrite::{write_error, write_error_with, Overflow, Writer};
 
 /// `_meta` key: the request's protocol version (required).
 pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
@@ -108,6 +108,28 @@ impl MetaError<'_> {
                 "Invalid params: malformed io.modelcontextprotocol/* field in _meta"
             }
             MetaError::UnsupportedVersion { .. } => ErrorCode::UnsupportedProtocolVersion.message(),
+        }
+    }
+
+    /// Writes the error response for the request with id `id`; an
+    /// unsupported version lists `supported` in `data` (newest first).
+    pub fn write_response(
+        &self,
+        id: Option<&[u8]>,
+        supported: Revisions,
+        out: &mut [u8],
+    ) -> Result<usize, Overflow> {
+        match self {
+            MetaError::UnsupportedVersion { requested } => {
+                write_unsupported_version_error(id, requested, supported, out)
+            }
+            _ => write_error(
+                id,
+                self.error_code().code().into(),
+                self.message(),
+                None,
+                out,
+            ),
         }
     }
 }

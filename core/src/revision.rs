@@ -146,6 +146,27 @@ impl Revisions {
     }
 }
 
+/// A version string that names no known revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownRevision;
+
+impl Revisions {
+    /// Parses a comma-separated list such as `2025-06-18,2026-07-28`
+    /// (whitespace around items is ignored). An empty list is an error.
+    pub fn parse_list(list: &str) -> Result<Revisions, UnknownRevision> {
+        let set = list.split(',').try_fold(Revisions::EMPTY, |set, item| {
+            Revision::parse(item.trim())
+                .map(|r| set.with(r))
+                .ok_or(UnknownRevision)
+        })?;
+        if set.is_empty() {
+            Err(UnknownRevision)
+        } else {
+            Ok(set)
+        }
+    }
+}
+
 impl FromIterator<Revision> for Revisions {
     fn from_iter<I: IntoIterator<Item = Revision>>(iter: I) -> Self {
         iter.into_iter().fold(Revisions::EMPTY, Revisions::with)
@@ -365,6 +386,12 @@ mod tests {
         assert_eq!(Revisions::LEGACY.iter().count(), 4);
         assert_eq!(Revisions::ALL.latest(), Some(V2026_07_28));
         assert_eq!(Revisions::EMPTY.latest(), None);
+        assert_eq!(
+            Revisions::parse_list(" 2026-07-28 ,2025-06-18"),
+            Ok(Revisions::only(V2025_06_18).with(V2026_07_28))
+        );
+        assert_eq!(Revisions::parse_list("2025-06-18,"), Err(UnknownRevision));
+        assert_eq!(Revisions::parse_list(""), Err(UnknownRevision));
         assert_eq!(
             [V2024_11_05, V2025_06_18]
                 .into_iter()

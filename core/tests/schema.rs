@@ -154,7 +154,7 @@ fn errors_for_unreadable_ids() {
         let err = Envelope::parse(input).unwrap_err();
         assert_eq!(err.code(), code);
         assert!(err.id_bytes().is_none());
-        let m = written(|o| write_error(None, err.code().into(), err.message(), None, o));
+        let m = written(|o| err.write_response(o));
         // The id may be omitted from 2025-11-25 on; earlier schemas require it.
         for rev in Revision::ALL {
             assert_eq!(
@@ -165,7 +165,7 @@ fn errors_for_unreadable_ids() {
         }
     }
     let err = Envelope::parse(br#"{"jsonrpc":"2.0","id":"q","method":7}"#).unwrap_err();
-    let m = written(|o| write_error(err.id_bytes(), err.code().into(), err.message(), None, o));
+    let m = written(|o| err.write_response(o));
     for rev in Revision::ALL {
         valid(rev, MESSAGE, &m);
     }
@@ -183,12 +183,22 @@ fn table_errors_match_their_definitions() {
     };
     let m =
         written(|o| write_unsupported_version_error(env.id_bytes(), &requested, Revisions::ALL, o));
+    assert_eq!(m, written(|o| err.write_response(env.id_bytes(), Revisions::ALL, o)));
     // row: versioning-server-unsupported-version-error
     valid(rev, "UnsupportedProtocolVersionError", &m);
     valid(rev, MESSAGE, &m);
     let v: Value = serde_json::from_slice(&m).unwrap();
     assert_eq!(v["error"]["data"]["requested"], "1900-01-01");
     assert_eq!(v["error"]["data"]["supported"][0], "2026-07-28");
+
+    let no_caps = br#"{"jsonrpc":"2.0","id":"m","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let env = Envelope::parse(no_caps).unwrap();
+    let err = validate_request_meta(&env, Revisions::ALL).unwrap_err();
+    // row: meta-server-rejects-missing-required-field
+    let m = written(|o| err.write_response(env.id_bytes(), Revisions::ALL, o));
+    valid(rev, MESSAGE, &m);
+    let error = serde_json::from_slice::<Value>(&m).unwrap()["error"].to_string();
+    valid(rev, "InvalidParamsError", error.as_bytes());
 
     let header = written(|o| {
         write_error(
