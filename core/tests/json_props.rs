@@ -5,7 +5,7 @@ use mcpx_core::envelope::{Envelope, Kind, Message};
 use mcpx_core::json::{self, JsonValue, Kind as JsonKind};
 use mcpx_core::rewrite::{splice, spliced_len, Splice};
 use proptest::prelude::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -200,5 +200,130 @@ proptest! {
         let span = env.id().unwrap().span();
         prop_assert_eq!(&out[..span.start], &src.as_bytes()[..span.start]);
         prop_assert_eq!(&out[span.start + new_raw.len()..], &src.as_bytes()[span.end..]);
+    }
+}
+
+fn opt(values: Vec<Value>) -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![Just(None), prop::sample::select(values).prop_map(Some)]
+}
+
+/// Message-like objects: every combination of plausible and broken members.
+fn arb_message() -> impl Strategy<Value = Value> {
+    (
+        opt(vec![json!("2.0"), json!("1.0"), json!(2.0)]),
+        opt(vec![
+            json!(null),
+            json!(7),
+            json!(-1),
+            json!(u64::MAX),
+            json!("s"),
+            json!(1.5),
+            json!(true),
+            json!({}),
+        ]),
+        opt(vec![json!("tools/call"), json!(""), json!(5)]),
+        opt(vec![
+            json!({}),
+            json!({"name": "x", "_meta": {"progressToken": 1}}),
+            json!({"_meta": 3}),
+            json!([1]),
+        ]),
+        opt(vec![json!({}), json!(3)]),
+        opt(vec![
+            json!({"code": -1, "message": "m"}),
+            json!({"code": "x", "message": "m"}),
+            json!({"code": 1}),
+        ]),
+    )
+        .prop_map(|(jsonrpc, id, method, params, result, error)| {
+            let mut m = serde_json::Map::new();
+            for (k, v) in [
+                ("jsonrpc", jsonrpc),
+                ("id", id),
+                ("method", method),
+                ("params", params),
+                ("result", result),
+                ("error", error),
+            ] {
+                if let Some(v) = v {
+                    m.insert(k.into(), v);
+                }
+            }
+            Value::Object(m)
+        })
+}
+
+fn is_id(v: &Value) -> bool {
+    v.is_string() || v.is_i64() || v.is_u64()
+}
+
+/// The envelope rules, restated over serde_json's view.
+fn expected_kind(m: &Value) -> Option<Kind> {
+    let id = m.get("id");
+    let object = |k: &str| m.get(k).is_none_or(Value::is_object);
+    if m.get("jsonrpc") != Some(&json!("2.0")) || !object("params") || !object("result") {
+        return None;
+    }
+    match (m.get("method"), m.get("result"), m.get("error")) {
+        (Some(method), None, None) => {
+            let meta_ok = m
+                .get("params")
+                .and_then(|p| p.get("_meta"))
+                .is_none_or(Value::is_object);
+            if !method.is_string() || !meta_ok {
+                None
+            } else if id.is_none() {
+                Some(Kind::Notification)
+            } else {
+                id.filter(|i| is_id(i)).map(|_| Kind::Request)
+            }
+        }
+        (None, Some(_), None) => id.filter(|i| is_id(i)).map(|_| Kind::Result),
+        (None, None, Some(e)) => {
+            let error_ok = e["code"].is_i64() && e["message"].is_string();
+            let id_ok = id.is_none_or(|i| i.is_null() || is_id(i));
+            (error_ok && id_ok).then_some(Kind::Error)
+        }
+        _ => None,
+    }
+}
+
+proptest! {
+    #[test]
+    fn envelope_follows_the_rules(m in arb_message()) {
+        let text = serde_json::to_vec(&m).unwrap();
+        let got = Envelope::parse(&text);
+        match (expected_kind(&m), got) {
+            (Some(kind), Ok(env)) => {
+                prop_assert_eq!(env.kind(), kind);
+                let id = env.id_bytes().map(|b| serde_json::from_slice::<Value>(b).unwrap());
+                prop_assert_eq!(id.as_ref(), m.get("id").filter(|i| !i.is_null()));
+            }
+            (None, Err(err)) => {
+                prop_assert!(err.code() == -32600 || err.code() == -32602);
+                // row: messages-error-response-same-id-unless-unreadable
+                let echoed = err.id_bytes().map(|b| serde_json::from_slice::<Value>(b).unwrap());
+                prop_assert_eq!(echoed.as_ref(), m.get("id").filter(|i| is_id(i)));
+            }
+            (want, got) => prop_assert!(false, "{} expected {:?}, got {:?}", m, want, got),
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn splice_never_panics(
+        src in prop::collection::vec(any::<u8>(), 0..64),
+        spans in prop::collection::vec((0usize..80, 0usize..80, prop::collection::vec(any::<u8>(), 0..8)), 0..5),
+        cap in 0usize..160,
+    ) {
+        let splices: Vec<_> = spans.iter().map(|(a, b, bytes)| Splice::raw(mcpx_core::json::Span::new(*a, *b), bytes)).collect();
+        let mut out = vec![0u8; cap];
+        match (spliced_len(&src, &splices), splice(&src, &splices, &mut out)) {
+            (Ok(n), Ok(m)) => prop_assert_eq!(n, m),
+            (Ok(n), Err(e)) => prop_assert_eq!(e, mcpx_core::rewrite::SpliceError::Overflow(mcpx_core::json::Overflow { needed: n })),
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (Err(_), Ok(_)) => prop_assert!(false),
+        }
     }
 }
