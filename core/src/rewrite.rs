@@ -67,7 +67,8 @@ impl<'s> Splice<'s> {
 
     /// Inserts member `"key":value` as the first member of `obj` (an object
     /// value). The caller ensures the key is not already present (see
-    /// [`Splice::set_member`]).
+    /// [`Splice::set_member`]). Insert at most one member per object in one
+    /// splice list: the comma is chosen from the object's original contents.
     pub fn insert_member(obj: &JsonValue<'_>, key: &'s str, value: &'s [u8]) -> Self {
         Splice::insert(obj, key, None, value)
     }
@@ -109,6 +110,28 @@ impl<'s> Splice<'s> {
             },
             None => Splice::insert(obj, outer, Some(key), value),
         }
+    }
+
+    /// Removes the first member `key` of `obj` together with one adjacent
+    /// comma, or `None` when there is no such member. Two removals from the
+    /// same object may overlap when one of them is the first member; remove
+    /// at most one member per object in one splice list.
+    pub fn remove_member(obj: &JsonValue<'_>, key: &str) -> Option<Self> {
+        let mut prev_end = None;
+        let mut members = obj.members();
+        while let Some(m) = members.next() {
+            let end = m.value.span().end;
+            if m.key.eq_str(key) {
+                let span = match (prev_end, members.next()) {
+                    (Some(prev), _) => Span::new(prev, end),
+                    (None, Some(next)) => Span::new(m.key_span.start, next.key_span.start),
+                    (None, None) => Span::new(m.key_span.start, end),
+                };
+                return Some(Splice::raw(span, b""));
+            }
+            prev_end = Some(end);
+        }
+        None
     }
 }
 
@@ -518,6 +541,26 @@ mod tests {
             apply(v.buf(), &[Splice::set_nested(&v, "_meta", "k", b"1")]),
             br#"{"_meta":{"k":1}}"#
         );
+    }
+
+    #[test]
+    fn remove_members() {
+        let src = br#"{ "a" : 1 , "b":[2], "c":{"d":3} }"#;
+        let obj = json::parse(src).unwrap();
+        for (key, want) in [
+            ("a", r#"{"b":[2],"c":{"d":3}}"#),
+            ("b", r#"{"a":1,"c":{"d":3}}"#),
+            ("c", r#"{"a":1,"b":[2]}"#),
+        ] {
+            same_json(
+                &apply(src, &[Splice::remove_member(&obj, key).unwrap()]),
+                want,
+            );
+        }
+        assert!(Splice::remove_member(&obj, "d").is_none());
+        let only = json::parse(br#"{"resultType":"complete"}"#).unwrap();
+        let s = Splice::remove_member(&only, "resultType").unwrap();
+        assert_eq!(apply(only.buf(), &[s]), b"{}");
     }
 
     #[test]

@@ -327,3 +327,40 @@ proptest! {
         }
     }
 }
+
+fn apply(src: &[u8], s: Splice<'_>) -> Value {
+    let mut out = vec![0u8; spliced_len(src, &[s]).unwrap()];
+    splice(src, &[s], &mut out).unwrap();
+    serde_json::from_slice(&out).unwrap()
+}
+
+proptest! {
+    #[test]
+    fn member_edits_agree_with_serde(
+        members in prop::collection::vec((any::<String>(), arb_json()), 0..6),
+        pick in any::<prop::sample::Index>(),
+        new_key in any::<String>(),
+        value in arb_json(),
+        pretty in any::<bool>(),
+        ascii in any::<bool>(),
+    ) {
+        let map: serde_json::Map<String, Value> = members.into_iter().collect();
+        let orig = Value::Object(map.clone());
+        let text = render(&orig, pretty, ascii);
+        let obj = json::parse(text.as_bytes()).unwrap();
+        let raw = serde_json::to_vec(&value).unwrap();
+        // Set (replace or insert) a key, existing or not.
+        let key = if map.is_empty() { new_key.clone() } else { map.keys().nth(pick.index(map.len())).unwrap().clone() };
+        for k in [&key, &new_key] {
+            let mut want = map.clone();
+            want.insert(k.clone(), value.clone());
+            prop_assert_eq!(apply(text.as_bytes(), Splice::set_member(&obj, k, &raw)), Value::Object(want));
+        }
+        // Remove a key.
+        let mut want = map.clone();
+        match want.remove(&key) {
+            Some(_) => prop_assert_eq!(apply(text.as_bytes(), Splice::remove_member(&obj, &key).unwrap()), Value::Object(want)),
+            None => prop_assert!(Splice::remove_member(&obj, &key).is_none()),
+        }
+    }
+}
