@@ -314,7 +314,9 @@ impl<'a> Envelope<'a> {
     }
 
     /// The id (string or integer), byte-exact; `None` for notifications and
-    /// for error responses whose id is absent or `null`.
+    /// for error responses whose id is absent or `null`. Echo it as
+    /// [`Envelope::id_bytes`]: a string id with escapes (`"\u0061"`) is not
+    /// normalized, so compare ids as raw bytes only within one peer.
     pub fn id(&self) -> Option<JsonValue<'a>> {
         self.id
     }

@@ -191,7 +191,7 @@ fn scan_string(buf: &[u8], pos: usize) -> Result<(Span, bool), JsonError> {
         let b = byte_at(buf, i)?;
         match b {
             b'"' | b'\\' => {
-                if let Err(e) = core::str::from_utf8(&buf[run..i]) {
+                if let Err(e) = core::str::from_utf8(buf.get(run..i).unwrap_or(&[])) {
                     return err(ErrorKind::InvalidUtf8, run + e.valid_up_to());
                 }
                 if b == b'"' {
