@@ -325,11 +325,12 @@ impl<'a> HeaderValue<'a> {
 /// Padded standard Base64 in canonical form: whole 4-character groups,
 /// `=` only at the end of the last group, no stray trailing bits.
 fn is_canonical_base64(payload: &[u8]) -> bool {
-    if payload.len() % 4 != 0 {
+    let chunks = payload.chunks_exact(4);
+    if !chunks.remainder().is_empty() {
         return false;
     }
-    let groups = payload.len() / 4;
-    payload.chunks_exact(4).enumerate().all(|(i, g)| {
+    let groups = chunks.len();
+    chunks.enumerate().all(|(i, g)| {
         (i + 1 == groups || !g.contains(&b'=')) && STANDARD.decode_slice(g, &mut [0u8; 3]).is_ok()
     })
 }
