@@ -152,7 +152,9 @@ fn rotation() {
     let old = Keys::new(Key::new(1, [0x11; 32]), None).unwrap();
     let by_old = seal_with(&old, &binding(), b"s", 1);
     let mut k = old.clone();
-    k.rotate(Key::new(2, [0x22; 32])).unwrap();
+    let next = Key::new(2, [0x22; 32]);
+    assert_eq!(next.id(), 2);
+    k.rotate(next).unwrap();
     let by_new = seal_with(&k, &binding(), b"s", 2);
     // The previous key still opens its tokens; new tokens use the new key.
     let mut replay = ReplaySet::<8>::new();
