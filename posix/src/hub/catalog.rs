@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use mcpx_core::names;
 use serde_json::Value;
 
-use super::shape::{self, Rev};
+use super::shape::{self, Rev, RevExt};
 use super::UpstreamId;
 
 /// Scheme of URIs rewritten to stay unique.
@@ -254,7 +254,7 @@ impl Catalog {
         for k in ch.kinds() {
             parts.push(k.result_key().as_bytes().to_vec());
             for e in &self.views[k.idx()] {
-                parts.push(serde_json::to_vec(&shape::item(&e.item, rev.features())).unwrap_or_default());
+                parts.push(serde_json::to_vec(&shape::item(&e.item, &rev.features())).unwrap_or_default());
             }
         }
         let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();

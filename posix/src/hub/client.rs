@@ -14,10 +14,11 @@
 //!   go to a client only after it has read a list: the oldest Python SDK
 //!   client deadlocks on one that arrives before its first `tools/list`.
 
+use mcpx_core::revision::{self, Revisions};
 use serde_json::{json, Map, Value};
 
 use super::catalog::Channel;
-use super::shape::{self, Rev};
+use super::shape::{self, Rev, RevExt};
 use super::wire::{self, Bad, Kind};
 use super::{ClientId, Hub, Level, Output};
 
@@ -43,7 +44,7 @@ pub(super) struct Client {
 
 impl Client {
     pub fn rev(&self) -> Rev {
-        self.rev.unwrap_or(Rev::LATEST)
+        self.rev.unwrap_or(Rev::LATEST_LEGACY)
     }
     /// May this client get notifications it did not ask for?
     pub fn may_notify(&self) -> bool {
@@ -84,13 +85,9 @@ impl Hub {
             return;
         }
         match wire::parse(bytes) {
-            Err(Bad::Parse(why)) => {
-                let id = self.unreadable_id(c);
-                self.emit_client(c, wire::error(id, -32700, &format!("Parse error: {why}"), None));
-            }
-            Err(Bad::Invalid { id, why }) => {
+            Err(Bad { code, message, id }) => {
                 let id = id.or_else(|| self.unreadable_id(c).map(<[u8]>::to_vec));
-                self.emit_client(c, wire::error(id.as_deref(), -32600, &format!("Invalid request: {why}"), None));
+                self.emit_client(c, wire::error(id.as_deref(), code, message, None));
             }
             Ok(m) => match m.kind {
                 Kind::Request => self.on_client_request(c, &m),
@@ -103,7 +100,7 @@ impl Hub {
     /// The id member for an error whose request id could not be read: left
     /// out on 2025-11-25, `null` (JSON-RPC 2.0) for older clients.
     fn unreadable_id(&self, c: ClientId) -> Option<&'static [u8]> {
-        let rev = self.clients.get(&c).map(|cl| cl.rev()).unwrap_or(Rev::LATEST);
+        let rev = self.clients.get(&c).map(|cl| cl.rev()).unwrap_or(Rev::LATEST_LEGACY);
         if rev.features().error_id_optional {
             None
         } else {
@@ -164,7 +161,8 @@ impl Hub {
     pub(super) fn client_initialize(&mut self, c: ClientId, m: &wire::Msg) {
         let p = m.params_value();
         let asked = p.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
-        let rev = Rev::parse(asked).unwrap_or(Rev::LATEST);
+        // rows: lifecycle-server-echoes-supported-version, lifecycle-server-counteroffers-latest
+        let rev = revision::negotiate_server(asked, Revisions::LEGACY).unwrap_or(Rev::LATEST_LEGACY);
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let cl = self.clients.get_mut(&c).expect("known client");
         cl.rev = Some(rev);
@@ -205,7 +203,7 @@ impl Hub {
 
     fn answer_initialize(&mut self, c: ClientId, id: &[u8]) {
         let rev = self.clients[&c].rev();
-        let f = rev.features();
+        let f = &rev.features();
         let caps = shape::server_capabilities(self.union_capabilities(), f);
         let info = shape::implementation(json!({ "name": self.opts.server_name, "version": self.opts.server_version }), f);
         let result = json!({
@@ -278,7 +276,7 @@ impl Hub {
     pub(super) fn notify_client(&mut self, c: ClientId, method: &str, params: &Value) {
         let Some(cl) = self.clients.get(&c) else { return };
         let mut p = params.clone();
-        shape::notification_params(method, &mut p, cl.rev().features());
+        shape::notification_params(method, &mut p, &cl.rev().features());
         let body = serde_json::to_vec(&p).unwrap_or_default();
         self.emit_client(c, wire::notification(method, Some(&body)));
     }

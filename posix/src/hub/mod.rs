@@ -166,6 +166,9 @@ pub enum ConfigError {
     UnknownRevision { server: String, revision: String },
     /// An upstream has an empty name.
     EmptyName,
+    /// An upstream allows only revisions the hub cannot speak to servers yet
+    /// (2026-07-28 upstreams come with the modern era).
+    NoUsableRevision(String),
 }
 
 impl std::fmt::Display for ConfigError {
@@ -176,6 +179,7 @@ impl std::fmt::Display for ConfigError {
             ConfigError::BadSeparator(s) => write!(f, "separator '{s}' is not allowed: use one or more of A-Z a-z 0-9 _ -"),
             ConfigError::UnknownRevision { server, revision } => write!(f, "server '{server}': unknown protocol revision '{revision}'"),
             ConfigError::EmptyName => write!(f, "a server has an empty name"),
+            ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': none of its protocol revisions can be used with servers yet; add a revision up to 2025-11-25"),
         }
     }
 }

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::shape;
+use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, Level, Output, UpstreamId};
 
@@ -127,7 +127,7 @@ impl Hub {
         if method == "sampling/createMessage" && params.get("tools").is_some() && declared.get("tools").is_none() {
             return refuse(self, -32601, "the client does not support tool use in sampling".to_string());
         }
-        let params = match shape::relayed_request(&method, params, rev.features()) {
+        let params = match shape::relayed_request(&method, params, &rev.features()) {
             Ok(p) => p,
             Err(why) => return refuse(self, -32601, why.to_string()),
         };

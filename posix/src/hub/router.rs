@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::catalog::Kind;
 use super::pending::{Fwd, Origin};
-use super::shape;
+use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, UpstreamId};
 
@@ -224,7 +224,7 @@ impl Hub {
         let page = self.opts.page_size.max(1);
         let view = self.catalog.view(k);
         let end = (pos + page).min(view.len());
-        let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| shape::item(&e.item, rev.features())).collect();
+        let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| shape::item(&e.item, &rev.features())).collect();
         let mut result = json!({ k.result_key(): items });
         if end < view.len() {
             let next = Cursor { list: k as u8, position: end as u32, generation: self.catalog.generation[k.idx()] };

@@ -13,40 +13,24 @@
 
 use serde_json::{json, Map, Value};
 
-/// A legacy-era protocol revision (negotiated with `initialize`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(super) enum Rev {
-    V2024_11_05,
-    V2025_03_26,
-    V2025_06_18,
-    V2025_11_25,
+pub(super) use mcpx_core::revision::Revision as Rev;
+use mcpx_core::revision::{Era, Feature};
+
+/// Shaping facts of a revision: [`Rev::features`] via [`RevExt`].
+pub(super) trait RevExt {
+    fn features(self) -> Features;
 }
 
-impl Rev {
-    /// Oldest first.
-    pub const ALL: [Rev; 4] = [Rev::V2024_11_05, Rev::V2025_03_26, Rev::V2025_06_18, Rev::V2025_11_25];
-    pub const LATEST: Rev = Rev::V2025_11_25;
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rev::V2024_11_05 => "2024-11-05",
-            Rev::V2025_03_26 => "2025-03-26",
-            Rev::V2025_06_18 => "2025-06-18",
-            Rev::V2025_11_25 => "2025-11-25",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Rev> {
-        Rev::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-
-    pub fn features(self) -> &'static Features {
-        &FEATURES[self as usize]
+impl RevExt for Rev {
+    fn features(self) -> Features {
+        Features::of(self)
     }
 }
 
 /// What a revision's schema has, as far as the hub's shaping is concerned.
-#[derive(Debug)]
+/// Built from the core revision feature table (`mcpx_core::revision::Feature`),
+/// plus three schema facts that table does not carry (see [`Features::of`]).
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Features {
     /// `AudioContent` (2025-03-26+).
     pub audio: bool,
@@ -75,21 +59,36 @@ pub(super) struct Features {
     pub elicitation_mode: bool,
     /// `message` in `notifications/progress` (2025-03-26+).
     pub progress_message: bool,
-    /// An error response may leave out `id` when it could not be read (2025-11-25).
+    /// An error response may leave out `id` when it could not be read (2025-11-25+).
     pub error_id_optional: bool,
 }
 
-/// One row per revision, in `Rev::ALL` order.
-pub(super) const FEATURES: [Features; 4] = [
-    // 2024-11-05
-    Features { audio: false, resource_link: false, structured: false, title: false, icons: false, item_meta: false, tool_annotations: false, tasks: false, last_modified: false, completions: false, elicitation: false, elicitation_mode: false, progress_message: false, error_id_optional: false },
-    // 2025-03-26
-    Features { audio: true, resource_link: false, structured: false, title: false, icons: false, item_meta: false, tool_annotations: true, tasks: false, last_modified: false, completions: true, elicitation: false, elicitation_mode: false, progress_message: true, error_id_optional: false },
-    // 2025-06-18
-    Features { audio: true, resource_link: true, structured: true, title: true, icons: false, item_meta: true, tool_annotations: true, tasks: false, last_modified: true, completions: true, elicitation: true, elicitation_mode: false, progress_message: true, error_id_optional: false },
-    // 2025-11-25
-    Features { audio: true, resource_link: true, structured: true, title: true, icons: true, item_meta: true, tool_annotations: true, tasks: true, last_modified: true, completions: true, elicitation: true, elicitation_mode: true, progress_message: true, error_id_optional: true },
-];
+impl Features {
+    pub fn of(rev: Rev) -> Features {
+        let has = |f| rev.supports(f);
+        // Not in the core table, checked against each schema.json:
+        // `_meta` on `Tool`/`Resource`/`Prompt`/content blocks and
+        // `Annotations.lastModified` appear in 2025-06-18 (with `title`);
+        // `JSONRPCErrorResponse.id` becomes optional in 2025-11-25.
+        let since_2025_06_18 = rev >= Rev::V2025_06_18;
+        Features {
+            audio: has(Feature::AudioContent),
+            resource_link: has(Feature::ResourceLink),
+            structured: has(Feature::StructuredContent),
+            title: has(Feature::Title),
+            icons: has(Feature::Icons),
+            item_meta: since_2025_06_18,
+            tool_annotations: has(Feature::ToolAnnotations),
+            tasks: has(Feature::CoreTasks),
+            last_modified: since_2025_06_18,
+            completions: has(Feature::CompletionsCapability),
+            elicitation: has(Feature::Elicitation),
+            elicitation_mode: has(Feature::ElicitationUrlMode),
+            progress_message: has(Feature::ProgressMessage),
+            error_id_optional: rev >= Rev::V2025_11_25 || rev.era() == Era::Modern,
+        }
+    }
+}
 
 impl Features {
     /// Words whose presence in a message means it may need shaping.
@@ -130,7 +129,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 /// The result of `method` for a client on `rev`: `None` = send the original
 /// bytes; `Some` = the reshaped result.
 pub(super) fn result(method: &str, raw: &[u8], rev: Rev) -> Option<Vec<u8>> {
-    let f = rev.features();
+    let f = &rev.features();
     if !f.may_need_shaping(raw) {
         return None;
     }

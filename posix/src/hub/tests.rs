@@ -520,8 +520,11 @@ fn config_errors() {
     assert!(matches!(e(s, HubOptions::default()), ConfigError::PrefixCollision(..)));
     assert!(matches!(e(specs(&["a"]), HubOptions { separator: "::".into(), ..HubOptions::default() }), ConfigError::BadSeparator(_)));
     let mut s = specs(&["a"]);
-    s[0].revisions = vec!["2026-07-28".into()];
+    s[0].revisions = vec!["2025-13-01".into()];
     assert!(matches!(e(s, HubOptions::default()), ConfigError::UnknownRevision { .. }));
+    let mut s = specs(&["a"]);
+    s[0].revisions = vec!["2026-07-28".into()];
+    assert_eq!(e(s, HubOptions::default()), ConfigError::NoUsableRevision("a".into()));
     assert_eq!(e(specs(&[""]), HubOptions::default()), ConfigError::EmptyName);
 }
 

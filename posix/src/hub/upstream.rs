@@ -14,10 +14,11 @@
 use serde_json::{json, Value};
 
 use mcpx_core::names;
+use mcpx_core::revision::{self, Era, Feature, Revisions};
 
 use super::catalog::{Kind, Naming};
 use super::pending::{Fwd, Origin};
-use super::shape::Rev;
+use super::shape::{Rev, RevExt};
 use super::wire::{self, Kind as MsgKind, Msg};
 use super::{ConfigError, Hub, HubOptions, Level, Output, UpstreamId, UpstreamSpec};
 
@@ -108,12 +109,17 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
         let mut allowed = Vec::new();
         for r in &spec.revisions {
             match Rev::parse(r) {
-                Some(r) => allowed.push(r),
+                // The modern era is not spoken to upstreams yet: such entries are skipped.
+                Some(r) if r.era() == Era::Legacy => allowed.push(r),
+                Some(_) => {}
                 None => return Err(ConfigError::UnknownRevision { server: spec.name.clone(), revision: r.clone() }),
             }
         }
+        if spec.revisions.is_empty() {
+            allowed = Revisions::LEGACY.iter().collect();
+        }
         if allowed.is_empty() {
-            allowed = Rev::ALL.to_vec();
+            return Err(ConfigError::NoUsableRevision(spec.name.clone()));
         }
         allowed.sort();
         allowed.dedup();
@@ -168,7 +174,7 @@ impl Hub {
         up.state = State::Initializing;
         up.starts += 1;
         let rev = *up.allowed.last().expect("at least one revision");
-        let elicitation = if rev >= Rev::V2025_11_25 { json!({ "form": {}, "url": {} }) } else { json!({}) };
+        let elicitation = if rev.supports(Feature::ElicitationUrlMode) { json!({ "form": {}, "url": {} }) } else { json!({}) };
         let params = json!({
             "protocolVersion": rev.as_str(),
             "capabilities": { "roots": { "listChanged": true }, "sampling": {}, "elicitation": elicitation },
@@ -186,7 +192,7 @@ impl Hub {
             Ok(m) => m,
             Err(e) => {
                 self.ups[u].garbage += 1;
-                let msg = format!("server '{}' sent an invalid message: {:?}", self.ups[u].spec.name, e);
+                let msg = format!("server '{}' sent an invalid message: {}", self.ups[u].spec.name, e.message);
                 self.log(Level::Warn, msg);
                 return;
             }
@@ -227,7 +233,8 @@ impl Hub {
         };
         let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
         let pv = v.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
-        let Some(rev) = Rev::parse(pv).filter(|r| self.ups[u].allowed.contains(r)) else {
+        let allowed: Revisions = self.ups[u].allowed.iter().copied().collect();
+        let Ok(rev) = revision::negotiate_client(pv, allowed) else {
             // row: lifecycle-client-disconnects-on-unsupported-version
             return fail(self, format!("answered protocol version '{pv}', which mcpx does not speak with it"), "unsupported protocol version");
         };
@@ -395,7 +402,7 @@ impl Hub {
         let Origin::Client { client, progress: Some(token), .. } = &f.origin else { return };
         let (c, token) = (*client, token.clone());
         let Some(cl) = self.clients.get(&c) else { return };
-        let f = cl.rev().features();
+        let f = &cl.rev().features();
         let params = &m.raw[p.clone()];
         if !f.progress_message && wire::find(m.raw, p.clone(), &["message"]).is_some() {
             let mut v: Value = serde_json::from_slice(params).unwrap_or(Value::Null);
