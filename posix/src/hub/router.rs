@@ -68,6 +68,8 @@ impl Hub {
     pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         if let Err(Refusal(code, msg, data)) = self.route(c, m) {
+            // The core error table decides which code this client's revision may get.
+            let code = mcpx_core::error::code_for(code, self.clients[&c].rev());
             self.emit_client(c, wire::error(Some(&id), code, &msg, data));
         }
     }
