@@ -92,7 +92,9 @@ impl Hub {
             hub.emit_upstream(u, wire::error(Some(&id), code, &why, None));
         };
         let target = self.pending.latest_client_of(u).filter(|c| self.clients.contains_key(c)).or_else(|| {
-            let live: Vec<ClientId> = self.clients.iter().filter(|(_, c)| c.initialized).map(|(k, _)| *k).collect();
+            // Not to a client that has not read a list yet: the oldest SDK
+            // clients hang on a message they did not ask for before that.
+            let live: Vec<ClientId> = self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect();
             match live[..] {
                 [only] => Some(only),
                 _ => None,

@@ -876,6 +876,11 @@ fn relayed_requests_time_out() {
     let mut p = Pair::new(s, HubOptions { relay_timeout_ms: 2_000, ..HubOptions::default() });
     p.start(0, Fake::tools(&["read"]));
     let c = p.client("2025-11-25", json!({ "roots": {} }));
+    // No call in flight and the client has not listed yet: refused, not sent.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 2, "method": "roots/list" }));
+    assert_eq!(p.take_up(0)["id"], 2);
+    assert!(p.client_quiet(c));
+    p.names(c);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 3, "method": "roots/list" }));
     let q = p.take(c);
     assert_eq!(q["method"], "roots/list");
