@@ -85,6 +85,9 @@ impl Hub {
             return;
         }
         match wire::parse(bytes) {
+            Err(Bad { message, .. }) if wire::is_notification_shaped(bytes) => {
+                self.log(Level::Debug, format!("client {c}: invalid notification dropped: {message}"));
+            }
             Err(Bad { code, message, id }) => {
                 let id = id.or_else(|| self.unreadable_id(c).map(<[u8]>::to_vec));
                 self.emit_client(c, wire::error(id.as_deref(), code, message, None));

@@ -1045,6 +1045,7 @@ fn lists_are_shaped_for_older_clients() {
 // ---------------------------------------------------------------- bad input
 
 // row: messages-error-response-same-id-unless-unreadable
+// row: messages-notification-no-response
 // row: errors-error-has-code-and-message
 #[test]
 fn bad_input_gets_json_rpc_errors_and_the_session_goes_on() {
@@ -1061,6 +1062,9 @@ fn bad_input_gets_json_rpc_errors_and_the_session_goes_on() {
     assert_eq!(err_code(&p.take(c)), -32600);
     p.send_raw(c, br#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#);
     assert_eq!(err_code(&p.take(c)), -32600);
+    // An invalid notification is not answered.
+    p.send_raw(c, br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}"#);
+    assert!(p.client_quiet(c));
     let e = p.request(c, json!(5), "tools/frobnicate", json!({}));
     assert_eq!((err_code(&e), e["id"].clone()), (-32601, json!(5)));
     p.hub.client_frame_too_large(c, 20_000_000);

@@ -72,6 +72,15 @@ pub(super) struct Bad {
     pub id: Option<Vec<u8>>,
 }
 
+/// Is `raw` an (invalid) notification: an object with a `method` and no `id`?
+/// Those are never answered (row `messages-notification-no-response`).
+pub(super) fn is_notification_shaped(raw: &[u8]) -> bool {
+    match json::parse(raw) {
+        Ok(v) if v.kind() == json::Kind::Object => v.get("method").is_some() && v.get("id").is_none(),
+        _ => false,
+    }
+}
+
 /// Validates and classifies one message.
 pub(super) fn parse(raw: &[u8]) -> Result<Msg<'_>, Bad> {
     let env = Envelope::parse(raw).map_err(|e| Bad {
