@@ -101,6 +101,19 @@ mod tests {
         assert_eq!(decode(&s, KEY), Ok(c));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_cursor_round_trips(list: u8, position: u32, generation: u32) {
+            let c = Cursor { list, position, generation };
+            proptest::prop_assert_eq!(decode(&encode(&c, KEY), KEY), Ok(c));
+        }
+
+        #[test]
+        fn arbitrary_strings_never_decode(s in ".{0,40}") {
+            proptest::prop_assert!(decode(&s, KEY).is_err());
+        }
+    }
+
     #[test]
     fn tampering_is_rejected() {
         let s = encode(&Cursor { list: 0, position: 1, generation: 1 }, KEY);

@@ -156,6 +156,21 @@ mod tests {
         assert!(is_valid(&b) && b.starts_with("echo_"));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn every_name_is_valid_and_deterministic(prefix in ".{0,40}", name in ".{0,200}", salt in 0u32..4) {
+            let n = expose(&prefix, "__", &name, salt);
+            proptest::prop_assert!(is_valid(&n), "{:?}", n);
+            proptest::prop_assert_eq!(&n, &expose(&prefix, "__", &name, salt));
+        }
+
+        #[test]
+        fn distinct_names_stay_distinct(a in "[a-z.]{1,80}", b in "[a-z.]{1,80}") {
+            proptest::prop_assume!(a != b);
+            proptest::prop_assert_ne!(expose("s", "__", &a, 0), expose("s", "__", &b, 0));
+        }
+    }
+
     #[test]
     fn globs() {
         assert!(glob_match("*", "anything"));
