@@ -307,7 +307,7 @@ impl Hub {
                 Some(shaped) => wire::result(id, &shaped),
                 None => wire::result(id, res),
             },
-            (None, Some(err)) => wire::error_raw(Some(id), err),
+            (None, Some(err)) => wire::error_raw(Some(id), &error_for(err, rev)),
             _ => return,
         };
         self.emit_client(c, out);
@@ -367,4 +367,17 @@ fn rename_contents(res: &[u8], orig: &str, exposed: &str) -> Vec<u8> {
         }
     }
     serde_json::to_vec(&v).unwrap_or_else(|_| res.to_vec())
+}
+
+/// An upstream's error object with its code replaced when the client's
+/// revision has no such code (core error table), e.g. -32042 before 2025-11-25.
+fn error_for(err: &[u8], rev: shape::Rev) -> Vec<u8> {
+    let Some(r) = wire::find(err, 0..err.len(), &["code"]) else { return err.to_vec() };
+    let Some(code) = std::str::from_utf8(&err[r.clone()]).ok().and_then(|s| s.parse::<i64>().ok()) else { return err.to_vec() };
+    let to = mcpx_core::error::code_for(code, rev);
+    if to == code {
+        err.to_vec()
+    } else {
+        wire::splice(err, vec![(r, to.to_string().into_bytes())])
+    }
 }
