@@ -49,9 +49,14 @@ fn find_root() -> Result<PathBuf, String> {
 fn parse_args() -> Result<Opts, String> {
     let mut args = std::env::args().skip(1);
     let cmd = args.next().ok_or(USAGE)?;
-    let (mut root, mut requirements, mut junit, mut results, mut out) = (None, None, None, None, None);
+    let (mut root, mut requirements, mut junit, mut results, mut out) =
+        (None, None, None, None, None);
     while let Some(a) = args.next() {
-        let mut val = || args.next().map(PathBuf::from).ok_or(format!("{a} needs a value"));
+        let mut val = || {
+            args.next()
+                .map(PathBuf::from)
+                .ok_or(format!("{a} needs a value"))
+        };
         match a.as_str() {
             "--root" => root = Some(val()?),
             "--requirements" => requirements = Some(val()?),
@@ -66,10 +71,21 @@ fn parse_args() -> Result<Opts, String> {
         None => find_root()?,
     };
     let requirements = requirements.unwrap_or_else(|| {
-        let shared = std::env::var_os("MCPX_SHARED").map(PathBuf::from).unwrap_or_else(|| root.join("..").join("shared"));
-        shared.join("requirements").join("mcp-normative-requirements.md")
+        let shared = std::env::var_os("MCPX_SHARED")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("..").join("shared"));
+        shared
+            .join("requirements")
+            .join("mcp-normative-requirements.md")
     });
-    Ok(Opts { cmd, root, requirements, junit, results, out })
+    Ok(Opts {
+        cmd,
+        root,
+        requirements,
+        junit,
+        results,
+        out,
+    })
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -82,14 +98,19 @@ fn matrix_path(root: &Path) -> PathBuf {
 
 fn run() -> Result<bool, String> {
     let o = parse_args()?;
-    let parsed = reqs::parse(&read(&o.requirements)?).map_err(|e| format!("{}: {e}", o.requirements.display()))?;
+    let parsed = reqs::parse(&read(&o.requirements)?)
+        .map_err(|e| format!("{}: {e}", o.requirements.display()))?;
     let reqs = parsed.reqs;
     let mpath = matrix_path(&o.root);
-    let matrix = model::Matrix::parse(&read(&mpath)?).map_err(|e| format!("{}: {e}", mpath.display()))?;
+    let matrix =
+        model::Matrix::parse(&read(&mpath)?).map_err(|e| format!("{}: {e}", mpath.display()))?;
     match o.cmd.as_str() {
         "check" => {
-            let jpath = o.junit.ok_or("check needs --junit PATH (nextest's JUnit report)")?;
-            let results = junit::parse(&read(&jpath)?).map_err(|e| format!("{}: {e}", jpath.display()))?;
+            let jpath = o
+                .junit
+                .ok_or("check needs --junit PATH (nextest's JUnit report)")?;
+            let results =
+                junit::parse(&read(&jpath)?).map_err(|e| format!("{}: {e}", jpath.display()))?;
             let scan = scan::scan_workspace(&o.root)?;
             let fails = model::check(&matrix, &reqs, &scan, &results);
             for w in &parsed.warnings {
@@ -109,7 +130,11 @@ fn run() -> Result<bool, String> {
             // Informational: a test the scanner found that did not run (filtered
             // out, or a scanner blind spot), and a claimed test the report lacks,
             // are failures only when a covered row names it.
-            let unreported = scan.tests.iter().filter(|t| !results.contains_key(*t)).count();
+            let unreported = scan
+                .tests
+                .iter()
+                .filter(|t| !results.contains_key(*t))
+                .count();
             if unreported > 0 {
                 println!("note: {unreported} test(s) found in the sources are not in the report");
             }
@@ -135,24 +160,37 @@ fn run() -> Result<bool, String> {
             let text = new.render(&reqs);
             if text != read(&mpath)? {
                 std::fs::write(&mpath, text).map_err(|e| format!("{}: {e}", mpath.display()))?;
-                println!("wrote {}", mpath.strip_prefix(&o.root).unwrap_or(&mpath).display());
+                println!(
+                    "wrote {}",
+                    mpath.strip_prefix(&o.root).unwrap_or(&mpath).display()
+                );
             } else {
                 println!("matrix up to date");
             }
             Ok(true)
         }
         "docs" => {
-            let rdir = o.results.unwrap_or_else(|| o.root.join("target").join("conformance"));
+            let rdir = o
+                .results
+                .unwrap_or_else(|| o.root.join("target").join("conformance"));
             let mut results = docs::SuiteResults::new();
             for set in suite::SETS {
                 for leg in suite::LEGS {
-                    results.insert((set.to_string(), leg.to_string()), suite::read_run(&rdir.join(set).join(leg))?);
+                    results.insert(
+                        (set.to_string(), leg.to_string()),
+                        suite::read_run(&rdir.join(set).join(leg))?,
+                    );
                 }
             }
             let text = docs::render(&reqs, &matrix, &results, &parsed.warnings);
-            let out = o.out.unwrap_or_else(|| o.root.join("docs").join("conformance.md"));
+            let out = o
+                .out
+                .unwrap_or_else(|| o.root.join("docs").join("conformance.md"));
             std::fs::write(&out, text).map_err(|e| format!("{}: {e}", out.display()))?;
-            println!("wrote {}", out.strip_prefix(&o.root).unwrap_or(&out).display());
+            println!(
+                "wrote {}",
+                out.strip_prefix(&o.root).unwrap_or(&out).display()
+            );
             Ok(true)
         }
         _ => Err(USAGE.into()),

@@ -72,13 +72,27 @@ pub fn render(reqs: &[Req], m: &Matrix, suite: &SuiteResults, req_warnings: &[St
     for r in reqs {
         totals.add(status(r));
     }
-    let _ = writeln!(o, "## Summary\n\n{} rows: {} covered, {} gap, {} n/a.\n", totals.rows, totals.covered, totals.gap, totals.na);
+    let _ = writeln!(
+        o,
+        "## Summary\n\n{} rows: {} covered, {} gap, {} n/a.\n",
+        totals.rows, totals.covered, totals.gap, totals.na
+    );
 
     // n/a and gap reasons.
-    for (st, title, list) in [(Status::NotApplicable, "n/a by reason", &m.na_reasons), (Status::Gap, "Gaps by reason", &m.gap_reasons)] {
-        let _ = writeln!(o, "### {title}\n\n| reason | rows | meaning |\n|---|---|---|");
+    for (st, title, list) in [
+        (Status::NotApplicable, "n/a by reason", &m.na_reasons),
+        (Status::Gap, "Gaps by reason", &m.gap_reasons),
+    ] {
+        let _ = writeln!(
+            o,
+            "### {title}\n\n| reason | rows | meaning |\n|---|---|---|"
+        );
         for (k, text) in list {
-            let n = m.rows.iter().filter(|e| e.status == st && e.reason.as_deref() == Some(k)).count();
+            let n = m
+                .rows
+                .iter()
+                .filter(|e| e.status == st && e.reason.as_deref() == Some(k))
+                .count();
             let _ = writeln!(o, "| `{k}` | {n} | {} |", esc(text));
         }
         o.push('\n');
@@ -86,7 +100,13 @@ pub fn render(reqs: &[Req], m: &Matrix, suite: &SuiteResults, req_warnings: &[St
 
     // Counts per revision × side × level.
     o.push_str("## Rows per revision, side and level\n\nEach cell: rows · n/a · gap · **covered**. Levels are bucketed by the strongest keyword of the level cell (MUST/REQUIRED, SHOULD/RECOMMENDED, MAY/OPTIONAL); `informal` = lowercase keywords, `descriptive` = definitions and schema shapes.\n\n");
-    let cell = |c: Count| if c.rows == 0 { "–".to_string() } else { format!("{} · {} · {} · **{}**", c.rows, c.na, c.gap, c.covered) };
+    let cell = |c: Count| {
+        if c.rows == 0 {
+            "–".to_string()
+        } else {
+            format!("{} · {} · {} · **{}**", c.rows, c.na, c.gap, c.covered)
+        }
+    };
     for (ri, rev) in REVISIONS.iter().enumerate() {
         let mut grid: BTreeMap<(Level, u8), Count> = BTreeMap::new();
         let mut extra: BTreeMap<u8, Count> = BTreeMap::new();
@@ -102,7 +122,10 @@ pub fn render(reqs: &[Req], m: &Matrix, suite: &SuiteResults, req_warnings: &[St
                 extra.entry(k).or_default().add(status(r));
             }
         }
-        let _ = writeln!(o, "### {rev}\n\n| level | mcpx as server | mcpx as client |\n|---|---|---|");
+        let _ = writeln!(
+            o,
+            "### {rev}\n\n| level | mcpx as server | mcpx as client |\n|---|---|---|"
+        );
         for lv in Level::ALL {
             let s = grid.get(&(lv, 0)).copied().unwrap_or_default();
             let c = grid.get(&(lv, 1)).copied().unwrap_or_default();
@@ -133,15 +156,29 @@ pub fn render(reqs: &[Req], m: &Matrix, suite: &SuiteResults, req_warnings: &[St
     for (k, text) in &m.gap_reasons {
         let rows: Vec<&Req> = reqs
             .iter()
-            .filter(|r| m.get(&r.id).is_some_and(|e| e.status == Status::Gap && e.reason.as_deref() == Some(k)))
+            .filter(|r| {
+                m.get(&r.id)
+                    .is_some_and(|e| e.status == Status::Gap && e.reason.as_deref() == Some(k))
+            })
             .collect();
         if rows.is_empty() {
             continue;
         }
         let _ = writeln!(o, "### `{k}` ({} rows)\n\n{}\n\n| row | revisions | side | level | note |\n|---|---|---|---|---|", rows.len(), esc(text));
         for r in rows {
-            let note = m.get(&r.id).and_then(|e| e.note.clone()).unwrap_or_default();
-            let _ = writeln!(o, "| `{}` | {} | {} | {} | {} |", r.id, esc(&r.revs_raw), esc(&r.side_raw), esc(&r.level_raw), esc(&note));
+            let note = m
+                .get(&r.id)
+                .and_then(|e| e.note.clone())
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} |",
+                r.id,
+                esc(&r.revs_raw),
+                esc(&r.side_raw),
+                esc(&r.level_raw),
+                esc(&note)
+            );
         }
         o.push('\n');
     }
@@ -151,18 +188,40 @@ pub fn render(reqs: &[Req], m: &Matrix, suite: &SuiteResults, req_warnings: &[St
     for set in suite::SETS {
         for leg in suite::LEGS {
             let _ = write!(o, "### {set}, {leg}\n\n");
-            match suite.get(&(set.to_string(), leg.to_string())).cloned().flatten() {
+            match suite
+                .get(&(set.to_string(), leg.to_string()))
+                .cloned()
+                .flatten()
+            {
                 None => o.push_str("not run\n\n"),
                 Some(scens) => {
                     let passed = scens.iter().filter(|s| s.passed()).count();
                     let warned = scens.iter().filter(|s| s.warning > 0).count();
-                    let _ = writeln!(o, "{passed} of {} scenarios passed; {warned} with warnings.\n", scens.len());
+                    let _ = writeln!(
+                        o,
+                        "{passed} of {} scenarios passed; {warned} with warnings.\n",
+                        scens.len()
+                    );
                     o.push_str("| scenario | result | success | failure | warning | failing / warning checks |\n|---|---|---|---|---|---|\n");
                     for s in &scens {
-                        let result = if s.passed() { "pass" } else if s.failure > 0 { "FAIL" } else { "no success" };
+                        let result = if s.passed() {
+                            "pass"
+                        } else if s.failure > 0 {
+                            "FAIL"
+                        } else {
+                            "no success"
+                        };
                         let mut checks = s.failed_checks.clone();
                         checks.extend(s.warned_checks.iter().map(|c| format!("{c} (warning)")));
-                        let _ = writeln!(o, "| {} | {result} | {} | {} | {} | {} |", esc(&s.name), s.success, s.failure, s.warning, esc(&checks.join(", ")));
+                        let _ = writeln!(
+                            o,
+                            "| {} | {result} | {} | {} | {} | {} |",
+                            esc(&s.name),
+                            s.success,
+                            s.failure,
+                            s.warning,
+                            esc(&checks.join(", "))
+                        );
                     }
                     o.push('\n');
                 }
@@ -190,14 +249,30 @@ mod tests {
         let r = reqs::parse("S\n| id | revs | side | level | area | quote | url | s | c | changes |\n|---|---|---|---|---|---|---|---|---|---|\n| a | 2025-11-25..2026-07-28 | both | MUST | x | q | https://u | | | |\n| b | 2026-07-28 | auth-server | SHOULD | x | q | https://u | | | |\n").unwrap().reqs;
         let m = Matrix::parse("[na-reasons]\nauth-server = \"AS\"\n[gap-reasons]\nuntested = \"none yet\"\n[rows]\na = { status = \"gap\", reason = \"untested\", note = \"n1\" }\nb = { status = \"n/a\", reason = \"auth-server\" }\n").unwrap();
         let mut suite = SuiteResults::new();
-        let scen = Scenario { name: "ping".into(), success: 1, ..Default::default() };
+        let scen = Scenario {
+            name: "ping".into(),
+            success: 1,
+            ..Default::default()
+        };
         suite.insert(("2025-11-25".into(), "server".into()), Some(vec![scen]));
         let d = render(&r, &m, &suite, &[]);
         assert!(d.contains("2 rows: 0 covered, 1 gap, 1 n/a."), "{d}");
-        assert!(d.contains("| MUST | 1 · 0 · 1 · **0** | 1 · 0 · 1 · **0** |"), "{d}");
-        assert!(d.contains("| `a` | 2025-11-25..2026-07-28 | both | MUST | n1 |"), "{d}");
-        assert!(d.contains("authorization-server-only rows: 1 · 1 · 0 · **0**"), "{d}");
-        assert!(d.contains("### 2025-11-25, server\n\n1 of 1 scenarios passed"), "{d}");
+        assert!(
+            d.contains("| MUST | 1 · 0 · 1 · **0** | 1 · 0 · 1 · **0** |"),
+            "{d}"
+        );
+        assert!(
+            d.contains("| `a` | 2025-11-25..2026-07-28 | both | MUST | n1 |"),
+            "{d}"
+        );
+        assert!(
+            d.contains("authorization-server-only rows: 1 · 1 · 0 · **0**"),
+            "{d}"
+        );
+        assert!(
+            d.contains("### 2025-11-25, server\n\n1 of 1 scenarios passed"),
+            "{d}"
+        );
         assert!(d.contains("### 2026-07-28, client\n\nnot run"), "{d}");
     }
 }

@@ -31,7 +31,9 @@ fn unescape(s: &str) -> String {
             "gt" => Some('>'),
             "quot" => Some('"'),
             "apos" => Some('\''),
-            _ if ent.starts_with("#x") => u32::from_str_radix(&ent[2..], 16).ok().and_then(char::from_u32),
+            _ if ent.starts_with("#x") => u32::from_str_radix(&ent[2..], 16)
+                .ok()
+                .and_then(char::from_u32),
             _ if ent.starts_with('#') => ent[1..].parse().ok().and_then(char::from_u32),
             _ => None,
         };
@@ -59,8 +61,12 @@ fn attrs(tag: &str) -> BTreeMap<String, String> {
         let Some(eq) = rest.find('=') else { break };
         let key = rest[..eq].trim().to_string();
         let after = rest[eq + 1..].trim_start();
-        let Some(q) = after.chars().next().filter(|c| *c == '"' || *c == '\'') else { break };
-        let Some(close) = after[1..].find(q) else { break };
+        let Some(q) = after.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            break;
+        };
+        let Some(close) = after[1..].find(q) else {
+            break;
+        };
         out.insert(key, unescape(&after[1..1 + close]));
         rest = &after[close + 2..];
     }
@@ -80,7 +86,11 @@ fn tags(xml: &str) -> Result<Vec<Tok<'_>>, String> {
     while let Some(off) = xml[i..].find('<') {
         let s = i + off;
         let rest = &xml[s..];
-        let skip_to = |end: &str| rest.find(end).map(|e| s + e + end.len()).ok_or_else(|| format!("unterminated markup at byte {s}"));
+        let skip_to = |end: &str| {
+            rest.find(end)
+                .map(|e| s + e + end.len())
+                .ok_or_else(|| format!("unterminated markup at byte {s}"))
+        };
         if rest.starts_with("<!--") {
             i = skip_to("-->")?;
         } else if rest.starts_with("<![CDATA[") {
@@ -157,7 +167,11 @@ pub fn parse(xml: &str) -> Result<Results, String> {
                     "testcase" => {
                         let a = attrs(inner);
                         let test = a.get("name").ok_or("testcase without name")?;
-                        let class = a.get("classname").cloned().or_else(|| suite.clone()).ok_or("testcase without binary id")?;
+                        let class = a
+                            .get("classname")
+                            .cloned()
+                            .or_else(|| suite.clone())
+                            .ok_or("testcase without binary id")?;
                         let id = format!("{class} {test}");
                         if self_closing {
                             record(&mut results, id, Outcome::Passed);
@@ -229,11 +243,20 @@ mod tests {
     #[test]
     fn reads_nextest_report() {
         let r = parse(SAMPLE).unwrap();
-        assert_eq!(r.get("mcpx-tests::e2e lifecycle::init_ok"), Some(&Outcome::Passed));
-        assert_eq!(r.get("mcpx-tests::e2e lifecycle::bad"), Some(&Outcome::Failed));
+        assert_eq!(
+            r.get("mcpx-tests::e2e lifecycle::init_ok"),
+            Some(&Outcome::Passed)
+        );
+        assert_eq!(
+            r.get("mcpx-tests::e2e lifecycle::bad"),
+            Some(&Outcome::Failed)
+        );
         assert_eq!(r.get("mcpx-tests::e2e flaky"), Some(&Outcome::Passed));
         assert_eq!(r.get("mcpx-tests::e2e a&b"), Some(&Outcome::Passed));
-        assert_eq!(r.get("mcpx-core envelope::tests::skip"), Some(&Outcome::Skipped));
+        assert_eq!(
+            r.get("mcpx-core envelope::tests::skip"),
+            Some(&Outcome::Skipped)
+        );
         assert_eq!(r.len(), 5);
     }
 

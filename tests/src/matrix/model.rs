@@ -74,7 +74,10 @@ impl Matrix {
     pub fn parse(text: &str) -> Result<Matrix, String> {
         let doc = toml::parse(text)?;
         let mut m = Matrix::default();
-        for (table, out) in [("na-reasons", &mut m.na_reasons), ("gap-reasons", &mut m.gap_reasons)] {
+        for (table, out) in [
+            ("na-reasons", &mut m.na_reasons),
+            ("gap-reasons", &mut m.gap_reasons),
+        ] {
             if let Some(t) = toml::get(&doc, table) {
                 for (k, v) in t.as_table().ok_or(format!("{table} is not a table"))? {
                     let s = v.as_str().ok_or(format!("{table}.{k} is not a string"))?;
@@ -82,7 +85,9 @@ impl Matrix {
                 }
             }
         }
-        let rows = toml::get(&doc, "rows").and_then(Value::as_table).ok_or("no [rows] table")?;
+        let rows = toml::get(&doc, "rows")
+            .and_then(Value::as_table)
+            .ok_or("no [rows] table")?;
         for (id, v) in rows {
             let t = v.as_table().ok_or(format!("rows.{id} is not a table"))?;
             for (k, _) in t {
@@ -90,8 +95,12 @@ impl Matrix {
                     return Err(format!("rows.{id}: unknown key {k}"));
                 }
             }
-            let status_s = toml::get(t, "status").and_then(Value::as_str).ok_or(format!("rows.{id}: no status"))?;
-            let status = Status::parse(status_s).ok_or(format!("rows.{id}: status {status_s:?} is not covered, gap or n/a"))?;
+            let status_s = toml::get(t, "status")
+                .and_then(Value::as_str)
+                .ok_or(format!("rows.{id}: no status"))?;
+            let status = Status::parse(status_s).ok_or(format!(
+                "rows.{id}: status {status_s:?} is not covered, gap or n/a"
+            ))?;
             let s = |k: &str| -> Result<Option<String>, String> {
                 match toml::get(t, k) {
                     None => Ok(None),
@@ -103,11 +112,21 @@ impl Matrix {
                 None => Vec::new(),
                 Some(Value::Array(a)) => a
                     .iter()
-                    .map(|v| v.as_str().map(str::to_string).ok_or(format!("rows.{id}.tests: not a string")))
+                    .map(|v| {
+                        v.as_str()
+                            .map(str::to_string)
+                            .ok_or(format!("rows.{id}.tests: not a string"))
+                    })
                     .collect::<Result<_, _>>()?,
                 Some(_) => return Err(format!("rows.{id}.tests is not an array")),
             };
-            m.rows.push(Entry { id: id.clone(), status, reason: s("reason")?, note: s("note")?, tests });
+            m.rows.push(Entry {
+                id: id.clone(),
+                status,
+                reason: s("reason")?,
+                note: s("note")?,
+                tests,
+            });
         }
         Ok(m)
     }
@@ -116,7 +135,10 @@ impl Matrix {
     /// the section headings of the requirement file; unknown rows dropped.
     pub fn render(&self, reqs: &[Req]) -> String {
         let mut out = String::from(HEADER);
-        for (title, list) in [("na-reasons", &self.na_reasons), ("gap-reasons", &self.gap_reasons)] {
+        for (title, list) in [
+            ("na-reasons", &self.na_reasons),
+            ("gap-reasons", &self.gap_reasons),
+        ] {
             out.push_str(&format!("\n[{title}]\n"));
             for (k, v) in list {
                 out.push_str(&format!("{} = {}\n", toml::key(k), toml::quote(v)));
@@ -141,7 +163,11 @@ impl Matrix {
             if let Some(note) = &e.note {
                 fields.push(format!("note = {}", toml::quote(note)));
             }
-            out.push_str(&format!("{} = {{ {} }}\n", toml::key(&e.id), fields.join(", ")));
+            out.push_str(&format!(
+                "{} = {{ {} }}\n",
+                toml::key(&e.id),
+                fields.join(", ")
+            ));
         }
         out
     }
@@ -174,7 +200,9 @@ pub fn claims_by_row(scan: &Scan) -> BTreeMap<String, Vec<String>> {
             map.entry(r.clone()).or_default().insert(c.test.clone());
         }
     }
-    map.into_iter().map(|(k, v)| (k, v.into_iter().collect())).collect()
+    map.into_iter()
+        .map(|(k, v)| (k, v.into_iter().collect()))
+        .collect()
 }
 
 /// What `update` writes: the matrix with the test lists re-derived.
@@ -182,13 +210,23 @@ pub fn claims_by_row(scan: &Scan) -> BTreeMap<String, Vec<String>> {
 pub fn derive(m: &Matrix, reqs: &[Req], scan: &Scan) -> (Matrix, Vec<String>) {
     let claims = claims_by_row(scan);
     let mut notes = Vec::new();
-    let mut out = Matrix { na_reasons: m.na_reasons.clone(), gap_reasons: m.gap_reasons.clone(), rows: Vec::new() };
+    let mut out = Matrix {
+        na_reasons: m.na_reasons.clone(),
+        gap_reasons: m.gap_reasons.clone(),
+        rows: Vec::new(),
+    };
     for r in reqs {
         let claimed = claims.get(&r.id).cloned().unwrap_or_default();
         let e = match m.get(&r.id) {
             None => {
                 notes.push(format!("{}: new row, added as gap ({UNTESTED})", r.id));
-                Entry { id: r.id.clone(), status: Status::Gap, reason: Some(UNTESTED.into()), note: None, tests: vec![] }
+                Entry {
+                    id: r.id.clone(),
+                    status: Status::Gap,
+                    reason: Some(UNTESTED.into()),
+                    note: None,
+                    tests: vec![],
+                }
             }
             Some(e) => e.clone(),
         };
@@ -201,13 +239,31 @@ pub fn derive(m: &Matrix, reqs: &[Req], scan: &Scan) -> (Matrix, Vec<String>) {
             }
             _ if !claimed.is_empty() => {
                 if e.status == Status::Gap {
-                    notes.push(format!("{}: gap ({}) now covered by {}", r.id, e.reason.as_deref().unwrap_or("?"), claimed.join(", ")));
+                    notes.push(format!(
+                        "{}: gap ({}) now covered by {}",
+                        r.id,
+                        e.reason.as_deref().unwrap_or("?"),
+                        claimed.join(", ")
+                    ));
                 }
-                Entry { status: Status::Covered, reason: None, tests: claimed, ..e }
+                Entry {
+                    status: Status::Covered,
+                    reason: None,
+                    tests: claimed,
+                    ..e
+                }
             }
             Status::Covered => {
-                notes.push(format!("{}: no test claims it any more, back to gap ({UNTESTED})", r.id));
-                Entry { status: Status::Gap, reason: Some(UNTESTED.into()), tests: vec![], ..e }
+                notes.push(format!(
+                    "{}: no test claims it any more, back to gap ({UNTESTED})",
+                    r.id
+                ));
+                Entry {
+                    status: Status::Gap,
+                    reason: Some(UNTESTED.into()),
+                    tests: vec![],
+                    ..e
+                }
             }
             Status::Gap => Entry { tests: vec![], ..e },
         };
@@ -215,7 +271,10 @@ pub fn derive(m: &Matrix, reqs: &[Req], scan: &Scan) -> (Matrix, Vec<String>) {
     }
     for e in &m.rows {
         if !reqs.iter().any(|r| r.id == e.id) {
-            notes.push(format!("{}: not a row of the requirement list, dropped", e.id));
+            notes.push(format!(
+                "{}: not a row of the requirement list, dropped",
+                e.id
+            ));
         }
     }
     (out, notes)
@@ -231,7 +290,10 @@ pub fn check(m: &Matrix, reqs: &[Req], scan: &Scan, junit: &Results) -> Vec<Stri
             fails.push(format!("{}: listed twice in the matrix", e.id));
         }
         if !known.contains(e.id.as_str()) {
-            fails.push(format!("{}: unknown row id (not in the requirement list)", e.id));
+            fails.push(format!(
+                "{}: unknown row id (not in the requirement list)",
+                e.id
+            ));
         }
     }
     for r in reqs {
@@ -241,11 +303,23 @@ pub fn check(m: &Matrix, reqs: &[Req], scan: &Scan, junit: &Results) -> Vec<Stri
     }
     for e in &m.rows {
         match (e.status, &e.reason) {
-            (Status::Covered, Some(_)) => fails.push(format!("{}: covered rows take no reason", e.id)),
-            (Status::Covered, None) if e.tests.is_empty() => fails.push(format!("{}: covered but names no test", e.id)),
-            (Status::Gap | Status::NotApplicable, None) => fails.push(format!("{}: {} without a reason", e.id, e.status.as_str())),
-            (s @ (Status::Gap | Status::NotApplicable), Some(k)) if m.reason_text(s, k).is_none() => {
-                let table = if s == Status::Gap { "gap-reasons" } else { "na-reasons" };
+            (Status::Covered, Some(_)) => {
+                fails.push(format!("{}: covered rows take no reason", e.id))
+            }
+            (Status::Covered, None) if e.tests.is_empty() => {
+                fails.push(format!("{}: covered but names no test", e.id))
+            }
+            (Status::Gap | Status::NotApplicable, None) => {
+                fails.push(format!("{}: {} without a reason", e.id, e.status.as_str()))
+            }
+            (s @ (Status::Gap | Status::NotApplicable), Some(k))
+                if m.reason_text(s, k).is_none() =>
+            {
+                let table = if s == Status::Gap {
+                    "gap-reasons"
+                } else {
+                    "na-reasons"
+                };
                 fails.push(format!("{}: reason {k:?} is not a key of [{table}]", e.id))
             }
             _ => {}
@@ -255,7 +329,10 @@ pub fn check(m: &Matrix, reqs: &[Req], scan: &Scan, junit: &Results) -> Vec<Stri
         }
         for t in &e.tests {
             match junit.get(t) {
-                None => fails.push(format!("{}: test {t} did not run (not in the JUnit report)", e.id)),
+                None => fails.push(format!(
+                    "{}: test {t} did not run (not in the JUnit report)",
+                    e.id
+                )),
                 Some(Outcome::Failed) => fails.push(format!("{}: test {t} failed", e.id)),
                 Some(Outcome::Skipped) => fails.push(format!("{}: test {t} was skipped", e.id)),
                 Some(Outcome::Passed) => {}
@@ -269,14 +346,27 @@ pub fn check(m: &Matrix, reqs: &[Req], scan: &Scan, junit: &Results) -> Vec<Stri
     for c in &scan.claims {
         for r in &c.rows {
             if !known.contains(r.as_str()) {
-                fails.push(format!("{}:{}: {} claims unknown row id {r}", c.file.display(), c.line, c.test));
+                fails.push(format!(
+                    "{}:{}: {} claims unknown row id {r}",
+                    c.file.display(),
+                    c.line,
+                    c.test
+                ));
             }
         }
     }
     for (row, tests) in &claims {
         let Some(e) = m.get(row) else { continue };
-        let passing: Vec<&str> = tests.iter().filter(|t| junit.get(*t) == Some(&Outcome::Passed)).map(String::as_str).collect();
-        let passed_note = if passing.is_empty() { String::new() } else { format!(" ({} passed)", passing.join(", ")) };
+        let passing: Vec<&str> = tests
+            .iter()
+            .filter(|t| junit.get(*t) == Some(&Outcome::Passed))
+            .map(String::as_str)
+            .collect();
+        let passed_note = if passing.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} passed)", passing.join(", "))
+        };
         match e.status {
             Status::Gap => fails.push(format!("{row}: marked gap but claimed by {}{passed_note}: stale gap, run `conformance update`", tests.join(", "))),
             Status::NotApplicable => fails.push(format!("{row}: marked n/a but claimed by {}{passed_note}: fix the classification or the claim", tests.join(", "))),
@@ -288,7 +378,10 @@ pub fn check(m: &Matrix, reqs: &[Req], scan: &Scan, junit: &Results) -> Vec<Stri
     }
     for e in &m.rows {
         if e.status == Status::Covered && !e.tests.is_empty() && !claims.contains_key(&e.id) {
-            fails.push(format!("{}: covered but no test claims it any more: run `conformance update`", e.id));
+            fails.push(format!(
+                "{}: covered but no test claims it any more: run `conformance update`",
+                e.id
+            ));
         }
     }
     fails
@@ -313,7 +406,12 @@ mod tests {
         let mut s = Scan::default();
         for (t, rows) in claims {
             s.tests.insert(t.to_string());
-            s.claims.push(Claim { test: t.to_string(), rows: rows.iter().map(|r| r.to_string()).collect(), file: PathBuf::from("f.rs"), line: 1 });
+            s.claims.push(Claim {
+                test: t.to_string(),
+                rows: rows.iter().map(|r| r.to_string()).collect(),
+                file: PathBuf::from("f.rs"),
+                line: 1,
+            });
         }
         s
     }
@@ -323,14 +421,22 @@ mod tests {
     }
 
     fn run(matrix: &str, claims: &[(&str, &[&str])], results: &[(&str, Outcome)]) -> Vec<String> {
-        check(&Matrix::parse(matrix).unwrap(), &reqs(), &scan(claims), &junit(results))
+        check(
+            &Matrix::parse(matrix).unwrap(),
+            &reqs(),
+            &scan(claims),
+            &junit(results),
+        )
     }
 
     const OK_CLAIMS: &[(&str, &[&str])] = &[("p::e2e a::t1", &["r-cov"])];
 
     #[test]
     fn clean_matrix_passes_and_round_trips() {
-        assert_eq!(run(MATRIX, OK_CLAIMS, &[("p::e2e a::t1", Outcome::Passed)]), Vec::<String>::new());
+        assert_eq!(
+            run(MATRIX, OK_CLAIMS, &[("p::e2e a::t1", Outcome::Passed)]),
+            Vec::<String>::new()
+        );
         let m = Matrix::parse(MATRIX).unwrap();
         let text = m.render(&reqs());
         assert!(text.contains("# Section A"));
@@ -342,8 +448,15 @@ mod tests {
 
     #[test]
     fn missing_and_unknown_rows_fail() {
-        let f = run(&MATRIX.replace("r-na = ", "r-zz = "), OK_CLAIMS, &[("p::e2e a::t1", Outcome::Passed)]);
-        assert!(f.iter().any(|l| l.contains("r-zz: unknown row id")), "{f:?}");
+        let f = run(
+            &MATRIX.replace("r-na = ", "r-zz = "),
+            OK_CLAIMS,
+            &[("p::e2e a::t1", Outcome::Passed)],
+        );
+        assert!(
+            f.iter().any(|l| l.contains("r-zz: unknown row id")),
+            "{f:?}"
+        );
         assert!(f.iter().any(|l| l.contains("r-na: row missing")), "{f:?}");
     }
 
@@ -366,16 +479,38 @@ mod tests {
 
     #[test]
     fn claimed_gap_or_na_fails() {
-        let claims: &[(&str, &[&str])] = &[("p::e2e a::t1", &["r-cov"]), ("p::e2e a::t2", &["r-gap", "r-na"])];
-        let f = run(MATRIX, claims, &[("p::e2e a::t1", Outcome::Passed), ("p::e2e a::t2", Outcome::Passed)]);
-        assert!(f.iter().any(|l| l.starts_with("r-gap: marked gap") && l.contains("stale gap")), "{f:?}");
+        let claims: &[(&str, &[&str])] = &[
+            ("p::e2e a::t1", &["r-cov"]),
+            ("p::e2e a::t2", &["r-gap", "r-na"]),
+        ];
+        let f = run(
+            MATRIX,
+            claims,
+            &[
+                ("p::e2e a::t1", Outcome::Passed),
+                ("p::e2e a::t2", Outcome::Passed),
+            ],
+        );
+        assert!(
+            f.iter()
+                .any(|l| l.starts_with("r-gap: marked gap") && l.contains("stale gap")),
+            "{f:?}"
+        );
         assert!(f.iter().any(|l| l.starts_with("r-na: marked n/a")), "{f:?}");
     }
 
     #[test]
     fn extra_claim_on_covered_row_means_out_of_date() {
-        let claims: &[(&str, &[&str])] = &[("p::e2e a::t1", &["r-cov"]), ("p::e2e a::t3", &["r-cov"])];
-        let f = run(MATRIX, claims, &[("p::e2e a::t1", Outcome::Passed), ("p::e2e a::t3", Outcome::Passed)]);
+        let claims: &[(&str, &[&str])] =
+            &[("p::e2e a::t1", &["r-cov"]), ("p::e2e a::t3", &["r-cov"])];
+        let f = run(
+            MATRIX,
+            claims,
+            &[
+                ("p::e2e a::t1", Outcome::Passed),
+                ("p::e2e a::t3", Outcome::Passed),
+            ],
+        );
         assert!(f.iter().any(|l| l.contains("out of date")), "{f:?}");
     }
 
@@ -383,11 +518,24 @@ mod tests {
     fn unknown_claims_reasons_and_dangling_comments_fail() {
         let claims: &[(&str, &[&str])] = &[("p::e2e a::t1", &["r-cov", "r-nope"])];
         let mut s = scan(claims);
-        s.problems.push("f.rs:3: claim of r-gap is not directly above a test fn".into());
-        let m = Matrix::parse(&MATRIX.replace("reason = \"untested\"", "reason = \"whatever\"")).unwrap();
-        let f = check(&m, &reqs(), &s, &junit(&[("p::e2e a::t1", Outcome::Passed)]));
-        assert!(f.iter().any(|l| l.contains("unknown row id r-nope")), "{f:?}");
-        assert!(f.iter().any(|l| l.contains("\"whatever\" is not a key")), "{f:?}");
+        s.problems
+            .push("f.rs:3: claim of r-gap is not directly above a test fn".into());
+        let m = Matrix::parse(&MATRIX.replace("reason = \"untested\"", "reason = \"whatever\""))
+            .unwrap();
+        let f = check(
+            &m,
+            &reqs(),
+            &s,
+            &junit(&[("p::e2e a::t1", Outcome::Passed)]),
+        );
+        assert!(
+            f.iter().any(|l| l.contains("unknown row id r-nope")),
+            "{f:?}"
+        );
+        assert!(
+            f.iter().any(|l| l.contains("\"whatever\" is not a key")),
+            "{f:?}"
+        );
         assert!(f.iter().any(|l| l.contains("not directly above")), "{f:?}");
     }
 
@@ -395,8 +543,18 @@ mod tests {
     fn bad_entries_fail_to_parse_or_check() {
         assert!(Matrix::parse("[rows]\nr = { status = \"done\" }\n").is_err());
         assert!(Matrix::parse("[rows]\nr = { status = \"gap\", why = \"x\" }\n").is_err());
-        let f = run(&MATRIX.replace("r-na = { status = \"n/a\", reason = \"auth-server\" }", "r-na = { status = \"n/a\" }"), OK_CLAIMS, &[("p::e2e a::t1", Outcome::Passed)]);
-        assert!(f.iter().any(|l| l.contains("n/a without a reason")), "{f:?}");
+        let f = run(
+            &MATRIX.replace(
+                "r-na = { status = \"n/a\", reason = \"auth-server\" }",
+                "r-na = { status = \"n/a\" }",
+            ),
+            OK_CLAIMS,
+            &[("p::e2e a::t1", Outcome::Passed)],
+        );
+        assert!(
+            f.iter().any(|l| l.contains("n/a without a reason")),
+            "{f:?}"
+        );
     }
 
     #[test]
@@ -408,9 +566,19 @@ mod tests {
         short.rows.retain(|e| e.id != "r-na");
         let (d, notes) = derive(&short, &reqs(), &scan(claims));
         let cov = d.get("r-cov").unwrap();
-        assert_eq!((cov.status, cov.reason.as_deref()), (Status::Gap, Some(UNTESTED)));
+        assert_eq!(
+            (cov.status, cov.reason.as_deref()),
+            (Status::Gap, Some(UNTESTED))
+        );
         let gap = d.get("r-gap").unwrap();
-        assert_eq!((gap.status, gap.tests.clone(), gap.note.as_deref()), (Status::Covered, vec!["p::e2e a::t1".to_string()], Some("see x")));
+        assert_eq!(
+            (gap.status, gap.tests.clone(), gap.note.as_deref()),
+            (
+                Status::Covered,
+                vec!["p::e2e a::t1".to_string()],
+                Some("see x")
+            )
+        );
         // A row new to the matrix that a test already claims is covered at once.
         assert_eq!(d.get("r-na").unwrap().status, Status::Covered);
         assert_eq!(notes.len(), 4, "{notes:?}");

@@ -4,7 +4,13 @@
 //! (counts, folded duplicates) are skipped.
 
 /// The protocol revisions, oldest first. A row's range is a span of this list.
-pub const REVISIONS: [&str; 5] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+pub const REVISIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
 
 /// Level buckets used for counting, strongest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -19,7 +25,13 @@ pub enum Level {
 }
 
 impl Level {
-    pub const ALL: [Level; 5] = [Level::Must, Level::Should, Level::May, Level::Informal, Level::Descriptive];
+    pub const ALL: [Level; 5] = [
+        Level::Must,
+        Level::Should,
+        Level::May,
+        Level::Informal,
+        Level::Descriptive,
+    ];
     pub fn label(self) -> &'static str {
         match self {
             Level::Must => "MUST",
@@ -198,7 +210,9 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
     let lines: Vec<&str> = text.lines().collect();
     let is_sep = |l: &str| {
         let c = split_cells(l);
-        !c.is_empty() && c.iter().all(|c| !c.is_empty() && c.chars().all(|ch| ch == '-' || ch == ':'))
+        !c.is_empty()
+            && c.iter()
+                .all(|c| !c.is_empty() && c.chars().all(|ch| ch == '-' || ch == ':'))
     };
     for (n, line) in lines.iter().enumerate() {
         let lineno = n + 1;
@@ -211,7 +225,10 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
         }
         let cells = split_cells(line);
         // A table header is the line above a separator line.
-        if lines.get(n + 1).is_some_and(|l| l.trim_start().starts_with('|') && is_sep(l)) {
+        if lines
+            .get(n + 1)
+            .is_some_and(|l| l.trim_start().starts_with('|') && is_sep(l))
+        {
             in_req_table = cells.len() == 10 && cells[..3] == HEADER;
             continue;
         }
@@ -226,20 +243,31 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
                 .ok_or_else(|| format!("line {lineno}: {} cells and no url cell", cells.len()))?;
             let quote = cells[5..url_at].join(" | ");
             cells.splice(5..url_at, [quote]);
-            warnings.push(format!("line {lineno}: unescaped pipe in the quote of {}", cells[0]));
+            warnings.push(format!(
+                "line {lineno}: unescaped pipe in the quote of {}",
+                cells[0]
+            ));
         }
         if cells.len() < 10 {
             if cells.len() < 7 {
                 return Err(format!("line {lineno}: only {} cells", cells.len()));
             }
-            warnings.push(format!("line {lineno}: {} cells, missing ones read as empty ({})", cells.len(), cells[0]));
+            warnings.push(format!(
+                "line {lineno}: {} cells, missing ones read as empty ({})",
+                cells.len(),
+                cells[0]
+            ));
             cells.resize(10, String::new());
         }
         if cells.len() != 10 {
             return Err(format!("line {lineno}: {} cells after repair", cells.len()));
         }
         let id = cells[0].trim_matches('`').to_string();
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
             return Err(format!("line {lineno}: bad row id {id:?}"));
         }
         if reqs.iter().any(|r| r.id == id) {
@@ -328,14 +356,20 @@ mod tests {
     #[test]
     fn revision_ranges() {
         assert_eq!(parse_revs("2026-07-28 (ext)").unwrap(), (vec![4], true));
-        assert_eq!(parse_revs("2025-06-18 – 2026-07-28").unwrap(), (vec![2, 3, 4], false));
+        assert_eq!(
+            parse_revs("2025-06-18 – 2026-07-28").unwrap(),
+            (vec![2, 3, 4], false)
+        );
         assert!(parse_revs("2023-01-01").is_err());
         assert!(parse_revs("2026-07-28..2025-03-26").is_err());
     }
 
     #[test]
     fn levels_and_sides() {
-        assert_eq!(Level::classify("SHOULD (prose) / MUST (schema)"), Level::Must);
+        assert_eq!(
+            Level::classify("SHOULD (prose) / MUST (schema)"),
+            Level::Must
+        );
         assert_eq!(Level::classify("should (lowercase)"), Level::Informal);
         assert_eq!(Level::classify("descr. (MAY)"), Level::May);
         assert_eq!(Level::classify("(definitional)"), Level::Descriptive);

@@ -52,7 +52,9 @@ fn auto_off(t: &toml::Table, key: &str) -> bool {
 /// auto-discovery finds them.
 fn discover(dir: &Path) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    let Ok(rd) = fs::read_dir(dir) else { return out };
+    let Ok(rd) = fs::read_dir(dir) else {
+        return out;
+    };
     let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
     entries.sort();
     for p in entries {
@@ -79,13 +81,21 @@ pub fn package_targets(pkg_dir: &Path) -> Result<Vec<Target>, String> {
         .map(|p| pkg_dir.join(p))
         .unwrap_or_else(|| pkg_dir.join("src/lib.rs"));
     if lib.is_file() && toml::get_path(&manifest, &["lib", "test"]) != Some(&Value::Bool(false)) {
-        out.push(Target { binary_id: name.to_string(), root: lib });
+        out.push(Target {
+            binary_id: name.to_string(),
+            root: lib,
+        });
     }
-    for (kind, auto_key, default_dir) in [("bin", "autobins", "src/bin"), ("test", "autotests", "tests")] {
+    for (kind, auto_key, default_dir) in [
+        ("bin", "autobins", "src/bin"),
+        ("test", "autotests", "tests"),
+    ] {
         let mut found: Vec<(String, PathBuf)> = Vec::new();
         if let Some(items) = toml::get(&manifest, kind).and_then(Value::as_array) {
             for item in items.iter().filter_map(Value::as_table) {
-                let Some(tname) = toml::get(item, "name").and_then(Value::as_str) else { continue };
+                let Some(tname) = toml::get(item, "name").and_then(Value::as_str) else {
+                    continue;
+                };
                 if toml::get(item, "test") == Some(&Value::Bool(false)) {
                     continue;
                 }
@@ -104,7 +114,10 @@ pub fn package_targets(pkg_dir: &Path) -> Result<Vec<Target>, String> {
             }
             for (n, p) in auto {
                 // An explicit entry with the same name or path replaces the auto one.
-                if !found.iter().any(|(fname, fpath)| *fname == n || *fpath == p) {
+                if !found
+                    .iter()
+                    .any(|(fname, fpath)| *fname == n || *fpath == p)
+                {
                     found.push((n, p));
                 }
             }
@@ -113,8 +126,15 @@ pub fn package_targets(pkg_dir: &Path) -> Result<Vec<Target>, String> {
             if !path.is_file() {
                 continue;
             }
-            let binary_id = if kind == "bin" { format!("{name}::bin/{tname}") } else { format!("{name}::{tname}") };
-            out.push(Target { binary_id, root: path });
+            let binary_id = if kind == "bin" {
+                format!("{name}::bin/{tname}")
+            } else {
+                format!("{name}::{tname}")
+            };
+            out.push(Target {
+                binary_id,
+                root: path,
+            });
         }
     }
     Ok(out)
@@ -167,7 +187,11 @@ pub fn lex(src: &str) -> Vec<Line> {
             match st {
                 St::Block(depth) => {
                     if b[i] == '*' && b.get(i + 1) == Some(&'/') {
-                        st = if depth == 1 { St::Code } else { St::Block(depth - 1) };
+                        st = if depth == 1 {
+                            St::Code
+                        } else {
+                            St::Block(depth - 1)
+                        };
                         i += 2;
                     } else if b[i] == '/' && b.get(i + 1) == Some(&'*') {
                         st = St::Block(depth + 1);
@@ -188,7 +212,14 @@ pub fn lex(src: &str) -> Vec<Line> {
                     }
                 }
                 St::RawStr(hashes) => {
-                    if b[i] == '"' && b[i + 1..].iter().take(hashes).filter(|c| **c == '#').count() == hashes {
+                    if b[i] == '"'
+                        && b[i + 1..]
+                            .iter()
+                            .take(hashes)
+                            .filter(|c| **c == '#')
+                            .count()
+                            == hashes
+                    {
                         st = St::Code;
                         code.push('"');
                         i += 1 + hashes;
@@ -265,8 +296,13 @@ fn raw_string_start(b: &[char], i: usize) -> Option<usize> {
 
 /// Row ids named by a claim comment, if the comment is one.
 pub fn claim_ids(comment: &str) -> Option<Vec<String>> {
-    let body = comment.trim_start_matches('/').trim_start_matches('!').trim();
-    let rest = body.strip_prefix("covers:").or_else(|| body.strip_prefix("row:"))?;
+    let body = comment
+        .trim_start_matches('/')
+        .trim_start_matches('!')
+        .trim();
+    let rest = body
+        .strip_prefix("covers:")
+        .or_else(|| body.strip_prefix("row:"))?;
     Some(
         rest.split(|c: char| c == ',' || c.is_whitespace())
             .filter(|s| !s.is_empty())
@@ -277,17 +313,26 @@ pub fn claim_ids(comment: &str) -> Option<Vec<String>> {
 
 fn is_test_attr(code: &str) -> bool {
     let t = code.trim();
-    let Some(inner) = t.strip_prefix("#[") else { return false };
-    let path: String = inner.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+    let Some(inner) = t.strip_prefix("#[") else {
+        return false;
+    };
+    let path: String = inner
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
     path == "test" || path.ends_with("::test")
 }
 
 /// The name of a fn declared on this line, if any.
 fn fn_name(code: &str) -> Option<String> {
-    let mut words = code.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty());
+    let mut words = code
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty());
     while let Some(w) = words.next() {
         match w {
-            "pub" | "crate" | "super" | "self" | "in" | "async" | "unsafe" | "const" | "extern" => continue,
+            "pub" | "crate" | "super" | "self" | "in" | "async" | "unsafe" | "const" | "extern" => {
+                continue
+            }
             "fn" => return words.next().map(str::to_string),
             _ => return None,
         }
@@ -298,9 +343,17 @@ fn fn_name(code: &str) -> Option<String> {
 /// `mod name;` or `mod name {` on this line: (name, inline).
 fn mod_decl(code: &str) -> Option<(String, bool)> {
     let t = code.trim();
-    let t = t.strip_prefix("pub(crate) ").or_else(|| t.strip_prefix("pub(super) ")).or_else(|| t.strip_prefix("pub ")).unwrap_or(t);
+    let t = t
+        .strip_prefix("pub(crate) ")
+        .or_else(|| t.strip_prefix("pub(super) "))
+        .or_else(|| t.strip_prefix("pub "))
+        .unwrap_or(t);
     let rest = t.strip_prefix("mod ")?;
-    let name: String = rest.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    let name: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
     let after = rest.trim_start()[name.len()..].trim_start();
     if name.is_empty() {
         return None;
@@ -315,7 +368,11 @@ fn mod_decl(code: &str) -> Option<(String, bool)> {
 }
 
 fn path_attr(code: &str) -> Option<String> {
-    let t = code.trim().strip_prefix("#[path")?.trim_start().strip_prefix('=')?;
+    let t = code
+        .trim()
+        .strip_prefix("#[path")?
+        .trim_start()
+        .strip_prefix('=')?;
     // The lexer blanked the string; the caller passes the raw line instead.
     let start = t.find('"')? + 1;
     let end = t[start..].find('"')? + start;
@@ -467,7 +524,11 @@ pub fn scan_target(t: &Target, scan: &mut Scan) {
     let dir = t.root.parent().unwrap_or(Path::new(".")).to_path_buf();
     // A bin or test root that is not main.rs/lib.rs/mod.rs still looks up its
     // modules beside itself (Cargo treats every target root like mod.rs).
-    let mut w = Walker { binary_id: &t.binary_id, scan, stack: Vec::new() };
+    let mut w = Walker {
+        binary_id: &t.binary_id,
+        scan,
+        stack: Vec::new(),
+    };
     w.file(&t.root, &[], &dir);
 }
 
@@ -518,9 +579,15 @@ mod tests {
 
     #[test]
     fn claim_comment_forms() {
-        assert_eq!(claim_ids("// covers: a-b, c"), Some(vec!["a-b".into(), "c".into()]));
+        assert_eq!(
+            claim_ids("// covers: a-b, c"),
+            Some(vec!["a-b".into(), "c".into()])
+        );
         assert_eq!(claim_ids("// row: `a`"), Some(vec!["a".into()]));
-        assert_eq!(claim_ids("/// covers: a b"), Some(vec!["a".into(), "b".into()]));
+        assert_eq!(
+            claim_ids("/// covers: a b"),
+            Some(vec!["a".into(), "b".into()])
+        );
         assert_eq!(claim_ids("// this covers: nothing"), None);
     }
 
@@ -528,20 +595,40 @@ mod tests {
     fn finds_claims_through_module_tree() {
         let d = tmpdir("tree");
         write(&d, "Cargo.toml", "[workspace]\nmembers = [\"p\"]\n");
-        write(&d, "p/Cargo.toml", "[package]\nname = \"p\"\n[[bin]]\nname = \"tool\"\npath = \"src/bin/tool.rs\"\n");
+        write(
+            &d,
+            "p/Cargo.toml",
+            "[package]\nname = \"p\"\n[[bin]]\nname = \"tool\"\npath = \"src/bin/tool.rs\"\n",
+        );
         write(
             &d,
             "p/src/lib.rs",
             "mod a;\n#[cfg(test)]\nmod tests {\n    // covers: r1, r2\n    #[test]\n    fn t1() { let x = \"}\"; }\n\n    // row: r3\n    #[tokio::test]\n    #[ignore]\n    async fn t2() {}\n}\n// covers: r9\nfn not_a_test() {}\n",
         );
         write(&d, "p/src/a.rs", "mod b {\n  proptest! {\n    // covers: r4\n    #[test]\n    fn prop(x in 0..1u8) {}\n  }\n}\n#[test]\nfn plain() {}\n");
-        write(&d, "p/src/bin/tool.rs", "#[path = \"../shared/m.rs\"]\nmod m;\n");
-        write(&d, "p/src/shared/m.rs", "// covers: r5\n#[test]\nfn shared() {}\n");
+        write(
+            &d,
+            "p/src/bin/tool.rs",
+            "#[path = \"../shared/m.rs\"]\nmod m;\n",
+        );
+        write(
+            &d,
+            "p/src/shared/m.rs",
+            "// covers: r5\n#[test]\nfn shared() {}\n",
+        );
         write(&d, "p/tests/e2e.rs", "mod common;\n");
         write(&d, "p/tests/common/mod.rs", "pub mod deep;\n");
-        write(&d, "p/tests/common/deep.rs", "// covers: r6\n\n#[test]\nfn gap_line() {}\n");
+        write(
+            &d,
+            "p/tests/common/deep.rs",
+            "// covers: r6\n\n#[test]\nfn gap_line() {}\n",
+        );
         let s = scan_workspace(&d).unwrap();
-        let claims: Vec<(String, Vec<String>)> = s.claims.iter().map(|c| (c.test.clone(), c.rows.clone())).collect();
+        let claims: Vec<(String, Vec<String>)> = s
+            .claims
+            .iter()
+            .map(|c| (c.test.clone(), c.rows.clone()))
+            .collect();
         assert!(claims.contains(&("p tests::t1".into(), vec!["r1".into(), "r2".into()])));
         assert!(claims.contains(&("p tests::t2".into(), vec!["r3".into()])));
         assert!(claims.contains(&("p a::b::prop".into(), vec!["r4".into()])));
@@ -564,7 +651,11 @@ mod tests {
         write(&d, "src/bin/x/main.rs", "");
         write(&d, "tests/only.rs", "");
         write(&d, "tests/other.rs", "");
-        let ids: Vec<String> = package_targets(&d).unwrap().into_iter().map(|t| t.binary_id).collect();
+        let ids: Vec<String> = package_targets(&d)
+            .unwrap()
+            .into_iter()
+            .map(|t| t.binary_id)
+            .collect();
         assert_eq!(ids, vec!["q::bin/q", "q::bin/x", "q::only"]);
         let _ = fs::remove_dir_all(&d);
     }

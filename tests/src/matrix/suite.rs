@@ -49,7 +49,10 @@ pub fn split_dir_name(name: &str) -> Option<(String, String)> {
         return None;
     }
     let head = head.strip_suffix('-')?;
-    let scen = head.strip_prefix("server-").or_else(|| head.strip_prefix("client-")).unwrap_or(head);
+    let scen = head
+        .strip_prefix("server-")
+        .or_else(|| head.strip_prefix("client-"))
+        .unwrap_or(head);
     Some((scen.to_string(), ts.to_string()))
 }
 
@@ -58,7 +61,11 @@ pub fn read_checks(json: &str) -> Result<Scenario, String> {
     let arr = v.as_array().ok_or("checks.json is not an array")?;
     let mut s = Scenario::default();
     for c in arr {
-        let id = c.get("id").and_then(|x| x.as_str()).unwrap_or("?").to_string();
+        let id = c
+            .get("id")
+            .and_then(|x| x.as_str())
+            .unwrap_or("?")
+            .to_string();
         match c.get("status").and_then(|x| x.as_str()).unwrap_or("") {
             "SUCCESS" => s.success += 1,
             "FAILURE" => {
@@ -78,7 +85,9 @@ pub fn read_checks(json: &str) -> Result<Scenario, String> {
 /// Scenarios of one run directory, by name; `None` when the directory does
 /// not exist or holds no result (the run did not happen).
 pub fn read_run(dir: &Path) -> Result<Option<Vec<Scenario>>, String> {
-    let Ok(rd) = fs::read_dir(dir) else { return Ok(None) };
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Ok(None);
+    };
     let mut by_name: BTreeMap<String, Scenario> = BTreeMap::new();
     for ent in rd.flatten() {
         let p = ent.path();
@@ -116,7 +125,12 @@ mod tests {
             split_dir_name("server-tools-call-image-2026-08-07T12-00-00-000Z"),
             Some(("tools-call-image".into(), "2026-08-07T12-00-00-000Z".into()))
         );
-        assert_eq!(split_dir_name("initialize-2026-08-07T12-00-00-000Z").unwrap().0, "initialize");
+        assert_eq!(
+            split_dir_name("initialize-2026-08-07T12-00-00-000Z")
+                .unwrap()
+                .0,
+            "initialize"
+        );
         assert_eq!(split_dir_name("notes"), None);
     }
 
@@ -128,13 +142,30 @@ mod tests {
             fs::create_dir_all(d.join(name)).unwrap();
             fs::write(d.join(name).join("checks.json"), json).unwrap();
         };
-        put("server-ping-2026-08-07T12-00-00-000Z", r#"[{"id":"ping","status":"FAILURE"}]"#);
-        put("server-ping-2026-08-07T13-00-00-000Z", r#"[{"id":"ping","status":"SUCCESS"},{"id":"wire-schema-valid","status":"SUCCESS"}]"#);
-        put("server-caching-2026-08-07T12-00-00-000Z", r#"[{"id":"c","status":"WARNING"},{"id":"x","status":"INFO"}]"#);
+        put(
+            "server-ping-2026-08-07T12-00-00-000Z",
+            r#"[{"id":"ping","status":"FAILURE"}]"#,
+        );
+        put(
+            "server-ping-2026-08-07T13-00-00-000Z",
+            r#"[{"id":"ping","status":"SUCCESS"},{"id":"wire-schema-valid","status":"SUCCESS"}]"#,
+        );
+        put(
+            "server-caching-2026-08-07T12-00-00-000Z",
+            r#"[{"id":"c","status":"WARNING"},{"id":"x","status":"INFO"}]"#,
+        );
         let run = read_run(&d).unwrap().unwrap();
         assert_eq!(run.len(), 2);
         let caching = &run[0];
-        assert_eq!((caching.name.as_str(), caching.passed(), caching.warning, caching.other), ("caching", false, 1, 1));
+        assert_eq!(
+            (
+                caching.name.as_str(),
+                caching.passed(),
+                caching.warning,
+                caching.other
+            ),
+            ("caching", false, 1, 1)
+        );
         assert!(run[1].passed() && run[1].success == 2);
         assert_eq!(read_run(&d.join("absent")).unwrap(), None);
         let _ = fs::remove_dir_all(&d);

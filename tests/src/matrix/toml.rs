@@ -121,7 +121,8 @@ impl<'a> P<'a> {
             Some(b'\'') => self.literal_string(),
             _ => {
                 let start = self.i;
-                while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'-' || c == b'_') {
+                while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+                {
                     self.i += 1;
                 }
                 if start == self.i {
@@ -236,7 +237,8 @@ impl<'a> P<'a> {
             }
             _ => {
                 let start = self.i;
-                while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'+' | b'_' | b'.' | b':')) {
+                while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'+' | b'_' | b'.' | b':'))
+                {
                     self.i += 1;
                 }
                 let word = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
@@ -270,7 +272,11 @@ fn table_mut<'a>(t: &'a mut Table, key: &str) -> Result<&'a mut Table, String> {
     if get(t, key).is_none() {
         t.push((key.to_string(), Value::Table(Table::new())));
     }
-    let slot = t.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v).unwrap();
+    let slot = t
+        .iter_mut()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v)
+        .unwrap();
     match slot {
         Value::Table(sub) => Ok(sub),
         // `[[a]]` then `[a.b]`: the last element of the array.
@@ -291,7 +297,11 @@ fn table_at<'a>(root: &'a mut Table, path: &[String]) -> Result<&'a mut Table, S
 }
 
 pub fn parse(text: &str) -> Result<Table, String> {
-    let mut p = P { s: text.as_bytes(), i: 0, line: 1 };
+    let mut p = P {
+        s: text.as_bytes(),
+        i: 0,
+        line: 1,
+    };
     let mut root = Table::new();
     let mut current: Vec<String> = Vec::new();
     loop {
@@ -313,12 +323,14 @@ pub fn parse(text: &str) -> Result<Table, String> {
                 p.i += close.len();
                 p.eol()?;
                 let (last, parent) = key.split_last().unwrap();
-                let parent_t = table_at(&mut root, parent).map_err(|e| format!("line {}: {e}", p.line))?;
+                let parent_t =
+                    table_at(&mut root, parent).map_err(|e| format!("line {}: {e}", p.line))?;
                 if array {
                     match parent_t.iter_mut().find(|(k, _)| k == last) {
                         Some((_, Value::Array(items))) => items.push(Value::Table(Table::new())),
                         Some(_) => return p.err(&format!("{last} is not an array of tables")),
-                        None => parent_t.push((last.clone(), Value::Array(vec![Value::Table(Table::new())]))),
+                        None => parent_t
+                            .push((last.clone(), Value::Array(vec![Value::Table(Table::new())]))),
                     }
                 } else {
                     table_mut(parent_t, last).map_err(|e| format!("line {}: {e}", p.line))?;
@@ -343,7 +355,10 @@ pub fn parse(text: &str) -> Result<Table, String> {
 
 /// A key as written by this tool: bare when it can be, else quoted.
 pub fn key(k: &str) -> String {
-    if !k.is_empty() && k.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') {
+    if !k.is_empty()
+        && k.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    {
         k.to_string()
     } else {
         quote(k)
@@ -361,7 +376,9 @@ pub fn quote(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\u{:04X}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -379,14 +396,29 @@ mod tests {
             "[package]\nname = \"x\" # c\nversion.workspace = true\n\n[[bin]]\nname = 'a'\npath = \"src/a.rs\"\n[[bin]]\nname = \"b\"\n[dependencies]\ns = { version = \"1\", features = [\"a\", \"b\",] }\n[workspace]\nmembers = [\n  \"core\", # one\n  \"tests\",\n]\n",
         )
         .unwrap();
-        assert_eq!(get_path(&t, &["package", "name"]).unwrap().as_str(), Some("x"));
-        assert_eq!(get_path(&t, &["package", "version", "workspace"]), Some(&Value::Bool(true)));
+        assert_eq!(
+            get_path(&t, &["package", "name"]).unwrap().as_str(),
+            Some("x")
+        );
+        assert_eq!(
+            get_path(&t, &["package", "version", "workspace"]),
+            Some(&Value::Bool(true))
+        );
         let bins = get(&t, "bin").unwrap().as_array().unwrap();
         assert_eq!(bins.len(), 2);
-        assert_eq!(get(bins[1].as_table().unwrap(), "name").unwrap().as_str(), Some("b"));
-        let m = get_path(&t, &["workspace", "members"]).unwrap().as_array().unwrap();
+        assert_eq!(
+            get(bins[1].as_table().unwrap(), "name").unwrap().as_str(),
+            Some("b")
+        );
+        let m = get_path(&t, &["workspace", "members"])
+            .unwrap()
+            .as_array()
+            .unwrap();
         assert_eq!(m.len(), 2);
-        let s = get_path(&t, &["dependencies", "s", "features"]).unwrap().as_array().unwrap();
+        let s = get_path(&t, &["dependencies", "s", "features"])
+            .unwrap()
+            .as_array()
+            .unwrap();
         assert_eq!(s.len(), 2);
     }
 
