@@ -197,11 +197,29 @@ pub fn render(reqs: &[Req], m: &Matrix, suite: &SuiteResults, req_warnings: &[St
                 Some(scens) => {
                     let passed = scens.iter().filter(|s| s.passed()).count();
                     let warned = scens.iter().filter(|s| s.warning > 0).count();
-                    let _ = writeln!(
+                    let _ = write!(
                         o,
-                        "{passed} of {} scenarios passed; {warned} with warnings.\n",
+                        "{passed} of {} scenarios passed; {warned} with warnings.",
                         scens.len()
                     );
+                    if let Some(list) = suite::scored(set, leg) {
+                        let ok = list
+                            .iter()
+                            .filter(|n| scens.iter().any(|s| s.name == **n && s.passed()))
+                            .count();
+                        let missing: Vec<&str> = list
+                            .iter()
+                            .copied()
+                            .filter(|n| !scens.iter().any(|s| s.name == *n))
+                            .collect();
+                        let _ = write!(o, " Scored scenarios: {ok} of {} passed", list.len());
+                        if !missing.is_empty() {
+                            let _ =
+                                write!(o, "; not run (counted as failed): {}", missing.join(", "));
+                        }
+                        o.push('.');
+                    }
+                    o.push_str("\n\n");
                     o.push_str("| scenario | result | success | failure | warning | failing / warning checks |\n|---|---|---|---|---|---|\n");
                     for s in &scens {
                         let result = if s.passed() {
@@ -211,12 +229,18 @@ pub fn render(reqs: &[Req], m: &Matrix, suite: &SuiteResults, req_warnings: &[St
                         } else {
                             "no success"
                         };
+                        let name = match suite::scored(set, leg) {
+                            Some(list) if !list.contains(&s.name.as_str()) => {
+                                format!("{} (not scored)", s.name)
+                            }
+                            _ => s.name.clone(),
+                        };
                         let mut checks = s.failed_checks.clone();
                         checks.extend(s.warned_checks.iter().map(|c| format!("{c} (warning)")));
                         let _ = writeln!(
                             o,
                             "| {} | {result} | {} | {} | {} | {} |",
-                            esc(&s.name),
+                            esc(&name),
                             s.success,
                             s.failure,
                             s.warning,
@@ -269,10 +293,8 @@ mod tests {
             d.contains("authorization-server-only rows: 1 · 1 · 0 · **0**"),
             "{d}"
         );
-        assert!(
-            d.contains("### 2025-11-25, server\n\n1 of 1 scenarios passed"),
-            "{d}"
-        );
+        assert!(d.contains("### 2025-11-25, server\n\n1 of 1 scenarios passed; 0 with warnings. Scored scenarios: 1 of 30 passed; not run (counted as failed): server-initialize, logging-set-level,"), "{d}");
+        assert!(d.contains("| ping | pass | 1 | 0 | 0 |  |"), "{d}");
         assert!(d.contains("### 2026-07-28, client\n\nnot run"), "{d}");
     }
 }

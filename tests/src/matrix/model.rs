@@ -280,6 +280,26 @@ pub fn derive(m: &Matrix, reqs: &[Req], scan: &Scan) -> (Matrix, Vec<String>) {
     (out, notes)
 }
 
+/// The outcome of a claimed test: its own testcase, or, for a fn that
+/// expands into several test cases (parameterised test macros name them
+/// `<fn>::<case>`), the worst outcome of those cases.
+pub fn outcome(junit: &Results, test: &str) -> Option<Outcome> {
+    if let Some(o) = junit.get(test) {
+        return Some(*o);
+    }
+    let prefix = format!("{test}::");
+    let rank = |o: &Outcome| match o {
+        Outcome::Passed => 0,
+        Outcome::Skipped => 1,
+        Outcome::Failed => 2,
+    };
+    junit
+        .range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .map(|(_, o)| *o)
+        .max_by_key(rank)
+}
+
 /// Every reason the matrix fails the check, one line each.
 pub fn check(m: &Matrix, reqs: &[Req], scan: &Scan, junit: &Results) -> Vec<String> {
     let mut fails = Vec::new();
@@ -328,7 +348,7 @@ pub fn check(m: &Matrix, reqs: &[Req], scan: &Scan, junit: &Results) -> Vec<Stri
             fails.push(format!("{}: only covered rows list tests", e.id));
         }
         for t in &e.tests {
-            match junit.get(t) {
+            match outcome(junit, t) {
                 None => fails.push(format!(
                     "{}: test {t} did not run (not in the JUnit report)",
                     e.id
@@ -359,7 +379,7 @@ pub fn check(m: &Matrix, reqs: &[Req], scan: &Scan, junit: &Results) -> Vec<Stri
         let Some(e) = m.get(row) else { continue };
         let passing: Vec<&str> = tests
             .iter()
-            .filter(|t| junit.get(*t) == Some(&Outcome::Passed))
+            .filter(|t| outcome(junit, t) == Some(Outcome::Passed))
             .map(String::as_str)
             .collect();
         let passed_note = if passing.is_empty() {
@@ -468,6 +488,31 @@ mod tests {
         assert!(f.iter().any(|l| l.contains("failed")), "{f:?}");
         let f = run(MATRIX, OK_CLAIMS, &[("p::e2e a::t1", Outcome::Skipped)]);
         assert!(f.iter().any(|l| l.contains("skipped")), "{f:?}");
+    }
+
+    #[test]
+    fn parameterised_cases_count_for_their_fn() {
+        let ok = run(
+            MATRIX,
+            OK_CLAIMS,
+            &[
+                ("p::e2e a::t1::case_1", Outcome::Passed),
+                ("p::e2e a::t1::case_2", Outcome::Passed),
+            ],
+        );
+        assert_eq!(ok, Vec::<String>::new());
+        let f = run(
+            MATRIX,
+            OK_CLAIMS,
+            &[
+                ("p::e2e a::t1::case_1", Outcome::Passed),
+                ("p::e2e a::t1::case_2", Outcome::Failed),
+            ],
+        );
+        assert!(f.iter().any(|l| l.contains("failed")), "{f:?}");
+        // A test whose name only starts like the claimed one does not count.
+        let f = run(MATRIX, OK_CLAIMS, &[("p::e2e a::t10", Outcome::Passed)]);
+        assert!(f.iter().any(|l| l.contains("did not run")), "{f:?}");
     }
 
     #[test]

@@ -16,6 +16,89 @@ use std::path::Path;
 pub const SETS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 pub const LEGS: [&str; 2] = ["server", "client"];
 
+/// The scored server scenarios of each requirement set of
+/// `@modelcontextprotocol/conformance@0.2.0-alpha.12` (identical in its
+/// snapshot); everything else a `--requirements` run reports is not scored.
+/// The client legs' scored lists are not recorded here.
+pub fn scored(set: &str, leg: &str) -> Option<&'static [&'static str]> {
+    const S2025: [&str; 30] = [
+        "server-initialize",
+        "logging-set-level",
+        "ping",
+        "completion-complete",
+        "tools-list",
+        "tools-call-simple-text",
+        "tools-call-image",
+        "tools-call-audio",
+        "tools-call-embedded-resource",
+        "tools-call-mixed-content",
+        "tools-call-with-logging",
+        "tools-call-error",
+        "tools-call-with-progress",
+        "tools-call-sampling",
+        "tools-call-elicitation",
+        "elicitation-sep1034-defaults",
+        "server-sse-multiple-streams",
+        "elicitation-sep1330-enums",
+        "resources-list",
+        "resources-read-text",
+        "resources-read-binary",
+        "resources-templates-read",
+        "resources-subscribe",
+        "resources-unsubscribe",
+        "prompts-list",
+        "prompts-get-simple",
+        "prompts-get-with-args",
+        "prompts-get-embedded-resource",
+        "prompts-get-with-image",
+        "dns-rebinding-protection",
+    ];
+    const S2026: [&str; 37] = [
+        "server-stateless",
+        "completion-complete",
+        "tools-list",
+        "tools-call-simple-text",
+        "tools-call-image",
+        "tools-call-audio",
+        "tools-call-embedded-resource",
+        "tools-call-mixed-content",
+        "tools-call-error",
+        "tools-call-with-progress",
+        "server-sse-multiple-streams",
+        "resources-list",
+        "resources-read-text",
+        "resources-read-binary",
+        "resources-templates-read",
+        "sep-2164-resource-not-found",
+        "prompts-list",
+        "prompts-get-simple",
+        "prompts-get-with-args",
+        "prompts-get-embedded-resource",
+        "prompts-get-with-image",
+        "dns-rebinding-protection",
+        "caching",
+        "input-required-result-basic-elicitation",
+        "input-required-result-basic-sampling",
+        "input-required-result-basic-list-roots",
+        "input-required-result-request-state",
+        "input-required-result-multiple-input-requests",
+        "input-required-result-multi-round",
+        "input-required-result-missing-input-response",
+        "input-required-result-non-tool-request",
+        "input-required-result-result-type",
+        "input-required-result-unsupported-methods",
+        "input-required-result-tampered-state",
+        "input-required-result-capability-check",
+        "input-required-result-ignore-extra-params",
+        "input-required-result-validate-input",
+    ];
+    match (set, leg) {
+        ("2025-11-25", "server") => Some(&S2025),
+        ("2026-07-28", "server") => Some(&S2026),
+        _ => None,
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scenario {
     pub name: String,
@@ -118,6 +201,13 @@ pub fn read_run(dir: &Path) -> Result<Option<Vec<Scenario>>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scored_lists() {
+        assert_eq!(scored("2025-11-25", "server").unwrap().len(), 30);
+        assert_eq!(scored("2026-07-28", "server").unwrap().len(), 37);
+        assert!(scored("2026-07-28", "client").is_none());
+    }
 
     #[test]
     fn dir_names() {
