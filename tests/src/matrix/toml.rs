@@ -1,8 +1,8 @@
 //! A reader of the TOML subset this tool needs (the matrix file and the
 //! workspace's Cargo.toml files): comments, `[table]` and `[[array]]` headers,
-//! bare, quoted and dotted keys, basic and literal one-line strings, integers,
-//! booleans, arrays (over several lines, trailing comma) and inline tables.
-//! Multi-line strings, floats and dates are rejected.
+//! bare, quoted and dotted keys, basic and literal strings, integers,
+//! multi-line strings, booleans, arrays (over several lines, trailing comma)
+//! and inline tables. Floats and dates are kept as their text.
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -11,6 +11,8 @@ pub enum Value {
     Bool(bool),
     Array(Vec<Value>),
     Table(Table),
+    /// A float or a date/time, as written.
+    Other(String),
 }
 
 /// Keys in document order.
@@ -146,14 +148,27 @@ impl<'a> P<'a> {
     }
     fn basic_string(&mut self) -> Result<String, String> {
         self.i += 1;
-        if self.s[self.i..].starts_with(b"\"\"") {
-            return self.err("multi-line strings are not supported");
+        let multi = self.s[self.i..].starts_with(b"\"\"");
+        if multi {
+            self.i += 2;
+            self.skip_first_newline();
         }
         let mut out = Vec::new();
         loop {
+            if multi && self.s[self.i..].starts_with(b"\"\"\"") {
+                self.i += 3;
+                break;
+            }
             match self.bump() {
-                None | Some(b'\n') => return self.err("unterminated string"),
-                Some(b'"') => break,
+                None => return self.err("unterminated string"),
+                Some(b'\n') if !multi => return self.err("unterminated string"),
+                Some(b'"') if !multi => break,
+                // A line-ending backslash trims the newline and the whitespace after it.
+                Some(b'\\')
+                    if multi && matches!(self.peek(), Some(b'\n' | b'\r' | b' ' | b'\t')) =>
+                {
+                    self.ws_nl_only();
+                }
                 Some(b'\\') => match self.bump() {
                     Some(b'"') => out.push(b'"'),
                     Some(b'\\') => out.push(b'\\'),
@@ -176,8 +191,33 @@ impl<'a> P<'a> {
         }
         String::from_utf8(out).map_err(|e| e.to_string())
     }
+    fn skip_first_newline(&mut self) {
+        if self.s[self.i..].starts_with(b"\r\n") {
+            self.i += 1;
+        }
+        if self.peek() == Some(b'\n') {
+            self.bump();
+        }
+    }
+    fn ws_nl_only(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+            self.bump();
+        }
+    }
     fn literal_string(&mut self) -> Result<String, String> {
         self.i += 1;
+        if self.s[self.i..].starts_with(b"''") {
+            self.i += 2;
+            self.skip_first_newline();
+            let start = self.i;
+            while !self.s[self.i..].starts_with(b"'''") {
+                if self.bump().is_none() {
+                    return self.err("unterminated string");
+                }
+            }
+            self.i += 3;
+            return Ok(String::from_utf8_lossy(&self.s[start..self.i - 3]).into_owned());
+        }
         let start = self.i;
         loop {
             match self.bump() {
@@ -247,6 +287,14 @@ impl<'a> P<'a> {
                     "false" => Ok(Value::Bool(false)),
                     _ => match word.replace('_', "").parse::<i64>() {
                         Ok(n) => Ok(Value::Int(n)),
+                        // Floats and dates are kept as their text; nothing here reads them.
+                        Err(_)
+                            if word.starts_with(|c: char| {
+                                c.is_ascii_digit() || c == '-' || c == '+'
+                            }) || matches!(word, "inf" | "nan") =>
+                        {
+                            Ok(Value::Other(word.to_string()))
+                        }
                         Err(_) => self.err(&format!("unsupported value {word:?}")),
                     },
                 }
@@ -433,10 +481,20 @@ mod tests {
     }
 
     #[test]
+    fn multi_line_strings_floats_dates() {
+        let t = parse("a = \"\"\"\nline one\nline \\\n   two\"\"\"\nb = '''\nraw \\n'''\nc = 1.5\nd = 2026-07-28\ne = \"\"\n").unwrap();
+        assert_eq!(get(&t, "a").unwrap().as_str(), Some("line one\nline two"));
+        assert_eq!(get(&t, "b").unwrap().as_str(), Some("raw \\n"));
+        assert_eq!(get(&t, "c"), Some(&Value::Other("1.5".into())));
+        assert_eq!(get(&t, "d"), Some(&Value::Other("2026-07-28".into())));
+        assert_eq!(get(&t, "e").unwrap().as_str(), Some(""));
+    }
+
+    #[test]
     fn rejects_what_it_does_not_read() {
         assert!(parse("a = 1\na = 2\n").unwrap_err().contains("duplicate"));
-        assert!(parse("a = \"\"\"x\"\"\"\n").is_err());
-        assert!(parse("a = 1.5\n").is_err());
+        assert!(parse("a = \"\"\"x\n").is_err());
+        assert!(parse("a = nope\n").is_err());
         assert!(parse("a = \"x\" b\n").is_err());
         assert!(parse("[a\n").is_err());
     }
