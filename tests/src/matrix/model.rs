@@ -190,6 +190,7 @@ const HEADER: &str = "\
 # `conformance check --junit target/nextest/ci/junit.xml` fails when this file
 # is out of date, names an unknown row or misses one, when a covered row's test
 # did not run and pass, and when a test claims a gap or n/a row.
+# Rules and classification policy: tests/conformance/README.md.
 ";
 
 /// Row id → sorted, de-duplicated tests claiming it.
