@@ -256,7 +256,9 @@ impl<'a> Envelope<'a> {
                 _ => return fail(Reason::BadError),
             }
         }
-        let [meta, name, cursor, uri] = match params {
+        // Routed params are read on requests and notifications only: a stray
+        // `params` on a response is not ours to judge.
+        let [meta, name, cursor, uri] = match params.filter(|_| method.is_some()) {
             Some(p) => p.lookup(["_meta", "name", "cursor", "uri"]).unique(),
             None => Ok([None; 4]),
         }

@@ -711,12 +711,7 @@ pub struct JsonStr<'a> {
     escaped: bool,
 }
 
-/// The caller's buffer is too small; `needed` bytes are required.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Overflow {
-    /// Bytes the complete output needs.
-    pub needed: usize,
-}
+pub use crate::error::Overflow;
 
 impl<'a> JsonStr<'a> {
     /// The escaped contents, without the quotes, exactly as in the input.

@@ -194,7 +194,7 @@ fn values_are_decoded_then_compared() {
     assert_eq!(check(name, Some(b"=?base64?Z2V0X3dlYXRoZXI=?="), Some(ParamValue::Str("get_weather"))), Ok(()));
     let e = check(name, Some(b"foo"), Some(ParamValue::Str("bar"))).unwrap_err();
     assert_eq!(e.kind, MismatchKind::Differs);
-    assert_eq!((HeaderMismatch::CODE, HeaderMismatch::HTTP_STATUS, HEADER_MISMATCH_CODE), (-32020, 400, -32020));
+    assert_eq!((HeaderMismatch::CODE, HeaderMismatch::HTTP_STATUS, mcpx_core::error::ErrorCode::HeaderMismatch.code()), (-32020, 400, -32020));
     assert_eq!(e.to_string(), "Header mismatch: Mcp-Name header value does not match the body value");
     // Header values are case-sensitive.
     assert_eq!(kind(check(name, Some(b"Get_weather"), Some(ParamValue::Str("get_weather")))), Some(MismatchKind::Differs));

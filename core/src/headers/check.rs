@@ -4,7 +4,7 @@ use core::fmt;
 
 use super::number::parse_safe_integer;
 use super::value::{bool_text, HeaderValue, ParamValue, ValueError};
-use super::{HEADER_MISMATCH_CODE, MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX, MCP_PROTOCOL_VERSION};
+use super::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX, MCP_PROTOCOL_VERSION};
 
 /// The request metadata header a check concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub struct HeaderMismatch<'a> {
 
 impl HeaderMismatch<'_> {
     /// JSON-RPC error code `HeaderMismatch`.
-    pub const CODE: i32 = HEADER_MISMATCH_CODE;
+    pub const CODE: i32 = crate::error::ErrorCode::HeaderMismatch.code();
     /// HTTP status of the rejection.
     pub const HTTP_STATUS: u16 = 400;
 }

@@ -50,5 +50,3 @@ pub const MCP_PARAM_PREFIX: &str = "Mcp-Param-";
 pub const SENTINEL_PREFIX: &str = "=?base64?";
 /// Closing marker of a Base64-encoded header value (case-sensitive).
 pub const SENTINEL_SUFFIX: &str = "?=";
-/// JSON-RPC error code `HeaderMismatch`, sent with HTTP status 400.
-pub const HEADER_MISMATCH_CODE: i32 = -32020;

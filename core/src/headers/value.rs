@@ -8,18 +8,7 @@ use base64::Engine as _;
 use super::number::{parse_safe_integer, safe_integer};
 use super::{MCP_PARAM_PREFIX, SENTINEL_PREFIX, SENTINEL_SUFFIX};
 
-/// The output buffer is too small; `needed` bytes would have sufficed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Overflow {
-    /// Bytes the operation needs in the output buffer.
-    pub needed: usize,
-}
-
-impl fmt::Display for Overflow {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "output buffer too small: {} bytes needed", self.needed)
-    }
-}
+pub use crate::error::Overflow;
 
 /// A tool parameter (or standard field) value taken from the request body.
 ///
