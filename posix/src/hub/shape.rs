@@ -91,34 +91,26 @@ impl Features {
 }
 
 impl Features {
-    /// Words whose presence in a message means it may need shaping.
-    fn triggers(&self) -> Vec<&'static [u8]> {
-        let mut t: Vec<&'static [u8]> = Vec::new();
-        let rows: [(bool, &'static [u8]); 9] = [
+    /// Words whose presence in a message means it may need shaping, each
+    /// with whether this revision has the feature (then it is no trigger).
+    fn triggers(&self) -> [(bool, &'static [u8]); 10] {
+        [
             (self.audio, b"\"audio\""),
             (self.resource_link, b"\"resource_link\""),
             (self.structured, b"\"structuredContent\""),
             (self.structured, b"\"outputSchema\""),
             (self.title, b"\"title\""),
             (self.icons, b"\"icons\""),
+            (self.icons, b"\"websiteUrl\""),
             (self.item_meta, b"\"_meta\""),
             (self.tasks, b"\"execution\""),
             (self.last_modified, b"\"lastModified\""),
-        ];
-        for (has, word) in rows {
-            if !has {
-                t.push(word);
-            }
-        }
-        if !self.icons {
-            t.push(b"\"websiteUrl\"");
-        }
-        t
+        ]
     }
 
     /// Might `bytes` hold something this revision lacks?
     pub fn may_need_shaping(&self, bytes: &[u8]) -> bool {
-        self.triggers().iter().any(|w| contains(bytes, w))
+        self.triggers().iter().any(|(has, w)| !has && contains(bytes, w))
     }
 }
 
