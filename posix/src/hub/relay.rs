@@ -148,8 +148,12 @@ impl Hub {
             self.log(Level::Debug, format!("client {c}: answer to unknown or expired request {hid} ignored"));
             return;
         };
+        let up_rev = self.ups[r.up].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
         let out = match (m.result_bytes(), m.error_bytes()) {
-            (Some(res), _) => wire::result(&r.up_id, res),
+            (Some(res), _) => match shape::result(&r.method, res, up_rev) {
+                Some(shaped) => wire::result(&r.up_id, &shaped),
+                None => wire::result(&r.up_id, res),
+            },
             (None, Some(err)) => wire::error_raw(Some(&r.up_id), err),
             _ => return,
         };

@@ -118,8 +118,9 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The result of `method` for a client on `rev`: `None` = send the original
-/// bytes; `Some` = the reshaped result.
+/// The result of `method` for a peer on `rev` (a client, or for the answers
+/// to relayed requests an upstream): `None` = send the original bytes;
+/// `Some` = the reshaped result.
 pub(super) fn result(method: &str, raw: &[u8], rev: Rev) -> Option<Vec<u8>> {
     let f = &rev.features();
     if !f.may_need_shaping(raw) {
@@ -134,6 +135,22 @@ pub(super) fn result(method: &str, raw: &[u8], rev: Rev) -> Option<Vec<u8>> {
                     if let Some(c) = m.get_mut("content") {
                         *c = content_block(c.take(), f);
                     }
+                }
+            }
+        }
+        // Answers of clients to relayed requests, shaped for the upstream.
+        "sampling/createMessage" => {
+            if let Some(c) = v.get_mut("content") {
+                *c = match c.take() {
+                    Value::Array(a) => Value::Array(a.into_iter().map(|b| content_block(b, f)).collect()),
+                    b => content_block(b, f),
+                };
+            }
+        }
+        "roots/list" => {
+            if let Some(roots) = v.get_mut("roots").and_then(Value::as_array_mut) {
+                for r in roots {
+                    resource_contents(r, f);
                 }
             }
         }

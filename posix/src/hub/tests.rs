@@ -1249,3 +1249,19 @@ fn upstream_errors_pass_through_with_codes_the_client_knows() {
         assert_eq!((err_code(&e), e["error"]["data"].clone()), (want, json!({ "x": 1 })), "{rev}");
     }
 }
+
+#[test]
+fn relayed_answers_are_shaped_for_the_upstream() {
+    let mut f = Fake::tools(&["t"]);
+    f.rev = "2024-11-05";
+    let mut p = Pair::with(vec![("old", f)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({ "sampling": {} }));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "old__t" } }));
+    p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 5, "method": "sampling/createMessage", "params": { "messages": [], "maxTokens": 5 } }));
+    let q = p.take(c);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": q["id"], "result": { "role": "assistant", "model": "m", "content": { "type": "audio", "data": "AA==", "mimeType": "audio/ogg" } } }));
+    let a = p.take_up(0);
+    assert_eq!(a["result"]["content"]["type"], "text");
+    schema_check("2024-11-05", "CreateMessageResult", &a["result"]);
+}
