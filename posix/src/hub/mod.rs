@@ -316,6 +316,13 @@ impl Hub {
         self.out.pop_front()
     }
 
+    /// The revision negotiated with client `c` (`None` before its
+    /// `initialize`, or for an unknown client): what an HTTP transport checks
+    /// the `MCP-Protocol-Version` header against.
+    pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
+        self.clients.get(&c)?.rev.map(|r| r.as_str())
+    }
+
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,
     /// negotiated revision, restarts, last error and tool count; the clients.
     pub fn status(&self) -> serde_json::Value {

@@ -272,6 +272,7 @@ fn client_handshake_echoes_each_supported_revision() {
         let c = p.connect();
         let r = p.request(c, json!(1), "initialize", json!({ "protocolVersion": rev, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
         assert_eq!(r["result"]["protocolVersion"], rev);
+        assert_eq!(p.hub.client_revision(c), Some(rev));
         assert_eq!(r["result"]["serverInfo"]["name"], "mcpx");
         assert!(r["result"]["instructions"].as_str().unwrap().contains("fs fs__: ready"));
         schema_check(rev, "JSONRPCResponse", &r);
