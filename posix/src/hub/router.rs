@@ -271,26 +271,34 @@ impl Hub {
         }
         let up_id = self.ups[u].next_id + 1;
         self.ups[u].next_id = up_id;
-        let params = m.params.clone().unwrap_or(0..0);
+        // The upstream always gets a progress token, unique per upstream (its
+        // request id), so progress can keep a long call alive even when the
+        // client asked for none; the client's own token is restored on the way
+        // back, and progress nobody asked for stops at the hub.
+        // row: progress-token-unique-sender
+        let params = m.params.clone();
         let mut progress = None;
-        if !params.is_empty() {
-            if let Some(r) = wire::find(m.raw, params.clone(), &["_meta", "progressToken"]) {
+        let token = up_id.to_string().into_bytes();
+        if let Some(p) = &params {
+            if let Some(r) = wire::find(m.raw, p.clone(), &["_meta", "progressToken"]) {
                 progress = Some(m.raw[r.clone()].to_vec());
-                edits.push((r, up_id.to_string().into_bytes()));
+                edits.push((r, token.clone()));
             }
         }
-        let body = if params.is_empty() {
-            None
-        } else {
-            let rel = edits.into_iter().map(|(r, b)| ((r.start - params.start)..(r.end - params.start), b)).collect();
-            Some(wire::splice(&m.raw[params.clone()], rel))
+        let body = match &params {
+            Some(p) => {
+                let rel = edits.into_iter().map(|(r, b)| ((r.start - p.start)..(r.end - p.start), b)).collect();
+                let add = if progress.is_none() { Some(&token[..]) } else { None };
+                wire::splice_params(&m.raw[p.clone()], rel, add)
+            }
+            None => wire::splice_params(b"{}", Vec::new(), Some(&token)),
         };
         let now = self.now_ms;
         let timeout = self.ups[u].spec.timeout_ms.max(1);
         let hard = now + self.opts.max_timeout_ms.max(1);
         let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone(), renamed_uri };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
-        self.emit_upstream(u, wire::request(up_id, &m.method, body.as_deref()));
+        self.emit_upstream(u, wire::request(up_id, &m.method, Some(&body)));
         Ok(())
     }
 

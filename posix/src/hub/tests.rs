@@ -1266,3 +1266,24 @@ fn relayed_answers_are_shaped_for_the_upstream() {
     assert_eq!(a["result"]["content"]["type"], "text");
     schema_check("2024-11-05", "CreateMessageResult", &a["result"]);
 }
+
+// row: lifecycle-timeouts-may-reset-on-progress
+// row: progress-receiver-may-send
+#[test]
+fn progress_keeps_a_call_alive_even_without_a_client_token() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__slow" } }));
+    let up = p.take_up(0);
+    let token = up["params"]["_meta"]["progressToken"].clone();
+    assert!(token.is_u64(), "{up}");
+    p.advance(9_000);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": token, "progress": 1 } }));
+    assert!(p.client_quiet(c), "progress nobody asked for stops at the hub");
+    p.advance(9_000);
+    assert!(p.client_quiet(c), "still alive 18 s in");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 1);
+    // Also for a request without params.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/read" }));
+    assert_eq!(err_code(&p.take(c)), -32602);
+}
