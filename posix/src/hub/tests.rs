@@ -1287,3 +1287,28 @@ fn progress_keeps_a_call_alive_even_without_a_client_token() {
     p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/read" }));
     assert_eq!(err_code(&p.take(c)), -32602);
 }
+
+#[test]
+fn forwarded_requests_fit_the_upstreams_schema() {
+    for rev in ALL_REVS {
+        let mut f = Fake::tools(&["t"]);
+        f.rev = rev;
+        f.caps = json!({ "tools": {}, "prompts": {}, "resources": { "subscribe": true } });
+        f.prompts = vec![json!({ "name": "p" })];
+        f.resources = vec![json!({ "uri": "mem://r", "name": "r" })];
+        let mut p = Pair::with(vec![("s", f)], HubOptions::default());
+        let c = p.client("2025-11-25", json!({}));
+        let calls = [
+            ("tools/call", json!({ "name": "s__t", "arguments": {} }), "CallToolRequest"),
+            ("prompts/get", json!({ "name": "s__p" }), "GetPromptRequest"),
+            ("resources/read", json!({ "uri": "mem://r" }), "ReadResourceRequest"),
+            ("resources/subscribe", json!({ "uri": "mem://r" }), "SubscribeRequest"),
+            ("completion/complete", json!({ "ref": { "type": "ref/prompt", "name": "s__p" }, "argument": { "name": "a", "value": "" } }), "CompleteRequest"),
+        ];
+        for (i, (method, params, def)) in calls.into_iter().enumerate() {
+            p.send(c, json!({ "jsonrpc": "2.0", "id": i, "method": method, "params": params }));
+            let up = p.take_up(0);
+            schema_check(rev, def, &up);
+        }
+    }
+}
