@@ -1312,3 +1312,93 @@ fn forwarded_requests_fit_the_upstreams_schema() {
         }
     }
 }
+
+#[test]
+fn everything_a_client_gets_fits_its_revisions_schema() {
+    for rev in ALL_REVS {
+        let mut f = Fake::tools(&[]);
+        f.caps = json!({ "tools": { "listChanged": true }, "prompts": {}, "resources": { "subscribe": true }, "logging": {}, "completions": {} });
+        f.tools = vec![json!({
+            "name": "t", "title": "T", "icons": [{ "src": "https://i/x.png" }], "inputSchema": { "type": "object" },
+            "outputSchema": { "type": "object" }, "annotations": { "readOnlyHint": true }, "execution": { "taskSupport": "optional" }, "_meta": { "a": 1 },
+        })];
+        f.prompts = vec![json!({ "name": "p", "title": "P", "arguments": [{ "name": "a", "title": "A" }] })];
+        f.resources = vec![json!({ "uri": "mem://r", "name": "r", "title": "R", "annotations": { "lastModified": "2025-01-01T00:00:00Z" } })];
+        f.templates = vec![json!({ "uriTemplate": "mem://t/{x}", "name": "t", "title": "T" })];
+        f.instructions = Some("Use t.");
+        let mut p = Pair::with(vec![("s", f)], HubOptions::default());
+        let c = p.client(rev, json!({ "sampling": {}, "elicitation": {}, "roots": {} }));
+        for (m, params) in [
+            ("tools/list", json!({})),
+            ("prompts/list", json!({})),
+            ("resources/list", json!({})),
+            ("resources/templates/list", json!({})),
+            ("logging/setLevel", json!({ "level": "info" })),
+            ("ping", json!({})),
+            ("nope", json!({})),
+        ] {
+            p.send(c, json!({ "jsonrpc": "2.0", "id": m, "method": m, "params": params }));
+        }
+        p.send_raw(c, b"{bad");
+        p.send(c, json!({ "jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": { "name": "s__t", "_meta": { "progressToken": "pt" } } }));
+        let mut call = p.take_up(0);
+        while call["method"] != "tools/call" {
+            call = p.take_up(0);
+        }
+        let token = call["params"]["_meta"]["progressToken"].clone();
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": token, "progress": 1, "total": 2, "message": "m" } }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "logger": "l", "data": { "k": "v" } } }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": { "messages": [{ "role": "user", "content": { "type": "text", "text": "q" } }], "maxTokens": 3 } }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "mode": "form", "message": "m", "requestedSchema": { "type": "object", "properties": {} } } }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "r1", "method": "roots/list" }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": {
+            "content": [
+                { "type": "text", "text": "t", "_meta": { "k": 1 }, "annotations": { "audience": ["user"], "lastModified": "2025-01-01T00:00:00Z" } },
+                { "type": "audio", "data": "AAAA", "mimeType": "audio/wav" },
+                { "type": "resource_link", "uri": "mem://r", "name": "r", "title": "R" },
+                { "type": "resource", "resource": { "uri": "mem://r", "text": "x", "_meta": { "z": 1 } } },
+            ],
+            "structuredContent": { "n": 1 },
+        } }));
+        p.fakes[0].as_mut().unwrap().tools.push(tool("u"));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+        let mut n = 0;
+        while let Some((v, _)) = p.cl.get_mut(&c).and_then(VecDeque::pop_front) {
+            n += 1;
+            // Before 2025-11-25 no id can satisfy the schema for an unreadable
+            // request; JSON-RPC 2.0 says `null` (requirements: conflict C4).
+            if v["id"].is_null() && v.get("error").is_some() && rev < "2025-11-25" {
+                assert_eq!(err_code(&v), -32700);
+                continue;
+            }
+            schema_check(rev, "JSONRPCMessage", &v);
+            let def = match v["id"].as_str() {
+                Some("tools/list") => Some("ListToolsResult"),
+                Some("prompts/list") => Some("ListPromptsResult"),
+                Some("resources/list") => Some("ListResourcesResult"),
+                Some("resources/templates/list") => Some("ListResourceTemplatesResult"),
+                Some("call") => Some("CallToolResult"),
+                _ => None,
+            };
+            if let Some(def) = def {
+                schema_check(rev, def, &v["result"]);
+            }
+            let method = v["method"].as_str().unwrap_or("");
+            let def = match method {
+                "sampling/createMessage" => Some("CreateMessageRequest"),
+                "elicitation/create" => Some("ElicitRequest"),
+                "roots/list" => Some("ListRootsRequest"),
+                "notifications/progress" => Some("ProgressNotification"),
+                "notifications/message" => Some("LoggingMessageNotification"),
+                "notifications/tools/list_changed" => Some("ToolListChangedNotification"),
+                _ => None,
+            };
+            if let Some(def) = def {
+                schema_check(rev, def, &v);
+            }
+        }
+        // 7 answers, 1 parse error, progress, log, sampling, (elicitation), roots, call, list_changed
+        let elicit = usize::from(rev >= "2025-06-18");
+        assert_eq!(n, 14 + elicit, "{rev}");
+    }
+}
