@@ -115,6 +115,9 @@ pub struct HubOptions {
     /// How long a client may take to answer a relayed request (sampling,
     /// elicitation, roots) before the upstream gets an error (ms).
     pub relay_timeout_ms: u64,
+    /// Ping a ready upstream that has been silent this long (ms); no answer
+    /// within its `timeout_ms` → `RestartUpstream`. 0 = never ping.
+    pub ping_interval_ms: u64,
     /// Items per page in `tools/list` and friends answered to clients.
     pub page_size: usize,
     /// Caps: requests in flight (all clients and upstreams together), relayed
@@ -141,6 +144,7 @@ impl Default for HubOptions {
             init_timeout_ms: 30_000,
             startup_wait_ms: 10_000,
             relay_timeout_ms: 300_000,
+            ping_interval_ms: 0,
             page_size: 200,
             max_pending: 4096,
             max_relays: 256,

@@ -1402,3 +1402,24 @@ fn everything_a_client_gets_fits_its_revisions_schema() {
         assert_eq!(n, 14 + elicit, "{rev}");
     }
 }
+
+// row: ping-periodic-pings
+// row: ping-timeout-is-connection-failure
+#[test]
+fn silent_upstreams_are_pinged_and_restarted_when_hung() {
+    let mut s = specs(&["fs"]);
+    s[0].timeout_ms = 5_000;
+    let mut p = Pair::new(s, HubOptions { ping_interval_ms: 30_000, ..HubOptions::default() });
+    p.start(0, Fake::tools(&["read"]));
+    assert_eq!(p.hub.next_deadline(), Some(p.now + 30_000));
+    p.advance(30_000);
+    let ping = p.take_up(0);
+    assert_eq!(ping["method"], "ping");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": ping["id"], "result": {} }));
+    assert!(p.restarts.is_empty());
+    p.advance(30_000);
+    assert_eq!(p.take_up(0)["method"], "ping");
+    p.advance(5_000);
+    assert_eq!(p.restarts, vec![(0, "ping timed out")]);
+    assert_eq!(p.hub.status()["upstreams"][0]["state"], "failed");
+}
