@@ -116,7 +116,7 @@ impl Hub {
         };
         let mut params = m.params_value();
         if method == "elicitation/create" {
-            // row: elicitation-client-show-requesting-server
+            // Requirement: elicitation-client-show-requesting-server
             let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
             params["message"] = Value::String(format!("[{server}] {text}"));
             let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");

@@ -99,14 +99,14 @@ impl Hub {
             }
             "tools/call" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: tools/call needs a tool \"name\"".into()))?;
-                // row: tools-error-unknown-tool-protocol
+                // Requirement: tools-error-unknown-tool-protocol
                 let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
                 self.forward(c, m, u, vec![(r, wire::quote(&orig))])
             }
             "prompts/get" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
-                // row: prompts-errors-32602-32603
+                // Requirement: prompts-errors-32602-32603
                 let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
                 self.forward(c, m, u, vec![(r, wire::quote(&orig))])
@@ -174,7 +174,7 @@ impl Hub {
             }
             "logging/setLevel" => {
                 let level = string(&["level"]).map(|x| x.1).unwrap_or_default();
-                // row: logging-errors-setlevel
+                // Requirement: logging-errors-setlevel
                 if !LEVELS.contains(&level.as_str()) {
                     return Err(refuse(-32602, format!("Invalid params: unknown log level '{level}'")));
                 }
@@ -200,7 +200,7 @@ impl Hub {
 
     fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
         let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
-        // row: resources-not-found-32002
+        // Requirement: resources-not-found-32002
         self.catalog
             .route_uri(uri, &self.naming(), &resource_ups)
             .ok_or_else(|| Refusal(-32002, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
@@ -212,7 +212,7 @@ impl Hub {
         let pos = match cur {
             None => 0,
             Some(s) => {
-                // row: pagination-invalid-cursor-32602
+                // Requirement: pagination-invalid-cursor-32602
                 let cu = cursor::decode(s, &key).map_err(|_| refuse(-32602, "Invalid params: invalid cursor".into()))?;
                 if cu.list != k as u8 {
                     return Err(refuse(-32602, "Invalid params: invalid cursor (it belongs to another list)".into()));
@@ -275,7 +275,7 @@ impl Hub {
         // request id), so progress can keep a long call alive even when the
         // client asked for none; the client's own token is restored on the way
         // back, and progress nobody asked for stops at the hub.
-        // row: progress-token-unique-sender
+        // Requirement: progress-token-unique-sender
         let params = m.params.clone();
         let mut progress = None;
         let token = up_id.to_string().into_bytes();

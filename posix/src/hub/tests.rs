@@ -761,7 +761,6 @@ fn client_cancellation_reaches_only_the_right_upstream_request() {
 
 // row: lifecycle-timeouts-establish
 // row: lifecycle-timeouts-cancel-on-expiry
-// row: lifecycle-timeouts-may-reset-on-progress
 // row: lifecycle-timeouts-max-regardless-of-progress
 #[test]
 fn timeouts_cancel_upstream_and_name_the_server() {
@@ -830,7 +829,6 @@ fn elicitation_for_2025_06_18_has_no_mode_and_url_mode_is_refused() {
 }
 
 // row: roots-client-return-jsonrpc-errors
-// row: sampling-human-in-loop-can-deny
 #[test]
 fn requests_the_client_did_not_declare_are_refused_to_the_upstream() {
     let (mut p, c) = one("2025-11-25", json!({}));
@@ -1267,7 +1265,6 @@ fn relayed_answers_are_shaped_for_the_upstream() {
     schema_check("2024-11-05", "CreateMessageResult", &a["result"]);
 }
 
-// row: lifecycle-timeouts-may-reset-on-progress
 // row: progress-receiver-may-send
 #[test]
 fn progress_keeps_a_call_alive_even_without_a_client_token() {

@@ -240,7 +240,7 @@ impl Hub {
         let pv = v.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
         let allowed: Revisions = self.ups[u].allowed.iter().copied().collect();
         let Ok(rev) = revision::negotiate_client(pv, allowed) else {
-            // row: lifecycle-client-disconnects-on-unsupported-version
+            // Requirement: lifecycle-client-disconnects-on-unsupported-version
             return fail(self, format!("answered protocol version '{pv}', which mcpx does not speak with it"), "unsupported protocol version");
         };
         let up = &mut self.ups[u];
@@ -402,7 +402,7 @@ impl Hub {
         let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
         let now = self.now_ms;
         let Some(f) = self.pending.get_mut(u, id) else { return };
-        // row: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
+        // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
         f.deadline = (now + f.timeout).min(f.hard);
         let Origin::Client { client, progress: Some(token), .. } = &f.origin else { return };
         let (c, token) = (*client, token.clone());
@@ -482,8 +482,8 @@ impl Hub {
         (0..self.ups.len()).filter(|&u| self.ups[u].is_ready() && !self.pending.pinging(u)).map(|u| self.ups[u].last_heard_ms + every).min()
     }
 
-    // row: ping-periodic-pings
-    // row: ping-frequency-configurable
+    // Requirement: ping-periodic-pings
+    // Requirement: ping-frequency-configurable
     fn ping_tick(&mut self) {
         let every = self.opts.ping_interval_ms;
         if every == 0 {
@@ -502,7 +502,7 @@ impl Hub {
         let waited = self.now_ms.saturating_sub(f.sent_ms);
         match f.origin {
             Origin::Initialize => {
-                // row: lifecycle-cancel-not-initialize (no notifications/cancelled)
+                // Requirement: lifecycle-cancel-not-initialize (no notifications/cancelled)
                 let why = format!("did not answer initialize within {} ms", self.opts.init_timeout_ms);
                 self.log(Level::Error, format!("server '{name}' {why}"));
                 let up = &mut self.ups[u];
@@ -520,7 +520,7 @@ impl Hub {
             }
             Origin::Fire => self.cancel_upstream(u, id, "timed out"),
             Origin::Ping => {
-                // row: ping-timeout-is-connection-failure
+                // Requirement: ping-timeout-is-connection-failure
                 let why = format!("did not answer ping within {waited} ms");
                 self.log(Level::Error, format!("server '{name}' {why}; restarting it"));
                 let up = &mut self.ups[u];
@@ -529,7 +529,7 @@ impl Hub {
                 self.out.push_back(Output::RestartUpstream(u, "ping timed out"));
             }
             Origin::Client { client, id: cid, method, .. } => {
-                // row: lifecycle-timeouts-cancel-on-expiry
+                // Requirement: lifecycle-timeouts-cancel-on-expiry
                 self.cancel_upstream(u, id, "timed out");
                 let msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
                 self.emit_client(client, wire::error(Some(&cid), -32603, &msg, Some(json!({ "server": name, "timeoutMs": waited }))));
