@@ -25,6 +25,23 @@
 //! - The hub never blocks and every table in it is bounded (see [`HubOptions`]);
 //!   at a cap the request in hand is answered with an error saying which limit.
 //!
+//! Decisions worth knowing (details in the module named):
+//! - Exposed tool/prompt names: `prefix + separator + name`, made valid
+//!   (`[A-Za-z0-9_-]{1,64}`) and unique by `mcpx_core::names` (`catalog`).
+//! - Resource URIs are kept; a URI already exposed by an earlier server is shown
+//!   as `mcpx://<server>/<uri>` and routed by that segment (`catalog`).
+//! - Lists answered to clients are paginated with authenticated cursors
+//!   (`mcpx_core::cursor`); a bad cursor is -32602 (`router`).
+//! - Requests upstream get fresh integer ids and always a progress token (the
+//!   same integer); client ids and tokens are restored byte for byte (`pending`).
+//! - Timeouts: per server `timeout_ms`, reset by progress, capped by
+//!   `max_timeout_ms`; on expiry the upstream gets `notifications/cancelled`
+//!   and the client -32603 naming the server (`upstream`).
+//! - Unsolicited notifications reach a client only after it read a list
+//!   (`client`); server→client requests reach the client whose call is in
+//!   flight, only if it declared the capability (`relay`).
+//! - Egress shaping per revision from the core feature table (`shape`).
+//!
 //! Eras: this version speaks the legacy era (`initialize` handshake: 2024-11-05,
 //! 2025-03-26, 2025-06-18, 2025-11-25) on both sides. The negotiated revision is
 //! per-connection data (client and upstream each), and everything that turns an
