@@ -1420,3 +1420,15 @@ fn silent_upstreams_are_pinged_and_restarted_when_hung() {
     assert_eq!(p.restarts, vec![(0, "ping timed out")]);
     assert_eq!(p.hub.status()["upstreams"][0]["state"], "failed");
 }
+
+#[test]
+fn upstream_garbage_is_counted_and_logged() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    p.hub.upstream_garbage(0, "a line of 20000000 bytes");
+    p.hub.upstream_message(0, b"Starting server...", p.now);
+    p.pump();
+    assert_eq!(p.hub.status()["upstreams"][0]["garbageLines"], 2);
+    assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains("'fs'") && m.contains("20000000")));
+    assert!(p.client_quiet(c));
+    assert_eq!(p.names(c), ["fs__read", "fs__slow"], "still serving");
+}

@@ -582,6 +582,7 @@ impl Hub {
                     "clientInfo": c.info,
                     "initialized": c.initialized,
                     "subscriptions": c.subs,
+                    "connectedMs": c.connected_ms,
                 })
             })
             .collect();
