@@ -1,5 +1,274 @@
-//! `mcpx example-server`: a built-in MCP server on stdio (to be written).
-pub fn main(_args: &[String]) -> i32 {
-    eprintln!("example-server: not written yet");
-    2
+//! `mcpx example-server`: a built-in MCP server on stdio.
+//!
+//! Newline-delimited JSON-RPC on stdin/stdout, single-threaded on smol.
+//! It carries the conformance-suite fixtures (`test_*` tools, `test://` resources,
+//! `test_*` prompts) and a few general tools (echo, add, slow, ask_user, …) used by
+//! the README demo, the tests and the benchmarks.
+
+mod content;
+mod flow;
+mod prompts;
+mod resources;
+mod server;
+mod tools;
+mod wire;
+
+use server::{Out, Server};
+use smol::channel::{bounded, Receiver};
+use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use smol::{LocalExecutor, Timer};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use wire::Rev;
+
+/// Longest accepted input line; longer ones are skipped with an error.
+const MAX_LINE: usize = 16 << 20;
+/// Outgoing messages queued for stdout before senders wait.
+const OUT_QUEUE: usize = 1024;
+
+const USAGE: &str = "usage: mcpx example-server [--revisions REV[,REV...]] [--name NAME] [--page-size N]
+
+A built-in MCP server on stdio (newline-delimited JSON-RPC).
+
+  --revisions LIST  protocol revisions to accept, comma-separated
+                    (default: 2024-11-05,2025-03-26,2025-06-18,2025-11-25,2026-07-28)
+  --name NAME       serverInfo.name (default: mcpx-example)
+  --page-size N     items per page of tools/prompts/resources lists (default: 1000)
+";
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Accepted revisions, oldest first, no duplicates.
+    pub revisions: Vec<Rev>,
+    pub name: String,
+    pub page_size: usize,
 }
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { revisions: Rev::ALL.to_vec(), name: "mcpx-example".into(), page_size: 1000 }
+    }
+}
+
+impl Config {
+    pub fn accepts(&self, r: Rev) -> bool {
+        self.revisions.contains(&r)
+    }
+    pub fn modern(&self) -> bool {
+        self.revisions.iter().any(|r| r.is_modern())
+    }
+    pub fn newest_legacy(&self) -> Option<Rev> {
+        self.revisions.iter().rev().copied().find(|r| !r.is_modern())
+    }
+
+    pub fn parse(args: &[String]) -> Result<Config, String> {
+        let mut cfg = Config::default();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let (flag, inline) = match a.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+                _ => (a.as_str(), None),
+            };
+            let mut value = |flag: &str| -> Result<String, String> {
+                inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| format!("{flag} needs a value"))
+            };
+            match flag {
+                "--revisions" => {
+                    let v = value(flag)?;
+                    let mut revs = Vec::new();
+                    for s in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                        let r = Rev::parse(s).ok_or_else(|| {
+                            let known: Vec<&str> = Rev::ALL.iter().map(|r| r.as_str()).collect();
+                            format!("unknown revision \"{s}\" (known: {})", known.join(", "))
+                        })?;
+                        revs.push(r);
+                    }
+                    revs.sort();
+                    revs.dedup();
+                    if revs.is_empty() {
+                        return Err("--revisions needs at least one revision".into());
+                    }
+                    cfg.revisions = revs;
+                }
+                "--name" => {
+                    cfg.name = value(flag)?;
+                    if cfg.name.is_empty() {
+                        return Err("--name must not be empty".into());
+                    }
+                }
+                "--page-size" => {
+                    let v = value(flag)?;
+                    cfg.page_size = v
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("--page-size needs a positive integer, not \"{v}\""))?;
+                }
+                _ => return Err(format!("unknown argument \"{a}\"")),
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+pub fn main(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return 0;
+    }
+    let cfg = match Config::parse(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mcpx example-server: {e}\n\n{USAGE}");
+            return 2;
+        }
+    };
+    let ex = Rc::new(LocalExecutor::new());
+    let stdin = smol::Unblock::with_capacity(64 << 10, std::io::stdin());
+    let stdout = smol::Unblock::with_capacity(64 << 10, std::io::stdout());
+    smol::block_on(ex.run(serve(cfg, ex.clone(), stdin, stdout)))
+}
+
+/// Serve one client over `input`/`output` until `input` ends. Returns the exit status.
+pub async fn serve<R, W>(cfg: Config, ex: Rc<LocalExecutor<'static>>, mut input: R, output: W) -> i32
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + 'static,
+{
+    let (tx, rx) = bounded::<Out>(OUT_QUEUE);
+    let writer = ex.spawn(write_loop(rx, output));
+    let srv = Server::new(cfg, tx.clone(), ex.clone(), flow::StateKey::random());
+    let mut lines = LineSplitter::default();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match input.read(&mut buf).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                eprintln!("mcpx example-server: reading stdin: {e}");
+                break;
+            }
+        };
+        if n == 0 {
+            // End of input; a last line without a newline still counts.
+            if let Some(Ok(l)) = lines.finish() {
+                srv.on_line(&l).await;
+            }
+            break;
+        }
+        let mut data = &buf[..n];
+        while let Some((event, rest)) = lines.feed(data) {
+            data = rest;
+            match event {
+                Ok(l) => srv.on_line(&l).await,
+                Err(()) => {
+                    let e = wire::RpcError::new(
+                        wire::INVALID_REQUEST,
+                        format!("message longer than {MAX_LINE} bytes skipped"),
+                    );
+                    let _ = tx.send(Out::Line(wire::error_response(&serde_json::Value::Null, &e).to_string())).await;
+                }
+            }
+        }
+    }
+    // Input is closed: nothing can answer our own requests any more. Give
+    // running requests a moment to finish, then flush and leave.
+    srv.abandon_client_requests();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while srv.in_flight() > 0 && Instant::now() < deadline {
+        Timer::after(Duration::from_millis(10)).await;
+    }
+    let (ack_tx, ack_rx) = bounded(1);
+    if tx.send(Out::Flush(ack_tx)).await.is_ok() {
+        let _ = smol::future::or(async { ack_rx.recv().await.ok() }, async {
+            Timer::after(Duration::from_secs(5)).await;
+            None
+        })
+        .await;
+    }
+    drop(writer);
+    0
+}
+
+/// Splits a byte stream into lines of at most [`MAX_LINE`] bytes; blank lines
+/// are skipped, a trailing CR is removed, and an over-long line becomes `Err(())`.
+#[derive(Default)]
+struct LineSplitter {
+    line: Vec<u8>,
+    too_long: bool,
+}
+
+impl LineSplitter {
+    /// Consume `data` up to and including the first newline; returns the
+    /// finished line (if any) and the unconsumed rest.
+    fn feed<'a>(&mut self, mut data: &'a [u8]) -> Option<(Result<Vec<u8>, ()>, &'a [u8])> {
+        loop {
+            if data.is_empty() {
+                return None;
+            }
+            let (chunk, rest, done) = match data.iter().position(|&b| b == b'\n') {
+                Some(i) => (&data[..i], &data[i + 1..], true),
+                None => (data, &data[data.len()..], false),
+            };
+            if !self.too_long {
+                if self.line.len() + chunk.len() > MAX_LINE {
+                    self.too_long = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            data = rest;
+            if done {
+                if let Some(ev) = self.take() {
+                    return Some((ev, data));
+                }
+            }
+        }
+    }
+
+    fn take(&mut self) -> Option<Result<Vec<u8>, ()>> {
+        let too_long = std::mem::take(&mut self.too_long);
+        let mut l = std::mem::take(&mut self.line);
+        if too_long {
+            return Some(Err(()));
+        }
+        if l.last() == Some(&b'\r') {
+            l.pop();
+        }
+        if l.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            Some(Ok(l))
+        }
+    }
+
+    fn finish(&mut self) -> Option<Result<Vec<u8>, ()>> {
+        self.take()
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(rx: Receiver<Out>, mut out: W) {
+    while let Ok(msg) = rx.recv().await {
+        let mut next = Some(msg);
+        // Write everything queued, then flush once.
+        while let Some(m) = next.take() {
+            match m {
+                Out::Line(s) => {
+                    if out.write_all(s.as_bytes()).await.is_err() || out.write_all(b"\n").await.is_err() {
+                        return;
+                    }
+                }
+                Out::Flush(ack) => {
+                    let _ = out.flush().await;
+                    let _ = ack.try_send(());
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        if out.flush().await.is_err() {
+            return;
+        }
+    }
+}
+

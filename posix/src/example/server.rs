@@ -1,0 +1,722 @@
+//! Message dispatch, sessions, server→client requests and the async tools.
+
+use super::content::{tool_error, tool_text};
+use super::flow::{self, Kind, StateKey, Step};
+use super::tools::{self, Exec};
+use super::wire::{
+    self, classify, error_response, notification, require_str, response, Incoming, Rev, RpcError, RpcResult,
+    INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_VERSION,
+};
+use super::{prompts, resources, Config};
+use async_io::Timer;
+use serde_json::{json, Map, Value};
+use smol::channel::{bounded, Receiver, Sender};
+use smol::future::{self, Future};
+use smol::LocalExecutor;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Requests handled concurrently at most; more are refused with an error.
+const MAX_IN_FLIGHT: usize = 1024;
+/// How long a server→client request may stay unanswered.
+const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub const META_CLIENT_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// What the writer receives.
+pub enum Out {
+    Line(String),
+    /// Flush everything written so far, then acknowledge.
+    Flush(Sender<()>),
+}
+
+pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+fn log_level(s: &str) -> Option<u8> {
+    LOG_LEVELS.iter().position(|l| *l == s).map(|p| p as u8)
+}
+
+/// Per-request context: the revision and client facts the request is served under.
+#[derive(Clone)]
+pub struct Ctx {
+    pub id: Value,
+    pub rev: Rev,
+    /// Modern era (stateless, per-request `_meta`).
+    pub modern: bool,
+    pub caps: Rc<Value>,
+    /// Minimum log level to emit; `None`: emit no logs.
+    pub log_min: Option<u8>,
+    pub progress: Option<Value>,
+}
+
+struct Session {
+    rev: Rev,
+    caps: Rc<Value>,
+}
+
+#[derive(Default)]
+struct State {
+    session: Option<Session>,
+    log_min: u8,
+    subscriptions: BTreeSet<String>,
+    toggled: bool,
+    watched_version: u64,
+    next_id: u64,
+    /// Our requests to the client awaiting an answer.
+    pending: HashMap<u64, Sender<RpcResult>>,
+    /// Client requests being handled by a task: cancel senders by id.
+    in_flight: HashMap<String, Sender<()>>,
+}
+
+type LocalFuture = Pin<Box<dyn Future<Output = RpcResult>>>;
+
+enum Handled {
+    Now(RpcResult),
+    Later(LocalFuture),
+}
+
+pub struct Server {
+    cfg: Config,
+    out: Sender<Out>,
+    ex: Rc<LocalExecutor<'static>>,
+    key: StateKey,
+    st: RefCell<State>,
+}
+
+impl Server {
+    pub fn new(cfg: Config, out: Sender<Out>, ex: Rc<LocalExecutor<'static>>, key: StateKey) -> Rc<Server> {
+        Rc::new(Server { cfg, out, ex, key, st: RefCell::new(State::default()) })
+    }
+
+    async fn send(&self, v: Value) {
+        let _ = self.out.send(Out::Line(v.to_string())).await;
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.st.borrow().in_flight.len()
+    }
+
+    /// Fail every request we sent to the client (it will never answer now).
+    pub fn abandon_client_requests(&self) {
+        let pending: Vec<_> = self.st.borrow_mut().pending.drain().collect();
+        for (_, tx) in pending {
+            let _ = tx.try_send(Err(RpcError::new(INTERNAL_ERROR, "the client closed the connection")));
+        }
+    }
+
+    /// One line of input (one JSON-RPC message or batch).
+    pub async fn on_line(self: &Rc<Self>, line: &[u8]) {
+        let v: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                let err = RpcError::new(PARSE_ERROR, format!("parse error: {e}"));
+                return self.send(error_response(&Value::Null, &err)).await;
+            }
+        };
+        match v {
+            Value::Array(items) if items.is_empty() => {
+                let err = RpcError::new(INVALID_REQUEST, "empty batch");
+                self.send(error_response(&Value::Null, &err)).await
+            }
+            Value::Array(items) => {
+                let srv = self.clone();
+                self.ex.spawn(async move { srv.on_batch(items).await }).detach();
+            }
+            v => self.on_message(v).await,
+        }
+    }
+
+    async fn on_batch(self: Rc<Self>, items: Vec<Value>) {
+        let mut replies = Vec::new();
+        for item in items {
+            match classify(item) {
+                Incoming::Request { id, method, params } => {
+                    let r = match self.context(&id, &method, &params) {
+                        Err(e) => Err(e),
+                        Ok(ctx) => match self.handle(&ctx, &method, params) {
+                            Handled::Now(r) => self.shape(&ctx, &method, r),
+                            Handled::Later(f) => {
+                                let r = f.await;
+                                self.shape(&ctx, &method, r)
+                            }
+                        },
+                    };
+                    replies.push(response(&id, r));
+                }
+                Incoming::Notification { method, params } => self.on_notification(&method, &params).await,
+                Incoming::Response { id, result } => self.on_response(&id, result),
+                Incoming::Invalid { id, error } => replies.push(error_response(&id, &error)),
+            }
+        }
+        if !replies.is_empty() {
+            self.send(Value::Array(replies)).await;
+        }
+    }
+
+    async fn on_message(self: &Rc<Self>, v: Value) {
+        match classify(v) {
+            Incoming::Request { id, method, params } => self.on_request(id, method, params).await,
+            Incoming::Notification { method, params } => self.on_notification(&method, &params).await,
+            Incoming::Response { id, result } => self.on_response(&id, result),
+            Incoming::Invalid { id, error } => self.send(error_response(&id, &error)).await,
+        }
+    }
+
+    async fn on_request(self: &Rc<Self>, id: Value, method: String, params: Value) {
+        let ctx = match self.context(&id, &method, &params) {
+            Ok(c) => c,
+            Err(e) => return self.send(error_response(&id, &e)).await,
+        };
+        match self.handle(&ctx, &method, params) {
+            Handled::Now(r) => {
+                let r = self.shape(&ctx, &method, r);
+                self.send(response(&id, r)).await
+            }
+            Handled::Later(fut) => {
+                let key = id.to_string();
+                let (cancel_tx, cancel_rx) = bounded::<()>(1);
+                {
+                    let mut st = self.st.borrow_mut();
+                    if st.in_flight.contains_key(&key) {
+                        drop(st);
+                        let e = RpcError::new(INVALID_REQUEST, format!("request id {key} is already in use"));
+                        return self.send(error_response(&id, &e)).await;
+                    }
+                    if st.in_flight.len() >= MAX_IN_FLIGHT {
+                        drop(st);
+                        let e = RpcError::new(INTERNAL_ERROR, "too many requests in flight; retry later");
+                        return self.send(error_response(&id, &e)).await;
+                    }
+                    st.in_flight.insert(key.clone(), cancel_tx);
+                }
+                let srv = self.clone();
+                self.ex
+                    .spawn(async move {
+                        let cancelled = async {
+                            match cancel_rx.recv().await {
+                                Ok(()) => None,
+                                Err(_) => future::pending().await,
+                            }
+                        };
+                        let r = future::or(async { Some(fut.await) }, cancelled).await;
+                        srv.st.borrow_mut().in_flight.remove(&key);
+                        // A cancelled request gets no response at all.
+                        if let Some(r) = r {
+                            let r = srv.shape(&ctx, &method, r);
+                            srv.send(response(&ctx.id, r)).await;
+                        }
+                    })
+                    .detach();
+            }
+        }
+    }
+
+    async fn on_notification(self: &Rc<Self>, method: &str, params: &Value) {
+        match method {
+            "notifications/cancelled" => {
+                if let Some(id) = params.get("requestId") {
+                    if let Some(tx) = self.st.borrow_mut().in_flight.remove(&id.to_string()) {
+                        let _ = tx.try_send(());
+                    }
+                }
+            }
+            // Nothing to do for these; unknown notifications are ignored.
+            "notifications/initialized" | "notifications/roots/list_changed" | "notifications/progress" => {}
+            _ => {}
+        }
+    }
+
+    fn on_response(&self, id: &Value, result: RpcResult) {
+        let Some(n) = id.as_u64() else { return };
+        if let Some(tx) = self.st.borrow_mut().pending.remove(&n) {
+            let _ = tx.try_send(result);
+        }
+    }
+
+    /// Work out which era and revision the request is served under.
+    fn context(&self, id: &Value, method: &str, params: &Value) -> Result<Ctx, RpcError> {
+        let meta = params.get("_meta");
+        let progress = meta.and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_number()).cloned();
+        let modern_ok = self.cfg.modern();
+        if modern_ok && (method == "server/discover" || meta.is_some_and(|m| m.get(META_PROTOCOL_VERSION).is_some()))
+        {
+            return self.modern_context(id, params, progress);
+        }
+        let st = self.st.borrow();
+        let (rev, caps) = match &st.session {
+            Some(s) => (s.rev, s.caps.clone()),
+            None => (self.cfg.newest_legacy().unwrap_or(Rev::R20251125), Rc::new(json!({}))),
+        };
+        Ok(Ctx { id: id.clone(), rev, modern: false, caps, log_min: Some(st.log_min), progress })
+    }
+
+    fn modern_context(&self, id: &Value, params: &Value, progress: Option<Value>) -> Result<Ctx, RpcError> {
+        let meta = match params.get("_meta") {
+            Some(Value::Object(m)) => m,
+            Some(_) => return Err(RpcError::invalid_params("\"_meta\" must be an object")),
+            None => return Err(RpcError::invalid_params("missing \"_meta\" (protocol version, client capabilities)")),
+        };
+        let version = match meta.get(META_PROTOCOL_VERSION) {
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => return Err(RpcError::invalid_params(format!("\"_meta.{META_PROTOCOL_VERSION}\" must be a string"))),
+            None => return Err(RpcError::invalid_params(format!("missing \"_meta.{META_PROTOCOL_VERSION}\""))),
+        };
+        let caps = match meta.get(META_CLIENT_CAPS) {
+            Some(c @ Value::Object(_)) => c.clone(),
+            Some(_) => return Err(RpcError::invalid_params(format!("\"_meta.{META_CLIENT_CAPS}\" must be an object"))),
+            None => return Err(RpcError::invalid_params(format!("missing \"_meta.{META_CLIENT_CAPS}\""))),
+        };
+        if let Some(info) = meta.get(META_CLIENT_INFO) {
+            if !info.is_object() {
+                return Err(RpcError::invalid_params(format!("\"_meta.{META_CLIENT_INFO}\" must be an object")));
+            }
+        }
+        let rev = match Rev::parse(version).filter(|r| r.is_modern() && self.cfg.accepts(*r)) {
+            Some(r) => r,
+            None => {
+                let supported: Vec<&str> =
+                    self.cfg.revisions.iter().filter(|r| r.is_modern()).map(|r| r.as_str()).collect();
+                return Err(RpcError::new(UNSUPPORTED_VERSION, format!("unsupported protocol version: {version}"))
+                    .with_data(json!({"supported": supported, "requested": version})));
+            }
+        };
+        let log_min = match meta.get(META_LOG_LEVEL) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(l)) => {
+                Some(log_level(l).ok_or_else(|| RpcError::invalid_params(format!("unknown log level \"{l}\"")))?)
+            }
+            Some(_) => return Err(RpcError::invalid_params("the log level must be a string")),
+        };
+        let _ = id;
+        Ok(Ctx { id: id.clone(), rev, modern: true, caps: Rc::new(caps), log_min, progress })
+    }
+
+    /// Add the fields a modern-era result needs.
+    fn shape(&self, ctx: &Ctx, method: &str, r: RpcResult) -> RpcResult {
+        let mut v = r?;
+        if ctx.modern {
+            if let Value::Object(o) = &mut v {
+                o.entry("resultType").or_insert_with(|| "complete".into());
+                let cacheable = matches!(
+                    method,
+                    "server/discover" | "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list"
+                );
+                if cacheable || method == "resources/read" {
+                    o.entry("ttlMs").or_insert_with(|| 0.into());
+                    o.entry("cacheScope").or_insert_with(|| if cacheable { "public" } else { "private" }.into());
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    fn handle(self: &Rc<Self>, ctx: &Ctx, method: &str, params: Value) -> Handled {
+        use Handled::Now;
+        if ctx.modern {
+            return match method {
+                "server/discover" => Now(Ok(self.discover())),
+                "tools/list" | "tools/call" | "prompts/list" | "prompts/get" | "resources/list"
+                | "resources/templates/list" | "resources/read" | "completion/complete" => {
+                    self.handle_common(ctx, method, params)
+                }
+                _ => Now(Err(RpcError::method_not_found(method))),
+            };
+        }
+        match method {
+            "initialize" => Now(self.initialize(&params)),
+            "ping" => Now(Ok(json!({}))),
+            "logging/setLevel" | "tools/list" | "tools/call" | "prompts/list" | "prompts/get" | "resources/list"
+            | "resources/templates/list" | "resources/read" | "resources/subscribe" | "resources/unsubscribe"
+            | "completion/complete" => {
+                if self.st.borrow().session.is_none() {
+                    return Now(Err(RpcError::new(INVALID_REQUEST, "server not initialized: send initialize first")));
+                }
+                match method {
+                    "logging/setLevel" => Now(self.set_level(&params)),
+                    "resources/subscribe" | "resources/unsubscribe" => Now(self.subscribe(method, &params)),
+                    _ => self.handle_common(ctx, method, params),
+                }
+            }
+            _ => Now(Err(RpcError::method_not_found(method))),
+        }
+    }
+
+    /// Methods both eras serve.
+    fn handle_common(self: &Rc<Self>, ctx: &Ctx, method: &str, params: Value) -> Handled {
+        use Handled::Now;
+        let rev = ctx.rev;
+        match method {
+            "tools/list" => {
+                let toggled = self.st.borrow().toggled;
+                Now(self.page("tools", tools::list(rev, toggled), &params))
+            }
+            "tools/call" => self.call_tool(ctx, params),
+            "prompts/list" => Now(self.page("prompts", prompts::list(rev), &params)),
+            "prompts/get" => self.get_prompt(ctx, params),
+            "resources/list" => Now(self.page("resources", resources::list(rev), &params)),
+            "resources/templates/list" => Now(self.page("resourceTemplates", resources::templates(rev), &params)),
+            "resources/read" => Now(require_str(&params, "uri")
+                .and_then(|uri| resources::read(uri, rev, self.st.borrow().watched_version))),
+            "completion/complete" => Now(prompts::complete(&params)),
+            _ => Now(Err(RpcError::method_not_found(method))),
+        }
+    }
+
+    fn page(&self, key: &str, items: Vec<Value>, params: &Value) -> RpcResult {
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => decode_cursor(c).filter(|&n| n <= items.len()).ok_or_else(|| {
+                RpcError::invalid_params(format!("invalid cursor \"{c}\": pass back a nextCursor from this server"))
+            })?,
+            Some(_) => return Err(RpcError::invalid_params("\"cursor\" must be a string")),
+        };
+        let end = start.saturating_add(self.cfg.page_size).min(items.len());
+        let mut o = Map::new();
+        if end < items.len() {
+            o.insert("nextCursor".into(), encode_cursor(end).into());
+        }
+        let page: Vec<Value> = items.into_iter().skip(start).take(end - start).collect();
+        o.insert(key.into(), page.into());
+        Ok(Value::Object(o))
+    }
+
+    fn initialize(&self, params: &Value) -> RpcResult {
+        let requested = require_str(params, "protocolVersion")?;
+        if !params.get("capabilities").is_some_and(Value::is_object) {
+            return Err(RpcError::invalid_params("\"capabilities\" must be an object"));
+        }
+        let rev = match Rev::parse(requested).filter(|r| !r.is_modern() && self.cfg.accepts(*r)) {
+            Some(r) => r,
+            None => match self.cfg.newest_legacy() {
+                Some(r) => r,
+                None => {
+                    let supported: Vec<&str> = self.cfg.revisions.iter().map(|r| r.as_str()).collect();
+                    return Err(RpcError::invalid_params(format!(
+                        "unsupported protocol version {requested}; this server speaks only {}",
+                        supported.join(", ")
+                    ))
+                    .with_data(json!({"supported": supported, "requested": requested})));
+                }
+            },
+        };
+        let mut st = self.st.borrow_mut();
+        if st.session.is_some() {
+            return Err(RpcError::new(INVALID_REQUEST, "already initialized"));
+        }
+        st.session = Some(Session { rev, caps: Rc::new(params["capabilities"].clone()) });
+        let mut info = json!({"name": self.cfg.name, "version": env!("CARGO_PKG_VERSION")});
+        if rev >= Rev::R20250618 {
+            info["title"] = "mcpx example server".into();
+        }
+        Ok(json!({
+            "protocolVersion": rev.as_str(),
+            "capabilities": self.capabilities(rev),
+            "serverInfo": info,
+            "instructions": "A built-in test server: conformance fixtures (test_*) plus echo, add, slow, ask_user, ask_model, list_roots, fail, crash and toggle_tool."
+        }))
+    }
+
+    fn capabilities(&self, rev: Rev) -> Value {
+        let mut c = json!({
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+        });
+        if !rev.is_modern() {
+            c["logging"] = json!({});
+        }
+        if rev >= Rev::R20250326 {
+            c["completions"] = json!({});
+        }
+        c
+    }
+
+    fn discover(&self) -> Value {
+        let rev = self.cfg.revisions.iter().rev().copied().find(|r| r.is_modern()).unwrap_or(Rev::R20260728);
+        let supported: Vec<&str> = self.cfg.revisions.iter().filter(|r| r.is_modern()).map(|r| r.as_str()).collect();
+        let mut meta = Map::new();
+        meta.insert(
+            META_SERVER_INFO.into(),
+            json!({"name": self.cfg.name, "version": env!("CARGO_PKG_VERSION"), "title": "mcpx example server"}),
+        );
+        json!({
+            "supportedVersions": supported,
+            "capabilities": self.capabilities(rev),
+            "instructions": "A built-in test server: conformance fixtures (test_*) plus echo, add, slow, ask_user, ask_model, list_roots, fail, crash and toggle_tool.",
+            "_meta": meta,
+        })
+    }
+
+    fn set_level(&self, params: &Value) -> RpcResult {
+        let l = require_str(params, "level")?;
+        let n = log_level(l).ok_or_else(|| RpcError::invalid_params(format!("unknown log level \"{l}\"")))?;
+        self.st.borrow_mut().log_min = n;
+        Ok(json!({}))
+    }
+
+    fn subscribe(&self, method: &str, params: &Value) -> RpcResult {
+        let uri = require_str(params, "uri")?;
+        let mut st = self.st.borrow_mut();
+        if method == "resources/subscribe" {
+            if !resources::exists(uri) {
+                return Err(resources::not_found(uri, Rev::R20251125));
+            }
+            st.subscriptions.insert(uri.to_string());
+        } else {
+            st.subscriptions.remove(uri);
+        }
+        Ok(json!({}))
+    }
+
+    fn call_tool(self: &Rc<Self>, ctx: &Ctx, params: Value) -> Handled {
+        use Handled::{Later, Now};
+        let name = match require_str(&params, "name") {
+            Ok(n) => n,
+            Err(e) => return Now(Err(e)),
+        };
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => json!({}),
+            Some(a @ Value::Object(_)) => a.clone(),
+            Some(_) => return Now(Err(RpcError::invalid_params("\"arguments\" must be an object"))),
+        };
+        let toggled = self.st.borrow().toggled;
+        let Some(spec) = tools::find(name, ctx.rev, toggled) else {
+            return Now(Err(RpcError::invalid_params(format!("unknown tool: {name}"))));
+        };
+        match spec.exec {
+            Exec::Sync => Now(tools::call_sync(spec.name, &args, ctx.rev)),
+            Exec::Flow if ctx.modern => {
+                Now(flow::modern_round(&self.key, Kind::Tool, spec.name, &params, &args, &ctx.caps, ctx.rev))
+            }
+            Exec::Flow => Later(Box::pin(self.clone().legacy_flow(ctx.clone(), Kind::Tool, spec.name, args))),
+            Exec::Async => Later(Box::pin(self.clone().run_async(ctx.clone(), spec.name, args))),
+        }
+    }
+
+    fn get_prompt(self: &Rc<Self>, ctx: &Ctx, params: Value) -> Handled {
+        use Handled::{Later, Now};
+        let name = match require_str(&params, "name") {
+            Ok(n) => n.to_string(),
+            Err(e) => return Now(Err(e)),
+        };
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => json!({}),
+            Some(a @ Value::Object(_)) => a.clone(),
+            Some(_) => return Now(Err(RpcError::invalid_params("\"arguments\" must be an object"))),
+        };
+        if !prompts::exists(&name, ctx.rev) {
+            return Now(Err(RpcError::invalid_params(format!("unknown prompt: {name}"))));
+        }
+        if !flow::is_flow(Kind::Prompt, &name) {
+            return Now(prompts::get(&name, &args));
+        }
+        if ctx.modern {
+            Now(flow::modern_round(&self.key, Kind::Prompt, &name, &params, &args, &ctx.caps, ctx.rev))
+        } else {
+            let name: &'static str = "test_input_required_result_prompt";
+            Later(Box::pin(self.clone().legacy_flow(ctx.clone(), Kind::Prompt, name, args)))
+        }
+    }
+
+    /// Legacy era: gather input with real server→client requests.
+    async fn legacy_flow(self: Rc<Self>, ctx: Ctx, kind: Kind, name: &'static str, args: Value) -> RpcResult {
+        let mut got = flow::Gathered::new();
+        for _ in 0..16 {
+            match flow::step(kind, name, &args, &got, &ctx.caps, ctx.rev) {
+                Step::Done(r) => return r,
+                Step::Need(reqs) => {
+                    let caps = &ctx.caps;
+                    if let Some(r) = reqs.iter().find(|r| !caps.get(flow::capability_of(r.method)).is_some_and(Value::is_object)) {
+                        return flow::missing_capability(kind, name, flow::capability_of(r.method), false);
+                    }
+                    // Ask concurrently; each request is its own task so dropping
+                    // this future (cancellation) drops them too.
+                    let tasks: Vec<_> = reqs
+                        .iter()
+                        .map(|r| self.ex.spawn(self.clone().client_request(r.method, r.params.clone())))
+                        .collect();
+                    for (r, t) in reqs.iter().zip(tasks) {
+                        let answer = match t.await {
+                            Ok(a) => a,
+                            Err(e) => {
+                                let msg = format!("the client answered {} with error {}: {}", r.method, e.code, e.message);
+                                return if kind == Kind::Tool { Ok(tool_error(msg)) } else { Err(RpcError::new(INTERNAL_ERROR, msg)) };
+                            }
+                        };
+                        if let Err(m) = flow::validate_answer(r.method, &answer) {
+                            let msg = format!("invalid answer to {}: {m}", r.method);
+                            return if kind == Kind::Tool { Ok(tool_error(msg)) } else { Err(RpcError::new(INTERNAL_ERROR, msg)) };
+                        }
+                        got.insert(r.key.to_string(), answer);
+                    }
+                }
+            }
+        }
+        Err(RpcError::new(INTERNAL_ERROR, "flow did not settle"))
+    }
+
+    /// Send a request to the client and wait for its answer.
+    pub async fn client_request(self: Rc<Self>, method: &'static str, params: Value) -> RpcResult {
+        let (tx, rx): (Sender<RpcResult>, Receiver<RpcResult>) = bounded(1);
+        let id = {
+            let mut st = self.st.borrow_mut();
+            st.next_id += 1;
+            let id = st.next_id;
+            st.pending.insert(id, tx);
+            id
+        };
+        let guard = PendingGuard { srv: self.clone(), id };
+        self.send(wire::request(id, method, params)).await;
+        let answer = async { rx.recv().await.unwrap_or_else(|_| Err(RpcError::new(INTERNAL_ERROR, "no answer"))) };
+        let timeout = async {
+            Timer::after(CLIENT_REQUEST_TIMEOUT).await;
+            Err(RpcError::new(INTERNAL_ERROR, format!("the client did not answer {method} in time")))
+        };
+        let r = future::or(answer, timeout).await;
+        drop(guard);
+        r
+    }
+
+    async fn log(&self, ctx: &Ctx, level: &str, data: Value) {
+        let n = log_level(level).unwrap_or(1);
+        if ctx.log_min.is_some_and(|min| n >= min) {
+            self.send(notification("notifications/message", json!({"level": level, "logger": "mcpx-example", "data": data})))
+                .await;
+        }
+    }
+
+    async fn progress(&self, ctx: &Ctx, progress: f64, total: f64, message: &str) {
+        if let Some(tok) = &ctx.progress {
+            let mut p = json!({"progressToken": tok, "progress": progress, "total": total});
+            if ctx.rev >= Rev::R20250326 {
+                p["message"] = message.into();
+            }
+            self.send(notification("notifications/progress", p)).await;
+        }
+    }
+
+    /// Tell the client a list changed (legacy session only; modern clients re-list).
+    async fn list_changed(&self, what: &str) {
+        if self.st.borrow().session.is_some() {
+            self.send(notification(&format!("notifications/{what}/list_changed"), json!({}))).await;
+        }
+    }
+
+    async fn run_async(self: Rc<Self>, ctx: Ctx, name: &'static str, args: Value) -> RpcResult {
+        let sleep = |ms: u64| Timer::after(Duration::from_millis(ms));
+        Ok(match name {
+            "slow" => {
+                let secs = args.get("seconds").and_then(Value::as_f64).unwrap_or(2.0).clamp(0.0, 600.0);
+                let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(10).clamp(1, 1000);
+                let each = Duration::from_secs_f64(secs / steps as f64);
+                for i in 1..=steps {
+                    Timer::after(each).await;
+                    self.progress(&ctx, i as f64, steps as f64, &format!("step {i} of {steps}")).await;
+                }
+                tool_text(format!("Finished after {secs} s."))
+            }
+            "test_tool_with_progress" => {
+                for (i, p) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                    if i > 0 {
+                        sleep(50).await;
+                    }
+                    self.progress(&ctx, p, 100.0, &format!("{p}% done")).await;
+                }
+                tool_text("Progress test completed.")
+            }
+            "test_tool_with_logging" => {
+                for (i, m) in ["Tool execution started", "Tool processing data", "Tool execution completed"]
+                    .into_iter()
+                    .enumerate()
+                {
+                    if i > 0 {
+                        sleep(50).await;
+                    }
+                    self.log(&ctx, "info", m.into()).await;
+                }
+                tool_text("Logging test completed.")
+            }
+            "test_logging_tool" => {
+                self.log(&ctx, "info", "test_logging_tool was called".into()).await;
+                tool_text("Logged one message (if the client asked for logs).")
+            }
+            "test_reconnection" => {
+                sleep(100).await;
+                tool_text("Reconnection test completed.")
+            }
+            "toggle_tool" => {
+                let on = {
+                    let mut st = self.st.borrow_mut();
+                    st.toggled = !st.toggled;
+                    st.toggled
+                };
+                self.list_changed("tools").await;
+                tool_text(if on { "dynamic_tool added." } else { "dynamic_tool removed." })
+            }
+            "test_trigger_tool_change" => {
+                self.list_changed("tools").await;
+                tool_text("Sent notifications/tools/list_changed.")
+            }
+            "test_trigger_prompt_change" => {
+                self.list_changed("prompts").await;
+                tool_text("Sent notifications/prompts/list_changed.")
+            }
+            "update_resource" => {
+                let uri = args.get("uri").and_then(Value::as_str).unwrap_or(resources::WATCHED).to_string();
+                if !resources::exists(&uri) {
+                    return Ok(tool_error(format!("unknown resource: {uri}")));
+                }
+                let subscribed = {
+                    let mut st = self.st.borrow_mut();
+                    if uri == resources::WATCHED {
+                        st.watched_version += 1;
+                    }
+                    st.session.is_some() && st.subscriptions.contains(&uri)
+                };
+                if subscribed {
+                    self.send(notification("notifications/resources/updated", json!({"uri": uri}))).await;
+                }
+                tool_text(format!(
+                    "Updated {uri}{}.",
+                    if subscribed { "; notified subscribers" } else { " (nobody subscribed)" }
+                ))
+            }
+            _ => return Err(RpcError::new(METHOD_NOT_FOUND, format!("unknown tool: {name}"))),
+        })
+    }
+}
+
+/// Removes a server→client request from the pending table when its waiter goes
+/// away; if it was never answered, tells the client to stop working on it.
+struct PendingGuard {
+    srv: Rc<Server>,
+    id: u64,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        if self.srv.st.borrow_mut().pending.remove(&self.id).is_some() {
+            let n = notification(
+                "notifications/cancelled",
+                json!({"requestId": self.id, "reason": "the request that needed this answer was cancelled or timed out"}),
+            );
+            let _ = self.srv.out.try_send(Out::Line(n.to_string()));
+        }
+    }
+}
+
+fn encode_cursor(n: usize) -> String {
+    wire::base64(format!("mcpx-example:{n}").as_bytes())
+}
+
+fn decode_cursor(c: &str) -> Option<usize> {
+    let b = wire::base64_decode(c)?;
+    std::str::from_utf8(&b).ok()?.strip_prefix("mcpx-example:")?.parse().ok()
+}
