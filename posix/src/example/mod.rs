@@ -272,3 +272,6 @@ async fn write_loop<W: AsyncWrite + Unpin>(rx: Receiver<Out>, mut out: W) {
     }
 }
 
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,361 @@
+//! End-to-end tests: a client talking to `serve` over in-memory pipes.
+
+use super::{serve, Config};
+use serde_json::{json, Value};
+use smol::channel::{unbounded, Receiver, Sender};
+use smol::future::{self, Future};
+use smol::io::{AsyncRead, AsyncWrite};
+use smol::{LocalExecutor, Timer};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// Reads what the test sends.
+struct ChanReader {
+    rx: Rc<Receiver<Vec<u8>>>,
+    buf: Vec<u8>,
+    recv: Option<Pin<Box<dyn Future<Output = Option<Vec<u8>>>>>>,
+}
+
+impl AsyncRead for ChanReader {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut [u8]) -> Poll<std::io::Result<usize>> {
+        loop {
+            if !self.buf.is_empty() {
+                let n = out.len().min(self.buf.len());
+                out[..n].copy_from_slice(&self.buf[..n]);
+                self.buf.drain(..n);
+                return Poll::Ready(Ok(n));
+            }
+            if self.recv.is_none() {
+                let rx = self.rx.clone();
+                self.recv = Some(Box::pin(async move { rx.recv().await.ok() }));
+            }
+            match self.recv.as_mut().unwrap().as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(Ok(0)),
+                Poll::Ready(Some(b)) => {
+                    self.recv = None;
+                    self.buf = b;
+                }
+            }
+        }
+    }
+}
+
+/// Collects what the server writes, one message per line.
+struct ChanWriter {
+    tx: Sender<Value>,
+    partial: Vec<u8>,
+}
+
+impl AsyncWrite for ChanWriter {
+    fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
+        self.partial.extend_from_slice(data);
+        while let Some(i) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=i).collect();
+            let v: Value = serde_json::from_slice(&line).expect("server wrote invalid JSON");
+            let _ = self.tx.try_send(v);
+        }
+        Poll::Ready(Ok(data.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+struct Client {
+    tx: Sender<Vec<u8>>,
+    rx: Receiver<Value>,
+}
+
+impl Client {
+    async fn raw(&self, s: &str) {
+        self.tx.send(format!("{s}\n").into_bytes()).await.unwrap();
+    }
+    async fn send(&self, v: Value) {
+        self.raw(&v.to_string()).await
+    }
+    async fn recv(&self) -> Value {
+        future::or(async { self.rx.recv().await.expect("server closed") }, async {
+            Timer::after(Duration::from_secs(5)).await;
+            panic!("no message from the server within 5 s")
+        })
+        .await
+    }
+    /// The next message, or None if nothing arrives within `ms`.
+    async fn recv_within(&self, ms: u64) -> Option<Value> {
+        future::or(async { self.rx.recv().await.ok() }, async {
+            Timer::after(Duration::from_millis(ms)).await;
+            None
+        })
+        .await
+    }
+    /// Send a request and return the response, collecting anything else seen meanwhile.
+    async fn call(&self, id: u64, method: &str, params: Value) -> (Value, Vec<Value>) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        let mut other = Vec::new();
+        loop {
+            let m = self.recv().await;
+            if m.get("id") == Some(&json!(id)) && m.get("method").is_none() {
+                return (m, other);
+            }
+            other.push(m);
+        }
+    }
+    async fn result(&self, id: u64, method: &str, params: Value) -> Value {
+        let (m, _) = self.call(id, method, params).await;
+        m.get("result").cloned().unwrap_or_else(|| panic!("{method} failed: {m}"))
+    }
+    async fn error(&self, id: u64, method: &str, params: Value) -> Value {
+        let (m, _) = self.call(id, method, params).await;
+        m.get("error").cloned().unwrap_or_else(|| panic!("{method} did not fail: {m}"))
+    }
+    async fn initialize(&self, version: &str, caps: Value) -> Value {
+        let r = self
+            .result(0, "initialize", json!({"protocolVersion": version, "capabilities": caps,
+                "clientInfo": {"name": "test", "version": "0"}}))
+            .await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        r
+    }
+}
+
+fn run<F, Fut>(args: &[&str], test: F)
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: Future<Output = ()> + 'static,
+{
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let cfg = Config::parse(&args).unwrap();
+    let ex = Rc::new(LocalExecutor::new());
+    let (in_tx, in_rx) = unbounded();
+    let (out_tx, out_rx) = unbounded();
+    let reader = ChanReader { rx: Rc::new(in_rx), buf: Vec::new(), recv: None };
+    let writer = ChanWriter { tx: out_tx, partial: Vec::new() };
+    let server = ex.spawn(serve(cfg, ex.clone(), reader, writer));
+    let client = Client { tx: in_tx, rx: out_rx };
+    smol::block_on(ex.run(async move {
+        test(client).await;
+        drop(server);
+    }));
+}
+
+#[test]
+fn negotiation_echoes_or_counteroffers() {
+    run(&[], |c| async move {
+        let r = c.initialize("2025-03-26", json!({})).await;
+        assert_eq!(r["protocolVersion"], "2025-03-26");
+        assert_eq!(r["serverInfo"]["name"], "mcpx-example");
+        assert!(r["serverInfo"].get("title").is_none());
+        assert!(r["capabilities"]["completions"].is_object());
+    });
+    run(&["--name", "old", "--revisions", "2024-11-05,2025-03-26"], |c| async move {
+        let r = c.initialize("2025-11-25", json!({})).await;
+        assert_eq!(r["protocolVersion"], "2025-03-26");
+        assert_eq!(r["serverInfo"]["name"], "old");
+    });
+    run(&["--revisions", "2024-11-05"], |c| async move {
+        let r = c.initialize("2099-01-01", json!({})).await;
+        assert_eq!(r["protocolVersion"], "2024-11-05");
+        assert!(r["capabilities"].get("completions").is_none());
+        let tools = c.result(1, "tools/list", json!({})).await;
+        assert!(tools["tools"].as_array().unwrap().iter().all(|t| t["name"] != "test_audio_content"));
+    });
+}
+
+#[test]
+fn bad_input_never_crashes() {
+    run(&[], |c| async move {
+        c.raw("{not json").await;
+        let m = c.recv().await;
+        assert_eq!(m["error"]["code"], -32700);
+        assert_eq!(m["id"], Value::Null);
+        c.raw("[]").await;
+        assert_eq!(c.recv().await["error"]["code"], -32600);
+        c.raw(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#).await;
+        assert_eq!(c.recv().await["error"]["code"], -32600);
+        // Not initialized yet.
+        assert_eq!(c.error(1, "tools/list", json!({})).await["code"], -32600);
+        assert_eq!(c.result(2, "ping", json!({})).await, json!({}));
+        c.initialize("2025-11-25", json!({})).await;
+        assert_eq!(c.error(3, "no/such/method", json!({})).await["code"], -32601);
+        assert_eq!(c.error(4, "tools/call", json!({"arguments": {}})).await["code"], -32602);
+        assert_eq!(c.error(5, "tools/call", json!({"name": "nope"})).await["code"], -32602);
+        assert_eq!(c.error(6, "resources/read", json!({"uri": 7})).await["code"], -32602);
+        assert_eq!(c.error(7, "logging/setLevel", json!({"level": "loud"})).await["code"], -32602);
+        assert_eq!(c.error(8, "tools/list", json!({"cursor": "bogus"})).await["code"], -32602);
+        assert_eq!(c.error(9, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}})).await["code"], -32600);
+        // A legacy-only revision set does not know server/discover... (default set does: see modern tests)
+        assert_eq!(c.result(10, "ping", json!({})).await, json!({}));
+    });
+    run(&["--revisions", "2025-06-18,2025-11-25"], |c| async move {
+        let e = c
+            .error(1, "server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}))
+            .await;
+        assert_eq!(e["code"], -32601);
+    });
+}
+
+#[test]
+fn slow_tool_does_not_block_and_can_be_cancelled() {
+    run(&[], |c| async move {
+        c.initialize("2025-11-25", json!({})).await;
+        c.send(json!({"jsonrpc": "2.0", "id": "s1", "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"seconds": 0.6, "steps": 3}, "_meta": {"progressToken": 9}}}))
+            .await;
+        // ping is answered while slow runs
+        assert_eq!(c.result(1, "ping", json!({})).await, json!({}));
+        // first progress arrives, then cancel
+        let p = c.recv().await;
+        assert_eq!(p["method"], "notifications/progress");
+        assert_eq!(p["params"]["progressToken"], 9);
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s1"}})).await;
+        assert_eq!(c.recv_within(800).await, None, "a cancelled request sends nothing more");
+        // and an uncancelled one finishes with a result
+        let (r, notes) = c.call(2, "tools/call", json!({"name": "slow", "arguments": {"seconds": 0.1, "steps": 2},
+            "_meta": {"progressToken": "t"}})).await;
+        assert!(r["result"]["content"][0]["text"].as_str().unwrap().starts_with("Finished"));
+        assert_eq!(notes.len(), 2);
+    });
+}
+
+#[test]
+fn sampling_round_trip_and_capability_check() {
+    run(&[], |c| async move {
+        c.initialize("2025-11-25", json!({"sampling": {}, "roots": {}})).await;
+        c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "test_sampling", "arguments": {"prompt": "Test prompt for sampling"}}}))
+            .await;
+        let req = c.recv().await;
+        assert_eq!(req["method"], "sampling/createMessage");
+        assert_eq!(req["params"]["maxTokens"], 100);
+        assert_eq!(req["params"]["messages"][0]["content"]["text"], "Test prompt for sampling");
+        c.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": {"role": "assistant",
+            "content": {"type": "text", "text": "This is a test response from the client"},
+            "model": "test-model", "stopReason": "endTurn"}}))
+            .await;
+        let r = c.recv().await;
+        assert_eq!(r["id"], 1);
+        assert_eq!(r["result"]["content"][0]["text"], "LLM response: This is a test response from the client");
+        // elicitation was not declared: tool error, no request sent
+        let r = c.result(2, "tools/call", json!({"name": "test_elicitation", "arguments": {"message": "hi"}})).await;
+        assert_eq!(r["isError"], true);
+        // roots: the client answers with an error
+        c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_roots"}})).await;
+        let req = c.recv().await;
+        assert_eq!(req["method"], "roots/list");
+        c.send(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -1, "message": "no"}})).await;
+        let r = c.recv().await;
+        assert_eq!(r["result"]["isError"], true);
+    });
+}
+
+#[test]
+fn cancelling_a_waiting_tool_cancels_its_client_request() {
+    run(&[], |c| async move {
+        c.initialize("2025-11-25", json!({"elicitation": {}})).await;
+        c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask_user"}})).await;
+        let req = c.recv().await;
+        assert_eq!(req["method"], "elicitation/create");
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})).await;
+        let n = c.recv().await;
+        assert_eq!(n["method"], "notifications/cancelled");
+        assert_eq!(n["params"]["requestId"], req["id"]);
+        assert_eq!(c.recv_within(200).await, None);
+    });
+}
+
+#[test]
+fn elicitation_fixtures_have_the_checked_shapes() {
+    run(&[], |c| async move {
+        c.initialize("2025-11-25", json!({"elicitation": {}})).await;
+        c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "test_elicitation_sep1034_defaults", "arguments": {}}}))
+            .await;
+        let req = c.recv().await;
+        let p = &req["params"]["requestedSchema"]["properties"];
+        assert_eq!(p["name"]["default"], "John Doe");
+        assert_eq!(p["age"]["default"], 30);
+        assert_eq!(p["score"]["default"], 95.5);
+        assert_eq!(p["status"]["default"], "active");
+        assert_eq!(p["verified"]["default"], true);
+        c.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept",
+            "content": {"name": "Jane Smith", "age": 25, "score": 88.0, "status": "inactive", "verified": false}}}))
+            .await;
+        assert!(c.recv().await["result"]["content"][0]["text"].is_string());
+    });
+}
+
+#[test]
+fn notifications_for_list_changes_and_subscriptions() {
+    run(&[], |c| async move {
+        c.initialize("2025-11-25", json!({})).await;
+        let (r, notes) = c.call(1, "tools/call", json!({"name": "toggle_tool"})).await;
+        assert_eq!(r["result"]["content"][0]["text"], "dynamic_tool added.");
+        assert_eq!(notes[0]["method"], "notifications/tools/list_changed");
+        let tools = c.result(2, "tools/list", json!({})).await;
+        assert!(tools["tools"].as_array().unwrap().iter().any(|t| t["name"] == "dynamic_tool"));
+        assert_eq!(c.result(3, "resources/subscribe", json!({"uri": "test://watched-resource"})).await, json!({}));
+        let (_, notes) = c.call(4, "tools/call", json!({"name": "update_resource"})).await;
+        assert_eq!(notes[0]["method"], "notifications/resources/updated");
+        let r = c.result(5, "resources/read", json!({"uri": "test://watched-resource"})).await;
+        assert!(r["contents"][0]["text"].as_str().unwrap().contains("version 1"));
+        assert_eq!(c.result(6, "resources/unsubscribe", json!({"uri": "test://watched-resource"})).await, json!({}));
+        let (_, notes) = c.call(7, "tools/call", json!({"name": "update_resource"})).await;
+        assert!(notes.is_empty());
+        // logging: setLevel filters
+        assert_eq!(c.result(8, "logging/setLevel", json!({"level": "warning"})).await, json!({}));
+        let (_, notes) = c.call(9, "tools/call", json!({"name": "test_tool_with_logging"})).await;
+        assert!(notes.is_empty());
+        assert_eq!(c.result(10, "logging/setLevel", json!({"level": "debug"})).await, json!({}));
+        let (_, notes) = c.call(11, "tools/call", json!({"name": "test_tool_with_logging"})).await;
+        assert_eq!(notes.len(), 3);
+        assert!(notes.iter().all(|n| n["method"] == "notifications/message"));
+    });
+}
+
+#[test]
+fn pagination_covers_every_item_once() {
+    run(&["--page-size", "4"], |c| async move {
+        c.initialize("2025-11-25", json!({})).await;
+        let mut names = Vec::new();
+        let mut cursor: Option<Value> = None;
+        let mut id = 1;
+        loop {
+            let params = match &cursor {
+                Some(cur) => json!({"cursor": cur}),
+                None => json!({}),
+            };
+            let r = c.result(id, "tools/list", params).await;
+            id += 1;
+            let page = r["tools"].as_array().unwrap();
+            assert!(page.len() <= 4);
+            names.extend(page.iter().map(|t| t["name"].as_str().unwrap().to_string()));
+            match r.get("nextCursor") {
+                Some(cur) => cursor = Some(cur.clone()),
+                None => break,
+            }
+        }
+        let all = super::tools::list(super::Rev::R20251125, false);
+        assert_eq!(names.len(), all.len());
+        let r = c.result(id, "prompts/list", json!({})).await;
+        assert!(r.get("nextCursor").is_some());
+    });
+}
+
+#[test]
+fn batch_gets_one_array_reply() {
+    run(&[], |c| async move {
+        c.initialize("2025-03-26", json!({})).await;
+        c.raw(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"b"}}}]"#).await;
+        let r = c.recv().await;
+        let arr = r.as_array().unwrap();
+        assert_eq!(arr.len(), 2);
+        assert_eq!(arr[1]["result"]["content"][0]["text"], "b");
+    });
+}
