@@ -450,16 +450,24 @@ impl StateKey {
         out
     }
 
-    /// Encode the flow's identity and gathered answers as an opaque string.
-    pub fn seal(&self, name: &str, got: &Gathered) -> String {
-        let payload = json!({"v": 1, "n": name, "g": got}).to_string();
+    /// Encode the flow's identity, its arguments' digest, an expiry and the
+    /// gathered answers as an opaque, integrity-protected string.
+    pub fn seal(&self, name: &str, args: &Value, got: &Gathered, now_ms: u64) -> String {
+        let payload = json!({
+            "v": 1,
+            "n": name,
+            "a": self.tag(args.to_string().as_bytes()),
+            "x": now_ms + STATE_TTL_MS,
+            "g": got,
+        })
+        .to_string();
         let body = base64(payload.as_bytes());
         let tag = self.tag(body.as_bytes());
         format!("{body}.{tag}")
     }
 
-    /// Decode a state issued by [`seal`](Self::seal) for flow `name`.
-    pub fn open(&self, name: &str, state: &str) -> Result<Gathered, RpcError> {
+    /// Decode a state issued by [`seal`](Self::seal) for the same flow and arguments.
+    pub fn open(&self, name: &str, args: &Value, state: &str, now_ms: u64) -> Result<Gathered, RpcError> {
         let bad = || RpcError::invalid_params("invalid requestState: it was modified or not issued by this server");
         let (body, tag) = state.rsplit_once('.').ok_or_else(bad)?;
         if self.tag(body.as_bytes()) != tag {
@@ -467,8 +475,15 @@ impl StateKey {
         }
         let bytes = base64_decode(body).ok_or_else(bad)?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-        if v.get("n").and_then(Value::as_str) != Some(name) {
-            return Err(RpcError::invalid_params(format!("requestState was issued for another request, not \"{name}\"")));
+        if v.get("n").and_then(Value::as_str) != Some(name)
+            || v.get("a").and_then(Value::as_str) != Some(self.tag(args.to_string().as_bytes()).as_str())
+        {
+            return Err(RpcError::invalid_params(format!(
+                "requestState was issued for another request, not this call of \"{name}\" with these arguments"
+            )));
+        }
+        if v.get("x").and_then(Value::as_u64).is_none_or(|x| x < now_ms) {
+            return Err(RpcError::invalid_params("requestState has expired: send the request again without it"));
         }
         match v.get("g") {
             Some(Value::Object(g)) => Ok(g.clone()),
@@ -477,9 +492,13 @@ impl StateKey {
     }
 }
 
+/// How long an issued `requestState` stays valid.
+pub const STATE_TTL_MS: u64 = 10 * 60 * 1000;
+
 /// One modern-era (2026-07-28) round: combine `requestState` and
 /// `inputResponses` from the request, advance the flow as far as the answers
 /// allow, and return either its final result or an `InputRequiredResult`.
+#[allow(clippy::too_many_arguments)]
 pub fn modern_round(
     key: &StateKey,
     kind: Kind,
@@ -488,10 +507,11 @@ pub fn modern_round(
     args: &Value,
     caps: &Value,
     rev: Rev,
+    now_ms: u64,
 ) -> RpcResult {
     let mut got = match params.get("requestState") {
         None | Some(Value::Null) => Gathered::new(),
-        Some(Value::String(s)) => key.open(name, s)?,
+        Some(Value::String(s)) => key.open(name, args, s, now_ms)?,
         Some(_) => return Err(RpcError::invalid_params("\"requestState\" must be a string")),
     };
     let mut responses = match params.get("inputResponses") {
@@ -531,7 +551,7 @@ pub fn modern_round(
                 return Ok(json!({
                     "resultType": "input_required",
                     "inputRequests": input_requests,
-                    "requestState": key.seal(name, &got),
+                    "requestState": key.seal(name, args, &got, now_ms),
                 }));
             }
         }
@@ -548,7 +568,7 @@ mod tests {
     }
 
     fn round(name: &str, params: Value, caps: Value) -> RpcResult {
-        modern_round(&StateKey::fixed(), Kind::Tool, name, &params, &json!({}), &caps, Rev::R20260728)
+        modern_round(&StateKey::fixed(), Kind::Tool, name, &params, &json!({}), &caps, Rev::R20260728, 1000)
     }
 
     #[test]
@@ -615,6 +635,17 @@ mod tests {
     }
 
     #[test]
+    fn state_is_bound_to_arguments_and_expires() {
+        let k = StateKey::fixed();
+        let n = "test_input_required_result_request_state";
+        let s = k.seal(n, &json!({"a": 1}), &Gathered::new(), 1000);
+        assert!(k.open(n, &json!({"a": 1}), &s, 1000).is_ok());
+        assert!(k.open(n, &json!({"a": 2}), &s, 1000).is_err());
+        assert!(k.open(n, &json!({"a": 1}), &s, 1000 + STATE_TTL_MS + 1).is_err());
+        assert!(StateKey([9, 9, 9, 9]).open(n, &json!({"a": 1}), &s, 1000).is_err());
+    }
+
+    #[test]
     fn capabilities_are_respected() {
         let r = round("test_input_required_result_capabilities", json!({}), json!({"sampling": {}})).unwrap();
         let reqs = r["inputRequests"].as_object().unwrap();
@@ -649,10 +680,10 @@ mod tests {
     fn prompt_flow() {
         let k = StateKey::fixed();
         let n = "test_input_required_result_prompt";
-        let r1 = modern_round(&k, Kind::Prompt, n, &json!({}), &json!({}), &caps_all(), Rev::R20260728).unwrap();
+        let r1 = modern_round(&k, Kind::Prompt, n, &json!({}), &json!({}), &caps_all(), Rev::R20260728, 1000).unwrap();
         let key = r1["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
         let p = json!({"inputResponses": {key: {"action": "accept", "content": {"context": "test context"}}}});
-        let r2 = modern_round(&k, Kind::Prompt, n, &p, &json!({}), &caps_all(), Rev::R20260728).unwrap();
+        let r2 = modern_round(&k, Kind::Prompt, n, &p, &json!({}), &caps_all(), Rev::R20260728, 1000).unwrap();
         assert!(r2["messages"][0]["content"]["text"].as_str().unwrap().contains("test context"));
     }
 

@@ -29,6 +29,7 @@ pub const META_CLIENT_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// What the writer receives.
 pub enum Out {
@@ -73,6 +74,8 @@ struct State {
     pending: HashMap<u64, Sender<RpcResult>>,
     /// Client requests being handled by a task: cancel senders by id.
     in_flight: HashMap<String, Sender<()>>,
+    /// Open modern `subscriptions/listen` requests: id → (id, agreed filter).
+    listeners: HashMap<String, (Value, Value)>,
 }
 
 type LocalFuture = Pin<Box<dyn Future<Output = RpcResult>>>;
@@ -99,8 +102,10 @@ impl Server {
         let _ = self.out.send(Out::Line(v.to_string())).await;
     }
 
+    /// Requests still being worked on (open listen streams do not count).
     pub fn in_flight(&self) -> usize {
-        self.st.borrow().in_flight.len()
+        let st = self.st.borrow();
+        st.in_flight.len().saturating_sub(st.listeners.len())
     }
 
     /// Fail every request we sent to the client (it will never answer now).
@@ -244,9 +249,17 @@ impl Server {
     fn context(&self, id: &Value, method: &str, params: &Value) -> Result<Ctx, RpcError> {
         let meta = params.get("_meta");
         let progress = meta.and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_number()).cloned();
-        let modern_ok = self.cfg.modern();
-        if modern_ok && (method == "server/discover" || meta.is_some_and(|m| m.get(META_PROTOCOL_VERSION).is_some()))
-        {
+        // Modern when the request says so (a `_meta` protocol version that is
+        // not a legacy revision), for server/discover, and for everything but
+        // `initialize` on a modern-only server.
+        let version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
+        let legacy_version = version.and_then(Value::as_str).and_then(Rev::parse).is_some_and(|r| !r.is_modern());
+        let modern = self.cfg.modern()
+            && method != "initialize"
+            && (method == "server/discover"
+                || self.cfg.newest_legacy().is_none()
+                || (version.is_some() && !legacy_version));
+        if modern {
             return self.modern_context(id, params, progress);
         }
         let st = self.st.borrow();
@@ -281,8 +294,7 @@ impl Server {
         let rev = match Rev::parse(version).filter(|r| r.is_modern() && self.cfg.accepts(*r)) {
             Some(r) => r,
             None => {
-                let supported: Vec<&str> =
-                    self.cfg.revisions.iter().filter(|r| r.is_modern()).map(|r| r.as_str()).collect();
+                let supported = self.supported();
                 return Err(RpcError::new(UNSUPPORTED_VERSION, format!("unsupported protocol version: {version}"))
                     .with_data(json!({"supported": supported, "requested": version})));
             }
@@ -298,19 +310,36 @@ impl Server {
         Ok(Ctx { id: id.clone(), rev, modern: true, caps: Rc::new(caps), log_min, progress })
     }
 
-    /// Add the fields a modern-era result needs.
+    /// Every accepted revision, newest first (discover and -32022 errors).
+    fn supported(&self) -> Vec<&'static str> {
+        self.cfg.revisions.iter().rev().map(|r| r.as_str()).collect()
+    }
+
+    fn server_info(&self) -> Value {
+        json!({"name": self.cfg.name, "version": env!("CARGO_PKG_VERSION"), "title": "mcpx example server"})
+    }
+
+    /// Add the fields a modern-era result needs: `resultType`, caching hints on
+    /// lists and reads, and the server's identity in `_meta`.
     fn shape(&self, ctx: &Ctx, method: &str, r: RpcResult) -> RpcResult {
         let mut v = r?;
         if ctx.modern {
             if let Value::Object(o) = &mut v {
                 o.entry("resultType").or_insert_with(|| "complete".into());
-                let cacheable = matches!(
-                    method,
-                    "server/discover" | "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list"
-                );
-                if cacheable || method == "resources/read" {
-                    o.entry("ttlMs").or_insert_with(|| 0.into());
-                    o.entry("cacheScope").or_insert_with(|| if cacheable { "public" } else { "private" }.into());
+                // Lists that never change may be cached for a minute; the tool
+                // list (toggle_tool) and reads (update_resource) may change at any time.
+                let (ttl, scope) = match method {
+                    "server/discover" | "prompts/list" | "resources/list" | "resources/templates/list" => (60_000, "public"),
+                    "tools/list" => (0, "public"),
+                    "resources/read" => (0, "private"),
+                    _ => (0, ""),
+                };
+                if !scope.is_empty() {
+                    o.entry("ttlMs").or_insert_with(|| ttl.into());
+                    o.entry("cacheScope").or_insert_with(|| scope.into());
+                }
+                if let Value::Object(m) = o.entry("_meta").or_insert_with(|| json!({})) {
+                    m.entry(META_SERVER_INFO).or_insert_with(|| self.server_info());
                 }
             }
         }
@@ -322,6 +351,7 @@ impl Server {
         if ctx.modern {
             return match method {
                 "server/discover" => Now(Ok(self.discover())),
+                "subscriptions/listen" => self.listen(ctx, &params),
                 "tools/list" | "tools/call" | "prompts/list" | "prompts/get" | "resources/list"
                 | "resources/templates/list" | "resources/read" | "completion/complete" => {
                     self.handle_common(ctx, method, params)
@@ -428,10 +458,8 @@ impl Server {
             "tools": {"listChanged": true},
             "prompts": {"listChanged": true},
             "resources": {"subscribe": true, "listChanged": true},
+            "logging": {},
         });
-        if !rev.is_modern() {
-            c["logging"] = json!({});
-        }
         if rev >= Rev::R20250326 {
             c["completions"] = json!({});
         }
@@ -440,14 +468,10 @@ impl Server {
 
     fn discover(&self) -> Value {
         let rev = self.cfg.revisions.iter().rev().copied().find(|r| r.is_modern()).unwrap_or(Rev::R20260728);
-        let supported: Vec<&str> = self.cfg.revisions.iter().filter(|r| r.is_modern()).map(|r| r.as_str()).collect();
         let mut meta = Map::new();
-        meta.insert(
-            META_SERVER_INFO.into(),
-            json!({"name": self.cfg.name, "version": env!("CARGO_PKG_VERSION"), "title": "mcpx example server"}),
-        );
+        meta.insert(META_SERVER_INFO.into(), self.server_info());
         json!({
-            "supportedVersions": supported,
+            "supportedVersions": self.supported(),
             "capabilities": self.capabilities(rev),
             "instructions": "A built-in test server: conformance fixtures (test_*) plus echo, add, slow, ask_user, ask_model, list_roots, fail, crash and toggle_tool.",
             "_meta": meta,
@@ -493,7 +517,7 @@ impl Server {
         match spec.exec {
             Exec::Sync => Now(tools::call_sync(spec.name, &args, ctx.rev)),
             Exec::Flow if ctx.modern => {
-                Now(flow::modern_round(&self.key, Kind::Tool, spec.name, &params, &args, &ctx.caps, ctx.rev))
+                Now(flow::modern_round(&self.key, Kind::Tool, spec.name, &params, &args, &ctx.caps, ctx.rev, now_ms()))
             }
             Exec::Flow => Later(Box::pin(self.clone().legacy_flow(ctx.clone(), Kind::Tool, spec.name, args))),
             Exec::Async => Later(Box::pin(self.clone().run_async(ctx.clone(), spec.name, args))),
@@ -518,7 +542,7 @@ impl Server {
             return Now(prompts::get(&name, &args));
         }
         if ctx.modern {
-            Now(flow::modern_round(&self.key, Kind::Prompt, &name, &params, &args, &ctx.caps, ctx.rev))
+            Now(flow::modern_round(&self.key, Kind::Prompt, &name, &params, &args, &ctx.caps, ctx.rev, now_ms()))
         } else {
             let name: &'static str = "test_input_required_result_prompt";
             Later(Box::pin(self.clone().legacy_flow(ctx.clone(), Kind::Prompt, name, args)))
@@ -602,11 +626,86 @@ impl Server {
         }
     }
 
-    /// Tell the client a list changed (legacy session only; modern clients re-list).
-    async fn list_changed(&self, what: &str) {
-        if self.st.borrow().session.is_some() {
-            self.send(notification(&format!("notifications/{what}/list_changed"), json!({}))).await;
+    /// `subscriptions/listen` (modern): acknowledge, then stay open until the
+    /// client cancels it; matching notifications are tagged with its id.
+    fn listen(self: &Rc<Self>, ctx: &Ctx, params: &Value) -> Handled {
+        let filter = match params.get("notifications") {
+            Some(Value::Object(f)) => f.clone(),
+            _ => return Handled::Now(Err(RpcError::invalid_params("\"notifications\" must be an object"))),
+        };
+        // Agree to exactly the supported notification types the client asked for.
+        let mut agreed = Map::new();
+        for k in ["toolsListChanged", "promptsListChanged", "resourcesListChanged"] {
+            if filter.get(k) == Some(&Value::Bool(true)) {
+                agreed.insert(k.into(), true.into());
+            }
         }
+        if let Some(uris) = filter.get("resourceSubscriptions") {
+            let Some(list) = uris.as_array().filter(|l| l.iter().all(Value::is_string)) else {
+                return Handled::Now(Err(RpcError::invalid_params("\"resourceSubscriptions\" must be an array of URIs")));
+            };
+            agreed.insert("resourceSubscriptions".into(), list.clone().into());
+        }
+        let srv = self.clone();
+        let id = ctx.id.clone();
+        Handled::Later(Box::pin(async move {
+            let ack = notification(
+                "notifications/subscriptions/acknowledged",
+                json!({"notifications": agreed, "_meta": {META_SUBSCRIPTION_ID: id}}),
+            );
+            srv.send(ack).await;
+            let key = id.to_string();
+            srv.st.borrow_mut().listeners.insert(key.clone(), (id, Value::Object(agreed)));
+            let _guard = ListenerGuard { srv: srv.clone(), key };
+            future::pending::<RpcResult>().await
+        }))
+    }
+
+    /// Modern listeners that asked for `flag` (or, for resource updates, for `uri`).
+    fn listeners_for(&self, flag: &str, uri: Option<&str>) -> Vec<Value> {
+        self.st
+            .borrow()
+            .listeners
+            .values()
+            .filter(|(_, f)| match uri {
+                None => f.get(flag) == Some(&Value::Bool(true)),
+                Some(u) => f
+                    .get("resourceSubscriptions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| l.iter().any(|x| x.as_str() == Some(u))),
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Tell clients a list changed: the legacy session, and modern listeners
+    /// that opted in.
+    async fn list_changed(&self, what: &str) {
+        let method = format!("notifications/{what}/list_changed");
+        if self.st.borrow().session.is_some() {
+            self.send(notification(&method, json!({}))).await;
+        }
+        for id in self.listeners_for(&format!("{what}ListChanged"), None) {
+            self.send(notification(&method, json!({"_meta": {META_SUBSCRIPTION_ID: id}}))).await;
+        }
+    }
+
+    async fn resource_updated(&self, uri: &str) -> usize {
+        let legacy = {
+            let st = self.st.borrow();
+            st.session.is_some() && st.subscriptions.contains(uri)
+        };
+        let mut sent = 0;
+        if legacy {
+            self.send(notification("notifications/resources/updated", json!({"uri": uri}))).await;
+            sent += 1;
+        }
+        for id in self.listeners_for("", Some(uri)) {
+            let p = json!({"uri": uri, "_meta": {META_SUBSCRIPTION_ID: id}});
+            self.send(notification("notifications/resources/updated", p)).await;
+            sent += 1;
+        }
+        sent
     }
 
     async fn run_async(self: Rc<Self>, ctx: Ctx, name: &'static str, args: Value) -> RpcResult {
@@ -673,19 +772,13 @@ impl Server {
                 if !resources::exists(&uri) {
                     return Ok(tool_error(format!("unknown resource: {uri}")));
                 }
-                let subscribed = {
-                    let mut st = self.st.borrow_mut();
-                    if uri == resources::WATCHED {
-                        st.watched_version += 1;
-                    }
-                    st.session.is_some() && st.subscriptions.contains(&uri)
-                };
-                if subscribed {
-                    self.send(notification("notifications/resources/updated", json!({"uri": uri}))).await;
+                if uri == resources::WATCHED {
+                    self.st.borrow_mut().watched_version += 1;
                 }
+                let sent = self.resource_updated(&uri).await;
                 tool_text(format!(
                     "Updated {uri}{}.",
-                    if subscribed { "; notified subscribers" } else { " (nobody subscribed)" }
+                    if sent > 0 { "; notified subscribers" } else { " (nobody subscribed)" }
                 ))
             }
             _ => return Err(RpcError::new(METHOD_NOT_FOUND, format!("unknown tool: {name}"))),
@@ -712,6 +805,18 @@ impl Drop for PendingGuard {
     }
 }
 
+/// Drops a modern listener when its `subscriptions/listen` request ends.
+struct ListenerGuard {
+    srv: Rc<Server>,
+    key: String,
+}
+
+impl Drop for ListenerGuard {
+    fn drop(&mut self) {
+        self.srv.st.borrow_mut().listeners.remove(&self.key);
+    }
+}
+
 fn encode_cursor(n: usize) -> String {
     wire::base64(format!("mcpx-example:{n}").as_bytes())
 }
@@ -719,4 +824,8 @@ fn encode_cursor(n: usize) -> String {
 fn decode_cursor(c: &str) -> Option<usize> {
     let b = wire::base64_decode(c)?;
     std::str::from_utf8(&b).ok()?.strip_prefix("mcpx-example:")?.parse().ok()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }

@@ -359,3 +359,175 @@ fn batch_gets_one_array_reply() {
         assert_eq!(arr[1]["result"]["content"][0]["text"], "b");
     });
 }
+
+fn meta(caps: Value) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": caps})
+}
+
+fn all_caps() -> Value {
+    json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}})
+}
+
+#[test]
+fn modern_discover_and_validation() {
+    run(&[], |c| async move {
+        let d = c.result(1, "server/discover", json!({"_meta": meta(json!({}))})).await;
+        assert_eq!(d["resultType"], "complete");
+        assert_eq!(d["supportedVersions"][0], "2026-07-28");
+        assert!(d["ttlMs"].is_u64() && d["cacheScope"].is_string());
+        assert_eq!(d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpx-example");
+        assert!(d["capabilities"]["tools"].is_object());
+        // -32602 for missing pieces, before any version check
+        assert_eq!(c.error(2, "server/discover", json!({})).await["code"], -32602);
+        let mut m = meta(json!({}));
+        m.as_object_mut().unwrap().remove("io.modelcontextprotocol/clientCapabilities");
+        m["io.modelcontextprotocol/protocolVersion"] = "v999".into();
+        assert_eq!(c.error(3, "server/discover", json!({"_meta": m})).await["code"], -32602);
+        let mut m = meta(json!({}));
+        m.as_object_mut().unwrap().remove("io.modelcontextprotocol/clientInfo");
+        assert!(c.call(4, "server/discover", json!({"_meta": m})).await.0.get("result").is_some());
+        let mut m = meta(json!({}));
+        m["io.modelcontextprotocol/protocolVersion"] = "v999.0.0".into();
+        let e = c.error(5, "server/discover", json!({"_meta": m})).await;
+        assert_eq!(e["code"], -32022);
+        assert_eq!(e["data"]["requested"], "v999.0.0");
+        assert!(e["data"]["supported"].as_array().unwrap().iter().all(|v| d["supportedVersions"].as_array().unwrap().contains(v)));
+        // legacy-only methods are not found on the modern wire
+        for (i, m) in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "unknown/method"]
+            .iter()
+            .enumerate()
+        {
+            if *m == "initialize" {
+                continue; // initialize always selects the legacy path
+            }
+            assert_eq!(c.error(10 + i as u64, m, json!({"_meta": meta(json!({}))})).await["code"], -32601, "{m}");
+        }
+        // lists and reads carry resultType and caching hints
+        for (i, m) in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"].iter().enumerate() {
+            let r = c.result(20 + i as u64, m, json!({"_meta": meta(json!({}))})).await;
+            assert_eq!(r["resultType"], "complete");
+            assert!(r["ttlMs"].is_u64() && r["cacheScope"].is_string(), "{m}");
+        }
+        let r = c.result(30, "resources/read", json!({"uri": "test://static-text", "_meta": meta(json!({}))})).await;
+        assert_eq!(r["cacheScope"], "private");
+        let e = c.error(31, "resources/read", json!({"uri": "test://nonexistent-resource-for-conformance-testing", "_meta": meta(json!({}))})).await;
+        assert_eq!(e["code"], -32602);
+        assert_eq!(e["data"]["uri"], "test://nonexistent-resource-for-conformance-testing");
+        let r = c.result(32, "completion/complete", json!({"_meta": meta(json!({})),
+            "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": "test"}})).await;
+        assert_eq!(r["resultType"], "complete");
+        assert!(r["completion"]["values"].is_array());
+    });
+}
+
+#[test]
+fn modern_tools_mrtr_progress_and_logging() {
+    run(&[], |c| async move {
+        let call = |id: u64, name: &str, extra: Value, caps: Value| {
+            let mut p = json!({"name": name, "arguments": {}, "_meta": meta(caps)});
+            for (k, v) in extra.as_object().unwrap() {
+                if k == "_meta" {
+                    for (mk, mv) in v.as_object().unwrap() {
+                        p["_meta"][mk] = mv.clone();
+                    }
+                } else {
+                    p[k] = v.clone();
+                }
+            }
+            (id, p)
+        };
+        let (id, p) = call(1, "test_simple_text", json!({}), json!({}));
+        let r = c.result(id, "tools/call", p).await;
+        assert_eq!(r["resultType"], "complete");
+        // MRTR: no server->client request, an InputRequiredResult instead
+        let (id, p) = call(2, "test_input_required_result_elicitation", json!({}), all_caps());
+        let (m, other) = c.call(id, "tools/call", p).await;
+        assert!(other.is_empty());
+        let r = &m["result"];
+        assert_eq!(r["resultType"], "input_required");
+        assert_eq!(r["inputRequests"]["user_name"]["method"], "elicitation/create");
+        let (id, p) = call(3, "test_input_required_result_elicitation",
+            json!({"inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}}, "requestState": r["requestState"]}),
+            all_caps());
+        let r = c.result(id, "tools/call", p).await;
+        assert_eq!(r["resultType"], "complete");
+        assert_eq!(r["content"][0]["text"], "Hello, Alice!");
+        // missing capability
+        let (id, p) = call(4, "test_missing_capability", json!({}), json!({}));
+        let e = c.error(id, "tools/call", p).await;
+        assert_eq!(e["code"], -32021);
+        assert!(e["data"]["requiredCapabilities"]["sampling"].is_object());
+        // progress before the result
+        let (id, p) = call(5, "test_tool_with_progress", json!({"_meta": {"progressToken": "progress-test-1"}}), json!({}));
+        let (m, notes) = c.call(id, "tools/call", p).await;
+        assert_eq!(m["result"]["resultType"], "complete");
+        assert_eq!(notes.len(), 3);
+        // logs only with a log level in _meta
+        let (id, p) = call(6, "test_logging_tool", json!({}), json!({}));
+        assert!(c.call(id, "tools/call", p).await.1.is_empty());
+        let (id, p) = call(7, "test_tool_with_logging", json!({"_meta": {"io.modelcontextprotocol/logLevel": "info"}}), json!({}));
+        assert_eq!(c.call(id, "tools/call", p).await.1.len(), 3);
+        // prompts flow
+        let r = c.result(8, "prompts/get", json!({"name": "test_input_required_result_prompt", "_meta": meta(all_caps())})).await;
+        assert_eq!(r["resultType"], "input_required");
+        let r = c.result(9, "prompts/get", json!({"name": "test_input_required_result_prompt", "_meta": meta(all_caps()),
+            "requestState": r["requestState"],
+            "inputResponses": {"user_context": {"action": "accept", "content": {"context": "test context"}}}})).await;
+        assert!(r["messages"][0]["content"]["text"].as_str().unwrap().contains("test context"));
+        // tools/list never input_required
+        let r = c.result(10, "tools/list", json!({"_meta": meta(all_caps())})).await;
+        assert_eq!(r["resultType"], "complete");
+    });
+}
+
+#[test]
+fn modern_subscriptions_listen() {
+    run(&[], |c| async move {
+        c.send(json!({"jsonrpc": "2.0", "id": 100, "method": "subscriptions/listen",
+            "params": {"_meta": meta(json!({})), "notifications": {"toolsListChanged": true,
+                "resourceSubscriptions": ["test://watched-resource"]}}}))
+            .await;
+        let ack = c.recv().await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 100);
+        assert_eq!(ack["params"]["notifications"]["toolsListChanged"], true);
+        c.send(json!({"jsonrpc": "2.0", "id": 101, "method": "subscriptions/listen",
+            "params": {"_meta": meta(json!({})), "notifications": {"promptsListChanged": true}}}))
+            .await;
+        assert_eq!(c.recv().await["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 101);
+        let (_, notes) = c.call(1, "tools/call", json!({"name": "test_trigger_tool_change", "_meta": meta(json!({}))})).await;
+        assert_eq!(notes.len(), 1, "only the tools listener hears about tools: {notes:?}");
+        assert_eq!(notes[0]["method"], "notifications/tools/list_changed");
+        assert_eq!(notes[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 100);
+        let (_, notes) = c.call(2, "tools/call", json!({"name": "test_trigger_prompt_change", "_meta": meta(json!({}))})).await;
+        assert_eq!(notes.len(), 1);
+        assert_eq!(notes[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 101);
+        let (_, notes) = c.call(3, "tools/call", json!({"name": "update_resource", "_meta": meta(json!({}))})).await;
+        assert_eq!(notes[0]["method"], "notifications/resources/updated");
+        // cancelling the listen stream ends it without a response
+        c.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 100}})).await;
+        let (_, notes) = c.call(4, "tools/call", json!({"name": "test_trigger_tool_change", "_meta": meta(json!({}))})).await;
+        assert!(notes.is_empty());
+    });
+}
+
+#[test]
+fn modern_only_and_dual_era() {
+    run(&["--revisions", "2026-07-28"], |c| async move {
+        let e = c.error(1, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}})).await;
+        assert!(e["message"].as_str().unwrap().contains("2026-07-28"));
+        assert_eq!(c.error(2, "tools/list", json!({})).await["code"], -32602);
+        assert!(c.result(3, "tools/list", json!({"_meta": meta(json!({}))})).await["tools"].is_array());
+    });
+    // a legacy session and stateless requests side by side
+    run(&[], |c| async move {
+        c.initialize("2025-11-25", json!({"sampling": {}})).await;
+        let r = c.result(1, "tools/list", json!({})).await;
+        assert!(r.get("resultType").is_none());
+        let r = c.result(2, "tools/list", json!({"_meta": meta(json!({}))})).await;
+        assert_eq!(r["resultType"], "complete");
+    });
+}
