@@ -9,7 +9,9 @@ pub const PNG_1X1: &str =
 
 /// A tiny valid WAV file: 8 kHz, 8-bit mono, 16 samples of a square wave.
 pub fn wav_bytes() -> Vec<u8> {
-    let samples: Vec<u8> = (0..16).map(|i| if i % 4 < 2 { 0xC0 } else { 0x40 }).collect();
+    let samples: Vec<u8> = (0..16)
+        .map(|i| if i % 4 < 2 { 0xC0 } else { 0x40 })
+        .collect();
     let mut w = Vec::with_capacity(44 + samples.len());
     w.extend_from_slice(b"RIFF");
     w.extend_from_slice(&(36 + samples.len() as u32).to_le_bytes());
@@ -90,14 +92,23 @@ mod tests {
     fn wav_header() {
         let b = wav_bytes();
         assert_eq!(&b[0..4], b"RIFF");
-        assert_eq!(u32::from_le_bytes(b[4..8].try_into().unwrap()) as usize, b.len() - 8);
+        assert_eq!(
+            u32::from_le_bytes(b[4..8].try_into().unwrap()) as usize,
+            b.len() - 8
+        );
     }
 
     #[test]
     fn shaping() {
         assert_eq!(audio_wav(Rev::R20241105)["type"], "text");
         assert_eq!(audio_wav(Rev::R20250326)["type"], "audio");
-        assert_eq!(resource_link(Rev::R20250326, "a://b", "b", "text/plain", "d")["type"], "text");
-        assert_eq!(resource_link(Rev::R20250618, "a://b", "b", "text/plain", "d")["type"], "resource_link");
+        assert_eq!(
+            resource_link(Rev::R20250326, "a://b", "b", "text/plain", "d")["type"],
+            "text"
+        );
+        assert_eq!(
+            resource_link(Rev::R20250618, "a://b", "b", "text/plain", "d")["type"],
+            "resource_link"
+        );
     }
 }

@@ -10,7 +10,9 @@
 //!   `requestState` (see [`modern_round`]).
 
 use super::content::{text, tool_error, tool_result, tool_text};
-use super::wire::{base64, base64_decode, Rev, RpcError, RpcResult, INVALID_PARAMS, MISSING_CAPABILITY};
+use super::wire::{
+    base64, base64_decode, Rev, RpcError, RpcResult, INVALID_PARAMS, MISSING_CAPABILITY,
+};
 use serde_json::{json, Map, Value};
 
 /// One input the server needs from the client.
@@ -82,7 +84,11 @@ fn sample(prompt: &str, max_tokens: u64) -> Value {
 }
 
 fn req(key: &'static str, method: &'static str, params: Value) -> InputReq {
-    InputReq { key, method, params }
+    InputReq {
+        key,
+        method,
+        params,
+    }
 }
 
 /// The client's answer to an elicitation, as text for a tool result.
@@ -106,7 +112,9 @@ fn elicited_field<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
 fn sampled_text(v: &Value) -> String {
     let c = v.get("content");
     let block = match c {
-        Some(Value::Array(a)) => a.iter().find(|b| b.get("type").and_then(Value::as_str) == Some("text")),
+        Some(Value::Array(a)) => a
+            .iter()
+            .find(|b| b.get("type").and_then(Value::as_str) == Some("text")),
         other => other,
     };
     match block.and_then(|b| b.get("text")).and_then(Value::as_str) {
@@ -188,7 +196,10 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
             if let Some(s) = need1("completion", "sampling/createMessage", sample(prompt, max)) {
                 return s;
             }
-            done(tool_text(format!("LLM response: {}", sampled_text(&got["completion"]))))
+            done(tool_text(format!(
+                "LLM response: {}",
+                sampled_text(&got["completion"])
+            )))
         }
         "test_elicitation" => {
             let message = arg("message").unwrap_or("Please provide your information");
@@ -203,10 +214,15 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
             if let Some(s) = need1("user_info", "elicitation/create", elicit(message, schema)) {
                 return s;
             }
-            done(tool_text(format!("User response: {}", describe_elicitation(&got["user_info"]))))
+            done(tool_text(format!(
+                "User response: {}",
+                describe_elicitation(&got["user_info"])
+            )))
         }
         "ask_user" => {
-            let message = arg("message").or(arg("question")).unwrap_or("What is your name?");
+            let message = arg("message")
+                .or(arg("question"))
+                .unwrap_or("What is your name?");
             let schema = json!({
                 "type": "object",
                 "properties": {"answer": {"type": "string", "description": "Your answer"}},
@@ -215,7 +231,10 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
             if let Some(s) = need1("answer", "elicitation/create", elicit(message, schema)) {
                 return s;
             }
-            done(tool_text(format!("User response: {}", describe_elicitation(&got["answer"]))))
+            done(tool_text(format!(
+                "User response: {}",
+                describe_elicitation(&got["answer"])
+            )))
         }
         "test_elicitation_sep1034_defaults" => {
             let schema = json!({
@@ -232,11 +251,17 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
             if let Some(s) = need1(
                 "defaults",
                 "elicitation/create",
-                elicit("Please review and update the form fields with defaults", schema),
+                elicit(
+                    "Please review and update the form fields with defaults",
+                    schema,
+                ),
             ) {
                 return s;
             }
-            done(tool_text(format!("Elicitation completed: {}", describe_elicitation(&got["defaults"]))))
+            done(tool_text(format!(
+                "Elicitation completed: {}",
+                describe_elicitation(&got["defaults"])
+            )))
         }
         "test_elicitation_sep1330_enums" => {
             let schema = json!({
@@ -260,10 +285,17 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
                                         {"const": "value3", "title": "Third Choice"}]}}
                 }
             });
-            if let Some(s) = need1("enums", "elicitation/create", elicit("Please select options from the enum fields", schema)) {
+            if let Some(s) = need1(
+                "enums",
+                "elicitation/create",
+                elicit("Please select options from the enum fields", schema),
+            ) {
                 return s;
             }
-            done(tool_text(format!("Elicitation completed: {}", describe_elicitation(&got["enums"]))))
+            done(tool_text(format!(
+                "Elicitation completed: {}",
+                describe_elicitation(&got["enums"])
+            )))
         }
         "list_roots" | "test_input_required_result_list_roots" => {
             if let Some(s) = need1("client_roots", "roots/list", json!({})) {
@@ -272,45 +304,80 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
             done(tool_text(describe_roots(&got["client_roots"])))
         }
         "test_missing_capability" => {
-            if let Some(s) = need1("greeting", "sampling/createMessage", sample("Say hello.", 20)) {
+            if let Some(s) = need1(
+                "greeting",
+                "sampling/createMessage",
+                sample("Say hello.", 20),
+            ) {
                 return s;
             }
-            done(tool_text(format!("LLM response: {}", sampled_text(&got["greeting"]))))
+            done(tool_text(format!(
+                "LLM response: {}",
+                sampled_text(&got["greeting"])
+            )))
         }
         "test_streaming_elicitation" => {
             if let Some(s) = need1("confirm", "elicitation/create", elicit_confirm()) {
                 return s;
             }
-            done(tool_text(format!("Elicitation result: {}", describe_elicitation(&got["confirm"]))))
+            done(tool_text(format!(
+                "Elicitation result: {}",
+                describe_elicitation(&got["confirm"])
+            )))
         }
         "test_input_required_result_elicitation" => {
-            if let Some(s) = need1("user_name", "elicitation/create", elicit_name("What is your name?")) {
+            if let Some(s) = need1(
+                "user_name",
+                "elicitation/create",
+                elicit_name("What is your name?"),
+            ) {
                 return s;
             }
             done(hello(&got["user_name"]))
         }
         "test_input_required_result_sampling" => {
-            if let Some(s) =
-                need1("capital_question", "sampling/createMessage", sample("What is the capital of France?", 100))
-            {
+            if let Some(s) = need1(
+                "capital_question",
+                "sampling/createMessage",
+                sample("What is the capital of France?", 100),
+            ) {
                 return s;
             }
-            done(tool_text(format!("LLM response: {}", sampled_text(&got["capital_question"]))))
+            done(tool_text(format!(
+                "LLM response: {}",
+                sampled_text(&got["capital_question"])
+            )))
         }
-        "test_input_required_result_request_state" | "test_input_required_result_tampered_state" => {
+        "test_input_required_result_request_state"
+        | "test_input_required_result_tampered_state" => {
             if let Some(s) = need1("confirm", "elicitation/create", elicit_confirm()) {
                 return s;
             }
             let ok = elicited_field(&got["confirm"], "ok").and_then(Value::as_bool) == Some(true);
-            done(tool_text(if ok { "state-ok" } else { "state-not-confirmed" }))
+            done(tool_text(if ok {
+                "state-ok"
+            } else {
+                "state-not-confirmed"
+            }))
         }
         "test_input_required_result_multiple_inputs" => {
             let all = [
-                req("user_name", "elicitation/create", elicit_name("What is your name?")),
-                req("greeting", "sampling/createMessage", sample("Write a short greeting.", 50)),
+                req(
+                    "user_name",
+                    "elicitation/create",
+                    elicit_name("What is your name?"),
+                ),
+                req(
+                    "greeting",
+                    "sampling/createMessage",
+                    sample("Write a short greeting.", 50),
+                ),
                 req("client_roots", "roots/list", json!({})),
             ];
-            let missing: Vec<InputReq> = all.into_iter().filter(|r| !got.contains_key(r.key)).collect();
+            let missing: Vec<InputReq> = all
+                .into_iter()
+                .filter(|r| !got.contains_key(r.key))
+                .collect();
             if !missing.is_empty() {
                 return Step::Need(missing);
             }
@@ -321,17 +388,29 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
             ]))
         }
         "test_input_required_result_multi_round" => {
-            if let Some(s) = need1("step1", "elicitation/create", elicit_name("Step 1: what is your name?")) {
+            if let Some(s) = need1(
+                "step1",
+                "elicitation/create",
+                elicit_name("Step 1: what is your name?"),
+            ) {
                 return s;
             }
             let color_schema = json!({"type": "object",
                 "properties": {"color": {"type": "string", "description": "Your favourite colour"}},
                 "required": ["color"]});
-            if let Some(s) = need1("step2", "elicitation/create", elicit("Step 2: what is your favourite colour?", color_schema)) {
+            if let Some(s) = need1(
+                "step2",
+                "elicitation/create",
+                elicit("Step 2: what is your favourite colour?", color_schema),
+            ) {
                 return s;
             }
-            let name = elicited_field(&got["step1"], "name").and_then(Value::as_str).unwrap_or("?");
-            let color = elicited_field(&got["step2"], "color").and_then(Value::as_str).unwrap_or("?");
+            let name = elicited_field(&got["step1"], "name")
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            let color = elicited_field(&got["step2"], "color")
+                .and_then(Value::as_str)
+                .unwrap_or("?");
             done(tool_text(format!("{name} likes {color}.")))
         }
         "test_input_required_result_capabilities" => {
@@ -339,25 +418,42 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
             // sampling so the driver reports the missing capability.
             let mut all = Vec::new();
             if has_cap(caps, "elicitation") {
-                all.push(req("user_name", "elicitation/create", elicit_name("What is your name?")));
+                all.push(req(
+                    "user_name",
+                    "elicitation/create",
+                    elicit_name("What is your name?"),
+                ));
             }
             if has_cap(caps, "sampling") {
-                all.push(req("greeting", "sampling/createMessage", sample("Write a short greeting.", 50)));
+                all.push(req(
+                    "greeting",
+                    "sampling/createMessage",
+                    sample("Write a short greeting.", 50),
+                ));
             }
             if has_cap(caps, "roots") {
                 all.push(req("client_roots", "roots/list", json!({})));
             }
             if all.is_empty() {
-                all.push(req("greeting", "sampling/createMessage", sample("Write a short greeting.", 50)));
+                all.push(req(
+                    "greeting",
+                    "sampling/createMessage",
+                    sample("Write a short greeting.", 50),
+                ));
             }
-            let missing: Vec<InputReq> = all.into_iter().filter(|r| !got.contains_key(r.key)).collect();
+            let missing: Vec<InputReq> = all
+                .into_iter()
+                .filter(|r| !got.contains_key(r.key))
+                .collect();
             if !missing.is_empty() {
                 return Step::Need(missing);
             }
             let parts: Vec<Value> = got.iter().map(|(k, v)| text(format!("{k}: {v}"))).collect();
             done(tool_result(parts))
         }
-        _ => Step::Done(Err(RpcError::invalid_params(format!("unknown tool: {name}")))),
+        _ => Step::Done(Err(RpcError::invalid_params(format!(
+            "unknown tool: {name}"
+        )))),
     }
 }
 
@@ -377,7 +473,9 @@ fn hello(answer: &Value) -> Value {
 
 /// Check that a client's answer to `method` has the right shape.
 pub fn validate_answer(method: &str, v: &Value) -> Result<(), String> {
-    let obj = v.as_object().ok_or_else(|| format!("the answer to {method} must be an object"))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| format!("the answer to {method} must be an object"))?;
     match method {
         "elicitation/create" => match obj.get("action").and_then(Value::as_str) {
             Some("accept") => match obj.get("content") {
@@ -428,7 +526,12 @@ impl StateKey {
     pub fn random() -> Self {
         use nanorand::Rng;
         let mut rng = nanorand::WyRand::new();
-        StateKey([rng.generate(), rng.generate(), rng.generate(), rng.generate()])
+        StateKey([
+            rng.generate(),
+            rng.generate(),
+            rng.generate(),
+            rng.generate(),
+        ])
     }
 
     #[cfg(test)]
@@ -467,8 +570,18 @@ impl StateKey {
     }
 
     /// Decode a state issued by [`seal`](Self::seal) for the same flow and arguments.
-    pub fn open(&self, name: &str, args: &Value, state: &str, now_ms: u64) -> Result<Gathered, RpcError> {
-        let bad = || RpcError::invalid_params("invalid requestState: it was modified or not issued by this server");
+    pub fn open(
+        &self,
+        name: &str,
+        args: &Value,
+        state: &str,
+        now_ms: u64,
+    ) -> Result<Gathered, RpcError> {
+        let bad = || {
+            RpcError::invalid_params(
+                "invalid requestState: it was modified or not issued by this server",
+            )
+        };
         let (body, tag) = state.rsplit_once('.').ok_or_else(bad)?;
         if self.tag(body.as_bytes()) != tag {
             return Err(bad());
@@ -476,14 +589,20 @@ impl StateKey {
         let bytes = base64_decode(body).ok_or_else(bad)?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
         if v.get("n").and_then(Value::as_str) != Some(name)
-            || v.get("a").and_then(Value::as_str) != Some(self.tag(args.to_string().as_bytes()).as_str())
+            || v.get("a").and_then(Value::as_str)
+                != Some(self.tag(args.to_string().as_bytes()).as_str())
         {
             return Err(RpcError::invalid_params(format!(
                 "requestState was issued for another request, not this call of \"{name}\" with these arguments"
             )));
         }
-        if v.get("x").and_then(Value::as_u64).is_none_or(|x| x < now_ms) {
-            return Err(RpcError::invalid_params("requestState has expired: send the request again without it"));
+        if v.get("x")
+            .and_then(Value::as_u64)
+            .is_none_or(|x| x < now_ms)
+        {
+            return Err(RpcError::invalid_params(
+                "requestState has expired: send the request again without it",
+            ));
         }
         match v.get("g") {
             Some(Value::Object(g)) => Ok(g.clone()),
@@ -512,12 +631,20 @@ pub fn modern_round(
     let mut got = match params.get("requestState") {
         None | Some(Value::Null) => Gathered::new(),
         Some(Value::String(s)) => key.open(name, args, s, now_ms)?,
-        Some(_) => return Err(RpcError::invalid_params("\"requestState\" must be a string")),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "\"requestState\" must be a string",
+            ))
+        }
     };
     let mut responses = match params.get("inputResponses") {
         None => Map::new(),
         Some(Value::Object(m)) => m.clone(),
-        Some(_) => return Err(RpcError::invalid_params("\"inputResponses\" must be an object")),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "\"inputResponses\" must be an object",
+            ))
+        }
     };
     for _ in 0..16 {
         match step(kind, name, args, &got, caps, rev) {
@@ -527,7 +654,10 @@ pub fn modern_round(
                 for r in &reqs {
                     if let Some(answer) = responses.remove(r.key) {
                         validate_answer(r.method, &answer).map_err(|m| {
-                            RpcError::new(INVALID_PARAMS, format!("invalid inputResponses[\"{}\"]: {m}", r.key))
+                            RpcError::new(
+                                INVALID_PARAMS,
+                                format!("invalid inputResponses[\"{}\"]: {m}", r.key),
+                            )
                         })?;
                         got.insert(r.key.to_string(), answer);
                         progressed = true;
@@ -536,7 +666,10 @@ pub fn modern_round(
                 if progressed {
                     continue;
                 }
-                if let Some(r) = reqs.iter().find(|r| !has_cap(caps, capability_of(r.method))) {
+                if let Some(r) = reqs
+                    .iter()
+                    .find(|r| !has_cap(caps, capability_of(r.method)))
+                {
                     return missing_capability(kind, name, capability_of(r.method), true);
                 }
                 let mut input_requests = Map::new();
@@ -556,7 +689,10 @@ pub fn modern_round(
             }
         }
     }
-    Err(RpcError::new(super::wire::INTERNAL_ERROR, "flow did not settle"))
+    Err(RpcError::new(
+        super::wire::INTERNAL_ERROR,
+        "flow did not settle",
+    ))
 }
 
 #[cfg(test)]
@@ -568,14 +704,31 @@ mod tests {
     }
 
     fn round(name: &str, params: Value, caps: Value) -> RpcResult {
-        modern_round(&StateKey::fixed(), Kind::Tool, name, &params, &json!({}), &caps, Rev::R20260728, 1000)
+        modern_round(
+            &StateKey::fixed(),
+            Kind::Tool,
+            name,
+            &params,
+            &json!({}),
+            &caps,
+            Rev::R20260728,
+            1000,
+        )
     }
 
     #[test]
     fn elicitation_two_rounds() {
-        let r1 = round("test_input_required_result_elicitation", json!({}), caps_all()).unwrap();
+        let r1 = round(
+            "test_input_required_result_elicitation",
+            json!({}),
+            caps_all(),
+        )
+        .unwrap();
         assert_eq!(r1["resultType"], "input_required");
-        assert_eq!(r1["inputRequests"]["user_name"]["method"], "elicitation/create");
+        assert_eq!(
+            r1["inputRequests"]["user_name"]["method"],
+            "elicitation/create"
+        );
         // No requestState needed for a single round.
         let r2 = round(
             "test_input_required_result_elicitation",
@@ -599,7 +752,12 @@ mod tests {
             caps_all()
         )
         .is_err());
-        assert!(round("test_input_required_result_elicitation", json!({"inputResponses": null}), caps_all()).is_err());
+        assert!(round(
+            "test_input_required_result_elicitation",
+            json!({"inputResponses": null}),
+            caps_all()
+        )
+        .is_err());
     }
 
     #[test]
@@ -630,7 +788,11 @@ mod tests {
         );
         assert_eq!(bad.unwrap_err().code, INVALID_PARAMS);
         // A state from one flow is refused by another.
-        let other = round("test_input_required_result_request_state", json!({"requestState": s1}), caps_all());
+        let other = round(
+            "test_input_required_result_request_state",
+            json!({"requestState": s1}),
+            caps_all(),
+        );
         assert!(other.is_err());
     }
 
@@ -641,13 +803,22 @@ mod tests {
         let s = k.seal(n, &json!({"a": 1}), &Gathered::new(), 1000);
         assert!(k.open(n, &json!({"a": 1}), &s, 1000).is_ok());
         assert!(k.open(n, &json!({"a": 2}), &s, 1000).is_err());
-        assert!(k.open(n, &json!({"a": 1}), &s, 1000 + STATE_TTL_MS + 1).is_err());
-        assert!(StateKey([9, 9, 9, 9]).open(n, &json!({"a": 1}), &s, 1000).is_err());
+        assert!(k
+            .open(n, &json!({"a": 1}), &s, 1000 + STATE_TTL_MS + 1)
+            .is_err());
+        assert!(StateKey([9, 9, 9, 9])
+            .open(n, &json!({"a": 1}), &s, 1000)
+            .is_err());
     }
 
     #[test]
     fn capabilities_are_respected() {
-        let r = round("test_input_required_result_capabilities", json!({}), json!({"sampling": {}})).unwrap();
+        let r = round(
+            "test_input_required_result_capabilities",
+            json!({}),
+            json!({"sampling": {}}),
+        )
+        .unwrap();
         let reqs = r["inputRequests"].as_object().unwrap();
         assert!(!reqs.is_empty());
         assert!(reqs.values().all(|v| v["method"] != "elicitation/create"));
@@ -680,11 +851,40 @@ mod tests {
     fn prompt_flow() {
         let k = StateKey::fixed();
         let n = "test_input_required_result_prompt";
-        let r1 = modern_round(&k, Kind::Prompt, n, &json!({}), &json!({}), &caps_all(), Rev::R20260728, 1000).unwrap();
-        let key = r1["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+        let r1 = modern_round(
+            &k,
+            Kind::Prompt,
+            n,
+            &json!({}),
+            &json!({}),
+            &caps_all(),
+            Rev::R20260728,
+            1000,
+        )
+        .unwrap();
+        let key = r1["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
         let p = json!({"inputResponses": {key: {"action": "accept", "content": {"context": "test context"}}}});
-        let r2 = modern_round(&k, Kind::Prompt, n, &p, &json!({}), &caps_all(), Rev::R20260728, 1000).unwrap();
-        assert!(r2["messages"][0]["content"]["text"].as_str().unwrap().contains("test context"));
+        let r2 = modern_round(
+            &k,
+            Kind::Prompt,
+            n,
+            &p,
+            &json!({}),
+            &caps_all(),
+            Rev::R20260728,
+            1000,
+        )
+        .unwrap();
+        assert!(r2["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("test context"));
     }
 
     #[test]

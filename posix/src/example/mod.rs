@@ -26,7 +26,8 @@ const MAX_LINE: usize = 16 << 20;
 /// Outgoing messages queued for stdout before senders wait.
 const OUT_QUEUE: usize = 1024;
 
-const USAGE: &str = "usage: mcpx example-server [--revisions REV[,REV...]] [--name NAME] [--page-size N]
+const USAGE: &str =
+    "usage: mcpx example-server [--revisions REV[,REV...]] [--name NAME] [--page-size N]
 
 A built-in MCP server on stdio (newline-delimited JSON-RPC).
 
@@ -46,7 +47,11 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { revisions: Rev::ALL.to_vec(), name: "mcpx-example".into(), page_size: 1000 }
+        Config {
+            revisions: Rev::ALL.to_vec(),
+            name: "mcpx-example".into(),
+            page_size: 1000,
+        }
     }
 }
 
@@ -58,7 +63,11 @@ impl Config {
         self.revisions.iter().any(|r| r.is_modern())
     }
     pub fn newest_legacy(&self) -> Option<Rev> {
-        self.revisions.iter().rev().copied().find(|r| !r.is_modern())
+        self.revisions
+            .iter()
+            .rev()
+            .copied()
+            .find(|r| !r.is_modern())
     }
 
     pub fn parse(args: &[String]) -> Result<Config, String> {
@@ -70,7 +79,10 @@ impl Config {
                 _ => (a.as_str(), None),
             };
             let mut value = |flag: &str| -> Result<String, String> {
-                inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| format!("{flag} needs a value"))
+                inline
+                    .clone()
+                    .or_else(|| it.next().cloned())
+                    .ok_or_else(|| format!("{flag} needs a value"))
             };
             match flag {
                 "--revisions" => {
@@ -98,11 +110,10 @@ impl Config {
                 }
                 "--page-size" => {
                     let v = value(flag)?;
-                    cfg.page_size = v
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| format!("--page-size needs a positive integer, not \"{v}\""))?;
+                    cfg.page_size =
+                        v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                            format!("--page-size needs a positive integer, not \"{v}\"")
+                        })?;
                 }
                 _ => return Err(format!("unknown argument \"{a}\"")),
             }
@@ -130,7 +141,12 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 /// Serve one client over `input`/`output` until `input` ends. Returns the exit status.
-pub async fn serve<R, W>(cfg: Config, ex: Rc<LocalExecutor<'static>>, mut input: R, output: W) -> i32
+pub async fn serve<R, W>(
+    cfg: Config,
+    ex: Rc<LocalExecutor<'static>>,
+    mut input: R,
+    output: W,
+) -> i32
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + 'static,
@@ -166,7 +182,11 @@ where
                         wire::INVALID_REQUEST,
                         format!("message longer than {MAX_LINE} bytes skipped"),
                     );
-                    let _ = tx.send(Out::Line(wire::error_response(&serde_json::Value::Null, &e).to_string())).await;
+                    let _ = tx
+                        .send(Out::Line(
+                            wire::error_response(&serde_json::Value::Null, &e).to_string(),
+                        ))
+                        .await;
                 }
             }
         }
@@ -190,6 +210,9 @@ where
     0
 }
 
+/// A complete line, or `Err(())` for a line over the size limit.
+type LineEvent = Result<Vec<u8>, ()>;
+
 /// Splits a byte stream into lines of at most [`MAX_LINE`] bytes; blank lines
 /// are skipped, a trailing CR is removed, and an over-long line becomes `Err(())`.
 #[derive(Default)]
@@ -201,7 +224,7 @@ struct LineSplitter {
 impl LineSplitter {
     /// Consume `data` up to and including the first newline; returns the
     /// finished line (if any) and the unconsumed rest.
-    fn feed<'a>(&mut self, mut data: &'a [u8]) -> Option<(Result<Vec<u8>, ()>, &'a [u8])> {
+    fn feed<'a>(&mut self, mut data: &'a [u8]) -> Option<(LineEvent, &'a [u8])> {
         loop {
             if data.is_empty() {
                 return None;
@@ -227,7 +250,7 @@ impl LineSplitter {
         }
     }
 
-    fn take(&mut self) -> Option<Result<Vec<u8>, ()>> {
+    fn take(&mut self) -> Option<LineEvent> {
         let too_long = std::mem::take(&mut self.too_long);
         let mut l = std::mem::take(&mut self.line);
         if too_long {
@@ -243,7 +266,7 @@ impl LineSplitter {
         }
     }
 
-    fn finish(&mut self) -> Option<Result<Vec<u8>, ()>> {
+    fn finish(&mut self) -> Option<LineEvent> {
         self.take()
     }
 }
@@ -255,7 +278,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(rx: Receiver<Out>, mut out: W) {
         while let Some(m) = next.take() {
             match m {
                 Out::Line(s) => {
-                    if out.write_all(s.as_bytes()).await.is_err() || out.write_all(b"\n").await.is_err() {
+                    if out.write_all(s.as_bytes()).await.is_err()
+                        || out.write_all(b"\n").await.is_err()
+                    {
                         return;
                     }
                 }
@@ -271,7 +296,6 @@ async fn write_loop<W: AsyncWrite + Unpin>(rx: Receiver<Out>, mut out: W) {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests;

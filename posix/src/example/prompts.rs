@@ -30,15 +30,27 @@ static PROMPTS: &[PromptSpec] = &[
         title: "Prompt with arguments",
         description: "A prompt with required arguments",
         args: &[
-            Arg { name: "arg1", description: "First test argument", required: true },
-            Arg { name: "arg2", description: "Second test argument", required: true },
+            Arg {
+                name: "arg1",
+                description: "First test argument",
+                required: true,
+            },
+            Arg {
+                name: "arg2",
+                description: "Second test argument",
+                required: true,
+            },
         ],
     },
     PromptSpec {
         name: "test_prompt_with_embedded_resource",
         title: "Prompt with embedded resource",
         description: "A prompt that includes an embedded resource",
-        args: &[Arg { name: "resourceUri", description: "URI of the resource to embed", required: true }],
+        args: &[Arg {
+            name: "resourceUri",
+            description: "URI of the resource to embed",
+            required: true,
+        }],
     },
     PromptSpec {
         name: "test_prompt_with_image",
@@ -98,14 +110,27 @@ pub fn get(name: &str, args: &Value) -> RpcResult {
             Some(Value::String(s)) => {
                 vals.insert(a.name.to_string(), s.clone().into());
             }
-            Some(_) => return Err(RpcError::invalid_params(format!("prompt argument \"{}\" must be a string", a.name))),
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "prompt argument \"{}\" must be a string",
+                    a.name
+                )))
+            }
             None if a.required => {
-                return Err(RpcError::invalid_params(format!("missing required prompt argument \"{}\"", a.name)))
+                return Err(RpcError::invalid_params(format!(
+                    "missing required prompt argument \"{}\"",
+                    a.name
+                )))
             }
             None => {}
         }
     }
-    let s = |k: &str| vals.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let s = |k: &str| {
+        vals.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     let messages = match name {
         "test_simple_prompt" => vec![msg(text("This is a simple prompt for testing."))],
         "test_prompt_with_arguments" => vec![msg(text(format!(
@@ -114,19 +139,34 @@ pub fn get(name: &str, args: &Value) -> RpcResult {
             s("arg2")
         )))],
         "test_prompt_with_embedded_resource" => vec![
-            msg(embedded_text(&s("resourceUri"), "text/plain", "Embedded resource content for testing.")),
+            msg(embedded_text(
+                &s("resourceUri"),
+                "text/plain",
+                "Embedded resource content for testing.",
+            )),
             msg(text("Please process the embedded resource above.")),
         ],
-        "test_prompt_with_image" => vec![msg(image_png()), msg(text("Please analyze the image above."))],
-        _ => return Err(RpcError::invalid_params(format!("prompt {name} needs client input"))),
+        "test_prompt_with_image" => vec![
+            msg(image_png()),
+            msg(text("Please analyze the image above.")),
+        ],
+        _ => {
+            return Err(RpcError::invalid_params(format!(
+                "prompt {name} needs client input"
+            )))
+        }
     };
     Ok(json!({"description": spec.description, "messages": messages}))
 }
 
 /// `completion/complete`: prompt arguments and resource-template variables.
 pub fn complete(params: &Value) -> RpcResult {
-    let r = params.get("ref").ok_or_else(|| RpcError::invalid_params("missing \"ref\""))?;
-    let arg = params.get("argument").ok_or_else(|| RpcError::invalid_params("missing \"argument\""))?;
+    let r = params
+        .get("ref")
+        .ok_or_else(|| RpcError::invalid_params("missing \"ref\""))?;
+    let arg = params
+        .get("argument")
+        .ok_or_else(|| RpcError::invalid_params("missing \"argument\""))?;
     let arg_name = arg
         .get("name")
         .and_then(Value::as_str)
@@ -143,14 +183,24 @@ pub fn complete(params: &Value) -> RpcResult {
                 .find(|p| p.name == name)
                 .ok_or_else(|| RpcError::invalid_params(format!("unknown prompt: {name}")))?;
             if !spec.args.iter().any(|a| a.name == arg_name) {
-                return Err(RpcError::invalid_params(format!("prompt {name} has no argument \"{arg_name}\"")));
+                return Err(RpcError::invalid_params(format!(
+                    "prompt {name} has no argument \"{arg_name}\""
+                )));
             }
             let candidates: &[&str] = match arg_name {
                 "arg1" | "arg2" => &["paris", "park", "party", "test", "testValue1", "testValue2"],
-                "resourceUri" => &[resources::STATIC_TEXT, resources::STATIC_BINARY, resources::WATCHED],
+                "resourceUri" => &[
+                    resources::STATIC_TEXT,
+                    resources::STATIC_BINARY,
+                    resources::WATCHED,
+                ],
                 _ => &[],
             };
-            candidates.iter().filter(|c| c.starts_with(value)).map(|c| c.to_string()).collect()
+            candidates
+                .iter()
+                .filter(|c| c.starts_with(value))
+                .map(|c| c.to_string())
+                .collect()
         }
         Some("ref/resource") => {
             let uri = r.get("uri").and_then(Value::as_str).unwrap_or("");
@@ -159,10 +209,16 @@ pub fn complete(params: &Value) -> RpcResult {
             } else if resources::exists(uri) {
                 Vec::new()
             } else {
-                return Err(RpcError::invalid_params(format!("unknown resource or template: {uri}")));
+                return Err(RpcError::invalid_params(format!(
+                    "unknown resource or template: {uri}"
+                )));
             }
         }
-        _ => return Err(RpcError::invalid_params("\"ref.type\" must be ref/prompt or ref/resource")),
+        _ => {
+            return Err(RpcError::invalid_params(
+                "\"ref.type\" must be ref/prompt or ref/resource",
+            ))
+        }
     };
     let total = values.len();
     Ok(json!({"completion": {"values": values, "total": total, "hasMore": false}}))
@@ -174,28 +230,48 @@ mod tests {
 
     #[test]
     fn prompts() {
-        let r = get("test_prompt_with_arguments", &json!({"arg1": "testValue1", "arg2": "testValue2"})).unwrap();
+        let r = get(
+            "test_prompt_with_arguments",
+            &json!({"arg1": "testValue1", "arg2": "testValue2"}),
+        )
+        .unwrap();
         let s = r.to_string();
         assert!(s.contains("testValue1") && s.contains("testValue2"));
         assert!(get("test_prompt_with_arguments", &json!({"arg1": "x"})).is_err());
-        let r = get("test_prompt_with_embedded_resource", &json!({"resourceUri": "test://example-resource"})).unwrap();
+        let r = get(
+            "test_prompt_with_embedded_resource",
+            &json!({"resourceUri": "test://example-resource"}),
+        )
+        .unwrap();
         assert_eq!(r["messages"][0]["content"]["type"], "resource");
-        assert_eq!(r["messages"][0]["content"]["resource"]["uri"], "test://example-resource");
+        assert_eq!(
+            r["messages"][0]["content"]["resource"]["uri"],
+            "test://example-resource"
+        );
         let r = get("test_prompt_with_image", &json!({})).unwrap();
         assert_eq!(r["messages"][0]["content"]["type"], "image");
         assert!(get("test_simple_prompt", &json!({})).is_ok());
-        assert!(list(Rev::R20251125).iter().all(|p| p["description"].is_string()));
+        assert!(list(Rev::R20251125)
+            .iter()
+            .all(|p| p["description"].is_string()));
         assert!(!exists("test_input_required_result_prompt", Rev::R20250326));
     }
 
     #[test]
     fn completion() {
-        let r = complete(&json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
-            "argument": {"name": "arg1", "value": "test"}}))
+        let r = complete(
+            &json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+            "argument": {"name": "arg1", "value": "test"}}),
+        )
         .unwrap();
-        assert_eq!(r["completion"]["values"], json!(["test", "testValue1", "testValue2"]));
-        let r = complete(&json!({"ref": {"type": "ref/resource", "uri": "test://template/{id}/data"},
-            "argument": {"name": "id", "value": "4"}}))
+        assert_eq!(
+            r["completion"]["values"],
+            json!(["test", "testValue1", "testValue2"])
+        );
+        let r = complete(
+            &json!({"ref": {"type": "ref/resource", "uri": "test://template/{id}/data"},
+            "argument": {"name": "id", "value": "4"}}),
+        )
         .unwrap();
         assert_eq!(r["completion"]["values"], json!(["42"]));
         assert!(complete(&json!({"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "a", "value": ""}})).is_err());

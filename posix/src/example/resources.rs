@@ -39,7 +39,8 @@ static RESOURCES: &[Res] = &[
         uri: WATCHED,
         name: "watched-resource",
         title: "Watched resource",
-        description: "A resource that changes (call the update_resource tool); subscribe to get notified",
+        description:
+            "A resource that changes (call the update_resource tool); subscribe to get notified",
         mime: "text/plain",
     },
 ];
@@ -76,7 +77,9 @@ pub fn templates(rev: Rev) -> Vec<Value> {
 
 /// The `{id}` of a URI matching the template.
 fn template_id(uri: &str) -> Option<&str> {
-    let id = uri.strip_prefix("test://template/")?.strip_suffix("/data")?;
+    let id = uri
+        .strip_prefix("test://template/")?
+        .strip_suffix("/data")?;
     (!id.is_empty() && !id.contains('/')).then_some(id)
 }
 
@@ -87,7 +90,11 @@ pub fn exists(uri: &str) -> bool {
 
 pub fn not_found(uri: &str, rev: Rev) -> RpcError {
     // 2026-07-28 (SEP-2164) uses invalid params; older revisions document -32002.
-    let code = if rev.is_modern() { INVALID_PARAMS } else { RESOURCE_NOT_FOUND_LEGACY };
+    let code = if rev.is_modern() {
+        INVALID_PARAMS
+    } else {
+        RESOURCE_NOT_FOUND_LEGACY
+    };
     RpcError::new(code, format!("resource not found: {uri}")).with_data(json!({"uri": uri}))
 }
 
@@ -115,7 +122,12 @@ pub fn complete_template(uri: &str, arg: &str, value: &str) -> Option<Vec<String
         return None;
     }
     let ids = ["1", "2", "3", "42", "123"];
-    Some(ids.iter().filter(|i| i.starts_with(value)).map(|s| s.to_string()).collect())
+    Some(
+        ids.iter()
+            .filter(|i| i.starts_with(value))
+            .map(|s| s.to_string())
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -133,15 +145,25 @@ mod tests {
         let e = read("test://nonexistent", Rev::R20260728, 0).unwrap_err();
         assert_eq!(e.code, INVALID_PARAMS);
         assert_eq!(e.data.unwrap()["uri"], "test://nonexistent");
-        assert_eq!(read("test://nope", Rev::R20251125, 0).unwrap_err().code, -32002);
+        assert_eq!(
+            read("test://nope", Rev::R20251125, 0).unwrap_err().code,
+            -32002
+        );
         assert!(read("test://template//data", Rev::R20251125, 0).is_err());
     }
 
     #[test]
     fn listing() {
-        assert!(list(Rev::R20241105).iter().all(|r| r.get("title").is_none()));
-        assert!(list(Rev::R20251125).iter().all(|r| r.get("title").is_some()));
+        assert!(list(Rev::R20241105)
+            .iter()
+            .all(|r| r.get("title").is_none()));
+        assert!(list(Rev::R20251125)
+            .iter()
+            .all(|r| r.get("title").is_some()));
         assert!(exists(WATCHED) && exists("test://template/9/data") && !exists("x://y"));
-        assert_eq!(complete_template(TEMPLATE, "id", "1").unwrap(), vec!["1", "123"]);
+        assert_eq!(
+            complete_template(TEMPLATE, "id", "1").unwrap(),
+            vec!["1", "123"]
+        );
     }
 }

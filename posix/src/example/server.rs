@@ -4,8 +4,8 @@ use super::content::{tool_error, tool_text};
 use super::flow::{self, Kind, StateKey, Step};
 use super::tools::{self, Exec};
 use super::wire::{
-    self, classify, error_response, notification, require_str, response, Incoming, Rev, RpcError, RpcResult,
-    INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_VERSION,
+    self, classify, error_response, notification, require_str, response, Incoming, Rev, RpcError,
+    RpcResult, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_VERSION,
 };
 use super::{prompts, resources, Config};
 use async_io::Timer;
@@ -38,7 +38,16 @@ pub enum Out {
     Flush(Sender<()>),
 }
 
-pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 
 fn log_level(s: &str) -> Option<u8> {
     LOG_LEVELS.iter().position(|l| *l == s).map(|p| p as u8)
@@ -94,8 +103,19 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(cfg: Config, out: Sender<Out>, ex: Rc<LocalExecutor<'static>>, key: StateKey) -> Rc<Server> {
-        Rc::new(Server { cfg, out, ex, key, st: RefCell::new(State::default()) })
+    pub fn new(
+        cfg: Config,
+        out: Sender<Out>,
+        ex: Rc<LocalExecutor<'static>>,
+        key: StateKey,
+    ) -> Rc<Server> {
+        Rc::new(Server {
+            cfg,
+            out,
+            ex,
+            key,
+            st: RefCell::new(State::default()),
+        })
     }
 
     async fn send(&self, v: Value) {
@@ -112,7 +132,10 @@ impl Server {
     pub fn abandon_client_requests(&self) {
         let pending: Vec<_> = self.st.borrow_mut().pending.drain().collect();
         for (_, tx) in pending {
-            let _ = tx.try_send(Err(RpcError::new(INTERNAL_ERROR, "the client closed the connection")));
+            let _ = tx.try_send(Err(RpcError::new(
+                INTERNAL_ERROR,
+                "the client closed the connection",
+            )));
         }
     }
 
@@ -132,7 +155,9 @@ impl Server {
             }
             Value::Array(items) => {
                 let srv = self.clone();
-                self.ex.spawn(async move { srv.on_batch(items).await }).detach();
+                self.ex
+                    .spawn(async move { srv.on_batch(items).await })
+                    .detach();
             }
             v => self.on_message(v).await,
         }
@@ -155,7 +180,9 @@ impl Server {
                     };
                     replies.push(response(&id, r));
                 }
-                Incoming::Notification { method, params } => self.on_notification(&method, &params).await,
+                Incoming::Notification { method, params } => {
+                    self.on_notification(&method, &params).await
+                }
                 Incoming::Response { id, result } => self.on_response(&id, result),
                 Incoming::Invalid { id, error } => replies.push(error_response(&id, &error)),
             }
@@ -168,7 +195,9 @@ impl Server {
     async fn on_message(self: &Rc<Self>, v: Value) {
         match classify(v) {
             Incoming::Request { id, method, params } => self.on_request(id, method, params).await,
-            Incoming::Notification { method, params } => self.on_notification(&method, &params).await,
+            Incoming::Notification { method, params } => {
+                self.on_notification(&method, &params).await
+            }
             Incoming::Response { id, result } => self.on_response(&id, result),
             Incoming::Invalid { id, error } => self.send(error_response(&id, &error)).await,
         }
@@ -187,19 +216,25 @@ impl Server {
             Handled::Later(fut) => {
                 let key = id.to_string();
                 let (cancel_tx, cancel_rx) = bounded::<()>(1);
-                {
+                let refused = {
                     let mut st = self.st.borrow_mut();
                     if st.in_flight.contains_key(&key) {
-                        drop(st);
-                        let e = RpcError::new(INVALID_REQUEST, format!("request id {key} is already in use"));
-                        return self.send(error_response(&id, &e)).await;
+                        Some(RpcError::new(
+                            INVALID_REQUEST,
+                            format!("request id {key} is already in use"),
+                        ))
+                    } else if st.in_flight.len() >= MAX_IN_FLIGHT {
+                        Some(RpcError::new(
+                            INTERNAL_ERROR,
+                            "too many requests in flight; retry later",
+                        ))
+                    } else {
+                        st.in_flight.insert(key.clone(), cancel_tx);
+                        None
                     }
-                    if st.in_flight.len() >= MAX_IN_FLIGHT {
-                        drop(st);
-                        let e = RpcError::new(INTERNAL_ERROR, "too many requests in flight; retry later");
-                        return self.send(error_response(&id, &e)).await;
-                    }
-                    st.in_flight.insert(key.clone(), cancel_tx);
+                };
+                if let Some(e) = refused {
+                    return self.send(error_response(&id, &e)).await;
                 }
                 let srv = self.clone();
                 self.ex
@@ -233,7 +268,9 @@ impl Server {
                 }
             }
             // Nothing to do for these; unknown notifications are ignored.
-            "notifications/initialized" | "notifications/roots/list_changed" | "notifications/progress" => {}
+            "notifications/initialized"
+            | "notifications/roots/list_changed"
+            | "notifications/progress" => {}
             _ => {}
         }
     }
@@ -248,12 +285,18 @@ impl Server {
     /// Work out which era and revision the request is served under.
     fn context(&self, id: &Value, method: &str, params: &Value) -> Result<Ctx, RpcError> {
         let meta = params.get("_meta");
-        let progress = meta.and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_number()).cloned();
+        let progress = meta
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_number())
+            .cloned();
         // Modern when the request says so (a `_meta` protocol version that is
         // not a legacy revision), for server/discover, and for everything but
         // `initialize` on a modern-only server.
         let version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
-        let legacy_version = version.and_then(Value::as_str).and_then(Rev::parse).is_some_and(|r| !r.is_modern());
+        let legacy_version = version
+            .and_then(Value::as_str)
+            .and_then(Rev::parse)
+            .is_some_and(|r| !r.is_modern());
         let modern = self.cfg.modern()
             && method != "initialize"
             && (method == "server/discover"
@@ -265,54 +308,107 @@ impl Server {
         let st = self.st.borrow();
         let (rev, caps) = match &st.session {
             Some(s) => (s.rev, s.caps.clone()),
-            None => (self.cfg.newest_legacy().unwrap_or(Rev::R20251125), Rc::new(json!({}))),
+            None => (
+                self.cfg.newest_legacy().unwrap_or(Rev::R20251125),
+                Rc::new(json!({})),
+            ),
         };
-        Ok(Ctx { id: id.clone(), rev, modern: false, caps, log_min: Some(st.log_min), progress })
+        Ok(Ctx {
+            id: id.clone(),
+            rev,
+            modern: false,
+            caps,
+            log_min: Some(st.log_min),
+            progress,
+        })
     }
 
-    fn modern_context(&self, id: &Value, params: &Value, progress: Option<Value>) -> Result<Ctx, RpcError> {
+    fn modern_context(
+        &self,
+        id: &Value,
+        params: &Value,
+        progress: Option<Value>,
+    ) -> Result<Ctx, RpcError> {
         let meta = match params.get("_meta") {
             Some(Value::Object(m)) => m,
             Some(_) => return Err(RpcError::invalid_params("\"_meta\" must be an object")),
-            None => return Err(RpcError::invalid_params("missing \"_meta\" (protocol version, client capabilities)")),
+            None => {
+                return Err(RpcError::invalid_params(
+                    "missing \"_meta\" (protocol version, client capabilities)",
+                ))
+            }
         };
         let version = match meta.get(META_PROTOCOL_VERSION) {
             Some(Value::String(s)) => s.as_str(),
-            Some(_) => return Err(RpcError::invalid_params(format!("\"_meta.{META_PROTOCOL_VERSION}\" must be a string"))),
-            None => return Err(RpcError::invalid_params(format!("missing \"_meta.{META_PROTOCOL_VERSION}\""))),
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "\"_meta.{META_PROTOCOL_VERSION}\" must be a string"
+                )))
+            }
+            None => {
+                return Err(RpcError::invalid_params(format!(
+                    "missing \"_meta.{META_PROTOCOL_VERSION}\""
+                )))
+            }
         };
         let caps = match meta.get(META_CLIENT_CAPS) {
             Some(c @ Value::Object(_)) => c.clone(),
-            Some(_) => return Err(RpcError::invalid_params(format!("\"_meta.{META_CLIENT_CAPS}\" must be an object"))),
-            None => return Err(RpcError::invalid_params(format!("missing \"_meta.{META_CLIENT_CAPS}\""))),
+            Some(_) => {
+                return Err(RpcError::invalid_params(format!(
+                    "\"_meta.{META_CLIENT_CAPS}\" must be an object"
+                )))
+            }
+            None => {
+                return Err(RpcError::invalid_params(format!(
+                    "missing \"_meta.{META_CLIENT_CAPS}\""
+                )))
+            }
         };
         if let Some(info) = meta.get(META_CLIENT_INFO) {
             if !info.is_object() {
-                return Err(RpcError::invalid_params(format!("\"_meta.{META_CLIENT_INFO}\" must be an object")));
+                return Err(RpcError::invalid_params(format!(
+                    "\"_meta.{META_CLIENT_INFO}\" must be an object"
+                )));
             }
         }
         let rev = match Rev::parse(version).filter(|r| r.is_modern() && self.cfg.accepts(*r)) {
             Some(r) => r,
             None => {
                 let supported = self.supported();
-                return Err(RpcError::new(UNSUPPORTED_VERSION, format!("unsupported protocol version: {version}"))
-                    .with_data(json!({"supported": supported, "requested": version})));
+                return Err(RpcError::new(
+                    UNSUPPORTED_VERSION,
+                    format!("unsupported protocol version: {version}"),
+                )
+                .with_data(json!({"supported": supported, "requested": version})));
             }
         };
-        let log_min = match meta.get(META_LOG_LEVEL) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(l)) => {
-                Some(log_level(l).ok_or_else(|| RpcError::invalid_params(format!("unknown log level \"{l}\"")))?)
-            }
-            Some(_) => return Err(RpcError::invalid_params("the log level must be a string")),
-        };
+        let log_min =
+            match meta.get(META_LOG_LEVEL) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(l)) => Some(log_level(l).ok_or_else(|| {
+                    RpcError::invalid_params(format!("unknown log level \"{l}\""))
+                })?),
+                Some(_) => return Err(RpcError::invalid_params("the log level must be a string")),
+            };
         let _ = id;
-        Ok(Ctx { id: id.clone(), rev, modern: true, caps: Rc::new(caps), log_min, progress })
+        Ok(Ctx {
+            id: id.clone(),
+            rev,
+            modern: true,
+            caps: Rc::new(caps),
+            log_min,
+            progress,
+        })
     }
 
     /// Every accepted revision, newest first (discover and -32022 errors).
     fn supported(&self) -> Vec<&'static str> {
-        self.cfg.revisions.iter().rev().map(|r| r.as_str()).collect()
+        self.cfg
+            .revisions
+            .iter()
+            .rev()
+            .map(|r| r.as_str())
+            .collect()
     }
 
     fn server_info(&self) -> Value {
@@ -329,7 +425,10 @@ impl Server {
                 // Lists that never change may be cached for a minute; the tool
                 // list (toggle_tool) and reads (update_resource) may change at any time.
                 let (ttl, scope) = match method {
-                    "server/discover" | "prompts/list" | "resources/list" | "resources/templates/list" => (60_000, "public"),
+                    "server/discover"
+                    | "prompts/list"
+                    | "resources/list"
+                    | "resources/templates/list" => (60_000, "public"),
                     "tools/list" => (0, "public"),
                     "resources/read" => (0, "private"),
                     _ => (0, ""),
@@ -339,7 +438,8 @@ impl Server {
                     o.entry("cacheScope").or_insert_with(|| scope.into());
                 }
                 if let Value::Object(m) = o.entry("_meta").or_insert_with(|| json!({})) {
-                    m.entry(META_SERVER_INFO).or_insert_with(|| self.server_info());
+                    m.entry(META_SERVER_INFO)
+                        .or_insert_with(|| self.server_info());
                 }
             }
         }
@@ -352,25 +452,42 @@ impl Server {
             return match method {
                 "server/discover" => Now(Ok(self.discover())),
                 "subscriptions/listen" => self.listen(ctx, &params),
-                "tools/list" | "tools/call" | "prompts/list" | "prompts/get" | "resources/list"
-                | "resources/templates/list" | "resources/read" | "completion/complete" => {
-                    self.handle_common(ctx, method, params)
-                }
+                "tools/list"
+                | "tools/call"
+                | "prompts/list"
+                | "prompts/get"
+                | "resources/list"
+                | "resources/templates/list"
+                | "resources/read"
+                | "completion/complete" => self.handle_common(ctx, method, params),
                 _ => Now(Err(RpcError::method_not_found(method))),
             };
         }
         match method {
             "initialize" => Now(self.initialize(&params)),
             "ping" => Now(Ok(json!({}))),
-            "logging/setLevel" | "tools/list" | "tools/call" | "prompts/list" | "prompts/get" | "resources/list"
-            | "resources/templates/list" | "resources/read" | "resources/subscribe" | "resources/unsubscribe"
+            "logging/setLevel"
+            | "tools/list"
+            | "tools/call"
+            | "prompts/list"
+            | "prompts/get"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
             | "completion/complete" => {
                 if self.st.borrow().session.is_none() {
-                    return Now(Err(RpcError::new(INVALID_REQUEST, "server not initialized: send initialize first")));
+                    return Now(Err(RpcError::new(
+                        INVALID_REQUEST,
+                        "server not initialized: send initialize first",
+                    )));
                 }
                 match method {
                     "logging/setLevel" => Now(self.set_level(&params)),
-                    "resources/subscribe" | "resources/unsubscribe" => Now(self.subscribe(method, &params)),
+                    "resources/subscribe" | "resources/unsubscribe" => {
+                        Now(self.subscribe(method, &params))
+                    }
                     _ => self.handle_common(ctx, method, params),
                 }
             }
@@ -391,7 +508,9 @@ impl Server {
             "prompts/list" => Now(self.page("prompts", prompts::list(rev), &params)),
             "prompts/get" => self.get_prompt(ctx, params),
             "resources/list" => Now(self.page("resources", resources::list(rev), &params)),
-            "resources/templates/list" => Now(self.page("resourceTemplates", resources::templates(rev), &params)),
+            "resources/templates/list" => {
+                Now(self.page("resourceTemplates", resources::templates(rev), &params))
+            }
             "resources/read" => Now(require_str(&params, "uri")
                 .and_then(|uri| resources::read(uri, rev, self.st.borrow().watched_version))),
             "completion/complete" => Now(prompts::complete(&params)),
@@ -400,13 +519,18 @@ impl Server {
     }
 
     fn page(&self, key: &str, items: Vec<Value>, params: &Value) -> RpcResult {
-        let start = match params.get("cursor") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(c)) => decode_cursor(c).filter(|&n| n <= items.len()).ok_or_else(|| {
-                RpcError::invalid_params(format!("invalid cursor \"{c}\": pass back a nextCursor from this server"))
-            })?,
-            Some(_) => return Err(RpcError::invalid_params("\"cursor\" must be a string")),
-        };
+        let start =
+            match params.get("cursor") {
+                None | Some(Value::Null) => 0,
+                Some(Value::String(c)) => decode_cursor(c)
+                    .filter(|&n| n <= items.len())
+                    .ok_or_else(|| {
+                        RpcError::invalid_params(format!(
+                            "invalid cursor \"{c}\": pass back a nextCursor from this server"
+                        ))
+                    })?,
+                Some(_) => return Err(RpcError::invalid_params("\"cursor\" must be a string")),
+            };
         let end = start.saturating_add(self.cfg.page_size).min(items.len());
         let mut o = Map::new();
         if end < items.len() {
@@ -420,14 +544,17 @@ impl Server {
     fn initialize(&self, params: &Value) -> RpcResult {
         let requested = require_str(params, "protocolVersion")?;
         if !params.get("capabilities").is_some_and(Value::is_object) {
-            return Err(RpcError::invalid_params("\"capabilities\" must be an object"));
+            return Err(RpcError::invalid_params(
+                "\"capabilities\" must be an object",
+            ));
         }
         let rev = match Rev::parse(requested).filter(|r| !r.is_modern() && self.cfg.accepts(*r)) {
             Some(r) => r,
             None => match self.cfg.newest_legacy() {
                 Some(r) => r,
                 None => {
-                    let supported: Vec<&str> = self.cfg.revisions.iter().map(|r| r.as_str()).collect();
+                    let supported: Vec<&str> =
+                        self.cfg.revisions.iter().map(|r| r.as_str()).collect();
                     return Err(RpcError::invalid_params(format!(
                         "unsupported protocol version {requested}; this server speaks only {}",
                         supported.join(", ")
@@ -440,7 +567,10 @@ impl Server {
         if st.session.is_some() {
             return Err(RpcError::new(INVALID_REQUEST, "already initialized"));
         }
-        st.session = Some(Session { rev, caps: Rc::new(params["capabilities"].clone()) });
+        st.session = Some(Session {
+            rev,
+            caps: Rc::new(params["capabilities"].clone()),
+        });
         let mut info = json!({"name": self.cfg.name, "version": env!("CARGO_PKG_VERSION")});
         if rev >= Rev::R20250618 {
             info["title"] = "mcpx example server".into();
@@ -467,7 +597,14 @@ impl Server {
     }
 
     fn discover(&self) -> Value {
-        let rev = self.cfg.revisions.iter().rev().copied().find(|r| r.is_modern()).unwrap_or(Rev::R20260728);
+        let rev = self
+            .cfg
+            .revisions
+            .iter()
+            .rev()
+            .copied()
+            .find(|r| r.is_modern())
+            .unwrap_or(Rev::R20260728);
         let mut meta = Map::new();
         meta.insert(META_SERVER_INFO.into(), self.server_info());
         json!({
@@ -480,7 +617,8 @@ impl Server {
 
     fn set_level(&self, params: &Value) -> RpcResult {
         let l = require_str(params, "level")?;
-        let n = log_level(l).ok_or_else(|| RpcError::invalid_params(format!("unknown log level \"{l}\"")))?;
+        let n = log_level(l)
+            .ok_or_else(|| RpcError::invalid_params(format!("unknown log level \"{l}\"")))?;
         self.st.borrow_mut().log_min = n;
         Ok(json!({}))
     }
@@ -508,19 +646,41 @@ impl Server {
         let args = match params.get("arguments") {
             None | Some(Value::Null) => json!({}),
             Some(a @ Value::Object(_)) => a.clone(),
-            Some(_) => return Now(Err(RpcError::invalid_params("\"arguments\" must be an object"))),
+            Some(_) => {
+                return Now(Err(RpcError::invalid_params(
+                    "\"arguments\" must be an object",
+                )))
+            }
         };
         let toggled = self.st.borrow().toggled;
         let Some(spec) = tools::find(name, ctx.rev, toggled) else {
-            return Now(Err(RpcError::invalid_params(format!("unknown tool: {name}"))));
+            return Now(Err(RpcError::invalid_params(format!(
+                "unknown tool: {name}"
+            ))));
         };
         match spec.exec {
             Exec::Sync => Now(tools::call_sync(spec.name, &args, ctx.rev)),
-            Exec::Flow if ctx.modern => {
-                Now(flow::modern_round(&self.key, Kind::Tool, spec.name, &params, &args, &ctx.caps, ctx.rev, now_ms()))
-            }
-            Exec::Flow => Later(Box::pin(self.clone().legacy_flow(ctx.clone(), Kind::Tool, spec.name, args))),
-            Exec::Async => Later(Box::pin(self.clone().run_async(ctx.clone(), spec.name, args))),
+            Exec::Flow if ctx.modern => Now(flow::modern_round(
+                &self.key,
+                Kind::Tool,
+                spec.name,
+                &params,
+                &args,
+                &ctx.caps,
+                ctx.rev,
+                now_ms(),
+            )),
+            Exec::Flow => Later(Box::pin(self.clone().legacy_flow(
+                ctx.clone(),
+                Kind::Tool,
+                spec.name,
+                args,
+            ))),
+            Exec::Async => Later(Box::pin(self.clone().run_async(
+                ctx.clone(),
+                spec.name,
+                args,
+            ))),
         }
     }
 
@@ -533,50 +693,99 @@ impl Server {
         let args = match params.get("arguments") {
             None | Some(Value::Null) => json!({}),
             Some(a @ Value::Object(_)) => a.clone(),
-            Some(_) => return Now(Err(RpcError::invalid_params("\"arguments\" must be an object"))),
+            Some(_) => {
+                return Now(Err(RpcError::invalid_params(
+                    "\"arguments\" must be an object",
+                )))
+            }
         };
         if !prompts::exists(&name, ctx.rev) {
-            return Now(Err(RpcError::invalid_params(format!("unknown prompt: {name}"))));
+            return Now(Err(RpcError::invalid_params(format!(
+                "unknown prompt: {name}"
+            ))));
         }
         if !flow::is_flow(Kind::Prompt, &name) {
             return Now(prompts::get(&name, &args));
         }
         if ctx.modern {
-            Now(flow::modern_round(&self.key, Kind::Prompt, &name, &params, &args, &ctx.caps, ctx.rev, now_ms()))
+            Now(flow::modern_round(
+                &self.key,
+                Kind::Prompt,
+                &name,
+                &params,
+                &args,
+                &ctx.caps,
+                ctx.rev,
+                now_ms(),
+            ))
         } else {
             let name: &'static str = "test_input_required_result_prompt";
-            Later(Box::pin(self.clone().legacy_flow(ctx.clone(), Kind::Prompt, name, args)))
+            Later(Box::pin(self.clone().legacy_flow(
+                ctx.clone(),
+                Kind::Prompt,
+                name,
+                args,
+            )))
         }
     }
 
     /// Legacy era: gather input with real server→client requests.
-    async fn legacy_flow(self: Rc<Self>, ctx: Ctx, kind: Kind, name: &'static str, args: Value) -> RpcResult {
+    async fn legacy_flow(
+        self: Rc<Self>,
+        ctx: Ctx,
+        kind: Kind,
+        name: &'static str,
+        args: Value,
+    ) -> RpcResult {
         let mut got = flow::Gathered::new();
         for _ in 0..16 {
             match flow::step(kind, name, &args, &got, &ctx.caps, ctx.rev) {
                 Step::Done(r) => return r,
                 Step::Need(reqs) => {
                     let caps = &ctx.caps;
-                    if let Some(r) = reqs.iter().find(|r| !caps.get(flow::capability_of(r.method)).is_some_and(Value::is_object)) {
-                        return flow::missing_capability(kind, name, flow::capability_of(r.method), false);
+                    if let Some(r) = reqs.iter().find(|r| {
+                        !caps
+                            .get(flow::capability_of(r.method))
+                            .is_some_and(Value::is_object)
+                    }) {
+                        return flow::missing_capability(
+                            kind,
+                            name,
+                            flow::capability_of(r.method),
+                            false,
+                        );
                     }
                     // Ask concurrently; each request is its own task so dropping
                     // this future (cancellation) drops them too.
                     let tasks: Vec<_> = reqs
                         .iter()
-                        .map(|r| self.ex.spawn(self.clone().client_request(r.method, r.params.clone())))
+                        .map(|r| {
+                            self.ex
+                                .spawn(self.clone().client_request(r.method, r.params.clone()))
+                        })
                         .collect();
                     for (r, t) in reqs.iter().zip(tasks) {
                         let answer = match t.await {
                             Ok(a) => a,
                             Err(e) => {
-                                let msg = format!("the client answered {} with error {}: {}", r.method, e.code, e.message);
-                                return if kind == Kind::Tool { Ok(tool_error(msg)) } else { Err(RpcError::new(INTERNAL_ERROR, msg)) };
+                                let msg = format!(
+                                    "the client answered {} with error {}: {}",
+                                    r.method, e.code, e.message
+                                );
+                                return if kind == Kind::Tool {
+                                    Ok(tool_error(msg))
+                                } else {
+                                    Err(RpcError::new(INTERNAL_ERROR, msg))
+                                };
                             }
                         };
                         if let Err(m) = flow::validate_answer(r.method, &answer) {
                             let msg = format!("invalid answer to {}: {m}", r.method);
-                            return if kind == Kind::Tool { Ok(tool_error(msg)) } else { Err(RpcError::new(INTERNAL_ERROR, msg)) };
+                            return if kind == Kind::Tool {
+                                Ok(tool_error(msg))
+                            } else {
+                                Err(RpcError::new(INTERNAL_ERROR, msg))
+                            };
                         }
                         got.insert(r.key.to_string(), answer);
                     }
@@ -596,12 +805,22 @@ impl Server {
             st.pending.insert(id, tx);
             id
         };
-        let guard = PendingGuard { srv: self.clone(), id };
+        let guard = PendingGuard {
+            srv: self.clone(),
+            id,
+        };
         self.send(wire::request(id, method, params)).await;
-        let answer = async { rx.recv().await.unwrap_or_else(|_| Err(RpcError::new(INTERNAL_ERROR, "no answer"))) };
+        let answer = async {
+            rx.recv()
+                .await
+                .unwrap_or_else(|_| Err(RpcError::new(INTERNAL_ERROR, "no answer")))
+        };
         let timeout = async {
             Timer::after(CLIENT_REQUEST_TIMEOUT).await;
-            Err(RpcError::new(INTERNAL_ERROR, format!("the client did not answer {method} in time")))
+            Err(RpcError::new(
+                INTERNAL_ERROR,
+                format!("the client did not answer {method} in time"),
+            ))
         };
         let r = future::or(answer, timeout).await;
         drop(guard);
@@ -611,8 +830,11 @@ impl Server {
     async fn log(&self, ctx: &Ctx, level: &str, data: Value) {
         let n = log_level(level).unwrap_or(1);
         if ctx.log_min.is_some_and(|min| n >= min) {
-            self.send(notification("notifications/message", json!({"level": level, "logger": "mcpx-example", "data": data})))
-                .await;
+            self.send(notification(
+                "notifications/message",
+                json!({"level": level, "logger": "mcpx-example", "data": data}),
+            ))
+            .await;
         }
     }
 
@@ -631,18 +853,28 @@ impl Server {
     fn listen(self: &Rc<Self>, ctx: &Ctx, params: &Value) -> Handled {
         let filter = match params.get("notifications") {
             Some(Value::Object(f)) => f.clone(),
-            _ => return Handled::Now(Err(RpcError::invalid_params("\"notifications\" must be an object"))),
+            _ => {
+                return Handled::Now(Err(RpcError::invalid_params(
+                    "\"notifications\" must be an object",
+                )))
+            }
         };
         // Agree to exactly the supported notification types the client asked for.
         let mut agreed = Map::new();
-        for k in ["toolsListChanged", "promptsListChanged", "resourcesListChanged"] {
+        for k in [
+            "toolsListChanged",
+            "promptsListChanged",
+            "resourcesListChanged",
+        ] {
             if filter.get(k) == Some(&Value::Bool(true)) {
                 agreed.insert(k.into(), true.into());
             }
         }
         if let Some(uris) = filter.get("resourceSubscriptions") {
             let Some(list) = uris.as_array().filter(|l| l.iter().all(Value::is_string)) else {
-                return Handled::Now(Err(RpcError::invalid_params("\"resourceSubscriptions\" must be an array of URIs")));
+                return Handled::Now(Err(RpcError::invalid_params(
+                    "\"resourceSubscriptions\" must be an array of URIs",
+                )));
             };
             agreed.insert("resourceSubscriptions".into(), list.clone().into());
         }
@@ -655,8 +887,14 @@ impl Server {
             );
             srv.send(ack).await;
             let key = id.to_string();
-            srv.st.borrow_mut().listeners.insert(key.clone(), (id, Value::Object(agreed)));
-            let _guard = ListenerGuard { srv: srv.clone(), key };
+            srv.st
+                .borrow_mut()
+                .listeners
+                .insert(key.clone(), (id, Value::Object(agreed)));
+            let _guard = ListenerGuard {
+                srv: srv.clone(),
+                key,
+            };
             future::pending::<RpcResult>().await
         }))
     }
@@ -686,7 +924,11 @@ impl Server {
             self.send(notification(&method, json!({}))).await;
         }
         for id in self.listeners_for(&format!("{what}ListChanged"), None) {
-            self.send(notification(&method, json!({"_meta": {META_SUBSCRIPTION_ID: id}}))).await;
+            self.send(notification(
+                &method,
+                json!({"_meta": {META_SUBSCRIPTION_ID: id}}),
+            ))
+            .await;
         }
     }
 
@@ -697,12 +939,17 @@ impl Server {
         };
         let mut sent = 0;
         if legacy {
-            self.send(notification("notifications/resources/updated", json!({"uri": uri}))).await;
+            self.send(notification(
+                "notifications/resources/updated",
+                json!({"uri": uri}),
+            ))
+            .await;
             sent += 1;
         }
         for id in self.listeners_for("", Some(uri)) {
             let p = json!({"uri": uri, "_meta": {META_SUBSCRIPTION_ID: id}});
-            self.send(notification("notifications/resources/updated", p)).await;
+            self.send(notification("notifications/resources/updated", p))
+                .await;
             sent += 1;
         }
         sent
@@ -712,12 +959,26 @@ impl Server {
         let sleep = |ms: u64| Timer::after(Duration::from_millis(ms));
         Ok(match name {
             "slow" => {
-                let secs = args.get("seconds").and_then(Value::as_f64).unwrap_or(2.0).clamp(0.0, 600.0);
-                let steps = args.get("steps").and_then(Value::as_u64).unwrap_or(10).clamp(1, 1000);
+                let secs = args
+                    .get("seconds")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(2.0)
+                    .clamp(0.0, 600.0);
+                let steps = args
+                    .get("steps")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(10)
+                    .clamp(1, 1000);
                 let each = Duration::from_secs_f64(secs / steps as f64);
                 for i in 1..=steps {
                     Timer::after(each).await;
-                    self.progress(&ctx, i as f64, steps as f64, &format!("step {i} of {steps}")).await;
+                    self.progress(
+                        &ctx,
+                        i as f64,
+                        steps as f64,
+                        &format!("step {i} of {steps}"),
+                    )
+                    .await;
                 }
                 tool_text(format!("Finished after {secs} s."))
             }
@@ -731,9 +992,13 @@ impl Server {
                 tool_text("Progress test completed.")
             }
             "test_tool_with_logging" => {
-                for (i, m) in ["Tool execution started", "Tool processing data", "Tool execution completed"]
-                    .into_iter()
-                    .enumerate()
+                for (i, m) in [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ]
+                .into_iter()
+                .enumerate()
                 {
                     if i > 0 {
                         sleep(50).await;
@@ -743,7 +1008,8 @@ impl Server {
                 tool_text("Logging test completed.")
             }
             "test_logging_tool" => {
-                self.log(&ctx, "info", "test_logging_tool was called".into()).await;
+                self.log(&ctx, "info", "test_logging_tool was called".into())
+                    .await;
                 tool_text("Logged one message (if the client asked for logs).")
             }
             "test_reconnection" => {
@@ -757,7 +1023,11 @@ impl Server {
                     st.toggled
                 };
                 self.list_changed("tools").await;
-                tool_text(if on { "dynamic_tool added." } else { "dynamic_tool removed." })
+                tool_text(if on {
+                    "dynamic_tool added."
+                } else {
+                    "dynamic_tool removed."
+                })
             }
             "test_trigger_tool_change" => {
                 self.list_changed("tools").await;
@@ -768,7 +1038,11 @@ impl Server {
                 tool_text("Sent notifications/prompts/list_changed.")
             }
             "update_resource" => {
-                let uri = args.get("uri").and_then(Value::as_str).unwrap_or(resources::WATCHED).to_string();
+                let uri = args
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or(resources::WATCHED)
+                    .to_string();
                 if !resources::exists(&uri) {
                     return Ok(tool_error(format!("unknown resource: {uri}")));
                 }
@@ -778,10 +1052,19 @@ impl Server {
                 let sent = self.resource_updated(&uri).await;
                 tool_text(format!(
                     "Updated {uri}{}.",
-                    if sent > 0 { "; notified subscribers" } else { " (nobody subscribed)" }
+                    if sent > 0 {
+                        "; notified subscribers"
+                    } else {
+                        " (nobody subscribed)"
+                    }
                 ))
             }
-            _ => return Err(RpcError::new(METHOD_NOT_FOUND, format!("unknown tool: {name}"))),
+            _ => {
+                return Err(RpcError::new(
+                    METHOD_NOT_FOUND,
+                    format!("unknown tool: {name}"),
+                ))
+            }
         })
     }
 }
@@ -823,9 +1106,15 @@ fn encode_cursor(n: usize) -> String {
 
 fn decode_cursor(c: &str) -> Option<usize> {
     let b = wire::base64_decode(c)?;
-    std::str::from_utf8(&b).ok()?.strip_prefix("mcpx-example:")?.parse().ok()
+    std::str::from_utf8(&b)
+        .ok()?
+        .strip_prefix("mcpx-example:")?
+        .parse()
+        .ok()
 }
 
 fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -11,15 +11,21 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+type RecvFuture = Pin<Box<dyn Future<Output = Option<Vec<u8>>>>>;
+
 /// Reads what the test sends.
 struct ChanReader {
     rx: Rc<Receiver<Vec<u8>>>,
     buf: Vec<u8>,
-    recv: Option<Pin<Box<dyn Future<Output = Option<Vec<u8>>>>>>,
+    recv: Option<RecvFuture>,
 }
 
 impl AsyncRead for ChanReader {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, out: &mut [u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
         loop {
             if !self.buf.is_empty() {
                 let n = out.len().min(self.buf.len());
@@ -50,7 +56,11 @@ struct ChanWriter {
 }
 
 impl AsyncWrite for ChanWriter {
-    fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         self.partial.extend_from_slice(data);
         while let Some(i) = self.partial.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.partial.drain(..=i).collect();
@@ -80,10 +90,13 @@ impl Client {
         self.raw(&v.to_string()).await
     }
     async fn recv(&self) -> Value {
-        future::or(async { self.rx.recv().await.expect("server closed") }, async {
-            Timer::after(Duration::from_secs(5)).await;
-            panic!("no message from the server within 5 s")
-        })
+        future::or(
+            async { self.rx.recv().await.expect("server closed") },
+            async {
+                Timer::after(Duration::from_secs(5)).await;
+                panic!("no message from the server within 5 s")
+            },
+        )
         .await
     }
     /// The next message, or None if nothing arrives within `ms`.
@@ -96,7 +109,8 @@ impl Client {
     }
     /// Send a request and return the response, collecting anything else seen meanwhile.
     async fn call(&self, id: u64, method: &str, params: Value) -> (Value, Vec<Value>) {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
         let mut other = Vec::new();
         loop {
             let m = self.recv().await;
@@ -108,18 +122,27 @@ impl Client {
     }
     async fn result(&self, id: u64, method: &str, params: Value) -> Value {
         let (m, _) = self.call(id, method, params).await;
-        m.get("result").cloned().unwrap_or_else(|| panic!("{method} failed: {m}"))
+        m.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} failed: {m}"))
     }
     async fn error(&self, id: u64, method: &str, params: Value) -> Value {
         let (m, _) = self.call(id, method, params).await;
-        m.get("error").cloned().unwrap_or_else(|| panic!("{method} did not fail: {m}"))
+        m.get("error")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} did not fail: {m}"))
     }
     async fn initialize(&self, version: &str, caps: Value) -> Value {
         let r = self
-            .result(0, "initialize", json!({"protocolVersion": version, "capabilities": caps,
-                "clientInfo": {"name": "test", "version": "0"}}))
+            .result(
+                0,
+                "initialize",
+                json!({"protocolVersion": version, "capabilities": caps,
+                "clientInfo": {"name": "test", "version": "0"}}),
+            )
             .await;
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
         r
     }
 }
@@ -134,10 +157,20 @@ where
     let ex = Rc::new(LocalExecutor::new());
     let (in_tx, in_rx) = unbounded();
     let (out_tx, out_rx) = unbounded();
-    let reader = ChanReader { rx: Rc::new(in_rx), buf: Vec::new(), recv: None };
-    let writer = ChanWriter { tx: out_tx, partial: Vec::new() };
+    let reader = ChanReader {
+        rx: Rc::new(in_rx),
+        buf: Vec::new(),
+        recv: None,
+    };
+    let writer = ChanWriter {
+        tx: out_tx,
+        partial: Vec::new(),
+    };
     let server = ex.spawn(serve(cfg, ex.clone(), reader, writer));
-    let client = Client { tx: in_tx, rx: out_rx };
+    let client = Client {
+        tx: in_tx,
+        rx: out_rx,
+    };
     smol::block_on(ex.run(async move {
         test(client).await;
         drop(server);
@@ -153,17 +186,24 @@ fn negotiation_echoes_or_counteroffers() {
         assert!(r["serverInfo"].get("title").is_none());
         assert!(r["capabilities"]["completions"].is_object());
     });
-    run(&["--name", "old", "--revisions", "2024-11-05,2025-03-26"], |c| async move {
-        let r = c.initialize("2025-11-25", json!({})).await;
-        assert_eq!(r["protocolVersion"], "2025-03-26");
-        assert_eq!(r["serverInfo"]["name"], "old");
-    });
+    run(
+        &["--name", "old", "--revisions", "2024-11-05,2025-03-26"],
+        |c| async move {
+            let r = c.initialize("2025-11-25", json!({})).await;
+            assert_eq!(r["protocolVersion"], "2025-03-26");
+            assert_eq!(r["serverInfo"]["name"], "old");
+        },
+    );
     run(&["--revisions", "2024-11-05"], |c| async move {
         let r = c.initialize("2099-01-01", json!({})).await;
         assert_eq!(r["protocolVersion"], "2024-11-05");
         assert!(r["capabilities"].get("completions").is_none());
         let tools = c.result(1, "tools/list", json!({})).await;
-        assert!(tools["tools"].as_array().unwrap().iter().all(|t| t["name"] != "test_audio_content"));
+        assert!(tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["name"] != "test_audio_content"));
     });
 }
 
@@ -182,20 +222,51 @@ fn bad_input_never_crashes() {
         assert_eq!(c.error(1, "tools/list", json!({})).await["code"], -32600);
         assert_eq!(c.result(2, "ping", json!({})).await, json!({}));
         c.initialize("2025-11-25", json!({})).await;
-        assert_eq!(c.error(3, "no/such/method", json!({})).await["code"], -32601);
-        assert_eq!(c.error(4, "tools/call", json!({"arguments": {}})).await["code"], -32602);
-        assert_eq!(c.error(5, "tools/call", json!({"name": "nope"})).await["code"], -32602);
-        assert_eq!(c.error(6, "resources/read", json!({"uri": 7})).await["code"], -32602);
-        assert_eq!(c.error(7, "logging/setLevel", json!({"level": "loud"})).await["code"], -32602);
-        assert_eq!(c.error(8, "tools/list", json!({"cursor": "bogus"})).await["code"], -32602);
-        assert_eq!(c.error(9, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}})).await["code"], -32600);
+        assert_eq!(
+            c.error(3, "no/such/method", json!({})).await["code"],
+            -32601
+        );
+        assert_eq!(
+            c.error(4, "tools/call", json!({"arguments": {}})).await["code"],
+            -32602
+        );
+        assert_eq!(
+            c.error(5, "tools/call", json!({"name": "nope"})).await["code"],
+            -32602
+        );
+        assert_eq!(
+            c.error(6, "resources/read", json!({"uri": 7})).await["code"],
+            -32602
+        );
+        assert_eq!(
+            c.error(7, "logging/setLevel", json!({"level": "loud"}))
+                .await["code"],
+            -32602
+        );
+        assert_eq!(
+            c.error(8, "tools/list", json!({"cursor": "bogus"})).await["code"],
+            -32602
+        );
+        assert_eq!(
+            c.error(
+                9,
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {}})
+            )
+            .await["code"],
+            -32600
+        );
         // A legacy-only revision set does not know server/discover... (default set does: see modern tests)
         assert_eq!(c.result(10, "ping", json!({})).await, json!({}));
     });
     run(&["--revisions", "2025-06-18,2025-11-25"], |c| async move {
         let e = c
-            .error(1, "server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {}}}))
+            .error(
+                1,
+                "server/discover",
+                json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}),
+            )
             .await;
         assert_eq!(e["code"], -32601);
     });
@@ -215,11 +286,24 @@ fn slow_tool_does_not_block_and_can_be_cancelled() {
         assert_eq!(p["method"], "notifications/progress");
         assert_eq!(p["params"]["progressToken"], 9);
         c.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s1"}})).await;
-        assert_eq!(c.recv_within(800).await, None, "a cancelled request sends nothing more");
+        assert_eq!(
+            c.recv_within(800).await,
+            None,
+            "a cancelled request sends nothing more"
+        );
         // and an uncancelled one finishes with a result
-        let (r, notes) = c.call(2, "tools/call", json!({"name": "slow", "arguments": {"seconds": 0.1, "steps": 2},
-            "_meta": {"progressToken": "t"}})).await;
-        assert!(r["result"]["content"][0]["text"].as_str().unwrap().starts_with("Finished"));
+        let (r, notes) = c
+            .call(
+                2,
+                "tools/call",
+                json!({"name": "slow", "arguments": {"seconds": 0.1, "steps": 2},
+            "_meta": {"progressToken": "t"}}),
+            )
+            .await;
+        assert!(r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Finished"));
         assert_eq!(notes.len(), 2);
     });
 }
@@ -227,29 +311,45 @@ fn slow_tool_does_not_block_and_can_be_cancelled() {
 #[test]
 fn sampling_round_trip_and_capability_check() {
     run(&[], |c| async move {
-        c.initialize("2025-11-25", json!({"sampling": {}, "roots": {}})).await;
+        c.initialize("2025-11-25", json!({"sampling": {}, "roots": {}}))
+            .await;
         c.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "test_sampling", "arguments": {"prompt": "Test prompt for sampling"}}}))
             .await;
         let req = c.recv().await;
         assert_eq!(req["method"], "sampling/createMessage");
         assert_eq!(req["params"]["maxTokens"], 100);
-        assert_eq!(req["params"]["messages"][0]["content"]["text"], "Test prompt for sampling");
-        c.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": {"role": "assistant",
+        assert_eq!(
+            req["params"]["messages"][0]["content"]["text"],
+            "Test prompt for sampling"
+        );
+        c.send(
+            json!({"jsonrpc": "2.0", "id": req["id"], "result": {"role": "assistant",
             "content": {"type": "text", "text": "This is a test response from the client"},
-            "model": "test-model", "stopReason": "endTurn"}}))
-            .await;
+            "model": "test-model", "stopReason": "endTurn"}}),
+        )
+        .await;
         let r = c.recv().await;
         assert_eq!(r["id"], 1);
-        assert_eq!(r["result"]["content"][0]["text"], "LLM response: This is a test response from the client");
+        assert_eq!(
+            r["result"]["content"][0]["text"],
+            "LLM response: This is a test response from the client"
+        );
         // elicitation was not declared: tool error, no request sent
-        let r = c.result(2, "tools/call", json!({"name": "test_elicitation", "arguments": {"message": "hi"}})).await;
+        let r = c
+            .result(
+                2,
+                "tools/call",
+                json!({"name": "test_elicitation", "arguments": {"message": "hi"}}),
+            )
+            .await;
         assert_eq!(r["isError"], true);
         // roots: the client answers with an error
         c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_roots"}})).await;
         let req = c.recv().await;
         assert_eq!(req["method"], "roots/list");
-        c.send(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -1, "message": "no"}})).await;
+        c.send(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -1, "message": "no"}}))
+            .await;
         let r = c.recv().await;
         assert_eq!(r["result"]["isError"], true);
     });
@@ -295,25 +395,72 @@ fn elicitation_fixtures_have_the_checked_shapes() {
 fn notifications_for_list_changes_and_subscriptions() {
     run(&[], |c| async move {
         c.initialize("2025-11-25", json!({})).await;
-        let (r, notes) = c.call(1, "tools/call", json!({"name": "toggle_tool"})).await;
+        let (r, notes) = c
+            .call(1, "tools/call", json!({"name": "toggle_tool"}))
+            .await;
         assert_eq!(r["result"]["content"][0]["text"], "dynamic_tool added.");
         assert_eq!(notes[0]["method"], "notifications/tools/list_changed");
         let tools = c.result(2, "tools/list", json!({})).await;
-        assert!(tools["tools"].as_array().unwrap().iter().any(|t| t["name"] == "dynamic_tool"));
-        assert_eq!(c.result(3, "resources/subscribe", json!({"uri": "test://watched-resource"})).await, json!({}));
-        let (_, notes) = c.call(4, "tools/call", json!({"name": "update_resource"})).await;
+        assert!(tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "dynamic_tool"));
+        assert_eq!(
+            c.result(
+                3,
+                "resources/subscribe",
+                json!({"uri": "test://watched-resource"})
+            )
+            .await,
+            json!({})
+        );
+        let (_, notes) = c
+            .call(4, "tools/call", json!({"name": "update_resource"}))
+            .await;
         assert_eq!(notes[0]["method"], "notifications/resources/updated");
-        let r = c.result(5, "resources/read", json!({"uri": "test://watched-resource"})).await;
-        assert!(r["contents"][0]["text"].as_str().unwrap().contains("version 1"));
-        assert_eq!(c.result(6, "resources/unsubscribe", json!({"uri": "test://watched-resource"})).await, json!({}));
-        let (_, notes) = c.call(7, "tools/call", json!({"name": "update_resource"})).await;
+        let r = c
+            .result(
+                5,
+                "resources/read",
+                json!({"uri": "test://watched-resource"}),
+            )
+            .await;
+        assert!(r["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("version 1"));
+        assert_eq!(
+            c.result(
+                6,
+                "resources/unsubscribe",
+                json!({"uri": "test://watched-resource"})
+            )
+            .await,
+            json!({})
+        );
+        let (_, notes) = c
+            .call(7, "tools/call", json!({"name": "update_resource"}))
+            .await;
         assert!(notes.is_empty());
         // logging: setLevel filters
-        assert_eq!(c.result(8, "logging/setLevel", json!({"level": "warning"})).await, json!({}));
-        let (_, notes) = c.call(9, "tools/call", json!({"name": "test_tool_with_logging"})).await;
+        assert_eq!(
+            c.result(8, "logging/setLevel", json!({"level": "warning"}))
+                .await,
+            json!({})
+        );
+        let (_, notes) = c
+            .call(9, "tools/call", json!({"name": "test_tool_with_logging"}))
+            .await;
         assert!(notes.is_empty());
-        assert_eq!(c.result(10, "logging/setLevel", json!({"level": "debug"})).await, json!({}));
-        let (_, notes) = c.call(11, "tools/call", json!({"name": "test_tool_with_logging"})).await;
+        assert_eq!(
+            c.result(10, "logging/setLevel", json!({"level": "debug"}))
+                .await,
+            json!({})
+        );
+        let (_, notes) = c
+            .call(11, "tools/call", json!({"name": "test_tool_with_logging"}))
+            .await;
         assert_eq!(notes.len(), 3);
         assert!(notes.iter().all(|n| n["method"] == "notifications/message"));
     });
@@ -373,48 +520,103 @@ fn all_caps() -> Value {
 #[test]
 fn modern_discover_and_validation() {
     run(&[], |c| async move {
-        let d = c.result(1, "server/discover", json!({"_meta": meta(json!({}))})).await;
+        let d = c
+            .result(1, "server/discover", json!({"_meta": meta(json!({}))}))
+            .await;
         assert_eq!(d["resultType"], "complete");
         assert_eq!(d["supportedVersions"][0], "2026-07-28");
         assert!(d["ttlMs"].is_u64() && d["cacheScope"].is_string());
-        assert_eq!(d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpx-example");
+        assert_eq!(
+            d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "mcpx-example"
+        );
         assert!(d["capabilities"]["tools"].is_object());
         // -32602 for missing pieces, before any version check
-        assert_eq!(c.error(2, "server/discover", json!({})).await["code"], -32602);
+        assert_eq!(
+            c.error(2, "server/discover", json!({})).await["code"],
+            -32602
+        );
         let mut m = meta(json!({}));
-        m.as_object_mut().unwrap().remove("io.modelcontextprotocol/clientCapabilities");
+        m.as_object_mut()
+            .unwrap()
+            .remove("io.modelcontextprotocol/clientCapabilities");
         m["io.modelcontextprotocol/protocolVersion"] = "v999".into();
-        assert_eq!(c.error(3, "server/discover", json!({"_meta": m})).await["code"], -32602);
+        assert_eq!(
+            c.error(3, "server/discover", json!({"_meta": m})).await["code"],
+            -32602
+        );
         let mut m = meta(json!({}));
-        m.as_object_mut().unwrap().remove("io.modelcontextprotocol/clientInfo");
-        assert!(c.call(4, "server/discover", json!({"_meta": m})).await.0.get("result").is_some());
+        m.as_object_mut()
+            .unwrap()
+            .remove("io.modelcontextprotocol/clientInfo");
+        assert!(c
+            .call(4, "server/discover", json!({"_meta": m}))
+            .await
+            .0
+            .get("result")
+            .is_some());
         let mut m = meta(json!({}));
         m["io.modelcontextprotocol/protocolVersion"] = "v999.0.0".into();
         let e = c.error(5, "server/discover", json!({"_meta": m})).await;
         assert_eq!(e["code"], -32022);
         assert_eq!(e["data"]["requested"], "v999.0.0");
-        assert!(e["data"]["supported"].as_array().unwrap().iter().all(|v| d["supportedVersions"].as_array().unwrap().contains(v)));
-        // legacy-only methods are not found on the modern wire
-        for (i, m) in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "unknown/method"]
+        assert!(e["data"]["supported"]
+            .as_array()
+            .unwrap()
             .iter()
-            .enumerate()
+            .all(|v| d["supportedVersions"].as_array().unwrap().contains(v)));
+        // legacy-only methods are not found on the modern wire
+        for (i, m) in [
+            "initialize",
+            "ping",
+            "logging/setLevel",
+            "resources/subscribe",
+            "resources/unsubscribe",
+            "unknown/method",
+        ]
+        .iter()
+        .enumerate()
         {
             if *m == "initialize" {
                 continue; // initialize always selects the legacy path
             }
-            assert_eq!(c.error(10 + i as u64, m, json!({"_meta": meta(json!({}))})).await["code"], -32601, "{m}");
+            assert_eq!(
+                c.error(10 + i as u64, m, json!({"_meta": meta(json!({}))}))
+                    .await["code"],
+                -32601,
+                "{m}"
+            );
         }
         // lists and reads carry resultType and caching hints
-        for (i, m) in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"].iter().enumerate() {
-            let r = c.result(20 + i as u64, m, json!({"_meta": meta(json!({}))})).await;
+        for (i, m) in [
+            "tools/list",
+            "prompts/list",
+            "resources/list",
+            "resources/templates/list",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let r = c
+                .result(20 + i as u64, m, json!({"_meta": meta(json!({}))}))
+                .await;
             assert_eq!(r["resultType"], "complete");
             assert!(r["ttlMs"].is_u64() && r["cacheScope"].is_string(), "{m}");
         }
-        let r = c.result(30, "resources/read", json!({"uri": "test://static-text", "_meta": meta(json!({}))})).await;
+        let r = c
+            .result(
+                30,
+                "resources/read",
+                json!({"uri": "test://static-text", "_meta": meta(json!({}))}),
+            )
+            .await;
         assert_eq!(r["cacheScope"], "private");
         let e = c.error(31, "resources/read", json!({"uri": "test://nonexistent-resource-for-conformance-testing", "_meta": meta(json!({}))})).await;
         assert_eq!(e["code"], -32602);
-        assert_eq!(e["data"]["uri"], "test://nonexistent-resource-for-conformance-testing");
+        assert_eq!(
+            e["data"]["uri"],
+            "test://nonexistent-resource-for-conformance-testing"
+        );
         let r = c.result(32, "completion/complete", json!({"_meta": meta(json!({})),
             "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": "test"}})).await;
         assert_eq!(r["resultType"], "complete");
@@ -442,15 +644,26 @@ fn modern_tools_mrtr_progress_and_logging() {
         let r = c.result(id, "tools/call", p).await;
         assert_eq!(r["resultType"], "complete");
         // MRTR: no server->client request, an InputRequiredResult instead
-        let (id, p) = call(2, "test_input_required_result_elicitation", json!({}), all_caps());
+        let (id, p) = call(
+            2,
+            "test_input_required_result_elicitation",
+            json!({}),
+            all_caps(),
+        );
         let (m, other) = c.call(id, "tools/call", p).await;
         assert!(other.is_empty());
         let r = &m["result"];
         assert_eq!(r["resultType"], "input_required");
-        assert_eq!(r["inputRequests"]["user_name"]["method"], "elicitation/create");
-        let (id, p) = call(3, "test_input_required_result_elicitation",
+        assert_eq!(
+            r["inputRequests"]["user_name"]["method"],
+            "elicitation/create"
+        );
+        let (id, p) = call(
+            3,
+            "test_input_required_result_elicitation",
             json!({"inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}}, "requestState": r["requestState"]}),
-            all_caps());
+            all_caps(),
+        );
         let r = c.result(id, "tools/call", p).await;
         assert_eq!(r["resultType"], "complete");
         assert_eq!(r["content"][0]["text"], "Hello, Alice!");
@@ -460,24 +673,45 @@ fn modern_tools_mrtr_progress_and_logging() {
         assert_eq!(e["code"], -32021);
         assert!(e["data"]["requiredCapabilities"]["sampling"].is_object());
         // progress before the result
-        let (id, p) = call(5, "test_tool_with_progress", json!({"_meta": {"progressToken": "progress-test-1"}}), json!({}));
+        let (id, p) = call(
+            5,
+            "test_tool_with_progress",
+            json!({"_meta": {"progressToken": "progress-test-1"}}),
+            json!({}),
+        );
         let (m, notes) = c.call(id, "tools/call", p).await;
         assert_eq!(m["result"]["resultType"], "complete");
         assert_eq!(notes.len(), 3);
         // logs only with a log level in _meta
         let (id, p) = call(6, "test_logging_tool", json!({}), json!({}));
         assert!(c.call(id, "tools/call", p).await.1.is_empty());
-        let (id, p) = call(7, "test_tool_with_logging", json!({"_meta": {"io.modelcontextprotocol/logLevel": "info"}}), json!({}));
+        let (id, p) = call(
+            7,
+            "test_tool_with_logging",
+            json!({"_meta": {"io.modelcontextprotocol/logLevel": "info"}}),
+            json!({}),
+        );
         assert_eq!(c.call(id, "tools/call", p).await.1.len(), 3);
         // prompts flow
-        let r = c.result(8, "prompts/get", json!({"name": "test_input_required_result_prompt", "_meta": meta(all_caps())})).await;
+        let r = c
+            .result(
+                8,
+                "prompts/get",
+                json!({"name": "test_input_required_result_prompt", "_meta": meta(all_caps())}),
+            )
+            .await;
         assert_eq!(r["resultType"], "input_required");
         let r = c.result(9, "prompts/get", json!({"name": "test_input_required_result_prompt", "_meta": meta(all_caps()),
             "requestState": r["requestState"],
             "inputResponses": {"user_context": {"action": "accept", "content": {"context": "test context"}}}})).await;
-        assert!(r["messages"][0]["content"]["text"].as_str().unwrap().contains("test context"));
+        assert!(r["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("test context"));
         // tools/list never input_required
-        let r = c.result(10, "tools/list", json!({"_meta": meta(all_caps())})).await;
+        let r = c
+            .result(10, "tools/list", json!({"_meta": meta(all_caps())}))
+            .await;
         assert_eq!(r["resultType"], "complete");
     });
 }
@@ -485,30 +719,74 @@ fn modern_tools_mrtr_progress_and_logging() {
 #[test]
 fn modern_subscriptions_listen() {
     run(&[], |c| async move {
-        c.send(json!({"jsonrpc": "2.0", "id": 100, "method": "subscriptions/listen",
+        c.send(
+            json!({"jsonrpc": "2.0", "id": 100, "method": "subscriptions/listen",
             "params": {"_meta": meta(json!({})), "notifications": {"toolsListChanged": true,
-                "resourceSubscriptions": ["test://watched-resource"]}}}))
-            .await;
+                "resourceSubscriptions": ["test://watched-resource"]}}}),
+        )
+        .await;
         let ack = c.recv().await;
         assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-        assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 100);
+        assert_eq!(
+            ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            100
+        );
         assert_eq!(ack["params"]["notifications"]["toolsListChanged"], true);
-        c.send(json!({"jsonrpc": "2.0", "id": 101, "method": "subscriptions/listen",
-            "params": {"_meta": meta(json!({})), "notifications": {"promptsListChanged": true}}}))
+        c.send(
+            json!({"jsonrpc": "2.0", "id": 101, "method": "subscriptions/listen",
+            "params": {"_meta": meta(json!({})), "notifications": {"promptsListChanged": true}}}),
+        )
+        .await;
+        assert_eq!(
+            c.recv().await["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            101
+        );
+        let (_, notes) = c
+            .call(
+                1,
+                "tools/call",
+                json!({"name": "test_trigger_tool_change", "_meta": meta(json!({}))}),
+            )
             .await;
-        assert_eq!(c.recv().await["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 101);
-        let (_, notes) = c.call(1, "tools/call", json!({"name": "test_trigger_tool_change", "_meta": meta(json!({}))})).await;
-        assert_eq!(notes.len(), 1, "only the tools listener hears about tools: {notes:?}");
+        assert_eq!(
+            notes.len(),
+            1,
+            "only the tools listener hears about tools: {notes:?}"
+        );
         assert_eq!(notes[0]["method"], "notifications/tools/list_changed");
-        assert_eq!(notes[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 100);
-        let (_, notes) = c.call(2, "tools/call", json!({"name": "test_trigger_prompt_change", "_meta": meta(json!({}))})).await;
+        assert_eq!(
+            notes[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            100
+        );
+        let (_, notes) = c
+            .call(
+                2,
+                "tools/call",
+                json!({"name": "test_trigger_prompt_change", "_meta": meta(json!({}))}),
+            )
+            .await;
         assert_eq!(notes.len(), 1);
-        assert_eq!(notes[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 101);
-        let (_, notes) = c.call(3, "tools/call", json!({"name": "update_resource", "_meta": meta(json!({}))})).await;
+        assert_eq!(
+            notes[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            101
+        );
+        let (_, notes) = c
+            .call(
+                3,
+                "tools/call",
+                json!({"name": "update_resource", "_meta": meta(json!({}))}),
+            )
+            .await;
         assert_eq!(notes[0]["method"], "notifications/resources/updated");
         // cancelling the listen stream ends it without a response
         c.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 100}})).await;
-        let (_, notes) = c.call(4, "tools/call", json!({"name": "test_trigger_tool_change", "_meta": meta(json!({}))})).await;
+        let (_, notes) = c
+            .call(
+                4,
+                "tools/call",
+                json!({"name": "test_trigger_tool_change", "_meta": meta(json!({}))}),
+            )
+            .await;
         assert!(notes.is_empty());
     });
 }
@@ -516,18 +794,29 @@ fn modern_subscriptions_listen() {
 #[test]
 fn modern_only_and_dual_era() {
     run(&["--revisions", "2026-07-28"], |c| async move {
-        let e = c.error(1, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}})).await;
+        let e = c
+            .error(
+                1,
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}),
+            )
+            .await;
         assert!(e["message"].as_str().unwrap().contains("2026-07-28"));
         assert_eq!(c.error(2, "tools/list", json!({})).await["code"], -32602);
-        assert!(c.result(3, "tools/list", json!({"_meta": meta(json!({}))})).await["tools"].is_array());
+        assert!(c
+            .result(3, "tools/list", json!({"_meta": meta(json!({}))}))
+            .await["tools"]
+            .is_array());
     });
     // a legacy session and stateless requests side by side
     run(&[], |c| async move {
         c.initialize("2025-11-25", json!({"sampling": {}})).await;
         let r = c.result(1, "tools/list", json!({})).await;
         assert!(r.get("resultType").is_none());
-        let r = c.result(2, "tools/list", json!({"_meta": meta(json!({}))})).await;
+        let r = c
+            .result(2, "tools/list", json!({"_meta": meta(json!({}))}))
+            .await;
         assert_eq!(r["resultType"], "complete");
     });
 }

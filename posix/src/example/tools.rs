@@ -34,7 +34,8 @@ fn empty() -> Value {
 }
 
 fn one_str(name: &'static str, desc: &'static str, required: bool) -> Value {
-    let mut s = json!({"type": "object", "properties": {name: {"type": "string", "description": desc}}});
+    let mut s =
+        json!({"type": "object", "properties": {name: {"type": "string", "description": desc}}});
     if required {
         s["required"] = json!([name]);
     }
@@ -45,7 +46,15 @@ const R0: Rev = Rev::R20241105;
 
 macro_rules! tool {
     ($name:expr, $title:expr, $desc:expr, $min:expr, $exec:expr, $schema:expr) => {
-        ToolSpec { name: $name, title: $title, description: $desc, min: $min, exec: $exec, schema: $schema, hints: None }
+        ToolSpec {
+            name: $name,
+            title: $title,
+            description: $desc,
+            min: $min,
+            exec: $exec,
+            schema: $schema,
+            hints: None,
+        }
     };
     ($name:expr, $title:expr, $desc:expr, $min:expr, $exec:expr, $schema:expr, $hints:expr) => {
         ToolSpec {
@@ -198,7 +207,9 @@ pub fn list(rev: Rev, toggled: bool) -> Vec<Value> {
 
 fn num(args: &Value, k: &str) -> Result<f64, String> {
     match args.get(k) {
-        Some(Value::Number(n)) => n.as_f64().ok_or_else(|| format!("\"{k}\" is not a finite number")),
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .ok_or_else(|| format!("\"{k}\" is not a finite number")),
         Some(_) => Err(format!("\"{k}\" must be a number")),
         None => Err(format!("missing required argument \"{k}\"")),
     }
@@ -216,7 +227,11 @@ pub fn call_sync(name: &str, args: &Value, rev: Rev) -> RpcResult {
             (Ok(a), Ok(b)) => {
                 let sum = a + b;
                 // Keep integers integral in the output ("5", not "5.0").
-                let sum_v = if sum.fract() == 0.0 && sum.abs() < 9e15 { json!(sum as i64) } else { json!(sum) };
+                let sum_v = if sum.fract() == 0.0 && sum.abs() < 9e15 {
+                    json!(sum as i64)
+                } else {
+                    json!(sum)
+                };
                 let mut r = tool_text(sum_v.to_string());
                 if rev >= Rev::R20250618 {
                     r["structuredContent"] = json!({"sum": sum_v});
@@ -225,7 +240,11 @@ pub fn call_sync(name: &str, args: &Value, rev: Rev) -> RpcResult {
             }
             (Err(e), _) | (_, Err(e)) => tool_error(e),
         },
-        "fail" => tool_error(args.get("message").and_then(Value::as_str).unwrap_or("This tool always fails.")),
+        "fail" => tool_error(
+            args.get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("This tool always fails."),
+        ),
         "crash" => {
             let code = args.get("code").and_then(Value::as_i64).unwrap_or(1) as i32;
             eprintln!("example-server: crash tool called, exiting with status {code}");
@@ -234,7 +253,13 @@ pub fn call_sync(name: &str, args: &Value, rev: Rev) -> RpcResult {
         "dynamic_tool" => tool_text("dynamic_tool was called."),
         "resource_link" => tool_result(vec![
             text("Here is a link to a resource:"),
-            resource_link(rev, "test://static-text", "static-text", "text/plain", "A static text resource"),
+            resource_link(
+                rev,
+                "test://static-text",
+                "static-text",
+                "text/plain",
+                "A static text resource",
+            ),
         ]),
         "greet" => match args.get("name").and_then(Value::as_str) {
             Some(n) => tool_text(format!("Hello, {n}!")),
@@ -251,7 +276,11 @@ pub fn call_sync(name: &str, args: &Value, rev: Rev) -> RpcResult {
         "test_multiple_content_types" => tool_result(vec![
             text("Multiple content types test:"),
             image_png(),
-            embedded_text("test://mixed-content-resource", "application/json", r#"{"test":"data","value":123}"#),
+            embedded_text(
+                "test://mixed-content-resource",
+                "application/json",
+                r#"{"test":"data","value":123}"#,
+            ),
         ]),
         "test_error_handling" => tool_error("This tool intentionally returns an error for testing"),
         "json_schema_2020_12_tool" => tool_text(format!("Received: {args}")),
@@ -269,7 +298,10 @@ mod tests {
         for t in TOOLS {
             assert!(seen.insert(t.name), "duplicate {}", t.name);
             assert!(t.name.len() <= 64);
-            assert!(t.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-'));
+            assert!(t
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-'));
             assert!(!t.description.is_empty());
             assert_eq!((t.schema)()["type"], "object");
         }
@@ -277,17 +309,29 @@ mod tests {
 
     #[test]
     fn listing_depends_on_revision() {
-        let names = |rev| list(rev, false).iter().map(|t| t["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+        let names = |rev| {
+            list(rev, false)
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
         let old = names(Rev::R20241105);
         assert!(!old.contains(&"test_audio_content".to_string()));
         assert!(!old.contains(&"test_elicitation".to_string()));
         assert!(!old.contains(&"dynamic_tool".to_string()));
         let new = names(Rev::R20251125);
         assert!(new.contains(&"test_elicitation_sep1330_enums".to_string()));
-        assert!(list(Rev::R20241105, false).iter().all(|t| t.get("title").is_none() && t.get("annotations").is_none()));
-        let add = list(Rev::R20250618, false).into_iter().find(|t| t["name"] == "add").unwrap();
+        assert!(list(Rev::R20241105, false)
+            .iter()
+            .all(|t| t.get("title").is_none() && t.get("annotations").is_none()));
+        let add = list(Rev::R20250618, false)
+            .into_iter()
+            .find(|t| t["name"] == "add")
+            .unwrap();
         assert!(add.get("outputSchema").is_some());
-        assert!(list(Rev::R20241105, true).iter().any(|t| t["name"] == "dynamic_tool"));
+        assert!(list(Rev::R20241105, true)
+            .iter()
+            .any(|t| t["name"] == "dynamic_tool"));
     }
 
     #[test]
@@ -296,20 +340,34 @@ mod tests {
         assert_eq!(r, json!({"content": [{"type": "text", "text": "hi"}]}));
         let r = call_sync("echo", &json!({"message": "yo"}), Rev::R20251125).unwrap();
         assert_eq!(r["content"][0]["text"], "yo");
-        assert_eq!(call_sync("echo", &json!({}), Rev::R20251125).unwrap()["isError"], true);
+        assert_eq!(
+            call_sync("echo", &json!({}), Rev::R20251125).unwrap()["isError"],
+            true
+        );
         let r = call_sync("add", &json!({"a": 2, "b": 3}), Rev::R20251125).unwrap();
         assert_eq!(r["content"][0]["text"], "5");
         assert_eq!(r["structuredContent"], json!({"sum": 5}));
         let r = call_sync("add", &json!({"a": 2, "b": 3}), Rev::R20250326).unwrap();
         assert!(r.get("structuredContent").is_none());
-        assert_eq!(call_sync("add", &json!({"a": "x", "b": 3}), Rev::R20251125).unwrap()["isError"], true);
+        assert_eq!(
+            call_sync("add", &json!({"a": "x", "b": 3}), Rev::R20251125).unwrap()["isError"],
+            true
+        );
         let r = call_sync("test_error_handling", &json!({}), Rev::R20251125).unwrap();
         assert_eq!(r["isError"], true);
         let r = call_sync("test_audio_content", &json!({}), Rev::R20251125).unwrap();
         assert_eq!(r["content"][0]["mimeType"], "audio/wav");
         let r = call_sync("test_multiple_content_types", &json!({}), Rev::R20251125).unwrap();
-        let types: Vec<_> = r["content"].as_array().unwrap().iter().map(|c| c["type"].clone()).collect();
-        assert_eq!(types, vec![json!("text"), json!("image"), json!("resource")]);
+        let types: Vec<_> = r["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["type"].clone())
+            .collect();
+        assert_eq!(
+            types,
+            vec![json!("text"), json!("image"), json!("resource")]
+        );
         assert!(call_sync("nope", &json!({}), Rev::R20251125).is_err());
     }
 }

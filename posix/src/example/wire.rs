@@ -64,7 +64,11 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        RpcError { code, message: message.into(), data: None }
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
     }
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
@@ -111,11 +115,24 @@ pub fn request(id: u64, method: &str, params: Value) -> Value {
 /// What one incoming JSON value is.
 #[derive(Debug)]
 pub enum Incoming {
-    Request { id: Value, method: String, params: Value },
-    Notification { method: String, params: Value },
-    Response { id: Value, result: RpcResult },
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
+    Response {
+        id: Value,
+        result: RpcResult,
+    },
     /// Not a valid JSON-RPC message; answer with this error (id may be null).
-    Invalid { id: Value, error: RpcError },
+    Invalid {
+        id: Value,
+        error: RpcError,
+    },
 }
 
 /// A valid JSON-RPC id: string or number (null is tolerated only in error responses).
@@ -135,7 +152,10 @@ pub fn classify(msg: Value) -> Incoming {
         let id = id.filter(valid_id).unwrap_or(Value::Null);
         return Incoming::Invalid {
             id,
-            error: RpcError::new(INVALID_REQUEST, "missing or wrong \"jsonrpc\": expected \"2.0\""),
+            error: RpcError::new(
+                INVALID_REQUEST,
+                "missing or wrong \"jsonrpc\": expected \"2.0\"",
+            ),
         };
     }
     match obj.remove("method") {
@@ -169,14 +189,31 @@ pub fn classify(msg: Value) -> Incoming {
             if let Some(r) = obj.remove("result") {
                 Incoming::Response { id, result: Ok(r) }
             } else if let Some(e) = obj.remove("error") {
-                let code = e.get("code").and_then(Value::as_i64).unwrap_or(INTERNAL_ERROR);
-                let message = e.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+                let code = e
+                    .get("code")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(INTERNAL_ERROR);
+                let message = e
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 let data = e.get("data").cloned();
-                Incoming::Response { id, result: Err(RpcError { code, message, data }) }
+                Incoming::Response {
+                    id,
+                    result: Err(RpcError {
+                        code,
+                        message,
+                        data,
+                    }),
+                }
             } else {
                 Incoming::Invalid {
                     id: id.clone(),
-                    error: RpcError::new(INVALID_REQUEST, "message has neither \"method\" nor \"result\"/\"error\""),
+                    error: RpcError::new(
+                        INVALID_REQUEST,
+                        "message has neither \"method\" nor \"result\"/\"error\"",
+                    ),
                 }
             }
         }
@@ -187,8 +224,12 @@ pub fn classify(msg: Value) -> Incoming {
 pub fn require_str<'a>(v: &'a Value, key: &str) -> Result<&'a str, RpcError> {
     match v.get(key) {
         Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(RpcError::invalid_params(format!("\"{key}\" must be a string"))),
-        None => Err(RpcError::invalid_params(format!("missing required parameter \"{key}\""))),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "\"{key}\" must be a string"
+        ))),
+        None => Err(RpcError::invalid_params(format!(
+            "missing required parameter \"{key}\""
+        ))),
     }
 }
 
@@ -201,8 +242,16 @@ pub fn base64(bytes: &[u8]) -> String {
         let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
         out.push(T[(n >> 18) as usize & 63] as char);
         out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if c.len() > 1 { T[(n >> 6) as usize & 63] as char } else { '=' });
-        out.push(if c.len() > 2 { T[n as usize & 63] as char } else { '=' });
+        out.push(if c.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if c.len() > 2 {
+            T[n as usize & 63] as char
+        } else {
+            '='
+        });
     }
     out
 }
@@ -262,9 +311,15 @@ mod tests {
             classify(json!({"jsonrpc":"2.0","method":"notifications/initialized"})),
             Incoming::Notification { .. }
         ));
-        assert!(matches!(classify(json!({"jsonrpc":"2.0","id":1,"result":{}})), Incoming::Response { .. }));
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","id":1,"result":{}})),
+            Incoming::Response { .. }
+        ));
         assert!(matches!(classify(json!([1, 2])), Incoming::Invalid { .. }));
-        assert!(matches!(classify(json!({"id":1,"method":"ping"})), Incoming::Invalid { .. }));
+        assert!(matches!(
+            classify(json!({"id":1,"method":"ping"})),
+            Incoming::Invalid { .. }
+        ));
         match classify(json!({"jsonrpc":"2.0","id":1,"method":"x","params":[1]})) {
             Incoming::Invalid { id, error } => {
                 assert_eq!(id, json!(1));
