@@ -17,6 +17,7 @@ use server::{Out, Server};
 use smol::channel::{bounded, Receiver};
 use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use smol::{LocalExecutor, Timer};
+use std::io::Write as _;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use wire::Rev;
@@ -135,9 +136,38 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let ex = Rc::new(LocalExecutor::new());
-    let stdin = smol::Unblock::with_capacity(64 << 10, std::io::stdin());
-    let stdout = smol::Unblock::with_capacity(64 << 10, std::io::stdout());
-    smol::block_on(ex.run(serve(cfg, ex.clone(), stdin, stdout)))
+    let (input, output) = stdio();
+    smol::block_on(ex.run(serve(cfg, ex.clone(), input, output)))
+}
+
+type Input = Box<dyn AsyncRead + Unpin>;
+type Output = Box<dyn AsyncWrite + Unpin>;
+
+/// Async stdin/stdout. Pipes and sockets are polled directly by the reactor
+/// (about half the round-trip latency of a helper thread); anything else
+/// (files, terminals, whose non-blocking mode would leak to other processes)
+/// goes through a blocking helper thread.
+fn stdio() -> (Input, Output) {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    fn pollable<F: AsFd>(f: F) -> Option<async_io::Async<std::fs::File>> {
+        let file = std::fs::File::from(f.as_fd().try_clone_to_owned().ok()?);
+        let t = file.metadata().ok()?.file_type();
+        if t.is_fifo() || t.is_socket() {
+            async_io::Async::new(file).ok()
+        } else {
+            None
+        }
+    }
+    let input: Input = match pollable(std::io::stdin()) {
+        Some(a) => Box::new(a),
+        None => Box::new(smol::Unblock::with_capacity(64 << 10, std::io::stdin())),
+    };
+    let output: Output = match pollable(std::io::stdout()) {
+        Some(a) => Box::new(smol::io::BufWriter::with_capacity(64 << 10, a)),
+        None => Box::new(smol::Unblock::with_capacity(64 << 10, std::io::stdout())),
+    };
+    (input, output)
 }
 
 /// Serve one client over `input`/`output` until `input` ends. Returns the exit status.
@@ -161,7 +191,7 @@ where
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                eprintln!("mcpx example-server: reading stdin: {e}");
+                let _ = writeln!(std::io::stderr(), "mcpx example-server: reading stdin: {e}");
                 break;
             }
         };

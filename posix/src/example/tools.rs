@@ -247,7 +247,11 @@ pub fn call_sync(name: &str, args: &Value, rev: Rev) -> RpcResult {
         ),
         "crash" => {
             let code = args.get("code").and_then(Value::as_i64).unwrap_or(1) as i32;
-            eprintln!("example-server: crash tool called, exiting with status {code}");
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "mcpx example-server: crash tool called, exiting with status {code}"
+            );
             std::process::exit(code)
         }
         "dynamic_tool" => tool_text("dynamic_tool was called."),
