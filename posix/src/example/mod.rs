@@ -13,6 +13,7 @@ mod server;
 mod tools;
 mod wire;
 
+use mcpx_core::frame::line::{LineDecoder, LineEvent};
 use server::{Out, Server};
 use smol::channel::{bounded, Receiver};
 use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -22,7 +23,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 use wire::Rev;
 
-/// Longest accepted input line; longer ones are skipped with an error.
+/// Input line buffer size; longer lines are skipped with an error.
 const MAX_LINE: usize = 16 << 20;
 /// Outgoing messages queued for stdout before senders wait.
 const OUT_QUEUE: usize = 1024;
@@ -44,6 +45,8 @@ pub struct Config {
     pub revisions: Vec<Rev>,
     pub name: String,
     pub page_size: usize,
+    /// Input line buffer size (the longest accepted message is one byte less).
+    pub max_line: usize,
 }
 
 impl Default for Config {
@@ -52,6 +55,7 @@ impl Default for Config {
             revisions: Rev::ALL.to_vec(),
             name: "mcpx-example".into(),
             page_size: 1000,
+            max_line: MAX_LINE,
         }
     }
 }
@@ -183,8 +187,9 @@ where
 {
     let (tx, rx) = bounded::<Out>(OUT_QUEUE);
     let writer = ex.spawn(write_loop(rx, output));
+    let max_line = cfg.max_line;
     let srv = Server::new(cfg, tx.clone(), ex.clone(), flow::StateKey::random());
-    let mut lines = LineSplitter::default();
+    let mut lines = LineDecoder::new(vec![0u8; max_line]);
     let mut buf = vec![0u8; 64 << 10];
     loop {
         let n = match input.read(&mut buf).await {
@@ -195,30 +200,34 @@ where
                 break;
             }
         };
-        if n == 0 {
-            // End of input; a last line without a newline still counts.
-            if let Some(Ok(l)) = lines.finish() {
-                srv.on_line(&l).await;
-            }
-            break;
-        }
-        let mut data = &buf[..n];
-        while let Some((event, rest)) = lines.feed(data) {
-            data = rest;
-            match event {
-                Ok(l) => srv.on_line(&l).await,
-                Err(()) => {
-                    let e = wire::RpcError::new(
-                        wire::INVALID_REQUEST,
-                        format!("message longer than {MAX_LINE} bytes skipped"),
-                    );
-                    let _ = tx
-                        .send(Out::Line(
-                            wire::error_response(&serde_json::Value::Null, &e).to_string(),
-                        ))
-                        .await;
+        // At end of input, a last line without its newline still counts.
+        let mut data: &[u8] = if n == 0 { b"\n" } else { &buf[..n] };
+        while !data.is_empty() {
+            let took = lines.feed(data);
+            data = &data[took..];
+            while let Some(event) = lines.next() {
+                match event {
+                    LineEvent::Line(l) if l.iter().all(u8::is_ascii_whitespace) => {}
+                    LineEvent::Line(l) => srv.on_line(l).await,
+                    LineEvent::TooLarge { len } => {
+                        let e = wire::RpcError::new(
+                            wire::INVALID_REQUEST,
+                            format!(
+                                "message of {len} bytes skipped: the limit is {} bytes",
+                                max_line - 1
+                            ),
+                        );
+                        let _ = tx
+                            .send(Out::Line(
+                                wire::error_response(&serde_json::Value::Null, &e).to_string(),
+                            ))
+                            .await;
+                    }
                 }
             }
+        }
+        if n == 0 {
+            break;
         }
     }
     // Input is closed: nothing can answer our own requests any more. Give
@@ -238,67 +247,6 @@ where
     }
     drop(writer);
     0
-}
-
-/// A complete line, or `Err(())` for a line over the size limit.
-type LineEvent = Result<Vec<u8>, ()>;
-
-/// Splits a byte stream into lines of at most [`MAX_LINE`] bytes; blank lines
-/// are skipped, a trailing CR is removed, and an over-long line becomes `Err(())`.
-#[derive(Default)]
-struct LineSplitter {
-    line: Vec<u8>,
-    too_long: bool,
-}
-
-impl LineSplitter {
-    /// Consume `data` up to and including the first newline; returns the
-    /// finished line (if any) and the unconsumed rest.
-    fn feed<'a>(&mut self, mut data: &'a [u8]) -> Option<(LineEvent, &'a [u8])> {
-        loop {
-            if data.is_empty() {
-                return None;
-            }
-            let (chunk, rest, done) = match data.iter().position(|&b| b == b'\n') {
-                Some(i) => (&data[..i], &data[i + 1..], true),
-                None => (data, &data[data.len()..], false),
-            };
-            if !self.too_long {
-                if self.line.len() + chunk.len() > MAX_LINE {
-                    self.too_long = true;
-                    self.line = Vec::new();
-                } else {
-                    self.line.extend_from_slice(chunk);
-                }
-            }
-            data = rest;
-            if done {
-                if let Some(ev) = self.take() {
-                    return Some((ev, data));
-                }
-            }
-        }
-    }
-
-    fn take(&mut self) -> Option<LineEvent> {
-        let too_long = std::mem::take(&mut self.too_long);
-        let mut l = std::mem::take(&mut self.line);
-        if too_long {
-            return Some(Err(()));
-        }
-        if l.last() == Some(&b'\r') {
-            l.pop();
-        }
-        if l.iter().all(u8::is_ascii_whitespace) {
-            None
-        } else {
-            Some(Ok(l))
-        }
-    }
-
-    fn finish(&mut self) -> Option<LineEvent> {
-        self.take()
-    }
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(rx: Receiver<Out>, mut out: W) {

@@ -74,7 +74,8 @@ struct Session {
 #[derive(Default)]
 struct State {
     session: Option<Session>,
-    log_min: u8,
+    /// Set by `logging/setLevel`; no log messages are sent before that.
+    log_min: Option<u8>,
     subscriptions: BTreeSet<String>,
     toggled: bool,
     watched_version: u64,
@@ -318,7 +319,7 @@ impl Server {
             rev,
             modern: false,
             caps,
-            log_min: Some(st.log_min),
+            log_min: st.log_min,
             progress,
         })
     }
@@ -619,7 +620,7 @@ impl Server {
         let l = require_str(params, "level")?;
         let n = log_level(l)
             .ok_or_else(|| RpcError::invalid_params(format!("unknown log level \"{l}\"")))?;
-        self.st.borrow_mut().log_min = n;
+        self.st.borrow_mut().log_min = Some(n);
         Ok(json!({}))
     }
 

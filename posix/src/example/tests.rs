@@ -153,7 +153,14 @@ where
     Fut: Future<Output = ()> + 'static,
 {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let cfg = Config::parse(&args).unwrap();
+    run_with(Config::parse(&args).unwrap(), test)
+}
+
+fn run_with<F, Fut>(cfg: Config, test: F)
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: Future<Output = ()> + 'static,
+{
     let ex = Rc::new(LocalExecutor::new());
     let (in_tx, in_rx) = unbounded();
     let (out_tx, out_rx) = unbounded();
@@ -269,6 +276,43 @@ fn bad_input_never_crashes() {
             )
             .await;
         assert_eq!(e["code"], -32601);
+    });
+}
+
+#[test]
+fn line_framing() {
+    let cfg = Config {
+        max_line: 64,
+        ..Config::default()
+    };
+    run_with(cfg, |c| async move {
+        // CRLF, blank lines, a line split across writes
+        c.tx.send(
+            b"\r\n  \n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n{\"jsonrpc\":".to_vec(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(c.recv().await["id"], 1);
+        c.tx.send(b"\"2.0\",\"id\":2,\"method\":\"ping\"}\n".to_vec())
+            .await
+            .unwrap();
+        assert_eq!(c.recv().await["id"], 2);
+        // an over-long line is reported and skipped; the next one is served
+        let long = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
+            "y".repeat(100)
+        );
+        c.raw(&long).await;
+        let e = c.recv().await;
+        assert_eq!(e["error"]["code"], -32600);
+        assert_eq!(e["id"], Value::Null);
+        assert_eq!(c.result(4, "ping", json!({})).await, json!({}));
+        // a last line without its newline is still answered at end of input
+        c.tx.send(b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}".to_vec())
+            .await
+            .unwrap();
+        c.tx.close();
+        assert_eq!(c.recv().await["id"], 5);
     });
 }
 
@@ -443,7 +487,11 @@ fn notifications_for_list_changes_and_subscriptions() {
             .call(7, "tools/call", json!({"name": "update_resource"}))
             .await;
         assert!(notes.is_empty());
-        // logging: setLevel filters
+        // logging: nothing before setLevel, then setLevel filters
+        let (_, notes) = c
+            .call(12, "tools/call", json!({"name": "test_tool_with_logging"}))
+            .await;
+        assert!(notes.is_empty());
         assert_eq!(
             c.result(8, "logging/setLevel", json!({"level": "warning"}))
                 .await,
