@@ -291,18 +291,19 @@ impl Server {
             .filter(|t| t.is_string() || t.is_number())
             .cloned();
         // Modern when the request says so (a `_meta` protocol version that is
-        // not a legacy revision), for server/discover, and for everything but
-        // `initialize` on a modern-only server.
+        // not a legacy revision), for server/discover, and for everything but a
+        // plain `initialize` on a modern-only server.
         let version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
         let legacy_version = version
             .and_then(Value::as_str)
             .and_then(Rev::parse)
             .is_some_and(|r| !r.is_modern());
+        // `initialize` is modern (and so not found) only when it says so.
+        let says_modern = version.is_some() && !legacy_version;
         let modern = self.cfg.modern()
-            && method != "initialize"
-            && (method == "server/discover"
-                || self.cfg.newest_legacy().is_none()
-                || (version.is_some() && !legacy_version));
+            && (says_modern
+                || (method != "initialize"
+                    && (method == "server/discover" || self.cfg.newest_legacy().is_none())));
         if modern {
             return self.modern_context(id, params, progress);
         }

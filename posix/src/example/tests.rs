@@ -625,9 +625,6 @@ fn modern_discover_and_validation() {
         .iter()
         .enumerate()
         {
-            if *m == "initialize" {
-                continue; // initialize always selects the legacy path
-            }
             assert_eq!(
                 c.error(10 + i as u64, m, json!({"_meta": meta(json!({}))}))
                     .await["code"],
