@@ -60,6 +60,9 @@ pub fn is_flow(kind: Kind, name: &str) -> bool {
                 | "test_input_required_result_multi_round"
                 | "test_input_required_result_tampered_state"
                 | "test_input_required_result_capabilities"
+                | "confirm_delete"
+                | "multi_input"
+                | "test_tool_with_task"
         ),
         Kind::Prompt => name == "test_input_required_result_prompt",
     }
@@ -450,6 +453,70 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
             }
             let parts: Vec<Value> = got.iter().map(|(k, v)| text(format!("{k}: {v}"))).collect();
             done(tool_result(parts))
+        }
+        "confirm_delete" => {
+            let file = arg("filename").unwrap_or("the file");
+            let schema = json!({"type": "object",
+                "properties": {"confirm": {"type": "boolean", "description": "Delete it?"}},
+                "required": ["confirm"]});
+            if let Some(s) = need1(
+                "confirm",
+                "elicitation/create",
+                elicit(&format!("Delete {file}?"), schema),
+            ) {
+                return s;
+            }
+            let yes =
+                elicited_field(&got["confirm"], "confirm").and_then(Value::as_bool) == Some(true);
+            done(tool_text(if yes {
+                format!("Deleted {file} (not really: this is an example server).")
+            } else {
+                format!("Kept {file}.")
+            }))
+        }
+        "multi_input" => {
+            let schema = json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "A name"},
+                "confirm": {"type": "boolean", "description": "Confirm"}}});
+            let all = [
+                req(
+                    "first_input",
+                    "elicitation/create",
+                    elicit("First question", schema.clone()),
+                ),
+                req(
+                    "second_input",
+                    "elicitation/create",
+                    elicit("Second question", schema),
+                ),
+            ];
+            let missing: Vec<InputReq> = all
+                .into_iter()
+                .filter(|r| !got.contains_key(r.key))
+                .collect();
+            if !missing.is_empty() {
+                return Step::Need(missing);
+            }
+            done(tool_result(vec![
+                text(format!(
+                    "First: {}",
+                    describe_elicitation(&got["first_input"])
+                )),
+                text(format!(
+                    "Second: {}",
+                    describe_elicitation(&got["second_input"])
+                )),
+            ]))
+        }
+        "test_tool_with_task" => {
+            if let Some(s) = need1(
+                "user_name",
+                "elicitation/create",
+                elicit_name("What is your name?"),
+            ) {
+                return s;
+            }
+            done(hello(&got["user_name"]))
         }
         _ => Step::Done(Err(RpcError::invalid_params(format!(
             "unknown tool: {name}"

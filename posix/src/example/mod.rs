@@ -10,6 +10,7 @@ mod flow;
 mod prompts;
 mod resources;
 mod server;
+mod tasks;
 mod tools;
 mod wire;
 

@@ -2,6 +2,7 @@
 
 use super::content::{tool_error, tool_text};
 use super::flow::{self, Kind, StateKey, Step};
+use super::tasks::{self as task_ext, TaskStore};
 use super::tools::{self, Exec};
 use super::wire::{
     self, classify, error_response, notification, require_str, response, Incoming, Rev, RpcError,
@@ -72,7 +73,7 @@ struct Session {
 }
 
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     session: Option<Session>,
     /// Set by `logging/setLevel`; no log messages are sent before that.
     log_min: Option<u8>,
@@ -86,11 +87,13 @@ struct State {
     in_flight: HashMap<String, Sender<()>>,
     /// Open modern `subscriptions/listen` requests: id → (id, agreed filter).
     listeners: HashMap<String, (Value, Value)>,
+    /// Tasks (extension `io.modelcontextprotocol/tasks`).
+    pub(super) tasks: TaskStore,
 }
 
 type LocalFuture = Pin<Box<dyn Future<Output = RpcResult>>>;
 
-enum Handled {
+pub(super) enum Handled {
     Now(RpcResult),
     Later(LocalFuture),
 }
@@ -98,9 +101,9 @@ enum Handled {
 pub struct Server {
     cfg: Config,
     out: Sender<Out>,
-    ex: Rc<LocalExecutor<'static>>,
+    pub(super) ex: Rc<LocalExecutor<'static>>,
     key: StateKey,
-    st: RefCell<State>,
+    pub(super) st: RefCell<State>,
 }
 
 impl Server {
@@ -117,6 +120,10 @@ impl Server {
             key,
             st: RefCell::new(State::default()),
         })
+    }
+
+    pub(super) fn key(&self) -> &StateKey {
+        &self.key
     }
 
     async fn send(&self, v: Value) {
@@ -454,6 +461,9 @@ impl Server {
             return match method {
                 "server/discover" => Now(Ok(self.discover())),
                 "subscriptions/listen" => self.listen(ctx, &params),
+                "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                    Now(self.task_method(ctx, method, &params))
+                }
                 "tools/list"
                 | "tools/call"
                 | "prompts/list"
@@ -595,6 +605,9 @@ impl Server {
         if rev >= Rev::R20250326 {
             c["completions"] = json!({});
         }
+        if rev.is_modern() {
+            c["extensions"] = json!({ task_ext::EXT: {} });
+        }
         c
     }
 
@@ -660,6 +673,9 @@ impl Server {
                 "unknown tool: {name}"
             ))));
         };
+        if let Some(h) = self.call_task_tool(ctx, spec.name, &params, &args) {
+            return h;
+        }
         match spec.exec {
             Exec::Sync => Now(tools::call_sync(spec.name, &args, ctx.rev)),
             Exec::Flow if ctx.modern => Now(flow::modern_round(
@@ -959,6 +975,9 @@ impl Server {
 
     async fn run_async(self: Rc<Self>, ctx: Ctx, name: &'static str, args: Value) -> RpcResult {
         let sleep = |ms: u64| Timer::after(Duration::from_millis(ms));
+        if matches!(name, "slow_compute" | "failing_job" | "protocol_error_job") {
+            return self.run_task_tool_sync(name, args).await;
+        }
         Ok(match name {
             "slow" => {
                 let secs = args
@@ -1115,7 +1134,7 @@ fn decode_cursor(c: &str) -> Option<usize> {
         .ok()
 }
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)

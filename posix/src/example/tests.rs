@@ -865,3 +865,136 @@ fn modern_only_and_dual_era() {
         assert_eq!(r["resultType"], "complete");
     });
 }
+
+fn task_caps() -> Value {
+    json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+#[test]
+fn modern_tasks_extension() {
+    run(&[], |c| async move {
+        let d = c
+            .result(1, "server/discover", json!({"_meta": meta(json!({}))}))
+            .await;
+        assert!(d["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object());
+        // without the extension: synchronous, or refused when a task is required
+        let r = c
+            .result(2, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0}, "_meta": meta(json!({}))}))
+            .await;
+        assert_eq!(r["resultType"], "complete");
+        let e = c
+            .error(
+                3,
+                "tools/call",
+                json!({"name": "failing_job", "_meta": meta(json!({}))}),
+            )
+            .await;
+        assert_eq!(e["code"], -32021);
+        assert!(
+            e["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+                .is_object()
+        );
+        assert_eq!(
+            c.error(
+                4,
+                "tasks/get",
+                json!({"taskId": "x", "_meta": meta(json!({}))})
+            )
+            .await["code"],
+            -32021
+        );
+        // with it: a task, polled to completion
+        let t = c
+            .result(5, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0.1}, "_meta": meta(task_caps())}))
+            .await;
+        assert_eq!(t["resultType"], "task");
+        assert_eq!(t["status"], "working");
+        assert!(t["createdAt"].as_str().unwrap().ends_with('Z'));
+        let id = t["taskId"].clone();
+        Timer::after(Duration::from_millis(300)).await;
+        let g = c
+            .result(
+                6,
+                "tasks/get",
+                json!({"taskId": id, "_meta": meta(task_caps())}),
+            )
+            .await;
+        assert_eq!(g["status"], "completed");
+        assert_eq!(g["resultType"], "complete");
+        assert!(g["result"]["content"][0]["text"].is_string());
+        // cancel a long one
+        let t = c
+            .result(7, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 60}, "_meta": meta(task_caps())}))
+            .await;
+        let ack = c
+            .result(
+                8,
+                "tasks/cancel",
+                json!({"taskId": t["taskId"], "_meta": meta(task_caps())}),
+            )
+            .await;
+        assert!(ack.get("status").is_none() && ack["resultType"] == "complete");
+        let g = c
+            .result(
+                9,
+                "tasks/get",
+                json!({"taskId": t["taskId"], "_meta": meta(task_caps())}),
+            )
+            .await;
+        assert_eq!(g["status"], "cancelled");
+        // a task waiting for input, answered in two parts
+        let t = c
+            .result(
+                10,
+                "tools/call",
+                json!({"name": "multi_input", "_meta": meta(task_caps())}),
+            )
+            .await;
+        let id = t["taskId"].clone();
+        let g = c
+            .result(
+                11,
+                "tasks/get",
+                json!({"taskId": id, "_meta": meta(task_caps())}),
+            )
+            .await;
+        assert_eq!(g["status"], "input_required");
+        assert_eq!(g["inputRequests"].as_object().unwrap().len(), 2);
+        let answer = json!({"action": "accept", "content": {"name": "p", "confirm": true}});
+        c.result(12, "tasks/update", json!({"taskId": id, "inputResponses": {"first_input": answer}, "_meta": meta(task_caps())}))
+            .await;
+        let g = c
+            .result(
+                13,
+                "tasks/get",
+                json!({"taskId": id, "_meta": meta(task_caps())}),
+            )
+            .await;
+        assert_eq!(g["status"], "input_required");
+        assert!(g["inputRequests"].get("first_input").is_none());
+        c.result(14, "tasks/update", json!({"taskId": id, "inputResponses": {"second_input": answer}, "_meta": meta(task_caps())}))
+            .await;
+        let g = c
+            .result(
+                15,
+                "tasks/get",
+                json!({"taskId": id, "_meta": meta(task_caps())}),
+            )
+            .await;
+        assert_eq!(g["status"], "completed");
+        assert_eq!(
+            c.error(
+                16,
+                "tasks/get",
+                json!({"taskId": "nope", "_meta": meta(task_caps())})
+            )
+            .await["code"],
+            -32602
+        );
+        assert_eq!(
+            c.error(17, "tasks/list", json!({"_meta": meta(task_caps())}))
+                .await["code"],
+            -32601
+        );
+    });
+}

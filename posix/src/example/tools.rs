@@ -134,6 +134,17 @@ pub static TOOLS: &[ToolSpec] = &[
     tool!("test_input_required_result_multi_round", "Input required: multiple rounds", "Asks two questions, one per round", Rev::R20250618, Exec::Flow, empty),
     tool!("test_input_required_result_tampered_state", "Input required: tampered state", "Refuses a modified requestState", Rev::R20250618, Exec::Flow, empty),
     tool!("test_input_required_result_capabilities", "Input required: capabilities", "Asks only for inputs the client declared capabilities for", R0, Exec::Flow, empty),
+    // Tasks extension fixtures (task-creating when the request declares the extension).
+    tool!("slow_compute", "Slow compute", "Works for `seconds` seconds; runs as a task when the client declares the tasks extension", R0, Exec::Async,
+        || json!({"type": "object", "properties": {
+            "seconds": {"type": "number", "description": "How long to work (default 1, max 600)"},
+            "label": {"type": "string", "description": "A label echoed in the result"}}})),
+    tool!("failing_job", "Failing job", "A task that ends with a tool error (needs the tasks extension on modern requests)", R0, Exec::Async, empty),
+    tool!("protocol_error_job", "Protocol error job", "A task that fails with a protocol error (needs the tasks extension on modern requests)", R0, Exec::Async, empty),
+    tool!("confirm_delete", "Confirm delete", "Asks to confirm deleting `filename` (a task waiting for input with the tasks extension)", Rev::R20250618, Exec::Flow,
+        || one_str("filename", "The file to delete (nothing is deleted)", true)),
+    tool!("multi_input", "Multiple inputs", "Asks two questions at once (a task waiting for input with the tasks extension)", Rev::R20250618, Exec::Flow, empty),
+    tool!("test_tool_with_task", "Tool with task", "Asks for a name, then finishes as a task when the client declares the tasks extension", Rev::R20250618, Exec::Flow, empty),
 ];
 
 fn schema_2020_12() -> Value {
