@@ -22,6 +22,8 @@ use std::time::Duration;
 
 /// Requests handled concurrently at most; more are refused with an error.
 const MAX_IN_FLIGHT: usize = 1024;
+/// Legacy resource subscriptions kept at most.
+const MAX_SUBSCRIPTIONS: usize = 1024;
 /// How long a server→client request may stay unanswered.
 const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -161,6 +163,14 @@ impl Server {
                 let err = RpcError::new(INVALID_REQUEST, "empty batch");
                 self.send(error_response(&Value::Null, &err)).await
             }
+            Value::Array(_) if !self.batches_allowed() => {
+                let err = RpcError::new(
+                    INVALID_REQUEST,
+                    "JSON-RPC batches are only supported in sessions of protocol revision 2025-03-26 \
+                     or older; send one message per line",
+                );
+                self.send(error_response(&Value::Null, &err)).await
+            }
             Value::Array(items) => {
                 let srv = self.clone();
                 self.ex
@@ -169,6 +179,16 @@ impl Server {
             }
             v => self.on_message(v).await,
         }
+    }
+
+    /// Batches exist in 2025-03-26 (and JSON-RPC 2.0 under 2024-11-05); they
+    /// were removed in 2025-06-18 and never exist in the modern era.
+    fn batches_allowed(&self) -> bool {
+        self.st
+            .borrow()
+            .session
+            .as_ref()
+            .is_some_and(|s| s.rev <= Rev::R20250326)
     }
 
     async fn on_batch(self: Rc<Self>, items: Vec<Value>) {
@@ -644,6 +664,12 @@ impl Server {
         if method == "resources/subscribe" {
             if !resources::exists(uri) {
                 return Err(resources::not_found(uri, Rev::R20251125));
+            }
+            if st.subscriptions.len() >= MAX_SUBSCRIPTIONS && !st.subscriptions.contains(uri) {
+                return Err(RpcError::new(
+                    INVALID_REQUEST,
+                    format!("too many resource subscriptions (limit {MAX_SUBSCRIPTIONS}); unsubscribe some first"),
+                ));
             }
             st.subscriptions.insert(uri.to_string());
         } else {

@@ -553,6 +553,13 @@ fn batch_gets_one_array_reply() {
         assert_eq!(arr.len(), 2);
         assert_eq!(arr[1]["result"]["content"][0]["text"], "b");
     });
+    run(&[], |c| async move {
+        c.initialize("2025-06-18", json!({})).await;
+        c.raw(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).await;
+        let r = c.recv().await;
+        assert_eq!(r["error"]["code"], -32600);
+        assert_eq!(r["id"], Value::Null);
+    });
 }
 
 fn meta(caps: Value) -> Value {
