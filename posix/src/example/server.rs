@@ -892,6 +892,16 @@ impl Server {
         }
     }
 
+    /// Let the last progress notification go out on its own before the
+    /// result: some clients (TypeScript SDK 2.4) dispatch notifications a tick
+    /// later than responses and drop progress that shares a read with the
+    /// response it belongs to.
+    async fn progress_settle(&self, ctx: &Ctx) {
+        if ctx.progress.is_some() {
+            Timer::after(Duration::from_millis(5)).await;
+        }
+    }
+
     /// `subscriptions/listen` (modern): acknowledge, then stay open until the
     /// client cancels it; matching notifications are tagged with its id.
     fn listen(self: &Rc<Self>, ctx: &Ctx, params: &Value) -> Handled {
@@ -1027,6 +1037,7 @@ impl Server {
                     )
                     .await;
                 }
+                self.progress_settle(&ctx).await;
                 tool_text(format!("Finished after {secs} s."))
             }
             "test_tool_with_progress" => {
@@ -1036,6 +1047,7 @@ impl Server {
                     }
                     self.progress(&ctx, p, 100.0, &format!("{p}% done")).await;
                 }
+                self.progress_settle(&ctx).await;
                 tool_text("Progress test completed.")
             }
             "test_tool_with_logging" => {
