@@ -419,7 +419,6 @@ impl Server {
                 })?),
                 Some(_) => return Err(RpcError::invalid_params("the log level must be a string")),
             };
-        let _ = id;
         Ok(Ctx {
             id: id.clone(),
             rev,
