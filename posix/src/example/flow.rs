@@ -150,6 +150,17 @@ fn has_cap(caps: &Value, cap: &str) -> bool {
     caps.get(cap).is_some_and(|v| v.is_object())
 }
 
+/// Can the client answer `method`? Every elicitation here is form mode, which
+/// a client declaring only `elicitation.url` (2025-11-25+) does not support.
+pub fn supports(caps: &Value, method: &str) -> bool {
+    let cap = capability_of(method);
+    match caps.get(cap) {
+        Some(Value::Object(o)) if cap == "elicitation" => o.is_empty() || o.contains_key("form"),
+        Some(Value::Object(_)) => true,
+        _ => false,
+    }
+}
+
 /// The capability a server→client method needs.
 pub fn capability_of(method: &str) -> &'static str {
     match method {
@@ -420,7 +431,7 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
             // Ask only for what the client declared; if it declared none, ask for
             // sampling so the driver reports the missing capability.
             let mut all = Vec::new();
-            if has_cap(caps, "elicitation") {
+            if supports(caps, "elicitation/create") {
                 all.push(req(
                     "user_name",
                     "elicitation/create",
@@ -733,10 +744,7 @@ pub fn modern_round(
                 if progressed {
                     continue;
                 }
-                if let Some(r) = reqs
-                    .iter()
-                    .find(|r| !has_cap(caps, capability_of(r.method)))
-                {
+                if let Some(r) = reqs.iter().find(|r| !supports(caps, r.method)) {
                     return missing_capability(kind, name, capability_of(r.method), true);
                 }
                 let mut input_requests = Map::new();
@@ -892,6 +900,23 @@ mod tests {
         let e = round("test_missing_capability", json!({}), json!({})).unwrap_err();
         assert_eq!(e.code, MISSING_CAPABILITY);
         assert!(e.data.unwrap()["requiredCapabilities"]["sampling"].is_object());
+    }
+
+    #[test]
+    fn url_only_elicitation_is_not_form() {
+        assert!(supports(&json!({"elicitation": {}}), "elicitation/create"));
+        assert!(supports(
+            &json!({"elicitation": {"form": {}, "url": {}}}),
+            "elicitation/create"
+        ));
+        assert!(!supports(
+            &json!({"elicitation": {"url": {}}}),
+            "elicitation/create"
+        ));
+        assert!(!supports(
+            &json!({"sampling": true}),
+            "sampling/createMessage"
+        ));
     }
 
     #[test]

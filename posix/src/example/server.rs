@@ -785,12 +785,7 @@ impl Server {
             match flow::step(kind, name, &args, &got, &ctx.caps, ctx.rev) {
                 Step::Done(r) => return r,
                 Step::Need(reqs) => {
-                    let caps = &ctx.caps;
-                    if let Some(r) = reqs.iter().find(|r| {
-                        !caps
-                            .get(flow::capability_of(r.method))
-                            .is_some_and(Value::is_object)
-                    }) {
+                    if let Some(r) = reqs.iter().find(|r| !flow::supports(&ctx.caps, r.method)) {
                         return flow::missing_capability(
                             kind,
                             name,
