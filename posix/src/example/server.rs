@@ -1010,16 +1010,16 @@ impl Server {
         }
         Ok(match name {
             "slow" => {
-                let secs = args
-                    .get("seconds")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(2.0)
-                    .clamp(0.0, 600.0);
-                let steps = args
-                    .get("steps")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(10)
-                    .clamp(1, 1000);
+                let (secs, steps) = match (
+                    tools::opt_num(&args, "seconds"),
+                    tools::opt_num(&args, "steps"),
+                ) {
+                    (Ok(s), Ok(n)) => (
+                        s.unwrap_or(2.0).clamp(0.0, 600.0),
+                        n.unwrap_or(10.0).clamp(1.0, 1000.0) as u64,
+                    ),
+                    (Err(e), _) | (_, Err(e)) => return Ok(tool_error(e)),
+                };
                 let each = Duration::from_secs_f64(secs / steps as f64);
                 for i in 1..=steps {
                     Timer::after(each).await;

@@ -226,6 +226,18 @@ fn num(args: &Value, k: &str) -> Result<f64, String> {
     }
 }
 
+/// An optional number argument: `Ok(None)` when absent, an error text when
+/// present but not a number.
+pub fn opt_num(args: &Value, k: &str) -> Result<Option<f64>, String> {
+    match args.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| format!("\"{k}\" must be a number")),
+    }
+}
+
 /// Run a synchronous tool. `crash` never returns.
 pub fn call_sync(name: &str, args: &Value, rev: Rev) -> RpcResult {
     Ok(match name {
@@ -235,6 +247,9 @@ pub fn call_sync(name: &str, args: &Value, rev: Rev) -> RpcResult {
             None => tool_error("missing argument \"text\" (or \"message\")"),
         },
         "add" => match (num(args, "a"), num(args, "b")) {
+            (Ok(a), Ok(b)) if !(a + b).is_finite() => {
+                tool_error(format!("{a} + {b} overflows a double; use smaller numbers"))
+            }
             (Ok(a), Ok(b)) => {
                 let sum = a + b;
                 // Keep integers integral in the output ("5", not "5.0").
@@ -384,5 +399,7 @@ mod tests {
             vec![json!("text"), json!("image"), json!("resource")]
         );
         assert!(call_sync("nope", &json!({}), Rev::R20251125).is_err());
+        let r = call_sync("add", &json!({"a": 1e308, "b": 1e308}), Rev::R20251125).unwrap();
+        assert_eq!(r["isError"], true);
     }
 }
