@@ -4,6 +4,20 @@
 //! It carries the conformance-suite fixtures (`test_*` tools, `test://` resources,
 //! `test_*` prompts) and a few general tools (echo, add, slow, ask_user, …) used by
 //! the README demo, the tests and the benchmarks.
+//!
+//! Eras. A plain `initialize` opens a legacy session (2024-11-05 … 2025-11-25:
+//! the client's version is echoed when accepted, else the newest accepted one is
+//! offered) and results are shaped for that revision. A request whose
+//! `params._meta` names a modern version (2026-07-28), and `server/discover`,
+//! are served statelessly: per-request capabilities and log level, `resultType`
+//! and caching hints on results, input gathered with `InputRequiredResult`
+//! instead of server→client requests. `--revisions` limits both.
+//!
+//! Modules: `server` (dispatch, sessions, cancellation, async tools),
+//! `tools`/`resources`/`prompts` (catalogs and pure handlers), `flow` (tools and
+//! prompts that need client input, as step functions run by both eras), `tasks`
+//! (the `io.modelcontextprotocol/tasks` extension), `content` (content blocks
+//! per revision), `wire` (JSON-RPC plumbing).
 
 mod content;
 mod flow;
