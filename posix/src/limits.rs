@@ -43,8 +43,12 @@ impl Limits {
     /// (SIZE: bytes, or with a K or M suffix).
     pub fn with_overrides(mut self, spec: &str) -> Result<Limits, String> {
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (k, v) = part.split_once('=').ok_or_else(|| format!("`{part}`: expected NAME=VALUE"))?;
-            let n = parse_size(v.trim()).ok_or_else(|| format!("`{part}`: `{v}` is not a number (K and M suffixes allowed)"))?;
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("`{part}`: expected NAME=VALUE"))?;
+            let n = parse_size(v.trim()).ok_or_else(|| {
+                format!("`{part}`: `{v}` is not a number (K and M suffixes allowed)")
+            })?;
             if n == 0 {
                 return Err(format!("`{part}`: a cap of 0 would refuse everything"));
             }
@@ -55,7 +59,9 @@ impl Limits {
                 "frame" => self.max_frame_bytes = n,
                 "buffers" => self.max_buffer_bytes = n,
                 other => {
-                    return Err(format!("unknown limit `{other}` (upstreams, sessions, in_flight, frame, buffers)"))
+                    return Err(format!(
+                        "unknown limit `{other}` (upstreams, sessions, in_flight, frame, buffers)"
+                    ))
                 }
             }
         }
@@ -96,7 +102,9 @@ mod tests {
 
     #[test]
     fn overrides() {
-        let l = Limits::SMALL_HOST.with_overrides("upstreams=2, frame=256K,buffers=4M").unwrap();
+        let l = Limits::SMALL_HOST
+            .with_overrides("upstreams=2, frame=256K,buffers=4M")
+            .unwrap();
         assert_eq!(l.max_upstreams, 2);
         assert_eq!(l.max_frame_bytes, 256 << 10);
         assert_eq!(l.max_buffer_bytes, 4 << 20);

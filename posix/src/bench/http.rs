@@ -151,11 +151,7 @@ impl Client {
         } else if close || status >= 200 {
             // Read to end of stream (connection: close or no framing).
             if status != 202 && status != 204 && status != 304 {
-                loop {
-                    match self.fill() {
-                        Ok(()) => {}
-                        Err(_) => break,
-                    }
+                while self.fill().is_ok() {
                     if sse && sse_response(&self.buf).is_some() {
                         break;
                     }

@@ -702,10 +702,12 @@ fn footprint_round(plan: &Plan, round: usize, report: &mut Report) {
     });
     match floor {
         Ok((init, first, rss)) => {
-            let mut m = Metrics::default();
-            m.start_init_ms = Some(init.as_secs_f64() * 1e3);
-            m.start_call_ms = Some(first.as_secs_f64() * 1e3);
-            m.rss_kib = rss;
+            let m = Metrics {
+                start_init_ms: Some(init.as_secs_f64() * 1e3),
+                start_call_ms: Some(first.as_secs_f64() * 1e3),
+                rss_kib: rss,
+                ..Metrics::default()
+            };
             report.add(Key::footprint(0), round, m);
         }
         Err(e) => report.fail(Key::footprint(0), e.to_string()),
@@ -728,10 +730,12 @@ fn footprint(plan: &Plan, n: usize) -> io::Result<Metrics> {
     p.call(b"x")?;
     let t_call = t0.elapsed();
     std::thread::sleep(Duration::from_millis(300));
-    let mut m = Metrics::default();
-    m.start_init_ms = Some(t_init.as_secs_f64() * 1e3);
-    m.start_call_ms = Some(t_call.as_secs_f64() * 1e3);
-    m.rss_idle_kib = sys::vm_kib(p.pid(), "VmRSS");
+    let mut m = Metrics {
+        start_init_ms: Some(t_init.as_secs_f64() * 1e3),
+        start_call_ms: Some(t_call.as_secs_f64() * 1e3),
+        rss_idle_kib: sys::vm_kib(p.pid(), "VmRSS"),
+        ..Metrics::default()
+    };
     // Load: pipelined small and large calls.
     for &len in &PAYLOADS {
         let text = payload(len);
@@ -787,9 +791,11 @@ fn alloc_section(plan: &Plan, report: &mut Report) {
     match result {
         Ok(rows) => {
             for (len, allocs, bytes) in rows {
-                let mut m = Metrics::default();
-                m.allocs_per_req = Some(allocs);
-                m.alloc_bytes_per_req = Some(bytes);
+                let m = Metrics {
+                    allocs_per_req: Some(allocs),
+                    alloc_bytes_per_req: Some(bytes),
+                    ..Metrics::default()
+                };
                 report.add(Key::alloc(len), 0, m);
             }
         }
