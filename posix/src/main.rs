@@ -5,6 +5,9 @@ mod cli;
 mod config;
 mod example;
 mod jsonpos;
+mod lines;
+mod outbox;
+mod supervise;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
