@@ -66,8 +66,8 @@ pub struct ServerConfig {
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     pub timeout_ms: Option<u64>,
-    /// `None`: every tool is allowed.
-    pub tools_allow: Option<Vec<String>>,
+    /// Exact names or `*` globs; empty: every tool is allowed.
+    pub tools_allow: Vec<String>,
     pub tools_deny: Vec<String>,
     /// The prefix of this server's names: `prefix` if given, else the name.
     /// Empty: names are exposed unprefixed.
@@ -190,7 +190,7 @@ pub fn builtin_default() -> Config {
         env: Vec::new(),
         cwd: None,
         timeout_ms: None,
-        tools_allow: None,
+        tools_allow: Vec::new(),
         tools_deny: Vec::new(),
         prefix: name.to_string(),
         revisions: None,
@@ -391,8 +391,11 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
                 cx.err(&top.key("separator"), "must not be empty");
                 DEFAULT_SEPARATOR.to_string()
             }
-            Some(s) if !s.chars().all(|c| c.is_ascii_graphic()) => {
-                cx.err(&top.key("separator"), format!("{s:?} must be printable ASCII without spaces"));
+            Some(s) if !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {
+                cx.err(
+                    &top.key("separator"),
+                    format!("{s:?} may only use letters, digits, `_` and `-` (tool names allow no more)"),
+                );
                 DEFAULT_SEPARATOR.to_string()
             }
             Some(s) => s,
@@ -601,14 +604,20 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -
             Some(ms) => Some(ms),
         },
     };
-    let (mut tools_allow, mut tools_deny) = (None, Vec::new());
+    let (mut tools_allow, mut tools_deny) = (Vec::new(), Vec::new());
     match obj.get("tools") {
         None | Some(Value::Null) => {}
         Some(Value::Object(t)) => {
             let tat = at.key("tools");
             cx.unknown_keys(&tat, t, &["allow", "deny"]);
             if let Some(a) = t.get("allow") {
-                tools_allow = cx.strings(&tat.key("allow"), a);
+                tools_allow = cx.strings(&tat.key("allow"), a).unwrap_or_default();
+                if matches!(a, Value::Array(v) if v.is_empty()) {
+                    cx.warn(
+                        &tat.key("allow"),
+                        "an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
+                    );
+                }
             }
             if let Some(d) = t.get("deny") {
                 tools_deny = cx.strings(&tat.key("deny"), d).unwrap_or_default();
@@ -817,19 +826,19 @@ mod tests {
                "cwd": "rel/dir"},
     "plain": {"command": "p", "prefix": ""}
   },
-  "separator": ".",
+  "separator": "-",
   "roots": ["/srv/data", "~/src", {"uri": "file:///x", "name": "X"}, "a b"],
   "logLevel": "debug"
 }"#);
         let g = &c.servers[0];
         assert_eq!(g.prefix, "gh");
         assert_eq!(g.timeout_ms, Some(5000));
-        assert_eq!(g.tools_allow, Some(vec!["a".into(), "b*".into()]));
+        assert_eq!(g.tools_allow, ["a", "b*"]);
         assert_eq!(g.tools_deny, ["b2"]);
         assert_eq!(g.revisions, Some(vec!["2025-06-18".into()]));
         assert_eq!(g.cwd, Some(PathBuf::from("/etc/mcpx/rel/dir")));
         assert_eq!(c.servers[1].prefix, "");
-        assert_eq!(c.separator, ".");
+        assert_eq!(c.separator, "-");
         assert_eq!(c.log_level, Some(Level::Debug));
         let uris: Vec<&str> = c.roots.iter().map(|r| r.uri.as_str()).collect();
         assert_eq!(uris, ["file:///srv/data", "file:///home/u/src", "file:///x", "file:///etc/mcpx/a%20b"]);
@@ -914,8 +923,11 @@ mod tests {
         assert_eq!(e, "cfg.json:1:20: logLevel: \"loud\" is not a log level (error, warn, info or debug)");
         let e = err("{\"mcpServers\": {}, \"separator\": \"\"}");
         assert_eq!(e, "cfg.json:1:20: separator: must not be empty");
-        let e = err("{\"mcpServers\": {}, \"separator\": \"a b\"}");
-        assert_eq!(e, "cfg.json:1:20: separator: \"a b\" must be printable ASCII without spaces");
+        let e = err("{\"mcpServers\": {}, \"separator\": \"a.b\"}");
+        assert_eq!(
+            e,
+            "cfg.json:1:20: separator: \"a.b\" may only use letters, digits, `_` and `-` (tool names allow no more)"
+        );
         let e = err("{\"mcpServers\": {}, \"roots\": [true]}");
         assert_eq!(e, "cfg.json:1:30: roots[0]: expected a path, a URI or an object, found a boolean");
         let e = err("{\"mcpServers\": {}, \"roots\": [{\"name\": \"n\"}]}");
@@ -989,7 +1001,7 @@ mod tests {
 }"#);
         assert_eq!(c.servers.len(), 1);
         assert_eq!(c.servers[0].name, "local");
-        assert_eq!(c.servers[0].tools_allow, Some(vec![]));
+        assert!(c.servers[0].tools_allow.is_empty());
         assert_eq!(
             c.warnings,
             [
@@ -998,6 +1010,7 @@ mod tests {
                 "cfg.json:4:5: mcpServers.sse: transport \"sse\" is not supported yet (only local \"command\" servers); server \"sse\" is skipped",
                 "cfg.json:5:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, type, transport)",
                 "cfg.json:6:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
+                "cfg.json:6:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
             ]
         );
     }
