@@ -8,6 +8,8 @@ mod hub;
 mod jsonpos;
 mod lines;
 mod outbox;
+mod serve;
+mod stdio;
 mod supervise;
 
 fn main() {
@@ -22,10 +24,7 @@ fn main() {
             0
         }
         Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
-        Ok(cli::Command::Serve(_opts)) => {
-            eprintln!("mcpx: serve: not wired yet");
-            1
-        }
+        Ok(cli::Command::Serve(opts)) => serve::main(opts),
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2

@@ -93,6 +93,8 @@ struct Shared {
     name: String,
     stdin: RefCell<Option<Outbox>>,
     ctl: Sender<Ctl>,
+    /// Process group of the running child, 0 when none.
+    pgid: std::cell::Cell<i32>,
 }
 
 /// Handle to one supervised server.
@@ -128,6 +130,11 @@ impl Upstream {
     pub fn shutdown(&self) {
         let _ = self.sh.ctl.try_send(Ctl::Shutdown);
     }
+
+    /// SIGKILL to the child's process group now (a second Ctrl-C).
+    pub fn kill_now(&self) {
+        signal_group(self.sh.pgid.get(), libc::SIGKILL);
+    }
 }
 
 /// Starts supervising `spec` as upstream `id`. The returned task ends after
@@ -140,7 +147,12 @@ pub fn spawn(
     events: Rc<dyn Events>,
 ) -> (Upstream, Task<()>) {
     let (ctl_tx, ctl_rx) = channel::bounded(8);
-    let sh = Rc::new(Shared { name: spec.name.clone(), stdin: RefCell::new(None), ctl: ctl_tx });
+    let sh = Rc::new(Shared {
+        name: spec.name.clone(),
+        stdin: RefCell::new(None),
+        ctl: ctl_tx,
+        pgid: std::cell::Cell::new(0),
+    });
     let sup = Supervisor { id, spec, opts, events, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
     let task = ex.spawn(sup.run());
     (Upstream { sh }, task)
@@ -250,6 +262,7 @@ impl Supervisor {
         let name = &self.spec.name;
         let id = self.id;
         let pgid = child.id() as i32;
+        self.sh.pgid.set(pgid);
         let t0 = Instant::now();
         debug!("server {name}: started `{}` (pid {pgid})", self.spec.command);
 
@@ -354,6 +367,7 @@ impl Supervisor {
         };
         // Whatever is left of the group (grandchildren) goes too.
         kill_group(pgid, self.opts.grace, name).await;
+        self.sh.pgid.set(0);
         join_for(Duration::from_millis(500), &mut reader).await;
         join_for(Duration::from_millis(200), &mut stderr_task).await;
         drop((reader, stderr_task, writer));
