@@ -348,7 +348,9 @@ pub fn main(args: ServeArgs) -> i32 {
     let cfg = match config::load(args.config.as_deref(), &config::process_env) {
         Ok(c) => c,
         Err(e) => {
-            error!("bad config:\n{e}");
+            for problem in &e.0 {
+                error!("{problem}");
+            }
             return 1;
         }
     };
