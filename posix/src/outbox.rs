@@ -80,10 +80,6 @@ impl Outbox {
     pub fn close(&self) {
         self.tx.close();
     }
-
-    pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
-    }
 }
 
 impl OutboxRx {

@@ -90,7 +90,6 @@ enum Ctl {
 }
 
 struct Shared {
-    name: String,
     stdin: RefCell<Option<Outbox>>,
     ctl: Sender<Ctl>,
     /// Process group of the running child, 0 when none.
@@ -104,20 +103,12 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    pub fn name(&self) -> &str {
-        &self.sh.name
-    }
-
     /// Queues one message for the child's stdin.
     pub fn send(&self, msg: Vec<u8>) -> Result<(), PushError> {
         match &*self.sh.stdin.borrow() {
             Some(o) => o.push(msg),
             None => Err(PushError::Closed),
         }
-    }
-
-    pub fn is_running(&self) -> bool {
-        self.sh.stdin.borrow().as_ref().is_some_and(|o| !o.is_closed())
     }
 
     /// Stops the child (gently, as at shutdown) and starts it again at once.
@@ -148,7 +139,6 @@ pub fn spawn(
 ) -> (Upstream, Task<()>) {
     let (ctl_tx, ctl_rx) = channel::bounded(8);
     let sh = Rc::new(Shared {
-        name: spec.name.clone(),
         stdin: RefCell::new(None),
         ctl: ctl_tx,
         pgid: std::cell::Cell::new(0),
@@ -686,7 +676,6 @@ mod tests {
                     "exited stopped (exited with status 0) | err",
                 ]
             );
-            assert!(!up.is_running());
             assert_eq!(up.send(b"{}".to_vec()), Err(PushError::Closed));
         });
     }
@@ -808,7 +797,6 @@ mod tests {
             assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
             up.restart("timed out");
             assert!(until(Duration::from_secs(5), || log.count("started") == 2).await);
-            assert!(until(Duration::from_secs(5), || up.is_running()).await);
             up.shutdown();
             task.await;
             assert_eq!(
