@@ -237,7 +237,6 @@ impl Events for HubEvents {
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str) {
         if self.0.closing.get() {
             // Stopped by us at shutdown: nothing left for the hub to do about it.
-            debug!("server {}: {reason}", self.0.name(id));
             return;
         }
         self.0.feed(|h, now| h.upstream_exited(id, reason, stderr_tail, now));
@@ -459,12 +458,11 @@ where
                         break;
                     }
                 }
-            } else {
-                debug!("end of input");
             }
+            info!("end of input: shutting down");
         }
         Ok(Stop::Signal(s)) => info!("{s}: shutting down"),
-        Ok(Stop::OutputClosed) => debug!("client connection closed"),
+        Ok(Stop::OutputClosed) => info!("client connection closed: shutting down"),
         Ok(Stop::InputError(e)) | Ok(Stop::OutputError(e)) => {
             info!("{e}; shutting down");
         }
@@ -511,6 +509,6 @@ where
         }
     };
     all_stopped.or(second_signal).await;
-    debug!("all servers stopped");
+    info!("all servers stopped");
     code
 }

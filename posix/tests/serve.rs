@@ -411,3 +411,24 @@ fn the_config_in_the_working_directory_is_found() {
     // logLevel from the config applies: the server's stderr is forwarded at debug.
     assert!(err.contains("[alpha] fake server alpha starting"), "{err}");
 }
+
+#[test]
+fn a_second_signal_kills_stubborn_servers_at_once() {
+    let dir = Dir::new("twice");
+    // Ignores end of input and SIGTERM: only SIGKILL ends it.
+    let cfg = dir.config(&json!({"mcpServers": {
+        "stubborn": {"command": "sh", "args": ["-c", "trap '' TERM; while :; do sleep 1; done"]},
+    }}));
+    let s = Session::start(&dir, &["serve", "--config", cfg.to_str().unwrap(), "--log-level", "debug"]);
+    let pid = s.child.id() as i32;
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    unsafe_kill(pid, "INT");
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe_kill(pid, "INT");
+    let (code, err) = s.wait(Duration::from_secs(10));
+    assert_eq!(code, 0, "{err}");
+    // Without the second signal: 2 s after closing stdin + 2 s after SIGTERM.
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}\n{err}", t0.elapsed());
+    assert!(err.contains("SIGINT again: killing the servers' process groups now"), "{err}");
+}
