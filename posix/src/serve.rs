@@ -225,7 +225,7 @@ struct HubEvents(Rc<Runtime>);
 
 impl Events for HubEvents {
     fn started(&self, id: UpstreamId) {
-        info!("server {}: started", self.0.name(id));
+        debug!("server {}: started", self.0.name(id));
         self.0.feed(|h, now| h.upstream_started(id, now));
     }
     fn message(&self, id: UpstreamId, line: &[u8]) {

@@ -177,7 +177,8 @@ impl Supervisor {
                 Ok(child) => self.run_child(child).await,
                 Err(e) => {
                     let reason = spawn_error(&self.spec, &e);
-                    error!("server {name}: {reason}");
+                    // The hub logs the exit it is told about (with the reason).
+                    debug!("server {name}: {reason}");
                     self.events.exited(self.id, &reason, "");
                     Outcome::Died
                 }
@@ -370,11 +371,8 @@ impl Supervisor {
         match (&outcome, reason) {
             (Outcome::Died, _) => {
                 let up = show_duration(t0.elapsed());
-                if tail.is_empty() {
-                    warn!("server {name}: {status_text} after {up} (no stderr output)");
-                } else {
-                    warn!("server {name}: {status_text} after {up}; last stderr output:\n{tail}");
-                }
+                // The hub logs the exit with the stderr tail; this adds the uptime.
+                debug!("server {name}: {status_text} after {up}");
                 self.events.exited(id, &status_text, &tail);
             }
             (_, reason) => {

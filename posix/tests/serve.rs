@@ -323,7 +323,7 @@ fn a_server_that_cannot_start_does_not_stop_the_others() {
     let (code, err) = s.wait(Duration::from_secs(10));
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("server ghost: cannot start `/nonexistent/mcp-server`: command not found"),
+        err.contains("ghost") && err.contains("cannot start `/nonexistent/mcp-server`: command not found"),
         "{err}"
     );
 }
