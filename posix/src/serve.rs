@@ -246,11 +246,17 @@ impl Events for HubEvents {
 /// Sleeps until the hub's next deadline (or until woken because it may have
 /// moved) and calls `tick`.
 async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
+    // A deadline that `tick` did not move must not turn into a busy loop.
+    let mut last_tick = None;
     loop {
         let deadline = rt.hub.borrow().next_deadline();
         let fire = async {
             match deadline {
                 Some(ms) => {
+                    let ms = match last_tick {
+                        Some(t) if ms <= t => t + 1,
+                        _ => ms,
+                    };
                     Timer::at(rt.instant_at(ms)).await;
                     true
                 }
@@ -264,7 +270,10 @@ async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
             false
         };
         if fire.or(woken).await {
-            rt.feed(|h, now| h.tick(now));
+            last_tick = Some(rt.feed(|h, now| {
+                h.tick(now);
+                now
+            }));
         }
     }
 }

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 const MCPX: &str = env!("CARGO_BIN_EXE_mcpx");
 
 /// A minimal MCP server in sh: answers initialize, tools/list and
-/// tools/call (`hello`, `slow`: answers after 1 s, `crash`: exits 1), ping.
+/// tools/call (`hello`, `slow`: answers after 1 s, `hang`: never answers,
+/// `crash`: exits 1), ping.
 /// `$1` is its name; with `$2`, it starts a long-running grandchild first
 /// and writes that one's pid to the file `$2`.
 const FAKE: &str = r#"
@@ -25,10 +26,12 @@ while IFS= read -r line; do
     *'"method":"initialize"'*)
       printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"%s","version":"1"}}}\n' "$id" "$name";;
     *'"method":"tools/list"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"hello","inputSchema":{"type":"object"}},{"name":"slow","inputSchema":{"type":"object"}},{"name":"crash","inputSchema":{"type":"object"}}]}}\n' "$id";;
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"hello","inputSchema":{"type":"object"}},{"name":"slow","inputSchema":{"type":"object"}},{"name":"crash","inputSchema":{"type":"object"}},{"name":"hang","inputSchema":{"type":"object"}}]}}\n' "$id";;
     *'"method":"tools/call"'*'"name":"slow"'*)
       sleep 1
       printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"slow %s"}]}}\n' "$id" "$name";;
+    *'"method":"tools/call"'*'"name":"hang"'*)
+      ;;
     *'"method":"tools/call"'*'"name":"crash"'*)
       echo "$name: crashing on purpose" >&2; exit 1;;
     *'"method":"tools/call"'*)
@@ -403,7 +406,7 @@ fn the_config_in_the_working_directory_is_found() {
     dir.config(&json!({"mcpServers": {"alpha": dir.fake(&["alpha"])}, "logLevel": "debug"}));
     let mut s = Session::start(&dir, &["serve"]);
     s.initialize();
-    assert_eq!(s.tool_names(1), ["alpha__crash", "alpha__hello", "alpha__slow"]);
+    assert_eq!(s.tool_names(1), ["alpha__crash", "alpha__hang", "alpha__hello", "alpha__slow"]);
     s.close_stdin();
     let (code, err) = s.wait(Duration::from_secs(10));
     assert_eq!(code, 0, "{err}");
@@ -431,4 +434,26 @@ fn a_second_signal_kills_stubborn_servers_at_once() {
     // Without the second signal: 2 s after closing stdin + 2 s after SIGTERM.
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}\n{err}", t0.elapsed());
     assert!(err.contains("SIGINT again: killing the servers' process groups now"), "{err}");
+}
+
+#[test]
+fn a_request_the_server_never_answers_times_out_by_the_configured_timeout() {
+    let dir = Dir::new("timeout");
+    let mut alpha = dir.fake(&["alpha"]);
+    alpha["timeoutMs"] = json!(400);
+    let cfg = dir.config(&json!({"mcpServers": {"alpha": alpha}}));
+    let mut s = Session::start(&dir, &["serve", "--config", cfg.to_str().unwrap()]);
+    s.initialize();
+    s.tool_names(9);
+    let t0 = Instant::now();
+    let r = s.request(1, "tools/call", json!({"name": "alpha__hang", "arguments": {}}));
+    let took = t0.elapsed();
+    assert!(r.get("error").is_some(), "{r}");
+    assert!(took >= Duration::from_millis(350) && took < Duration::from_secs(3), "{took:?} {r}");
+    // The session goes on.
+    let r = s.request(2, "tools/call", json!({"name": "alpha__hello", "arguments": {}}));
+    assert_eq!(text_of(&r), "hello from alpha");
+    s.close_stdin();
+    let (code, err) = s.wait(Duration::from_secs(10));
+    assert_eq!(code, 0, "{err}");
 }
