@@ -386,7 +386,6 @@ fn command_line() {
 }
 
 #[test]
-#[ignore = "needs the example server, which lands separately"]
 fn without_a_config_the_builtin_demo_aggregates_two_example_servers() {
     let dir = Dir::new("default");
     let mut s = Session::start(&dir, &["serve"]);
