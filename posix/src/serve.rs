@@ -51,6 +51,10 @@ struct ClientConn {
     out: Outbox,
     /// Ids (raw JSON) of the client's requests not yet answered.
     inflight: HashSet<Vec<u8>>,
+    /// Id of the client's `initialize` while it is unanswered.
+    init: Option<Vec<u8>>,
+    /// Signalled when that answer goes out.
+    init_answered: (Sender<()>, Receiver<()>),
 }
 
 /// The state shared by all tasks of `mcpx serve`.
@@ -123,11 +127,15 @@ impl Runtime {
                     debug!("message for client {c}, which is gone, dropped");
                     return;
                 };
-                if !conn.inflight.is_empty() {
+                if !conn.inflight.is_empty() || conn.init.is_some() {
                     if let Ok(env) = Envelope::parse(&msg) {
                         if matches!(env.kind(), Kind::Result | Kind::Error) {
                             if let Some(id) = env.id_bytes() {
                                 conn.inflight.remove(id);
+                                if conn.init.as_deref() == Some(id) {
+                                    conn.init = None;
+                                    let _ = conn.init_answered.0.try_send(());
+                                }
                             }
                         }
                     }
@@ -180,7 +188,8 @@ impl Runtime {
     pub fn connect_client(&self, out: Outbox) -> ClientId {
         let now = self.now_ms();
         let c = self.hub.borrow_mut().client_connected(now);
-        self.clients.borrow_mut().insert(c, ClientConn { out, inflight: HashSet::new() });
+        let conn = ClientConn { out, inflight: HashSet::new(), init: None, init_answered: channel::bounded(1) };
+        self.clients.borrow_mut().insert(c, conn);
         self.drain();
         c
     }
@@ -192,10 +201,43 @@ impl Runtime {
                     if conn.inflight.len() < MAX_TRACKED {
                         conn.inflight.insert(id.to_vec());
                     }
+                    if env.method_is("initialize") {
+                        conn.init = Some(id.to_vec());
+                    }
                 }
             }
         }
         self.feed(|h, now| h.client_message(c, msg, now));
+    }
+
+    /// Whether the client's `initialize` is still unanswered. A stream
+    /// transport then holds the client's next messages: a conforming client
+    /// waits for that answer anyway, and one that pipelines (`printf ... |
+    /// mcpx serve`) gets its lists once the servers are up, not before.
+    pub fn initializing(&self, c: ClientId) -> bool {
+        !self.closing.get() && self.clients.borrow().get(&c).is_some_and(|conn| conn.init.is_some())
+    }
+
+    /// Completes once [`Runtime::initializing`] turns false, or after `limit`.
+    pub async fn initialized(&self, c: ClientId, limit: Duration) {
+        let Some(answered) = self.clients.borrow().get(&c).map(|conn| conn.init_answered.1.clone()) else {
+            return;
+        };
+        let deadline = Instant::now() + limit;
+        while self.initializing(c) {
+            let signalled = async {
+                let _ = answered.recv().await;
+                true
+            };
+            let timeout = async {
+                Timer::at(deadline).await;
+                false
+            };
+            if !signalled.or(timeout).await {
+                warn!("client {c}: no answer to its initialize within {} s; reading on", limit.as_secs());
+                return;
+            }
+        }
     }
 
     pub fn client_frame_too_large(&self, c: ClientId, len: usize) {

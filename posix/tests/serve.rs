@@ -456,3 +456,29 @@ fn a_request_the_server_never_answers_times_out_by_the_configured_timeout() {
     let (code, err) = s.wait(Duration::from_secs(10));
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn a_pipelined_session_gets_its_lists_once_the_servers_are_up() {
+    // As `printf '...' | mcpx serve`: everything written at once, then EOF.
+    let dir = Dir::new("pipelined");
+    let cfg = dir.config(&json!({"mcpServers": {
+        "alpha": dir.fake(&["alpha"]),
+        "beta": dir.fake(&["beta"]),
+    }}));
+    let mut s = Session::start(&dir, &["serve", "--config", cfg.to_str().unwrap()]);
+    let msgs = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "beta__hello", "arguments": {}}}),
+    ];
+    let all: Vec<String> = msgs.iter().map(|m| m.to_string()).collect();
+    s.send_raw(all.join("\n").as_bytes());
+    s.close_stdin();
+    let r = s.response(&json!(2), Duration::from_secs(10));
+    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(8), "{r}");
+    let r = s.response(&json!(3), Duration::from_secs(10));
+    assert_eq!(text_of(&r), "hello from beta");
+    let (code, err) = s.wait(Duration::from_secs(10));
+    assert_eq!(code, 0, "{err}");
+}
