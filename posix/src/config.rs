@@ -88,6 +88,19 @@ pub struct Config {
     pub log_level: Option<Level>,
     /// Non-fatal problems, each formatted `file:line:col: message`.
     pub warnings: Vec<String>,
+    /// The file's text, to point at problems found later (empty if built in).
+    pub text: String,
+}
+
+impl Config {
+    /// `file:line:col` of the member at `path`, for problems found after
+    /// parsing (e.g. by the hub).
+    pub fn position(&self, path: &Path) -> Option<String> {
+        let Source::File(f) = &self.source else { return None };
+        let off = jsonpos::locate(&self.text, path)?;
+        let (l, c) = jsonpos::line_col(&self.text, off);
+        Some(format!("{}:{l}:{c}", f.display()))
+    }
 }
 
 /// One problem in a config file.
@@ -203,6 +216,7 @@ pub fn builtin_default() -> Config {
         roots: Vec::new(),
         log_level: None,
         warnings: Vec::new(),
+        text: String::new(),
     }
 }
 
@@ -482,6 +496,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         roots,
         log_level,
         warnings: cx.warnings,
+        text: src.to_string(),
     })
 }
 
@@ -1061,6 +1076,8 @@ mod tests {
         std::fs::write(&f, r#"{"mcpServers": {"a": {"command": "x", "cwd": "sub"}}}"#).unwrap();
         let c = load(Some(&f), &env).unwrap();
         assert_eq!(c.source, Source::File(f.clone()));
+        let at = Path::root().key("mcpServers").key("a").key("cwd");
+        assert_eq!(c.position(&at), Some(format!("{}:1:39", f.display())));
         assert_eq!(c.servers[0].cwd, Some(dir.join("sub")));
         std::fs::remove_dir_all(&dir).unwrap();
     }

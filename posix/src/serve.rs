@@ -379,6 +379,30 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
     (specs, opts)
 }
 
+/// Where in the config file the hub's objection points.
+fn hub_error_position(cfg: &Config, e: &hub::ConfigError) -> Option<String> {
+    let server = |name: &str| crate::jsonpos::Path::root().key("mcpServers").key(name);
+    let path = match e {
+        hub::ConfigError::PrefixCollision(_, b) => {
+            let p = server(b);
+            if cfg.servers.iter().any(|s| s.name == *b && s.prefix != s.name) {
+                p.key("prefix")
+            } else {
+                p
+            }
+        }
+        hub::ConfigError::UnknownRevision { server: name, revision } => {
+            let s = cfg.servers.iter().find(|s| s.name == *name)?;
+            let i = s.revisions.as_ref()?.iter().position(|r| r == revision)?;
+            server(name).key("revisions").idx(i)
+        }
+        hub::ConfigError::NoUsableRevision(name) => server(name).key("revisions"),
+        hub::ConfigError::BadSeparator(_) => crate::jsonpos::Path::root().key("separator"),
+        _ => return None,
+    };
+    cfg.position(&path)
+}
+
 /// `mcpx serve`. Returns the process exit code.
 pub fn main(args: ServeArgs) -> i32 {
     // Level: --log-level, else MCPX_LOG, else the config's logLevel, else info.
@@ -435,7 +459,10 @@ pub fn main(args: ServeArgs) -> i32 {
     let hub = match Hub::new(specs, opts) {
         Ok(h) => h,
         Err(e) => {
-            error!("bad config: {}: {e}", cfg.source);
+            match hub_error_position(&cfg, &e) {
+                Some(at) => error!("{at}: {e}"),
+                None => error!("{}: {e}", cfg.source),
+            }
             return 1;
         }
     };
