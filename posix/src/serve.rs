@@ -490,6 +490,9 @@ where
     let names = cfg.servers.iter().map(|s| s.name.clone()).collect();
     let (rt, tick_rx, stop_rx) = Runtime::new(hub, names);
     let events: Rc<dyn Events> = Rc::new(HubEvents(rt.clone()));
+    // First, so that signals are ours before any child runs.
+    let _signals = ex.spawn(signal_task(rt.clone()));
+    smol::future::yield_now().await;
 
     let mut tasks = Vec::new();
     for (id, s) in cfg.servers.iter().enumerate() {
@@ -505,7 +508,6 @@ where
         tasks.push(task);
     }
     let _timer = ex.spawn(timer_task(rt.clone(), tick_rx));
-    let _signals = ex.spawn(signal_task(rt.clone()));
     let client = crate::stdio::start(&ex, &rt, input, output);
     let c = client.id;
 
