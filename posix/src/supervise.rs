@@ -650,6 +650,7 @@ mod tests {
         }
     }
 
+    // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence, stdio-client-stderr-not-error
     #[test]
     fn echoes_messages_and_reports_garbage_and_env() {
         run(Duration::from_secs(10), |ex| async move {
@@ -678,6 +679,7 @@ mod tests {
         });
     }
 
+    // covers: stdio-client-restart-crashed-server, stdio-client-may-capture-stderr
     #[test]
     fn restarts_a_crashing_child_with_backoff_and_its_stderr_tail() {
         run(Duration::from_secs(10), |ex| async move {
@@ -730,6 +732,7 @@ mod tests {
         });
     }
 
+    // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence
     #[test]
     fn stop_sequence_escalates_to_sigkill_and_kills_grandchildren() {
         run(Duration::from_secs(15), |ex| async move {
@@ -756,6 +759,7 @@ mod tests {
         });
     }
 
+    // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence
     #[test]
     fn sigterm_stops_a_child_that_ignores_stdin_eof() {
         run(Duration::from_secs(10), |ex| async move {

@@ -15,12 +15,15 @@ const MCPX: &str = env!("CARGO_BIN_EXE_mcpx");
 /// tools/call (`hello`, `slow`: answers after 1 s, `hang`: never answers,
 /// `crash`: exits 1), ping.
 /// `$1` is its name; with `$2`, it starts a long-running grandchild first
-/// and writes that one's pid to the file `$2`.
+/// and writes that one's pid to the file `$2`. With `FAKE_LOG` set, every
+/// line it reads is appended to that file.
 const FAKE: &str = r#"
 name=${1:-fake}
 echo "fake server $name starting" >&2
+: "${FAKE_LOG:=/dev/null}"
 if [ -n "$2" ]; then sleep 300 & echo $! > "$2"; fi
 while IFS= read -r line; do
+  printf '%s\n' "$line" >> "$FAKE_LOG"
   id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
   case "$line" in
     *'"method":"initialize"'*)
@@ -130,6 +133,8 @@ impl Session {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = self.lines.recv_timeout(left).unwrap_or_else(|e| panic!("no response {id}: {e}"));
             let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"));
+            // Nothing but JSON-RPC messages on mcpx's stdout.
+            assert_eq!(v["jsonrpc"], "2.0", "not a JSON-RPC message on stdout: {line}");
             if v.get("id") == Some(id) && v.get("method").is_none() {
                 return v;
             }
@@ -211,6 +216,7 @@ fn wait_for_file(p: &Path) -> String {
     panic!("{} never written", p.display());
 }
 
+// covers: stdio-server-exit-on-eof, stdio-client-stderr-not-error
 #[test]
 fn aggregates_two_servers_and_exits_0_at_end_of_input() {
     let dir = Dir::new("aggregate");
@@ -234,6 +240,7 @@ fn aggregates_two_servers_and_exits_0_at_end_of_input() {
     assert!(!err.contains("error"), "{err}");
 }
 
+// covers: stdio-server-exit-on-eof
 #[test]
 fn requests_in_flight_at_end_of_input_are_answered_first() {
     let dir = Dir::new("drain");
@@ -249,6 +256,7 @@ fn requests_in_flight_at_end_of_input_are_answered_first() {
     assert_eq!(code, 0, "{err}");
 }
 
+// covers: stdio-client-shutdown-sequence
 #[test]
 fn sigterm_stops_every_server_and_its_grandchildren() {
     let dir = Dir::new("sigterm");
@@ -277,6 +285,7 @@ fn unsafe_kill(pid: i32, sig: &str) {
     assert!(Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().unwrap().success());
 }
 
+// covers: stdio-client-restart-crashed-server, stdio-client-may-capture-stderr
 #[test]
 fn a_crashed_server_is_restarted() {
     let dir = Dir::new("crash");
@@ -399,6 +408,7 @@ fn without_a_config_the_builtin_demo_aggregates_two_example_servers() {
     assert!(err.contains("no config file found"), "{err}");
 }
 
+// covers: stdio-client-may-capture-stderr, stdio-server-may-log-to-stderr, stdio-server-stdout-only-mcp
 #[test]
 fn the_config_in_the_working_directory_is_found() {
     let dir = Dir::new("cwdcfg");
@@ -481,4 +491,36 @@ fn a_pipelined_session_gets_its_lists_once_the_servers_are_up() {
     assert_eq!(text_of(&r), "hello from beta");
     let (code, err) = s.wait(Duration::from_secs(10));
     assert_eq!(code, 0, "{err}");
+}
+
+// covers: stdio-client-stdin-only-mcp
+#[test]
+fn servers_get_one_json_rpc_message_per_line_and_their_env() {
+    let dir = Dir::new("stdin-only");
+    let log = dir.path("alpha-stdin.log");
+    let mut alpha = dir.fake(&["alpha"]);
+    alpha["env"] = json!({"FAKE_LOG": log.to_str().unwrap()});
+    let cfg = dir.config(&json!({"mcpServers": {"alpha": alpha}}));
+    let mut s = Session::start(&dir, &["serve", "--config", cfg.to_str().unwrap()]);
+    s.initialize();
+    s.tool_names(1);
+    let r = s.request(2, "tools/call", json!({"name": "alpha__hello", "arguments": {"text": "a\nb"}}));
+    assert_eq!(text_of(&r), "hello from alpha");
+    s.close_stdin();
+    let (code, err) = s.wait(Duration::from_secs(10));
+    assert_eq!(code, 0, "{err}");
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = seen.lines().collect();
+    assert!(lines.len() >= 4, "{seen}");
+    let mut methods = Vec::new();
+    for line in lines {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line:?}: {e}"));
+        assert!(v.is_object() && v["jsonrpc"] == "2.0", "not one JSON-RPC message: {line}");
+        if let Some(m) = v["method"].as_str() {
+            methods.push(m.to_string());
+        }
+    }
+    for m in ["initialize", "notifications/initialized", "tools/list", "tools/call"] {
+        assert!(methods.iter().any(|x| x == m), "{m} not sent: {methods:?}");
+    }
 }
