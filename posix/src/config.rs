@@ -15,10 +15,12 @@
 //! }
 //! ```
 //!
-//! `${VAR}` in strings of a server entry and in `roots` is replaced by the
-//! environment variable (an error names it when unset); `${VAR:-default}`
-//! gives a default; `$${` writes a literal `${`. Servers keep the file's order.
-//! Errors and warnings carry `file:line:column`.
+//! `${VAR}` in any string value is replaced by the environment variable (an
+//! error names it when unset); `${VAR:-default}` gives a default (also when
+//! VAR is empty); `$${` writes a literal `${`; any other `$` is kept. Relative
+//! `cwd` and `roots` paths are taken from the config file's folder, `~/` from
+//! HOME. Servers keep the file's order. Errors and warnings carry
+//! `file:line:column`.
 
 use std::fmt;
 use std::path::{Path as FsPath, PathBuf};
