@@ -158,6 +158,12 @@ struct Supervisor {
     ctl: Receiver<Ctl>,
 }
 
+enum Wake {
+    Exited(io::Result<ExitStatus>),
+    StdoutClosed,
+    Told(Ctl),
+}
+
 enum Outcome {
     /// The child died on its own (or never started).
     Died,
@@ -275,6 +281,7 @@ impl Supervisor {
 
         let events = self.events.clone();
         let max_line = self.opts.max_line;
+        let (eof_tx, eof_rx) = channel::bounded::<()>(1);
         let mut reader = Some(self.ex.spawn(async move {
             let r = read_lines(stdout, max_line, |ev| match ev {
                 LineEvent::Line(line) => {
@@ -292,6 +299,7 @@ impl Supervisor {
                 ),
             })
             .await;
+            let _ = eof_tx.try_send(());
             r.err()
         }));
 
@@ -323,23 +331,43 @@ impl Supervisor {
             }
         }));
 
-        // Run until the child exits or we are told to stop it.
-        let exited = async { Ok::<_, Ctl>((&mut status).await) };
+        // Run until the child exits, closes its stdout, or we are told to stop it.
+        let exited = async { Wake::Exited((&mut status).await) };
+        let stdout_closed = async {
+            let _ = eof_rx.recv().await;
+            Wake::StdoutClosed
+        };
         let told = async {
             match self.ctl.recv().await {
-                Ok(c) => Err(c),
-                Err(_) => Err(Ctl::Shutdown),
+                Ok(c) => Wake::Told(c),
+                Err(_) => Wake::Told(Ctl::Shutdown),
             }
         };
-        let (exit, outcome, reason) = match exited.or(told).await {
-            Ok(st) => {
+        let (exit, outcome, reason) = match exited.or(told).or(stdout_closed).await {
+            Wake::Exited(st) => {
                 // Died on its own: deliver what it wrote before going on.
                 outbox.close();
                 *self.sh.stdin.borrow_mut() = None;
                 join_for(Duration::from_millis(500), &mut reader).await;
                 (st, Outcome::Died, None)
             }
-            Err(ctl) => {
+            Wake::StdoutClosed => {
+                // It cannot answer any more. Usually it is exiting; if not,
+                // it gets the stop sequence.
+                outbox.close();
+                *self.sh.stdin.borrow_mut() = None;
+                let st = match timeout(Duration::from_millis(100), &mut status).await {
+                    Some(st) => st,
+                    None => {
+                        debug!("server {name}: closed its stdout but is still running; stopping it");
+                        join_for(Duration::from_millis(200), &mut writer).await;
+                        writer = None;
+                        stop_leader(pgid, &mut status, self.opts.grace, name).await
+                    }
+                };
+                (st, Outcome::Died, None)
+            }
+            Wake::Told(ctl) => {
                 let (outcome, why) = match ctl {
                     Ctl::Restart(r) => (Outcome::Restart, format!("restarted: {r}")),
                     Ctl::Shutdown => (Outcome::Shutdown, "stopped".to_string()),
@@ -810,6 +838,20 @@ mod tests {
                     "exited stopped (exited with status 0) | ",
                 ]
             );
+        });
+    }
+
+    // covers: stdio-server-may-close-stdout, lifecycle-stdio-server-may-exit
+    #[test]
+    fn a_child_that_closes_its_stdout_is_stopped_and_restarted() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let (up, task) = spawn(&ex, 0, sh("mute", "exec 1>&-; exec sleep 60"), fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("started") == 2).await);
+            up.shutdown();
+            task.await;
+            let events = log.take();
+            assert_eq!(events[..3], ["started", "exited killed by signal 15 (SIGTERM) | ", "started"]);
         });
     }
 }
