@@ -1,1 +1,991 @@
-//! (to be written)
+//! A strict, allocation-free JSON scanner (RFC 8259).
+//!
+//! The scanner never builds a tree: it validates bytes and reports [`Span`]s.
+//! A [`JsonValue`] pairs a buffer with the span of one validated value inside
+//! it, and hands out views on its members, elements and string contents.
+//!
+//! Strictness: invalid UTF-8, control characters in strings, unknown escapes,
+//! lone surrogates (`"\ud800"`), leading zeros, `+1`, `.5`, `1.`, literals
+//! other than `true`/`false`/`null`, and trailing data are all rejected.
+//! Nesting is bounded by [`MAX_DEPTH`]; the scanner is iterative (a `u128`
+//! bit stack), so no input can overflow the call stack. Numbers of any size
+//! are accepted: they are spans, never converted.
+
+/// Maximum nesting of arrays and objects (inclusive).
+pub const MAX_DEPTH: usize = 128;
+
+/// A half-open byte range `start..end` into a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// Builds a span.
+    pub const fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+
+    /// Number of bytes covered.
+    pub const fn len(&self) -> usize {
+        self.end.saturating_sub(self.start)
+    }
+
+    /// True when the span covers no byte.
+    pub const fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of `buf` covered by this span, or an empty slice when the
+    /// span does not lie inside `buf`.
+    pub fn slice<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        buf.get(self.start..self.end).unwrap_or(&[])
+    }
+}
+
+/// Why a byte sequence is not valid JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Input ended inside a value (or no value at all).
+    UnexpectedEnd,
+    /// A byte that cannot start or continue the current token.
+    UnexpectedByte,
+    /// Malformed number (leading zero, missing digits, ...).
+    InvalidNumber,
+    /// Unknown escape or malformed `\u` escape.
+    InvalidEscape,
+    /// A `\u` escape encoding an unpaired UTF-16 surrogate.
+    LoneSurrogate,
+    /// An unescaped control character (U+0000..U+001F) inside a string.
+    ControlChar,
+    /// String content that is not valid UTF-8.
+    InvalidUtf8,
+    /// Nesting deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// Non-whitespace bytes after the value.
+    TrailingData,
+}
+
+/// A JSON syntax error and the byte offset where it was detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonError {
+    /// What is wrong.
+    pub kind: ErrorKind,
+    /// Offset into the scanned buffer.
+    pub offset: usize,
+}
+
+/// The type of a JSON value, from its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `{...}`
+    Object,
+    /// `[...]`
+    Array,
+    /// `"..."`
+    String,
+    /// A number (integer or not; see [`JsonValue::is_integer`]).
+    Number,
+    /// `true` or `false`
+    Bool,
+    /// `null`
+    Null,
+}
+
+fn err<T>(kind: ErrorKind, offset: usize) -> Result<T, JsonError> {
+    Err(JsonError { kind, offset })
+}
+
+const fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn skip_ws(buf: &[u8], mut pos: usize) -> usize {
+    while let Some(&b) = buf.get(pos) {
+        if !is_ws(b) {
+            break;
+        }
+        pos += 1;
+    }
+    pos
+}
+
+fn byte_at(buf: &[u8], pos: usize) -> Result<u8, JsonError> {
+    match buf.get(pos) {
+        Some(&b) => Ok(b),
+        None => err(ErrorKind::UnexpectedEnd, pos),
+    }
+}
+
+fn hex4(buf: &[u8], pos: usize) -> Result<u16, JsonError> {
+    let mut v: u16 = 0;
+    for i in 0..4 {
+        let b = byte_at(buf, pos + i)?;
+        let d = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return err(ErrorKind::InvalidEscape, pos + i),
+        };
+        v = (v << 4) | u16::from(d);
+    }
+    Ok(v)
+}
+
+/// Decodes one escape sequence starting at the backslash at `pos`.
+/// Returns the character and the offset just after the sequence.
+fn decode_escape(buf: &[u8], pos: usize) -> Result<(char, usize), JsonError> {
+    let c = match byte_at(buf, pos + 1)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let hi = hex4(buf, pos + 2)?;
+            let next = pos + 6;
+            return match hi {
+                0xD800..=0xDBFF => {
+                    if buf.get(next) != Some(&b'\\') || buf.get(next + 1) != Some(&b'u') {
+                        return err(ErrorKind::LoneSurrogate, pos);
+                    }
+                    let lo = hex4(buf, next + 2)?;
+                    if !(0xDC00..=0xDFFF).contains(&lo) {
+                        return err(ErrorKind::LoneSurrogate, pos);
+                    }
+                    let cp = 0x10000 + ((u32::from(hi) - 0xD800) << 10) + (u32::from(lo) - 0xDC00);
+                    match char::from_u32(cp) {
+                        Some(c) => Ok((c, next + 6)),
+                        None => err(ErrorKind::LoneSurrogate, pos),
+                    }
+                }
+                0xDC00..=0xDFFF => err(ErrorKind::LoneSurrogate, pos),
+                _ => match char::from_u32(u32::from(hi)) {
+                    Some(c) => Ok((c, next)),
+                    None => err(ErrorKind::InvalidEscape, pos),
+                },
+            };
+        }
+        _ => return err(ErrorKind::InvalidEscape, pos + 1),
+    };
+    Ok((c, pos + 2))
+}
+
+/// Scans a string starting at the opening quote at `pos`.
+/// Returns the span including both quotes and whether it contains escapes.
+fn scan_string(buf: &[u8], pos: usize) -> Result<(Span, bool), JsonError> {
+    if byte_at(buf, pos)? != b'"' {
+        return err(ErrorKind::UnexpectedByte, pos);
+    }
+    let mut i = pos + 1;
+    let mut escaped = false;
+    // Start of the current run of unescaped bytes, checked as UTF-8 as a whole.
+    let mut run = i;
+    loop {
+        let b = byte_at(buf, i)?;
+        match b {
+            b'"' | b'\\' => {
+                if let Err(e) = core::str::from_utf8(buf.get(run..i).unwrap_or(&[])) {
+                    return err(ErrorKind::InvalidUtf8, run + e.valid_up_to());
+                }
+                if b == b'"' {
+                    return Ok((Span::new(pos, i + 1), escaped));
+                }
+                escaped = true;
+                i = decode_escape(buf, i)?.1;
+                run = i;
+            }
+            0x00..=0x1f => return err(ErrorKind::ControlChar, i),
+            _ => i += 1,
+        }
+    }
+}
+
+fn scan_digits(buf: &[u8], mut pos: usize) -> Result<usize, JsonError> {
+    let start = pos;
+    while matches!(buf.get(pos), Some(b'0'..=b'9')) {
+        pos += 1;
+    }
+    if pos == start {
+        return err(ErrorKind::InvalidNumber, pos);
+    }
+    Ok(pos)
+}
+
+/// Scans a number starting at `pos`; returns the offset just after it.
+fn scan_number(buf: &[u8], mut pos: usize) -> Result<usize, JsonError> {
+    if buf.get(pos) == Some(&b'-') {
+        pos += 1;
+    }
+    match byte_at(buf, pos)? {
+        b'0' => pos += 1,
+        b'1'..=b'9' => pos = scan_digits(buf, pos)?,
+        _ => return err(ErrorKind::InvalidNumber, pos),
+    }
+    if buf.get(pos) == Some(&b'.') {
+        pos = scan_digits(buf, pos + 1)?;
+    }
+    if matches!(buf.get(pos), Some(b'e' | b'E')) {
+        pos += 1;
+        if matches!(buf.get(pos), Some(b'+' | b'-')) {
+            pos += 1;
+        }
+        pos = scan_digits(buf, pos)?;
+    }
+    // A number must not run straight into another number-ish byte (`01`, `1a`
+    // is caught by the caller as an unexpected byte).
+    Ok(pos)
+}
+
+fn scan_literal(buf: &[u8], pos: usize, lit: &[u8]) -> Result<usize, JsonError> {
+    for (i, &want) in lit.iter().enumerate() {
+        if byte_at(buf, pos + i)? != want {
+            return err(ErrorKind::UnexpectedByte, pos + i);
+        }
+    }
+    Ok(pos + lit.len())
+}
+
+/// Scans one value whose first byte is at `pos` (no leading whitespace).
+/// Returns its kind and span. Iterative: containers use a bit stack.
+fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
+    let start = pos;
+    let mut pos = pos;
+    // Bit `d` set: the container at depth `d+1` is an object.
+    let mut stack: u128 = 0;
+    let mut depth: usize = 0;
+    let mut first_kind = None;
+    loop {
+        // Expect a value at `pos`.
+        let b = byte_at(buf, pos)?;
+        let kind = match b {
+            b'{' | b'[' => {
+                if depth == MAX_DEPTH {
+                    return err(ErrorKind::TooDeep, pos);
+                }
+                let is_obj = b == b'{';
+                if is_obj {
+                    stack |= 1u128 << depth;
+                } else {
+                    stack &= !(1u128 << depth);
+                }
+                depth += 1;
+                first_kind.get_or_insert(if is_obj { Kind::Object } else { Kind::Array });
+                pos = skip_ws(buf, pos + 1);
+                let close = if is_obj { b'}' } else { b']' };
+                if byte_at(buf, pos)? == close {
+                    depth -= 1;
+                    pos += 1;
+                } else {
+                    if is_obj {
+                        pos = scan_key(buf, pos)?;
+                    }
+                    continue;
+                }
+                None
+            }
+            b'"' => {
+                pos = scan_string(buf, pos)?.0.end;
+                Some(Kind::String)
+            }
+            b'-' | b'0'..=b'9' => {
+                pos = scan_number(buf, pos)?;
+                Some(Kind::Number)
+            }
+            b't' => {
+                pos = scan_literal(buf, pos, b"true")?;
+                Some(Kind::Bool)
+            }
+            b'f' => {
+                pos = scan_literal(buf, pos, b"false")?;
+                Some(Kind::Bool)
+            }
+            b'n' => {
+                pos = scan_literal(buf, pos, b"null")?;
+                Some(Kind::Null)
+            }
+            _ => return err(ErrorKind::UnexpectedByte, pos),
+        };
+        if let Some(k) = kind {
+            first_kind.get_or_insert(k);
+        }
+        // After a value: close containers or move to the next item.
+        loop {
+            if depth == 0 {
+                let k = first_kind.unwrap_or(Kind::Null);
+                return Ok((k, Span::new(start, pos)));
+            }
+            pos = skip_ws(buf, pos);
+            let in_obj = stack & (1u128 << (depth - 1)) != 0;
+            match byte_at(buf, pos)? {
+                b',' => {
+                    pos = skip_ws(buf, pos + 1);
+                    if in_obj {
+                        pos = scan_key(buf, pos)?;
+                    }
+                    break;
+                }
+                b'}' if in_obj => {
+                    depth -= 1;
+                    pos += 1;
+                }
+                b']' if !in_obj => {
+                    depth -= 1;
+                    pos += 1;
+                }
+                _ => return err(ErrorKind::UnexpectedByte, pos),
+            }
+        }
+    }
+}
+
+/// Scans `"key" :` plus following whitespace; returns the value offset.
+fn scan_key(buf: &[u8], pos: usize) -> Result<usize, JsonError> {
+    let key = scan_string(buf, pos)?.0;
+    let pos = skip_ws(buf, key.end);
+    if byte_at(buf, pos)? != b':' {
+        return err(ErrorKind::UnexpectedByte, pos);
+    }
+    Ok(skip_ws(buf, pos + 1))
+}
+
+// Iteration over a value the scanner already validated uses the cheap
+// skippers below instead of re-validating every nested value: they only
+// track quotes, escapes and brackets. On input that is not valid JSON (only
+// possible through a logic error) they still stay in bounds and never panic;
+// the iterators then end early.
+
+/// Skips a string whose opening quote is at `pos`: its span (with quotes)
+/// and whether it contains escapes.
+fn trusted_string(buf: &[u8], pos: usize) -> (Span, bool) {
+    let mut i = pos + 1;
+    let mut escaped = false;
+    while let Some(&b) = buf.get(i) {
+        match b {
+            b'"' => return (Span::new(pos, i + 1), escaped),
+            b'\\' => {
+                escaped = true;
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    (Span::new(pos, buf.len()), escaped)
+}
+
+/// Skips the validated value starting at `pos`.
+fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
+    let first = *buf.get(pos)?;
+    let (kind, end) = match first {
+        b'"' => (Kind::String, trusted_string(buf, pos).0.end),
+        b'{' | b'[' => {
+            let kind = if first == b'{' {
+                Kind::Object
+            } else {
+                Kind::Array
+            };
+            let mut depth = 0usize;
+            let mut i = pos;
+            loop {
+                match *buf.get(i)? {
+                    b'"' => i = trusted_string(buf, i).0.end,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        i += 1;
+                    }
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        i += 1;
+                        if depth == 0 {
+                            break (kind, i);
+                        }
+                    }
+                    _ => i += 1,
+                }
+            }
+        }
+        _ => {
+            let kind = match first {
+                b't' | b'f' => Kind::Bool,
+                b'n' => Kind::Null,
+                _ => Kind::Number,
+            };
+            let len = buf
+                .get(pos..)?
+                .iter()
+                .position(|&b| matches!(b, b',' | b'}' | b']') || is_ws(b));
+            (kind, len.map_or(buf.len(), |n| pos + n))
+        }
+    };
+    Some(JsonValue {
+        buf,
+        kind,
+        span: Span::new(pos, end),
+    })
+}
+
+/// Validates that `buf` is exactly one JSON value, optionally surrounded by
+/// whitespace, and returns a view on it.
+pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
+    let pos = skip_ws(buf, 0);
+    let v = skip_value(buf, pos)?;
+    let end = skip_ws(buf, v.span.end);
+    if end != buf.len() {
+        return err(ErrorKind::TrailingData, end);
+    }
+    Ok(v)
+}
+
+/// Validates the one value starting at `pos` (after optional whitespace) and
+/// returns a view on it; bytes after the value are not examined.
+pub fn skip_value(buf: &[u8], pos: usize) -> Result<JsonValue<'_>, JsonError> {
+    let pos = skip_ws(buf, pos);
+    let (kind, span) = scan_value(buf, pos)?;
+    Ok(JsonValue { buf, kind, span })
+}
+
+/// One validated JSON value inside a buffer.
+///
+/// Only the scanner creates these, so the span always covers a valid value of
+/// the reported kind in `buf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonValue<'a> {
+    buf: &'a [u8],
+    kind: Kind,
+    span: Span,
+}
+
+impl<'a> JsonValue<'a> {
+    /// The type of the value.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Where the value lies in [`JsonValue::buf`].
+    pub fn span(&self) -> Span {
+        self.span
+    }
+
+    /// The whole buffer the value was scanned from.
+    pub fn buf(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// The value's raw bytes, exactly as in the input.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.span.slice(self.buf)
+    }
+
+    /// True for a number without fraction or exponent (`-12`, `0`,
+    /// `123456789012345678901234567890`). `1.0` and `1e2` are not integers.
+    pub fn is_integer(&self) -> bool {
+        self.kind == Kind::Number && !self.bytes().iter().any(|b| matches!(b, b'.' | b'e' | b'E'))
+    }
+
+    /// The value as an `i64`, if it is an integer in range.
+    pub fn as_i64(&self) -> Option<i64> {
+        if !self.is_integer() {
+            return None;
+        }
+        let b = self.bytes();
+        let (neg, digits) = match b.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            _ => (false, b),
+        };
+        let mut v: i64 = 0;
+        for &d in digits {
+            let d = i64::from(d - b'0');
+            v = v.checked_mul(10)?;
+            v = if neg {
+                v.checked_sub(d)?
+            } else {
+                v.checked_add(d)?
+            };
+        }
+        Some(v)
+    }
+
+    /// The value as a string view, if it is a string.
+    pub fn as_str(&self) -> Option<JsonStr<'a>> {
+        if self.kind != Kind::String {
+            return None;
+        }
+        let escaped = self.bytes().contains(&b'\\');
+        let inner = Span::new(self.span.start + 1, self.span.end.saturating_sub(1));
+        Some(JsonStr {
+            raw: inner.slice(self.buf),
+            escaped,
+        })
+    }
+
+    /// Iterates the members of an object (empty for any other kind).
+    pub fn members(&self) -> Members<'a> {
+        let pos = if self.kind == Kind::Object {
+            self.span.start + 1
+        } else {
+            self.span.end
+        };
+        Members {
+            buf: self.buf,
+            pos,
+            end: self.span.end,
+        }
+    }
+
+    /// Iterates the elements of an array (empty for any other kind).
+    pub fn elements(&self) -> Elements<'a> {
+        let pos = if self.kind == Kind::Array {
+            self.span.start + 1
+        } else {
+            self.span.end
+        };
+        Elements {
+            buf: self.buf,
+            pos,
+            end: self.span.end,
+        }
+    }
+
+    /// The first member of an object whose key equals `key`.
+    pub fn get(&self, key: &str) -> Option<JsonValue<'a>> {
+        self.members().find(|m| m.key.eq_str(key)).map(|m| m.value)
+    }
+
+    /// The member of an object whose key equals `key`, or [`Duplicate`] when
+    /// the key occurs more than once.
+    pub fn get_unique(&self, key: &str) -> Result<Option<JsonValue<'a>>, Duplicate> {
+        let [found] = self.lookup([key]).unique()?;
+        Ok(found)
+    }
+
+    /// Looks up several keys of an object in one pass: for each key, its
+    /// first value, and whether any of the keys occurs more than once.
+    pub fn lookup<const N: usize>(&self, keys: [&str; N]) -> Lookup<'a, N> {
+        let mut found = Lookup {
+            values: [None; N],
+            duplicate: false,
+        };
+        for m in self.members() {
+            if let Some((_, slot)) = keys
+                .iter()
+                .zip(found.values.iter_mut())
+                .find(|(k, _)| m.key.eq_str(k))
+            {
+                found.duplicate |= slot.is_some();
+                slot.get_or_insert(m.value);
+            }
+        }
+        found
+    }
+}
+
+/// The result of [`JsonValue::lookup`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lookup<'a, const N: usize> {
+    /// The first value of each key, in the order the keys were given.
+    pub values: [Option<JsonValue<'a>>; N],
+    /// Whether some key occurred more than once.
+    pub duplicate: bool,
+}
+
+impl<'a, const N: usize> Lookup<'a, N> {
+    /// The values, or [`Duplicate`] if some key occurred more than once.
+    pub fn unique(self) -> Result<[Option<JsonValue<'a>>; N], Duplicate> {
+        if self.duplicate {
+            Err(Duplicate)
+        } else {
+            Ok(self.values)
+        }
+    }
+}
+
+/// A key occurred more than once in an object where it must be unique.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Duplicate;
+
+/// One object member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member<'a> {
+    /// The key's contents.
+    pub key: JsonStr<'a>,
+    /// Span of the key including its quotes.
+    pub key_span: Span,
+    /// The value.
+    pub value: JsonValue<'a>,
+}
+
+/// Iterator over an object's members; see [`JsonValue::members`].
+#[derive(Debug, Clone)]
+pub struct Members<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    end: usize,
+}
+
+impl<'a> Members<'a> {
+    fn step(&mut self) -> Option<Member<'a>> {
+        let pos = skip_ws(self.buf, self.pos);
+        let pos = match *self.buf.get(pos)? {
+            b'}' => return None,
+            b',' => skip_ws(self.buf, pos + 1),
+            _ => pos,
+        };
+        let (key_span, escaped) = trusted_string(self.buf, pos);
+        let colon = skip_ws(self.buf, key_span.end);
+        if self.buf.get(colon) != Some(&b':') {
+            return None;
+        }
+        let value = trusted_value(self.buf, skip_ws(self.buf, colon + 1))?;
+        self.pos = value.span.end;
+        let raw = Span::new(key_span.start + 1, key_span.end.saturating_sub(1)).slice(self.buf);
+        Some(Member {
+            key: JsonStr { raw, escaped },
+            key_span,
+            value,
+        })
+    }
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = Member<'a>;
+
+    fn next(&mut self) -> Option<Member<'a>> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let item = self.step();
+        if item.is_none() {
+            self.pos = self.end;
+        }
+        item
+    }
+}
+
+/// Iterator over an array's elements; see [`JsonValue::elements`].
+#[derive(Debug, Clone)]
+pub struct Elements<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    end: usize,
+}
+
+impl<'a> Elements<'a> {
+    fn step(&mut self) -> Option<JsonValue<'a>> {
+        let pos = skip_ws(self.buf, self.pos);
+        let pos = match *self.buf.get(pos)? {
+            b']' => return None,
+            b',' => skip_ws(self.buf, pos + 1),
+            _ => pos,
+        };
+        let value = trusted_value(self.buf, pos)?;
+        self.pos = value.span.end;
+        Some(value)
+    }
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = JsonValue<'a>;
+
+    fn next(&mut self) -> Option<JsonValue<'a>> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let item = self.step();
+        if item.is_none() {
+            self.pos = self.end;
+        }
+        item
+    }
+}
+
+/// The contents of a validated JSON string, still escaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonStr<'a> {
+    raw: &'a [u8],
+    escaped: bool,
+}
+
+pub use crate::error::Overflow;
+
+impl<'a> JsonStr<'a> {
+    /// The escaped contents, without the quotes, exactly as in the input.
+    pub fn raw(&self) -> &'a [u8] {
+        self.raw
+    }
+
+    /// True when the contents contain at least one escape sequence.
+    pub fn has_escapes(&self) -> bool {
+        self.escaped
+    }
+
+    /// The contents as `&str` when they contain no escape (the common case);
+    /// `None` otherwise (use [`JsonStr::eq_str`] or [`JsonStr::unescape_into`]).
+    pub fn as_str(&self) -> Option<&'a str> {
+        if self.escaped {
+            return None;
+        }
+        core::str::from_utf8(self.raw).ok()
+    }
+
+    /// Iterates the decoded UTF-8 bytes.
+    pub fn decoded(&self) -> Decoded<'a> {
+        Decoded {
+            raw: self.raw,
+            pos: 0,
+            pending: [0; 4],
+            pending_len: 0,
+            pending_pos: 0,
+        }
+    }
+
+    /// Length in bytes of the decoded UTF-8 contents.
+    pub fn decoded_len(&self) -> usize {
+        if self.escaped {
+            self.decoded().count()
+        } else {
+            self.raw.len()
+        }
+    }
+
+    /// Compares the decoded contents with `s`, without allocating.
+    pub fn eq_str(&self, s: &str) -> bool {
+        if self.escaped {
+            self.decoded().eq(s.bytes())
+        } else {
+            self.raw == s.as_bytes()
+        }
+    }
+
+    /// Decodes the contents into `out` and returns them as `&str`.
+    pub fn unescape_into<'o>(&self, out: &'o mut [u8]) -> Result<&'o str, Overflow> {
+        let needed = self.decoded_len();
+        let dst = match out.get_mut(..needed) {
+            Some(d) => d,
+            None => return Err(Overflow { needed }),
+        };
+        for (d, s) in dst.iter_mut().zip(self.decoded()) {
+            *d = s;
+        }
+        // Decoding valid JSON string contents always yields UTF-8.
+        core::str::from_utf8(dst).map_err(|_| Overflow { needed })
+    }
+}
+
+/// Iterator over the decoded UTF-8 bytes of a [`JsonStr`].
+#[derive(Debug, Clone)]
+pub struct Decoded<'a> {
+    raw: &'a [u8],
+    pos: usize,
+    pending: [u8; 4],
+    pending_len: usize,
+    pending_pos: usize,
+}
+
+impl Iterator for Decoded<'_> {
+    type Item = u8;
+
+    fn next(&mut self) -> Option<u8> {
+        if self.pending_pos < self.pending_len {
+            let b = self.pending.get(self.pending_pos).copied();
+            self.pending_pos += 1;
+            return b;
+        }
+        let b = *self.raw.get(self.pos)?;
+        if b != b'\\' {
+            self.pos += 1;
+            return Some(b);
+        }
+        // The string was validated, so the escape is well-formed; a malformed
+        // one (impossible) ends the iteration.
+        let (c, next) = decode_escape(self.raw, self.pos).ok()?;
+        self.pos = next;
+        let enc = c.encode_utf8(&mut self.pending);
+        self.pending_len = enc.len();
+        self.pending_pos = 1;
+        self.pending.first().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> bool {
+        parse(s.as_bytes()).is_ok()
+    }
+
+    fn kind_of(s: &str) -> ErrorKind {
+        parse(s.as_bytes()).unwrap_err().kind
+    }
+
+    #[test]
+    fn accepts_valid() {
+        for s in [
+            "0",
+            "-0",
+            "1",
+            "-12",
+            "1.5",
+            "1e10",
+            "1E+2",
+            "1e-2",
+            "-0.0e0",
+            "123456789012345678901234567890123",
+            "true",
+            "false",
+            "null",
+            "\"\"",
+            "\"a\\\"b\\\\c\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\"",
+            "\"é😀\"",
+            "[]",
+            "{}",
+            " [ 1 , 2 ] ",
+            "{\"a\":{\"b\":[null,{}]}}",
+            "\t\r\n{ \"a\" : 1 }\n",
+        ] {
+            assert!(ok(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn rejects_invalid() {
+        use ErrorKind::*;
+        let cases: &[(&[u8], ErrorKind)] = &[
+            (b"", UnexpectedEnd),
+            (b"  ", UnexpectedEnd),
+            (b"01", TrailingData),
+            (b"-", UnexpectedEnd),
+            (b"+1", UnexpectedByte),
+            (b".5", UnexpectedByte),
+            (b"1.", InvalidNumber),
+            (b"1e", InvalidNumber),
+            (b"-a", InvalidNumber),
+            (b"tru", UnexpectedEnd),
+            (b"nul", UnexpectedEnd),
+            (b"True", UnexpectedByte),
+            (b"\"a", UnexpectedEnd),
+            (b"\"\\x\"", InvalidEscape),
+            (b"\"\\u12g4\"", InvalidEscape),
+            (b"\"\\ud800\"", LoneSurrogate),
+            (b"\"\\udc00\"", LoneSurrogate),
+            (b"\"\\ud800\\u0041\"", LoneSurrogate),
+            (b"\"a\nb\"", ControlChar),
+            (b"\"\x00\"", ControlChar),
+            (b"\"\xff\"", InvalidUtf8),
+            (b"\"\xc3\"", InvalidUtf8),
+            (b"\"\xed\xa0\x80\"", InvalidUtf8),
+            (b"[1,]", UnexpectedByte),
+            (b"[,1]", UnexpectedByte),
+            (b"{\"a\":1,}", UnexpectedByte),
+            (b"{\"a\" 1}", UnexpectedByte),
+            (b"{a:1}", UnexpectedByte),
+            (b"{\"a\":1]", UnexpectedByte),
+            (b"[1}", UnexpectedByte),
+            (b"[1 2]", UnexpectedByte),
+            (b"{} {}", TrailingData),
+            (b"1 x", TrailingData),
+            (b"\xef\xbb\xbf{}", UnexpectedByte),
+        ];
+        for (s, k) in cases {
+            assert_eq!(
+                parse(s).map(|_| ()).unwrap_err().kind,
+                *k,
+                "{:?}",
+                String::from_utf8_lossy(s)
+            );
+        }
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let ok_doc = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(ok(&ok_doc));
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert_eq!(kind_of(&deep), ErrorKind::TooDeep);
+        let mixed = "{\"a\":".repeat(MAX_DEPTH + 1) + "1" + &"}".repeat(MAX_DEPTH + 1);
+        assert_eq!(kind_of(&mixed), ErrorKind::TooDeep);
+        // Far deeper than any stack could take recursively.
+        let huge = "[".repeat(1_000_000);
+        assert_eq!(kind_of(&huge), ErrorKind::TooDeep);
+    }
+
+    #[test]
+    fn members_and_elements() {
+        let doc = br#" {"a" : 1, "b\u0031":[true, "x" ,{}], "c":null} "#;
+        let v = parse(doc).unwrap();
+        assert_eq!(v.kind(), Kind::Object);
+        let ms: Vec<_> = v.members().collect();
+        assert_eq!(ms.len(), 3);
+        assert_eq!(ms[0].key.as_str(), Some("a"));
+        assert_eq!(ms[0].key_span.slice(doc), b"\"a\"");
+        assert_eq!(ms[0].value.bytes(), b"1");
+        assert!(ms[1].key.eq_str("b1"));
+        assert_eq!(ms[1].key.as_str(), None);
+        let els: Vec<_> = ms[1].value.elements().map(|e| e.bytes()).collect();
+        assert_eq!(els, [&b"true"[..], b"\"x\"", b"{}"]);
+        assert_eq!(ms[2].value.kind(), Kind::Null);
+        assert_eq!(v.get("c").unwrap().bytes(), b"null");
+        assert!(v.get("d").is_none());
+        assert_eq!(v.elements().count(), 0);
+        assert_eq!(ms[0].value.members().count(), 0);
+        assert_eq!(parse(b"[]").unwrap().elements().count(), 0);
+        assert_eq!(parse(b"{ }").unwrap().members().count(), 0);
+    }
+
+    #[test]
+    fn duplicates() {
+        let v = parse(br#"{"a":1,"\u0061":2,"b":3}"#).unwrap();
+        assert_eq!(v.get_unique("a"), Err(Duplicate));
+        assert_eq!(v.get_unique("b").unwrap().unwrap().bytes(), b"3");
+        assert_eq!(v.get_unique("z"), Ok(None));
+        assert_eq!(v.get("a").unwrap().bytes(), b"1");
+    }
+
+    #[test]
+    fn strings_decode() {
+        let v = parse(br#""a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00z""#).unwrap();
+        let s = v.as_str().unwrap();
+        let want = "a\"\\/\u{8}\u{c}\n\r\té😀z";
+        assert!(s.eq_str(want));
+        assert!(!s.eq_str("a"));
+        assert_eq!(s.decoded_len(), want.len());
+        let mut out = [0u8; 64];
+        assert_eq!(s.unescape_into(&mut out).unwrap(), want);
+        let mut small = [0u8; 3];
+        assert_eq!(
+            s.unescape_into(&mut small),
+            Err(Overflow { needed: want.len() })
+        );
+        let plain = parse(b"\"plain\"").unwrap().as_str().unwrap();
+        assert_eq!(plain.as_str(), Some("plain"));
+        assert!(parse(b"1").unwrap().as_str().is_none());
+    }
+
+    #[test]
+    fn integers() {
+        fn i(s: &str) -> JsonValue<'_> {
+            parse(s.as_bytes()).unwrap()
+        }
+        assert!(i("-12").is_integer());
+        assert!(!i("1.0").is_integer());
+        assert!(!i("1e2").is_integer());
+        assert!(!i("\"1\"").is_integer());
+        assert_eq!(i("-9223372036854775808").as_i64(), Some(i64::MIN));
+        assert_eq!(i("9223372036854775807").as_i64(), Some(i64::MAX));
+        assert_eq!(i("9223372036854775808").as_i64(), None);
+        assert_eq!(i("-32600").as_i64(), Some(-32600));
+    }
+
+    #[test]
+    fn spans_slice_safely() {
+        assert_eq!(Span::new(5, 9).slice(b"abc"), b"");
+        assert_eq!(Span::new(3, 1).len(), 0);
+        assert!(Span::new(2, 2).is_empty());
+    }
+}

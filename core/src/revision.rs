@@ -1,1 +1,507 @@
-//! (to be written)
+//! MCP protocol revisions, their eras, legacy `initialize` version
+//! negotiation, era detection from a peer's opening message, and the one
+//! table of per-revision feature differences that egress shaping follows.
+
+use crate::envelope::{Envelope, Kind as MessageKind};
+use crate::meta::PROTOCOL_VERSION_KEY;
+
+/// One MCP protocol revision. Ordered by date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Revision {
+    /// 2024-11-05
+    V2024_11_05,
+    /// 2025-03-26
+    V2025_03_26,
+    /// 2025-06-18
+    V2025_06_18,
+    /// 2025-11-25
+    V2025_11_25,
+    /// 2026-07-28
+    V2026_07_28,
+}
+
+/// How a revision establishes version, capabilities and identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` handshake, session-scoped state (2025-11-25 and earlier).
+    Legacy,
+    /// Stateless, per-request `_meta` (2026-07-28 and later).
+    Modern,
+}
+
+impl Revision {
+    /// Every revision, oldest first.
+    pub const ALL: [Revision; 5] = [
+        Revision::V2024_11_05,
+        Revision::V2025_03_26,
+        Revision::V2025_06_18,
+        Revision::V2025_11_25,
+        Revision::V2026_07_28,
+    ];
+
+    /// The newest revision that uses the `initialize` handshake.
+    pub const LATEST_LEGACY: Revision = Revision::V2025_11_25;
+
+    /// The newest revision.
+    pub const LATEST: Revision = Revision::V2026_07_28;
+
+    /// The version string used on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Revision::V2024_11_05 => "2024-11-05",
+            Revision::V2025_03_26 => "2025-03-26",
+            Revision::V2025_06_18 => "2025-06-18",
+            Revision::V2025_11_25 => "2025-11-25",
+            Revision::V2026_07_28 => "2026-07-28",
+        }
+    }
+
+    /// Parses a wire version string; `None` for any unknown version.
+    pub fn parse(s: &str) -> Option<Revision> {
+        Revision::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// The era this revision belongs to.
+    pub const fn era(self) -> Era {
+        match self {
+            Revision::V2026_07_28 => Era::Modern,
+            _ => Era::Legacy,
+        }
+    }
+
+    /// Whether this revision has `feature`; see [`Feature`].
+    pub fn supports(self, feature: Feature) -> bool {
+        feature.revisions().contains(self)
+    }
+
+    const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+impl core::fmt::Display for Revision {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A set of revisions (a bitset), e.g. those enabled by `--revisions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Revisions(u8);
+
+impl Revisions {
+    /// No revision.
+    pub const EMPTY: Revisions = Revisions(0);
+    /// Every revision.
+    pub const ALL: Revisions = Revisions::range(Revision::V2024_11_05, Revision::V2026_07_28);
+    /// The legacy-era revisions.
+    pub const LEGACY: Revisions = Revisions::range(Revision::V2024_11_05, Revision::LATEST_LEGACY);
+    /// The modern-era revisions.
+    pub const MODERN: Revisions = Revisions::range(Revision::V2026_07_28, Revision::LATEST);
+
+    /// The one-element set.
+    pub const fn only(r: Revision) -> Revisions {
+        Revisions(r.bit())
+    }
+
+    /// All revisions from `first` to `last`, inclusive.
+    pub const fn range(first: Revision, last: Revision) -> Revisions {
+        let mut bits = 0;
+        let mut i = first as u8;
+        while i <= last as u8 {
+            bits |= 1 << i;
+            i += 1;
+        }
+        Revisions(bits)
+    }
+
+    /// This set plus `r`.
+    pub const fn with(self, r: Revision) -> Revisions {
+        Revisions(self.0 | r.bit())
+    }
+
+    /// Revisions in both sets.
+    pub const fn intersect(self, other: Revisions) -> Revisions {
+        Revisions(self.0 & other.0)
+    }
+
+    /// Whether `r` is in the set.
+    pub const fn contains(self, r: Revision) -> bool {
+        self.0 & r.bit() != 0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The members, oldest first.
+    pub fn iter(self) -> impl DoubleEndedIterator<Item = Revision> + Clone {
+        Revision::ALL.into_iter().filter(move |r| self.contains(*r))
+    }
+
+    /// The newest member.
+    pub fn latest(self) -> Option<Revision> {
+        self.iter().next_back()
+    }
+}
+
+/// A version string that names no known revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownRevision;
+
+impl Revisions {
+    /// Parses a comma-separated list such as `2025-06-18,2026-07-28`
+    /// (whitespace around items is ignored). An empty list is an error.
+    pub fn parse_list(list: &str) -> Result<Revisions, UnknownRevision> {
+        let set = list.split(',').try_fold(Revisions::EMPTY, |set, item| {
+            Revision::parse(item.trim())
+                .map(|r| set.with(r))
+                .ok_or(UnknownRevision)
+        })?;
+        if set.is_empty() {
+            Err(UnknownRevision)
+        } else {
+            Ok(set)
+        }
+    }
+}
+
+impl FromIterator<Revision> for Revisions {
+    fn from_iter<I: IntoIterator<Item = Revision>>(iter: I) -> Self {
+        iter.into_iter().fold(Revisions::EMPTY, Revisions::with)
+    }
+}
+
+/// Server side of legacy `initialize` negotiation found no legacy revision to
+/// offer: `supported` contains modern revisions only. Answer the `initialize`
+/// with an error naming the supported versions (row
+/// `versioning-modern-only-server-names-versions-to-initialize`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoLegacyRevision;
+
+/// Server side of `initialize`: the version to answer with.
+///
+/// Echoes `requested` when it is a supported legacy revision (row
+/// `lifecycle-server-echoes-supported-version`); otherwise — unknown
+/// versions, unsupported ones, and modern ones, which cannot be negotiated by
+/// `initialize` — counter-offers the latest supported legacy revision (rows
+/// `lifecycle-server-counteroffers-version`,
+/// `lifecycle-server-counteroffers-latest`).
+pub fn negotiate_server(
+    requested: &str,
+    supported: Revisions,
+) -> Result<Revision, NoLegacyRevision> {
+    let legacy = supported.intersect(Revisions::LEGACY);
+    match Revision::parse(requested) {
+        Some(r) if legacy.contains(r) => Ok(r),
+        _ => legacy.latest().ok_or(NoLegacyRevision),
+    }
+}
+
+/// Client side of `initialize`: the server answered with a version this
+/// client does not support, so it must disconnect (row
+/// `lifecycle-client-disconnects-on-unsupported-version`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Disconnect;
+
+/// Client side of `initialize`: accepts the server's `answered` version only
+/// if it is a legacy revision in `supported`.
+pub fn negotiate_client(answered: &str, supported: Revisions) -> Result<Revision, Disconnect> {
+    match Revision::parse(answered) {
+        Some(r) if supported.intersect(Revisions::LEGACY).contains(r) => Ok(r),
+        _ => Err(Disconnect),
+    }
+}
+
+/// What a peer's opening message says about its era (2026-07-28
+/// `basic/versioning`, "Backward Compatibility with Initialization-Based
+/// Versions"; row `versioning-dual-era-server-selects-by-opening`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// An `initialize` request: legacy semantics for the process/session.
+    Legacy,
+    /// `server/discover`: a modern (or dual-era) client probing.
+    DiscoverProbe,
+    /// A request carrying `_meta["io.modelcontextprotocol/protocolVersion"]`:
+    /// served statelessly as a modern request.
+    Modern,
+    /// Anything else (a notification, a response, a request without modern
+    /// `_meta`): the era is not determined by this message.
+    Undetermined,
+}
+
+/// Classifies a peer's opening message.
+pub fn classify_opening(msg: &Envelope<'_>) -> Opening {
+    if msg.kind() != MessageKind::Request {
+        return Opening::Undetermined;
+    }
+    if msg.method_is("initialize") {
+        Opening::Legacy
+    } else if msg.method_is("server/discover") {
+        Opening::DiscoverProbe
+    } else if msg
+        .meta()
+        .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
+        .is_some()
+    {
+        Opening::Modern
+    } else {
+        Opening::Undetermined
+    }
+}
+
+/// A protocol feature whose presence differs between revisions. The hub's
+/// egress shaping is driven by [`Feature::revisions`], the one table below;
+/// each row cites the schema definition it was checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Feature {
+    /// JSON-RPC batches (`JSONRPCBatchRequest`/`JSONRPCBatchResponse`).
+    Batch,
+    /// `AudioContent` content blocks.
+    AudioContent,
+    /// `ToolAnnotations` on `Tool`.
+    ToolAnnotations,
+    /// `message` in `notifications/progress` params.
+    ProgressMessage,
+    /// The `completions` server capability.
+    CompletionsCapability,
+    /// `ResourceLink` content blocks.
+    ResourceLink,
+    /// `structuredContent` on `CallToolResult` and `outputSchema` on `Tool`.
+    StructuredContent,
+    /// `title` on `BaseMetadata`/`Implementation`.
+    Title,
+    /// Elicitation (`ElicitRequest`, `elicitation` capability).
+    Elicitation,
+    /// URL-mode elicitation (`ElicitRequestURLParams`, `mode`).
+    ElicitationUrlMode,
+    /// `icons` on tools, prompts, resources, implementations.
+    Icons,
+    /// Sampling with tools (`ToolUseContent`, `ToolResultContent`).
+    SamplingTools,
+    /// Tasks as part of the core protocol (`CreateTaskResult`, `tasks`
+    /// capability); 2026-07-28 moves them to an extension.
+    CoreTasks,
+    /// `initialize` handshake, `ping`, `logging/setLevel`,
+    /// `resources/subscribe`, and server-to-client JSON-RPC requests.
+    LegacySession,
+    /// `resultType` on every `Result`.
+    ResultType,
+    /// Multi-round-trip requests (`InputRequiredResult`, `requestState`).
+    InputRequired,
+    /// `subscriptions/listen` (`SubscriptionsListenRequest`).
+    SubscriptionsListen,
+    /// `server/discover` (`DiscoverRequest`).
+    ServerDiscover,
+}
+
+impl Feature {
+    /// Every feature.
+    pub const ALL: [Feature; 18] = [
+        Feature::Batch,
+        Feature::AudioContent,
+        Feature::ToolAnnotations,
+        Feature::ProgressMessage,
+        Feature::CompletionsCapability,
+        Feature::ResourceLink,
+        Feature::StructuredContent,
+        Feature::Title,
+        Feature::Elicitation,
+        Feature::ElicitationUrlMode,
+        Feature::Icons,
+        Feature::SamplingTools,
+        Feature::CoreTasks,
+        Feature::LegacySession,
+        Feature::ResultType,
+        Feature::InputRequired,
+        Feature::SubscriptionsListen,
+        Feature::ServerDiscover,
+    ];
+
+    /// The revisions that have this feature — the per-revision difference
+    /// table. Comments name the schema evidence (definition names in each
+    /// revision's `schema.json`).
+    pub const fn revisions(self) -> Revisions {
+        use Revision::*;
+        match self {
+            // `JSONRPCBatchRequest` only in 2025-03-26.
+            Feature::Batch => Revisions::only(V2025_03_26),
+            // `AudioContent` from 2025-03-26.
+            Feature::AudioContent => Revisions::range(V2025_03_26, V2026_07_28),
+            // `ToolAnnotations` from 2025-03-26.
+            Feature::ToolAnnotations => Revisions::range(V2025_03_26, V2026_07_28),
+            // `ProgressNotification` params `message` from 2025-03-26.
+            Feature::ProgressMessage => Revisions::range(V2025_03_26, V2026_07_28),
+            // `ServerCapabilities.completions` from 2025-03-26.
+            Feature::CompletionsCapability => Revisions::range(V2025_03_26, V2026_07_28),
+            // `ResourceLink` from 2025-06-18.
+            Feature::ResourceLink => Revisions::range(V2025_06_18, V2026_07_28),
+            // `CallToolResult.structuredContent`, `Tool.outputSchema` from 2025-06-18.
+            Feature::StructuredContent => Revisions::range(V2025_06_18, V2026_07_28),
+            // `BaseMetadata.title`, `Implementation.title` from 2025-06-18.
+            Feature::Title => Revisions::range(V2025_06_18, V2026_07_28),
+            // `ElicitRequest` from 2025-06-18 (an input request in 2026-07-28).
+            Feature::Elicitation => Revisions::range(V2025_06_18, V2026_07_28),
+            // `ElicitRequestURLParams` from 2025-11-25.
+            Feature::ElicitationUrlMode => Revisions::range(V2025_11_25, V2026_07_28),
+            // `Icon`/`icons` from 2025-11-25.
+            Feature::Icons => Revisions::range(V2025_11_25, V2026_07_28),
+            // `ToolUseContent`/`ToolResultContent` from 2025-11-25.
+            Feature::SamplingTools => Revisions::range(V2025_11_25, V2026_07_28),
+            // `CreateTaskResult`, `ClientCapabilities.tasks` only in 2025-11-25.
+            Feature::CoreTasks => Revisions::only(V2025_11_25),
+            // `InitializeRequest`, `PingRequest`, `SetLevelRequest`,
+            // `SubscribeRequest` through 2025-11-25, absent in 2026-07-28.
+            Feature::LegacySession => Revisions::LEGACY,
+            // `Result.resultType` (required) only in 2026-07-28.
+            Feature::ResultType => Revisions::MODERN,
+            // `InputRequiredResult`, `requestState` only in 2026-07-28.
+            Feature::InputRequired => Revisions::MODERN,
+            // `SubscriptionsListenRequest` only in 2026-07-28.
+            Feature::SubscriptionsListen => Revisions::MODERN,
+            // `DiscoverRequest` only in 2026-07-28.
+            Feature::ServerDiscover => Revisions::MODERN,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Revision::*;
+
+    #[test]
+    fn strings_round_trip_and_order() {
+        for r in Revision::ALL {
+            assert_eq!(Revision::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Revision::parse("2025-11-26"), None);
+        assert_eq!(Revision::parse(""), None);
+        assert!(Revision::ALL
+            .windows(2)
+            .all(|w| w[0] < w[1] && w[0].as_str() < w[1].as_str()));
+        assert_eq!(Revision::LATEST_LEGACY.era(), Era::Legacy);
+        assert_eq!(V2026_07_28.era(), Era::Modern);
+        assert_eq!(Revisions::LEGACY.iter().count(), 4);
+        assert_eq!(Revisions::ALL.latest(), Some(V2026_07_28));
+        assert_eq!(Revisions::EMPTY.latest(), None);
+        assert_eq!(
+            Revisions::parse_list(" 2026-07-28 ,2025-06-18"),
+            Ok(Revisions::only(V2025_06_18).with(V2026_07_28))
+        );
+        assert_eq!(Revisions::parse_list("2025-06-18,"), Err(UnknownRevision));
+        assert_eq!(Revisions::parse_list(""), Err(UnknownRevision));
+        assert_eq!(
+            [V2024_11_05, V2025_06_18]
+                .into_iter()
+                .collect::<Revisions>()
+                .latest(),
+            Some(V2025_06_18)
+        );
+    }
+
+    #[test]
+    fn server_negotiation() {
+        // row: lifecycle-server-echoes-supported-version
+        for r in Revisions::LEGACY.iter() {
+            assert_eq!(negotiate_server(r.as_str(), Revisions::ALL), Ok(r));
+        }
+        // row: lifecycle-server-counteroffers-version
+        // row: lifecycle-server-counteroffers-latest
+        assert_eq!(
+            negotiate_server("2099-01-01", Revisions::ALL),
+            Ok(V2025_11_25)
+        );
+        assert_eq!(
+            negotiate_server("2026-07-28", Revisions::ALL),
+            Ok(V2025_11_25)
+        );
+        let restricted = Revisions::only(V2025_03_26).with(V2025_06_18);
+        assert_eq!(negotiate_server("2024-11-05", restricted), Ok(V2025_06_18));
+        // row: versioning-modern-only-server-names-versions-to-initialize
+        assert_eq!(
+            negotiate_server("2025-11-25", Revisions::MODERN),
+            Err(NoLegacyRevision)
+        );
+    }
+
+    #[test]
+    fn client_negotiation() {
+        // row: lifecycle-client-disconnects-on-unsupported-version
+        assert_eq!(
+            negotiate_client("2025-06-18", Revisions::ALL),
+            Ok(V2025_06_18)
+        );
+        assert_eq!(
+            negotiate_client("2024-11-05", Revisions::only(V2025_11_25)),
+            Err(Disconnect)
+        );
+        assert_eq!(
+            negotiate_client("1900-01-01", Revisions::ALL),
+            Err(Disconnect)
+        );
+        assert_eq!(
+            negotiate_client("2026-07-28", Revisions::ALL),
+            Err(Disconnect)
+        );
+    }
+
+    #[test]
+    fn opening_era() {
+        let c = |s: &str| classify_opening(&Envelope::parse(s.as_bytes()).unwrap());
+        // row: versioning-dual-era-server-selects-by-opening
+        assert_eq!(
+            c(
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#
+            ),
+            Opening::Legacy
+        );
+        assert_eq!(
+            c(
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#
+            ),
+            Opening::Modern
+        );
+        assert_eq!(
+            c(r#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{}}"#),
+            Opening::DiscoverProbe
+        );
+        assert_eq!(
+            c(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            Opening::Undetermined
+        );
+        assert_eq!(
+            c(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Opening::Undetermined
+        );
+        assert_eq!(
+            c(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            Opening::Undetermined
+        );
+    }
+
+    #[test]
+    fn feature_table() {
+        // row: messages-batch-may-send-must-receive
+        assert_eq!(
+            Feature::Batch.revisions().iter().collect::<Revisions>(),
+            Revisions::only(V2025_03_26)
+        );
+        assert!(!V2024_11_05.supports(Feature::AudioContent));
+        assert!(V2025_03_26.supports(Feature::AudioContent));
+        assert!(!V2025_03_26.supports(Feature::StructuredContent));
+        assert!(V2025_06_18.supports(Feature::ResourceLink));
+        assert!(!V2025_06_18.supports(Feature::Icons));
+        assert!(V2025_11_25.supports(Feature::CoreTasks));
+        assert!(!V2026_07_28.supports(Feature::CoreTasks));
+        // row: messages-resulttype-required
+        assert!(Revisions::ALL
+            .iter()
+            .all(|r| r.supports(Feature::ResultType) == (r.era() == Era::Modern)));
+        assert!(Revisions::ALL
+            .iter()
+            .all(|r| r.supports(Feature::LegacySession) == (r.era() == Era::Legacy)));
+        assert!(Feature::ALL.iter().all(|f| !f.revisions().is_empty()));
+    }
+}

@@ -1,1 +1,303 @@
-//! (to be written)
+//! Newline-delimited messages: the stdio transport's framing.
+//!
+//! Each message is one line ended by `\n`; a `\r` before the `\n` is tolerated
+//! and stripped, and empty lines are skipped. A message must not contain a raw
+//! line break ([`is_single_line`]); writers append `b"\n"` to each message.
+//!
+//! ```
+//! use mcpx_core::frame::line::{LineDecoder, LineEvent};
+//! let mut d = LineDecoder::new([0u8; 64]);
+//! let mut input: &[u8] = b"{\"a\":1}\r\n\n{\"b\":2}\n";
+//! let mut lines = 0;
+//! while !input.is_empty() {
+//!     let n = d.feed(input);
+//!     input = &input[n..];
+//!     while let Some(ev) = d.next() {
+//!         if let LineEvent::Line(_) = ev { lines += 1 }
+//!     }
+//! }
+//! assert_eq!(lines, 2);
+//! ```
+use super::buf::Buf;
+
+/// One decoded item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEvent<'a> {
+    /// A complete, non-empty line without its `\n` (and without a `\r` before it).
+    Line(&'a [u8]),
+    /// A line that did not fit in the storage was skipped up to and including
+    /// its `\n`; `len` is its length without the `\n` (at least the capacity).
+    TooLarge { len: usize },
+}
+
+/// Incremental splitter of a byte stream into lines, in caller-provided storage.
+///
+/// The storage length is the capacity: a line of up to `capacity - 1` bytes
+/// (counting a trailing `\r`) is returned whole; a longer one is reported as
+/// [`LineEvent::TooLarge`] once its end is seen, and the lines after it are
+/// decoded normally. A line not yet ended by `\n` stays buffered ([`Self::buffered`]).
+pub struct LineDecoder<B> {
+    buf: Buf<B>,
+    /// Bytes of an over-long line dropped so far, while skipping to its `\n`.
+    skipping: Option<usize>,
+    /// An over-long line ended; report it on the next call to `next`.
+    too_large: Option<usize>,
+}
+
+impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
+    /// A decoder whose capacity is `storage`'s length (`[u8; N]`, `Vec<u8>`, `Box<[u8]>`, ...).
+    pub fn new(storage: B) -> Self {
+        LineDecoder { buf: Buf::new(storage), skipping: None, too_large: None }
+    }
+
+    /// Takes bytes from `input` and returns how many were taken. Once [`Self::next`]
+    /// has returned `None`, a non-empty `input` is always at least partly taken.
+    pub fn feed(&mut self, input: &[u8]) -> usize {
+        let Some(dropped) = self.skipping else {
+            return self.buf.fill(0, input);
+        };
+        match input.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                self.skipping = None;
+                self.too_large = Some(dropped.saturating_add(i));
+                i + 1
+            }
+            None => {
+                self.skipping = Some(dropped.saturating_add(input.len()));
+                input.len()
+            }
+        }
+    }
+
+    /// The next complete line or over-long-line report, if any. The line borrows
+    /// the storage until the next call on the decoder.
+    #[allow(clippy::should_implement_trait)] // lending: items borrow the decoder
+    pub fn next(&mut self) -> Option<LineEvent<'_>> {
+        if let Some(len) = self.too_large.take() {
+            return Some(LineEvent::TooLarge { len });
+        }
+        if self.skipping.is_some() {
+            return None;
+        }
+        loop {
+            let Some(i) = self.buf.find(|b| b == b'\n') else {
+                if self.buf.is_full(0) {
+                    let held = self.buf.len();
+                    self.buf.consume(held);
+                    self.skipping = Some(held);
+                }
+                return None;
+            };
+            let line = self.buf.consume(i + 1);
+            let mut end = line.end - 1;
+            if end > line.start && self.buf.storage().get(end - 1) == Some(&b'\r') {
+                end -= 1;
+            }
+            if end > line.start {
+                return self.buf.storage().get(line.start..end).map(LineEvent::Line);
+            }
+        }
+    }
+
+    /// Bytes taken by [`Self::feed`] and held in storage, not yet returned as lines.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// True when `msg` contains no `\n` or `\r`, so writing it followed by `\n`
+/// frames exactly one message (row `stdio-no-embedded-newlines`).
+pub fn is_single_line(msg: &[u8]) -> bool {
+    !msg.iter().any(|&b| b == b'\n' || b == b'\r')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::test_util::split;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Ev {
+        Line(Vec<u8>),
+        TooLarge(usize),
+    }
+
+    /// Runs the documented caller loop over `reads`, collecting every event.
+    fn decode(cap: usize, reads: &[&[u8]]) -> (Vec<Ev>, usize) {
+        let mut d = LineDecoder::new(vec![0u8; cap]);
+        let mut out = Vec::new();
+        for read in reads {
+            let mut input = *read;
+            let mut stalls = 0;
+            while !input.is_empty() {
+                let n = d.feed(input);
+                input = &input[n..];
+                stalls = if n == 0 { stalls + 1 } else { 0 };
+                assert!(stalls < 2, "feed made no progress after next was drained");
+                while let Some(ev) = d.next() {
+                    out.push(match ev {
+                        LineEvent::Line(l) => Ev::Line(l.to_vec()),
+                        LineEvent::TooLarge { len } => Ev::TooLarge(len),
+                    });
+                }
+            }
+        }
+        (out, d.buffered())
+    }
+
+    /// Reference: split the whole stream at once, by the documented rules.
+    fn reference(cap: usize, stream: &[u8]) -> Vec<Ev> {
+        let mut out = Vec::new();
+        let mut parts: Vec<&[u8]> = stream.split(|&b| b == b'\n').collect();
+        parts.pop(); // the unterminated tail stays buffered
+        for raw in parts {
+            if raw.len() >= cap {
+                out.push(Ev::TooLarge(raw.len()));
+                continue;
+            }
+            let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+            if !line.is_empty() {
+                out.push(Ev::Line(line.to_vec()));
+            }
+        }
+        out
+    }
+
+    fn line(s: &str) -> Ev {
+        Ev::Line(s.as_bytes().to_vec())
+    }
+
+    // row: stdio-no-embedded-newlines
+    #[test]
+    fn splits_lines_strips_cr_and_skips_empty() {
+        let (evs, held) = decode(64, &[b"{\"a\":1}\n\r\n\n{\"b\":2}\r\n{\"c\""]);
+        assert_eq!(evs, vec![line("{\"a\":1}"), line("{\"b\":2}")]);
+        assert_eq!(held, 4);
+    }
+
+    // row: stdio-no-embedded-newlines
+    #[test]
+    fn line_split_across_reads_and_crlf_split() {
+        let (evs, held) = decode(64, &[b"{\"a\"", b":1}\r", b"\n{", b"}\n"]);
+        assert_eq!(evs, vec![line("{\"a\":1}"), line("{}")]);
+        assert_eq!(held, 0);
+    }
+
+    #[test]
+    fn only_one_trailing_cr_is_stripped() {
+        let (evs, _) = decode(16, &[b"a\r\r\n\r\n"]);
+        assert_eq!(evs, vec![line("a\r")]);
+    }
+
+    #[test]
+    fn longest_line_that_fits_is_capacity_minus_one() {
+        let (evs, _) = decode(4, &[b"abc\nabcd\nxy\n"]);
+        assert_eq!(evs, vec![line("abc"), Ev::TooLarge(4), line("xy")]);
+    }
+
+    #[test]
+    fn over_long_line_is_reported_with_its_length_and_later_lines_survive() {
+        let mut long = vec![b'x'; 100];
+        long.extend_from_slice(b"\nok\n");
+        let (evs, held) = decode(8, &[b"a\n", &long[..30], &long[30..]]);
+        assert_eq!(evs, vec![line("a"), Ev::TooLarge(100), line("ok")]);
+        assert_eq!(held, 0);
+    }
+
+    #[test]
+    fn over_long_line_is_reported_only_at_its_newline() {
+        let mut d = LineDecoder::new([0u8; 4]);
+        assert_eq!(d.feed(b"abcdefgh"), 4);
+        assert_eq!(d.next(), None);
+        assert_eq!(d.buffered(), 0);
+        assert_eq!(d.feed(b"efgh"), 4);
+        assert_eq!(d.next(), None);
+        assert_eq!(d.feed(b"\nz\n"), 1);
+        assert_eq!(d.next(), Some(LineEvent::TooLarge { len: 8 }));
+        assert_eq!(d.feed(b"z\n"), 2);
+        assert_eq!(d.next(), Some(LineEvent::Line(b"z")));
+        assert_eq!(d.next(), None);
+    }
+
+    #[test]
+    fn many_lines_in_one_read_are_returned_without_compaction() {
+        let mut d = LineDecoder::new([0u8; 32]);
+        assert_eq!(d.feed(b"1\n22\n333\n4444"), 13);
+        assert_eq!(d.next(), Some(LineEvent::Line(b"1")));
+        assert_eq!(d.next(), Some(LineEvent::Line(b"22")));
+        assert_eq!(d.next(), Some(LineEvent::Line(b"333")));
+        assert_eq!(d.next(), None);
+        assert_eq!(d.buffered(), 4);
+        // The partial line is moved down only when the next read needs the room.
+        let more = [b'4'; 26];
+        assert_eq!(d.feed(&more), 26);
+        assert_eq!(d.feed(b"\n"), 1);
+        assert_eq!(d.next().map(|e| matches!(e, LineEvent::Line(l) if l.len() == 30)), Some(true));
+    }
+
+    #[test]
+    fn feed_refuses_only_while_lines_are_pending() {
+        let mut d = LineDecoder::new([0u8; 4]);
+        assert_eq!(d.feed(b"a\nb\n"), 4);
+        assert_eq!(d.feed(b"c\n"), 0);
+        assert_eq!(d.next(), Some(LineEvent::Line(b"a")));
+        assert_eq!(d.feed(b"c\n"), 2);
+    }
+
+    #[test]
+    fn zero_capacity_never_stalls() {
+        let (evs, _) = decode(0, &[b"ab\n\ncd", b"\n"]);
+        assert_eq!(evs, vec![Ev::TooLarge(2), Ev::TooLarge(0), Ev::TooLarge(2)]);
+    }
+
+    // row: stdio-no-embedded-newlines
+    #[test]
+    fn single_line_check() {
+        assert!(is_single_line(br#"{"jsonrpc":"2.0","method":"a\nb"}"#));
+        assert!(!is_single_line(b"{\"a\":\n1}"));
+        assert!(!is_single_line(b"{\"a\":1}\r"));
+    }
+
+    /// A stream of short and over-long lines with CRLF, empty lines and garbage.
+    fn stream() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..12),
+            prop::collection::vec(prop_oneof![Just(b'x'), Just(b'\r')], 10..40),
+            Just(b"\r".to_vec()),
+            Just(b"{\"jsonrpc\":\"2.0\"}".to_vec()),
+        ];
+        prop::collection::vec((piece, any::<bool>()), 0..24).prop_map(|pieces| {
+            let mut s = Vec::new();
+            for (p, newline) in pieces {
+                s.extend_from_slice(&p);
+                if newline {
+                    s.push(b'\n');
+                }
+            }
+            s
+        })
+    }
+
+
+    proptest! {
+        // row: stdio-no-embedded-newlines
+        #[test]
+        fn any_split_yields_the_reference_lines(
+            s in stream(),
+            cuts in prop::collection::vec(any::<usize>(), 0..16),
+            cap in 1usize..24,
+        ) {
+            let reads = split(&s, &cuts);
+            let reads: Vec<&[u8]> = reads.iter().map(|r| r.as_slice()).collect();
+            let (evs, _) = decode(cap, &reads);
+            prop_assert_eq!(evs, reference(cap, &s));
+        }
+
+        #[test]
+        fn byte_at_a_time_matches_one_shot(s in stream(), cap in 1usize..24) {
+            let reads: Vec<&[u8]> = s.chunks(1).collect();
+            prop_assert_eq!(decode(cap, &reads).0, decode(cap, &[&s]).0);
+        }
+    }
+}
