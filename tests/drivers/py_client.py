@@ -586,12 +586,14 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
     {"op": "call", "tool": T, "args": {...}, "expect": "ok"|"error"|"any",
         "expect_text": S, "retry_for": SECONDS}   (tool gets --prefix)
     {"op": "wait_notification", "method": M, "timeout": SECONDS}
+        (counts notifications since the start of the last "call" step)
     {"op": "sleep", "seconds": S}
     Each step's outcome is appended to report["steps"]."""
     if len(opts.args) != 1:
         raise SystemExit("script needs STEPS_JSON")
     steps = json.loads(opts.args[0])
     report["steps"] = []
+    mark = 0
     await conn.list_tools()
     for i, step in enumerate(steps):
         op = step["op"]
@@ -607,6 +609,7 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
         elif op == "call":
             tool = opts.prefix + step["tool"]
             expect = step.get("expect", "ok")
+            mark = len(conn.cb.notifications)  # wait_notification looks from here on
             deadline = anyio.current_time() + float(step.get("retry_for", 0))
             attempts = 0
             while True:
@@ -623,7 +626,7 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
             report.expect(good, f"step {i}: {tool} gave {result} (expected {expect}, text {step.get('expect_text')!r})")
         elif op == "wait_notification":
             method = step["method"]
-            seen = lambda: any(n.get("method") == method for n in conn.cb.notifications)  # noqa: E731
+            seen = lambda: any(n.get("method") == method for n in conn.cb.notifications[mark:])  # noqa: E731
             with anyio.move_on_after(float(step.get("timeout", 5))):
                 while not seen():
                     conn.cb.got_notification = anyio.Event()

@@ -188,6 +188,7 @@ class Conn {
     this.report = report;
     this.progress = [];
     this.waiters = [];
+    this.mark = 0;
   }
 
   async listTools() {
@@ -226,7 +227,7 @@ class Conn {
   }
 
   notified(method) {
-    return this.report.data.notifications.some((n) => n.method === method);
+    return this.report.data.notifications.slice(this.mark).some((n) => n.method === method);
   }
 }
 
@@ -270,8 +271,14 @@ async function connect(o, report, sdk) {
       command: o.command[0], args: o.command.slice(1), env: { ...process.env, ...o.env }, stderr: "inherit",
     });
   }
+  // v1 has no accessor for the negotiated revision; it hands it to the transport.
+  let negotiated = null;
+  if (!client.getNegotiatedProtocolVersion) {
+    const set = transport.setProtocolVersion?.bind(transport);
+    transport.setProtocolVersion = (v) => { negotiated = v; set?.(v); };
+  }
   await client.connect(transport);
-  report.data.protocol_version = client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion ?? null;
+  report.data.protocol_version = client.getNegotiatedProtocolVersion?.() ?? negotiated;
   report.data.server_info = client.getServerVersion() ?? null;
   conn.capabilities = client.getServerCapabilities() || {};
   return conn;
@@ -413,6 +420,7 @@ const SCENARIOS = {
       } else if (step.op === "call") {
         const tool = o.prefix + step.tool;
         const expect = step.expect || "ok";
+        c.mark = r.data.notifications.length; // wait_notification looks from here on
         const deadline = Date.now() + 1000 * (step.retry_for || 0);
         let result, good, attempts = 0;
         for (;;) {
