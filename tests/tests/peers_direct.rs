@@ -274,3 +274,21 @@ fn example_server_toggle_tool_ts_v1() {
     );
     r.assert_ok();
 }
+
+#[test]
+fn example_server_flows_ts_v2_modern() {
+    // At 2026-07-28 the example server asks through input-required results,
+    // which the v2 SDK answers and retries.
+    let c = Client::TsV2("2026-07-28");
+    let demo = example_server_cmd("demo");
+    for scenario in [
+        &["elicitation", "ask_user"][..],
+        &["sampling", "ask_model"],
+        &["roots", "list_roots"],
+        &["progress", "slow", r#"{"seconds":0.5,"steps":5}"#],
+    ] {
+        let r = c.run(scenario, &demo);
+        r.assert_ok();
+        r.check(r.json["protocol_version"] == "2026-07-28", "should run at 2026-07-28");
+    }
+}
