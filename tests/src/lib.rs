@@ -59,7 +59,11 @@ fn require(what: &str, path: PathBuf) -> PathBuf {
 pub fn python(version: &str) -> PathBuf {
     require(
         &format!("MCP Python SDK {version}"),
-        peers_dir().join("py").join(format!("mcp-{version}")).join("bin").join("python"),
+        peers_dir()
+            .join("py")
+            .join(format!("mcp-{version}"))
+            .join("bin")
+            .join("python"),
     )
 }
 
@@ -95,12 +99,23 @@ pub fn mcpx() -> &'static Path {
 fn build_mcpx() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(&cargo)
-        .args(["build", "-p", "mcpx-posix", "--bin", "mcpx", "--message-format=json-render-diagnostics"])
+        .args([
+            "build",
+            "-p",
+            "mcpx-posix",
+            "--bin",
+            "mcpx",
+            "--message-format=json-render-diagnostics",
+        ])
         .current_dir(repo_root())
         .stderr(Stdio::inherit())
         .output()
         .unwrap_or_else(|e| panic!("running {cargo:?} build: {e}"));
-    assert!(out.status.success(), "cargo build -p mcpx-posix --bin mcpx failed ({})", out.status);
+    assert!(
+        out.status.success(),
+        "cargo build -p mcpx-posix --bin mcpx failed ({})",
+        out.status
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     stdout
         .lines()
@@ -122,11 +137,16 @@ pub struct Cmd {
 
 impl Cmd {
     pub fn new(program: impl Into<PathBuf>, args: &[&str]) -> Self {
-        Cmd { program: program.into(), args: args.iter().map(|s| s.to_string()).collect() }
+        Cmd {
+            program: program.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     fn argv(&self) -> Vec<String> {
-        std::iter::once(self.program.to_string_lossy().into_owned()).chain(self.args.iter().cloned()).collect()
+        std::iter::once(self.program.to_string_lossy().into_owned())
+            .chain(self.args.iter().cloned())
+            .collect()
     }
 }
 
@@ -139,7 +159,10 @@ pub struct Upstream {
 
 /// `mcpx example-server --name NAME`, the built-in fixture server.
 pub fn example_server(name: &str) -> Upstream {
-    Upstream { name: name.into(), cmd: example_server_cmd(name) }
+    Upstream {
+        name: name.into(),
+        cmd: example_server_cmd(name),
+    }
 }
 
 pub fn example_server_cmd(name: &str) -> Cmd {
@@ -149,7 +172,10 @@ pub fn example_server_cmd(name: &str) -> Cmd {
 /// `@modelcontextprotocol/server-everything` on stdio, under the pinned Node 22.
 /// Never call its `gzip-file-as-resource` tool (it fetches URLs).
 pub fn everything(name: &str) -> Upstream {
-    Upstream { name: name.into(), cmd: everything_cmd() }
+    Upstream {
+        name: name.into(),
+        cmd: everything_cmd(),
+    }
 }
 
 pub fn everything_cmd() -> Cmd {
@@ -159,12 +185,18 @@ pub fn everything_cmd() -> Cmd {
 
 /// `tests/drivers/py_server.py` (FastMCP, MCP Python SDK 1.30.0).
 pub fn py_server(name: &str) -> Upstream {
-    Upstream { name: name.into(), cmd: py_server_cmd(name) }
+    Upstream {
+        name: name.into(),
+        cmd: py_server_cmd(name),
+    }
 }
 
 pub fn py_server_cmd(name: &str) -> Cmd {
     let script = driver("py_server.py");
-    Cmd::new(python("1.30.0"), &[script.to_str().unwrap(), "--name", name])
+    Cmd::new(
+        python("1.30.0"),
+        &[script.to_str().unwrap(), "--name", name],
+    )
 }
 
 // ------------------------------------------------------------------ hub config
@@ -175,7 +207,10 @@ pub struct TempDir(PathBuf);
 impl TempDir {
     pub fn new() -> Self {
         static N: AtomicU32 = AtomicU32::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
         let dir = std::env::temp_dir().join(format!(
             "mcpx-e2e-{}-{}-{nanos}",
             std::process::id(),
@@ -234,7 +269,10 @@ impl HubConfig {
     pub fn to_json(&self) -> Value {
         let mut servers = serde_json::Map::new();
         for u in &self.upstreams {
-            servers.insert(u.name.clone(), json!({"command": u.cmd.program, "args": u.cmd.args}));
+            servers.insert(
+                u.name.clone(),
+                json!({"command": u.cmd.program, "args": u.cmd.args}),
+            );
         }
         let mut v = json!({"mcpServers": servers});
         for (k, x) in &self.extra {
@@ -246,7 +284,8 @@ impl HubConfig {
     pub fn write(self) -> Hub {
         let dir = TempDir::new();
         let config = dir.path().join("mcpx.json");
-        std::fs::write(&config, serde_json::to_vec_pretty(&self.to_json()).unwrap()).expect("write config");
+        std::fs::write(&config, serde_json::to_vec_pretty(&self.to_json()).unwrap())
+            .expect("write config");
         Hub { _dir: dir, config }
     }
 }
@@ -254,7 +293,10 @@ impl HubConfig {
 impl Hub {
     /// `mcpx serve --config FILE`: the hub on stdio.
     pub fn serve(&self) -> Cmd {
-        Cmd::new(mcpx(), &["serve", "--config", self.config.to_str().unwrap()])
+        Cmd::new(
+            mcpx(),
+            &["serve", "--config", self.config.to_str().unwrap()],
+        )
     }
 }
 
@@ -299,11 +341,28 @@ impl Client {
         match self {
             Client::Py(v) => vec![s(python(v)), s(driver("py_client.py"))],
             Client::Py2Mode(m) => {
-                vec![s(python("2.3.0")), s(driver("py_client.py")), "--mode".into(), m.into()]
+                vec![
+                    s(python("2.3.0")),
+                    s(driver("py_client.py")),
+                    "--mode".into(),
+                    m.into(),
+                ]
             }
-            Client::TsV1 => vec![s(node()), s(driver("ts_client.mjs")), "--sdk".into(), "v1".into()],
+            Client::TsV1 => vec![
+                s(node()),
+                s(driver("ts_client.mjs")),
+                "--sdk".into(),
+                "v1".into(),
+            ],
             Client::TsV2(m) => {
-                vec![s(node()), s(driver("ts_client.mjs")), "--sdk".into(), "v2".into(), "--mode".into(), m.into()]
+                vec![
+                    s(node()),
+                    s(driver("ts_client.mjs")),
+                    "--sdk".into(),
+                    "v2".into(),
+                    "--mode".into(),
+                    m.into(),
+                ]
             }
         }
     }
@@ -373,7 +432,16 @@ impl Report {
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "command: {}", self.argv.join(" "))?;
-        writeln!(f, "exit: {:?}{}", self.code, if self.timed_out { " (killed: timeout)" } else { "" })?;
+        writeln!(
+            f,
+            "exit: {:?}{}",
+            self.code,
+            if self.timed_out {
+                " (killed: timeout)"
+            } else {
+                ""
+            }
+        )?;
         match &self.json {
             Value::Null => writeln!(f, "stdout (no JSON report): {}", self.stdout)?,
             j => writeln!(f, "report: {}", serde_json::to_string_pretty(j).unwrap())?,
@@ -394,7 +462,13 @@ fn tail(s: &str, n: usize) -> &str {
 }
 
 pub fn strings(v: &Value) -> Vec<String> {
-    v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Every string inside `v`, joined by newlines.
@@ -461,9 +535,20 @@ pub fn run_argv(argv: &[String], limit: Duration) -> Report {
     let json = stdout
         .lines()
         .rev()
-        .find_map(|l| serde_json::from_str::<Value>(l).ok().filter(Value::is_object))
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .filter(Value::is_object)
+        })
         .unwrap_or(Value::Null);
-    Report { argv: argv.to_vec(), code, timed_out, json, stdout, stderr }
+    Report {
+        argv: argv.to_vec(),
+        code,
+        timed_out,
+        json,
+        stdout,
+        stderr,
+    }
 }
 
 // ------------------------------------------------------------------ raw stdio
@@ -505,7 +590,13 @@ impl RawSession {
             }
         });
         let stderr = spawn_reader(child.stderr.take().unwrap());
-        RawSession { stdin: child.stdin.take(), child, lines: rx, stderr, next_id: 1 }
+        RawSession {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            stderr,
+            next_id: 1,
+        }
     }
 
     /// Writes `bytes` as they are (add the `\n` yourself).

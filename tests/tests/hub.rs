@@ -28,14 +28,23 @@ fn aggregate(client: Client) {
     );
     r.assert_ok();
     let want = client.latest_legacy_revision();
-    r.check(r.json["protocol_version"] == want, &format!("the hub should accept the client's {want}"));
-    r.check(r.json["server_info"]["name"].is_string(), "initialize result has no serverInfo.name");
+    r.check(
+        r.json["protocol_version"] == want,
+        &format!("the hub should accept the client's {want}"),
+    );
+    r.check(
+        r.json["server_info"]["name"].is_string(),
+        "initialize result has no serverInfo.name",
+    );
     // Prefixed names stay unique across upstreams.
     let names: Vec<String> = strings(&r.step(0)["tools"]);
     let mut dedup = names.clone();
     dedup.sort();
     dedup.dedup();
-    r.check(dedup.len() == names.len(), "duplicate tool names in the aggregated list");
+    r.check(
+        dedup.len() == names.len(),
+        "duplicate tool names in the aggregated list",
+    );
 }
 
 // covers: lifecycle-server-echoes-supported-version, lifecycle-server-responds-caps-and-info, tools-declare-capability
@@ -95,7 +104,10 @@ fn aggregate_modern(client: Client) {
         &hub.serve(),
     );
     r.assert_ok();
-    r.check(r.json["protocol_version"] == "2026-07-28", "the session should run at 2026-07-28");
+    r.check(
+        r.json["protocol_version"] == "2026-07-28",
+        "the session should run at 2026-07-28",
+    );
 }
 
 // covers: tools-list-must-respond-when-declared
@@ -118,21 +130,49 @@ fn resources_prompts_completion_through_hub() {
     let r = c.run(&["list"], &hub.serve());
     r.assert_ok();
     let prompts = strings(&r.json["prompts"]);
-    r.check(prompts.iter().any(|p| p.ends_with("args-prompt")), "server-everything's args-prompt missing");
-    r.check(prompts.iter().any(|p| p.ends_with("py_prompt")), "py_server's py_prompt missing");
+    r.check(
+        prompts.iter().any(|p| p.ends_with("args-prompt")),
+        "server-everything's args-prompt missing",
+    );
+    r.check(
+        prompts.iter().any(|p| p.ends_with("py_prompt")),
+        "py_server's py_prompt missing",
+    );
     let resources = strings(&r.json["resources"]);
     r.check(!resources.is_empty(), "no resources listed");
     // Reading and prompts go to the right upstream, whatever names the hub shows.
     let py_prompt = prompts.iter().find(|p| p.ends_with("py_prompt")).unwrap();
-    c.run(&["prompt", py_prompt, r#"{"topic":"hubs"}"#, "--expect-text", "Please write about hubs."], &hub.serve())
-        .assert_ok();
-    let completable = prompts.iter().find(|p| p.ends_with("completable-prompt")).expect("completable-prompt listed");
-    let r = c.run(&["complete", "prompt", completable, "department", "E"], &hub.serve());
+    c.run(
+        &[
+            "prompt",
+            py_prompt,
+            r#"{"topic":"hubs"}"#,
+            "--expect-text",
+            "Please write about hubs.",
+        ],
+        &hub.serve(),
+    )
+    .assert_ok();
+    let completable = prompts
+        .iter()
+        .find(|p| p.ends_with("completable-prompt"))
+        .expect("completable-prompt listed");
+    let r = c.run(
+        &["complete", "prompt", completable, "department", "E"],
+        &hub.serve(),
+    );
     r.assert_ok();
-    r.check(strings(&r.json["values"]) == ["Engineering"], "completion should come from server-everything");
+    r.check(
+        strings(&r.json["values"]) == ["Engineering"],
+        "completion should come from server-everything",
+    );
     // The hub may rewrite URIs to keep them apart; read whatever it lists for py://info.
-    let info = resources.iter().find(|u| u.contains("py://info")).expect("py_server's py://info listed");
-    c.run(&["read", info, "--expect-text", "py info"], &hub.serve()).assert_ok();
+    let info = resources
+        .iter()
+        .find(|u| u.contains("py://info"))
+        .expect("py_server's py://info listed");
+    c.run(&["read", info, "--expect-text", "py info"], &hub.serve())
+        .assert_ok();
 }
 
 // ---- server-to-client requests relayed through the hub -----------------------
@@ -140,7 +180,10 @@ fn resources_prompts_completion_through_hub() {
 // covers: elicitation-client-declare-capability-at-initialize
 #[test]
 fn elicitation_example_server_py_1_30_0() {
-    let r = Client::Py("1.30.0").run(&["--prefix", "demo__", "elicitation", "ask_user"], &three_upstreams().serve());
+    let r = Client::Py("1.30.0").run(
+        &["--prefix", "demo__", "elicitation", "ask_user"],
+        &three_upstreams().serve(),
+    );
     r.assert_ok();
 }
 
@@ -150,19 +193,34 @@ fn elicitation_everything_ts_v1() {
     // server-everything registers trigger-elicitation-request only when its
     // client (the hub) declared elicitation.
     let r = Client::TsV1.run(
-        &["--prefix", "everything__", "elicitation", "trigger-elicitation-request"],
+        &[
+            "--prefix",
+            "everything__",
+            "elicitation",
+            "trigger-elicitation-request",
+        ],
         &three_upstreams().serve(),
     );
     r.assert_ok();
-    r.check(r.result_text().contains("- Name: mcpx-elicited-answer"), "the answer did not reach server-everything");
+    r.check(
+        r.result_text().contains("- Name: mcpx-elicited-answer"),
+        "the answer did not reach server-everything",
+    );
 }
 
 // covers: elicitation-client-declare-capability-at-initialize
 #[test]
 fn elicitation_py_server_py_1_12_4() {
-    let r = Client::Py("1.12.4").run(&["--prefix", "py__", "elicitation", "ask_user"], &three_upstreams().serve());
+    let r = Client::Py("1.12.4").run(
+        &["--prefix", "py__", "elicitation", "ask_user"],
+        &three_upstreams().serve(),
+    );
     r.assert_ok();
-    r.check(r.result_text().contains("user answered: mcpx-elicited-answer"), "answer not round-tripped");
+    r.check(
+        r.result_text()
+            .contains("user answered: mcpx-elicited-answer"),
+        "answer not round-tripped",
+    );
 }
 
 // covers: tools-call-input-required-may
@@ -170,17 +228,32 @@ fn elicitation_py_server_py_1_12_4() {
 fn elicitation_modern_client_py_2_3_0() {
     // A 2026-07-28 client gets the upstream's elicitation as an input-required
     // result; the SDK answers it and retries; the answer reaches the upstream.
-    let r = Client::Py2Mode("2026-07-28")
-        .run(&["--prefix", "py__", "elicitation", "ask_user"], &three_upstreams().serve());
+    let r = Client::Py2Mode("2026-07-28").run(
+        &["--prefix", "py__", "elicitation", "ask_user"],
+        &three_upstreams().serve(),
+    );
     r.assert_ok();
-    r.check(r.result_text().contains("user answered: mcpx-elicited-answer"), "answer not round-tripped");
+    r.check(
+        r.result_text()
+            .contains("user answered: mcpx-elicited-answer"),
+        "answer not round-tripped",
+    );
 }
 
 // covers: sampling-client-declare-capability-at-initialize
 #[test]
 fn sampling_example_server_ts_v1() {
     Client::TsV1
-        .run(&["--prefix", "demo__", "sampling", "ask_model", r#"{"prompt":"hi"}"#], &three_upstreams().serve())
+        .run(
+            &[
+                "--prefix",
+                "demo__",
+                "sampling",
+                "ask_model",
+                r#"{"prompt":"hi"}"#,
+            ],
+            &three_upstreams().serve(),
+        )
         .assert_ok();
 }
 
@@ -188,19 +261,34 @@ fn sampling_example_server_ts_v1() {
 #[test]
 fn sampling_everything_py_1_30_0() {
     let r = Client::Py("1.30.0").run(
-        &["--prefix", "everything__", "sampling", "trigger-sampling-request", r#"{"prompt":"hi"}"#],
+        &[
+            "--prefix",
+            "everything__",
+            "sampling",
+            "trigger-sampling-request",
+            r#"{"prompt":"hi"}"#,
+        ],
         &three_upstreams().serve(),
     );
     r.assert_ok();
-    r.check(r.result_text().contains("mcpx-test-model"), "the sampling result did not reach server-everything");
+    r.check(
+        r.result_text().contains("mcpx-test-model"),
+        "the sampling result did not reach server-everything",
+    );
 }
 
 // covers: sampling-client-declare-capability-at-initialize
 #[test]
 fn sampling_py_server_py_1_9_4() {
-    let r = Client::Py("1.9.4").run(&["--prefix", "py__", "sampling", "ask_model"], &three_upstreams().serve());
+    let r = Client::Py("1.9.4").run(
+        &["--prefix", "py__", "sampling", "ask_model"],
+        &three_upstreams().serve(),
+    );
     r.assert_ok();
-    r.check(r.result_text().contains("model said: mcpx-sampled-answer"), "answer not round-tripped");
+    r.check(
+        r.result_text().contains("model said: mcpx-sampled-answer"),
+        "answer not round-tripped",
+    );
 }
 
 // ---- progress and cancellation -------------------------------------------------
@@ -209,18 +297,33 @@ fn sampling_py_server_py_1_9_4() {
 #[test]
 fn progress_example_server_py_1_30_0() {
     let r = Client::Py("1.30.0").run(
-        &["--prefix", "demo__", "progress", "slow", r#"{"seconds":1,"steps":4}"#],
+        &[
+            "--prefix",
+            "demo__",
+            "progress",
+            "slow",
+            r#"{"seconds":1,"steps":4}"#,
+        ],
         &three_upstreams().serve(),
     );
     r.assert_ok();
-    r.check(r.json["progress"].as_array().map_or(0, Vec::len) == 4, "expected the 4 progress notifications");
+    r.check(
+        r.json["progress"].as_array().map_or(0, Vec::len) == 4,
+        "expected the 4 progress notifications",
+    );
 }
 
 // covers: progress-must-increase, progress-only-active-tokens
 #[test]
 fn progress_everything_ts_v1() {
     let r = Client::TsV1.run(
-        &["--prefix", "everything__", "progress", "trigger-long-running-operation", r#"{"duration":1,"steps":4}"#],
+        &[
+            "--prefix",
+            "everything__",
+            "progress",
+            "trigger-long-running-operation",
+            r#"{"duration":1,"steps":4}"#,
+        ],
         &three_upstreams().serve(),
     );
     r.assert_ok();
@@ -231,18 +334,34 @@ fn progress_everything_ts_v1() {
 fn progress_py_server_py_1_3_0() {
     // 1.3.0 sets the progress token by hand; the hub must give it back unchanged.
     let r = Client::Py("1.3.0").run(
-        &["--prefix", "py__", "progress", "slow", r#"{"steps":3,"delay":0.1}"#],
-        &HubConfig::new().upstream(example_server("demo")).upstream(py_server("py")).write().serve(),
+        &[
+            "--prefix",
+            "py__",
+            "progress",
+            "slow",
+            r#"{"steps":3,"delay":0.1}"#,
+        ],
+        &HubConfig::new()
+            .upstream(example_server("demo"))
+            .upstream(py_server("py"))
+            .write()
+            .serve(),
     );
     r.assert_ok();
-    r.check(r.json["progress"].as_array().map_or(0, Vec::len) == 3, "expected the 3 progress notifications");
+    r.check(
+        r.json["progress"].as_array().map_or(0, Vec::len) == 3,
+        "expected the 3 progress notifications",
+    );
 }
 
 // covers: cancellation-handle-races, cancellation-receiver-should-stop-free-no-response
 #[test]
 fn cancel_example_server_py_1_30_0() {
     Client::Py("1.30.0")
-        .run(&["--prefix", "demo__", "cancel", "slow", r#"{"seconds":30}"#], &three_upstreams().serve())
+        .run(
+            &["--prefix", "demo__", "cancel", "slow", r#"{"seconds":30}"#],
+            &three_upstreams().serve(),
+        )
         .assert_ok();
 }
 
@@ -250,14 +369,26 @@ fn cancel_example_server_py_1_30_0() {
 #[test]
 fn cancel_py_server_ts_v1() {
     Client::TsV1
-        .run(&["--prefix", "py__", "cancel", "slow", r#"{"steps":100,"delay":0.2}"#], &three_upstreams().serve())
+        .run(
+            &[
+                "--prefix",
+                "py__",
+                "cancel",
+                "slow",
+                r#"{"steps":100,"delay":0.2}"#,
+            ],
+            &three_upstreams().serve(),
+        )
         .assert_ok();
 }
 
 // ---- list_changed and supervision ------------------------------------------------
 
 fn toggle(client: Client) {
-    let hub = HubConfig::new().upstream(example_server("demo")).upstream(py_server("py")).write();
+    let hub = HubConfig::new()
+        .upstream(example_server("demo"))
+        .upstream(py_server("py"))
+        .write();
     let r = client.script(
         json!([
             {"op": "list_tools", "expect_tools": ["demo__toggle_tool", "py__greet"], "expect_absent": ["demo__dynamic_tool"]},

@@ -17,9 +17,14 @@ fn hub_session() -> (Hub, RawSession) {
 fn still_serving(s: &mut RawSession) {
     let id = s.request("tools/list", json!({}));
     let r = s.response_to(id, WAIT);
-    let names: Vec<&str> =
-        r["result"]["tools"].as_array().map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect()).unwrap_or_default();
-    assert!(names.contains(&"demo__echo"), "tools/list after bad input: {r}");
+    let names: Vec<&str> = r["result"]["tools"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        names.contains(&"demo__echo"),
+        "tools/list after bad input: {r}"
+    );
 }
 
 fn error_code(r: &Value) -> Option<i64> {
@@ -31,7 +36,9 @@ fn error_code(r: &Value) -> Option<i64> {
 fn malformed_json_gets_parse_error() {
     let (_hub, mut s) = hub_session();
     s.write_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \n");
-    let r = s.next_response(WAIT).expect("no answer to a malformed line");
+    let r = s
+        .next_response(WAIT)
+        .expect("no answer to a malformed line");
     assert_eq!(error_code(&r), Some(-32700), "{r}");
     assert!(r["error"]["message"].is_string(), "{r}");
     assert!(r.get("result").is_none(), "{r}");
@@ -65,8 +72,13 @@ fn over_long_line_errors_then_session_continues() {
     line.extend_from_slice(b"\"}}\n");
     s.write_raw(&line);
     drop(line);
-    let r = s.next_response(Duration::from_secs(60)).expect("no answer to an over-long line");
-    assert!(r.get("error").is_some(), "an over-long line must be answered with an error: {r}");
+    let r = s
+        .next_response(Duration::from_secs(60))
+        .expect("no answer to an over-long line");
+    assert!(
+        r.get("error").is_some(),
+        "an over-long line must be answered with an error: {r}"
+    );
     assert!(error_code(&r).is_some(), "{r}");
     still_serving(&mut s);
 }
@@ -75,8 +87,10 @@ fn over_long_line_errors_then_session_continues() {
 #[test]
 fn string_ids_come_back_unchanged() {
     let (_hub, mut s) = hub_session();
-    s.send(&json!({"jsonrpc": "2.0", "id": "req-é-1", "method": "tools/call",
-                   "params": {"name": "demo__echo", "arguments": {"text": "raw"}}}));
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "req-é-1", "method": "tools/call",
+                   "params": {"name": "demo__echo", "arguments": {"text": "raw"}}}),
+    );
     let r = s.next_response(WAIT).expect("no answer");
     assert_eq!(r["id"], json!("req-é-1"), "{r}");
     assert!(texts(&r["result"]).contains("raw"), "{r}");

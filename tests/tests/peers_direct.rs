@@ -22,7 +22,10 @@ fn py_server_basics(client: Client) {
     r.assert_ok();
     r.check(
         r.json["protocol_version"] == client.latest_legacy_revision(),
-        &format!("negotiated revision should be {}", client.latest_legacy_revision()),
+        &format!(
+            "negotiated revision should be {}",
+            client.latest_legacy_revision()
+        ),
     );
 }
 
@@ -105,16 +108,26 @@ fn list_everything_names_resources_and_prompts() {
     let r = Client::Py("1.30.0").run(&["list"], &everything_cmd());
     r.assert_ok();
     let prompts = strings(&r.json["prompts"]);
-    r.check(prompts.contains(&"args-prompt".to_string()), "args-prompt not listed");
     r.check(
-        strings(&r.json["resource_templates"]).iter().any(|t| t.starts_with("demo://resource/dynamic/text/")),
+        prompts.contains(&"args-prompt".to_string()),
+        "args-prompt not listed",
+    );
+    r.check(
+        strings(&r.json["resource_templates"])
+            .iter()
+            .any(|t| t.starts_with("demo://resource/dynamic/text/")),
         "dynamic text template not listed",
     );
 }
 
 #[test]
 fn elicitation_against_everything_ts_v1() {
-    Client::TsV1.run(&["elicitation", "trigger-elicitation-request"], &everything_cmd()).assert_ok();
+    Client::TsV1
+        .run(
+            &["elicitation", "trigger-elicitation-request"],
+            &everything_cmd(),
+        )
+        .assert_ok();
 }
 
 #[test]
@@ -123,55 +136,95 @@ fn elicitation_against_py_server_py_1_12_4() {
     // py_server's one-string schema is what it understands.
     let r = Client::Py("1.12.4").run(&["elicitation", "ask_user"], &py_server_cmd("py"));
     r.assert_ok();
-    r.check(r.result_text().contains("user answered: mcpx-elicited-answer"), "answer not echoed");
+    r.check(
+        r.result_text()
+            .contains("user answered: mcpx-elicited-answer"),
+        "answer not echoed",
+    );
 }
 
 #[test]
 fn sampling_against_everything_py_1_30_0() {
     Client::Py("1.30.0")
-        .run(&["sampling", "trigger-sampling-request", r#"{"prompt":"hello"}"#], &everything_cmd())
+        .run(
+            &[
+                "sampling",
+                "trigger-sampling-request",
+                r#"{"prompt":"hello"}"#,
+            ],
+            &everything_cmd(),
+        )
         .assert_ok();
 }
 
 #[test]
 fn sampling_against_py_server_py_1_3_0() {
-    Client::Py("1.3.0").run(&["sampling", "ask_model"], &py_server_cmd("py")).assert_ok();
+    Client::Py("1.3.0")
+        .run(&["sampling", "ask_model"], &py_server_cmd("py"))
+        .assert_ok();
 }
 
 #[test]
 fn roots_against_everything_py_2_3_0() {
-    Client::Py2Mode("legacy").run(&["roots", "get-roots-list"], &everything_cmd()).assert_ok();
+    Client::Py2Mode("legacy")
+        .run(&["roots", "get-roots-list"], &everything_cmd())
+        .assert_ok();
 }
 
 #[test]
 fn progress_against_everything_ts_v1() {
     let r = Client::TsV1.run(
-        &["progress", "trigger-long-running-operation", r#"{"duration":1,"steps":3}"#],
+        &[
+            "progress",
+            "trigger-long-running-operation",
+            r#"{"duration":1,"steps":3}"#,
+        ],
         &everything_cmd(),
     );
     r.assert_ok();
     // The last of the three can race the result (server-everything sends it
     // without waiting), so only require some.
-    r.check(r.json["progress"].as_array().map_or(0, Vec::len) >= 1, "expected progress notifications");
+    r.check(
+        r.json["progress"].as_array().map_or(0, Vec::len) >= 1,
+        "expected progress notifications",
+    );
 }
 
 #[test]
 fn progress_against_py_server_py_1_3_0() {
     // 1.3.0 has no progress callback: the driver sets the token itself.
-    let r = Client::Py("1.3.0").run(&["progress", "slow", r#"{"steps":4,"delay":0.05}"#], &py_server_cmd("py"));
+    let r = Client::Py("1.3.0").run(
+        &["progress", "slow", r#"{"steps":4,"delay":0.05}"#],
+        &py_server_cmd("py"),
+    );
     r.assert_ok();
-    r.check(r.json["progress"].as_array().map_or(0, Vec::len) == 4, "expected 4 progress notifications");
+    r.check(
+        r.json["progress"].as_array().map_or(0, Vec::len) == 4,
+        "expected 4 progress notifications",
+    );
 }
 
 #[test]
 fn cancel_against_py_server_ts_v1() {
-    Client::TsV1.run(&["cancel", "slow", r#"{"steps":50,"delay":0.2}"#], &py_server_cmd("py")).assert_ok();
+    Client::TsV1
+        .run(
+            &["cancel", "slow", r#"{"steps":50,"delay":0.2}"#],
+            &py_server_cmd("py"),
+        )
+        .assert_ok();
 }
 
 #[test]
 fn cancel_against_everything_py_1_9_4() {
     Client::Py("1.9.4")
-        .run(&["cancel", "trigger-long-running-operation", r#"{"duration":10,"steps":5}"#], &everything_cmd())
+        .run(
+            &[
+                "cancel",
+                "trigger-long-running-operation",
+                r#"{"duration":10,"steps":5}"#,
+            ],
+            &everything_cmd(),
+        )
         .assert_ok();
 }
 
@@ -179,11 +232,42 @@ fn cancel_against_everything_py_1_9_4() {
 fn read_prompt_complete_against_everything_ts_v2() {
     let c = Client::TsV2("legacy");
     let ev = everything_cmd();
-    c.run(&["read", "demo://resource/dynamic/text/1", "--expect-text", "Resource 1"], &ev).assert_ok();
-    c.run(&["prompt", "args-prompt", r#"{"city":"Paris"}"#, "--expect-text", "Paris"], &ev).assert_ok();
-    let r = c.run(&["complete", "prompt", "completable-prompt", "department", "E"], &ev);
+    c.run(
+        &[
+            "read",
+            "demo://resource/dynamic/text/1",
+            "--expect-text",
+            "Resource 1",
+        ],
+        &ev,
+    )
+    .assert_ok();
+    c.run(
+        &[
+            "prompt",
+            "args-prompt",
+            r#"{"city":"Paris"}"#,
+            "--expect-text",
+            "Paris",
+        ],
+        &ev,
+    )
+    .assert_ok();
+    let r = c.run(
+        &[
+            "complete",
+            "prompt",
+            "completable-prompt",
+            "department",
+            "E",
+        ],
+        &ev,
+    );
     r.assert_ok();
-    r.check(strings(&r.json["values"]) == ["Engineering"], "completion of E should be Engineering");
+    r.check(
+        strings(&r.json["values"]) == ["Engineering"],
+        "completion of E should be Engineering",
+    );
 }
 
 // ---- mcpx example-server, directly -------------------------------------------
@@ -191,7 +275,15 @@ fn read_prompt_complete_against_everything_ts_v2() {
 #[test]
 fn example_server_lists_fixtures_py_1_30_0() {
     let r = Client::Py("1.30.0").run(
-        &["list", "--expect-tool", "test_simple_text", "--expect-tool", "echo", "--expect-tool", "ask_user"],
+        &[
+            "list",
+            "--expect-tool",
+            "test_simple_text",
+            "--expect-tool",
+            "echo",
+            "--expect-tool",
+            "ask_user",
+        ],
         &example_server_cmd("demo"),
     );
     r.assert_ok();
@@ -210,7 +302,10 @@ fn example_server_basics(client: Client) {
     r.assert_ok();
     r.check(
         r.json["protocol_version"] == client.latest_legacy_revision(),
-        &format!("negotiated revision should be {}", client.latest_legacy_revision()),
+        &format!(
+            "negotiated revision should be {}",
+            client.latest_legacy_revision()
+        ),
     );
 }
 
@@ -246,7 +341,10 @@ fn example_server_py_2_3_0_modern() {
         &example_server_cmd("demo"),
     );
     r.assert_ok();
-    r.check(r.json["protocol_version"] == "2026-07-28", "should run at 2026-07-28");
+    r.check(
+        r.json["protocol_version"] == "2026-07-28",
+        "should run at 2026-07-28",
+    );
 }
 
 #[test]
@@ -254,10 +352,13 @@ fn example_server_flows_py_1_30_0() {
     let c = Client::Py("1.30.0");
     let demo = example_server_cmd("demo");
     c.run(&["elicitation", "ask_user"], &demo).assert_ok();
-    c.run(&["sampling", "ask_model", r#"{"prompt":"hi"}"#], &demo).assert_ok();
+    c.run(&["sampling", "ask_model", r#"{"prompt":"hi"}"#], &demo)
+        .assert_ok();
     c.run(&["roots", "list_roots"], &demo).assert_ok();
-    c.run(&["progress", "slow", r#"{"seconds":0.5,"steps":5}"#], &demo).assert_ok();
-    c.run(&["cancel", "slow", r#"{"seconds":30}"#], &demo).assert_ok();
+    c.run(&["progress", "slow", r#"{"seconds":0.5,"steps":5}"#], &demo)
+        .assert_ok();
+    c.run(&["cancel", "slow", r#"{"seconds":30}"#], &demo)
+        .assert_ok();
 }
 
 #[test]
@@ -289,6 +390,9 @@ fn example_server_flows_ts_v2_modern() {
     ] {
         let r = c.run(scenario, &demo);
         r.assert_ok();
-        r.check(r.json["protocol_version"] == "2026-07-28", "should run at 2026-07-28");
+        r.check(
+            r.json["protocol_version"] == "2026-07-28",
+            "should run at 2026-07-28",
+        );
     }
 }
