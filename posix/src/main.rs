@@ -1,5 +1,6 @@
 //! `mcpx`: an MCP hub. See README.md.
 mod example;
+mod hub;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
