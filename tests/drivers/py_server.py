@@ -3,6 +3,8 @@
 
 It stands for "a server nobody on the mcpx team wrote" in the end-to-end tests.
 Runs on stdio:  python py_server.py [--name NAME]
+or on Streamable HTTP at http://127.0.0.1:PORT/mcp (loopback only):
+                python py_server.py --http PORT
 
 Tools:
   greet(name)              -> "Hello, NAME! (from py-upstream)"
@@ -26,9 +28,10 @@ from pydantic import BaseModel
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--name", default="py-upstream")
+parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT")
 opts = parser.parse_args()
 
-app = FastMCP(opts.name)
+app = FastMCP(opts.name, host="127.0.0.1", port=opts.http or 8000, log_level="WARNING")
 
 
 @app.tool()
@@ -96,4 +99,4 @@ def py_prompt(topic: str) -> str:
 
 
 if __name__ == "__main__":
-    app.run("stdio")
+    app.run("streamable-http" if opts.http else "stdio")
