@@ -705,7 +705,10 @@ def main() -> int:
         leaf = e
         while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
             leaf = leaf.exceptions[0]
-        if report.data.get("scenario_done") and isinstance(leaf, (anyio.BrokenResourceError, anyio.ClosedResourceError)):
+        if isinstance(leaf, Unsupported):
+            report["unsupported"] = str(leaf)
+            code = EXIT_UNSUPPORTED
+        elif report.data.get("scenario_done") and isinstance(leaf, (anyio.BrokenResourceError, anyio.ClosedResourceError)):
             # SDK 1.x stdio teardown race: the server wrote (e.g. a late roots/list)
             # after the session closed. The scenario itself had finished.
             report["teardown_error"] = repr(leaf)

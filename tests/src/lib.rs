@@ -377,6 +377,19 @@ impl Client {
         run_argv(&argv, DRIVER_TIMEOUT)
     }
 
+    /// Runs the driver against a Streamable HTTP endpoint: `DRIVER --url URL [scenario args...]`.
+    pub fn run_url(self, scenario: &[&str], url: &str) -> Report {
+        let mut argv = self.argv();
+        argv.extend([
+            "--timeout".to_string(),
+            "60".to_string(),
+            "--url".to_string(),
+            url.to_string(),
+        ]);
+        argv.extend(scenario.iter().map(|s| s.to_string()));
+        run_argv(&argv, DRIVER_TIMEOUT)
+    }
+
     /// Runs a `script` scenario (see py_client.py `run_script`).
     pub fn script(self, steps: Value, server: &Cmd) -> Report {
         self.run(&["script", &steps.to_string()], server)
@@ -549,6 +562,79 @@ pub fn run_argv(argv: &[String], limit: Duration) -> Report {
         stdout,
         stderr,
     }
+}
+
+// ------------------------------------------------------------------ HTTP servers
+
+/// A server process listening on a loopback port, killed (with its process
+/// group) on drop.
+pub struct HttpServer {
+    child: Child,
+    pub url: String,
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl HttpServer {
+    /// Starts `cmd` (which must listen on 127.0.0.1:`port`) and waits until the
+    /// port accepts connections; `path` is appended to form the URL.
+    pub fn start(cmd: &Cmd, port: u16, path: &str) -> Self {
+        use std::os::unix::process::CommandExt;
+        let child = Command::new(&cmd.program)
+            .args(&cmd.args)
+            .current_dir(repo_root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", cmd.program.display()));
+        let server = HttpServer {
+            child,
+            url: format!("http://127.0.0.1:{port}{path}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "{} did not listen on port {port} within 30 s",
+                cmd.program.display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        kill_group(self.child.id());
+        let _ = self.child.wait();
+    }
+}
+
+/// py_server.py on Streamable HTTP at http://127.0.0.1:PORT/mcp.
+pub fn py_server_http() -> HttpServer {
+    let port = free_port();
+    let script = driver("py_server.py");
+    let cmd = Cmd::new(
+        python("1.30.0"),
+        &[
+            script.to_str().unwrap(),
+            "--name",
+            "py-http",
+            "--http",
+            &port.to_string(),
+        ],
+    );
+    HttpServer::start(&cmd, port, "/mcp")
 }
 
 // ------------------------------------------------------------------ raw stdio

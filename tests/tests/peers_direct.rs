@@ -396,3 +396,61 @@ fn example_server_flows_ts_v2_modern() {
         );
     }
 }
+
+// ---- the drivers' Streamable HTTP mode (--url), against py_server.py --------
+
+#[test]
+fn http_py_1_9_4_calls_py_server() {
+    let srv = py_server_http();
+    Client::Py("1.9.4")
+        .run_url(
+            &[
+                "call",
+                "greet",
+                r#"{"name":"http"}"#,
+                "--expect-text",
+                "Hello, http!",
+            ],
+            &srv.url,
+        )
+        .assert_ok();
+}
+
+#[test]
+fn http_py_1_30_0_elicitation() {
+    let srv = py_server_http();
+    Client::Py("1.30.0")
+        .run_url(&["elicitation", "ask_user"], &srv.url)
+        .assert_ok();
+}
+
+#[test]
+fn http_ts_v1_progress() {
+    let srv = py_server_http();
+    let r = Client::TsV1.run_url(
+        &["progress", "slow", r#"{"steps":3,"delay":0.05}"#],
+        &srv.url,
+    );
+    r.assert_ok();
+}
+
+#[test]
+fn http_ts_v2_sampling() {
+    let srv = py_server_http();
+    Client::TsV2("legacy")
+        .run_url(&["sampling", "ask_model"], &srv.url)
+        .assert_ok();
+}
+
+#[test]
+fn http_py_1_3_0_has_no_http_client() {
+    // mcp 1.3.0 predates Streamable HTTP: the driver says so (exit 3) instead of failing oddly.
+    let r = Client::Py("1.3.0").run_url(&["list"], "http://127.0.0.1:9/mcp");
+    r.check(r.code == Some(3), "expected exit 3 (unsupported)");
+    r.check(
+        r.json["unsupported"]
+            .as_str()
+            .is_some_and(|s| s.contains("Streamable HTTP")),
+        "no reason given",
+    );
+}
