@@ -1,8 +1,18 @@
 //! mcpx-posix: the std runtime of mcpx as a library. The `mcpx` binary,
 //! `mcpx-edge` and the bench all enter through [`run`].
+#[macro_use]
+mod log;
+mod cli;
+mod config;
 mod example;
 mod hub;
+mod jsonpos;
 pub mod limits;
+mod lines;
+mod outbox;
+mod serve;
+mod stdio;
+mod supervise;
 
 pub use limits::Limits;
 
@@ -32,24 +42,28 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
         _ => limits,
     };
     limits::set(limits);
-    match args.first().map(String::as_str) {
-        Some("--version") | Some("-V") => {
+    #[cfg(feature = "bench")]
+    if args.first().map(String::as_str) == Some("bench") {
+        return bench::main(&args[1..]);
+    }
+    #[cfg(not(feature = "bench"))]
+    if args.first().map(String::as_str) == Some("bench") {
+        eprintln!("mcpx: this build has no `bench` (built without the `bench` feature)");
+        return 2;
+    }
+    match cli::parse(&args) {
+        Ok(cli::Command::Help) => {
+            print!("{}", cli::USAGE);
+            0
+        }
+        Ok(cli::Command::Version) => {
             println!("mcpx {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        Some("example-server") => example::main(&args[1..]),
-        #[cfg(feature = "bench")]
-        Some("bench") => bench::main(&args[1..]),
-        #[cfg(not(feature = "bench"))]
-        Some("bench") => {
-            eprintln!("mcpx: this build has no `bench` (built without the `bench` feature)");
-            2
-        }
-        _ => {
-            eprintln!(
-                "mcpx {}: unknown command; try `mcpx --help`",
-                env!("CARGO_PKG_VERSION")
-            );
+        Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
+        Ok(cli::Command::Serve(opts)) => serve::main(opts),
+        Err(e) => {
+            eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2
         }
     }
