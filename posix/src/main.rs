@@ -1,5 +1,6 @@
 //! `mcpx`: an MCP hub. See README.md.
 mod example;
+mod http;
 mod hub;
 
 fn main() {
