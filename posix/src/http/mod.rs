@@ -12,17 +12,21 @@
 //!
 //! # Wiring (what the runtime does)
 //! ```ignore
-//! let link = http::HubLink { hub: hub.clone(), drain, now_ms, log };
+//! let rt2 = rt.clone();
+//! let link = http::HubLink {
+//!     feed: Rc::new(move |f| rt2.feed(|hub, now| f(hub, now))),
+//!     log: Rc::new(|level, msg| /* mcpx's log */),
+//! };
 //! let (http, server) = http::bind(cfg, link)?;   // binds now, refuses unsafe configs
-//! executor.spawn(server).detach();               // accept loop, session reaper
-//! // in the runtime's output drain:
+//! executor.spawn(server).detach();               // accept loop, connections, session expiry
+//! // in the runtime's output routing, before its own clients:
 //! Output::ToClient(c, msg) if http.owns(c) => http.deliver(c, msg),
 //! Output::CloseClient(c) if http.owns(c) => http.close_client(c),
 //! ```
-//! - `drain` is the runtime's "drain the hub's outputs now" function. The HTTP
-//!   side calls it after every call into the hub (never holding a borrow of
-//!   the hub or of its own state), exactly as the stdio side does. It must
-//!   also re-arm the runtime's `tick` timer (`next_deadline` may have moved).
+//! - `feed` is the runtime's "call the hub with the current time, then route
+//!   all its outputs and re-arm the tick timer" (`Runtime::feed` of `serve`).
+//!   The HTTP side goes through it for every hub call, never holding a
+//!   borrow of its own state meanwhile, exactly as the stdio side does.
 //! - `deliver` and `close_client` never call back into the hub; a message the
 //!   hub must hear about in return (a server→client request that no stream
 //!   can carry) is queued and fed to the hub from the server's own task.
@@ -71,7 +75,6 @@ mod sse_stream;
 #[cfg(test)]
 mod tests;
 
-use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -146,18 +149,32 @@ impl HttpConfig {
     }
 }
 
+/// A call into the hub: gets the hub and the runtime's `now_ms`.
+pub type HubCall<'a> = &'a mut dyn FnMut(&mut Hub, u64);
+
 /// How the HTTP server reaches the hub the runtime owns.
 #[derive(Clone)]
 pub struct HubLink {
-    pub hub: Rc<RefCell<Hub>>,
-    /// Drains the hub's outputs now (routing `ToClient`/`CloseClient` of HTTP
-    /// clients back to [`Http::deliver`]/[`Http::close_client`]) and re-arms
-    /// the hub's timer.
-    pub drain: Rc<dyn Fn()>,
-    /// The runtime's monotonic clock, in ms, as given to the hub.
-    pub now_ms: Rc<dyn Fn() -> u64>,
+    /// Runs the call on the hub with the runtime's clock, then drains the
+    /// hub's outputs (routing `ToClient`/`CloseClient` of HTTP clients to
+    /// [`Http::deliver`]/[`Http::close_client`]) and re-arms the hub's timer.
+    pub feed: Rc<dyn Fn(HubCall<'_>)>,
     /// mcpx's own log.
     pub log: Rc<dyn Fn(Level, String)>,
+}
+
+impl HubLink {
+    /// Calls `f` on the hub through `feed` and returns its result.
+    pub fn call<T>(&self, f: impl FnOnce(&mut Hub, u64) -> T) -> T {
+        let mut f = Some(f);
+        let mut out = None;
+        (self.feed)(&mut |hub, now| {
+            if let Some(f) = f.take() {
+                out = Some(f(hub, now));
+            }
+        });
+        out.expect("feed runs the call")
+    }
 }
 
 /// Handle on a running HTTP server (cheap to clone).

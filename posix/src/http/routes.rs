@@ -122,7 +122,7 @@ async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
 
 async fn status(conn: &mut Conn) -> bool {
     let sh = conn.shared.clone();
-    let mut v = sh.link.hub.borrow().status();
+    let mut v = sh.link.call(|hub, _| hub.status());
     let (sessions, conns) = {
         let st = sh.state.borrow();
         (st.sessions.len(), st.conns)

@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::time::Instant;
 
 use mcpx_core::envelope::{Envelope, Kind as MsgKind};
 use mcpx_core::revision::Revision;
@@ -23,6 +24,7 @@ pub(crate) struct Shared {
     pub cfg: HttpConfig,
     pub link: HubLink,
     pub local_addr: SocketAddr,
+    started: Instant,
     pub guard: Guard,
     pub state: RefCell<State>,
     /// Wakes the service task when `State::hub_inbox` has work.
@@ -99,6 +101,7 @@ impl Shared {
             cfg,
             link,
             local_addr,
+            started: Instant::now(),
             guard,
             state: RefCell::new(State {
                 sessions: Sessions::default(),
@@ -112,8 +115,10 @@ impl Shared {
         }
     }
 
+    /// Milliseconds since the server started (for session idleness only;
+    /// the hub gets the runtime's clock through `feed`).
     pub fn now(&self) -> u64 {
-        (self.link.now_ms)()
+        self.started.elapsed().as_millis() as u64
     }
 
     pub fn log(&self, level: Level, msg: String) {
@@ -122,14 +127,11 @@ impl Shared {
 
     /// Feeds client messages to the hub, then drains its output.
     pub fn feed(&self, c: ClientId, msgs: &[&[u8]]) {
-        let now = self.now();
-        {
-            let mut hub = self.link.hub.borrow_mut();
+        self.link.call(|hub, now| {
             for m in msgs {
                 hub.client_message(c, m, now);
             }
-        }
-        (self.link.drain)();
+        });
     }
 
     pub fn next_seq(&self) -> u64 {
@@ -168,8 +170,10 @@ pub(crate) fn open(shared: &Shared, kind: Kind) -> Result<(String, ClientId), St
         }
     }
     let now = shared.now();
-    let c = shared.link.hub.borrow_mut().client_connected(now);
-    let sid = {
+    // The session is in the table before the hub's outputs are routed: the
+    // hub may refuse the client at once (CloseClient), which ends it.
+    let sid = shared.link.call(|hub, hub_now| {
+        let c = hub.client_connected(hub_now);
         let mut st = shared.state.borrow_mut();
         let sid = mint_id(&mut st.rng);
         st.sessions.by_client.insert(c, sid.clone());
@@ -185,13 +189,18 @@ pub(crate) fn open(shared: &Shared, kind: Kind) -> Result<(String, ClientId), St
             },
         );
         sid
-    };
-    // The hub may refuse the client at once (CloseClient): that ends the session.
-    (shared.link.drain)();
-    if !shared.state.borrow().sessions.by_id.contains_key(&sid) {
-        return Err("mcpx refused the session: too many clients are connected to the hub".into());
+    });
+    let c = shared
+        .state
+        .borrow()
+        .sessions
+        .by_id
+        .get(&sid)
+        .map(|s| s.client);
+    match c {
+        Some(c) => Ok((sid, c)),
+        None => Err("mcpx refused the session: too many clients are connected to the hub".into()),
     }
-    Ok((sid, c))
 }
 
 /// Ends a session: its streams close; the hub is told when `tell_hub`.
@@ -208,8 +217,7 @@ pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
     drop(s.exchanges);
     drop(s.get);
     if tell_hub {
-        shared.link.hub.borrow_mut().client_disconnected(s.client);
-        (shared.link.drain)();
+        shared.link.call(|hub, _| hub.client_disconnected(s.client));
     }
     true
 }

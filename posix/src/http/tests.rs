@@ -210,10 +210,15 @@ fn start(configure: impl FnOnce(&mut HttpConfig) + Send + 'static) -> TestServer
         };
         let mut cfg = HttpConfig::new("127.0.0.1:0".parse().unwrap());
         configure(&mut cfg);
+        let feed: Rc<dyn Fn(HubCall<'_>)> = {
+            let (hub, drain, now) = (hub.clone(), drain.clone(), now.clone());
+            Rc::new(move |f: HubCall<'_>| {
+                f(&mut hub.borrow_mut(), now());
+                drain();
+            })
+        };
         let link = HubLink {
-            hub: hub.clone(),
-            drain: drain.clone(),
-            now_ms: now.clone(),
+            feed,
             log: Rc::new(|_, _| {}),
         };
         let (http, server) = bind(cfg, link).expect("bind");
