@@ -92,7 +92,6 @@ pub(super) enum Channel {
 }
 
 impl Channel {
-    pub const ALL: [Channel; 3] = [Channel::Tools, Channel::Resources, Channel::Prompts];
     pub fn idx(self) -> usize {
         self as usize
     }

@@ -141,7 +141,7 @@ impl Hub {
                 let reason = wire::find(m.raw, p, &["reason"]).and_then(|r| wire::string_at(m.raw, r));
                 let rid = &m.raw[r];
                 if let Some((u, id)) = self.pending.by_client(c, rid) {
-                    // row: cancellation-ref-same-direction-in-progress
+                    // Requirement: cancellation-ref-same-direction-in-progress
                     self.pending.take(u, id);
                     self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
                 } else if let Some(hid) = wire::id_u64(rid) {
@@ -164,7 +164,7 @@ impl Hub {
     pub(super) fn client_initialize(&mut self, c: ClientId, m: &wire::Msg) {
         let p = m.params_value();
         let asked = p.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
-        // rows: lifecycle-server-echoes-supported-version, lifecycle-server-counteroffers-latest
+        // Requirement: lifecycle-server-echoes-supported-version, lifecycle-server-counteroffers-latest
         let rev = revision::negotiate_server(asked, Revisions::LEGACY).unwrap_or(Rev::LATEST_LEGACY);
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let cl = self.clients.get_mut(&c).expect("known client");

@@ -25,6 +25,23 @@
 //! - The hub never blocks and every table in it is bounded (see [`HubOptions`]);
 //!   at a cap the request in hand is answered with an error saying which limit.
 //!
+//! Decisions worth knowing (details in the module named):
+//! - Exposed tool/prompt names: `prefix + separator + name`, made valid
+//!   (`[A-Za-z0-9_-]{1,64}`) and unique by `mcpx_core::names` (`catalog`).
+//! - Resource URIs are kept; a URI already exposed by an earlier server is shown
+//!   as `mcpx://<server>/<uri>` and routed by that segment (`catalog`).
+//! - Lists answered to clients are paginated with authenticated cursors
+//!   (`mcpx_core::cursor`); a bad cursor is -32602 (`router`).
+//! - Requests upstream get fresh integer ids and always a progress token (the
+//!   same integer); client ids and tokens are restored byte for byte (`pending`).
+//! - Timeouts: per server `timeout_ms`, reset by progress, capped by
+//!   `max_timeout_ms`; on expiry the upstream gets `notifications/cancelled`
+//!   and the client -32603 naming the server (`upstream`).
+//! - Unsolicited notifications reach a client only after it read a list
+//!   (`client`); server→client requests reach the client whose call is in
+//!   flight, only if it declared the capability (`relay`).
+//! - Egress shaping per revision from the core feature table (`shape`).
+//!
 //! Eras: this version speaks the legacy era (`initialize` handshake: 2024-11-05,
 //! 2025-03-26, 2025-06-18, 2025-11-25) on both sides. The negotiated revision is
 //! per-connection data (client and upstream each), and everything that turns an
@@ -115,6 +132,9 @@ pub struct HubOptions {
     /// How long a client may take to answer a relayed request (sampling,
     /// elicitation, roots) before the upstream gets an error (ms).
     pub relay_timeout_ms: u64,
+    /// Ping a ready upstream that has been silent this long (ms); no answer
+    /// within its `timeout_ms` → `RestartUpstream`. 0 = never ping.
+    pub ping_interval_ms: u64,
     /// Items per page in `tools/list` and friends answered to clients.
     pub page_size: usize,
     /// Caps: requests in flight (all clients and upstreams together), relayed
@@ -141,6 +161,7 @@ impl Default for HubOptions {
             init_timeout_ms: 30_000,
             startup_wait_ms: 10_000,
             relay_timeout_ms: 300_000,
+            ping_interval_ms: 0,
             page_size: 200,
             max_pending: 4096,
             max_relays: 256,
@@ -314,6 +335,13 @@ impl Hub {
     /// The next thing for the runtime to do, in order.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
+    }
+
+    /// The revision negotiated with client `c` (`None` before its
+    /// `initialize`, or for an unknown client): what an HTTP transport checks
+    /// the `MCP-Protocol-Version` header against.
+    pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
+        self.clients.get(&c)?.rev.map(|r| r.as_str())
     }
 
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,

@@ -32,6 +32,8 @@ pub(super) enum Origin {
     List(Kind),
     /// Fire and forget (subscribe after a restart, setLevel fan-out, ...).
     Fire,
+    /// The hub's health-check `ping`.
+    Ping,
 }
 
 #[derive(Clone, Debug)]
@@ -123,5 +125,10 @@ impl Pending {
 
     pub fn next_deadline(&self) -> Option<u64> {
         self.map.values().map(|f| f.deadline).min()
+    }
+
+    /// Is a health-check ping to `u` in flight?
+    pub fn pinging(&self, u: UpstreamId) -> bool {
+        self.map.iter().any(|(k, f)| k.0 == u && matches!(f.origin, Origin::Ping))
     }
 }

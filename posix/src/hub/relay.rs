@@ -28,7 +28,6 @@ pub(super) struct Relayed {
     pub up: UpstreamId,
     /// The upstream's id, raw JSON.
     pub up_id: Vec<u8>,
-    pub client: ClientId,
     pub method: String,
     pub deadline: u64,
 }
@@ -116,7 +115,7 @@ impl Hub {
         };
         let mut params = m.params_value();
         if method == "elicitation/create" {
-            // row: elicitation-client-show-requesting-server
+            // Requirement: elicitation-client-show-requesting-server
             let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
             params["message"] = Value::String(format!("[{server}] {text}"));
             let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
@@ -136,7 +135,7 @@ impl Hub {
         self.relays.next_id += 1;
         let hid = self.relays.next_id;
         let deadline = self.now_ms + self.opts.relay_timeout_ms;
-        self.relays.map.insert((c, hid), Relayed { up: u, up_id: id, client: c, method: method.clone(), deadline });
+        self.relays.map.insert((c, hid), Relayed { up: u, up_id: id, method: method.clone(), deadline });
         let body = serde_json::to_vec(&params).unwrap_or_default();
         self.emit_client(c, wire::request(hid, &method, Some(&body)));
     }

@@ -99,14 +99,14 @@ impl Hub {
             }
             "tools/call" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: tools/call needs a tool \"name\"".into()))?;
-                // row: tools-error-unknown-tool-protocol
+                // Requirement: tools-error-unknown-tool-protocol
                 let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
                 self.forward(c, m, u, vec![(r, wire::quote(&orig))])
             }
             "prompts/get" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
-                // row: prompts-errors-32602-32603
+                // Requirement: prompts-errors-32602-32603
                 let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
                 self.forward(c, m, u, vec![(r, wire::quote(&orig))])
@@ -174,7 +174,7 @@ impl Hub {
             }
             "logging/setLevel" => {
                 let level = string(&["level"]).map(|x| x.1).unwrap_or_default();
-                // row: logging-errors-setlevel
+                // Requirement: logging-errors-setlevel
                 if !LEVELS.contains(&level.as_str()) {
                     return Err(refuse(-32602, format!("Invalid params: unknown log level '{level}'")));
                 }
@@ -200,7 +200,7 @@ impl Hub {
 
     fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
         let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
-        // row: resources-not-found-32002
+        // Requirement: resources-not-found-32002
         self.catalog
             .route_uri(uri, &self.naming(), &resource_ups)
             .ok_or_else(|| Refusal(-32002, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
@@ -212,7 +212,7 @@ impl Hub {
         let pos = match cur {
             None => 0,
             Some(s) => {
-                // row: pagination-invalid-cursor-32602
+                // Requirement: pagination-invalid-cursor-32602
                 let cu = cursor::decode(s, &key).map_err(|_| refuse(-32602, "Invalid params: invalid cursor".into()))?;
                 if cu.list != k as u8 {
                     return Err(refuse(-32602, "Invalid params: invalid cursor (it belongs to another list)".into()));
@@ -271,26 +271,34 @@ impl Hub {
         }
         let up_id = self.ups[u].next_id + 1;
         self.ups[u].next_id = up_id;
-        let params = m.params.clone().unwrap_or(0..0);
+        // The upstream always gets a progress token, unique per upstream (its
+        // request id), so progress can keep a long call alive even when the
+        // client asked for none; the client's own token is restored on the way
+        // back, and progress nobody asked for stops at the hub.
+        // Requirement: progress-token-unique-sender
+        let params = m.params.clone();
         let mut progress = None;
-        if !params.is_empty() {
-            if let Some(r) = wire::find(m.raw, params.clone(), &["_meta", "progressToken"]) {
+        let token = up_id.to_string().into_bytes();
+        if let Some(p) = &params {
+            if let Some(r) = wire::find(m.raw, p.clone(), &["_meta", "progressToken"]) {
                 progress = Some(m.raw[r.clone()].to_vec());
-                edits.push((r, up_id.to_string().into_bytes()));
+                edits.push((r, token.clone()));
             }
         }
-        let body = if params.is_empty() {
-            None
-        } else {
-            let rel = edits.into_iter().map(|(r, b)| ((r.start - params.start)..(r.end - params.start), b)).collect();
-            Some(wire::splice(&m.raw[params.clone()], rel))
+        let body = match &params {
+            Some(p) => {
+                let rel = edits.into_iter().map(|(r, b)| ((r.start - p.start)..(r.end - p.start), b)).collect();
+                let add = if progress.is_none() { Some(&token[..]) } else { None };
+                wire::splice_params(&m.raw[p.clone()], rel, add)
+            }
+            None => wire::splice_params(b"{}", Vec::new(), Some(&token)),
         };
         let now = self.now_ms;
         let timeout = self.ups[u].spec.timeout_ms.max(1);
         let hard = now + self.opts.max_timeout_ms.max(1);
         let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone(), renamed_uri };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
-        self.emit_upstream(u, wire::request(up_id, &m.method, body.as_deref()));
+        self.emit_upstream(u, wire::request(up_id, &m.method, Some(&body)));
         Ok(())
     }
 

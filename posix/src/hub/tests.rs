@@ -272,6 +272,7 @@ fn client_handshake_echoes_each_supported_revision() {
         let c = p.connect();
         let r = p.request(c, json!(1), "initialize", json!({ "protocolVersion": rev, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
         assert_eq!(r["result"]["protocolVersion"], rev);
+        assert_eq!(p.hub.client_revision(c), Some(rev));
         assert_eq!(r["result"]["serverInfo"]["name"], "mcpx");
         assert!(r["result"]["instructions"].as_str().unwrap().contains("fs fs__: ready"));
         schema_check(rev, "JSONRPCResponse", &r);
@@ -760,7 +761,6 @@ fn client_cancellation_reaches_only_the_right_upstream_request() {
 
 // row: lifecycle-timeouts-establish
 // row: lifecycle-timeouts-cancel-on-expiry
-// row: lifecycle-timeouts-may-reset-on-progress
 // row: lifecycle-timeouts-max-regardless-of-progress
 #[test]
 fn timeouts_cancel_upstream_and_name_the_server() {
@@ -829,7 +829,6 @@ fn elicitation_for_2025_06_18_has_no_mode_and_url_mode_is_refused() {
 }
 
 // row: roots-client-return-jsonrpc-errors
-// row: sampling-human-in-loop-can-deny
 #[test]
 fn requests_the_client_did_not_declare_are_refused_to_the_upstream() {
     let (mut p, c) = one("2025-11-25", json!({}));
@@ -1264,4 +1263,172 @@ fn relayed_answers_are_shaped_for_the_upstream() {
     let a = p.take_up(0);
     assert_eq!(a["result"]["content"]["type"], "text");
     schema_check("2024-11-05", "CreateMessageResult", &a["result"]);
+}
+
+// row: progress-receiver-may-send
+#[test]
+fn progress_keeps_a_call_alive_even_without_a_client_token() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__slow" } }));
+    let up = p.take_up(0);
+    let token = up["params"]["_meta"]["progressToken"].clone();
+    assert!(token.is_u64(), "{up}");
+    p.advance(9_000);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": token, "progress": 1 } }));
+    assert!(p.client_quiet(c), "progress nobody asked for stops at the hub");
+    p.advance(9_000);
+    assert!(p.client_quiet(c), "still alive 18 s in");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 1);
+    // Also for a request without params.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/read" }));
+    assert_eq!(err_code(&p.take(c)), -32602);
+}
+
+#[test]
+fn forwarded_requests_fit_the_upstreams_schema() {
+    for rev in ALL_REVS {
+        let mut f = Fake::tools(&["t"]);
+        f.rev = rev;
+        f.caps = json!({ "tools": {}, "prompts": {}, "resources": { "subscribe": true } });
+        f.prompts = vec![json!({ "name": "p" })];
+        f.resources = vec![json!({ "uri": "mem://r", "name": "r" })];
+        let mut p = Pair::with(vec![("s", f)], HubOptions::default());
+        let c = p.client("2025-11-25", json!({}));
+        let calls = [
+            ("tools/call", json!({ "name": "s__t", "arguments": {} }), "CallToolRequest"),
+            ("prompts/get", json!({ "name": "s__p" }), "GetPromptRequest"),
+            ("resources/read", json!({ "uri": "mem://r" }), "ReadResourceRequest"),
+            ("resources/subscribe", json!({ "uri": "mem://r" }), "SubscribeRequest"),
+            ("completion/complete", json!({ "ref": { "type": "ref/prompt", "name": "s__p" }, "argument": { "name": "a", "value": "" } }), "CompleteRequest"),
+        ];
+        for (i, (method, params, def)) in calls.into_iter().enumerate() {
+            p.send(c, json!({ "jsonrpc": "2.0", "id": i, "method": method, "params": params }));
+            let up = p.take_up(0);
+            schema_check(rev, def, &up);
+        }
+    }
+}
+
+#[test]
+fn everything_a_client_gets_fits_its_revisions_schema() {
+    for rev in ALL_REVS {
+        let mut f = Fake::tools(&[]);
+        f.caps = json!({ "tools": { "listChanged": true }, "prompts": {}, "resources": { "subscribe": true }, "logging": {}, "completions": {} });
+        f.tools = vec![json!({
+            "name": "t", "title": "T", "icons": [{ "src": "https://i/x.png" }], "inputSchema": { "type": "object" },
+            "outputSchema": { "type": "object" }, "annotations": { "readOnlyHint": true }, "execution": { "taskSupport": "optional" }, "_meta": { "a": 1 },
+        })];
+        f.prompts = vec![json!({ "name": "p", "title": "P", "arguments": [{ "name": "a", "title": "A" }] })];
+        f.resources = vec![json!({ "uri": "mem://r", "name": "r", "title": "R", "annotations": { "lastModified": "2025-01-01T00:00:00Z" } })];
+        f.templates = vec![json!({ "uriTemplate": "mem://t/{x}", "name": "t", "title": "T" })];
+        f.instructions = Some("Use t.");
+        let mut p = Pair::with(vec![("s", f)], HubOptions::default());
+        let c = p.client(rev, json!({ "sampling": {}, "elicitation": {}, "roots": {} }));
+        for (m, params) in [
+            ("tools/list", json!({})),
+            ("prompts/list", json!({})),
+            ("resources/list", json!({})),
+            ("resources/templates/list", json!({})),
+            ("logging/setLevel", json!({ "level": "info" })),
+            ("ping", json!({})),
+            ("nope", json!({})),
+        ] {
+            p.send(c, json!({ "jsonrpc": "2.0", "id": m, "method": m, "params": params }));
+        }
+        p.send_raw(c, b"{bad");
+        p.send(c, json!({ "jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": { "name": "s__t", "_meta": { "progressToken": "pt" } } }));
+        let mut call = p.take_up(0);
+        while call["method"] != "tools/call" {
+            call = p.take_up(0);
+        }
+        let token = call["params"]["_meta"]["progressToken"].clone();
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": token, "progress": 1, "total": 2, "message": "m" } }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "logger": "l", "data": { "k": "v" } } }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": { "messages": [{ "role": "user", "content": { "type": "text", "text": "q" } }], "maxTokens": 3 } }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "mode": "form", "message": "m", "requestedSchema": { "type": "object", "properties": {} } } }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "r1", "method": "roots/list" }));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": {
+            "content": [
+                { "type": "text", "text": "t", "_meta": { "k": 1 }, "annotations": { "audience": ["user"], "lastModified": "2025-01-01T00:00:00Z" } },
+                { "type": "audio", "data": "AAAA", "mimeType": "audio/wav" },
+                { "type": "resource_link", "uri": "mem://r", "name": "r", "title": "R" },
+                { "type": "resource", "resource": { "uri": "mem://r", "text": "x", "_meta": { "z": 1 } } },
+            ],
+            "structuredContent": { "n": 1 },
+        } }));
+        p.fakes[0].as_mut().unwrap().tools.push(tool("u"));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+        let mut n = 0;
+        while let Some((v, _)) = p.cl.get_mut(&c).and_then(VecDeque::pop_front) {
+            n += 1;
+            // Before 2025-11-25 no id can satisfy the schema for an unreadable
+            // request; JSON-RPC 2.0 says `null` (requirements: conflict C4).
+            if v["id"].is_null() && v.get("error").is_some() && rev < "2025-11-25" {
+                assert_eq!(err_code(&v), -32700);
+                continue;
+            }
+            schema_check(rev, "JSONRPCMessage", &v);
+            let def = match v["id"].as_str() {
+                Some("tools/list") => Some("ListToolsResult"),
+                Some("prompts/list") => Some("ListPromptsResult"),
+                Some("resources/list") => Some("ListResourcesResult"),
+                Some("resources/templates/list") => Some("ListResourceTemplatesResult"),
+                Some("call") => Some("CallToolResult"),
+                _ => None,
+            };
+            if let Some(def) = def {
+                schema_check(rev, def, &v["result"]);
+            }
+            let method = v["method"].as_str().unwrap_or("");
+            let def = match method {
+                "sampling/createMessage" => Some("CreateMessageRequest"),
+                "elicitation/create" => Some("ElicitRequest"),
+                "roots/list" => Some("ListRootsRequest"),
+                "notifications/progress" => Some("ProgressNotification"),
+                "notifications/message" => Some("LoggingMessageNotification"),
+                "notifications/tools/list_changed" => Some("ToolListChangedNotification"),
+                _ => None,
+            };
+            if let Some(def) = def {
+                schema_check(rev, def, &v);
+            }
+        }
+        // 7 answers, 1 parse error, progress, log, sampling, (elicitation), roots, call, list_changed
+        let elicit = usize::from(rev >= "2025-06-18");
+        assert_eq!(n, 14 + elicit, "{rev}");
+    }
+}
+
+// row: ping-periodic-pings
+// row: ping-timeout-is-connection-failure
+#[test]
+fn silent_upstreams_are_pinged_and_restarted_when_hung() {
+    let mut s = specs(&["fs"]);
+    s[0].timeout_ms = 5_000;
+    let mut p = Pair::new(s, HubOptions { ping_interval_ms: 30_000, ..HubOptions::default() });
+    p.start(0, Fake::tools(&["read"]));
+    assert_eq!(p.hub.next_deadline(), Some(p.now + 30_000));
+    p.advance(30_000);
+    let ping = p.take_up(0);
+    assert_eq!(ping["method"], "ping");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": ping["id"], "result": {} }));
+    assert!(p.restarts.is_empty());
+    p.advance(30_000);
+    assert_eq!(p.take_up(0)["method"], "ping");
+    p.advance(5_000);
+    assert_eq!(p.restarts, vec![(0, "ping timed out")]);
+    assert_eq!(p.hub.status()["upstreams"][0]["state"], "failed");
+}
+
+#[test]
+fn upstream_garbage_is_counted_and_logged() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    p.hub.upstream_garbage(0, "a line of 20000000 bytes");
+    p.hub.upstream_message(0, b"Starting server...", p.now);
+    p.pump();
+    assert_eq!(p.hub.status()["upstreams"][0]["garbageLines"], 2);
+    assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains("'fs'") && m.contains("20000000")));
+    assert!(p.client_quiet(c));
+    assert_eq!(p.names(c), ["fs__read", "fs__slow"], "still serving");
 }

@@ -57,6 +57,8 @@ pub(super) struct Upstream {
     pub starts: u32,
     pub last_error: Option<String>,
     pub garbage: u64,
+    /// When it last wrote a message (for health-check pings).
+    pub last_heard_ms: u64,
     /// Has had its chance at startup (ready with lists read, or failed).
     pub settled: bool,
     listing: [Option<Listing>; 4],
@@ -135,6 +137,7 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
             starts: 0,
             last_error: None,
             garbage: 0,
+            last_heard_ms: 0,
             settled: false,
             listing: Default::default(),
         });
@@ -173,6 +176,7 @@ impl Hub {
         let up = &mut self.ups[u];
         up.state = State::Initializing;
         up.starts += 1;
+        up.last_heard_ms = self.now_ms;
         let rev = *up.allowed.last().expect("at least one revision");
         let elicitation = if rev.supports(Feature::ElicitationUrlMode) { json!({ "form": {}, "url": {} }) } else { json!({}) };
         let params = json!({
@@ -188,6 +192,7 @@ impl Hub {
         if u >= self.ups.len() || !self.ups[u].is_up() {
             return;
         }
+        self.ups[u].last_heard_ms = self.now_ms;
         let m = match wire::parse(bytes) {
             Ok(m) => m,
             Err(e) => {
@@ -210,7 +215,7 @@ impl Hub {
                     Origin::Client { client, id, method, renamed_uri, .. } => self.answer_client(client, &id, &method, renamed_uri, &m),
                     Origin::Initialize => self.on_initialize_answer(u, &m),
                     Origin::List(k) => self.on_list_page(u, k, &m),
-                    Origin::Fire => {}
+                    Origin::Fire | Origin::Ping => {}
                 }
             }
         }
@@ -235,7 +240,7 @@ impl Hub {
         let pv = v.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
         let allowed: Revisions = self.ups[u].allowed.iter().copied().collect();
         let Ok(rev) = revision::negotiate_client(pv, allowed) else {
-            // row: lifecycle-client-disconnects-on-unsupported-version
+            // Requirement: lifecycle-client-disconnects-on-unsupported-version
             return fail(self, format!("answered protocol version '{pv}', which mcpx does not speak with it"), "unsupported protocol version");
         };
         let up = &mut self.ups[u];
@@ -397,7 +402,7 @@ impl Hub {
         let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
         let now = self.now_ms;
         let Some(f) = self.pending.get_mut(u, id) else { return };
-        // row: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
+        // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
         f.deadline = (now + f.timeout).min(f.hard);
         let Origin::Client { client, progress: Some(token), .. } = &f.origin else { return };
         let (c, token) = (*client, token.clone());
@@ -465,6 +470,31 @@ impl Hub {
         }
         self.relay_tick();
         self.release_held_inits();
+        self.ping_tick();
+    }
+
+    /// When the next health-check ping is due, if pings are on.
+    fn next_ping(&self) -> Option<u64> {
+        let every = self.opts.ping_interval_ms;
+        if every == 0 {
+            return None;
+        }
+        (0..self.ups.len()).filter(|&u| self.ups[u].is_ready() && !self.pending.pinging(u)).map(|u| self.ups[u].last_heard_ms + every).min()
+    }
+
+    // Requirement: ping-periodic-pings
+    // Requirement: ping-frequency-configurable
+    fn ping_tick(&mut self) {
+        let every = self.opts.ping_interval_ms;
+        if every == 0 {
+            return;
+        }
+        for u in 0..self.ups.len() {
+            if self.ups[u].is_ready() && self.now_ms >= self.ups[u].last_heard_ms + every && !self.pending.pinging(u) {
+                let t = self.ups[u].spec.timeout_ms;
+                self.send_upstream(u, "ping", None, Origin::Ping, t);
+            }
+        }
     }
 
     fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
@@ -472,7 +502,7 @@ impl Hub {
         let waited = self.now_ms.saturating_sub(f.sent_ms);
         match f.origin {
             Origin::Initialize => {
-                // row: lifecycle-cancel-not-initialize (no notifications/cancelled)
+                // Requirement: lifecycle-cancel-not-initialize (no notifications/cancelled)
                 let why = format!("did not answer initialize within {} ms", self.opts.init_timeout_ms);
                 self.log(Level::Error, format!("server '{name}' {why}"));
                 let up = &mut self.ups[u];
@@ -489,8 +519,17 @@ impl Hub {
                 }
             }
             Origin::Fire => self.cancel_upstream(u, id, "timed out"),
+            Origin::Ping => {
+                // Requirement: ping-timeout-is-connection-failure
+                let why = format!("did not answer ping within {waited} ms");
+                self.log(Level::Error, format!("server '{name}' {why}; restarting it"));
+                let up = &mut self.ups[u];
+                up.last_error = Some(why);
+                up.state = State::Failed;
+                self.out.push_back(Output::RestartUpstream(u, "ping timed out"));
+            }
             Origin::Client { client, id: cid, method, .. } => {
-                // row: lifecycle-timeouts-cancel-on-expiry
+                // Requirement: lifecycle-timeouts-cancel-on-expiry
                 self.cancel_upstream(u, id, "timed out");
                 let msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
                 self.emit_client(client, wire::error(Some(&cid), -32603, &msg, Some(json!({ "server": name, "timeoutMs": waited }))));
@@ -507,7 +546,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping()].into_iter().flatten().min()
     }
 
     pub(super) fn status_json(&self) -> Value {
@@ -543,6 +582,7 @@ impl Hub {
                     "clientInfo": c.info,
                     "initialized": c.initialized,
                     "subscriptions": c.subs,
+                    "connectedMs": c.connected_ms,
                 })
             })
             .collect();

@@ -159,6 +159,27 @@ pub(super) fn splice(b: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>) -> Vec<u
     }
 }
 
+/// Params object `params` with `edits` applied (ranges relative to it) and,
+/// when `token` is given, `_meta.progressToken` set to it (added if absent).
+pub(super) fn splice_params(params: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>, token: Option<&[u8]>) -> Vec<u8> {
+    let Some(token) = token else { return splice(params, edits) };
+    let Ok(obj) = json::skip_value(params, 0) else { return splice(params, edits) };
+    edits.sort_by_key(|(r, _)| r.start);
+    let mut splices: Vec<Splice> = edits.iter().map(|(r, with)| Splice::raw(Span::new(r.start, r.end), with)).collect();
+    let add = Splice::set_nested(&obj, "_meta", "progressToken", token);
+    let at = splices.partition_point(|s| s.span.start < add.span.start || (s.span.start == add.span.start && s.span.is_empty()));
+    splices.insert(at, add);
+    let Ok(len) = rewrite::spliced_len(params, &splices) else { return splice(params, edits) };
+    let mut out = vec![0u8; len];
+    match rewrite::splice(params, &splices, &mut out) {
+        Ok(n) => {
+            out.truncate(n);
+            out
+        }
+        Err(_) => splice(params, edits),
+    }
+}
+
 /// A JSON string literal for `s`.
 pub(super) fn quote(s: &str) -> Vec<u8> {
     grow(s.len() + 8, |out| rewrite::write_json_string(s, out))
@@ -233,6 +254,18 @@ mod tests {
         let e = parse(br#"{"jsonrpc":"1.0","id":7,"method":"x"}"#).unwrap_err();
         assert_eq!((e.code, e.id), (-32600, Some(b"7".to_vec())));
         assert_eq!(parse(br#"{"jsonrpc":"2.0","id":1}"#).unwrap_err().code, -32600);
+    }
+
+    #[test]
+    fn progress_tokens_are_added_or_replaced() {
+        let add = |p: &[u8], edits| String::from_utf8(splice_params(p, edits, Some(b"9"))).unwrap();
+        assert_eq!(add(b"{}", vec![]), r#"{"_meta":{"progressToken":9}}"#);
+        let p = br#"{"name":"a","arguments":{}}"#;
+        let name = find(p, 0..p.len(), &["name"]).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&add(p, vec![(name, b"\"b\"".to_vec())])).unwrap();
+        assert_eq!(v, serde_json::json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9 } }));
+        let v: serde_json::Value = serde_json::from_str(&add(br#"{"_meta":{"k":1},"name":"a"}"#, vec![])).unwrap();
+        assert_eq!(v, serde_json::json!({ "name": "a", "_meta": { "k": 1, "progressToken": 9 } }));
     }
 
     #[test]
