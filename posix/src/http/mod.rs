@@ -20,8 +20,7 @@
 //! let (http, server) = http::bind(cfg, link)?;   // binds now, refuses unsafe configs
 //! executor.spawn(server).detach();               // accept loop, connections, session expiry
 //! // in the runtime's output routing, before its own clients:
-//! Output::ToClient(c, msg) if http.owns(c) => http.deliver(c, msg),
-//! Output::CloseClient(c) if http.owns(c) => http.close_client(c),
+//! let Some(out) = http.take(out) else { return };   // ToClient/CloseClient of HTTP sessions
 //! ```
 //! - `feed` is the runtime's "call the hub with the current time, then route
 //!   all its outputs and re-arm the tick timer" (`Runtime::feed` of `serve`).
@@ -82,7 +81,7 @@ use std::rc::Rc;
 
 use async_io::Async;
 
-use crate::hub::{ClientId, Hub, Level};
+use crate::hub::{ClientId, Hub, Level, Output};
 
 pub use limits::Limits;
 
@@ -207,6 +206,17 @@ impl Http {
     /// `Output::CloseClient(c)`: ends the session (the hub already forgot it).
     pub fn close_client(&self, c: ClientId) {
         session::end_by_client(&self.shared, c, false);
+    }
+
+    /// Routes an output meant for an HTTP client (`ToClient`, `CloseClient`
+    /// of one of its sessions) and returns `None`; gives anything else back.
+    pub fn take(&self, out: Output) -> Option<Output> {
+        match out {
+            Output::ToClient(c, msg) if self.owns(c) => self.deliver(c, msg),
+            Output::CloseClient(c) if self.owns(c) => self.close_client(c),
+            other => return Some(other),
+        }
+        None
     }
 
     /// Sessions open now.

@@ -74,8 +74,12 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     }
     if path == "/health" {
         return match req.method.as_str() {
-            "GET" | "HEAD" => {
+            "GET" => {
                 conn.respond(200, &[("Content-Type", "text/plain")], b"ok", true)
+                    .await
+            }
+            "HEAD" => {
+                conn.respond(200, &[("Content-Type", "text/plain")], b"", true)
                     .await
             }
             _ => method_not_allowed(conn, "GET, HEAD").await,
@@ -571,16 +575,17 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
     session::drop_exchange(&sh, &x.sid, seq);
     match sse {
         Some(s) => s.finish(conn).await,
-        None if ended_early && responses.is_empty() => {
-            conn.error(
-                404,
-                None,
-                -32600,
-                "Not found: the session ended before the request was answered",
-                None,
-                true,
-            )
-            .await
+        None if ended_early => {
+            if sh.touch(&x.sid, Kind::Streamable).is_none() {
+                let msg = "Not found: the session ended before the request was answered";
+                conn.error(404, None, -32600, msg, None, true).await
+            } else {
+                let max = sh.cfg.limits.stream_queue;
+                let msg = format!(
+                    "mcpx dropped this request's answer: over {max} messages were waiting for it"
+                );
+                conn.error(500, None, -32603, &msg, None, true).await
+            }
         }
         None => {
             let body = join(&responses, x.batch);

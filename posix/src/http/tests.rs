@@ -165,6 +165,14 @@ struct TestServer {
 
 /// Starts a hub + fake upstream + HTTP server on a thread; returns its address.
 fn start(configure: impl FnOnce(&mut HttpConfig) + Send + 'static) -> TestServer {
+    start_with(configure, None)
+}
+
+/// Same, with a real upstream process (`command`) instead of the fake.
+fn start_with(
+    configure: impl FnOnce(&mut HttpConfig) + Send + 'static,
+    command: Option<Vec<String>>,
+) -> TestServer {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let seen2 = seen.clone();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -189,17 +197,15 @@ fn start(configure: impl FnOnce(&mut HttpConfig) + Send + 'static) -> TestServer
                 let out = hub.borrow_mut().poll_output();
                 let Some(out) = out else { break };
                 let http = http_cell.borrow().clone();
+                // As the runtime does: HTTP sessions first.
+                let Some(out) = (match &http {
+                    Some(h) => h.take(out),
+                    None => Some(out),
+                }) else {
+                    continue;
+                };
                 match out {
-                    Output::ToClient(c, m) => {
-                        if let Some(h) = http.filter(|h| h.owns(c)) {
-                            h.deliver(c, m)
-                        }
-                    }
-                    Output::CloseClient(c) => {
-                        if let Some(h) = http {
-                            h.close_client(c)
-                        }
-                    }
+                    Output::ToClient(..) | Output::CloseClient(..) => {}
                     Output::ToUpstream(_, m) => {
                         let _ = up_tx.try_send(m);
                     }
@@ -225,8 +231,38 @@ fn start(configure: impl FnOnce(&mut HttpConfig) + Send + 'static) -> TestServer
         tx.send(http.local_addr()).unwrap();
         *http_cell.borrow_mut() = Some(http);
         let ex = Rc::new(LocalExecutor::new());
-        // The fake upstream.
-        {
+        if let Some(cmd) = command {
+            let (hub, drain, now) = (hub.clone(), drain.clone(), now.clone());
+            let ex2 = ex.clone();
+            ex.spawn(async move {
+                use smol::io::{AsyncBufReadExt, AsyncWriteExt};
+                let mut child = smol::process::Command::new(&cmd[0])
+                    .args(&cmd[1..])
+                    .stdin(smol::process::Stdio::piped())
+                    .stdout(smol::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn the upstream");
+                let mut stdin = child.stdin.take().unwrap();
+                let stdout = child.stdout.take().unwrap();
+                ex2.spawn(async move {
+                    while let Ok(mut m) = up_rx.recv().await {
+                        m.push(b'\n');
+                        if stdin.write_all(&m).await.is_err() {
+                            break;
+                        }
+                    }
+                })
+                .detach();
+                let mut lines = smol::io::BufReader::new(stdout).lines();
+                use smol::stream::StreamExt;
+                while let Some(Ok(line)) = lines.next().await {
+                    hub.borrow_mut().upstream_message(0, line.as_bytes(), now());
+                    drain();
+                }
+                let _ = child;
+            })
+            .detach();
+        } else {
             let (hub, drain, now, ex2) = (hub.clone(), drain.clone(), now.clone(), ex.clone());
             ex.spawn(async move {
                 let fake = Rc::new(RefCell::new(Fake {
@@ -1303,4 +1339,60 @@ fn legacy_http_sse_endpoints() {
         request(t.addr, "POST", &endpoint, &[JSON], b"{}").status,
         404
     );
+}
+
+/// Not a test: serves `/mcp` on `MCPX_HTTP_PORT` in front of the upstream
+/// command in `MCPX_HTTP_UPSTREAM` (space-separated, exposed unprefixed)
+/// until killed, for running an external client suite against the HTTP side
+/// before the runtime wires `mcpx serve --http`.
+#[test]
+#[ignore]
+fn serve_for_external_suite() {
+    let (Ok(cmd), Ok(port)) = (
+        std::env::var("MCPX_HTTP_UPSTREAM"),
+        std::env::var("MCPX_HTTP_PORT"),
+    ) else {
+        return;
+    };
+    let cmd: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
+    let port: u16 = port.parse().expect("a port");
+    let t = start_with(
+        move |c| c.addr = SocketAddr::from(([127, 0, 0, 1], port)),
+        Some(cmd),
+    );
+    eprintln!("serving http://{}/mcp", t.addr);
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+// covers: streamable-http-server-may-terminate-on-session-expiry
+#[test]
+fn ending_a_session_answers_its_waiting_posts_404() {
+    let t = start(|_| {});
+    let sid = init(t.addr);
+    let mut s = connect(t.addr);
+    let hs = [ACCEPT, JSON, ("Mcp-Session-Id", sid.as_str())];
+    let body = serde_json::to_vec(&call(51, "slow", json!({ "ms": 2000 }))).unwrap();
+    write_req(&mut s, t.addr, "POST", "/mcp", &hs, &body);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        request(
+            t.addr,
+            "DELETE",
+            "/mcp",
+            &[("Mcp-Session-Id", sid.as_str())],
+            b""
+        )
+        .status,
+        204
+    );
+    let r = read_resp(&mut s, &mut Vec::new());
+    assert_eq!(r.status, 404);
+    // HEAD has no body.
+    let mut h = connect(t.addr);
+    write_req(&mut h, t.addr, "HEAD", "/health", &[], b"");
+    let mut buf = Vec::new();
+    let r = read_resp(&mut h, &mut buf);
+    assert_eq!((r.status, r.body.len()), (200, 0));
 }
