@@ -26,7 +26,7 @@ pub(crate) async fn handle(conn: &mut Conn, mut req: Request) -> bool {
 
 async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
-    // rows: streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin,
+    // Requirement rows streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin,
     // http-sse-server-validate-origin
     if !sh.guard.host_ok(req.header("host")) {
         let host = req.header_str("host").unwrap_or("").to_string();
@@ -279,7 +279,7 @@ async fn post_legacy(
         Message::Single(e) => e.id_bytes(),
         Message::Batch(_) => None,
     };
-    // rows: streamable-http-server-400-unsupported-version-header, streamable-http-server-assumes-2025-03-26
+    // Requirement rows streamable-http-server-400-unsupported-version-header, streamable-http-server-assumes-2025-03-26
     let header_rev = match pv.as_deref() {
         None => None,
         Some(v) => match Revision::parse(v).filter(|r| r.era() == RevEra::Legacy) {
@@ -300,7 +300,7 @@ async fn post_legacy(
     let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
     let http10 = req.version == Version::Http10;
     let Some(sid) = sid else {
-        // rows: streamable-http-server-may-assign-session, streamable-http-server-400-missing-session
+        // Requirement rows streamable-http-server-may-assign-session, streamable-http-server-400-missing-session
         let Message::Single(env) = msg else {
             return conn
                 .error(
@@ -340,7 +340,7 @@ async fn post_legacy(
         };
         return exchange(conn, x).await;
     };
-    // rows: streamable-http-server-404-terminated-session
+    // Requirement rows streamable-http-server-404-terminated-session
     let Some(c) = sh.touch(&sid, Kind::Streamable) else {
         return conn
             .error(
@@ -359,7 +359,7 @@ async fn post_legacy(
     let elements: Vec<Result<Envelope<'_>, mcpx_core::envelope::EnvelopeError<'_>>> = match msg {
         Message::Single(e) => vec![Ok(*e)],
         Message::Batch(b) => {
-            // row: streamable-http-post-body-may-batch (2025-03-26 only)
+            // Requirement rows streamable-http-post-body-may-batch (2025-03-26 only)
             if !mcpx_core::envelope::Batch::allowed_in(rev) {
                 let text = format!(
                     "Invalid request: JSON-RPC batches are not supported in protocol revision {}",
@@ -420,7 +420,7 @@ async fn post_legacy(
         let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();
         sh.feed(x.c, &msgs);
         if x.prefilled.is_empty() {
-            // row: streamable-http-server-202-for-non-request
+            // Requirement rows streamable-http-server-202-for-non-request
             return conn.respond(202, &[], b"", true).await;
         }
         let body = join(&x.prefilled, batch);
@@ -507,7 +507,7 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
         let wake = sse_stream::wait(conn, &rx, ping_at).await;
         match wake {
             Wake::PeerGone => {
-                // row: streamable-http-disconnect-not-cancel: the call goes on, its result is dropped
+                // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its result is dropped
                 session::drop_exchange(&sh, &x.sid, seq);
                 return false;
             }

@@ -862,6 +862,7 @@ fn bearer_token_401_and_never_forwarded() {
     assert!(!t.seen.lock().unwrap().iter().any(|m| m.contains("s3cret")));
 }
 
+// covers: streamable-http-server-bind-localhost, http-sse-server-bind-localhost
 #[test]
 fn non_loopback_without_token_refuses_to_start() {
     let cfg = HttpConfig::new("0.0.0.0:0".parse().unwrap());
@@ -1366,7 +1367,6 @@ fn serve_for_external_suite() {
     }
 }
 
-// covers: streamable-http-server-may-terminate-on-session-expiry
 #[test]
 fn ending_a_session_answers_its_waiting_posts_404() {
     let t = start(|_| {});
