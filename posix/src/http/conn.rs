@@ -89,6 +89,8 @@ pub(crate) struct Conn {
     pub stream: Async<TcpStream>,
     pub buf: Vec<u8>,
     pub shared: Rc<Shared>,
+    /// The request being answered allows the connection to persist.
+    pub persist: bool,
 }
 
 /// Decrements the connection count when a connection task ends.
@@ -127,6 +129,7 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
                 stream,
                 buf: Vec::new(),
                 shared: shared.clone(),
+                persist: true,
             };
             if over {
                 ex2.spawn(async move {
@@ -185,6 +188,7 @@ async fn connection(mut conn: Conn) {
             }
         };
         first = false;
+        conn.persist = req.keep_alive;
         if !routes::handle(&mut conn, req).await {
             conn.linger_close().await;
             return;
@@ -365,6 +369,7 @@ impl Conn {
         body: &[u8],
         keep: bool,
     ) -> bool {
+        let keep = keep && self.persist;
         let mut hs: Vec<Header<'_>> = headers
             .iter()
             .map(|(n, v)| Header {
@@ -433,9 +438,11 @@ impl Conn {
     }
 
     /// Waits for bytes from the peer while a response is pending; false when
-    /// the peer is gone. Pipelined bytes are kept (up to one head and body).
+    /// the peer is gone. Pipelined bytes are kept (up to one head).
     pub async fn peer_alive(&mut self) -> bool {
-        let cap = self.shared.cfg.limits.max_head + self.shared.cfg.limits.max_body;
+        // Pipelined bytes are buffered up to one head; past that the peer is
+        // left to TCP flow control until the answer is written.
+        let cap = self.shared.cfg.limits.max_head;
         if self.buf.len() >= cap {
             return future::pending().await;
         }

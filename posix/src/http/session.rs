@@ -198,7 +198,13 @@ pub(crate) fn open(shared: &Shared, kind: Kind) -> Result<(String, ClientId), St
         .get(&sid)
         .map(|s| s.client);
     match c {
-        Some(c) => Ok((sid, c)),
+        Some(c) => {
+            shared.log(
+                Level::Debug,
+                format!("http: session opened for client {c} ({kind:?})"),
+            );
+            Ok((sid, c))
+        }
         None => Err("mcpx refused the session: too many clients are connected to the hub".into()),
     }
 }
@@ -214,6 +220,10 @@ pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
         s
     };
     let Some(s) = removed else { return false };
+    shared.log(
+        Level::Debug,
+        format!("http: session of client {} ended", s.client),
+    );
     drop(s.exchanges);
     drop(s.get);
     if tell_hub {
@@ -247,7 +257,7 @@ pub(crate) fn expire(shared: &Shared) -> usize {
     for sid in &old {
         shared.log(
             Level::Debug,
-            "http: session expired after being idle".to_string(),
+            format!("http: a session idle for {idle} ms expires"),
         );
         end(shared, sid, true);
     }

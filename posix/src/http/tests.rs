@@ -1396,3 +1396,32 @@ fn ending_a_session_answers_its_waiting_posts_404() {
     let r = read_resp(&mut h, &mut buf);
     assert_eq!((r.status, r.body.len()), (200, 0));
 }
+
+#[test]
+fn connection_close_is_honoured_and_http10_works() {
+    let t = start(|_| {});
+    let mut s = connect(t.addr);
+    write_req(
+        &mut s,
+        t.addr,
+        "GET",
+        "/health",
+        &[("Connection", "close")],
+        b"",
+    );
+    let r = read_resp(&mut s, &mut Vec::new());
+    assert_eq!((r.status, r.header("connection")), (200, Some("close")));
+    let mut tmp = [0u8; 8];
+    assert_eq!(s.read(&mut tmp).unwrap_or(0), 0);
+    // HTTP/1.0 without keep-alive: one answer, then the close.
+    let mut s = connect(t.addr);
+    s.write_all(format!("GET /health HTTP/1.0\r\nHost: {}\r\n\r\n", t.addr).as_bytes())
+        .unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let text = String::from_utf8_lossy(&all);
+    assert!(
+        text.starts_with("HTTP/1.1 200") && text.ends_with("ok"),
+        "{text}"
+    );
+}
