@@ -1,4 +1,3 @@
-#![allow(dead_code)] // until the runtime wires `--http`
 //! Streamable HTTP serving: a small, hardened HTTP/1.1 server for `/mcp`
 //! (no web framework), plus the 2024-11-05 HTTP+SSE endpoints.
 //!
@@ -217,11 +216,6 @@ impl Http {
             other => return Some(other),
         }
         None
-    }
-
-    /// Sessions open now.
-    pub fn sessions(&self) -> usize {
-        self.shared.state.borrow().sessions.len()
     }
 }
 
