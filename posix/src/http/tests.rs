@@ -1471,3 +1471,29 @@ fn a_server_request_falls_back_to_the_get_stream() {
     let r = read_resp(&mut s, &mut Vec::new());
     assert_eq!(r.json()["result"]["content"][0]["text"], "sampled: via get");
 }
+
+#[test]
+fn a_long_call_becomes_a_stream_with_keepalives() {
+    let t = start(|c| c.limits.sse_keepalive_ms = 150);
+    let sid = init(t.addr);
+    let r = post(t.addr, Some(&sid), &call(71, "slow", json!({ "ms": 700 })));
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(r.text().contains(": keep-alive"), "{}", r.text());
+    assert_eq!(
+        r.events().last().unwrap()["result"]["content"][0]["text"],
+        "slow done"
+    );
+}
+
+#[test]
+fn a_slow_body_is_cut_off() {
+    let t = start(|c| c.limits.body_timeout_ms = 300);
+    let mut s = connect(t.addr);
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"", t.addr);
+    s.write_all(head.as_bytes()).unwrap();
+    let started = Instant::now();
+    let mut tmp = [0u8; 64];
+    assert_eq!(s.read(&mut tmp).unwrap_or(0), 0);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(request(t.addr, "GET", "/health", &[], b"").status, 200);
+}
