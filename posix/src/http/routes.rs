@@ -819,3 +819,35 @@ async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
     conn.respond(202, &[("Content-Type", "text/plain")], b"Accepted", true)
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn era(session: bool, header: Option<&str>, body: &str) -> &'static str {
+        let msg = Message::parse(body.as_bytes()).unwrap();
+        match classify(session, header, &msg) {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+
+    #[test]
+    fn a_post_is_classified_once_by_session_header_and_meta() {
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+        let modern = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        // The SDK's initialize: no header, no _meta.
+        assert_eq!(era(false, None, init), "legacy");
+        // Raw probes: a dated legacy header without _meta.
+        assert_eq!(era(false, Some("2025-11-25"), init), "legacy");
+        assert_eq!(era(false, Some("2024-11-05"), init), "legacy");
+        // The 2026 wire: header or per-request _meta.
+        assert_eq!(era(false, Some("2026-07-28"), init), "modern");
+        assert_eq!(era(false, Some("v999.0.0"), init), "modern");
+        assert_eq!(era(false, None, modern), "modern");
+        assert_eq!(era(false, Some("2025-11-25"), modern), "modern");
+        // A session decides it.
+        assert_eq!(era(true, Some("2026-07-28"), modern), "legacy");
+        assert_eq!(era(false, None, &format!("[{init}]")), "legacy");
+    }
+}

@@ -1425,3 +1425,75 @@ fn connection_close_is_honoured_and_http10_works() {
         "{text}"
     );
 }
+
+#[test]
+fn a_server_request_falls_back_to_the_get_stream() {
+    let t = start(|_| {});
+    let sid = init(t.addr);
+    let r = post(
+        t.addr,
+        Some(&sid),
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }),
+    );
+    assert_eq!(r.status, 200);
+    let mut g = connect(t.addr);
+    let hs = [
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", sid.as_str()),
+    ];
+    write_req(&mut g, t.addr, "GET", "/mcp", &hs, b"");
+    assert!(
+        read_until(&mut g, "text/event-stream", Duration::from_secs(3)).starts_with("HTTP/1.1 200")
+    );
+    // The call's POST accepts only JSON: the sampling request goes to the GET stream.
+    let mut s = connect(t.addr);
+    let b = serde_json::to_vec(&call(61, "sample", json!({}))).unwrap();
+    write_req(
+        &mut s,
+        t.addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Accept", "application/json"),
+            JSON,
+            ("Mcp-Session-Id", sid.as_str()),
+        ],
+        &b,
+    );
+    let got = read_until(&mut g, "sampling/createMessage", Duration::from_secs(5));
+    let req = sse_data(&got)
+        .into_iter()
+        .find(|v| v["method"] == "sampling/createMessage")
+        .expect("on the GET stream");
+    let answer = json!({ "jsonrpc": "2.0", "id": req["id"], "result": {
+        "role": "assistant", "content": { "type": "text", "text": "via get" }, "model": "m" } });
+    assert_eq!(post(t.addr, Some(&sid), &answer).status, 202);
+    let r = read_resp(&mut s, &mut Vec::new());
+    assert_eq!(r.json()["result"]["content"][0]["text"], "sampled: via get");
+}
+
+#[test]
+fn a_long_call_becomes_a_stream_with_keepalives() {
+    let t = start(|c| c.limits.sse_keepalive_ms = 150);
+    let sid = init(t.addr);
+    let r = post(t.addr, Some(&sid), &call(71, "slow", json!({ "ms": 700 })));
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(r.text().contains(": keep-alive"), "{}", r.text());
+    assert_eq!(
+        r.events().last().unwrap()["result"]["content"][0]["text"],
+        "slow done"
+    );
+}
+
+#[test]
+fn a_slow_body_is_cut_off() {
+    let t = start(|c| c.limits.body_timeout_ms = 300);
+    let mut s = connect(t.addr);
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"", t.addr);
+    s.write_all(head.as_bytes()).unwrap();
+    let started = Instant::now();
+    let mut tmp = [0u8; 64];
+    assert_eq!(s.read(&mut tmp).unwrap_or(0), 0);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(request(t.addr, "GET", "/health", &[], b"").status, 200);
+}
