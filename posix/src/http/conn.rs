@@ -138,9 +138,23 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
                     let max = conn.shared.cfg.limits.max_connections;
                     let msg =
                         format!("mcpx has {max} HTTP connections open (its limit); retry later");
-                    conn.shared.log(Level::Warn, format!("http: {msg}"));
+                    // Warn at most every 10 s; a flood would drown the log.
+                    let now = conn.shared.now();
+                    let warn = {
+                        let mut st = conn.shared.state.borrow_mut();
+                        let due = st.last_cap_warn.is_none_or(|t| now >= t + 10_000);
+                        if due {
+                            st.last_cap_warn = Some(now);
+                        }
+                        due
+                    };
+                    let level = if warn { Level::Warn } else { Level::Debug };
+                    conn.shared.log(level, format!("http: {msg}"));
                     let _ = conn.error(503, None, -32603, &msg, None, false).await;
-                    conn.linger_close().await;
+                    // Under a flood, close at once rather than hold sockets open.
+                    if conn.shared.state.borrow().conns <= 2 * max {
+                        conn.linger_close().await;
+                    }
                 })
                 .detach();
             } else {

@@ -39,6 +39,8 @@ pub(crate) struct State {
     next_seq: u64,
     /// Messages to feed to the hub on a client's behalf (outside `deliver`).
     pub hub_inbox: VecDeque<(ClientId, Vec<u8>)>,
+    /// When the connection limit was last logged as a warning.
+    pub last_cap_warn: Option<u64>,
 }
 
 #[derive(Default)]
@@ -109,6 +111,7 @@ impl Shared {
                 rng: ChaCha20::new(),
                 next_seq: 1,
                 hub_inbox: VecDeque::new(),
+                last_cap_warn: None,
             }),
             wake_tx,
             wake_rx,
