@@ -41,6 +41,10 @@ impl Drop for Mcpx {
 }
 
 fn start(test: &str, args: &[&str]) -> Mcpx {
+    start_with(test, args, Stdio::null())
+}
+
+fn start_with(test: &str, args: &[&str], stdin: Stdio) -> Mcpx {
     let dir = std::env::temp_dir().join(format!("mcpx-http-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -54,8 +58,8 @@ fn start(test: &str, args: &[&str]) -> Mcpx {
         .env("HOME", &dir)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("MCPX_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdin(stdin)
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -164,4 +168,35 @@ fn a_public_address_without_a_token_is_refused() {
         err.iter().any(|l| l.contains("--insecure-no-auth")),
         "{err:?}"
     );
+}
+
+#[test]
+fn stdio_and_http_together() {
+    let mut m = start_with(
+        "both",
+        &["--http", "127.0.0.1:0", "--stdio"],
+        Stdio::piped(),
+    );
+    let addr = m.addr();
+    let mut stdin = m.child.stdin.take().unwrap();
+    let stdout = m.child.stdout.take().unwrap();
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    writeln!(stdin, "{init}").unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["result"]["protocolVersion"], "2025-06-18");
+    let (status, _, v) = post(&addr, &[], &init);
+    assert_eq!(status, 200);
+    assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
+    // End of stdin ends mcpx, HTTP or not.
+    drop(stdin);
+    for _ in 0..500 {
+        if let Some(st) = m.child.try_wait().unwrap() {
+            assert_eq!(st.code(), Some(0));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("mcpx did not exit at end of stdin");
 }
