@@ -53,7 +53,14 @@
 //! - A POST answer is JSON unless something must stream before the response
 //!   (a notification or request routed to it), or the call outlasts the SSE
 //!   keep-alive interval: then it becomes an SSE stream that ends after the
-//!   response.
+//!   response. A POST whose `Accept` lacks `text/event-stream` always gets
+//!   JSON; what would have streamed on it goes elsewhere or is dropped.
+//! - 2024-11-05 HTTP+SSE: `GET /sse` opens a session whose one stream carries
+//!   every message (`event: message`) after an `endpoint` event naming
+//!   `/messages?sessionId=…`; POSTs there answer 202. Closing the stream ends
+//!   the session.
+//! - Not offered: resumable streams (`Last-Event-ID` is ignored, events carry
+//!   no ids), hence no priming event or `retry` before a close.
 //!
 //! # Eras
 //! A POST is classified once in [`routes`] (`classify`): legacy (session or
