@@ -77,8 +77,9 @@ USAGE:
     mcpx serve --http ADDR [--stdio] [--token TOKEN] [--insecure-no-auth]
         Serve the hub over Streamable HTTP at http://ADDR/mcp (and stdio
         too with --stdio).
-    mcpx example-server [--name NAME]
-        Run the built-in example MCP server on stdin/stdout.
+    mcpx example-server [--name NAME] [--revisions LIST] [--page-size N]
+        Run the built-in example MCP server on stdin/stdout
+        (`mcpx example-server --help` for details).
     mcpx --help      Show this help.
     mcpx --version   Show the version.
 
@@ -116,6 +117,8 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
       },
       \"separator\": \"__\",                         between prefix and name
       \"roots\": [\"~/src\", {\"uri\": \"file:///data\", \"name\": \"data\"}],
+                                 answer servers' roots/list with these
+                                 (default: ask the client)
       \"logLevel\": \"info\",
       \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"},       token for --http
       \"http\": {\"allowedOrigins\": [\"https://app.example.com\"],
@@ -123,10 +126,10 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                \"maxSessions\": 1024, \"maxConnections\": 256,
                \"sessionIdleMs\": 1800000}
     }
-    ${VAR} is replaced from the environment (an unset VAR is an error;
-    ${VAR:-default} gives a default; $${ is a literal ${). Servers keep the
-    file's order. Remote \"url\" servers are not supported yet (skipped with a
-    warning).
+    ${VAR} in any string is replaced from the environment (an unset VAR is
+    an error; ${VAR:-default} gives a default; $${ is a literal ${). Servers
+    keep the file's order. Remote \"url\" servers are not supported yet
+    (skipped with a warning).
 
 A server that crashes is restarted with backoff (250 ms doubling to 30 s).
 On end of input or SIGINT/SIGTERM, mcpx closes each server's stdin, then

@@ -15,10 +15,12 @@
 //! }
 //! ```
 //!
-//! `${VAR}` in strings of a server entry and in `roots` is replaced by the
-//! environment variable (an error names it when unset); `${VAR:-default}`
-//! gives a default; `$${` writes a literal `${`. Servers keep the file's order.
-//! Errors and warnings carry `file:line:column`.
+//! `${VAR}` in any string value is replaced by the environment variable (an
+//! error names it when unset); `${VAR:-default}` gives a default (also when
+//! VAR is empty); `$${` writes a literal `${`; any other `$` is kept. Relative
+//! `cwd` and `roots` paths are taken from the config file's folder, `~/` from
+//! HOME. Servers keep the file's order. Errors and warnings carry
+//! `file:line:column`.
 
 use std::fmt;
 use std::path::{Path as FsPath, PathBuf};
@@ -90,6 +92,19 @@ pub struct Config {
     pub http: HttpSettings,
     /// Non-fatal problems, each formatted `file:line:col: message`.
     pub warnings: Vec<String>,
+    /// The file's text, to point at problems found later (empty if built in).
+    pub text: String,
+}
+
+impl Config {
+    /// `file:line:col` of the member at `path`, for problems found after
+    /// parsing (e.g. by the hub).
+    pub fn position(&self, path: &Path) -> Option<String> {
+        let Source::File(f) = &self.source else { return None };
+        let off = jsonpos::locate(&self.text, path)?;
+        let (l, c) = jsonpos::line_col(&self.text, off);
+        Some(format!("{}:{l}:{c}", f.display()))
+    }
 }
 
 /// Settings for serving MCP over HTTP (`mcpx serve --http ADDR`):
@@ -221,6 +236,7 @@ pub fn builtin_default() -> Config {
         log_level: None,
         http: HttpSettings::default(),
         warnings: Vec::new(),
+        text: String::new(),
     }
 }
 
@@ -502,6 +518,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         log_level,
         http,
         warnings: cx.warnings,
+        text: src.to_string(),
     })
 }
 
@@ -1133,6 +1150,8 @@ mod tests {
         std::fs::write(&f, r#"{"mcpServers": {"a": {"command": "x", "cwd": "sub"}}}"#).unwrap();
         let c = load(Some(&f), &env).unwrap();
         assert_eq!(c.source, Source::File(f.clone()));
+        let at = Path::root().key("mcpServers").key("a").key("cwd");
+        assert_eq!(c.position(&at), Some(format!("{}:1:39", f.display())));
         assert_eq!(c.servers[0].cwd, Some(dir.join("sub")));
         std::fs::remove_dir_all(&dir).unwrap();
     }

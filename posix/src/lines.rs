@@ -1,7 +1,9 @@
 //! Newline-delimited message framing for byte streams (stdio), over the
 //! core's [`LineDecoder`].
 
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 
 use smol::io::{AsyncRead, AsyncReadExt};
 
@@ -15,9 +17,26 @@ use mcpx_core::frame::line::LineDecoder;
 /// The decoder's storage is allocated zeroed, so the kernel commits its
 /// pages only as long lines actually use them.
 pub async fn read_lines<R: AsyncRead + Unpin>(
-    mut r: R,
+    r: R,
     max: usize,
     mut f: impl FnMut(LineEvent<'_>),
+) -> io::Result<()> {
+    read_lines_paced(r, max, |ev| {
+        f(ev);
+        None
+    })
+    .await
+}
+
+/// Something to wait for before the next line is handled.
+pub type Pause = Pin<Box<dyn Future<Output = ()>>>;
+
+/// [`read_lines`] where `f` may return a [`Pause`]: the next line (even one
+/// already read) waits until it completes.
+pub async fn read_lines_paced<R: AsyncRead + Unpin>(
+    mut r: R,
+    max: usize,
+    mut f: impl FnMut(LineEvent<'_>) -> Option<Pause>,
 ) -> io::Result<()> {
     // Capacity counts a trailing `\r`.
     let mut dec = LineDecoder::new(vec![0u8; max.saturating_add(2)]);
@@ -29,22 +48,31 @@ pub async fn read_lines<R: AsyncRead + Unpin>(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        feed_all(&mut dec, max, &chunk[..n], &mut f);
+        feed_all(&mut dec, max, &chunk[..n], &mut f).await;
     }
-    feed_all(&mut dec, max, b"\n", &mut f);
+    feed_all(&mut dec, max, b"\n", &mut f).await;
     Ok(())
 }
 
-fn feed_all(dec: &mut LineDecoder<Vec<u8>>, max: usize, mut input: &[u8], f: &mut impl FnMut(LineEvent<'_>)) {
+async fn feed_all(
+    dec: &mut LineDecoder<Vec<u8>>,
+    max: usize,
+    mut input: &[u8],
+    f: &mut impl FnMut(LineEvent<'_>) -> Option<Pause>,
+) {
     while !input.is_empty() {
         let n = dec.feed(input);
         input = &input[n..];
-        while let Some(ev) = dec.next() {
-            match ev {
+        loop {
+            let pause = match dec.next() {
+                None => break,
                 // The storage has room for a `\r` too, so a line of `max + 1`
                 // bytes can come through whole.
-                LineEvent::Line(l) if l.len() > max => f(LineEvent::TooLarge { len: l.len() }),
-                ev => f(ev),
+                Some(LineEvent::Line(l)) if l.len() > max => f(LineEvent::TooLarge { len: l.len() }),
+                Some(ev) => f(ev),
+            };
+            if let Some(p) = pause {
+                p.await;
             }
         }
     }
@@ -95,5 +123,29 @@ mod tests {
         assert_eq!(run(3, &[b"abcdef"]), ["BIG:6"]);
         assert_eq!(run(3, &[b"abc\n"]), ["L:abc"]);
         assert_eq!(run(3, &[b"abc\r\n"]), ["L:abc"]);
+    }
+
+    #[test]
+    fn a_pause_holds_the_next_line() {
+        use std::cell::RefCell;
+        use std::rc::Rc;
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let data: &[u8] = b"a\nb\nc\n";
+        let s2 = seen.clone();
+        smol::block_on(read_lines_paced(data, 10, move |ev| {
+            let LineEvent::Line(l) = ev else { return None };
+            s2.borrow_mut().push(String::from_utf8_lossy(l).into_owned());
+            if l == b"a" {
+                let s3 = s2.clone();
+                Some(Box::pin(async move {
+                    smol::Timer::after(std::time::Duration::from_millis(20)).await;
+                    s3.borrow_mut().push("paused".into());
+                }))
+            } else {
+                None
+            }
+        }))
+        .unwrap();
+        assert_eq!(*seen.borrow(), ["a", "paused", "b", "c"]);
     }
 }

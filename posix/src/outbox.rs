@@ -60,7 +60,8 @@ pub fn outbox(max_msgs: usize, max_bytes: usize) -> (Outbox, OutboxRx) {
 
 impl Outbox {
     /// Queues one message (without its newline).
-    pub fn push(&self, msg: Vec<u8>) -> Result<(), PushError> {
+    pub fn push(&self, mut msg: Vec<u8>) -> Result<(), PushError> {
+        one_line(&mut msg);
         let len = msg.len();
         let queued = self.bytes.get();
         if queued > 0 && queued + len > self.max_bytes {
@@ -115,9 +116,36 @@ impl OutboxRx {
     }
 }
 
+/// Makes `msg` safe to frame with one `\n`. Raw CR and LF can only be
+/// whitespace between JSON tokens (inside strings they must be escaped), so
+/// turning them into spaces keeps the message's meaning.
+fn one_line(msg: &mut [u8]) {
+    if !mcpx_core::frame::line::is_single_line(msg) {
+        for b in msg.iter_mut() {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // covers: stdio-no-embedded-newlines
+    #[test]
+    fn every_message_is_written_as_exactly_one_line() {
+        let (tx, rx) = outbox(8, 1000);
+        tx.push(b"{\"a\":\r\n 1,\n\"b\":\"x\\ny\"}".to_vec()).unwrap();
+        tx.push(b"{}".to_vec()).unwrap();
+        tx.close();
+        let mut out = Vec::new();
+        smol::block_on(rx.write_to(&mut out)).unwrap();
+        assert_eq!(out, b"{\"a\":   1, \"b\":\"x\\ny\"}\n{}\n");
+        let first: serde_json::Value = serde_json::from_slice(out.split(|&b| b == b'\n').next().unwrap()).unwrap();
+        assert_eq!(first, serde_json::json!({"a": 1, "b": "x\ny"}));
+    }
 
     #[test]
     fn caps_and_order() {

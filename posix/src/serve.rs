@@ -52,6 +52,10 @@ struct ClientConn {
     out: Outbox,
     /// Ids (raw JSON) of the client's requests not yet answered.
     inflight: HashSet<Vec<u8>>,
+    /// Id of the client's `initialize` while it is unanswered.
+    init: Option<Vec<u8>>,
+    /// Signalled when that answer goes out.
+    init_answered: (Sender<()>, Receiver<()>),
 }
 
 /// The state shared by all tasks of `mcpx serve`.
@@ -135,11 +139,15 @@ impl Runtime {
                     debug!("message for client {c}, which is gone, dropped");
                     return;
                 };
-                if !conn.inflight.is_empty() {
+                if !conn.inflight.is_empty() || conn.init.is_some() {
                     if let Ok(env) = Envelope::parse(&msg) {
                         if matches!(env.kind(), Kind::Result | Kind::Error) {
                             if let Some(id) = env.id_bytes() {
                                 conn.inflight.remove(id);
+                                if conn.init.as_deref() == Some(id) {
+                                    conn.init = None;
+                                    let _ = conn.init_answered.0.try_send(());
+                                }
                             }
                         }
                     }
@@ -184,7 +192,8 @@ impl Runtime {
     pub fn connect_client(&self, out: Outbox) -> ClientId {
         let now = self.now_ms();
         let c = self.hub.borrow_mut().client_connected(now);
-        self.clients.borrow_mut().insert(c, ClientConn { out, inflight: HashSet::new() });
+        let conn = ClientConn { out, inflight: HashSet::new(), init: None, init_answered: channel::bounded(1) };
+        self.clients.borrow_mut().insert(c, conn);
         self.drain();
         c
     }
@@ -196,10 +205,43 @@ impl Runtime {
                     if conn.inflight.len() < MAX_TRACKED {
                         conn.inflight.insert(id.to_vec());
                     }
+                    if env.method_is("initialize") {
+                        conn.init = Some(id.to_vec());
+                    }
                 }
             }
         }
         self.feed(|h, now| h.client_message(c, msg, now));
+    }
+
+    /// Whether the client's `initialize` is still unanswered. A stream
+    /// transport then holds the client's next messages: a conforming client
+    /// waits for that answer anyway, and one that pipelines (`printf ... |
+    /// mcpx serve`) gets its lists once the servers are up, not before.
+    pub fn initializing(&self, c: ClientId) -> bool {
+        !self.closing.get() && self.clients.borrow().get(&c).is_some_and(|conn| conn.init.is_some())
+    }
+
+    /// Completes once [`Runtime::initializing`] turns false, or after `limit`.
+    pub async fn initialized(&self, c: ClientId, limit: Duration) {
+        let Some(answered) = self.clients.borrow().get(&c).map(|conn| conn.init_answered.1.clone()) else {
+            return;
+        };
+        let deadline = Instant::now() + limit;
+        while self.initializing(c) {
+            let signalled = async {
+                let _ = answered.recv().await;
+                true
+            };
+            let timeout = async {
+                Timer::at(deadline).await;
+                false
+            };
+            if !signalled.or(timeout).await {
+                warn!("client {c}: no answer to its initialize within {} s; reading on", limit.as_secs());
+                return;
+            }
+        }
     }
 
     pub fn client_frame_too_large(&self, c: ClientId, len: usize) {
@@ -254,7 +296,7 @@ struct HubEvents(Rc<Runtime>);
 
 impl Events for HubEvents {
     fn started(&self, id: UpstreamId) {
-        info!("server {}: started", self.0.name(id));
+        debug!("server {}: started", self.0.name(id));
         self.0.feed(|h, now| h.upstream_started(id, now));
     }
     fn message(&self, id: UpstreamId, line: &[u8]) {
@@ -266,7 +308,6 @@ impl Events for HubEvents {
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str) {
         if self.0.closing.get() {
             // Stopped by us at shutdown: nothing left for the hub to do about it.
-            debug!("server {}: {reason}", self.0.name(id));
             return;
         }
         self.0.feed(|h, now| h.upstream_exited(id, reason, stderr_tail, now));
@@ -276,11 +317,17 @@ impl Events for HubEvents {
 /// Sleeps until the hub's next deadline (or until woken because it may have
 /// moved) and calls `tick`.
 async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
+    // A deadline that `tick` did not move must not turn into a busy loop.
+    let mut last_tick = None;
     loop {
         let deadline = rt.hub.borrow().next_deadline();
         let fire = async {
             match deadline {
                 Some(ms) => {
+                    let ms = match last_tick {
+                        Some(t) if ms <= t => t + 1,
+                        _ => ms,
+                    };
                     Timer::at(rt.instant_at(ms)).await;
                     true
                 }
@@ -294,7 +341,10 @@ async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
             false
         };
         if fire.or(woken).await {
-            rt.feed(|h, now| h.tick(now));
+            last_tick = Some(rt.feed(|h, now| {
+                h.tick(now);
+                now
+            }));
         }
     }
 }
@@ -358,6 +408,30 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
     (specs, opts)
 }
 
+/// Where in the config file the hub's objection points.
+fn hub_error_position(cfg: &Config, e: &hub::ConfigError) -> Option<String> {
+    let server = |name: &str| crate::jsonpos::Path::root().key("mcpServers").key(name);
+    let path = match e {
+        hub::ConfigError::PrefixCollision(_, b) => {
+            let p = server(b);
+            if cfg.servers.iter().any(|s| s.name == *b && s.prefix != s.name) {
+                p.key("prefix")
+            } else {
+                p
+            }
+        }
+        hub::ConfigError::UnknownRevision { server: name, revision } => {
+            let s = cfg.servers.iter().find(|s| s.name == *name)?;
+            let i = s.revisions.as_ref()?.iter().position(|r| r == revision)?;
+            server(name).key("revisions").idx(i)
+        }
+        hub::ConfigError::NoUsableRevision(name) => server(name).key("revisions"),
+        hub::ConfigError::BadSeparator(_) => crate::jsonpos::Path::root().key("separator"),
+        _ => return None,
+    };
+    cfg.position(&path)
+}
+
 /// `mcpx serve`. Returns the process exit code.
 pub fn main(args: ServeArgs) -> i32 {
     // Level: --log-level, else MCPX_LOG, else the config's logLevel, else info.
@@ -414,7 +488,10 @@ pub fn main(args: ServeArgs) -> i32 {
     let hub = match Hub::new(specs, opts) {
         Ok(h) => h,
         Err(e) => {
-            error!("bad config: {}: {e}", cfg.source);
+            match hub_error_position(&cfg, &e) {
+                Some(at) => error!("{at}: {e}"),
+                None => error!("{}: {e}", cfg.source),
+            }
             return 1;
         }
     };
@@ -454,8 +531,11 @@ where
     let names = cfg.servers.iter().map(|s| s.name.clone()).collect();
     let (rt, tick_rx, stop_rx) = Runtime::new(hub, names);
     let events: Rc<dyn Events> = Rc::new(HubEvents(rt.clone()));
+    // First, so that signals are ours before any child runs.
+    let _signals = ex.spawn(signal_task(rt.clone()));
+    smol::future::yield_now().await;
 
-    // Bind first: a busy port or an unsafe address stops mcpx before any server starts.
+    // Bind before any server starts: a busy port or an unsafe address stops mcpx.
     let mut _http_server = None;
     if let Some(hc) = transports.http {
         let addr = hc.addr;
@@ -491,7 +571,6 @@ where
         tasks.push(task);
     }
     let _timer = ex.spawn(timer_task(rt.clone(), tick_rx));
-    let _signals = ex.spawn(signal_task(rt.clone()));
     let client = transports.stdio.then(|| crate::stdio::start(&ex, &rt, input, output));
 
     // Longest a request can stay unanswered: the hub answers every forwarded
@@ -522,12 +601,11 @@ where
                         break;
                     }
                 }
-            } else {
-                debug!("end of input");
             }
+            info!("end of input: shutting down");
         }
         Ok(Stop::Signal(s)) => info!("{s}: shutting down"),
-        Ok(Stop::OutputClosed) => debug!("client connection closed"),
+        Ok(Stop::OutputClosed) => info!("client connection closed: shutting down"),
         Ok(Stop::InputError(e)) | Ok(Stop::OutputError(e)) => {
             info!("{e}; shutting down");
         }
@@ -578,6 +656,6 @@ where
         }
     };
     all_stopped.or(second_signal).await;
-    debug!("all servers stopped");
+    info!("all servers stopped");
     code
 }

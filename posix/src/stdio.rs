@@ -1,7 +1,8 @@
 //! The stdio downstream: one MCP client on mcpx's own stdin/stdout.
 //!
 //! stdin is read line by line (an over-long line is reported to the hub,
-//! which answers with an error; the session goes on); outputs are written to
+//! which answers with an error; the session goes on; lines after an
+//! `initialize` wait for its answer); outputs are written to
 //! stdout one line each, in batches with one write and one flush, by a single
 //! writer task, so messages never interleave.
 //!
@@ -13,11 +14,13 @@
 use std::io;
 use std::rc::Rc;
 
+use std::time::Duration;
+
 use smol::io::{AsyncRead, AsyncWrite};
 use smol::{LocalExecutor, Task};
 
 use crate::hub::ClientId;
-use crate::lines::{read_lines, LineEvent};
+use crate::lines::{read_lines_paced, LineEvent, Pause};
 use crate::outbox;
 use crate::serve::{Runtime, Stop};
 
@@ -54,9 +57,12 @@ where
 
     let rrt = rt.clone();
     let reader = ex.spawn(async move {
-        let r = read_lines(input, MAX_LINE, |ev| match ev {
-            LineEvent::Line(line) => rrt.client_message(id, line),
-            LineEvent::TooLarge { len } => rrt.client_frame_too_large(id, len),
+        let r = read_lines_paced(input, MAX_LINE, |ev| {
+            match ev {
+                LineEvent::Line(line) => rrt.client_message(id, line),
+                LineEvent::TooLarge { len } => rrt.client_frame_too_large(id, len),
+            }
+            rrt.initializing(id).then(|| wait_initialized(rrt.clone(), id))
         })
         .await;
         match r {
@@ -66,4 +72,14 @@ where
     });
 
     StdioClient { id, reader, writer }
+}
+
+/// Longest the next client message is held while `initialize` is
+/// unanswered (the hub answers it within its startup wait).
+const INIT_HOLD: Duration = Duration::from_secs(30);
+
+/// Completes once the client's `initialize` is answered (or after
+/// [`INIT_HOLD`]).
+fn wait_initialized(rt: Rc<Runtime>, id: ClientId) -> Pause {
+    Box::pin(async move { rt.initialized(id, INIT_HOLD).await })
 }

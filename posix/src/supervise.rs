@@ -158,6 +158,12 @@ struct Supervisor {
     ctl: Receiver<Ctl>,
 }
 
+enum Wake {
+    Exited(io::Result<ExitStatus>),
+    StdoutClosed,
+    Told(Ctl),
+}
+
 enum Outcome {
     /// The child died on its own (or never started).
     Died,
@@ -177,7 +183,8 @@ impl Supervisor {
                 Ok(child) => self.run_child(child).await,
                 Err(e) => {
                     let reason = spawn_error(&self.spec, &e);
-                    error!("server {name}: {reason}");
+                    // The hub logs the exit it is told about (with the reason).
+                    debug!("server {name}: {reason}");
                     self.events.exited(self.id, &reason, "");
                     Outcome::Died
                 }
@@ -274,6 +281,7 @@ impl Supervisor {
 
         let events = self.events.clone();
         let max_line = self.opts.max_line;
+        let (eof_tx, eof_rx) = channel::bounded::<()>(1);
         let mut reader = Some(self.ex.spawn(async move {
             let r = read_lines(stdout, max_line, |ev| match ev {
                 LineEvent::Line(line) => {
@@ -291,6 +299,7 @@ impl Supervisor {
                 ),
             })
             .await;
+            let _ = eof_tx.try_send(());
             r.err()
         }));
 
@@ -322,23 +331,43 @@ impl Supervisor {
             }
         }));
 
-        // Run until the child exits or we are told to stop it.
-        let exited = async { Ok::<_, Ctl>((&mut status).await) };
+        // Run until the child exits, closes its stdout, or we are told to stop it.
+        let exited = async { Wake::Exited((&mut status).await) };
+        let stdout_closed = async {
+            let _ = eof_rx.recv().await;
+            Wake::StdoutClosed
+        };
         let told = async {
             match self.ctl.recv().await {
-                Ok(c) => Err(c),
-                Err(_) => Err(Ctl::Shutdown),
+                Ok(c) => Wake::Told(c),
+                Err(_) => Wake::Told(Ctl::Shutdown),
             }
         };
-        let (exit, outcome, reason) = match exited.or(told).await {
-            Ok(st) => {
+        let (exit, outcome, reason) = match exited.or(told).or(stdout_closed).await {
+            Wake::Exited(st) => {
                 // Died on its own: deliver what it wrote before going on.
                 outbox.close();
                 *self.sh.stdin.borrow_mut() = None;
                 join_for(Duration::from_millis(500), &mut reader).await;
                 (st, Outcome::Died, None)
             }
-            Err(ctl) => {
+            Wake::StdoutClosed => {
+                // It cannot answer any more. Usually it is exiting; if not,
+                // it gets the stop sequence.
+                outbox.close();
+                *self.sh.stdin.borrow_mut() = None;
+                let st = match timeout(Duration::from_millis(100), &mut status).await {
+                    Some(st) => st,
+                    None => {
+                        debug!("server {name}: closed its stdout but is still running; stopping it");
+                        join_for(Duration::from_millis(200), &mut writer).await;
+                        writer = None;
+                        stop_leader(pgid, &mut status, self.opts.grace, name).await
+                    }
+                };
+                (st, Outcome::Died, None)
+            }
+            Wake::Told(ctl) => {
                 let (outcome, why) = match ctl {
                     Ctl::Restart(r) => (Outcome::Restart, format!("restarted: {r}")),
                     Ctl::Shutdown => (Outcome::Shutdown, "stopped".to_string()),
@@ -370,11 +399,8 @@ impl Supervisor {
         match (&outcome, reason) {
             (Outcome::Died, _) => {
                 let up = show_duration(t0.elapsed());
-                if tail.is_empty() {
-                    warn!("server {name}: {status_text} after {up} (no stderr output)");
-                } else {
-                    warn!("server {name}: {status_text} after {up}; last stderr output:\n{tail}");
-                }
+                // The hub logs the exit with the stderr tail; this adds the uptime.
+                debug!("server {name}: {status_text} after {up}");
                 self.events.exited(id, &status_text, &tail);
             }
             (_, reason) => {
@@ -652,6 +678,7 @@ mod tests {
         }
     }
 
+    // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence, stdio-client-stderr-not-error
     #[test]
     fn echoes_messages_and_reports_garbage_and_env() {
         run(Duration::from_secs(10), |ex| async move {
@@ -680,6 +707,7 @@ mod tests {
         });
     }
 
+    // covers: stdio-client-restart-crashed-server, stdio-client-may-capture-stderr
     #[test]
     fn restarts_a_crashing_child_with_backoff_and_its_stderr_tail() {
         run(Duration::from_secs(10), |ex| async move {
@@ -732,6 +760,7 @@ mod tests {
         });
     }
 
+    // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence
     #[test]
     fn stop_sequence_escalates_to_sigkill_and_kills_grandchildren() {
         run(Duration::from_secs(15), |ex| async move {
@@ -758,6 +787,7 @@ mod tests {
         });
     }
 
+    // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence
     #[test]
     fn sigterm_stops_a_child_that_ignores_stdin_eof() {
         run(Duration::from_secs(10), |ex| async move {
@@ -808,6 +838,20 @@ mod tests {
                     "exited stopped (exited with status 0) | ",
                 ]
             );
+        });
+    }
+
+    // covers: stdio-server-may-close-stdout, lifecycle-stdio-server-may-exit
+    #[test]
+    fn a_child_that_closes_its_stdout_is_stopped_and_restarted() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let (up, task) = spawn(&ex, 0, sh("mute", "exec 1>&-; exec sleep 60"), fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("started") == 2).await);
+            up.shutdown();
+            task.await;
+            let events = log.take();
+            assert_eq!(events[..3], ["started", "exited killed by signal 15 (SIGTERM) | ", "started"]);
         });
     }
 }
