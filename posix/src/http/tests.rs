@@ -927,6 +927,20 @@ fn ten_thousand_headers_are_431() {
     let _ = s.write_all(head.as_bytes());
     let r = read_resp(&mut s, &mut Vec::new());
     assert_eq!(r.status, 431);
+    // Over the field count, well under the size limit.
+    let mut s = connect(t.addr);
+    let mut head = format!("GET /health HTTP/1.1\r\nHost: {}\r\n", t.addr);
+    for i in 0..150 {
+        head.push_str(&format!("X-{i}: v\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    let r = read_resp(&mut s, &mut Vec::new());
+    assert_eq!(r.status, 431);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("at most 100 fields"));
     // One huge header line, too.
     let mut s = connect(t.addr);
     let head = format!(
