@@ -5,6 +5,7 @@ mod log;
 mod cli;
 mod config;
 mod example;
+mod http;
 mod hub;
 mod jsonpos;
 pub mod limits;
