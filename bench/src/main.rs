@@ -72,6 +72,7 @@ fn peers(dir: &Path) -> Vec<HttpTarget> {
             }
         },
         path: "/mcp".into(),
+        env: Vec::new(),
         note: format!("{SUPERGATEWAY} (stateful, Node {NODE})"),
     });
     out.push(HttpTarget {
@@ -97,6 +98,7 @@ fn peers(dir: &Path) -> Vec<HttpTarget> {
             }
         },
         path: "/mcp".into(),
+        env: Vec::new(),
         note: format!("{MCP_PROXY} (sparfenyuk, stateful)"),
     });
     out.push(HttpTarget {
@@ -113,6 +115,7 @@ fn peers(dir: &Path) -> Vec<HttpTarget> {
             }
         },
         path: "/mcp".into(),
+        env: Vec::new(),
         note: format!("server+client {TS_SDK}, Node {NODE}"),
     });
     out

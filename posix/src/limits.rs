@@ -1,9 +1,19 @@
 //! Hard caps of one mcpx process. The desktop build uses
 //! [`Limits::DESKTOP`]; `mcpx-edge` starts from [`Limits::SMALL_HOST`].
 //! Either can be tightened or loosened at run time with `MCPX_LIMITS`, e.g.
-//! `MCPX_LIMITS=upstreams=4,sessions=8,in_flight=32,frame=256K,buffers=4M`.
-//! Reaching a cap is an error for the one request or connection that hit
-//! it (with the cap's name in the message), never an abort.
+//! `MCPX_LIMITS=upstreams=4,sessions=8,in_flight=32,frame=256K,queue=512K`.
+//! They only ever tighten the runtime's own defaults, and the config's
+//! `http` settings (`maxBodyBytes`, `maxSessions`) still apply on top.
+//!
+//! | cap | where | at the cap |
+//! |---|---|---|
+//! | `max_upstreams` | `mcpx serve` start | the config is refused with a message naming the cap |
+//! | `max_sessions` | hub clients, HTTP sessions | `initialize` is answered with an error (HTTP 503) |
+//! | `max_in_flight` | hub pending table | the request is answered with an error |
+//! | `max_frame_bytes` | stdio lines (client, upstreams), HTTP bodies | the message is refused with an error (HTTP 413) |
+//! | `max_queue_bytes` | output queue of each peer (client, upstream) | the peer is treated as stuck, per the outbox rules |
+//!
+//! Memory for buffers is thus bounded by (upstreams + sessions) × queue.
 
 use std::sync::OnceLock;
 
@@ -17,29 +27,32 @@ pub struct Limits {
     pub max_in_flight: usize,
     /// Largest single message (a stdio line, an HTTP body, an SSE event).
     pub max_frame_bytes: usize,
-    /// All connection buffers together.
-    pub max_buffer_bytes: usize,
+    /// Bytes queued for one peer (a client or an upstream).
+    pub max_queue_bytes: usize,
 }
 
 impl Limits {
+    /// The runtime's own defaults; of these caps only `max_upstreams` is
+    /// new (the config is refused above it).
     pub const DESKTOP: Limits = Limits {
-        max_upstreams: 64,
+        max_upstreams: 256,
         max_sessions: 1024,
         max_in_flight: 4096,
-        max_frame_bytes: 16 << 20,
-        max_buffer_bytes: 256 << 20,
+        max_frame_bytes: 32 << 20,
+        max_queue_bytes: 64 << 20,
     };
 
-    /// Routers and boards: a few MiB of RAM to spare.
+    /// Routers and boards: a few MiB of RAM to spare (buffers ≤ 48 MiB at
+    /// worst, a few MiB in practice).
     pub const SMALL_HOST: Limits = Limits {
         max_upstreams: 8,
         max_sessions: 16,
         max_in_flight: 64,
         max_frame_bytes: 1 << 20,
-        max_buffer_bytes: 8 << 20,
+        max_queue_bytes: 2 << 20,
     };
 
-    /// Applies `upstreams=N,sessions=N,in_flight=N,frame=SIZE,buffers=SIZE`
+    /// Applies `upstreams=N,sessions=N,in_flight=N,frame=SIZE,queue=SIZE`
     /// (SIZE: bytes, or with a K or M suffix).
     pub fn with_overrides(mut self, spec: &str) -> Result<Limits, String> {
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -57,10 +70,10 @@ impl Limits {
                 "sessions" => self.max_sessions = n,
                 "in_flight" => self.max_in_flight = n,
                 "frame" => self.max_frame_bytes = n,
-                "buffers" => self.max_buffer_bytes = n,
+                "queue" => self.max_queue_bytes = n,
                 other => {
                     return Err(format!(
-                        "unknown limit `{other}` (upstreams, sessions, in_flight, frame, buffers)"
+                        "unknown limit `{other}` (upstreams, sessions, in_flight, frame, queue)"
                     ))
                 }
             }
@@ -103,11 +116,11 @@ mod tests {
     #[test]
     fn overrides() {
         let l = Limits::SMALL_HOST
-            .with_overrides("upstreams=2, frame=256K,buffers=4M")
+            .with_overrides("upstreams=2, frame=256K,queue=4M")
             .unwrap();
         assert_eq!(l.max_upstreams, 2);
         assert_eq!(l.max_frame_bytes, 256 << 10);
-        assert_eq!(l.max_buffer_bytes, 4 << 20);
+        assert_eq!(l.max_queue_bytes, 4 << 20);
         assert_eq!(l.max_sessions, Limits::SMALL_HOST.max_sessions);
         assert!(Limits::DESKTOP.with_overrides("sessions=0").is_err());
         assert!(Limits::DESKTOP.with_overrides("bogus=1").is_err());

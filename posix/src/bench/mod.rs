@@ -47,6 +47,8 @@ pub struct HttpTarget {
     pub path: String,
     /// Pinned version or other note for the report.
     pub note: String,
+    /// Environment for the bridge process.
+    pub env: Vec<(String, String)>,
 }
 
 /// Which sections to run.
@@ -473,12 +475,18 @@ struct Bridge {
 }
 
 impl Bridge {
-    fn start(plan: &Plan, cmd: &[String], port: u16) -> io::Result<Bridge> {
+    fn start(
+        plan: &Plan,
+        cmd: &[String],
+        env: &[(String, String)],
+        port: u16,
+    ) -> io::Result<Bridge> {
         let (program, args) = cmd
             .split_first()
             .ok_or_else(|| io::Error::other("empty command"))?;
         let child = Command::new(program)
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(plan.child_stderr())
             .stderr(plan.child_stderr())
@@ -547,6 +555,8 @@ fn mcpx_http(plan: &Plan) -> HttpTarget {
         })),
         path: "/mcp".into(),
         note: env!("CARGO_PKG_VERSION").into(),
+        // Room for the 64-client rows also in mcpx-edge (16 sessions by default).
+        env: vec![("MCPX_LIMITS".into(), "sessions=256,in_flight=4096".into())],
     }
 }
 
@@ -583,7 +593,7 @@ fn http_round(plan: &Plan, round: usize, report: &mut Report) {
             t.name,
             cmd.join(" ")
         ));
-        let bridge = Bridge::start(plan, &cmd, port);
+        let bridge = Bridge::start(plan, &cmd, &t.env, port);
         let bridge = match bridge {
             Ok(b) => b,
             Err(e) => {
