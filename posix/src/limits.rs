@@ -52,6 +52,18 @@ impl Limits {
         max_queue_bytes: 2 << 20,
     };
 
+    /// These limits as an `MCPX_LIMITS` value.
+    pub fn spec(&self) -> String {
+        format!(
+            "upstreams={},sessions={},in_flight={},frame={},queue={}",
+            self.max_upstreams,
+            self.max_sessions,
+            self.max_in_flight,
+            self.max_frame_bytes,
+            self.max_queue_bytes
+        )
+    }
+
     /// Applies `upstreams=N,sessions=N,in_flight=N,frame=SIZE,queue=SIZE`
     /// (SIZE: bytes, or with a K or M suffix).
     pub fn with_overrides(mut self, spec: &str) -> Result<Limits, String> {
@@ -125,5 +137,9 @@ mod tests {
         assert!(Limits::DESKTOP.with_overrides("sessions=0").is_err());
         assert!(Limits::DESKTOP.with_overrides("bogus=1").is_err());
         assert!(Limits::DESKTOP.with_overrides("frame=1G").is_err());
+        assert_eq!(
+            Limits::SMALL_HOST.with_overrides(&Limits::DESKTOP.spec()),
+            Ok(Limits::DESKTOP)
+        );
     }
 }

@@ -555,8 +555,9 @@ fn mcpx_http(plan: &Plan) -> HttpTarget {
         })),
         path: "/mcp".into(),
         note: env!("CARGO_PKG_VERSION").into(),
-        // Room for the 64-client rows also in mcpx-edge (16 sessions by default).
-        env: vec![("MCPX_LIMITS".into(), "sessions=256,in_flight=4096".into())],
+        // The desktop caps, so that the 64-client rows measure the same
+        // thing in mcpx-edge (16 sessions, 2 MiB queues by default).
+        env: vec![("MCPX_LIMITS".into(), crate::Limits::DESKTOP.spec())],
     }
 }
 
