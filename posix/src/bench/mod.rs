@@ -451,6 +451,7 @@ fn stdio_variant(
     let text = payload(len);
     // Warm up and calibrate: the measured run lasts about stdio_secs().
     let warm = if len > 1024 { 50 } else { 500 };
+    let peak_reset = measured.is_some_and(sys::reset_peak_rss);
     let w = peer.load(warm, window, &text)?;
     let per_call = w.elapsed_ns as f64 / warm as f64;
     let n = ((plan.stdio_secs() * 1e9 / per_call) as usize).clamp(100, 200_000);
@@ -462,7 +463,7 @@ fn stdio_variant(
         m.cpu_us_per_req = Some((b - a) as f64 / n as f64);
     }
     if let Some(pid) = measured {
-        m.rss_kib = sys::vm_kib(pid, "VmHWM");
+        m.rss_kib = sys::vm_kib(pid, if peak_reset { "VmHWM" } else { "VmRSS" });
     }
     Ok(m)
 }
@@ -663,6 +664,7 @@ fn http_variant(
     }
     barrier.wait(); // all set up
     let pid = bridge.child.id();
+    let peak_reset = sys::reset_peak_rss(pid);
     let cpu0 = sys::cpu_us(pid);
     let t0 = Instant::now();
     barrier.wait(); // go
@@ -688,7 +690,8 @@ fn http_variant(
     if let (Some(a), Some(b)) = (cpu0, cpu1) {
         m.cpu_us_per_req = Some((b - a) as f64 / lat.len().max(1) as f64);
     }
-    m.rss_kib = sys::vm_kib(pid, "VmHWM");
+    // Without a reset, VmHWM is the peak over the bridge's whole life.
+    m.rss_kib = sys::vm_kib(pid, if peak_reset { "VmHWM" } else { "VmRSS" });
     Ok(m)
 }
 

@@ -75,6 +75,13 @@ pub fn vm_kib(pid: u32, key: &str) -> Option<u64> {
     })
 }
 
+/// Resets the peak RSS (VmHWM) of `pid` to its current RSS, so that the
+/// next reading is the peak of what follows. False where the kernel or
+/// permissions do not allow it.
+pub fn reset_peak_rss(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), b"5").is_ok()
+}
+
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> std::io::Result<u16> {
     let l = std::net::TcpListener::bind(("127.0.0.1", 0))?;
