@@ -666,6 +666,7 @@ fn http_variant(
     let pid = bridge.child.id();
     let peak_reset = sys::reset_peak_rss(pid);
     let cpu0 = sys::cpu_us(pid);
+    let client0 = sys::cpu_us(std::process::id());
     let t0 = Instant::now();
     barrier.wait(); // go
     let mut lat = Vec::new();
@@ -683,12 +684,16 @@ fn http_variant(
     }
     let elapsed = t0.elapsed().as_nanos() as u64;
     let cpu1 = sys::cpu_us(pid);
+    let client1 = sys::cpu_us(std::process::id());
     if let Some(e) = first_err {
         return Err(e);
     }
     let mut m = Metrics::from_latencies(&lat, elapsed, errors);
     if let (Some(a), Some(b)) = (cpu0, cpu1) {
         m.cpu_us_per_req = Some((b - a) as f64 / lat.len().max(1) as f64);
+    }
+    if let (Some(a), Some(b)) = (client0, client1) {
+        m.client_cpu_us_per_req = Some((b - a) as f64 / lat.len().max(1) as f64);
     }
     // Without a reset, VmHWM is the peak over the bridge's whole life.
     m.rss_kib = sys::vm_kib(pid, if peak_reset { "VmHWM" } else { "VmRSS" });

@@ -88,6 +88,8 @@ pub struct Metrics {
     pub p99_us: Option<f64>,
     pub rps: Option<f64>,
     pub cpu_us_per_req: Option<f64>,
+    /// CPU of the load generator itself (HTTP rows), to show it is not the bottleneck.
+    pub client_cpu_us_per_req: Option<f64>,
     /// Peak RSS (VmHWM) for load rows; RSS after load for footprint rows.
     pub rss_kib: Option<u64>,
     pub rss_idle_kib: Option<u64>,
@@ -145,6 +147,7 @@ impl Metrics {
             p99_us: f(&|m| m.p99_us),
             rps: f(&|m| m.rps),
             cpu_us_per_req: f(&|m| m.cpu_us_per_req),
+            client_cpu_us_per_req: f(&|m| m.client_cpu_us_per_req),
             rss_kib: k(&|m| m.rss_kib),
             rss_idle_kib: k(&|m| m.rss_idle_kib),
             hwm_kib: k(&|m| m.hwm_kib),
@@ -160,6 +163,7 @@ impl Metrics {
         json!({
             "requests": self.requests, "p50_us": self.p50_us, "p99_us": self.p99_us,
             "req_per_s": self.rps, "cpu_us_per_req": self.cpu_us_per_req,
+            "client_cpu_us_per_req": self.client_cpu_us_per_req,
             "rss_kib": self.rss_kib, "rss_idle_kib": self.rss_idle_kib, "hwm_kib": self.hwm_kib,
             "start_to_initialize_ms": self.start_init_ms, "start_to_first_call_ms": self.start_call_ms,
             "allocs_per_call": self.allocs_per_req, "alloc_bytes_per_call": self.alloc_bytes_per_req,
@@ -406,6 +410,7 @@ impl Report {
                     "CPU µs/req",
                     "peak RSS MiB",
                     "mcpx req/s ÷ this",
+                    "client CPU µs/req",
                 ],
                 3,
             );
@@ -423,6 +428,7 @@ impl Report {
                                 num(m.cpu_us_per_req, 1),
                                 mib(m.rss_kib),
                                 ratio(mcpx.as_ref().and_then(|x| x.rps), m.rps),
+                                num(m.client_cpu_us_per_req, 1),
                                 bad(m.errors),
                             ]),
                             None => cells.push(self.why(&key)),
