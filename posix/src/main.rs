@@ -1,5 +1,7 @@
 //! `mcpx`: an MCP hub. See README.md.
 mod example;
+#[allow(dead_code)] // until serve wires remote upstreams
+mod remote;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
