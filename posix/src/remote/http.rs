@@ -271,19 +271,19 @@ impl Client {
         limits: Limits,
         written: Option<&smol::channel::Sender<()>>,
     ) -> Result<Response, (io::Error, bool)> {
-        if let Err(e) = async {
-            stream.write_all(req).await?;
-            stream.flush().await
-        }
-        .await
-        {
-            return Err((e, true));
-        }
-        if let Some(w) = written {
-            let _ = w.try_send(());
-        }
         let mut rbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
         let read_head = async {
+            if let Err(e) = async {
+                stream.write_all(req).await?;
+                stream.flush().await
+            }
+            .await
+            {
+                return Err((e, true));
+            }
+            if let Some(w) = written {
+                let _ = w.try_send(());
+            }
             loop {
                 let at = rbuf.len();
                 rbuf.resize(at + READ_CHUNK, 0);

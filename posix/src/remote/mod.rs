@@ -435,6 +435,7 @@ impl Supervisor {
             closed: closed_rx,
             alive: Cell::new(true),
             get_started: Cell::new(false),
+            new_session: RefCell::new(Vec::new()),
             in_flight: Arc::new(Semaphore::new(self.opts.max_in_flight.max(1))),
         });
         let (out_tx, out_rx) = channel::bounded::<Vec<u8>>(self.opts.queue_msgs.max(1));
@@ -552,6 +553,8 @@ struct Session {
     closed: Receiver<()>,
     alive: Cell<bool>,
     get_started: Cell<bool>,
+    /// Woken by the next re-initialize.
+    new_session: RefCell<Vec<Sender<()>>>,
     in_flight: Arc<Semaphore>,
 }
 
@@ -682,7 +685,7 @@ impl Session {
                         }
                     }
                     *self.session_id.borrow_mut() = resp.session_id.clone();
-                    match self.read_reply(resp, Some(&id), true).await {
+                    match self.read_reply(resp, Some(&id)).await {
                         Ok(true) => return Ok(()),
                         Ok(false) => return Err("the server answered initialize without a result".into()),
                         Err(e) => return Err(format!("reading the initialize response: {e}")),
@@ -846,7 +849,7 @@ impl Session {
                 }
                 return Ok(());
             }
-            return match self.read_reply(resp, request_id, false).await {
+            return match self.read_reply(resp, request_id).await {
                 Ok(true) => Ok(()),
                 Ok(false) if request_id.is_none() || status == 202 => Ok(()),
                 Ok(false) => Err(PostError::Failed(format!("HTTP {status} without a response to the request"))),
@@ -874,9 +877,8 @@ impl Session {
     }
 
     /// Reads a JSON or SSE reply and delivers its messages. Returns whether
-    /// the response to `request_id` was among them. `swallow_init`: the reply
-    /// to a re-initialize, whose result the hub must not see.
-    async fn read_reply(self: &Rc<Self>, mut resp: Response, request_id: Option<&[u8]>, _first_init: bool) -> Result<bool, String> {
+    /// the response to `request_id` was among them.
+    async fn read_reply(self: &Rc<Self>, mut resp: Response, request_id: Option<&[u8]>) -> Result<bool, String> {
         if resp.content_type == "text/event-stream" {
             let mut st = SseState::default();
             let got = self.read_sse(&mut resp.body, &mut st, request_id, false).await;
@@ -1034,6 +1036,9 @@ impl Session {
             }
         }
         self.generation.set(generation + 1);
+        for tx in self.new_session.borrow_mut().drain(..) {
+            let _ = tx.try_send(());
+        }
         info!("server {}: session re-initialized", self.name);
         Ok(())
     }
@@ -1055,12 +1060,17 @@ impl Session {
                     debug!("server {}: no standalone SSE stream (HTTP 405)", self.name);
                     return;
                 }
-                Ok(r) if r.status == 404 && self.session_id.borrow().is_some() => {
+                Ok(r) if r.status == 404 => {
+                    // Either the session expired, which the next POST finds
+                    // out and repairs, or the server has no GET here. Wait for
+                    // a new session rather than re-initializing from here: a
+                    // server that answers every GET with 404 must not cause a
+                    // re-initialize loop.
                     drop(r);
-                    if let Err(e) = self.reinitialize(generation).await {
-                        self.fail(format!("session expired and re-initializing failed: {e}"));
-                        return;
-                    }
+                    debug!("server {}: standalone SSE stream answered HTTP 404; waiting for a new session", self.name);
+                    let (tx, rx) = channel::bounded::<()>(1);
+                    self.new_session.borrow_mut().push(tx);
+                    let _ = rx.recv().await;
                     continue;
                 }
                 Ok(r) if (200..300).contains(&r.status) && r.content_type == "text/event-stream" => {
