@@ -1,1 +1,184 @@
-//! (to be written)
+//! Exposed names for aggregated tools and prompts.
+//!
+//! mcpx shows every upstream's tools (and prompts) to its clients under one
+//! namespace: `prefix + separator + name`, e.g. `github__create_issue`. Real
+//! clients reject or mangle names outside `[A-Za-z0-9_-]{1,64}` (several LLM
+//! APIs enforce exactly that), so the exposed name must always be in that set.
+//!
+//! Rule (pure and deterministic, so a name is the same across restarts):
+//! 1. Concatenate `prefix`, `separator` and `name` (`prefix` empty: `name` alone).
+//! 2. If the result is 1..=64 bytes of `[A-Za-z0-9_-]` and `salt == 0`, that is
+//!    the exposed name: the common case, readable and reversible by eye.
+//! 3. Otherwise replace every other character by `_`, keep at most the first
+//!    55 characters, and append `_` and 8 lowercase hex digits of a hash of the
+//!    *original* prefix, separator, name and salt. Two names that differ only in
+//!    replaced characters (`a.b`, `a b`) thus still get different exposed names.
+//!
+//! `salt` lets a caller that finds two upstream names mapping to the same exposed
+//! name (very unlikely after step 3, or two unprefixed servers sharing a tool
+//! name) derive another deterministic candidate: try salt 1, 2, ... for the
+//! later one. Mapping back is by lookup in the caller's table, never by parsing.
+
+use heapless::String;
+
+/// Longest exposed name.
+pub const MAX_LEN: usize = 64;
+/// Length of the hash suffix including its `_`.
+const SUFFIX_LEN: usize = 9;
+
+/// An exposed name: always valid (see [`is_valid`]).
+pub type Name = String<MAX_LEN>;
+
+/// May `b` appear in an exposed name?
+pub const fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// Is `s` acceptable to clients as a tool name: 1..=64 of `[A-Za-z0-9_-]`?
+pub fn is_valid(s: &str) -> bool {
+    !s.is_empty() && s.len() <= MAX_LEN && s.bytes().all(is_name_byte)
+}
+
+/// FNV-1a over several parts, each followed by a 0xff separator byte (which
+/// never occurs in UTF-8), so `("ab","c")` and `("a","bc")` differ.
+pub fn hash(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.iter().chain(core::iter::once(&0xffu8)) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The exposed name of upstream name `name` under `prefix` and `separator`.
+/// See the module documentation for the rule.
+pub fn expose(prefix: &str, separator: &str, name: &str, salt: u32) -> Name {
+    let sep = if prefix.is_empty() { "" } else { separator };
+    let parts = [prefix, sep, name];
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let clean = (1..=MAX_LEN).contains(&total) && parts.iter().all(|p| p.bytes().all(is_name_byte));
+    let mut out = Name::new();
+    if clean && salt == 0 {
+        for p in parts {
+            let _ = out.push_str(p);
+        }
+        return out;
+    }
+    'fill: for p in parts {
+        for ch in p.chars() {
+            if out.len() >= MAX_LEN - SUFFIX_LEN {
+                break 'fill;
+            }
+            let c = if ch.is_ascii() && is_name_byte(ch as u8) { ch } else { '_' };
+            let _ = out.push(c);
+        }
+    }
+    let h = hash(&[prefix.as_bytes(), separator.as_bytes(), name.as_bytes(), &salt.to_le_bytes()]);
+    let _ = out.push('_');
+    for i in (0..8).rev() {
+        let nib = ((h >> (i * 4)) & 0xf) as u8;
+        let _ = out.push(char::from(if nib < 10 { b'0' + nib } else { b'a' + nib - 10 }));
+    }
+    out
+}
+
+/// Does `name` match `pattern`, where `*` matches any run of characters
+/// (used for per-server tool allow/deny lists)?
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let (p, n) = (pattern.as_bytes(), name.as_bytes());
+    let (mut pi, mut ni) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == n[ni] {
+            pi += 1;
+            ni += 1;
+        } else if let Some((sp, sn)) = star {
+            pi = sp + 1;
+            ni = sn + 1;
+            star = Some((sp, sn + 1));
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == b'*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_are_kept() {
+        assert_eq!(expose("github", "__", "create_issue", 0).as_str(), "github__create_issue");
+        assert_eq!(expose("", "__", "echo", 0).as_str(), "echo");
+        assert_eq!(expose("a-b", "-", "c", 0).as_str(), "a-b-c");
+    }
+
+    #[test]
+    fn invalid_characters_are_replaced_and_hashed() {
+        let a = expose("fs", "__", "read.file", 0);
+        let b = expose("fs", "__", "read file", 0);
+        assert!(is_valid(&a) && is_valid(&b));
+        assert!(a.starts_with("fs__read_file_"));
+        assert_ne!(a, b);
+        assert_eq!(a, expose("fs", "__", "read.file", 0), "deterministic");
+        assert!(is_valid(&expose("ünï", "__", "cødé", 0)));
+        assert!(is_valid(&expose("", "__", "", 0)));
+    }
+
+    #[test]
+    fn long_names_are_shortened_to_64() {
+        let long = "x".repeat(100);
+        let a = expose("server", "__", &long, 0);
+        assert_eq!(a.len(), 64);
+        assert!(is_valid(&a));
+        let mut other = long.clone();
+        other.push('y');
+        assert_ne!(a, expose("server", "__", &other, 0));
+        let exact = "y".repeat(56);
+        assert_eq!(expose("server", "__", &exact, 0).len(), 64);
+        assert_eq!(expose("server", "__", &exact, 0).as_str(), &["server__", &exact].concat());
+    }
+
+    #[test]
+    fn salt_gives_another_valid_name() {
+        let a = expose("", "__", "echo", 0);
+        let b = expose("", "__", "echo", 1);
+        assert_ne!(a, b);
+        assert!(is_valid(&b) && b.starts_with("echo_"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_name_is_valid_and_deterministic(prefix in ".{0,40}", name in ".{0,200}", salt in 0u32..4) {
+            let n = expose(&prefix, "__", &name, salt);
+            proptest::prop_assert!(is_valid(&n), "{:?}", n);
+            proptest::prop_assert_eq!(&n, &expose(&prefix, "__", &name, salt));
+        }
+
+        #[test]
+        fn distinct_names_stay_distinct(a in "[a-z.]{1,80}", b in "[a-z.]{1,80}") {
+            proptest::prop_assume!(a != b);
+            proptest::prop_assert_ne!(expose("s", "__", &a, 0), expose("s", "__", &b, 0));
+        }
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("read_*", "read_file"));
+        assert!(glob_match("*_file", "read_file"));
+        assert!(glob_match("r*d*e", "read_file"));
+        assert!(!glob_match("read_*", "write_file"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("exact", "exactly"));
+    }
+}

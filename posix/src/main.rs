@@ -1,5 +1,6 @@
 //! `mcpx`: an MCP hub. See README.md.
 mod example;
+mod hub;
 #[allow(dead_code)] // until serve wires remote upstreams
 mod remote;
 

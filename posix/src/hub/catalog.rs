@@ -1,0 +1,305 @@
+//! The aggregated catalog: tools, resources, resource templates and prompts of
+//! every ready upstream, under exposed names, in a deterministic order.
+//!
+//! Order: upstreams in configuration order, each upstream's items in the order
+//! it listed them. Names: tools and prompts are exposed as
+//! `mcpx_core::names::expose(prefix, separator, name)`; a clash (two unprefixed
+//! servers with the same tool, or a hash clash) is resolved by giving the later
+//! item the next salt, so every exposed name is unique and valid.
+//!
+//! Resource URIs and URI templates are exposed unchanged, so links in content
+//! stay valid. When a URI (or template) is already taken by an earlier item,
+//! the later one is exposed as `mcpx://<server>/<original>`, where `<server>`
+//! is the server's name made valid as a tool name; the hub routes such URIs
+//! (and anything the client expands from such a template) by that segment.
+
+use std::collections::HashMap;
+
+use mcpx_core::names;
+use serde_json::Value;
+
+use super::shape::{self, Rev, RevExt};
+use super::UpstreamId;
+
+/// Scheme of URIs rewritten to stay unique.
+pub(super) const MCPX_URI: &str = "mcpx://";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Kind {
+    Tools,
+    Resources,
+    Templates,
+    Prompts,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Tools, Kind::Resources, Kind::Templates, Kind::Prompts];
+
+    pub fn idx(self) -> usize {
+        self as usize
+    }
+    pub fn list_method(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools/list",
+            Kind::Resources => "resources/list",
+            Kind::Templates => "resources/templates/list",
+            Kind::Prompts => "prompts/list",
+        }
+    }
+    pub fn from_list_method(m: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.list_method() == m)
+    }
+    /// Member of the list result holding the items.
+    pub fn result_key(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools",
+            Kind::Resources => "resources",
+            Kind::Templates => "resourceTemplates",
+            Kind::Prompts => "prompts",
+        }
+    }
+    /// Member of an item that identifies it.
+    pub fn key_field(self) -> &'static str {
+        match self {
+            Kind::Tools | Kind::Prompts => "name",
+            Kind::Resources => "uri",
+            Kind::Templates => "uriTemplate",
+        }
+    }
+    /// Server capability announcing this list.
+    pub fn capability(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools",
+            Kind::Resources | Kind::Templates => "resources",
+            Kind::Prompts => "prompts",
+        }
+    }
+    pub fn channel(self) -> Channel {
+        match self {
+            Kind::Tools => Channel::Tools,
+            Kind::Resources | Kind::Templates => Channel::Resources,
+            Kind::Prompts => Channel::Prompts,
+        }
+    }
+}
+
+/// A `notifications/*/list_changed` channel (resources covers templates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Channel {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+impl Channel {
+    pub fn idx(self) -> usize {
+        self as usize
+    }
+    pub fn kinds(self) -> &'static [Kind] {
+        match self {
+            Channel::Tools => &[Kind::Tools],
+            Channel::Resources => &[Kind::Resources, Kind::Templates],
+            Channel::Prompts => &[Kind::Prompts],
+        }
+    }
+    pub fn notification(self) -> &'static str {
+        match self {
+            Channel::Tools => "notifications/tools/list_changed",
+            Channel::Resources => "notifications/resources/list_changed",
+            Channel::Prompts => "notifications/prompts/list_changed",
+        }
+    }
+}
+
+/// One exposed item.
+#[derive(Clone, Debug)]
+pub(super) struct Entry {
+    pub up: UpstreamId,
+    /// Exposed name / URI / template.
+    pub exposed: String,
+    /// The upstream's own name / URI / template.
+    pub original: String,
+    /// The item as the client sees it (exposed key substituted).
+    pub item: Value,
+}
+
+/// Naming facts about one upstream the catalog needs.
+pub(super) struct Naming<'a> {
+    pub name: &'a str,
+    pub prefix: &'a str,
+}
+
+pub(super) struct Catalog {
+    /// Items per upstream and kind, as listed (after filters).
+    per_up: Vec<[Vec<Value>; 4]>,
+    views: [Vec<Entry>; 4],
+    /// exposed key → index in `views[k]`.
+    index: [HashMap<String, usize>; 4],
+    /// (upstream, original key) → index in `views[k]`.
+    reverse: [HashMap<(UpstreamId, String), usize>; 4],
+    /// Bumped on every change of a view.
+    pub generation: [u32; 4],
+    /// Fingerprint of each channel as seen by a client on each revision.
+    fp_cache: HashMap<(Channel, Rev), u64>,
+}
+
+impl Catalog {
+    pub fn new(n: usize) -> Catalog {
+        Catalog {
+            per_up: (0..n).map(|_| Default::default()).collect(),
+            views: Default::default(),
+            index: Default::default(),
+            reverse: Default::default(),
+            generation: [0; 4],
+            fp_cache: HashMap::new(),
+        }
+    }
+
+    pub fn view(&self, k: Kind) -> &[Entry] {
+        &self.views[k.idx()]
+    }
+
+    pub fn count(&self, u: UpstreamId, k: Kind) -> usize {
+        self.per_up[u][k.idx()].len()
+    }
+
+    /// Entry by exposed key.
+    pub fn get(&self, k: Kind, exposed: &str) -> Option<&Entry> {
+        self.index[k.idx()].get(exposed).map(|&i| &self.views[k.idx()][i])
+    }
+
+    /// Exposed key of an upstream's item, if listed.
+    pub fn exposed_of(&self, k: Kind, u: UpstreamId, original: &str) -> Option<&str> {
+        let i = *self.reverse[k.idx()].get(&(u, original.to_string()))?;
+        Some(&self.views[k.idx()][i].exposed)
+    }
+
+    /// Replaces upstream `u`'s items of kind `k`; returns whether the view changed.
+    pub fn set(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, naming: &[Naming], sep: &str) -> bool {
+        self.per_up[u][k.idx()] = items;
+        self.rebuild(k, naming, sep)
+    }
+
+    /// Removes everything of upstream `u`; returns the channels that changed.
+    pub fn clear(&mut self, u: UpstreamId, naming: &[Naming], sep: &str) -> Vec<Channel> {
+        let mut changed = Vec::new();
+        for k in Kind::ALL {
+            if !self.per_up[u][k.idx()].is_empty() {
+                self.per_up[u][k.idx()].clear();
+                if self.rebuild(k, naming, sep) && !changed.contains(&k.channel()) {
+                    changed.push(k.channel());
+                }
+            }
+        }
+        changed
+    }
+
+    fn rebuild(&mut self, k: Kind, naming: &[Naming], sep: &str) -> bool {
+        let key = k.key_field();
+        let mut view: Vec<Entry> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut reverse = HashMap::new();
+        for (u, lists) in self.per_up.iter().enumerate() {
+            for item in &lists[k.idx()] {
+                let Some(original) = item.get(key).and_then(Value::as_str) else { continue };
+                let exposed = match k {
+                    Kind::Tools | Kind::Prompts => {
+                        let mut salt = 0;
+                        loop {
+                            let n = names::expose(naming[u].prefix, sep, original, salt);
+                            if !index.contains_key(n.as_str()) {
+                                break n.as_str().to_string();
+                            }
+                            salt += 1;
+                        }
+                    }
+                    Kind::Resources | Kind::Templates => {
+                        if !index.contains_key(original) {
+                            original.to_string()
+                        } else {
+                            let alt = format!("{MCPX_URI}{}/{original}", server_segment(naming[u].name));
+                            if index.contains_key(&alt) {
+                                continue; // the same server lists the same URI twice
+                            }
+                            alt
+                        }
+                    }
+                };
+                let mut item = item.clone();
+                item[key] = Value::String(exposed.clone());
+                index.insert(exposed.clone(), view.len());
+                reverse.insert((u, original.to_string()), view.len());
+                view.push(Entry { up: u, exposed, original: original.to_string(), item });
+            }
+        }
+        let same = view.len() == self.views[k.idx()].len()
+            && view.iter().zip(&self.views[k.idx()]).all(|(a, b)| a.up == b.up && a.item == b.item);
+        self.views[k.idx()] = view;
+        self.index[k.idx()] = index;
+        self.reverse[k.idx()] = reverse;
+        if !same {
+            self.generation[k.idx()] = self.generation[k.idx()].wrapping_add(1);
+            self.fp_cache.retain(|(ch, _), _| *ch != k.channel());
+        }
+        !same
+    }
+
+    /// Fingerprint of what a client on `rev` sees on `ch`.
+    pub fn fingerprint(&mut self, ch: Channel, rev: Rev) -> u64 {
+        if let Some(fp) = self.fp_cache.get(&(ch, rev)) {
+            return *fp;
+        }
+        let mut parts: Vec<Vec<u8>> = Vec::new();
+        for k in ch.kinds() {
+            parts.push(k.result_key().as_bytes().to_vec());
+            for e in &self.views[k.idx()] {
+                parts.push(serde_json::to_vec(&shape::item(&e.item, &rev.features())).unwrap_or_default());
+            }
+        }
+        let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let fp = names::hash(&refs);
+        self.fp_cache.insert((ch, rev), fp);
+        fp
+    }
+
+    /// Routes a resource URI a client sent: (upstream, the upstream's URI).
+    /// Listed URIs by index; `mcpx://<server>/...` by server; otherwise the
+    /// template with the longest literal prefix matching the URI; otherwise the
+    /// only upstream offering resources (`resource_ups`).
+    pub fn route_uri(&self, uri: &str, naming: &[Naming], resource_ups: &[UpstreamId]) -> Option<(UpstreamId, String)> {
+        if let Some(e) = self.get(Kind::Resources, uri) {
+            return Some((e.up, e.original.clone()));
+        }
+        if let Some(rest) = uri.strip_prefix(MCPX_URI) {
+            if let Some((seg, orig)) = rest.split_once('/') {
+                if let Some(u) = naming.iter().position(|n| server_segment(n.name) == seg) {
+                    return Some((u, orig.to_string()));
+                }
+            }
+        }
+        let mut best: Option<(usize, UpstreamId)> = None;
+        for e in self.view(Kind::Templates) {
+            let lit = e.original.split('{').next().unwrap_or("");
+            if !lit.is_empty() && uri.starts_with(lit) && best.is_none_or(|(l, _)| lit.len() > l) {
+                best = Some((lit.len(), e.up));
+            }
+        }
+        if let Some((_, u)) = best {
+            return Some((u, uri.to_string()));
+        }
+        match resource_ups {
+            [u] => Some((*u, uri.to_string())),
+            _ => None,
+        }
+    }
+
+    /// Routes a completion `ref/resource` URI template.
+    pub fn route_template(&self, t: &str) -> Option<(UpstreamId, String)> {
+        self.get(Kind::Templates, t).map(|e| (e.up, e.original.clone()))
+    }
+}
+
+/// A server's name as one URI path segment (and valid tool-name characters).
+pub(super) fn server_segment(name: &str) -> String {
+    names::expose("", "", name, 0).as_str().to_string()
+}

@@ -1,0 +1,306 @@
+//! Downstream connections: the server side of the handshake, and what each
+//! client has seen (its revision, capabilities, which lists it has read).
+//!
+//! Decisions (see the requirement rows named in the tests):
+//! - `initialize`: the client's version is echoed when the hub speaks it, else
+//!   the latest legacy revision is offered (`lifecycle-server-echoes-supported-version`,
+//!   `lifecycle-server-counteroffers-latest`). While upstreams are still
+//!   starting the answer is held (up to `startup_wait_ms`) so the capabilities
+//!   cover them; they are the union of what upstreams offer.
+//! - A request before `initialize` is served anyway, as the latest legacy
+//!   revision (`lifecycle-initialization-first-interaction` is the client's
+//!   duty; being liberal costs nothing and unblocks sloppy clients).
+//! - Unsolicited notifications (list_changed, log messages, resource updates)
+//!   go to a client only after it has read a list: the oldest Python SDK
+//!   client deadlocks on one that arrives before its first `tools/list`.
+
+use mcpx_core::revision::{self, Revisions};
+use serde_json::{json, Map, Value};
+
+use super::catalog::Channel;
+use super::shape::{self, Rev, RevExt};
+use super::wire::{self, Bad, Kind};
+use super::{ClientId, Hub, Level, Output};
+
+pub(super) struct Client {
+    /// Negotiated revision; `None` before `initialize`.
+    pub rev: Option<Rev>,
+    pub caps: Value,
+    pub info: Value,
+    /// `initialize` answered.
+    pub initialized: bool,
+    /// `initialize` waiting for upstreams: the client's raw id.
+    pub held_init: Option<Vec<u8>>,
+    /// Per channel: has read the list (first page) at least once.
+    pub listed: [bool; 3],
+    /// Per channel: fingerprint of the list as last shown or announced.
+    pub known_fp: [u64; 3],
+    /// Subscribed resource URIs (exposed).
+    pub subs: usize,
+    /// Sent `logging/setLevel`.
+    pub wants_logs: bool,
+    pub connected_ms: u64,
+}
+
+impl Client {
+    pub fn rev(&self) -> Rev {
+        self.rev.unwrap_or(Rev::LATEST_LEGACY)
+    }
+    /// May this client get notifications it did not ask for?
+    pub fn may_notify(&self) -> bool {
+        self.listed.iter().any(|l| *l) || self.wants_logs
+    }
+}
+
+impl Hub {
+    pub(super) fn on_client_connected(&mut self) -> ClientId {
+        let c = self.next_client;
+        self.next_client += 1;
+        if self.clients.len() >= self.opts.max_clients {
+            let msg = format!("mcpx refused a client connection: {} clients are connected (its limit)", self.opts.max_clients);
+            self.log(Level::Warn, msg);
+            self.out.push_back(Output::CloseClient(c));
+            return c;
+        }
+        self.clients.insert(
+            c,
+            Client {
+                rev: None,
+                caps: json!({}),
+                info: Value::Null,
+                initialized: false,
+                held_init: None,
+                listed: [false; 3],
+                known_fp: [0; 3],
+                subs: 0,
+                wants_logs: false,
+                connected_ms: self.now_ms,
+            },
+        );
+        c
+    }
+
+    pub(super) fn on_client_message(&mut self, c: ClientId, bytes: &[u8]) {
+        if !self.clients.contains_key(&c) {
+            return;
+        }
+        match wire::parse(bytes) {
+            Err(Bad { message, .. }) if wire::is_notification_shaped(bytes) => {
+                self.log(Level::Debug, format!("client {c}: invalid notification dropped: {message}"));
+            }
+            Err(Bad { code, message, id }) => {
+                let id = id.or_else(|| self.unreadable_id(c).map(<[u8]>::to_vec));
+                self.emit_client(c, wire::error(id.as_deref(), code, message, None));
+            }
+            Ok(m) => match m.kind {
+                Kind::Request => self.on_client_request(c, &m),
+                Kind::Notification => self.on_client_notification(c, &m),
+                Kind::Result | Kind::Error => self.on_client_response(c, &m),
+            },
+        }
+    }
+
+    /// The id member for an error whose request id could not be read: left
+    /// out on 2025-11-25, `null` (JSON-RPC 2.0) for older clients.
+    fn unreadable_id(&self, c: ClientId) -> Option<&'static [u8]> {
+        let rev = self.clients.get(&c).map(|cl| cl.rev()).unwrap_or(Rev::LATEST_LEGACY);
+        if rev.features().error_id_optional {
+            None
+        } else {
+            Some(b"null")
+        }
+    }
+
+    pub(super) fn on_client_frame_too_large(&mut self, c: ClientId, len: usize) {
+        if !self.clients.contains_key(&c) {
+            return;
+        }
+        let id = self.unreadable_id(c);
+        let msg = format!("Invalid request: the message is too large ({len} bytes or more); it was dropped");
+        self.emit_client(c, wire::error(id, -32600, &msg, None));
+    }
+
+    pub(super) fn on_client_disconnected(&mut self, c: ClientId) {
+        if self.clients.remove(&c).is_none() {
+            return;
+        }
+        for (u, id) in self.pending.of_client(c) {
+            self.pending.take(u, id);
+            self.cancel_upstream(u, id, "the client disconnected");
+        }
+        self.relay_drop_client(c);
+        self.unsubscribe_all(c);
+    }
+
+    fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
+        match m.method.as_str() {
+            "notifications/initialized" | "initialized" => {}
+            "notifications/cancelled" => {
+                let Some(p) = m.params.clone() else { return };
+                let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
+                let reason = wire::find(m.raw, p, &["reason"]).and_then(|r| wire::string_at(m.raw, r));
+                let rid = &m.raw[r];
+                if let Some((u, id)) = self.pending.by_client(c, rid) {
+                    // Requirement: cancellation-ref-same-direction-in-progress
+                    self.pending.take(u, id);
+                    self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
+                } else if let Some(hid) = wire::id_u64(rid) {
+                    self.relay_cancelled_by_client(c, hid, reason.as_deref());
+                }
+            }
+            "notifications/roots/list_changed"
+                if self.opts.roots.is_none() => {
+                    for u in 0..self.ups.len() {
+                        if self.ups[u].is_ready() {
+                            self.emit_upstream(u, wire::notification("notifications/roots/list_changed", None));
+                        }
+                    }
+                }
+            _ => {} // notifications/progress for relayed requests etc.: nothing to do
+        }
+    }
+
+    /// `initialize` from a client.
+    pub(super) fn client_initialize(&mut self, c: ClientId, m: &wire::Msg) {
+        let p = m.params_value();
+        let asked = p.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+        // Requirement: lifecycle-server-echoes-supported-version, lifecycle-server-counteroffers-latest
+        let rev = revision::negotiate_server(asked, Revisions::LEGACY).unwrap_or(Rev::LATEST_LEGACY);
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        let cl = self.clients.get_mut(&c).expect("known client");
+        cl.rev = Some(rev);
+        cl.caps = p.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+        cl.info = p.get("clientInfo").cloned().unwrap_or(Value::Null);
+        if self.startup_settled() {
+            self.answer_initialize(c, &id);
+        } else {
+            self.clients.get_mut(&c).expect("known client").held_init = Some(id);
+        }
+    }
+
+    /// Have upstreams had their chance to come up (or the wait run out)?
+    pub(super) fn startup_settled(&self) -> bool {
+        self.ups.iter().all(|u| u.settled)
+            || self.started_ms.is_none_or(|s| self.now_ms >= s + self.opts.startup_wait_ms)
+    }
+
+    /// Answers held `initialize` requests once startup has settled.
+    pub(super) fn release_held_inits(&mut self) {
+        if !self.startup_settled() {
+            return;
+        }
+        let held: Vec<(ClientId, Vec<u8>)> =
+            self.clients.iter_mut().filter_map(|(k, c)| c.held_init.take().map(|id| (*k, id))).collect();
+        for (c, id) in held {
+            self.answer_initialize(c, &id);
+        }
+    }
+
+    pub(super) fn held_init_deadline(&self) -> Option<u64> {
+        if self.clients.values().any(|c| c.held_init.is_some()) {
+            self.started_ms.map(|s| s + self.opts.startup_wait_ms)
+        } else {
+            None
+        }
+    }
+
+    fn answer_initialize(&mut self, c: ClientId, id: &[u8]) {
+        let rev = self.clients[&c].rev();
+        let f = &rev.features();
+        let caps = shape::server_capabilities(self.union_capabilities(), f);
+        let info = shape::implementation(json!({ "name": self.opts.server_name, "version": self.opts.server_version }), f);
+        let result = json!({
+            "protocolVersion": rev.as_str(),
+            "capabilities": caps,
+            "serverInfo": info,
+            "instructions": self.instructions(),
+        });
+        self.clients.get_mut(&c).expect("known client").initialized = true;
+        self.emit_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
+    }
+
+    /// What the hub offers clients: the union of what its upstreams offered
+    /// when they last initialized. Lists always announce `listChanged` (the
+    /// hub's lists change as upstreams come and go). With no upstream ever
+    /// initialized, `tools` is offered so the client asks later.
+    fn union_capabilities(&self) -> Map<String, Value> {
+        let mut caps = Map::new();
+        let known: Vec<&Value> = self.ups.iter().filter_map(|u| u.caps.as_ref()).collect();
+        let has = |k: &str| known.iter().any(|c| c.get(k).is_some_and(|v| !v.is_null()));
+        if has("tools") || known.is_empty() {
+            caps.insert("tools".into(), json!({ "listChanged": true }));
+        }
+        if has("resources") {
+            let sub = known.iter().any(|c| c.pointer("/resources/subscribe") == Some(&Value::Bool(true)));
+            let mut r = json!({ "listChanged": true });
+            if sub {
+                r["subscribe"] = Value::Bool(true);
+            }
+            caps.insert("resources".into(), r);
+        }
+        if has("prompts") {
+            caps.insert("prompts".into(), json!({ "listChanged": true }));
+        }
+        if has("logging") {
+            caps.insert("logging".into(), json!({}));
+        }
+        if has("completions") {
+            caps.insert("completions".into(), json!({}));
+        }
+        caps
+    }
+
+    fn instructions(&self) -> String {
+        let mut s = format!(
+            "This is mcpx, a hub serving the tools, resources and prompts of {} MCP server(s). \
+             Names are prefixed with the server's prefix and '{}'.\n",
+            self.ups.len(),
+            self.opts.separator
+        );
+        for u in &self.ups {
+            let prefix = if u.spec.prefix.is_empty() { "(unprefixed)".to_string() } else { format!("{}{}", u.spec.prefix, self.opts.separator) };
+            s.push_str(&format!("- {} {}: {}", u.spec.name, prefix, u.state_name()));
+            if let Some(i) = u.instructions.as_deref().filter(|i| !i.trim().is_empty()) {
+                let short: String = i.trim().chars().take(2000).collect();
+                s.push_str(&format!("\n  {}", short.replace('\n', "\n  ")));
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>) {
+        if self.clients.contains_key(&c) {
+            self.out.push_back(Output::ToClient(c, bytes));
+        }
+    }
+
+    /// A notification to one client, shaped for its revision.
+    pub(super) fn notify_client(&mut self, c: ClientId, method: &str, params: &Value) {
+        let Some(cl) = self.clients.get(&c) else { return };
+        let mut p = params.clone();
+        shape::notification_params(method, &mut p, &cl.rev().features());
+        let body = serde_json::to_vec(&p).unwrap_or_default();
+        self.emit_client(c, wire::notification(method, Some(&body)));
+    }
+
+    /// After a catalog change: tell each client that has read the list and
+    /// whose view of it really changed.
+    pub(super) fn announce(&mut self, ch: Channel) {
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for c in ids {
+            let (listed, rev, known) = {
+                let cl = &self.clients[&c];
+                (cl.listed[ch.idx()] && cl.initialized, cl.rev(), cl.known_fp[ch.idx()])
+            };
+            if !listed {
+                continue;
+            }
+            let fp = self.catalog.fingerprint(ch, rev);
+            if fp != known {
+                self.clients.get_mut(&c).expect("known client").known_fp[ch.idx()] = fp;
+                self.emit_client(c, wire::notification(ch.notification(), None));
+            }
+        }
+    }
+}

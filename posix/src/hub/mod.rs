@@ -1,0 +1,365 @@
+//! The hub: a pure, single-threaded MCP state machine.
+//!
+//! mcpx supervises local MCP servers ("upstreams", stdio children) and presents all
+//! of them to MCP clients ("clients", downstream connections) as one MCP server.
+//! This module is the heart of it, written sans-IO in the style of `quinn-proto`:
+//! no I/O, no clock, no threads. The runtime feeds it framed messages and the
+//! current time (`now_ms`, any monotonic millisecond clock) and drains
+//! [`Output`]s with [`Hub::poll_output`] after every call.
+//!
+//! ```text
+//!  client_message ─► router ─► (local answer | pending ─► ToUpstream)
+//!  upstream_message ─► pending/relay ─► shape ─► ToClient
+//! ```
+//!
+//! Contract with the runtime:
+//! - Every `*_message` call carries exactly one framed JSON-RPC message (one stdio
+//!   line without its newline, or one HTTP body). Outputs carry one message each,
+//!   without a trailing newline: the runtime frames them.
+//! - After any call, drain `poll_output` until `None`, then arm a timer for
+//!   `next_deadline()` and call `tick(now_ms)` when it fires.
+//! - Process supervision (spawn, backoff, kill) is the runtime's. Call
+//!   `upstream_started` each time a child is up (its stdin/stdout are open),
+//!   `upstream_exited` each time it is gone. `Output::RestartUpstream` asks the
+//!   runtime to kill and respawn a child the hub judged broken.
+//! - The hub never blocks and every table in it is bounded (see [`HubOptions`]);
+//!   at a cap the request in hand is answered with an error saying which limit.
+//!
+//! Decisions worth knowing (details in the module named):
+//! - Exposed tool/prompt names: `prefix + separator + name`, made valid
+//!   (`[A-Za-z0-9_-]{1,64}`) and unique by `mcpx_core::names` (`catalog`).
+//! - Resource URIs are kept; a URI already exposed by an earlier server is shown
+//!   as `mcpx://<server>/<uri>` and routed by that segment (`catalog`).
+//! - Lists answered to clients are paginated with authenticated cursors
+//!   (`mcpx_core::cursor`); a bad cursor is -32602 (`router`).
+//! - Requests upstream get fresh integer ids and always a progress token (the
+//!   same integer); client ids and tokens are restored byte for byte (`pending`).
+//! - Timeouts: per server `timeout_ms`, reset by progress, capped by
+//!   `max_timeout_ms`; on expiry the upstream gets `notifications/cancelled`
+//!   and the client -32603 naming the server (`upstream`).
+//! - Unsolicited notifications reach a client only after it read a list
+//!   (`client`); server→client requests reach the client whose call is in
+//!   flight, only if it declared the capability (`relay`).
+//! - Egress shaping per revision from the core feature table (`shape`).
+//!
+//! Eras: this version speaks the legacy era (`initialize` handshake: 2024-11-05,
+//! 2025-03-26, 2025-06-18, 2025-11-25) on both sides. The negotiated revision is
+//! per-connection data (client and upstream each), and everything that turns an
+//! upstream's request for input into something a client understands lives in
+//! `relay`, so the modern era (2026-07-28) can be added there and in `client`.
+#![allow(dead_code)] // until the runtime wires `serve` to the hub
+
+mod catalog;
+mod client;
+mod pending;
+mod relay;
+mod router;
+mod shape;
+mod upstream;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, VecDeque};
+
+/// Index of an upstream in the configuration order (0-based). Stable for the
+/// life of the `Hub`.
+pub type UpstreamId = usize;
+
+/// A downstream connection, as returned by [`Hub::client_connected`]. The stdio
+/// transport has exactly one; HTTP will have one per session. Never reused.
+pub type ClientId = u64;
+
+/// One configured upstream MCP server.
+#[derive(Clone, Debug)]
+pub struct UpstreamSpec {
+    /// The server's name from the configuration: shown in errors, logs,
+    /// `instructions`, elicitation messages, logger names and `status()`.
+    pub name: String,
+    /// Namespace for this server's tool and prompt names: exposed names are
+    /// `prefix + separator + name` (then made valid, see `mcpx_core::names`).
+    /// `""` exposes the names unprefixed.
+    pub prefix: String,
+    /// Tools to expose; empty = all. Entries are exact upstream tool names or
+    /// simple globs with `*` (`read_*`, `*_file`, `*`).
+    pub tools_allow: Vec<String>,
+    /// Tools to hide; applied after `tools_allow`, same syntax.
+    pub tools_deny: Vec<String>,
+    /// Per-request timeout for requests sent to this server, in ms. A progress
+    /// notification resets it, up to [`HubOptions::max_timeout_ms`] in total.
+    pub timeout_ms: u64,
+    /// Protocol revisions allowed with this server (`"2025-06-18"`, ...);
+    /// empty = every revision the hub speaks. The hub offers the newest one.
+    pub revisions: Vec<String>,
+}
+
+impl UpstreamSpec {
+    /// A spec with the defaults: prefix = name, no filters, 60 s timeout, all
+    /// revisions.
+    pub fn new(name: &str) -> UpstreamSpec {
+        UpstreamSpec {
+            name: name.to_string(),
+            prefix: name.to_string(),
+            tools_allow: Vec::new(),
+            tools_deny: Vec::new(),
+            timeout_ms: 60_000,
+            revisions: Vec::new(),
+        }
+    }
+}
+
+/// Hub-wide options. `HubOptions::default()` is a sensible configuration.
+#[derive(Clone, Debug)]
+pub struct HubOptions {
+    /// Between prefix and name in exposed tool/prompt names. Default `"__"`.
+    pub separator: String,
+    /// `serverInfo.name` / `serverInfo.version` answered to clients.
+    pub server_name: String,
+    pub server_version: String,
+    /// Roots to answer upstreams' `roots/list` with, instead of asking the
+    /// client: either a `ListRootsResult` object (`{"roots":[...]}`) or an array
+    /// of `Root`s. `None` = relay `roots/list` to the client.
+    pub roots: Option<serde_json::Value>,
+    /// Hard cap on the life of any forwarded request, progress or not (ms).
+    pub max_timeout_ms: u64,
+    /// How long an upstream may take to answer `initialize` before the hub
+    /// asks for a restart (ms).
+    pub init_timeout_ms: u64,
+    /// How long a client's `initialize` may be held while upstreams are still
+    /// starting, so that the capabilities answered cover them (ms).
+    pub startup_wait_ms: u64,
+    /// How long a client may take to answer a relayed request (sampling,
+    /// elicitation, roots) before the upstream gets an error (ms).
+    pub relay_timeout_ms: u64,
+    /// Ping a ready upstream that has been silent this long (ms); no answer
+    /// within its `timeout_ms` → `RestartUpstream`. 0 = never ping.
+    pub ping_interval_ms: u64,
+    /// Items per page in `tools/list` and friends answered to clients.
+    pub page_size: usize,
+    /// Caps: requests in flight (all clients and upstreams together), relayed
+    /// server→client requests, connected clients, items per upstream list,
+    /// subscriptions per client.
+    pub max_pending: usize,
+    pub max_relays: usize,
+    pub max_clients: usize,
+    pub max_list_items: usize,
+    pub max_subscriptions: usize,
+    /// Key for the integrity tag of pagination cursors; the runtime should set
+    /// a random value per process so cursors cannot be forged.
+    pub cursor_key: u64,
+}
+
+impl Default for HubOptions {
+    fn default() -> HubOptions {
+        HubOptions {
+            separator: "__".to_string(),
+            server_name: "mcpx".to_string(),
+            server_version: env!("CARGO_PKG_VERSION").to_string(),
+            roots: None,
+            max_timeout_ms: 600_000,
+            init_timeout_ms: 30_000,
+            startup_wait_ms: 10_000,
+            relay_timeout_ms: 300_000,
+            ping_interval_ms: 0,
+            page_size: 200,
+            max_pending: 4096,
+            max_relays: 256,
+            max_clients: 1024,
+            max_list_items: 10_000,
+            max_subscriptions: 1024,
+            cursor_key: 0x6d63_7078_6375_7273,
+        }
+    }
+}
+
+/// Why a configuration was refused by [`Hub::new`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// Two upstreams share a name.
+    DuplicateName(String),
+    /// Two upstreams' prefixes expose the same namespace (after the names were
+    /// made valid), e.g. `a.b` and `a_b`.
+    PrefixCollision(String, String),
+    /// The separator is empty or has characters outside `[A-Za-z0-9_-]`.
+    BadSeparator(String),
+    /// An upstream lists a revision the hub does not speak.
+    UnknownRevision { server: String, revision: String },
+    /// An upstream has an empty name.
+    EmptyName,
+    /// An upstream allows only revisions the hub cannot speak to servers yet
+    /// (2026-07-28 upstreams come with the modern era).
+    NoUsableRevision(String),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::DuplicateName(n) => write!(f, "two servers are named '{n}': give each a unique name"),
+            ConfigError::PrefixCollision(a, b) => write!(f, "servers '{a}' and '{b}' would expose tools under the same prefix: set a distinct prefix for one of them"),
+            ConfigError::BadSeparator(s) => write!(f, "separator '{s}' is not allowed: use one or more of A-Z a-z 0-9 _ -"),
+            ConfigError::UnknownRevision { server, revision } => write!(f, "server '{server}': unknown protocol revision '{revision}'"),
+            ConfigError::EmptyName => write!(f, "a server has an empty name"),
+            ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': none of its protocol revisions can be used with servers yet; add a revision up to 2025-11-25"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Severity of an [`Output::Log`] line (for mcpx's own log, i.e. stderr).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+/// What the hub asks the runtime to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Write one message to a client.
+    ToClient(ClientId, Vec<u8>),
+    /// Write one message to an upstream's stdin.
+    ToUpstream(UpstreamId, Vec<u8>),
+    /// Kill and respawn this upstream (hung or broken); the reason is for logs.
+    /// The runtime then reports `upstream_exited` and later `upstream_started`.
+    RestartUpstream(UpstreamId, &'static str),
+    /// Close this client connection (after writing what was queued before it).
+    CloseClient(ClientId),
+    /// A line for mcpx's own log.
+    Log(Level, String),
+}
+
+/// The hub state machine. See the module documentation.
+pub struct Hub {
+    opts: HubOptions,
+    ups: Vec<upstream::Upstream>,
+    clients: BTreeMap<ClientId, client::Client>,
+    next_client: ClientId,
+    catalog: catalog::Catalog,
+    pending: pending::Pending,
+    relays: relay::Relays,
+    subs: router::Subscriptions,
+    /// The last `logging/setLevel` from a client, replayed to upstreams that start later.
+    log_level: Option<String>,
+    out: VecDeque<Output>,
+    /// Time of the first `upstream_started`/`client_connected`, for the startup wait.
+    started_ms: Option<u64>,
+    now_ms: u64,
+}
+
+impl Hub {
+    /// Checks the configuration and builds a hub with every upstream down.
+    pub fn new(upstreams: Vec<UpstreamSpec>, opts: HubOptions) -> Result<Hub, ConfigError> {
+        let ups = upstream::validate(upstreams, &opts)?;
+        Ok(Hub {
+            catalog: catalog::Catalog::new(ups.len()),
+            ups,
+            opts,
+            clients: BTreeMap::new(),
+            next_client: 1,
+            pending: pending::Pending::default(),
+            relays: relay::Relays::default(),
+            subs: router::Subscriptions::default(),
+            log_level: None,
+            out: VecDeque::new(),
+            started_ms: None,
+            now_ms: 0,
+        })
+    }
+
+    /// A new downstream connection. Returns its id (never reused).
+    /// Over `max_clients`, the connection is closed at once (`CloseClient`).
+    pub fn client_connected(&mut self, now_ms: u64) -> ClientId {
+        self.now(now_ms);
+        self.on_client_connected()
+    }
+
+    /// One framed message from a client (a request, notification or response).
+    pub fn client_message(&mut self, c: ClientId, msg: &[u8], now_ms: u64) {
+        self.now(now_ms);
+        self.on_client_message(c, msg);
+    }
+
+    /// The client sent a frame longer than the runtime accepts (`len` bytes
+    /// seen so far). The hub answers an invalid-request error; the session goes on.
+    pub fn client_frame_too_large(&mut self, c: ClientId, len: usize) {
+        self.on_client_frame_too_large(c, len);
+    }
+
+    /// The client is gone: its in-flight requests are cancelled upstream, its
+    /// subscriptions dropped, relayed requests to it answered with an error.
+    pub fn client_disconnected(&mut self, c: ClientId) {
+        self.on_client_disconnected(c);
+    }
+
+    /// The upstream process is up: the hub sends `initialize`.
+    pub fn upstream_started(&mut self, u: UpstreamId, now_ms: u64) {
+        self.now(now_ms);
+        self.on_upstream_started(u);
+    }
+
+    /// One framed message (a stdout line) from an upstream.
+    pub fn upstream_message(&mut self, u: UpstreamId, msg: &[u8], now_ms: u64) {
+        self.now(now_ms);
+        self.on_upstream_message(u, msg);
+    }
+
+    /// The upstream process is gone (`reason`: exit status or spawn error;
+    /// `stderr_tail`: its last stderr lines, may be empty). Its tools vanish and
+    /// requests in flight to it are answered with an error naming the server.
+    pub fn upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, now_ms: u64) {
+        self.now(now_ms);
+        self.on_upstream_exited(u, reason, stderr_tail);
+    }
+
+    /// The upstream wrote something that is not a JSON-RPC message (a non-JSON
+    /// stdout line, a line over the runtime's limit). Logged; counted in status.
+    pub fn upstream_garbage(&mut self, u: UpstreamId, what: &str) {
+        self.on_upstream_garbage(u, what);
+    }
+
+    /// Time passed: fires timeouts due at or before `now_ms`.
+    pub fn tick(&mut self, now_ms: u64) {
+        self.now(now_ms);
+        self.on_tick();
+    }
+
+    /// The earliest time at which `tick` has something to do, if any.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.deadline()
+    }
+
+    /// The next thing for the runtime to do, in order.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// The revision negotiated with client `c` (`None` before its
+    /// `initialize`, or for an unknown client): what an HTTP transport checks
+    /// the `MCP-Protocol-Version` header against.
+    pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
+        self.clients.get(&c)?.rev.map(|r| r.as_str())
+    }
+
+    /// A JSON snapshot for `mcpx status` and logs: every upstream's state,
+    /// negotiated revision, restarts, last error and tool count; the clients.
+    pub fn status(&self) -> serde_json::Value {
+        self.status_json()
+    }
+
+    fn now(&mut self, now_ms: u64) {
+        if now_ms > self.now_ms {
+            self.now_ms = now_ms;
+        }
+        if self.started_ms.is_none() {
+            self.started_ms = Some(now_ms);
+        }
+    }
+
+    fn log(&mut self, level: Level, msg: String) {
+        self.out.push_back(Output::Log(level, msg));
+    }
+}

@@ -1,0 +1,391 @@
+//! Client requests: answered by the hub (handshake, ping, lists, setLevel) or
+//! forwarded to the upstream that owns the name, URI or reference, with the
+//! name mapped back, a fresh upstream id and a progress token unique per
+//! upstream. Answers come back through `answer_client`, shaped for the client.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+use mcpx_core::cursor::{self, Cursor};
+use serde_json::{json, Value};
+
+use super::catalog::Kind;
+use super::pending::{Fwd, Origin};
+use super::shape::{self, RevExt};
+use super::wire::{self, Msg};
+use super::{ClientId, Hub, UpstreamId};
+
+/// Log levels of `logging/setLevel`.
+const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+/// Resource subscriptions: exposed URI → clients. The upstream is asked to
+/// subscribe for the first client and to unsubscribe after the last.
+#[derive(Default)]
+pub(super) struct Subscriptions {
+    by_uri: BTreeMap<String, BTreeSet<ClientId>>,
+}
+
+impl Subscriptions {
+    pub fn clients_of(&self, uri: &str) -> Vec<ClientId> {
+        self.by_uri.get(uri).map(|s| s.iter().copied().collect()).unwrap_or_default()
+    }
+    /// Adds; true when it is the URI's first subscriber.
+    fn add(&mut self, uri: &str, c: ClientId) -> bool {
+        let s = self.by_uri.entry(uri.to_string()).or_default();
+        let first = s.is_empty();
+        s.insert(c);
+        first
+    }
+    /// Removes; true when the URI has no subscriber left (and had this one).
+    fn remove(&mut self, uri: &str, c: ClientId) -> bool {
+        let Some(s) = self.by_uri.get_mut(uri) else { return false };
+        let had = s.remove(&c);
+        if s.is_empty() {
+            self.by_uri.remove(uri);
+            return had;
+        }
+        false
+    }
+    fn has(&self, uri: &str, c: ClientId) -> bool {
+        self.by_uri.get(uri).is_some_and(|s| s.contains(&c))
+    }
+    fn of_client(&self, c: ClientId) -> Vec<String> {
+        self.by_uri.iter().filter(|(_, s)| s.contains(&c)).map(|(u, _)| u.clone()).collect()
+    }
+    fn uris(&self) -> Vec<String> {
+        self.by_uri.keys().cloned().collect()
+    }
+}
+
+/// An error answer to a client request.
+struct Refusal(i64, String, Option<Value>);
+
+fn refuse(code: i64, msg: String) -> Refusal {
+    Refusal(code, msg, None)
+}
+
+impl Hub {
+    pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        if let Err(Refusal(code, msg, data)) = self.route(c, m) {
+            // The core error table decides which code this client's revision may get.
+            let code = mcpx_core::error::code_for(code, self.clients[&c].rev());
+            self.emit_client(c, wire::error(Some(&id), code, &msg, data));
+        }
+    }
+
+    fn route(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
+        let id = m.id_bytes().unwrap_or(b"null");
+        let params = m.params.clone().unwrap_or(0..0);
+        let field = |path: &[&str]| if params.is_empty() { None } else { wire::find(m.raw, params.clone(), path) };
+        let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
+        match m.method.as_str() {
+            "initialize" => {
+                self.client_initialize(c, m);
+                Ok(())
+            }
+            "ping" => {
+                self.emit_client(c, wire::result(id, b"{}"));
+                Ok(())
+            }
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
+                let k = Kind::from_list_method(&m.method).expect("a list method");
+                let cursor = match field(&["cursor"]) {
+                    None => None,
+                    Some(r) if &m.raw[r.clone()] == b"null" => None,
+                    Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(-32602, "Invalid params: the cursor must be a string".into()))?),
+                };
+                self.list_page(c, id, k, cursor.as_deref())
+            }
+            "tools/call" => {
+                let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: tools/call needs a tool \"name\"".into()))?;
+                // Requirement: tools-error-unknown-tool-protocol
+                let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
+                let (u, orig) = (e.up, e.original.clone());
+                self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+            }
+            "prompts/get" => {
+                let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
+                // Requirement: prompts-errors-32602-32603
+                let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
+                let (u, orig) = (e.up, e.original.clone());
+                self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+            }
+            "resources/read" => {
+                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, "Invalid params: resources/read needs a \"uri\"".into()))?;
+                let (u, orig) = self.route_resource(&uri)?;
+                let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
+                self.forward_renamed(c, m, u, uri_edit(r, &uri, &orig), renamed)
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
+                let (u, orig) = self.route_resource(&uri)?;
+                let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
+                if !subscribable {
+                    let name = &self.ups[u].spec.name;
+                    return Err(refuse(-32601, format!("server '{name}' does not support resource subscriptions")));
+                }
+                if m.method == "resources/subscribe" {
+                    if self.subs.has(&uri, c) {
+                        self.emit_client(c, wire::result(id, b"{}"));
+                        return Ok(());
+                    }
+                    let cl = &self.clients[&c];
+                    if cl.subs >= self.opts.max_subscriptions {
+                        return Err(refuse(-32603, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions)));
+                    }
+                    self.clients.get_mut(&c).expect("known client").subs += 1;
+                    if !self.subs.add(&uri, c) {
+                        self.emit_client(c, wire::result(id, b"{}"));
+                        return Ok(());
+                    }
+                } else {
+                    if !self.subs.has(&uri, c) {
+                        self.emit_client(c, wire::result(id, b"{}"));
+                        return Ok(());
+                    }
+                    self.clients.get_mut(&c).expect("known client").subs -= 1;
+                    if !self.subs.remove(&uri, c) {
+                        self.emit_client(c, wire::result(id, b"{}"));
+                        return Ok(());
+                    }
+                }
+                self.forward(c, m, u, uri_edit(r, &uri, &orig))
+            }
+            "completion/complete" => {
+                let ty = string(&["ref", "type"]).map(|x| x.1).unwrap_or_default();
+                match ty.as_str() {
+                    "ref/prompt" => {
+                        let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/prompt needs a \"name\"".into()))?;
+                        let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
+                        let (u, orig) = (e.up, e.original.clone());
+                        self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+                    }
+                    "ref/resource" => {
+                        let (r, uri) = string(&["ref", "uri"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/resource needs a \"uri\"".into()))?;
+                        let (u, orig) = match self.catalog.route_template(&uri) {
+                            Some(x) => x,
+                            None => self.route_resource(&uri)?,
+                        };
+                        self.forward(c, m, u, uri_edit(r, &uri, &orig))
+                    }
+                    _ => Err(refuse(-32602, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
+                }
+            }
+            "logging/setLevel" => {
+                let level = string(&["level"]).map(|x| x.1).unwrap_or_default();
+                // Requirement: logging-errors-setlevel
+                if !LEVELS.contains(&level.as_str()) {
+                    return Err(refuse(-32602, format!("Invalid params: unknown log level '{level}'")));
+                }
+                self.clients.get_mut(&c).expect("known client").wants_logs = true;
+                self.log_level = Some(level.clone());
+                for u in 0..self.ups.len() {
+                    if self.ups[u].has_cap("logging") {
+                        self.send_set_level(u, &level);
+                    }
+                }
+                self.emit_client(c, wire::result(id, b"{}"));
+                Ok(())
+            }
+            method => Err(refuse(-32601, format!("Method not found: {method}"))),
+        }
+    }
+
+    fn send_set_level(&mut self, u: UpstreamId, level: &str) {
+        let p = serde_json::to_vec(&json!({ "level": level })).unwrap_or_default();
+        let t = self.ups[u].spec.timeout_ms;
+        self.send_upstream(u, "logging/setLevel", Some(&p), Origin::Fire, t);
+    }
+
+    fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
+        let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
+        // Requirement: resources-not-found-32002
+        self.catalog
+            .route_uri(uri, &self.naming(), &resource_ups)
+            .ok_or_else(|| Refusal(-32002, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
+    }
+
+    /// One page of an aggregated list.
+    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>) -> Result<(), Refusal> {
+        let key = self.opts.cursor_key.to_le_bytes();
+        let pos = match cur {
+            None => 0,
+            Some(s) => {
+                // Requirement: pagination-invalid-cursor-32602
+                let cu = cursor::decode(s, &key).map_err(|_| refuse(-32602, "Invalid params: invalid cursor".into()))?;
+                if cu.list != k as u8 {
+                    return Err(refuse(-32602, "Invalid params: invalid cursor (it belongs to another list)".into()));
+                }
+                // A cursor from an older generation is served from the same
+                // position: the client has been (or will be) told the list changed.
+                cu.position as usize
+            }
+        };
+        let rev = self.clients[&c].rev();
+        let page = self.opts.page_size.max(1);
+        let view = self.catalog.view(k);
+        let end = (pos + page).min(view.len());
+        let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| shape::item(&e.item, &rev.features())).collect();
+        let mut result = json!({ k.result_key(): items });
+        if end < view.len() {
+            let next = Cursor { list: k as u8, position: end as u32, generation: self.catalog.generation[k.idx()] };
+            result["nextCursor"] = Value::String(cursor::encode(&next, &key).as_str().to_string());
+        }
+        if cur.is_none() {
+            let ch = k.channel();
+            let fp = self.catalog.fingerprint(ch, rev);
+            let cl = self.clients.get_mut(&c).expect("known client");
+            cl.listed[ch.idx()] = true;
+            cl.known_fp[ch.idx()] = fp;
+        }
+        self.emit_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
+        Ok(())
+    }
+
+    /// Forwards client request `m` to upstream `u`, with `edits` (absolute
+    /// ranges in `m.raw`, inside params) applied.
+    fn forward(&mut self, c: ClientId, m: &Msg, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
+        self.forward_renamed(c, m, u, edits, None)
+    }
+
+    fn forward_renamed(
+        &mut self,
+        c: ClientId,
+        m: &Msg,
+        u: UpstreamId,
+        mut edits: Vec<(Range<usize>, Vec<u8>)>,
+        renamed_uri: Option<(String, String)>,
+    ) -> Result<(), Refusal> {
+        let name = self.ups[u].spec.name.clone();
+        if !self.ups[u].is_ready() {
+            let why = self.ups[u].last_error.clone().map(|e| format!(": {e}")).unwrap_or_default();
+            return Err(Refusal(-32603, format!("server '{name}' is not running ({}{why}); try again later", self.ups[u].state_name()), Some(json!({ "server": name }))));
+        }
+        if self.pending.len() >= self.opts.max_pending {
+            return Err(refuse(-32603, format!("mcpx has {} requests in flight (its limit); try again later", self.opts.max_pending)));
+        }
+        let cid = m.id_bytes().unwrap_or(b"null").to_vec();
+        if self.pending.client_has(c, &cid) {
+            return Err(refuse(-32600, "Invalid request: this id is already used by a request in flight".into()));
+        }
+        let up_id = self.ups[u].next_id + 1;
+        self.ups[u].next_id = up_id;
+        // The upstream always gets a progress token, unique per upstream (its
+        // request id), so progress can keep a long call alive even when the
+        // client asked for none; the client's own token is restored on the way
+        // back, and progress nobody asked for stops at the hub.
+        // Requirement: progress-token-unique-sender
+        let params = m.params.clone();
+        let mut progress = None;
+        let token = up_id.to_string().into_bytes();
+        if let Some(p) = &params {
+            if let Some(r) = wire::find(m.raw, p.clone(), &["_meta", "progressToken"]) {
+                progress = Some(m.raw[r.clone()].to_vec());
+                edits.push((r, token.clone()));
+            }
+        }
+        let body = match &params {
+            Some(p) => {
+                let rel = edits.into_iter().map(|(r, b)| ((r.start - p.start)..(r.end - p.start), b)).collect();
+                let add = if progress.is_none() { Some(&token[..]) } else { None };
+                wire::splice_params(&m.raw[p.clone()], rel, add)
+            }
+            None => wire::splice_params(b"{}", Vec::new(), Some(&token)),
+        };
+        let now = self.now_ms;
+        let timeout = self.ups[u].spec.timeout_ms.max(1);
+        let hard = now + self.opts.max_timeout_ms.max(1);
+        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone(), renamed_uri };
+        self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
+        self.emit_upstream(u, wire::request(up_id, &m.method, Some(&body)));
+        Ok(())
+    }
+
+    /// An upstream's answer to a forwarded request, to the client.
+    pub(super) fn answer_client(&mut self, c: ClientId, id: &[u8], method: &str, renamed_uri: Option<(String, String)>, m: &Msg) {
+        let Some(cl) = self.clients.get(&c) else { return };
+        let rev = cl.rev();
+        let renamed = match (renamed_uri, m.result_bytes()) {
+            (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, &orig, &exposed)),
+            _ => None,
+        };
+        let out = match (renamed.as_deref().or(m.result_bytes()), m.error_bytes()) {
+            (Some(res), _) => match shape::result(method, res, rev) {
+                Some(shaped) => wire::result(id, &shaped),
+                None => wire::result(id, res),
+            },
+            (None, Some(err)) => wire::error_raw(Some(id), &error_for(err, rev)),
+            _ => return,
+        };
+        self.emit_client(c, out);
+    }
+
+    /// An upstream became ready: restore subscriptions and the log level.
+    pub(super) fn after_ready(&mut self, u: UpstreamId) {
+        if let Some(level) = self.log_level.clone() {
+            if self.ups[u].has_cap("logging") {
+                self.send_set_level(u, &level);
+            }
+        }
+        for uri in self.subs.uris() {
+            if let Ok((to, orig)) = self.route_resource(&uri) {
+                if to == u {
+                    let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
+                    let t = self.ups[u].spec.timeout_ms;
+                    self.send_upstream(u, "resources/subscribe", Some(&p), Origin::Fire, t);
+                }
+            }
+        }
+    }
+
+    /// A gone client's subscriptions: unsubscribe upstream where it was the last.
+    pub(super) fn unsubscribe_all(&mut self, c: ClientId) {
+        for uri in self.subs.of_client(c) {
+            if self.subs.remove(&uri, c) {
+                if let Ok((u, orig)) = self.route_resource(&uri) {
+                    if self.ups[u].is_ready() {
+                        let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
+                        let t = self.ups[u].spec.timeout_ms;
+                        self.send_upstream(u, "resources/unsubscribe", Some(&p), Origin::Fire, t);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Replaces the URI at `r` when the upstream knows it by another name.
+fn uri_edit(r: Range<usize>, exposed: &str, orig: &str) -> Vec<(Range<usize>, Vec<u8>)> {
+    if exposed == orig {
+        Vec::new()
+    } else {
+        vec![(r, wire::quote(orig))]
+    }
+}
+
+/// A `ReadResourceResult` with contents of URI `orig` shown as `exposed`.
+fn rename_contents(res: &[u8], orig: &str, exposed: &str) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<Value>(res) else { return res.to_vec() };
+    if let Some(cs) = v.get_mut("contents").and_then(Value::as_array_mut) {
+        for c in cs {
+            if c.get("uri").and_then(Value::as_str) == Some(orig) {
+                c["uri"] = Value::String(exposed.to_string());
+            }
+        }
+    }
+    serde_json::to_vec(&v).unwrap_or_else(|_| res.to_vec())
+}
+
+/// An upstream's error object with its code replaced when the client's
+/// revision has no such code (core error table), e.g. -32042 before 2025-11-25.
+fn error_for(err: &[u8], rev: shape::Rev) -> Vec<u8> {
+    let Some(r) = wire::find(err, 0..err.len(), &["code"]) else { return err.to_vec() };
+    let Some(code) = std::str::from_utf8(&err[r.clone()]).ok().and_then(|s| s.parse::<i64>().ok()) else { return err.to_vec() };
+    let to = mcpx_core::error::code_for(code, rev);
+    if to == code {
+        err.to_vec()
+    } else {
+        wire::splice(err, vec![(r, to.to_string().into_bytes())])
+    }
+}

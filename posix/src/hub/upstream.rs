@@ -1,0 +1,596 @@
+//! Upstream connections: the client side of the handshake, listing, and what
+//! an upstream says on its own (notifications, exits).
+//!
+//! Life of an upstream: `Down` → (`upstream_started`) `Initializing` → the hub
+//! sends `initialize` offering the newest revision allowed for it → on a good
+//! answer `notifications/initialized` and `Ready`, then the lists its
+//! capabilities announce are read, following `nextCursor`. A version the hub
+//! does not speak in the answer, an error answer or no answer within
+//! `init_timeout_ms` → `Failed` and `Output::RestartUpstream`
+//! (`lifecycle-client-disconnects-on-unsupported-version`). On exit everything
+//! it offered leaves the catalog and requests in flight to it are answered
+//! with an error naming it.
+
+use serde_json::{json, Value};
+
+use mcpx_core::names;
+use mcpx_core::revision::{self, Era, Feature, Revisions};
+
+use super::catalog::{Kind, Naming};
+use super::pending::{Fwd, Origin};
+use super::shape::{Rev, RevExt};
+use super::wire::{self, Kind as MsgKind, Msg};
+use super::{ConfigError, Hub, HubOptions, Level, Output, UpstreamId, UpstreamSpec};
+
+/// Most pages read from one upstream list before the hub stops following
+/// `nextCursor` (a server that loops on its cursor).
+const MAX_PAGES: u32 = 1000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum State {
+    Down,
+    Initializing,
+    Ready,
+    Failed,
+}
+
+/// A list being read page by page.
+#[derive(Default)]
+struct Listing {
+    acc: Vec<Value>,
+    pages: u32,
+    /// A `list_changed` arrived meanwhile: read again when done.
+    again: bool,
+}
+
+pub(super) struct Upstream {
+    pub spec: UpstreamSpec,
+    /// Revisions allowed with this server, oldest first.
+    pub allowed: Vec<Rev>,
+    pub state: State,
+    pub rev: Option<Rev>,
+    /// Capabilities from its last successful `initialize` (kept while down).
+    pub caps: Option<Value>,
+    pub info: Value,
+    pub instructions: Option<String>,
+    pub next_id: u64,
+    pub starts: u32,
+    pub last_error: Option<String>,
+    pub garbage: u64,
+    /// When it last wrote a message (for health-check pings).
+    pub last_heard_ms: u64,
+    /// Has had its chance at startup (ready with lists read, or failed).
+    pub settled: bool,
+    listing: [Option<Listing>; 4],
+}
+
+impl Upstream {
+    pub fn is_ready(&self) -> bool {
+        self.state == State::Ready
+    }
+    /// Its process is running (messages may be written to it).
+    pub fn is_up(&self) -> bool {
+        matches!(self.state, State::Initializing | State::Ready)
+    }
+    pub fn has_cap(&self, cap: &str) -> bool {
+        self.is_ready() && self.caps.as_ref().and_then(|c| c.get(cap)).is_some_and(|v| !v.is_null())
+    }
+    pub fn state_name(&self) -> &'static str {
+        match self.state {
+            State::Down => "down",
+            State::Initializing => "starting",
+            State::Ready => "ready",
+            State::Failed => "failed",
+        }
+    }
+    fn tool_allowed(&self, name: &str) -> bool {
+        let allow = self.spec.tools_allow.is_empty() || self.spec.tools_allow.iter().any(|p| names::glob_match(p, name));
+        allow && !self.spec.tools_deny.iter().any(|p| names::glob_match(p, name))
+    }
+}
+
+/// Checks the configuration.
+pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Vec<Upstream>, ConfigError> {
+    if opts.separator.is_empty() || !opts.separator.bytes().all(names::is_name_byte) {
+        return Err(ConfigError::BadSeparator(opts.separator.clone()));
+    }
+    let mut out: Vec<Upstream> = Vec::new();
+    for spec in specs {
+        if spec.name.is_empty() {
+            return Err(ConfigError::EmptyName);
+        }
+        if out.iter().any(|u| u.spec.name == spec.name) {
+            return Err(ConfigError::DuplicateName(spec.name));
+        }
+        if !spec.prefix.is_empty() {
+            let mine = names::expose(&spec.prefix, &opts.separator, "", 0);
+            if let Some(o) = out.iter().find(|u| !u.spec.prefix.is_empty() && names::expose(&u.spec.prefix, &opts.separator, "", 0) == mine) {
+                return Err(ConfigError::PrefixCollision(o.spec.name.clone(), spec.name));
+            }
+        }
+        let mut allowed = Vec::new();
+        for r in &spec.revisions {
+            match Rev::parse(r) {
+                // The modern era is not spoken to upstreams yet: such entries are skipped.
+                Some(r) if r.era() == Era::Legacy => allowed.push(r),
+                Some(_) => {}
+                None => return Err(ConfigError::UnknownRevision { server: spec.name.clone(), revision: r.clone() }),
+            }
+        }
+        if spec.revisions.is_empty() {
+            allowed = Revisions::LEGACY.iter().collect();
+        }
+        if allowed.is_empty() {
+            return Err(ConfigError::NoUsableRevision(spec.name.clone()));
+        }
+        allowed.sort();
+        allowed.dedup();
+        out.push(Upstream {
+            spec,
+            allowed,
+            state: State::Down,
+            rev: None,
+            caps: None,
+            info: Value::Null,
+            instructions: None,
+            next_id: 0,
+            starts: 0,
+            last_error: None,
+            garbage: 0,
+            last_heard_ms: 0,
+            settled: false,
+            listing: Default::default(),
+        });
+    }
+    Ok(out)
+}
+
+impl Hub {
+    pub(super) fn naming(&self) -> Vec<Naming<'_>> {
+        self.ups.iter().map(|u| Naming { name: &u.spec.name, prefix: &u.spec.prefix }).collect()
+    }
+
+    /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
+    pub(super) fn send_upstream(&mut self, u: UpstreamId, method: &str, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
+        if self.pending.len() >= self.opts.max_pending {
+            let msg = format!("server '{}': {method} not sent: {} requests in flight (mcpx's limit)", self.ups[u].spec.name, self.opts.max_pending);
+            self.log(Level::Warn, msg);
+            return None;
+        }
+        self.ups[u].next_id += 1;
+        let id = self.ups[u].next_id;
+        let now = self.now_ms;
+        let hard = now + timeout.max(1).min(self.opts.max_timeout_ms.max(1));
+        self.pending.insert(u, id, Fwd { origin, deadline: hard, hard, timeout, sent_ms: now });
+        self.emit_upstream(u, wire::request(id, method, params));
+        Some(id)
+    }
+
+    pub(super) fn on_upstream_started(&mut self, u: UpstreamId) {
+        if u >= self.ups.len() {
+            return;
+        }
+        if self.ups[u].state != State::Down {
+            self.upstream_gone(u, "restarted");
+        }
+        let up = &mut self.ups[u];
+        up.state = State::Initializing;
+        up.starts += 1;
+        up.last_heard_ms = self.now_ms;
+        let rev = *up.allowed.last().expect("at least one revision");
+        let elicitation = if rev.supports(Feature::ElicitationUrlMode) { json!({ "form": {}, "url": {} }) } else { json!({}) };
+        let params = json!({
+            "protocolVersion": rev.as_str(),
+            "capabilities": { "roots": { "listChanged": true }, "sampling": {}, "elicitation": elicitation },
+            "clientInfo": { "name": self.opts.server_name, "version": self.opts.server_version },
+        });
+        let t = self.opts.init_timeout_ms;
+        self.send_upstream(u, "initialize", Some(&serde_json::to_vec(&params).unwrap_or_default()), Origin::Initialize, t);
+    }
+
+    pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8]) {
+        if u >= self.ups.len() || !self.ups[u].is_up() {
+            return;
+        }
+        self.ups[u].last_heard_ms = self.now_ms;
+        let m = match wire::parse(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                self.ups[u].garbage += 1;
+                let msg = format!("server '{}' sent an invalid message: {}", self.ups[u].spec.name, e.message);
+                self.log(Level::Warn, msg);
+                return;
+            }
+        };
+        match m.kind {
+            MsgKind::Request => self.on_upstream_request(u, &m),
+            MsgKind::Notification => self.on_upstream_notification(u, &m),
+            MsgKind::Result | MsgKind::Error => {
+                let Some(f) = m.id_u64().and_then(|id| self.pending.take(u, id)) else {
+                    let msg = format!("server '{}': answer to an unknown or expired request ignored", self.ups[u].spec.name);
+                    self.log(Level::Debug, msg);
+                    return;
+                };
+                match f.origin {
+                    Origin::Client { client, id, method, renamed_uri, .. } => self.answer_client(client, &id, &method, renamed_uri, &m),
+                    Origin::Initialize => self.on_initialize_answer(u, &m),
+                    Origin::List(k) => self.on_list_page(u, k, &m),
+                    Origin::Fire | Origin::Ping => {}
+                }
+            }
+        }
+    }
+
+    fn on_initialize_answer(&mut self, u: UpstreamId, m: &Msg) {
+        let name = self.ups[u].spec.name.clone();
+        let fail = |hub: &mut Hub, why: String, short: &'static str| {
+            hub.log(Level::Error, format!("server '{name}': {why}"));
+            let up = &mut hub.ups[u];
+            up.last_error = Some(why);
+            up.state = State::Failed;
+            up.settled = true;
+            hub.out.push_back(Output::RestartUpstream(u, short));
+            hub.release_held_inits();
+        };
+        let Some(res) = m.result_bytes() else {
+            let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
+            return fail(self, format!("initialize failed: {e}"), "initialize failed");
+        };
+        let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
+        let pv = v.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+        let allowed: Revisions = self.ups[u].allowed.iter().copied().collect();
+        let Ok(rev) = revision::negotiate_client(pv, allowed) else {
+            // Requirement: lifecycle-client-disconnects-on-unsupported-version
+            return fail(self, format!("answered protocol version '{pv}', which mcpx does not speak with it"), "unsupported protocol version");
+        };
+        let up = &mut self.ups[u];
+        up.rev = Some(rev);
+        up.caps = Some(v.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({})));
+        up.info = v.get("serverInfo").cloned().unwrap_or(Value::Null);
+        up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
+        up.state = State::Ready;
+        up.last_error = None;
+        self.emit_upstream(u, wire::notification("notifications/initialized", None));
+        let msg = format!("server '{name}' ready ({})", rev.as_str());
+        self.log(Level::Info, msg);
+        for k in Kind::ALL {
+            if self.ups[u].has_cap(k.capability()) {
+                self.start_listing(u, k);
+            }
+        }
+        self.after_ready(u);
+        self.check_settled(u);
+    }
+
+    fn start_listing(&mut self, u: UpstreamId, k: Kind) {
+        if let Some(l) = self.ups[u].listing[k.idx()].as_mut() {
+            l.again = true;
+            return;
+        }
+        self.ups[u].listing[k.idx()] = Some(Listing::default());
+        self.request_page(u, k, None);
+    }
+
+    fn request_page(&mut self, u: UpstreamId, k: Kind, cursor: Option<&str>) {
+        let params = cursor.map(|c| serde_json::to_vec(&json!({ "cursor": c })).unwrap_or_default());
+        let t = self.ups[u].spec.timeout_ms;
+        if self.send_upstream(u, k.list_method(), params.as_deref(), Origin::List(k), t).is_none() {
+            self.ups[u].listing[k.idx()] = None;
+        }
+    }
+
+    fn on_list_page(&mut self, u: UpstreamId, k: Kind, m: &Msg) {
+        let name = self.ups[u].spec.name.clone();
+        let Some(mut listing) = self.ups[u].listing[k.idx()].take() else { return };
+        let Some(res) = m.result_bytes() else {
+            let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
+            self.log(Level::Warn, format!("server '{name}': {} failed: {e}", k.list_method()));
+            return self.list_done(u, k, listing.acc, listing.again);
+        };
+        let mut v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
+        if let Some(Value::Array(items)) = v.get_mut(k.result_key()).map(Value::take) {
+            for it in items {
+                if listing.acc.len() >= self.opts.max_list_items {
+                    let msg = format!("server '{name}': {} has over {} items; the rest are ignored", k.list_method(), self.opts.max_list_items);
+                    self.log(Level::Warn, msg);
+                    break;
+                }
+                if k == Kind::Tools {
+                    let n = it.get("name").and_then(Value::as_str).unwrap_or("");
+                    if !self.ups[u].tool_allowed(n) {
+                        continue;
+                    }
+                }
+                listing.acc.push(it);
+            }
+        }
+        listing.pages += 1;
+        let next = v.get("nextCursor").and_then(Value::as_str).map(str::to_string);
+        match next {
+            Some(c) if listing.pages < MAX_PAGES && listing.acc.len() < self.opts.max_list_items => {
+                self.ups[u].listing[k.idx()] = Some(listing);
+                self.request_page(u, k, Some(&c));
+            }
+            _ => self.list_done(u, k, listing.acc, listing.again),
+        }
+    }
+
+    fn list_done(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, again: bool) {
+        if !self.ups[u].is_ready() {
+            return;
+        }
+        let sep = self.opts.separator.clone();
+        let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
+        let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
+        let changed = self.catalog.set(u, k, items, &naming, &sep);
+        if changed {
+            self.announce(k.channel());
+        }
+        if again {
+            self.start_listing(u, k);
+        }
+        self.check_settled(u);
+    }
+
+    fn check_settled(&mut self, u: UpstreamId) {
+        if !self.ups[u].settled && self.ups[u].listing.iter().all(Option::is_none) {
+            self.ups[u].settled = true;
+            self.release_held_inits();
+        }
+    }
+
+    fn on_upstream_notification(&mut self, u: UpstreamId, m: &Msg) {
+        match m.method.as_str() {
+            "notifications/progress" => self.upstream_progress(u, m),
+            "notifications/message" => {
+                let mut p = m.params_value();
+                let server = &self.ups[u].spec.name;
+                let logger = match p.get("logger").and_then(Value::as_str) {
+                    Some(l) => format!("{server}/{l}"),
+                    None => server.clone(),
+                };
+                p["logger"] = Value::String(logger);
+                let ids: Vec<_> = self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect();
+                for c in ids {
+                    self.notify_client(c, "notifications/message", &p);
+                }
+            }
+            "notifications/tools/list_changed" => self.relist(u, &[Kind::Tools]),
+            "notifications/prompts/list_changed" => self.relist(u, &[Kind::Prompts]),
+            "notifications/resources/list_changed" => self.relist(u, &[Kind::Resources, Kind::Templates]),
+            "notifications/resources/updated" => {
+                let p = m.params_value();
+                let Some(uri) = p.get("uri").and_then(Value::as_str) else { return };
+                let exposed = self.exposed_uri(u, uri);
+                let mut out = p.clone();
+                out["uri"] = Value::String(exposed.clone());
+                // Subscribers asked for these: no need to wait for a list.
+                for c in self.subs.clients_of(&exposed) {
+                    self.notify_client(c, "notifications/resources/updated", &out);
+                }
+            }
+            "notifications/cancelled" => {
+                let Some(p) = m.params.clone() else { return };
+                let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
+                let reason = wire::find(m.raw, p, &["reason"]).and_then(|r| wire::string_at(m.raw, r));
+                let rid = m.raw[r].to_vec();
+                self.relay_cancelled_by_upstream(u, &rid, reason.as_deref());
+            }
+            _ => {}
+        }
+    }
+
+    fn relist(&mut self, u: UpstreamId, kinds: &[Kind]) {
+        if !self.ups[u].is_ready() {
+            return;
+        }
+        for k in kinds {
+            if self.ups[u].has_cap(k.capability()) {
+                self.start_listing(u, *k);
+            }
+        }
+    }
+
+    /// How a client sees upstream `u`'s resource URI.
+    pub(super) fn exposed_uri(&self, u: UpstreamId, uri: &str) -> String {
+        self.catalog.exposed_of(Kind::Resources, u, uri).map(str::to_string).unwrap_or_else(|| uri.to_string())
+    }
+
+    fn upstream_progress(&mut self, u: UpstreamId, m: &Msg) {
+        let Some(p) = m.params.clone() else { return };
+        let Some(tr) = wire::find(m.raw, p.clone(), &["progressToken"]) else { return };
+        let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
+        let now = self.now_ms;
+        let Some(f) = self.pending.get_mut(u, id) else { return };
+        // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
+        f.deadline = (now + f.timeout).min(f.hard);
+        let Origin::Client { client, progress: Some(token), .. } = &f.origin else { return };
+        let (c, token) = (*client, token.clone());
+        let Some(cl) = self.clients.get(&c) else { return };
+        let f = &cl.rev().features();
+        let params = &m.raw[p.clone()];
+        if !f.progress_message && wire::find(m.raw, p.clone(), &["message"]).is_some() {
+            let mut v: Value = serde_json::from_slice(params).unwrap_or(Value::Null);
+            v["progressToken"] = serde_json::from_slice(&token).unwrap_or(Value::Null);
+            return self.notify_client(c, "notifications/progress", &v);
+        }
+        let rel = (tr.start - p.start)..(tr.end - p.start);
+        let body = wire::splice(params, vec![(rel, token)]);
+        self.emit_client(c, wire::notification("notifications/progress", Some(&body)));
+    }
+
+    pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str) {
+        if u >= self.ups.len() {
+            return;
+        }
+        let name = self.ups[u].spec.name.clone();
+        let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
+        let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
+        self.log(Level::Warn, format!("server '{name}' exited: {err}"));
+        self.ups[u].last_error = Some(err);
+        self.upstream_gone(u, reason);
+        self.ups[u].state = State::Down;
+        self.ups[u].settled = true;
+        self.release_held_inits();
+    }
+
+    /// Everything that goes when an upstream process goes.
+    fn upstream_gone(&mut self, u: UpstreamId, reason: &str) {
+        let name = self.ups[u].spec.name.clone();
+        self.ups[u].state = State::Down;
+        self.ups[u].listing = Default::default();
+        for (_, f) in self.pending.drain_upstream(u) {
+            if let Origin::Client { client, id, method, .. } = f.origin {
+                let msg = format!("server '{name}' exited before answering {method} ({reason})");
+                self.emit_client(client, wire::error(Some(&id), -32603, &msg, Some(json!({ "server": name }))));
+            }
+        }
+        self.relay_drop_upstream(u);
+        let sep = self.opts.separator.clone();
+        let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
+        let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
+        for ch in self.catalog.clear(u, &naming, &sep) {
+            self.announce(ch);
+        }
+    }
+
+    pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
+        if u >= self.ups.len() {
+            return;
+        }
+        self.ups[u].garbage += 1;
+        let msg = format!("server '{}' wrote something that is not a JSON-RPC message: {what}", self.ups[u].spec.name);
+        self.log(Level::Warn, msg);
+    }
+
+    pub(super) fn on_tick(&mut self) {
+        for (u, id) in self.pending.expired(self.now_ms) {
+            let Some(f) = self.pending.take(u, id) else { continue };
+            self.on_timeout(u, id, f);
+        }
+        self.relay_tick();
+        self.release_held_inits();
+        self.ping_tick();
+    }
+
+    /// When the next health-check ping is due, if pings are on.
+    fn next_ping(&self) -> Option<u64> {
+        let every = self.opts.ping_interval_ms;
+        if every == 0 {
+            return None;
+        }
+        (0..self.ups.len()).filter(|&u| self.ups[u].is_ready() && !self.pending.pinging(u)).map(|u| self.ups[u].last_heard_ms + every).min()
+    }
+
+    // Requirement: ping-periodic-pings
+    // Requirement: ping-frequency-configurable
+    fn ping_tick(&mut self) {
+        let every = self.opts.ping_interval_ms;
+        if every == 0 {
+            return;
+        }
+        for u in 0..self.ups.len() {
+            if self.ups[u].is_ready() && self.now_ms >= self.ups[u].last_heard_ms + every && !self.pending.pinging(u) {
+                let t = self.ups[u].spec.timeout_ms;
+                self.send_upstream(u, "ping", None, Origin::Ping, t);
+            }
+        }
+    }
+
+    fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
+        let name = self.ups[u].spec.name.clone();
+        let waited = self.now_ms.saturating_sub(f.sent_ms);
+        match f.origin {
+            Origin::Initialize => {
+                // Requirement: lifecycle-cancel-not-initialize (no notifications/cancelled)
+                let why = format!("did not answer initialize within {} ms", self.opts.init_timeout_ms);
+                self.log(Level::Error, format!("server '{name}' {why}"));
+                let up = &mut self.ups[u];
+                up.last_error = Some(why);
+                up.state = State::Failed;
+                up.settled = true;
+                self.out.push_back(Output::RestartUpstream(u, "initialize timed out"));
+            }
+            Origin::List(k) => {
+                self.cancel_upstream(u, id, "timed out");
+                self.log(Level::Warn, format!("server '{name}' did not answer {} within {waited} ms", k.list_method()));
+                if let Some(l) = self.ups[u].listing[k.idx()].take() {
+                    self.list_done(u, k, l.acc, false);
+                }
+            }
+            Origin::Fire => self.cancel_upstream(u, id, "timed out"),
+            Origin::Ping => {
+                // Requirement: ping-timeout-is-connection-failure
+                let why = format!("did not answer ping within {waited} ms");
+                self.log(Level::Error, format!("server '{name}' {why}; restarting it"));
+                let up = &mut self.ups[u];
+                up.last_error = Some(why);
+                up.state = State::Failed;
+                self.out.push_back(Output::RestartUpstream(u, "ping timed out"));
+            }
+            Origin::Client { client, id: cid, method, .. } => {
+                // Requirement: lifecycle-timeouts-cancel-on-expiry
+                self.cancel_upstream(u, id, "timed out");
+                let msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
+                self.emit_client(client, wire::error(Some(&cid), -32603, &msg, Some(json!({ "server": name, "timeoutMs": waited }))));
+            }
+        }
+    }
+
+    /// Tells `u` the hub no longer waits for its request `id`.
+    pub(super) fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
+        if self.ups[u].is_up() {
+            let p = json!({ "requestId": id, "reason": reason });
+            self.emit_upstream(u, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+        }
+    }
+
+    pub(super) fn deadline(&self) -> Option<u64> {
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping()].into_iter().flatten().min()
+    }
+
+    pub(super) fn status_json(&self) -> Value {
+        let ups: Vec<Value> = self
+            .ups
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                json!({
+                    "name": u.spec.name,
+                    "prefix": u.spec.prefix,
+                    "state": u.state_name(),
+                    "revision": u.rev.map(Rev::as_str),
+                    "serverInfo": u.info,
+                    "starts": u.starts,
+                    "restarts": u.starts.saturating_sub(1),
+                    "lastError": u.last_error,
+                    "garbageLines": u.garbage,
+                    "tools": self.catalog.count(i, Kind::Tools),
+                    "resources": self.catalog.count(i, Kind::Resources),
+                    "resourceTemplates": self.catalog.count(i, Kind::Templates),
+                    "prompts": self.catalog.count(i, Kind::Prompts),
+                })
+            })
+            .collect();
+        let clients: Vec<Value> = self
+            .clients
+            .iter()
+            .map(|(id, c)| {
+                json!({
+                    "id": id,
+                    "revision": c.rev.map(Rev::as_str),
+                    "clientInfo": c.info,
+                    "initialized": c.initialized,
+                    "subscriptions": c.subs,
+                    "connectedMs": c.connected_ms,
+                })
+            })
+            .collect();
+        json!({
+            "upstreams": ups,
+            "clients": clients,
+            "pending": self.pending.len(),
+            "relays": self.relays.len(),
+        })
+    }
+}

@@ -1,0 +1,284 @@
+//! JSON-RPC messages as byte spans, on the core `envelope`/`json`/`rewrite`
+//! modules: classify one message, find members, splice, write envelopes.
+//!
+//! The hub validates a message once (core `Envelope`) and then works with byte
+//! ranges, so results are forwarded as the upstream's own bytes with only the
+//! id replaced, and request ids (any string, any integer, of any size) are
+//! restored to the client byte for byte. Everything the hub does to message
+//! bytes goes through this module.
+
+use std::ops::Range;
+
+use mcpx_core::envelope::{Envelope, Kind as EnvKind, Reason};
+use mcpx_core::json::{self, Span};
+use mcpx_core::rewrite::{self, Overflow, Splice};
+
+pub(super) use mcpx_core::envelope::Kind;
+
+/// One validated JSON-RPC message; ranges index `raw`.
+#[derive(Clone, Debug)]
+pub(super) struct Msg<'a> {
+    pub raw: &'a [u8],
+    pub kind: Kind,
+    /// The id value (a string with its quotes, or an integer), absent on
+    /// notifications and on error responses whose id is null or missing.
+    pub id: Option<Range<usize>>,
+    pub method: String,
+    pub params: Option<Range<usize>>,
+    pub result: Option<Range<usize>>,
+    pub error: Option<Range<usize>>,
+}
+
+fn range(s: Span) -> Range<usize> {
+    s.start..s.end
+}
+
+impl<'a> Msg<'a> {
+    pub fn id_bytes(&self) -> Option<&'a [u8]> {
+        self.id.clone().map(|r| &self.raw[r])
+    }
+    pub fn result_bytes(&self) -> Option<&'a [u8]> {
+        self.result.clone().map(|r| &self.raw[r])
+    }
+    pub fn error_bytes(&self) -> Option<&'a [u8]> {
+        self.error.clone().map(|r| &self.raw[r])
+    }
+    /// `params` parsed as a tree (`{}` when absent).
+    pub fn params_value(&self) -> serde_json::Value {
+        self.params
+            .clone()
+            .and_then(|r| serde_json::from_slice(&self.raw[r]).ok())
+            .unwrap_or_else(|| serde_json::json!({}))
+    }
+    /// The id as an unsigned integer, when it is one (ids the hub issued).
+    pub fn id_u64(&self) -> Option<u64> {
+        id_u64(self.id_bytes()?)
+    }
+}
+
+/// An id the hub issued: a plain integer (tolerating a peer that echoes it
+/// back as a string of digits).
+pub(super) fn id_u64(b: &[u8]) -> Option<u64> {
+    let b = if b.len() >= 2 && b[0] == b'"' && b[b.len() - 1] == b'"' { &b[1..b.len() - 1] } else { b };
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// Why a message was refused: the code and message to answer with, and the
+/// id when it could be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Bad {
+    pub code: i64,
+    pub message: &'static str,
+    pub id: Option<Vec<u8>>,
+}
+
+/// Is `raw` an (invalid) notification: an object with a `method` and no `id`?
+/// Those are never answered (row `messages-notification-no-response`).
+pub(super) fn is_notification_shaped(raw: &[u8]) -> bool {
+    match json::parse(raw) {
+        Ok(v) if v.kind() == json::Kind::Object => v.get("method").is_some() && v.get("id").is_none(),
+        _ => false,
+    }
+}
+
+/// Validates and classifies one message.
+pub(super) fn parse(raw: &[u8]) -> Result<Msg<'_>, Bad> {
+    let env = Envelope::parse(raw).map_err(|e| Bad {
+        code: e.code().into(),
+        message: match e.reason {
+            Reason::Batch => "Invalid request: JSON-RPC batches are not supported",
+            _ => e.message(),
+        },
+        id: e.id_bytes().map(<[u8]>::to_vec),
+    })?;
+    let method = match env.method_span() {
+        None => String::new(),
+        Some(s) => match env.method_str() {
+            Some(m) => m.to_string(),
+            None => serde_json::from_slice(&raw[range(s)]).unwrap_or_default(),
+        },
+    };
+    let id = env.id().filter(|v| v.kind() != json::Kind::Null).map(|v| range(v.span()));
+    Ok(Msg {
+        raw,
+        kind: match env.kind() {
+            EnvKind::Request => Kind::Request,
+            EnvKind::Notification => Kind::Notification,
+            EnvKind::Result => Kind::Result,
+            EnvKind::Error => Kind::Error,
+        },
+        id,
+        method,
+        params: env.params().map(|v| range(v.span())),
+        result: env.result().map(|v| range(v.span())),
+        error: env.error().map(|v| range(v.span())),
+    })
+}
+
+/// The value span of `path` (a chain of object keys) inside the (validated)
+/// object at `obj`.
+pub(super) fn find(b: &[u8], obj: Range<usize>, path: &[&str]) -> Option<Range<usize>> {
+    let mut cur = json::skip_value(b, obj.start).ok()?;
+    for key in path {
+        cur = cur.get(key)?;
+    }
+    Some(range(cur.span()))
+}
+
+/// A JSON string value at `r` (quoted), unescaped.
+pub(super) fn string_at(b: &[u8], r: Range<usize>) -> Option<String> {
+    serde_json::from_slice(&b[r]).ok()
+}
+
+/// Runs a core writer with a buffer large enough for it.
+fn grow(estimate: usize, f: impl Fn(&mut [u8]) -> Result<usize, Overflow>) -> Vec<u8> {
+    let mut buf = vec![0u8; estimate];
+    let n = match f(&mut buf) {
+        Ok(n) => n,
+        Err(Overflow { needed }) => {
+            buf.resize(needed, 0);
+            f(&mut buf).expect("sized by the first pass")
+        }
+    };
+    buf.truncate(n);
+    buf
+}
+
+/// `b` with each range replaced by its bytes (ranges must not overlap).
+pub(super) fn splice(b: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>) -> Vec<u8> {
+    edits.sort_by_key(|(r, _)| r.start);
+    let splices: Vec<Splice> = edits.iter().map(|(r, with)| Splice::raw(Span::new(r.start, r.end), with)).collect();
+    let Ok(len) = rewrite::spliced_len(b, &splices) else { return b.to_vec() };
+    let mut out = vec![0u8; len];
+    match rewrite::splice(b, &splices, &mut out) {
+        Ok(n) => {
+            out.truncate(n);
+            out
+        }
+        Err(_) => b.to_vec(),
+    }
+}
+
+/// Params object `params` with `edits` applied (ranges relative to it) and,
+/// when `token` is given, `_meta.progressToken` set to it (added if absent).
+pub(super) fn splice_params(params: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>, token: Option<&[u8]>) -> Vec<u8> {
+    let Some(token) = token else { return splice(params, edits) };
+    let Ok(obj) = json::skip_value(params, 0) else { return splice(params, edits) };
+    edits.sort_by_key(|(r, _)| r.start);
+    let mut splices: Vec<Splice> = edits.iter().map(|(r, with)| Splice::raw(Span::new(r.start, r.end), with)).collect();
+    let add = Splice::set_nested(&obj, "_meta", "progressToken", token);
+    let at = splices.partition_point(|s| s.span.start < add.span.start || (s.span.start == add.span.start && s.span.is_empty()));
+    splices.insert(at, add);
+    let Ok(len) = rewrite::spliced_len(params, &splices) else { return splice(params, edits) };
+    let mut out = vec![0u8; len];
+    match rewrite::splice(params, &splices, &mut out) {
+        Ok(n) => {
+            out.truncate(n);
+            out
+        }
+        Err(_) => splice(params, edits),
+    }
+}
+
+/// A JSON string literal for `s`.
+pub(super) fn quote(s: &str) -> Vec<u8> {
+    grow(s.len() + 8, |out| rewrite::write_json_string(s, out))
+}
+
+pub(super) fn request(id: u64, method: &str, params: Option<&[u8]>) -> Vec<u8> {
+    let id = id.to_string();
+    grow(64 + method.len() + params.map_or(0, <[u8]>::len), |out| rewrite::write_request(id.as_bytes(), method, params, out))
+}
+
+pub(super) fn notification(method: &str, params: Option<&[u8]>) -> Vec<u8> {
+    grow(48 + method.len() + params.map_or(0, <[u8]>::len), |out| rewrite::write_notification(method, params, out))
+}
+
+/// A result response; `id` is raw JSON (restored byte for byte).
+pub(super) fn result(id: &[u8], result: &[u8]) -> Vec<u8> {
+    grow(32 + id.len() + result.len(), |out| rewrite::write_result(id, result, out))
+}
+
+/// An error response with an error object given as raw JSON. `id` `None`:
+/// the id could not be read and the member is left out (2025-11-25 schema);
+/// callers answering older revisions pass `Some(b"null")` (JSON-RPC 2.0).
+pub(super) fn error_raw(id: Option<&[u8]>, error: &[u8]) -> Vec<u8> {
+    let mut v = b"{\"jsonrpc\":\"2.0\",".to_vec();
+    if let Some(id) = id {
+        v.extend_from_slice(b"\"id\":");
+        v.extend_from_slice(id);
+        v.push(b',');
+    }
+    v.extend_from_slice(b"\"error\":");
+    v.extend_from_slice(error);
+    v.push(b'}');
+    v
+}
+
+/// An error response.
+pub(super) fn error(id: Option<&[u8]>, code: i64, message: &str, data: Option<serde_json::Value>) -> Vec<u8> {
+    let data = data.and_then(|d| serde_json::to_vec(&d).ok());
+    let est = 64 + message.len() + id.map_or(0, <[u8]>::len) + data.as_ref().map_or(0, Vec::len);
+    grow(est, |out| rewrite::write_error(id, code, message, data.as_deref(), out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_and_keeps_raw_ids() {
+        let m = parse(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"x"}}"#).unwrap();
+        assert_eq!(m.kind, Kind::Request);
+        assert_eq!(m.id_bytes().unwrap(), b"123456789012345678901234567890");
+        assert_eq!(m.method, "tools/call");
+        let p = m.params.clone().unwrap();
+        let r = find(m.raw, p, &["name"]).unwrap();
+        assert_eq!(&m.raw[r], b"\"x\"");
+        let m = parse(br#" {"jsonrpc":"2.0","id":"a\"b","result":{}} "#).unwrap();
+        assert_eq!(m.kind, Kind::Result);
+        assert_eq!(m.id_bytes().unwrap(), br#""a\"b""#);
+        let m = parse(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap();
+        assert_eq!((m.kind, m.id), (Kind::Error, None));
+        let m = parse(br#"{"jsonrpc":"2.0","method":"to\u006fls/list","id":1}"#).unwrap();
+        assert_eq!(m.method, "tools/list");
+    }
+
+    #[test]
+    fn refuses_bad_messages() {
+        assert_eq!(parse(b"{not json").unwrap_err().code, -32700);
+        assert_eq!(parse(b"{\"a\":1} x").unwrap_err().code, -32700);
+        assert_eq!(parse(b"[]").unwrap_err().code, -32600);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err().code, -32600);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err().code, -32600);
+        let e = parse(br#"{"jsonrpc":"1.0","id":7,"method":"x"}"#).unwrap_err();
+        assert_eq!((e.code, e.id), (-32600, Some(b"7".to_vec())));
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":1}"#).unwrap_err().code, -32600);
+    }
+
+    #[test]
+    fn progress_tokens_are_added_or_replaced() {
+        let add = |p: &[u8], edits| String::from_utf8(splice_params(p, edits, Some(b"9"))).unwrap();
+        assert_eq!(add(b"{}", vec![]), r#"{"_meta":{"progressToken":9}}"#);
+        let p = br#"{"name":"a","arguments":{}}"#;
+        let name = find(p, 0..p.len(), &["name"]).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&add(p, vec![(name, b"\"b\"".to_vec())])).unwrap();
+        assert_eq!(v, serde_json::json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9 } }));
+        let v: serde_json::Value = serde_json::from_str(&add(br#"{"_meta":{"k":1},"name":"a"}"#, vec![])).unwrap();
+        assert_eq!(v, serde_json::json!({ "name": "a", "_meta": { "k": 1, "progressToken": 9 } }));
+    }
+
+    #[test]
+    fn splices_and_writes() {
+        let b = br#"{"a":1,"b":"x"}"#;
+        let a = find(b, 0..b.len(), &["a"]).unwrap();
+        let bb = find(b, 0..b.len(), &["b"]).unwrap();
+        let out = splice(b, vec![(bb, b"2".to_vec()), (a, b"[]".to_vec())]);
+        assert_eq!(out, br#"{"a":[],"b":2}"#);
+        assert_eq!(result(b"\"i\"", b"{}"), br#"{"jsonrpc":"2.0","id":"i","result":{}}"#);
+        assert_eq!(request(3, "ping", None), br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+        let big = "x".repeat(10_000);
+        let e: serde_json::Value = serde_json::from_slice(&error(None, -32603, &big, None)).unwrap();
+        assert_eq!(e["error"]["message"].as_str().unwrap().len(), 10_000);
+    }
+}
