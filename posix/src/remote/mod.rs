@@ -262,6 +262,8 @@ impl fmt::Display for SendError {
 enum Ctl {
     Restart(String),
     Shutdown,
+    /// Shut down without the goodbye (no DELETE).
+    Kill,
 }
 
 struct Shared {
@@ -304,6 +306,11 @@ impl Remote {
     /// Ends the session for good; the task returned by [`spawn`] ends when it has.
     pub fn shutdown(&self) {
         let _ = self.sh.ctl.try_send(Ctl::Shutdown);
+    }
+
+    /// Ends at once, without ending the session on the server (second signal).
+    pub fn kill_now(&self) {
+        let _ = self.sh.ctl.try_send(Ctl::Kill);
     }
 }
 
@@ -386,7 +393,7 @@ impl Supervisor {
                     backoff = self.opts.backoff_min;
                     continue;
                 }
-                Some(Ok(Ctl::Shutdown)) | Some(Err(_)) => return,
+                Some(Ok(Ctl::Shutdown)) | Some(Ok(Ctl::Kill)) | Some(Err(_)) => return,
             }
             backoff = (backoff * 2).min(self.opts.backoff_max);
         }
@@ -486,12 +493,28 @@ impl Supervisor {
                 Outcome::Failed
             }
             Ok(ctl) => {
-                let (outcome, why) = match ctl {
+                let (outcome, why) = match &ctl {
                     Ctl::Restart(r) => (Outcome::Restart, format!("restarted: {r}")),
-                    Ctl::Shutdown => (Outcome::Shutdown, "stopped".to_string()),
+                    Ctl::Shutdown | Ctl::Kill => (Outcome::Shutdown, "stopped".to_string()),
                 };
                 debug!("server {name}: ending the session ({why})");
-                sess.end().await;
+                if matches!(ctl, Ctl::Kill) {
+                    sess.client.clear();
+                } else {
+                    // A second request to stop cuts the goodbye short.
+                    let end = async {
+                        sess.end().await;
+                    };
+                    let killed = async {
+                        while let Ok(c) = self.ctl.recv().await {
+                            if matches!(c, Ctl::Kill) {
+                                return;
+                            }
+                        }
+                        smol::future::pending::<()>().await
+                    };
+                    end.or(killed).await;
+                }
                 self.events.exited(self.id, &why, "");
                 outcome
             }
@@ -700,7 +723,7 @@ impl Session {
                 }
                 Ok(mut resp) => {
                     let text = resp.body.read_all(4096).await.unwrap_or_default();
-                    return Err(format!("initialize failed: HTTP {}{}", resp.status, preview_suffix(&text)));
+                    return Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)));
                 }
                 Err(PostError::Unreachable(e)) | Err(PostError::Failed(e)) => return Err(format!("initialize failed: {e}")),
                 Err(PostError::SessionExpired) => return Err("initialize failed: HTTP 404".into()),
@@ -730,7 +753,7 @@ impl Session {
             }
             Ok(mut resp) => {
                 let text = resp.body.read_all(4096).await.unwrap_or_default();
-                Err(format!("initialize failed: HTTP {}{}", resp.status, preview_suffix(&text)))
+                Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)))
             }
             Err(PostError::Unreachable(e)) | Err(PostError::Failed(e)) => Err(format!("initialize failed: {e}")),
             Err(PostError::SessionExpired) => Err("initialize failed: HTTP 404".into()),
@@ -869,11 +892,7 @@ impl Session {
                 return Ok(());
             }
         }
-        let hint = match status {
-            401 | 403 => " (check the server's \"headers\", e.g. Authorization)",
-            _ => "",
-        };
-        Err(PostError::Failed(format!("HTTP {status}{hint}{}", preview_suffix(&body))))
+        Err(PostError::Failed(format!("HTTP {status}{}{}", auth_hint(status), preview_suffix(&body))))
     }
 
     /// Reads a JSON or SSE reply and delivers its messages. Returns whether
@@ -1185,6 +1204,14 @@ fn answers(msg: &[u8], id: &[u8]) -> bool {
     match Envelope::parse(msg) {
         Ok(env) => matches!(env.kind(), Kind::Result | Kind::Error) && env.id_bytes() == Some(id),
         Err(_) => false,
+    }
+}
+
+/// What to check after a 401 or 403.
+fn auth_hint(status: u16) -> &'static str {
+    match status {
+        401 | 403 => " (check the server's \"headers\" in the config, e.g. Authorization; OAuth is not supported)",
+        _ => "",
     }
 }
 

@@ -303,8 +303,6 @@ const ALLOWED: &[&str] =
 // covers: streamable-http-get-accept-sse
 // covers: streamable-http-client-delete-session
 // covers: streamable-http-post-body-single
-// covers: authz-bearer-header
-// covers: authz-token-every-request
 #[test]
 fn streamable_http_json_sse_session_version_and_delete() {
     let srv = Server::start(|req| match (req.method.as_str(), req.rpc_method().as_str()) {
@@ -480,8 +478,6 @@ fn get_stream_and_cut_post_stream_resume_with_last_event_id() {
 
 // covers: http-sse-client-backcompat-probe-400-404-405
 // covers: http-sse-client-post-to-endpoint
-// covers: http-sse-server-messages-as-sse-events
-// covers: http-sse-server-endpoint-event
 #[test]
 fn falls_back_to_http_sse_on_405() {
     let (tx, rx) = std::sync::mpsc::channel::<String>();
@@ -553,7 +549,6 @@ fn refuses_an_endpoint_on_another_origin() {
     });
 }
 
-// covers: streamable-http-intermediary-http-error
 #[test]
 fn slow_answers_time_out_and_http_errors_become_jsonrpc_errors() {
     let srv = Server::start(|req| match req.rpc_method().as_str() {
