@@ -317,7 +317,7 @@ impl Client {
                         let what = match e {
                             HeadError::TooLarge => format!("response head is over the {}-byte limit", limits.max_head),
                             HeadError::TooManyHeaders => format!("response has more than {MAX_HEADERS} header fields"),
-                            _ => "response is not HTTP/1.x".to_string(),
+                            _ => "malformed response head (not HTTP/1.x)".to_string(),
                         };
                         return Err((io::Error::new(io::ErrorKind::InvalidData, what), false));
                     }

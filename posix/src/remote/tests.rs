@@ -43,6 +43,8 @@ enum Reply {
     Sse(Vec<(&'static str, String)>, Box<dyn Iterator<Item = String> + Send>),
     /// A bare status with an empty body.
     Status(u16),
+    /// These bytes as they are, then the connection is closed.
+    Raw(Vec<u8>),
     /// Read the request, then say nothing for this many ms and close.
     Silence(u64),
 }
@@ -172,6 +174,10 @@ fn serve_conn<S: Read + Write>(s: S, conn: usize, h: &Handler, log: &StdMutex<Ve
                 }
                 let _ = s.write_all(b"0\r\n\r\n");
                 let _ = s.flush();
+                false
+            }
+            Reply::Raw(bytes) => {
+                let _ = s.write_all(&bytes);
                 false
             }
             Reply::Silence(ms) => {
@@ -819,5 +825,91 @@ fn real_server() {
             println!("{short}");
         }
         assert_eq!(log.count("exited"), 1, "{:?}", log.all());
+    });
+}
+
+#[test]
+fn limits_on_heads_bodies_and_events_and_other_framings() {
+    let srv = Server::start(|req| {
+        let id = req.rpc_id();
+        match req.rpc_method().as_str() {
+            "initialize" => Reply::Json(200, vec![("mcp-session-id", "s".into())], init_result("2025-06-18")),
+            "notifications/initialized" => Reply::Status(202),
+            // HTTP/1.0, body until close.
+            "close" => Reply::Raw(format!("HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{}", tools_result(&id)).into_bytes()),
+            "bighead" => Reply::Raw(format!("HTTP/1.1 200 OK\r\nx-pad: {}\r\n\r\n", "a".repeat(70_000)).into_bytes()),
+            "bigbody" => Reply::Json(200, vec![], format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"pad":"{}"}}}}"#, "a".repeat(5000))),
+            "bigevent" => sse(vec![
+                format!("data: {{\"pad\":\"{}\"}}\n\n", "a".repeat(5000)),
+                format!("data: {}\n\n", tools_result(&id)),
+            ]),
+            "smuggle" => Reply::Raw(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n".to_vec()),
+            _ if req.method == "GET" => Reply::Status(405),
+            _ => Reply::Status(202),
+        }
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let opts = Options { max_message: 4096, ..fast() };
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), opts, log.clone());
+        handshake(&r, &log).await;
+        for (id, m) in [(1, "close"), (2, "bighead"), (3, "bigbody"), (4, "bigevent"), (5, "smuggle")] {
+            r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
+        }
+        assert!(until(Duration::from_secs(5), || (1..=5).all(|i| log.answer(i.into()).is_some())).await, "{:?}", log.all());
+        let err = |id: i32| log.answer(id.into()).unwrap()["error"]["message"].as_str().unwrap_or("").to_string();
+        assert!(log.answer(1.into()).unwrap()["result"].is_object());
+        assert!(err(2).contains("response head is over the 65536-byte limit"), "{}", err(2));
+        assert!(err(3).contains("over the 4096-byte limit"), "{}", err(3));
+        assert!(log.answer(4.into()).unwrap()["result"].is_object());
+        assert_eq!(log.count("garbage SSE event of"), 1, "{:?}", log.all());
+        assert!(err(5).contains("framing"), "{}", err(5));
+        assert_eq!(log.count("exited"), 0);
+        r.shutdown();
+        task.await;
+    });
+}
+
+#[test]
+fn keep_alive_connections_are_reused() {
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "initialize" => Reply::Json(200, vec![], init_result("2025-06-18")),
+        "tools/list" => Reply::Json(200, vec![], tools_result(&req.rpc_id())),
+        _ if req.method == "GET" => Reply::Status(405),
+        _ => Reply::Status(202),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        handshake(&r, &log).await;
+        for id in 1..=10 {
+            r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#).into_bytes()).unwrap();
+            assert!(until(Duration::from_secs(5), || log.answer(id.into()).is_some()).await);
+        }
+        r.shutdown();
+        task.await;
+        let reqs = srv.requests();
+        let conns: std::collections::BTreeSet<usize> = reqs.iter().map(|q| q.conn).collect();
+        assert!(conns.len() <= 2, "{} requests on {} connections", reqs.len(), conns.len());
+    });
+}
+
+#[test]
+fn an_invalid_session_id_is_not_echoed() {
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "initialize" => Reply::Raw(
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: a b\r\ncontent-length: {}\r\n\r\n{}", init_result("2025-06-18").len(), init_result("2025-06-18")).into_bytes(),
+        ),
+        _ => Reply::Status(202),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        r.send(INIT.as_bytes().to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await, "{:?}", log.all());
+        r.shutdown();
+        task.await;
+        assert!(log.all().iter().any(|e| e.contains("Mcp-Session-Id")), "{:?}", log.all());
     });
 }
