@@ -209,8 +209,9 @@ pub struct Options {
     pub max_message: usize,
     /// Requests in flight at once; more wait in the queue.
     pub max_in_flight: usize,
-    /// Messages queued for sending.
+    /// Messages and bytes queued for sending.
     pub queue_msgs: usize,
+    pub queue_bytes: usize,
     /// Idle keep-alive connections kept.
     pub max_idle: usize,
     /// Reconnection delay of SSE streams when the server gives no `retry`.
@@ -233,6 +234,7 @@ impl Default for Options {
             max_message: 16 << 20,
             max_in_flight: 64,
             queue_msgs: 4096,
+            queue_bytes: 64 << 20,
             max_idle: 4,
             sse_retry: Duration::from_secs(1),
             max_resumes: 5,
@@ -244,8 +246,8 @@ impl Default for Options {
 /// Why [`Remote::send`] refused a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SendError {
-    /// `msgs` messages are queued: the server is not keeping up.
-    Full { msgs: usize },
+    /// `msgs` messages / `bytes` bytes are queued: the server is not keeping up.
+    Full { msgs: usize, bytes: usize },
     /// The server is not connected.
     Closed,
 }
@@ -253,7 +255,9 @@ pub enum SendError {
 impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SendError::Full { msgs } => write!(f, "output queue full ({msgs} messages waiting): the server is not keeping up"),
+            SendError::Full { msgs, bytes } => {
+                write!(f, "output queue full ({msgs} messages, {bytes} bytes waiting): the server is not keeping up")
+            }
             SendError::Closed => f.write_str("the server is not connected"),
         }
     }
@@ -269,6 +273,9 @@ enum Ctl {
 struct Shared {
     name: String,
     out: RefCell<Option<Sender<Vec<u8>>>>,
+    /// Bytes queued in `out`.
+    queued: Cell<usize>,
+    max_bytes: usize,
     ctl: Sender<Ctl>,
 }
 
@@ -285,12 +292,20 @@ impl Remote {
 
     /// Queues one message for the server.
     pub fn send(&self, msg: Vec<u8>) -> Result<(), SendError> {
-        match &*self.sh.out.borrow() {
-            Some(tx) => tx.try_send(msg).map_err(|e| match e {
-                TrySendError::Full(_) => SendError::Full { msgs: tx.len() },
-                TrySendError::Closed(_) => SendError::Closed,
-            }),
-            None => Err(SendError::Closed),
+        let out = self.sh.out.borrow();
+        let Some(tx) = &*out else { return Err(SendError::Closed) };
+        let (len, queued) = (msg.len(), self.sh.queued.get());
+        // One message over the byte cap still goes when nothing is queued.
+        if queued > 0 && queued + len > self.sh.max_bytes {
+            return Err(SendError::Full { msgs: tx.len(), bytes: queued });
+        }
+        match tx.try_send(msg) {
+            Ok(()) => {
+                self.sh.queued.set(queued + len);
+                Ok(())
+            }
+            Err(TrySendError::Full(_)) => Err(SendError::Full { msgs: tx.len(), bytes: queued }),
+            Err(TrySendError::Closed(_)) => Err(SendError::Closed),
         }
     }
 
@@ -323,7 +338,13 @@ pub fn spawn(
     events: Rc<dyn Events>,
 ) -> (Remote, Task<()>) {
     let (ctl_tx, ctl_rx) = channel::bounded(8);
-    let sh = Rc::new(Shared { name: spec.name.clone(), out: RefCell::new(None), ctl: ctl_tx });
+    let sh = Rc::new(Shared {
+        name: spec.name.clone(),
+        out: RefCell::new(None),
+        queued: Cell::new(0),
+        max_bytes: opts.queue_bytes,
+        ctl: ctl_tx,
+    });
     let sup = Supervisor { id, spec, opts, events, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
     let task = ex.spawn(sup.run());
     (Remote { sh }, task)
@@ -462,7 +483,10 @@ impl Supervisor {
             let ctl = async { Step::Ctl(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
             let step = ctl.or(fatal).or(msg).await;
             let msg = match step {
-                Step::Msg(m) => m,
+                Step::Msg(m) => {
+                    self.sh.queued.set(self.sh.queued.get().saturating_sub(m.len()));
+                    m
+                }
                 Step::Fatal(reason) => break Err(reason),
                 Step::Ctl(c) => break Ok(c),
             };
@@ -482,6 +506,7 @@ impl Supervisor {
         // Tear down: no more sends, no more deliveries, tasks cancelled.
         out_tx.close();
         *self.sh.out.borrow_mut() = None;
+        self.sh.queued.set(0);
         sess.alive.set(false);
         drop(closed_tx);
         let up = show_ms(Duration::from_millis(t0.elapsed().as_millis() as u64));
