@@ -431,11 +431,18 @@ impl Supervisor {
     async fn session(&self, url: Url, connector: Connector) -> Outcome {
         let name = &self.spec.name;
         let client = Client::new(connector, self.opts.max_idle);
-        if let Err(e) = client.warm(&url).await {
-            let reason = format!("unreachable: {e}");
-            warn!("server {name}: {reason}");
-            self.events.exited(self.id, &reason, "");
-            return Outcome::Failed;
+        let warm = async { Ok(client.warm(&url).await) };
+        let ctl = async { Err(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
+        match warm.or(ctl).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let reason = format!("unreachable: {e}");
+                warn!("server {name}: {reason}");
+                self.events.exited(self.id, &reason, "");
+                return Outcome::Failed;
+            }
+            Err(Ctl::Restart(_)) => return Outcome::Restart,
+            Err(Ctl::Shutdown | Ctl::Kill) => return Outcome::Shutdown,
         }
         let (fatal_tx, fatal_rx) = channel::bounded::<String>(1);
         let (closed_tx, closed_rx) = channel::bounded::<()>(1);
