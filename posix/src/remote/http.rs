@@ -326,7 +326,6 @@ impl Client {
         };
         let head = {
             let d = limits.head_timeout;
-            let read = async { read_head.await };
             let timer = async {
                 async_io::Timer::after(d).await;
                 Err((
@@ -337,7 +336,7 @@ impl Client {
                     false,
                 ))
             };
-            smol::future::or(read, timer).await
+            smol::future::or(read_head, timer).await
         };
         let (status, content_type, session_id, framing, keep_alive, len) = head?;
         rbuf.drain(..len);

@@ -350,6 +350,7 @@ pub fn spawn(
     (Remote { sh }, task)
 }
 
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than the MSRV
 pub(crate) fn show_ms(d: Duration) -> String {
     let ms = d.as_millis();
     if ms >= 1000 && ms % 1000 == 0 {
@@ -1074,7 +1075,8 @@ impl Session {
             return Err("no initialize result".into());
         }
         *self.session_id.borrow_mut() = sid;
-        if let Some(note) = self.initialized.borrow().clone() {
+        let note = self.initialized.borrow().clone();
+        if let Some(note) = note {
             match self.post_raw(&note, true).await {
                 Ok(mut r) if (200..300).contains(&r.status) => {
                     if r.body.drain(64 * 1024).await {
