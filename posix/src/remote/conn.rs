@@ -74,7 +74,14 @@ impl Connector {
                 let s = tls
                     .connect(name, tcp)
                     .await
-                    .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake with {} failed: {e}", url.host_header())))?;
+                    .map_err(|e| {
+                        let hint = if e.to_string().contains("UnknownIssuer") {
+                            " (a private CA? name its certificate in \"caFile\")"
+                        } else {
+                            ""
+                        };
+                        io::Error::new(e.kind(), format!("TLS handshake with {} failed: {e}{hint}", url.host_header()))
+                    })?;
                 Ok(Stream::Tls(Box::new(s)))
             }
             #[cfg(not(feature = "tls"))]

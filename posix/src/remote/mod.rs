@@ -387,7 +387,8 @@ impl Supervisor {
             let outcome = match self.prepare() {
                 Ok((url, connector)) => self.session(url, connector).await,
                 Err(reason) => {
-                    error!("server {name}: {reason}");
+                    // The hub logs the exit and its reason.
+                    debug!("server {name}: {reason}");
                     self.events.exited(self.id, &reason, "");
                     Outcome::Failed
                 }
@@ -438,7 +439,7 @@ impl Supervisor {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 let reason = format!("unreachable: {e}");
-                warn!("server {name}: {reason}");
+                debug!("server {name}: {reason}");
                 self.events.exited(self.id, &reason, "");
                 return Outcome::Failed;
             }
@@ -520,7 +521,7 @@ impl Supervisor {
         let up = show_ms(Duration::from_millis(t0.elapsed().as_millis() as u64));
         match result {
             Err(reason) => {
-                warn!("server {name}: session lost after {up}: {reason}");
+                debug!("server {name}: session lost after {up}: {reason}");
                 sess.client.clear();
                 self.events.exited(self.id, &reason, "");
                 Outcome::Failed
