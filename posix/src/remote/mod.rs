@@ -45,6 +45,7 @@ macro_rules! rlog {
         }
     };
 }
+#[allow(unused_macros)]
 macro_rules! error { ($($t:tt)*) => { rlog!(0, $($t)*) }; }
 macro_rules! warn { ($($t:tt)*) => { rlog!(1, $($t)*) }; }
 macro_rules! info { ($($t:tt)*) => { rlog!(2, $($t)*) }; }
