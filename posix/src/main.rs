@@ -8,7 +8,6 @@ mod hub;
 mod jsonpos;
 mod lines;
 mod outbox;
-#[allow(dead_code)] // until serve wires remote upstreams
 mod remote;
 mod serve;
 mod stdio;

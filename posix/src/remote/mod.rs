@@ -36,31 +36,6 @@
 //! previous notification or response was accepted, so the server sees them in
 //! the hub's order (`notifications/initialized` before `tools/list`).
 
-// Until the runtime's logger is on this branch: records to stderr at the
-// level of MCPX_LOG (error|warn|info|debug; default info).
-macro_rules! rlog {
-    ($lvl:expr, $($t:tt)*) => {
-        if $crate::remote::log_enabled($lvl) {
-            eprintln!("mcpx: {}: {}", ["error", "warn", "info", "debug"][$lvl], format!($($t)*));
-        }
-    };
-}
-#[allow(unused_macros)]
-macro_rules! error { ($($t:tt)*) => { rlog!(0, $($t)*) }; }
-macro_rules! warn { ($($t:tt)*) => { rlog!(1, $($t)*) }; }
-macro_rules! info { ($($t:tt)*) => { rlog!(2, $($t)*) }; }
-macro_rules! debug { ($($t:tt)*) => { rlog!(3, $($t)*) }; }
-
-pub(crate) fn log_enabled(level: usize) -> bool {
-    let max = match std::env::var("MCPX_LOG").as_deref() {
-        Ok("error") => 0,
-        Ok("warn") => 1,
-        Ok("debug") | Ok("trace") => 3,
-        _ => 2,
-    };
-    level <= max
-}
-
 mod conn;
 mod http;
 pub mod url;
@@ -69,7 +44,6 @@ pub mod url;
 mod tests;
 
 use std::cell::{Cell, RefCell};
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -88,19 +62,11 @@ use conn::Connector;
 use http::{Body, Client, Limits, Response};
 use url::{Scheme, Url};
 
-pub type UpstreamId = usize;
-
-/// What the transport reports, in order, for each connection attempt:
-/// `started`, then `message`s and `garbage`, then `exited` (also after a
-/// failed attempt, with no `started` before it). The same shape as the stdio
-/// supervisor's events.
-pub trait Events {
-    fn started(&self, id: UpstreamId);
-    fn message(&self, id: UpstreamId, msg: &[u8]);
-    /// Something from the server that is not a message (an over-large event).
-    fn garbage(&self, id: UpstreamId, what: &str);
-    fn exited(&self, id: UpstreamId, reason: &str, detail: &str);
-}
+/// The events of the stdio supervisor, reported in the same order: `started`
+/// when the server is reachable, `message`s and `garbage`, then `exited`
+/// (also after a failed attempt, with no `started` before it; the last
+/// argument, a stderr tail for children, is empty).
+pub use crate::supervise::{Events, UpstreamId};
 
 /// Which HTTP transport the server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -244,25 +210,8 @@ impl Default for Options {
     }
 }
 
-/// Why [`Remote::send`] refused a message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SendError {
-    /// `msgs` messages / `bytes` bytes are queued: the server is not keeping up.
-    Full { msgs: usize, bytes: usize },
-    /// The server is not connected.
-    Closed,
-}
-
-impl fmt::Display for SendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SendError::Full { msgs, bytes } => {
-                write!(f, "output queue full ({msgs} messages, {bytes} bytes waiting): the server is not keeping up")
-            }
-            SendError::Closed => f.write_str("the server is not connected"),
-        }
-    }
-}
+/// Why [`Remote::send`] refused a message: the stdio outbox's error.
+pub use crate::outbox::PushError as SendError;
 
 enum Ctl {
     Restart(String),
@@ -287,6 +236,7 @@ pub struct Remote {
 }
 
 impl Remote {
+    #[allow(dead_code)] // the handle has the shape of supervise::Upstream
     pub fn name(&self) -> &str {
         &self.sh.name
     }
@@ -310,6 +260,7 @@ impl Remote {
         }
     }
 
+    #[allow(dead_code)]
     pub fn is_running(&self) -> bool {
         self.sh.out.borrow().as_ref().is_some_and(|t| !t.is_closed())
     }
