@@ -932,14 +932,14 @@ impl Session {
     }
 
     /// A GET for an SSE stream on the MCP endpoint.
-    async fn get_stream(&self, last_event_id: Option<&[u8]>) -> Result<Response, String> {
+    async fn get_stream(&self, last_event_id: Option<&[u8]>) -> Result<Response, http::Error> {
         let mut h = self.headers(b"text/event-stream", true);
         if let Some(id) = last_event_id.filter(|i| !i.is_empty()) {
             h.push(("last-event-id".into(), id.to_vec()));
         }
         let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
         let limits = Limits { max_head: self.opts.max_head, head_timeout: self.timeout, idle_timeout: None };
-        self.client.request("GET", &self.url, &fields, b"", limits, None).await.map_err(|e| e.to_string())
+        self.client.request("GET", &self.url, &fields, b"", limits, None).await
     }
 
     /// Reads SSE events from `body`, delivering each message. Stops after the
@@ -1086,6 +1086,11 @@ impl Session {
                 }
                 Ok(r) => {
                     debug!("server {}: standalone SSE stream refused: HTTP {} {:?}", self.name, r.status, r.content_type);
+                }
+                Err(http::Error::Connect(e)) => {
+                    // The server is gone: so are its tools, until it is back.
+                    self.fail(format!("unreachable: {e}"));
+                    return;
                 }
                 Err(e) => debug!("server {}: standalone SSE stream failed: {e}", self.name),
             }

@@ -59,6 +59,7 @@ struct Server {
     url: String,
     port: u16,
     log: Arc<StdMutex<Vec<Req>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Server {
@@ -69,18 +70,36 @@ impl Server {
     fn start_on(listener: TcpListener, handler: Arc<Handler>, tls: Option<TlsCfg>) -> Server {
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(StdMutex::new(Vec::new()));
-        let log2 = log.clone();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (log2, stop2) = (log.clone(), stop.clone());
+        listener.set_nonblocking(true).unwrap();
         std::thread::spawn(move || {
-            for (n, s) in listener.incoming().enumerate() {
-                let Ok(s) = s else { return };
+            let mut n = 0;
+            // Polled, so that `stop` can close the port.
+            while !stop2.load(std::sync::atomic::Ordering::SeqCst) {
+                let s = match listener.accept() {
+                    Ok((s, _)) => s,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(2));
+                        continue;
+                    }
+                    Err(_) => return,
+                };
+                s.set_nonblocking(false).unwrap();
                 let (h, log, tls) = (handler.clone(), log2.clone(), tls.clone());
                 std::thread::spawn(move || match tls {
                     None => serve_conn(s, n, &*h, &log),
                     Some(cfg) => serve_tls(s, n, &*h, &log, cfg),
                 });
+                n += 1;
             }
         });
-        Server { url: format!("http://127.0.0.1:{port}/mcp"), port, log }
+        Server { url: format!("http://127.0.0.1:{port}/mcp"), port, log, stop }
+    }
+
+    /// Closes the port: new connections are refused.
+    fn stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn requests(&self) -> Vec<Req> {
@@ -911,5 +930,27 @@ fn an_invalid_session_id_is_not_echoed() {
         r.shutdown();
         task.await;
         assert!(log.all().iter().any(|e| e.contains("Mcp-Session-Id")), "{:?}", log.all());
+    });
+}
+
+#[test]
+fn a_server_that_goes_away_ends_the_session_without_waiting_for_a_request() {
+    let srv = Server::start(|req| match (req.method.as_str(), req.rpc_method().as_str()) {
+        ("POST", "initialize") => Reply::Json(200, vec![("mcp-session-id", "s".into())], init_result("2025-06-18")),
+        ("POST", _) => Reply::Status(202),
+        // The standalone stream drops after a while, like a server going down.
+        ("GET", _) => sse(vec!["retry: 10\n\n".into(), "<sleep 300>".into()]),
+        _ => Reply::Status(204),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        handshake(&r, &log).await;
+        assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
+        srv.stop();
+        assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await, "{:?}", log.all());
+        assert!(log.all().iter().any(|e| e.starts_with("exited unreachable: cannot connect")), "{:?}", log.all());
+        r.shutdown();
+        task.await;
     });
 }
