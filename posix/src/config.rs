@@ -111,6 +111,8 @@ pub struct Config {
     pub separator: String,
     pub roots: Vec<Root>,
     pub log_level: Option<Level>,
+    /// `"auth"` and `"http"`: settings of `mcpx serve --http`.
+    pub http: HttpSettings,
     /// Non-fatal problems, each formatted `file:line:col: message`.
     pub warnings: Vec<String>,
     /// The file's text, to point at problems found later (empty if built in).
@@ -126,6 +128,21 @@ impl Config {
         let (l, c) = jsonpos::line_col(&self.text, off);
         Some(format!("{}:{l}:{c}", f.display()))
     }
+}
+
+/// Settings for serving MCP over HTTP (`mcpx serve --http ADDR`):
+/// `"auth": {"bearer": "${MCPX_TOKEN}"}` and
+/// `"http": {"allowedOrigins": [..], "allowedHosts": [..], "maxBodyBytes": n,
+/// "maxSessions": n, "maxConnections": n, "sessionIdleMs": n}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpSettings {
+    pub bearer: Option<String>,
+    pub allowed_origins: Vec<String>,
+    pub allowed_hosts: Vec<String>,
+    pub max_body: Option<u64>,
+    pub max_sessions: Option<u64>,
+    pub max_connections: Option<u64>,
+    pub session_idle_ms: Option<u64>,
 }
 
 /// One problem in a config file.
@@ -241,6 +258,7 @@ pub fn builtin_default() -> Config {
         separator: DEFAULT_SEPARATOR.to_string(),
         roots: Vec::new(),
         log_level: None,
+        http: HttpSettings::default(),
         warnings: Vec::new(),
         text: String::new(),
     }
@@ -422,7 +440,8 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         cx.err(&top, format!("expected a JSON object with \"mcpServers\", found {}", type_name(&root)));
         return Err(ConfigError(cx.errors));
     };
-    cx.unknown_keys(&top, obj, &["mcpServers", "separator", "roots", "logLevel"]);
+    cx.unknown_keys(&top, obj, &["mcpServers", "separator", "roots", "logLevel", "auth", "http"]);
+    let http = parse_http(&mut cx, &top, obj);
 
     let separator = match obj.get("separator") {
         None => DEFAULT_SEPARATOR.to_string(),
@@ -521,9 +540,62 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         separator,
         roots,
         log_level,
+        http,
         warnings: cx.warnings,
         text: src.to_string(),
     })
+}
+
+/// `"auth"` and `"http"` (see [`HttpSettings`]).
+fn parse_http(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value>) -> HttpSettings {
+    let mut out = HttpSettings::default();
+    match obj.get("auth") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(a)) => {
+            let at = top.key("auth");
+            cx.unknown_keys(&at, a, &["bearer"]);
+            if let Some(v) = a.get("bearer") {
+                match cx.string(&at.key("bearer"), v) {
+                    Some(t) if t.is_empty() => cx.err(&at.key("bearer"), "the token is empty"),
+                    Some(t) => out.bearer = Some(t),
+                    None => {}
+                }
+            }
+        }
+        Some(other) => cx.err(&top.key("auth"), format!("expected an object like {{\"bearer\": \"${{MCPX_TOKEN}}\"}}, found {}", type_name(other))),
+    }
+    match obj.get("http") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(h)) => {
+            let at = top.key("http");
+            let nums = ["maxBodyBytes", "maxSessions", "maxConnections", "sessionIdleMs"];
+            cx.unknown_keys(&at, h, &["allowedOrigins", "allowedHosts", "maxBodyBytes", "maxSessions", "maxConnections", "sessionIdleMs"]);
+            if let Some(v) = h.get("allowedOrigins") {
+                out.allowed_origins = cx.strings(&at.key("allowedOrigins"), v).unwrap_or_default();
+            }
+            if let Some(v) = h.get("allowedHosts") {
+                out.allowed_hosts = cx.strings(&at.key("allowedHosts"), v).unwrap_or_default();
+            }
+            for key in nums {
+                let Some(v) = h.get(key) else { continue };
+                let n = match v.as_u64() {
+                    Some(n) if n > 0 => Some(n),
+                    _ => {
+                        cx.err(&at.key(key), format!("expected a positive whole number, found {v}"));
+                        None
+                    }
+                };
+                match key {
+                    "maxBodyBytes" => out.max_body = n,
+                    "maxSessions" => out.max_sessions = n,
+                    "maxConnections" => out.max_connections = n,
+                    _ => out.session_idle_ms = n,
+                }
+            }
+        }
+        Some(other) => cx.err(&top.key("http"), format!("expected an object, found {}", type_name(other))),
+    }
+    out
 }
 
 enum Parsed {
@@ -1140,7 +1212,7 @@ mod tests {
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel)",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
                 "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",

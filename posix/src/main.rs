@@ -4,6 +4,7 @@ mod log;
 mod cli;
 mod config;
 mod example;
+mod http;
 mod hub;
 mod jsonpos;
 mod lines;
