@@ -786,67 +786,6 @@ fn a_server_answering_get_with_404_is_not_reinitialized() {
     });
 }
 
-/// By hand, against a real server: `MCPX_REMOTE_URL=http://127.0.0.1:PORT/mcp
-/// cargo test -p mcpx-posix remote::tests::real_server -- --ignored --nocapture`.
-/// Plays the hub: handshake, tools/list, a call of `MCPX_REMOTE_TOOL` (JSON
-/// `{"name":..,"arguments":..}`) if set, waits for server messages, stops.
-#[test]
-#[ignore]
-fn real_server() {
-    let Ok(url) = std::env::var("MCPX_REMOTE_URL") else { return };
-    let tool = std::env::var("MCPX_REMOTE_TOOL").ok();
-    run(Duration::from_secs(60), |ex| async move {
-        let log = Rc::new(Log::default());
-        let mut s = spec(&url);
-        s.headers.clear();
-        let (r, task) = spawn(&ex, 0, s, Options::default(), log.clone());
-        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await, "{:?}", log.all());
-        let init = INIT.replace(r#""capabilities":{}"#, r#""capabilities":{"roots":{"listChanged":true}}"#);
-        r.send(init.into_bytes()).unwrap();
-        assert!(until(Duration::from_secs(5), || log.answer(0.into()).is_some()).await, "{:?}", log.all());
-        r.send(INITIALIZED.as_bytes().to_vec()).unwrap();
-        // Answer the server's requests as a client would.
-        let (r2, log2) = (r.clone(), log.clone());
-        ex.spawn(async move {
-            let mut answered = std::collections::BTreeSet::new();
-            loop {
-                for m in log2.msgs() {
-                    if m.get("method").is_some() && m.get("id").is_some() && answered.insert(m["id"].to_string()) {
-                        let result = if m["method"] == "roots/list" { r#"{"roots":[]}"# } else { "{}" };
-                        let a = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, m["id"]);
-                        let _ = r2.send(a.into_bytes());
-                    }
-                }
-                Timer::after(Duration::from_millis(20)).await;
-            }
-        })
-        .detach();
-        r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
-        assert!(until(Duration::from_secs(10), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
-        let names: Vec<String> = log.answer(1.into()).unwrap()["result"]["tools"]
-            .as_array()
-            .map(|t| t.iter().map(|t| t["name"].as_str().unwrap_or("").to_string()).collect())
-            .unwrap_or_default();
-        println!("tools: {names:?}");
-        if let Some(call) = tool {
-            let m = format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{call}}}"#);
-            r.send(m.into_bytes()).unwrap();
-            assert!(until(Duration::from_secs(30), || log.answer(2.into()).is_some()).await, "{:?}", log.all());
-            // Answer what the server asks meanwhile (roots, sampling, elicitation).
-        }
-        r.send(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#.to_vec()).unwrap();
-        assert!(until(Duration::from_secs(10), || log.answer(3.into()).is_some()).await, "{:?}", log.all());
-        Timer::after(Duration::from_secs(3)).await;
-        r.shutdown();
-        task.await;
-        for e in log.all() {
-            let short: String = e.chars().take(300).collect();
-            println!("{short}");
-        }
-        assert_eq!(log.count("exited"), 1, "{:?}", log.all());
-    });
-}
-
 #[test]
 fn limits_on_heads_bodies_and_events_and_other_framings() {
     let srv = Server::start(|req| {
