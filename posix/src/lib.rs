@@ -11,6 +11,7 @@ mod jsonpos;
 pub mod limits;
 mod lines;
 mod outbox;
+mod remote;
 mod serve;
 mod stdio;
 mod supervise;
