@@ -11,7 +11,8 @@
 #   EDGE_FEATURES=tls edge/build.sh  extra cargo features for mcpx-edge
 #
 # Installs what is missing: rustup targets, and (as root, with apt-get)
-# gcc-arm-linux-gnueabihf for armv7.
+# gcc-arm-linux-gnueabihf for armv7; with tls, also a C compiler for ring
+# on the musl targets (musl-tools, gcc-aarch64-linux-gnu).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +24,9 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf)
 features=()
 [ -z "${EDGE_FEATURES:-}" ] || features=(--features "$EDGE_FEATURES")
+# ring (under tls) compiles C and assembly for the target.
+needs_cc=0
+case ",${EDGE_FEATURES:-}," in *,tls,*) needs_cc=1 ;; esac
 
 installed="$(rustup target list --installed)"
 apt_updated=0
@@ -38,6 +42,14 @@ for t in "${targets[@]}"; do
     case "$t" in
         *-linux-musl)
             flags="-C linker=rust-lld -C target-feature=+crt-static"
+            if [ "$needs_cc" = 1 ]; then
+                case "$t" in
+                    x86_64-*) cc=musl-gcc; pkg=musl-tools ;;
+                    aarch64-*) cc=aarch64-linux-gnu-gcc; pkg=gcc-aarch64-linux-gnu ;;
+                esac
+                command -v "$cc" >/dev/null || { log "apt-get install $pkg"; apt_install "$pkg"; }
+                export "CC_$(tr '-' '_' <<<"$t")=$cc"
+            fi
             ;;
         armv7-unknown-linux-gnueabihf)
             command -v arm-linux-gnueabihf-gcc >/dev/null || { log "apt-get install gcc-arm-linux-gnueabihf"; apt_install gcc-arm-linux-gnueabihf; }
