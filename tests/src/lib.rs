@@ -98,7 +98,23 @@ pub fn mcpx() -> &'static Path {
 
 fn build_mcpx() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(&cargo)
+    let mut build = Command::new(&cargo);
+    // What cargo set for this test (CARGO_PKG_NAME=mcpx-tests, ...) is not
+    // passed on: build scripts that watch those variables (ring's) would see
+    // them change between this build and the one that built the tests, and
+    // each would rebuild them.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("CARGO_PKG_")
+            || k.starts_with("CARGO_MANIFEST_")
+            || k.starts_with("CARGO_BIN_")
+            || ["CARGO_CRATE_NAME", "CARGO_PRIMARY_PACKAGE", "CARGO_TARGET_TMPDIR", "CARGO_RUSTC_CURRENT_DIR"]
+                .contains(&k.as_ref())
+        {
+            build.env_remove(k.as_ref());
+        }
+    }
+    let out = build
         .args([
             "build",
             "-p",
