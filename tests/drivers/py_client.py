@@ -583,11 +583,14 @@ async def scenario_complete(conn: Conn, report: Report, opts) -> None:
 async def run_script(conn: Conn, report: Report, opts) -> None:
     """STEPS_JSON is a list of steps run in order in one session:
     {"op": "list_tools", "expect_tools": [...], "expect_absent": [...]}
+    {"op": "list_tools", ..., "retry_for": SECONDS}  (lists again until the expectations hold)
     {"op": "call", "tool": T, "args": {...}, "expect": "ok"|"error"|"any",
-        "expect_text": S, "retry_for": SECONDS}   (tool gets --prefix)
+        "expect_text": S, "retry_for": SECONDS, "progress": true}   (tool gets --prefix;
+        with progress, the notifications received go to the step's "progress")
     {"op": "wait_notification", "method": M, "timeout": SECONDS}
         (counts notifications since the start of the last "call" step)
     {"op": "sleep", "seconds": S}
+    {"op": "signal", "path": P}                     creates the file P (for the test)
     Each step's outcome is appended to report["steps"]."""
     if len(opts.args) != 1:
         raise SystemExit("script needs STEPS_JSON")
@@ -600,12 +603,19 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
         out: dict[str, Any] = {"op": op}
         report["steps"].append(out)
         if op == "list_tools":
-            names = [t["name"] for t in await conn.list_tools()]
+            deadline = anyio.current_time() + float(step.get("retry_for", 0))
+            while True:
+                names = [t["name"] for t in await conn.list_tools()]
+                missing = [n for n in step.get("expect_tools", []) if n not in names]
+                present = [n for n in step.get("expect_absent", []) if n in names]
+                if not (missing or present) or anyio.current_time() >= deadline:
+                    break
+                await anyio.sleep(0.25)
             out["tools"] = names
-            for n in step.get("expect_tools", []):
-                report.expect(n in names, f"step {i}: tool {n!r} not listed")
-            for n in step.get("expect_absent", []):
-                report.expect(n not in names, f"step {i}: tool {n!r} still listed")
+            for n in missing:
+                report.expect(False, f"step {i}: tool {n!r} not listed")
+            for n in present:
+                report.expect(False, f"step {i}: tool {n!r} still listed")
         elif op == "call":
             tool = opts.prefix + step["tool"]
             expect = step.get("expect", "ok")
@@ -614,7 +624,8 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
             attempts = 0
             while True:
                 attempts += 1
-                result = await conn.call_tool(tool, step.get("args", {}))
+                conn.cb.progress.clear()
+                result = await conn.call_tool(tool, step.get("args", {}), progress=bool(step.get("progress")))
                 is_err = "jsonrpc_error" in result or bool(result.get("isError"))
                 good = expect == "any" or (expect == "error") == is_err
                 if "expect_text" in step and step["expect_text"] not in texts_of(result):
@@ -623,6 +634,8 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
                     break
                 await anyio.sleep(0.25)
             out.update(tool=tool, result=result, attempts=attempts)
+            if step.get("progress"):
+                out["progress"] = list(conn.cb.progress)
             report.expect(good, f"step {i}: {tool} gave {result} (expected {expect}, text {step.get('expect_text')!r})")
         elif op == "wait_notification":
             method = step["method"]
@@ -637,6 +650,9 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
             report.expect(out["seen"], f"step {i}: no {method} notification")
         elif op == "sleep":
             await anyio.sleep(float(step["seconds"]))
+        elif op == "signal":
+            with open(step["path"], "w"):
+                pass
         else:
             raise SystemExit(f"unknown script op {op!r}")
 
