@@ -44,6 +44,7 @@ Options:
   --cancel-after S    cancel: seconds to wait before cancelling (default 1.0)
   --mode M            mcp 2.x only: legacy | auto | 2026-07-28 (default legacy)
   --env K=V           (repeatable) environment for the spawned server
+  --header 'N: V'     (repeatable) HTTP header sent with every request (--url, mcp 1.x)
 """
 
 from __future__ import annotations
@@ -374,6 +375,8 @@ async def connect_and_run(opts: argparse.Namespace, report: Report, body) -> Non
         env[k] = v
 
     async with anyio.create_task_group() as tg:
+        if IS_V2 and opts.header:
+            raise Unsupported("--header is implemented for mcp 1.x only")
         if IS_V2:
             server: Any = opts.url if opts.url else mcp.StdioServerParameters(
                 command=opts.command[0], args=opts.command[1:], env=env
@@ -393,7 +396,8 @@ async def connect_and_run(opts: argparse.Namespace, report: Report, body) -> Non
                     from mcp.client.streamable_http import streamablehttp_client
                 except ImportError:
                     raise Unsupported(f"mcp {SDK_VERSION} has no Streamable HTTP client")
-                transport = streamablehttp_client(opts.url)
+                headers = dict((k.strip(), v.strip()) for k, _, v in (h.partition(":") for h in opts.header))
+                transport = streamablehttp_client(opts.url, headers=headers or None)
             else:
                 from mcp.client.stdio import stdio_client
 
@@ -687,6 +691,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cancel-after", type=float, default=1.0)
     p.add_argument("--mode", default="legacy")
     p.add_argument("--env", action="append", default=[])
+    p.add_argument("--header", action="append", default=[])
     p.add_argument("scenario", choices=sorted(SCENARIOS))
     p.add_argument("args", nargs="*")
     opts = p.parse_args(argv)

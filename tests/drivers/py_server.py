@@ -16,6 +16,8 @@ Tools:
   ask_model(prompt)        sampling; returns "model said: TEXT"
   list_roots()             roots/list; returns the root URIs, one a line
   slow(steps, delay)       sleeps steps*delay seconds, reporting progress each step
+  auth_header()            "authorization: VALUE" (or "(none)"): the Authorization
+                           header of the HTTP request that carried the call
 Resource:  py://info     (text "py-upstream info")
 Prompt:    py_prompt(topic)
 """
@@ -93,6 +95,14 @@ async def slow(ctx: Context, steps: int = 5, delay: float = 0.2) -> str:
         await asyncio.sleep(delay)
         await ctx.report_progress(i, steps, f"step {i} of {steps}")
     return f"slow done after {steps} steps"
+
+
+@app.tool()
+def auth_header(ctx: Context) -> str:
+    """The Authorization header of the HTTP request that carried this call."""
+    request = getattr(ctx.request_context, "request", None)
+    value = request.headers.get("authorization") if request is not None else None
+    return f"authorization: {value or '(none)'}"
 
 
 @app.resource("py://info")

@@ -345,3 +345,49 @@ fn https_without_ca_file_stays_down_and_says_why() {
     );
     assert!(t0.elapsed() < Duration::from_secs(60));
 }
+
+// ---- credentials ---------------------------------------------------------------------
+
+// covers: authz-no-token-passthrough
+#[test]
+fn client_token_stays_with_mcpx_py_1_30_0() {
+    // The client authenticates to mcpx's HTTP listener with its own bearer
+    // token; each remote server gets only what its config entry says.
+    let py = py_server_remote("py", Transport::StreamableHttp, None);
+    let bare = py_server_remote("bare", Transport::Sse, None);
+    let hub = HubConfig::new()
+        .upstream(example_server("demo"))
+        .remote(
+            "py",
+            json!({"url": py.url, "headers": {"Authorization": "Bearer upstream-secret"}}),
+        )
+        .remote("bare", json!({"url": bare.url}))
+        .set("auth", json!({"bearer": "client-secret"}))
+        .write();
+    let http = hub.serve_http();
+    let steps = json!([
+        {"op": "call", "tool": "demo__echo", "args": {"text": "local"}, "expect_text": "local"},
+        {"op": "call", "tool": "py__auth_header", "expect_text": "authorization: Bearer upstream-secret"},
+        {"op": "call", "tool": "bare__auth_header", "expect_text": "authorization: (none)"}
+    ]);
+    let r = Client::Py("1.30.0").run_url(
+        &[
+            "--header",
+            "Authorization: Bearer client-secret",
+            "script",
+            &steps.to_string(),
+        ],
+        &http.url,
+    );
+    r.assert_ok();
+    r.check(
+        !texts(&r.json["steps"]).contains("client-secret"),
+        "the client's token reached an upstream",
+    );
+    // Without the token, mcpx's listener refuses the client.
+    let r = Client::Py("1.30.0").run_url(&["list"], &http.url);
+    r.check(
+        r.code == Some(1) && r.json["failures"].to_string().contains("401"),
+        "a client without the token should be refused with 401",
+    );
+}
