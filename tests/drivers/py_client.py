@@ -592,7 +592,7 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
         "expect_text": S, "retry_for": SECONDS, "progress": true}   (tool gets --prefix;
         with progress, the notifications received go to the step's "progress")
     {"op": "wait_notification", "method": M, "timeout": SECONDS}
-        (counts notifications since the start of the last "call" step)
+        (counts notifications since the start of the last "call" or "signal" step)
     {"op": "sleep", "seconds": S}
     {"op": "signal", "path": P}                     creates the file P (for the test)
     Each step's outcome is appended to report["steps"]."""
@@ -655,6 +655,7 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
         elif op == "sleep":
             await anyio.sleep(float(step["seconds"]))
         elif op == "signal":
+            mark = len(conn.cb.notifications)  # wait_notification looks from here on
             with open(step["path"], "w"):
                 pass
         else:

@@ -454,6 +454,7 @@ const SCENARIOS = {
       } else if (step.op === "sleep") {
         await sleep(1000 * step.seconds);
       } else if (step.op === "signal") {
+        c.mark = r.data.notifications.length; // wait_notification looks from here on
         fs.writeFileSync(step.path, "");
       } else {
         usage(`unknown script op ${step.op}`);

@@ -7,7 +7,8 @@
 //! upstream are listed under their prefixes, each is called, progress and a
 //! server-to-client request come back through the remote transport, then one
 //! remote server is killed (its tools go, `demo` keeps serving) and restarted
-//! on the same port (its tools come back).
+//! on the same port (its tools come back); both changes are notified
+//! (`tools/list_changed`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -106,10 +107,14 @@ fn session(client: Client, via: Via, ups: &[Checks], victim: usize, server: &mut
     // The test kills the victim when it sees `killed`, restarts it when it sees `gone`.
     steps.extend([
         json!({"op": "signal", "path": killed}),
+        // The hub tells the client that the victim's tools are gone...
+        json!({"op": "wait_notification", "method": "notifications/tools/list_changed", "timeout": 30}),
         json!({"op": "list_tools", "expect_tools": others, "expect_absent": [victim_tool], "retry_for": 30}),
         json!({"op": "call", "tool": "demo__echo", "args": {"text": "still serving"}, "expect_text": "still serving"}),
         json!({"op": "call", "tool": victim_tool, "args": v.call.1, "expect": "error"}),
         json!({"op": "signal", "path": gone}),
+        // ...and that they are back.
+        json!({"op": "wait_notification", "method": "notifications/tools/list_changed", "timeout": 40}),
         json!({"op": "list_tools", "expect_tools": [victim_tool], "retry_for": 40}),
         json!({"op": "call", "tool": victim_tool, "args": v.call.1, "expect_text": v.call.2, "retry_for": 10}),
         json!({"op": "list_tools", "expect_tools": others}),
@@ -190,13 +195,13 @@ fn streamable_http(client: Client, elicitation: bool, victim: usize) {
     session(client, Via::Stdio(&hub), &ups, victim, &mut servers[victim]);
 }
 
-// covers: streamable-http-client-post-every-message, streamable-http-client-accept-both, streamable-http-client-echoes-session
+// covers: streamable-http-client-post-every-message, streamable-http-client-accept-both, streamable-http-client-echoes-session, tools-list-changed-notify
 #[test]
 fn streamable_http_py_1_30_0() {
     streamable_http(Client::Py("1.30.0"), true, 1);
 }
 
-// covers: streamable-http-client-post-every-message, streamable-http-client-accept-both, streamable-http-client-echoes-session
+// covers: streamable-http-client-post-every-message, streamable-http-client-accept-both, streamable-http-client-echoes-session, tools-list-changed-notify
 #[test]
 fn streamable_http_ts_v1() {
     // server-everything answers a request with an unknown session id with 400,
@@ -204,7 +209,7 @@ fn streamable_http_ts_v1() {
     streamable_http(Client::TsV1, true, 0);
 }
 
-// covers: streamable-http-server-json-or-sse-for-request, streamable-http-client-post-every-message, streamable-http-client-echoes-session
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-client-post-every-message, streamable-http-client-echoes-session, tools-list-changed-notify
 #[test]
 fn streamable_http_py_1_9_4_over_mcpx_http() {
     // The client reaches mcpx over HTTP too; 1.9.4 has no elicitation.
@@ -244,13 +249,13 @@ fn http_sse(client: Client, victim: usize) {
     session(client, Via::Stdio(&hub), &ups, victim, &mut servers[victim]);
 }
 
-// covers: http-sse-client-post-to-endpoint, http-sse-client-backcompat-probe-400-404-405
+// covers: http-sse-client-post-to-endpoint, http-sse-client-backcompat-probe-400-404-405, tools-list-changed-notify
 #[test]
 fn http_sse_py_1_30_0() {
     http_sse(Client::Py("1.30.0"), 0);
 }
 
-// covers: http-sse-client-post-to-endpoint, http-sse-client-backcompat-probe-400-404-405
+// covers: http-sse-client-post-to-endpoint, http-sse-client-backcompat-probe-400-404-405, tools-list-changed-notify
 #[test]
 fn http_sse_ts_v1() {
     http_sse(Client::TsV1, 1);
@@ -287,7 +292,7 @@ fn make_certs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     paths
 }
 
-// covers: streamable-http-client-post-every-message, streamable-http-client-echoes-session
+// covers: streamable-http-client-post-every-message, streamable-http-client-echoes-session, tools-list-changed-notify
 #[test]
 fn https_with_ca_file_py_1_30_0() {
     let dir = TempDir::new();
