@@ -581,43 +581,35 @@ fn http_round(plan: &Plan, round: usize, report: &mut Report) {
                 continue;
             }
         };
-        let port = match sys::free_port() {
-            Ok(p) => p,
-            Err(e) => {
-                report.fail(Key::http(&t.name, 0, 0), format!("no free port: {e}"));
-                continue;
-            }
-        };
-        let cmd = launch(port, &plan.upstream_cmd());
-        plan.log(format!(
-            "round {} http {}: {}",
-            round + 1,
-            t.name,
-            cmd.join(" ")
-        ));
-        let bridge = Bridge::start(plan, &cmd, &t.env, port);
-        let bridge = match bridge {
-            Ok(b) => b,
-            Err(e) => {
-                for &(p, c) in &variants {
-                    report.fail(Key::http(&t.name, p, c), e.to_string());
-                }
-                continue;
-            }
-        };
+        // A fresh bridge per row: its RSS and sessions start from scratch.
         for (len, clients) in rotated(&variants, round) {
             let key = Key::http(&t.name, len, clients);
-            match http_variant(plan, &bridge, &t.path, len, clients) {
+            let port = match sys::free_port() {
+                Ok(p) => p,
+                Err(e) => {
+                    report.fail(key, format!("no free port: {e}"));
+                    continue;
+                }
+            };
+            let cmd = launch(port, &plan.upstream_cmd());
+            plan.log(format!(
+                "round {} http {}: {}",
+                round + 1,
+                t.name,
+                cmd.join(" ")
+            ));
+            let result = Bridge::start(plan, &cmd, &t.env, port)
+                .and_then(|bridge| http_variant(plan, &bridge, &t.path, len, clients));
+            match result {
                 Ok(m) => report.add(key, round, m),
                 Err(e) => report.fail(key, e.to_string()),
             }
-        }
-        drop(bridge);
-        if i == 0 {
-            let _ = std::fs::remove_file(std::env::temp_dir().join(format!(
-                "mcpx-bench-http-{}-{port}.json",
-                std::process::id()
-            )));
+            if i == 0 {
+                let _ = std::fs::remove_file(std::env::temp_dir().join(format!(
+                    "mcpx-bench-http-{}-{port}.json",
+                    std::process::id()
+                )));
+            }
         }
     }
 }
