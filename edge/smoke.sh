@@ -2,7 +2,9 @@
 # Runs the edge binaries the way a board would: the aarch64 and armv7 ones
 # under qemu user emulation (Debian qemu-user-static), the x86_64 one
 # natively. For each: --version, the example server answering a tools/call
-# directly, and the same call through the hub (`serve --config`).
+# directly, the same call through the hub (`serve --config`), and a short
+# run of the embedded benchmark (`bench --quick`; SMOKE_BENCH=0 skips it;
+# under emulation its numbers mean nothing, only that it runs).
 #
 #   edge/smoke.sh [TRIPLE...]    default: all three; build with edge/build.sh first
 set -euo pipefail
@@ -71,5 +73,17 @@ for t in "${targets[@]}"; do
 JSON
     requests "$text-hub" | timeout 60 "${run[@]}" "$bin" serve --config "$tmp/config.json" >"$tmp/hub.out" 2>"$tmp/hub.err" || true
     check "$t: tools/call through the hub" "$tmp/hub.out" "$text-hub"
+
+    if [ "${SMOKE_BENCH:-1}" = 1 ]; then
+        # Under qemu the bench cannot re-execute itself directly: tell it how.
+        if MCPX_BENCH_EXE="${run[*]} $bin" timeout 300 "${run[@]}" "$bin" bench --quick --rounds 1 --only stdio \
+            >"$tmp/bench.out" 2>"$tmp/bench.err" && grep -Eq 'mcpx serve +[0-9.]+ ' "$tmp/bench.out"; then
+            log "$t: bench --quick: ok"
+        else
+            log "$t: bench --quick FAILED; output was:"
+            sed 's/^/    /' "$tmp/bench.out" "$tmp/bench.err" >&2
+            fail=1
+        fi
+    fi
 done
 exit "$fail"

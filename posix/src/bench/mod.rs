@@ -128,7 +128,12 @@ impl Plan {
     pub fn upstream_cmd(&self) -> Vec<String> {
         match self.upstream {
             Upstream::Echo => self.echo.clone(),
-            Upstream::Example => vec![self.hub[0].clone(), "example-server".into()],
+            Upstream::Example => self
+                .hub
+                .iter()
+                .cloned()
+                .chain(["example-server".to_string()])
+                .collect(),
         }
     }
     pub fn upstream_name(&self) -> &'static str {
@@ -180,15 +185,27 @@ pub fn main(args: &[String]) -> i32 {
             return 1;
         }
     };
+    // How to run this binary again: itself, or through an emulator where
+    // the kernel cannot (MCPX_BENCH_EXE="qemu-aarch64-static ./mcpx-edge").
+    let me: Vec<String> = match std::env::var("MCPX_BENCH_EXE") {
+        Ok(v) if !v.trim().is_empty() => v.split_whitespace().map(String::from).collect(),
+        _ => vec![exe.clone()],
+    };
+    let with = |rest: &[&str]| -> Vec<String> {
+        me.iter()
+            .cloned()
+            .chain(rest.iter().map(|s| s.to_string()))
+            .collect()
+    };
     let mut plan = Plan {
         rounds: 3,
         quick: false,
         verbose: false,
         upstream: Upstream::Example,
-        echo: vec![exe.clone(), "bench".into(), "echo".into()],
-        relay: vec![exe.clone(), "bench".into(), "relay".into()],
-        hub: vec![exe.clone()],
-        alloc_hub: cfg!(feature = "count-alloc").then(|| vec![exe.clone()]),
+        echo: with(&["bench", "echo"]),
+        relay: with(&["bench", "relay"]),
+        hub: me.clone(),
+        alloc_hub: cfg!(feature = "count-alloc").then(|| me.clone()),
         peers: Vec::new(),
         sizes: vec![("this mcpx".into(), PathBuf::from(&exe))],
         sections: Sections::ALL,
@@ -230,6 +247,9 @@ mcpx bench — measure this binary on this machine (loopback and pipes only)
                      mcpx-bench); example: `mcpx example-server` (default
                      for `mcpx bench`)
     --verbose        progress and the children's stderr on stderr
+
+    MCPX_BENCH_EXE   how to start this binary again, e.g. through an
+                     emulator: \"qemu-aarch64-static ./mcpx-edge\"
 ";
 
 /// Parses an option shared by `mcpx bench` and `mcpx-bench`. `Ok(false)`:

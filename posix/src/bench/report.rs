@@ -297,7 +297,12 @@ impl Report {
 
     pub fn size(&mut self, name: &str, path: &Path) {
         let len = std::fs::metadata(path).ok().map(|m| m.len());
-        self.sizes.push((name.to_string(), path.to_path_buf(), len));
+        // Shown relative to the working directory when under it.
+        let shown = std::env::current_dir()
+            .ok()
+            .and_then(|d| path.strip_prefix(d).ok().map(Path::to_path_buf))
+            .unwrap_or_else(|| path.to_path_buf());
+        self.sizes.push((name.to_string(), shown, len));
     }
 
     fn get(&self, key: &Key) -> Option<Metrics> {
