@@ -240,3 +240,21 @@ proptest! {
         let _ = keys().open(&token, &binding(), NOW, &mut ReplaySet::<2>::new(), &mut scratch);
     }
 }
+
+#[test]
+fn seeded_keys_are_stable_and_nonces_fresh() {
+    let mut a = Seeded::new([7; 32]);
+    let b = Seeded::new([7; 32]);
+    let c = Seeded::new([8; 32]);
+    let keys_a = Keys::new(a.key(1), None).unwrap();
+    let keys_b = Keys::new(b.key(1), None).unwrap();
+    let keys_c = Keys::new(c.key(1), None).unwrap();
+    let n1 = a.nonce();
+    let n2 = a.nonce();
+    assert_ne!(n1, n2);
+    let mut out = vec![0u8; sealed_len(binding().method.len(), 1)];
+    let token = keys_a.seal(&binding(), b"x", &n1, NOW, TTL, &mut out).unwrap().to_owned();
+    assert_eq!(open_with(&keys_b, &token, &binding(), NOW, &mut ReplaySet::<4>::new()), Ok(b"x".to_vec()));
+    assert_eq!(open_with(&keys_c, &token, &binding(), NOW, &mut ReplaySet::<4>::new()), Err(OpenError::BadSignature));
+    assert_eq!(digest(b"abc").len(), 32);
+}

@@ -51,6 +51,7 @@
 
 mod catalog;
 mod client;
+mod modern;
 mod pending;
 mod relay;
 mod router;
@@ -148,6 +149,24 @@ pub struct HubOptions {
     /// Key for the integrity tag of pagination cursors; the runtime should set
     /// a random value per process so cursors cannot be forged.
     pub cursor_key: u64,
+    /// Revisions served to clients (legacy ones by `initialize`, modern ones
+    /// per request). Default: all.
+    pub client_revisions: mcpx_core::revision::Revisions,
+    /// 32 bytes from the operating system's CSPRNG, drawn once per process:
+    /// the `requestState` signing key and nonces derive from it
+    /// (`mcpx_core::request_state::Seeded`). The default is a fixed value, for
+    /// tests only.
+    pub secret_seed: [u8; 32],
+    /// Life of a `requestState` handed to a modern client, and how long an
+    /// upstream call waiting for that client's retry is held (ms).
+    pub input_ttl_ms: u64,
+    /// How long an upstream may take to answer the `server/discover` probe
+    /// before the hub falls back to `initialize` (ms).
+    pub probe_timeout_ms: u64,
+    /// Caching hints for results of upstreams that give none (legacy ones):
+    /// `ttlMs`, and whether `cacheScope` is `public` (else `private`).
+    pub cache_ttl_ms: u64,
+    pub cache_public: bool,
 }
 
 impl Default for HubOptions {
@@ -169,6 +188,12 @@ impl Default for HubOptions {
             max_list_items: 10_000,
             max_subscriptions: 1024,
             cursor_key: 0x6d63_7078_6375_7273,
+            client_revisions: mcpx_core::revision::Revisions::ALL,
+            secret_seed: *b"mcpx default seed: set me please",
+            input_ttl_ms: 300_000,
+            probe_timeout_ms: 10_000,
+            cache_ttl_ms: 60_000,
+            cache_public: false,
         }
     }
 }
@@ -248,12 +273,15 @@ pub struct Hub {
     /// Time of the first `upstream_started`/`client_connected`, for the startup wait.
     started_ms: Option<u64>,
     now_ms: u64,
+    /// The modern client request being routed (its per-request context).
+    cur: Option<Box<modern::ReqCtx>>,
 }
 
 impl Hub {
     /// Checks the configuration and builds a hub with every upstream down.
     pub fn new(upstreams: Vec<UpstreamSpec>, opts: HubOptions) -> Result<Hub, ConfigError> {
         let ups = upstream::validate(upstreams, &opts)?;
+        let relays = relay::Relays::new(&opts);
         Ok(Hub {
             catalog: catalog::Catalog::new(ups.len()),
             ups,
@@ -261,12 +289,13 @@ impl Hub {
             clients: BTreeMap::new(),
             next_client: 1,
             pending: pending::Pending::default(),
-            relays: relay::Relays::default(),
+            relays,
             subs: router::Subscriptions::default(),
             log_level: None,
             out: VecDeque::new(),
             started_ms: None,
             now_ms: 0,
+            cur: None,
         })
     }
 
@@ -335,6 +364,31 @@ impl Hub {
     /// The next thing for the runtime to do, in order.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
+    }
+
+    /// Who client `c` is, for binding `requestState` tokens: any stable bytes
+    /// (for HTTP a digest of the bearer token; stdio keeps the default, one
+    /// constant per process). A retry may come on another connection of the
+    /// same principal.
+    pub fn set_client_principal(&mut self, c: ClientId, principal: &[u8]) {
+        if let Some(cl) = self.clients.get_mut(&c) {
+            cl.principal = principal.to_vec();
+        }
+    }
+
+    /// The server is shutting down: every open `subscriptions/listen` stream
+    /// gets its graceful end (a result answering the listen request).
+    pub fn shutdown(&mut self) {
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for c in ids {
+            self.end_listens(c);
+        }
+    }
+
+    /// Has client `c` spoken the modern era (per-request `_meta`) rather than
+    /// `initialize`? An HTTP transport uses it to not issue session ids.
+    pub fn client_is_modern(&self, c: ClientId) -> bool {
+        self.clients.get(&c).is_some_and(|cl| cl.era == Some(mcpx_core::revision::Era::Modern))
     }
 
     /// The revision negotiated with client `c` (`None` before its
