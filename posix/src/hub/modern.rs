@@ -381,6 +381,9 @@ impl Hub {
             let mut v = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
             self.stamp(&mut v, None);
             self.emit_client(c, wire::result(&l.id, &serde_json::to_vec(&v).unwrap_or_default()));
+            // Requirement: cancellation-server-must-send-cancelled-on-listen-teardown, cancellation-server-only-for-listen
+            let p = json!({ "requestId": idv, "reason": "mcpx is shutting down" });
+            self.emit_client(c, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
             for uri in l.uris {
                 self.unsubscribe_uri(c, &uri);
             }

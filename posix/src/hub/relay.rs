@@ -81,7 +81,6 @@ pub(super) struct Held {
     pub method: String,
     pub renamed_uri: Option<(String, String)>,
     pub asks: Vec<Ask>,
-    next_key: u32,
     /// Capabilities of the request that was answered last.
     pub caps: Value,
     /// The upstream's final answer, when it came before the retry: given
@@ -125,6 +124,7 @@ pub(super) struct Relays {
     next_id: u64,
     pub held: HashMap<u64, Held>,
     next_held: u64,
+    next_key: u64,
     collects: HashMap<u64, Collect>,
     keys: Keys,
     seeded: Seeded,
@@ -140,6 +140,7 @@ impl Relays {
             next_id: 0,
             held: HashMap::new(),
             next_held: 0,
+            next_key: 0,
             collects: HashMap::new(),
             keys,
             seeded,
@@ -289,9 +290,11 @@ impl Hub {
         shape::input_request(&m.method, params, &shape::Features::of(MODERN)).map_err(str::to_string)
     }
 
-    fn new_key(&self, u: UpstreamId, held: &mut Held) -> String {
-        held.next_key += 1;
-        format!("{}-{}", super::catalog::server_segment(&self.ups[u].spec.name), held.next_key)
+    /// A key for an input request: the server's name and a number unique
+    /// in the hub, so keys never repeat within a call, across its rounds.
+    fn new_key(&mut self, u: UpstreamId) -> String {
+        self.relays.next_key += 1;
+        format!("{}-{}", super::catalog::server_segment(&self.ups[u].spec.name), self.relays.next_key)
     }
 
     /// The first request for input during modern call `call` to `u`: the
@@ -307,8 +310,8 @@ impl Hub {
             let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
             return self.refuse_upstream(u, &up_id, &m.method, -32603, why);
         }
-        let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), next_key: 0, caps: ctx.caps.clone(), done: None, deadline: None };
-        let key = self.new_key(u, &mut held);
+        let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None };
+        let key = self.new_key(u);
         held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false });
         self.hold(client, &cid, held, &ctx);
     }
@@ -355,7 +358,7 @@ impl Hub {
         let Some(mut held) = self.relays.held.remove(&h) else { return };
         match self.input_request(u, m, &held.caps) {
             Ok(params) => {
-                let key = self.new_key(u, &mut held);
+                let key = self.new_key(u);
                 held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false });
             }
             Err(why) => self.refuse_upstream(u, &up_id, &m.method, -32601, why),

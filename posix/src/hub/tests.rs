@@ -8,6 +8,8 @@ use serde_json::{json, Value};
 
 use super::*;
 
+mod modern;
+
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.
 #[derive(Clone)]
