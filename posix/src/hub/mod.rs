@@ -42,11 +42,15 @@
 //!   flight, only if it declared the capability (`relay`).
 //! - Egress shaping per revision from the core feature table (`shape`).
 //!
-//! Eras: this version speaks the legacy era (`initialize` handshake: 2024-11-05,
-//! 2025-03-26, 2025-06-18, 2025-11-25) on both sides. The negotiated revision is
-//! per-connection data (client and upstream each), and everything that turns an
-//! upstream's request for input into something a client understands lives in
-//! `relay`, so the modern era (2026-07-28) can be added there and in `client`.
+//! Eras: both, on both sides. Clients: `initialize` selects the legacy era
+//! (2024-11-05 … 2025-11-25) for the connection; a request with modern
+//! per-request `_meta` (2026-07-28) is served statelessly (`modern`), on any
+//! connection, at the same time. Upstreams: probed with `server/discover`
+//! first, `initialize` on any other answer or a timeout; the era is cached per
+//! upstream for the process (`upstream`). Everything that turns an upstream's
+//! need for input into what the client's era understands, in all four
+//! combinations (wire requests, `InputRequiredResult` with sealed
+//! `requestState`), is `relay`; shaping per revision is `shape`.
 #![allow(dead_code)] // until the runtime wires `serve` to the hub
 
 mod catalog;
@@ -152,10 +156,11 @@ pub struct HubOptions {
     /// Revisions served to clients (legacy ones by `initialize`, modern ones
     /// per request). Default: all.
     pub client_revisions: mcpx_core::revision::Revisions,
-    /// 32 bytes from the operating system's CSPRNG, drawn once per process:
-    /// the `requestState` signing key and nonces derive from it
-    /// (`mcpx_core::request_state::Seeded`). The default is a fixed value, for
-    /// tests only.
+    /// 32 secret random bytes, drawn once per process: the `requestState`
+    /// signing key and nonces derive from it
+    /// (`mcpx_core::request_state::Seeded`). The default draws them from the
+    /// operating system (`HubOptions::default` is the only place the hub
+    /// touches randomness; the state machine takes the seed as input).
     pub secret_seed: [u8; 32],
     /// Life of a `requestState` handed to a modern client, and how long an
     /// upstream call waiting for that client's retry is held (ms).
@@ -189,13 +194,31 @@ impl Default for HubOptions {
             max_subscriptions: 1024,
             cursor_key: 0x6d63_7078_6375_7273,
             client_revisions: mcpx_core::revision::Revisions::ALL,
-            secret_seed: *b"mcpx default seed: set me please",
+            secret_seed: os_seed(),
             input_ttl_ms: 300_000,
             probe_timeout_ms: 10_000,
             cache_ttl_ms: 60_000,
             cache_public: false,
         }
     }
+}
+
+/// 32 bytes from the operating system's CSPRNG (`/dev/urandom`), or, where
+/// that cannot be read, from the standard library's per-process random
+/// hasher keys (themselves drawn from the operating system).
+fn os_seed() -> [u8; 32] {
+    use std::io::Read as _;
+    let mut seed = [0u8; 32];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut seed)).is_ok() {
+        return seed;
+    }
+    use std::hash::{BuildHasher as _, Hasher as _};
+    for (i, chunk) in seed.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    seed
 }
 
 /// Why a configuration was refused by [`Hub::new`].
@@ -212,8 +235,7 @@ pub enum ConfigError {
     UnknownRevision { server: String, revision: String },
     /// An upstream has an empty name.
     EmptyName,
-    /// An upstream allows only revisions the hub cannot speak to servers yet
-    /// (2026-07-28 upstreams come with the modern era).
+    /// An upstream allows no revision the hub can speak with it.
     NoUsableRevision(String),
 }
 
@@ -225,7 +247,7 @@ impl std::fmt::Display for ConfigError {
             ConfigError::BadSeparator(s) => write!(f, "separator '{s}' is not allowed: use one or more of A-Z a-z 0-9 _ -"),
             ConfigError::UnknownRevision { server, revision } => write!(f, "server '{server}': unknown protocol revision '{revision}'"),
             ConfigError::EmptyName => write!(f, "a server has an empty name"),
-            ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': none of its protocol revisions can be used with servers yet; add a revision up to 2025-11-25"),
+            ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': no protocol revision is allowed with it"),
         }
     }
 }
