@@ -207,10 +207,11 @@ impl Hub {
         for (c, id) in held {
             self.answer_initialize(c, &id);
         }
+        self.release_early();
     }
 
     pub(super) fn held_init_deadline(&self) -> Option<u64> {
-        if self.clients.values().any(|c| c.held_init.is_some()) {
+        if self.clients.values().any(|c| c.held_init.is_some()) || !self.early.is_empty() {
             self.started_ms.map(|s| s + self.opts.startup_wait_ms)
         } else {
             None

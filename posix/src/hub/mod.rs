@@ -297,6 +297,9 @@ pub struct Hub {
     now_ms: u64,
     /// The modern client request being routed (its per-request context).
     cur: Option<Box<modern::ReqCtx>>,
+    /// Modern requests that came while upstreams were still starting: served
+    /// once startup has settled, as a legacy client's `initialize` is held.
+    early: VecDeque<(ClientId, Vec<u8>)>,
 }
 
 impl Hub {
@@ -318,6 +321,7 @@ impl Hub {
             started_ms: None,
             now_ms: 0,
             cur: None,
+            early: VecDeque::new(),
         })
     }
 

@@ -175,6 +175,12 @@ impl Hub {
 
     /// A modern request from client `c`.
     pub(super) fn on_modern_request(&mut self, c: ClientId, m: &Msg) {
+        if !self.startup_settled() && self.early.len() < self.opts.max_pending {
+            // No handshake to hold: the request itself waits (up to
+            // `startup_wait_ms`) so that what it sees covers every upstream.
+            self.early.push_back((c, m.raw.to_vec()));
+            return;
+        }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let Ok(env) = Envelope::parse(m.raw) else { return };
         let supported = self.opts.client_revisions;
@@ -213,6 +219,20 @@ impl Hub {
             "tools/call" | "prompts/get" | "resources/read" => self.modern_call(c, m, &id, ctx),
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
             method => self.modern_error(c, &id, -32601, &format!("Method not found: {method}"), None),
+        }
+    }
+
+    /// Serves the modern requests that waited for startup, in order.
+    pub(super) fn release_early(&mut self) {
+        if !self.startup_settled() {
+            return;
+        }
+        while let Some((c, raw)) = self.early.pop_front() {
+            if self.clients.contains_key(&c) {
+                if let Ok(m) = wire::parse(&raw) {
+                    self.on_modern_request(c, &m);
+                }
+            }
         }
     }
 

@@ -743,3 +743,21 @@ fn modern_upstream_requests_the_legacy_client_cannot_answer_fail_the_call() {
     assert!(r["error"]["message"].as_str().unwrap().contains("sampling"));
     assert!(p.up_quiet(0));
 }
+
+// covers: versioning-dual-era-server-selects-by-opening
+#[test]
+fn modern_requests_wait_for_upstreams_to_start_like_initialize() {
+    let mut p = Pair::new(legacy_specs(&["a"]), HubOptions::default());
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let c = p.connect();
+    p.msend(c, json!(1), "tools/list", json!({}), &json!({}));
+    assert!(p.client_quiet(c), "held while a starts");
+    let init = p.take_up(0);
+    p.fakes[0] = Some(Fake::tools(&["x"]));
+    let answer = p.fakes[0].as_ref().unwrap().answer(&init).unwrap().unwrap();
+    p.upstream_says(0, answer);
+    let r = p.take(c);
+    check(&r, "ListToolsResultResponse");
+    assert_eq!(r["result"]["tools"][0]["name"], "a__x");
+}
