@@ -207,9 +207,20 @@ impl Hub {
         if self.ups[u].is_modern() {
             return; // modern servers take the level per request
         }
+        self.ups[u].level_sent = super::modern::level_index(level);
         let p = serde_json::to_vec(&json!({ "level": level })).unwrap_or_default();
         let t = self.ups[u].spec.timeout_ms;
         self.send_upstream(u, "logging/setLevel", Some(&p), Origin::Fire, t);
+    }
+
+    /// A modern request with `logLevel` index `l` goes to legacy upstream
+    /// `u`: its process-wide level is lowered when needed so the request's
+    /// messages are sent at all (the hub filters them per request).
+    fn lower_level_for(&mut self, u: UpstreamId, l: usize) {
+        if self.ups[u].is_modern() || !self.ups[u].has_cap("logging") || self.ups[u].level_sent.is_some_and(|x| x <= l) {
+            return;
+        }
+        self.send_set_level(u, LEVELS[l]);
     }
 
     pub(super) fn route_resource_pub(&self, uri: &str) -> Option<(UpstreamId, String)> {
@@ -359,6 +370,9 @@ impl Hub {
             None => wire::splice_params(b"{}", Vec::new(), Some(&token)),
         };
         let ctx = self.cur.clone();
+        if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
+            self.lower_level_for(u, l);
+        }
         let (body, sent) = if self.ups[u].is_modern() {
             let caps = self.caps_for_upstream(c, ctx.as_deref());
             let mut meta = self.modern_meta(caps);

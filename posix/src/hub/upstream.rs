@@ -74,6 +74,8 @@ pub(super) struct Upstream {
     pub read_hints: Option<(u64, bool)>,
     /// The hub's `subscriptions/listen` request to it (modern), by id.
     pub listen: Option<u64>,
+    /// Index of the log level last set on it with `logging/setLevel` (legacy).
+    pub level_sent: Option<usize>,
 }
 
 impl Upstream {
@@ -158,6 +160,7 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
             hints: [None; 4],
             read_hints: None,
             listen: None,
+            level_sent: None,
         });
     }
     Ok(out)
@@ -317,6 +320,7 @@ impl Hub {
         up.last_heard_ms = self.now_ms;
         up.rev = None;
         up.listen = None;
+        up.level_sent = None;
         // Requirement: versioning-dual-era-client-probe-discover-first-stdio, versioning-era-cache
         let probe = up.allowed.contains(&MODERN) && up.era_cache != Some(Era::Legacy);
         if probe {
@@ -526,6 +530,12 @@ impl Hub {
                 };
                 p["logger"] = Value::String(logger);
                 self.modern_logs(u, &p);
+                // Legacy clients get what the level they set admits (a modern
+                // request may have lowered the upstream's level below it).
+                let level = p.get("level").and_then(Value::as_str).and_then(super::modern::level_index).unwrap_or(0);
+                if self.log_level.as_deref().and_then(super::modern::level_index).is_some_and(|l| level < l) {
+                    return;
+                }
                 let ids: Vec<_> = self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect();
                 for c in ids {
                     self.notify_client(c, "notifications/message", &p);
