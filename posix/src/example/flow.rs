@@ -1,0 +1,987 @@
+//! Requests that need input from the client (elicitation, sampling, roots).
+//!
+//! Each such tool or prompt is a pure step function: given the answers gathered
+//! so far, it either asks for more input (`Step::Need`) or finishes
+//! (`Step::Done`). Two drivers run the same steps:
+//! - legacy era: the server sends real server→client requests and waits for the
+//!   answers (see `server.rs`);
+//! - modern era (2026-07-28): the server answers with an `InputRequiredResult`
+//!   and finishes when the client retries with `inputResponses` and the signed
+//!   `requestState` (see [`modern_round`]).
+
+use super::content::{text, tool_error, tool_result, tool_text};
+use super::wire::{
+    base64, base64_decode, Rev, RpcError, RpcResult, INVALID_PARAMS, MISSING_CAPABILITY,
+};
+use serde_json::{json, Map, Value};
+
+/// One input the server needs from the client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputReq {
+    pub key: &'static str,
+    pub method: &'static str,
+    pub params: Value,
+}
+
+#[derive(Debug)]
+pub enum Step {
+    Need(Vec<InputReq>),
+    Done(RpcResult),
+}
+
+/// Which kind of request a flow answers: shapes "done" results and errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Tool,
+    Prompt,
+}
+
+pub type Gathered = Map<String, Value>;
+
+/// Is `name` a flow of this kind?
+pub fn is_flow(kind: Kind, name: &str) -> bool {
+    match kind {
+        Kind::Tool => matches!(
+            name,
+            "test_sampling"
+                | "test_elicitation"
+                | "test_elicitation_sep1034_defaults"
+                | "test_elicitation_sep1330_enums"
+                | "ask_user"
+                | "ask_model"
+                | "list_roots"
+                | "test_missing_capability"
+                | "test_streaming_elicitation"
+                | "test_input_required_result_elicitation"
+                | "test_input_required_result_sampling"
+                | "test_input_required_result_list_roots"
+                | "test_input_required_result_request_state"
+                | "test_input_required_result_multiple_inputs"
+                | "test_input_required_result_multi_round"
+                | "test_input_required_result_tampered_state"
+                | "test_input_required_result_capabilities"
+                | "confirm_delete"
+                | "multi_input"
+                | "test_tool_with_task"
+        ),
+        Kind::Prompt => name == "test_input_required_result_prompt",
+    }
+}
+
+fn elicit(message: &str, schema: Value) -> Value {
+    json!({"message": message, "requestedSchema": schema})
+}
+
+fn elicit_name(message: &str) -> Value {
+    elicit(
+        message,
+        json!({"type": "object", "properties": {"name": {"type": "string", "description": "Your name"}}, "required": ["name"]}),
+    )
+}
+
+fn sample(prompt: &str, max_tokens: u64) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+        "maxTokens": max_tokens
+    })
+}
+
+fn req(key: &'static str, method: &'static str, params: Value) -> InputReq {
+    InputReq {
+        key,
+        method,
+        params,
+    }
+}
+
+/// The client's answer to an elicitation, as text for a tool result.
+fn describe_elicitation(v: &Value) -> String {
+    let action = v.get("action").and_then(Value::as_str).unwrap_or("?");
+    match v.get("content") {
+        Some(c) if action == "accept" => format!("{action} {c}"),
+        _ => action.to_string(),
+    }
+}
+
+fn elicited_field<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
+    if v.get("action").and_then(Value::as_str) == Some("accept") {
+        v.get("content").and_then(|c| c.get(field))
+    } else {
+        None
+    }
+}
+
+/// The text of a sampling answer (`content` may be one block or, from 2025-11-25, an array).
+fn sampled_text(v: &Value) -> String {
+    let c = v.get("content");
+    let block = match c {
+        Some(Value::Array(a)) => a
+            .iter()
+            .find(|b| b.get("type").and_then(Value::as_str) == Some("text")),
+        other => other,
+    };
+    match block.and_then(|b| b.get("text")).and_then(Value::as_str) {
+        Some(t) => t.to_string(),
+        None => format!("{}", c.cloned().unwrap_or(Value::Null)),
+    }
+}
+
+fn describe_roots(v: &Value) -> String {
+    match v.get("roots").and_then(Value::as_array) {
+        Some(roots) if roots.is_empty() => "The client has no roots.".to_string(),
+        Some(roots) => {
+            let list: Vec<String> = roots
+                .iter()
+                .map(|r| {
+                    let uri = r.get("uri").and_then(Value::as_str).unwrap_or("?");
+                    match r.get("name").and_then(Value::as_str) {
+                        Some(n) => format!("{uri} ({n})"),
+                        None => uri.to_string(),
+                    }
+                })
+                .collect();
+            format!("Client roots: {}", list.join(", "))
+        }
+        None => "The client answered roots/list without a roots array.".to_string(),
+    }
+}
+
+fn has_cap(caps: &Value, cap: &str) -> bool {
+    caps.get(cap).is_some_and(|v| v.is_object())
+}
+
+/// Can the client answer `method`? Every elicitation here is form mode, which
+/// a client declaring only `elicitation.url` (2025-11-25+) does not support.
+pub fn supports(caps: &Value, method: &str) -> bool {
+    let cap = capability_of(method);
+    match caps.get(cap) {
+        Some(Value::Object(o)) if cap == "elicitation" => o.is_empty() || o.contains_key("form"),
+        Some(Value::Object(_)) => true,
+        _ => false,
+    }
+}
+
+/// The capability a server→client method needs.
+pub fn capability_of(method: &str) -> &'static str {
+    match method {
+        "sampling/createMessage" => "sampling",
+        "elicitation/create" => "elicitation",
+        _ => "roots",
+    }
+}
+
+/// The next step of flow `name`, given what has been gathered.
+pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, _rev: Rev) -> Step {
+    let arg = |k: &str| args.get(k).and_then(Value::as_str);
+    let need1 = |key: &'static str, method: &'static str, params: Value| -> Option<Step> {
+        if got.contains_key(key) {
+            None
+        } else {
+            Some(Step::Need(vec![req(key, method, params)]))
+        }
+    };
+    let done = |v: Value| Step::Done(Ok(v));
+    if kind == Kind::Prompt {
+        // test_input_required_result_prompt
+        if let Some(s) = need1(
+            "user_context",
+            "elicitation/create",
+            elicit(
+                "Please provide context for the prompt",
+                json!({"type": "object", "properties": {"context": {"type": "string", "description": "Context to include"}}, "required": ["context"]}),
+            ),
+        ) {
+            return s;
+        }
+        let ctx = match elicited_field(&got["user_context"], "context") {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => "(no context given)".to_string(),
+        };
+        return done(json!({
+            "description": "A prompt that asked the client for context",
+            "messages": [{"role": "user", "content": text(format!("Prompt with gathered context: {ctx}"))}]
+        }));
+    }
+    match name {
+        "test_sampling" | "ask_model" => {
+            let prompt = arg("prompt").unwrap_or("Say hello.");
+            let max = args.get("maxTokens").and_then(Value::as_u64).unwrap_or(100);
+            if let Some(s) = need1("completion", "sampling/createMessage", sample(prompt, max)) {
+                return s;
+            }
+            done(tool_text(format!(
+                "LLM response: {}",
+                sampled_text(&got["completion"])
+            )))
+        }
+        "test_elicitation" => {
+            let message = arg("message").unwrap_or("Please provide your information");
+            let schema = json!({
+                "type": "object",
+                "properties": {
+                    "username": {"type": "string", "description": "Your username"},
+                    "email": {"type": "string", "description": "Your email address", "format": "email"}
+                },
+                "required": ["username", "email"]
+            });
+            if let Some(s) = need1("user_info", "elicitation/create", elicit(message, schema)) {
+                return s;
+            }
+            done(tool_text(format!(
+                "User response: {}",
+                describe_elicitation(&got["user_info"])
+            )))
+        }
+        "ask_user" => {
+            let message = arg("message")
+                .or(arg("question"))
+                .unwrap_or("What is your name?");
+            let schema = json!({
+                "type": "object",
+                "properties": {"answer": {"type": "string", "description": "Your answer"}},
+                "required": ["answer"]
+            });
+            if let Some(s) = need1("answer", "elicitation/create", elicit(message, schema)) {
+                return s;
+            }
+            done(tool_text(format!(
+                "User response: {}",
+                describe_elicitation(&got["answer"])
+            )))
+        }
+        "test_elicitation_sep1034_defaults" => {
+            let schema = json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                    "age": {"type": "integer", "description": "User age", "default": 30},
+                    "score": {"type": "number", "description": "User score", "default": 95.5},
+                    "status": {"type": "string", "description": "User status",
+                               "enum": ["active", "inactive", "pending"], "default": "active"},
+                    "verified": {"type": "boolean", "description": "Verification status", "default": true}
+                }
+            });
+            if let Some(s) = need1(
+                "defaults",
+                "elicitation/create",
+                elicit(
+                    "Please review and update the form fields with defaults",
+                    schema,
+                ),
+            ) {
+                return s;
+            }
+            done(tool_text(format!(
+                "Elicitation completed: {}",
+                describe_elicitation(&got["defaults"])
+            )))
+        }
+        "test_elicitation_sep1330_enums" => {
+            let schema = json!({
+                "type": "object",
+                "properties": {
+                    "untitledSingle": {"type": "string", "description": "Choose an option",
+                                       "enum": ["option1", "option2", "option3"]},
+                    "titledSingle": {"type": "string", "description": "Choose a titled option", "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"}]},
+                    "legacyEnum": {"type": "string", "description": "Choose a legacy option",
+                                   "enum": ["opt1", "opt2", "opt3"],
+                                   "enumNames": ["Option One", "Option Two", "Option Three"]},
+                    "untitledMulti": {"type": "array", "description": "Choose multiple options",
+                                      "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                    "titledMulti": {"type": "array", "description": "Choose multiple titled options",
+                                    "items": {"anyOf": [
+                                        {"const": "value1", "title": "First Choice"},
+                                        {"const": "value2", "title": "Second Choice"},
+                                        {"const": "value3", "title": "Third Choice"}]}}
+                }
+            });
+            if let Some(s) = need1(
+                "enums",
+                "elicitation/create",
+                elicit("Please select options from the enum fields", schema),
+            ) {
+                return s;
+            }
+            done(tool_text(format!(
+                "Elicitation completed: {}",
+                describe_elicitation(&got["enums"])
+            )))
+        }
+        "list_roots" | "test_input_required_result_list_roots" => {
+            if let Some(s) = need1("client_roots", "roots/list", json!({})) {
+                return s;
+            }
+            done(tool_text(describe_roots(&got["client_roots"])))
+        }
+        "test_missing_capability" => {
+            if let Some(s) = need1(
+                "greeting",
+                "sampling/createMessage",
+                sample("Say hello.", 20),
+            ) {
+                return s;
+            }
+            done(tool_text(format!(
+                "LLM response: {}",
+                sampled_text(&got["greeting"])
+            )))
+        }
+        "test_streaming_elicitation" => {
+            if let Some(s) = need1("confirm", "elicitation/create", elicit_confirm()) {
+                return s;
+            }
+            done(tool_text(format!(
+                "Elicitation result: {}",
+                describe_elicitation(&got["confirm"])
+            )))
+        }
+        "test_input_required_result_elicitation" => {
+            if let Some(s) = need1(
+                "user_name",
+                "elicitation/create",
+                elicit_name("What is your name?"),
+            ) {
+                return s;
+            }
+            done(hello(&got["user_name"]))
+        }
+        "test_input_required_result_sampling" => {
+            if let Some(s) = need1(
+                "capital_question",
+                "sampling/createMessage",
+                sample("What is the capital of France?", 100),
+            ) {
+                return s;
+            }
+            done(tool_text(format!(
+                "LLM response: {}",
+                sampled_text(&got["capital_question"])
+            )))
+        }
+        "test_input_required_result_request_state"
+        | "test_input_required_result_tampered_state" => {
+            if let Some(s) = need1("confirm", "elicitation/create", elicit_confirm()) {
+                return s;
+            }
+            let ok = elicited_field(&got["confirm"], "ok").and_then(Value::as_bool) == Some(true);
+            done(tool_text(if ok {
+                "state-ok"
+            } else {
+                "state-not-confirmed"
+            }))
+        }
+        "test_input_required_result_multiple_inputs" => {
+            let all = [
+                req(
+                    "user_name",
+                    "elicitation/create",
+                    elicit_name("What is your name?"),
+                ),
+                req(
+                    "greeting",
+                    "sampling/createMessage",
+                    sample("Write a short greeting.", 50),
+                ),
+                req("client_roots", "roots/list", json!({})),
+            ];
+            let missing: Vec<InputReq> = all
+                .into_iter()
+                .filter(|r| !got.contains_key(r.key))
+                .collect();
+            if !missing.is_empty() {
+                return Step::Need(missing);
+            }
+            done(tool_result(vec![
+                text(format!("Name: {}", describe_elicitation(&got["user_name"]))),
+                text(format!("Greeting: {}", sampled_text(&got["greeting"]))),
+                text(describe_roots(&got["client_roots"])),
+            ]))
+        }
+        "test_input_required_result_multi_round" => {
+            if let Some(s) = need1(
+                "step1",
+                "elicitation/create",
+                elicit_name("Step 1: what is your name?"),
+            ) {
+                return s;
+            }
+            let color_schema = json!({"type": "object",
+                "properties": {"color": {"type": "string", "description": "Your favourite colour"}},
+                "required": ["color"]});
+            if let Some(s) = need1(
+                "step2",
+                "elicitation/create",
+                elicit("Step 2: what is your favourite colour?", color_schema),
+            ) {
+                return s;
+            }
+            let name = elicited_field(&got["step1"], "name")
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            let color = elicited_field(&got["step2"], "color")
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            done(tool_text(format!("{name} likes {color}.")))
+        }
+        "test_input_required_result_capabilities" => {
+            // Ask only for what the client declared; if it declared none, ask for
+            // sampling so the driver reports the missing capability.
+            let mut all = Vec::new();
+            if supports(caps, "elicitation/create") {
+                all.push(req(
+                    "user_name",
+                    "elicitation/create",
+                    elicit_name("What is your name?"),
+                ));
+            }
+            if has_cap(caps, "sampling") {
+                all.push(req(
+                    "greeting",
+                    "sampling/createMessage",
+                    sample("Write a short greeting.", 50),
+                ));
+            }
+            if has_cap(caps, "roots") {
+                all.push(req("client_roots", "roots/list", json!({})));
+            }
+            if all.is_empty() {
+                all.push(req(
+                    "greeting",
+                    "sampling/createMessage",
+                    sample("Write a short greeting.", 50),
+                ));
+            }
+            let missing: Vec<InputReq> = all
+                .into_iter()
+                .filter(|r| !got.contains_key(r.key))
+                .collect();
+            if !missing.is_empty() {
+                return Step::Need(missing);
+            }
+            let parts: Vec<Value> = got.iter().map(|(k, v)| text(format!("{k}: {v}"))).collect();
+            done(tool_result(parts))
+        }
+        "confirm_delete" => {
+            let file = arg("filename").unwrap_or("the file");
+            let schema = json!({"type": "object",
+                "properties": {"confirm": {"type": "boolean", "description": "Delete it?"}},
+                "required": ["confirm"]});
+            if let Some(s) = need1(
+                "confirm",
+                "elicitation/create",
+                elicit(&format!("Delete {file}?"), schema),
+            ) {
+                return s;
+            }
+            let yes =
+                elicited_field(&got["confirm"], "confirm").and_then(Value::as_bool) == Some(true);
+            done(tool_text(if yes {
+                format!("Deleted {file} (not really: this is an example server).")
+            } else {
+                format!("Kept {file}.")
+            }))
+        }
+        "multi_input" => {
+            let schema = json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "A name"},
+                "confirm": {"type": "boolean", "description": "Confirm"}}});
+            let all = [
+                req(
+                    "first_input",
+                    "elicitation/create",
+                    elicit("First question", schema.clone()),
+                ),
+                req(
+                    "second_input",
+                    "elicitation/create",
+                    elicit("Second question", schema),
+                ),
+            ];
+            let missing: Vec<InputReq> = all
+                .into_iter()
+                .filter(|r| !got.contains_key(r.key))
+                .collect();
+            if !missing.is_empty() {
+                return Step::Need(missing);
+            }
+            done(tool_result(vec![
+                text(format!(
+                    "First: {}",
+                    describe_elicitation(&got["first_input"])
+                )),
+                text(format!(
+                    "Second: {}",
+                    describe_elicitation(&got["second_input"])
+                )),
+            ]))
+        }
+        "test_tool_with_task" => {
+            if let Some(s) = need1(
+                "user_name",
+                "elicitation/create",
+                elicit_name("What is your name?"),
+            ) {
+                return s;
+            }
+            done(hello(&got["user_name"]))
+        }
+        _ => Step::Done(Err(RpcError::invalid_params(format!(
+            "unknown tool: {name}"
+        )))),
+    }
+}
+
+fn elicit_confirm() -> Value {
+    elicit(
+        "Please confirm to continue",
+        json!({"type": "object", "properties": {"ok": {"type": "boolean", "description": "Confirm"}}, "required": ["ok"]}),
+    )
+}
+
+fn hello(answer: &Value) -> Value {
+    match elicited_field(answer, "name").and_then(Value::as_str) {
+        Some(n) => tool_text(format!("Hello, {n}!")),
+        None => tool_text(format!("No name given ({}).", describe_elicitation(answer))),
+    }
+}
+
+/// Check that a client's answer to `method` has the right shape.
+pub fn validate_answer(method: &str, v: &Value) -> Result<(), String> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| format!("the answer to {method} must be an object"))?;
+    match method {
+        "elicitation/create" => match obj.get("action").and_then(Value::as_str) {
+            Some("accept") => match obj.get("content") {
+                Some(Value::Object(_)) => Ok(()),
+                _ => Err("an accepted elicitation needs an object \"content\"".into()),
+            },
+            Some("decline") | Some("cancel") => Ok(()),
+            _ => Err("an elicitation answer needs \"action\": accept, decline or cancel".into()),
+        },
+        "sampling/createMessage" => {
+            if obj.get("role").is_some() && obj.get("content").is_some() {
+                Ok(())
+            } else {
+                Err("a sampling answer needs \"role\" and \"content\"".into())
+            }
+        }
+        _ => match obj.get("roots") {
+            Some(Value::Array(_)) => Ok(()),
+            _ => Err("a roots/list answer needs a \"roots\" array".into()),
+        },
+    }
+}
+
+/// The error for a request that needs a capability the client did not declare.
+pub fn missing_capability(kind: Kind, name: &str, cap: &str, modern: bool) -> RpcResult {
+    let msg = format!(
+        "{} \"{name}\" needs the client capability \"{cap}\", which this client did not declare",
+        if kind == Kind::Tool { "tool" } else { "prompt" }
+    );
+    if modern {
+        let mut caps = Map::new();
+        caps.insert(cap.to_string(), json!({}));
+        Err(RpcError::new(MISSING_CAPABILITY, msg).with_data(json!({"requiredCapabilities": caps})))
+    } else if kind == Kind::Tool {
+        Ok(tool_error(msg))
+    } else {
+        Err(RpcError::invalid_params(msg))
+    }
+}
+
+/// Integrity protection for `requestState`: a keyed 128-bit tag over the payload.
+///
+/// The key is random per process, so a state is only valid for the process that
+/// issued it (which is all a stdio server needs).
+pub struct StateKey([u64; 4]);
+
+impl StateKey {
+    pub fn random() -> Self {
+        use nanorand::Rng;
+        let mut rng = nanorand::WyRand::new();
+        StateKey([
+            rng.generate(),
+            rng.generate(),
+            rng.generate(),
+            rng.generate(),
+        ])
+    }
+
+    #[cfg(test)]
+    pub fn fixed() -> Self {
+        StateKey([1, 2, 3, 4])
+    }
+
+    fn tag(&self, payload: &[u8]) -> String {
+        use std::hash::Hasher;
+        // Two independent SipHash passes keyed with the secret; good enough to
+        // detect tampering in an example server.
+        let mut out = String::with_capacity(32);
+        for half in 0..2 {
+            #[allow(deprecated)]
+            let mut h = std::hash::SipHasher::new_with_keys(self.0[half * 2], self.0[half * 2 + 1]);
+            h.write(payload);
+            out.push_str(&format!("{:016x}", h.finish()));
+        }
+        out
+    }
+
+    /// Encode the flow's identity, its arguments' digest, an expiry and the
+    /// gathered answers as an opaque, integrity-protected string.
+    pub fn seal(&self, name: &str, args: &Value, got: &Gathered, now_ms: u64) -> String {
+        let payload = json!({
+            "v": 1,
+            "n": name,
+            "a": self.tag(args.to_string().as_bytes()),
+            "x": now_ms + STATE_TTL_MS,
+            "g": got,
+        })
+        .to_string();
+        let body = base64(payload.as_bytes());
+        let tag = self.tag(body.as_bytes());
+        format!("{body}.{tag}")
+    }
+
+    /// Decode a state issued by [`seal`](Self::seal) for the same flow and arguments.
+    pub fn open(
+        &self,
+        name: &str,
+        args: &Value,
+        state: &str,
+        now_ms: u64,
+    ) -> Result<Gathered, RpcError> {
+        let bad = || {
+            RpcError::invalid_params(
+                "invalid requestState: it was modified or not issued by this server",
+            )
+        };
+        let (body, tag) = state.rsplit_once('.').ok_or_else(bad)?;
+        if self.tag(body.as_bytes()) != tag {
+            return Err(bad());
+        }
+        let bytes = base64_decode(body).ok_or_else(bad)?;
+        let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+        if v.get("n").and_then(Value::as_str) != Some(name)
+            || v.get("a").and_then(Value::as_str)
+                != Some(self.tag(args.to_string().as_bytes()).as_str())
+        {
+            return Err(RpcError::invalid_params(format!(
+                "requestState was issued for another request, not this call of \"{name}\" with these arguments"
+            )));
+        }
+        if v.get("x")
+            .and_then(Value::as_u64)
+            .is_none_or(|x| x < now_ms)
+        {
+            return Err(RpcError::invalid_params(
+                "requestState has expired: send the request again without it",
+            ));
+        }
+        match v.get("g") {
+            Some(Value::Object(g)) => Ok(g.clone()),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// How long an issued `requestState` stays valid.
+pub const STATE_TTL_MS: u64 = 10 * 60 * 1000;
+
+/// One modern-era (2026-07-28) round: combine `requestState` and
+/// `inputResponses` from the request, advance the flow as far as the answers
+/// allow, and return either its final result or an `InputRequiredResult`.
+#[allow(clippy::too_many_arguments)]
+pub fn modern_round(
+    key: &StateKey,
+    kind: Kind,
+    name: &str,
+    params: &Value,
+    args: &Value,
+    caps: &Value,
+    rev: Rev,
+    now_ms: u64,
+) -> RpcResult {
+    let mut got = match params.get("requestState") {
+        None | Some(Value::Null) => Gathered::new(),
+        Some(Value::String(s)) => key.open(name, args, s, now_ms)?,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "\"requestState\" must be a string",
+            ))
+        }
+    };
+    let mut responses = match params.get("inputResponses") {
+        None => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "\"inputResponses\" must be an object",
+            ))
+        }
+    };
+    for _ in 0..16 {
+        match step(kind, name, args, &got, caps, rev) {
+            Step::Done(r) => return r,
+            Step::Need(reqs) => {
+                let mut progressed = false;
+                for r in &reqs {
+                    if let Some(answer) = responses.remove(r.key) {
+                        validate_answer(r.method, &answer).map_err(|m| {
+                            RpcError::new(
+                                INVALID_PARAMS,
+                                format!("invalid inputResponses[\"{}\"]: {m}", r.key),
+                            )
+                        })?;
+                        got.insert(r.key.to_string(), answer);
+                        progressed = true;
+                    }
+                }
+                if progressed {
+                    continue;
+                }
+                if let Some(r) = reqs.iter().find(|r| !supports(caps, r.method)) {
+                    return missing_capability(kind, name, capability_of(r.method), true);
+                }
+                let mut input_requests = Map::new();
+                for r in reqs {
+                    let mut entry = Map::new();
+                    entry.insert("method".into(), r.method.into());
+                    if r.method != "roots/list" {
+                        entry.insert("params".into(), r.params);
+                    }
+                    input_requests.insert(r.key.to_string(), Value::Object(entry));
+                }
+                return Ok(json!({
+                    "resultType": "input_required",
+                    "inputRequests": input_requests,
+                    "requestState": key.seal(name, args, &got, now_ms),
+                }));
+            }
+        }
+    }
+    Err(RpcError::new(
+        super::wire::INTERNAL_ERROR,
+        "flow did not settle",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps_all() -> Value {
+        json!({"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}})
+    }
+
+    fn round(name: &str, params: Value, caps: Value) -> RpcResult {
+        modern_round(
+            &StateKey::fixed(),
+            Kind::Tool,
+            name,
+            &params,
+            &json!({}),
+            &caps,
+            Rev::R20260728,
+            1000,
+        )
+    }
+
+    #[test]
+    fn elicitation_two_rounds() {
+        let r1 = round(
+            "test_input_required_result_elicitation",
+            json!({}),
+            caps_all(),
+        )
+        .unwrap();
+        assert_eq!(r1["resultType"], "input_required");
+        assert_eq!(
+            r1["inputRequests"]["user_name"]["method"],
+            "elicitation/create"
+        );
+        // No requestState needed for a single round.
+        let r2 = round(
+            "test_input_required_result_elicitation",
+            json!({"inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}, "extra": {"x": 1}}}),
+            caps_all(),
+        )
+        .unwrap();
+        assert_eq!(r2["content"][0]["text"], "Hello, Alice!");
+        // Wrong key: asked again.
+        let r3 = round(
+            "test_input_required_result_elicitation",
+            json!({"inputResponses": {"wrong_key": {"action": "accept", "content": {"data": "wrong"}}}}),
+            caps_all(),
+        )
+        .unwrap();
+        assert_eq!(r3["resultType"], "input_required");
+        // Malformed answers are rejected.
+        assert!(round(
+            "test_input_required_result_elicitation",
+            json!({"inputResponses": {"user_name": 12345}}),
+            caps_all()
+        )
+        .is_err());
+        assert!(round(
+            "test_input_required_result_elicitation",
+            json!({"inputResponses": null}),
+            caps_all()
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn multi_round_states_differ_and_tamper_fails() {
+        let n = "test_input_required_result_multi_round";
+        let r1 = round(n, json!({}), caps_all()).unwrap();
+        let s1 = r1["requestState"].as_str().unwrap().to_string();
+        let r2 = round(
+            n,
+            json!({"requestState": s1, "inputResponses": {"step1": {"action": "accept", "content": {"name": "Alice"}}}}),
+            caps_all(),
+        )
+        .unwrap();
+        assert_eq!(r2["resultType"], "input_required");
+        let s2 = r2["requestState"].as_str().unwrap().to_string();
+        assert_ne!(s1, s2);
+        let r3 = round(
+            n,
+            json!({"requestState": s2, "inputResponses": {"step2": {"action": "accept", "content": {"color": "blue"}}}}),
+            caps_all(),
+        )
+        .unwrap();
+        assert_eq!(r3["content"][0]["text"], "Alice likes blue.");
+        let bad = round(
+            n,
+            json!({"requestState": format!("{s2}-TAMPERED"), "inputResponses": {"step2": {"action": "accept", "content": {"color": "blue"}}}}),
+            caps_all(),
+        );
+        assert_eq!(bad.unwrap_err().code, INVALID_PARAMS);
+        // A state from one flow is refused by another.
+        let other = round(
+            "test_input_required_result_request_state",
+            json!({"requestState": s1}),
+            caps_all(),
+        );
+        assert!(other.is_err());
+    }
+
+    #[test]
+    fn state_is_bound_to_arguments_and_expires() {
+        let k = StateKey::fixed();
+        let n = "test_input_required_result_request_state";
+        let s = k.seal(n, &json!({"a": 1}), &Gathered::new(), 1000);
+        assert!(k.open(n, &json!({"a": 1}), &s, 1000).is_ok());
+        assert!(k.open(n, &json!({"a": 2}), &s, 1000).is_err());
+        assert!(k
+            .open(n, &json!({"a": 1}), &s, 1000 + STATE_TTL_MS + 1)
+            .is_err());
+        assert!(StateKey([9, 9, 9, 9])
+            .open(n, &json!({"a": 1}), &s, 1000)
+            .is_err());
+    }
+
+    #[test]
+    fn capabilities_are_respected() {
+        let r = round(
+            "test_input_required_result_capabilities",
+            json!({}),
+            json!({"sampling": {}}),
+        )
+        .unwrap();
+        let reqs = r["inputRequests"].as_object().unwrap();
+        assert!(!reqs.is_empty());
+        assert!(reqs.values().all(|v| v["method"] != "elicitation/create"));
+        let e = round("test_missing_capability", json!({}), json!({})).unwrap_err();
+        assert_eq!(e.code, MISSING_CAPABILITY);
+        assert!(e.data.unwrap()["requiredCapabilities"]["sampling"].is_object());
+    }
+
+    #[test]
+    fn url_only_elicitation_is_not_form() {
+        assert!(supports(&json!({"elicitation": {}}), "elicitation/create"));
+        assert!(supports(
+            &json!({"elicitation": {"form": {}, "url": {}}}),
+            "elicitation/create"
+        ));
+        assert!(!supports(
+            &json!({"elicitation": {"url": {}}}),
+            "elicitation/create"
+        ));
+        assert!(!supports(
+            &json!({"sampling": true}),
+            "sampling/createMessage"
+        ));
+    }
+
+    #[test]
+    fn multiple_inputs() {
+        let n = "test_input_required_result_multiple_inputs";
+        let r1 = round(n, json!({}), caps_all()).unwrap();
+        assert_eq!(r1["inputRequests"].as_object().unwrap().len(), 3);
+        assert!(r1["inputRequests"]["client_roots"].get("params").is_none());
+        let r2 = round(
+            n,
+            json!({"requestState": r1["requestState"], "inputResponses": {
+                "user_name": {"action": "accept", "content": {"name": "Alice"}},
+                "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hello there!"}, "model": "m"},
+                "client_roots": {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}
+            }}),
+            caps_all(),
+        )
+        .unwrap();
+        assert!(r2.get("resultType").is_none());
+        assert_eq!(r2["content"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn prompt_flow() {
+        let k = StateKey::fixed();
+        let n = "test_input_required_result_prompt";
+        let r1 = modern_round(
+            &k,
+            Kind::Prompt,
+            n,
+            &json!({}),
+            &json!({}),
+            &caps_all(),
+            Rev::R20260728,
+            1000,
+        )
+        .unwrap();
+        let key = r1["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let p = json!({"inputResponses": {key: {"action": "accept", "content": {"context": "test context"}}}});
+        let r2 = modern_round(
+            &k,
+            Kind::Prompt,
+            n,
+            &p,
+            &json!({}),
+            &caps_all(),
+            Rev::R20260728,
+            1000,
+        )
+        .unwrap();
+        assert!(r2["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("test context"));
+    }
+
+    #[test]
+    fn legacy_missing_capability_is_tool_error() {
+        let r = missing_capability(Kind::Tool, "ask_model", "sampling", false).unwrap();
+        assert_eq!(r["isError"], true);
+    }
+}

@@ -1,0 +1,472 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) for modern
+//! requests that declare it: task-creating tools, `tasks/get`, `tasks/update`
+//! and `tasks/cancel`. Without the extension the same tools run synchronously
+//! (or, when they need a task, are refused with -32021).
+
+use super::content::{tool_error, tool_text};
+use super::flow::{self, Gathered, InputReq, Kind, Step};
+use super::server::{now_ms, Ctx, Handled, Server};
+use super::wire::{require_str, RpcError, RpcResult, INTERNAL_ERROR, MISSING_CAPABILITY};
+use async_io::Timer;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+pub const EXT: &str = "io.modelcontextprotocol/tasks";
+/// How long a task is kept after it was created.
+pub const TTL_MS: u64 = 5 * 60 * 1000;
+/// Suggested polling interval for `tasks/get`.
+pub const POLL_MS: u64 = 100;
+/// Tasks kept at most; older finished ones are dropped first.
+pub const MAX_TASKS: usize = 1024;
+
+/// Does the request declare the tasks extension?
+pub fn declared(ctx: &Ctx) -> bool {
+    ctx.modern
+        && ctx
+            .caps
+            .get("extensions")
+            .and_then(|e| e.get(EXT))
+            .is_some_and(Value::is_object)
+}
+
+fn required(what: &str) -> RpcError {
+    RpcError::new(
+        MISSING_CAPABILITY,
+        format!("{what} needs the client capability extensions[\"{EXT}\"]"),
+    )
+    .with_data(json!({"requiredCapabilities": {"extensions": {EXT: {}}}}))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+    fn terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+}
+
+pub struct TaskEntry {
+    status: Status,
+    created_ms: u64,
+    updated_ms: u64,
+    name: &'static str,
+    args: Value,
+    caps: Value,
+    got: Gathered,
+    pending: Vec<InputReq>,
+    result: Option<Value>,
+    error: Option<RpcError>,
+    /// The running work; dropping it stops the work.
+    runner: Option<smol::Task<()>>,
+}
+
+/// All tasks of this process, oldest first.
+#[derive(Default)]
+pub struct TaskStore {
+    map: HashMap<String, TaskEntry>,
+    order: Vec<String>,
+}
+
+impl TaskStore {
+    /// Make room for one more task: drop expired ones, then the oldest finished.
+    fn make_room(&mut self, now: u64) -> Result<(), RpcError> {
+        let map = &mut self.map;
+        self.order.retain(|id| {
+            let keep = map
+                .get(id)
+                .is_some_and(|t| t.created_ms + TTL_MS > now || !t.status.terminal());
+            if !keep {
+                map.remove(id);
+            }
+            keep
+        });
+        if self.map.len() >= MAX_TASKS {
+            let oldest_done = self
+                .order
+                .iter()
+                .position(|id| self.map[id].status.terminal());
+            match oldest_done {
+                Some(i) => {
+                    let id = self.order.remove(i);
+                    self.map.remove(&id);
+                }
+                None => {
+                    return Err(RpcError::new(
+                        INTERNAL_ERROR,
+                        format!("too many running tasks (limit {MAX_TASKS}); cancel some first"),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// ISO-8601 UTC time with milliseconds for a Unix time in ms.
+pub fn iso8601(ms: u64) -> String {
+    let days = (ms / 86_400_000) as i64;
+    let rem = ms % 86_400_000;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+fn new_task_id() -> String {
+    use nanorand::Rng;
+    let mut rng = nanorand::WyRand::new();
+    format!(
+        "task-{:016x}{:016x}",
+        rng.generate::<u64>(),
+        rng.generate::<u64>()
+    )
+}
+
+fn input_requests(pending: &[InputReq]) -> Value {
+    let mut m = Map::new();
+    for r in pending {
+        let mut e = Map::new();
+        e.insert("method".into(), r.method.into());
+        if r.method != "roots/list" {
+            e.insert("params".into(), r.params.clone());
+        }
+        m.insert(r.key.to_string(), Value::Object(e));
+    }
+    Value::Object(m)
+}
+
+impl Server {
+    /// A `tools/call` of a task-capable tool, if this call is handled here.
+    pub(super) fn call_task_tool(
+        self: &Rc<Self>,
+        ctx: &Ctx,
+        name: &'static str,
+        params: &Value,
+        args: &Value,
+    ) -> Option<Handled> {
+        let ext = declared(ctx);
+        let r = match name {
+            "slow_compute" if ext => self.create_task(ctx, name, args),
+            "failing_job" | "protocol_error_job" | "confirm_delete" | "multi_input" if ext => {
+                self.create_task(ctx, name, args)
+            }
+            "failing_job" | "protocol_error_job" | "confirm_delete" | "multi_input"
+                if ctx.modern =>
+            {
+                Err(required(&format!("tool \"{name}\"")))
+            }
+            "test_tool_with_task" if ext => {
+                // Gather input with MRTR first; run the rest as a task.
+                match flow::modern_round(
+                    self.key(),
+                    Kind::Tool,
+                    name,
+                    params,
+                    args,
+                    &ctx.caps,
+                    ctx.rev,
+                    now_ms(),
+                ) {
+                    Ok(r) if r.get("resultType").is_none() => {
+                        self.create_task_with(ctx, name, args, Some(r))
+                    }
+                    other => other,
+                }
+            }
+            _ => return None,
+        };
+        Some(Handled::Now(r))
+    }
+
+    fn create_task(self: &Rc<Self>, ctx: &Ctx, name: &'static str, args: &Value) -> RpcResult {
+        self.create_task_with(ctx, name, args, None)
+    }
+
+    /// Create a task for `name`; `ready` is a result already computed (it is
+    /// delivered after a short delay, as the task's outcome).
+    fn create_task_with(
+        self: &Rc<Self>,
+        ctx: &Ctx,
+        name: &'static str,
+        args: &Value,
+        ready: Option<Value>,
+    ) -> RpcResult {
+        let now = now_ms();
+        let id = new_task_id();
+        let mut entry = TaskEntry {
+            status: Status::Working,
+            created_ms: now,
+            updated_ms: now,
+            name,
+            args: args.clone(),
+            caps: (*ctx.caps).clone(),
+            got: Gathered::new(),
+            pending: Vec::new(),
+            result: None,
+            error: None,
+            runner: None,
+        };
+        let work: Option<std::pin::Pin<Box<dyn std::future::Future<Output = RpcResult>>>> =
+            match name {
+                "slow_compute" => {
+                    let secs = args
+                        .get("seconds")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(1.0)
+                        .clamp(0.0, 600.0);
+                    let label = args
+                        .get("label")
+                        .and_then(Value::as_str)
+                        .unwrap_or("slow_compute")
+                        .to_string();
+                    Some(Box::pin(async move {
+                        Timer::after(Duration::from_secs_f64(secs)).await;
+                        Ok(tool_text(format!("{label}: computed for {secs} s")))
+                    }))
+                }
+                "failing_job" => Some(Box::pin(async {
+                    Timer::after(Duration::from_millis(500)).await;
+                    Ok(tool_error("failing_job failed, as it always does"))
+                })),
+                "protocol_error_job" => Some(Box::pin(async {
+                    Timer::after(Duration::from_millis(300)).await;
+                    Err(RpcError::new(
+                        INTERNAL_ERROR,
+                        "protocol_error_job hit an internal error, as it always does",
+                    ))
+                })),
+                _ => match ready {
+                    Some(r) => Some(Box::pin(async move {
+                        Timer::after(Duration::from_millis(100)).await;
+                        Ok(r)
+                    })),
+                    None => None,
+                },
+            };
+        if work.is_none() {
+            // An input-gathering task: park it in input_required.
+            match flow::step(Kind::Tool, name, args, &entry.got, &ctx.caps, ctx.rev) {
+                Step::Need(reqs) => {
+                    entry.status = Status::InputRequired;
+                    entry.pending = reqs;
+                }
+                Step::Done(r) => finish(&mut entry, r, now),
+            }
+        }
+        let created = view(&id, &entry, false);
+        {
+            let mut st = self.st.borrow_mut();
+            st.tasks.make_room(now)?;
+            st.tasks.order.push(id.clone());
+            st.tasks.map.insert(id.clone(), entry);
+        }
+        if let Some(work) = work {
+            let srv = self.clone();
+            let tid = id.clone();
+            let runner = self.ex.spawn(async move {
+                let r = work.await;
+                if let Some(t) = srv.st.borrow_mut().tasks.map.get_mut(&tid) {
+                    finish(t, r, now_ms());
+                }
+            });
+            if let Some(t) = self.st.borrow_mut().tasks.map.get_mut(&id) {
+                t.runner = Some(runner);
+            }
+        }
+        let mut created = created;
+        created["resultType"] = "task".into();
+        Ok(created)
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel` (modern requests only).
+    pub(super) fn task_method(
+        self: &Rc<Self>,
+        ctx: &Ctx,
+        method: &str,
+        params: &Value,
+    ) -> RpcResult {
+        if !declared(ctx) {
+            return Err(required(method));
+        }
+        let id = require_str(params, "taskId")?;
+        let unknown = || {
+            RpcError::invalid_params(format!("unknown task: {id}")).with_data(json!({"taskId": id}))
+        };
+        let now = now_ms();
+        match method {
+            "tasks/get" => {
+                let st = self.st.borrow();
+                let t = st.tasks.map.get(id).ok_or_else(unknown)?;
+                Ok(view(id, t, true))
+            }
+            "tasks/update" => {
+                let responses = match params.get("inputResponses") {
+                    Some(Value::Object(m)) => m.clone(),
+                    _ => {
+                        return Err(RpcError::invalid_params(
+                            "\"inputResponses\" must be an object",
+                        ))
+                    }
+                };
+                let mut st = self.st.borrow_mut();
+                let t = st.tasks.map.get_mut(id).ok_or_else(unknown)?;
+                if t.status == Status::InputRequired {
+                    for r in &t.pending {
+                        if let Some(answer) = responses.get(r.key) {
+                            flow::validate_answer(r.method, answer).map_err(|m| {
+                                RpcError::invalid_params(format!(
+                                    "invalid inputResponses[\"{}\"]: {m}",
+                                    r.key
+                                ))
+                            })?;
+                            t.got.insert(r.key.to_string(), answer.clone());
+                        }
+                    }
+                    match flow::step(Kind::Tool, t.name, &t.args, &t.got, &t.caps, ctx.rev) {
+                        Step::Need(reqs) => {
+                            t.pending = reqs;
+                            t.updated_ms = now;
+                        }
+                        Step::Done(r) => finish(t, r, now),
+                    }
+                }
+                Ok(json!({}))
+            }
+            "tasks/cancel" => {
+                let runner = {
+                    let mut st = self.st.borrow_mut();
+                    let t = st.tasks.map.get_mut(id).ok_or_else(unknown)?;
+                    if !t.status.terminal() {
+                        t.status = Status::Cancelled;
+                        t.updated_ms = now;
+                        t.pending.clear();
+                    }
+                    t.runner.take()
+                };
+                drop(runner); // stops the work, outside the state borrow
+                Ok(json!({}))
+            }
+            _ => Err(RpcError::method_not_found(method)),
+        }
+    }
+
+    /// Legacy-era and extension-less runs of the task tools that do work
+    /// (the input-gathering ones run as ordinary flows).
+    pub(super) async fn run_task_tool_sync(
+        self: Rc<Self>,
+        name: &'static str,
+        args: Value,
+    ) -> RpcResult {
+        match name {
+            "slow_compute" => {
+                let secs = args
+                    .get("seconds")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(1.0)
+                    .clamp(0.0, 600.0);
+                let label = args
+                    .get("label")
+                    .and_then(Value::as_str)
+                    .unwrap_or("slow_compute");
+                Timer::after(Duration::from_secs_f64(secs)).await;
+                Ok(tool_text(format!("{label}: computed for {secs} s")))
+            }
+            "failing_job" => {
+                Timer::after(Duration::from_millis(500)).await;
+                Ok(tool_error("failing_job failed, as it always does"))
+            }
+            _ => {
+                Timer::after(Duration::from_millis(300)).await;
+                Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    "protocol_error_job hit an internal error, as it always does",
+                ))
+            }
+        }
+    }
+}
+
+fn finish(t: &mut TaskEntry, r: RpcResult, now: u64) {
+    if t.status.terminal() {
+        return;
+    }
+    match r {
+        Ok(v) => {
+            t.status = Status::Completed;
+            t.result = Some(v);
+        }
+        Err(e) => {
+            t.status = Status::Failed;
+            t.error = Some(e);
+        }
+    }
+    t.pending.clear();
+    t.updated_ms = now;
+}
+
+/// The task as a `CreateTaskResult` body or (`detailed`) a `tasks/get` result.
+fn view(id: &str, t: &TaskEntry, detailed: bool) -> Value {
+    let mut v = json!({
+        "taskId": id,
+        "status": t.status.as_str(),
+        "createdAt": iso8601(t.created_ms),
+        "lastUpdatedAt": iso8601(t.updated_ms),
+        "ttlMs": TTL_MS,
+        "pollIntervalMs": POLL_MS,
+    });
+    if detailed {
+        if let Some(r) = &t.result {
+            v["result"] = r.clone();
+        }
+        if let Some(e) = &t.error {
+            v["error"] = e.to_value();
+        }
+        if t.status == Status::InputRequired {
+            v["inputRequests"] = input_requests(&t.pending);
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso8601(1_785_196_800_123), "2026-07-28T00:00:00.123Z");
+    }
+}
