@@ -424,6 +424,28 @@ impl Hub {
         self.clients.get(&c)?.rev.map(|r| r.as_str())
     }
 
+    /// The revision spoken with upstream `u` (`None` while it is not ready):
+    /// `"2026-07-28"` means modern requests, for which an HTTP upstream
+    /// transport adds the 2026 request headers.
+    pub fn upstream_revision(&self, u: UpstreamId) -> Option<&'static str> {
+        self.ups.get(u)?.rev.map(|r| r.as_str())
+    }
+
+    /// The `inputSchema` of upstream `u`'s tool `name` (its own name, as in
+    /// the `tools/call` the hub sends it), as last listed: where an HTTP
+    /// upstream transport finds the `x-mcp-header` annotations to mirror as
+    /// `Mcp-Param-*` headers. Tools with invalid annotations are never listed.
+    pub fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&serde_json::Value> {
+        self.catalog.item_of(u, catalog::Kind::Tools, name)?.get("inputSchema")
+    }
+
+    /// Reads upstream `u`'s lists again (e.g. after it answered -32020, its
+    /// tool annotations may have changed); clients are told if they changed.
+    pub fn relist_upstream(&mut self, u: UpstreamId, now_ms: u64) {
+        self.now(now_ms);
+        self.relist_all(u);
+    }
+
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,
     /// negotiated revision, restarts, last error and tool count; the clients.
     pub fn status(&self) -> serde_json::Value {

@@ -570,6 +570,10 @@ impl Hub {
         }
     }
 
+    pub(super) fn relist_all(&mut self, u: UpstreamId) {
+        self.relist(u, &Kind::ALL);
+    }
+
     fn relist(&mut self, u: UpstreamId, kinds: &[Kind]) {
         if !self.ups[u].is_ready() {
             return;

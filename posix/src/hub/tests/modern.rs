@@ -622,6 +622,13 @@ fn tools_with_invalid_x_mcp_header_annotations_are_dropped() {
     let c = p.client("2025-11-25", json!({}));
     assert_eq!(p.names(c), ["m__good", "m__fine"]);
     assert!(p.logs.iter().any(|(_, l)| l.contains("'bad' dropped")));
+    // What an HTTP upstream transport reads to mirror x-mcp-header parameters.
+    assert_eq!(p.hub.upstream_revision(0), Some(MODERN));
+    assert_eq!(p.hub.upstream_tool_schema(0, "fine").unwrap()["properties"]["a"]["x-mcp-header"], "Region");
+    assert!(p.hub.upstream_tool_schema(0, "bad").is_none());
+    p.hub.relist_upstream(0, p.now);
+    p.pump();
+    assert_eq!(p.names(c), ["m__good", "m__fine"]);
 }
 
 // covers: subscriptions-stdio-client-correlate, subscriptions-list-changed-via-listen
