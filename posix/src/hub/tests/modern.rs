@@ -575,8 +575,6 @@ fn legacy_upstreams_fall_back_to_initialize_and_the_era_is_cached() {
     assert_eq!(p.take_up(0)["method"], "initialize");
     assert!(p.restarts.is_empty());
     // A failed initialize forgets the era: the next start probes again.
-    let init = serde_json::json!({});
-    let _ = init;
     let mut p = Pair::new(specs(&["x"]), HubOptions::default());
     p.hub.upstream_started(0, p.now);
     p.pump();
@@ -697,20 +695,19 @@ fn round_trip(modern_client: bool, modern_upstream: bool, method: &str) {
         key = "k1".into();
         p.send(c, json!({ "jsonrpc": "2.0", "id": req["id"], "result": answer_for(method) }));
     }
-    let final_id;
-    if modern_upstream {
+    let final_id = if modern_upstream {
         let retry = p.take_up(0);
         schema_check(MODERN, "CallToolRequest", &retry);
         assert_ne!(retry["id"], call["id"], "{ctx}: a new id for the retry");
         assert_eq!(retry["params"]["requestState"], "upstream-state-1", "{ctx}: the upstream's state echoed exactly");
         assert_eq!(retry["params"]["inputResponses"]["k1"], answer_for(method), "{ctx}");
         assert_eq!(retry["params"]["arguments"], args, "{ctx}");
-        final_id = retry["id"].clone();
+        retry["id"].clone()
     } else {
         let ans = p.take_up(0);
         assert_eq!((ans["id"].clone(), ans["result"].clone()), (json!("in-1"), answer_for(method)), "{ctx}");
-        final_id = call["id"].clone();
-    }
+        call["id"].clone()
+    };
     let _ = key;
     let mut done = json!({ "content": [{ "type": "text", "text": "done" }] });
     if modern_upstream {
