@@ -447,6 +447,14 @@ impl Hub {
             return self.emit_client(c, out);
         }
         if let Some(err) = m.error_bytes() {
+            let code = wire::find(err, 0..err.len(), &["code"]).and_then(|r| std::str::from_utf8(&err[r]).ok()?.parse::<i64>().ok());
+            if self.ups[u].is_modern() && code == Some(-32022) {
+                // Requirement: versioning-era-cache (re-probed when the assumption fails)
+                let name = self.ups[u].spec.name.clone();
+                self.log(super::Level::Warn, format!("server '{name}' no longer accepts protocol revision 2026-07-28; restarting it to negotiate again"));
+                self.ups[u].era_cache = None;
+                self.out.push_back(super::Output::RestartUpstream(u, "protocol version no longer supported"));
+            }
             self.emit_client(c, wire::error_raw(Some(&id), &error_for(err, rev)));
         }
     }

@@ -243,8 +243,8 @@ impl Hub {
         self.ups[u].listen = None;
         match m.error_bytes() {
             Some(e) => {
-                let msg = format!("server '{}' refused subscriptions/listen: {}", self.ups[u].spec.name, String::from_utf8_lossy(e));
-                self.log(Level::Warn, msg);
+                let msg = format!("server '{}' ended the hub's subscriptions/listen with an error: {}", self.ups[u].spec.name, String::from_utf8_lossy(e));
+                self.log(Level::Info, msg);
             }
             None => self.open_listen(u),
         }

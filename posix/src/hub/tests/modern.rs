@@ -769,3 +769,23 @@ fn modern_requests_wait_for_upstreams_to_start_like_initialize() {
     check(&r, "ListToolsResultResponse");
     assert_eq!(r["result"]["tools"][0]["name"], "a__x");
 }
+
+// covers: versioning-client-retry-with-supported
+#[test]
+fn a_modern_upstream_that_stops_accepting_2026_is_negotiated_again() {
+    let (mut p, c) = modern_up();
+    p.msend(c, json!(1), "tools/call", json!({ "name": "m__read", "arguments": {} }), &json!({}));
+    let up = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "error": { "code": -32022, "message": "Unsupported protocol version", "data": { "supported": ["2025-11-25"], "requested": MODERN } } }));
+    assert_eq!(err_code(&p.take(c)), -32022);
+    assert_eq!(p.restarts, vec![(0, "protocol version no longer supported")]);
+    // The next start probes again; a legacy answer now leads to initialize.
+    p.fakes[0] = None;
+    p.hub.upstream_exited(0, "killed", "", p.now);
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let probe = p.take_up(0);
+    assert_eq!(probe["method"], "server/discover");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": probe["id"], "error": { "code": -32022, "message": "Unsupported protocol version", "data": { "supported": ["2025-11-25"], "requested": MODERN } } }));
+    assert_eq!(p.take_up(0)["params"]["protocolVersion"], "2025-11-25");
+}
