@@ -480,9 +480,9 @@ mod tests {
         Envelope::parse(s.as_bytes()).unwrap_err()
     }
 
+    // covers: messages-request-id-string-or-integer
     #[test]
     fn request() {
-        // row: messages-request-id-string-or-integer
         let m = p(
             r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"gh__issue","_meta":{"progressToken":"t1"},"arguments":{}}}"#,
         );
@@ -513,9 +513,9 @@ mod tests {
         );
     }
 
+    // covers: messages-notification-no-id
     #[test]
     fn notification() {
-        // row: messages-notification-no-id
         let m = p(
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":5,"progress":1}}"#,
         );
@@ -525,19 +525,17 @@ mod tests {
         assert_eq!(m.param("progressToken").unwrap().bytes(), b"5");
     }
 
+    // covers: messages-result-response-has-result, errors-error-has-code-and-message, messages-error-response-same-id-unless-unreadable
     #[test]
     fn responses() {
-        // row: messages-result-response-has-result
         let r = p(r#"{"jsonrpc":"2.0","id":"x","result":{"tools":[]}}"#);
         assert_eq!(r.kind(), Kind::Result);
         assert_eq!(r.result().unwrap().bytes(), br#"{"tools":[]}"#);
-        // row: errors-error-has-code-and-message
         let er =
             p(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"nope","data":[1]}}"#);
         assert_eq!(er.kind(), Kind::Error);
         assert_eq!(er.error_code(), Some(-32601));
         assert_eq!(r.error_code(), None);
-        // row: messages-error-response-same-id-unless-unreadable
         assert!(
             p(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#)
                 .id()
@@ -550,6 +548,7 @@ mod tests {
         );
     }
 
+    // covers: messages-request-id-not-null, messages-response-result-xor-error
     #[test]
     fn invalid_messages() {
         use Reason::*;
@@ -578,7 +577,6 @@ mod tests {
                 Some("1"),
             ),
             (r#"{"id":1,"method":"a"}"#, BadVersion, -32600, Some("1")),
-            // row: messages-request-id-not-null
             (
                 r#"{"jsonrpc":"2.0","id":null,"method":"a"}"#,
                 NullId,
@@ -628,7 +626,6 @@ mod tests {
                 -32600,
                 None,
             ),
-            // row: messages-response-result-xor-error
             (
                 r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#,
                 Ambiguous,
@@ -723,14 +720,12 @@ mod tests {
         }
     }
 
+    // covers: messages-batch-may-send-must-receive, stdio-message-is-single, stdio-message-may-be-batch
     #[test]
     fn batches() {
         use Revision::*;
-        // row: messages-batch-may-send-must-receive
-        // row: stdio-message-may-be-batch
         assert!(Batch::allowed_in(V2025_03_26));
         for r in [V2024_11_05, V2025_06_18, V2025_11_25, V2026_07_28] {
-            // row: stdio-message-is-single
             assert!(!Batch::allowed_in(r));
         }
         let buf =

@@ -252,9 +252,9 @@ mod tests {
     use super::*;
     use Revision::*;
 
+    // covers: errors-standard-jsonrpc-codes
     #[test]
     fn standard_codes_everywhere() {
-        // row: errors-standard-jsonrpc-codes
         for c in [-32700, -32600, -32601, -32602, -32603] {
             let e = ErrorCode::from_code(c).unwrap();
             assert_eq!(i64::from(e.code()), c);
@@ -265,9 +265,9 @@ mod tests {
         }
     }
 
+    // covers: errors-do-not-emit-32002-and-32042
     #[test]
     fn legacy_only_codes() {
-        // row: errors-do-not-emit-32002-and-32042
         assert!(may_emit(-32002, V2025_11_25));
         assert!(may_emit(-32002, V2024_11_05));
         assert!(!may_emit(-32002, V2026_07_28));
@@ -292,15 +292,13 @@ mod tests {
         );
     }
 
+    // covers: errors-reserved-subrange-only-spec-codes, errors-legacy-subrange-no-new-codes, errors-new-codes-outside-jsonrpc-range
     #[test]
     fn reserved_subranges() {
-        // row: errors-reserved-subrange-only-spec-codes
         assert!(!may_emit(-32050, V2026_07_28));
         assert!(may_emit(-32050, V2025_11_25));
-        // row: errors-legacy-subrange-no-new-codes
         assert!(!may_emit(-32001, V2026_07_28));
         assert_eq!(code_for(-32001, V2026_07_28), -32603);
-        // row: errors-new-codes-outside-jsonrpc-range
         assert!(may_emit(-1, V2026_07_28));
         assert!(may_emit(1000, V2026_07_28));
     }

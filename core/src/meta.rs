@@ -260,10 +260,9 @@ mod tests {
         assert!(rm.client_info.is_none() && rm.log_level.is_none());
     }
 
+    // covers: meta-server-rejects-missing-required-field, meta-request-params-meta-required
     #[test]
     fn invalid_meta() {
-        // row: meta-server-rejects-missing-required-field
-        // row: meta-request-params-meta-required
         let no_meta = r#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}"#;
         let m = Envelope::parse(no_meta.as_bytes()).unwrap();
         assert_eq!(
@@ -306,9 +305,9 @@ mod tests {
         }
     }
 
+    // covers: versioning-server-unsupported-version-error
     #[test]
     fn unsupported_version() {
-        // row: versioning-server-unsupported-version-error
         for (v, supported) in [
             ("1900-01-01", Revisions::ALL),
             ("2025-11-25", Revisions::ALL),

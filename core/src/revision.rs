@@ -401,14 +401,12 @@ mod tests {
         );
     }
 
+    // covers: lifecycle-server-echoes-supported-version, lifecycle-server-counteroffers-version, lifecycle-server-counteroffers-latest
     #[test]
     fn server_negotiation() {
-        // row: lifecycle-server-echoes-supported-version
         for r in Revisions::LEGACY.iter() {
             assert_eq!(negotiate_server(r.as_str(), Revisions::ALL), Ok(r));
         }
-        // row: lifecycle-server-counteroffers-version
-        // row: lifecycle-server-counteroffers-latest
         assert_eq!(
             negotiate_server("2099-01-01", Revisions::ALL),
             Ok(V2025_11_25)
@@ -419,16 +417,15 @@ mod tests {
         );
         let restricted = Revisions::only(V2025_03_26).with(V2025_06_18);
         assert_eq!(negotiate_server("2024-11-05", restricted), Ok(V2025_06_18));
-        // row: versioning-modern-only-server-names-versions-to-initialize
         assert_eq!(
             negotiate_server("2025-11-25", Revisions::MODERN),
             Err(NoLegacyRevision)
         );
     }
 
+    // covers: lifecycle-client-disconnects-on-unsupported-version
     #[test]
     fn client_negotiation() {
-        // row: lifecycle-client-disconnects-on-unsupported-version
         assert_eq!(
             negotiate_client("2025-06-18", Revisions::ALL),
             Ok(V2025_06_18)
@@ -447,10 +444,10 @@ mod tests {
         );
     }
 
+    // covers: versioning-dual-era-server-selects-by-opening
     #[test]
     fn opening_era() {
         let c = |s: &str| classify_opening(&Envelope::parse(s.as_bytes()).unwrap());
-        // row: versioning-dual-era-server-selects-by-opening
         assert_eq!(
             c(
                 r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#
@@ -481,9 +478,9 @@ mod tests {
         );
     }
 
+    // covers: messages-batch-may-send-must-receive, messages-resulttype-required
     #[test]
     fn feature_table() {
-        // row: messages-batch-may-send-must-receive
         assert_eq!(
             Feature::Batch.revisions().iter().collect::<Revisions>(),
             Revisions::only(V2025_03_26)
@@ -495,7 +492,6 @@ mod tests {
         assert!(!V2025_06_18.supports(Feature::Icons));
         assert!(V2025_11_25.supports(Feature::CoreTasks));
         assert!(!V2026_07_28.supports(Feature::CoreTasks));
-        // row: messages-resulttype-required
         assert!(Revisions::ALL
             .iter()
             .all(|r| r.supports(Feature::ResultType) == (r.era() == Era::Modern)));

@@ -593,10 +593,10 @@ mod tests {
         assert_eq!(apply(src, &[]), src);
     }
 
+    // covers: errors-error-has-code-and-message, messages-error-response-same-id-unless-unreadable
     #[test]
     fn writers() {
         let mut out = [0u8; 256];
-        // row: errors-error-has-code-and-message
         let n = write_error(
             Some(b"\"r1\""),
             -32601,
@@ -615,7 +615,6 @@ mod tests {
             m.error().unwrap().get("data").unwrap().bytes(),
             b"{\"x\":1}"
         );
-        // row: messages-error-response-same-id-unless-unreadable
         let n = write_error(None, -32700, "Parse error", None, &mut out).unwrap();
         assert_eq!(
             &out[..n],

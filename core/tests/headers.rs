@@ -23,7 +23,8 @@ fn is_field_value(v: &str) -> bool {
         && !matches!(b.last(), Some(b' ' | b'\t'))
 }
 
-// row: streamable-http-param-value-encoding — the spec's encoding table, verbatim.
+// The spec's encoding table, verbatim.
+// row: streamable-http-param-value-encoding
 #[test]
 fn spec_encoding_examples() {
     for (original, encoded) in [
@@ -38,7 +39,8 @@ fn spec_encoding_examples() {
     }
 }
 
-// row: streamable-http-mcp-name-base64 — the spec's Mcp-Name examples stay plain.
+// The spec's Mcp-Name examples stay plain.
+// row: streamable-http-mcp-name-base64
 #[test]
 fn spec_name_examples_are_plain() {
     for name in ["get_weather", "file:///projects/myapp/config.json", "execute_sql"] {
@@ -74,7 +76,8 @@ fn encode_overflow_is_typed() {
     assert_eq!(encode_value("é", &mut exact), Ok("=?base64?w6k=?="));
 }
 
-// row: streamable-http-param-value-encoding — type conversion.
+// Type conversion.
+// covers: streamable-http-param-value-encoding, tools-x-mcp-header-int-safe-range
 #[test]
 fn params_render_per_type() {
     let mut out = [0u8; 64];
@@ -87,7 +90,6 @@ fn params_render_per_type() {
     assert_eq!(encode_param(ParamValue::Bool(false), &mut out), Ok("false"));
     assert_eq!(encode_param(ParamValue::Int(MAX_SAFE_INTEGER), &mut out), Ok("9007199254740991"));
     assert_eq!(encode_param(ParamValue::Int(-MAX_SAFE_INTEGER), &mut out), Ok("-9007199254740991"));
-    // row: tools-x-mcp-header-int-safe-range
     assert_eq!(encode_param(ParamValue::Int(MAX_SAFE_INTEGER + 1), &mut out), Err(EncodeError::NotSafeInteger));
     assert_eq!(encode_param(ParamValue::Int(i64::MIN), &mut out), Err(EncodeError::NotSafeInteger));
     assert_eq!(encode_param(ParamValue::Number("1.5"), &mut out), Err(EncodeError::NotSafeInteger));
@@ -151,12 +153,12 @@ fn decoding_rejects_bad_values() {
     assert!(!plain.is_encoded(), "Mcp-Method never decodes");
 }
 
+// covers: streamable-http-header-names-case-insensitive
 #[test]
 fn param_header_names() {
     let mut out = [0u8; 32];
     assert_eq!(param_header_name("Region", &mut out), Ok("Mcp-Param-Region"));
     assert_eq!(param_header_name("Region", &mut [0u8; 3]), Err(Overflow { needed: 16 }));
-    // row: streamable-http-header-names-case-insensitive
     assert_eq!(param_header_suffix(b"mcp-param-region"), Some(&b"region"[..]));
     assert_eq!(param_header_suffix(b"MCP-PARAM-Region"), Some(&b"Region"[..]));
     assert_eq!(param_header_suffix(b"Mcp-Param-"), None);
@@ -171,7 +173,8 @@ fn kind(r: Result<(), HeaderMismatch<'_>>) -> Option<MismatchKind> {
     r.err().map(|e| e.kind)
 }
 
-// row: streamable-http-server-validates-param-headers — the scenario table.
+// The scenario table.
+// covers: streamable-http-server-validates-param-headers, streamable-http-server-rejects-header-body-mismatch
 #[test]
 fn missing_and_unexpected_headers() {
     let f = HeaderField::Param("Region");
@@ -180,7 +183,7 @@ fn missing_and_unexpected_headers() {
     assert_eq!(check(f, None, None), Ok(()), "null/absent value: header not expected");
     assert_eq!(kind(check(f, None, v)), Some(MismatchKind::Missing));
     assert_eq!(kind(check(f, Some(b"us-west1"), None)), Some(MismatchKind::Unexpected));
-    // row: streamable-http-server-rejects-header-body-mismatch — a missing standard header.
+    // A missing standard header.
     let e = check(HeaderField::Method, None, Some(ParamValue::Str("tools/call"))).unwrap_err();
     assert_eq!(e.kind, MismatchKind::Missing);
     assert_eq!(e.to_string(), "Header mismatch: required Mcp-Method header is missing");

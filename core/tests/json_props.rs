@@ -289,6 +289,7 @@ fn expected_kind(m: &Value) -> Option<Kind> {
 }
 
 proptest! {
+    // covers: messages-error-response-same-id-unless-unreadable
     #[test]
     fn envelope_follows_the_rules(m in arb_message()) {
         let text = serde_json::to_vec(&m).unwrap();
@@ -301,7 +302,6 @@ proptest! {
             }
             (None, Err(err)) => {
                 prop_assert!(err.code() == -32600 || err.code() == -32602);
-                // row: messages-error-response-same-id-unless-unreadable
                 let echoed = err.id_bytes().map(|b| serde_json::from_slice::<Value>(b).unwrap());
                 prop_assert_eq!(echoed.as_ref(), m.get("id").filter(|i| is_id(i)));
             }

@@ -85,11 +85,11 @@ fn written(f: impl FnOnce(&mut [u8]) -> Result<usize, mcpx_core::rewrite::Overfl
 
 const MESSAGE: &str = "JSONRPCMessage";
 
+// covers: errors-error-has-code-and-message
 #[test]
 fn written_envelopes_match_every_schema() {
     let ok_result = written(|o| write_result(b"1", br#"{"resultType":"complete"}"#, o));
     let written_msgs = [
-        // row: errors-error-has-code-and-message
         written(|o| write_error(Some(b"1"), -32601, "Method not found", None, o)),
         written(|o| {
             write_error(
@@ -144,9 +144,9 @@ fn written_envelopes_match_every_schema() {
     valid(Revision::V2026_07_28, "JSONRPCResultResponse", &shaped);
 }
 
+// covers: messages-error-response-same-id-unless-unreadable
 #[test]
 fn errors_for_unreadable_ids() {
-    // row: messages-error-response-same-id-unless-unreadable
     for (input, code) in [
         (&b"{not json"[..], -32700),
         (br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, -32600),
@@ -172,6 +172,7 @@ fn errors_for_unreadable_ids() {
     assert_eq!(serde_json::from_slice::<Value>(&m).unwrap()["id"], "q");
 }
 
+// covers: versioning-server-unsupported-version-error, meta-server-rejects-missing-required-field
 #[test]
 fn table_errors_match_their_definitions() {
     let rev = Revision::V2026_07_28;
@@ -184,7 +185,6 @@ fn table_errors_match_their_definitions() {
     let m =
         written(|o| write_unsupported_version_error(env.id_bytes(), &requested, Revisions::ALL, o));
     assert_eq!(m, written(|o| err.write_response(env.id_bytes(), Revisions::ALL, o)));
-    // row: versioning-server-unsupported-version-error
     valid(rev, "UnsupportedProtocolVersionError", &m);
     valid(rev, MESSAGE, &m);
     let v: Value = serde_json::from_slice(&m).unwrap();
@@ -194,7 +194,6 @@ fn table_errors_match_their_definitions() {
     let no_caps = br#"{"jsonrpc":"2.0","id":"m","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
     let env = Envelope::parse(no_caps).unwrap();
     let err = validate_request_meta(&env, Revisions::ALL).unwrap_err();
-    // row: meta-server-rejects-missing-required-field
     let m = written(|o| err.write_response(env.id_bytes(), Revisions::ALL, o));
     valid(rev, MESSAGE, &m);
     let error = serde_json::from_slice::<Value>(&m).unwrap()["error"].to_string();
@@ -279,6 +278,7 @@ fn modern_meta_inserted_into_legacy_request() {
     }
 }
 
+// covers: meta-request-params-meta-required
 #[test]
 fn examples_parse_like_serde() {
     let dir = spec_dir().join("2026-07-28").join("examples");
@@ -342,7 +342,6 @@ fn examples_parse_like_serde() {
         );
         valid(Revision::V2026_07_28, MESSAGE, &bytes);
         if kind == Kind::Request {
-            // row: meta-request-params-meta-required
             let meta = validate_request_meta(&env, Revisions::ALL)
                 .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
             assert_eq!(meta.revision, Revision::V2026_07_28);
