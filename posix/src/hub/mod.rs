@@ -166,7 +166,9 @@ pub struct HubOptions {
     /// upstream call waiting for that client's retry is held (ms).
     pub input_ttl_ms: u64,
     /// How long an upstream may take to answer the `server/discover` probe
-    /// before the hub falls back to `initialize` (ms).
+    /// before the hub falls back to `initialize` (ms). SDK servers answer at
+    /// once (a result, or -32601/-32602 when legacy); a server that ignores
+    /// unknown requests costs this once per process (the era is cached).
     pub probe_timeout_ms: u64,
     /// Caching hints for results of upstreams that give none (legacy ones):
     /// `ttlMs`, and whether `cacheScope` is `public` (else `private`).
@@ -196,7 +198,7 @@ impl Default for HubOptions {
             client_revisions: mcpx_core::revision::Revisions::ALL,
             secret_seed: os_seed(),
             input_ttl_ms: 300_000,
-            probe_timeout_ms: 10_000,
+            probe_timeout_ms: 3_000,
             cache_ttl_ms: 60_000,
             cache_public: false,
         }
