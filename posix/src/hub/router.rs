@@ -294,6 +294,9 @@ impl Hub {
                 cu.position as usize
             }
         };
+        if cur.is_none() {
+            self.refresh_stale(k);
+        }
         let modern = self.cur.is_some();
         let rev = if modern { super::modern::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);

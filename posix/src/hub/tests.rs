@@ -374,7 +374,7 @@ fn initialize_is_held_until_upstreams_have_started() {
 
 #[test]
 fn initialize_is_answered_after_the_startup_wait() {
-    let mut p = Pair::new(specs(&["slow"]), HubOptions { startup_wait_ms: 5000, ..HubOptions::default() });
+    let mut p = Pair::new(legacy_specs(&["slow"]), HubOptions { startup_wait_ms: 5000, ..HubOptions::default() });
     p.hub.upstream_started(0, p.now);
     p.pump();
     let c = p.connect();

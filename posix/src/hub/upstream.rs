@@ -76,6 +76,8 @@ pub(super) struct Upstream {
     pub listen: Option<u64>,
     /// Index of the log level last set on it with `logging/setLevel` (legacy).
     pub level_sent: Option<usize>,
+    /// When each list was last read (for its `ttlMs`).
+    pub listed_ms: [u64; 4],
 }
 
 impl Upstream {
@@ -161,6 +163,7 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
             read_hints: None,
             listen: None,
             level_sent: None,
+            listed_ms: [0; 4],
         });
     }
     Ok(out)
@@ -410,6 +413,24 @@ impl Hub {
         self.check_settled(u);
     }
 
+    /// A client reads list `k`: modern upstreams that announce no changes of
+    /// it and whose `ttlMs` for it has run out are read again (the client is
+    /// answered from what the hub has, and told if the list changed).
+    pub(super) fn refresh_stale(&mut self, k: Kind) {
+        for u in 0..self.ups.len() {
+            let up = &self.ups[u];
+            if !up.is_modern() || !up.has_cap(k.capability()) || up.listing[k.idx()].is_some() {
+                continue;
+            }
+            let announces = up.caps.as_ref().and_then(|c| c.pointer(&format!("/{}/listChanged", k.capability()))) == Some(&Value::Bool(true));
+            let Some((ttl, _)) = up.hints[k.idx()] else { continue };
+            // Requirement: caching-stale-refetch
+            if !announces && self.now_ms >= up.listed_ms[k.idx()].saturating_add(ttl) {
+                self.start_listing(u, k);
+            }
+        }
+    }
+
     fn start_listing(&mut self, u: UpstreamId, k: Kind) {
         if let Some(l) = self.ups[u].listing[k.idx()].as_mut() {
             l.again = true;
@@ -487,6 +508,7 @@ impl Hub {
         if !self.ups[u].is_ready() {
             return;
         }
+        self.ups[u].listed_ms[k.idx()] = self.now_ms;
         let sep = self.opts.separator.clone();
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
         let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();

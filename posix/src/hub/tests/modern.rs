@@ -789,3 +789,23 @@ fn a_modern_upstream_that_stops_accepting_2026_is_negotiated_again() {
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": probe["id"], "error": { "code": -32022, "message": "Unsupported protocol version", "data": { "supported": ["2025-11-25"], "requested": MODERN } } }));
     assert_eq!(p.take_up(0)["params"]["protocolVersion"], "2025-11-25");
 }
+
+// covers: caching-stale-refetch, caching-ttl-positive-fresh
+#[test]
+fn lists_of_modern_upstreams_without_change_notices_are_read_again_after_their_ttl() {
+    let mut f = Fake::modern(&["a"]);
+    f.caps = json!({ "tools": {} }); // no listChanged: only the TTL (5000 ms) says when to look again
+    let mut p = Pair::with(vec![("m", f)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(c), ["m__a"]);
+    p.fakes[0].as_mut().unwrap().tools.push(tool("b"));
+    p.advance(1000);
+    assert_eq!(p.names(c), ["m__a"], "fresh: served from the hub's copy");
+    p.advance(4000);
+    // Stale: this read is answered from the copy, the upstream is read again,
+    // and the client told the list changed.
+    let r = p.request(c, json!("l"), "tools/list", json!({}));
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
+    assert_eq!(p.names(c), ["m__a", "m__b"]);
+}
