@@ -468,7 +468,8 @@ impl Hub {
 
     /// A modern upstream answered call `cid` of modern client `c` with an
     /// `InputRequiredResult`: passed on with the hub's state around its own.
-    pub(super) fn wrap_input_required(&mut self, c: ClientId, cid: &[u8], method: &str, ctx: &ReqCtx, mut v: Value) {
+    pub(super) fn wrap_input_required(&mut self, u: UpstreamId, c: ClientId, cid: &[u8], method: &str, ctx: &ReqCtx, mut v: Value) {
+        let server = self.ups[u].spec.name.clone();
         let mut inner = Vec::new();
         match v.get("requestState").and_then(Value::as_str) {
             Some(s) => {
@@ -485,6 +486,11 @@ impl Hub {
             for r in reqs.values_mut() {
                 let m = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
                 if let Some(p) = r.get_mut("params") {
+                    if m == "elicitation/create" {
+                        // Requirement: elicitation-client-show-requesting-server
+                        let text = p.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+                        p["message"] = Value::String(format!("[{server}] {text}"));
+                    }
                     if let Ok(shaped) = shape::input_request(&m, p.take(), &shape::Features::of(MODERN)) {
                         *p = shaped;
                     }

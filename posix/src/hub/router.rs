@@ -416,7 +416,7 @@ impl Hub {
                     None | Some("complete") => {}
                     Some("input_required") => {
                         return match modern {
-                            Some(ctx) => self.wrap_input_required(c, &id, &method, &ctx, v),
+                            Some(ctx) => self.wrap_input_required(u, c, &id, &method, &ctx, v),
                             None => {
                                 let col = super::relay::Collect { up: u, client: c, id, progress, method, renamed_uri, sent: sent.unwrap_or_else(|| b"{}".to_vec()), state: None, waiting: 0, responses: Default::default() };
                                 self.collect_input_required(col, v)

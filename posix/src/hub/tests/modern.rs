@@ -684,6 +684,10 @@ fn round_trip(modern_client: bool, modern_upstream: bool, method: &str) {
         let reqs = irr["result"]["inputRequests"].as_object().unwrap();
         key = reqs.keys().next().unwrap().clone();
         assert_eq!(reqs[&key]["method"], method, "{ctx}");
+        if method == "elicitation/create" {
+            let server = if modern_upstream { "m" } else { "fs" };
+            assert_eq!(reqs[&key]["params"]["message"], format!("[{server}] Your name?"), "{ctx}");
+        }
         let state = irr["result"]["requestState"].as_str().unwrap().to_string();
         assert_ne!(state, "upstream-state-1", "{ctx}: the upstream's state is wrapped");
         let retry = json!({ "name": tool, "arguments": args, "inputResponses": { key.clone(): answer_for(method) }, "requestState": state });
