@@ -1,17 +1,32 @@
 //! `mcpx`: an MCP hub. See README.md.
+#[macro_use]
+mod log;
+mod cli;
+mod config;
 mod example;
 mod hub;
+mod jsonpos;
+mod lines;
+mod outbox;
+mod serve;
+mod stdio;
+mod supervise;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let code = match args.first().map(String::as_str) {
-        Some("--version") | Some("-V") => {
+    let code = match cli::parse(&args) {
+        Ok(cli::Command::Help) => {
+            print!("{}", cli::USAGE);
+            0
+        }
+        Ok(cli::Command::Version) => {
             println!("mcpx {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        Some("example-server") => example::main(&args[1..]),
-        _ => {
-            eprintln!("mcpx {}: unknown command; try `mcpx --help`", env!("CARGO_PKG_VERSION"));
+        Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
+        Ok(cli::Command::Serve(opts)) => serve::main(opts),
+        Err(e) => {
+            eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2
         }
     };

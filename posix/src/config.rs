@@ -1,0 +1,1086 @@
+//! The config file: Claude-Desktop-compatible JSON plus a few mcpx keys.
+//!
+//! ```json
+//! {
+//!   "mcpServers": {
+//!     "github": {
+//!       "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+//!       "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
+//!       "cwd": "~/src", "disabled": false, "timeoutMs": 60000,
+//!       "tools": {"allow": ["*"], "deny": ["delete_*"]},
+//!       "prefix": "gh", "revisions": ["2025-06-18"]
+//!     }
+//!   },
+//!   "separator": "__", "roots": ["~/src"], "logLevel": "info"
+//! }
+//! ```
+//!
+//! `${VAR}` in any string value is replaced by the environment variable (an
+//! error names it when unset); `${VAR:-default}` gives a default (also when
+//! VAR is empty); `$${` writes a literal `${`; any other `$` is kept. Relative
+//! `cwd` and `roots` paths are taken from the config file's folder, `~/` from
+//! HOME. Servers keep the file's order. Errors and warnings carry
+//! `file:line:column`.
+
+use std::fmt;
+use std::path::{Path as FsPath, PathBuf};
+
+use serde_json::Value;
+
+use crate::jsonpos::{self, Path};
+use crate::log::Level;
+
+/// The default separator between a server's prefix and a tool name.
+pub const DEFAULT_SEPARATOR: &str = "__";
+/// Longest server name or prefix accepted.
+pub const MAX_NAME_LEN: usize = 64;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Loaded from this file.
+    File(PathBuf),
+    /// No config file was found: the built-in demo hub.
+    BuiltIn,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::File(p) => write!(f, "{}", p.display()),
+            Source::BuiltIn => f.write_str("built-in default (no config file found)"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    pub uri: String,
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The key in `mcpServers`.
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    /// Set over the parent's environment, in file order.
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub timeout_ms: Option<u64>,
+    /// Exact names or `*` globs; empty: every tool is allowed.
+    pub tools_allow: Vec<String>,
+    pub tools_deny: Vec<String>,
+    /// The prefix of this server's names: `prefix` if given, else the name.
+    /// Empty: names are exposed unprefixed.
+    pub prefix: String,
+    /// Protocol revisions to offer this server, newest preference first.
+    pub revisions: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub source: Source,
+    /// Enabled, supported servers in file order.
+    pub servers: Vec<ServerConfig>,
+    /// Names of servers with `"disabled": true`.
+    pub disabled: Vec<String>,
+    pub separator: String,
+    pub roots: Vec<Root>,
+    pub log_level: Option<Level>,
+    /// Non-fatal problems, each formatted `file:line:col: message`.
+    pub warnings: Vec<String>,
+    /// The file's text, to point at problems found later (empty if built in).
+    pub text: String,
+}
+
+impl Config {
+    /// `file:line:col` of the member at `path`, for problems found after
+    /// parsing (e.g. by the hub).
+    pub fn position(&self, path: &Path) -> Option<String> {
+        let Source::File(f) = &self.source else { return None };
+        let off = jsonpos::locate(&self.text, path)?;
+        let (l, c) = jsonpos::line_col(&self.text, off);
+        Some(format!("{}:{l}:{c}", f.display()))
+    }
+}
+
+/// One problem in a config file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub file: String,
+    pub line: Option<(usize, usize)>,
+    pub msg: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some((l, c)) => write!(f, "{}:{}:{}: {}", self.file, l, c, self.msg),
+            None => write!(f, "{}: {}", self.file, self.msg),
+        }
+    }
+}
+
+/// Every error found in a config file (at least one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub Vec<Problem>);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    fn one(file: &str, msg: String) -> ConfigError {
+        ConfigError(vec![Problem { file: file.to_string(), line: None, msg }])
+    }
+}
+
+/// Where to find the environment (a function so tests need not touch the
+/// process environment).
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The real process environment.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+}
+
+/// Files tried, in order, when no `--config` is given.
+pub fn search_path(env: EnvLookup<'_>) -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from("mcpx.json")];
+    match env("XDG_CONFIG_HOME").filter(|s| !s.is_empty()) {
+        Some(x) => out.push(PathBuf::from(x).join("mcpx").join("config.json")),
+        None => {
+            if let Some(h) = env("HOME").filter(|s| !s.is_empty()) {
+                out.push(PathBuf::from(h).join(".config").join("mcpx").join("config.json"));
+            }
+        }
+    }
+    out
+}
+
+/// Loads `explicit` (which must exist), else the first file of
+/// [`search_path`] that exists, else the built-in default.
+pub fn load(explicit: Option<&FsPath>, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match search_path(env).into_iter().find(|p| p.is_file()) {
+            Some(p) => p,
+            None => return Ok(builtin_default()),
+        },
+    };
+    let shown = path.display().to_string();
+    let src = std::fs::read_to_string(&path)
+        .map_err(|e| ConfigError::one(&shown, format!("cannot read config file: {e}")))?;
+    let base = path
+        .parent()
+        .map(|p| if p.as_os_str().is_empty() { FsPath::new(".") } else { p })
+        .unwrap_or(FsPath::new("."))
+        .to_path_buf();
+    let mut cfg = parse(&src, &shown, &base, env)?;
+    cfg.source = Source::File(path);
+    Ok(cfg)
+}
+
+/// The hub used when no config file exists: two instances of this binary's
+/// own example server, so a new user sees aggregation at once.
+pub fn builtin_default() -> Config {
+    let exe = std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "mcpx".to_string());
+    let server = |name: &str| ServerConfig {
+        name: name.to_string(),
+        command: exe.clone(),
+        args: vec!["example-server".into(), "--name".into(), name.to_string()],
+        env: Vec::new(),
+        cwd: None,
+        timeout_ms: None,
+        tools_allow: Vec::new(),
+        tools_deny: Vec::new(),
+        prefix: name.to_string(),
+        revisions: None,
+    };
+    Config {
+        source: Source::BuiltIn,
+        servers: vec![server("demo"), server("notes")],
+        disabled: Vec::new(),
+        separator: DEFAULT_SEPARATOR.to_string(),
+        roots: Vec::new(),
+        log_level: None,
+        warnings: Vec::new(),
+        text: String::new(),
+    }
+}
+
+/// Replaces `${VAR}` and `${VAR:-default}`; `$${` is a literal `${`. Any other
+/// `$` is kept as is.
+pub fn expand(s: &str, env: EnvLookup<'_>) -> Result<String, String> {
+    if !s.contains('$') {
+        return Ok(s.to_string());
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        if let Some(tail) = after.strip_prefix("${") {
+            out.push_str("${");
+            rest = tail;
+        } else if let Some(body_on) = after.strip_prefix('{') {
+            let end = body_on.find('}').ok_or_else(|| {
+                format!("unterminated `${{` in {s:?} (write `$${{` for a literal `${{`)")
+            })?;
+            let body = &body_on[..end];
+            let (name, default) = match body.find(":-") {
+                Some(i) => (&body[..i], Some(&body[i + 2..])),
+                None => (body, None),
+            };
+            let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(format!(
+                    "`${{{body}}}` is not a valid variable reference (use ${{NAME}} or ${{NAME:-default}}; `$${{` for a literal `${{`)"
+                ));
+            }
+            match (env(name), default) {
+                (Some(v), Some(d)) if v.is_empty() => out.push_str(d),
+                (Some(v), _) => out.push_str(&v),
+                (None, Some(d)) => out.push_str(d),
+                (None, None) => {
+                    return Err(format!(
+                        "environment variable {name} is not set (referenced as `${{{name}}}`; set it, or write `${{{name}:-default}}`)"
+                    ))
+                }
+            }
+            rest = &body_on[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Whether `s` may be used as a name prefix: ASCII letters, digits, `_`, `-`, `.`.
+fn valid_prefix_chars(s: &str) -> bool {
+    s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+struct Ctx<'a> {
+    src: &'a str,
+    file: &'a str,
+    base: &'a FsPath,
+    env: EnvLookup<'a>,
+    errors: Vec<Problem>,
+    warnings: Vec<String>,
+}
+
+impl Ctx<'_> {
+    fn problem(&self, at: &Path, msg: String) -> Problem {
+        let line = jsonpos::locate(self.src, at).map(|o| jsonpos::line_col(self.src, o));
+        Problem { file: self.file.to_string(), line, msg }
+    }
+    fn err(&mut self, at: &Path, msg: impl Into<String>) {
+        let p = self.problem(at, format!("{at}: {}", msg.into()));
+        self.errors.push(p);
+    }
+    fn warn(&mut self, at: &Path, msg: impl Into<String>) {
+        let p = self.problem(at, format!("{at}: {}", msg.into()));
+        self.warnings.push(p.to_string());
+    }
+
+    fn unknown_keys(&mut self, at: &Path, obj: &serde_json::Map<String, Value>, known: &[&str]) {
+        for k in obj.keys() {
+            if !known.contains(&k.as_str()) {
+                self.warn(
+                    &at.key(k),
+                    format!("unknown key {k:?} ignored (known keys here: {})", known.join(", ")),
+                );
+            }
+        }
+    }
+
+    fn string(&mut self, at: &Path, v: &Value) -> Option<String> {
+        match v {
+            Value::String(s) => match expand(s, self.env) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    self.err(at, e);
+                    None
+                }
+            },
+            other => {
+                self.err(at, format!("expected a string, found {}", type_name(other)));
+                None
+            }
+        }
+    }
+
+    fn strings(&mut self, at: &Path, v: &Value) -> Option<Vec<String>> {
+        let Value::Array(items) = v else {
+            self.err(at, format!("expected an array of strings, found {}", type_name(v)));
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            match self.string(&at.idx(i), item) {
+                Some(s) => out.push(s),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn bool(&mut self, at: &Path, v: &Value) -> Option<bool> {
+        match v {
+            Value::Bool(b) => Some(*b),
+            other => {
+                self.err(at, format!("expected true or false, found {}", type_name(other)));
+                None
+            }
+        }
+    }
+
+    /// `~` and `~/…` to `$HOME`, relative paths against the config's folder.
+    fn path(&mut self, at: &Path, s: &str) -> Option<PathBuf> {
+        let p = if s == "~" || s.starts_with("~/") {
+            match (self.env)("HOME").filter(|h| !h.is_empty()) {
+                Some(h) => PathBuf::from(h).join(s.trim_start_matches('~').trim_start_matches('/')),
+                None => {
+                    self.err(at, "`~` used but HOME is not set");
+                    return None;
+                }
+            }
+        } else {
+            PathBuf::from(s)
+        };
+        Some(if p.is_absolute() { p } else { self.base.join(p) })
+    }
+}
+
+/// Parses config text. `file` names it in messages; `base` resolves relative
+/// paths. `source` of the result is `BuiltIn` until [`load`] sets it.
+pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result<Config, ConfigError> {
+    let root: Value = serde_json::from_str(src).map_err(|e| {
+        let mut msg = e.to_string();
+        if let Some(i) = msg.rfind(" at line ") {
+            msg.truncate(i);
+        }
+        let line = (e.line() > 0).then(|| (e.line(), e.column()));
+        ConfigError(vec![Problem { file: file.to_string(), line, msg: format!("invalid JSON: {msg}") }])
+    })?;
+    let mut cx = Ctx { src, file, base, env, errors: Vec::new(), warnings: Vec::new() };
+    let top = Path::root();
+    let Value::Object(obj) = &root else {
+        cx.err(&top, format!("expected a JSON object with \"mcpServers\", found {}", type_name(&root)));
+        return Err(ConfigError(cx.errors));
+    };
+    cx.unknown_keys(&top, obj, &["mcpServers", "separator", "roots", "logLevel"]);
+
+    let separator = match obj.get("separator") {
+        None => DEFAULT_SEPARATOR.to_string(),
+        Some(v) => match cx.string(&top.key("separator"), v) {
+            Some(s) if s.is_empty() => {
+                cx.err(&top.key("separator"), "must not be empty");
+                DEFAULT_SEPARATOR.to_string()
+            }
+            Some(s) if !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {
+                cx.err(
+                    &top.key("separator"),
+                    format!("{s:?} may only use letters, digits, `_` and `-` (tool names allow no more)"),
+                );
+                DEFAULT_SEPARATOR.to_string()
+            }
+            Some(s) => s,
+            None => DEFAULT_SEPARATOR.to_string(),
+        },
+    };
+
+    let log_level = obj.get("logLevel").and_then(|v| {
+        let at = top.key("logLevel");
+        let s = cx.string(&at, v)?;
+        let l = Level::parse(&s);
+        if l.is_none() {
+            cx.err(&at, format!("{s:?} is not a log level (error, warn, info or debug)"));
+        }
+        l
+    });
+
+    let roots = match obj.get("roots") {
+        None => Vec::new(),
+        Some(v) => parse_roots(&mut cx, &top.key("roots"), v),
+    };
+
+    let mut servers = Vec::new();
+    let mut disabled = Vec::new();
+    let at_servers = top.key("mcpServers");
+    match obj.get("mcpServers") {
+        None => cx.err(&top, "missing \"mcpServers\" (an object of servers by name)"),
+        Some(Value::Object(map)) => {
+            // serde_json collapses duplicate keys and does not keep order:
+            // take both from the text.
+            let order = jsonpos::keys(src, &at_servers).unwrap_or_default();
+            let mut seen: Vec<&str> = Vec::new();
+            for (name, off) in &order {
+                if seen.contains(&name.as_str()) {
+                    let (l, c) = jsonpos::line_col(src, *off);
+                    cx.errors.push(Problem {
+                        file: file.to_string(),
+                        line: Some((l, c)),
+                        msg: format!("{}: duplicate server name", at_servers.key(name)),
+                    });
+                    continue;
+                }
+                seen.push(name);
+                let Some(v) = map.get(name) else { continue };
+                match parse_server(&mut cx, &at_servers.key(name), name, v, &separator) {
+                    Parsed::Server(s) => servers.push(*s),
+                    Parsed::Disabled => disabled.push(name.clone()),
+                    Parsed::Skipped | Parsed::Invalid => {}
+                }
+            }
+        }
+        Some(other) => cx.err(
+            &at_servers,
+            format!("expected an object of servers by name, found {}", type_name(other)),
+        ),
+    }
+
+    // Two servers with one prefix would shadow each other's names.
+    for (i, a) in servers.iter().enumerate() {
+        for b in &servers[..i] {
+            if a.prefix == b.prefix {
+                let what = if a.prefix.is_empty() {
+                    "both have an empty prefix".to_string()
+                } else {
+                    format!("both use the prefix {:?}", a.prefix)
+                };
+                let at = at_servers.key(&a.name);
+                cx.err(
+                    &at,
+                    format!("servers {:?} and {:?} {what}; give one a different \"prefix\"", b.name, a.name),
+                );
+            }
+        }
+    }
+
+    if !cx.errors.is_empty() {
+        return Err(ConfigError(cx.errors));
+    }
+    Ok(Config {
+        source: Source::BuiltIn,
+        servers,
+        disabled,
+        separator,
+        roots,
+        log_level,
+        warnings: cx.warnings,
+        text: src.to_string(),
+    })
+}
+
+enum Parsed {
+    Server(Box<ServerConfig>),
+    Disabled,
+    /// Unsupported (e.g. a remote `url`): warned about, not served.
+    Skipped,
+    Invalid,
+}
+
+const SERVER_KEYS: &[&str] = &[
+    "command", "args", "env", "cwd", "disabled", "timeoutMs", "tools", "prefix", "revisions", "url",
+    "type", "transport",
+];
+
+fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -> Parsed {
+    let n_errors = cx.errors.len();
+    let Value::Object(obj) = v else {
+        cx.err(at, format!("expected an object with \"command\", found {}", type_name(v)));
+        return Parsed::Invalid;
+    };
+    cx.unknown_keys(at, obj, SERVER_KEYS);
+
+    if name.is_empty() {
+        cx.err(at, "server name must not be empty");
+    } else if name.chars().count() > MAX_NAME_LEN {
+        cx.err(at, format!("server name is longer than {MAX_NAME_LEN} characters"));
+    } else if name.chars().any(|c| c.is_control()) {
+        cx.err(at, "server name must not contain control characters");
+    }
+
+    let disabled = match obj.get("disabled") {
+        Some(d) => cx.bool(&at.key("disabled"), d).unwrap_or(false),
+        None => false,
+    };
+    if disabled {
+        return if cx.errors.len() > n_errors { Parsed::Invalid } else { Parsed::Disabled };
+    }
+
+    let transport = obj.get("type").or_else(|| obj.get("transport"));
+    let remote_type = match transport {
+        Some(Value::String(t)) if t != "stdio" => Some(t.clone()),
+        _ => None,
+    };
+    if obj.contains_key("url") || remote_type.is_some() {
+        let what = match (obj.get("url"), remote_type) {
+            (Some(Value::String(u)), _) => format!("remote server at {u:?}"),
+            (_, Some(t)) => format!("transport {t:?}"),
+            _ => "remote server".to_string(),
+        };
+        cx.warn(
+            at,
+            format!("{what} is not supported yet (only local \"command\" servers); server {name:?} is skipped"),
+        );
+        return Parsed::Skipped;
+    }
+
+    let command = match obj.get("command") {
+        None => {
+            cx.err(at, format!("server {name:?} has no \"command\" (the program to run)"));
+            None
+        }
+        Some(c) => match cx.string(&at.key("command"), c) {
+            Some(c) if c.trim().is_empty() => {
+                cx.err(&at.key("command"), "must not be empty");
+                None
+            }
+            other => other,
+        },
+    };
+    let args = match obj.get("args") {
+        None => Some(Vec::new()),
+        Some(a) => cx.strings(&at.key("args"), a),
+    };
+    let mut env = Vec::new();
+    match obj.get("env") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            // File order, from the text.
+            let order = jsonpos::keys(cx.src, &at.key("env")).unwrap_or_default();
+            for (k, _) in order {
+                let Some(val) = m.get(&k) else { continue };
+                if env.iter().any(|(e, _): &(String, String)| e == &k) {
+                    continue;
+                }
+                let vat = at.key("env").key(&k);
+                if k.is_empty() || k.contains('=') || k.contains('\0') {
+                    cx.err(&vat, "environment variable names must be non-empty without `=`");
+                    continue;
+                }
+                if let Some(s) = cx.string(&vat, val) {
+                    if s.contains('\0') {
+                        cx.err(&vat, "must not contain a NUL character");
+                    } else {
+                        env.push((k, s));
+                    }
+                }
+            }
+        }
+        Some(other) => cx.err(
+            &at.key("env"),
+            format!("expected an object of strings, found {}", type_name(other)),
+        ),
+    }
+    let cwd = match obj.get("cwd") {
+        None | Some(Value::Null) => None,
+        Some(c) => cx.string(&at.key("cwd"), c).and_then(|s| cx.path(&at.key("cwd"), &s)),
+    };
+    let timeout_ms = match obj.get("timeoutMs") {
+        None | Some(Value::Null) => None,
+        Some(t) => match t.as_u64() {
+            Some(0) | None => {
+                cx.err(
+                    &at.key("timeoutMs"),
+                    format!("expected a positive whole number of milliseconds, found {t}"),
+                );
+                None
+            }
+            Some(ms) => Some(ms),
+        },
+    };
+    let (mut tools_allow, mut tools_deny) = (Vec::new(), Vec::new());
+    match obj.get("tools") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(t)) => {
+            let tat = at.key("tools");
+            cx.unknown_keys(&tat, t, &["allow", "deny"]);
+            if let Some(a) = t.get("allow") {
+                tools_allow = cx.strings(&tat.key("allow"), a).unwrap_or_default();
+                if matches!(a, Value::Array(v) if v.is_empty()) {
+                    cx.warn(
+                        &tat.key("allow"),
+                        "an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
+                    );
+                }
+            }
+            if let Some(d) = t.get("deny") {
+                tools_deny = cx.strings(&tat.key("deny"), d).unwrap_or_default();
+            }
+        }
+        Some(other) => cx.err(
+            &at.key("tools"),
+            format!("expected an object {{\"allow\": [...], \"deny\": [...]}}, found {}", type_name(other)),
+        ),
+    }
+    let prefix = match obj.get("prefix") {
+        None => {
+            if !name.is_empty() && !valid_prefix_chars(name) {
+                cx.err(
+                    at,
+                    format!(
+                        "server name {name:?} cannot prefix tool names (use letters, digits, `_`, `-`, `.`); rename it or set \"prefix\""
+                    ),
+                );
+            }
+            name.to_string()
+        }
+        Some(p) => {
+            let pat = at.key("prefix");
+            match cx.string(&pat, p) {
+                Some(p) if !valid_prefix_chars(&p) => {
+                    cx.err(&pat, format!("{p:?} may only use letters, digits, `_`, `-`, `.`"));
+                    p
+                }
+                Some(p) if p.chars().count() > MAX_NAME_LEN => {
+                    cx.err(&pat, format!("longer than {MAX_NAME_LEN} characters"));
+                    p
+                }
+                Some(p) => p,
+                None => String::new(),
+            }
+        }
+    };
+    if !prefix.is_empty() && prefix.contains(sep) {
+        let where_ = if obj.contains_key("prefix") { at.key("prefix") } else { at.clone() };
+        cx.err(
+            &where_,
+            format!(
+                "prefix {prefix:?} contains the separator {sep:?}, so names could not be split back; set another \"prefix\" or \"separator\""
+            ),
+        );
+    }
+    let revisions = match obj.get("revisions") {
+        None | Some(Value::Null) => None,
+        Some(r) => {
+            let rat = at.key("revisions");
+            let list = cx.strings(&rat, r);
+            if let Some(list) = &list {
+                if list.is_empty() {
+                    cx.err(&rat, "must list at least one protocol revision, or be left out");
+                }
+                for (i, r) in list.iter().enumerate() {
+                    let ok = r.len() == 10
+                        && r.bytes().enumerate().all(|(j, b)| {
+                            if j == 4 || j == 7 {
+                                b == b'-'
+                            } else {
+                                b.is_ascii_digit()
+                            }
+                        });
+                    if !ok {
+                        cx.err(&rat.idx(i), format!("{r:?} is not a protocol revision (like \"2025-06-18\")"));
+                    }
+                }
+            }
+            list
+        }
+    };
+
+    if cx.errors.len() > n_errors {
+        return Parsed::Invalid;
+    }
+    Parsed::Server(Box::new(ServerConfig {
+        name: name.to_string(),
+        command: command.unwrap_or_default(),
+        args: args.unwrap_or_default(),
+        env,
+        cwd,
+        timeout_ms,
+        tools_allow,
+        tools_deny,
+        prefix,
+        revisions,
+    }))
+}
+
+fn parse_roots(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Vec<Root> {
+    let Value::Array(items) = v else {
+        cx.err(at, format!("expected an array of paths or {{\"uri\", \"name\"}} objects, found {}", type_name(v)));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let iat = at.idx(i);
+        let (raw, name) = match item {
+            Value::String(_) => match cx.string(&iat, item) {
+                Some(s) => (s, None),
+                None => continue,
+            },
+            Value::Object(o) => {
+                cx.unknown_keys(&iat, o, &["uri", "name"]);
+                let Some(u) = o.get("uri") else {
+                    cx.err(&iat, "a root object needs \"uri\"");
+                    continue;
+                };
+                let Some(u) = cx.string(&iat.key("uri"), u) else { continue };
+                let name = match o.get("name") {
+                    Some(n) => cx.string(&iat.key("name"), n),
+                    None => None,
+                };
+                (u, name)
+            }
+            other => {
+                cx.err(&iat, format!("expected a path, a URI or an object, found {}", type_name(other)));
+                continue;
+            }
+        };
+        let uri = if raw.contains("://") {
+            raw
+        } else {
+            match cx.path(&iat, &raw) {
+                Some(p) => file_uri(&p),
+                None => continue,
+            }
+        };
+        out.push(Root { uri, name });
+    }
+    out
+}
+
+/// `file://` URI of an absolute path, percent-encoding what URIs do not allow.
+pub fn file_uri(p: &FsPath) -> String {
+    let mut out = String::from("file://");
+    for b in p.to_string_lossy().bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "HOME" => Some("/home/u".into()),
+            "TOKEN" => Some("t0k".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    fn ok(src: &str) -> Config {
+        match parse(src, "cfg.json", FsPath::new("/etc/mcpx"), &env) {
+            Ok(c) => c,
+            Err(e) => panic!("unexpected error:\n{e}"),
+        }
+    }
+
+    fn err(src: &str) -> String {
+        match parse(src, "cfg.json", FsPath::new("/etc/mcpx"), &env) {
+            Ok(c) => panic!("expected an error, got {c:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn claude_desktop_config() {
+        let c = ok(r#"{
+  "mcpServers": {
+    "zeta": {"command": "npx", "args": ["-y", "@scope/server", "--token=${TOKEN}"],
+             "env": {"B": "2", "A": "${TOKEN}"}},
+    "alpha": {"command": "uvx", "args": ["mcp-server-fetch"], "cwd": "~/work"},
+    "off": {"command": "x", "disabled": true}
+  }
+}"#);
+        assert_eq!(c.servers.len(), 2);
+        let z = &c.servers[0];
+        assert_eq!(z.name, "zeta");
+        assert_eq!(z.prefix, "zeta");
+        assert_eq!(z.command, "npx");
+        assert_eq!(z.args, ["-y", "@scope/server", "--token=t0k"]);
+        assert_eq!(z.env, [("B".to_string(), "2".to_string()), ("A".to_string(), "t0k".to_string())]);
+        assert_eq!(c.servers[1].name, "alpha");
+        assert_eq!(c.servers[1].cwd, Some(PathBuf::from("/home/u/work")));
+        assert_eq!(c.disabled, ["off"]);
+        assert_eq!(c.separator, "__");
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn mcpx_keys() {
+        let c = ok(r#"{
+  "mcpServers": {
+    "github": {"command": "gh-mcp", "timeoutMs": 5000, "prefix": "gh",
+               "tools": {"allow": ["a", "b*"], "deny": ["b2"]}, "revisions": ["2025-06-18"],
+               "cwd": "rel/dir"},
+    "plain": {"command": "p", "prefix": ""}
+  },
+  "separator": "-",
+  "roots": ["/srv/data", "~/src", {"uri": "file:///x", "name": "X"}, "a b"],
+  "logLevel": "debug"
+}"#);
+        let g = &c.servers[0];
+        assert_eq!(g.prefix, "gh");
+        assert_eq!(g.timeout_ms, Some(5000));
+        assert_eq!(g.tools_allow, ["a", "b*"]);
+        assert_eq!(g.tools_deny, ["b2"]);
+        assert_eq!(g.revisions, Some(vec!["2025-06-18".into()]));
+        assert_eq!(g.cwd, Some(PathBuf::from("/etc/mcpx/rel/dir")));
+        assert_eq!(c.servers[1].prefix, "");
+        assert_eq!(c.separator, "-");
+        assert_eq!(c.log_level, Some(Level::Debug));
+        let uris: Vec<&str> = c.roots.iter().map(|r| r.uri.as_str()).collect();
+        assert_eq!(uris, ["file:///srv/data", "file:///home/u/src", "file:///x", "file:///etc/mcpx/a%20b"]);
+        assert_eq!(c.roots[2].name.as_deref(), Some("X"));
+    }
+
+    #[test]
+    fn expansion() {
+        assert_eq!(expand("a ${TOKEN} b", &env).unwrap(), "a t0k b");
+        assert_eq!(expand("$${TOKEN}", &env).unwrap(), "${TOKEN}");
+        assert_eq!(expand("$HOME $ 5$", &env).unwrap(), "$HOME $ 5$");
+        assert_eq!(expand("${NOPE:-dflt}", &env).unwrap(), "dflt");
+        assert_eq!(expand("${EMPTY:-dflt}", &env).unwrap(), "dflt");
+        assert_eq!(expand("${EMPTY}", &env).unwrap(), "");
+        assert_eq!(expand("${TOKEN:-x}${TOKEN}", &env).unwrap(), "t0kt0k");
+        assert_eq!(
+            expand("${NOPE}", &env).unwrap_err(),
+            "environment variable NOPE is not set (referenced as `${NOPE}`; set it, or write `${NOPE:-default}`)"
+        );
+        assert_eq!(
+            expand("x ${TOKEN", &env).unwrap_err(),
+            "unterminated `${` in \"x ${TOKEN\" (write `$${` for a literal `${`)"
+        );
+        assert!(expand("${1X}", &env).unwrap_err().contains("`${1X}` is not a valid variable reference"));
+    }
+
+    #[test]
+    fn invalid_json_has_line_and_column() {
+        let e = err("{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}");
+        assert_eq!(e, "cfg.json:3:26: invalid JSON: trailing comma");
+        let e = err("");
+        assert!(e.starts_with("cfg.json:1:0: invalid JSON: EOF while parsing"), "{e}");
+    }
+
+    #[test]
+    fn unset_variable_names_it_and_where() {
+        let e = err("{\"mcpServers\": {\n  \"a\": {\"command\": \"x\",\n    \"env\": {\"K\": \"${MISSING}\"}}}}");
+        assert_eq!(
+            e,
+            "cfg.json:3:13: mcpServers.a.env.K: environment variable MISSING is not set (referenced as `${MISSING}`; set it, or write `${MISSING:-default}`)"
+        );
+    }
+
+    #[test]
+    fn wrong_types() {
+        let e = err("{\"mcpServers\": {\n  \"a\": {\"command\": \"x\",\n   \"args\": \"-y pkg\"}}}");
+        assert_eq!(e, "cfg.json:3:4: mcpServers.a.args: expected an array of strings, found a string");
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"args\": [\"ok\", 3]}}}");
+        assert_eq!(e, "cfg.json:1:54: mcpServers.a.args[1]: expected a string, found a number");
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": [\"x\"]}}}");
+        assert_eq!(e, "cfg.json:1:23: mcpServers.a.command: expected a string, found an array");
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"env\": [\"A=1\"]}}}");
+        assert_eq!(e, "cfg.json:1:39: mcpServers.a.env: expected an object of strings, found an array");
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"env\": {\"A\": 1}}}}");
+        assert_eq!(e, "cfg.json:1:47: mcpServers.a.env.A: expected a string, found a number");
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"disabled\": \"yes\"}}}");
+        assert_eq!(e, "cfg.json:1:39: mcpServers.a.disabled: expected true or false, found a string");
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"timeoutMs\": -5}}}");
+        assert_eq!(
+            e,
+            "cfg.json:1:39: mcpServers.a.timeoutMs: expected a positive whole number of milliseconds, found -5"
+        );
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"tools\": [\"t\"]}}}");
+        assert_eq!(
+            e,
+            "cfg.json:1:39: mcpServers.a.tools: expected an object {\"allow\": [...], \"deny\": [...]}, found an array"
+        );
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"revisions\": [\"latest\"]}}}");
+        assert_eq!(
+            e,
+            "cfg.json:1:53: mcpServers.a.revisions[0]: \"latest\" is not a protocol revision (like \"2025-06-18\")"
+        );
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"revisions\": []}}}");
+        assert_eq!(e, "cfg.json:1:39: mcpServers.a.revisions: must list at least one protocol revision, or be left out");
+        let e = err("{\"mcpServers\": {\"a\": \"npx foo\"}}");
+        assert_eq!(e, "cfg.json:1:17: mcpServers.a: expected an object with \"command\", found a string");
+        let e = err("{\"mcpServers\": [\"a\"]}");
+        assert_eq!(e, "cfg.json:1:2: mcpServers: expected an object of servers by name, found an array");
+        let e = err("[1]");
+        assert_eq!(e, "cfg.json:1:1: (top level): expected a JSON object with \"mcpServers\", found an array");
+        let e = err("{\"mcpServers\": {}, \"logLevel\": \"loud\"}");
+        assert_eq!(e, "cfg.json:1:20: logLevel: \"loud\" is not a log level (error, warn, info or debug)");
+        let e = err("{\"mcpServers\": {}, \"separator\": \"\"}");
+        assert_eq!(e, "cfg.json:1:20: separator: must not be empty");
+        let e = err("{\"mcpServers\": {}, \"separator\": \"a.b\"}");
+        assert_eq!(
+            e,
+            "cfg.json:1:20: separator: \"a.b\" may only use letters, digits, `_` and `-` (tool names allow no more)"
+        );
+        let e = err("{\"mcpServers\": {}, \"roots\": [true]}");
+        assert_eq!(e, "cfg.json:1:30: roots[0]: expected a path, a URI or an object, found a boolean");
+        let e = err("{\"mcpServers\": {}, \"roots\": [{\"name\": \"n\"}]}");
+        assert_eq!(e, "cfg.json:1:30: roots[0]: a root object needs \"uri\"");
+    }
+
+    #[test]
+    fn missing_pieces() {
+        assert_eq!(err("{}"), "cfg.json:1:1: (top level): missing \"mcpServers\" (an object of servers by name)");
+        let e = err("{\"mcpServers\": {\"a\": {\"args\": []}}}");
+        assert_eq!(e, "cfg.json:1:17: mcpServers.a: server \"a\" has no \"command\" (the program to run)");
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \" \"}}}");
+        assert_eq!(e, "cfg.json:1:23: mcpServers.a.command: must not be empty");
+    }
+
+    #[test]
+    fn names_and_prefixes() {
+        let e = err("{\"mcpServers\": {\"my server\": {\"command\": \"x\"}}}");
+        assert_eq!(
+            e,
+            "cfg.json:1:17: [\"my server\"]: server name \"my server\" cannot prefix tool names (use letters, digits, `_`, `-`, `.`); rename it or set \"prefix\""
+                .replace("[\"my server\"]", "mcpServers[\"my server\"]")
+        );
+        // A prefix makes such a name usable.
+        let c = ok("{\"mcpServers\": {\"my server\": {\"command\": \"x\", \"prefix\": \"my\"}}}");
+        assert_eq!(c.servers[0].prefix, "my");
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"prefix\": \"g h\"}}}");
+        assert_eq!(e, "cfg.json:1:39: mcpServers.a.prefix: \"g h\" may only use letters, digits, `_`, `-`, `.`");
+        let e = err("{\"mcpServers\": {\"a__b\": {\"command\": \"x\"}}}");
+        assert_eq!(
+            e,
+            "cfg.json:1:17: mcpServers.a__b: prefix \"a__b\" contains the separator \"__\", so names could not be split back; set another \"prefix\" or \"separator\""
+        );
+        let e = err("{\"mcpServers\": {\"\": {\"command\": \"x\"}}}");
+        assert_eq!(e, "cfg.json:1:17: mcpServers[\"\"]: server name must not be empty");
+        let long = "x".repeat(65);
+        let e = err(&format!("{{\"mcpServers\": {{\"{long}\": {{\"command\": \"x\"}}}}}}"));
+        assert!(e.ends_with("server name is longer than 64 characters"), "{e}");
+        let e = err("{\"mcpServers\": {\n \"a\": {\"command\": \"x\"},\n \"b\": {\"command\": \"y\", \"prefix\": \"a\"}}}");
+        assert_eq!(
+            e,
+            "cfg.json:3:2: mcpServers.b: servers \"a\" and \"b\" both use the prefix \"a\"; give one a different \"prefix\""
+        );
+        let e = err("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"prefix\": \"\"}, \"b\": {\"command\": \"y\", \"prefix\": \"\"}}}");
+        assert!(e.ends_with("servers \"a\" and \"b\" both have an empty prefix; give one a different \"prefix\""), "{e}");
+        let e = err("{\"mcpServers\": {\n \"a\": {\"command\": \"x\"},\n \"a\": {\"command\": \"y\"}}}");
+        assert_eq!(e, "cfg.json:3:2: mcpServers.a: duplicate server name");
+    }
+
+    #[test]
+    fn several_errors_reported_together() {
+        let e = err("{\"mcpServers\": {\n \"a\": {\"args\": 1},\n \"b\": {\"command\": 2}}}");
+        assert_eq!(
+            e,
+            "cfg.json:2:2: mcpServers.a: server \"a\" has no \"command\" (the program to run)\n\
+             cfg.json:2:8: mcpServers.a.args: expected an array of strings, found a number\n\
+             cfg.json:3:8: mcpServers.b.command: expected a string, found a number"
+        );
+    }
+
+    #[test]
+    fn warnings_for_unknown_keys_and_remote_servers() {
+        let c = ok(r#"{
+  "mcpServers": {
+    "remote": {"url": "https://example.com/mcp"},
+    "sse": {"type": "sse", "command": "x"},
+    "local": {"type": "stdio", "command": "x", "comand": "typo",
+              "tools": {"allow": [], "block": []}}
+  },
+  "extra": 1
+}"#);
+        assert_eq!(c.servers.len(), 1);
+        assert_eq!(c.servers[0].name, "local");
+        assert!(c.servers[0].tools_allow.is_empty());
+        assert_eq!(
+            c.warnings,
+            [
+                "cfg.json:8:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel)",
+                "cfg.json:3:5: mcpServers.remote: remote server at \"https://example.com/mcp\" is not supported yet (only local \"command\" servers); server \"remote\" is skipped",
+                "cfg.json:4:5: mcpServers.sse: transport \"sse\" is not supported yet (only local \"command\" servers); server \"sse\" is skipped",
+                "cfg.json:5:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, type, transport)",
+                "cfg.json:6:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
+                "cfg.json:6:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
+            ]
+        );
+    }
+
+    #[test]
+    fn disabled_servers_are_not_validated_further() {
+        let c = ok("{\"mcpServers\": {\"a\": {\"disabled\": true}}}");
+        assert!(c.servers.is_empty());
+        assert_eq!(c.disabled, ["a"]);
+    }
+
+    #[test]
+    fn search_path_order() {
+        let with_xdg = |n: &str| match n {
+            "XDG_CONFIG_HOME" => Some("/x".to_string()),
+            "HOME" => Some("/h".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            search_path(&with_xdg),
+            [PathBuf::from("mcpx.json"), PathBuf::from("/x/mcpx/config.json")]
+        );
+        let home_only = |n: &str| (n == "HOME").then(|| "/h".to_string());
+        assert_eq!(
+            search_path(&home_only),
+            [PathBuf::from("mcpx.json"), PathBuf::from("/h/.config/mcpx/config.json")]
+        );
+    }
+
+    #[test]
+    fn load_reports_missing_explicit_file_and_uses_builtin_otherwise() {
+        let e = load(Some(FsPath::new("/nonexistent/mcpx.json")), &env).unwrap_err().to_string();
+        assert!(e.starts_with("/nonexistent/mcpx.json: cannot read config file: "), "{e}");
+        let none = |_: &str| None;
+        // The working directory of tests has no mcpx.json.
+        let c = load(None, &none).unwrap();
+        assert_eq!(c.source, Source::BuiltIn);
+        let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["demo", "notes"]);
+        assert_eq!(c.servers[0].args, ["example-server", "--name", "demo"]);
+    }
+
+    #[test]
+    fn load_reads_a_file_and_resolves_paths_next_to_it() {
+        let dir = std::env::temp_dir().join(format!("mcpx-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("config.json");
+        std::fs::write(&f, r#"{"mcpServers": {"a": {"command": "x", "cwd": "sub"}}}"#).unwrap();
+        let c = load(Some(&f), &env).unwrap();
+        assert_eq!(c.source, Source::File(f.clone()));
+        let at = Path::root().key("mcpServers").key("a").key("cwd");
+        assert_eq!(c.position(&at), Some(format!("{}:1:39", f.display())));
+        assert_eq!(c.servers[0].cwd, Some(dir.join("sub")));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

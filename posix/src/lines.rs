@@ -1,0 +1,151 @@
+//! Newline-delimited message framing for byte streams (stdio), over the
+//! core's [`LineDecoder`].
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+
+use smol::io::{AsyncRead, AsyncReadExt};
+
+pub use mcpx_core::frame::line::LineEvent;
+use mcpx_core::frame::line::LineDecoder;
+
+/// Reads `r` to its end, calling `f` for each line (empty lines are skipped)
+/// or over-long line (more than `max` bytes: dropped, reported with its
+/// length; reading goes on). A last line without `\n` is delivered too.
+///
+/// The decoder's storage is allocated zeroed, so the kernel commits its
+/// pages only as long lines actually use them.
+pub async fn read_lines<R: AsyncRead + Unpin>(
+    r: R,
+    max: usize,
+    mut f: impl FnMut(LineEvent<'_>),
+) -> io::Result<()> {
+    read_lines_paced(r, max, |ev| {
+        f(ev);
+        None
+    })
+    .await
+}
+
+/// Something to wait for before the next line is handled.
+pub type Pause = Pin<Box<dyn Future<Output = ()>>>;
+
+/// [`read_lines`] where `f` may return a [`Pause`]: the next line (even one
+/// already read) waits until it completes.
+pub async fn read_lines_paced<R: AsyncRead + Unpin>(
+    mut r: R,
+    max: usize,
+    mut f: impl FnMut(LineEvent<'_>) -> Option<Pause>,
+) -> io::Result<()> {
+    // Capacity counts a trailing `\r`.
+    let mut dec = LineDecoder::new(vec![0u8; max.saturating_add(2)]);
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match r.read(&mut chunk).await {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        feed_all(&mut dec, max, &chunk[..n], &mut f).await;
+    }
+    feed_all(&mut dec, max, b"\n", &mut f).await;
+    Ok(())
+}
+
+async fn feed_all(
+    dec: &mut LineDecoder<Vec<u8>>,
+    max: usize,
+    mut input: &[u8],
+    f: &mut impl FnMut(LineEvent<'_>) -> Option<Pause>,
+) {
+    while !input.is_empty() {
+        let n = dec.feed(input);
+        input = &input[n..];
+        loop {
+            let pause = match dec.next() {
+                None => break,
+                // The storage has room for a `\r` too, so a line of `max + 1`
+                // bytes can come through whole.
+                Some(LineEvent::Line(l)) if l.len() > max => f(LineEvent::TooLarge { len: l.len() }),
+                Some(ev) => f(ev),
+            };
+            if let Some(p) = pause {
+                p.await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(max: usize, chunks: &[&[u8]]) -> Vec<String> {
+        struct Chunks<'a>(Vec<&'a [u8]>);
+        impl AsyncRead for Chunks<'_> {
+            fn poll_read(
+                mut self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<io::Result<usize>> {
+                if self.0.is_empty() {
+                    return std::task::Poll::Ready(Ok(0));
+                }
+                let c = self.0.remove(0);
+                buf[..c.len()].copy_from_slice(c);
+                std::task::Poll::Ready(Ok(c.len()))
+            }
+        }
+        let mut out = Vec::new();
+        smol::block_on(read_lines(Chunks(chunks.to_vec()), max, |e| {
+            out.push(match e {
+                LineEvent::Line(l) => format!("L:{}", String::from_utf8_lossy(l)),
+                LineEvent::TooLarge { len } => format!("BIG:{len}"),
+            })
+        }))
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn splits_lines_across_reads() {
+        assert_eq!(run(100, &[b"ab", b"c\nd", b"e\r\n\nf"]), ["L:abc", "L:de", "L:f"]);
+        assert_eq!(run(100, &[b"x\n"]), ["L:x"]);
+        assert_eq!(run(100, &[]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn over_long_lines_are_reported_and_skipped() {
+        assert_eq!(run(3, &[b"abcd\nok\n"]), ["BIG:4", "L:ok"]);
+        assert_eq!(run(3, &[b"abcd", b"efg", b"h\nok\n"]), ["BIG:8", "L:ok"]);
+        assert_eq!(run(3, &[b"abcdef"]), ["BIG:6"]);
+        assert_eq!(run(3, &[b"abc\n"]), ["L:abc"]);
+        assert_eq!(run(3, &[b"abc\r\n"]), ["L:abc"]);
+    }
+
+    #[test]
+    fn a_pause_holds_the_next_line() {
+        use std::cell::RefCell;
+        use std::rc::Rc;
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let data: &[u8] = b"a\nb\nc\n";
+        let s2 = seen.clone();
+        smol::block_on(read_lines_paced(data, 10, move |ev| {
+            let LineEvent::Line(l) = ev else { return None };
+            s2.borrow_mut().push(String::from_utf8_lossy(l).into_owned());
+            if l == b"a" {
+                let s3 = s2.clone();
+                Some(Box::pin(async move {
+                    smol::Timer::after(std::time::Duration::from_millis(20)).await;
+                    s3.borrow_mut().push("paused".into());
+                }))
+            } else {
+                None
+            }
+        }))
+        .unwrap();
+        assert_eq!(*seen.borrow(), ["a", "paused", "b", "c"]);
+    }
+}

@@ -1,0 +1,594 @@
+//! `mcpx serve`: the hub on stdio, with its servers supervised.
+//!
+//! Everything runs on one thread, on a `smol::LocalExecutor`. The pure
+//! [`Hub`] is shared as `Rc<RefCell<_>>`; every input (a client line, a
+//! server line, a process start or exit, a timer) goes through
+//! [`Runtime::feed`], which reads the clock once, calls the hub, and routes
+//! everything `poll_output` returns before anyone else touches the hub.
+//! One timer task sleeps until `next_deadline()` and calls `tick`.
+//!
+//! Shutdown (end of stdin, a closed stdout, SIGINT/SIGTERM/SIGHUP): on end
+//! of stdin the requests already sent are answered first (bounded by the
+//! longest server timeout); then the hub is told the client is gone, stdout
+//! is flushed, and every server is stopped (stdin closed, SIGTERM, SIGKILL to
+//! its process group). A second signal kills the groups at once.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use mcpx_core::envelope::{Envelope, Kind};
+use smol::channel::{self, Receiver, Sender};
+use smol::future::FutureExt as _;
+use smol::stream::StreamExt as _;
+use smol::{LocalExecutor, Timer};
+
+use crate::cli::ServeArgs;
+use crate::config::{self, Config, Source};
+use crate::hub::{self, ClientId, Hub, HubOptions, Output, UpstreamId, UpstreamSpec};
+use crate::log::{self, Level};
+use crate::outbox::{Outbox, PushError};
+use crate::supervise::{self, Events, ProcessSpec, Upstream};
+
+/// Why the session is ending (or a step towards it).
+#[derive(Debug)]
+pub enum Stop {
+    /// End of stdin.
+    InputClosed,
+    InputError(String),
+    /// stdout is closed (after a `CloseClient`) or failed.
+    OutputClosed,
+    OutputError(String),
+    Signal(&'static str),
+}
+
+/// Client request ids tracked per client, so that at end of input mcpx can
+/// wait for their answers; past this many the oldest are not waited for.
+const MAX_TRACKED: usize = 4096;
+
+struct ClientConn {
+    out: Outbox,
+    /// Ids (raw JSON) of the client's requests not yet answered.
+    inflight: HashSet<Vec<u8>>,
+    /// Id of the client's `initialize` while it is unanswered.
+    init: Option<Vec<u8>>,
+    /// Signalled when that answer goes out.
+    init_answered: (Sender<()>, Receiver<()>),
+}
+
+/// The state shared by all tasks of `mcpx serve`.
+pub struct Runtime {
+    hub: RefCell<Hub>,
+    start: Instant,
+    upstreams: RefCell<Vec<Upstream>>,
+    names: Vec<String>,
+    clients: RefCell<BTreeMap<ClientId, ClientConn>>,
+    /// Wakes the timer task: the next deadline may have moved.
+    tick_wake: Sender<()>,
+    stop: Sender<Stop>,
+    closing: Cell<bool>,
+}
+
+impl Runtime {
+    pub fn new(hub: Hub, names: Vec<String>) -> (Rc<Runtime>, Receiver<()>, Receiver<Stop>) {
+        let (tick_wake, tick_rx) = channel::bounded(1);
+        let (stop, stop_rx) = channel::bounded(16);
+        let rt = Runtime {
+            hub: RefCell::new(hub),
+            start: Instant::now(),
+            upstreams: RefCell::new(Vec::new()),
+            names,
+            clients: RefCell::new(BTreeMap::new()),
+            tick_wake,
+            stop,
+            closing: Cell::new(false),
+        };
+        (Rc::new(rt), tick_rx, stop_rx)
+    }
+
+    /// The one clock: milliseconds since mcpx started (monotonic).
+    pub fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    fn instant_at(&self, ms: u64) -> Instant {
+        self.start + Duration::from_millis(ms)
+    }
+
+    /// Calls the hub with the current time, then routes all its outputs.
+    pub fn feed<T>(&self, f: impl FnOnce(&mut Hub, u64) -> T) -> T {
+        let now = self.now_ms();
+        let r = f(&mut self.hub.borrow_mut(), now);
+        self.drain();
+        r
+    }
+
+    fn drain(&self) {
+        loop {
+            let out = self.hub.borrow_mut().poll_output();
+            match out {
+                Some(o) => self.route(o),
+                None => break,
+            }
+        }
+        let _ = self.tick_wake.try_send(());
+    }
+
+    fn name(&self, u: UpstreamId) -> &str {
+        self.names.get(u).map_or("?", String::as_str)
+    }
+
+    fn route(&self, out: Output) {
+        match out {
+            Output::ToClient(c, msg) => {
+                let mut clients = self.clients.borrow_mut();
+                let Some(conn) = clients.get_mut(&c) else {
+                    debug!("message for client {c}, which is gone, dropped");
+                    return;
+                };
+                if !conn.inflight.is_empty() || conn.init.is_some() {
+                    if let Ok(env) = Envelope::parse(&msg) {
+                        if matches!(env.kind(), Kind::Result | Kind::Error) {
+                            if let Some(id) = env.id_bytes() {
+                                conn.inflight.remove(id);
+                                if conn.init.as_deref() == Some(id) {
+                                    conn.init = None;
+                                    let _ = conn.init_answered.0.try_send(());
+                                }
+                            }
+                        }
+                    }
+                }
+                match conn.out.push(msg) {
+                    Ok(()) => {}
+                    Err(PushError::Closed) if self.closing.get() => {}
+                    Err(e) => error!("message to the client dropped: {e}"),
+                }
+            }
+            Output::ToUpstream(u, msg) => {
+                let ups = self.upstreams.borrow();
+                let Some(up) = ups.get(u) else { return };
+                match up.send(msg) {
+                    Ok(()) => {}
+                    Err(PushError::Closed) => {
+                        debug!("server {}: not running; message to it dropped", self.name(u))
+                    }
+                    Err(e) => error!("server {}: message to it dropped: {e}", self.name(u)),
+                }
+            }
+            Output::RestartUpstream(u, why) => {
+                if self.closing.get() {
+                    return;
+                }
+                warn!("server {}: restarting it: {why}", self.name(u));
+                if let Some(up) = self.upstreams.borrow().get(u) {
+                    up.restart(why);
+                }
+            }
+            Output::CloseClient(c) => {
+                if let Some(conn) = self.clients.borrow().get(&c) {
+                    debug!("closing client {c}");
+                    conn.out.close();
+                }
+            }
+            Output::Log(level, msg) => {
+                let level = match level {
+                    hub::Level::Error => Level::Error,
+                    hub::Level::Warn => Level::Warn,
+                    hub::Level::Info => Level::Info,
+                    hub::Level::Debug => Level::Debug,
+                };
+                log::write(level, format_args!("{msg}"));
+            }
+        }
+    }
+
+    /// Registers a client whose messages go to `out`.
+    pub fn connect_client(&self, out: Outbox) -> ClientId {
+        let now = self.now_ms();
+        let c = self.hub.borrow_mut().client_connected(now);
+        let conn = ClientConn { out, inflight: HashSet::new(), init: None, init_answered: channel::bounded(1) };
+        self.clients.borrow_mut().insert(c, conn);
+        self.drain();
+        c
+    }
+
+    pub fn client_message(&self, c: ClientId, msg: &[u8]) {
+        if let Ok(env) = Envelope::parse(msg) {
+            if env.kind() == Kind::Request {
+                if let (Some(id), Some(conn)) = (env.id_bytes(), self.clients.borrow_mut().get_mut(&c)) {
+                    if conn.inflight.len() < MAX_TRACKED {
+                        conn.inflight.insert(id.to_vec());
+                    }
+                    if env.method_is("initialize") {
+                        conn.init = Some(id.to_vec());
+                    }
+                }
+            }
+        }
+        self.feed(|h, now| h.client_message(c, msg, now));
+    }
+
+    /// Whether the client's `initialize` is still unanswered. A stream
+    /// transport then holds the client's next messages: a conforming client
+    /// waits for that answer anyway, and one that pipelines (`printf ... |
+    /// mcpx serve`) gets its lists once the servers are up, not before.
+    pub fn initializing(&self, c: ClientId) -> bool {
+        !self.closing.get() && self.clients.borrow().get(&c).is_some_and(|conn| conn.init.is_some())
+    }
+
+    /// Completes once [`Runtime::initializing`] turns false, or after `limit`.
+    pub async fn initialized(&self, c: ClientId, limit: Duration) {
+        let Some(answered) = self.clients.borrow().get(&c).map(|conn| conn.init_answered.1.clone()) else {
+            return;
+        };
+        let deadline = Instant::now() + limit;
+        while self.initializing(c) {
+            let signalled = async {
+                let _ = answered.recv().await;
+                true
+            };
+            let timeout = async {
+                Timer::at(deadline).await;
+                false
+            };
+            if !signalled.or(timeout).await {
+                warn!("client {c}: no answer to its initialize within {} s; reading on", limit.as_secs());
+                return;
+            }
+        }
+    }
+
+    pub fn client_frame_too_large(&self, c: ClientId, len: usize) {
+        warn!("client sent a message of {len} bytes, over the limit; answered with an error");
+        self.feed(|h, _| h.client_frame_too_large(c, len));
+    }
+
+    pub fn client_disconnected(&self, c: ClientId) {
+        self.feed(|h, _| h.client_disconnected(c));
+        if let Some(conn) = self.clients.borrow_mut().remove(&c) {
+            conn.out.close();
+        }
+    }
+
+    fn inflight(&self, c: ClientId) -> usize {
+        self.clients.borrow().get(&c).map_or(0, |conn| conn.inflight.len())
+    }
+
+    /// Reports a step towards the end of the session to `serve`.
+    pub fn stop(&self, why: Stop) {
+        let _ = self.stop.try_send(why);
+    }
+}
+
+/// The supervisors report here.
+struct HubEvents(Rc<Runtime>);
+
+impl Events for HubEvents {
+    fn started(&self, id: UpstreamId) {
+        debug!("server {}: started", self.0.name(id));
+        self.0.feed(|h, now| h.upstream_started(id, now));
+    }
+    fn message(&self, id: UpstreamId, line: &[u8]) {
+        self.0.feed(|h, now| h.upstream_message(id, line, now));
+    }
+    fn garbage(&self, id: UpstreamId, what: &str) {
+        self.0.feed(|h, _| h.upstream_garbage(id, what));
+    }
+    fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str) {
+        if self.0.closing.get() {
+            // Stopped by us at shutdown: nothing left for the hub to do about it.
+            return;
+        }
+        self.0.feed(|h, now| h.upstream_exited(id, reason, stderr_tail, now));
+    }
+}
+
+/// Sleeps until the hub's next deadline (or until woken because it may have
+/// moved) and calls `tick`.
+async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
+    // A deadline that `tick` did not move must not turn into a busy loop.
+    let mut last_tick = None;
+    loop {
+        let deadline = rt.hub.borrow().next_deadline();
+        let fire = async {
+            match deadline {
+                Some(ms) => {
+                    let ms = match last_tick {
+                        Some(t) if ms <= t => t + 1,
+                        _ => ms,
+                    };
+                    Timer::at(rt.instant_at(ms)).await;
+                    true
+                }
+                None => smol::future::pending().await,
+            }
+        };
+        let woken = async {
+            if wake.recv().await.is_err() {
+                smol::future::pending::<()>().await;
+            }
+            false
+        };
+        if fire.or(woken).await {
+            last_tick = Some(rt.feed(|h, now| {
+                h.tick(now);
+                now
+            }));
+        }
+    }
+}
+
+/// Forwards SIGINT/SIGTERM/SIGHUP to the stop channel.
+async fn signal_task(rt: Rc<Runtime>) {
+    use async_signal::{Signal, Signals};
+    let mut signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
+        Ok(s) => s,
+        Err(e) => {
+            warn!("cannot watch for signals: {e}");
+            return;
+        }
+    };
+    while let Some(sig) = signals.next().await {
+        let name = match sig {
+            Ok(Signal::Int) => "SIGINT",
+            Ok(Signal::Term) => "SIGTERM",
+            Ok(Signal::Hup) => "SIGHUP",
+            _ => continue,
+        };
+        rt.stop(Stop::Signal(name));
+    }
+}
+
+/// The hub's view of the configuration.
+pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
+    let specs = cfg
+        .servers
+        .iter()
+        .map(|s| {
+            let mut u = UpstreamSpec::new(&s.name);
+            u.prefix = s.prefix.clone();
+            u.tools_allow = s.tools_allow.clone();
+            u.tools_deny = s.tools_deny.clone();
+            if let Some(t) = s.timeout_ms {
+                u.timeout_ms = t;
+            }
+            if let Some(r) = &s.revisions {
+                u.revisions = r.clone();
+            }
+            u
+        })
+        .collect();
+    let mut opts = HubOptions { separator: cfg.separator.clone(), ..HubOptions::default() };
+    if !cfg.roots.is_empty() {
+        let roots: Vec<serde_json::Value> = cfg
+            .roots
+            .iter()
+            .map(|r| match &r.name {
+                Some(n) => serde_json::json!({"uri": r.uri, "name": n}),
+                None => serde_json::json!({"uri": r.uri}),
+            })
+            .collect();
+        opts.roots = Some(serde_json::Value::Array(roots));
+    }
+    opts.cursor_key = {
+        use nanorand::Rng as _;
+        nanorand::WyRand::new().generate::<u64>()
+    };
+    (specs, opts)
+}
+
+/// Where in the config file the hub's objection points.
+fn hub_error_position(cfg: &Config, e: &hub::ConfigError) -> Option<String> {
+    let server = |name: &str| crate::jsonpos::Path::root().key("mcpServers").key(name);
+    let path = match e {
+        hub::ConfigError::PrefixCollision(_, b) => {
+            let p = server(b);
+            if cfg.servers.iter().any(|s| s.name == *b && s.prefix != s.name) {
+                p.key("prefix")
+            } else {
+                p
+            }
+        }
+        hub::ConfigError::UnknownRevision { server: name, revision } => {
+            let s = cfg.servers.iter().find(|s| s.name == *name)?;
+            let i = s.revisions.as_ref()?.iter().position(|r| r == revision)?;
+            server(name).key("revisions").idx(i)
+        }
+        hub::ConfigError::NoUsableRevision(name) => server(name).key("revisions"),
+        hub::ConfigError::BadSeparator(_) => crate::jsonpos::Path::root().key("separator"),
+        _ => return None,
+    };
+    cfg.position(&path)
+}
+
+/// `mcpx serve`. Returns the process exit code.
+pub fn main(args: ServeArgs) -> i32 {
+    // Level: --log-level, else MCPX_LOG, else the config's logLevel, else info.
+    let env_level = match std::env::var("MCPX_LOG") {
+        Ok(v) if !v.is_empty() => match Level::parse(&v) {
+            Some(l) => Some(l),
+            None => {
+                warn!("MCPX_LOG={v:?} is not a log level (error, warn, info or debug); ignored");
+                None
+            }
+        },
+        _ => None,
+    };
+    let fixed_level = args.log_level.or(env_level);
+    log::set_level(fixed_level.unwrap_or(Level::Info));
+
+    let cfg = match config::load(args.config.as_deref(), &config::process_env) {
+        Ok(c) => c,
+        Err(e) => {
+            for problem in &e.0 {
+                error!("{problem}");
+            }
+            return 1;
+        }
+    };
+    if let (None, Some(l)) = (fixed_level, cfg.log_level) {
+        log::set_level(l);
+    }
+    match &cfg.source {
+        Source::File(p) => info!("config loaded from {}", p.display()),
+        Source::BuiltIn => {
+            let looked: Vec<String> =
+                config::search_path(&config::process_env).iter().map(|p| p.display().to_string()).collect();
+            info!(
+                "no config file found (looked for {}); serving the built-in demo: two example servers",
+                looked.join(", ")
+            );
+        }
+    }
+    for w in &cfg.warnings {
+        warn!("{w}");
+    }
+    for d in &cfg.disabled {
+        info!("server {d}: disabled in the config");
+    }
+    if cfg.servers.is_empty() {
+        warn!("no servers to run: the hub will serve an empty catalog");
+    } else {
+        let names: Vec<&str> = cfg.servers.iter().map(|s| s.name.as_str()).collect();
+        info!("servers: {}", names.join(", "));
+    }
+
+    let (specs, opts) = hub_parts(&cfg);
+    let hub = match Hub::new(specs, opts) {
+        Ok(h) => h,
+        Err(e) => {
+            match hub_error_position(&cfg, &e) {
+                Some(at) => error!("{at}: {e}"),
+                None => error!("{}: {e}", cfg.source),
+            }
+            return 1;
+        }
+    };
+    let ex = Rc::new(LocalExecutor::new());
+    let stdin = smol::Unblock::new(std::io::stdin());
+    let stdout = smol::Unblock::new(std::io::stdout());
+    let run = serve(ex.clone(), hub, &cfg, stdin, stdout, supervise::Options::default());
+    smol::block_on(ex.run(run))
+}
+
+/// Runs the hub for one client on `input`/`output` until the session ends
+/// and every server is stopped. Returns the exit code.
+pub async fn serve<R, W>(
+    ex: Rc<LocalExecutor<'static>>,
+    hub: Hub,
+    cfg: &Config,
+    input: R,
+    output: W,
+    sup_opts: supervise::Options,
+) -> i32
+where
+    R: smol::io::AsyncRead + Unpin + 'static,
+    W: smol::io::AsyncWrite + Unpin + 'static,
+{
+    let names = cfg.servers.iter().map(|s| s.name.clone()).collect();
+    let (rt, tick_rx, stop_rx) = Runtime::new(hub, names);
+    let events: Rc<dyn Events> = Rc::new(HubEvents(rt.clone()));
+    // First, so that signals are ours before any child runs.
+    let _signals = ex.spawn(signal_task(rt.clone()));
+    smol::future::yield_now().await;
+
+    let mut tasks = Vec::new();
+    for (id, s) in cfg.servers.iter().enumerate() {
+        let spec = ProcessSpec {
+            name: s.name.clone(),
+            command: s.command.clone(),
+            args: s.args.clone(),
+            env: s.env.clone(),
+            cwd: s.cwd.clone(),
+        };
+        let (up, task) = supervise::spawn(&ex, id, spec, sup_opts.clone(), events.clone());
+        rt.upstreams.borrow_mut().push(up);
+        tasks.push(task);
+    }
+    let _timer = ex.spawn(timer_task(rt.clone(), tick_rx));
+    let client = crate::stdio::start(&ex, &rt, input, output);
+    let c = client.id;
+
+    // Longest a request can stay unanswered: the hub answers every forwarded
+    // request by its server's timeout.
+    let longest = cfg.servers.iter().map(|s| s.timeout_ms.unwrap_or(60_000)).max().unwrap_or(0);
+    let drain_limit = Duration::from_millis(longest.min(600_000) + 2_000);
+
+    let mut code = 0;
+    match stop_rx.recv().await {
+        Ok(Stop::InputClosed) => {
+            let n = rt.inflight(c);
+            if n > 0 {
+                info!("end of input; waiting for the answers to {n} request(s)");
+                let deadline = Instant::now() + drain_limit;
+                while rt.inflight(c) > 0 {
+                    if Instant::now() >= deadline {
+                        warn!("end of input: gave up waiting for {} answer(s)", rt.inflight(c));
+                        break;
+                    }
+                    let stop = async { stop_rx.recv().await.ok() };
+                    let poll = async {
+                        Timer::after(Duration::from_millis(20)).await;
+                        None
+                    };
+                    if let Some(s) = stop.or(poll).await {
+                        debug!("while draining: {s:?}");
+                        break;
+                    }
+                }
+            }
+            info!("end of input: shutting down");
+        }
+        Ok(Stop::Signal(s)) => info!("{s}: shutting down"),
+        Ok(Stop::OutputClosed) => info!("client connection closed: shutting down"),
+        Ok(Stop::InputError(e)) | Ok(Stop::OutputError(e)) => {
+            info!("{e}; shutting down");
+        }
+        Err(_) => code = 1,
+    }
+
+    rt.closing.set(true);
+    rt.client_disconnected(c);
+    // Flush what is queued for the client (bounded: it may not be reading).
+    let flush = async {
+        client.writer.await;
+        true
+    };
+    let limit = async {
+        Timer::after(Duration::from_secs(2)).await;
+        false
+    };
+    if !flush.or(limit).await {
+        debug!("stdout not drained within 2 s");
+    }
+    drop(client.reader);
+
+    let ups: Vec<Upstream> = rt.upstreams.borrow().clone();
+    for up in &ups {
+        up.shutdown();
+    }
+    let all_stopped = async {
+        for t in tasks {
+            t.await;
+        }
+    };
+    let second_signal = async {
+        loop {
+            match stop_rx.recv().await {
+                Ok(Stop::Signal(s)) => {
+                    warn!("{s} again: killing the servers' process groups now");
+                    for up in &ups {
+                        up.kill_now();
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => smol::future::pending::<()>().await,
+            }
+        }
+    };
+    all_stopped.or(second_signal).await;
+    info!("all servers stopped");
+    code
+}

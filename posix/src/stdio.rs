@@ -1,0 +1,85 @@
+//! The stdio downstream: one MCP client on mcpx's own stdin/stdout.
+//!
+//! stdin is read line by line (an over-long line is reported to the hub,
+//! which answers with an error; the session goes on; lines after an
+//! `initialize` wait for its answer); outputs are written to
+//! stdout one line each, in batches with one write and one flush, by a single
+//! writer task, so messages never interleave.
+//!
+//! The std handles are blocking; they are driven through `smol::Unblock`
+//! (a helper thread), which works whatever stdin is (pipe, file, terminal)
+//! and never flips the shared file descriptions to non-blocking mode under
+//! the parent's feet.
+
+use std::io;
+use std::rc::Rc;
+
+use std::time::Duration;
+
+use smol::io::{AsyncRead, AsyncWrite};
+use smol::{LocalExecutor, Task};
+
+use crate::hub::ClientId;
+use crate::lines::{read_lines_paced, LineEvent, Pause};
+use crate::outbox;
+use crate::serve::{Runtime, Stop};
+
+/// Longest message accepted from the client.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// A running stdio client connection.
+pub struct StdioClient {
+    pub id: ClientId,
+    pub reader: Task<()>,
+    pub writer: Task<()>,
+}
+
+/// Connects a client reading `input` and writing `output` (stdin/stdout in
+/// `mcpx serve`). Its end is reported through [`Stop`].
+pub fn start<R, W>(ex: &Rc<LocalExecutor<'static>>, rt: &Rc<Runtime>, input: R, output: W) -> StdioClient
+where
+    R: AsyncRead + Unpin + 'static,
+    W: AsyncWrite + Unpin + 'static,
+{
+    let (tx, rx) = outbox::outbox(outbox::DEFAULT_MAX_MSGS, outbox::DEFAULT_MAX_BYTES);
+    let id = rt.connect_client(tx);
+
+    let wrt = rt.clone();
+    let writer = ex.spawn(async move {
+        match rx.write_to(output).await {
+            Ok(()) => wrt.stop(Stop::OutputClosed),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                wrt.stop(Stop::OutputError("the client closed its end of stdout".into()))
+            }
+            Err(e) => wrt.stop(Stop::OutputError(format!("writing to stdout failed: {e}"))),
+        }
+    });
+
+    let rrt = rt.clone();
+    let reader = ex.spawn(async move {
+        let r = read_lines_paced(input, MAX_LINE, |ev| {
+            match ev {
+                LineEvent::Line(line) => rrt.client_message(id, line),
+                LineEvent::TooLarge { len } => rrt.client_frame_too_large(id, len),
+            }
+            rrt.initializing(id).then(|| wait_initialized(rrt.clone(), id))
+        })
+        .await;
+        match r {
+            Ok(()) => rrt.stop(Stop::InputClosed),
+            Err(e) => rrt.stop(Stop::InputError(format!("reading stdin failed: {e}"))),
+        }
+    });
+
+    StdioClient { id, reader, writer }
+}
+
+/// Longest the next client message is held while `initialize` is
+/// unanswered (the hub answers it within its startup wait).
+const INIT_HOLD: Duration = Duration::from_secs(30);
+
+/// Completes once the client's `initialize` is answered (or after
+/// [`INIT_HOLD`]).
+fn wait_initialized(rt: Rc<Runtime>, id: ClientId) -> Pause {
+    Box::pin(async move { rt.initialized(id, INIT_HOLD).await })
+}

@@ -1,0 +1,857 @@
+//! Supervision of one configured MCP server: a child process speaking
+//! newline-delimited JSON on its stdin/stdout.
+//!
+//! Each server gets one task that spawns the child in its own process group,
+//! pumps its stdout into [`Events`], keeps the last bytes of its stderr,
+//! restarts it with capped exponential backoff when it dies, and stops it in
+//! the order the MCP stdio transport asks for: close stdin, wait, SIGTERM to
+//! the process group, wait, SIGKILL to the group. Killing the group (not just
+//! the child) also ends grandchildren such as the node process behind `npx`.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::process::{ExitStatus, Stdio};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use smol::channel::{self, Receiver, Sender};
+use smol::future::FutureExt as _;
+use smol::io::AsyncReadExt;
+use smol::{LocalExecutor, Task, Timer};
+
+use crate::lines::{read_lines, LineEvent};
+use crate::outbox::{self, Outbox, PushError};
+
+pub type UpstreamId = usize;
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessSpec {
+    /// The server's name, for logs.
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    /// Set over the inherited environment.
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+/// Timings and limits.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How long to wait after closing stdin, and again after SIGTERM.
+    pub grace: Duration,
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    /// A child that stayed up this long restarts after `backoff_min` again.
+    pub stable_after: Duration,
+    /// Bytes of stderr kept for the exit report.
+    pub stderr_tail: usize,
+    /// Longest message line accepted from the child.
+    pub max_line: usize,
+    pub queue_msgs: usize,
+    pub queue_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            grace: Duration::from_secs(2),
+            backoff_min: Duration::from_millis(250),
+            backoff_max: Duration::from_secs(30),
+            stable_after: Duration::from_secs(10),
+            stderr_tail: 8 * 1024,
+            max_line: 16 << 20,
+            queue_msgs: outbox::DEFAULT_MAX_MSGS,
+            queue_bytes: outbox::DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+/// What the supervisor reports, in order, for each child: `started`, then
+/// `message`s and `garbage`, then `exited` (also after a failed spawn, with
+/// no `started` before it).
+pub trait Events {
+    fn started(&self, id: UpstreamId);
+    fn message(&self, id: UpstreamId, line: &[u8]);
+    /// Output on stdout that is not a message (a banner, an over-long line).
+    fn garbage(&self, id: UpstreamId, what: &str);
+    fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str);
+}
+
+enum Ctl {
+    Restart(String),
+    Shutdown,
+}
+
+struct Shared {
+    stdin: RefCell<Option<Outbox>>,
+    ctl: Sender<Ctl>,
+    /// Process group of the running child, 0 when none.
+    pgid: std::cell::Cell<i32>,
+}
+
+/// Handle to one supervised server.
+#[derive(Clone)]
+pub struct Upstream {
+    sh: Rc<Shared>,
+}
+
+impl Upstream {
+    /// Queues one message for the child's stdin.
+    pub fn send(&self, msg: Vec<u8>) -> Result<(), PushError> {
+        match &*self.sh.stdin.borrow() {
+            Some(o) => o.push(msg),
+            None => Err(PushError::Closed),
+        }
+    }
+
+    /// Stops the child (gently, as at shutdown) and starts it again at once.
+    pub fn restart(&self, reason: &str) {
+        let _ = self.sh.ctl.try_send(Ctl::Restart(reason.to_string()));
+    }
+
+    /// Asks the supervisor to stop the child for good; the task returned by
+    /// [`spawn`] ends when it has.
+    pub fn shutdown(&self) {
+        let _ = self.sh.ctl.try_send(Ctl::Shutdown);
+    }
+
+    /// SIGKILL to the child's process group now (a second Ctrl-C).
+    pub fn kill_now(&self) {
+        signal_group(self.sh.pgid.get(), libc::SIGKILL);
+    }
+}
+
+/// Starts supervising `spec` as upstream `id`. The returned task ends after
+/// [`Upstream::shutdown`] once the process group is gone.
+pub fn spawn(
+    ex: &Rc<LocalExecutor<'static>>,
+    id: UpstreamId,
+    spec: ProcessSpec,
+    opts: Options,
+    events: Rc<dyn Events>,
+) -> (Upstream, Task<()>) {
+    let (ctl_tx, ctl_rx) = channel::bounded(8);
+    let sh = Rc::new(Shared {
+        stdin: RefCell::new(None),
+        ctl: ctl_tx,
+        pgid: std::cell::Cell::new(0),
+    });
+    let sup = Supervisor { id, spec, opts, events, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
+    let task = ex.spawn(sup.run());
+    (Upstream { sh }, task)
+}
+
+struct Supervisor {
+    id: UpstreamId,
+    spec: ProcessSpec,
+    opts: Options,
+    events: Rc<dyn Events>,
+    ex: Rc<LocalExecutor<'static>>,
+    sh: Rc<Shared>,
+    ctl: Receiver<Ctl>,
+}
+
+enum Wake {
+    Exited(io::Result<ExitStatus>),
+    StdoutClosed,
+    Told(Ctl),
+}
+
+enum Outcome {
+    /// The child died on its own (or never started).
+    Died,
+    Restart,
+    Shutdown,
+}
+
+type StatusFuture = Pin<Box<dyn Future<Output = io::Result<ExitStatus>>>>;
+
+impl Supervisor {
+    async fn run(self) {
+        let name = &self.spec.name;
+        let mut backoff = self.opts.backoff_min;
+        loop {
+            let t0 = Instant::now();
+            let outcome = match self.spawn_child() {
+                Ok(child) => self.run_child(child).await,
+                Err(e) => {
+                    let reason = spawn_error(&self.spec, &e);
+                    // The hub logs the exit it is told about (with the reason).
+                    debug!("server {name}: {reason}");
+                    self.events.exited(self.id, &reason, "");
+                    Outcome::Died
+                }
+            };
+            match outcome {
+                Outcome::Shutdown => return,
+                Outcome::Restart => {
+                    backoff = self.opts.backoff_min;
+                    continue;
+                }
+                Outcome::Died => {}
+            }
+            if t0.elapsed() >= self.opts.stable_after {
+                backoff = self.opts.backoff_min;
+            }
+            info!("server {name}: restarting in {}", show_duration(backoff));
+            let ctl = async { Some(self.ctl.recv().await) };
+            let timer = async {
+                Timer::after(backoff).await;
+                None
+            };
+            match ctl.or(timer).await {
+                None => {}
+                Some(Ok(Ctl::Restart(_))) => {
+                    backoff = self.opts.backoff_min;
+                    continue;
+                }
+                Some(Ok(Ctl::Shutdown)) | Some(Err(_)) => return,
+            }
+            backoff = (backoff * 2).min(self.opts.backoff_max);
+        }
+    }
+
+    fn spawn_child(&self) -> io::Result<smol::process::Child> {
+        let spec = &self.spec;
+        if let Some(cwd) = &spec.cwd {
+            if !cwd.is_dir() {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("working directory {} does not exist", cwd.display()),
+                ));
+            }
+        }
+        let mut cmd = std::process::Command::new(&spec.command);
+        cmd.args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            // Its own process group, so that stopping it reaches its children
+            // too, and so that a Ctrl-C in mcpx's terminal does not hit it
+            // before mcpx has closed its stdin.
+            .process_group(0);
+        if let Some(cwd) = &spec.cwd {
+            cmd.current_dir(cwd);
+        }
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            // If mcpx dies without cleaning up (SIGKILL), the child gets a SIGTERM.
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0);
+                Ok(())
+            });
+        }
+        // (async-process's own stdio flags override the std ones.)
+        smol::process::Command::from(cmd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+    }
+
+    async fn run_child(&self, mut child: smol::process::Child) -> Outcome {
+        let name = &self.spec.name;
+        let id = self.id;
+        let pgid = child.id() as i32;
+        self.sh.pgid.set(pgid);
+        let t0 = Instant::now();
+        debug!("server {name}: started `{}` (pid {pgid})", self.spec.command);
+
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let mut status: StatusFuture = Box::pin(child.status());
+
+        let (outbox, rx) = outbox::outbox(self.opts.queue_msgs, self.opts.queue_bytes);
+        *self.sh.stdin.borrow_mut() = Some(outbox.clone());
+        self.events.started(id);
+
+        let writer_name = name.clone();
+        let mut writer = Some(self.ex.spawn(async move {
+            if let Err(e) = rx.write_to(stdin).await {
+                debug!("server {writer_name}: writing to its stdin failed: {e}");
+            }
+        }));
+
+        let events = self.events.clone();
+        let max_line = self.opts.max_line;
+        let (eof_tx, eof_rx) = channel::bounded::<()>(1);
+        let mut reader = Some(self.ex.spawn(async move {
+            let r = read_lines(stdout, max_line, |ev| match ev {
+                LineEvent::Line(line) => {
+                    let t = trim_ascii(line);
+                    if t.is_empty() {
+                    } else if t[0] == b'{' || t[0] == b'[' {
+                        events.message(id, t);
+                    } else {
+                        events.garbage(id, &format!("non-JSON line on stdout: {}", preview(t, 200)));
+                    }
+                }
+                LineEvent::TooLarge { len } => events.garbage(
+                    id,
+                    &format!("message of {len} bytes on stdout is over the {max_line}-byte limit; dropped"),
+                ),
+            })
+            .await;
+            let _ = eof_tx.try_send(());
+            r.err()
+        }));
+
+        let tail = Rc::new(RefCell::new(Tail::new(self.opts.stderr_tail)));
+        let tail_w = tail.clone();
+        let err_name = name.clone();
+        let mut stderr_task = Some(self.ex.spawn(async move {
+            let mut chunk = vec![0u8; 4096];
+            let mut line = Vec::new();
+            loop {
+                let n = match stderr.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                tail_w.borrow_mut().push(&chunk[..n]);
+                for &b in &chunk[..n] {
+                    if b == b'\n' || line.len() >= 4096 {
+                        debug!("[{err_name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
+                        line.clear();
+                        if b == b'\n' {
+                            continue;
+                        }
+                    }
+                    line.push(b);
+                }
+            }
+            if !line.is_empty() {
+                debug!("[{err_name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
+            }
+        }));
+
+        // Run until the child exits, closes its stdout, or we are told to stop it.
+        let exited = async { Wake::Exited((&mut status).await) };
+        let stdout_closed = async {
+            let _ = eof_rx.recv().await;
+            Wake::StdoutClosed
+        };
+        let told = async {
+            match self.ctl.recv().await {
+                Ok(c) => Wake::Told(c),
+                Err(_) => Wake::Told(Ctl::Shutdown),
+            }
+        };
+        let (exit, outcome, reason) = match exited.or(told).or(stdout_closed).await {
+            Wake::Exited(st) => {
+                // Died on its own: deliver what it wrote before going on.
+                outbox.close();
+                *self.sh.stdin.borrow_mut() = None;
+                join_for(Duration::from_millis(500), &mut reader).await;
+                (st, Outcome::Died, None)
+            }
+            Wake::StdoutClosed => {
+                // It cannot answer any more. Usually it is exiting; if not,
+                // it gets the stop sequence.
+                outbox.close();
+                *self.sh.stdin.borrow_mut() = None;
+                let st = match timeout(Duration::from_millis(100), &mut status).await {
+                    Some(st) => st,
+                    None => {
+                        debug!("server {name}: closed its stdout but is still running; stopping it");
+                        join_for(Duration::from_millis(200), &mut writer).await;
+                        writer = None;
+                        stop_leader(pgid, &mut status, self.opts.grace, name).await
+                    }
+                };
+                (st, Outcome::Died, None)
+            }
+            Wake::Told(ctl) => {
+                let (outcome, why) = match ctl {
+                    Ctl::Restart(r) => (Outcome::Restart, format!("restarted: {r}")),
+                    Ctl::Shutdown => (Outcome::Shutdown, "stopped".to_string()),
+                };
+                debug!("server {name}: stopping ({why})");
+                // 1. Close its stdin (after what is queued, if it reads it).
+                outbox.close();
+                *self.sh.stdin.borrow_mut() = None;
+                join_for(Duration::from_millis(200), &mut writer).await;
+                // Cancelling the writer drops its end of the pipe.
+                writer = None;
+                // 2. and 3. SIGTERM, then SIGKILL, to the group.
+                let st = stop_leader(pgid, &mut status, self.opts.grace, name).await;
+                (st, outcome, Some(why))
+            }
+        };
+        // Whatever is left of the group (grandchildren) goes too.
+        kill_group(pgid, self.opts.grace, name).await;
+        self.sh.pgid.set(0);
+        join_for(Duration::from_millis(500), &mut reader).await;
+        join_for(Duration::from_millis(200), &mut stderr_task).await;
+        drop((reader, stderr_task, writer));
+
+        let status_text = match &exit {
+            Ok(st) => describe_status(*st),
+            Err(e) => format!("could not be waited for: {e}"),
+        };
+        let tail = tail.borrow().text();
+        match (&outcome, reason) {
+            (Outcome::Died, _) => {
+                let up = show_duration(t0.elapsed());
+                // The hub logs the exit with the stderr tail; this adds the uptime.
+                debug!("server {name}: {status_text} after {up}");
+                self.events.exited(id, &status_text, &tail);
+            }
+            (_, reason) => {
+                let reason = reason.unwrap_or_default();
+                debug!("server {name}: {reason}; {status_text}");
+                self.events.exited(id, &format!("{reason} ({status_text})"), &tail);
+            }
+        }
+        outcome
+    }
+}
+
+/// Waits for the group leader after its stdin was closed; SIGTERM, then
+/// SIGKILL the group when it takes longer than `grace`.
+async fn stop_leader(pgid: i32, status: &mut StatusFuture, grace: Duration, name: &str) -> io::Result<ExitStatus> {
+    if let Some(st) = timeout(grace, &mut *status).await {
+        return st;
+    }
+    debug!("server {name}: still running {} after its stdin was closed; sending SIGTERM", show_duration(grace));
+    signal_group(pgid, libc::SIGTERM);
+    if let Some(st) = timeout(grace, &mut *status).await {
+        return st;
+    }
+    warn!("server {name}: ignored SIGTERM for {}; sending SIGKILL", show_duration(grace));
+    signal_group(pgid, libc::SIGKILL);
+    match timeout(Duration::from_secs(5), &mut *status).await {
+        Some(st) => st,
+        None => Err(io::Error::new(io::ErrorKind::TimedOut, "process did not die after SIGKILL")),
+    }
+}
+
+/// Ends what is left of a process group whose leader has exited.
+async fn kill_group(pgid: i32, grace: Duration, name: &str) {
+    if !group_alive(pgid) {
+        return;
+    }
+    debug!("server {name}: process group {pgid} still has processes; sending SIGTERM");
+    signal_group(pgid, libc::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        Timer::after(Duration::from_millis(20)).await;
+        if !group_alive(pgid) {
+            return;
+        }
+    }
+    warn!("server {name}: processes of group {pgid} ignored SIGTERM; sending SIGKILL");
+    signal_group(pgid, libc::SIGKILL);
+}
+
+fn signal_group(pgid: i32, sig: libc::c_int) {
+    if pgid > 1 {
+        // SAFETY: kill has no memory-safety preconditions. A negative pid
+        // names the process group; pgid > 1 never names "every process".
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
+fn group_alive(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: as above; signal 0 only checks for existence.
+    let r = unsafe { libc::kill(-pgid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Waits up to `d` for a task to finish; a finished task is taken out.
+async fn join_for<T>(d: Duration, task: &mut Option<Task<T>>) {
+    if let Some(t) = task {
+        if timeout(d, t).await.is_some() {
+            *task = None;
+        }
+    }
+}
+
+async fn timeout<F: Future + Unpin>(d: Duration, f: F) -> Option<F::Output> {
+    let f = async { Some(f.await) };
+    let t = async {
+        Timer::after(d).await;
+        None
+    };
+    f.or(t).await
+}
+
+fn spawn_error(spec: &ProcessSpec, e: &io::Error) -> String {
+    let cmd = &spec.command;
+    match e.kind() {
+        io::ErrorKind::NotFound if e.get_ref().is_some() => format!("cannot start `{cmd}`: {e}"),
+        io::ErrorKind::NotFound => format!("cannot start `{cmd}`: command not found (is it installed and on PATH?)"),
+        io::ErrorKind::PermissionDenied => format!("cannot start `{cmd}`: permission denied (is it executable?)"),
+        _ => format!("cannot start `{cmd}`: {e}"),
+    }
+}
+
+pub fn describe_status(st: ExitStatus) -> String {
+    if let Some(code) = st.code() {
+        format!("exited with status {code}")
+    } else if let Some(sig) = st.signal() {
+        let name = match sig {
+            libc::SIGHUP => " (SIGHUP)",
+            libc::SIGINT => " (SIGINT)",
+            libc::SIGKILL => " (SIGKILL)",
+            libc::SIGSEGV => " (SIGSEGV)",
+            libc::SIGABRT => " (SIGABRT)",
+            libc::SIGPIPE => " (SIGPIPE)",
+            libc::SIGTERM => " (SIGTERM)",
+            _ => "",
+        };
+        format!("killed by signal {sig}{name}")
+    } else {
+        format!("ended: {st}")
+    }
+}
+
+fn show_duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn trim_ascii(b: &[u8]) -> &[u8] {
+    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
+    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+fn preview(b: &[u8], max: usize) -> String {
+    let s = String::from_utf8_lossy(&b[..b.len().min(max)]).into_owned();
+    if b.len() > max {
+        format!("{s}… ({} bytes)", b.len())
+    } else {
+        s
+    }
+}
+
+/// The last bytes of a stream.
+struct Tail {
+    buf: VecDeque<u8>,
+    cap: usize,
+    dropped: bool,
+}
+
+impl Tail {
+    fn new(cap: usize) -> Tail {
+        Tail { buf: VecDeque::with_capacity(cap.min(1024)), cap, dropped: false }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        let data = if data.len() > self.cap {
+            self.dropped = true;
+            &data[data.len() - self.cap..]
+        } else {
+            data
+        };
+        let over = (self.buf.len() + data.len()).saturating_sub(self.cap);
+        if over > 0 {
+            self.dropped = true;
+            self.buf.drain(..over);
+        }
+        self.buf.extend(data);
+    }
+
+    /// As text, starting at a line boundary when the start was cut.
+    fn text(&self) -> String {
+        let bytes: Vec<u8> = self.buf.iter().copied().collect();
+        let mut s = &bytes[..];
+        if self.dropped {
+            if let Some(i) = s.iter().position(|&b| b == b'\n') {
+                s = &s[i + 1..];
+            }
+        }
+        String::from_utf8_lossy(s).trim_end().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    #[test]
+    fn tail_keeps_last_bytes_from_a_line_start() {
+        let mut t = Tail::new(10);
+        t.push(b"abc\n");
+        assert_eq!(t.text(), "abc");
+        t.push(b"defgh\nij\n");
+        assert_eq!(t.text(), "defgh\nij");
+        let mut t = Tail::new(4);
+        t.push(b"0123456789");
+        assert_eq!(t.text(), "6789");
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(describe_status(ExitStatus::from_raw(3 << 8)), "exited with status 3");
+        assert_eq!(describe_status(ExitStatus::from_raw(9)), "killed by signal 9 (SIGKILL)");
+    }
+
+    #[derive(Default)]
+    struct Log(RefCell<Vec<String>>);
+    impl Events for Log {
+        fn started(&self, _: UpstreamId) {
+            self.0.borrow_mut().push("started".into());
+        }
+        fn message(&self, _: UpstreamId, line: &[u8]) {
+            self.0.borrow_mut().push(format!("msg {}", String::from_utf8_lossy(line)));
+        }
+        fn garbage(&self, _: UpstreamId, what: &str) {
+            self.0.borrow_mut().push(format!("garbage {what}"));
+        }
+        fn exited(&self, _: UpstreamId, reason: &str, tail: &str) {
+            self.0.borrow_mut().push(format!("exited {reason} | {tail}"));
+        }
+    }
+    impl Log {
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.0.borrow_mut())
+        }
+        fn count(&self, prefix: &str) -> usize {
+            self.0.borrow().iter().filter(|e| e.starts_with(prefix)).count()
+        }
+    }
+
+    fn sh(name: &str, script: &str) -> ProcessSpec {
+        ProcessSpec {
+            name: name.into(),
+            command: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+        }
+    }
+
+    fn fast() -> Options {
+        Options {
+            grace: Duration::from_millis(300),
+            backoff_min: Duration::from_millis(50),
+            backoff_max: Duration::from_millis(200),
+            stable_after: Duration::from_secs(10),
+            ..Options::default()
+        }
+    }
+
+    /// Runs `body` on a fresh local executor, failing after `limit`.
+    fn run<F: Future<Output = ()>>(limit: Duration, body: impl FnOnce(Rc<LocalExecutor<'static>>) -> F) {
+        let ex = Rc::new(LocalExecutor::new());
+        let fut = body(ex.clone());
+        let guard = async {
+            Timer::after(limit).await;
+            panic!("test took longer than {limit:?}");
+        };
+        smol::block_on(ex.run(fut.or(guard)));
+    }
+
+    async fn until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if cond() {
+                return true;
+            }
+            Timer::after(Duration::from_millis(10)).await;
+        }
+        cond()
+    }
+
+    fn pid_alive(pid: i32) -> bool {
+        // A zombie (dead, not yet reaped by whoever inherited it) counts as dead.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s) => !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')),
+            Err(_) => unsafe { libc::kill(pid, 0) == 0 },
+        }
+    }
+
+    // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence, stdio-client-stderr-not-error
+    #[test]
+    fn echoes_messages_and_reports_garbage_and_env() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let mut spec = sh("echo", "echo \"{\\\"v\\\":\\\"$V\\\"}\"; echo banner; echo err >&2; cat");
+            spec.env = vec![("V".into(), "x1".into())];
+            let (up, task) = spawn(&ex, 0, spec, fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("garbage") == 1).await);
+            up.send(b"{\"id\":1}".to_vec()).unwrap();
+            up.send(b"[1]".to_vec()).unwrap();
+            assert!(until(Duration::from_secs(5), || log.count("msg") == 3).await);
+            up.shutdown();
+            task.await;
+            assert_eq!(
+                log.take(),
+                [
+                    "started",
+                    "msg {\"v\":\"x1\"}",
+                    "garbage non-JSON line on stdout: banner",
+                    "msg {\"id\":1}",
+                    "msg [1]",
+                    "exited stopped (exited with status 0) | err",
+                ]
+            );
+            assert_eq!(up.send(b"{}".to_vec()), Err(PushError::Closed));
+        });
+    }
+
+    // covers: stdio-client-restart-crashed-server, stdio-client-may-capture-stderr
+    #[test]
+    fn restarts_a_crashing_child_with_backoff_and_its_stderr_tail() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let t0 = Instant::now();
+            let (up, task) = spawn(&ex, 3, sh("crash", "echo boom >&2; exit 3"), fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("exited") >= 4).await);
+            // 50 + 100 + 200 ms of backoff at least.
+            assert!(t0.elapsed() >= Duration::from_millis(350), "{:?}", t0.elapsed());
+            up.shutdown();
+            task.await;
+            let events = log.take();
+            assert_eq!(events[0], "started");
+            assert_eq!(events[1], "exited exited with status 3 | boom");
+        });
+    }
+
+    #[test]
+    fn spawn_failure_is_retried_without_a_start() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let spec = ProcessSpec {
+                name: "missing".into(),
+                command: "/nonexistent/mcp-server".into(),
+                args: vec![],
+                env: vec![],
+                cwd: None,
+            };
+            let (up, task) = spawn(&ex, 0, spec, fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("exited") >= 2).await);
+            up.shutdown();
+            task.await;
+            let events = log.take();
+            assert_eq!(
+                events[0],
+                "exited cannot start `/nonexistent/mcp-server`: command not found (is it installed and on PATH?) | "
+            );
+            assert_eq!(log.count("started"), 0);
+
+            let mut spec = sh("badcwd", "cat");
+            spec.cwd = Some("/nonexistent/dir".into());
+            let (up, task) = spawn(&ex, 0, spec, fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
+            up.shutdown();
+            task.await;
+            assert_eq!(
+                log.take()[0],
+                "exited cannot start `sh`: working directory /nonexistent/dir does not exist | "
+            );
+        });
+    }
+
+    // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence
+    #[test]
+    fn stop_sequence_escalates_to_sigkill_and_kills_grandchildren() {
+        run(Duration::from_secs(15), |ex| async move {
+            let log = Rc::new(Log::default());
+            // Ignores stdin EOF and SIGTERM; its grandchild does too.
+            let script = "trap '' TERM; (trap '' TERM; while :; do sleep 1; done) & \
+                          echo \"{\\\"grandchild\\\":$!}\"; while :; do sleep 1; done";
+            let (up, task) = spawn(&ex, 0, sh("stubborn", script), fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("msg") == 1).await);
+            let first = log.take()[1].clone();
+            let pid: i32 = first
+                .trim_start_matches("msg {\"grandchild\":")
+                .trim_end_matches('}')
+                .parse()
+                .unwrap();
+            assert!(pid_alive(pid));
+            let t0 = Instant::now();
+            up.shutdown();
+            task.await;
+            // grace after stdin close + grace after SIGTERM, then SIGKILL.
+            assert!(t0.elapsed() >= Duration::from_millis(600), "{:?}", t0.elapsed());
+            assert_eq!(log.take(), ["exited stopped (killed by signal 9 (SIGKILL)) | "]);
+            assert!(until(Duration::from_secs(2), || !pid_alive(pid)).await, "grandchild {pid} survived");
+        });
+    }
+
+    // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence
+    #[test]
+    fn sigterm_stops_a_child_that_ignores_stdin_eof() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let (up, task) = spawn(&ex, 0, sh("deaf", "exec sleep 60"), fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+            up.shutdown();
+            task.await;
+            assert_eq!(log.take(), ["started", "exited stopped (killed by signal 15 (SIGTERM)) | "]);
+        });
+    }
+
+    #[test]
+    fn grandchild_left_behind_by_a_crash_is_killed() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let script = "sleep 60 & echo \"{\\\"grandchild\\\":$!}\"; exit 1";
+            let (up, task) = spawn(&ex, 0, sh("leaky", script), fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
+            up.shutdown();
+            task.await;
+            let events = log.take();
+            let pid: i32 = events[1]
+                .trim_start_matches("msg {\"grandchild\":")
+                .trim_end_matches('}')
+                .parse()
+                .unwrap();
+            assert!(until(Duration::from_secs(2), || !pid_alive(pid)).await, "grandchild {pid} survived");
+        });
+    }
+
+    #[test]
+    fn restart_request_restarts_at_once() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let (up, task) = spawn(&ex, 0, sh("cat", "cat"), fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+            up.restart("timed out");
+            assert!(until(Duration::from_secs(5), || log.count("started") == 2).await);
+            up.shutdown();
+            task.await;
+            assert_eq!(
+                log.take(),
+                [
+                    "started",
+                    "exited restarted: timed out (exited with status 0) | ",
+                    "started",
+                    "exited stopped (exited with status 0) | ",
+                ]
+            );
+        });
+    }
+
+    // covers: stdio-server-may-close-stdout, lifecycle-stdio-server-may-exit
+    #[test]
+    fn a_child_that_closes_its_stdout_is_stopped_and_restarted() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let (up, task) = spawn(&ex, 0, sh("mute", "exec 1>&-; exec sleep 60"), fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("started") == 2).await);
+            up.shutdown();
+            task.await;
+            let events = log.take();
+            assert_eq!(events[..3], ["started", "exited killed by signal 15 (SIGTERM) | ", "started"]);
+        });
+    }
+}
