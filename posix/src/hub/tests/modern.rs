@@ -813,3 +813,71 @@ fn lists_of_modern_upstreams_without_change_notices_are_read_again_after_their_t
     assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
     assert_eq!(p.names(c), ["m__a", "m__b"]);
 }
+
+/// Every message a modern client gets in a whole session, with legacy and
+/// modern upstreams behind the hub, validated against the 2026-07-28 schema
+/// (result by the request's method).
+#[test]
+fn everything_a_modern_client_gets_fits_the_2026_schema() {
+    let mut legacy = Fake::tools(&["ask"]);
+    legacy.caps = json!({ "tools": { "listChanged": true }, "prompts": {}, "resources": { "subscribe": true }, "logging": {}, "completions": {} });
+    legacy.prompts = vec![json!({ "name": "greet", "arguments": [{ "name": "who", "title": "Who" }] })];
+    legacy.resources = vec![json!({ "uri": "file:///a.txt", "name": "a", "annotations": { "lastModified": "2025-01-01T00:00:00Z" } })];
+    legacy.templates = vec![json!({ "uriTemplate": "file:///{p}", "name": "files" })];
+    legacy.tools[0]["execution"] = json!({ "taskSupport": "optional" });
+    let mut p = Pair::with(vec![("fs", legacy), ("m", Fake::modern(&["x"]))], HubOptions::default());
+    let c = p.connect();
+    let caps = full_caps();
+    let mut sent: Vec<(Value, &str)> = Vec::new();
+    let mut ask = |p: &mut Pair, id: Value, method: &'static str, params: Value| {
+        p.msend(c, id.clone(), method, params, &caps);
+        sent.push((id, method));
+    };
+    ask(&mut p, json!(1), "server/discover", json!({}));
+    for (i, m) in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"].into_iter().enumerate() {
+        ask(&mut p, json!(10 + i), m, json!({}));
+    }
+    ask(&mut p, json!(20), "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true, "resourceSubscriptions": ["file:///a.txt"] } }));
+    let _ = p.up.get_mut(&0).map(VecDeque::clear);
+    // A call that needs input, a plain call, a read, a prompt, a completion, an error.
+    ask(&mut p, json!(30), "tools/call", json!({ "name": "fs__ask", "arguments": {} }));
+    let call = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": call["id"], "progress": 1, "total": 2, "message": "half" } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e", "method": "elicitation/create", "params": { "message": "?", "requestedSchema": { "type": "object", "properties": {} } } }));
+    ask(&mut p, json!(31), "tools/call", json!({ "name": "m__x", "arguments": {} }));
+    let mcall = p.take_up(1);
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "id": mcall["id"], "result": { "resultType": "complete", "content": [{ "type": "audio", "data": "AA==", "mimeType": "audio/wav" }], "structuredContent": { "a": 1 } } }));
+    ask(&mut p, json!(32), "resources/read", json!({ "uri": "file:///a.txt" }));
+    let read = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": read["id"], "result": { "contents": [{ "uri": "file:///a.txt", "text": "hi", "_meta": { "k": 1 } }] } }));
+    ask(&mut p, json!(33), "prompts/get", json!({ "name": "fs__greet", "arguments": { "who": "x" } }));
+    let get = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": get["id"], "result": { "messages": [{ "role": "user", "content": { "type": "text", "text": "hi" } }] } }));
+    ask(&mut p, json!(34), "completion/complete", json!({ "ref": { "type": "ref/prompt", "name": "fs__greet" }, "argument": { "name": "who", "value": "a" } }));
+    let comp = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": comp["id"], "result": { "completion": { "values": ["ab"] } } }));
+    ask(&mut p, json!(35), "tools/call", json!({ "name": "nope", "arguments": {} }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": "file:///a.txt" } }));
+    p.hub.shutdown();
+    p.pump();
+    let by_id: std::collections::HashMap<String, &str> = sent.iter().map(|(id, m)| (id.to_string(), *m)).collect();
+    let mut n = 0;
+    while let Some(v) = p.cl.get_mut(&c).and_then(VecDeque::pop_front).map(|x| x.0) {
+        n += 1;
+        let def = match v.get("id").map(|i| by_id.get(&i.to_string()).copied()) {
+            Some(Some("server/discover")) => "DiscoverResultResponse",
+            Some(Some("tools/list")) => "ListToolsResultResponse",
+            Some(Some("prompts/list")) => "ListPromptsResultResponse",
+            Some(Some("resources/list")) => "ListResourcesResultResponse",
+            Some(Some("resources/templates/list")) => "ListResourceTemplatesResultResponse",
+            Some(Some("subscriptions/listen")) => "SubscriptionsListenResultResponse",
+            Some(Some("tools/call")) => "CallToolResultResponse",
+            Some(Some("resources/read")) => "ReadResourceResultResponse",
+            Some(Some("prompts/get")) => "GetPromptResultResponse",
+            Some(Some("completion/complete")) => "CompleteResultResponse",
+            _ => "JSONRPCResultResponse",
+        };
+        check(&v, def);
+    }
+    assert!(n >= 15, "{n} messages");
+}
