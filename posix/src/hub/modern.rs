@@ -26,7 +26,7 @@
 
 use mcpx_core::envelope::Envelope;
 use mcpx_core::meta::{self, validate_request_meta, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
-use mcpx_core::revision::{Era, Revision, Revisions};
+use mcpx_core::revision::{Era, Revision};
 use serde_json::{json, Map, Value};
 
 use super::catalog::{Channel, Kind};
@@ -457,10 +457,5 @@ impl Hub {
         for c in to {
             self.emit_client(c, wire::notification("notifications/message", Some(&serde_json::to_vec(p).unwrap_or_default())));
         }
-    }
-
-    /// The revisions offered to clients, newest first (for errors).
-    pub(super) fn client_versions(&self) -> Revisions {
-        self.opts.client_revisions
     }
 }
