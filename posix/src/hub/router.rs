@@ -379,7 +379,14 @@ impl Hub {
         let (body, sent) = if self.ups[u].is_modern() {
             let caps = self.caps_for_upstream(c, ctx.as_deref());
             let mut meta = self.modern_meta(caps);
-            if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
+            // The request's own level; for a legacy client that set one with
+            // logging/setLevel, that level (modern servers log per request).
+            let legacy_level = || self.clients.get(&c).filter(|cl| cl.wants_logs).and(self.log_level.as_deref()).and_then(super::modern::level_index);
+            let level = match ctx.as_ref() {
+                Some(x) => x.log_level,
+                None => legacy_level(),
+            };
+            if let Some(l) = level {
                 meta.insert(mcpx_core::meta::LOG_LEVEL_KEY.into(), json!(mcpx_core::meta::LOG_LEVELS[l]));
             }
             let b = wire::set_meta(&body, &meta, |_| false);
