@@ -165,6 +165,11 @@ pub struct HubOptions {
     /// Life of a `requestState` handed to a modern client, and how long an
     /// upstream call waiting for that client's retry is held (ms).
     pub input_ttl_ms: u64,
+    /// How long the hub waits, after a legacy upstream's first request for
+    /// input during a modern client's call, for more requests before it
+    /// answers `input_required` (ms): requests the upstream makes together
+    /// are asked in one round. 0 = answer at once.
+    pub input_coalesce_ms: u64,
     /// How long an upstream may take to answer the `server/discover` probe
     /// before the hub falls back to `initialize` (ms). SDK servers answer at
     /// once (a result, or -32601/-32602 when legacy); a server that ignores
@@ -199,11 +204,15 @@ impl Default for HubOptions {
             secret_seed: os_seed(),
             input_ttl_ms: 300_000,
             probe_timeout_ms: 3_000,
+            input_coalesce_ms: DEFAULT_INPUT_COALESCE_MS,
             cache_ttl_ms: 60_000,
             cache_public: false,
         }
     }
 }
+
+/// Default of [`HubOptions::input_coalesce_ms`].
+pub const DEFAULT_INPUT_COALESCE_MS: u64 = 20;
 
 /// 32 bytes from the operating system's CSPRNG (`/dev/urandom`), or, where
 /// that cannot be read, from the standard library's per-process random

@@ -87,6 +87,11 @@ pub(super) struct Held {
     /// to the retry (until `deadline`).
     pub done: Option<Vec<u8>>,
     pub deadline: Option<u64>,
+    /// The client request to answer `input_required` once the coalescing
+    /// window (`due`) has passed, so that requests the upstream makes at
+    /// once travel in one round.
+    answer_to: Option<(ClientId, Vec<u8>, Box<ReqCtx>)>,
+    due: u64,
 }
 
 /// A legacy client's call whose modern upstream asked for input: the wire
@@ -151,7 +156,8 @@ impl Relays {
         self.map.len() + self.held.len()
     }
     pub fn next_deadline(&self) -> Option<u64> {
-        self.map.values().map(|r| r.deadline).chain(self.held.values().filter_map(|h| h.deadline)).min()
+        let held = self.held.values().filter_map(|h| if h.answer_to.is_some() { Some(h.due) } else { h.deadline });
+        self.map.values().map(|r| r.deadline).chain(held).min()
     }
     fn expired(&self, now: u64) -> Vec<(ClientId, u64)> {
         let mut v: Vec<_> = self.map.iter().filter(|(_, r)| r.deadline <= now).map(|(k, _)| *k).collect();
@@ -310,7 +316,7 @@ impl Hub {
             let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
             return self.refuse_upstream(u, &up_id, &m.method, -32603, why);
         }
-        let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None };
+        let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
         let key = self.new_key(u);
         held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false });
         self.hold(client, &cid, held, &ctx);
@@ -321,23 +327,9 @@ impl Hub {
     fn hold(&mut self, c: ClientId, cid: &[u8], mut held: Held, ctx: &ReqCtx) {
         self.relays.next_held += 1;
         let h = self.relays.next_held;
-        let mut inner = vec![INNER_HELD];
-        inner.extend_from_slice(&h.to_be_bytes());
-        let state = match self.seal(&held.method, ctx, &inner) {
-            Ok(s) => s,
-            Err(why) => {
-                for a in held.asks {
-                    self.emit_upstream(held.up, wire::error(Some(&a.up_id), -32603, &why, None));
-                }
-                return;
-            }
-        };
-        let mut requests = Map::new();
-        for a in held.asks.iter_mut() {
-            a.asked = true;
-            requests.insert(a.key.clone(), json!({ "method": a.method, "params": a.params }));
-        }
         let (u, call) = (held.up, held.call);
+        held.answer_to = Some((c, cid.to_vec(), Box::new(ctx.clone())));
+        held.due = self.now_ms + self.opts.input_coalesce_ms;
         self.relays.held.insert(h, held);
         self.pending.set_origin(u, call, Origin::Held(h));
         let until = self.now_ms + self.opts.input_ttl_ms;
@@ -345,10 +337,41 @@ impl Hub {
             f.deadline = until;
             f.hard = f.hard.max(until);
         }
+        if self.opts.input_coalesce_ms == 0 {
+            self.answer_held(h);
+        }
+    }
+
+    /// The coalescing window of held call `h` has passed: its client gets
+    /// the `InputRequiredResult` asking everything outstanding.
+    fn answer_held(&mut self, h: u64) {
+        let Some(held) = self.relays.held.get_mut(&h) else { return };
+        let Some((c, cid, ctx)) = held.answer_to.take() else { return };
+        let method = held.method.clone();
+        let mut inner = vec![INNER_HELD];
+        inner.extend_from_slice(&h.to_be_bytes());
+        let state = match self.seal(&method, &ctx, &inner) {
+            Ok(s) => s,
+            Err(why) => {
+                let held = self.relays.held.remove(&h).expect("held");
+                for a in held.asks {
+                    self.emit_upstream(held.up, wire::error(Some(&a.up_id), -32603, &why, None));
+                }
+                self.cancel_upstream(held.up, held.call, &why);
+                self.pending.take(held.up, held.call);
+                return self.emit_client(c, wire::error(Some(&cid), -32603, &why, None));
+            }
+        };
+        let held = self.relays.held.get_mut(&h).expect("held");
+        let mut requests = Map::new();
+        for a in held.asks.iter_mut() {
+            a.asked = true;
+            requests.insert(a.key.clone(), json!({ "method": a.method, "params": a.params }));
+        }
         // Requirement: mrtr-at-least-one-field, caching-input-required-no-hints
         let mut v = json!({ "resultType": "input_required", "inputRequests": requests, "requestState": state });
         self.stamp(&mut v, None);
-        self.emit_client(c, wire::result(cid, &serde_json::to_vec(&v).unwrap_or_default()));
+        self.emit_client(c, wire::result(&cid, &serde_json::to_vec(&v).unwrap_or_default()));
     }
 
     /// Another request for input from a held call's upstream: asked in the
@@ -685,6 +708,12 @@ impl Hub {
     /// client a cancellation.
     pub(super) fn relay_tick(&mut self) {
         self.held_done_tick();
+        let now = self.now_ms;
+        let mut due: Vec<u64> = self.relays.held.iter().filter(|(_, x)| x.answer_to.is_some() && x.due <= now).map(|(k, _)| *k).collect();
+        due.sort();
+        for h in due {
+            self.answer_held(h);
+        }
         for k in self.relays.expired(self.now_ms) {
             let Some(r) = self.relays.map.get(&k).cloned() else { continue };
             let msg = format!("the client did not answer {} within {} ms", r.method, self.opts.relay_timeout_ms);
@@ -703,6 +732,12 @@ impl Hub {
     /// A held call's upstream gave its final answer before the retry came:
     /// kept for the retry (its pending requests for input are moot).
     pub(super) fn held_answered(&mut self, h: u64, m: &Msg) {
+        if let Some((c, cid, ctx)) = self.relays.held.get_mut(&h).and_then(|x| x.answer_to.take()) {
+            // Within the coalescing window: the client gets the answer itself.
+            let held = self.relays.held.remove(&h).expect("held");
+            let origin = Origin::Client { client: c, id: cid, progress: None, method: held.method, renamed_uri: held.renamed_uri, modern: Some(ctx), sent: None };
+            return self.answer_client(held.up, origin, m);
+        }
         let until = self.now_ms + self.opts.input_ttl_ms;
         if let Some(held) = self.relays.held.get_mut(&h) {
             held.asks.clear();
@@ -752,7 +787,13 @@ impl Hub {
             let reason = format!("server '{}' exited", self.ups[u].spec.name);
             self.notify_client(k.0, "notifications/cancelled", &json!({ "requestId": k.1, "reason": reason }));
         }
-        self.relays.held.retain(|_, h| h.up != u);
+        let gone_held: Vec<u64> = self.relays.held.iter().filter(|(_, h)| h.up == u).map(|(k, _)| *k).collect();
+        for h in gone_held {
+            if let Some(Some((c, cid, _))) = self.relays.held.remove(&h).map(|x| x.answer_to) {
+                let msg = format!("server '{}' exited", self.ups[u].spec.name);
+                self.emit_client(c, wire::error(Some(&cid), -32603, &msg, None));
+            }
+        }
         let gone: Vec<u64> = self.relays.collects.iter().filter(|(_, col)| col.up == u).map(|(k, _)| *k).collect();
         for handle in gone {
             if let Some(col) = self.relays.collects.remove(&handle) {

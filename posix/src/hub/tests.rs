@@ -72,8 +72,13 @@ fn legacy_specs(names: &[&str]) -> Vec<UpstreamSpec> {
 }
 
 impl Pair {
-    fn new(specs: Vec<UpstreamSpec>, opts: HubOptions) -> Pair {
+    fn new(specs: Vec<UpstreamSpec>, mut opts: HubOptions) -> Pair {
         let n = specs.len();
+        // Input requests are answered at once unless a test asks for the
+        // coalescing window (see `input_requests_made_together_travel_together`).
+        if opts.input_coalesce_ms == DEFAULT_INPUT_COALESCE_MS {
+            opts.input_coalesce_ms = 0;
+        }
         Pair {
             hub: Hub::new(specs, opts).expect("valid config"),
             now: 1000,

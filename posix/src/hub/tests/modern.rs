@@ -884,3 +884,41 @@ fn everything_a_modern_client_gets_fits_the_2026_schema() {
     }
     assert!(n >= 15, "{n} messages");
 }
+
+// covers: mrtr-inputrequests-keys-values
+#[test]
+fn input_requests_made_together_travel_together() {
+    let mut f = Fake::tools(&["multi"]);
+    f.caps = json!({ "tools": {} });
+    let mut p = Pair::with(vec![("fs", f)], HubOptions { input_coalesce_ms: 15, ..HubOptions::default() });
+    let c = p.connect();
+    p.msend(c, json!(1), "tools/call", json!({ "name": "fs__multi", "arguments": {} }), &full_caps());
+    let call = p.take_up(0);
+    for (i, m) in INPUTS.iter().enumerate() {
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": i, "method": m, "params": params_for(m) }));
+    }
+    assert!(p.client_quiet(c), "within the window");
+    assert_eq!(p.hub.next_deadline(), Some(p.now + 15));
+    p.advance(15);
+    let irr = p.take(c);
+    check(&irr, "CallToolResultResponse");
+    let reqs = irr["result"]["inputRequests"].as_object().unwrap();
+    let methods: Vec<&str> = reqs.values().map(|r| r["method"].as_str().unwrap()).collect();
+    assert_eq!(methods.len(), 3, "{irr}");
+    let state = irr["result"]["requestState"].as_str().unwrap().to_string();
+    let responses: serde_json::Map<String, Value> = reqs.iter().map(|(k, r)| (k.clone(), answer_for(r["method"].as_str().unwrap()))).collect();
+    p.msend(c, json!(2), "tools/call", json!({ "name": "fs__multi", "arguments": {}, "inputResponses": responses, "requestState": state }), &full_caps());
+    for i in 0..3 {
+        assert_eq!(p.take_up(0)["id"], i);
+    }
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 2);
+    // An answer inside the window goes to the client as it is.
+    p.msend(c, json!(3), "tools/call", json!({ "name": "fs__multi", "arguments": { "b": 1 } }), &full_caps());
+    let call = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "x", "method": "roots/list", "params": {} }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [{ "type": "text", "text": "no roots needed" }] } }));
+    let r = p.take(c);
+    check(&r, "CallToolResultResponse");
+    assert_eq!((r["id"].clone(), r["result"]["resultType"].clone()), (json!(3), json!("complete")));
+}
