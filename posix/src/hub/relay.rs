@@ -18,8 +18,12 @@
 //!   `max_relays` held calls and `input_ttl_ms`) until the retry brings
 //!   `inputResponses`, on any connection of the same principal; then the
 //!   upstream's requests are answered with them and the call is the retry's.
-//!   Requests the upstream makes while held, and those the retry left
-//!   unanswered, are asked in the next round. A state that fails any check
+//!   Requests the upstream makes together (within `input_coalesce_ms`) go in
+//!   one round; those it makes while held, and those the retry left
+//!   unanswered, in the next. Only what the request's capabilities declare is
+//!   asked; the rest is refused to the upstream when the round ends, and a
+//!   round with nothing the client can give is -32021 (with
+//!   `requiredCapabilities`) to the client and a cancellation upstream. A state that fails any check
 //!   (signature, expiry, principal, method, params, single use) is -32602
 //!   naming the check, and nothing reaches the upstream.
 //! - modern client, modern upstream: the upstream's `InputRequiredResult`
@@ -69,6 +73,9 @@ pub(super) struct Ask {
     pub params: Value,
     /// Sent to the client in an `InputRequiredResult` already.
     pub asked: bool,
+    /// The client's request does not declare what it needs: never asked;
+    /// the upstream gets an error when the round ends.
+    pub refused: Option<Missing>,
 }
 
 /// An upstream call held for a modern client's retry.
@@ -90,8 +97,17 @@ pub(super) struct Held {
     /// The client request to answer `input_required` once the coalescing
     /// window (`due`) has passed, so that requests the upstream makes at
     /// once travel in one round.
-    answer_to: Option<(ClientId, Vec<u8>, Box<ReqCtx>)>,
+    answer_to: Option<Waiting>,
     due: u64,
+}
+
+/// A modern client's request waiting for its `input_required` answer.
+#[derive(Clone, Debug)]
+struct Waiting {
+    client: ClientId,
+    id: Vec<u8>,
+    progress: Option<Vec<u8>>,
+    ctx: Box<ReqCtx>,
 }
 
 /// A legacy client's call whose modern upstream asked for input: the wire
@@ -173,25 +189,48 @@ impl Relays {
 const RELAYED: [(&str, &str); 3] =
     [("sampling/createMessage", "sampling"), ("elicitation/create", "elicitation"), ("roots/list", "roots")];
 
+/// A capability a request for input needs that the client did not declare.
+#[derive(Clone, Debug)]
+pub(super) struct Missing {
+    pub why: String,
+    /// As `ClientCapabilities`, for `MissingRequiredClientCapabilityError`.
+    pub required: Value,
+}
+
 /// Whether a client with capabilities `caps` may be asked `method` with
-/// `params`; else why not.
-fn declared(method: &str, params: &Value, caps: &Value) -> Result<(), String> {
-    let cap = RELAYED.iter().find(|(x, _)| *x == method).map(|(_, c)| *c).ok_or_else(|| format!("'{method}' cannot be asked of a client"))?;
+/// `params`; else what is missing.
+fn declared(method: &str, params: &Value, caps: &Value) -> Result<(), Missing> {
+    let missing = |why: String, required: Value| Err(Missing { why, required });
+    let Some(cap) = RELAYED.iter().find(|(x, _)| *x == method).map(|(_, c)| *c) else {
+        return missing(format!("'{method}' cannot be asked of a client"), json!({}));
+    };
     let Some(declared) = caps.get(cap).filter(|v| !v.is_null()) else {
-        return Err(format!("the client does not support {cap} (not in its capabilities)"));
+        return missing(format!("the client does not support {cap} (not in its capabilities)"), json!({ cap: {} }));
     };
     if method == "elicitation/create" {
         let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
         let url_ok = declared.get("url").is_some();
         let form_ok = declared.get("form").is_some() || declared.get("url").is_none();
         if (mode == "url" && !url_ok) || (mode == "form" && !form_ok) {
-            return Err(format!("the client does not support {mode} elicitation"));
+            return missing(format!("the client does not support {mode} elicitation"), json!({ "elicitation": { mode: {} } }));
         }
     }
     if method == "sampling/createMessage" && params.get("tools").is_some() && declared.get("tools").is_none() {
-        return Err("the client does not support tool use in sampling".to_string());
+        return missing("the client does not support tool use in sampling".to_string(), json!({ "sampling": { "tools": {} } }));
     }
     Ok(())
+}
+
+/// Merges `b` into `a` (objects, recursively).
+fn merge(a: &mut Value, b: &Value) {
+    match (a.as_object_mut(), b.as_object()) {
+        (Some(ao), Some(bo)) => {
+            for (k, v) in bo {
+                merge(ao.entry(k.clone()).or_insert_with(|| json!({})), v);
+            }
+        }
+        _ => *a = b.clone(),
+    }
 }
 
 impl Hub {
@@ -260,8 +299,8 @@ impl Hub {
             (cl.rev(), cl.caps.clone())
         };
         let mut params = m.params_value();
-        if let Err(why) = declared(&method, &params, &caps) {
-            return self.refuse_upstream(u, &id, &method, -32601, why);
+        if let Err(miss) = declared(&method, &params, &caps) {
+            return self.refuse_upstream(u, &id, &method, -32601, miss.why);
         }
         if method == "elicitation/create" {
             // Requirement: elicitation-client-show-requesting-server
@@ -282,12 +321,10 @@ impl Hub {
 
     // ------------------------------------------------ modern client, legacy upstream
 
-    /// Upstream `u`'s request `m` as an input request for a modern client
-    /// with capabilities `caps`: its params as the client sees them.
-    fn input_request(&self, u: UpstreamId, m: &Msg, caps: &Value) -> Result<Value, String> {
+    /// Upstream `u`'s request `m` as an input request for a modern client:
+    /// its params as the client sees them.
+    fn input_request(&self, u: UpstreamId, m: &Msg) -> Result<Value, String> {
         let mut params = m.params_value();
-        // Requirement: mrtr-only-declared-capabilities
-        declared(&m.method, &params, caps)?;
         if m.method == "elicitation/create" {
             let server = &self.ups[u].spec.name;
             let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
@@ -307,28 +344,30 @@ impl Hub {
     /// call is held and the client answered `input_required`.
     fn park(&mut self, u: UpstreamId, call: u64, m: &Msg) {
         let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let Some(Origin::Client { client, id: cid, method, renamed_uri, modern: Some(ctx), .. }) = self.pending.get(u, call).map(|f| f.origin.clone()) else { return };
-        let params = match self.input_request(u, m, &ctx.caps) {
+        let Some(Origin::Client { client, id: cid, progress, method, renamed_uri, modern: Some(ctx), .. }) = self.pending.get(u, call).map(|f| f.origin.clone()) else { return };
+        let params = match self.input_request(u, m) {
             Ok(p) => p,
             Err(why) => return self.refuse_upstream(u, &up_id, &m.method, -32601, why),
         };
+        // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
+        let refused = declared(&m.method, &params, &ctx.caps).err();
         if self.relays.len() >= self.opts.max_relays {
             let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
             return self.refuse_upstream(u, &up_id, &m.method, -32603, why);
         }
         let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
         let key = self.new_key(u);
-        held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false });
-        self.hold(client, &cid, held, &ctx);
+        held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
+        self.hold(client, &cid, progress, held, &ctx);
     }
 
     /// Holds `held`'s call and answers the client's request `cid` with an
     /// `InputRequiredResult` asking everything outstanding.
-    fn hold(&mut self, c: ClientId, cid: &[u8], mut held: Held, ctx: &ReqCtx) {
+    fn hold(&mut self, c: ClientId, cid: &[u8], progress: Option<Vec<u8>>, mut held: Held, ctx: &ReqCtx) {
         self.relays.next_held += 1;
         let h = self.relays.next_held;
         let (u, call) = (held.up, held.call);
-        held.answer_to = Some((c, cid.to_vec(), Box::new(ctx.clone())));
+        held.answer_to = Some(Waiting { client: c, id: cid.to_vec(), progress, ctx: Box::new(ctx.clone()) });
         held.due = self.now_ms + self.opts.input_coalesce_ms;
         self.relays.held.insert(h, held);
         self.pending.set_origin(u, call, Origin::Held(h));
@@ -346,32 +385,54 @@ impl Hub {
     /// the `InputRequiredResult` asking everything outstanding.
     fn answer_held(&mut self, h: u64) {
         let Some(held) = self.relays.held.get_mut(&h) else { return };
-        let Some((c, cid, ctx)) = held.answer_to.take() else { return };
+        let Some(w) = held.answer_to.take() else { return };
+        let (u, call) = (held.up, held.call);
+        if held.asks.iter().all(|a| a.refused.is_some()) {
+            // Nothing the client can give: the call needs a capability it did
+            // not declare. The upstream's requests are refused, the call is
+            // cancelled and the client told what to declare.
+            // Requirement: errors-missing-required-client-capability
+            let held = self.relays.held.remove(&h).expect("held");
+            let mut required = json!({});
+            let mut why = Vec::new();
+            for a in held.asks {
+                let miss = a.refused.expect("refused");
+                merge(&mut required, &miss.required);
+                why.push(miss.why.clone());
+                self.refuse_upstream(u, &a.up_id, &a.method, -32601, miss.why);
+            }
+            self.pending.take(u, call);
+            self.cancel_upstream(u, call, "the client lacks a capability the call needs");
+            let server = self.ups[u].spec.name.clone();
+            let msg = format!("Missing required client capability: server '{server}' needs {} for this request ({}); declare it in io.modelcontextprotocol/clientCapabilities", required, why.join("; "));
+            let data = json!({ "requiredCapabilities": required });
+            return self.emit_client(w.client, wire::error(Some(&w.id), -32021, &msg, Some(data)));
+        }
         let method = held.method.clone();
         let mut inner = vec![INNER_HELD];
         inner.extend_from_slice(&h.to_be_bytes());
-        let state = match self.seal(&method, &ctx, &inner) {
+        let state = match self.seal(&method, &w.ctx, &inner) {
             Ok(s) => s,
             Err(why) => {
                 let held = self.relays.held.remove(&h).expect("held");
                 for a in held.asks {
-                    self.emit_upstream(held.up, wire::error(Some(&a.up_id), -32603, &why, None));
+                    self.emit_upstream(u, wire::error(Some(&a.up_id), -32603, &why, None));
                 }
-                self.cancel_upstream(held.up, held.call, &why);
-                self.pending.take(held.up, held.call);
-                return self.emit_client(c, wire::error(Some(&cid), -32603, &why, None));
+                self.cancel_upstream(u, call, &why);
+                self.pending.take(u, call);
+                return self.emit_client(w.client, wire::error(Some(&w.id), -32603, &why, None));
             }
         };
         let held = self.relays.held.get_mut(&h).expect("held");
         let mut requests = Map::new();
-        for a in held.asks.iter_mut() {
+        for a in held.asks.iter_mut().filter(|a| a.refused.is_none()) {
             a.asked = true;
             requests.insert(a.key.clone(), json!({ "method": a.method, "params": a.params }));
         }
         // Requirement: mrtr-at-least-one-field, caching-input-required-no-hints
         let mut v = json!({ "resultType": "input_required", "inputRequests": requests, "requestState": state });
         self.stamp(&mut v, None);
-        self.emit_client(c, wire::result(&cid, &serde_json::to_vec(&v).unwrap_or_default()));
+        self.emit_client(w.client, wire::result(&w.id, &serde_json::to_vec(&v).unwrap_or_default()));
     }
 
     /// Another request for input from a held call's upstream: asked in the
@@ -379,10 +440,11 @@ impl Hub {
     fn held_add(&mut self, h: u64, u: UpstreamId, m: &Msg) {
         let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
         let Some(mut held) = self.relays.held.remove(&h) else { return };
-        match self.input_request(u, m, &held.caps) {
+        match self.input_request(u, m) {
             Ok(params) => {
                 let key = self.new_key(u);
-                held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false });
+                let refused = declared(&m.method, &params, &held.caps).err();
+                held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
             }
             Err(why) => self.refuse_upstream(u, &up_id, &m.method, -32601, why),
         }
@@ -449,6 +511,10 @@ impl Hub {
         let up_rev = self.ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
         let mut remaining = Vec::new();
         for a in std::mem::take(&mut held.asks) {
+            if let Some(miss) = a.refused {
+                self.refuse_upstream(u, &a.up_id, &a.method, -32601, miss.why);
+                continue;
+            }
             // Requirement: mrtr-server-validate-responses (unknown keys ignored; a missing or malformed answer is asked again)
             match responses.get(&a.key).filter(|r| r.is_object() && a.asked) {
                 Some(r) => {
@@ -460,6 +526,7 @@ impl Hub {
             }
         }
         let progress = m.params.clone().and_then(|p| wire::find(m.raw, p, &["_meta", "progressToken"])).map(|r| m.raw[r].to_vec());
+        let progress_again = progress.clone();
         let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx.clone())), sent: None };
         self.pending.set_origin(u, call, origin);
         let now = self.now_ms;
@@ -473,17 +540,13 @@ impl Hub {
         held.caps = ctx.caps.clone();
         let mut again = Vec::new();
         for mut a in remaining {
-            match declared(&a.method, &a.params, &ctx.caps) {
-                Ok(()) => {
-                    a.asked = false;
-                    again.push(a);
-                }
-                Err(why) => self.refuse_upstream(u, &a.up_id, &a.method, -32601, why),
-            }
+            a.asked = false;
+            a.refused = declared(&a.method, &a.params, &ctx.caps).err();
+            again.push(a);
         }
         if !again.is_empty() {
             held.asks = again;
-            self.hold(c, id, held, &ctx);
+            self.hold(c, id, progress_again, held, &ctx);
         }
     }
 
@@ -549,7 +612,7 @@ impl Hub {
                 col.responses.insert(key, self.configured_roots());
                 continue;
             }
-            let checked = declared(&method, &params, &caps).and_then(|()| {
+            let checked = declared(&method, &params, &caps).map_err(|m| m.why).and_then(|()| {
                 if method == "elicitation/create" {
                     let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
                     params["message"] = Value::String(format!("[{server}] {text}"));
@@ -732,10 +795,15 @@ impl Hub {
     /// A held call's upstream gave its final answer before the retry came:
     /// kept for the retry (its pending requests for input are moot).
     pub(super) fn held_answered(&mut self, h: u64, m: &Msg) {
-        if let Some((c, cid, ctx)) = self.relays.held.get_mut(&h).and_then(|x| x.answer_to.take()) {
-            // Within the coalescing window: the client gets the answer itself.
+        if let Some(w) = self.relays.held.get_mut(&h).and_then(|x| x.answer_to.take()) {
+            // Within the coalescing window: the client gets the answer itself;
+            // requests it was not asked are refused.
             let held = self.relays.held.remove(&h).expect("held");
-            let origin = Origin::Client { client: c, id: cid, progress: None, method: held.method, renamed_uri: held.renamed_uri, modern: Some(ctx), sent: None };
+            for a in held.asks.iter().filter(|a| a.refused.is_some()) {
+                let why = a.refused.as_ref().map(|x| x.why.clone()).unwrap_or_default();
+                self.refuse_upstream(held.up, &a.up_id, &a.method, -32601, why);
+            }
+            let origin = Origin::Client { client: w.client, id: w.id, progress: w.progress, method: held.method, renamed_uri: held.renamed_uri, modern: Some(w.ctx), sent: None };
             return self.answer_client(held.up, origin, m);
         }
         let until = self.now_ms + self.opts.input_ttl_ms;
@@ -789,9 +857,9 @@ impl Hub {
         }
         let gone_held: Vec<u64> = self.relays.held.iter().filter(|(_, h)| h.up == u).map(|(k, _)| *k).collect();
         for h in gone_held {
-            if let Some(Some((c, cid, _))) = self.relays.held.remove(&h).map(|x| x.answer_to) {
+            if let Some(Some(w)) = self.relays.held.remove(&h).map(|x| x.answer_to) {
                 let msg = format!("server '{}' exited", self.ups[u].spec.name);
-                self.emit_client(c, wire::error(Some(&cid), -32603, &msg, None));
+                self.emit_client(w.client, wire::error(Some(&w.id), -32603, &msg, None));
             }
         }
         let gone: Vec<u64> = self.relays.collects.iter().filter(|(_, col)| col.up == u).map(|(k, _)| *k).collect();

@@ -213,6 +213,7 @@ fn hints_aggregate_the_smallest_ttl_and_private_unless_all_public() {
 }
 
 // covers: meta-server-no-infer-caps-from-prior, mrtr-only-declared-capabilities, meta-server-no-undeclared-client-capabilities
+// covers: errors-missing-required-client-capability
 #[test]
 fn capabilities_are_read_per_request() {
     let (mut p, c) = legacy_up();
@@ -222,14 +223,20 @@ fn capabilities_are_read_per_request() {
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": elicit_params() }));
     let r = p.take(c);
     assert_eq!(r["result"]["resultType"], "input_required");
-    // Second request declares nothing: the upstream's request is refused at once.
+    // Second request declares nothing: the upstream's request is refused, the
+    // call cancelled, and the client told which capability the call needs.
     p.msend(c, json!(2), "tools/call", json!({ "name": "fs__ask", "arguments": { "n": 2 } }), &json!({}));
     let call2 = p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e2", "method": "elicitation/create", "params": elicit_params() }));
     let refused = p.take_up(0);
     assert_eq!(refused["id"], "e2");
     assert_eq!(err_code(&refused), -32601);
-    assert!(p.client_quiet(c));
+    let cancel = p.take_up(0);
+    assert_eq!((cancel["method"].clone(), cancel["params"]["requestId"].clone()), (json!("notifications/cancelled"), call2["id"].clone()));
+    let r = p.take(c);
+    schema_check(MODERN, "MissingRequiredClientCapabilityError", &r);
+    assert_eq!((r["id"].clone(), err_code(&r)), (json!(2), -32021));
+    assert_eq!(r["error"]["data"]["requiredCapabilities"], json!({ "elicitation": {} }));
     assert_ne!(call["id"], call2["id"]);
 }
 
@@ -490,12 +497,13 @@ fn tampered_replayed_expired_and_foreign_states_reach_nothing() {
 #[test]
 fn input_requests_follow_the_requests_capabilities() {
     let (mut p, c) = legacy_up();
-    // URL elicitation needs elicitation.url; the upstream gets an error and nothing is held.
+    // URL elicitation needs elicitation.url; the upstream gets an error, the client -32021.
     p.msend(c, json!(1), "tools/call", json!({ "name": "fs__ask", "arguments": {} }), &full_caps());
     let call = p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "u", "method": "elicitation/create", "params": { "mode": "url", "message": "go", "url": "https://x.example/", "elicitationId": "e" } }));
     assert_eq!(err_code(&p.take_up(0)), -32601);
-    assert!(p.client_quiet(c));
+    let r = p.take(c);
+    assert_eq!(r["error"]["data"]["requiredCapabilities"], json!({ "elicitation": { "url": {} } }));
     // Declared: no elicitationId, no _meta in the input request.
     let caps = json!({ "elicitation": { "url": {} } });
     p.msend(c, json!(2), "tools/call", json!({ "name": "fs__ask", "arguments": { "b": 1 } }), &caps);
@@ -503,9 +511,37 @@ fn input_requests_follow_the_requests_capabilities() {
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "u2", "method": "elicitation/create", "params": { "mode": "url", "message": "go", "url": "https://x.example/", "elicitationId": "e", "_meta": { "k": 1 } } }));
     let irr = p.take(c);
     check(&irr, "CallToolResultResponse");
-    let req = &irr["result"]["inputRequests"]["fs-1"]["params"];
+    let req = &irr["result"]["inputRequests"]["fs-2"]["params"];
     assert!(req.get("elicitationId").is_none() && req.get("_meta").is_none(), "{req}");
     let _ = call;
+}
+
+// covers: mrtr-only-declared-capabilities
+#[test]
+fn only_the_declared_part_of_a_round_is_asked_and_the_rest_refused_at_the_retry() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["both"]))], HubOptions { input_coalesce_ms: 10, ..HubOptions::default() });
+    let c = p.connect();
+    let caps = json!({ "sampling": {} });
+    p.msend(c, json!(1), "tools/call", json!({ "name": "fs__both", "arguments": {} }), &caps);
+    let call = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e", "method": "elicitation/create", "params": elicit_params() }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "s", "method": "sampling/createMessage", "params": sampling_params() }));
+    p.advance(10);
+    let irr = p.take(c);
+    let reqs = irr["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(reqs.len(), 1);
+    let (key, req) = reqs.iter().next().unwrap();
+    assert_eq!(req["method"], "sampling/createMessage");
+    assert!(p.up_quiet(0), "nothing answered yet");
+    let state = irr["result"]["requestState"].as_str().unwrap();
+    p.msend(c, json!(2), "tools/call", json!({ "name": "fs__both", "arguments": {}, "inputResponses": { key.clone(): answer_for("sampling/createMessage") }, "requestState": state }), &caps);
+    let a = p.take_up(0);
+    let b = p.take_up(0);
+    let (refusal, answer) = if a["id"] == "e" { (a, b) } else { (b, a) };
+    assert_eq!((refusal["id"].clone(), err_code(&refusal)), (json!("e"), -32601));
+    assert_eq!((answer["id"].clone(), answer["result"]["model"].clone()), (json!("s"), json!("m")));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 2);
 }
 
 #[test]
