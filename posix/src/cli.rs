@@ -1,7 +1,7 @@
 //! The command line, parsed by hand.
 //!
 //! ```text
-//! mcpx serve [--config FILE] [--log-level LEVEL]
+//! mcpx serve [--config FILE] [--log-level LEVEL] [--http ADDR [--stdio] [--token TOKEN] [--insecure-no-auth]]
 //! mcpx example-server [ARGS...]
 //! mcpx --help | help | -h
 //! mcpx --version | -V
@@ -9,6 +9,7 @@
 //! Flags take their value as the next argument or after `=`
 //! (`--config=FILE`). New flags go into [`parse_serve`].
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use crate::log::Level;
@@ -26,6 +27,31 @@ pub enum Command {
 pub struct ServeArgs {
     pub config: Option<PathBuf>,
     pub log_level: Option<Level>,
+    /// `--http ADDR`: serve MCP over HTTP on this address.
+    pub http: Option<SocketAddr>,
+    /// `--stdio`: serve stdio too (the default when `--http` is not given).
+    pub stdio: bool,
+    /// `--token TOKEN`: bearer token required by the HTTP server.
+    pub token: Option<String>,
+    /// `--insecure-no-auth`: allow a non-loopback `--http` address without a token.
+    pub insecure_no_auth: bool,
+}
+
+impl ServeArgs {
+    /// Serve on stdin/stdout: asked for, or no other transport given.
+    pub fn serves_stdio(&self) -> bool {
+        self.stdio || self.http.is_none()
+    }
+}
+
+/// `--http` values: `HOST:PORT` with an IP host, `localhost:PORT`, `:PORT`
+/// or `PORT` (both loopback).
+fn parse_addr(v: &str) -> Option<SocketAddr> {
+    if let Ok(a) = v.parse::<SocketAddr>() {
+        return Some(a);
+    }
+    let port = v.strip_prefix("localhost:").or_else(|| v.strip_prefix(':')).unwrap_or(v);
+    port.parse::<u16>().ok().map(|p| SocketAddr::from(([127, 0, 0, 1], p)))
 }
 
 /// A usage error: print it with a hint and exit 2.
@@ -41,13 +67,16 @@ impl std::fmt::Display for UsageError {
 pub const USAGE: &str = "\
 mcpx — one MCP server in front of many.
 
-mcpx spawns and supervises local MCP servers (stdio programs) and presents
-all their tools, prompts and resources to one MCP client as a single server on
-its own stdin/stdout.
+mcpx spawns and supervises local MCP servers (stdio programs), reaches
+remote ones over HTTP(S), and presents all their tools, prompts and resources
+to one MCP client as a single server on its own stdin/stdout.
 
 USAGE:
     mcpx serve [--config FILE] [--log-level LEVEL]
         Serve the hub on stdin/stdout. Logs go to stderr.
+    mcpx serve --http ADDR [--stdio] [--token TOKEN] [--insecure-no-auth]
+        Serve the hub over Streamable HTTP at http://ADDR/mcp (and stdio
+        too with --stdio).
     mcpx example-server [--name NAME] [--revisions LIST] [--page-size N]
         Run the built-in example MCP server on stdin/stdout
         (`mcpx example-server --help` for details).
@@ -61,6 +90,14 @@ OPTIONS (serve):
                         built-in demo hub of two example servers.
     --log-level LEVEL   error, warn, info (default) or debug. Also MCPX_LOG,
                         or \"logLevel\" in the config; the flag wins.
+    --http ADDR         Serve MCP over HTTP on ADDR (127.0.0.1:8765, or a
+                        port alone for loopback): POST/GET/DELETE /mcp,
+                        GET /health, GET /status, and /sse + /messages for
+                        2024-11-05 clients. Origin and Host are checked.
+    --stdio             With --http: serve stdin/stdout as well.
+    --token TOKEN       Require `Authorization: Bearer TOKEN` on HTTP
+                        requests (also \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"}).
+    --insecure-no-auth  Allow a non-loopback --http address without a token.
 
 CONFIG (Claude Desktop's format, plus optional mcpx keys):
     {
@@ -76,20 +113,32 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
           \"prefix\": \"gh\",                        names become gh__<name>;
                                                  \"\" for no prefix
           \"revisions\": [\"2025-06-18\"]            protocol revisions to offer
+        },
+        \"remote\": {
+          \"url\": \"https://example.com/mcp\",      a remote server, instead of command
+          \"headers\": {\"Authorization\": \"Bearer ${TOKEN}\"},   on every request
+          \"caFile\": \"~/ca.pem\",                  extra trusted CAs (PEM)
+          \"type\": \"http\"                         or \"sse\"; default: try http, then sse
         }
       },
       \"separator\": \"__\",                         between prefix and name
       \"roots\": [\"~/src\", {\"uri\": \"file:///data\", \"name\": \"data\"}],
                                  answer servers' roots/list with these
                                  (default: ask the client)
-      \"logLevel\": \"info\"
+      \"logLevel\": \"info\",
+      \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"},       token for --http
+      \"http\": {\"allowedOrigins\": [\"https://app.example.com\"],
+               \"allowedHosts\": [], \"maxBodyBytes\": 33554432,
+               \"maxSessions\": 1024, \"maxConnections\": 256,
+               \"sessionIdleMs\": 1800000}
     }
     ${VAR} in any string is replaced from the environment (an unset VAR is
     an error; ${VAR:-default} gives a default; $${ is a literal ${). Servers
-    keep the file's order. Remote \"url\" servers are not supported yet
-    (skipped with a warning).
+    keep the file's order. A \"url\" server speaks Streamable HTTP, or the
+    older HTTP+SSE transport when its URL refuses a POST (400, 404, 405).
 
-A server that crashes is restarted with backoff (250 ms doubling to 30 s).
+A server that crashes is restarted with backoff (250 ms doubling to 30 s);
+a remote server that cannot be reached is retried the same way.
 On end of input or SIGINT/SIGTERM, mcpx closes each server's stdin, then
 sends SIGTERM and finally SIGKILL to its process group, and exits.
 ";
@@ -142,9 +191,26 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, UsageError> {
                     UsageError(format!("`{f}`: unknown level `{v}` (use error, warn, info or debug)"))
                 })?);
             }
+            "--http" => {
+                let (f, v) = flag_value(arg, &mut it);
+                let v = v.ok_or_else(|| UsageError(format!("`{f}` needs an address, e.g. 127.0.0.1:8765")))?;
+                out.http = Some(parse_addr(v).ok_or_else(|| {
+                    UsageError(format!("`{f}`: `{v}` is not an address (use IP:PORT, localhost:PORT or PORT)"))
+                })?);
+            }
+            "--stdio" => out.stdio = true,
+            "--token" => {
+                let (f, v) = flag_value(arg, &mut it);
+                let v = v.filter(|v| !v.is_empty()).ok_or_else(|| UsageError(format!("`{f}` needs a token")))?;
+                out.token = Some(v.to_string());
+            }
+            "--insecure-no-auth" => out.insecure_no_auth = true,
             s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx serve`"))),
             s => return Err(UsageError(format!("unexpected argument `{s}` for `mcpx serve`"))),
         }
+    }
+    if out.http.is_none() && (out.token.is_some() || out.insecure_no_auth) {
+        return Err(UsageError("`--token` and `--insecure-no-auth` need `--http ADDR`".into()));
     }
     Ok(out)
 }
@@ -176,10 +242,29 @@ mod tests {
 
     #[test]
     fn serve_flags() {
-        let want = ServeArgs { config: Some("a.json".into()), log_level: Some(Level::Debug) };
+        let want = ServeArgs { config: Some("a.json".into()), log_level: Some(Level::Debug), ..ServeArgs::default() };
         assert_eq!(p(&["serve", "--config", "a.json", "--log-level", "debug"]), Ok(Command::Serve(want.clone())));
         assert_eq!(p(&["serve", "--config=a.json", "--log-level=debug"]), Ok(Command::Serve(want.clone())));
         assert_eq!(p(&["serve", "-c", "a.json", "--log-level", "DEBUG"]), Ok(Command::Serve(want)));
+    }
+
+    #[test]
+    fn http_flags() {
+        let Ok(Command::Serve(a)) = p(&["serve", "--http", "127.0.0.1:8765", "--token=t0k", "--stdio"]) else { panic!() };
+        assert_eq!(a.http, Some("127.0.0.1:8765".parse().unwrap()));
+        assert_eq!((a.token.as_deref(), a.stdio, a.insecure_no_auth, a.serves_stdio()), (Some("t0k"), true, false, true));
+        let Ok(Command::Serve(a)) = p(&["serve", "--http", "8765", "--insecure-no-auth"]) else { panic!() };
+        assert_eq!(a.http, Some("127.0.0.1:8765".parse().unwrap()));
+        assert!(a.insecure_no_auth && !a.serves_stdio());
+        let Ok(Command::Serve(a)) = p(&["serve", "--http", "localhost:9"]) else { panic!() };
+        assert_eq!(a.http, Some("127.0.0.1:9".parse().unwrap()));
+        let Ok(Command::Serve(a)) = p(&["serve", "--http", "[::1]:9"]) else { panic!() };
+        assert_eq!(a.http, Some("[::1]:9".parse().unwrap()));
+        assert!(p(&["serve"]).is_ok_and(|c| matches!(c, Command::Serve(a) if a.serves_stdio())));
+        assert_eq!(e(&["serve", "--http"]), "`--http` needs an address, e.g. 127.0.0.1:8765");
+        assert_eq!(e(&["serve", "--http", "nowhere"]), "`--http`: `nowhere` is not an address (use IP:PORT, localhost:PORT or PORT)");
+        assert_eq!(e(&["serve", "--token", "x"]), "`--token` and `--insecure-no-auth` need `--http ADDR`");
+        assert_eq!(e(&["serve", "--http", "1", "--token="]), "`--token` needs a token");
     }
 
     #[test]

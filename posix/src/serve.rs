@@ -26,10 +26,12 @@ use smol::{LocalExecutor, Timer};
 
 use crate::cli::ServeArgs;
 use crate::config::{self, Config, Source};
+use crate::http::{self, Http, HttpConfig, HubLink};
 use crate::hub::{self, ClientId, Hub, HubOptions, Output, UpstreamId, UpstreamSpec};
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
-use crate::supervise::{self, Events, ProcessSpec, Upstream};
+use crate::remote::{self, RemoteSpec};
+use crate::supervise::{self, Events, ProcessSpec};
 
 /// Why the session is ending (or a step towards it).
 #[derive(Debug)]
@@ -57,6 +59,41 @@ struct ClientConn {
     init_answered: (Sender<()>, Receiver<()>),
 }
 
+/// A server's handle: a supervised child or a remote connection, alike to
+/// the rest of `serve`.
+#[derive(Clone)]
+enum Upstream {
+    Local(supervise::Upstream),
+    Remote(remote::Remote),
+}
+
+impl Upstream {
+    fn send(&self, msg: Vec<u8>) -> Result<(), PushError> {
+        match self {
+            Upstream::Local(u) => u.send(msg),
+            Upstream::Remote(r) => r.send(msg),
+        }
+    }
+    fn restart(&self, why: &str) {
+        match self {
+            Upstream::Local(u) => u.restart(why),
+            Upstream::Remote(r) => r.restart(why),
+        }
+    }
+    fn shutdown(&self) {
+        match self {
+            Upstream::Local(u) => u.shutdown(),
+            Upstream::Remote(r) => r.shutdown(),
+        }
+    }
+    fn kill_now(&self) {
+        match self {
+            Upstream::Local(u) => u.kill_now(),
+            Upstream::Remote(r) => r.kill_now(),
+        }
+    }
+}
+
 /// The state shared by all tasks of `mcpx serve`.
 pub struct Runtime {
     hub: RefCell<Hub>,
@@ -64,6 +101,8 @@ pub struct Runtime {
     upstreams: RefCell<Vec<Upstream>>,
     names: Vec<String>,
     clients: RefCell<BTreeMap<ClientId, ClientConn>>,
+    /// The HTTP server, when `--http` is given: its sessions are hub clients too.
+    http: RefCell<Option<Http>>,
     /// Wakes the timer task: the next deadline may have moved.
     tick_wake: Sender<()>,
     stop: Sender<Stop>,
@@ -80,6 +119,7 @@ impl Runtime {
             upstreams: RefCell::new(Vec::new()),
             names,
             clients: RefCell::new(BTreeMap::new()),
+            http: RefCell::new(None),
             tick_wake,
             stop,
             closing: Cell::new(false),
@@ -120,6 +160,14 @@ impl Runtime {
     }
 
     fn route(&self, out: Output) {
+        // Messages for HTTP sessions go to the HTTP server.
+        let out = match self.http.borrow().as_ref() {
+            Some(http) => match http.take(out) {
+                Some(out) => out,
+                None => return,
+            },
+            None => out,
+        };
         match out {
             Output::ToClient(c, msg) => {
                 let mut clients = self.clients.borrow_mut();
@@ -172,15 +220,7 @@ impl Runtime {
                     conn.out.close();
                 }
             }
-            Output::Log(level, msg) => {
-                let level = match level {
-                    hub::Level::Error => Level::Error,
-                    hub::Level::Warn => Level::Warn,
-                    hub::Level::Info => Level::Info,
-                    hub::Level::Debug => Level::Debug,
-                };
-                log::write(level, format_args!("{msg}"));
-            }
+            Output::Log(level, msg) => log::write(log_level(level), format_args!("{msg}")),
         }
     }
 
@@ -260,6 +300,31 @@ impl Runtime {
     pub fn stop(&self, why: Stop) {
         let _ = self.stop.try_send(why);
     }
+}
+
+fn log_level(level: hub::Level) -> Level {
+    match level {
+        hub::Level::Error => Level::Error,
+        hub::Level::Warn => Level::Warn,
+        hub::Level::Info => Level::Info,
+        hub::Level::Debug => Level::Debug,
+    }
+}
+
+/// The HTTP server's settings from the command line and the config.
+pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
+    let addr = args.http?;
+    let mut h = HttpConfig::new(addr);
+    h.token = args.token.clone().or_else(|| cfg.http.bearer.clone());
+    h.insecure_no_auth = args.insecure_no_auth;
+    h.allowed_origins = cfg.http.allowed_origins.clone();
+    h.allowed_hosts = cfg.http.allowed_hosts.clone();
+    let n = |v: Option<u64>, d: usize| v.map_or(d, |v| usize::try_from(v).unwrap_or(usize::MAX));
+    h.limits.max_body = n(cfg.http.max_body, h.limits.max_body);
+    h.limits.max_sessions = n(cfg.http.max_sessions, h.limits.max_sessions);
+    h.limits.max_connections = n(cfg.http.max_connections, h.limits.max_connections);
+    h.limits.session_idle_ms = cfg.http.session_idle_ms.unwrap_or(h.limits.session_idle_ms);
+    Some(h)
 }
 
 /// The supervisors report here.
@@ -466,19 +531,31 @@ pub fn main(args: ServeArgs) -> i32 {
             return 1;
         }
     };
+    let http = http_config(&args, &cfg);
     let ex = Rc::new(LocalExecutor::new());
     let stdin = smol::Unblock::new(std::io::stdin());
     let stdout = smol::Unblock::new(std::io::stdout());
-    let run = serve(ex.clone(), hub, &cfg, stdin, stdout, supervise::Options::default());
+    let transports = Transports { stdio: args.serves_stdio(), http };
+    let run = serve(ex.clone(), hub, &cfg, transports, stdin, stdout, supervise::Options::default());
     smol::block_on(ex.run(run))
 }
 
-/// Runs the hub for one client on `input`/`output` until the session ends
-/// and every server is stopped. Returns the exit code.
+/// Which transports `serve` offers clients.
+pub struct Transports {
+    /// One client on `input`/`output`.
+    pub stdio: bool,
+    /// The HTTP server (`--http`).
+    pub http: Option<HttpConfig>,
+}
+
+/// Runs the hub for its clients (one on `input`/`output`, and/or HTTP
+/// sessions) until the stdio session ends or a signal comes, and every
+/// server is stopped. Returns the exit code.
 pub async fn serve<R, W>(
     ex: Rc<LocalExecutor<'static>>,
     hub: Hub,
     cfg: &Config,
+    transports: Transports,
     input: R,
     output: W,
     sup_opts: supervise::Options,
@@ -494,22 +571,60 @@ where
     let _signals = ex.spawn(signal_task(rt.clone()));
     smol::future::yield_now().await;
 
+    // Bind before any server starts: a busy port or an unsafe address stops mcpx.
+    let mut _http_server = None;
+    if let Some(hc) = transports.http {
+        let addr = hc.addr;
+        let frt = rt.clone();
+        let link = HubLink {
+            feed: Rc::new(move |f: http::HubCall<'_>| frt.feed(|hub, now| f(hub, now))),
+            log: Rc::new(|level, msg| log::write(log_level(level), format_args!("{msg}"))),
+        };
+        match http::bind(hc, link) {
+            Ok((h, server)) => {
+                info!("serving MCP over HTTP at http://{}/mcp", h.local_addr());
+                *rt.http.borrow_mut() = Some(h);
+                _http_server = Some(ex.spawn(server));
+            }
+            Err(e) => {
+                error!("cannot serve HTTP on {addr}: {e}");
+                return 1;
+            }
+        }
+    }
+
     let mut tasks = Vec::new();
     for (id, s) in cfg.servers.iter().enumerate() {
-        let spec = ProcessSpec {
-            name: s.name.clone(),
-            command: s.command.clone(),
-            args: s.args.clone(),
-            env: s.env.clone(),
-            cwd: s.cwd.clone(),
+        let (up, task) = match &s.remote {
+            Some(r) => {
+                let spec = RemoteSpec {
+                    name: s.name.clone(),
+                    url: r.url.clone(),
+                    headers: r.headers.clone(),
+                    ca_file: r.ca_file.clone(),
+                    timeout_ms: s.timeout_ms.unwrap_or(60_000),
+                    mode: r.mode,
+                };
+                let (r, task) = remote::spawn(&ex, id, spec, remote::Options::default(), events.clone());
+                (Upstream::Remote(r), task)
+            }
+            None => {
+                let spec = ProcessSpec {
+                    name: s.name.clone(),
+                    command: s.command.clone(),
+                    args: s.args.clone(),
+                    env: s.env.clone(),
+                    cwd: s.cwd.clone(),
+                };
+                let (u, task) = supervise::spawn(&ex, id, spec, sup_opts.clone(), events.clone());
+                (Upstream::Local(u), task)
+            }
         };
-        let (up, task) = supervise::spawn(&ex, id, spec, sup_opts.clone(), events.clone());
         rt.upstreams.borrow_mut().push(up);
         tasks.push(task);
     }
     let _timer = ex.spawn(timer_task(rt.clone(), tick_rx));
-    let client = crate::stdio::start(&ex, &rt, input, output);
-    let c = client.id;
+    let client = transports.stdio.then(|| crate::stdio::start(&ex, &rt, input, output));
 
     // Longest a request can stay unanswered: the hub answers every forwarded
     // request by its server's timeout.
@@ -519,6 +634,7 @@ where
     let mut code = 0;
     match stop_rx.recv().await {
         Ok(Stop::InputClosed) => {
+            let c = client.as_ref().map_or(0, |cl| cl.id);
             let n = rt.inflight(c);
             if n > 0 {
                 info!("end of input; waiting for the answers to {n} request(s)");
@@ -550,20 +666,24 @@ where
     }
 
     rt.closing.set(true);
-    rt.client_disconnected(c);
-    // Flush what is queued for the client (bounded: it may not be reading).
-    let flush = async {
-        client.writer.await;
-        true
-    };
-    let limit = async {
-        Timer::after(Duration::from_secs(2)).await;
-        false
-    };
-    if !flush.or(limit).await {
-        debug!("stdout not drained within 2 s");
+    // No new HTTP requests; open exchanges end with the connections.
+    drop(_http_server.take());
+    if let Some(client) = client {
+        rt.client_disconnected(client.id);
+        // Flush what is queued for the client (bounded: it may not be reading).
+        let flush = async {
+            client.writer.await;
+            true
+        };
+        let limit = async {
+            Timer::after(Duration::from_secs(2)).await;
+            false
+        };
+        if !flush.or(limit).await {
+            debug!("stdout not drained within 2 s");
+        }
+        drop(client.reader);
     }
-    drop(client.reader);
 
     let ups: Vec<Upstream> = rt.upstreams.borrow().clone();
     for up in &ups {

@@ -1,0 +1,242 @@
+//! Streamable HTTP serving: a small, hardened HTTP/1.1 server for `/mcp`
+//! (no web framework), plus the 2024-11-05 HTTP+SSE endpoints.
+//!
+//! ```text
+//!  TCP ─► conn (heads, bodies, limits) ─► routes (Host/Origin, token, method)
+//!        ─► POST: classify once (legacy session | modern stateless)
+//!           ─► session (one hub ClientId per session) ─► Hub::client_message
+//!  Hub output ToClient(c, msg) ─► Http::deliver ─► session routing
+//!        ─► the POST stream waiting for that id | the GET stream | dropped
+//! ```
+//!
+//! # Wiring (what the runtime does)
+//! ```ignore
+//! let rt2 = rt.clone();
+//! let link = http::HubLink {
+//!     feed: Rc::new(move |f| rt2.feed(|hub, now| f(hub, now))),
+//!     log: Rc::new(|level, msg| /* mcpx's log */),
+//! };
+//! let (http, server) = http::bind(cfg, link)?;   // binds now, refuses unsafe configs
+//! executor.spawn(server).detach();               // accept loop, connections, session expiry
+//! // in the runtime's output routing, before its own clients:
+//! let Some(out) = http.take(out) else { return };   // ToClient/CloseClient of HTTP sessions
+//! ```
+//! - `feed` is the runtime's "call the hub with the current time, then route
+//!   all its outputs and re-arm the tick timer" (`Runtime::feed` of `serve`).
+//!   The HTTP side goes through it for every hub call, never holding a
+//!   borrow of its own state meanwhile, exactly as the stdio side does.
+//! - `deliver` and `close_client` never call back into the hub; a message the
+//!   hub must hear about in return (a server→client request that no stream
+//!   can carry) is queued and fed to the hub from the server's own task.
+//! - The hub never sees HTTP headers: the client's `Authorization` (or any
+//!   other header) is never forwarded upstream (row `authz-no-token-passthrough`).
+//!
+//! # Sessions and routing decisions
+//! - One session = one hub `ClientId`, minted at `initialize` with a 128-bit
+//!   id from a ChaCha20 CSPRNG seeded by the OS (32 lowercase hex digits).
+//!   Ended (DELETE, idle expiry, hub `CloseClient`) or unknown ids get 404;
+//!   ending a session calls `Hub::client_disconnected`.
+//! - A POST disconnect is not cancellation (legacy revisions, row
+//!   `streamable-http-disconnect-not-cancel`): the exchange is forgotten, the
+//!   hub's call runs to completion and its response is dropped.
+//! - Responses go to the POST whose request carried that id. Progress
+//!   notifications go to the POST whose request chose that `progressToken`.
+//!   Server→client requests (sampling, elicitation, roots, ping) go to the
+//!   most recent open POST of the session that accepts SSE — the hub relays
+//!   them to the client whose call to that upstream is the latest, and does
+//!   not say which call caused them — else to the GET stream, else the hub is
+//!   answered at once with a JSON-RPC error on the client's behalf (so the
+//!   upstream is not left waiting for the relay timeout). Log messages and
+//!   other notifications prefer the most recent open POST, then the GET
+//!   stream; `list_changed` and `resources/updated` prefer the GET stream,
+//!   then the most recent POST; with neither they are dropped.
+//! - A POST answer is JSON unless something must stream before the response
+//!   (a notification or request routed to it), or the call outlasts the SSE
+//!   keep-alive interval: then it becomes an SSE stream that ends after the
+//!   response. A POST whose `Accept` lacks `text/event-stream` always gets
+//!   JSON; what would have streamed on it goes elsewhere or is dropped.
+//! - 2024-11-05 HTTP+SSE: `GET /sse` opens a session whose one stream carries
+//!   every message (`event: message`) after an `endpoint` event naming
+//!   `/messages?sessionId=…`; POSTs there answer 202. Closing the stream ends
+//!   the session.
+//! - Not offered: resumable streams (`Last-Event-ID` is ignored, events carry
+//!   no ids), hence no priming event or `retry` before a close.
+//!
+//! # Eras
+//! A POST is classified once in [`routes`] (`classify`): legacy (session or
+//! `initialize`) vs modern stateless (2026-07-28), per the rule in the
+//! conformance notes: no `Mcp-Session-Id`, and a `MCP-Protocol-Version`
+//! header or a `params._meta` protocol version, except a header naming a
+//! dated legacy revision without `_meta`. The modern branch currently answers
+//! HTTP 400 with -32022 (`data.supported`); it is the one place to extend.
+mod auth;
+mod conn;
+mod limits;
+mod origin;
+mod routes;
+mod session;
+mod sse_stream;
+
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::rc::Rc;
+
+use async_io::Async;
+
+use crate::hub::{ClientId, Hub, Level, Output};
+
+pub use limits::Limits;
+
+/// Everything `mcpx serve --http` needs to know.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// Where to listen. Loopback by default.
+    pub addr: SocketAddr,
+    /// The MCP endpoint path.
+    pub path: String,
+    /// Bearer token required on every request but `/health`; `None` = none.
+    pub token: Option<String>,
+    /// Allow a non-loopback address without a token.
+    pub insecure_no_auth: bool,
+    /// Allowed `Origin` values besides the loopback defaults: exact
+    /// (`https://app.example.com`) or any port (`https://app.example.com:*`).
+    pub allowed_origins: Vec<String>,
+    /// Allowed `Host` names (without port) besides the loopback names and the
+    /// bound address. With a wildcard bind (0.0.0.0, ::) and this empty, the
+    /// Host check is off: the token protects the server instead.
+    pub allowed_hosts: Vec<String>,
+    /// Serve the 2024-11-05 HTTP+SSE endpoints `/sse` and `/messages`.
+    pub legacy_sse: bool,
+    pub limits: Limits,
+}
+
+impl HttpConfig {
+    /// Defaults for `addr`: path `/mcp`, no token, loopback origins only.
+    pub fn new(addr: SocketAddr) -> HttpConfig {
+        HttpConfig {
+            addr,
+            path: "/mcp".to_string(),
+            token: None,
+            insecure_no_auth: false,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            legacy_sse: true,
+            limits: Limits::default(),
+        }
+    }
+
+    /// Refuses configurations that would expose the hub: a non-loopback
+    /// address without a token (unless `insecure_no_auth`), an empty token.
+    pub fn check(&self) -> Result<(), String> {
+        if self.token.as_deref() == Some("") {
+            return Err(
+                "the HTTP bearer token is empty: set a non-empty token or remove it".into(),
+            );
+        }
+        if !self.addr.ip().is_loopback() && self.token.is_none() && !self.insecure_no_auth {
+            return Err(format!(
+                "refusing to serve HTTP on {} (not loopback) without a bearer token: \
+                 set --token or \"auth\": {{\"bearer\": ...}}, or pass --insecure-no-auth",
+                self.addr
+            ));
+        }
+        if !self.path.starts_with('/') || self.path.len() < 2 {
+            return Err(format!(
+                "the HTTP path '{}' must start with '/' and name an endpoint",
+                self.path
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A call into the hub: gets the hub and the runtime's `now_ms`.
+pub type HubCall<'a> = &'a mut dyn FnMut(&mut Hub, u64);
+
+/// How the HTTP server reaches the hub the runtime owns.
+#[derive(Clone)]
+pub struct HubLink {
+    /// Runs the call on the hub with the runtime's clock, then drains the
+    /// hub's outputs (routing `ToClient`/`CloseClient` of HTTP clients to
+    /// [`Http::deliver`]/[`Http::close_client`]) and re-arms the hub's timer.
+    pub feed: Rc<dyn Fn(HubCall<'_>)>,
+    /// mcpx's own log.
+    pub log: Rc<dyn Fn(Level, String)>,
+}
+
+impl HubLink {
+    /// Calls `f` on the hub through `feed` and returns its result.
+    pub fn call<T>(&self, f: impl FnOnce(&mut Hub, u64) -> T) -> T {
+        let mut f = Some(f);
+        let mut out = None;
+        (self.feed)(&mut |hub, now| {
+            if let Some(f) = f.take() {
+                out = Some(f(hub, now));
+            }
+        });
+        out.expect("feed runs the call")
+    }
+}
+
+/// Handle on a running HTTP server (cheap to clone).
+#[derive(Clone)]
+pub struct Http {
+    pub(crate) shared: Rc<session::Shared>,
+}
+
+impl Http {
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local_addr
+    }
+
+    /// Is `c` one of this server's sessions?
+    pub fn owns(&self, c: ClientId) -> bool {
+        self.shared
+            .state
+            .borrow()
+            .sessions
+            .by_client
+            .contains_key(&c)
+    }
+
+    /// `Output::ToClient(c, msg)` for an HTTP client.
+    pub fn deliver(&self, c: ClientId, msg: Vec<u8>) {
+        session::deliver(&self.shared, c, msg);
+    }
+
+    /// `Output::CloseClient(c)`: ends the session (the hub already forgot it).
+    pub fn close_client(&self, c: ClientId) {
+        session::end_by_client(&self.shared, c, false);
+    }
+
+    /// Routes an output meant for an HTTP client (`ToClient`, `CloseClient`
+    /// of one of its sessions) and returns `None`; gives anything else back.
+    pub fn take(&self, out: Output) -> Option<Output> {
+        match out {
+            Output::ToClient(c, msg) if self.owns(c) => self.deliver(c, msg),
+            Output::CloseClient(c) if self.owns(c) => self.close_client(c),
+            other => return Some(other),
+        }
+        None
+    }
+}
+
+/// Binds `cfg.addr` and returns the handle and the server future (accept
+/// loop, connections, session expiry), to be spawned on the runtime's
+/// single-threaded executor. Fails on an unsafe configuration or a bind error.
+pub fn bind(cfg: HttpConfig, link: HubLink) -> io::Result<(Http, impl Future<Output = ()>)> {
+    cfg.check()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let listener = Async::<TcpListener>::bind(cfg.addr)?;
+    let local_addr = listener.get_ref().local_addr()?;
+    let shared = Rc::new(session::Shared::new(cfg, link, local_addr));
+    let http = Http {
+        shared: shared.clone(),
+    };
+    Ok((http, conn::serve(shared, listener)))
+}

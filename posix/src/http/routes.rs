@@ -1,0 +1,853 @@
+//! Request dispatch: security checks, then `/mcp` (POST, GET, DELETE),
+//! `/health`, `/status`, and the 2024-11-05 `/sse` + `/messages` endpoints.
+//!
+//! Checks run in this order on every request: `Host` and `Origin` (403),
+//! path (404), bearer token (401, not for `/health`), method (405).
+
+use std::time::{Duration, Instant};
+
+use mcpx_core::envelope::{Envelope, Kind as MsgKind, Message};
+use mcpx_core::frame::http::Version;
+use mcpx_core::meta::PROTOCOL_VERSION_KEY;
+use mcpx_core::revision::{Era as RevEra, Revision, Revisions};
+use smol::channel;
+
+use super::auth;
+use super::conn::{BodyError, Conn, Request};
+use super::session::{self, Item, Kind};
+use super::sse_stream::{self, SseOut, Wake};
+
+/// Handles one request; false when the connection must close.
+pub(crate) async fn handle(conn: &mut Conn, mut req: Request) -> bool {
+    let keep = dispatch(conn, &mut req).await;
+    // An unread body would be taken for the next request: close instead.
+    keep && req.keep_alive && (req.body_read || !req.has_body())
+}
+
+async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
+    let sh = conn.shared.clone();
+    // Requirement rows streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin,
+    // http-sse-server-validate-origin
+    if !sh.guard.host_ok(req.header("host")) {
+        let host = req.header_str("host").unwrap_or("").to_string();
+        return conn
+            .error(
+                403,
+                None,
+                -32600,
+                &format!("Forbidden: Host '{host}' is not allowed (DNS rebinding protection)"),
+                None,
+                true,
+            )
+            .await;
+    }
+    if !sh.guard.origin_ok(req.header("origin")) {
+        let origin = req.header_str("origin").unwrap_or("").to_string();
+        return conn
+            .error(
+                403,
+                None,
+                -32600,
+                &format!("Forbidden: Origin '{origin}' is not allowed"),
+                None,
+                true,
+            )
+            .await;
+    }
+    let path = req.path.clone();
+    let legacy = sh.cfg.legacy_sse;
+    let known = path == sh.cfg.path
+        || path == "/health"
+        || path == "/status"
+        || (legacy && (path == "/sse" || path == "/messages"));
+    if !known {
+        return conn
+            .error(
+                404,
+                None,
+                -32600,
+                &format!("Not found: the MCP endpoint is {}", sh.cfg.path),
+                None,
+                true,
+            )
+            .await;
+    }
+    if path == "/health" {
+        return match req.method.as_str() {
+            "GET" => {
+                conn.respond(200, &[("Content-Type", "text/plain")], b"ok", true)
+                    .await
+            }
+            "HEAD" => {
+                conn.respond(200, &[("Content-Type", "text/plain")], b"", true)
+                    .await
+            }
+            _ => method_not_allowed(conn, "GET, HEAD").await,
+        };
+    }
+    if let Some(token) = &sh.cfg.token {
+        if !auth::bearer_ok(token, req.header("authorization")) {
+            return conn
+                .error(
+                    401,
+                    None,
+                    -32600,
+                    "Unauthorized: send Authorization: Bearer <token>",
+                    None,
+                    true,
+                )
+                .await;
+        }
+    }
+    match (path.as_str(), req.method.as_str()) {
+        ("/status", "GET") => status(conn).await,
+        ("/status", _) => method_not_allowed(conn, "GET").await,
+        ("/sse", "GET") => legacy_sse(conn, req).await,
+        ("/sse", _) => method_not_allowed(conn, "GET").await,
+        ("/messages", "POST") => legacy_messages(conn, req).await,
+        ("/messages", _) => method_not_allowed(conn, "POST").await,
+        (_, "POST") => post(conn, req).await,
+        (_, "GET") => get(conn, req).await,
+        (_, "DELETE") => delete(conn, req).await,
+        _ => method_not_allowed(conn, "GET, POST, DELETE").await,
+    }
+}
+
+async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
+    let body = super::conn::error_body(None, -32600, "Method not allowed", None);
+    conn.respond(
+        405,
+        &[("Allow", allow), ("Content-Type", "application/json")],
+        &body,
+        true,
+    )
+    .await
+}
+
+async fn status(conn: &mut Conn) -> bool {
+    let sh = conn.shared.clone();
+    let mut v = sh.link.call(|hub, _| hub.status());
+    let (sessions, conns) = {
+        let st = sh.state.borrow();
+        (st.sessions.len(), st.conns)
+    };
+    let http = serde_json::json!({ "address": sh.local_addr.to_string(), "path": sh.cfg.path, "sessions": sessions, "connections": conns });
+    match v.as_object_mut() {
+        Some(o) => {
+            o.insert("http".into(), http);
+        }
+        None => v = serde_json::json!({ "hub": v, "http": http }),
+    }
+    let body = serde_json::to_vec(&v).unwrap_or_default();
+    conn.respond(
+        200,
+        &[
+            ("Content-Type", "application/json"),
+            ("Cache-Control", "no-cache"),
+        ],
+        &body,
+        true,
+    )
+    .await
+}
+
+/// Reads a JSON body; answers 415/413 itself (`None` then carries keep-alive).
+async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
+    let ct = req
+        .header_str("content-type")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if ct
+        .split(';')
+        .next()
+        .is_none_or(|t| t.trim() != "application/json")
+    {
+        return Err(conn
+            .error(
+                415,
+                None,
+                -32600,
+                "Unsupported media type: POST a JSON-RPC message as application/json",
+                None,
+                true,
+            )
+            .await);
+    }
+    match conn.read_body(req).await {
+        Ok(b) => Ok(b),
+        Err(BodyError::TooLarge(n)) => {
+            let max = conn.shared.cfg.limits.max_body;
+            let msg = format!("Payload too large: the body is {n} bytes or more, over mcpx's limit of {max} bytes");
+            Err(conn.error(413, None, -32600, &msg, None, false).await)
+        }
+        Err(BodyError::Broken) => Err(false),
+    }
+}
+
+/// Which era a POST belongs to (conformance notes §1.6): decided once, here.
+enum Era {
+    Legacy,
+    Modern,
+}
+
+fn classify(has_session: bool, version_header: Option<&str>, msg: &Message<'_>) -> Era {
+    if has_session {
+        return Era::Legacy;
+    }
+    let modern_meta = match msg {
+        Message::Single(env) => env
+            .meta()
+            .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
+            .is_some(),
+        Message::Batch(_) => false,
+    };
+    match (version_header, modern_meta) {
+        (_, true) => Era::Modern,
+        (Some(h), false) if Revision::parse(h).is_some_and(|r| r.era() == RevEra::Legacy) => {
+            Era::Legacy
+        }
+        (Some(_), false) => Era::Modern,
+        (None, false) => Era::Legacy,
+    }
+}
+
+fn supported_json() -> String {
+    let list: Vec<String> = Revisions::LEGACY
+        .iter()
+        .map(|r| format!("\"{}\"", r.as_str()))
+        .collect();
+    format!("[{}]", list.join(","))
+}
+
+/// POST /mcp.
+async fn post(conn: &mut Conn, req: &mut Request) -> bool {
+    let body = match json_body(conn, req).await {
+        Ok(b) => b,
+        Err(keep) => return keep,
+    };
+    let msg = match Message::parse(&body) {
+        Ok(m) => m,
+        Err(e) => {
+            return conn
+                .error(400, e.id_bytes(), e.code().into(), e.message(), None, true)
+                .await
+        }
+    };
+    let sid = req.header_str("mcp-session-id").map(str::to_string);
+    let pv = req
+        .header_str("mcp-protocol-version")
+        .map(|s| s.trim().to_string());
+    match classify(sid.is_some(), pv.as_deref(), &msg) {
+        Era::Modern => post_modern(conn, &msg, pv.as_deref()).await,
+        Era::Legacy => post_legacy(conn, req, sid, pv, &msg).await,
+    }
+}
+
+/// A 2026-07-28 (stateless) request: not served over HTTP yet.
+async fn post_modern(conn: &mut Conn, msg: &Message<'_>, header: Option<&str>) -> bool {
+    let (id, meta_v) = match msg {
+        Message::Single(env) => (
+            env.id_bytes(),
+            env.meta()
+                .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
+                .and_then(|v| v.as_str())
+                .and_then(|s| s.as_str()),
+        ),
+        Message::Batch(_) => (None, None),
+    };
+    let requested = meta_v.or(header).unwrap_or("");
+    let data = format!(
+        "{{\"supported\":{},\"requested\":{}}}",
+        supported_json(),
+        serde_json::Value::from(requested)
+    );
+    let text = format!("Unsupported protocol version '{requested}': mcpx serves HTTP clients with an initialize handshake (2024-11-05 to 2025-11-25) for now");
+    conn.error(400, id, -32022, &text, Some(data.as_bytes()), true)
+        .await
+}
+
+/// A legacy POST: `initialize` (new session) or a message in a session.
+async fn post_legacy(
+    conn: &mut Conn,
+    req: &mut Request,
+    sid: Option<String>,
+    pv: Option<String>,
+    msg: &Message<'_>,
+) -> bool {
+    let sh = conn.shared.clone();
+    let first_id = match msg {
+        Message::Single(e) => e.id_bytes(),
+        Message::Batch(_) => None,
+    };
+    // Requirement rows streamable-http-server-400-unsupported-version-header, streamable-http-server-assumes-2025-03-26
+    let header_rev = match pv.as_deref() {
+        None => None,
+        Some(v) => match Revision::parse(v).filter(|r| r.era() == RevEra::Legacy) {
+            Some(r) => Some(r),
+            None => {
+                let data = format!(
+                    "{{\"supported\":{},\"requested\":{}}}",
+                    supported_json(),
+                    serde_json::Value::from(v)
+                );
+                let text = format!("Bad Request: unsupported MCP-Protocol-Version '{v}'");
+                return conn
+                    .error(400, first_id, -32600, &text, Some(data.as_bytes()), true)
+                    .await;
+            }
+        },
+    };
+    let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
+    let http10 = req.version == Version::Http10;
+    let Some(sid) = sid else {
+        // Requirement rows streamable-http-server-may-assign-session, streamable-http-server-400-missing-session
+        let Message::Single(env) = msg else {
+            return conn
+                .error(
+                    400,
+                    None,
+                    -32600,
+                    "Bad Request: Mcp-Session-Id header is required",
+                    None,
+                    true,
+                )
+                .await;
+        };
+        if !(env.kind() == MsgKind::Request && env.method_is("initialize")) {
+            return conn.error(400, first_id, -32600, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await;
+        }
+        let (sid, c) = match session::open(&sh, Kind::Streamable) {
+            Ok(x) => x,
+            Err(why) => return conn.error(503, first_id, -32603, &why, None, true).await,
+        };
+        let id = env.id_bytes().unwrap_or(b"null").to_vec();
+        let tokens = env
+            .progress_token()
+            .map(|t| t.bytes().to_vec())
+            .into_iter()
+            .collect();
+        let x = Exchange {
+            sid: sid.clone(),
+            c,
+            pending: vec![id],
+            tokens,
+            msgs: vec![env.bytes().to_vec()],
+            prefilled: Vec::new(),
+            batch: false,
+            sse_ok,
+            http10,
+            set_session: true,
+        };
+        return exchange(conn, x).await;
+    };
+    // Requirement rows streamable-http-server-404-terminated-session
+    let Some(c) = sh.touch(&sid, Kind::Streamable) else {
+        return conn
+            .error(
+                404,
+                first_id,
+                -32600,
+                "Not found: unknown or ended session; initialize a new one",
+                None,
+                true,
+            )
+            .await;
+    };
+    let rev = header_rev
+        .or_else(|| session::session_rev(&sh, &sid))
+        .unwrap_or(Revision::V2025_03_26);
+    let elements: Vec<Result<Envelope<'_>, mcpx_core::envelope::EnvelopeError<'_>>> = match msg {
+        Message::Single(e) => vec![Ok(*e)],
+        Message::Batch(b) => {
+            // Requirement rows streamable-http-post-body-may-batch (2025-03-26 only)
+            if !mcpx_core::envelope::Batch::allowed_in(rev) {
+                let text = format!(
+                    "Invalid request: JSON-RPC batches are not supported in protocol revision {}",
+                    rev.as_str()
+                );
+                return conn.error(400, None, -32600, &text, None, true).await;
+            }
+            b.elements().collect()
+        }
+    };
+    let batch = matches!(msg, Message::Batch(_));
+    let mut x = Exchange {
+        sid,
+        c,
+        pending: Vec::new(),
+        tokens: Vec::new(),
+        msgs: Vec::new(),
+        prefilled: Vec::new(),
+        batch,
+        sse_ok,
+        http10,
+        set_session: false,
+    };
+    for el in elements {
+        match el {
+            Ok(env) if env.kind() == MsgKind::Request => {
+                let id = env.id_bytes().unwrap_or(b"null");
+                if x.pending.iter().any(|p| p == id) || session::id_in_flight(&sh, &x.sid, id) {
+                    x.prefilled.push(super::conn::error_body(
+                        Some(id),
+                        -32600,
+                        "Invalid request: this request id is already in flight",
+                        None,
+                    ));
+                    continue;
+                }
+                x.pending.push(id.to_vec());
+                if let Some(t) = env.progress_token() {
+                    x.tokens.push(t.bytes().to_vec());
+                }
+                x.msgs.push(env.bytes().to_vec());
+            }
+            Ok(env) => x.msgs.push(env.bytes().to_vec()),
+            Err(e) => {
+                // Only answer what could be a request (never a notification).
+                if e.id_bytes().is_some() || !batch {
+                    x.prefilled.push(super::conn::error_body(
+                        e.id_bytes(),
+                        e.code().into(),
+                        e.message(),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    if x.pending.is_empty() {
+        let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();
+        sh.feed(x.c, &msgs);
+        if x.prefilled.is_empty() {
+            // Requirement rows streamable-http-server-202-for-non-request
+            return conn.respond(202, &[], b"", true).await;
+        }
+        let body = join(&x.prefilled, batch);
+        let status = if batch { 200 } else { 400 };
+        return conn
+            .respond(status, &[("Content-Type", "application/json")], &body, true)
+            .await;
+    }
+    exchange(conn, x).await
+}
+
+fn join(msgs: &[Vec<u8>], batch: bool) -> Vec<u8> {
+    if !batch {
+        return msgs.first().cloned().unwrap_or_default();
+    }
+    let mut out = b"[".to_vec();
+    for (i, m) in msgs.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(m);
+    }
+    out.push(b']');
+    out
+}
+
+/// A POST carrying requests, to be answered.
+struct Exchange {
+    sid: String,
+    c: crate::hub::ClientId,
+    pending: Vec<Vec<u8>>,
+    tokens: Vec<Vec<u8>>,
+    msgs: Vec<Vec<u8>>,
+    /// Responses decided here (invalid batch elements, duplicate ids).
+    prefilled: Vec<Vec<u8>>,
+    batch: bool,
+    sse_ok: bool,
+    http10: bool,
+    /// Send `Mcp-Session-Id` (the answer to `initialize`).
+    set_session: bool,
+}
+
+/// Registers the exchange, feeds the hub and answers: JSON when the
+/// responses come first, SSE when something must stream before them (rows
+/// `streamable-http-server-json-or-sse-for-request`, `streamable-http-sse-includes-response`,
+/// `streamable-http-server-terminates-sse-after-response`).
+async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
+    let sh = conn.shared.clone();
+    let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
+    let expected = x.pending.len();
+    let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.tokens, x.sse_ok, tx) else {
+        return conn
+            .error(
+                404,
+                None,
+                -32600,
+                "Not found: the session ended",
+                None,
+                true,
+            )
+            .await;
+    };
+    let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();
+    sh.feed(x.c, &msgs);
+    let session_hdr = x.sid.clone();
+    let mut extra: Vec<(&str, &str)> = Vec::new();
+    if x.set_session {
+        extra.push(("Mcp-Session-Id", session_hdr.as_str()));
+    }
+    let version = if x.http10 {
+        Version::Http10
+    } else {
+        Version::Http11
+    };
+    let mut responses = x.prefilled;
+    let mut got = 0usize;
+    let mut sse: Option<SseOut> = None;
+    let mut ping_at =
+        Instant::now() + Duration::from_millis(sh.cfg.limits.sse_keepalive_ms.max(10));
+    let ended_early = loop {
+        if got >= expected {
+            break false;
+        }
+        let wake = sse_stream::wait(conn, &rx, ping_at).await;
+        match wake {
+            Wake::PeerGone => {
+                // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its result is dropped
+                session::drop_exchange(&sh, &x.sid, seq);
+                return false;
+            }
+            Wake::Item(None) => break true,
+            Wake::Item(Some(item)) => {
+                let (bytes, is_response) = match item {
+                    Item::Response(b) => (b, true),
+                    Item::Other(b) => (b, false),
+                };
+                if is_response {
+                    got += 1;
+                }
+                if sse.is_none() && !is_response {
+                    let Some(s) = SseOut::start(conn, version, &extra).await else {
+                        session::drop_exchange(&sh, &x.sid, seq);
+                        return false;
+                    };
+                    sse = Some(s);
+                    for r in std::mem::take(&mut responses) {
+                        if !sse.as_mut().expect("started").event(conn, None, &r).await {
+                            session::drop_exchange(&sh, &x.sid, seq);
+                            return false;
+                        }
+                    }
+                }
+                match sse.as_mut() {
+                    Some(s) => {
+                        if !s.event(conn, None, &bytes).await {
+                            session::drop_exchange(&sh, &x.sid, seq);
+                            return false;
+                        }
+                        ping_at = s.next_ping;
+                    }
+                    None => responses.push(bytes),
+                }
+            }
+            Wake::Tick => {
+                if sse.is_none() {
+                    if !x.sse_ok {
+                        ping_at = Instant::now() + Duration::from_secs(3600);
+                        continue;
+                    }
+                    // A long call: stream, so that keep-alives can flow.
+                    let Some(s) = SseOut::start(conn, version, &extra).await else {
+                        session::drop_exchange(&sh, &x.sid, seq);
+                        return false;
+                    };
+                    sse = Some(s);
+                    for r in std::mem::take(&mut responses) {
+                        if !sse.as_mut().expect("started").event(conn, None, &r).await {
+                            session::drop_exchange(&sh, &x.sid, seq);
+                            return false;
+                        }
+                    }
+                }
+                let s = sse.as_mut().expect("started");
+                if !s.ping(conn).await {
+                    session::drop_exchange(&sh, &x.sid, seq);
+                    return false;
+                }
+                ping_at = s.next_ping;
+            }
+        }
+    };
+    session::drop_exchange(&sh, &x.sid, seq);
+    match sse {
+        Some(s) => s.finish(conn).await,
+        None if ended_early => {
+            if sh.touch(&x.sid, Kind::Streamable).is_none() {
+                let msg = "Not found: the session ended before the request was answered";
+                conn.error(404, None, -32600, msg, None, true).await
+            } else {
+                let max = sh.cfg.limits.stream_queue;
+                let msg = format!(
+                    "mcpx dropped this request's answer: over {max} messages were waiting for it"
+                );
+                conn.error(500, None, -32603, &msg, None, true).await
+            }
+        }
+        None => {
+            let body = join(&responses, x.batch);
+            let mut hs = vec![("Content-Type", "application/json")];
+            hs.extend(extra.iter().copied());
+            conn.respond(200, &hs, &body, !x.http10).await
+        }
+    }
+}
+
+fn session_of(req: &Request) -> Option<String> {
+    req.header_str("mcp-session-id")
+        .map(|s| s.trim().to_string())
+}
+
+/// GET /mcp: the session's standalone stream (rows `streamable-http-get-sse-or-405`,
+/// `streamable-http-get-no-responses`: only notifications and requests reach it).
+async fn get(conn: &mut Conn, req: &mut Request) -> bool {
+    let sh = conn.shared.clone();
+    if !req.accepts("text/event-stream") {
+        return conn
+            .error(
+                406,
+                None,
+                -32600,
+                "Not acceptable: GET opens an SSE stream; send Accept: text/event-stream",
+                None,
+                true,
+            )
+            .await;
+    }
+    let Some(sid) = session_of(req) else {
+        return conn
+            .error(
+                400,
+                None,
+                -32600,
+                "Bad Request: Mcp-Session-Id header is required",
+                None,
+                true,
+            )
+            .await;
+    };
+    if sh.touch(&sid, Kind::Streamable).is_none() {
+        return conn
+            .error(
+                404,
+                None,
+                -32600,
+                "Not found: unknown or ended session; initialize a new one",
+                None,
+                true,
+            )
+            .await;
+    }
+    let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
+    let seq = sh.next_seq();
+    if session::set_get(&sh, &sid, seq, tx).is_none() {
+        return conn
+            .error(
+                409,
+                None,
+                -32600,
+                "Conflict: this session already has an open GET stream",
+                None,
+                true,
+            )
+            .await;
+    }
+    let keep = stream_out(conn, req.version, &rx, &[], None).await;
+    session::clear_get(&sh, &sid, seq);
+    keep
+}
+
+/// Copies a standalone stream's queue to the client until the queue closes
+/// (session ended) or the peer leaves. `event` names the events.
+async fn stream_out(
+    conn: &mut Conn,
+    version: Version,
+    rx: &channel::Receiver<Item>,
+    extra: &[(&str, &str)],
+    first: Option<(&[u8], &[u8])>,
+) -> bool {
+    let Some(mut s) = SseOut::start(conn, version, extra).await else {
+        return false;
+    };
+    let event: Option<&[u8]> = if first.is_some() {
+        Some(b"message")
+    } else {
+        None
+    };
+    if let Some((name, data)) = first {
+        if !s.event(conn, Some(name), data).await {
+            return false;
+        }
+    }
+    loop {
+        match sse_stream::wait(conn, rx, s.next_ping).await {
+            Wake::PeerGone => return false,
+            Wake::Item(None) => return s.finish(conn).await,
+            Wake::Item(Some(Item::Response(b) | Item::Other(b))) => {
+                if !s.event(conn, event, &b).await {
+                    return false;
+                }
+            }
+            Wake::Tick => {
+                if !s.ping(conn).await {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// DELETE /mcp: ends the session (rows `streamable-http-client-delete-session`,
+/// `streamable-http-server-may-405-delete`: mcpx answers 204).
+async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
+    let sh = conn.shared.clone();
+    if req.has_body() && conn.read_body(req).await.is_err() {
+        return false;
+    }
+    let Some(sid) = session_of(req) else {
+        return conn
+            .error(
+                400,
+                None,
+                -32600,
+                "Bad Request: Mcp-Session-Id header is required",
+                None,
+                true,
+            )
+            .await;
+    };
+    if sh.touch(&sid, Kind::Streamable).is_none() || !session::end(&sh, &sid, true) {
+        return conn
+            .error(
+                404,
+                None,
+                -32600,
+                "Not found: unknown or ended session",
+                None,
+                true,
+            )
+            .await;
+    }
+    conn.respond(204, &[], b"", true).await
+}
+
+/// GET /sse (2024-11-05 HTTP+SSE): opens a session whose stream carries
+/// everything; the `endpoint` event names where to POST (rows
+/// `http-sse-server-two-endpoints`, `http-sse-server-endpoint-event`,
+/// `http-sse-server-messages-as-sse-events`).
+async fn legacy_sse(conn: &mut Conn, req: &mut Request) -> bool {
+    let sh = conn.shared.clone();
+    if req.headers_present("accept") && !req.accepts("text/event-stream") {
+        return conn
+            .error(
+                406,
+                None,
+                -32600,
+                "Not acceptable: send Accept: text/event-stream",
+                None,
+                true,
+            )
+            .await;
+    }
+    let (sid, _c) = match session::open(&sh, Kind::LegacySse) {
+        Ok(x) => x,
+        Err(why) => return conn.error(503, None, -32603, &why, None, true).await,
+    };
+    let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
+    let seq = sh.next_seq();
+    let _ = session::set_get(&sh, &sid, seq, tx);
+    let endpoint = format!("/messages?sessionId={sid}");
+    let keep = stream_out(
+        conn,
+        req.version,
+        &rx,
+        &[],
+        Some((b"endpoint", endpoint.as_bytes())),
+    )
+    .await;
+    // The stream is the session.
+    session::end(&sh, &sid, true);
+    keep
+}
+
+/// POST /messages?sessionId=… (2024-11-05): 202, the answer comes on the stream.
+async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
+    let sh = conn.shared.clone();
+    let sid = req
+        .query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("sessionId="))
+        .unwrap_or("")
+        .to_string();
+    let Some(c) = sh.touch(&sid, Kind::LegacySse) else {
+        if req.has_body() && conn.read_body(req).await.is_err() {
+            return false;
+        }
+        return conn
+            .error(
+                404,
+                None,
+                -32600,
+                "Not found: unknown or ended session; reconnect to /sse",
+                None,
+                true,
+            )
+            .await;
+    };
+    let body = match json_body(conn, req).await {
+        Ok(b) => b,
+        Err(keep) => return keep,
+    };
+    let msgs: Vec<Vec<u8>> = match Message::parse(&body) {
+        Ok(Message::Single(e)) => vec![e.bytes().to_vec()],
+        Ok(Message::Batch(b)) => b
+            .elements()
+            .filter_map(Result::ok)
+            .map(|e| e.bytes().to_vec())
+            .collect(),
+        Err(e) => {
+            return conn
+                .error(400, e.id_bytes(), e.code().into(), e.message(), None, true)
+                .await
+        }
+    };
+    let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+    sh.feed(c, &refs);
+    conn.respond(202, &[("Content-Type", "text/plain")], b"Accepted", true)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn era(session: bool, header: Option<&str>, body: &str) -> &'static str {
+        let msg = Message::parse(body.as_bytes()).unwrap();
+        match classify(session, header, &msg) {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+
+    #[test]
+    fn a_post_is_classified_once_by_session_header_and_meta() {
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+        let modern = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        // The SDK's initialize: no header, no _meta.
+        assert_eq!(era(false, None, init), "legacy");
+        // Raw probes: a dated legacy header without _meta.
+        assert_eq!(era(false, Some("2025-11-25"), init), "legacy");
+        assert_eq!(era(false, Some("2024-11-05"), init), "legacy");
+        // The 2026 wire: header or per-request _meta.
+        assert_eq!(era(false, Some("2026-07-28"), init), "modern");
+        assert_eq!(era(false, Some("v999.0.0"), init), "modern");
+        assert_eq!(era(false, None, modern), "modern");
+        assert_eq!(era(false, Some("2025-11-25"), modern), "modern");
+        // A session decides it.
+        assert_eq!(era(true, Some("2026-07-28"), modern), "legacy");
+        assert_eq!(era(false, None, &format!("[{init}]")), "legacy");
+    }
+}

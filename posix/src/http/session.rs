@@ -1,0 +1,487 @@
+//! Sessions (one hub client each), the open exchanges (POSTs waiting for
+//! responses) and streams of each, and the routing of hub output to them.
+//! See the module documentation of `http` for the routing rules.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use mcpx_core::envelope::{Envelope, Kind as MsgKind};
+use mcpx_core::revision::Revision;
+use mcpx_core::rewrite::write_error;
+use nanorand::{ChaCha20, Rng};
+use smol::channel::{self, Receiver, Sender};
+
+use super::origin::Guard;
+use super::{HttpConfig, HubLink};
+use crate::hub::{ClientId, Level};
+
+/// Most server→client requests waiting to be refused back to the hub.
+const INBOX_CAP: usize = 1024;
+
+pub(crate) struct Shared {
+    pub cfg: HttpConfig,
+    pub link: HubLink,
+    pub local_addr: SocketAddr,
+    started: Instant,
+    pub guard: Guard,
+    pub state: RefCell<State>,
+    /// Wakes the service task when `State::hub_inbox` has work.
+    pub wake_tx: Sender<()>,
+    pub wake_rx: Receiver<()>,
+}
+
+pub(crate) struct State {
+    pub sessions: Sessions,
+    pub conns: usize,
+    rng: ChaCha20,
+    next_seq: u64,
+    /// Messages to feed to the hub on a client's behalf (outside `deliver`).
+    pub hub_inbox: VecDeque<(ClientId, Vec<u8>)>,
+    /// When the connection limit was last logged as a warning.
+    pub last_cap_warn: Option<u64>,
+}
+
+#[derive(Default)]
+pub(crate) struct Sessions {
+    pub by_id: HashMap<String, Session>,
+    pub by_client: HashMap<ClientId, String>,
+}
+
+impl Sessions {
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Streamable HTTP (`Mcp-Session-Id`).
+    Streamable,
+    /// 2024-11-05 HTTP+SSE: the `/sse` stream is the session.
+    LegacySse,
+}
+
+pub(crate) struct Session {
+    pub client: ClientId,
+    pub kind: Kind,
+    /// Negotiated revision, read from the `initialize` result.
+    pub rev: Option<Revision>,
+    pub last_seen: u64,
+    pub exchanges: Vec<Exchange>,
+    /// The standalone stream (GET `/mcp`, or `/sse`): its sequence number and queue.
+    pub get: Option<(u64, Sender<Item>)>,
+}
+
+/// One POST waiting for responses.
+pub(crate) struct Exchange {
+    pub seq: u64,
+    /// Request ids (raw JSON) still unanswered.
+    pub pending: Vec<Vec<u8>>,
+    /// Progress tokens (raw JSON) chosen by its requests.
+    pub tokens: Vec<Vec<u8>>,
+    /// The client accepts an SSE answer.
+    pub sse_ok: bool,
+    pub tx: Sender<Item>,
+}
+
+/// What a stream's connection task receives.
+#[derive(Debug)]
+pub(crate) enum Item {
+    /// A response to one of the exchange's requests.
+    Response(Vec<u8>),
+    /// A notification or server→client request.
+    Other(Vec<u8>),
+}
+
+impl Shared {
+    pub fn new(cfg: HttpConfig, link: HubLink, local_addr: SocketAddr) -> Shared {
+        let guard = Guard::new(&cfg.allowed_origins, &cfg.allowed_hosts, local_addr);
+        let (wake_tx, wake_rx) = channel::bounded(1);
+        Shared {
+            cfg,
+            link,
+            local_addr,
+            started: Instant::now(),
+            guard,
+            state: RefCell::new(State {
+                sessions: Sessions::default(),
+                conns: 0,
+                rng: ChaCha20::new(),
+                next_seq: 1,
+                hub_inbox: VecDeque::new(),
+                last_cap_warn: None,
+            }),
+            wake_tx,
+            wake_rx,
+        }
+    }
+
+    /// Milliseconds since the server started (for session idleness only;
+    /// the hub gets the runtime's clock through `feed`).
+    pub fn now(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    pub fn log(&self, level: Level, msg: String) {
+        (self.link.log)(level, msg)
+    }
+
+    /// Feeds client messages to the hub, then drains its output.
+    pub fn feed(&self, c: ClientId, msgs: &[&[u8]]) {
+        self.link.call(|hub, now| {
+            for m in msgs {
+                hub.client_message(c, m, now);
+            }
+        });
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        let mut st = self.state.borrow_mut();
+        st.next_seq += 1;
+        st.next_seq
+    }
+
+    /// Marks activity on a session; false if it does not exist (any more).
+    pub fn touch(&self, sid: &str, kind: Kind) -> Option<ClientId> {
+        let now = self.now();
+        let mut st = self.state.borrow_mut();
+        let s = st.sessions.by_id.get_mut(sid).filter(|s| s.kind == kind)?;
+        s.last_seen = now;
+        Some(s.client)
+    }
+}
+
+/// 128 bits from the CSPRNG as 32 lowercase hex digits (visible ASCII, row
+/// `streamable-http-session-id-visible-ascii`; `streamable-http-session-id-secure`).
+fn mint_id(rng: &mut ChaCha20) -> String {
+    let mut b = [0u8; 16];
+    rng.fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Opens a session: a new hub client. `Err` carries the reason for a 503.
+pub(crate) fn open(shared: &Shared, kind: Kind) -> Result<(String, ClientId), String> {
+    {
+        let st = shared.state.borrow();
+        let max = shared.cfg.limits.max_sessions;
+        if st.sessions.len() >= max {
+            return Err(format!(
+                "mcpx has {max} HTTP sessions open (its limit): close one (DELETE) or raise the session limit"
+            ));
+        }
+    }
+    let now = shared.now();
+    // The session is in the table before the hub's outputs are routed: the
+    // hub may refuse the client at once (CloseClient), which ends it.
+    let sid = shared.link.call(|hub, hub_now| {
+        let c = hub.client_connected(hub_now);
+        let mut st = shared.state.borrow_mut();
+        let sid = mint_id(&mut st.rng);
+        st.sessions.by_client.insert(c, sid.clone());
+        st.sessions.by_id.insert(
+            sid.clone(),
+            Session {
+                client: c,
+                kind,
+                rev: None,
+                last_seen: now,
+                exchanges: Vec::new(),
+                get: None,
+            },
+        );
+        sid
+    });
+    let c = shared
+        .state
+        .borrow()
+        .sessions
+        .by_id
+        .get(&sid)
+        .map(|s| s.client);
+    match c {
+        Some(c) => {
+            shared.log(
+                Level::Debug,
+                format!("http: session opened for client {c} ({kind:?})"),
+            );
+            Ok((sid, c))
+        }
+        None => Err("mcpx refused the session: too many clients are connected to the hub".into()),
+    }
+}
+
+/// Ends a session: its streams close; the hub is told when `tell_hub`.
+pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
+    let removed = {
+        let mut st = shared.state.borrow_mut();
+        let s = st.sessions.by_id.remove(sid);
+        if let Some(s) = &s {
+            st.sessions.by_client.remove(&s.client);
+        }
+        s
+    };
+    let Some(s) = removed else { return false };
+    shared.log(
+        Level::Debug,
+        format!("http: session of client {} ended", s.client),
+    );
+    drop(s.exchanges);
+    drop(s.get);
+    if tell_hub {
+        shared.link.call(|hub, _| hub.client_disconnected(s.client));
+    }
+    true
+}
+
+pub(crate) fn end_by_client(shared: &Shared, c: ClientId, tell_hub: bool) {
+    let sid = shared.state.borrow().sessions.by_client.get(&c).cloned();
+    if let Some(sid) = sid {
+        end(shared, &sid, tell_hub);
+    }
+}
+
+/// Ends sessions idle for longer than the limit (no request, no open stream).
+pub(crate) fn expire(shared: &Shared) -> usize {
+    let now = shared.now();
+    let idle = shared.cfg.limits.session_idle_ms;
+    let old: Vec<String> = shared
+        .state
+        .borrow()
+        .sessions
+        .by_id
+        .iter()
+        .filter(|(_, s)| {
+            s.exchanges.is_empty() && s.get.is_none() && now.saturating_sub(s.last_seen) >= idle
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    for sid in &old {
+        shared.log(
+            Level::Debug,
+            format!("http: a session idle for {idle} ms expires"),
+        );
+        end(shared, sid, true);
+    }
+    old.len()
+}
+
+/// Registers an open POST; returns its sequence number.
+pub(crate) fn add_exchange(
+    shared: &Shared,
+    sid: &str,
+    pending: Vec<Vec<u8>>,
+    tokens: Vec<Vec<u8>>,
+    sse_ok: bool,
+    tx: Sender<Item>,
+) -> Option<u64> {
+    let seq = shared.next_seq();
+    let mut st = shared.state.borrow_mut();
+    let s = st.sessions.by_id.get_mut(sid)?;
+    s.exchanges.push(Exchange {
+        seq,
+        pending,
+        tokens,
+        sse_ok,
+        tx,
+    });
+    Some(seq)
+}
+
+/// Forgets an exchange (its POST is answered or its client gone). The
+/// session's idle clock restarts.
+pub(crate) fn drop_exchange(shared: &Shared, sid: &str, seq: u64) {
+    let now = shared.now();
+    let mut st = shared.state.borrow_mut();
+    if let Some(s) = st.sessions.by_id.get_mut(sid) {
+        s.exchanges.retain(|e| e.seq != seq);
+        s.last_seen = now;
+    }
+}
+
+/// Is `id` (raw JSON) pending in any exchange of the session?
+pub(crate) fn id_in_flight(shared: &Shared, sid: &str, id: &[u8]) -> bool {
+    let st = shared.state.borrow();
+    st.sessions.by_id.get(sid).is_some_and(|s| {
+        s.exchanges
+            .iter()
+            .any(|e| e.pending.iter().any(|p| p == id))
+    })
+}
+
+/// Opens the session's standalone stream; `None` if one is open already.
+pub(crate) fn set_get(shared: &Shared, sid: &str, seq: u64, tx: Sender<Item>) -> Option<()> {
+    let mut st = shared.state.borrow_mut();
+    let s = st.sessions.by_id.get_mut(sid)?;
+    if s.get.as_ref().is_some_and(|(_, t)| !t.is_closed()) {
+        return None;
+    }
+    s.get = Some((seq, tx));
+    Some(())
+}
+
+pub(crate) fn clear_get(shared: &Shared, sid: &str, seq: u64) {
+    let now = shared.now();
+    let mut st = shared.state.borrow_mut();
+    if let Some(s) = st.sessions.by_id.get_mut(sid) {
+        if s.get.as_ref().is_some_and(|(q, _)| *q == seq) {
+            s.get = None;
+            s.last_seen = now;
+        }
+    }
+}
+
+pub(crate) fn session_rev(shared: &Shared, sid: &str) -> Option<Revision> {
+    shared
+        .state
+        .borrow()
+        .sessions
+        .by_id
+        .get(sid)
+        .and_then(|s| s.rev)
+}
+
+/// Routes one hub message for client `c`.
+pub(crate) fn deliver(shared: &Shared, c: ClientId, msg: Vec<u8>) {
+    let refused = {
+        let mut st = shared.state.borrow_mut();
+        let Some(sid) = st.sessions.by_client.get(&c).cloned() else {
+            return;
+        };
+        let Some(s) = st.sessions.by_id.get_mut(&sid) else {
+            return;
+        };
+        let r = route(s, msg);
+        if let Some(err) = &r {
+            if st.hub_inbox.len() < INBOX_CAP {
+                st.hub_inbox.push_back((c, err.clone()));
+            }
+        }
+        r
+    };
+    if refused.is_some() {
+        let _ = shared.wake_tx.try_send(());
+    }
+}
+
+/// Which exchange index takes a message: the most recent one accepting SSE.
+fn latest_sse(s: &Session) -> Option<usize> {
+    s.exchanges
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.sse_ok && !e.tx.is_closed())
+        .max_by_key(|(_, e)| e.seq)
+        .map(|(i, _)| i)
+}
+
+/// Sends to exchange `i`; a full or closed queue closes that exchange.
+fn send_exchange(s: &mut Session, i: usize, item: Item) -> bool {
+    match s.exchanges[i].tx.try_send(item) {
+        Ok(()) => true,
+        Err(_) => {
+            s.exchanges.remove(i);
+            false
+        }
+    }
+}
+
+fn send_get(s: &mut Session, item: Item) -> bool {
+    let ok = s
+        .get
+        .as_ref()
+        .is_some_and(|(_, tx)| tx.try_send(item).is_ok());
+    if !ok {
+        s.get = None;
+    }
+    ok
+}
+
+/// Routes `msg` within the session. Returns an error response to feed back
+/// to the hub when a server→client request cannot be delivered.
+fn route(s: &mut Session, msg: Vec<u8>) -> Option<Vec<u8>> {
+    if s.kind == Kind::LegacySse {
+        send_get(s, Item::Other(msg));
+        return None;
+    }
+    let Ok(env) = Envelope::parse(&msg) else {
+        send_get(s, Item::Other(msg));
+        return None;
+    };
+    match env.kind() {
+        MsgKind::Result | MsgKind::Error => {
+            let id = env.id_bytes()?;
+            let Some(i) = s
+                .exchanges
+                .iter()
+                .position(|e| e.pending.iter().any(|p| p == id))
+            else {
+                return None; // its POST is gone: disconnect is not cancellation, the result is dropped
+            };
+            if let Some(v) = env
+                .result()
+                .and_then(|r| r.get("protocolVersion"))
+                .and_then(|v| v.as_str())
+                .and_then(|v| v.as_str().and_then(Revision::parse))
+            {
+                s.rev = Some(v);
+            }
+            let e = &mut s.exchanges[i];
+            e.pending.retain(|p| p != id);
+            let last = e.pending.is_empty();
+            if send_exchange(s, i, Item::Response(msg)) && last {
+                s.exchanges.remove(i);
+            }
+            None
+        }
+        MsgKind::Request => {
+            if let Some(i) = latest_sse(s) {
+                if send_exchange(s, i, Item::Other(msg.clone())) {
+                    return None;
+                }
+            }
+            let id = env.id_bytes().map(<[u8]>::to_vec);
+            let method = env.method_str().unwrap_or("request").to_string();
+            if send_get(s, Item::Other(msg)) {
+                return None;
+            }
+            let text =
+                format!("the client has no open HTTP stream on which mcpx could send it {method}");
+            let mut out = vec![0u8; 256 + text.len()];
+            let n = write_error(id.as_deref(), -32603, &text, None, &mut out).ok()?;
+            out.truncate(n);
+            Some(out)
+        }
+        MsgKind::Notification => {
+            let method = env.method_str().unwrap_or("");
+            if method == "notifications/progress" {
+                let token = env.param("progressToken").map(|t| t.bytes());
+                // Only on its request's stream; a client that accepts only JSON
+                // cannot receive it there, and the GET stream is for unrelated messages.
+                let at = token.and_then(|t| {
+                    s.exchanges
+                        .iter()
+                        .position(|e| e.tokens.iter().any(|x| x == t))
+                });
+                if let Some(i) = at.filter(|i| s.exchanges[*i].sse_ok) {
+                    send_exchange(s, i, Item::Other(msg));
+                }
+                return None;
+            }
+            let unsolicited =
+                method.ends_with("/list_changed") || method == "notifications/resources/updated";
+            if unsolicited && s.get.is_some() && send_get(s, Item::Other(msg.clone())) {
+                return None;
+            }
+            if let Some(i) = latest_sse(s) {
+                if send_exchange(s, i, Item::Other(msg.clone())) {
+                    return None;
+                }
+            }
+            if !unsolicited {
+                send_get(s, Item::Other(msg));
+            }
+            None
+        }
+    }
+}

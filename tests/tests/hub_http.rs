@@ -1,0 +1,136 @@
+//! Real SDK clients through `mcpx serve --http` (Streamable HTTP) to real
+//! upstreams: the same hub as `hub.rs`, reached over loopback HTTP instead
+//! of stdio.
+
+use mcpx_tests::*;
+use serde_json::json;
+
+/// `mcpx serve --config FILE --http 127.0.0.1:PORT`, HTTP only.
+fn serve_http(hub: &Hub) -> HttpServer {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let cmd = Cmd::new(
+        mcpx(),
+        &[
+            "serve",
+            "--config",
+            hub.config.to_str().unwrap(),
+            "--http",
+            &addr,
+        ],
+    );
+    HttpServer::start(&cmd, port, "/mcp")
+}
+
+fn aggregate(client: Client) {
+    let hub = three_upstreams();
+    let http = serve_http(&hub);
+    let steps = json!([
+        {"op": "list_tools", "expect_tools": ["demo__echo", "everything__get-sum", "py__greet"]},
+        {"op": "call", "tool": "demo__echo", "args": {"text": "over http"}, "expect_text": "over http"},
+        {"op": "call", "tool": "everything__get-sum", "args": {"a": 2, "b": 3}, "expect_text": "The sum of 2 and 3 is 5."},
+        {"op": "call", "tool": "py__greet", "args": {"name": "http"}, "expect_text": "Hello, http! (from py)"}
+    ]);
+    let r = client.run_url(&["script", &steps.to_string()], &http.url);
+    r.assert_ok();
+    let want = client.latest_legacy_revision();
+    r.check(
+        r.json["protocol_version"] == want,
+        &format!("the hub should accept the client's {want}"),
+    );
+}
+
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-server-may-assign-session
+#[test]
+fn py_1_9_4_over_http() {
+    aggregate(Client::Py("1.9.4"));
+}
+
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-server-may-assign-session
+#[test]
+fn py_1_12_4_over_http() {
+    aggregate(Client::Py("1.12.4"));
+}
+
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-server-may-assign-session
+#[test]
+fn py_1_30_0_over_http() {
+    aggregate(Client::Py("1.30.0"));
+}
+
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-server-may-assign-session
+#[test]
+fn py_2_3_0_legacy_over_http() {
+    aggregate(Client::Py2Mode("legacy"));
+}
+
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-server-may-assign-session
+#[test]
+fn ts_v1_over_http() {
+    aggregate(Client::TsV1);
+}
+
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-server-may-assign-session
+#[test]
+fn ts_v2_legacy_over_http() {
+    aggregate(Client::TsV2("legacy"));
+}
+
+// covers: streamable-http-post-sse-may-carry-requests
+#[test]
+fn elicitation_over_http_py_1_30_0() {
+    let hub = three_upstreams();
+    let http = serve_http(&hub);
+    let r =
+        Client::Py("1.30.0").run_url(&["--prefix", "py__", "elicitation", "ask_user"], &http.url);
+    r.assert_ok();
+    r.check(
+        r.result_text()
+            .contains("user answered: mcpx-elicited-answer"),
+        "answer not round-tripped",
+    );
+}
+
+// covers: streamable-http-post-sse-may-carry-requests
+#[test]
+fn sampling_over_http_ts_v1() {
+    let hub = three_upstreams();
+    let http = serve_http(&hub);
+    let r = Client::TsV1.run_url(
+        &[
+            "--prefix",
+            "everything__",
+            "sampling",
+            "trigger-sampling-request",
+            r#"{"prompt":"hi"}"#,
+        ],
+        &http.url,
+    );
+    r.assert_ok();
+    r.check(
+        r.result_text().contains("mcpx-test-model"),
+        "the sampling result did not reach server-everything",
+    );
+}
+
+// covers: streamable-http-sse-includes-response
+#[test]
+fn progress_over_http_py_1_30_0() {
+    let hub = three_upstreams();
+    let http = serve_http(&hub);
+    let r = Client::Py("1.30.0").run_url(
+        &[
+            "--prefix",
+            "demo__",
+            "progress",
+            "slow",
+            r#"{"seconds":1,"steps":4}"#,
+        ],
+        &http.url,
+    );
+    r.assert_ok();
+    r.check(
+        r.json["progress"].as_array().map_or(0, Vec::len) == 4,
+        "expected the 4 progress notifications",
+    );
+}
