@@ -284,6 +284,61 @@ fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
     None
 }
 
+/// The `x-mcp-header` annotations of a tool's `inputSchema`: (header name,
+/// path of the argument), reached through `properties` alone (the hub lists
+/// no tool whose annotations break the rules).
+fn param_annotations(schema: &serde_json::Value) -> Vec<(String, Vec<String>)> {
+    fn walk(s: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
+        let Some(props) = s.get("properties").and_then(|p| p.as_object()) else { return };
+        for (k, prop) in props {
+            path.push(k.clone());
+            if let Some(h) = prop.get("x-mcp-header").and_then(|h| h.as_str()) {
+                out.push((h.to_string(), path.clone()));
+            }
+            walk(prop, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The -32020 for a modern `tools/call` whose `Mcp-Param-*` headers do not
+/// mirror the arguments annotated with `x-mcp-header`, if any.
+fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<String> {
+    use mcpx_core::headers::{self, HeaderField, ParamValue};
+    if !env.method_is("tools/call") {
+        return None;
+    }
+    let name = env.name()?.as_str()?;
+    let name = String::from_utf8_lossy(name.raw()).into_owned();
+    let schema = conn.shared.link.call(|hub, _| hub.tool_input_schema(&name))?;
+    let args: serde_json::Value = env.param("arguments").and_then(|a| serde_json::from_slice(a.bytes()).ok()).unwrap_or(serde_json::Value::Null);
+    for (h, path) in param_annotations(&schema) {
+        let mut v = &args;
+        for k in &path {
+            v = v.get(k).unwrap_or(&serde_json::Value::Null);
+        }
+        let text;
+        let body = match v {
+            serde_json::Value::String(s) => Some(ParamValue::Str(s)),
+            serde_json::Value::Bool(b) => Some(ParamValue::Bool(*b)),
+            serde_json::Value::Number(n) => {
+                text = n.to_string();
+                Some(ParamValue::Number(&text))
+            }
+            _ => None,
+        };
+        let header = req.header(&format!("mcp-param-{}", h.to_ascii_lowercase()));
+        // Requirement rows streamable-http-server-validates-param-headers, streamable-http-server-decodes-before-compare
+        if let Err(e) = headers::check(HeaderField::Param(&h), header, body) {
+            return Some(format!("Header mismatch: Mcp-Param-{h} {:?} (it must mirror the argument {})", e.kind, path.join(".")));
+        }
+    }
+    None
+}
+
 /// A 2026-07-28 (stateless) request: served by the hub as one request of a
 /// client that lives as long as the POST (no session, no `Mcp-Session-Id`).
 /// A `subscriptions/listen` POST stays open as its stream.
@@ -300,7 +355,7 @@ async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>) -> b
     }
     let id = env.id_bytes().unwrap_or(b"null").to_vec();
     // Requirement rows streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
-    if let Some(text) = header_mismatch(req, env) {
+    if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(conn, req, env)) {
         return conn.error(400, Some(&id), -32020, &text, None, true).await;
     }
     let (sid, c) = match session::open(&sh, Kind::Modern) {

@@ -82,6 +82,9 @@ fn fake_upstream(f: &mut Fake, msg: &Value) -> Vec<(u64, Value)> {
             if f.extra_tool {
                 tools.push(tool("extra"));
             }
+            tools.push(json!({ "name": "region", "inputSchema": { "type": "object", "properties": {
+                "region": { "type": "string", "x-mcp-header": "Region" },
+                "opts": { "type": "object", "properties": { "n": { "type": "integer", "x-mcp-header": "N" } } } } } }));
             vec![(0, reply(json!({ "tools": tools })))]
         }
         "ping" => vec![(0, reply(json!({})))],
@@ -105,6 +108,7 @@ fn fake_upstream(f: &mut Fake, msg: &Value) -> Vec<(u64, Value)> {
                             .to_string(),
                     ),
                 )],
+                "region" => vec![(0, text(args.get("region").and_then(Value::as_str).unwrap_or("").to_string()))],
                 "slow" => vec![(
                     args.get("ms").and_then(Value::as_u64).unwrap_or(300),
                     text("slow done".into()),
@@ -759,7 +763,8 @@ fn response_of(r: &Resp) -> Value {
 
 // covers: streamable-http-unsupported-version-400, streamable-http-unknown-method-404
 // covers: streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
-// covers: streamable-http-protocol-version-header-matches-meta
+// covers: streamable-http-protocol-version-header-matches-meta, streamable-http-server-validates-param-headers
+// covers: streamable-http-server-decodes-before-compare
 #[test]
 fn modern_requests_are_served_without_sessions() {
     let t = start(|_| {});
@@ -792,6 +797,16 @@ fn modern_requests_are_served_without_sessions() {
     assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)));
     let r = modern_post(t.addr, &body, &[("Mcp-Method", "tools/list")]);
     assert_eq!(r.json()["error"]["code"], -32020);
+    // Arguments annotated with x-mcp-header must be mirrored as Mcp-Param-*.
+    let body = modern_body(json!(4), "tools/call", json!({ "name": "region", "arguments": { "region": "eu-west", "opts": { "n": 3 } } }), json!({}));
+    let r = modern_post(t.addr, &body, &[("Mcp-Param-Region", "eu-west"), ("Mcp-Param-N", "3")]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = modern_post(t.addr, &body, &[("Mcp-Param-Region", "=?base64?ZXUtd2VzdA==?="), ("Mcp-Param-N", "3")]);
+    assert_eq!(r.status, 200, "encoded values are decoded first: {}", r.text());
+    let r = modern_post(t.addr, &body, &[("Mcp-Param-Region", "us-east"), ("Mcp-Param-N", "3")]);
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)));
+    let r = modern_post(t.addr, &body, &[("Mcp-Param-Region", "eu-west")]);
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)), "a missing Mcp-Param-N");
     // Legacy-only and unknown methods: 404 and -32601.
     for m in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "unknown/method"] {
         let r = modern_post(t.addr, &modern_body(json!(500), m, json!({ "uri": "x://y", "level": "info" }), json!({})), &[]);

@@ -450,6 +450,13 @@ impl Hub {
         self.catalog.item_of(u, catalog::Kind::Tools, name)?.get("inputSchema")
     }
 
+    /// The `inputSchema` of the tool clients know as `exposed` (as listed to
+    /// them): where an HTTP server transport finds the `x-mcp-header`
+    /// annotations whose `Mcp-Param-*` headers it must check.
+    pub fn tool_input_schema(&self, exposed: &str) -> Option<serde_json::Value> {
+        self.catalog.get(catalog::Kind::Tools, exposed)?.item.get("inputSchema").cloned()
+    }
+
     /// Reads upstream `u`'s lists again (e.g. after it answered -32020, its
     /// tool annotations may have changed); clients are told if they changed.
     pub fn relist_upstream(&mut self, u: UpstreamId, now_ms: u64) {
