@@ -155,6 +155,8 @@ impl RemoteSpec {
             connect_timeout,
             #[cfg(feature = "tls")]
             tls,
+            #[cfg(feature = "tls")]
+            ca_file: self.ca_file.clone(),
         })
     }
 }

@@ -695,13 +695,13 @@ fn config_checks() {
 mod tls {
     use super::*;
 
-    /// A CA and a certificate for `localhost` signed by it.
-    fn pki() -> (String, Arc<rustls::ServerConfig>) {
+    /// A CA named `ca_name` and a certificate for `localhost` signed by it.
+    fn pki(ca_name: &str) -> (String, Arc<rustls::ServerConfig>) {
         use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
         let ca_key = KeyPair::generate().unwrap();
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.distinguished_name.push(DnType::CommonName, "mcpx test CA");
+        ca_params.distinguished_name.push(DnType::CommonName, ca_name);
         let ca = ca_params.self_signed(&ca_key).unwrap();
         let key = KeyPair::generate().unwrap();
         let cert = CertificateParams::new(vec!["localhost".to_string()]).unwrap().signed_by(&key, &ca, &ca_key).unwrap();
@@ -720,11 +720,13 @@ mod tls {
 
     #[test]
     fn https_with_a_private_ca_file_and_sni() {
-        let (ca_pem, cfg) = pki();
+        let (ca_pem, cfg) = pki("mcpx test CA");
         let dir = std::env::temp_dir().join(format!("mcpx-remote-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ca_file = dir.join("ca.pem");
         std::fs::write(&ca_file, ca_pem).unwrap();
+        let other_ca_file = dir.join("other-ca.pem");
+        std::fs::write(&other_ca_file, pki("another CA").0).unwrap();
         let handler: Arc<Handler> = Arc::new(|req: &Req| match (req.method.as_str(), req.rpc_method().as_str()) {
             ("POST", "initialize") => Reply::Json(200, vec![("mcp-session-id", "tls-1".into())], init_result("2025-11-25")),
             ("GET", _) => Reply::Status(405),
@@ -741,6 +743,19 @@ mod tls {
             r.shutdown();
             task.await;
             assert!(log.all()[0].contains("TLS handshake"), "{:?}", log.all());
+            assert!(log.all()[0].contains("name its certificate in \"caFile\""), "{:?}", log.all());
+            assert_eq!(log.count("started"), 0);
+
+            // With a caFile of another CA, the error says that this file does not do.
+            let log = Rc::new(Log::default());
+            let mut s = spec(&url);
+            s.ca_file = Some(other_ca_file.clone());
+            let (r, task) = spawn(&ex, 0, s, fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
+            r.shutdown();
+            task.await;
+            let want = format!("no certificate in caFile {} issued it", other_ca_file.display());
+            assert!(log.all()[0].contains(&want), "{:?}", log.all());
             assert_eq!(log.count("started"), 0);
 
             let log = Rc::new(Log::default());
