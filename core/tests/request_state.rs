@@ -94,7 +94,8 @@ fn binding_mismatches_are_rejected() {
     assert_eq!(open_fresh(&token, &binding(), NOW), Ok(b"s".to_vec()));
 }
 
-// row: mrtr-requeststate-replay-fields — expiry
+// Expiry.
+// row: mrtr-requeststate-replay-fields
 #[test]
 fn expiry() {
     let token = seal_with(&keys(), &binding(), b"s", 1);
@@ -122,7 +123,8 @@ fn a_token_opens_once() {
     assert!(open_with(&k, &fresh, &binding(), NOW, &mut replay).is_ok());
 }
 
-// row: mrtr-single-use-enforced — the bounded replay set
+// The bounded replay set.
+// row: mrtr-single-use-enforced
 #[test]
 fn replay_set_at_capacity_fails_closed_then_evicts_expired() {
     let k = keys();
@@ -196,7 +198,8 @@ fn malformed_and_foreign_tokens() {
 }
 
 proptest! {
-    // row: mrtr-requeststate-attacker-controlled — any altered byte is rejected.
+    // Any altered byte is rejected.
+    // row: mrtr-requeststate-attacker-controlled
     #[test]
     fn flipping_any_byte_is_rejected(pos in any::<prop::sample::Index>(), flip in 1u8..=255, inner in proptest::collection::vec(any::<u8>(), 0..40)) {
         let token = seal_with(&keys(), &binding(), &inner, 3);
