@@ -1,6 +1,7 @@
 //! `mcpx`: an MCP hub. See README.md.
 #[macro_use]
 mod log;
+mod backoff;
 mod cli;
 mod config;
 mod example;

@@ -24,6 +24,7 @@ use smol::future::FutureExt as _;
 use smol::io::AsyncReadExt;
 use smol::{LocalExecutor, Task, Timer};
 
+use crate::backoff::{self, Backoff};
 use crate::lines::{read_lines, LineEvent};
 use crate::outbox::{self, Outbox, PushError};
 
@@ -176,7 +177,7 @@ type StatusFuture = Pin<Box<dyn Future<Output = io::Result<ExitStatus>>>>;
 impl Supervisor {
     async fn run(self) {
         let name = &self.spec.name;
-        let mut backoff = self.opts.backoff_min;
+        let mut backoff = Backoff::new(self.opts.backoff_min, self.opts.backoff_max, self.opts.stable_after);
         loop {
             let t0 = Instant::now();
             let outcome = match self.spawn_child() {
@@ -192,29 +193,18 @@ impl Supervisor {
             match outcome {
                 Outcome::Shutdown => return,
                 Outcome::Restart => {
-                    backoff = self.opts.backoff_min;
+                    backoff.reset();
                     continue;
                 }
                 Outcome::Died => {}
             }
-            if t0.elapsed() >= self.opts.stable_after {
-                backoff = self.opts.backoff_min;
-            }
-            info!("server {name}: restarting in {}", show_duration(backoff));
-            let ctl = async { Some(self.ctl.recv().await) };
-            let timer = async {
-                Timer::after(backoff).await;
-                None
-            };
-            match ctl.or(timer).await {
+            let delay = backoff.delay(t0);
+            info!("server {name}: restarting in {}", show_duration(delay));
+            match backoff::wait(delay, &self.ctl).await {
                 None => {}
-                Some(Ok(Ctl::Restart(_))) => {
-                    backoff = self.opts.backoff_min;
-                    continue;
-                }
+                Some(Ok(Ctl::Restart(_))) => backoff.reset(),
                 Some(Ok(Ctl::Shutdown)) | Some(Err(_)) => return,
             }
-            backoff = (backoff * 2).min(self.opts.backoff_max);
         }
     }
 

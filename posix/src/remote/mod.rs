@@ -58,6 +58,7 @@ use smol::future::FutureExt as _;
 use smol::lock::{Mutex, Semaphore};
 use smol::{LocalExecutor, Task};
 
+use crate::backoff::{self, Backoff};
 use conn::Connector;
 use http::{Body, Client, Limits, Response};
 use url::{Scheme, Url};
@@ -333,7 +334,7 @@ enum Outcome {
 impl Supervisor {
     async fn run(self) {
         let name = self.spec.name.clone();
-        let mut backoff = self.opts.backoff_min;
+        let mut backoff = Backoff::new(self.opts.backoff_min, self.opts.backoff_max, self.opts.stable_after);
         loop {
             let t0 = Instant::now();
             let outcome = match self.prepare() {
@@ -348,29 +349,18 @@ impl Supervisor {
             match outcome {
                 Outcome::Shutdown => return,
                 Outcome::Restart => {
-                    backoff = self.opts.backoff_min;
+                    backoff.reset();
                     continue;
                 }
                 Outcome::Failed => {}
             }
-            if t0.elapsed() >= self.opts.stable_after {
-                backoff = self.opts.backoff_min;
-            }
-            info!("server {name}: reconnecting in {}", show_ms(backoff));
-            let ctl = async { Some(self.ctl.recv().await) };
-            let timer = async {
-                Timer::after(backoff).await;
-                None
-            };
-            match ctl.or(timer).await {
+            let delay = backoff.delay(t0);
+            info!("server {name}: reconnecting in {}", show_ms(delay));
+            match backoff::wait(delay, &self.ctl).await {
                 None => {}
-                Some(Ok(Ctl::Restart(_))) => {
-                    backoff = self.opts.backoff_min;
-                    continue;
-                }
+                Some(Ok(Ctl::Restart(_))) => backoff.reset(),
                 Some(Ok(Ctl::Shutdown)) | Some(Ok(Ctl::Kill)) | Some(Err(_)) => return,
             }
-            backoff = (backoff * 2).min(self.opts.backoff_max);
         }
     }
 
