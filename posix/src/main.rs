@@ -14,6 +14,8 @@ mod remote;
 mod serve;
 mod stdio;
 mod supervise;
+#[cfg(test)]
+mod testing;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -573,7 +573,7 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
+    use crate::testing::{run, until, Log};
 
     #[test]
     fn tail_keeps_last_bytes_from_a_line_start() {
@@ -591,31 +591,6 @@ mod tests {
     fn statuses() {
         assert_eq!(describe_status(ExitStatus::from_raw(3 << 8)), "exited with status 3");
         assert_eq!(describe_status(ExitStatus::from_raw(9)), "killed by signal 9 (SIGKILL)");
-    }
-
-    #[derive(Default)]
-    struct Log(RefCell<Vec<String>>);
-    impl Events for Log {
-        fn started(&self, _: UpstreamId) {
-            self.0.borrow_mut().push("started".into());
-        }
-        fn message(&self, _: UpstreamId, line: &[u8]) {
-            self.0.borrow_mut().push(format!("msg {}", String::from_utf8_lossy(line)));
-        }
-        fn garbage(&self, _: UpstreamId, what: &str) {
-            self.0.borrow_mut().push(format!("garbage {what}"));
-        }
-        fn exited(&self, _: UpstreamId, reason: &str, tail: &str) {
-            self.0.borrow_mut().push(format!("exited {reason} | {tail}"));
-        }
-    }
-    impl Log {
-        fn take(&self) -> Vec<String> {
-            std::mem::take(&mut *self.0.borrow_mut())
-        }
-        fn count(&self, prefix: &str) -> usize {
-            self.0.borrow().iter().filter(|e| e.starts_with(prefix)).count()
-        }
     }
 
     fn sh(name: &str, script: &str) -> ProcessSpec {
@@ -636,28 +611,6 @@ mod tests {
             stable_after: Duration::from_secs(10),
             ..Options::default()
         }
-    }
-
-    /// Runs `body` on a fresh local executor, failing after `limit`.
-    fn run<F: Future<Output = ()>>(limit: Duration, body: impl FnOnce(Rc<LocalExecutor<'static>>) -> F) {
-        let ex = Rc::new(LocalExecutor::new());
-        let fut = body(ex.clone());
-        let guard = async {
-            Timer::after(limit).await;
-            panic!("test took longer than {limit:?}");
-        };
-        smol::block_on(ex.run(fut.or(guard)));
-    }
-
-    async fn until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-        let t0 = Instant::now();
-        while t0.elapsed() < limit {
-            if cond() {
-                return true;
-            }
-            Timer::after(Duration::from_millis(10)).await;
-        }
-        cond()
     }
 
     fn pid_alive(pid: i32) -> bool {
