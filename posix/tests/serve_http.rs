@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-const MCPX: &str = env!("CARGO_BIN_EXE_mcpx");
+mod support;
+use support::MCPX;
 
 const FAKE: &str = r#"
 while IFS= read -r line; do
@@ -63,16 +64,7 @@ fn start_with(test: &str, args: &[&str], stdin: Stdio) -> Mcpx {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let err = child.stderr.take().unwrap();
-    let (tx, stderr) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let stderr = support::lines(child.stderr.take().unwrap());
     Mcpx { child, dir, stderr }
 }
 
