@@ -991,8 +991,8 @@ impl Server {
 
     async fn run_async(self: Rc<Self>, ctx: Ctx, name: &'static str, args: Value) -> RpcResult {
         let sleep = |ms: u64| Timer::after(Duration::from_millis(ms));
-        if matches!(name, "slow_compute" | "failing_job" | "protocol_error_job") {
-            return self.run_task_tool_sync(name, args).await;
+        if let Some(work) = task_ext::work_of(name, &args) {
+            return work.await;
         }
         Ok(match name {
             "slow" => {
