@@ -38,6 +38,20 @@ pub enum Out {
     Flush(Sender<()>),
 }
 
+/// `_meta[key]`, which must be there and be what `pick` takes (`what`: "a
+/// string", "an object").
+fn required_meta<'a, T>(
+    meta: &'a Map<String, Value>,
+    key: &str,
+    what: &str,
+    pick: impl FnOnce(&'a Value) -> Option<T>,
+) -> Result<T, RpcError> {
+    let v = meta
+        .get(key)
+        .ok_or_else(|| RpcError::invalid_params(format!("missing \"_meta.{key}\"")))?;
+    pick(v).ok_or_else(|| RpcError::invalid_params(format!("\"_meta.{key}\" must be {what}")))
+}
+
 fn log_level(s: &str) -> Option<u8> {
     LOG_LEVELS.iter().position(|l| *l == s).map(|p| p as u8)
 }
@@ -353,32 +367,8 @@ impl Server {
                 ))
             }
         };
-        let version = match meta.get(PROTOCOL_VERSION_KEY) {
-            Some(Value::String(s)) => s.as_str(),
-            Some(_) => {
-                return Err(RpcError::invalid_params(format!(
-                    "\"_meta.{PROTOCOL_VERSION_KEY}\" must be a string"
-                )))
-            }
-            None => {
-                return Err(RpcError::invalid_params(format!(
-                    "missing \"_meta.{PROTOCOL_VERSION_KEY}\""
-                )))
-            }
-        };
-        let caps = match meta.get(CLIENT_CAPABILITIES_KEY) {
-            Some(c @ Value::Object(_)) => c.clone(),
-            Some(_) => {
-                return Err(RpcError::invalid_params(format!(
-                    "\"_meta.{CLIENT_CAPABILITIES_KEY}\" must be an object"
-                )))
-            }
-            None => {
-                return Err(RpcError::invalid_params(format!(
-                    "missing \"_meta.{CLIENT_CAPABILITIES_KEY}\""
-                )))
-            }
-        };
+        let version = required_meta(meta, PROTOCOL_VERSION_KEY, "a string", Value::as_str)?;
+        let caps = required_meta(meta, CLIENT_CAPABILITIES_KEY, "an object", |v| v.is_object().then_some(v))?.clone();
         if let Some(info) = meta.get(CLIENT_INFO_KEY) {
             if !info.is_object() {
                 return Err(RpcError::invalid_params(format!(
