@@ -222,7 +222,6 @@ enum Ctl {
 }
 
 struct Shared {
-    name: String,
     out: RefCell<Option<Sender<Vec<u8>>>>,
     /// Bytes queued in `out`.
     queued: Cell<usize>,
@@ -237,11 +236,6 @@ pub struct Remote {
 }
 
 impl Remote {
-    #[allow(dead_code)] // the handle has the shape of supervise::Upstream
-    pub fn name(&self) -> &str {
-        &self.sh.name
-    }
-
     /// Queues one message for the server.
     pub fn send(&self, msg: Vec<u8>) -> Result<(), SendError> {
         let out = self.sh.out.borrow();
@@ -259,11 +253,6 @@ impl Remote {
             Err(TrySendError::Full(_)) => Err(SendError::Full { msgs: tx.len(), bytes: queued }),
             Err(TrySendError::Closed(_)) => Err(SendError::Closed),
         }
-    }
-
-    #[allow(dead_code)]
-    pub fn is_running(&self) -> bool {
-        self.sh.out.borrow().as_ref().is_some_and(|t| !t.is_closed())
     }
 
     /// Ends the session (DELETE) and starts a new one at once.
@@ -292,7 +281,6 @@ pub fn spawn(
 ) -> (Remote, Task<()>) {
     let (ctl_tx, ctl_rx) = channel::bounded(8);
     let sh = Rc::new(Shared {
-        name: spec.name.clone(),
         out: RefCell::new(None),
         queued: Cell::new(0),
         max_bytes: opts.queue_bytes,
