@@ -609,6 +609,11 @@ impl Session {
         }
     }
 
+    /// An SSE event over `max_message`, which the decoder dropped.
+    fn event_too_large(&self, len: usize) {
+        self.garbage(&format!("SSE event of {len}+ bytes is over the {}-byte limit; dropped", self.opts.max_message));
+    }
+
     /// A JSON-RPC error answered to the hub for request `id`.
     fn answer_error(&self, id: &[u8], why: &str) {
         let msg = serde_json::json!(format!("server {}: {why}", self.name)).to_string();
@@ -960,10 +965,7 @@ impl Session {
                                 return Ok(true);
                             }
                         }
-                        SseItem::TooLarge { len } => self.garbage(&format!(
-                            "SSE event of {len}+ bytes is over the {}-byte limit; dropped",
-                            self.opts.max_message
-                        )),
+                        SseItem::TooLarge { len } => self.event_too_large(len),
                     }
                 }
                 st.last_id = dec.last_event_id().to_vec();
@@ -1125,10 +1127,7 @@ impl Session {
                         }
                         SseItem::Event(ev) if ev.event.unwrap_or(b"message") == b"message" => self.deliver(ev.data),
                         SseItem::Event(_) => {}
-                        SseItem::TooLarge { len } => self.garbage(&format!(
-                            "SSE event of {len}+ bytes is over the {}-byte limit; dropped",
-                            self.opts.max_message
-                        )),
+                        SseItem::TooLarge { len } => self.event_too_large(len),
                     }
                 }
             }
