@@ -38,6 +38,15 @@ pub enum Out {
     Flush(Sender<()>),
 }
 
+/// A call's `arguments`: an object, `{}` when absent or null.
+fn arguments(params: &Value) -> Result<Value, RpcError> {
+    match params.get("arguments") {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(a @ Value::Object(_)) => Ok(a.clone()),
+        Some(_) => Err(RpcError::invalid_params("\"arguments\" must be an object")),
+    }
+}
+
 /// `_meta[key]`, which must be there and be what `pick` takes (`what`: "a
 /// string", "an object").
 fn required_meta<'a, T>(
@@ -659,14 +668,9 @@ impl Server {
             Ok(n) => n,
             Err(e) => return Now(Err(e)),
         };
-        let args = match params.get("arguments") {
-            None | Some(Value::Null) => json!({}),
-            Some(a @ Value::Object(_)) => a.clone(),
-            Some(_) => {
-                return Now(Err(RpcError::invalid_params(
-                    "\"arguments\" must be an object",
-                )))
-            }
+        let args = match arguments(&params) {
+            Ok(a) => a,
+            Err(e) => return Now(Err(e)),
         };
         let toggled = self.st.borrow().toggled;
         let Some(spec) = tools::find(name, ctx.rev, toggled) else {
@@ -709,14 +713,9 @@ impl Server {
             Ok(n) => n.to_string(),
             Err(e) => return Now(Err(e)),
         };
-        let args = match params.get("arguments") {
-            None | Some(Value::Null) => json!({}),
-            Some(a @ Value::Object(_)) => a.clone(),
-            Some(_) => {
-                return Now(Err(RpcError::invalid_params(
-                    "\"arguments\" must be an object",
-                )))
-            }
+        let args = match arguments(&params) {
+            Ok(a) => a,
+            Err(e) => return Now(Err(e)),
         };
         if !prompts::exists(&name, ctx.rev) {
             return Now(Err(RpcError::invalid_params(format!(
