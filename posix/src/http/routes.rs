@@ -461,17 +461,11 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
                     got += 1;
                 }
                 if sse.is_none() && !is_response {
-                    let Some(s) = SseOut::start(conn, version, &extra).await else {
+                    let Some(s) = start_sse(conn, version, &extra, &mut responses).await else {
                         session::drop_exchange(&sh, &x.sid, seq);
                         return false;
                     };
                     sse = Some(s);
-                    for r in std::mem::take(&mut responses) {
-                        if !sse.as_mut().expect("started").event(conn, None, &r).await {
-                            session::drop_exchange(&sh, &x.sid, seq);
-                            return false;
-                        }
-                    }
                 }
                 match sse.as_mut() {
                     Some(s) => {
@@ -491,17 +485,11 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
                         continue;
                     }
                     // A long call: stream, so that keep-alives can flow.
-                    let Some(s) = SseOut::start(conn, version, &extra).await else {
+                    let Some(s) = start_sse(conn, version, &extra, &mut responses).await else {
                         session::drop_exchange(&sh, &x.sid, seq);
                         return false;
                     };
                     sse = Some(s);
-                    for r in std::mem::take(&mut responses) {
-                        if !sse.as_mut().expect("started").event(conn, None, &r).await {
-                            session::drop_exchange(&sh, &x.sid, seq);
-                            return false;
-                        }
-                    }
                 }
                 let s = sse.as_mut().expect("started");
                 if !s.ping(conn).await {
@@ -534,6 +522,23 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
             conn.respond(200, &hs, &body, !x.http10).await
         }
     }
+}
+
+/// Turns an exchange's answer into an SSE stream, sending the responses
+/// `held` so far first; `None` when the peer is gone.
+async fn start_sse(
+    conn: &mut Conn,
+    version: Version,
+    extra: &[(&str, &str)],
+    held: &mut Vec<Vec<u8>>,
+) -> Option<SseOut> {
+    let mut s = SseOut::start(conn, version, extra).await?;
+    for r in std::mem::take(held) {
+        if !s.event(conn, None, &r).await {
+            return None;
+        }
+    }
+    Some(s)
 }
 
 fn session_of(req: &Request) -> Option<String> {
