@@ -255,7 +255,7 @@ impl Supervisor {
 
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
-        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
         let mut status: StatusFuture = Box::pin(child.status());
 
         let (outbox, rx) = outbox::outbox(self.opts.queue_msgs, self.opts.queue_bytes);
@@ -294,32 +294,7 @@ impl Supervisor {
         }));
 
         let tail = Rc::new(RefCell::new(Tail::new(self.opts.stderr_tail)));
-        let tail_w = tail.clone();
-        let err_name = name.clone();
-        let mut stderr_task = Some(self.ex.spawn(async move {
-            let mut chunk = vec![0u8; 4096];
-            let mut line = Vec::new();
-            loop {
-                let n = match stderr.read(&mut chunk).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                tail_w.borrow_mut().push(&chunk[..n]);
-                for &b in &chunk[..n] {
-                    if b == b'\n' || line.len() >= 4096 {
-                        debug!("[{err_name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
-                        line.clear();
-                        if b == b'\n' {
-                            continue;
-                        }
-                    }
-                    line.push(b);
-                }
-            }
-            if !line.is_empty() {
-                debug!("[{err_name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
-            }
-        }));
+        let mut stderr_task = Some(self.ex.spawn(pump_stderr(stderr, tail.clone(), name.clone())));
 
         // Run until the child exits, closes its stdout, or we are told to stop it.
         let exited = async { Wake::Exited((&mut status).await) };
@@ -512,6 +487,32 @@ fn show_duration(d: Duration) -> String {
         format!("{} ms", d.as_millis())
     } else {
         format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// Keeps the child's stderr in `tail` and logs it line by line (at debug).
+async fn pump_stderr(mut stderr: smol::process::ChildStderr, tail: Rc<RefCell<Tail>>, name: String) {
+    let mut chunk = vec![0u8; 4096];
+    let mut line = Vec::new();
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        tail.borrow_mut().push(&chunk[..n]);
+        for &b in &chunk[..n] {
+            if b == b'\n' || line.len() >= 4096 {
+                debug!("[{name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
+                line.clear();
+                if b == b'\n' {
+                    continue;
+                }
+            }
+            line.push(b);
+        }
+    }
+    if !line.is_empty() {
+        debug!("[{name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
     }
 }
 
