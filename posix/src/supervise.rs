@@ -275,7 +275,7 @@ impl Supervisor {
         let mut reader = Some(self.ex.spawn(async move {
             let r = read_lines(stdout, max_line, |ev| match ev {
                 LineEvent::Line(line) => {
-                    let t = trim_ascii(line);
+                    let t = line.trim_ascii();
                     if t.is_empty() {
                     } else if t[0] == b'{' || t[0] == b'[' {
                         events.message(id, t);
@@ -502,7 +502,7 @@ async fn pump_stderr(mut stderr: smol::process::ChildStderr, tail: Rc<RefCell<Ta
         tail.borrow_mut().push(&chunk[..n]);
         for &b in &chunk[..n] {
             if b == b'\n' || line.len() >= 4096 {
-                debug!("[{name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
+                debug!("[{name}] {}", String::from_utf8_lossy(line.trim_ascii()));
                 line.clear();
                 if b == b'\n' {
                     continue;
@@ -512,14 +512,8 @@ async fn pump_stderr(mut stderr: smol::process::ChildStderr, tail: Rc<RefCell<Ta
         }
     }
     if !line.is_empty() {
-        debug!("[{name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
+        debug!("[{name}] {}", String::from_utf8_lossy(line.trim_ascii()));
     }
-}
-
-fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
-    &b[start..end]
 }
 
 fn preview(b: &[u8], max: usize) -> String {

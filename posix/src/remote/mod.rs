@@ -575,7 +575,7 @@ impl Session {
         if !self.alive.get() {
             return;
         }
-        let msg = trim(msg);
+        let msg = msg.trim_ascii();
         if msg.is_empty() {
             return;
         }
@@ -855,7 +855,7 @@ impl Session {
         }
         let body = resp.body.read_all(64 * 1024).await.unwrap_or_default();
         // A JSON-RPC error for this request (e.g. with a 400) goes to the hub as is.
-        if let (Some(id), Ok(env)) = (request_id, Envelope::parse(trim(&body))) {
+        if let (Some(id), Ok(env)) = (request_id, Envelope::parse(body.trim_ascii())) {
             if env.kind() == Kind::Error && env.id_bytes() == Some(id) {
                 self.deliver(&body);
                 return Ok(());
@@ -880,7 +880,7 @@ impl Session {
         }
         let body = resp.body.read_all(self.opts.max_message).await.map_err(|e| e.to_string())?;
         self.client.recycle(resp.body);
-        let body_t = trim(&body);
+        let body_t = body.trim_ascii();
         if body_t.is_empty() {
             return Ok(false);
         }
@@ -950,7 +950,7 @@ impl Session {
                                 debug!("server {}: SSE event {:?} ignored", self.name, String::from_utf8_lossy(kind));
                                 continue;
                             }
-                            let data = trim(ev.data);
+                            let data = ev.data.trim_ascii();
                             if data.is_empty() {
                                 continue; // a priming event
                             }
@@ -1002,7 +1002,7 @@ impl Session {
         } else {
             let body = resp.body.read_all(self.opts.max_message).await.map_err(|e| e.to_string())?;
             self.client.recycle(resp.body);
-            self.note_init_result(trim(&body), false)
+            self.note_init_result(body.trim_ascii(), false)
         };
         if !got {
             return Err("no initialize result".into());
@@ -1120,7 +1120,7 @@ impl Session {
                                 continue;
                             }
                             have_endpoint = true;
-                            let r = std::str::from_utf8(trim(ev.data))
+                            let r = std::str::from_utf8(ev.data.trim_ascii())
                                 .map_err(|_| "endpoint is not UTF-8".to_string())
                                 .and_then(|s| self.url.join_same_origin(s));
                             let _ = endpoint.try_send(r);
@@ -1189,15 +1189,9 @@ fn valid_session_id(sid: &[u8]) -> bool {
     !sid.is_empty() && sid.iter().all(|&b| (0x21..=0x7e).contains(&b))
 }
 
-fn trim(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
-    &b[start..end]
-}
-
 /// `: <first 200 bytes of body>` for error messages, or nothing.
 fn preview_suffix(body: &[u8]) -> String {
-    let t = trim(body);
+    let t = body.trim_ascii();
     if t.is_empty() {
         return String::new();
     }
