@@ -155,7 +155,8 @@ fn a_public_address_without_a_token_is_refused() {
     let mut m = start("public", &["--http", "0.0.0.0:0"]);
     let st = m.child.wait().unwrap();
     assert_eq!(st.code(), Some(1));
-    let err: Vec<String> = m.stderr.try_iter().collect();
+    // Up to the end of its stderr: the reader thread may still be passing lines on.
+    let err: Vec<String> = std::iter::from_fn(|| m.stderr.recv_timeout(Duration::from_secs(5)).ok()).collect();
     assert!(
         err.iter().any(|l| l.contains("--insecure-no-auth")),
         "{err:?}"
