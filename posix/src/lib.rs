@@ -2,6 +2,7 @@
 //! `mcpx-edge` and the bench all enter through [`run`].
 #[macro_use]
 mod log;
+mod backoff;
 mod cli;
 mod config;
 mod example;
@@ -15,6 +16,8 @@ mod remote;
 mod serve;
 mod stdio;
 mod supervise;
+#[cfg(test)]
+mod testing;
 
 pub use limits::Limits;
 

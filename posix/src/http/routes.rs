@@ -17,6 +17,9 @@ use super::conn::{BodyError, Conn, Request};
 use super::session::{self, Item, Kind};
 use super::sse_stream::{self, SseOut, Wake};
 
+/// The refusal of a request that needs a session but names none.
+const NO_SESSION_ID: &str = "Bad Request: Mcp-Session-Id header is required";
+
 /// Handles one request; false when the connection must close.
 pub(crate) async fn handle(conn: &mut Conn, mut req: Request) -> bool {
     let keep = dispatch(conn, &mut req).await;
@@ -30,29 +33,11 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     // http-sse-server-validate-origin
     if !sh.guard.host_ok(req.header("host")) {
         let host = req.header_str("host").unwrap_or("").to_string();
-        return conn
-            .error(
-                403,
-                None,
-                -32600,
-                &format!("Forbidden: Host '{host}' is not allowed (DNS rebinding protection)"),
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(403, &format!("Forbidden: Host '{host}' is not allowed (DNS rebinding protection)")).await;
     }
     if !sh.guard.origin_ok(req.header("origin")) {
         let origin = req.header_str("origin").unwrap_or("").to_string();
-        return conn
-            .error(
-                403,
-                None,
-                -32600,
-                &format!("Forbidden: Origin '{origin}' is not allowed"),
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(403, &format!("Forbidden: Origin '{origin}' is not allowed")).await;
     }
     let path = req.path.clone();
     let legacy = sh.cfg.legacy_sse;
@@ -61,16 +46,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
         || path == "/status"
         || (legacy && (path == "/sse" || path == "/messages"));
     if !known {
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                &format!("Not found: the MCP endpoint is {}", sh.cfg.path),
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, &format!("Not found: the MCP endpoint is {}", sh.cfg.path)).await;
     }
     if path == "/health" {
         return match req.method.as_str() {
@@ -87,16 +63,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     }
     if let Some(token) = &sh.cfg.token {
         if !auth::bearer_ok(token, req.header("authorization")) {
-            return conn
-                .error(
-                    401,
-                    None,
-                    -32600,
-                    "Unauthorized: send Authorization: Bearer <token>",
-                    None,
-                    true,
-                )
-                .await;
+            return conn.reject(401, "Unauthorized: send Authorization: Bearer <token>").await;
         }
     }
     match (path.as_str(), req.method.as_str()) {
@@ -162,16 +129,7 @@ async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> 
         .next()
         .is_none_or(|t| t.trim() != "application/json")
     {
-        return Err(conn
-            .error(
-                415,
-                None,
-                -32600,
-                "Unsupported media type: POST a JSON-RPC message as application/json",
-                None,
-                true,
-            )
-            .await);
+        return Err(conn.reject(415, "Unsupported media type: POST a JSON-RPC message as application/json").await);
     }
     match conn.read_body(req).await {
         Ok(b) => Ok(b),
@@ -238,32 +196,156 @@ async fn post(conn: &mut Conn, req: &mut Request) -> bool {
         .header_str("mcp-protocol-version")
         .map(|s| s.trim().to_string());
     match classify(sid.is_some(), pv.as_deref(), &msg) {
-        Era::Modern => post_modern(conn, &msg, pv.as_deref()).await,
+        Era::Modern => post_modern(conn, req, &msg).await,
         Era::Legacy => post_legacy(conn, req, sid, pv, &msg).await,
     }
 }
 
-/// A 2026-07-28 (stateless) request: not served over HTTP yet.
-async fn post_modern(conn: &mut Conn, msg: &Message<'_>, header: Option<&str>) -> bool {
-    let (id, meta_v) = match msg {
-        Message::Single(env) => (
-            env.id_bytes(),
-            env.meta()
-                .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
-                .and_then(|v| v.as_str())
-                .and_then(|s| s.as_str()),
-        ),
-        Message::Batch(_) => (None, None),
+/// HTTP status of a modern (2026-07-28) error answer: 400 for the errors
+/// the spec gives a status (-32020, -32021, -32022) and for invalid params
+/// (-32602: missing `_meta` fields included), 404 for an unknown method.
+fn modern_status(code: i64) -> u16 {
+    match code {
+        -32601 => 404,
+        -32602 | -32020 | -32021 | -32022 | -32600 | -32700 => 400,
+        _ => 200,
+    }
+}
+
+/// The `HeaderMismatchError` (-32020) for a modern POST whose headers do not
+/// mirror its body, if any (checked only once `_meta` itself is valid: a
+/// missing field is the hub's -32602 first, conformance notes §3.1).
+fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
+    use mcpx_core::headers::{self, HeaderField, ParamValue};
+    let meta_version = env.meta().and_then(|m| m.get(PROTOCOL_VERSION_KEY))?.as_str()?;
+    let version = String::from_utf8_lossy(meta_version.raw()).into_owned();
+    if env.meta().and_then(|m| m.get(mcpx_core::meta::CLIENT_CAPABILITIES_KEY)).is_none() {
+        return None;
+    }
+    let method = env.method_str().unwrap_or("");
+    let name = match headers::name_source(method) {
+        Some(headers::NameSource::Name) => env.name(),
+        Some(headers::NameSource::Uri) => env.uri(),
+        None => None,
     };
-    let requested = meta_v.or(header).unwrap_or("");
-    let data = format!(
-        "{{\"supported\":{},\"requested\":{}}}",
-        supported_json(),
-        serde_json::Value::from(requested)
-    );
-    let text = format!("Unsupported protocol version '{requested}': mcpx serves HTTP clients with an initialize handshake (2024-11-05 to 2025-11-25) for now");
-    conn.error(400, id, -32022, &text, Some(data.as_bytes()), true)
-        .await
+    let name = name.and_then(|v| v.as_str()).map(|s| String::from_utf8_lossy(s.raw()).into_owned());
+    let checks = [
+        (HeaderField::ProtocolVersion, req.header("mcp-protocol-version"), Some(version.as_str())),
+        (HeaderField::Method, req.header("mcp-method"), Some(method)),
+        (HeaderField::Name, req.header("mcp-name"), name.as_deref()),
+    ];
+    for (field, header, body) in checks {
+        if let Err(e) = headers::check(field, header, body.map(ParamValue::Str)) {
+            return Some(format!("Header mismatch: {field} {:?} (the headers must mirror the body)", e.kind));
+        }
+    }
+    None
+}
+
+/// The `x-mcp-header` annotations of a tool's `inputSchema`: (header name,
+/// path of the argument), reached through `properties` alone (the hub lists
+/// no tool whose annotations break the rules).
+fn param_annotations(schema: &serde_json::Value) -> Vec<(String, Vec<String>)> {
+    fn walk(s: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
+        let Some(props) = s.get("properties").and_then(|p| p.as_object()) else { return };
+        for (k, prop) in props {
+            path.push(k.clone());
+            if let Some(h) = prop.get("x-mcp-header").and_then(|h| h.as_str()) {
+                out.push((h.to_string(), path.clone()));
+            }
+            walk(prop, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The -32020 for a modern `tools/call` whose `Mcp-Param-*` headers do not
+/// mirror the arguments annotated with `x-mcp-header`, if any.
+fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<String> {
+    use mcpx_core::headers::{self, HeaderField, ParamValue};
+    if !env.method_is("tools/call") {
+        return None;
+    }
+    let name = env.name()?.as_str()?;
+    let name = String::from_utf8_lossy(name.raw()).into_owned();
+    let schema = conn.shared.link.call(|hub, _| hub.tool_input_schema(&name))?;
+    let args: serde_json::Value = env.param("arguments").and_then(|a| serde_json::from_slice(a.bytes()).ok()).unwrap_or(serde_json::Value::Null);
+    for (h, path) in param_annotations(&schema) {
+        let mut v = &args;
+        for k in &path {
+            v = v.get(k).unwrap_or(&serde_json::Value::Null);
+        }
+        let text;
+        let body = match v {
+            serde_json::Value::String(s) => Some(ParamValue::Str(s)),
+            serde_json::Value::Bool(b) => Some(ParamValue::Bool(*b)),
+            serde_json::Value::Number(n) => {
+                text = n.to_string();
+                Some(ParamValue::Number(&text))
+            }
+            _ => None,
+        };
+        let header = req.header(&format!("mcp-param-{}", h.to_ascii_lowercase()));
+        // Requirement rows streamable-http-server-validates-param-headers, streamable-http-server-decodes-before-compare
+        if let Err(e) = headers::check(HeaderField::Param(&h), header, body) {
+            return Some(format!("Header mismatch: Mcp-Param-{h} {:?} (it must mirror the argument {})", e.kind, path.join(".")));
+        }
+    }
+    None
+}
+
+/// A 2026-07-28 (stateless) request: served by the hub as one request of a
+/// client that lives as long as the POST (no session, no `Mcp-Session-Id`).
+/// A `subscriptions/listen` POST stays open as its stream.
+async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>) -> bool {
+    let sh = conn.shared.clone();
+    let Message::Single(env) = msg else {
+        let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";
+        return conn.error(400, None, -32600, text, None, true).await;
+    };
+    if env.kind() != MsgKind::Request {
+        // Stateless: nothing to route a notification or response to (a
+        // request is cancelled by closing its stream).
+        return conn.respond(202, &[], b"", true).await;
+    }
+    let id = env.id_bytes().unwrap_or(b"null").to_vec();
+    // Requirement rows streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
+    if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(conn, req, env)) {
+        return conn.error(400, Some(&id), -32020, &text, None, true).await;
+    }
+    let (sid, c) = match session::open(&sh, Kind::Modern) {
+        Ok(x) => x,
+        Err(why) => return conn.error(503, Some(&id), -32603, &why, None, true).await,
+    };
+    // The principal a requestState is bound to: the bearer token's digest,
+    // or one constant when the endpoint has no token.
+    let principal = match req.header("authorization") {
+        Some(a) => mcpx_core::request_state::digest(a).to_vec(),
+        None => b"mcpx-http-anonymous".to_vec(),
+    };
+    sh.link.call(|hub, _| hub.set_client_principal(c, &principal));
+    let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
+    let tokens = env.progress_token().map(|t| t.bytes().to_vec()).into_iter().collect();
+    let x = Exchange {
+        sid: sid.clone(),
+        c,
+        pending: vec![id],
+        tokens,
+        msgs: vec![env.bytes().to_vec()],
+        prefilled: Vec::new(),
+        batch: false,
+        sse_ok,
+        http10: req.version == Version::Http10,
+        set_session: false,
+        modern: true,
+    };
+    let keep = exchange(conn, x).await;
+    // Requirement rows streamable-http-close-is-cancel: the client ends with its POST (a call still in flight is cancelled upstream)
+    session::end(&sh, &sid, true);
+    keep
 }
 
 /// A legacy POST: `initialize` (new session) or a message in a session.
@@ -302,16 +384,7 @@ async fn post_legacy(
     let Some(sid) = sid else {
         // Requirement rows streamable-http-server-may-assign-session, streamable-http-server-400-missing-session
         let Message::Single(env) = msg else {
-            return conn
-                .error(
-                    400,
-                    None,
-                    -32600,
-                    "Bad Request: Mcp-Session-Id header is required",
-                    None,
-                    true,
-                )
-                .await;
+            return conn.reject(400, NO_SESSION_ID).await;
         };
         if !(env.kind() == MsgKind::Request && env.method_is("initialize")) {
             return conn.error(400, first_id, -32600, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await;
@@ -337,6 +410,7 @@ async fn post_legacy(
             sse_ok,
             http10,
             set_session: true,
+            modern: false,
         };
         return exchange(conn, x).await;
     };
@@ -365,7 +439,7 @@ async fn post_legacy(
                     "Invalid request: JSON-RPC batches are not supported in protocol revision {}",
                     rev.as_str()
                 );
-                return conn.error(400, None, -32600, &text, None, true).await;
+                return conn.reject(400, &text).await;
             }
             b.elements().collect()
         }
@@ -382,6 +456,7 @@ async fn post_legacy(
         sse_ok,
         http10,
         set_session: false,
+        modern: false,
     };
     for el in elements {
         match el {
@@ -461,6 +536,9 @@ struct Exchange {
     http10: bool,
     /// Send `Mcp-Session-Id` (the answer to `initialize`).
     set_session: bool,
+    /// A 2026-07-28 request: a JSON error answer gets its HTTP status from
+    /// the error code.
+    modern: bool,
 }
 
 /// Registers the exchange, feeds the hub and answers: JSON when the
@@ -472,16 +550,7 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let expected = x.pending.len();
     let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.tokens, x.sse_ok, tx) else {
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                "Not found: the session ended",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, "Not found: the session ended").await;
     };
     let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();
     sh.feed(x.c, &msgs);
@@ -521,17 +590,11 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
                     got += 1;
                 }
                 if sse.is_none() && !is_response {
-                    let Some(s) = SseOut::start(conn, version, &extra).await else {
+                    let Some(s) = start_sse(conn, version, &extra, &mut responses).await else {
                         session::drop_exchange(&sh, &x.sid, seq);
                         return false;
                     };
                     sse = Some(s);
-                    for r in std::mem::take(&mut responses) {
-                        if !sse.as_mut().expect("started").event(conn, None, &r).await {
-                            session::drop_exchange(&sh, &x.sid, seq);
-                            return false;
-                        }
-                    }
                 }
                 match sse.as_mut() {
                     Some(s) => {
@@ -551,17 +614,11 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
                         continue;
                     }
                     // A long call: stream, so that keep-alives can flow.
-                    let Some(s) = SseOut::start(conn, version, &extra).await else {
+                    let Some(s) = start_sse(conn, version, &extra, &mut responses).await else {
                         session::drop_exchange(&sh, &x.sid, seq);
                         return false;
                     };
                     sse = Some(s);
-                    for r in std::mem::take(&mut responses) {
-                        if !sse.as_mut().expect("started").event(conn, None, &r).await {
-                            session::drop_exchange(&sh, &x.sid, seq);
-                            return false;
-                        }
-                    }
                 }
                 let s = sse.as_mut().expect("started");
                 if !s.ping(conn).await {
@@ -578,7 +635,7 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
         None if ended_early => {
             if sh.touch(&x.sid, Kind::Streamable).is_none() {
                 let msg = "Not found: the session ended before the request was answered";
-                conn.error(404, None, -32600, msg, None, true).await
+                conn.reject(404, msg).await
             } else {
                 let max = sh.cfg.limits.stream_queue;
                 let msg = format!(
@@ -591,9 +648,32 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
             let body = join(&responses, x.batch);
             let mut hs = vec![("Content-Type", "application/json")];
             hs.extend(extra.iter().copied());
-            conn.respond(200, &hs, &body, !x.http10).await
+            let mut status = 200;
+            if x.modern {
+                // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
+                let code = Envelope::parse(&body).ok().and_then(|e| e.error_code());
+                status = code.map_or(200, modern_status);
+            }
+            conn.respond(status, &hs, &body, !x.http10).await
         }
     }
+}
+
+/// Turns an exchange's answer into an SSE stream, sending the responses
+/// `held` so far first; `None` when the peer is gone.
+async fn start_sse(
+    conn: &mut Conn,
+    version: Version,
+    extra: &[(&str, &str)],
+    held: &mut Vec<Vec<u8>>,
+) -> Option<SseOut> {
+    let mut s = SseOut::start(conn, version, extra).await?;
+    for r in std::mem::take(held) {
+        if !s.event(conn, None, &r).await {
+            return None;
+        }
+    }
+    Some(s)
 }
 
 fn session_of(req: &Request) -> Option<String> {
@@ -606,54 +686,18 @@ fn session_of(req: &Request) -> Option<String> {
 async fn get(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
     if !req.accepts("text/event-stream") {
-        return conn
-            .error(
-                406,
-                None,
-                -32600,
-                "Not acceptable: GET opens an SSE stream; send Accept: text/event-stream",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(406, "Not acceptable: GET opens an SSE stream; send Accept: text/event-stream").await;
     }
     let Some(sid) = session_of(req) else {
-        return conn
-            .error(
-                400,
-                None,
-                -32600,
-                "Bad Request: Mcp-Session-Id header is required",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(400, NO_SESSION_ID).await;
     };
     if sh.touch(&sid, Kind::Streamable).is_none() {
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                "Not found: unknown or ended session; initialize a new one",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, "Not found: unknown or ended session; initialize a new one").await;
     }
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let seq = sh.next_seq();
     if session::set_get(&sh, &sid, seq, tx).is_none() {
-        return conn
-            .error(
-                409,
-                None,
-                -32600,
-                "Conflict: this session already has an open GET stream",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(409, "Conflict: this session already has an open GET stream").await;
     }
     let keep = stream_out(conn, req.version, &rx, &[], None).await;
     session::clear_get(&sh, &sid, seq);
@@ -708,28 +752,10 @@ async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
         return false;
     }
     let Some(sid) = session_of(req) else {
-        return conn
-            .error(
-                400,
-                None,
-                -32600,
-                "Bad Request: Mcp-Session-Id header is required",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(400, NO_SESSION_ID).await;
     };
     if sh.touch(&sid, Kind::Streamable).is_none() || !session::end(&sh, &sid, true) {
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                "Not found: unknown or ended session",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, "Not found: unknown or ended session").await;
     }
     conn.respond(204, &[], b"", true).await
 }
@@ -741,16 +767,7 @@ async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
 async fn legacy_sse(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
     if req.headers_present("accept") && !req.accepts("text/event-stream") {
-        return conn
-            .error(
-                406,
-                None,
-                -32600,
-                "Not acceptable: send Accept: text/event-stream",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(406, "Not acceptable: send Accept: text/event-stream").await;
     }
     let (sid, _c) = match session::open(&sh, Kind::LegacySse) {
         Ok(x) => x,
@@ -786,16 +803,7 @@ async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
         if req.has_body() && conn.read_body(req).await.is_err() {
             return false;
         }
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                "Not found: unknown or ended session; reconnect to /sse",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, "Not found: unknown or ended session; reconnect to /sse").await;
     };
     let body = match json_body(conn, req).await {
         Ok(b) => b,

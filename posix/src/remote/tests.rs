@@ -2,6 +2,7 @@
 //! one per connection), with the test playing the hub.
 
 use super::*;
+use crate::testing::{run, until, Log};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -211,67 +212,6 @@ fn serve_conn<S: Read + Write>(s: S, conn: usize, h: &Handler, log: &StdMutex<Ve
     }
 }
 
-/// What the transport reported, as text.
-#[derive(Default)]
-struct Log(RefCell<Vec<String>>);
-
-impl Events for Log {
-    fn started(&self, _: UpstreamId) {
-        self.0.borrow_mut().push("started".into());
-    }
-    fn message(&self, _: UpstreamId, msg: &[u8]) {
-        self.0.borrow_mut().push(format!("msg {}", String::from_utf8_lossy(msg)));
-    }
-    fn garbage(&self, _: UpstreamId, what: &str) {
-        self.0.borrow_mut().push(format!("garbage {what}"));
-    }
-    fn exited(&self, _: UpstreamId, reason: &str, _: &str) {
-        self.0.borrow_mut().push(format!("exited {reason}"));
-    }
-}
-
-impl Log {
-    fn count(&self, prefix: &str) -> usize {
-        self.0.borrow().iter().filter(|e| e.starts_with(prefix)).count()
-    }
-    fn all(&self) -> Vec<String> {
-        self.0.borrow().clone()
-    }
-    /// The messages received, parsed.
-    fn msgs(&self) -> Vec<serde_json::Value> {
-        self.0
-            .borrow()
-            .iter()
-            .filter_map(|e| e.strip_prefix("msg "))
-            .map(|m| serde_json::from_str(m).expect("a JSON message"))
-            .collect()
-    }
-    fn answer(&self, id: serde_json::Value) -> Option<serde_json::Value> {
-        self.msgs().into_iter().find(|m| m["id"] == id && m.get("method").is_none())
-    }
-}
-
-fn run<F: std::future::Future<Output = ()>>(limit: Duration, body: impl FnOnce(Rc<LocalExecutor<'static>>) -> F) {
-    let ex = Rc::new(LocalExecutor::new());
-    let fut = body(ex.clone());
-    let guard = async {
-        Timer::after(limit).await;
-        panic!("test took longer than {limit:?}");
-    };
-    smol::block_on(ex.run(fut.or(guard)));
-}
-
-async fn until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if cond() {
-            return true;
-        }
-        Timer::after(Duration::from_millis(5)).await;
-    }
-    cond()
-}
-
 fn spec(url: &str) -> RemoteSpec {
     RemoteSpec {
         name: "remote".into(),
@@ -365,7 +305,7 @@ fn streamable_http_json_sse_session_version_and_delete() {
         assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
         r.shutdown();
         task.await;
-        assert_eq!(log.all().last().unwrap(), "exited stopped");
+        assert_eq!(log.all().last().unwrap(), "exited stopped | ");
         assert_eq!(log.count("msg"), 4, "{:?}", log.all());
 
         let reqs = srv.requests();
