@@ -563,3 +563,26 @@ fn tools_without_an_object_input_schema_are_not_listed() {
         }
     }
 }
+
+// covers: json-schema-schemas-valid
+#[test]
+fn the_example_servers_own_schemas_are_valid_in_their_dialect() {
+    use crate::example::{tools, wire::Rev as ERev};
+    let mut seen = 0;
+    for rev in [ERev::R20241105, ERev::R20250326, ERev::R20250618, ERev::R20251125, ERev::R20260728] {
+        for toggled in [false, true] {
+            for t in tools::list(rev, toggled) {
+                for key in ["inputSchema", "outputSchema"] {
+                    let Some(s) = t.get(key) else { continue };
+                    // Declared dialect, else 2020-12.
+                    if let Err(e) = jsonschema::meta::validate(s) {
+                        panic!("{} {key}: {e}\n{s}", t["name"]);
+                    }
+                    jsonschema::validator_for(s).unwrap_or_else(|e| panic!("{} {key} does not compile: {e}", t["name"]));
+                    seen += 1;
+                }
+            }
+        }
+    }
+    assert!(seen > 20, "{seen}");
+}
