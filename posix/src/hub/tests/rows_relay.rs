@@ -124,7 +124,7 @@ fn modern_upstreams_get_the_capabilities_on_every_request() {
     assert_eq!(caps, &json!({ "roots": {}, "elicitation": { "form": {} }, "sampling": {} }), "{call}");
 }
 
-// covers: roots-client-listchanged-must-notify
+// covers: roots-client-listchanged-must-notify, roots-server-handle-list-changes
 #[test]
 fn a_clients_roots_change_reaches_the_upstreams() {
     let mut p = Pair::with(vec![("a", Fake::tools(&["x"])), ("b", Fake::tools(&["y"]))], HubOptions::default());
@@ -585,4 +585,42 @@ fn the_example_servers_own_schemas_are_valid_in_their_dialect() {
         }
     }
     assert!(seen > 20, "{seen}");
+}
+
+// covers: roots-server-check-capability-before-use
+#[test]
+fn roots_are_asked_only_of_clients_that_declared_them() {
+    let (mut p, c) = calling("2025-11-25", json!({ "sampling": {} }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "r", "method": "roots/list" }));
+    let e = p.take_up(0);
+    assert_eq!(e["id"], "r");
+    assert!(e["error"]["message"].as_str().unwrap().contains("roots"), "{e}");
+    assert!(p.client_quiet(c));
+    let (mut p, c) = calling("2025-11-25", json!({ "roots": {} }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "r", "method": "roots/list" }));
+    assert_eq!(p.take(c)["method"], "roots/list");
+}
+
+// covers: elicitation-app-show-requesting-server
+#[test]
+fn a_2025_06_18_client_is_told_which_server_asks() {
+    let (mut p, c) = calling("2025-06-18", json!({ "elicitation": {} }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 1, "method": "elicitation/create", "params": { "message": "Name?", "requestedSchema": { "type": "object", "properties": {} } } }));
+    let q = p.take(c);
+    schema_check("2025-06-18", "ElicitRequest", &q);
+    assert_eq!(q["params"]["message"], "[fs] Name?");
+}
+
+// covers: sampling-client-errors-user-rejected
+#[test]
+fn a_users_rejection_of_sampling_reaches_the_upstream_as_the_client_said_it() {
+    for rev in ["2025-06-18", "2025-11-25"] {
+        let (mut p, c) = calling(rev, json!({ "sampling": {} }));
+        let params = json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "hi" } }], "maxTokens": 5 });
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 3, "method": "sampling/createMessage", "params": params }));
+        let q = p.take(c);
+        let err = json!({ "code": -1, "message": "User rejected sampling request" });
+        p.send(c, json!({ "jsonrpc": "2.0", "id": q["id"], "error": err }));
+        assert_eq!(p.take_up(0), json!({ "jsonrpc": "2.0", "id": 3, "error": err }), "{rev}");
+    }
 }
