@@ -230,6 +230,21 @@ fn declared(method: &str, params: &Value, caps: &Value) -> Result<(), Missing> {
     Ok(())
 }
 
+/// Sampling params for a client with `caps`: `includeContext` other than
+/// "none" only if it declared `sampling.context` (else omitted, which means
+/// "none").
+// Requirement: sampling-server-includecontext-only-with-context-capability
+fn context_for(method: &str, mut params: Value, caps: &Value) -> Value {
+    if method == "sampling/createMessage" && caps.pointer("/sampling/context").is_none() {
+        if let Some(o) = params.as_object_mut() {
+            if o.get("includeContext").is_some_and(|v| v != "none") {
+                o.remove("includeContext");
+            }
+        }
+    }
+    params
+}
+
 /// Merges `b` into `a` (objects, recursively).
 fn merge(a: &mut Value, b: &Value) {
     match (a.as_object_mut(), b.as_object()) {
@@ -351,6 +366,7 @@ impl Hub {
             (cl.rev(), cl.caps.clone())
         };
         let mut params = m.params_value();
+        params = context_for(&method, params, &caps);
         if let Err(miss) = declared(&method, &params, &caps) {
             return self.refuse_upstream(u, &id, &method, -32601, miss.why);
         }
@@ -402,6 +418,7 @@ impl Hub {
             Ok(p) => p,
             Err(why) => return self.refuse_upstream(u, &up_id, &m.method, -32601, why),
         };
+        let params = context_for(&m.method, params, &ctx.caps);
         // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
         let refused = declared(&m.method, &params, &ctx.caps).err();
         if self.relays.len() >= self.opts.max_relays {
@@ -496,6 +513,7 @@ impl Hub {
         match self.input_request(u, m) {
             Ok(params) => {
                 let key = self.new_key(u);
+                let params = context_for(&m.method, params, &held.caps);
                 let refused = declared(&m.method, &params, &held.caps).err();
                 held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
             }
@@ -660,7 +678,7 @@ impl Hub {
         let mut sends = Vec::new();
         for (key, r) in reqs {
             let method = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
-            let mut params = r.get("params").cloned().unwrap_or_else(|| json!({}));
+            let mut params = context_for(&method, r.get("params").cloned().unwrap_or_else(|| json!({})), &caps);
             if method == "roots/list" && self.opts.roots.is_some() {
                 col.responses.insert(key, self.configured_roots());
                 continue;
