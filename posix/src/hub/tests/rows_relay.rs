@@ -624,3 +624,39 @@ fn a_users_rejection_of_sampling_reaches_the_upstream_as_the_client_said_it() {
         assert_eq!(p.take_up(0), json!({ "jsonrpc": "2.0", "id": 3, "error": err }), "{rev}");
     }
 }
+
+// covers: sampling-server-includecontext-only-with-context-capability, sampling-server-avoid-includecontext-values
+#[test]
+fn include_context_reaches_only_clients_that_declared_sampling_context() {
+    let base = json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "hi" } }], "maxTokens": 5 });
+    let with = |v: &str| {
+        let mut p = base.clone();
+        p["includeContext"] = json!(v);
+        p
+    };
+    // Without sampling.context: thisServer / allServers are omitted ("none").
+    let (mut p, c) = calling("2025-11-25", json!({ "sampling": {} }));
+    for (i, v) in ["thisServer", "allServers", "none"].into_iter().enumerate() {
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": i, "method": "sampling/createMessage", "params": with(v) }));
+        let q = p.take(c);
+        schema_check("2025-11-25", "CreateMessageRequest", &q);
+        let got = q["params"].get("includeContext").and_then(Value::as_str);
+        assert_eq!(got, if v == "none" { Some("none") } else { None }, "{v}");
+        assert_eq!(q["params"]["messages"], base["messages"]);
+    }
+    // With it: passed as the upstream asked.
+    let (mut p, c) = calling("2025-11-25", json!({ "sampling": { "context": {} } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": with("thisServer") }));
+    assert_eq!(p.take(c)["params"]["includeContext"], "thisServer");
+    // A modern client's input request likewise.
+    for (caps, want) in [(json!({ "sampling": {} }), Value::Null), (json!({ "sampling": { "context": {} } }), json!("allServers"))] {
+        let (mut p, _) = one("2025-11-25", json!({}));
+        let m = p.connect();
+        p.modern_call(m, json!(1), json!({ "name": "fs__read" }), &caps);
+        p.take_up(0);
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 5, "method": "sampling/createMessage", "params": with("allServers") }));
+        let irr = p.take(m);
+        let req = irr["result"]["inputRequests"].as_object().unwrap().values().next().unwrap().clone();
+        assert_eq!(req["params"]["includeContext"], want, "{caps}");
+    }
+}
