@@ -245,6 +245,7 @@ fn prompts_and_completions_stay_out_of_the_hubs_log() {
 // ---------------------------------------------------------------- elicitation
 
 // covers: elicitation-server-no-undeclared-modes, elicitation-client-missing-mode-is-form
+// covers: elicitation-empty-capability-means-form-only
 #[test]
 fn elicitation_modes_reach_only_clients_that_declared_them() {
     // Form only: a URL request is refused to the upstream, never sent.
@@ -299,6 +300,7 @@ fn modes_mcpx_did_not_declare_are_invalid_params() {
 
 // covers: elicitation-request-must-include-mode-and-message, elicitation-form-request-shape
 // covers: elicitation-client-elicitationid-opaque, elicitation-url-request-shape-with-id
+// covers: elicitation-server-may-omit-mode-for-form
 #[test]
 fn relayed_elicitations_keep_their_shape() {
     let (mut p, c) = calling("2025-11-25", json!({ "elicitation": { "form": {}, "url": {} } }));
@@ -337,7 +339,7 @@ fn relayed_elicitations_keep_their_shape() {
     assert!(q["params"]["elicitationId"].as_str().is_some_and(|s| !s.is_empty()), "{q}");
 }
 
-// covers: elicitation-url-request-shape
+// covers: elicitation-url-request-shape, elicitation-server-may-request-during-client-request
 #[test]
 fn url_elicitations_reach_modern_clients_with_mode_message_and_url() {
     let (mut p, _) = one("2025-11-25", json!({}));
@@ -368,7 +370,7 @@ fn url_elicitations_are_relayed_without_touching_the_url() {
 }
 
 // covers: elicitation-complete-only-to-initiating-client, elicitation-complete-must-carry-id
-// covers: elicitation-client-ignore-unknown-complete
+// covers: elicitation-client-ignore-unknown-complete, elicitation-server-may-send-complete-notification
 #[test]
 fn url_elicitation_completions_reach_only_the_client_that_was_asked() {
     let (mut p, c) = calling("2025-11-25", json!({ "elicitation": { "url": {} } }));
@@ -659,4 +661,22 @@ fn include_context_reaches_only_clients_that_declared_sampling_context() {
         let req = irr["result"]["inputRequests"].as_object().unwrap().values().next().unwrap().clone();
         assert_eq!(req["params"]["includeContext"], want, "{caps}");
     }
+}
+
+// covers: sampling-tooluse-meta-preserve, sampling-stopreason-custom-values
+#[test]
+fn tool_use_meta_and_custom_stop_reasons_pass_through() {
+    let (mut p, c) = calling("2025-11-25", json!({ "sampling": { "tools": {} } }));
+    let mut params = tool_sampling();
+    params["messages"][1]["content"][0]["_meta"] = json!({ "cache": "tu-1" });
+    params["messages"][2]["content"][0]["_meta"] = json!({ "cache": "tr-1" });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 5, "method": "sampling/createMessage", "params": params }));
+    let q = p.take(c);
+    schema_check("2025-11-25", "CreateMessageRequest", &q);
+    assert_eq!(q["params"]["messages"], params["messages"], "content _meta kept");
+    let answer = json!({ "role": "assistant", "content": [{ "type": "tool_use", "id": "call_9", "name": "weather", "input": {}, "_meta": { "cache": "tu-2" } }], "model": "m", "stopReason": "provider_specific_halt" });
+    p.send(c, json!({ "jsonrpc": "2.0", "id": q["id"], "result": answer }));
+    let r = p.take_up(0);
+    assert_eq!(r["result"], answer);
+    schema_check("2025-11-25", "CreateMessageResult", &r["result"]);
 }
