@@ -394,7 +394,7 @@ fn url_elicitation_completions_reach_only_the_client_that_was_asked() {
 
 // covers: elicitation-server-must-return-32042, elicitation-url-required-error-lists-elicitations
 // covers: elicitation-url-required-error-url-mode-with-id, elicitation-url-required-error-only-when-required
-// covers: elicitation-no-32042-in-2026
+// covers: elicitation-no-32042-in-2026, elicitation-server-may-return-url-required-error
 #[test]
 fn url_required_errors_pass_to_2025_11_25_clients_only() {
     let err = json!({ "code": -32042, "message": "This request requires more information.", "data": { "elicitations": [url_elicitation("e-9")] } });
@@ -405,6 +405,14 @@ fn url_required_errors_pass_to_2025_11_25_clients_only() {
     let e = p.take(c);
     assert_eq!(e, json!({ "jsonrpc": "2.0", "id": 1, "error": err }));
     schema_check("2025-11-25", "URLElicitationRequiredError", &e);
+    // A 2025-11-25 client without URL mode gets no URL elicitations: an internal error.
+    let f = p.client("2025-11-25", json!({ "elicitation": { "form": {} } }));
+    p.send(f, json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": { "name": "fs__read" } }));
+    let call = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "error": err }));
+    let e = p.take(f);
+    assert_eq!(err_code(&e), -32603, "{e}");
+    schema_check("2025-11-25", "JSONRPCErrorResponse", &e);
     // Ordinary failures stay what they were.
     p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fs__read" } }));
     let call = p.take_up(0);
