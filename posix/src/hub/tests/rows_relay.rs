@@ -524,7 +524,7 @@ fn modern_clients_are_asked_for_roots_by_input_required_or_told_what_is_missing(
 
 // ---------------------------------------------------------------- JSON Schema
 
-// covers: json-schema-support-2020-12, json-schema-no-network-ref
+// covers: json-schema-support-2020-12, json-schema-no-network-ref, json-schema-may-declare-dialect
 #[test]
 fn json_schema_2020_12_passes_through_and_no_ref_is_dereferenced() {
     let schema = json!({
@@ -553,7 +553,7 @@ fn json_schema_2020_12_passes_through_and_no_ref_is_dereferenced() {
     assert_eq!(p.take_up(0)["params"]["arguments"], json!({ "n": 1, "pair": ["a", 2] }));
 }
 
-// covers: tools-inputschema-valid-not-null
+// covers: tools-inputschema-valid-not-null, tools-inputschema-type-object-root
 #[test]
 fn tools_without_an_object_input_schema_are_not_listed() {
     let mut f = Fake::tools(&["good"]);
