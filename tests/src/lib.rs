@@ -863,6 +863,12 @@ impl RawSession {
         }
     }
 
+    /// The next message of any kind (requests are not answered). `None` on timeout/EOF.
+    pub fn next_message(&mut self, timeout: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(timeout).ok()?;
+        Some(serde_json::from_str(&line).unwrap_or_else(|_| panic!("the peer wrote a line that is not JSON: {line:?}")))
+    }
+
     /// The response to request `id` (other responses are skipped).
     pub fn response_to(&mut self, id: i64, timeout: Duration) -> Value {
         let deadline = Instant::now() + timeout;

@@ -25,8 +25,8 @@ mod prompts;
 mod resources;
 mod server;
 mod tasks;
-mod tools;
-mod wire;
+pub(crate) mod tools;
+pub(crate) mod wire;
 
 use mcpx_core::frame::line::{LineDecoder, LineEvent};
 use server::{Out, Server};

@@ -248,6 +248,8 @@ pub enum ConfigError {
     EmptyName,
     /// An upstream allows no revision the hub can speak with it.
     NoUsableRevision(String),
+    /// A configured root is not a `file://` URI (or has no `uri`).
+    BadRoot(String),
 }
 
 impl std::fmt::Display for ConfigError {
@@ -259,6 +261,7 @@ impl std::fmt::Display for ConfigError {
             ConfigError::UnknownRevision { server, revision } => write!(f, "server '{server}': unknown protocol revision '{revision}'"),
             ConfigError::EmptyName => write!(f, "a server has an empty name"),
             ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': no protocol revision is allowed with it"),
+            ConfigError::BadRoot(r) => write!(f, "root {r} is not a file:// URI"),
         }
     }
 }

@@ -56,6 +56,10 @@ use super::{ClientId, Hub, HubOptions, Level, Output, UpstreamId};
 /// Tokens redeemed within one `input_ttl_ms` that the replay set remembers.
 const REPLAY_CAP: usize = 4096;
 
+/// URL elicitations relayed to legacy clients whose completion notice may
+/// still come (the oldest are forgotten first).
+const URL_ELICITATIONS_CAP: usize = 1024;
+
 /// Inner state tags of the hub's `requestState`.
 const INNER_HELD: u8 = 1;
 const INNER_UPSTREAM_STATE: u8 = 2;
@@ -150,6 +154,9 @@ pub(super) struct Relays {
     keys: Keys,
     seeded: Seeded,
     replay: Box<ReplaySet<REPLAY_CAP>>,
+    /// URL elicitations relayed to legacy clients: (upstream, its
+    /// `elicitationId`, the client asked), oldest first.
+    urls: std::collections::VecDeque<(UpstreamId, String, ClientId)>,
 }
 
 impl Relays {
@@ -166,6 +173,7 @@ impl Relays {
             keys,
             seeded,
             replay: Box::default(),
+            urls: std::collections::VecDeque::new(),
         }
     }
     pub fn len(&self) -> usize {
@@ -215,10 +223,26 @@ fn declared(method: &str, params: &Value, caps: &Value) -> Result<(), Missing> {
             return missing(format!("the client does not support {mode} elicitation"), json!({ "elicitation": { mode: {} } }));
         }
     }
-    if method == "sampling/createMessage" && params.get("tools").is_some() && declared.get("tools").is_none() {
+    let tool_use = params.get("tools").is_some() || params.get("toolChoice").is_some();
+    if method == "sampling/createMessage" && tool_use && declared.get("tools").is_none() {
         return missing("the client does not support tool use in sampling".to_string(), json!({ "sampling": { "tools": {} } }));
     }
     Ok(())
+}
+
+/// Sampling params for a client with `caps`: `includeContext` other than
+/// "none" only if it declared `sampling.context` (else omitted, which means
+/// "none").
+// Requirement: sampling-server-includecontext-only-with-context-capability
+fn context_for(method: &str, mut params: Value, caps: &Value) -> Value {
+    if method == "sampling/createMessage" && caps.pointer("/sampling/context").is_none() {
+        if let Some(o) = params.as_object_mut() {
+            if o.get("includeContext").is_some_and(|v| v != "none") {
+                o.remove("includeContext");
+            }
+        }
+    }
+    params
 }
 
 /// Merges `b` into `a` (objects, recursively).
@@ -243,12 +267,55 @@ impl Hub {
                 let roots = self.configured_roots();
                 self.emit_upstream(u, wire::result(id, &serde_json::to_vec(&roots).unwrap_or_default()));
             }
+            "elicitation/create" if !self.mode_offered(u, m) => {
+                // Requirement: elicitation-client-32602-on-undeclared-mode
+                let mode = m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form").to_string();
+                self.refuse_upstream(u, id, &m.method, -32602, format!("elicitation mode '{mode}' was not declared to this server"));
+            }
             method if RELAYED.iter().any(|(m, _)| *m == method) => self.relay_to_client(u, m),
             method => {
                 let msg = format!("mcpx does not handle '{method}' requests from servers");
                 self.emit_upstream(u, wire::error(Some(id), -32601, &msg, None));
             }
         }
+    }
+
+    /// Whether the elicitation mode of `m` is one the hub declared to
+    /// upstream `u` at initialize (form always; url from 2025-11-25).
+    fn mode_offered(&self, u: UpstreamId, m: &Msg) -> bool {
+        match m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form") {
+            "form" => true,
+            "url" => self.ups[u].rev.is_some_and(|r| r.supports(mcpx_core::revision::Feature::ElicitationUrlMode)),
+            _ => false,
+        }
+    }
+
+    /// Upstream `u`'s `notifications/elicitation/complete`: to the client its
+    /// URL elicitation went to, once; unknown or finished ids are dropped.
+    pub(super) fn elicitation_complete(&mut self, u: UpstreamId, m: &Msg) {
+        // Requirement: elicitation-complete-only-to-initiating-client
+        let p = m.params_value();
+        let Some(eid) = p.get("elicitationId").and_then(Value::as_str) else { return };
+        let Some(i) = self.relays.urls.iter().position(|(x, e, _)| *x == u && e == eid) else { return };
+        let Some((_, _, c)) = self.relays.urls.remove(i) else { return };
+        let mut out = p.clone();
+        if let Some(o) = out.as_object_mut() {
+            o.remove("_meta");
+        }
+        if self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode)) {
+            self.notify_client(c, "notifications/elicitation/complete", &out);
+        }
+    }
+
+    fn remember_url(&mut self, u: UpstreamId, params: &Value, c: ClientId) {
+        if params.get("mode").and_then(Value::as_str) != Some("url") {
+            return;
+        }
+        let Some(eid) = params.get("elicitationId").and_then(Value::as_str) else { return };
+        if self.relays.urls.len() >= URL_ELICITATIONS_CAP {
+            self.relays.urls.pop_front();
+        }
+        self.relays.urls.push_back((u, eid.to_string(), c));
     }
 
     fn configured_roots(&self) -> Value {
@@ -299,6 +366,7 @@ impl Hub {
             (cl.rev(), cl.caps.clone())
         };
         let mut params = m.params_value();
+        params = context_for(&method, params, &caps);
         if let Err(miss) = declared(&method, &params, &caps) {
             return self.refuse_upstream(u, &id, &method, -32601, miss.why);
         }
@@ -315,6 +383,7 @@ impl Hub {
         let hid = self.relays.next_id;
         let deadline = self.now_ms + self.opts.relay_timeout_ms;
         self.relays.map.insert((c, hid), Relayed { up: u, up_id: id, method: method.clone(), deadline, collect: None });
+        self.remember_url(u, &params, c);
         let body = serde_json::to_vec(&params).unwrap_or_default();
         self.emit_client(c, wire::request(hid, &method, Some(&body)));
     }
@@ -349,6 +418,7 @@ impl Hub {
             Ok(p) => p,
             Err(why) => return self.refuse_upstream(u, &up_id, &m.method, -32601, why),
         };
+        let params = context_for(&m.method, params, &ctx.caps);
         // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
         let refused = declared(&m.method, &params, &ctx.caps).err();
         if self.relays.len() >= self.opts.max_relays {
@@ -443,6 +513,7 @@ impl Hub {
         match self.input_request(u, m) {
             Ok(params) => {
                 let key = self.new_key(u);
+                let params = context_for(&m.method, params, &held.caps);
                 let refused = declared(&m.method, &params, &held.caps).err();
                 held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
             }
@@ -607,7 +678,7 @@ impl Hub {
         let mut sends = Vec::new();
         for (key, r) in reqs {
             let method = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
-            let mut params = r.get("params").cloned().unwrap_or_else(|| json!({}));
+            let mut params = context_for(&method, r.get("params").cloned().unwrap_or_else(|| json!({})), &caps);
             if method == "roots/list" && self.opts.roots.is_some() {
                 col.responses.insert(key, self.configured_roots());
                 continue;
@@ -620,7 +691,15 @@ impl Hub {
                 shape::relayed_request(&method, params, &rev.features()).map_err(str::to_string)
             });
             match checked {
-                Ok(p) => sends.push((key, method, p)),
+                Ok(mut p) => {
+                    // Requirement: elicitation-url-request-shape-with-id
+                    // (a modern upstream's URL request has no id; 2025-11-25 needs one)
+                    if method == "elicitation/create" && p.get("mode").and_then(Value::as_str) == Some("url") && p.get("elicitationId").is_none() && rev.supports(mcpx_core::revision::Feature::ElicitationUrlMode) {
+                        self.relays.next_key += 1;
+                        p["elicitationId"] = Value::String(format!("mcpx-{}", self.relays.next_key));
+                    }
+                    sends.push((key, method, p))
+                }
                 Err(why) => {
                     let msg = format!("server '{server}' needs input the client cannot give: {why}");
                     return self.emit_client(c, wire::error(Some(&col.id), -32603, &msg, Some(json!({ "server": server }))));
@@ -846,9 +925,11 @@ impl Hub {
             }
         }
         self.relays.collects.retain(|_, col| col.client != c);
+        self.relays.urls.retain(|x| x.2 != c);
     }
 
     pub(super) fn relay_drop_upstream(&mut self, u: UpstreamId) {
+        self.relays.urls.retain(|x| x.0 != u);
         let keys: Vec<_> = self.relays.map.iter().filter(|(_, r)| r.up == u).map(|(k, _)| *k).collect();
         for k in keys {
             self.relays.map.remove(&k);

@@ -465,7 +465,15 @@ impl Hub {
                 self.ups[u].era_cache = None;
                 self.out.push_back(super::Output::RestartUpstream(u, "protocol version no longer supported"));
             }
-            self.emit_client(c, wire::error_raw(Some(&id), &error_for(err, rev)));
+            let mut out = error_for(err, rev);
+            if code == Some(-32042) && self.clients.get(&c).is_none_or(|cl| cl.caps.pointer("/elicitation/url").is_none()) {
+                // Requirement: elicitation-server-may-return-url-required-error
+                // (its URL elicitations only to a client that declared URL mode)
+                if let Some(r) = wire::find(&out, 0..out.len(), &["code"]) {
+                    out = wire::splice(&out, vec![(r, b"-32603".to_vec())]);
+                }
+            }
+            self.emit_client(c, wire::error_raw(Some(&id), &out));
         }
     }
 

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::*;
 
 mod modern;
+mod rows_relay;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.
@@ -1274,7 +1275,8 @@ fn an_older_upstream_serves_a_newer_client() {
 #[test]
 fn upstream_errors_pass_through_with_codes_the_client_knows() {
     for (rev, want) in [("2025-11-25", -32042), ("2025-06-18", -32603)] {
-        let (mut p, c) = one(rev, json!({}));
+        // (URL elicitations, which -32042 carries, go to clients declaring URL mode)
+        let (mut p, c) = one(rev, json!({ "elicitation": { "url": {} } }));
         p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
         let up = p.take_up(0);
         let msg = format!(r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32042,"message":"URL elicitation required","data":{{"x":1}}}}}}"#, up["id"]);

@@ -114,6 +114,14 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
     if opts.separator.is_empty() || !opts.separator.bytes().all(names::is_name_byte) {
         return Err(ConfigError::BadSeparator(opts.separator.clone()));
     }
+    // Requirement: roots-uri-must-be-file-scheme
+    if let Some(roots) = &opts.roots {
+        let list = roots.get("roots").unwrap_or(roots);
+        let items = list.as_array().ok_or_else(|| ConfigError::BadRoot(list.to_string()))?;
+        if let Some(bad) = items.iter().find(|r| !r.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("file://"))) {
+            return Err(ConfigError::BadRoot(bad.to_string()));
+        }
+    }
     let mut out: Vec<Upstream> = Vec::new();
     for spec in specs {
         if spec.name.is_empty() {
@@ -267,9 +275,12 @@ impl Hub {
             return;
         };
         let elicitation = if rev.supports(Feature::ElicitationUrlMode) { json!({ "form": {}, "url": {} }) } else { json!({}) };
+        // Tool use in sampling is relayed to clients that declare it (and
+        // refused to the upstream otherwise), like URL elicitation.
+        let sampling = if rev.supports(Feature::SamplingTools) { json!({ "tools": {} }) } else { json!({}) };
         let params = json!({
             "protocolVersion": rev.as_str(),
-            "capabilities": { "roots": { "listChanged": true }, "sampling": {}, "elicitation": elicitation },
+            "capabilities": { "roots": { "listChanged": true }, "sampling": sampling, "elicitation": elicitation },
             "clientInfo": { "name": self.opts.server_name, "version": self.opts.server_version },
         });
         let t = self.opts.init_timeout_ms;
@@ -481,6 +492,12 @@ impl Hub {
                     if !self.ups[u].tool_allowed(n) {
                         continue;
                     }
+                    // Requirement: tools-inputschema-valid-not-null (what clients
+                    // get must be a JSON Schema object with an object root)
+                    if it.get("inputSchema").and_then(|x| x.get("type")).and_then(Value::as_str) != Some("object") {
+                        self.log(Level::Warn, format!("server '{name}': tool '{n}' dropped: its inputSchema is not a JSON Schema object of type \"object\""));
+                        continue;
+                    }
                     if let Some(schema) = it.get("inputSchema") {
                         let raw = serde_json::to_vec(schema).unwrap_or_default();
                         if let Err(e) = mcpx_core::headers::validate_input_schema(&raw) {
@@ -581,6 +598,7 @@ impl Hub {
                     self.notify_client(c, "notifications/resources/updated", &out);
                 }
             }
+            "notifications/elicitation/complete" => self.elicitation_complete(u, m),
             "notifications/cancelled" => {
                 let Some(p) = m.params.clone() else { return };
                 let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
