@@ -372,6 +372,14 @@ impl Hub {
             }
             None => wire::splice_params(b"{}", Vec::new(), Some(&token)),
         };
+        // mcpx declares no tasks capability toward clients and uses none of an
+        // upstream's: a task-augmented request is processed as a plain one and
+        // reaches the upstream without its `task` member.
+        // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
+        let body = match params.as_ref().and_then(|p| wire::find(m.raw, p.clone(), &["task"])) {
+            Some(_) => wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &[]),
+            None => body,
+        };
         let ctx = self.cur.clone();
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
             self.lower_level_for(u, l);
