@@ -43,6 +43,7 @@ fn rich(rev: &'static str) -> Fake {
 // ---------------------------------------------------------------- tasks
 
 // covers: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment, tasks-tool-forbidden-default
+// covers: tasks-augment-only-if-declared, tasks-no-capability-no-tasks
 #[test]
 fn task_augmented_requests_are_processed_as_plain_ones() {
     let mut f = Fake::tools(&["read"]);
@@ -456,4 +457,136 @@ fn upstream_cursors_do_not_outlive_its_session() {
     let again = p.take_up(0);
     assert_eq!(again["method"], "tools/list");
     assert!(again["params"].get("cursor").is_none(), "no cursor from the last session: {again}");
+}
+
+// ---------------------------------------------------------------- SHOULD rows
+
+// covers: pagination-missing-nextcursor-end, pagination-support-both-flows
+#[test]
+fn paginated_and_unpaginated_upstreams_are_both_listed_to_their_end() {
+    let mut paged = Fake::tools(&["p1", "p2", "p3"]);
+    paged.page = 1;
+    let whole = Fake::tools(&["w1", "w2"]);
+    let mut p = Pair::with(vec![("a", paged), ("b", whole)], HubOptions::default());
+    assert!(p.up_quiet(0) && p.up_quiet(1), "no request past a page without nextCursor");
+    let c = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(c), ["a__p1", "a__p2", "a__p3", "b__w1", "b__w2"]);
+}
+
+/// Tool names a 2025-11-25 server should use: 1..=128 of A-Z a-z 0-9 _ - .
+fn good_tool_name(n: &str) -> bool {
+    (1..=128).contains(&n.len()) && n.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
+// covers: tools-name-case-sensitive, tools-name-unique-in-server, tools-aggregator-disambiguate, tools-aggregator-not-by-servername
+// covers: tools-name-charset, tools-name-no-special, tools-name-length
+#[test]
+fn exposed_tool_names_are_unique_case_sensitive_and_well_formed() {
+    // Both fakes call themselves "fake" in serverInfo; the config keys tell them apart.
+    let odd = ["Read", "read", "with space", "comma,name", "ünï", &"x".repeat(200)];
+    let mut p = Pair::with(vec![("a", Fake::tools(&odd)), ("b", Fake::tools(&["read"]))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let names = p.names(c);
+    assert_eq!(names.len(), odd.len() + 1, "{names:?}");
+    let mut seen = std::collections::HashSet::new();
+    for n in &names {
+        assert!(good_tool_name(n), "{n}");
+        assert!(seen.insert(n.clone()), "duplicate {n}");
+    }
+    assert_eq!(&names[..2], ["a__Read", "a__read"]);
+    assert_eq!(names[odd.len()], "b__read");
+    // Each name reaches its own tool, case included.
+    for (i, n) in names.iter().enumerate() {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": i, "method": "tools/call", "params": { "name": n } }));
+        let (u, orig) = if i < odd.len() { (0, odd[i].to_string()) } else { (1, "read".to_string()) };
+        assert_eq!(p.take_up(u)["params"]["name"], orig, "{n}");
+    }
+    assert_eq!(err_code(&p.request(c, json!("x"), "tools/call", json!({ "name": "A__READ" }))), -32602);
+}
+
+// covers: cancellation-ignore-invalid, cancellation-receiver-may-ignore, cancellation-server-may-ignore, cancellation-client-ignore-late-response
+// covers: cancellation-client-should-send, cancellation-timeouts-establish, cancellation-timeout-then-cancel, cancellation-max-timeout-despite-progress
+#[test]
+fn modern_cancellation_timeouts_and_invalid_notices() {
+    let mut s = specs(&["m"]);
+    s[0].timeout_ms = 10_000;
+    let mut p = Pair::new(s, HubOptions { max_timeout_ms: 25_000, ..HubOptions::default() });
+    p.start(0, rich(MODERN));
+    let c = p.connect();
+    let caps = json!({});
+    p.modern_send(c, json!(1), "tools/call", json!({ "name": "m__read" }), &caps);
+    let up = p.take_up(0);
+    // Invalid notices are ignored and the session goes on.
+    for bad in [json!({}), json!({ "requestId": { "x": 1 } }), json!({ "requestId": 999 }), json!({ "requestId": null })] {
+        p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": bad }));
+    }
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled" }));
+    assert!(p.up_quiet(0) && p.client_quiet(c));
+    // A valid one is relayed; the late answer is dropped.
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1 } }));
+    assert_eq!(p.take_up(0)["params"]["requestId"], up["id"]);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [], "resultType": "complete" } }));
+    assert!(p.client_quiet(c));
+    // A modern upstream's request times out: cancelled, the client told; progress
+    // extends the clock but never past the maximum.
+    p.modern_send(c, json!(2), "tools/call", json!({ "name": "m__read" }), &caps);
+    let up = p.take_up(0);
+    let tok = up["params"]["_meta"]["progressToken"].clone();
+    let mut waited = 0;
+    while p.client_quiet(c) {
+        assert!(waited < 60_000, "no timeout");
+        p.advance(9_000);
+        waited += 9_000;
+        if p.client_quiet(c) {
+            p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": tok, "progress": 1 } }));
+        }
+    }
+    let e = p.take(c);
+    assert_eq!((e["id"].clone(), err_code(&e)), (json!(2), -32603), "{e}");
+    assert_eq!(waited, 27_000, "past the 10 s timeout thanks to progress, stopped by the 25 s maximum");
+    let mut ups = vec![];
+    while !p.up_quiet(0) {
+        ups.push(p.take_up(0));
+    }
+    assert!(ups.iter().any(|n| n["method"] == "notifications/cancelled" && n["params"]["requestId"] == up["id"]), "{ups:?}");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [], "resultType": "complete" } }));
+    assert!(p.client_quiet(c), "the late answer is dropped");
+}
+
+// covers: tools-result-iserror-for-tool-errors, resources-read-multiple-may, resources-file-xdg-mime-may, resources-annotations-defs
+// covers: tools-resource-link-may, tools-embedded-resource-may, tools-resource-link-may-not-listed, resources-client-accept-32002
+#[test]
+fn results_of_upstreams_reach_the_client_as_they_are() {
+    let mut p = Pair::with(vec![("fs", rich("2025-11-25"))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let answers = [
+        ("tools/call", json!({ "name": "fs__read" }), json!({ "content": [{ "type": "text", "text": "disk full" }], "isError": true })),
+        ("tools/call", json!({ "name": "fs__read" }), json!({ "content": [
+            { "type": "resource_link", "uri": "file:///not/listed", "name": "nl", "mimeType": "text/plain" },
+            { "type": "resource", "resource": { "uri": "file:///e", "text": "e", "mimeType": "text/plain" } },
+        ] })),
+        ("resources/read", json!({ "uri": "file:///a.txt" }), json!({ "contents": [
+            { "uri": "file:///a.txt", "mimeType": "inode/directory", "text": "" },
+            { "uri": "file:///a.txt", "mimeType": "text/plain", "text": "two", "annotations": { "audience": ["user", "assistant"], "priority": 0.5, "lastModified": "2025-01-12T15:00:58Z" } },
+        ] })),
+    ];
+    for (i, (m, params, ans)) in answers.into_iter().enumerate() {
+        let r = {
+            p.send(c, json!({ "jsonrpc": "2.0", "id": i, "method": m, "params": params }));
+            let up = p.take_up(0);
+            p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ans }));
+            p.take(c)
+        };
+        assert_eq!(r["result"], ans, "{m}");
+        assert!(r.get("error").is_none());
+    }
+    // The links are not listed, and nothing made them so.
+    let listed = p.list_all(c, "resources/list", "resources");
+    assert!(listed.iter().all(|r| r["uri"] != "file:///not/listed"));
+    // A legacy upstream's -32002 is read as not found by a modern client.
+    let m = p.connect();
+    p.modern_send(m, json!(9), "resources/read", json!({ "uri": "file:///a.txt" }), &json!({}));
+    let up = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "error": { "code": -32002, "message": "Resource not found" } }));
+    assert_eq!(err_code(&p.take(m)), -32602);
 }
