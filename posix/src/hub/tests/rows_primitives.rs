@@ -590,3 +590,63 @@ fn results_of_upstreams_reach_the_client_as_they_are() {
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "error": { "code": -32002, "message": "Resource not found" } }));
     assert_eq!(err_code(&p.take(m)), -32602);
 }
+
+// ---------------------------------------------------------------- completion, logging
+
+// covers: completion-max-100
+#[test]
+fn completions_are_capped_at_100_and_bad_refs_refused() {
+    let mut f = rich("2025-11-25");
+    f.caps["completions"] = json!({});
+    let mut p = Pair::with(vec![("p", f)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let ask = |i: usize| json!({ "jsonrpc": "2.0", "id": i, "method": "completion/complete", "params": { "ref": { "type": "ref/prompt", "name": "p__greet" }, "argument": { "name": "who", "value": "a" } } });
+    // 150 values from the upstream: the client gets the first 100 in order, and knows there are more.
+    p.send(c, ask(1));
+    let up = p.take_up(0);
+    let values: Vec<String> = (0..150).map(|i| format!("a{i:03}")).collect();
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "completion": { "values": values } } }));
+    let r = p.take(c);
+    assert_eq!(r["result"]["completion"]["values"], json!(values[..100]));
+    assert_eq!((r["result"]["completion"]["hasMore"].clone(), r["result"]["completion"]["total"].clone()), (json!(true), json!(150)));
+    schema_check("2025-11-25", "CompleteResult", &r["result"]);
+    // 100 or fewer: unchanged.
+    p.send(c, ask(2));
+    let up = p.take_up(0);
+    let few = json!({ "completion": { "values": ["alice", "al"], "total": 2, "hasMore": false } });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": few }));
+    assert_eq!(p.take(c)["result"], few);
+    // Invalid refs and missing names are -32602 and reach no server.
+    for (i, params) in [
+        json!({ "ref": { "type": "ref/prompt", "name": "p__nope" }, "argument": { "name": "who", "value": "" } }),
+        json!({ "ref": { "type": "ref/prompt" }, "argument": { "name": "who", "value": "" } }),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = p.request(c, json!(10 + i), "completion/complete", params.clone());
+        assert_eq!(err_code(&r), -32602, "{params}: {r}");
+    }
+    assert!(p.up_quiet(0));
+}
+
+// covers: logging-errors-setlevel, logging-invalid-loglevel-reject-request
+#[test]
+fn unknown_log_levels_are_invalid_params() {
+    let mut f = rich("2025-11-25");
+    f.caps["logging"] = json!({});
+    let mut p = Pair::with(vec![("fs", f)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    for bad in [json!("loud"), json!(3), json!(null)] {
+        assert_eq!(err_code(&p.request(c, json!(1), "logging/setLevel", json!({ "level": bad }))), -32602, "{bad}");
+    }
+    assert!(p.up_quiet(0), "no level reached the upstream");
+    assert_eq!(p.request(c, json!(2), "logging/setLevel", json!({ "level": "warning" }))["result"], json!({}));
+    let m = p.connect();
+    let mut params = modern_params(json!({ "name": "fs__read" }), &json!({}));
+    params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("verbose");
+    p.send(m, json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params }));
+    let r = p.take(m);
+    assert_eq!(err_code(&r), -32602, "{r}");
+    schema_check(MODERN, "JSONRPCErrorResponse", &r);
+}
