@@ -650,3 +650,75 @@ fn unknown_log_levels_are_invalid_params() {
     assert_eq!(err_code(&r), -32602, "{r}");
     schema_check(MODERN, "JSONRPCErrorResponse", &r);
 }
+
+// ---------------------------------------------------------------- list changes
+
+// covers: tools-list-changed-notify-to-listeners, prompts-list-changed-notify-to-listeners, resources-list-changed-notify
+#[test]
+fn list_changes_reach_the_listeners_that_asked() {
+    let mut p = Pair::with(vec![("fs", rich("2025-11-25"))], HubOptions::default());
+    let m = p.connect();
+    p.modern_send(m, json!("all"), "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true } }), &json!({}));
+    assert_eq!(p.take(m)["method"], "notifications/subscriptions/acknowledged");
+    let t = p.connect();
+    p.modern_send(t, json!("tools"), "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } }), &json!({}));
+    assert_eq!(p.take(t)["method"], "notifications/subscriptions/acknowledged");
+    // A legacy client that listed resources.
+    let l = p.client("2025-11-25", json!({}));
+    p.list_all(l, "resources/list", "resources");
+    for (what, notice, expect) in [
+        ("tools", "notifications/tools/list_changed", "notifications/tools/list_changed"),
+        ("prompts", "notifications/prompts/list_changed", "notifications/prompts/list_changed"),
+        ("resources", "notifications/resources/list_changed", "notifications/resources/list_changed"),
+    ] {
+        let f = p.fakes[0].as_mut().unwrap();
+        match what {
+            "tools" => f.tools.push(tool("new")),
+            "prompts" => f.prompts.push(json!({ "name": "new" })),
+            _ => f.resources.push(json!({ "uri": "file:///new", "name": "new" })),
+        }
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": notice }));
+        let n = p.take(m);
+        assert_eq!(n["method"], expect, "{what}");
+        assert_eq!(n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "all");
+        schema_check(MODERN, "ServerNotification", &n);
+        if what == "tools" {
+            assert_eq!(p.take(t)["method"], expect);
+        }
+        assert!(p.client_quiet(t), "{what}: only what the stream asked for");
+        if what == "resources" {
+            assert_eq!(p.take(l)["method"], expect);
+        }
+        assert!(p.client_quiet(l) && p.client_quiet(m), "{what}");
+    }
+}
+
+// ---------------------------------------------------------------- structured content across eras
+
+// covers: tools-structured-object-only, tools-output-schema-object-root, tools-structured-any-json
+#[test]
+fn non_object_structured_content_of_modern_upstreams_fits_legacy_clients() {
+    let mut f = rich(MODERN);
+    f.tools[0]["outputSchema"] = json!({ "type": "array", "items": { "type": "integer" } });
+    let mut p = Pair::with(vec![("m", f)], HubOptions::default());
+    let l = p.client("2025-11-25", json!({}));
+    let tools = p.list_all(l, "tools/list", "tools");
+    schema_check("2025-11-25", "ListToolsResult", &json!({ "tools": tools }));
+    let out = json!({ "content": [{ "type": "text", "text": "[1,2]" }], "structuredContent": [1, 2], "resultType": "complete" });
+    p.send(l, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "m__read" } }));
+    let up = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": out }));
+    let r = p.take(l);
+    schema_check("2025-11-25", "CallToolResult", &r["result"]);
+    assert_eq!(r["result"]["content"], out["content"]);
+    // A modern client gets the array as it is.
+    let m = p.connect();
+    let lt = p.modern_request(m, json!(2), "tools/list", json!({}), &json!({}));
+    assert_eq!(lt["result"]["tools"][0]["outputSchema"]["type"], "array");
+    p.modern_send(m, json!(3), "tools/call", json!({ "name": "m__read" }), &json!({}));
+    let up = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": out }));
+    let r = p.take(m);
+    assert_eq!(r["result"]["structuredContent"], json!([1, 2]));
+    schema_check(MODERN, "CallToolResult", &r["result"]);
+}
