@@ -255,7 +255,7 @@ fn prompt_requests_are_validated_before_they_reach_a_server() {
 
 // ---------------------------------------------------------------- tools: x-mcp-header
 
-// covers: tools-x-mcp-header-reject-excludes, tools-x-mcp-header-tchar, tools-x-mcp-header-no-ctl
+// covers: tools-x-mcp-header-reject-excludes, tools-x-mcp-header-tchar, tools-x-mcp-header-no-ctl, tools-x-mcp-header-reject-log
 #[test]
 fn tools_with_bad_x_mcp_header_names_are_not_listed() {
     let mut f = Fake::tools(&["plain"]);
@@ -269,6 +269,10 @@ fn tools_with_bad_x_mcp_header_names_are_not_listed() {
     let mut p = Pair::with(vec![("fs", f)], HubOptions::default());
     let c = p.client("2025-11-25", json!({}));
     assert_eq!(p.names(c), ["fs__plain", "fs__good"]);
+    // Each rejection is logged as a warning naming the tool and the reason.
+    for bad in ["space", "at", "cr", "lf", "empty"] {
+        assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains(&format!("tool '{bad}'")) && m.contains("x-mcp-header")), "{bad}: {:?}", p.logs);
+    }
     let m = p.connect();
     let r = p.modern_request(m, json!(1), "tools/list", json!({}), &json!({}));
     let names: Vec<&str> = r["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -367,6 +371,7 @@ fn cancellations_to_upstreams_name_in_flight_requests_by_id() {
 // ---------------------------------------------------------------- progress
 
 // covers: progress-token-string-or-int, progress-token-unique-client, progress-stop-after-completion, progress-http-notifications-relate-to-request
+// covers: progress-track-tokens
 #[test]
 fn progress_goes_only_to_its_request_and_stops_at_its_answer() {
     for rev in ["2025-11-25", MODERN] {
@@ -506,6 +511,7 @@ fn exposed_tool_names_are_unique_case_sensitive_and_well_formed() {
 
 // covers: cancellation-ignore-invalid, cancellation-receiver-may-ignore, cancellation-server-may-ignore, cancellation-client-ignore-late-response
 // covers: cancellation-client-should-send, cancellation-timeouts-establish, cancellation-timeout-then-cancel, cancellation-max-timeout-despite-progress
+// covers: cancellation-log-reasons
 #[test]
 fn modern_cancellation_timeouts_and_invalid_notices() {
     let mut s = specs(&["m"]);
@@ -522,9 +528,10 @@ fn modern_cancellation_timeouts_and_invalid_notices() {
     }
     p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled" }));
     assert!(p.up_quiet(0) && p.client_quiet(c));
-    // A valid one is relayed; the late answer is dropped.
-    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1 } }));
+    // A valid one is relayed, its reason logged; the late answer is dropped.
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1, "reason": "user pressed stop" } }));
     assert_eq!(p.take_up(0)["params"]["requestId"], up["id"]);
+    assert!(p.logs.iter().any(|(_, m)| m.contains("user pressed stop") && m.contains("'m'")), "{:?}", p.logs);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [], "resultType": "complete" } }));
     assert!(p.client_quiet(c));
     // A modern upstream's request times out: cancelled, the client told; progress
