@@ -155,6 +155,9 @@ impl Hub {
                 if let Some((u, id)) = self.pending.by_client(c, rid) {
                     // Requirement: cancellation-ref-same-direction-in-progress
                     self.pending.take(u, id);
+                    // Requirement: cancellation-log-reasons
+                    let server = self.ups[u].spec.name.clone();
+                    self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
                     self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
                 } else if let Some(hid) = wire::id_u64(rid) {
                     self.relay_cancelled_by_client(c, hid, reason.as_deref());

@@ -372,6 +372,14 @@ impl Hub {
             }
             None => wire::splice_params(b"{}", Vec::new(), Some(&token)),
         };
+        // mcpx declares no tasks capability toward clients and uses none of an
+        // upstream's: a task-augmented request is processed as a plain one and
+        // reaches the upstream without its `task` member.
+        // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
+        let body = match params.as_ref().and_then(|p| wire::find(m.raw, p.clone(), &["task"])) {
+            Some(_) => wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &[]),
+            None => body,
+        };
         let ctx = self.cur.clone();
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
             self.lower_level_for(u, l);
@@ -414,6 +422,8 @@ impl Hub {
             _ => None,
         };
         let res = renamed.as_deref().or(m.result_bytes());
+        let capped = if method == "completion/complete" { res.and_then(cap_completion) } else { None };
+        let res = capped.as_deref().or(res);
         if let Some(res) = res {
             let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
@@ -549,6 +559,26 @@ impl Hub {
 }
 
 /// Replaces the URI at `r` when the upstream knows it by another name.
+/// A completion result with over 100 values, cut to the first 100 (the
+/// schema's maximum) with `hasMore` set and `total` kept or added; `None`
+/// when it is within the limit.
+// Requirement: completion-max-100
+fn cap_completion(res: &[u8]) -> Option<Vec<u8>> {
+    const MAX: usize = 100;
+    let mut v: Value = serde_json::from_slice(res).ok()?;
+    let c = v.get_mut("completion")?.as_object_mut()?;
+    let n = c.get("values")?.as_array()?.len();
+    if n <= MAX {
+        return None;
+    }
+    if let Some(Value::Array(vals)) = c.get_mut("values") {
+        vals.truncate(MAX);
+    }
+    c.entry("total").or_insert(json!(n));
+    c.insert("hasMore".into(), Value::Bool(true));
+    serde_json::to_vec(&v).ok()
+}
+
 fn uri_edit(r: Range<usize>, exposed: &str, orig: &str) -> Vec<(Range<usize>, Vec<u8>)> {
     if exposed == orig {
         Vec::new()

@@ -184,7 +184,11 @@ pub(super) fn result(method: &str, raw: &[u8], rev: Rev) -> Option<Vec<u8>> {
 
 fn call_tool_result(v: &mut Value, f: &Features) {
     let Some(obj) = v.as_object_mut() else { return };
-    if !f.structured {
+    // Before 2026-07-28 structuredContent is an object; other JSON values of
+    // a modern upstream go as text only.
+    // Requirement: tools-structured-object-only
+    let non_object = !f.result_type && obj.get("structuredContent").is_some_and(|s| !s.is_object());
+    if !f.structured || non_object {
         if let Some(sc) = obj.remove("structuredContent") {
             let empty = obj.get("content").and_then(Value::as_array).is_none_or(|a| a.is_empty());
             if empty {
@@ -262,7 +266,10 @@ pub(super) fn item(v: &Value, f: &Features) -> Value {
         if !f.item_meta {
             o.remove("_meta");
         }
-        if !f.structured {
+        // Before 2026-07-28 an outputSchema has an object root.
+        // Requirement: tools-output-schema-object-root
+        let object_root = |s: &Value| s.get("type").and_then(Value::as_str) == Some("object");
+        if !f.structured || (!f.result_type && o.get("outputSchema").is_some_and(|s| !object_root(s))) {
             o.remove("outputSchema");
         }
         if !f.tasks {

@@ -604,6 +604,9 @@ impl Hub {
                 let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
                 let reason = wire::find(m.raw, p, &["reason"]).and_then(|r| wire::string_at(m.raw, r));
                 let rid = m.raw[r].to_vec();
+                // Requirement: cancellation-log-reasons
+                let server = self.ups[u].spec.name.clone();
+                self.log(Level::Debug, format!("server '{server}' cancelled its request {}: {}", String::from_utf8_lossy(&rid), reason.as_deref().unwrap_or("no reason given")));
                 self.relay_cancelled_by_upstream(u, &rid, reason.as_deref());
             }
             _ => {}
