@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::*;
 
 mod modern;
+mod rows_base;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.
