@@ -550,3 +550,91 @@ fn every_page_of_a_list_has_the_same_scope_and_a_non_negative_ttl() {
     };
     assert!(r["result"]["ttlMs"].as_i64().is_some_and(|t| t >= 0), "{r}");
 }
+
+// covers: meta-otel-keys-w3c-format
+#[test]
+fn trace_context_keys_travel_unchanged_in_both_eras() {
+    let otel = json!({
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "tracestate": "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
+        "baggage": "userId=alice,serverNode=DF%2028,isProduction=false",
+    });
+    let mut p = Pair::with(vec![("m", modern_fake(&["a"])), ("fs", Fake::tools(&["b"]))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let d = p.connect();
+    for (who, name, u) in [(c, "m__a", 0), (c, "fs__b", 1), (d, "m__a", 0), (d, "fs__b", 1)] {
+        let mut params = json!({ "name": name, "arguments": {}, "_meta": otel.clone() });
+        if who == d {
+            let m = mmeta(json!({}), json!({}))["_meta"].clone();
+            for (k, v) in m.as_object().unwrap() {
+                params["_meta"][k] = v.clone();
+            }
+        }
+        p.send(who, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params }));
+        let up = p.take_up(u);
+        for k in ["traceparent", "tracestate", "baggage"] {
+            assert_eq!(up["params"]["_meta"][k], otel[k], "{name}: {k}");
+        }
+        p.upstream_says(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+        assert!(p.take(who).get("result").is_some());
+    }
+    // The hub itself never writes these keys.
+    let l = p.client("2025-06-18", json!({}));
+    p.send(l, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fs__b", "arguments": {} } }));
+    let up = p.take_up(1);
+    for k in ["traceparent", "tracestate", "baggage"] {
+        assert!(up.pointer(&format!("/params/_meta/{k}")).is_none(), "{up}");
+    }
+}
+
+// covers: messages-resulttype-extension-values
+#[test]
+fn result_types_are_the_core_set_unless_an_extension_was_advertised() {
+    let mut p = Pair::with(vec![("m", modern_fake(&["a"]))], HubOptions::default());
+    let c = p.connect();
+    // mcpx advertises no extension: discover names none.
+    p.mcall(c, json!(0), "server/discover", json!({}), json!({}));
+    let d = p.take(c);
+    assert!(d["result"]["capabilities"].get("extensions").is_none(), "{d}");
+    for (i, rt) in ["task", "deferred", "complete", "input_required"].iter().enumerate() {
+        p.mcall(c, json!(i + 1), "tools/call", json!({ "name": "m__a", "arguments": {} }), json!({ "elicitation": { "form": {} } }));
+        let up = p.take_up(0);
+        let mut res = json!({ "resultType": rt, "content": [] });
+        if *rt == "input_required" {
+            res = json!({ "resultType": rt, "inputRequests": { "q": { "method": "elicitation/create", "params": { "mode": "form", "message": "?", "requestedSchema": { "type": "object", "properties": {} } } } }, "requestState": "s" });
+        }
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": res }));
+        let r = p.take(c);
+        match *rt {
+            "complete" | "input_required" => assert_eq!(r["result"]["resultType"], *rt, "{r}"),
+            _ => assert_eq!(err_code(&r), -32603, "{rt} is no core value and no advertised extension's: {r}"),
+        }
+    }
+}
+
+// covers: streamable-http-x-mcp-header-constraints
+#[test]
+fn tools_served_to_modern_clients_keep_only_valid_x_mcp_header_annotations() {
+    let mut f = modern_fake(&[]);
+    let prop = |name: &str, ty: &str, h: &str| json!({ "name": name, "inputSchema": { "type": "object", "properties": { "a": { "type": ty, "x-mcp-header": h } } } });
+    f.tools = vec![
+        prop("ok", "string", "Region"),
+        prop("empty", "string", ""),
+        prop("space", "string", "Bad Header"),
+        prop("number", "number", "N"),
+        prop("object", "object", "Obj"),
+        json!({ "name": "dup", "inputSchema": { "type": "object", "properties": { "a": { "type": "string", "x-mcp-header": "Zone" }, "b": { "type": "string", "x-mcp-header": "zone" } } } }),
+        json!({ "name": "nested", "inputSchema": { "type": "object", "properties": { "a": { "type": "array", "items": { "type": "string", "x-mcp-header": "Item" } } } } }),
+    ];
+    let mut p = Pair::with(vec![("m", f)], HubOptions::default());
+    let c = p.connect();
+    p.mcall(c, json!(1), "tools/list", json!({}), json!({}));
+    let r = p.take(c);
+    let names: Vec<&str> = r["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["m__ok"], "{r}");
+    assert_eq!(r["result"]["tools"][0]["inputSchema"]["properties"]["a"]["x-mcp-header"], "Region");
+    for t in r["result"]["tools"].as_array().unwrap() {
+        let raw = serde_json::to_vec(&t["inputSchema"]).unwrap();
+        assert!(mcpx_core::headers::validate_input_schema(&raw).is_ok(), "{t}");
+    }
+}
