@@ -485,8 +485,11 @@ impl Hub {
                 self.log(Level::Warn, format!("server '{name}': {} answered resultType '{rt}', which mcpx does not accept there", k.list_method()));
                 return self.list_done(u, k, listing.acc, listing.again);
             }
-            if let Some(t) = v.get("ttlMs").and_then(Value::as_u64) {
+            {
                 // Requirement: caching-client-honour-hints (aggregated into the hub's own hints)
+                // Requirement: caching-ttl-absent-zero, caching-ttl-negative-zero: an absent,
+                // negative or unreadable ttlMs is 0, immediately stale.
+                let t = v.get("ttlMs").and_then(Value::as_f64).filter(|t| t.is_finite() && *t > 0.0).map_or(0, |t| t as u64);
                 let public = v.get("cacheScope").and_then(Value::as_str) == Some("public");
                 let h = self.ups[u].hints[k.idx()].map_or((t, public), |(t0, p0)| (t0.min(t), p0 && public));
                 self.ups[u].hints[k.idx()] = Some(if listing.pages == 0 { (t, public) } else { h });
