@@ -301,6 +301,7 @@ fn only_negotiated_capabilities_are_used_in_either_direction() {
 }
 
 // covers: lifecycle-stateless-no-reliance-on-prior-requests, lifecycle-stateless-explicit-handles
+// covers: lifecycle-stateless-no-connection-reuse-required
 #[test]
 fn modern_requests_stand_alone_and_state_travels_in_the_request() {
     let mut f = Fake::tools(&["ask"]);
@@ -412,7 +413,7 @@ fn a_modern_upstream_call_is_cancelled_by_notification() {
     assert_eq!((cancel["method"].clone(), cancel["params"]["requestId"].clone()), (json!("notifications/cancelled"), up["id"].clone()));
 }
 
-// covers: stdio-server-silent-after-cancel, stdio-server-cancelled-only-for-listen
+// covers: stdio-server-silent-after-cancel, stdio-server-cancelled-only-for-listen, stdio-server-stop-cancelled-work
 #[test]
 fn a_cancelled_modern_request_gets_nothing_more_and_timeouts_are_errors_not_cancels() {
     let mut f = Fake::tools(&["read"]);
@@ -636,5 +637,97 @@ fn tools_served_to_modern_clients_keep_only_valid_x_mcp_header_annotations() {
     for t in r["result"]["tools"].as_array().unwrap() {
         let raw = serde_json::to_vec(&t["inputSchema"]).unwrap();
         assert!(mcpx_core::headers::validate_input_schema(&raw).is_ok(), "{t}");
+    }
+}
+
+// ---------------------------------------------------------------- SHOULD / MAY rows
+
+// covers: messages-result-any-object, errors-data-may
+#[test]
+fn any_result_object_and_any_error_data_pass_through() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    let odd = json!({ "content": [], "vendor": { "deep": [1, { "x": null }] }, "n": 3.5, "_meta": { "com.example/k": [true] } });
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
+    let up = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": odd }));
+    let r = p.take(c);
+    for k in ["vendor", "n", "_meta"] {
+        assert_eq!(r["result"][k], odd[k], "{k}: {r}");
+    }
+    for data in [json!("text"), json!(42), json!([1, 2]), json!({ "why": { "nested": true } }), Value::Null] {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "fs__read" } }));
+        let up = p.take_up(0);
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "error": { "code": -32603, "message": "failed", "data": data } }));
+        let e = p.take(c);
+        assert_eq!(e["error"]["data"], data, "{e}");
+    }
+}
+
+// covers: errors-client-accept-32002-from-legacy
+#[test]
+fn a_legacy_upstreams_32002_is_accepted() {
+    let mut f = Fake::tools(&[]);
+    f.caps = json!({ "resources": {} });
+    f.resources = vec![json!({ "uri": "file:///a", "name": "a" })];
+    let mut p = Pair::with(vec![("fs", f)], HubOptions::default());
+    let c = p.client("2025-06-18", json!({}));
+    let uri = p.list_all(c, "resources/list", "resources")[0]["uri"].as_str().unwrap().to_string();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": { "uri": uri } }));
+    let up = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "error": { "code": -32002, "message": "Resource not found", "data": { "uri": "file:///a" } } }));
+    let e = p.take(c);
+    assert_eq!((e["id"].clone(), err_code(&e)), (json!(1), -32002), "{e}");
+    assert!(p.restarts.is_empty());
+    // The upstream stays in service.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": { "uri": uri } }));
+    assert_eq!(p.take_up(0)["method"], "resources/read");
+}
+
+// covers: lifecycle-client-no-requests-before-init-response
+#[test]
+fn nothing_but_initialize_before_the_upstream_answers_it() {
+    let mut p = Pair::new(legacy_specs(&["fs"]), HubOptions::default());
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let c = p.connect();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} }));
+    p.advance(100);
+    let sent = p.drain_up(0);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["method"], "initialize");
+    // Answered: initialized first, then the hub's own requests.
+    let f = Fake::tools(&["read"]);
+    let ans = f.answer(&sent[0]).unwrap().unwrap();
+    p.upstream_says(0, ans);
+    let after = p.drain_up(0);
+    assert_eq!(after[0]["method"], "notifications/initialized", "{after:?}");
+    assert!(after.iter().skip(1).any(|m| m["method"] == "tools/list"), "{after:?}");
+}
+
+// covers: caching-ttl-zero-stale, caching-ttl-negative-zero, caching-ttl-absent-zero
+#[test]
+fn zero_negative_and_absent_ttls_are_stale_at_once() {
+    for ttl in [Some(0), Some(-5), None] {
+        let mut f = modern_fake(&["a"]);
+        f.caps = json!({ "tools": {} });
+        let mut p = Pair::with(vec![("m", f)], HubOptions::default());
+        let c = p.client("2025-11-25", json!({}));
+        // Re-list by hand with the TTL under test.
+        p.fakes[0] = None;
+        p.hub.relist_upstream(0, p.now);
+        p.pump();
+        let l = p.take_up(0);
+        assert_eq!(l["method"], "tools/list");
+        let mut res = json!({ "resultType": "complete", "tools": [tool("a")], "cacheScope": "public" });
+        if let Some(t) = ttl {
+            res["ttlMs"] = json!(t);
+        }
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": l["id"], "result": res }));
+        p.drain_cl(c);
+        p.advance(1);
+        // The next read of the list looks again.
+        p.request(c, json!("l"), "tools/list", json!({}));
+        let again = p.drain_up(0);
+        assert!(again.iter().any(|m| m["method"] == "tools/list"), "ttl {ttl:?}: {again:?}");
     }
 }
