@@ -731,3 +731,27 @@ fn zero_negative_and_absent_ttls_are_stale_at_once() {
         assert!(again.iter().any(|m| m["method"] == "tools/list"), "ttl {ttl:?}: {again:?}");
     }
 }
+
+// covers: lifecycle-server-no-requests-before-initialized
+#[test]
+fn no_requests_to_a_client_before_its_initialized_notification() {
+    let (mut p, _) = one("2025-11-25", json!({}));
+    let c = p.connect();
+    let init = p.request(c, json!(0), "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": { "sampling": {}, "roots": {}, "elicitation": {} }, "clientInfo": { "name": "t", "version": "1" } }));
+    assert!(init.get("result").is_some());
+    // A call before notifications/initialized; the upstream asks for sampling.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
+    let call = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "s", "method": "sampling/createMessage", "params": { "messages": [], "maxTokens": 5 } }));
+    p.advance(1000);
+    let got = p.drain_cl(c);
+    assert!(got.iter().all(|(m, _)| m.get("method").is_none() || m.get("id").is_none() || m["method"] == "ping"), "{got:?}");
+    // The notification releases the held request; the call completes.
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let s = p.take(c);
+    assert_eq!(s["method"], "sampling/createMessage", "{s}");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": s["id"], "result": { "role": "assistant", "content": { "type": "text", "text": "x" }, "model": "m" } }));
+    assert_eq!(p.take_up(0)["id"], "s");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 1);
+}
