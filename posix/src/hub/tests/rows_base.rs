@@ -755,3 +755,48 @@ fn no_requests_to_a_client_before_its_initialized_notification() {
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [] } }));
     assert_eq!(p.take(c)["id"], 1);
 }
+
+// covers: meta-info-not-for-behavior-or-security
+#[test]
+fn client_info_changes_nothing() {
+    let mut p = Pair::with(vec![("m", modern_fake(&["a"])), ("fs", Fake::tools(&["b"]))], HubOptions::default());
+    let c = p.connect();
+    let mut seen = vec![];
+    for (i, info) in [json!({ "name": "rows", "version": "1" }), json!({ "name": "admin", "version": "999" }), json!({ "name": "mcpx", "version": "0" })].into_iter().enumerate() {
+        let mut params = mmeta(json!({}), json!({}));
+        params["_meta"]["io.modelcontextprotocol/clientInfo"] = info;
+        p.send(c, json!({ "jsonrpc": "2.0", "id": i, "method": "tools/list", "params": params }));
+        let r = p.take(c);
+        seen.push((r["result"]["tools"].clone(), r["result"]["cacheScope"].clone(), r["result"]["ttlMs"].clone()));
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+}
+
+// covers: lifecycle-stateless-multiple-conversations
+#[test]
+fn interleaved_conversations_on_one_connection_stay_apart() {
+    let mut f = Fake::tools(&["ask"]);
+    f.caps = json!({ "tools": {} });
+    let mut p = Pair::with(vec![("fs", f)], HubOptions::default());
+    let c = p.connect();
+    let caps = json!({ "elicitation": { "form": {} } });
+    let mut parked = vec![];
+    for (id, q) in [(1, "first"), (2, "second")] {
+        p.mcall(c, json!(id), "tools/call", json!({ "name": "fs__ask", "arguments": { "q": q } }), caps.clone());
+        let call = p.take_up(0);
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": format!("e-{q}"), "method": "elicitation/create", "params": { "mode": "form", "message": q, "requestedSchema": { "type": "object", "properties": {} } } }));
+        let irr = p.take(c);
+        let (key, req) = irr["result"]["inputRequests"].as_object().unwrap().iter().next().map(|(k, v)| (k.clone(), v.clone())).unwrap();
+        assert!(req["params"]["message"].as_str().unwrap().ends_with(q));
+        parked.push((call, key, irr["result"]["requestState"].as_str().unwrap().to_string(), q));
+    }
+    // Retries in the other order: each answer reaches its own upstream request.
+    for (n, (call, key, state, q)) in parked.into_iter().rev().enumerate() {
+        p.mcall(c, json!(10 + n), "tools/call", json!({ "name": "fs__ask", "arguments": { "q": q }, "inputResponses": { key: { "action": "accept", "content": { "who": q } } }, "requestState": state }), caps.clone());
+        let ans = p.take_up(0);
+        assert_eq!((ans["id"].clone(), ans["result"]["content"]["who"].clone()), (json!(format!("e-{q}")), json!(q)));
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [{ "type": "text", "text": q }] } }));
+        let fin = p.take(c);
+        assert_eq!((fin["id"].clone(), fin["result"]["content"][0]["text"].clone()), (json!(10 + n), json!(q)));
+    }
+}
