@@ -18,6 +18,9 @@ use smol::LocalExecutor;
 use super::*;
 use crate::hub::{HubOptions, Output, UpstreamSpec};
 
+#[path = "tests_rows.rs"]
+mod rows;
+
 // ---------------------------------------------------------------- the server
 
 /// What the fake upstream received (methods), for the test to inspect.

@@ -29,6 +29,10 @@ pub(super) struct Client {
     pub info: Value,
     /// `initialize` answered.
     pub initialized: bool,
+    /// `notifications/initialized` received.
+    pub ready: bool,
+    /// Requests to the client held until `notifications/initialized`.
+    pub held_requests: Vec<Vec<u8>>,
     /// `initialize` waiting for upstreams: the client's raw id.
     pub held_init: Option<Vec<u8>>,
     /// Per channel: has read the list (first page) at least once.
@@ -75,6 +79,8 @@ impl Hub {
                 caps: json!({}),
                 info: Value::Null,
                 initialized: false,
+                ready: false,
+                held_requests: Vec::new(),
                 held_init: None,
                 listed: [false; 3],
                 known_fp: [0; 3],
@@ -143,7 +149,13 @@ impl Hub {
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
         match m.method.as_str() {
-            "notifications/initialized" | "initialized" => {}
+            "notifications/initialized" | "initialized" => {
+                let Some(cl) = self.clients.get_mut(&c) else { return };
+                cl.ready = true;
+                for b in std::mem::take(&mut cl.held_requests) {
+                    self.emit_client(c, b);
+                }
+            }
             "notifications/cancelled" => {
                 let Some(p) = m.params.clone() else { return };
                 let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
@@ -284,6 +296,19 @@ impl Hub {
             s.push('\n');
         }
         s
+    }
+
+    /// A request to a client: held while the client has had its `initialize`
+    /// answered but has not yet sent `notifications/initialized`
+    /// (requirement: lifecycle-server-no-requests-before-initialized).
+    pub(super) fn request_client(&mut self, c: ClientId, bytes: Vec<u8>) {
+        if let Some(cl) = self.clients.get_mut(&c) {
+            if cl.initialized && !cl.ready {
+                cl.held_requests.push(bytes);
+                return;
+            }
+        }
+        self.emit_client(c, bytes);
     }
 
     pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>) {

@@ -385,7 +385,7 @@ impl Hub {
         self.relays.map.insert((c, hid), Relayed { up: u, up_id: id, method: method.clone(), deadline, collect: None });
         self.remember_url(u, &params, c);
         let body = serde_json::to_vec(&params).unwrap_or_default();
-        self.emit_client(c, wire::request(hid, &method, Some(&body)));
+        self.request_client(c, wire::request(hid, &method, Some(&body)));
     }
 
     // ------------------------------------------------ modern client, legacy upstream
@@ -721,7 +721,7 @@ impl Hub {
             self.relays.next_id += 1;
             let hid = self.relays.next_id;
             self.relays.map.insert((c, hid), Relayed { up, up_id: Vec::new(), method: method.clone(), deadline, collect: Some((handle, key)) });
-            self.emit_client(c, wire::request(hid, &method, Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.request_client(c, wire::request(hid, &method, Some(&serde_json::to_vec(&p).unwrap_or_default())));
         }
         if done {
             self.retry_collected(handle);

@@ -263,8 +263,18 @@ impl Hub {
 
     /// Sends `initialize`, offering the newest legacy revision allowed.
     fn send_initialize(&mut self, u: UpstreamId) {
-        let Some(rev) = self.ups[u].allowed.iter().rev().copied().find(|r| r.era() == Era::Legacy) else {
-            let why = "answered server/discover without 2026-07-28, and no legacy revision is allowed with it".to_string();
+        self.send_initialize_from(u, None);
+    }
+
+    /// Sends `initialize`, offering the newest legacy revision allowed and,
+    /// when `listed` is given, also in that list (an upstream's `supported`).
+    fn send_initialize_from(&mut self, u: UpstreamId, listed: Option<&[String]>) {
+        let pick = self.ups[u].allowed.iter().rev().copied().find(|r| r.era() == Era::Legacy && listed.is_none_or(|l| l.iter().any(|s| s == r.as_str())));
+        let Some(rev) = pick else {
+            let why = match listed {
+                Some(l) => format!("answered server/discover with UnsupportedProtocolVersionError (supported: {}); none of them is allowed with it", l.join(", ")),
+                None => "answered server/discover without 2026-07-28, and no legacy revision is allowed with it".to_string(),
+            };
             self.log(Level::Error, format!("server '{}': {why}", self.ups[u].spec.name));
             let up = &mut self.ups[u];
             up.last_error = Some(why);
@@ -299,6 +309,19 @@ impl Hub {
                 Some(e) => format!("answered server/discover with an error ({})", String::from_utf8_lossy(e)),
                 None => "does not list 2026-07-28 in supportedVersions".to_string(),
             };
+            // Requirement: stdio-no-fallback-on-modern-error: an
+            // UnsupportedProtocolVersionError is a modern server's answer; only
+            // a version it lists is used, so `initialize` only with a listed
+            // legacy revision, never as a blind fallback.
+            let err: Value = m.error_bytes().and_then(|e| serde_json::from_slice(e).ok()).unwrap_or(Value::Null);
+            if err.get("code").and_then(Value::as_i64) == Some(-32022) {
+                if let Some(list) = err.pointer("/data/supported").and_then(Value::as_array) {
+                    let list: Vec<String> = list.iter().filter_map(Value::as_str).map(str::to_string).collect();
+                    self.log(Level::Info, format!("server '{name}' {why}; choosing from its supported versions"));
+                    self.ups[u].era_cache = None;
+                    return self.send_initialize_from(u, Some(&list));
+                }
+            }
             self.log(Level::Info, format!("server '{name}' {why}; using initialize"));
             self.ups[u].era_cache = Some(Era::Legacy);
             return self.send_initialize(u);
@@ -473,8 +496,11 @@ impl Hub {
                 self.log(Level::Warn, format!("server '{name}': {} answered resultType '{rt}', which mcpx does not accept there", k.list_method()));
                 return self.list_done(u, k, listing.acc, listing.again);
             }
-            if let Some(t) = v.get("ttlMs").and_then(Value::as_u64) {
+            {
                 // Requirement: caching-client-honour-hints (aggregated into the hub's own hints)
+                // Requirement: caching-ttl-absent-zero, caching-ttl-negative-zero: an absent,
+                // negative or unreadable ttlMs is 0, immediately stale.
+                let t = v.get("ttlMs").and_then(Value::as_f64).filter(|t| t.is_finite() && *t > 0.0).map_or(0, |t| t as u64);
                 let public = v.get("cacheScope").and_then(Value::as_str) == Some("public");
                 let h = self.ups[u].hints[k.idx()].map_or((t, public), |(t0, p0)| (t0.min(t), p0 && public));
                 self.ups[u].hints[k.idx()] = Some(if listing.pages == 0 { (t, public) } else { h });

@@ -668,7 +668,7 @@ fn tools_with_invalid_x_mcp_header_annotations_are_dropped() {
     assert_eq!(p.names(c), ["m__good", "m__fine"]);
 }
 
-// covers: subscriptions-stdio-client-correlate, subscriptions-list-changed-via-listen
+// covers: subscriptions-stdio-client-correlate, subscriptions-list-changed-via-listen, stdio-client-correlates-subscription-id
 #[test]
 fn modern_upstream_list_changes_arrive_on_the_hubs_listen_stream() {
     let (mut p, c) = modern_up();
