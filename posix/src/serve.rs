@@ -350,6 +350,20 @@ impl Events for HubEvents {
     }
 }
 
+/// What a remote server's transport asks of the hub.
+struct HubCatalog(Rc<Runtime>);
+
+impl remote::Catalog for HubCatalog {
+    fn tool_schema(&self, id: UpstreamId, tool: &str) -> Option<serde_json::Value> {
+        self.0.hub.borrow().upstream_tool_schema(id, tool).cloned()
+    }
+    fn relist(&self, id: UpstreamId) {
+        if !self.0.closing.get() {
+            self.0.feed(|h, now| h.relist_upstream(id, now));
+        }
+    }
+}
+
 /// Sleeps until the hub's next deadline (or until woken because it may have
 /// moved) and calls `tick`.
 async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
@@ -437,6 +451,9 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
             .collect();
         opts.roots = Some(serde_json::Value::Array(roots));
     }
+    opts.cache_ttl_ms = cfg.cache_ttl_ms.unwrap_or(opts.cache_ttl_ms);
+    opts.cache_public = cfg.cache_public.unwrap_or(opts.cache_public);
+    opts.input_ttl_ms = cfg.input_ttl_ms.unwrap_or(opts.input_ttl_ms);
     opts.cursor_key = {
         use nanorand::Rng as _;
         nanorand::WyRand::new().generate::<u64>()
@@ -555,6 +572,7 @@ fn spawn_upstream(
     s: &config::ServerConfig,
     sup_opts: &supervise::Options,
     events: &Rc<dyn Events>,
+    catalog: &Rc<dyn remote::Catalog>,
 ) -> (Upstream, Task<()>) {
     match &s.remote {
         Some(r) => {
@@ -566,7 +584,7 @@ fn spawn_upstream(
                 timeout_ms: s.timeout_ms.unwrap_or(60_000),
                 mode: r.mode,
             };
-            let (r, task) = remote::spawn(ex, id, spec, remote::Options::default(), events.clone());
+            let (r, task) = remote::spawn(ex, id, spec, remote::Options::default(), events.clone(), Some(catalog.clone()));
             (Upstream::Remote(r), task)
         }
         None => {
@@ -628,6 +646,7 @@ where
     let names = cfg.servers.iter().map(|s| s.name.clone()).collect();
     let (rt, tick_rx, stop_rx) = Runtime::new(hub, names);
     let events: Rc<dyn Events> = Rc::new(HubEvents(rt.clone()));
+    let catalog: Rc<dyn remote::Catalog> = Rc::new(HubCatalog(rt.clone()));
     // First, so that signals are ours before any child runs.
     let _signals = ex.spawn(signal_task(rt.clone()));
     smol::future::yield_now().await;
@@ -656,7 +675,7 @@ where
 
     let mut tasks = Vec::new();
     for (id, s) in cfg.servers.iter().enumerate() {
-        let (up, task) = spawn_upstream(&ex, id, s, &sup_opts, &events);
+        let (up, task) = spawn_upstream(&ex, id, s, &sup_opts, &events, &catalog);
         rt.upstreams.borrow_mut().push(up);
         tasks.push(task);
     }
@@ -683,6 +702,14 @@ where
         Err(_) => code = 1,
     }
 
+    // Open `subscriptions/listen` requests are answered (and their
+    // `notifications/cancelled` sent) while the clients and servers are
+    // still there; `feed` routes what the hub says to its clients.
+    rt.feed(|h, _| h.shutdown());
+    if _http_server.is_some() {
+        // Give the HTTP exchanges a moment to write those answers.
+        Timer::after(Duration::from_millis(50)).await;
+    }
     rt.closing.set(true);
     // No new HTTP requests; open exchanges end with the connections.
     drop(_http_server.take());
