@@ -1,0 +1,78 @@
+//! A 2026-07-28 client through `mcpx serve` to a 2026-07-28 remote upstream:
+//! `py_modern_server.py` (Python SDK 2.3.0, `MCPServer`) over Streamable
+//! HTTP on 127.0.0.1, next to `mcpx example-server` as the local `demo`.
+//!
+//! The hub probes the upstream with `server/discover` and speaks to it in
+//! the modern era: every request is a stateless POST with the 2026-07-28
+//! headers, which the SDK server checks against the body (a missing or
+//! wrong `Mcp-Name` or `Mcp-Param-*` fails the call with -32020).
+
+use mcpx_tests::*;
+use serde_json::json;
+
+/// The modern upstream on a free port.
+fn modern_upstream() -> HttpServer {
+    let port = free_port();
+    let script = driver("py_modern_server.py");
+    let port_s = port.to_string();
+    let cmd = Cmd::new(python("2.3.0"), &[script.to_str().unwrap(), "--name", "pym", "--http", &port_s]);
+    HttpServer::start(&cmd, port, "/mcp")
+}
+
+fn hub(server: &HttpServer) -> Hub {
+    HubConfig::new()
+        .upstream(example_server("demo"))
+        .remote("pym", json!({"url": server.url}))
+        .write()
+}
+
+// covers: versioning-dual-era-http-detect, streamable-http-client-sends-metadata-headers, streamable-http-client-header-construction, streamable-http-mcp-name-base64, streamable-http-param-value-encoding
+#[test]
+fn modern_client_to_modern_remote_py_2_3_0() {
+    let server = modern_upstream();
+    let hub = hub(&server);
+    let r = Client::Py2Mode("2026-07-28").script(
+        json!([
+            {"op": "list_tools", "expect_tools": ["demo__echo", "pym__greet", "pym__forecast", "pym__ask_user"]},
+            {"op": "call", "tool": "pym__greet", "args": {"name": "modern"}, "expect_text": "Hello, modern! (from pym)"},
+            // Mcp-Param-Region is the Base64 sentinel of "Zürich", Mcp-Param-Days "3".
+            {"op": "call", "tool": "pym__forecast", "args": {"region": "Zürich", "days": 3}, "expect_text": "forecast for Zürich, 3 days"},
+            {"op": "call", "tool": "pym__forecast", "args": {"region": " padded ", "days": -2}, "expect_text": "forecast for  padded , -2 days"},
+            {"op": "call", "tool": "demo__echo", "args": {"text": "local"}, "expect_text": "local"}
+        ]),
+        &hub.serve(),
+    );
+    r.assert_ok();
+    r.check(r.json["protocol_version"] == "2026-07-28", "the client session should run at 2026-07-28");
+}
+
+// covers: tools-call-input-required-may
+#[test]
+fn elicitation_modern_client_to_modern_remote_py_2_3_0() {
+    let server = modern_upstream();
+    let hub = hub(&server);
+    let r = Client::Py2Mode("2026-07-28").run(&["--prefix", "pym__", "elicitation", "ask_user"], &hub.serve());
+    r.assert_ok();
+    // The upstream's input_required result reaches the client (requestState
+    // wrapped by the hub), the client's retry reaches the upstream with the
+    // answer and the upstream's own requestState.
+    r.check(
+        r.result_text().contains("user answered: mcpx-elicited-answer (state asked)"),
+        "answer or requestState not round-tripped",
+    );
+}
+
+// covers: tools-call-input-required-may
+#[test]
+fn elicitation_legacy_client_to_modern_remote_py_2_3_0() {
+    let server = modern_upstream();
+    let hub = hub(&server);
+    let r = Client::Py("1.30.0").run(&["--prefix", "pym__", "elicitation", "ask_user"], &hub.serve());
+    r.assert_ok();
+    // A legacy client gets elicitation/create; the hub retries the upstream's
+    // call with the answer and its requestState.
+    r.check(
+        r.result_text().contains("user answered: mcpx-elicited-answer (state asked)"),
+        "answer or requestState not round-tripped",
+    );
+}
