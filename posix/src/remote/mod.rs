@@ -617,6 +617,8 @@ struct Peek {
     initialize: bool,
     initialized: bool,
     tools_list: bool,
+    /// `subscriptions/listen`: its stream may stay silent for long.
+    listen: bool,
 }
 
 fn peek(msg: &[u8]) -> Peek {
@@ -627,8 +629,9 @@ fn peek(msg: &[u8]) -> Peek {
             initialize: env.kind() == Kind::Request && env.method_is("initialize"),
             initialized: env.kind() == Kind::Notification && env.method_is("notifications/initialized"),
             tools_list: env.kind() == Kind::Request && env.method_is("tools/list"),
+            listen: env.kind() == Kind::Request && env.method_is("subscriptions/listen"),
         },
-        Err(_) => Peek { kind: None, id: None, initialize: false, initialized: false, tools_list: false },
+        Err(_) => Peek { kind: None, id: None, initialize: false, initialized: false, tools_list: false, listen: false },
     }
 }
 
@@ -919,17 +922,20 @@ impl Session {
 
     /// One POST of `msg` to the current endpoint; the response head.
     async fn post_raw(&self, msg: &[u8], with_session: bool) -> Result<Response, PostError> {
-        self.post_with(msg, with_session, None, None).await
+        self.post_with(msg, with_session, None, None, false).await
     }
 
     /// `modern`: the 2026-07-28 headers of a modern request, sent instead
-    /// of the session's (no `Mcp-Session-Id`).
+    /// of the session's (no `Mcp-Session-Id`). `quiet_ok`: the reply may be
+    /// silent for longer than the request timeout (a `subscriptions/listen`
+    /// stream, which the hub renews on its own schedule).
     async fn post_with(
         &self,
         msg: &[u8],
         with_session: bool,
         written: Option<&Sender<()>>,
         modern: Option<&[(String, Vec<u8>)]>,
+        quiet_ok: bool,
     ) -> Result<Response, PostError> {
         // A modern request belongs to no session: no Mcp-Session-Id.
         let mut h = self.headers(b"application/json, text/event-stream", with_session && modern.is_none());
@@ -938,7 +944,7 @@ impl Session {
         let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
         let url = self.post_url.borrow().clone();
         self.client
-            .request("POST", &url, &fields, msg, self.limits(Some(self.timeout)), written)
+            .request("POST", &url, &fields, msg, self.limits((!quiet_ok).then_some(self.timeout)), written)
             .await
             .map_err(|e| match e {
                 http::Error::Connect(e) => PostError::Unreachable(e.to_string()),
@@ -960,7 +966,7 @@ impl Session {
         loop {
             let generation = self.generation.get();
             let modern = self.modern_headers(&msg);
-            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref()).await;
+            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), p.listen).await;
             written = None;
             let failure = match r {
                 Ok(resp) => match self.handle_post_response(resp, request_id.as_deref()).await {

@@ -1152,3 +1152,29 @@ fn era_detection_then_http_sse_fallback() {
         assert_eq!(reqs.iter().filter(|q| q.target.starts_with("/messages")).count(), 3);
     });
 }
+
+#[test]
+fn a_listen_stream_may_stay_silent_longer_than_the_request_timeout() {
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "subscriptions/listen" | "tools/list" => {
+            // Both streams open at once, then stay silent for three timeouts.
+            sse(vec![": open\n\n".into(), "<sleep 900>".into(), format!("data: {}\n\n", tools_result(&req.rpc_id()))])
+        }
+        _ => Reply::Status(500),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let mut s = spec(&srv.url);
+        s.timeout_ms = 300;
+        let (r, task) = spawn(&ex, 0, s, fast(), log.clone(), None);
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        r.send(modern(1, "subscriptions/listen", serde_json::json!({"notifications": {"toolsListChanged": true}}))).unwrap();
+        r.send(modern(2, "tools/list", serde_json::json!({}))).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some() && log.answer(2.into()).is_some()).await, "{:?}", log.all());
+        // The listen stream waited; an ordinary request's silence is a failure.
+        assert!(log.answer(1.into()).unwrap().get("result").is_some(), "{:?}", log.answer(1.into()));
+        assert!(log.answer(2.into()).unwrap().get("error").is_some(), "{:?}", log.answer(2.into()));
+        r.shutdown();
+        task.await;
+    });
+}
