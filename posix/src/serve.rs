@@ -688,7 +688,13 @@ where
     let drain_limit = Duration::from_millis(longest.min(600_000) + 2_000);
 
     let mut code = 0;
-    match stop_rx.recv().await {
+    let stop = stop_rx.recv().await;
+    // Open `subscriptions/listen` requests are answered (and their
+    // `notifications/cancelled` sent) first, while the clients and servers
+    // are still there: nothing else would answer them, and the wait for the
+    // stdio client's answers below would wait for them in vain.
+    rt.feed(|h, _| h.shutdown());
+    match stop {
         Ok(Stop::InputClosed) => {
             let c = client.as_ref().map_or(0, |cl| cl.id);
             await_answers(&rt, c, &stop_rx, drain_limit).await;
@@ -702,10 +708,6 @@ where
         Err(_) => code = 1,
     }
 
-    // Open `subscriptions/listen` requests are answered (and their
-    // `notifications/cancelled` sent) while the clients and servers are
-    // still there; `feed` routes what the hub says to its clients.
-    rt.feed(|h, _| h.shutdown());
     if _http_server.is_some() {
         // Give the HTTP exchanges a moment to write those answers.
         Timer::after(Duration::from_millis(50)).await;

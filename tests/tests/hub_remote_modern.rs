@@ -76,3 +76,32 @@ fn elicitation_legacy_client_to_modern_remote_py_2_3_0() {
         "answer or requestState not round-tripped",
     );
 }
+
+// covers: subscriptions-server-teardown-respond, cancellation-server-must-send-cancelled-on-listen-teardown
+#[test]
+fn end_of_input_answers_an_open_listen_and_exits_at_once() {
+    use std::time::{Duration, Instant};
+    let server = modern_upstream();
+    let hub = hub(&server);
+    let mut s = RawSession::spawn(&hub.serve());
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "mcpx-raw-test", "version": "1.0.0"}
+    });
+    let id = s.request("tools/list", json!({"_meta": meta}));
+    let r = s.response_to(id, Duration::from_secs(30));
+    assert!(r["result"]["tools"].is_array(), "{r}");
+    s.send(&json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+                   "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}}));
+    std::thread::sleep(Duration::from_millis(500));
+    // End of input: the listen is answered and mcpx exits without waiting
+    // for it as for an ordinary request (up to the servers' timeout).
+    let t0 = Instant::now();
+    let stderr = s.finish();
+    assert!(t0.elapsed() < Duration::from_secs(4), "mcpx took {:?} to exit; stderr:\n{stderr}", t0.elapsed());
+    let answer = s.next_response(Duration::from_secs(1));
+    let answer = answer.unwrap_or_else(|| panic!("no answer to the listen; stderr:\n{stderr}"));
+    assert_eq!(answer["id"], "L", "{answer}");
+    assert_eq!(answer["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "L", "{answer}");
+}
