@@ -26,12 +26,12 @@ fn hub(server: &HttpServer) -> Hub {
         .write()
 }
 
-// covers: versioning-dual-era-http-detect, streamable-http-client-sends-metadata-headers, streamable-http-client-header-construction, streamable-http-mcp-name-base64, streamable-http-param-value-encoding
-#[test]
-fn modern_client_to_modern_remote_py_2_3_0() {
+/// One session of a 2026-07-28 client: tools of both upstreams listed and
+/// called, x-mcp-header arguments that need the Base64 sentinel included.
+fn modern_session(client: Client) {
     let server = modern_upstream();
     let hub = hub(&server);
-    let r = Client::Py2Mode("2026-07-28").script(
+    let r = client.script(
         json!([
             {"op": "list_tools", "expect_tools": ["demo__echo", "pym__greet", "pym__forecast", "pym__ask_user"]},
             {"op": "call", "tool": "pym__greet", "args": {"name": "modern"}, "expect_text": "Hello, modern! (from pym)"},
@@ -44,6 +44,18 @@ fn modern_client_to_modern_remote_py_2_3_0() {
     );
     r.assert_ok();
     r.check(r.json["protocol_version"] == "2026-07-28", "the client session should run at 2026-07-28");
+}
+
+// covers: versioning-dual-era-http-detect, streamable-http-client-sends-metadata-headers, streamable-http-client-header-construction, streamable-http-mcp-name-base64, streamable-http-param-value-encoding
+#[test]
+fn modern_client_to_modern_remote_py_2_3_0() {
+    modern_session(Client::Py2Mode("2026-07-28"));
+}
+
+// covers: streamable-http-client-sends-metadata-headers, streamable-http-client-header-construction
+#[test]
+fn ts_v2_modern_client_to_modern_remote_py_2_3_0() {
+    modern_session(Client::TsV2("2026-07-28"));
 }
 
 // covers: tools-call-input-required-may
