@@ -55,7 +55,7 @@ use mcpx_core::envelope::{Envelope, Kind};
 use mcpx_core::frame::sse::{SseDecoder, SseItem};
 use mcpx_core::headers;
 use mcpx_core::meta;
-use mcpx_core::revision::Revision;
+use mcpx_core::revision::{Era, Revision};
 use smol::channel::{self, Receiver, Sender, TrySendError};
 use smol::future::FutureExt as _;
 use smol::lock::{Mutex, Semaphore};
@@ -546,8 +546,10 @@ fn modern_headers(msg: &[u8], schema: &dyn Fn(&str) -> Option<serde_json::Value>
     v.get("id")?;
     let params = v.get("params");
     let version = params.and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(meta::PROTOCOL_VERSION_KEY)).and_then(Value::as_str);
+    // Only a modern revision makes a request modern: a legacy session's
+    // requests keep their session headers whatever their `_meta` says.
     let version = match version {
-        Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic()) => v,
+        Some(v) if Revision::parse(v).is_some_and(|r| r.era() == Era::Modern) => v,
         Some(_) => return None,
         None if method == "server/discover" => Revision::LATEST.as_str(),
         None => return None,

@@ -938,7 +938,10 @@ fn modern_headers_are_built_from_the_body_and_the_tool_schema() {
     let disc = br#"{"jsonrpc":"2.0","id":3,"method":"server/discover"}"#;
     let h = modern_headers(disc, &lookup).unwrap();
     assert_eq!(h, vec![("mcp-protocol-version".into(), V26.as_bytes().to_vec()), ("mcp-method".into(), b"server/discover".to_vec())]);
-    // Legacy requests and notifications get none of these.
+    // Legacy requests and notifications get none of these, nor a request
+    // whose _meta names a legacy revision.
+    let legacy_meta = br#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#;
+    assert!(modern_headers(legacy_meta, &lookup).is_none());
     assert!(modern_headers(br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#, &lookup).is_none());
     assert!(modern_headers(INIT.as_bytes(), &lookup).is_none());
     assert!(modern_headers(INITIALIZED.as_bytes(), &lookup).is_none());
