@@ -139,8 +139,9 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
     }
     ${VAR} in any string is replaced from the environment (an unset VAR is
     an error; ${VAR:-default} gives a default; $${ is a literal ${). Servers
-    keep the file's order. A \"url\" server speaks Streamable HTTP, or the
-    older HTTP+SSE transport when its URL refuses a POST (400, 404, 405).
+    keep the file's order. A \"url\" server speaks Streamable HTTP (the
+    2026-07-28 revision when it answers server/discover), or the older
+    HTTP+SSE transport when its URL refuses a POST (400, 404, 405).
 
 A server that crashes is restarted with backoff (250 ms doubling to 30 s);
 a remote server that cannot be reached is retried the same way.

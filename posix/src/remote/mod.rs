@@ -1,5 +1,5 @@
 //! Remote MCP servers: the Streamable HTTP client transport (2025-03-26 ..
-//! 2025-11-25), with fallback to the 2024-11-05 HTTP+SSE transport, over
+//! 2026-07-28), with fallback to the 2024-11-05 HTTP+SSE transport, over
 //! HTTP or HTTPS.
 //!
 //! To the hub a remote server looks like a stdio child: a pipe of whole
@@ -30,6 +30,25 @@
 //!   the `endpoint` it announces (same origin only), read replies from the stream;
 //! - a request that fails at the HTTP level (status, timeout, broken stream)
 //!   is answered to the hub with a JSON-RPC error naming the server and cause.
+//!
+//! 2026-07-28 requests (their `params._meta` names that revision, or the
+//! method is `server/discover`) are stateless POSTs: no `Mcp-Session-Id`,
+//! and the headers the revision requires: `MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name` (tools/call, prompts/get: `params.name`;
+//! resources/read: `params.uri`) and, for `tools/call`, an `Mcp-Param-{Name}`
+//! mirror of each argument the tool's `inputSchema` annotates with
+//! `x-mcp-header`; values go through core's header codec (the Base64
+//! sentinel when they are not plain ASCII). The schema comes from the hub
+//! through [`Catalog`]. A -32020 (header mismatch) answer makes the hub list
+//! the server's tools again; the request is retried once with the new
+//! headers. A `subscriptions/listen` stream has no idle timeout.
+//!
+//! Era detection is the hub's: it probes with `server/discover`, a modern
+//! POST. A JSON-RPC error in any HTTP error reply (-32022 with
+//! `data.supported`, or -32601/-32602 from a legacy server) reaches the hub
+//! as it is; a bare 400/404/405 reaches it as a JSON-RPC error naming the
+//! status. Either way the hub falls back to `initialize` (and caches the
+//! era), which then takes the Streamable HTTP or HTTP+SSE path above.
 //!
 //! Requests run concurrently (up to [`Options::max_in_flight`]); a message's
 //! POST starts only after the previous message was written, and after the
