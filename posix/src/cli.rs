@@ -129,6 +129,11 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                                  answer servers' roots/list with these
                                  (default: ask the client)
       \"logLevel\": \"info\",
+      \"cacheTtlMs\": 60000, \"cachePublic\": false,
+                                 caching hints for 2026-07-28 clients on
+                                 results of servers that give none
+      \"inputTtlMs\": 300000,                   how long a 2026-07-28 client has
+                                 to answer a server's request for input
       \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"},       token for --http
       \"http\": {\"allowedOrigins\": [\"https://app.example.com\"],
                \"allowedHosts\": [], \"maxBodyBytes\": 33554432,
@@ -137,12 +142,14 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
     }
     ${VAR} in any string is replaced from the environment (an unset VAR is
     an error; ${VAR:-default} gives a default; $${ is a literal ${). Servers
-    keep the file's order. A \"url\" server speaks Streamable HTTP, or the
-    older HTTP+SSE transport when its URL refuses a POST (400, 404, 405).
+    keep the file's order. A \"url\" server speaks Streamable HTTP (the
+    2026-07-28 revision when it answers server/discover), or the older
+    HTTP+SSE transport when its URL refuses a POST (400, 404, 405).
 
 A server that crashes is restarted with backoff (250 ms doubling to 30 s);
 a remote server that cannot be reached is retried the same way.
-On end of input or SIGINT/SIGTERM, mcpx closes each server's stdin, then
+On end of input or SIGINT/SIGTERM, mcpx answers open subscriptions/listen
+requests (with notifications/cancelled), then closes each server's stdin, then
 sends SIGTERM and finally SIGKILL to its process group, and exits.
 ";
 

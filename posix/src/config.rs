@@ -16,7 +16,8 @@
 //!       "caFile": "~/ca.pem", "timeoutMs": 60000
 //!     }
 //!   },
-//!   "separator": "__", "roots": ["~/src"], "logLevel": "info"
+//!   "separator": "__", "roots": ["~/src"], "logLevel": "info",
+//!   "cacheTtlMs": 60000, "cachePublic": false, "inputTtlMs": 300000
 //! }
 //! ```
 //!
@@ -31,6 +32,11 @@
 //! 2024-11-05 HTTP+SSE transport; `"type": "http"` (or `"streamable-http"`)
 //! and `"type": "sse"` pin one of the two. `"headers"` go with every request,
 //! `"caFile"` (PEM) adds trusted CAs for https.
+//!
+//! `"cacheTtlMs"` and `"cachePublic"` are the caching hints (`ttlMs`,
+//! `cacheScope`) 2026-07-28 clients get on results of servers that give none;
+//! `"inputTtlMs"` is how long such a client has to answer a server's request
+//! for input.
 
 use std::fmt;
 use std::path::{Path as FsPath, PathBuf};
@@ -111,6 +117,13 @@ pub struct Config {
     pub separator: String,
     pub roots: Vec<Root>,
     pub log_level: Option<Level>,
+    /// `"cacheTtlMs"`, `"cachePublic"`: the caching hints given to modern
+    /// clients for results of servers that give none (legacy servers).
+    pub cache_ttl_ms: Option<u64>,
+    pub cache_public: Option<bool>,
+    /// `"inputTtlMs"`: how long a modern client has to answer a server's
+    /// request for input (the life of its `requestState`).
+    pub input_ttl_ms: Option<u64>,
     /// `"auth"` and `"http"`: settings of `mcpx serve --http`.
     pub http: HttpSettings,
     /// Non-fatal problems, each formatted `file:line:col: message`.
@@ -258,6 +271,9 @@ pub fn builtin_default() -> Config {
         separator: DEFAULT_SEPARATOR.to_string(),
         roots: Vec::new(),
         log_level: None,
+        cache_ttl_ms: None,
+        cache_public: None,
+        input_ttl_ms: None,
         http: HttpSettings::default(),
         warnings: Vec::new(),
         text: String::new(),
@@ -440,7 +456,11 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         cx.err(&top, format!("expected a JSON object with \"mcpServers\", found {}", type_name(&root)));
         return Err(ConfigError(cx.errors));
     };
-    cx.unknown_keys(&top, obj, &["mcpServers", "separator", "roots", "logLevel", "auth", "http"]);
+    cx.unknown_keys(
+        &top,
+        obj,
+        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs"],
+    );
     let http = parse_http(&mut cx, &top, obj);
 
     let separator = match obj.get("separator") {
@@ -471,6 +491,24 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         }
         l
     });
+
+    let mut ms = |key: &str, min: u64| match obj.get(key) {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= min => Some(n),
+            _ => {
+                let what = if min > 0 { "a positive" } else { "a" };
+                cx.err(&top.key(key), format!("expected {what} whole number of milliseconds, found {v}"));
+                None
+            }
+        },
+    };
+    let cache_ttl_ms = ms("cacheTtlMs", 0);
+    let input_ttl_ms = ms("inputTtlMs", 1);
+    let cache_public = match obj.get("cachePublic") {
+        None | Some(Value::Null) => None,
+        Some(v) => cx.bool(&top.key("cachePublic"), v),
+    };
 
     let roots = match obj.get("roots") {
         None => Vec::new(),
@@ -540,6 +578,9 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         separator,
         roots,
         log_level,
+        cache_ttl_ms,
+        cache_public,
+        input_ttl_ms,
         http,
         warnings: cx.warnings,
         text: src.to_string(),
@@ -1196,6 +1237,18 @@ mod tests {
     }
 
     #[test]
+    fn hub_hints_for_modern_clients() {
+        let c = ok(r#"{"mcpServers": {"a": {"command": "x"}}, "cacheTtlMs": 0, "cachePublic": true, "inputTtlMs": 90000}"#);
+        assert_eq!((c.cache_ttl_ms, c.cache_public, c.input_ttl_ms), (Some(0), Some(true), Some(90_000)));
+        let c = ok(r#"{"mcpServers": {"a": {"command": "x"}}}"#);
+        assert_eq!((c.cache_ttl_ms, c.cache_public, c.input_ttl_ms), (None, None, None));
+        let e = err(r#"{"mcpServers": {"a": {"command": "x"}}, "cacheTtlMs": -1, "cachePublic": "yes", "inputTtlMs": 0}"#);
+        assert!(e.contains("cacheTtlMs: expected a whole number of milliseconds, found -1"), "{e}");
+        assert!(e.contains("inputTtlMs: expected a positive whole number of milliseconds, found 0"), "{e}");
+        assert!(e.contains("cachePublic"), "{e}");
+    }
+
+    #[test]
     fn warnings_for_unknown_keys_and_transports() {
         let c = ok(r#"{
   "mcpServers": {
@@ -1212,7 +1265,7 @@ mod tests {
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http)",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
                 "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",

@@ -353,6 +353,20 @@ impl Events for HubEvents {
     }
 }
 
+/// What a remote server's transport asks of the hub.
+struct HubCatalog(Rc<Runtime>);
+
+impl remote::Catalog for HubCatalog {
+    fn tool_schema(&self, id: UpstreamId, tool: &str) -> Option<serde_json::Value> {
+        self.0.hub.borrow().upstream_tool_schema(id, tool).cloned()
+    }
+    fn relist(&self, id: UpstreamId) {
+        if !self.0.closing.get() {
+            self.0.feed(|h, now| h.relist_upstream(id, now));
+        }
+    }
+}
+
 /// Sleeps until the hub's next deadline (or until woken because it may have
 /// moved) and calls `tick`.
 async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
@@ -443,6 +457,9 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
             .collect();
         opts.roots = Some(serde_json::Value::Array(roots));
     }
+    opts.cache_ttl_ms = cfg.cache_ttl_ms.unwrap_or(opts.cache_ttl_ms);
+    opts.cache_public = cfg.cache_public.unwrap_or(opts.cache_public);
+    opts.input_ttl_ms = cfg.input_ttl_ms.unwrap_or(opts.input_ttl_ms);
     opts.cursor_key = {
         use nanorand::Rng as _;
         nanorand::WyRand::new().generate::<u64>()
@@ -570,6 +587,7 @@ fn spawn_upstream(
     s: &config::ServerConfig,
     sup_opts: &supervise::Options,
     events: &Rc<dyn Events>,
+    catalog: &Rc<dyn remote::Catalog>,
 ) -> (Upstream, Task<()>) {
     match &s.remote {
         Some(r) => {
@@ -581,7 +599,7 @@ fn spawn_upstream(
                 timeout_ms: s.timeout_ms.unwrap_or(60_000),
                 mode: r.mode,
             };
-            let (r, task) = remote::spawn(ex, id, spec, remote::Options::default(), events.clone());
+            let (r, task) = remote::spawn(ex, id, spec, remote::Options::default(), events.clone(), Some(catalog.clone()));
             (Upstream::Remote(r), task)
         }
         None => {
@@ -643,6 +661,7 @@ where
     let names = cfg.servers.iter().map(|s| s.name.clone()).collect();
     let (rt, tick_rx, stop_rx) = Runtime::new(hub, names);
     let events: Rc<dyn Events> = Rc::new(HubEvents(rt.clone()));
+    let catalog: Rc<dyn remote::Catalog> = Rc::new(HubCatalog(rt.clone()));
     // First, so that signals are ours before any child runs.
     let _signals = ex.spawn(signal_task(rt.clone()));
     smol::future::yield_now().await;
@@ -671,7 +690,7 @@ where
 
     let mut tasks = Vec::new();
     for (id, s) in cfg.servers.iter().enumerate() {
-        let (up, task) = spawn_upstream(&ex, id, s, &sup_opts, &events);
+        let (up, task) = spawn_upstream(&ex, id, s, &sup_opts, &events, &catalog);
         rt.upstreams.borrow_mut().push(up);
         tasks.push(task);
     }
@@ -684,7 +703,13 @@ where
     let drain_limit = Duration::from_millis(longest.min(600_000) + 2_000);
 
     let mut code = 0;
-    match stop_rx.recv().await {
+    let stop = stop_rx.recv().await;
+    // Open `subscriptions/listen` requests are answered (and their
+    // `notifications/cancelled` sent) first, while the clients and servers
+    // are still there: nothing else would answer them, and the wait for the
+    // stdio client's answers below would wait for them in vain.
+    rt.feed(|h, _| h.shutdown());
+    match stop {
         Ok(Stop::InputClosed) => {
             let c = client.as_ref().map_or(0, |cl| cl.id);
             await_answers(&rt, c, &stop_rx, drain_limit).await;
@@ -698,6 +723,10 @@ where
         Err(_) => code = 1,
     }
 
+    if _http_server.is_some() {
+        // Give the HTTP exchanges a moment to write those answers.
+        Timer::after(Duration::from_millis(50)).await;
+    }
     rt.closing.set(true);
     // No new HTTP requests; open exchanges end with the connections.
     drop(_http_server.take());

@@ -1,5 +1,5 @@
 //! Remote MCP servers: the Streamable HTTP client transport (2025-03-26 ..
-//! 2025-11-25), with fallback to the 2024-11-05 HTTP+SSE transport, over
+//! 2026-07-28), with fallback to the 2024-11-05 HTTP+SSE transport, over
 //! HTTP or HTTPS.
 //!
 //! To the hub a remote server looks like a stdio child: a pipe of whole
@@ -31,6 +31,25 @@
 //! - a request that fails at the HTTP level (status, timeout, broken stream)
 //!   is answered to the hub with a JSON-RPC error naming the server and cause.
 //!
+//! 2026-07-28 requests (their `params._meta` names that revision, or the
+//! method is `server/discover`) are stateless POSTs: no `Mcp-Session-Id`,
+//! and the headers the revision requires: `MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name` (tools/call, prompts/get: `params.name`;
+//! resources/read: `params.uri`) and, for `tools/call`, an `Mcp-Param-{Name}`
+//! mirror of each argument the tool's `inputSchema` annotates with
+//! `x-mcp-header`; values go through core's header codec (the Base64
+//! sentinel when they are not plain ASCII). The schema comes from the hub
+//! through [`Catalog`]. A -32020 (header mismatch) answer makes the hub list
+//! the server's tools again; the request is retried once with the new
+//! headers. A `subscriptions/listen` stream has no idle timeout.
+//!
+//! Era detection is the hub's: it probes with `server/discover`, a modern
+//! POST. A JSON-RPC error in any HTTP error reply (-32022 with
+//! `data.supported`, or -32601/-32602 from a legacy server) reaches the hub
+//! as it is; a bare 400/404/405 reaches it as a JSON-RPC error naming the
+//! status. Either way the hub falls back to `initialize` (and caches the
+//! era), which then takes the Streamable HTTP or HTTP+SSE path above.
+//!
 //! Requests run concurrently (up to [`Options::max_in_flight`]); a message's
 //! POST starts only after the previous message was written, and after the
 //! previous notification or response was accepted, so the server sees them in
@@ -53,6 +72,9 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use mcpx_core::envelope::{Envelope, Kind};
 use mcpx_core::frame::sse::{SseDecoder, SseItem};
+use mcpx_core::headers;
+use mcpx_core::meta;
+use mcpx_core::revision::{Era, Revision};
 use smol::channel::{self, Receiver, Sender, TrySendError};
 use smol::future::FutureExt as _;
 use smol::lock::{Mutex, Semaphore};
@@ -273,13 +295,15 @@ impl Remote {
     }
 }
 
-/// Starts the transport of `spec` as upstream `id`.
+/// Starts the transport of `spec` as upstream `id`; `catalog` answers its
+/// questions about the server's tools (none: no `Mcp-Param-*` headers).
 pub fn spawn(
     ex: &Rc<LocalExecutor<'static>>,
     id: UpstreamId,
     spec: RemoteSpec,
     opts: Options,
     events: Rc<dyn Events>,
+    catalog: Option<Rc<dyn Catalog>>,
 ) -> (Remote, Task<()>) {
     let (ctl_tx, ctl_rx) = channel::bounded(8);
     let sh = Rc::new(Shared {
@@ -288,7 +312,7 @@ pub fn spawn(
         max_bytes: opts.queue_bytes,
         ctl: ctl_tx,
     });
-    let sup = Supervisor { id, spec, opts, events, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
+    let sup = Supervisor { id, spec, opts, events, catalog, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
     let task = ex.spawn(sup.run());
     (Remote { sh }, task)
 }
@@ -310,6 +334,7 @@ struct Supervisor {
     spec: RemoteSpec,
     opts: Options,
     events: Rc<dyn Events>,
+    catalog: Option<Rc<dyn Catalog>>,
     ex: Rc<LocalExecutor<'static>>,
     sh: Rc<Shared>,
     ctl: Receiver<Ctl>,
@@ -385,6 +410,7 @@ impl Supervisor {
             id: self.id,
             name: name.clone(),
             events: self.events.clone(),
+            catalog: self.catalog.clone(),
             ex: self.ex.clone(),
             opts: self.opts.clone(),
             headers: self.spec.headers.iter().map(|(n, v)| (n.to_ascii_lowercase(), v.as_bytes().to_vec())).collect(),
@@ -406,6 +432,8 @@ impl Supervisor {
             get_started: Cell::new(false),
             new_session: RefCell::new(Vec::new()),
             in_flight: Arc::new(Semaphore::new(self.opts.max_in_flight.max(1))),
+            list_ids: RefCell::new(Vec::new()),
+            list_waiters: RefCell::new(Vec::new()),
         });
         let (out_tx, out_rx) = channel::bounded::<Vec<u8>>(self.opts.queue_msgs.max(1));
         *self.sh.out.borrow_mut() = Some(out_tx.clone());
@@ -488,12 +516,130 @@ impl Supervisor {
     }
 }
 
+/// What the transport asks of the hub about its server, for 2026-07-28
+/// requests: the `inputSchema` of a tool (its `x-mcp-header` annotations
+/// become `Mcp-Param-*` headers) and a fresh listing after the server
+/// answered -32020 (header mismatch). Implemented by `serve` over the hub.
+pub trait Catalog {
+    /// The `inputSchema` of server `id`'s tool `tool`, as last listed.
+    fn tool_schema(&self, id: UpstreamId, tool: &str) -> Option<serde_json::Value>;
+    /// Lists server `id`'s tools again (its answers come back through the
+    /// transport like any other message).
+    fn relist(&self, id: UpstreamId);
+}
+
+/// The `x-mcp-header` annotations of a tool's `inputSchema`: (header name,
+/// path of the argument), reached through `properties` alone.
+fn param_annotations(schema: &serde_json::Value) -> Vec<(String, Vec<String>)> {
+    fn walk(s: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
+        let Some(props) = s.get("properties").and_then(|p| p.as_object()) else { return };
+        for (k, prop) in props {
+            path.push(k.clone());
+            if let Some(h) = prop.get("x-mcp-header").and_then(|h| h.as_str()) {
+                out.push((h.to_string(), path.clone()));
+            }
+            walk(prop, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out);
+    out
+}
+
+/// A header value through the 2026-07-28 codec (Base64 sentinel when needed).
+fn encoded(value: &str) -> Vec<u8> {
+    let mut buf = vec![0u8; headers::encoded_len(value)];
+    headers::encode_value(value, &mut buf).map(|s| s.as_bytes().to_vec()).unwrap_or_default()
+}
+
+/// The 2026-07-28 headers of `msg` when it is a modern request (its
+/// `params._meta` names a protocol version, or it is `server/discover`):
+/// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*`
+/// mirrors of the arguments its tool annotates with `x-mcp-header`.
+/// `None` for every other message.
+fn modern_headers(msg: &[u8], schema: &dyn Fn(&str) -> Option<serde_json::Value>) -> Option<Vec<(String, Vec<u8>)>> {
+    use serde_json::Value;
+    let v: Value = serde_json::from_slice(msg).ok()?;
+    let method = v.get("method")?.as_str()?;
+    v.get("id")?;
+    let params = v.get("params");
+    let version = params.and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(meta::PROTOCOL_VERSION_KEY)).and_then(Value::as_str);
+    // Only a modern revision makes a request modern: a legacy session's
+    // requests keep their session headers whatever their `_meta` says.
+    let version = match version {
+        Some(v) if Revision::parse(v).is_some_and(|r| r.era() == Era::Modern) => v,
+        Some(_) => return None,
+        None if method == "server/discover" => Revision::LATEST.as_str(),
+        None => return None,
+    };
+    let lower = |s: &str| s.to_ascii_lowercase();
+    // Requirement: streamable-http-standard-headers-required, streamable-http-client-sends-metadata-headers, streamable-http-mcp-name-base64
+    let mut h = vec![
+        (lower(headers::MCP_PROTOCOL_VERSION), version.as_bytes().to_vec()),
+        (lower(headers::MCP_METHOD), encoded(method)),
+    ];
+    let name = match headers::name_source(method) {
+        Some(headers::NameSource::Name) => params.and_then(|p| p.get("name")).and_then(Value::as_str),
+        Some(headers::NameSource::Uri) => params.and_then(|p| p.get("uri")).and_then(Value::as_str),
+        None => None,
+    };
+    if let Some(name) = name {
+        h.push((lower(headers::MCP_NAME), encoded(name)));
+    }
+    if method == "tools/call" {
+        if let Some(schema) = name.and_then(schema) {
+            let args = params.and_then(|p| p.get("arguments")).unwrap_or(&Value::Null);
+            for (header, path) in param_annotations(&schema) {
+                let mut a = args;
+                for k in &path {
+                    a = a.get(k).unwrap_or(&Value::Null);
+                }
+                let text;
+                // Requirement: streamable-http-client-header-construction, streamable-http-param-value-encoding (absent or null: no header)
+                let pv = match a {
+                    Value::String(s) => headers::ParamValue::Str(s),
+                    Value::Bool(b) => headers::ParamValue::Bool(*b),
+                    Value::Number(n) => {
+                        text = n.to_string();
+                        headers::ParamValue::Number(&text)
+                    }
+                    _ => continue,
+                };
+                let mut buf = vec![0u8; 4 * text_len(a) + 32];
+                let Ok(value) = headers::encode_param(pv, &mut buf) else { continue };
+                h.push((format!("{}{}", lower(headers::MCP_PARAM_PREFIX), lower(&header)), value.as_bytes().to_vec()));
+            }
+        }
+    }
+    Some(h)
+}
+
+fn text_len(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::String(s) => s.len(),
+        _ => 32,
+    }
+}
+
+/// Whether `body` is a JSON-RPC error answering `id` with code -32020
+/// (a header the server found not mirroring the body).
+fn header_mismatch(body: &[u8], id: &[u8]) -> bool {
+    match Envelope::parse(body.trim_ascii()) {
+        Ok(env) => env.kind() == Kind::Error && env.id_bytes() == Some(id) && env.error_code() == Some(i64::from(headers::HeaderMismatch::CODE)),
+        Err(_) => false,
+    }
+}
+
 /// What a message is, as far as the transport cares.
 struct Peek {
     kind: Option<Kind>,
     id: Option<Vec<u8>>,
     initialize: bool,
     initialized: bool,
+    tools_list: bool,
+    /// `subscriptions/listen`: its stream may stay silent for long.
+    listen: bool,
 }
 
 fn peek(msg: &[u8]) -> Peek {
@@ -503,8 +649,10 @@ fn peek(msg: &[u8]) -> Peek {
             id: env.id_bytes().map(<[u8]>::to_vec),
             initialize: env.kind() == Kind::Request && env.method_is("initialize"),
             initialized: env.kind() == Kind::Notification && env.method_is("notifications/initialized"),
+            tools_list: env.kind() == Kind::Request && env.method_is("tools/list"),
+            listen: env.kind() == Kind::Request && env.method_is("subscriptions/listen"),
         },
-        Err(_) => Peek { kind: None, id: None, initialize: false, initialized: false },
+        Err(_) => Peek { kind: None, id: None, initialize: false, initialized: false, tools_list: false, listen: false },
     }
 }
 
@@ -513,6 +661,7 @@ struct Session {
     id: UpstreamId,
     name: String,
     events: Rc<dyn Events>,
+    catalog: Option<Rc<dyn Catalog>>,
     ex: Rc<LocalExecutor<'static>>,
     opts: Options,
     /// Configured headers, names lowercased.
@@ -545,6 +694,10 @@ struct Session {
     /// Woken by the next re-initialize.
     new_session: RefCell<Vec<Sender<()>>>,
     in_flight: Arc<Semaphore>,
+    /// Ids of the `tools/list` requests in flight (the last few), and who
+    /// waits for a listing's last page (a retry after -32020).
+    list_ids: RefCell<Vec<Vec<u8>>>,
+    list_waiters: RefCell<Vec<Sender<()>>>,
 }
 
 /// How a POST ended, for the retry logic.
@@ -555,6 +708,8 @@ enum PostError {
     Failed(String),
     /// The server cannot be reached at all.
     Unreachable(String),
+    /// A 2026-07-28 server answered -32020 (header mismatch): this body.
+    HeaderMismatch(Vec<u8>),
 }
 
 impl Session {
@@ -584,7 +739,31 @@ impl Session {
         if self.peek_init.get() {
             self.note_init_result(msg, true);
         }
+        let last_page = self.note_list_answer(msg);
         self.events.message(self.id, msg);
+        if last_page {
+            // Delivered: the hub's catalog has the new schemas.
+            for tx in self.list_waiters.borrow_mut().drain(..) {
+                let _ = tx.try_send(());
+            }
+        }
+    }
+
+    /// If `msg` answers a `tools/list` in flight, forgets it; returns whether
+    /// it was a last page (no `nextCursor`), or an error.
+    fn note_list_answer(&self, msg: &[u8]) -> bool {
+        if self.list_ids.borrow().is_empty() {
+            return false;
+        }
+        let Ok(env) = Envelope::parse(msg) else { return false };
+        if !matches!(env.kind(), Kind::Result | Kind::Error) {
+            return false;
+        }
+        let Some(id) = env.id_bytes() else { return false };
+        let mut ids = self.list_ids.borrow_mut();
+        let Some(i) = ids.iter().position(|x| x.as_slice() == id) else { return false };
+        ids.remove(i);
+        env.result().and_then(|r| r.get("nextCursor")).is_none()
     }
 
     /// If `msg` answers the kept initialize request, records the negotiated
@@ -636,6 +815,13 @@ impl Session {
         }
         if p.initialized {
             *self.initialized.borrow_mut() = Some(msg.clone());
+        }
+        if p.tools_list {
+            let mut ids = self.list_ids.borrow_mut();
+            if ids.len() >= 16 {
+                ids.remove(0);
+            }
+            ids.push(p.id.clone().unwrap_or_default());
         }
         let permit = self.in_flight.acquire_arc().await;
         let (written_tx, written_rx) = channel::bounded::<()>(1);
@@ -697,6 +883,7 @@ impl Session {
                     return Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)));
                 }
                 Err(PostError::Unreachable(e)) | Err(PostError::Failed(e)) => return Err(format!("initialize failed: {e}")),
+                Err(PostError::HeaderMismatch(b)) => return Err(format!("initialize failed: HTTP 400{}", preview_suffix(&b))),
                 Err(PostError::SessionExpired) => return Err("initialize failed: HTTP 404".into()),
             }
         }
@@ -727,6 +914,7 @@ impl Session {
                 Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)))
             }
             Err(PostError::Unreachable(e)) | Err(PostError::Failed(e)) => Err(format!("initialize failed: {e}")),
+                Err(PostError::HeaderMismatch(b)) => Err(format!("initialize failed: HTTP 400{}", preview_suffix(&b))),
             Err(PostError::SessionExpired) => Err("initialize failed: HTTP 404".into()),
         }
     }
@@ -755,16 +943,29 @@ impl Session {
 
     /// One POST of `msg` to the current endpoint; the response head.
     async fn post_raw(&self, msg: &[u8], with_session: bool) -> Result<Response, PostError> {
-        self.post_with(msg, with_session, None).await
+        self.post_with(msg, with_session, None, None, false).await
     }
 
-    async fn post_with(&self, msg: &[u8], with_session: bool, written: Option<&Sender<()>>) -> Result<Response, PostError> {
-        let mut h = self.headers(b"application/json, text/event-stream", with_session);
+    /// `modern`: the 2026-07-28 headers of a modern request, sent instead
+    /// of the session's (no `Mcp-Session-Id`). `quiet_ok`: the reply may be
+    /// silent for longer than the request timeout (a `subscriptions/listen`
+    /// stream, which the hub renews on its own schedule).
+    async fn post_with(
+        &self,
+        msg: &[u8],
+        with_session: bool,
+        written: Option<&Sender<()>>,
+        modern: Option<&[(String, Vec<u8>)]>,
+        quiet_ok: bool,
+    ) -> Result<Response, PostError> {
+        // A modern request belongs to no session: no Mcp-Session-Id.
+        let mut h = self.headers(b"application/json, text/event-stream", with_session && modern.is_none());
+        h.extend(modern.unwrap_or_default().iter().cloned());
         h.push(("content-type".into(), b"application/json".to_vec()));
         let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
         let url = self.post_url.borrow().clone();
         self.client
-            .request("POST", &url, &fields, msg, self.limits(Some(self.timeout)), written)
+            .request("POST", &url, &fields, msg, self.limits((!quiet_ok).then_some(self.timeout)), written)
             .await
             .map_err(|e| match e {
                 http::Error::Connect(e) => PostError::Unreachable(e.to_string()),
@@ -781,10 +982,12 @@ impl Session {
             _ => "response".to_string(),
         };
         let mut retried = false;
+        let mut relisted = false;
         let mut written = written;
         loop {
             let generation = self.generation.get();
-            let r = self.post_with(&msg, true, written.as_ref()).await;
+            let modern = self.modern_headers(&msg);
+            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), p.listen).await;
             written = None;
             let failure = match r {
                 Ok(resp) => match self.handle_post_response(resp, request_id.as_deref()).await {
@@ -805,6 +1008,19 @@ impl Session {
                         self.fail(reason);
                         return;
                     }
+                }
+                PostError::HeaderMismatch(body) if !relisted && self.catalog.is_some() => {
+                    // Requirement: streamable-http-client-relist-on-header-mismatch
+                    relisted = true;
+                    debug!("server {}: {what} answered -32020 (header mismatch); listing its tools again and retrying once", self.name);
+                    if !self.relist().await {
+                        self.deliver(&body);
+                        return;
+                    }
+                }
+                PostError::HeaderMismatch(body) => {
+                    self.deliver(&body);
+                    return;
                 }
                 PostError::SessionExpired => {
                     let why = "session expired again right after re-initializing (HTTP 404)".to_string();
@@ -832,6 +1048,27 @@ impl Session {
         }
     }
 
+    /// The 2026-07-28 headers of `msg`, if it is a modern request.
+    fn modern_headers(&self, msg: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
+        let schema = |tool: &str| self.catalog.as_ref().and_then(|c| c.tool_schema(self.id, tool));
+        modern_headers(msg, &schema)
+    }
+
+    /// Asks the hub to list the server's tools again and waits (up to the
+    /// request timeout) until the last page of that listing was delivered.
+    async fn relist(&self) -> bool {
+        let Some(catalog) = &self.catalog else { return false };
+        let (tx, rx) = channel::bounded::<()>(1);
+        self.list_waiters.borrow_mut().push(tx);
+        catalog.relist(self.id);
+        let done = async { rx.recv().await.is_ok() };
+        done.or(async {
+            Timer::after(self.timeout).await;
+            false
+        })
+        .await
+    }
+
     /// The answer to a POST of a message from the hub.
     async fn handle_post_response(self: &Rc<Self>, mut resp: Response, request_id: Option<&[u8]>) -> Result<(), PostError> {
         let status = resp.status;
@@ -856,7 +1093,12 @@ impl Session {
             return Err(PostError::SessionExpired);
         }
         let body = resp.body.read_all(64 * 1024).await.unwrap_or_default();
-        // A JSON-RPC error for this request (e.g. with a 400) goes to the hub as is.
+        if request_id.is_some_and(|id| header_mismatch(&body, id)) {
+            return Err(PostError::HeaderMismatch(body));
+        }
+        // A JSON-RPC error for this request (e.g. with a 400) goes to the hub
+        // as is: for the `server/discover` probe, the hub's cue to fall back
+        // to `initialize` (versioning-dual-era-http-detect).
         if let (Some(id), Ok(env)) = (request_id, Envelope::parse(body.trim_ascii())) {
             if env.kind() == Kind::Error && env.id_bytes() == Some(id) {
                 self.deliver(&body);
@@ -989,6 +1231,7 @@ impl Session {
             Ok(r) if (200..300).contains(&r.status) => r,
             Ok(r) => return Err(format!("initialize answered HTTP {}", r.status)),
             Err(PostError::Failed(e)) | Err(PostError::Unreachable(e)) => return Err(e),
+                Err(PostError::HeaderMismatch(b)) => return Err(format!("HTTP 400{}", preview_suffix(&b))),
             Err(PostError::SessionExpired) => return Err("initialize answered HTTP 404".into()),
         };
         if let Some(sid) = &resp.session_id {
@@ -1020,6 +1263,7 @@ impl Session {
                 }
                 Ok(r) => return Err(format!("notifications/initialized answered HTTP {}", r.status)),
                 Err(PostError::Failed(e)) | Err(PostError::Unreachable(e)) => return Err(e),
+                Err(PostError::HeaderMismatch(b)) => return Err(format!("HTTP 400{}", preview_suffix(&b))),
                 Err(PostError::SessionExpired) => return Err("notifications/initialized answered HTTP 404".into()),
             }
         }

@@ -5,6 +5,7 @@ use super::*;
 use crate::testing::{run, until, Log};
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex as StdMutex};
 
@@ -292,7 +293,7 @@ fn streamable_http_json_sse_session_version_and_delete() {
     });
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
         r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
@@ -365,7 +366,7 @@ fn expired_session_reinitializes_once_and_retries() {
     });
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
         r.send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(7.into()).is_some()).await, "{:?}", log.all());
@@ -425,7 +426,7 @@ fn get_stream_and_cut_post_stream_resume_with_last_event_id() {
     });
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
         assert!(until(Duration::from_secs(5), || log.msgs().iter().any(|m| m["method"] == "notifications/tools/list_changed")).await);
         r.send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#.to_vec()).unwrap();
@@ -474,7 +475,7 @@ fn falls_back_to_http_sse_on_405() {
     });
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
         r.send(INIT.as_bytes().to_vec()).unwrap();
         r.send(INITIALIZED.as_bytes().to_vec()).unwrap();
@@ -503,7 +504,7 @@ fn refuses_an_endpoint_on_another_origin() {
     });
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
         r.send(INIT.as_bytes().to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await);
@@ -533,7 +534,7 @@ fn slow_answers_time_out_and_http_errors_become_jsonrpc_errors() {
         let log = Rc::new(Log::default());
         let mut s = spec(&srv.url);
         s.timeout_ms = 300;
-        let (r, task) = spawn(&ex, 0, s, fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, s, fast(), log.clone(), None);
         handshake(&r, &log).await;
         let t0 = Instant::now();
         r.send(br#"{"jsonrpc":"2.0","id":10,"method":"slow"}"#.to_vec()).unwrap();
@@ -564,7 +565,7 @@ fn connection_refused_is_retried_with_backoff_and_recovers() {
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
         let t0 = Instant::now();
-        let (r, task) = spawn(&ex, 0, spec(&url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&url), fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("exited") >= 4).await);
         // 50 + 100 + 200 ms of backoff at least.
         assert!(t0.elapsed() >= Duration::from_millis(350), "{:?}", t0.elapsed());
@@ -591,12 +592,12 @@ fn one_unreachable_server_does_not_affect_another() {
     let url = srv.url.clone();
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&url), fast(), log.clone(), None);
         handshake(&r, &log).await;
         // Nothing listens on port 1.
         let mut s = spec("http://127.0.0.1:1/mcp");
         s.name = "gone".into();
-        let (r2, task2) = spawn(&ex, 1, s, fast(), log.clone());
+        let (r2, task2) = spawn(&ex, 1, s, fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
         // The first one is unaffected.
         r.send(br#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#.to_vec()).unwrap();
@@ -678,7 +679,7 @@ mod tls {
         run(Duration::from_secs(20), |ex| async move {
             // Without the CA file the certificate is refused.
             let log = Rc::new(Log::default());
-            let (r, task) = spawn(&ex, 0, spec(&url), fast(), log.clone());
+            let (r, task) = spawn(&ex, 0, spec(&url), fast(), log.clone(), None);
             assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
             r.shutdown();
             task.await;
@@ -690,7 +691,7 @@ mod tls {
             let log = Rc::new(Log::default());
             let mut s = spec(&url);
             s.ca_file = Some(other_ca_file.clone());
-            let (r, task) = spawn(&ex, 0, s, fast(), log.clone());
+            let (r, task) = spawn(&ex, 0, s, fast(), log.clone(), None);
             assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
             r.shutdown();
             task.await;
@@ -701,7 +702,7 @@ mod tls {
             let log = Rc::new(Log::default());
             let mut s = spec(&url);
             s.ca_file = Some(ca_file.clone());
-            let (r, task) = spawn(&ex, 0, s, fast(), log.clone());
+            let (r, task) = spawn(&ex, 0, s, fast(), log.clone(), None);
             handshake(&r, &log).await;
             r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
             assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
@@ -727,7 +728,7 @@ fn a_server_answering_get_with_404_is_not_reinitialized() {
     });
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
         assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
         Timer::after(Duration::from_millis(200)).await;
@@ -764,7 +765,7 @@ fn limits_on_heads_bodies_and_events_and_other_framings() {
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
         let opts = Options { max_message: 4096, ..fast() };
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), opts, log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), opts, log.clone(), None);
         handshake(&r, &log).await;
         for (id, m) in [(1, "close"), (2, "bighead"), (3, "bigbody"), (4, "bigevent"), (5, "smuggle")] {
             r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
@@ -793,7 +794,7 @@ fn keep_alive_connections_are_reused() {
     });
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
         for id in 1..=10 {
             r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#).into_bytes()).unwrap();
@@ -817,7 +818,7 @@ fn an_invalid_session_id_is_not_echoed() {
     });
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
         r.send(INIT.as_bytes().to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await, "{:?}", log.all());
@@ -838,12 +839,344 @@ fn a_server_that_goes_away_ends_the_session_without_waiting_for_a_request() {
     });
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
         assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
         srv.stop();
         assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await, "{:?}", log.all());
         assert!(log.all().iter().any(|e| e.starts_with("exited unreachable: cannot connect")), "{:?}", log.all());
+        r.shutdown();
+        task.await;
+    });
+}
+
+// ---- 2026-07-28 (modern) requests ----
+
+const V26: &str = "2026-07-28";
+
+/// A modern request as the hub sends it: `params._meta` names the version.
+fn modern(id: u64, method: &str, params: serde_json::Value) -> Vec<u8> {
+    let mut p = params;
+    p["_meta"] = serde_json::json!({ "io.modelcontextprotocol/protocolVersion": V26 });
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": p}).to_string().into_bytes()
+}
+
+fn discover_result(id: &serde_json::Value) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"supportedVersions":["{V26}"],"capabilities":{{"tools":{{}}}}}}}}"#)
+}
+
+fn call_result(id: &serde_json::Value) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#)
+}
+
+fn rpc_error(id: &serde_json::Value, code: i64) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"no"}}}}"#)
+}
+
+/// The hub's side of the catalog: a tool schema per generation, and a
+/// re-list that sends `tools/list` through the transport, as the hub does.
+#[derive(Default)]
+struct TestCatalog {
+    schemas: RefCell<Vec<serde_json::Value>>,
+    relists: Cell<usize>,
+    remote: RefCell<Option<Remote>>,
+}
+
+impl Catalog for TestCatalog {
+    fn tool_schema(&self, id: UpstreamId, tool: &str) -> Option<serde_json::Value> {
+        assert_eq!(id, 0);
+        // Each re-list brings the next schema (the last one stays).
+        let s = self.schemas.borrow();
+        (tool == "weather").then(|| s.get(self.relists.get().min(s.len().saturating_sub(1))).cloned()).flatten()
+    }
+    fn relist(&self, _: UpstreamId) {
+        self.relists.set(self.relists.get() + 1);
+        let n = self.relists.get() as u64;
+        if let Some(r) = &*self.remote.borrow() {
+            r.send(modern(900 + n, "tools/list", serde_json::json!({}))).unwrap();
+        }
+    }
+}
+
+impl TestCatalog {
+    fn new(schemas: Vec<serde_json::Value>) -> Rc<TestCatalog> {
+        Rc::new(TestCatalog { schemas: RefCell::new(schemas), ..TestCatalog::default() })
+    }
+}
+
+#[test]
+fn modern_headers_are_built_from_the_body_and_the_tool_schema() {
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "count": {"type": "integer", "x-mcp-header": "Count"},
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "flag": {"type": "boolean", "x-mcp-header": "Flag"},
+        "gone": {"type": "string", "x-mcp-header": "Gone"},
+        "opts": {"type": "object", "properties": {"depth": {"type": "integer", "x-mcp-header": "Depth"}}}}});
+    let lookup = move |t: &str| (t == "wetter☀").then(|| schema.clone());
+    let msg = modern(
+        1,
+        "tools/call",
+        serde_json::json!({"name": "wetter☀", "arguments": {"count": 42, "region": "Zürich", "flag": true, "gone": null, "opts": {"depth": 3.0}}}),
+    );
+    let h: BTreeMap<String, String> =
+        modern_headers(&msg, &lookup).unwrap().into_iter().map(|(n, v)| (n, String::from_utf8(v).unwrap())).collect();
+    assert_eq!(h["mcp-protocol-version"], V26);
+    assert_eq!(h["mcp-method"], "tools/call");
+    // Non-ASCII: the Base64 sentinel, of the UTF-8 bytes.
+    assert_eq!(h["mcp-name"], "=?base64?d2V0dGVy4piA?=");
+    assert_eq!(h["mcp-param-count"], "42");
+    assert_eq!(h["mcp-param-region"], "=?base64?WsO8cmljaA==?=");
+    assert_eq!(h["mcp-param-flag"], "true");
+    assert_eq!(h["mcp-param-depth"], "3");
+    assert!(!h.contains_key("mcp-param-gone"), "{h:?}");
+    assert_eq!(h.len(), 7, "{h:?}");
+
+    let read = modern(2, "resources/read", serde_json::json!({"uri": "file:///a b"}));
+    let h = modern_headers(&read, &lookup).unwrap();
+    assert!(h.contains(&("mcp-name".into(), b"file:///a b".to_vec())), "{h:?}");
+    // server/discover is modern even without _meta; it has no Mcp-Name.
+    let disc = br#"{"jsonrpc":"2.0","id":3,"method":"server/discover"}"#;
+    let h = modern_headers(disc, &lookup).unwrap();
+    assert_eq!(h, vec![("mcp-protocol-version".into(), V26.as_bytes().to_vec()), ("mcp-method".into(), b"server/discover".to_vec())]);
+    // Legacy requests and notifications get none of these, nor a request
+    // whose _meta names a legacy revision.
+    let legacy_meta = br#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#;
+    assert!(modern_headers(legacy_meta, &lookup).is_none());
+    assert!(modern_headers(br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#, &lookup).is_none());
+    assert!(modern_headers(INIT.as_bytes(), &lookup).is_none());
+    assert!(modern_headers(INITIALIZED.as_bytes(), &lookup).is_none());
+}
+
+// covers: streamable-http-standard-headers-required
+// covers: streamable-http-client-sends-metadata-headers
+// covers: streamable-http-client-header-construction
+// covers: streamable-http-mcp-name-base64
+// covers: streamable-http-param-value-encoding
+// covers: versioning-dual-era-http-detect
+#[test]
+fn modern_requests_carry_the_2026_headers_and_no_session() {
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "server/discover" => Reply::Json(200, vec![], discover_result(&req.rpc_id())),
+        "tools/list" => Reply::Json(200, vec![], tools_result(&req.rpc_id())),
+        "tools/call" => Reply::Json(200, vec![], call_result(&req.rpc_id())),
+        _ => Reply::Status(500),
+    });
+    let schema = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}});
+    let catalog = TestCatalog::new(vec![schema]);
+    let cat = catalog.clone();
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), Some(cat));
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        r.send(modern(1, "server/discover", serde_json::json!({}))).unwrap();
+        r.send(modern(2, "tools/list", serde_json::json!({}))).unwrap();
+        r.send(modern(3, "tools/call", serde_json::json!({"name": "weather", "arguments": {"n": -7}}))).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(3.into()).is_some()).await, "{:?}", log.all());
+        assert_eq!(log.answer(1.into()).unwrap()["result"]["supportedVersions"][0], V26);
+        r.shutdown();
+        task.await;
+        let reqs = srv.requests();
+        assert_eq!(reqs.len(), 3, "no GET stream, no DELETE: {reqs:?}");
+        for q in &reqs {
+            assert_eq!(q.method, "POST");
+            assert_eq!(q.header("mcp-protocol-version"), Some(V26));
+            assert_eq!(q.header("mcp-method"), Some(q.rpc_method().as_str()));
+            assert_eq!(q.header("mcp-session-id"), None);
+            assert_eq!(q.header("authorization"), Some("Bearer s3cret"));
+        }
+        let call = reqs.iter().find(|q| q.rpc_method() == "tools/call").unwrap();
+        assert_eq!(call.header("mcp-name"), Some("weather"));
+        assert_eq!(call.header("mcp-param-n"), Some("-7"));
+        assert_eq!(reqs[0].header("mcp-name"), None);
+    });
+    assert_eq!(catalog.relists.get(), 0);
+}
+
+// covers: streamable-http-client-relist-on-header-mismatch
+#[test]
+fn header_mismatch_relists_the_tools_and_retries_once() {
+    // The server's tool annotates "region"; the hub's first listing said "zone".
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "tools/list" => Reply::Json(200, vec![], tools_result(&req.rpc_id())),
+        "tools/call" if req.json()["params"]["name"] == "never" => Reply::Json(400, vec![], rpc_error(&req.rpc_id(), -32020)),
+        "tools/call" if req.header("mcp-param-region") == Some("eu") => Reply::Json(200, vec![], call_result(&req.rpc_id())),
+        "tools/call" => Reply::Json(400, vec![], rpc_error(&req.rpc_id(), -32020)),
+        _ => Reply::Status(500),
+    });
+    let old = serde_json::json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Zone"}}});
+    let new = serde_json::json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+    let catalog = TestCatalog::new(vec![old, new]);
+    let cat = catalog.clone();
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), Some(cat.clone()));
+        *cat.remote.borrow_mut() = Some(r.clone());
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        r.send(modern(1, "tools/call", serde_json::json!({"name": "weather", "arguments": {"region": "eu"}}))).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await);
+        assert_eq!(log.answer(1.into()).unwrap()["result"]["content"], serde_json::json!([]));
+        assert!(log.answer(901.into()).is_some(), "the re-list's answer reaches the hub too");
+        // A tool that keeps failing: one re-list, one retry, then the error.
+        r.send(modern(2, "tools/call", serde_json::json!({"name": "never", "arguments": {}}))).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(2.into()).is_some()).await, "{:?}", log.all());
+        assert_eq!(log.answer(2.into()).unwrap()["error"]["code"], -32020);
+        r.shutdown();
+        task.await;
+        let reqs = srv.requests();
+        let calls: Vec<&Req> = reqs.iter().filter(|q| q.rpc_method() == "tools/call").collect();
+        assert_eq!(calls.len(), 4, "{calls:?}");
+        assert_eq!(calls[0].header("mcp-param-zone"), Some("eu"));
+        assert_eq!(calls[1].header("mcp-param-region"), Some("eu"));
+        assert_eq!(reqs.iter().filter(|q| q.rpc_method() == "tools/list").count(), 2);
+    });
+    assert_eq!(catalog.relists.get(), 2);
+}
+
+/// A legacy Streamable HTTP server that answers the `server/discover`
+/// probe as `refuse` says, then speaks 2025-11-25 after `initialize`.
+fn legacy_server(refuse: fn(&Req) -> Reply) -> Server {
+    Server::start(move |req| match (req.method.as_str(), req.rpc_method().as_str()) {
+        ("POST", "server/discover") => refuse(req),
+        ("POST", "initialize") => Reply::Json(200, vec![("mcp-session-id", "s-1".into())], init_result("2025-11-25")),
+        ("POST", "notifications/initialized") => Reply::Status(202),
+        ("POST", "tools/list") => Reply::Json(200, vec![], tools_result(&req.rpc_id())),
+        ("GET", _) => Reply::Status(405),
+        ("DELETE", _) => Reply::Status(204),
+        _ => Reply::Status(500),
+    })
+}
+
+/// Plays the hub's era detection: the probe, and on an error `initialize`.
+async fn probe_then_initialize(r: &Remote, log: &Log) -> serde_json::Value {
+    assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+    r.send(br#"{"jsonrpc":"2.0","id":"probe","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#.to_vec())
+        .unwrap();
+    assert!(until(Duration::from_secs(5), || log.answer("probe".into()).is_some()).await, "{:?}", log.all());
+    let answer = log.answer("probe".into()).unwrap();
+    assert!(answer.get("error").is_some(), "{answer}");
+    handshake(r, log).await;
+    r.send(br#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#.to_vec()).unwrap();
+    assert!(until(Duration::from_secs(5), || log.answer(5.into()).is_some()).await, "{:?}", log.all());
+    answer
+}
+
+// covers: versioning-dual-era-http-detect
+#[test]
+fn era_detection_a_jsonrpc_error_in_a_400_goes_to_the_hub_as_is() {
+    for code in [-32601, -32602, -32022] {
+        let srv = legacy_server(match code {
+            -32601 => |q: &Req| Reply::Json(400, vec![], rpc_error(&q.rpc_id(), -32601)),
+            -32602 => |q: &Req| Reply::Json(400, vec![], rpc_error(&q.rpc_id(), -32602)),
+            _ => |q: &Req| {
+                let id = q.rpc_id();
+                Reply::Json(400, vec![], format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32022,"message":"Unsupported protocol version","data":{{"supported":["2025-11-25"]}}}}}}"#))
+            }
+        });
+        run(Duration::from_secs(20), |ex| async move {
+            let log = Rc::new(Log::default());
+            let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
+            let answer = probe_then_initialize(&r, &log).await;
+            assert_eq!(answer["error"]["code"], code, "{answer}");
+            if code == -32022 {
+                assert_eq!(answer["error"]["data"]["supported"][0], "2025-11-25");
+            }
+            r.shutdown();
+            task.await;
+            let reqs = srv.requests();
+            let list = reqs.iter().find(|q| q.rpc_method() == "tools/list").unwrap();
+            assert_eq!(list.header("mcp-session-id"), Some("s-1"));
+            assert_eq!(list.header("mcp-protocol-version"), Some("2025-11-25"));
+            assert_eq!(list.header("mcp-method"), None);
+        });
+    }
+}
+
+// covers: versioning-dual-era-http-detect
+#[test]
+fn era_detection_a_bare_400_404_or_405_leads_to_initialize() {
+    for status in [400, 404, 405] {
+        let srv = legacy_server(match status {
+            400 => |_: &Req| Reply::Status(400),
+            404 => |_: &Req| Reply::Status(404),
+            _ => |_: &Req| Reply::Status(405),
+        });
+        run(Duration::from_secs(20), |ex| async move {
+            let log = Rc::new(Log::default());
+            let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
+            let answer = probe_then_initialize(&r, &log).await;
+            assert!(answer["error"]["message"].as_str().unwrap().contains(&format!("HTTP {status}")), "{answer}");
+            assert_eq!(log.count("exited"), 0, "{:?}", log.all());
+            r.shutdown();
+            task.await;
+        });
+    }
+}
+
+// covers: versioning-dual-era-http-detect
+// covers: http-sse-client-backcompat-probe-400-404-405
+#[test]
+fn era_detection_then_http_sse_fallback() {
+    // A 2024-11-05 HTTP+SSE server: every POST to the URL is a 405.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let rx = Arc::new(StdMutex::new(rx));
+    let srv = Server::start(move |req| match (req.method.as_str(), req.target.as_str()) {
+        ("POST", "/mcp") => Reply::Status(405),
+        ("GET", "/mcp") => {
+            let rx = rx.clone();
+            let first = std::iter::once("event: endpoint\ndata: /messages?s=1\n\n".to_string());
+            let rest = std::iter::from_fn(move || {
+                let m = rx.lock().unwrap().recv_timeout(Duration::from_secs(5)).ok()?;
+                Some(format!("event: message\ndata: {m}\n\n"))
+            });
+            Reply::Sse(vec![], Box::new(first.chain(rest)))
+        }
+        ("POST", "/messages?s=1") => {
+            let m = req.json();
+            if m["method"] == "initialize" {
+                tx.send(init_result("2024-11-05")).unwrap();
+            } else if m["method"] == "tools/list" {
+                tx.send(tools_result(&m["id"])).unwrap();
+            }
+            Reply::Status(202)
+        }
+        _ => Reply::Status(404),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
+        probe_then_initialize(&r, &log).await;
+        assert_eq!(log.answer(0.into()).unwrap()["result"]["protocolVersion"], "2024-11-05");
+        r.shutdown();
+        task.await;
+        let reqs = srv.requests();
+        let probe = &reqs[0];
+        assert_eq!((probe.method.as_str(), probe.rpc_method().as_str()), ("POST", "server/discover"));
+        assert_eq!(probe.header("mcp-protocol-version"), Some(V26));
+        assert_eq!(reqs.iter().filter(|q| q.target.starts_with("/messages")).count(), 3);
+    });
+}
+
+#[test]
+fn a_listen_stream_may_stay_silent_longer_than_the_request_timeout() {
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "subscriptions/listen" | "tools/list" => {
+            // Both streams open at once, then stay silent for three timeouts.
+            sse(vec![": open\n\n".into(), "<sleep 900>".into(), format!("data: {}\n\n", tools_result(&req.rpc_id()))])
+        }
+        _ => Reply::Status(500),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let mut s = spec(&srv.url);
+        s.timeout_ms = 300;
+        let (r, task) = spawn(&ex, 0, s, fast(), log.clone(), None);
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        r.send(modern(1, "subscriptions/listen", serde_json::json!({"notifications": {"toolsListChanged": true}}))).unwrap();
+        r.send(modern(2, "tools/list", serde_json::json!({}))).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some() && log.answer(2.into()).is_some()).await, "{:?}", log.all());
+        // The listen stream waited; an ordinary request's silence is a failure.
+        assert!(log.answer(1.into()).unwrap().get("result").is_some(), "{:?}", log.answer(1.into()));
+        assert!(log.answer(2.into()).unwrap().get("error").is_some(), "{:?}", log.answer(2.into()));
         r.shutdown();
         task.await;
     });
