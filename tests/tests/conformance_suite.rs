@@ -1,0 +1,258 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`,
+//! pinned in `tests/peers/`) against `mcpx serve --http`, with
+//! `mcpx example-server` (which carries the suite's fixture names) as the
+//! single upstream, exposed without a prefix.
+//!
+//! Each test runs one `--requirements <set>` run of the suite's server
+//! scenarios and writes its results to `target/conformance/<set>/<leg>/`,
+//! where `conformance docs` reads them for `docs/conformance.md`. A test
+//! passes when the suite exits 0 and every scored scenario of the set has no
+//! FAILURE check and at least one SUCCESS (the suite's tier-check rule).
+//! There is no expected-failures baseline.
+
+use mcpx_tests::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The legacy revisions: an upstream restricted to these makes mcpx translate
+/// for clients of newer revisions.
+const LEGACY_ONLY: &str = "2024-11-05,2025-03-26,2025-06-18,2025-11-25";
+
+/// A whole `--requirements` run takes seconds; this is the hard limit.
+const SUITE_TIMEOUT: Duration = Duration::from_secs(150);
+
+fn suite_package() -> PathBuf {
+    let dir = repo_root().join(".peers/node/node_modules/@modelcontextprotocol/conformance");
+    assert!(
+        dir.join("dist/index.js").exists(),
+        "the conformance suite is not installed (looked in {}).\n\
+         Install the pinned test peers first: bash tests/peers/install.sh",
+        dir.display()
+    );
+    dir
+}
+
+/// The scored server scenarios of requirement set `set`: the `server:` list
+/// of the suite's own `requirements/<set>.yaml` (its `not_scored` entries run
+/// too but are reported only).
+fn scored_server_scenarios(set: &str) -> Vec<String> {
+    let file = suite_package().join(format!("requirements/{set}.yaml"));
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
+    let mut out = Vec::new();
+    let mut in_server = false;
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        if !line.starts_with(' ') {
+            in_server = line.trim_end() == "server:";
+            continue;
+        }
+        if in_server {
+            if let Some(name) = line.trim().strip_prefix("- ") {
+                out.push(name.trim().to_string());
+            }
+        }
+    }
+    assert!(
+        !out.is_empty(),
+        "no scored server scenarios found in {}",
+        file.display()
+    );
+    out
+}
+
+/// `mcpx serve --config FILE --http 127.0.0.1:PORT` with `mcpx example-server`
+/// (plus `extra_args`) as the single upstream, prefix "".
+fn hub_over_example_server(extra_args: &[&str]) -> (TempDir, HttpServer) {
+    let mut cmd = example_server_cmd("fixtures");
+    cmd.args.extend(extra_args.iter().map(|s| s.to_string()));
+    let config = json!({"mcpServers": {"fixtures": {
+        "command": cmd.program, "args": cmd.args, "prefix": ""
+    }}});
+    let dir = TempDir::new();
+    let path = dir.path().join("mcpx.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let serve = Cmd::new(
+        mcpx(),
+        &["serve", "--config", path.to_str().unwrap(), "--http", &addr],
+    );
+    let http = HttpServer::start(&serve, port, "/mcp");
+    (dir, http)
+}
+
+/// One scenario's result: the statuses of its checks, by check id.
+#[derive(Debug, Default)]
+struct ScenarioResult {
+    timestamp: String,
+    success: usize,
+    failure: Vec<String>,
+    warning: Vec<String>,
+    other: usize,
+}
+
+/// Every `<leg>-<scenario>-<timestamp>/checks.json` under `dir`, by scenario
+/// (the newest run of a scenario wins).
+fn read_results(dir: &Path, leg_prefix: &str) -> BTreeMap<String, ScenarioResult> {
+    let mut out: BTreeMap<String, ScenarioResult> = BTreeMap::new();
+    let entries = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("the suite wrote no results to {}: {e}", dir.display()));
+    for ent in entries.flatten() {
+        let file = ent.path().join("checks.json");
+        if !file.is_file() {
+            continue;
+        }
+        let dname = ent.file_name().to_string_lossy().into_owned();
+        // `<leg>-<scenario>-<ISO timestamp with : and . as ->` (24 characters).
+        const TS: usize = "2026-08-07T12-00-00-000Z".len();
+        assert!(
+            dname.len() > TS + 1 + leg_prefix.len(),
+            "unexpected result directory {dname}"
+        );
+        let (head, ts) = dname.split_at(dname.len() - TS);
+        let scenario = head
+            .strip_suffix('-')
+            .and_then(|h| h.strip_prefix(leg_prefix))
+            .unwrap_or_else(|| panic!("unexpected result directory {dname}"))
+            .to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let checks: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
+        let mut r = ScenarioResult {
+            timestamp: ts.to_string(),
+            ..Default::default()
+        };
+        for c in checks.as_array().expect("checks.json is an array") {
+            let id = c["id"].as_str().unwrap_or("?").to_string();
+            match c["status"].as_str().unwrap_or("") {
+                "SUCCESS" => r.success += 1,
+                "FAILURE" => r.failure.push(format!(
+                    "{id}: {}",
+                    c["errorMessage"].as_str().unwrap_or("")
+                )),
+                "WARNING" => r.warning.push(id),
+                _ => r.other += 1,
+            }
+        }
+        if out
+            .get(&scenario)
+            .is_none_or(|old| old.timestamp < r.timestamp)
+        {
+            out.insert(scenario, r);
+        }
+    }
+    out
+}
+
+/// Runs the suite's server scenarios of requirement set `set` against `url`,
+/// leaving the results in `target/conformance/<set>/<leg>/` (emptied first),
+/// prints the tally and asserts the tier-check rule on every scored scenario.
+fn run_server_leg(set: &str, leg: &str, url: &str) {
+    let pkg = suite_package();
+    let out = repo_root().join("target/conformance").join(set).join(leg);
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let argv = vec![
+        s(&node()),
+        s(&pkg.join("dist/index.js")),
+        "server".into(),
+        "--url".into(),
+        url.into(),
+        "--requirements".into(),
+        set.into(),
+        "-o".into(),
+        s(&out),
+    ];
+    let run = run_argv(&argv, SUITE_TIMEOUT);
+
+    let results = read_results(&out, "server-");
+    let scored = scored_server_scenarios(set);
+    let mut problems = Vec::new();
+    let mut passed = 0;
+    println!("conformance suite, requirements {set}, leg {leg}:");
+    for (name, r) in &results {
+        let is_scored = scored.contains(name);
+        let ok = r.failure.is_empty() && r.success > 0;
+        let verdict = if ok {
+            "pass"
+        } else if r.failure.is_empty() {
+            "no success"
+        } else {
+            "FAIL"
+        };
+        println!(
+            "  {verdict} {name}{}: {} success, {} failure, {} warning, {} other{}",
+            if is_scored { "" } else { " (not scored)" },
+            r.success,
+            r.failure.len(),
+            r.warning.len(),
+            r.other,
+            if r.warning.is_empty() {
+                String::new()
+            } else {
+                format!(" [warnings: {}]", r.warning.join(", "))
+            }
+        );
+        if !is_scored {
+            continue;
+        }
+        if ok {
+            passed += 1;
+        } else if r.failure.is_empty() {
+            problems.push(format!("{name}: no SUCCESS check"));
+        } else {
+            problems.push(format!("{name}: {}", r.failure.join("; ")));
+        }
+    }
+    for name in &scored {
+        if !results.contains_key(name) {
+            problems.push(format!("{name}: scored but did not run"));
+        }
+    }
+    let tally = run
+        .stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("Total:"))
+        .unwrap_or("Total: (not printed)");
+    println!(
+        "  scored scenarios passed: {passed} of {}; suite {tally}; suite exit {:?}",
+        scored.len(),
+        run.code
+    );
+    assert!(
+        problems.is_empty() && run.code == Some(0),
+        "conformance suite {set} ({leg}) against mcpx: exit {:?}{}\n{}\n\nsuite stdout (tail):\n{}\nstderr:\n{}",
+        run.code,
+        if run.timed_out { " (killed: timeout)" } else { "" },
+        problems.join("\n"),
+        tail_of(&run.stdout, 6000),
+        tail_of(&run.stderr, 4000),
+    );
+}
+
+fn tail_of(s: &str, n: usize) -> &str {
+    let mut i = s.len().saturating_sub(n);
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    &s[i..]
+}
+
+#[test]
+fn server_2025_11_25() {
+    let (_cfg, http) = hub_over_example_server(&[]);
+    run_server_leg("2025-11-25", "server", &http.url);
+}
+
+#[test]
+fn server_2025_11_25_legacy_upstream() {
+    let (_cfg, http) = hub_over_example_server(&["--revisions", LEGACY_ONLY]);
+    run_server_leg("2025-11-25", "server-legacy-upstream", &http.url);
+}
