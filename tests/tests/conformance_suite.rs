@@ -245,12 +245,24 @@ fn tail_of(s: &str, n: usize) -> &str {
     &s[i..]
 }
 
+// What the 2025-11-25 server scenarios check, as FAILURE when unmet, on every
+// message mcpx sends them: `wire-schema-valid` validates each one against the
+// 2025-11-25 JSON schema (JSON-RPC 2.0 envelope, a tool's inputSchema with
+// type "object", form elicitation requests with a flat primitive
+// requestedSchema); the SDK client matches results to request ids and accepts
+// only JSON or SSE answers; server-initialize (the handshake result, a visible
+// ASCII Mcp-Session-Id), ping (exactly {}), tools-call-error (isError in a
+// result, not a JSON-RPC error), elicitation-sep1034-defaults and
+// elicitation-sep1330-enums (the relayed elicitation/create), and
+// dns-rebinding-protection (a foreign Host/Origin gets 4xx).
+// covers: messages-all-messages-follow-jsonrpc-2, messages-result-response-same-id, messages-result-response-has-result, lifecycle-server-responds-caps-and-info, ping-receiver-responds-promptly-empty, streamable-http-server-json-or-sse-for-request, streamable-http-session-id-visible-ascii, streamable-http-server-validate-origin, tools-inputschema-type-object-root, tools-result-iserror-for-tool-errors, elicitation-form-request-shape, elicitation-form-schema-flat-primitives
 #[test]
 fn server_2025_11_25() {
     let (_cfg, http) = hub_over_example_server(&[]);
     run_server_leg("2025-11-25", "server", &http.url);
 }
 
+// covers: messages-all-messages-follow-jsonrpc-2, messages-result-response-same-id, messages-result-response-has-result, lifecycle-server-responds-caps-and-info, ping-receiver-responds-promptly-empty, streamable-http-server-json-or-sse-for-request, streamable-http-session-id-visible-ascii, streamable-http-server-validate-origin, tools-inputschema-type-object-root, tools-result-iserror-for-tool-errors, elicitation-form-request-shape, elicitation-form-schema-flat-primitives
 #[test]
 fn server_2025_11_25_legacy_upstream() {
     let (_cfg, http) = hub_over_example_server(&["--revisions", LEGACY_ONLY]);
