@@ -67,9 +67,9 @@ impl std::fmt::Display for UsageError {
 pub const USAGE: &str = "\
 mcpx — one MCP server in front of many.
 
-mcpx spawns and supervises local MCP servers (stdio programs) and presents
-all their tools, prompts and resources to one MCP client as a single server on
-its own stdin/stdout.
+mcpx spawns and supervises local MCP servers (stdio programs), reaches
+remote ones over HTTP(S), and presents all their tools, prompts and resources
+to one MCP client as a single server on its own stdin/stdout.
 
 USAGE:
     mcpx serve [--config FILE] [--log-level LEVEL]
@@ -113,6 +113,12 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
           \"prefix\": \"gh\",                        names become gh__<name>;
                                                  \"\" for no prefix
           \"revisions\": [\"2025-06-18\"]            protocol revisions to offer
+        },
+        \"remote\": {
+          \"url\": \"https://example.com/mcp\",      a remote server, instead of command
+          \"headers\": {\"Authorization\": \"Bearer ${TOKEN}\"},   on every request
+          \"caFile\": \"~/ca.pem\",                  extra trusted CAs (PEM)
+          \"type\": \"http\"                         or \"sse\"; default: try http, then sse
         }
       },
       \"separator\": \"__\",                         between prefix and name
@@ -128,10 +134,11 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
     }
     ${VAR} in any string is replaced from the environment (an unset VAR is
     an error; ${VAR:-default} gives a default; $${ is a literal ${). Servers
-    keep the file's order. Remote \"url\" servers are not supported yet
-    (skipped with a warning).
+    keep the file's order. A \"url\" server speaks Streamable HTTP, or the
+    older HTTP+SSE transport when its URL refuses a POST (400, 404, 405).
 
-A server that crashes is restarted with backoff (250 ms doubling to 30 s).
+A server that crashes is restarted with backoff (250 ms doubling to 30 s);
+a remote server that cannot be reached is retried the same way.
 On end of input or SIGINT/SIGTERM, mcpx closes each server's stdin, then
 sends SIGTERM and finally SIGKILL to its process group, and exits.
 ";

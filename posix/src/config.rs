@@ -9,6 +9,11 @@
 //!       "cwd": "~/src", "disabled": false, "timeoutMs": 60000,
 //!       "tools": {"allow": ["*"], "deny": ["delete_*"]},
 //!       "prefix": "gh", "revisions": ["2025-06-18"]
+//!     },
+//!     "remote": {
+//!       "url": "https://example.com/mcp",
+//!       "headers": {"Authorization": "Bearer ${TOKEN}"},
+//!       "caFile": "~/ca.pem", "timeoutMs": 60000
 //!     }
 //!   },
 //!   "separator": "__", "roots": ["~/src"], "logLevel": "info"
@@ -18,9 +23,14 @@
 //! `${VAR}` in any string value is replaced by the environment variable (an
 //! error names it when unset); `${VAR:-default}` gives a default (also when
 //! VAR is empty); `$${` writes a literal `${`; any other `$` is kept. Relative
-//! `cwd` and `roots` paths are taken from the config file's folder, `~/` from
-//! HOME. Servers keep the file's order. Errors and warnings carry
+//! `cwd`, `caFile` and `roots` paths are taken from the config file's folder,
+//! `~/` from HOME. Servers keep the file's order. Errors and warnings carry
 //! `file:line:column`.
+//!
+//! A server with `"url"` is remote: Streamable HTTP, falling back to the
+//! 2024-11-05 HTTP+SSE transport; `"type": "http"` (or `"streamable-http"`)
+//! and `"type": "sse"` pin one of the two. `"headers"` go with every request,
+//! `"caFile"` (PEM) adds trusted CAs for https.
 
 use std::fmt;
 use std::path::{Path as FsPath, PathBuf};
@@ -76,6 +86,19 @@ pub struct ServerConfig {
     pub prefix: String,
     /// Protocol revisions to offer this server, newest preference first.
     pub revisions: Option<Vec<String>>,
+    /// Set for a remote server (`"url"`); `command`, `args`, `env` and
+    /// `cwd` are then empty.
+    pub remote: Option<RemoteServer>,
+}
+
+/// Where and how to reach a remote server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteServer {
+    pub url: String,
+    /// Sent with every request, in file order.
+    pub headers: Vec<(String, String)>,
+    pub ca_file: Option<PathBuf>,
+    pub mode: crate::remote::Mode,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -226,6 +249,7 @@ pub fn builtin_default() -> Config {
         tools_deny: Vec::new(),
         prefix: name.to_string(),
         revisions: None,
+        remote: None,
     };
     Config {
         source: Source::BuiltIn,
@@ -584,7 +608,7 @@ enum Parsed {
 
 const SERVER_KEYS: &[&str] = &[
     "command", "args", "env", "cwd", "disabled", "timeoutMs", "tools", "prefix", "revisions", "url",
-    "type", "transport",
+    "headers", "caFile", "type", "transport",
 ];
 
 fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -> Parsed {
@@ -611,27 +635,48 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -
         return if cx.errors.len() > n_errors { Parsed::Invalid } else { Parsed::Disabled };
     }
 
-    let transport = obj.get("type").or_else(|| obj.get("transport"));
-    let remote_type = match transport {
-        Some(Value::String(t)) if t != "stdio" => Some(t.clone()),
-        _ => None,
+    use crate::remote::Mode;
+    let type_key = if obj.contains_key("type") { "type" } else { "transport" };
+    let mode = match obj.get(type_key) {
+        None | Some(Value::Null) => obj.contains_key("url").then_some(Mode::Auto),
+        Some(Value::String(t)) => match t.as_str() {
+            "stdio" => None,
+            "http" | "streamable-http" | "streamableHttp" | "streamable_http" => Some(Mode::StreamableHttp),
+            "sse" => Some(Mode::Sse),
+            other => {
+                cx.warn(
+                    &at.key(type_key),
+                    format!("transport {other:?} is not supported (use \"stdio\", \"http\" or \"sse\"); server {name:?} is skipped"),
+                );
+                return Parsed::Skipped;
+            }
+        },
+        Some(other) => {
+            cx.err(&at.key(type_key), format!("expected a string, found {}", type_name(other)));
+            None
+        }
     };
-    if obj.contains_key("url") || remote_type.is_some() {
-        let what = match (obj.get("url"), remote_type) {
-            (Some(Value::String(u)), _) => format!("remote server at {u:?}"),
-            (_, Some(t)) => format!("transport {t:?}"),
-            _ => "remote server".to_string(),
-        };
-        cx.warn(
-            at,
-            format!("{what} is not supported yet (only local \"command\" servers); server {name:?} is skipped"),
-        );
-        return Parsed::Skipped;
-    }
+    let remote = match mode {
+        Some(mode) => parse_remote(cx, at, obj, mode),
+        None => {
+            for k in ["url", "headers", "caFile"] {
+                if obj.contains_key(k) {
+                    cx.err(&at.key(k), format!("{k:?} is for remote servers, but this one is \"stdio\""));
+                }
+            }
+            None
+        }
+    };
+    let local = mode.is_none();
 
     let command = match obj.get("command") {
+        None if !local => None,
         None => {
             cx.err(at, format!("server {name:?} has no \"command\" (the program to run)"));
+            None
+        }
+        Some(_) if !local => {
+            cx.err(at, "\"command\" and \"url\" both given: a server is either local or remote");
             None
         }
         Some(c) => match cx.string(&at.key("command"), c) {
@@ -795,7 +840,80 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -
         tools_deny,
         prefix,
         revisions,
+        remote,
     }))
+}
+
+/// The keys of a remote server: `url`, `headers`, `caFile`, checked as the
+/// transport will use them (URL, header syntax, reserved headers, the CA
+/// file's certificates, TLS support in this build).
+fn parse_remote(
+    cx: &mut Ctx<'_>,
+    at: &Path,
+    obj: &serde_json::Map<String, Value>,
+    mode: crate::remote::Mode,
+) -> Option<RemoteServer> {
+    for k in ["args", "env", "cwd"] {
+        if obj.contains_key(k) {
+            cx.err(&at.key(k), format!("{k:?} is for local servers; a remote server has \"url\""));
+        }
+    }
+    let uat = at.key("url");
+    let url = match obj.get("url") {
+        None => {
+            cx.err(at, "a remote server needs a \"url\"");
+            None
+        }
+        Some(u) => cx.string(&uat, u),
+    };
+    let mut headers = Vec::new();
+    match obj.get("headers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            let hat = at.key("headers");
+            for (k, _) in jsonpos::keys(cx.src, &hat).unwrap_or_default() {
+                let Some(val) = m.get(&k) else { continue };
+                if headers.iter().any(|(h, _): &(String, String)| h.eq_ignore_ascii_case(&k)) {
+                    cx.err(&hat.key(&k), "header given twice");
+                    continue;
+                }
+                if let Some(v) = cx.string(&hat.key(&k), val) {
+                    headers.push((k, v));
+                }
+            }
+        }
+        Some(other) => cx.err(
+            &at.key("headers"),
+            format!("expected an object of strings, found {}", type_name(other)),
+        ),
+    }
+    let ca_file = match obj.get("caFile") {
+        None | Some(Value::Null) => None,
+        Some(c) => cx.string(&at.key("caFile"), c).and_then(|s| cx.path(&at.key("caFile"), &s)),
+    };
+    let url = url?;
+    let spec = crate::remote::RemoteSpec {
+        name: String::new(),
+        url: url.clone(),
+        headers: headers.clone(),
+        ca_file: ca_file.clone(),
+        timeout_ms: 0,
+        mode,
+    };
+    if let Err(e) = spec.check() {
+        // Point at the key the problem is about.
+        let key = if e.starts_with("header") {
+            "headers"
+        } else if e.starts_with("caFile") {
+            "caFile"
+        } else {
+            "url"
+        };
+        let kat = if obj.contains_key(key) { at.key(key) } else { at.clone() };
+        cx.err(&kat, e);
+        return None;
+    }
+    Some(RemoteServer { url, headers, ca_file, mode })
 }
 
 fn parse_roots(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Vec<Root> {
@@ -1078,11 +1196,10 @@ mod tests {
     }
 
     #[test]
-    fn warnings_for_unknown_keys_and_remote_servers() {
+    fn warnings_for_unknown_keys_and_transports() {
         let c = ok(r#"{
   "mcpServers": {
-    "remote": {"url": "https://example.com/mcp"},
-    "sse": {"type": "sse", "command": "x"},
+    "ws": {"type": "websocket", "url": "ws://example.com/mcp"},
     "local": {"type": "stdio", "command": "x", "comand": "typo",
               "tools": {"allow": [], "block": []}}
   },
@@ -1091,17 +1208,64 @@ mod tests {
         assert_eq!(c.servers.len(), 1);
         assert_eq!(c.servers[0].name, "local");
         assert!(c.servers[0].tools_allow.is_empty());
+        assert_eq!(c.servers[0].remote, None);
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:8:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http)",
-                "cfg.json:3:5: mcpServers.remote: remote server at \"https://example.com/mcp\" is not supported yet (only local \"command\" servers); server \"remote\" is skipped",
-                "cfg.json:4:5: mcpServers.sse: transport \"sse\" is not supported yet (only local \"command\" servers); server \"sse\" is skipped",
-                "cfg.json:5:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, type, transport)",
-                "cfg.json:6:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
-                "cfg.json:6:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http)",
+                "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
+                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport)",
+                "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
+                "cfg.json:5:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
             ]
         );
+    }
+
+    #[test]
+    fn remote_servers() {
+        use crate::remote::Mode;
+        let c = ok(r#"{
+  "mcpServers": {
+    "remote": {"url": "http://example.com/mcp", "timeoutMs": 5000, "prefix": "r",
+               "headers": {"X-B": "2", "Authorization": "Bearer ${TOKEN}"}},
+    "legacy": {"type": "sse", "url": "http://127.0.0.1:3001/sse"},
+    "pinned": {"transport": "http", "url": "http://localhost/mcp"}
+  }
+}"#);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let r = c.servers[0].remote.as_ref().unwrap();
+        assert_eq!(r.url, "http://example.com/mcp");
+        assert_eq!(r.headers, [("X-B".to_string(), "2".to_string()), ("Authorization".into(), "Bearer t0k".into())]);
+        assert_eq!((r.mode, r.ca_file.as_deref()), (Mode::Auto, None));
+        assert_eq!((c.servers[0].timeout_ms, c.servers[0].prefix.as_str(), c.servers[0].command.as_str()), (Some(5000), "r", ""));
+        assert_eq!(c.servers[1].remote.as_ref().unwrap().mode, Mode::Sse);
+        assert_eq!(c.servers[2].remote.as_ref().unwrap().mode, Mode::StreamableHttp);
+    }
+
+    #[test]
+    fn remote_server_errors() {
+        let one = |server: &str| err(&format!(r#"{{"mcpServers": {{"s": {server}}}}}"#));
+        let e = one(r#"{"url": "ftp://x/"}"#);
+        assert!(e.contains("mcpServers.s.url: url \"ftp://x/\": unsupported URL scheme"), "{e}");
+        let e = one(r#"{"url": "http://x/", "command": "y"}"#);
+        assert!(e.contains("\"command\" and \"url\" both given"), "{e}");
+        let e = one(r#"{"type": "sse"}"#);
+        assert!(e.contains("a remote server needs a \"url\""), "{e}");
+        let e = one(r#"{"url": "http://x/", "headers": {"Host": "y"}}"#);
+        assert!(e.contains("mcpServers.s.headers: header \"Host\" is set by mcpx itself"), "{e}");
+        let e = one(r#"{"url": "http://x/", "headers": {"X-A": "${NOPE}"}}"#);
+        assert!(e.contains("NOPE is not set"), "{e}");
+        let e = one(r#"{"url": "http://x/", "caFile": "ca.pem"}"#);
+        assert!(e.contains("mcpServers.s.caFile: caFile is set but the url is http://"), "{e}");
+        let e = one(r#"{"url": "http://x/", "args": ["a"]}"#);
+        assert!(e.contains("mcpServers.s.args: \"args\" is for local servers"), "{e}");
+        let e = one(r#"{"command": "x", "headers": {"A": "b"}}"#);
+        assert!(e.contains("mcpServers.s.headers: \"headers\" is for remote servers"), "{e}");
+        let e = one(r#"{"url": "https://x/", "caFile": "/nonexistent/ca.pem"}"#);
+        #[cfg(feature = "tls")]
+        assert!(e.contains("mcpServers.s.caFile: caFile /nonexistent/ca.pem: cannot read it"), "{e}");
+        #[cfg(not(feature = "tls"))]
+        assert!(e.contains("built without TLS support"), "{e}");
     }
 
     #[test]

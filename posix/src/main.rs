@@ -9,6 +9,7 @@ mod hub;
 mod jsonpos;
 mod lines;
 mod outbox;
+mod remote;
 mod serve;
 mod stdio;
 mod supervise;

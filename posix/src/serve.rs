@@ -30,7 +30,8 @@ use crate::http::{self, Http, HttpConfig, HubLink};
 use crate::hub::{self, ClientId, Hub, HubOptions, Output, UpstreamId, UpstreamSpec};
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
-use crate::supervise::{self, Events, ProcessSpec, Upstream};
+use crate::remote::{self, RemoteSpec};
+use crate::supervise::{self, Events, ProcessSpec};
 
 /// Why the session is ending (or a step towards it).
 #[derive(Debug)]
@@ -56,6 +57,41 @@ struct ClientConn {
     init: Option<Vec<u8>>,
     /// Signalled when that answer goes out.
     init_answered: (Sender<()>, Receiver<()>),
+}
+
+/// A server's handle: a supervised child or a remote connection, alike to
+/// the rest of `serve`.
+#[derive(Clone)]
+enum Upstream {
+    Local(supervise::Upstream),
+    Remote(remote::Remote),
+}
+
+impl Upstream {
+    fn send(&self, msg: Vec<u8>) -> Result<(), PushError> {
+        match self {
+            Upstream::Local(u) => u.send(msg),
+            Upstream::Remote(r) => r.send(msg),
+        }
+    }
+    fn restart(&self, why: &str) {
+        match self {
+            Upstream::Local(u) => u.restart(why),
+            Upstream::Remote(r) => r.restart(why),
+        }
+    }
+    fn shutdown(&self) {
+        match self {
+            Upstream::Local(u) => u.shutdown(),
+            Upstream::Remote(r) => r.shutdown(),
+        }
+    }
+    fn kill_now(&self) {
+        match self {
+            Upstream::Local(u) => u.kill_now(),
+            Upstream::Remote(r) => r.kill_now(),
+        }
+    }
 }
 
 /// The state shared by all tasks of `mcpx serve`.
@@ -559,14 +595,31 @@ where
 
     let mut tasks = Vec::new();
     for (id, s) in cfg.servers.iter().enumerate() {
-        let spec = ProcessSpec {
-            name: s.name.clone(),
-            command: s.command.clone(),
-            args: s.args.clone(),
-            env: s.env.clone(),
-            cwd: s.cwd.clone(),
+        let (up, task) = match &s.remote {
+            Some(r) => {
+                let spec = RemoteSpec {
+                    name: s.name.clone(),
+                    url: r.url.clone(),
+                    headers: r.headers.clone(),
+                    ca_file: r.ca_file.clone(),
+                    timeout_ms: s.timeout_ms.unwrap_or(60_000),
+                    mode: r.mode,
+                };
+                let (r, task) = remote::spawn(&ex, id, spec, remote::Options::default(), events.clone());
+                (Upstream::Remote(r), task)
+            }
+            None => {
+                let spec = ProcessSpec {
+                    name: s.name.clone(),
+                    command: s.command.clone(),
+                    args: s.args.clone(),
+                    env: s.env.clone(),
+                    cwd: s.cwd.clone(),
+                };
+                let (u, task) = supervise::spawn(&ex, id, spec, sup_opts.clone(), events.clone());
+                (Upstream::Local(u), task)
+            }
         };
-        let (up, task) = supervise::spawn(&ex, id, spec, sup_opts.clone(), events.clone());
         rt.upstreams.borrow_mut().push(up);
         tasks.push(task);
     }

@@ -1356,31 +1356,6 @@ fn legacy_http_sse_endpoints() {
     );
 }
 
-/// Not a test: serves `/mcp` on `MCPX_HTTP_PORT` in front of the upstream
-/// command in `MCPX_HTTP_UPSTREAM` (space-separated, exposed unprefixed)
-/// until killed, for running an external client suite against the HTTP side
-/// before the runtime wires `mcpx serve --http`.
-#[test]
-#[ignore]
-fn serve_for_external_suite() {
-    let (Ok(cmd), Ok(port)) = (
-        std::env::var("MCPX_HTTP_UPSTREAM"),
-        std::env::var("MCPX_HTTP_PORT"),
-    ) else {
-        return;
-    };
-    let cmd: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
-    let port: u16 = port.parse().expect("a port");
-    let t = start_with(
-        move |c| c.addr = SocketAddr::from(([127, 0, 0, 1], port)),
-        Some(cmd),
-    );
-    eprintln!("serving http://{}/mcp", t.addr);
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
-    }
-}
-
 #[test]
 fn ending_a_session_answers_its_waiting_posts_404() {
     let t = start(|_| {});

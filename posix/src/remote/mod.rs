@@ -1,0 +1,1234 @@
+//! Remote MCP servers: the Streamable HTTP client transport (2025-03-26 ..
+//! 2025-11-25), with fallback to the 2024-11-05 HTTP+SSE transport, over
+//! HTTP or HTTPS.
+//!
+//! To the hub a remote server looks like a stdio child: a pipe of whole
+//! JSON-RPC messages. [`spawn`] returns a [`Remote`] handle (`send`,
+//! `restart`, `shutdown`) and a task that reports through [`Events`]:
+//! `started` when the server is reachable, `message` for each message it
+//! sends, `exited` when it is unreachable or its session is lost. Like the
+//! stdio supervisor, the task tries again with capped exponential backoff,
+//! so one failing server never affects the others.
+//!
+//! What the transport adds on its own, per the Streamable HTTP client duties:
+//! - every message is one POST (`Accept: application/json, text/event-stream`);
+//!   a JSON reply is one message, an SSE reply is read event by event (comments,
+//!   multi-line data, `retry` and event ids honoured);
+//! - it peeks at what it relays: the `initialize` request and
+//!   `notifications/initialized` are kept (to re-initialize), the `Mcp-Session-Id`
+//!   of the initialize response and the `protocolVersion` of its result are sent
+//!   on every later request (`MCP-Protocol-Version`);
+//! - a 404 to a request carrying the session means the session expired: one
+//!   re-initialize (the kept messages, without the session) and one retry;
+//! - after `notifications/initialized` it opens the standalone GET stream for
+//!   server-initiated messages (a 405 means the server has none), and resumes
+//!   it, and any POST stream that ends before its response, with
+//!   `Last-Event-ID` after the server's `retry` delay;
+//! - on shutdown it DELETEs the session;
+//! - a server that fails the initialize POST with 400, 404 or 405 is spoken
+//!   to as a 2024-11-05 HTTP+SSE server: GET the URL, POST every message to
+//!   the `endpoint` it announces (same origin only), read replies from the stream;
+//! - a request that fails at the HTTP level (status, timeout, broken stream)
+//!   is answered to the hub with a JSON-RPC error naming the server and cause.
+//!
+//! Requests run concurrently (up to [`Options::max_in_flight`]); a message's
+//! POST starts only after the previous message was written, and after the
+//! previous notification or response was accepted, so the server sees them in
+//! the hub's order (`notifications/initialized` before `tools/list`).
+
+mod conn;
+mod http;
+pub mod url;
+
+#[cfg(test)]
+mod tests;
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_io::Timer;
+use mcpx_core::envelope::{Envelope, Kind};
+use mcpx_core::frame::sse::{SseDecoder, SseItem};
+use smol::channel::{self, Receiver, Sender, TrySendError};
+use smol::future::FutureExt as _;
+use smol::lock::{Mutex, Semaphore};
+use smol::{LocalExecutor, Task};
+
+use conn::Connector;
+use http::{Body, Client, Limits, Response};
+use url::{Scheme, Url};
+
+/// The events of the stdio supervisor, reported in the same order: `started`
+/// when the server is reachable, `message`s and `garbage`, then `exited`
+/// (also after a failed attempt, with no `started` before it; the last
+/// argument, a stderr tail for children, is empty).
+pub use crate::supervise::{Events, UpstreamId};
+
+/// Which HTTP transport the server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Streamable HTTP, falling back to HTTP+SSE when the initialize POST
+    /// fails with 400, 404 or 405.
+    #[default]
+    Auto,
+    /// Streamable HTTP only.
+    StreamableHttp,
+    /// The 2024-11-05 HTTP+SSE transport only.
+    Sse,
+}
+
+/// One configured remote server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteSpec {
+    /// The server's name, for logs and errors.
+    pub name: String,
+    pub url: String,
+    /// Sent on every request (`Authorization`, ...), `${VAR}` already expanded.
+    pub headers: Vec<(String, String)>,
+    /// Extra trusted CA certificates (PEM) for https.
+    pub ca_file: Option<PathBuf>,
+    /// Per-request timeout (ms): the server's `timeoutMs`.
+    pub timeout_ms: u64,
+    pub mode: Mode,
+}
+
+/// Header names the transport sets itself; a configured header may not.
+const RESERVED: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+    "content-type",
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+impl RemoteSpec {
+    /// Checks what can be checked before connecting: the URL, TLS support,
+    /// the headers, and the CA file. The error says what to fix.
+    pub fn check(&self) -> Result<(), String> {
+        let url = Url::parse(&self.url).map_err(|e| format!("url {:?}: {e}", self.url))?;
+        if url.scheme == Scheme::Https && !cfg!(feature = "tls") {
+            return Err(format!(
+                "url {:?}: this mcpx was built without TLS support (cargo feature `tls`); use an http:// URL or a build with TLS",
+                self.url
+            ));
+        }
+        for (name, value) in &self.headers {
+            let token = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !token {
+                return Err(format!("header name {name:?} is not a valid HTTP field name"));
+            }
+            if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+                return Err(format!("header {name:?} is set by mcpx itself and cannot be configured"));
+            }
+            if value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+                return Err(format!("header {name:?}: the value contains a line break or NUL"));
+            }
+        }
+        if self.ca_file.is_some() && url.scheme == Scheme::Http {
+            return Err("caFile is set but the url is http://, not https://".into());
+        }
+        self.connector(&url, Duration::from_secs(1)).map(|_| ())
+    }
+
+    fn connector(&self, url: &Url, connect_timeout: Duration) -> Result<Connector, String> {
+        #[cfg(feature = "tls")]
+        let tls = match url.scheme {
+            Scheme::Https => Some(conn::tls_connector(self.ca_file.as_deref())?),
+            Scheme::Http => None,
+        };
+        #[cfg(not(feature = "tls"))]
+        let _ = url;
+        Ok(Connector {
+            connect_timeout,
+            #[cfg(feature = "tls")]
+            tls,
+        })
+    }
+}
+
+/// Timings and limits.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub connect_timeout: Duration,
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    /// A session that stayed up this long restarts after `backoff_min` again.
+    pub stable_after: Duration,
+    /// Added to the server's `timeoutMs` for the HTTP exchange, so that the
+    /// hub's own timeout (same value) answers the client first.
+    pub timeout_grace: Duration,
+    /// Longest response head.
+    pub max_head: usize,
+    /// Longest JSON response body, and longest SSE event.
+    pub max_message: usize,
+    /// Requests in flight at once; more wait in the queue.
+    pub max_in_flight: usize,
+    /// Messages and bytes queued for sending.
+    pub queue_msgs: usize,
+    pub queue_bytes: usize,
+    /// Idle keep-alive connections kept.
+    pub max_idle: usize,
+    /// Reconnection delay of SSE streams when the server gives no `retry`.
+    pub sse_retry: Duration,
+    /// Resumptions of one POST's stream that ends before its response.
+    pub max_resumes: u32,
+    /// How long the DELETE at shutdown may take.
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            connect_timeout: Duration::from_secs(10),
+            backoff_min: Duration::from_millis(250),
+            backoff_max: Duration::from_secs(30),
+            stable_after: Duration::from_secs(10),
+            timeout_grace: Duration::from_secs(1),
+            max_head: 64 * 1024,
+            max_message: 16 << 20,
+            max_in_flight: 64,
+            queue_msgs: 4096,
+            queue_bytes: 64 << 20,
+            max_idle: 4,
+            sse_retry: Duration::from_secs(1),
+            max_resumes: 5,
+            shutdown_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why [`Remote::send`] refused a message: the stdio outbox's error.
+pub use crate::outbox::PushError as SendError;
+
+enum Ctl {
+    Restart(String),
+    Shutdown,
+    /// Shut down without the goodbye (no DELETE).
+    Kill,
+}
+
+struct Shared {
+    name: String,
+    out: RefCell<Option<Sender<Vec<u8>>>>,
+    /// Bytes queued in `out`.
+    queued: Cell<usize>,
+    max_bytes: usize,
+    ctl: Sender<Ctl>,
+}
+
+/// Handle to one remote server.
+#[derive(Clone)]
+pub struct Remote {
+    sh: Rc<Shared>,
+}
+
+impl Remote {
+    #[allow(dead_code)] // the handle has the shape of supervise::Upstream
+    pub fn name(&self) -> &str {
+        &self.sh.name
+    }
+
+    /// Queues one message for the server.
+    pub fn send(&self, msg: Vec<u8>) -> Result<(), SendError> {
+        let out = self.sh.out.borrow();
+        let Some(tx) = &*out else { return Err(SendError::Closed) };
+        let (len, queued) = (msg.len(), self.sh.queued.get());
+        // One message over the byte cap still goes when nothing is queued.
+        if queued > 0 && queued + len > self.sh.max_bytes {
+            return Err(SendError::Full { msgs: tx.len(), bytes: queued });
+        }
+        match tx.try_send(msg) {
+            Ok(()) => {
+                self.sh.queued.set(queued + len);
+                Ok(())
+            }
+            Err(TrySendError::Full(_)) => Err(SendError::Full { msgs: tx.len(), bytes: queued }),
+            Err(TrySendError::Closed(_)) => Err(SendError::Closed),
+        }
+    }
+
+    #[allow(dead_code)]
+    pub fn is_running(&self) -> bool {
+        self.sh.out.borrow().as_ref().is_some_and(|t| !t.is_closed())
+    }
+
+    /// Ends the session (DELETE) and starts a new one at once.
+    pub fn restart(&self, reason: &str) {
+        let _ = self.sh.ctl.try_send(Ctl::Restart(reason.to_string()));
+    }
+
+    /// Ends the session for good; the task returned by [`spawn`] ends when it has.
+    pub fn shutdown(&self) {
+        let _ = self.sh.ctl.try_send(Ctl::Shutdown);
+    }
+
+    /// Ends at once, without ending the session on the server (second signal).
+    pub fn kill_now(&self) {
+        let _ = self.sh.ctl.try_send(Ctl::Kill);
+    }
+}
+
+/// Starts the transport of `spec` as upstream `id`.
+pub fn spawn(
+    ex: &Rc<LocalExecutor<'static>>,
+    id: UpstreamId,
+    spec: RemoteSpec,
+    opts: Options,
+    events: Rc<dyn Events>,
+) -> (Remote, Task<()>) {
+    let (ctl_tx, ctl_rx) = channel::bounded(8);
+    let sh = Rc::new(Shared {
+        name: spec.name.clone(),
+        out: RefCell::new(None),
+        queued: Cell::new(0),
+        max_bytes: opts.queue_bytes,
+        ctl: ctl_tx,
+    });
+    let sup = Supervisor { id, spec, opts, events, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
+    let task = ex.spawn(sup.run());
+    (Remote { sh }, task)
+}
+
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than the MSRV
+pub(crate) fn show_ms(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms >= 1000 && ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else if ms >= 1000 {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+struct Supervisor {
+    id: UpstreamId,
+    spec: RemoteSpec,
+    opts: Options,
+    events: Rc<dyn Events>,
+    ex: Rc<LocalExecutor<'static>>,
+    sh: Rc<Shared>,
+    ctl: Receiver<Ctl>,
+}
+
+enum Outcome {
+    Failed,
+    Restart,
+    Shutdown,
+}
+
+impl Supervisor {
+    async fn run(self) {
+        let name = self.spec.name.clone();
+        let mut backoff = self.opts.backoff_min;
+        loop {
+            let t0 = Instant::now();
+            let outcome = match self.prepare() {
+                Ok((url, connector)) => self.session(url, connector).await,
+                Err(reason) => {
+                    // The hub logs the exit and its reason.
+                    debug!("server {name}: {reason}");
+                    self.events.exited(self.id, &reason, "");
+                    Outcome::Failed
+                }
+            };
+            match outcome {
+                Outcome::Shutdown => return,
+                Outcome::Restart => {
+                    backoff = self.opts.backoff_min;
+                    continue;
+                }
+                Outcome::Failed => {}
+            }
+            if t0.elapsed() >= self.opts.stable_after {
+                backoff = self.opts.backoff_min;
+            }
+            info!("server {name}: reconnecting in {}", show_ms(backoff));
+            let ctl = async { Some(self.ctl.recv().await) };
+            let timer = async {
+                Timer::after(backoff).await;
+                None
+            };
+            match ctl.or(timer).await {
+                None => {}
+                Some(Ok(Ctl::Restart(_))) => {
+                    backoff = self.opts.backoff_min;
+                    continue;
+                }
+                Some(Ok(Ctl::Shutdown)) | Some(Ok(Ctl::Kill)) | Some(Err(_)) => return,
+            }
+            backoff = (backoff * 2).min(self.opts.backoff_max);
+        }
+    }
+
+    fn prepare(&self) -> Result<(Url, Connector), String> {
+        self.spec.check()?;
+        let url = Url::parse(&self.spec.url)?;
+        let connector = self.spec.connector(&url, self.opts.connect_timeout)?;
+        Ok((url, connector))
+    }
+
+    /// One session: from the first connection to its loss or end.
+    async fn session(&self, url: Url, connector: Connector) -> Outcome {
+        let name = &self.spec.name;
+        let client = Client::new(connector, self.opts.max_idle);
+        let warm = async { Ok(client.warm(&url).await) };
+        let ctl = async { Err(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
+        match warm.or(ctl).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let reason = format!("unreachable: {e}");
+                debug!("server {name}: {reason}");
+                self.events.exited(self.id, &reason, "");
+                return Outcome::Failed;
+            }
+            Err(Ctl::Restart(_)) => return Outcome::Restart,
+            Err(Ctl::Shutdown | Ctl::Kill) => return Outcome::Shutdown,
+        }
+        let (fatal_tx, fatal_rx) = channel::bounded::<String>(1);
+        let (closed_tx, closed_rx) = channel::bounded::<()>(1);
+        let timeout = Duration::from_millis(self.spec.timeout_ms) + self.opts.timeout_grace;
+        let sess = Rc::new(Session {
+            id: self.id,
+            name: name.clone(),
+            events: self.events.clone(),
+            ex: self.ex.clone(),
+            opts: self.opts.clone(),
+            headers: self.spec.headers.iter().map(|(n, v)| (n.to_ascii_lowercase(), v.as_bytes().to_vec())).collect(),
+            mode: Cell::new(self.spec.mode),
+            url: url.clone(),
+            post_url: RefCell::new(url),
+            client,
+            timeout,
+            session_id: RefCell::new(None),
+            version: RefCell::new(None),
+            generation: Cell::new(0),
+            init: RefCell::new(None),
+            initialized: RefCell::new(None),
+            peek_init: Cell::new(false),
+            reinit: Mutex::new(()),
+            fatal: fatal_tx,
+            closed: closed_rx,
+            alive: Cell::new(true),
+            get_started: Cell::new(false),
+            new_session: RefCell::new(Vec::new()),
+            in_flight: Arc::new(Semaphore::new(self.opts.max_in_flight.max(1))),
+        });
+        let (out_tx, out_rx) = channel::bounded::<Vec<u8>>(self.opts.queue_msgs.max(1));
+        *self.sh.out.borrow_mut() = Some(out_tx.clone());
+        let t0 = Instant::now();
+        debug!("server {name}: connected to {}", sess.url);
+        self.events.started(self.id);
+
+        enum Step {
+            Msg(Vec<u8>),
+            Fatal(String),
+            Ctl(Ctl),
+        }
+        let result = loop {
+            let msg = async { out_rx.recv().await.map(Step::Msg).unwrap_or(Step::Ctl(Ctl::Shutdown)) };
+            let fatal = async { Step::Fatal(fatal_rx.recv().await.unwrap_or_default()) };
+            let ctl = async { Step::Ctl(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
+            let step = ctl.or(fatal).or(msg).await;
+            let msg = match step {
+                Step::Msg(m) => {
+                    self.sh.queued.set(self.sh.queued.get().saturating_sub(m.len()));
+                    m
+                }
+                Step::Fatal(reason) => break Err(reason),
+                Step::Ctl(c) => break Ok(c),
+            };
+            // Dispatch, still listening for control and for the session's end.
+            let dispatch = async { Ok::<_, Step>(sess.clone().dispatch(msg).await) };
+            let fatal = async { Err(Step::Fatal(fatal_rx.recv().await.unwrap_or_default())) };
+            let ctl = async { Err(Step::Ctl(self.ctl.recv().await.unwrap_or(Ctl::Shutdown))) };
+            match ctl.or(fatal).or(dispatch).await {
+                Ok(Ok(())) => {}
+                Ok(Err(reason)) => break Err(reason),
+                Err(Step::Fatal(reason)) => break Err(reason),
+                Err(Step::Ctl(c)) => break Ok(c),
+                Err(Step::Msg(_)) => unreachable!(),
+            }
+        };
+
+        // Tear down: no more sends, no more deliveries, tasks cancelled.
+        out_tx.close();
+        *self.sh.out.borrow_mut() = None;
+        self.sh.queued.set(0);
+        sess.alive.set(false);
+        drop(closed_tx);
+        let up = show_ms(Duration::from_millis(t0.elapsed().as_millis() as u64));
+        match result {
+            Err(reason) => {
+                debug!("server {name}: session lost after {up}: {reason}");
+                sess.client.clear();
+                self.events.exited(self.id, &reason, "");
+                Outcome::Failed
+            }
+            Ok(ctl) => {
+                let (outcome, why) = match &ctl {
+                    Ctl::Restart(r) => (Outcome::Restart, format!("restarted: {r}")),
+                    Ctl::Shutdown | Ctl::Kill => (Outcome::Shutdown, "stopped".to_string()),
+                };
+                debug!("server {name}: ending the session ({why})");
+                if matches!(ctl, Ctl::Kill) {
+                    sess.client.clear();
+                } else {
+                    // A second request to stop cuts the goodbye short.
+                    let end = async {
+                        sess.end().await;
+                    };
+                    let killed = async {
+                        while let Ok(c) = self.ctl.recv().await {
+                            if matches!(c, Ctl::Kill) {
+                                return;
+                            }
+                        }
+                        smol::future::pending::<()>().await
+                    };
+                    end.or(killed).await;
+                }
+                self.events.exited(self.id, &why, "");
+                outcome
+            }
+        }
+    }
+}
+
+/// What a message is, as far as the transport cares.
+struct Peek {
+    kind: Option<Kind>,
+    id: Option<Vec<u8>>,
+    initialize: bool,
+    initialized: bool,
+}
+
+fn peek(msg: &[u8]) -> Peek {
+    match Envelope::parse(msg) {
+        Ok(env) => Peek {
+            kind: Some(env.kind()),
+            id: env.id_bytes().map(<[u8]>::to_vec),
+            initialize: env.kind() == Kind::Request && env.method_is("initialize"),
+            initialized: env.kind() == Kind::Notification && env.method_is("notifications/initialized"),
+        },
+        Err(_) => Peek { kind: None, id: None, initialize: false, initialized: false },
+    }
+}
+
+/// The state of one session with the server.
+struct Session {
+    id: UpstreamId,
+    name: String,
+    events: Rc<dyn Events>,
+    ex: Rc<LocalExecutor<'static>>,
+    opts: Options,
+    /// Configured headers, names lowercased.
+    headers: Vec<(String, Vec<u8>)>,
+    /// `Auto` until the initialize POST has decided.
+    mode: Cell<Mode>,
+    /// The configured URL: the MCP endpoint, or the SSE stream of HTTP+SSE.
+    url: Url,
+    /// Where messages are POSTed (the `endpoint` of an HTTP+SSE server).
+    post_url: RefCell<Url>,
+    client: Client,
+    /// Per request: the server's timeout plus grace.
+    timeout: Duration,
+    session_id: RefCell<Option<Vec<u8>>>,
+    /// Negotiated protocol version, from the initialize result.
+    version: RefCell<Option<Vec<u8>>>,
+    /// Bumped by each re-initialize.
+    generation: Cell<u64>,
+    /// The hub's `initialize` request (message, id) and `notifications/initialized`.
+    init: RefCell<Option<(Vec<u8>, Vec<u8>)>>,
+    initialized: RefCell<Option<Vec<u8>>>,
+    /// Looking for the initialize result among delivered messages.
+    peek_init: Cell<bool>,
+    reinit: Mutex<()>,
+    fatal: Sender<String>,
+    /// Closed when the session ends: every task of it stops.
+    closed: Receiver<()>,
+    alive: Cell<bool>,
+    get_started: Cell<bool>,
+    /// Woken by the next re-initialize.
+    new_session: RefCell<Vec<Sender<()>>>,
+    in_flight: Arc<Semaphore>,
+}
+
+/// How a POST ended, for the retry logic.
+enum PostError {
+    /// The session expired (404 with a session id): re-initialize and retry.
+    SessionExpired,
+    /// Failed; the text says why (for the error answered to the hub).
+    Failed(String),
+    /// The server cannot be reached at all.
+    Unreachable(String),
+}
+
+impl Session {
+    /// Runs `fut` as a task of this session: it stops when the session ends.
+    fn spawn(&self, fut: impl std::future::Future<Output = ()> + 'static) {
+        let closed = self.closed.clone();
+        self.ex
+            .spawn(fut.or(async move {
+                let _ = closed.recv().await;
+            }))
+            .detach();
+    }
+
+    fn fail(&self, reason: String) {
+        let _ = self.fatal.try_send(reason);
+    }
+
+    /// Hands one received message to the hub, noting the initialize result.
+    fn deliver(&self, msg: &[u8]) {
+        if !self.alive.get() {
+            return;
+        }
+        let msg = trim(msg);
+        if msg.is_empty() {
+            return;
+        }
+        if self.peek_init.get() {
+            self.note_init_result(msg, true);
+        }
+        self.events.message(self.id, msg);
+    }
+
+    /// If `msg` answers the kept initialize request, records the negotiated
+    /// version and stops looking; returns whether it did.
+    fn note_init_result(&self, msg: &[u8], from_hub_init: bool) -> bool {
+        let Some((_, init_id)) = &*self.init.borrow() else { return false };
+        let Ok(env) = Envelope::parse(msg) else { return false };
+        if env.id_bytes() != Some(init_id.as_slice()) || !matches!(env.kind(), Kind::Result | Kind::Error) {
+            return false;
+        }
+        let v = env.result().and_then(|r| r.get("protocolVersion")).and_then(|v| v.as_str()).and_then(|s| s.as_str());
+        if let Some(v) = v.filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic())) {
+            *self.version.borrow_mut() = Some(v.as_bytes().to_vec());
+        }
+        if from_hub_init {
+            self.peek_init.set(false);
+        }
+        true
+    }
+
+    fn garbage(&self, what: &str) {
+        if self.alive.get() {
+            self.events.garbage(self.id, what);
+        }
+    }
+
+    /// A JSON-RPC error answered to the hub for request `id`.
+    fn answer_error(&self, id: &[u8], why: &str) {
+        let msg = serde_json::json!(format!("server {}: {why}", self.name)).to_string();
+        let out = format!(r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32603,"message":{msg}}}}}"#, String::from_utf8_lossy(id));
+        self.deliver(out.as_bytes());
+    }
+
+    /// Sends one message from the hub, in order (see the module docs).
+    async fn dispatch(self: Rc<Self>, msg: Vec<u8>) -> Result<(), String> {
+        let p = peek(&msg);
+        if p.initialize {
+            let id = p.id.clone().unwrap_or_default();
+            *self.init.borrow_mut() = Some((msg.clone(), id));
+            *self.session_id.borrow_mut() = None;
+            *self.version.borrow_mut() = None;
+            self.peek_init.set(true);
+            return self.initialize(msg, p).await;
+        }
+        if p.initialized {
+            *self.initialized.borrow_mut() = Some(msg.clone());
+        }
+        let permit = self.in_flight.acquire_arc().await;
+        let (written_tx, written_rx) = channel::bounded::<()>(1);
+        let is_request = p.kind == Some(Kind::Request);
+        let start_get = p.initialized && self.mode.get() == Mode::StreamableHttp && !self.get_started.replace(true);
+        let me = self.clone();
+        self.spawn(async move {
+            me.post_message(msg, p, Some(written_tx)).await;
+            drop(permit);
+            if start_get {
+                let me2 = me.clone();
+                me.spawn(me2.standalone_stream());
+            }
+        });
+        // Requests: wait until written; others: until accepted.
+        let wait = async {
+            if is_request {
+                let _ = written_rx.recv().await;
+            } else {
+                while written_rx.recv().await.is_ok() {}
+            }
+        };
+        let _ = wait
+            .or(async {
+                Timer::after(self.timeout).await;
+            })
+            .await;
+        Ok(())
+    }
+
+    /// The `initialize` request: decides the transport, opens the session.
+    async fn initialize(self: Rc<Self>, msg: Vec<u8>, p: Peek) -> Result<(), String> {
+        let id = p.id.clone().unwrap_or_default();
+        if self.mode.get() != Mode::Sse {
+            match self.post_raw(&msg, false).await {
+                Ok(resp) if (200..300).contains(&resp.status) => {
+                    self.mode.set(Mode::StreamableHttp);
+                    if let Some(sid) = &resp.session_id {
+                        if !valid_session_id(sid) {
+                            return Err("the server sent an Mcp-Session-Id with characters outside visible ASCII".into());
+                        }
+                    }
+                    *self.session_id.borrow_mut() = resp.session_id.clone();
+                    match self.read_reply(resp, Some(&id)).await {
+                        Ok(true) => return Ok(()),
+                        Ok(false) => return Err("the server answered initialize without a result".into()),
+                        Err(e) => return Err(format!("reading the initialize response: {e}")),
+                    }
+                }
+                Ok(resp) if self.mode.get() == Mode::Auto && matches!(resp.status, 400 | 404 | 405) => {
+                    debug!(
+                        "server {}: initialize POST answered HTTP {}; trying the 2024-11-05 HTTP+SSE transport",
+                        self.name, resp.status
+                    );
+                    self.mode.set(Mode::Sse);
+                }
+                Ok(mut resp) => {
+                    let text = resp.body.read_all(4096).await.unwrap_or_default();
+                    return Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)));
+                }
+                Err(PostError::Unreachable(e)) | Err(PostError::Failed(e)) => return Err(format!("initialize failed: {e}")),
+                Err(PostError::SessionExpired) => return Err("initialize failed: HTTP 404".into()),
+            }
+        }
+        // HTTP+SSE: open the stream, wait for the endpoint, POST to it.
+        let (ep_tx, ep_rx) = channel::bounded::<Result<Url, String>>(1);
+        let me = self.clone();
+        self.spawn(async move { me.legacy_stream(ep_tx).await });
+        let endpoint = async { ep_rx.recv().await.unwrap_or_else(|_| Err("the SSE stream ended".into())) };
+        let endpoint = endpoint
+            .or(async {
+                Timer::after(self.timeout).await;
+                Err(format!("no endpoint event within {}", show_ms(self.timeout)))
+            })
+            .await
+            .map_err(|e| format!("HTTP+SSE fallback failed: {e}"))?;
+        debug!("server {}: HTTP+SSE endpoint {endpoint}", self.name);
+        *self.post_url.borrow_mut() = endpoint;
+        match self.post_raw(&msg, false).await {
+            Ok(mut resp) if (200..300).contains(&resp.status) => {
+                // The answer comes on the stream; the body is an acknowledgement.
+                if resp.body.drain(64 * 1024).await {
+                    self.client.recycle(resp.body);
+                }
+                Ok(())
+            }
+            Ok(mut resp) => {
+                let text = resp.body.read_all(4096).await.unwrap_or_default();
+                Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)))
+            }
+            Err(PostError::Unreachable(e)) | Err(PostError::Failed(e)) => Err(format!("initialize failed: {e}")),
+            Err(PostError::SessionExpired) => Err("initialize failed: HTTP 404".into()),
+        }
+    }
+
+    /// The request headers for the current session.
+    fn headers(&self, accept: &'static [u8], with_session: bool) -> Vec<(String, Vec<u8>)> {
+        let mut h: Vec<(String, Vec<u8>)> = vec![
+            ("user-agent".into(), concat!("mcpx/", env!("CARGO_PKG_VERSION")).as_bytes().to_vec()),
+            ("accept".into(), accept.to_vec()),
+        ];
+        h.extend(self.headers.iter().cloned());
+        if with_session && self.mode.get() != Mode::Sse {
+            if let Some(sid) = &*self.session_id.borrow() {
+                h.push(("mcp-session-id".into(), sid.clone()));
+            }
+            if let Some(v) = &*self.version.borrow() {
+                h.push(("mcp-protocol-version".into(), v.clone()));
+            }
+        }
+        h
+    }
+
+    fn limits(&self, idle: Option<Duration>) -> Limits {
+        Limits { max_head: self.opts.max_head, head_timeout: self.timeout, idle_timeout: idle }
+    }
+
+    /// One POST of `msg` to the current endpoint; the response head.
+    async fn post_raw(&self, msg: &[u8], with_session: bool) -> Result<Response, PostError> {
+        self.post_with(msg, with_session, None).await
+    }
+
+    async fn post_with(&self, msg: &[u8], with_session: bool, written: Option<&Sender<()>>) -> Result<Response, PostError> {
+        let mut h = self.headers(b"application/json, text/event-stream", with_session);
+        h.push(("content-type".into(), b"application/json".to_vec()));
+        let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
+        let url = self.post_url.borrow().clone();
+        self.client
+            .request("POST", &url, &fields, msg, self.limits(Some(self.timeout)), written)
+            .await
+            .map_err(|e| match e {
+                http::Error::Connect(e) => PostError::Unreachable(e.to_string()),
+                http::Error::Io(e) => PostError::Failed(e.to_string()),
+            })
+    }
+
+    /// POSTs one message from the hub and handles the answer.
+    async fn post_message(self: &Rc<Self>, msg: Vec<u8>, p: Peek, written: Option<Sender<()>>) {
+        let request_id = if p.kind == Some(Kind::Request) { p.id.clone() } else { None };
+        let what = match (&p.kind, &request_id) {
+            (Some(Kind::Request), Some(id)) => format!("request {}", String::from_utf8_lossy(id)),
+            (Some(Kind::Notification), _) => "notification".to_string(),
+            _ => "response".to_string(),
+        };
+        let mut retried = false;
+        let mut written = written;
+        loop {
+            let generation = self.generation.get();
+            let r = self.post_with(&msg, true, written.as_ref()).await;
+            written = None;
+            let failure = match r {
+                Ok(resp) => match self.handle_post_response(resp, request_id.as_deref()).await {
+                    Ok(()) => return,
+                    Err(e) => e,
+                },
+                Err(e) => e,
+            };
+            match failure {
+                PostError::SessionExpired if !retried => {
+                    retried = true;
+                    debug!("server {}: session expired (HTTP 404); re-initializing", self.name);
+                    if let Err(e) = self.reinitialize(generation).await {
+                        let reason = format!("session expired and re-initializing failed: {e}");
+                        if let Some(id) = &request_id {
+                            self.answer_error(id, &reason);
+                        }
+                        self.fail(reason);
+                        return;
+                    }
+                }
+                PostError::SessionExpired => {
+                    let why = "session expired again right after re-initializing (HTTP 404)".to_string();
+                    match &request_id {
+                        Some(id) => self.answer_error(id, &why),
+                        None => warn!("server {}: {what}: {why}", self.name),
+                    }
+                    return;
+                }
+                PostError::Failed(why) => {
+                    match &request_id {
+                        Some(id) => self.answer_error(id, &why),
+                        None => warn!("server {}: {what} not delivered: {why}", self.name),
+                    }
+                    return;
+                }
+                PostError::Unreachable(why) => {
+                    if let Some(id) = &request_id {
+                        self.answer_error(id, &format!("unreachable: {why}"));
+                    }
+                    self.fail(format!("unreachable: {why}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The answer to a POST of a message from the hub.
+    async fn handle_post_response(self: &Rc<Self>, mut resp: Response, request_id: Option<&[u8]>) -> Result<(), PostError> {
+        let status = resp.status;
+        if (200..300).contains(&status) {
+            if self.mode.get() == Mode::Sse {
+                // HTTP+SSE: answers come on the stream.
+                if resp.body.drain(64 * 1024).await {
+                    self.client.recycle(resp.body);
+                }
+                return Ok(());
+            }
+            return match self.read_reply(resp, request_id).await {
+                Ok(true) => Ok(()),
+                Ok(false) if request_id.is_none() || status == 202 => Ok(()),
+                Ok(false) => Err(PostError::Failed(format!("HTTP {status} without a response to the request"))),
+                Err(e) => Err(PostError::Failed(e)),
+            };
+        }
+        let had_session = self.session_id.borrow().is_some();
+        if status == 404 && had_session && self.mode.get() == Mode::StreamableHttp {
+            resp.body.drain(64 * 1024).await;
+            return Err(PostError::SessionExpired);
+        }
+        let body = resp.body.read_all(64 * 1024).await.unwrap_or_default();
+        // A JSON-RPC error for this request (e.g. with a 400) goes to the hub as is.
+        if let (Some(id), Ok(env)) = (request_id, Envelope::parse(trim(&body))) {
+            if env.kind() == Kind::Error && env.id_bytes() == Some(id) {
+                self.deliver(&body);
+                return Ok(());
+            }
+        }
+        Err(PostError::Failed(format!("HTTP {status}{}{}", auth_hint(status), preview_suffix(&body))))
+    }
+
+    /// Reads a JSON or SSE reply and delivers its messages. Returns whether
+    /// the response to `request_id` was among them.
+    async fn read_reply(self: &Rc<Self>, mut resp: Response, request_id: Option<&[u8]>) -> Result<bool, String> {
+        if resp.content_type == "text/event-stream" {
+            let mut st = SseState::default();
+            let got = self.read_sse(&mut resp.body, &mut st, request_id, false).await;
+            drop(resp);
+            return match got {
+                Ok(true) => Ok(true),
+                Ok(false) | Err(_) if request_id.is_some() => self.resume(st, request_id.unwrap_or_default(), got.err()).await,
+                Ok(false) => Ok(false),
+                Err(e) => Err(e),
+            };
+        }
+        let body = resp.body.read_all(self.opts.max_message).await.map_err(|e| e.to_string())?;
+        self.client.recycle(resp.body);
+        let body_t = trim(&body);
+        if body_t.is_empty() {
+            return Ok(false);
+        }
+        if resp.content_type != "application/json" && !resp.content_type.is_empty() {
+            debug!("server {}: reply of type {:?} read as JSON", self.name, resp.content_type);
+        }
+        let answered = request_id.is_some_and(|id| answers(body_t, id));
+        self.deliver(body_t);
+        Ok(answered)
+    }
+
+    /// A POST's stream ended before its response: resume it with GET and
+    /// `Last-Event-ID`, after the server's `retry` delay.
+    async fn resume(self: &Rc<Self>, mut st: SseState, request_id: &[u8], err: Option<String>) -> Result<bool, String> {
+        let why = err.unwrap_or_else(|| "the server ended the stream".into());
+        for _ in 0..self.opts.max_resumes {
+            if st.last_id.is_empty() {
+                break;
+            }
+            Timer::after(st.retry.unwrap_or(self.opts.sse_retry)).await;
+            let resp = match self.get_stream(Some(&st.last_id)).await {
+                Ok(r) if (200..300).contains(&r.status) && r.content_type == "text/event-stream" => r,
+                Ok(r) => return Err(format!("{why} before answering, and resuming it failed with HTTP {}", r.status)),
+                Err(e) => return Err(format!("{why} before answering, and resuming it failed: {e}")),
+            };
+            let mut body = resp.body;
+            if let Ok(true) = self.read_sse(&mut body, &mut st, Some(request_id), false).await {
+                return Ok(true);
+            }
+        }
+        Err(format!("{why} before answering"))
+    }
+
+    /// A GET for an SSE stream on the MCP endpoint.
+    async fn get_stream(&self, last_event_id: Option<&[u8]>) -> Result<Response, http::Error> {
+        let mut h = self.headers(b"text/event-stream", true);
+        if let Some(id) = last_event_id.filter(|i| !i.is_empty()) {
+            h.push(("last-event-id".into(), id.to_vec()));
+        }
+        let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
+        let limits = Limits { max_head: self.opts.max_head, head_timeout: self.timeout, idle_timeout: None };
+        self.client.request("GET", &self.url, &fields, b"", limits, None).await
+    }
+
+    /// Reads SSE events from `body`, delivering each message. Stops after the
+    /// response to `request_id`, if given; returns whether it came.
+    async fn read_sse(&self, body: &mut Body, st: &mut SseState, request_id: Option<&[u8]>, swallow_init: bool) -> Result<bool, String> {
+        let mut dec = SseDecoder::new(vec![0u8; self.opts.max_message.max(4)]);
+        loop {
+            let chunk = match body.next_chunk().await {
+                Ok(Some(c)) => c,
+                Ok(None) => return Ok(false),
+                Err(e) => return Err(e.to_string()),
+            };
+            let mut input = chunk;
+            while !input.is_empty() {
+                let n = dec.feed(input);
+                input = &input[n..];
+                while let Some(item) = dec.next() {
+                    match item {
+                        SseItem::Event(ev) => {
+                            if let Some(r) = ev.retry {
+                                st.retry = Some(Duration::from_millis(r));
+                            }
+                            let kind = ev.event.unwrap_or(b"message");
+                            if kind != b"message" {
+                                debug!("server {}: SSE event {:?} ignored", self.name, String::from_utf8_lossy(kind));
+                                continue;
+                            }
+                            let data = trim(ev.data);
+                            if data.is_empty() {
+                                continue; // a priming event
+                            }
+                            let answered = request_id.is_some_and(|id| answers(data, id));
+                            if swallow_init && self.note_init_result(data, false) {
+                                // The re-initialize result: for the transport only.
+                            } else {
+                                self.deliver(data);
+                            }
+                            if answered {
+                                st.last_id = dec.last_event_id().to_vec();
+                                return Ok(true);
+                            }
+                        }
+                        SseItem::TooLarge { len } => self.garbage(&format!(
+                            "SSE event of {len}+ bytes is over the {}-byte limit; dropped",
+                            self.opts.max_message
+                        )),
+                    }
+                }
+                st.last_id = dec.last_event_id().to_vec();
+            }
+        }
+    }
+
+    /// One re-initialize after the session of `generation` expired: the kept
+    /// `initialize` without a session, then `notifications/initialized`.
+    /// Concurrent callers for the same generation wait for the first.
+    async fn reinitialize(self: &Rc<Self>, generation: u64) -> Result<(), String> {
+        let _guard = self.reinit.lock().await;
+        if self.generation.get() != generation {
+            return Ok(());
+        }
+        let (init, id) = self.init.borrow().clone().ok_or("no initialize request to repeat")?;
+        *self.session_id.borrow_mut() = None;
+        let resp = match self.post_raw(&init, false).await {
+            Ok(r) if (200..300).contains(&r.status) => r,
+            Ok(r) => return Err(format!("initialize answered HTTP {}", r.status)),
+            Err(PostError::Failed(e)) | Err(PostError::Unreachable(e)) => return Err(e),
+            Err(PostError::SessionExpired) => return Err("initialize answered HTTP 404".into()),
+        };
+        if let Some(sid) = &resp.session_id {
+            if !valid_session_id(sid) {
+                return Err("the server sent an Mcp-Session-Id with characters outside visible ASCII".into());
+            }
+        }
+        let sid = resp.session_id.clone();
+        let mut resp = resp;
+        let got = if resp.content_type == "text/event-stream" {
+            let mut st = SseState::default();
+            self.read_sse(&mut resp.body, &mut st, Some(&id), true).await?
+        } else {
+            let body = resp.body.read_all(self.opts.max_message).await.map_err(|e| e.to_string())?;
+            self.client.recycle(resp.body);
+            self.note_init_result(trim(&body), false)
+        };
+        if !got {
+            return Err("no initialize result".into());
+        }
+        *self.session_id.borrow_mut() = sid;
+        let note = self.initialized.borrow().clone();
+        if let Some(note) = note {
+            match self.post_raw(&note, true).await {
+                Ok(mut r) if (200..300).contains(&r.status) => {
+                    if r.body.drain(64 * 1024).await {
+                        self.client.recycle(r.body);
+                    }
+                }
+                Ok(r) => return Err(format!("notifications/initialized answered HTTP {}", r.status)),
+                Err(PostError::Failed(e)) | Err(PostError::Unreachable(e)) => return Err(e),
+                Err(PostError::SessionExpired) => return Err("notifications/initialized answered HTTP 404".into()),
+            }
+        }
+        self.generation.set(generation + 1);
+        for tx in self.new_session.borrow_mut().drain(..) {
+            let _ = tx.try_send(());
+        }
+        info!("server {}: session re-initialized", self.name);
+        Ok(())
+    }
+
+    /// The standalone GET stream of a Streamable HTTP session: server-initiated
+    /// messages. Reconnects with `Last-Event-ID`; a 405 means there is none.
+    async fn standalone_stream(self: Rc<Self>) {
+        let mut st = SseState::default();
+        let mut delay = self.opts.sse_retry;
+        let mut generation = self.generation.get();
+        loop {
+            if self.generation.get() != generation {
+                generation = self.generation.get();
+                st = SseState::default();
+            }
+            let t0 = Instant::now();
+            match self.get_stream(Some(&st.last_id)).await {
+                Ok(r) if r.status == 405 => {
+                    debug!("server {}: no standalone SSE stream (HTTP 405)", self.name);
+                    return;
+                }
+                Ok(r) if r.status == 404 => {
+                    // Either the session expired, which the next POST finds
+                    // out and repairs, or the server has no GET here. Wait for
+                    // a new session rather than re-initializing from here: a
+                    // server that answers every GET with 404 must not cause a
+                    // re-initialize loop.
+                    drop(r);
+                    debug!("server {}: standalone SSE stream answered HTTP 404; waiting for a new session", self.name);
+                    let (tx, rx) = channel::bounded::<()>(1);
+                    self.new_session.borrow_mut().push(tx);
+                    let _ = rx.recv().await;
+                    continue;
+                }
+                Ok(r) if (200..300).contains(&r.status) && r.content_type == "text/event-stream" => {
+                    let mut body = r.body;
+                    let end = self.read_sse(&mut body, &mut st, None, false).await;
+                    debug!("server {}: standalone SSE stream ended: {}", self.name, end.err().unwrap_or_else(|| "closed".into()));
+                }
+                Ok(r) => {
+                    debug!("server {}: standalone SSE stream refused: HTTP {} {:?}", self.name, r.status, r.content_type);
+                }
+                Err(http::Error::Connect(e)) => {
+                    // The server is gone: so are its tools, until it is back.
+                    self.fail(format!("unreachable: {e}"));
+                    return;
+                }
+                Err(e) => debug!("server {}: standalone SSE stream failed: {e}", self.name),
+            }
+            // The server's retry when it gave one; back off while it fails fast.
+            if t0.elapsed() >= Duration::from_secs(5) {
+                delay = self.opts.sse_retry;
+            }
+            Timer::after(st.retry.unwrap_or(delay).max(Duration::from_millis(10))).await;
+            delay = (delay * 2).min(self.opts.backoff_max);
+        }
+    }
+
+    /// The SSE stream of an HTTP+SSE server: first the `endpoint` event,
+    /// then every message. Its end ends the session.
+    async fn legacy_stream(self: Rc<Self>, endpoint: Sender<Result<Url, String>>) {
+        let h = self.headers(b"text/event-stream", false);
+        let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
+        let limits = Limits { max_head: self.opts.max_head, head_timeout: self.timeout, idle_timeout: None };
+        let resp = match self.client.request("GET", &self.url, &fields, b"", limits, None).await {
+            Ok(r) if (200..300).contains(&r.status) && r.content_type == "text/event-stream" => r,
+            Ok(r) => {
+                let _ = endpoint.try_send(Err(format!("GET answered HTTP {} {:?}", r.status, r.content_type)));
+                return;
+            }
+            Err(e) => {
+                let _ = endpoint.try_send(Err(e.to_string()));
+                return;
+            }
+        };
+        let mut body = resp.body;
+        let mut dec = SseDecoder::new(vec![0u8; self.opts.max_message.max(4)]);
+        let mut have_endpoint = false;
+        let end = loop {
+            let chunk = match body.next_chunk().await {
+                Ok(Some(c)) => c,
+                Ok(None) => break "the server closed the SSE stream".to_string(),
+                Err(e) => break format!("the SSE stream failed: {e}"),
+            };
+            let mut input = chunk;
+            while !input.is_empty() {
+                let n = dec.feed(input);
+                input = &input[n..];
+                while let Some(item) = dec.next() {
+                    match item {
+                        SseItem::Event(ev) if ev.event == Some(b"endpoint") => {
+                            if have_endpoint {
+                                continue;
+                            }
+                            have_endpoint = true;
+                            let r = std::str::from_utf8(trim(ev.data))
+                                .map_err(|_| "endpoint is not UTF-8".to_string())
+                                .and_then(|s| self.url.join_same_origin(s));
+                            let _ = endpoint.try_send(r);
+                        }
+                        SseItem::Event(ev) if ev.event.unwrap_or(b"message") == b"message" => self.deliver(ev.data),
+                        SseItem::Event(_) => {}
+                        SseItem::TooLarge { len } => self.garbage(&format!(
+                            "SSE event of {len}+ bytes is over the {}-byte limit; dropped",
+                            self.opts.max_message
+                        )),
+                    }
+                }
+            }
+        };
+        if !have_endpoint {
+            let _ = endpoint.try_send(Err(end));
+        } else {
+            self.fail(end);
+        }
+    }
+
+    /// The end of the session: DELETE it (Streamable HTTP with a session).
+    async fn end(&self) {
+        if self.mode.get() == Mode::StreamableHttp && self.session_id.borrow().is_some() {
+            let h = self.headers(b"application/json, text/event-stream", true);
+            let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
+            let d = self.opts.shutdown_timeout;
+            let limits = Limits { max_head: self.opts.max_head, head_timeout: d, idle_timeout: Some(d) };
+            let del = self.client.request("DELETE", &self.url, &fields, b"", limits, None);
+            let r = del
+                .or(async {
+                    Timer::after(d).await;
+                    Err(http::Error::Io(io::Error::new(io::ErrorKind::TimedOut, "timed out")))
+                })
+                .await;
+            match r {
+                Ok(r) => debug!("server {}: session deleted (HTTP {})", self.name, r.status),
+                Err(e) => debug!("server {}: DELETE of the session failed: {e}", self.name),
+            }
+        }
+        self.client.clear();
+    }
+}
+
+#[derive(Default)]
+struct SseState {
+    last_id: Vec<u8>,
+    retry: Option<Duration>,
+}
+
+/// Whether `msg` is the response (result or error) to request `id`.
+fn answers(msg: &[u8], id: &[u8]) -> bool {
+    match Envelope::parse(msg) {
+        Ok(env) => matches!(env.kind(), Kind::Result | Kind::Error) && env.id_bytes() == Some(id),
+        Err(_) => false,
+    }
+}
+
+/// What to check after a 401 or 403.
+fn auth_hint(status: u16) -> &'static str {
+    match status {
+        401 | 403 => " (check the server's \"headers\" in the config, e.g. Authorization; OAuth is not supported)",
+        _ => "",
+    }
+}
+
+/// Session ids are visible ASCII (0x21..0x7E); anything else is not echoed.
+fn valid_session_id(sid: &[u8]) -> bool {
+    !sid.is_empty() && sid.iter().all(|&b| (0x21..=0x7e).contains(&b))
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
+    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+/// `: <first 200 bytes of body>` for error messages, or nothing.
+fn preview_suffix(body: &[u8]) -> String {
+    let t = trim(body);
+    if t.is_empty() {
+        return String::new();
+    }
+    let s = String::from_utf8_lossy(&t[..t.len().min(200)]);
+    let s: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if t.len() > 200 {
+        format!(": {s}…")
+    } else {
+        format!(": {s}")
+    }
+}

@@ -1,0 +1,895 @@
+//! The transport against scripted HTTP servers on 127.0.0.1 (std threads,
+//! one per connection), with the test playing the hub.
+
+use super::*;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex as StdMutex};
+
+/// One request as the scripted server saw it.
+#[derive(Clone, Debug)]
+struct Req {
+    method: String,
+    target: String,
+    /// Lowercased names, in order.
+    headers: Vec<(String, String)>,
+    body: String,
+    /// Which connection (accept order) it came on.
+    conn: usize,
+}
+
+impl Req {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+    fn rpc_method(&self) -> String {
+        self.json()["method"].as_str().unwrap_or("").to_string()
+    }
+    fn rpc_id(&self) -> serde_json::Value {
+        self.json()["id"].clone()
+    }
+}
+
+/// A scripted answer.
+enum Reply {
+    /// Status, extra headers, JSON body (Content-Length).
+    Json(u16, Vec<(&'static str, String)>, String),
+    /// 200 `text/event-stream`, chunked, written piece by piece (a piece
+    /// `"<sleep N>"` waits N ms instead), then the connection is closed.
+    Sse(Vec<(&'static str, String)>, Box<dyn Iterator<Item = String> + Send>),
+    /// A bare status with an empty body.
+    Status(u16),
+    /// These bytes as they are, then the connection is closed.
+    Raw(Vec<u8>),
+    /// Read the request, then say nothing for this many ms and close.
+    Silence(u64),
+}
+
+fn sse(pieces: Vec<String>) -> Reply {
+    Reply::Sse(vec![], Box::new(pieces.into_iter()))
+}
+
+type Handler = dyn Fn(&Req) -> Reply + Send + Sync;
+
+struct Server {
+    url: String,
+    port: u16,
+    log: Arc<StdMutex<Vec<Req>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Server {
+    fn start(handler: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> Server {
+        Server::start_on(TcpListener::bind("127.0.0.1:0").unwrap(), Arc::new(handler), None)
+    }
+
+    fn start_on(listener: TcpListener, handler: Arc<Handler>, tls: Option<TlsCfg>) -> Server {
+        let port = listener.local_addr().unwrap().port();
+        let log = Arc::new(StdMutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (log2, stop2) = (log.clone(), stop.clone());
+        listener.set_nonblocking(true).unwrap();
+        std::thread::spawn(move || {
+            let mut n = 0;
+            // Polled, so that `stop` can close the port.
+            while !stop2.load(std::sync::atomic::Ordering::SeqCst) {
+                let s = match listener.accept() {
+                    Ok((s, _)) => s,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(2));
+                        continue;
+                    }
+                    Err(_) => return,
+                };
+                s.set_nonblocking(false).unwrap();
+                let (h, log, tls) = (handler.clone(), log2.clone(), tls.clone());
+                std::thread::spawn(move || match tls {
+                    None => serve_conn(s, n, &*h, &log),
+                    Some(cfg) => serve_tls(s, n, &*h, &log, cfg),
+                });
+                n += 1;
+            }
+        });
+        Server { url: format!("http://127.0.0.1:{port}/mcp"), port, log, stop }
+    }
+
+    /// Closes the port: new connections are refused.
+    fn stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn requests(&self) -> Vec<Req> {
+        self.log.lock().unwrap().iter().filter(|r| r.method != "TLS").cloned().collect()
+    }
+}
+
+#[cfg(feature = "tls")]
+type TlsCfg = Arc<rustls::ServerConfig>;
+#[cfg(not(feature = "tls"))]
+type TlsCfg = std::convert::Infallible;
+
+#[cfg(not(feature = "tls"))]
+fn serve_tls(_: std::net::TcpStream, _: usize, _: &Handler, _: &StdMutex<Vec<Req>>, cfg: TlsCfg) {
+    match cfg {}
+}
+
+/// The TLS handshake, a note of the SNI name it carried, then HTTP.
+#[cfg(feature = "tls")]
+fn serve_tls(s: std::net::TcpStream, n: usize, h: &Handler, log: &StdMutex<Vec<Req>>, cfg: TlsCfg) {
+    let conn = rustls::ServerConnection::new(cfg).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, s);
+    if tls.conn.complete_io(&mut tls.sock).is_err() {
+        return;
+    }
+    let sni = tls.conn.server_name().unwrap_or("").to_string();
+    log.lock().unwrap().push(Req { method: "TLS".into(), target: sni, headers: vec![], body: String::new(), conn: n });
+    serve_conn(tls, n, h, log)
+}
+
+fn serve_conn<S: Read + Write>(s: S, conn: usize, h: &Handler, log: &StdMutex<Vec<Req>>) {
+    let mut r = BufReader::new(s);
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, target) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
+        let mut headers = Vec::new();
+        loop {
+            let mut l = String::new();
+            if r.read_line(&mut l).unwrap_or(0) == 0 {
+                return;
+            }
+            let l = l.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let (n, v) = l.split_once(':').unwrap();
+            headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+        let len: usize = headers.iter().find(|(n, _)| n == "content-length").map_or(0, |(_, v)| v.parse().unwrap());
+        let mut body = vec![0u8; len];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        let req = Req { method, target, headers, body: String::from_utf8(body).unwrap(), conn };
+        log.lock().unwrap().push(req.clone());
+        let s = r.get_mut();
+        let keep = match h(&req) {
+            Reply::Json(status, hs, body) => {
+                let mut head = format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n", body.len());
+                for (n, v) in hs {
+                    head.push_str(&format!("{n}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(body.as_bytes());
+                true
+            }
+            Reply::Status(status) => {
+                let _ = s.write_all(format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n").as_bytes());
+                true
+            }
+            Reply::Sse(hs, pieces) => {
+                let mut head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n".to_string();
+                for (n, v) in hs {
+                    head.push_str(&format!("{n}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.flush();
+                for p in pieces {
+                    if let Some(ms) = p.strip_prefix("<sleep ").and_then(|t| t.strip_suffix('>')) {
+                        std::thread::sleep(Duration::from_millis(ms.parse().unwrap()));
+                        continue;
+                    }
+                    let _ = s.write_all(format!("{:x}\r\n{p}\r\n", p.len()).as_bytes());
+                    let _ = s.flush();
+                }
+                let _ = s.write_all(b"0\r\n\r\n");
+                let _ = s.flush();
+                false
+            }
+            Reply::Raw(bytes) => {
+                let _ = s.write_all(&bytes);
+                false
+            }
+            Reply::Silence(ms) => {
+                std::thread::sleep(Duration::from_millis(ms));
+                false
+            }
+        };
+        let _ = s.flush();
+        if !keep {
+            return;
+        }
+    }
+}
+
+/// What the transport reported, as text.
+#[derive(Default)]
+struct Log(RefCell<Vec<String>>);
+
+impl Events for Log {
+    fn started(&self, _: UpstreamId) {
+        self.0.borrow_mut().push("started".into());
+    }
+    fn message(&self, _: UpstreamId, msg: &[u8]) {
+        self.0.borrow_mut().push(format!("msg {}", String::from_utf8_lossy(msg)));
+    }
+    fn garbage(&self, _: UpstreamId, what: &str) {
+        self.0.borrow_mut().push(format!("garbage {what}"));
+    }
+    fn exited(&self, _: UpstreamId, reason: &str, _: &str) {
+        self.0.borrow_mut().push(format!("exited {reason}"));
+    }
+}
+
+impl Log {
+    fn count(&self, prefix: &str) -> usize {
+        self.0.borrow().iter().filter(|e| e.starts_with(prefix)).count()
+    }
+    fn all(&self) -> Vec<String> {
+        self.0.borrow().clone()
+    }
+    /// The messages received, parsed.
+    fn msgs(&self) -> Vec<serde_json::Value> {
+        self.0
+            .borrow()
+            .iter()
+            .filter_map(|e| e.strip_prefix("msg "))
+            .map(|m| serde_json::from_str(m).expect("a JSON message"))
+            .collect()
+    }
+    fn answer(&self, id: serde_json::Value) -> Option<serde_json::Value> {
+        self.msgs().into_iter().find(|m| m["id"] == id && m.get("method").is_none())
+    }
+}
+
+fn run<F: std::future::Future<Output = ()>>(limit: Duration, body: impl FnOnce(Rc<LocalExecutor<'static>>) -> F) {
+    let ex = Rc::new(LocalExecutor::new());
+    let fut = body(ex.clone());
+    let guard = async {
+        Timer::after(limit).await;
+        panic!("test took longer than {limit:?}");
+    };
+    smol::block_on(ex.run(fut.or(guard)));
+}
+
+async fn until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        Timer::after(Duration::from_millis(5)).await;
+    }
+    cond()
+}
+
+fn spec(url: &str) -> RemoteSpec {
+    RemoteSpec {
+        name: "remote".into(),
+        url: url.into(),
+        headers: vec![("Authorization".into(), "Bearer s3cret".into())],
+        ca_file: None,
+        timeout_ms: 5_000,
+        mode: Mode::Auto,
+    }
+}
+
+fn fast() -> Options {
+    Options {
+        backoff_min: Duration::from_millis(50),
+        backoff_max: Duration::from_millis(200),
+        sse_retry: Duration::from_millis(20),
+        timeout_grace: Duration::ZERO,
+        ..Options::default()
+    }
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpx","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn init_result(version: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":"{version}","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"t","version":"1"}}}}}}"#)
+}
+
+fn tools_result(id: &serde_json::Value) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[]}}}}"#)
+}
+
+/// Plays the hub's handshake: waits for `started`, sends initialize, waits
+/// for its result, sends initialized.
+async fn handshake(r: &Remote, log: &Log) {
+    assert!(until(Duration::from_secs(5), || log.count("started") == 1).await, "{:?}", log.all());
+    r.send(INIT.as_bytes().to_vec()).unwrap();
+    assert!(until(Duration::from_secs(5), || log.answer(0.into()).is_some()).await, "{:?}", log.all());
+    r.send(INITIALIZED.as_bytes().to_vec()).unwrap();
+}
+
+/// Only these header fields may reach a remote server.
+const ALLOWED: &[&str] =
+    &["host", "user-agent", "accept", "authorization", "content-type", "content-length", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
+
+// covers: streamable-http-client-post-every-message
+// covers: streamable-http-client-accept-both
+// covers: streamable-http-client-supports-json-and-sse
+// covers: streamable-http-client-echoes-session
+// covers: streamable-http-protocol-version-header-is-negotiated
+// covers: lifecycle-http-protocol-version-header
+// covers: streamable-http-sse-comment-keepalive
+// covers: streamable-http-client-may-get
+// covers: streamable-http-get-accept-sse
+// covers: streamable-http-client-delete-session
+// covers: streamable-http-post-body-single
+#[test]
+fn streamable_http_json_sse_session_version_and_delete() {
+    let srv = Server::start(|req| match (req.method.as_str(), req.rpc_method().as_str()) {
+        ("POST", "initialize") => Reply::Json(200, vec![("mcp-session-id", "sess-1".into())], init_result("2025-06-18")),
+        ("POST", "notifications/initialized") => Reply::Status(202),
+        ("GET", _) => Reply::Status(405),
+        ("POST", "tools/list") => sse(
+            vec![
+                ": keep-alive comment\n\n".into(),
+                "retry: 500\nid: ev-1\n".into(),
+                // A server→client request first, split over two data lines.
+                "data: {\"jsonrpc\":\"2.0\",\"id\":\"srv-1\",\n".into(),
+                "data: \"method\":\"roots/list\"}\n\n".into(),
+                "<sleep 50>".into(),
+                format!("id: ev-2\ndata: {}\n\n", tools_result(&req.rpc_id())),
+            ],
+        ),
+        ("POST", "tools/call") => Reply::Json(200, vec![], format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[]}}}}"#, req.rpc_id())),
+        ("POST", "") => Reply::Status(202), // the hub's answer to roots/list
+        ("DELETE", _) => Reply::Status(204),
+        _ => Reply::Status(500),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        handshake(&r, &log).await;
+        r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
+        let msgs = log.msgs();
+        let srv_req = msgs.iter().find(|m| m["id"] == "srv-1").expect("server request delivered");
+        assert_eq!(srv_req["method"], "roots/list");
+        r.send(br#"{"jsonrpc":"2.0","id":"srv-1","result":{"roots":[]}}"#.to_vec()).unwrap();
+        r.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#.to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(2.into()).is_some()).await, "{:?}", log.all());
+        assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
+        r.shutdown();
+        task.await;
+        assert_eq!(log.all().last().unwrap(), "exited stopped");
+        assert_eq!(log.count("msg"), 4, "{:?}", log.all());
+
+        let reqs = srv.requests();
+        let kinds: Vec<String> = reqs.iter().map(|q| format!("{} {}", q.method, q.rpc_method())).collect();
+        assert!(kinds.starts_with(&["POST initialize".into(), "POST notifications/initialized".into()]), "{kinds:?}");
+        assert_eq!(kinds.last().unwrap(), "DELETE ");
+        for q in &reqs {
+            assert_eq!(q.target, "/mcp");
+            assert_eq!(q.header("authorization"), Some("Bearer s3cret"), "{q:?}");
+            for (n, _) in &q.headers {
+                assert!(ALLOWED.contains(&n.as_str()), "header {n} sent upstream: {q:?}");
+            }
+            match q.method.as_str() {
+                "POST" => {
+                    assert_eq!(q.header("accept"), Some("application/json, text/event-stream"));
+                    assert_eq!(q.header("content-type"), Some("application/json"));
+                    assert!(q.json().is_object(), "one message per POST: {}", q.body);
+                }
+                "GET" => assert_eq!(q.header("accept"), Some("text/event-stream")),
+                _ => {}
+            }
+            if q.rpc_method() == "initialize" {
+                assert_eq!(q.header("mcp-session-id"), None);
+                assert_eq!(q.header("mcp-protocol-version"), None);
+            } else {
+                assert_eq!(q.header("mcp-session-id"), Some("sess-1"), "{q:?}");
+                assert_eq!(q.header("mcp-protocol-version"), Some("2025-06-18"), "{q:?}");
+            }
+        }
+        // The answer to the server's request went back as a POST.
+        assert!(reqs.iter().any(|q| q.method == "POST" && q.json()["id"] == "srv-1" && q.json()["result"].is_object()));
+        // The GET came only after notifications/initialized was accepted.
+        let get = reqs.iter().position(|q| q.method == "GET").unwrap();
+        assert!(get > 1);
+    });
+}
+
+// covers: streamable-http-client-reinit-on-404
+#[test]
+fn expired_session_reinitializes_once_and_retries() {
+    let sessions = Arc::new(StdMutex::new(0u32));
+    let s2 = sessions.clone();
+    let srv = Server::start(move |req| {
+        let mut n = s2.lock().unwrap();
+        match (req.method.as_str(), req.rpc_method().as_str()) {
+            ("POST", "initialize") => {
+                *n += 1;
+                Reply::Json(200, vec![("mcp-session-id", format!("sess-{n}"))], init_result("2025-03-26"))
+            }
+            ("GET", _) => Reply::Status(405),
+            // The first session expires as soon as it is used for a request.
+            (_, _) if req.header("mcp-session-id") == Some("sess-1") && req.rpc_method() == "tools/list" => Reply::Status(404),
+            ("POST", "notifications/initialized") => Reply::Status(202),
+            ("POST", "tools/list") => Reply::Json(200, vec![], tools_result(&req.rpc_id())),
+            _ => Reply::Status(204),
+        }
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        handshake(&r, &log).await;
+        r.send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#.to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(7.into()).is_some()).await, "{:?}", log.all());
+        assert!(log.answer(7.into()).unwrap()["result"].is_object());
+        r.shutdown();
+        task.await;
+        // The hub saw one initialize result only, and no error.
+        assert_eq!(log.msgs().iter().filter(|m| m["id"] == 0).count(), 1);
+        let seq: Vec<String> = srv
+            .requests()
+            .iter()
+            .filter(|q| q.method == "POST")
+            .map(|q| format!("{} {}", q.rpc_method(), q.header("mcp-session-id").unwrap_or("-")))
+            .collect();
+        assert_eq!(
+            seq,
+            [
+                "initialize -",
+                "notifications/initialized sess-1",
+                "tools/list sess-1",
+                "initialize -",
+                "notifications/initialized sess-2",
+                "tools/list sess-2",
+            ]
+        );
+        assert_eq!(srv.requests().last().unwrap().header("mcp-session-id"), Some("sess-2"));
+    });
+}
+
+// covers: streamable-http-client-resume-with-last-event-id
+// covers: streamable-http-client-polls-after-close
+// covers: streamable-http-client-respects-retry
+// covers: streamable-http-multiple-streams
+#[test]
+fn get_stream_and_cut_post_stream_resume_with_last_event_id() {
+    let gets = Arc::new(StdMutex::new(Vec::<(Instant, Option<String>)>::new()));
+    let g2 = gets.clone();
+    let srv = Server::start(move |req| match (req.method.as_str(), req.rpc_method().as_str()) {
+        ("POST", "initialize") => Reply::Json(200, vec![("mcp-session-id", "s".into())], init_result("2025-11-25")),
+        ("POST", "notifications/initialized") => Reply::Status(202),
+        // The POST stream is cut after a priming event, before the response.
+        ("POST", "tools/list") => sse(vec!["id: post-1\nretry: 150\ndata:\n\n".into()]),
+        ("GET", _) => {
+            let last = req.header("last-event-id").map(str::to_string);
+            g2.lock().unwrap().push((Instant::now(), last.clone()));
+            match last.as_deref() {
+                // The standalone stream: one notification, then closed.
+                None => sse(
+                    vec!["retry: 100\nid: get-1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n".into()],
+                ),
+                Some("post-1") => sse(vec![format!("id: post-2\ndata: {}\n\n", tools_result(&3.into()))]),
+                // The standalone stream, resumed: stays quiet.
+                Some(_) => sse(vec!["<sleep 3000>".into()]),
+            }
+        }
+        _ => Reply::Status(202),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        handshake(&r, &log).await;
+        assert!(until(Duration::from_secs(5), || log.msgs().iter().any(|m| m["method"] == "notifications/tools/list_changed")).await);
+        r.send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#.to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(3.into()).is_some()).await, "{:?}", log.all());
+        assert!(until(Duration::from_secs(5), || gets.lock().unwrap().iter().any(|g| g.1.as_deref() == Some("get-1"))).await);
+        r.shutdown();
+        task.await;
+        let gets = gets.lock().unwrap().clone();
+        let first = gets.iter().find(|g| g.1.is_none()).unwrap().0;
+        let resumed = gets.iter().find(|g| g.1.as_deref() == Some("get-1")).unwrap().0;
+        assert!(resumed - first >= Duration::from_millis(100), "retry: 100 respected");
+        assert!(gets.iter().any(|g| g.1.as_deref() == Some("post-1")), "{gets:?}");
+    });
+}
+
+// covers: http-sse-client-backcompat-probe-400-404-405
+// covers: http-sse-client-post-to-endpoint
+#[test]
+fn falls_back_to_http_sse_on_405() {
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let rx = Arc::new(StdMutex::new(rx));
+    let srv = Server::start(move |req| match (req.method.as_str(), req.target.as_str()) {
+        ("POST", "/mcp") => Reply::Status(405),
+        ("GET", "/mcp") => {
+            // The stream: the endpoint, then whatever the POSTs produce,
+            // until the answer to tools/list.
+            let rx = rx.clone();
+            let first = std::iter::once("event: endpoint\ndata: /messages?sessionId=abc\n\n".to_string());
+            let rest = std::iter::from_fn(move || {
+                let m = rx.lock().unwrap().recv_timeout(Duration::from_secs(5)).ok()?;
+                (m != "END").then(|| format!("event: message\ndata: {m}\n\n"))
+            });
+            Reply::Sse(vec![], Box::new(first.chain(rest)))
+        }
+        ("POST", "/messages?sessionId=abc") => {
+            let m = req.json();
+            if m["method"] == "initialize" {
+                tx.send(init_result("2024-11-05")).unwrap();
+            } else if m["method"] == "tools/list" {
+                tx.send(tools_result(&m["id"])).unwrap();
+                tx.send("END".into()).unwrap();
+            }
+            Reply::Status(202)
+        }
+        _ => Reply::Status(404),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        r.send(INIT.as_bytes().to_vec()).unwrap();
+        r.send(INITIALIZED.as_bytes().to_vec()).unwrap();
+        r.send(br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#.to_vec()).unwrap();
+        assert!(until(Duration::from_secs(10), || log.answer(4.into()).is_some()).await, "{:?}", log.all());
+        assert_eq!(log.answer(0.into()).unwrap()["result"]["protocolVersion"], "2024-11-05");
+        // The stream's end ends the session; it is then tried again.
+        assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await, "{:?}", log.all());
+        r.shutdown();
+        task.await;
+        let reqs = srv.requests();
+        let posts: Vec<&Req> = reqs.iter().filter(|q| q.target.starts_with("/messages")).collect();
+        assert_eq!(posts.len(), 3);
+        for q in &reqs {
+            assert_eq!(q.header("authorization"), Some("Bearer s3cret"));
+            assert_eq!(q.header("mcp-session-id"), None);
+        }
+    });
+}
+
+#[test]
+fn refuses_an_endpoint_on_another_origin() {
+    let srv = Server::start(move |req| match req.method.as_str() {
+        "POST" => Reply::Status(404),
+        _ => sse(vec!["event: endpoint\ndata: http://127.0.0.2:1/steal\n\n".into(), "<sleep 2000>".into()]),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        r.send(INIT.as_bytes().to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await);
+        r.shutdown();
+        task.await;
+        assert!(log.all().iter().any(|e| e.contains("another origin")), "{:?}", log.all());
+        assert!(srv.requests().iter().all(|q| !q.target.contains("steal")));
+    });
+}
+
+#[test]
+fn slow_answers_time_out_and_http_errors_become_jsonrpc_errors() {
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "initialize" => Reply::Json(200, vec![], init_result("2025-06-18")),
+        "notifications/initialized" => Reply::Status(202),
+        "slow" => Reply::Silence(3000),
+        "unauthorized" => Reply::Status(401),
+        "rpcerror" => Reply::Json(
+            400,
+            vec![],
+            format!(r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32602,"message":"bad"}}}}"#, req.rpc_id()),
+        ),
+        _ if req.method == "GET" => Reply::Status(405),
+        _ => Reply::Status(500),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let mut s = spec(&srv.url);
+        s.timeout_ms = 300;
+        let (r, task) = spawn(&ex, 0, s, fast(), log.clone());
+        handshake(&r, &log).await;
+        let t0 = Instant::now();
+        r.send(br#"{"jsonrpc":"2.0","id":10,"method":"slow"}"#.to_vec()).unwrap();
+        r.send(br#"{"jsonrpc":"2.0","id":11,"method":"unauthorized"}"#.to_vec()).unwrap();
+        r.send(br#"{"jsonrpc":"2.0","id":12,"method":"rpcerror"}"#.to_vec()).unwrap();
+        r.send(br#"{"jsonrpc":"2.0","id":13,"method":"other"}"#.to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(10.into()).is_some()).await, "{:?}", log.all());
+        let waited = t0.elapsed();
+        assert!(waited >= Duration::from_millis(300) && waited < Duration::from_millis(2500), "{waited:?}");
+        let msg = |id: i32| log.answer(id.into()).unwrap()["error"]["message"].as_str().unwrap_or("").to_string();
+        assert!(msg(10).contains("server remote") && msg(10).contains("no response within"), "{}", msg(10));
+        assert!(msg(11).contains("HTTP 401") && msg(11).contains("headers"), "{}", msg(11));
+        assert_eq!(log.answer(12.into()).unwrap()["error"]["code"], -32602);
+        assert!(msg(13).contains("HTTP 500"), "{}", msg(13));
+        // None of this ends the session.
+        assert_eq!(log.count("exited"), 0);
+        r.shutdown();
+        task.await;
+    });
+}
+
+#[test]
+fn connection_refused_is_retried_with_backoff_and_recovers() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let t0 = Instant::now();
+        let (r, task) = spawn(&ex, 0, spec(&url), fast(), log.clone());
+        assert!(until(Duration::from_secs(5), || log.count("exited") >= 4).await);
+        // 50 + 100 + 200 ms of backoff at least.
+        assert!(t0.elapsed() >= Duration::from_millis(350), "{:?}", t0.elapsed());
+        assert_eq!(log.count("started"), 0);
+        assert!(log.all()[0].starts_with("exited unreachable: cannot connect to 127.0.0.1"), "{:?}", log.all());
+        assert!(r.send(b"{}".to_vec()).is_err());
+        // The server comes up: the next attempt starts a session.
+        let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) else { return };
+        let _srv = Server::start_on(listener, Arc::new(|_: &Req| Reply::Status(202)), None);
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        r.shutdown();
+        task.await;
+    });
+}
+
+#[test]
+fn one_unreachable_server_does_not_affect_another() {
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "initialize" => Reply::Json(200, vec![], init_result("2025-06-18")),
+        "tools/list" => Reply::Json(200, vec![], tools_result(&req.rpc_id())),
+        _ if req.method == "GET" => Reply::Status(405),
+        _ => Reply::Status(202),
+    });
+    let url = srv.url.clone();
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&url), fast(), log.clone());
+        handshake(&r, &log).await;
+        // Nothing listens on port 1.
+        let mut s = spec("http://127.0.0.1:1/mcp");
+        s.name = "gone".into();
+        let (r2, task2) = spawn(&ex, 1, s, fast(), log.clone());
+        assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
+        // The first one is unaffected.
+        r.send(br#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#.to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(5.into()).is_some()).await, "{:?}", log.all());
+        assert_eq!(log.count("started"), 1);
+        r2.shutdown();
+        task2.await;
+        r.shutdown();
+        task.await;
+    });
+}
+
+#[test]
+fn config_checks() {
+    let mut s = spec("http://127.0.0.1:9/mcp");
+    assert!(s.check().is_ok());
+    s.headers = vec![("Mcp-Session-Id".into(), "x".into())];
+    assert!(s.check().unwrap_err().contains("set by mcpx"));
+    s.headers = vec![("X-Key".into(), "a\r\nInjected: 1".into())];
+    assert!(s.check().unwrap_err().contains("line break"));
+    s.headers = vec![("bad name".into(), "x".into())];
+    assert!(s.check().is_err());
+    s.headers = vec![];
+    s.ca_file = Some("/nonexistent/ca.pem".into());
+    assert!(s.check().unwrap_err().contains("https"));
+    s.url = "https://127.0.0.1:9/mcp".into();
+    #[cfg(feature = "tls")]
+    assert!(s.check().unwrap_err().contains("caFile"));
+    #[cfg(not(feature = "tls"))]
+    assert!(s.check().unwrap_err().contains("without TLS"));
+    s.url = "ftp://x/".into();
+    assert!(s.check().unwrap_err().contains("scheme"));
+}
+
+#[cfg(feature = "tls")]
+mod tls {
+    use super::*;
+
+    /// A CA and a certificate for `localhost` signed by it.
+    fn pki() -> (String, Arc<rustls::ServerConfig>) {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(DnType::CommonName, "mcpx test CA");
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["localhost".to_string()]).unwrap().signed_by(&key, &ca, &ca_key).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let cfg = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls_pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap();
+        (ca.pem(), Arc::new(cfg))
+    }
+
+    #[test]
+    fn https_with_a_private_ca_file_and_sni() {
+        let (ca_pem, cfg) = pki();
+        let dir = std::env::temp_dir().join(format!("mcpx-remote-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca_file = dir.join("ca.pem");
+        std::fs::write(&ca_file, ca_pem).unwrap();
+        let handler: Arc<Handler> = Arc::new(|req: &Req| match (req.method.as_str(), req.rpc_method().as_str()) {
+            ("POST", "initialize") => Reply::Json(200, vec![("mcp-session-id", "tls-1".into())], init_result("2025-11-25")),
+            ("GET", _) => Reply::Status(405),
+            ("POST", "tools/list") => Reply::Json(200, vec![], tools_result(&req.rpc_id())),
+            _ => Reply::Status(202),
+        });
+        let srv = Server::start_on(TcpListener::bind("127.0.0.1:0").unwrap(), handler, Some(cfg));
+        let url = format!("https://localhost:{}/mcp", srv.port);
+        run(Duration::from_secs(20), |ex| async move {
+            // Without the CA file the certificate is refused.
+            let log = Rc::new(Log::default());
+            let (r, task) = spawn(&ex, 0, spec(&url), fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
+            r.shutdown();
+            task.await;
+            assert!(log.all()[0].contains("TLS handshake"), "{:?}", log.all());
+            assert_eq!(log.count("started"), 0);
+
+            let log = Rc::new(Log::default());
+            let mut s = spec(&url);
+            s.ca_file = Some(ca_file.clone());
+            let (r, task) = spawn(&ex, 0, s, fast(), log.clone());
+            handshake(&r, &log).await;
+            r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
+            assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
+            r.shutdown();
+            task.await;
+            let all = srv.log.lock().unwrap().clone();
+            assert!(all.iter().any(|q| q.method == "TLS" && q.target == "localhost"), "SNI sent");
+            let reqs = srv.requests();
+            assert!(reqs.iter().all(|q| q.header("authorization") == Some("Bearer s3cret")));
+            assert_eq!(reqs.iter().find(|q| q.rpc_method() == "tools/list").unwrap().header("mcp-session-id"), Some("tls-1"));
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_server_answering_get_with_404_is_not_reinitialized() {
+    let srv = Server::start(|req| match (req.method.as_str(), req.rpc_method().as_str()) {
+        ("POST", "initialize") => Reply::Json(200, vec![("mcp-session-id", "s".into())], init_result("2025-06-18")),
+        ("POST", "tools/list") => Reply::Json(200, vec![], tools_result(&req.rpc_id())),
+        ("POST", _) => Reply::Status(202),
+        _ => Reply::Status(404),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        handshake(&r, &log).await;
+        assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
+        Timer::after(Duration::from_millis(200)).await;
+        r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
+        r.shutdown();
+        task.await;
+        let reqs = srv.requests();
+        assert_eq!(reqs.iter().filter(|q| q.rpc_method() == "initialize").count(), 1);
+        assert_eq!(reqs.iter().filter(|q| q.method == "GET").count(), 1);
+    });
+}
+
+#[test]
+fn limits_on_heads_bodies_and_events_and_other_framings() {
+    let srv = Server::start(|req| {
+        let id = req.rpc_id();
+        match req.rpc_method().as_str() {
+            "initialize" => Reply::Json(200, vec![("mcp-session-id", "s".into())], init_result("2025-06-18")),
+            "notifications/initialized" => Reply::Status(202),
+            // HTTP/1.0, body until close.
+            "close" => Reply::Raw(format!("HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{}", tools_result(&id)).into_bytes()),
+            "bighead" => Reply::Raw(format!("HTTP/1.1 200 OK\r\nx-pad: {}\r\n\r\n", "a".repeat(70_000)).into_bytes()),
+            "bigbody" => Reply::Json(200, vec![], format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"pad":"{}"}}}}"#, "a".repeat(5000))),
+            "bigevent" => sse(vec![
+                format!("data: {{\"pad\":\"{}\"}}\n\n", "a".repeat(5000)),
+                format!("data: {}\n\n", tools_result(&id)),
+            ]),
+            "smuggle" => Reply::Raw(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n".to_vec()),
+            _ if req.method == "GET" => Reply::Status(405),
+            _ => Reply::Status(202),
+        }
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let opts = Options { max_message: 4096, ..fast() };
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), opts, log.clone());
+        handshake(&r, &log).await;
+        for (id, m) in [(1, "close"), (2, "bighead"), (3, "bigbody"), (4, "bigevent"), (5, "smuggle")] {
+            r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
+        }
+        assert!(until(Duration::from_secs(5), || (1..=5).all(|i| log.answer(i.into()).is_some())).await, "{:?}", log.all());
+        let err = |id: i32| log.answer(id.into()).unwrap()["error"]["message"].as_str().unwrap_or("").to_string();
+        assert!(log.answer(1.into()).unwrap()["result"].is_object());
+        assert!(err(2).contains("response head is over the 65536-byte limit"), "{}", err(2));
+        assert!(err(3).contains("over the 4096-byte limit"), "{}", err(3));
+        assert!(log.answer(4.into()).unwrap()["result"].is_object());
+        assert_eq!(log.count("garbage SSE event of"), 1, "{:?}", log.all());
+        assert!(err(5).contains("framing"), "{}", err(5));
+        assert_eq!(log.count("exited"), 0);
+        r.shutdown();
+        task.await;
+    });
+}
+
+#[test]
+fn keep_alive_connections_are_reused() {
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "initialize" => Reply::Json(200, vec![], init_result("2025-06-18")),
+        "tools/list" => Reply::Json(200, vec![], tools_result(&req.rpc_id())),
+        _ if req.method == "GET" => Reply::Status(405),
+        _ => Reply::Status(202),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        handshake(&r, &log).await;
+        for id in 1..=10 {
+            r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#).into_bytes()).unwrap();
+            assert!(until(Duration::from_secs(5), || log.answer(id.into()).is_some()).await);
+        }
+        r.shutdown();
+        task.await;
+        let reqs = srv.requests();
+        let conns: std::collections::BTreeSet<usize> = reqs.iter().map(|q| q.conn).collect();
+        assert!(conns.len() <= 2, "{} requests on {} connections", reqs.len(), conns.len());
+    });
+}
+
+#[test]
+fn an_invalid_session_id_is_not_echoed() {
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "initialize" => Reply::Raw(
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: a b\r\ncontent-length: {}\r\n\r\n{}", init_result("2025-06-18").len(), init_result("2025-06-18")).into_bytes(),
+        ),
+        _ => Reply::Status(202),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        r.send(INIT.as_bytes().to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await, "{:?}", log.all());
+        r.shutdown();
+        task.await;
+        assert!(log.all().iter().any(|e| e.contains("Mcp-Session-Id")), "{:?}", log.all());
+    });
+}
+
+#[test]
+fn a_server_that_goes_away_ends_the_session_without_waiting_for_a_request() {
+    let srv = Server::start(|req| match (req.method.as_str(), req.rpc_method().as_str()) {
+        ("POST", "initialize") => Reply::Json(200, vec![("mcp-session-id", "s".into())], init_result("2025-06-18")),
+        ("POST", _) => Reply::Status(202),
+        // The standalone stream drops after a while, like a server going down.
+        ("GET", _) => sse(vec!["retry: 10\n\n".into(), "<sleep 300>".into()]),
+        _ => Reply::Status(204),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone());
+        handshake(&r, &log).await;
+        assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
+        srv.stop();
+        assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await, "{:?}", log.all());
+        assert!(log.all().iter().any(|e| e.starts_with("exited unreachable: cannot connect")), "{:?}", log.all());
+        r.shutdown();
+        task.await;
+    });
+}
