@@ -1,14 +1,24 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`,
-//! pinned in `tests/peers/`) against `mcpx serve --http`, with
-//! `mcpx example-server` (which carries the suite's fixture names) as the
-//! single upstream, exposed without a prefix.
+//! pinned in `tests/peers/`) against mcpx, on both sides.
 //!
-//! Each test runs one `--requirements <set>` run of the suite's server
-//! scenarios and writes its results to `target/conformance/<set>/<leg>/`,
-//! where `conformance docs` reads them for `docs/conformance.md`. A test
-//! passes when the suite exits 0 and every scored scenario of the set has no
-//! FAILURE check and at least one SUCCESS (the suite's tier-check rule).
-//! There is no expected-failures baseline.
+//! Server legs: `mcpx serve --http` with `mcpx example-server` (which carries
+//! the suite's fixture names) as the single upstream, exposed without a
+//! prefix. Each test is one `--requirements <set>` run of the suite's server
+//! scenarios. It passes when the suite exits 0 and every scored scenario of
+//! the set has no FAILURE check and at least one SUCCESS (the suite's
+//! tier-check rule).
+//!
+//! Client legs: one client scenario per test (`client --scenario S
+//! --spec-version <set>`); `tests/drivers/suite_client.mjs` starts
+//! `mcpx serve` on stdio with the suite's test server as its one remote
+//! upstream and performs the scenario through mcpx with the TypeScript SDK
+//! client, so the requests the test server sees are mcpx's. It passes when
+//! the suite exits 0 (no FAILURE, no WARNING, the driver exited 0) and the
+//! scenario has at least one SUCCESS.
+//!
+//! Results go to `target/conformance/<set>/<leg>/`, where `conformance docs`
+//! reads them for `docs/conformance.md`. There is no expected-failures
+//! baseline.
 
 use mcpx_tests::*;
 use serde_json::{json, Value};
@@ -22,6 +32,9 @@ const LEGACY_ONLY: &str = "2024-11-05,2025-03-26,2025-06-18,2025-11-25";
 
 /// A whole `--requirements` run takes seconds; this is the hard limit.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(150);
+
+/// The suite gives a client 30 s per scenario; this is the hard limit.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
 
 fn suite_package() -> PathBuf {
     let dir = repo_root().join(".peers/node/node_modules/@modelcontextprotocol/conformance");
@@ -267,4 +280,123 @@ fn server_2025_11_25() {
 fn server_2025_11_25_legacy_upstream() {
     let (_cfg, http) = hub_over_example_server(&["--revisions", LEGACY_ONLY]);
     run_server_leg("2025-11-25", "server-legacy-upstream", &http.url);
+}
+
+/// Runs client scenario `scenario` of requirement set `set` with mcpx as the
+/// client (through `tests/drivers/suite_client.mjs`), leaving the result in
+/// `target/conformance/<set>/client/<scenario>-<timestamp>/` (older results
+/// of this scenario are removed first), and asserts that it passed.
+fn run_client_leg(set: &str, scenario: &str) {
+    let pkg = suite_package();
+    let out = repo_root()
+        .join("target/conformance")
+        .join(set)
+        .join("client");
+    std::fs::create_dir_all(&out).unwrap();
+    for ent in std::fs::read_dir(&out).unwrap().flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        let ts = "2026-08-07T12-00-00-000Z".len();
+        if name.len() == scenario.len() + 1 + ts && name.starts_with(&format!("{scenario}-")) {
+            let _ = std::fs::remove_dir_all(ent.path());
+        }
+    }
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    // The suite splits the command at spaces and appends the test server's URL.
+    let command = [s(&node()), s(&driver("suite_client.mjs")), s(mcpx())];
+    assert!(
+        command.iter().all(|p| !p.contains(' ')),
+        "the suite splits --command at spaces; these paths must have none: {command:?}"
+    );
+    let argv = vec![
+        s(&node()),
+        s(&pkg.join("dist/index.js")),
+        "client".into(),
+        "--command".into(),
+        command.join(" "),
+        "--scenario".into(),
+        scenario.into(),
+        "--spec-version".into(),
+        set.into(),
+        "-o".into(),
+        s(&out),
+    ];
+    let run = run_argv(&argv, CLIENT_TIMEOUT);
+    let results = read_results(&out, "");
+    let r = results.get(scenario);
+    let tally = run
+        .stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("Passed:"))
+        .unwrap_or("Passed: (not printed)");
+    println!(
+        "conformance suite, {set} client scenario {scenario} with mcpx as the client: {tally}; suite exit {:?}",
+        run.code
+    );
+    if let Some(r) = r {
+        println!(
+            "  {} success, {} failure, {} warning, {} other{}",
+            r.success,
+            r.failure.len(),
+            r.warning.len(),
+            r.other,
+            if r.warning.is_empty() {
+                String::new()
+            } else {
+                format!(" [warnings: {}]", r.warning.join(", "))
+            }
+        );
+    }
+    let passed = r.is_some_and(|r| r.failure.is_empty() && r.warning.is_empty() && r.success > 0);
+    assert!(
+        passed && run.code == Some(0),
+        "conformance suite client scenario {scenario} ({set}) with mcpx as the client: exit {:?}{}\n{}\n\nsuite stderr (tail):\n{}\nstdout:\n{}",
+        run.code,
+        if run.timed_out { " (killed: timeout)" } else { "" },
+        match r {
+            None => "no result was written".to_string(),
+            Some(r) => format!("failures: {:?}; warnings: {:?}; successes: {}", r.failure, r.warning, r.success),
+        },
+        tail_of(&run.stderr, 8000),
+        tail_of(&run.stdout, 2000),
+    );
+}
+
+// mcp-client-initialization: mcpx's initialize to the upstream carries the
+// requested revision and a clientInfo name and version.
+// covers: lifecycle-client-sends-initialize, lifecycle-client-sends-supported-version, lifecycle-implementation-name-version-required
+#[test]
+fn client_2025_11_25_initialize() {
+    run_client_leg("2025-11-25", "initialize");
+}
+
+// tool-add-numbers, and wire-schema-valid on every message mcpx sent.
+// covers: messages-all-messages-follow-jsonrpc-2
+#[test]
+fn client_2025_11_25_tools_call() {
+    run_client_leg("2025-11-25", "tools_call");
+}
+
+// The test server's elicitation/create reaches the SDK client through mcpx
+// and the accepted content (defaults applied by the SDK) comes back.
+#[test]
+fn client_2025_11_25_elicitation_sep1034_client_defaults() {
+    run_client_leg("2025-11-25", "elicitation-sep1034-client-defaults");
+}
+
+// The test server closes the tools/call SSE stream after a priming event
+// with retry 500 ms: mcpx reconnects with GET after that delay, sending
+// Last-Event-ID, and gets the result there.
+// covers: streamable-http-client-polls-after-close, streamable-http-client-respects-retry, streamable-http-client-resume-with-last-event-id
+#[test]
+fn client_2025_11_25_sse_retry() {
+    run_client_leg("2025-11-25", "sse-retry");
+}
+
+// A tool whose inputSchema has a $ref to a network URI: mcpx lists it
+// without fetching that URI.
+// covers: json-schema-no-network-ref
+#[test]
+fn client_2026_07_28_json_schema_ref_no_deref() {
+    run_client_leg("2026-07-28", "json-schema-ref-no-deref");
 }
