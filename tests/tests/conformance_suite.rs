@@ -110,8 +110,13 @@ struct ScenarioResult {
 }
 
 /// Every `<leg>-<scenario>-<timestamp>/checks.json` under `dir`, by scenario
-/// (the newest run of a scenario wins).
-fn read_results(dir: &Path, leg_prefix: &str) -> BTreeMap<String, ScenarioResult> {
+/// (the newest run of a scenario wins); only scenario `only` when given
+/// (other tests may be writing other scenarios' results beside it).
+fn read_results(
+    dir: &Path,
+    leg_prefix: &str,
+    only: Option<&str>,
+) -> BTreeMap<String, ScenarioResult> {
     let mut out: BTreeMap<String, ScenarioResult> = BTreeMap::new();
     let entries = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("the suite wrote no results to {}: {e}", dir.display()));
@@ -133,6 +138,9 @@ fn read_results(dir: &Path, leg_prefix: &str) -> BTreeMap<String, ScenarioResult
             .and_then(|h| h.strip_prefix(leg_prefix))
             .unwrap_or_else(|| panic!("unexpected result directory {dname}"))
             .to_string();
+        if only.is_some_and(|o| o != scenario) {
+            continue;
+        }
         let text = std::fs::read_to_string(&file).unwrap();
         let checks: Value = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
@@ -184,7 +192,7 @@ fn run_server_leg(set: &str, leg: &str, url: &str) {
     ];
     let run = run_argv(&argv, SUITE_TIMEOUT);
 
-    let results = read_results(&out, "server-");
+    let results = read_results(&out, "server-", None);
     let scored = scored_server_scenarios(set);
     let mut problems = Vec::new();
     let mut passed = 0;
@@ -321,7 +329,7 @@ fn run_client_leg(set: &str, scenario: &str) {
         s(&out),
     ];
     let run = run_argv(&argv, CLIENT_TIMEOUT);
-    let results = read_results(&out, "");
+    let results = read_results(&out, "", Some(scenario));
     let r = results.get(scenario);
     let tally = run
         .stderr
