@@ -526,26 +526,22 @@ impl<'a> JsonValue<'a> {
 
     /// Iterates the members of an object (empty for any other kind).
     pub fn members(&self) -> Members<'a> {
-        let pos = if self.kind == Kind::Object {
-            self.span.start + 1
-        } else {
-            self.span.end
-        };
-        Members {
-            buf: self.buf,
-            pos,
-            end: self.span.end,
-        }
+        Members(self.items(Kind::Object))
     }
 
     /// Iterates the elements of an array (empty for any other kind).
     pub fn elements(&self) -> Elements<'a> {
-        let pos = if self.kind == Kind::Array {
+        Elements(self.items(Kind::Array))
+    }
+
+    /// The items of a container of `kind` (none for any other kind).
+    fn items(&self, kind: Kind) -> Items<'a> {
+        let pos = if self.kind == kind {
             self.span.start + 1
         } else {
             self.span.end
         };
-        Elements {
+        Items {
             buf: self.buf,
             pos,
             end: self.span.end,
@@ -620,87 +616,91 @@ pub struct Member<'a> {
     pub value: JsonValue<'a>,
 }
 
-/// Iterator over an object's members; see [`JsonValue::members`].
+/// Where an iteration over a container's items stands.
 #[derive(Debug, Clone)]
-pub struct Members<'a> {
+struct Items<'a> {
     buf: &'a [u8],
     pos: usize,
     end: usize,
 }
 
-impl<'a> Members<'a> {
-    fn step(&mut self) -> Option<Member<'a>> {
+impl<'a> Items<'a> {
+    /// The next item, read by `item` from its first byte (giving the item
+    /// and where it ends); `None` at `close`, at malformed input, and ever
+    /// after either.
+    fn next_with<T>(
+        &mut self,
+        close: u8,
+        item: impl FnOnce(&'a [u8], usize) -> Option<(T, usize)>,
+    ) -> Option<T> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let next = self.step(close, item);
+        if next.is_none() {
+            self.pos = self.end;
+        }
+        next
+    }
+
+    fn step<T>(
+        &mut self,
+        close: u8,
+        item: impl FnOnce(&'a [u8], usize) -> Option<(T, usize)>,
+    ) -> Option<T> {
         let pos = skip_ws(self.buf, self.pos);
         let pos = match *self.buf.get(pos)? {
-            b'}' => return None,
+            b if b == close => return None,
             b',' => skip_ws(self.buf, pos + 1),
             _ => pos,
         };
-        let (key_span, escaped) = trusted_string(self.buf, pos);
-        let colon = skip_ws(self.buf, key_span.end);
-        if self.buf.get(colon) != Some(&b':') {
-            return None;
-        }
-        let value = trusted_value(self.buf, skip_ws(self.buf, colon + 1))?;
-        self.pos = value.span.end;
-        let raw = Span::new(key_span.start + 1, key_span.end.saturating_sub(1)).slice(self.buf);
-        Some(Member {
-            key: JsonStr { raw, escaped },
-            key_span,
-            value,
-        })
+        let (t, end) = item(self.buf, pos)?;
+        self.pos = end;
+        Some(t)
     }
 }
+
+/// Iterator over an object's members; see [`JsonValue::members`].
+#[derive(Debug, Clone)]
+pub struct Members<'a>(Items<'a>);
 
 impl<'a> Iterator for Members<'a> {
     type Item = Member<'a>;
 
     fn next(&mut self) -> Option<Member<'a>> {
-        if self.pos >= self.end {
-            return None;
-        }
-        let item = self.step();
-        if item.is_none() {
-            self.pos = self.end;
-        }
-        item
+        self.0.next_with(b'}', |buf, pos| {
+            let (key_span, escaped) = trusted_string(buf, pos);
+            let colon = skip_ws(buf, key_span.end);
+            if buf.get(colon) != Some(&b':') {
+                return None;
+            }
+            let value = trusted_value(buf, skip_ws(buf, colon + 1))?;
+            let raw = Span::new(key_span.start + 1, key_span.end.saturating_sub(1)).slice(buf);
+            let end = value.span.end;
+            Some((
+                Member {
+                    key: JsonStr { raw, escaped },
+                    key_span,
+                    value,
+                },
+                end,
+            ))
+        })
     }
 }
 
 /// Iterator over an array's elements; see [`JsonValue::elements`].
 #[derive(Debug, Clone)]
-pub struct Elements<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    end: usize,
-}
-
-impl<'a> Elements<'a> {
-    fn step(&mut self) -> Option<JsonValue<'a>> {
-        let pos = skip_ws(self.buf, self.pos);
-        let pos = match *self.buf.get(pos)? {
-            b']' => return None,
-            b',' => skip_ws(self.buf, pos + 1),
-            _ => pos,
-        };
-        let value = trusted_value(self.buf, pos)?;
-        self.pos = value.span.end;
-        Some(value)
-    }
-}
+pub struct Elements<'a>(Items<'a>);
 
 impl<'a> Iterator for Elements<'a> {
     type Item = JsonValue<'a>;
 
     fn next(&mut self) -> Option<JsonValue<'a>> {
-        if self.pos >= self.end {
-            return None;
-        }
-        let item = self.step();
-        if item.is_none() {
-            self.pos = self.end;
-        }
-        item
+        self.0.next_with(b']', |buf, pos| {
+            let value = trusted_value(buf, pos)?;
+            Some((value, value.span.end))
+        })
     }
 }
 

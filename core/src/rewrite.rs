@@ -499,25 +499,27 @@ mod tests {
     #[test]
     fn set_nested_meta() {
         let meta = br#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
-        // No params at all.
-        let src = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-        let m = Envelope::parse(src).unwrap();
-        let out = apply(
-            src,
-            &[Splice::set_nested(&m.value(), "params", "_meta", meta)],
-        );
-        let back = Envelope::parse(&out).unwrap();
-        assert_eq!(back.meta().unwrap().bytes(), meta);
-        // Params without _meta.
-        let src = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#;
-        let m = Envelope::parse(src).unwrap();
-        let out = apply(
-            src,
-            &[Splice::set_nested(&m.value(), "params", "_meta", meta)],
-        );
-        let back = Envelope::parse(&out).unwrap();
-        assert_eq!(back.meta().unwrap().bytes(), meta);
-        assert_eq!(back.cursor().unwrap().bytes(), b"\"c\"");
+        for (src, cursor) in [
+            // No params at all.
+            (
+                &br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#[..],
+                None,
+            ),
+            // Params without _meta.
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#,
+                Some(&b"\"c\""[..]),
+            ),
+        ] {
+            let m = Envelope::parse(src).unwrap();
+            let out = apply(
+                src,
+                &[Splice::set_nested(&m.value(), "params", "_meta", meta)],
+            );
+            let back = Envelope::parse(&out).unwrap();
+            assert_eq!(back.meta().unwrap().bytes(), meta);
+            assert_eq!(back.cursor().map(|c| c.bytes()), cursor);
+        }
         // Progress token into an existing _meta.
         let src =
             br#"{"jsonrpc":"2.0","id":1,"method":"a","params":{"_meta":{"progressToken":"up"}}}"#;

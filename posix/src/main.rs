@@ -1,6 +1,7 @@
 //! `mcpx`: an MCP hub. See README.md.
 #[macro_use]
 mod log;
+mod backoff;
 mod cli;
 mod config;
 mod example;
@@ -13,6 +14,8 @@ mod remote;
 mod serve;
 mod stdio;
 mod supervise;
+#[cfg(test)]
+mod testing;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -22,7 +22,7 @@ use mcpx_core::envelope::{Envelope, Kind};
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
 use smol::stream::StreamExt as _;
-use smol::{LocalExecutor, Timer};
+use smol::{LocalExecutor, Task, Timer};
 
 use crate::cli::ServeArgs;
 use crate::config::{self, Config, Source};
@@ -548,6 +548,67 @@ pub struct Transports {
     pub http: Option<HttpConfig>,
 }
 
+/// Starts the transport of configured server `s` as upstream `id`.
+fn spawn_upstream(
+    ex: &Rc<LocalExecutor<'static>>,
+    id: UpstreamId,
+    s: &config::ServerConfig,
+    sup_opts: &supervise::Options,
+    events: &Rc<dyn Events>,
+) -> (Upstream, Task<()>) {
+    match &s.remote {
+        Some(r) => {
+            let spec = RemoteSpec {
+                name: s.name.clone(),
+                url: r.url.clone(),
+                headers: r.headers.clone(),
+                ca_file: r.ca_file.clone(),
+                timeout_ms: s.timeout_ms.unwrap_or(60_000),
+                mode: r.mode,
+            };
+            let (r, task) = remote::spawn(ex, id, spec, remote::Options::default(), events.clone());
+            (Upstream::Remote(r), task)
+        }
+        None => {
+            let spec = ProcessSpec {
+                name: s.name.clone(),
+                command: s.command.clone(),
+                args: s.args.clone(),
+                env: s.env.clone(),
+                cwd: s.cwd.clone(),
+            };
+            let (u, task) = supervise::spawn(ex, id, spec, sup_opts.clone(), events.clone());
+            (Upstream::Local(u), task)
+        }
+    }
+}
+
+/// After the end of input: waits (up to `limit`) for the answers to client
+/// `c`'s requests in flight, unless something else stops mcpx first.
+async fn await_answers(rt: &Runtime, c: ClientId, stop_rx: &Receiver<Stop>, limit: Duration) {
+    let n = rt.inflight(c);
+    if n == 0 {
+        return;
+    }
+    info!("end of input; waiting for the answers to {n} request(s)");
+    let deadline = Instant::now() + limit;
+    while rt.inflight(c) > 0 {
+        if Instant::now() >= deadline {
+            warn!("end of input: gave up waiting for {} answer(s)", rt.inflight(c));
+            break;
+        }
+        let stop = async { stop_rx.recv().await.ok() };
+        let poll = async {
+            Timer::after(Duration::from_millis(20)).await;
+            None
+        };
+        if let Some(s) = stop.or(poll).await {
+            debug!("while draining: {s:?}");
+            break;
+        }
+    }
+}
+
 /// Runs the hub for its clients (one on `input`/`output`, and/or HTTP
 /// sessions) until the stdio session ends or a signal comes, and every
 /// server is stopped. Returns the exit code.
@@ -595,31 +656,7 @@ where
 
     let mut tasks = Vec::new();
     for (id, s) in cfg.servers.iter().enumerate() {
-        let (up, task) = match &s.remote {
-            Some(r) => {
-                let spec = RemoteSpec {
-                    name: s.name.clone(),
-                    url: r.url.clone(),
-                    headers: r.headers.clone(),
-                    ca_file: r.ca_file.clone(),
-                    timeout_ms: s.timeout_ms.unwrap_or(60_000),
-                    mode: r.mode,
-                };
-                let (r, task) = remote::spawn(&ex, id, spec, remote::Options::default(), events.clone());
-                (Upstream::Remote(r), task)
-            }
-            None => {
-                let spec = ProcessSpec {
-                    name: s.name.clone(),
-                    command: s.command.clone(),
-                    args: s.args.clone(),
-                    env: s.env.clone(),
-                    cwd: s.cwd.clone(),
-                };
-                let (u, task) = supervise::spawn(&ex, id, spec, sup_opts.clone(), events.clone());
-                (Upstream::Local(u), task)
-            }
-        };
+        let (up, task) = spawn_upstream(&ex, id, s, &sup_opts, &events);
         rt.upstreams.borrow_mut().push(up);
         tasks.push(task);
     }
@@ -635,26 +672,7 @@ where
     match stop_rx.recv().await {
         Ok(Stop::InputClosed) => {
             let c = client.as_ref().map_or(0, |cl| cl.id);
-            let n = rt.inflight(c);
-            if n > 0 {
-                info!("end of input; waiting for the answers to {n} request(s)");
-                let deadline = Instant::now() + drain_limit;
-                while rt.inflight(c) > 0 {
-                    if Instant::now() >= deadline {
-                        warn!("end of input: gave up waiting for {} answer(s)", rt.inflight(c));
-                        break;
-                    }
-                    let stop = async { stop_rx.recv().await.ok() };
-                    let poll = async {
-                        Timer::after(Duration::from_millis(20)).await;
-                        None
-                    };
-                    if let Some(s) = stop.or(poll).await {
-                        debug!("while draining: {s:?}");
-                        break;
-                    }
-                }
-            }
+            await_answers(&rt, c, &stop_rx, drain_limit).await;
             info!("end of input: shutting down");
         }
         Ok(Stop::Signal(s)) => info!("{s}: shutting down"),

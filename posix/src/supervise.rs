@@ -24,6 +24,7 @@ use smol::future::FutureExt as _;
 use smol::io::AsyncReadExt;
 use smol::{LocalExecutor, Task, Timer};
 
+use crate::backoff::{self, Backoff};
 use crate::lines::{read_lines, LineEvent};
 use crate::outbox::{self, Outbox, PushError};
 
@@ -176,7 +177,7 @@ type StatusFuture = Pin<Box<dyn Future<Output = io::Result<ExitStatus>>>>;
 impl Supervisor {
     async fn run(self) {
         let name = &self.spec.name;
-        let mut backoff = self.opts.backoff_min;
+        let mut backoff = Backoff::new(self.opts.backoff_min, self.opts.backoff_max, self.opts.stable_after);
         loop {
             let t0 = Instant::now();
             let outcome = match self.spawn_child() {
@@ -192,29 +193,18 @@ impl Supervisor {
             match outcome {
                 Outcome::Shutdown => return,
                 Outcome::Restart => {
-                    backoff = self.opts.backoff_min;
+                    backoff.reset();
                     continue;
                 }
                 Outcome::Died => {}
             }
-            if t0.elapsed() >= self.opts.stable_after {
-                backoff = self.opts.backoff_min;
-            }
-            info!("server {name}: restarting in {}", show_duration(backoff));
-            let ctl = async { Some(self.ctl.recv().await) };
-            let timer = async {
-                Timer::after(backoff).await;
-                None
-            };
-            match ctl.or(timer).await {
+            let delay = backoff.delay(t0);
+            info!("server {name}: restarting in {}", show_duration(delay));
+            match backoff::wait(delay, &self.ctl).await {
                 None => {}
-                Some(Ok(Ctl::Restart(_))) => {
-                    backoff = self.opts.backoff_min;
-                    continue;
-                }
+                Some(Ok(Ctl::Restart(_))) => backoff.reset(),
                 Some(Ok(Ctl::Shutdown)) | Some(Err(_)) => return,
             }
-            backoff = (backoff * 2).min(self.opts.backoff_max);
         }
     }
 
@@ -265,7 +255,7 @@ impl Supervisor {
 
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
-        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
         let mut status: StatusFuture = Box::pin(child.status());
 
         let (outbox, rx) = outbox::outbox(self.opts.queue_msgs, self.opts.queue_bytes);
@@ -285,7 +275,7 @@ impl Supervisor {
         let mut reader = Some(self.ex.spawn(async move {
             let r = read_lines(stdout, max_line, |ev| match ev {
                 LineEvent::Line(line) => {
-                    let t = trim_ascii(line);
+                    let t = line.trim_ascii();
                     if t.is_empty() {
                     } else if t[0] == b'{' || t[0] == b'[' {
                         events.message(id, t);
@@ -304,32 +294,7 @@ impl Supervisor {
         }));
 
         let tail = Rc::new(RefCell::new(Tail::new(self.opts.stderr_tail)));
-        let tail_w = tail.clone();
-        let err_name = name.clone();
-        let mut stderr_task = Some(self.ex.spawn(async move {
-            let mut chunk = vec![0u8; 4096];
-            let mut line = Vec::new();
-            loop {
-                let n = match stderr.read(&mut chunk).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                tail_w.borrow_mut().push(&chunk[..n]);
-                for &b in &chunk[..n] {
-                    if b == b'\n' || line.len() >= 4096 {
-                        debug!("[{err_name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
-                        line.clear();
-                        if b == b'\n' {
-                            continue;
-                        }
-                    }
-                    line.push(b);
-                }
-            }
-            if !line.is_empty() {
-                debug!("[{err_name}] {}", String::from_utf8_lossy(trim_ascii(&line)));
-            }
-        }));
+        let mut stderr_task = Some(self.ex.spawn(pump_stderr(stderr, tail.clone(), name.clone())));
 
         // Run until the child exits, closes its stdout, or we are told to stop it.
         let exited = async { Wake::Exited((&mut status).await) };
@@ -525,10 +490,30 @@ fn show_duration(d: Duration) -> String {
     }
 }
 
-fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
-    &b[start..end]
+/// Keeps the child's stderr in `tail` and logs it line by line (at debug).
+async fn pump_stderr(mut stderr: smol::process::ChildStderr, tail: Rc<RefCell<Tail>>, name: String) {
+    let mut chunk = vec![0u8; 4096];
+    let mut line = Vec::new();
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        tail.borrow_mut().push(&chunk[..n]);
+        for &b in &chunk[..n] {
+            if b == b'\n' || line.len() >= 4096 {
+                debug!("[{name}] {}", String::from_utf8_lossy(line.trim_ascii()));
+                line.clear();
+                if b == b'\n' {
+                    continue;
+                }
+            }
+            line.push(b);
+        }
+    }
+    if !line.is_empty() {
+        debug!("[{name}] {}", String::from_utf8_lossy(line.trim_ascii()));
+    }
 }
 
 fn preview(b: &[u8], max: usize) -> String {
@@ -583,7 +568,7 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
+    use crate::testing::{run, until, Log};
 
     #[test]
     fn tail_keeps_last_bytes_from_a_line_start() {
@@ -601,31 +586,6 @@ mod tests {
     fn statuses() {
         assert_eq!(describe_status(ExitStatus::from_raw(3 << 8)), "exited with status 3");
         assert_eq!(describe_status(ExitStatus::from_raw(9)), "killed by signal 9 (SIGKILL)");
-    }
-
-    #[derive(Default)]
-    struct Log(RefCell<Vec<String>>);
-    impl Events for Log {
-        fn started(&self, _: UpstreamId) {
-            self.0.borrow_mut().push("started".into());
-        }
-        fn message(&self, _: UpstreamId, line: &[u8]) {
-            self.0.borrow_mut().push(format!("msg {}", String::from_utf8_lossy(line)));
-        }
-        fn garbage(&self, _: UpstreamId, what: &str) {
-            self.0.borrow_mut().push(format!("garbage {what}"));
-        }
-        fn exited(&self, _: UpstreamId, reason: &str, tail: &str) {
-            self.0.borrow_mut().push(format!("exited {reason} | {tail}"));
-        }
-    }
-    impl Log {
-        fn take(&self) -> Vec<String> {
-            std::mem::take(&mut *self.0.borrow_mut())
-        }
-        fn count(&self, prefix: &str) -> usize {
-            self.0.borrow().iter().filter(|e| e.starts_with(prefix)).count()
-        }
     }
 
     fn sh(name: &str, script: &str) -> ProcessSpec {
@@ -646,28 +606,6 @@ mod tests {
             stable_after: Duration::from_secs(10),
             ..Options::default()
         }
-    }
-
-    /// Runs `body` on a fresh local executor, failing after `limit`.
-    fn run<F: Future<Output = ()>>(limit: Duration, body: impl FnOnce(Rc<LocalExecutor<'static>>) -> F) {
-        let ex = Rc::new(LocalExecutor::new());
-        let fut = body(ex.clone());
-        let guard = async {
-            Timer::after(limit).await;
-            panic!("test took longer than {limit:?}");
-        };
-        smol::block_on(ex.run(fut.or(guard)));
-    }
-
-    async fn until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-        let t0 = Instant::now();
-        while t0.elapsed() < limit {
-            if cond() {
-                return true;
-            }
-            Timer::after(Duration::from_millis(10)).await;
-        }
-        cond()
     }
 
     fn pid_alive(pid: i32) -> bool {

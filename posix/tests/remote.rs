@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const MCPX: &str = env!("CARGO_BIN_EXE_mcpx");
+mod support;
+use support::MCPX;
 
 /// One HTTP request as a test server saw it.
 #[derive(Clone, Debug)]
@@ -176,16 +177,7 @@ impl Mcpx {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = support::lines(child.stdout.take().unwrap());
         (Mcpx { stdin: child.stdin.take(), child, lines }, dir)
     }
 

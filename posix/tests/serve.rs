@@ -1,15 +1,16 @@
 //! `mcpx serve` end to end: the real binary, real child processes (small
 //! `sh` MCP servers written by the tests), real pipes and signals.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const MCPX: &str = env!("CARGO_BIN_EXE_mcpx");
+mod support;
+use support::MCPX;
 
 /// A minimal MCP server in sh: answers initialize, tools/list and
 /// tools/call (`hello`, `slow`: answers after 1 s, `hang`: never answers,
@@ -96,16 +97,7 @@ impl Session {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = support::lines(child.stdout.take().unwrap());
         let mut err = child.stderr.take().unwrap();
         let stderr = std::thread::spawn(move || {
             let mut s = String::new();

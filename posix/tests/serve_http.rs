@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-const MCPX: &str = env!("CARGO_BIN_EXE_mcpx");
+mod support;
+use support::MCPX;
 
 const FAKE: &str = r#"
 while IFS= read -r line; do
@@ -63,16 +64,7 @@ fn start_with(test: &str, args: &[&str], stdin: Stdio) -> Mcpx {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let err = child.stderr.take().unwrap();
-    let (tx, stderr) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let stderr = support::lines(child.stderr.take().unwrap());
     Mcpx { child, dir, stderr }
 }
 
@@ -163,7 +155,8 @@ fn a_public_address_without_a_token_is_refused() {
     let mut m = start("public", &["--http", "0.0.0.0:0"]);
     let st = m.child.wait().unwrap();
     assert_eq!(st.code(), Some(1));
-    let err: Vec<String> = m.stderr.try_iter().collect();
+    // Up to the end of its stderr: the reader thread may still be passing lines on.
+    let err: Vec<String> = std::iter::from_fn(|| m.stderr.recv_timeout(Duration::from_secs(5)).ok()).collect();
     assert!(
         err.iter().any(|l| l.contains("--insecure-no-auth")),
         "{err:?}"

@@ -44,6 +44,7 @@ Options:
   --cancel-after S    cancel: seconds to wait before cancelling (default 1.0)
   --mode M            mcp 2.x only: legacy | auto | 2026-07-28 (default legacy)
   --env K=V           (repeatable) environment for the spawned server
+  --header 'N: V'     (repeatable) HTTP header sent with every request (--url, mcp 1.x)
 """
 
 from __future__ import annotations
@@ -374,6 +375,8 @@ async def connect_and_run(opts: argparse.Namespace, report: Report, body) -> Non
         env[k] = v
 
     async with anyio.create_task_group() as tg:
+        if IS_V2 and opts.header:
+            raise Unsupported("--header is implemented for mcp 1.x only")
         if IS_V2:
             server: Any = opts.url if opts.url else mcp.StdioServerParameters(
                 command=opts.command[0], args=opts.command[1:], env=env
@@ -393,7 +396,8 @@ async def connect_and_run(opts: argparse.Namespace, report: Report, body) -> Non
                     from mcp.client.streamable_http import streamablehttp_client
                 except ImportError:
                     raise Unsupported(f"mcp {SDK_VERSION} has no Streamable HTTP client")
-                transport = streamablehttp_client(opts.url)
+                headers = dict((k.strip(), v.strip()) for k, _, v in (h.partition(":") for h in opts.header))
+                transport = streamablehttp_client(opts.url, headers=headers or None)
             else:
                 from mcp.client.stdio import stdio_client
 
@@ -583,11 +587,14 @@ async def scenario_complete(conn: Conn, report: Report, opts) -> None:
 async def run_script(conn: Conn, report: Report, opts) -> None:
     """STEPS_JSON is a list of steps run in order in one session:
     {"op": "list_tools", "expect_tools": [...], "expect_absent": [...]}
+    {"op": "list_tools", ..., "retry_for": SECONDS}  (lists again until the expectations hold)
     {"op": "call", "tool": T, "args": {...}, "expect": "ok"|"error"|"any",
-        "expect_text": S, "retry_for": SECONDS}   (tool gets --prefix)
+        "expect_text": S, "retry_for": SECONDS, "progress": true}   (tool gets --prefix;
+        with progress, the notifications received go to the step's "progress")
     {"op": "wait_notification", "method": M, "timeout": SECONDS}
-        (counts notifications since the start of the last "call" step)
+        (counts notifications since the start of the last "call" or "signal" step)
     {"op": "sleep", "seconds": S}
+    {"op": "signal", "path": P}                     creates the file P (for the test)
     Each step's outcome is appended to report["steps"]."""
     if len(opts.args) != 1:
         raise SystemExit("script needs STEPS_JSON")
@@ -600,12 +607,19 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
         out: dict[str, Any] = {"op": op}
         report["steps"].append(out)
         if op == "list_tools":
-            names = [t["name"] for t in await conn.list_tools()]
+            deadline = anyio.current_time() + float(step.get("retry_for", 0))
+            while True:
+                names = [t["name"] for t in await conn.list_tools()]
+                missing = [n for n in step.get("expect_tools", []) if n not in names]
+                present = [n for n in step.get("expect_absent", []) if n in names]
+                if not (missing or present) or anyio.current_time() >= deadline:
+                    break
+                await anyio.sleep(0.25)
             out["tools"] = names
-            for n in step.get("expect_tools", []):
-                report.expect(n in names, f"step {i}: tool {n!r} not listed")
-            for n in step.get("expect_absent", []):
-                report.expect(n not in names, f"step {i}: tool {n!r} still listed")
+            for n in missing:
+                report.expect(False, f"step {i}: tool {n!r} not listed")
+            for n in present:
+                report.expect(False, f"step {i}: tool {n!r} still listed")
         elif op == "call":
             tool = opts.prefix + step["tool"]
             expect = step.get("expect", "ok")
@@ -614,7 +628,8 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
             attempts = 0
             while True:
                 attempts += 1
-                result = await conn.call_tool(tool, step.get("args", {}))
+                conn.cb.progress.clear()
+                result = await conn.call_tool(tool, step.get("args", {}), progress=bool(step.get("progress")))
                 is_err = "jsonrpc_error" in result or bool(result.get("isError"))
                 good = expect == "any" or (expect == "error") == is_err
                 if "expect_text" in step and step["expect_text"] not in texts_of(result):
@@ -623,6 +638,8 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
                     break
                 await anyio.sleep(0.25)
             out.update(tool=tool, result=result, attempts=attempts)
+            if step.get("progress"):
+                out["progress"] = list(conn.cb.progress)
             report.expect(good, f"step {i}: {tool} gave {result} (expected {expect}, text {step.get('expect_text')!r})")
         elif op == "wait_notification":
             method = step["method"]
@@ -637,6 +654,10 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
             report.expect(out["seen"], f"step {i}: no {method} notification")
         elif op == "sleep":
             await anyio.sleep(float(step["seconds"]))
+        elif op == "signal":
+            mark = len(conn.cb.notifications)  # wait_notification looks from here on
+            with open(step["path"], "w"):
+                pass
         else:
             raise SystemExit(f"unknown script op {op!r}")
 
@@ -671,6 +692,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cancel-after", type=float, default=1.0)
     p.add_argument("--mode", default="legacy")
     p.add_argument("--env", action="append", default=[])
+    p.add_argument("--header", action="append", default=[])
     p.add_argument("scenario", choices=sorted(SCENARIOS))
     p.add_argument("args", nargs="*")
     opts = p.parse_args(argv)

@@ -5,6 +5,9 @@ It stands for "a server nobody on the mcpx team wrote" in the end-to-end tests.
 Runs on stdio:  python py_server.py [--name NAME]
 or on Streamable HTTP at http://127.0.0.1:PORT/mcp (loopback only):
                 python py_server.py --http PORT
+or on the 2024-11-05 HTTP+SSE transport at http://127.0.0.1:PORT/sse:
+                python py_server.py --sse PORT
+and over HTTPS with --tls CERT KEY (PEM files) added to either.
 
 Tools:
   greet(name)              -> "Hello, NAME! (from py-upstream)"
@@ -13,6 +16,8 @@ Tools:
   ask_model(prompt)        sampling; returns "model said: TEXT"
   list_roots()             roots/list; returns the root URIs, one a line
   slow(steps, delay)       sleeps steps*delay seconds, reporting progress each step
+  auth_header()            "authorization: VALUE" (or "(none)"): the Authorization
+                           header of the HTTP request that carried the call
 Resource:  py://info     (text "py-upstream info")
 Prompt:    py_prompt(topic)
 """
@@ -29,9 +34,15 @@ from pydantic import BaseModel
 parser = argparse.ArgumentParser()
 parser.add_argument("--name", default="py-upstream")
 parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT")
+parser.add_argument("--sse", type=int, metavar="PORT", help="serve HTTP+SSE (2024-11-05) on 127.0.0.1:PORT")
+parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve HTTPS with this certificate and key")
 opts = parser.parse_args()
+if opts.http and opts.sse:
+    parser.error("--http and --sse exclude each other")
+if opts.tls and not (opts.http or opts.sse):
+    parser.error("--tls needs --http or --sse")
 
-app = FastMCP(opts.name, host="127.0.0.1", port=opts.http or 8000, log_level="WARNING")
+app = FastMCP(opts.name, host="127.0.0.1", port=opts.http or opts.sse or 8000, log_level="WARNING")
 
 
 @app.tool()
@@ -86,6 +97,14 @@ async def slow(ctx: Context, steps: int = 5, delay: float = 0.2) -> str:
     return f"slow done after {steps} steps"
 
 
+@app.tool()
+def auth_header(ctx: Context) -> str:
+    """The Authorization header of the HTTP request that carried this call."""
+    request = getattr(ctx.request_context, "request", None)
+    value = request.headers.get("authorization") if request is not None else None
+    return f"authorization: {value or '(none)'}"
+
+
 @app.resource("py://info")
 def info() -> str:
     """A static text resource."""
@@ -98,5 +117,23 @@ def py_prompt(topic: str) -> str:
     return f"Please write about {topic}."
 
 
+def serve_tls() -> None:
+    """FastMCP's own runner has no TLS options: run its app under uvicorn."""
+    import uvicorn
+
+    web = app.streamable_http_app() if opts.http else app.sse_app()
+    uvicorn.run(
+        web,
+        host="127.0.0.1",
+        port=opts.http or opts.sse,
+        log_level="warning",
+        ssl_certfile=opts.tls[0],
+        ssl_keyfile=opts.tls[1],
+    )
+
+
 if __name__ == "__main__":
-    app.run("streamable-http" if opts.http else "stdio")
+    if opts.tls:
+        serve_tls()
+    else:
+        app.run("streamable-http" if opts.http else "sse" if opts.sse else "stdio")

@@ -413,10 +413,18 @@ const SCENARIOS = {
       const out = { op: step.op };
       r.data.steps.push(out);
       if (step.op === "list_tools") {
-        const names = (await c.listTools()).map((t) => t.name);
+        const deadline = Date.now() + 1000 * (step.retry_for || 0);
+        let names, missing, present;
+        for (;;) {
+          names = (await c.listTools()).map((t) => t.name);
+          missing = (step.expect_tools || []).filter((n) => !names.includes(n));
+          present = (step.expect_absent || []).filter((n) => names.includes(n));
+          if ((missing.length === 0 && present.length === 0) || Date.now() >= deadline) break;
+          await sleep(250);
+        }
         out.tools = names;
-        for (const n of step.expect_tools || []) r.expect(names.includes(n), `step ${i}: tool ${n} not listed`);
-        for (const n of step.expect_absent || []) r.expect(!names.includes(n), `step ${i}: tool ${n} still listed`);
+        for (const n of missing) r.fail(`step ${i}: tool ${n} not listed`);
+        for (const n of present) r.fail(`step ${i}: tool ${n} still listed`);
       } else if (step.op === "call") {
         const tool = o.prefix + step.tool;
         const expect = step.expect || "ok";
@@ -425,7 +433,8 @@ const SCENARIOS = {
         let result, good, attempts = 0;
         for (;;) {
           attempts++;
-          result = await c.callTool(tool, step.args || {});
+          c.progress = [];
+          result = await c.callTool(tool, step.args || {}, { progress: !!step.progress });
           const isErr = !!result.jsonrpc_error || !!result.isError;
           good = expect === "any" || (expect === "error") === isErr;
           if (step.expect_text !== undefined && !textsOf(result).includes(step.expect_text)) good = false;
@@ -433,6 +442,7 @@ const SCENARIOS = {
           await sleep(250);
         }
         Object.assign(out, { tool, result, attempts });
+        if (step.progress) out.progress = c.progress;
         r.expect(good, `step ${i}: ${tool} gave ${JSON.stringify(result)} (expected ${expect}, text ${step.expect_text})`);
       } else if (step.op === "wait_notification") {
         const until = Date.now() + 1000 * (step.timeout ?? 5);
@@ -443,6 +453,9 @@ const SCENARIOS = {
         r.expect(out.seen, `step ${i}: no ${step.method} notification`);
       } else if (step.op === "sleep") {
         await sleep(1000 * step.seconds);
+      } else if (step.op === "signal") {
+        c.mark = r.data.notifications.length; // wait_notification looks from here on
+        fs.writeFileSync(step.path, "");
       } else {
         usage(`unknown script op ${step.op}`);
       }

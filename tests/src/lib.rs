@@ -98,7 +98,28 @@ pub fn mcpx() -> &'static Path {
 
 fn build_mcpx() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(&cargo)
+    let mut build = Command::new(&cargo);
+    // What cargo set for this test (CARGO_PKG_NAME=mcpx-tests, ...) is not
+    // passed on: build scripts that watch those variables (ring's) would see
+    // them change between this build and the one that built the tests, and
+    // each would rebuild them.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("CARGO_PKG_")
+            || k.starts_with("CARGO_MANIFEST_")
+            || k.starts_with("CARGO_BIN_")
+            || [
+                "CARGO_CRATE_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+            ]
+            .contains(&k.as_ref())
+        {
+            build.env_remove(k.as_ref());
+        }
+    }
+    let out = build
         .args([
             "build",
             "-p",
@@ -241,6 +262,7 @@ impl Drop for TempDir {
 #[derive(Default)]
 pub struct HubConfig {
     upstreams: Vec<Upstream>,
+    remotes: Vec<(String, Value)>,
     extra: serde_json::Map<String, Value>,
 }
 
@@ -260,6 +282,14 @@ impl HubConfig {
         self
     }
 
+    /// A remote server: `entry` is its whole config object, e.g.
+    /// `{"url": server.url, "caFile": "ca.pem"}` (a relative `caFile` is taken
+    /// from the config file's folder, see [`Hub::dir`]).
+    pub fn remote(mut self, name: &str, entry: Value) -> Self {
+        self.remotes.push((name.into(), entry));
+        self
+    }
+
     /// A top-level key of the config (e.g. `"separator"`).
     pub fn set(mut self, key: &str, value: Value) -> Self {
         self.extra.insert(key.into(), value);
@@ -274,6 +304,9 @@ impl HubConfig {
                 json!({"command": u.cmd.program, "args": u.cmd.args}),
             );
         }
+        for (name, entry) in &self.remotes {
+            servers.insert(name.clone(), entry.clone());
+        }
         let mut v = json!({"mcpServers": servers});
         for (k, x) in &self.extra {
             v[k] = x.clone();
@@ -282,7 +315,12 @@ impl HubConfig {
     }
 
     pub fn write(self) -> Hub {
-        let dir = TempDir::new();
+        self.write_in(TempDir::new())
+    }
+
+    /// Writes `mcpx.json` into `dir` (which may already hold files the
+    /// config names, such as a `caFile`).
+    pub fn write_in(self, dir: TempDir) -> Hub {
         let config = dir.path().join("mcpx.json");
         std::fs::write(&config, serde_json::to_vec_pretty(&self.to_json()).unwrap())
             .expect("write config");
@@ -291,12 +329,35 @@ impl HubConfig {
 }
 
 impl Hub {
+    /// The folder of the config file.
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
     /// `mcpx serve --config FILE`: the hub on stdio.
     pub fn serve(&self) -> Cmd {
         Cmd::new(
             mcpx(),
             &["serve", "--config", self.config.to_str().unwrap()],
         )
+    }
+
+    /// `mcpx serve --config FILE --http 127.0.0.1:PORT` (HTTP only), started
+    /// and listening; its URL is `http://127.0.0.1:PORT/mcp`.
+    pub fn serve_http(&self) -> HttpServer {
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let cmd = Cmd::new(
+            mcpx(),
+            &[
+                "serve",
+                "--config",
+                self.config.to_str().unwrap(),
+                "--http",
+                &addr,
+            ],
+        );
+        HttpServer::start(&cmd, port, "/mcp")
     }
 }
 
@@ -569,7 +630,9 @@ pub fn run_argv(argv: &[String], limit: Duration) -> Report {
 /// A server process listening on a loopback port, killed (with its process
 /// group) on drop.
 pub struct HttpServer {
-    child: Child,
+    child: Option<Child>,
+    cmd: Cmd,
+    port: u16,
     pub url: String,
 }
 
@@ -586,7 +649,36 @@ impl HttpServer {
     /// Starts `cmd` (which must listen on 127.0.0.1:`port`) and waits until the
     /// port accepts connections; `path` is appended to form the URL.
     pub fn start(cmd: &Cmd, port: u16, path: &str) -> Self {
+        Self::start_url(cmd, port, &format!("http://127.0.0.1:{port}{path}"))
+    }
+
+    /// Like [`HttpServer::start`], with the whole URL given (e.g. https).
+    pub fn start_url(cmd: &Cmd, port: u16, url: &str) -> Self {
+        let mut server = HttpServer {
+            child: None,
+            cmd: cmd.clone(),
+            port,
+            url: url.to_string(),
+        };
+        server.restart();
+        server
+    }
+
+    /// Kills the server (and its process group) now; [`HttpServer::restart`]
+    /// starts it again on the same port.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            kill_group(child.id());
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server (again, after [`HttpServer::kill`]) and waits until
+    /// its port accepts connections.
+    pub fn restart(&mut self) {
         use std::os::unix::process::CommandExt;
+        self.kill();
+        let cmd = &self.cmd;
         let child = Command::new(&cmd.program)
             .args(&cmd.args)
             .current_dir(repo_root())
@@ -596,10 +688,8 @@ impl HttpServer {
             .process_group(0)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", cmd.program.display()));
-        let server = HttpServer {
-            child,
-            url: format!("http://127.0.0.1:{port}{path}"),
-        };
+        self.child = Some(child);
+        let port = self.port;
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
@@ -609,32 +699,73 @@ impl HttpServer {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        server
     }
 }
 
 impl Drop for HttpServer {
     fn drop(&mut self) {
-        kill_group(self.child.id());
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 
 /// py_server.py on Streamable HTTP at http://127.0.0.1:PORT/mcp.
 pub fn py_server_http() -> HttpServer {
+    py_server_remote("py-http", Transport::StreamableHttp, None)
+}
+
+/// The HTTP transport a remote server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP at `/mcp`.
+    StreamableHttp,
+    /// The 2024-11-05 HTTP+SSE transport: the stream at `/sse`.
+    Sse,
+}
+
+/// py_server.py (named `name`) on 127.0.0.1 with a free port: Streamable
+/// HTTP at `/mcp` or HTTP+SSE at `/sse`; over HTTPS with `tls` (certificate
+/// and key PEM files; the URL is then `https://127.0.0.1:PORT/...`).
+pub fn py_server_remote(
+    name: &str,
+    transport: Transport,
+    tls: Option<(&Path, &Path)>,
+) -> HttpServer {
     let port = free_port();
     let script = driver("py_server.py");
+    let (flag, path) = match transport {
+        Transport::StreamableHttp => ("--http", "/mcp"),
+        Transport::Sse => ("--sse", "/sse"),
+    };
+    let port_s = port.to_string();
+    let mut args = vec![script.to_str().unwrap(), "--name", name, flag, &port_s];
+    if let Some((cert, key)) = tls {
+        args.extend(["--tls", cert.to_str().unwrap(), key.to_str().unwrap()]);
+    }
+    let cmd = Cmd::new(python("1.30.0"), &args);
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    HttpServer::start_url(&cmd, port, &format!("{scheme}://127.0.0.1:{port}{path}"))
+}
+
+/// server-everything on 127.0.0.1 with a free port (`PORT=`): mode
+/// `streamableHttp` (at `/mcp`) or `sse` (at `/sse`). It binds every
+/// interface; the tests only ever reach it over loopback.
+pub fn everything_remote(transport: Transport) -> HttpServer {
+    let port = free_port();
+    let js = node_package("@modelcontextprotocol/server-everything", "dist/index.js");
+    let (mode, path) = match transport {
+        Transport::StreamableHttp => ("streamableHttp", "/mcp"),
+        Transport::Sse => ("sse", "/sse"),
+    };
     let cmd = Cmd::new(
-        python("1.30.0"),
+        "env",
         &[
-            script.to_str().unwrap(),
-            "--name",
-            "py-http",
-            "--http",
-            &port.to_string(),
+            &format!("PORT={port}"),
+            node().to_str().unwrap(),
+            js.to_str().unwrap(),
+            mode,
         ],
     );
-    HttpServer::start(&cmd, port, "/mcp")
+    HttpServer::start(&cmd, port, path)
 }
 
 // ------------------------------------------------------------------ raw stdio

@@ -5,26 +5,9 @@
 use mcpx_tests::*;
 use serde_json::json;
 
-/// `mcpx serve --config FILE --http 127.0.0.1:PORT`, HTTP only.
-fn serve_http(hub: &Hub) -> HttpServer {
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let cmd = Cmd::new(
-        mcpx(),
-        &[
-            "serve",
-            "--config",
-            hub.config.to_str().unwrap(),
-            "--http",
-            &addr,
-        ],
-    );
-    HttpServer::start(&cmd, port, "/mcp")
-}
-
 fn aggregate(client: Client) {
     let hub = three_upstreams();
-    let http = serve_http(&hub);
+    let http = hub.serve_http();
     let steps = json!([
         {"op": "list_tools", "expect_tools": ["demo__echo", "everything__get-sum", "py__greet"]},
         {"op": "call", "tool": "demo__echo", "args": {"text": "over http"}, "expect_text": "over http"},
@@ -80,7 +63,7 @@ fn ts_v2_legacy_over_http() {
 #[test]
 fn elicitation_over_http_py_1_30_0() {
     let hub = three_upstreams();
-    let http = serve_http(&hub);
+    let http = hub.serve_http();
     let r =
         Client::Py("1.30.0").run_url(&["--prefix", "py__", "elicitation", "ask_user"], &http.url);
     r.assert_ok();
@@ -95,7 +78,7 @@ fn elicitation_over_http_py_1_30_0() {
 #[test]
 fn sampling_over_http_ts_v1() {
     let hub = three_upstreams();
-    let http = serve_http(&hub);
+    let http = hub.serve_http();
     let r = Client::TsV1.run_url(
         &[
             "--prefix",
@@ -117,7 +100,7 @@ fn sampling_over_http_ts_v1() {
 #[test]
 fn progress_over_http_py_1_30_0() {
     let hub = three_upstreams();
-    let http = serve_http(&hub);
+    let http = hub.serve_http();
     let r = Client::Py("1.30.0").run_url(
         &[
             "--prefix",

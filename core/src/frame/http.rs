@@ -57,7 +57,7 @@ impl<'b, const H: usize> Headers<'b, H> {
     /// The non-empty, whitespace-trimmed elements of the comma-separated list
     /// formed by every field named `name` (RFC 9110 §5.3).
     pub fn list_elements<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'b [u8]> + 's {
-        self.get_all(name).flat_map(|v| v.split(|&b| b == b',')).map(trim).filter(|e| !e.is_empty())
+        self.get_all(name).flat_map(|v| v.split(|&b| b == b',')).map(trim_ows).filter(|e| !e.is_empty())
     }
 
     /// True when the list named `name` contains `token` (any case), as in
@@ -80,7 +80,9 @@ impl<'b, const H: usize> Headers<'b, H> {
     }
 }
 
-fn trim(v: &[u8]) -> &[u8] {
+/// `v` without the optional whitespace (spaces and tabs, RFC 9110 OWS) at
+/// either end.
+pub fn trim_ows(v: &[u8]) -> &[u8] {
     let ows = |b: &u8| *b == b' ' || *b == b'\t';
     let start = v.iter().position(|b| !ows(b)).unwrap_or(v.len());
     let end = v.iter().rposition(|b| !ows(b)).map_or(start, |i| i + 1);

@@ -339,7 +339,7 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
                 describe_elicitation(&got["confirm"])
             )))
         }
-        "test_input_required_result_elicitation" => {
+        "test_input_required_result_elicitation" | "test_tool_with_task" => {
             if let Some(s) = need1(
                 "user_name",
                 "elicitation/create",
@@ -518,16 +518,6 @@ pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, 
                     describe_elicitation(&got["second_input"])
                 )),
             ]))
-        }
-        "test_tool_with_task" => {
-            if let Some(s) = need1(
-                "user_name",
-                "elicitation/create",
-                elicit_name("What is your name?"),
-            ) {
-                return s;
-            }
-            done(hello(&got["user_name"]))
         }
         _ => Step::Done(Err(RpcError::invalid_params(format!(
             "unknown tool: {name}"

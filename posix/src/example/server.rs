@@ -10,6 +10,10 @@ use super::wire::{
 };
 use super::{prompts, resources, Config};
 use async_io::Timer;
+use mcpx_core::meta::{
+    CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVELS, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
+    SUBSCRIPTION_ID_KEY,
+};
 use serde_json::{json, Map, Value};
 use smol::channel::{bounded, Receiver, Sender};
 use smol::future::{self, Future};
@@ -27,13 +31,6 @@ const MAX_SUBSCRIPTIONS: usize = 1024;
 /// How long a server→client request may stay unanswered.
 const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_CLIENT_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
 /// What the writer receives.
 pub enum Out {
     Line(String),
@@ -41,16 +38,28 @@ pub enum Out {
     Flush(Sender<()>),
 }
 
-pub const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+/// A call's `arguments`: an object, `{}` when absent or null.
+fn arguments(params: &Value) -> Result<Value, RpcError> {
+    match params.get("arguments") {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(a @ Value::Object(_)) => Ok(a.clone()),
+        Some(_) => Err(RpcError::invalid_params("\"arguments\" must be an object")),
+    }
+}
+
+/// `_meta[key]`, which must be there and be what `pick` takes (`what`: "a
+/// string", "an object").
+fn required_meta<'a, T>(
+    meta: &'a Map<String, Value>,
+    key: &str,
+    what: &str,
+    pick: impl FnOnce(&'a Value) -> Option<T>,
+) -> Result<T, RpcError> {
+    let v = meta
+        .get(key)
+        .ok_or_else(|| RpcError::invalid_params(format!("missing \"_meta.{key}\"")))?;
+    pick(v).ok_or_else(|| RpcError::invalid_params(format!("\"_meta.{key}\" must be {what}")))
+}
 
 fn log_level(s: &str) -> Option<u8> {
     LOG_LEVELS.iter().position(|l| *l == s).map(|p| p as u8)
@@ -320,7 +329,7 @@ impl Server {
         // Modern when the request says so (a `_meta` protocol version that is
         // not a legacy revision), for server/discover, and for everything but a
         // plain `initialize` on a modern-only server.
-        let version = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
+        let version = meta.and_then(|m| m.get(PROTOCOL_VERSION_KEY));
         let legacy_version = version
             .and_then(Value::as_str)
             .and_then(Rev::parse)
@@ -367,36 +376,12 @@ impl Server {
                 ))
             }
         };
-        let version = match meta.get(META_PROTOCOL_VERSION) {
-            Some(Value::String(s)) => s.as_str(),
-            Some(_) => {
-                return Err(RpcError::invalid_params(format!(
-                    "\"_meta.{META_PROTOCOL_VERSION}\" must be a string"
-                )))
-            }
-            None => {
-                return Err(RpcError::invalid_params(format!(
-                    "missing \"_meta.{META_PROTOCOL_VERSION}\""
-                )))
-            }
-        };
-        let caps = match meta.get(META_CLIENT_CAPS) {
-            Some(c @ Value::Object(_)) => c.clone(),
-            Some(_) => {
-                return Err(RpcError::invalid_params(format!(
-                    "\"_meta.{META_CLIENT_CAPS}\" must be an object"
-                )))
-            }
-            None => {
-                return Err(RpcError::invalid_params(format!(
-                    "missing \"_meta.{META_CLIENT_CAPS}\""
-                )))
-            }
-        };
-        if let Some(info) = meta.get(META_CLIENT_INFO) {
+        let version = required_meta(meta, PROTOCOL_VERSION_KEY, "a string", Value::as_str)?;
+        let caps = required_meta(meta, CLIENT_CAPABILITIES_KEY, "an object", |v| v.is_object().then_some(v))?.clone();
+        if let Some(info) = meta.get(CLIENT_INFO_KEY) {
             if !info.is_object() {
                 return Err(RpcError::invalid_params(format!(
-                    "\"_meta.{META_CLIENT_INFO}\" must be an object"
+                    "\"_meta.{CLIENT_INFO_KEY}\" must be an object"
                 )));
             }
         }
@@ -412,7 +397,7 @@ impl Server {
             }
         };
         let log_min =
-            match meta.get(META_LOG_LEVEL) {
+            match meta.get(LOG_LEVEL_KEY) {
                 None | Some(Value::Null) => None,
                 Some(Value::String(l)) => Some(log_level(l).ok_or_else(|| {
                     RpcError::invalid_params(format!("unknown log level \"{l}\""))
@@ -466,7 +451,7 @@ impl Server {
                     o.entry("cacheScope").or_insert_with(|| scope.into());
                 }
                 if let Value::Object(m) = o.entry("_meta").or_insert_with(|| json!({})) {
-                    m.entry(META_SERVER_INFO)
+                    m.entry(SERVER_INFO_KEY)
                         .or_insert_with(|| self.server_info());
                 }
             }
@@ -640,7 +625,7 @@ impl Server {
             .find(|r| r.is_modern())
             .unwrap_or(Rev::R20260728);
         let mut meta = Map::new();
-        meta.insert(META_SERVER_INFO.into(), self.server_info());
+        meta.insert(SERVER_INFO_KEY.into(), self.server_info());
         json!({
             "supportedVersions": self.supported(),
             "capabilities": self.capabilities(rev),
@@ -683,14 +668,9 @@ impl Server {
             Ok(n) => n,
             Err(e) => return Now(Err(e)),
         };
-        let args = match params.get("arguments") {
-            None | Some(Value::Null) => json!({}),
-            Some(a @ Value::Object(_)) => a.clone(),
-            Some(_) => {
-                return Now(Err(RpcError::invalid_params(
-                    "\"arguments\" must be an object",
-                )))
-            }
+        let args = match arguments(&params) {
+            Ok(a) => a,
+            Err(e) => return Now(Err(e)),
         };
         let toggled = self.st.borrow().toggled;
         let Some(spec) = tools::find(name, ctx.rev, toggled) else {
@@ -733,14 +713,9 @@ impl Server {
             Ok(n) => n.to_string(),
             Err(e) => return Now(Err(e)),
         };
-        let args = match params.get("arguments") {
-            None | Some(Value::Null) => json!({}),
-            Some(a @ Value::Object(_)) => a.clone(),
-            Some(_) => {
-                return Now(Err(RpcError::invalid_params(
-                    "\"arguments\" must be an object",
-                )))
-            }
+        let args = match arguments(&params) {
+            Ok(a) => a,
+            Err(e) => return Now(Err(e)),
         };
         if !prompts::exists(&name, ctx.rev) {
             return Now(Err(RpcError::invalid_params(format!(
@@ -931,7 +906,7 @@ impl Server {
         Handled::Later(Box::pin(async move {
             let ack = notification(
                 "notifications/subscriptions/acknowledged",
-                json!({"notifications": agreed, "_meta": {META_SUBSCRIPTION_ID: id}}),
+                json!({"notifications": agreed, "_meta": {SUBSCRIPTION_ID_KEY: id}}),
             );
             srv.send(ack).await;
             let key = id.to_string();
@@ -974,7 +949,7 @@ impl Server {
         for id in self.listeners_for(&format!("{what}ListChanged"), None) {
             self.send(notification(
                 &method,
-                json!({"_meta": {META_SUBSCRIPTION_ID: id}}),
+                json!({"_meta": {SUBSCRIPTION_ID_KEY: id}}),
             ))
             .await;
         }
@@ -995,7 +970,7 @@ impl Server {
             sent += 1;
         }
         for id in self.listeners_for("", Some(uri)) {
-            let p = json!({"uri": uri, "_meta": {META_SUBSCRIPTION_ID: id}});
+            let p = json!({"uri": uri, "_meta": {SUBSCRIPTION_ID_KEY: id}});
             self.send(notification("notifications/resources/updated", p))
                 .await;
             sent += 1;
@@ -1005,8 +980,8 @@ impl Server {
 
     async fn run_async(self: Rc<Self>, ctx: Ctx, name: &'static str, args: Value) -> RpcResult {
         let sleep = |ms: u64| Timer::after(Duration::from_millis(ms));
-        if matches!(name, "slow_compute" | "failing_job" | "protocol_error_job") {
-            return self.run_task_tool_sync(name, args).await;
+        if let Some(work) = task_ext::work_of(name, &args) {
+            return work.await;
         }
         Ok(match name {
             "slow" => {

@@ -10,6 +10,8 @@ use super::wire::{require_str, RpcError, RpcResult, INTERNAL_ERROR, MISSING_CAPA
 use async_io::Timer;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -237,43 +239,14 @@ impl Server {
             error: None,
             runner: None,
         };
-        let work: Option<std::pin::Pin<Box<dyn std::future::Future<Output = RpcResult>>>> =
-            match name {
-                "slow_compute" => {
-                    let secs = args
-                        .get("seconds")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(1.0)
-                        .clamp(0.0, 600.0);
-                    let label = args
-                        .get("label")
-                        .and_then(Value::as_str)
-                        .unwrap_or("slow_compute")
-                        .to_string();
-                    Some(Box::pin(async move {
-                        Timer::after(Duration::from_secs_f64(secs)).await;
-                        Ok(tool_text(format!("{label}: computed for {secs} s")))
-                    }))
-                }
-                "failing_job" => Some(Box::pin(async {
-                    Timer::after(Duration::from_millis(500)).await;
-                    Ok(tool_error("failing_job failed, as it always does"))
-                })),
-                "protocol_error_job" => Some(Box::pin(async {
-                    Timer::after(Duration::from_millis(300)).await;
-                    Err(RpcError::new(
-                        INTERNAL_ERROR,
-                        "protocol_error_job hit an internal error, as it always does",
-                    ))
-                })),
-                _ => match ready {
-                    Some(r) => Some(Box::pin(async move {
-                        Timer::after(Duration::from_millis(100)).await;
-                        Ok(r)
-                    })),
-                    None => None,
-                },
-            };
+        let work = work_of(name, args).or_else(|| {
+            ready.map(|r| -> Work {
+                Box::pin(async move {
+                    Timer::after(Duration::from_millis(100)).await;
+                    Ok(r)
+                })
+            })
+        });
         if work.is_none() {
             // An input-gathering task: park it in input_required.
             match flow::step(Kind::Tool, name, args, &entry.got, &ctx.caps, ctx.rev) {
@@ -380,40 +353,43 @@ impl Server {
             _ => Err(RpcError::method_not_found(method)),
         }
     }
+}
 
-    /// Legacy-era and extension-less runs of the task tools that do work
-    /// (the input-gathering ones run as ordinary flows).
-    pub(super) async fn run_task_tool_sync(
-        self: Rc<Self>,
-        name: &'static str,
-        args: Value,
-    ) -> RpcResult {
-        match name {
-            "slow_compute" => {
-                let secs = args
-                    .get("seconds")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(1.0)
-                    .clamp(0.0, 600.0);
-                let label = args
-                    .get("label")
-                    .and_then(Value::as_str)
-                    .unwrap_or("slow_compute");
+/// What a task tool does while it runs.
+pub(super) type Work = Pin<Box<dyn Future<Output = RpcResult>>>;
+
+/// The work of the task tools that do work (`None` for the others, which
+/// gather input as flows). Legacy-era and extension-less calls run it inline.
+pub(super) fn work_of(name: &str, args: &Value) -> Option<Work> {
+    match name {
+        "slow_compute" => {
+            let secs = args
+                .get("seconds")
+                .and_then(Value::as_f64)
+                .unwrap_or(1.0)
+                .clamp(0.0, 600.0);
+            let label = args
+                .get("label")
+                .and_then(Value::as_str)
+                .unwrap_or("slow_compute")
+                .to_string();
+            Some(Box::pin(async move {
                 Timer::after(Duration::from_secs_f64(secs)).await;
                 Ok(tool_text(format!("{label}: computed for {secs} s")))
-            }
-            "failing_job" => {
-                Timer::after(Duration::from_millis(500)).await;
-                Ok(tool_error("failing_job failed, as it always does"))
-            }
-            _ => {
-                Timer::after(Duration::from_millis(300)).await;
-                Err(RpcError::new(
-                    INTERNAL_ERROR,
-                    "protocol_error_job hit an internal error, as it always does",
-                ))
-            }
+            }))
         }
+        "failing_job" => Some(Box::pin(async {
+            Timer::after(Duration::from_millis(500)).await;
+            Ok(tool_error("failing_job failed, as it always does"))
+        })),
+        "protocol_error_job" => Some(Box::pin(async {
+            Timer::after(Duration::from_millis(300)).await;
+            Err(RpcError::new(
+                INTERNAL_ERROR,
+                "protocol_error_job hit an internal error, as it always does",
+            ))
+        })),
+        _ => None,
     }
 }
 

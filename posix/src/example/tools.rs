@@ -45,7 +45,7 @@ fn one_str(name: &'static str, desc: &'static str, required: bool) -> Value {
 const R0: Rev = Rev::R20241105;
 
 macro_rules! tool {
-    ($name:expr, $title:expr, $desc:expr, $min:expr, $exec:expr, $schema:expr) => {
+    (@ $name:expr, $title:expr, $desc:expr, $min:expr, $exec:expr, $schema:expr, $hints:expr) => {
         ToolSpec {
             name: $name,
             title: $title,
@@ -53,19 +53,14 @@ macro_rules! tool {
             min: $min,
             exec: $exec,
             schema: $schema,
-            hints: None,
+            hints: $hints,
         }
     };
+    ($name:expr, $title:expr, $desc:expr, $min:expr, $exec:expr, $schema:expr) => {
+        tool!(@ $name, $title, $desc, $min, $exec, $schema, None)
+    };
     ($name:expr, $title:expr, $desc:expr, $min:expr, $exec:expr, $schema:expr, $hints:expr) => {
-        ToolSpec {
-            name: $name,
-            title: $title,
-            description: $desc,
-            min: $min,
-            exec: $exec,
-            schema: $schema,
-            hints: Some($hints),
-        }
+        tool!(@ $name, $title, $desc, $min, $exec, $schema, Some($hints))
     };
 }
 

@@ -46,9 +46,6 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
-/// 2026-07-28: `_meta` protocol version does not match the transport's.
-#[allow(dead_code)]
-pub const HEADER_MISMATCH: i64 = -32020;
 /// 2026-07-28: the request needs a client capability it did not declare.
 pub const MISSING_CAPABILITY: i64 = -32021;
 /// 2026-07-28: the requested protocol version is not supported.

@@ -6,26 +6,16 @@
 //! hub, so a client's token can never be passed upstream (row
 //! `authz-no-token-passthrough`).
 
+use mcpx_core::frame::http::trim_ows;
+
 /// Does `authorization` (the header value, if any) carry `token`?
 pub fn bearer_ok(token: &str, authorization: Option<&[u8]>) -> bool {
     let Some(v) = authorization else { return false };
-    let v = trim(v);
+    let v = trim_ows(v);
     if v.len() < 7 || !v[..6].eq_ignore_ascii_case(b"bearer") || v[6] != b' ' {
         return false;
     }
-    ct_eq(trim(&v[7..]), token.as_bytes())
-}
-
-fn trim(v: &[u8]) -> &[u8] {
-    let start = v
-        .iter()
-        .position(|b| *b != b' ' && *b != b'\t')
-        .unwrap_or(v.len());
-    let end = v
-        .iter()
-        .rposition(|b| *b != b' ' && *b != b'\t')
-        .map_or(start, |i| i + 1);
-    &v[start..end]
+    ct_eq(trim_ows(&v[7..]), token.as_bytes())
 }
 
 /// Constant-time equality: time depends only on the lengths.

@@ -435,6 +435,12 @@ impl Conn {
         self.respond(status, &hs, &body, keep).await
     }
 
+    /// An Invalid Request error (-32600) with no id or data, keeping the
+    /// connection: how the transport refuses a request it cannot take.
+    pub async fn reject(&mut self, status: u16, msg: &str) -> bool {
+        self.error(status, None, -32600, msg, None, true).await
+    }
+
     /// Closes gracefully: stops writing, then reads (and discards) what the
     /// peer still sends for a moment, so it sees the response rather than a reset.
     pub async fn linger_close(&mut self) {

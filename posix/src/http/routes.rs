@@ -17,6 +17,9 @@ use super::conn::{BodyError, Conn, Request};
 use super::session::{self, Item, Kind};
 use super::sse_stream::{self, SseOut, Wake};
 
+/// The refusal of a request that needs a session but names none.
+const NO_SESSION_ID: &str = "Bad Request: Mcp-Session-Id header is required";
+
 /// Handles one request; false when the connection must close.
 pub(crate) async fn handle(conn: &mut Conn, mut req: Request) -> bool {
     let keep = dispatch(conn, &mut req).await;
@@ -30,29 +33,11 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     // http-sse-server-validate-origin
     if !sh.guard.host_ok(req.header("host")) {
         let host = req.header_str("host").unwrap_or("").to_string();
-        return conn
-            .error(
-                403,
-                None,
-                -32600,
-                &format!("Forbidden: Host '{host}' is not allowed (DNS rebinding protection)"),
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(403, &format!("Forbidden: Host '{host}' is not allowed (DNS rebinding protection)")).await;
     }
     if !sh.guard.origin_ok(req.header("origin")) {
         let origin = req.header_str("origin").unwrap_or("").to_string();
-        return conn
-            .error(
-                403,
-                None,
-                -32600,
-                &format!("Forbidden: Origin '{origin}' is not allowed"),
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(403, &format!("Forbidden: Origin '{origin}' is not allowed")).await;
     }
     let path = req.path.clone();
     let legacy = sh.cfg.legacy_sse;
@@ -61,16 +46,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
         || path == "/status"
         || (legacy && (path == "/sse" || path == "/messages"));
     if !known {
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                &format!("Not found: the MCP endpoint is {}", sh.cfg.path),
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, &format!("Not found: the MCP endpoint is {}", sh.cfg.path)).await;
     }
     if path == "/health" {
         return match req.method.as_str() {
@@ -87,16 +63,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     }
     if let Some(token) = &sh.cfg.token {
         if !auth::bearer_ok(token, req.header("authorization")) {
-            return conn
-                .error(
-                    401,
-                    None,
-                    -32600,
-                    "Unauthorized: send Authorization: Bearer <token>",
-                    None,
-                    true,
-                )
-                .await;
+            return conn.reject(401, "Unauthorized: send Authorization: Bearer <token>").await;
         }
     }
     match (path.as_str(), req.method.as_str()) {
@@ -162,16 +129,7 @@ async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> 
         .next()
         .is_none_or(|t| t.trim() != "application/json")
     {
-        return Err(conn
-            .error(
-                415,
-                None,
-                -32600,
-                "Unsupported media type: POST a JSON-RPC message as application/json",
-                None,
-                true,
-            )
-            .await);
+        return Err(conn.reject(415, "Unsupported media type: POST a JSON-RPC message as application/json").await);
     }
     match conn.read_body(req).await {
         Ok(b) => Ok(b),
@@ -302,16 +260,7 @@ async fn post_legacy(
     let Some(sid) = sid else {
         // Requirement rows streamable-http-server-may-assign-session, streamable-http-server-400-missing-session
         let Message::Single(env) = msg else {
-            return conn
-                .error(
-                    400,
-                    None,
-                    -32600,
-                    "Bad Request: Mcp-Session-Id header is required",
-                    None,
-                    true,
-                )
-                .await;
+            return conn.reject(400, NO_SESSION_ID).await;
         };
         if !(env.kind() == MsgKind::Request && env.method_is("initialize")) {
             return conn.error(400, first_id, -32600, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await;
@@ -365,7 +314,7 @@ async fn post_legacy(
                     "Invalid request: JSON-RPC batches are not supported in protocol revision {}",
                     rev.as_str()
                 );
-                return conn.error(400, None, -32600, &text, None, true).await;
+                return conn.reject(400, &text).await;
             }
             b.elements().collect()
         }
@@ -472,16 +421,7 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let expected = x.pending.len();
     let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.tokens, x.sse_ok, tx) else {
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                "Not found: the session ended",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, "Not found: the session ended").await;
     };
     let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();
     sh.feed(x.c, &msgs);
@@ -521,17 +461,11 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
                     got += 1;
                 }
                 if sse.is_none() && !is_response {
-                    let Some(s) = SseOut::start(conn, version, &extra).await else {
+                    let Some(s) = start_sse(conn, version, &extra, &mut responses).await else {
                         session::drop_exchange(&sh, &x.sid, seq);
                         return false;
                     };
                     sse = Some(s);
-                    for r in std::mem::take(&mut responses) {
-                        if !sse.as_mut().expect("started").event(conn, None, &r).await {
-                            session::drop_exchange(&sh, &x.sid, seq);
-                            return false;
-                        }
-                    }
                 }
                 match sse.as_mut() {
                     Some(s) => {
@@ -551,17 +485,11 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
                         continue;
                     }
                     // A long call: stream, so that keep-alives can flow.
-                    let Some(s) = SseOut::start(conn, version, &extra).await else {
+                    let Some(s) = start_sse(conn, version, &extra, &mut responses).await else {
                         session::drop_exchange(&sh, &x.sid, seq);
                         return false;
                     };
                     sse = Some(s);
-                    for r in std::mem::take(&mut responses) {
-                        if !sse.as_mut().expect("started").event(conn, None, &r).await {
-                            session::drop_exchange(&sh, &x.sid, seq);
-                            return false;
-                        }
-                    }
                 }
                 let s = sse.as_mut().expect("started");
                 if !s.ping(conn).await {
@@ -578,7 +506,7 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
         None if ended_early => {
             if sh.touch(&x.sid, Kind::Streamable).is_none() {
                 let msg = "Not found: the session ended before the request was answered";
-                conn.error(404, None, -32600, msg, None, true).await
+                conn.reject(404, msg).await
             } else {
                 let max = sh.cfg.limits.stream_queue;
                 let msg = format!(
@@ -596,6 +524,23 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
     }
 }
 
+/// Turns an exchange's answer into an SSE stream, sending the responses
+/// `held` so far first; `None` when the peer is gone.
+async fn start_sse(
+    conn: &mut Conn,
+    version: Version,
+    extra: &[(&str, &str)],
+    held: &mut Vec<Vec<u8>>,
+) -> Option<SseOut> {
+    let mut s = SseOut::start(conn, version, extra).await?;
+    for r in std::mem::take(held) {
+        if !s.event(conn, None, &r).await {
+            return None;
+        }
+    }
+    Some(s)
+}
+
 fn session_of(req: &Request) -> Option<String> {
     req.header_str("mcp-session-id")
         .map(|s| s.trim().to_string())
@@ -606,54 +551,18 @@ fn session_of(req: &Request) -> Option<String> {
 async fn get(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
     if !req.accepts("text/event-stream") {
-        return conn
-            .error(
-                406,
-                None,
-                -32600,
-                "Not acceptable: GET opens an SSE stream; send Accept: text/event-stream",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(406, "Not acceptable: GET opens an SSE stream; send Accept: text/event-stream").await;
     }
     let Some(sid) = session_of(req) else {
-        return conn
-            .error(
-                400,
-                None,
-                -32600,
-                "Bad Request: Mcp-Session-Id header is required",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(400, NO_SESSION_ID).await;
     };
     if sh.touch(&sid, Kind::Streamable).is_none() {
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                "Not found: unknown or ended session; initialize a new one",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, "Not found: unknown or ended session; initialize a new one").await;
     }
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let seq = sh.next_seq();
     if session::set_get(&sh, &sid, seq, tx).is_none() {
-        return conn
-            .error(
-                409,
-                None,
-                -32600,
-                "Conflict: this session already has an open GET stream",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(409, "Conflict: this session already has an open GET stream").await;
     }
     let keep = stream_out(conn, req.version, &rx, &[], None).await;
     session::clear_get(&sh, &sid, seq);
@@ -708,28 +617,10 @@ async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
         return false;
     }
     let Some(sid) = session_of(req) else {
-        return conn
-            .error(
-                400,
-                None,
-                -32600,
-                "Bad Request: Mcp-Session-Id header is required",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(400, NO_SESSION_ID).await;
     };
     if sh.touch(&sid, Kind::Streamable).is_none() || !session::end(&sh, &sid, true) {
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                "Not found: unknown or ended session",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, "Not found: unknown or ended session").await;
     }
     conn.respond(204, &[], b"", true).await
 }
@@ -741,16 +632,7 @@ async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
 async fn legacy_sse(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
     if req.headers_present("accept") && !req.accepts("text/event-stream") {
-        return conn
-            .error(
-                406,
-                None,
-                -32600,
-                "Not acceptable: send Accept: text/event-stream",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(406, "Not acceptable: send Accept: text/event-stream").await;
     }
     let (sid, _c) = match session::open(&sh, Kind::LegacySse) {
         Ok(x) => x,
@@ -786,16 +668,7 @@ async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
         if req.has_body() && conn.read_body(req).await.is_err() {
             return false;
         }
-        return conn
-            .error(
-                404,
-                None,
-                -32600,
-                "Not found: unknown or ended session; reconnect to /sse",
-                None,
-                true,
-            )
-            .await;
+        return conn.reject(404, "Not found: unknown or ended session; reconnect to /sse").await;
     };
     let body = match json_body(conn, req).await {
         Ok(b) => b,

@@ -388,6 +388,14 @@ fn write_req(
     s.write_all(&all).unwrap();
 }
 
+/// A connection that has sent the GET opening `sid`'s standalone stream.
+fn open_get(addr: SocketAddr, sid: &str) -> TcpStream {
+    let mut g = connect(addr);
+    let hs = [("Accept", "text/event-stream"), ("Mcp-Session-Id", sid)];
+    write_req(&mut g, addr, "GET", "/mcp", &hs, b"");
+    g
+}
+
 /// Reads one response (Content-Length, chunked to its end, or until close).
 fn read_resp(s: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
     use mcpx_core::frame::http::{parse_response, BodyFraming, Chunk, ChunkedDecoder};
@@ -1089,12 +1097,7 @@ fn get_stream_carries_list_changed_and_keepalives() {
         &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }),
     );
     assert_eq!(r.status, 200);
-    let mut g = connect(t.addr);
-    let hs = [
-        ("Accept", "text/event-stream"),
-        ("Mcp-Session-Id", sid.as_str()),
-    ];
-    write_req(&mut g, t.addr, "GET", "/mcp", &hs, b"");
+    let mut g = open_get(t.addr, &sid);
     let head = read_until(&mut g, ": keep-alive", Duration::from_secs(3));
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(
@@ -1102,6 +1105,10 @@ fn get_stream_carries_list_changed_and_keepalives() {
         "{head}"
     );
     // A second GET on the same session is refused.
+    let hs = [
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", sid.as_str()),
+    ];
     assert_eq!(request(t.addr, "GET", "/mcp", &hs, b"").status, 409);
     assert_eq!(
         request(
@@ -1425,12 +1432,7 @@ fn a_server_request_falls_back_to_the_get_stream() {
         &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }),
     );
     assert_eq!(r.status, 200);
-    let mut g = connect(t.addr);
-    let hs = [
-        ("Accept", "text/event-stream"),
-        ("Mcp-Session-Id", sid.as_str()),
-    ];
-    write_req(&mut g, t.addr, "GET", "/mcp", &hs, b"");
+    let mut g = open_get(t.addr, &sid);
     assert!(
         read_until(&mut g, "text/event-stream", Duration::from_secs(3)).starts_with("HTTP/1.1 200")
     );

@@ -26,6 +26,9 @@ pub struct Connector {
     pub connect_timeout: Duration,
     #[cfg(feature = "tls")]
     pub tls: Option<futures_rustls::TlsConnector>,
+    /// The configured `caFile`, for the error of a refused certificate.
+    #[cfg(feature = "tls")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// `fut`, or a `TimedOut` error after `d` naming `what`.
@@ -75,10 +78,10 @@ impl Connector {
                     .connect(name, tcp)
                     .await
                     .map_err(|e| {
-                        let hint = if e.to_string().contains("UnknownIssuer") {
-                            " (a private CA? name its certificate in \"caFile\")"
-                        } else {
-                            ""
+                        let hint = match &self.ca_file {
+                            _ if !e.to_string().contains("UnknownIssuer") => String::new(),
+                            Some(ca) => format!(" (no certificate in caFile {} issued it)", ca.display()),
+                            None => " (a private CA? name its certificate in \"caFile\")".to_string(),
                         };
                         io::Error::new(e.kind(), format!("TLS handshake with {} failed: {e}{hint}", url.host_header()))
                     })?;

@@ -58,6 +58,7 @@ use smol::future::FutureExt as _;
 use smol::lock::{Mutex, Semaphore};
 use smol::{LocalExecutor, Task};
 
+use crate::backoff::{self, Backoff};
 use conn::Connector;
 use http::{Body, Client, Limits, Response};
 use url::{Scheme, Url};
@@ -155,6 +156,8 @@ impl RemoteSpec {
             connect_timeout,
             #[cfg(feature = "tls")]
             tls,
+            #[cfg(feature = "tls")]
+            ca_file: self.ca_file.clone(),
         })
     }
 }
@@ -221,7 +224,6 @@ enum Ctl {
 }
 
 struct Shared {
-    name: String,
     out: RefCell<Option<Sender<Vec<u8>>>>,
     /// Bytes queued in `out`.
     queued: Cell<usize>,
@@ -236,11 +238,6 @@ pub struct Remote {
 }
 
 impl Remote {
-    #[allow(dead_code)] // the handle has the shape of supervise::Upstream
-    pub fn name(&self) -> &str {
-        &self.sh.name
-    }
-
     /// Queues one message for the server.
     pub fn send(&self, msg: Vec<u8>) -> Result<(), SendError> {
         let out = self.sh.out.borrow();
@@ -258,11 +255,6 @@ impl Remote {
             Err(TrySendError::Full(_)) => Err(SendError::Full { msgs: tx.len(), bytes: queued }),
             Err(TrySendError::Closed(_)) => Err(SendError::Closed),
         }
-    }
-
-    #[allow(dead_code)]
-    pub fn is_running(&self) -> bool {
-        self.sh.out.borrow().as_ref().is_some_and(|t| !t.is_closed())
     }
 
     /// Ends the session (DELETE) and starts a new one at once.
@@ -291,7 +283,6 @@ pub fn spawn(
 ) -> (Remote, Task<()>) {
     let (ctl_tx, ctl_rx) = channel::bounded(8);
     let sh = Rc::new(Shared {
-        name: spec.name.clone(),
         out: RefCell::new(None),
         queued: Cell::new(0),
         max_bytes: opts.queue_bytes,
@@ -333,7 +324,7 @@ enum Outcome {
 impl Supervisor {
     async fn run(self) {
         let name = self.spec.name.clone();
-        let mut backoff = self.opts.backoff_min;
+        let mut backoff = Backoff::new(self.opts.backoff_min, self.opts.backoff_max, self.opts.stable_after);
         loop {
             let t0 = Instant::now();
             let outcome = match self.prepare() {
@@ -348,29 +339,18 @@ impl Supervisor {
             match outcome {
                 Outcome::Shutdown => return,
                 Outcome::Restart => {
-                    backoff = self.opts.backoff_min;
+                    backoff.reset();
                     continue;
                 }
                 Outcome::Failed => {}
             }
-            if t0.elapsed() >= self.opts.stable_after {
-                backoff = self.opts.backoff_min;
-            }
-            info!("server {name}: reconnecting in {}", show_ms(backoff));
-            let ctl = async { Some(self.ctl.recv().await) };
-            let timer = async {
-                Timer::after(backoff).await;
-                None
-            };
-            match ctl.or(timer).await {
+            let delay = backoff.delay(t0);
+            info!("server {name}: reconnecting in {}", show_ms(delay));
+            match backoff::wait(delay, &self.ctl).await {
                 None => {}
-                Some(Ok(Ctl::Restart(_))) => {
-                    backoff = self.opts.backoff_min;
-                    continue;
-                }
+                Some(Ok(Ctl::Restart(_))) => backoff.reset(),
                 Some(Ok(Ctl::Shutdown)) | Some(Ok(Ctl::Kill)) | Some(Err(_)) => return,
             }
-            backoff = (backoff * 2).min(self.opts.backoff_max);
         }
     }
 
@@ -597,7 +577,7 @@ impl Session {
         if !self.alive.get() {
             return;
         }
-        let msg = trim(msg);
+        let msg = msg.trim_ascii();
         if msg.is_empty() {
             return;
         }
@@ -629,6 +609,11 @@ impl Session {
         if self.alive.get() {
             self.events.garbage(self.id, what);
         }
+    }
+
+    /// An SSE event over `max_message`, which the decoder dropped.
+    fn event_too_large(&self, len: usize) {
+        self.garbage(&format!("SSE event of {len}+ bytes is over the {}-byte limit; dropped", self.opts.max_message));
     }
 
     /// A JSON-RPC error answered to the hub for request `id`.
@@ -872,7 +857,7 @@ impl Session {
         }
         let body = resp.body.read_all(64 * 1024).await.unwrap_or_default();
         // A JSON-RPC error for this request (e.g. with a 400) goes to the hub as is.
-        if let (Some(id), Ok(env)) = (request_id, Envelope::parse(trim(&body))) {
+        if let (Some(id), Ok(env)) = (request_id, Envelope::parse(body.trim_ascii())) {
             if env.kind() == Kind::Error && env.id_bytes() == Some(id) {
                 self.deliver(&body);
                 return Ok(());
@@ -897,7 +882,7 @@ impl Session {
         }
         let body = resp.body.read_all(self.opts.max_message).await.map_err(|e| e.to_string())?;
         self.client.recycle(resp.body);
-        let body_t = trim(&body);
+        let body_t = body.trim_ascii();
         if body_t.is_empty() {
             return Ok(false);
         }
@@ -967,7 +952,7 @@ impl Session {
                                 debug!("server {}: SSE event {:?} ignored", self.name, String::from_utf8_lossy(kind));
                                 continue;
                             }
-                            let data = trim(ev.data);
+                            let data = ev.data.trim_ascii();
                             if data.is_empty() {
                                 continue; // a priming event
                             }
@@ -982,10 +967,7 @@ impl Session {
                                 return Ok(true);
                             }
                         }
-                        SseItem::TooLarge { len } => self.garbage(&format!(
-                            "SSE event of {len}+ bytes is over the {}-byte limit; dropped",
-                            self.opts.max_message
-                        )),
+                        SseItem::TooLarge { len } => self.event_too_large(len),
                     }
                 }
                 st.last_id = dec.last_event_id().to_vec();
@@ -1022,7 +1004,7 @@ impl Session {
         } else {
             let body = resp.body.read_all(self.opts.max_message).await.map_err(|e| e.to_string())?;
             self.client.recycle(resp.body);
-            self.note_init_result(trim(&body), false)
+            self.note_init_result(body.trim_ascii(), false)
         };
         if !got {
             return Err("no initialize result".into());
@@ -1140,17 +1122,14 @@ impl Session {
                                 continue;
                             }
                             have_endpoint = true;
-                            let r = std::str::from_utf8(trim(ev.data))
+                            let r = std::str::from_utf8(ev.data.trim_ascii())
                                 .map_err(|_| "endpoint is not UTF-8".to_string())
                                 .and_then(|s| self.url.join_same_origin(s));
                             let _ = endpoint.try_send(r);
                         }
                         SseItem::Event(ev) if ev.event.unwrap_or(b"message") == b"message" => self.deliver(ev.data),
                         SseItem::Event(_) => {}
-                        SseItem::TooLarge { len } => self.garbage(&format!(
-                            "SSE event of {len}+ bytes is over the {}-byte limit; dropped",
-                            self.opts.max_message
-                        )),
+                        SseItem::TooLarge { len } => self.event_too_large(len),
                     }
                 }
             }
@@ -1212,15 +1191,9 @@ fn valid_session_id(sid: &[u8]) -> bool {
     !sid.is_empty() && sid.iter().all(|&b| (0x21..=0x7e).contains(&b))
 }
 
-fn trim(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
-    &b[start..end]
-}
-
 /// `: <first 200 bytes of body>` for error messages, or nothing.
 fn preview_suffix(body: &[u8]) -> String {
-    let t = trim(body);
+    let t = body.trim_ascii();
     if t.is_empty() {
         return String::new();
     }

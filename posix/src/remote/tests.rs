@@ -2,6 +2,7 @@
 //! one per connection), with the test playing the hub.
 
 use super::*;
+use crate::testing::{run, until, Log};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -211,67 +212,6 @@ fn serve_conn<S: Read + Write>(s: S, conn: usize, h: &Handler, log: &StdMutex<Ve
     }
 }
 
-/// What the transport reported, as text.
-#[derive(Default)]
-struct Log(RefCell<Vec<String>>);
-
-impl Events for Log {
-    fn started(&self, _: UpstreamId) {
-        self.0.borrow_mut().push("started".into());
-    }
-    fn message(&self, _: UpstreamId, msg: &[u8]) {
-        self.0.borrow_mut().push(format!("msg {}", String::from_utf8_lossy(msg)));
-    }
-    fn garbage(&self, _: UpstreamId, what: &str) {
-        self.0.borrow_mut().push(format!("garbage {what}"));
-    }
-    fn exited(&self, _: UpstreamId, reason: &str, _: &str) {
-        self.0.borrow_mut().push(format!("exited {reason}"));
-    }
-}
-
-impl Log {
-    fn count(&self, prefix: &str) -> usize {
-        self.0.borrow().iter().filter(|e| e.starts_with(prefix)).count()
-    }
-    fn all(&self) -> Vec<String> {
-        self.0.borrow().clone()
-    }
-    /// The messages received, parsed.
-    fn msgs(&self) -> Vec<serde_json::Value> {
-        self.0
-            .borrow()
-            .iter()
-            .filter_map(|e| e.strip_prefix("msg "))
-            .map(|m| serde_json::from_str(m).expect("a JSON message"))
-            .collect()
-    }
-    fn answer(&self, id: serde_json::Value) -> Option<serde_json::Value> {
-        self.msgs().into_iter().find(|m| m["id"] == id && m.get("method").is_none())
-    }
-}
-
-fn run<F: std::future::Future<Output = ()>>(limit: Duration, body: impl FnOnce(Rc<LocalExecutor<'static>>) -> F) {
-    let ex = Rc::new(LocalExecutor::new());
-    let fut = body(ex.clone());
-    let guard = async {
-        Timer::after(limit).await;
-        panic!("test took longer than {limit:?}");
-    };
-    smol::block_on(ex.run(fut.or(guard)));
-}
-
-async fn until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if cond() {
-            return true;
-        }
-        Timer::after(Duration::from_millis(5)).await;
-    }
-    cond()
-}
-
 fn spec(url: &str) -> RemoteSpec {
     RemoteSpec {
         name: "remote".into(),
@@ -365,7 +305,7 @@ fn streamable_http_json_sse_session_version_and_delete() {
         assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
         r.shutdown();
         task.await;
-        assert_eq!(log.all().last().unwrap(), "exited stopped");
+        assert_eq!(log.all().last().unwrap(), "exited stopped | ");
         assert_eq!(log.count("msg"), 4, "{:?}", log.all());
 
         let reqs = srv.requests();
@@ -695,13 +635,13 @@ fn config_checks() {
 mod tls {
     use super::*;
 
-    /// A CA and a certificate for `localhost` signed by it.
-    fn pki() -> (String, Arc<rustls::ServerConfig>) {
+    /// A CA named `ca_name` and a certificate for `localhost` signed by it.
+    fn pki(ca_name: &str) -> (String, Arc<rustls::ServerConfig>) {
         use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
         let ca_key = KeyPair::generate().unwrap();
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.distinguished_name.push(DnType::CommonName, "mcpx test CA");
+        ca_params.distinguished_name.push(DnType::CommonName, ca_name);
         let ca = ca_params.self_signed(&ca_key).unwrap();
         let key = KeyPair::generate().unwrap();
         let cert = CertificateParams::new(vec!["localhost".to_string()]).unwrap().signed_by(&key, &ca, &ca_key).unwrap();
@@ -720,11 +660,13 @@ mod tls {
 
     #[test]
     fn https_with_a_private_ca_file_and_sni() {
-        let (ca_pem, cfg) = pki();
+        let (ca_pem, cfg) = pki("mcpx test CA");
         let dir = std::env::temp_dir().join(format!("mcpx-remote-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ca_file = dir.join("ca.pem");
         std::fs::write(&ca_file, ca_pem).unwrap();
+        let other_ca_file = dir.join("other-ca.pem");
+        std::fs::write(&other_ca_file, pki("another CA").0).unwrap();
         let handler: Arc<Handler> = Arc::new(|req: &Req| match (req.method.as_str(), req.rpc_method().as_str()) {
             ("POST", "initialize") => Reply::Json(200, vec![("mcp-session-id", "tls-1".into())], init_result("2025-11-25")),
             ("GET", _) => Reply::Status(405),
@@ -741,6 +683,19 @@ mod tls {
             r.shutdown();
             task.await;
             assert!(log.all()[0].contains("TLS handshake"), "{:?}", log.all());
+            assert!(log.all()[0].contains("name its certificate in \"caFile\""), "{:?}", log.all());
+            assert_eq!(log.count("started"), 0);
+
+            // With a caFile of another CA, the error says that this file does not do.
+            let log = Rc::new(Log::default());
+            let mut s = spec(&url);
+            s.ca_file = Some(other_ca_file.clone());
+            let (r, task) = spawn(&ex, 0, s, fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
+            r.shutdown();
+            task.await;
+            let want = format!("no certificate in caFile {} issued it", other_ca_file.display());
+            assert!(log.all()[0].contains(&want), "{:?}", log.all());
             assert_eq!(log.count("started"), 0);
 
             let log = Rc::new(Log::default());
