@@ -374,6 +374,59 @@ impl Keys {
     }
 }
 
+/// Keys and nonces derived from one secret seed, for a caller that holds no
+/// RNG of its own (a sans-IO state machine): the runtime draws the 32-byte
+/// seed once from the operating system's CSPRNG; the signing key and every
+/// nonce are SHA-256 of a label, the seed and a counter, so they are as
+/// unpredictable as the seed and nonces never repeat within one seed.
+#[derive(Clone)]
+pub struct Seeded {
+    seed: [u8; 32],
+    counter: u64,
+}
+
+impl Seeded {
+    /// Derivations from `seed` (32 random bytes).
+    pub const fn new(seed: [u8; 32]) -> Self {
+        Seeded { seed, counter: 0 }
+    }
+
+    fn derive(&self, label: &[u8], n: u64) -> [u8; DIGEST_LEN] {
+        let mut h = Sha256::new();
+        h.update(b"mcpx/seeded\0");
+        h.update(label);
+        h.update(self.seed);
+        h.update(n.to_be_bytes());
+        h.finalize().into()
+    }
+
+    /// The signing key with id `id` (the same for the same seed and id).
+    pub fn key(&self, id: u8) -> Key {
+        Key::new(id, self.derive(b"key", id.into()))
+    }
+
+    /// A fresh nonce.
+    pub fn nonce(&mut self) -> [u8; NONCE_LEN] {
+        self.counter += 1;
+        let d = self.derive(b"nonce", self.counter);
+        let mut n = [0u8; NONCE_LEN];
+        n.copy_from_slice(&d[..NONCE_LEN]);
+        n
+    }
+}
+
+impl fmt::Debug for Seeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Seeded").field("counter", &self.counter).finish_non_exhaustive()
+    }
+}
+
+/// SHA-256 of `bytes`: a principal from a secret it must not keep (e.g. a
+/// bearer token), or a digest for [`Binding::params`].
+pub fn digest(bytes: &[u8]) -> [u8; DIGEST_LEN] {
+    Sha256::digest(bytes).into()
+}
+
 /// The nonces of tokens already opened, each kept until its token expires.
 ///
 /// Fixed capacity `N`: when a token is opened, expired entries are evicted

@@ -94,7 +94,8 @@ fn binding_mismatches_are_rejected() {
     assert_eq!(open_fresh(&token, &binding(), NOW), Ok(b"s".to_vec()));
 }
 
-// row: mrtr-requeststate-replay-fields — expiry
+// Expiry.
+// row: mrtr-requeststate-replay-fields
 #[test]
 fn expiry() {
     let token = seal_with(&keys(), &binding(), b"s", 1);
@@ -122,7 +123,8 @@ fn a_token_opens_once() {
     assert!(open_with(&k, &fresh, &binding(), NOW, &mut replay).is_ok());
 }
 
-// row: mrtr-single-use-enforced — the bounded replay set
+// The bounded replay set.
+// row: mrtr-single-use-enforced
 #[test]
 fn replay_set_at_capacity_fails_closed_then_evicts_expired() {
     let k = keys();
@@ -196,7 +198,8 @@ fn malformed_and_foreign_tokens() {
 }
 
 proptest! {
-    // row: mrtr-requeststate-attacker-controlled — any altered byte is rejected.
+    // Any altered byte is rejected.
+    // row: mrtr-requeststate-attacker-controlled
     #[test]
     fn flipping_any_byte_is_rejected(pos in any::<prop::sample::Index>(), flip in 1u8..=255, inner in proptest::collection::vec(any::<u8>(), 0..40)) {
         let token = seal_with(&keys(), &binding(), &inner, 3);
@@ -239,4 +242,22 @@ proptest! {
         let mut scratch = vec![0u8; scratch_len];
         let _ = keys().open(&token, &binding(), NOW, &mut ReplaySet::<2>::new(), &mut scratch);
     }
+}
+
+#[test]
+fn seeded_keys_are_stable_and_nonces_fresh() {
+    let mut a = Seeded::new([7; 32]);
+    let b = Seeded::new([7; 32]);
+    let c = Seeded::new([8; 32]);
+    let keys_a = Keys::new(a.key(1), None).unwrap();
+    let keys_b = Keys::new(b.key(1), None).unwrap();
+    let keys_c = Keys::new(c.key(1), None).unwrap();
+    let n1 = a.nonce();
+    let n2 = a.nonce();
+    assert_ne!(n1, n2);
+    let mut out = vec![0u8; sealed_len(binding().method.len(), 1)];
+    let token = keys_a.seal(&binding(), b"x", &n1, NOW, TTL, &mut out).unwrap().to_owned();
+    assert_eq!(open_with(&keys_b, &token, &binding(), NOW, &mut ReplaySet::<4>::new()), Ok(b"x".to_vec()));
+    assert_eq!(open_with(&keys_c, &token, &binding(), NOW, &mut ReplaySet::<4>::new()), Err(OpenError::BadSignature));
+    assert_eq!(digest(b"abc").len(), 32);
 }

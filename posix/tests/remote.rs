@@ -263,18 +263,22 @@ fn remote_servers_are_aggregated_with_their_headers_and_nothing_of_the_client() 
     assert!(sreqs.iter().all(|q| q.header("authorization").as_deref() == Some("Bearer s3cret")), "{sreqs:?}");
     assert!(lreqs.iter().all(|q| q.header("authorization").is_none()));
     // The session is echoed after initialize, and the session ends with a DELETE.
-    assert!(sreqs.iter().skip(1).all(|q| q.header("mcp-session-id").as_deref() == Some("abc")));
+    // (The hub probes with server/discover before initialize: count from initialize.)
+    let init_at = sreqs.iter().position(|q| q.body.contains("\"initialize\"")).expect("an initialize");
+    assert!(sreqs.iter().skip(init_at + 1).all(|q| q.header("mcp-session-id").as_deref() == Some("abc")), "{sreqs:?}");
     assert_eq!(sreqs.last().unwrap().method, "DELETE");
     // Nothing the client said reaches a server verbatim: not its identity,
     // not its progress token (the hub mints its own).
     for q in sreqs.iter().chain(&lreqs) {
         assert!(!q.head.contains(marker) && !q.body.contains(marker), "client data upstream: {q:?}");
     }
-    // The legacy server was probed with a POST of initialize (404), then got
-    // every message at its announced endpoint.
+    // The legacy server was probed with POSTs (the hub's server/discover
+    // probe, then initialize; 404 each), then got every message at its
+    // announced endpoint, initialize first.
     let posts: Vec<&Req> = lreqs.iter().filter(|q| q.method == "POST").collect();
-    assert_eq!(posts[0].target, "/sse");
-    assert_eq!(posts[0].json()["method"], "initialize");
-    assert!(posts[1..].iter().all(|q| q.target == "/msg?session=1"), "{posts:?}");
-    assert!(posts.len() >= 4, "initialize, initialized, tools/list, tools/call: {posts:?}");
+    let probes = posts.iter().take_while(|q| q.target == "/sse").count();
+    assert!(probes >= 1 && posts[0].json()["method"] == "server/discover", "{posts:?}");
+    assert!(posts[probes..].iter().all(|q| q.target == "/msg?session=1"), "{posts:?}");
+    assert_eq!(posts[probes].json()["method"], "initialize");
+    assert!(posts.len() - probes >= 4, "initialize, initialized, tools/list, tools/call: {posts:?}");
 }

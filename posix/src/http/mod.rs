@@ -67,8 +67,15 @@
 //! `initialize`) vs modern stateless (2026-07-28), per the rule in the
 //! conformance notes: no `Mcp-Session-Id`, and a `MCP-Protocol-Version`
 //! header or a `params._meta` protocol version, except a header naming a
-//! dated legacy revision without `_meta`. The modern branch currently answers
-//! HTTP 400 with -32022 (`data.supported`); it is the one place to extend.
+//! dated legacy revision without `_meta`. A modern POST is one request of a
+//! hub client that lives as long as the POST (session kind `Modern`, its id
+//! never shown: no `Mcp-Session-Id`); its headers must mirror its body
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`: -32020 otherwise, once
+//! `_meta` itself is valid); a JSON error answer gets its status from the code
+//! (-32602/-32020/-32021/-32022: 400, -32601: 404); closing the POST cancels
+//! the request; a `subscriptions/listen` POST is the subscription's stream.
+//! The client's principal for `requestState` is the digest of its
+//! `Authorization` header (a constant without one).
 mod auth;
 mod conn;
 mod limits;

@@ -196,32 +196,156 @@ async fn post(conn: &mut Conn, req: &mut Request) -> bool {
         .header_str("mcp-protocol-version")
         .map(|s| s.trim().to_string());
     match classify(sid.is_some(), pv.as_deref(), &msg) {
-        Era::Modern => post_modern(conn, &msg, pv.as_deref()).await,
+        Era::Modern => post_modern(conn, req, &msg).await,
         Era::Legacy => post_legacy(conn, req, sid, pv, &msg).await,
     }
 }
 
-/// A 2026-07-28 (stateless) request: not served over HTTP yet.
-async fn post_modern(conn: &mut Conn, msg: &Message<'_>, header: Option<&str>) -> bool {
-    let (id, meta_v) = match msg {
-        Message::Single(env) => (
-            env.id_bytes(),
-            env.meta()
-                .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
-                .and_then(|v| v.as_str())
-                .and_then(|s| s.as_str()),
-        ),
-        Message::Batch(_) => (None, None),
+/// HTTP status of a modern (2026-07-28) error answer: 400 for the errors
+/// the spec gives a status (-32020, -32021, -32022) and for invalid params
+/// (-32602: missing `_meta` fields included), 404 for an unknown method.
+fn modern_status(code: i64) -> u16 {
+    match code {
+        -32601 => 404,
+        -32602 | -32020 | -32021 | -32022 | -32600 | -32700 => 400,
+        _ => 200,
+    }
+}
+
+/// The `HeaderMismatchError` (-32020) for a modern POST whose headers do not
+/// mirror its body, if any (checked only once `_meta` itself is valid: a
+/// missing field is the hub's -32602 first, conformance notes §3.1).
+fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
+    use mcpx_core::headers::{self, HeaderField, ParamValue};
+    let meta_version = env.meta().and_then(|m| m.get(PROTOCOL_VERSION_KEY))?.as_str()?;
+    let version = String::from_utf8_lossy(meta_version.raw()).into_owned();
+    if env.meta().and_then(|m| m.get(mcpx_core::meta::CLIENT_CAPABILITIES_KEY)).is_none() {
+        return None;
+    }
+    let method = env.method_str().unwrap_or("");
+    let name = match headers::name_source(method) {
+        Some(headers::NameSource::Name) => env.name(),
+        Some(headers::NameSource::Uri) => env.uri(),
+        None => None,
     };
-    let requested = meta_v.or(header).unwrap_or("");
-    let data = format!(
-        "{{\"supported\":{},\"requested\":{}}}",
-        supported_json(),
-        serde_json::Value::from(requested)
-    );
-    let text = format!("Unsupported protocol version '{requested}': mcpx serves HTTP clients with an initialize handshake (2024-11-05 to 2025-11-25) for now");
-    conn.error(400, id, -32022, &text, Some(data.as_bytes()), true)
-        .await
+    let name = name.and_then(|v| v.as_str()).map(|s| String::from_utf8_lossy(s.raw()).into_owned());
+    let checks = [
+        (HeaderField::ProtocolVersion, req.header("mcp-protocol-version"), Some(version.as_str())),
+        (HeaderField::Method, req.header("mcp-method"), Some(method)),
+        (HeaderField::Name, req.header("mcp-name"), name.as_deref()),
+    ];
+    for (field, header, body) in checks {
+        if let Err(e) = headers::check(field, header, body.map(ParamValue::Str)) {
+            return Some(format!("Header mismatch: {field} {:?} (the headers must mirror the body)", e.kind));
+        }
+    }
+    None
+}
+
+/// The `x-mcp-header` annotations of a tool's `inputSchema`: (header name,
+/// path of the argument), reached through `properties` alone (the hub lists
+/// no tool whose annotations break the rules).
+fn param_annotations(schema: &serde_json::Value) -> Vec<(String, Vec<String>)> {
+    fn walk(s: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
+        let Some(props) = s.get("properties").and_then(|p| p.as_object()) else { return };
+        for (k, prop) in props {
+            path.push(k.clone());
+            if let Some(h) = prop.get("x-mcp-header").and_then(|h| h.as_str()) {
+                out.push((h.to_string(), path.clone()));
+            }
+            walk(prop, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The -32020 for a modern `tools/call` whose `Mcp-Param-*` headers do not
+/// mirror the arguments annotated with `x-mcp-header`, if any.
+fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<String> {
+    use mcpx_core::headers::{self, HeaderField, ParamValue};
+    if !env.method_is("tools/call") {
+        return None;
+    }
+    let name = env.name()?.as_str()?;
+    let name = String::from_utf8_lossy(name.raw()).into_owned();
+    let schema = conn.shared.link.call(|hub, _| hub.tool_input_schema(&name))?;
+    let args: serde_json::Value = env.param("arguments").and_then(|a| serde_json::from_slice(a.bytes()).ok()).unwrap_or(serde_json::Value::Null);
+    for (h, path) in param_annotations(&schema) {
+        let mut v = &args;
+        for k in &path {
+            v = v.get(k).unwrap_or(&serde_json::Value::Null);
+        }
+        let text;
+        let body = match v {
+            serde_json::Value::String(s) => Some(ParamValue::Str(s)),
+            serde_json::Value::Bool(b) => Some(ParamValue::Bool(*b)),
+            serde_json::Value::Number(n) => {
+                text = n.to_string();
+                Some(ParamValue::Number(&text))
+            }
+            _ => None,
+        };
+        let header = req.header(&format!("mcp-param-{}", h.to_ascii_lowercase()));
+        // Requirement rows streamable-http-server-validates-param-headers, streamable-http-server-decodes-before-compare
+        if let Err(e) = headers::check(HeaderField::Param(&h), header, body) {
+            return Some(format!("Header mismatch: Mcp-Param-{h} {:?} (it must mirror the argument {})", e.kind, path.join(".")));
+        }
+    }
+    None
+}
+
+/// A 2026-07-28 (stateless) request: served by the hub as one request of a
+/// client that lives as long as the POST (no session, no `Mcp-Session-Id`).
+/// A `subscriptions/listen` POST stays open as its stream.
+async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>) -> bool {
+    let sh = conn.shared.clone();
+    let Message::Single(env) = msg else {
+        let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";
+        return conn.error(400, None, -32600, text, None, true).await;
+    };
+    if env.kind() != MsgKind::Request {
+        // Stateless: nothing to route a notification or response to (a
+        // request is cancelled by closing its stream).
+        return conn.respond(202, &[], b"", true).await;
+    }
+    let id = env.id_bytes().unwrap_or(b"null").to_vec();
+    // Requirement rows streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
+    if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(conn, req, env)) {
+        return conn.error(400, Some(&id), -32020, &text, None, true).await;
+    }
+    let (sid, c) = match session::open(&sh, Kind::Modern) {
+        Ok(x) => x,
+        Err(why) => return conn.error(503, Some(&id), -32603, &why, None, true).await,
+    };
+    // The principal a requestState is bound to: the bearer token's digest,
+    // or one constant when the endpoint has no token.
+    let principal = match req.header("authorization") {
+        Some(a) => mcpx_core::request_state::digest(a).to_vec(),
+        None => b"mcpx-http-anonymous".to_vec(),
+    };
+    sh.link.call(|hub, _| hub.set_client_principal(c, &principal));
+    let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
+    let tokens = env.progress_token().map(|t| t.bytes().to_vec()).into_iter().collect();
+    let x = Exchange {
+        sid: sid.clone(),
+        c,
+        pending: vec![id],
+        tokens,
+        msgs: vec![env.bytes().to_vec()],
+        prefilled: Vec::new(),
+        batch: false,
+        sse_ok,
+        http10: req.version == Version::Http10,
+        set_session: false,
+        modern: true,
+    };
+    let keep = exchange(conn, x).await;
+    // Requirement rows streamable-http-close-is-cancel: the client ends with its POST (a call still in flight is cancelled upstream)
+    session::end(&sh, &sid, true);
+    keep
 }
 
 /// A legacy POST: `initialize` (new session) or a message in a session.
@@ -286,6 +410,7 @@ async fn post_legacy(
             sse_ok,
             http10,
             set_session: true,
+            modern: false,
         };
         return exchange(conn, x).await;
     };
@@ -331,6 +456,7 @@ async fn post_legacy(
         sse_ok,
         http10,
         set_session: false,
+        modern: false,
     };
     for el in elements {
         match el {
@@ -410,6 +536,9 @@ struct Exchange {
     http10: bool,
     /// Send `Mcp-Session-Id` (the answer to `initialize`).
     set_session: bool,
+    /// A 2026-07-28 request: a JSON error answer gets its HTTP status from
+    /// the error code.
+    modern: bool,
 }
 
 /// Registers the exchange, feeds the hub and answers: JSON when the
@@ -519,7 +648,13 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
             let body = join(&responses, x.batch);
             let mut hs = vec![("Content-Type", "application/json")];
             hs.extend(extra.iter().copied());
-            conn.respond(200, &hs, &body, !x.http10).await
+            let mut status = 200;
+            if x.modern {
+                // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
+                let code = Envelope::parse(&body).ok().and_then(|e| e.error_code());
+                status = code.map_or(200, modern_status);
+            }
+            conn.respond(status, &hs, &body, !x.http10).await
         }
     }
 }

@@ -61,6 +61,9 @@ pub(crate) enum Kind {
     Streamable,
     /// 2024-11-05 HTTP+SSE: the `/sse` stream is the session.
     LegacySse,
+    /// One 2026-07-28 request (stateless): a hub client for the life of its
+    /// POST, whose id is never shown to the client.
+    Modern,
 }
 
 pub(crate) struct Session {

@@ -82,6 +82,9 @@ fn fake_upstream(f: &mut Fake, msg: &Value) -> Vec<(u64, Value)> {
             if f.extra_tool {
                 tools.push(tool("extra"));
             }
+            tools.push(json!({ "name": "region", "inputSchema": { "type": "object", "properties": {
+                "region": { "type": "string", "x-mcp-header": "Region" },
+                "opts": { "type": "object", "properties": { "n": { "type": "integer", "x-mcp-header": "N" } } } } } }));
             vec![(0, reply(json!({ "tools": tools })))]
         }
         "ping" => vec![(0, reply(json!({})))],
@@ -105,6 +108,7 @@ fn fake_upstream(f: &mut Fake, msg: &Value) -> Vec<(u64, Value)> {
                             .to_string(),
                     ),
                 )],
+                "region" => vec![(0, text(args.get("region").and_then(Value::as_str).unwrap_or("").to_string()))],
                 "slow" => vec![(
                     args.get("ms").and_then(Value::as_u64).unwrap_or(300),
                     text("slow done".into()),
@@ -727,44 +731,154 @@ fn batches_only_in_2025_03_26() {
     assert_eq!(r.status, 400);
 }
 
-// covers: streamable-http-unsupported-version-400
+/// A 2026-07-28 request body: `params` with the per-request `_meta`.
+fn modern_body(id: Value, method: &str, mut params: Value, caps: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": { "name": "t", "version": "1" },
+    });
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+/// POSTs a modern request with the 2026 headers mirroring its body.
+fn modern_post(addr: SocketAddr, body: &Value, extra: &[(&str, &str)]) -> Resp {
+    let method = body["method"].as_str().unwrap().to_string();
+    let name = match method.as_str() {
+        "tools/call" | "prompts/get" => body["params"]["name"].as_str().map(str::to_string),
+        "resources/read" => body["params"]["uri"].as_str().map(str::to_string),
+        _ => None,
+    };
+    let mut hs = vec![ACCEPT, JSON, ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method.as_str())];
+    if let Some(n) = &name {
+        hs.push(("Mcp-Name", n.as_str()));
+    }
+    for (k, v) in extra {
+        hs.retain(|(x, _)| !x.eq_ignore_ascii_case(k));
+        hs.push((k, v));
+    }
+    request(addr, "POST", "/mcp", &hs, &serde_json::to_vec(body).unwrap())
+}
+
+/// The one JSON-RPC response of a POST answer, JSON or SSE.
+fn response_of(r: &Resp) -> Value {
+    if r.header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
+        r.events().into_iter().find(|e| e.get("id").is_some()).expect("a response event")
+    } else {
+        r.json()
+    }
+}
+
+// covers: streamable-http-unsupported-version-400, streamable-http-unknown-method-404
+// covers: streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
+// covers: streamable-http-protocol-version-header-matches-meta, streamable-http-server-validates-param-headers
+// covers: streamable-http-server-decodes-before-compare
 #[test]
-fn modern_requests_get_32022_for_now() {
+fn modern_requests_are_served_without_sessions() {
     let t = start(|_| {});
-    let body = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": { "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} } } });
-    let hs = [
-        ACCEPT,
-        JSON,
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "tools/list"),
-    ];
-    let r = request(
-        t.addr,
-        "POST",
-        "/mcp",
-        &hs,
-        &serde_json::to_vec(&body).unwrap(),
-    );
-    assert_eq!(r.status, 400);
+    let r = modern_post(t.addr, &modern_body(json!(1), "server/discover", json!({}), json!({})), &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.header("mcp-session-id").is_none(), "no session for a modern client");
     let v = r.json();
-    assert_eq!(v["error"]["code"], -32022);
-    assert_eq!(v["id"], 5);
-    assert!(!v["error"]["data"]["supported"]
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert_eq!(v["result"]["supportedVersions"][0], "2026-07-28");
+    assert_eq!(v["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpx");
+    let r = modern_post(t.addr, &modern_body(json!(2), "tools/call", json!({ "name": "echo", "arguments": { "text": "hi" } }), json!({})), &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = response_of(&r);
+    assert_eq!((v["result"]["content"][0]["text"].clone(), v["result"]["resultType"].clone()), (json!("hi"), json!("complete")));
+    // Missing _meta: -32602 before any header comparison.
+    let body = json!({ "jsonrpc": "2.0", "id": 101, "method": "server/discover", "params": {} });
+    let r = modern_post(t.addr, &body, &[]);
+    assert_eq!((r.status, r.json()["error"]["code"].clone(), r.json()["id"].clone()), (400, json!(-32602), json!(101)));
+    // An unsupported version, mirrored in the header: -32022.
+    let mut body = modern_body(json!(301), "server/discover", json!({}), json!({}));
+    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    let r = modern_post(t.addr, &body, &[("MCP-Protocol-Version", "v999.0.0")]);
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32022)));
+    assert_eq!(r.json()["error"]["data"]["requested"], "v999.0.0");
+    // The same with the header saying 2026-07-28: -32020.
+    let r = modern_post(t.addr, &body, &[]);
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)));
+    // Method and name headers must mirror the body.
+    let body = modern_body(json!(3), "tools/call", json!({ "name": "echo", "arguments": {} }), json!({}));
+    let r = modern_post(t.addr, &body, &[("Mcp-Name", "other")]);
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)));
+    let r = modern_post(t.addr, &body, &[("Mcp-Method", "tools/list")]);
+    assert_eq!(r.json()["error"]["code"], -32020);
+    // Arguments annotated with x-mcp-header must be mirrored as Mcp-Param-*.
+    let body = modern_body(json!(4), "tools/call", json!({ "name": "region", "arguments": { "region": "eu-west", "opts": { "n": 3 } } }), json!({}));
+    let r = modern_post(t.addr, &body, &[("Mcp-Param-Region", "eu-west"), ("Mcp-Param-N", "3")]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = modern_post(t.addr, &body, &[("Mcp-Param-Region", "=?base64?ZXUtd2VzdA==?="), ("Mcp-Param-N", "3")]);
+    assert_eq!(r.status, 200, "encoded values are decoded first: {}", r.text());
+    let r = modern_post(t.addr, &body, &[("Mcp-Param-Region", "us-east"), ("Mcp-Param-N", "3")]);
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)));
+    let r = modern_post(t.addr, &body, &[("Mcp-Param-Region", "eu-west")]);
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)), "a missing Mcp-Param-N");
+    // Legacy-only and unknown methods: 404 and -32601.
+    for m in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "unknown/method"] {
+        let r = modern_post(t.addr, &modern_body(json!(500), m, json!({ "uri": "x://y", "level": "info" }), json!({})), &[]);
+        assert_eq!((r.status, r.json()["error"]["code"].clone()), (404, json!(-32601)), "{m}");
+    }
     // A dated legacy header without _meta is still the legacy handshake.
     let hs = [ACCEPT, JSON, ("MCP-Protocol-Version", "2025-11-25")];
-    let r = request(
-        t.addr,
-        "POST",
-        "/mcp",
-        &hs,
-        &serde_json::to_vec(&initialize_body("2025-11-25")).unwrap(),
-    );
+    let r = request(t.addr, "POST", "/mcp", &hs, &serde_json::to_vec(&initialize_body("2025-11-25")).unwrap());
     assert_eq!(r.status, 200);
     assert!(r.header("mcp-session-id").is_some());
+    // Modern clients leave no session behind.
+    assert_eq!(status_json(t.addr)["http"]["sessions"].as_u64().unwrap_or(1), 1, "{}", status_json(t.addr));
+}
+
+// covers: mrtr-server-requests-via-mrtr, streamable-http-sse-no-requests
+#[test]
+fn modern_http_client_gets_input_required_and_retries_on_another_post() {
+    let t = start(|_| {});
+    let caps = json!({ "sampling": {} });
+    let r = modern_post(t.addr, &modern_body(json!(1), "tools/call", json!({ "name": "sample", "arguments": {} }), caps.clone()), &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = response_of(&r);
+    if r.header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
+        assert!(r.events().iter().all(|e| e.get("method").is_none() || e.get("id").is_none()), "no server→client request on the stream");
+    }
+    assert_eq!(v["result"]["resultType"], "input_required", "{v}");
+    let (key, req) = v["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    assert_eq!(req["method"], "sampling/createMessage");
+    let state = v["result"]["requestState"].as_str().unwrap();
+    let answer = json!({ "role": "assistant", "content": { "type": "text", "text": "hello" }, "model": "m" });
+    let retry = modern_body(json!(2), "tools/call", json!({ "name": "sample", "arguments": {}, "inputResponses": { key.clone(): answer }, "requestState": state }), caps.clone());
+    let r = modern_post(t.addr, &retry, &[]);
+    let v = response_of(&r);
+    assert_eq!(v["result"]["content"][0]["text"], "sampled: hello", "{v}");
+    // The same state again: refused, 400.
+    let r = modern_post(t.addr, &retry, &[]);
+    assert_eq!((r.status, response_of(&r)["error"]["code"].clone()), (400, json!(-32602)));
+}
+
+// covers: subscriptions-tag-every-notification, subscriptions-ack-first-with-id
+#[test]
+fn a_listen_post_is_a_stream_of_tagged_notifications() {
+    let t = start(|_| {});
+    let body = modern_body(json!(77), "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } }), json!({}));
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let mut s = connect(t.addr);
+    let hs = [ACCEPT, JSON, ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "subscriptions/listen")];
+    write_req(&mut s, t.addr, "POST", "/mcp", &hs, &bytes);
+    let got = read_until(&mut s, "acknowledged", Duration::from_secs(5));
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    assert!(got.contains("text/event-stream"), "{got}");
+    let ack = sse_data(&got).into_iter().next().expect("the acknowledgement first");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 77);
+    // Another POST changes the tool list: the listen stream hears it, tagged.
+    let r = modern_post(t.addr, &modern_body(json!(2), "tools/call", json!({ "name": "notify", "arguments": {} }), json!({})), &[]);
+    assert_eq!(response_of(&r)["result"]["content"][0]["text"], "notified");
+    let got = read_until(&mut s, "list_changed", Duration::from_secs(5));
+    let n = sse_data(&got).into_iter().find(|e| e["method"] == "notifications/tools/list_changed").expect("list_changed on the listen stream");
+    assert_eq!(n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 77);
+    // Closing the stream ends the subscription.
+    drop(s);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(status_json(t.addr)["http"]["sessions"].as_u64().unwrap_or(0), 0, "{}", status_json(t.addr));
 }
 
 // covers: streamable-http-server-single-endpoint-post-get

@@ -163,6 +163,11 @@ impl Catalog {
         self.per_up[u][k.idx()].len()
     }
 
+    /// Upstream `u`'s own item of kind `k` named (or with URI) `original`, as listed.
+    pub fn item_of(&self, u: UpstreamId, k: Kind, original: &str) -> Option<&Value> {
+        self.per_up.get(u)?[k.idx()].iter().find(|it| it.get(k.key_field()).and_then(Value::as_str) == Some(original))
+    }
+
     /// Entry by exposed key.
     pub fn get(&self, k: Kind, exposed: &str) -> Option<&Entry> {
         self.index[k.idx()].get(exposed).map(|&i| &self.views[k.idx()][i])

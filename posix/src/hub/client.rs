@@ -14,7 +14,7 @@
 //!   go to a client only after it has read a list: the oldest Python SDK
 //!   client deadlocks on one that arrives before its first `tools/list`.
 
-use mcpx_core::revision::{self, Revisions};
+use mcpx_core::revision;
 use serde_json::{json, Map, Value};
 
 use super::catalog::Channel;
@@ -40,6 +40,12 @@ pub(super) struct Client {
     /// Sent `logging/setLevel`.
     pub wants_logs: bool,
     pub connected_ms: u64,
+    /// Legacy after `initialize`; modern after a first modern request.
+    pub era: Option<revision::Era>,
+    /// Bound into `requestState` tokens (see `Hub::set_client_principal`).
+    pub principal: Vec<u8>,
+    /// Open `subscriptions/listen` streams (modern).
+    pub listens: Vec<super::modern::Listen>,
 }
 
 impl Client {
@@ -75,6 +81,9 @@ impl Hub {
                 subs: 0,
                 wants_logs: false,
                 connected_ms: self.now_ms,
+                era: None,
+                principal: b"mcpx-local".to_vec(),
+                listens: Vec::new(),
             },
         );
         c
@@ -140,6 +149,9 @@ impl Hub {
                 let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
                 let reason = wire::find(m.raw, p, &["reason"]).and_then(|r| wire::string_at(m.raw, r));
                 let rid = &m.raw[r];
+                if self.end_listen(c, rid) {
+                    return;
+                }
                 if let Some((u, id)) = self.pending.by_client(c, rid) {
                     // Requirement: cancellation-ref-same-direction-in-progress
                     self.pending.take(u, id);
@@ -165,10 +177,11 @@ impl Hub {
         let p = m.params_value();
         let asked = p.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
         // Requirement: lifecycle-server-echoes-supported-version, lifecycle-server-counteroffers-latest
-        let rev = revision::negotiate_server(asked, Revisions::LEGACY).unwrap_or(Rev::LATEST_LEGACY);
+        let rev = revision::negotiate_server(asked, self.opts.client_revisions).unwrap_or(Rev::LATEST_LEGACY);
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let cl = self.clients.get_mut(&c).expect("known client");
         cl.rev = Some(rev);
+        cl.era = Some(revision::Era::Legacy);
         cl.caps = p.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
         cl.info = p.get("clientInfo").cloned().unwrap_or(Value::Null);
         if self.startup_settled() {
@@ -194,10 +207,11 @@ impl Hub {
         for (c, id) in held {
             self.answer_initialize(c, &id);
         }
+        self.release_early();
     }
 
     pub(super) fn held_init_deadline(&self) -> Option<u64> {
-        if self.clients.values().any(|c| c.held_init.is_some()) {
+        if self.clients.values().any(|c| c.held_init.is_some()) || !self.early.is_empty() {
             self.started_ms.map(|s| s + self.opts.startup_wait_ms)
         } else {
             None
@@ -223,7 +237,7 @@ impl Hub {
     /// when they last initialized. Lists always announce `listChanged` (the
     /// hub's lists change as upstreams come and go). With no upstream ever
     /// initialized, `tools` is offered so the client asks later.
-    fn union_capabilities(&self) -> Map<String, Value> {
+    pub(super) fn union_capabilities(&self) -> Map<String, Value> {
         let mut caps = Map::new();
         let known: Vec<&Value> = self.ups.iter().filter_map(|u| u.caps.as_ref()).collect();
         let has = |k: &str| known.iter().any(|c| c.get(k).is_some_and(|v| !v.is_null()));
@@ -250,7 +264,7 @@ impl Hub {
         caps
     }
 
-    fn instructions(&self) -> String {
+    pub(super) fn instructions(&self) -> String {
         let mut s = format!(
             "This is mcpx, a hub serving the tools, resources and prompts of {} MCP server(s). \
              Names are prefixed with the server's prefix and '{}'.\n",
@@ -285,8 +299,10 @@ impl Hub {
     }
 
     /// After a catalog change: tell each client that has read the list and
-    /// whose view of it really changed.
+    /// whose view of it really changed (legacy), and every listen stream
+    /// that asked for the channel (modern).
     pub(super) fn announce(&mut self, ch: Channel) {
+        self.notify_listens(ch);
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for c in ids {
             let (listed, rev, known) = {

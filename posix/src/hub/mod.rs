@@ -42,15 +42,20 @@
 //!   flight, only if it declared the capability (`relay`).
 //! - Egress shaping per revision from the core feature table (`shape`).
 //!
-//! Eras: this version speaks the legacy era (`initialize` handshake: 2024-11-05,
-//! 2025-03-26, 2025-06-18, 2025-11-25) on both sides. The negotiated revision is
-//! per-connection data (client and upstream each), and everything that turns an
-//! upstream's request for input into something a client understands lives in
-//! `relay`, so the modern era (2026-07-28) can be added there and in `client`.
+//! Eras: both, on both sides. Clients: `initialize` selects the legacy era
+//! (2024-11-05 … 2025-11-25) for the connection; a request with modern
+//! per-request `_meta` (2026-07-28) is served statelessly (`modern`), on any
+//! connection, at the same time. Upstreams: probed with `server/discover`
+//! first, `initialize` on any other answer or a timeout; the era is cached per
+//! upstream for the process (`upstream`). Everything that turns an upstream's
+//! need for input into what the client's era understands, in all four
+//! combinations (wire requests, `InputRequiredResult` with sealed
+//! `requestState`), is `relay`; shaping per revision is `shape`.
 #![allow(dead_code)] // until the runtime wires `serve` to the hub
 
 mod catalog;
 mod client;
+mod modern;
 mod pending;
 mod relay;
 mod router;
@@ -148,6 +153,32 @@ pub struct HubOptions {
     /// Key for the integrity tag of pagination cursors; the runtime should set
     /// a random value per process so cursors cannot be forged.
     pub cursor_key: u64,
+    /// Revisions served to clients (legacy ones by `initialize`, modern ones
+    /// per request). Default: all.
+    pub client_revisions: mcpx_core::revision::Revisions,
+    /// 32 secret random bytes, drawn once per process: the `requestState`
+    /// signing key and nonces derive from it
+    /// (`mcpx_core::request_state::Seeded`). The default draws them from the
+    /// operating system (`HubOptions::default` is the only place the hub
+    /// touches randomness; the state machine takes the seed as input).
+    pub secret_seed: [u8; 32],
+    /// Life of a `requestState` handed to a modern client, and how long an
+    /// upstream call waiting for that client's retry is held (ms).
+    pub input_ttl_ms: u64,
+    /// How long the hub waits, after a legacy upstream's first request for
+    /// input during a modern client's call, for more requests before it
+    /// answers `input_required` (ms): requests the upstream makes together
+    /// are asked in one round. 0 = answer at once.
+    pub input_coalesce_ms: u64,
+    /// How long an upstream may take to answer the `server/discover` probe
+    /// before the hub falls back to `initialize` (ms). SDK servers answer at
+    /// once (a result, or -32601/-32602 when legacy); a server that ignores
+    /// unknown requests costs this once per process (the era is cached).
+    pub probe_timeout_ms: u64,
+    /// Caching hints for results of upstreams that give none (legacy ones):
+    /// `ttlMs`, and whether `cacheScope` is `public` (else `private`).
+    pub cache_ttl_ms: u64,
+    pub cache_public: bool,
 }
 
 impl Default for HubOptions {
@@ -169,8 +200,36 @@ impl Default for HubOptions {
             max_list_items: 10_000,
             max_subscriptions: 1024,
             cursor_key: 0x6d63_7078_6375_7273,
+            client_revisions: mcpx_core::revision::Revisions::ALL,
+            secret_seed: os_seed(),
+            input_ttl_ms: 300_000,
+            probe_timeout_ms: 3_000,
+            input_coalesce_ms: DEFAULT_INPUT_COALESCE_MS,
+            cache_ttl_ms: 60_000,
+            cache_public: false,
         }
     }
+}
+
+/// Default of [`HubOptions::input_coalesce_ms`].
+pub const DEFAULT_INPUT_COALESCE_MS: u64 = 20;
+
+/// 32 bytes from the operating system's CSPRNG (`/dev/urandom`), or, where
+/// that cannot be read, from the standard library's per-process random
+/// hasher keys (themselves drawn from the operating system).
+fn os_seed() -> [u8; 32] {
+    use std::io::Read as _;
+    let mut seed = [0u8; 32];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut seed)).is_ok() {
+        return seed;
+    }
+    use std::hash::{BuildHasher as _, Hasher as _};
+    for (i, chunk) in seed.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    seed
 }
 
 /// Why a configuration was refused by [`Hub::new`].
@@ -187,8 +246,7 @@ pub enum ConfigError {
     UnknownRevision { server: String, revision: String },
     /// An upstream has an empty name.
     EmptyName,
-    /// An upstream allows only revisions the hub cannot speak to servers yet
-    /// (2026-07-28 upstreams come with the modern era).
+    /// An upstream allows no revision the hub can speak with it.
     NoUsableRevision(String),
 }
 
@@ -200,7 +258,7 @@ impl std::fmt::Display for ConfigError {
             ConfigError::BadSeparator(s) => write!(f, "separator '{s}' is not allowed: use one or more of A-Z a-z 0-9 _ -"),
             ConfigError::UnknownRevision { server, revision } => write!(f, "server '{server}': unknown protocol revision '{revision}'"),
             ConfigError::EmptyName => write!(f, "a server has an empty name"),
-            ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': none of its protocol revisions can be used with servers yet; add a revision up to 2025-11-25"),
+            ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': no protocol revision is allowed with it"),
         }
     }
 }
@@ -248,12 +306,18 @@ pub struct Hub {
     /// Time of the first `upstream_started`/`client_connected`, for the startup wait.
     started_ms: Option<u64>,
     now_ms: u64,
+    /// The modern client request being routed (its per-request context).
+    cur: Option<Box<modern::ReqCtx>>,
+    /// Modern requests that came while upstreams were still starting: served
+    /// once startup has settled, as a legacy client's `initialize` is held.
+    early: VecDeque<(ClientId, Vec<u8>)>,
 }
 
 impl Hub {
     /// Checks the configuration and builds a hub with every upstream down.
     pub fn new(upstreams: Vec<UpstreamSpec>, opts: HubOptions) -> Result<Hub, ConfigError> {
         let ups = upstream::validate(upstreams, &opts)?;
+        let relays = relay::Relays::new(&opts);
         Ok(Hub {
             catalog: catalog::Catalog::new(ups.len()),
             ups,
@@ -261,12 +325,14 @@ impl Hub {
             clients: BTreeMap::new(),
             next_client: 1,
             pending: pending::Pending::default(),
-            relays: relay::Relays::default(),
+            relays,
             subs: router::Subscriptions::default(),
             log_level: None,
             out: VecDeque::new(),
             started_ms: None,
             now_ms: 0,
+            cur: None,
+            early: VecDeque::new(),
         })
     }
 
@@ -337,11 +403,65 @@ impl Hub {
         self.out.pop_front()
     }
 
+    /// Who client `c` is, for binding `requestState` tokens: any stable bytes
+    /// (for HTTP a digest of the bearer token; stdio keeps the default, one
+    /// constant per process). A retry may come on another connection of the
+    /// same principal.
+    pub fn set_client_principal(&mut self, c: ClientId, principal: &[u8]) {
+        if let Some(cl) = self.clients.get_mut(&c) {
+            cl.principal = principal.to_vec();
+        }
+    }
+
+    /// The server is shutting down: every open `subscriptions/listen` stream
+    /// gets its graceful end (a result answering the listen request).
+    pub fn shutdown(&mut self) {
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for c in ids {
+            self.end_listens(c);
+        }
+    }
+
+    /// Has client `c` spoken the modern era (per-request `_meta`) rather than
+    /// `initialize`? An HTTP transport uses it to not issue session ids.
+    pub fn client_is_modern(&self, c: ClientId) -> bool {
+        self.clients.get(&c).is_some_and(|cl| cl.era == Some(mcpx_core::revision::Era::Modern))
+    }
+
     /// The revision negotiated with client `c` (`None` before its
     /// `initialize`, or for an unknown client): what an HTTP transport checks
     /// the `MCP-Protocol-Version` header against.
     pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
         self.clients.get(&c)?.rev.map(|r| r.as_str())
+    }
+
+    /// The revision spoken with upstream `u` (`None` while it is not ready):
+    /// `"2026-07-28"` means modern requests, for which an HTTP upstream
+    /// transport adds the 2026 request headers.
+    pub fn upstream_revision(&self, u: UpstreamId) -> Option<&'static str> {
+        self.ups.get(u)?.rev.map(|r| r.as_str())
+    }
+
+    /// The `inputSchema` of upstream `u`'s tool `name` (its own name, as in
+    /// the `tools/call` the hub sends it), as last listed: where an HTTP
+    /// upstream transport finds the `x-mcp-header` annotations to mirror as
+    /// `Mcp-Param-*` headers. Tools with invalid annotations are never listed.
+    pub fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&serde_json::Value> {
+        self.catalog.item_of(u, catalog::Kind::Tools, name)?.get("inputSchema")
+    }
+
+    /// The `inputSchema` of the tool clients know as `exposed` (as listed to
+    /// them): where an HTTP server transport finds the `x-mcp-header`
+    /// annotations whose `Mcp-Param-*` headers it must check.
+    pub fn tool_input_schema(&self, exposed: &str) -> Option<serde_json::Value> {
+        self.catalog.get(catalog::Kind::Tools, exposed)?.item.get("inputSchema").cloned()
+    }
+
+    /// Reads upstream `u`'s lists again (e.g. after it answered -32020, its
+    /// tool annotations may have changed); clients are told if they changed.
+    pub fn relist_upstream(&mut self, u: UpstreamId, now_ms: u64) {
+        self.now(now_ms);
+        self.relist_all(u);
     }
 
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use super::catalog::Kind;
+use super::modern::ReqCtx;
 use super::{ClientId, UpstreamId};
 
 /// Who is waiting for the answer.
@@ -25,7 +26,19 @@ pub(super) enum Origin {
         /// (upstream URI, exposed URI) when the hub renamed a resource URI:
         /// URIs in the answer are renamed back.
         renamed_uri: Option<(String, String)>,
+        /// The request came in the modern era: its per-request context.
+        modern: Option<Box<ReqCtx>>,
+        /// Params as sent to a modern upstream, for the retry after an
+        /// `InputRequiredResult` the hub answers for a legacy client.
+        sent: Option<Vec<u8>>,
     },
+    /// A modern client's call, answered with an `InputRequiredResult`; the
+    /// upstream call waits for the client's retry (`relay::Held` handle).
+    Held(u64),
+    /// The hub's `server/discover` probe.
+    Discover,
+    /// The hub's `subscriptions/listen` stream to a modern upstream.
+    Listen,
     /// The hub's own `initialize`.
     Initialize,
     /// The hub's own list request (one page).
@@ -76,6 +89,29 @@ impl Pending {
             self.by_client.remove(&(*client, cid.clone()));
         }
         Some(f)
+    }
+
+    pub fn get(&self, u: UpstreamId, id: u64) -> Option<&Fwd> {
+        self.map.get(&(u, id))
+    }
+
+    /// Replaces the origin of a request in flight, keeping the client index right.
+    pub fn set_origin(&mut self, u: UpstreamId, id: u64, origin: Origin) {
+        let Some(mut f) = self.take(u, id) else { return };
+        f.origin = origin;
+        self.insert(u, id, f);
+    }
+
+    /// The call to `u` sent last on behalf of a client (in flight or held
+    /// for a modern client's retry): the one an upstream's request for input
+    /// most likely serves.
+    pub fn latest_call_of(&self, u: UpstreamId) -> Option<u64> {
+        self.map
+            .iter()
+            .filter(|(k, f)| k.0 == u && matches!(f.origin, Origin::Client { .. } | Origin::Held(_)))
+            .map(|(k, f)| (f.sent_ms, k.1))
+            .max()
+            .map(|t| t.1)
     }
 
     pub fn get_mut(&mut self, u: UpstreamId, id: u64) -> Option<&mut Fwd> {
@@ -130,5 +166,20 @@ impl Pending {
     /// Is a health-check ping to `u` in flight?
     pub fn pinging(&self, u: UpstreamId) -> bool {
         self.map.iter().any(|(k, f)| k.0 == u && matches!(f.origin, Origin::Ping))
+    }
+}
+
+impl Pending {
+    /// Modern clients with a request to `u` in flight whose log level admits
+    /// a message of level index `level`.
+    pub fn modern_log_clients(&self, u: UpstreamId, level: usize) -> Vec<ClientId> {
+        self.map
+            .iter()
+            .filter(|(k, _)| k.0 == u)
+            .filter_map(|(_, f)| match &f.origin {
+                Origin::Client { client, modern: Some(ctx), .. } if ctx.log_level.is_some_and(|l| level >= l) => Some(*client),
+                _ => None,
+            })
+            .collect()
     }
 }

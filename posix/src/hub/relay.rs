@@ -4,8 +4,36 @@
 //! This is the one place that knows how an upstream's need for input reaches a
 //! client. For a legacy client it is a wire request with a fresh id (the hub's,
 //! unique per hub) whose answer goes back to the upstream under the upstream's
-//! original id, byte for byte. A modern (2026-07-28) client will get an
-//! `InputRequiredResult` instead; that translation belongs here too.
+//! original id, byte for byte. A modern (2026-07-28) client gets an
+//! `InputRequiredResult` instead, and the reverse happens towards modern
+//! upstreams. All four era pairs:
+//!
+//! - legacy client, legacy upstream: the wire request above.
+//! - modern client, legacy upstream: the upstream's request parks the call
+//!   ([`Held`]): the client's request is answered `input_required` with the
+//!   request under a key unique in the call (`<server>-<n>`) and a
+//!   `requestState` sealed by `mcpx_core::request_state` (principal, expiry
+//!   `input_ttl_ms`, method, digest of the salient params, nonce; inner state
+//!   = the held call's handle). The upstream call stays open (bounded by
+//!   `max_relays` held calls and `input_ttl_ms`) until the retry brings
+//!   `inputResponses`, on any connection of the same principal; then the
+//!   upstream's requests are answered with them and the call is the retry's.
+//!   Requests the upstream makes together (within `input_coalesce_ms`) go in
+//!   one round; those it makes while held, and those the retry left
+//!   unanswered, in the next. Only what the request's capabilities declare is
+//!   asked; the rest is refused to the upstream when the round ends, and a
+//!   round with nothing the client can give is -32021 (with
+//!   `requiredCapabilities`) to the client and a cancellation upstream. A state that fails any check
+//!   (signature, expiry, principal, method, params, single use) is -32602
+//!   naming the check, and nothing reaches the upstream.
+//! - modern client, modern upstream: the upstream's `InputRequiredResult`
+//!   passes through with the hub's sealed state wrapping the upstream's
+//!   `requestState` (inner state); the retry is forwarded with the upstream's
+//!   own state restored.
+//! - legacy client, modern upstream: each of the upstream's `inputRequests`
+//!   becomes a wire request to the client (fresh ids, [`Collect`]); once all
+//!   are answered the call is retried upstream with a new id, the answers as
+//!   `inputResponses` and the upstream's `requestState` echoed exactly.
 //!
 //! Which client: the one whose request to that upstream was sent most recently
 //! (legacy stdio has no other link between a server's request and the call it
@@ -16,34 +44,136 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
+use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
+use serde_json::{json, Map, Value};
 
+use super::modern::{ReqCtx, MODERN};
+use super::pending::{Fwd, Origin};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
-use super::{ClientId, Hub, Level, Output, UpstreamId};
+use super::{ClientId, Hub, HubOptions, Level, Output, UpstreamId};
+
+/// Tokens redeemed within one `input_ttl_ms` that the replay set remembers.
+const REPLAY_CAP: usize = 4096;
+
+/// Inner state tags of the hub's `requestState`.
+const INNER_HELD: u8 = 1;
+const INNER_UPSTREAM_STATE: u8 = 2;
+const INNER_UPSTREAM_NO_STATE: u8 = 3;
+
+/// One request of an upstream for input, waiting for a modern client.
+#[derive(Clone, Debug)]
+pub(super) struct Ask {
+    /// Its key in `inputRequests`.
+    pub key: String,
+    /// The upstream's request id, raw JSON.
+    pub up_id: Vec<u8>,
+    pub method: String,
+    /// Params as the modern client sees them.
+    pub params: Value,
+    /// Sent to the client in an `InputRequiredResult` already.
+    pub asked: bool,
+    /// The client's request does not declare what it needs: never asked;
+    /// the upstream gets an error when the round ends.
+    pub refused: Option<Missing>,
+}
+
+/// An upstream call held for a modern client's retry.
+#[derive(Clone, Debug)]
+pub(super) struct Held {
+    pub up: UpstreamId,
+    /// The hub's id of the call upstream.
+    pub call: u64,
+    /// The client's method and renamed URI, restored on the retry.
+    pub method: String,
+    pub renamed_uri: Option<(String, String)>,
+    pub asks: Vec<Ask>,
+    /// Capabilities of the request that was answered last.
+    pub caps: Value,
+    /// The upstream's final answer, when it came before the retry: given
+    /// to the retry (until `deadline`).
+    pub done: Option<Vec<u8>>,
+    pub deadline: Option<u64>,
+    /// The client request to answer `input_required` once the coalescing
+    /// window (`due`) has passed, so that requests the upstream makes at
+    /// once travel in one round.
+    answer_to: Option<Waiting>,
+    due: u64,
+}
+
+/// A modern client's request waiting for its `input_required` answer.
+#[derive(Clone, Debug)]
+struct Waiting {
+    client: ClientId,
+    id: Vec<u8>,
+    progress: Option<Vec<u8>>,
+    ctx: Box<ReqCtx>,
+}
+
+/// A legacy client's call whose modern upstream asked for input: the wire
+/// requests relayed to the client, and their answers so far.
+#[derive(Clone, Debug)]
+pub(super) struct Collect {
+    pub up: UpstreamId,
+    pub client: ClientId,
+    pub id: Vec<u8>,
+    pub progress: Option<Vec<u8>>,
+    pub method: String,
+    pub renamed_uri: Option<(String, String)>,
+    /// Params as last sent upstream.
+    pub sent: Vec<u8>,
+    /// The upstream's `requestState`, echoed exactly.
+    pub state: Option<String>,
+    pub waiting: usize,
+    pub responses: Map<String, Value>,
+}
 
 /// One relayed request.
 #[derive(Clone, Debug)]
 pub(super) struct Relayed {
     pub up: UpstreamId,
-    /// The upstream's id, raw JSON.
+    /// The upstream's id, raw JSON (empty for a `Collect` part).
     pub up_id: Vec<u8>,
     pub method: String,
     pub deadline: u64,
+    /// Part of a `Collect`: (its handle, the input request's key).
+    pub collect: Option<(u64, String)>,
 }
 
-#[derive(Default)]
 pub(super) struct Relays {
     map: HashMap<(ClientId, u64), Relayed>,
     next_id: u64,
+    pub held: HashMap<u64, Held>,
+    next_held: u64,
+    next_key: u64,
+    collects: HashMap<u64, Collect>,
+    keys: Keys,
+    seeded: Seeded,
+    replay: Box<ReplaySet<REPLAY_CAP>>,
 }
 
 impl Relays {
+    pub fn new(opts: &HubOptions) -> Relays {
+        let seeded = Seeded::new(opts.secret_seed);
+        let keys = Keys::new(seeded.key(1), None).expect("one key");
+        Relays {
+            map: HashMap::new(),
+            next_id: 0,
+            held: HashMap::new(),
+            next_held: 0,
+            next_key: 0,
+            collects: HashMap::new(),
+            keys,
+            seeded,
+            replay: Box::default(),
+        }
+    }
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.map.len() + self.held.len()
     }
     pub fn next_deadline(&self) -> Option<u64> {
-        self.map.values().map(|r| r.deadline).min()
+        let held = self.held.values().filter_map(|h| if h.answer_to.is_some() { Some(h.due) } else { h.deadline });
+        self.map.values().map(|r| r.deadline).chain(held).min()
     }
     fn expired(&self, now: u64) -> Vec<(ClientId, u64)> {
         let mut v: Vec<_> = self.map.iter().filter(|(_, r)| r.deadline <= now).map(|(k, _)| *k).collect();
@@ -59,6 +189,50 @@ impl Relays {
 const RELAYED: [(&str, &str); 3] =
     [("sampling/createMessage", "sampling"), ("elicitation/create", "elicitation"), ("roots/list", "roots")];
 
+/// A capability a request for input needs that the client did not declare.
+#[derive(Clone, Debug)]
+pub(super) struct Missing {
+    pub why: String,
+    /// As `ClientCapabilities`, for `MissingRequiredClientCapabilityError`.
+    pub required: Value,
+}
+
+/// Whether a client with capabilities `caps` may be asked `method` with
+/// `params`; else what is missing.
+fn declared(method: &str, params: &Value, caps: &Value) -> Result<(), Missing> {
+    let missing = |why: String, required: Value| Err(Missing { why, required });
+    let Some(cap) = RELAYED.iter().find(|(x, _)| *x == method).map(|(_, c)| *c) else {
+        return missing(format!("'{method}' cannot be asked of a client"), json!({}));
+    };
+    let Some(declared) = caps.get(cap).filter(|v| !v.is_null()) else {
+        return missing(format!("the client does not support {cap} (not in its capabilities)"), json!({ cap: {} }));
+    };
+    if method == "elicitation/create" {
+        let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
+        let url_ok = declared.get("url").is_some();
+        let form_ok = declared.get("form").is_some() || declared.get("url").is_none();
+        if (mode == "url" && !url_ok) || (mode == "form" && !form_ok) {
+            return missing(format!("the client does not support {mode} elicitation"), json!({ "elicitation": { mode: {} } }));
+        }
+    }
+    if method == "sampling/createMessage" && params.get("tools").is_some() && declared.get("tools").is_none() {
+        return missing("the client does not support tool use in sampling".to_string(), json!({ "sampling": { "tools": {} } }));
+    }
+    Ok(())
+}
+
+/// Merges `b` into `a` (objects, recursively).
+fn merge(a: &mut Value, b: &Value) {
+    match (a.as_object_mut(), b.as_object()) {
+        (Some(ao), Some(bo)) => {
+            for (k, v) in bo {
+                merge(ao.entry(k.clone()).or_insert_with(|| json!({})), v);
+            }
+        }
+        _ => *a = b.clone(),
+    }
+}
+
 impl Hub {
     /// A request from upstream `u`.
     pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg) {
@@ -66,11 +240,7 @@ impl Hub {
         match m.method.as_str() {
             "ping" => self.emit_upstream(u, wire::result(id, b"{}")),
             "roots/list" if self.opts.roots.is_some() => {
-                let roots = match self.opts.roots.clone() {
-                    Some(Value::Array(a)) => json!({ "roots": a }),
-                    Some(v) => v,
-                    None => json!({ "roots": [] }),
-                };
+                let roots = self.configured_roots();
                 self.emit_upstream(u, wire::result(id, &serde_json::to_vec(&roots).unwrap_or_default()));
             }
             method if RELAYED.iter().any(|(m, _)| *m == method) => self.relay_to_client(u, m),
@@ -81,15 +251,33 @@ impl Hub {
         }
     }
 
+    fn configured_roots(&self) -> Value {
+        match self.opts.roots.clone() {
+            Some(Value::Array(a)) => json!({ "roots": a }),
+            Some(v) => v,
+            None => json!({ "roots": [] }),
+        }
+    }
+
+    /// Refuses upstream `u`'s request `id` with an error and a log line.
+    fn refuse_upstream(&mut self, u: UpstreamId, id: &[u8], method: &str, code: i64, why: String) {
+        let server = self.ups[u].spec.name.clone();
+        self.log(Level::Info, format!("server '{server}': {method} refused: {why}"));
+        self.emit_upstream(u, wire::error(Some(id), code, &why, None));
+    }
+
     fn relay_to_client(&mut self, u: UpstreamId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.clone();
+        // A modern client's call in flight (or held) gets it the modern way.
+        if let Some(call) = self.pending.latest_call_of(u) {
+            match self.pending.get(u, call).map(|f| &f.origin) {
+                Some(Origin::Held(h)) => return self.held_add(*h, u, m),
+                Some(Origin::Client { modern: Some(_), .. }) => return self.park(u, call, m),
+                _ => {}
+            }
+        }
         let server = self.ups[u].spec.name.clone();
-        let cap = RELAYED.iter().find(|(x, _)| *x == method).map(|(_, c)| *c).unwrap_or("");
-        let refuse = |hub: &mut Hub, code: i64, why: String| {
-            hub.log(Level::Info, format!("server '{server}': {method} refused: {why}"));
-            hub.emit_upstream(u, wire::error(Some(&id), code, &why, None));
-        };
         let target = self.pending.latest_client_of(u).filter(|c| self.clients.contains_key(c)).or_else(|| {
             // Not to a client that has not read a list yet: the oldest SDK
             // clients hang on a message they did not ask for before that.
@@ -100,45 +288,410 @@ impl Hub {
             }
         });
         let Some(c) = target else {
-            return refuse(self, -32603, format!("no client connected to mcpx can answer {method}"));
+            return self.refuse_upstream(u, &id, &method, -32603, format!("no client connected to mcpx can answer {method}"));
         };
         if self.relays.len() >= self.opts.max_relays {
-            return refuse(self, -32603, format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays));
+            let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
+            return self.refuse_upstream(u, &id, &method, -32603, why);
         }
         let (rev, caps) = {
             let cl = &self.clients[&c];
             (cl.rev(), cl.caps.clone())
         };
-        let declared = caps.get(cap).filter(|v| !v.is_null());
-        let Some(declared) = declared else {
-            return refuse(self, -32601, format!("the client does not support {cap} (not in its capabilities)"));
-        };
         let mut params = m.params_value();
+        if let Err(miss) = declared(&method, &params, &caps) {
+            return self.refuse_upstream(u, &id, &method, -32601, miss.why);
+        }
         if method == "elicitation/create" {
             // Requirement: elicitation-client-show-requesting-server
             let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
             params["message"] = Value::String(format!("[{server}] {text}"));
-            let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
-            let url_ok = declared.get("url").is_some();
-            let form_ok = declared.get("form").is_some() || declared.get("url").is_none();
-            if (mode == "url" && !url_ok) || (mode == "form" && !form_ok) {
-                return refuse(self, -32601, format!("the client does not support {mode} elicitation"));
-            }
-        }
-        if method == "sampling/createMessage" && params.get("tools").is_some() && declared.get("tools").is_none() {
-            return refuse(self, -32601, "the client does not support tool use in sampling".to_string());
         }
         let params = match shape::relayed_request(&method, params, &rev.features()) {
             Ok(p) => p,
-            Err(why) => return refuse(self, -32601, why.to_string()),
+            Err(why) => return self.refuse_upstream(u, &id, &method, -32601, why.to_string()),
         };
         self.relays.next_id += 1;
         let hid = self.relays.next_id;
         let deadline = self.now_ms + self.opts.relay_timeout_ms;
-        self.relays.map.insert((c, hid), Relayed { up: u, up_id: id, method: method.clone(), deadline });
+        self.relays.map.insert((c, hid), Relayed { up: u, up_id: id, method: method.clone(), deadline, collect: None });
         let body = serde_json::to_vec(&params).unwrap_or_default();
         self.emit_client(c, wire::request(hid, &method, Some(&body)));
     }
+
+    // ------------------------------------------------ modern client, legacy upstream
+
+    /// Upstream `u`'s request `m` as an input request for a modern client:
+    /// its params as the client sees them.
+    fn input_request(&self, u: UpstreamId, m: &Msg) -> Result<Value, String> {
+        let mut params = m.params_value();
+        if m.method == "elicitation/create" {
+            let server = &self.ups[u].spec.name;
+            let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+            params["message"] = Value::String(format!("[{server}] {text}"));
+        }
+        shape::input_request(&m.method, params, &shape::Features::of(MODERN)).map_err(str::to_string)
+    }
+
+    /// A key for an input request: the server's name and a number unique
+    /// in the hub, so keys never repeat within a call, across its rounds.
+    fn new_key(&mut self, u: UpstreamId) -> String {
+        self.relays.next_key += 1;
+        format!("{}-{}", super::catalog::server_segment(&self.ups[u].spec.name), self.relays.next_key)
+    }
+
+    /// The first request for input during modern call `call` to `u`: the
+    /// call is held and the client answered `input_required`.
+    fn park(&mut self, u: UpstreamId, call: u64, m: &Msg) {
+        let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
+        let Some(Origin::Client { client, id: cid, progress, method, renamed_uri, modern: Some(ctx), .. }) = self.pending.get(u, call).map(|f| f.origin.clone()) else { return };
+        let params = match self.input_request(u, m) {
+            Ok(p) => p,
+            Err(why) => return self.refuse_upstream(u, &up_id, &m.method, -32601, why),
+        };
+        // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
+        let refused = declared(&m.method, &params, &ctx.caps).err();
+        if self.relays.len() >= self.opts.max_relays {
+            let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
+            return self.refuse_upstream(u, &up_id, &m.method, -32603, why);
+        }
+        let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
+        let key = self.new_key(u);
+        held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
+        self.hold(client, &cid, progress, held, &ctx);
+    }
+
+    /// Holds `held`'s call and answers the client's request `cid` with an
+    /// `InputRequiredResult` asking everything outstanding.
+    fn hold(&mut self, c: ClientId, cid: &[u8], progress: Option<Vec<u8>>, mut held: Held, ctx: &ReqCtx) {
+        self.relays.next_held += 1;
+        let h = self.relays.next_held;
+        let (u, call) = (held.up, held.call);
+        held.answer_to = Some(Waiting { client: c, id: cid.to_vec(), progress, ctx: Box::new(ctx.clone()) });
+        held.due = self.now_ms + self.opts.input_coalesce_ms;
+        self.relays.held.insert(h, held);
+        self.pending.set_origin(u, call, Origin::Held(h));
+        let until = self.now_ms + self.opts.input_ttl_ms;
+        if let Some(f) = self.pending.get_mut(u, call) {
+            f.deadline = until;
+            f.hard = f.hard.max(until);
+        }
+        if self.opts.input_coalesce_ms == 0 {
+            self.answer_held(h);
+        }
+    }
+
+    /// The coalescing window of held call `h` has passed: its client gets
+    /// the `InputRequiredResult` asking everything outstanding.
+    fn answer_held(&mut self, h: u64) {
+        let Some(held) = self.relays.held.get_mut(&h) else { return };
+        let Some(w) = held.answer_to.take() else { return };
+        let (u, call) = (held.up, held.call);
+        if held.asks.iter().all(|a| a.refused.is_some()) {
+            // Nothing the client can give: the call needs a capability it did
+            // not declare. The upstream's requests are refused, the call is
+            // cancelled and the client told what to declare.
+            // Requirement: errors-missing-required-client-capability
+            let held = self.relays.held.remove(&h).expect("held");
+            let mut required = json!({});
+            let mut why = Vec::new();
+            for a in held.asks {
+                let miss = a.refused.expect("refused");
+                merge(&mut required, &miss.required);
+                why.push(miss.why.clone());
+                self.refuse_upstream(u, &a.up_id, &a.method, -32601, miss.why);
+            }
+            self.pending.take(u, call);
+            self.cancel_upstream(u, call, "the client lacks a capability the call needs");
+            let server = self.ups[u].spec.name.clone();
+            let msg = format!("Missing required client capability: server '{server}' needs {} for this request ({}); declare it in io.modelcontextprotocol/clientCapabilities", required, why.join("; "));
+            let data = json!({ "requiredCapabilities": required });
+            return self.emit_client(w.client, wire::error(Some(&w.id), -32021, &msg, Some(data)));
+        }
+        let method = held.method.clone();
+        let mut inner = vec![INNER_HELD];
+        inner.extend_from_slice(&h.to_be_bytes());
+        let state = match self.seal(&method, &w.ctx, &inner) {
+            Ok(s) => s,
+            Err(why) => {
+                let held = self.relays.held.remove(&h).expect("held");
+                for a in held.asks {
+                    self.emit_upstream(u, wire::error(Some(&a.up_id), -32603, &why, None));
+                }
+                self.cancel_upstream(u, call, &why);
+                self.pending.take(u, call);
+                return self.emit_client(w.client, wire::error(Some(&w.id), -32603, &why, None));
+            }
+        };
+        let held = self.relays.held.get_mut(&h).expect("held");
+        let mut requests = Map::new();
+        for a in held.asks.iter_mut().filter(|a| a.refused.is_none()) {
+            a.asked = true;
+            requests.insert(a.key.clone(), json!({ "method": a.method, "params": a.params }));
+        }
+        // Requirement: mrtr-at-least-one-field, caching-input-required-no-hints
+        let mut v = json!({ "resultType": "input_required", "inputRequests": requests, "requestState": state });
+        self.stamp(&mut v, None);
+        self.emit_client(w.client, wire::result(&w.id, &serde_json::to_vec(&v).unwrap_or_default()));
+    }
+
+    /// Another request for input from a held call's upstream: asked in the
+    /// next round.
+    fn held_add(&mut self, h: u64, u: UpstreamId, m: &Msg) {
+        let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
+        let Some(mut held) = self.relays.held.remove(&h) else { return };
+        match self.input_request(u, m) {
+            Ok(params) => {
+                let key = self.new_key(u);
+                let refused = declared(&m.method, &params, &held.caps).err();
+                held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
+            }
+            Err(why) => self.refuse_upstream(u, &up_id, &m.method, -32601, why),
+        }
+        self.relays.held.insert(h, held);
+    }
+
+    /// A `requestState` for `method`, bound to the request in `ctx`.
+    pub(super) fn seal(&mut self, method: &str, ctx: &ReqCtx, inner: &[u8]) -> Result<String, String> {
+        let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
+        let nonce = self.relays.seeded.nonce();
+        let mut out = vec![0u8; rs::sealed_len(method.len(), inner.len())];
+        self.relays.keys.seal(&b, inner, &nonce, self.now_ms, self.opts.input_ttl_ms, &mut out).map(str::to_string).map_err(|e| format!("mcpx cannot carry this request's state: {e}"))
+    }
+
+    /// Opens a client's `requestState` (once), or says which check failed.
+    pub(super) fn open_state(&mut self, token: &str, method: &str, ctx: &ReqCtx) -> Result<Vec<u8>, String> {
+        // Requirement: mrtr-requeststate-attacker-controlled, mrtr-requeststate-replay-fields, mrtr-single-use-enforced
+        let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
+        let mut scratch = vec![0u8; token.len() + 4];
+        let now = self.now_ms;
+        let r = &mut self.relays;
+        r.keys.open(token, &b, now, &mut r.replay, &mut scratch).map(|o| o.inner.to_vec()).map_err(|e| e.to_string())
+    }
+
+    /// A retry whose `requestState` opened to `inner`.
+    pub(super) fn resume(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, inner: &[u8], responses: Option<Value>) {
+        match inner.split_first() {
+            Some((&INNER_HELD, h)) if h.len() == 8 => {
+                let h = u64::from_be_bytes(h.try_into().expect("8 bytes"));
+                self.resume_held(c, m, id, ctx, h, responses.unwrap_or_else(|| json!({})));
+            }
+            Some((&INNER_UPSTREAM_STATE, s)) => {
+                let s = String::from_utf8_lossy(s).into_owned();
+                self.route_modern(c, m, Some(Some(s)), ctx);
+            }
+            Some((&INNER_UPSTREAM_NO_STATE, _)) => self.route_modern(c, m, Some(None), ctx),
+            _ => self.emit_client(c, wire::error(Some(id), -32602, "Invalid params: requestState is malformed", None)),
+        }
+    }
+
+    /// The retry of a held call: the upstream's requests are answered with
+    /// the client's `inputResponses` and the call continues as the retry.
+    fn resume_held(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, h: u64, responses: Value) {
+        let gone = "Invalid params: requestState refers to a request mcpx no longer holds (it timed out or its server restarted); send the request again without requestState";
+        let Some(mut held) = self.relays.held.remove(&h) else {
+            return self.emit_client(c, wire::error(Some(id), -32602, gone, None));
+        };
+        let (u, call) = (held.up, held.call);
+        if let Some(done) = held.done.take() {
+            let progress = None;
+            let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx)), sent: None };
+            if let Ok(dm) = wire::parse(&done) {
+                self.answer_client(u, origin, &dm);
+            }
+            return;
+        }
+        if !matches!(self.pending.get(u, call).map(|f| &f.origin), Some(Origin::Held(x)) if *x == h) {
+            return self.emit_client(c, wire::error(Some(id), -32602, gone, None));
+        }
+        if self.pending.client_has(c, id) {
+            self.relays.held.insert(h, held);
+            return self.emit_client(c, wire::error(Some(id), -32600, "Invalid request: this id is already used by a request in flight", None));
+        }
+        let up_rev = self.ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
+        let mut remaining = Vec::new();
+        for a in std::mem::take(&mut held.asks) {
+            if let Some(miss) = a.refused {
+                self.refuse_upstream(u, &a.up_id, &a.method, -32601, miss.why);
+                continue;
+            }
+            // Requirement: mrtr-server-validate-responses (unknown keys ignored; a missing or malformed answer is asked again)
+            match responses.get(&a.key).filter(|r| r.is_object() && a.asked) {
+                Some(r) => {
+                    let raw = serde_json::to_vec(r).unwrap_or_default();
+                    let out = shape::result(&a.method, &raw, up_rev).unwrap_or(raw);
+                    self.emit_upstream(u, wire::result(&a.up_id, &out));
+                }
+                None => remaining.push(a),
+            }
+        }
+        let progress = m.params.clone().and_then(|p| wire::find(m.raw, p, &["_meta", "progressToken"])).map(|r| m.raw[r].to_vec());
+        let progress_again = progress.clone();
+        let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx.clone())), sent: None };
+        self.pending.set_origin(u, call, origin);
+        let now = self.now_ms;
+        let timeout = self.ups[u].spec.timeout_ms.max(1);
+        if let Some(f) = self.pending.get_mut(u, call) {
+            f.hard = now + self.opts.max_timeout_ms.max(1);
+            f.deadline = (now + timeout).min(f.hard);
+            f.sent_ms = now;
+        }
+        // Requests still unanswered are asked again, if this request declares them.
+        held.caps = ctx.caps.clone();
+        let mut again = Vec::new();
+        for mut a in remaining {
+            a.asked = false;
+            a.refused = declared(&a.method, &a.params, &ctx.caps).err();
+            again.push(a);
+        }
+        if !again.is_empty() {
+            held.asks = again;
+            self.hold(c, id, progress_again, held, &ctx);
+        }
+    }
+
+    // ------------------------------------------------ modern upstream
+
+    /// A modern upstream answered call `cid` of modern client `c` with an
+    /// `InputRequiredResult`: passed on with the hub's state around its own.
+    pub(super) fn wrap_input_required(&mut self, u: UpstreamId, c: ClientId, cid: &[u8], method: &str, ctx: &ReqCtx, mut v: Value) {
+        let server = self.ups[u].spec.name.clone();
+        let mut inner = Vec::new();
+        match v.get("requestState").and_then(Value::as_str) {
+            Some(s) => {
+                inner.push(INNER_UPSTREAM_STATE);
+                inner.extend_from_slice(s.as_bytes());
+            }
+            None => inner.push(INNER_UPSTREAM_NO_STATE),
+        }
+        let state = match self.seal(method, ctx, &inner) {
+            Ok(s) => s,
+            Err(why) => return self.emit_client(c, wire::error(Some(cid), -32603, &why, None)),
+        };
+        if let Some(reqs) = v.get_mut("inputRequests").and_then(Value::as_object_mut) {
+            for r in reqs.values_mut() {
+                let m = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
+                if let Some(p) = r.get_mut("params") {
+                    if m == "elicitation/create" {
+                        // Requirement: elicitation-client-show-requesting-server
+                        let text = p.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+                        p["message"] = Value::String(format!("[{server}] {text}"));
+                    }
+                    if let Ok(shaped) = shape::input_request(&m, p.take(), &shape::Features::of(MODERN)) {
+                        *p = shaped;
+                    }
+                }
+            }
+        }
+        v["requestState"] = Value::String(state);
+        if let Some(o) = v.as_object_mut() {
+            o.remove("ttlMs");
+            o.remove("cacheScope");
+        }
+        self.stamp(&mut v, None);
+        self.emit_client(c, wire::result(cid, &serde_json::to_vec(&v).unwrap_or_default()));
+    }
+
+    /// A modern upstream answered a legacy client's call with an
+    /// `InputRequiredResult`: its input requests go to the client as wire
+    /// requests; the answers make the retry.
+    pub(super) fn collect_input_required(&mut self, mut col: Collect, v: Value) {
+        let c = col.client;
+        let server = self.ups[col.up].spec.name.clone();
+        col.state = v.get("requestState").and_then(Value::as_str).map(str::to_string);
+        col.responses = Map::new();
+        col.waiting = 0;
+        let Some(cl) = self.clients.get(&c) else { return };
+        let (rev, caps) = (cl.rev(), cl.caps.clone());
+        let reqs: Vec<(String, Value)> = v.get("inputRequests").and_then(Value::as_object).map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default();
+        let mut sends = Vec::new();
+        for (key, r) in reqs {
+            let method = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
+            let mut params = r.get("params").cloned().unwrap_or_else(|| json!({}));
+            if method == "roots/list" && self.opts.roots.is_some() {
+                col.responses.insert(key, self.configured_roots());
+                continue;
+            }
+            let checked = declared(&method, &params, &caps).map_err(|m| m.why).and_then(|()| {
+                if method == "elicitation/create" {
+                    let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+                    params["message"] = Value::String(format!("[{server}] {text}"));
+                }
+                shape::relayed_request(&method, params, &rev.features()).map_err(str::to_string)
+            });
+            match checked {
+                Ok(p) => sends.push((key, method, p)),
+                Err(why) => {
+                    let msg = format!("server '{server}' needs input the client cannot give: {why}");
+                    return self.emit_client(c, wire::error(Some(&col.id), -32603, &msg, Some(json!({ "server": server }))));
+                }
+            }
+        }
+        if self.relays.len() + sends.len() > self.opts.max_relays {
+            let msg = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
+            return self.emit_client(c, wire::error(Some(&col.id), -32603, &msg, None));
+        }
+        self.relays.next_held += 1;
+        let handle = self.relays.next_held;
+        let deadline = self.now_ms + self.opts.relay_timeout_ms;
+        col.waiting = sends.len();
+        let up = col.up;
+        let done = sends.is_empty();
+        self.relays.collects.insert(handle, col);
+        for (key, method, p) in sends {
+            self.relays.next_id += 1;
+            let hid = self.relays.next_id;
+            self.relays.map.insert((c, hid), Relayed { up, up_id: Vec::new(), method: method.clone(), deadline, collect: Some((handle, key)) });
+            self.emit_client(c, wire::request(hid, &method, Some(&serde_json::to_vec(&p).unwrap_or_default())));
+        }
+        if done {
+            self.retry_collected(handle);
+        }
+    }
+
+    /// Every input request of a `Collect` is answered: the call is retried
+    /// upstream with a new id, the answers and the upstream's state.
+    fn retry_collected(&mut self, handle: u64) {
+        let Some(col) = self.relays.collects.remove(&handle) else { return };
+        let u = col.up;
+        if !self.ups[u].is_ready() {
+            let msg = format!("server '{}' is not running; try again later", self.ups[u].spec.name);
+            return self.emit_client(col.client, wire::error(Some(&col.id), -32603, &msg, None));
+        }
+        let up_id = self.ups[u].next_id + 1;
+        self.ups[u].next_id = up_id;
+        let responses = serde_json::to_vec(&Value::Object(col.responses.clone())).unwrap_or_default();
+        let mut append: Vec<(&str, Vec<u8>)> = vec![("inputResponses", responses)];
+        if let Some(s) = &col.state {
+            // Requirement: mrtr-client-echo-state
+            append.push(("requestState", wire::quote(s)));
+        }
+        let sent = wire::edit_object(&col.sent, 0..col.sent.len(), |k, _| if k == "inputResponses" || k == "requestState" { wire::Edit::Drop } else { wire::Edit::Keep }, &append);
+        let mut meta = Map::new();
+        meta.insert("progressToken".into(), json!(up_id));
+        let sent = wire::set_meta(&sent, &meta, |_| false);
+        let now = self.now_ms;
+        let timeout = self.ups[u].spec.timeout_ms.max(1);
+        let hard = now + self.opts.max_timeout_ms.max(1);
+        let origin = Origin::Client { client: col.client, id: col.id, progress: col.progress, method: col.method.clone(), renamed_uri: col.renamed_uri, modern: None, sent: Some(sent.clone()) };
+        self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
+        // Requirement: mrtr-new-id-on-retry
+        self.emit_upstream(u, wire::request(up_id, &col.method, Some(&sent)));
+    }
+
+    fn fail_collect(&mut self, handle: u64, why: &str) {
+        let Some(col) = self.relays.collects.remove(&handle) else { return };
+        let keys: Vec<(ClientId, u64)> = self.relays.map.iter().filter(|(_, r)| r.collect.as_ref().is_some_and(|x| x.0 == handle)).map(|(k, _)| *k).collect();
+        for k in keys {
+            self.relays.map.remove(&k);
+            self.notify_client(k.0, "notifications/cancelled", &json!({ "requestId": k.1, "reason": why }));
+        }
+        let server = self.ups[col.up].spec.name.clone();
+        let msg = format!("server '{server}' asked for input that did not arrive: {why}");
+        self.emit_client(col.client, wire::error(Some(&col.id), -32603, &msg, Some(json!({ "server": server }))));
+    }
+
+    // ------------------------------------------------ answers and endings
 
     /// A response from client `c`: the answer to a relayed request.
     pub(super) fn on_client_response(&mut self, c: ClientId, m: &Msg) {
@@ -148,6 +701,25 @@ impl Hub {
             return;
         };
         let up_rev = self.ups[r.up].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
+        if let Some((handle, key)) = r.collect {
+            match m.result_bytes() {
+                Some(res) => {
+                    let shaped = shape::result(&r.method, res, up_rev).unwrap_or_else(|| res.to_vec());
+                    let v: Value = serde_json::from_slice(&shaped).unwrap_or_else(|_| json!({}));
+                    let Some(col) = self.relays.collects.get_mut(&handle) else { return };
+                    col.responses.insert(key, v);
+                    col.waiting = col.waiting.saturating_sub(1);
+                    if col.waiting == 0 {
+                        self.retry_collected(handle);
+                    }
+                }
+                None => {
+                    let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
+                    self.fail_collect(handle, &format!("the client answered {} with an error: {e}", r.method));
+                }
+            }
+            return;
+        }
         let out = match (m.result_bytes(), m.error_bytes()) {
             (Some(res), _) => match shape::result(&r.method, res, up_rev) {
                 Some(shaped) => wire::result(&r.up_id, &shaped),
@@ -171,11 +743,18 @@ impl Hub {
             }
             self.notify_client(k.0, "notifications/cancelled", &p);
         }
+        for held in self.relays.held.values_mut().filter(|h| h.up == u) {
+            held.asks.retain(|a| a.up_id != up_id);
+        }
     }
 
     /// The client cancelled a request the hub relayed to it: tell the upstream.
     pub(super) fn relay_cancelled_by_client(&mut self, c: ClientId, hid: u64, reason: Option<&str>) {
         if let Some(r) = self.relays.map.remove(&(c, hid)) {
+            if let Some((handle, _)) = r.collect {
+                self.relays.map.insert((c, hid), r);
+                return self.fail_collect(handle, reason.unwrap_or("the client cancelled it"));
+            }
             if self.ups[r.up].is_up() {
                 let mut p = json!({});
                 let idv: Value = serde_json::from_slice(&r.up_id).unwrap_or(Value::Null);
@@ -191,9 +770,21 @@ impl Hub {
     /// Relayed requests past their deadline: the upstream gets an error, the
     /// client a cancellation.
     pub(super) fn relay_tick(&mut self) {
+        self.held_done_tick();
+        let now = self.now_ms;
+        let mut due: Vec<u64> = self.relays.held.iter().filter(|(_, x)| x.answer_to.is_some() && x.due <= now).map(|(k, _)| *k).collect();
+        due.sort();
+        for h in due {
+            self.answer_held(h);
+        }
         for k in self.relays.expired(self.now_ms) {
-            let Some(r) = self.relays.map.remove(&k) else { continue };
+            let Some(r) = self.relays.map.get(&k).cloned() else { continue };
             let msg = format!("the client did not answer {} within {} ms", r.method, self.opts.relay_timeout_ms);
+            if let Some((handle, _)) = r.collect {
+                self.fail_collect(handle, &msg);
+                continue;
+            }
+            self.relays.map.remove(&k);
             if self.ups[r.up].is_up() {
                 self.emit_upstream(r.up, wire::error(Some(&r.up_id), -32603, &msg, None));
             }
@@ -201,16 +792,60 @@ impl Hub {
         }
     }
 
+    /// A held call's upstream gave its final answer before the retry came:
+    /// kept for the retry (its pending requests for input are moot).
+    pub(super) fn held_answered(&mut self, h: u64, m: &Msg) {
+        if let Some(w) = self.relays.held.get_mut(&h).and_then(|x| x.answer_to.take()) {
+            // Within the coalescing window: the client gets the answer itself;
+            // requests it was not asked are refused.
+            let held = self.relays.held.remove(&h).expect("held");
+            for a in held.asks.iter().filter(|a| a.refused.is_some()) {
+                let why = a.refused.as_ref().map(|x| x.why.clone()).unwrap_or_default();
+                self.refuse_upstream(held.up, &a.up_id, &a.method, -32601, why);
+            }
+            let origin = Origin::Client { client: w.client, id: w.id, progress: w.progress, method: held.method, renamed_uri: held.renamed_uri, modern: Some(w.ctx), sent: None };
+            return self.answer_client(held.up, origin, m);
+        }
+        let until = self.now_ms + self.opts.input_ttl_ms;
+        if let Some(held) = self.relays.held.get_mut(&h) {
+            held.asks.clear();
+            held.done = Some(m.raw.to_vec());
+            held.deadline = Some(until);
+        }
+    }
+
+    /// Held calls answered upstream whose retry never came.
+    fn held_done_tick(&mut self) {
+        let now = self.now_ms;
+        self.relays.held.retain(|_, held| held.done.is_none() || held.deadline.is_none_or(|d| d > now));
+    }
+
+    /// A held call ran out of time waiting for the client's retry: the
+    /// upstream's requests get an error and the call is cancelled.
+    pub(super) fn held_expired(&mut self, u: UpstreamId, call: u64, h: u64) {
+        let why = format!("the client did not retry within {} ms", self.opts.input_ttl_ms);
+        if let Some(held) = self.relays.held.remove(&h) {
+            for a in held.asks {
+                self.emit_upstream(u, wire::error(Some(&a.up_id), -32603, &why, None));
+            }
+        }
+        self.cancel_upstream(u, call, &why);
+    }
+
     /// Drops relays of a gone client (upstreams get an error) or a gone upstream.
     pub(super) fn relay_drop_client(&mut self, c: ClientId) {
         let keys: Vec<_> = self.relays.map.keys().filter(|k| k.0 == c).copied().collect();
         for k in keys {
             if let Some(r) = self.relays.map.remove(&k) {
+                if r.collect.is_some() {
+                    continue;
+                }
                 if self.ups[r.up].is_up() {
                     self.emit_upstream(r.up, wire::error(Some(&r.up_id), -32603, "the client disconnected", None));
                 }
             }
         }
+        self.relays.collects.retain(|_, col| col.client != c);
     }
 
     pub(super) fn relay_drop_upstream(&mut self, u: UpstreamId) {
@@ -219,6 +854,20 @@ impl Hub {
             self.relays.map.remove(&k);
             let reason = format!("server '{}' exited", self.ups[u].spec.name);
             self.notify_client(k.0, "notifications/cancelled", &json!({ "requestId": k.1, "reason": reason }));
+        }
+        let gone_held: Vec<u64> = self.relays.held.iter().filter(|(_, h)| h.up == u).map(|(k, _)| *k).collect();
+        for h in gone_held {
+            if let Some(Some(w)) = self.relays.held.remove(&h).map(|x| x.answer_to) {
+                let msg = format!("server '{}' exited", self.ups[u].spec.name);
+                self.emit_client(w.client, wire::error(Some(&w.id), -32603, &msg, None));
+            }
+        }
+        let gone: Vec<u64> = self.relays.collects.iter().filter(|(_, col)| col.up == u).map(|(k, _)| *k).collect();
+        for handle in gone {
+            if let Some(col) = self.relays.collects.remove(&handle) {
+                let msg = format!("server '{}' exited", self.ups[u].spec.name);
+                self.emit_client(col.client, wire::error(Some(&col.id), -32603, &msg, None));
+            }
         }
     }
 

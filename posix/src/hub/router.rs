@@ -58,7 +58,7 @@ impl Subscriptions {
 }
 
 /// An error answer to a client request.
-struct Refusal(i64, String, Option<Value>);
+pub(super) struct Refusal(pub i64, pub String, pub Option<Value>);
 
 fn refuse(code: i64, msg: String) -> Refusal {
     Refusal(code, msg, None)
@@ -66,6 +66,9 @@ fn refuse(code: i64, msg: String) -> Refusal {
 
 impl Hub {
     pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
+        if self.is_modern_request(c, m) {
+            return self.on_modern_request(c, m);
+        }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         if let Err(Refusal(code, msg, data)) = self.route(c, m) {
             // The core error table decides which code this client's revision may get.
@@ -74,7 +77,9 @@ impl Hub {
         }
     }
 
-    fn route(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
+    /// Routes a request (a legacy one, or a modern one normalized, with its
+    /// context in `self.cur`).
+    pub(super) fn route(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
         let params = m.params.clone().unwrap_or(0..0);
         let field = |path: &[&str]| if params.is_empty() { None } else { wire::find(m.raw, params.clone(), path) };
@@ -135,7 +140,10 @@ impl Hub {
                         return Err(refuse(-32603, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions)));
                     }
                     self.clients.get_mut(&c).expect("known client").subs += 1;
-                    if !self.subs.add(&uri, c) {
+                    if !self.subs.add(&uri, c) || self.ups[u].is_modern() {
+                        if self.ups[u].is_modern() {
+                            self.open_listen(u);
+                        }
                         self.emit_client(c, wire::result(id, b"{}"));
                         return Ok(());
                     }
@@ -145,7 +153,10 @@ impl Hub {
                         return Ok(());
                     }
                     self.clients.get_mut(&c).expect("known client").subs -= 1;
-                    if !self.subs.remove(&uri, c) {
+                    if !self.subs.remove(&uri, c) || self.ups[u].is_modern() {
+                        if self.ups[u].is_modern() {
+                            self.open_listen(u);
+                        }
                         self.emit_client(c, wire::result(id, b"{}"));
                         return Ok(());
                     }
@@ -193,9 +204,70 @@ impl Hub {
     }
 
     fn send_set_level(&mut self, u: UpstreamId, level: &str) {
+        if self.ups[u].is_modern() {
+            return; // modern servers take the level per request
+        }
+        self.ups[u].level_sent = super::modern::level_index(level);
         let p = serde_json::to_vec(&json!({ "level": level })).unwrap_or_default();
         let t = self.ups[u].spec.timeout_ms;
         self.send_upstream(u, "logging/setLevel", Some(&p), Origin::Fire, t);
+    }
+
+    /// A modern request with `logLevel` index `l` goes to legacy upstream
+    /// `u`: its process-wide level is lowered when needed so the request's
+    /// messages are sent at all (the hub filters them per request).
+    fn lower_level_for(&mut self, u: UpstreamId, l: usize) {
+        if self.ups[u].is_modern() || !self.ups[u].has_cap("logging") || self.ups[u].level_sent.is_some_and(|x| x <= l) {
+            return;
+        }
+        self.send_set_level(u, LEVELS[l]);
+    }
+
+    pub(super) fn route_resource_pub(&self, uri: &str) -> Option<(UpstreamId, String)> {
+        self.route_resource(uri).ok()
+    }
+
+    /// Client `c` (a listen stream of it) subscribes to exposed `uri`; the
+    /// upstream is asked for the first subscriber.
+    pub(super) fn subscribe_uri(&mut self, c: ClientId, uri: &str) {
+        if self.subs.has(uri, c) || !self.subs.add(uri, c) {
+            return;
+        }
+        if let Ok((u, orig)) = self.route_resource(uri) {
+            self.upstream_subscription(u, &orig, true);
+        }
+    }
+
+    /// Client `c` no longer wants `uri` (unless another of its streams does).
+    pub(super) fn unsubscribe_uri(&mut self, c: ClientId, uri: &str) {
+        if self.clients.get(&c).is_some_and(|cl| cl.listens.iter().any(|l| l.uris.iter().any(|x| x == uri))) {
+            return;
+        }
+        if self.subs.remove(uri, c) {
+            if let Ok((u, orig)) = self.route_resource(uri) {
+                self.upstream_subscription(u, &orig, false);
+            }
+        }
+    }
+
+    /// Tells `u` about a change of the hub's interest in its resource `orig`.
+    fn upstream_subscription(&mut self, u: UpstreamId, orig: &str, on: bool) {
+        if !self.ups[u].is_ready() {
+            return;
+        }
+        if self.ups[u].is_modern() {
+            return self.open_listen(u);
+        }
+        let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
+        let t = self.ups[u].spec.timeout_ms;
+        let method = if on { "resources/subscribe" } else { "resources/unsubscribe" };
+        self.send_upstream(u, method, Some(&p), Origin::Fire, t);
+    }
+
+    /// Resource URIs (the upstream's own) the hub's clients want updates of
+    /// from `u`.
+    pub(super) fn subscribed_uris_of(&self, u: UpstreamId) -> Vec<String> {
+        self.subs.uris().into_iter().filter_map(|uri| self.route_resource(&uri).ok()).filter(|(to, _)| *to == u).map(|(_, o)| o).collect()
     }
 
     fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
@@ -222,7 +294,11 @@ impl Hub {
                 cu.position as usize
             }
         };
-        let rev = self.clients[&c].rev();
+        if cur.is_none() {
+            self.refresh_stale(k);
+        }
+        let modern = self.cur.is_some();
+        let rev = if modern { super::modern::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
         let view = self.catalog.view(k);
         let end = (pos + page).min(view.len());
@@ -232,7 +308,10 @@ impl Hub {
             let next = Cursor { list: k as u8, position: end as u32, generation: self.catalog.generation[k.idx()] };
             result["nextCursor"] = Value::String(cursor::encode(&next, &key).as_str().to_string());
         }
-        if cur.is_none() {
+        if modern {
+            // Requirement: caching-server-must-hint
+            self.stamp_list(&mut result, k);
+        } else if cur.is_none() {
             let ch = k.channel();
             let fp = self.catalog.fingerprint(ch, rev);
             let cl = self.clients.get_mut(&c).expect("known client");
@@ -293,32 +372,135 @@ impl Hub {
             }
             None => wire::splice_params(b"{}", Vec::new(), Some(&token)),
         };
+        let ctx = self.cur.clone();
+        if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
+            self.lower_level_for(u, l);
+        }
+        let (body, sent) = if self.ups[u].is_modern() {
+            let caps = self.caps_for_upstream(c, ctx.as_deref());
+            let mut meta = self.modern_meta(caps);
+            // The request's own level; for a legacy client that set one with
+            // logging/setLevel, that level (modern servers log per request).
+            let legacy_level = || self.clients.get(&c).filter(|cl| cl.wants_logs).and(self.log_level.as_deref()).and_then(super::modern::level_index);
+            let level = match ctx.as_ref() {
+                Some(x) => x.log_level,
+                None => legacy_level(),
+            };
+            if let Some(l) = level {
+                meta.insert(mcpx_core::meta::LOG_LEVEL_KEY.into(), json!(mcpx_core::meta::LOG_LEVELS[l]));
+            }
+            let b = wire::set_meta(&body, &meta, |_| false);
+            (b.clone(), Some(b))
+        } else {
+            (body, None)
+        };
         let now = self.now_ms;
         let timeout = self.ups[u].spec.timeout_ms.max(1);
         let hard = now + self.opts.max_timeout_ms.max(1);
-        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone(), renamed_uri };
+        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone(), renamed_uri, modern: ctx, sent };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
         self.emit_upstream(u, wire::request(up_id, &m.method, Some(&body)));
         Ok(())
     }
 
-    /// An upstream's answer to a forwarded request, to the client.
-    pub(super) fn answer_client(&mut self, c: ClientId, id: &[u8], method: &str, renamed_uri: Option<(String, String)>, m: &Msg) {
+    /// An upstream's answer to a request forwarded for a client (`o` is its
+    /// `Origin::Client`), to the client.
+    pub(super) fn answer_client(&mut self, u: UpstreamId, o: Origin, m: &Msg) {
+        let Origin::Client { client: c, id, progress, method, renamed_uri, modern, sent } = o else { return };
         let Some(cl) = self.clients.get(&c) else { return };
-        let rev = cl.rev();
-        let renamed = match (renamed_uri, m.result_bytes()) {
-            (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, &orig, &exposed)),
+        let rev = if modern.is_some() { super::modern::MODERN } else { cl.rev() };
+        let renamed = match (&renamed_uri, m.result_bytes()) {
+            (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, orig, exposed)),
             _ => None,
         };
-        let out = match (renamed.as_deref().or(m.result_bytes()), m.error_bytes()) {
-            (Some(res), _) => match shape::result(method, res, rev) {
-                Some(shaped) => wire::result(id, &shaped),
-                None => wire::result(id, res),
-            },
-            (None, Some(err)) => wire::error_raw(Some(id), &error_for(err, rev)),
-            _ => return,
+        let res = renamed.as_deref().or(m.result_bytes());
+        if let Some(res) = res {
+            let server = self.ups[u].spec.name.clone();
+            let mut read_hints = None;
+            if self.ups[u].is_modern() {
+                let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
+                match v.get("resultType").and_then(Value::as_str) {
+                    None | Some("complete") => {}
+                    Some("input_required") => {
+                        return match modern {
+                            Some(ctx) => self.wrap_input_required(u, c, &id, &method, &ctx, v),
+                            None => {
+                                let col = super::relay::Collect { up: u, client: c, id, progress, method, renamed_uri, sent: sent.unwrap_or_else(|| b"{}".to_vec()), state: None, waiting: 0, responses: Default::default() };
+                                self.collect_input_required(col, v)
+                            }
+                        };
+                    }
+                    Some(other) => {
+                        let msg = format!("server '{server}' answered {method} with resultType '{other}', which mcpx does not know");
+                        self.log(super::Level::Warn, msg.clone());
+                        return self.emit_client(c, wire::error(Some(&id), -32603, &msg, Some(json!({ "server": server }))));
+                    }
+                }
+                if method == "resources/read" {
+                    if let Some(t) = v.get("ttlMs").and_then(Value::as_u64) {
+                        let h = (t, v.get("cacheScope").and_then(Value::as_str) == Some("public"));
+                        self.ups[u].read_hints = Some(h);
+                        read_hints = Some(h);
+                    }
+                }
+            }
+            if modern.is_some() {
+                let mut v: Value = serde_json::from_slice(res).unwrap_or_else(|_| json!({}));
+                let hints = (method == "resources/read").then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
+                self.stamp(&mut v, hints);
+                return self.emit_client(c, wire::result(&id, &serde_json::to_vec(&v).unwrap_or_default()));
+            }
+            let out = match shape::result(&method, res, rev) {
+                Some(shaped) => wire::result(&id, &shaped),
+                None => wire::result(&id, res),
+            };
+            return self.emit_client(c, out);
+        }
+        if let Some(err) = m.error_bytes() {
+            let code = wire::find(err, 0..err.len(), &["code"]).and_then(|r| std::str::from_utf8(&err[r]).ok()?.parse::<i64>().ok());
+            if self.ups[u].is_modern() && code == Some(-32022) {
+                // Requirement: versioning-era-cache (re-probed when the assumption fails)
+                let name = self.ups[u].spec.name.clone();
+                self.log(super::Level::Warn, format!("server '{name}' no longer accepts protocol revision 2026-07-28; restarting it to negotiate again"));
+                self.ups[u].era_cache = None;
+                self.out.push_back(super::Output::RestartUpstream(u, "protocol version no longer supported"));
+            }
+            self.emit_client(c, wire::error_raw(Some(&id), &error_for(err, rev)));
+        }
+    }
+
+    /// Client capabilities the hub declares to a modern upstream on behalf
+    /// of client `c` (whose request has context `ctx` when modern): what the
+    /// hub can satisfy for it, i.e. what the client declared of sampling,
+    /// elicitation and roots (roots always when the configuration gives them).
+    pub(super) fn caps_for_upstream(&self, c: ClientId, ctx: Option<&super::modern::ReqCtx>) -> Value {
+        let declared = match ctx {
+            Some(x) => x.caps.clone(),
+            None => self.clients.get(&c).map(|cl| {
+                let mut caps = cl.caps.clone();
+                let f = cl.rev().features();
+                if !f.elicitation {
+                    if let Some(o) = caps.as_object_mut() {
+                        o.remove("elicitation");
+                    }
+                }
+                caps
+            }).unwrap_or_else(|| json!({})),
         };
-        self.emit_client(c, out);
+        let mut out = serde_json::Map::new();
+        for k in ["sampling", "elicitation", "roots"] {
+            if let Some(v) = declared.get(k).filter(|v| v.is_object()) {
+                let mut v = v.clone();
+                if k == "roots" {
+                    v = json!({});
+                }
+                out.insert(k.into(), v);
+            }
+        }
+        if self.opts.roots.is_some() {
+            out.insert("roots".into(), json!({}));
+        }
+        Value::Object(out)
     }
 
     /// An upstream became ready: restore subscriptions and the log level.
@@ -327,6 +509,9 @@ impl Hub {
             if self.ups[u].has_cap("logging") {
                 self.send_set_level(u, &level);
             }
+        }
+        if self.ups[u].is_modern() {
+            return self.open_listen(u);
         }
         for uri in self.subs.uris() {
             if let Ok((to, orig)) = self.route_resource(&uri) {

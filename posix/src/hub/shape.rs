@@ -61,6 +61,12 @@ pub(super) struct Features {
     pub progress_message: bool,
     /// An error response may leave out `id` when it could not be read (2025-11-25+).
     pub error_id_optional: bool,
+    /// `resultType`, caching hints (`ttlMs`, `cacheScope`) on results (2026-07-28).
+    pub result_type: bool,
+    /// Server→client requests on the wire, with `_meta`, `task` and (URL mode)
+    /// `elicitationId` in their params (legacy). Without it they are input
+    /// requests inside an `InputRequiredResult`, which have none of those.
+    pub wire_requests: bool,
 }
 
 impl Features {
@@ -86,6 +92,8 @@ impl Features {
             elicitation_mode: has(Feature::ElicitationUrlMode),
             progress_message: has(Feature::ProgressMessage),
             error_id_optional: rev >= Rev::V2025_11_25 || rev.era() == Era::Modern,
+            result_type: has(Feature::ResultType),
+            wire_requests: has(Feature::LegacySession),
         }
     }
 }
@@ -93,7 +101,7 @@ impl Features {
 impl Features {
     /// Words whose presence in a message means it may need shaping, each
     /// with whether this revision has the feature (then it is no trigger).
-    fn triggers(&self) -> [(bool, &'static [u8]); 10] {
+    fn triggers(&self) -> [(bool, &'static [u8]); 11] {
         [
             (self.audio, b"\"audio\""),
             (self.resource_link, b"\"resource_link\""),
@@ -105,6 +113,7 @@ impl Features {
             (self.item_meta, b"\"_meta\""),
             (self.tasks, b"\"execution\""),
             (self.last_modified, b"\"lastModified\""),
+            (self.result_type, b"\"resultType\""),
         ]
     }
 
@@ -127,6 +136,13 @@ pub(super) fn result(method: &str, raw: &[u8], rev: Rev) -> Option<Vec<u8>> {
         return None;
     }
     let mut v: Value = serde_json::from_slice(raw).ok()?;
+    if !f.result_type {
+        if let Some(o) = v.as_object_mut() {
+            for k in ["resultType", "ttlMs", "cacheScope"] {
+                o.remove(k);
+            }
+        }
+    }
     match method {
         "tools/call" => call_tool_result(&mut v, f),
         "prompts/get" => {
@@ -161,7 +177,7 @@ pub(super) fn result(method: &str, raw: &[u8], rev: Rev) -> Option<Vec<u8>> {
                 }
             }
         }
-        _ => return None,
+        _ => {}
     }
     serde_json::to_vec(&v).ok()
 }
@@ -336,6 +352,21 @@ pub(super) fn relayed_request(method: &str, mut params: Value, f: &Features) -> 
                     }
                 }
             }
+        }
+    }
+    Ok(params)
+}
+
+/// Params of an input request (`InputRequests` value) for `f`, or why it
+/// cannot be expressed there. Modern input requests carry no `_meta`, no
+/// `task` and no `elicitationId` (URL-mode completion notifications are gone).
+pub(super) fn input_request(method: &str, params: Value, f: &Features) -> Result<Value, &'static str> {
+    let mut params = relayed_request(method, params, f)?;
+    if !f.wire_requests {
+        if let Some(o) = params.as_object_mut() {
+            o.remove("_meta");
+            o.remove("task");
+            o.remove("elicitationId");
         }
     }
     Ok(params)

@@ -8,6 +8,8 @@ use serde_json::{json, Value};
 
 use super::*;
 
+mod modern;
+
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.
 #[derive(Clone)]
@@ -59,9 +61,24 @@ fn specs(names: &[&str]) -> Vec<UpstreamSpec> {
     names.iter().map(|n| UpstreamSpec::new(n)).collect()
 }
 
+/// Specs allowing the legacy revisions only: the hub sends `initialize` first
+/// (no `server/discover` probe).
+fn legacy_specs(names: &[&str]) -> Vec<UpstreamSpec> {
+    let mut v = specs(names);
+    for s in &mut v {
+        s.revisions = ALL_REVS.iter().map(|r| r.to_string()).collect();
+    }
+    v
+}
+
 impl Pair {
-    fn new(specs: Vec<UpstreamSpec>, opts: HubOptions) -> Pair {
+    fn new(specs: Vec<UpstreamSpec>, mut opts: HubOptions) -> Pair {
         let n = specs.len();
+        // Input requests are answered at once unless a test asks for the
+        // coalescing window (see `input_requests_made_together_travel_together`).
+        if opts.input_coalesce_ms == DEFAULT_INPUT_COALESCE_MS {
+            opts.input_coalesce_ms = 0;
+        }
         Pair {
             hub: Hub::new(specs, opts).expect("valid config"),
             now: 1000,
@@ -220,7 +237,20 @@ impl Fake {
             }
             r
         };
+        let modern = self.rev == "2026-07-28";
         let result = match method {
+            "server/discover" if !modern => {
+                return Some(Some(json!({ "jsonrpc": "2.0", "id": id?, "error": { "code": -32601, "message": "Method not found" } })));
+            }
+            "server/discover" => json!({
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": self.caps,
+                "ttlMs": 1000,
+                "cacheScope": "public",
+                "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "fake", "version": "0" } },
+            }),
+            "subscriptions/listen" if modern => return Some(None),
             "initialize" => {
                 let mut r = json!({ "protocolVersion": self.rev, "capabilities": self.caps, "serverInfo": { "name": "fake", "version": "0" } });
                 if let Some(i) = self.instructions {
@@ -235,6 +265,12 @@ impl Fake {
             "prompts/list" => page(&self.prompts, "prompts"),
             _ => return None,
         };
+        let mut result = result;
+        if modern && method.ends_with("/list") {
+            result["resultType"] = json!("complete");
+            result["ttlMs"] = json!(5000);
+            result["cacheScope"] = json!("public");
+        }
         Some(Some(json!({ "jsonrpc": "2.0", "id": id?, "result": result })))
     }
 }
@@ -320,7 +356,7 @@ fn capabilities_are_the_union_of_the_upstreams() {
 
 #[test]
 fn initialize_is_held_until_upstreams_have_started() {
-    let mut p = Pair::new(specs(&["a", "b"]), HubOptions::default());
+    let mut p = Pair::new(legacy_specs(&["a", "b"]), HubOptions::default());
     p.fakes[0] = Some(Fake::tools(&["x"]));
     p.fakes[1] = Some(Fake::tools(&["y"]));
     p.hub.upstream_started(0, p.now);
@@ -343,7 +379,7 @@ fn initialize_is_held_until_upstreams_have_started() {
 
 #[test]
 fn initialize_is_answered_after_the_startup_wait() {
-    let mut p = Pair::new(specs(&["slow"]), HubOptions { startup_wait_ms: 5000, ..HubOptions::default() });
+    let mut p = Pair::new(legacy_specs(&["slow"]), HubOptions { startup_wait_ms: 5000, ..HubOptions::default() });
     p.hub.upstream_started(0, p.now);
     p.pump();
     let c = p.connect();
@@ -361,7 +397,7 @@ fn initialize_is_answered_after_the_startup_wait() {
 fn upstream_handshake_offers_the_newest_allowed_revision() {
     let mut spec = UpstreamSpec::new("old");
     spec.revisions = vec!["2024-11-05".into(), "2025-03-26".into()];
-    let mut p = Pair::new(vec![spec, UpstreamSpec::new("new")], HubOptions::default());
+    let mut p = Pair::new(vec![spec, legacy_specs(&["new"]).remove(0)], HubOptions::default());
     p.hub.upstream_started(0, p.now);
     p.hub.upstream_started(1, p.now);
     p.pump();
@@ -381,7 +417,7 @@ fn upstream_handshake_offers_the_newest_allowed_revision() {
 // row: lifecycle-client-disconnects-on-unsupported-version
 #[test]
 fn upstream_answering_an_unsupported_revision_is_restarted() {
-    let mut p = Pair::new(specs(&["odd"]), HubOptions::default());
+    let mut p = Pair::new(legacy_specs(&["odd"]), HubOptions::default());
     p.hub.upstream_started(0, p.now);
     p.pump();
     let init = p.take_up(0);
@@ -397,7 +433,7 @@ fn upstream_answering_an_unsupported_revision_is_restarted() {
 // row: cancellation-client-must-not-cancel-initialize
 #[test]
 fn upstream_initialize_timeout_restarts_without_cancelling() {
-    let mut p = Pair::new(specs(&["mute"]), HubOptions { init_timeout_ms: 3000, ..HubOptions::default() });
+    let mut p = Pair::new(legacy_specs(&["mute"]), HubOptions { init_timeout_ms: 3000, ..HubOptions::default() });
     p.hub.upstream_started(0, p.now);
     p.pump();
     assert_eq!(p.take_up(0)["method"], "initialize");
@@ -525,7 +561,7 @@ fn config_errors() {
     assert!(matches!(e(s, HubOptions::default()), ConfigError::UnknownRevision { .. }));
     let mut s = specs(&["a"]);
     s[0].revisions = vec!["2026-07-28".into()];
-    assert_eq!(e(s, HubOptions::default()), ConfigError::NoUsableRevision("a".into()));
+    assert!(Hub::new(s, HubOptions::default()).is_ok(), "modern-only upstreams are fine");
     assert_eq!(e(specs(&[""]), HubOptions::default()), ConfigError::EmptyName);
 }
 
@@ -579,7 +615,7 @@ fn arguments_are_forwarded_untouched() {
     assert_eq!(up["params"]["arguments"]["s"], "é");
     // (serde_json parses the big number as a float in the harness; the hub
     // itself never parsed it: see the byte check below.)
-    let mut hub = Hub::new(specs(&["fs"]), HubOptions::default()).unwrap();
+    let mut hub = Hub::new(legacy_specs(&["fs"]), HubOptions::default()).unwrap();
     hub.upstream_started(0, 0);
     let init = loop {
         match hub.poll_output() {

@@ -13,8 +13,11 @@
 
 use serde_json::{json, Value};
 
+use mcpx_core::meta;
 use mcpx_core::names;
 use mcpx_core::revision::{self, Era, Feature, Revisions};
+
+use super::modern::MODERN;
 
 use super::catalog::{Kind, Naming};
 use super::pending::{Fwd, Origin};
@@ -62,11 +65,28 @@ pub(super) struct Upstream {
     /// Has had its chance at startup (ready with lists read, or failed).
     pub settled: bool,
     listing: [Option<Listing>; 4],
+    /// Its era as last detected, kept for the life of the process
+    /// (`versioning-era-cache`); `None`: probe with `server/discover`.
+    pub era_cache: Option<Era>,
+    /// Caching hints of its last list results, per list kind, and of its
+    /// last `resources/read`: (`ttlMs`, public).
+    pub hints: [Option<(u64, bool)>; 4],
+    pub read_hints: Option<(u64, bool)>,
+    /// The hub's `subscriptions/listen` request to it (modern), by id.
+    pub listen: Option<u64>,
+    /// Index of the log level last set on it with `logging/setLevel` (legacy).
+    pub level_sent: Option<usize>,
+    /// When each list was last read (for its `ttlMs`).
+    pub listed_ms: [u64; 4],
 }
 
 impl Upstream {
     pub fn is_ready(&self) -> bool {
         self.state == State::Ready
+    }
+    /// Spoken to in the modern era (after a successful `server/discover`).
+    pub fn is_modern(&self) -> bool {
+        self.rev.is_some_and(|r| r.era() == Era::Modern)
     }
     /// Its process is running (messages may be written to it).
     pub fn is_up(&self) -> bool {
@@ -111,14 +131,12 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
         let mut allowed = Vec::new();
         for r in &spec.revisions {
             match Rev::parse(r) {
-                // The modern era is not spoken to upstreams yet: such entries are skipped.
-                Some(r) if r.era() == Era::Legacy => allowed.push(r),
-                Some(_) => {}
+                Some(r) => allowed.push(r),
                 None => return Err(ConfigError::UnknownRevision { server: spec.name.clone(), revision: r.clone() }),
             }
         }
         if spec.revisions.is_empty() {
-            allowed = Revisions::LEGACY.iter().collect();
+            allowed = Revisions::ALL.iter().collect();
         }
         if allowed.is_empty() {
             return Err(ConfigError::NoUsableRevision(spec.name.clone()));
@@ -140,6 +158,12 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
             last_heard_ms: 0,
             settled: false,
             listing: Default::default(),
+            era_cache: None,
+            hints: [None; 4],
+            read_hints: None,
+            listen: None,
+            level_sent: None,
+            listed_ms: [0; 4],
         });
     }
     Ok(out)
@@ -162,8 +186,128 @@ impl Hub {
         let now = self.now_ms;
         let hard = now + timeout.max(1).min(self.opts.max_timeout_ms.max(1));
         self.pending.insert(u, id, Fwd { origin, deadline: hard, hard, timeout, sent_ms: now });
-        self.emit_upstream(u, wire::request(id, method, params));
+        if self.ups[u].is_modern() || method == "server/discover" {
+            // Requirement: meta-request-params-meta-required (every modern request carries _meta)
+            let meta = self.modern_meta(json!({}));
+            let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
+            self.emit_upstream(u, wire::request(id, method, Some(&p)));
+        } else {
+            self.emit_upstream(u, wire::request(id, method, params));
+        }
         Some(id)
+    }
+
+    /// The per-request `_meta` of a modern request the hub sends upstream.
+    pub(super) fn modern_meta(&self, caps: Value) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        m.insert(meta::PROTOCOL_VERSION_KEY.into(), json!(MODERN.as_str()));
+        m.insert(meta::CLIENT_CAPABILITIES_KEY.into(), caps);
+        m.insert(meta::CLIENT_INFO_KEY.into(), json!({ "name": self.opts.server_name, "version": self.opts.server_version }));
+        m
+    }
+
+    /// Opens (or reopens, with the current filter) the hub's listen stream
+    /// to modern upstream `u`: list changes it announces and the resources
+    /// the hub's clients subscribed to.
+    pub(super) fn open_listen(&mut self, u: UpstreamId) {
+        if !self.ups[u].is_ready() || !self.ups[u].is_modern() {
+            return;
+        }
+        if let Some(old) = self.ups[u].listen.take() {
+            if self.pending.take(u, old).is_some() {
+                self.cancel_upstream(u, old, "subscription replaced");
+            }
+        }
+        let caps = self.ups[u].caps.clone().unwrap_or_else(|| json!({}));
+        let mut filter = serde_json::Map::new();
+        for (cap, key) in [("tools", "toolsListChanged"), ("prompts", "promptsListChanged"), ("resources", "resourcesListChanged")] {
+            if caps.pointer(&format!("/{cap}/listChanged")) == Some(&Value::Bool(true)) {
+                filter.insert(key.into(), json!(true));
+            }
+        }
+        let uris = self.subscribed_uris_of(u);
+        if !uris.is_empty() {
+            filter.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        if filter.is_empty() {
+            return;
+        }
+        let p = serde_json::to_vec(&json!({ "notifications": filter })).unwrap_or_default();
+        let t = self.opts.max_timeout_ms;
+        self.ups[u].listen = self.send_upstream(u, "subscriptions/listen", Some(&p), Origin::Listen, t);
+    }
+
+    /// The upstream ended the hub's listen stream (a result: graceful, so
+    /// it is opened again; an error: logged).
+    fn on_listen_end(&mut self, u: UpstreamId, id: Option<u64>, m: &Msg) {
+        if id.is_none() || id != self.ups[u].listen {
+            return;
+        }
+        self.ups[u].listen = None;
+        match m.error_bytes() {
+            Some(e) => {
+                let msg = format!("server '{}' ended the hub's subscriptions/listen with an error: {}", self.ups[u].spec.name, String::from_utf8_lossy(e));
+                self.log(Level::Info, msg);
+            }
+            None => self.open_listen(u),
+        }
+    }
+
+    /// Sends `initialize`, offering the newest legacy revision allowed.
+    fn send_initialize(&mut self, u: UpstreamId) {
+        let Some(rev) = self.ups[u].allowed.iter().rev().copied().find(|r| r.era() == Era::Legacy) else {
+            let why = "answered server/discover without 2026-07-28, and no legacy revision is allowed with it".to_string();
+            self.log(Level::Error, format!("server '{}': {why}", self.ups[u].spec.name));
+            let up = &mut self.ups[u];
+            up.last_error = Some(why);
+            up.state = State::Failed;
+            up.settled = true;
+            self.out.push_back(Output::RestartUpstream(u, "no common protocol revision"));
+            self.release_held_inits();
+            return;
+        };
+        let elicitation = if rev.supports(Feature::ElicitationUrlMode) { json!({ "form": {}, "url": {} }) } else { json!({}) };
+        let params = json!({
+            "protocolVersion": rev.as_str(),
+            "capabilities": { "roots": { "listChanged": true }, "sampling": {}, "elicitation": elicitation },
+            "clientInfo": { "name": self.opts.server_name, "version": self.opts.server_version },
+        });
+        let t = self.opts.init_timeout_ms;
+        self.send_upstream(u, "initialize", Some(&serde_json::to_vec(&params).unwrap_or_default()), Origin::Initialize, t);
+    }
+
+    /// The answer to the `server/discover` probe: modern when it lists
+    /// 2026-07-28, else (any error, any other answer) `initialize`.
+    fn on_discover_answer(&mut self, u: UpstreamId, m: &Msg) {
+        let name = self.ups[u].spec.name.clone();
+        let v: Value = m.result_bytes().and_then(|r| serde_json::from_slice(r).ok()).unwrap_or(Value::Null);
+        let modern = v.get("supportedVersions").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x.as_str() == Some(MODERN.as_str())));
+        if !modern || !self.ups[u].allowed.contains(&MODERN) {
+            // Requirement: versioning-fallback-not-keyed-to-one-code
+            let why = match m.error_bytes() {
+                Some(e) => format!("answered server/discover with an error ({})", String::from_utf8_lossy(e)),
+                None => "does not list 2026-07-28 in supportedVersions".to_string(),
+            };
+            self.log(Level::Info, format!("server '{name}' {why}; using initialize"));
+            self.ups[u].era_cache = Some(Era::Legacy);
+            return self.send_initialize(u);
+        }
+        let up = &mut self.ups[u];
+        up.era_cache = Some(Era::Modern);
+        up.rev = Some(MODERN);
+        up.caps = Some(v.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({})));
+        up.info = v.pointer(&format!("/_meta/{}", meta::SERVER_INFO_KEY.replace('/', "~1"))).cloned().unwrap_or(Value::Null);
+        up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
+        up.state = State::Ready;
+        up.last_error = None;
+        self.log(Level::Info, format!("server '{name}' ready ({})", MODERN.as_str()));
+        for k in Kind::ALL {
+            if self.ups[u].has_cap(k.capability()) {
+                self.start_listing(u, k);
+            }
+        }
+        self.after_ready(u);
+        self.check_settled(u);
     }
 
     pub(super) fn on_upstream_started(&mut self, u: UpstreamId) {
@@ -177,15 +321,17 @@ impl Hub {
         up.state = State::Initializing;
         up.starts += 1;
         up.last_heard_ms = self.now_ms;
-        let rev = *up.allowed.last().expect("at least one revision");
-        let elicitation = if rev.supports(Feature::ElicitationUrlMode) { json!({ "form": {}, "url": {} }) } else { json!({}) };
-        let params = json!({
-            "protocolVersion": rev.as_str(),
-            "capabilities": { "roots": { "listChanged": true }, "sampling": {}, "elicitation": elicitation },
-            "clientInfo": { "name": self.opts.server_name, "version": self.opts.server_version },
-        });
-        let t = self.opts.init_timeout_ms;
-        self.send_upstream(u, "initialize", Some(&serde_json::to_vec(&params).unwrap_or_default()), Origin::Initialize, t);
+        up.rev = None;
+        up.listen = None;
+        up.level_sent = None;
+        // Requirement: versioning-dual-era-client-probe-discover-first-stdio, versioning-era-cache
+        let probe = up.allowed.contains(&MODERN) && up.era_cache != Some(Era::Legacy);
+        if probe {
+            let t = self.opts.probe_timeout_ms;
+            self.send_upstream(u, "server/discover", None, Origin::Discover, t);
+        } else {
+            self.send_initialize(u);
+        }
     }
 
     pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8]) {
@@ -212,7 +358,10 @@ impl Hub {
                     return;
                 };
                 match f.origin {
-                    Origin::Client { client, id, method, renamed_uri, .. } => self.answer_client(client, &id, &method, renamed_uri, &m),
+                    o @ Origin::Client { .. } => self.answer_client(u, o, &m),
+                    Origin::Held(h) => self.held_answered(h, &m),
+                    Origin::Discover => self.on_discover_answer(u, &m),
+                    Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
                     Origin::Initialize => self.on_initialize_answer(u, &m),
                     Origin::List(k) => self.on_list_page(u, k, &m),
                     Origin::Fire | Origin::Ping => {}
@@ -234,6 +383,8 @@ impl Hub {
         };
         let Some(res) = m.result_bytes() else {
             let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
+            // The era assumption may be wrong: probe again on the next start.
+            self.ups[u].era_cache = None;
             return fail(self, format!("initialize failed: {e}"), "initialize failed");
         };
         let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
@@ -262,6 +413,24 @@ impl Hub {
         self.check_settled(u);
     }
 
+    /// A client reads list `k`: modern upstreams that announce no changes of
+    /// it and whose `ttlMs` for it has run out are read again (the client is
+    /// answered from what the hub has, and told if the list changed).
+    pub(super) fn refresh_stale(&mut self, k: Kind) {
+        for u in 0..self.ups.len() {
+            let up = &self.ups[u];
+            if !up.is_modern() || !up.has_cap(k.capability()) || up.listing[k.idx()].is_some() {
+                continue;
+            }
+            let announces = up.caps.as_ref().and_then(|c| c.pointer(&format!("/{}/listChanged", k.capability()))) == Some(&Value::Bool(true));
+            let Some((ttl, _)) = up.hints[k.idx()] else { continue };
+            // Requirement: caching-stale-refetch
+            if !announces && self.now_ms >= up.listed_ms[k.idx()].saturating_add(ttl) {
+                self.start_listing(u, k);
+            }
+        }
+    }
+
     fn start_listing(&mut self, u: UpstreamId, k: Kind) {
         if let Some(l) = self.ups[u].listing[k.idx()].as_mut() {
             l.again = true;
@@ -288,6 +457,18 @@ impl Hub {
             return self.list_done(u, k, listing.acc, listing.again);
         };
         let mut v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
+        if self.ups[u].is_modern() {
+            if let Some(rt) = v.get("resultType").and_then(Value::as_str).filter(|r| *r != "complete") {
+                self.log(Level::Warn, format!("server '{name}': {} answered resultType '{rt}', which mcpx does not accept there", k.list_method()));
+                return self.list_done(u, k, listing.acc, listing.again);
+            }
+            if let Some(t) = v.get("ttlMs").and_then(Value::as_u64) {
+                // Requirement: caching-client-honour-hints (aggregated into the hub's own hints)
+                let public = v.get("cacheScope").and_then(Value::as_str) == Some("public");
+                let h = self.ups[u].hints[k.idx()].map_or((t, public), |(t0, p0)| (t0.min(t), p0 && public));
+                self.ups[u].hints[k.idx()] = Some(if listing.pages == 0 { (t, public) } else { h });
+            }
+        }
         if let Some(Value::Array(items)) = v.get_mut(k.result_key()).map(Value::take) {
             for it in items {
                 if listing.acc.len() >= self.opts.max_list_items {
@@ -299,6 +480,14 @@ impl Hub {
                     let n = it.get("name").and_then(Value::as_str).unwrap_or("");
                     if !self.ups[u].tool_allowed(n) {
                         continue;
+                    }
+                    if let Some(schema) = it.get("inputSchema") {
+                        let raw = serde_json::to_vec(schema).unwrap_or_default();
+                        if let Err(e) = mcpx_core::headers::validate_input_schema(&raw) {
+                            // Requirement: streamable-http-client-rejects-invalid-x-mcp-header
+                            self.log(Level::Warn, format!("server '{name}': tool '{n}' dropped: its inputSchema has an invalid x-mcp-header annotation ({e:?})"));
+                            continue;
+                        }
                     }
                 }
                 listing.acc.push(it);
@@ -319,6 +508,7 @@ impl Hub {
         if !self.ups[u].is_ready() {
             return;
         }
+        self.ups[u].listed_ms[k.idx()] = self.now_ms;
         let sep = self.opts.separator.clone();
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
         let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
@@ -340,7 +530,18 @@ impl Hub {
     }
 
     fn on_upstream_notification(&mut self, u: UpstreamId, m: &Msg) {
+        if let Some(p) = m.params.clone() {
+            let key = [ "_meta", meta::SUBSCRIPTION_ID_KEY ];
+            if let Some(r) = wire::find(m.raw, p, &key) {
+                // Requirement: subscriptions-stdio-client-correlate
+                let current = self.ups[u].listen;
+                if wire::id_u64(&m.raw[r]).is_none_or(|id| Some(id) != current) {
+                    return;
+                }
+            }
+        }
         match m.method.as_str() {
+            "notifications/subscriptions/acknowledged" => {}
             "notifications/progress" => self.upstream_progress(u, m),
             "notifications/message" => {
                 let mut p = m.params_value();
@@ -350,6 +551,13 @@ impl Hub {
                     None => server.clone(),
                 };
                 p["logger"] = Value::String(logger);
+                self.modern_logs(u, &p);
+                // Legacy clients get what the level they set admits (a modern
+                // request may have lowered the upstream's level below it).
+                let level = p.get("level").and_then(Value::as_str).and_then(super::modern::level_index).unwrap_or(0);
+                if self.log_level.as_deref().and_then(super::modern::level_index).is_some_and(|l| level < l) {
+                    return;
+                }
                 let ids: Vec<_> = self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect();
                 for c in ids {
                     self.notify_client(c, "notifications/message", &p);
@@ -364,8 +572,12 @@ impl Hub {
                 let exposed = self.exposed_uri(u, uri);
                 let mut out = p.clone();
                 out["uri"] = Value::String(exposed.clone());
+                if let Some(o) = out.as_object_mut() {
+                    o.remove("_meta");
+                }
+                let reached = self.notify_listens_updated(&exposed, &out);
                 // Subscribers asked for these: no need to wait for a list.
-                for c in self.subs.clients_of(&exposed) {
+                for c in self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c)) {
                     self.notify_client(c, "notifications/resources/updated", &out);
                 }
             }
@@ -378,6 +590,10 @@ impl Hub {
             }
             _ => {}
         }
+    }
+
+    pub(super) fn relist_all(&mut self, u: UpstreamId) {
+        self.relist(u, &Kind::ALL);
     }
 
     fn relist(&mut self, u: UpstreamId, kinds: &[Kind]) {
@@ -479,7 +695,7 @@ impl Hub {
         if every == 0 {
             return None;
         }
-        (0..self.ups.len()).filter(|&u| self.ups[u].is_ready() && !self.pending.pinging(u)).map(|u| self.ups[u].last_heard_ms + every).min()
+        (0..self.ups.len()).filter(|&u| self.ups[u].is_ready() && !self.ups[u].is_modern() && !self.pending.pinging(u)).map(|u| self.ups[u].last_heard_ms + every).min()
     }
 
     // Requirement: ping-periodic-pings
@@ -490,7 +706,7 @@ impl Hub {
             return;
         }
         for u in 0..self.ups.len() {
-            if self.ups[u].is_ready() && self.now_ms >= self.ups[u].last_heard_ms + every && !self.pending.pinging(u) {
+            if self.ups[u].is_ready() && !self.ups[u].is_modern() && self.now_ms >= self.ups[u].last_heard_ms + every && !self.pending.pinging(u) {
                 let t = self.ups[u].spec.timeout_ms;
                 self.send_upstream(u, "ping", None, Origin::Ping, t);
             }
@@ -519,6 +735,18 @@ impl Hub {
                 }
             }
             Origin::Fire => self.cancel_upstream(u, id, "timed out"),
+            Origin::Held(h) => self.held_expired(u, id, h),
+            Origin::Discover => {
+                // Requirement: versioning-dual-era-client-probe-discover-first-stdio (fall back on a timeout)
+                self.log(Level::Info, format!("server '{name}' did not answer server/discover within {waited} ms; using initialize"));
+                self.ups[u].era_cache = Some(Era::Legacy);
+                self.send_initialize(u);
+            }
+            Origin::Listen => {
+                self.cancel_upstream(u, id, "renewed");
+                self.ups[u].listen = None;
+                self.open_listen(u);
+            }
             Origin::Ping => {
                 // Requirement: ping-timeout-is-connection-failure
                 let why = format!("did not answer ping within {waited} ms");
@@ -560,6 +788,7 @@ impl Hub {
                     "prefix": u.spec.prefix,
                     "state": u.state_name(),
                     "revision": u.rev.map(Rev::as_str),
+                    "era": match u.era_cache { Some(Era::Modern) => "modern", Some(Era::Legacy) => "legacy", None => "unknown" },
                     "serverInfo": u.info,
                     "starts": u.starts,
                     "restarts": u.starts.saturating_sub(1),
@@ -579,6 +808,8 @@ impl Hub {
                 json!({
                     "id": id,
                     "revision": c.rev.map(Rev::as_str),
+                    "era": match c.era { Some(Era::Modern) => "modern", Some(Era::Legacy) => "legacy", None => "unknown" },
+                    "listens": c.listens.len(),
                     "clientInfo": c.info,
                     "initialized": c.initialized,
                     "subscriptions": c.subs,

@@ -190,6 +190,119 @@ pub(super) fn request(id: u64, method: &str, params: Option<&[u8]>) -> Vec<u8> {
     grow(64 + method.len() + params.map_or(0, <[u8]>::len), |out| rewrite::write_request(id.as_bytes(), method, params, out))
 }
 
+/// A request with a raw id (a client's, restored byte for byte).
+pub(super) fn request_raw(id: &[u8], method: &str, params: Option<&[u8]>) -> Vec<u8> {
+    grow(64 + id.len() + method.len() + params.map_or(0, <[u8]>::len), |out| rewrite::write_request(id, method, params, out))
+}
+
+/// What [`edit_object`] does with one member.
+pub(super) enum Edit {
+    Keep,
+    Drop,
+    Replace(Vec<u8>),
+}
+
+/// The object at `obj` in `b`, rebuilt member by member: `f` decides for each
+/// (unescaped key, raw value); `append` adds members at the end (raw values).
+/// Members are copied as their original bytes.
+pub(super) fn edit_object(b: &[u8], obj: Range<usize>, mut f: impl FnMut(&str, &[u8]) -> Edit, append: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let Ok(v) = json::skip_value(b, obj.start) else { return b[obj].to_vec() };
+    let mut out = Vec::with_capacity(obj.len() + 64);
+    out.push(b'{');
+    let mut first = true;
+    let mut sep = |out: &mut Vec<u8>| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+    };
+    for m in v.members() {
+        let key: String = serde_json::from_slice(&b[range(m.key_span)]).unwrap_or_default();
+        let val = &b[range(m.value.span())];
+        match f(&key, val) {
+            Edit::Keep => {
+                sep(&mut out);
+                out.extend_from_slice(&b[m.key_span.start..m.value.span().end]);
+            }
+            Edit::Drop => {}
+            Edit::Replace(with) => {
+                sep(&mut out);
+                out.extend_from_slice(&b[range(m.key_span)]);
+                out.push(b':');
+                out.extend_from_slice(&with);
+            }
+        }
+    }
+    for (k, val) in append {
+        sep(&mut out);
+        out.extend_from_slice(&quote(k));
+        out.push(b':');
+        out.extend_from_slice(val);
+    }
+    out.push(b'}');
+    out
+}
+
+/// Params `p` (a whole object) with `_meta` members set from `meta` (added
+/// or replaced) and those `drop_meta` returns true for removed.
+pub(super) fn set_meta(p: &[u8], meta: &serde_json::Map<String, serde_json::Value>, drop_meta: impl Fn(&str) -> bool) -> Vec<u8> {
+    let has_meta = json::skip_value(p, 0).ok().and_then(|v| v.get("_meta")).is_some_and(|m| m.kind() == json::Kind::Object);
+    let new_meta = |old: Option<&[u8]>| -> Vec<u8> {
+        let mut appended: Vec<(&str, Vec<u8>)> = Vec::new();
+        for (k, v) in meta {
+            appended.push((k.as_str(), serde_json::to_vec(v).unwrap_or_default()));
+        }
+        match old {
+            Some(o) => edit_object(o, 0..o.len(), |k, _| if meta.contains_key(k) || drop_meta(k) { Edit::Drop } else { Edit::Keep }, &appended),
+            None => edit_object(b"{}", 0..2, |_, _| Edit::Keep, &appended),
+        }
+    };
+    if has_meta {
+        edit_object(p, 0..p.len(), |k, v| if k == "_meta" { Edit::Replace(new_meta(Some(v))) } else { Edit::Keep }, &[])
+    } else if meta.is_empty() {
+        p.to_vec()
+    } else {
+        edit_object(p, 0..p.len(), |_, _| Edit::Keep, &[("_meta", new_meta(None))])
+    }
+}
+
+/// A JSON value with object keys sorted at every level and no whitespace:
+/// the canonical form digests are taken of.
+pub(super) fn canonical(v: &serde_json::Value) -> Vec<u8> {
+    fn go(v: &serde_json::Value, out: &mut Vec<u8>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push(b'{');
+                for (i, k) in keys.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(&serde_json::to_vec(k).unwrap_or_default());
+                    out.push(b':');
+                    go(&m[k.as_str()], out);
+                }
+                out.push(b'}');
+            }
+            serde_json::Value::Array(a) => {
+                out.push(b'[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    go(x, out);
+                }
+                out.push(b']');
+            }
+            x => out.extend_from_slice(&serde_json::to_vec(x).unwrap_or_default()),
+        }
+    }
+    let mut out = Vec::new();
+    go(v, &mut out);
+    out
+}
+
 pub(super) fn notification(method: &str, params: Option<&[u8]>) -> Vec<u8> {
     grow(48 + method.len() + params.map_or(0, <[u8]>::len), |out| rewrite::write_notification(method, params, out))
 }
@@ -266,6 +379,21 @@ mod tests {
         assert_eq!(v, serde_json::json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9 } }));
         let v: serde_json::Value = serde_json::from_str(&add(br#"{"_meta":{"k":1},"name":"a"}"#, vec![])).unwrap();
         assert_eq!(v, serde_json::json!({ "name": "a", "_meta": { "k": 1, "progressToken": 9 } }));
+    }
+
+    #[test]
+    fn objects_are_edited_member_by_member() {
+        let p = br#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":5},"requestState":"s","n":123456789012345678901234567890}"#;
+        let out = edit_object(p, 0..p.len(), |k, _| if k == "requestState" { Edit::Drop } else { Edit::Keep }, &[("a", b"1".to_vec())]);
+        assert_eq!(out, br#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":5},"n":123456789012345678901234567890,"a":1}"#);
+        let mut meta = serde_json::Map::new();
+        meta.insert("k".into(), serde_json::json!(true));
+        let out = set_meta(p, &meta, |k| k.starts_with("io.modelcontextprotocol/"));
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["_meta"], serde_json::json!({ "progressToken": 5, "k": true }));
+        assert_eq!(set_meta(b"{}", &meta, |_| false), br#"{"_meta":{"k":true}}"#);
+        let c = canonical(&serde_json::json!({ "b": [1, { "z": 1, "a": 2 }], "a": "x" }));
+        assert_eq!(c, br#"{"a":"x","b":[1,{"a":2,"z":1}]}"#);
     }
 
     #[test]

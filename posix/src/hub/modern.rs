@@ -1,0 +1,461 @@
+//! The modern era (2026-07-28) on the client-facing side: which requests are
+//! modern, their per-request `_meta`, `server/discover`, caching hints,
+//! `resultType` and `serverInfo` on every result, per-request log levels and
+//! `subscriptions/listen` streams.
+//!
+//! Decisions:
+//! - Era per request (`versioning-dual-era-server-selects-by-opening`): a
+//!   request carrying `_meta["io.modelcontextprotocol/protocolVersion"]`, and
+//!   every `server/discover`, is modern; a client that has never sent
+//!   `initialize` and has once been modern stays modern (a request of its
+//!   without `_meta` is refused with -32602). Both eras are served on one
+//!   connection at once (`versioning-dual-era-both-concurrently`).
+//! - A modern request is normalized at ingress into the legacy form the rest
+//!   of the hub routes (the `io.modelcontextprotocol/*` `_meta` keys,
+//!   `inputResponses` and `requestState` removed) and its per-request context
+//!   ([`ReqCtx`]: capabilities, log level, principal, salient params) rides
+//!   with it in `pending`. Capabilities are never remembered across requests.
+//! - Caching hints: lists and `server/discover` get the aggregate of the
+//!   upstreams' hints (the smallest `ttlMs`, `public` only when every one says
+//!   so); upstreams without hints count as `HubOptions::cache_ttl_ms` /
+//!   `cache_public`. `resources/read` gets its upstream's hints.
+//! - `subscriptions/listen`: any number of streams per client (up to
+//!   `max_subscriptions`), acknowledged first with the agreed subset, every
+//!   notification tagged with the listen request's id; a client's
+//!   `notifications/cancelled` ends one; `Hub::shutdown` answers them all.
+
+use mcpx_core::envelope::Envelope;
+use mcpx_core::meta::{self, validate_request_meta, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
+use mcpx_core::revision::{Era, Revision};
+use serde_json::{json, Map, Value};
+
+use super::catalog::{Channel, Kind};
+use super::shape;
+use super::wire::{self, Edit, Msg};
+use super::{ClientId, Hub, UpstreamId};
+
+/// The modern revision served.
+pub(super) const MODERN: Revision = Revision::V2026_07_28;
+
+/// Methods of the legacy session that a modern request cannot call
+/// (conformance: -32601).
+const LEGACY_ONLY: [&str; 5] = ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+
+/// The context of one modern client request, kept with it while it is in
+/// flight (and while it is held for a retry).
+#[derive(Clone, Debug)]
+pub(super) struct ReqCtx {
+    /// `io.modelcontextprotocol/clientCapabilities` of this request.
+    pub caps: Value,
+    /// Index in `LOG_LEVELS` of `io.modelcontextprotocol/logLevel`; `None`:
+    /// no log notifications for this request.
+    pub log_level: Option<usize>,
+    /// The client's principal (bound into `requestState`).
+    pub principal: Vec<u8>,
+    /// Canonical salient params (method-specific; bound into `requestState`).
+    pub salient: Vec<u8>,
+}
+
+/// One open `subscriptions/listen` stream.
+#[derive(Clone, Debug)]
+pub(super) struct Listen {
+    /// The listen request's id, raw JSON: the subscription id.
+    pub id: Vec<u8>,
+    pub tools: bool,
+    pub prompts: bool,
+    pub resources: bool,
+    /// Exposed resource URIs subscribed to.
+    pub uris: Vec<String>,
+}
+
+impl Listen {
+    fn wants(&self, ch: Channel) -> bool {
+        match ch {
+            Channel::Tools => self.tools,
+            Channel::Prompts => self.prompts,
+            Channel::Resources => self.resources,
+        }
+    }
+}
+
+/// Index of a log level name in `LOG_LEVELS`.
+pub(super) fn level_index(name: &str) -> Option<usize> {
+    meta::LOG_LEVELS.iter().position(|l| *l == name)
+}
+
+/// The salient params of a request whose `requestState` must match on the
+/// retry: the method's identifying params, canonical.
+pub(super) fn salient(method: &str, p: &Value) -> Vec<u8> {
+    let v = match method {
+        "tools/call" | "prompts/get" => json!({
+            "name": p.get("name").cloned().unwrap_or(Value::Null),
+            "arguments": p.get("arguments").cloned().unwrap_or_else(|| json!({})),
+        }),
+        "resources/read" => json!({ "uri": p.get("uri").cloned().unwrap_or(Value::Null) }),
+        _ => Value::Null,
+    };
+    wire::canonical(&v)
+}
+
+impl Hub {
+    /// Is request `m` of client `c` served in the modern era?
+    pub(super) fn is_modern_request(&self, c: ClientId, m: &Msg) -> bool {
+        if m.method == "server/discover" {
+            return true;
+        }
+        let has_version = Envelope::parse(m.raw).ok().and_then(|e| e.meta()).is_some_and(|meta| meta.get(meta::PROTOCOL_VERSION_KEY).is_some());
+        has_version || self.clients.get(&c).is_some_and(|cl| cl.era == Some(Era::Modern) && !cl.initialized)
+    }
+
+    /// `result` / `error` shaping for a modern client.
+    fn modern_error(&mut self, c: ClientId, id: &[u8], code: i64, msg: &str, data: Option<Value>) {
+        let code = mcpx_core::error::code_for(code, MODERN);
+        self.emit_client(c, wire::error(Some(id), code, msg, data));
+    }
+
+    /// `_meta` of every modern result: the hub's `serverInfo`.
+    pub(super) fn server_info_meta(&self) -> Value {
+        json!({ SERVER_INFO_KEY: { "name": self.opts.server_name, "version": self.opts.server_version } })
+    }
+
+    /// Adds `resultType` (when absent), `_meta` serverInfo and, when given,
+    /// caching hints to a result for a modern client.
+    pub(super) fn stamp(&self, v: &mut Value, hints: Option<(u64, bool)>) {
+        let Some(o) = v.as_object_mut() else { return };
+        if !o.get("resultType").is_some_and(Value::is_string) {
+            o.insert("resultType".into(), json!("complete"));
+        }
+        let info = self.server_info_meta();
+        match o.get_mut("_meta").and_then(Value::as_object_mut) {
+            Some(m) => {
+                m.insert(SERVER_INFO_KEY.into(), info[SERVER_INFO_KEY].clone());
+            }
+            None => {
+                o.insert("_meta".into(), info);
+            }
+        }
+        if let Some((ttl, public)) = hints {
+            o.insert("ttlMs".into(), json!(ttl));
+            o.insert("cacheScope".into(), json!(if public { "public" } else { "private" }));
+        }
+    }
+
+    /// The hints of upstream `u` for list `k` (or its reads, `None`).
+    pub(super) fn up_hints(&self, u: UpstreamId, k: Option<Kind>) -> (u64, bool) {
+        let h = match k {
+            Some(k) => self.ups[u].hints[k.idx()],
+            None => self.ups[u].read_hints,
+        };
+        h.unwrap_or((self.opts.cache_ttl_ms, self.opts.cache_public))
+    }
+
+    /// Aggregate hints over the ready upstreams for `kinds` (all lists when empty).
+    pub(super) fn agg_hints(&self, kinds: &[Kind]) -> (u64, bool) {
+        let kinds: Vec<Kind> = if kinds.is_empty() { Kind::ALL.to_vec() } else { kinds.to_vec() };
+        let mut ttl: Option<u64> = None;
+        let mut public = true;
+        for u in 0..self.ups.len() {
+            if !self.ups[u].is_ready() {
+                continue;
+            }
+            for k in &kinds {
+                if !self.ups[u].has_cap(k.capability()) {
+                    continue;
+                }
+                let (t, p) = self.up_hints(u, Some(*k));
+                ttl = Some(ttl.map_or(t, |x| x.min(t)));
+                public &= p;
+            }
+        }
+        match ttl {
+            Some(t) => (t, public),
+            None => (self.opts.cache_ttl_ms, self.opts.cache_public),
+        }
+    }
+
+    /// A modern request from client `c`.
+    pub(super) fn on_modern_request(&mut self, c: ClientId, m: &Msg) {
+        if !self.startup_settled() && self.early.len() < self.opts.max_pending {
+            // No handshake to hold: the request itself waits (up to
+            // `startup_wait_ms`) so that what it sees covers every upstream.
+            self.early.push_back((c, m.raw.to_vec()));
+            return;
+        }
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        let Ok(env) = Envelope::parse(m.raw) else { return };
+        let supported = self.opts.client_revisions;
+        let rm = match validate_request_meta(&env, supported) {
+            Ok(rm) => rm,
+            Err(e) => {
+                // Requirement: meta-server-rejects-missing-required-field, versioning-server-unsupported-version-error
+                let mut buf = vec![0u8; 512];
+                let n = loop {
+                    match e.write_response(Some(&id), supported, &mut buf) {
+                        Ok(n) => break n,
+                        Err(o) => buf.resize(o.needed, 0),
+                    }
+                };
+                buf.truncate(n);
+                return self.emit_client(c, buf);
+            }
+        };
+        let caps: Value = serde_json::from_slice(rm.client_capabilities.bytes()).unwrap_or_else(|_| json!({}));
+        let log_level = rm.log_level.and_then(|v| v.as_str()).and_then(|s| meta::LOG_LEVELS.iter().position(|l| s.eq_str(l)));
+        let Some(cl) = self.clients.get_mut(&c) else { return };
+        if cl.era.is_none() {
+            cl.era = Some(Era::Modern);
+        }
+        let principal = cl.principal.clone();
+        let params = m.params_value();
+        let ctx = ReqCtx { caps, log_level, principal, salient: salient(&m.method, &params) };
+        match m.method.as_str() {
+            "server/discover" => self.discover(c, &id),
+            // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
+            method if LEGACY_ONLY.contains(&method) => {
+                let msg = format!("Method not found: {method} is not part of protocol revision {} (it belongs to the initialize-based session)", MODERN.as_str());
+                self.modern_error(c, &id, -32601, &msg, None);
+            }
+            "subscriptions/listen" => self.listen(c, &id, &params),
+            "tools/call" | "prompts/get" | "resources/read" => self.modern_call(c, m, &id, ctx),
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
+            method => self.modern_error(c, &id, -32601, &format!("Method not found: {method}"), None),
+        }
+    }
+
+    /// Serves the modern requests that waited for startup, in order.
+    pub(super) fn release_early(&mut self) {
+        if !self.startup_settled() {
+            return;
+        }
+        while let Some((c, raw)) = self.early.pop_front() {
+            if self.clients.contains_key(&c) {
+                if let Ok(m) = wire::parse(&raw) {
+                    self.on_modern_request(c, &m);
+                }
+            }
+        }
+    }
+
+    /// `tools/call`, `prompts/get`, `resources/read`: a first request, or a
+    /// retry carrying `requestState` / `inputResponses` (see `relay`).
+    fn modern_call(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx) {
+        let params = m.params_value();
+        let responses = params.get("inputResponses").cloned();
+        if responses.as_ref().is_some_and(|r| !r.is_object()) {
+            return self.modern_error(c, id, -32602, "Invalid params: inputResponses must be an object mapping each input request's key to its result", None);
+        }
+        match params.get("requestState") {
+            None => self.route_modern(c, m, None, ctx),
+            Some(Value::String(state)) => {
+                let state = state.clone();
+                match self.open_state(&state, &m.method, &ctx) {
+                    Err(why) => self.modern_error(c, id, -32602, &format!("Invalid params: {why}; nothing was sent to the server. Send the request again without requestState to start over"), None),
+                    Ok(inner) => self.resume(c, m, id, ctx, &inner, responses),
+                }
+            }
+            Some(_) => self.modern_error(c, id, -32602, "Invalid params: requestState must be a string", None),
+        }
+    }
+
+    /// Normalizes modern request `m` into the legacy form and routes it with
+    /// its context. `upstream_state`: for a retry to a modern upstream, the
+    /// `inputResponses` are kept and `requestState` set to this (`Some(None)`:
+    /// removed); `None`: both removed.
+    pub(super) fn route_modern(&mut self, c: ClientId, m: &Msg, upstream_state: Option<Option<String>>, ctx: ReqCtx) {
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        let params = match m.params.clone() {
+            Some(p) => {
+                let raw = &m.raw[p];
+                let keep_input = upstream_state.is_some();
+                let state = upstream_state.clone().flatten().map(|s| wire::quote(&s));
+                let stripped = wire::edit_object(
+                    raw,
+                    0..raw.len(),
+                    |k, _| match k {
+                        "inputResponses" if keep_input => Edit::Keep,
+                        "inputResponses" => Edit::Drop,
+                        "requestState" => match &state {
+                            Some(s) => Edit::Replace(s.clone()),
+                            None => Edit::Drop,
+                        },
+                        _ => Edit::Keep,
+                    },
+                    &[],
+                );
+                wire::set_meta(&stripped, &Map::new(), |k| k.starts_with("io.modelcontextprotocol/"))
+            }
+            None => b"{}".to_vec(),
+        };
+        let bytes = wire::request_raw(&id, &m.method, Some(&params));
+        let Ok(m2) = wire::parse(&bytes) else { return };
+        self.cur = Some(Box::new(ctx));
+        let r = self.route(c, &m2);
+        self.cur = None;
+        if let Err(super::router::Refusal(code, msg, data)) = r {
+            self.modern_error(c, &id, code, &msg, data);
+        }
+    }
+
+    /// `server/discover`.
+    fn discover(&mut self, c: ClientId, id: &[u8]) {
+        // Requirement: versioning-server-must-implement-discover, discover-supportedversions, discover-capabilities, discover-serverinfo-in-meta, discover-cacheable, discover-resulttype
+        let versions: Vec<&str> = self.opts.client_revisions.iter().rev().map(Revision::as_str).collect();
+        let f = shape::Features::of(MODERN);
+        let caps = shape::server_capabilities(self.union_capabilities(), &f);
+        let mut v = json!({
+            "supportedVersions": versions,
+            "capabilities": caps,
+            "instructions": self.instructions(),
+        });
+        let hints = self.agg_hints(&[]);
+        self.stamp(&mut v, Some(hints));
+        self.emit_client(c, wire::result(id, &serde_json::to_vec(&v).unwrap_or_default()));
+    }
+
+    /// Result members a modern client gets on a list page.
+    pub(super) fn stamp_list(&self, v: &mut Value, k: Kind) {
+        let kinds: &[Kind] = &[k];
+        let hints = self.agg_hints(kinds);
+        self.stamp(v, Some(hints));
+    }
+
+    /// `subscriptions/listen`.
+    fn listen(&mut self, c: ClientId, id: &[u8], p: &Value) {
+        let Some(filter) = p.get("notifications").filter(|f| f.is_object()) else {
+            return self.modern_error(c, id, -32602, "Invalid params: subscriptions/listen needs a \"notifications\" object", None);
+        };
+        let cl = &self.clients[&c];
+        if cl.listens.iter().any(|l| l.id == id) {
+            return self.modern_error(c, id, -32600, "Invalid request: a subscription with this id is already open", None);
+        }
+        if cl.listens.len() >= self.opts.max_subscriptions {
+            let msg = format!("this client has {} open subscriptions (mcpx's limit); end one first", self.opts.max_subscriptions);
+            return self.modern_error(c, id, -32603, &msg, None);
+        }
+        let caps = self.union_capabilities();
+        let asked = |k: &str| filter.get(k) == Some(&Value::Bool(true));
+        // Requirement: subscriptions-ack-reports-agreed-subset, subscriptions-only-requested-types
+        let listen = Listen {
+            id: id.to_vec(),
+            tools: asked("toolsListChanged") && caps.contains_key("tools"),
+            prompts: asked("promptsListChanged") && caps.contains_key("prompts"),
+            resources: asked("resourcesListChanged") && caps.contains_key("resources"),
+            uris: Vec::new(),
+        };
+        let mut agreed = Map::new();
+        for (k, on) in [("toolsListChanged", listen.tools), ("promptsListChanged", listen.prompts), ("resourcesListChanged", listen.resources)] {
+            if on {
+                agreed.insert(k.into(), json!(true));
+            }
+        }
+        let mut uris = Vec::new();
+        if let Some(list) = filter.get("resourceSubscriptions").and_then(Value::as_array) {
+            for uri in list.iter().filter_map(Value::as_str) {
+                if let Some(u) = self.subscribable(uri) {
+                    uris.push((uri.to_string(), u));
+                }
+            }
+        }
+        if filter.get("resourceSubscriptions").is_some_and(Value::is_array) {
+            agreed.insert("resourceSubscriptions".into(), json!(uris.iter().map(|x| x.0.clone()).collect::<Vec<_>>()));
+        }
+        let mut listen = listen;
+        listen.uris = uris.iter().map(|x| x.0.clone()).collect();
+        self.clients.get_mut(&c).expect("known client").listens.push(listen);
+        // Requirement: subscriptions-ack-first-with-id
+        let idv: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
+        let ack = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv }, "notifications": agreed });
+        self.emit_client(c, wire::notification("notifications/subscriptions/acknowledged", Some(&serde_json::to_vec(&ack).unwrap_or_default())));
+        for (uri, _) in uris {
+            self.subscribe_uri(c, &uri);
+        }
+    }
+
+    /// The upstream serving resource `uri`, when it can notify its updates.
+    fn subscribable(&self, uri: &str) -> Option<UpstreamId> {
+        let (u, _) = self.route_resource_pub(uri)?;
+        let sub = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
+        sub.then_some(u)
+    }
+
+    /// Ends listen stream `id` of client `c` (the client cancelled it); true
+    /// when there was one.
+    pub(super) fn end_listen(&mut self, c: ClientId, id: &[u8]) -> bool {
+        let Some(cl) = self.clients.get_mut(&c) else { return false };
+        let Some(i) = cl.listens.iter().position(|l| l.id == id) else { return false };
+        let l = cl.listens.remove(i);
+        for uri in l.uris {
+            self.unsubscribe_uri(c, &uri);
+        }
+        true
+    }
+
+    /// Graceful end of every listen stream of `c`: each listen request is
+    /// answered.
+    pub(super) fn end_listens(&mut self, c: ClientId) {
+        let Some(cl) = self.clients.get_mut(&c) else { return };
+        let listens = std::mem::take(&mut cl.listens);
+        for l in listens {
+            // Requirement: subscriptions-server-teardown-respond, subscriptions-listen-result-meta
+            let idv: Value = serde_json::from_slice(&l.id).unwrap_or(Value::Null);
+            let mut v = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
+            self.stamp(&mut v, None);
+            self.emit_client(c, wire::result(&l.id, &serde_json::to_vec(&v).unwrap_or_default()));
+            // Requirement: cancellation-server-must-send-cancelled-on-listen-teardown, cancellation-server-only-for-listen
+            let p = json!({ "requestId": idv, "reason": "mcpx is shutting down" });
+            self.emit_client(c, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            for uri in l.uris {
+                self.unsubscribe_uri(c, &uri);
+            }
+        }
+    }
+
+    /// A list changed: every listen stream that asked for it is told, tagged.
+    pub(super) fn notify_listens(&mut self, ch: Channel) {
+        let mut out = Vec::new();
+        for (c, cl) in &self.clients {
+            for l in cl.listens.iter().filter(|l| l.wants(ch)) {
+                out.push((*c, l.id.clone()));
+            }
+        }
+        for (c, id) in out {
+            // Requirement: subscriptions-tag-every-notification
+            let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
+            let p = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
+            self.emit_client(c, wire::notification(ch.notification(), Some(&serde_json::to_vec(&p).unwrap_or_default())));
+        }
+    }
+
+    /// A resource was updated: listen streams subscribed to its exposed URI
+    /// are told, tagged. Returns the clients reached.
+    pub(super) fn notify_listens_updated(&mut self, exposed: &str, params: &Value) -> Vec<ClientId> {
+        let mut out = Vec::new();
+        for (c, cl) in &self.clients {
+            for l in cl.listens.iter().filter(|l| l.uris.iter().any(|x| x == exposed)) {
+                out.push((*c, l.id.clone()));
+            }
+        }
+        let mut reached = Vec::new();
+        for (c, id) in out {
+            let mut p = params.clone();
+            let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
+            p["_meta"] = json!({ SUBSCRIPTION_ID_KEY: idv });
+            self.emit_client(c, wire::notification("notifications/resources/updated", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            reached.push(c);
+        }
+        reached
+    }
+
+    /// A log message of upstream `u` for modern clients: only those with a
+    /// request to `u` in flight whose `logLevel` admits it.
+    pub(super) fn modern_logs(&mut self, u: UpstreamId, p: &Value) {
+        // Requirement: meta-loglevel-per-request (no logLevel → no log notifications)
+        let level = p.get("level").and_then(Value::as_str).and_then(level_index).unwrap_or(0);
+        let mut to: Vec<ClientId> = self.pending.modern_log_clients(u, level);
+        to.sort();
+        to.dedup();
+        for c in to {
+            self.emit_client(c, wire::notification("notifications/message", Some(&serde_json::to_vec(p).unwrap_or_default())));
+        }
+    }
+}
