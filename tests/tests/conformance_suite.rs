@@ -408,3 +408,37 @@ fn client_2025_11_25_sse_retry() {
 fn client_2026_07_28_json_schema_ref_no_deref() {
     run_client_leg("2026-07-28", "json-schema-ref-no-deref");
 }
+
+// server-stateless (discover, -32602/400 for missing _meta fields, -32022/400
+// for an unknown version, -32020/400 for a header mismatch, -32021/400 for a
+// capability the request did not declare, 404/-32601 for unknown methods, no
+// notifications/message without a logLevel), sep-2164 (no empty contents for
+// a missing resource), caching (hints, ttlMs >= 0), the input-required-result
+// scenarios (only declared input requests, a tampered requestState refused,
+// no InputRequiredResult on other methods) and wire-schema-valid against the
+// 2026-07-28 schema (resultType on every result), all FAILURE when unmet.
+// covers: versioning-server-must-implement-discover, meta-server-rejects-missing-required-field, versioning-server-unsupported-version-error, versioning-unsupported-version-http-400, streamable-http-unsupported-version-400, streamable-http-header-mismatch-400-jsonrpc, errors-missing-required-client-capability, streamable-http-missing-capability-400, meta-server-no-undeclared-client-capabilities, streamable-http-unknown-method-404, logging-no-message-without-loglevel, resources-no-empty-contents-for-missing, caching-server-must-hint, caching-ttl-non-negative, messages-resulttype-server-must-include, mrtr-only-declared-capabilities, tools-call-inputrequests-declared-only, mrtr-requeststate-attacker-controlled, mrtr-supported-requests-only
+#[test]
+fn server_2026_07_28() {
+    let (_cfg, http) = hub_over_example_server(&[]);
+    run_server_leg("2026-07-28", "server", &http.url);
+}
+
+// The test server answers tools/call with InputRequiredResults (with and
+// without requestState) and once without resultType: mcpx retries with the
+// state echoed, a new JSON-RPC id, no state where none was given, keeps an
+// unrelated call made between the rounds apart, and takes the result without
+// resultType as complete.
+// covers: mrtr-client-echo-state, mrtr-new-id-on-retry, messages-resulttype-absent-means-complete
+#[test]
+fn client_2026_07_28_sep_2322_client_request_state() {
+    run_client_leg("2026-07-28", "sep-2322-client-request-state");
+}
+
+// Tools whose x-mcp-header annotations break the rules are left out of what
+// mcpx lists; the valid ones stay and can be called.
+// covers: streamable-http-client-rejects-invalid-x-mcp-header, tools-x-mcp-header-reject-excludes
+#[test]
+fn client_2026_07_28_http_invalid_tool_headers() {
+    run_client_leg("2026-07-28", "http-invalid-tool-headers");
+}
