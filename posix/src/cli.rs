@@ -80,6 +80,9 @@ USAGE:
     mcpx example-server [--name NAME] [--revisions LIST] [--page-size N]
         Run the built-in example MCP server on stdin/stdout
         (`mcpx example-server --help` for details).
+    mcpx bench [--quick] [--json FILE]
+        Measure this binary on this machine: stdio and HTTP round trips,
+        memory, start-up (`mcpx bench --help` for details).
     mcpx --help      Show this help.
     mcpx --version   Show the version.
 

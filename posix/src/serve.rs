@@ -319,6 +319,9 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
     h.insecure_no_auth = args.insecure_no_auth;
     h.allowed_origins = cfg.http.allowed_origins.clone();
     h.allowed_hosts = cfg.http.allowed_hosts.clone();
+    let limits = crate::limits::get();
+    h.limits.max_body = h.limits.max_body.min(limits.max_frame_bytes);
+    h.limits.max_sessions = h.limits.max_sessions.min(limits.max_sessions);
     let n = |v: Option<u64>, d: usize| v.map_or(d, |v| usize::try_from(v).unwrap_or(usize::MAX));
     h.limits.max_body = n(cfg.http.max_body, h.limits.max_body);
     h.limits.max_sessions = n(cfg.http.max_sessions, h.limits.max_sessions);
@@ -426,6 +429,9 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
         })
         .collect();
     let mut opts = HubOptions { separator: cfg.separator.clone(), ..HubOptions::default() };
+    let limits = crate::limits::get();
+    opts.max_pending = opts.max_pending.min(limits.max_in_flight);
+    opts.max_clients = opts.max_clients.min(limits.max_sessions);
     if !cfg.roots.is_empty() {
         let roots: Vec<serde_json::Value> = cfg
             .roots
@@ -512,6 +518,15 @@ pub fn main(args: ServeArgs) -> i32 {
     }
     for d in &cfg.disabled {
         info!("server {d}: disabled in the config");
+    }
+    let max_upstreams = crate::limits::get().max_upstreams;
+    if cfg.servers.len() > max_upstreams {
+        error!(
+            "{}: {} servers configured; this build runs at most {max_upstreams} (disable some, or raise the cap with MCPX_LIMITS=upstreams=N)",
+            cfg.source,
+            cfg.servers.len()
+        );
+        return 1;
     }
     if cfg.servers.is_empty() {
         warn!("no servers to run: the hub will serve an empty catalog");

@@ -41,7 +41,8 @@ where
     R: AsyncRead + Unpin + 'static,
     W: AsyncWrite + Unpin + 'static,
 {
-    let (tx, rx) = outbox::outbox(outbox::DEFAULT_MAX_MSGS, outbox::DEFAULT_MAX_BYTES);
+    let limits = crate::limits::get();
+    let (tx, rx) = outbox::outbox(outbox::DEFAULT_MAX_MSGS, outbox::DEFAULT_MAX_BYTES.min(limits.max_queue_bytes));
     let id = rt.connect_client(tx);
 
     let wrt = rt.clone();
@@ -57,7 +58,7 @@ where
 
     let rrt = rt.clone();
     let reader = ex.spawn(async move {
-        let r = read_lines_paced(input, MAX_LINE, |ev| {
+        let r = read_lines_paced(input, MAX_LINE.min(limits.max_frame_bytes), |ev| {
             match ev {
                 LineEvent::Line(line) => rrt.client_message(id, line),
                 LineEvent::TooLarge { len } => rrt.client_frame_too_large(id, len),

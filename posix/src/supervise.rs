@@ -67,9 +67,9 @@ impl Default for Options {
             backoff_max: Duration::from_secs(30),
             stable_after: Duration::from_secs(10),
             stderr_tail: 8 * 1024,
-            max_line: 16 << 20,
+            max_line: (16 << 20usize).min(crate::limits::get().max_frame_bytes),
             queue_msgs: outbox::DEFAULT_MAX_MSGS,
-            queue_bytes: outbox::DEFAULT_MAX_BYTES,
+            queue_bytes: outbox::DEFAULT_MAX_BYTES.min(crate::limits::get().max_queue_bytes),
         }
     }
 }

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! # Wiring (what the runtime does)
-//! ```ignore
+//! ```text
 //! let rt2 = rt.clone();
 //! let link = http::HubLink {
 //!     feed: Rc::new(move |f| rt2.feed(|hub, now| f(hub, now))),

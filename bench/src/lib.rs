@@ -1,1 +1,0 @@
-//! mcpx-bench: benchmarks (issue: bench). Not built out yet.

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Fails when a stripped mcpx-edge binary is over budget; prints the sizes.
+#   budget: x86_64 and aarch64 musl ≤ 2 MiB (≤ 3.5 MiB when built with TLS:
+#   EDGE_FEATURES containing "tls"); armv7 is reported, not judged.
+# Builds first unless EDGE_NO_BUILD=1 (then it checks what is there).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+judged=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
+if [ "${EDGE_NO_BUILD:-0}" != 1 ]; then
+    bash edge/build.sh "${judged[@]}"
+fi
+case ",${EDGE_FEATURES:-}," in
+    *,tls,*) budget=$((3584 * 1024)); label="3.5 MiB (with tls)" ;;
+    *) budget=$((2048 * 1024)); label="2 MiB" ;;
+esac
+fail=0
+for t in "${judged[@]}" armv7-unknown-linux-gnueabihf; do
+    bin="target/$t/edge/mcpx-edge"
+    if [ ! -f "$bin" ]; then
+        case " ${judged[*]} " in
+            *" $t "*) echo "edge size: $t: missing ($bin)"; fail=1 ;;
+            *) echo "edge size: $t: not built (not judged)" ;;
+        esac
+        continue
+    fi
+    size=$(stat -c %s "$bin")
+    mib=$(awk -v s="$size" 'BEGIN { printf "%.2f", s / 1048576 }')
+    case " ${judged[*]} " in
+        *" $t "*)
+            if [ "$size" -le "$budget" ]; then
+                echo "edge size: $t: $size bytes ($mib MiB) ≤ $label: ok"
+            else
+                echo "edge size: $t: $size bytes ($mib MiB) > $label: OVER BUDGET"
+                fail=1
+            fi
+            ;;
+        *) echo "edge size: $t: $size bytes ($mib MiB) (not judged)" ;;
+    esac
+done
+exit "$fail"

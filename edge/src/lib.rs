@@ -1,1 +1,0 @@
-//! mcpx-edge: the small-host build (issue: edge). Not built out yet.

@@ -1,0 +1,103 @@
+//! A counting global allocator for bench builds (`--features count-alloc`):
+//! counts allocations and bytes requested, and prints the totals to stderr
+//! as `mcpx-alloc: allocs=N frees=N bytes=N` on SIGUSR2. Never in a
+//! release build of mcpx: the bench builds it as its own binary.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+pub struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+static FREES: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+// SAFETY: forwards to the system allocator; only adds relaxed counters.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        BYTES.fetch_add(layout.size() as u64, Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        BYTES.fetch_add(layout.size() as u64, Relaxed);
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        FREES.fetch_add(1, Relaxed);
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        BYTES.fetch_add(new_size as u64, Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+/// (allocations including reallocations, frees, bytes requested) so far.
+pub fn counts() -> (u64, u64, u64) {
+    (
+        ALLOCS.load(Relaxed),
+        FREES.load(Relaxed),
+        BYTES.load(Relaxed),
+    )
+}
+
+extern "C" {
+    fn signal(sig: i32, handler: usize) -> usize;
+    fn write(fd: i32, buf: *const u8, len: usize) -> isize;
+}
+
+const SIGUSR2: i32 = 12;
+
+/// Formats `v` in decimal at the end of `buf`; returns the start index.
+fn decimal(mut v: u64, buf: &mut [u8; 20]) -> usize {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return i;
+        }
+    }
+}
+
+extern "C" fn on_signal(_sig: i32) {
+    // Async-signal-safe: no allocation, no locks, one write(2).
+    let mut line = [0u8; 128];
+    let mut n = 0;
+    let mut put = |s: &[u8]| {
+        let end = (n + s.len()).min(line.len());
+        line[n..end].copy_from_slice(&s[..end - n]);
+        n = end;
+    };
+    let (a, f, b) = counts();
+    let mut d = [0u8; 20];
+    put(b"mcpx-alloc: allocs=");
+    let i = decimal(a, &mut d);
+    put(&d[i..]);
+    put(b" frees=");
+    let i = decimal(f, &mut d);
+    put(&d[i..]);
+    put(b" bytes=");
+    let i = decimal(b, &mut d);
+    put(&d[i..]);
+    put(b"\n");
+    // SAFETY: writes `n` initialised bytes to fd 2.
+    unsafe {
+        write(2, line.as_ptr(), n);
+    }
+}
+
+/// Installs the SIGUSR2 handler.
+pub fn install() {
+    // SAFETY: installs an async-signal-safe handler.
+    unsafe {
+        signal(SIGUSR2, on_signal as extern "C" fn(i32) as usize);
+    }
+}

@@ -1,0 +1,75 @@
+//! mcpx-posix: the std runtime of mcpx as a library. The `mcpx` binary,
+//! `mcpx-edge` and the bench all enter through [`run`].
+#[macro_use]
+mod log;
+mod backoff;
+mod cli;
+mod config;
+mod example;
+mod http;
+mod hub;
+mod jsonpos;
+pub mod limits;
+mod lines;
+mod outbox;
+mod remote;
+mod serve;
+mod stdio;
+mod supervise;
+#[cfg(test)]
+mod testing;
+
+pub use limits::Limits;
+
+#[cfg(feature = "count-alloc")]
+pub mod alloc_count;
+#[cfg(feature = "bench")]
+pub mod bench;
+
+/// Runs mcpx with `args` (without the program name) and the desktop
+/// limits; the exit code.
+pub fn run(args: Vec<String>) -> i32 {
+    run_with(args, Limits::DESKTOP)
+}
+
+/// Runs mcpx with `limits` as the defaults (`MCPX_LIMITS` may override them).
+pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
+    #[cfg(feature = "count-alloc")]
+    alloc_count::install();
+    let limits = match std::env::var("MCPX_LIMITS") {
+        Ok(spec) if !spec.trim().is_empty() => match limits.with_overrides(&spec) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("mcpx: MCPX_LIMITS: {e}");
+                return 2;
+            }
+        },
+        _ => limits,
+    };
+    limits::set(limits);
+    #[cfg(feature = "bench")]
+    if args.first().map(String::as_str) == Some("bench") {
+        return bench::main(&args[1..]);
+    }
+    #[cfg(not(feature = "bench"))]
+    if args.first().map(String::as_str) == Some("bench") {
+        eprintln!("mcpx: this build has no `bench` (built without the `bench` feature)");
+        return 2;
+    }
+    match cli::parse(&args) {
+        Ok(cli::Command::Help) => {
+            print!("{}", cli::USAGE);
+            0
+        }
+        Ok(cli::Command::Version) => {
+            println!("mcpx {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
+        Ok(cli::Command::Serve(opts)) => serve::main(opts),
+        Err(e) => {
+            eprintln!("mcpx: {e}\nTry `mcpx --help`.");
+            2
+        }
+    }
+}
