@@ -184,7 +184,7 @@ pub fn render(reqs: &[Req], m: &Matrix, suite: &SuiteResults, req_warnings: &[St
     }
 
     // The official suite.
-    o.push_str("## Official conformance suite\n\nThe last run's results per requirement set and leg (`@modelcontextprotocol/conformance`, `--requirements <set>`). A scenario passed when it has no FAILURE check and at least one SUCCESS, as the suite's tier scoring counts it; WARNING is SHOULD-level.\n\n");
+    o.push_str("## Official conformance suite\n\nThe last run's results per requirement set and leg (`@modelcontextprotocol/conformance`; the server legs are `--requirements <set>` runs, the client legs one scenario each with `--spec-version <set>`). A scenario passed when it has no FAILURE check and at least one SUCCESS, as the suite's tier scoring counts it; WARNING is SHOULD-level.\n\nLegs: `server` is `mcpx serve --http` fronting `mcpx example-server` (the suite's fixture names, no prefix); `server-legacy-upstream` is the same with the example server restricted to the legacy revisions 2024-11-05 … 2025-11-25, so mcpx translates for newer clients; `client` is mcpx as the client of the suite's test servers (`tests/drivers/suite_client.mjs`).\n\n");
     for set in suite::SETS {
         for leg in suite::LEGS {
             let _ = write!(o, "### {set}, {leg}\n\n");

@@ -14,7 +14,11 @@ use std::fs;
 use std::path::Path;
 
 pub const SETS: [&str; 2] = ["2025-11-25", "2026-07-28"];
-pub const LEGS: [&str; 2] = ["server", "client"];
+/// `server`: mcpx as the server, fronting `mcpx example-server` (every
+/// revision); `server-legacy-upstream`: the same with the example server
+/// restricted to the legacy revisions, so newer clients go through mcpx's
+/// translation; `client`: mcpx as the client of the suite's test servers.
+pub const LEGS: [&str; 3] = ["server", "server-legacy-upstream", "client"];
 
 /// The scored server scenarios of each requirement set of
 /// `@modelcontextprotocol/conformance@0.2.0-alpha.12` (identical in its
@@ -93,8 +97,8 @@ pub fn scored(set: &str, leg: &str) -> Option<&'static [&'static str]> {
         "input-required-result-validate-input",
     ];
     match (set, leg) {
-        ("2025-11-25", "server") => Some(&S2025),
-        ("2026-07-28", "server") => Some(&S2026),
+        ("2025-11-25", "server" | "server-legacy-upstream") => Some(&S2025),
+        ("2026-07-28", "server" | "server-legacy-upstream") => Some(&S2026),
         _ => None,
     }
 }
@@ -206,6 +210,12 @@ mod tests {
     fn scored_lists() {
         assert_eq!(scored("2025-11-25", "server").unwrap().len(), 30);
         assert_eq!(scored("2026-07-28", "server").unwrap().len(), 37);
+        assert_eq!(
+            scored("2025-11-25", "server-legacy-upstream")
+                .unwrap()
+                .len(),
+            30
+        );
         assert!(scored("2026-07-28", "client").is_none());
     }
 
