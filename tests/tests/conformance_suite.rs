@@ -442,3 +442,28 @@ fn client_2026_07_28_sep_2322_client_request_state() {
 fn client_2026_07_28_http_invalid_tool_headers() {
     run_client_leg("2026-07-28", "http-invalid-tool-headers");
 }
+
+// The test server serves only the stateless wire: mcpx's server/discover
+// probe and every later request carry MCP-Protocol-Version and per-request
+// _meta, and the tool the scenario names is listed and called through mcpx.
+// covers: streamable-http-protocol-version-header-every-post
+#[test]
+fn client_2026_07_28_tools_call() {
+    run_client_leg("2026-07-28", "tools_call");
+}
+
+// Every request mcpx sends upstream carries Mcp-Method, and Mcp-Name where
+// the method has a name, matching the body.
+// covers: streamable-http-client-sends-metadata-headers
+#[test]
+fn client_2026_07_28_http_standard_headers() {
+    run_client_leg("2026-07-28", "http-standard-headers");
+}
+
+// Tool arguments annotated with x-mcp-header are mirrored into Mcp-Param-*
+// headers, base64-sentinel encoded where the value requires it.
+// covers: streamable-http-x-mcp-header-client-must-mirror, streamable-http-client-header-construction
+#[test]
+fn client_2026_07_28_http_custom_headers() {
+    run_client_leg("2026-07-28", "http-custom-headers");
+}
