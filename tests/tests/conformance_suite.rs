@@ -467,3 +467,12 @@ fn client_2026_07_28_http_standard_headers() {
 fn client_2026_07_28_http_custom_headers() {
     run_client_leg("2026-07-28", "http-custom-headers");
 }
+
+// The test server refuses the first request with -32022 listing the versions
+// it speaks; mcpx retries with one of them and every request it then sends
+// carries the version header and per-request _meta.
+// covers: versioning-client-retry-with-supported
+#[test]
+fn client_2026_07_28_request_metadata() {
+    run_client_leg("2026-07-28", "request-metadata");
+}

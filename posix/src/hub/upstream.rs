@@ -68,6 +68,9 @@ pub(super) struct Upstream {
     /// Its era as last detected, kept for the life of the process
     /// (`versioning-era-cache`); `None`: probe with `server/discover`.
     pub era_cache: Option<Era>,
+    /// The probe was already repeated after an UnsupportedProtocolVersionError
+    /// naming 2026-07-28 (once per start, so a confused server cannot loop us).
+    reprobed: bool,
     /// Caching hints of its last list results, per list kind, and of its
     /// last `resources/read`: (`ttlMs`, public).
     pub hints: [Option<(u64, bool)>; 4],
@@ -167,6 +170,7 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
             settled: false,
             listing: Default::default(),
             era_cache: None,
+            reprobed: false,
             hints: [None; 4],
             read_hints: None,
             listen: None,
@@ -317,6 +321,16 @@ impl Hub {
             if err.get("code").and_then(Value::as_i64) == Some(-32022) {
                 if let Some(list) = err.pointer("/data/supported").and_then(Value::as_array) {
                     let list: Vec<String> = list.iter().filter_map(Value::as_str).map(str::to_string).collect();
+                    // Requirement: versioning-client-retry-with-supported: a
+                    // version both sides speak is retried, the modern one first.
+                    let up = &mut self.ups[u];
+                    if list.iter().any(|s| s == MODERN.as_str()) && up.allowed.contains(&MODERN) && !up.reprobed {
+                        up.reprobed = true;
+                        self.log(Level::Info, format!("server '{name}' {why}; retrying server/discover with {}", MODERN.as_str()));
+                        let t = self.opts.probe_timeout_ms;
+                        self.send_upstream(u, "server/discover", None, Origin::Discover, t);
+                        return;
+                    }
                     self.log(Level::Info, format!("server '{name}' {why}; choosing from its supported versions"));
                     self.ups[u].era_cache = None;
                     return self.send_initialize_from(u, Some(&list));
@@ -358,6 +372,7 @@ impl Hub {
         up.rev = None;
         up.listen = None;
         up.level_sent = None;
+        up.reprobed = false;
         // Requirement: versioning-dual-era-client-probe-discover-first-stdio, versioning-era-cache
         let probe = up.allowed.contains(&MODERN) && up.era_cache != Some(Era::Legacy);
         if probe {

@@ -800,3 +800,27 @@ fn interleaved_conversations_on_one_connection_stay_apart() {
         assert_eq!((fin["id"].clone(), fin["result"]["content"][0]["text"].clone()), (json!(10 + n), json!(q)));
     }
 }
+
+// An UnsupportedProtocolVersionError whose `supported` names 2026-07-28 is
+// answered by one more probe with that version, not by initialize; a second
+// such error in the same start falls back to the listed legacy revision.
+// covers: versioning-client-retry-with-supported
+#[test]
+fn a_32022_naming_the_modern_version_is_retried_once() {
+    let mut p = Pair::new(specs(&["m"]), HubOptions::default());
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let refuse = |p: &mut Pair, id: &Value| {
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32022, "message": "Unsupported protocol version", "data": { "supported": [MODERN, "2025-06-18"], "requested": MODERN } } }));
+    };
+    let probe = p.take_up(0);
+    assert_eq!(probe["method"], "server/discover");
+    refuse(&mut p, &probe["id"]);
+    let retry = p.take_up(0);
+    assert_eq!(retry["method"], "server/discover", "{retry}");
+    assert_ne!(retry["id"], probe["id"], "a retry is a new request");
+    assert_eq!(retry["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], MODERN);
+    refuse(&mut p, &retry["id"]);
+    let init = p.take_up(0);
+    assert_eq!((init["method"].clone(), init["params"]["protocolVersion"].clone()), (json!("initialize"), json!("2025-06-18")));
+}
