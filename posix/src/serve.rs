@@ -68,10 +68,16 @@ enum Upstream {
 }
 
 impl Upstream {
-    fn send(&self, msg: Vec<u8>) -> Result<(), PushError> {
+    fn send(&self, msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
         match self {
             Upstream::Local(u) => u.send(msg),
             Upstream::Remote(r) => r.send(msg),
+        }
+    }
+    fn queue_bytes(&self) -> usize {
+        match self {
+            Upstream::Local(u) => u.queue_bytes(),
+            Upstream::Remote(r) => r.queue_bytes(),
         }
     }
     fn restart(&self, why: &str) {
@@ -195,14 +201,24 @@ impl Runtime {
                 }
             }
             Output::ToUpstream(u, msg) => {
-                let ups = self.upstreams.borrow();
-                let Some(up) = ups.get(u) else { return };
-                match up.send(msg) {
+                let (sent, cap) = match self.upstreams.borrow().get(u) {
+                    Some(up) => (up.send(msg), up.queue_bytes()),
+                    None => return,
+                };
+                match sent {
                     Ok(()) => {}
-                    Err(PushError::Closed) => {
+                    Err((PushError::Closed, _)) => {
                         debug!("server {}: not running; message to it dropped", self.name(u))
                     }
-                    Err(e) => error!("server {}: message to it dropped: {e}", self.name(u)),
+                    Err((e, msg)) => {
+                        // Never lose a request silently: the hub answers it
+                        // now (naming the server and the limit); `drain`
+                        // routes that answer next.
+                        let why = format!("{e} (limit: {cap} bytes queued per server)");
+                        warn!("server {}: message to it refused: {why}", self.name(u));
+                        let now = self.now_ms();
+                        self.hub.borrow_mut().upstream_refused(u, &msg, &why, now);
+                    }
                 }
             }
             Output::RestartUpstream(u, why) => {

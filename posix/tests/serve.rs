@@ -86,8 +86,13 @@ struct Session {
 
 impl Session {
     fn start(dir: &Dir, args: &[&str]) -> Session {
+        Session::start_with(dir, args, &[])
+    }
+
+    fn start_with(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Session {
         let mut child = Command::new(MCPX)
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(&dir.0)
             .env("HOME", &dir.0)
             .env_remove("XDG_CONFIG_HOME")
@@ -515,4 +520,50 @@ fn servers_get_one_json_rpc_message_per_line_and_their_env() {
     for m in ["initialize", "notifications/initialized", "tools/list", "tools/call"] {
         assert!(methods.iter().any(|x| x == m), "{m} not sent: {methods:?}");
     }
+}
+
+#[test]
+fn a_request_that_does_not_fit_the_server_queue_is_answered_with_an_error_at_once() {
+    // A slow reader (`slow`: one line a second) behind a 64 KiB queue: the
+    // pipe and the queue fill, and what does not fit must be refused at once
+    // with an error naming the server and the limit, not wait for a timeout.
+    let dir = Dir::new("queue-full");
+    let cfg = dir.config(&json!({"mcpServers": {"alpha": dir.fake(&["alpha"])}}));
+    let mut s = Session::start_with(&dir, &["serve", "--config", cfg.to_str().unwrap()], &[("MCPX_LIMITS", "queue=64K")]);
+    s.initialize();
+    s.tool_names(1);
+    let pad = "x".repeat(32 << 10);
+    let ids: Vec<u64> = (10..30).collect();
+    let t0 = Instant::now();
+    for &id in &ids {
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "alpha__slow", "arguments": {"pad": pad}}}));
+    }
+    let mut refused = 0;
+    let mut answered = 0;
+    let mut seen = std::collections::HashSet::new();
+    while seen.len() < ids.len() {
+        let left = Duration::from_secs(20).saturating_sub(t0.elapsed());
+        let line = s.lines.recv_timeout(left).unwrap_or_else(|e| panic!("{} of {} answered: {e}", seen.len(), ids.len()));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let Some(id) = v["id"].as_u64() else { continue };
+        assert!(ids.contains(&id) && seen.insert(id), "unexpected or repeated answer {v}");
+        if let Some(e) = v.get("error") {
+            let msg = e["message"].as_str().unwrap_or_default();
+            assert!(msg.contains("alpha") && msg.contains("queue full") && msg.contains("65536 bytes"), "{v}");
+            assert_eq!(e["data"]["server"], "alpha", "{v}");
+            // At once: long before any timeout, and before the slow server
+            // could have worked through the queue.
+            assert!(t0.elapsed() < Duration::from_secs(3), "refused only after {:?}: {v}", t0.elapsed());
+            refused += 1;
+        } else {
+            assert_eq!(text_of(&v), "slow alpha");
+            answered += 1;
+        }
+    }
+    assert!(refused > 0, "nothing was refused; the test does not fill the queue");
+    assert!(answered > 0, "nothing got through");
+    s.close_stdin();
+    let (code, err) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("server alpha: message to it refused"), "{err}");
 }
