@@ -564,11 +564,14 @@ pub fn main(args: ServeArgs) -> i32 {
     };
     let http = http_config(&args, &cfg);
     let ex = Rc::new(LocalExecutor::new());
-    let stdin = smol::Unblock::new(std::io::stdin());
-    let stdout = smol::Unblock::new(std::io::stdout());
+    // Pipes and sockets: polled by the reactor, non-blocking until `restore`
+    // is dropped (see `stdfd`); files and terminals: a helper thread each.
+    let io = crate::stdfd::stdio(64 << 10, false);
     let transports = Transports { stdio: args.serves_stdio(), http };
-    let run = serve(ex.clone(), hub, &cfg, transports, stdin, stdout, supervise::Options::default());
-    smol::block_on(ex.run(run))
+    let run = serve(ex.clone(), hub, &cfg, transports, io.input, io.output, supervise::Options::default());
+    let status = smol::block_on(ex.run(run));
+    drop(io.restore);
+    status
 }
 
 /// Which transports `serve` offers clients.
