@@ -14,6 +14,7 @@ mod lines;
 mod outbox;
 mod remote;
 mod serve;
+mod stdfd;
 mod stdio;
 mod supervise;
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //!
 //! The hub is drained synchronously, so a full queue cannot push back on it:
 //! at the cap (messages or bytes) `push` fails with [`Full`] and the caller
-//! reports it, naming the peer. The writer sends each queued batch with one
+//! reports it, naming the peer. `try_push` hands the refused message back:
+//! for a server's queue, `serve` gives it to `Hub::upstream_refused`, which
+//! answers a client request in it with an error at once. The writer sends each queued batch with one
 //! `write_all` of whole lines, so messages never interleave.
 
 use std::cell::Cell;
@@ -60,21 +62,32 @@ pub fn outbox(max_msgs: usize, max_bytes: usize) -> (Outbox, OutboxRx) {
 
 impl Outbox {
     /// Queues one message (without its newline).
-    pub fn push(&self, mut msg: Vec<u8>) -> Result<(), PushError> {
+    pub fn push(&self, msg: Vec<u8>) -> Result<(), PushError> {
+        self.try_push(msg).map_err(|(e, _)| e)
+    }
+
+    /// As [`push`](Self::push), but a refused message is handed back (with
+    /// any raw CR/LF turned into spaces), so the caller can answer for it.
+    pub fn try_push(&self, mut msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
         one_line(&mut msg);
         let len = msg.len();
         let queued = self.bytes.get();
         if queued > 0 && queued + len > self.max_bytes {
-            return Err(PushError::Full { msgs: self.tx.len(), bytes: queued });
+            return Err((PushError::Full { msgs: self.tx.len(), bytes: queued }, msg));
         }
         match self.tx.try_send(msg) {
             Ok(()) => {
                 self.bytes.set(queued + len);
                 Ok(())
             }
-            Err(TrySendError::Full(_)) => Err(PushError::Full { msgs: self.tx.len(), bytes: queued }),
-            Err(TrySendError::Closed(_)) => Err(PushError::Closed),
+            Err(TrySendError::Full(m)) => Err((PushError::Full { msgs: self.tx.len(), bytes: queued }, m)),
+            Err(TrySendError::Closed(m)) => Err((PushError::Closed, m)),
         }
+    }
+
+    /// The cap on bytes queued.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
     }
 
     /// Ends the queue: the writer finishes what is queued, then stops.

@@ -49,10 +49,47 @@ pub enum Stop {
 /// wait for their answers; past this many the oldest are not waited for.
 const MAX_TRACKED: usize = 4096;
 
+/// A request id (raw JSON) as a set key: short ids (nearly all) are stored
+/// inline, so tracking a request allocates nothing.
+#[derive(PartialEq, Eq)]
+enum IdKey {
+    Inline(u8, [u8; 22]),
+    Heap(Box<[u8]>),
+}
+
+impl IdKey {
+    fn new(id: &[u8]) -> IdKey {
+        let mut b = [0u8; 22];
+        match b.get_mut(..id.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(id);
+                IdKey::Inline(id.len() as u8, b)
+            }
+            None => IdKey::Heap(id.into()),
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for IdKey {
+    fn borrow(&self) -> &[u8] {
+        match self {
+            IdKey::Inline(n, b) => &b[..*n as usize],
+            IdKey::Heap(b) => b,
+        }
+    }
+}
+
+// Hashes as the `[u8]` it borrows as, so lookups by `&[u8]` find it.
+impl std::hash::Hash for IdKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::borrow::Borrow::<[u8]>::borrow(self).hash(h)
+    }
+}
+
 struct ClientConn {
     out: Outbox,
     /// Ids (raw JSON) of the client's requests not yet answered.
-    inflight: HashSet<Vec<u8>>,
+    inflight: HashSet<IdKey>,
     /// Id of the client's `initialize` while it is unanswered.
     init: Option<Vec<u8>>,
     /// Signalled when that answer goes out.
@@ -68,10 +105,16 @@ enum Upstream {
 }
 
 impl Upstream {
-    fn send(&self, msg: Vec<u8>) -> Result<(), PushError> {
+    fn send(&self, msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
         match self {
             Upstream::Local(u) => u.send(msg),
             Upstream::Remote(r) => r.send(msg),
+        }
+    }
+    fn queue_bytes(&self) -> usize {
+        match self {
+            Upstream::Local(u) => u.queue_bytes(),
+            Upstream::Remote(r) => r.queue_bytes(),
         }
     }
     fn restart(&self, why: &str) {
@@ -195,14 +238,24 @@ impl Runtime {
                 }
             }
             Output::ToUpstream(u, msg) => {
-                let ups = self.upstreams.borrow();
-                let Some(up) = ups.get(u) else { return };
-                match up.send(msg) {
+                let (sent, cap) = match self.upstreams.borrow().get(u) {
+                    Some(up) => (up.send(msg), up.queue_bytes()),
+                    None => return,
+                };
+                match sent {
                     Ok(()) => {}
-                    Err(PushError::Closed) => {
+                    Err((PushError::Closed, _)) => {
                         debug!("server {}: not running; message to it dropped", self.name(u))
                     }
-                    Err(e) => error!("server {}: message to it dropped: {e}", self.name(u)),
+                    Err((e, msg)) => {
+                        // Never lose a request silently: the hub answers it
+                        // now (naming the server and the limit); `drain`
+                        // routes that answer next.
+                        let why = format!("{e} (limit: {cap} bytes queued per server)");
+                        warn!("server {}: message to it refused: {why}", self.name(u));
+                        let now = self.now_ms();
+                        self.hub.borrow_mut().upstream_refused(u, &msg, &why, now);
+                    }
                 }
             }
             Output::RestartUpstream(u, why) => {
@@ -239,7 +292,7 @@ impl Runtime {
             if env.kind() == Kind::Request {
                 if let (Some(id), Some(conn)) = (env.id_bytes(), self.clients.borrow_mut().get_mut(&c)) {
                     if conn.inflight.len() < MAX_TRACKED {
-                        conn.inflight.insert(id.to_vec());
+                        conn.inflight.insert(IdKey::new(id));
                     }
                     if env.method_is("initialize") {
                         conn.init = Some(id.to_vec());
@@ -565,11 +618,14 @@ pub fn main(args: ServeArgs) -> i32 {
     };
     let http = http_config(&args, &cfg);
     let ex = Rc::new(LocalExecutor::new());
-    let stdin = smol::Unblock::new(std::io::stdin());
-    let stdout = smol::Unblock::new(std::io::stdout());
+    // Pipes and sockets: polled by the reactor, non-blocking until `restore`
+    // is dropped (see `stdfd`); files and terminals: a helper thread each.
+    let io = crate::stdfd::stdio(64 << 10, false);
     let transports = Transports { stdio: args.serves_stdio(), http };
-    let run = serve(ex.clone(), hub, &cfg, transports, stdin, stdout, supervise::Options::default());
-    smol::block_on(ex.run(run))
+    let run = serve(ex.clone(), hub, &cfg, transports, io.input, io.output, supervise::Options::default());
+    let status = smol::block_on(ex.run(run));
+    drop(io.restore);
+    status
 }
 
 /// Which transports `serve` offers clients.
@@ -773,4 +829,29 @@ where
     all_stopped.or(second_signal).await;
     info!("all servers stopped");
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IdKey;
+    use std::collections::HashSet;
+
+    #[test]
+    fn id_keys_are_found_by_their_raw_bytes_short_or_long() {
+        let long = format!("\"{}\"", "x".repeat(40));
+        let ids: [&[u8]; 5] = [b"1", b"\"a\"", b"12345678901234567890", b"\"exactly-22-bytes-id!\"", long.as_bytes()];
+        let mut set = HashSet::new();
+        for id in ids {
+            assert!(set.insert(IdKey::new(id)));
+        }
+        assert!(matches!(IdKey::new(ids[3]), IdKey::Inline(..)) && matches!(IdKey::new(long.as_bytes()), IdKey::Heap(_)));
+        for id in ids {
+            assert!(set.contains(id), "{}", String::from_utf8_lossy(id));
+        }
+        assert!(!set.contains(&b"2"[..]) && !set.contains(&b"1 "[..]));
+        for id in ids {
+            assert!(set.remove(id));
+        }
+        assert!(set.is_empty());
+    }
 }

@@ -6,10 +6,10 @@
 //! stdout one line each, in batches with one write and one flush, by a single
 //! writer task, so messages never interleave.
 //!
-//! The std handles are blocking; they are driven through `smol::Unblock`
-//! (a helper thread), which works whatever stdin is (pipe, file, terminal)
-//! and never flips the shared file descriptions to non-blocking mode under
-//! the parent's feet.
+//! The handles come from `stdfd`: pipes and sockets are made non-blocking
+//! and polled by the reactor (their original flags are restored on exit, as
+//! the file descriptions are shared with the parent); files and terminals
+//! are driven through `smol::Unblock` (a helper thread).
 
 use std::io;
 use std::rc::Rc;

@@ -104,12 +104,18 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// Queues one message for the child's stdin.
-    pub fn send(&self, msg: Vec<u8>) -> Result<(), PushError> {
+    /// Queues one message for the child's stdin; a refused message is
+    /// handed back with the reason.
+    pub fn send(&self, msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
         match &*self.sh.stdin.borrow() {
-            Some(o) => o.push(msg),
-            None => Err(PushError::Closed),
+            Some(o) => o.try_push(msg),
+            None => Err((PushError::Closed, msg)),
         }
+    }
+
+    /// The cap on bytes queued for the child's stdin (0 when not running).
+    pub fn queue_bytes(&self) -> usize {
+        self.sh.stdin.borrow().as_ref().map_or(0, Outbox::max_bytes)
     }
 
     /// Stops the child (gently, as at shutdown) and starts it again at once.
@@ -641,7 +647,7 @@ mod tests {
                     "exited stopped (exited with status 0) | err",
                 ]
             );
-            assert_eq!(up.send(b"{}".to_vec()), Err(PushError::Closed));
+            assert_eq!(up.send(b"{}".to_vec()).map_err(|(e, _)| e), Err(PushError::Closed));
         });
     }
 

@@ -86,8 +86,13 @@ struct Session {
 
 impl Session {
     fn start(dir: &Dir, args: &[&str]) -> Session {
+        Session::start_with(dir, args, &[])
+    }
+
+    fn start_with(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Session {
         let mut child = Command::new(MCPX)
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(&dir.0)
             .env("HOME", &dir.0)
             .env_remove("XDG_CONFIG_HOME")
@@ -515,4 +520,102 @@ fn servers_get_one_json_rpc_message_per_line_and_their_env() {
     for m in ["initialize", "notifications/initialized", "tools/list", "tools/call"] {
         assert!(methods.iter().any(|x| x == m), "{m} not sent: {methods:?}");
     }
+}
+
+#[test]
+fn a_request_that_does_not_fit_the_server_queue_is_answered_with_an_error_at_once() {
+    // A slow reader (`slow`: one line a second) behind a 64 KiB queue: the
+    // pipe and the queue fill, and what does not fit must be refused at once
+    // with an error naming the server and the limit, not wait for a timeout.
+    let dir = Dir::new("queue-full");
+    let cfg = dir.config(&json!({"mcpServers": {"alpha": dir.fake(&["alpha"])}}));
+    let mut s = Session::start_with(&dir, &["serve", "--config", cfg.to_str().unwrap()], &[("MCPX_LIMITS", "queue=64K")]);
+    s.initialize();
+    s.tool_names(1);
+    let pad = "x".repeat(32 << 10);
+    let ids: Vec<u64> = (10..30).collect();
+    let t0 = Instant::now();
+    for &id in &ids {
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "alpha__slow", "arguments": {"pad": pad}}}));
+    }
+    let mut refused = 0;
+    let mut answered = 0;
+    let mut seen = std::collections::HashSet::new();
+    while seen.len() < ids.len() {
+        let left = Duration::from_secs(20).saturating_sub(t0.elapsed());
+        let line = s.lines.recv_timeout(left).unwrap_or_else(|e| panic!("{} of {} answered: {e}", seen.len(), ids.len()));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let Some(id) = v["id"].as_u64() else { continue };
+        assert!(ids.contains(&id) && seen.insert(id), "unexpected or repeated answer {v}");
+        if let Some(e) = v.get("error") {
+            let msg = e["message"].as_str().unwrap_or_default();
+            assert!(msg.contains("alpha") && msg.contains("queue full") && msg.contains("65536 bytes"), "{v}");
+            assert_eq!(e["data"]["server"], "alpha", "{v}");
+            // At once: long before any timeout, and before the slow server
+            // could have worked through the queue.
+            assert!(t0.elapsed() < Duration::from_secs(3), "refused only after {:?}: {v}", t0.elapsed());
+            refused += 1;
+        } else {
+            assert_eq!(text_of(&v), "slow alpha");
+            answered += 1;
+        }
+    }
+    assert!(refused > 0, "nothing was refused; the test does not fill the queue");
+    assert!(answered > 0, "nothing got through");
+    s.close_stdin();
+    let (code, err) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("server alpha: message to it refused"), "{err}");
+}
+
+fn cloexec_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills `fds` with two new descriptors, owned from here on.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) }
+}
+
+fn non_blocking(fd: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: F_GETFL on a descriptor this test owns.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    assert!(flags >= 0);
+    flags & libc::O_NONBLOCK != 0
+}
+
+#[test]
+fn stdin_and_stdout_pipes_are_polled_and_their_flags_put_back_at_exit() {
+    // O_NONBLOCK is on the open file description, shared with whoever gave
+    // mcpx its pipes: mcpx may set it while it runs, but must undo it.
+    let dir = Dir::new("nonblock");
+    let cfg = dir.config(&json!({"mcpServers": {"alpha": dir.fake(&["alpha"])}}));
+    let (in_r, in_w) = cloexec_pipe();
+    let (out_r, out_w) = cloexec_pipe();
+    let (in_seen, out_seen) = (in_r.try_clone().unwrap(), out_w.try_clone().unwrap());
+    let mut child = Command::new(MCPX)
+        .args(["serve", "--config", cfg.to_str().unwrap()])
+        .current_dir(&dir.0)
+        .env("HOME", &dir.0)
+        .env_remove("MCPX_LOG")
+        .stdin(Stdio::from(in_r))
+        .stdout(Stdio::from(out_w))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = support::lines(std::fs::File::from(out_r));
+    let mut w = std::fs::File::from(in_w);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    writeln!(w, "{init}").unwrap();
+    let line = lines.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(line.contains("\"serverInfo\""), "{line}");
+    assert!(non_blocking(&in_seen) && non_blocking(&out_seen), "pipes not polled by the reactor");
+    drop(w);
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "mcpx did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!non_blocking(&in_seen), "stdin left non-blocking");
+    assert!(!non_blocking(&out_seen), "stdout left non-blocking");
 }

@@ -155,38 +155,12 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let ex = Rc::new(LocalExecutor::new());
-    let (input, output) = stdio();
-    smol::block_on(ex.run(serve(cfg, ex.clone(), input, output)))
-}
-
-type Input = Box<dyn AsyncRead + Unpin>;
-type Output = Box<dyn AsyncWrite + Unpin>;
-
-/// Async stdin/stdout. Pipes and sockets are polled directly by the reactor
-/// (about half the round-trip latency of a helper thread); anything else
-/// (files, terminals, whose non-blocking mode would leak to other processes)
-/// goes through a blocking helper thread.
-fn stdio() -> (Input, Output) {
-    use std::os::fd::AsFd;
-    use std::os::unix::fs::FileTypeExt;
-    fn pollable<F: AsFd>(f: F) -> Option<async_io::Async<std::fs::File>> {
-        let file = std::fs::File::from(f.as_fd().try_clone_to_owned().ok()?);
-        let t = file.metadata().ok()?.file_type();
-        if t.is_fifo() || t.is_socket() {
-            async_io::Async::new(file).ok()
-        } else {
-            None
-        }
-    }
-    let input: Input = match pollable(std::io::stdin()) {
-        Some(a) => Box::new(a),
-        None => Box::new(smol::Unblock::with_capacity(64 << 10, std::io::stdin())),
-    };
-    let output: Output = match pollable(std::io::stdout()) {
-        Some(a) => Box::new(smol::io::BufWriter::with_capacity(64 << 10, a)),
-        None => Box::new(smol::Unblock::with_capacity(64 << 10, std::io::stdout())),
-    };
-    (input, output)
+    // Pipes and sockets are polled by the reactor (about half the round-trip
+    // latency of a helper thread); their flags are restored on return.
+    let io = crate::stdfd::stdio(64 << 10, true);
+    let status = smol::block_on(ex.run(serve(cfg, ex.clone(), io.input, io.output)));
+    drop(io.restore);
+    status
 }
 
 /// Serve one client over `input`/`output` until `input` ends. Returns the exit status.

@@ -384,6 +384,15 @@ impl Hub {
         self.on_upstream_exited(u, reason, stderr_tail);
     }
 
+    /// The runtime could not deliver `msg` (as given in `Output::ToUpstream`)
+    /// to upstream `u`, e.g. its output queue is full (`why` says so). A
+    /// client request in it is answered at once with an error naming the
+    /// server and `why`, instead of waiting for its timeout.
+    pub fn upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str, now_ms: u64) {
+        self.now(now_ms);
+        self.on_upstream_refused(u, msg, why);
+    }
+
     /// The upstream wrote something that is not a JSON-RPC message (a non-JSON
     /// stdout line, a line over the runtime's limit). Logged; counted in status.
     pub fn upstream_garbage(&mut self, u: UpstreamId, what: &str) {

@@ -732,6 +732,27 @@ impl Hub {
         }
     }
 
+    pub(super) fn on_upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str) {
+        if u >= self.ups.len() {
+            return;
+        }
+        let name = self.ups[u].spec.name.clone();
+        let Ok(m) = wire::parse(msg) else { return };
+        let Some(id) = m.id_u64().filter(|_| matches!(m.kind, MsgKind::Request)) else {
+            self.log(Level::Warn, format!("server '{name}': message to it dropped: {why}"));
+            return;
+        };
+        // Only client requests are failed here; the hub's own requests keep
+        // their timeouts (and what they do on expiry).
+        if !matches!(self.pending.get(u, id), Some(Fwd { origin: Origin::Client { .. }, .. })) {
+            self.log(Level::Warn, format!("server '{name}': request to it dropped: {why}"));
+            return;
+        }
+        let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
+        let text = format!("server '{name}' cannot take {method} now: {why}");
+        self.emit_client(client, wire::error(Some(&cid), -32603, &text, Some(json!({ "server": name }))));
+    }
+
     pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
         if u >= self.ups.len() {
             return;

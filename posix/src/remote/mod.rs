@@ -261,22 +261,28 @@ pub struct Remote {
 
 impl Remote {
     /// Queues one message for the server.
-    pub fn send(&self, msg: Vec<u8>) -> Result<(), SendError> {
+    /// A refused message is handed back with the reason.
+    pub fn send(&self, msg: Vec<u8>) -> Result<(), (SendError, Vec<u8>)> {
         let out = self.sh.out.borrow();
-        let Some(tx) = &*out else { return Err(SendError::Closed) };
+        let Some(tx) = &*out else { return Err((SendError::Closed, msg)) };
         let (len, queued) = (msg.len(), self.sh.queued.get());
         // One message over the byte cap still goes when nothing is queued.
         if queued > 0 && queued + len > self.sh.max_bytes {
-            return Err(SendError::Full { msgs: tx.len(), bytes: queued });
+            return Err((SendError::Full { msgs: tx.len(), bytes: queued }, msg));
         }
         match tx.try_send(msg) {
             Ok(()) => {
                 self.sh.queued.set(queued + len);
                 Ok(())
             }
-            Err(TrySendError::Full(_)) => Err(SendError::Full { msgs: tx.len(), bytes: queued }),
-            Err(TrySendError::Closed(_)) => Err(SendError::Closed),
+            Err(TrySendError::Full(m)) => Err((SendError::Full { msgs: tx.len(), bytes: queued }, m)),
+            Err(TrySendError::Closed(m)) => Err((SendError::Closed, m)),
         }
+    }
+
+    /// The cap on bytes queued for the server.
+    pub fn queue_bytes(&self) -> usize {
+        self.sh.max_bytes
     }
 
     /// Ends the session (DELETE) and starts a new one at once.
