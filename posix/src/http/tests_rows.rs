@@ -96,7 +96,7 @@ fn a_modern_call_stream_carries_only_its_own_notifications() {
     assert!(ev.iter().any(|e| e["method"] == "notifications/progress"), "{ev:?}");
 }
 
-// covers: streamable-http-close-is-cancel, streamable-http-silent-after-cancel, streamable-http-stop-cancelled-work
+// covers: streamable-http-close-is-cancel, streamable-http-silent-after-cancel, streamable-http-stop-cancelled-work, cancellation-http-disconnect-is-cancel, cancellation-http-no-messages-after-close
 #[test]
 fn closing_a_modern_post_cancels_the_request_upstream() {
     let t = start(|_| {});
