@@ -169,7 +169,7 @@ fn legacy_only_methods_are_not_found_for_modern_requests_and_both_eras_are_serve
     check(&r, "ListToolsResultResponse");
 }
 
-// covers: caching-server-must-hint, messages-resulttype-server-must-include, messages-resulttype-required
+// covers: caching-server-must-hint, messages-resulttype-server-must-include, messages-resulttype-required, cache-ttl-scope-required
 #[test]
 fn lists_and_reads_carry_caching_hints_and_result_type() {
     let (mut p, c) = legacy_up();
