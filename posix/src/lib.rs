@@ -12,6 +12,7 @@ mod jsonpos;
 pub mod limits;
 mod lines;
 mod outbox;
+mod param_headers;
 mod remote;
 mod serve;
 mod stdfd;

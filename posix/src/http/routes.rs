@@ -242,26 +242,6 @@ fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
     None
 }
 
-/// The `x-mcp-header` annotations of a tool's `inputSchema`: (header name,
-/// path of the argument), reached through `properties` alone (the hub lists
-/// no tool whose annotations break the rules).
-fn param_annotations(schema: &serde_json::Value) -> Vec<(String, Vec<String>)> {
-    fn walk(s: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
-        let Some(props) = s.get("properties").and_then(|p| p.as_object()) else { return };
-        for (k, prop) in props {
-            path.push(k.clone());
-            if let Some(h) = prop.get("x-mcp-header").and_then(|h| h.as_str()) {
-                out.push((h.to_string(), path.clone()));
-            }
-            walk(prop, path, out);
-            path.pop();
-        }
-    }
-    let mut out = Vec::new();
-    walk(schema, &mut Vec::new(), &mut out);
-    out
-}
-
 /// The -32020 for a modern `tools/call` whose `Mcp-Param-*` headers do not
 /// mirror the arguments annotated with `x-mcp-header`, if any.
 fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<String> {
@@ -273,7 +253,7 @@ fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<Stri
     let name = String::from_utf8_lossy(name.raw()).into_owned();
     let schema = conn.shared.link.call(|hub, _| hub.tool_input_schema(&name))?;
     let args: serde_json::Value = env.param("arguments").and_then(|a| serde_json::from_slice(a.bytes()).ok()).unwrap_or(serde_json::Value::Null);
-    for (h, path) in param_annotations(&schema) {
+    for (h, path) in crate::param_headers::annotations(&schema) {
         let mut v = &args;
         for k in &path {
             v = v.get(k).unwrap_or(&serde_json::Value::Null);

@@ -534,25 +534,6 @@ pub trait Catalog {
     fn relist(&self, id: UpstreamId);
 }
 
-/// The `x-mcp-header` annotations of a tool's `inputSchema`: (header name,
-/// path of the argument), reached through `properties` alone.
-fn param_annotations(schema: &serde_json::Value) -> Vec<(String, Vec<String>)> {
-    fn walk(s: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<(String, Vec<String>)>) {
-        let Some(props) = s.get("properties").and_then(|p| p.as_object()) else { return };
-        for (k, prop) in props {
-            path.push(k.clone());
-            if let Some(h) = prop.get("x-mcp-header").and_then(|h| h.as_str()) {
-                out.push((h.to_string(), path.clone()));
-            }
-            walk(prop, path, out);
-            path.pop();
-        }
-    }
-    let mut out = Vec::new();
-    walk(schema, &mut Vec::new(), &mut out);
-    out
-}
-
 /// A header value through the 2026-07-28 codec (Base64 sentinel when needed).
 fn encoded(value: &str) -> Vec<u8> {
     let mut buf = vec![0u8; headers::encoded_len(value)];
@@ -596,7 +577,7 @@ fn modern_headers(msg: &[u8], schema: &dyn Fn(&str) -> Option<serde_json::Value>
     if method == "tools/call" {
         if let Some(schema) = name.and_then(schema) {
             let args = params.and_then(|p| p.get("arguments")).unwrap_or(&Value::Null);
-            for (header, path) in param_annotations(&schema) {
+            for (header, path) in crate::param_headers::annotations(&schema) {
                 let mut a = args;
                 for k in &path {
                     a = a.get(k).unwrap_or(&Value::Null);
