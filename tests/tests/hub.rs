@@ -47,6 +47,15 @@ fn aggregate(client: Client) {
     );
 }
 
+
+/// Runs `client` through the hub over the three upstreams and checks that the
+/// call's result text contains `expect` (what the relayed answer left there).
+fn relayed(client: Client, args: &[&str], expect: &str, why: &str) {
+    let r = client.run(args, &three_upstreams().serve());
+    r.assert_ok();
+    r.check(r.result_text().contains(expect), why);
+}
+
 // covers: lifecycle-server-echoes-supported-version, lifecycle-server-responds-caps-and-info, tools-declare-capability
 #[test]
 fn py_1_3_0_through_hub() {
@@ -192,35 +201,13 @@ fn elicitation_example_server_py_1_30_0() {
 fn elicitation_everything_ts_v1() {
     // server-everything registers trigger-elicitation-request only when its
     // client (the hub) declared elicitation.
-    let r = Client::TsV1.run(
-        &[
-            "--prefix",
-            "everything__",
-            "elicitation",
-            "trigger-elicitation-request",
-        ],
-        &three_upstreams().serve(),
-    );
-    r.assert_ok();
-    r.check(
-        r.result_text().contains("- Name: mcpx-elicited-answer"),
-        "the answer did not reach server-everything",
-    );
+    relayed(Client::TsV1, &["--prefix", "everything__", "elicitation", "trigger-elicitation-request"], "- Name: mcpx-elicited-answer", "the answer did not reach server-everything");
 }
 
 // covers: elicitation-client-declare-capability-at-initialize
 #[test]
 fn elicitation_py_server_py_1_12_4() {
-    let r = Client::Py("1.12.4").run(
-        &["--prefix", "py__", "elicitation", "ask_user"],
-        &three_upstreams().serve(),
-    );
-    r.assert_ok();
-    r.check(
-        r.result_text()
-            .contains("user answered: mcpx-elicited-answer"),
-        "answer not round-tripped",
-    );
+    relayed(Client::Py("1.12.4"), &["--prefix", "py__", "elicitation", "ask_user"], "user answered: mcpx-elicited-answer", "answer not round-tripped");
 }
 
 // covers: tools-call-input-required-may
@@ -228,16 +215,7 @@ fn elicitation_py_server_py_1_12_4() {
 fn elicitation_modern_client_py_2_3_0() {
     // A 2026-07-28 client gets the upstream's elicitation as an input-required
     // result; the SDK answers it and retries; the answer reaches the upstream.
-    let r = Client::Py2Mode("2026-07-28").run(
-        &["--prefix", "py__", "elicitation", "ask_user"],
-        &three_upstreams().serve(),
-    );
-    r.assert_ok();
-    r.check(
-        r.result_text()
-            .contains("user answered: mcpx-elicited-answer"),
-        "answer not round-tripped",
-    );
+    relayed(Client::Py2Mode("2026-07-28"), &["--prefix", "py__", "elicitation", "ask_user"], "user answered: mcpx-elicited-answer", "answer not round-tripped");
 }
 
 // covers: sampling-client-declare-capability-at-initialize
@@ -260,35 +238,13 @@ fn sampling_example_server_ts_v1() {
 // covers: sampling-client-declare-capability-at-initialize
 #[test]
 fn sampling_everything_py_1_30_0() {
-    let r = Client::Py("1.30.0").run(
-        &[
-            "--prefix",
-            "everything__",
-            "sampling",
-            "trigger-sampling-request",
-            r#"{"prompt":"hi"}"#,
-        ],
-        &three_upstreams().serve(),
-    );
-    r.assert_ok();
-    r.check(
-        r.result_text().contains("mcpx-test-model"),
-        "the sampling result did not reach server-everything",
-    );
+    relayed(Client::Py("1.30.0"), &["--prefix", "everything__", "sampling", "trigger-sampling-request", r#"{"prompt":"hi"}"#], "mcpx-test-model", "the sampling result did not reach server-everything");
 }
 
 // covers: sampling-client-declare-capability-at-initialize
 #[test]
 fn sampling_py_server_py_1_9_4() {
-    let r = Client::Py("1.9.4").run(
-        &["--prefix", "py__", "sampling", "ask_model"],
-        &three_upstreams().serve(),
-    );
-    r.assert_ok();
-    r.check(
-        r.result_text().contains("model said: mcpx-sampled-answer"),
-        "answer not round-tripped",
-    );
+    relayed(Client::Py("1.9.4"), &["--prefix", "py__", "sampling", "ask_model"], "model said: mcpx-sampled-answer", "answer not round-tripped");
 }
 
 // ---- progress and cancellation -------------------------------------------------
