@@ -32,6 +32,7 @@ h3{font-size:1rem;margin:0 0 .3rem;overflow-wrap:anywhere}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.3rem 0}
 dt{color:var(--mute)}dd{margin:0;overflow-wrap:anywhere}
 .error{color:var(--bad);overflow-wrap:anywhere;margin:.4rem 0 0}
+summary{font-size:.85rem;margin-top:.3rem;cursor:pointer}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;max-height:12rem;overflow:auto;margin:.3rem 0 0;padding:.4rem .5rem;border-radius:.3rem;background:rgba(127,127,127,.13);font-size:.8rem}
 table{border-collapse:collapse}td,th{padding:.15rem 1rem .15rem 0;text-align:left;vertical-align:top}
 th{font-weight:600;color:var(--mute)}
@@ -159,7 +160,9 @@ fn server(u: &Value) -> String {
         None => (None, None),
     };
     let error = error.map_or(String::new(), |e| format!("<p class=\"error\">last error: <span class=\"last-error\">{}</span></p>", Esc(e)));
-    let tail = tail.map_or(String::new(), |t| format!("<pre class=\"stderr\" title=\"stderr tail\">{}</pre>", Esc(t)));
+    let tail = tail.map_or(String::new(), |t| {
+        format!("<details open><summary class=\"mute\">stderr, last lines</summary><pre class=\"stderr\">{}</pre></details>", Esc(t))
+    });
     format!(
         "<article class=\"server {cls}\" data-name=\"{name}\" data-state=\"{cls}\">\
          <h3><span class=\"badge state\">{label}</span> {name}</h3><dl>\
@@ -198,8 +201,8 @@ fn sessions(v: &Value) -> String {
     let http = &v["http"];
     format!(
         "<section id=\"sessions\"><h2>Sessions <span class=\"mute\">{total}</span></h2>{table}\
-         <p class=\"mute\">HTTP: {sessions} sessions, {conns} connections open; \
-         {pending} requests in flight, {relays} relayed requests waiting for a client.</p></section>",
+         <p class=\"mute\">HTTP sessions: {sessions} · connections: {conns} · \
+         requests in flight: {pending} · server requests waiting for a client: {relays}</p></section>",
         total = clients.len(),
         sessions = count(&http["sessions"]),
         conns = count(&http["connections"]),
@@ -281,7 +284,7 @@ mod tests {
         assert!(!html.contains(EVIL), "{html}");
         // The server name (text and attribute), the stderr tail, the refusal.
         assert_eq!(html.matches(EVIL_ESCAPED).count(), 4, "{html}");
-        assert!(html.contains(&format!("<pre class=\"stderr\" title=\"stderr tail\">boom {EVIL_ESCAPED}</pre>")), "{html}");
+        assert!(html.contains(&format!("<pre class=\"stderr\">boom {EVIL_ESCAPED}</pre>")), "{html}");
     }
 
     #[test]
@@ -302,7 +305,7 @@ mod tests {
         let html = page(&snapshot());
         assert!(html.contains("<tr><td>2025-11-25</td><td>2</td></tr><tr><td>2024-11-05</td><td>1</td></tr>"), "{html}");
         assert!(html.contains("<tr><td>not yet negotiated</td><td>1</td></tr>"), "{html}");
-        assert!(html.contains("3 sessions, 5 connections open; 2 requests in flight"), "{html}");
+        assert!(html.contains("HTTP sessions: 3 · connections: 5 · requests in flight: 2 ·"), "{html}");
         assert!(html.contains("7 since start"), "{html}");
         assert!(html.contains("<b>403</b> <span class=\"mute\">1s ago</span>"), "{html}");
         assert!(html.contains("<dd id=\"uptime\">1h 02m</dd>"), "{html}");
