@@ -156,7 +156,7 @@ fn programs_get_json_and_browsers_html() {
     assert!(recent["message"].as_str().unwrap().contains("'yaml'"), "{v:#}");
 }
 
-// covers: streamable-http-server-validate-origin
+// covers: streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin, streamable-http-server-authenticate
 #[test]
 fn the_page_is_behind_the_origin_check_and_the_token() {
     let token = "status-page-token";
