@@ -69,6 +69,19 @@ fn count(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
 
+fn list(v: &Value) -> &[Value] {
+    v.as_array().map_or(&[], Vec::as_slice)
+}
+
+/// `wrap(items)`, or a muted `none` line when there are no items.
+fn items_or(items: String, none: &str, wrap: impl FnOnce(String) -> String) -> String {
+    if items.is_empty() {
+        format!("<p class=\"mute\">{none}</p>")
+    } else {
+        wrap(items)
+    }
+}
+
 /// `3d 4h`, `2h 05m`, `3m 12s`, `45s`.
 pub(crate) fn duration(ms: u64) -> String {
     let s = ms / 1000;
@@ -83,15 +96,11 @@ pub(crate) fn duration(ms: u64) -> String {
 
 /// The whole page for a `/status` snapshot.
 pub(crate) fn page(v: &Value) -> String {
-    let ups = v["upstreams"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let ups = list(&v["upstreams"]);
     let ready = ups.iter().filter(|u| u["state"] == "ready").count();
     let summary = format!("{ready} of {} servers ready", ups.len());
     let servers: String = ups.iter().map(server).collect();
-    let servers = if ups.is_empty() {
-        "<p class=\"mute\">No servers configured.</p>".to_string()
-    } else {
-        format!("<div class=\"servers\">{servers}</div>")
-    };
+    let servers = items_or(servers, "No servers configured.", |s| format!("<div class=\"servers\">{s}</div>"));
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -110,13 +119,7 @@ pub(crate) fn page(v: &Value) -> String {
 
 fn header(v: &Value) -> String {
     let b = &v["build"];
-    let features: Vec<String> = b["features"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-        .iter()
-        .map(|f| Esc(text(f)).to_string())
-        .collect();
+    let features: Vec<String> = list(&b["features"]).iter().map(|f| Esc(text(f)).to_string()).collect();
     let features = if features.is_empty() { "none".to_string() } else { features.join(", ") };
     let http = &v["http"];
     format!(
@@ -183,7 +186,7 @@ fn server(u: &Value) -> String {
 
 /// The hub's clients by negotiated revision, and the listener's counts.
 fn sessions(v: &Value) -> String {
-    let clients = v["clients"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let clients = list(&v["clients"]);
     let mut by_rev: BTreeMap<&str, u64> = BTreeMap::new();
     for c in clients {
         *by_rev.entry(c["revision"].as_str().unwrap_or("not yet negotiated")).or_default() += 1;
@@ -193,11 +196,9 @@ fn sessions(v: &Value) -> String {
         .rev()
         .map(|(rev, n)| format!("<tr><td>{}</td><td>{n}</td></tr>", Esc(rev)))
         .collect();
-    let table = if rows.is_empty() {
-        "<p class=\"mute\">No clients connected.</p>".to_string()
-    } else {
-        format!("<table><tr><th>client revision</th><th>sessions</th></tr>{rows}</table>")
-    };
+    let table = items_or(rows, "No clients connected.", |r| {
+        format!("<table><tr><th>client revision</th><th>sessions</th></tr>{r}</table>")
+    });
     let http = &v["http"];
     format!(
         "<section id=\"sessions\"><h2>Sessions <span class=\"mute\">{total}</span></h2>{table}\
@@ -213,7 +214,7 @@ fn sessions(v: &Value) -> String {
 
 /// The listener's recent refusals, newest first, with the counts by status.
 fn refusals(r: &Value) -> String {
-    let recent = r["recent"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let recent = list(&r["recent"]);
     let by_status: Vec<String> = r["byStatus"]
         .as_object()
         .map(|o| o.iter().map(|(s, n)| format!("{} × {}", Esc(s), count(n))).collect())
@@ -229,11 +230,9 @@ fn refusals(r: &Value) -> String {
             )
         })
         .collect();
-    let body = if items.is_empty() {
-        "<p class=\"mute\">None since start.</p>".to_string()
-    } else {
-        format!("<p class=\"mute\">By status: {}</p><ul>{items}</ul>", by_status.join(", "))
-    };
+    let body = items_or(items, "None since start.", |i| {
+        format!("<p class=\"mute\">By status: {}</p><ul>{i}</ul>", by_status.join(", "))
+    });
     format!(
         "<section id=\"refusals\"><h2>Recent refusals <span class=\"mute\">{} since start</span></h2>{body}</section>",
         count(&r["total"])
