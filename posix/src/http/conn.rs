@@ -417,7 +417,8 @@ impl Conn {
     }
 
     /// A JSON-RPC error body with an HTTP status. `id` is the raw id to echo
-    /// (omitted when `None`); `data` raw JSON.
+    /// (omitted when `None`); `data` raw JSON. Kept among the listener's
+    /// recent refusals (`GET /status`).
     pub async fn error(
         &mut self,
         status: u16,
@@ -427,6 +428,8 @@ impl Conn {
         data: Option<&[u8]>,
         keep: bool,
     ) -> bool {
+        let now = self.shared.now();
+        self.shared.state.borrow_mut().refusals.record(now, status, msg);
         let body = error_body(id, code, msg, data);
         let mut hs: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
         if status == 401 {

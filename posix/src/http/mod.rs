@@ -80,9 +80,11 @@ mod auth;
 mod conn;
 mod limits;
 mod origin;
+mod refusals;
 mod routes;
 mod session;
 mod sse_stream;
+mod status_page;
 
 #[cfg(test)]
 mod tests;

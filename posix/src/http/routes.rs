@@ -67,7 +67,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
         }
     }
     match (path.as_str(), req.method.as_str()) {
-        ("/status", "GET") => status(conn).await,
+        ("/status", "GET") => super::status_page::get(conn, req).await,
         ("/status", _) => method_not_allowed(conn, "GET").await,
         ("/sse", "GET") => legacy_sse(conn, req).await,
         ("/sse", _) => method_not_allowed(conn, "GET").await,
@@ -85,33 +85,6 @@ async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
     conn.respond(
         405,
         &[("Allow", allow), ("Content-Type", "application/json")],
-        &body,
-        true,
-    )
-    .await
-}
-
-async fn status(conn: &mut Conn) -> bool {
-    let sh = conn.shared.clone();
-    let mut v = sh.link.call(|hub, _| hub.status());
-    let (sessions, conns) = {
-        let st = sh.state.borrow();
-        (st.sessions.len(), st.conns)
-    };
-    let http = serde_json::json!({ "address": sh.local_addr.to_string(), "path": sh.cfg.path, "sessions": sessions, "connections": conns });
-    match v.as_object_mut() {
-        Some(o) => {
-            o.insert("http".into(), http);
-        }
-        None => v = serde_json::json!({ "hub": v, "http": http }),
-    }
-    let body = serde_json::to_vec(&v).unwrap_or_default();
-    conn.respond(
-        200,
-        &[
-            ("Content-Type", "application/json"),
-            ("Cache-Control", "no-cache"),
-        ],
         &body,
         true,
     )

@@ -41,6 +41,8 @@ pub(crate) struct State {
     pub hub_inbox: VecDeque<(ClientId, Vec<u8>)>,
     /// When the connection limit was last logged as a warning.
     pub last_cap_warn: Option<u64>,
+    /// The last requests refused, for `GET /status`.
+    pub refusals: super::refusals::Refusals,
 }
 
 #[derive(Default)]
@@ -115,6 +117,7 @@ impl Shared {
                 next_seq: 1,
                 hub_inbox: VecDeque::new(),
                 last_cap_warn: None,
+                refusals: Default::default(),
             }),
             wake_tx,
             wake_rx,

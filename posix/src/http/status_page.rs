@@ -1,0 +1,185 @@
+//! `GET /status`: the hub's and the listener's state, as JSON for programs
+//! or as a small self-refreshing HTML page for browsers.
+//!
+//! The format is negotiated on `Accept` (HTML only when `text/html` is
+//! preferred over `application/json`, as a browser's navigation does; a
+//! program sending `*/*` or nothing keeps getting JSON) and `?format=json`
+//! or `?format=html` overrides it. The page is rendered from the very JSON
+//! snapshot the programs get, so both always say the same.
+
+mod render;
+
+use serde_json::{json, Value};
+
+use super::conn::{Conn, Request};
+use super::session::Shared;
+
+/// What `GET /status` answers with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Json,
+    Html,
+}
+
+/// The format for a request's `Accept` header and query string; `Err` is the
+/// refusal of an unknown `format=` value.
+pub(crate) fn negotiate(accept: Option<&str>, query: &str) -> Result<Format, String> {
+    let asked = query.split('&').find_map(|kv| kv.strip_prefix("format="));
+    match asked {
+        Some("json") => Ok(Format::Json),
+        Some("html") => Ok(Format::Html),
+        Some(other) => Err(format!(
+            "Bad Request: unknown status format '{other}'; use ?format=json or ?format=html"
+        )),
+        None => {
+            let accept = accept.unwrap_or("");
+            // A tie (`*/*`, or both listed alike) is a program's: JSON.
+            if quality(accept, "text/html") > quality(accept, "application/json") {
+                Ok(Format::Html)
+            } else {
+                Ok(Format::Json)
+            }
+        }
+    }
+}
+
+/// The q-value `accept` gives `ty` (RFC 9110 §12.5.1: the most specific
+/// matching range decides; no match is 0).
+fn quality(accept: &str, ty: &str) -> f32 {
+    let major = ty.split('/').next().unwrap_or("");
+    let mut best: Option<(u8, f32)> = None;
+    for entry in accept.split(',') {
+        let mut parts = entry.split(';');
+        let range = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let specificity = if range == ty {
+            2
+        } else if range.strip_suffix("/*") == Some(major) {
+            1
+        } else if range == "*/*" {
+            0
+        } else {
+            continue;
+        };
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if best.is_none_or(|(s, _)| specificity > s) {
+            best = Some((specificity, q));
+        }
+    }
+    best.map_or(0.0, |(_, q)| q)
+}
+
+/// The build this binary is: version, enabled features, target.
+fn build() -> Value {
+    let features: Vec<&str> = [
+        ("tls", cfg!(feature = "tls")),
+        ("bench", cfg!(feature = "bench")),
+        ("count-alloc", cfg!(feature = "count-alloc")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "features": features,
+        "target": format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS),
+        "debugAssertions": cfg!(debug_assertions),
+    })
+}
+
+/// The hub's status plus what the listener knows (address, sessions,
+/// connections, recent refusals), mcpx's uptime and its build.
+fn snapshot(sh: &Shared) -> Value {
+    // The runtime's clock counts from mcpx's start: `now` is its uptime.
+    let (hub, uptime_ms) = sh.link.call(|hub, now| (hub.status(), now));
+    let http = {
+        let st = sh.state.borrow();
+        json!({
+            "address": sh.local_addr.to_string(),
+            "path": sh.cfg.path,
+            "sessions": st.sessions.len(),
+            "connections": st.conns,
+            "refusals": st.refusals.to_json(sh.now()),
+        })
+    };
+    let mut v = match hub {
+        Value::Object(o) => Value::Object(o),
+        other => json!({ "hub": other }),
+    };
+    v["http"] = http;
+    v["uptimeMs"] = uptime_ms.into();
+    v["build"] = build();
+    v
+}
+
+/// Answers `GET /status` in the negotiated format.
+pub(crate) async fn get(conn: &mut Conn, req: &Request) -> bool {
+    let format = match negotiate(req.header_str("accept"), &req.query) {
+        Ok(f) => f,
+        Err(why) => return conn.reject(400, &why).await,
+    };
+    let v = snapshot(&conn.shared);
+    let (content_type, body) = match format {
+        Format::Json => ("application/json", serde_json::to_vec(&v).unwrap_or_default()),
+        Format::Html => ("text/html; charset=utf-8", render::page(&v).into_bytes()),
+    };
+    let mut headers = vec![
+        ("Content-Type", content_type),
+        ("Cache-Control", "no-cache"),
+        ("Vary", "Accept"),
+    ];
+    if format == Format::Html {
+        // The page needs no script, no fetch, no frame: a string that escaped
+        // escaping still could not run.
+        headers.extend([
+            ("Content-Security-Policy", render::CSP),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Referrer-Policy", "no-referrer"),
+        ]);
+    }
+    conn.respond(200, &headers, &body, true).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIREFOX: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    const CHROME: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7";
+
+    #[test]
+    fn browsers_get_html_and_programs_json() {
+        assert_eq!(negotiate(Some(FIREFOX), ""), Ok(Format::Html));
+        assert_eq!(negotiate(Some(CHROME), ""), Ok(Format::Html));
+        assert_eq!(negotiate(Some("text/*"), ""), Ok(Format::Html));
+        // curl, fetch(), scripts: JSON as before.
+        assert_eq!(negotiate(None, ""), Ok(Format::Json));
+        assert_eq!(negotiate(Some("*/*"), ""), Ok(Format::Json));
+        assert_eq!(negotiate(Some("application/json"), ""), Ok(Format::Json));
+        assert_eq!(negotiate(Some("text/html, application/json"), ""), Ok(Format::Json));
+        assert_eq!(negotiate(Some("text/html;q=0.5, application/json"), ""), Ok(Format::Json));
+        assert_eq!(negotiate(Some("application/json;q=0.1, TEXT/HTML"), ""), Ok(Format::Html));
+        // An explicit q=0 refuses HTML even under */*.
+        assert_eq!(negotiate(Some("text/html;q=0, */*"), ""), Ok(Format::Json));
+    }
+
+    #[test]
+    fn the_query_overrides_accept() {
+        assert_eq!(negotiate(Some(FIREFOX), "format=json"), Ok(Format::Json));
+        assert_eq!(negotiate(None, "format=html"), Ok(Format::Html));
+        assert_eq!(negotiate(Some("application/json"), "x=1&format=html"), Ok(Format::Html));
+        let err = negotiate(Some(FIREFOX), "format=xml").unwrap_err();
+        assert!(err.contains("'xml'") && err.contains("?format=json"), "{err}");
+    }
+
+    #[test]
+    fn the_build_names_its_version_and_features() {
+        let b = build();
+        assert_eq!(b["version"], env!("CARGO_PKG_VERSION"));
+        let features: Vec<&str> = b["features"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert_eq!(features.contains(&"tls"), cfg!(feature = "tls"));
+        assert_eq!(features.contains(&"bench"), cfg!(feature = "bench"));
+    }
+}

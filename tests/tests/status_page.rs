@@ -1,0 +1,298 @@
+//! `GET /status` of `mcpx serve --http`: JSON for programs, an HTML page for
+//! browsers, behind the listener's Host/Origin checks and token; and the page
+//! as headless Chromium (Debian `chromium`) shows it, against a hub with one
+//! healthy server and one that crashes at once with `<script>` on its stderr.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use mcpx_tests::*;
+use serde_json::{json, Value};
+
+/// What a browser sends when it navigates to a page.
+const BROWSER_ACCEPT: &str =
+    "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+/// What the crashing server writes to stderr before it exits.
+const INJECTED: &str = "<script>document.title='pwned'</script><b>bold</b>";
+/// The same, as the page must show it (text, escaped in the DOM).
+const INJECTED_AS_TEXT: &str =
+    "&lt;script&gt;document.title='pwned'&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;";
+
+struct Response {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().skip(1).find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n\n{}", self.head, self.body))
+    }
+}
+
+/// One request on a fresh connection (`Connection: close`), read to its end.
+fn request(server: &HttpServer, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
+    let port = server.url.split(':').nth(2).and_then(|p| p.split('/').next()).unwrap();
+    let mut s = TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("read the response");
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Response { status, head: head.to_string(), body: body.to_string() }
+}
+
+fn get(server: &HttpServer, path: &str, headers: &[(&str, &str)]) -> Response {
+    request(server, "GET", path, headers, "")
+}
+
+/// Opens a Streamable HTTP session of revision `rev` (left open).
+fn open_session(server: &HttpServer, rev: &str) {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": rev, "capabilities": {}, "clientInfo": {"name": "status-page-test", "version": "1"}}});
+    let headers = [("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json")];
+    let r = request(server, "POST", "/mcp", &headers, &init.to_string());
+    assert_eq!(r.status, 200, "{}\n{}", r.head, r.body);
+    assert!(r.header("mcp-session-id").is_some(), "{}", r.head);
+}
+
+/// A server that exits at once with `INJECTED` on its stderr.
+fn crashing(name: &str) -> Upstream {
+    let script = format!("echo \"{INJECTED}\" >&2; exit 3");
+    Upstream { name: name.into(), cmd: Cmd::new("/bin/sh", &["-c", &script]) }
+}
+
+/// `demo` (healthy) and `crashy` (exits at once), served over HTTP.
+fn hub(extra: Option<(&str, Value)>) -> (Hub, HttpServer) {
+    let mut cfg = HubConfig::new().upstream(example_server("demo")).upstream(crashing("crashy"));
+    if let Some((k, v)) = extra {
+        cfg = cfg.set(k, v);
+    }
+    let hub = cfg.write();
+    let server = hub.serve_http();
+    (hub, server)
+}
+
+fn upstream<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["upstreams"]
+        .as_array()
+        .and_then(|a| a.iter().find(|u| u["name"] == name))
+        .unwrap_or_else(|| panic!("no upstream {name} in {status:#}"))
+}
+
+/// Polls the JSON status (at most 30 s) until `demo` is ready and `crashy`
+/// has been restarted at least twice with its stderr in its last error.
+fn settled(server: &HttpServer, headers: &[(&str, &str)]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = get(server, "/status", headers).json();
+        let demo = upstream(&v, "demo");
+        let crashy = upstream(&v, "crashy");
+        let crashed = crashy["restarts"].as_u64().unwrap_or(0) >= 2
+            && crashy["lastError"].as_str().is_some_and(|e| e.contains(INJECTED));
+        if demo["state"] == "ready" && crashed {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "the hub did not settle in 30 s: {v:#}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn programs_get_json_and_browsers_html() {
+    let (_hub, server) = hub(None);
+    let v = settled(&server, &[]);
+    // curl and scripts: JSON, as before, now with uptime, build and refusals.
+    for accept in [None, Some("*/*"), Some("application/json")] {
+        let headers: Vec<(&str, &str)> = accept.map(|a| ("Accept", a)).into_iter().collect();
+        let r = get(&server, "/status", &headers);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-type"), Some("application/json"), "{}", r.head);
+        assert_eq!(r.header("vary"), Some("Accept"));
+        assert!(r.json()["upstreams"].is_array());
+    }
+    assert!(v["uptimeMs"].as_u64().is_some(), "{v:#}");
+    assert!(v["build"]["version"].is_string(), "{v:#}");
+    assert!(v["http"]["refusals"]["total"].is_u64(), "{v:#}");
+
+    let r = get(&server, "/status", &[("Accept", BROWSER_ACCEPT)]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"), "{}", r.head);
+    let csp = r.header("content-security-policy").unwrap_or("");
+    assert!(csp.starts_with("default-src 'none'"), "{}", r.head);
+    assert!(r.body.starts_with("<!doctype html>"), "{}", r.body);
+    assert!(r.body.contains("data-name=\"demo\" data-state=\"ready\""), "{}", r.body);
+    assert!(!r.body.contains("<script"), "{}", r.body);
+
+    // ?format= overrides Accept both ways; an unknown one is refused.
+    let r = get(&server, "/status?format=json", &[("Accept", BROWSER_ACCEPT)]);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let r = get(&server, "/status?format=html", &[]);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    let r = get(&server, "/status?format=yaml", &[("Accept", BROWSER_ACCEPT)]);
+    assert_eq!(r.status, 400);
+    assert!(r.body.contains("?format=json or ?format=html"), "{}", r.body);
+    // That refusal is now among the recent ones.
+    let v = get(&server, "/status", &[]).json();
+    let recent = &v["http"]["refusals"]["recent"][0];
+    assert_eq!(recent["status"], 400, "{v:#}");
+    assert!(recent["message"].as_str().unwrap().contains("'yaml'"), "{v:#}");
+}
+
+// covers: streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin, streamable-http-server-authenticate
+#[test]
+fn the_page_is_behind_the_origin_check_and_the_token() {
+    let token = "status-page-token";
+    let (_hub, server) = hub(Some(("auth", json!({ "bearer": token }))));
+    let bearer = format!("Bearer {token}");
+    let auth = [("Authorization", bearer.as_str()), ("Accept", BROWSER_ACCEPT)];
+    // Without the token: refused, and no server detail leaks.
+    let r = get(&server, "/status", &[("Accept", BROWSER_ACCEPT)]);
+    assert_eq!(r.status, 401, "{}", r.head);
+    assert!(!r.body.contains("crashy"), "{}", r.body);
+    let r = get(&server, "/status?format=html", &[("Authorization", "Bearer wrong")]);
+    assert_eq!(r.status, 401);
+    // A page of another site cannot read it through the user's browser.
+    let evil = "http://evil.example";
+    let r = get(&server, "/status", &[auth[0], auth[1], ("Origin", evil)]);
+    assert_eq!(r.status, 403, "{}", r.head);
+    assert!(!r.body.contains("crashy"), "{}", r.body);
+    // With the token: the page, listing those refusals.
+    let r = get(&server, "/status", &auth);
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(r.body.contains("data-name=\"crashy\""), "{}", r.body);
+    assert!(r.body.contains("Unauthorized: send Authorization: Bearer"), "{}", r.body);
+    assert!(r.body.contains("Forbidden: Origin &#39;http://evil.example&#39; is not allowed"), "{}", r.body);
+    assert!(r.body.contains("401 × 2"), "{}", r.body);
+}
+
+// ------------------------------------------------------------------ Chromium
+
+/// Debian's `chromium` (`MCPX_CHROMIUM` may name another binary).
+fn chromium() -> PathBuf {
+    let path = std::env::var_os("MCPX_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    assert!(
+        path.exists(),
+        "Chromium is not installed (looked for {}): `apt-get install -y chromium` \
+         (what .ci/run does), or set MCPX_CHROMIUM",
+        path.display()
+    );
+    path
+}
+
+/// Runs headless Chromium on `url` with `args` (a fresh profile each time,
+/// nothing reaching beyond loopback) and returns its stdout.
+fn headless(url: &str, args: &[String]) -> String {
+    let profile = TempDir::new();
+    let mut argv = vec![
+        chromium().to_string_lossy().into_owned(),
+        "--headless".into(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--disable-quic".into(),
+        "--disable-dev-shm-usage".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--hide-scrollbars".into(),
+        format!("--user-data-dir={}", profile.path().display()),
+    ];
+    argv.extend(args.iter().cloned());
+    argv.push(url.into());
+    let r = run_argv(&argv, Duration::from_secs(90));
+    assert!(!r.timed_out && r.code == Some(0), "chromium failed ({:?}): {argv:?}\n{}", r.code, r.stderr);
+    r.stdout
+}
+
+/// Width and height of a PNG file, from its IHDR chunk.
+fn png_size(png: &[u8]) -> (u32, u32) {
+    assert!(png.len() > 24 && png.starts_with(b"\x89PNG\r\n\x1a\n") && &png[12..16] == b"IHDR", "not a PNG");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    (be(&png[16..20]), be(&png[20..24]))
+}
+
+/// Takes a `w`×`h` screenshot of `url` into `file` and checks it is a
+/// picture of that size with content (a blank page compresses to ~1 KiB).
+fn screenshot(url: &str, file: &Path, (w, h): (u32, u32)) {
+    let _ = std::fs::remove_file(file);
+    headless(url, &[format!("--screenshot={}", file.display()), format!("--window-size={w},{h}")]);
+    let png = std::fs::read(file).unwrap_or_else(|e| panic!("no screenshot at {}: {e}", file.display()));
+    assert_eq!(png_size(&png), (w, h), "{}", file.display());
+    assert!(png.len() > 20_000, "{} is {} bytes: an empty page?", file.display(), png.len());
+}
+
+/// The `<article>` of server `name` in the dumped DOM.
+fn card<'a>(dom: &'a str, name: &str) -> &'a str {
+    let start = dom.find(&format!("data-name=\"{name}\"")).unwrap_or_else(|| panic!("no card for {name}:\n{dom}"));
+    let end = dom[start..].find("</article>").map_or(dom.len(), |e| start + e);
+    &dom[start..end]
+}
+
+#[test]
+fn chromium_shows_the_healthy_and_the_crashing_server() {
+    let _ = chromium(); // before anything starts: fail at once without it
+    let (_hub, server) = hub(None);
+    let status = settled(&server, &[]);
+    let demo = upstream(&status, "demo");
+    let tools = demo["tools"].as_u64().unwrap();
+    assert!(tools > 0, "{status:#}");
+    let revision = format!("{} ({})", demo["revision"].as_str().unwrap(), demo["era"].as_str().unwrap());
+    // A refusal whose message quotes what a client sent.
+    let r = get(&server, "/status", &[("Origin", "http://evil.example/<img src=x onerror=alert(1)>")]);
+    assert_eq!(r.status, 403);
+    open_session(&server, "2025-06-18");
+
+    let url = server.url.replace("/mcp", "/status");
+    let dom = headless(&url, &["--dump-dom".to_string()]);
+    assert!(dom.contains("<title>mcpx: 1 of 2 servers ready</title>"), "{dom}");
+
+    let demo = card(&dom, "demo");
+    assert!(demo.contains("data-state=\"ready\""), "{demo}");
+    assert!(demo.contains("<span class=\"badge state\">ready</span>"), "{demo}");
+    assert!(demo.contains(&format!("<dd class=\"tools\">{tools}</dd>")), "{demo}");
+    assert!(demo.contains(&format!("<dd>{revision}</dd>")), "{demo}");
+
+    let crashy = card(&dom, "crashy");
+    assert!(
+        crashy.contains("<span class=\"badge state\">down · restarting</span>")
+            || crashy.contains("<span class=\"badge state\">starting</span>"),
+        "{crashy}"
+    );
+    assert!(crashy.contains("<span class=\"last-error\">exited with status 3</span>"), "{crashy}");
+    let restarts: u64 = crashy
+        .split("<dd class=\"restarts\">")
+        .nth(1)
+        .and_then(|s| s.split('<').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no restart count: {crashy}"));
+    assert!(restarts >= 2, "{crashy}");
+    // The stderr tail is shown as text: no element came out of it.
+    assert!(crashy.contains(&format!("<pre class=\"stderr\">{INJECTED_AS_TEXT}</pre>")), "{crashy}");
+    assert!(!dom.contains("<script") && !dom.contains("<b>bold") && !dom.contains("<img"), "{dom}");
+    assert!(dom.contains("http://evil.example/&lt;img src=x onerror=alert(1)&gt;"), "{dom}");
+    assert!(dom.contains("<dd id=\"build\">mcpx "), "{dom}");
+    assert!(dom.contains("<tr><td>2025-06-18</td><td>1</td></tr>"), "{dom}");
+
+    // Phone and desktop widths; kept under target/tmp to look at.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    screenshot(&url, &dir.join("status-page-phone.png"), (412, 1400));
+    screenshot(&url, &dir.join("status-page-desktop.png"), (1280, 900));
+}
