@@ -251,7 +251,8 @@ pub fn load(explicit: Option<&FsPath>, env: EnvLookup<'_>) -> Result<Config, Con
 }
 
 /// The hub used when no config file exists: two instances of this binary's
-/// own example server, so a new user sees aggregation at once.
+/// own demo server (`example-server --demo`: a few harmless tools, no test
+/// fixtures), so a new user sees aggregation at once.
 pub fn builtin_default() -> Config {
     let exe = std::env::current_exe()
         .map(|p| p.to_string_lossy().into_owned())
@@ -259,7 +260,7 @@ pub fn builtin_default() -> Config {
     let server = |name: &str| ServerConfig {
         name: name.to_string(),
         command: exe.clone(),
-        args: vec!["example-server".into(), "--name".into(), name.to_string()],
+        args: vec!["example-server".into(), "--demo".into(), "--name".into(), name.to_string()],
         env: Vec::new(),
         cwd: None,
         timeout_ms: None,
@@ -1470,7 +1471,7 @@ mod tests {
         assert_eq!(c.source, Source::BuiltIn);
         let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["demo", "notes"]);
-        assert_eq!(c.servers[0].args, ["example-server", "--name", "demo"]);
+        assert_eq!(c.servers[0].args, ["example-server", "--demo", "--name", "demo"]);
     }
 
     #[test]

@@ -734,6 +734,49 @@ mod tests {
         });
     }
 
+    // covers: stdio-client-restart-crashed-server
+    #[test]
+    fn a_missing_command_is_given_up_after_max_restarts() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let spec = ProcessSpec { command: "/nonexistent/mcp-server".into(), ..sh("missing", "") };
+            let mut opts = fast();
+            opts.restart.max_restarts = 2;
+            let (up, task) = spawn(&ex, 0, spec, opts, log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("exited") == 3).await);
+            Timer::after(Duration::from_millis(400)).await;
+            let events = log.take();
+            assert_eq!(events.len(), 3, "{events:?}");
+            assert!(
+                events[2].starts_with(
+                    "exited failed: cannot start `/nonexistent/mcp-server`: command not found (is it installed and on PATH?); gave up after 3"
+                ),
+                "{events:?}"
+            );
+            // A restart asked for tries again.
+            up.restart("config fixed");
+            assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
+            up.shutdown();
+            task.await;
+        });
+    }
+
+    #[test]
+    fn the_child_gets_the_policys_environment() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            // PATH is in the base set; nothing else of ours is, unless allowed.
+            let mut spec = sh("env", "echo \"{\\\"path\\\":\\\"${PATH:+set}\\\",\\\"cargo\\\":\\\"${CARGO:-unset}\\\",\\\"own\\\":\\\"$OWN\\\"}\"; cat");
+            spec.env = vec![("OWN".into(), "mine".into())];
+            spec.env_policy = childenv::Policy { inherit: false, ..childenv::Policy::default() };
+            let (up, task) = spawn(&ex, 0, spec, fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("msg") == 1).await);
+            up.shutdown();
+            task.await;
+            assert_eq!(log.msgs()[0], serde_json::json!({"path": "set", "cargo": "unset", "own": "mine"}));
+        });
+    }
+
     // covers: lifecycle-stdio-client-shutdown-sequence, stdio-client-shutdown-sequence
     #[test]
     fn stop_sequence_escalates_to_sigkill_and_kills_grandchildren() {

@@ -227,10 +227,10 @@ fn children_never_inherit_mcpx_secrets() {
     assert!(strict.iter().any(|l| l.starts_with("PATH=")) && strict.iter().any(|l| l.starts_with("HOME=")), "{strict:?}");
 }
 
-/// `2026-12-01T12:06:06.123Z mcpx: `
-fn starts_with_timestamp(line: &str) -> bool {
-    let b = line.as_bytes();
-    b.len() > 30
+/// `2026-12-01T12:06:06.123Z`: RFC 3339, UTC, milliseconds.
+fn is_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 24
         && b[4] == b'-'
         && b[7] == b'-'
         && b[10] == b'T'
@@ -238,8 +238,12 @@ fn starts_with_timestamp(line: &str) -> bool {
         && b[16] == b':'
         && b[19] == b'.'
         && b[23] == b'Z'
-        && line[24..].starts_with(" mcpx: ")
         && [0..4, 5..7, 8..10, 11..13, 14..16, 17..19, 20..23].iter().all(|r| b[r.clone()].iter().all(u8::is_ascii_digit))
+}
+
+/// `2026-12-01T12:06:06.123Z mcpx: ...`
+fn starts_with_timestamp(line: &str) -> bool {
+    line.get(..24).is_some_and(is_timestamp) && line[24..].starts_with(" mcpx: ")
 }
 
 // covers: stdio-client-may-capture-stderr, stdio-client-stderr-not-error, stdio-server-stdout-only-mcp
@@ -420,4 +424,29 @@ fn a_missing_command_is_given_up_after_max_restarts_and_status_says_so() {
     assert_eq!(ghost["starts"], 0, "{st}");
     let _ = m.kill();
     let _ = m.wait();
+}
+
+#[test]
+fn without_a_config_the_demo_offers_a_few_harmless_tools() {
+    let dir = Dir::new("demo");
+    let mut m = mcpx(&dir, &[], &[], Stdio::null());
+    let mut c = Client::new(&mut m);
+    c.initialize();
+    let r = c.request("tools/list", json!({}));
+    let mut names: Vec<&str> = r["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["demo__add", "demo__current_time", "demo__echo", "notes__add", "notes__current_time", "notes__echo"],
+        "{r}"
+    );
+    c.echo("demo__echo", "hello");
+    let r = c.request("tools/call", json!({"name": "notes__current_time", "arguments": {}}));
+    assert!(is_timestamp(r["result"]["content"][0]["text"].as_str().unwrap_or_default()), "{r}");
+    let r = c.request("resources/list", json!({}));
+    assert_eq!(r["result"]["resources"].as_array().map(Vec::len), Some(2), "{r}");
+    let r = c.request("prompts/list", json!({}));
+    assert_eq!(r["result"]["prompts"].as_array().map(Vec::len), Some(2), "{r}");
+    c.close();
+    assert_eq!(wait_exit(&mut m, Duration::from_secs(15)), 0);
 }
