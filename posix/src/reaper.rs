@@ -4,7 +4,7 @@
 //! double fork and `setsid`), so stopping the group misses them. On Linux,
 //! `mcpx serve` makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`):
 //! such an orphan is re-parented to mcpx instead of init. mcpx then reaps the
-//! ones that end while it runs ([`reap_orphans`]), and when every server has
+//! ones that end while it runs ([`start_sweeping`], [`reap_orphans`]), and when every server has
 //! been stopped it ends the rest: SIGTERM, a grace period, SIGKILL
 //! ([`end_orphans`]).
 //!
@@ -16,15 +16,34 @@
 //! The supervisor's own children are registered ([`Registered`]) so the
 //! reaper never takes an exit status their waiter is waiting for.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
+/// How often ended orphans are reaped while mcpx runs.
+const REAP_EVERY: Duration = Duration::from_secs(2);
+
 thread_local! {
     static DIRECT: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
+    static SWEEPING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Starts, once per thread and only when this process is a subreaper, a
+/// task on `ex` that reaps ended orphans every [`REAP_EVERY`].
+pub fn start_sweeping(ex: &smol::LocalExecutor<'static>) {
+    if !ENABLED.load(Ordering::Relaxed) || SWEEPING.with(|s| s.replace(true)) {
+        return;
+    }
+    ex.spawn(async {
+        loop {
+            smol::Timer::after(REAP_EVERY).await;
+            reap_orphans();
+        }
+    })
+    .detach();
 }
 
 /// Makes this process the subreaper of its descendants (Linux; elsewhere a

@@ -145,6 +145,7 @@ pub fn spawn(
         ctl: ctl_tx,
         pgid: std::cell::Cell::new(0),
     });
+    crate::reaper::start_sweeping(ex);
     let sup = Supervisor { id, spec, opts, events, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
     let task = ex.spawn(sup.run());
     (Upstream { sh }, task)

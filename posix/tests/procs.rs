@@ -450,3 +450,24 @@ fn without_a_config_the_demo_offers_a_few_harmless_tools() {
     c.close();
     assert_eq!(wait_exit(&mut m, Duration::from_secs(15)), 0);
 }
+
+#[test]
+fn an_orphan_that_ends_while_mcpx_runs_is_reaped() {
+    let dir = Dir::new("reap");
+    let pidfile = dir.path("short.pid");
+    let script = format!("(setsid sleep 0.2 </dev/null >/dev/null 2>&1 & echo $! > '{}')", pidfile.display());
+    dir.config(&json!({"mcpServers": {"d": server(&script)}}));
+    let mut m = mcpx(&dir, &[], &[], Stdio::null());
+    let mut c = Client::new(&mut m);
+    c.initialize();
+    let pid = read_pid(&pidfile);
+    // Re-parented to mcpx, it ends; mcpx reaps it: no zombie stays behind.
+    let t0 = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    c.close();
+    assert_eq!(wait_exit(&mut m, Duration::from_secs(15)), 0);
+    assert!(left.is_empty(), "orphan {pid} not reaped: {left}");
+}
