@@ -8,7 +8,8 @@
 //!       "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
 //!       "cwd": "~/src", "disabled": false, "timeoutMs": 60000,
 //!       "tools": {"allow": ["*"], "deny": ["delete_*"]},
-//!       "prefix": "gh", "revisions": ["2025-06-18"]
+//!       "prefix": "gh", "revisions": ["2025-06-18"],
+//!       "inheritEnv": false, "envAllow": ["GITHUB_*"], "maxRestarts": 10
 //!     },
 //!     "remote": {
 //!       "url": "https://example.com/mcp",
@@ -32,6 +33,10 @@
 //! 2024-11-05 HTTP+SSE transport; `"type": "http"` (or `"streamable-http"`)
 //! and `"type": "sse"` pin one of the two. `"headers"` go with every request,
 //! `"caFile"` (PEM) adds trusted CAs for https.
+//!
+//! `"inheritEnv"` and `"envAllow"` choose what a local server inherits of
+//! mcpx's environment (see `childenv`); `"maxRestarts"` bounds the restarts
+//! of a server that keeps failing (see `backoff`).
 //!
 //! `"cacheTtlMs"` and `"cachePublic"` are the caching hints (`ttlMs`,
 //! `cacheScope`) 2026-07-28 clients get on results of servers that give none;
