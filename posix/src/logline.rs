@@ -8,7 +8,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// `2026-12-01T12:06:06.123Z`: RFC 3339, UTC, milliseconds.
 pub fn timestamp(t: SystemTime) -> String {
-    let ms = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    rfc3339_ms(t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64))
+}
+
+/// [`timestamp`] of a Unix time in milliseconds.
+pub fn rfc3339_ms(ms: u64) -> String {
     let (days, ms_of_day) = ((ms / 86_400_000) as i64, ms % 86_400_000);
     let (y, m, d) = civil_from_days(days);
     let s = ms_of_day / 1000;
@@ -32,8 +36,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let mp = (5 * doy + 2) / 153;
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// Appends `c` to `out`, escaped when it could change how the log reads on a
@@ -43,7 +46,6 @@ fn push_escaped(out: &mut String, c: char) {
     match c {
         '\t' => out.push('\t'),
         '\r' => out.push_str("\\r"),
-        '\\' => out.push('\\'),
         c if (c as u32) < 0x20 || c == '\x7f' => {
             let _ = write!(out, "\\x{:02x}", c as u32);
         }
@@ -57,26 +59,22 @@ fn push_escaped(out: &mut String, c: char) {
 /// `s` with control characters escaped (see [`push_escaped`]); newlines are
 /// escaped too, so the result is always one line.
 pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c == '\n' {
-            out.push_str("\\n");
-        } else {
-            push_escaped(&mut out, c);
-        }
-    }
-    out
+    escape_with(s, false)
 }
 
 /// Like [`escape`] but keeps `\n`, for multi-line records (the log indents
 /// the continuation lines).
 pub fn escape_keeping_newlines(s: &str) -> String {
+    escape_with(s, true)
+}
+
+fn escape_with(s: &str, keep_newlines: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if c == '\n' {
-            out.push('\n');
-        } else {
-            push_escaped(&mut out, c);
+        match c {
+            '\n' if keep_newlines => out.push('\n'),
+            '\n' => out.push_str("\\n"),
+            c => push_escaped(&mut out, c),
         }
     }
     out

@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
@@ -12,31 +12,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod support;
-use support::MCPX;
+use support::{pid_alive, MCPX};
 
-/// A scratch folder, removed at the end.
-struct Dir(PathBuf);
+use support::Scratch as Dir;
 
 impl Dir {
     fn new(test: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("mcpx-procs-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    fn config(&self, cfg: &Value) -> PathBuf {
-        let p = self.path("mcpx.json");
-        std::fs::write(&p, serde_json::to_string_pretty(cfg).unwrap()).unwrap();
-        p
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        Dir::create(&format!("procs-{test}"), &[])
     }
 }
 
@@ -47,19 +29,7 @@ fn server(script: &str) -> Value {
 
 /// `mcpx serve` in `dir` with `env` added, its stderr as given.
 fn mcpx(dir: &Dir, args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Child {
-    Command::new(MCPX)
-        .arg("serve")
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(&dir.0)
-        .env("HOME", &dir.0)
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("MCPX_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()
-        .unwrap()
+    dir.mcpx().arg("serve").args(args).envs(env.iter().copied()).stderr(stderr).spawn().unwrap()
 }
 
 /// A JSON-RPC client on mcpx's stdin/stdout.
@@ -147,18 +117,10 @@ fn read_pid(path: &Path) -> i32 {
     panic!("no pid in {}", path.display());
 }
 
-/// Whether `pid` runs (a zombie counts as gone).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 fn gone_within(pid: i32, limit: Duration) -> bool {
     let t0 = Instant::now();
     while t0.elapsed() < limit {
-        if !alive(pid) {
+        if !pid_alive(pid) {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -284,35 +246,38 @@ fn time_calls(c: &mut Client, tool: &str, n: usize) -> Duration {
     t0.elapsed()
 }
 
+/// The time of `calls` echo calls to server `healthy` while server `other`
+/// runs `other` first, everything logged at debug; with `read_stderr`
+/// false, nobody reads mcpx's stderr (a full pipe: every write would block).
+fn calls_beside(dir: &Dir, other: &str, read_stderr: bool, calls: usize) -> Duration {
+    dir.config(&json!({"mcpServers": {"healthy": server(":"), "other": server(other)}, "logLevel": "debug"}));
+    let mut m = mcpx(dir, &[], &[], Stdio::piped());
+    let mut stderr = m.stderr.take().unwrap();
+    // Unread, the pipe stays open (closing it would make writes fail, not block).
+    let (reader, _unread) = if read_stderr {
+        (Some(std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()))), None)
+    } else {
+        (None, Some(stderr))
+    };
+    let mut c = Client::new(&mut m);
+    c.initialize();
+    time_calls(&mut c, "healthy__echo", 5);
+    let took = time_calls(&mut c, "healthy__echo", calls);
+    c.close();
+    // Exit does not hang on a blocked log either.
+    assert_eq!(wait_exit(&mut m, Duration::from_secs(20)), 0);
+    drop(reader.map(|r| r.join()));
+    took
+}
+
 #[test]
 fn a_stderr_flood_with_nobody_reading_mcpx_stderr_does_not_slow_other_servers() {
     const CALLS: usize = 40;
     let dir = Dir::new("flood");
-    // Baseline: the same two servers, no flood, mcpx's stderr read.
-    dir.config(&json!({"mcpServers": {"healthy": server(":"), "other": server(":")}, "logLevel": "debug"}));
-    let mut m = mcpx(&dir, &[], &[], Stdio::piped());
-    let err = read_stderr(&mut m);
-    let mut c = Client::new(&mut m);
-    c.initialize();
-    time_calls(&mut c, "healthy__echo", 5);
-    let baseline = time_calls(&mut c, "healthy__echo", CALLS);
-    c.close();
-    assert_eq!(wait_exit(&mut m, Duration::from_secs(15)), 0);
-    drop(err.join());
-
-    // Flood: 100 MB of stderr lines from `other`, while nobody reads mcpx's
-    // own stderr (a full pipe: every write to it would block).
+    let baseline = calls_beside(&dir, ":", true, CALLS);
+    // 100 MB of stderr lines from `other`.
     let flood = "yes 'flooding stderr with a line that is long enough to fill a pipe quickly' | head -c 100000000 >&2 &";
-    dir.config(&json!({"mcpServers": {"healthy": server(":"), "other": server(flood)}, "logLevel": "debug"}));
-    let mut m = mcpx(&dir, &[], &[], Stdio::piped());
-    let _unread_stderr = m.stderr.take().unwrap();
-    let mut c = Client::new(&mut m);
-    c.initialize();
-    time_calls(&mut c, "healthy__echo", 5);
-    let flooded = time_calls(&mut c, "healthy__echo", CALLS);
-    c.close();
-    // Exit does not hang on the blocked log either.
-    assert_eq!(wait_exit(&mut m, Duration::from_secs(20)), 0);
+    let flooded = calls_beside(&dir, flood, false, CALLS);
     let bound = baseline.max(Duration::from_millis(100)) * 50;
     assert!(flooded <= bound, "{CALLS} calls took {flooded:?} during the flood against {baseline:?} without");
 }
@@ -338,7 +303,7 @@ fn a_daemon_left_by_a_server_is_ended_when_mcpx_exits() {
         let mut c = Client::new(&mut m);
         c.initialize();
         let daemon = read_pid(&dir.path("daemon.pid"));
-        assert!(alive(daemon), "{how}: the daemon should run while mcpx does");
+        assert!(pid_alive(daemon), "{how}: the daemon should run while mcpx does");
         if how == "SIGTERM" {
             kill(m.id() as i32, "-TERM");
         } else {
@@ -365,7 +330,7 @@ fn after_sigkill_of_mcpx_the_servers_direct_children_end() {
     c.initialize();
     let child = read_pid(&dir.path("server.pid"));
     let daemon = read_pid(&dir.path("daemon.pid"));
-    assert!(alive(child));
+    assert!(pid_alive(child));
     m.kill().unwrap();
     let _ = m.wait();
     let gone = gone_within(child, Duration::from_secs(5));
