@@ -413,6 +413,9 @@ async fn kill_group(pgid: i32, grace: Duration, name: &str) {
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         Timer::after(Duration::from_millis(20)).await;
+        // Orphaned members are mcpx's children now (see `reaper`): an
+        // ended one stays in the group until reaped.
+        crate::reaper::reap_orphans();
         if !group_alive(pgid) {
             return;
         }
@@ -435,6 +438,7 @@ fn group_alive(pgid: i32) -> bool {
     if pgid <= 1 {
         return false;
     }
+    crate::reaper::reap_orphans();
     // SAFETY: as above; signal 0 only checks for existence.
     let r = unsafe { libc::kill(-pgid, 0) };
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

@@ -436,3 +436,28 @@ fn an_orphan_that_ends_while_mcpx_runs_is_reaped() {
     assert_eq!(wait_exit(&mut m, Duration::from_secs(15)), 0);
     assert!(left.is_empty(), "orphan {pid} not reaped: {left}");
 }
+
+#[test]
+fn a_grandchild_in_the_servers_group_ends_with_it() {
+    let dir = Dir::new("group");
+    let pidfile = dir.path("gc.pid");
+    let script = format!("sleep 300 </dev/null >/dev/null 2>&1 & echo $! > '{}'", pidfile.display());
+    dir.config(&json!({"mcpServers": {"g": server(&script)}, "logLevel": "debug"}));
+    let mut m = mcpx(&dir, &[], &[], Stdio::piped());
+    let err = read_stderr(&mut m);
+    let mut c = Client::new(&mut m);
+    c.initialize();
+    let gc = read_pid(&pidfile);
+    c.close();
+    assert_eq!(wait_exit(&mut m, Duration::from_secs(15)), 0);
+    let err = err.join().unwrap();
+    let gone = gone_within(gc, Duration::from_secs(5));
+    if !gone {
+        kill(gc, "-KILL");
+    }
+    assert!(gone, "grandchild {gc} survived");
+    // Re-parented to mcpx when the server exits, it gets SIGTERM with its
+    // group; reaped as soon as it ends, it needs no SIGKILL.
+    assert!(err.contains("still has processes; sending SIGTERM"), "{err}");
+    assert!(!err.contains("ignored SIGTERM"), "{err}");
+}
