@@ -1,8 +1,8 @@
 //! Which environment variables a server's process gets.
 //!
 //! - mcpx's own variables (every `MCPX_*`, such as `MCPX_TOKEN` and
-//!   `MCPX_STATE_KEY`) and the variables the config reads as secrets (those
-//!   named in `"auth"` and in remote servers' `"headers"`) never reach a child
+//!   `MCPX_STATE_KEY`) and the variables the config reads for mcpx itself
+//!   (`"auth"`, remote servers' `"headers"`, ...) never reach a child
 //!   through inheritance;
 //! - `"inheritEnv": true` (the default) passes the rest of mcpx's environment;
 //!   `"inheritEnv": false` passes only [`BASE`] and the variables matching the

@@ -151,7 +151,7 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
     HTTP+SSE transport when its URL refuses a POST (400, 404, 405).
 
 A server never inherits mcpx's own variables (MCPX_*, such as MCPX_TOKEN) or
-the variables \"auth\" and remote \"headers\" read; its own \"env\" always applies.
+the variables \"auth\" and remote servers' entries read; its own \"env\" applies.
 A server that crashes is restarted with backoff (250 ms doubling to 30 s);
 a remote server that cannot be reached is retried the same way. After
 \"maxRestarts\" failures in a row it is given up (\"failed: ...\" in /status).

@@ -949,8 +949,11 @@ fn parse_process_keys(
     (policy, max_restarts)
 }
 
-/// The variables the config reads as secrets (`"auth"`, and the `"headers"`
-/// of remote servers) go into every server's policy, so no child inherits them.
+/// The variables the config reads for mcpx itself go into every server's
+/// policy as secrets, so no child inherits them: those in the top-level keys
+/// other than `"mcpServers"` (`"auth"`, ...) and in remote servers' entries
+/// (`"headers"`, the URL, ...; a remote server has no environment). What a
+/// local server's own entry reads (`"env"`, `"args"`) is meant for it.
 fn mark_secrets(root: &serde_json::Map<String, Value>, servers: &mut [ServerConfig]) {
     fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
         match v {
@@ -961,14 +964,15 @@ fn mark_secrets(root: &serde_json::Map<String, Value>, servers: &mut [ServerConf
         }
     }
     let mut texts = Vec::new();
-    if let Some(a) = root.get("auth") {
-        strings(a, &mut texts);
-    }
-    if let Some(Value::Object(m)) = root.get("mcpServers") {
-        for s in m.values() {
-            if let Some(h) = s.get("headers") {
-                strings(h, &mut texts);
+    for (k, v) in root {
+        match (k.as_str(), v) {
+            ("mcpServers", Value::Object(m)) => {
+                for s in m.values().filter(|s| s.get("url").is_some()) {
+                    strings(s, &mut texts);
+                }
             }
+            ("mcpServers", _) => {}
+            (_, v) => strings(v, &mut texts),
         }
     }
     let mut secrets: Vec<String> = texts.iter().flat_map(|t| crate::childenv::referenced_vars(t)).collect();
@@ -1191,10 +1195,10 @@ mod tests {
     fn environment_and_restart_keys() {
         let c = ok(r#"{
   "mcpServers": {
-    "a": {"command": "x"},
+    "a": {"command": "x", "env": {"G": "${HOME}"}},
     "b": {"command": "x", "inheritEnv": false, "maxRestarts": 0},
     "c": {"command": "x", "envAllow": ["GITHUB_*"], "maxRestarts": 3},
-    "r": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${API_KEY:-none}"}}
+    "r": {"url": "https://h/mcp?k=${URL_KEY:-x}", "headers": {"Authorization": "Bearer ${API_KEY:-none}"}}
   },
   "auth": {"bearer": "${TOKEN}"}
 }"#);
@@ -1204,7 +1208,7 @@ mod tests {
             [(true, vec![], 10), (false, vec![], 0), (false, vec!["GITHUB_*".to_string()], 3), (true, vec![], 10)]
         );
         // What the config reads as secrets is kept from every child.
-        assert!(c.servers.iter().all(|s| s.env_policy.secrets == ["API_KEY", "TOKEN"]));
+        assert!(c.servers.iter().all(|s| s.env_policy.secrets == ["API_KEY", "TOKEN", "URL_KEY"]));
 
         let e = err(r#"{"mcpServers": {"a": {"command": "x", "inheritEnv": true, "envAllow": ["A"], "maxRestarts": -1}}}"#);
         assert!(e.contains("mcpServers.a.envAllow: an allow list needs \"inheritEnv\": false"), "{e}");
