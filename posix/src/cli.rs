@@ -77,7 +77,7 @@ USAGE:
     mcpx serve --http ADDR [--stdio] [--token TOKEN] [--insecure-no-auth]
         Serve the hub over Streamable HTTP at http://ADDR/mcp (and stdio
         too with --stdio).
-    mcpx example-server [--name NAME] [--revisions LIST] [--page-size N]
+    mcpx example-server [--demo] [--name NAME] [--revisions LIST] [--page-size N]
         Run the built-in example MCP server on stdin/stdout
         (`mcpx example-server --help` for details).
     mcpx bench [--quick] [--json FILE]
@@ -90,7 +90,7 @@ OPTIONS (serve):
     --config FILE       Config file. Default: ./mcpx.json, then
                         $XDG_CONFIG_HOME/mcpx/config.json (or
                         ~/.config/mcpx/config.json); with none of them, a
-                        built-in demo hub of two example servers.
+                        built-in demo hub of two small demo servers.
     --log-level LEVEL   error, warn, info (default) or debug. Also MCPX_LOG,
                         or \"logLevel\" in the config; the flag wins.
     --http ADDR         Serve MCP over HTTP on ADDR (127.0.0.1:8765, or a
@@ -115,7 +115,11 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
           \"tools\": {\"allow\": [\"*\"], \"deny\": [\"delete_*\"]},
           \"prefix\": \"gh\",                        names become gh__<name>;
                                                  \"\" for no prefix
-          \"revisions\": [\"2025-06-18\"]            protocol revisions to offer
+          \"revisions\": [\"2025-06-18\"],           protocol revisions to offer
+          \"inheritEnv\": true,                    false: only PATH, HOME, USER,
+                                 LOGNAME, SHELL, TERM, LANG, LC_*, TZ, TMPDIR
+          \"envAllow\": [\"GITHUB_*\"],              and these (implies inheritEnv false)
+          \"maxRestarts\": 10                      failures in a row before giving up
         },
         \"remote\": {
           \"url\": \"https://example.com/mcp\",      a remote server, instead of command
@@ -146,8 +150,13 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
     2026-07-28 revision when it answers server/discover), or the older
     HTTP+SSE transport when its URL refuses a POST (400, 404, 405).
 
+A server never inherits mcpx's own variables (MCPX_*, such as MCPX_TOKEN) or
+the variables \"auth\" and remote servers' entries read; its own \"env\" applies.
 A server that crashes is restarted with backoff (250 ms doubling to 30 s);
-a remote server that cannot be reached is retried the same way.
+a remote server that cannot be reached is retried the same way. After
+\"maxRestarts\" failures in a row it is given up (\"failed: ...\" in /status).
+Processes a server leaves outside its process group are stopped with mcpx.
+Log records start with a UTC timestamp; text from servers is escaped.
 On end of input or SIGINT/SIGTERM, mcpx answers open subscriptions/listen
 requests (with notifications/cancelled), then closes each server's stdin, then
 sends SIGTERM and finally SIGKILL to its process group, and exits.

@@ -8,7 +8,8 @@
 //!       "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
 //!       "cwd": "~/src", "disabled": false, "timeoutMs": 60000,
 //!       "tools": {"allow": ["*"], "deny": ["delete_*"]},
-//!       "prefix": "gh", "revisions": ["2025-06-18"]
+//!       "prefix": "gh", "revisions": ["2025-06-18"],
+//!       "inheritEnv": false, "envAllow": ["GITHUB_*"], "maxRestarts": 10
 //!     },
 //!     "remote": {
 //!       "url": "https://example.com/mcp",
@@ -32,6 +33,10 @@
 //! 2024-11-05 HTTP+SSE transport; `"type": "http"` (or `"streamable-http"`)
 //! and `"type": "sse"` pin one of the two. `"headers"` go with every request,
 //! `"caFile"` (PEM) adds trusted CAs for https.
+//!
+//! `"inheritEnv"` and `"envAllow"` choose what a local server inherits of
+//! mcpx's environment (see `childenv`); `"maxRestarts"` bounds the restarts
+//! of a server that keeps failing (see `backoff`).
 //!
 //! `"cacheTtlMs"` and `"cachePublic"` are the caching hints (`ttlMs`,
 //! `cacheScope`) 2026-07-28 clients get on results of servers that give none;
@@ -95,6 +100,11 @@ pub struct ServerConfig {
     /// Set for a remote server (`"url"`); `command`, `args`, `env` and
     /// `cwd` are then empty.
     pub remote: Option<RemoteServer>,
+    /// `"inheritEnv"`, `"envAllow"`, and the variables the config reads as
+    /// secrets: what the process inherits of mcpx's environment.
+    pub env_policy: crate::childenv::Policy,
+    /// `"maxRestarts"`: failed attempts in a row retried before giving up.
+    pub max_restarts: u32,
 }
 
 /// Where and how to reach a remote server.
@@ -246,7 +256,8 @@ pub fn load(explicit: Option<&FsPath>, env: EnvLookup<'_>) -> Result<Config, Con
 }
 
 /// The hub used when no config file exists: two instances of this binary's
-/// own example server, so a new user sees aggregation at once.
+/// own demo server (`example-server --demo`: a few harmless tools, no test
+/// fixtures), so a new user sees aggregation at once.
 pub fn builtin_default() -> Config {
     let exe = std::env::current_exe()
         .map(|p| p.to_string_lossy().into_owned())
@@ -254,7 +265,7 @@ pub fn builtin_default() -> Config {
     let server = |name: &str| ServerConfig {
         name: name.to_string(),
         command: exe.clone(),
-        args: vec!["example-server".into(), "--name".into(), name.to_string()],
+        args: vec!["example-server".into(), "--demo".into(), "--name".into(), name.to_string()],
         env: Vec::new(),
         cwd: None,
         timeout_ms: None,
@@ -263,6 +274,8 @@ pub fn builtin_default() -> Config {
         prefix: name.to_string(),
         revisions: None,
         remote: None,
+        env_policy: Default::default(),
+        max_restarts: crate::backoff::DEFAULT_MAX_RESTARTS,
     };
     Config {
         source: Source::BuiltIn,
@@ -571,6 +584,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     if !cx.errors.is_empty() {
         return Err(ConfigError(cx.errors));
     }
+    mark_secrets(obj, &mut servers);
     Ok(Config {
         source: Source::BuiltIn,
         servers,
@@ -649,7 +663,7 @@ enum Parsed {
 
 const SERVER_KEYS: &[&str] = &[
     "command", "args", "env", "cwd", "disabled", "timeoutMs", "tools", "prefix", "revisions", "url",
-    "headers", "caFile", "type", "transport",
+    "headers", "caFile", "type", "transport", "inheritEnv", "envAllow", "maxRestarts",
 ];
 
 fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -> Parsed {
@@ -867,6 +881,8 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -
         }
     };
 
+    let (env_policy, max_restarts) = parse_process_keys(cx, at, obj, local);
+
     if cx.errors.len() > n_errors {
         return Parsed::Invalid;
     }
@@ -882,7 +898,89 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -
         prefix,
         revisions,
         remote,
+        env_policy,
+        max_restarts,
     }))
+}
+
+/// Longest `"maxRestarts"` accepted.
+const MAX_MAX_RESTARTS: u64 = 1000;
+
+/// A server's process keys: `"inheritEnv"` and `"envAllow"` (local servers
+/// only; an allow list without `"inheritEnv"` means `false`), and
+/// `"maxRestarts"`. The secrets of the policy are filled in by
+/// [`mark_secrets`] once the whole file is read.
+fn parse_process_keys(
+    cx: &mut Ctx<'_>,
+    at: &Path,
+    obj: &serde_json::Map<String, Value>,
+    local: bool,
+) -> (crate::childenv::Policy, u32) {
+    let mut policy = crate::childenv::Policy::default();
+    for k in ["inheritEnv", "envAllow"] {
+        if !local && obj.contains_key(k) {
+            cx.err(&at.key(k), format!("{k:?} is for local servers; a remote server has no environment"));
+        }
+    }
+    let inherit = obj.get("inheritEnv").and_then(|v| cx.bool(&at.key("inheritEnv"), v));
+    if let Some(v) = obj.get("envAllow") {
+        let aat = at.key("envAllow");
+        policy.allow = cx.strings(&aat, v).unwrap_or_default();
+        if inherit == Some(true) {
+            cx.err(&aat, "an allow list needs \"inheritEnv\": false (with true, every variable but mcpx's secrets is passed)");
+        }
+        for (i, p) in policy.allow.iter().enumerate() {
+            if p.is_empty() || p.contains('=') {
+                cx.err(&aat.idx(i), "a variable name or `*` pattern must be non-empty without `=`");
+            }
+        }
+    }
+    policy.inherit = inherit.unwrap_or(!obj.contains_key("envAllow"));
+    let max_restarts = match obj.get("maxRestarts") {
+        None | Some(Value::Null) => crate::backoff::DEFAULT_MAX_RESTARTS,
+        Some(v) => match v.as_u64().filter(|&n| n <= MAX_MAX_RESTARTS) {
+            Some(n) => n as u32,
+            None => {
+                cx.err(&at.key("maxRestarts"), format!("expected a whole number from 0 to {MAX_MAX_RESTARTS}, found {v}"));
+                crate::backoff::DEFAULT_MAX_RESTARTS
+            }
+        },
+    };
+    (policy, max_restarts)
+}
+
+/// The variables the config reads for mcpx itself go into every server's
+/// policy as secrets, so no child inherits them: those in the top-level keys
+/// other than `"mcpServers"` (`"auth"`, ...) and in remote servers' entries
+/// (`"headers"`, the URL, ...; a remote server has no environment). What a
+/// local server's own entry reads (`"env"`, `"args"`) is meant for it.
+fn mark_secrets(root: &serde_json::Map<String, Value>, servers: &mut [ServerConfig]) {
+    fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::String(s) => out.push(s),
+            Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+            Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let mut texts = Vec::new();
+    for (k, v) in root {
+        match (k.as_str(), v) {
+            ("mcpServers", Value::Object(m)) => {
+                for s in m.values().filter(|s| s.get("url").is_some()) {
+                    strings(s, &mut texts);
+                }
+            }
+            ("mcpServers", _) => {}
+            (_, v) => strings(v, &mut texts),
+        }
+    }
+    let mut secrets: Vec<String> = texts.iter().flat_map(|t| crate::childenv::referenced_vars(t)).collect();
+    secrets.sort();
+    secrets.dedup();
+    for s in servers {
+        s.env_policy.secrets = secrets.clone();
+    }
 }
 
 /// The keys of a remote server: `url`, `headers`, `caFile`, checked as the
@@ -1094,6 +1192,32 @@ mod tests {
     }
 
     #[test]
+    fn environment_and_restart_keys() {
+        let c = ok(r#"{
+  "mcpServers": {
+    "a": {"command": "x", "env": {"G": "${HOME}"}},
+    "b": {"command": "x", "inheritEnv": false, "maxRestarts": 0},
+    "c": {"command": "x", "envAllow": ["GITHUB_*"], "maxRestarts": 3},
+    "r": {"url": "https://h/mcp?k=${URL_KEY:-x}", "headers": {"Authorization": "Bearer ${API_KEY:-none}"}}
+  },
+  "auth": {"bearer": "${TOKEN}"}
+}"#);
+        let p: Vec<_> = c.servers.iter().map(|s| (s.env_policy.inherit, s.env_policy.allow.clone(), s.max_restarts)).collect();
+        assert_eq!(
+            p,
+            [(true, vec![], 10), (false, vec![], 0), (false, vec!["GITHUB_*".to_string()], 3), (true, vec![], 10)]
+        );
+        // What the config reads as secrets is kept from every child.
+        assert!(c.servers.iter().all(|s| s.env_policy.secrets == ["API_KEY", "TOKEN", "URL_KEY"]));
+
+        let e = err(r#"{"mcpServers": {"a": {"command": "x", "inheritEnv": true, "envAllow": ["A"], "maxRestarts": -1}}}"#);
+        assert!(e.contains("mcpServers.a.envAllow: an allow list needs \"inheritEnv\": false"), "{e}");
+        assert!(e.contains("mcpServers.a.maxRestarts: expected a whole number from 0 to 1000, found -1"), "{e}");
+        let e = err(r#"{"mcpServers": {"r": {"url": "https://h/mcp", "inheritEnv": false}}}"#);
+        assert!(e.contains("mcpServers.r.inheritEnv: \"inheritEnv\" is for local servers"), "{e}");
+    }
+
+    #[test]
     fn expansion() {
         assert_eq!(expand("a ${TOKEN} b", &env).unwrap(), "a t0k b");
         assert_eq!(expand("$${TOKEN}", &env).unwrap(), "${TOKEN}");
@@ -1267,7 +1391,7 @@ mod tests {
             [
                 "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
-                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport)",
+                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
                 "cfg.json:5:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
             ]
@@ -1356,7 +1480,7 @@ mod tests {
         assert_eq!(c.source, Source::BuiltIn);
         let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["demo", "notes"]);
-        assert_eq!(c.servers[0].args, ["example-server", "--name", "demo"]);
+        assert_eq!(c.servers[0].args, ["example-server", "--demo", "--name", "demo"]);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 #[macro_use]
 mod log;
 mod backoff;
+mod childenv;
 mod cli;
 mod config;
 mod example;
@@ -11,8 +12,10 @@ mod hub;
 mod jsonpos;
 pub mod limits;
 mod lines;
+mod logline;
 mod outbox;
 mod param_headers;
+mod reaper;
 mod remote;
 mod serve;
 mod stdfd;
@@ -68,7 +71,15 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
             0
         }
         Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
-        Ok(cli::Command::Serve(opts)) => serve::main(opts),
+        Ok(cli::Command::Serve(opts)) => {
+            reaper::become_subreaper();
+            let code = serve::main(opts);
+            // Every server is stopped: what they left behind goes too.
+            reaper::end_orphans(std::time::Duration::from_secs(2));
+            // The log is written by a thread of its own: let it finish.
+            log::flush(std::time::Duration::from_secs(2));
+            code
+        }
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2

@@ -655,7 +655,9 @@ fn spawn_upstream(
                 timeout_ms: s.timeout_ms.unwrap_or(60_000),
                 mode: r.mode,
             };
-            let (r, task) = remote::spawn(ex, id, spec, remote::Options::default(), events.clone(), Some(catalog.clone()));
+            let mut opts = remote::Options::default();
+            opts.restart.max_restarts = s.max_restarts;
+            let (r, task) = remote::spawn(ex, id, spec, opts, events.clone(), Some(catalog.clone()));
             (Upstream::Remote(r), task)
         }
         None => {
@@ -664,9 +666,12 @@ fn spawn_upstream(
                 command: s.command.clone(),
                 args: s.args.clone(),
                 env: s.env.clone(),
+                env_policy: s.env_policy.clone(),
                 cwd: s.cwd.clone(),
             };
-            let (u, task) = supervise::spawn(ex, id, spec, sup_opts.clone(), events.clone());
+            let mut opts = sup_opts.clone();
+            opts.restart.max_restarts = s.max_restarts;
+            let (u, task) = supervise::spawn(ex, id, spec, opts, events.clone());
             (Upstream::Local(u), task)
         }
     }

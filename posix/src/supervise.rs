@@ -24,8 +24,10 @@ use smol::future::FutureExt as _;
 use smol::io::AsyncReadExt;
 use smol::{LocalExecutor, Task, Timer};
 
-use crate::backoff::{self, Backoff};
+use crate::backoff::{self, Ctl, End, Ended, Policy};
+use crate::childenv;
 use crate::lines::{read_lines, LineEvent};
+use crate::logline::{escape_bytes, show_duration, RateLimit, Verdict};
 use crate::outbox::{self, Outbox, PushError};
 
 pub type UpstreamId = usize;
@@ -37,8 +39,10 @@ pub struct ProcessSpec {
     pub name: String,
     pub command: String,
     pub args: Vec<String>,
-    /// Set over the inherited environment.
+    /// Set over what it inherits (see `env_policy`); always applies.
     pub env: Vec<(String, String)>,
+    /// What it inherits of mcpx's environment.
+    pub env_policy: childenv::Policy,
     pub cwd: Option<PathBuf>,
 }
 
@@ -47,10 +51,8 @@ pub struct ProcessSpec {
 pub struct Options {
     /// How long to wait after closing stdin, and again after SIGTERM.
     pub grace: Duration,
-    pub backoff_min: Duration,
-    pub backoff_max: Duration,
-    /// A child that stayed up this long restarts after `backoff_min` again.
-    pub stable_after: Duration,
+    /// Restarts after a crash: backoff and the bound.
+    pub restart: Policy,
     /// Bytes of stderr kept for the exit report.
     pub stderr_tail: usize,
     /// Longest message line accepted from the child.
@@ -63,9 +65,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             grace: Duration::from_secs(2),
-            backoff_min: Duration::from_millis(250),
-            backoff_max: Duration::from_secs(30),
-            stable_after: Duration::from_secs(10),
+            restart: Policy::default(),
             stderr_tail: 8 * 1024,
             max_line: (16 << 20usize).min(crate::limits::get().max_frame_bytes),
             queue_msgs: outbox::DEFAULT_MAX_MSGS,
@@ -83,11 +83,6 @@ pub trait Events {
     /// Output on stdout that is not a message (a banner, an over-long line).
     fn garbage(&self, id: UpstreamId, what: &str);
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str);
-}
-
-enum Ctl {
-    Restart(String),
-    Shutdown,
 }
 
 struct Shared {
@@ -150,6 +145,7 @@ pub fn spawn(
         ctl: ctl_tx,
         pgid: std::cell::Cell::new(0),
     });
+    crate::reaper::start_sweeping(ex);
     let sup = Supervisor { id, spec, opts, events, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
     let task = ex.spawn(sup.run());
     (Upstream { sh }, task)
@@ -171,47 +167,25 @@ enum Wake {
     Told(Ctl),
 }
 
-enum Outcome {
-    /// The child died on its own (or never started).
-    Died,
-    Restart,
-    Shutdown,
-}
-
 type StatusFuture = Pin<Box<dyn Future<Output = io::Result<ExitStatus>>>>;
 
 impl Supervisor {
     async fn run(self) {
         let name = &self.spec.name;
-        let mut backoff = Backoff::new(self.opts.backoff_min, self.opts.backoff_max, self.opts.stable_after);
-        loop {
-            let t0 = Instant::now();
-            let outcome = match self.spawn_child() {
+        backoff::run(name, "restarting", self.id, &*self.events, &self.opts.restart, &self.ctl, || async {
+            let ended = match self.spawn_child() {
                 Ok(child) => self.run_child(child).await,
                 Err(e) => {
                     let reason = spawn_error(&self.spec, &e);
-                    // The hub logs the exit it is told about (with the reason).
                     debug!("server {name}: {reason}");
-                    self.events.exited(self.id, &reason, "");
-                    Outcome::Died
+                    Ended { end: End::Failed, reason, tail: String::new() }
                 }
             };
-            match outcome {
-                Outcome::Shutdown => return,
-                Outcome::Restart => {
-                    backoff.reset();
-                    continue;
-                }
-                Outcome::Died => {}
-            }
-            let delay = backoff.delay(t0);
-            info!("server {name}: restarting in {}", show_duration(delay));
-            match backoff::wait(delay, &self.ctl).await {
-                None => {}
-                Some(Ok(Ctl::Restart(_))) => backoff.reset(),
-                Some(Ok(Ctl::Shutdown)) | Some(Err(_)) => return,
-            }
-        }
+            // Descendants it left behind that have ended since (see `reaper`).
+            crate::reaper::reap_orphans();
+            ended
+        })
+        .await
     }
 
     fn spawn_child(&self) -> io::Result<smol::process::Child> {
@@ -226,7 +200,8 @@ impl Supervisor {
         }
         let mut cmd = std::process::Command::new(&spec.command);
         cmd.args(&spec.args)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .env_clear()
+            .envs(spec.env_policy.child_env(std::env::vars_os(), &spec.env))
             // Its own process group, so that stopping it reaches its children
             // too, and so that a Ctrl-C in mcpx's terminal does not hit it
             // before mcpx has closed its stdin.
@@ -251,11 +226,12 @@ impl Supervisor {
             .spawn()
     }
 
-    async fn run_child(&self, mut child: smol::process::Child) -> Outcome {
+    async fn run_child(&self, mut child: smol::process::Child) -> Ended {
         let name = &self.spec.name;
         let id = self.id;
         let pgid = child.id() as i32;
         self.sh.pgid.set(pgid);
+        let _registered = crate::reaper::Registered::new(pgid);
         let t0 = Instant::now();
         debug!("server {name}: started `{}` (pid {pgid})", self.spec.command);
 
@@ -279,6 +255,7 @@ impl Supervisor {
         let max_line = self.opts.max_line;
         let (eof_tx, eof_rx) = channel::bounded::<()>(1);
         let mut reader = Some(self.ex.spawn(async move {
+            let mut garbage = Garbage(RateLimit::new(LINES_PER_SECOND, Duration::from_secs(1)));
             let r = read_lines(stdout, max_line, |ev| match ev {
                 LineEvent::Line(line) => {
                     let t = line.trim_ascii();
@@ -286,15 +263,15 @@ impl Supervisor {
                     } else if t[0] == b'{' || t[0] == b'[' {
                         events.message(id, t);
                     } else {
-                        events.garbage(id, &format!("non-JSON line on stdout: {}", preview(t, 200)));
+                        garbage.report(&*events, id, || format!("non-JSON line on stdout: {}", preview(t, 200)));
                     }
                 }
-                LineEvent::TooLarge { len } => events.garbage(
-                    id,
-                    &format!("message of {len} bytes on stdout is over the {max_line}-byte limit; dropped"),
-                ),
+                LineEvent::TooLarge { len } => garbage.report(&*events, id, || {
+                    format!("message of {len} bytes on stdout is over the {max_line}-byte limit; dropped")
+                }),
             })
             .await;
+            garbage.finish(&*events, id);
             let _ = eof_tx.try_send(());
             r.err()
         }));
@@ -320,7 +297,7 @@ impl Supervisor {
                 outbox.close();
                 *self.sh.stdin.borrow_mut() = None;
                 join_for(Duration::from_millis(500), &mut reader).await;
-                (st, Outcome::Died, None)
+                (st, End::Failed, None)
             }
             Wake::StdoutClosed => {
                 // It cannot answer any more. Usually it is exiting; if not,
@@ -336,12 +313,12 @@ impl Supervisor {
                         stop_leader(pgid, &mut status, self.opts.grace, name).await
                     }
                 };
-                (st, Outcome::Died, None)
+                (st, End::Failed, None)
             }
             Wake::Told(ctl) => {
                 let (outcome, why) = match ctl {
-                    Ctl::Restart(r) => (Outcome::Restart, format!("restarted: {r}")),
-                    Ctl::Shutdown => (Outcome::Shutdown, "stopped".to_string()),
+                    Ctl::Restart(r) => (End::Restart, format!("restarted: {r}")),
+                    Ctl::Shutdown | Ctl::Kill => (End::Stopped, "stopped".to_string()),
                 };
                 debug!("server {name}: stopping ({why})");
                 // 1. Close its stdin (after what is queued, if it reads it).
@@ -367,20 +344,43 @@ impl Supervisor {
             Err(e) => format!("could not be waited for: {e}"),
         };
         let tail = tail.borrow().text();
-        match (&outcome, reason) {
-            (Outcome::Died, _) => {
-                let up = show_duration(t0.elapsed());
+        let reason = match reason {
+            None => {
                 // The hub logs the exit with the stderr tail; this adds the uptime.
-                debug!("server {name}: {status_text} after {up}");
-                self.events.exited(id, &status_text, &tail);
+                debug!("server {name}: {status_text} after {}", show_duration(t0.elapsed()));
+                status_text
             }
-            (_, reason) => {
-                let reason = reason.unwrap_or_default();
+            Some(reason) => {
                 debug!("server {name}: {reason}; {status_text}");
-                self.events.exited(id, &format!("{reason} ({status_text})"), &tail);
+                format!("{reason} ({status_text})")
             }
+        };
+        Ended { end: outcome, reason, tail }
+    }
+}
+
+/// Lines a child may have logged per second, per stream (stderr, and
+/// non-message stdout); the rest are counted and reported once a second.
+const LINES_PER_SECOND: u32 = 20;
+
+/// Non-message stdout, reported to the hub at a bounded rate.
+struct Garbage(RateLimit);
+
+impl Garbage {
+    fn report(&mut self, events: &dyn Events, id: UpstreamId, what: impl FnOnce() -> String) {
+        if let Verdict::Write { suppressed } = self.0.check(Instant::now()) {
+            if suppressed > 0 {
+                events.garbage(id, &format!("{suppressed} more such line(s) not shown"));
+            }
+            events.garbage(id, &what());
         }
-        outcome
+    }
+
+    fn finish(&mut self, events: &dyn Events, id: UpstreamId) {
+        let n = self.0.take_suppressed();
+        if n > 0 {
+            events.garbage(id, &format!("{n} more such line(s) not shown"));
+        }
     }
 }
 
@@ -413,6 +413,9 @@ async fn kill_group(pgid: i32, grace: Duration, name: &str) {
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         Timer::after(Duration::from_millis(20)).await;
+        // Orphaned members are mcpx's children now (see `reaper`): an
+        // ended one stays in the group until reaped.
+        crate::reaper::reap_orphans();
         if !group_alive(pgid) {
             return;
         }
@@ -435,6 +438,7 @@ fn group_alive(pgid: i32) -> bool {
     if pgid <= 1 {
         return false;
     }
+    crate::reaper::reap_orphans();
     // SAFETY: as above; signal 0 only checks for existence.
     let r = unsafe { libc::kill(-pgid, 0) };
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
@@ -488,42 +492,68 @@ pub fn describe_status(st: ExitStatus) -> String {
     }
 }
 
-fn show_duration(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{} ms", d.as_millis())
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
+/// Longest stderr line logged as one record; longer ones are split.
+const MAX_STDERR_LINE: usize = 4096;
 
-/// Keeps the child's stderr in `tail` and logs it line by line (at debug).
+/// Keeps the child's stderr in `tail` and logs it line by line (at debug),
+/// escaped and at most [`LINES_PER_SECOND`] lines a second. It yields to
+/// the other tasks after every chunk, so a flood cannot hold the thread.
 async fn pump_stderr(mut stderr: smol::process::ChildStderr, tail: Rc<RefCell<Tail>>, name: String) {
-    let mut chunk = vec![0u8; 4096];
+    let mut chunk = vec![0u8; 64 * 1024];
     let mut line = Vec::new();
+    let mut limit = RateLimit::new(LINES_PER_SECOND, Duration::from_secs(1));
+    let mut log_line = |line: &[u8]| {
+        if let Verdict::Write { suppressed } = limit.check(Instant::now()) {
+            if suppressed > 0 {
+                debug!("[{name}] ({suppressed} more stderr line(s) not shown)");
+            }
+            debug!("[{name}] {}", escape_bytes(line.trim_ascii()));
+        }
+    };
     loop {
         let n = match stderr.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
         tail.borrow_mut().push(&chunk[..n]);
-        for &b in &chunk[..n] {
-            if b == b'\n' || line.len() >= 4096 {
-                debug!("[{name}] {}", String::from_utf8_lossy(line.trim_ascii()));
-                line.clear();
-                if b == b'\n' {
-                    continue;
+        let mut data = &chunk[..n];
+        while !data.is_empty() {
+            let room = MAX_STDERR_LINE - line.len();
+            match data[..data.len().min(room)].iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    line.extend_from_slice(&data[..i]);
+                    data = &data[i + 1..];
+                }
+                None if data.len() < room => {
+                    line.extend_from_slice(data);
+                    break;
+                }
+                None => {
+                    line.extend_from_slice(&data[..room]);
+                    data = &data[room..];
                 }
             }
-            line.push(b);
+            log_line(&line);
+            line.clear();
         }
+        smol::future::yield_now().await;
     }
     if !line.is_empty() {
-        debug!("[{name}] {}", String::from_utf8_lossy(line.trim_ascii()));
+        log_line(&line);
+    }
+    let n = limit.take_suppressed();
+    if n > 0 {
+        debug!("[{name}] ({n} more stderr line(s) not shown)");
     }
 }
 
 fn preview(b: &[u8], max: usize) -> String {
-    let s = String::from_utf8_lossy(&b[..b.len().min(max)]).into_owned();
+    let mut end = b.len().min(max);
+    // Cut at a character boundary where the text is UTF-8.
+    while end > 0 && end < b.len() && (b[end] & 0xc0) == 0x80 {
+        end -= 1;
+    }
+    let s = escape_bytes(&b[..end]);
     if b.len() > max {
         format!("{s}… ({} bytes)", b.len())
     } else {
@@ -600,6 +630,7 @@ mod tests {
             command: "sh".into(),
             args: vec!["-c".into(), script.into()],
             env: vec![],
+            env_policy: childenv::Policy::default(),
             cwd: None,
         }
     }
@@ -607,9 +638,12 @@ mod tests {
     fn fast() -> Options {
         Options {
             grace: Duration::from_millis(300),
-            backoff_min: Duration::from_millis(50),
-            backoff_max: Duration::from_millis(200),
-            stable_after: Duration::from_secs(10),
+            restart: Policy {
+                min: Duration::from_millis(50),
+                max: Duration::from_millis(200),
+                stable_after: Duration::from_secs(10),
+                max_restarts: 100,
+            },
             ..Options::default()
         }
     }
@@ -678,6 +712,7 @@ mod tests {
                 command: "/nonexistent/mcp-server".into(),
                 args: vec![],
                 env: vec![],
+            env_policy: childenv::Policy::default(),
                 cwd: None,
             };
             let (up, task) = spawn(&ex, 0, spec, fast(), log.clone());
@@ -701,6 +736,49 @@ mod tests {
                 log.take()[0],
                 "exited cannot start `sh`: working directory /nonexistent/dir does not exist | "
             );
+        });
+    }
+
+    // covers: stdio-client-restart-crashed-server
+    #[test]
+    fn a_missing_command_is_given_up_after_max_restarts() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            let spec = ProcessSpec { command: "/nonexistent/mcp-server".into(), ..sh("missing", "") };
+            let mut opts = fast();
+            opts.restart.max_restarts = 2;
+            let (up, task) = spawn(&ex, 0, spec, opts, log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("exited") == 3).await);
+            Timer::after(Duration::from_millis(400)).await;
+            let events = log.take();
+            assert_eq!(events.len(), 3, "{events:?}");
+            assert!(
+                events[2].starts_with(
+                    "exited failed: cannot start `/nonexistent/mcp-server`: command not found (is it installed and on PATH?); gave up after 3"
+                ),
+                "{events:?}"
+            );
+            // A restart asked for tries again.
+            up.restart("config fixed");
+            assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
+            up.shutdown();
+            task.await;
+        });
+    }
+
+    #[test]
+    fn the_child_gets_the_policys_environment() {
+        run(Duration::from_secs(10), |ex| async move {
+            let log = Rc::new(Log::default());
+            // PATH is in the base set; nothing else of ours is, unless allowed.
+            let mut spec = sh("env", "echo \"{\\\"path\\\":\\\"${PATH:+set}\\\",\\\"cargo\\\":\\\"${CARGO:-unset}\\\",\\\"own\\\":\\\"$OWN\\\"}\"; cat");
+            spec.env = vec![("OWN".into(), "mine".into())];
+            spec.env_policy = childenv::Policy { inherit: false, ..childenv::Policy::default() };
+            let (up, task) = spawn(&ex, 0, spec, fast(), log.clone());
+            assert!(until(Duration::from_secs(5), || log.count("msg") == 1).await);
+            up.shutdown();
+            task.await;
+            assert_eq!(log.msgs()[0], serde_json::json!({"path": "set", "cargo": "unset", "own": "mine"}));
         });
     }
 

@@ -2,7 +2,7 @@
 //! `sh` MCP servers written by the tests), real pipes and signals.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod support;
-use support::MCPX;
+use support::{pid_alive, MCPX};
 
 /// A minimal MCP server in sh: answers initialize, tools/list and
 /// tools/call (`hello`, `slow`: answers after 1 s, `hang`: never answers,
@@ -46,34 +46,16 @@ while IFS= read -r line; do
 done
 "#;
 
-struct Dir(PathBuf);
+use support::Scratch as Dir;
 
 impl Dir {
     fn new(test: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("mcpx-serve-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("fake.sh"), FAKE).unwrap();
-        Dir(d)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    fn config(&self, cfg: &Value) -> PathBuf {
-        let p = self.path("mcpx.json");
-        std::fs::write(&p, serde_json::to_string_pretty(cfg).unwrap()).unwrap();
-        p
+        Dir::create(&format!("serve-{test}"), &[("fake.sh", FAKE)])
     }
     fn fake(&self, args: &[&str]) -> Value {
         let mut a = vec![self.path("fake.sh").display().to_string()];
         a.extend(args.iter().map(|s| s.to_string()));
         json!({"command": "sh", "args": a})
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -90,18 +72,7 @@ impl Session {
     }
 
     fn start_with(dir: &Dir, args: &[&str], env: &[(&str, &str)]) -> Session {
-        let mut child = Command::new(MCPX)
-            .args(args)
-            .envs(env.iter().copied())
-            .current_dir(&dir.0)
-            .env("HOME", &dir.0)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("MCPX_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = dir.mcpx().args(args).envs(env.iter().copied()).stderr(Stdio::piped()).spawn().unwrap();
         let lines = support::lines(child.stdout.take().unwrap());
         let mut err = child.stderr.take().unwrap();
         let stderr = std::thread::spawn(move || {
@@ -192,14 +163,6 @@ fn text_of(r: &Value) -> String {
 }
 
 /// Alive and not a zombie.
-fn pid_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')),
-        // SAFETY: signal 0 only checks that the process exists.
-        Err(_) => unsafe { libc::kill(pid, 0) == 0 },
-    }
-}
-
 fn wait_for_file(p: &Path) -> String {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(5) {

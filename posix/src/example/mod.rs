@@ -20,6 +20,7 @@
 //! per revision), `wire` (JSON-RPC plumbing).
 
 mod content;
+mod demo;
 mod flow;
 mod prompts;
 mod resources;
@@ -44,10 +45,12 @@ const MAX_LINE: usize = 16 << 20;
 const OUT_QUEUE: usize = 1024;
 
 const USAGE: &str =
-    "usage: mcpx example-server [--revisions REV[,REV...]] [--name NAME] [--page-size N]
+    "usage: mcpx example-server [--demo] [--revisions REV[,REV...]] [--name NAME] [--page-size N]
 
 A built-in MCP server on stdio (newline-delimited JSON-RPC).
 
+  --demo            serve only the demo catalog (echo, add, current_time, a
+                    readme resource, a greeting prompt) instead of the fixtures
   --revisions LIST  protocol revisions to accept, comma-separated
                     (default: 2024-11-05,2025-03-26,2025-06-18,2025-11-25,2026-07-28)
   --name NAME       serverInfo.name (default: mcpx-example)
@@ -62,6 +65,8 @@ pub struct Config {
     pub page_size: usize,
     /// Input line buffer size (the longest accepted message is one byte less).
     pub max_line: usize,
+    /// `--demo`: the catalog is [`demo`]'s, not the fixtures.
+    pub demo: bool,
 }
 
 impl Default for Config {
@@ -71,6 +76,7 @@ impl Default for Config {
             name: "mcpx-example".into(),
             page_size: 1000,
             max_line: MAX_LINE,
+            demo: false,
         }
     }
 }
@@ -122,6 +128,7 @@ impl Config {
                     }
                     cfg.revisions = revs;
                 }
+                "--demo" => cfg.demo = true,
                 "--name" => {
                     cfg.name = value(flag)?;
                     if cfg.name.is_empty() {

@@ -515,6 +515,9 @@ impl Server {
     fn handle_common(self: &Rc<Self>, ctx: &Ctx, method: &str, params: Value) -> Handled {
         use Handled::Now;
         let rev = ctx.rev;
+        if self.cfg.demo {
+            return Now(super::demo::handle(method, &params, rev));
+        }
         match method {
             "tools/list" => {
                 let toggled = self.st.borrow().toggled;
@@ -595,8 +598,16 @@ impl Server {
             "protocolVersion": rev.as_str(),
             "capabilities": self.capabilities(rev),
             "serverInfo": info,
-            "instructions": "A built-in test server: conformance fixtures (test_*) plus echo, add, slow, ask_user, ask_model, list_roots, fail, crash and toggle_tool."
+            "instructions": self.instructions()
         }))
+    }
+
+    fn instructions(&self) -> &'static str {
+        if self.cfg.demo {
+            super::demo::INSTRUCTIONS
+        } else {
+            "A built-in test server: conformance fixtures (test_*) plus echo, add, slow, ask_user, ask_model, list_roots, fail, crash and toggle_tool."
+        }
     }
 
     fn capabilities(&self, rev: Rev) -> Value {
@@ -629,7 +640,7 @@ impl Server {
         json!({
             "supportedVersions": self.supported(),
             "capabilities": self.capabilities(rev),
-            "instructions": "A built-in test server: conformance fixtures (test_*) plus echo, add, slow, ask_user, ask_model, list_roots, fail, crash and toggle_tool.",
+            "instructions": self.instructions(),
             "_meta": meta,
         })
     }

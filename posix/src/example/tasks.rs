@@ -123,27 +123,7 @@ impl TaskStore {
 }
 
 /// ISO-8601 UTC time with milliseconds for a Unix time in ms.
-pub fn iso8601(ms: u64) -> String {
-    let days = (ms / 86_400_000) as i64;
-    let rem = ms % 86_400_000;
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000
-    )
-}
+pub use crate::logline::rfc3339_ms as iso8601;
 
 fn new_task_id() -> String {
     use nanorand::Rng;

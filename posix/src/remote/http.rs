@@ -331,7 +331,7 @@ impl Client {
                 Err((
                     io::Error::new(
                         io::ErrorKind::TimedOut,
-                        format!("no response within {}", super::show_ms(d)),
+                        format!("no response within {}", crate::logline::show_duration(d)),
                     ),
                     false,
                 ))

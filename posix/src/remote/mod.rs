@@ -80,7 +80,8 @@ use smol::future::FutureExt as _;
 use smol::lock::{Mutex, Semaphore};
 use smol::{LocalExecutor, Task};
 
-use crate::backoff::{self, Backoff};
+use crate::backoff::{self, Ctl, End, Ended, Policy};
+use crate::logline::show_duration;
 use conn::Connector;
 use http::{Body, Client, Limits, Response};
 use url::{Scheme, Url};
@@ -188,10 +189,8 @@ impl RemoteSpec {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub connect_timeout: Duration,
-    pub backoff_min: Duration,
-    pub backoff_max: Duration,
-    /// A session that stayed up this long restarts after `backoff_min` again.
-    pub stable_after: Duration,
+    /// Reconnecting after a lost session: backoff and the bound.
+    pub restart: Policy,
     /// Added to the server's `timeoutMs` for the HTTP exchange, so that the
     /// hub's own timeout (same value) answers the client first.
     pub timeout_grace: Duration,
@@ -218,9 +217,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             connect_timeout: Duration::from_secs(10),
-            backoff_min: Duration::from_millis(250),
-            backoff_max: Duration::from_secs(30),
-            stable_after: Duration::from_secs(10),
+            restart: Policy::default(),
             timeout_grace: Duration::from_secs(1),
             max_head: 64 * 1024,
             max_message: 16 << 20,
@@ -237,13 +234,6 @@ impl Default for Options {
 
 /// Why [`Remote::send`] refused a message: the stdio outbox's error.
 pub use crate::outbox::PushError as SendError;
-
-enum Ctl {
-    Restart(String),
-    Shutdown,
-    /// Shut down without the goodbye (no DELETE).
-    Kill,
-}
 
 struct Shared {
     out: RefCell<Option<Sender<Vec<u8>>>>,
@@ -323,18 +313,6 @@ pub fn spawn(
     (Remote { sh }, task)
 }
 
-#[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than the MSRV
-pub(crate) fn show_ms(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms >= 1000 && ms % 1000 == 0 {
-        format!("{} s", ms / 1000)
-    } else if ms >= 1000 {
-        format!("{:.1} s", d.as_secs_f64())
-    } else {
-        format!("{ms} ms")
-    }
-}
-
 struct Supervisor {
     id: UpstreamId,
     spec: RemoteSpec,
@@ -346,43 +324,19 @@ struct Supervisor {
     ctl: Receiver<Ctl>,
 }
 
-enum Outcome {
-    Failed,
-    Restart,
-    Shutdown,
-}
-
 impl Supervisor {
     async fn run(self) {
-        let name = self.spec.name.clone();
-        let mut backoff = Backoff::new(self.opts.backoff_min, self.opts.backoff_max, self.opts.stable_after);
-        loop {
-            let t0 = Instant::now();
-            let outcome = match self.prepare() {
+        let name = &self.spec.name;
+        backoff::run(name, "reconnecting", self.id, &*self.events, &self.opts.restart, &self.ctl, || async {
+            match self.prepare() {
                 Ok((url, connector)) => self.session(url, connector).await,
                 Err(reason) => {
-                    // The hub logs the exit and its reason.
                     debug!("server {name}: {reason}");
-                    self.events.exited(self.id, &reason, "");
-                    Outcome::Failed
+                    Ended { end: End::Failed, reason, tail: String::new() }
                 }
-            };
-            match outcome {
-                Outcome::Shutdown => return,
-                Outcome::Restart => {
-                    backoff.reset();
-                    continue;
-                }
-                Outcome::Failed => {}
             }
-            let delay = backoff.delay(t0);
-            info!("server {name}: reconnecting in {}", show_ms(delay));
-            match backoff::wait(delay, &self.ctl).await {
-                None => {}
-                Some(Ok(Ctl::Restart(_))) => backoff.reset(),
-                Some(Ok(Ctl::Shutdown)) | Some(Ok(Ctl::Kill)) | Some(Err(_)) => return,
-            }
-        }
+        })
+        .await
     }
 
     fn prepare(&self) -> Result<(Url, Connector), String> {
@@ -393,7 +347,7 @@ impl Supervisor {
     }
 
     /// One session: from the first connection to its loss or end.
-    async fn session(&self, url: Url, connector: Connector) -> Outcome {
+    async fn session(&self, url: Url, connector: Connector) -> Ended {
         let name = &self.spec.name;
         let client = Client::new(connector, self.opts.max_idle);
         let warm = async { Ok(client.warm(&url).await) };
@@ -403,11 +357,10 @@ impl Supervisor {
             Ok(Err(e)) => {
                 let reason = format!("unreachable: {e}");
                 debug!("server {name}: {reason}");
-                self.events.exited(self.id, &reason, "");
-                return Outcome::Failed;
+                return Ended { end: End::Failed, reason, tail: String::new() };
             }
-            Err(Ctl::Restart(_)) => return Outcome::Restart,
-            Err(Ctl::Shutdown | Ctl::Kill) => return Outcome::Shutdown,
+            Err(Ctl::Restart(r)) => return Ended { end: End::Restart, reason: format!("restarted: {r}"), tail: String::new() },
+            Err(Ctl::Shutdown | Ctl::Kill) => return Ended { end: End::Stopped, reason: "stopped".into(), tail: String::new() },
         }
         let (fatal_tx, fatal_rx) = channel::bounded::<String>(1);
         let (closed_tx, closed_rx) = channel::bounded::<()>(1);
@@ -484,18 +437,17 @@ impl Supervisor {
         self.sh.queued.set(0);
         sess.alive.set(false);
         drop(closed_tx);
-        let up = show_ms(Duration::from_millis(t0.elapsed().as_millis() as u64));
+        let up = show_duration(Duration::from_millis(t0.elapsed().as_millis() as u64));
         match result {
             Err(reason) => {
                 debug!("server {name}: session lost after {up}: {reason}");
                 sess.client.clear();
-                self.events.exited(self.id, &reason, "");
-                Outcome::Failed
+                Ended { end: End::Failed, reason, tail: String::new() }
             }
             Ok(ctl) => {
                 let (outcome, why) = match &ctl {
-                    Ctl::Restart(r) => (Outcome::Restart, format!("restarted: {r}")),
-                    Ctl::Shutdown | Ctl::Kill => (Outcome::Shutdown, "stopped".to_string()),
+                    Ctl::Restart(r) => (End::Restart, format!("restarted: {r}")),
+                    Ctl::Shutdown | Ctl::Kill => (End::Stopped, "stopped".to_string()),
                 };
                 debug!("server {name}: ending the session ({why})");
                 if matches!(ctl, Ctl::Kill) {
@@ -515,8 +467,7 @@ impl Supervisor {
                     };
                     end.or(killed).await;
                 }
-                self.events.exited(self.id, &why, "");
-                outcome
+                Ended { end: outcome, reason: why, tail: String::new() }
             }
         }
     }
@@ -882,7 +833,7 @@ impl Session {
         let endpoint = endpoint
             .or(async {
                 Timer::after(self.timeout).await;
-                Err(format!("no endpoint event within {}", show_ms(self.timeout)))
+                Err(format!("no endpoint event within {}", show_duration(self.timeout)))
             })
             .await
             .map_err(|e| format!("HTTP+SSE fallback failed: {e}"))?;
@@ -1312,7 +1263,7 @@ impl Session {
                 delay = self.opts.sse_retry;
             }
             Timer::after(st.retry.unwrap_or(delay).max(Duration::from_millis(10))).await;
-            delay = (delay * 2).min(self.opts.backoff_max);
+            delay = (delay * 2).min(self.opts.restart.max);
         }
     }
 

@@ -226,8 +226,11 @@ fn spec(url: &str) -> RemoteSpec {
 
 fn fast() -> Options {
     Options {
-        backoff_min: Duration::from_millis(50),
-        backoff_max: Duration::from_millis(200),
+        restart: crate::backoff::Policy {
+            min: Duration::from_millis(50),
+            max: Duration::from_millis(200),
+            ..Default::default()
+        },
         sse_retry: Duration::from_millis(20),
         timeout_grace: Duration::ZERO,
         ..Options::default()

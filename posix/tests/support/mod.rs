@@ -1,6 +1,7 @@
 //! What the `mcpx` end-to-end tests share.
 
 use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver};
 
 /// The binary under test.
@@ -18,4 +19,64 @@ pub fn lines(r: impl Read + Send + 'static) -> Receiver<String> {
         }
     });
     rx
+}
+
+/// A scratch folder of a test (`mcpx-<name>-<pid>` in the temp folder),
+/// removed when dropped.
+#[allow(dead_code)] // not every test binary uses it
+pub struct Scratch(pub PathBuf);
+
+#[allow(dead_code)]
+impl Scratch {
+    /// An empty folder with `files` (name, text) written in it.
+    pub fn create(name: &str, files: &[(&str, &str)]) -> Scratch {
+        let d = std::env::temp_dir().join(format!("mcpx-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        for (f, text) in files {
+            std::fs::write(d.join(f), text).unwrap();
+        }
+        Scratch(d)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// `mcpx` to run in this folder, as a new user would: HOME here, no
+    /// XDG_CONFIG_HOME or MCPX_LOG, stdin and stdout piped.
+    pub fn mcpx(&self) -> std::process::Command {
+        use std::process::Stdio;
+        let mut c = std::process::Command::new(MCPX);
+        c.current_dir(&self.0)
+            .env("HOME", &self.0)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("MCPX_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        c
+    }
+
+    /// Writes `cfg` as `mcpx.json`.
+    pub fn config(&self, cfg: &serde_json::Value) -> PathBuf {
+        let p = self.path("mcpx.json");
+        std::fs::write(&p, serde_json::to_string_pretty(cfg).unwrap()).unwrap();
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether process `pid` runs (a zombie counts as gone).
+#[allow(dead_code)] // not every test binary uses it
+pub fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')),
+        // SAFETY: signal 0 only checks that the process exists.
+        Err(_) => unsafe { libc::kill(pid, 0) == 0 },
+    }
 }
