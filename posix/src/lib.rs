@@ -13,6 +13,7 @@ pub mod limits;
 mod lines;
 mod outbox;
 mod param_headers;
+pub mod policy;
 mod remote;
 mod serve;
 mod stdfd;

@@ -1,0 +1,4 @@
+//! Policy: rate limits, per-principal catalogs, argument validation, the
+//! audit log, metrics and tool search (issue 17). Placeholder doc; see below.
+
+pub mod ratelimit;
