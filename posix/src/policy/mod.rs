@@ -1,6 +1,7 @@
 //! Policy: rate limits, per-principal catalogs, argument validation, the
 //! audit log, metrics and tool search (issue 17). Placeholder doc; see below.
 
+pub mod audit;
 pub mod catalog_acl;
 pub mod ratelimit;
 #[cfg(feature = "validate")]
