@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod catalog_acl;
+pub mod metrics;
 pub mod ratelimit;
 #[cfg(feature = "validate")]
 pub mod validate;
