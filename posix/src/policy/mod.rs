@@ -5,5 +5,6 @@ pub mod audit;
 pub mod catalog_acl;
 pub mod metrics;
 pub mod ratelimit;
+pub mod search;
 #[cfg(feature = "validate")]
 pub mod validate;
