@@ -6,6 +6,7 @@
 //! **Status: parsed and tested, not yet wired into the hub.** The points
 //! below are where the hub must call each part, after the message-path
 //! change (one parsed message view, outputs that name their request).
+//! The hub holds one [`Policy`] (built from the config by `Policy::new`).
 //! "Principal" is the client's identity: `"stdio"` for the stdio client,
 //! the static token's name (or, later, the OAuth subject) over HTTP.
 //!
@@ -67,8 +68,11 @@ pub mod catalog_acl;
 pub mod metrics;
 pub mod ratelimit;
 pub mod search;
+mod state;
 #[cfg(feature = "validate")]
 pub mod validate;
+
+pub use state::Policy;
 
 #[cfg(test)]
 mod config_tests;
