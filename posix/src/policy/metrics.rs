@@ -4,7 +4,7 @@
 //!
 //! Sans-IO: the hub updates a [`Registry`] (through [`HubMetrics`]) and the
 //! HTTP listener serves [`Registry::render`] at `/metrics` with the
-//! content type [`CONTENT_TYPE`].
+//! content type [`CONTENT_TYPE`] (and [`Registry::to_json`] in `/status`).
 //!
 //! Label sets are bounded: a family holds at most `max_series` series;
 //! past that, new label sets are counted in one series whose every label
@@ -115,6 +115,37 @@ impl Registry {
             Series::Value(v) => Some(*v),
             Series::Histogram { .. } => None,
         }
+    }
+
+    /// Every family as JSON, for `/status`: `{name: [{"labels": {..},
+    /// "value": n}]}`, histograms with `count`, `sum` and cumulative
+    /// `buckets` of `[le, count]` instead of `value`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::{json, Map, Value};
+        let mut out = Map::new();
+        for f in &self.families {
+            let series = f.series.iter().map(|(values, s)| {
+                let labels: Map<String, Value> = f.labels.iter().zip(values).map(|(k, v)| (k.to_string(), Value::from(v.as_str()))).collect();
+                match (s, f.kind) {
+                    (Series::Histogram { counts, sum }, Kind::Histogram(bounds)) => {
+                        let mut cumulative = 0;
+                        let buckets: Vec<Value> = counts
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| {
+                                cumulative += c;
+                                json!([bounds.get(i).map_or(Value::from("+Inf"), |b| json!(b)), cumulative])
+                            })
+                            .collect();
+                        json!({"labels": labels, "count": cumulative, "sum": sum, "buckets": buckets})
+                    }
+                    (Series::Value(v), _) => json!({"labels": labels, "value": v}),
+                    (Series::Histogram { .. }, _) => Value::Null,
+                }
+            });
+            out.insert(f.name.to_string(), Value::Array(series.collect()));
+        }
+        Value::Object(out)
     }
 
     /// The text exposition of every family.
@@ -382,6 +413,24 @@ print(json.dumps(out))
         assert_eq!(fams[0][2], "Back\\slash and\nnewline.");
         assert_eq!(fams[0][3][0], json!(["t_gauge", {"v": "quo\"te \\ new\nline"}, -1.5]));
         assert_eq!(fams[1][3][0][2], "+Inf");
+    }
+
+    #[test]
+    fn the_status_json_has_the_same_numbers() {
+        let mut m = HubMetrics::new(100);
+        m.request("tools/call", "gh", Outcome::Result, 3, 100, 400);
+        m.request("tools/call", "gh", Outcome::Result, 700, 1, 1);
+        m.load(2, 0, &[]);
+        let j = m.registry.to_json();
+        assert_eq!(j["mcpx_requests_total"], json!([{"labels": {"method": "tools/call", "server": "gh", "outcome": "result"}, "value": 2.0}]));
+        assert_eq!(j["mcpx_sessions"], json!([{"labels": {}, "value": 2.0}]));
+        let h = &j["mcpx_request_duration_seconds"][0];
+        assert_eq!((h["count"].as_u64(), h["labels"]["server"].as_str()), (Some(2), Some("gh")));
+        assert!((h["sum"].as_f64().unwrap() - 0.703).abs() < 1e-9);
+        assert_eq!(h["buckets"][0], json!([0.005, 1]));
+        assert_eq!(h["buckets"][7], json!([1.0, 2]));
+        assert_eq!(h["buckets"][LATENCY_BUCKETS.len()], json!(["+Inf", 2]));
+        assert_eq!(j["mcpx_upstream_up"], json!([]));
     }
 
     #[test]
