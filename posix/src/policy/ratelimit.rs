@@ -264,33 +264,36 @@ impl RateLimiter {
     /// one with the longest wait is named.
     pub fn check(&mut self, key: Key<'_>, now_ms: u64) -> Result<(), Refusal> {
         let limits = self.cfg.class(key.class);
-        let mut applicable: Vec<(Scope, Rate, String)> = Vec::with_capacity(3);
-        let path = |dim: &str| format!("policy.rateLimits.{}.{dim}", key.class.key());
-        if let Some(r) = limits.per_principal {
-            applicable.push((Scope::Principal(key.principal.into()), r, path("perPrincipal")));
-        }
-        if let Some(r) = limits.per_server {
-            applicable.push((Scope::Server(key.server.into()), r, path("perServer")));
-        }
-        if !key.tool.is_empty() {
-            if let Some((i, (glob, r))) = limits.per_tool.iter().enumerate().find(|(_, (g, _))| glob_match(g, key.tool)) {
-                applicable.push((Scope::Tool(i, key.tool.into()), *r, format!("{}[{glob:?}]", path("perTool"))));
+        let tool_rule = match key.tool {
+            "" => None,
+            tool => limits.per_tool.iter().position(|(g, _)| glob_match(g, tool)),
+        };
+        // At most three buckets; nothing allocated when no limit applies.
+        let applicable = [
+            limits.per_principal.map(|r| (Scope::Principal(key.principal.into()), r)),
+            limits.per_server.map(|r| (Scope::Server(key.server.into()), r)),
+            tool_rule.map(|i| (Scope::Tool(i, key.tool.into()), limits.per_tool[i].1)),
+        ];
+        let mut longest: Option<(&Scope, Rate, u64)> = None;
+        for (scope, rate) in applicable.iter().flatten() {
+            let wait = self.bucket(key.class, scope, *rate, now_ms).wait_ms();
+            if wait > 0 && longest.map_or(true, |(_, _, w)| wait > w) {
+                longest = Some((scope, *rate, wait));
             }
         }
-        let mut refusal: Option<Refusal> = None;
-        for (scope, rate, name) in &applicable {
-            let b = self.bucket(key.class, scope, *rate, now_ms);
-            let wait = b.wait_ms();
-            if wait > 0 && refusal.as_ref().map_or(true, |r| wait > r.retry_after_ms) {
-                refusal = Some(Refusal { limit: format!("{name} ({rate})"), retry_after_ms: wait });
-            }
+        if let Some((scope, rate, wait)) = longest {
+            let dim = match scope {
+                Scope::Principal(_) => "perPrincipal".to_string(),
+                Scope::Server(_) => "perServer".to_string(),
+                Scope::Tool(i, _) => format!("perTool[{:?}]", self.cfg.class(key.class).per_tool[*i].0),
+            };
+            return Err(Refusal {
+                limit: format!("policy.rateLimits.{}.{dim} ({rate})", key.class.key()),
+                retry_after_ms: wait,
+            });
         }
-        if let Some(r) = refusal {
-            return Err(r);
-        }
-        for (scope, rate, _) in applicable {
-            let b = self.bucket(key.class, &scope, rate, now_ms);
-            b.units -= rate.per_ms;
+        for (scope, rate) in applicable.iter().flatten() {
+            self.bucket(key.class, scope, *rate, now_ms).units -= rate.per_ms;
         }
         Ok(())
     }
