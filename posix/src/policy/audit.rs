@@ -393,6 +393,14 @@ mod tests {
         r.write_line(format!("{:039}\n", 8).as_bytes()).unwrap();
         assert_eq!(read(&path), format!("{:039}\n", 8));
         assert_eq!(read(&n(1)), format!("{:039}\n{:039}\n", 6, 7));
+        // One file: the log restarts in place.
+        let one = dir.join("one.jsonl");
+        let mut r = Rotating::open(&one, 100, 1).unwrap();
+        for i in 0..3 {
+            r.write_line(format!("{:039}\n", i).as_bytes()).unwrap();
+        }
+        assert_eq!(read(&one), format!("{:039}\n", 2));
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 4, "audit.jsonl, .1, .2 and one.jsonl only");
         let _ = fs::remove_dir_all(&dir);
     }
 
