@@ -12,6 +12,7 @@ pub mod envelope;
 pub mod error;
 pub mod frame;
 pub mod headers;
+pub mod io;
 pub mod json;
 pub mod meta;
 pub mod names;
