@@ -14,7 +14,6 @@ enum Frame {
 
 fn decode(reads: &[&[u8]]) -> Vec<Frame> {
     let mut d = LineDecoder::new([0u8; 64]);
-    let mut frames = Vec::new();
     feed_all(
         &mut d,
         reads,
@@ -33,9 +32,7 @@ fn decode(reads: &[&[u8]]) -> Vec<Frame> {
                 });
             }
         },
-        &mut frames,
-    );
-    frames
+    )
 }
 
 fuzz_target!(|data: &[u8]| {

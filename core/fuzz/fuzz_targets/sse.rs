@@ -19,8 +19,7 @@ enum Frame {
 
 fn decode(reads: &[&[u8]]) -> (Vec<Frame>, Vec<u8>, Option<u64>) {
     let mut d = SseDecoder::new([0u8; 128]);
-    let mut frames = Vec::new();
-    feed_all(
+    let frames = feed_all(
         &mut d,
         reads,
         |d, input| d.feed(input),
@@ -37,7 +36,6 @@ fn decode(reads: &[&[u8]]) -> (Vec<Frame>, Vec<u8>, Option<u64>) {
                 });
             }
         },
-        &mut frames,
     );
     (frames, d.last_event_id().to_vec(), d.retry())
 }

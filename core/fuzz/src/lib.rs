@@ -22,17 +22,25 @@ pub fn reads(input: &[u8]) -> (Vec<&[u8]>, &[u8]) {
 /// Feeds `reads` in order through `feed` (which returns how many bytes it
 /// took) and `drain` (which pulls every ready frame into the output), and
 /// checks the decoder's progress promise: once drained, a non-empty input is
-/// always at least partly taken.
-pub fn feed_all<D, F>(decoder: &mut D, reads: &[&[u8]], mut feed: impl FnMut(&mut D, &[u8]) -> usize, mut drain: impl FnMut(&mut D, &mut Vec<F>), frames: &mut Vec<F>) {
+/// always at least partly taken. Returns the frames.
+pub fn feed_all<D, F>(
+    decoder: &mut D,
+    reads: &[&[u8]],
+    mut feed: impl FnMut(&mut D, &[u8]) -> usize,
+    mut drain: impl FnMut(&mut D, &mut Vec<F>),
+) -> Vec<F> {
+    let mut frames = Vec::new();
+    let frames_out = &mut frames;
     for read in reads {
         let mut rest = *read;
         while !rest.is_empty() {
-            drain(decoder, frames);
+            drain(decoder, frames_out);
             let n = feed(decoder, rest);
             assert!(n <= rest.len(), "fed {} of {} bytes", n, rest.len());
             assert!(n > 0, "a drained decoder took nothing");
             rest = &rest[n..];
         }
     }
-    drain(decoder, frames);
+    drain(decoder, frames_out);
+    frames
 }
