@@ -4,6 +4,23 @@
 //! RNG: time (`now_ms`) and randomness are passed in by the caller, and every
 //! capacity is a const generic, a `heapless` type or caller-provided storage whose
 //! overflow is a typed error, never a panic.
+//!
+//! # Why no `serde-json-core`
+//!
+//! Core reads JSON with one tool, the span scanner in [`json`], and no typed
+//! deserializer. The small fixed structures it reads (`initialize` params,
+//! the 2026-07-28 `_meta` keys, a request's `name`/`uri`/`cursor`) sit inside
+//! a message the envelope has already scanned once, so they are spans of that
+//! view; a typed parse would scan the same bytes a second time. They must
+//! also pass byte for byte: ids and numbers of any width (a 30-digit id is
+//! valid JSON-RPC), escaped strings, and objects such as `capabilities` that
+//! are forwarded unchanged, none of which a struct of `&str`, `i64` and `f64`
+//! fields can hold. The other candidates hold no JSON at all: `requestState`
+//! tokens ([`request_state`]) and list cursors ([`cursor`]) are base64 of a
+//! binary layout, header values ([`headers`]) are HTTP field text, and the
+//! `x-mcp-header` rule is a walk over a whole `inputSchema` document rather
+//! than a fixed shape. A second JSON parser would only add code to the edge
+//! build and a second parser to fuzz.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
@@ -12,6 +29,7 @@ pub mod envelope;
 pub mod error;
 pub mod frame;
 pub mod headers;
+pub mod io;
 pub mod json;
 pub mod meta;
 pub mod names;

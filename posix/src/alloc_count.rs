@@ -20,21 +20,25 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(layout.size() as u64, Relaxed);
-        System.alloc(layout)
+        // SAFETY: the caller's contract for `layout` is passed on unchanged.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(layout.size() as u64, Relaxed);
-        System.alloc_zeroed(layout)
+        // SAFETY: as in `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         FREES.fetch_add(1, Relaxed);
-        System.dealloc(ptr, layout)
+        // SAFETY: `ptr` came from `System` through this allocator with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(new_size as u64, Relaxed);
-        System.realloc(ptr, layout, new_size)
+        // SAFETY: as in `dealloc`; `new_size` is the caller's, unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 
@@ -46,13 +50,6 @@ pub fn counts() -> (u64, u64, u64) {
         BYTES.load(Relaxed),
     )
 }
-
-extern "C" {
-    fn signal(sig: i32, handler: usize) -> usize;
-    fn write(fd: i32, buf: *const u8, len: usize) -> isize;
-}
-
-const SIGUSR2: i32 = 12;
 
 /// Formats `v` in decimal at the end of `buf`; returns the start index.
 fn decimal(mut v: u64, buf: &mut [u8; 20]) -> usize {
@@ -67,7 +64,7 @@ fn decimal(mut v: u64, buf: &mut [u8; 20]) -> usize {
     }
 }
 
-extern "C" fn on_signal(_sig: i32) {
+extern "C" fn on_signal(_sig: libc::c_int) {
     // Async-signal-safe: no allocation, no locks, one write(2).
     let mut line = [0u8; 128];
     let mut n = 0;
@@ -88,16 +85,19 @@ extern "C" fn on_signal(_sig: i32) {
     let i = decimal(b, &mut d);
     put(&d[i..]);
     put(b"\n");
-    // SAFETY: writes `n` initialised bytes to fd 2.
+    // SAFETY: `line[..n]` is initialised and outlives the call; write(2)
+    // only reads it.
     unsafe {
-        write(2, line.as_ptr(), n);
+        libc::write(2, line.as_ptr().cast(), n);
     }
 }
 
 /// Installs the SIGUSR2 handler.
 pub fn install() {
-    // SAFETY: installs an async-signal-safe handler.
+    let handler: extern "C" fn(libc::c_int) = on_signal;
+    // SAFETY: `handler` is async-signal-safe (no allocation, no locks, one
+    // write(2)) and lives for the whole program.
     unsafe {
-        signal(SIGUSR2, on_signal as extern "C" fn(i32) as usize);
+        libc::signal(libc::SIGUSR2, handler as libc::sighandler_t);
     }
 }

@@ -1,5 +1,10 @@
 //! mcpx-posix: the std runtime of mcpx as a library. The `mcpx` binary,
 //! `mcpx-edge` and the bench all enter through [`run`].
+//!
+//! Every foreign call goes through `libc`; each `unsafe` block says why it
+//! is sound in a `// SAFETY:` comment.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 #[macro_use]
 mod log;
 mod backoff;

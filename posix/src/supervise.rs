@@ -652,6 +652,7 @@ mod tests {
         // A zombie (dead, not yet reaped by whoever inherited it) counts as dead.
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Ok(s) => !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')),
+            // SAFETY: kill(2) with signal 0 only checks that the pid exists.
             Err(_) => unsafe { libc::kill(pid, 0) == 0 },
         }
     }

@@ -396,9 +396,9 @@ enum StdioTarget {
 impl StdioTarget {
     fn name(self) -> &'static str {
         match self {
-            StdioTarget::Direct => "direct",
-            StdioTarget::Relay => "byte relay",
-            StdioTarget::Mcpx => "mcpx serve",
+            StdioTarget::Direct => report::DIRECT,
+            StdioTarget::Relay => report::RELAY,
+            StdioTarget::Mcpx => report::HUB,
         }
     }
 }
@@ -537,7 +537,7 @@ impl Bridge {
 impl Drop for Bridge {
     fn drop(&mut self) {
         // SIGTERM first so bridges can stop their children; then SIGKILL.
-        sys::signal(self.child.id(), 15);
+        sys::signal(self.child.id(), libc::SIGTERM);
         let deadline = Instant::now() + Duration::from_millis(1500);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {

@@ -1,29 +1,16 @@
 //! The few OS facts the bench reads: CPU time and memory of a process from
-//! /proc, a signal, raw stdin/stdout, a free loopback port.
+//! /proc, a signal, raw stdout, a free loopback port.
 
 use std::fs::File;
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 
-extern "C" {
-    fn sysconf(name: i32) -> i64;
-    fn kill(pid: i32, sig: i32) -> i32;
-}
+/// Asks a `count-alloc` build of mcpx to print its allocation counters to
+/// stderr.
+pub const SIGUSR2: i32 = libc::SIGUSR2;
 
-/// `_SC_CLK_TCK` on Linux (all architectures).
-const SC_CLK_TCK: i32 = 2;
-/// SIGUSR2 on x86_64, aarch64 and arm Linux: asks a `count-alloc` build of
-/// mcpx to print its allocation counters to stderr.
-pub const SIGUSR2: i32 = 12;
-
-/// A standard stream as an unbuffered file that is never closed.
+/// Standard output as an unbuffered file that is never closed.
 pub struct Fd(ManuallyDrop<File>);
-
-impl std::io::Read for Fd {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        (&*self.0).read(buf)
-    }
-}
 
 impl std::io::Write for Fd {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -40,15 +27,14 @@ pub fn stdout_file() -> Fd {
     Fd(ManuallyDrop::new(unsafe { File::from_raw_fd(1) }))
 }
 
-/// Unbuffered stdin (fd 0).
-pub fn stdin_file() -> Fd {
-    // SAFETY: as above, fd 0.
-    Fd(ManuallyDrop::new(unsafe { File::from_raw_fd(0) }))
-}
-
+/// Sends `sig` to process `pid`; false if it is gone or the pid does not fit.
 pub fn signal(pid: u32, sig: i32) -> bool {
-    // SAFETY: kill(2) has no memory effects on this process.
-    unsafe { kill(pid as i32, sig) == 0 }
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill(2) takes plain integers and has no memory effects on
+    // this process.
+    unsafe { libc::kill(pid, sig) == 0 }
 }
 
 /// User + system CPU time of `pid` in microseconds (all its threads, not
@@ -61,8 +47,8 @@ pub fn cpu_us(pid: u32) -> Option<u64> {
     // rest starts at field 3 (state); utime is field 14, stime field 15.
     let utime: u64 = f.nth(11)?.parse().ok()?;
     let stime: u64 = f.next()?.parse().ok()?;
-    // SAFETY: sysconf only reads a constant.
-    let hz = unsafe { sysconf(SC_CLK_TCK) }.max(1) as u64;
+    // SAFETY: sysconf(3) takes an integer name and only reads a constant.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(0).max(1);
     Some((utime + stime) * 1_000_000 / hz)
 }
 

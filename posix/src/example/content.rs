@@ -1,6 +1,8 @@
 //! Content blocks and fixture payloads, shaped for the negotiated revision.
 
-use super::wire::{base64, Rev};
+use mcpx_core::revision::{Feature, Revision};
+
+use super::wire::base64;
 use serde_json::{json, Value};
 
 /// A 1×1 PNG (a single opaque red pixel).
@@ -42,8 +44,8 @@ pub fn image_png() -> Value {
 }
 
 /// Audio content exists from 2025-03-26; older revisions get a text stand-in.
-pub fn audio_wav(rev: Rev) -> Value {
-    if rev < Rev::R20250326 {
+pub fn audio_wav(rev: Revision) -> Value {
+    if !rev.supports(Feature::AudioContent) {
         text("[audio/wav content is not available in protocol revision 2024-11-05]")
     } else {
         json!({"type": "audio", "data": wav_base64(), "mimeType": "audio/wav"})
@@ -55,8 +57,8 @@ pub fn embedded_text(uri: &str, mime: &str, body: &str) -> Value {
 }
 
 /// `resource_link` exists from 2025-06-18; older revisions get a text mention.
-pub fn resource_link(rev: Rev, uri: &str, name: &str, mime: &str, description: &str) -> Value {
-    if rev < Rev::R20250618 {
+pub fn resource_link(rev: Revision, uri: &str, name: &str, mime: &str, description: &str) -> Value {
+    if !rev.supports(Feature::ResourceLink) {
         text(format!("Resource: {uri} ({name}, {mime})"))
     } else {
         json!({"type": "resource_link", "uri": uri, "name": name, "mimeType": mime, "description": description})
@@ -100,14 +102,14 @@ mod tests {
 
     #[test]
     fn shaping() {
-        assert_eq!(audio_wav(Rev::R20241105)["type"], "text");
-        assert_eq!(audio_wav(Rev::R20250326)["type"], "audio");
+        assert_eq!(audio_wav(Revision::V2024_11_05)["type"], "text");
+        assert_eq!(audio_wav(Revision::V2025_03_26)["type"], "audio");
         assert_eq!(
-            resource_link(Rev::R20250326, "a://b", "b", "text/plain", "d")["type"],
+            resource_link(Revision::V2025_03_26, "a://b", "b", "text/plain", "d")["type"],
             "text"
         );
         assert_eq!(
-            resource_link(Rev::R20250618, "a://b", "b", "text/plain", "d")["type"],
+            resource_link(Revision::V2025_06_18, "a://b", "b", "text/plain", "d")["type"],
             "resource_link"
         );
     }

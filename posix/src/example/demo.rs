@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 use super::content::{text, tool_text};
 use super::resources::not_found;
 use super::tools;
-use super::wire::{require_str, Rev, RpcError, RpcResult};
+use mcpx_core::revision::{Feature, Revision};
+
+use super::wire::{require_str, RpcError, RpcResult};
 
 pub const INSTRUCTIONS: &str = "The demo server built into mcpx: echo, add and current_time tools, a readme resource \
 (demo://readme) and a greeting prompt. Write a config file to serve your own servers (see `mcpx --help`).";
@@ -28,16 +30,16 @@ const README: &str = "This is mcpx's built-in demo. mcpx runs it when it finds n
 (mcpx.json in the working directory, or ~/.config/mcpx/config.json). List your MCP servers there, \
 in the same format as Claude Desktop's mcpServers, and mcpx serves all of them as one.";
 
-fn current_time_tool(rev: Rev) -> Value {
+fn current_time_tool(rev: Revision) -> Value {
     let mut t = json!({
         "name": "current_time",
         "description": "Returns the current date and time in UTC (RFC 3339).",
         "inputSchema": {"type": "object", "properties": {}},
     });
-    if rev >= Rev::R20250618 {
+    if rev.supports(Feature::Title) {
         t["title"] = "Current time".into();
     }
-    if rev >= Rev::R20250326 {
+    if rev.supports(Feature::ToolAnnotations) {
         t["annotations"] =
             json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false});
     }
@@ -53,7 +55,7 @@ fn greeting_prompt() -> Value {
 }
 
 /// Answers a catalog method (tools, resources, prompts, completion) of the demo.
-pub fn handle(method: &str, params: &Value, rev: Rev) -> RpcResult {
+pub fn handle(method: &str, params: &Value, rev: Revision) -> RpcResult {
     match method {
         "tools/list" => {
             let mut list: Vec<Value> =
@@ -101,27 +103,27 @@ mod tests {
 
     #[test]
     fn a_few_harmless_tools_a_resource_and_a_prompt() {
-        let t = handle("tools/list", &json!({}), Rev::R20250618).unwrap();
+        let t = handle("tools/list", &json!({}), Revision::V2025_06_18).unwrap();
         let names: Vec<&str> = t["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["echo", "add", "current_time"]);
-        let r = handle("tools/call", &json!({"name": "echo", "arguments": {"text": "hi"}}), Rev::R20250618).unwrap();
+        let r = handle("tools/call", &json!({"name": "echo", "arguments": {"text": "hi"}}), Revision::V2025_06_18).unwrap();
         assert_eq!(r["content"][0]["text"], "hi");
-        let r = handle("tools/call", &json!({"name": "add", "arguments": {"a": 2, "b": 3}}), Rev::R20250618).unwrap();
+        let r = handle("tools/call", &json!({"name": "add", "arguments": {"a": 2, "b": 3}}), Revision::V2025_06_18).unwrap();
         assert_eq!(r["content"][0]["text"], "5");
-        let r = handle("tools/call", &json!({"name": "current_time"}), Rev::R20241105).unwrap();
+        let r = handle("tools/call", &json!({"name": "current_time"}), Revision::V2024_11_05).unwrap();
         assert!(r["content"][0]["text"].as_str().unwrap().ends_with('Z'), "{r}");
-        let r = handle("tools/call", &json!({"name": "add", "arguments": {"a": "x"}}), Rev::R20250618).unwrap();
+        let r = handle("tools/call", &json!({"name": "add", "arguments": {"a": "x"}}), Revision::V2025_06_18).unwrap();
         assert_eq!(r["isError"], true, "{r}");
         // The fixtures are not there.
         for n in ["crash", "toggle_tool", "test_simple_text"] {
-            let e = handle("tools/call", &json!({"name": n}), Rev::R20250618).unwrap_err();
+            let e = handle("tools/call", &json!({"name": n}), Revision::V2025_06_18).unwrap_err();
             assert_eq!(e.message, format!("unknown tool: {n}"));
         }
-        let r = handle("resources/read", &json!({"uri": "demo://readme"}), Rev::R20250618).unwrap();
+        let r = handle("resources/read", &json!({"uri": "demo://readme"}), Revision::V2025_06_18).unwrap();
         assert!(r["contents"][0]["text"].as_str().unwrap().contains("config file"));
-        assert!(handle("resources/read", &json!({"uri": "test://static-text"}), Rev::R20250618).is_err());
-        let p = handle("prompts/get", &json!({"name": "greeting", "arguments": {"name": "Ada"}}), Rev::R20250618).unwrap();
+        assert!(handle("resources/read", &json!({"uri": "test://static-text"}), Revision::V2025_06_18).is_err());
+        let p = handle("prompts/get", &json!({"name": "greeting", "arguments": {"name": "Ada"}}), Revision::V2025_06_18).unwrap();
         assert!(p["messages"][0]["content"]["text"].as_str().unwrap().contains("Ada"));
-        assert!(handle("prompts/get", &json!({"name": "greeting"}), Rev::R20250618).is_err());
+        assert!(handle("prompts/get", &json!({"name": "greeting"}), Revision::V2025_06_18).is_err());
     }
 }

@@ -10,10 +10,11 @@
 //!   `requestState` (see [`modern_round`]).
 
 use super::content::{text, tool_error, tool_result, tool_text};
-use super::wire::{
-    base64, base64_decode, Rev, RpcError, RpcResult, INVALID_PARAMS, MISSING_CAPABILITY,
-};
+use super::wire::{RpcError, RpcResult, INVALID_PARAMS, MISSING_CAPABILITY};
+use mcpx_core::request_state::{self, Binding, Keys, OpenError, ReplaySet, Seeded};
+use mcpx_core::revision::Revision;
 use serde_json::{json, Map, Value};
+use std::cell::RefCell;
 
 /// One input the server needs from the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,7 +172,7 @@ pub fn capability_of(method: &str) -> &'static str {
 }
 
 /// The next step of flow `name`, given what has been gathered.
-pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, _rev: Rev) -> Step {
+pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, _rev: Revision) -> Step {
     let arg = |k: &str| args.get(k).and_then(Value::as_str);
     let need1 = |key: &'static str, method: &'static str, params: Value| -> Option<Step> {
         if got.contains_key(key) {
@@ -584,62 +585,102 @@ pub fn missing_capability(kind: Kind, name: &str, cap: &str, modern: bool) -> Rp
     }
 }
 
-/// Integrity protection for `requestState`: a keyed 128-bit tag over the payload.
-///
-/// The key is random per process, so a state is only valid for the process that
-/// issued it (which is all a stdio server needs).
-pub struct StateKey([u64; 4]);
+impl Kind {
+    /// The request method that runs a flow of this kind.
+    fn method(self) -> &'static str {
+        match self {
+            Kind::Tool => "tools/call",
+            Kind::Prompt => "prompts/get",
+        }
+    }
+}
+
+/// Opened `requestState`s remembered until they expire, at most: enough for
+/// a retry per second over the whole [`STATE_TTL_MS`].
+const REPLAY_CAPACITY: usize = 1024;
+
+/// Integrity protection for `requestState`: core's sealed tokens
+/// ([`mcpx_core::request_state`]: HMAC-SHA256, bound to the flow's method,
+/// name and arguments, expiring after [`STATE_TTL_MS`], accepted once; row
+/// mrtr-single-use-enforced). The key and the nonces derive from a random
+/// seed per process, so a state is only valid for the process that issued it
+/// (which is all a stdio server needs).
+pub struct StateKey {
+    keys: Keys,
+    nonces: RefCell<Seeded>,
+    used: RefCell<ReplaySet<REPLAY_CAPACITY>>,
+}
 
 impl StateKey {
+    /// A key from 32 secret bytes.
+    pub fn new(seed: [u8; 32]) -> Self {
+        let nonces = Seeded::new(seed);
+        let keys = Keys::new(nonces.key(1), None).expect("a single key has no duplicate id");
+        StateKey {
+            keys,
+            nonces: RefCell::new(nonces),
+            used: RefCell::new(ReplaySet::new()),
+        }
+    }
+
+    /// A key from the operating system's random source.
     pub fn random() -> Self {
         use nanorand::Rng;
-        let mut rng = nanorand::WyRand::new();
-        StateKey([
-            rng.generate(),
-            rng.generate(),
-            rng.generate(),
-            rng.generate(),
-        ])
+        let mut seed = [0u8; 32];
+        nanorand::ChaCha20::new().fill_bytes(&mut seed);
+        StateKey::new(seed)
     }
 
     #[cfg(test)]
     pub fn fixed() -> Self {
-        StateKey([1, 2, 3, 4])
+        StateKey::new([1; 32])
     }
 
-    fn tag(&self, payload: &[u8]) -> String {
-        use std::hash::Hasher;
-        // Two independent SipHash passes keyed with the secret; good enough to
-        // detect tampering in an example server.
-        let mut out = String::with_capacity(32);
-        for half in 0..2 {
-            #[allow(deprecated)]
-            let mut h = std::hash::SipHasher::new_with_keys(self.0[half * 2], self.0[half * 2 + 1]);
-            h.write(payload);
-            out.push_str(&format!("{:016x}", h.finish()));
+    /// What a state is bound to: the flow's method, its name and its
+    /// arguments (one client per process: no principal to tell apart).
+    fn binding<'a>(kind: Kind, params: &'a [u8]) -> Binding<'a> {
+        Binding {
+            principal: b"",
+            method: kind.method(),
+            params,
         }
-        out
     }
 
-    /// Encode the flow's identity, its arguments' digest, an expiry and the
-    /// gathered answers as an opaque, integrity-protected string.
-    pub fn seal(&self, name: &str, args: &Value, got: &Gathered, now_ms: u64) -> String {
-        let payload = json!({
-            "v": 1,
-            "n": name,
-            "a": self.tag(args.to_string().as_bytes()),
-            "x": now_ms + STATE_TTL_MS,
-            "g": got,
-        })
-        .to_string();
-        let body = base64(payload.as_bytes());
-        let tag = self.tag(body.as_bytes());
-        format!("{body}.{tag}")
+    /// The flow's name and arguments in the form the binding digests.
+    fn salient(name: &str, args: &Value) -> Vec<u8> {
+        format!("{name}\0{args}").into_bytes()
     }
 
-    /// Decode a state issued by [`seal`](Self::seal) for the same flow and arguments.
+    /// Encode the gathered answers as an opaque, integrity-protected string
+    /// for this call of flow `name` with `args`.
+    pub fn seal(
+        &self,
+        kind: Kind,
+        name: &str,
+        args: &Value,
+        got: &Gathered,
+        now_ms: u64,
+    ) -> Result<String, RpcError> {
+        let inner = serde_json::to_vec(got).unwrap_or_default();
+        let salient = Self::salient(name, args);
+        let nonce = self.nonces.borrow_mut().nonce();
+        let mut out = vec![0u8; request_state::sealed_len(kind.method().len(), inner.len())];
+        self.keys
+            .seal(&Self::binding(kind, &salient), &inner, &nonce, now_ms, STATE_TTL_MS, &mut out)
+            .map(str::to_string)
+            .map_err(|e| {
+                RpcError::new(
+                    INVALID_PARAMS,
+                    format!("the answers gathered so far do not fit in a requestState: {e}"),
+                )
+            })
+    }
+
+    /// Decode a state issued by [`seal`](Self::seal) for the same flow and
+    /// arguments; each state opens once.
     pub fn open(
         &self,
+        kind: Kind,
         name: &str,
         args: &Value,
         state: &str,
@@ -650,31 +691,29 @@ impl StateKey {
                 "invalid requestState: it was modified or not issued by this server",
             )
         };
-        let (body, tag) = state.rsplit_once('.').ok_or_else(bad)?;
-        if self.tag(body.as_bytes()) != tag {
-            return Err(bad());
-        }
-        let bytes = base64_decode(body).ok_or_else(bad)?;
-        let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-        if v.get("n").and_then(Value::as_str) != Some(name)
-            || v.get("a").and_then(Value::as_str)
-                != Some(self.tag(args.to_string().as_bytes()).as_str())
-        {
-            return Err(RpcError::invalid_params(format!(
-                "requestState was issued for another request, not this call of \"{name}\" with these arguments"
-            )));
-        }
-        if v.get("x")
-            .and_then(Value::as_u64)
-            .is_none_or(|x| x < now_ms)
-        {
-            return Err(RpcError::invalid_params(
+        let salient = Self::salient(name, args);
+        let mut scratch = vec![0u8; state.len()];
+        let opened = self.keys.open(
+            state,
+            &Self::binding(kind, &salient),
+            now_ms,
+            &mut self.used.borrow_mut(),
+            &mut scratch,
+        );
+        match opened {
+            Ok(o) => serde_json::from_slice(o.inner).map_err(|_| bad()),
+            Err(OpenError::MethodMismatch | OpenError::ParamsMismatch | OpenError::PrincipalMismatch) => {
+                Err(RpcError::invalid_params(format!(
+                    "requestState was issued for another request, not this call of \"{name}\" with these arguments"
+                )))
+            }
+            Err(OpenError::Expired) => Err(RpcError::invalid_params(
                 "requestState has expired: send the request again without it",
-            ));
-        }
-        match v.get("g") {
-            Some(Value::Object(g)) => Ok(g.clone()),
-            _ => Err(bad()),
+            )),
+            Err(e @ (OpenError::Replayed | OpenError::ReplaySetFull)) => {
+                Err(RpcError::invalid_params(e.to_string()))
+            }
+            Err(_) => Err(bad()),
         }
     }
 }
@@ -693,12 +732,12 @@ pub fn modern_round(
     params: &Value,
     args: &Value,
     caps: &Value,
-    rev: Rev,
+    rev: Revision,
     now_ms: u64,
 ) -> RpcResult {
     let mut got = match params.get("requestState") {
         None | Some(Value::Null) => Gathered::new(),
-        Some(Value::String(s)) => key.open(name, args, s, now_ms)?,
+        Some(Value::String(s)) => key.open(kind, name, args, s, now_ms)?,
         Some(_) => {
             return Err(RpcError::invalid_params(
                 "\"requestState\" must be a string",
@@ -749,7 +788,7 @@ pub fn modern_round(
                 return Ok(json!({
                     "resultType": "input_required",
                     "inputRequests": input_requests,
-                    "requestState": key.seal(name, args, &got, now_ms),
+                    "requestState": key.seal(kind, name, args, &got, now_ms)?,
                 }));
             }
         }
@@ -776,7 +815,7 @@ mod tests {
             &params,
             &json!({}),
             &caps,
-            Rev::R20260728,
+            Revision::V2026_07_28,
             1000,
         )
     }
@@ -862,18 +901,22 @@ mod tests {
     }
 
     #[test]
-    fn state_is_bound_to_arguments_and_expires() {
+    fn state_is_bound_to_arguments_expires_and_opens_once() {
         let k = StateKey::fixed();
         let n = "test_input_required_result_request_state";
-        let s = k.seal(n, &json!({"a": 1}), &Gathered::new(), 1000);
-        assert!(k.open(n, &json!({"a": 1}), &s, 1000).is_ok());
-        assert!(k.open(n, &json!({"a": 2}), &s, 1000).is_err());
+        let t = Kind::Tool;
+        let s = k.seal(t, n, &json!({"a": 1}), &Gathered::new(), 1000).unwrap();
+        assert!(k.open(t, n, &json!({"a": 2}), &s, 1000).is_err());
+        assert!(k.open(Kind::Prompt, n, &json!({"a": 1}), &s, 1000).is_err());
         assert!(k
-            .open(n, &json!({"a": 1}), &s, 1000 + STATE_TTL_MS + 1)
+            .open(t, n, &json!({"a": 1}), &s, 1000 + STATE_TTL_MS + 1)
             .is_err());
-        assert!(StateKey([9, 9, 9, 9])
-            .open(n, &json!({"a": 1}), &s, 1000)
+        assert!(StateKey::new([9; 32])
+            .open(t, n, &json!({"a": 1}), &s, 1000)
             .is_err());
+        assert!(k.open(t, n, &json!({"a": 1}), &s, 1000).is_ok());
+        let again = k.open(t, n, &json!({"a": 1}), &s, 1000).unwrap_err();
+        assert!(again.message.contains("already been used"), "{}", again.message);
     }
 
     #[test]
@@ -940,7 +983,7 @@ mod tests {
             &json!({}),
             &json!({}),
             &caps_all(),
-            Rev::R20260728,
+            Revision::V2026_07_28,
             1000,
         )
         .unwrap();
@@ -959,7 +1002,7 @@ mod tests {
             &p,
             &json!({}),
             &caps_all(),
-            Rev::R20260728,
+            Revision::V2026_07_28,
             1000,
         )
         .unwrap();

@@ -37,7 +37,7 @@ use smol::{LocalExecutor, Timer};
 use std::io::Write as _;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-use wire::Rev;
+use mcpx_core::revision::{Revision, Revisions};
 
 /// Input line buffer size; longer lines are skipped with an error.
 const MAX_LINE: usize = 16 << 20;
@@ -59,8 +59,8 @@ A built-in MCP server on stdio (newline-delimited JSON-RPC).
 
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Accepted revisions, oldest first, no duplicates.
-    pub revisions: Vec<Rev>,
+    /// Accepted revisions.
+    pub revisions: Revisions,
     pub name: String,
     pub page_size: usize,
     /// Input line buffer size (the longest accepted message is one byte less).
@@ -72,7 +72,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            revisions: Rev::ALL.to_vec(),
+            revisions: Revisions::ALL,
             name: "mcpx-example".into(),
             page_size: 1000,
             max_line: MAX_LINE,
@@ -82,18 +82,14 @@ impl Default for Config {
 }
 
 impl Config {
-    pub fn accepts(&self, r: Rev) -> bool {
-        self.revisions.contains(&r)
+    pub fn accepts(&self, r: Revision) -> bool {
+        self.revisions.contains(r)
     }
     pub fn modern(&self) -> bool {
-        self.revisions.iter().any(|r| r.is_modern())
+        !self.revisions.intersect(Revisions::MODERN).is_empty()
     }
-    pub fn newest_legacy(&self) -> Option<Rev> {
-        self.revisions
-            .iter()
-            .rev()
-            .copied()
-            .find(|r| !r.is_modern())
+    pub fn newest_legacy(&self) -> Option<Revision> {
+        self.revisions.intersect(Revisions::LEGACY).latest()
     }
 
     pub fn parse(args: &[String]) -> Result<Config, String> {
@@ -113,16 +109,14 @@ impl Config {
             match flag {
                 "--revisions" => {
                     let v = value(flag)?;
-                    let mut revs = Vec::new();
+                    let mut revs = Revisions::EMPTY;
                     for s in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                        let r = Rev::parse(s).ok_or_else(|| {
-                            let known: Vec<&str> = Rev::ALL.iter().map(|r| r.as_str()).collect();
+                        let r = Revision::parse(s).ok_or_else(|| {
+                            let known: Vec<&str> = Revision::ALL.iter().map(|r| r.as_str()).collect();
                             format!("unknown revision \"{s}\" (known: {})", known.join(", "))
                         })?;
-                        revs.push(r);
+                        revs = revs.with(r);
                     }
-                    revs.sort();
-                    revs.dedup();
                     if revs.is_empty() {
                         return Err("--revisions needs at least one revision".into());
                     }

@@ -2,7 +2,9 @@
 
 use super::content::{embedded_text, image_png, text};
 use super::resources;
-use super::wire::{Rev, RpcError, RpcResult};
+use mcpx_core::revision::{Feature, Revision};
+
+use super::wire::{RpcError, RpcResult};
 use serde_json::{json, Map, Value};
 
 struct Arg {
@@ -66,14 +68,15 @@ static PROMPTS: &[PromptSpec] = &[
     },
 ];
 
-pub fn list(rev: Rev) -> Vec<Value> {
+pub fn list(rev: Revision) -> Vec<Value> {
     PROMPTS
         .iter()
-        .filter(|p| rev >= Rev::R20250618 || p.name != "test_input_required_result_prompt")
+        // The input-required prompt asks through elicitation.
+        .filter(|p| rev.supports(Feature::Elicitation) || p.name != "test_input_required_result_prompt")
         .map(|p| {
             let mut o = Map::new();
             o.insert("name".into(), p.name.into());
-            if rev >= Rev::R20250618 {
+            if rev.supports(Feature::Title) {
                 o.insert("title".into(), p.title.into());
             }
             o.insert("description".into(), p.description.into());
@@ -90,7 +93,7 @@ pub fn list(rev: Rev) -> Vec<Value> {
         .collect()
 }
 
-pub fn exists(name: &str, rev: Rev) -> bool {
+pub fn exists(name: &str, rev: Revision) -> bool {
     list(rev).iter().any(|p| p["name"] == name)
 }
 
@@ -251,10 +254,10 @@ mod tests {
         let r = get("test_prompt_with_image", &json!({})).unwrap();
         assert_eq!(r["messages"][0]["content"]["type"], "image");
         assert!(get("test_simple_prompt", &json!({})).is_ok());
-        assert!(list(Rev::R20251125)
+        assert!(list(Revision::V2025_11_25)
             .iter()
             .all(|p| p["description"].is_string()));
-        assert!(!exists("test_input_required_result_prompt", Rev::R20250326));
+        assert!(!exists("test_input_required_result_prompt", Revision::V2025_03_26));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Resources, resource templates and their completion.
 
 use super::content::PNG_1X1;
-use super::wire::{Rev, RpcError, INVALID_PARAMS};
+use mcpx_core::revision::{Feature, Revision};
+
+use super::wire::{is_modern, RpcError, INVALID_PARAMS};
 use serde_json::{json, Map, Value};
 
 pub const STATIC_TEXT: &str = "test://static-text";
@@ -45,14 +47,14 @@ static RESOURCES: &[Res] = &[
     },
 ];
 
-pub fn list(rev: Rev) -> Vec<Value> {
+pub fn list(rev: Revision) -> Vec<Value> {
     RESOURCES
         .iter()
         .map(|r| {
             let mut o = Map::new();
             o.insert("uri".into(), r.uri.into());
             o.insert("name".into(), r.name.into());
-            if rev >= Rev::R20250618 {
+            if rev.supports(Feature::Title) {
                 o.insert("title".into(), r.title.into());
             }
             o.insert("description".into(), r.description.into());
@@ -62,14 +64,14 @@ pub fn list(rev: Rev) -> Vec<Value> {
         .collect()
 }
 
-pub fn templates(rev: Rev) -> Vec<Value> {
+pub fn templates(rev: Revision) -> Vec<Value> {
     let mut t = json!({
         "uriTemplate": TEMPLATE,
         "name": "template",
         "description": "A resource template with an {id} parameter",
         "mimeType": "application/json"
     });
-    if rev >= Rev::R20250618 {
+    if rev.supports(Feature::Title) {
         t["title"] = "Data by id".into();
     }
     vec![t]
@@ -88,9 +90,9 @@ pub fn exists(uri: &str) -> bool {
     RESOURCES.iter().any(|r| r.uri == uri) || template_id(uri).is_some()
 }
 
-pub fn not_found(uri: &str, rev: Rev) -> RpcError {
+pub fn not_found(uri: &str, rev: Revision) -> RpcError {
     // 2026-07-28 (SEP-2164) uses invalid params; older revisions document -32002.
-    let code = if rev.is_modern() {
+    let code = if is_modern(rev) {
         INVALID_PARAMS
     } else {
         RESOURCE_NOT_FOUND_LEGACY
@@ -99,7 +101,7 @@ pub fn not_found(uri: &str, rev: Rev) -> RpcError {
 }
 
 /// `resources/read`. `watched_version` counts updates of the watched resource.
-pub fn read(uri: &str, rev: Rev, watched_version: u64) -> Result<Value, RpcError> {
+pub fn read(uri: &str, rev: Revision, watched_version: u64) -> Result<Value, RpcError> {
     let content = match uri {
         STATIC_TEXT => {
             json!({"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."})
@@ -136,28 +138,28 @@ mod tests {
 
     #[test]
     fn reads() {
-        let r = read(STATIC_TEXT, Rev::R20251125, 0).unwrap();
+        let r = read(STATIC_TEXT, Revision::V2025_11_25, 0).unwrap();
         assert_eq!(r["contents"][0]["mimeType"], "text/plain");
-        let r = read(STATIC_BINARY, Rev::R20251125, 0).unwrap();
+        let r = read(STATIC_BINARY, Revision::V2025_11_25, 0).unwrap();
         assert!(r["contents"][0]["blob"].as_str().unwrap().len() > 10);
-        let r = read("test://template/123/data", Rev::R20251125, 0).unwrap();
+        let r = read("test://template/123/data", Revision::V2025_11_25, 0).unwrap();
         assert!(r["contents"][0]["text"].as_str().unwrap().contains("123"));
-        let e = read("test://nonexistent", Rev::R20260728, 0).unwrap_err();
+        let e = read("test://nonexistent", Revision::V2026_07_28, 0).unwrap_err();
         assert_eq!(e.code, INVALID_PARAMS);
         assert_eq!(e.data.unwrap()["uri"], "test://nonexistent");
         assert_eq!(
-            read("test://nope", Rev::R20251125, 0).unwrap_err().code,
+            read("test://nope", Revision::V2025_11_25, 0).unwrap_err().code,
             -32002
         );
-        assert!(read("test://template//data", Rev::R20251125, 0).is_err());
+        assert!(read("test://template//data", Revision::V2025_11_25, 0).is_err());
     }
 
     #[test]
     fn listing() {
-        assert!(list(Rev::R20241105)
+        assert!(list(Revision::V2024_11_05)
             .iter()
             .all(|r| r.get("title").is_none()));
-        assert!(list(Rev::R20251125)
+        assert!(list(Revision::V2025_11_25)
             .iter()
             .all(|r| r.get("title").is_some()));
         assert!(exists(WATCHED) && exists("test://template/9/data") && !exists("x://y"));

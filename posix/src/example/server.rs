@@ -5,7 +5,7 @@ use super::flow::{self, Kind, StateKey, Step};
 use super::tasks::{self as task_ext, TaskStore};
 use super::tools::{self, Exec};
 use super::wire::{
-    self, classify, error_response, notification, require_str, response, Incoming, Rev, RpcError,
+    self, classify, error_response, is_modern, notification, require_str, response, Incoming, RpcError,
     RpcResult, INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_VERSION,
 };
 use super::{prompts, resources, Config};
@@ -14,6 +14,7 @@ use mcpx_core::meta::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVELS, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
 };
+use mcpx_core::revision::{Feature, Revision, Revisions};
 use serde_json::{json, Map, Value};
 use smol::channel::{bounded, Receiver, Sender};
 use smol::future::{self, Future};
@@ -23,6 +24,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
+
+/// Batches exist in 2025-03-26 (and JSON-RPC 2.0 under 2024-11-05); they
+/// were removed in 2025-06-18 and never exist in the modern era.
+const BATCHES: Revisions = Feature::Batch.revisions().with(Revision::V2024_11_05);
 
 /// Requests handled concurrently at most; more are refused with an error.
 const MAX_IN_FLIGHT: usize = 1024;
@@ -69,7 +74,7 @@ fn log_level(s: &str) -> Option<u8> {
 #[derive(Clone)]
 pub struct Ctx {
     pub id: Value,
-    pub rev: Rev,
+    pub rev: Revision,
     /// Modern era (stateless, per-request `_meta`).
     pub modern: bool,
     pub caps: Rc<Value>,
@@ -79,7 +84,7 @@ pub struct Ctx {
 }
 
 struct Session {
-    rev: Rev,
+    rev: Revision,
     caps: Rc<Value>,
 }
 
@@ -190,14 +195,13 @@ impl Server {
         }
     }
 
-    /// Batches exist in 2025-03-26 (and JSON-RPC 2.0 under 2024-11-05); they
-    /// were removed in 2025-06-18 and never exist in the modern era.
+    /// See [`BATCHES`].
     fn batches_allowed(&self) -> bool {
         self.st
             .borrow()
             .session
             .as_ref()
-            .is_some_and(|s| s.rev <= Rev::R20250326)
+            .is_some_and(|s| BATCHES.contains(s.rev))
     }
 
     async fn on_batch(self: Rc<Self>, items: Vec<Value>) {
@@ -332,8 +336,8 @@ impl Server {
         let version = meta.and_then(|m| m.get(PROTOCOL_VERSION_KEY));
         let legacy_version = version
             .and_then(Value::as_str)
-            .and_then(Rev::parse)
-            .is_some_and(|r| !r.is_modern());
+            .and_then(Revision::parse)
+            .is_some_and(|r| !is_modern(r));
         // `initialize` is modern (and so not found) only when it says so.
         let says_modern = version.is_some() && !legacy_version;
         let modern = self.cfg.modern()
@@ -347,7 +351,7 @@ impl Server {
         let (rev, caps) = match &st.session {
             Some(s) => (s.rev, s.caps.clone()),
             None => (
-                self.cfg.newest_legacy().unwrap_or(Rev::R20251125),
+                self.cfg.newest_legacy().unwrap_or(Revision::LATEST_LEGACY),
                 Rc::new(json!({})),
             ),
         };
@@ -385,7 +389,7 @@ impl Server {
                 )));
             }
         }
-        let rev = match Rev::parse(version).filter(|r| r.is_modern() && self.cfg.accepts(*r)) {
+        let rev = match Revision::parse(version).filter(|r| is_modern(*r) && self.cfg.accepts(*r)) {
             Some(r) => r,
             None => {
                 let supported = self.supported();
@@ -567,13 +571,13 @@ impl Server {
                 "\"capabilities\" must be an object",
             ));
         }
-        let rev = match Rev::parse(requested).filter(|r| !r.is_modern() && self.cfg.accepts(*r)) {
+        let rev = match Revision::parse(requested).filter(|r| !is_modern(*r) && self.cfg.accepts(*r)) {
             Some(r) => r,
             None => match self.cfg.newest_legacy() {
                 Some(r) => r,
                 None => {
                     let supported: Vec<&str> =
-                        self.cfg.revisions.iter().map(|r| r.as_str()).collect();
+                        self.cfg.revisions.iter().map(Revision::as_str).collect();
                     return Err(RpcError::invalid_params(format!(
                         "unsupported protocol version {requested}; this server speaks only {}",
                         supported.join(", ")
@@ -591,7 +595,7 @@ impl Server {
             caps: Rc::new(params["capabilities"].clone()),
         });
         let mut info = json!({"name": self.cfg.name, "version": env!("CARGO_PKG_VERSION")});
-        if rev >= Rev::R20250618 {
+        if rev.supports(Feature::Title) {
             info["title"] = "mcpx example server".into();
         }
         Ok(json!({
@@ -610,17 +614,17 @@ impl Server {
         }
     }
 
-    fn capabilities(&self, rev: Rev) -> Value {
+    fn capabilities(&self, rev: Revision) -> Value {
         let mut c = json!({
             "tools": {"listChanged": true},
             "prompts": {"listChanged": true},
             "resources": {"subscribe": true, "listChanged": true},
             "logging": {},
         });
-        if rev >= Rev::R20250326 {
+        if rev.supports(Feature::CompletionsCapability) {
             c["completions"] = json!({});
         }
-        if rev.is_modern() {
+        if is_modern(rev) {
             c["extensions"] = json!({ task_ext::EXT: {} });
         }
         c
@@ -630,11 +634,9 @@ impl Server {
         let rev = self
             .cfg
             .revisions
-            .iter()
-            .rev()
-            .copied()
-            .find(|r| r.is_modern())
-            .unwrap_or(Rev::R20260728);
+            .intersect(Revisions::MODERN)
+            .latest()
+            .unwrap_or(Revision::LATEST);
         let mut meta = Map::new();
         meta.insert(SERVER_INFO_KEY.into(), self.server_info());
         json!({
@@ -658,7 +660,7 @@ impl Server {
         let mut st = self.st.borrow_mut();
         if method == "resources/subscribe" {
             if !resources::exists(uri) {
-                return Err(resources::not_found(uri, Rev::R20251125));
+                return Err(resources::not_found(uri, Revision::LATEST_LEGACY));
             }
             if st.subscriptions.len() >= MAX_SUBSCRIPTIONS && !st.subscriptions.contains(uri) {
                 return Err(RpcError::new(
@@ -865,7 +867,7 @@ impl Server {
     async fn progress(&self, ctx: &Ctx, progress: f64, total: f64, message: &str) {
         if let Some(tok) = &ctx.progress {
             let mut p = json!({"progressToken": tok, "progress": progress, "total": total});
-            if ctx.rev >= Rev::R20250326 {
+            if ctx.rev.supports(Feature::ProgressMessage) {
                 p["message"] = message.into();
             }
             self.send(notification("notifications/progress", p)).await;

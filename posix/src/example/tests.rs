@@ -536,7 +536,7 @@ fn pagination_covers_every_item_once() {
                 None => break,
             }
         }
-        let all = super::tools::list(super::Rev::R20251125, false);
+        let all = super::tools::list(mcpx_core::revision::Revision::V2025_11_25, false);
         assert_eq!(names.len(), all.len());
         let r = c.result(id, "prompts/list", json!({})).await;
         assert!(r.get("nextCursor").is_some());

@@ -1,44 +1,15 @@
-//! JSON-RPC plumbing and protocol revisions for the example server.
+//! JSON-RPC plumbing for the example server; its revisions are core's
+//! ([`mcpx_core::revision`]), what each one has is core's [`Feature`] table.
 
+use mcpx_core::revision::{Era, Revision};
 use serde_json::{json, Map, Value};
 
-/// The MCP revisions this server knows, oldest first (so `<` means "older").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rev {
-    R20241105,
-    R20250326,
-    R20250618,
-    R20251125,
-    R20260728,
-}
+#[cfg(doc)]
+use mcpx_core::revision::Feature;
 
-impl Rev {
-    pub const ALL: [Rev; 5] = [
-        Rev::R20241105,
-        Rev::R20250326,
-        Rev::R20250618,
-        Rev::R20251125,
-        Rev::R20260728,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rev::R20241105 => "2024-11-05",
-            Rev::R20250326 => "2025-03-26",
-            Rev::R20250618 => "2025-06-18",
-            Rev::R20251125 => "2025-11-25",
-            Rev::R20260728 => "2026-07-28",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Rev> {
-        Rev::ALL.iter().copied().find(|r| r.as_str() == s)
-    }
-
-    /// Modern era: stateless, per-request `_meta`, no `initialize`.
-    pub fn is_modern(self) -> bool {
-        self >= Rev::R20260728
-    }
+/// Modern era (2026-07-28 on): stateless, per-request `_meta`, no `initialize`.
+pub fn is_modern(rev: Revision) -> bool {
+    rev.era() == Era::Modern
 }
 
 pub const PARSE_ERROR: i64 = -32700;
@@ -327,9 +298,8 @@ mod tests {
     }
 
     #[test]
-    fn rev_order() {
-        assert!(Rev::R20241105 < Rev::R20251125);
-        assert_eq!(Rev::parse("2025-06-18"), Some(Rev::R20250618));
-        assert!(Rev::R20260728.is_modern());
+    fn only_2026_07_28_is_modern() {
+        let modern: Vec<Revision> = Revision::ALL.into_iter().filter(|r| is_modern(*r)).collect();
+        assert_eq!(modern, [Revision::V2026_07_28]);
     }
 }

@@ -1,0 +1,47 @@
+//! The JSON span scanner: any input either fails with an offset inside the
+//! buffer or yields a value whose spans, members and strings stay in bounds
+//! and agree with `skip_value`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use mcpx_core::json::{self, JsonValue, Kind};
+
+fn walk(v: JsonValue<'_>, depth: usize) {
+    let bytes = v.bytes();
+    assert!(!bytes.is_empty());
+    let span = v.span();
+    assert_eq!(span.slice(v.buf()), bytes);
+    match v.kind() {
+        Kind::Object => {
+            for m in v.members() {
+                let _ = m.key.decoded().count();
+                walk(m.value, depth + 1);
+            }
+        }
+        Kind::Array => v.elements().for_each(|e| walk(e, depth + 1)),
+        Kind::String => {
+            let s = v.as_str().expect("a string value has a string");
+            let mut out = vec![0u8; s.decoded_len()];
+            let text = s.unescape_into(&mut out).expect("decoded_len is enough");
+            assert_eq!(text.len(), s.decoded_len());
+            assert!(s.eq_str(text));
+        }
+        Kind::Number => {
+            let _ = v.as_i64();
+            let _ = v.is_integer();
+        }
+        Kind::Bool | Kind::Null => {}
+    }
+    assert!(depth <= json::MAX_DEPTH);
+}
+
+fuzz_target!(|data: &[u8]| {
+    match json::parse(data) {
+        Ok(v) => {
+            let again = json::skip_value(data, v.span().start).expect("a parsed value skips");
+            assert_eq!(again.span(), v.span());
+            walk(v, 0);
+        }
+        Err(e) => assert!(e.offset <= data.len(), "{e:?} past {}", data.len()),
+    }
+});
