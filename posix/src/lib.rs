@@ -4,6 +4,7 @@
 mod log;
 mod backoff;
 mod cli;
+mod cmd;
 mod config;
 mod example;
 mod http;
@@ -68,7 +69,12 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
             0
         }
         Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
+        Ok(cli::Command::Serve(opts)) if opts.check => cmd::check(&opts),
         Ok(cli::Command::Serve(opts)) => serve::main(opts),
+        Ok(cli::Command::Client(args)) => cmd::client(args),
+        Ok(cli::Command::Add(args)) => cmd::add(args),
+        Ok(cli::Command::Remove { config, name }) => cmd::remove(config.as_deref(), &name),
+        Ok(cli::Command::Import(args)) => cmd::import(args),
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2
