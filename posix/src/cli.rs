@@ -570,4 +570,42 @@ mod tests {
         );
         assert_eq!(p(&["serve", "--config", "x", "--help"]), Ok(Command::Help));
     }
+
+    #[test]
+    fn client_commands() {
+        let Ok(Command::Client(a)) = p(&["call", "greet", r#"{"name":"x"}"#, "--url=http://h/mcp", "--token", "t", "--json"]) else { panic!() };
+        assert_eq!(a.command, ClientCommand::Call { name: "greet".into(), args: Some(r#"{"name":"x"}"#.into()) });
+        assert_eq!((a.target.url.as_deref(), a.target.token.as_deref(), a.json), (Some("http://h/mcp"), Some("t"), true));
+        let Ok(Command::Client(a)) = p(&["tools", "-c", "x.json", "--timeout", "5"]) else { panic!() };
+        assert_eq!((a.command, a.target.config, a.timeout_s), (ClientCommand::Tools, Some("x.json".into()), Some(5)));
+        assert_eq!(p(&["status", "--help"]), Ok(Command::Help));
+        assert_eq!(e(&["call"]), "`mcpx call` needs a tool name");
+        assert_eq!(e(&["tools", "extra"]), "unexpected argument `extra`");
+        assert_eq!(e(&["tools", "--url", "u", "--config", "c"]), "give `--url` (a running hub) or `--config` (run its servers), not both");
+        assert_eq!(e(&["prompts", "--timeout", "0"]), "`--timeout`: `0` is not a positive number of seconds");
+        assert_eq!(e(&["resources", "--bogus"]), "unknown option `--bogus` for `mcpx resources`");
+    }
+
+    #[test]
+    fn config_commands() {
+        let Ok(Command::Add(a)) = p(&["add", "gh", "--env", "K=v=w", "--", "npx", "-y", "--flag"]) else { panic!() };
+        assert_eq!(a.source, AddSource::Command { command: "npx".into(), args: vec!["-y".into(), "--flag".into()] });
+        assert_eq!((a.name.as_deref(), a.env), (Some("gh"), vec![("K".into(), "v=w".into())]));
+        let Ok(Command::Add(a)) = p(&["add", "w", "--url", "https://x/mcp", "--header", "A=b", "--transport", "sse", "--force"]) else { panic!() };
+        assert_eq!(a.source, AddSource::Url { url: "https://x/mcp".into(), headers: vec![("A".into(), "b".into())], transport: Some("sse".into()) });
+        assert!(a.force);
+        let Ok(Command::Add(a)) = p(&["add", "--from", "server.json", "--remote"]) else { panic!() };
+        assert_eq!((a.name, a.source), (None, AddSource::Registry { from: "server.json".into(), remote: true }));
+        assert_eq!(e(&["add", "x"]), "`mcpx add` needs `-- COMMAND ARGS...`, `--url URL` or `--from server.json`");
+        assert_eq!(e(&["add", "--url", "u"]), "`mcpx add` needs the server's NAME");
+        assert_eq!(e(&["add", "x", "--url", "u", "--", "c"]), "give one of `-- COMMAND`, `--url` and `--from`");
+        assert_eq!(e(&["add", "x", "--env", "K=v", "--url", "u"]), "--env and --remote do not go with --url");
+        assert_eq!(e(&["add", "x", "--header", "nope", "--url", "u"]), "`--header` needs NAME=VALUE, got `nope`");
+        assert_eq!(e(&["add", "x", "--"]), "`--` needs the command to run");
+        assert_eq!(p(&["remove", "gh", "-c", "f.json"]), Ok(Command::Remove { config: Some("f.json".into()), name: "gh".into() }));
+        assert_eq!(e(&["remove"]), "`mcpx remove` needs the server's NAME");
+        assert_eq!(p(&["import", "--dry-run"]), Ok(Command::Import(ImportArgs { dry_run: true, ..ImportArgs::default() })));
+        let Ok(Command::Serve(a)) = p(&["serve", "--check", "--config", "f"]) else { panic!() };
+        assert!(a.check);
+    }
 }

@@ -335,6 +335,26 @@ mod tests {
     }
 
     #[test]
+    fn spans_an_objects_members() {
+        let o = object(SRC, &p(&[k("mcpServers")])).unwrap();
+        assert_eq!((&SRC[o.open..=o.open], &SRC[o.close..=o.close]), ("{", "}"));
+        let spans: Vec<(&str, &str)> = o.members.iter().map(|m| (&SRC[m.key_off..m.val_off], &SRC[m.val_off..m.val_end])).collect();
+        assert_eq!(
+            spans,
+            [
+                (r#""b": "#, r#"{"command": "x", "args": ["1", {"k": [2, 3]}, "3"]}"#),
+                (r#""a\u0041": "#, r#"{"command": "y"}"#),
+                (r#""a": "#, "{}"),
+            ]
+        );
+        assert_eq!(o.members[1].key, "aA");
+        let top = object(SRC, &Path::root()).unwrap();
+        assert_eq!(&SRC[top.members[1].val_off..top.members[1].val_end], r#""__""#);
+        assert_eq!(object(SRC, &p(&[k("separator")])), None);
+        assert_eq!(object("{\"n\": 12}", &Path::root()).unwrap().members[0].val_end, 8);
+    }
+
+    #[test]
     fn displays_paths() {
         let path = Path::root().key("mcpServers").key("my.server").key("args").idx(1);
         assert_eq!(path.to_string(), r#"mcpServers["my.server"].args[1]"#);

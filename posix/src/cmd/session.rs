@@ -249,8 +249,11 @@ impl Session {
                 Some(Got::Message(m)) => m,
                 Some(Got::Exited(f)) => return Err(f),
                 None => {
-                    let _ = self.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                        "params": {"requestId": id, "reason": "timed out in mcpx"}}));
+                    // cancellation-client-must-not-cancel-initialize
+                    if method != "initialize" {
+                        let _ = self.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": id, "reason": "timed out in mcpx"}}));
+                    }
                     return Err(Failure::Failed(format!(
                         "{method}: no answer from {} within {} s (--timeout)",
                         self.what,
@@ -310,7 +313,7 @@ impl Session {
                     eprintln!("mcpx: a server asks for input ({msg:?}), but stdin is not a terminal: declined");
                     return Ok(json!({"action": "decline"}));
                 }
-                Ok(term::elicit(params).await)
+                term::elicit(params).await
             }
             _ => Err((-32601, format!("mcpx's command-line client does not answer {method}"))),
         }

@@ -34,7 +34,7 @@ pub async fn ask(prompt: String) -> Option<String> {
 }
 
 /// One field of an elicitation form (a property of `requestedSchema`).
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 struct Field {
     name: String,
     label: String,
@@ -43,7 +43,7 @@ struct Field {
     default: Option<Value>,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Kind {
     Text,
     Number { integer: bool },
@@ -143,37 +143,68 @@ impl Field {
     }
 }
 
-/// Asks the user an elicitation's form on the terminal; the result to send
-/// back (`accept` with the content, or `cancel` at end of input or after
-/// repeated wrong answers).
-pub async fn elicit(params: &Value) -> Value {
-    let message = params.get("message").and_then(Value::as_str).unwrap_or("A server asks for input");
-    if params.get("mode").and_then(Value::as_str).is_some_and(|m| m != "form") {
-        eprintln!("mcpx: a server asks for input in a mode this client does not support: {message}");
-        return json!({"action": "decline"});
+/// Rounds of answering and editing one form before giving up.
+const MAX_ROUNDS: usize = 5;
+
+/// Asks the user an elicitation's form on the terminal: the fields, then
+/// send, edit, decline or cancel. The result to send back; an error for a
+/// mode other than form (the only one declared).
+pub async fn elicit(params: &Value) -> Result<Value, (i64, String)> {
+    // elicitation-client-missing-mode-is-form, elicitation-client-32602-on-undeclared-mode
+    if let Some(mode) = params.get("mode").and_then(Value::as_str).filter(|m| *m != "form") {
+        return Err((-32602, format!("elicitation mode {mode:?} was not declared by this client (form only)")));
     }
-    eprintln!("\n{message}\n  (* = required; end of input, Ctrl-D, cancels)");
+    let message = params.get("message").and_then(Value::as_str).unwrap_or("(no message)");
+    let fields = fields(params.get("requestedSchema").unwrap_or(&Value::Null));
+    eprintln!("\nA server asks (through the hub): {message}\n  (* = required; end of input, Ctrl-D, cancels)");
     let mut content = Map::new();
-    for f in fields(params.get("requestedSchema").unwrap_or(&Value::Null)) {
-        let mut tries = 0;
-        let value = loop {
-            let Some(line) = ask(f.prompt()).await else { return json!({"action": "cancel"}) };
-            match f.parse(&line) {
-                Ok(v) => break v,
-                Err(e) => {
-                    tries += 1;
-                    eprintln!("  {e}");
-                    if tries >= MAX_TRIES {
-                        return json!({"action": "cancel"});
-                    }
+    for _ in 0..MAX_ROUNDS {
+        for f in &fields {
+            match ask_field(f, content.get(&f.name)).await {
+                Answer::Value(Some(v)) => {
+                    content.insert(f.name.clone(), v);
                 }
+                Answer::Value(None) => {
+                    content.remove(&f.name);
+                }
+                Answer::Cancel => return Ok(json!({"action": "cancel"})),
             }
+        }
+        // elicitation-client-form-review-modify-responses, elicitation-client-decline-cancel-options
+        eprintln!("  answer: {}", Value::Object(content.clone()));
+        let Some(choice) = ask("  [s]end, [e]dit, [d]ecline or [c]ancel? [s]: ".into()).await else {
+            return Ok(json!({"action": "cancel"}));
         };
-        if let Some(v) = value {
-            content.insert(f.name, v);
+        match choice.trim().to_ascii_lowercase().as_str() {
+            "" | "s" | "send" => return Ok(json!({"action": "accept", "content": content})),
+            "d" | "decline" => return Ok(json!({"action": "decline"})),
+            "c" | "cancel" => return Ok(json!({"action": "cancel"})),
+            _ => {}
         }
     }
-    json!({"action": "accept", "content": content})
+    Ok(json!({"action": "cancel"}))
+}
+
+enum Answer {
+    Value(Option<Value>),
+    Cancel,
+}
+
+/// One field, asked until the answer fits (the earlier answer, when
+/// editing, is the default).
+async fn ask_field(f: &Field, earlier: Option<&Value>) -> Answer {
+    let mut f_now = f.clone();
+    if let Some(e) = earlier {
+        f_now.default = Some(e.clone());
+    }
+    for _ in 0..MAX_TRIES {
+        let Some(line) = ask(f_now.prompt()).await else { return Answer::Cancel };
+        match f_now.parse(&line) {
+            Ok(v) => return Answer::Value(v),
+            Err(e) => eprintln!("  {e}"),
+        }
+    }
+    Answer::Cancel
 }
 
 /// A progress bar on stderr, redrawn in place; drawn only on a terminal.
@@ -226,6 +257,7 @@ fn bar(params: &Value, width: usize) -> String {
 mod tests {
     use super::*;
 
+    // covers: elicitation-client-prepopulate-defaults
     #[test]
     fn reads_a_form_from_the_requested_schema() {
         let schema = json!({
@@ -256,6 +288,13 @@ mod tests {
         assert_eq!(by("tags").parse("a, b"), Ok(Some(json!(["a", "b"]))));
         assert!(by("tags").parse("c").is_err());
         assert_eq!(by("color").prompt(), "  color [red/green]: ");
+    }
+
+    // covers: elicitation-client-32602-on-undeclared-mode
+    #[test]
+    fn refuses_the_url_mode_it_did_not_declare() {
+        let e = smol::block_on(elicit(&json!({"mode": "url", "url": "https://x", "message": "m", "elicitationId": "1"})));
+        assert_eq!(e.unwrap_err().0, -32602);
     }
 
     #[test]
