@@ -31,7 +31,7 @@ pub struct Resolved {
     /// A config name from the server's name (`io.github.user/weather` → `weather`).
     pub name: String,
     pub entry: Entry,
-    /// Variables the entry refers to that must be set before `serve`.
+    /// Variables the entry refers to that must be set before `serve`, sorted.
     pub to_set: Vec<String>,
 }
 
@@ -64,7 +64,9 @@ pub fn resolve(server: &Value, remote: bool, env: &dyn Fn(&str) -> Option<String
             None => return Err(format!("{full_name}: no package mcpx can run ({})", refusals.join("; "))),
         }
     };
-    Ok(Resolved { name, entry, to_set: cx.to_set })
+    let mut to_set = cx.to_set;
+    to_set.sort();
+    Ok(Resolved { name, entry, to_set })
 }
 
 fn array<'v>(v: &'v Value, key: &str) -> &'v [Value] {

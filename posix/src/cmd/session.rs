@@ -202,11 +202,10 @@ impl Session {
             "capabilities": {"elicitation": {}},
             "clientInfo": {"name": "mcpx-cli", "version": env!("CARGO_PKG_VERSION")},
         });
-        self.init = match self.request("initialize", params, &mut |_| {}).await {
-            Ok(r) => r,
-            Err(Failure::Failed(m)) => return Err(cannot(m)),
-            Err(f) => return Err(f),
-        };
+        self.init = self.request("initialize", params, &mut |_| {}).await.map_err(|f| match f {
+            Failure::Failed(m) | Failure::Unreachable(m) => cannot(m),
+            usage => usage,
+        })?;
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     }
 
