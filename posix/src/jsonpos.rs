@@ -253,6 +253,7 @@ pub fn keys(src: &str, path: &Path) -> Option<Vec<(String, usize)>> {
 }
 
 /// One member of an object as it sits in the text.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {
     pub key: String,
@@ -274,6 +275,7 @@ pub struct Object {
 }
 
 /// The object at `path`, or `None` when there is none (or it is not an object).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub fn object(src: &str, path: &Path) -> Option<Object> {
     let open = locate_value(src, path)?;
     let mut sc = Scanner { b: src.as_bytes(), i: open };

@@ -71,10 +71,19 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
         Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
         Ok(cli::Command::Serve(opts)) if opts.check => cmd::check(&opts),
         Ok(cli::Command::Serve(opts)) => serve::main(opts),
+        #[cfg(feature = "cli")]
         Ok(cli::Command::Client(args)) => cmd::client(args),
+        #[cfg(feature = "cli")]
         Ok(cli::Command::Add(args)) => cmd::add(args),
+        #[cfg(feature = "cli")]
         Ok(cli::Command::Remove { config, name }) => cmd::remove(config.as_deref(), &name),
+        #[cfg(feature = "cli")]
         Ok(cli::Command::Import(args)) => cmd::import(args),
+        #[cfg(not(feature = "cli"))]
+        Ok(cli::Command::Client(_) | cli::Command::Add(_) | cli::Command::Remove { .. } | cli::Command::Import(_)) => {
+            eprintln!("mcpx: this build has no `{}` (built without the `cli` feature)", args[0]);
+            2
+        }
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2

@@ -457,3 +457,22 @@ fn import_reads_the_clients_configs() {
     let check = run_in(&project, mcpx(), &["serve", "--check", "--config", c], &[("API_TOKEN", "t"), ("USER", "u")], "");
     check.ok();
 }
+
+#[test]
+fn add_from_a_server_json_url() {
+    let port = free_port();
+    let dir = fixture("registry");
+    let serve_files = Cmd::new(
+        python("1.30.0"),
+        &["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1", "--directory", dir.to_str().unwrap()],
+    );
+    let files = HttpServer::start(&serve_files, port, "");
+    let out_dir = TempDir::new();
+    let url = format!("{}/pypi.server.json", files.url);
+    mcpx_in(out_dir.path(), &["add", "--from", &url, "--config", "mcpx.json"]).ok();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("mcpx.json")).unwrap()).unwrap();
+    assert_eq!(v["mcpServers"]["notes"]["command"], "uvx");
+    let missing = mcpx_in(out_dir.path(), &["add", "--from", &format!("{}/nope.json", files.url), "--config", "mcpx.json"]);
+    assert_eq!(missing.code, Some(2));
+    assert!(missing.stderr.contains("HTTP 404"), "{}", missing.stderr);
+}

@@ -192,7 +192,7 @@ pub fn validate(text: &str, path: &Path) -> Result<(), String> {
     let env = |k: &str| config::process_env(k).or_else(|| Some("unset".into()));
     let mut cfg = config::parse(text, &path.display().to_string(), base, &env).map_err(|e| e.to_string())?;
     cfg.source = config::Source::File(path.to_path_buf());
-    super::check::build_hub(&cfg).map(|_| ())
+    crate::cmd::build_hub(&cfg).map(|_| ())
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder

@@ -241,7 +241,9 @@ impl Session {
         if method == "tools/call" {
             params["_meta"] = json!({"progressToken": token});
         }
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        if let Err(e) = self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})) {
+            return Err(self.why_gone(e).await);
+        }
         let mut deadline = Instant::now() + self.timeout;
         loop {
             let msg = match self.wait(deadline).await {
@@ -280,6 +282,19 @@ impl Session {
                 }
                 (None, Some(other)) => debug!("hub: {other}"),
                 (None, None) => debug!("hub: a message that is neither request nor answer: {msg}"),
+            }
+        }
+    }
+
+    /// Why sending failed: the transport's exit report (with the hub's
+    /// stderr) when it comes soon, else `e`.
+    async fn why_gone(&mut self, e: Failure) -> Failure {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            match self.wait(deadline).await {
+                Some(Got::Exited(f)) => return f,
+                Some(Got::Message(_)) => {}
+                None => return e,
             }
         }
     }
