@@ -330,9 +330,11 @@ fn fixture(path: &str) -> PathBuf {
     repo_root().join("tests/fixtures").join(path)
 }
 
-/// `mcpx add --from FIXTURE` into an empty folder; the written entry, the
-/// config file and what was printed.
-fn add_from(file: &str, extra: &[&str]) -> (Value, TempDir, Out) {
+/// `mcpx add --from FIXTURE [extra]` into an empty folder must write `want`
+/// as server `name` and name `to_set` as the variables to set; the written
+/// config is then refused by `serve --check` while they are unset and
+/// accepted once they are set. The folder, for more commands.
+fn adds_from(file: &str, extra: &[&str], name: &str, want: Value, to_set: &[&str]) -> TempDir {
     let dir = TempDir::new();
     let from = fixture(&format!("registry/{file}"));
     let mut args = vec!["add", "--from", from.to_str().unwrap(), "--config", "mcpx.json"];
@@ -340,77 +342,56 @@ fn add_from(file: &str, extra: &[&str]) -> (Value, TempDir, Out) {
     let out = mcpx_in(dir.path(), &args);
     out.ok();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("mcpx.json")).unwrap()).unwrap();
-    (v["mcpServers"].clone(), dir, out)
-}
+    assert_eq!(v["mcpServers"][name], want);
+    assert!(out.stderr.contains(&format!("set {} in the environment", to_set.join(", "))), "{}", out.stderr);
 
-/// `serve --check` of the written config: refused while `vars` are unset, accepted once set.
-fn checks_once_set(dir: &TempDir, vars: &[&str]) {
     let unset = mcpx_in(dir.path(), &["serve", "--check", "--config", "mcpx.json"]);
     assert_eq!(unset.code, Some(1), "{}", unset.stdout);
-    assert!(unset.stderr.contains(vars[0]), "{}", unset.stderr);
-    let env: Vec<(&str, &str)> = vars.iter().map(|v| (*v, "set-by-test")).collect();
-    let set = run_in(dir.path(), mcpx(), &["serve", "--check", "--config", "mcpx.json"], &env, "");
-    set.ok();
+    assert!(unset.stderr.contains(to_set[0]), "{}", unset.stderr);
+    let env: Vec<(&str, &str)> = to_set.iter().map(|v| (*v, "set-by-test")).collect();
+    run_in(dir.path(), mcpx(), &["serve", "--check", "--config", "mcpx.json"], &env, "").ok();
+    dir
 }
 
 #[test]
 fn add_from_an_npm_server_json() {
-    let (servers, dir, out) = add_from("npm.server.json", &[]);
-    assert_eq!(
-        servers["weather"],
-        json!({
-            "command": "npx",
-            "args": ["-y", "--prefer-offline", "@mcpx-fixtures/weather-mcp@1.4.2", "--units", "metric", "${CITY}"],
-            "env": {"WEATHER_API_KEY": "${WEATHER_API_KEY}", "WEATHER_CACHE_DIR": "${WEATHER_CACHE_DIR:-/tmp/weather}"}
-        })
-    );
-    assert!(out.stderr.contains("set CITY, WEATHER_API_KEY in the environment"), "{}", out.stderr);
-    checks_once_set(&dir, &["CITY", "WEATHER_API_KEY"]);
+    let want = json!({
+        "command": "npx",
+        "args": ["-y", "--prefer-offline", "@mcpx-fixtures/weather-mcp@1.4.2", "--units", "metric", "${CITY}"],
+        "env": {"WEATHER_API_KEY": "${WEATHER_API_KEY}", "WEATHER_CACHE_DIR": "${WEATHER_CACHE_DIR:-/tmp/weather}"}
+    });
+    adds_from("npm.server.json", &[], "weather", want, &["CITY", "WEATHER_API_KEY"]);
 }
 
 #[test]
 fn add_from_a_pypi_server_json_with_a_name_of_ones_own() {
-    let (servers, dir, out) = add_from("pypi.server.json", &["my-notes"]);
-    assert_eq!(
-        servers["my-notes"],
-        json!({
-            "command": "uvx",
-            "args": ["mcpx-fixtures-notes==0.9.0", "--root", "/srv/notes", "--read-only", "true"],
-            "env": {"NOTES_TOKEN": "${NOTES_TOKEN}"}
-        })
-    );
-    assert!(out.stderr.contains("set NOTES_TOKEN"), "{}", out.stderr);
-    checks_once_set(&dir, &["NOTES_TOKEN"]);
+    let want = json!({
+        "command": "uvx",
+        "args": ["mcpx-fixtures-notes==0.9.0", "--root", "/srv/notes", "--read-only", "true"],
+        "env": {"NOTES_TOKEN": "${NOTES_TOKEN}"}
+    });
+    adds_from("pypi.server.json", &["my-notes"], "my-notes", want, &["NOTES_TOKEN"]);
 }
 
 #[test]
 fn add_from_an_oci_server_json() {
-    let (servers, dir, _) = add_from("oci.server.json", &[]);
-    assert_eq!(
-        servers["postgres"],
-        json!({
-            "command": "docker",
-            "args": ["run", "-i", "--rm", "--network", "host", "-e", "PGHOST", "-e", "PGPASSWORD",
-                     "ghcr.io/mcpx-fixtures/postgres-mcp:2.1.0", "--max-rows", "500"],
-            "env": {"PGHOST": "${PGHOST:-127.0.0.1}", "PGPASSWORD": "${PGPASSWORD}"}
-        })
-    );
-    checks_once_set(&dir, &["PGPASSWORD"]);
+    let want = json!({
+        "command": "docker",
+        "args": ["run", "-i", "--rm", "--network", "host", "-e", "PGHOST", "-e", "PGPASSWORD",
+                 "ghcr.io/mcpx-fixtures/postgres-mcp:2.1.0", "--max-rows", "500"],
+        "env": {"PGHOST": "${PGHOST:-127.0.0.1}", "PGPASSWORD": "${PGPASSWORD}"}
+    });
+    adds_from("oci.server.json", &[], "postgres", want, &["PGPASSWORD"]);
 }
 
 #[test]
 fn add_from_a_remote_server_json() {
-    let (servers, dir, out) = add_from("remote.server.json", &[]);
-    assert_eq!(
-        servers["tickets"],
-        json!({
-            "url": "https://eu.tickets.example.com/mcp",
-            "type": "http",
-            "headers": {"Authorization": "Bearer ${API_TOKEN}", "X-Tickets-Client": "mcpx"}
-        })
-    );
-    assert!(out.stderr.contains("set API_TOKEN"), "{}", out.stderr);
-    checks_once_set(&dir, &["API_TOKEN"]);
+    let want = json!({
+        "url": "https://eu.tickets.example.com/mcp",
+        "type": "http",
+        "headers": {"Authorization": "Bearer ${API_TOKEN}", "X-Tickets-Client": "mcpx"}
+    });
+    let dir = adds_from("remote.server.json", &[], "tickets", want, &["API_TOKEN"]);
     // A package server's remote is not made up: asking for one that is not there fails.
     let none = mcpx_in(dir.path(), &["add", "--from", fixture("registry/npm.server.json").to_str().unwrap(), "--remote", "--config", "other.json"]);
     assert_eq!(none.code, Some(1));
