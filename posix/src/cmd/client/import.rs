@@ -5,7 +5,8 @@
 //! and in the current folder:
 //! - Claude Desktop: `~/.config/Claude/claude_desktop_config.json`,
 //!   `~/Library/Application Support/Claude/claude_desktop_config.json`
-//! - Claude Code: `~/.claude.json`, `./.mcp.json`
+//! - Claude Code: `~/.claude.json` (user scope, and the current folder's
+//!   entry under `projects`), `./.mcp.json`
 //! - Cursor: `~/.cursor/mcp.json`, `./.cursor/mcp.json`
 //! - VS Code: `./.vscode/mcp.json` and the user `mcp.json` (key `servers`),
 //!   the user `settings.json` (`mcp.servers`), under `~/.config/Code/User`
@@ -30,17 +31,19 @@ struct Source {
     client: &'static str,
     path: PathBuf,
     /// Where the servers object is in the file.
-    key: &'static [&'static str],
+    key: Vec<String>,
 }
 
 fn sources(home: &Path, cwd: &Path) -> Vec<Source> {
-    let src = |client, path: PathBuf, key| Source { client, path, key };
+    let src = |client, path: PathBuf, key: &[&str]| Source { client, path, key: key.iter().map(|k| k.to_string()).collect() };
     const SERVERS: &[&str] = &["mcpServers"];
     let mac = home.join("Library/Application Support");
+    let here = cwd.display().to_string();
     let mut out = vec![
         src("Claude Desktop", home.join(".config/Claude/claude_desktop_config.json"), SERVERS),
         src("Claude Desktop", mac.join("Claude/claude_desktop_config.json"), SERVERS),
         src("Claude Code", home.join(".claude.json"), SERVERS),
+        src("Claude Code", home.join(".claude.json"), &["projects", &here, "mcpServers"]),
         src("Claude Code", cwd.join(".mcp.json"), SERVERS),
         src("Cursor", home.join(".cursor/mcp.json"), SERVERS),
         src("Cursor", cwd.join(".cursor/mcp.json"), SERVERS),
@@ -174,7 +177,7 @@ fn collect(home: &Path, cwd: &Path, to_set: &mut Vec<String>) -> (Vec<(String, E
                 continue;
             }
         };
-        let Some(servers) = s.key.iter().try_fold(&doc, |v, k| v.get(k)).and_then(Value::as_object) else { continue };
+        let Some(servers) = s.key.iter().try_fold(&doc, |v, k| v.get(k.as_str())).and_then(Value::as_object) else { continue };
         for (name, v) in servers {
             match convert(v, cwd, to_set) {
                 Ok(e) => found.push((name.clone(), e, from.clone())),
@@ -237,6 +240,21 @@ mod tests {
         let src = "{\n // a comment\n \"a\": \"http://x\", /* block */ \"b\": [1, 2,],\n \"c\": \"// not a comment\",\n}";
         let v: Value = serde_json::from_str(&strip_jsonc(src)).unwrap();
         assert_eq!(v, json!({"a": "http://x", "b": [1, 2], "c": "// not a comment"}));
+    }
+
+    #[test]
+    fn claude_codes_project_scope_is_the_current_folders() {
+        let home = std::env::temp_dir().join(format!("mcpx-import-test-{}", std::process::id()));
+        let cwd = home.join("src/app");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let doc = json!({"mcpServers": {"user": {"command": "u"}},
+                         "projects": {cwd.display().to_string(): {"mcpServers": {"local": {"command": "l"}}},
+                                      "/elsewhere": {"mcpServers": {"other": {"command": "o"}}}}});
+        std::fs::write(home.join(".claude.json"), doc.to_string()).unwrap();
+        let (found, notes) = collect(&home, &cwd, &mut Vec::new());
+        std::fs::remove_dir_all(&home).unwrap();
+        let names: Vec<&str> = found.iter().map(|(n, _, _)| n.as_str()).collect();
+        assert_eq!((names, notes), (vec!["user", "local"], vec![]));
     }
 
     #[test]

@@ -244,13 +244,18 @@ impl Inputs<'_, '_> {
         let version = str_at(p, "version").filter(|v| !v.is_empty());
         let env = self.key_values(array(p, "environmentVariables"), true)?;
         let runtime = self.arguments(array(p, "runtimeArguments"))?;
-        let (program, mut args) = match runner {
-            Runner::Npx => {
-                let yes = runtime.iter().any(|a| a == "-y" || a == "--yes");
-                ("npx", if yes { vec![] } else { vec!["-y".to_string()] })
-            }
-            Runner::Uvx => ("uvx", vec![]),
-            Runner::Docker => ("docker", vec!["run".into(), "-i".into(), "--rm".into()]),
+        let default = match runner {
+            Runner::Npx => "npx",
+            Runner::Uvx => "uvx",
+            Runner::Docker => "docker",
+        };
+        let program = str_at(p, "runtimeHint").unwrap_or(default);
+        // What the runner itself needs: npx must not ask before installing,
+        // docker must keep stdin open and clean up.
+        let mut args: Vec<String> = match (runner, program) {
+            (Runner::Npx, "npx") if !runtime.iter().any(|a| a == "-y" || a == "--yes") => vec!["-y".into()],
+            (Runner::Docker, "docker" | "podman") => vec!["run".into(), "-i".into(), "--rm".into()],
+            _ => Vec::new(),
         };
         args.extend(runtime);
         match (runner, version) {
@@ -270,7 +275,7 @@ impl Inputs<'_, '_> {
         }
         args.extend(self.arguments(array(p, "packageArguments"))?);
         let mut e = Entry::default();
-        e.set("command", json!(str_at(p, "runtimeHint").unwrap_or(program)));
+        e.set("command", json!(program));
         e.set("args", json!(args));
         if !env.is_empty() {
             e.set("env", Value::Object(env));
@@ -353,6 +358,8 @@ mod tests {
             "packageArguments": [{"type": "positional", "value": "--root={dir}", "variables": {"dir": {"default": "/srv"}}}]
         }]});
         assert_eq!(fields(&run(py, false, &[], &[]).unwrap().entry), json!({"command": "uvx", "args": ["acme-tool==0.4.0", "--root=/srv"]}));
+        let bun = json!({"name": "a/b", "packages": [{"registryType": "npm", "identifier": "b", "version": "1.0.0", "runtimeHint": "bunx", "transport": {"type": "stdio"}}]});
+        assert_eq!(fields(&run(bun, false, &[], &[]).unwrap().entry), json!({"command": "bunx", "args": ["b@1.0.0"]}));
         let oci = json!({"name": "io.github.acme/db", "packages": [{
             "registryType": "oci", "identifier": "ghcr.io/acme/db-mcp", "version": "2.0.0",
             "transport": {"type": "stdio"},
