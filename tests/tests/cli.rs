@@ -295,6 +295,13 @@ fn add_and_remove_keep_the_rest_of_the_file() {
     assert!(bad.stderr.contains("not written") && bad.stderr.contains("mcpServers.x"), "{}", bad.stderr);
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
 
+    // One that may only lack a variable's value is written, with a warning.
+    let later = mcpx_in(dir.path(), &["add", "later", "--config", c, "--url", "${LATER_URL}"]);
+    later.ok();
+    assert!(later.stderr.contains("with LATER_URL unset, `mcpx serve` would refuse the config"), "{}", later.stderr);
+    mcpx_in(dir.path(), &["remove", "later", "--config", c]).ok();
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
+
     // Without --config: the file `serve` would read (here ./mcpx.json), then a new user config.
     mcpx_in(dir.path(), &["add", "local", "--", "true"]).ok();
     assert!(std::fs::read_to_string(&cfg).unwrap().contains("\"local\""));

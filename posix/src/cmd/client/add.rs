@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::edit::{self, Entry};
+use super::edit::{self, Entry, Verdict};
 use super::{get, registry, term, Failure};
 use crate::cli::{AddArgs, AddSource};
 use crate::config;
@@ -94,11 +94,15 @@ pub fn read_existing(path: &Path) -> Result<Option<String>, Failure> {
 /// Writes `text` unless it makes a valid config invalid (a config that was
 /// invalid before is written with a warning: the user may be fixing it).
 pub fn save(path: &Path, old: Option<&str>, text: &str) -> Result<(), Failure> {
-    if let Err(e) = edit::validate(text, path) {
-        if old.is_none_or(|o| edit::validate(o, path).is_ok()) {
+    match edit::validate(text, path) {
+        Verdict::Valid => {}
+        Verdict::Invalid(e) if old.is_none_or(|o| edit::validate(o, path) == Verdict::Valid) => {
             return Err(Failure::Failed(format!("not written: the config would be invalid:\n{e}")));
         }
-        eprintln!("warning: the config has problems (it had them before):\n{e}");
+        Verdict::Invalid(e) => eprintln!("warning: the config has problems (it had them before):\n{e}"),
+        Verdict::Unsure { unset, problems } => {
+            eprintln!("warning: with {} unset, `mcpx serve` would refuse the config:\n{problems}", unset.join(", "))
+        }
     }
     edit::write(path, text).map_err(Failure::Failed)
 }

@@ -185,14 +185,39 @@ pub fn target_file(explicit: Option<&Path>) -> PathBuf {
     candidates.iter().find(|p| p.is_file()).or(candidates.last()).cloned().unwrap_or_else(|| PathBuf::from("mcpx.json"))
 }
 
-/// Problems `serve` would refuse the text for (unset `${VAR}`s aside: they
-/// may be set later), as `file:line:col: message` lines.
-pub fn validate(text: &str, path: &Path) -> Result<(), String> {
+/// What validating an edited config found.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    Valid,
+    /// Refused by `serve` (`file:line:col: message` lines).
+    Invalid(String),
+    /// Refused, but with these `${VAR}`s unset (they may be set later, and
+    /// their values may be what is missing), so not surely wrong.
+    Unsure { unset: Vec<String>, problems: String },
+}
+
+/// Whether `serve` would accept the text, the environment as it is.
+pub fn validate(text: &str, path: &Path) -> Verdict {
     let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let env = |k: &str| config::process_env(k).or_else(|| Some("unset".into()));
-    let mut cfg = config::parse(text, &path.display().to_string(), base, &env).map_err(|e| e.to_string())?;
-    cfg.source = config::Source::File(path.to_path_buf());
-    crate::cmd::build_hub(&cfg).map(|_| ())
+    let unset = std::cell::RefCell::new(Vec::new());
+    let env = |k: &str| {
+        config::process_env(k).or_else(|| {
+            unset.borrow_mut().push(k.to_string());
+            Some(String::new())
+        })
+    };
+    let checked = config::parse(text, &path.display().to_string(), base, &env).map_err(|e| e.to_string()).and_then(|mut cfg| {
+        cfg.source = config::Source::File(path.to_path_buf());
+        crate::cmd::build_hub(&cfg).map(|_| ())
+    });
+    let mut unset = unset.into_inner();
+    unset.sort();
+    unset.dedup();
+    match checked {
+        Ok(()) => Verdict::Valid,
+        Err(problems) if unset.is_empty() => Verdict::Invalid(problems),
+        Err(problems) => Verdict::Unsure { unset, problems },
+    }
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder
