@@ -228,7 +228,7 @@ impl Session {
             Link::Child(u) => u.send(bytes).map_err(|(e, _)| e),
             Link::Http(r) => r.send(bytes).map_err(|(e, _)| e),
         };
-        sent.map_err(|e| Failure::Unreachable(format!("cannot send to {}: {e:?}", self.what)))
+        sent.map_err(|e| Failure::Unreachable(format!("cannot send to {}: {e}", self.what)))
     }
 
     /// Sends request `method` and waits for its answer, answering the hub's
