@@ -106,6 +106,16 @@ pub fn has_server(src: &str, name: &str) -> Result<bool, String> {
     Ok(servers(src)?.is_some_and(|o| o.members.iter().any(|m| m.key == name)))
 }
 
+/// `text` with the line ends `src` uses (JSON strings hold no raw line
+/// breaks, so every `\n` in `text` is one).
+fn line_ends_of(src: &str, text: String) -> String {
+    if src.contains("\r\n") {
+        text.replace('\n', "\r\n")
+    } else {
+        text
+    }
+}
+
 /// `src` with member `key` appended to object `obj`.
 fn insert_member(src: &str, obj: &Object, key: &str, value: &Entry) -> String {
     let unit = indent_unit(src);
@@ -121,7 +131,7 @@ fn insert_member(src: &str, obj: &Object, key: &str, value: &Entry) -> String {
             (obj.open + 1, obj.close, format!("\n{inner}{k}: {}\n{outer}", value.render(&inner, &unit)))
         }
     };
-    format!("{}{text}{}", &src[..at], &src[end..])
+    format!("{}{}{}", &src[..at], line_ends_of(src, text), &src[end..])
 }
 
 /// `src` with server `name` set to `entry`: replaced where it is, or
@@ -140,7 +150,7 @@ pub fn upsert_server(src: &str, name: &str, entry: &Entry) -> Result<String, Str
                 Some(_) => entry.render(ind, &indent_unit(src)),
                 None => entry.compact(),
             };
-            Ok(format!("{}{text}{}", &src[..m.val_off], &src[m.val_end..]))
+            Ok(format!("{}{}{}", &src[..m.val_off], line_ends_of(src, text), &src[m.val_end..]))
         }
         None => Ok(insert_member(src, &obj, name, entry)),
     }
@@ -284,6 +294,14 @@ mod tests {
         assert_eq!(upsert_server("[1]", "n", &Entry::default()), Err("the config is not a JSON object".into()));
         assert!(upsert_server("{\"mcpServers\": [] }", "n", &Entry::default()).unwrap_err().contains("not an object"));
         assert!(upsert_server("{", "n", &Entry::default()).unwrap_err().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn keeps_crlf_line_ends() {
+        let src = SRC.replace('\n', "\r\n");
+        let added = upsert_server(&src, "c", &entry("npx")).unwrap();
+        assert_eq!(added, upsert_server(SRC, "c", &entry("npx")).unwrap().replace('\n', "\r\n"));
+        assert_eq!(remove_server(&added, "c").unwrap().as_deref(), Some(src.as_str()));
     }
 
     #[test]
