@@ -105,8 +105,9 @@ USAGE:
     mcpx call NAME ['{\"arg\": \"value\"}'] [--json] [TARGET]
         Call a tool and print its result (--json: the whole result).
         Progress shows on a terminal; a server's questions (elicitation)
-        are asked on the terminal. Exit 1 when the tool or the hub
-        reports an error, 2 when the hub cannot be reached.
+        are asked on the terminal; Ctrl-C cancels it. Exit 1 when the
+        tool or the hub reports an error, 2 when the hub cannot be
+        reached, 130 after Ctrl-C.
     TARGET:
         --url URL         A running hub (`mcpx serve --http`), e.g.
                           http://127.0.0.1:8765/mcp (also MCPX_URL).

@@ -464,3 +464,41 @@ fn add_from_a_server_json_url() {
     assert_eq!(missing.code, Some(2));
     assert!(missing.stderr.contains("HTTP 404"), "{}", missing.stderr);
 }
+
+#[test]
+fn ctrl_c_cancels_the_call_and_closes_the_session() {
+    let hub = example_hub(&["demo"]);
+    let server = hub.serve_http();
+    let mut call = Command::new(mcpx())
+        .args(["call", "demo__slow", r#"{"seconds": 30}"#, "--url", &server.url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let sessions = || {
+        let status = mcpx_in(hub.dir(), &["status", "--url", &server.url, "--json"]).ok().json();
+        status["http"]["sessions"].as_u64().unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sessions() == 0 {
+        assert!(Instant::now() < deadline, "the call's session never showed up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    Command::new("kill").args(["-INT", &call.id().to_string()]).status().unwrap();
+    let code = loop {
+        if let Some(s) = call.try_wait().unwrap() {
+            break s.code();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "Ctrl-C did not end the call");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(call.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("mcpx: interrupted"), "{err}");
+    assert_eq!(sessions(), 0, "the interrupted client's session was not closed");
+}

@@ -33,6 +33,8 @@ pub enum Failure {
     Unreachable(String),
     /// The command line is wrong: exit 2.
     Usage(String),
+    /// Stopped by Ctrl-C: exit 130.
+    Interrupted,
 }
 
 /// Prints the failure and gives the exit code.
@@ -51,6 +53,10 @@ fn exit_code(r: Result<(), Failure>) -> i32 {
             eprintln!("mcpx: {m}\nTry `mcpx --help`.");
             2
         }
+        Err(Failure::Interrupted) => {
+            eprintln!("mcpx: interrupted");
+            130
+        }
     }
 }
 
@@ -66,15 +72,16 @@ pub fn client(args: ClientArgs) -> i32 {
     let timeout = args.timeout_s.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let hub = Hub::from_target(&args.target);
     let ex = Rc::new(LocalExecutor::new());
+    let (interrupt, _watch) = session::watch_interrupts(&ex);
     let run = async {
         if args.command == ClientCommand::Status {
-            return status::run(&ex, hub, timeout, args.json).await;
+            return status::run(&ex, hub, timeout, interrupt, args.json).await;
         }
         let call_args = match &args.command {
             ClientCommand::Call { args, .. } => call::parse_args(args.as_deref())?,
             _ => serde_json::Value::Null,
         };
-        let mut s = Session::open(&ex, &hub, timeout).await?;
+        let mut s = Session::open(&ex, &hub, timeout, interrupt).await?;
         let r = match &args.command {
             ClientCommand::Tools => list::tools(&mut s, args.json).await,
             ClientCommand::Resources => list::resources(&mut s, args.json).await,

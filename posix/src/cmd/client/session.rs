@@ -116,6 +116,8 @@ pub struct Session {
     task: Option<Task<()>>,
     rx: Receiver<Event>,
     lost: Rc<Cell<bool>>,
+    /// Ctrl-C (see [`watch_interrupts`]).
+    interrupt: Receiver<()>,
     next_id: u64,
     timeout: Duration,
     what: String,
@@ -133,7 +135,7 @@ enum Got {
 
 impl Session {
     /// Connects (or starts the hub) and initializes.
-    pub async fn open(ex: &Rc<LocalExecutor<'static>>, hub: &Hub, timeout: Duration) -> Result<Session, Failure> {
+    pub async fn open(ex: &Rc<LocalExecutor<'static>>, hub: &Hub, timeout: Duration, interrupt: Receiver<()>) -> Result<Session, Failure> {
         let (tx, rx) = channel::bounded(MAX_QUEUED);
         let lost = Rc::new(Cell::new(false));
         let events: Rc<dyn Events> = Rc::new(Forward { tx, lost: lost.clone() });
@@ -171,6 +173,7 @@ impl Session {
             task: Some(task),
             rx,
             lost,
+            interrupt,
             next_id: 0,
             timeout,
             what: hub.describe(),
@@ -204,7 +207,7 @@ impl Session {
         });
         self.init = self.request("initialize", params, &mut |_| {}).await.map_err(|f| match f {
             Failure::Failed(m) | Failure::Unreachable(m) => cannot(m),
-            usage => usage,
+            other => other,
         })?;
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     }
@@ -214,12 +217,18 @@ impl Session {
         if self.lost.get() {
             return Some(Err(Failure::Failed(format!("{} sent more than {MAX_QUEUED} messages at once", self.what))));
         }
-        let recv = async { self.rx.recv().await.ok() };
+        let recv = async { self.rx.recv().await.ok().map(Ok) };
+        let interrupted = async {
+            match self.interrupt.recv().await {
+                Ok(()) => Some(Err(Failure::Interrupted)),
+                Err(_) => smol::future::pending().await,
+            }
+        };
         let timer = async {
             Timer::at(deadline).await;
             None
         };
-        recv.or(timer).await.map(Ok)
+        interrupted.or(recv).or(timer).await
     }
 
     fn send(&self, msg: &Value) -> Result<(), Failure> {
@@ -248,13 +257,13 @@ impl Session {
         loop {
             let msg = match self.wait(deadline).await {
                 Some(Got::Message(m)) => m,
+                Some(Got::Exited(Failure::Interrupted)) => {
+                    self.cancel(method, id, "interrupted (Ctrl-C)");
+                    return Err(Failure::Interrupted);
+                }
                 Some(Got::Exited(f)) => return Err(f),
                 None => {
-                    // cancellation-client-must-not-cancel-initialize
-                    if method != "initialize" {
-                        let _ = self.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                            "params": {"requestId": id, "reason": "timed out in mcpx"}}));
-                    }
+                    self.cancel(method, id, "timed out in mcpx");
                     return Err(Failure::Failed(format!(
                         "{method}: no answer from {} within {} s (--timeout)",
                         self.what,
@@ -283,6 +292,15 @@ impl Session {
                 (None, Some(other)) => debug!("hub: {other}"),
                 (None, None) => debug!("hub: a message that is neither request nor answer: {msg}"),
             }
+        }
+    }
+
+    /// Tells the hub that request `id` is given up.
+    fn cancel(&self, method: &str, id: u64, reason: &str) {
+        // cancellation-client-must-not-cancel-initialize
+        if method != "initialize" {
+            let _ = self.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": id, "reason": reason}}));
         }
     }
 
@@ -396,4 +414,25 @@ fn exit_text(what: &str, reason: &str, stderr: &str) -> String {
         }
     }
     s
+}
+
+/// Ctrl-C (SIGINT) and SIGTERM, watched on the executor: the first ends the
+/// session properly (the request in flight cancelled, the hub's session
+/// closed), a second exits at once.
+pub fn watch_interrupts(ex: &LocalExecutor<'static>) -> (Receiver<()>, Task<()>) {
+    use async_signal::{Signal, Signals};
+    use smol::stream::StreamExt as _;
+    let (tx, rx) = channel::bounded(1);
+    let task = ex.spawn(async move {
+        let Ok(mut signals) = Signals::new([Signal::Int, Signal::Term]) else { return };
+        let mut seen = false;
+        while signals.next().await.is_some() {
+            if seen {
+                std::process::exit(130);
+            }
+            seen = true;
+            let _ = tx.try_send(());
+        }
+    });
+    (rx, task)
 }

@@ -13,7 +13,13 @@ use crate::remote::url::Url;
 /// Largest `/status` body read.
 const MAX_STATUS: usize = 4 << 20;
 
-pub async fn run(ex: &std::rc::Rc<smol::LocalExecutor<'static>>, hub: Hub, timeout: Duration, as_json: bool) -> Result<(), Failure> {
+pub async fn run(
+    ex: &std::rc::Rc<smol::LocalExecutor<'static>>,
+    hub: Hub,
+    timeout: Duration,
+    interrupt: smol::channel::Receiver<()>,
+    as_json: bool,
+) -> Result<(), Failure> {
     let (status_url, headers, session) = match hub {
         Hub::Url { url, token } => {
             let u = Url::parse(&url).map_err(|e| Failure::Unreachable(format!("--url {url:?}: {e}")))?;
@@ -29,7 +35,7 @@ pub async fn run(ex: &std::rc::Rc<smol::LocalExecutor<'static>>, hub: Hub, timeo
                 .map_err(|e| Failure::Unreachable(format!("no free loopback port for the hub's status: {e}")))?
                 .port();
             args.extend(["--http".into(), format!("127.0.0.1:{port}"), "--stdio".into()]);
-            let s = Session::open(ex, &Hub::Child { args }, timeout).await?;
+            let s = Session::open(ex, &Hub::Child { args }, timeout, interrupt).await?;
             (format!("http://127.0.0.1:{port}/status"), Vec::new(), Some(s))
         }
     };
