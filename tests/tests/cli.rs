@@ -70,8 +70,11 @@ fn run_in(cwd: &Path, program: &Path, args: &[&str], env: &[(&str, &str)], input
     Out { code, stdout: std::fs::read_to_string(&o).unwrap(), stderr: std::fs::read_to_string(&e).unwrap() }
 }
 
+/// SIGKILL to process group `pgid`. The `--` matters: procps' `kill` reads
+/// `-12345` without it as the option `-1`…, i.e. "every process".
 fn kill_group_of(pgid: u32) {
-    let _ = Command::new("kill").args(["-KILL", &format!("-{pgid}")]).stderr(Stdio::null()).status();
+    assert!(pgid > 1, "not a process group of ours: {pgid}");
+    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{pgid}")]).stderr(Stdio::null()).status();
 }
 
 fn mcpx_in(cwd: &Path, args: &[&str]) -> Out {
@@ -488,7 +491,7 @@ fn ctrl_c_cancels_the_call_and_closes_the_session() {
     }
     std::thread::sleep(Duration::from_millis(300));
     let t0 = Instant::now();
-    Command::new("kill").args(["-INT", &call.id().to_string()]).status().unwrap();
+    Command::new("kill").args(["-INT", "--", &call.id().to_string()]).status().unwrap();
     let code = loop {
         if let Some(s) = call.try_wait().unwrap() {
             break s.code();
@@ -501,4 +504,17 @@ fn ctrl_c_cancels_the_call_and_closes_the_session() {
     assert_eq!(code, Some(130), "{err}");
     assert!(err.contains("mcpx: interrupted"), "{err}");
     assert_eq!(sessions(), 0, "the interrupted client's session was not closed");
+}
+
+/// The standalone hub is mcpx itself: a config reading mcpx's own
+/// variables (here the listener's token) still loads.
+#[test]
+fn the_standalone_hub_gets_mcpx_variables() {
+    let hub = HubConfig::new().upstream(example_server("demo")).set("auth", json!({"bearer": "${MCPX_TOKEN}"})).write();
+    let cfg = hub.config.to_str().unwrap();
+    let without = mcpx_in(hub.dir(), &["tools", "--config", cfg]);
+    assert_eq!(without.code, Some(2), "{}", without.stderr);
+    assert!(without.stderr.contains("MCPX_TOKEN"), "{}", without.stderr);
+    let with = run_in(hub.dir(), mcpx(), &["call", "demo__greet", r#"{"name": "Env"}"#, "--config", cfg], &[("MCPX_TOKEN", "t0k")], "");
+    assert_eq!(with.ok().stdout, "Hello, Env!\n");
 }

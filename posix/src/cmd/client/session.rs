@@ -157,11 +157,19 @@ impl Session {
             Hub::Child { args } => {
                 let exe = std::env::current_exe()
                     .map_err(|e| Failure::Unreachable(format!("cannot find this program to run the hub: {e}")))?;
+                // The hub is mcpx itself: its own variables (MCPX_LOG,
+                // MCPX_LIMITS, an MCPX_TOKEN the config reads) go with it,
+                // set explicitly so that no inheritance rule for servers
+                // keeps them back.
+                let own = std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                    .filter(|(k, _)| k.starts_with("MCPX_"))
+                    .collect();
                 let spec = ProcessSpec {
                     name: "hub".into(),
                     command: exe.display().to_string(),
                     args: args.clone(),
-                    env: Vec::new(),
+                    env: own,
                     cwd: None::<PathBuf>,
                 };
                 let (u, task) = supervise::spawn(ex, 0, spec, supervise::Options::default(), events);
