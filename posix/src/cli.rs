@@ -2,6 +2,14 @@
 //!
 //! ```text
 //! mcpx serve [--config FILE] [--log-level LEVEL] [--http ADDR [--stdio] [--token TOKEN] [--insecure-no-auth]]
+//! mcpx serve --check [--config FILE]
+//! mcpx tools|resources|prompts|status [--url URL [--token TOKEN] | --config FILE] [--timeout SECONDS] [--json]
+//! mcpx call NAME [JSON] [same options]
+//! mcpx add NAME [--config FILE] [--force] [--env K=V]... -- COMMAND [ARGS...]
+//! mcpx add NAME --url URL [--header K=V]... [--transport http|sse] [--config FILE] [--force]
+//! mcpx add [NAME] --from FILE-OR-URL [--remote] [--config FILE] [--force]
+//! mcpx remove NAME [--config FILE]
+//! mcpx import [--config FILE] [--dry-run] [--force]
 //! mcpx example-server [ARGS...]
 //! mcpx --help | help | -h
 //! mcpx --version | -V
@@ -19,6 +27,14 @@ pub enum Command {
     Serve(ServeArgs),
     /// Everything after `example-server`, passed through untouched.
     ExampleServer(Vec<String>),
+    /// `tools`, `call`, `resources`, `prompts`, `status`: an MCP client.
+    Client(ClientArgs),
+    /// `add`: a server entry into the config file.
+    Add(AddArgs),
+    /// `remove NAME`: a server entry out of the config file.
+    Remove { config: Option<PathBuf>, name: String },
+    /// `import`: servers of other MCP clients into the config file.
+    Import(ImportArgs),
     Help,
     Version,
 }
@@ -35,6 +51,8 @@ pub struct ServeArgs {
     pub token: Option<String>,
     /// `--insecure-no-auth`: allow a non-loopback `--http` address without a token.
     pub insecure_no_auth: bool,
+    /// `--check`: validate the config and exit.
+    pub check: bool,
 }
 
 impl ServeArgs {
@@ -77,6 +95,46 @@ USAGE:
     mcpx serve --http ADDR [--stdio] [--token TOKEN] [--insecure-no-auth]
         Serve the hub over Streamable HTTP at http://ADDR/mcp (and stdio
         too with --stdio).
+    mcpx serve --check [--config FILE]
+        Validate the config (as `serve` would) and exit: 0 when it is
+        good, else 1 with each problem as file:line:col.
+
+    mcpx tools | resources | prompts | status [--json] [TARGET]
+        List the hub's tools, resources (and templates) or prompts as a
+        table (--json: the JSON), or show each server's state.
+    mcpx call NAME ['{\"arg\": \"value\"}'] [--json] [TARGET]
+        Call a tool and print its result (--json: the whole result).
+        Progress shows on a terminal; a server's questions (elicitation)
+        are asked on the terminal; Ctrl-C cancels it. Exit 1 when the
+        tool or the hub reports an error, 2 when the hub cannot be
+        reached, 130 after Ctrl-C.
+    TARGET:
+        --url URL         A running hub (`mcpx serve --http`), e.g.
+                          http://127.0.0.1:8765/mcp (also MCPX_URL).
+        --token TOKEN     Its bearer token (also MCPX_TOKEN).
+        --config FILE     Without --url: run this config's servers for the
+                          one command (default: the config `serve` reads).
+        --timeout SECONDS How long to wait for the hub and each answer
+                          (default 120).
+
+    mcpx add NAME [--env K=V]... -- COMMAND [ARGS...]
+    mcpx add NAME --url URL [--header K=V]... [--transport http|sse]
+    mcpx add [NAME] --from FILE-OR-URL [--remote]
+        Add a server to the config file, editing it in place (the rest of
+        the file stays as it is); --force replaces one of the same name.
+        --from reads an MCP Registry server.json (npm, PyPI and OCI
+        packages become npx, uvx and docker commands; --remote takes its
+        remote endpoint instead); secrets are written as ${VAR}
+        references, never the values.
+    mcpx remove NAME
+        Remove a server from the config file.
+    mcpx import [--dry-run] [--force]
+        Add the servers configured in Claude Desktop, Claude Code, Cursor,
+        VS Code and Windsurf (their usual files under $HOME and in the
+        current folder) to the config file; --dry-run prints the result.
+    add, remove and import edit --config FILE, else the first config file
+    `serve` would read, else create ~/.config/mcpx/config.json.
+
     mcpx example-server [--demo] [--name NAME] [--revisions LIST] [--page-size N]
         Run the built-in example MCP server on stdin/stdout
         (`mcpx example-server --help` for details).
@@ -189,6 +247,15 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "example-server" => Ok(Command::ExampleServer(args[1..].to_vec())),
         "serve" if args[1..].iter().any(|a| a == "--help" || a == "-h") => Ok(Command::Help),
         "serve" => parse_serve(&args[1..]).map(Command::Serve),
+        "tools" | "call" | "resources" | "prompts" | "status" | "add" | "remove" | "import"
+            if args[1..].iter().take_while(|a| *a != "--").any(|a| a == "--help" || a == "-h") =>
+        {
+            Ok(Command::Help)
+        }
+        "tools" | "call" | "resources" | "prompts" | "status" => parse_client(first, &args[1..]).map(Command::Client),
+        "add" => parse_add(&args[1..]).map(Command::Add),
+        "remove" => parse_remove(&args[1..]),
+        "import" => parse_import(&args[1..]).map(Command::Import),
         s if s.starts_with('-') => Err(UsageError(format!("unknown option `{s}` (expected a command first)"))),
         s => Err(UsageError(format!("unknown command `{s}`"))),
     }
@@ -211,14 +278,7 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, UsageError> {
     while let Some(arg) = it.next() {
         let name = arg.split_once('=').map_or(arg.as_str(), |(f, _)| f);
         match name {
-            "--config" | "-c" => {
-                let (f, v) = flag_value(arg, &mut it);
-                let v = v.filter(|v| !v.is_empty()).ok_or_else(|| UsageError(format!("`{f}` needs a file name")))?;
-                if out.config.is_some() {
-                    return Err(UsageError(format!("`{f}` given twice")));
-                }
-                out.config = Some(PathBuf::from(v));
-            }
+            "--config" | "-c" => config_flag(&mut out.config, arg, &mut it)?,
             "--log-level" => {
                 let (f, v) = flag_value(arg, &mut it);
                 let v = v.ok_or_else(|| UsageError(format!("`{f}` needs a level: error, warn, info or debug")))?;
@@ -240,12 +300,229 @@ fn parse_serve(args: &[String]) -> Result<ServeArgs, UsageError> {
                 out.token = Some(v.to_string());
             }
             "--insecure-no-auth" => out.insecure_no_auth = true,
+            "--check" => out.check = true,
             s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx serve`"))),
             s => return Err(UsageError(format!("unexpected argument `{s}` for `mcpx serve`"))),
         }
     }
     if out.http.is_none() && (out.token.is_some() || out.insecure_no_auth) {
         return Err(UsageError("`--token` and `--insecure-no-auth` need `--http ADDR`".into()));
+    }
+    Ok(out)
+}
+
+/// Where the command-line client finds the hub.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Target {
+    /// `--url URL`: a running hub's MCP endpoint (`mcpx serve --http`).
+    pub url: Option<String>,
+    /// `--token TOKEN`: its bearer token.
+    pub token: Option<String>,
+    /// `--config FILE`: without `--url`, run this config's servers for the
+    /// one command (`mcpx serve` as a child).
+    pub config: Option<PathBuf>,
+}
+
+/// What the command-line client does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientCommand {
+    Tools,
+    /// `call NAME [JSON]`: the tool and its arguments (a JSON object).
+    Call { name: String, args: Option<String> },
+    Resources,
+    Prompts,
+    Status,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientArgs {
+    pub command: ClientCommand,
+    pub target: Target,
+    /// `--json`: print JSON instead of a table or text.
+    pub json: bool,
+    /// `--timeout SECONDS`: how long to wait for the hub and each answer.
+    pub timeout_s: Option<u64>,
+}
+
+/// What `mcpx add` writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AddSource {
+    /// `-- COMMAND ARGS...`
+    Command { command: String, args: Vec<String> },
+    /// `--url URL [--header K=V]... [--transport http|sse]`
+    Url { url: String, headers: Vec<(String, String)>, transport: Option<String> },
+    /// `--from FILE-OR-URL [--remote]`: an MCP Registry `server.json`.
+    Registry { from: String, remote: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddArgs {
+    pub config: Option<PathBuf>,
+    /// Required except with `--from` (then taken from the server's name).
+    pub name: Option<String>,
+    /// `--force`: replace an entry of the same name.
+    pub force: bool,
+    /// `--env K=V` (for a command).
+    pub env: Vec<(String, String)>,
+    pub source: AddSource,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImportArgs {
+    pub config: Option<PathBuf>,
+    /// `--dry-run`: print the config instead of writing it.
+    pub dry_run: bool,
+    /// `--force`: replace entries of the same name.
+    pub force: bool,
+}
+
+/// A flag's value that must not be empty.
+fn required<'a>(arg: &'a str, rest: &mut std::slice::Iter<'a, String>, what: &str) -> Result<&'a str, UsageError> {
+    let (f, v) = flag_value(arg, rest);
+    v.filter(|v| !v.is_empty()).ok_or_else(|| UsageError(format!("`{f}` needs {what}")))
+}
+
+/// `--config FILE`, once.
+fn config_flag<'a>(slot: &mut Option<PathBuf>, arg: &'a str, rest: &mut std::slice::Iter<'a, String>) -> Result<(), UsageError> {
+    let v = required(arg, rest, "a file name")?;
+    if slot.replace(PathBuf::from(v)).is_some() {
+        return Err(UsageError("`--config` given twice".into()));
+    }
+    Ok(())
+}
+
+/// `K=V` of `--env` and `--header`.
+fn key_value(flag: &str, v: &str) -> Result<(String, String), UsageError> {
+    match v.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(UsageError(format!("`{flag}` needs NAME=VALUE, got `{v}`"))),
+    }
+}
+
+fn flag_name(arg: &str) -> &str {
+    arg.split_once('=').map_or(arg, |(f, _)| f)
+}
+
+fn parse_client(command: &str, args: &[String]) -> Result<ClientArgs, UsageError> {
+    let mut target = Target::default();
+    let (mut json, mut timeout_s) = (false, None);
+    let mut positional = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match flag_name(arg) {
+            "--url" => target.url = Some(required(arg, &mut it, "the hub's URL, e.g. http://127.0.0.1:8765/mcp")?.to_string()),
+            "--token" => target.token = Some(required(arg, &mut it, "a token")?.to_string()),
+            "--config" | "-c" => config_flag(&mut target.config, arg, &mut it)?,
+            "--json" => json = true,
+            "--timeout" => {
+                let v = required(arg, &mut it, "a number of seconds")?;
+                timeout_s = Some(v.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    UsageError(format!("`--timeout`: `{v}` is not a positive number of seconds"))
+                })?);
+            }
+            s if s.starts_with("--") => return Err(UsageError(format!("unknown option `{s}` for `mcpx {command}`"))),
+            _ => positional.push(arg.clone()),
+        }
+    }
+    if target.url.is_some() && target.config.is_some() {
+        return Err(UsageError("give `--url` (a running hub) or `--config` (run its servers), not both".into()));
+    }
+    let mut positional = positional.into_iter();
+    let command = match command {
+        "call" => {
+            let name = positional.next().ok_or_else(|| UsageError("`mcpx call` needs a tool name".into()))?;
+            ClientCommand::Call { name, args: positional.next() }
+        }
+        "tools" => ClientCommand::Tools,
+        "resources" => ClientCommand::Resources,
+        "prompts" => ClientCommand::Prompts,
+        _ => ClientCommand::Status,
+    };
+    if let Some(extra) = positional.next() {
+        return Err(UsageError(format!("unexpected argument `{extra}`")));
+    }
+    Ok(ClientArgs { command, target, json, timeout_s })
+}
+
+fn parse_add(args: &[String]) -> Result<AddArgs, UsageError> {
+    let (mut config, mut name, mut force, mut env) = (None, None, false, Vec::new());
+    let (mut url, mut headers, mut transport, mut from, mut remote) = (None, Vec::new(), None, None, false);
+    let mut command = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match flag_name(arg) {
+            "--" => {
+                let rest: Vec<String> = it.by_ref().cloned().collect();
+                let (c, a) = rest.split_first().ok_or_else(|| UsageError("`--` needs the command to run".into()))?;
+                command = Some((c.clone(), a.to_vec()));
+            }
+            "--config" | "-c" => config_flag(&mut config, arg, &mut it)?,
+            "--force" => force = true,
+            "--env" => env.push(key_value("--env", required(arg, &mut it, "NAME=VALUE")?)?),
+            "--url" => url = Some(required(arg, &mut it, "a URL")?.to_string()),
+            "--header" => headers.push(key_value("--header", required(arg, &mut it, "NAME=VALUE")?)?),
+            "--transport" => {
+                let v = required(arg, &mut it, "http or sse")?;
+                if v != "http" && v != "sse" {
+                    return Err(UsageError(format!("`--transport`: `{v}` is neither http nor sse")));
+                }
+                transport = Some(v.to_string());
+            }
+            "--from" => from = Some(required(arg, &mut it, "a server.json file or URL")?.to_string()),
+            "--remote" => remote = true,
+            s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx add`"))),
+            s if name.is_none() => name = Some(s.to_string()),
+            s => return Err(UsageError(format!("unexpected argument `{s}` (the command goes after `--`)"))),
+        }
+    }
+    let source = match (command, url, from) {
+        (Some((command, args)), None, None) => AddSource::Command { command, args },
+        (None, Some(url), None) => AddSource::Url { url, headers: std::mem::take(&mut headers), transport: transport.take() },
+        (None, None, Some(from)) => AddSource::Registry { from, remote },
+        (None, None, None) => {
+            return Err(UsageError("`mcpx add` needs `-- COMMAND ARGS...`, `--url URL` or `--from server.json`".into()))
+        }
+        _ => return Err(UsageError("give one of `-- COMMAND`, `--url` and `--from`".into())),
+    };
+    let misplaced = match &source {
+        AddSource::Command { .. } => (!headers.is_empty() || transport.is_some() || remote).then_some("--header, --transport and --remote go with --url or --from"),
+        AddSource::Url { .. } => (!env.is_empty() || remote).then_some("--env and --remote do not go with --url"),
+        AddSource::Registry { .. } => (!env.is_empty() || !headers.is_empty() || transport.is_some()).then_some("--env, --header and --transport do not go with --from"),
+    };
+    if let Some(m) = misplaced {
+        return Err(UsageError(m.into()));
+    }
+    if name.is_none() && !matches!(source, AddSource::Registry { .. }) {
+        return Err(UsageError("`mcpx add` needs the server's NAME".into()));
+    }
+    Ok(AddArgs { config, name, force, env, source })
+}
+
+fn parse_remove(args: &[String]) -> Result<Command, UsageError> {
+    let (mut config, mut name) = (None, None);
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match flag_name(arg) {
+            "--config" | "-c" => config_flag(&mut config, arg, &mut it)?,
+            s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx remove`"))),
+            s if name.is_none() => name = Some(s.to_string()),
+            s => return Err(UsageError(format!("unexpected argument `{s}` for `mcpx remove`"))),
+        }
+    }
+    let name = name.ok_or_else(|| UsageError("`mcpx remove` needs the server's NAME".into()))?;
+    Ok(Command::Remove { config, name })
+}
+
+fn parse_import(args: &[String]) -> Result<ImportArgs, UsageError> {
+    let mut out = ImportArgs::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match flag_name(arg) {
+            "--config" | "-c" => config_flag(&mut out.config, arg, &mut it)?,
+            "--dry-run" => out.dry_run = true,
+            "--force" => out.force = true,
+            s => return Err(UsageError(format!("unknown argument `{s}` for `mcpx import`"))),
+        }
     }
     Ok(out)
 }
@@ -318,5 +595,43 @@ mod tests {
             "`--log-level`: unknown level `loud` (use error, warn, info or debug)"
         );
         assert_eq!(p(&["serve", "--config", "x", "--help"]), Ok(Command::Help));
+    }
+
+    #[test]
+    fn client_commands() {
+        let Ok(Command::Client(a)) = p(&["call", "greet", r#"{"name":"x"}"#, "--url=http://h/mcp", "--token", "t", "--json"]) else { panic!() };
+        assert_eq!(a.command, ClientCommand::Call { name: "greet".into(), args: Some(r#"{"name":"x"}"#.into()) });
+        assert_eq!((a.target.url.as_deref(), a.target.token.as_deref(), a.json), (Some("http://h/mcp"), Some("t"), true));
+        let Ok(Command::Client(a)) = p(&["tools", "-c", "x.json", "--timeout", "5"]) else { panic!() };
+        assert_eq!((a.command, a.target.config, a.timeout_s), (ClientCommand::Tools, Some("x.json".into()), Some(5)));
+        assert_eq!(p(&["status", "--help"]), Ok(Command::Help));
+        assert_eq!(e(&["call"]), "`mcpx call` needs a tool name");
+        assert_eq!(e(&["tools", "extra"]), "unexpected argument `extra`");
+        assert_eq!(e(&["tools", "--url", "u", "--config", "c"]), "give `--url` (a running hub) or `--config` (run its servers), not both");
+        assert_eq!(e(&["prompts", "--timeout", "0"]), "`--timeout`: `0` is not a positive number of seconds");
+        assert_eq!(e(&["resources", "--bogus"]), "unknown option `--bogus` for `mcpx resources`");
+    }
+
+    #[test]
+    fn config_commands() {
+        let Ok(Command::Add(a)) = p(&["add", "gh", "--env", "K=v=w", "--", "npx", "-y", "--flag"]) else { panic!() };
+        assert_eq!(a.source, AddSource::Command { command: "npx".into(), args: vec!["-y".into(), "--flag".into()] });
+        assert_eq!((a.name.as_deref(), a.env), (Some("gh"), vec![("K".into(), "v=w".into())]));
+        let Ok(Command::Add(a)) = p(&["add", "w", "--url", "https://x/mcp", "--header", "A=b", "--transport", "sse", "--force"]) else { panic!() };
+        assert_eq!(a.source, AddSource::Url { url: "https://x/mcp".into(), headers: vec![("A".into(), "b".into())], transport: Some("sse".into()) });
+        assert!(a.force);
+        let Ok(Command::Add(a)) = p(&["add", "--from", "server.json", "--remote"]) else { panic!() };
+        assert_eq!((a.name, a.source), (None, AddSource::Registry { from: "server.json".into(), remote: true }));
+        assert_eq!(e(&["add", "x"]), "`mcpx add` needs `-- COMMAND ARGS...`, `--url URL` or `--from server.json`");
+        assert_eq!(e(&["add", "--url", "u"]), "`mcpx add` needs the server's NAME");
+        assert_eq!(e(&["add", "x", "--url", "u", "--", "c"]), "give one of `-- COMMAND`, `--url` and `--from`");
+        assert_eq!(e(&["add", "x", "--env", "K=v", "--url", "u"]), "--env and --remote do not go with --url");
+        assert_eq!(e(&["add", "x", "--header", "nope", "--url", "u"]), "`--header` needs NAME=VALUE, got `nope`");
+        assert_eq!(e(&["add", "x", "--"]), "`--` needs the command to run");
+        assert_eq!(p(&["remove", "gh", "-c", "f.json"]), Ok(Command::Remove { config: Some("f.json".into()), name: "gh".into() }));
+        assert_eq!(e(&["remove"]), "`mcpx remove` needs the server's NAME");
+        assert_eq!(p(&["import", "--dry-run"]), Ok(Command::Import(ImportArgs { dry_run: true, ..ImportArgs::default() })));
+        let Ok(Command::Serve(a)) = p(&["serve", "--check", "--config", "f"]) else { panic!() };
+        assert!(a.check);
     }
 }

@@ -119,7 +119,7 @@ impl<'a> Scanner<'a> {
         self.ws();
         match self.peek()? {
             b'"' => self.string().map(|_| ()),
-            b'{' => self.members(|_, _, _| false).map(|_| ()),
+            b'{' => self.members(|_, _, _, _| {}),
             b'[' => self.elements(|_, _| false).map(|_| ()),
             _ => {
                 while self.i < self.b.len()
@@ -132,14 +132,14 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// Walks an object's members. `f(key, key_offset, value_offset)` returns
-    /// true to stop with the scanner positioned at that member's value.
-    fn members(&mut self, mut f: impl FnMut(&str, usize, usize) -> bool) -> Option<bool> {
+    /// Walks an object's members: `f(key, key_offset, value_offset,
+    /// value_end)` for each, after its value was skipped.
+    fn members(&mut self, mut f: impl FnMut(&str, usize, usize, usize)) -> Option<()> {
         self.eat(b'{')?;
         self.ws();
         if self.peek()? == b'}' {
             self.i += 1;
-            return Some(false);
+            return Some(());
         }
         loop {
             self.ws();
@@ -148,16 +148,14 @@ impl<'a> Scanner<'a> {
             self.eat(b':')?;
             self.ws();
             let val_off = self.i;
-            if f(&key, key_off, val_off) {
-                return Some(true);
-            }
             self.skip_value()?;
+            f(&key, key_off, val_off, self.i);
             self.ws();
             match self.peek()? {
                 b',' => self.i += 1,
                 b'}' => {
                     self.i += 1;
-                    return Some(false);
+                    return Some(());
                 }
                 _ => return None,
             }
@@ -202,11 +200,10 @@ pub fn locate(src: &str, path: &Path) -> Option<usize> {
             let parent = Path(path.0[..path.0.len() - 1].to_vec());
             let mut sc = Scanner { b: src.as_bytes(), i: locate_value(src, &parent)? };
             let mut found = None;
-            sc.members(|key, ko, _| {
+            sc.members(|key, ko, _, _| {
                 if key == k {
                     found = Some(ko);
                 }
-                false
             })?;
             found
         }
@@ -224,11 +221,10 @@ pub fn locate_value(src: &str, path: &Path) -> Option<usize> {
         let mut found = None;
         match seg {
             Seg::Key(k) => {
-                sc.members(|key, _, vo| {
+                sc.members(|key, _, vo, _| {
                     if key == k {
                         found = Some(vo);
                     }
-                    false
                 })?;
             }
             Seg::Idx(want) => {
@@ -252,11 +248,42 @@ pub fn locate_value(src: &str, path: &Path) -> Option<usize> {
 pub fn keys(src: &str, path: &Path) -> Option<Vec<(String, usize)>> {
     let mut sc = Scanner { b: src.as_bytes(), i: locate_value(src, path)? };
     let mut out = Vec::new();
-    sc.members(|k, ko, _| {
-        out.push((k.to_string(), ko));
-        false
-    })?;
+    sc.members(|k, ko, _, _| out.push((k.to_string(), ko)))?;
     Some(out)
+}
+
+/// One member of an object as it sits in the text.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub key: String,
+    /// Offset of the key's opening quote.
+    pub key_off: usize,
+    /// Offsets of the value's first byte and of the byte after it.
+    pub val_off: usize,
+    pub val_end: usize,
+}
+
+/// An object as it sits in the text: its braces and members in source
+/// order (duplicates included), for editing the text in place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object {
+    /// Offsets of `{` and `}`.
+    pub open: usize,
+    pub close: usize,
+    pub members: Vec<Member>,
+}
+
+/// The object at `path`, or `None` when there is none (or it is not an object).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub fn object(src: &str, path: &Path) -> Option<Object> {
+    let open = locate_value(src, path)?;
+    let mut sc = Scanner { b: src.as_bytes(), i: open };
+    let mut members = Vec::new();
+    sc.members(|key, key_off, val_off, val_end| {
+        members.push(Member { key: key.to_string(), key_off, val_off, val_end })
+    })?;
+    Some(Object { open, close: sc.i - 1, members })
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -307,6 +334,26 @@ mod tests {
             keys(SRC, &p(&[k("mcpServers")])).unwrap().into_iter().map(|(k, _)| k).collect();
         assert_eq!(ks, ["b", "aA", "a"]);
         assert_eq!(keys(SRC, &p(&[k("mcpServers"), k("a")])).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn spans_an_objects_members() {
+        let o = object(SRC, &p(&[k("mcpServers")])).unwrap();
+        assert_eq!((&SRC[o.open..=o.open], &SRC[o.close..=o.close]), ("{", "}"));
+        let spans: Vec<(&str, &str)> = o.members.iter().map(|m| (&SRC[m.key_off..m.val_off], &SRC[m.val_off..m.val_end])).collect();
+        assert_eq!(
+            spans,
+            [
+                (r#""b": "#, r#"{"command": "x", "args": ["1", {"k": [2, 3]}, "3"]}"#),
+                (r#""a\u0041": "#, r#"{"command": "y"}"#),
+                (r#""a": "#, "{}"),
+            ]
+        );
+        assert_eq!(o.members[1].key, "aA");
+        let top = object(SRC, &Path::root()).unwrap();
+        assert_eq!(&SRC[top.members[1].val_off..top.members[1].val_end], r#""__""#);
+        assert_eq!(object(SRC, &p(&[k("separator")])), None);
+        assert_eq!(object("{\"n\": 12}", &Path::root()).unwrap().members[0].val_end, 8);
     }
 
     #[test]

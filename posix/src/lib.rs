@@ -10,6 +10,7 @@ mod log;
 mod backoff;
 mod childenv;
 mod cli;
+mod cmd;
 mod config;
 mod example;
 mod http;
@@ -77,6 +78,7 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
             0
         }
         Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
+        Ok(cli::Command::Serve(opts)) if opts.check => cmd::check(&opts),
         Ok(cli::Command::Serve(opts)) => {
             reaper::become_subreaper();
             let code = serve::main(opts);
@@ -85,6 +87,19 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
             // The log is written by a thread of its own: let it finish.
             log::flush(std::time::Duration::from_secs(2));
             code
+        }
+        #[cfg(feature = "cli")]
+        Ok(cli::Command::Client(args)) => cmd::client(args),
+        #[cfg(feature = "cli")]
+        Ok(cli::Command::Add(args)) => cmd::add(args),
+        #[cfg(feature = "cli")]
+        Ok(cli::Command::Remove { config, name }) => cmd::remove(config.as_deref(), &name),
+        #[cfg(feature = "cli")]
+        Ok(cli::Command::Import(args)) => cmd::import(args),
+        #[cfg(not(feature = "cli"))]
+        Ok(cli::Command::Client(_) | cli::Command::Add(_) | cli::Command::Remove { .. } | cli::Command::Import(_)) => {
+            eprintln!("mcpx: this build has no `{}` (built without the `cli` feature)", args[0]);
+            2
         }
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");

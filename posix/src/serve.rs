@@ -521,7 +521,7 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
 }
 
 /// Where in the config file the hub's objection points.
-fn hub_error_position(cfg: &Config, e: &hub::ConfigError) -> Option<String> {
+pub(crate) fn hub_error_position(cfg: &Config, e: &hub::ConfigError) -> Option<String> {
     let server = |name: &str| crate::jsonpos::Path::root().key("mcpServers").key(name);
     let path = match e {
         hub::ConfigError::PrefixCollision(_, b) => {
@@ -589,15 +589,6 @@ pub fn main(args: ServeArgs) -> i32 {
     for d in &cfg.disabled {
         info!("server {d}: disabled in the config");
     }
-    let max_upstreams = crate::limits::get().max_upstreams;
-    if cfg.servers.len() > max_upstreams {
-        error!(
-            "{}: {} servers configured; this build runs at most {max_upstreams} (disable some, or raise the cap with MCPX_LIMITS=upstreams=N)",
-            cfg.source,
-            cfg.servers.len()
-        );
-        return 1;
-    }
     if cfg.servers.is_empty() {
         warn!("no servers to run: the hub will serve an empty catalog");
     } else {
@@ -605,14 +596,10 @@ pub fn main(args: ServeArgs) -> i32 {
         info!("servers: {}", names.join(", "));
     }
 
-    let (specs, opts) = hub_parts(&cfg);
-    let hub = match Hub::new(specs, opts) {
+    let hub = match crate::cmd::build_hub(&cfg) {
         Ok(h) => h,
         Err(e) => {
-            match hub_error_position(&cfg, &e) {
-                Some(at) => error!("{at}: {e}"),
-                None => error!("{}: {e}", cfg.source),
-            }
+            error!("{e}");
             return 1;
         }
     };

@@ -55,8 +55,8 @@
 //! previous notification or response was accepted, so the server sees them in
 //! the hub's order (`notifications/initialized` before `tools/list`).
 
-mod conn;
-mod http;
+pub(crate) mod conn;
+pub(crate) mod http;
 pub mod url;
 
 #[cfg(test)]
@@ -167,7 +167,7 @@ impl RemoteSpec {
         self.connector(&url, Duration::from_secs(1)).map(|_| ())
     }
 
-    fn connector(&self, url: &Url, connect_timeout: Duration) -> Result<Connector, String> {
+    pub(crate) fn connector(&self, url: &Url, connect_timeout: Duration) -> Result<Connector, String> {
         #[cfg(feature = "tls")]
         let tls = match url.scheme {
             Scheme::Https => Some(conn::tls_connector(self.ca_file.as_deref())?),

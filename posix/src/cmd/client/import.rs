@@ -1,0 +1,279 @@
+//! `mcpx import`: the servers other MCP clients are configured with, merged
+//! into the mcpx config.
+//!
+//! Read from their usual files under `$HOME` (Linux and macOS locations)
+//! and in the current folder:
+//! - Claude Desktop: `~/.config/Claude/claude_desktop_config.json`,
+//!   `~/Library/Application Support/Claude/claude_desktop_config.json`
+//! - Claude Code: `~/.claude.json` (user scope, and the current folder's
+//!   entry under `projects`), `./.mcp.json`
+//! - Cursor: `~/.cursor/mcp.json`, `./.cursor/mcp.json`
+//! - VS Code: `./.vscode/mcp.json` and the user `mcp.json` (key `servers`),
+//!   the user `settings.json` (`mcp.servers`), under `~/.config/Code/User`
+//!   or `~/Library/Application Support/Code/User`
+//! - Windsurf: `~/.codeium/windsurf/mcp_config.json`
+//!
+//! Entries keep `command`, `args`, `env`, `cwd`, `url` (Windsurf's
+//! `serverUrl`), `headers`, `type` and `disabled`. `${env:VAR}` becomes
+//! mcpx's `${VAR}`; `${workspaceFolder}` the current folder; a VS Code
+//! `${input:ID}` (asked by VS Code) becomes `${ID}`, to be set.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::add::{read_existing, save};
+use super::edit::{self, Entry};
+use super::Failure;
+use crate::cli::ImportArgs;
+
+struct Source {
+    client: &'static str,
+    path: PathBuf,
+    /// Where the servers object is in the file.
+    key: Vec<String>,
+}
+
+fn sources(home: &Path, cwd: &Path) -> Vec<Source> {
+    let src = |client, path: PathBuf, key: &[&str]| Source { client, path, key: key.iter().map(|k| k.to_string()).collect() };
+    const SERVERS: &[&str] = &["mcpServers"];
+    let mac = home.join("Library/Application Support");
+    let here = cwd.display().to_string();
+    let mut out = vec![
+        src("Claude Desktop", home.join(".config/Claude/claude_desktop_config.json"), SERVERS),
+        src("Claude Desktop", mac.join("Claude/claude_desktop_config.json"), SERVERS),
+        src("Claude Code", home.join(".claude.json"), SERVERS),
+        src("Claude Code", home.join(".claude.json"), &["projects", &here, "mcpServers"]),
+        src("Claude Code", cwd.join(".mcp.json"), SERVERS),
+        src("Cursor", home.join(".cursor/mcp.json"), SERVERS),
+        src("Cursor", cwd.join(".cursor/mcp.json"), SERVERS),
+        src("VS Code", cwd.join(".vscode/mcp.json"), &["servers"]),
+    ];
+    for user in [home.join(".config/Code/User"), mac.join("Code/User")] {
+        out.push(src("VS Code", user.join("mcp.json"), &["servers"]));
+        out.push(src("VS Code", user.join("settings.json"), &["mcp", "servers"]));
+    }
+    out.push(src("Windsurf", home.join(".codeium/windsurf/mcp_config.json"), SERVERS));
+    out
+}
+
+/// JSON with comments and trailing commas (VS Code's files) as plain JSON.
+fn strip_jsonc(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    let mut in_str = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if c == b'\\' && i + 1 < b.len() {
+                out.push_str(&src[i..i + 2]);
+                i += 2;
+                continue;
+            }
+            in_str = c != b'"';
+        } else if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            i = src[i..].find('\n').map_or(b.len(), |n| i + n);
+            continue;
+        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            i = src[i + 2..].find("*/").map_or(b.len(), |n| i + n + 4);
+            continue;
+        } else if c == b',' {
+            let next = src[i + 1..].trim_start();
+            if next.starts_with('}') || next.starts_with(']') {
+                i += 1;
+                continue;
+            }
+        } else if c == b'"' {
+            in_str = true;
+        }
+        let ch = src[i..].chars().next().expect("i is on a char boundary");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// One string of a client's config in mcpx's `${VAR}` syntax.
+fn translate(s: &str, cwd: &Path, to_set: &mut Vec<String>) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(open) = rest.find("${") {
+        out.push_str(&rest[..open]);
+        let Some(len) = rest[open..].find('}') else { break };
+        let inner = &rest[open + 2..open + len];
+        if let Some(var) = inner.strip_prefix("env:") {
+            out.push_str(&format!("${{{var}}}"));
+        } else if let Some(id) = inner.strip_prefix("input:") {
+            let var = super::registry::var_name(id);
+            if !to_set.contains(&var) {
+                to_set.push(var.clone());
+            }
+            out.push_str(&format!("${{{var}}}"));
+        } else if inner == "workspaceFolder" {
+            out.push_str(&cwd.display().to_string());
+        } else {
+            out.push_str(&rest[open..=open + len]);
+        }
+        rest = &rest[open + len + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn translate_all(v: &Value, cwd: &Path, to_set: &mut Vec<String>) -> Value {
+    match v {
+        Value::String(s) => json!(translate(s, cwd, to_set)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| translate_all(x, cwd, to_set)).collect()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), translate_all(x, cwd, to_set))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A client's server entry as an mcpx entry.
+fn convert(v: &Value, cwd: &Path, to_set: &mut Vec<String>) -> Result<Entry, String> {
+    let v = translate_all(v, cwd, to_set);
+    let obj = v.as_object().ok_or("not an object")?;
+    let mut e = Entry::default();
+    let url = obj.get("url").or_else(|| obj.get("serverUrl"));
+    match (obj.get("command"), url) {
+        (Some(c), _) => {
+            e.set("command", c.clone());
+            for k in ["args", "env", "cwd"] {
+                if let Some(x) = obj.get(k) {
+                    e.set(k, x.clone());
+                }
+            }
+        }
+        (None, Some(u)) => {
+            e.set("url", u.clone());
+            match obj.get("type").and_then(Value::as_str) {
+                Some("sse") => e.set("type", json!("sse")),
+                Some("http" | "streamable-http" | "streamableHttp") => e.set("type", json!("http")),
+                _ => {}
+            }
+            if let Some(h) = obj.get("headers") {
+                e.set("headers", h.clone());
+            }
+        }
+        (None, None) => return Err("neither \"command\" nor \"url\"".into()),
+    }
+    if let Some(d) = obj.get("disabled") {
+        e.set("disabled", d.clone());
+    }
+    Ok(e)
+}
+
+/// Everything found: (name, entry, where from), and notes on what was skipped.
+fn collect(home: &Path, cwd: &Path, to_set: &mut Vec<String>) -> (Vec<(String, Entry, String)>, Vec<String>) {
+    let (mut found, mut notes) = (Vec::new(), Vec::new());
+    for s in sources(home, cwd) {
+        let Ok(text) = std::fs::read_to_string(&s.path) else { continue };
+        let from = format!("{} ({})", s.client, s.path.display());
+        let doc: Value = match serde_json::from_str(&strip_jsonc(&text)) {
+            Ok(v) => v,
+            Err(e) => {
+                notes.push(format!("skipped {from}: not JSON ({e})"));
+                continue;
+            }
+        };
+        let Some(servers) = s.key.iter().try_fold(&doc, |v, k| v.get(k.as_str())).and_then(Value::as_object) else { continue };
+        for (name, v) in servers {
+            match convert(v, cwd, to_set) {
+                Ok(e) => found.push((name.clone(), e, from.clone())),
+                Err(why) => notes.push(format!("skipped {name} from {from}: {why}")),
+            }
+        }
+    }
+    (found, notes)
+}
+
+pub fn run(args: ImportArgs) -> Result<(), Failure> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).ok_or_else(|| Failure::Failed("HOME is not set".into()))?;
+    let cwd = std::env::current_dir().map_err(|e| Failure::Failed(format!("no current folder: {e}")))?;
+    let path = edit::target_file(args.config.as_deref());
+    let old = read_existing(&path)?;
+    let mut to_set = Vec::new();
+    let (found, mut notes) = collect(&home, &cwd, &mut to_set);
+    let mut text = old.clone().unwrap_or_else(|| edit::new_config(&[]));
+    let mut added: Vec<(String, String)> = Vec::new();
+    let bad = |e: String| Failure::Failed(format!("{}: {e}", path.display()));
+    for (name, entry, from) in found {
+        if let Some((_, first)) = added.iter().find(|(n, _)| *n == name) {
+            notes.push(format!("skipped {name} from {from}: already taken from {first}"));
+            continue;
+        }
+        if edit::has_server(&text, &name).map_err(bad)? && !args.force {
+            notes.push(format!("skipped {name} from {from}: already in {} (--force replaces it)", path.display()));
+            continue;
+        }
+        text = edit::upsert_server(&text, &name, &entry).map_err(bad)?;
+        added.push((name, from));
+    }
+    for n in &notes {
+        eprintln!("{n}");
+    }
+    if added.is_empty() {
+        eprintln!("no servers to import (looked for Claude Desktop, Claude Code, Cursor, VS Code and Windsurf configs)");
+        return Ok(());
+    }
+    if args.dry_run {
+        print!("{text}");
+    } else {
+        save(&path, old.as_deref(), &text)?;
+    }
+    for (name, from) in &added {
+        eprintln!("{} {name} from {from}", if args.dry_run { "would import" } else { "imported" });
+    }
+    if !to_set.is_empty() {
+        eprintln!("set {} in the environment of `mcpx serve` (the config refers to them as ${{NAME}})", to_set.join(", "));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonc_comments_and_trailing_commas() {
+        let src = "{\n // a comment\n \"a\": \"http://x\", /* block */ \"b\": [1, 2,],\n \"c\": \"// not a comment\",\n}";
+        let v: Value = serde_json::from_str(&strip_jsonc(src)).unwrap();
+        assert_eq!(v, json!({"a": "http://x", "b": [1, 2], "c": "// not a comment"}));
+    }
+
+    #[test]
+    fn claude_codes_project_scope_is_the_current_folders() {
+        let home = std::env::temp_dir().join(format!("mcpx-import-test-{}", std::process::id()));
+        let cwd = home.join("src/app");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let doc = json!({"mcpServers": {"user": {"command": "u"}},
+                         "projects": {cwd.display().to_string(): {"mcpServers": {"local": {"command": "l"}}},
+                                      "/elsewhere": {"mcpServers": {"other": {"command": "o"}}}}});
+        std::fs::write(home.join(".claude.json"), doc.to_string()).unwrap();
+        let (found, notes) = collect(&home, &cwd, &mut Vec::new());
+        std::fs::remove_dir_all(&home).unwrap();
+        let names: Vec<&str> = found.iter().map(|(n, _, _)| n.as_str()).collect();
+        assert_eq!((names, notes), (vec!["user", "local"], vec![]));
+    }
+
+    #[test]
+    fn entries_in_mcpx_form() {
+        let cwd = Path::new("/work/proj");
+        let mut to_set = Vec::new();
+        let vs = json!({"type": "stdio", "command": "node", "args": ["${workspaceFolder}/s.js"],
+                        "env": {"KEY": "${input:api-key}", "HOME_DIR": "${env:HOME}"}, "envFile": "x"});
+        let e = convert(&vs, cwd, &mut to_set).unwrap();
+        assert_eq!(
+            Value::Object(e.0.into_iter().collect()),
+            json!({"command": "node", "args": ["/work/proj/s.js"], "env": {"KEY": "${API_KEY}", "HOME_DIR": "${HOME}"}})
+        );
+        assert_eq!(to_set, ["API_KEY"]);
+        let ws = json!({"serverUrl": "https://x/mcp", "headers": {"A": "b"}, "disabled": true});
+        let e = convert(&ws, cwd, &mut to_set).unwrap();
+        assert_eq!(e.0.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["url", "headers", "disabled"]);
+        let cc = json!({"type": "http", "url": "https://y/mcp"});
+        assert_eq!(convert(&cc, cwd, &mut to_set).unwrap().0[1], ("type".to_string(), json!("http")));
+        assert!(convert(&json!({"args": []}), cwd, &mut to_set).is_err());
+    }
+}

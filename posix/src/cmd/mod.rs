@@ -1,0 +1,12 @@
+//! The commands beyond `serve`: a command-line MCP client (`tools`, `call`,
+//! `resources`, `prompts`, `status`), config editing (`add`, `remove`,
+//! `import`, with MCP Registry `server.json` files) and `serve --check`.
+//! All but `serve --check` are the `cli` feature (left out of mcpx-edge).
+
+mod check;
+#[cfg(feature = "cli")]
+mod client;
+
+pub use check::{build_hub, main as check};
+#[cfg(feature = "cli")]
+pub use client::{add, client, import, remove};
