@@ -2,6 +2,7 @@
 //! `mcpx-edge` and the bench all enter through [`run`].
 #[macro_use]
 mod log;
+mod auth_cmd;
 mod backoff;
 mod cli;
 mod config;
@@ -69,6 +70,7 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
         }
         Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
         Ok(cli::Command::Serve(opts)) => serve::main(opts),
+        Ok(cli::Command::Auth(a)) => auth_cmd::main(a),
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2

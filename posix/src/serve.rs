@@ -654,6 +654,7 @@ fn spawn_upstream(
                 ca_file: r.ca_file.clone(),
                 timeout_ms: s.timeout_ms.unwrap_or(60_000),
                 mode: r.mode,
+                oauth: r.oauth.clone(),
             };
             let (r, task) = remote::spawn(ex, id, spec, remote::Options::default(), events.clone(), Some(catalog.clone()));
             (Upstream::Remote(r), task)

@@ -221,6 +221,7 @@ fn spec(url: &str) -> RemoteSpec {
         ca_file: None,
         timeout_ms: 5_000,
         mode: Mode::Auto,
+        oauth: None,
     }
 }
 
