@@ -893,7 +893,8 @@ impl Session {
                     let text = resp.body.read_all(4096).await.unwrap_or_default();
                     return Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)));
                 }
-                Err(PostError::Unreachable(e) | PostError::Failed(e) | PostError::Unauthorized(e)) => return Err(format!("initialize failed: {e}")),
+                Err(PostError::Unreachable(e) | PostError::Failed(e)) => return Err(format!("initialize failed: {e}")),
+                Err(PostError::Unauthorized(e)) => return Err(e),
                 Err(PostError::HeaderMismatch(b)) => return Err(format!("initialize failed: HTTP 400{}", preview_suffix(&b))),
                 Err(PostError::SessionExpired) => return Err("initialize failed: HTTP 404".into()),
             }

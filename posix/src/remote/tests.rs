@@ -1182,3 +1182,5 @@ fn a_listen_stream_may_stay_silent_longer_than_the_request_timeout() {
         task.await;
     });
 }
+
+mod oauth;

@@ -16,7 +16,7 @@
 //! client of mcpx sends is forwarded.
 
 pub mod discovery;
-mod form;
+pub(crate) mod form;
 pub mod jwt;
 mod loopback;
 mod pkce;
