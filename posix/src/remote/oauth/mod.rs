@@ -503,7 +503,7 @@ impl Authorizer {
 }
 
 fn is_loopback(host: &str) -> bool {
-    host == "localhost" || host == "::1" || host.starts_with("127.")
+    host == "localhost" || host == "::1" || host.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a.is_loopback())
 }
 
 /// Checks the authorization response (the redirect's query): `state`, an
@@ -540,6 +540,21 @@ mod tests {
 
     fn params(p: &[(&str, &str)]) -> Vec<(String, String)> {
         p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    // OAuth endpoints over plain http only on loopback; the redirect URI is
+    // a loopback one; no token in any URL (it goes in the header only).
+    // covers: authz-https-and-redirect-uris, authz-2025-03-26-security-list, authz-follow-security-considerations
+    #[test]
+    fn https_endpoints_and_loopback_redirects() {
+        let spec = OAuthSpec { store: std::env::temp_dir().join("mcpx-unused-store.json"), ..OAuthSpec::default() };
+        let a = Authorizer::new("s", Url::parse("https://mcp.example/mcp").unwrap(), spec, None, Duration::from_secs(1), Interaction::Serve);
+        let e = smol::block_on(a.fetch("GET", "http://as.example/.well-known/oauth-authorization-server", &[], b"")).unwrap_err();
+        assert!(e.contains("must use https"), "{e}");
+        assert!(is_loopback("127.0.0.1") && is_loopback("localhost") && is_loopback("::1") && !is_loopback("127.example"));
+        let l = loopback::Listener::bind().unwrap();
+        assert!(l.redirect_uri.starts_with("http://127.0.0.1:") && l.redirect_uri.ends_with("/callback"), "{}", l.redirect_uri);
+        assert_eq!(a.header(), None);
     }
 
     // covers: authz-iss-validation, authz-open-redirection
