@@ -22,12 +22,24 @@ fn run(set: &str, scenario: &str) {
 }
 
 fn run_with(set: &str, scenario: &str, extra: &[&str]) {
-    let dir = suite::run_client_leg(set, scenario, "suite_auth_client.mjs", extra);
+    check_log(&suite::run_client_leg(set, scenario, "suite_auth_client.mjs", extra));
+}
+
+fn check_log(dir: &std::path::Path) {
     let log = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     assert!(log.contains("mcpx"), "mcpx's log is not in {}: {log}", dir.display());
     for secret in ["test-token-", "cc-token-", "Bearer ", "test-client-secret", "conformance-test-secret"] {
         assert!(!log.contains(secret), "mcpx logged {secret:?}… ({}):\n{log}", dir.display());
     }
+}
+
+// A person's way: `mcpx auth login` (through --open-with), `auth status`,
+// then `mcpx serve` with the stored tokens and no openWith, then `auth
+// logout` (suite_auth_login.mjs).
+// covers: authz-secure-token-storage
+#[test]
+fn auth_2025_11_25_metadata_default_via_mcpx_auth_login() {
+    check_log(&suite::run_client_leg("2025-11-25", "auth/metadata-default", "suite_auth_login.mjs", &[]));
 }
 
 // covers: authz-rfc8414-server-should-client-must, authz-base-url-discards-path, authz-2025-03-26-implementation-reqs
