@@ -105,17 +105,17 @@ pub fn tail_of(s: &str, n: usize) -> &str {
 
 /// Runs client scenario `scenario` of requirement set `set` with mcpx as the
 /// client (through the driver `tests/drivers/<driver_file>`), leaving the
-/// result in `target/conformance/<set>/client/<scenario>-<timestamp>/` (older results
+/// result in `target/conformance/<set>/<leg>/<scenario>-<timestamp>/` (older results
 /// of this scenario are removed first), asserts that it passed, and returns
 /// that folder (`checks.json`, the client's `stderr.txt`). `extra` goes on
 /// the suite's command line (`--force` for an extension's scenario, which is
 /// on no revision's timeline).
-pub fn run_client_leg(set: &str, scenario: &str, driver_file: &str, extra: &[&str]) -> PathBuf {
+pub fn run_client_leg(set: &str, leg: &str, scenario: &str, driver_file: &str, extra: &[&str]) -> PathBuf {
     let pkg = suite_package();
     let out = repo_root()
         .join("target/conformance")
         .join(set)
-        .join("client");
+        .join(leg);
     // `auth/x` lands in `auth/x-<timestamp>/`.
     let (sub, base) = scenario.rsplit_once('/').unwrap_or(("", scenario));
     let dir = out.join(sub);

@@ -22,7 +22,7 @@ fn run(set: &str, scenario: &str) {
 }
 
 fn run_with(set: &str, scenario: &str, extra: &[&str]) {
-    check_log(&suite::run_client_leg(set, scenario, "suite_auth_client.mjs", extra));
+    check_log(&suite::run_client_leg(set, "client", scenario, "suite_auth_client.mjs", extra));
 }
 
 fn check_log(dir: &std::path::Path) {
@@ -39,7 +39,8 @@ fn check_log(dir: &std::path::Path) {
 // covers: authz-secure-token-storage
 #[test]
 fn auth_2025_11_25_metadata_default_via_mcpx_auth_login() {
-    check_log(&suite::run_client_leg("2025-11-25", "auth/metadata-default", "suite_auth_login.mjs", &[]));
+    // Its own leg folder: the plain run of the scenario may be running beside it.
+    check_log(&suite::run_client_leg("2025-11-25", "client-login", "auth/metadata-default", "suite_auth_login.mjs", &[]));
 }
 
 // covers: authz-rfc8414-server-should-client-must, authz-base-url-discards-path, authz-2025-03-26-implementation-reqs

@@ -219,7 +219,7 @@ fn server_2025_11_25_legacy_upstream() {
 
 /// A client leg through `suite_client.mjs`.
 fn run_client_leg(set: &str, scenario: &str) {
-    suite::run_client_leg(set, scenario, "suite_client.mjs", &[]);
+    suite::run_client_leg(set, "client", scenario, "suite_client.mjs", &[]);
 }
 
 // mcp-client-initialization: mcpx's initialize to the upstream carries the
