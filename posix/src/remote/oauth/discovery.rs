@@ -29,7 +29,7 @@ impl Challenge {
         let mut rest = value.trim();
         while !rest.is_empty() {
             rest = rest.trim_start_matches([' ', ',', '\t']);
-            let tok_end = rest.find(|c: char| c == '=' || c == ' ' || c == ',').unwrap_or(rest.len());
+            let tok_end = rest.find(['=', ' ', ',']).unwrap_or(rest.len());
             let token = &rest[..tok_end];
             let after = rest[tok_end..].trim_start_matches([' ', '\t']);
             if let Some(v) = after.strip_prefix('=') {

@@ -289,7 +289,7 @@ impl Authorizer {
         let key = jwt::SigningKey::from_pem(&pem, self.spec.signing_alg.as_deref().unwrap_or("ES256"))
             .map_err(|e| format!("privateKeyFile {}: {e}", path.display()))?;
         let audience = d.meta.issuer.clone().unwrap_or_else(|| d.meta.token_endpoint.clone());
-        let jti = pkce::random_token(&mut *self.rng.borrow_mut());
+        let jti = pkce::random_token(&mut self.rng.borrow_mut());
         key.assertion(client_id, &audience, now_s(), &jti)
     }
 
@@ -374,7 +374,7 @@ impl Authorizer {
         }
         let (verifier, state) = {
             let mut rng = self.rng.borrow_mut();
-            (pkce::random_token(&mut *rng), pkce::random_token(&mut *rng))
+            (pkce::random_token(&mut rng), pkce::random_token(&mut rng))
         };
         let challenge = pkce::s256_challenge(&verifier);
         let scope = scopes.join(" ");
