@@ -11,6 +11,7 @@
 //! mcpx remove NAME [--config FILE]
 //! mcpx import [--config FILE] [--dry-run] [--force]
 //! mcpx example-server [ARGS...]
+//! mcpx auth login SERVER [--open-with CMD] | status | logout SERVER [--config FILE]
 //! mcpx --help | help | -h
 //! mcpx --version | -V
 //! ```
@@ -35,6 +36,8 @@ pub enum Command {
     Remove { config: Option<PathBuf>, name: String },
     /// `import`: servers of other MCP clients into the config file.
     Import(ImportArgs),
+    /// `mcpx auth ...`: OAuth logins to remote servers.
+    Auth(AuthArgs),
     Help,
     Version,
 }
@@ -60,6 +63,23 @@ impl ServeArgs {
     pub fn serves_stdio(&self) -> bool {
         self.stdio || self.http.is_none()
     }
+}
+
+/// `mcpx auth` and what it does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthArgs {
+    pub config: Option<PathBuf>,
+    pub action: AuthAction,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuthAction {
+    /// Run the authorization flow for one server and store its tokens.
+    Login { server: String, open_with: Option<String> },
+    /// Each OAuth server's state.
+    Status,
+    /// Forget one server's tokens.
+    Logout { server: String },
 }
 
 /// `--http` values: `HOST:PORT` with an IP host, `localhost:PORT`, `:PORT`
@@ -138,6 +158,15 @@ USAGE:
     mcpx example-server [--demo] [--name NAME] [--revisions LIST] [--page-size N]
         Run the built-in example MCP server on stdin/stdout
         (`mcpx example-server --help` for details).
+    mcpx auth login SERVER [--open-with CMD] [--config FILE]
+        Authorize mcpx for a remote server with an \"oauth\" block: prints
+        the authorization URL, opens it (a browser, or CMD with the URL as
+        its last argument), waits on a loopback redirect URI and stores the
+        tokens (0600, in $XDG_STATE_HOME/mcpx/ or ~/.local/state/mcpx/).
+    mcpx auth status [--config FILE]
+        Each OAuth server: logged in or not, expiry, scopes.
+    mcpx auth logout SERVER [--config FILE]
+        Forget a server's tokens.
     mcpx bench [--quick] [--json FILE]
         Measure this binary on this machine: stdio and HTTP round trips,
         memory, start-up (`mcpx bench --help` for details).
@@ -184,6 +213,21 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
           \"headers\": {\"Authorization\": \"Bearer ${TOKEN}\"},   on every request
           \"caFile\": \"~/ca.pem\",                  extra trusted CAs (PEM)
           \"type\": \"http\"                         or \"sse\"; default: try http, then sse
+        },
+        \"protected\": {
+          \"url\": \"https://mcp.example.com/mcp\",  a server that requires OAuth 2.1
+          \"oauth\": {                             all keys optional:
+            \"clientId\": \"...\", \"clientSecret\": \"${SECRET}\",  pre-registered client
+            \"clientMetadataUrl\": \"https://you.example/client.json\",
+                                 client id where the server supports it
+                                 (else dynamic registration)
+            \"scopes\": [\"read\"],                  asked for on top of the server's
+            \"grant\": \"authorization_code\",       or \"client_credentials\"
+            \"privateKeyFile\": \"key.pem\",         PKCS#8, for client_credentials
+            \"signingAlg\": \"ES256\",               or \"RS256\"
+            \"openWith\": \"CMD\"                    let `mcpx serve` run the login by
+                                 itself: CMD gets the authorization URL
+          }                      (without openWith: `mcpx auth login NAME`)
         }
       },
       \"separator\": \"__\",                         between prefix and name
@@ -256,6 +300,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "add" => parse_add(&args[1..]).map(Command::Add),
         "remove" => parse_remove(&args[1..]),
         "import" => parse_import(&args[1..]).map(Command::Import),
+        "auth" => parse_auth(&args[1..]).map(Command::Auth),
         s if s.starts_with('-') => Err(UsageError(format!("unknown option `{s}` (expected a command first)"))),
         s => Err(UsageError(format!("unknown command `{s}`"))),
     }
@@ -270,6 +315,38 @@ fn flag_value<'a>(
         Some((f, v)) if f.starts_with("--") => (f, Some(v)),
         _ => (arg, rest.next().map(String::as_str)),
     }
+}
+
+fn parse_auth(args: &[String]) -> Result<AuthArgs, UsageError> {
+    let usage = || UsageError("usage: mcpx auth login SERVER [--open-with CMD] | status | logout SERVER  [--config FILE]".into());
+    let mut it = args.iter();
+    let verb = it.next().ok_or_else(usage)?.as_str();
+    let (mut config, mut open_with, mut server) = (None, None, None);
+    while let Some(arg) = it.next() {
+        let name = arg.split_once('=').map_or(arg.as_str(), |(f, _)| f);
+        match name {
+            "--config" | "-c" => {
+                let (f, v) = flag_value(arg, &mut it);
+                config = Some(PathBuf::from(v.filter(|v| !v.is_empty()).ok_or_else(|| UsageError(format!("`{f}` needs a file name")))?));
+            }
+            "--open-with" if verb == "login" => {
+                let (f, v) = flag_value(arg, &mut it);
+                let v = v.filter(|v| !v.trim().is_empty()).ok_or_else(|| UsageError(format!("`{f}` needs a command")))?;
+                open_with = Some(v.to_string());
+            }
+            s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx auth {verb}`"))),
+            s if server.is_none() && verb != "status" => server = Some(s.to_string()),
+            s => return Err(UsageError(format!("unexpected argument `{s}` for `mcpx auth {verb}`"))),
+        }
+    }
+    let need = |s: Option<String>| s.ok_or_else(|| UsageError(format!("`mcpx auth {verb}` needs the server's name")));
+    let action = match verb {
+        "login" => AuthAction::Login { server: need(server)?, open_with },
+        "logout" => AuthAction::Logout { server: need(server)? },
+        "status" => AuthAction::Status,
+        _ => return Err(usage()),
+    };
+    Ok(AuthArgs { config, action })
 }
 
 fn parse_serve(args: &[String]) -> Result<ServeArgs, UsageError> {
@@ -577,6 +654,26 @@ mod tests {
         assert_eq!(e(&["serve", "--http", "nowhere"]), "`--http`: `nowhere` is not an address (use IP:PORT, localhost:PORT or PORT)");
         assert_eq!(e(&["serve", "--token", "x"]), "`--token` and `--insecure-no-auth` need `--http ADDR`");
         assert_eq!(e(&["serve", "--http", "1", "--token="]), "`--token` needs a token");
+    }
+
+    #[test]
+    fn auth_commands() {
+        let a = |action| Ok(Command::Auth(AuthArgs { config: None, action }));
+        assert_eq!(p(&["auth", "status"]), a(AuthAction::Status));
+        assert_eq!(p(&["auth", "logout", "gh"]), a(AuthAction::Logout { server: "gh".into() }));
+        assert_eq!(
+            p(&["auth", "login", "gh", "--open-with", "curl -sL"]),
+            a(AuthAction::Login { server: "gh".into(), open_with: Some("curl -sL".into()) })
+        );
+        assert_eq!(
+            p(&["auth", "login", "--config=c.json", "gh"]),
+            Ok(Command::Auth(AuthArgs { config: Some("c.json".into()), action: AuthAction::Login { server: "gh".into(), open_with: None } }))
+        );
+        assert!(e(&["auth"]).contains("usage: mcpx auth"));
+        assert!(e(&["auth", "login"]).contains("needs the server's name"));
+        assert!(e(&["auth", "status", "x"]).contains("unexpected argument `x`"));
+        assert!(e(&["auth", "logout", "--open-with", "x", "s"]).contains("unknown option `--open-with`"));
+        assert!(e(&["auth", "login", "s", "--open-with", " "]).contains("needs a command"));
     }
 
     #[test]

@@ -115,6 +115,8 @@ pub struct RemoteServer {
     pub headers: Vec<(String, String)>,
     pub ca_file: Option<PathBuf>,
     pub mode: crate::remote::Mode,
+    /// `"oauth"`: authorize with OAuth 2.1 instead of static headers.
+    pub oauth: Option<crate::remote::oauth::OAuthSpec>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -941,7 +943,7 @@ enum Parsed {
 
 const SERVER_KEYS: &[&str] = &[
     "command", "args", "env", "cwd", "disabled", "timeoutMs", "tools", "prefix", "revisions", "url",
-    "headers", "caFile", "type", "transport", "inheritEnv", "envAllow", "maxRestarts",
+    "headers", "caFile", "type", "transport", "inheritEnv", "envAllow", "maxRestarts", "oauth",
 ];
 
 fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -> Parsed {
@@ -992,7 +994,7 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -
     let remote = match mode {
         Some(mode) => parse_remote(cx, at, obj, mode),
         None => {
-            for k in ["url", "headers", "caFile"] {
+            for k in ["url", "headers", "caFile", "oauth"] {
                 if obj.contains_key(k) {
                     cx.err(&at.key(k), format!("{k:?} is for remote servers, but this one is \"stdio\""));
                 }
@@ -1308,6 +1310,10 @@ fn parse_remote(
         None | Some(Value::Null) => None,
         Some(c) => cx.string(&at.key("caFile"), c).and_then(|s| cx.path(&at.key("caFile"), &s)),
     };
+    let oauth = match obj.get("oauth") {
+        None | Some(Value::Null) => None,
+        Some(o) => parse_oauth(cx, &at.key("oauth"), o),
+    };
     let url = url?;
     let spec = crate::remote::RemoteSpec {
         name: String::new(),
@@ -1316,10 +1322,13 @@ fn parse_remote(
         ca_file: ca_file.clone(),
         timeout_ms: 0,
         mode,
+        oauth: oauth.clone(),
     };
     if let Err(e) = spec.check() {
         // Point at the key the problem is about.
-        let key = if e.starts_with("header") {
+        let key = if e.starts_with("header \"Authorization\" and \"oauth\"") {
+            "oauth"
+        } else if e.starts_with("header") {
             "headers"
         } else if e.starts_with("caFile") {
             "caFile"
@@ -1330,7 +1339,71 @@ fn parse_remote(
         cx.err(&kat, e);
         return None;
     }
-    Some(RemoteServer { url, headers, ca_file, mode })
+    Some(RemoteServer { url, headers, ca_file, mode, oauth })
+}
+
+const OAUTH_KEYS: &[&str] =
+    &["clientId", "clientSecret", "clientMetadataUrl", "scopes", "grant", "privateKeyFile", "signingAlg", "openWith"];
+
+/// A remote server's `"oauth"` block; the token store goes to
+/// `$XDG_STATE_HOME/mcpx/` (or `~/.local/state/mcpx/`, or beside the config).
+fn parse_oauth(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<crate::remote::oauth::OAuthSpec> {
+    use crate::remote::oauth::{jwt, store, GrantKind, OAuthSpec};
+    let Value::Object(obj) = v else {
+        cx.err(at, format!("expected an object (e.g. {{}} or {{\"clientId\": \"...\"}}), found {}", type_name(v)));
+        return None;
+    };
+    cx.unknown_keys(at, obj, OAUTH_KEYS);
+    let n_errors = cx.errors.len();
+    let text = |cx: &mut Ctx<'_>, k: &str| obj.get(k).filter(|v| !v.is_null()).and_then(|v| cx.string(&at.key(k), v));
+    let mut spec = OAuthSpec {
+        client_id: text(cx, "clientId"),
+        client_secret: text(cx, "clientSecret"),
+        client_metadata_url: text(cx, "clientMetadataUrl"),
+        signing_alg: text(cx, "signingAlg"),
+        open_with: text(cx, "openWith"),
+        store: store::default_path(cx.env, cx.base),
+        ..OAuthSpec::default()
+    };
+    if let Some(s) = obj.get("scopes").filter(|v| !v.is_null()) {
+        spec.scopes = cx.strings(&at.key("scopes"), s).unwrap_or_default();
+    }
+    if let Some(p) = text(cx, "privateKeyFile") {
+        spec.private_key_file = cx.path(&at.key("privateKeyFile"), &p);
+    }
+    spec.grant = match text(cx, "grant").as_deref() {
+        None | Some("authorization_code") => GrantKind::AuthorizationCode,
+        Some("client_credentials") => GrantKind::ClientCredentials,
+        Some(other) => {
+            cx.err(&at.key("grant"), format!("unknown grant {other:?} (use \"authorization_code\" or \"client_credentials\")"));
+            GrantKind::AuthorizationCode
+        }
+    };
+    if spec.client_secret.is_some() && spec.client_id.is_none() {
+        cx.err(&at.key("clientSecret"), "\"clientSecret\" needs \"clientId\"");
+    }
+    if let Some(u) = &spec.client_metadata_url {
+        if !u.starts_with("https://") {
+            cx.err(&at.key("clientMetadataUrl"), "a Client ID Metadata Document URL must be https://");
+        }
+    }
+    if spec.grant == GrantKind::ClientCredentials && spec.client_id.is_none() {
+        cx.err(&at.key("grant"), "the client_credentials grant needs \"clientId\" (and \"clientSecret\" or \"privateKeyFile\")");
+    }
+    if let Some(alg) = &spec.signing_alg {
+        if !jwt::ALGS.contains(&alg.as_str()) {
+            cx.err(&at.key("signingAlg"), format!("signingAlg {alg:?} is not supported (use {})", jwt::ALGS.join(" or ")));
+        }
+    }
+    if spec.private_key_file.is_some() {
+        if spec.grant != GrantKind::ClientCredentials {
+            cx.err(&at.key("privateKeyFile"), "\"privateKeyFile\" is for \"grant\": \"client_credentials\"");
+        }
+        if !cfg!(feature = "oauth-jwt") {
+            cx.err(&at.key("privateKeyFile"), "this mcpx was built without private-key JWT support (cargo feature `oauth-jwt`)");
+        }
+    }
+    (cx.errors.len() == n_errors).then_some(spec)
 }
 
 fn parse_roots(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Vec<Root> {
@@ -1669,7 +1742,7 @@ mod tests {
             [
                 "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, policy)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
-                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts)",
+                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
                 "cfg.json:5:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
             ]
@@ -1695,6 +1768,36 @@ mod tests {
         assert_eq!((c.servers[0].timeout_ms, c.servers[0].prefix.as_str(), c.servers[0].command.as_str()), (Some(5000), "r", ""));
         assert_eq!(c.servers[1].remote.as_ref().unwrap().mode, Mode::Sse);
         assert_eq!(c.servers[2].remote.as_ref().unwrap().mode, Mode::StreamableHttp);
+    }
+
+    #[test]
+    fn oauth_blocks() {
+        use crate::remote::oauth::{GrantKind, OAuthSpec};
+        let c = ok(r#"{"mcpServers": {
+            "a": {"url": "https://a.example/mcp", "oauth": {}},
+            "b": {"url": "https://b.example/mcp", "oauth": {"clientId": "id", "clientSecret": "${TOKEN}", "scopes": ["r", "w"],
+                  "grant": "client_credentials", "privateKeyFile": "k.pem", "signingAlg": "RS256", "openWith": "open -a X"}}}}"#);
+        let o = |i: usize| c.servers[i].remote.as_ref().unwrap().oauth.clone().unwrap();
+        let store = PathBuf::from("/home/u/.local/state/mcpx/oauth-tokens.json");
+        assert_eq!(o(0), OAuthSpec { store: store.clone(), ..OAuthSpec::default() });
+        let b = o(1);
+        assert_eq!((b.client_id.as_deref(), b.client_secret.as_deref(), b.scopes.len()), (Some("id"), Some("t0k"), 2));
+        assert_eq!((b.grant, b.private_key_file, b.signing_alg.as_deref()), (GrantKind::ClientCredentials, Some("/etc/mcpx/k.pem".into()), Some("RS256")));
+        assert_eq!((b.open_with.as_deref(), b.store), (Some("open -a X"), store));
+
+        let one = |oauth: &str| err(&format!(r#"{{"mcpServers": {{"s": {{"url": "https://x/", "oauth": {oauth}}}}}}}"#));
+        assert!(one("true").contains("mcpServers.s.oauth: expected an object"));
+        assert!(one(r#"{"grant": "password"}"#).contains("mcpServers.s.oauth.grant: unknown grant \"password\""));
+        assert!(one(r#"{"grant": "client_credentials"}"#).contains("needs \"clientId\""));
+        assert!(one(r#"{"clientSecret": "s"}"#).contains("\"clientSecret\" needs \"clientId\""));
+        assert!(one(r#"{"clientMetadataUrl": "http://x/c.json"}"#).contains("must be https://"));
+        assert!(one(r#"{"signingAlg": "HS256"}"#).contains("signingAlg \"HS256\" is not supported"));
+        assert!(one(r#"{"privateKeyFile": "k.pem"}"#).contains("\"privateKeyFile\" is for \"grant\": \"client_credentials\""));
+        assert!(one(r#"{"scopes": "a b"}"#).contains("mcpServers.s.oauth.scopes: expected an array of strings"));
+        let e = err(r#"{"mcpServers": {"s": {"url": "https://x/", "headers": {"authorization": "Bearer t"}, "oauth": {}}}}"#);
+        assert!(e.contains("mcpServers.s.oauth: header \"Authorization\" and \"oauth\" are both set"), "{e}");
+        let e = err(r#"{"mcpServers": {"s": {"command": "x", "oauth": {}}}}"#);
+        assert!(e.contains("mcpServers.s.oauth: \"oauth\" is for remote servers"), "{e}");
     }
 
     #[test]

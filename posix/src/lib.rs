@@ -7,6 +7,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #[macro_use]
 mod log;
+mod auth_cmd;
 mod backoff;
 mod childenv;
 mod cli;
@@ -101,6 +102,7 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
             eprintln!("mcpx: this build has no `{}` (built without the `cli` feature)", args[0]);
             2
         }
+        Ok(cli::Command::Auth(a)) => auth_cmd::main(a),
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2

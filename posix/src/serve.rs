@@ -641,6 +641,7 @@ fn spawn_upstream(
                 ca_file: r.ca_file.clone(),
                 timeout_ms: s.timeout_ms.unwrap_or(60_000),
                 mode: r.mode,
+                oauth: r.oauth.clone(),
             };
             let mut opts = remote::Options::default();
             opts.restart.max_restarts = s.max_restarts;

@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod suite;
+
 /// Limit for one driver run, on top of the driver's own `--timeout`.
 pub const DRIVER_TIMEOUT: Duration = Duration::from_secs(90);
 

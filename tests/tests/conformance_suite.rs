@@ -20,10 +20,11 @@
 //! reads them for `docs/conformance.md`. There is no expected-failures
 //! baseline.
 
+use mcpx_tests::suite::{self, read_results, suite_package, tail_of};
 use mcpx_tests::*;
-use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use serde_json::json;
+
+use std::path::Path;
 use std::time::Duration;
 
 /// The legacy revisions: an upstream restricted to these makes mcpx translate
@@ -33,19 +34,6 @@ const LEGACY_ONLY: &str = "2024-11-05,2025-03-26,2025-06-18,2025-11-25";
 /// A whole `--requirements` run takes seconds; this is the hard limit.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(150);
 
-/// The suite gives a client 30 s per scenario; this is the hard limit.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
-
-fn suite_package() -> PathBuf {
-    let dir = repo_root().join(".peers/node/node_modules/@modelcontextprotocol/conformance");
-    assert!(
-        dir.join("dist/index.js").exists(),
-        "the conformance suite is not installed (looked in {}).\n\
-         Install the pinned test peers first: bash tests/peers/install.sh",
-        dir.display()
-    );
-    dir
-}
 
 /// The scored server scenarios of requirement set `set`: the `server:` list
 /// of the suite's own `requirements/<set>.yaml` (its `not_scored` entries run
@@ -97,77 +85,6 @@ fn hub_over_example_server(extra_args: &[&str]) -> (TempDir, HttpServer) {
     );
     let http = HttpServer::start(&serve, port, "/mcp");
     (dir, http)
-}
-
-/// One scenario's result: the statuses of its checks, by check id.
-#[derive(Clone, Debug, Default)]
-struct ScenarioResult {
-    timestamp: String,
-    success: usize,
-    failure: Vec<String>,
-    warning: Vec<String>,
-    other: usize,
-}
-
-/// Every `<leg>-<scenario>-<timestamp>/checks.json` under `dir`, by scenario
-/// (the newest run of a scenario wins); only scenario `only` when given
-/// (other tests may be writing other scenarios' results beside it).
-fn read_results(
-    dir: &Path,
-    leg_prefix: &str,
-    only: Option<&str>,
-) -> BTreeMap<String, ScenarioResult> {
-    let mut out: BTreeMap<String, ScenarioResult> = BTreeMap::new();
-    let entries = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("the suite wrote no results to {}: {e}", dir.display()));
-    for ent in entries.flatten() {
-        let file = ent.path().join("checks.json");
-        if !file.is_file() {
-            continue;
-        }
-        let dname = ent.file_name().to_string_lossy().into_owned();
-        // `<leg>-<scenario>-<ISO timestamp with : and . as ->` (24 characters).
-        const TS: usize = "2026-08-07T12-00-00-000Z".len();
-        assert!(
-            dname.len() > TS + 1 + leg_prefix.len(),
-            "unexpected result directory {dname}"
-        );
-        let (head, ts) = dname.split_at(dname.len() - TS);
-        let scenario = head
-            .strip_suffix('-')
-            .and_then(|h| h.strip_prefix(leg_prefix))
-            .unwrap_or_else(|| panic!("unexpected result directory {dname}"))
-            .to_string();
-        if only.is_some_and(|o| o != scenario) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        let checks: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
-        let mut r = ScenarioResult {
-            timestamp: ts.to_string(),
-            ..Default::default()
-        };
-        for c in checks.as_array().expect("checks.json is an array") {
-            let id = c["id"].as_str().unwrap_or("?").to_string();
-            match c["status"].as_str().unwrap_or("") {
-                "SUCCESS" => r.success += 1,
-                "FAILURE" => r.failure.push(format!(
-                    "{id}: {}",
-                    c["errorMessage"].as_str().unwrap_or("")
-                )),
-                "WARNING" => r.warning.push(id),
-                _ => r.other += 1,
-            }
-        }
-        if out
-            .get(&scenario)
-            .is_none_or(|old| old.timestamp < r.timestamp)
-        {
-            out.insert(scenario, r);
-        }
-    }
-    out
 }
 
 /// Runs the suite's server scenarios of requirement set `set` against `url`,
@@ -275,13 +192,6 @@ fn run_server_leg(set: &str, leg: &str, url: &str, allowed: &[(&str, &str)]) {
     );
 }
 
-fn tail_of(s: &str, n: usize) -> &str {
-    let mut i = s.len().saturating_sub(n);
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    &s[i..]
-}
 
 // What the 2025-11-25 server scenarios check, as FAILURE when unmet, on every
 // message mcpx sends them: `wire-schema-valid` validates each one against the
@@ -307,84 +217,9 @@ fn server_2025_11_25_legacy_upstream() {
     run_server_leg("2025-11-25", "server-legacy-upstream", &http.url, &[]);
 }
 
-/// Runs client scenario `scenario` of requirement set `set` with mcpx as the
-/// client (through `tests/drivers/suite_client.mjs`), leaving the result in
-/// `target/conformance/<set>/client/<scenario>-<timestamp>/` (older results
-/// of this scenario are removed first), and asserts that it passed.
+/// A client leg through `suite_client.mjs`.
 fn run_client_leg(set: &str, scenario: &str) {
-    let pkg = suite_package();
-    let out = repo_root()
-        .join("target/conformance")
-        .join(set)
-        .join("client");
-    std::fs::create_dir_all(&out).unwrap();
-    for ent in std::fs::read_dir(&out).unwrap().flatten() {
-        let name = ent.file_name().to_string_lossy().into_owned();
-        let ts = "2026-08-07T12-00-00-000Z".len();
-        if name.len() == scenario.len() + 1 + ts && name.starts_with(&format!("{scenario}-")) {
-            let _ = std::fs::remove_dir_all(ent.path());
-        }
-    }
-    let s = |p: &Path| p.to_string_lossy().into_owned();
-    // The suite splits the command at spaces and appends the test server's URL.
-    let command = [s(&node()), s(&driver("suite_client.mjs")), s(mcpx())];
-    assert!(
-        command.iter().all(|p| !p.contains(' ')),
-        "the suite splits --command at spaces; these paths must have none: {command:?}"
-    );
-    let argv = vec![
-        s(&node()),
-        s(&pkg.join("dist/index.js")),
-        "client".into(),
-        "--command".into(),
-        command.join(" "),
-        "--scenario".into(),
-        scenario.into(),
-        "--spec-version".into(),
-        set.into(),
-        "-o".into(),
-        s(&out),
-    ];
-    let run = run_argv(&argv, CLIENT_TIMEOUT);
-    let results = read_results(&out, "", Some(scenario));
-    let r = results.get(scenario);
-    let tally = run
-        .stderr
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("Passed:"))
-        .unwrap_or("Passed: (not printed)");
-    println!(
-        "conformance suite, {set} client scenario {scenario} with mcpx as the client: {tally}; suite exit {:?}",
-        run.code
-    );
-    if let Some(r) = r {
-        println!(
-            "  {} success, {} failure, {} warning, {} other{}",
-            r.success,
-            r.failure.len(),
-            r.warning.len(),
-            r.other,
-            if r.warning.is_empty() {
-                String::new()
-            } else {
-                format!(" [warnings: {}]", r.warning.join(", "))
-            }
-        );
-    }
-    let passed = r.is_some_and(|r| r.failure.is_empty() && r.warning.is_empty() && r.success > 0);
-    assert!(
-        passed && run.code == Some(0),
-        "conformance suite client scenario {scenario} ({set}) with mcpx as the client: exit {:?}{}\n{}\n\nsuite stderr (tail):\n{}\nstdout:\n{}",
-        run.code,
-        if run.timed_out { " (killed: timeout)" } else { "" },
-        match r {
-            None => "no result was written".to_string(),
-            Some(r) => format!("failures: {:?}; warnings: {:?}; successes: {}", r.failure, r.warning, r.success),
-        },
-        tail_of(&run.stderr, 8000),
-        tail_of(&run.stdout, 2000),
-    );
+    suite::run_client_leg(set, "client", scenario, "suite_client.mjs", &[]);
 }
 
 // mcp-client-initialization: mcpx's initialize to the upstream carries the

@@ -51,6 +51,8 @@ pub struct Response {
     /// The media type, lowercased, without parameters (`application/json`).
     pub content_type: String,
     pub session_id: Option<Vec<u8>>,
+    /// The challenge of a 401 or 403, for OAuth.
+    pub www_authenticate: Option<Vec<u8>>,
     pub body: Body,
 }
 
@@ -338,7 +340,7 @@ impl Client {
             };
             smol::future::or(read_head, timer).await
         };
-        let (status, content_type, session_id, framing, keep_alive, len) = head?;
+        let (status, content_type, session_id, www_authenticate, framing, keep_alive, len) = head?;
         rbuf.drain(..len);
         let remaining = match framing {
             BodyFraming::Length(n) => n,
@@ -349,6 +351,7 @@ impl Client {
             status,
             content_type,
             session_id,
+            www_authenticate,
             body: Body {
                 stream: Some(stream),
                 rbuf,
@@ -364,7 +367,7 @@ impl Client {
     }
 }
 
-type Parsed = (u16, String, Option<Vec<u8>>, BodyFraming, bool, usize);
+type Parsed = (u16, String, Option<Vec<u8>>, Option<Vec<u8>>, BodyFraming, bool, usize);
 
 fn parse(buf: &[u8], method: &str, limits: Limits) -> io::Result<Parsed> {
     let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
@@ -382,5 +385,6 @@ fn parse(buf: &[u8], method: &str, limits: Limits) -> io::Result<Parsed> {
         })
         .unwrap_or_default();
     let session_id = head.header("mcp-session-id").map(<[u8]>::to_vec);
-    Ok((head.status, content_type, session_id, framing, head.keep_alive(), len))
+    let www_authenticate = head.header("www-authenticate").map(<[u8]>::to_vec);
+    Ok((head.status, content_type, session_id, www_authenticate, framing, head.keep_alive(), len))
 }

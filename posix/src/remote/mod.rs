@@ -57,6 +57,7 @@
 
 pub(crate) mod conn;
 pub(crate) mod http;
+pub mod oauth;
 pub mod url;
 
 #[cfg(test)]
@@ -118,6 +119,8 @@ pub struct RemoteSpec {
     /// Per-request timeout (ms): the server's `timeoutMs`.
     pub timeout_ms: u64,
     pub mode: Mode,
+    /// OAuth instead of a static `Authorization` header.
+    pub oauth: Option<oauth::OAuthSpec>,
 }
 
 /// Header names the transport sets itself; a configured header may not.
@@ -164,25 +167,29 @@ impl RemoteSpec {
         if self.ca_file.is_some() && url.scheme == Scheme::Http {
             return Err("caFile is set but the url is http://, not https://".into());
         }
-        self.connector(&url, Duration::from_secs(1)).map(|_| ())
+        if self.oauth.is_some() && self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
+            return Err("header \"Authorization\" and \"oauth\" are both set: mcpx sends the OAuth token itself".into());
+        }
+        connector(self.ca_file.as_deref(), &url, Duration::from_secs(1)).map(|_| ())
     }
+}
 
-    pub(crate) fn connector(&self, url: &Url, connect_timeout: Duration) -> Result<Connector, String> {
+/// What it takes to reach `url` (TLS with the public roots and `ca_file`).
+pub(crate) fn connector(ca_file: Option<&std::path::Path>, url: &Url, connect_timeout: Duration) -> Result<Connector, String> {
+    #[cfg(feature = "tls")]
+    let tls = match url.scheme {
+        Scheme::Https => Some(conn::tls_connector(ca_file)?),
+        Scheme::Http => None,
+    };
+    #[cfg(not(feature = "tls"))]
+    let _ = (url, ca_file);
+    Ok(Connector {
+        connect_timeout,
         #[cfg(feature = "tls")]
-        let tls = match url.scheme {
-            Scheme::Https => Some(conn::tls_connector(self.ca_file.as_deref())?),
-            Scheme::Http => None,
-        };
-        #[cfg(not(feature = "tls"))]
-        let _ = url;
-        Ok(Connector {
-            connect_timeout,
-            #[cfg(feature = "tls")]
-            tls,
-            #[cfg(feature = "tls")]
-            ca_file: self.ca_file.clone(),
-        })
-    }
+        tls,
+        #[cfg(feature = "tls")]
+        ca_file: ca_file.map(std::path::Path::to_path_buf),
+    })
 }
 
 /// Timings and limits.
@@ -308,7 +315,18 @@ pub fn spawn(
         max_bytes: opts.queue_bytes,
         ctl: ctl_tx,
     });
-    let sup = Supervisor { id, spec, opts, events, catalog, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
+    let auth = match (&spec.oauth, Url::parse(&spec.url)) {
+        (Some(o), Ok(url)) => Some(Rc::new(oauth::Authorizer::new(
+            &spec.name,
+            url,
+            o.clone(),
+            spec.ca_file.clone(),
+            opts.connect_timeout,
+            oauth::Interaction::Serve,
+        ))),
+        _ => None,
+    };
+    let sup = Supervisor { id, spec, opts, events, catalog, auth, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
     let task = ex.spawn(sup.run());
     (Remote { sh }, task)
 }
@@ -319,6 +337,7 @@ struct Supervisor {
     opts: Options,
     events: Rc<dyn Events>,
     catalog: Option<Rc<dyn Catalog>>,
+    auth: Option<Rc<oauth::Authorizer>>,
     ex: Rc<LocalExecutor<'static>>,
     sh: Rc<Shared>,
     ctl: Receiver<Ctl>,
@@ -342,7 +361,7 @@ impl Supervisor {
     fn prepare(&self) -> Result<(Url, Connector), String> {
         self.spec.check()?;
         let url = Url::parse(&self.spec.url)?;
-        let connector = self.spec.connector(&url, self.opts.connect_timeout)?;
+        let connector = connector(self.spec.ca_file.as_deref(), &url, self.opts.connect_timeout)?;
         Ok((url, connector))
     }
 
@@ -370,6 +389,7 @@ impl Supervisor {
             name: name.clone(),
             events: self.events.clone(),
             catalog: self.catalog.clone(),
+            auth: self.auth.clone(),
             ex: self.ex.clone(),
             opts: self.opts.clone(),
             headers: self.spec.headers.iter().map(|(n, v)| (n.to_ascii_lowercase(), v.as_bytes().to_vec())).collect(),
@@ -600,6 +620,8 @@ struct Session {
     name: String,
     events: Rc<dyn Events>,
     catalog: Option<Rc<dyn Catalog>>,
+    /// The server's OAuth tokens, when it has an `"oauth"` block.
+    auth: Option<Rc<oauth::Authorizer>>,
     ex: Rc<LocalExecutor<'static>>,
     opts: Options,
     /// Configured headers, names lowercased.
@@ -648,6 +670,8 @@ enum PostError {
     Unreachable(String),
     /// A 2026-07-28 server answered -32020 (header mismatch): this body.
     HeaderMismatch(Vec<u8>),
+    /// Authorization failed or needs a person: no request can succeed.
+    Unauthorized(String),
 }
 
 impl Session {
@@ -820,7 +844,8 @@ impl Session {
                     let text = resp.body.read_all(4096).await.unwrap_or_default();
                     return Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)));
                 }
-                Err(PostError::Unreachable(e)) | Err(PostError::Failed(e)) => return Err(format!("initialize failed: {e}")),
+                Err(PostError::Unreachable(e) | PostError::Failed(e)) => return Err(format!("initialize failed: {e}")),
+                Err(PostError::Unauthorized(e)) => return Err(e),
                 Err(PostError::HeaderMismatch(b)) => return Err(format!("initialize failed: HTTP 400{}", preview_suffix(&b))),
                 Err(PostError::SessionExpired) => return Err("initialize failed: HTTP 404".into()),
             }
@@ -851,7 +876,7 @@ impl Session {
                 let text = resp.body.read_all(4096).await.unwrap_or_default();
                 Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)))
             }
-            Err(PostError::Unreachable(e)) | Err(PostError::Failed(e)) => Err(format!("initialize failed: {e}")),
+            Err(PostError::Unreachable(e) | PostError::Failed(e) | PostError::Unauthorized(e)) => Err(format!("initialize failed: {e}")),
                 Err(PostError::HeaderMismatch(b)) => Err(format!("initialize failed: HTTP 400{}", preview_suffix(&b))),
             Err(PostError::SessionExpired) => Err("initialize failed: HTTP 404".into()),
         }
@@ -864,6 +889,9 @@ impl Session {
             ("accept".into(), accept.to_vec()),
         ];
         h.extend(self.headers.iter().cloned());
+        if let Some(bearer) = self.auth.as_ref().and_then(|a| a.header()) {
+            h.push(("authorization".into(), bearer));
+        }
         if with_session && self.mode.get() != Mode::Sse {
             if let Some(sid) = &*self.session_id.borrow() {
                 h.push(("mcp-session-id".into(), sid.clone()));
@@ -896,19 +924,41 @@ impl Session {
         modern: Option<&[(String, Vec<u8>)]>,
         quiet_ok: bool,
     ) -> Result<Response, PostError> {
-        // A modern request belongs to no session: no Mcp-Session-Id.
-        let mut h = self.headers(b"application/json, text/event-stream", with_session && modern.is_none());
-        h.extend(modern.unwrap_or_default().iter().cloned());
-        h.push(("content-type".into(), b"application/json".to_vec()));
-        let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
-        let url = self.post_url.borrow().clone();
-        self.client
-            .request("POST", &url, &fields, msg, self.limits((!quiet_ok).then_some(self.timeout)), written)
-            .await
-            .map_err(|e| match e {
-                http::Error::Connect(e) => PostError::Unreachable(e.to_string()),
-                http::Error::Io(e) => PostError::Failed(e.to_string()),
-            })
+        let mut attempts = 0;
+        loop {
+            if let Some(a) = &self.auth {
+                a.refresh_if_expiring().await;
+            }
+            // A modern request belongs to no session: no Mcp-Session-Id.
+            let mut h = self.headers(b"application/json, text/event-stream", with_session && modern.is_none());
+            h.extend(modern.unwrap_or_default().iter().cloned());
+            h.push(("content-type".into(), b"application/json".to_vec()));
+            let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
+            let url = self.post_url.borrow().clone();
+            let mut resp = self
+                .client
+                .request("POST", &url, &fields, msg, self.limits((!quiet_ok).then_some(self.timeout)), written)
+                .await
+                .map_err(|e| match e {
+                    http::Error::Connect(e) => PostError::Unreachable(e.to_string()),
+                    http::Error::Io(e) => PostError::Failed(e.to_string()),
+                })?;
+            let Some(auth) = self.auth.as_ref().filter(|_| matches!(resp.status, 401 | 403)) else { return Ok(resp) };
+            // Requirement: authz-client-parses-www-authenticate, authz-step-up (a retry limit)
+            if attempts >= oauth::MAX_ATTEMPTS {
+                return Ok(resp);
+            }
+            attempts += 1;
+            let sent = fields.iter().find(|(n, _)| *n == "authorization").map(|(_, v)| v.to_vec());
+            let www = resp.www_authenticate.take();
+            if resp.body.drain(64 * 1024).await {
+                self.client.recycle(resp.body);
+            }
+            let version = self.version.borrow().clone();
+            if let Err(e) = auth.challenge(resp.status, www.as_deref(), sent.as_deref(), version.as_deref()).await {
+                return Err(PostError::Unauthorized(e));
+            }
+        }
     }
 
     /// POSTs one message from the hub and handles the answer.
@@ -980,6 +1030,14 @@ impl Session {
                         self.answer_error(id, &format!("unreachable: {why}"));
                     }
                     self.fail(format!("unreachable: {why}"));
+                    return;
+                }
+                PostError::Unauthorized(why) => {
+                    // Its tools stay away until it is authorized.
+                    if let Some(id) = &request_id {
+                        self.answer_error(id, &why);
+                    }
+                    self.fail(why);
                     return;
                 }
             }
@@ -1168,7 +1226,7 @@ impl Session {
         let resp = match self.post_raw(&init, false).await {
             Ok(r) if (200..300).contains(&r.status) => r,
             Ok(r) => return Err(format!("initialize answered HTTP {}", r.status)),
-            Err(PostError::Failed(e)) | Err(PostError::Unreachable(e)) => return Err(e),
+            Err(PostError::Failed(e) | PostError::Unreachable(e) | PostError::Unauthorized(e)) => return Err(e),
                 Err(PostError::HeaderMismatch(b)) => return Err(format!("HTTP 400{}", preview_suffix(&b))),
             Err(PostError::SessionExpired) => return Err("initialize answered HTTP 404".into()),
         };
@@ -1200,7 +1258,7 @@ impl Session {
                     }
                 }
                 Ok(r) => return Err(format!("notifications/initialized answered HTTP {}", r.status)),
-                Err(PostError::Failed(e)) | Err(PostError::Unreachable(e)) => return Err(e),
+                Err(PostError::Failed(e) | PostError::Unreachable(e) | PostError::Unauthorized(e)) => return Err(e),
                 Err(PostError::HeaderMismatch(b)) => return Err(format!("HTTP 400{}", preview_suffix(&b))),
                 Err(PostError::SessionExpired) => return Err("notifications/initialized answered HTTP 404".into()),
             }
@@ -1363,7 +1421,7 @@ fn answers(msg: &[u8], id: &[u8]) -> bool {
 /// What to check after a 401 or 403.
 fn auth_hint(status: u16) -> &'static str {
     match status {
-        401 | 403 => " (check the server's \"headers\" in the config, e.g. Authorization; OAuth is not supported)",
+        401 | 403 => " (check the server's \"headers\" in the config, e.g. Authorization, or give it an \"oauth\" block)",
         _ => "",
     }
 }

@@ -221,6 +221,7 @@ fn spec(url: &str) -> RemoteSpec {
         ca_file: None,
         timeout_ms: 5_000,
         mode: Mode::Auto,
+        oauth: None,
     }
 }
 
@@ -1184,3 +1185,5 @@ fn a_listen_stream_may_stay_silent_longer_than_the_request_timeout() {
         task.await;
     });
 }
+
+mod oauth;

@@ -170,20 +170,33 @@ pub fn read_checks(json: &str) -> Result<Scenario, String> {
 }
 
 /// Scenarios of one run directory, by name; `None` when the directory does
-/// not exist or holds no result (the run did not happen).
+/// not exist or holds no result (the run did not happen). A scenario named
+/// `group/x` (the suite's `auth/*`) is read from `group/x-<timestamp>/`.
 pub fn read_run(dir: &Path) -> Result<Option<Vec<Scenario>>, String> {
-    let Ok(rd) = fs::read_dir(dir) else {
-        return Ok(None);
-    };
     let mut by_name: BTreeMap<String, Scenario> = BTreeMap::new();
+    read_into(dir, "", &mut by_name)?;
+    if by_name.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(by_name.into_values().collect()))
+}
+
+fn read_into(dir: &Path, group: &str, by_name: &mut BTreeMap<String, Scenario>) -> Result<(), String> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Ok(());
+    };
     for ent in rd.flatten() {
         let p = ent.path();
         let file = p.join("checks.json");
+        let dname = ent.file_name().to_string_lossy().into_owned();
         if !file.is_file() {
+            if group.is_empty() && p.is_dir() && split_dir_name(&dname).is_none() {
+                read_into(&p, &format!("{dname}/"), by_name)?;
+            }
             continue;
         }
-        let dname = ent.file_name().to_string_lossy().into_owned();
         let (name, ts) = split_dir_name(&dname).unwrap_or((dname.clone(), String::new()));
+        let name = format!("{group}{name}");
         let text = fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
         let mut s = read_checks(&text).map_err(|e| format!("{}: {e}", file.display()))?;
         s.name = name.clone();
@@ -196,10 +209,7 @@ pub fn read_run(dir: &Path) -> Result<Option<Vec<Scenario>>, String> {
             by_name.insert(name, s);
         }
     }
-    if by_name.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(by_name.into_values().collect()))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -254,7 +264,14 @@ mod tests {
             "server-caching-2026-08-07T12-00-00-000Z",
             r#"[{"id":"c","status":"WARNING"},{"id":"x","status":"INFO"}]"#,
         );
+        put(
+            "auth/metadata-default-2026-08-07T12-00-00-000Z",
+            r#"[{"id":"token-request","status":"SUCCESS"}]"#,
+        );
         let run = read_run(&d).unwrap().unwrap();
+        let auth = run.iter().find(|s| s.name == "auth/metadata-default").expect("a grouped scenario");
+        assert_eq!(auth.timestamp, "2026-08-07T12-00-00-000Z");
+        let run: Vec<Scenario> = run.into_iter().filter(|s| !s.name.starts_with("auth/")).collect();
         assert_eq!(run.len(), 2);
         let caching = &run[0];
         assert_eq!(

@@ -16,10 +16,11 @@ pub async fn get(url: &str, headers: &[(String, String)], max: usize, timeout: D
         ca_file: None,
         timeout_ms: 0,
         mode: Mode::Auto,
+        oauth: None,
     };
     spec.check()?;
     let parsed = Url::parse(url)?;
-    let client = Client::new(spec.connector(&parsed, timeout)?, 0);
+    let client = Client::new(crate::remote::connector(None, &parsed, timeout)?, 0);
     let mut fields: Vec<(&str, &[u8])> = vec![("accept", b"application/json")];
     fields.extend(headers.iter().map(|(k, v)| (k.as_str(), v.as_bytes())));
     let limits = Limits { max_head: 64 << 10, head_timeout: timeout, idle_timeout: Some(timeout) };

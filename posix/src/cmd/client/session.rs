@@ -148,6 +148,7 @@ impl Session {
                     ca_file: None,
                     timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
                     mode: remote::Mode::StreamableHttp,
+                    oauth: None,
                 };
                 spec.check().map_err(|e| Failure::Unreachable(format!("--url: {e}")))?;
                 let opts = remote::Options { connect_timeout: timeout.min(Duration::from_secs(10)), ..remote::Options::default() };

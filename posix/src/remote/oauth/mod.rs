@@ -1,0 +1,577 @@
+//! OAuth 2.1 for protected remote servers: mcpx as the client.
+//!
+//! One [`Authorizer`] per configured server with an `"oauth"` block holds
+//! its tokens (from the [`store`]) and answers the transport's two
+//! questions: which `Authorization` header goes with a request
+//! ([`Authorizer::header`], refreshed ahead of expiry by
+//! [`Authorizer::refresh_if_expiring`]), and what to do about a 401 or a
+//! 403 `insufficient_scope` ([`Authorizer::challenge`]): discover the
+//! authorization server, then refresh, run the client-credentials grant, or
+//! run the authorization code flow with PKCE through the loopback redirect
+//! URI when a person can complete it (`mcpx auth login`, or `openWith`).
+//! Otherwise the server "needs login".
+//!
+//! A token is sent only to the server it was obtained for (its URL is
+//! stored with it), and only mcpx's own tokens go upstream: nothing a
+//! client of mcpx sends is forwarded.
+
+pub mod discovery;
+pub(crate) mod form;
+pub mod jwt;
+mod loopback;
+mod pkce;
+pub mod store;
+pub mod token;
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nanorand::ChaCha20;
+use serde_json::Value;
+use smol::lock::Mutex;
+
+use super::http::{Client, Limits};
+use super::url::{Scheme, Url};
+use discovery::{Challenge, ResourceMetadata, ServerMetadata};
+use store::{Registration, ServerTokens, Store};
+use token::{ClientAuth, ClientId, Grant};
+
+/// Which grant gets the tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GrantKind {
+    /// A person authorizes in a browser (`mcpx auth login`, `openWith`).
+    #[default]
+    AuthorizationCode,
+    /// Unattended: the client's own credentials.
+    ClientCredentials,
+}
+
+/// A server's `"oauth"` configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OAuthSpec {
+    /// Pre-registered client (`clientId`, `clientSecret`).
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// A Client ID Metadata Document URL, used as the client id where the
+    /// authorization server supports it.
+    pub client_metadata_url: Option<String>,
+    /// Requested on top of what the server asks for.
+    pub scopes: Vec<String>,
+    pub grant: GrantKind,
+    /// PKCS#8 PEM key for private-key JWT client authentication.
+    pub private_key_file: Option<PathBuf>,
+    pub signing_alg: Option<String>,
+    /// Runs the flow unattended: `CMD... URL`.
+    pub open_with: Option<String>,
+    /// The token store file.
+    pub store: PathBuf,
+}
+
+/// Who completes an authorization code flow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Interaction {
+    /// `mcpx serve`: only with `openWith`; otherwise the server needs login.
+    Serve,
+    /// `mcpx auth login`: prints the URL and runs `open_with` (or a browser).
+    Login { open_with: Option<String> },
+}
+
+/// Re-authorizations one request may cause (a 401, then a step-up).
+pub const MAX_ATTEMPTS: u32 = 2;
+/// How long a person has to authorize.
+const LOGIN_WAIT: Duration = Duration::from_secs(300);
+/// Tokens this close to expiry are refreshed before use.
+const EXPIRY_MARGIN_S: u64 = 30;
+/// Largest metadata or token response read.
+const MAX_BODY: usize = 256 * 1024;
+
+fn now_s() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// The authorization server found for the server, and how to name it.
+struct Discovered {
+    prm: Option<ResourceMetadata>,
+    meta: ServerMetadata,
+    /// The RFC 8707 `resource`: the PRM's, exactly, else the server URL.
+    resource: String,
+}
+
+pub struct Authorizer {
+    name: String,
+    server: Url,
+    spec: OAuthSpec,
+    ca_file: Option<PathBuf>,
+    connect_timeout: Duration,
+    interaction: Interaction,
+    store: Store,
+    current: RefCell<Option<ServerTokens>>,
+    /// One flow at a time; requests that failed meanwhile retry with its result.
+    busy: Mutex<()>,
+    rng: RefCell<ChaCha20>,
+}
+
+impl Authorizer {
+    pub fn new(name: &str, server: Url, spec: OAuthSpec, ca_file: Option<PathBuf>, connect_timeout: Duration, interaction: Interaction) -> Authorizer {
+        let store = Store { path: spec.store.clone() };
+        Authorizer {
+            name: name.to_string(),
+            server,
+            spec,
+            ca_file,
+            connect_timeout,
+            interaction,
+            store,
+            current: RefCell::new(None),
+            busy: Mutex::new(()),
+            rng: RefCell::new(ChaCha20::new()),
+        }
+    }
+
+    fn needs_login(&self) -> String {
+        format!("needs login: run `mcpx auth login {}`", self.name)
+    }
+
+    /// The stored tokens for this server, if they were obtained for its URL.
+    fn tokens(&self) -> Option<ServerTokens> {
+        if self.current.borrow().is_none() {
+            match self.store.tokens(&self.name) {
+                Ok(t) => *self.current.borrow_mut() = t,
+                Err(e) => warn!("server {}: {e}", self.name),
+            }
+        }
+        // Requirement: authz-client-sends-only-own-as-tokens (never to another URL)
+        self.current.borrow().clone().filter(|t| t.url == self.server.to_string() && !t.access_token.is_empty())
+    }
+
+    /// The `Authorization` value for the next request, if there is a token.
+    // Requirement: authz-bearer-header, authz-token-every-request, authz-no-token-in-query
+    pub fn header(&self) -> Option<Vec<u8>> {
+        self.tokens().map(|t| format!("Bearer {}", t.access_token).into_bytes())
+    }
+
+    fn save(&self, t: ServerTokens) -> Result<(), String> {
+        let r = self.store.put_tokens(&self.name, &t);
+        *self.current.borrow_mut() = Some(t);
+        r
+    }
+
+    /// Refreshes a token that is about to expire, so that requests do not
+    /// fail first. A failure is left to the 401 that follows.
+    // Requirement: authz-refresh-tokens
+    pub async fn refresh_if_expiring(&self) {
+        let Some(t) = self.tokens() else { return };
+        let expiring = t.expires_at.is_some_and(|e| e <= now_s() + EXPIRY_MARGIN_S);
+        if !expiring || t.refresh_token.is_none() {
+            return;
+        }
+        let _g = self.busy.lock().await;
+        if self.tokens().map(|n| n.access_token) != Some(t.access_token.clone()) {
+            return; // refreshed meanwhile
+        }
+        match self.discover(&Challenge::default(), None).await {
+            Ok(d) => {
+                if let Err(e) = self.refresh(&d, &t).await {
+                    debug!("server {}: refreshing the token failed: {e}", self.name);
+                }
+            }
+            Err(e) => debug!("server {}: refreshing the token failed: {e}", self.name),
+        }
+    }
+
+    /// A request sent with `sent` (its `Authorization` value) was answered
+    /// with `status` (401 or 403) and `www_authenticate`. Ok: a new token
+    /// is ready, send the request again. Err: why not (for the user).
+    pub async fn challenge(&self, status: u16, www_authenticate: Option<&[u8]>, sent: Option<&[u8]>, version: Option<&[u8]>) -> Result<(), String> {
+        let ch = Challenge::parse(&String::from_utf8_lossy(www_authenticate.unwrap_or_default()));
+        let _g = self.busy.lock().await;
+        if self.header().as_deref() != sent {
+            return Ok(()); // another request got a new token meanwhile
+        }
+        let current = self.tokens();
+        if status == 403 {
+            if !ch.insufficient_scope() {
+                return Err("HTTP 403: the server refuses this request with the token mcpx has".into());
+            }
+            // Requirement: authz-step-up (union of held and challenged scopes, and a limit)
+            let held = current.as_ref().map(|t| t.scopes.clone()).unwrap_or_default();
+            let wanted = ch.scopes();
+            if wanted.iter().all(|s| held.contains(s)) {
+                return Err(format!(
+                    "HTTP 403 insufficient_scope although the token has the scopes asked for ({}); not authorizing again",
+                    wanted.join(" ")
+                ));
+            }
+            let d = self.discover(&ch, version).await?;
+            info!("server {}: asks for more scopes ({}); authorizing again", self.name, wanted.join(" "));
+            return self.obtain(&d, discovery::union(&held, &wanted)).await;
+        }
+        let d = self.discover(&ch, version).await?;
+        // Requirement: authz-credentials-bound-to-issuer (a token of another issuer is not refreshed there)
+        if let Some(t) = current.filter(|t| t.refresh_token.is_some() && t.issuer == d.meta.issuer) {
+            match self.refresh(&d, &t).await {
+                Ok(()) => return Ok(()),
+                Err(e) => debug!("server {}: refresh failed ({e}); authorizing again", self.name),
+            }
+        }
+        let scopes = discovery::select_scopes(&ch, d.prm.as_ref(), &self.spec.scopes);
+        self.obtain(&d, scopes).await
+    }
+
+    /// `mcpx auth login`: asks the server, then authorizes whatever it says.
+    pub async fn login(&self) -> Result<(), String> {
+        let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpx","version":"0"}}}"#;
+        let accept: &[u8] = b"application/json, text/event-stream";
+        let (status, www, _) = self
+            .fetch("POST", &self.server.to_string(), &[("accept", accept), ("content-type", b"application/json")], init)
+            .await?;
+        let ch = Challenge::parse(&String::from_utf8_lossy(&www.unwrap_or_default()));
+        if status != 401 && !(status == 403 && ch.insufficient_scope()) {
+            info!("server {} answered HTTP {status} without asking for authorization; authorizing through its metadata anyway", self.name);
+        }
+        let _g = self.busy.lock().await;
+        let d = self.discover(&ch, None).await?;
+        let held = self.tokens().map(|t| t.scopes).unwrap_or_default();
+        let scopes = discovery::union(&discovery::select_scopes(&ch, d.prm.as_ref(), &self.spec.scopes), if status == 403 { &held } else { &[] });
+        self.obtain(&d, scopes).await
+    }
+
+    /// New tokens by the configured grant.
+    async fn obtain(&self, d: &Discovered, scopes: Vec<String>) -> Result<(), String> {
+        let tokens = match self.spec.grant {
+            GrantKind::ClientCredentials => self.client_credentials(d, &scopes).await?,
+            GrantKind::AuthorizationCode => self.authorization_code(d, scopes).await?,
+        };
+        info!("server {}: authorized (scopes: {})", self.name, if tokens.scopes.is_empty() { "-".to_string() } else { tokens.scopes.join(" ") });
+        self.save(tokens)
+    }
+
+    fn record(&self, d: &Discovered, client: &ClientId, t: token::Tokens, old_refresh: Option<String>) -> ServerTokens {
+        ServerTokens {
+            url: self.server.to_string(),
+            issuer: d.meta.issuer.clone(),
+            token_endpoint: d.meta.token_endpoint.clone(),
+            resource: Some(d.resource.clone()),
+            access_token: t.access_token,
+            refresh_token: t.refresh_token.or(old_refresh),
+            expires_at: t.expires_at,
+            scopes: t.scopes,
+            client_id: client.id.clone(),
+        }
+    }
+
+    async fn token_request(&self, d: &Discovered, grant: &Grant<'_>, client: &ClientId, scopes: &[String]) -> Result<token::Tokens, String> {
+        let assertion = match client.auth {
+            ClientAuth::PrivateKeyJwt => Some(self.assertion(d, &client.id)?),
+            _ => None,
+        };
+        let req = token::request(grant, client, Some(&d.resource), scopes, assertion.as_deref());
+        let mut h: Vec<(&str, &[u8])> = vec![("content-type", b"application/x-www-form-urlencoded"), ("accept", b"application/json")];
+        if let Some(a) = &req.authorization {
+            h.push(("authorization", a.as_bytes()));
+        }
+        let (status, _, body) = self.fetch("POST", &d.meta.token_endpoint, &h, req.body.as_bytes()).await?;
+        token::parse_response(status, &body, now_s(), scopes)
+    }
+
+    async fn refresh(&self, d: &Discovered, t: &ServerTokens) -> Result<(), String> {
+        let rt = t.refresh_token.clone().ok_or("no refresh token")?;
+        let client = self.client_identity(&d.meta, None).await?;
+        let tokens = self.token_request(d, &Grant::Refresh { refresh_token: &rt }, &client, &t.scopes).await?;
+        debug!("server {}: token refreshed", self.name);
+        self.save(self.record(d, &client, tokens, Some(rt)))
+    }
+
+    fn assertion(&self, d: &Discovered, client_id: &str) -> Result<String, String> {
+        let path = self.spec.private_key_file.as_ref().ok_or("no privateKeyFile")?;
+        let pem = std::fs::read_to_string(path).map_err(|e| format!("privateKeyFile {}: {e}", path.display()))?;
+        let key = jwt::SigningKey::from_pem(&pem, self.spec.signing_alg.as_deref().unwrap_or("ES256"))
+            .map_err(|e| format!("privateKeyFile {}: {e}", path.display()))?;
+        let audience = d.meta.issuer.clone().unwrap_or_else(|| d.meta.token_endpoint.clone());
+        let jti = pkce::random_token(&mut self.rng.borrow_mut());
+        key.assertion(client_id, &audience, now_s(), &jti)
+    }
+
+    async fn client_credentials(&self, d: &Discovered, scopes: &[String]) -> Result<ServerTokens, String> {
+        let id = self.spec.client_id.clone().ok_or("the client_credentials grant needs \"clientId\" in the server's \"oauth\"")?;
+        let auth = ClientAuth::choose(None, self.spec.client_secret.is_some(), self.spec.private_key_file.is_some(), &d.meta.token_endpoint_auth_methods_supported);
+        let client = ClientId { id, secret: self.spec.client_secret.clone(), auth };
+        let t = self.token_request(d, &Grant::ClientCredentials, &client, scopes).await?;
+        Ok(self.record(d, &client, t, None))
+    }
+
+    /// The client id to use with this authorization server, by priority:
+    /// configured, Client ID Metadata Document, earlier registration,
+    /// Dynamic Client Registration (needs the redirect URI).
+    // Requirement: authz-registration-priority, authz-client-registration-required, authz-preregistration, authz-cimd, authz-client-per-as-registration-state
+    async fn client_identity(&self, meta: &ServerMetadata, redirect_uri: Option<&str>) -> Result<ClientId, String> {
+        let methods = &meta.token_endpoint_auth_methods_supported;
+        if let Some(id) = &self.spec.client_id {
+            let secret = self.spec.client_secret.clone();
+            let auth = ClientAuth::choose(None, secret.is_some(), false, methods);
+            return Ok(ClientId { id: id.clone(), secret, auth });
+        }
+        if let Some(url) = self.spec.client_metadata_url.as_ref().filter(|_| meta.client_id_metadata_document_supported) {
+            return Ok(ClientId { id: url.clone(), secret: None, auth: ClientAuth::None });
+        }
+        let key = meta.issuer.clone().unwrap_or_else(|| meta.token_endpoint.clone());
+        if let Some(r) = self.store.registration(&key)? {
+            let auth = ClientAuth::choose(r.auth_method.as_deref(), r.client_secret.is_some(), false, methods);
+            return Ok(ClientId { id: r.client_id, secret: r.client_secret, auth });
+        }
+        let (Some(endpoint), Some(redirect_uri)) = (&meta.registration_endpoint, redirect_uri) else {
+            return Err(format!(
+                "authorization server {key} offers no way to register mcpx (no Client ID Metadata Document support{}, no registration endpoint); register a client there and set \"clientId\" (and \"clientSecret\") in the server's \"oauth\"",
+                if self.spec.client_metadata_url.is_some() { "" } else { " for a configured clientMetadataUrl" }
+            ));
+        };
+        let r = self.register(endpoint, redirect_uri).await?;
+        self.store.put_registration(&key, &r)?;
+        let auth = ClientAuth::choose(r.auth_method.as_deref(), r.client_secret.is_some(), false, methods);
+        Ok(ClientId { id: r.client_id, secret: r.client_secret, auth })
+    }
+
+    /// Dynamic Client Registration (RFC 7591) as a native application.
+    // Requirement: authz-dcr-may-deprecated, authz-dcr-should, authz-dcr-application-type
+    async fn register(&self, endpoint: &str, redirect_uri: &str) -> Result<Registration, String> {
+        let body = serde_json::json!({
+            "client_name": "mcpx",
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "application_type": "native",
+        })
+        .to_string();
+        let h: [(&str, &[u8]); 2] = [("content-type", b"application/json"), ("accept", b"application/json")];
+        let (status, _, resp) = self.fetch("POST", endpoint, &h, body.as_bytes()).await?;
+        let v: Value = serde_json::from_slice(&resp).unwrap_or(Value::Null);
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        match s("client_id") {
+            Some(client_id) if (200..300).contains(&status) => {
+                Ok(Registration { client_id, client_secret: s("client_secret"), auth_method: s("token_endpoint_auth_method") })
+            }
+            _ => Err(format!("registering with {endpoint} failed: HTTP {status}{}", s("error").map(|e| format!(" ({e})")).unwrap_or_default())),
+        }
+    }
+
+    /// The authorization code flow with PKCE S256 through the loopback
+    /// redirect URI.
+    async fn authorization_code(&self, d: &Discovered, mut scopes: Vec<String>) -> Result<ServerTokens, String> {
+        let open_with = match &self.interaction {
+            Interaction::Serve => Some(self.spec.open_with.clone().ok_or_else(|| self.needs_login())?),
+            Interaction::Login { open_with } => open_with.clone().or_else(|| self.spec.open_with.clone()),
+        };
+        if d.meta.authorization_endpoint.is_empty() {
+            return Err("the authorization server metadata has no authorization_endpoint".into());
+        }
+        let listener = loopback::Listener::bind().map_err(|e| format!("cannot listen for the redirect on 127.0.0.1: {e}"))?;
+        let client = self.client_identity(&d.meta, Some(&listener.redirect_uri)).await?;
+        // Requirement: authz-refresh-tokens (offline_access only where the server lists it)
+        if d.meta.offers_offline_access() && !scopes.iter().any(|s| s == "offline_access") {
+            scopes.push("offline_access".into());
+        }
+        let (verifier, state) = {
+            let mut rng = self.rng.borrow_mut();
+            (pkce::random_token(&mut rng), pkce::random_token(&mut rng))
+        };
+        let challenge = pkce::s256_challenge(&verifier);
+        let scope = scopes.join(" ");
+        let mut q: Vec<(&str, &str)> = vec![
+            ("response_type", "code"),
+            ("client_id", &client.id),
+            ("redirect_uri", &listener.redirect_uri),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+            ("state", &state),
+        ];
+        if !scope.is_empty() {
+            q.push(("scope", &scope));
+        }
+        q.push(("resource", &d.resource));
+        let sep = if d.meta.authorization_endpoint.contains('?') { '&' } else { '?' };
+        let url = format!("{}{sep}{}", d.meta.authorization_endpoint, form::encode(&q));
+        self.open(&url, open_with.as_deref())?;
+        let params = listener.wait(LOGIN_WAIT).await?;
+        let code = check_redirect(&params, &state, &d.meta)?;
+        let grant = Grant::Code { code: &code, verifier: &verifier, redirect_uri: &listener.redirect_uri };
+        let t = self.token_request(d, &grant, &client, &scopes).await?;
+        Ok(self.record(d, &client, t, None))
+    }
+
+    /// Hands the authorization URL to the person (or to `openWith`).
+    fn open(&self, url: &str, open_with: Option<&str>) -> Result<(), String> {
+        let browser = ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+        let cmd = match open_with {
+            Some(c) => c.to_string(),
+            None => {
+                eprintln!("Open this URL to authorize mcpx for server {}:\n\n  {url}\n", self.name);
+                if !browser {
+                    return Ok(());
+                }
+                if cfg!(target_os = "macos") { "open" } else { "xdg-open" }.to_string()
+            }
+        };
+        let mut parts = cmd.split_ascii_whitespace();
+        let program = parts.next().ok_or("openWith is empty")?;
+        info!("server {}: opening the authorization URL with {program}", self.name);
+        smol::process::Command::new(program)
+            .args(parts)
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .map(drop)
+            .or_else(|e| match open_with {
+                Some(_) => Err(format!("cannot run openWith command {program:?}: {e}")),
+                None => Ok(()), // the URL is printed; no browser then
+            })
+    }
+
+    /// Finds the authorization server: Protected Resource Metadata, then
+    /// its metadata; without PRM, the 2025-03-26 way (metadata at the
+    /// server's origin, else the default endpoints).
+    async fn discover(&self, ch: &Challenge, version: Option<&[u8]>) -> Result<Discovered, String> {
+        // Requirement: streamable-http-auth-discovery-version-header
+        let mut h: Vec<(&str, &[u8])> = vec![("accept", b"application/json")];
+        if let Some(v) = version {
+            h.push(("mcp-protocol-version", v));
+        }
+        let mut prm = None;
+        for loc in discovery::prm_locations(&self.server, ch.resource_metadata.as_deref()) {
+            if let Some(doc) = self.get_json(&loc, &h).await? {
+                // Requirement: authz-resource-indicator (a PRM for another resource is refused)
+                let p = ResourceMetadata::parse(&doc, &self.server).map_err(|e| format!("protected resource metadata at {loc}: {e}"))?;
+                prm = Some(p);
+                break;
+            }
+        }
+        let (issuer, legacy) = match &prm {
+            Some(p) => (p.authorization_servers[0].clone(), false),
+            None => (discovery::legacy_issuer(&self.server), true),
+        };
+        let issuer_url = Url::parse(&issuer).map_err(|e| format!("authorization server {issuer:?}: {e}"))?;
+        let mut meta = None;
+        for loc in discovery::as_metadata_locations(&issuer_url) {
+            if let Some(doc) = self.get_json(&loc, &h).await? {
+                meta = Some(ServerMetadata::parse(&doc, &issuer).map_err(|e| format!("authorization server metadata at {loc}: {e}"))?);
+                break;
+            }
+        }
+        let meta = match meta {
+            Some(m) => m,
+            None if legacy => ServerMetadata::defaults(&issuer),
+            None => return Err(format!("authorization server {issuer} publishes no metadata (tried RFC 8414 and OpenID Connect locations)")),
+        };
+        let resource = prm.as_ref().map(|p| p.resource.clone()).unwrap_or_else(|| self.server.to_string());
+        Ok(Discovered { prm, meta, resource })
+    }
+
+    /// A JSON document at `url`; `None` when it is not there (an HTTP
+    /// error or not JSON), Err when it cannot be fetched at all.
+    async fn get_json(&self, url: &str, h: &[(&str, &[u8])]) -> Result<Option<Value>, String> {
+        let (status, _, body) = match self.fetch("GET", url, h, b"").await {
+            Ok(r) => r,
+            Err(e) => {
+                debug!("server {}: {url}: {e}", self.name);
+                return Ok(None);
+            }
+        };
+        if !(200..300).contains(&status) {
+            return Ok(None);
+        }
+        Ok(serde_json::from_slice::<Value>(&body).ok().filter(Value::is_object))
+    }
+
+    /// One request to an OAuth endpoint: status, `WWW-Authenticate`, body.
+    // Requirement: authz-https-and-redirect-uris (plain http only on loopback)
+    async fn fetch(&self, method: &str, url: &str, headers: &[(&str, &[u8])], body: &[u8]) -> Result<(u16, Option<Vec<u8>>, Vec<u8>), String> {
+        let u = Url::parse(url).map_err(|e| format!("{url}: {e}"))?;
+        if u.scheme == Scheme::Http && !is_loopback(&u.host) {
+            return Err(format!("{url}: OAuth endpoints must use https (plain http only on loopback)"));
+        }
+        let connector = super::connector(self.ca_file.as_deref(), &u, self.connect_timeout)?;
+        let client = Client::new(connector, 0);
+        let limits = Limits { max_head: 64 * 1024, head_timeout: Duration::from_secs(30), idle_timeout: Some(Duration::from_secs(30)) };
+        let mut h: Vec<(&str, &[u8])> = vec![("user-agent", concat!("mcpx/", env!("CARGO_PKG_VERSION")).as_bytes())];
+        h.extend_from_slice(headers);
+        let mut resp = client.request(method, &u, &h, body, limits, None).await.map_err(|e| format!("{url}: {e}"))?;
+        let body = resp.body.read_all(MAX_BODY).await.map_err(|e| format!("{url}: {e}"))?;
+        Ok((resp.status, resp.www_authenticate.take(), body))
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost" || host == "::1" || host.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a.is_loopback())
+}
+
+/// Checks the authorization response (the redirect's query): `state`, an
+/// `error`, and the issuer (RFC 9207); the code.
+// Requirement: authz-iss-validation, authz-open-redirection
+fn check_redirect(params: &[(String, String)], state: &str, meta: &ServerMetadata) -> Result<String, String> {
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    if get("state") != Some(state) {
+        return Err("the authorization response has a wrong or no state; ignored".into());
+    }
+    if let Some(e) = get("error") {
+        return Err(format!("authorization was refused: {e}{}", get("error_description").map(|d| format!(" ({d})")).unwrap_or_default()));
+    }
+    match (get("iss"), &meta.issuer) {
+        // Simple string comparison, no normalization (RFC 9207 §2.4).
+        (Some(iss), Some(issuer)) if iss != issuer => {
+            return Err(format!("the authorization response comes from issuer {iss:?}, not {issuer:?}; refused"));
+        }
+        (None, Some(_)) if meta.iss_parameter_supported => {
+            return Err("the authorization server promises an iss parameter but the response has none; refused".into());
+        }
+        _ => {}
+    }
+    get("code").filter(|c| !c.is_empty()).map(str::to_string).ok_or_else(|| "the authorization response has no code".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(issuer: Option<&str>, iss_supported: bool) -> ServerMetadata {
+        ServerMetadata { issuer: issuer.map(str::to_string), iss_parameter_supported: iss_supported, ..ServerMetadata::default() }
+    }
+
+    fn params(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    // OAuth endpoints over plain http only on loopback; the redirect URI is
+    // a loopback one; no token in any URL (it goes in the header only).
+    // covers: authz-https-and-redirect-uris, authz-2025-03-26-security-list, authz-follow-security-considerations
+    #[test]
+    fn https_endpoints_and_loopback_redirects() {
+        let spec = OAuthSpec { store: std::env::temp_dir().join("mcpx-unused-store.json"), ..OAuthSpec::default() };
+        let a = Authorizer::new("s", Url::parse("https://mcp.example/mcp").unwrap(), spec, None, Duration::from_secs(1), Interaction::Serve);
+        let e = smol::block_on(a.fetch("GET", "http://as.example/.well-known/oauth-authorization-server", &[], b"")).unwrap_err();
+        assert!(e.contains("must use https"), "{e}");
+        assert!(is_loopback("127.0.0.1") && is_loopback("localhost") && is_loopback("::1") && !is_loopback("127.example"));
+        let l = loopback::Listener::bind().unwrap();
+        assert!(l.redirect_uri.starts_with("http://127.0.0.1:") && l.redirect_uri.ends_with("/callback"), "{}", l.redirect_uri);
+        assert_eq!(a.header(), None);
+    }
+
+    // covers: authz-iss-validation, authz-open-redirection
+    #[test]
+    fn redirect_checks() {
+        let m = meta(Some("http://as"), true);
+        assert_eq!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "http://as")]), "s", &m).unwrap(), "c");
+        assert!(check_redirect(&params(&[("code", "c"), ("state", "x"), ("iss", "http://as")]), "s", &m).unwrap_err().contains("state"));
+        assert!(check_redirect(&params(&[("code", "c"), ("state", "s")]), "s", &m).unwrap_err().contains("promises an iss"));
+        assert!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "https://evil.example.com")]), "s", &m).is_err());
+        // No normalization: a trailing slash is another issuer.
+        assert!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "http://as/")]), "s", &m).is_err());
+        // Not advertised: absent is fine, a wrong one is still refused.
+        let m = meta(Some("http://as"), false);
+        assert_eq!(check_redirect(&params(&[("code", "c"), ("state", "s")]), "s", &m).unwrap(), "c");
+        assert!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "https://evil.example.com")]), "s", &m).is_err());
+        assert!(check_redirect(&params(&[("state", "s"), ("error", "access_denied")]), "s", &m).unwrap_err().contains("access_denied"));
+        assert!(check_redirect(&params(&[("state", "s")]), "s", &m).unwrap_err().contains("no code"));
+    }
+}

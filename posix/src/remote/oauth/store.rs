@@ -1,0 +1,225 @@
+//! The token store: one JSON file only the user can read and write (0600,
+//! in a 0700 folder), replaced atomically on every change. It keeps, per
+//! configured server, the tokens and where they came from, and, per
+//! authorization server (keyed by issuer), the registered client.
+
+use std::fs;
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+/// The tokens of one configured server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerTokens {
+    /// The server URL they were obtained for: never sent to another.
+    pub url: String,
+    /// The issuer of the authorization server that issued them (`None`:
+    /// 2025-03-26 default endpoints).
+    pub issuer: Option<String>,
+    pub token_endpoint: String,
+    pub resource: Option<String>,
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    /// Unix seconds.
+    pub expires_at: Option<u64>,
+    pub scopes: Vec<String>,
+    /// The client they were issued to.
+    pub client_id: String,
+}
+
+/// A client registered with (or configured for) one authorization server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Registration {
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    pub auth_method: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub path: PathBuf,
+}
+
+/// Where the store lives: `$XDG_STATE_HOME/mcpx/`, else `~/.local/state/mcpx/`,
+/// else beside the config file.
+pub fn default_path(env: &dyn Fn(&str) -> Option<String>, config_dir: &Path) -> PathBuf {
+    let state = env("XDG_STATE_HOME")
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").filter(|h| !h.is_empty()).map(|h| Path::new(&h).join(".local/state")));
+    match state {
+        Some(s) => s.join("mcpx/oauth-tokens.json"),
+        None => config_dir.join("mcpx-oauth-tokens.json"),
+    }
+}
+
+fn opt(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+fn text(v: &Value, k: &str) -> String {
+    opt(v, k).unwrap_or_default()
+}
+
+impl ServerTokens {
+    fn from_json(v: &Value) -> ServerTokens {
+        ServerTokens {
+            url: text(v, "url"),
+            issuer: opt(v, "issuer"),
+            token_endpoint: text(v, "tokenEndpoint"),
+            resource: opt(v, "resource"),
+            access_token: text(v, "accessToken"),
+            refresh_token: opt(v, "refreshToken"),
+            expires_at: v.get("expiresAt").and_then(Value::as_u64),
+            scopes: super::discovery::split_scopes(&text(v, "scope")),
+            client_id: text(v, "clientId"),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "url": self.url, "issuer": self.issuer, "tokenEndpoint": self.token_endpoint,
+            "resource": self.resource, "accessToken": self.access_token, "refreshToken": self.refresh_token,
+            "expiresAt": self.expires_at, "scope": self.scopes.join(" "), "clientId": self.client_id,
+        })
+    }
+}
+
+impl Store {
+    fn read(&self) -> Result<Value, String> {
+        let shown = self.path.display();
+        let meta = match fs::metadata(&self.path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(json!({})),
+            Err(e) => return Err(format!("token store {shown}: {e}")),
+        };
+        // Requirement: authz-secure-token-storage
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(format!("token store {shown} can be read by others (mode {mode:o}); run `chmod 600 {shown}`"));
+        }
+        let bytes = fs::read(&self.path).map_err(|e| format!("token store {shown}: {e}"))?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("token store {shown} is not valid JSON ({e}); remove it and log in again"))
+    }
+
+    fn write(&self, v: &Value) -> Result<(), String> {
+        let shown = self.path.display();
+        if let Some(dir) = self.path.parent() {
+            fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| format!("token store folder {}: {e}", dir.display()))?;
+        }
+        let tmp = self.path.with_extension(format!("tmp{}", std::process::id()));
+        let result = (|| {
+            let mut f = fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+            f.set_permissions(fs::Permissions::from_mode(0o600))?;
+            f.write_all(serde_json::to_string_pretty(v).unwrap_or_default().as_bytes())?;
+            f.sync_all()?;
+            fs::rename(&tmp, &self.path)
+        })();
+        result.map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            format!("cannot write token store {shown}: {e}")
+        })
+    }
+
+    fn section<'a>(v: &'a mut Value, name: &str) -> &'a mut Map<String, Value> {
+        if !v.is_object() {
+            *v = json!({});
+        }
+        let obj = v.as_object_mut().expect("an object");
+        let s = obj.entry(name).or_insert_with(|| json!({}));
+        if !s.is_object() {
+            *s = json!({});
+        }
+        s.as_object_mut().expect("an object")
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Value)) -> Result<(), String> {
+        let mut v = self.read()?;
+        f(&mut v);
+        self.write(&v)
+    }
+
+    pub fn tokens(&self, server: &str) -> Result<Option<ServerTokens>, String> {
+        let v = self.read()?;
+        Ok(v.pointer(&format!("/servers/{}", pointer_escape(server))).map(ServerTokens::from_json))
+    }
+
+    pub fn put_tokens(&self, server: &str, t: &ServerTokens) -> Result<(), String> {
+        self.update(|v| {
+            Store::section(v, "servers").insert(server.to_string(), t.to_json());
+        })
+    }
+
+    /// Forgets a server's tokens; whether there were any.
+    pub fn remove_tokens(&self, server: &str) -> Result<bool, String> {
+        let mut had = false;
+        self.update(|v| had = Store::section(v, "servers").remove(server).is_some())?;
+        Ok(had)
+    }
+
+    // Requirement: authz-credentials-bound-to-issuer, authz-client-per-as-registration-state
+    pub fn registration(&self, issuer: &str) -> Result<Option<Registration>, String> {
+        let v = self.read()?;
+        Ok(v.pointer(&format!("/clients/{}", pointer_escape(issuer))).map(|c| Registration {
+            client_id: text(c, "clientId"),
+            client_secret: opt(c, "clientSecret"),
+            auth_method: opt(c, "authMethod"),
+        }))
+    }
+
+    pub fn put_registration(&self, issuer: &str, r: &Registration) -> Result<(), String> {
+        self.update(|v| {
+            let c = json!({"clientId": r.client_id, "clientSecret": r.client_secret, "authMethod": r.auth_method});
+            Store::section(v, "clients").insert(issuer.to_string(), c);
+        })
+    }
+}
+
+fn pointer_escape(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_store(tag: &str) -> Store {
+        let dir = std::env::temp_dir().join(format!("mcpx-store-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        Store { path: dir.join("state/mcpx/oauth-tokens.json") }
+    }
+
+    // covers: authz-secure-token-storage, authz-credentials-bound-to-issuer
+    #[test]
+    fn only_the_user_can_read_it() {
+        let s = temp_store("perm");
+        assert_eq!(s.tokens("a").unwrap(), None);
+        let t = ServerTokens { url: "http://h/mcp".into(), access_token: "at-secret".into(), scopes: vec!["a".into(), "b".into()], ..Default::default() };
+        s.put_tokens("a/b", &t).unwrap();
+        s.put_registration("http://as", &Registration { client_id: "c".into(), client_secret: Some("s".into()), auth_method: None }).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&s.path), 0o600);
+        assert_eq!(mode(s.path.parent().unwrap()), 0o700);
+        assert_eq!(s.tokens("a/b").unwrap(), Some(t));
+        assert_eq!(s.registration("http://as").unwrap().unwrap().client_id, "c");
+        assert_eq!(s.registration("http://other-as").unwrap(), None);
+        assert!(s.remove_tokens("a/b").unwrap());
+        assert!(!s.remove_tokens("a/b").unwrap());
+        // A store others can read is refused, not used.
+        fs::set_permissions(&s.path, fs::Permissions::from_mode(0o644)).unwrap();
+        let e = s.tokens("a").unwrap_err();
+        assert!(e.contains("can be read by others") && e.contains("chmod 600"), "{e}");
+        let _ = fs::remove_dir_all(s.path.parent().unwrap().parent().unwrap().parent().unwrap());
+    }
+
+    #[test]
+    fn location() {
+        let env = |vars: &'static [(&'static str, &'static str)]| move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
+        let cfg = Path::new("/etc/mcpx");
+        assert_eq!(default_path(&env(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")]), cfg), Path::new("/s/mcpx/oauth-tokens.json"));
+        assert_eq!(default_path(&env(&[("HOME", "/h")]), cfg), Path::new("/h/.local/state/mcpx/oauth-tokens.json"));
+        assert_eq!(default_path(&env(&[]), cfg), Path::new("/etc/mcpx/mcpx-oauth-tokens.json"));
+    }
+}

@@ -1,0 +1,197 @@
+//! Token endpoint requests (authorization code, refresh, client
+//! credentials), client authentication, and token responses.
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use serde_json::Value;
+
+use super::form;
+
+/// How the client authenticates at the token endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// A public client: `client_id` in the body.
+    None,
+    ClientSecretBasic,
+    ClientSecretPost,
+    /// A signed JWT assertion (RFC 7523), for the client-credentials grant.
+    PrivateKeyJwt,
+}
+
+impl ClientAuth {
+    /// The method to use: the one registered for the client, else the best
+    /// the server lists for what the client has (RFC 8414's default is
+    /// `client_secret_basic`).
+    pub fn choose(registered: Option<&str>, has_secret: bool, has_key: bool, supported: &[String]) -> ClientAuth {
+        let by_name = |m: &str| match m {
+            "none" => Some(ClientAuth::None),
+            "client_secret_basic" if has_secret => Some(ClientAuth::ClientSecretBasic),
+            "client_secret_post" if has_secret => Some(ClientAuth::ClientSecretPost),
+            "private_key_jwt" if has_key => Some(ClientAuth::PrivateKeyJwt),
+            _ => None,
+        };
+        if let Some(a) = registered.and_then(by_name) {
+            return a;
+        }
+        if has_key {
+            return ClientAuth::PrivateKeyJwt;
+        }
+        if !has_secret {
+            return ClientAuth::None;
+        }
+        let offered = |m: &str| supported.is_empty() && m == "client_secret_basic" || supported.iter().any(|s| s == m);
+        if offered("client_secret_basic") {
+            ClientAuth::ClientSecretBasic
+        } else if offered("client_secret_post") {
+            ClientAuth::ClientSecretPost
+        } else {
+            ClientAuth::ClientSecretBasic
+        }
+    }
+}
+
+/// The client's identity at one authorization server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientId {
+    pub id: String,
+    pub secret: Option<String>,
+    pub auth: ClientAuth,
+}
+
+pub enum Grant<'a> {
+    Code { code: &'a str, verifier: &'a str, redirect_uri: &'a str },
+    Refresh { refresh_token: &'a str },
+    ClientCredentials,
+}
+
+/// A token request: the form body and the `Authorization` header, if any.
+pub struct Request {
+    pub body: String,
+    pub authorization: Option<String>,
+}
+
+/// The request for `grant`. `resource` goes with every grant (RFC 8707);
+/// `assertion` is the signed JWT of [`ClientAuth::PrivateKeyJwt`].
+// Requirement: authz-resource-indicator
+pub fn request(grant: &Grant<'_>, client: &ClientId, resource: Option<&str>, scopes: &[String], assertion: Option<&str>) -> Request {
+    let scope = scopes.join(" ");
+    let mut p: Vec<(&str, &str)> = Vec::new();
+    match grant {
+        Grant::Code { code, verifier, redirect_uri } => {
+            p.extend([("grant_type", "authorization_code"), ("code", code), ("code_verifier", verifier), ("redirect_uri", redirect_uri)]);
+        }
+        Grant::Refresh { refresh_token } => p.extend([("grant_type", "refresh_token"), ("refresh_token", refresh_token)]),
+        Grant::ClientCredentials => p.push(("grant_type", "client_credentials")),
+    }
+    if !matches!(grant, Grant::Code { .. }) && !scope.is_empty() {
+        p.push(("scope", &scope));
+    }
+    if let Some(r) = resource {
+        p.push(("resource", r));
+    }
+    let mut authorization = None;
+    match client.auth {
+        ClientAuth::None => p.push(("client_id", &client.id)),
+        ClientAuth::ClientSecretPost => {
+            p.push(("client_id", &client.id));
+            p.push(("client_secret", client.secret.as_deref().unwrap_or("")));
+        }
+        ClientAuth::ClientSecretBasic => {
+            // RFC 6749 §2.3.1: both parts form-encoded before Base64.
+            let pair = format!("{}:{}", form::encode_component(&client.id), form::encode_component(client.secret.as_deref().unwrap_or("")));
+            authorization = Some(format!("Basic {}", STANDARD.encode(pair)));
+        }
+        ClientAuth::PrivateKeyJwt => {
+            p.push(("client_id", &client.id));
+            p.push(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"));
+            p.push(("client_assertion", assertion.unwrap_or("")));
+        }
+    }
+    Request { body: form::encode(&p), authorization }
+}
+
+/// What a token response grants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tokens {
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    /// Unix seconds.
+    pub expires_at: Option<u64>,
+    /// Granted scopes: the response's `scope`, else the requested ones.
+    pub scopes: Vec<String>,
+}
+
+/// Parses a token endpoint response. The error names the server's `error`
+/// and `error_description`, never a token.
+pub fn parse_response(status: u16, body: &[u8], now_s: u64, requested: &[String]) -> Result<Tokens, String> {
+    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let s = |k: &str| v.get(k).and_then(Value::as_str);
+    if !(200..300).contains(&status) || s("access_token").is_none() {
+        let what = match (s("error"), s("error_description")) {
+            (Some(e), Some(d)) => format!("{e}: {d}"),
+            (Some(e), None) => e.to_string(),
+            _ => "no access_token in the response".to_string(),
+        };
+        return Err(format!("the token endpoint answered HTTP {status}: {what}"));
+    }
+    match s("token_type") {
+        Some(t) if t.eq_ignore_ascii_case("bearer") => {}
+        Some(t) => return Err(format!("the token endpoint issued a {t:?} token; mcpx uses Bearer tokens only")),
+        None => return Err("the token response has no token_type".into()),
+    }
+    let expires_at = v.get("expires_in").and_then(Value::as_u64).map(|e| now_s.saturating_add(e));
+    Ok(Tokens {
+        access_token: s("access_token").unwrap_or_default().to_string(),
+        refresh_token: s("refresh_token").map(str::to_string),
+        expires_at,
+        scopes: s("scope").map(super::discovery::split_scopes).unwrap_or_else(|| requested.to_vec()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(auth: ClientAuth) -> ClientId {
+        ClientId { id: "c id".into(), secret: Some("s:1".into()), auth }
+    }
+
+    #[test]
+    fn client_auth_choice() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(ClientAuth::choose(Some("client_secret_post"), true, false, &[]), ClientAuth::ClientSecretPost);
+        assert_eq!(ClientAuth::choose(None, true, false, &[]), ClientAuth::ClientSecretBasic);
+        assert_eq!(ClientAuth::choose(None, true, false, &s(&["client_secret_post"])), ClientAuth::ClientSecretPost);
+        assert_eq!(ClientAuth::choose(None, false, false, &s(&["client_secret_basic"])), ClientAuth::None);
+        assert_eq!(ClientAuth::choose(Some("client_secret_basic"), false, false, &[]), ClientAuth::None);
+        assert_eq!(ClientAuth::choose(None, false, true, &[]), ClientAuth::PrivateKeyJwt);
+    }
+
+    // covers: authz-resource-indicator, authz-pkce
+    #[test]
+    fn requests() {
+        let g = Grant::Code { code: "k", verifier: "v", redirect_uri: "http://127.0.0.1:1/callback" };
+        let r = request(&g, &client(ClientAuth::ClientSecretBasic), Some("http://h/mcp"), &["a".into()], None);
+        assert_eq!(r.body, "grant_type=authorization_code&code=k&code_verifier=v&redirect_uri=http%3A%2F%2F127.0.0.1%3A1%2Fcallback&resource=http%3A%2F%2Fh%2Fmcp");
+        assert_eq!(r.authorization.as_deref(), Some(format!("Basic {}", STANDARD.encode("c%20id:s%3A1")).as_str()));
+        let r = request(&Grant::Refresh { refresh_token: "rt" }, &client(ClientAuth::ClientSecretPost), None, &["a".into(), "b".into()], None);
+        assert_eq!(r.body, "grant_type=refresh_token&refresh_token=rt&scope=a%20b&client_id=c%20id&client_secret=s%3A1");
+        assert!(r.authorization.is_none());
+        let r = request(&Grant::ClientCredentials, &client(ClientAuth::PrivateKeyJwt), Some("r"), &[], Some("j.w.t"));
+        assert!(r.body.ends_with("client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer&client_assertion=j.w.t"), "{}", r.body);
+        let r = request(&Grant::ClientCredentials, &client(ClientAuth::None), None, &[], None);
+        assert_eq!(r.body, "grant_type=client_credentials&client_id=c%20id");
+    }
+
+    #[test]
+    fn responses() {
+        let t = parse_response(200, br#"{"access_token":"at","token_type":"bearer","expires_in":60,"refresh_token":"rt"}"#, 1000, &["x".into()]).unwrap();
+        assert_eq!(t, Tokens { access_token: "at".into(), refresh_token: Some("rt".into()), expires_at: Some(1060), scopes: vec!["x".into()] });
+        let t = parse_response(200, br#"{"access_token":"at","token_type":"Bearer","scope":"a b"}"#, 0, &[]).unwrap();
+        assert_eq!((t.expires_at, t.scopes), (None, vec!["a".to_string(), "b".to_string()]));
+        let e = parse_response(400, br#"{"error":"invalid_grant","error_description":"expired"}"#, 0, &[]).unwrap_err();
+        assert!(e.contains("HTTP 400: invalid_grant: expired"), "{e}");
+        assert!(parse_response(200, br#"{"access_token":"secret-at","token_type":"DPoP"}"#, 0, &[]).unwrap_err().contains("DPoP"));
+        assert!(!parse_response(200, br#"{"access_token":"secret-at"}"#, 0, &[]).unwrap_err().contains("secret-at"));
+    }
+}

@@ -1,0 +1,192 @@
+//! Running the official MCP conformance suite (`@modelcontextprotocol/conformance`,
+//! pinned in `tests/peers/`) and reading its results: shared by
+//! `tests/conformance_suite.rs` and `tests/conformance_auth.rs`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::{driver, mcpx, node, repo_root, run_argv};
+
+/// The suite gives a client 30 s per scenario; this is the hard limit.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+
+pub fn suite_package() -> PathBuf {
+    let dir = repo_root().join(".peers/node/node_modules/@modelcontextprotocol/conformance");
+    assert!(
+        dir.join("dist/index.js").exists(),
+        "the conformance suite is not installed (looked in {}).\n\
+         Install the pinned test peers first: bash tests/peers/install.sh",
+        dir.display()
+    );
+    dir
+}
+
+/// One scenario's result: the statuses of its checks, by check id.
+#[derive(Clone, Debug, Default)]
+pub struct ScenarioResult {
+    pub timestamp: String,
+    pub success: usize,
+    pub failure: Vec<String>,
+    pub warning: Vec<String>,
+    pub other: usize,
+}
+
+/// Every `<leg>-<scenario>-<timestamp>/checks.json` under `dir`, by scenario
+/// (the newest run of a scenario wins); only scenario `only` when given
+/// (other tests may be writing other scenarios' results beside it).
+pub fn read_results(
+    dir: &Path,
+    leg_prefix: &str,
+    only: Option<&str>,
+) -> BTreeMap<String, ScenarioResult> {
+    let mut out: BTreeMap<String, ScenarioResult> = BTreeMap::new();
+    let entries = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("the suite wrote no results to {}: {e}", dir.display()));
+    for ent in entries.flatten() {
+        let file = ent.path().join("checks.json");
+        if !file.is_file() {
+            continue;
+        }
+        let dname = ent.file_name().to_string_lossy().into_owned();
+        // `<leg>-<scenario>-<ISO timestamp with : and . as ->` (24 characters).
+        const TS: usize = "2026-08-07T12-00-00-000Z".len();
+        assert!(
+            dname.len() > TS + 1 + leg_prefix.len(),
+            "unexpected result directory {dname}"
+        );
+        let (head, ts) = dname.split_at(dname.len() - TS);
+        let scenario = head
+            .strip_suffix('-')
+            .and_then(|h| h.strip_prefix(leg_prefix))
+            .unwrap_or_else(|| panic!("unexpected result directory {dname}"))
+            .to_string();
+        if only.is_some_and(|o| o != scenario) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let checks: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{}: not JSON: {e}", file.display()));
+        let mut r = ScenarioResult {
+            timestamp: ts.to_string(),
+            ..Default::default()
+        };
+        for c in checks.as_array().expect("checks.json is an array") {
+            let id = c["id"].as_str().unwrap_or("?").to_string();
+            match c["status"].as_str().unwrap_or("") {
+                "SUCCESS" => r.success += 1,
+                "FAILURE" => r.failure.push(format!(
+                    "{id}: {}",
+                    c["errorMessage"].as_str().unwrap_or("")
+                )),
+                "WARNING" => r.warning.push(id),
+                _ => r.other += 1,
+            }
+        }
+        if out
+            .get(&scenario)
+            .is_none_or(|old| old.timestamp < r.timestamp)
+        {
+            out.insert(scenario, r);
+        }
+    }
+    out
+}
+
+pub fn tail_of(s: &str, n: usize) -> &str {
+    let mut i = s.len().saturating_sub(n);
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    &s[i..]
+}
+
+/// Runs client scenario `scenario` of requirement set `set` with mcpx as the
+/// client (through the driver `tests/drivers/<driver_file>`), leaving the
+/// result in `target/conformance/<set>/<leg>/<scenario>-<timestamp>/` (older results
+/// of this scenario are removed first), asserts that it passed, and returns
+/// that folder (`checks.json`, the client's `stderr.txt`). `extra` goes on
+/// the suite's command line (`--force` for an extension's scenario, which is
+/// on no revision's timeline).
+pub fn run_client_leg(set: &str, leg: &str, scenario: &str, driver_file: &str, extra: &[&str]) -> PathBuf {
+    let pkg = suite_package();
+    let out = repo_root()
+        .join("target/conformance")
+        .join(set)
+        .join(leg);
+    // `auth/x` lands in `auth/x-<timestamp>/`.
+    let (sub, base) = scenario.rsplit_once('/').unwrap_or(("", scenario));
+    let dir = out.join(sub);
+    std::fs::create_dir_all(&dir).unwrap();
+    for ent in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        let ts = "2026-08-07T12-00-00-000Z".len();
+        if name.len() == base.len() + 1 + ts && name.starts_with(&format!("{base}-")) {
+            let _ = std::fs::remove_dir_all(ent.path());
+        }
+    }
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    // The suite splits the command at spaces and appends the test server's URL.
+    let command = [s(&node()), s(&driver(driver_file)), s(mcpx())];
+    assert!(
+        command.iter().all(|p| !p.contains(' ')),
+        "the suite splits --command at spaces; these paths must have none: {command:?}"
+    );
+    let argv = vec![
+        s(&node()),
+        s(&pkg.join("dist/index.js")),
+        "client".into(),
+        "--command".into(),
+        command.join(" "),
+        "--scenario".into(),
+        scenario.into(),
+        "--spec-version".into(),
+        set.into(),
+        "-o".into(),
+        s(&out),
+    ];
+    let argv: Vec<String> = argv.into_iter().chain(extra.iter().map(|e| e.to_string())).collect();
+    let run = run_argv(&argv, CLIENT_TIMEOUT);
+    let results = read_results(&dir, "", Some(base));
+    let r = results.get(base);
+    let tally = run
+        .stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("Passed:"))
+        .unwrap_or("Passed: (not printed)");
+    println!(
+        "conformance suite, {set} client scenario {scenario} with mcpx as the client: {tally}; suite exit {:?}",
+        run.code
+    );
+    if let Some(r) = r {
+        println!(
+            "  {} success, {} failure, {} warning, {} other{}",
+            r.success,
+            r.failure.len(),
+            r.warning.len(),
+            r.other,
+            if r.warning.is_empty() {
+                String::new()
+            } else {
+                format!(" [warnings: {}]", r.warning.join(", "))
+            }
+        );
+    }
+    let passed = r.is_some_and(|r| r.failure.is_empty() && r.warning.is_empty() && r.success > 0);
+    assert!(
+        passed && run.code == Some(0),
+        "conformance suite client scenario {scenario} ({set}) with mcpx as the client: exit {:?}{}\n{}\n\nsuite stderr (tail):\n{}\nstdout:\n{}",
+        run.code,
+        if run.timed_out { " (killed: timeout)" } else { "" },
+        match r {
+            None => "no result was written".to_string(),
+            Some(r) => format!("failures: {:?}; warnings: {:?}; successes: {}", r.failure, r.warning, r.success),
+        },
+        tail_of(&run.stderr, 8000),
+        tail_of(&run.stdout, 2000),
+    );
+    dir.join(format!("{base}-{}", r.map(|r| r.timestamp.as_str()).unwrap_or_default()))
+}
