@@ -55,8 +55,8 @@
 //! previous notification or response was accepted, so the server sees them in
 //! the hub's order (`notifications/initialized` before `tools/list`).
 
-mod conn;
-mod http;
+pub(crate) mod conn;
+pub(crate) mod http;
 pub mod url;
 
 #[cfg(test)]
