@@ -126,14 +126,14 @@ fn assert_refused(r: &Value, what: &str) {
     assert!(r["error"]["message"].as_str().unwrap_or("").contains("principal"), "{what}: the error should name the check: {r}");
 }
 
-/// `mcpx serve --stdio --http 127.0.0.1:PORT --log-level debug`, with
-/// `auth` (if any) in the config, listening.
-fn hub(port: u16, auth: Option<Value>) -> (Hub, RawSession) {
-    let mut h = HubConfig::new().upstream(example_server("demo"));
-    if let Some(a) = auth {
-        h = h.set("auth", a);
-    }
-    let hub = h.write();
+/// `demo` (the example server), and `auth` in the config.
+fn config(auth: Value) -> HubConfig {
+    HubConfig::new().upstream(example_server("demo")).set("auth", auth)
+}
+
+/// `mcpx serve --stdio --http 127.0.0.1:PORT --log-level debug` of `cfg`, listening.
+fn hub(port: u16, cfg: HubConfig) -> (Hub, RawSession) {
+    let hub = cfg.write();
     let mut cmd = hub.serve();
     cmd.args.extend(["--http", &format!("127.0.0.1:{port}"), "--stdio", "--log-level", "debug"].map(String::from));
     let s = RawSession::spawn(&cmd);
@@ -151,7 +151,7 @@ fn hub(port: u16, auth: Option<Value>) -> (Hub, RawSession) {
 #[test]
 fn a_held_request_of_stdio_is_refused_to_http_and_back() {
     let port = free_port();
-    let (_hub, mut s) = hub(port, None);
+    let (_hub, mut s) = hub(port, config(json!({})));
     let url = format!("http://127.0.0.1:{port}/mcp");
     // stdio: the first round of a modern call.
     s.send(&ask(1));
@@ -185,7 +185,7 @@ fn a_held_request_of_stdio_is_refused_to_http_and_back() {
 #[test]
 fn named_tokens_are_separate_principals() {
     let port = free_port();
-    let (_hub, _s) = hub(port, Some(json!({"tokens": {"alice": "tok-alice", "bob": "tok-bob"}})));
+    let (_hub, _s) = hub(port, config(json!({"tokens": {"alice": "tok-alice", "bob": "tok-bob"}})));
     let url = format!("http://127.0.0.1:{port}/mcp");
     let (alice, bob) = ("Bearer tok-alice", "Bearer tok-bob");
     assert_eq!(post(&url, &modern_headers(Some("Bearer tok-carol")), &ask(1)).status, 401, "an unknown token");
@@ -226,13 +226,15 @@ fn states_stay_with_their_principal(url: &str, alice: &str, bob: &str) {
 const SCOPES: [&str; 2] = ["mcp:tools", "mcp:read"];
 
 /// The test authorization server, and mcpx protected by it (`SCOPES`
-/// required, introspection for opaque tokens).
+/// required, introspection for opaque tokens) in front of `demo` and of
+/// `bare`, a remote py_server.py configured without credentials.
 struct Protected {
     issuer: String,
     url: String,
     s: RawSession,
     _hub: Hub,
     _as: HttpServer,
+    _bare: HttpServer,
 }
 
 fn protected() -> Protected {
@@ -244,8 +246,9 @@ fn protected() -> Protected {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let oauth = json!({"oauth": {"issuer": issuer, "audience": url, "scopes": SCOPES, "introspectionUrl": format!("{issuer}/introspect")}});
-    let (hub, s) = hub(port, Some(oauth));
-    Protected { issuer, url, s, _hub: hub, _as: as_ }
+    let bare = py_server_remote("bare", Transport::StreamableHttp, None);
+    let (hub, s) = hub(port, config(oauth).remote("bare", json!({"url": bare.url})));
+    Protected { issuer, url, s, _hub: hub, _as: as_, _bare: bare }
 }
 
 impl Protected {
@@ -275,7 +278,7 @@ impl Protected {
 
 /// 401 with a challenge naming the metadata and every scope; the metadata
 /// at both well-known locations, without credentials.
-// covers: authz-server-prm-rfc9728, authz-prm-lists-authorization-servers, authz-401-www-authenticate, authz-401-when-unauthorized
+// covers: authz-prm-lists-authorization-servers, authz-401-www-authenticate, authz-401-when-unauthorized
 #[test]
 fn the_protected_resource_metadata_and_the_401_challenge() {
     let p = protected();
@@ -349,14 +352,15 @@ fn oauth_subjects_are_separate_principals() {
 
 /// An SDK client's own OAuth flow (PRM discovery, registration, PKCE,
 /// resource indicator) gets a token mcpx accepts; the token is asked for
-/// mcpx's canonical URL, and it never appears in mcpx's log.
+/// mcpx's canonical URL, never reaches a server behind mcpx, and never
+/// appears in mcpx's log.
 fn sdk_flow(argv: Vec<String>) {
     let mut p = protected();
     let mut argv = argv;
-    argv.extend([p.url.clone(), "demo__echo".into(), json!({"text": "through oauth"}).to_string()]);
+    argv.extend([p.url.clone(), "bare__auth_header".into(), "{}".into()]);
     let r = run_argv(&argv, Duration::from_secs(120));
     r.assert_ok();
-    r.check(r.json["text"] == "through oauth", "the call through mcpx");
+    r.check(r.json["text"] == "authorization: (none)", "the upstream must not get the client's token");
     r.check(strings(&r.json["tools"]).contains(&"demo__echo".to_string()), "the tools through mcpx");
     let log = http(&format!("{}/log", p.issuer), &[], None).json;
     let issued: Vec<&str> = log.as_array().into_iter().flatten().filter_map(|e| e["issued"].as_str()).collect();
@@ -369,25 +373,25 @@ fn sdk_flow(argv: Vec<String>) {
     }
 }
 
-// covers: authz-server-prm-rfc9728, authz-401-www-authenticate
+// covers: authz-401-www-authenticate, authz-no-token-passthrough, elicitation-no-token-passthrough
 #[test]
 fn oauth_flow_py_1_30_0() {
     sdk_flow(vec![python("1.30.0").to_string_lossy().into(), driver("py_oauth_client.py").to_string_lossy().into()]);
 }
 
-// covers: authz-server-prm-rfc9728, authz-401-www-authenticate
+// covers: authz-401-www-authenticate, authz-no-token-passthrough, elicitation-no-token-passthrough
 #[test]
 fn oauth_flow_py_2_3_0() {
     sdk_flow(vec![python("2.3.0").to_string_lossy().into(), driver("py_oauth_client.py").to_string_lossy().into()]);
 }
 
-// covers: authz-server-prm-rfc9728, authz-401-www-authenticate
+// covers: authz-401-www-authenticate, authz-no-token-passthrough, elicitation-no-token-passthrough
 #[test]
 fn oauth_flow_ts_v1() {
     sdk_flow(vec![node().to_string_lossy().into(), driver("ts_oauth_client.mjs").to_string_lossy().into(), "v1".into()]);
 }
 
-// covers: authz-server-prm-rfc9728, authz-401-www-authenticate
+// covers: authz-401-www-authenticate, authz-no-token-passthrough, elicitation-no-token-passthrough
 #[test]
 fn oauth_flow_ts_v2() {
     sdk_flow(vec![node().to_string_lossy().into(), driver("ts_oauth_client.mjs").to_string_lossy().into(), "v2".into()]);

@@ -86,16 +86,13 @@ impl AuthSettings {
         token.is_some() || !self.tokens.is_empty() || self.oauth.is_some()
     }
 
-    /// Refuses what cannot work: empty or duplicate tokens, OAuth in a build
-    /// without it, an audience or issuer that is not an absolute URL.
-    pub fn check(&self) -> Result<(), String> {
-        for (i, (name, token)) in self.tokens.iter().enumerate() {
-            if token.is_empty() {
-                return Err(format!("the HTTP token of principal '{name}' is empty"));
-            }
-            if self.tokens[..i].iter().any(|(_, t)| t == token) {
-                return Err(format!("principal '{name}' has the same token as another one: give each its own"));
-            }
+    /// Refuses what cannot work: a named token that is also the single
+    /// `token` (which principal would it be?), OAuth in a build without it,
+    /// URLs that are not absolute (the config already refused empty and
+    /// repeated named tokens, with their positions).
+    pub fn check(&self, token: Option<&str>) -> Result<(), String> {
+        if let Some((name, _)) = self.tokens.iter().find(|(_, t)| Some(t.as_str()) == token) {
+            return Err(format!("principal '{name}' has the same token as --token / \"bearer\": give each its own"));
         }
         let Some(o) = &self.oauth else { return Ok(()) };
         if !cfg!(feature = "oauth") {
@@ -107,6 +104,7 @@ impl AuthSettings {
 
 /// Why a request is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // scopes and key fetches are OAuth's
 pub enum Reject {
     /// 401: no credentials, or not valid ones (`invalid`: the token was
     /// there, RFC 6750 `invalid_token`).
@@ -186,7 +184,10 @@ impl Authenticator {
             Reject::InsufficientScope { need, why } => {
                 (403, format!("Forbidden: {why}"), prm::challenge(oauth, Some(("insufficient_scope", why)), Some(need)))
             }
-            Reject::Unavailable(why) => (503, format!("Service unavailable: {why}"), String::new()),
+            Reject::Unavailable(why) => {
+                conn.shared.log(crate::hub::Level::Warn, format!("http: a request was refused (503): {why}"));
+                (503, format!("Service unavailable: {why}"), String::new())
+            }
         };
         let body = error_body(None, -32600, &text, None);
         let mut hs = vec![("Content-Type", "application/json")];

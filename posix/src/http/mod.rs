@@ -149,7 +149,7 @@ impl HttpConfig {
                 "the HTTP bearer token is empty: set a non-empty token or remove it".into(),
             );
         }
-        self.auth.check()?;
+        self.auth.check(self.token.as_deref())?;
         if !self.addr.ip().is_loopback() && !self.auth.required(self.token.as_deref()) && !self.insecure_no_auth {
             return Err(format!(
                 "refusing to serve HTTP on {} (not loopback) without a bearer token: \

@@ -2,7 +2,7 @@
 //! `/health`, `/status`, and the 2024-11-05 `/sse` + `/messages` endpoints.
 //!
 //! Checks run in this order on every request: `Host` and `Origin` (403),
-//! Protected Resource Metadata (served before any other check), path (404),
+//! Protected Resource Metadata (served without credentials), path (404),
 //! authentication (401/403, not for `/health`; `auth`), a session of
 //! another principal (404), method (405).
 

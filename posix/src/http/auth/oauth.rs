@@ -17,7 +17,7 @@
 
 use std::cell::RefCell;
 
-use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
@@ -45,6 +45,9 @@ const ALGORITHMS: [Algorithm; 9] = [
 pub(super) struct Verifier {
     s: OAuthSettings,
     keys: RefCell<Keys>,
+    /// Held while the keys are fetched: requests that need them meanwhile
+    /// wait for that fetch instead of failing or starting their own.
+    fetching: smol::lock::Mutex<()>,
 }
 
 #[derive(Default)]
@@ -64,7 +67,7 @@ fn invalid(why: impl Into<String>) -> Reject {
 impl Verifier {
     pub fn new(s: OAuthSettings) -> Verifier {
         let keys = Keys { jwks_uri: s.jwks_url.clone(), ..Keys::default() };
-        Verifier { s, keys: RefCell::new(keys) }
+        Verifier { s, keys: RefCell::new(keys), fetching: smol::lock::Mutex::new(()) }
     }
 
     /// The principal of access token `token` at Unix time `now`.
@@ -122,9 +125,10 @@ impl Verifier {
     /// if its type and declared algorithm fit `alg`.
     fn key(&self, kid: Option<&str>, alg: Algorithm) -> Option<DecodingKey> {
         let k = self.keys.borrow();
+        let signing: Vec<&Jwk> = k.set.iter().filter(|j| j.common.public_key_use != Some(PublicKeyUse::Encryption)).collect();
         let jwk = match kid {
-            Some(kid) => k.set.iter().find(|j| j.common.key_id.as_deref() == Some(kid))?,
-            None if k.set.len() == 1 => &k.set[0],
+            Some(kid) => *signing.iter().find(|j| j.common.key_id.as_deref() == Some(kid))?,
+            None if signing.len() == 1 => signing[0],
             None => return None,
         };
         if jwk.common.key_algorithm.is_some_and(|a| a.to_string() != format!("{alg:?}")) {
@@ -134,8 +138,10 @@ impl Verifier {
     }
 
     /// Fetches the JWKS again, unless that was tried less than
-    /// [`REFRESH_MIN_S`] ago; a failure is kept for [`Verifier::no_key`].
+    /// [`REFRESH_MIN_S`] ago (or is under way: then waits for it); a failure
+    /// is kept for [`Verifier::no_key`].
     async fn refresh(&self, now: u64) {
+        let _one = self.fetching.lock().await;
         {
             let mut k = self.keys.borrow_mut();
             if k.fetched_s.is_some_and(|t| now < t.saturating_add(REFRESH_MIN_S)) {

@@ -55,11 +55,10 @@ fn an_open_endpoint_gives_anonymous_principals() {
 }
 
 #[test]
-fn settings_refuse_empty_and_shared_tokens() {
-    let s = |tokens: &[(&str, &str)]| AuthSettings { tokens: tokens.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect(), oauth: None };
-    assert!(s(&[("a", "x"), ("b", "y")]).check().is_ok());
-    assert!(s(&[("a", "")]).check().unwrap_err().contains("'a' is empty"));
-    assert!(s(&[("a", "x"), ("b", "x")]).check().unwrap_err().contains("same token"));
+fn a_named_token_is_not_also_the_bearer_token() {
+    let s = AuthSettings { tokens: vec![("a".into(), "x".into()), ("b".into(), "y".into())], oauth: None };
+    assert!(s.check(Some("z")).is_ok());
+    assert!(s.check(Some("y")).unwrap_err().contains("'b' has the same token as --token"));
 }
 
 fn oauth() -> OAuthSettings {
@@ -71,7 +70,7 @@ fn oauth() -> OAuthSettings {
     }
 }
 
-// covers: authz-server-prm-rfc9728, authz-prm-lists-authorization-servers
+// covers: authz-prm-lists-authorization-servers
 #[test]
 fn protected_resource_metadata_where_and_what() {
     let o = oauth();
@@ -101,7 +100,7 @@ fn challenges() {
 #[cfg(feature = "oauth")]
 #[test]
 fn oauth_settings_are_checked() {
-    let ok = |o: OAuthSettings| AuthSettings { tokens: Vec::new(), oauth: Some(o) }.check();
+    let ok = |o: OAuthSettings| AuthSettings { tokens: Vec::new(), oauth: Some(o) }.check(None);
     assert!(ok(oauth()).is_ok());
     let mut o = oauth();
     o.audience = "hub.example.com/mcp".into();

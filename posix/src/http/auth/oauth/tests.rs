@@ -143,6 +143,15 @@ fn jwts_verify_with_a_published_key_only() {
 }
 
 #[test]
+fn encryption_keys_never_verify() {
+    let (der, mut jwk) = key("k1");
+    jwk["use"] = json!("enc");
+    let v = verifier(&[jwk]);
+    let r = smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), NOW));
+    assert!(why(r).contains("does not publish"));
+}
+
+#[test]
 fn unreachable_keys_are_a_503_not_a_401() {
     let (der, _) = key("k1");
     let v = verifier(&[]);
