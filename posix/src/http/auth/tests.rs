@@ -61,11 +61,12 @@ fn a_named_token_is_not_also_the_bearer_token() {
     assert!(s.check(Some("y")).unwrap_err().contains("'b' has the same token as --token"));
 }
 
-fn oauth() -> OAuthSettings {
+/// The OAuth settings of the unit tests (also `oauth::tests`).
+pub(super) fn oauth() -> OAuthSettings {
     OAuthSettings {
         issuer: "https://as.example.com".into(),
         audience: "https://hub.example.com/mcp".into(),
-        scopes: vec!["a".into(), "b".into()],
+        scopes: vec!["mcp:tools".into(), "mcp:read".into()],
         ..OAuthSettings::default()
     }
 }
@@ -81,7 +82,7 @@ fn protected_resource_metadata_where_and_what() {
     let doc = prm::document(&o);
     assert_eq!(doc["resource"], "https://hub.example.com/mcp");
     assert_eq!(doc["authorization_servers"], serde_json::json!(["https://as.example.com"]));
-    assert_eq!(doc["scopes_supported"], serde_json::json!(["a", "b"]));
+    assert_eq!(doc["scopes_supported"], serde_json::json!(["mcp:tools", "mcp:read"]));
 }
 
 // covers: authz-401-www-authenticate, authz-insufficient-scope-403, authz-all-scopes-single-challenge
@@ -89,10 +90,10 @@ fn protected_resource_metadata_where_and_what() {
 fn challenges() {
     let o = oauth();
     let m = "resource_metadata=\"https://hub.example.com/.well-known/oauth-protected-resource/mcp\"";
-    assert_eq!(prm::challenge(Some(&o), None, None), format!("Bearer {m}, scope=\"a b\""));
+    assert_eq!(prm::challenge(Some(&o), None, None), format!("Bearer {m}, scope=\"mcp:tools mcp:read\""));
     assert_eq!(
         prm::challenge(Some(&o), Some(("insufficient_scope", "lacks \"b\"")), Some(&o.scopes)),
-        format!("Bearer {m}, scope=\"a b\", error=\"insufficient_scope\", error_description=\"lacks 'b'\"")
+        format!("Bearer {m}, scope=\"mcp:tools mcp:read\", error=\"insufficient_scope\", error_description=\"lacks 'b'\"")
     );
     assert_eq!(prm::challenge(None, Some(("invalid_token", "no")), None), "Bearer realm=\"mcpx\", error=\"invalid_token\", error_description=\"no\"");
 }

@@ -1,15 +1,7 @@
 use serde_json::json;
 
+use super::super::tests::oauth as settings;
 use super::*;
-
-fn settings() -> OAuthSettings {
-    OAuthSettings {
-        issuer: "https://as.example.com".into(),
-        audience: "https://hub.example.com/mcp".into(),
-        scopes: vec!["mcp:tools".into(), "mcp:read".into()],
-        ..OAuthSettings::default()
-    }
-}
 
 const NOW: u64 = 1_800_000_000;
 
@@ -125,7 +117,7 @@ fn verifier(jwks: &[Value]) -> Verifier {
 fn jwts_verify_with_a_published_key_only() {
     let (der, jwk) = key("k1");
     let (other, _) = key("k2");
-    let v = verifier(&[jwk.clone()]);
+    let v = verifier(&[jwk]);
     let verify = |t: String| smol::block_on(v.verify(t.as_bytes(), NOW));
     assert_eq!(verify(sign(&der, Some("k1"), Algorithm::ES256, &good())).unwrap().bytes(), b"oauth:https://as.example.com alice");
     // Without kid, the only key.
