@@ -24,9 +24,9 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf)
 features=()
 [ -z "${EDGE_FEATURES:-}" ] || features=(--features "$EDGE_FEATURES")
-# ring (under tls) compiles C and assembly for the target.
+# ring (under tls and oauth) compiles C and assembly for the target.
 needs_cc=0
-case ",${EDGE_FEATURES:-}," in *,tls,*) needs_cc=1 ;; esac
+case ",${EDGE_FEATURES:-}," in *,tls,* | *,oauth,*) needs_cc=1 ;; esac
 
 installed="$(rustup target list --installed)"
 apt_updated=0

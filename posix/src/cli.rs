@@ -187,7 +187,8 @@ OPTIONS (serve):
     --stdio             With --http: serve stdin/stdout as well.
     --token TOKEN       Require `Authorization: Bearer TOKEN` on HTTP
                         requests (also \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"}).
-    --insecure-no-auth  Allow a non-loopback --http address without a token.
+    --insecure-no-auth  Allow a non-loopback --http address without a token
+                        (\"auth\" below: bearer, tokens or oauth).
 
 CONFIG (Claude Desktop's format, plus optional mcpx keys):
     {
@@ -241,6 +242,16 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
       \"inputTtlMs\": 300000,                   how long a 2026-07-28 client has
                                  to answer a server's request for input
       \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"},       token for --http
+      \"auth\": {\"tokens\": {\"alice\": \"${ALICE_TOKEN}\"},   or one per principal
+               \"oauth\": {\"issuer\": \"https://auth.example.com\",
+                         \"audience\": \"https://hub.example.com/mcp\",
+                         \"scopes\": [\"mcp:tools\"], \"jwksUrl\": \"...\",
+                         \"introspectionUrl\": \"...\", \"clientId\": \"...\",
+                         \"clientSecret\": \"...\"}}
+                                 or OAuth access tokens of that issuer for
+                                 that audience (mcpx's URL), with those
+                                 scopes; metadata at
+                                 /.well-known/oauth-protected-resource
       \"http\": {\"allowedOrigins\": [\"https://app.example.com\"],
                \"allowedHosts\": [], \"maxBodyBytes\": 33554432,
                \"maxSessions\": 1024, \"maxConnections\": 256,

@@ -158,12 +158,16 @@ impl Config {
 }
 
 /// Settings for serving MCP over HTTP (`mcpx serve --http ADDR`):
-/// `"auth": {"bearer": "${MCPX_TOKEN}"}` and
+/// `"auth": {"bearer": "${MCPX_TOKEN}", "tokens": {"alice": "${ALICE_TOKEN}"},
+/// "oauth": {"issuer", "audience", "scopes", "jwksUrl", "introspectionUrl",
+/// "clientId", "clientSecret"}}` and
 /// `"http": {"allowedOrigins": [..], "allowedHosts": [..], "maxBodyBytes": n,
 /// "maxSessions": n, "maxConnections": n, "sessionIdleMs": n}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HttpSettings {
     pub bearer: Option<String>,
+    /// `"auth": {"tokens": {..}, "oauth": {..}}`.
+    pub auth: crate::http::AuthSettings,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
     pub max_body: Option<u64>,
@@ -615,13 +619,19 @@ fn parse_http(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value>
         None | Some(Value::Null) => {}
         Some(Value::Object(a)) => {
             let at = top.key("auth");
-            cx.unknown_keys(&at, a, &["bearer"]);
+            cx.unknown_keys(&at, a, &["bearer", "tokens", "oauth"]);
             if let Some(v) = a.get("bearer") {
                 match cx.string(&at.key("bearer"), v) {
                     Some(t) if t.is_empty() => cx.err(&at.key("bearer"), "the token is empty"),
                     Some(t) => out.bearer = Some(t),
                     None => {}
                 }
+            }
+            if let Some(v) = a.get("tokens") {
+                out.auth.tokens = parse_tokens(cx, &at.key("tokens"), v);
+            }
+            if let Some(v) = a.get("oauth") {
+                out.auth.oauth = parse_resource_server(cx, &at.key("oauth"), v);
             }
         }
         Some(other) => cx.err(&top.key("auth"), format!("expected an object like {{\"bearer\": \"${{MCPX_TOKEN}}\"}}, found {}", type_name(other))),
@@ -932,6 +942,67 @@ fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Valu
     out
 }
 // --- end of "policy" --------------------------------------------------------
+
+/// `"auth": {"tokens": {"alice": "${ALICE_TOKEN}", ...}}`: principal name → token.
+fn parse_tokens(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Vec<(String, String)> {
+    let Value::Object(m) = v else {
+        cx.err(at, format!("expected an object like {{\"alice\": \"${{ALICE_TOKEN}}\"}}, found {}", type_name(v)));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, t) in m {
+        let at = at.key(name);
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_graphic()) {
+            cx.err(&at, "a principal name is visible ASCII, at least one character");
+            continue;
+        }
+        match cx.string(&at, t) {
+            Some(t) if t.is_empty() => cx.err(&at, "the token is empty"),
+            Some(t) if out.iter().any(|(_, o)| *o == t) => cx.err(&at, "the same token as another principal: give each its own"),
+            Some(t) => out.push((name.clone(), t)),
+            None => {}
+        }
+    }
+    out
+}
+
+/// `"auth": {"oauth": {...}}`: see [`crate::http::OAuthSettings`].
+fn parse_resource_server(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<crate::http::OAuthSettings> {
+    const KEYS: [&str; 7] = ["issuer", "audience", "scopes", "jwksUrl", "introspectionUrl", "clientId", "clientSecret"];
+    let Value::Object(o) = v else {
+        cx.err(at, format!("expected an object like {{\"issuer\": \"https://as.example.com\", \"audience\": \"https://hub.example.com/mcp\"}}, found {}", type_name(v)));
+        return None;
+    };
+    cx.unknown_keys(at, o, &KEYS);
+    let mut s = crate::http::OAuthSettings::default();
+    let mut ok = true;
+    for key in KEYS {
+        let Some(v) = o.get(key) else {
+            if matches!(key, "issuer" | "audience") {
+                cx.err(at, format!("\"{key}\" is required"));
+                ok = false;
+            }
+            continue;
+        };
+        if key == "scopes" {
+            s.scopes = cx.strings(&at.key(key), v).unwrap_or_default();
+            continue;
+        }
+        let Some(text) = cx.string(&at.key(key), v) else {
+            ok = false;
+            continue;
+        };
+        match key {
+            "issuer" => s.issuer = text,
+            "audience" => s.audience = text,
+            "jwksUrl" => s.jwks_url = Some(text),
+            "introspectionUrl" => s.introspection_url = Some(text),
+            "clientId" => s.client_id = Some(text),
+            _ => s.client_secret = Some(text),
+        }
+    }
+    ok.then_some(s)
+}
 
 enum Parsed {
     Server(Box<ServerConfig>),

@@ -369,6 +369,7 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
     let addr = args.http?;
     let mut h = HttpConfig::new(addr);
     h.token = args.token.clone().or_else(|| cfg.http.bearer.clone());
+    h.auth = cfg.http.auth.clone();
     h.insecure_no_auth = args.insecure_no_auth;
     h.allowed_origins = cfg.http.allowed_origins.clone();
     h.allowed_hosts = cfg.http.allowed_hosts.clone();

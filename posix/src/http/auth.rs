@@ -1,21 +1,219 @@
-//! The optional bearer token.
+//! Who is calling: every HTTP request but `/health` and the Protected
+//! Resource Metadata is authenticated to a [`Principal`] here, and nowhere
+//! else.
 //!
-//! `Authorization: Bearer <token>` is compared in constant time (no early exit
-//! on the first differing byte, length folded into the result). The header is
-//! only ever read here; nothing from the HTTP request but its body reaches the
-//! hub, so a client's token can never be passed upstream (row
-//! `authz-no-token-passthrough`).
+//! - No credentials configured: an anonymous principal (a digest of the
+//!   `Authorization` header when one is sent, so that unrelated clients of an
+//!   open loopback endpoint still do not share `requestState`).
+//! - Static tokens: `--token` / `"auth": {"bearer": …}` (principal `bearer`)
+//!   and `"auth": {"tokens": {"alice": …}}` (principal `token:alice`), each
+//!   compared in constant time (no early exit on the first differing byte,
+//!   length folded into the result, every configured token compared).
+//! - OAuth 2.1 resource server (`"auth": {"oauth": …}`, feature `oauth`):
+//!   see [`oauth`]; principal `oauth:<issuer> <subject or client>`.
+//!
+//! stdio clients keep the hub's own principal (`mcpx-local`), which no HTTP
+//! principal can equal. The principal of a request is what its hub client
+//! is bound to (`Hub::set_client_principal`: `requestState`, held requests),
+//! and the owner of the session it opens: another principal naming that
+//! session gets 404, as for a session that does not exist.
+//!
+//! The header is only ever read here; nothing from the HTTP request but its
+//! body reaches the hub, so a client's token can never be passed upstream
+//! (row `authz-no-token-passthrough`), and no token is ever logged.
+
+#[cfg(feature = "oauth")]
+mod fetch;
+#[cfg(feature = "oauth")]
+mod oauth;
+mod prm;
+
+#[cfg(test)]
+mod tests;
 
 use mcpx_core::frame::http::trim_ows;
 
-/// Does `authorization` (the header value, if any) carry `token`?
-pub fn bearer_ok(token: &str, authorization: Option<&[u8]>) -> bool {
-    let Some(v) = authorization else { return false };
-    let v = trim_ows(v);
-    if v.len() < 7 || !v[..6].eq_ignore_ascii_case(b"bearer") || v[6] != b' ' {
-        return false;
+use super::conn::{error_body, Conn, Request};
+use super::HttpConfig;
+
+/// Who a client is, as stable bytes (bound into `requestState`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal(Vec<u8>);
+
+impl Principal {
+    fn new(kind: &str, name: &[u8]) -> Principal {
+        let mut v = kind.as_bytes().to_vec();
+        v.extend_from_slice(name);
+        Principal(v)
     }
-    ct_eq(trim_ows(&v[7..]), token.as_bytes())
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// `"auth"` beyond the single bearer token (which stays `HttpConfig::token`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuthSettings {
+    /// Static tokens, each naming its principal: (name, token).
+    pub tokens: Vec<(String, String)>,
+    /// Validate OAuth access tokens.
+    pub oauth: Option<OAuthSettings>,
+}
+
+/// `"auth": {"oauth": {...}}`: mcpx as an OAuth 2.1 resource server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OAuthSettings {
+    /// The authorization server's issuer identifier (`iss` of its tokens).
+    pub issuer: String,
+    /// mcpx's canonical URL, the `aud` its tokens must carry (RFC 8707) and
+    /// the `resource` of its Protected Resource Metadata.
+    pub audience: String,
+    /// Scopes every request needs.
+    pub scopes: Vec<String>,
+    /// Where the signing keys are; default: `jwks_uri` of the issuer's metadata.
+    pub jwks_url: Option<String>,
+    /// RFC 7662 introspection endpoint, for tokens that are not JWTs.
+    pub introspection_url: Option<String>,
+    /// mcpx's credentials at the introspection endpoint (HTTP Basic).
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+}
+
+impl AuthSettings {
+    /// Does this configuration (with the single `token`) require credentials?
+    pub fn required(&self, token: Option<&str>) -> bool {
+        token.is_some() || !self.tokens.is_empty() || self.oauth.is_some()
+    }
+
+    /// Refuses what cannot work: a named token that is also the single
+    /// `token` (which principal would it be?), OAuth in a build without it,
+    /// URLs that are not absolute (the config already refused empty and
+    /// repeated named tokens, with their positions).
+    pub fn check(&self, token: Option<&str>) -> Result<(), String> {
+        if let Some((name, _)) = self.tokens.iter().find(|(_, t)| Some(t.as_str()) == token) {
+            return Err(format!("principal '{name}' has the same token as --token / \"bearer\": give each its own"));
+        }
+        let Some(o) = &self.oauth else { return Ok(()) };
+        if !cfg!(feature = "oauth") {
+            return Err("\"auth\": {\"oauth\": ...} needs an mcpx built with the `oauth` feature".into());
+        }
+        prm::check(o)
+    }
+}
+
+/// Why a request is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // scopes and key fetches are OAuth's
+pub enum Reject {
+    /// 401: no credentials, or not valid ones (`invalid`: the token was
+    /// there, RFC 6750 `invalid_token`).
+    Unauthorized { invalid: bool, why: String },
+    /// 403 `insufficient_scope`: valid, without the scopes `need`.
+    InsufficientScope { need: Vec<String>, why: String },
+    /// 503: the authorization server could not be reached to check it.
+    Unavailable(String),
+}
+
+/// The listener's authentication state (OAuth keys are cached here).
+pub(crate) struct Authenticator {
+    token: Option<String>,
+    settings: AuthSettings,
+    #[cfg(feature = "oauth")]
+    oauth: Option<oauth::Verifier>,
+}
+
+impl Authenticator {
+    pub fn new(cfg: &HttpConfig) -> Authenticator {
+        Authenticator {
+            token: cfg.token.clone(),
+            settings: cfg.auth.clone(),
+            #[cfg(feature = "oauth")]
+            oauth: cfg.auth.oauth.clone().map(oauth::Verifier::new),
+        }
+    }
+
+    /// The principal of a request with this `Authorization` header (if any),
+    /// at wall-clock time `now_s` (Unix seconds, for token expiry).
+    pub async fn authenticate(&self, authorization: Option<&[u8]>, now_s: u64) -> Result<Principal, Reject> {
+        if !self.settings.required(self.token.as_deref()) {
+            return Ok(match authorization {
+                Some(a) => Principal::new("anonymous:", &mcpx_core::request_state::digest(a)),
+                None => Principal::new("anonymous", b""),
+            });
+        }
+        let Some(token) = bearer(authorization) else {
+            return Err(Reject::Unauthorized { invalid: false, why: "send Authorization: Bearer <token>".into() });
+        };
+        if let Some(p) = self.static_principal(token) {
+            return Ok(p);
+        }
+        #[cfg(feature = "oauth")]
+        if let Some(v) = &self.oauth {
+            return v.verify(token, now_s).await;
+        }
+        let _ = now_s;
+        Err(Reject::Unauthorized { invalid: true, why: "the bearer token is not valid".into() })
+    }
+
+    /// The principal of a static token, comparing every configured token.
+    fn static_principal(&self, token: &[u8]) -> Option<Principal> {
+        let mut found = None;
+        if let Some(t) = &self.token {
+            if ct_eq(token, t.as_bytes()) {
+                found = Some(Principal::new("bearer", b""));
+            }
+        }
+        for (name, t) in &self.settings.tokens {
+            if ct_eq(token, t.as_bytes()) {
+                found = Some(Principal::new("token:", name.as_bytes()));
+            }
+        }
+        found
+    }
+
+    /// Answers a refused request: 401/403 with `WWW-Authenticate` (RFC 6750,
+    /// with `resource_metadata` per RFC 9728 when OAuth is on), or 503.
+    pub async fn refuse(&self, conn: &mut Conn, r: &Reject) -> bool {
+        let oauth = self.settings.oauth.as_ref();
+        let (status, text, challenge) = match r {
+            Reject::Unauthorized { invalid, why } => {
+                let error = invalid.then_some(("invalid_token", why.as_str()));
+                (401, format!("Unauthorized: {why}"), prm::challenge(oauth, error, None))
+            }
+            Reject::InsufficientScope { need, why } => {
+                (403, format!("Forbidden: {why}"), prm::challenge(oauth, Some(("insufficient_scope", why)), Some(need)))
+            }
+            Reject::Unavailable(why) => {
+                conn.shared.log(crate::hub::Level::Warn, format!("http: a request was refused (503): {why}"));
+                (503, format!("Service unavailable: {why}"), String::new())
+            }
+        };
+        let body = error_body(None, -32600, &text, None);
+        let mut hs = vec![("Content-Type", "application/json")];
+        if !challenge.is_empty() {
+            hs.push(("WWW-Authenticate", &challenge));
+        }
+        conn.respond(status, &hs, &body, true).await
+    }
+
+    /// The Protected Resource Metadata (RFC 9728) request at `path`, if it is one.
+    pub async fn metadata(&self, conn: &mut Conn, req: &Request) -> Option<bool> {
+        let o = self.settings.oauth.as_ref()?;
+        if !prm::serves(o, &req.path) {
+            return None;
+        }
+        Some(prm::respond(o, conn, req).await)
+    }
+}
+
+/// The token of `Authorization: Bearer <token>`, if that is what it is.
+fn bearer(authorization: Option<&[u8]>) -> Option<&[u8]> {
+    let v = trim_ows(authorization?);
+    if v.len() < 7 || !v[..6].eq_ignore_ascii_case(b"bearer") || v[6] != b' ' {
+        return None;
+    }
+    Some(trim_ows(&v[7..])).filter(|t| !t.is_empty())
 }
 
 /// Constant-time equality: time depends only on the lengths.
@@ -28,25 +226,4 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
         diff |= u64::from(x ^ y);
     }
     std::hint::black_box(diff) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // covers: streamable-http-server-authenticate
-    #[test]
-    fn bearer_tokens() {
-        assert!(bearer_ok("s3cret", Some(b"Bearer s3cret")));
-        assert!(bearer_ok("s3cret", Some(b"bearer  s3cret ")));
-        assert!(!bearer_ok("s3cret", Some(b"Bearer s3cre")));
-        assert!(!bearer_ok("s3cret", Some(b"Bearer s3cretX")));
-        assert!(!bearer_ok("s3cret", Some(b"Basic s3cret")));
-        assert!(!bearer_ok("s3cret", Some(b"Bearers3cret")));
-        assert!(!bearer_ok("s3cret", Some(b"")));
-        assert!(!bearer_ok("s3cret", None));
-        assert!(ct_eq(b"", b""));
-        assert!(!ct_eq(b"a", b""));
-        assert!(!ct_eq(b"", b"\xff"));
-    }
 }

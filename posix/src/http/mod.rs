@@ -74,8 +74,9 @@
 //! `_meta` itself is valid); a JSON error answer gets its status from the code
 //! (-32602/-32020/-32021/-32022: 400, -32601: 404); closing the POST cancels
 //! the request; a `subscriptions/listen` POST is the subscription's stream.
-//! The client's principal for `requestState` is the digest of its
-//! `Authorization` header (a constant without one).
+//! Each request is authenticated to a principal (`auth`), which its session
+//! or modern request carries into the hub (`requestState`, held requests)
+//! and which owns the session it opens.
 mod auth;
 mod conn;
 mod limits;
@@ -98,6 +99,7 @@ use async_io::Async;
 
 use crate::hub::{ClientId, Hub, Level, Output};
 
+pub use auth::{AuthSettings, OAuthSettings};
 pub use limits::Limits;
 
 /// Everything `mcpx serve --http` needs to know.
@@ -109,6 +111,8 @@ pub struct HttpConfig {
     pub path: String,
     /// Bearer token required on every request but `/health`; `None` = none.
     pub token: Option<String>,
+    /// Named tokens and the OAuth resource server (see `auth`).
+    pub auth: AuthSettings,
     /// Allow a non-loopback address without a token.
     pub insecure_no_auth: bool,
     /// Allowed `Origin` values besides the loopback defaults: exact
@@ -130,6 +134,7 @@ impl HttpConfig {
             addr,
             path: "/mcp".to_string(),
             token: None,
+            auth: AuthSettings::default(),
             insecure_no_auth: false,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
@@ -146,7 +151,8 @@ impl HttpConfig {
                 "the HTTP bearer token is empty: set a non-empty token or remove it".into(),
             );
         }
-        if !self.addr.ip().is_loopback() && self.token.is_none() && !self.insecure_no_auth {
+        self.auth.check(self.token.as_deref())?;
+        if !self.addr.ip().is_loopback() && !self.auth.required(self.token.as_deref()) && !self.insecure_no_auth {
             return Err(format!(
                 "refusing to serve HTTP on {} (not loopback) without a bearer token: \
                  set --token or \"auth\": {{\"bearer\": ...}}, or pass --insecure-no-auth",

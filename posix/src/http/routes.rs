@@ -2,7 +2,9 @@
 //! `/health`, `/status`, and the 2024-11-05 `/sse` + `/messages` endpoints.
 //!
 //! Checks run in this order on every request: `Host` and `Origin` (403),
-//! path (404), bearer token (401, not for `/health`), method (405).
+//! Protected Resource Metadata (served without credentials), path (404),
+//! authentication (401/403, not for `/health`; `auth`), a session of
+//! another principal (404), method (405).
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,7 @@ use mcpx_core::meta::PROTOCOL_VERSION_KEY;
 use mcpx_core::revision::{Era as RevEra, Revision, Revisions};
 use smol::channel;
 
-use super::auth;
+use super::auth::Principal;
 use super::conn::{BodyError, Conn, Request};
 use super::session::{self, Item, Kind};
 use super::sse_stream::{self, SseOut, Wake};
@@ -39,6 +41,9 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
         let origin = req.header_str("origin").unwrap_or("").to_string();
         return conn.reject(403, &format!("Forbidden: Origin '{origin}' is not allowed")).await;
     }
+    if let Some(keep) = sh.auth.metadata(conn, req).await {
+        return keep;
+    }
     let path = req.path.clone();
     let legacy = sh.cfg.legacy_sse;
     let known = path == sh.cfg.path
@@ -61,23 +66,31 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
             _ => method_not_allowed(conn, "GET, HEAD").await,
         };
     }
-    if let Some(token) = &sh.cfg.token {
-        if !auth::bearer_ok(token, req.header("authorization")) {
-            return conn.reject(401, "Unauthorized: send Authorization: Bearer <token>").await;
-        }
+    let who = match sh.auth.authenticate(req.header("authorization"), unix_now()).await {
+        Ok(p) => p,
+        Err(r) => return sh.auth.refuse(conn, &r).await,
+    };
+    let named = session_of(req).or_else(|| (path == "/messages").then(|| legacy_session_of(req)));
+    if named.is_some_and(|sid| !session::usable_by(&sh, &sid, &who)) {
+        return conn.reject(404, "Not found: unknown or ended session").await;
     }
     match (path.as_str(), req.method.as_str()) {
         ("/status", "GET") => super::status_page::get(conn, req).await,
         ("/status", _) => method_not_allowed(conn, "GET").await,
-        ("/sse", "GET") => legacy_sse(conn, req).await,
+        ("/sse", "GET") => legacy_sse(conn, req, &who).await,
         ("/sse", _) => method_not_allowed(conn, "GET").await,
         ("/messages", "POST") => legacy_messages(conn, req).await,
         ("/messages", _) => method_not_allowed(conn, "POST").await,
-        (_, "POST") => post(conn, req).await,
+        (_, "POST") => post(conn, req, &who).await,
         (_, "GET") => get(conn, req).await,
         (_, "DELETE") => delete(conn, req).await,
         _ => method_not_allowed(conn, "GET, POST, DELETE").await,
     }
+}
+
+/// Wall-clock seconds, for token expiry.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
@@ -151,7 +164,7 @@ fn supported_json() -> String {
 }
 
 /// POST /mcp.
-async fn post(conn: &mut Conn, req: &mut Request) -> bool {
+async fn post(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     let body = match json_body(conn, req).await {
         Ok(b) => b,
         Err(keep) => return keep,
@@ -169,8 +182,8 @@ async fn post(conn: &mut Conn, req: &mut Request) -> bool {
         .header_str("mcp-protocol-version")
         .map(|s| s.trim().to_string());
     match classify(sid.is_some(), pv.as_deref(), &msg) {
-        Era::Modern => post_modern(conn, req, &msg).await,
-        Era::Legacy => post_legacy(conn, req, sid, pv, &msg).await,
+        Era::Modern => post_modern(conn, req, &msg, who).await,
+        Era::Legacy => post_legacy(conn, req, sid, pv, &msg, who).await,
     }
 }
 
@@ -253,7 +266,7 @@ fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<Stri
 /// A 2026-07-28 (stateless) request: served by the hub as one request of a
 /// client that lives as long as the POST (no session, no `Mcp-Session-Id`).
 /// A `subscriptions/listen` POST stays open as its stream.
-async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>) -> bool {
+async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>, who: &Principal) -> bool {
     let sh = conn.shared.clone();
     let Message::Single(env) = msg else {
         let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";
@@ -269,17 +282,10 @@ async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>) -> b
     if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(conn, req, env)) {
         return conn.error(400, Some(&id), -32020, &text, None, true).await;
     }
-    let (sid, c) = match session::open(&sh, Kind::Modern) {
+    let (sid, c) = match session::open(&sh, Kind::Modern, who) {
         Ok(x) => x,
         Err(why) => return conn.error(503, Some(&id), -32603, &why, None, true).await,
     };
-    // The principal a requestState is bound to: the bearer token's digest,
-    // or one constant when the endpoint has no token.
-    let principal = match req.header("authorization") {
-        Some(a) => mcpx_core::request_state::digest(a).to_vec(),
-        None => b"mcpx-http-anonymous".to_vec(),
-    };
-    sh.link.call(|hub, _| hub.set_client_principal(c, &principal));
     let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
     let tokens = env.progress_token().map(|t| t.bytes().to_vec()).into_iter().collect();
     let x = Exchange {
@@ -308,6 +314,7 @@ async fn post_legacy(
     sid: Option<String>,
     pv: Option<String>,
     msg: &Message<'_>,
+    who: &Principal,
 ) -> bool {
     let sh = conn.shared.clone();
     let first_id = match msg {
@@ -342,7 +349,7 @@ async fn post_legacy(
         if !(env.kind() == MsgKind::Request && env.method_is("initialize")) {
             return conn.error(400, first_id, -32600, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await;
         }
-        let (sid, c) = match session::open(&sh, Kind::Streamable) {
+        let (sid, c) = match session::open(&sh, Kind::Streamable, who) {
             Ok(x) => x,
             Err(why) => return conn.error(503, first_id, -32603, &why, None, true).await,
         };
@@ -717,12 +724,12 @@ async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
 /// everything; the `endpoint` event names where to POST (rows
 /// `http-sse-server-two-endpoints`, `http-sse-server-endpoint-event`,
 /// `http-sse-server-messages-as-sse-events`).
-async fn legacy_sse(conn: &mut Conn, req: &mut Request) -> bool {
+async fn legacy_sse(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     let sh = conn.shared.clone();
     if req.headers_present("accept") && !req.accepts("text/event-stream") {
         return conn.reject(406, "Not acceptable: send Accept: text/event-stream").await;
     }
-    let (sid, _c) = match session::open(&sh, Kind::LegacySse) {
+    let (sid, _c) = match session::open(&sh, Kind::LegacySse, who) {
         Ok(x) => x,
         Err(why) => return conn.error(503, None, -32603, &why, None, true).await,
     };
@@ -743,15 +750,15 @@ async fn legacy_sse(conn: &mut Conn, req: &mut Request) -> bool {
     keep
 }
 
+/// The `sessionId` of a 2024-11-05 `/messages?sessionId=…` POST.
+fn legacy_session_of(req: &Request) -> String {
+    req.query.split('&').find_map(|kv| kv.strip_prefix("sessionId=")).unwrap_or("").to_string()
+}
+
 /// POST /messages?sessionId=… (2024-11-05): 202, the answer comes on the stream.
 async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
-    let sid = req
-        .query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("sessionId="))
-        .unwrap_or("")
-        .to_string();
+    let sid = legacy_session_of(req);
     let Some(c) = sh.touch(&sid, Kind::LegacySse) else {
         if req.has_body() && conn.read_body(req).await.is_err() {
             return false;

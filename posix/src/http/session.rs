@@ -13,6 +13,7 @@ use mcpx_core::rewrite::write_error;
 use nanorand::{ChaCha20, Rng};
 use smol::channel::{self, Receiver, Sender};
 
+use super::auth::{Authenticator, Principal};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
 use crate::hub::{ClientId, Level};
@@ -26,6 +27,7 @@ pub(crate) struct Shared {
     pub local_addr: SocketAddr,
     started: Instant,
     pub guard: Guard,
+    pub auth: Authenticator,
     pub state: RefCell<State>,
     /// Wakes the service task when `State::hub_inbox` has work.
     pub wake_tx: Sender<()>,
@@ -71,6 +73,8 @@ pub(crate) enum Kind {
 pub(crate) struct Session {
     pub client: ClientId,
     pub kind: Kind,
+    /// Who opened it: only requests of the same principal may use it.
+    pub owner: Principal,
     /// Negotiated revision, read from the `initialize` result.
     pub rev: Option<Revision>,
     pub last_seen: u64,
@@ -104,7 +108,9 @@ impl Shared {
     pub fn new(cfg: HttpConfig, link: HubLink, local_addr: SocketAddr) -> Shared {
         let guard = Guard::new(&cfg.allowed_origins, &cfg.allowed_hosts, local_addr);
         let (wake_tx, wake_rx) = channel::bounded(1);
+        let auth = Authenticator::new(&cfg);
         Shared {
+            auth,
             cfg,
             link,
             local_addr,
@@ -167,8 +173,16 @@ fn mint_id(rng: &mut ChaCha20) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Opens a session: a new hub client. `Err` carries the reason for a 503.
-pub(crate) fn open(shared: &Shared, kind: Kind) -> Result<(String, ClientId), String> {
+/// Is the session `sid` (if it exists) not someone else's? Another
+/// principal's session is treated as unknown (404), so that a session id
+/// alone never lets one user act as another.
+pub(crate) fn usable_by(shared: &Shared, sid: &str, who: &Principal) -> bool {
+    shared.state.borrow().sessions.by_id.get(sid).is_none_or(|s| s.owner == *who)
+}
+
+/// Opens a session of principal `owner`: a new hub client bound to it.
+/// `Err` carries the reason for a 503.
+pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(String, ClientId), String> {
     {
         let st = shared.state.borrow();
         let max = shared.cfg.limits.max_sessions;
@@ -183,6 +197,7 @@ pub(crate) fn open(shared: &Shared, kind: Kind) -> Result<(String, ClientId), St
     // hub may refuse the client at once (CloseClient), which ends it.
     let sid = shared.link.call(|hub, hub_now| {
         let c = hub.client_connected(hub_now);
+        hub.set_client_principal(c, owner.bytes());
         let mut st = shared.state.borrow_mut();
         let sid = mint_id(&mut st.rng);
         st.sessions.by_client.insert(c, sid.clone());
@@ -191,6 +206,7 @@ pub(crate) fn open(shared: &Shared, kind: Kind) -> Result<(String, ClientId), St
             Session {
                 client: c,
                 kind,
+                owner: owner.clone(),
                 rev: None,
                 last_seen: now,
                 exchanges: Vec::new(),

@@ -1,0 +1,306 @@
+//! mcpx as an OAuth 2.1 resource server: an access token is accepted when
+//! it was issued by the configured issuer for mcpx (its `aud` is the
+//! configured audience, RFC 8707), has not expired, and grants every
+//! configured scope.
+//!
+//! - A JWT (RFC 9068 style) is verified locally with a key of the issuer's
+//!   JWKS: `jwksUrl`, or the `jwks_uri` of the issuer's metadata (RFC 8414,
+//!   then OpenID Connect discovery; its `issuer` must be the configured
+//!   one). Keys are cached; a token signed with an unknown `kid` refetches
+//!   them, at most once per [`REFRESH_MIN_S`]. Only asymmetric algorithms.
+//! - Any other token goes to the RFC 7662 introspection endpoint, when one
+//!   is configured.
+//!
+//! The claim checks ([`check_claims`]) are one pure function of (claims,
+//! settings, now) for both kinds. The principal is `oauth:<iss> <sub>`
+//! (the `client_id` for a token without a subject).
+
+use std::cell::RefCell;
+
+use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+
+use super::{fetch, OAuthSettings, Principal, Reject};
+
+/// Fewest seconds between two JWKS fetches.
+pub(super) const REFRESH_MIN_S: u64 = 10;
+/// Clock skew allowed on `exp` and `nbf`.
+const LEEWAY_S: u64 = 30;
+
+/// Signature algorithms accepted: public-key ones only (a shared secret
+/// would let anyone holding it mint tokens).
+const ALGORITHMS: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+pub(super) struct Verifier {
+    s: OAuthSettings,
+    keys: RefCell<Keys>,
+    /// Held while the keys are fetched: requests that need them meanwhile
+    /// wait for that fetch instead of failing or starting their own.
+    fetching: smol::lock::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Keys {
+    set: Vec<Jwk>,
+    /// When the last fetch started (Unix s), and why it failed, if it did.
+    fetched_s: Option<u64>,
+    error: Option<String>,
+    /// The JWKS URL, once known (configured or discovered).
+    jwks_uri: Option<String>,
+}
+
+fn invalid(why: impl Into<String>) -> Reject {
+    Reject::Unauthorized { invalid: true, why: why.into() }
+}
+
+impl Verifier {
+    pub fn new(s: OAuthSettings) -> Verifier {
+        let keys = Keys { jwks_uri: s.jwks_url.clone(), ..Keys::default() };
+        Verifier { s, keys: RefCell::new(keys), fetching: smol::lock::Mutex::new(()) }
+    }
+
+    /// The principal of access token `token` at Unix time `now`.
+    pub async fn verify(&self, token: &[u8], now: u64) -> Result<Principal, Reject> {
+        let token = std::str::from_utf8(token).map_err(|_| invalid("the access token is not text"))?;
+        // Requirement rows authz-server-validates-token, authz-accept-only-own-tokens
+        let (claims, jwt) = if token.split('.').count() == 3 {
+            (self.jwt(token, now).await?, true)
+        } else if let Some(url) = &self.s.introspection_url {
+            (self.introspect(url, token).await?, false)
+        } else {
+            return Err(invalid("the access token is not a JWT, and no introspectionUrl is configured"));
+        };
+        check_claims(&self.s, &claims, now, jwt)
+    }
+
+    /// The claims of a JWT whose signature verifies with an issuer key.
+    async fn jwt(&self, token: &str, now: u64) -> Result<Value, Reject> {
+        let header = jsonwebtoken::decode_header(token).map_err(|e| invalid(format!("the access token is not a valid JWT ({e})")))?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(invalid(format!("the access token is signed with {:?}, which mcpx does not accept", header.alg)));
+        }
+        let key = match self.key(header.kid.as_deref(), header.alg) {
+            Some(k) => k,
+            None => {
+                self.refresh(now).await;
+                match self.key(header.kid.as_deref(), header.alg) {
+                    Some(k) => k,
+                    None => return Err(self.no_key()),
+                }
+            }
+        };
+        let mut v = Validation::new(header.alg);
+        // The claims are checked by check_claims, with mcpx's clock.
+        v.validate_exp = false;
+        v.validate_nbf = false;
+        v.validate_aud = false;
+        v.required_spec_claims.clear();
+        jsonwebtoken::decode::<Value>(token, &key, &v)
+            .map(|d| d.claims)
+            .map_err(|e| invalid(format!("the access token's signature does not verify ({e})")))
+    }
+
+    /// Why no key fits: the keys could not be fetched (503), or the token
+    /// names a key the issuer does not publish (401).
+    fn no_key(&self) -> Reject {
+        let k = self.keys.borrow();
+        match (&k.error, k.set.is_empty()) {
+            (Some(e), true) => Reject::Unavailable(format!("mcpx cannot get the authorization server's keys: {e}")),
+            _ => invalid("the access token is signed with a key the issuer does not publish"),
+        }
+    }
+
+    /// The cached key for `kid` (the only key when the token names none),
+    /// if its type and declared algorithm fit `alg`.
+    fn key(&self, kid: Option<&str>, alg: Algorithm) -> Option<DecodingKey> {
+        let k = self.keys.borrow();
+        let signing: Vec<&Jwk> = k.set.iter().filter(|j| j.common.public_key_use != Some(PublicKeyUse::Encryption)).collect();
+        let jwk = match kid {
+            Some(kid) => *signing.iter().find(|j| j.common.key_id.as_deref() == Some(kid))?,
+            None if signing.len() == 1 => signing[0],
+            None => return None,
+        };
+        if jwk.common.key_algorithm.is_some_and(|a| a.to_string() != format!("{alg:?}")) {
+            return None;
+        }
+        DecodingKey::from_jwk(jwk).ok()
+    }
+
+    /// Fetches the JWKS again, unless that was tried less than
+    /// [`REFRESH_MIN_S`] ago (or is under way: then waits for it); a failure
+    /// is kept for [`Verifier::no_key`].
+    async fn refresh(&self, now: u64) {
+        let _one = self.fetching.lock().await;
+        {
+            let mut k = self.keys.borrow_mut();
+            if k.fetched_s.is_some_and(|t| now < t.saturating_add(REFRESH_MIN_S)) {
+                return;
+            }
+            k.fetched_s = Some(now);
+        }
+        let r = self.fetch_keys().await;
+        let mut k = self.keys.borrow_mut();
+        match r {
+            Ok(set) => {
+                k.set = set;
+                k.error = None;
+            }
+            Err(e) => k.error = Some(e),
+        }
+    }
+
+    async fn fetch_keys(&self) -> Result<Vec<Jwk>, String> {
+        let known = self.keys.borrow().jwks_uri.clone();
+        let uri = match known {
+            Some(u) => u,
+            None => {
+                let u = self.discover().await?;
+                self.keys.borrow_mut().jwks_uri = Some(u.clone());
+                u
+            }
+        };
+        let doc = fetch::get_json(&uri).await?;
+        let keys = doc.get("keys").and_then(Value::as_array).ok_or_else(|| format!("{uri}: no \"keys\" array"))?;
+        // Keys of types mcpx cannot use are skipped, not fatal.
+        Ok(keys.iter().filter_map(|k| serde_json::from_value::<Jwk>(k.clone()).ok()).collect())
+    }
+
+    /// The `jwks_uri` of the issuer's metadata: RFC 8414 (path inserted),
+    /// then OpenID Connect discovery (path inserted, then appended).
+    async fn discover(&self) -> Result<String, String> {
+        let mut last = String::new();
+        for url in metadata_urls(&self.s.issuer) {
+            match fetch::get_json(&url).await {
+                Ok(doc) => {
+                    if doc.get("issuer").and_then(Value::as_str) != Some(self.s.issuer.as_str()) {
+                        return Err(format!("{url}: its \"issuer\" is not {:?} (RFC 8414 §3.3)", self.s.issuer));
+                    }
+                    return doc.get("jwks_uri").and_then(Value::as_str).map(str::to_string).ok_or_else(|| format!("{url}: no \"jwks_uri\""));
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(format!("no authorization server metadata for {} ({last})", self.s.issuer))
+    }
+
+    /// RFC 7662: the introspection answer of an active token.
+    async fn introspect(&self, url: &str, token: &str) -> Result<Value, Reject> {
+        let body = format!("token={}&token_type_hint=access_token", form_encode(token));
+        let basic;
+        let mut headers: Vec<(&str, &[u8])> = vec![("content-type", b"application/x-www-form-urlencoded"), ("accept", b"application/json")];
+        if let Some(id) = &self.s.client_id {
+            use base64::Engine as _;
+            let pair = format!("{}:{}", form_encode(id), form_encode(self.s.client_secret.as_deref().unwrap_or("")));
+            basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
+            headers.push(("authorization", basic.as_bytes()));
+        }
+        let answer = fetch::exchange("POST", url, &headers, body.as_bytes())
+            .await
+            .map_err(|e| Reject::Unavailable(format!("mcpx cannot introspect the access token: {e}")))?;
+        let v: Value = serde_json::from_slice(&answer).map_err(|_| Reject::Unavailable(format!("{url}: the introspection answer is not JSON")))?;
+        if v.get("active") != Some(&Value::Bool(true)) {
+            return Err(invalid("the access token is not active"));
+        }
+        Ok(v)
+    }
+}
+
+/// Where the metadata of `issuer` may be.
+fn metadata_urls(issuer: &str) -> Vec<String> {
+    let issuer = issuer.trim_end_matches('/');
+    let (origin, path) = match issuer.find("://").and_then(|i| issuer[i + 3..].find('/').map(|j| i + 3 + j)) {
+        Some(cut) => issuer.split_at(cut),
+        None => (issuer, ""),
+    };
+    vec![
+        format!("{origin}/.well-known/oauth-authorization-server{path}"),
+        format!("{origin}/.well-known/openid-configuration{path}"),
+        format!("{issuer}/.well-known/openid-configuration"),
+    ]
+    .into_iter()
+    .fold(Vec::new(), |mut v, u| {
+        if !v.contains(&u) {
+            v.push(u);
+        }
+        v
+    })
+}
+
+/// application/x-www-form-urlencoded (and the RFC 6749 §2.3.1 encoding of
+/// Basic credentials).
+fn form_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The checks every accepted token passes, JWT (`jwt`: `exp` required) or
+/// introspected.
+pub(super) fn check_claims(s: &OAuthSettings, c: &Value, now: u64, jwt: bool) -> Result<Principal, Reject> {
+    let iss = c.get("iss").and_then(Value::as_str);
+    if iss.is_some_and(|i| i != s.issuer) || (jwt && iss.is_none()) {
+        return Err(invalid(format!("the access token was not issued by {}", s.issuer)));
+    }
+    // Requirement rows authz-server-validates-audience (RFC 8707: aud is mcpx's canonical URL)
+    let aud_ok = match c.get("aud") {
+        Some(Value::String(a)) => *a == s.audience,
+        Some(Value::Array(a)) => a.iter().any(|x| x.as_str() == Some(s.audience.as_str())),
+        _ => false,
+    };
+    if !aud_ok {
+        return Err(invalid(format!("the access token is not meant for {} (its audience differs)", s.audience)));
+    }
+    match c.get("exp").and_then(Value::as_u64) {
+        Some(exp) if exp.saturating_add(LEEWAY_S) <= now => return Err(invalid("the access token has expired")),
+        None if jwt => return Err(invalid("the access token has no expiry (exp)")),
+        _ => {}
+    }
+    if c.get("nbf").and_then(Value::as_u64).is_some_and(|nbf| nbf > now.saturating_add(LEEWAY_S)) {
+        return Err(invalid("the access token is not valid yet (nbf)"));
+    }
+    let granted = granted_scopes(c);
+    let missing: Vec<&String> = s.scopes.iter().filter(|need| !granted.iter().any(|g| covers(g, need))).collect();
+    if !missing.is_empty() {
+        let list = missing.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" ");
+        return Err(Reject::InsufficientScope { need: s.scopes.clone(), why: format!("the access token lacks the scope {list}") });
+    }
+    let who = c.get("sub").and_then(Value::as_str).or_else(|| c.get("client_id").and_then(Value::as_str));
+    let who = who.filter(|w| !w.is_empty()).ok_or_else(|| invalid("the access token names neither a subject (sub) nor a client (client_id)"))?;
+    Ok(Principal::new("oauth:", format!("{} {who}", s.issuer).as_bytes()))
+}
+
+/// `scope` (space-separated, RFC 9068/7662) or `scp` (a list or string).
+fn granted_scopes(c: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in ["scope", "scp"] {
+        match c.get(key) {
+            Some(Value::String(s)) => out.extend(s.split(' ').filter(|x| !x.is_empty()).map(str::to_string)),
+            Some(Value::Array(a)) => out.extend(a.iter().filter_map(Value::as_str).map(str::to_string)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Does granted scope `g` imply `need`? The same scope, or a broader one in
+/// the `:` hierarchy (`files` implies `files:read`; row `authz-server-scope-hierarchy`).
+fn covers(g: &str, need: &str) -> bool {
+    g == need || need.strip_prefix(g).is_some_and(|rest| rest.starts_with(':'))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+use serde_json::json;
+
+use super::super::tests::oauth as settings;
+use super::*;
+
+const NOW: u64 = 1_800_000_000;
+
+fn good() -> Value {
+    json!({ "iss": "https://as.example.com", "aud": "https://hub.example.com/mcp", "sub": "alice",
+            "exp": NOW + 60, "scope": "mcp:tools mcp:read" })
+}
+
+fn with(k: &str, v: Value) -> Value {
+    let mut c = good();
+    c[k] = v;
+    c
+}
+
+fn why(r: Result<Principal, Reject>) -> String {
+    match r {
+        Err(Reject::Unauthorized { invalid: true, why }) => why,
+        other => panic!("expected invalid_token, got {other:?}"),
+    }
+}
+
+// covers: authz-server-validates-audience, authz-server-validates-token
+#[test]
+fn claims_are_checked_with_mcpx_s_clock() {
+    let s = settings();
+    let p = check_claims(&s, &good(), NOW, true).unwrap();
+    assert_eq!(p.bytes(), b"oauth:https://as.example.com alice");
+    // aud: a string or a list holding the audience; nothing else.
+    assert!(check_claims(&s, &with("aud", json!(["x", "https://hub.example.com/mcp"])), NOW, true).is_ok());
+    assert!(why(check_claims(&s, &with("aud", json!("https://hub.example.com/mcp/")), NOW, true)).contains("audience"));
+    assert!(why(check_claims(&s, &with("aud", json!(null)), NOW, true)).contains("audience"));
+    assert!(why(check_claims(&s, &with("iss", json!("https://evil.example")), NOW, true)).contains("issued by"));
+    // Expiry, with the leeway; a JWT needs exp, an introspected token not.
+    assert!(check_claims(&s, &with("exp", json!(NOW - LEEWAY_S + 1)), NOW, true).is_ok());
+    assert!(why(check_claims(&s, &with("exp", json!(NOW - LEEWAY_S)), NOW, true)).contains("expired"));
+    let mut no_exp = good();
+    no_exp.as_object_mut().unwrap().remove("exp");
+    assert!(why(check_claims(&s, &no_exp, NOW, true)).contains("no expiry"));
+    assert!(check_claims(&s, &no_exp, NOW, false).is_ok());
+    assert!(why(check_claims(&s, &with("nbf", json!(NOW + LEEWAY_S + 1)), NOW, true)).contains("not valid yet"));
+    // The client stands in for a missing subject.
+    let mut client = with("client_id", json!("svc"));
+    client.as_object_mut().unwrap().remove("sub");
+    assert_eq!(check_claims(&s, &client, NOW, true).unwrap().bytes(), b"oauth:https://as.example.com svc");
+    client.as_object_mut().unwrap().remove("client_id");
+    assert!(why(check_claims(&s, &client, NOW, true)).contains("neither"));
+}
+
+// covers: authz-insufficient-scope-403, authz-server-scope-hierarchy
+#[test]
+fn scopes_every_one_or_a_broader_one() {
+    let s = settings();
+    assert!(check_claims(&s, &with("scp", json!(["mcp:tools", "mcp:read"])), NOW, true).is_ok());
+    assert!(check_claims(&s, &with("scope", json!("mcp")), NOW, true).is_ok());
+    match check_claims(&s, &with("scope", json!("mcp:tools mcp:readx")), NOW, true) {
+        Err(Reject::InsufficientScope { need, why }) => {
+            assert_eq!(need, s.scopes, "the challenge names every scope the request needs");
+            assert!(why.ends_with("mcp:read"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(covers("files", "files:read:all"));
+    assert!(!covers("files", "filesystem"));
+    assert!(!covers("files:read", "files"));
+}
+
+#[test]
+fn where_the_issuer_metadata_is_looked_for() {
+    assert_eq!(
+        metadata_urls("https://as.example.com/"),
+        ["https://as.example.com/.well-known/oauth-authorization-server", "https://as.example.com/.well-known/openid-configuration"]
+    );
+    assert_eq!(
+        metadata_urls("https://as.example.com/tenant1"),
+        [
+            "https://as.example.com/.well-known/oauth-authorization-server/tenant1",
+            "https://as.example.com/.well-known/openid-configuration/tenant1",
+            "https://as.example.com/tenant1/.well-known/openid-configuration",
+        ]
+    );
+    assert_eq!(form_encode("a b+c/é"), "a%20b%2Bc%2F%C3%A9");
+}
+
+/// An ES256 key pair: (PKCS#8 DER, public JWK with `kid`).
+fn key(kid: &str) -> (Vec<u8>, Value) {
+    use base64::Engine as _;
+    let kp = rcgen::KeyPair::generate().unwrap();
+    let point = kp.public_key_raw();
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let jwk = json!({ "kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256", "x": b64(&point[1..33]), "y": b64(&point[33..65]) });
+    (kp.serialize_der(), jwk)
+}
+
+fn sign(der: &[u8], kid: Option<&str>, alg: Algorithm, claims: &Value) -> String {
+    let mut h = jsonwebtoken::Header::new(alg);
+    h.kid = kid.map(str::to_string);
+    jsonwebtoken::encode(&h, claims, &jsonwebtoken::EncodingKey::from_ec_der(der)).unwrap()
+}
+
+fn verifier(jwks: &[Value]) -> Verifier {
+    let v = Verifier::new(OAuthSettings { jwks_url: Some("http://127.0.0.1:9/jwks".into()), ..settings() });
+    {
+        let mut k = v.keys.borrow_mut();
+        k.set = jwks.iter().map(|j| serde_json::from_value(j.clone()).unwrap()).collect();
+        // As if just fetched: no refetch is due.
+        k.fetched_s = Some(NOW);
+    }
+    v
+}
+
+// covers: authz-accept-only-own-tokens
+#[test]
+fn jwts_verify_with_a_published_key_only() {
+    let (der, jwk) = key("k1");
+    let (other, _) = key("k2");
+    let v = verifier(&[jwk]);
+    let verify = |t: String| smol::block_on(v.verify(t.as_bytes(), NOW));
+    assert_eq!(verify(sign(&der, Some("k1"), Algorithm::ES256, &good())).unwrap().bytes(), b"oauth:https://as.example.com alice");
+    // Without kid, the only key.
+    assert!(verify(sign(&der, None, Algorithm::ES256, &good())).is_ok());
+    // Signed by another key under a published kid, or an unpublished kid.
+    assert!(why(verify(sign(&other, Some("k1"), Algorithm::ES256, &good()))).contains("signature"));
+    assert!(why(verify(sign(&other, Some("k2"), Algorithm::ES256, &good()))).contains("does not publish"));
+    // A symmetric algorithm is never accepted.
+    let hs = jsonwebtoken::encode(&jsonwebtoken::Header::new(Algorithm::HS256), &good(), &jsonwebtoken::EncodingKey::from_secret(b"k")).unwrap();
+    assert!(why(verify(hs)).contains("does not accept"));
+    // A token of the right key but for another audience.
+    assert!(why(verify(sign(&der, Some("k1"), Algorithm::ES256, &with("aud", json!("https://x.example/mcp"))))).contains("audience"));
+    // Not a JWT, and no introspection configured.
+    assert!(why(verify("opaque".into())).contains("introspectionUrl"));
+}
+
+#[test]
+fn encryption_keys_never_verify() {
+    let (der, mut jwk) = key("k1");
+    jwk["use"] = json!("enc");
+    let v = verifier(&[jwk]);
+    let r = smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), NOW));
+    assert!(why(r).contains("does not publish"));
+}
+
+#[test]
+fn unreachable_keys_are_a_503_not_a_401() {
+    let (der, _) = key("k1");
+    let v = verifier(&[]);
+    v.keys.borrow_mut().error = Some("connection refused".into());
+    match smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), NOW)) {
+        Err(Reject::Unavailable(why)) => assert!(why.contains("connection refused"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}

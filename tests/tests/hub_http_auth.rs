@@ -1,0 +1,398 @@
+//! Authentication of `mcpx serve --http` through the real binary.
+//!
+//! Principals: each HTTP session and each 2026-07-28 request carries its own
+//! principal into the hub (a static token's name, an OAuth token's subject,
+//! or the anonymous one), never the stdio client's, so a `requestState`
+//! minted for one is refused to another and a session is only usable by the
+//! principal that opened it (issue 11 item 2).
+//!
+//! OAuth resource server: mcpx protected by `py_oauth_as.py` (a test
+//! authorization server on loopback), reached by the Python and TypeScript
+//! SDK clients' own OAuth flows, and by hand-made tokens for the refusals.
+
+use mcpx_tests::*;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(30);
+const MODERN: &str = "2026-07-28";
+
+/// An HTTP answer: status, headers (names lowercased), body text, and its
+/// JSON (the body, or the last JSON-RPC response of an SSE body).
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    text: String,
+    json: Value,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 exchange on a fresh connection (`Connection: close`); a
+/// POST when `body` is given, else a GET.
+fn http(url: &str, headers: &[(&str, &str)], body: Option<&Value>) -> Resp {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut s = std::net::TcpStream::connect(authority).expect("connect");
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    let body = body.map(|b| serde_json::to_vec(b).unwrap());
+    let mut head = match &body {
+        Some(b) => format!(
+            "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            b.len()
+        ),
+        None => format!("GET {path} HTTP/1.1\r\n"),
+    };
+    head.push_str(&format!("Host: {authority}\r\nConnection: close\r\n"));
+    for (n, v) in headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_deref().unwrap_or_default()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let all = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = all.split_once("\r\n\r\n").unwrap_or((&all, ""));
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+    let text = if chunked { dechunk(body) } else { body.to_string() };
+    let json = serde_json::from_str(&text).ok().or_else(|| {
+        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).filter(|m| m.get("id").is_some()).last()
+    });
+    Resp { status, headers, text, json: json.unwrap_or(Value::Null) }
+}
+
+fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> Resp {
+    http(url, headers, Some(body))
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "mcpx-principal-test", "version": "1"},
+    })
+}
+
+fn ask(id: i64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "demo__ask_user", "arguments": {"message": "Delete everything?"}, "_meta": meta()}})
+}
+
+/// The retry of `ask` with the answer and `state`.
+fn retry(id: i64, first: &Value) -> Value {
+    let r = &first["result"];
+    assert_eq!(r["resultType"], "input_required", "not an input_required result: {first}");
+    let key = r["inputRequests"].as_object().and_then(|m| m.keys().next().cloned()).expect("an input request");
+    let answer = json!({"action": "accept", "content": {"answer": "yes"}});
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "demo__ask_user", "arguments": {"message": "Delete everything?"}, "_meta": meta(),
+                      "inputResponses": {key: answer}, "requestState": r["requestState"]}})
+}
+
+fn modern_headers<'a>(auth: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut h = vec![("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/call"), ("Mcp-Name", "demo__ask_user")];
+    if let Some(a) = auth {
+        h.push(("Authorization", a));
+    }
+    h
+}
+
+/// Refused for the principal: -32602, nothing reached the server.
+fn assert_refused(r: &Value, what: &str) {
+    assert_eq!(r["error"]["code"], -32602, "{what}: the retry should be refused, got {r}");
+    assert!(r["error"]["message"].as_str().unwrap_or("").contains("principal"), "{what}: the error should name the check: {r}");
+}
+
+/// `demo` (the example server), and `auth` in the config.
+fn config(auth: Value) -> HubConfig {
+    HubConfig::new().upstream(example_server("demo")).set("auth", auth)
+}
+
+/// `mcpx serve --stdio --http 127.0.0.1:PORT --log-level debug` of `cfg`, listening.
+fn hub(port: u16, cfg: HubConfig) -> (Hub, RawSession) {
+    let hub = cfg.write();
+    let mut cmd = hub.serve();
+    cmd.args.extend(["--http", &format!("127.0.0.1:{port}"), "--stdio", "--log-level", "debug"].map(String::from));
+    let s = RawSession::spawn(&cmd);
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "mcpx did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (hub, s)
+}
+
+/// The stdio client's held elicitation cannot be answered by an HTTP client
+/// (a legacy session, or a 2026-07-28 request), and the reverse.
+// covers: elicitation-server-state-bound-to-user, elicitation-state-not-session-id-alone
+#[test]
+fn a_held_request_of_stdio_is_refused_to_http_and_back() {
+    let port = free_port();
+    let (_hub, mut s) = hub(port, config(json!({})));
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    // stdio: the first round of a modern call.
+    s.send(&ask(1));
+    let first = s.response_to(1, WAIT);
+    // A legacy HTTP session retries it with the stdio client's state.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}}, "clientInfo": {"name": "mcpx-principal-test", "version": "1"}}});
+    let r = post(&url, &[], &init);
+    assert_eq!(r.status, 200);
+    let sid = r.header("mcp-session-id").expect("a session id").to_string();
+    let sh = [("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    post(&url, &sh, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let r = post(&url, &sh, &retry(2, &first)).json;
+    assert_refused(&r, "a legacy HTTP session answering the stdio client's question");
+    // A 2026-07-28 HTTP request, the same.
+    let r = post(&url, &modern_headers(None), &retry(3, &first)).json;
+    assert_refused(&r, "a 2026-07-28 HTTP request answering the stdio client's question");
+    // The stdio client itself still can (the state was not used up).
+    s.send(&retry(4, &first));
+    let done = s.response_to(4, WAIT);
+    assert_eq!(done["result"]["resultType"], "complete", "the stdio client's own retry: {done}");
+    // The reverse: an HTTP request's state is refused to the stdio client.
+    let first = post(&url, &modern_headers(None), &ask(5)).json;
+    s.send(&retry(6, &first));
+    assert_refused(&s.response_to(6, WAIT), "the stdio client answering an HTTP client's question");
+}
+
+/// Two named static tokens are two principals: alice's state is refused to
+/// bob, and alice's session is unknown (404) to bob.
+// covers: elicitation-server-stored-state-bound-to-user, streamable-http-server-authenticate
+#[test]
+fn named_tokens_are_separate_principals() {
+    let port = free_port();
+    let (_hub, _s) = hub(port, config(json!({"tokens": {"alice": "tok-alice", "bob": "tok-bob"}})));
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (alice, bob) = ("Bearer tok-alice", "Bearer tok-bob");
+    assert_eq!(post(&url, &modern_headers(Some("Bearer tok-carol")), &ask(1)).status, 401, "an unknown token");
+    states_stay_with_their_principal(&url, alice, bob);
+    sessions_stay_with_their_principal(&url, alice, bob);
+}
+
+/// `alice`'s session id is worth nothing with `bob`'s credentials (404, as
+/// an unknown session) and still works with hers.
+fn sessions_stay_with_their_principal(url: &str, alice: &str, bob: &str) {
+    // Sessions: alice's session id is worth nothing with bob's token.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "mcpx-principal-test", "version": "1"}}});
+    let r = post(url, &[("Authorization", alice)], &init);
+    assert_eq!(r.status, 200);
+    let sid = r.header("mcp-session-id").expect("a session id").to_string();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let hs = |auth| [("Authorization", auth), ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    assert_eq!(post(url, &hs(bob), &list).status, 404, "bob naming alice's session");
+    let r = post(url, &hs(alice), &list);
+    assert_eq!(r.status, 200, "alice's own session: {}", r.text);
+    assert!(r.json["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{}", r.text);
+}
+
+/// `alice`'s question (a 2026-07-28 call held for input) cannot be
+/// answered with `bob`'s credentials, and still can with hers.
+fn states_stay_with_their_principal(url: &str, alice: &str, bob: &str) {
+    let first = post(url, &modern_headers(Some(alice)), &ask(1));
+    assert_eq!(first.status, 200, "{}", first.text);
+    let r = post(url, &modern_headers(Some(bob)), &retry(2, &first.json)).json;
+    assert_refused(&r, "bob answering alice's question");
+    let r = post(url, &modern_headers(Some(alice)), &retry(3, &first.json)).json;
+    assert_eq!(r["result"]["resultType"], "complete", "alice's own retry: {r}");
+}
+
+// ------------------------------------------------------------------ OAuth
+
+const SCOPES: [&str; 2] = ["mcp:tools", "mcp:read"];
+
+/// The test authorization server, and mcpx protected by it (`SCOPES`
+/// required, introspection for opaque tokens) in front of `demo` and of
+/// `bare`, a remote py_server.py configured without credentials.
+struct Protected {
+    issuer: String,
+    url: String,
+    s: RawSession,
+    _hub: Hub,
+    _as: HttpServer,
+    _bare: HttpServer,
+}
+
+fn protected() -> Protected {
+    let as_port = free_port();
+    let issuer = format!("http://127.0.0.1:{as_port}");
+    let script = driver("py_oauth_as.py");
+    let cmd = Cmd::new(python("1.30.0"), &[script.to_str().unwrap(), "--port", &as_port.to_string()]);
+    let as_ = HttpServer::start(&cmd, as_port, "");
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let oauth = json!({"oauth": {"issuer": issuer, "audience": url, "scopes": SCOPES, "introspectionUrl": format!("{issuer}/introspect")}});
+    let bare = py_server_remote("bare", Transport::StreamableHttp, None);
+    let (hub, s) = hub(port, config(oauth).remote("bare", json!({"url": bare.url})));
+    Protected { issuer, url, s, _hub: hub, _as: as_, _bare: bare }
+}
+
+impl Protected {
+    /// A token from the authorization server's test endpoint (`query`:
+    /// aud, sub, scope, exp, kid, opaque).
+    fn mint(&self, query: &str) -> String {
+        let r = http(&format!("{}/mint?{query}", self.issuer), &[], None);
+        assert_eq!(r.status, 200, "mint {query}: {}", r.text);
+        r.text
+    }
+
+    /// A good token for mcpx, of subject `sub`.
+    fn token(&self, sub: &str) -> String {
+        self.mint(&format!("aud={}&sub={sub}&scope={}", self.url, SCOPES.join("%20")))
+    }
+
+    fn initialize(&self, token: &str) -> Resp {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+            "capabilities": {}, "clientInfo": {"name": "mcpx-oauth-test", "version": "1"}}});
+        post(&self.url, &[("Authorization", &format!("Bearer {token}"))], &init)
+    }
+
+    fn metadata_url(&self) -> String {
+        self.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+    }
+}
+
+/// 401 with a challenge naming the metadata and every scope; the metadata
+/// at both well-known locations, without credentials.
+// covers: authz-prm-lists-authorization-servers, authz-401-www-authenticate, authz-401-when-unauthorized
+#[test]
+fn the_protected_resource_metadata_and_the_401_challenge() {
+    let p = protected();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+    let r = post(&p.url, &[], &init);
+    assert_eq!(r.status, 401, "{}", r.text);
+    let challenge = r.header("www-authenticate").expect("a WWW-Authenticate challenge");
+    assert!(challenge.starts_with("Bearer "), "{challenge}");
+    assert!(challenge.contains(&format!("resource_metadata=\"{}\"", p.metadata_url())), "{challenge}");
+    assert!(challenge.contains("scope=\"mcp:tools mcp:read\""), "{challenge}");
+    let root = p.url.replace("/mcp", "/.well-known/oauth-protected-resource");
+    for at in [p.metadata_url(), root] {
+        let r = http(&at, &[], None);
+        assert_eq!(r.status, 200, "{at}: {}", r.text);
+        assert!(r.header("content-type").is_some_and(|c| c.starts_with("application/json")), "{at}");
+        let doc = &r.json;
+        // RFC 9728 §3.3: `resource` is the identifier the metadata URL was built from.
+        assert_eq!(doc["resource"], p.url.as_str(), "{at}: {doc}");
+        assert_eq!(doc["authorization_servers"], json!([p.issuer]), "{at}: {doc}");
+        assert_eq!(doc["scopes_supported"], json!(SCOPES), "{at}: {doc}");
+        assert_eq!(doc["bearer_methods_supported"], json!(["header"]), "{at}: {doc}");
+    }
+    assert_eq!(http(&p.url.replace("/mcp", "/health"), &[], None).status, 200);
+    assert_eq!(http(&p.url.replace("/mcp", "/status"), &[], None).status, 401);
+}
+
+/// Only tokens of the issuer, for mcpx, unexpired, with every scope (or a
+/// broader one), signed with a published key or active at introspection.
+// covers: authz-server-validates-token, authz-server-validates-audience, authz-accept-only-own-tokens, authz-error-status-codes
+// covers: authz-insufficient-scope-403, authz-all-scopes-single-challenge, authz-server-scope-hierarchy
+#[test]
+fn access_tokens_are_checked_for_audience_expiry_scope_and_key() {
+    let p = protected();
+    let (aud, all) = (p.url.clone(), SCOPES.join("%20"));
+    let ok = p.initialize(&p.token("alice"));
+    assert_eq!(ok.status, 200, "a good token: {}", ok.text);
+    assert!(ok.json["result"]["protocolVersion"].is_string(), "{}", ok.text);
+    let refused = |token: String, what: &str, why: &str| {
+        let r = p.initialize(&token);
+        assert_eq!(r.status, 401, "{what}: {}", r.text);
+        let c = r.header("www-authenticate").unwrap_or("");
+        assert!(c.contains("error=\"invalid_token\"") && c.contains("resource_metadata="), "{what}: {c}");
+        assert!(r.text.contains(why), "{what}: {}", r.text);
+    };
+    refused(p.mint(&format!("aud=https://other.example/mcp&scope={all}")), "another audience", "not meant for");
+    refused(p.mint(&format!("aud={aud}&scope={all}&exp=-3600")), "expired", "expired");
+    refused(p.mint(&format!("aud={aud}&scope={all}&kid=unpublished")), "an unpublished key", "key the issuer does not publish");
+    refused(p.mint(&format!("aud=https://other.example/mcp&scope={all}&opaque=1")), "opaque, another audience", "not meant for");
+    refused("0123456789abcdef".into(), "an opaque token the issuer does not know", "not active");
+    refused("e30.e30.c2ln".into(), "a JWT that is not signed", "");
+    // One scope of two: 403 naming both (one challenge for the operation).
+    let r = p.initialize(&p.mint(&format!("aud={aud}&scope=mcp:tools")));
+    assert_eq!(r.status, 403, "{}", r.text);
+    let c = r.header("www-authenticate").unwrap_or("");
+    assert!(c.contains("error=\"insufficient_scope\"") && c.contains("scope=\"mcp:tools mcp:read\"") && c.contains("resource_metadata="), "{c}");
+    // A broader scope implies the narrower ones.
+    assert_eq!(p.initialize(&p.mint(&format!("aud={aud}&scope=mcp"))).status, 200, "scope mcp covers mcp:tools and mcp:read");
+    // An opaque token, introspected.
+    assert_eq!(p.initialize(&p.mint(&format!("aud={aud}&scope={all}&opaque=1"))).status, 200, "an active opaque token");
+}
+
+/// Two OAuth subjects are two principals, for requestState and sessions.
+// covers: elicitation-remote-user-id-from-authorization
+#[test]
+fn oauth_subjects_are_separate_principals() {
+    let p = protected();
+    let (alice, bob) = (format!("Bearer {}", p.token("alice")), format!("Bearer {}", p.token("bob")));
+    states_stay_with_their_principal(&p.url, &alice, &bob);
+    sessions_stay_with_their_principal(&p.url, &alice, &bob);
+}
+
+/// An SDK client's own OAuth flow (PRM discovery, registration, PKCE,
+/// resource indicator) gets a token mcpx accepts; the token is asked for
+/// mcpx's canonical URL, never reaches a server behind mcpx, and never
+/// appears in mcpx's log.
+fn sdk_flow(argv: Vec<String>) {
+    let mut p = protected();
+    let mut argv = argv;
+    argv.extend([p.url.clone(), "bare__auth_header".into(), "{}".into()]);
+    let r = run_argv(&argv, Duration::from_secs(120));
+    r.assert_ok();
+    r.check(r.json["text"] == "authorization: (none)", "the upstream must not get the client's token");
+    r.check(strings(&r.json["tools"]).contains(&"demo__echo".to_string()), "the tools through mcpx");
+    let log = http(&format!("{}/log", p.issuer), &[], None).json;
+    let issued: Vec<&str> = log.as_array().into_iter().flatten().filter_map(|e| e["issued"].as_str()).collect();
+    assert!(!issued.is_empty(), "the client got no token from the authorization server: {log}");
+    assert!(log.as_array().into_iter().flatten().any(|e| e["resource"] == p.url.as_str()), "no token request for mcpx's resource: {log}");
+    let stderr = p.s.finish();
+    assert!(stderr.contains("http"), "mcpx's log should have been captured: {stderr}");
+    for t in issued {
+        assert!(!stderr.contains(t), "mcpx logged an access token:\n{stderr}");
+    }
+}
+
+// covers: authz-401-www-authenticate, authz-no-token-passthrough, elicitation-no-token-passthrough
+#[test]
+fn oauth_flow_py_1_30_0() {
+    sdk_flow(vec![python("1.30.0").to_string_lossy().into(), driver("py_oauth_client.py").to_string_lossy().into()]);
+}
+
+// covers: authz-401-www-authenticate, authz-no-token-passthrough, elicitation-no-token-passthrough
+#[test]
+fn oauth_flow_py_2_3_0() {
+    sdk_flow(vec![python("2.3.0").to_string_lossy().into(), driver("py_oauth_client.py").to_string_lossy().into()]);
+}
+
+// covers: authz-401-www-authenticate, authz-no-token-passthrough, elicitation-no-token-passthrough
+#[test]
+fn oauth_flow_ts_v1() {
+    sdk_flow(vec![node().to_string_lossy().into(), driver("ts_oauth_client.mjs").to_string_lossy().into(), "v1".into()]);
+}
+
+// covers: authz-401-www-authenticate, authz-no-token-passthrough, elicitation-no-token-passthrough
+#[test]
+fn oauth_flow_ts_v2() {
+    sdk_flow(vec![node().to_string_lossy().into(), driver("ts_oauth_client.mjs").to_string_lossy().into(), "v2".into()]);
+}
