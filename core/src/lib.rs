@@ -14,6 +14,7 @@ pub mod frame;
 pub mod headers;
 pub mod json;
 pub mod meta;
+pub mod method;
 pub mod names;
 pub mod request_state;
 pub mod revision;

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use mcpx_core::envelope::{Envelope, Kind as MsgKind, Message};
 use mcpx_core::frame::http::Version;
-use mcpx_core::meta::PROTOCOL_VERSION_KEY;
-use mcpx_core::revision::{Era as RevEra, Revision, Revisions};
+use mcpx_core::revision::{self, Era as RevEra, EraHints, Revision, Revisions};
 use smol::channel;
 
 use super::auth;
@@ -142,31 +141,15 @@ async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> 
     }
 }
 
-/// Which era a POST belongs to (conformance notes §1.6): decided once, here.
-enum Era {
-    Legacy,
-    Modern,
-}
-
-fn classify(has_session: bool, version_header: Option<&str>, msg: &Message<'_>) -> Era {
-    if has_session {
-        return Era::Legacy;
-    }
-    let modern_meta = match msg {
-        Message::Single(env) => env
-            .meta()
-            .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
-            .is_some(),
-        Message::Batch(_) => false,
+/// Which era a POST belongs to (conformance notes §1.6): decided once, by
+/// core's one classification.
+fn classify(has_session: bool, version_header: Option<&str>, msg: &Message<'_>) -> RevEra {
+    let single = match msg {
+        Message::Single(env) => Some(env),
+        Message::Batch(_) => None,
     };
-    match (version_header, modern_meta) {
-        (_, true) => Era::Modern,
-        (Some(h), false) if Revision::parse(h).is_some_and(|r| r.era() == RevEra::Legacy) => {
-            Era::Legacy
-        }
-        (Some(_), false) => Era::Modern,
-        (None, false) => Era::Legacy,
-    }
+    let hints = EraHints { session: has_session, version_header, modern_connection: false };
+    revision::request_era(single, hints)
 }
 
 fn supported_json() -> String {
@@ -196,19 +179,8 @@ async fn post(conn: &mut Conn, req: &mut Request) -> bool {
         .header_str("mcp-protocol-version")
         .map(|s| s.trim().to_string());
     match classify(sid.is_some(), pv.as_deref(), &msg) {
-        Era::Modern => post_modern(conn, req, &msg).await,
-        Era::Legacy => post_legacy(conn, req, sid, pv, &msg).await,
-    }
-}
-
-/// HTTP status of a modern (2026-07-28) error answer: 400 for the errors
-/// the spec gives a status (-32020, -32021, -32022) and for invalid params
-/// (-32602: missing `_meta` fields included), 404 for an unknown method.
-fn modern_status(code: i64) -> u16 {
-    match code {
-        -32601 => 404,
-        -32602 | -32020 | -32021 | -32022 | -32600 | -32700 => 400,
-        _ => 200,
+        RevEra::Modern => post_modern(conn, req, &msg).await,
+        RevEra::Legacy => post_legacy(conn, req, sid, pv, &msg).await,
     }
 }
 
@@ -217,7 +189,7 @@ fn modern_status(code: i64) -> u16 {
 /// missing field is the hub's -32602 first, conformance notes §3.1).
 fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
     use mcpx_core::headers::{self, HeaderField, ParamValue};
-    let meta_version = env.meta().and_then(|m| m.get(PROTOCOL_VERSION_KEY))?.as_str()?;
+    let meta_version = env.protocol_version()?.as_str()?;
     let version = String::from_utf8_lossy(meta_version.raw()).into_owned();
     if env.meta().and_then(|m| m.get(mcpx_core::meta::CLIENT_CAPABILITIES_KEY)).is_none() {
         return None;
@@ -632,7 +604,7 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
             if x.modern {
                 // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
                 let code = Envelope::parse(&body).ok().and_then(|e| e.error_code());
-                status = code.map_or(200, modern_status);
+                status = code.map_or(200, mcpx_core::error::http_status);
             }
             conn.respond(status, &hs, &body, !x.http10).await
         }
@@ -815,8 +787,8 @@ mod tests {
     fn era(session: bool, header: Option<&str>, body: &str) -> &'static str {
         let msg = Message::parse(body.as_bytes()).unwrap();
         match classify(session, header, &msg) {
-            Era::Legacy => "legacy",
-            Era::Modern => "modern",
+            RevEra::Legacy => "legacy",
+            RevEra::Modern => "modern",
         }
     }
 

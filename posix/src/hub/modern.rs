@@ -24,9 +24,9 @@
 //!   notification tagged with the listen request's id; a client's
 //!   `notifications/cancelled` ends one; `Hub::shutdown` answers them all.
 
-use mcpx_core::envelope::Envelope;
+use mcpx_core::error::PeerCaps;
 use mcpx_core::meta::{self, validate_request_meta, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
-use mcpx_core::revision::{Era, Revision};
+use mcpx_core::revision::{self, Era, Revision};
 use serde_json::{json, Map, Value};
 
 use super::catalog::{Channel, Kind};
@@ -100,16 +100,14 @@ pub(super) fn salient(method: &str, p: &Value) -> Vec<u8> {
 impl Hub {
     /// Is request `m` of client `c` served in the modern era?
     pub(super) fn is_modern_request(&self, c: ClientId, m: &Msg) -> bool {
-        if m.method == "server/discover" {
-            return true;
-        }
-        let has_version = Envelope::parse(m.raw).ok().and_then(|e| e.meta()).is_some_and(|meta| meta.get(meta::PROTOCOL_VERSION_KEY).is_some());
-        has_version || self.clients.get(&c).is_some_and(|cl| cl.era == Some(Era::Modern) && !cl.initialized)
+        let modern_connection = self.clients.get(&c).is_some_and(|cl| cl.era == Some(Era::Modern) && !cl.initialized);
+        let hints = revision::EraHints { modern_connection, ..Default::default() };
+        revision::request_era(Some(&m.env), hints) == Era::Modern
     }
 
     /// `result` / `error` shaping for a modern client.
     fn modern_error(&mut self, c: ClientId, id: &[u8], code: i64, msg: &str, data: Option<Value>) {
-        let code = mcpx_core::error::code_for(code, MODERN);
+        let code = mcpx_core::error::code_for(code, MODERN, PeerCaps::default());
         self.emit_client(c, wire::error(Some(id), code, msg, data));
     }
 
@@ -182,9 +180,8 @@ impl Hub {
             return;
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let Ok(env) = Envelope::parse(m.raw) else { return };
         let supported = self.opts.client_revisions;
-        let rm = match validate_request_meta(&env, supported) {
+        let rm = match validate_request_meta(&m.env, supported) {
             Ok(rm) => rm,
             Err(e) => {
                 // Requirement: meta-server-rejects-missing-required-field, versioning-server-unsupported-version-error

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use mcpx_core::cursor::{self, Cursor};
+use mcpx_core::error::PeerCaps;
 use serde_json::{json, Value};
 
 use super::catalog::Kind;
@@ -65,14 +66,20 @@ fn refuse(code: i64, msg: String) -> Refusal {
 }
 
 impl Hub {
+    /// What client `c` declared that the error table depends on.
+    pub(super) fn peer_caps(&self, c: ClientId) -> PeerCaps {
+        let url_elicitation = self.clients.get(&c).is_some_and(|cl| cl.caps.pointer("/elicitation/url").is_some());
+        PeerCaps { url_elicitation }
+    }
+
     pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
         if self.is_modern_request(c, m) {
             return self.on_modern_request(c, m);
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         if let Err(Refusal(code, msg, data)) = self.route(c, m) {
-            // The core error table decides which code this client's revision may get.
-            let code = mcpx_core::error::code_for(code, self.clients[&c].rev());
+            // The core error table decides which code this client may get.
+            let code = mcpx_core::error::code_for(code, self.clients[&c].rev(), self.peer_caps(c));
             self.emit_client(c, wire::error(Some(&id), code, &msg, data));
         }
     }
@@ -467,22 +474,14 @@ impl Hub {
             return self.emit_client(c, out);
         }
         if let Some(err) = m.error_bytes() {
-            let code = wire::find(err, 0..err.len(), &["code"]).and_then(|r| std::str::from_utf8(&err[r]).ok()?.parse::<i64>().ok());
-            if self.ups[u].is_modern() && code == Some(-32022) {
+            if self.ups[u].is_modern() && m.env.error_code() == Some(-32022) {
                 // Requirement: versioning-era-cache (re-probed when the assumption fails)
                 let name = self.ups[u].spec.name.clone();
                 self.log(super::Level::Warn, format!("server '{name}' no longer accepts protocol revision 2026-07-28; restarting it to negotiate again"));
                 self.ups[u].era_cache = None;
                 self.out.push_back(super::Output::RestartUpstream(u, "protocol version no longer supported"));
             }
-            let mut out = error_for(err, rev);
-            if code == Some(-32042) && self.clients.get(&c).is_none_or(|cl| cl.caps.pointer("/elicitation/url").is_none()) {
-                // Requirement: elicitation-server-may-return-url-required-error
-                // (its URL elicitations only to a client that declared URL mode)
-                if let Some(r) = wire::find(&out, 0..out.len(), &["code"]) {
-                    out = wire::splice(&out, vec![(r, b"-32603".to_vec())]);
-                }
-            }
+            let out = error_for(err, rev, self.peer_caps(c));
             self.emit_client(c, wire::error_raw(Some(&id), &out));
         }
     }
@@ -600,12 +599,13 @@ fn rename_contents(res: &[u8], orig: &str, exposed: &str) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_else(|_| res.to_vec())
 }
 
-/// An upstream's error object with its code replaced when the client's
-/// revision has no such code (core error table), e.g. -32042 before 2025-11-25.
-fn error_for(err: &[u8], rev: shape::Rev) -> Vec<u8> {
+/// An upstream's error object with its code replaced when the client may
+/// not get it (core error table), e.g. -32042 before 2025-11-25 or to a
+/// client without URL elicitation.
+fn error_for(err: &[u8], rev: shape::Rev, caps: PeerCaps) -> Vec<u8> {
     let Some(r) = wire::find(err, 0..err.len(), &["code"]) else { return err.to_vec() };
     let Some(code) = std::str::from_utf8(&err[r.clone()]).ok().and_then(|s| s.parse::<i64>().ok()) else { return err.to_vec() };
-    let to = mcpx_core::error::code_for(code, rev);
+    let to = mcpx_core::error::code_for(code, rev, caps);
     if to == code {
         err.to_vec()
     } else {

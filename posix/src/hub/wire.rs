@@ -18,6 +18,8 @@ pub(super) use mcpx_core::envelope::Kind;
 /// One validated JSON-RPC message; ranges index `raw`.
 #[derive(Clone, Debug)]
 pub(super) struct Msg<'a> {
+    /// The checked view this was made from: `_meta` keys, the typed method.
+    pub env: Envelope<'a>,
     pub raw: &'a [u8],
     pub kind: Kind,
     /// The id value (a string with its quotes, or an integer), absent on
@@ -100,6 +102,7 @@ pub(super) fn parse(raw: &[u8]) -> Result<Msg<'_>, Bad> {
     };
     let id = env.id().filter(|v| v.kind() != json::Kind::Null).map(|v| range(v.span()));
     Ok(Msg {
+        env,
         raw,
         kind: match env.kind() {
             EnvKind::Request => Kind::Request,
