@@ -312,12 +312,23 @@ pub fn splice(src: &[u8], splices: &[Splice<'_>], out: &mut [u8]) -> Result<usiz
     Ok(w.finish()?)
 }
 
+const OPEN: &[u8] = b"{\"jsonrpc\":\"2.0\"";
+const ID_MEMBER: &[u8] = b",\"id\":";
+
 fn open(w: &mut Writer<'_>, id: Option<&[u8]>) {
-    w.raw(b"{\"jsonrpc\":\"2.0\"");
+    w.raw(OPEN);
     if let Some(id) = id {
-        w.raw(b",\"id\":");
+        w.raw(ID_MEMBER);
         w.raw(id);
     }
+}
+
+/// Where the id of `id_len` bytes lies in every message these writers
+/// produce with an id: a caller that wrote a response knows which request
+/// it answers without reading it back.
+pub const fn written_id_span(id_len: usize) -> Span {
+    let start = OPEN.len() + ID_MEMBER.len();
+    Span::new(start, start + id_len)
 }
 
 fn method_params(w: &mut Writer<'_>, method: &str, params: Option<&[u8]>) {
@@ -423,6 +434,16 @@ pub fn write_json_string(s: &str, out: &mut [u8]) -> Result<usize, Overflow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_ids_lie_where_written_id_span_says() {
+        let mut out = [0u8; 128];
+        let id = b"\"abc\"";
+        let n = write_result(id, b"{}", &mut out).unwrap();
+        assert_eq!(written_id_span(id.len()).slice(&out[..n]), id);
+        let n = write_error(Some(b"12"), -32603, "x", None, &mut out).unwrap();
+        assert_eq!(written_id_span(2).slice(&out[..n]), b"12");
+    }
     use crate::envelope::{Envelope, Kind};
     use crate::json;
 

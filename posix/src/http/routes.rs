@@ -280,12 +280,10 @@ async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>) -> b
     };
     sh.link.call(|hub, _| hub.set_client_principal(c, &principal));
     let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
-    let tokens = env.progress_token().map(|t| t.bytes().to_vec()).into_iter().collect();
     let x = Exchange {
         sid: sid.clone(),
         c,
         pending: vec![id],
-        tokens,
         msgs: vec![env.bytes().to_vec()],
         prefilled: Vec::new(),
         batch: false,
@@ -346,16 +344,10 @@ async fn post_legacy(
             Err(why) => return conn.error(503, first_id, -32603, &why, None, true).await,
         };
         let id = env.id_bytes().unwrap_or(b"null").to_vec();
-        let tokens = env
-            .progress_token()
-            .map(|t| t.bytes().to_vec())
-            .into_iter()
-            .collect();
         let x = Exchange {
             sid: sid.clone(),
             c,
             pending: vec![id],
-            tokens,
             msgs: vec![env.bytes().to_vec()],
             prefilled: Vec::new(),
             batch: false,
@@ -401,7 +393,6 @@ async fn post_legacy(
         sid,
         c,
         pending: Vec::new(),
-        tokens: Vec::new(),
         msgs: Vec::new(),
         prefilled: Vec::new(),
         batch,
@@ -424,9 +415,6 @@ async fn post_legacy(
                     continue;
                 }
                 x.pending.push(id.to_vec());
-                if let Some(t) = env.progress_token() {
-                    x.tokens.push(t.bytes().to_vec());
-                }
                 x.msgs.push(env.bytes().to_vec());
             }
             Ok(env) => x.msgs.push(env.bytes().to_vec()),
@@ -479,7 +467,6 @@ struct Exchange {
     sid: String,
     c: crate::hub::ClientId,
     pending: Vec<Vec<u8>>,
-    tokens: Vec<Vec<u8>>,
     msgs: Vec<Vec<u8>>,
     /// Responses decided here (invalid batch elements, duplicate ids).
     prefilled: Vec<Vec<u8>>,
@@ -501,7 +488,7 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
     let sh = conn.shared.clone();
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let expected = x.pending.len();
-    let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.tokens, x.sse_ok, tx) else {
+    let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.sse_ok, tx) else {
         return conn.reject(404, "Not found: the session ended").await;
     };
     let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();

@@ -212,7 +212,7 @@ fn start_with(
                     continue;
                 };
                 match out {
-                    Output::ToClient(..) | Output::CloseClient(..) => {}
+                    Output::ToClient(..) | Output::ClientInitialized(..) | Output::CloseClient(..) => {}
                     Output::ToUpstream(_, m) => {
                         let _ = up_tx.try_send(m);
                     }

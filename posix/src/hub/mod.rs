@@ -277,11 +277,71 @@ pub enum Level {
     Debug,
 }
 
+/// A client's request id (its raw JSON bytes) as a map key: short ids
+/// (nearly all) are stored inline, so tracking a request allocates nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdKey {
+    Inline(u8, [u8; 22]),
+    Heap(Box<[u8]>),
+}
+
+impl IdKey {
+    pub fn new(id: &[u8]) -> IdKey {
+        let mut b = [0u8; 22];
+        match b.get_mut(..id.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(id);
+                IdKey::Inline(id.len() as u8, b)
+            }
+            None => IdKey::Heap(id.into()),
+        }
+    }
+
+    /// The id's raw JSON bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            IdKey::Inline(n, b) => &b[..*n as usize],
+            IdKey::Heap(b) => b,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for IdKey {
+    fn borrow(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+// Hashes as the `[u8]` it borrows as, so lookups by `&[u8]` find it.
+impl std::hash::Hash for IdKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.bytes().hash(h)
+    }
+}
+
+/// What a message to a client is, so that no runtime reads its bytes to
+/// route it (quinn-proto's `poll` events, not bytes to re-read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum About {
+    /// The answer to the client's request whose id (the client's own bytes)
+    /// is `msg[id]`; `None` when that request's id could not be read.
+    Reply { id: Option<std::ops::Range<usize>> },
+    /// A request the client is to answer (sampling, elicitation, roots,
+    /// ping), whose id (the hub's) is `msg[id]`.
+    Request { id: std::ops::Range<usize> },
+    /// A notification. `unsolicited`: a list change or resource update, not
+    /// caused by any request; `related`: the client request it reports on
+    /// (progress), to be delivered with that request's answer.
+    Notification { unsolicited: bool, related: Option<IdKey> },
+}
+
 /// What the hub asks the runtime to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
-    /// Write one message to a client.
-    ToClient(ClientId, Vec<u8>),
+    /// Write one message to a client; [`About`] says what it is.
+    ToClient(ClientId, Vec<u8>, About),
+    /// Client `c`'s `initialize` was answered: the session speaks this revision.
+    ClientInitialized(ClientId, mcpx_core::revision::Revision),
     /// Write one message to an upstream's stdin.
     ToUpstream(UpstreamId, Vec<u8>),
     /// Kill and respawn this upstream (hung or broken); the reason is for logs.
@@ -432,6 +492,23 @@ impl Hub {
         for c in ids {
             self.end_listens(c);
         }
+    }
+
+    /// How many of client `c`'s requests are not answered yet (what a
+    /// runtime waits for at end of input).
+    pub fn client_open_requests(&self, c: ClientId) -> usize {
+        self.clients.get(&c).map_or(0, |cl| cl.open.len())
+    }
+
+    /// Is a request of client `c` with this id (raw JSON) still unanswered?
+    pub fn client_request_open(&self, c: ClientId, id: &[u8]) -> bool {
+        self.clients.get(&c).is_some_and(|cl| cl.open.contains(id))
+    }
+
+    /// Is client `c`'s `initialize` held (waiting for upstreams to start)?
+    /// A stream transport holds the client's next messages meanwhile.
+    pub fn client_initializing(&self, c: ClientId) -> bool {
+        self.clients.get(&c).is_some_and(|cl| cl.held_init.is_some())
     }
 
     /// Has client `c` spoken the modern era (per-request `_meta`) rather than

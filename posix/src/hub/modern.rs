@@ -108,7 +108,7 @@ impl Hub {
     /// `result` / `error` shaping for a modern client.
     fn modern_error(&mut self, c: ClientId, id: &[u8], code: i64, msg: &str, data: Option<Value>) {
         let code = mcpx_core::error::code_for(code, MODERN, PeerCaps::default());
-        self.emit_client(c, wire::error(Some(id), code, msg, data));
+        self.answer_error(c, Some(id), code, msg, data);
     }
 
     /// `_meta` of every modern result: the hub's `serverInfo`.
@@ -193,7 +193,7 @@ impl Hub {
                     }
                 };
                 buf.truncate(n);
-                return self.emit_client(c, buf);
+                return self.emit_reply(c, Some(&id), buf);
             }
         };
         let caps: Value = serde_json::from_slice(rm.client_capabilities.bytes()).unwrap_or_else(|_| json!({}));
@@ -306,7 +306,7 @@ impl Hub {
         });
         let hints = self.agg_hints(&[]);
         self.stamp(&mut v, Some(hints));
-        self.emit_client(c, wire::result(id, &serde_json::to_vec(&v).unwrap_or_default()));
+        self.answer_result(c, id, &serde_json::to_vec(&v).unwrap_or_default());
     }
 
     /// Result members a modern client gets on a list page.
@@ -362,7 +362,7 @@ impl Hub {
         // Requirement: subscriptions-ack-first-with-id
         let idv: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
         let ack = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv }, "notifications": agreed });
-        self.emit_client(c, wire::notification("notifications/subscriptions/acknowledged", Some(&serde_json::to_vec(&ack).unwrap_or_default())));
+        self.emit_notification(c, "notifications/subscriptions/acknowledged", Some(&serde_json::to_vec(&ack).unwrap_or_default()));
         for (uri, _) in uris {
             self.subscribe_uri(c, &uri);
         }
@@ -397,10 +397,10 @@ impl Hub {
             let idv: Value = serde_json::from_slice(&l.id).unwrap_or(Value::Null);
             let mut v = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
             self.stamp(&mut v, None);
-            self.emit_client(c, wire::result(&l.id, &serde_json::to_vec(&v).unwrap_or_default()));
+            self.answer_result(c, &l.id, &serde_json::to_vec(&v).unwrap_or_default());
             // Requirement: cancellation-server-must-send-cancelled-on-listen-teardown, cancellation-server-only-for-listen
             let p = json!({ "requestId": idv, "reason": "mcpx is shutting down" });
-            self.emit_client(c, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.emit_notification(c, "notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default()));
             for uri in l.uris {
                 self.unsubscribe_uri(c, &uri);
             }
@@ -419,7 +419,7 @@ impl Hub {
             // Requirement: subscriptions-tag-every-notification
             let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
             let p = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
-            self.emit_client(c, wire::notification(ch.notification(), Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.emit_notification(c, ch.notification(), Some(&serde_json::to_vec(&p).unwrap_or_default()));
         }
     }
 
@@ -437,7 +437,7 @@ impl Hub {
             let mut p = params.clone();
             let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
             p["_meta"] = json!({ SUBSCRIPTION_ID_KEY: idv });
-            self.emit_client(c, wire::notification("notifications/resources/updated", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.emit_notification(c, "notifications/resources/updated", Some(&serde_json::to_vec(&p).unwrap_or_default()));
             reached.push(c);
         }
         reached
@@ -452,7 +452,7 @@ impl Hub {
         to.sort();
         to.dedup();
         for c in to {
-            self.emit_client(c, wire::notification("notifications/message", Some(&serde_json::to_vec(p).unwrap_or_default())));
+            self.emit_notification(c, "notifications/message", Some(&serde_json::to_vec(p).unwrap_or_default()));
         }
     }
 }

@@ -80,7 +80,7 @@ impl Hub {
         if let Err(Refusal(code, msg, data)) = self.route(c, m) {
             // The core error table decides which code this client may get.
             let code = mcpx_core::error::code_for(code, self.clients[&c].rev(), self.peer_caps(c));
-            self.emit_client(c, wire::error(Some(&id), code, &msg, data));
+            self.answer_error(c, Some(&id), code, &msg, data);
         }
     }
 
@@ -97,7 +97,7 @@ impl Hub {
                 Ok(())
             }
             "ping" => {
-                self.emit_client(c, wire::result(id, b"{}"));
+                self.answer_result(c, id, b"{}");
                 Ok(())
             }
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
@@ -139,7 +139,7 @@ impl Hub {
                 }
                 if m.method == "resources/subscribe" {
                     if self.subs.has(&uri, c) {
-                        self.emit_client(c, wire::result(id, b"{}"));
+                        self.answer_result(c, id, b"{}");
                         return Ok(());
                     }
                     let cl = &self.clients[&c];
@@ -151,12 +151,12 @@ impl Hub {
                         if self.ups[u].is_modern() {
                             self.open_listen(u);
                         }
-                        self.emit_client(c, wire::result(id, b"{}"));
+                        self.answer_result(c, id, b"{}");
                         return Ok(());
                     }
                 } else {
                     if !self.subs.has(&uri, c) {
-                        self.emit_client(c, wire::result(id, b"{}"));
+                        self.answer_result(c, id, b"{}");
                         return Ok(());
                     }
                     self.clients.get_mut(&c).expect("known client").subs -= 1;
@@ -164,7 +164,7 @@ impl Hub {
                         if self.ups[u].is_modern() {
                             self.open_listen(u);
                         }
-                        self.emit_client(c, wire::result(id, b"{}"));
+                        self.answer_result(c, id, b"{}");
                         return Ok(());
                     }
                 }
@@ -203,7 +203,7 @@ impl Hub {
                         self.send_set_level(u, &level);
                     }
                 }
-                self.emit_client(c, wire::result(id, b"{}"));
+                self.answer_result(c, id, b"{}");
                 Ok(())
             }
             method => Err(refuse(-32601, format!("Method not found: {method}"))),
@@ -325,7 +325,7 @@ impl Hub {
             cl.listed[ch.idx()] = true;
             cl.known_fp[ch.idx()] = fp;
         }
-        self.emit_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
+        self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
         Ok(())
     }
 
@@ -450,7 +450,7 @@ impl Hub {
                     Some(other) => {
                         let msg = format!("server '{server}' answered {method} with resultType '{other}', which mcpx does not know");
                         self.log(super::Level::Warn, msg.clone());
-                        return self.emit_client(c, wire::error(Some(&id), -32603, &msg, Some(json!({ "server": server }))));
+                        return self.answer_error(c, Some(&id), -32603, &msg, Some(json!({ "server": server })));
                     }
                 }
                 if method == "resources/read" {
@@ -465,13 +465,12 @@ impl Hub {
                 let mut v: Value = serde_json::from_slice(res).unwrap_or_else(|_| json!({}));
                 let hints = (method == "resources/read").then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
                 self.stamp(&mut v, hints);
-                return self.emit_client(c, wire::result(&id, &serde_json::to_vec(&v).unwrap_or_default()));
+                return self.answer_result(c, &id, &serde_json::to_vec(&v).unwrap_or_default());
             }
-            let out = match shape::result(&method, res, rev) {
-                Some(shaped) => wire::result(&id, &shaped),
-                None => wire::result(&id, res),
+            return match shape::result(&method, res, rev) {
+                Some(shaped) => self.answer_result(c, &id, &shaped),
+                None => self.answer_result(c, &id, res),
             };
-            return self.emit_client(c, out);
         }
         if let Some(err) = m.error_bytes() {
             if self.ups[u].is_modern() && m.env.error_code() == Some(-32022) {
@@ -482,7 +481,7 @@ impl Hub {
                 self.out.push_back(super::Output::RestartUpstream(u, "protocol version no longer supported"));
             }
             let out = error_for(err, rev, self.peer_caps(c));
-            self.emit_client(c, wire::error_raw(Some(&id), &out));
+            self.answer_raw_error(c, &id, &out);
         }
     }
 

@@ -57,6 +57,8 @@ struct Pair {
     up: HashMap<UpstreamId, VecDeque<Value>>,
     restarts: Vec<(UpstreamId, &'static str)>,
     closed: Vec<ClientId>,
+    /// `ClientInitialized` events.
+    initialized: Vec<(ClientId, mcpx_core::revision::Revision)>,
     logs: Vec<(Level, String)>,
 }
 
@@ -90,6 +92,7 @@ impl Pair {
             up: HashMap::new(),
             restarts: vec![],
             closed: vec![],
+            initialized: vec![],
             logs: vec![],
         }
     }
@@ -115,10 +118,12 @@ impl Pair {
             let mut replies: Vec<(UpstreamId, Value)> = Vec::new();
             while let Some(o) = self.hub.poll_output() {
                 match o {
-                    Output::ToClient(c, b) => {
+                    Output::ToClient(c, b, about) => {
                         let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to clients");
+                        check_about(&v, &b, &about);
                         self.cl.entry(c).or_default().push_back((v, b));
                     }
+                    Output::ClientInitialized(c, rev) => self.initialized.push((c, rev)),
                     Output::ToUpstream(u, b) => {
                         let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to upstreams");
                         match self.fakes[u].as_ref().and_then(|f| f.answer(&v)) {
@@ -370,6 +375,9 @@ fn initialize_is_held_until_upstreams_have_started() {
     let c = p.connect();
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }));
     assert!(p.client_quiet(c), "held while b starts");
+    // The hub alone tracks what is unanswered: the runtime asks it.
+    assert!(p.hub.client_initializing(c) && p.hub.client_request_open(c, b"1"));
+    assert_eq!((p.hub.client_open_requests(c), p.initialized.len()), (1, 0));
     let init = p.take_up(1);
     assert_eq!(init["method"], "initialize");
     p.fakes[1] = Some(Fake::tools(&["y"]));
@@ -377,6 +385,8 @@ fn initialize_is_held_until_upstreams_have_started() {
     p.upstream_says(1, answer);
     let r = p.take(c);
     assert_eq!(r["id"], 1);
+    assert!(!p.hub.client_initializing(c) && !p.hub.client_request_open(c, b"1"));
+    assert_eq!(p.initialized, [(c, mcpx_core::revision::Revision::V2025_11_25)]);
     assert_eq!(p.names(c), ["a__x", "b__y"]);
 }
 
@@ -1471,4 +1481,56 @@ fn upstream_garbage_is_counted_and_logged() {
     assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains("'fs'") && m.contains("20000000")));
     assert!(p.client_quiet(c));
     assert_eq!(p.names(c), ["fs__read", "fs__slow"], "still serving");
+}
+
+    #[test]
+    fn id_keys_are_found_by_their_raw_bytes_short_or_long() {
+        let long = format!("\"{}\"", "x".repeat(40));
+        let ids: [&[u8]; 5] = [b"1", b"\"a\"", b"12345678901234567890", b"\"exactly-22-bytes-id!\"", long.as_bytes()];
+        let mut set = std::collections::HashSet::new();
+        for id in ids {
+            assert!(set.insert(super::IdKey::new(id)));
+        }
+        assert!(matches!(super::IdKey::new(ids[3]), super::IdKey::Inline(..)) && matches!(super::IdKey::new(long.as_bytes()), super::IdKey::Heap(_)));
+        for id in ids {
+            assert!(set.contains(id), "{}", String::from_utf8_lossy(id));
+        }
+        assert!(!set.contains(&b"2"[..]) && !set.contains(&b"1 "[..]));
+        for id in ids {
+            assert!(set.remove(id));
+        }
+        assert!(set.is_empty());
+    }
+
+/// Every message to a client says truly what it is: a reply names the id it
+/// answers (as its span in the bytes), progress names its request.
+fn check_about(v: &Value, b: &[u8], about: &super::About) {
+    use super::About;
+    let is_reply = v.get("result").is_some() || v.get("error").is_some();
+    match about {
+        About::Reply { id } => {
+            assert!(is_reply, "a reply that is none: {v}");
+            match (id, v.get("id")) {
+                (Some(r), Some(want)) => {
+                    let got: Value = serde_json::from_slice(&b[r.clone()]).expect("id span is JSON");
+                    assert_eq!(&got, want, "reply id span in {v}");
+                }
+                (None, None) | (None, Some(Value::Null)) => {}
+                (id, want) => panic!("reply id {id:?} vs {want:?} in {v}"),
+            }
+        }
+        About::Request { id } => {
+            assert!(!is_reply && v.get("method").is_some(), "not a request: {v}");
+            let got: Value = serde_json::from_slice(&b[id.clone()]).expect("id span is JSON");
+            assert_eq!(&got, &v["id"], "request id span in {v}");
+        }
+        About::Notification { unsolicited, related } => {
+            assert!(v.get("id").is_none() && v.get("method").is_some(), "not a notification: {v}");
+            let method = v["method"].as_str().unwrap_or("");
+            assert_eq!(*unsolicited, method.ends_with("/list_changed") || method == "notifications/resources/updated", "{v}");
+            if method == "notifications/progress" {
+                assert!(related.is_some(), "progress without its request: {v}");
+            }
+        }
+    }
 }
