@@ -284,7 +284,7 @@ async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>) -> b
         sid: sid.clone(),
         c,
         pending: vec![id],
-        msgs: vec![env.bytes().to_vec()],
+        msgs: vec![*env],
         prefilled: Vec::new(),
         batch: false,
         sse_ok,
@@ -348,7 +348,7 @@ async fn post_legacy(
             sid: sid.clone(),
             c,
             pending: vec![id],
-            msgs: vec![env.bytes().to_vec()],
+            msgs: vec![*env],
             prefilled: Vec::new(),
             batch: false,
             sse_ok,
@@ -405,7 +405,8 @@ async fn post_legacy(
         match el {
             Ok(env) if env.kind() == MsgKind::Request => {
                 let id = env.id_bytes().unwrap_or(b"null");
-                if x.pending.iter().any(|p| p == id) || session::id_in_flight(&sh, &x.sid, id) {
+                let open = sh.link.call(|hub, _| hub.client_request_open(x.c, id));
+                if x.pending.iter().any(|p| p == id) || open {
                     x.prefilled.push(super::conn::error_body(
                         Some(id),
                         -32600,
@@ -415,9 +416,9 @@ async fn post_legacy(
                     continue;
                 }
                 x.pending.push(id.to_vec());
-                x.msgs.push(env.bytes().to_vec());
+                x.msgs.push(env);
             }
-            Ok(env) => x.msgs.push(env.bytes().to_vec()),
+            Ok(env) => x.msgs.push(env),
             Err(e) => {
                 // Only answer what could be a request (never a notification).
                 if e.id_bytes().is_some() || !batch {
@@ -432,8 +433,7 @@ async fn post_legacy(
         }
     }
     if x.pending.is_empty() {
-        let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();
-        sh.feed(x.c, &msgs);
+        sh.feed_views(x.c, &x.msgs);
         if x.prefilled.is_empty() {
             // Requirement rows streamable-http-server-202-for-non-request
             return conn.respond(202, &[], b"", true).await;
@@ -462,12 +462,12 @@ fn join(msgs: &[Vec<u8>], batch: bool) -> Vec<u8> {
     out
 }
 
-/// A POST carrying requests, to be answered.
-struct Exchange {
+/// A POST carrying requests, to be answered; `msgs` are views into its body.
+struct Exchange<'b> {
     sid: String,
     c: crate::hub::ClientId,
     pending: Vec<Vec<u8>>,
-    msgs: Vec<Vec<u8>>,
+    msgs: Vec<Envelope<'b>>,
     /// Responses decided here (invalid batch elements, duplicate ids).
     prefilled: Vec<Vec<u8>>,
     batch: bool,
@@ -484,15 +484,14 @@ struct Exchange {
 /// responses come first, SSE when something must stream before them (rows
 /// `streamable-http-server-json-or-sse-for-request`, `streamable-http-sse-includes-response`,
 /// `streamable-http-server-terminates-sse-after-response`).
-async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
+async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
     let sh = conn.shared.clone();
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let expected = x.pending.len();
     let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.sse_ok, tx) else {
         return conn.reject(404, "Not found: the session ended").await;
     };
-    let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();
-    sh.feed(x.c, &msgs);
+    sh.feed_views(x.c, &x.msgs);
     let session_hdr = x.sid.clone();
     let mut extra: Vec<(&str, &str)> = Vec::new();
     if x.set_session {
@@ -748,21 +747,16 @@ async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
         Ok(b) => b,
         Err(keep) => return keep,
     };
-    let msgs: Vec<Vec<u8>> = match Message::parse(&body) {
-        Ok(Message::Single(e)) => vec![e.bytes().to_vec()],
-        Ok(Message::Batch(b)) => b
-            .elements()
-            .filter_map(Result::ok)
-            .map(|e| e.bytes().to_vec())
-            .collect(),
+    let msgs: Vec<Envelope<'_>> = match Message::parse(&body) {
+        Ok(Message::Single(e)) => vec![e],
+        Ok(Message::Batch(b)) => b.elements().filter_map(Result::ok).collect(),
         Err(e) => {
             return conn
                 .error(400, e.id_bytes(), e.code().into(), e.message(), None, true)
                 .await
         }
     };
-    let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
-    sh.feed(c, &refs);
+    sh.feed_views(c, &msgs);
     conn.respond(202, &[("Content-Type", "text/plain")], b"Accepted", true)
         .await
 }

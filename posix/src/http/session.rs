@@ -7,6 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use mcpx_core::envelope::Envelope;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::revision::Revision;
 use mcpx_core::rewrite::write_error;
@@ -134,6 +135,15 @@ impl Shared {
         self.link.call(|hub, now| {
             for m in msgs {
                 hub.client_message(c, m, now);
+            }
+        });
+    }
+
+    /// Feeds messages this transport has parsed: the hub takes the views.
+    pub fn feed_views(&self, c: ClientId, msgs: &[Envelope<'_>]) {
+        self.link.call(|hub, now| {
+            for m in msgs {
+                hub.client_envelope(c, m, now);
             }
         });
     }
@@ -297,16 +307,6 @@ pub(crate) fn drop_exchange(shared: &Shared, sid: &str, seq: u64) {
         s.exchanges.retain(|e| e.seq != seq);
         s.last_seen = now;
     }
-}
-
-/// Is `id` (raw JSON) pending in any exchange of the session?
-pub(crate) fn id_in_flight(shared: &Shared, sid: &str, id: &[u8]) -> bool {
-    let st = shared.state.borrow();
-    st.sessions.by_id.get(sid).is_some_and(|s| {
-        s.exchanges
-            .iter()
-            .any(|e| e.pending.iter().any(|p| p == id))
-    })
 }
 
 /// Opens the session's standalone stream; `None` if one is open already.

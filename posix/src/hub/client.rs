@@ -120,18 +120,22 @@ impl Hub {
                 let id = id.or_else(|| self.unreadable_id(c).map(<[u8]>::to_vec));
                 self.answer_error(c, id.as_deref(), code, message, None);
             }
-            Ok(m) => match m.kind {
-                Kind::Request => {
-                    if let (Some(id), Some(cl)) = (m.id_bytes(), self.clients.get_mut(&c)) {
-                        if cl.open.len() < MAX_OPEN {
-                            cl.open.insert(IdKey::new(id));
-                        }
-                    }
-                    self.on_client_request(c, &m)
+            Ok(m) => self.on_client_view(c, &m),
+        }
+    }
+
+    /// One checked message from client `c`: the only way in.
+    pub(super) fn on_client_view(&mut self, c: ClientId, m: &wire::Msg) {
+        let Some(cl) = self.clients.get_mut(&c) else { return };
+        match m.kind {
+            Kind::Request => {
+                if let Some(id) = m.id_bytes().filter(|_| cl.open.len() < MAX_OPEN) {
+                    cl.open.insert(IdKey::new(id));
                 }
-                Kind::Notification => self.on_client_notification(c, &m),
-                Kind::Result | Kind::Error => self.on_client_response(c, &m),
-            },
+                self.on_client_request(c, m)
+            }
+            Kind::Notification => self.on_client_notification(c, m),
+            Kind::Result | Kind::Error => self.on_client_response(c, m),
         }
     }
 
@@ -168,7 +172,7 @@ impl Hub {
     }
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
-        match m.method.as_str() {
+        match &*m.method {
             "notifications/initialized" | "initialized" => {
                 let Some(cl) = self.clients.get_mut(&c) else { return };
                 cl.ready = true;
@@ -177,9 +181,8 @@ impl Hub {
                 }
             }
             "notifications/cancelled" => {
-                let Some(p) = m.params.clone() else { return };
-                let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
-                let reason = wire::find(m.raw, p, &["reason"]).and_then(|r| wire::string_at(m.raw, r));
+                let Some(r) = m.param(&["requestId"]) else { return };
+                let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
                 let rid = &m.raw[r];
                 if self.end_listen(c, rid) {
                     return;

@@ -68,6 +68,8 @@ mod tests;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use mcpx_core::envelope::Envelope;
+
 /// Index of an upstream in the configuration order (0-based). Stable for the
 /// life of the `Hub`.
 pub type UpstreamId = usize;
@@ -406,10 +408,19 @@ impl Hub {
         self.on_client_connected()
     }
 
-    /// One framed message from a client (a request, notification or response).
+    /// One framed message from a client (a request, notification or
+    /// response): parsed here, once. Invalid messages are answered.
     pub fn client_message(&mut self, c: ClientId, msg: &[u8], now_ms: u64) {
         self.now(now_ms);
         self.on_client_message(c, msg);
+    }
+
+    /// One message from a client that the transport has parsed already
+    /// (an HTTP body, a batch element): the hub reads spans of this view and
+    /// never parses the bytes again.
+    pub fn client_envelope(&mut self, c: ClientId, msg: &Envelope<'_>, now_ms: u64) {
+        self.now(now_ms);
+        self.on_client_view(c, &wire::view(*msg));
     }
 
     /// The client sent a frame longer than the runtime accepts (`len` bytes

@@ -176,7 +176,7 @@ impl Hub {
         if !self.startup_settled() && self.early.len() < self.opts.max_pending {
             // No handshake to hold: the request itself waits (up to
             // `startup_wait_ms`) so that what it sees covers every upstream.
-            self.early.push_back((c, m.raw.to_vec()));
+            self.early.push_back((c, m.env.bytes().to_vec()));
             return;
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
@@ -205,7 +205,7 @@ impl Hub {
         let principal = cl.principal.clone();
         let params = m.params_value();
         let ctx = ReqCtx { caps, log_level, principal, salient: salient(&m.method, &params) };
-        match m.method.as_str() {
+        match &*m.method {
             "server/discover" => self.discover(c, &id),
             // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
             method if LEGACY_ONLY.contains(&method) => {

@@ -261,7 +261,7 @@ impl Hub {
     /// A request from upstream `u`.
     pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null");
-        match m.method.as_str() {
+        match &*m.method {
             "ping" => self.emit_upstream(u, wire::result(id, b"{}")),
             "roots/list" if self.opts.roots.is_some() => {
                 let roots = self.configured_roots();
@@ -335,7 +335,7 @@ impl Hub {
 
     fn relay_to_client(&mut self, u: UpstreamId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let method = m.method.clone();
+        let method = m.method.to_string();
         // A modern client's call in flight (or held) gets it the modern way.
         if let Some(call) = self.pending.latest_call_of(u) {
             match self.pending.get(u, call).map(|f| &f.origin) {
@@ -427,7 +427,7 @@ impl Hub {
         }
         let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
         let key = self.new_key(u);
-        held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
+        held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
         self.hold(client, &cid, progress, held, &ctx);
     }
 
@@ -515,7 +515,7 @@ impl Hub {
                 let key = self.new_key(u);
                 let params = context_for(&m.method, params, &held.caps);
                 let refused = declared(&m.method, &params, &held.caps).err();
-                held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
+                held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
             }
             Err(why) => self.refuse_upstream(u, &up_id, &m.method, -32601, why),
         }
@@ -596,7 +596,7 @@ impl Hub {
                 None => remaining.push(a),
             }
         }
-        let progress = m.params.clone().and_then(|p| wire::find(m.raw, p, &["_meta", "progressToken"])).map(|r| m.raw[r].to_vec());
+        let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
         let progress_again = progress.clone();
         let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx.clone())), sent: None };
         self.pending.set_origin(u, call, origin);
@@ -888,7 +888,7 @@ impl Hub {
         let until = self.now_ms + self.opts.input_ttl_ms;
         if let Some(held) = self.relays.held.get_mut(&h) {
             held.asks.clear();
-            held.done = Some(m.raw.to_vec());
+            held.done = Some(m.env.bytes().to_vec());
             held.deadline = Some(until);
         }
     }

@@ -88,10 +88,9 @@ impl Hub {
     /// context in `self.cur`).
     pub(super) fn route(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
-        let params = m.params.clone().unwrap_or(0..0);
-        let field = |path: &[&str]| if params.is_empty() { None } else { wire::find(m.raw, params.clone(), path) };
+        let field = |path: &[&str]| m.param(path);
         let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
-        match m.method.as_str() {
+        match &*m.method {
             "initialize" => {
                 self.client_initialize(c, m);
                 Ok(())
@@ -362,28 +361,25 @@ impl Hub {
         // client asked for none; the client's own token is restored on the way
         // back, and progress nobody asked for stops at the hub.
         // Requirement: progress-token-unique-sender
-        let params = m.params.clone();
         let mut progress = None;
         let token = up_id.to_string().into_bytes();
-        if let Some(p) = &params {
-            if let Some(r) = wire::find(m.raw, p.clone(), &["_meta", "progressToken"]) {
-                progress = Some(m.raw[r.clone()].to_vec());
-                edits.push((r, token.clone()));
-            }
+        if let Some(t) = m.env.progress_token() {
+            progress = Some(t.bytes().to_vec());
+            let s = t.span();
+            edits.push((s.start..s.end, token.clone()));
         }
-        let body = match &params {
+        let body = match m.env.params() {
             Some(p) => {
-                let rel = edits.into_iter().map(|(r, b)| ((r.start - p.start)..(r.end - p.start), b)).collect();
                 let add = if progress.is_none() { Some(&token[..]) } else { None };
-                wire::splice_params(&m.raw[p.clone()], rel, add)
+                wire::splice_params(p, edits, add)
             }
-            None => wire::splice_params(b"{}", Vec::new(), Some(&token)),
+            None => wire::splice_params(mcpx_core::json::parse(b"{}").expect("an object"), Vec::new(), Some(&token)),
         };
         // mcpx declares no tasks capability toward clients and uses none of an
         // upstream's: a task-augmented request is processed as a plain one and
         // reaches the upstream without its `task` member.
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
-        let body = match params.as_ref().and_then(|p| wire::find(m.raw, p.clone(), &["task"])) {
+        let body = match m.param(&["task"]) {
             Some(_) => wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &[]),
             None => body,
         };
@@ -412,7 +408,7 @@ impl Hub {
         let now = self.now_ms;
         let timeout = self.ups[u].spec.timeout_ms.max(1);
         let hard = now + self.opts.max_timeout_ms.max(1);
-        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone(), renamed_uri, modern: ctx, sent };
+        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
         self.emit_upstream(u, wire::request(up_id, &m.method, Some(&body)));
         Ok(())

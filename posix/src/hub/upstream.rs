@@ -588,17 +588,14 @@ impl Hub {
     }
 
     fn on_upstream_notification(&mut self, u: UpstreamId, m: &Msg) {
-        if let Some(p) = m.params.clone() {
-            let key = [ "_meta", meta::SUBSCRIPTION_ID_KEY ];
-            if let Some(r) = wire::find(m.raw, p, &key) {
-                // Requirement: subscriptions-stdio-client-correlate
-                let current = self.ups[u].listen;
-                if wire::id_u64(&m.raw[r]).is_none_or(|id| Some(id) != current) {
-                    return;
-                }
+        if let Some(r) = m.param(&["_meta", meta::SUBSCRIPTION_ID_KEY]) {
+            // Requirement: subscriptions-stdio-client-correlate
+            let current = self.ups[u].listen;
+            if wire::id_u64(&m.raw[r]).is_none_or(|id| Some(id) != current) {
+                return;
             }
         }
-        match m.method.as_str() {
+        match &*m.method {
             "notifications/subscriptions/acknowledged" => {}
             "notifications/progress" => self.upstream_progress(u, m),
             "notifications/message" => {
@@ -641,9 +638,8 @@ impl Hub {
             }
             "notifications/elicitation/complete" => self.elicitation_complete(u, m),
             "notifications/cancelled" => {
-                let Some(p) = m.params.clone() else { return };
-                let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
-                let reason = wire::find(m.raw, p, &["reason"]).and_then(|r| wire::string_at(m.raw, r));
+                let Some(r) = m.param(&["requestId"]) else { return };
+                let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
                 let rid = m.raw[r].to_vec();
                 // Requirement: cancellation-log-reasons
                 let server = self.ups[u].spec.name.clone();
@@ -676,7 +672,7 @@ impl Hub {
 
     fn upstream_progress(&mut self, u: UpstreamId, m: &Msg) {
         let Some(p) = m.params.clone() else { return };
-        let Some(tr) = wire::find(m.raw, p.clone(), &["progressToken"]) else { return };
+        let Some(tr) = m.param(&["progressToken"]) else { return };
         let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
         let now = self.now_ms;
         let Some(f) = self.pending.get_mut(u, id) else { return };
@@ -688,7 +684,7 @@ impl Hub {
         let Some(cl) = self.clients.get(&c) else { return };
         let f = &cl.rev().features();
         let params = &m.raw[p.clone()];
-        let body = if !f.progress_message && wire::find(m.raw, p.clone(), &["message"]).is_some() {
+        let body = if !f.progress_message && m.param(&["message"]).is_some() {
             let mut v: Value = serde_json::from_slice(params).unwrap_or(Value::Null);
             v["progressToken"] = serde_json::from_slice(&token).unwrap_or(Value::Null);
             super::shape::notification_params("notifications/progress", &mut v, f);
