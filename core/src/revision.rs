@@ -298,11 +298,19 @@ pub enum Feature {
     SubscriptionsListen,
     /// `server/discover` (`DiscoverRequest`).
     ServerDiscover,
+    /// `_meta` on list items (`Tool`, `Resource`, `Prompt`), content blocks
+    /// and resource contents.
+    ItemMeta,
+    /// `Annotations.lastModified`.
+    LastModified,
+    /// An error response may leave out `id` when the request's id could not
+    /// be read (`JSONRPCErrorResponse.id` optional).
+    ErrorIdOptional,
 }
 
 impl Feature {
     /// Every feature.
-    pub const ALL: [Feature; 18] = [
+    pub const ALL: [Feature; 21] = [
         Feature::Batch,
         Feature::AudioContent,
         Feature::ToolAnnotations,
@@ -321,6 +329,9 @@ impl Feature {
         Feature::InputRequired,
         Feature::SubscriptionsListen,
         Feature::ServerDiscover,
+        Feature::ItemMeta,
+        Feature::LastModified,
+        Feature::ErrorIdOptional,
     ];
 
     /// The revisions that have this feature — the per-revision difference
@@ -366,6 +377,12 @@ impl Feature {
             Feature::SubscriptionsListen => Revisions::MODERN,
             // `DiscoverRequest` only in 2026-07-28.
             Feature::ServerDiscover => Revisions::MODERN,
+            // `Tool._meta` (and on the other items and blocks) from 2025-06-18.
+            Feature::ItemMeta => Revisions::range(V2025_06_18, V2026_07_28),
+            // `Annotations.lastModified` from 2025-06-18.
+            Feature::LastModified => Revisions::range(V2025_06_18, V2026_07_28),
+            // `JSONRPCErrorResponse` (its `id` not required) from 2025-11-25.
+            Feature::ErrorIdOptional => Revisions::range(V2025_11_25, V2026_07_28),
         }
     }
 }

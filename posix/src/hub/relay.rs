@@ -783,7 +783,7 @@ impl Hub {
         if let Some((handle, key)) = r.collect {
             match m.result_bytes() {
                 Some(res) => {
-                    let shaped = shape::result(&r.method, res, up_rev).unwrap_or_else(|| res.to_vec());
+                    let shaped = m.env.result().and_then(|v| shape::result_view(&r.method, v, up_rev)).unwrap_or_else(|| res.to_vec());
                     let v: Value = serde_json::from_slice(&shaped).unwrap_or_else(|_| json!({}));
                     let Some(col) = self.relays.collects.get_mut(&handle) else { return };
                     col.responses.insert(key, v);
@@ -800,7 +800,7 @@ impl Hub {
             return;
         }
         let out = match (m.result_bytes(), m.error_bytes()) {
-            (Some(res), _) => match shape::result(&r.method, res, up_rev) {
+            (Some(res), _) => match m.env.result().and_then(|v| shape::result_view(&r.method, v, up_rev)) {
                 Some(shaped) => wire::result(&r.up_id, &shaped),
                 None => wire::result(&r.up_id, res),
             },

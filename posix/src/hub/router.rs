@@ -463,7 +463,7 @@ impl Hub {
                 self.stamp(&mut v, hints);
                 return self.answer_result(c, &id, &serde_json::to_vec(&v).unwrap_or_default());
             }
-            return match shape::result(&method, res, rev) {
+            return match m.env.result().and_then(|v| shape::result_view(&method, v, rev)) {
                 Some(shaped) => self.answer_result(c, &id, &shaped),
                 None => self.answer_result(c, &id, res),
             };

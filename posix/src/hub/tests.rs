@@ -1567,3 +1567,20 @@ fn a_forwarded_call_and_its_answer_are_each_parsed_once() {
     assert_eq!(p.take_up(0)["method"], "tools/call");
     assert_eq!([stdio_call, upstream_answer, http_call], [(1, 0); 3], "(parses, rescans) of: stdio call, upstream answer, HTTP call");
 }
+
+/// Integers wider than 64 bits pass byte for byte, in a client's id and in
+/// a result the hub reshapes for an older revision.
+#[test]
+fn integers_beyond_64_bits_pass_byte_exact_through_reshaping() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let c = p.client("2024-11-05", json!({}));
+    let big = "123456789012345678901234567890";
+    p.send_raw(c, format!(r#"{{"jsonrpc":"2.0","id":{big},"method":"tools/call","params":{{"name":"fs__read","arguments":{{}}}}}}"#).as_bytes());
+    let sent = p.take_up(0);
+    let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"t","_meta":{{"k":{big}}}}}],"structuredContent":{{"n":{big}}},"n":-{big}}}}}"#, sent["id"]);
+    p.hub.upstream_message(0, answer.as_bytes(), p.now);
+    p.pump();
+    let (_, raw) = p.take_raw(c);
+    let raw = String::from_utf8(raw).unwrap();
+    assert_eq!(raw, format!(r#"{{"jsonrpc":"2.0","id":{big},"result":{{"content":[{{"type":"text","text":"t"}}],"n":-{big}}}}}"#));
+}
