@@ -7,10 +7,34 @@
 //! current time (`now_ms`, any monotonic millisecond clock) and drains
 //! [`Output`]s with [`Hub::poll_output`] after every call.
 //!
+//! # The one way a message travels
+//!
 //! ```text
-//!  client_message ─► router ─► (local answer | pending ─► ToUpstream)
-//!  upstream_message ─► pending/relay ─► shape ─► ToClient
+//!  bytes ─► frame (runtime: stdio line, HTTP body, SSE event)
+//!        ─► Envelope view (core, parsed once: kind, id, typed Method, spans, _meta keys)
+//!        ─► client_message / client_envelope / upstream_message
+//!        ─► era (core revision::request_era) ─► normalize a modern request (view + ReqCtx)
+//!        ─► router ─► local answer | pending ─► Output::ToUpstream
+//!  upstream answer ─► view ─► pending ─► shape (byte splices, core Feature table)
+//!        ─► Output::ToClient(c, bytes, About::Reply { id span })
 //! ```
+//!
+//! - A stdio runtime hands the hub the framed bytes (`client_message`); the
+//!   hub parses them once. A transport that had to parse a body itself (HTTP
+//!   POST, batch elements) hands the hub its views (`client_envelope`), so
+//!   the bytes are never parsed twice. Every later lookup is a span of the
+//!   view (`wire::Msg::param`); messages are changed only by splicing bytes
+//!   through core's `rewrite`.
+//! - Outputs say what they are: [`About`] names the request a reply answers
+//!   (the span of the client's own id in the bytes), the hub's id of a request
+//!   to the client, and the request a progress notification reports on;
+//!   [`Output::ClientInitialized`] reports an answered `initialize`. No runtime
+//!   reads hub output to route it.
+//! - The hub alone tracks what is in flight: each client's open request ids
+//!   (`client_open_requests`, `client_request_open`, `client_initializing`)
+//!   and the pending table of forwarded requests.
+//! - One error writer (`answer_error`), with codes from core's error table
+//!   (`mcpx_core::error::code_for`, revision- and capability-aware).
 //!
 //! Contract with the runtime:
 //! - Every `*_message` call carries exactly one framed JSON-RPC message (one stdio
@@ -51,7 +75,7 @@
 //! need for input into what the client's era understands, in all four
 //! combinations (wire requests, `InputRequiredResult` with sealed
 //! `requestState`), is `relay`; shaping per revision is `shape`.
-#![allow(dead_code)] // until the runtime wires `serve` to the hub
+
 
 mod catalog;
 mod client;
@@ -371,8 +395,6 @@ pub struct Hub {
     /// Time of the first `upstream_started`/`client_connected`, for the startup wait.
     started_ms: Option<u64>,
     now_ms: u64,
-    /// The modern client request being routed (its per-request context).
-    cur: Option<Box<modern::ReqCtx>>,
     /// Modern requests that came while upstreams were still starting: served
     /// once startup has settled, as a legacy client's `initialize` is held.
     early: VecDeque<(ClientId, Vec<u8>)>,
@@ -396,7 +418,6 @@ impl Hub {
             out: VecDeque::new(),
             started_ms: None,
             now_ms: 0,
-            cur: None,
             early: VecDeque::new(),
         })
     }
@@ -523,21 +544,23 @@ impl Hub {
     }
 
     /// Has client `c` spoken the modern era (per-request `_meta`) rather than
-    /// `initialize`? An HTTP transport uses it to not issue session ids.
+    /// `initialize`? (Test observer.)
+    #[cfg(test)]
     pub fn client_is_modern(&self, c: ClientId) -> bool {
         self.clients.get(&c).is_some_and(|cl| cl.era == Some(mcpx_core::revision::Era::Modern))
     }
 
     /// The revision negotiated with client `c` (`None` before its
-    /// `initialize`, or for an unknown client): what an HTTP transport checks
-    /// the `MCP-Protocol-Version` header against.
+    /// `initialize`, or for an unknown client). (Test observer: runtimes
+    /// learn it from `Output::ClientInitialized`.)
+    #[cfg(test)]
     pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
         self.clients.get(&c)?.rev.map(|r| r.as_str())
     }
 
-    /// The revision spoken with upstream `u` (`None` while it is not ready):
-    /// `"2026-07-28"` means modern requests, for which an HTTP upstream
-    /// transport adds the 2026 request headers.
+    /// The revision spoken with upstream `u` (`None` while it is not ready).
+    /// (Test observer.)
+    #[cfg(test)]
     pub fn upstream_revision(&self, u: UpstreamId) -> Option<&'static str> {
         self.ups.get(u)?.rev.map(|r| r.as_str())
     }

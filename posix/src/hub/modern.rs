@@ -285,9 +285,7 @@ impl Hub {
         };
         let bytes = wire::request_raw(&id, &m.method, Some(&params));
         let Ok(m2) = wire::parse(&bytes) else { return };
-        self.cur = Some(Box::new(ctx));
-        let r = self.route(c, &m2);
-        self.cur = None;
+        let r = self.route(c, &m2, Some(&ctx));
         if let Err(super::router::Refusal(code, msg, data)) = r {
             self.modern_error(c, &id, code, &msg, data);
         }

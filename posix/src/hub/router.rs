@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::catalog::Kind;
 use super::pending::{Fwd, Origin};
 use super::shape::{self, RevExt};
+use super::modern::ReqCtx;
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, UpstreamId};
 
@@ -77,7 +78,7 @@ impl Hub {
             return self.on_modern_request(c, m);
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        if let Err(Refusal(code, msg, data)) = self.route(c, m) {
+        if let Err(Refusal(code, msg, data)) = self.route(c, m, None) {
             // The core error table decides which code this client may get.
             let code = mcpx_core::error::code_for(code, self.clients[&c].rev(), self.peer_caps(c));
             self.answer_error(c, Some(&id), code, &msg, data);
@@ -85,8 +86,8 @@ impl Hub {
     }
 
     /// Routes a request (a legacy one, or a modern one normalized, with its
-    /// context in `self.cur`).
-    pub(super) fn route(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
+    /// context `ctx`).
+    pub(super) fn route(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
         let field = |path: &[&str]| m.param(path);
         let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
@@ -106,27 +107,27 @@ impl Hub {
                     Some(r) if &m.raw[r.clone()] == b"null" => None,
                     Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(-32602, "Invalid params: the cursor must be a string".into()))?),
                 };
-                self.list_page(c, id, k, cursor.as_deref())
+                self.list_page(c, id, k, cursor.as_deref(), ctx.is_some())
             }
             "tools/call" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: tools/call needs a tool \"name\"".into()))?;
                 // Requirement: tools-error-unknown-tool-protocol
                 let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
-                self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "prompts/get" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
                 // Requirement: prompts-errors-32602-32603
                 let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
-                self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "resources/read" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, "Invalid params: resources/read needs a \"uri\"".into()))?;
                 let (u, orig) = self.route_resource(&uri)?;
                 let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
-                self.forward_renamed(c, m, u, uri_edit(r, &uri, &orig), renamed)
+                self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed)
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
@@ -167,7 +168,7 @@ impl Hub {
                         return Ok(());
                     }
                 }
-                self.forward(c, m, u, uri_edit(r, &uri, &orig))
+                self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
             }
             "completion/complete" => {
                 let ty = string(&["ref", "type"]).map(|x| x.1).unwrap_or_default();
@@ -176,7 +177,7 @@ impl Hub {
                         let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/prompt needs a \"name\"".into()))?;
                         let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
                         let (u, orig) = (e.up, e.original.clone());
-                        self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+                        self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
                     }
                     "ref/resource" => {
                         let (r, uri) = string(&["ref", "uri"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/resource needs a \"uri\"".into()))?;
@@ -184,7 +185,7 @@ impl Hub {
                             Some(x) => x,
                             None => self.route_resource(&uri)?,
                         };
-                        self.forward(c, m, u, uri_edit(r, &uri, &orig))
+                        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
                     }
                     _ => Err(refuse(-32602, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
                 }
@@ -285,7 +286,7 @@ impl Hub {
     }
 
     /// One page of an aggregated list.
-    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>) -> Result<(), Refusal> {
+    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>, modern: bool) -> Result<(), Refusal> {
         let key = self.opts.cursor_key.to_le_bytes();
         let pos = match cur {
             None => 0,
@@ -303,7 +304,6 @@ impl Hub {
         if cur.is_none() {
             self.refresh_stale(k);
         }
-        let modern = self.cur.is_some();
         let rev = if modern { super::modern::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
         let view = self.catalog.view(k);
@@ -330,14 +330,15 @@ impl Hub {
 
     /// Forwards client request `m` to upstream `u`, with `edits` (absolute
     /// ranges in `m.raw`, inside params) applied.
-    fn forward(&mut self, c: ClientId, m: &Msg, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
-        self.forward_renamed(c, m, u, edits, None)
+    fn forward(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
+        self.forward_renamed(c, m, ctx, u, edits, None)
     }
 
     fn forward_renamed(
         &mut self,
         c: ClientId,
         m: &Msg,
+        ctx: Option<&ReqCtx>,
         u: UpstreamId,
         mut edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
@@ -383,7 +384,7 @@ impl Hub {
             Some(_) => wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &[]),
             None => body,
         };
-        let ctx = self.cur.clone();
+        let ctx = ctx.cloned().map(Box::new);
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
             self.lower_level_for(u, l);
         }
