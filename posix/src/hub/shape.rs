@@ -197,16 +197,7 @@ impl Edits {
         let base = v.span().start;
         self.0.sort_by_key(|(s, _)| s.start);
         let splices: Vec<Splice> = self.0.iter().map(|(s, with)| Splice::raw(Span::new(s.start - base, s.end - base), with)).collect();
-        let src = v.bytes();
-        let Ok(len) = rewrite::spliced_len(src, &splices) else { return src.to_vec() };
-        let mut out = vec![0u8; len];
-        match rewrite::splice(src, &splices, &mut out) {
-            Ok(n) => {
-                out.truncate(n);
-                out
-            }
-            Err(_) => src.to_vec(),
-        }
+        super::wire::apply(v.bytes(), &splices)
     }
 }
 

@@ -163,14 +163,20 @@ fn grow(estimate: usize, f: impl Fn(&mut [u8]) -> Result<usize, Overflow>) -> Ve
 pub(super) fn splice(b: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>) -> Vec<u8> {
     edits.sort_by_key(|(r, _)| r.start);
     let splices: Vec<Splice> = edits.iter().map(|(r, with)| Splice::raw(Span::new(r.start, r.end), with)).collect();
-    let Ok(len) = rewrite::spliced_len(b, &splices) else { return b.to_vec() };
+    apply(b, &splices)
+}
+
+/// `src` with `splices` applied (ascending, non-overlapping); `src` itself
+/// when they do not fit it.
+pub(super) fn apply(src: &[u8], splices: &[Splice<'_>]) -> Vec<u8> {
+    let Ok(len) = rewrite::spliced_len(src, splices) else { return src.to_vec() };
     let mut out = vec![0u8; len];
-    match rewrite::splice(b, &splices, &mut out) {
+    match rewrite::splice(src, splices, &mut out) {
         Ok(n) => {
             out.truncate(n);
             out
         }
-        Err(_) => b.to_vec(),
+        Err(_) => src.to_vec(),
     }
 }
 
@@ -188,16 +194,7 @@ pub(super) fn splice_params(params: json::JsonValue<'_>, mut edits: Vec<(Range<u
         let at = splices.partition_point(|s| s.span.start < add.span.start || (s.span.start == add.span.start && s.span.is_empty()));
         splices.insert(at, add);
     }
-    let src = params.bytes();
-    let Ok(len) = rewrite::spliced_len(src, &splices) else { return src.to_vec() };
-    let mut out = vec![0u8; len];
-    match rewrite::splice(src, &splices, &mut out) {
-        Ok(n) => {
-            out.truncate(n);
-            out
-        }
-        Err(_) => src.to_vec(),
-    }
+    apply(params.bytes(), &splices)
 }
 
 /// A JSON string literal for `s`.
