@@ -33,6 +33,8 @@
 
 use crate::error::ErrorCode;
 use crate::json::{self, JsonError, JsonStr, JsonValue, Kind as JsonKind, Span};
+use crate::meta::{PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY, RELATED_TASK_KEY};
+use crate::method::Method;
 use crate::revision::{Feature, Revision};
 use crate::rewrite::{write_error, Overflow};
 
@@ -174,6 +176,7 @@ pub struct Envelope<'a> {
     kind: Kind,
     id: Option<JsonValue<'a>>,
     method: Option<JsonValue<'a>>,
+    call: Option<Method<'a>>,
     params: Option<JsonValue<'a>>,
     result: Option<JsonValue<'a>>,
     error: Option<JsonValue<'a>>,
@@ -183,6 +186,8 @@ pub struct Envelope<'a> {
     cursor: Option<JsonValue<'a>>,
     uri: Option<JsonValue<'a>>,
     progress_token: Option<JsonValue<'a>>,
+    protocol_version: Option<JsonValue<'a>>,
+    related_task: Option<JsonValue<'a>>,
 }
 
 fn is_valid_id(v: &JsonValue<'_>) -> bool {
@@ -263,20 +268,25 @@ impl<'a> Envelope<'a> {
             None => Ok([None; 4]),
         }
         .map_err(|_| err(Reason::DuplicateParam))?;
-        let mut progress_token = None;
+        let (mut progress_token, mut protocol_version, mut related_task) = (None, None, None);
         if let Some(mv) = meta {
             if mv.kind() != JsonKind::Object {
                 return fail(Reason::BadMeta);
             }
             progress_token = mv
-                .get_unique("progressToken")
+                .get_unique(PROGRESS_TOKEN_KEY)
                 .map_err(|_| err(Reason::DuplicateParam))?;
+            // A duplicate version is the -32602 of `meta::validate_request_meta`.
+            [protocol_version, related_task] =
+                mv.lookup([PROTOCOL_VERSION_KEY, RELATED_TASK_KEY]).values;
         }
+        let call = method.and_then(|m| m.as_str()).map(Method::parse);
         Ok(Envelope {
             msg,
             kind,
             id: id.filter(is_valid_id),
             method,
+            call,
             params,
             result,
             error,
@@ -286,6 +296,8 @@ impl<'a> Envelope<'a> {
             cursor,
             uri,
             progress_token,
+            protocol_version,
+            related_task,
         })
     }
 
@@ -337,6 +349,12 @@ impl<'a> Envelope<'a> {
     /// always); see [`Envelope::method_is`] for an escape-proof comparison.
     pub fn method_str(&self) -> Option<&'a str> {
         self.method().and_then(|m| m.as_str())
+    }
+
+    /// The method of a request or notification as a typed [`Method`],
+    /// classified once when the message was parsed.
+    pub fn call(&self) -> Option<Method<'a>> {
+        self.call
     }
 
     /// Whether the method equals `name` (escape sequences decoded).
@@ -394,6 +412,19 @@ impl<'a> Envelope<'a> {
     /// `param("progressToken")`.
     pub fn progress_token(&self) -> Option<JsonValue<'a>> {
         self.progress_token
+    }
+
+    /// `params._meta["io.modelcontextprotocol/protocolVersion"]`: present on
+    /// every modern (2026-07-28) request (any JSON type; validated by
+    /// [`crate::meta::validate_request_meta`]).
+    pub fn protocol_version(&self) -> Option<JsonValue<'a>> {
+        self.protocol_version
+    }
+
+    /// `params._meta["io.modelcontextprotocol/related-task"]` (2025-11-25
+    /// tasks), if present.
+    pub fn related_task(&self) -> Option<JsonValue<'a>> {
+        self.related_task
     }
 
     /// Any other `params` member (first occurrence).
@@ -490,6 +521,8 @@ mod tests {
         assert_eq!(m.id_bytes(), Some(&b"123456789012345678901234567890"[..]));
         assert_eq!(m.method_str(), Some("tools/call"));
         assert!(m.method_is("tools/call"));
+        assert_eq!(m.call(), Some(Method::ToolsCall));
+        assert!(m.protocol_version().is_none() && m.related_task().is_none());
         assert_eq!(m.name().unwrap().bytes(), b"\"gh__issue\"");
         assert_eq!(m.progress_token().unwrap().bytes(), b"\"t1\"");
         assert_eq!(m.meta().unwrap().kind(), JsonKind::Object);
@@ -499,6 +532,7 @@ mod tests {
             r#" {"id":"a\"b","method":"res\/read","jsonrpc":"2.0","params":{"uri":"file:///x","cursor":"c"}} "#,
         );
         assert_eq!(s.id_bytes(), Some(&br#""a\"b""#[..]));
+        assert_eq!(s.call(), Some(Method::Other(s.method().unwrap())));
         assert_eq!(s.method_str(), None);
         assert!(s.method_is("res/read"));
         assert_eq!(
@@ -511,6 +545,16 @@ mod tests {
             p(r#"{"jsonrpc":"2.0","id":-7,"method":"ping"}"#).id_bytes(),
             Some(&b"-7"[..])
         );
+    }
+
+    #[test]
+    fn meta_keys_are_found_once() {
+        let m = p(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/related-task":{"taskId":"t"},"progressToken":2}}}"#,
+        );
+        assert_eq!(m.protocol_version().unwrap().bytes(), br#""2026-07-28""#);
+        assert_eq!(m.related_task().unwrap().bytes(), br#"{"taskId":"t"}"#);
+        assert_eq!(m.progress_token().unwrap().bytes(), b"2");
     }
 
     // covers: messages-notification-no-id

@@ -54,6 +54,18 @@ struct Row {
     message: &'static str,
     revisions: Revisions,
     instead: ErrorCode,
+    /// Emitted only to a peer that declared URL-mode elicitation, else
+    /// `instead`.
+    needs_url_elicitation: bool,
+    /// HTTP status of a modern (2026-07-28) response carrying this error.
+    http_status: u16,
+}
+
+/// The capabilities of the receiving peer that some codes depend on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PeerCaps {
+    /// The peer declared `capabilities.elicitation.url`.
+    pub url_elicitation: bool,
 }
 
 impl ErrorCode {
@@ -89,36 +101,55 @@ impl ErrorCode {
                 message,
                 revisions,
                 instead,
+                needs_url_elicitation: false,
+                http_status: 200,
             }
         }
+        // 2026-07-28 transports/streamable-http: the spec's own errors and
+        // malformed requests are 400, an unknown method 404.
+        const fn status(row: Row, http_status: u16) -> Row {
+            Row { http_status, ..row }
+        }
         match self {
-            ParseError => r(
+            ParseError => status(
+                r(
                 -32700,
                 "ParseError",
                 "Parse error",
                 Revisions::ALL,
                 ParseError,
+                ),
+                400,
             ),
-            InvalidRequest => r(
+            InvalidRequest => status(
+                r(
                 -32600,
                 "InvalidRequestError",
                 "Invalid request",
                 Revisions::ALL,
                 InvalidRequest,
+                ),
+                400,
             ),
-            MethodNotFound => r(
+            MethodNotFound => status(
+                r(
                 -32601,
                 "MethodNotFoundError",
                 "Method not found",
                 Revisions::ALL,
                 MethodNotFound,
+                ),
+                404,
             ),
-            InvalidParams => r(
+            InvalidParams => status(
+                r(
                 -32602,
                 "InvalidParamsError",
                 "Invalid params",
                 Revisions::ALL,
                 InvalidParams,
+                ),
+                400,
             ),
             InternalError => r(
                 -32603,
@@ -137,35 +168,49 @@ impl ErrorCode {
             ),
             // `URLElicitationRequiredError` exists in the 2025-11-25 schema only;
             // other revisions cannot express it as an error.
-            UrlElicitationRequired => r(
-                -32042,
-                "URLElicitationRequiredError",
-                "URL elicitation required",
-                Revisions::only(V2025_11_25),
-                InternalError,
-            ),
-            HeaderMismatch => r(
+            // Row elicitation-server-may-return-url-required-error: only to a
+            // client that declared URL mode.
+            UrlElicitationRequired => Row {
+                needs_url_elicitation: true,
+                ..r(
+                    -32042,
+                    "URLElicitationRequiredError",
+                    "URL elicitation required",
+                    Revisions::only(V2025_11_25),
+                    InternalError,
+                )
+            },
+            HeaderMismatch => status(
+                r(
                 -32020,
                 "HeaderMismatchError",
                 "Header mismatch",
                 Revisions::MODERN,
                 InvalidRequest,
+                ),
+                400,
             ),
-            MissingRequiredClientCapability => r(
+            MissingRequiredClientCapability => status(
+                r(
                 -32021,
                 "MissingRequiredClientCapabilityError",
                 "Missing required client capability",
                 Revisions::MODERN,
                 InvalidRequest,
+                ),
+                400,
             ),
             // Legacy revisions answer an unsupported version with -32602
             // (lifecycle "Error Handling" example).
-            UnsupportedProtocolVersion => r(
+            UnsupportedProtocolVersion => status(
+                r(
                 -32022,
                 "UnsupportedProtocolVersionError",
                 "Unsupported protocol version",
                 Revisions::MODERN,
                 InvalidParams,
+                ),
+                400,
             ),
         }
     }
@@ -188,6 +233,11 @@ impl ErrorCode {
     /// The revisions in which this code may be emitted.
     pub const fn revisions(self) -> Revisions {
         self.row().revisions
+    }
+
+    /// HTTP status of a modern (2026-07-28) response carrying this error.
+    pub const fn http_status(self) -> u16 {
+        self.row().http_status
     }
 
     /// The table entry for an integer code.
@@ -234,23 +284,37 @@ pub fn may_emit(code: i64, rev: Revision) -> bool {
     }
 }
 
-/// `code` if [`may_emit`] allows it in `rev`, else the code to emit instead
-/// (the table's replacement, or -32603 for other refused codes).
-pub fn code_for(code: i64, rev: Revision) -> i64 {
-    if may_emit(code, rev) {
+/// The code to send a peer speaking `rev` with capabilities `caps`: `code`
+/// if [`may_emit`] allows it and the peer declared what it needs, else the
+/// table's replacement (-32603 for other refused codes). Applied once, at
+/// egress, to every error answered to a client.
+pub fn code_for(code: i64, rev: Revision, caps: PeerCaps) -> i64 {
+    let known = ErrorCode::from_code(code);
+    let caps_ok = known.is_none_or(|c| !c.row().needs_url_elicitation || caps.url_elicitation);
+    if may_emit(code, rev) && caps_ok {
         return code;
     }
-    let instead = match ErrorCode::from_code(code) {
+    let instead = match known {
+        Some(c) if c.may_emit(rev) => c.row().instead,
         Some(c) => c.for_revision(rev),
         None => ErrorCode::InternalError,
     };
     i64::from(instead.code())
 }
 
+/// HTTP status of a modern (2026-07-28) response carrying error `code`: the
+/// table's, 200 for codes outside it.
+pub fn http_status(code: i64) -> u16 {
+    ErrorCode::from_code(code).map_or(200, ErrorCode::http_status)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use Revision::*;
+
+    const NONE: PeerCaps = PeerCaps { url_elicitation: false };
+    const URL: PeerCaps = PeerCaps { url_elicitation: true };
 
     // covers: errors-standard-jsonrpc-codes
     #[test]
@@ -260,7 +324,7 @@ mod tests {
             assert_eq!(i64::from(e.code()), c);
             for r in Revision::ALL {
                 assert!(may_emit(c, r));
-                assert_eq!(code_for(c, r), c);
+                assert_eq!(code_for(c, r, PeerCaps::default()), c);
             }
         }
     }
@@ -271,11 +335,26 @@ mod tests {
         assert!(may_emit(-32002, V2025_11_25));
         assert!(may_emit(-32002, V2024_11_05));
         assert!(!may_emit(-32002, V2026_07_28));
-        assert_eq!(code_for(-32002, V2026_07_28), -32602);
+        assert_eq!(code_for(-32002, V2026_07_28, NONE), -32602);
         assert!(may_emit(-32042, V2025_11_25));
         assert!(!may_emit(-32042, V2025_06_18));
         assert!(!may_emit(-32042, V2026_07_28));
-        assert_eq!(code_for(-32042, V2026_07_28), -32603);
+        assert_eq!(code_for(-32042, V2026_07_28, URL), -32603);
+    }
+
+    // covers: elicitation-server-may-return-url-required-error
+    #[test]
+    fn url_elicitation_error_needs_the_capability() {
+        assert_eq!(code_for(-32042, V2025_11_25, URL), -32042);
+        assert_eq!(code_for(-32042, V2025_11_25, NONE), -32603);
+        assert_eq!(code_for(-32042, V2025_06_18, URL), -32603);
+    }
+
+    #[test]
+    fn modern_http_statuses() {
+        for (code, status) in [(-32700, 400), (-32600, 400), (-32601, 404), (-32602, 400), (-32020, 400), (-32021, 400), (-32022, 400), (-32603, 200), (-32002, 200), (-1, 200)] {
+            assert_eq!(http_status(code), status, "{code}");
+        }
     }
 
     #[test]
@@ -284,8 +363,8 @@ mod tests {
             assert!(may_emit(c, V2026_07_28));
             assert!(!may_emit(c, V2025_11_25));
         }
-        assert_eq!(code_for(-32022, V2025_06_18), -32602);
-        assert_eq!(code_for(-32020, V2025_06_18), -32600);
+        assert_eq!(code_for(-32022, V2025_06_18, NONE), -32602);
+        assert_eq!(code_for(-32020, V2025_06_18, NONE), -32600);
         assert_eq!(
             ErrorCode::UnsupportedProtocolVersion.name(),
             "UnsupportedProtocolVersionError"
@@ -298,7 +377,7 @@ mod tests {
         assert!(!may_emit(-32050, V2026_07_28));
         assert!(may_emit(-32050, V2025_11_25));
         assert!(!may_emit(-32001, V2026_07_28));
-        assert_eq!(code_for(-32001, V2026_07_28), -32603);
+        assert_eq!(code_for(-32001, V2026_07_28, NONE), -32603);
         assert!(may_emit(-1, V2026_07_28));
         assert!(may_emit(1000, V2026_07_28));
     }

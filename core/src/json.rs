@@ -433,8 +433,11 @@ fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
 /// Validates that `buf` is exactly one JSON value, optionally surrounded by
 /// whitespace, and returns a view on it.
 pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
+    #[cfg(feature = "parse-count")]
+    scan_count::note(buf, scan_count::Scan::Parse);
     let pos = skip_ws(buf, 0);
-    let v = skip_value(buf, pos)?;
+    let (kind, span) = scan_value(buf, pos)?;
+    let v = JsonValue { buf, kind, span };
     let end = skip_ws(buf, v.span.end);
     if end != buf.len() {
         return err(ErrorKind::TrailingData, end);
@@ -445,6 +448,8 @@ pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
 /// Validates the one value starting at `pos` (after optional whitespace) and
 /// returns a view on it; bytes after the value are not examined.
 pub fn skip_value(buf: &[u8], pos: usize) -> Result<JsonValue<'_>, JsonError> {
+    #[cfg(feature = "parse-count")]
+    scan_count::note(buf, scan_count::Scan::Rescan);
     let pos = skip_ws(buf, pos);
     let (kind, span) = scan_value(buf, pos)?;
     Ok(JsonValue { buf, kind, span })
@@ -809,6 +814,51 @@ impl Iterator for Decoded<'_> {
         self.pending_len = enc.len();
         self.pending_pos = 1;
         self.pending.first().copied()
+    }
+}
+
+/// A test hook (feature `parse-count`, never in a shipped build): counts the
+/// scans of one watched buffer, so a test can check that a message crossing
+/// mcpx is parsed once. Only scans of bytes inside the watched buffer count,
+/// so tests running beside it on other buffers do not disturb the figures.
+#[cfg(feature = "parse-count")]
+pub mod scan_count {
+    use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    static START: AtomicUsize = AtomicUsize::new(0);
+    static END: AtomicUsize = AtomicUsize::new(0);
+    static PARSES: AtomicUsize = AtomicUsize::new(0);
+    static RESCANS: AtomicUsize = AtomicUsize::new(0);
+
+    pub(crate) enum Scan {
+        /// [`super::parse`]: a whole message validated.
+        Parse,
+        /// [`super::skip_value`]: a value inside it validated again.
+        Rescan,
+    }
+
+    /// Counts, from now on, the scans of bytes inside `buf` (from zero).
+    pub fn watch(buf: &[u8]) {
+        START.store(buf.as_ptr() as usize, SeqCst);
+        END.store(buf.as_ptr() as usize + buf.len(), SeqCst);
+        PARSES.store(0, SeqCst);
+        RESCANS.store(0, SeqCst);
+    }
+
+    /// (parses, rescans) of the watched buffer since [`watch`].
+    pub fn get() -> (usize, usize) {
+        (PARSES.load(SeqCst), RESCANS.load(SeqCst))
+    }
+
+    pub(crate) fn note(buf: &[u8], scan: Scan) {
+        let at = buf.as_ptr() as usize;
+        if at >= START.load(SeqCst) && at < END.load(SeqCst) {
+            let counter = match scan {
+                Scan::Parse => &PARSES,
+                Scan::Rescan => &RESCANS,
+            };
+            counter.fetch_add(1, SeqCst);
+        }
     }
 }
 

@@ -32,6 +32,7 @@ pub mod headers;
 pub mod io;
 pub mod json;
 pub mod meta;
+pub mod method;
 pub mod names;
 pub mod request_state;
 pub mod revision;

@@ -36,6 +36,8 @@ pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// Notification `_meta` key correlating with a `subscriptions/listen` request.
 pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+/// `_meta` key associating a message with a task (2025-11-25 tasks).
+pub const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
 /// `_meta` key of a request opting in to progress notifications.
 pub const PROGRESS_TOKEN_KEY: &str = "progressToken";
 

@@ -1,9 +1,9 @@
 //! MCP protocol revisions, their eras, legacy `initialize` version
-//! negotiation, era detection from a peer's opening message, and the one
+//! negotiation, the one era classification of a client message, and the one
 //! table of per-revision feature differences that egress shaping follows.
 
 use crate::envelope::{Envelope, Kind as MessageKind};
-use crate::meta::PROTOCOL_VERSION_KEY;
+use crate::method::Method;
 
 /// One MCP protocol revision. Ordered by date.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -214,40 +214,44 @@ pub fn negotiate_client(answered: &str, supported: Revisions) -> Result<Revision
     }
 }
 
-/// What a peer's opening message says about its era (2026-07-28
-/// `basic/versioning`, "Backward Compatibility with Initialization-Based
-/// Versions"; row `versioning-dual-era-server-selects-by-opening`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Opening {
-    /// An `initialize` request: legacy semantics for the process/session.
-    Legacy,
-    /// `server/discover`: a modern (or dual-era) client probing.
-    DiscoverProbe,
-    /// A request carrying `_meta["io.modelcontextprotocol/protocolVersion"]`:
-    /// served statelessly as a modern request.
-    Modern,
-    /// Anything else (a notification, a response, a request without modern
-    /// `_meta`): the era is not determined by this message.
-    Undetermined,
+/// What the transport and the connection know about a request's era,
+/// beside the message itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EraHints<'h> {
+    /// The request came within a legacy session (an HTTP `Mcp-Session-Id`).
+    pub session: bool,
+    /// The HTTP `MCP-Protocol-Version` header, if any.
+    pub version_header: Option<&'h str>,
+    /// The connection has spoken the modern era and never `initialize`d:
+    /// its requests stay modern even when their `_meta` is missing (so they
+    /// get the modern -32602 rather than legacy service).
+    pub modern_connection: bool,
 }
 
-/// Classifies a peer's opening message.
-pub fn classify_opening(msg: &Envelope<'_>) -> Opening {
-    if msg.kind() != MessageKind::Request {
-        return Opening::Undetermined;
+/// The era a client message is served in: the one classification every
+/// transport and the hub use (2026-07-28 `basic/versioning`, "Backward
+/// Compatibility with Initialization-Based Versions"). `msg` is `None` for
+/// a batch (legacy only).
+///
+/// In order: a legacy session stays legacy; a request with
+/// `_meta["io.modelcontextprotocol/protocolVersion"]` or a
+/// `server/discover` probe is modern; then the HTTP version header decides
+/// (a legacy revision: legacy; any other value: modern, so an unknown
+/// version gets the modern -32022); then the connection's history.
+pub fn request_era(msg: Option<&Envelope<'_>>, hints: EraHints<'_>) -> Era {
+    if hints.session {
+        return Era::Legacy;
     }
-    if msg.method_is("initialize") {
-        Opening::Legacy
-    } else if msg.method_is("server/discover") {
-        Opening::DiscoverProbe
-    } else if msg
-        .meta()
-        .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
-        .is_some()
-    {
-        Opening::Modern
-    } else {
-        Opening::Undetermined
+    let request = msg.filter(|m| m.kind() == MessageKind::Request);
+    let modern_meta = msg.is_some_and(|m| m.protocol_version().is_some());
+    if modern_meta || request.is_some_and(|m| m.call() == Some(Method::ServerDiscover)) {
+        return Era::Modern;
+    }
+    match hints.version_header {
+        Some(h) if Revision::parse(h).is_some_and(|r| r.era() == Era::Legacy) => Era::Legacy,
+        Some(_) => Era::Modern,
+        None if request.is_some() && hints.modern_connection => Era::Modern,
+        None => Era::Legacy,
     }
 }
 
@@ -294,11 +298,19 @@ pub enum Feature {
     SubscriptionsListen,
     /// `server/discover` (`DiscoverRequest`).
     ServerDiscover,
+    /// `_meta` on list items (`Tool`, `Resource`, `Prompt`), content blocks
+    /// and resource contents.
+    ItemMeta,
+    /// `Annotations.lastModified`.
+    LastModified,
+    /// An error response may leave out `id` when the request's id could not
+    /// be read (`JSONRPCErrorResponse.id` optional).
+    ErrorIdOptional,
 }
 
 impl Feature {
     /// Every feature.
-    pub const ALL: [Feature; 18] = [
+    pub const ALL: [Feature; 21] = [
         Feature::Batch,
         Feature::AudioContent,
         Feature::ToolAnnotations,
@@ -317,6 +329,9 @@ impl Feature {
         Feature::InputRequired,
         Feature::SubscriptionsListen,
         Feature::ServerDiscover,
+        Feature::ItemMeta,
+        Feature::LastModified,
+        Feature::ErrorIdOptional,
     ];
 
     /// The revisions that have this feature — the per-revision difference
@@ -362,6 +377,12 @@ impl Feature {
             Feature::SubscriptionsListen => Revisions::MODERN,
             // `DiscoverRequest` only in 2026-07-28.
             Feature::ServerDiscover => Revisions::MODERN,
+            // `Tool._meta` (and on the other items and blocks) from 2025-06-18.
+            Feature::ItemMeta => Revisions::range(V2025_06_18, V2026_07_28),
+            // `Annotations.lastModified` from 2025-06-18.
+            Feature::LastModified => Revisions::range(V2025_06_18, V2026_07_28),
+            // `JSONRPCErrorResponse` (its `id` not required) from 2025-11-25.
+            Feature::ErrorIdOptional => Revisions::range(V2025_11_25, V2026_07_28),
         }
     }
 }
@@ -446,36 +467,35 @@ mod tests {
 
     // covers: versioning-dual-era-server-selects-by-opening
     #[test]
-    fn opening_era() {
-        let c = |s: &str| classify_opening(&Envelope::parse(s.as_bytes()).unwrap());
-        assert_eq!(
-            c(
-                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#
-            ),
-            Opening::Legacy
-        );
-        assert_eq!(
-            c(
-                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#
-            ),
-            Opening::Modern
-        );
-        assert_eq!(
-            c(r#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{}}"#),
-            Opening::DiscoverProbe
-        );
-        assert_eq!(
-            c(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
-            Opening::Undetermined
-        );
-        assert_eq!(
-            c(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-            Opening::Undetermined
-        );
-        assert_eq!(
-            c(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
-            Opening::Undetermined
-        );
+    fn request_era_by_message_then_transport() {
+        let env = |s: &'static str| Envelope::parse(s.as_bytes()).unwrap();
+        let era = |s: &'static str, hints| request_era(Some(&env(s)), hints);
+        let none = EraHints::default();
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+        let modern = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        let discover = r#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{}}"#;
+        let plain = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert_eq!(era(init, none), Era::Legacy);
+        assert_eq!(era(modern, none), Era::Modern);
+        assert_eq!(era(discover, none), Era::Modern);
+        assert_eq!(era(plain, none), Era::Legacy);
+        assert_eq!(era(note, none), Era::Legacy);
+        assert_eq!(era(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, none), Era::Legacy);
+        // A session pins the legacy era, whatever the message says.
+        let session = EraHints { session: true, ..none };
+        assert_eq!(era(modern, session), Era::Legacy);
+        // The HTTP version header: a legacy revision is legacy, anything else modern.
+        let header = |h| EraHints { version_header: Some(h), ..none };
+        assert_eq!(era(plain, header("2025-06-18")), Era::Legacy);
+        assert_eq!(era(plain, header("2026-07-28")), Era::Modern);
+        assert_eq!(era(plain, header("1999-01-01")), Era::Modern);
+        assert_eq!(request_era(None, header("2025-03-26")), Era::Legacy);
+        assert_eq!(request_era(None, none), Era::Legacy);
+        // A modern connection's requests stay modern; its notifications do not decide.
+        let conn = EraHints { modern_connection: true, ..none };
+        assert_eq!(era(plain, conn), Era::Modern);
+        assert_eq!(era(note, conn), Era::Legacy);
     }
 
     // covers: messages-batch-may-send-must-receive, messages-resulttype-required

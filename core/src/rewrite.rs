@@ -135,6 +135,39 @@ impl<'s> Splice<'s> {
     }
 }
 
+/// Removes every member of `obj` whose key `drop` selects, calling `push`
+/// with non-overlapping removals in ascending order (several members of one
+/// object may go in one splice list, unlike [`Splice::remove_member`]). Each
+/// run of removed members goes with the comma before it, or, at the start
+/// of the object, with the comma after it.
+pub fn remove_members<'s>(
+    obj: &JsonValue<'_>,
+    mut drop: impl FnMut(&crate::json::JsonStr<'_>) -> bool,
+    mut push: impl FnMut(Splice<'s>),
+) {
+    let mut last_kept_end: Option<usize> = None;
+    // The open run of removed members: where it starts, where it ends.
+    let mut run: Option<(usize, usize)> = None;
+    for m in obj.members() {
+        if drop(&m.key) {
+            let start = run.map_or(m.key_span.start, |(s, _)| s);
+            run = Some((start, m.value.span().end));
+            continue;
+        }
+        if let Some((start, end)) = run.take() {
+            let span = match last_kept_end {
+                Some(prev) => Span::new(prev, end),
+                None => Span::new(start, m.key_span.start),
+            };
+            push(Splice::raw(span, b""));
+        }
+        last_kept_end = Some(m.value.span().end);
+    }
+    if let Some((start, end)) = run {
+        push(Splice::raw(Span::new(last_kept_end.unwrap_or(start), end), b""));
+    }
+}
+
 /// Why a splice cannot be applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpliceError {
@@ -312,12 +345,23 @@ pub fn splice(src: &[u8], splices: &[Splice<'_>], out: &mut [u8]) -> Result<usiz
     Ok(w.finish()?)
 }
 
+const OPEN: &[u8] = b"{\"jsonrpc\":\"2.0\"";
+const ID_MEMBER: &[u8] = b",\"id\":";
+
 fn open(w: &mut Writer<'_>, id: Option<&[u8]>) {
-    w.raw(b"{\"jsonrpc\":\"2.0\"");
+    w.raw(OPEN);
     if let Some(id) = id {
-        w.raw(b",\"id\":");
+        w.raw(ID_MEMBER);
         w.raw(id);
     }
+}
+
+/// Where the id of `id_len` bytes lies in every message these writers
+/// produce with an id: a caller that wrote a response knows which request
+/// it answers without reading it back.
+pub const fn written_id_span(id_len: usize) -> Span {
+    let start = OPEN.len() + ID_MEMBER.len();
+    Span::new(start, start + id_len)
 }
 
 fn method_params(w: &mut Writer<'_>, method: &str, params: Option<&[u8]>) {
@@ -423,6 +467,36 @@ pub fn write_json_string(s: &str, out: &mut [u8]) -> Result<usize, Overflow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_members_are_removed_in_one_list() {
+        let cases: &[(&str, &[&str], &str)] = &[
+            (r#"{"a":1,"b":2,"c":3,"d":4}"#, &["a", "c"], r#"{"b":2,"d":4}"#),
+            (r#"{"a":1,"b":2,"c":3,"d":4}"#, &["b", "c"], r#"{"a":1,"d":4}"#),
+            (r#"{"a":1,"b":2,"c":3}"#, &["a", "b", "c"], r#"{}"#),
+            (r#"{ "a" : 1 , "b":2 }"#, &["b"], r#"{ "a" : 1 }"#),
+            (r#"{"a":1,"b":{"x":1}}"#, &["a"], r#"{"b":{"x":1}}"#),
+            (r#"{"a":1}"#, &["z"], r#"{"a":1}"#),
+        ];
+        for (src, keys, want) in cases {
+            let v = crate::json::parse(src.as_bytes()).unwrap();
+            let mut splices = std::vec::Vec::new();
+            super::remove_members(&v, |k: &crate::json::JsonStr<'_>| keys.iter().any(|key| k.eq_str(key)), |s| splices.push(s));
+            let mut out = [0u8; 64];
+            let n = splice(src.as_bytes(), &splices, &mut out).unwrap();
+            assert_eq!(core::str::from_utf8(&out[..n]).unwrap(), *want, "{src} - {keys:?}");
+        }
+    }
+
+    #[test]
+    fn written_ids_lie_where_written_id_span_says() {
+        let mut out = [0u8; 128];
+        let id = b"\"abc\"";
+        let n = write_result(id, b"{}", &mut out).unwrap();
+        assert_eq!(written_id_span(id.len()).slice(&out[..n]), id);
+        let n = write_error(Some(b"12"), -32603, "x", None, &mut out).unwrap();
+        assert_eq!(written_id_span(2).slice(&out[..n]), b"12");
+    }
     use crate::envelope::{Envelope, Kind};
     use crate::json;
 

@@ -390,6 +390,9 @@ fn feature_table_matches_schemas() {
             Feature::InputRequired => has(&s, "InputRequiredResult", None),
             Feature::SubscriptionsListen => has(&s, "SubscriptionsListenRequest", None),
             Feature::ServerDiscover => has(&s, "DiscoverRequest", None),
+            Feature::ItemMeta => has(&s, "Tool", Some("_meta")),
+            Feature::LastModified => has(&s, "Annotations", Some("lastModified")),
+            Feature::ErrorIdOptional => has(&s, "JSONRPCErrorResponse", None),
         };
         for f in Feature::ALL {
             assert_eq!(rev.supports(f), evidence(f), "{f:?} in {rev}");

@@ -14,11 +14,10 @@
 //! its process group). A second signal kills the groups at once.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use mcpx_core::envelope::{Envelope, Kind};
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
 use smol::stream::StreamExt as _;
@@ -45,54 +44,9 @@ pub enum Stop {
     Signal(&'static str),
 }
 
-/// Client request ids tracked per client, so that at end of input mcpx can
-/// wait for their answers; past this many the oldest are not waited for.
-const MAX_TRACKED: usize = 4096;
-
-/// A request id (raw JSON) as a set key: short ids (nearly all) are stored
-/// inline, so tracking a request allocates nothing.
-#[derive(PartialEq, Eq)]
-enum IdKey {
-    Inline(u8, [u8; 22]),
-    Heap(Box<[u8]>),
-}
-
-impl IdKey {
-    fn new(id: &[u8]) -> IdKey {
-        let mut b = [0u8; 22];
-        match b.get_mut(..id.len()) {
-            Some(dst) => {
-                dst.copy_from_slice(id);
-                IdKey::Inline(id.len() as u8, b)
-            }
-            None => IdKey::Heap(id.into()),
-        }
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for IdKey {
-    fn borrow(&self) -> &[u8] {
-        match self {
-            IdKey::Inline(n, b) => &b[..*n as usize],
-            IdKey::Heap(b) => b,
-        }
-    }
-}
-
-// Hashes as the `[u8]` it borrows as, so lookups by `&[u8]` find it.
-impl std::hash::Hash for IdKey {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        std::borrow::Borrow::<[u8]>::borrow(self).hash(h)
-    }
-}
-
 struct ClientConn {
     out: Outbox,
-    /// Ids (raw JSON) of the client's requests not yet answered.
-    inflight: HashSet<IdKey>,
-    /// Id of the client's `initialize` while it is unanswered.
-    init: Option<Vec<u8>>,
-    /// Signalled when that answer goes out.
+    /// Signalled when the hub reports the client's `initialize` answered.
     init_answered: (Sender<()>, Receiver<()>),
 }
 
@@ -212,29 +166,21 @@ impl Runtime {
             None => out,
         };
         match out {
-            Output::ToClient(c, msg) => {
-                let mut clients = self.clients.borrow_mut();
-                let Some(conn) = clients.get_mut(&c) else {
+            Output::ToClient(c, msg, _) => {
+                let clients = self.clients.borrow();
+                let Some(conn) = clients.get(&c) else {
                     debug!("message for client {c}, which is gone, dropped");
                     return;
                 };
-                if !conn.inflight.is_empty() || conn.init.is_some() {
-                    if let Ok(env) = Envelope::parse(&msg) {
-                        if matches!(env.kind(), Kind::Result | Kind::Error) {
-                            if let Some(id) = env.id_bytes() {
-                                conn.inflight.remove(id);
-                                if conn.init.as_deref() == Some(id) {
-                                    conn.init = None;
-                                    let _ = conn.init_answered.0.try_send(());
-                                }
-                            }
-                        }
-                    }
-                }
                 match conn.out.push(msg) {
                     Ok(()) => {}
                     Err(PushError::Closed) if self.closing.get() => {}
                     Err(e) => error!("message to the client dropped: {e}"),
+                }
+            }
+            Output::ClientInitialized(c, _) => {
+                if let Some(conn) = self.clients.borrow().get(&c) {
+                    let _ = conn.init_answered.0.try_send(());
                 }
             }
             Output::ToUpstream(u, msg) => {
@@ -281,25 +227,14 @@ impl Runtime {
     pub fn connect_client(&self, out: Outbox) -> ClientId {
         let now = self.now_ms();
         let c = self.hub.borrow_mut().client_connected(now);
-        let conn = ClientConn { out, inflight: HashSet::new(), init: None, init_answered: channel::bounded(1) };
+        let conn = ClientConn { out, init_answered: channel::bounded(1) };
         self.clients.borrow_mut().insert(c, conn);
         self.drain();
         c
     }
 
+    /// One framed message from a stdio client: the hub parses it (once).
     pub fn client_message(&self, c: ClientId, msg: &[u8]) {
-        if let Ok(env) = Envelope::parse(msg) {
-            if env.kind() == Kind::Request {
-                if let (Some(id), Some(conn)) = (env.id_bytes(), self.clients.borrow_mut().get_mut(&c)) {
-                    if conn.inflight.len() < MAX_TRACKED {
-                        conn.inflight.insert(IdKey::new(id));
-                    }
-                    if env.method_is("initialize") {
-                        conn.init = Some(id.to_vec());
-                    }
-                }
-            }
-        }
         self.feed(|h, now| h.client_message(c, msg, now));
     }
 
@@ -308,7 +243,7 @@ impl Runtime {
     /// waits for that answer anyway, and one that pipelines (`printf ... |
     /// mcpx serve`) gets its lists once the servers are up, not before.
     pub fn initializing(&self, c: ClientId) -> bool {
-        !self.closing.get() && self.clients.borrow().get(&c).is_some_and(|conn| conn.init.is_some())
+        !self.closing.get() && self.hub.borrow().client_initializing(c)
     }
 
     /// Completes once [`Runtime::initializing`] turns false, or after `limit`.
@@ -346,7 +281,7 @@ impl Runtime {
     }
 
     fn inflight(&self, c: ClientId) -> usize {
-        self.clients.borrow().get(&c).map_or(0, |conn| conn.inflight.len())
+        self.hub.borrow().client_open_requests(c)
     }
 
     /// Reports a step towards the end of the session to `serve`.
@@ -823,29 +758,4 @@ where
     all_stopped.or(second_signal).await;
     info!("all servers stopped");
     code
-}
-
-#[cfg(test)]
-mod tests {
-    use super::IdKey;
-    use std::collections::HashSet;
-
-    #[test]
-    fn id_keys_are_found_by_their_raw_bytes_short_or_long() {
-        let long = format!("\"{}\"", "x".repeat(40));
-        let ids: [&[u8]; 5] = [b"1", b"\"a\"", b"12345678901234567890", b"\"exactly-22-bytes-id!\"", long.as_bytes()];
-        let mut set = HashSet::new();
-        for id in ids {
-            assert!(set.insert(IdKey::new(id)));
-        }
-        assert!(matches!(IdKey::new(ids[3]), IdKey::Inline(..)) && matches!(IdKey::new(long.as_bytes()), IdKey::Heap(_)));
-        for id in ids {
-            assert!(set.contains(id), "{}", String::from_utf8_lossy(id));
-        }
-        assert!(!set.contains(&b"2"[..]) && !set.contains(&b"1 "[..]));
-        for id in ids {
-            assert!(set.remove(id));
-        }
-        assert!(set.is_empty());
-    }
 }

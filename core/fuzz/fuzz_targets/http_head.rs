@@ -3,12 +3,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcpx_core::frame::http::{parse_request, parse_response};
+use mcpx_core::frame::http::{parse_request, parse_response, Status};
 
 const MAX_HEAD: usize = 8 * 1024;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok((head, len)) = parse_request::<16>(data, MAX_HEAD) {
+    if let Ok(Status::Complete((head, len))) = parse_request::<16>(data, MAX_HEAD) {
         assert!(len <= data.len() && len <= MAX_HEAD);
         let _ = head.framing();
         let _ = head.keep_alive();
@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = head.headers.list_elements("accept").count();
         let _ = head.headers.has_token("connection", "close");
     }
-    if let Ok((head, len)) = parse_response::<16>(data, MAX_HEAD) {
+    if let Ok(Status::Complete((head, len))) = parse_response::<16>(data, MAX_HEAD) {
         assert!(len <= data.len() && len <= MAX_HEAD);
         for method in ["GET", "HEAD", "POST"] {
             let _ = head.framing(method);

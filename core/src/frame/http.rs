@@ -89,11 +89,29 @@ pub fn trim_ows(v: &[u8]) -> &[u8] {
     v.get(start..end).unwrap_or(&[])
 }
 
+/// A head parsed so far: complete, or not all there yet (as httparse's
+/// `Status`: needing more bytes is not an error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status<T> {
+    /// The head and its length.
+    Complete(T),
+    /// The head is not complete yet: read more and parse again.
+    Partial,
+}
+
+impl<T> Status<T> {
+    /// The complete value, if any.
+    pub fn complete(self) -> Option<T> {
+        match self {
+            Status::Complete(t) => Some(t),
+            Status::Partial => None,
+        }
+    }
+}
+
 /// Why a head could not be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeadError {
-    /// The head is not complete yet: read more and parse again.
-    Incomplete,
     /// More than `H` header fields.
     TooManyHeaders,
     /// The head does not end within `max_head` bytes.
@@ -104,11 +122,11 @@ pub enum HeadError {
 
 impl HeadError {
     /// The status to answer a request with: 431 for the size limits, 400
-    /// otherwise (also for a connection closed mid-head).
+    /// otherwise.
     pub fn status(self) -> u16 {
         match self {
             HeadError::TooManyHeaders | HeadError::TooLarge => 431,
-            HeadError::Incomplete | HeadError::BadSyntax => 400,
+            HeadError::BadSyntax => 400,
         }
     }
 }
@@ -172,50 +190,55 @@ pub struct ResponseHead<'b, const H: usize> {
 }
 
 /// Parses a request head at the start of `buf`; returns it and its length
-/// (the body, if any, starts there). At most `max_head` bytes are examined.
+/// (the body, if any, starts there), or [`Status::Partial`] when more bytes
+/// are needed. At most `max_head` bytes are examined.
 pub fn parse_request<'b, const H: usize>(
     buf: &'b [u8],
     max_head: usize,
-) -> Result<(RequestHead<'b, H>, usize), HeadError> {
+) -> Result<Status<(RequestHead<'b, H>, usize)>, HeadError> {
     let mut raw = [httparse::EMPTY_HEADER; H];
     let mut req = httparse::Request::new(&mut raw);
-    let len = head_len(req.parse(bounded(buf, max_head)), buf.len(), max_head)?;
+    let Some(len) = head_len(req.parse(bounded(buf, max_head)), buf.len(), max_head)? else {
+        return Ok(Status::Partial);
+    };
     let head = RequestHead {
         method: req.method.ok_or(HeadError::BadSyntax)?,
         path: req.path.ok_or(HeadError::BadSyntax)?,
         version: version(req.version)?,
         headers: Headers::from_raw(req.headers),
     };
-    Ok((head, len))
+    Ok(Status::Complete((head, len)))
 }
 
-/// Parses a response head at the start of `buf`; returns it and its length.
-/// At most `max_head` bytes are examined.
+/// Parses a response head at the start of `buf`; returns it and its length,
+/// or [`Status::Partial`]. At most `max_head` bytes are examined.
 pub fn parse_response<'b, const H: usize>(
     buf: &'b [u8],
     max_head: usize,
-) -> Result<(ResponseHead<'b, H>, usize), HeadError> {
+) -> Result<Status<(ResponseHead<'b, H>, usize)>, HeadError> {
     let mut raw = [httparse::EMPTY_HEADER; H];
     let mut res = httparse::Response::new(&mut raw);
-    let len = head_len(res.parse(bounded(buf, max_head)), buf.len(), max_head)?;
+    let Some(len) = head_len(res.parse(bounded(buf, max_head)), buf.len(), max_head)? else {
+        return Ok(Status::Partial);
+    };
     let head = ResponseHead {
         status: res.code.ok_or(HeadError::BadSyntax)?,
         reason: res.reason.unwrap_or(""),
         version: version(res.version)?,
         headers: Headers::from_raw(res.headers),
     };
-    Ok((head, len))
+    Ok(Status::Complete((head, len)))
 }
 
 fn bounded(buf: &[u8], max_head: usize) -> &[u8] {
     buf.get(..max_head).unwrap_or(buf)
 }
 
-fn head_len(parsed: httparse::Result<usize>, available: usize, max_head: usize) -> Result<usize, HeadError> {
+fn head_len(parsed: httparse::Result<usize>, available: usize, max_head: usize) -> Result<Option<usize>, HeadError> {
     match parsed {
-        Ok(httparse::Status::Complete(len)) => Ok(len),
+        Ok(httparse::Status::Complete(len)) => Ok(Some(len)),
         Ok(httparse::Status::Partial) if available >= max_head => Err(HeadError::TooLarge),
-        Ok(httparse::Status::Partial) => Err(HeadError::Incomplete),
+        Ok(httparse::Status::Partial) => Ok(None),
         Err(httparse::Error::TooManyHeaders) => Err(HeadError::TooManyHeaders),
         Err(_) => Err(HeadError::BadSyntax),
     }
@@ -637,11 +660,11 @@ mod tests {
     const MAX: usize = 8192;
 
     fn req(s: &str) -> RequestHead<'_, 16> {
-        parse_request::<16>(s.as_bytes(), MAX).unwrap().0
+        parse_request::<16>(s.as_bytes(), MAX).unwrap().complete().unwrap().0
     }
 
     fn res(s: &str) -> ResponseHead<'_, 16> {
-        parse_response::<16>(s.as_bytes(), MAX).unwrap().0
+        parse_response::<16>(s.as_bytes(), MAX).unwrap().complete().unwrap().0
     }
 
     const POST: &str = "POST /mcp?x=1 HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
@@ -649,7 +672,7 @@ mod tests {
 
     #[test]
     fn parses_a_request_head_and_reports_its_length() {
-        let (head, len) = parse_request::<16>(POST.as_bytes(), MAX).unwrap();
+        let (head, len) = parse_request::<16>(POST.as_bytes(), MAX).unwrap().complete().unwrap();
         assert_eq!((head.method, head.path, head.version), ("POST", "/mcp?x=1", Version::Http11));
         assert_eq!(&POST[len..], "{}");
         assert_eq!(head.headers.len(), 5);
@@ -678,7 +701,7 @@ mod tests {
     fn every_proper_prefix_is_incomplete() {
         let head_len = POST.len() - 2;
         for n in 0..head_len {
-            assert_eq!(parse_request::<16>(&POST.as_bytes()[..n], MAX).map(|r| r.1), Err(HeadError::Incomplete), "{n}");
+            assert_eq!(parse_request::<16>(&POST.as_bytes()[..n], MAX).map(|s| s.complete().map(|r| r.1)), Ok(None), "{n}");
         }
     }
 
@@ -690,11 +713,11 @@ mod tests {
         assert_eq!((err, err.status()), (HeadError::TooLarge, 431));
         // A partial head already at the limit cannot complete.
         assert_eq!(parse_request::<16>(&POST.as_bytes()[..40], 40).unwrap_err(), HeadError::TooLarge);
-        assert_eq!(parse_request::<16>(&POST.as_bytes()[..39], 40).unwrap_err(), HeadError::Incomplete);
+        assert!(matches!(parse_request::<16>(&POST.as_bytes()[..39], 40), Ok(Status::Partial)));
         // Exactly at the limit is fine.
         let head_len = POST.len() - 2;
-        assert!(parse_request::<16>(POST.as_bytes(), head_len).is_ok());
-        assert_eq!(parse_request::<0>(b"GET / HTTP/1.1\r\n\r\n", MAX).map(|r| r.1), Ok(18));
+        assert!(parse_request::<16>(POST.as_bytes(), head_len).unwrap().complete().is_some());
+        assert_eq!(parse_request::<0>(b"GET / HTTP/1.1\r\n\r\n", MAX).map(|s| s.complete().map(|r| r.1)), Ok(Some(18)));
     }
 
     #[test]
@@ -971,13 +994,13 @@ mod tests {
         ) {
             let mut input = b"POST /mcp HTTP/1.1\r\n".to_vec();
             input.extend_from_slice(&raw);
-            if let Ok((head, n)) = parse_request::<4>(&input, max) {
+            if let Ok(Status::Complete((head, n))) = parse_request::<4>(&input, max) {
                 prop_assert!(n <= max);
                 let _ = (head.framing(), head.keep_alive());
                 // Any complete head parses the same from a buffer holding only it.
-                prop_assert_eq!(parse_request::<4>(&input[..n], max).map(|r| r.1), Ok(n));
+                prop_assert_eq!(parse_request::<4>(&input[..n], max).map(|s| s.complete().map(|r| r.1)), Ok(Some(n)));
             }
-            let _ = parse_response::<4>(&raw, max).map(|(h, _)| (h.framing("GET"), h.keep_alive()));
+            let _ = parse_response::<4>(&raw, max).map(|s| s.complete().map(|(h, _)| (h.framing("GET"), h.keep_alive())));
         }
 
         #[test]
@@ -993,7 +1016,7 @@ mod tests {
             let hs: Vec<Header<'_>> = headers.iter().map(|(n, v)| Header { name: n, value: v.as_bytes() }).collect();
             let mut out = [0u8; 1024];
             let n = write_request_head("POST", "/mcp", &hs, BodyFraming::Length(len), &mut out).unwrap();
-            let (head, parsed) = parse_request::<8>(&out[..n], MAX).unwrap();
+            let (head, parsed) = parse_request::<8>(&out[..n], MAX).unwrap().complete().unwrap();
             prop_assert_eq!(parsed, n);
             prop_assert_eq!(head.framing(), Ok(BodyFraming::Length(len)));
             for (h, (name, value)) in head.headers.iter().zip(&headers) {
@@ -1002,7 +1025,7 @@ mod tests {
             }
             let mut out = [0u8; 1024];
             let n = write_response_head(status, &hs, BodyFraming::Chunked, &mut out).unwrap();
-            let (head, _) = parse_response::<8>(&out[..n], MAX).unwrap();
+            let (head, _) = parse_response::<8>(&out[..n], MAX).unwrap().complete().unwrap();
             prop_assert_eq!(head.status, status);
             let bodiless = matches!(status, 100..=199 | 204 | 304);
             prop_assert_eq!(head.framing("GET"), Ok(if bodiless { BodyFraming::None } else { BodyFraming::Chunked }));

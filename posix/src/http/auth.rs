@@ -189,6 +189,8 @@ impl Authenticator {
                 (503, format!("Service unavailable: {why}"), String::new())
             }
         };
+        let now = conn.shared.now();
+        conn.shared.state.borrow_mut().refusals.record(now, status, &text);
         let body = error_body(None, -32600, &text, None);
         let mut hs = vec![("Content-Type", "application/json")];
         if !challenge.is_empty() {

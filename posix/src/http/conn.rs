@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use async_io::{Async, Timer};
 use mcpx_core::frame::http::{
-    parse_request, write_response_head, BodyFraming, Chunk, ChunkedDecoder, Header, Version,
+    parse_request, write_response_head, BodyFraming, Chunk, ChunkedDecoder, Header, Status, Version,
 };
 use mcpx_core::rewrite::write_error;
 use smol::future;
@@ -239,7 +239,7 @@ impl Conn {
         loop {
             if !self.buf.is_empty() {
                 let parsed = match parse_request::<MAX_HEADERS>(&self.buf, lim.max_head) {
-                    Ok((head, len)) => {
+                    Ok(Status::Complete((head, len))) => {
                         let framing = head.framing();
                         let req = Request {
                             method: head.method.to_string(),
@@ -261,7 +261,7 @@ impl Conn {
                         };
                         Ok(Some((req, len, framing)))
                     }
-                    Err(mcpx_core::frame::http::HeadError::Incomplete) => Ok(None),
+                    Ok(Status::Partial) => Ok(None),
                     Err(e) => Err(e),
                 };
                 match parsed {

@@ -5,7 +5,7 @@
 //!  TCP ─► conn (heads, bodies, limits) ─► routes (Host/Origin, token, method)
 //!        ─► POST: classify once (legacy session | modern stateless)
 //!           ─► session (one hub ClientId per session) ─► Hub::client_message
-//!  Hub output ToClient(c, msg) ─► Http::deliver ─► session routing
+//!  Hub output ToClient(c, msg, about) ─► Http::deliver ─► session routing
 //!        ─► the POST stream waiting for that id | the GET stream | dropped
 //! ```
 //!
@@ -97,7 +97,7 @@ use std::rc::Rc;
 
 use async_io::Async;
 
-use crate::hub::{ClientId, Hub, Level, Output};
+use crate::hub::{About, ClientId, Hub, Level, Output};
 
 pub use auth::{AuthSettings, OAuthSettings};
 pub use limits::Limits;
@@ -219,9 +219,9 @@ impl Http {
             .contains_key(&c)
     }
 
-    /// `Output::ToClient(c, msg)` for an HTTP client.
-    pub fn deliver(&self, c: ClientId, msg: Vec<u8>) {
-        session::deliver(&self.shared, c, msg);
+    /// `Output::ToClient(c, msg, about)` for an HTTP client.
+    pub fn deliver(&self, c: ClientId, msg: Vec<u8>, about: About) {
+        session::deliver(&self.shared, c, msg, about);
     }
 
     /// `Output::CloseClient(c)`: ends the session (the hub already forgot it).
@@ -233,7 +233,8 @@ impl Http {
     /// of one of its sessions) and returns `None`; gives anything else back.
     pub fn take(&self, out: Output) -> Option<Output> {
         match out {
-            Output::ToClient(c, msg) if self.owns(c) => self.deliver(c, msg),
+            Output::ToClient(c, msg, about) if self.owns(c) => self.deliver(c, msg, about),
+            Output::ClientInitialized(c, rev) if self.owns(c) => session::set_rev(&self.shared, c, rev),
             Output::CloseClient(c) if self.owns(c) => self.close_client(c),
             other => return Some(other),
         }

@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 
 use mcpx_core::envelope::{Envelope, Kind as MsgKind, Message};
 use mcpx_core::frame::http::Version;
-use mcpx_core::meta::PROTOCOL_VERSION_KEY;
-use mcpx_core::revision::{Era as RevEra, Revision, Revisions};
+use mcpx_core::revision::{self, Era as RevEra, EraHints, Revision, Revisions};
 use smol::channel;
 
 use super::auth::Principal;
@@ -128,31 +127,15 @@ async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> 
     }
 }
 
-/// Which era a POST belongs to (conformance notes §1.6): decided once, here.
-enum Era {
-    Legacy,
-    Modern,
-}
-
-fn classify(has_session: bool, version_header: Option<&str>, msg: &Message<'_>) -> Era {
-    if has_session {
-        return Era::Legacy;
-    }
-    let modern_meta = match msg {
-        Message::Single(env) => env
-            .meta()
-            .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
-            .is_some(),
-        Message::Batch(_) => false,
+/// Which era a POST belongs to (conformance notes §1.6): decided once, by
+/// core's one classification.
+fn classify(has_session: bool, version_header: Option<&str>, msg: &Message<'_>) -> RevEra {
+    let single = match msg {
+        Message::Single(env) => Some(env),
+        Message::Batch(_) => None,
     };
-    match (version_header, modern_meta) {
-        (_, true) => Era::Modern,
-        (Some(h), false) if Revision::parse(h).is_some_and(|r| r.era() == RevEra::Legacy) => {
-            Era::Legacy
-        }
-        (Some(_), false) => Era::Modern,
-        (None, false) => Era::Legacy,
-    }
+    let hints = EraHints { session: has_session, version_header, modern_connection: false };
+    revision::request_era(single, hints)
 }
 
 fn supported_json() -> String {
@@ -182,19 +165,8 @@ async fn post(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
         .header_str("mcp-protocol-version")
         .map(|s| s.trim().to_string());
     match classify(sid.is_some(), pv.as_deref(), &msg) {
-        Era::Modern => post_modern(conn, req, &msg, who).await,
-        Era::Legacy => post_legacy(conn, req, sid, pv, &msg, who).await,
-    }
-}
-
-/// HTTP status of a modern (2026-07-28) error answer: 400 for the errors
-/// the spec gives a status (-32020, -32021, -32022) and for invalid params
-/// (-32602: missing `_meta` fields included), 404 for an unknown method.
-fn modern_status(code: i64) -> u16 {
-    match code {
-        -32601 => 404,
-        -32602 | -32020 | -32021 | -32022 | -32600 | -32700 => 400,
-        _ => 200,
+        RevEra::Modern => post_modern(conn, req, &msg, who).await,
+        RevEra::Legacy => post_legacy(conn, req, sid, pv, &msg, who).await,
     }
 }
 
@@ -203,7 +175,7 @@ fn modern_status(code: i64) -> u16 {
 /// missing field is the hub's -32602 first, conformance notes §3.1).
 fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
     use mcpx_core::headers::{self, HeaderField, ParamValue};
-    let meta_version = env.meta().and_then(|m| m.get(PROTOCOL_VERSION_KEY))?.as_str()?;
+    let meta_version = env.protocol_version()?.as_str()?;
     let version = String::from_utf8_lossy(meta_version.raw()).into_owned();
     if env.meta().and_then(|m| m.get(mcpx_core::meta::CLIENT_CAPABILITIES_KEY)).is_none() {
         return None;
@@ -287,13 +259,11 @@ async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>, who:
         Err(why) => return conn.error(503, Some(&id), -32603, &why, None, true).await,
     };
     let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
-    let tokens = env.progress_token().map(|t| t.bytes().to_vec()).into_iter().collect();
     let x = Exchange {
         sid: sid.clone(),
         c,
         pending: vec![id],
-        tokens,
-        msgs: vec![env.bytes().to_vec()],
+        msgs: vec![*env],
         prefilled: Vec::new(),
         batch: false,
         sse_ok,
@@ -354,17 +324,11 @@ async fn post_legacy(
             Err(why) => return conn.error(503, first_id, -32603, &why, None, true).await,
         };
         let id = env.id_bytes().unwrap_or(b"null").to_vec();
-        let tokens = env
-            .progress_token()
-            .map(|t| t.bytes().to_vec())
-            .into_iter()
-            .collect();
         let x = Exchange {
             sid: sid.clone(),
             c,
             pending: vec![id],
-            tokens,
-            msgs: vec![env.bytes().to_vec()],
+            msgs: vec![*env],
             prefilled: Vec::new(),
             batch: false,
             sse_ok,
@@ -409,7 +373,6 @@ async fn post_legacy(
         sid,
         c,
         pending: Vec::new(),
-        tokens: Vec::new(),
         msgs: Vec::new(),
         prefilled: Vec::new(),
         batch,
@@ -422,7 +385,8 @@ async fn post_legacy(
         match el {
             Ok(env) if env.kind() == MsgKind::Request => {
                 let id = env.id_bytes().unwrap_or(b"null");
-                if x.pending.iter().any(|p| p == id) || session::id_in_flight(&sh, &x.sid, id) {
+                let open = sh.link.call(|hub, _| hub.client_request_open(x.c, id));
+                if x.pending.iter().any(|p| p == id) || open {
                     x.prefilled.push(super::conn::error_body(
                         Some(id),
                         -32600,
@@ -432,12 +396,9 @@ async fn post_legacy(
                     continue;
                 }
                 x.pending.push(id.to_vec());
-                if let Some(t) = env.progress_token() {
-                    x.tokens.push(t.bytes().to_vec());
-                }
-                x.msgs.push(env.bytes().to_vec());
+                x.msgs.push(env);
             }
-            Ok(env) => x.msgs.push(env.bytes().to_vec()),
+            Ok(env) => x.msgs.push(env),
             Err(e) => {
                 // Only answer what could be a request (never a notification).
                 if e.id_bytes().is_some() || !batch {
@@ -452,8 +413,7 @@ async fn post_legacy(
         }
     }
     if x.pending.is_empty() {
-        let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();
-        sh.feed(x.c, &msgs);
+        sh.feed_views(x.c, &x.msgs);
         if x.prefilled.is_empty() {
             // Requirement rows streamable-http-server-202-for-non-request
             return conn.respond(202, &[], b"", true).await;
@@ -482,13 +442,12 @@ fn join(msgs: &[Vec<u8>], batch: bool) -> Vec<u8> {
     out
 }
 
-/// A POST carrying requests, to be answered.
-struct Exchange {
+/// A POST carrying requests, to be answered; `msgs` are views into its body.
+struct Exchange<'b> {
     sid: String,
     c: crate::hub::ClientId,
     pending: Vec<Vec<u8>>,
-    tokens: Vec<Vec<u8>>,
-    msgs: Vec<Vec<u8>>,
+    msgs: Vec<Envelope<'b>>,
     /// Responses decided here (invalid batch elements, duplicate ids).
     prefilled: Vec<Vec<u8>>,
     batch: bool,
@@ -505,15 +464,14 @@ struct Exchange {
 /// responses come first, SSE when something must stream before them (rows
 /// `streamable-http-server-json-or-sse-for-request`, `streamable-http-sse-includes-response`,
 /// `streamable-http-server-terminates-sse-after-response`).
-async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
+async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
     let sh = conn.shared.clone();
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let expected = x.pending.len();
-    let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.tokens, x.sse_ok, tx) else {
+    let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.sse_ok, tx) else {
         return conn.reject(404, "Not found: the session ended").await;
     };
-    let msgs: Vec<&[u8]> = x.msgs.iter().map(Vec::as_slice).collect();
-    sh.feed(x.c, &msgs);
+    sh.feed_views(x.c, &x.msgs);
     let session_hdr = x.sid.clone();
     let mut extra: Vec<(&str, &str)> = Vec::new();
     if x.set_session {
@@ -612,7 +570,7 @@ async fn exchange(conn: &mut Conn, x: Exchange) -> bool {
             if x.modern {
                 // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
                 let code = Envelope::parse(&body).ok().and_then(|e| e.error_code());
-                status = code.map_or(200, modern_status);
+                status = code.map_or(200, mcpx_core::error::http_status);
             }
             conn.respond(status, &hs, &body, !x.http10).await
         }
@@ -769,21 +727,16 @@ async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
         Ok(b) => b,
         Err(keep) => return keep,
     };
-    let msgs: Vec<Vec<u8>> = match Message::parse(&body) {
-        Ok(Message::Single(e)) => vec![e.bytes().to_vec()],
-        Ok(Message::Batch(b)) => b
-            .elements()
-            .filter_map(Result::ok)
-            .map(|e| e.bytes().to_vec())
-            .collect(),
+    let msgs: Vec<Envelope<'_>> = match Message::parse(&body) {
+        Ok(Message::Single(e)) => vec![e],
+        Ok(Message::Batch(b)) => b.elements().filter_map(Result::ok).collect(),
         Err(e) => {
             return conn
                 .error(400, e.id_bytes(), e.code().into(), e.message(), None, true)
                 .await
         }
     };
-    let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
-    sh.feed(c, &refs);
+    sh.feed_views(c, &msgs);
     conn.respond(202, &[("Content-Type", "text/plain")], b"Accepted", true)
         .await
 }
@@ -795,8 +748,8 @@ mod tests {
     fn era(session: bool, header: Option<&str>, body: &str) -> &'static str {
         let msg = Message::parse(body.as_bytes()).unwrap();
         match classify(session, header, &msg) {
-            Era::Legacy => "legacy",
-            Era::Modern => "modern",
+            RevEra::Legacy => "legacy",
+            RevEra::Modern => "modern",
         }
     }
 

@@ -7,7 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use mcpx_core::envelope::{Envelope, Kind as MsgKind};
+use mcpx_core::envelope::Envelope;
+use mcpx_core::error::ErrorCode;
 use mcpx_core::revision::Revision;
 use mcpx_core::rewrite::write_error;
 use nanorand::{ChaCha20, Rng};
@@ -16,7 +17,7 @@ use smol::channel::{self, Receiver, Sender};
 use super::auth::{Authenticator, Principal};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
-use crate::hub::{ClientId, Level};
+use crate::hub::{About, ClientId, Level};
 
 /// Most server→client requests waiting to be refused back to the hub.
 const INBOX_CAP: usize = 1024;
@@ -88,8 +89,6 @@ pub(crate) struct Exchange {
     pub seq: u64,
     /// Request ids (raw JSON) still unanswered.
     pub pending: Vec<Vec<u8>>,
-    /// Progress tokens (raw JSON) chosen by its requests.
-    pub tokens: Vec<Vec<u8>>,
     /// The client accepts an SSE answer.
     pub sse_ok: bool,
     pub tx: Sender<Item>,
@@ -145,6 +144,15 @@ impl Shared {
         self.link.call(|hub, now| {
             for m in msgs {
                 hub.client_message(c, m, now);
+            }
+        });
+    }
+
+    /// Feeds messages this transport has parsed: the hub takes the views.
+    pub fn feed_views(&self, c: ClientId, msgs: &[Envelope<'_>]) {
+        self.link.call(|hub, now| {
+            for m in msgs {
+                hub.client_envelope(c, m, now);
             }
         });
     }
@@ -294,7 +302,6 @@ pub(crate) fn add_exchange(
     shared: &Shared,
     sid: &str,
     pending: Vec<Vec<u8>>,
-    tokens: Vec<Vec<u8>>,
     sse_ok: bool,
     tx: Sender<Item>,
 ) -> Option<u64> {
@@ -304,7 +311,6 @@ pub(crate) fn add_exchange(
     s.exchanges.push(Exchange {
         seq,
         pending,
-        tokens,
         sse_ok,
         tx,
     });
@@ -320,16 +326,6 @@ pub(crate) fn drop_exchange(shared: &Shared, sid: &str, seq: u64) {
         s.exchanges.retain(|e| e.seq != seq);
         s.last_seen = now;
     }
-}
-
-/// Is `id` (raw JSON) pending in any exchange of the session?
-pub(crate) fn id_in_flight(shared: &Shared, sid: &str, id: &[u8]) -> bool {
-    let st = shared.state.borrow();
-    st.sessions.by_id.get(sid).is_some_and(|s| {
-        s.exchanges
-            .iter()
-            .any(|e| e.pending.iter().any(|p| p == id))
-    })
 }
 
 /// Opens the session's standalone stream; `None` if one is open already.
@@ -354,6 +350,15 @@ pub(crate) fn clear_get(shared: &Shared, sid: &str, seq: u64) {
     }
 }
 
+/// The hub answered client `c`'s `initialize`: its session speaks `rev`.
+pub(crate) fn set_rev(shared: &Shared, c: ClientId, rev: Revision) {
+    let mut st = shared.state.borrow_mut();
+    let Some(sid) = st.sessions.by_client.get(&c).cloned() else { return };
+    if let Some(s) = st.sessions.by_id.get_mut(&sid) {
+        s.rev = Some(rev);
+    }
+}
+
 pub(crate) fn session_rev(shared: &Shared, sid: &str) -> Option<Revision> {
     shared
         .state
@@ -365,7 +370,7 @@ pub(crate) fn session_rev(shared: &Shared, sid: &str) -> Option<Revision> {
 }
 
 /// Routes one hub message for client `c`.
-pub(crate) fn deliver(shared: &Shared, c: ClientId, msg: Vec<u8>) {
+pub(crate) fn deliver(shared: &Shared, c: ClientId, msg: Vec<u8>, about: About) {
     let refused = {
         let mut st = shared.state.borrow_mut();
         let Some(sid) = st.sessions.by_client.get(&c).cloned() else {
@@ -374,7 +379,7 @@ pub(crate) fn deliver(shared: &Shared, c: ClientId, msg: Vec<u8>) {
         let Some(s) = st.sessions.by_id.get_mut(&sid) else {
             return;
         };
-        let r = route(s, msg);
+        let r = route(s, msg, about);
         if let Some(err) = &r {
             if st.hub_inbox.len() < INBOX_CAP {
                 st.hub_inbox.push_back((c, err.clone()));
@@ -419,20 +424,17 @@ fn send_get(s: &mut Session, item: Item) -> bool {
     ok
 }
 
-/// Routes `msg` within the session. Returns an error response to feed back
-/// to the hub when a server→client request cannot be delivered.
-fn route(s: &mut Session, msg: Vec<u8>) -> Option<Vec<u8>> {
+/// Routes `msg` within the session by what the hub says it is (the bytes
+/// are not read). Returns an error response to feed back to the hub when a
+/// server→client request cannot be delivered.
+fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
     if s.kind == Kind::LegacySse {
         send_get(s, Item::Other(msg));
         return None;
     }
-    let Ok(env) = Envelope::parse(&msg) else {
-        send_get(s, Item::Other(msg));
-        return None;
-    };
-    match env.kind() {
-        MsgKind::Result | MsgKind::Error => {
-            let id = env.id_bytes()?;
+    match about {
+        About::Reply { id } => {
+            let id = &msg[id?];
             let Some(i) = s
                 .exchanges
                 .iter()
@@ -440,14 +442,6 @@ fn route(s: &mut Session, msg: Vec<u8>) -> Option<Vec<u8>> {
             else {
                 return None; // its POST is gone: disconnect is not cancellation, the result is dropped
             };
-            if let Some(v) = env
-                .result()
-                .and_then(|r| r.get("protocolVersion"))
-                .and_then(|v| v.as_str())
-                .and_then(|v| v.as_str().and_then(Revision::parse))
-            {
-                s.rev = Some(v);
-            }
             let e = &mut s.exchanges[i];
             e.pending.retain(|p| p != id);
             let last = e.pending.is_empty();
@@ -456,42 +450,35 @@ fn route(s: &mut Session, msg: Vec<u8>) -> Option<Vec<u8>> {
             }
             None
         }
-        MsgKind::Request => {
+        About::Request { id } => {
             if let Some(i) = latest_sse(s) {
                 if send_exchange(s, i, Item::Other(msg.clone())) {
                     return None;
                 }
             }
-            let id = env.id_bytes().map(<[u8]>::to_vec);
-            let method = env.method_str().unwrap_or("request").to_string();
+            let id = msg[id].to_vec();
             if send_get(s, Item::Other(msg)) {
                 return None;
             }
-            let text =
-                format!("the client has no open HTTP stream on which mcpx could send it {method}");
+            let text = "the client has no open HTTP stream on which mcpx could send it a request";
             let mut out = vec![0u8; 256 + text.len()];
-            let n = write_error(id.as_deref(), -32603, &text, None, &mut out).ok()?;
+            let n = write_error(Some(&id), ErrorCode::InternalError.code().into(), text, None, &mut out).ok()?;
             out.truncate(n);
             Some(out)
         }
-        MsgKind::Notification => {
-            let method = env.method_str().unwrap_or("");
-            if method == "notifications/progress" {
-                let token = env.param("progressToken").map(|t| t.bytes());
-                // Only on its request's stream; a client that accepts only JSON
-                // cannot receive it there, and the GET stream is for unrelated messages.
-                let at = token.and_then(|t| {
-                    s.exchanges
-                        .iter()
-                        .position(|e| e.tokens.iter().any(|x| x == t))
-                });
-                if let Some(i) = at.filter(|i| s.exchanges[*i].sse_ok) {
-                    send_exchange(s, i, Item::Other(msg));
-                }
-                return None;
+        About::Notification { related: Some(r), .. } => {
+            // Only on its request's stream; a client that accepts only JSON
+            // cannot receive it there, and the GET stream is for unrelated messages.
+            let at = s
+                .exchanges
+                .iter()
+                .position(|e| e.pending.iter().any(|p| p.as_slice() == r.bytes()));
+            if let Some(i) = at.filter(|i| s.exchanges[*i].sse_ok) {
+                send_exchange(s, i, Item::Other(msg));
             }
-            let unsolicited =
-                method.ends_with("/list_changed") || method == "notifications/resources/updated";
+            None
+        }
+        About::Notification { unsolicited, related: None } => {
             if unsolicited && s.get.is_some() && send_get(s, Item::Other(msg.clone())) {
                 return None;
             }

@@ -212,7 +212,7 @@ fn start_with(
                     continue;
                 };
                 match out {
-                    Output::ToClient(..) | Output::CloseClient(..) => {}
+                    Output::ToClient(..) | Output::ClientInitialized(..) | Output::CloseClient(..) => {}
                     Output::ToUpstream(_, m) => {
                         let _ = up_tx.try_send(m);
                     }
@@ -408,7 +408,7 @@ fn read_resp(s: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
     use mcpx_core::frame::http::{parse_response, BodyFraming, Chunk, ChunkedDecoder};
     let mut tmp = [0u8; 65536];
     let (status, headers, framing, hl) = loop {
-        if let Ok((h, n)) = parse_response::<64>(buf, 1 << 20) {
+        if let Ok(Some((h, n))) = parse_response::<64>(buf, 1 << 20).map(|s| s.complete()) {
             let hs = h
                 .headers
                 .iter()

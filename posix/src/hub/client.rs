@@ -14,13 +14,17 @@
 //!   go to a client only after it has read a list: the oldest Python SDK
 //!   client deadlocks on one that arrives before its first `tools/list`.
 
+use std::collections::HashSet;
+
+use mcpx_core::method::Method;
 use mcpx_core::revision;
+use mcpx_core::rewrite;
 use serde_json::{json, Map, Value};
 
 use super::catalog::Channel;
 use super::shape::{self, Rev, RevExt};
 use super::wire::{self, Bad, Kind};
-use super::{ClientId, Hub, Level, Output};
+use super::{About, ClientId, Hub, IdKey, Level, Output};
 
 pub(super) struct Client {
     /// Negotiated revision; `None` before `initialize`.
@@ -32,7 +36,7 @@ pub(super) struct Client {
     /// `notifications/initialized` received.
     pub ready: bool,
     /// Requests to the client held until `notifications/initialized`.
-    pub held_requests: Vec<Vec<u8>>,
+    pub held_requests: Vec<(Vec<u8>, About)>,
     /// `initialize` waiting for upstreams: the client's raw id.
     pub held_init: Option<Vec<u8>>,
     /// Per channel: has read the list (first page) at least once.
@@ -50,7 +54,15 @@ pub(super) struct Client {
     pub principal: Vec<u8>,
     /// Open `subscriptions/listen` streams (modern).
     pub listens: Vec<super::modern::Listen>,
+    /// Ids of the client's requests not yet answered (at most
+    /// [`MAX_OPEN`]): what a runtime waits for at end of input, and what a
+    /// transport checks a new request's id against.
+    pub open: HashSet<IdKey>,
 }
+
+/// Requests tracked per client in [`Client::open`]; past this many the
+/// newest are not tracked (they are still served).
+pub(super) const MAX_OPEN: usize = 4096;
 
 impl Client {
     pub fn rev(&self) -> Rev {
@@ -90,6 +102,7 @@ impl Hub {
                 era: None,
                 principal: b"mcpx-local".to_vec(),
                 listens: Vec::new(),
+                open: HashSet::new(),
             },
         );
         c
@@ -105,13 +118,24 @@ impl Hub {
             }
             Err(Bad { code, message, id }) => {
                 let id = id.or_else(|| self.unreadable_id(c).map(<[u8]>::to_vec));
-                self.emit_client(c, wire::error(id.as_deref(), code, message, None));
+                self.answer_error(c, id.as_deref(), code, message, None);
             }
-            Ok(m) => match m.kind {
-                Kind::Request => self.on_client_request(c, &m),
-                Kind::Notification => self.on_client_notification(c, &m),
-                Kind::Result | Kind::Error => self.on_client_response(c, &m),
-            },
+            Ok(m) => self.on_client_view(c, &m),
+        }
+    }
+
+    /// One checked message from client `c`: the only way in.
+    pub(super) fn on_client_view(&mut self, c: ClientId, m: &wire::Msg) {
+        let Some(cl) = self.clients.get_mut(&c) else { return };
+        match m.kind {
+            Kind::Request => {
+                if let Some(id) = m.id_bytes().filter(|_| cl.open.len() < MAX_OPEN) {
+                    cl.open.insert(IdKey::new(id));
+                }
+                self.on_client_request(c, m)
+            }
+            Kind::Notification => self.on_client_notification(c, m),
+            Kind::Result | Kind::Error => self.on_client_response(c, m),
         }
     }
 
@@ -132,7 +156,7 @@ impl Hub {
         }
         let id = self.unreadable_id(c);
         let msg = format!("Invalid request: the message is too large ({len} bytes or more); it was dropped");
-        self.emit_client(c, wire::error(id, -32600, &msg, None));
+        self.answer_error(c, id, -32600, &msg, None);
     }
 
     pub(super) fn on_client_disconnected(&mut self, c: ClientId) {
@@ -148,18 +172,17 @@ impl Hub {
     }
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
-        match m.method.as_str() {
+        match &*m.method {
             "notifications/initialized" | "initialized" => {
                 let Some(cl) = self.clients.get_mut(&c) else { return };
                 cl.ready = true;
-                for b in std::mem::take(&mut cl.held_requests) {
-                    self.emit_client(c, b);
+                for (b, about) in std::mem::take(&mut cl.held_requests) {
+                    self.emit_client(c, b, about);
                 }
             }
             "notifications/cancelled" => {
-                let Some(p) = m.params.clone() else { return };
-                let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
-                let reason = wire::find(m.raw, p, &["reason"]).and_then(|r| wire::string_at(m.raw, r));
+                let Some(r) = m.param(&["requestId"]) else { return };
+                let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
                 let rid = &m.raw[r];
                 if self.end_listen(c, rid) {
                     return;
@@ -245,7 +268,8 @@ impl Hub {
             "instructions": self.instructions(),
         });
         self.clients.get_mut(&c).expect("known client").initialized = true;
-        self.emit_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
+        self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
+        self.out.push_back(Output::ClientInitialized(c, rev));
     }
 
     /// What the hub offers clients: the union of what its upstreams offered
@@ -301,20 +325,62 @@ impl Hub {
     /// A request to a client: held while the client has had its `initialize`
     /// answered but has not yet sent `notifications/initialized`
     /// (requirement: lifecycle-server-no-requests-before-initialized).
-    pub(super) fn request_client(&mut self, c: ClientId, bytes: Vec<u8>) {
+    pub(super) fn request_client(&mut self, c: ClientId, hid: u64, method: &str, params: &[u8]) {
+        let hid = hid.to_string();
+        let bytes = wire::request_raw(hid.as_bytes(), method, Some(params));
+        let span = rewrite::written_id_span(hid.len());
+        let about = About::Request { id: span.start..span.end };
         if let Some(cl) = self.clients.get_mut(&c) {
             if cl.initialized && !cl.ready {
-                cl.held_requests.push(bytes);
+                cl.held_requests.push((bytes, about));
                 return;
             }
         }
-        self.emit_client(c, bytes);
+        self.emit_client(c, bytes, about);
     }
 
-    pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>) {
-        if self.clients.contains_key(&c) {
-            self.out.push_back(Output::ToClient(c, bytes));
+    /// Queues a message for client `c`, saying what it is. A reply closes
+    /// the client's request in the open set.
+    pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>, about: About) {
+        let Some(cl) = self.clients.get_mut(&c) else { return };
+        if let About::Reply { id: Some(r) } = &about {
+            cl.open.remove(&bytes[r.clone()]);
         }
+        self.out.push_back(Output::ToClient(c, bytes, about));
+    }
+
+    /// A response written by core's writers with id `id` (`None`, or
+    /// `null`: the request's id could not be read).
+    pub(super) fn emit_reply(&mut self, c: ClientId, id: Option<&[u8]>, bytes: Vec<u8>) {
+        let id = id.filter(|id| *id != b"null").map(|id| {
+            let span = rewrite::written_id_span(id.len());
+            span.start..span.end
+        });
+        debug_assert!(id.as_ref().is_none_or(|r| bytes.get(r.clone()).is_some()));
+        self.emit_client(c, bytes, About::Reply { id });
+    }
+
+    /// A result answering request `id` of client `c`.
+    pub(super) fn answer_result(&mut self, c: ClientId, id: &[u8], result: &[u8]) {
+        self.emit_reply(c, Some(id), wire::result(id, result));
+    }
+
+    /// An error answering request `id` of client `c`: the one error writer
+    /// of the hub.
+    pub(super) fn answer_error(&mut self, c: ClientId, id: Option<&[u8]>, code: i64, message: &str, data: Option<Value>) {
+        self.emit_reply(c, id, wire::error(id, code, message, data));
+    }
+
+    /// An error answering request `id` of client `c` with an error object
+    /// given as raw JSON (an upstream's, passed on).
+    pub(super) fn answer_raw_error(&mut self, c: ClientId, id: &[u8], error: &[u8]) {
+        self.emit_reply(c, Some(id), wire::error_raw(Some(id), error));
+    }
+
+    /// A notification that relates to no request of the client.
+    pub(super) fn emit_notification(&mut self, c: ClientId, method: &str, params: Option<&[u8]>) {
+        let unsolicited = Method::known(method).is_some_and(|m| m.is_unsolicited());
+        self.emit_client(c, wire::notification(method, params), About::Notification { unsolicited, related: None });
     }
 
     /// A notification to one client, shaped for its revision.
@@ -323,7 +389,7 @@ impl Hub {
         let mut p = params.clone();
         shape::notification_params(method, &mut p, &cl.rev().features());
         let body = serde_json::to_vec(&p).unwrap_or_default();
-        self.emit_client(c, wire::notification(method, Some(&body)));
+        self.emit_notification(c, method, Some(&body));
     }
 
     /// After a catalog change: tell each client that has read the list and
@@ -343,7 +409,7 @@ impl Hub {
             let fp = self.catalog.fingerprint(ch, rev);
             if fp != known {
                 self.clients.get_mut(&c).expect("known client").known_fp[ch.idx()] = fp;
-                self.emit_client(c, wire::notification(ch.notification(), None));
+                self.emit_notification(c, ch.notification(), None);
             }
         }
     }

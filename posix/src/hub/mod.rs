@@ -7,10 +7,34 @@
 //! current time (`now_ms`, any monotonic millisecond clock) and drains
 //! [`Output`]s with [`Hub::poll_output`] after every call.
 //!
+//! # The one way a message travels
+//!
 //! ```text
-//!  client_message ─► router ─► (local answer | pending ─► ToUpstream)
-//!  upstream_message ─► pending/relay ─► shape ─► ToClient
+//!  bytes ─► frame (runtime: stdio line, HTTP body, SSE event)
+//!        ─► Envelope view (core, parsed once: kind, id, typed Method, spans, _meta keys)
+//!        ─► client_message / client_envelope / upstream_message
+//!        ─► era (core revision::request_era) ─► normalize a modern request (view + ReqCtx)
+//!        ─► router ─► local answer | pending ─► Output::ToUpstream
+//!  upstream answer ─► view ─► pending ─► shape (byte splices, core Feature table)
+//!        ─► Output::ToClient(c, bytes, About::Reply { id span })
 //! ```
+//!
+//! - A stdio runtime hands the hub the framed bytes (`client_message`); the
+//!   hub parses them once. A transport that had to parse a body itself (HTTP
+//!   POST, batch elements) hands the hub its views (`client_envelope`), so
+//!   the bytes are never parsed twice. Every later lookup is a span of the
+//!   view (`wire::Msg::param`); messages are changed only by splicing bytes
+//!   through core's `rewrite`.
+//! - Outputs say what they are: [`About`] names the request a reply answers
+//!   (the span of the client's own id in the bytes), the hub's id of a request
+//!   to the client, and the request a progress notification reports on;
+//!   [`Output::ClientInitialized`] reports an answered `initialize`. No runtime
+//!   reads hub output to route it.
+//! - The hub alone tracks what is in flight: each client's open request ids
+//!   (`client_open_requests`, `client_request_open`, `client_initializing`)
+//!   and the pending table of forwarded requests.
+//! - One error writer (`answer_error`), with codes from core's error table
+//!   (`mcpx_core::error::code_for`, revision- and capability-aware).
 //!
 //! Contract with the runtime:
 //! - Every `*_message` call carries exactly one framed JSON-RPC message (one stdio
@@ -51,7 +75,7 @@
 //! need for input into what the client's era understands, in all four
 //! combinations (wire requests, `InputRequiredResult` with sealed
 //! `requestState`), is `relay`; shaping per revision is `shape`.
-#![allow(dead_code)] // until the runtime wires `serve` to the hub
+
 
 mod catalog;
 mod client;
@@ -67,6 +91,8 @@ mod wire;
 mod tests;
 
 use std::collections::{BTreeMap, VecDeque};
+
+use mcpx_core::envelope::Envelope;
 
 /// Index of an upstream in the configuration order (0-based). Stable for the
 /// life of the `Hub`.
@@ -277,11 +303,71 @@ pub enum Level {
     Debug,
 }
 
+/// A client's request id (its raw JSON bytes) as a map key: short ids
+/// (nearly all) are stored inline, so tracking a request allocates nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdKey {
+    Inline(u8, [u8; 22]),
+    Heap(Box<[u8]>),
+}
+
+impl IdKey {
+    pub fn new(id: &[u8]) -> IdKey {
+        let mut b = [0u8; 22];
+        match b.get_mut(..id.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(id);
+                IdKey::Inline(id.len() as u8, b)
+            }
+            None => IdKey::Heap(id.into()),
+        }
+    }
+
+    /// The id's raw JSON bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            IdKey::Inline(n, b) => &b[..*n as usize],
+            IdKey::Heap(b) => b,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for IdKey {
+    fn borrow(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+// Hashes as the `[u8]` it borrows as, so lookups by `&[u8]` find it.
+impl std::hash::Hash for IdKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.bytes().hash(h)
+    }
+}
+
+/// What a message to a client is, so that no runtime reads its bytes to
+/// route it (quinn-proto's `poll` events, not bytes to re-read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum About {
+    /// The answer to the client's request whose id (the client's own bytes)
+    /// is `msg[id]`; `None` when that request's id could not be read.
+    Reply { id: Option<std::ops::Range<usize>> },
+    /// A request the client is to answer (sampling, elicitation, roots,
+    /// ping), whose id (the hub's) is `msg[id]`.
+    Request { id: std::ops::Range<usize> },
+    /// A notification. `unsolicited`: a list change or resource update, not
+    /// caused by any request; `related`: the client request it reports on
+    /// (progress), to be delivered with that request's answer.
+    Notification { unsolicited: bool, related: Option<IdKey> },
+}
+
 /// What the hub asks the runtime to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
-    /// Write one message to a client.
-    ToClient(ClientId, Vec<u8>),
+    /// Write one message to a client; [`About`] says what it is.
+    ToClient(ClientId, Vec<u8>, About),
+    /// Client `c`'s `initialize` was answered: the session speaks this revision.
+    ClientInitialized(ClientId, mcpx_core::revision::Revision),
     /// Write one message to an upstream's stdin.
     ToUpstream(UpstreamId, Vec<u8>),
     /// Kill and respawn this upstream (hung or broken); the reason is for logs.
@@ -309,8 +395,6 @@ pub struct Hub {
     /// Time of the first `upstream_started`/`client_connected`, for the startup wait.
     started_ms: Option<u64>,
     now_ms: u64,
-    /// The modern client request being routed (its per-request context).
-    cur: Option<Box<modern::ReqCtx>>,
     /// Modern requests that came while upstreams were still starting: served
     /// once startup has settled, as a legacy client's `initialize` is held.
     early: VecDeque<(ClientId, Vec<u8>)>,
@@ -334,7 +418,6 @@ impl Hub {
             out: VecDeque::new(),
             started_ms: None,
             now_ms: 0,
-            cur: None,
             early: VecDeque::new(),
         })
     }
@@ -346,10 +429,19 @@ impl Hub {
         self.on_client_connected()
     }
 
-    /// One framed message from a client (a request, notification or response).
+    /// One framed message from a client (a request, notification or
+    /// response): parsed here, once. Invalid messages are answered.
     pub fn client_message(&mut self, c: ClientId, msg: &[u8], now_ms: u64) {
         self.now(now_ms);
         self.on_client_message(c, msg);
+    }
+
+    /// One message from a client that the transport has parsed already
+    /// (an HTTP body, a batch element): the hub reads spans of this view and
+    /// never parses the bytes again.
+    pub fn client_envelope(&mut self, c: ClientId, msg: &Envelope<'_>, now_ms: u64) {
+        self.now(now_ms);
+        self.on_client_view(c, &wire::view(*msg));
     }
 
     /// The client sent a frame longer than the runtime accepts (`len` bytes
@@ -434,22 +526,41 @@ impl Hub {
         }
     }
 
+    /// How many of client `c`'s requests are not answered yet (what a
+    /// runtime waits for at end of input).
+    pub fn client_open_requests(&self, c: ClientId) -> usize {
+        self.clients.get(&c).map_or(0, |cl| cl.open.len())
+    }
+
+    /// Is a request of client `c` with this id (raw JSON) still unanswered?
+    pub fn client_request_open(&self, c: ClientId, id: &[u8]) -> bool {
+        self.clients.get(&c).is_some_and(|cl| cl.open.contains(id))
+    }
+
+    /// Is client `c`'s `initialize` held (waiting for upstreams to start)?
+    /// A stream transport holds the client's next messages meanwhile.
+    pub fn client_initializing(&self, c: ClientId) -> bool {
+        self.clients.get(&c).is_some_and(|cl| cl.held_init.is_some())
+    }
+
     /// Has client `c` spoken the modern era (per-request `_meta`) rather than
-    /// `initialize`? An HTTP transport uses it to not issue session ids.
+    /// `initialize`? (Test observer.)
+    #[cfg(test)]
     pub fn client_is_modern(&self, c: ClientId) -> bool {
         self.clients.get(&c).is_some_and(|cl| cl.era == Some(mcpx_core::revision::Era::Modern))
     }
 
     /// The revision negotiated with client `c` (`None` before its
-    /// `initialize`, or for an unknown client): what an HTTP transport checks
-    /// the `MCP-Protocol-Version` header against.
+    /// `initialize`, or for an unknown client). (Test observer: runtimes
+    /// learn it from `Output::ClientInitialized`.)
+    #[cfg(test)]
     pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
         self.clients.get(&c)?.rev.map(|r| r.as_str())
     }
 
-    /// The revision spoken with upstream `u` (`None` while it is not ready):
-    /// `"2026-07-28"` means modern requests, for which an HTTP upstream
-    /// transport adds the 2026 request headers.
+    /// The revision spoken with upstream `u` (`None` while it is not ready).
+    /// (Test observer.)
+    #[cfg(test)]
     pub fn upstream_revision(&self, u: UpstreamId) -> Option<&'static str> {
         self.ups.get(u)?.rev.map(|r| r.as_str())
     }

@@ -24,9 +24,9 @@
 //!   notification tagged with the listen request's id; a client's
 //!   `notifications/cancelled` ends one; `Hub::shutdown` answers them all.
 
-use mcpx_core::envelope::Envelope;
+use mcpx_core::error::PeerCaps;
 use mcpx_core::meta::{self, validate_request_meta, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
-use mcpx_core::revision::{Era, Revision};
+use mcpx_core::revision::{self, Era, Revision};
 use serde_json::{json, Map, Value};
 
 use super::catalog::{Channel, Kind};
@@ -100,17 +100,15 @@ pub(super) fn salient(method: &str, p: &Value) -> Vec<u8> {
 impl Hub {
     /// Is request `m` of client `c` served in the modern era?
     pub(super) fn is_modern_request(&self, c: ClientId, m: &Msg) -> bool {
-        if m.method == "server/discover" {
-            return true;
-        }
-        let has_version = Envelope::parse(m.raw).ok().and_then(|e| e.meta()).is_some_and(|meta| meta.get(meta::PROTOCOL_VERSION_KEY).is_some());
-        has_version || self.clients.get(&c).is_some_and(|cl| cl.era == Some(Era::Modern) && !cl.initialized)
+        let modern_connection = self.clients.get(&c).is_some_and(|cl| cl.era == Some(Era::Modern) && !cl.initialized);
+        let hints = revision::EraHints { modern_connection, ..Default::default() };
+        revision::request_era(Some(&m.env), hints) == Era::Modern
     }
 
     /// `result` / `error` shaping for a modern client.
     fn modern_error(&mut self, c: ClientId, id: &[u8], code: i64, msg: &str, data: Option<Value>) {
-        let code = mcpx_core::error::code_for(code, MODERN);
-        self.emit_client(c, wire::error(Some(id), code, msg, data));
+        let code = mcpx_core::error::code_for(code, MODERN, PeerCaps::default());
+        self.answer_error(c, Some(id), code, msg, data);
     }
 
     /// `_meta` of every modern result: the hub's `serverInfo`.
@@ -178,13 +176,12 @@ impl Hub {
         if !self.startup_settled() && self.early.len() < self.opts.max_pending {
             // No handshake to hold: the request itself waits (up to
             // `startup_wait_ms`) so that what it sees covers every upstream.
-            self.early.push_back((c, m.raw.to_vec()));
+            self.early.push_back((c, m.env.bytes().to_vec()));
             return;
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let Ok(env) = Envelope::parse(m.raw) else { return };
         let supported = self.opts.client_revisions;
-        let rm = match validate_request_meta(&env, supported) {
+        let rm = match validate_request_meta(&m.env, supported) {
             Ok(rm) => rm,
             Err(e) => {
                 // Requirement: meta-server-rejects-missing-required-field, versioning-server-unsupported-version-error
@@ -196,7 +193,7 @@ impl Hub {
                     }
                 };
                 buf.truncate(n);
-                return self.emit_client(c, buf);
+                return self.emit_reply(c, Some(&id), buf);
             }
         };
         let caps: Value = serde_json::from_slice(rm.client_capabilities.bytes()).unwrap_or_else(|_| json!({}));
@@ -208,7 +205,7 @@ impl Hub {
         let principal = cl.principal.clone();
         let params = m.params_value();
         let ctx = ReqCtx { caps, log_level, principal, salient: salient(&m.method, &params) };
-        match m.method.as_str() {
+        match &*m.method {
             "server/discover" => self.discover(c, &id),
             // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
             method if LEGACY_ONLY.contains(&method) => {
@@ -288,9 +285,7 @@ impl Hub {
         };
         let bytes = wire::request_raw(&id, &m.method, Some(&params));
         let Ok(m2) = wire::parse(&bytes) else { return };
-        self.cur = Some(Box::new(ctx));
-        let r = self.route(c, &m2);
-        self.cur = None;
+        let r = self.route(c, &m2, Some(&ctx));
         if let Err(super::router::Refusal(code, msg, data)) = r {
             self.modern_error(c, &id, code, &msg, data);
         }
@@ -309,7 +304,7 @@ impl Hub {
         });
         let hints = self.agg_hints(&[]);
         self.stamp(&mut v, Some(hints));
-        self.emit_client(c, wire::result(id, &serde_json::to_vec(&v).unwrap_or_default()));
+        self.answer_result(c, id, &serde_json::to_vec(&v).unwrap_or_default());
     }
 
     /// Result members a modern client gets on a list page.
@@ -365,7 +360,7 @@ impl Hub {
         // Requirement: subscriptions-ack-first-with-id
         let idv: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
         let ack = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv }, "notifications": agreed });
-        self.emit_client(c, wire::notification("notifications/subscriptions/acknowledged", Some(&serde_json::to_vec(&ack).unwrap_or_default())));
+        self.emit_notification(c, "notifications/subscriptions/acknowledged", Some(&serde_json::to_vec(&ack).unwrap_or_default()));
         for (uri, _) in uris {
             self.subscribe_uri(c, &uri);
         }
@@ -400,10 +395,10 @@ impl Hub {
             let idv: Value = serde_json::from_slice(&l.id).unwrap_or(Value::Null);
             let mut v = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
             self.stamp(&mut v, None);
-            self.emit_client(c, wire::result(&l.id, &serde_json::to_vec(&v).unwrap_or_default()));
+            self.answer_result(c, &l.id, &serde_json::to_vec(&v).unwrap_or_default());
             // Requirement: cancellation-server-must-send-cancelled-on-listen-teardown, cancellation-server-only-for-listen
             let p = json!({ "requestId": idv, "reason": "mcpx is shutting down" });
-            self.emit_client(c, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.emit_notification(c, "notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default()));
             for uri in l.uris {
                 self.unsubscribe_uri(c, &uri);
             }
@@ -422,7 +417,7 @@ impl Hub {
             // Requirement: subscriptions-tag-every-notification
             let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
             let p = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
-            self.emit_client(c, wire::notification(ch.notification(), Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.emit_notification(c, ch.notification(), Some(&serde_json::to_vec(&p).unwrap_or_default()));
         }
     }
 
@@ -440,7 +435,7 @@ impl Hub {
             let mut p = params.clone();
             let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
             p["_meta"] = json!({ SUBSCRIPTION_ID_KEY: idv });
-            self.emit_client(c, wire::notification("notifications/resources/updated", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.emit_notification(c, "notifications/resources/updated", Some(&serde_json::to_vec(&p).unwrap_or_default()));
             reached.push(c);
         }
         reached
@@ -455,7 +450,7 @@ impl Hub {
         to.sort();
         to.dedup();
         for c in to {
-            self.emit_client(c, wire::notification("notifications/message", Some(&serde_json::to_vec(p).unwrap_or_default())));
+            self.emit_notification(c, "notifications/message", Some(&serde_json::to_vec(p).unwrap_or_default()));
         }
     }
 }

@@ -261,7 +261,7 @@ impl Hub {
     /// A request from upstream `u`.
     pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null");
-        match m.method.as_str() {
+        match &*m.method {
             "ping" => self.emit_upstream(u, wire::result(id, b"{}")),
             "roots/list" if self.opts.roots.is_some() => {
                 let roots = self.configured_roots();
@@ -335,7 +335,7 @@ impl Hub {
 
     fn relay_to_client(&mut self, u: UpstreamId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let method = m.method.clone();
+        let method = m.method.to_string();
         // A modern client's call in flight (or held) gets it the modern way.
         if let Some(call) = self.pending.latest_call_of(u) {
             match self.pending.get(u, call).map(|f| &f.origin) {
@@ -385,7 +385,7 @@ impl Hub {
         self.relays.map.insert((c, hid), Relayed { up: u, up_id: id, method: method.clone(), deadline, collect: None });
         self.remember_url(u, &params, c);
         let body = serde_json::to_vec(&params).unwrap_or_default();
-        self.request_client(c, wire::request(hid, &method, Some(&body)));
+        self.request_client(c, hid, &method, &body);
     }
 
     // ------------------------------------------------ modern client, legacy upstream
@@ -427,7 +427,7 @@ impl Hub {
         }
         let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
         let key = self.new_key(u);
-        held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
+        held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
         self.hold(client, &cid, progress, held, &ctx);
     }
 
@@ -476,7 +476,7 @@ impl Hub {
             let server = self.ups[u].spec.name.clone();
             let msg = format!("Missing required client capability: server '{server}' needs {} for this request ({}); declare it in io.modelcontextprotocol/clientCapabilities", required, why.join("; "));
             let data = json!({ "requiredCapabilities": required });
-            return self.emit_client(w.client, wire::error(Some(&w.id), -32021, &msg, Some(data)));
+            return self.answer_error(w.client, Some(&w.id), -32021, &msg, Some(data));
         }
         let method = held.method.clone();
         let mut inner = vec![INNER_HELD];
@@ -490,7 +490,7 @@ impl Hub {
                 }
                 self.cancel_upstream(u, call, &why);
                 self.pending.take(u, call);
-                return self.emit_client(w.client, wire::error(Some(&w.id), -32603, &why, None));
+                return self.answer_error(w.client, Some(&w.id), -32603, &why, None);
             }
         };
         let held = self.relays.held.get_mut(&h).expect("held");
@@ -502,7 +502,7 @@ impl Hub {
         // Requirement: mrtr-at-least-one-field, caching-input-required-no-hints
         let mut v = json!({ "resultType": "input_required", "inputRequests": requests, "requestState": state });
         self.stamp(&mut v, None);
-        self.emit_client(w.client, wire::result(&w.id, &serde_json::to_vec(&v).unwrap_or_default()));
+        self.answer_result(w.client, &w.id, &serde_json::to_vec(&v).unwrap_or_default());
     }
 
     /// Another request for input from a held call's upstream: asked in the
@@ -515,7 +515,7 @@ impl Hub {
                 let key = self.new_key(u);
                 let params = context_for(&m.method, params, &held.caps);
                 let refused = declared(&m.method, &params, &held.caps).err();
-                held.asks.push(Ask { key, up_id, method: m.method.clone(), params, asked: false, refused });
+                held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
             }
             Err(why) => self.refuse_upstream(u, &up_id, &m.method, -32601, why),
         }
@@ -552,7 +552,7 @@ impl Hub {
                 self.route_modern(c, m, Some(Some(s)), ctx);
             }
             Some((&INNER_UPSTREAM_NO_STATE, _)) => self.route_modern(c, m, Some(None), ctx),
-            _ => self.emit_client(c, wire::error(Some(id), -32602, "Invalid params: requestState is malformed", None)),
+            _ => self.answer_error(c, Some(id), -32602, "Invalid params: requestState is malformed", None),
         }
     }
 
@@ -561,7 +561,7 @@ impl Hub {
     fn resume_held(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, h: u64, responses: Value) {
         let gone = "Invalid params: requestState refers to a request mcpx no longer holds (it timed out or its server restarted); send the request again without requestState";
         let Some(mut held) = self.relays.held.remove(&h) else {
-            return self.emit_client(c, wire::error(Some(id), -32602, gone, None));
+            return self.answer_error(c, Some(id), -32602, gone, None);
         };
         let (u, call) = (held.up, held.call);
         if let Some(done) = held.done.take() {
@@ -573,11 +573,11 @@ impl Hub {
             return;
         }
         if !matches!(self.pending.get(u, call).map(|f| &f.origin), Some(Origin::Held(x)) if *x == h) {
-            return self.emit_client(c, wire::error(Some(id), -32602, gone, None));
+            return self.answer_error(c, Some(id), -32602, gone, None);
         }
         if self.pending.client_has(c, id) {
             self.relays.held.insert(h, held);
-            return self.emit_client(c, wire::error(Some(id), -32600, "Invalid request: this id is already used by a request in flight", None));
+            return self.answer_error(c, Some(id), -32600, "Invalid request: this id is already used by a request in flight", None);
         }
         let up_rev = self.ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
         let mut remaining = Vec::new();
@@ -596,7 +596,7 @@ impl Hub {
                 None => remaining.push(a),
             }
         }
-        let progress = m.params.clone().and_then(|p| wire::find(m.raw, p, &["_meta", "progressToken"])).map(|r| m.raw[r].to_vec());
+        let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
         let progress_again = progress.clone();
         let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx.clone())), sent: None };
         self.pending.set_origin(u, call, origin);
@@ -637,7 +637,7 @@ impl Hub {
         }
         let state = match self.seal(method, ctx, &inner) {
             Ok(s) => s,
-            Err(why) => return self.emit_client(c, wire::error(Some(cid), -32603, &why, None)),
+            Err(why) => return self.answer_error(c, Some(cid), -32603, &why, None),
         };
         if let Some(reqs) = v.get_mut("inputRequests").and_then(Value::as_object_mut) {
             for r in reqs.values_mut() {
@@ -660,7 +660,7 @@ impl Hub {
             o.remove("cacheScope");
         }
         self.stamp(&mut v, None);
-        self.emit_client(c, wire::result(cid, &serde_json::to_vec(&v).unwrap_or_default()));
+        self.answer_result(c, cid, &serde_json::to_vec(&v).unwrap_or_default());
     }
 
     /// A modern upstream answered a legacy client's call with an
@@ -702,13 +702,13 @@ impl Hub {
                 }
                 Err(why) => {
                     let msg = format!("server '{server}' needs input the client cannot give: {why}");
-                    return self.emit_client(c, wire::error(Some(&col.id), -32603, &msg, Some(json!({ "server": server }))));
+                    return self.answer_error(c, Some(&col.id), -32603, &msg, Some(json!({ "server": server })));
                 }
             }
         }
         if self.relays.len() + sends.len() > self.opts.max_relays {
             let msg = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
-            return self.emit_client(c, wire::error(Some(&col.id), -32603, &msg, None));
+            return self.answer_error(c, Some(&col.id), -32603, &msg, None);
         }
         self.relays.next_held += 1;
         let handle = self.relays.next_held;
@@ -721,7 +721,7 @@ impl Hub {
             self.relays.next_id += 1;
             let hid = self.relays.next_id;
             self.relays.map.insert((c, hid), Relayed { up, up_id: Vec::new(), method: method.clone(), deadline, collect: Some((handle, key)) });
-            self.request_client(c, wire::request(hid, &method, Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.request_client(c, hid, &method, &serde_json::to_vec(&p).unwrap_or_default());
         }
         if done {
             self.retry_collected(handle);
@@ -735,7 +735,7 @@ impl Hub {
         let u = col.up;
         if !self.ups[u].is_ready() {
             let msg = format!("server '{}' is not running; try again later", self.ups[u].spec.name);
-            return self.emit_client(col.client, wire::error(Some(&col.id), -32603, &msg, None));
+            return self.answer_error(col.client, Some(&col.id), -32603, &msg, None);
         }
         let up_id = self.ups[u].next_id + 1;
         self.ups[u].next_id = up_id;
@@ -767,7 +767,7 @@ impl Hub {
         }
         let server = self.ups[col.up].spec.name.clone();
         let msg = format!("server '{server}' asked for input that did not arrive: {why}");
-        self.emit_client(col.client, wire::error(Some(&col.id), -32603, &msg, Some(json!({ "server": server }))));
+        self.answer_error(col.client, Some(&col.id), -32603, &msg, Some(json!({ "server": server })));
     }
 
     // ------------------------------------------------ answers and endings
@@ -783,7 +783,7 @@ impl Hub {
         if let Some((handle, key)) = r.collect {
             match m.result_bytes() {
                 Some(res) => {
-                    let shaped = shape::result(&r.method, res, up_rev).unwrap_or_else(|| res.to_vec());
+                    let shaped = m.env.result().and_then(|v| shape::result_view(&r.method, v, up_rev)).unwrap_or_else(|| res.to_vec());
                     let v: Value = serde_json::from_slice(&shaped).unwrap_or_else(|_| json!({}));
                     let Some(col) = self.relays.collects.get_mut(&handle) else { return };
                     col.responses.insert(key, v);
@@ -800,7 +800,7 @@ impl Hub {
             return;
         }
         let out = match (m.result_bytes(), m.error_bytes()) {
-            (Some(res), _) => match shape::result(&r.method, res, up_rev) {
+            (Some(res), _) => match m.env.result().and_then(|v| shape::result_view(&r.method, v, up_rev)) {
                 Some(shaped) => wire::result(&r.up_id, &shaped),
                 None => wire::result(&r.up_id, res),
             },
@@ -888,7 +888,7 @@ impl Hub {
         let until = self.now_ms + self.opts.input_ttl_ms;
         if let Some(held) = self.relays.held.get_mut(&h) {
             held.asks.clear();
-            held.done = Some(m.raw.to_vec());
+            held.done = Some(m.env.bytes().to_vec());
             held.deadline = Some(until);
         }
     }
@@ -940,14 +940,14 @@ impl Hub {
         for h in gone_held {
             if let Some(Some(w)) = self.relays.held.remove(&h).map(|x| x.answer_to) {
                 let msg = format!("server '{}' exited", self.ups[u].spec.name);
-                self.emit_client(w.client, wire::error(Some(&w.id), -32603, &msg, None));
+                self.answer_error(w.client, Some(&w.id), -32603, &msg, None);
             }
         }
         let gone: Vec<u64> = self.relays.collects.iter().filter(|(_, col)| col.up == u).map(|(k, _)| *k).collect();
         for handle in gone {
             if let Some(col) = self.relays.collects.remove(&handle) {
                 let msg = format!("server '{}' exited", self.ups[u].spec.name);
-                self.emit_client(col.client, wire::error(Some(&col.id), -32603, &msg, None));
+                self.answer_error(col.client, Some(&col.id), -32603, &msg, None);
             }
         }
     }

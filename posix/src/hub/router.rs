@@ -7,11 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use mcpx_core::cursor::{self, Cursor};
+use mcpx_core::error::PeerCaps;
 use serde_json::{json, Value};
 
 use super::catalog::Kind;
 use super::pending::{Fwd, Origin};
 use super::shape::{self, RevExt};
+use super::modern::ReqCtx;
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, UpstreamId};
 
@@ -65,32 +67,37 @@ fn refuse(code: i64, msg: String) -> Refusal {
 }
 
 impl Hub {
+    /// What client `c` declared that the error table depends on.
+    pub(super) fn peer_caps(&self, c: ClientId) -> PeerCaps {
+        let url_elicitation = self.clients.get(&c).is_some_and(|cl| cl.caps.pointer("/elicitation/url").is_some());
+        PeerCaps { url_elicitation }
+    }
+
     pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
         if self.is_modern_request(c, m) {
             return self.on_modern_request(c, m);
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        if let Err(Refusal(code, msg, data)) = self.route(c, m) {
-            // The core error table decides which code this client's revision may get.
-            let code = mcpx_core::error::code_for(code, self.clients[&c].rev());
-            self.emit_client(c, wire::error(Some(&id), code, &msg, data));
+        if let Err(Refusal(code, msg, data)) = self.route(c, m, None) {
+            // The core error table decides which code this client may get.
+            let code = mcpx_core::error::code_for(code, self.clients[&c].rev(), self.peer_caps(c));
+            self.answer_error(c, Some(&id), code, &msg, data);
         }
     }
 
     /// Routes a request (a legacy one, or a modern one normalized, with its
-    /// context in `self.cur`).
-    pub(super) fn route(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
+    /// context `ctx`).
+    pub(super) fn route(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
-        let params = m.params.clone().unwrap_or(0..0);
-        let field = |path: &[&str]| if params.is_empty() { None } else { wire::find(m.raw, params.clone(), path) };
+        let field = |path: &[&str]| m.param(path);
         let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
-        match m.method.as_str() {
+        match &*m.method {
             "initialize" => {
                 self.client_initialize(c, m);
                 Ok(())
             }
             "ping" => {
-                self.emit_client(c, wire::result(id, b"{}"));
+                self.answer_result(c, id, b"{}");
                 Ok(())
             }
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
@@ -100,27 +107,27 @@ impl Hub {
                     Some(r) if &m.raw[r.clone()] == b"null" => None,
                     Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(-32602, "Invalid params: the cursor must be a string".into()))?),
                 };
-                self.list_page(c, id, k, cursor.as_deref())
+                self.list_page(c, id, k, cursor.as_deref(), ctx.is_some())
             }
             "tools/call" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: tools/call needs a tool \"name\"".into()))?;
                 // Requirement: tools-error-unknown-tool-protocol
                 let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
-                self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "prompts/get" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
                 // Requirement: prompts-errors-32602-32603
                 let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
-                self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "resources/read" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, "Invalid params: resources/read needs a \"uri\"".into()))?;
                 let (u, orig) = self.route_resource(&uri)?;
                 let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
-                self.forward_renamed(c, m, u, uri_edit(r, &uri, &orig), renamed)
+                self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed)
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
@@ -132,7 +139,7 @@ impl Hub {
                 }
                 if m.method == "resources/subscribe" {
                     if self.subs.has(&uri, c) {
-                        self.emit_client(c, wire::result(id, b"{}"));
+                        self.answer_result(c, id, b"{}");
                         return Ok(());
                     }
                     let cl = &self.clients[&c];
@@ -144,12 +151,12 @@ impl Hub {
                         if self.ups[u].is_modern() {
                             self.open_listen(u);
                         }
-                        self.emit_client(c, wire::result(id, b"{}"));
+                        self.answer_result(c, id, b"{}");
                         return Ok(());
                     }
                 } else {
                     if !self.subs.has(&uri, c) {
-                        self.emit_client(c, wire::result(id, b"{}"));
+                        self.answer_result(c, id, b"{}");
                         return Ok(());
                     }
                     self.clients.get_mut(&c).expect("known client").subs -= 1;
@@ -157,11 +164,11 @@ impl Hub {
                         if self.ups[u].is_modern() {
                             self.open_listen(u);
                         }
-                        self.emit_client(c, wire::result(id, b"{}"));
+                        self.answer_result(c, id, b"{}");
                         return Ok(());
                     }
                 }
-                self.forward(c, m, u, uri_edit(r, &uri, &orig))
+                self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
             }
             "completion/complete" => {
                 let ty = string(&["ref", "type"]).map(|x| x.1).unwrap_or_default();
@@ -170,7 +177,7 @@ impl Hub {
                         let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/prompt needs a \"name\"".into()))?;
                         let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
                         let (u, orig) = (e.up, e.original.clone());
-                        self.forward(c, m, u, vec![(r, wire::quote(&orig))])
+                        self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
                     }
                     "ref/resource" => {
                         let (r, uri) = string(&["ref", "uri"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/resource needs a \"uri\"".into()))?;
@@ -178,7 +185,7 @@ impl Hub {
                             Some(x) => x,
                             None => self.route_resource(&uri)?,
                         };
-                        self.forward(c, m, u, uri_edit(r, &uri, &orig))
+                        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
                     }
                     _ => Err(refuse(-32602, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
                 }
@@ -196,7 +203,7 @@ impl Hub {
                         self.send_set_level(u, &level);
                     }
                 }
-                self.emit_client(c, wire::result(id, b"{}"));
+                self.answer_result(c, id, b"{}");
                 Ok(())
             }
             method => Err(refuse(-32601, format!("Method not found: {method}"))),
@@ -279,7 +286,7 @@ impl Hub {
     }
 
     /// One page of an aggregated list.
-    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>) -> Result<(), Refusal> {
+    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>, modern: bool) -> Result<(), Refusal> {
         let key = self.opts.cursor_key.to_le_bytes();
         let pos = match cur {
             None => 0,
@@ -297,7 +304,6 @@ impl Hub {
         if cur.is_none() {
             self.refresh_stale(k);
         }
-        let modern = self.cur.is_some();
         let rev = if modern { super::modern::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
         let view = self.catalog.view(k);
@@ -318,20 +324,21 @@ impl Hub {
             cl.listed[ch.idx()] = true;
             cl.known_fp[ch.idx()] = fp;
         }
-        self.emit_client(c, wire::result(id, &serde_json::to_vec(&result).unwrap_or_default()));
+        self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
         Ok(())
     }
 
     /// Forwards client request `m` to upstream `u`, with `edits` (absolute
     /// ranges in `m.raw`, inside params) applied.
-    fn forward(&mut self, c: ClientId, m: &Msg, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
-        self.forward_renamed(c, m, u, edits, None)
+    fn forward(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
+        self.forward_renamed(c, m, ctx, u, edits, None)
     }
 
     fn forward_renamed(
         &mut self,
         c: ClientId,
         m: &Msg,
+        ctx: Option<&ReqCtx>,
         u: UpstreamId,
         mut edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
@@ -355,32 +362,29 @@ impl Hub {
         // client asked for none; the client's own token is restored on the way
         // back, and progress nobody asked for stops at the hub.
         // Requirement: progress-token-unique-sender
-        let params = m.params.clone();
         let mut progress = None;
         let token = up_id.to_string().into_bytes();
-        if let Some(p) = &params {
-            if let Some(r) = wire::find(m.raw, p.clone(), &["_meta", "progressToken"]) {
-                progress = Some(m.raw[r.clone()].to_vec());
-                edits.push((r, token.clone()));
-            }
+        if let Some(t) = m.env.progress_token() {
+            progress = Some(t.bytes().to_vec());
+            let s = t.span();
+            edits.push((s.start..s.end, token.clone()));
         }
-        let body = match &params {
+        let body = match m.env.params() {
             Some(p) => {
-                let rel = edits.into_iter().map(|(r, b)| ((r.start - p.start)..(r.end - p.start), b)).collect();
                 let add = if progress.is_none() { Some(&token[..]) } else { None };
-                wire::splice_params(&m.raw[p.clone()], rel, add)
+                wire::splice_params(p, edits, add)
             }
-            None => wire::splice_params(b"{}", Vec::new(), Some(&token)),
+            None => wire::splice_params(mcpx_core::json::parse(b"{}").expect("an object"), Vec::new(), Some(&token)),
         };
         // mcpx declares no tasks capability toward clients and uses none of an
         // upstream's: a task-augmented request is processed as a plain one and
         // reaches the upstream without its `task` member.
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
-        let body = match params.as_ref().and_then(|p| wire::find(m.raw, p.clone(), &["task"])) {
+        let body = match m.param(&["task"]) {
             Some(_) => wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &[]),
             None => body,
         };
-        let ctx = self.cur.clone();
+        let ctx = ctx.cloned().map(Box::new);
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
             self.lower_level_for(u, l);
         }
@@ -405,7 +409,7 @@ impl Hub {
         let now = self.now_ms;
         let timeout = self.ups[u].spec.timeout_ms.max(1);
         let hard = now + self.opts.max_timeout_ms.max(1);
-        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.clone(), renamed_uri, modern: ctx, sent };
+        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
         self.emit_upstream(u, wire::request(up_id, &m.method, Some(&body)));
         Ok(())
@@ -443,7 +447,7 @@ impl Hub {
                     Some(other) => {
                         let msg = format!("server '{server}' answered {method} with resultType '{other}', which mcpx does not know");
                         self.log(super::Level::Warn, msg.clone());
-                        return self.emit_client(c, wire::error(Some(&id), -32603, &msg, Some(json!({ "server": server }))));
+                        return self.answer_error(c, Some(&id), -32603, &msg, Some(json!({ "server": server })));
                     }
                 }
                 if method == "resources/read" {
@@ -458,32 +462,23 @@ impl Hub {
                 let mut v: Value = serde_json::from_slice(res).unwrap_or_else(|_| json!({}));
                 let hints = (method == "resources/read").then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
                 self.stamp(&mut v, hints);
-                return self.emit_client(c, wire::result(&id, &serde_json::to_vec(&v).unwrap_or_default()));
+                return self.answer_result(c, &id, &serde_json::to_vec(&v).unwrap_or_default());
             }
-            let out = match shape::result(&method, res, rev) {
-                Some(shaped) => wire::result(&id, &shaped),
-                None => wire::result(&id, res),
+            return match m.env.result().and_then(|v| shape::result_view(&method, v, rev)) {
+                Some(shaped) => self.answer_result(c, &id, &shaped),
+                None => self.answer_result(c, &id, res),
             };
-            return self.emit_client(c, out);
         }
         if let Some(err) = m.error_bytes() {
-            let code = wire::find(err, 0..err.len(), &["code"]).and_then(|r| std::str::from_utf8(&err[r]).ok()?.parse::<i64>().ok());
-            if self.ups[u].is_modern() && code == Some(-32022) {
+            if self.ups[u].is_modern() && m.env.error_code() == Some(-32022) {
                 // Requirement: versioning-era-cache (re-probed when the assumption fails)
                 let name = self.ups[u].spec.name.clone();
                 self.log(super::Level::Warn, format!("server '{name}' no longer accepts protocol revision 2026-07-28; restarting it to negotiate again"));
                 self.ups[u].era_cache = None;
                 self.out.push_back(super::Output::RestartUpstream(u, "protocol version no longer supported"));
             }
-            let mut out = error_for(err, rev);
-            if code == Some(-32042) && self.clients.get(&c).is_none_or(|cl| cl.caps.pointer("/elicitation/url").is_none()) {
-                // Requirement: elicitation-server-may-return-url-required-error
-                // (its URL elicitations only to a client that declared URL mode)
-                if let Some(r) = wire::find(&out, 0..out.len(), &["code"]) {
-                    out = wire::splice(&out, vec![(r, b"-32603".to_vec())]);
-                }
-            }
-            self.emit_client(c, wire::error_raw(Some(&id), &out));
+            let out = error_for(err, rev, self.peer_caps(c));
+            self.answer_raw_error(c, &id, &out);
         }
     }
 
@@ -600,12 +595,13 @@ fn rename_contents(res: &[u8], orig: &str, exposed: &str) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_else(|_| res.to_vec())
 }
 
-/// An upstream's error object with its code replaced when the client's
-/// revision has no such code (core error table), e.g. -32042 before 2025-11-25.
-fn error_for(err: &[u8], rev: shape::Rev) -> Vec<u8> {
+/// An upstream's error object with its code replaced when the client may
+/// not get it (core error table), e.g. -32042 before 2025-11-25 or to a
+/// client without URL elicitation.
+fn error_for(err: &[u8], rev: shape::Rev, caps: PeerCaps) -> Vec<u8> {
     let Some(r) = wire::find(err, 0..err.len(), &["code"]) else { return err.to_vec() };
     let Some(code) = std::str::from_utf8(&err[r.clone()]).ok().and_then(|s| s.parse::<i64>().ok()) else { return err.to_vec() };
-    let to = mcpx_core::error::code_for(code, rev);
+    let to = mcpx_core::error::code_for(code, rev, caps);
     if to == code {
         err.to_vec()
     } else {

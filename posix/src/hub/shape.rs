@@ -3,18 +3,21 @@
 //! Inside the hub every message is in the newest legacy revision's form. Before
 //! a result, notification or relayed request goes to a client it passes through
 //! here, and only here. What differs between revisions is one table,
-//! [`FEATURES`], checked against each revision's schema.json; the code below
+//! core's `mcpx_core::revision::Feature`, checked against each revision's schema.json; the code below
 //! only asks the table. A message that cannot contain anything the client's
 //! revision lacks (decided by a byte search for the table's trigger words) is
 //! passed through untouched, as the original bytes.
 //!
-//! Known limit: a message that does need reshaping is re-serialized through
-//! `serde_json::Value`, so integers beyond 64 bits inside it become floats.
+//! Results are reshaped by splicing their bytes (members removed, content
+//! blocks replaced), so every number and string passes byte for byte. Lists,
+//! capabilities and notifications the hub builds itself are `Value`s.
 
-use serde_json::{json, Map, Value};
+use mcpx_core::json::{self, JsonValue, Span};
+use mcpx_core::rewrite::{self, Splice};
+use serde_json::{Map, Value};
 
 pub(super) use mcpx_core::revision::Revision as Rev;
-use mcpx_core::revision::{Era, Feature};
+use mcpx_core::revision::Feature;
 
 /// Shaping facts of a revision: [`Rev::features`] via [`RevExt`].
 pub(super) trait RevExt {
@@ -27,9 +30,9 @@ impl RevExt for Rev {
     }
 }
 
-/// What a revision's schema has, as far as the hub's shaping is concerned.
-/// Built from the core revision feature table (`mcpx_core::revision::Feature`),
-/// plus three schema facts that table does not carry (see [`Features::of`]).
+/// What a revision's schema has, as far as the hub's shaping is concerned:
+/// the core revision feature table (`mcpx_core::revision::Feature`, the one
+/// table) read once per revision into flags.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Features {
     /// `AudioContent` (2025-03-26+).
@@ -72,26 +75,21 @@ pub(super) struct Features {
 impl Features {
     pub fn of(rev: Rev) -> Features {
         let has = |f| rev.supports(f);
-        // Not in the core table, checked against each schema.json:
-        // `_meta` on `Tool`/`Resource`/`Prompt`/content blocks and
-        // `Annotations.lastModified` appear in 2025-06-18 (with `title`);
-        // `JSONRPCErrorResponse.id` becomes optional in 2025-11-25.
-        let since_2025_06_18 = rev >= Rev::V2025_06_18;
         Features {
             audio: has(Feature::AudioContent),
             resource_link: has(Feature::ResourceLink),
             structured: has(Feature::StructuredContent),
             title: has(Feature::Title),
             icons: has(Feature::Icons),
-            item_meta: since_2025_06_18,
+            item_meta: has(Feature::ItemMeta),
             tool_annotations: has(Feature::ToolAnnotations),
             tasks: has(Feature::CoreTasks),
-            last_modified: since_2025_06_18,
+            last_modified: has(Feature::LastModified),
             completions: has(Feature::CompletionsCapability),
             elicitation: has(Feature::Elicitation),
             elicitation_mode: has(Feature::ElicitationUrlMode),
             progress_message: has(Feature::ProgressMessage),
-            error_id_optional: rev >= Rev::V2025_11_25 || rev.era() == Era::Modern,
+            error_id_optional: has(Feature::ErrorIdOptional),
             result_type: has(Feature::ResultType),
             wire_requests: has(Feature::LegacySession),
         }
@@ -129,127 +127,185 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 /// The result of `method` for a peer on `rev` (a client, or for the answers
 /// to relayed requests an upstream): `None` = send the original bytes;
-/// `Some` = the reshaped result.
+/// `Some` = the reshaped result. For results kept as bytes (stored, or built
+/// by the hub); a result inside a parsed message goes to [`result_view`].
 pub(super) fn result(method: &str, raw: &[u8], rev: Rev) -> Option<Vec<u8>> {
-    let f = &rev.features();
-    if !f.may_need_shaping(raw) {
+    if !rev.features().may_need_shaping(raw) {
         return None;
     }
-    let mut v: Value = serde_json::from_slice(raw).ok()?;
+    result_view(method, json::parse(raw).ok()?, rev)
+}
+
+/// [`result`] of a result object inside a checked message: the reshaped
+/// bytes are the original ones with members spliced out or replaced, so
+/// every number and string not reshaped passes byte for byte (integers
+/// beyond 64 bits included).
+pub(super) fn result_view(method: &str, v: JsonValue<'_>, rev: Rev) -> Option<Vec<u8>> {
+    let f = &rev.features();
+    if v.kind() != json::Kind::Object || !f.may_need_shaping(v.bytes()) {
+        return None;
+    }
+    let mut e = Edits::default();
+    // Members of the result object itself that this revision lacks.
+    let mut top: Vec<&str> = Vec::new();
     if !f.result_type {
-        if let Some(o) = v.as_object_mut() {
-            for k in ["resultType", "ttlMs", "cacheScope"] {
-                o.remove(k);
-            }
-        }
+        top.extend(["resultType", "ttlMs", "cacheScope"]);
     }
     match method {
-        "tools/call" => call_tool_result(&mut v, f),
+        "tools/call" => call_tool_result(&v, f, &mut e, &mut top),
         "prompts/get" => {
-            if let Some(msgs) = v.get_mut("messages").and_then(Value::as_array_mut) {
-                for m in msgs {
-                    if let Some(c) = m.get_mut("content") {
-                        *c = content_block(c.take(), f);
-                    }
+            for m in elements(v.get("messages")) {
+                if let Some(c) = m.get("content") {
+                    content_block(&c, f, &mut e);
                 }
             }
         }
         // Answers of clients to relayed requests, shaped for the upstream.
-        "sampling/createMessage" => {
-            if let Some(c) = v.get_mut("content") {
-                *c = match c.take() {
-                    Value::Array(a) => Value::Array(a.into_iter().map(|b| content_block(b, f)).collect()),
-                    b => content_block(b, f),
-                };
-            }
-        }
-        "roots/list" => {
-            if let Some(roots) = v.get_mut("roots").and_then(Value::as_array_mut) {
-                for r in roots {
-                    resource_contents(r, f);
-                }
-            }
-        }
-        "resources/read" => {
-            if let Some(cs) = v.get_mut("contents").and_then(Value::as_array_mut) {
-                for c in cs {
-                    resource_contents(c, f);
-                }
-            }
-        }
+        "sampling/createMessage" => match v.get("content") {
+            Some(c) if c.kind() == json::Kind::Array => c.elements().for_each(|b| content_block(&b, f, &mut e)),
+            Some(c) => content_block(&c, f, &mut e),
+            None => {}
+        },
+        "roots/list" => elements(v.get("roots")).for_each(|r| resource_contents(&r, f, &mut e)),
+        "resources/read" => elements(v.get("contents")).for_each(|c| resource_contents(&c, f, &mut e)),
         _ => {}
     }
-    serde_json::to_vec(&v).ok()
+    e.drop_keys(&v, &top);
+    Some(e.apply(v))
 }
 
-fn call_tool_result(v: &mut Value, f: &Features) {
-    let Some(obj) = v.as_object_mut() else { return };
+/// Byte edits of one value: spans of its buffer and what replaces them.
+#[derive(Default)]
+struct Edits(Vec<(Span, Vec<u8>)>);
+
+impl Edits {
+    fn replace(&mut self, span: Span, with: Vec<u8>) {
+        self.0.push((span, with));
+    }
+
+    /// Removes the members of `obj` named in `keys` (one splice per run).
+    fn drop_keys(&mut self, obj: &JsonValue<'_>, keys: &[&str]) {
+        if keys.is_empty() || obj.kind() != json::Kind::Object {
+            return;
+        }
+        rewrite::remove_members(obj, |k| keys.iter().any(|key| k.eq_str(key)), |s| self.0.push((s.span, Vec::new())));
+    }
+
+    /// `v`'s bytes with the edits applied (edits never overlap: each
+    /// replaces a value the others do not descend into).
+    fn apply(mut self, v: JsonValue<'_>) -> Vec<u8> {
+        let base = v.span().start;
+        self.0.sort_by_key(|(s, _)| s.start);
+        let splices: Vec<Splice> = self.0.iter().map(|(s, with)| Splice::raw(Span::new(s.start - base, s.end - base), with)).collect();
+        super::wire::apply(v.bytes(), &splices)
+    }
+}
+
+/// The elements of an array member (none when absent or not an array).
+fn elements<'a>(v: Option<JsonValue<'a>>) -> impl Iterator<Item = JsonValue<'a>> {
+    v.filter(|a| a.kind() == json::Kind::Array).into_iter().flat_map(|a| a.elements())
+}
+
+fn str_of<'a>(v: Option<JsonValue<'a>>) -> Option<&'a str> {
+    v?.as_str()?.as_str()
+}
+
+/// `[{"type":"text","text":<text>}]`, or the block alone.
+fn text_block(text: &str) -> Vec<u8> {
+    let mut b = br#"{"type":"text","text":"#.to_vec();
+    b.extend_from_slice(&super::wire::quote(text));
+    b.push(b'}');
+    b
+}
+
+fn call_tool_result(obj: &JsonValue<'_>, f: &Features, e: &mut Edits, top: &mut Vec<&str>) {
     // Before 2026-07-28 structuredContent is an object; other JSON values of
     // a modern upstream go as text only.
     // Requirement: tools-structured-object-only
-    let non_object = !f.result_type && obj.get("structuredContent").is_some_and(|s| !s.is_object());
-    if !f.structured || non_object {
-        if let Some(sc) = obj.remove("structuredContent") {
-            let empty = obj.get("content").and_then(Value::as_array).is_none_or(|a| a.is_empty());
-            if empty {
-                obj.insert("content".into(), json!([{ "type": "text", "text": sc.to_string() }]));
+    let sc = obj.members().find(|m| m.key.eq_str("structuredContent"));
+    let content = obj.get("content");
+    let non_object = !f.result_type && sc.as_ref().is_some_and(|m| m.value.kind() != json::Kind::Object);
+    let mut content_replaced = false;
+    if let Some(sc) = sc.filter(|_| !f.structured || non_object) {
+        let empty = content.is_none_or(|c| c.kind() != json::Kind::Array || c.elements().next().is_none());
+        let text = std::str::from_utf8(sc.value.bytes()).unwrap_or_default();
+        let mut block = b"[".to_vec();
+        block.extend_from_slice(&text_block(text));
+        block.push(b']');
+        match content {
+            Some(c) if empty => {
+                e.replace(c.span(), block);
+                content_replaced = true;
+                top.push("structuredContent");
             }
+            // No content at all: the structured member becomes it, in place.
+            None => {
+                let mut member = br#""content":"#.to_vec();
+                member.extend_from_slice(&block);
+                e.replace(Span::new(sc.key_span.start, sc.value.span().end), member);
+            }
+            Some(_) => top.push("structuredContent"),
         }
     }
-    if let Some(cs) = obj.get_mut("content").and_then(Value::as_array_mut) {
-        let taken = std::mem::take(cs);
-        *cs = taken.into_iter().map(|c| content_block(c, f)).collect();
+    if !content_replaced {
+        elements(content).for_each(|c| content_block(&c, f, e));
     }
 }
 
 /// One content block for `f`: audio and resource links become a text note
-/// when the revision has no such block; unknown fields are stripped.
-pub(super) fn content_block(c: Value, f: &Features) -> Value {
-    let ty = c.get("type").and_then(Value::as_str).unwrap_or("");
-    let mut c = match ty {
+/// when the revision has no such block; fields it lacks are removed.
+fn content_block(c: &JsonValue<'_>, f: &Features, e: &mut Edits) {
+    let ty = str_of(c.get("type")).unwrap_or("");
+    match ty {
         "audio" if !f.audio => {
-            let mime = c.get("mimeType").and_then(Value::as_str).unwrap_or("audio");
-            json!({ "type": "text", "text": format!("[audio content ({mime}) omitted: this client's protocol revision cannot carry audio]") })
+            let mime = str_of(c.get("mimeType")).unwrap_or("audio");
+            let text = format!("[audio content ({mime}) omitted: this client's protocol revision cannot carry audio]");
+            return e.replace(c.span(), text_block(&text));
         }
         "resource_link" if !f.resource_link => {
-            let uri = c.get("uri").and_then(Value::as_str).unwrap_or("");
-            let name = c.get("name").and_then(Value::as_str).unwrap_or(uri);
+            let uri = str_of(c.get("uri")).unwrap_or("");
+            let name = str_of(c.get("name")).unwrap_or(uri);
             let mut text = format!("Resource link: {name} <{uri}>");
-            if let Some(d) = c.get("description").and_then(Value::as_str) {
+            if let Some(d) = str_of(c.get("description")) {
                 text.push_str(" — ");
                 text.push_str(d);
             }
-            json!({ "type": "text", "text": text })
+            return e.replace(c.span(), text_block(&text));
         }
-        _ => c,
-    };
-    if let Some(o) = c.as_object_mut() {
-        if !f.item_meta {
-            o.remove("_meta");
-        }
-        if !f.icons {
-            o.remove("icons");
-        }
-        if !f.title && o.get("type").and_then(Value::as_str) == Some("resource_link") {
-            o.remove("title");
-        }
-        if let Some(a) = o.get_mut("annotations").and_then(Value::as_object_mut) {
-            if !f.last_modified {
-                a.remove("lastModified");
-            }
-        }
-        if let Some(r) = o.get_mut("resource") {
-            resource_contents(r, f);
-        }
+        _ => {}
     }
-    c
+    let mut drop: Vec<&str> = Vec::new();
+    if !f.item_meta {
+        drop.push("_meta");
+    }
+    if !f.icons {
+        drop.push("icons");
+    }
+    if !f.title && ty == "resource_link" {
+        drop.push("title");
+    }
+    e.drop_keys(c, &drop);
+    if let Some(a) = c.get("annotations").filter(|_| !f.last_modified) {
+        e.drop_keys(&a, &["lastModified"]);
+    }
+    if let Some(r) = c.get("resource") {
+        resource_contents(&r, f, e);
+    }
 }
 
-fn resource_contents(c: &mut Value, f: &Features) {
-    if let Some(o) = c.as_object_mut() {
-        if !f.item_meta {
-            o.remove("_meta");
-        }
+/// [`content_block`] of a block the hub holds as a `Value` (relayed
+/// request params are still parsed into a tree).
+fn content_block_value(c: Value, f: &Features) -> Value {
+    let raw = serde_json::to_vec(&c).unwrap_or_default();
+    let Ok(v) = json::parse(&raw) else { return c };
+    let mut e = Edits::default();
+    content_block(&v, f, &mut e);
+    serde_json::from_slice(&e.apply(v)).unwrap_or(c)
+}
+
+fn resource_contents(c: &JsonValue<'_>, f: &Features, e: &mut Edits) {
+    if !f.item_meta {
+        e.drop_keys(c, &["_meta"]);
     }
 }
 
@@ -355,7 +411,7 @@ pub(super) fn relayed_request(method: &str, mut params: Value, f: &Features) -> 
             for m in msgs {
                 if let Some(c) = m.get_mut("content") {
                     if c.is_object() {
-                        *c = content_block(c.take(), f);
+                        *c = content_block_value(c.take(), f);
                     }
                 }
             }
@@ -382,12 +438,29 @@ pub(super) fn input_request(method: &str, params: Value, f: &Features) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn latest_passes_everything_through() {
         let raw = br#"{"content":[{"type":"audio","data":"AA==","mimeType":"audio/wav"}],"structuredContent":{"a":1}}"#;
         assert_eq!(result("tools/call", raw, Rev::V2025_11_25), None);
         assert_eq!(result("tools/call", br#"{"content":[{"type":"text","text":"hi"}]}"#, Rev::V2024_11_05), None);
+    }
+
+    // Ids and numbers pass byte-exact, even when the result is reshaped.
+    #[test]
+    fn reshaping_keeps_every_other_byte() {
+        let big = "123456789012345678901234567890";
+        let raw = format!(r#"{{"content":[{{"type":"text","text":"n","_meta":{{"n":{big}}},"annotations":{{"lastModified":"x","priority":1.50}}}},{{"type":"audio","data":"AA==","mimeType":"audio/wav"}}],"structuredContent":{{"n":{big}}},"n": {big},"resultType":"complete"}}"#);
+        let out = String::from_utf8(result("tools/call", raw.as_bytes(), Rev::V2024_11_05).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            format!(r#"{{"content":[{{"type":"text","text":"n","annotations":{{"priority":1.50}}}},{{"type":"text","text":"[audio content (audio/wav) omitted: this client's protocol revision cannot carry audio]"}}],"n": {big}}}"#)
+        );
+        // No content: the structured value becomes its text, byte for byte.
+        let raw = format!(r#"{{"structuredContent":{{"n":{big}}}}}"#);
+        let out = String::from_utf8(result("tools/call", raw.as_bytes(), Rev::V2024_11_05).unwrap()).unwrap();
+        assert_eq!(out, format!(r#"{{"content":[{{"type":"text","text":"{{\"n\":{big}}}"}}]}}"#));
     }
 
     #[test]

@@ -57,6 +57,8 @@ struct Pair {
     up: HashMap<UpstreamId, VecDeque<Value>>,
     restarts: Vec<(UpstreamId, &'static str)>,
     closed: Vec<ClientId>,
+    /// `ClientInitialized` events.
+    initialized: Vec<(ClientId, mcpx_core::revision::Revision)>,
     logs: Vec<(Level, String)>,
 }
 
@@ -90,6 +92,7 @@ impl Pair {
             up: HashMap::new(),
             restarts: vec![],
             closed: vec![],
+            initialized: vec![],
             logs: vec![],
         }
     }
@@ -115,10 +118,12 @@ impl Pair {
             let mut replies: Vec<(UpstreamId, Value)> = Vec::new();
             while let Some(o) = self.hub.poll_output() {
                 match o {
-                    Output::ToClient(c, b) => {
+                    Output::ToClient(c, b, about) => {
                         let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to clients");
+                        check_about(&v, &b, &about);
                         self.cl.entry(c).or_default().push_back((v, b));
                     }
+                    Output::ClientInitialized(c, rev) => self.initialized.push((c, rev)),
                     Output::ToUpstream(u, b) => {
                         let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to upstreams");
                         match self.fakes[u].as_ref().and_then(|f| f.answer(&v)) {
@@ -370,6 +375,9 @@ fn initialize_is_held_until_upstreams_have_started() {
     let c = p.connect();
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }));
     assert!(p.client_quiet(c), "held while b starts");
+    // The hub alone tracks what is unanswered: the runtime asks it.
+    assert!(p.hub.client_initializing(c) && p.hub.client_request_open(c, b"1"));
+    assert_eq!((p.hub.client_open_requests(c), p.initialized.len()), (1, 0));
     let init = p.take_up(1);
     assert_eq!(init["method"], "initialize");
     p.fakes[1] = Some(Fake::tools(&["y"]));
@@ -377,6 +385,8 @@ fn initialize_is_held_until_upstreams_have_started() {
     p.upstream_says(1, answer);
     let r = p.take(c);
     assert_eq!(r["id"], 1);
+    assert!(!p.hub.client_initializing(c) && !p.hub.client_request_open(c, b"1"));
+    assert_eq!(p.initialized, [(c, mcpx_core::revision::Revision::V2025_11_25)]);
     assert_eq!(p.names(c), ["a__x", "b__y"]);
 }
 
@@ -1471,4 +1481,106 @@ fn upstream_garbage_is_counted_and_logged() {
     assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains("'fs'") && m.contains("20000000")));
     assert!(p.client_quiet(c));
     assert_eq!(p.names(c), ["fs__read", "fs__slow"], "still serving");
+}
+
+    #[test]
+    fn id_keys_are_found_by_their_raw_bytes_short_or_long() {
+        let long = format!("\"{}\"", "x".repeat(40));
+        let ids: [&[u8]; 5] = [b"1", b"\"a\"", b"12345678901234567890", b"\"exactly-22-bytes-id!\"", long.as_bytes()];
+        let mut set = std::collections::HashSet::new();
+        for id in ids {
+            assert!(set.insert(super::IdKey::new(id)));
+        }
+        assert!(matches!(super::IdKey::new(ids[3]), super::IdKey::Inline(..)) && matches!(super::IdKey::new(long.as_bytes()), super::IdKey::Heap(_)));
+        for id in ids {
+            assert!(set.contains(id), "{}", String::from_utf8_lossy(id));
+        }
+        assert!(!set.contains(&b"2"[..]) && !set.contains(&b"1 "[..]));
+        for id in ids {
+            assert!(set.remove(id));
+        }
+        assert!(set.is_empty());
+    }
+
+/// Every message to a client says truly what it is: a reply names the id it
+/// answers (as its span in the bytes), progress names its request.
+fn check_about(v: &Value, b: &[u8], about: &super::About) {
+    use super::About;
+    let is_reply = v.get("result").is_some() || v.get("error").is_some();
+    match about {
+        About::Reply { id } => {
+            assert!(is_reply, "a reply that is none: {v}");
+            match (id, v.get("id")) {
+                (Some(r), Some(want)) => {
+                    let got: Value = serde_json::from_slice(&b[r.clone()]).expect("id span is JSON");
+                    assert_eq!(&got, want, "reply id span in {v}");
+                }
+                (None, None) | (None, Some(Value::Null)) => {}
+                (id, want) => panic!("reply id {id:?} vs {want:?} in {v}"),
+            }
+        }
+        About::Request { id } => {
+            assert!(!is_reply && v.get("method").is_some(), "not a request: {v}");
+            let got: Value = serde_json::from_slice(&b[id.clone()]).expect("id span is JSON");
+            assert_eq!(&got, &v["id"], "request id span in {v}");
+        }
+        About::Notification { unsolicited, related } => {
+            assert!(v.get("id").is_none() && v.get("method").is_some(), "not a notification: {v}");
+            let method = v["method"].as_str().unwrap_or("");
+            assert_eq!(*unsolicited, method.ends_with("/list_changed") || method == "notifications/resources/updated", "{v}");
+            if method == "notifications/progress" {
+                assert!(related.is_some(), "progress without its request: {v}");
+            }
+        }
+    }
+}
+
+/// A legacy `tools/call` forwarded upstream, and the upstream's answer, are
+/// each scanned once on their way through the hub: core parses the bytes into
+/// a view and every later lookup is a span of it (counted by core's
+/// `json::scan_count` hook on the very buffers).
+#[test]
+fn a_forwarded_call_and_its_answer_are_each_parsed_once() {
+    use mcpx_core::json::scan_count;
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let c = p.client("2025-06-18", json!({}));
+    assert_eq!(p.names(c), ["fs__read"]);
+    let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fs__read","arguments":{"path":"/x"},"_meta":{"progressToken":"p"}}}"#.to_vec();
+    scan_count::watch(&call);
+    p.hub.client_message(c, &call, p.now);
+    let stdio_call = scan_count::get();
+    p.pump();
+    let sent = p.take_up(0);
+    let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#, sent["id"]).into_bytes();
+    scan_count::watch(&answer);
+    p.hub.upstream_message(0, &answer, p.now);
+    let upstream_answer = scan_count::get();
+    p.pump();
+    assert_eq!(p.take(c)["id"], 7);
+    // A transport that parsed the body itself hands the hub the view.
+    let call = br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fs__read","arguments":{}}}"#.to_vec();
+    scan_count::watch(&call);
+    let env = mcpx_core::envelope::Envelope::parse(&call).unwrap();
+    p.hub.client_envelope(c, &env, p.now);
+    let http_call = scan_count::get();
+    p.pump();
+    assert_eq!(p.take_up(0)["method"], "tools/call");
+    assert_eq!([stdio_call, upstream_answer, http_call], [(1, 0); 3], "(parses, rescans) of: stdio call, upstream answer, HTTP call");
+}
+
+/// Integers wider than 64 bits pass byte for byte, in a client's id and in
+/// a result the hub reshapes for an older revision.
+#[test]
+fn integers_beyond_64_bits_pass_byte_exact_through_reshaping() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let c = p.client("2024-11-05", json!({}));
+    let big = "123456789012345678901234567890";
+    p.send_raw(c, format!(r#"{{"jsonrpc":"2.0","id":{big},"method":"tools/call","params":{{"name":"fs__read","arguments":{{}}}}}}"#).as_bytes());
+    let sent = p.take_up(0);
+    let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"t","_meta":{{"k":{big}}}}}],"structuredContent":{{"n":{big}}},"n":-{big}}}}}"#, sent["id"]);
+    p.hub.upstream_message(0, answer.as_bytes(), p.now);
+    p.pump();
+    let (_, raw) = p.take_raw(c);
+    let raw = String::from_utf8(raw).unwrap();
+    assert_eq!(raw, format!(r#"{{"jsonrpc":"2.0","id":{big},"result":{{"content":[{{"type":"text","text":"t"}}],"n":-{big}}}}}"#));
 }

@@ -23,7 +23,7 @@ use super::catalog::{Kind, Naming};
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
 use super::wire::{self, Kind as MsgKind, Msg};
-use super::{ConfigError, Hub, HubOptions, Level, Output, UpstreamId, UpstreamSpec};
+use super::{About, ConfigError, Hub, HubOptions, IdKey, Level, Output, UpstreamId, UpstreamSpec};
 
 /// Most pages read from one upstream list before the hub stops following
 /// `nextCursor` (a server that loops on its cursor).
@@ -588,17 +588,14 @@ impl Hub {
     }
 
     fn on_upstream_notification(&mut self, u: UpstreamId, m: &Msg) {
-        if let Some(p) = m.params.clone() {
-            let key = [ "_meta", meta::SUBSCRIPTION_ID_KEY ];
-            if let Some(r) = wire::find(m.raw, p, &key) {
-                // Requirement: subscriptions-stdio-client-correlate
-                let current = self.ups[u].listen;
-                if wire::id_u64(&m.raw[r]).is_none_or(|id| Some(id) != current) {
-                    return;
-                }
+        if let Some(r) = m.param(&["_meta", meta::SUBSCRIPTION_ID_KEY]) {
+            // Requirement: subscriptions-stdio-client-correlate
+            let current = self.ups[u].listen;
+            if wire::id_u64(&m.raw[r]).is_none_or(|id| Some(id) != current) {
+                return;
             }
         }
-        match m.method.as_str() {
+        match &*m.method {
             "notifications/subscriptions/acknowledged" => {}
             "notifications/progress" => self.upstream_progress(u, m),
             "notifications/message" => {
@@ -641,9 +638,8 @@ impl Hub {
             }
             "notifications/elicitation/complete" => self.elicitation_complete(u, m),
             "notifications/cancelled" => {
-                let Some(p) = m.params.clone() else { return };
-                let Some(r) = wire::find(m.raw, p.clone(), &["requestId"]) else { return };
-                let reason = wire::find(m.raw, p, &["reason"]).and_then(|r| wire::string_at(m.raw, r));
+                let Some(r) = m.param(&["requestId"]) else { return };
+                let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
                 let rid = m.raw[r].to_vec();
                 // Requirement: cancellation-log-reasons
                 let server = self.ups[u].spec.name.clone();
@@ -676,25 +672,28 @@ impl Hub {
 
     fn upstream_progress(&mut self, u: UpstreamId, m: &Msg) {
         let Some(p) = m.params.clone() else { return };
-        let Some(tr) = wire::find(m.raw, p.clone(), &["progressToken"]) else { return };
+        let Some(tr) = m.param(&["progressToken"]) else { return };
         let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
         let now = self.now_ms;
         let Some(f) = self.pending.get_mut(u, id) else { return };
         // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
         f.deadline = (now + f.timeout).min(f.hard);
-        let Origin::Client { client, progress: Some(token), .. } = &f.origin else { return };
+        let Origin::Client { client, id: cid, progress: Some(token), .. } = &f.origin else { return };
         let (c, token) = (*client, token.clone());
+        let about = About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) };
         let Some(cl) = self.clients.get(&c) else { return };
         let f = &cl.rev().features();
         let params = &m.raw[p.clone()];
-        if !f.progress_message && wire::find(m.raw, p.clone(), &["message"]).is_some() {
+        let body = if !f.progress_message && m.param(&["message"]).is_some() {
             let mut v: Value = serde_json::from_slice(params).unwrap_or(Value::Null);
             v["progressToken"] = serde_json::from_slice(&token).unwrap_or(Value::Null);
-            return self.notify_client(c, "notifications/progress", &v);
-        }
-        let rel = (tr.start - p.start)..(tr.end - p.start);
-        let body = wire::splice(params, vec![(rel, token)]);
-        self.emit_client(c, wire::notification("notifications/progress", Some(&body)));
+            super::shape::notification_params("notifications/progress", &mut v, f);
+            serde_json::to_vec(&v).unwrap_or_default()
+        } else {
+            let rel = (tr.start - p.start)..(tr.end - p.start);
+            wire::splice(params, vec![(rel, token)])
+        };
+        self.emit_client(c, wire::notification("notifications/progress", Some(&body)), about);
     }
 
     pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str) {
@@ -720,7 +719,7 @@ impl Hub {
         for (_, f) in self.pending.drain_upstream(u) {
             if let Origin::Client { client, id, method, .. } = f.origin {
                 let msg = format!("server '{name}' exited before answering {method} ({reason})");
-                self.emit_client(client, wire::error(Some(&id), -32603, &msg, Some(json!({ "server": name }))));
+                self.answer_error(client, Some(&id), -32603, &msg, Some(json!({ "server": name })));
             }
         }
         self.relay_drop_upstream(u);
@@ -750,7 +749,7 @@ impl Hub {
         }
         let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
         let text = format!("server '{name}' cannot take {method} now: {why}");
-        self.emit_client(client, wire::error(Some(&cid), -32603, &text, Some(json!({ "server": name }))));
+        self.answer_error(client, Some(&cid), -32603, &text, Some(json!({ "server": name })));
     }
 
     pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
@@ -843,7 +842,7 @@ impl Hub {
                 // Requirement: lifecycle-timeouts-cancel-on-expiry
                 self.cancel_upstream(u, id, "timed out");
                 let msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
-                self.emit_client(client, wire::error(Some(&cid), -32603, &msg, Some(json!({ "server": name, "timeoutMs": waited }))));
+                self.answer_error(client, Some(&cid), -32603, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
             }
         }
     }

@@ -7,9 +7,10 @@
 //! restored to the client byte for byte. Everything the hub does to message
 //! bytes goes through this module.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
-use mcpx_core::envelope::{Envelope, Kind as EnvKind, Reason};
+use mcpx_core::envelope::{Envelope, Reason};
 use mcpx_core::json::{self, Span};
 use mcpx_core::rewrite::{self, Overflow, Splice};
 
@@ -18,12 +19,14 @@ pub(super) use mcpx_core::envelope::Kind;
 /// One validated JSON-RPC message; ranges index `raw`.
 #[derive(Clone, Debug)]
 pub(super) struct Msg<'a> {
+    /// The checked view this was made from: `_meta` keys, the typed method.
+    pub env: Envelope<'a>,
     pub raw: &'a [u8],
     pub kind: Kind,
     /// The id value (a string with its quotes, or an integer), absent on
     /// notifications and on error responses whose id is null or missing.
     pub id: Option<Range<usize>>,
-    pub method: String,
+    pub method: Cow<'a, str>,
     pub params: Option<Range<usize>>,
     pub result: Option<Range<usize>>,
     pub error: Option<Range<usize>>,
@@ -49,6 +52,15 @@ impl<'a> Msg<'a> {
             .clone()
             .and_then(|r| serde_json::from_slice(&self.raw[r]).ok())
             .unwrap_or_else(|| serde_json::json!({}))
+    }
+    /// The value span of `path` (a chain of keys) inside `params`: a lookup
+    /// in the view, no second scan.
+    pub fn param(&self, path: &[&str]) -> Option<Range<usize>> {
+        let mut cur = self.env.params()?;
+        for key in path {
+            cur = cur.get(key)?;
+        }
+        Some(range(cur.span()))
     }
     /// The id as an unsigned integer, when it is one (ids the hub issued).
     pub fn id_u64(&self) -> Option<u64> {
@@ -83,36 +95,39 @@ pub(super) fn is_notification_shaped(raw: &[u8]) -> bool {
 
 /// Validates and classifies one message.
 pub(super) fn parse(raw: &[u8]) -> Result<Msg<'_>, Bad> {
-    let env = Envelope::parse(raw).map_err(|e| Bad {
+    Envelope::parse(raw).map(view).map_err(|e| Bad {
         code: e.code().into(),
         message: match e.reason {
             Reason::Batch => "Invalid request: JSON-RPC batches are not supported",
             _ => e.message(),
         },
         id: e.id_bytes().map(<[u8]>::to_vec),
-    })?;
-    let method = match env.method_span() {
-        None => String::new(),
-        Some(s) => match env.method_str() {
-            Some(m) => m.to_string(),
-            None => serde_json::from_slice(&raw[range(s)]).unwrap_or_default(),
+    })
+}
+
+/// The hub's handle on a checked view: spans into the view's buffer (for a
+/// batch element, the whole batch), nothing copied unless the method has
+/// escape sequences.
+pub(super) fn view(env: Envelope<'_>) -> Msg<'_> {
+    let raw = env.buf();
+    let method = match env.method() {
+        None => Cow::Borrowed(""),
+        Some(m) => match m.as_str() {
+            Some(plain) => Cow::Borrowed(plain),
+            None => Cow::Owned(String::from_utf8_lossy(&m.decoded().collect::<Vec<u8>>()).into_owned()),
         },
     };
     let id = env.id().filter(|v| v.kind() != json::Kind::Null).map(|v| range(v.span()));
-    Ok(Msg {
+    Msg {
+        env,
         raw,
-        kind: match env.kind() {
-            EnvKind::Request => Kind::Request,
-            EnvKind::Notification => Kind::Notification,
-            EnvKind::Result => Kind::Result,
-            EnvKind::Error => Kind::Error,
-        },
+        kind: env.kind(),
         id,
         method,
         params: env.params().map(|v| range(v.span())),
         result: env.result().map(|v| range(v.span())),
         error: env.error().map(|v| range(v.span())),
-    })
+    }
 }
 
 /// The value span of `path` (a chain of object keys) inside the (validated)
@@ -148,36 +163,38 @@ fn grow(estimate: usize, f: impl Fn(&mut [u8]) -> Result<usize, Overflow>) -> Ve
 pub(super) fn splice(b: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>) -> Vec<u8> {
     edits.sort_by_key(|(r, _)| r.start);
     let splices: Vec<Splice> = edits.iter().map(|(r, with)| Splice::raw(Span::new(r.start, r.end), with)).collect();
-    let Ok(len) = rewrite::spliced_len(b, &splices) else { return b.to_vec() };
+    apply(b, &splices)
+}
+
+/// `src` with `splices` applied (ascending, non-overlapping); `src` itself
+/// when they do not fit it.
+pub(super) fn apply(src: &[u8], splices: &[Splice<'_>]) -> Vec<u8> {
+    let Ok(len) = rewrite::spliced_len(src, splices) else { return src.to_vec() };
     let mut out = vec![0u8; len];
-    match rewrite::splice(b, &splices, &mut out) {
+    match rewrite::splice(src, splices, &mut out) {
         Ok(n) => {
             out.truncate(n);
             out
         }
-        Err(_) => b.to_vec(),
+        Err(_) => src.to_vec(),
     }
 }
 
-/// Params object `params` with `edits` applied (ranges relative to it) and,
-/// when `token` is given, `_meta.progressToken` set to it (added if absent).
-pub(super) fn splice_params(params: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>, token: Option<&[u8]>) -> Vec<u8> {
-    let Some(token) = token else { return splice(params, edits) };
-    let Ok(obj) = json::skip_value(params, 0) else { return splice(params, edits) };
+/// The params object `params` (a view into its message) with `edits`
+/// applied (ranges in the message's buffer, inside `params`) and, when
+/// `token` is given, `_meta.progressToken` set to it (added if absent).
+pub(super) fn splice_params(params: json::JsonValue<'_>, mut edits: Vec<(Range<usize>, Vec<u8>)>, token: Option<&[u8]>) -> Vec<u8> {
+    let base = params.span().start;
     edits.sort_by_key(|(r, _)| r.start);
-    let mut splices: Vec<Splice> = edits.iter().map(|(r, with)| Splice::raw(Span::new(r.start, r.end), with)).collect();
-    let add = Splice::set_nested(&obj, "_meta", "progressToken", token);
-    let at = splices.partition_point(|s| s.span.start < add.span.start || (s.span.start == add.span.start && s.span.is_empty()));
-    splices.insert(at, add);
-    let Ok(len) = rewrite::spliced_len(params, &splices) else { return splice(params, edits) };
-    let mut out = vec![0u8; len];
-    match rewrite::splice(params, &splices, &mut out) {
-        Ok(n) => {
-            out.truncate(n);
-            out
-        }
-        Err(_) => splice(params, edits),
+    let rel = |r: &Range<usize>| Span::new(r.start - base, r.end - base);
+    let mut splices: Vec<Splice> = edits.iter().map(|(r, with)| Splice::raw(rel(r), with)).collect();
+    if let Some(token) = token {
+        let mut add = Splice::set_nested(&params, "_meta", "progressToken", token);
+        add.span = Span::new(add.span.start - base, add.span.end - base);
+        let at = splices.partition_point(|s| s.span.start < add.span.start || (s.span.start == add.span.start && s.span.is_empty()));
+        splices.insert(at, add);
     }
+    apply(params.bytes(), &splices)
 }
 
 /// A JSON string literal for `s`.
@@ -371,7 +388,7 @@ mod tests {
 
     #[test]
     fn progress_tokens_are_added_or_replaced() {
-        let add = |p: &[u8], edits| String::from_utf8(splice_params(p, edits, Some(b"9"))).unwrap();
+        let add = |p: &[u8], edits| String::from_utf8(splice_params(json::parse(p).unwrap(), edits, Some(b"9"))).unwrap();
         assert_eq!(add(b"{}", vec![]), r#"{"_meta":{"progressToken":9}}"#);
         let p = br#"{"name":"a","arguments":{}}"#;
         let name = find(p, 0..p.len(), &["name"]).unwrap();

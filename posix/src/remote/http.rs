@@ -302,9 +302,9 @@ impl Client {
                     let e = io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection without a response");
                     return Err((e, at == 0));
                 }
-                let parsed = h::parse_response::<MAX_HEADERS>(&rbuf, limits.max_head).map(|(head, len)| (head.status, len));
+                let parsed = h::parse_response::<MAX_HEADERS>(&rbuf, limits.max_head).map(|s| s.complete().map(|(head, len)| (head.status, len)));
                 match parsed {
-                    Ok((status, len)) if (100..200).contains(&status) => {
+                    Ok(Some((status, len))) if (100..200).contains(&status) => {
                         rbuf.drain(..len);
                         // Interim response: look for the final one after it.
                         if !rbuf.is_empty() {
@@ -313,8 +313,8 @@ impl Client {
                             }
                         }
                     }
-                    Ok(_) => return parse(&rbuf, method, limits).map_err(|e| (e, false)),
-                    Err(HeadError::Incomplete) => {}
+                    Ok(Some(_)) => return parse(&rbuf, method, limits).map_err(|e| (e, false)),
+                    Ok(None) => {}
                     Err(e) => {
                         let what = match e {
                             HeadError::TooLarge => format!("response head is over the {}-byte limit", limits.max_head),
@@ -372,8 +372,8 @@ type Parsed = (u16, String, Option<Vec<u8>>, Option<Vec<u8>>, BodyFraming, bool,
 fn parse(buf: &[u8], method: &str, limits: Limits) -> io::Result<Parsed> {
     let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
     let (head, len) = match h::parse_response::<MAX_HEADERS>(buf, limits.max_head) {
-        Ok(x) => x,
-        Err(HeadError::Incomplete) => return Err(bad("incomplete response head".into())),
+        Ok(h::Status::Complete(x)) => x,
+        Ok(h::Status::Partial) => return Err(bad("incomplete response head".into())),
         Err(e) => return Err(bad(format!("bad response head: {e:?}"))),
     };
     let framing = head.framing(method).map_err(|e| bad(format!("unusable response framing: {e:?}")))?;
