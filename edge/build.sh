@@ -3,6 +3,7 @@
 # profile `edge` (opt-level z, fat LTO, panic=abort, stripped):
 #   x86_64-unknown-linux-musl      static, linked with rust-lld
 #   aarch64-unknown-linux-musl     static, linked with rust-lld
+#   (the musl ones static-pie with packed relocations, no unwind tables)
 #   armv7-unknown-linux-gnueabihf  static glibc (+crt-static), linked by
 #                                  Debian's gcc-arm-linux-gnueabihf
 # Results: target/<triple>/edge/mcpx-edge.
@@ -41,7 +42,10 @@ for t in "${targets[@]}"; do
     env_var="CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$t")_RUSTFLAGS"
     case "$t" in
         *-linux-musl)
-            flags="-C linker=rust-lld -C target-feature=+crt-static"
+            # Size (edge/README.md, "Budget"): relative relocations packed
+            # (RELR, musl >= 1.2.4) and no unwind tables: with panic=abort
+            # nothing unwinds, and a stripped binary's backtrace names nothing.
+            flags="-C linker=rust-lld -C target-feature=+crt-static -C link-arg=-zpack-relative-relocs -C link-arg=-T$root/edge/no-unwind.ld"
             if [ "$needs_cc" = 1 ]; then
                 case "$t" in
                     x86_64-*) cc=musl-gcc; pkg=musl-tools ;;

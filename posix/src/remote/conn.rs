@@ -129,28 +129,18 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// The rustls client configuration for one server: webpki-roots' public CAs,
-/// plus the certificates of `ca_file` (PEM) when given.
+/// The rustls client configuration for one server: the public CAs (see
+/// `roots`), plus the certificates of `ca_file` (PEM) when given.
 #[cfg(feature = "tls")]
 pub fn tls_connector(ca_file: Option<&std::path::Path>) -> Result<futures_rustls::TlsConnector, String> {
-    use rustls_pki_types::pem::PemObject;
-    use rustls_pki_types::CertificateDer;
+    connector_for(super::roots::for_server(ca_file)?)
+}
+
+/// The rustls client configuration that trusts `roots`.
+#[cfg(feature = "tls")]
+pub fn connector_for(roots: rustls::RootCertStore) -> Result<futures_rustls::TlsConnector, String> {
     use std::sync::Arc;
 
-    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-    if let Some(path) = ca_file {
-        let shown = path.display();
-        let pem = std::fs::read(path).map_err(|e| format!("caFile {shown}: cannot read it: {e}"))?;
-        let mut added = 0;
-        for cert in CertificateDer::pem_slice_iter(&pem) {
-            let cert = cert.map_err(|e| format!("caFile {shown}: not a valid PEM certificate file: {e}"))?;
-            roots.add(cert).map_err(|e| format!("caFile {shown}: certificate refused: {e}"))?;
-            added += 1;
-        }
-        if added == 0 {
-            return Err(format!("caFile {shown}: no \"BEGIN CERTIFICATE\" block found"));
-        }
-    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -58,6 +58,8 @@
 pub(crate) mod conn;
 pub(crate) mod http;
 pub mod oauth;
+#[cfg(feature = "tls")]
+pub(crate) mod roots;
 pub mod url;
 
 #[cfg(test)]

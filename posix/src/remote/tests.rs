@@ -663,6 +663,98 @@ mod tls {
         (ca.pem(), Arc::new(cfg))
     }
 
+    /// A handshake in memory between a client trusting `roots` and `server`
+    /// (whose certificate is for `localhost`); the client's error if any.
+    fn handshake_with(roots: rustls::RootCertStore, server: Arc<rustls::ServerConfig>) -> Result<(), rustls::Error> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        let mut c = rustls::ClientConnection::new(Arc::new(client), name).unwrap();
+        let mut s = rustls::ServerConnection::new(server).unwrap();
+        for _ in 0..16 {
+            if !c.is_handshaking() && !s.is_handshaking() {
+                return Ok(());
+            }
+            let mut buf = Vec::new();
+            while c.wants_write() {
+                c.write_tls(&mut buf).unwrap();
+            }
+            s.read_tls(&mut buf.as_slice()).unwrap();
+            // The server's complaint about the client's alert is not the point.
+            let _ = s.process_new_packets();
+            let mut buf = Vec::new();
+            while s.wants_write() {
+                s.write_tls(&mut buf).unwrap();
+            }
+            c.read_tls(&mut buf.as_slice()).unwrap();
+            c.process_new_packets()?;
+        }
+        panic!("handshake did not finish in 16 rounds");
+    }
+
+    /// Writes `pem` to a fresh file named `name` in this test's directory.
+    fn pem_file(test: &str, name: &str, pem: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("mcpx-roots-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, pem).unwrap();
+        path
+    }
+
+    // The edge build's roots (no webpki-roots): SSL_CERT_FILE is the bundle,
+    // and the certificates in it are what the server's certificate is checked against.
+    #[test]
+    fn system_roots_come_from_ssl_cert_file() {
+        let (ca_pem, server) = pki("mcpx bundle CA");
+        let (other_pem, _) = pki("another CA");
+        let bundle = pem_file("env", "bundle.pem", &format!("{other_pem}{ca_pem}"));
+        let decoy = pem_file("env", "decoy.pem", &other_pem);
+        let decoy = decoy.to_str().unwrap();
+        // SSL_CERT_FILE wins over the usual paths.
+        let roots = super::roots::system_bundle(Some(&bundle), &[decoy]).unwrap().expect("a bundle");
+        assert_eq!(roots.len(), 2);
+        handshake_with(roots, server.clone()).expect("the bundle's CA issued the certificate");
+        // Without the issuing CA in the bundle the certificate is refused.
+        let roots = super::roots::system_bundle(None, &[decoy]).unwrap().expect("a bundle");
+        let err = handshake_with(roots, server).unwrap_err();
+        assert!(matches!(err, rustls::Error::InvalidCertificate(_)), "{err:?}");
+    }
+
+    #[test]
+    fn system_roots_take_the_first_usual_path_that_exists() {
+        let (first, server) = pki("first CA");
+        let first = pem_file("paths", "first.pem", &first);
+        let second = pem_file("paths", "second.pem", &pki("second CA").0);
+        let missing = first.with_file_name("missing.pem");
+        let paths = [missing.to_str().unwrap(), first.to_str().unwrap(), second.to_str().unwrap()];
+        let roots = super::roots::system_bundle(None, &paths).unwrap().expect("a bundle");
+        assert_eq!(roots.len(), 1);
+        handshake_with(roots, server).expect("the first existing bundle is used");
+    }
+
+    #[test]
+    fn no_system_bundle_is_a_clear_error() {
+        let missing = std::env::temp_dir().join(format!("mcpx-roots-none-{}/ca.pem", std::process::id()));
+        let missing = missing.to_str().unwrap();
+        // Nothing at the usual paths: no bundle, and the error says where it looked and what to do.
+        assert!(super::roots::system_bundle(None, &[missing]).unwrap().is_none());
+        let err = super::roots::no_bundle(super::roots::SYSTEM_BUNDLES);
+        for path in super::roots::SYSTEM_BUNDLES {
+            assert!(err.contains(path), "{err}");
+        }
+        assert!(err.contains("SSL_CERT_FILE") && err.contains("\"caFile\"") && err.contains("ca-bundle"), "{err}");
+        // SSL_CERT_FILE naming a missing file, or one without certificates, is an error.
+        let err = super::roots::system_bundle(Some(std::path::Path::new(missing)), &[]).unwrap_err();
+        assert!(err.starts_with(&format!("SSL_CERT_FILE {missing}: cannot read it")), "{err}");
+        let empty = pem_file("none", "empty.pem", "not a certificate\n");
+        let err = super::roots::system_bundle(Some(&empty), &[]).unwrap_err();
+        assert!(err.contains("no usable CA certificate"), "{err}");
+    }
+
     #[test]
     fn https_with_a_private_ca_file_and_sni() {
         let (ca_pem, cfg) = pki("mcpx test CA");
