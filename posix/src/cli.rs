@@ -238,7 +238,8 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
       \"logLevel\": \"info\",
       \"cacheTtlMs\": 60000, \"cachePublic\": false,
                                  caching hints for 2026-07-28 clients on
-                                 results of servers that give none
+                                 lists of servers that give none (their
+                                 resources/read results: ttlMs 0)
       \"inputTtlMs\": 300000,                   how long a 2026-07-28 client has
                                  to answer a server's request for input
       \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"},       token for --http

@@ -200,9 +200,12 @@ pub struct HubOptions {
     /// before the hub falls back to `initialize` (ms). SDK servers answer at
     /// once (a result, or -32601/-32602 when legacy); a server that ignores
     /// unknown requests costs this once per process (the era is cached).
+    /// The probe stays open until `init_timeout_ms`: a late modern answer
+    /// wins over a refused `initialize` (see `upstream`).
     pub probe_timeout_ms: u64,
-    /// Caching hints for results of upstreams that give none (legacy ones):
-    /// `ttlMs`, and whether `cacheScope` is `public` (else `private`).
+    /// Caching hints for lists of upstreams that give none (legacy ones):
+    /// `ttlMs`, and whether `cacheScope` is `public` (else `private`). Their
+    /// `resources/read` results are not cacheable (`ttlMs` 0).
     pub cache_ttl_ms: u64,
     pub cache_public: bool,
 }

@@ -18,7 +18,11 @@
 //! - Caching hints: lists and `server/discover` get the aggregate of the
 //!   upstreams' hints (the smallest `ttlMs`, `public` only when every one says
 //!   so); upstreams without hints count as `HubOptions::cache_ttl_ms` /
-//!   `cache_public`. `resources/read` gets its upstream's hints.
+//!   `cache_public` (lists are read again on `list_changed`).
+//!   `resources/read` gets its upstream's hints; a read of a server that
+//!   gives none is [`NOT_CACHEABLE`], so a client never re-reads an old
+//!   answer right after changing it (`tools/call` and `prompts/get` carry
+//!   no hints at all in the 2026-07-28 schema).
 //! - `subscriptions/listen`: any number of streams per client (up to
 //!   `max_subscriptions`), acknowledged first with the agreed subset, every
 //!   notification tagged with the listen request's id; a client's
@@ -36,6 +40,10 @@ use super::{ClientId, Hub, UpstreamId};
 
 /// The modern revision served.
 pub(super) const MODERN: Revision = Revision::V2026_07_28;
+
+/// Hints on a read of a server that gives none: `ttlMs: 0` is "immediately
+/// stale" (`caching-ttl-zero-stale`), private.
+pub(super) const NOT_CACHEABLE: (u64, bool) = (0, false);
 
 /// Methods of the legacy session that a modern request cannot call
 /// (conformance: -32601).
@@ -140,11 +148,10 @@ impl Hub {
 
     /// The hints of upstream `u` for list `k` (or its reads, `None`).
     pub(super) fn up_hints(&self, u: UpstreamId, k: Option<Kind>) -> (u64, bool) {
-        let h = match k {
-            Some(k) => self.ups[u].hints[k.idx()],
-            None => self.ups[u].read_hints,
-        };
-        h.unwrap_or((self.opts.cache_ttl_ms, self.opts.cache_public))
+        match k {
+            Some(k) => self.ups[u].hints[k.idx()].unwrap_or((self.opts.cache_ttl_ms, self.opts.cache_public)),
+            None => self.ups[u].read_hints.unwrap_or(NOT_CACHEABLE),
+        }
     }
 
     /// Aggregate hints over the ready upstreams for `kinds` (all lists when empty).

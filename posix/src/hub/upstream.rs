@@ -7,7 +7,16 @@
 //! capabilities announce are read, following `nextCursor`. A version the hub
 //! does not speak in the answer, an error answer or no answer within
 //! `init_timeout_ms` → `Failed` and `Output::RestartUpstream`
-//! (`lifecycle-client-disconnects-on-unsupported-version`). On exit everything
+//! (`lifecycle-client-disconnects-on-unsupported-version`).
+//!
+//! Era detection converges (a slow-starting server is not restarted in a
+//! loop): the `server/discover` probe falls back to `initialize` after
+//! `probe_timeout_ms`, but stays open until `init_timeout_ms` after it was
+//! sent ([`LateProbe`]). A late modern answer wins over a refused
+//! `initialize` (a server already serving 2026-07-28 refuses it); a refusal
+//! that comes before the late answer waits for it. When both fail, the next
+//! start waits the whole `init_timeout_ms` for the probe before `initialize`.
+//! On exit everything
 //! it offered leaves the catalog and requests in flight to it are answered
 //! with an error naming it.
 
@@ -35,6 +44,13 @@ pub(super) enum State {
     Initializing,
     Ready,
     Failed,
+}
+
+/// The probe after its fallback to `initialize`: still awaited (with
+/// `initialize`'s refusal, once it came), or answered late as modern.
+enum LateProbe {
+    Waiting { id: u64, refused: Option<(String, &'static str)> },
+    Modern(Value),
 }
 
 /// A list being read page by page.
@@ -71,6 +87,11 @@ pub(super) struct Upstream {
     /// The probe was already repeated after an UnsupportedProtocolVersionError
     /// naming 2026-07-28 (once per start, so a confused server cannot loop us).
     reprobed: bool,
+    /// The probe after its fallback to `initialize` (this start only).
+    late: Option<LateProbe>,
+    /// The last start failed with the probe late and `initialize` refused:
+    /// the next one gives the probe the whole `init_timeout_ms`.
+    patient: bool,
     /// Caching hints of its last list results, per list kind, and of its
     /// last `resources/read`: (`ttlMs`, public).
     pub hints: [Option<(u64, bool)>; 4],
@@ -171,6 +192,8 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
             listing: Default::default(),
             era_cache: None,
             reprobed: false,
+            late: None,
+            patient: false,
             hints: [None; 4],
             read_hints: None,
             listen: None,
@@ -306,9 +329,23 @@ impl Hub {
     fn on_discover_answer(&mut self, u: UpstreamId, m: &Msg) {
         let name = self.ups[u].spec.name.clone();
         let v: Value = m.result_bytes().and_then(|r| serde_json::from_slice(r).ok()).unwrap_or(Value::Null);
-        let modern = v.get("supportedVersions").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x.as_str() == Some(MODERN.as_str())));
-        if !modern || !self.ups[u].allowed.contains(&MODERN) {
-            // Requirement: versioning-fallback-not-keyed-to-one-code
+        let modern = v.get("supportedVersions").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x.as_str() == Some(MODERN.as_str()))) && self.ups[u].allowed.contains(&MODERN);
+        if let Some(LateProbe::Waiting { id, .. }) = self.ups[u].late {
+            if m.id_u64() == Some(id) {
+                return self.on_late_discover_answer(u, modern.then_some(v));
+            }
+        }
+        if !modern {
+            let err: Value = m.error_bytes().and_then(|e| serde_json::from_slice(e).ok()).unwrap_or(Value::Null);
+            let code = err.get("code").and_then(Value::as_i64);
+            // Requirement: versioning-fallback-not-keyed-to-one-code: any
+            // error but a modern server's UnsupportedProtocolVersionError is
+            // the expected answer of a legacy server.
+            if m.error_bytes().is_some() && code != Some(-32022) {
+                self.log(Level::Debug, format!("server '{name}' is a legacy server; using initialize"));
+                self.ups[u].era_cache = Some(Era::Legacy);
+                return self.send_initialize(u);
+            }
             let why = match m.error_bytes() {
                 Some(e) => format!("answered server/discover with an error ({})", String::from_utf8_lossy(e)),
                 None => "does not list 2026-07-28 in supportedVersions".to_string(),
@@ -317,8 +354,7 @@ impl Hub {
             // UnsupportedProtocolVersionError is a modern server's answer; only
             // a version it lists is used, so `initialize` only with a listed
             // legacy revision, never as a blind fallback.
-            let err: Value = m.error_bytes().and_then(|e| serde_json::from_slice(e).ok()).unwrap_or(Value::Null);
-            if err.get("code").and_then(Value::as_i64) == Some(-32022) {
+            if code == Some(-32022) {
                 if let Some(list) = err.pointer("/data/supported").and_then(Value::as_array) {
                     let list: Vec<String> = list.iter().filter_map(Value::as_str).map(str::to_string).collect();
                     // Requirement: versioning-client-retry-with-supported: a
@@ -340,7 +376,38 @@ impl Hub {
             self.ups[u].era_cache = Some(Era::Legacy);
             return self.send_initialize(u);
         }
+        self.become_modern(u, &v);
+    }
+
+    /// The probe's answer after the fallback to `initialize` (`modern`: its
+    /// DiscoverResult when it lists 2026-07-28).
+    fn on_late_discover_answer(&mut self, u: UpstreamId, modern: Option<Value>) {
+        let name = self.ups[u].spec.name.clone();
+        let Some(LateProbe::Waiting { refused, .. }) = self.ups[u].late.take() else { return };
+        match (modern, refused) {
+            _ if self.ups[u].state != State::Initializing => {
+                self.log(Level::Debug, format!("server '{name}' answered server/discover late, after initialize; ignored"));
+            }
+            (Some(v), Some((why, _))) => {
+                self.log(Level::Info, format!("server '{name}' {why}, then answered server/discover late; using {}", MODERN.as_str()));
+                self.become_modern(u, &v);
+            }
+            (Some(v), None) => self.ups[u].late = Some(LateProbe::Modern(v)),
+            (None, Some((why, short))) => {
+                // Requirement: the next start does not repeat this sequence unchanged.
+                self.ups[u].patient = true;
+                self.initialize_refused(u, why, short);
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// `u` is spoken to in 2026-07-28 from its DiscoverResult `v`.
+    fn become_modern(&mut self, u: UpstreamId, v: &Value) {
+        let name = self.ups[u].spec.name.clone();
         let up = &mut self.ups[u];
+        up.late = None;
+        up.patient = false;
         up.era_cache = Some(Era::Modern);
         up.rev = Some(MODERN);
         up.caps = Some(v.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({})));
@@ -373,10 +440,11 @@ impl Hub {
         up.listen = None;
         up.level_sent = None;
         up.reprobed = false;
+        up.late = None;
         // Requirement: versioning-dual-era-client-probe-discover-first-stdio, versioning-era-cache
         let probe = up.allowed.contains(&MODERN) && up.era_cache != Some(Era::Legacy);
         if probe {
-            let t = self.opts.probe_timeout_ms;
+            let t = if up.patient { self.opts.init_timeout_ms } else { self.opts.probe_timeout_ms };
             self.send_upstream(u, "server/discover", None, Origin::Discover, t);
         } else {
             self.send_initialize(u);
@@ -419,31 +487,54 @@ impl Hub {
         }
     }
 
+    /// `u` failed to come up: logged, `Failed`, and restarted.
+    fn start_failed(&mut self, u: UpstreamId, why: String, short: &'static str) {
+        self.log(Level::Error, format!("server '{}': {why}", self.ups[u].spec.name));
+        let up = &mut self.ups[u];
+        up.last_error = Some(why);
+        up.state = State::Failed;
+        up.settled = true;
+        self.out.push_back(Output::RestartUpstream(u, short));
+        self.release_held_inits();
+    }
+
+    /// `u`'s answer to `initialize` is of no use (`why`): a late modern
+    /// answer to the probe wins, a probe still open is waited for, else the
+    /// start failed.
+    fn initialize_refused(&mut self, u: UpstreamId, why: String, short: &'static str) {
+        let name = self.ups[u].spec.name.clone();
+        match self.ups[u].late.take() {
+            Some(LateProbe::Modern(v)) => {
+                self.log(Level::Info, format!("server '{name}' {why} after answering server/discover late; using {}", MODERN.as_str()));
+                return self.become_modern(u, &v);
+            }
+            Some(LateProbe::Waiting { id, refused: None }) => {
+                self.log(Level::Info, format!("server '{name}' {why}; waiting for its answer to server/discover"));
+                self.ups[u].late = Some(LateProbe::Waiting { id, refused: Some((why, short)) });
+                return;
+            }
+            _ => {}
+        }
+        // The era assumption may be wrong: probe again on the next start.
+        self.ups[u].era_cache = None;
+        self.start_failed(u, why, short);
+    }
+
     fn on_initialize_answer(&mut self, u: UpstreamId, m: &Msg) {
         let name = self.ups[u].spec.name.clone();
-        let fail = |hub: &mut Hub, why: String, short: &'static str| {
-            hub.log(Level::Error, format!("server '{name}': {why}"));
-            let up = &mut hub.ups[u];
-            up.last_error = Some(why);
-            up.state = State::Failed;
-            up.settled = true;
-            hub.out.push_back(Output::RestartUpstream(u, short));
-            hub.release_held_inits();
-        };
         let Some(res) = m.result_bytes() else {
-            let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
-            // The era assumption may be wrong: probe again on the next start.
-            self.ups[u].era_cache = None;
-            return fail(self, format!("initialize failed: {e}"), "initialize failed");
+            let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default());
+            return self.initialize_refused(u, format!("initialize failed: {e}"), "initialize failed");
         };
         let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
         let pv = v.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
         let allowed: Revisions = self.ups[u].allowed.iter().copied().collect();
         let Ok(rev) = revision::negotiate_client(pv, allowed) else {
             // Requirement: lifecycle-client-disconnects-on-unsupported-version
-            return fail(self, format!("answered protocol version '{pv}', which mcpx does not speak with it"), "unsupported protocol version");
+            return self.initialize_refused(u, format!("answered initialize with protocol version '{pv}', which mcpx does not speak with it"), "unsupported protocol version");
         };
         let up = &mut self.ups[u];
+        up.patient = false;
         up.rev = Some(rev);
         up.caps = Some(v.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({})));
         up.info = v.get("serverInfo").cloned().unwrap_or(Value::Null);
@@ -819,9 +910,21 @@ impl Hub {
             Origin::Fire => self.cancel_upstream(u, id, "timed out"),
             Origin::Held(h) => self.held_expired(u, id, h),
             Origin::Discover => {
+                if let Some(LateProbe::Waiting { id: late, .. }) = self.ups[u].late {
+                    if late == id {
+                        // The late window closed too: `initialize` decides.
+                        return self.on_late_discover_answer(u, None);
+                    }
+                }
                 // Requirement: versioning-dual-era-client-probe-discover-first-stdio (fall back on a timeout)
                 self.log(Level::Info, format!("server '{name}' did not answer server/discover within {waited} ms; using initialize"));
                 self.ups[u].era_cache = Some(Era::Legacy);
+                // The probe stays open as long as start-up may take.
+                let until = f.sent_ms + self.opts.init_timeout_ms;
+                if until > self.now_ms {
+                    self.pending.insert(u, id, Fwd { deadline: until, hard: until, ..f });
+                    self.ups[u].late = Some(LateProbe::Waiting { id, refused: None });
+                }
                 self.send_initialize(u);
             }
             Origin::Listen => {

@@ -186,7 +186,8 @@ fn lists_and_reads_carry_caching_hints_and_result_type() {
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "contents": [{ "uri": "file:///a.txt", "text": "hi" }] } }));
     let r = p.take(c);
     check(&r, "ReadResourceResultResponse");
-    assert_eq!(r["result"]["cacheScope"], "private");
+    // A read of a server without hints is not cacheable, whatever cacheTtlMs says.
+    assert_eq!((r["result"]["ttlMs"].clone(), r["result"]["cacheScope"].clone()), (json!(0), json!("private")), "{r}");
     // An unknown resource is -32602 with the URI (not the legacy -32002).
     p.msend(c, json!(10), "resources/read", json!({ "uri": "nope://x" }), &json!({}));
     let up = p.take_up(0);
@@ -622,6 +623,108 @@ fn legacy_upstreams_fall_back_to_initialize_and_the_era_is_cached() {
     p.hub.upstream_started(0, p.now);
     p.pump();
     assert_eq!(p.take_up(0)["method"], "server/discover");
+}
+
+// A legacy server's expected answer to the probe is logged as such, at debug level.
+#[test]
+fn a_legacy_answer_to_the_probe_is_a_debug_line_not_an_error() {
+    let mut p = Pair::new(specs(&["old"]), HubOptions::default());
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let probe = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": probe["id"], "error": { "code": -32601, "message": "Method not found" } }));
+    assert_eq!(p.take_up(0)["method"], "initialize");
+    assert!(p.logs.iter().any(|(l, m)| *l == Level::Debug && m == "server 'old' is a legacy server; using initialize"), "{:?}", p.logs);
+    assert!(!p.logs.iter().any(|(l, m)| *l != Level::Debug && m.contains("server/discover")), "{:?}", p.logs);
+}
+
+/// A hub whose upstream 'slow' got the probe, let it time out (3 s) and
+/// got `initialize`; returns the pair, the probe and the initialize.
+fn slow_start() -> (Pair, Value, Value) {
+    let mut p = Pair::new(specs(&["slow"]), HubOptions::default());
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let probe = p.take_up(0);
+    assert_eq!(probe["method"], "server/discover");
+    p.advance(3000);
+    let init = p.take_up(0);
+    assert_eq!(init["method"], "initialize");
+    (p, probe, init)
+}
+
+/// The answers of an mcp 2.x server already serving 2026-07-28: its
+/// DiscoverResult, and its refusal of `initialize`.
+fn modern_answers(probe: &Value, init: &Value) -> (Value, Value) {
+    let discover = Fake::modern(&["a"]).answer(probe).unwrap().unwrap();
+    let refusal = json!({ "jsonrpc": "2.0", "id": init["id"], "error": { "code": -32022, "message": "Unsupported protocol version", "data": { "supported": ["2026-07-28"], "requested": init["params"]["protocolVersion"] } } });
+    (discover, refusal)
+}
+
+fn assert_up_modern(p: &mut Pair) {
+    assert!(p.restarts.is_empty(), "{:?}", p.restarts);
+    assert_eq!(p.hub.status()["upstreams"][0]["revision"], MODERN);
+    assert_eq!(p.hub.status()["upstreams"][0]["era"], "modern");
+    let lists: Vec<Value> = std::iter::from_fn(|| p.up.get_mut(&0).and_then(VecDeque::pop_front)).collect();
+    assert!(lists.iter().any(|m| m["method"] == "tools/list"), "{lists:?}");
+    assert!(lists.iter().all(|m| m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN), "{lists:?}");
+}
+
+// Issue 12 item 4: a slow-starting modern server is not restarted in a loop.
+// covers: versioning-dual-era-client-probe-discover-first-stdio
+#[test]
+fn a_late_modern_answer_to_the_probe_wins_over_a_refused_initialize() {
+    // The probe answered after 4 s, then initialize refused (the order a
+    // server reading its stdin late answers in).
+    let (mut p, probe, init) = slow_start();
+    p.advance(1000);
+    let (discover, refusal) = modern_answers(&probe, &init);
+    p.upstream_says(0, discover);
+    assert!(p.hub.status()["upstreams"][0]["revision"].is_null(), "initialize is still awaited");
+    p.upstream_says(0, refusal);
+    assert_up_modern(&mut p);
+    p.advance(60_000);
+    assert!(p.restarts.is_empty(), "{:?}", p.restarts);
+    // The refusal first: the probe is waited for.
+    let (mut p, probe, init) = slow_start();
+    let (discover, refusal) = modern_answers(&probe, &init);
+    p.upstream_says(0, refusal);
+    assert!(p.restarts.is_empty(), "{:?}", p.restarts);
+    p.advance(1000);
+    p.upstream_says(0, discover);
+    assert_up_modern(&mut p);
+}
+
+// covers: versioning-dual-era-client-probe-discover-first-stdio
+#[test]
+fn a_probe_left_unanswered_with_initialize_refused_is_given_longer_on_the_next_start() {
+    let (mut p, probe, init) = slow_start();
+    let (_, refusal) = modern_answers(&probe, &init);
+    p.upstream_says(0, refusal);
+    assert!(p.restarts.is_empty(), "waits for the probe until init_timeout_ms");
+    p.advance(30_000 - 3000 - 1);
+    assert!(p.restarts.is_empty());
+    p.advance(1);
+    assert_eq!(p.restarts, vec![(0, "initialize failed")]);
+    // The next start does not repeat the 3 s fallback: the probe gets the whole init_timeout_ms.
+    p.hub.upstream_exited(0, "killed", "", p.now);
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let probe = p.take_up(0);
+    assert_eq!(probe["method"], "server/discover");
+    p.advance(29_999);
+    assert!(p.up_quiet(0), "no initialize before init_timeout_ms");
+    let discover = Fake::modern(&["a"]).answer(&probe).unwrap().unwrap();
+    p.upstream_says(0, discover);
+    p.restarts.clear();
+    assert_up_modern(&mut p);
+    // A late answer after a successful initialize is ignored (no change of era).
+    let (mut p, probe, init) = slow_start();
+    let ok = json!({ "jsonrpc": "2.0", "id": init["id"], "result": { "protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": { "name": "s", "version": "1" } } });
+    p.upstream_says(0, ok);
+    let discover = Fake::modern(&["a"]).answer(&probe).unwrap().unwrap();
+    p.upstream_says(0, discover);
+    assert_eq!(p.hub.status()["upstreams"][0]["revision"], "2025-11-25");
+    assert!(p.restarts.is_empty());
 }
 
 // covers: messages-resulttype-unknown-invalid, messages-resulttype-absent-means-complete
