@@ -271,6 +271,23 @@ impl Protected {
         post(&self.url, &[("Authorization", &format!("Bearer {token}"))], &init)
     }
 
+    /// Waits (at most `WAIT`) until the server behind mcpx is ready, so a
+    /// client's first call finds its tools listed.
+    fn wait_ready(&self) {
+        let bearer = format!("Bearer {}", self.token("status"));
+        let status = self.url.replace("/mcp", "/status");
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let v = http(&status, &[("Authorization", &bearer)], None).json;
+            let ready = v["upstreams"].as_array().is_some_and(|a| a.iter().any(|u| u["name"] == "bare" && u["state"] == "ready"));
+            if ready {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "the server behind mcpx did not get ready: {v}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn metadata_url(&self) -> String {
         self.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
     }
@@ -356,6 +373,7 @@ fn oauth_subjects_are_separate_principals() {
 /// appears in mcpx's log.
 fn sdk_flow(argv: Vec<String>) {
     let mut p = protected();
+    p.wait_ready();
     let mut argv = argv;
     argv.extend([p.url.clone(), "bare__auth_header".into(), "{}".into()]);
     let r = run_argv(&argv, Duration::from_secs(120));
