@@ -9,7 +9,7 @@ fn aggregate(client: Client) {
     let hub = three_upstreams();
     let http = hub.serve_http();
     let steps = json!([
-        {"op": "list_tools", "expect_tools": ["demo__echo", "everything__get-sum", "py__greet"]},
+        {"op": "list_tools", "expect_tools": ["demo__echo", "everything__get-sum", "py__greet"], "retry_for": 30},
         {"op": "call", "tool": "demo__echo", "args": {"text": "over http"}, "expect_text": "over http"},
         {"op": "call", "tool": "everything__get-sum", "args": {"a": 2, "b": 3}, "expect_text": "The sum of 2 and 3 is 5."},
         {"op": "call", "tool": "py__greet", "args": {"name": "http"}, "expect_text": "Hello, http! (from py)"}
