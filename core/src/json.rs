@@ -188,6 +188,7 @@ fn scan_string(buf: &[u8], pos: usize) -> Result<(Span, bool), JsonError> {
     // Start of the current run of unescaped bytes, checked as UTF-8 as a whole.
     let mut run = i;
     loop {
+        i += plain_run(buf.get(i..).unwrap_or(&[]));
         let b = byte_at(buf, i)?;
         match b {
             b'"' | b'\\' => {
@@ -201,10 +202,28 @@ fn scan_string(buf: &[u8], pos: usize) -> Result<(Span, bool), JsonError> {
                 i = decode_escape(buf, i)?.1;
                 run = i;
             }
-            0x00..=0x1f => return err(ErrorKind::ControlChar, i),
-            _ => i += 1,
+            // `plain_run` stops only at a quote, a backslash or a control character.
+            _ => return err(ErrorKind::ControlChar, i),
         }
     }
+}
+
+/// Length of the run at the start of `s` free of `"`, `\` and control
+/// characters: what a string scan skips, eight bytes at a time (a word has
+/// such a byte exactly when one of the three masks is non-zero).
+fn plain_run(s: &[u8]) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let below = |w: u64, n: u64| w.wrapping_sub(LO * n) & !w & HI;
+    let special = |w: u64| below(w, 0x20) | below(w ^ (LO * u64::from(b'"')), 1) | below(w ^ (LO * u64::from(b'\\')), 1);
+    let words = s.chunks_exact(8).take_while(|c| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        special(u64::from_le_bytes(w)) == 0
+    });
+    let skipped = words.count() * 8;
+    let rest = s.get(skipped..).unwrap_or(&[]);
+    skipped + rest.iter().position(|&b| matches!(b, b'"' | b'\\' | 0x00..=0x1f)).unwrap_or(rest.len())
 }
 
 fn scan_digits(buf: &[u8], mut pos: usize) -> Result<usize, JsonError> {
@@ -366,15 +385,13 @@ fn scan_key(buf: &[u8], pos: usize) -> Result<usize, JsonError> {
 fn trusted_string(buf: &[u8], pos: usize) -> (Span, bool) {
     let mut i = pos + 1;
     let mut escaped = false;
-    while let Some(&b) = buf.get(i) {
-        match b {
-            b'"' => return (Span::new(pos, i + 1), escaped),
-            b'\\' => {
-                escaped = true;
-                i += 2;
-            }
-            _ => i += 1,
+    while let Some(at) = buf.get(i..).and_then(|rest| memchr::memchr2(b'"', b'\\', rest)) {
+        i += at;
+        if buf.get(i) == Some(&b'"') {
+            return (Span::new(pos, i + 1), escaped);
         }
+        escaped = true;
+        i += 2;
     }
     (Span::new(pos, buf.len()), escaped)
 }
@@ -865,6 +882,22 @@ pub mod scan_count {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // The word-at-a-time skip stops exactly where a byte-by-byte scan
+        // would, wherever the special byte falls in a word.
+        #[test]
+        fn plain_run_stops_at_the_first_special_byte(
+            s in prop::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(0x1f), Just(0x20), Just(0x7f), Just(0x80), Just(0xff), any::<u8>()], 0..40),
+            pad in 0usize..24,
+        ) {
+            let mut v = vec![b'a'; pad];
+            v.extend_from_slice(&s);
+            let naive = v.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(v.len());
+            prop_assert_eq!(plain_run(&v), naive);
+        }
+    }
 
     fn ok(s: &str) -> bool {
         parse(s.as_bytes()).is_ok()

@@ -72,11 +72,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> Buf<B> {
         }
     }
 
-    /// Offset in [`Self::pending`] of the first byte matching `is_term`.
-    pub(super) fn find(&mut self, is_term: impl Fn(u8) -> bool) -> Option<usize> {
+    /// Offset in [`Self::pending`] of the first terminator, where `search`
+    /// finds it in the bytes not yet searched (a `memchr` of the terminator
+    /// bytes); each byte is searched once.
+    pub(super) fn find(&mut self, search: impl Fn(&[u8]) -> Option<usize>) -> Option<usize> {
         let pending = self.pending();
         let from = self.scanned.min(pending.len());
-        let found = pending.get(from..)?.iter().position(|&b| is_term(b));
+        let found = search(pending.get(from..)?);
         if found.is_none() {
             self.scanned = self.len();
         }

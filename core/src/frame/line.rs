@@ -56,7 +56,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
         let Some(dropped) = self.skipping else {
             return self.buf.fill(0, input);
         };
-        match input.iter().position(|&b| b == b'\n') {
+        match memchr::memchr(b'\n', input) {
             Some(i) => {
                 self.skipping = None;
                 self.too_large = Some(dropped.saturating_add(i));
@@ -80,7 +80,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
             return None;
         }
         loop {
-            let Some(i) = self.buf.find(|b| b == b'\n') else {
+            let Some(i) = self.buf.find(|s| memchr::memchr(b'\n', s)) else {
                 if self.buf.is_full(0) {
                     let held = self.buf.len();
                     self.buf.consume(held);
@@ -108,7 +108,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
 /// True when `msg` contains no `\n` or `\r`, so writing it followed by `\n`
 /// frames exactly one message (row `stdio-no-embedded-newlines`).
 pub fn is_single_line(msg: &[u8]) -> bool {
-    !msg.iter().any(|&b| b == b'\n' || b == b'\r')
+    memchr::memchr2(b'\n', b'\r', msg).is_none()
 }
 
 #[cfg(test)]

@@ -288,7 +288,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
                     None => {}
                 }
             }
-            let Some(i) = self.buf.find(|b| b == b'\r' || b == b'\n') else {
+            let Some(i) = self.buf.find(|s| memchr::memchr2(b'\r', b'\n', s)) else {
                 if self.buf.is_full(self.data_len) {
                     self.drop_event(self.data_len, false);
                     continue;

@@ -116,13 +116,14 @@ impl Features {
     }
 
     /// Might `bytes` hold something this revision lacks?
+    /// One pass over the quotes of `bytes` (every trigger starts with one).
     pub fn may_need_shaping(&self, bytes: &[u8]) -> bool {
-        self.triggers().iter().any(|(has, w)| !has && contains(bytes, w))
+        let triggers = self.triggers();
+        memchr::memchr_iter(b'"', bytes).any(|at| {
+            let rest = &bytes[at..];
+            triggers.iter().any(|(has, w)| !has && rest.starts_with(w))
+        })
     }
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The result of `method` for a peer on `rev` (a client, or for the answers
