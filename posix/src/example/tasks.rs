@@ -126,13 +126,7 @@ impl TaskStore {
 pub use crate::logline::rfc3339_ms as iso8601;
 
 fn new_task_id() -> String {
-    use nanorand::Rng;
-    let mut rng = nanorand::WyRand::new();
-    format!(
-        "task-{:016x}{:016x}",
-        rng.generate::<u64>(),
-        rng.generate::<u64>()
-    )
+    format!("task-{}", super::wire::random_id())
 }
 
 fn input_requests(pending: &[InputReq]) -> Value {
