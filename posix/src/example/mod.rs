@@ -16,10 +16,12 @@
 //! Modules: `server` (dispatch, sessions, cancellation, async tools),
 //! `tools`/`resources`/`prompts` (catalogs and pure handlers), `flow` (tools and
 //! prompts that need client input, as step functions run by both eras), `tasks`
-//! (the `io.modelcontextprotocol/tasks` extension), `content` (content blocks
+//! (the `io.modelcontextprotocol/tasks` extension), `core_tasks` (the
+//! 2025-11-25 tasks utility), `http` (`--http`), `content` (content blocks
 //! per revision), `wire` (JSON-RPC plumbing).
 
 mod content;
+mod core_tasks;
 mod demo;
 mod flow;
 mod http;
