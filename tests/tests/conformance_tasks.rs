@@ -13,9 +13,12 @@
 //!
 //! Results go to `target/conformance-direct/tasks/<scenario>/`.
 //!
-//! The rows claimed here are the extension's server rows, met by the example
-//! server; rows about the hub's own HTTP front or capabilities are left to
-//! the hub's tests.
+//! Last, a real SDK client with 2025-11-25 task support (the TypeScript SDK
+//! 1.32.2's experimental tasks client) uses task-augmented calls against
+//! the example server on stdio.
+//!
+//! The rows claimed here are tasks rows the example server meets; rows about
+//! the hub's own HTTP front or capabilities are left to the hub's tests.
 
 use mcpx_tests::suite::{read_results, suite_package, tail_of, ScenarioResult};
 use mcpx_tests::*;
@@ -170,4 +173,47 @@ fn tasks_required_task_error() {
 #[test]
 fn tasks_mrtr_composition() {
     assert_passes("tasks-mrtr-composition");
+}
+
+/// `tests/drivers/ts_task_client.mjs`: the TypeScript SDK 1.32.2's
+/// experimental tasks client calls `tool` as a 2025-11-25 task against
+/// `mcpx example-server` on stdio; its one-line report.
+fn sdk_task_call(tool: &str, args: serde_json::Value) -> serde_json::Value {
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let mut argv = vec![
+        s(&node()),
+        s(&driver("ts_task_client.mjs")),
+        tool.to_string(),
+        args.to_string(),
+        "--".into(),
+    ];
+    let cmd = example_server_cmd("fixtures");
+    argv.push(s(&cmd.program));
+    argv.extend(cmd.args);
+    let run = run_argv(&argv, Duration::from_secs(60));
+    let line = run.stdout.lines().last().unwrap_or("");
+    let report: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| {
+        panic!("no report from the driver ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}", run.code, run.stdout, run.stderr)
+    });
+    assert_eq!(run.code, Some(0), "{report}\nstderr:\n{}", tail_of(&run.stderr, 4000));
+    report
+}
+
+// A real SDK client with 2025-11-25 task support: it reads
+// execution.taskSupport from tools/list, sends tools/call with `task`, gets
+// a CreateTaskResult, follows the task's status notifications and its
+// tasks/result to the call's result, and finds the task with tasks/get and
+// tasks/list; for an optional and a required tool.
+// covers: tasks-return-createtaskresult, tasks-result-blocks, tasks-get-implies-list
+#[test]
+fn sdk_client_calls_tools_as_tasks() {
+    let r = sdk_task_call("slow_compute", serde_json::json!({"seconds": 0.3, "label": "sdk"}));
+    assert_eq!(r["taskSupport"], "optional", "{r}");
+    assert_eq!(r["text"], "sdk: computed for 0.3 s", "{r}");
+    assert_eq!(r["getStatus"], "completed", "{r}");
+    assert_eq!(r["listed"], true, "{r}");
+    assert!(r["taskId"].as_str().is_some_and(|t| t.starts_with("task-")), "{r}");
+    let r = sdk_task_call("failing_job", serde_json::json!({}));
+    assert_eq!(r["taskSupport"], "required", "{r}");
+    assert!(r["text"].as_str().is_some_and(|t| t.contains("failing_job failed")), "{r}");
 }
