@@ -217,3 +217,108 @@ fn sdk_client_calls_tools_as_tasks() {
     assert_eq!(r["taskSupport"], "required", "{r}");
     assert!(r["text"].as_str().is_some_and(|t| t.contains("failing_job failed")), "{r}");
 }
+
+/// One POST to `mcpx example-server --http` on `port` (the connection closes
+/// after the answer); returns the stream to read the answer from.
+fn post(port: u16, session: Option<&str>, body: &serde_json::Value) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = body.to_string();
+    let sid = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{sid}Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    s
+}
+
+/// Read from `s` until `done` holds for what was read (or the stream ends).
+fn read_until(s: &mut std::net::TcpStream, done: impl Fn(&str) -> bool) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    let mut buf = [0u8; 8192];
+    while !done(&text) {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => text.push_str(&String::from_utf8_lossy(&buf[..n])),
+            Err(e) => panic!("reading an answer: {e}; so far:\n{text}"),
+        }
+    }
+    text
+}
+
+/// The JSON-RPC messages of an answer (its JSON body, or its SSE `data:` lines).
+fn messages(answer: &str) -> Vec<serde_json::Value> {
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    body.lines()
+        .map(|l| l.strip_prefix("data: ").unwrap_or(l))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn session_of(answer: &str) -> String {
+    answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Mcp-Session-Id: "))
+        .unwrap_or_else(|| panic!("no session id:\n{answer}"))
+        .trim()
+        .to_string()
+}
+
+fn legacy_session(port: u16) -> String {
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+        "clientInfo": {"name": "mcpx-test", "version": "1"}}});
+    let sid = session_of(&read_until(&mut post(port, None, &init), |_| false));
+    let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let a = read_until(&mut post(port, Some(&sid), &note), |_| false);
+    assert!(a.starts_with("HTTP/1.1 202"), "{a}");
+    sid
+}
+
+// A 2025-11-25 session over `--http`: a task that needs input parks its
+// elicitation/create (with the related-task _meta) until a POST can carry
+// it, here the client's tasks/result stream; the answer completes the task
+// and tasks/result answers the call's result on that stream. The task is
+// another session's unknown task.
+// covers: tasks-input-request-related-task, tasks-result-response-related-task
+#[test]
+fn legacy_task_input_over_http_reaches_the_tasks_result_stream() {
+    let port = free_port();
+    let mut cmd = example_server_cmd("fixtures");
+    cmd.args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
+    let _server = HttpServer::start(&cmd, port, "/mcp");
+    let sid = legacy_session(port);
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "confirm_delete", "arguments": {"filename": "a.txt"}, "task": {}}});
+    let created = messages(&read_until(&mut post(port, Some(&sid), &call), |_| false));
+    let task = created[0]["result"]["task"]["taskId"].as_str().expect("a task").to_string();
+
+    let result = serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": task}});
+    let mut stream = post(port, Some(&sid), &result);
+    let so_far = read_until(&mut stream, |t| t.contains("elicitation/create") && t.ends_with("\n\n"));
+    let ask = messages(&so_far)
+        .into_iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .unwrap_or_else(|| panic!("no elicitation on the tasks/result stream:\n{so_far}"));
+    assert_eq!(ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task.as_str());
+    let answer = serde_json::json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"confirm": true}}});
+    let a = read_until(&mut post(port, Some(&sid), &answer), |_| false);
+    assert!(a.starts_with("HTTP/1.1 202"), "{a}");
+    let rest = read_until(&mut stream, |_| false);
+    let done = messages(&format!("x\r\n\r\n{rest}"))
+        .into_iter()
+        .find(|m| m["id"] == 3)
+        .unwrap_or_else(|| panic!("no tasks/result answer:\n{rest}"));
+    assert!(done["result"]["content"][0]["text"].is_string(), "{done}");
+    assert_eq!(done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task.as_str());
+
+    let other = legacy_session(port);
+    let get = serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"taskId": task}});
+    let refused = messages(&read_until(&mut post(port, Some(&other), &get), |_| false));
+    assert_eq!(refused[0]["error"]["code"], -32602, "{refused:?}");
+}

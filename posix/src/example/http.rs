@@ -11,7 +11,9 @@
 //! goes to the POST that made the request; a notification naming a request
 //! (a listen stream's subscription id) to that request's POST; any other
 //! notification or server→client request to the most recent open POST of the
-//! backend that accepts SSE, else it is dropped.
+//! backend that accepts SSE. With no such POST a notification is dropped and
+//! a request waits for the next one (a task's input request reaches the
+//! client on its `tasks/result` stream: row tasks-sse-any-stream).
 //!
 //! A 2026-07-28 POST's `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
 //! headers must match its body (row streamable-http-header-mismatch-400-jsonrpc);
@@ -40,6 +42,9 @@ const MAX_HEAD: usize = 64 << 10;
 const IDLE: Duration = Duration::from_secs(60);
 /// Legacy sessions kept at most; the oldest is dropped to make room.
 const MAX_SESSIONS: usize = 256;
+/// Server→client requests kept per backend until a POST can carry them;
+/// more are dropped (their waiter then times out).
+const MAX_QUEUED: usize = 64;
 
 /// What reaches a waiting POST.
 enum Delivery {
@@ -61,6 +66,8 @@ struct Backend {
     next: RefCell<u64>,
     /// Open exchanges by the number in their internal id (`http-N`).
     open: RefCell<BTreeMap<u64, Exchange>>,
+    /// Server→client requests no open POST could carry yet.
+    queued: RefCell<Vec<Value>>,
 }
 
 fn internal_id(n: u64) -> Value {
@@ -79,6 +86,7 @@ impl Backend {
             srv,
             next: RefCell::new(0),
             open: RefCell::new(BTreeMap::new()),
+            queued: RefCell::new(Vec::new()),
         });
         ex.spawn(route(Rc::downgrade(&b), rx)).detach();
         b
@@ -91,6 +99,11 @@ impl Backend {
             *next
         };
         let (tx, rx) = unbounded();
+        if sse {
+            for m in self.queued.borrow_mut().drain(..) {
+                let _ = tx.try_send(Delivery::Message(m));
+            }
+        }
         self.open.borrow_mut().insert(n, Exchange { client_id, sse, tx });
         (n, rx)
     }
@@ -122,8 +135,17 @@ impl Backend {
             Some((n, slot)) => open.get(&n).inspect(|e| *slot = e.client_id.clone()),
             None => open.values().rev().find(|e| e.sse),
         };
-        if let Some(e) = target {
-            let _ = e.tx.try_send(Delivery::Message(v));
+        match target {
+            Some(e) => {
+                let _ = e.tx.try_send(Delivery::Message(v));
+            }
+            None if v.get("id").is_some() => {
+                let mut q = self.queued.borrow_mut();
+                if q.len() < MAX_QUEUED {
+                    q.push(v);
+                }
+            }
+            None => {}
         }
     }
 }
