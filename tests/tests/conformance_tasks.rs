@@ -20,60 +20,21 @@
 //! The rows claimed here are tasks rows the example server meets; rows about
 //! the hub's own HTTP front or capabilities are left to the hub's tests.
 
-use mcpx_tests::suite::{read_results, suite_package, tail_of, ScenarioResult};
+use mcpx_tests::suite::{run_forced_server_scenario, tail_of, ScenarioResult, TASKS_SCENARIOS};
 use mcpx_tests::*;
 
 use std::path::Path;
 use std::time::Duration;
 
-/// One scenario takes seconds (the slowest waits for a task's TTL check); this is the hard limit.
-const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
-
 /// Runs `scenario` against a fresh `mcpx example-server --http` and returns its result.
 fn run_scenario(scenario: &str) -> ScenarioResult {
+    assert!(TASKS_SCENARIOS.contains(&scenario), "{scenario} is not a tasks scenario");
     let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
     let mut cmd = example_server_cmd("fixtures");
-    cmd.args.extend(["--http".to_string(), addr]);
+    cmd.args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
     let server = HttpServer::start(&cmd, port, "/mcp");
-
     let out = repo_root().join("target/conformance-direct/tasks").join(scenario);
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).unwrap();
-    let s = |p: &Path| p.to_string_lossy().into_owned();
-    let argv = vec![
-        s(&node()),
-        s(&suite_package().join("dist/index.js")),
-        "server".into(),
-        "--url".into(),
-        server.url.clone(),
-        "--scenario".into(),
-        scenario.into(),
-        "--spec-version".into(),
-        "2026-07-28".into(),
-        "--force".into(),
-        "-o".into(),
-        s(&out),
-    ];
-    let run = run_argv(&argv, SCENARIO_TIMEOUT);
-    let results = read_results(&out, "server-", Some(scenario));
-    let r = results.get(scenario).cloned().unwrap_or_else(|| {
-        panic!(
-            "{scenario} left no result (exit {:?}{}); stdout:\n{}\nstderr:\n{}",
-            run.code,
-            if run.timed_out { ", killed: timeout" } else { "" },
-            tail_of(&run.stdout, 4000),
-            tail_of(&run.stderr, 4000)
-        )
-    });
-    println!(
-        "{scenario} against mcpx example-server: {} success, {} failure, {} warning, {} other",
-        r.success,
-        r.failure.len(),
-        r.warning.len(),
-        r.other
-    );
-    r
+    run_forced_server_scenario(&server.url, scenario, &out)
 }
 
 /// The tier-check rule: nothing failed and something succeeded.
