@@ -283,3 +283,59 @@ fn legacy_task_input_over_http_reaches_the_tasks_result_stream() {
     let refused = messages(&read_until(&mut post(port, Some(&other), &get), |_| false));
     assert_eq!(refused[0]["error"]["code"], -32602, "{refused:?}");
 }
+
+/// The status line and the JSON-RPC error code of one POST's answer.
+fn refusal(port: u16, session: Option<&str>, extra_headers: &str, body: &str) -> (String, Option<i64>) {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let sid = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n{sid}{extra_headers}\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let answer = read_until(&mut s, |_| false);
+    let status = answer.lines().next().unwrap_or("").to_string();
+    let code = messages(&answer).first().and_then(|m| m["error"]["code"].as_i64());
+    (status, code)
+}
+
+// Bad input to `mcpx example-server --http` gets a clear, immediate refusal:
+// a batch, an unknown session, a 2026-07-28 request whose Mcp-Method or
+// Mcp-Name disagrees with its body (-32020, 400), a foreign Origin or Host.
+#[test]
+fn example_server_http_refuses_bad_requests() {
+    let port = free_port();
+    let mut cmd = example_server_cmd("fixtures");
+    cmd.args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
+    let _server = HttpServer::start(&cmd, port, "/mcp");
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let (status, code) = refusal(port, None, "", &format!("[{ping}]"));
+    assert!(status.contains(" 400 ") && code == Some(-32600), "{status} {code:?}");
+    let (status, _) = refusal(port, Some("not-a-session"), "", ping);
+    assert!(status.contains(" 404 "), "{status}");
+    let get = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"taskId": "t-1",
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let versioned = "MCP-Protocol-Version: 2026-07-28\r\n";
+    let (status, code) = refusal(port, None, &format!("{versioned}Mcp-Method: tools/call\r\nMcp-Name: t-1\r\n"), &get);
+    assert!(status.contains(" 400 ") && code == Some(-32020), "{status} {code:?}");
+    let (status, code) = refusal(port, None, &format!("{versioned}Mcp-Method: tasks/get\r\nMcp-Name: t-2\r\n"), &get);
+    assert!(status.contains(" 400 ") && code == Some(-32020), "{status} {code:?}");
+    let (status, code) = refusal(port, None, &format!("{versioned}Mcp-Method: tasks/get\r\n"), &get);
+    assert!(status.contains(" 400 ") && code == Some(-32020), "Mcp-Name missing: {status} {code:?}");
+    // Matching headers pass the check (then the request is judged on its merits).
+    let (status, code) = refusal(port, None, &format!("{versioned}Mcp-Method: tasks/get\r\nMcp-Name: t-1\r\n"), &get);
+    assert!(status.contains(" 400 ") && code == Some(-32021), "no extension declared: {status} {code:?}");
+    let (status, _) = refusal(port, None, "Origin: http://evil.example\r\n", ping);
+    assert!(status.contains(" 403 "), "{status}");
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    std::io::Write::write_all(&mut s, format!("POST /mcp HTTP/1.1\r\nHost: evil.example:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{ping}", ping.len()).as_bytes()).unwrap();
+    let answer = read_until(&mut s, |_| false);
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+}

@@ -380,12 +380,14 @@ impl Front {
 
     /// Answer one request; `Ok(true)` when the connection may carry another.
     async fn request(&self, conn: &mut Conn, req: Request) -> std::io::Result<bool> {
-        if let Some(origin) = req.header_str("origin") {
-            if !loopback_origin(origin) {
-                let body = json!({"error": format!("origin {origin} is not allowed")});
-                conn.respond(403, &[], Some(&body)).await?;
-                return Ok(true);
-            }
+        // Only pages and names of this machine (DNS rebinding).
+        let foreign = [("origin", req.header_str("origin")), ("host", req.header_str("host"))]
+            .into_iter()
+            .find(|(_, v)| v.is_some_and(|v| !loopback_authority(v)));
+        if let Some((name, Some(v))) = foreign {
+            let body = json!({"error": format!("{name} {v} is not allowed: this server answers loopback only")});
+            conn.respond(403, &[], Some(&body)).await?;
+            return Ok(true);
         }
         if req.path != "/mcp" {
             conn.respond(404, &[], Some(&json!({"error": "not found: use /mcp"}))).await?;
@@ -566,13 +568,16 @@ impl Front {
     }
 }
 
-/// `Origin` of a page on this machine (browsers send it; tools do not).
-fn loopback_origin(origin: &str) -> bool {
-    let host = origin
+/// An `Origin` (`http://host:port`) or `Host` (`host:port`) of this machine.
+fn loopback_authority(v: &str) -> bool {
+    let authority = v
         .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-        .unwrap_or("");
-    let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+        .or_else(|| v.strip_prefix("https://"))
+        .unwrap_or(v);
+    let host = match authority.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => authority,
+    };
     matches!(host, "127.0.0.1" | "localhost" | "[::1]")
 }
 
