@@ -26,13 +26,18 @@ use mcpx_tests::*;
 use std::path::Path;
 use std::time::Duration;
 
-/// Runs `scenario` against a fresh `mcpx example-server --http` and returns its result.
-fn run_scenario(scenario: &str) -> ScenarioResult {
-    assert!(TASKS_SCENARIOS.contains(&scenario), "{scenario} is not a tasks scenario");
+/// A fresh `mcpx example-server --http` on a free loopback port, and the port.
+fn example_server_http() -> (HttpServer, u16) {
     let port = free_port();
     let mut cmd = example_server_cmd("fixtures");
     cmd.args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
-    let server = HttpServer::start(&cmd, port, "/mcp");
+    (HttpServer::start(&cmd, port, "/mcp"), port)
+}
+
+/// Runs `scenario` against a fresh `mcpx example-server --http` and returns its result.
+fn run_scenario(scenario: &str) -> ScenarioResult {
+    assert!(TASKS_SCENARIOS.contains(&scenario), "{scenario} is not a tasks scenario");
+    let (server, _) = example_server_http();
     let out = repo_root().join("target/conformance-direct/tasks").join(scenario);
     run_forced_server_scenario(&server.url, scenario, &out)
 }
@@ -179,22 +184,27 @@ fn sdk_client_calls_tools_as_tasks() {
     assert!(r["text"].as_str().is_some_and(|t| t.contains("failing_job failed")), "{r}");
 }
 
-/// One POST to `mcpx example-server --http` on `port` (the connection closes
-/// after the answer); returns the stream to read the answer from.
-fn post(port: u16, session: Option<&str>, body: &serde_json::Value) -> std::net::TcpStream {
+/// One POST of `body` to `mcpx example-server --http` on `port`, with
+/// `extra_headers` (each ending in CRLF); the connection closes after the
+/// answer. Returns the stream to read the answer from.
+fn post_raw(port: u16, session: Option<&str>, extra_headers: &str, body: &str) -> std::net::TcpStream {
     use std::io::Write;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let body = body.to_string();
     let sid = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
     write!(
         s,
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{sid}Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n{sid}{extra_headers}\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
     s
+}
+
+/// A POST of a message from a client that takes JSON and SSE answers.
+fn post(port: u16, session: Option<&str>, body: &serde_json::Value) -> std::net::TcpStream {
+    post_raw(port, session, "Accept: application/json, text/event-stream\r\n", &body.to_string())
 }
 
 /// Read from `s` until `done` holds for what was read (or the stream ends).
@@ -249,10 +259,7 @@ fn legacy_session(port: u16) -> String {
 // covers: tasks-input-request-related-task, tasks-result-response-related-task
 #[test]
 fn legacy_task_input_over_http_reaches_the_tasks_result_stream() {
-    let port = free_port();
-    let mut cmd = example_server_cmd("fixtures");
-    cmd.args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
-    let _server = HttpServer::start(&cmd, port, "/mcp");
+    let (_server, port) = example_server_http();
     let sid = legacy_session(port);
     let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "confirm_delete", "arguments": {"filename": "a.txt"}, "task": {}}});
@@ -286,18 +293,7 @@ fn legacy_task_input_over_http_reaches_the_tasks_result_stream() {
 
 /// The status line and the JSON-RPC error code of one POST's answer.
 fn refusal(port: u16, session: Option<&str>, extra_headers: &str, body: &str) -> (String, Option<i64>) {
-    use std::io::Write;
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let sid = session.map(|s| format!("Mcp-Session-Id: {s}\r\n")).unwrap_or_default();
-    write!(
-        s,
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n{sid}{extra_headers}\
-         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let answer = read_until(&mut s, |_| false);
+    let answer = read_until(&mut post_raw(port, session, extra_headers, body), |_| false);
     let status = answer.lines().next().unwrap_or("").to_string();
     let code = messages(&answer).first().and_then(|m| m["error"]["code"].as_i64());
     (status, code)
@@ -308,10 +304,7 @@ fn refusal(port: u16, session: Option<&str>, extra_headers: &str, body: &str) ->
 // Mcp-Name disagrees with its body (-32020, 400), a foreign Origin or Host.
 #[test]
 fn example_server_http_refuses_bad_requests() {
-    let port = free_port();
-    let mut cmd = example_server_cmd("fixtures");
-    cmd.args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
-    let _server = HttpServer::start(&cmd, port, "/mcp");
+    let (_server, port) = example_server_http();
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let (status, code) = refusal(port, None, "", &format!("[{ping}]"));
     assert!(status.contains(" 400 ") && code == Some(-32600), "{status} {code:?}");
