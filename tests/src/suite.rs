@@ -12,6 +12,8 @@ use crate::{driver, mcpx, node, repo_root, run_argv};
 
 /// The suite gives a client 30 s per scenario; this is the hard limit.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+/// One forced server scenario takes seconds; this is the hard limit.
+const SERVER_SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub fn suite_package() -> PathBuf {
     let dir = repo_root().join(".peers/node/node_modules/@modelcontextprotocol/conformance");
@@ -189,4 +191,61 @@ pub fn run_client_leg(set: &str, leg: &str, scenario: &str, driver_file: &str, e
         tail_of(&run.stdout, 2000),
     );
     dir.join(format!("{base}-{}", r.map(|r| r.timestamp.as_str()).unwrap_or_default()))
+}
+
+/// The extension tasks scenarios (`tasks-*`, SEP-2663) of the pinned suite:
+/// on no revision's timeline, so they run one at a time with `--force`.
+pub const TASKS_SCENARIOS: [&str; 10] = [
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+];
+
+/// Runs server scenario `scenario` at 2026-07-28 with `--force` against
+/// `url`, leaving its result in `out` (emptied first), and returns it
+/// (panics, with the suite's output, when it left none).
+pub fn run_forced_server_scenario(url: &str, scenario: &str, out: &Path) -> ScenarioResult {
+    let _ = std::fs::remove_dir_all(out);
+    std::fs::create_dir_all(out).unwrap();
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let argv = vec![
+        s(&node()),
+        s(&suite_package().join("dist/index.js")),
+        "server".into(),
+        "--url".into(),
+        url.into(),
+        "--scenario".into(),
+        scenario.into(),
+        "--spec-version".into(),
+        "2026-07-28".into(),
+        "--force".into(),
+        "-o".into(),
+        s(out),
+    ];
+    let run = run_argv(&argv, SERVER_SCENARIO_TIMEOUT);
+    let results = read_results(out, "server-", Some(scenario));
+    let r = results.get(scenario).cloned().unwrap_or_else(|| {
+        panic!(
+            "{scenario} left no result (exit {:?}{}); stdout:\n{}\nstderr:\n{}",
+            run.code,
+            if run.timed_out { ", killed: timeout" } else { "" },
+            tail_of(&run.stdout, 4000),
+            tail_of(&run.stderr, 4000)
+        )
+    });
+    println!(
+        "{scenario} against {url}: {} success, {} failure, {} warning, {} other",
+        r.success,
+        r.failure.len(),
+        r.warning.len(),
+        r.other
+    );
+    r
 }

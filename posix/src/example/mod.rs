@@ -16,12 +16,15 @@
 //! Modules: `server` (dispatch, sessions, cancellation, async tools),
 //! `tools`/`resources`/`prompts` (catalogs and pure handlers), `flow` (tools and
 //! prompts that need client input, as step functions run by both eras), `tasks`
-//! (the `io.modelcontextprotocol/tasks` extension), `content` (content blocks
+//! (the `io.modelcontextprotocol/tasks` extension), `core_tasks` (the
+//! 2025-11-25 tasks utility), `http` (`--http`), `content` (content blocks
 //! per revision), `wire` (JSON-RPC plumbing).
 
 mod content;
+mod core_tasks;
 mod demo;
 mod flow;
+mod http;
 mod prompts;
 mod resources;
 mod server;
@@ -42,12 +45,14 @@ use mcpx_core::revision::{Revision, Revisions};
 /// Input line buffer size; longer lines are skipped with an error.
 const MAX_LINE: usize = 16 << 20;
 /// Outgoing messages queued for stdout before senders wait.
-const OUT_QUEUE: usize = 1024;
+pub(super) const OUT_QUEUE: usize = 1024;
 
 const USAGE: &str =
     "usage: mcpx example-server [--demo] [--revisions REV[,REV...]] [--name NAME] [--page-size N]
+                          [--http ADDR]
 
-A built-in MCP server on stdio (newline-delimited JSON-RPC).
+A built-in MCP server on stdio (newline-delimited JSON-RPC), or with --http on
+Streamable HTTP.
 
   --demo            serve only the demo catalog (echo, add, current_time, a
                     readme resource, a greeting prompt) instead of the fixtures
@@ -55,6 +60,8 @@ A built-in MCP server on stdio (newline-delimited JSON-RPC).
                     (default: 2024-11-05,2025-03-26,2025-06-18,2025-11-25,2026-07-28)
   --name NAME       serverInfo.name (default: mcpx-example)
   --page-size N     items per page of tools/prompts/resources lists (default: 1000)
+  --http ADDR       serve Streamable HTTP on ADDR (a loopback address and port,
+                    e.g. 127.0.0.1:8080) at /mcp instead of stdio
 ";
 
 #[derive(Clone, Debug)]
@@ -67,6 +74,8 @@ pub struct Config {
     pub max_line: usize,
     /// `--demo`: the catalog is [`demo`]'s, not the fixtures.
     pub demo: bool,
+    /// `--http`: serve Streamable HTTP here instead of stdio.
+    pub http: Option<std::net::SocketAddr>,
 }
 
 impl Default for Config {
@@ -77,6 +86,7 @@ impl Default for Config {
             page_size: 1000,
             max_line: MAX_LINE,
             demo: false,
+            http: None,
         }
     }
 }
@@ -123,6 +133,18 @@ impl Config {
                     cfg.revisions = revs;
                 }
                 "--demo" => cfg.demo = true,
+                "--http" => {
+                    let v = value(flag)?;
+                    let addr: std::net::SocketAddr = v.parse().map_err(|_| {
+                        format!("--http needs an address and port such as 127.0.0.1:8080, not \"{v}\"")
+                    })?;
+                    if !addr.ip().is_loopback() {
+                        return Err(format!(
+                            "--http {addr}: only loopback addresses (127.0.0.1, [::1]) are served"
+                        ));
+                    }
+                    cfg.http = Some(addr);
+                }
                 "--name" => {
                     cfg.name = value(flag)?;
                     if cfg.name.is_empty() {
@@ -156,6 +178,9 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let ex = Rc::new(LocalExecutor::new());
+    if let Some(addr) = cfg.http {
+        return smol::block_on(ex.run(http::serve(cfg, ex.clone(), addr)));
+    }
     // Pipes and sockets are polled by the reactor (about half the round-trip
     // latency of a helper thread); their flags are restored on return.
     let io = crate::stdfd::stdio(64 << 10, true);

@@ -142,7 +142,7 @@ impl Server {
         &self.key
     }
 
-    async fn send(&self, v: Value) {
+    pub(super) async fn send(&self, v: Value) {
         let _ = self.out.send(Out::Line(v.to_string())).await;
     }
 
@@ -496,7 +496,11 @@ impl Server {
             | "resources/read"
             | "resources/subscribe"
             | "resources/unsubscribe"
-            | "completion/complete" => {
+            | "completion/complete"
+            | "tasks/get"
+            | "tasks/result"
+            | "tasks/list"
+            | "tasks/cancel" => {
                 if self.st.borrow().session.is_none() {
                     return Now(Err(RpcError::new(
                         INVALID_REQUEST,
@@ -507,6 +511,9 @@ impl Server {
                     "logging/setLevel" => Now(self.set_level(&params)),
                     "resources/subscribe" | "resources/unsubscribe" => {
                         Now(self.subscribe(method, &params))
+                    }
+                    "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => {
+                        self.core_task_method(ctx, method, &params)
                     }
                     _ => self.handle_common(ctx, method, params),
                 }
@@ -541,7 +548,7 @@ impl Server {
         }
     }
 
-    fn page(&self, key: &str, items: Vec<Value>, params: &Value) -> RpcResult {
+    pub(super) fn page(&self, key: &str, items: Vec<Value>, params: &Value) -> RpcResult {
         let start =
             match params.get("cursor") {
                 None | Some(Value::Null) => 0,
@@ -623,6 +630,9 @@ impl Server {
         });
         if rev.supports(Feature::CompletionsCapability) {
             c["completions"] = json!({});
+        }
+        if rev.supports(Feature::CoreTasks) {
+            c["tasks"] = super::core_tasks::capability();
         }
         if is_modern(rev) {
             c["extensions"] = json!({ task_ext::EXT: {} });
@@ -711,6 +721,7 @@ impl Server {
                 Kind::Tool,
                 spec.name,
                 args,
+                None,
             ))),
             Exec::Async => Later(Box::pin(self.clone().run_async(
                 ctx.clone(),
@@ -756,17 +767,22 @@ impl Server {
                 Kind::Prompt,
                 name,
                 args,
+                None,
             )))
         }
     }
 
     /// Legacy era: gather input with real server→client requests.
-    async fn legacy_flow(
+    /// Run a flow with server→client requests. Inside 2025-11-25 task `task`,
+    /// the task shows input_required while the requests are out, and they
+    /// carry its related-task `_meta` (row tasks-input-request-related-task).
+    pub(super) async fn legacy_flow(
         self: Rc<Self>,
         ctx: Ctx,
         kind: Kind,
         name: &'static str,
         args: Value,
+        task: Option<String>,
     ) -> RpcResult {
         let mut got = flow::Gathered::new();
         for _ in 0..16 {
@@ -781,13 +797,19 @@ impl Server {
                             false,
                         );
                     }
+                    if let Some(id) = &task {
+                        self.core_task_status(id, task_ext::Status::InputRequired).await;
+                    }
                     // Ask concurrently; each request is its own task so dropping
                     // this future (cancellation) drops them too.
                     let tasks: Vec<_> = reqs
                         .iter()
                         .map(|r| {
-                            self.ex
-                                .spawn(self.clone().client_request(r.method, r.params.clone()))
+                            let mut params = r.params.clone();
+                            if let (Some(id), Value::Object(p)) = (&task, &mut params) {
+                                p.insert("_meta".into(), super::core_tasks::related(id));
+                            }
+                            self.ex.spawn(self.clone().client_request(r.method, params))
                         })
                         .collect();
                     for (r, t) in reqs.iter().zip(tasks) {
@@ -814,6 +836,9 @@ impl Server {
                             };
                         }
                         got.insert(r.key.to_string(), answer);
+                    }
+                    if let Some(id) = &task {
+                        self.core_task_status(id, task_ext::Status::Working).await;
                     }
                 }
             }

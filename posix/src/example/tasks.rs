@@ -6,6 +6,7 @@
 use super::content::{tool_error, tool_text};
 use super::flow::{self, Gathered, InputReq, Kind, Step};
 use super::server::{now_ms, Ctx, Handled, Server};
+use super::tools::{self, TaskSupport};
 use super::wire::{require_str, RpcError, RpcResult, INTERNAL_ERROR, MISSING_CAPABILITY};
 use async_io::Timer;
 use serde_json::{json, Map, Value};
@@ -42,7 +43,7 @@ fn required(what: &str) -> RpcError {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
+pub(super) enum Status {
     Working,
     InputRequired,
     Completed,
@@ -51,7 +52,7 @@ pub enum Status {
 }
 
 impl Status {
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Status::Working => "working",
             Status::InputRequired => "input_required",
@@ -60,41 +61,87 @@ impl Status {
             Status::Cancelled => "cancelled",
         }
     }
-    fn terminal(self) -> bool {
+    pub(super) fn terminal(self) -> bool {
         matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
     }
 }
 
 pub struct TaskEntry {
-    status: Status,
-    created_ms: u64,
-    updated_ms: u64,
+    pub(super) status: Status,
+    pub(super) created_ms: u64,
+    pub(super) updated_ms: u64,
+    /// Kept this long after creation.
+    pub(super) ttl_ms: u64,
+    /// A 2025-11-25 task (of the session's client), not an extension one.
+    pub(super) core: bool,
+    pub(super) status_message: Option<String>,
     name: &'static str,
     args: Value,
     caps: Value,
     got: Gathered,
     pending: Vec<InputReq>,
-    result: Option<Value>,
-    error: Option<RpcError>,
+    pub(super) result: Option<Value>,
+    pub(super) error: Option<RpcError>,
     /// The running work; dropping it stops the work.
-    runner: Option<smol::Task<()>>,
+    pub(super) runner: Option<smol::Task<()>>,
+    /// `tasks/result` requests waiting for a terminal status.
+    pub(super) waiters: Vec<smol::channel::Sender<()>>,
 }
 
-/// All tasks of this process, oldest first.
+impl TaskEntry {
+    pub(super) fn new(name: &'static str, args: &Value, caps: &Value, ttl_ms: u64, core: bool) -> Self {
+        let now = now_ms();
+        TaskEntry {
+            status: Status::Working,
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms,
+            core,
+            status_message: None,
+            name,
+            args: args.clone(),
+            caps: caps.clone(),
+            got: Gathered::new(),
+            pending: Vec::new(),
+            result: None,
+            error: None,
+            runner: None,
+            waiters: Vec::new(),
+        }
+    }
+
+    /// Move to `status` (a terminal status is final: row tasks-terminal-immutable).
+    pub(super) fn set_status(&mut self, status: Status, message: Option<String>, now: u64) {
+        if self.status.terminal() {
+            return;
+        }
+        self.status = status;
+        self.status_message = message;
+        self.updated_ms = now;
+        if status.terminal() {
+            self.pending.clear();
+            for w in self.waiters.drain(..) {
+                let _ = w.try_send(());
+            }
+        }
+    }
+}
+
+/// All tasks of this server, oldest first.
 #[derive(Default)]
 pub struct TaskStore {
-    map: HashMap<String, TaskEntry>,
-    order: Vec<String>,
+    pub(super) map: HashMap<String, TaskEntry>,
+    pub(super) order: Vec<String>,
 }
 
 impl TaskStore {
     /// Make room for one more task: drop expired ones, then the oldest finished.
-    fn make_room(&mut self, now: u64) -> Result<(), RpcError> {
+    pub(super) fn make_room(&mut self, now: u64) -> Result<(), RpcError> {
         let map = &mut self.map;
         self.order.retain(|id| {
             let keep = map
                 .get(id)
-                .is_some_and(|t| t.created_ms + TTL_MS > now || !t.status.terminal());
+                .is_some_and(|t| t.created_ms + t.ttl_ms > now || !t.status.terminal());
             if !keep {
                 map.remove(id);
             }
@@ -125,14 +172,8 @@ impl TaskStore {
 /// ISO-8601 UTC time with milliseconds for a Unix time in ms.
 pub use crate::logline::rfc3339_ms as iso8601;
 
-fn new_task_id() -> String {
-    use nanorand::Rng;
-    let mut rng = nanorand::WyRand::new();
-    format!(
-        "task-{:016x}{:016x}",
-        rng.generate::<u64>(),
-        rng.generate::<u64>()
-    )
+pub(super) fn new_task_id() -> String {
+    format!("task-{}", super::wire::random_id())
 }
 
 fn input_requests(pending: &[InputReq]) -> Value {
@@ -149,7 +190,8 @@ fn input_requests(pending: &[InputReq]) -> Value {
 }
 
 impl Server {
-    /// A `tools/call` of a task-capable tool, if this call is handled here.
+    /// A `tools/call` of a task-capable tool, if this call is handled here
+    /// (2025-11-25 sessions: [`Server::call_core_task`]).
     pub(super) fn call_task_tool(
         self: &Rc<Self>,
         ctx: &Ctx,
@@ -157,36 +199,29 @@ impl Server {
         params: &Value,
         args: &Value,
     ) -> Option<Handled> {
-        let ext = declared(ctx);
-        let r = match name {
-            "slow_compute" if ext => self.create_task(ctx, name, args),
-            "failing_job" | "protocol_error_job" | "confirm_delete" | "multi_input" if ext => {
-                self.create_task(ctx, name, args)
-            }
-            "failing_job" | "protocol_error_job" | "confirm_delete" | "multi_input"
-                if ctx.modern =>
-            {
-                Err(required(&format!("tool \"{name}\"")))
-            }
-            "test_tool_with_task" if ext => {
-                // Gather input with MRTR first; run the rest as a task.
-                match flow::modern_round(
-                    self.key(),
-                    Kind::Tool,
-                    name,
-                    params,
-                    args,
-                    &ctx.caps,
-                    ctx.rev,
-                    now_ms(),
-                ) {
-                    Ok(r) if r.get("resultType").is_none() => {
-                        self.create_task_with(ctx, name, args, Some(r))
-                    }
-                    other => other,
+        if !ctx.modern {
+            return self.call_core_task(ctx, name, params, args);
+        }
+        let r = match (tools::task_support(name), declared(ctx)) {
+            (TaskSupport::Forbidden, _) | (TaskSupport::Optional, false) => return None,
+            (TaskSupport::Required, false) => Err(required(&format!("tool \"{name}\""))),
+            // Gather input with MRTR first; run the rest as a task.
+            _ if name == "test_tool_with_task" => match flow::modern_round(
+                self.key(),
+                Kind::Tool,
+                name,
+                params,
+                args,
+                &ctx.caps,
+                ctx.rev,
+                now_ms(),
+            ) {
+                Ok(r) if r.get("resultType").is_none() => {
+                    self.create_task_with(ctx, name, args, Some(r))
                 }
-            }
-            _ => return None,
+                other => other,
+            },
+            _ => self.create_task(ctx, name, args),
         };
         Some(Handled::Now(r))
     }
@@ -206,19 +241,7 @@ impl Server {
     ) -> RpcResult {
         let now = now_ms();
         let id = new_task_id();
-        let mut entry = TaskEntry {
-            status: Status::Working,
-            created_ms: now,
-            updated_ms: now,
-            name,
-            args: args.clone(),
-            caps: (*ctx.caps).clone(),
-            got: Gathered::new(),
-            pending: Vec::new(),
-            result: None,
-            error: None,
-            runner: None,
-        };
+        let mut entry = TaskEntry::new(name, args, &ctx.caps, TTL_MS, false);
         let work = work_of(name, args).or_else(|| {
             ready.map(|r| -> Work {
                 Box::pin(async move {
@@ -320,11 +343,7 @@ impl Server {
                 let runner = {
                     let mut st = self.st.borrow_mut();
                     let t = st.tasks.map.get_mut(id).ok_or_else(unknown)?;
-                    if !t.status.terminal() {
-                        t.status = Status::Cancelled;
-                        t.updated_ms = now;
-                        t.pending.clear();
-                    }
+                    t.set_status(Status::Cancelled, None, now);
                     t.runner.take()
                 };
                 drop(runner); // stops the work, outside the state borrow
@@ -373,22 +392,22 @@ pub(super) fn work_of(name: &str, args: &Value) -> Option<Work> {
     }
 }
 
-fn finish(t: &mut TaskEntry, r: RpcResult, now: u64) {
+/// Record the outcome of the task's work (nothing changes once terminal).
+pub(super) fn finish(t: &mut TaskEntry, r: RpcResult, now: u64) {
     if t.status.terminal() {
         return;
     }
     match r {
         Ok(v) => {
-            t.status = Status::Completed;
             t.result = Some(v);
+            t.set_status(Status::Completed, None, now);
         }
         Err(e) => {
-            t.status = Status::Failed;
+            let message = e.message.clone();
             t.error = Some(e);
+            t.set_status(Status::Failed, Some(message), now);
         }
     }
-    t.pending.clear();
-    t.updated_ms = now;
 }
 
 /// The task as a `CreateTaskResult` body or (`detailed`) a `tasks/get` result.

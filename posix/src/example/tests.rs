@@ -1005,3 +1005,220 @@ fn modern_tasks_extension() {
         );
     });
 }
+
+// ------------------------------------------------ 2025-11-25 tasks utility
+
+/// `instance` must be valid as schema definition `def` of 2025-11-25
+/// (`$MCPX_SPEC_DIR`, else the shared spec folder beside the repository).
+fn valid_2025_11_25(def: &str, instance: &Value) {
+    let dir = std::env::var("MCPX_SPEC_DIR")
+        .unwrap_or_else(|_| format!("{}/../../shared/spec", env!("CARGO_MANIFEST_DIR")));
+    let text = std::fs::read_to_string(format!("{dir}/2025-11-25/schema.json"))
+        .expect("the 2025-11-25 schema (shared/spec beside the repository)");
+    let mut schema: Value = serde_json::from_str(&text).unwrap();
+    assert!(schema["$defs"].get(def).is_some(), "no definition {def}");
+    schema["$ref"] = json!(format!("#/$defs/{def}"));
+    let errors: Vec<String> = jsonschema::validator_for(&schema)
+        .unwrap()
+        .iter_errors(instance)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{def}: {errors:?}\n{instance}");
+}
+
+const RELATED: &str = "io.modelcontextprotocol/related-task";
+
+/// Messages until the response to `id`, answering nothing.
+async fn until_response(c: &Client, id: u64, seen: &mut Vec<Value>) -> Value {
+    loop {
+        let m = c.recv().await;
+        if m.get("id") == Some(&json!(id)) && m.get("method").is_none() {
+            return m;
+        }
+        seen.push(m);
+    }
+}
+
+fn statuses(seen: &[Value], task: &Value) -> Vec<String> {
+    seen.iter()
+        .filter(|m| m["method"] == "notifications/tasks/status" && m["params"]["taskId"] == *task)
+        .map(|m| {
+            valid_2025_11_25("TaskStatusNotification", m);
+            assert!(m["params"].get("_meta").is_none(), "status notification with _meta: {m}");
+            m["params"]["status"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+// covers: tasks-declare-capability
+#[test]
+fn core_tasks_capability_and_tool_execution() {
+    run(&[], |c| async move {
+        let init = c.initialize("2025-11-25", json!({})).await;
+        valid_2025_11_25("InitializeResult", &init);
+        assert_eq!(
+            init["capabilities"]["tasks"],
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+        );
+        let tools = c.result(1, "tools/list", json!({})).await;
+        valid_2025_11_25("ListToolsResult", &tools);
+        let support = |name: &str| {
+            tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap()
+                ["execution"]["taskSupport"]
+                .clone()
+        };
+        assert_eq!(support("slow_compute"), "optional");
+        assert_eq!(support("failing_job"), "required");
+        assert_eq!(support("echo"), Value::Null);
+    });
+    // Older revisions have no tasks.
+    run(&[], |c| async move {
+        let init = c.initialize("2025-06-18", json!({})).await;
+        assert!(init["capabilities"].get("tasks").is_none());
+        let tools = c.result(1, "tools/list", json!({})).await;
+        assert!(tools["tools"].as_array().unwrap().iter().all(|t| t.get("execution").is_none()));
+        let r = c
+            .result(2, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0}, "task": {}}))
+            .await;
+        assert!(r.get("task").is_none() && r["content"][0]["text"].is_string(), "{r}");
+        assert_eq!(c.error(3, "tasks/list", json!({})).await["code"], -32601);
+    });
+}
+
+// covers: tasks-return-createtaskresult, tasks-begin-working, tasks-timestamps, tasks-ttl-override-report, tasks-poll-interval, tasks-result-blocks, tasks-result-terminal-final, tasks-result-exact, tasks-result-response-related-task, tasks-no-related-task-in-get-list-cancel-results, tasks-status-notification-no-related-task, tasks-get-implies-list, tasks-cancel-terminal-reject, tasks-terminal-immutable, tasks-id-string-receiver-unique, tasks-unbound-secure-ids
+#[test]
+fn core_task_runs_to_a_result() {
+    run(&[], |c| async move {
+        c.initialize("2025-11-25", json!({})).await;
+        let created = c
+            .result(1, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0.3, "label": "t"},
+                "task": {"ttl": 86_400_000}}))
+            .await;
+        valid_2025_11_25("CreateTaskResult", &created);
+        let task = &created["task"];
+        assert_eq!(task["status"], "working");
+        assert_eq!(task["ttl"], 300_000, "the ttl is capped and reported");
+        assert!(task["pollInterval"].as_u64().is_some());
+        assert!(task["createdAt"].as_str().unwrap().ends_with('Z'));
+        let id = task["taskId"].clone();
+        assert!(id.as_str().unwrap().len() >= 32, "an unguessable id: {id}");
+        let get = c.result(2, "tasks/get", json!({"taskId": id})).await;
+        valid_2025_11_25("GetTaskResult", &get);
+        assert_eq!(get["status"], "working");
+        assert!(get.get("_meta").is_none());
+        // tasks/result blocks until the work is done, then answers the call's result.
+        c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": id}})).await;
+        let mut seen = Vec::new();
+        let r = until_response(&c, 3, &mut seen).await;
+        valid_2025_11_25("JSONRPCResponse", &r);
+        let result = &r["result"];
+        valid_2025_11_25("CallToolResult", result);
+        assert_eq!(result["content"][0]["text"], "t: computed for 0.3 s");
+        assert_eq!(result["_meta"][RELATED]["taskId"], id);
+        assert_eq!(statuses(&seen, &id), ["completed"]);
+        let list = c.result(4, "tasks/list", json!({})).await;
+        valid_2025_11_25("ListTasksResult", &list);
+        assert_eq!(list["tasks"][0]["taskId"], id);
+        assert_eq!(list["tasks"][0]["status"], "completed");
+        let e = c.error(5, "tasks/cancel", json!({"taskId": id})).await;
+        assert_eq!(e["code"], -32602);
+        let get = c.result(6, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(get["status"], "completed");
+        // A second tasks/result answers the same at once.
+        let again = c.result(7, "tasks/result", json!({"taskId": id})).await;
+        assert_eq!(again["content"], result["content"]);
+    });
+}
+
+// covers: tasks-tool-required, tasks-tool-forbidden-default, tasks-result-same-error, tasks-failed-status-message, tasks-cancel-transition-before-response, tasks-cancelled-sticky, tasks-protocol-errors, tasks-informative-errors, tasks-valid-transitions
+#[test]
+fn core_task_errors_refusals_and_cancellation() {
+    run(&[], |c| async move {
+        c.initialize("2025-11-25", json!({})).await;
+        let e = c.error(1, "tools/call", json!({"name": "failing_job"})).await;
+        assert_eq!(e["code"], -32601, "a required tool without a task: {e}");
+        let e = c.error(2, "tools/call", json!({"name": "echo", "arguments": {"text": "x"}, "task": {}})).await;
+        assert_eq!(e["code"], -32601, "a forbidden tool with a task: {e}");
+        let e = c.error(3, "tools/call", json!({"name": "slow_compute", "task": {"ttl": "long"}})).await;
+        assert_eq!(e["code"], -32602);
+        // A tool error completes the task; tasks/result carries the isError result.
+        let t = c.result(4, "tools/call", json!({"name": "failing_job", "task": {}})).await;
+        let r = c.result(5, "tasks/result", json!({"taskId": t["task"]["taskId"]})).await;
+        assert_eq!(r["isError"], true);
+        let g = c.result(6, "tasks/get", json!({"taskId": t["task"]["taskId"]})).await;
+        assert_eq!(g["status"], "completed");
+        // A protocol error fails it; tasks/result answers that same error.
+        let t = c.result(7, "tools/call", json!({"name": "protocol_error_job", "task": {}})).await;
+        let id = t["task"]["taskId"].clone();
+        let e = c.error(8, "tasks/result", json!({"taskId": id})).await;
+        assert_eq!(e["code"], -32603);
+        let g = c.result(9, "tasks/get", json!({"taskId": id})).await;
+        valid_2025_11_25("GetTaskResult", &g);
+        assert_eq!(g["status"], "failed");
+        assert!(g["statusMessage"].as_str().unwrap().contains("internal error"));
+        // Cancelling a running task answers it cancelled, and it stays so.
+        let t = c.result(10, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 60}, "task": {}})).await;
+        let id = t["task"]["taskId"].clone();
+        c.send(json!({"jsonrpc": "2.0", "id": 11, "method": "tasks/result", "params": {"taskId": id}})).await;
+        let ack = c.result(12, "tasks/cancel", json!({"taskId": id})).await;
+        valid_2025_11_25("CancelTaskResult", &ack);
+        assert_eq!(ack["status"], "cancelled");
+        let mut seen = Vec::new();
+        let r = until_response(&c, 11, &mut seen).await;
+        assert!(r["error"]["message"].as_str().unwrap().contains("cancelled"), "{r}");
+        assert_eq!(c.result(13, "tasks/get", json!({"taskId": id})).await["status"], "cancelled");
+        // Unknown ids and cursors are -32602 with a message saying why.
+        let e = c.error(14, "tasks/get", json!({"taskId": "task-unknown"})).await;
+        assert_eq!(e["code"], -32602);
+        assert!(e["message"].as_str().unwrap().contains("task-unknown"));
+        assert_eq!(c.error(15, "tasks/list", json!({"cursor": "bogus"})).await["code"], -32602);
+    });
+}
+
+// covers: tasks-input-required-move, tasks-input-request-related-task, tasks-leave-input-required, tasks-status-notification-optional
+#[test]
+fn core_task_asks_for_input_inside_the_task() {
+    run(&[], |c| async move {
+        c.initialize("2025-11-25", json!({"elicitation": {"form": {}}})).await;
+        let t = c.result(1, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "a.txt"}, "task": {}})).await;
+        valid_2025_11_25("CreateTaskResult", &t);
+        let id = t["task"]["taskId"].clone();
+        let mut seen = Vec::new();
+        let ask = loop {
+            let m = c.recv().await;
+            if m["method"] == "elicitation/create" {
+                break m;
+            }
+            seen.push(m);
+        };
+        valid_2025_11_25("ElicitRequest", &ask);
+        assert_eq!(ask["params"]["_meta"][RELATED]["taskId"], id);
+        assert_eq!(statuses(&seen, &id), ["input_required"]);
+        assert_eq!(c.result(2, "tasks/get", json!({"taskId": id})).await["status"], "input_required");
+        c.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"confirm": true}}}))
+            .await;
+        let mut seen = Vec::new();
+        c.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": id}})).await;
+        let r = until_response(&c, 3, &mut seen).await;
+        assert!(r["result"]["content"][0]["text"].is_string(), "{r}");
+        assert_eq!(statuses(&seen, &id), ["working", "completed"]);
+    });
+}
+
+// covers: tasks-list-paginate
+#[test]
+fn core_task_list_is_paginated() {
+    run(&["--page-size", "1"], |c| async move {
+        c.initialize("2025-11-25", json!({})).await;
+        for id in 1..=2 {
+            c.result(id, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 0}, "task": {}})).await;
+        }
+        let p1 = c.result(3, "tasks/list", json!({})).await;
+        assert_eq!(p1["tasks"].as_array().unwrap().len(), 1);
+        let cursor = p1["nextCursor"].as_str().expect("a next cursor").to_string();
+        let p2 = c.result(4, "tasks/list", json!({"cursor": cursor})).await;
+        assert_eq!(p2["tasks"].as_array().unwrap().len(), 1);
+        assert!(p2.get("nextCursor").is_none());
+        assert_ne!(p1["tasks"][0]["taskId"], p2["tasks"][0]["taskId"]);
+    });
+}

@@ -178,6 +178,38 @@ fn schema_2020_12() -> Value {
     })
 }
 
+/// How a tool takes part in tasks (2025-11-25 `execution.taskSupport`; the
+/// same split decides the 2026-07-28 extension's behaviour).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never a task (the default; absent from the listing).
+    Forbidden,
+    /// A task when the client asks for one, else a plain call.
+    Optional,
+    /// Only as a task: refused without one.
+    Required,
+}
+
+impl TaskSupport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
+/// The task support of tool `name` (the tasks fixtures of the conformance suite).
+pub fn task_support(name: &str) -> TaskSupport {
+    match name {
+        "slow_compute" => TaskSupport::Optional,
+        "failing_job" | "protocol_error_job" | "confirm_delete" | "multi_input"
+        | "test_tool_with_task" => TaskSupport::Required,
+        _ => TaskSupport::Forbidden,
+    }
+}
+
 /// The tool `name` as offered to a client speaking `rev`, if it is offered.
 pub fn find(name: &str, rev: Revision, toggled: bool) -> Option<&'static ToolSpec> {
     TOOLS
@@ -199,6 +231,10 @@ fn describe(t: &ToolSpec, rev: Revision) -> Value {
             "outputSchema".into(),
             json!({"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}),
         );
+    }
+    let tasks = task_support(t.name);
+    if rev.supports(Feature::CoreTasks) && tasks != TaskSupport::Forbidden {
+        o.insert("execution".into(), json!({"taskSupport": tasks.as_str()}));
     }
     if rev.supports(Feature::ToolAnnotations) {
         if let Some((ro, de, id, ow)) = t.hints {

@@ -201,6 +201,15 @@ pub fn require_str<'a>(v: &'a Value, key: &str) -> Result<&'a str, RpcError> {
     }
 }
 
+/// 128 bits from the operating system's random source as 32 hex digits
+/// (task and session ids: unguessable to other clients).
+pub fn random_id() -> String {
+    use nanorand::Rng;
+    let mut b = [0u8; 16];
+    nanorand::ChaCha20::new().fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 /// Standard base64 (with padding), used for binary resource and image payloads.
 pub fn base64(bytes: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
