@@ -185,20 +185,6 @@ impl Catalog {
         self.rebuild(k, naming, sep)
     }
 
-    /// Removes everything of upstream `u`; returns the channels that changed.
-    pub fn clear(&mut self, u: UpstreamId, naming: &[Naming], sep: &str) -> Vec<Channel> {
-        let mut changed = Vec::new();
-        for k in Kind::ALL {
-            if !self.per_up[u][k.idx()].is_empty() {
-                self.per_up[u][k.idx()].clear();
-                if self.rebuild(k, naming, sep) && !changed.contains(&k.channel()) {
-                    changed.push(k.channel());
-                }
-            }
-        }
-        changed
-    }
-
     fn rebuild(&mut self, k: Kind, naming: &[Naming], sep: &str) -> bool {
         let key = k.key_field();
         let mut view: Vec<Entry> = Vec::new();
