@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::*;
 
 mod modern;
+mod naming;
 mod restarts;
 mod rows_base;
 mod rows_primitives;

@@ -569,7 +569,20 @@ impl Hub {
         let sep = self.opts.separator.clone();
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
         let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
-        if self.catalog.set(u, k, items, &naming, &sep) {
+        let (changed, renamed) = self.catalog.set(u, k, items, &naming, &sep);
+        let server = &self.ups[u].spec.name;
+        let lines: Vec<String> = renamed.iter().map(|r| {
+            let why = match r.change {
+                names::Change::Shortened => format!("prefix, separator and name are over {} characters", names::MAX_LEN),
+                names::Change::Replaced => "it has characters outside [A-Za-z0-9_-]".to_string(),
+                names::Change::Salted | names::Change::Kept => "another item has the same exposed name".to_string(),
+            };
+            format!("server '{server}': {} '{}' is exposed as '{}' ({why})", k.item_word(), r.original, r.exposed)
+        }).collect();
+        for l in lines {
+            self.log(Level::Info, l);
+        }
+        if changed {
             self.announce(k.channel());
         }
     }
