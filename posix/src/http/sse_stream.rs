@@ -33,8 +33,12 @@ pub(crate) struct SseOut {
 
 /// The reconnection time given with the priming event, in milliseconds.
 pub(crate) const RETRY_MS: u64 = 1000;
-/// Bytes of events a replay buffer keeps at most.
-const REPLAY_BYTES: usize = 4 << 20;
+/// Events a replay buffer keeps at most (fewer when the stream queue is
+/// shorter), and their bytes: what every session with a GET stream may hold
+/// at steady state, since a live stream's events are only known to be
+/// received when the client resumes past them.
+const REPLAY_EVENTS: usize = 256;
+const REPLAY_BYTES: usize = 1 << 20;
 
 /// The events of a resumable stream a client may not have yet.
 pub(crate) struct Replay {
@@ -60,7 +64,7 @@ pub(crate) struct Attach {
 
 impl Replay {
     fn new(stream: u64, max_events: usize) -> Replay {
-        Replay { stream, next: 1, events: VecDeque::new(), bytes: 0, max_events: max_events.max(1) }
+        Replay { stream, next: 1, events: VecDeque::new(), bytes: 0, max_events: max_events.clamp(1, REPLAY_EVENTS) }
     }
 
     /// The number the next event gets.
