@@ -9,10 +9,15 @@
 //! 1. Concatenate `prefix`, `separator` and `name` (`prefix` empty: `name` alone).
 //! 2. If the result is 1..=64 bytes of `[A-Za-z0-9_-]` and `salt == 0`, that is
 //!    the exposed name: the common case, readable and reversible by eye.
-//! 3. Otherwise replace every other character by `_`, keep at most the first
-//!    55 characters, and append `_` and 8 lowercase hex digits of a hash of the
+//! 3. Otherwise replace every other character by `_`, keep at most 55
+//!    characters, and append `_` and 8 lowercase hex digits of a hash of the
 //!    *original* prefix, separator, name and salt. Two names that differ only in
 //!    replaced characters (`a.b`, `a b`) thus still get different exposed names.
+//!    When the 55 do not hold everything, the prefix is shortened before the
+//!    tool's own name: to its first [`SHORT_PREFIX`] characters (the same for
+//!    every name of a server, so its names still share a prefix), and only
+//!    then is the name cut. A long server prefix thus cannot swallow the
+//!    names (`git_status`, `git_log`) that tell its tools apart.
 //!
 //! `salt` lets a caller that finds two upstream names mapping to the same exposed
 //! name (very unlikely after step 3, or two unprefixed servers sharing a tool
@@ -25,6 +30,8 @@ use heapless::String;
 pub const MAX_LEN: usize = 64;
 /// Length of the hash suffix including its `_`.
 const SUFFIX_LEN: usize = 9;
+/// Characters of a prefix kept when a name does not fit.
+pub const SHORT_PREFIX: usize = 16;
 
 /// An exposed name: always valid (see [`is_valid`]).
 pub type Name = String<MAX_LEN>;
@@ -52,36 +59,90 @@ pub fn hash(parts: &[&[u8]]) -> u64 {
     h
 }
 
+/// How [`expose`] changed a name (for the log line telling the user).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Exposed as `prefix + separator + name`.
+    Kept,
+    /// Characters outside `[A-Za-z0-9_-]` replaced, and a hash suffix added.
+    Replaced,
+    /// Over [`MAX_LEN`]: shortened (the prefix first), and a hash suffix added.
+    Shortened,
+    /// Given another salt to tell it from an equal exposed name.
+    Salted,
+}
+
+/// An exposed name and how it was made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exposed {
+    pub name: Name,
+    /// Bytes of `name` that are the prefix and separator, as applied.
+    pub prefix_len: usize,
+    pub change: Change,
+}
+
+impl Exposed {
+    /// The prefix and separator as applied (shortened, characters replaced).
+    pub fn applied_prefix(&self) -> &str {
+        &self.name[..self.prefix_len]
+    }
+}
+
 /// The exposed name of upstream name `name` under `prefix` and `separator`.
 /// See the module documentation for the rule.
 pub fn expose(prefix: &str, separator: &str, name: &str, salt: u32) -> Name {
+    expose_detail(prefix, separator, name, salt).name
+}
+
+/// [`expose`], telling how the name was made.
+pub fn expose_detail(prefix: &str, separator: &str, name: &str, salt: u32) -> Exposed {
     let sep = if prefix.is_empty() { "" } else { separator };
     let parts = [prefix, sep, name];
     let total: usize = parts.iter().map(|p| p.len()).sum();
-    let clean = (1..=MAX_LEN).contains(&total) && parts.iter().all(|p| p.bytes().all(is_name_byte));
+    let clean = parts.iter().all(|p| p.bytes().all(is_name_byte));
+    let fits = (1..=MAX_LEN).contains(&total);
     let mut out = Name::new();
-    if clean && salt == 0 {
+    if clean && fits && salt == 0 {
         for p in parts {
             let _ = out.push_str(p);
         }
-        return out;
+        return Exposed { name: out, prefix_len: prefix.len() + sep.len(), change: Change::Kept };
     }
-    'fill: for p in parts {
-        for ch in p.chars() {
-            if out.len() >= MAX_LEN - SUFFIX_LEN {
-                break 'fill;
-            }
-            let c = if ch.is_ascii() && is_name_byte(ch as u8) { ch } else { '_' };
-            let _ = out.push(c);
+    let change = if salt > 0 {
+        Change::Salted
+    } else if total > MAX_LEN {
+        Change::Shortened
+    } else {
+        Change::Replaced
+    };
+    // Each character becomes one byte (itself or `_`). What does not fit
+    // shortens the prefix to SHORT_PREFIX, then the name.
+    let budget = MAX_LEN - SUFFIX_LEN;
+    let count = |s: &str| s.chars().count();
+    let (mut pre_n, sep_n, mut name_n) = (count(prefix), count(sep), count(name));
+    if pre_n + sep_n + name_n > budget {
+        pre_n = pre_n.min(SHORT_PREFIX);
+        name_n = name_n.min(budget.saturating_sub(pre_n + sep_n));
+    }
+    let pre_n = pre_n.min(budget);
+    let sep_n = sep_n.min(budget - pre_n);
+    let name_n = name_n.min(budget - pre_n - sep_n);
+    let push_clean = |out: &mut Name, p: &str, n: usize| {
+        for ch in p.chars().take(n) {
+            let _ = out.push(if ch.is_ascii() && is_name_byte(ch as u8) { ch } else { '_' });
         }
-    }
+    };
+    push_clean(&mut out, prefix, pre_n);
+    push_clean(&mut out, sep, sep_n);
+    let prefix_len = out.len();
+    push_clean(&mut out, name, name_n);
     let h = hash(&[prefix.as_bytes(), separator.as_bytes(), name.as_bytes(), &salt.to_le_bytes()]);
     let _ = out.push('_');
     for i in (0..8).rev() {
         let nib = ((h >> (i * 4)) & 0xf) as u8;
         let _ = out.push(char::from(if nib < 10 { b'0' + nib } else { b'a' + nib - 10 }));
     }
-    out
+    Exposed { name: out, prefix_len, change }
 }
 
 /// Does `name` match `pattern`, where `*` matches any run of characters
@@ -146,6 +207,30 @@ mod tests {
         let exact = "y".repeat(56);
         assert_eq!(expose("server", "__", &exact, 0).len(), 64);
         assert_eq!(expose("server", "__", &exact, 0).as_str(), &["server__", &exact].concat());
+    }
+
+    #[test]
+    fn a_long_prefix_is_shortened_before_the_tools_own_name() {
+        let prefix = "a_server_name_long_enough_to_take_almost_all_the_room_there_is";
+        let status = expose_detail(prefix, "__", "git_status", 0);
+        let log = expose_detail(prefix, "__", "git_log", 0);
+        assert_eq!(status.change, Change::Shortened);
+        // The tool's own name survives in full, right after the applied prefix.
+        assert!(status.name[status.prefix_len..].starts_with("git_status_"), "{}", status.name);
+        assert!(log.name[log.prefix_len..].starts_with("git_log_"), "{}", log.name);
+        assert!(is_valid(&status.name) && is_valid(&log.name));
+        // Every shortened name of the server gets the same short prefix; a
+        // name too long even so is cut after it.
+        assert_eq!(status.applied_prefix(), "a_server_name_lo__");
+        assert_eq!(log.applied_prefix(), status.applied_prefix());
+        let long = expose_detail(prefix, "__", &"n".repeat(100), 0);
+        assert_eq!(long.applied_prefix(), status.applied_prefix());
+        assert_eq!(long.name.len(), MAX_LEN);
+        // What fits stays as it is.
+        let kept = expose_detail("git", "__", "git_status", 0);
+        assert_eq!((kept.name.as_str(), kept.applied_prefix(), kept.change), ("git__git_status", "git__", Change::Kept));
+        assert_eq!(expose_detail("fs", "__", "read.file", 0).change, Change::Replaced);
+        assert_eq!(expose_detail("", "__", "echo", 1).change, Change::Salted);
     }
 
     #[test]

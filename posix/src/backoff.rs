@@ -65,6 +65,19 @@ pub enum End {
     Stopped,
 }
 
+/// What follows an attempt's end, as the hub is told with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Nothing: a shutdown was asked for.
+    Stop,
+    /// A new attempt at once (a restart was asked for).
+    Now,
+    /// A new attempt after this backoff delay.
+    After(Duration),
+    /// None until a restart is asked for: this many attempts failed in a row.
+    GaveUp { attempts: u32 },
+}
+
 /// An attempt's end with what the hub is told about it.
 pub struct Ended {
     pub end: End,
@@ -104,11 +117,11 @@ impl Backoff {
 }
 
 /// Runs `attempt` until a shutdown: each end is reported to `events` as
-/// `exited`; after a failure the next attempt waits its backoff delay
-/// (logged as "server NAME: `retry` in N"), unless a restart or shutdown
-/// comes first. After more than `policy.max_restarts` failures in a row the
-/// last report says `failed: ...` and the loop waits for a restart or a
-/// shutdown only.
+/// `exited`, with the [`Next`] step; after a failure the next attempt waits
+/// its backoff delay (logged as "server NAME: `retry` in N"), unless a
+/// restart or shutdown comes first. After more than `policy.max_restarts`
+/// failures in a row the report says [`Next::GaveUp`] and the loop waits for
+/// a restart or a shutdown only.
 pub async fn run<F, Fut>(
     name: &str,
     retry: &str,
@@ -128,11 +141,11 @@ pub async fn run<F, Fut>(
         let Ended { end, reason, tail } = attempt().await;
         match end {
             End::Stopped => {
-                events.exited(id, &reason, &tail);
+                events.exited(id, &reason, &tail, Next::Stop);
                 return;
             }
             End::Restart => {
-                events.exited(id, &reason, &tail);
+                events.exited(id, &reason, &tail, Next::Now);
                 backoff.reset();
                 failures = 0;
                 continue;
@@ -144,10 +157,8 @@ pub async fn run<F, Fut>(
         }
         failures += 1;
         if failures > policy.max_restarts {
-            let reason = format!(
-                "failed: {reason}; gave up after {failures} failed attempt(s) in a row; fix the server or its config and restart mcpx"
-            );
-            events.exited(id, &reason, &tail);
+            warn!("server {name}: gave up after {failures} failed attempt(s) in a row: {reason}; fix the server or its config and restart mcpx");
+            events.exited(id, &reason, &tail, Next::GaveUp { attempts: failures });
             match ctl.recv().await {
                 Ok(Ctl::Restart(why)) => {
                     info!("server {name}: trying again ({why})");
@@ -158,8 +169,8 @@ pub async fn run<F, Fut>(
                 Ok(Ctl::Shutdown | Ctl::Kill) | Err(_) => return,
             }
         }
-        events.exited(id, &reason, &tail);
         let delay = backoff.delay(t0);
+        events.exited(id, &reason, &tail, Next::After(delay));
         info!("server {name}: {retry} in {} (attempt {} of {})", show_duration(delay), failures + 1, policy.max_restarts + 1);
         match wait(delay, ctl).await {
             None => {}
@@ -220,11 +231,9 @@ mod tests {
             Timer::after(Duration::from_millis(200)).await;
             assert_eq!(attempts.get(), 3);
             let events = log.take();
-            assert_eq!(events[..2], ["exited exited with status 1 | ", "exited exited with status 2 | "]);
-            assert!(
-                events[2].starts_with("exited failed: exited with status 3; gave up after 3 failed attempt(s) in a row;"),
-                "{events:?}"
-            );
+            assert_eq!(events, ["exited exited with status 1 | ", "exited exited with status 2 | ", "exited exited with status 3 | "]);
+            let ms = Duration::from_millis;
+            assert_eq!(log.nexts(), [Next::After(ms(10)), Next::After(ms(20)), Next::GaveUp { attempts: 3 }]);
             // A restart asked for tries again, with a fresh count.
             tx.try_send(Ctl::Restart("asked".into())).unwrap();
             assert!(until(Duration::from_secs(5), || log.count("exited") == 3).await);

@@ -333,12 +333,12 @@ impl Events for HubEvents {
     fn garbage(&self, id: UpstreamId, what: &str) {
         self.0.feed(|h, _| h.upstream_garbage(id, what));
     }
-    fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str) {
+    fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: crate::backoff::Next) {
         if self.0.closing.get() {
             // Stopped by us at shutdown: nothing left for the hub to do about it.
             return;
         }
-        self.0.feed(|h, now| h.upstream_exited(id, reason, stderr_tail, now));
+        self.0.feed(|h, now| h.upstream_exited(id, reason, stderr_tail, next, now));
     }
 }
 

@@ -8,12 +8,14 @@ use std::time::{Duration, Instant};
 use smol::future::FutureExt as _;
 use smol::{LocalExecutor, Timer};
 
+use crate::backoff::Next;
 use crate::supervise::{Events, UpstreamId};
 
 /// What an upstream reported, as text: `started`, `msg {line}`,
-/// `garbage {what}`, `exited {reason} | {stderr tail}`.
+/// `garbage {what}`, `exited {reason} | {stderr tail}`; and what each exit
+/// said comes next.
 #[derive(Default)]
-pub struct Log(RefCell<Vec<String>>);
+pub struct Log(RefCell<Vec<String>>, RefCell<Vec<Next>>);
 
 impl Events for Log {
     fn started(&self, _: UpstreamId) {
@@ -25,12 +27,17 @@ impl Events for Log {
     fn garbage(&self, _: UpstreamId, what: &str) {
         self.0.borrow_mut().push(format!("garbage {what}"));
     }
-    fn exited(&self, _: UpstreamId, reason: &str, tail: &str) {
+    fn exited(&self, _: UpstreamId, reason: &str, tail: &str, next: Next) {
         self.0.borrow_mut().push(format!("exited {reason} | {tail}"));
+        self.1.borrow_mut().push(next);
     }
 }
 
 impl Log {
+    /// What each exit so far said comes next, in order.
+    pub fn nexts(&self) -> Vec<Next> {
+        self.1.borrow().clone()
+    }
     /// The events so far, leaving none.
     pub fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.0.borrow_mut())

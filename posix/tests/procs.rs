@@ -380,13 +380,78 @@ fn a_missing_command_is_given_up_after_max_restarts_and_status_says_so() {
     }
     let st = http_get(addr.as_deref().expect("the listening line"), "/status");
     let ghost = st["upstreams"].as_array().unwrap().iter().find(|u| u["name"] == "ghost").unwrap().clone();
+    // Given up: the state, the attempts and the last error, each in its field.
     let why = ghost["lastError"].as_str().unwrap_or_default();
-    assert!(
-        why.starts_with("failed: cannot start `/nonexistent/mcp-server`: command not found")
-            && why.contains("gave up after 3 failed attempt(s) in a row"),
-        "{st}"
-    );
+    assert!(why.starts_with("cannot start `/nonexistent/mcp-server`: command not found"), "{st}");
+    assert_eq!((ghost["state"].clone(), ghost["gaveUpAfter"].clone()), (json!("failed"), json!(3)), "{st}");
     assert_eq!(ghost["starts"], 0, "{st}");
+    let _ = m.kill();
+    let _ = m.wait();
+}
+
+/// Reads `lines` (mcpx's stderr) until the HTTP listener's address, keeping
+/// what was read in `seen`.
+fn http_address(lines: &Receiver<String>, seen: &mut Vec<String>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no listening line:\n{}", seen.join("\n")));
+        let addr = line.split("serving MCP over HTTP at http://").nth(1).map(|r| r.trim_end_matches("/mcp").to_string());
+        seen.push(line);
+        if let Some(a) = addr {
+            return a;
+        }
+    }
+}
+
+// A server that crashed and then fails every start: during the backoff its
+// tools stay listed and calls say "restarting, retry in N s"; once given up
+// they say "stopped after N failed starts" with the last error, as /status does.
+// covers: stdio-client-restart-crashed-server
+#[test]
+fn calls_to_a_restarting_then_given_up_server_say_what_it_is_doing() {
+    let dir = Dir::new("restarting");
+    let marker = dir.path("started-once");
+    let script = format!("if [ -e '{m}' ]; then echo 'config broken: no token' >&2; exit 3; fi; touch '{m}'", m = marker.display());
+    dir.config(&json!({"mcpServers": {"flaky": {"maxRestarts": 4, "prefix": "flaky", "command": "sh", "args": ["-c", format!("{script}\nexec '{MCPX}' example-server")]}}}));
+    let mut m = mcpx(&dir, &["--http", "127.0.0.1:0", "--stdio"], &[], Stdio::piped());
+    let lines = support::lines(m.stderr.take().unwrap());
+    let mut seen = Vec::new();
+    let addr = http_address(&lines, &mut seen);
+    let mut c = Client::new(&mut m);
+    c.initialize();
+    c.echo("flaky__echo", "before");
+    let crash = c.request("tools/call", json!({"name": "flaky__crash", "arguments": {}}));
+    assert!(crash["error"]["message"].as_str().unwrap_or_default().contains("server 'flaky' exited"), "{crash}");
+    // Backoff 250 ms, 500 ms, 1 s, 2 s, then it is given up (5 failed attempts).
+    let (mut restarting, mut stopped) = (0, None);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stopped.is_none() && Instant::now() < deadline {
+        let r = c.request("tools/call", json!({"name": "flaky__echo", "arguments": {"text": "x"}}));
+        let msg = r["error"]["message"].as_str().unwrap_or_default().to_string();
+        assert_eq!(r["error"]["code"], -32603, "never an unknown tool: {r}");
+        if msg.starts_with("server 'flaky' is restarting, retry in ") {
+            assert!(r["error"]["data"]["retryAfterMs"].as_u64().is_some_and(|ms| ms <= 2000), "{r}");
+            restarting += 1;
+        } else if msg.starts_with("server 'flaky' is stopped") {
+            stopped = Some(msg);
+        } else {
+            assert!(msg.starts_with("server 'flaky' is starting"), "{r}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stopped = stopped.expect("given up within 20 s");
+    assert!(restarting >= 5, "{restarting} restarting answers");
+    assert!(stopped.starts_with("server 'flaky' is stopped after 5 failed starts: exited with status 3"), "{stopped}");
+    assert!(stopped.contains("config broken: no token"), "{stopped}");
+    // The tools are still listed, and /status tells the same story.
+    let tools = c.request("tools/list", json!({}));
+    assert!(tools["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "flaky__echo"), "{tools}");
+    let st = http_get(&addr, "/status");
+    let flaky = &st["upstreams"][0];
+    assert_eq!((flaky["state"].clone(), flaky["gaveUpAfter"].clone()), (json!("failed"), json!(5)), "{st}");
+    assert!(flaky["lastError"].as_str().unwrap_or_default().contains("config broken: no token"), "{st}");
     let _ = m.kill();
     let _ = m.wait();
 }

@@ -14,9 +14,10 @@ use mcpx_core::revision::{self, Era as RevEra, EraHints, Revision, Revisions};
 use smol::channel;
 
 use super::auth::Principal;
+use crate::hub::Level;
 use super::conn::{BodyError, Conn, Request};
 use super::session::{self, Item, Kind};
-use super::sse_stream::{self, SseOut, Wake};
+use super::sse_stream::{self, Attach, SseOut, Wake};
 
 /// The refusal of a request that needs a session but names none.
 const NO_SESSION_ID: &str = "Bad Request: Mcp-Session-Id header is required";
@@ -502,7 +503,7 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
             Wake::Item(Some(item)) => {
                 let (bytes, is_response) = match item {
                     Item::Response(b) => (b, true),
-                    Item::Other(b) => (b, false),
+                    Item::Other(b) | Item::Numbered(_, b) => (b, false),
                 };
                 if is_response {
                     got += 1;
@@ -614,26 +615,46 @@ async fn get(conn: &mut Conn, req: &mut Request) -> bool {
     }
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let seq = sh.next_seq();
-    if session::set_get(&sh, &sid, seq, tx).is_none() {
+    let last = req.header_str("last-event-id").map(str::to_string);
+    let Some(att) = session::set_get_resumable(&sh, &sid, seq, tx, last.as_deref()) else {
         return conn.reject(409, "Conflict: this session already has an open GET stream").await;
+    };
+    if att.lost > 0 {
+        sh.log(Level::Warn, format!("http: a client resumed its stream {}: {} event(s) it missed were no longer kept", att.stream, att.lost));
     }
-    let keep = stream_out(conn, req.version, &rx, &[], None).await;
+    let prime = session::session_rev(&sh, &sid).is_some_and(|r| r >= Revision::V2025_11_25);
+    let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, prime))).await;
     session::clear_get(&sh, &sid, seq);
     keep
 }
 
 /// Copies a standalone stream's queue to the client until the queue closes
-/// (session ended) or the peer leaves. `event` names the events.
+/// (session ended) or the peer leaves. `event` names the events. A
+/// resumable stream (`resume`) begins with its priming event when new (and
+/// the flag says the client's revision knows them), or with the events the
+/// client missed.
 async fn stream_out(
     conn: &mut Conn,
     version: Version,
     rx: &channel::Receiver<Item>,
     extra: &[(&str, &str)],
     first: Option<(&[u8], &[u8])>,
+    resume: Option<(Attach, bool)>,
 ) -> bool {
     let Some(mut s) = SseOut::start(conn, version, extra).await else {
         return false;
     };
+    let stream = resume.as_ref().map_or(0, |(a, _)| a.stream);
+    if let Some((att, prime)) = resume {
+        if att.fresh && prime && !s.prime(conn, stream).await {
+            return false;
+        }
+        for (n, m) in &att.backlog {
+            if !s.numbered(conn, stream, *n, m).await {
+                return false;
+            }
+        }
+    }
     let event: Option<&[u8]> = if first.is_some() {
         Some(b"message")
     } else {
@@ -650,6 +671,11 @@ async fn stream_out(
             Wake::Item(None) => return s.finish(conn).await,
             Wake::Item(Some(Item::Response(b) | Item::Other(b))) => {
                 if !s.event(conn, event, &b).await {
+                    return false;
+                }
+            }
+            Wake::Item(Some(Item::Numbered(n, b))) => {
+                if !s.numbered(conn, stream, n, &b).await {
                     return false;
                 }
             }
@@ -701,6 +727,7 @@ async fn legacy_sse(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool
         &rx,
         &[],
         Some((b"endpoint", endpoint.as_bytes())),
+        None,
     )
     .await;
     // The stream is the session.

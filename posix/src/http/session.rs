@@ -15,6 +15,7 @@ use nanorand::{ChaCha20, Rng};
 use smol::channel::{self, Receiver, Sender};
 
 use super::auth::{Authenticator, Principal};
+use super::sse_stream::{Attach, Replay};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
 use crate::hub::{About, ClientId, Level};
@@ -82,6 +83,8 @@ pub(crate) struct Session {
     pub exchanges: Vec<Exchange>,
     /// The standalone stream (GET `/mcp`, or `/sse`): its sequence number and queue.
     pub get: Option<(u64, Sender<Item>)>,
+    /// The GET stream's events, kept for a client that resumes it.
+    pub replay: Option<Replay>,
 }
 
 /// One POST waiting for responses.
@@ -101,6 +104,8 @@ pub(crate) enum Item {
     Response(Vec<u8>),
     /// A notification or server→client request.
     Other(Vec<u8>),
+    /// Event `n` of a resumable stream (one of the two above).
+    Numbered(u64, Vec<u8>),
 }
 
 impl Shared {
@@ -219,6 +224,7 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
                 last_seen: now,
                 exchanges: Vec::new(),
                 get: None,
+                replay: None,
             },
         );
         sid
@@ -339,6 +345,15 @@ pub(crate) fn set_get(shared: &Shared, sid: &str, seq: u64, tx: Sender<Item>) ->
     Some(())
 }
 
+/// [`set_get`] for a resumable stream (GET `/mcp`): resumes the stream
+/// `last_event_id` names, or begins a new one.
+pub(crate) fn set_get_resumable(shared: &Shared, sid: &str, seq: u64, tx: Sender<Item>, last_event_id: Option<&str>) -> Option<Attach> {
+    set_get(shared, sid, seq, tx)?;
+    let mut st = shared.state.borrow_mut();
+    let s = st.sessions.by_id.get_mut(sid)?;
+    Some(Replay::attach(&mut s.replay, seq, last_event_id, shared.cfg.limits.stream_queue))
+}
+
 pub(crate) fn clear_get(shared: &Shared, sid: &str, seq: u64) {
     let now = shared.now();
     let mut st = shared.state.borrow_mut();
@@ -413,13 +428,24 @@ fn send_exchange(s: &mut Session, i: usize, item: Item) -> bool {
     }
 }
 
-fn send_get(s: &mut Session, item: Item) -> bool {
+/// Sends to the standalone stream. When it is resumable the message is kept
+/// for a resuming client too: always if `keep_if_away` (a notification
+/// waits there while the client reconnects), else only when sent (a request
+/// refused now must not come again later).
+fn send_get(s: &mut Session, msg: Vec<u8>, keep_if_away: bool) -> bool {
+    let (item, kept) = match &s.replay {
+        Some(r) => (Item::Numbered(r.next(), msg.clone()), Some(msg)),
+        None => (Item::Other(msg), None),
+    };
     let ok = s
         .get
         .as_ref()
         .is_some_and(|(_, tx)| tx.try_send(item).is_ok());
     if !ok {
         s.get = None;
+    }
+    if let (Some(r), Some(m)) = (s.replay.as_mut(), kept.filter(|_| ok || keep_if_away)) {
+        r.push(m);
     }
     ok
 }
@@ -429,7 +455,7 @@ fn send_get(s: &mut Session, item: Item) -> bool {
 /// server→client request cannot be delivered.
 fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
     if s.kind == Kind::LegacySse {
-        send_get(s, Item::Other(msg));
+        send_get(s, msg, false);
         return None;
     }
     match about {
@@ -457,7 +483,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 }
             }
             let id = msg[id].to_vec();
-            if send_get(s, Item::Other(msg)) {
+            if send_get(s, msg, false) {
                 return None;
             }
             let text = "the client has no open HTTP stream on which mcpx could send it a request";
@@ -479,7 +505,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
             None
         }
         About::Notification { unsolicited, related: None } => {
-            if unsolicited && s.get.is_some() && send_get(s, Item::Other(msg.clone())) {
+            if unsolicited && s.get.is_some() && send_get(s, msg.clone(), false) {
                 return None;
             }
             if let Some(i) = latest_sse(s) {
@@ -487,9 +513,9 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                     return None;
                 }
             }
-            if !unsolicited {
-                send_get(s, Item::Other(msg));
-            }
+            // A notification with no live stream waits in the standalone
+            // stream's replay buffer, if it has one.
+            send_get(s, msg, true);
             None
         }
     }

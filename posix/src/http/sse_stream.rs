@@ -1,7 +1,17 @@
 //! SSE responses: the head, events and keep-alive comments, chunk-framed on
 //! HTTP/1.1 (so the connection survives the stream's end) and delimited by
 //! the connection's close on HTTP/1.0.
+//!
+//! A session's standalone (GET) stream is resumable ([`Replay`]): its events
+//! carry ids `<stream>-<n>`, where `<stream>` is a number unique in the
+//! process and `n` counts its events, so an id is unique across the
+//! session's streams and names the stream it came from. A 2025-11-25 client
+//! first gets a priming event (an id, `retry`, empty data). Each event stays
+//! in a bounded buffer until the client, reconnecting with `Last-Event-ID`,
+//! shows it has it; what came after is sent again, then the stream goes on.
+//! An id of another stream replays nothing.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
@@ -19,6 +29,93 @@ pub(crate) struct SseOut {
     chunked: bool,
     keepalive: Duration,
     pub next_ping: Instant,
+}
+
+/// The reconnection time given with the priming event, in milliseconds.
+pub(crate) const RETRY_MS: u64 = 1000;
+/// Events a replay buffer keeps at most (fewer when the stream queue is
+/// shorter), and their bytes: what every session with a GET stream may hold
+/// at steady state, since a live stream's events are only known to be
+/// received when the client resumes past them.
+const REPLAY_EVENTS: usize = 256;
+const REPLAY_BYTES: usize = 1 << 20;
+
+/// The events of a resumable stream a client may not have yet.
+pub(crate) struct Replay {
+    pub stream: u64,
+    /// Number of the next event (0 is the priming event's).
+    next: u64,
+    events: VecDeque<(u64, Vec<u8>)>,
+    bytes: usize,
+    max_events: usize,
+}
+
+/// A client attaching to a session's standalone stream.
+pub(crate) struct Attach {
+    pub stream: u64,
+    /// A new stream (not resumed): it begins with a priming event when the
+    /// client's revision knows them.
+    pub fresh: bool,
+    /// Events to send again first: (number, message).
+    pub backlog: Vec<(u64, Vec<u8>)>,
+    /// Events after the client's last one that the buffer no longer has.
+    pub lost: u64,
+}
+
+impl Replay {
+    fn new(stream: u64, max_events: usize) -> Replay {
+        Replay { stream, next: 1, events: VecDeque::new(), bytes: 0, max_events: max_events.clamp(1, REPLAY_EVENTS) }
+    }
+
+    /// The number the next event gets.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// Keeps `msg` as the next event; the oldest go past the caps.
+    pub fn push(&mut self, msg: Vec<u8>) -> u64 {
+        let n = self.next;
+        self.next += 1;
+        self.bytes += msg.len();
+        self.events.push_back((n, msg));
+        while self.events.len() > self.max_events || (self.bytes > REPLAY_BYTES && self.events.len() > 1) {
+            if let Some((_, m)) = self.events.pop_front() {
+                self.bytes -= m.len();
+            }
+        }
+        n
+    }
+
+    /// Attaches a connection to `slot` (a session's standalone stream): it
+    /// resumes the stream `last_event_id` names, else a new stream `stream`
+    /// begins (and the old one's events are dropped).
+    pub fn attach(slot: &mut Option<Replay>, stream: u64, last_event_id: Option<&str>, max_events: usize) -> Attach {
+        let last = last_event_id.and_then(parse_id);
+        match (slot.as_mut(), last) {
+            (Some(r), Some((st, n))) if st == r.stream && n < r.next => {
+                while r.events.front().is_some_and(|(k, _)| *k <= n) {
+                    let (_, m) = r.events.pop_front().expect("non-empty");
+                    r.bytes -= m.len();
+                }
+                let first = r.events.front().map_or(r.next, |(k, _)| *k);
+                Attach { stream: r.stream, fresh: false, backlog: r.events.iter().cloned().collect(), lost: first - n - 1 }
+            }
+            _ => {
+                *slot = Some(Replay::new(stream, max_events));
+                Attach { stream, fresh: true, backlog: Vec::new(), lost: 0 }
+            }
+        }
+    }
+}
+
+/// The SSE id of event `n` of `stream`.
+pub(crate) fn event_id(stream: u64, n: u64) -> String {
+    format!("{stream}-{n}")
+}
+
+fn parse_id(s: &str) -> Option<(u64, u64)> {
+    let (a, b) = s.trim().split_once('-')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
 }
 
 /// What woke a stream's task.
@@ -100,20 +197,26 @@ impl SseOut {
 
     /// One event carrying a JSON-RPC message (`event` defaults to `message`).
     pub async fn event(&mut self, conn: &mut Conn, event: Option<&[u8]>, data: &[u8]) -> bool {
-        let mut out =
-            vec![
-                0u8;
-                data.len() + 64 + data.iter().filter(|b| **b == b'\n' || **b == b'\r').count() * 8
-            ];
-        let Ok(n) = write_event(
-            &SseEvent {
-                event,
-                data,
-                id: None,
-                retry: None,
-            },
-            &mut out,
-        ) else {
+        self.write(conn, &SseEvent { event, data, id: None, retry: None }).await
+    }
+
+    /// Event `n` of resumable stream `stream` carrying a message.
+    pub async fn numbered(&mut self, conn: &mut Conn, stream: u64, n: u64, data: &[u8]) -> bool {
+        let id = event_id(stream, n);
+        self.write(conn, &SseEvent { event: None, data, id: Some(id.as_bytes()), retry: None }).await
+    }
+
+    /// The priming event of resumable stream `stream`: its first id, the
+    /// reconnection time and empty data (row `streamable-http-sse-priming-event`).
+    pub async fn prime(&mut self, conn: &mut Conn, stream: u64) -> bool {
+        let id = event_id(stream, 0);
+        self.write(conn, &SseEvent { event: None, data: b"", id: Some(id.as_bytes()), retry: Some(RETRY_MS) }).await
+    }
+
+    async fn write(&mut self, conn: &mut Conn, ev: &SseEvent<'_>) -> bool {
+        let data = ev.data;
+        let mut out = vec![0u8; data.len() + 96 + data.iter().filter(|b| **b == b'\n' || **b == b'\r').count() * 8];
+        let Ok(n) = write_event(ev, &mut out) else {
             return false;
         };
         self.next_ping = Instant::now() + self.keepalive;
@@ -151,4 +254,57 @@ pub(crate) async fn wait(conn: &mut Conn, rx: &Receiver<Item>, ping_at: Instant)
         Wake::Tick
     };
     future::or(item, future::or(peer, tick)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msgs(a: &Attach) -> Vec<(u64, &[u8])> {
+        a.backlog.iter().map(|(n, m)| (*n, m.as_slice())).collect()
+    }
+
+    // covers: streamable-http-event-id-unique, streamable-http-event-id-encodes-stream, streamable-http-server-no-cross-stream-replay
+    #[test]
+    fn a_resumed_stream_gets_what_came_after_its_last_id_and_no_other_streams_events() {
+        let mut slot = None;
+        let a = Replay::attach(&mut slot, 7, None, 8);
+        assert!(a.fresh && a.backlog.is_empty());
+        let r = slot.as_mut().unwrap();
+        for m in [&b"a"[..], b"b", b"c"] {
+            r.push(m.to_vec());
+        }
+        assert_eq!(event_id(7, 2), "7-2");
+        // Had up to 1: gets 2 and 3, on the same stream.
+        let a = Replay::attach(&mut slot, 9, Some("7-1"), 8);
+        assert_eq!((a.stream, a.fresh, a.lost), (7, false, 0));
+        assert_eq!(msgs(&a), [(2, &b"b"[..]), (3, b"c")]);
+        // What it showed it has is gone; numbering goes on.
+        assert_eq!(slot.as_mut().unwrap().push(b"d".to_vec()), 4);
+        let a = Replay::attach(&mut slot, 9, Some("7-3"), 8);
+        assert_eq!(msgs(&a), [(4, &b"d"[..])]);
+        // The priming id replays everything kept.
+        let a = Replay::attach(&mut slot, 9, Some("7-0"), 8);
+        assert_eq!(a.backlog.len(), 1);
+        // Another stream's id, a future id or garbage: a new stream, nothing replayed.
+        for bad in ["6-1", "7-99", "x", ""] {
+            let mut s2 = None;
+            Replay::attach(&mut s2, 7, None, 8);
+            s2.as_mut().unwrap().push(b"z".to_vec());
+            let a = Replay::attach(&mut s2, 11, Some(bad), 8);
+            assert!(a.fresh && a.backlog.is_empty() && a.stream == 11, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_buffer_is_bounded_and_a_gap_is_counted() {
+        let mut slot = None;
+        Replay::attach(&mut slot, 1, None, 3);
+        for i in 0..10u8 {
+            slot.as_mut().unwrap().push(vec![i]);
+        }
+        let a = Replay::attach(&mut slot, 2, Some("1-2"), 3);
+        assert_eq!(a.backlog.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [8, 9, 10]);
+        assert_eq!(a.lost, 5, "events 3..=7 were dropped at the cap");
+    }
 }

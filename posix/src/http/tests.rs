@@ -18,6 +18,8 @@ use smol::LocalExecutor;
 use super::*;
 use crate::hub::{HubOptions, Output, UpstreamSpec};
 
+#[path = "tests_resume.rs"]
+mod resume;
 #[path = "tests_rows.rs"]
 mod rows;
 

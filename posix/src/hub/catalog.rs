@@ -5,7 +5,9 @@
 //! it listed them. Names: tools and prompts are exposed as
 //! `mcpx_core::names::expose(prefix, separator, name)`; a clash (two unprefixed
 //! servers with the same tool, or a hash clash) is resolved by giving the later
-//! item the next salt, so every exposed name is unique and valid.
+//! item the next salt, so every exposed name is unique and valid. A name that
+//! had to be changed (shortened, characters replaced, salted) is reported once
+//! by [`Catalog::set`], for the log.
 //!
 //! Resource URIs and URI templates are exposed unchanged, so links in content
 //! stay valid. When a URI (or template) is already taken by an earlier item,
@@ -56,6 +58,15 @@ impl Kind {
             Kind::Resources => "resources",
             Kind::Templates => "resourceTemplates",
             Kind::Prompts => "prompts",
+        }
+    }
+    /// One item of this list, in a sentence.
+    pub fn item_word(self) -> &'static str {
+        match self {
+            Kind::Tools => "tool",
+            Kind::Resources => "resource",
+            Kind::Templates => "resource template",
+            Kind::Prompts => "prompt",
         }
     }
     /// Member of an item that identifies it.
@@ -121,6 +132,18 @@ pub(super) struct Entry {
     pub original: String,
     /// The item as the client sees it (exposed key substituted).
     pub item: Value,
+    /// Bytes of `exposed` that are the prefix and separator as applied
+    /// (tools and prompts; 0 for resources).
+    pub prefix_len: usize,
+}
+
+/// A tool or prompt name the catalog had to change.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Renamed {
+    pub up: UpstreamId,
+    pub original: String,
+    pub exposed: String,
+    pub change: names::Change,
 }
 
 /// Naming facts about one upstream the catalog needs.
@@ -179,44 +202,55 @@ impl Catalog {
         Some(&self.views[k.idx()][i].exposed)
     }
 
-    /// Replaces upstream `u`'s items of kind `k`; returns whether the view changed.
-    pub fn set(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, naming: &[Naming], sep: &str) -> bool {
+    /// Replaces upstream `u`'s items of kind `k`; returns whether the view
+    /// changed, and the names changed that were not changed so before.
+    pub fn set(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, naming: &[Naming], sep: &str) -> (bool, Vec<Renamed>) {
         self.per_up[u][k.idx()] = items;
         self.rebuild(k, naming, sep)
     }
 
-    /// Removes everything of upstream `u`; returns the channels that changed.
-    pub fn clear(&mut self, u: UpstreamId, naming: &[Naming], sep: &str) -> Vec<Channel> {
-        let mut changed = Vec::new();
-        for k in Kind::ALL {
-            if !self.per_up[u][k.idx()].is_empty() {
-                self.per_up[u][k.idx()].clear();
-                if self.rebuild(k, naming, sep) && !changed.contains(&k.channel()) {
-                    changed.push(k.channel());
+    /// The prefixes (with the separator) applied to upstream `u`'s tools
+    /// and prompts, each once, in catalog order.
+    pub fn applied_prefixes(&self, u: UpstreamId) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for k in [Kind::Tools, Kind::Prompts] {
+            for e in self.views[k.idx()].iter().filter(|e| e.up == u) {
+                let p = &e.exposed[..e.prefix_len];
+                if !out.contains(&p) {
+                    out.push(p);
                 }
             }
         }
-        changed
+        out
     }
 
-    fn rebuild(&mut self, k: Kind, naming: &[Naming], sep: &str) -> bool {
+    fn rebuild(&mut self, k: Kind, naming: &[Naming], sep: &str) -> (bool, Vec<Renamed>) {
         let key = k.key_field();
+        let mut renamed = Vec::new();
         let mut view: Vec<Entry> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut reverse = HashMap::new();
         for (u, lists) in self.per_up.iter().enumerate() {
             for item in &lists[k.idx()] {
                 let Some(original) = item.get(key).and_then(Value::as_str) else { continue };
+                let mut prefix_len = 0;
                 let exposed = match k {
                     Kind::Tools | Kind::Prompts => {
                         let mut salt = 0;
-                        loop {
-                            let n = names::expose(naming[u].prefix, sep, original, salt);
-                            if !index.contains_key(n.as_str()) {
-                                break n.as_str().to_string();
+                        let n = loop {
+                            let n = names::expose_detail(naming[u].prefix, sep, original, salt);
+                            if !index.contains_key(n.name.as_str()) {
+                                break n;
                             }
                             salt += 1;
+                        };
+                        prefix_len = n.prefix_len;
+                        let exposed = n.name.as_str().to_string();
+                        let before = self.reverse[k.idx()].get(&(u, original.to_string())).map(|&i| self.views[k.idx()][i].exposed.as_str());
+                        if n.change != names::Change::Kept && before != Some(exposed.as_str()) {
+                            renamed.push(Renamed { up: u, original: original.to_string(), exposed: exposed.clone(), change: n.change });
                         }
+                        exposed
                     }
                     Kind::Resources | Kind::Templates => {
                         if !index.contains_key(original) {
@@ -234,7 +268,7 @@ impl Catalog {
                 item[key] = Value::String(exposed.clone());
                 index.insert(exposed.clone(), view.len());
                 reverse.insert((u, original.to_string()), view.len());
-                view.push(Entry { up: u, exposed, original: original.to_string(), item });
+                view.push(Entry { up: u, exposed, original: original.to_string(), item, prefix_len });
             }
         }
         let same = view.len() == self.views[k.idx()].len()
@@ -246,7 +280,7 @@ impl Catalog {
             self.generation[k.idx()] = self.generation[k.idx()].wrapping_add(1);
             self.fp_cache.retain(|(ch, _), _| *ch != k.channel());
         }
-        !same
+        (!same, renamed)
     }
 
     /// Fingerprint of what a client on `rev` sees on `ch`.

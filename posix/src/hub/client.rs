@@ -310,8 +310,15 @@ impl Hub {
             self.ups.len(),
             self.opts.separator
         );
-        for u in &self.ups {
-            let prefix = if u.spec.prefix.is_empty() { "(unprefixed)".to_string() } else { format!("{}{}", u.spec.prefix, self.opts.separator) };
+        for (i, u) in self.ups.iter().enumerate() {
+            // The prefixes as applied to its names (a long one is shortened
+            // on long names; invalid characters are replaced).
+            let mut applied = self.catalog.applied_prefixes(i);
+            let fallback = mcpx_core::names::expose_detail(&u.spec.prefix, &self.opts.separator, "", 0);
+            if applied.is_empty() {
+                applied.push(fallback.applied_prefix());
+            }
+            let prefix = if u.spec.prefix.is_empty() { "(unprefixed)".to_string() } else { applied.join(" or ") };
             s.push_str(&format!("- {} {}: {}", u.spec.name, prefix, u.state_name()));
             if let Some(i) = u.instructions.as_deref().filter(|i| !i.trim().is_empty()) {
                 let short: String = i.trim().chars().take(2000).collect();

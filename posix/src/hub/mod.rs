@@ -92,6 +92,9 @@ mod tests;
 
 use std::collections::{BTreeMap, VecDeque};
 
+/// What the runtime's restart loop does after an upstream exited.
+pub use crate::backoff::Next;
+
 use mcpx_core::envelope::Envelope;
 
 /// Index of an upstream in the configuration order (0-based). Stable for the
@@ -472,11 +475,13 @@ impl Hub {
     }
 
     /// The upstream process is gone (`reason`: exit status or spawn error;
-    /// `stderr_tail`: its last stderr lines, may be empty). Its tools vanish and
-    /// requests in flight to it are answered with an error naming the server.
-    pub fn upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, now_ms: u64) {
+    /// `stderr_tail`: its last stderr lines, may be empty; `next`: what the
+    /// restart loop does now). Requests in flight to it are answered with an
+    /// error naming the server; its tools stay listed and calls to them are
+    /// answered "restarting, retry in N s" (or "stopped" once given up).
+    pub fn upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now_ms: u64) {
         self.now(now_ms);
-        self.on_upstream_exited(u, reason, stderr_tail);
+        self.on_upstream_exited(u, reason, stderr_tail, next);
     }
 
     /// The runtime could not deliver `msg` (as given in `Output::ToUpstream`)

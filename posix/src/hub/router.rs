@@ -343,10 +343,8 @@ impl Hub {
         mut edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
     ) -> Result<(), Refusal> {
-        let name = self.ups[u].spec.name.clone();
         if !self.ups[u].is_ready() {
-            let why = self.ups[u].last_error.clone().map(|e| format!(": {e}")).unwrap_or_default();
-            return Err(Refusal(-32603, format!("server '{name}' is not running ({}{why}); try again later", self.ups[u].state_name()), Some(json!({ "server": name }))));
+            return Err(self.unavailable(u));
         }
         if self.pending.len() >= self.opts.max_pending {
             return Err(refuse(-32603, format!("mcpx has {} requests in flight (its limit); try again later", self.opts.max_pending)));

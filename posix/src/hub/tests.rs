@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 use super::*;
 
 mod modern;
+mod naming;
+mod restarts;
 mod rows_base;
 mod rows_primitives;
 mod rows_relay;
@@ -1000,22 +1002,24 @@ fn an_upstream_exiting_mid_call_fails_the_call_and_comes_back() {
     assert_eq!(p.names(c), ["fs__read", "web__fetch"]);
     p.send(c, json!({ "jsonrpc": "2.0", "id": "call-1", "method": "tools/call", "params": { "name": "web__fetch" } }));
     p.take_up(1);
-    p.hub.upstream_exited(1, "exit status 1", "Traceback ...\nValueError: boom", p.now);
+    p.hub.upstream_exited(1, "exit status 1", "Traceback ...\nValueError: boom", Next::Now, p.now);
     p.pump();
     let e = p.take(c);
     assert_eq!(e["id"], "call-1");
     assert!(e["error"]["message"].as_str().unwrap().contains("'web'"), "{e}");
-    assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
-    assert_eq!(p.names(c), ["fs__read"]);
+    // Its tools stay listed while it restarts (no list change to announce).
+    assert!(p.client_quiet(c));
+    assert_eq!(p.names(c), ["fs__read", "web__fetch"]);
     let st = p.hub.status();
     assert_eq!(st["upstreams"][1]["state"], "down");
     assert!(st["upstreams"][1]["lastError"].as_str().unwrap().contains("ValueError: boom"));
-    // While it is down its tools are unknown.
+    // While it is down a call says so, not "unknown tool".
     let r = p.request(c, json!(2), "tools/call", json!({ "name": "web__fetch" }));
-    assert_eq!(err_code(&r), -32602);
-    // It comes back.
+    assert_eq!(err_code(&r), -32603);
+    assert!(r["error"]["message"].as_str().unwrap().contains("server 'web' is restarting"), "{r}");
+    // It comes back with the same tools: nothing changed for the client.
     p.start(1, Fake::tools(&["fetch"]));
-    assert_eq!(p.take(c)["method"], "notifications/tools/list_changed");
+    assert!(p.client_quiet(c));
     assert_eq!(p.names(c), ["fs__read", "web__fetch"]);
     assert_eq!(p.hub.status()["upstreams"][1]["restarts"], 1);
     p.send(c, json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "web__fetch" } }));

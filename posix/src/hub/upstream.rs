@@ -16,9 +16,10 @@
 //! `initialize` (a server already serving 2026-07-28 refuses it); a refusal
 //! that comes before the late answer waits for it. When both fail, the next
 //! start waits the whole `init_timeout_ms` for the probe before `initialize`.
-//! On exit everything
-//! it offered leaves the catalog and requests in flight to it are answered
-//! with an error naming it.
+//! On exit requests in flight to it are answered with an error naming it;
+//! what it offered stays in the catalog until it lists again (or comes up
+//! without the capability), so a call meanwhile is told the server is
+//! restarting and when to retry, or that it was given up ([`Hub::unavailable`]).
 
 use serde_json::{json, Value};
 
@@ -29,10 +30,11 @@ use mcpx_core::revision::{self, Era, Feature, Revisions};
 use super::modern::MODERN;
 
 use super::catalog::{Kind, Naming};
+use super::router::Refusal;
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
 use super::wire::{self, Kind as MsgKind, Msg};
-use super::{About, ConfigError, Hub, HubOptions, IdKey, Level, Output, UpstreamId, UpstreamSpec};
+use super::{About, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, UpstreamId, UpstreamSpec};
 
 /// Most pages read from one upstream list before the hub stops following
 /// `nextCursor` (a server that loops on its cursor).
@@ -40,10 +42,15 @@ const MAX_PAGES: u32 = 1000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum State {
-    Down,
+    /// Not running; started again at `retry_at_ms` (`None`: not known, as
+    /// before the first start).
+    Down { retry_at_ms: Option<u64> },
     Initializing,
     Ready,
     Failed,
+    /// The restart loop gave up after this many failed attempts in a row;
+    /// down until a restart is asked for or the config changes.
+    GaveUp { attempts: u32 },
 }
 
 /// The probe after its fallback to `initialize`: still awaited (with
@@ -121,10 +128,10 @@ impl Upstream {
     }
     pub fn state_name(&self) -> &'static str {
         match self.state {
-            State::Down => "down",
+            State::Down { .. } => "down",
             State::Initializing => "starting",
             State::Ready => "ready",
-            State::Failed => "failed",
+            State::Failed | State::GaveUp { .. } => "failed",
         }
     }
     fn tool_allowed(&self, name: &str) -> bool {
@@ -178,7 +185,7 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
         out.push(Upstream {
             spec,
             allowed,
-            state: State::Down,
+            state: State::Down { retry_at_ms: None },
             rev: None,
             caps: None,
             info: Value::Null,
@@ -416,11 +423,7 @@ impl Hub {
         up.state = State::Ready;
         up.last_error = None;
         self.log(Level::Info, format!("server '{name}' ready ({})", MODERN.as_str()));
-        for k in Kind::ALL {
-            if self.ups[u].has_cap(k.capability()) {
-                self.start_listing(u, k);
-            }
-        }
+        self.read_lists(u);
         self.after_ready(u);
         self.check_settled(u);
     }
@@ -429,7 +432,7 @@ impl Hub {
         if u >= self.ups.len() {
             return;
         }
-        if self.ups[u].state != State::Down {
+        if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. }) {
             self.upstream_gone(u, "restarted");
         }
         let up = &mut self.ups[u];
@@ -544,13 +547,44 @@ impl Hub {
         self.emit_upstream(u, wire::notification("notifications/initialized", None));
         let msg = format!("server '{name}' ready ({})", rev.as_str());
         self.log(Level::Info, msg);
+        self.read_lists(u);
+        self.after_ready(u);
+        self.check_settled(u);
+    }
+
+    /// `u` is ready: the lists its capabilities announce are read; what it
+    /// offered before of the others (kept while it was down) leaves the catalog.
+    fn read_lists(&mut self, u: UpstreamId) {
         for k in Kind::ALL {
             if self.ups[u].has_cap(k.capability()) {
                 self.start_listing(u, k);
+            } else if self.catalog.count(u, k) > 0 {
+                self.set_items(u, k, Vec::new());
             }
         }
-        self.after_ready(u);
-        self.check_settled(u);
+    }
+
+    /// Replaces `u`'s items of kind `k` in the catalog, announcing a change.
+    fn set_items(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>) {
+        let sep = self.opts.separator.clone();
+        let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
+        let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
+        let (changed, renamed) = self.catalog.set(u, k, items, &naming, &sep);
+        let server = &self.ups[u].spec.name;
+        let lines: Vec<String> = renamed.iter().map(|r| {
+            let why = match r.change {
+                names::Change::Shortened => format!("prefix, separator and name are over {} characters", names::MAX_LEN),
+                names::Change::Replaced => "it has characters outside [A-Za-z0-9_-]".to_string(),
+                names::Change::Salted | names::Change::Kept => "another item has the same exposed name".to_string(),
+            };
+            format!("server '{server}': {} '{}' is exposed as '{}' ({why})", k.item_word(), r.original, r.exposed)
+        }).collect();
+        for l in lines {
+            self.log(Level::Info, l);
+        }
+        if changed {
+            self.announce(k.channel());
+        }
     }
 
     /// A client reads list `k`: modern upstreams that announce no changes of
@@ -658,13 +692,7 @@ impl Hub {
             return;
         }
         self.ups[u].listed_ms[k.idx()] = self.now_ms;
-        let sep = self.opts.separator.clone();
-        let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
-        let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
-        let changed = self.catalog.set(u, k, items, &naming, &sep);
-        if changed {
-            self.announce(k.channel());
-        }
+        self.set_items(u, k, items);
         if again {
             self.start_listing(u, k);
         }
@@ -787,7 +815,7 @@ impl Hub {
         self.emit_client(c, wire::notification("notifications/progress", Some(&body)), about);
     }
 
-    pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str) {
+    pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next) {
         if u >= self.ups.len() {
             return;
         }
@@ -797,7 +825,13 @@ impl Hub {
         self.log(Level::Warn, format!("server '{name}' exited: {err}"));
         self.ups[u].last_error = Some(err);
         self.upstream_gone(u, reason);
-        self.ups[u].state = State::Down;
+        let now = self.now_ms;
+        self.ups[u].state = match next {
+            Next::Stop => State::Down { retry_at_ms: None },
+            Next::Now => State::Down { retry_at_ms: Some(now) },
+            Next::After(d) => State::Down { retry_at_ms: Some(now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))) },
+            Next::GaveUp { attempts } => State::GaveUp { attempts },
+        };
         self.ups[u].settled = true;
         self.release_held_inits();
     }
@@ -805,7 +839,7 @@ impl Hub {
     /// Everything that goes when an upstream process goes.
     fn upstream_gone(&mut self, u: UpstreamId, reason: &str) {
         let name = self.ups[u].spec.name.clone();
-        self.ups[u].state = State::Down;
+        self.ups[u].state = State::Down { retry_at_ms: None };
         self.ups[u].listing = Default::default();
         for (_, f) in self.pending.drain_upstream(u) {
             if let Origin::Client { client, id, method, .. } = f.origin {
@@ -814,12 +848,33 @@ impl Hub {
             }
         }
         self.relay_drop_upstream(u);
-        let sep = self.opts.separator.clone();
-        let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
-        let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
-        for ch in self.catalog.clear(u, &naming, &sep) {
-            self.announce(ch);
-        }
+    }
+
+    /// The answer to a request for `u`'s tool (prompt, resource) while `u`
+    /// is not ready: what it is doing and when to retry, or that it was given
+    /// up and why.
+    pub(super) fn unavailable(&self, u: UpstreamId) -> Refusal {
+        let up = &self.ups[u];
+        let name = &up.spec.name;
+        let last = up.last_error.as_deref().unwrap_or("no error recorded");
+        let (msg, data) = match up.state {
+            State::Down { retry_at_ms: Some(at) } => {
+                let ms = at.saturating_sub(self.now_ms);
+                let secs = ms.div_ceil(1000).max(1);
+                (format!("server '{name}' is restarting, retry in {secs} s (it exited: {last})"), json!({ "server": name, "state": "restarting", "retryAfterMs": ms }))
+            }
+            State::GaveUp { attempts } => (
+                format!("server '{name}' is stopped after {attempts} failed starts: {last}"),
+                json!({ "server": name, "state": "stopped", "attempts": attempts, "lastError": last }),
+            ),
+            State::Initializing | State::Failed => {
+                (format!("server '{name}' is starting, retry in a few seconds"), json!({ "server": name, "state": "starting" }))
+            }
+            State::Down { retry_at_ms: None } | State::Ready => {
+                (format!("server '{name}' is not running ({last}); try again later"), json!({ "server": name, "state": up.state_name() }))
+            }
+        };
+        Refusal(-32603, msg, Some(data))
     }
 
     pub(super) fn on_upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str) {
@@ -978,6 +1033,8 @@ impl Hub {
                     "starts": u.starts,
                     "restarts": u.starts.saturating_sub(1),
                     "lastError": u.last_error,
+                    "retryInMs": match u.state { State::Down { retry_at_ms: Some(at) } => Some(at.saturating_sub(self.now_ms)), _ => None },
+                    "gaveUpAfter": match u.state { State::GaveUp { attempts } => Some(attempts), _ => None },
                     "garbageLines": u.garbage,
                     "tools": self.catalog.count(i, Kind::Tools),
                     "resources": self.catalog.count(i, Kind::Resources),

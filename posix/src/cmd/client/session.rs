@@ -60,7 +60,7 @@ impl Events for Forward {
     fn garbage(&self, _: UpstreamId, what: &str) {
         debug!("hub: {what}");
     }
-    fn exited(&self, _: UpstreamId, reason: &str, stderr: &str) {
+    fn exited(&self, _: UpstreamId, reason: &str, stderr: &str, _: crate::backoff::Next) {
         self.push(Event::Exited { reason: reason.to_string(), stderr: stderr.to_string() });
     }
 }

@@ -598,7 +598,7 @@ fn legacy_upstreams_fall_back_to_initialize_and_the_era_is_cached() {
         p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": probe["id"], "error": answer }));
         assert_eq!(p.take_up(0)["method"], "initialize");
         // The era is remembered: the next start sends initialize at once.
-        p.hub.upstream_exited(0, "exit 1", "", p.now);
+        p.hub.upstream_exited(0, "exit 1", "", Next::Now, p.now);
         p.hub.upstream_started(0, p.now);
         p.pump();
         assert_eq!(p.take_up(0)["method"], "initialize");
@@ -619,7 +619,7 @@ fn legacy_upstreams_fall_back_to_initialize_and_the_era_is_cached() {
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": probe["id"], "error": { "code": -32601, "message": "no" } }));
     let init = p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": init["id"], "error": { "code": -32603, "message": "boom" } }));
-    p.hub.upstream_exited(0, "killed", "", p.now);
+    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
     p.hub.upstream_started(0, p.now);
     p.pump();
     assert_eq!(p.take_up(0)["method"], "server/discover");
@@ -706,7 +706,7 @@ fn a_probe_left_unanswered_with_initialize_refused_is_given_longer_on_the_next_s
     p.advance(1);
     assert_eq!(p.restarts, vec![(0, "initialize failed")]);
     // The next start does not repeat the 3 s fallback: the probe gets the whole init_timeout_ms.
-    p.hub.upstream_exited(0, "killed", "", p.now);
+    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
     p.hub.upstream_started(0, p.now);
     p.pump();
     let probe = p.take_up(0);
@@ -927,7 +927,7 @@ fn a_modern_upstream_that_stops_accepting_2026_is_negotiated_again() {
     assert_eq!(p.restarts, vec![(0, "protocol version no longer supported")]);
     // The next start probes again; a legacy answer now leads to initialize.
     p.fakes[0] = None;
-    p.hub.upstream_exited(0, "killed", "", p.now);
+    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
     p.hub.upstream_started(0, p.now);
     p.pump();
     let probe = p.take_up(0);

@@ -457,7 +457,7 @@ fn a_modern_upstream_is_never_sent_initialize_after_a_modern_error() {
     assert!(p.drain_up(0).iter().all(|m| m["method"] != "initialize"));
     assert_eq!(p.restarts, vec![(0, "no common protocol revision")]);
     // Listing a legacy revision: initialize with exactly that one.
-    p.hub.upstream_exited(0, "killed", "", p.now);
+    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
     p.hub.upstream_started(0, p.now);
     p.pump();
     let probe = p.take_up(0);

@@ -1,0 +1,96 @@
+//! The standalone GET stream is resumable: ids, a priming event with
+//! `retry`, and what a client missed sent again on `Last-Event-ID`.
+
+use super::*;
+
+/// A `tools/call` of the fake's `notify` tool, answered as JSON (so the list
+/// change it causes has no POST stream to ride on).
+fn notify_json(addr: SocketAddr, sid: &str, id: u64) {
+    let hs = [("Accept", "application/json"), JSON, ("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")];
+    let r = request(addr, "POST", "/mcp", &hs, &serde_json::to_vec(&call(id, "notify", json!({}))).unwrap());
+    assert_eq!(r.json()["id"], id, "{}", r.text());
+}
+
+fn list(addr: SocketAddr, sid: &str, id: u64) {
+    let r = post(addr, Some(sid), &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list" }));
+    assert_eq!(r.status, 200);
+}
+
+/// The `id:` fields of the events in `text`, with the data line after each.
+fn ids(text: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| l.strip_prefix("id: ").map(|id| (id.to_string(), lines[i + 1..].iter().find(|d| d.starts_with("data:")).unwrap_or(&"").to_string())))
+        .collect()
+}
+
+// covers: streamable-http-sse-priming-event, streamable-http-server-may-resume, streamable-http-event-id-unique, streamable-http-event-id-encodes-stream, streamable-http-server-no-cross-stream-replay
+#[test]
+fn a_client_that_drops_its_get_stream_gets_what_it_missed_on_last_event_id() {
+    let t = start(|c| c.limits.sse_keepalive_ms = 200);
+    let sid = init(t.addr);
+    list(t.addr, &sid, 1);
+    let mut g = open_get(t.addr, &sid);
+    // The priming event: an id, the reconnection time, empty data.
+    let head = read_until(&mut g, ": keep-alive", Duration::from_secs(3));
+    let prime = ids(&head);
+    assert_eq!(prime.len(), 1, "{head}");
+    let (stream, n0) = prime[0].0.split_once('-').unwrap();
+    assert_eq!(n0, "0");
+    assert!(head.contains(&format!("id: {stream}-0\nretry: 1000\ndata: \n\n")) || head.contains(&format!("id: {stream}-0\nretry: 1000\ndata:\n\n")), "{head:?}");
+    // A list change on the live stream: event 1.
+    notify_json(t.addr, &sid, 2);
+    let got = read_until(&mut g, "list_changed", Duration::from_secs(5));
+    assert_eq!(ids(&got).iter().map(|(i, _)| i.clone()).collect::<Vec<_>>(), [format!("{stream}-1")], "{got}");
+    // The stream drops; two more changes happen meanwhile.
+    drop(g);
+    std::thread::sleep(Duration::from_millis(100));
+    list(t.addr, &sid, 3);
+    notify_json(t.addr, &sid, 4);
+    list(t.addr, &sid, 5);
+    notify_json(t.addr, &sid, 6);
+    // Reconnecting with the last id seen: both, in order, on the same stream.
+    let mut g = connect(t.addr);
+    let last = format!("{stream}-1");
+    let hs = [("Accept", "text/event-stream"), ("Mcp-Session-Id", sid.as_str()), ("Last-Event-ID", last.as_str())];
+    write_req(&mut g, t.addr, "GET", "/mcp", &hs, b"");
+    let got = read_until(&mut g, &format!("id: {stream}-3"), Duration::from_secs(5));
+    let evs = ids(&got);
+    assert_eq!(evs.iter().map(|(i, _)| i.clone()).collect::<Vec<_>>(), [format!("{stream}-2"), format!("{stream}-3")], "{got}");
+    assert!(evs.iter().all(|(_, d)| d.contains("notifications/tools/list_changed")), "{got}");
+    assert!(!got.contains(&format!("id: {stream}-0")), "no second priming event on a resumed stream: {got}");
+    // The stream goes on with the next number.
+    notify_json(t.addr, &sid, 7);
+    let more = read_until(&mut g, "list_changed", Duration::from_secs(5));
+    assert_eq!(ids(&more).iter().map(|(i, _)| i.clone()).collect::<Vec<_>>(), [format!("{stream}-4")], "{more}");
+    drop(g);
+    // An id of no stream of this session: a new stream, nothing replayed.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut g = connect(t.addr);
+    let hs = [("Accept", "text/event-stream"), ("Mcp-Session-Id", sid.as_str()), ("Last-Event-ID", "999999-1")];
+    write_req(&mut g, t.addr, "GET", "/mcp", &hs, b"");
+    let got = read_until(&mut g, ": keep-alive", Duration::from_secs(3));
+    let evs = ids(&got);
+    assert_eq!(evs.len(), 1, "only a priming event: {got}");
+    assert!(evs[0].0.ends_with("-0") && !evs[0].0.starts_with(&format!("{stream}-")), "{got}");
+}
+
+// Clients of 2025-03-26 and 2025-06-18 get ids but no priming event (an
+// event with empty data is new in 2025-11-25).
+#[test]
+fn older_revisions_get_ids_without_a_priming_event() {
+    let t = start(|c| c.limits.sse_keepalive_ms = 200);
+    let sid = init_with(t.addr, "2025-06-18");
+    let r = post(t.addr, Some(&sid), &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }));
+    assert_eq!(r.status, 200);
+    let mut g = open_get(t.addr, &sid);
+    let head = read_until(&mut g, ": keep-alive", Duration::from_secs(3));
+    assert!(ids(&head).is_empty(), "{head}");
+    let hs = [("Accept", "application/json"), JSON, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
+    let r = request(t.addr, "POST", "/mcp", &hs, &serde_json::to_vec(&call(2, "notify", json!({}))).unwrap());
+    assert_eq!(r.json()["id"], 2);
+    let got = read_until(&mut g, "list_changed", Duration::from_secs(5));
+    assert!(ids(&got).first().is_some_and(|(i, d)| i.ends_with("-1") && d.contains("list_changed")), "{got}");
+}
