@@ -307,10 +307,10 @@ impl Hub {
         let mut s = format!(
             "This is mcpx, a hub serving the tools, resources and prompts of {} MCP server(s). \
              Names are prefixed with the server's prefix and '{}'.\n",
-            self.ups.len(),
+            self.ups.iter().filter(|u| !u.is_removed()).count(),
             self.opts.separator
         );
-        for u in &self.ups {
+        for u in self.ups.iter().filter(|u| !u.is_removed()) {
             let prefix = if u.spec.prefix.is_empty() { "(unprefixed)".to_string() } else { format!("{}{}", u.spec.prefix, self.opts.separator) };
             s.push_str(&format!("- {} {}: {}", u.spec.name, prefix, u.state_name()));
             if let Some(i) = u.instructions.as_deref().filter(|i| !i.trim().is_empty()) {

@@ -343,6 +343,9 @@ impl Hub {
         mut edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
     ) -> Result<(), Refusal> {
+        if self.park_if_asleep(u, c, m) {
+            return Ok(());
+        }
         let name = self.ups[u].spec.name.clone();
         if !self.ups[u].is_ready() {
             let why = self.ups[u].last_error.clone().map(|e| format!(": {e}")).unwrap_or_default();
