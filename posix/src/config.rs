@@ -1773,6 +1773,32 @@ mod tests {
     }
 
     #[test]
+    fn lazy_and_idle_stop_per_server_over_the_top_level_defaults() {
+        let c = ok(r#"{
+  "lazy": true, "idleStopMs": 60000,
+  "mcpServers": {
+    "a": {"command": "x"},
+    "b": {"command": "x", "lazy": false, "idleStopMs": null},
+    "c": {"url": "https://h/mcp", "idleStopMs": 5}
+  }
+}"#);
+        let p: Vec<Power> = c.servers.iter().map(|s| s.power).collect();
+        assert_eq!(
+            p,
+            [
+                Power { lazy: true, idle_stop_ms: Some(60000) },
+                Power { lazy: false, idle_stop_ms: None },
+                Power { lazy: true, idle_stop_ms: Some(5) },
+            ]
+        );
+        assert_eq!(ok(r#"{"mcpServers": {"a": {"command": "x"}}}"#).servers[0].power, Power::default());
+        let e = err(r#"{"mcpServers": {"a": {"command": "x", "idleStopMs": 0}}}"#);
+        assert_eq!(e, "cfg.json:1:39: mcpServers.a.idleStopMs: expected a positive whole number of milliseconds, found 0");
+        let e = err(r#"{"lazy": "yes", "mcpServers": {}}"#);
+        assert!(e.starts_with("cfg.json:1:2: lazy: "), "{e}");
+    }
+
+    #[test]
     fn names_and_prefixes() {
         let e = err("{\"mcpServers\": {\"my server\": {\"command\": \"x\"}}}");
         assert_eq!(
@@ -1846,9 +1872,9 @@ mod tests {
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, policy)",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, policy, lazy, idleStopMs)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
-                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth)",
+                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
                 "cfg.json:5:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
             ]

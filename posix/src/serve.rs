@@ -201,6 +201,11 @@ impl Runtime {
         }
     }
 
+    /// Does slot `u` have a process (or connection) running or stopping?
+    pub(crate) fn has_process(&self, u: UpstreamId) -> bool {
+        self.tasks.borrow().get(u).is_some_and(Option::is_some)
+    }
+
     /// The hub's requests to start or stop a server's process.
     pub(crate) fn power_requests(&self) -> Receiver<(UpstreamId, hub::Power)> {
         self.power.1.clone()

@@ -167,7 +167,7 @@ fn a_session_stays_open_across_three_reloads_while_calling() {
     let slow = s.slow_call_to_extra();
     std::thread::sleep(Duration::from_millis(300));
     write_config(&s.config, Some(extra_entry(Some(&["echo", "slow"]))));
-    s.fails_saying(slow, "restarting with its changed configuration");
+    s.fails_saying(slow, "its configuration changed");
     let tools = s.calling_until("extra changed", |t| {
         let extra: Vec<&String> = t.iter().filter(|n| n.starts_with("extra__")).collect();
         extra.len() == 2 && has(t, "extra__echo") && has(t, "extra__slow")

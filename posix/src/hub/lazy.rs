@@ -41,7 +41,7 @@ pub(super) struct Parked {
 
 impl Hub {
     /// Every request forwarded to `u` comes here first: the use is noted
-    /// (idle stop); when `u` sleeps, the request is parked and `u` woken, and
+    /// (idle stop; its answer is noted too); when `u` sleeps, the request is parked and `u` woken, and
     /// the answer is true.
     pub(super) fn park_if_asleep(&mut self, u: UpstreamId, c: ClientId, m: &Msg) -> bool {
         self.ups[u].last_used_ms = self.now_ms;

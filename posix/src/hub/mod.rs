@@ -534,6 +534,13 @@ impl Hub {
         self.lists_json(u)
     }
 
+    /// Is upstream `u` asleep (lazy start, idle stop)? A runtime acts on an
+    /// `Output::Power` only while this still holds: a reload may have given
+    /// the slot to another server meanwhile.
+    pub fn upstream_asleep(&self, u: UpstreamId) -> bool {
+        self.ups.get(u).is_some_and(|up| up.state == upstream::State::Asleep)
+    }
+
     /// What the runtime knows about the configuration (file, reloads, the
     /// last refused one), shown as `config` in [`Hub::status`].
     pub fn set_config_status(&mut self, v: serde_json::Value) {

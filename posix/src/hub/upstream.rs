@@ -503,7 +503,11 @@ impl Hub {
                     return;
                 };
                 match f.origin {
-                    o @ Origin::Client { .. } => self.answer_client(u, o, &m),
+                    o @ Origin::Client { .. } => {
+                        // An answer ends a use: the idle time counts from here.
+                        self.ups[u].last_used_ms = self.now_ms;
+                        self.answer_client(u, o, &m)
+                    }
                     Origin::Held(h) => self.held_answered(h, &m),
                     Origin::Discover => self.on_discover_answer(u, &m),
                     Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
@@ -917,7 +921,7 @@ impl Hub {
             return;
         }
         let name = self.ups[u].spec.name.clone();
-        self.log(Level::Info, format!("server '{name}' {why}; stopping it"));
+        self.log(Level::Info, format!("server '{name}': {why}; stopping it"));
         self.upstream_gone(u, why);
         let up = &mut self.ups[u];
         up.state = State::Removed;

@@ -208,7 +208,8 @@ pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, sett
             Timer::after(POLL).await;
             Wake::Tick
         };
-        let wake = asked.or(powered).or(tick).await;
+        // The hub's power requests first: a reload after them sees their effect.
+        let wake = powered.or(asked).or(tick).await;
         if state.rt.closing() {
             break;
         }
@@ -320,10 +321,10 @@ impl State {
     /// Stops what went or changed, then starts what came or changed.
     async fn apply(&self, d: &Diff, new: &Config) {
         for name in &d.removed {
-            self.stop(name, "was removed from the configuration").await;
+            self.stop(name, "removed from the configuration").await;
         }
         for name in &d.changed {
-            self.stop(name, "is restarting with its changed configuration").await;
+            self.stop(name, "its configuration changed").await;
         }
         for s in new.servers.iter().filter(|s| d.added.contains(&s.name) || d.changed.contains(&s.name)) {
             if self.rt.closing() {
@@ -351,6 +352,9 @@ impl State {
     async fn power(&self, u: UpstreamId, p: Power) {
         let name = self.rt.name(u);
         let Some(s) = self.current.servers.iter().find(|s| s.name == name) else { return };
+        if !self.rt.hub().upstream_asleep(u) || self.rt.has_process(u) != (p == Power::Stop) {
+            return; // no longer what the hub wants (a reload came between)
+        }
         match p {
             Power::Start => self.spawner.start(&self.rt, u, s),
             Power::Stop => {
