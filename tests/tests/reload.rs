@@ -99,6 +99,19 @@ impl Served {
         serde_json::from_str(body).unwrap_or_else(|e| panic!("/status is not JSON ({e}): {raw}"))
     }
 
+    /// Polls `/status` (30 s at most) until `ok` holds; returns it.
+    fn status_when(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let st = self.status();
+            if ok(&st) {
+                return st;
+            }
+            assert!(Instant::now() < deadline, "{what}: {st:#}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn tools(&mut self) -> Vec<String> {
         let id = self.session.request("tools/list", json!({}));
         let r = self.session.response_to(id, WAIT);
@@ -182,8 +195,8 @@ fn a_session_stays_open_across_three_reloads_while_calling() {
     write_config(&s.config, None);
     s.fails_saying(slow, "removed from the configuration");
     s.calling_until("extra removed", |t| !t.iter().any(|n| n.starts_with("extra__")));
-    let st = s.status();
-    assert_eq!(st["config"]["reloads"], 3, "{st:#}");
+    // The reload is done once the removed server's process has stopped.
+    let st = s.status_when("the third reload is done", |st| st["config"]["reloads"] == 3);
     let names: Vec<&str> = st["upstreams"].as_array().unwrap().iter().filter_map(|u| u["name"].as_str()).collect();
     assert_eq!(names, ["demo"], "{st:#}");
     // The one session saw it all: the same client, never re-initialized.
@@ -219,15 +232,8 @@ fn a_broken_config_is_refused_and_the_old_one_keeps_serving() {
 
     // Not JSON: refused whole, with the place of the error.
     std::fs::write(&s.config, "{\n  \"mcpServers\": {\n    \"demo\": {\"command\": \n").unwrap();
-    let deadline = Instant::now() + WAIT;
-    let refused = loop {
-        let st = s.status();
-        if let Some(r) = st["config"]["refused"].as_str() {
-            break r.to_string();
-        }
-        assert!(Instant::now() < deadline, "not refused: {st:#}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let st = s.status_when("not refused", |st| st["config"]["refused"].is_string());
+    let refused = st["config"]["refused"].as_str().unwrap().to_string();
     let file = s.config.display().to_string();
     let place = refused.strip_prefix(&format!("{file}:")).and_then(|r| r.split_once(": invalid JSON"));
     let line_col: Vec<&str> = place.map_or(vec![], |(at, _)| at.split(':').collect());
@@ -241,15 +247,7 @@ fn a_broken_config_is_refused_and_the_old_one_keeps_serving() {
         "demo": { "command": cmd.program, "args": cmd.args },
         "other": { "command": cmd.program, "args": cmd.args, "prefix": "demo" } } });
     std::fs::write(&s.config, serde_json::to_vec_pretty(&clash).unwrap()).unwrap();
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let st = s.status();
-        if st["config"]["refused"].as_str().is_some_and(|r| r.contains("prefix")) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the prefix clash was not refused: {st:#}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    s.status_when("the prefix clash was not refused", |st| st["config"]["refused"].as_str().is_some_and(|r| r.contains("prefix")));
     // The old config still serves, both servers.
     let tools = s.calling_until("still serving", |t| has(t, "extra__echo"));
     assert!(has(&tools, "demo__echo"));
@@ -288,6 +286,12 @@ fn sighup_reloads_without_ending_the_session() {
     assert!(stderr.contains("reloading the config (asked for)"), "{stderr}");
 }
 
+/// Server `name` in a `/status` snapshot (`null` when it is not there).
+fn upstream_of(st: &Value, name: &str) -> Value {
+    let found = st["upstreams"].as_array().and_then(|a| a.iter().find(|u| u["name"] == name));
+    found.cloned().unwrap_or(Value::Null)
+}
+
 /// `extra`, started at its first use and stopped after 1.5 s without one.
 fn lazy_extra() -> Value {
     let mut e = extra_entry(None);
@@ -298,22 +302,13 @@ fn lazy_extra() -> Value {
 
 impl Served {
     fn upstream(&self, name: &str) -> Value {
-        let st = self.status();
-        let found = st["upstreams"].as_array().and_then(|a| a.iter().find(|u| u["name"] == name)).cloned();
-        found.unwrap_or_else(|| panic!("no server {name} in {st:#}"))
+        upstream_of(&self.status(), name)
     }
 
     /// Waits (30 s at most) until server `name` is in `state`; returns it.
     fn until_state(&self, name: &str, state: &str) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let u = self.upstream(name);
-            if u["state"] == state {
-                return u;
-            }
-            assert!(Instant::now() < deadline, "{name} is not {state}: {u:#}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        self.status_when(&format!("{name} is not {state}"), |st| upstream_of(st, name)["state"] == state);
+        self.upstream(name)
     }
 
     fn echo(&mut self, tool: &str, text: &str) -> Value {

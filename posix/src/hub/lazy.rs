@@ -63,12 +63,16 @@ impl Hub {
         true
     }
 
+    /// Takes the parked requests `which` selects out of the table.
+    fn take_parked(&mut self, which: impl Fn(&Parked) -> bool) -> Vec<Parked> {
+        let (taken, rest) = std::mem::take(&mut self.parked).into_iter().partition(which);
+        self.parked = rest;
+        taken
+    }
+
     /// `u` is up with its lists read: its parked requests are served.
     pub(super) fn release_parked(&mut self, u: UpstreamId) {
-        let (mine, rest) = std::mem::take(&mut self.parked).into_iter().partition(|p| p.u == u);
-        self.parked = rest;
-        let mine: Vec<Parked> = mine;
-        for p in mine {
+        for p in self.take_parked(|p| p.u == u) {
             if self.clients.contains_key(&p.c) {
                 self.on_client_message(p.c, &p.raw);
             }
@@ -77,11 +81,8 @@ impl Hub {
 
     /// Parked requests of `u` are answered with an error saying `why`.
     fn fail_parked(&mut self, u: UpstreamId, why: &str) {
-        let (mine, rest) = std::mem::take(&mut self.parked).into_iter().partition(|p| p.u == u);
-        self.parked = rest;
-        let mine: Vec<Parked> = mine;
         let name = self.ups[u].spec.name.clone();
-        for p in mine {
+        for p in self.take_parked(|p| p.u == u) {
             let msg = format!("server '{name}' {why}");
             self.answer_error(p.c, Some(&p.id), -32603, &msg, Some(json!({ "server": name })));
         }
@@ -97,17 +98,11 @@ impl Hub {
     /// Time passed: parked requests past their deadline fail; idle servers sleep.
     pub(super) fn lazy_tick(&mut self) {
         let now = self.now_ms;
-        let late: Vec<UpstreamId> = self.parked.iter().filter(|p| p.deadline <= now).map(|p| p.u).collect();
-        for u in late {
-            let t = self.ups[u].spec.timeout_ms;
-            let (due, rest) = std::mem::take(&mut self.parked).into_iter().partition(|p| p.u == u && p.deadline <= now);
-            self.parked = rest;
-            let due: Vec<Parked> = due;
-            let name = self.ups[u].spec.name.clone();
-            for p in due {
-                let msg = format!("server '{name}' did not start within {t} ms (lazy start); try again later");
-                self.answer_error(p.c, Some(&p.id), -32603, &msg, Some(json!({ "server": name, "timeoutMs": t })));
-            }
+        for p in self.take_parked(|p| p.deadline <= now) {
+            let name = self.ups[p.u].spec.name.clone();
+            let t = self.ups[p.u].spec.timeout_ms;
+            let msg = format!("server '{name}' did not start within {t} ms (lazy start); try again later");
+            self.answer_error(p.c, Some(&p.id), -32603, &msg, Some(json!({ "server": name, "timeoutMs": t })));
         }
         for u in 0..self.ups.len() {
             if self.idle_due(u).is_some_and(|at| at <= now) {
