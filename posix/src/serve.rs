@@ -815,6 +815,8 @@ where
         Timer::after(Duration::from_millis(50)).await;
     }
     rt.closing.set(true);
+    // The task that runs the servers ends now (keeping lazy servers' lists).
+    crate::reload::request();
     // No new HTTP requests; open exchanges end with the connections.
     drop(_http_server.take());
     if let Some(client) = client {
