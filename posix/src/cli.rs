@@ -207,7 +207,9 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
           \"inheritEnv\": true,                    false: only PATH, HOME, USER,
                                  LOGNAME, SHELL, TERM, LANG, LC_*, TZ, TMPDIR
           \"envAllow\": [\"GITHUB_*\"],              and these (implies inheritEnv false)
-          \"maxRestarts\": 10                      failures in a row before giving up
+          \"maxRestarts\": 10,                     failures in a row before giving up
+          \"lazy\": true,                          start at its first use, not with mcpx
+          \"idleStopMs\": 600000                   stop after this long without a request
         },
         \"remote\": {
           \"url\": \"https://example.com/mcp\",      a remote server, instead of command
@@ -231,6 +233,7 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
           }                      (without openWith: `mcpx auth login NAME`)
         }
       },
+      \"lazy\": false, \"idleStopMs\": null,     defaults for every server
       \"separator\": \"__\",                         between prefix and name
       \"roots\": [\"~/src\", {\"uri\": \"file:///data\", \"name\": \"data\"}],
                                  answer servers' roots/list with these
@@ -287,6 +290,17 @@ a remote server that cannot be reached is retried the same way. After
 \"maxRestarts\" failures in a row it is given up (\"failed: ...\" in /status).
 Processes a server leaves outside its process group are stopped with mcpx.
 Log records start with a UTC timestamp; text from servers is escaped.
+The config is reloaded while serving when its file changes (checked every
+second) and on SIGHUP: servers added start, removed ones stop (their calls in
+flight get an error), changed ones restart, the others and every client
+session keep running, and clients get list_changed. A config that does not
+validate is refused whole (the error in the log and at /status) and the
+running one stays. separator, roots, cacheTtlMs, cachePublic, inputTtlMs,
+auth, http and policy apply at the next start (a reload names them).
+A lazy or idle-stopped server's tools stay listed while it is stopped (from
+its last listing, kept in $XDG_STATE_HOME/mcpx/lists/, else
+~/.local/state/mcpx/lists/); a call to it starts it and waits, within the
+server's timeoutMs. A lazy server never listed before starts once at startup.
 On end of input or SIGINT/SIGTERM, mcpx answers open subscriptions/listen
 requests (with notifications/cancelled), then closes each server's stdin, then
 sends SIGTERM and finally SIGKILL to its process group, and exits.

@@ -105,6 +105,36 @@ pub struct ServerConfig {
     pub env_policy: crate::childenv::Policy,
     /// `"maxRestarts"`: failed attempts in a row retried before giving up.
     pub max_restarts: u32,
+    /// `"lazy"` and `"idleStopMs"`.
+    pub power: Power,
+}
+
+/// When a server's process runs: `"lazy": true` starts it at its first use
+/// instead of with mcpx (its tools are known from its last listing, kept in
+/// the state directory); `"idleStopMs": N` stops it after N ms without a
+/// request, until the next one. At the top level they are every server's
+/// defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Power {
+    pub lazy: bool,
+    pub idle_stop_ms: Option<u64>,
+}
+
+/// The keys of [`Power`] in `obj`, over `defaults`.
+fn parse_power(cx: &mut Ctx<'_>, at: &Path, obj: &serde_json::Map<String, Value>, defaults: Power) -> Power {
+    let mut p = defaults;
+    if let Some(v) = obj.get("lazy") {
+        p.lazy = cx.bool(&at.key("lazy"), v).unwrap_or(p.lazy);
+    }
+    match obj.get("idleStopMs") {
+        None => {}
+        Some(Value::Null) => p.idle_stop_ms = None,
+        Some(v) => match v.as_u64() {
+            Some(n) if n > 0 => p.idle_stop_ms = Some(n),
+            _ => cx.err(&at.key("idleStopMs"), format!("expected a positive whole number of milliseconds, found {v}")),
+        },
+    }
+    p
 }
 
 /// Where and how to reach a remote server.
@@ -284,6 +314,7 @@ pub fn builtin_default() -> Config {
         remote: None,
         env_policy: Default::default(),
         max_restarts: crate::backoff::DEFAULT_MAX_RESTARTS,
+        power: Power::default(),
     };
     Config {
         source: Source::BuiltIn,
@@ -481,8 +512,9 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     cx.unknown_keys(
         &top,
         obj,
-        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "policy"],
+        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "policy", "lazy", "idleStopMs"],
     );
+    let power = parse_power(&mut cx, &top, obj, Power::default());
     let http = parse_http(&mut cx, &top, obj);
     let policy = parse_policy(&mut cx, &top, obj);
 
@@ -560,7 +592,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
                 }
                 seen.push(name);
                 let Some(v) = map.get(name) else { continue };
-                match parse_server(&mut cx, &at_servers.key(name), name, v, &separator) {
+                match parse_server(&mut cx, &at_servers.key(name), name, v, &separator, power) {
                     Parsed::Server(s) => servers.push(*s),
                     Parsed::Disabled => disabled.push(name.clone()),
                     Parsed::Skipped | Parsed::Invalid => {}
@@ -1015,9 +1047,10 @@ enum Parsed {
 const SERVER_KEYS: &[&str] = &[
     "command", "args", "env", "cwd", "disabled", "timeoutMs", "tools", "prefix", "revisions", "url",
     "headers", "caFile", "type", "transport", "inheritEnv", "envAllow", "maxRestarts", "oauth",
+    "lazy", "idleStopMs",
 ];
 
-fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -> Parsed {
+fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, power: Power) -> Parsed {
     let n_errors = cx.errors.len();
     let Value::Object(obj) = v else {
         cx.err(at, format!("expected an object with \"command\", found {}", type_name(v)));
@@ -1233,6 +1266,7 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -
     };
 
     let (env_policy, max_restarts) = parse_process_keys(cx, at, obj, local);
+    let power = parse_power(cx, at, obj, power);
 
     if cx.errors.len() > n_errors {
         return Parsed::Invalid;
@@ -1251,6 +1285,7 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str) -
         remote,
         env_policy,
         max_restarts,
+        power,
     }))
 }
 
@@ -1738,6 +1773,32 @@ mod tests {
     }
 
     #[test]
+    fn lazy_and_idle_stop_per_server_over_the_top_level_defaults() {
+        let c = ok(r#"{
+  "lazy": true, "idleStopMs": 60000,
+  "mcpServers": {
+    "a": {"command": "x"},
+    "b": {"command": "x", "lazy": false, "idleStopMs": null},
+    "c": {"url": "https://h/mcp", "idleStopMs": 5}
+  }
+}"#);
+        let p: Vec<Power> = c.servers.iter().map(|s| s.power).collect();
+        assert_eq!(
+            p,
+            [
+                Power { lazy: true, idle_stop_ms: Some(60000) },
+                Power { lazy: false, idle_stop_ms: None },
+                Power { lazy: true, idle_stop_ms: Some(5) },
+            ]
+        );
+        assert_eq!(ok(r#"{"mcpServers": {"a": {"command": "x"}}}"#).servers[0].power, Power::default());
+        let e = err(r#"{"mcpServers": {"a": {"command": "x", "idleStopMs": 0}}}"#);
+        assert_eq!(e, "cfg.json:1:39: mcpServers.a.idleStopMs: expected a positive whole number of milliseconds, found 0");
+        let e = err(r#"{"lazy": "yes", "mcpServers": {}}"#);
+        assert!(e.starts_with("cfg.json:1:2: lazy: "), "{e}");
+    }
+
+    #[test]
     fn names_and_prefixes() {
         let e = err("{\"mcpServers\": {\"my server\": {\"command\": \"x\"}}}");
         assert_eq!(
@@ -1811,9 +1872,9 @@ mod tests {
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, policy)",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, policy, lazy, idleStopMs)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
-                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth)",
+                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
                 "cfg.json:5:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
             ]

@@ -24,6 +24,7 @@ mod outbox;
 mod param_headers;
 pub mod policy;
 mod reaper;
+mod reload;
 mod remote;
 mod serve;
 mod stdfd;

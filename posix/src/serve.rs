@@ -7,7 +7,7 @@
 //! everything `poll_output` returns before anyone else touches the hub.
 //! One timer task sleeps until `next_deadline()` and calls `tick`.
 //!
-//! Shutdown (end of stdin, a closed stdout, SIGINT/SIGTERM/SIGHUP): on end
+//! Shutdown (end of stdin, a closed stdout, SIGINT/SIGTERM): on end
 //! of stdin the requests already sent are answered first (bounded by the
 //! longest server timeout); then the hub is told the client is gone, stdout
 //! is flushed, and every server is stopped (stdin closed, SIGTERM, SIGKILL to
@@ -95,13 +95,21 @@ impl Upstream {
 pub struct Runtime {
     hub: RefCell<Hub>,
     start: Instant,
-    upstreams: RefCell<Vec<Upstream>>,
-    names: Vec<String>,
+    /// By upstream id; a config reload adds, stops and replaces them
+    /// (see `reload`). `None` while a lazy server sleeps.
+    upstreams: RefCell<Vec<Option<Upstream>>>,
+    /// Their supervisor tasks (taken while a reload stops one).
+    tasks: RefCell<Vec<Option<Task<()>>>>,
+    /// Their names ("" for a slot a reload freed).
+    names: RefCell<Vec<String>>,
     clients: RefCell<BTreeMap<ClientId, ClientConn>>,
     /// The HTTP server, when `--http` is given: its sessions are hub clients too.
     http: RefCell<Option<Http>>,
     /// Wakes the timer task: the next deadline may have moved.
     tick_wake: Sender<()>,
+    /// The hub's `Output::Power` requests, for the task that runs the
+    /// servers (`reload`).
+    power: (Sender<(UpstreamId, hub::Power)>, Receiver<(UpstreamId, hub::Power)>),
     stop: Sender<Stop>,
     closing: Cell<bool>,
 }
@@ -114,10 +122,12 @@ impl Runtime {
             hub: RefCell::new(hub),
             start: Instant::now(),
             upstreams: RefCell::new(Vec::new()),
-            names,
+            tasks: RefCell::new(Vec::new()),
+            names: RefCell::new(names),
             clients: RefCell::new(BTreeMap::new()),
             http: RefCell::new(None),
             tick_wake,
+            power: channel::bounded(256),
             stop,
             closing: Cell::new(false),
         };
@@ -152,8 +162,58 @@ impl Runtime {
         let _ = self.tick_wake.try_send(());
     }
 
-    fn name(&self, u: UpstreamId) -> &str {
-        self.names.get(u).map_or("?", String::as_str)
+    /// The name of server `u` ("?" for no server, "" for a free slot).
+    pub(crate) fn name(&self, u: UpstreamId) -> String {
+        self.names.borrow().get(u).map_or_else(|| "?".to_string(), String::clone)
+    }
+
+    /// The id of the running server named `name`.
+    pub(crate) fn upstream_id(&self, name: &str) -> Option<UpstreamId> {
+        self.names.borrow().iter().position(|n| n == name)
+    }
+
+    /// Is mcpx shutting down?
+    pub(crate) fn closing(&self) -> bool {
+        self.closing.get()
+    }
+
+    /// Stops server `u` for good (a reload removed or replaced it): the hub
+    /// first answers its requests in flight (saying `why`) and drops what it
+    /// offered, then its process is stopped. Completes once it is gone, so
+    /// that its slot can be given to another server.
+    pub(crate) async fn stop_upstream(&self, u: UpstreamId, why: &str) {
+        self.feed(|h, now| h.remove_upstream(u, why, now));
+        self.stop_process(u).await;
+        if let Some(n) = self.names.borrow_mut().get_mut(u) {
+            n.clear();
+        }
+    }
+
+    /// Stops server `u`'s process (or connection) and completes once it is
+    /// gone; the slot keeps its name, to be started again.
+    pub(crate) async fn stop_process(&self, u: UpstreamId) {
+        if let Some(Some(up)) = self.upstreams.borrow_mut().get_mut(u).map(Option::take) {
+            up.shutdown();
+        }
+        let task = self.tasks.borrow_mut().get_mut(u).and_then(Option::take);
+        if let Some(task) = task {
+            task.await;
+        }
+    }
+
+    /// Does slot `u` have a process (or connection) running or stopping?
+    pub(crate) fn has_process(&self, u: UpstreamId) -> bool {
+        self.tasks.borrow().get(u).is_some_and(Option::is_some)
+    }
+
+    /// The hub's requests to start or stop a server's process.
+    pub(crate) fn power_requests(&self) -> Receiver<(UpstreamId, hub::Power)> {
+        self.power.1.clone()
+    }
+
+    /// The hub, for what the runtime asks it outside of `feed`.
+    pub(crate) fn hub(&self) -> std::cell::Ref<'_, Hub> {
+        self.hub.borrow()
     }
 
     fn route(&self, out: Output) {
@@ -185,8 +245,8 @@ impl Runtime {
             }
             Output::ToUpstream(u, msg) => {
                 let (sent, cap) = match self.upstreams.borrow().get(u) {
-                    Some(up) => (up.send(msg), up.queue_bytes()),
-                    None => return,
+                    Some(Some(up)) => (up.send(msg), up.queue_bytes()),
+                    _ => return,
                 };
                 match sent {
                     Ok(()) => {}
@@ -209,8 +269,13 @@ impl Runtime {
                     return;
                 }
                 warn!("server {}: restarting it: {why}", self.name(u));
-                if let Some(up) = self.upstreams.borrow().get(u) {
+                if let Some(Some(up)) = self.upstreams.borrow().get(u) {
                     up.restart(why);
+                }
+            }
+            Output::Power(u, p) => {
+                if !self.closing.get() && self.power.0.try_send((u, p)).is_err() {
+                    error!("server {}: {p:?} request dropped (too many waiting)", self.name(u));
                 }
             }
             Output::CloseClient(c) => {
@@ -391,10 +456,11 @@ async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
     }
 }
 
-/// Forwards SIGINT/SIGTERM/SIGHUP to the stop channel.
+/// Forwards SIGINT/SIGTERM to the stop channel (SIGHUP reloads the
+/// config: see `reload`).
 async fn signal_task(rt: Rc<Runtime>) {
     use async_signal::{Signal, Signals};
-    let mut signals = match Signals::new([Signal::Int, Signal::Term, Signal::Hup]) {
+    let mut signals = match Signals::new([Signal::Int, Signal::Term]) {
         Ok(s) => s,
         Err(e) => {
             warn!("cannot watch for signals: {e}");
@@ -405,7 +471,6 @@ async fn signal_task(rt: Rc<Runtime>) {
         let name = match sig {
             Ok(Signal::Int) => "SIGINT",
             Ok(Signal::Term) => "SIGTERM",
-            Ok(Signal::Hup) => "SIGHUP",
             _ => continue,
         };
         rt.stop(Stop::Signal(name));
@@ -414,23 +479,7 @@ async fn signal_task(rt: Rc<Runtime>) {
 
 /// The hub's view of the configuration.
 pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
-    let specs = cfg
-        .servers
-        .iter()
-        .map(|s| {
-            let mut u = UpstreamSpec::new(&s.name);
-            u.prefix = s.prefix.clone();
-            u.tools_allow = s.tools_allow.clone();
-            u.tools_deny = s.tools_deny.clone();
-            if let Some(t) = s.timeout_ms {
-                u.timeout_ms = t;
-            }
-            if let Some(r) = &s.revisions {
-                u.revisions = r.clone();
-            }
-            u
-        })
-        .collect();
+    let specs = cfg.servers.iter().map(upstream_spec).collect();
     let mut opts = HubOptions { separator: cfg.separator.clone(), ..HubOptions::default() };
     let limits = crate::limits::get();
     opts.max_pending = opts.max_pending.min(limits.max_in_flight);
@@ -454,6 +503,23 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
         nanorand::WyRand::new().generate::<u64>()
     };
     (specs, opts)
+}
+
+/// The hub's view of one configured server.
+pub(crate) fn upstream_spec(s: &config::ServerConfig) -> UpstreamSpec {
+    let mut u = UpstreamSpec::new(&s.name);
+    u.prefix = s.prefix.clone();
+    u.tools_allow = s.tools_allow.clone();
+    u.tools_deny = s.tools_deny.clone();
+    if let Some(t) = s.timeout_ms {
+        u.timeout_ms = t;
+    }
+    u.lazy = s.power.lazy;
+    u.idle_ms = s.power.idle_stop_ms.unwrap_or(0);
+    if let Some(r) = &s.revisions {
+        u.revisions = r.clone();
+    }
+    u
 }
 
 /// Where in the config file the hub's objection points.
@@ -544,7 +610,8 @@ pub fn main(args: ServeArgs) -> i32 {
     // Pipes and sockets: polled by the reactor, non-blocking until `restore`
     // is dropped (see `stdfd`); files and terminals: a helper thread each.
     let io = crate::stdfd::stdio(64 << 10, false);
-    let transports = Transports { stdio: args.serves_stdio(), http };
+    let reload = crate::reload::Settings { explicit: args.config.clone(), level_fixed: fixed_level.is_some() };
+    let transports = Transports { stdio: args.serves_stdio(), http, reload };
     let run = serve(ex.clone(), hub, &cfg, transports, io.input, io.output, supervise::Options::default());
     let status = smol::block_on(ex.run(run));
     drop(io.restore);
@@ -557,17 +624,55 @@ pub struct Transports {
     pub stdio: bool,
     /// The HTTP server (`--http`).
     pub http: Option<HttpConfig>,
+    /// How the config is reloaded while serving.
+    pub reload: crate::reload::Settings,
+}
+
+/// What starting a server's transport needs (at startup, and for servers a
+/// reload adds).
+pub(crate) struct Spawner {
+    ex: Rc<LocalExecutor<'static>>,
+    sup_opts: supervise::Options,
+    events: Rc<dyn Events>,
+    catalog: Rc<dyn remote::Catalog>,
+}
+
+impl Spawner {
+    /// Starts configured server `s` as upstream `id` (a new id, or the slot
+    /// of a server [`Runtime::stop_upstream`] has stopped).
+    pub(crate) fn start(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig) {
+        let (up, task) = spawn_upstream(self, id, s);
+        Self::put(rt, id, &s.name, Some(up), Some(task));
+    }
+
+    /// Gives slot `id` to server `s` without starting it (a lazy server
+    /// that sleeps until used).
+    pub(crate) fn reserve(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig) {
+        Self::put(rt, id, &s.name, None, None);
+    }
+
+    fn put(rt: &Runtime, id: UpstreamId, name: &str, up: Option<Upstream>, task: Option<Task<()>>) {
+        let mut ups = rt.upstreams.borrow_mut();
+        let mut tasks = rt.tasks.borrow_mut();
+        let mut names = rt.names.borrow_mut();
+        if ups.len() <= id {
+            ups.resize_with(id + 1, || None);
+            tasks.resize_with(id + 1, || None);
+            names.resize(id + 1, String::new());
+        }
+        ups[id] = up;
+        tasks[id] = task;
+        names[id] = name.to_string();
+    }
+
+    pub(crate) fn executor(&self) -> &Rc<LocalExecutor<'static>> {
+        &self.ex
+    }
 }
 
 /// Starts the transport of configured server `s` as upstream `id`.
-fn spawn_upstream(
-    ex: &Rc<LocalExecutor<'static>>,
-    id: UpstreamId,
-    s: &config::ServerConfig,
-    sup_opts: &supervise::Options,
-    events: &Rc<dyn Events>,
-    catalog: &Rc<dyn remote::Catalog>,
-) -> (Upstream, Task<()>) {
+fn spawn_upstream(sp: &Spawner, id: UpstreamId, s: &config::ServerConfig) -> (Upstream, Task<()>) {
+    let (ex, sup_opts, events, catalog) = (&sp.ex, &sp.sup_opts, &sp.events, &sp.catalog);
     match &s.remote {
         Some(r) => {
             let spec = RemoteSpec {
@@ -673,12 +778,9 @@ where
         }
     }
 
-    let mut tasks = Vec::new();
-    for (id, s) in cfg.servers.iter().enumerate() {
-        let (up, task) = spawn_upstream(&ex, id, s, &sup_opts, &events, &catalog);
-        rt.upstreams.borrow_mut().push(up);
-        tasks.push(task);
-    }
+    let spawner = Spawner { ex: ex.clone(), sup_opts, events, catalog };
+    crate::reload::start_servers(&rt, &spawner, cfg);
+    let reloads = ex.spawn(crate::reload::run(rt.clone(), spawner, cfg.clone(), transports.reload));
     let _timer = ex.spawn(timer_task(rt.clone(), tick_rx));
     let client = transports.stdio.then(|| crate::stdio::start(&ex, &rt, input, output));
 
@@ -713,6 +815,8 @@ where
         Timer::after(Duration::from_millis(50)).await;
     }
     rt.closing.set(true);
+    // The task that runs the servers ends now (keeping lazy servers' lists).
+    crate::reload::request();
     // No new HTTP requests; open exchanges end with the connections.
     drop(_http_server.take());
     if let Some(client) = client {
@@ -732,14 +836,17 @@ where
         drop(client.reader);
     }
 
-    let ups: Vec<Upstream> = rt.upstreams.borrow().clone();
+    let ups: Vec<Upstream> = rt.upstreams.borrow().iter().flatten().cloned().collect();
     for up in &ups {
         up.shutdown();
     }
+    let tasks: Vec<Task<()>> = rt.tasks.borrow_mut().drain(..).flatten().collect();
     let all_stopped = async {
         for t in tasks {
             t.await;
         }
+        // A reload that was stopping a server finishes that, then ends.
+        reloads.await;
     };
     let second_signal = async {
         loop {

@@ -818,6 +818,11 @@ impl RawSession {
         }
     }
 
+    /// The process id of the peer (to send it a signal).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Writes `bytes` as they are (add the `\n` yourself).
     pub fn write_raw(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin open");

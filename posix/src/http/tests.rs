@@ -218,7 +218,7 @@ fn start_with(
                     Output::ToUpstream(_, m) => {
                         let _ = up_tx.try_send(m);
                     }
-                    Output::RestartUpstream(..) => {}
+                    Output::RestartUpstream(..) | Output::Power(..) => {}
                     Output::Log(..) => {}
                 }
             })

@@ -178,8 +178,18 @@ impl Catalog {
         }
     }
 
+    /// Room for one more upstream (added by a config reload), with no items.
+    pub fn add_slot(&mut self) {
+        self.per_up.push(Default::default());
+    }
+
     pub fn view(&self, k: Kind) -> &[Entry] {
         &self.views[k.idx()]
+    }
+
+    /// Upstream `u`'s items of kind `k`, as listed (after filters).
+    pub fn items(&self, u: UpstreamId, k: Kind) -> &[Value] {
+        &self.per_up[u][k.idx()]
     }
 
     pub fn count(&self, u: UpstreamId, k: Kind) -> usize {

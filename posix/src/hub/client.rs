@@ -307,10 +307,10 @@ impl Hub {
         let mut s = format!(
             "This is mcpx, a hub serving the tools, resources and prompts of {} MCP server(s). \
              Names are prefixed with the server's prefix and '{}'.\n",
-            self.ups.len(),
+            self.ups.iter().filter(|u| !u.is_removed()).count(),
             self.opts.separator
         );
-        for (i, u) in self.ups.iter().enumerate() {
+        for (i, u) in self.ups.iter().enumerate().filter(|(_, u)| !u.is_removed()) {
             // The prefixes as applied to its names (a long one is shortened
             // on long names; invalid characters are replaced).
             let mut applied = self.catalog.applied_prefixes(i);

@@ -79,6 +79,7 @@
 
 mod catalog;
 mod client;
+mod lazy;
 mod modern;
 mod pending;
 mod relay;
@@ -97,8 +98,11 @@ pub use crate::backoff::Next;
 
 use mcpx_core::envelope::Envelope;
 
+pub use lazy::Power;
+
 /// Index of an upstream in the configuration order (0-based). Stable for the
-/// life of the `Hub`.
+/// life of the server it names; a config reload may give the slot of a
+/// removed server to a new one (`Hub::add_upstream`).
 pub type UpstreamId = usize;
 
 /// A downstream connection, as returned by [`Hub::client_connected`]. The stdio
@@ -126,6 +130,11 @@ pub struct UpstreamSpec {
     /// Protocol revisions allowed with this server (`"2025-06-18"`, ...);
     /// empty = every revision the hub speaks. The hub offers the newest one.
     pub revisions: Vec<String>,
+    /// Started at its first use, not with the hub: give its last lists with
+    /// [`Hub::seed_lists`] (see `lazy`).
+    pub lazy: bool,
+    /// Stopped (`Output::Power`) after this long without a request; 0 = never.
+    pub idle_ms: u64,
 }
 
 impl UpstreamSpec {
@@ -139,6 +148,8 @@ impl UpstreamSpec {
             tools_deny: Vec::new(),
             timeout_ms: 60_000,
             revisions: Vec::new(),
+            lazy: false,
+            idle_ms: 0,
         }
     }
 }
@@ -381,6 +392,9 @@ pub enum Output {
     RestartUpstream(UpstreamId, &'static str),
     /// Close this client connection (after writing what was queued before it).
     CloseClient(ClientId),
+    /// Start or stop this upstream's process (lazy start, idle stop); the
+    /// runtime then reports `upstream_started` / `upstream_exited` as usual.
+    Power(UpstreamId, Power),
     /// A line for mcpx's own log.
     Log(Level, String),
 }
@@ -404,6 +418,10 @@ pub struct Hub {
     /// Modern requests that came while upstreams were still starting: served
     /// once startup has settled, as a legacy client's `initialize` is held.
     early: VecDeque<(ClientId, Vec<u8>)>,
+    /// Requests waiting for a sleeping server to start (see `lazy`).
+    parked: Vec<lazy::Parked>,
+    /// Set by the runtime (`set_config_status`), shown in `status()`.
+    config_status: serde_json::Value,
 }
 
 impl Hub {
@@ -425,6 +443,8 @@ impl Hub {
             started_ms: None,
             now_ms: 0,
             early: VecDeque::new(),
+            parked: Vec::new(),
+            config_status: serde_json::Value::Null,
         })
     }
 
@@ -482,6 +502,54 @@ impl Hub {
     pub fn upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now_ms: u64) {
         self.now(now_ms);
         self.on_upstream_exited(u, reason, stderr_tail, next);
+    }
+
+    /// Adds a server (a config reload): checked as [`Hub::new`] checks
+    /// each one, against the servers there are. Returns its id, whose
+    /// process the runtime then starts (`upstream_started` as usual). The id
+    /// may be one a removed server had: start it only after that server's
+    /// process is gone.
+    pub fn add_upstream(&mut self, spec: UpstreamSpec, now_ms: u64) -> Result<UpstreamId, ConfigError> {
+        self.now(now_ms);
+        self.on_add_upstream(spec)
+    }
+
+    /// Removes server `u` (a config reload; `why` is for the log and the
+    /// errors): its requests in flight are answered with an error naming it
+    /// and `why`, its tools, resources and prompts leave the catalog (clients
+    /// are told), and nothing is sent to it any more. The runtime stops its
+    /// process; reports about it are ignored from now on.
+    pub fn remove_upstream(&mut self, u: UpstreamId, why: &str, now_ms: u64) {
+        self.now(now_ms);
+        self.on_remove_upstream(u, why);
+    }
+
+    /// The lists lazy server `u` offered when mcpx last ran (as
+    /// [`Hub::upstream_lists`] gave them, from the runtime's cache): its tools
+    /// are known at once, and it sleeps until a request needs it. Ignored
+    /// unless `u` is lazy and has not been started.
+    pub fn seed_lists(&mut self, u: UpstreamId, lists: &serde_json::Value) {
+        self.on_seed_lists(u, lists);
+    }
+
+    /// What upstream `u` offers (capabilities, instructions, its lists as
+    /// listed and filtered), for the runtime to keep for a lazy start;
+    /// `None` while it was never initialized.
+    pub fn upstream_lists(&self, u: UpstreamId) -> Option<serde_json::Value> {
+        self.lists_json(u)
+    }
+
+    /// Is upstream `u` asleep (lazy start, idle stop)? A runtime acts on an
+    /// `Output::Power` only while this still holds: a reload may have given
+    /// the slot to another server meanwhile.
+    pub fn upstream_asleep(&self, u: UpstreamId) -> bool {
+        self.ups.get(u).is_some_and(|up| up.state == upstream::State::Asleep)
+    }
+
+    /// What the runtime knows about the configuration (file, reloads, the
+    /// last refused one), shown as `config` in [`Hub::status`].
+    pub fn set_config_status(&mut self, v: serde_json::Value) {
+        self.config_status = v;
     }
 
     /// The runtime could not deliver `msg` (as given in `Output::ToUpstream`)

@@ -343,6 +343,9 @@ impl Hub {
         mut edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
     ) -> Result<(), Refusal> {
+        if self.park_if_asleep(u, c, m) {
+            return Ok(());
+        }
         if !self.ups[u].is_ready() {
             return Err(self.unavailable(u));
         }

@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 use super::*;
 
 mod modern;
+mod lazy;
 mod naming;
+mod reload;
 mod restarts;
 mod rows_base;
 mod rows_primitives;
@@ -58,6 +60,8 @@ struct Pair {
     /// Messages to upstreams the fakes did not handle.
     up: HashMap<UpstreamId, VecDeque<Value>>,
     restarts: Vec<(UpstreamId, &'static str)>,
+    /// `Power` requests (lazy start, idle stop).
+    power: Vec<(UpstreamId, Power)>,
     closed: Vec<ClientId>,
     /// `ClientInitialized` events.
     initialized: Vec<(ClientId, mcpx_core::revision::Revision)>,
@@ -93,6 +97,7 @@ impl Pair {
             cl: HashMap::new(),
             up: HashMap::new(),
             restarts: vec![],
+            power: vec![],
             closed: vec![],
             initialized: vec![],
             logs: vec![],
@@ -135,6 +140,7 @@ impl Pair {
                         }
                     }
                     Output::RestartUpstream(u, why) => self.restarts.push((u, why)),
+                    Output::Power(u, p) => self.power.push((u, p)),
                     Output::CloseClient(c) => self.closed.push(c),
                     Output::Log(l, s) => self.logs.push((l, s)),
                 }

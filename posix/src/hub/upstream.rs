@@ -51,6 +51,11 @@ pub(super) enum State {
     /// The restart loop gave up after this many failed attempts in a row;
     /// down until a restart is asked for or the config changes.
     GaveUp { attempts: u32 },
+    /// Taken out of the configuration by a reload: a free slot, never
+    /// started again (`Hub::add_upstream` may reuse it).
+    Removed,
+    /// Stopped until a request needs it, its catalog kept (see `lazy`).
+    Asleep,
 }
 
 /// The probe after its fallback to `initialize`: still awaited (with
@@ -109,6 +114,12 @@ pub(super) struct Upstream {
     pub level_sent: Option<usize>,
     /// When each list was last read (for its `ttlMs`).
     pub listed_ms: [u64; 4],
+    /// When a request was last forwarded to it, and when it last started
+    /// (for its idle stop).
+    pub last_used_ms: u64,
+    pub last_start_ms: u64,
+    /// Put to sleep; its process is being stopped.
+    pub stopping: bool,
 }
 
 impl Upstream {
@@ -123,6 +134,9 @@ impl Upstream {
     pub fn is_up(&self) -> bool {
         matches!(self.state, State::Initializing | State::Ready)
     }
+    pub fn is_removed(&self) -> bool {
+        self.state == State::Removed
+    }
     pub fn has_cap(&self, cap: &str) -> bool {
         self.is_ready() && self.caps.as_ref().and_then(|c| c.get(cap)).is_some_and(|v| !v.is_null())
     }
@@ -132,6 +146,8 @@ impl Upstream {
             State::Initializing => "starting",
             State::Ready => "ready",
             State::Failed | State::GaveUp { .. } => "failed",
+            State::Removed => "removed",
+            State::Asleep => "asleep",
         }
     }
     fn tool_allowed(&self, name: &str) -> bool {
@@ -155,60 +171,71 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
     }
     let mut out: Vec<Upstream> = Vec::new();
     for spec in specs {
-        if spec.name.is_empty() {
-            return Err(ConfigError::EmptyName);
-        }
-        if out.iter().any(|u| u.spec.name == spec.name) {
-            return Err(ConfigError::DuplicateName(spec.name));
-        }
-        if !spec.prefix.is_empty() {
-            let mine = names::expose(&spec.prefix, &opts.separator, "", 0);
-            if let Some(o) = out.iter().find(|u| !u.spec.prefix.is_empty() && names::expose(&u.spec.prefix, &opts.separator, "", 0) == mine) {
-                return Err(ConfigError::PrefixCollision(o.spec.name.clone(), spec.name));
-            }
-        }
-        let mut allowed = Vec::new();
-        for r in &spec.revisions {
-            match Rev::parse(r) {
-                Some(r) => allowed.push(r),
-                None => return Err(ConfigError::UnknownRevision { server: spec.name.clone(), revision: r.clone() }),
-            }
-        }
-        if spec.revisions.is_empty() {
-            allowed = Revisions::ALL.iter().collect();
-        }
-        if allowed.is_empty() {
-            return Err(ConfigError::NoUsableRevision(spec.name.clone()));
-        }
-        allowed.sort();
-        allowed.dedup();
-        out.push(Upstream {
-            spec,
-            allowed,
-            state: State::Down { retry_at_ms: None },
-            rev: None,
-            caps: None,
-            info: Value::Null,
-            instructions: None,
-            next_id: 0,
-            starts: 0,
-            last_error: None,
-            garbage: 0,
-            last_heard_ms: 0,
-            settled: false,
-            listing: Default::default(),
-            era_cache: None,
-            reprobed: false,
-            late: None,
-            patient: false,
-            hints: [None; 4],
-            read_hints: None,
-            listen: None,
-            level_sent: None,
-            listed_ms: [0; 4],
-        });
+        let up = check_spec(spec, &out, opts)?;
+        out.push(up);
     }
     Ok(out)
+}
+
+/// Checks one server's spec against the others (`existing`, removed slots
+/// ignored) and builds its upstream, down.
+fn check_spec(spec: UpstreamSpec, existing: &[Upstream], opts: &HubOptions) -> Result<Upstream, ConfigError> {
+    if spec.name.is_empty() {
+        return Err(ConfigError::EmptyName);
+    }
+    let live = || existing.iter().filter(|u| !u.is_removed());
+    if live().any(|u| u.spec.name == spec.name) {
+        return Err(ConfigError::DuplicateName(spec.name));
+    }
+    if !spec.prefix.is_empty() {
+        let mine = names::expose(&spec.prefix, &opts.separator, "", 0);
+        if let Some(o) = live().find(|u| !u.spec.prefix.is_empty() && names::expose(&u.spec.prefix, &opts.separator, "", 0) == mine) {
+            return Err(ConfigError::PrefixCollision(o.spec.name.clone(), spec.name));
+        }
+    }
+    let mut allowed = Vec::new();
+    for r in &spec.revisions {
+        match Rev::parse(r) {
+            Some(r) => allowed.push(r),
+            None => return Err(ConfigError::UnknownRevision { server: spec.name.clone(), revision: r.clone() }),
+        }
+    }
+    if spec.revisions.is_empty() {
+        allowed = Revisions::ALL.iter().collect();
+    }
+    if allowed.is_empty() {
+        return Err(ConfigError::NoUsableRevision(spec.name.clone()));
+    }
+    allowed.sort();
+    allowed.dedup();
+    Ok(Upstream {
+        spec,
+        allowed,
+        state: State::Down { retry_at_ms: None },
+        rev: None,
+        caps: None,
+        info: Value::Null,
+        instructions: None,
+        next_id: 0,
+        starts: 0,
+        last_error: None,
+        garbage: 0,
+        last_heard_ms: 0,
+        settled: false,
+        listing: Default::default(),
+        era_cache: None,
+        reprobed: false,
+        late: None,
+        patient: false,
+        hints: [None; 4],
+        read_hints: None,
+        listen: None,
+        level_sent: None,
+        listed_ms: [0; 4],
+        last_used_ms: 0,
+        last_start_ms: 0,
+        stopping: false,
+    })
 }
 
 impl Hub {
@@ -429,15 +456,16 @@ impl Hub {
     }
 
     pub(super) fn on_upstream_started(&mut self, u: UpstreamId) {
-        if u >= self.ups.len() {
+        if u >= self.ups.len() || self.ups[u].is_removed() {
             return;
         }
-        if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. }) {
+        if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. } | State::Asleep) {
             self.upstream_gone(u, "restarted");
         }
         let up = &mut self.ups[u];
         up.state = State::Initializing;
         up.starts += 1;
+        up.last_start_ms = self.now_ms;
         up.last_heard_ms = self.now_ms;
         up.rev = None;
         up.listen = None;
@@ -478,7 +506,11 @@ impl Hub {
                     return;
                 };
                 match f.origin {
-                    o @ Origin::Client { .. } => self.answer_client(u, o, &m),
+                    o @ Origin::Client { .. } => {
+                        // An answer ends a use: the idle time counts from here.
+                        self.ups[u].last_used_ms = self.now_ms;
+                        self.answer_client(u, o, &m)
+                    }
                     Origin::Held(h) => self.held_answered(h, &m),
                     Origin::Discover => self.on_discover_answer(u, &m),
                     Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
@@ -565,7 +597,7 @@ impl Hub {
     }
 
     /// Replaces `u`'s items of kind `k` in the catalog, announcing a change.
-    fn set_items(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>) {
+    pub(super) fn set_items(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>) {
         let sep = self.opts.separator.clone();
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
         let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
@@ -700,9 +732,15 @@ impl Hub {
     }
 
     fn check_settled(&mut self, u: UpstreamId) {
-        if !self.ups[u].settled && self.ups[u].listing.iter().all(Option::is_none) {
+        if self.ups[u].listing.iter().any(Option::is_some) {
+            return;
+        }
+        if !self.ups[u].settled {
             self.ups[u].settled = true;
             self.release_held_inits();
+        }
+        if self.ups[u].is_ready() {
+            self.release_parked(u);
         }
     }
 
@@ -816,9 +854,20 @@ impl Hub {
     }
 
     pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next) {
-        if u >= self.ups.len() {
+        if u >= self.ups.len() || self.ups[u].is_removed() {
             return;
         }
+        if self.ups[u].state == State::Asleep {
+            if std::mem::take(&mut self.ups[u].stopping) {
+                // Stopped for being idle: what it offered stays known.
+                self.fall_asleep(u);
+            } else {
+                // A start asked for by a request did not come up.
+                self.wake_failed(u, reason);
+            }
+            return;
+        }
+        self.wake_failed(u, reason);
         let name = self.ups[u].spec.name.clone();
         let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
         let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
@@ -834,6 +883,22 @@ impl Hub {
         };
         self.ups[u].settled = true;
         self.release_held_inits();
+    }
+
+    /// What goes when an idle server's process goes: the hub's own requests
+    /// to it and relayed ones; its catalog stays.
+    fn fall_asleep(&mut self, u: UpstreamId) {
+        let name = self.ups[u].spec.name.clone();
+        self.ups[u].listing = Default::default();
+        self.ups[u].listen = None;
+        for (_, f) in self.pending.drain_upstream(u) {
+            if let Origin::Client { client, id, method, .. } = f.origin {
+                let msg = format!("server '{name}' stopped before answering {method} (idle stop)");
+                self.answer_error(client, Some(&id), -32603, &msg, Some(json!({ "server": name })));
+            }
+        }
+        self.relay_drop_upstream(u);
+        self.log(Level::Info, format!("server '{name}' stopped (idle); it starts again when used"));
     }
 
     /// Everything that goes when an upstream process goes.
@@ -867,7 +932,8 @@ impl Hub {
                 format!("server '{name}' is stopped after {attempts} failed starts: {last}"),
                 json!({ "server": name, "state": "stopped", "attempts": attempts, "lastError": last }),
             ),
-            State::Initializing | State::Failed => {
+            State::Removed => (format!("server '{name}' was removed from the configuration"), json!({ "server": name, "state": "removed" })),
+            State::Initializing | State::Failed | State::Asleep => {
                 (format!("server '{name}' is starting, retry in a few seconds"), json!({ "server": name, "state": "starting" }))
             }
             State::Down { retry_at_ms: None } | State::Ready => {
@@ -875,6 +941,48 @@ impl Hub {
             }
         };
         Refusal(-32603, msg, Some(data))
+    }
+
+    /// A server added by a config reload: checked against the servers there
+    /// are, then given the first free slot (one a removal left) or a new one.
+    pub(super) fn on_add_upstream(&mut self, spec: UpstreamSpec) -> Result<UpstreamId, ConfigError> {
+        let up = check_spec(spec, &self.ups, &self.opts)?;
+        let name = up.spec.name.clone();
+        let u = match self.ups.iter().position(Upstream::is_removed) {
+            Some(free) => {
+                self.ups[free] = up;
+                free
+            }
+            None => {
+                self.ups.push(up);
+                self.catalog.add_slot();
+                self.ups.len() - 1
+            }
+        };
+        self.log(Level::Info, format!("server '{name}' added to the configuration"));
+        Ok(u)
+    }
+
+    /// A server taken out by a config reload (or about to be replaced): its
+    /// requests in flight are answered with an error saying so, what it
+    /// offered leaves the catalog (clients get `list_changed`), and its slot
+    /// is free once the runtime has stopped its process.
+    pub(super) fn on_remove_upstream(&mut self, u: UpstreamId, why: &str) {
+        if u >= self.ups.len() || self.ups[u].is_removed() {
+            return;
+        }
+        let name = self.ups[u].spec.name.clone();
+        self.log(Level::Info, format!("server '{name}': {why}; stopping it"));
+        self.upstream_gone(u, why);
+        for k in Kind::ALL {
+            self.set_items(u, k, Vec::new());
+        }
+        let up = &mut self.ups[u];
+        up.state = State::Removed;
+        up.settled = true;
+        up.caps = None;
+        up.instructions = None;
+        self.release_held_inits();
     }
 
     pub(super) fn on_upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str) {
@@ -899,7 +1007,7 @@ impl Hub {
     }
 
     pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
-        if u >= self.ups.len() {
+        if u >= self.ups.len() || self.ups[u].is_removed() {
             return;
         }
         self.ups[u].garbage += 1;
@@ -915,6 +1023,7 @@ impl Hub {
         self.relay_tick();
         self.release_held_inits();
         self.ping_tick();
+        self.lazy_tick();
     }
 
     /// When the next health-check ping is due, if pings are on.
@@ -1014,7 +1123,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline()].into_iter().flatten().min()
     }
 
     pub(super) fn status_json(&self) -> Value {
@@ -1022,6 +1131,7 @@ impl Hub {
             .ups
             .iter()
             .enumerate()
+            .filter(|(_, u)| !u.is_removed())
             .map(|(i, u)| {
                 json!({
                     "name": u.spec.name,
@@ -1064,6 +1174,7 @@ impl Hub {
             "clients": clients,
             "pending": self.pending.len(),
             "relays": self.relays.len(),
+            "config": self.config_status,
         })
     }
 }

@@ -1,0 +1,165 @@
+//! Lazy start and idle stop: a server may stay stopped until a client
+//! uses it, and be stopped again after it has been idle.
+//!
+//! A sleeping server (`State::Asleep`) keeps what it offered in the catalog:
+//! its last listing, given by the runtime from its disk cache
+//! ([`Hub::seed_lists`]) or kept when the hub put it to sleep. A request
+//! routed to it is parked and the hub asks the runtime to start it
+//! (`Output::Power(u, Power::Start)`). Once it is up and its lists are read,
+//! the parked requests are served as if they had just come; if it is not up
+//! within the server's `timeout_ms`, each is answered with an error naming it.
+//! A ready server with `idle_ms` set and no client request in flight to it
+//! for that long is put to sleep (`Power::Stop`); the exit of its process
+//! that follows keeps its catalog.
+
+use serde_json::{json, Value};
+
+use super::catalog::Kind;
+use super::upstream::State;
+use super::wire::Msg;
+use super::{ClientId, Hub, Level, Output, UpstreamId};
+
+/// What the hub asks the runtime to do with a server's process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Power {
+    /// Start it (a request is waiting for it); then `upstream_started`.
+    Start,
+    /// Stop it (idle); then `upstream_exited`. Save its lists first
+    /// ([`Hub::upstream_lists`]) to know its tools at the next start of mcpx.
+    Stop,
+}
+
+/// A request waiting for its server to start.
+pub(super) struct Parked {
+    u: UpstreamId,
+    c: ClientId,
+    /// The message as the client sent it, served again once `u` is up.
+    raw: Vec<u8>,
+    id: Vec<u8>,
+    deadline: u64,
+}
+
+impl Hub {
+    /// Every request forwarded to `u` comes here first: the use is noted
+    /// (idle stop; its answer is noted too); when `u` sleeps, the request is parked and `u` woken, and
+    /// the answer is true.
+    pub(super) fn park_if_asleep(&mut self, u: UpstreamId, c: ClientId, m: &Msg) -> bool {
+        self.ups[u].last_used_ms = self.now_ms;
+        if self.ups[u].state != State::Asleep {
+            return false;
+        }
+        if self.parked.len() >= self.opts.max_pending {
+            return false; // answered as for any server that is not running
+        }
+        let waking = self.parked.iter().any(|p| p.u == u);
+        let deadline = self.now_ms + self.ups[u].spec.timeout_ms;
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        self.parked.push(Parked { u, c, raw: m.env.bytes().to_vec(), id, deadline });
+        if !waking {
+            let name = self.ups[u].spec.name.clone();
+            self.log(Level::Info, format!("server '{name}': starting it for a request (lazy start)"));
+            self.out.push_back(Output::Power(u, Power::Start));
+        }
+        true
+    }
+
+    /// Takes the parked requests `which` selects out of the table.
+    fn take_parked(&mut self, which: impl Fn(&Parked) -> bool) -> Vec<Parked> {
+        let (taken, rest) = std::mem::take(&mut self.parked).into_iter().partition(which);
+        self.parked = rest;
+        taken
+    }
+
+    /// `u` is up with its lists read: its parked requests are served.
+    pub(super) fn release_parked(&mut self, u: UpstreamId) {
+        for p in self.take_parked(|p| p.u == u) {
+            if self.clients.contains_key(&p.c) {
+                self.on_client_message(p.c, &p.raw);
+            }
+        }
+    }
+
+    /// Parked requests of `u` are answered with an error saying `why`.
+    fn fail_parked(&mut self, u: UpstreamId, why: &str) {
+        let name = self.ups[u].spec.name.clone();
+        for p in self.take_parked(|p| p.u == u) {
+            let msg = format!("server '{name}' {why}");
+            self.answer_error(p.c, Some(&p.id), -32603, &msg, Some(json!({ "server": name })));
+        }
+    }
+
+    /// A start the hub asked for failed (the process exited before it was up).
+    pub(super) fn wake_failed(&mut self, u: UpstreamId, reason: &str) {
+        if self.parked.iter().any(|p| p.u == u) {
+            self.fail_parked(u, &format!("could not be started ({reason})"));
+        }
+    }
+
+    /// Time passed: parked requests past their deadline fail; idle servers sleep.
+    pub(super) fn lazy_tick(&mut self) {
+        let now = self.now_ms;
+        for p in self.take_parked(|p| p.deadline <= now) {
+            let name = self.ups[p.u].spec.name.clone();
+            let t = self.ups[p.u].spec.timeout_ms;
+            let msg = format!("server '{name}' did not start within {t} ms (lazy start); try again later");
+            self.answer_error(p.c, Some(&p.id), -32603, &msg, Some(json!({ "server": name, "timeoutMs": t })));
+        }
+        for u in 0..self.ups.len() {
+            if self.idle_due(u).is_some_and(|at| at <= now) {
+                let name = self.ups[u].spec.name.clone();
+                let idle = self.ups[u].spec.idle_ms;
+                self.log(Level::Info, format!("server '{name}': idle for {idle} ms; stopping it until it is used"));
+                self.ups[u].state = State::Asleep;
+                self.ups[u].stopping = true;
+                self.out.push_back(Output::Power(u, Power::Stop));
+            }
+        }
+    }
+
+    /// When `u` is to be put to sleep, if it may be.
+    fn idle_due(&self, u: UpstreamId) -> Option<u64> {
+        let up = &self.ups[u];
+        let idle = up.spec.idle_ms;
+        if idle == 0 || !up.is_ready() || !up.settled || self.pending.latest_client_of(u).is_some() {
+            return None;
+        }
+        Some(up.last_used_ms.max(up.last_start_ms) + idle)
+    }
+
+    pub(super) fn lazy_deadline(&self) -> Option<u64> {
+        let parked = self.parked.iter().map(|p| p.deadline).min();
+        let idle = (0..self.ups.len()).filter_map(|u| self.idle_due(u)).min();
+        parked.into_iter().chain(idle).min()
+    }
+
+    /// The lists a lazy server offered when mcpx last ran (from the
+    /// runtime's cache, as [`Hub::upstream_lists`] gave them): known at once,
+    /// and the server sleeps until it is used. Ignored unless `u` is lazy and
+    /// has not been started.
+    pub(super) fn on_seed_lists(&mut self, u: UpstreamId, v: &Value) {
+        let Some(up) = self.ups.get_mut(u) else { return };
+        if !up.spec.lazy || !matches!(up.state, State::Down { .. }) || up.starts > 0 {
+            return;
+        }
+        up.state = State::Asleep;
+        up.settled = true;
+        up.caps = v.get("capabilities").cloned().filter(Value::is_object);
+        up.instructions = v.get("instructions").and_then(Value::as_str).map(String::from);
+        for k in Kind::ALL {
+            let items = v.get(k.result_key()).and_then(Value::as_array).cloned().unwrap_or_default();
+            self.set_items(u, k, items);
+        }
+    }
+
+    /// What `u` offers (capabilities, instructions, each list as listed and
+    /// filtered), for the runtime's cache; `None` before it was ever listed.
+    pub(super) fn lists_json(&self, u: UpstreamId) -> Option<Value> {
+        let up = self.ups.get(u)?;
+        let caps = up.caps.clone()?;
+        let mut v = json!({ "capabilities": caps, "instructions": up.instructions });
+        for k in Kind::ALL {
+            v[k.result_key()] = Value::Array(self.catalog.items(u, k).to_vec());
+        }
+        Some(v)
+    }
+}

@@ -1,0 +1,111 @@
+//! Pair tests of lazy start and idle stop (`hub::lazy`).
+
+use serde_json::json;
+
+use super::*;
+
+fn lazy(name: &str, idle_ms: u64) -> UpstreamSpec {
+    UpstreamSpec { lazy: true, idle_ms, ..UpstreamSpec::new(name) }
+}
+
+fn call(p: &mut Pair, c: ClientId, id: i64, tool: &str) {
+    p.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool } }));
+}
+
+/// Answers the next call upstream `u` got.
+fn answer_call(p: &mut Pair, u: UpstreamId) {
+    let up = p.take_up(u);
+    assert_eq!(up["method"], "tools/call", "{up}");
+    p.upstream_says(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+}
+
+fn state(p: &Pair, name: &str) -> String {
+    let st = p.hub.status();
+    let u = st["upstreams"].as_array().unwrap().iter().find(|u| u["name"] == name).cloned().unwrap();
+    u["state"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_sleeping_server_is_listed_started_by_a_call_and_answers_it() {
+    let mut p = Pair::new(vec![UpstreamSpec::new("a"), lazy("z", 0)], HubOptions::default());
+    p.start(0, Fake::tools(&["x"]));
+    p.hub.seed_lists(1, &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }));
+    p.pump();
+    // Known at once, without its process: the handshake does not wait for it.
+    let c = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(c), ["a__x", "z__y"]);
+    assert_eq!(state(&p, "z"), "asleep");
+    assert!(p.power.is_empty());
+    // A call wakes it; a second one while it starts does not ask again.
+    call(&mut p, c, 7, "z__y");
+    call(&mut p, c, 8, "z__y");
+    assert_eq!(p.power, [(1, Power::Start)]);
+    assert!(p.client_quiet(c));
+    // Up and listed: both calls go on, in order, and are answered.
+    p.start(1, Fake::tools(&["y"]));
+    answer_call(&mut p, 1);
+    answer_call(&mut p, 1);
+    assert_eq!(p.take(c)["id"], 7);
+    assert_eq!(p.take(c)["id"], 8);
+    assert_eq!(state(&p, "z"), "ready");
+    // The same tools as the cache said: no list_changed.
+    assert!(p.client_quiet(c));
+}
+
+#[test]
+fn a_call_to_a_server_that_does_not_start_in_time_fails_naming_it() {
+    let mut spec = lazy("z", 0);
+    spec.timeout_ms = 500;
+    let mut p = Pair::new(vec![spec], HubOptions::default());
+    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }));
+    let c = p.client("2025-06-18", json!({}));
+    call(&mut p, c, 1, "z__y");
+    assert_eq!(p.power, [(0, Power::Start)]);
+    p.advance(499);
+    assert!(p.client_quiet(c));
+    p.advance(2);
+    let e = p.take(c);
+    assert_eq!(e["id"], 1);
+    assert!(e["error"]["message"].as_str().unwrap().contains("'z' did not start within 500 ms"), "{e}");
+    // A start that fails outright fails its calls at once.
+    call(&mut p, c, 2, "z__y");
+    p.hub.upstream_exited(0, "exited with status 127", "command not found", Next::Now, p.now);
+    p.pump();
+    let e = p.take(c);
+    assert_eq!(e["id"], 2);
+    assert!(e["error"]["message"].as_str().unwrap().contains("could not be started"), "{e}");
+}
+
+#[test]
+fn an_idle_server_sleeps_keeping_its_tools_but_not_while_a_call_is_open() {
+    let mut p = Pair::new(vec![UpstreamSpec { idle_ms: 1000, ..UpstreamSpec::new("a") }, UpstreamSpec::new("b")], HubOptions::default());
+    p.start(0, Fake::tools(&["x"]));
+    p.start(1, Fake::tools(&["y"]));
+    let c = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(c), ["a__x", "b__y"]);
+    // A call open longer than the idle time keeps it up.
+    call(&mut p, c, 1, "a__x");
+    p.advance(1500);
+    assert!(p.power.is_empty());
+    answer_call(&mut p, 0);
+    assert_eq!(p.take(c)["id"], 1);
+    p.advance(999);
+    assert!(p.power.is_empty());
+    p.advance(2);
+    assert_eq!(p.power, [(0, Power::Stop)]);
+    assert_eq!(state(&p, "a"), "asleep");
+    // Its process goes; its tools stay, and nobody is told of a change.
+    p.hub.upstream_exited(0, "stopped", "", Next::Now, p.now);
+    p.pump();
+    assert_eq!(p.names(c), ["a__x", "b__y"]);
+    assert!(p.client_quiet(c));
+    assert_eq!(state(&p, "a"), "asleep");
+    // b (no idle time) never sleeps; the next call to a wakes it.
+    p.advance(10_000);
+    assert_eq!(p.power, [(0, Power::Stop)]);
+    call(&mut p, c, 2, "a__x");
+    assert_eq!(p.power, [(0, Power::Stop), (0, Power::Start)]);
+    p.start(0, Fake::tools(&["x"]));
+    answer_call(&mut p, 0);
+    assert_eq!(p.take(c)["id"], 2);
+}

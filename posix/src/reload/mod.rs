@@ -1,0 +1,458 @@
+//! Live config: `mcpx serve` reloads its config file when it changes
+//! (its modification time, size or inode, polled every second) and on
+//! [`request`] (SIGHUP), without a restart.
+//!
+//! A reload reads and validates the whole file as at startup (`config::load`
+//! and the hub's checks); a file that does not pass is refused whole: the
+//! running config stays, and the problems (`file:line:col: ...`) go to the
+//! log and to `/status` (`config.refused`). Otherwise the difference
+//! ([`diff`], by server name) is applied: removed servers are stopped (their
+//! requests in flight answered with an error saying so), changed ones are
+//! stopped and started again with their new entry, added ones started;
+//! unchanged servers and every client session keep running. Clients are told
+//! of the changed lists by the hub's usual `list_changed`. What cannot change
+//! while serving (the hub-wide settings, see [`Diff::fixed`]) is named in the
+//! log and applies at the next start.
+//!
+//! The same task starts and stops the processes of lazy servers when the hub
+//! asks (`Output::Power`: lazy start, idle stop; see `hub::lazy`), keeping
+//! their lists on disk for the next start of mcpx ([`cache`]).
+
+mod cache;
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use smol::channel::{self, Receiver, Sender};
+use smol::future::FutureExt as _;
+use smol::Timer;
+
+use crate::config::{self, Config, ServerConfig, Source};
+use crate::hub::{Power, UpstreamId};
+use crate::log;
+use crate::serve::{Runtime, Spawner};
+
+/// How often the config file's metadata is looked at.
+const POLL: Duration = Duration::from_secs(1);
+
+/// How `serve` was started, as far as reloading cares.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// `--config FILE`, read again on every reload (else the search path).
+    pub explicit: Option<PathBuf>,
+    /// The log level came from `--log-level` or `MCPX_LOG`: the config's
+    /// `logLevel` does not override it on a reload either.
+    pub level_fixed: bool,
+}
+
+/// The wake-up of the reload task: [`request`] may come from any thread.
+fn wake() -> &'static (Sender<()>, Receiver<()>) {
+    static WAKE: OnceLock<(Sender<()>, Receiver<()>)> = OnceLock::new();
+    WAKE.get_or_init(|| channel::bounded(1))
+}
+
+/// Asks the running `serve` to reload its config now (what SIGHUP does).
+/// Requests made while one is pending are one reload.
+pub fn request() {
+    let _ = wake().0.try_send(());
+}
+
+/// What changed between two configs.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Diff {
+    /// Server names, in the order of the config they are in.
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Servers whose entry changed in any way: restarted with the new one.
+    pub changed: Vec<String>,
+    /// Changed settings that only apply at the next start of mcpx.
+    pub fixed: Vec<&'static str>,
+    /// `logLevel` changed (applied at once unless fixed on the command line).
+    pub log_level: bool,
+}
+
+impl Diff {
+    pub fn servers_changed(&self) -> bool {
+        !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
+    }
+}
+
+/// The difference from `old` to `new`.
+pub fn diff(old: &Config, new: &Config) -> Diff {
+    let find = |cfg: &Config, name: &str| cfg.servers.iter().find(|s| s.name == name).cloned();
+    let mut d = Diff::default();
+    for s in &new.servers {
+        match find(old, &s.name) {
+            None => d.added.push(s.name.clone()),
+            Some(o) if o != *s => d.changed.push(s.name.clone()),
+            Some(_) => {}
+        }
+    }
+    d.removed = old.servers.iter().filter(|s| find(new, &s.name).is_none()).map(|s| s.name.clone()).collect();
+    let fixed: [(&'static str, bool); 8] = [
+        ("separator", old.separator != new.separator),
+        ("roots", old.roots != new.roots),
+        ("cacheTtlMs", old.cache_ttl_ms != new.cache_ttl_ms),
+        ("cachePublic", old.cache_public != new.cache_public),
+        ("inputTtlMs", old.input_ttl_ms != new.input_ttl_ms),
+        ("auth", old.http.bearer != new.http.bearer || old.http.auth != new.http.auth),
+        (
+            "http",
+            HttpLimits::of(old) != HttpLimits::of(new)
+                || old.http.allowed_origins != new.http.allowed_origins
+                || old.http.allowed_hosts != new.http.allowed_hosts,
+        ),
+        ("policy", old.policy != new.policy),
+    ];
+    d.fixed = fixed.into_iter().filter(|(_, changed)| *changed).map(|(k, _)| k).collect();
+    d.log_level = old.log_level != new.log_level;
+    d
+}
+
+/// The numeric `http` settings, compared as one.
+#[derive(PartialEq, Eq)]
+struct HttpLimits([Option<u64>; 4]);
+
+impl HttpLimits {
+    fn of(c: &Config) -> HttpLimits {
+        let h = &c.http;
+        HttpLimits([h.max_body, h.max_sessions, h.max_connections, h.session_idle_ms])
+    }
+}
+
+/// What identifies one version of the config file on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    mtime: Option<SystemTime>,
+    len: u64,
+    ino: u64,
+}
+
+fn stamp(path: &std::path::Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::metadata(path).ok()?;
+    Some(Stamp { mtime: m.modified().ok(), len: m.len(), ino: m.ino() })
+}
+
+/// The file a config came from, if any.
+fn file_of(cfg: &Config) -> Option<PathBuf> {
+    match &cfg.source {
+        Source::File(p) => Some(p.clone()),
+        Source::BuiltIn => None,
+    }
+}
+
+/// Starts the configured servers as upstreams 0, 1, ...: each at once,
+/// except a lazy one whose lists are known from the cache, which sleeps.
+pub(crate) fn start_servers(rt: &Runtime, spawner: &Spawner, cfg: &Config) {
+    let dir = cache::dir(&config::process_env);
+    for (id, s) in cfg.servers.iter().enumerate() {
+        bring_up(rt, spawner, dir.as_deref(), id, s);
+    }
+}
+
+/// Starts server `s` as upstream `id`, or lets it sleep (see [`start_servers`]).
+fn bring_up(rt: &Runtime, spawner: &Spawner, dir: Option<&std::path::Path>, id: UpstreamId, s: &ServerConfig) {
+    let cached = s.power.lazy.then(|| dir.and_then(|d| cache::load(d, s))).flatten();
+    match cached {
+        Some(lists) => {
+            info!("server {}: lazy; its lists are known from when it last ran, it starts when used", s.name);
+            rt.feed(|h, _| h.seed_lists(id, &lists));
+            spawner.reserve(rt, id, s);
+        }
+        None => {
+            if s.power.lazy {
+                info!("server {}: lazy, but its lists are not known yet: starting it once to learn them", s.name);
+            }
+            spawner.start(rt, id, s);
+        }
+    }
+}
+
+/// What woke the task.
+enum Wake {
+    Asked,
+    Tick,
+    Power(UpstreamId, Power),
+}
+
+/// The task that runs the set of servers while `serve` runs: reloads the
+/// config on a [`request`] or a change of the file, starts and stops lazy
+/// servers when the hub asks; one thing at a time.
+pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, settings: Settings) {
+    let hup = spawner.executor().spawn(hup_task());
+    let lists_dir = cache::dir(&config::process_env);
+    let mut state = State { rt, spawner, current, settings, lists_dir, reloads: 0, refused: None, not_applied: Vec::new() };
+    let mut seen = state.watched().and_then(|p| stamp(&p));
+    state.publish();
+    let requests = &wake().1;
+    let power = state.rt.power_requests();
+    // A request left over from an earlier `serve` in this process is stale.
+    while requests.try_recv().is_ok() {}
+    while !state.rt.closing() {
+        let asked = async {
+            match requests.recv().await {
+                Ok(()) => Wake::Asked,
+                Err(_) => smol::future::pending().await,
+            }
+        };
+        let powered = async {
+            match power.recv().await {
+                Ok((u, p)) => Wake::Power(u, p),
+                Err(_) => smol::future::pending().await,
+            }
+        };
+        let tick = async {
+            Timer::after(POLL).await;
+            Wake::Tick
+        };
+        // The hub's power requests first: a reload after them sees their effect.
+        let wake = powered.or(asked).or(tick).await;
+        if state.rt.closing() {
+            break;
+        }
+        let asked = match wake {
+            Wake::Power(u, p) => {
+                state.power(u, p).await;
+                continue;
+            }
+            Wake::Asked => true,
+            Wake::Tick => false,
+        };
+        let now = state.watched().and_then(|p| stamp(&p));
+        if asked {
+            info!("reloading the config (asked for)");
+        } else if now != seen && now.is_some() {
+            let what = state.watched().map(|p| p.display().to_string()).unwrap_or_default();
+            info!("{what} changed: reloading the config");
+        } else {
+            continue;
+        }
+        seen = now;
+        state.reload().await;
+    }
+    drop(hup);
+    state.save_all_lists();
+}
+
+/// SIGHUP → [`request`]. (Until the signal module of `serve` delivers
+/// SIGHUP itself; then this goes.)
+async fn hup_task() {
+    use async_signal::{Signal, Signals};
+    use smol::stream::StreamExt as _;
+    let mut signals = match Signals::new([Signal::Hup]) {
+        Ok(s) => s,
+        Err(e) => {
+            warn!("cannot watch for SIGHUP (config reloads on file changes only): {e}");
+            return;
+        }
+    };
+    while let Some(sig) = signals.next().await {
+        if sig.is_ok() {
+            request();
+        }
+    }
+}
+
+struct State {
+    rt: Rc<Runtime>,
+    spawner: Spawner,
+    current: Config,
+    settings: Settings,
+    /// Where lazy servers' lists are kept ([`cache`]).
+    lists_dir: Option<PathBuf>,
+    reloads: u64,
+    /// Why the last reload was refused (`file:line:col: ...` lines), until
+    /// one succeeds.
+    refused: Option<String>,
+    /// Settings changed by the last reload that apply at the next start.
+    not_applied: Vec<&'static str>,
+}
+
+impl State {
+    /// The file watched: the one the running config came from, else the
+    /// one named on the command line (which may appear later).
+    fn watched(&self) -> Option<PathBuf> {
+        file_of(&self.current).or_else(|| self.settings.explicit.clone())
+    }
+
+    async fn reload(&mut self) {
+        let new = config::load(self.settings.explicit.as_deref(), &config::process_env)
+            .map_err(|e| e.to_string())
+            .and_then(|cfg| crate::cmd::build_hub(&cfg).map(|_| cfg));
+        let new = match new {
+            Ok(c) => c,
+            Err(e) => {
+                for line in e.lines() {
+                    error!("{line}");
+                }
+                error!("config refused; still serving the one loaded before");
+                self.refused = Some(e);
+                self.publish();
+                return;
+            }
+        };
+        for w in &new.warnings {
+            warn!("{w}");
+        }
+        let d = diff(&self.current, &new);
+        self.apply(&d, &new).await;
+        if d.log_level {
+            match (self.settings.level_fixed, new.log_level) {
+                (true, _) => info!("logLevel changed; the level given on the command line or in MCPX_LOG stays"),
+                (false, l) => log::set_level(l.unwrap_or(log::Level::Info)),
+            }
+        }
+        if !d.fixed.is_empty() {
+            warn!("changed in the config but not applied until mcpx restarts: {}", d.fixed.join(", "));
+        }
+        if !d.servers_changed() && d.fixed.is_empty() && !d.log_level {
+            info!("config reloaded: nothing changed");
+        }
+        self.not_applied = d.fixed;
+        self.reloads += 1;
+        self.refused = None;
+        self.current = new;
+        self.publish();
+    }
+
+    /// Stops what went or changed, then starts what came or changed.
+    async fn apply(&self, d: &Diff, new: &Config) {
+        for name in &d.removed {
+            self.stop(name, "removed from the configuration").await;
+        }
+        for name in &d.changed {
+            self.stop(name, "its configuration changed").await;
+        }
+        for s in new.servers.iter().filter(|s| d.added.contains(&s.name) || d.changed.contains(&s.name)) {
+            if self.rt.closing() {
+                return;
+            }
+            let spec = crate::serve::upstream_spec(s);
+            match self.rt.feed(|h, now| h.add_upstream(spec, now)) {
+                Ok(id) => bring_up(&self.rt, &self.spawner, self.lists_dir.as_deref(), id, s),
+                Err(e) => error!("server {}: not started: {e}", s.name),
+            }
+        }
+        if d.servers_changed() {
+            let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
+            info!(
+                "config reloaded: added {}; removed {}; restarted {}",
+                list(&d.added),
+                list(&d.removed),
+                list(&d.changed)
+            );
+        }
+    }
+
+    /// The hub asks for server `u`'s process to start (a request waits for
+    /// it) or to stop (idle; its lists are saved first).
+    async fn power(&self, u: UpstreamId, p: Power) {
+        let name = self.rt.name(u);
+        let Some(s) = self.current.servers.iter().find(|s| s.name == name) else { return };
+        if !self.rt.hub().upstream_asleep(u) || self.rt.has_process(u) != (p == Power::Stop) {
+            return; // no longer what the hub wants (a reload came between)
+        }
+        match p {
+            Power::Start => self.spawner.start(&self.rt, u, s),
+            Power::Stop => {
+                self.save_lists(u, s);
+                self.rt.stop_process(u).await;
+            }
+        }
+    }
+
+    fn save_lists(&self, u: UpstreamId, s: &ServerConfig) {
+        let (Some(dir), Some(lists)) = (&self.lists_dir, self.rt.hub().upstream_lists(u)) else { return };
+        if let Err(e) = cache::save(dir, s, lists) {
+            warn!("server {}: cannot keep its lists in {}: {e}", s.name, dir.display());
+        }
+    }
+
+    /// At shutdown: every lazy server's lists, for the next start.
+    fn save_all_lists(&self) {
+        for s in self.current.servers.iter().filter(|s| s.power.lazy) {
+            if let Some(u) = self.rt.upstream_id(&s.name) {
+                self.save_lists(u, s);
+            }
+        }
+    }
+
+    async fn stop(&self, name: &str, why: &str) {
+        if let Some(u) = self.rt.upstream_id(name) {
+            self.rt.stop_upstream(u, why).await;
+        }
+    }
+
+    /// What `/status` shows under `config`.
+    fn publish(&self) {
+        let v = serde_json::json!({
+            "file": file_of(&self.current).map(|p| p.display().to_string()),
+            "servers": self.current.servers.len(),
+            "reloads": self.reloads,
+            "refused": self.refused,
+            "notApplied": self.not_applied,
+        });
+        self.rt.feed(|h, _| h.set_config_status(v));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(text: &str) -> Config {
+        let env = |_: &str| None;
+        config::parse(text, "mcpx.json", std::path::Path::new("/"), &env).expect("a valid config")
+    }
+
+    #[test]
+    fn diff_names_servers_added_removed_and_changed_and_fixed_settings() {
+        let old = cfg(r#"{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, "c": {"command": "z"}}}"#);
+        let new = cfg(
+            r#"{"separator": "-", "logLevel": "debug",
+                "mcpServers": {"d": {"command": "w"}, "a": {"command": "x"}, "b": {"command": "y", "args": ["1"]}}}"#,
+        );
+        let d = diff(&old, &new);
+        assert_eq!(d.added, ["d"]);
+        assert_eq!(d.removed, ["c"]);
+        assert_eq!(d.changed, ["b"]);
+        assert_eq!(d.fixed, ["separator"]);
+        assert!(d.log_level);
+        assert!(d.servers_changed());
+        let same = diff(&new, &new);
+        assert_eq!(same, Diff::default());
+        assert!(!same.servers_changed());
+    }
+
+    #[test]
+    fn a_changed_prefix_filter_or_timeout_is_a_change() {
+        let old = cfg(r#"{"mcpServers": {"a": {"command": "x"}}}"#);
+        for entry in [r#""prefix": "p""#, r#""tools": {"deny": ["t"]}"#, r#""timeoutMs": 5"#, r#""env": {"K": "v"}"#] {
+            let new = cfg(&format!(r#"{{"mcpServers": {{"a": {{"command": "x", {entry}}}}}}}"#));
+            assert_eq!(diff(&old, &new).changed, ["a"], "{entry}");
+        }
+    }
+
+    #[test]
+    fn stamps_see_rewrites_and_replacements() {
+        let dir = std::env::temp_dir().join(format!("mcpx-reload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("mcpx.json");
+        std::fs::write(&p, "{}").unwrap();
+        let a = stamp(&p).unwrap();
+        std::fs::write(&p, "{ }").unwrap();
+        assert_ne!(stamp(&p), Some(a), "a different size");
+        let b = stamp(&p).unwrap();
+        // An editor's save: a new file renamed over the old one.
+        let tmp = dir.join("mcpx.json.tmp");
+        std::fs::write(&tmp, "{ }").unwrap();
+        std::fs::rename(&tmp, &p).unwrap();
+        assert_ne!(stamp(&p), Some(b), "a new inode");
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(stamp(&p), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
