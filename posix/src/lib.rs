@@ -26,6 +26,7 @@ pub mod policy;
 mod reaper;
 mod remote;
 mod serve;
+mod signals;
 mod stdfd;
 mod stdio;
 mod supervise;
