@@ -1,7 +1,8 @@
-//! Shutdown on SIGTERM with calls in flight, end to end: the real binary,
-//! `mcpx example-server` behind it (its `slow` tool), clients on stdio and
-//! on HTTP. Every call in flight gets its answer, or, past the grace
-//! period, an error saying why; none is left without one.
+//! Nothing dropped, end to end (the real binary, `mcpx example-server`
+//! behind it): on SIGTERM with calls in flight (its `slow` tool), clients
+//! on stdio and on HTTP get every answer, or, past the grace period, an
+//! error saying why; a stdio client that stops reading gets every answer
+//! once it reads again.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -228,4 +229,47 @@ fn sigterm_over_http_answers_every_call_in_flight() {
         let _ = child.kill();
     }
     assert_eq!(status.and_then(|s| s.code()), Some(0), "{}", err.try_iter().collect::<Vec<_>>().join("\n"));
+}
+
+/// A client that writes `n` pings without reading stdout, pauses, then
+/// reads: every answer arrives, in order, none lost to the full queue.
+#[test]
+fn a_client_that_reads_slowly_gets_every_answer() {
+    const N: u64 = 20_000;
+    let dir = Scratch::create("slow-reader", &[]);
+    let cfg = dir.config(&json!({"mcpServers": {}})).display().to_string();
+    let mut child = dir.mcpx().args(["serve", "--config", &cfg]).stderr(Stdio::piped()).spawn().unwrap();
+    let err = support::lines(child.stderr.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let mut all = format!("{init}\n{}\n", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        for id in 1..=N {
+            all.push_str(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"));
+        }
+        // Blocks while mcpx holds back (its stdin pipe is full).
+        stdin.write_all(all.as_bytes()).unwrap();
+        stdin
+    });
+    // Not reading: mcpx's output queue fills up (4096 messages).
+    std::thread::sleep(Duration::from_secs(2));
+    let lines = support::lines(stdout);
+    let mut ids = Vec::new();
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(10)) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert!(v.get("error").is_none(), "{v}");
+        ids.push(v["id"].as_u64().unwrap());
+        if ids.len() > N as usize {
+            break;
+        }
+    }
+    let want: Vec<u64> = (0..=N).collect();
+    assert_eq!(ids.len(), want.len(), "answers received");
+    assert_eq!(ids, want);
+    drop(writer.join().unwrap());
+    let (code, err) = wait(child, err, Duration::from_secs(10));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("dropped"), "{err}");
 }
