@@ -273,3 +273,47 @@ fn a_client_that_reads_slowly_gets_every_answer() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("dropped"), "{err}");
 }
+
+/// Resident memory of process `pid`, in KiB (from /proc/PID/statm).
+fn rss_kib(pid: u32) -> u64 {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    pages * page / 1024
+}
+
+/// Large calls through mcpx (client → mcpx → example server's `echo` →
+/// mcpx → client): afterwards mcpx's RSS is back within 20 % (+ 3 MiB) of
+/// its idle figure. Prints the figures. (Sized for a debug build, which
+/// moves about 1 MB every 2 s through this path; the 40 × 10 MB
+/// would also exceed the 16 MiB upstream line cap, as `echo` answers with
+/// the text twice.)
+const MESSAGES: u64 = 6;
+const MESSAGE_MB: usize = 2;
+
+#[test]
+fn memory_is_given_back_after_large_messages() {
+    let dir = Scratch::create("rss", &[]);
+    let cfg = config(&dir, None);
+    let mut s = Stdio1::start(&dir, &cfg);
+    s.ready();
+    std::thread::sleep(Duration::from_millis(300));
+    let idle = rss_kib(s.child.id());
+    let text = "m".repeat(MESSAGE_MB * 1_000_000);
+    let mut peak = 0;
+    for id in 1..=MESSAGES {
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                       "params": {"name": "ex__echo", "arguments": {"text": text}}}));
+        let a = s.answer(id);
+        assert_eq!(a["result"]["content"][0]["text"].as_str().map(str::len), Some(text.len()), "call {id}");
+        peak = peak.max(rss_kib(s.child.id()));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let after = rss_kib(s.child.id());
+    println!("mcpx RSS: idle {idle} KiB, peak {peak} KiB, after {MESSAGES} x {MESSAGE_MB} MB {after} KiB");
+    assert!(after <= idle + idle / 5 + 3 * 1024, "idle {idle} KiB, peak {peak} KiB, after {after} KiB");
+    drop(s.stdin);
+    let (code, err) = wait(s.child, s.err, Duration::from_secs(10));
+    assert_eq!(code, 0, "{err}");
+}
