@@ -68,6 +68,13 @@ impl Upstream {
             Upstream::Remote(r) => r.send(msg),
         }
     }
+    /// The largest message it takes, if its transport has a cap.
+    fn max_message(&self) -> Option<usize> {
+        match self {
+            Upstream::Local(_) => Some(crate::stdio::max_line()),
+            Upstream::Remote(_) => None,
+        }
+    }
     fn queue_bytes(&self) -> usize {
         match self {
             Upstream::Local(u) => u.queue_bytes(),
@@ -193,24 +200,32 @@ impl Runtime {
                 }
             }
             Output::ToUpstream(u, msg) => {
-                let (sent, cap) = match self.upstreams.borrow().get(u) {
-                    Some(up) => (up.send(msg), up.queue_bytes()),
-                    None => return,
+                let refused = {
+                    let ups = self.upstreams.borrow();
+                    let Some(up) = ups.get(u) else { return };
+                    match up.max_message() {
+                        // The tighter limit is checked before forwarding: the
+                        // server would drop the line, the client wait for nothing.
+                        Some(max) if msg.len() > max => {
+                            Some((format!("the message is {} bytes, over the {max}-byte limit of one stdio message", msg.len()), msg))
+                        }
+                        _ => match up.send(msg) {
+                            Ok(()) => None,
+                            Err((PushError::Closed, _)) => {
+                                debug!("server {}: not running; message to it dropped", self.name(u));
+                                None
+                            }
+                            Err((e, msg)) => Some((format!("{e} (limit: {} bytes queued per server)", up.queue_bytes()), msg)),
+                        },
+                    }
                 };
-                match sent {
-                    Ok(()) => {}
-                    Err((PushError::Closed, _)) => {
-                        debug!("server {}: not running; message to it dropped", self.name(u))
-                    }
-                    Err((e, msg)) => {
-                        // Never lose a request silently: the hub answers it
-                        // now (naming the server and the limit); `drain`
-                        // routes that answer next.
-                        let why = format!("{e} (limit: {cap} bytes queued per server)");
-                        warn!("server {}: message to it refused: {why}", self.name(u));
-                        let now = self.now_ms();
-                        self.hub.borrow_mut().upstream_refused(u, &msg, &why, now);
-                    }
+                if let Some((why, msg)) = refused {
+                    // Never lose a request silently: the hub answers it now
+                    // (naming the server and the limit); `drain` routes that
+                    // answer next.
+                    warn!("server {}: message to it refused: {why}", self.name(u));
+                    let now = self.now_ms();
+                    self.hub.borrow_mut().upstream_refused(u, &msg, &why, now);
                 }
             }
             Output::RestartUpstream(u, why) => {

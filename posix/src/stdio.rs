@@ -25,8 +25,12 @@ use crate::lines::{read_lines_paced, LineEvent, Pause};
 use crate::outbox::{self, Outbox};
 use crate::serve::{Runtime, Stop};
 
-/// Longest message accepted from the client.
-pub const MAX_LINE: usize = 16 << 20;
+/// Longest message accepted on a stdio stream (the client's, a server's,
+/// either way), under the process's frame cap.
+pub fn max_line() -> usize {
+    const MAX_LINE: usize = 16 << 20;
+    MAX_LINE.min(crate::limits::get().max_frame_bytes)
+}
 
 /// A running stdio client connection.
 pub struct StdioClient {
@@ -59,7 +63,7 @@ where
 
     let rrt = rt.clone();
     let reader = ex.spawn(async move {
-        let r = read_lines_paced(input, MAX_LINE.min(limits.max_frame_bytes), |ev| {
+        let r = read_lines_paced(input, max_line(), |ev| {
             match ev {
                 LineEvent::Line(line) => rrt.client_message(id, line),
                 LineEvent::TooLarge { len } => rrt.client_frame_too_large(id, len),

@@ -172,13 +172,13 @@ fn post(addr: &str, sid: Option<&str>, body: &Value) -> (u16, String, String) {
     (status, head.to_string(), body.to_string())
 }
 
-#[test]
-fn sigterm_over_http_answers_every_call_in_flight() {
-    let dir = Scratch::create("sig-http", &[]);
-    let cfg = config(&dir, None);
+/// `mcpx serve --http` on a free port with config `cfg`: the child, its
+/// stderr lines and the address.
+fn start_http(dir: &Scratch, cfg: &str, env: &[(&str, &str)]) -> (Child, Receiver<String>, String) {
     let mut child = dir
         .mcpx()
-        .args(["serve", "--config", &cfg, "--http", "127.0.0.1:0"])
+        .args(["serve", "--config", cfg, "--http", "127.0.0.1:0"])
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -190,20 +190,34 @@ fn sigterm_over_http_answers_every_call_in_flight() {
             break rest.trim_end_matches("/mcp").to_string();
         }
     };
+    (child, err, addr)
+}
+
+/// An initialized session once the example server's tools are listed: its id.
+fn http_session(addr: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let (status, head, _) = post(&addr, None, &init);
+    let (status, head, _) = post(addr, None, &init);
     assert_eq!(status, 200, "{head}");
     let sid = head.lines().find_map(|l| l.strip_prefix("Mcp-Session-Id: ")).expect("a session id").to_string();
-    post(&addr, Some(&sid), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    post(addr, Some(&sid), &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let listed = (0..50).any(|i| {
-        let (_, _, body) = post(&addr, Some(&sid), &json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/list"}));
+        let (_, _, body) = post(addr, Some(&sid), &json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/list"}));
         body.contains("ex__slow") || {
             std::thread::sleep(Duration::from_millis(100));
             false
         }
     });
     assert!(listed, "ex__slow never listed");
+    sid
+}
+
+#[test]
+fn sigterm_over_http_answers_every_call_in_flight() {
+    let dir = Scratch::create("sig-http", &[]);
+    let cfg = config(&dir, None);
+    let (mut child, err, addr) = start_http(&dir, &cfg, &[]);
+    let sid = http_session(&addr);
     let calls: Vec<_> = (1..=CALLS)
         .map(|id| {
             let (addr, sid) = (addr.clone(), sid.clone());
@@ -316,4 +330,28 @@ fn memory_is_given_back_after_large_messages() {
     drop(s.stdin);
     let (code, err) = wait(s.child, s.err, Duration::from_secs(10));
     assert_eq!(code, 0, "{err}");
+}
+
+/// An HTTP body the listener takes (its cap raised to 4 MiB) but over the
+/// 1 MiB stdio line cap of the server behind it is refused before it is
+/// forwarded: the client gets an error naming the server and the limit at
+/// once, not a timeout.
+#[test]
+fn a_message_over_the_servers_line_cap_is_refused_at_once() {
+    let dir = Scratch::create("over-cap", &[]);
+    let cfg = dir
+        .config(&json!({"mcpServers": {"ex": {"command": MCPX, "args": ["example-server"]}}, "http": {"maxBodyBytes": 4 << 20}}))
+        .display()
+        .to_string();
+    let (mut child, _err, addr) = start_http(&dir, &cfg, &[("MCPX_LIMITS", "frame=1M")]);
+    let sid = http_session(&addr);
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "ex__echo", "arguments": {"text": "m".repeat(2 << 20)}}});
+    let t0 = Instant::now();
+    let (status, head, body) = post(&addr, Some(&sid), &call);
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    assert_eq!(status, 200, "{head}");
+    assert!(body.contains("\"error\"") && body.contains("'ex'") && body.contains("1048576-byte limit"), "{body}");
+    let _ = child.kill();
+    let _ = child.wait();
 }
