@@ -245,6 +245,10 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                                  resources/read results: ttlMs 0)
       \"inputTtlMs\": 300000,                   how long a 2026-07-28 client has
                                  to answer a server's request for input
+      \"shutdownGraceMs\": 10000,                on SIGTERM/SIGINT: how long requests
+                                 in flight may take to be answered
+                                 (then: an error); a second signal
+                                 ends at once
       \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"},       token for --http
       \"auth\": {\"tokens\": {\"alice\": \"${ALICE_TOKEN}\"},   or one per principal
                \"oauth\": {\"issuer\": \"https://auth.example.com\",

@@ -18,7 +18,8 @@
 //!     }
 //!   },
 //!   "separator": "__", "roots": ["~/src"], "logLevel": "info",
-//!   "cacheTtlMs": 60000, "cachePublic": false, "inputTtlMs": 300000
+//!   "cacheTtlMs": 60000, "cachePublic": false, "inputTtlMs": 300000,
+//!   "shutdownGraceMs": 10000
 //! }
 //! ```
 //!
@@ -42,6 +43,9 @@
 //! `cacheScope`) 2026-07-28 clients get on results of servers that give none;
 //! `"inputTtlMs"` is how long such a client has to answer a server's request
 //! for input.
+//!
+//! `"shutdownGraceMs"` is how long a SIGTERM/SIGINT waits for the answers
+//! to requests in flight before answering them with an error (see `serve`).
 
 use std::fmt;
 use std::path::{Path as FsPath, PathBuf};
@@ -166,6 +170,8 @@ pub struct Config {
     /// `"inputTtlMs"`: how long a modern client has to answer a server's
     /// request for input (the life of its `requestState`).
     pub input_ttl_ms: Option<u64>,
+    /// `"shutdownGraceMs"`: how long a signal's drain waits for answers.
+    pub shutdown_grace_ms: Option<u64>,
     /// `"auth"` and `"http"`: settings of `mcpx serve --http`.
     pub http: HttpSettings,
     /// `"policy"`: limits, catalogs, validation, audit, metrics (see [`PolicyConfig`]).
@@ -326,6 +332,7 @@ pub fn builtin_default() -> Config {
         cache_ttl_ms: None,
         cache_public: None,
         input_ttl_ms: None,
+        shutdown_grace_ms: None,
         http: HttpSettings::default(),
         policy: PolicyConfig::default(),
         warnings: Vec::new(),
@@ -512,7 +519,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     cx.unknown_keys(
         &top,
         obj,
-        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "policy", "lazy", "idleStopMs"],
+        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "shutdownGraceMs", "policy", "lazy", "idleStopMs"],
     );
     let power = parse_power(&mut cx, &top, obj, Power::default());
     let http = parse_http(&mut cx, &top, obj);
@@ -560,6 +567,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     };
     let cache_ttl_ms = ms("cacheTtlMs", 0);
     let input_ttl_ms = ms("inputTtlMs", 1);
+    let shutdown_grace_ms = ms("shutdownGraceMs", 0);
     let cache_public = match obj.get("cachePublic") {
         None | Some(Value::Null) => None,
         Some(v) => cx.bool(&top.key("cachePublic"), v),
@@ -637,6 +645,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         cache_ttl_ms,
         cache_public,
         input_ttl_ms,
+        shutdown_grace_ms,
         http,
         policy,
         warnings: cx.warnings,
@@ -1856,6 +1865,15 @@ mod tests {
     }
 
     #[test]
+    fn shutdown_grace() {
+        let c = ok(r#"{"mcpServers": {"a": {"command": "x"}}, "shutdownGraceMs": 2500}"#);
+        assert_eq!(c.shutdown_grace_ms, Some(2500));
+        assert_eq!(ok(r#"{"mcpServers": {"a": {"command": "x"}}}"#).shutdown_grace_ms, None);
+        let e = err(r#"{"mcpServers": {"a": {"command": "x"}}, "shutdownGraceMs": "10s"}"#);
+        assert!(e.contains("shutdownGraceMs: expected a whole number of milliseconds"), "{e}");
+    }
+
+    #[test]
     fn warnings_for_unknown_keys_and_transports() {
         let c = ok(r#"{
   "mcpServers": {
@@ -1872,7 +1890,7 @@ mod tests {
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, policy, lazy, idleStopMs)",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, policy, lazy, idleStopMs)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
                 "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",

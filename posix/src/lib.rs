@@ -27,6 +27,7 @@ mod reaper;
 mod reload;
 mod remote;
 mod serve;
+mod signals;
 mod stdfd;
 mod stdio;
 mod supervise;

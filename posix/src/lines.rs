@@ -1,5 +1,5 @@
 //! Newline-delimited message framing for byte streams (stdio), over the
-//! core's [`LineDecoder`].
+//! core's [`LineDecoder`], in a buffer sized to the longest line at hand.
 
 use std::future::Future;
 use std::io;
@@ -14,8 +14,9 @@ use mcpx_core::frame::line::LineDecoder;
 /// or over-long line (more than `max` bytes: dropped, reported with its
 /// length; reading goes on). A last line without `\n` is delivered too.
 ///
-/// The decoder's storage is allocated zeroed, so the kernel commits its
-/// pages only as long lines actually use them.
+/// The line buffer starts small, grows (doubling) only while a long line
+/// arrives, and shrinks back once the long line is handled, so one large
+/// message does not keep its memory committed.
 pub async fn read_lines<R: AsyncRead + Unpin>(
     r: R,
     max: usize,
@@ -31,6 +32,9 @@ pub async fn read_lines<R: AsyncRead + Unpin>(
 /// Something to wait for before the next line is handled.
 pub type Pause = Pin<Box<dyn Future<Output = ()>>>;
 
+/// The line buffer's size between long lines.
+const SMALL: usize = 64 << 10;
+
 /// [`read_lines`] where `f` may return a [`Pause`]: the next line (even one
 /// already read) waits until it completes.
 pub async fn read_lines_paced<R: AsyncRead + Unpin>(
@@ -38,8 +42,9 @@ pub async fn read_lines_paced<R: AsyncRead + Unpin>(
     max: usize,
     mut f: impl FnMut(LineEvent<'_>) -> Option<Pause>,
 ) -> io::Result<()> {
-    // Capacity counts a trailing `\r`.
-    let mut dec = LineDecoder::new(vec![0u8; max.saturating_add(2)]);
+    // Capacity counts a trailing `\r`, and must exceed the line by one.
+    let full = max.saturating_add(2);
+    let mut dec = LineDecoder::new(vec![0u8; SMALL.min(full)]);
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let n = match r.read(&mut chunk).await {
@@ -48,21 +53,29 @@ pub async fn read_lines_paced<R: AsyncRead + Unpin>(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        feed_all(&mut dec, max, &chunk[..n], &mut f).await;
+        feed_all(&mut dec, max, full, &chunk[..n], &mut f).await;
     }
-    feed_all(&mut dec, max, b"\n", &mut f).await;
+    feed_all(&mut dec, max, full, b"\n", &mut f).await;
     Ok(())
 }
 
 async fn feed_all(
     dec: &mut LineDecoder<Vec<u8>>,
     max: usize,
+    full: usize,
     mut input: &[u8],
     f: &mut impl FnMut(LineEvent<'_>) -> Option<Pause>,
 ) {
     while !input.is_empty() {
         let n = dec.feed(input);
         input = &input[n..];
+        // A full buffer below the cap grows before the decoder would call
+        // its line over-long. Zeroed storage: the kernel commits its pages
+        // only as the line fills them.
+        if dec.buffered() == dec.capacity() && dec.capacity() < full {
+            let bigger = dec.capacity().saturating_mul(2).min(full);
+            let _ = dec.replace_storage(vec![0u8; bigger]);
+        }
         loop {
             let pause = match dec.next() {
                 None => break,
@@ -74,6 +87,10 @@ async fn feed_all(
             if let Some(p) = pause {
                 p.await;
             }
+        }
+        // The long line is handled: give its memory back.
+        if dec.capacity() > SMALL && dec.buffered() <= SMALL / 2 {
+            let _ = dec.replace_storage(vec![0u8; SMALL]);
         }
     }
 }
@@ -123,6 +140,23 @@ mod tests {
         assert_eq!(run(3, &[b"abcdef"]), ["BIG:6"]);
         assert_eq!(run(3, &[b"abc\n"]), ["L:abc"]);
         assert_eq!(run(3, &[b"abc\r\n"]), ["L:abc"]);
+    }
+
+    #[test]
+    fn a_growing_buffer_passes_long_lines_whole_up_to_the_cap() {
+        let long = vec![b'x'; 5 * SMALL + 7];
+        let mut input = long.clone();
+        input.extend_from_slice(b"\nok\n");
+        let chunks: Vec<&[u8]> = input.chunks(1000).collect();
+        let out = run(6 * SMALL, &chunks);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].len(), 2 + long.len());
+        assert_eq!(out[1], "L:ok");
+        // One byte over the cap: still reported, not grown past it.
+        let mut over = vec![b'y'; SMALL * 2 + 2];
+        over.extend_from_slice(b"\nz\n");
+        let chunks: Vec<&[u8]> = over.chunks(1000).collect();
+        assert_eq!(run(SMALL * 2, &chunks), [format!("BIG:{}", SMALL * 2 + 2), "L:z".into()]);
     }
 
     #[test]

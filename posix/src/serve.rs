@@ -7,11 +7,15 @@
 //! everything `poll_output` returns before anyone else touches the hub.
 //! One timer task sleeps until `next_deadline()` and calls `tick`.
 //!
-//! Shutdown (end of stdin, a closed stdout, SIGINT/SIGTERM): on end
-//! of stdin the requests already sent are answered first (bounded by the
-//! longest server timeout); then the hub is told the client is gone, stdout
-//! is flushed, and every server is stopped (stdin closed, SIGTERM, SIGKILL to
-//! its process group). A second signal kills the groups at once.
+//! Shutdown (end of stdin, a closed stdout, SIGINT/SIGTERM) is one
+//! drain: the hub refuses new requests; the requests in flight of every
+//! client (stdio and HTTP) are answered, within the longest server timeout
+//! after end of stdin or the grace period (`shutdownGraceMs`) after a
+//! signal, and what is still open then is answered with an error; the HTTP
+//! connections write their answers; then the hub is told the stdio client
+//! is gone, stdout is flushed, and every server is stopped (stdin closed,
+//! SIGTERM, SIGKILL to its process group). A second signal ends the drain
+//! at once and kills the groups. SIGHUP reloads the config (see `reload`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -20,13 +24,12 @@ use std::time::{Duration, Instant};
 
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
-use smol::stream::StreamExt as _;
 use smol::{LocalExecutor, Task, Timer};
 
 use crate::cli::ServeArgs;
 use crate::config::{self, Config, Source};
 use crate::http::{self, Http, HttpConfig, HubLink};
-use crate::hub::{self, ClientId, Hub, HubOptions, Output, UpstreamId, UpstreamSpec};
+use crate::hub::{self, About, ClientId, Hub, HubOptions, Output, UpstreamId, UpstreamSpec};
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
 use crate::remote::{self, RemoteSpec};
@@ -63,6 +66,13 @@ impl Upstream {
         match self {
             Upstream::Local(u) => u.send(msg),
             Upstream::Remote(r) => r.send(msg),
+        }
+    }
+    /// The largest message it takes, if its transport has a cap.
+    fn max_message(&self) -> Option<usize> {
+        match self {
+            Upstream::Local(_) => Some(crate::stdio::max_line()),
+            Upstream::Remote(_) => None,
         }
     }
     fn queue_bytes(&self) -> usize {
@@ -226,16 +236,22 @@ impl Runtime {
             None => out,
         };
         match out {
-            Output::ToClient(c, msg, _) => {
+            Output::ToClient(c, msg, about) => {
                 let clients = self.clients.borrow();
                 let Some(conn) = clients.get(&c) else {
                     debug!("message for client {c}, which is gone, dropped");
                     return;
                 };
-                match conn.out.push(msg) {
+                // An answer is never dropped for a full queue: the client's
+                // reader waits instead (see `stdio`).
+                let pushed = match about {
+                    About::Reply { .. } => conn.out.push_answer(msg),
+                    _ => conn.out.try_push(msg),
+                };
+                match pushed {
                     Ok(()) => {}
-                    Err(PushError::Closed) if self.closing.get() => {}
-                    Err(e) => error!("message to the client dropped: {e}"),
+                    Err((PushError::Closed, _)) if self.closing.get() => {}
+                    Err((e, _)) => error!("message to the client dropped: {e}"),
                 }
             }
             Output::ClientInitialized(c, _) => {
@@ -244,24 +260,32 @@ impl Runtime {
                 }
             }
             Output::ToUpstream(u, msg) => {
-                let (sent, cap) = match self.upstreams.borrow().get(u) {
-                    Some(Some(up)) => (up.send(msg), up.queue_bytes()),
-                    _ => return,
+                let refused = {
+                    let ups = self.upstreams.borrow();
+                    let Some(Some(up)) = ups.get(u) else { return };
+                    match up.max_message() {
+                        // The tighter limit is checked before forwarding: the
+                        // server would drop the line, the client wait for nothing.
+                        Some(max) if msg.len() > max => {
+                            Some((format!("the message is {} bytes, over the {max}-byte limit of one stdio message", msg.len()), msg))
+                        }
+                        _ => match up.send(msg) {
+                            Ok(()) => None,
+                            Err((PushError::Closed, _)) => {
+                                debug!("server {}: not running; message to it dropped", self.name(u));
+                                None
+                            }
+                            Err((e, msg)) => Some((format!("{e} (limit: {} bytes queued per server)", up.queue_bytes()), msg)),
+                        },
+                    }
                 };
-                match sent {
-                    Ok(()) => {}
-                    Err((PushError::Closed, _)) => {
-                        debug!("server {}: not running; message to it dropped", self.name(u))
-                    }
-                    Err((e, msg)) => {
-                        // Never lose a request silently: the hub answers it
-                        // now (naming the server and the limit); `drain`
-                        // routes that answer next.
-                        let why = format!("{e} (limit: {cap} bytes queued per server)");
-                        warn!("server {}: message to it refused: {why}", self.name(u));
-                        let now = self.now_ms();
-                        self.hub.borrow_mut().upstream_refused(u, &msg, &why, now);
-                    }
+                if let Some((why, msg)) = refused {
+                    // Never lose a request silently: the hub answers it now
+                    // (naming the server and the limit); `drain` routes that
+                    // answer next.
+                    warn!("server {}: message to it refused: {why}", self.name(u));
+                    let now = self.now_ms();
+                    self.hub.borrow_mut().upstream_refused(u, &msg, &why, now);
                 }
             }
             Output::RestartUpstream(u, why) => {
@@ -343,10 +367,6 @@ impl Runtime {
         if let Some(conn) = self.clients.borrow_mut().remove(&c) {
             conn.out.close();
         }
-    }
-
-    fn inflight(&self, c: ClientId) -> usize {
-        self.hub.borrow().client_open_requests(c)
     }
 
     /// Reports a step towards the end of the session to `serve`.
@@ -456,11 +476,11 @@ async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
     }
 }
 
-/// Forwards SIGINT/SIGTERM to the stop channel (SIGHUP reloads the
-/// config: see `reload`).
+/// Forwards SIGINT/SIGTERM to the stop channel; SIGHUP reloads the
+/// config (see `reload`).
 async fn signal_task(rt: Rc<Runtime>) {
-    use async_signal::{Signal, Signals};
-    let mut signals = match Signals::new([Signal::Int, Signal::Term]) {
+    use crate::signals::{SignalEvent, Watch};
+    let mut signals = match Watch::new() {
         Ok(s) => s,
         Err(e) => {
             warn!("cannot watch for signals: {e}");
@@ -468,12 +488,10 @@ async fn signal_task(rt: Rc<Runtime>) {
         }
     };
     while let Some(sig) = signals.next().await {
-        let name = match sig {
-            Ok(Signal::Int) => "SIGINT",
-            Ok(Signal::Term) => "SIGTERM",
-            _ => continue,
-        };
-        rt.stop(Stop::Signal(name));
+        match sig {
+            SignalEvent::Stop(name) => rt.stop(Stop::Signal(name)),
+            SignalEvent::Hangup => crate::reload::request(),
+        }
     }
 }
 
@@ -664,10 +682,6 @@ impl Spawner {
         tasks[id] = task;
         names[id] = name.to_string();
     }
-
-    pub(crate) fn executor(&self) -> &Rc<LocalExecutor<'static>> {
-        &self.ex
-    }
 }
 
 /// Starts the transport of configured server `s` as upstream `id`.
@@ -706,29 +720,63 @@ fn spawn_upstream(sp: &Spawner, id: UpstreamId, s: &config::ServerConfig) -> (Up
     }
 }
 
-/// After the end of input: waits (up to `limit`) for the answers to client
-/// `c`'s requests in flight, unless something else stops mcpx first.
-async fn await_answers(rt: &Runtime, c: ClientId, stop_rx: &Receiver<Stop>, limit: Duration) {
-    let n = rt.inflight(c);
-    if n == 0 {
-        return;
-    }
-    info!("end of input; waiting for the answers to {n} request(s)");
+/// How long a SIGTERM/SIGINT waits for answers unless `shutdownGraceMs` says.
+pub const DEFAULT_GRACE_MS: u64 = 10_000;
+
+/// How a drain ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Drained {
+    /// Every request answered (and, over HTTP, every answer written).
+    Done,
+    /// The grace period ran out first.
+    TimedOut,
+    /// A signal came meanwhile: end at once.
+    Hurry,
+}
+
+/// The drain every shutdown starts with: the hub already refuses new
+/// requests (`Hub::shutdown`); this waits up to `limit` until every open
+/// request of every client is answered and every HTTP answer written. A
+/// closed stdout ends the stdio client (its requests are cancelled); a
+/// signal ends the wait.
+async fn drain_requests(rt: &Runtime, stdio: Option<ClientId>, stop_rx: &Receiver<Stop>, limit: Duration) -> Drained {
     let deadline = Instant::now() + limit;
-    while rt.inflight(c) > 0 {
+    let open = || rt.hub.borrow().open_requests() + rt.http.borrow().as_ref().map_or(0, Http::answering);
+    if open() > 0 {
+        info!("waiting up to {} ms for the answers to {} request(s) in flight", limit.as_millis(), open());
+    }
+    while open() > 0 {
         if Instant::now() >= deadline {
-            warn!("end of input: gave up waiting for {} answer(s)", rt.inflight(c));
-            break;
+            return Drained::TimedOut;
         }
         let stop = async { stop_rx.recv().await.ok() };
         let poll = async {
-            Timer::after(Duration::from_millis(20)).await;
+            Timer::after(Duration::from_millis(10)).await;
             None
         };
-        if let Some(s) = stop.or(poll).await {
-            debug!("while draining: {s:?}");
-            break;
+        match stop.or(poll).await {
+            Some(Stop::Signal(s)) => {
+                warn!("{s} again: ending at once");
+                return Drained::Hurry;
+            }
+            Some(Stop::OutputClosed | Stop::OutputError(_)) => {
+                if let Some(c) = stdio {
+                    rt.client_disconnected(c);
+                }
+            }
+            Some(other) => debug!("while draining: {other:?}"),
+            None => {}
         }
+    }
+    Drained::Done
+}
+
+/// Waits up to `limit` for the HTTP connections to write the answers the
+/// hub has given them.
+async fn flush_http(rt: &Runtime, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while rt.http.borrow().as_ref().is_some_and(|h| h.answering() > 0) && Instant::now() < deadline {
+        Timer::after(Duration::from_millis(10)).await;
     }
 }
 
@@ -784,40 +832,61 @@ where
     let _timer = ex.spawn(timer_task(rt.clone(), tick_rx));
     let client = transports.stdio.then(|| crate::stdio::start(&ex, &rt, input, output));
 
-    // Longest a request can stay unanswered: the hub answers every forwarded
-    // request by its server's timeout.
+    // End of input waits as long as a request can stay unanswered (the hub
+    // answers every forwarded request by its server's timeout); a signal
+    // waits the grace period.
     let longest = cfg.servers.iter().map(|s| s.timeout_ms.unwrap_or(60_000)).max().unwrap_or(0);
-    let drain_limit = Duration::from_millis(longest.min(600_000) + 2_000);
+    let input_limit = Duration::from_millis(longest.min(600_000) + 2_000);
+    let grace = Duration::from_millis(cfg.shutdown_grace_ms.unwrap_or(DEFAULT_GRACE_MS));
 
     let mut code = 0;
     let stop = stop_rx.recv().await;
-    // Open `subscriptions/listen` requests are answered (and their
-    // `notifications/cancelled` sent) first, while the clients and servers
-    // are still there: nothing else would answer them, and the wait for the
-    // stdio client's answers below would wait for them in vain.
+    // From here the hub refuses new requests. Open `subscriptions/listen`
+    // requests are answered (and their `notifications/cancelled` sent)
+    // first, while the clients and servers are still there: nothing else
+    // would answer them, and the drain would wait for them in vain.
     rt.feed(|h, _| h.shutdown());
-    match stop {
+    let stdio_id = client.as_ref().map(|cl| cl.id);
+    let limit = match &stop {
         Ok(Stop::InputClosed) => {
-            let c = client.as_ref().map_or(0, |cl| cl.id);
-            await_answers(&rt, c, &stop_rx, drain_limit).await;
             info!("end of input: shutting down");
+            input_limit
         }
-        Ok(Stop::Signal(s)) => info!("{s}: shutting down"),
-        Ok(Stop::OutputClosed) => info!("client connection closed: shutting down"),
-        Ok(Stop::InputError(e)) | Ok(Stop::OutputError(e)) => {
+        Ok(Stop::Signal(s)) => {
+            info!("{s}: shutting down (a second signal ends at once)");
+            grace
+        }
+        Ok(Stop::OutputClosed) => {
+            info!("client connection closed: shutting down");
+            grace
+        }
+        Ok(Stop::InputError(e) | Stop::OutputError(e)) => {
             info!("{e}; shutting down");
+            grace
         }
-        Err(_) => code = 1,
+        Err(_) => {
+            code = 1;
+            grace
+        }
+    };
+    if let (Some(c), Ok(Stop::OutputClosed | Stop::OutputError(_))) = (stdio_id, &stop) {
+        // Nobody reads its answers: its requests are cancelled.
+        rt.client_disconnected(c);
     }
-
-    if _http_server.is_some() {
-        // Give the HTTP exchanges a moment to write those answers.
-        Timer::after(Duration::from_millis(50)).await;
+    let drained = drain_requests(&rt, stdio_id, &stop_rx, limit).await;
+    let open = rt.hub.borrow().open_requests();
+    if open > 0 {
+        warn!("shutting down: answering {open} request(s) still in flight with an error");
+        rt.feed(|h, _| h.abandon_requests(limit.as_millis() as u64));
     }
+    let hurry = drained == Drained::Hurry;
+    // Even in a hurry the answers just given get a moment to be written.
+    let flush_limit = Duration::from_millis(if hurry { 200 } else { 2_000 });
+    flush_http(&rt, flush_limit).await;
     rt.closing.set(true);
     // The task that runs the servers ends now (keeping lazy servers' lists).
     crate::reload::request();
-    // No new HTTP requests; open exchanges end with the connections.
+    // Connections left are idle (or standalone streams): closed with the server.
     drop(_http_server.take());
     if let Some(client) = client {
         rt.client_disconnected(client.id);
@@ -827,18 +896,22 @@ where
             true
         };
         let limit = async {
-            Timer::after(Duration::from_secs(2)).await;
+            Timer::after(flush_limit).await;
             false
         };
         if !flush.or(limit).await {
-            debug!("stdout not drained within 2 s");
+            debug!("stdout not drained within {} ms", flush_limit.as_millis());
         }
         drop(client.reader);
     }
 
     let ups: Vec<Upstream> = rt.upstreams.borrow().iter().flatten().cloned().collect();
     for up in &ups {
-        up.shutdown();
+        if hurry {
+            up.kill_now();
+        } else {
+            up.shutdown();
+        }
     }
     let tasks: Vec<Task<()>> = rt.tasks.borrow_mut().drain(..).flatten().collect();
     let all_stopped = async {

@@ -2,7 +2,8 @@
 //!
 //! stdin is read line by line (an over-long line is reported to the hub,
 //! which answers with an error; the session goes on; lines after an
-//! `initialize` wait for its answer); outputs are written to
+//! `initialize` wait for its answer; while the output queue is full, the
+//! next line waits until the client reads); outputs are written to
 //! stdout one line each, in batches with one write and one flush, by a single
 //! writer task, so messages never interleave.
 //!
@@ -21,11 +22,15 @@ use smol::{LocalExecutor, Task};
 
 use crate::hub::ClientId;
 use crate::lines::{read_lines_paced, LineEvent, Pause};
-use crate::outbox;
+use crate::outbox::{self, Outbox};
 use crate::serve::{Runtime, Stop};
 
-/// Longest message accepted from the client.
-pub const MAX_LINE: usize = 16 << 20;
+/// Longest message accepted on a stdio stream (the client's, a server's,
+/// either way), under the process's frame cap.
+pub fn max_line() -> usize {
+    const MAX_LINE: usize = 16 << 20;
+    MAX_LINE.min(crate::limits::get().max_frame_bytes)
+}
 
 /// A running stdio client connection.
 pub struct StdioClient {
@@ -43,7 +48,7 @@ where
 {
     let limits = crate::limits::get();
     let (tx, rx) = outbox::outbox(outbox::DEFAULT_MAX_MSGS, outbox::DEFAULT_MAX_BYTES.min(limits.max_queue_bytes));
-    let id = rt.connect_client(tx);
+    let id = rt.connect_client(tx.clone());
 
     let wrt = rt.clone();
     let writer = ex.spawn(async move {
@@ -58,12 +63,17 @@ where
 
     let rrt = rt.clone();
     let reader = ex.spawn(async move {
-        let r = read_lines_paced(input, MAX_LINE.min(limits.max_frame_bytes), |ev| {
+        let r = read_lines_paced(input, max_line(), |ev| {
             match ev {
                 LineEvent::Line(line) => rrt.client_message(id, line),
                 LineEvent::TooLarge { len } => rrt.client_frame_too_large(id, len),
             }
-            rrt.initializing(id).then(|| wait_initialized(rrt.clone(), id))
+            if rrt.initializing(id) {
+                return Some(wait_initialized(rrt.clone(), id));
+            }
+            // Backpressure: a client that does not read its answers is not
+            // read either until they are taken (none is dropped).
+            tx.is_full().then(|| wait_room(tx.clone()))
         })
         .await;
         match r {
@@ -73,6 +83,11 @@ where
     });
 
     StdioClient { id, reader, writer }
+}
+
+/// Completes once the client's output queue has room again.
+fn wait_room(out: Outbox) -> Pause {
+    Box::pin(async move { out.room().await })
 }
 
 /// Longest the next client message is held while `initialize` is

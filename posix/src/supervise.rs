@@ -67,7 +67,7 @@ impl Default for Options {
             grace: Duration::from_secs(2),
             restart: Policy::default(),
             stderr_tail: 8 * 1024,
-            max_line: (16 << 20usize).min(crate::limits::get().max_frame_bytes),
+            max_line: crate::stdio::max_line(),
             queue_msgs: outbox::DEFAULT_MAX_MSGS,
             queue_bytes: outbox::DEFAULT_MAX_BYTES.min(crate::limits::get().max_queue_bytes),
         }

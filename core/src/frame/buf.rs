@@ -43,6 +43,20 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> Buf<B> {
         self.storage.as_mut()
     }
 
+    /// Moves the pending bytes to the start of `storage` and keeps that
+    /// instead; the old storage is given back. `Err(storage)` when the
+    /// pending bytes do not fit. (Without a reserved prefix only.)
+    pub(super) fn replace(&mut self, mut storage: B) -> Result<B, B> {
+        let len = self.len();
+        match storage.as_mut().get_mut(..len) {
+            Some(dst) => dst.copy_from_slice(self.pending()),
+            None => return Err(storage),
+        }
+        self.start = 0;
+        self.end = len;
+        Ok(core::mem::replace(&mut self.storage, storage))
+    }
+
     /// True when the pending bytes fill everything above `floor`.
     pub(super) fn is_full(&self, floor: usize) -> bool {
         floor + self.len() >= self.capacity()

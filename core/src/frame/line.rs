@@ -103,6 +103,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
     pub fn buffered(&self) -> usize {
         self.buf.len()
     }
+
+    /// The storage's length: a line must be shorter to come through whole.
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Goes on in `storage` (larger, to let a long line grow, or smaller, to
+    /// give memory back), with the bytes held so far moved into it; the old
+    /// storage is given back. `Err(storage)` when they do not fit.
+    pub fn replace_storage(&mut self, storage: B) -> Result<B, B> {
+        self.buf.replace(storage)
+    }
 }
 
 /// True when `msg` contains no `\n` or `\r`, so writing it followed by `\n`
@@ -182,6 +194,22 @@ mod tests {
         let (evs, held) = decode(64, &[b"{\"a\"", b":1}\r", b"\n{", b"}\n"]);
         assert_eq!(evs, vec![line("{\"a\":1}"), line("{}")]);
         assert_eq!(held, 0);
+    }
+
+    #[test]
+    fn storage_replaced_mid_line_keeps_the_held_bytes() {
+        let mut d = LineDecoder::new(vec![0u8; 4]);
+        assert_eq!(d.feed(b"abcdef\n"), 4);
+        assert_eq!(d.replace_storage(vec![0u8; 3]), Err(vec![0u8; 3]));
+        assert!(d.replace_storage(vec![0u8; 16]).is_ok());
+        assert_eq!(d.capacity(), 16);
+        assert_eq!(d.feed(b"ef\nx"), 4);
+        assert_eq!(d.next(), Some(LineEvent::Line(b"abcdef")));
+        assert_eq!(d.next(), None);
+        // Smaller again: the held "x" moves along.
+        assert!(d.replace_storage(vec![0u8; 8]).is_ok());
+        assert_eq!(d.feed(b"y\n"), 2);
+        assert_eq!(d.next(), Some(LineEvent::Line(b"xy")));
     }
 
     #[test]

@@ -102,6 +102,23 @@ impl Drop for ConnGuard {
     }
 }
 
+/// Counts a connection as busy while it handles a request (a shutdown
+/// waits for none to be).
+struct BusyGuard(Rc<Shared>);
+
+impl BusyGuard {
+    fn enter(shared: &Rc<Shared>) -> BusyGuard {
+        shared.state.borrow_mut().busy += 1;
+        BusyGuard(shared.clone())
+    }
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.0.state.borrow_mut().busy -= 1;
+    }
+}
+
 /// The accept loop, the connections and the service task (session expiry,
 /// refusals fed back to the hub), on one local executor.
 pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
@@ -203,7 +220,10 @@ async fn connection(mut conn: Conn) {
         };
         first = false;
         conn.persist = req.keep_alive;
-        if !routes::handle(&mut conn, req).await {
+        let busy = BusyGuard::enter(&conn.shared);
+        let keep = routes::handle(&mut conn, req).await;
+        drop(busy);
+        if !keep {
             conn.linger_close().await;
             return;
         }

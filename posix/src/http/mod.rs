@@ -229,6 +229,15 @@ impl Http {
         session::end_by_client(&self.shared, c, false);
     }
 
+    /// Connections in the middle of a request other than a standalone
+    /// stream (GET `/mcp`, `/sse`, which never ends by itself): a shutdown
+    /// lets them write their answers before it ends the server.
+    pub fn answering(&self) -> usize {
+        let st = self.shared.state.borrow();
+        let streams = st.sessions.by_id.values().filter(|s| s.get.as_ref().is_some_and(|(_, tx)| !tx.is_closed())).count();
+        st.busy.saturating_sub(streams)
+    }
+
     /// Routes an output meant for an HTTP client (`ToClient`, `CloseClient`
     /// of one of its sessions) and returns `None`; gives anything else back.
     pub fn take(&self, out: Output) -> Option<Output> {

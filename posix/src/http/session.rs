@@ -39,6 +39,8 @@ pub(crate) struct Shared {
 pub(crate) struct State {
     pub sessions: Sessions,
     pub conns: usize,
+    /// Connections in the middle of a request (read, handled, answered).
+    pub busy: usize,
     rng: ChaCha20,
     next_seq: u64,
     /// Messages to feed to the hub on a client's behalf (outside `deliver`).
@@ -123,6 +125,7 @@ impl Shared {
             state: RefCell::new(State {
                 sessions: Sessions::default(),
                 conns: 0,
+                busy: 0,
                 rng: ChaCha20::new(),
                 next_seq: 1,
                 hub_inbox: VecDeque::new(),

@@ -132,6 +132,10 @@ impl Hub {
                 if let Some(id) = m.id_bytes().filter(|_| cl.open.len() < MAX_OPEN) {
                     cl.open.insert(IdKey::new(id));
                 }
+                if self.draining {
+                    let msg = "mcpx is shutting down: it takes no new requests";
+                    return self.answer_error(c, m.id_bytes(), -32603, msg, None);
+                }
                 self.on_client_request(c, m)
             }
             Kind::Notification => self.on_client_notification(c, m),

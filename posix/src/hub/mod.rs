@@ -422,6 +422,8 @@ pub struct Hub {
     parked: Vec<lazy::Parked>,
     /// Set by the runtime (`set_config_status`), shown in `status()`.
     config_status: serde_json::Value,
+    /// Set by [`Hub::shutdown`]: new client requests are refused.
+    draining: bool,
 }
 
 impl Hub {
@@ -445,6 +447,7 @@ impl Hub {
             early: VecDeque::new(),
             parked: Vec::new(),
             config_status: serde_json::Value::Null,
+            draining: false,
         })
     }
 
@@ -594,16 +597,45 @@ impl Hub {
     }
 
     /// The server is shutting down: every open `subscriptions/listen` stream
-    /// gets its graceful end (a result answering the listen request).
+    /// gets its graceful end (a result answering the listen request), and
+    /// from now on new client requests are answered with an error at once;
+    /// requests in flight go on (their answers, and the clients' own
+    /// answers and notifications, still flow).
     pub fn shutdown(&mut self) {
+        self.draining = true;
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for c in ids {
             self.end_listens(c);
         }
     }
 
-    /// How many of client `c`'s requests are not answered yet (what a
-    /// runtime waits for at end of input).
+    /// The shutdown's grace period is over: every client request still
+    /// waiting on a server is answered with an error naming the server and
+    /// cancelled upstream.
+    pub fn abandon_requests(&mut self, grace_ms: u64) {
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for c in ids {
+            for (u, id) in self.pending.of_client(c) {
+                let Some(pending::Fwd { origin: pending::Origin::Client { client, id: cid, method, .. }, .. }) =
+                    self.pending.take(u, id)
+                else {
+                    continue;
+                };
+                self.cancel_upstream(u, id, "mcpx is shutting down");
+                let name = self.ups[u].spec.name.clone();
+                let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");
+                self.answer_error(client, Some(&cid), -32603, &msg, Some(serde_json::json!({ "server": name })));
+            }
+        }
+    }
+
+    /// Requests of all clients not answered yet (what a shutdown waits for).
+    pub fn open_requests(&self) -> usize {
+        self.clients.values().map(|cl| cl.open.len()).sum()
+    }
+
+    /// How many of client `c`'s requests are not answered yet. (Test observer.)
+    #[cfg(test)]
     pub fn client_open_requests(&self, c: ClientId) -> usize {
         self.clients.get(&c).map_or(0, |cl| cl.open.len())
     }

@@ -182,7 +182,6 @@ enum Wake {
 /// config on a [`request`] or a change of the file, starts and stops lazy
 /// servers when the hub asks; one thing at a time.
 pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, settings: Settings) {
-    let hup = spawner.executor().spawn(hup_task());
     let lists_dir = cache::dir(&config::process_env);
     let mut state = State { rt, spawner, current, settings, lists_dir, reloads: 0, refused: None, not_applied: Vec::new() };
     let mut seen = state.watched().and_then(|p| stamp(&p));
@@ -233,27 +232,7 @@ pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, sett
         seen = now;
         state.reload().await;
     }
-    drop(hup);
     state.save_all_lists();
-}
-
-/// SIGHUP → [`request`]. (Until the signal module of `serve` delivers
-/// SIGHUP itself; then this goes.)
-async fn hup_task() {
-    use async_signal::{Signal, Signals};
-    use smol::stream::StreamExt as _;
-    let mut signals = match Signals::new([Signal::Hup]) {
-        Ok(s) => s,
-        Err(e) => {
-            warn!("cannot watch for SIGHUP (config reloads on file changes only): {e}");
-            return;
-        }
-    };
-    while let Some(sig) = signals.next().await {
-        if sig.is_ok() {
-            request();
-        }
-    }
 }
 
 struct State {
