@@ -123,6 +123,12 @@ async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> 
             let msg = format!("Payload too large: the body is {n} bytes or more, over mcpx's limit of {max} bytes");
             Err(conn.error(413, None, -32600, &msg, None, false).await)
         }
+        // RFC 9112 §7.1: a body that is not valid chunked coding is a bad
+        // request; answer before closing, so the client sees why.
+        Err(BodyError::Malformed(e)) => {
+            let msg = format!("Bad request: malformed chunked body ({e:?})");
+            Err(conn.error(400, None, -32600, &msg, None, false).await)
+        }
         Err(BodyError::Broken) => Err(false),
     }
 }

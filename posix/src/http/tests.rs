@@ -21,6 +21,9 @@ use crate::hub::{HubOptions, Output, UpstreamSpec};
 #[path = "tests_rows.rs"]
 mod rows;
 
+#[path = "tests_fair.rs"]
+mod fair;
+
 // ---------------------------------------------------------------- the server
 
 /// What the fake upstream received (methods), for the test to inspect.
