@@ -457,10 +457,26 @@ impl Conn {
         data: Option<&[u8]>,
         keep: bool,
     ) -> bool {
+        self.error_with(status, &[], id, code, msg, data, keep).await
+    }
+
+    /// [`Conn::error`] with extra response headers (e.g. `Retry-After`).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn error_with(
+        &mut self,
+        status: u16,
+        extra: &[(&str, &str)],
+        id: Option<&[u8]>,
+        code: i64,
+        msg: &str,
+        data: Option<&[u8]>,
+        keep: bool,
+    ) -> bool {
         let now = self.shared.now();
         self.shared.state.borrow_mut().refusals.record(now, status, msg);
         let body = error_body(id, code, msg, data);
         let mut hs: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
+        hs.extend_from_slice(extra);
         if status == 401 {
             hs.push(("WWW-Authenticate", "Bearer realm=\"mcpx\""));
         }

@@ -15,7 +15,7 @@ use smol::channel;
 
 use super::auth::Principal;
 use super::conn::{BodyError, Conn, Request};
-use super::session::{self, Item, Kind};
+use super::session::{self, Item, Kind, SessionRefused};
 use super::sse_stream::{self, SseOut, Wake};
 
 /// The refusal of a request that needs a session but names none.
@@ -85,6 +85,15 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
         (_, "DELETE") => delete(conn, req).await,
         _ => method_not_allowed(conn, "GET, POST, DELETE").await,
     }
+}
+
+/// Answers a request whose session could not be opened at a cap: the
+/// status, `Retry-After` and a JSON-RPC error naming the limit.
+async fn session_refused(conn: &mut Conn, id: Option<&[u8]>, r: SessionRefused) -> bool {
+    let retry = SessionRefused::RETRY_AFTER_S.to_string();
+    let data = r.data.to_string();
+    let code = SessionRefused::CODE.code().into();
+    conn.error_with(r.status, &[("Retry-After", &retry)], id, code, &r.message, Some(data.as_bytes()), true).await
 }
 
 /// Wall-clock seconds, for token expiry.
@@ -262,7 +271,7 @@ async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>, who:
     }
     let (sid, c) = match session::open(&sh, Kind::Modern, who) {
         Ok(x) => x,
-        Err(why) => return conn.error(503, Some(&id), -32603, &why, None, true).await,
+        Err(r) => return session_refused(conn, Some(&id), r).await,
     };
     let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
     let x = Exchange {
@@ -327,7 +336,7 @@ async fn post_legacy(
         }
         let (sid, c) = match session::open(&sh, Kind::Streamable, who) {
             Ok(x) => x,
-            Err(why) => return conn.error(503, first_id, -32603, &why, None, true).await,
+            Err(r) => return session_refused(conn, first_id, r).await,
         };
         let id = env.id_bytes().unwrap_or(b"null").to_vec();
         let x = Exchange {
@@ -695,7 +704,7 @@ async fn legacy_sse(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool
     }
     let (sid, _c) = match session::open(&sh, Kind::LegacySse, who) {
         Ok(x) => x,
-        Err(why) => return conn.error(503, None, -32603, &why, None, true).await,
+        Err(r) => return session_refused(conn, None, r).await,
     };
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let seq = sh.next_seq();
