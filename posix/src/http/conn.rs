@@ -70,6 +70,11 @@ impl Request {
             })
     }
 
+    /// How many field lines named `name` (lowercase) the head has.
+    pub fn header_count(&self, name: &str) -> usize {
+        self.headers.iter().filter(|(n, _)| n == name).count()
+    }
+
     pub fn headers_present(&self, name: &str) -> bool {
         self.header(name).is_some()
     }

@@ -30,6 +30,10 @@ pub(crate) async fn handle(conn: &mut Conn, mut req: Request) -> bool {
 
 async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
+    let http11 = req.version == Version::Http11;
+    if let Some(why) = super::origin::field_lines_error(req.header_count("host"), req.header_count("origin"), http11) {
+        return conn.reject(400, why).await;
+    }
     // Requirement rows streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin,
     // http-sse-server-validate-origin
     if !sh.guard.host_ok(req.header("host")) {
@@ -366,9 +370,19 @@ async fn post_legacy(
             )
             .await;
     };
-    let rev = header_rev
-        .or_else(|| session::session_rev(&sh, &sid))
-        .unwrap_or(Revision::V2025_03_26);
+    let negotiated = session::session_rev(&sh, &sid);
+    // Requirement rows streamable-http-server-400-unsupported-version-header: a session
+    // speaks the revision its initialize negotiated, no other.
+    if let Some((h, n)) = header_rev.zip(negotiated).filter(|(h, n)| h != n) {
+        let data = format!("{{\"supported\":[\"{}\"],\"requested\":\"{}\"}}", n.as_str(), h.as_str());
+        let text = format!(
+            "Bad Request: MCP-Protocol-Version '{}' is not the revision this session negotiated ({})",
+            h.as_str(),
+            n.as_str()
+        );
+        return conn.error(400, first_id, -32600, &text, Some(data.as_bytes()), true).await;
+    }
+    let rev = header_rev.or(negotiated).unwrap_or(Revision::V2025_03_26);
     let elements: Vec<Result<Envelope<'_>, mcpx_core::envelope::EnvelopeError<'_>>> = match msg {
         Message::Single(e) => vec![Ok(*e)],
         Message::Batch(b) => {

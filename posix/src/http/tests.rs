@@ -24,6 +24,9 @@ mod rows;
 #[path = "tests_fair.rs"]
 mod fair;
 
+#[path = "tests_details.rs"]
+mod details;
+
 // ---------------------------------------------------------------- the server
 
 /// What the fake upstream received (methods), for the test to inspect.
@@ -534,11 +537,10 @@ fn init_with(addr: SocketAddr, version: &str) -> String {
         .expect("a session id")
         .to_string();
     assert_eq!(r.json()["result"]["protocolVersion"], version);
-    let r = post(
-        addr,
-        Some(&sid),
-        &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
-    );
+    // The negotiated revision in the header, as the session requires.
+    let hs = [ACCEPT, JSON, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", version)];
+    let body = serde_json::to_vec(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).unwrap();
+    let r = request(addr, "POST", "/mcp", &hs, &body);
     assert_eq!(r.status, 202);
     sid
 }
