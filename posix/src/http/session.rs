@@ -91,6 +91,14 @@ pub(crate) struct Session {
     pub get: Option<(u64, Sender<Item>)>,
 }
 
+impl Session {
+    /// No request and no stream open: the session may expire, or end to
+    /// make room for a new one.
+    fn idle(&self) -> bool {
+        self.exchanges.is_empty() && self.get.is_none()
+    }
+}
+
 /// One POST waiting for responses.
 pub(crate) struct Exchange {
     pub seq: u64,
@@ -244,7 +252,7 @@ fn oldest_idle(sessions: &Sessions, owner: Option<&Principal>) -> Option<String>
     sessions
         .by_id
         .iter()
-        .filter(|(_, s)| s.exchanges.is_empty() && s.get.is_none() && owner.is_none_or(|o| s.owner == *o))
+        .filter(|(_, s)| s.idle() && owner.is_none_or(|o| s.owner == *o))
         .min_by_key(|(_, s)| s.last_seen)
         .map(|(k, _)| k.clone())
 }
@@ -358,9 +366,7 @@ pub(crate) fn expire(shared: &Shared) -> usize {
         .sessions
         .by_id
         .iter()
-        .filter(|(_, s)| {
-            s.exchanges.is_empty() && s.get.is_none() && now.saturating_sub(s.last_seen) >= idle
-        })
+        .filter(|(_, s)| s.idle() && now.saturating_sub(s.last_seen) >= idle)
         .map(|(k, _)| k.clone())
         .collect();
     for sid in &old {

@@ -150,21 +150,22 @@ fn session_caps_name_the_limit_and_whose_share() {
     let a = sid_of(&init_as(t.addr, "alice"));
     let _a_stream = busy(t.addr, "alice", &a);
     let r = init_as(t.addr, "alice");
-    assert_eq!(r.status, 429, "{}", r.text());
-    assert_eq!(r.header("retry-after"), Some("5"));
-    let e = &r.json()["error"];
-    assert!(e["message"].as_str().unwrap().contains("\"token:alice\" holds its share of 1"), "{e}");
-    assert_eq!(e["data"]["limit"], "http.maxSessions (per principal)");
+    refused(&r, 429, "\"token:alice\" holds its share of 1", "http.maxSessions (per principal)");
     let b = sid_of(&init_as(t.addr, "bob"));
     // The cap is full (alice busy, bob idle): carol's session ends bob's.
     let c = sid_of(&init_as(t.addr, "carol"));
     let r = post_as(t.addr, "bob", &b, &json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }));
     assert_eq!(r.status, 404, "bob's idle session made room: {}", r.text());
     let _c_stream = busy(t.addr, "carol", &c);
-    let r = init_as(t.addr, "bob");
-    assert_eq!(r.status, 503, "{}", r.text());
+    refused(&init_as(t.addr, "bob"), 503, "all 2 are in use", "http.maxSessions");
+}
+
+/// `r` is a session refusal: `status`, `Retry-After`, a message saying
+/// `why` and `data.limit` naming the limit.
+fn refused(r: &Resp, status: u16, why: &str, limit: &str) {
+    assert_eq!(r.status, status, "{}", r.text());
     assert_eq!(r.header("retry-after"), Some("5"));
     let e = &r.json()["error"];
-    assert!(e["message"].as_str().unwrap().contains("all 2 are in use"), "{e}");
-    assert_eq!(e["data"]["limit"], "http.maxSessions");
+    assert!(e["message"].as_str().unwrap().contains(why), "{e}");
+    assert_eq!(e["data"]["limit"], limit);
 }
