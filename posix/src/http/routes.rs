@@ -129,6 +129,12 @@ async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> 
     {
         return Err(conn.reject(415, "Unsupported media type: POST a JSON-RPC message as application/json").await);
     }
+    body(conn, req).await
+}
+
+/// Reads the request's body; answers 413 (over the cap) or 400 (malformed
+/// chunked coding) itself before the close (`Err` then carries keep-alive).
+async fn body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
     match conn.read_body(req).await {
         Ok(b) => Ok(b),
         Err(BodyError::TooLarge(n)) => {
@@ -695,8 +701,10 @@ async fn stream_out(
 /// `streamable-http-server-may-405-delete`: mcpx answers 204).
 async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
-    if req.has_body() && conn.read_body(req).await.is_err() {
-        return false;
+    if req.has_body() {
+        if let Err(keep) = body(conn, req).await {
+            return keep;
+        }
     }
     let Some(sid) = session_of(req) else {
         return conn.reject(400, NO_SESSION_ID).await;
@@ -747,8 +755,10 @@ async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
     let sid = legacy_session_of(req);
     let Some(c) = sh.touch(&sid, Kind::LegacySse) else {
-        if req.has_body() && conn.read_body(req).await.is_err() {
-            return false;
+        if req.has_body() {
+            if let Err(keep) = body(conn, req).await {
+                return keep;
+            }
         }
         return conn.reject(404, "Not found: unknown or ended session; reconnect to /sse").await;
     };
