@@ -9,7 +9,8 @@
 //! salient parameters (row mrtr-requeststate-replay-fields), and carries the
 //! hub's opaque inner state (e.g. the upstream's own `requestState`).
 //! Every opened token is recorded in a bounded [`ReplaySet`], so each token
-//! is accepted once only (row mrtr-single-use-enforced).
+//! is accepted once only (row mrtr-single-use-enforced); each principal has
+//! a share of it, so one client cannot fill it for the others.
 //!
 //! Token: base64url without padding of
 //!
@@ -175,6 +176,12 @@ pub enum OpenError {
     /// The replay set is full of unexpired tokens; the token was not used
     /// and may be presented again later.
     ReplaySetFull,
+    /// The principal's share of the replay set is full of its own unexpired
+    /// tokens; the token was not used and may be presented again later.
+    ReplayShareFull {
+        /// Entries one principal may hold.
+        share: usize,
+    },
     /// The scratch buffer is too small; `needed` bytes would suffice.
     Overflow {
         /// Bytes the decoded token needs.
@@ -195,6 +202,13 @@ impl fmt::Display for OpenError {
             OpenError::ParamsMismatch => "requestState belongs to a request with different parameters",
             OpenError::Replayed => "requestState has already been used",
             OpenError::ReplaySetFull => "too many requestStates in flight; retry later",
+            OpenError::ReplayShareFull { share } => {
+                return write!(
+                    f,
+                    "this principal redeemed {share} requestStates that have not expired yet (its share \
+                     of the single-use set); retry after they expire"
+                )
+            }
             OpenError::Overflow { needed } => {
                 return write!(f, "requestState scratch buffer too small: {needed} bytes needed")
             }
@@ -369,7 +383,7 @@ impl Keys {
         if Sha256::digest(binding.params).as_slice() != params {
             return Err(OpenError::ParamsMismatch);
         }
-        replay.redeem(&nonce, expires_at_ms, now_ms)?;
+        replay.redeem(&nonce, &principal, expires_at_ms, now_ms)?;
         Ok(Opened { inner, key_id, expires_at_ms, nonce })
     }
 }
@@ -429,20 +443,43 @@ pub fn digest(bytes: &[u8]) -> [u8; DIGEST_LEN] {
 
 /// The nonces of tokens already opened, each kept until its token expires.
 ///
-/// Fixed capacity `N`: when a token is opened, expired entries are evicted
-/// first; if all `N` entries are still unexpired the token is refused with
-/// [`OpenError::ReplaySetFull`] (fail closed) and stays unused. Size `N` for
-/// the number of retries expected within one TTL. `now_ms` is assumed not
-/// to go backwards.
-#[derive(Debug, Clone, Default)]
+/// Fixed capacity `N`, of which one principal holds at most `share`
+/// entries: when a token is opened, expired entries are evicted first; if
+/// its principal already holds `share` unexpired entries the token is
+/// refused with [`OpenError::ReplayShareFull`], if all `N` are unexpired
+/// with [`OpenError::ReplaySetFull`] (fail closed either way) and it stays
+/// unused. One principal thus never locks out the others: filling the set
+/// takes `N / share` principals each at its share within one TTL. Size `N`
+/// for the number of retries expected within one TTL. `now_ms` is assumed
+/// not to go backwards.
+#[derive(Debug, Clone)]
 pub struct ReplaySet<const N: usize> {
-    entries: heapless::Vec<([u8; NONCE_LEN], u64), N>,
+    /// (nonce, expiry, the first bytes of the principal's digest).
+    entries: heapless::Vec<([u8; NONCE_LEN], u64, [u8; PRINCIPAL_TAG_LEN]), N>,
+    share: usize,
+}
+
+/// Bytes of a principal's digest that tell its entries apart (a collision
+/// only merges two principals' shares).
+const PRINCIPAL_TAG_LEN: usize = 8;
+
+impl<const N: usize> Default for ReplaySet<N> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<const N: usize> ReplaySet<N> {
-    /// An empty set.
+    /// An empty set in which one principal may hold every entry.
     pub const fn new() -> Self {
-        ReplaySet { entries: heapless::Vec::new() }
+        Self::with_share(N)
+    }
+
+    /// An empty set in which one principal holds at most `share` entries
+    /// (clamped to 1..=N).
+    pub const fn with_share(share: usize) -> Self {
+        let share = if share == 0 { 1 } else if share > N { N } else { share };
+        ReplaySet { entries: heapless::Vec::new(), share }
     }
 
     /// Number of recorded (possibly expired, not yet evicted) tokens.
@@ -455,12 +492,24 @@ impl<const N: usize> ReplaySet<N> {
         self.entries.is_empty()
     }
 
-    fn redeem(&mut self, nonce: &[u8; NONCE_LEN], expires_at_ms: u64, now_ms: u64) -> Result<(), OpenError> {
-        if self.entries.iter().any(|(n, _)| n == nonce) {
+    fn redeem(
+        &mut self,
+        nonce: &[u8; NONCE_LEN],
+        principal: &[u8; DIGEST_LEN],
+        expires_at_ms: u64,
+        now_ms: u64,
+    ) -> Result<(), OpenError> {
+        if self.entries.iter().any(|(n, _, _)| n == nonce) {
             return Err(OpenError::Replayed);
         }
-        self.entries.retain(|&(_, expiry)| expiry > now_ms);
-        self.entries.push((*nonce, expires_at_ms)).map_err(|_| OpenError::ReplaySetFull)
+        self.entries.retain(|&(_, expiry, _)| expiry > now_ms);
+        let mut tag = [0u8; PRINCIPAL_TAG_LEN];
+        tag.copy_from_slice(&principal[..PRINCIPAL_TAG_LEN]);
+        // A share of all N is the global cap itself, reported as such.
+        if self.share < N && self.entries.iter().filter(|(_, _, t)| *t == tag).count() >= self.share {
+            return Err(OpenError::ReplayShareFull { share: self.share });
+        }
+        self.entries.push((*nonce, expires_at_ms, tag)).map_err(|_| OpenError::ReplaySetFull)
     }
 }
 

@@ -149,6 +149,45 @@ fn replay_set_at_capacity_fails_closed_then_evicts_expired() {
     assert_eq!(open_with(&k, &t[3], &binding(), NOW + TTL, &mut replay), Err(OpenError::Expired));
 }
 
+// Issue 11 item 3: one principal fills its share, the others still redeem;
+// a refused token stays good once the principal's entries expire.
+// row: mrtr-single-use-enforced
+#[test]
+fn one_principal_cannot_fill_the_replay_set_for_the_others() {
+    let k = keys();
+    let mut replay = ReplaySet::<6>::with_share(2);
+    let who = |p: &'static [u8]| Binding { principal: p, ..binding() };
+    let (a, b) = (who(b"user:alice"), who(b"user:bob"));
+    let mut nonce = 0u8;
+    let mut mint = |b: &Binding<'_>| {
+        nonce += 1;
+        seal_with(&k, b, b"", nonce)
+    };
+    assert!(open_with(&k, &mint(&a), &a, NOW, &mut replay).is_ok());
+    assert!(open_with(&k, &mint(&a), &a, NOW, &mut replay).is_ok());
+    let refused = mint(&a);
+    assert_eq!(open_with(&k, &refused, &a, NOW, &mut replay), Err(OpenError::ReplayShareFull { share: 2 }));
+    assert!(OpenError::ReplayShareFull { share: 2 }.to_string().contains("its share"));
+    assert!(open_with(&k, &mint(&b), &b, NOW, &mut replay).is_ok());
+    assert!(open_with(&k, &mint(&b), &b, NOW, &mut replay).is_ok());
+    assert_eq!(open_with(&k, &mint(&b), &b, NOW, &mut replay), Err(OpenError::ReplayShareFull { share: 2 }));
+    // The global cap still holds: three principals at their share fill it.
+    let c = who(b"user:carol");
+    assert!(open_with(&k, &mint(&c), &c, NOW, &mut replay).is_ok());
+    assert!(open_with(&k, &mint(&c), &c, NOW, &mut replay).is_ok());
+    let d = who(b"user:dave");
+    assert_eq!(open_with(&k, &mint(&d), &d, NOW, &mut replay), Err(OpenError::ReplaySetFull));
+    assert_eq!(replay.len(), 6);
+    // Alice's refused token was not burned: it opens (once) after her
+    // entries expire, bounded by its own expiry.
+    let later = NOW + TTL - 1;
+    assert_eq!(open_with(&k, &refused, &a, later, &mut replay), Err(OpenError::ReplayShareFull { share: 2 }));
+    let mut out = [0u8; 256];
+    let fresh_a = k.seal(&a, b"", &[200; NONCE_LEN], NOW + TTL, TTL, &mut out).unwrap().to_owned();
+    assert!(open_with(&k, &fresh_a, &a, NOW + TTL, &mut replay).is_ok());
+    assert_eq!(open_with(&k, &fresh_a, &a, NOW + TTL, &mut replay), Err(OpenError::Replayed));
+}
+
 #[test]
 fn rotation() {
     let old = Keys::new(Key::new(1, [0x11; 32]), None).unwrap();

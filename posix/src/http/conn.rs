@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use async_io::{Async, Timer};
 use mcpx_core::frame::http::{
-    parse_request, write_response_head, BodyFraming, Chunk, ChunkedDecoder, Header, Status, Version,
+    parse_request, write_response_head, BodyFraming, Chunk, ChunkedDecoder, ChunkedError, Header, Status,
+    Version,
 };
 use mcpx_core::rewrite::write_error;
 use smol::future;
@@ -69,6 +70,11 @@ impl Request {
             })
     }
 
+    /// How many field lines named `name` (lowercase) the head has.
+    pub fn header_count(&self, name: &str) -> usize {
+        self.headers.iter().filter(|(n, _)| n == name).count()
+    }
+
     pub fn headers_present(&self, name: &str) -> bool {
         self.header(name).is_some()
     }
@@ -81,9 +87,16 @@ impl Request {
 /// Why a body could not be read.
 pub(crate) enum BodyError {
     TooLarge(u64),
-    /// Malformed framing, a timeout or the peer gone: close without answering.
+    /// A chunked body whose framing is not HTTP: 400, then close.
+    Malformed(ChunkedError),
+    /// A timeout or the peer gone: close without answering.
     Broken,
 }
+
+/// Bytes one connection may read before it lets the other tasks of the
+/// single thread run (issue 11 item 4: a socket that always has data never
+/// makes a read wait, so without this one upload holds the thread).
+const SLICE_BYTES: usize = 64 << 10;
 
 pub(crate) struct Conn {
     pub stream: Async<TcpStream>,
@@ -91,6 +104,8 @@ pub(crate) struct Conn {
     pub shared: Rc<Shared>,
     /// The request being answered allows the connection to persist.
     pub persist: bool,
+    /// Bytes read since this connection last yielded the thread.
+    pub unyielded: usize,
 }
 
 /// Decrements the connection count when a connection task ends.
@@ -147,6 +162,7 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
                 buf: Vec::new(),
                 shared: shared.clone(),
                 persist: true,
+                unyielded: 0,
             };
             if over {
                 ex2.spawn(async move {
@@ -236,15 +252,29 @@ fn deadline(ms: u64) -> Instant {
 
 impl Conn {
     /// Reads more bytes into `buf` before `until`. `Ok(0)`: the peer closed.
+    /// Every [`SLICE_BYTES`] it first waits for the reactor to report the
+    /// socket readable anew: a busy socket then shares the thread with the
+    /// other connections, the stdio client and the hub (a plain yield would
+    /// not do: the executors run ready tasks before polling for I/O again).
     async fn fill(&mut self, until: Instant) -> io::Result<usize> {
+        let pause = self.unyielded >= SLICE_BYTES;
+        if pause {
+            self.unyielded = 0;
+        }
         let mut tmp = [0u8; 16 << 10];
-        let read = async { self.stream.read(&mut tmp).await };
+        let read = async {
+            if pause {
+                self.stream.readable().await?;
+            }
+            self.stream.read(&mut tmp).await
+        };
         let timeout = async {
             Timer::at(until).await;
             Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"))
         };
         let n = future::or(read, timeout).await?;
         self.buf.extend_from_slice(&tmp[..n]);
+        self.unyielded += n;
         Ok(n)
     }
 
@@ -354,22 +384,26 @@ impl Conn {
             BodyFraming::Chunked => {
                 let mut dec = ChunkedDecoder::new();
                 let mut body = Vec::new();
+                // Decoded up to `at`; the buffer is drained once per read, so
+                // many tiny chunks cost linear time, not quadratic.
+                let mut at = 0;
                 loop {
-                    let (used, chunk) = dec.decode(&self.buf).map_err(|_| BodyError::Broken)?;
+                    let (used, chunk) = dec.decode(&self.buf[at..]).map_err(BodyError::Malformed)?;
+                    at += used;
                     match chunk {
                         Chunk::Data(d) => {
                             if body.len() + d.len() > max {
                                 return Err(BodyError::TooLarge((body.len() + d.len()) as u64));
                             }
                             body.extend_from_slice(d);
-                            self.buf.drain(..used);
                         }
                         Chunk::End => {
-                            self.buf.drain(..used);
+                            self.buf.drain(..at);
                             return Ok(body);
                         }
                         Chunk::NeedMore => {
-                            self.buf.drain(..used);
+                            self.buf.drain(..at);
+                            at = 0;
                             match self.fill(until).await {
                                 Ok(0) | Err(_) => return Err(BodyError::Broken),
                                 Ok(_) => {}
@@ -448,10 +482,26 @@ impl Conn {
         data: Option<&[u8]>,
         keep: bool,
     ) -> bool {
+        self.error_with(status, &[], id, code, msg, data, keep).await
+    }
+
+    /// [`Conn::error`] with extra response headers (e.g. `Retry-After`).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn error_with(
+        &mut self,
+        status: u16,
+        extra: &[(&str, &str)],
+        id: Option<&[u8]>,
+        code: i64,
+        msg: &str,
+        data: Option<&[u8]>,
+        keep: bool,
+    ) -> bool {
         let now = self.shared.now();
         self.shared.state.borrow_mut().refusals.record(now, status, msg);
         let body = error_body(id, code, msg, data);
         let mut hs: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
+        hs.extend_from_slice(extra);
         if status == 401 {
             hs.push(("WWW-Authenticate", "Bearer realm=\"mcpx\""));
         }

@@ -5,7 +5,7 @@
 //! | `max_body` | 413 + JSON-RPC error, decided from Content-Length before reading, or while reading a chunked body; connection closed |
 //! | `MAX_HEADERS` fields, `max_head` bytes | 431, connection closed |
 //! | `max_connections` | 503 + `Connection: close` right after accept |
-//! | `max_sessions` | 503 + JSON-RPC error on `initialize` / `GET /sse` |
+//! | `max_sessions` | the least recently used idle session ends to make room; when none is idle, 503 + `Retry-After` + JSON-RPC error naming the limit. One principal holds at most half (past it, its own oldest idle session ends, else 429) |
 //! | `head_timeout_ms` | a head not complete this long after its first byte (or after accept): connection closed (slowloris) |
 //! | `idle_timeout_ms` | a kept-alive connection with no new request this long: closed |
 //! | `body_timeout_ms` | a body not complete this long after its head: connection closed |

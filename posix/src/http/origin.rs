@@ -90,6 +90,23 @@ impl Guard {
     }
 }
 
+/// Why a head's `Host` and `Origin` fields cannot be checked at all (400):
+/// RFC 9112 §3.2 wants exactly one `Host` in an HTTP/1.1 request (HTTP/1.0
+/// may omit it) and never two; RFC 6454 §7 allows one `Origin` at most.
+/// Two values would let the checks above read one and a proxy the other.
+pub fn field_lines_error(hosts: usize, origins: usize, http11: bool) -> Option<&'static str> {
+    if hosts > 1 {
+        return Some("Bad request: more than one Host header field");
+    }
+    if hosts == 0 && http11 {
+        return Some("Bad request: an HTTP/1.1 request must have a Host header field");
+    }
+    if origins > 1 {
+        return Some("Bad request: more than one Origin header field");
+    }
+    None
+}
+
 /// The host part of `host[:port]` / `[v6]:port`.
 fn host_name(h: &str) -> &str {
     let h = h.trim();

@@ -16,7 +16,7 @@ use smol::channel;
 use super::auth::Principal;
 use crate::hub::Level;
 use super::conn::{BodyError, Conn, Request};
-use super::session::{self, Item, Kind};
+use super::session::{self, Item, Kind, SessionRefused};
 use super::sse_stream::{self, Attach, SseOut, Wake};
 
 /// The refusal of a request that needs a session but names none.
@@ -31,6 +31,10 @@ pub(crate) async fn handle(conn: &mut Conn, mut req: Request) -> bool {
 
 async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
+    let http11 = req.version == Version::Http11;
+    if let Some(why) = super::origin::field_lines_error(req.header_count("host"), req.header_count("origin"), http11) {
+        return conn.reject(400, why).await;
+    }
     // Requirement rows streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin,
     // http-sse-server-validate-origin
     if !sh.guard.host_ok(req.header("host")) {
@@ -88,6 +92,15 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     }
 }
 
+/// Answers a request whose session could not be opened at a cap: the
+/// status, `Retry-After` and a JSON-RPC error naming the limit.
+async fn session_refused(conn: &mut Conn, id: Option<&[u8]>, r: SessionRefused) -> bool {
+    let retry = SessionRefused::RETRY_AFTER_S.to_string();
+    let data = r.data.to_string();
+    let code = SessionRefused::CODE.code().into();
+    conn.error_with(r.status, &[("Retry-After", &retry)], id, code, &r.message, Some(data.as_bytes()), true).await
+}
+
 /// Wall-clock seconds, for token expiry.
 fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
@@ -117,12 +130,24 @@ async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> 
     {
         return Err(conn.reject(415, "Unsupported media type: POST a JSON-RPC message as application/json").await);
     }
+    body(conn, req).await
+}
+
+/// Reads the request's body; answers 413 (over the cap) or 400 (malformed
+/// chunked coding) itself before the close (`Err` then carries keep-alive).
+async fn body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
     match conn.read_body(req).await {
         Ok(b) => Ok(b),
         Err(BodyError::TooLarge(n)) => {
             let max = conn.shared.cfg.limits.max_body;
             let msg = format!("Payload too large: the body is {n} bytes or more, over mcpx's limit of {max} bytes");
             Err(conn.error(413, None, -32600, &msg, None, false).await)
+        }
+        // RFC 9112 §7.1: a body that is not valid chunked coding is a bad
+        // request; answer before closing, so the client sees why.
+        Err(BodyError::Malformed(e)) => {
+            let msg = format!("Bad request: malformed chunked body ({e:?})");
+            Err(conn.error(400, None, -32600, &msg, None, false).await)
         }
         Err(BodyError::Broken) => Err(false),
     }
@@ -257,7 +282,7 @@ async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>, who:
     }
     let (sid, c) = match session::open(&sh, Kind::Modern, who) {
         Ok(x) => x,
-        Err(why) => return conn.error(503, Some(&id), -32603, &why, None, true).await,
+        Err(r) => return session_refused(conn, Some(&id), r).await,
     };
     let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
     let x = Exchange {
@@ -322,7 +347,7 @@ async fn post_legacy(
         }
         let (sid, c) = match session::open(&sh, Kind::Streamable, who) {
             Ok(x) => x,
-            Err(why) => return conn.error(503, first_id, -32603, &why, None, true).await,
+            Err(r) => return session_refused(conn, first_id, r).await,
         };
         let id = env.id_bytes().unwrap_or(b"null").to_vec();
         let x = Exchange {
@@ -352,9 +377,19 @@ async fn post_legacy(
             )
             .await;
     };
-    let rev = header_rev
-        .or_else(|| session::session_rev(&sh, &sid))
-        .unwrap_or(Revision::V2025_03_26);
+    let negotiated = session::session_rev(&sh, &sid);
+    // Requirement rows streamable-http-server-400-unsupported-version-header: a session
+    // speaks the revision its initialize negotiated, no other.
+    if let Some((h, n)) = header_rev.zip(negotiated).filter(|(h, n)| h != n) {
+        let data = format!("{{\"supported\":[\"{}\"],\"requested\":\"{}\"}}", n.as_str(), h.as_str());
+        let text = format!(
+            "Bad Request: MCP-Protocol-Version '{}' is not the revision this session negotiated ({})",
+            h.as_str(),
+            n.as_str()
+        );
+        return conn.error(400, first_id, -32600, &text, Some(data.as_bytes()), true).await;
+    }
+    let rev = header_rev.or(negotiated).unwrap_or(Revision::V2025_03_26);
     let elements: Vec<Result<Envelope<'_>, mcpx_core::envelope::EnvelopeError<'_>>> = match msg {
         Message::Single(e) => vec![Ok(*e)],
         Message::Batch(b) => {
@@ -692,8 +727,10 @@ async fn stream_out(
 /// `streamable-http-server-may-405-delete`: mcpx answers 204).
 async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
-    if req.has_body() && conn.read_body(req).await.is_err() {
-        return false;
+    if req.has_body() {
+        if let Err(keep) = body(conn, req).await {
+            return keep;
+        }
     }
     let Some(sid) = session_of(req) else {
         return conn.reject(400, NO_SESSION_ID).await;
@@ -715,7 +752,7 @@ async fn legacy_sse(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool
     }
     let (sid, _c) = match session::open(&sh, Kind::LegacySse, who) {
         Ok(x) => x,
-        Err(why) => return conn.error(503, None, -32603, &why, None, true).await,
+        Err(r) => return session_refused(conn, None, r).await,
     };
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let seq = sh.next_seq();
@@ -745,8 +782,10 @@ async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
     let sh = conn.shared.clone();
     let sid = legacy_session_of(req);
     let Some(c) = sh.touch(&sid, Kind::LegacySse) else {
-        if req.has_body() && conn.read_body(req).await.is_err() {
-            return false;
+        if req.has_body() {
+            if let Err(keep) = body(conn, req).await {
+                return keep;
+            }
         }
         return conn.reject(404, "Not found: unknown or ended session; reconnect to /sse").await;
     };

@@ -19,9 +19,14 @@ use super::sse_stream::{Attach, Replay};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
 use crate::hub::{About, ClientId, Level};
+use crate::policy::ratelimit::{Quota, QuotaRefusal, Refusal};
 
 /// Most server→client requests waiting to be refused back to the hub.
 const INBOX_CAP: usize = 1024;
+
+/// `Retry-After` of a session refused at a cap: every session counted is
+/// busy (a request or a stream open), so a few seconds is a fair guess.
+const SESSION_RETRY_AFTER_S: u64 = 5;
 
 pub(crate) struct Shared {
     pub cfg: HttpConfig,
@@ -49,6 +54,8 @@ pub(crate) struct State {
     pub last_cap_warn: Option<u64>,
     /// The last requests refused, for `GET /status`.
     pub refusals: super::refusals::Refusals,
+    /// Sessions per principal under `max_sessions` (issue 11 item 3).
+    pub session_quota: Quota,
 }
 
 #[derive(Default)]
@@ -89,6 +96,14 @@ pub(crate) struct Session {
     pub replay: Option<Replay>,
 }
 
+impl Session {
+    /// No request and no stream open: the session may expire, or end to
+    /// make room for a new one.
+    fn idle(&self) -> bool {
+        self.exchanges.is_empty() && self.get.is_none()
+    }
+}
+
 /// One POST waiting for responses.
 pub(crate) struct Exchange {
     pub seq: u64,
@@ -115,6 +130,9 @@ impl Shared {
         let guard = Guard::new(&cfg.allowed_origins, &cfg.allowed_hosts, local_addr);
         let (wake_tx, wake_rx) = channel::bounded(1);
         let auth = Authenticator::new(&cfg);
+        // No principal takes more than half the sessions.
+        let max = cfg.limits.max_sessions;
+        let session_quota = Quota::new("HTTP sessions", max, max.div_ceil(2));
         Shared {
             auth,
             cfg,
@@ -131,6 +149,7 @@ impl Shared {
                 hub_inbox: VecDeque::new(),
                 last_cap_warn: None,
                 refusals: Default::default(),
+                session_quota,
             }),
             wake_tx,
             wake_rx,
@@ -196,18 +215,82 @@ pub(crate) fn usable_by(shared: &Shared, sid: &str, who: &Principal) -> bool {
     shared.state.borrow().sessions.by_id.get(sid).is_none_or(|s| s.owner == *who)
 }
 
-/// Opens a session of principal `owner`: a new hub client bound to it.
-/// `Err` carries the reason for a 503.
-pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(String, ClientId), String> {
-    {
-        let st = shared.state.borrow();
-        let max = shared.cfg.limits.max_sessions;
-        if st.sessions.len() >= max {
-            return Err(format!(
-                "mcpx has {max} HTTP sessions open (its limit): close one (DELETE) or raise the session limit"
-            ));
-        }
+/// A session refused at a cap: the HTTP status (429 for the principal's
+/// share, 503 for the server's cap), the message naming the limit, and the
+/// JSON-RPC `data`.
+pub(crate) struct SessionRefused {
+    pub status: u16,
+    pub message: String,
+    pub data: serde_json::Value,
+}
+
+impl SessionRefused {
+    pub const RETRY_AFTER_S: u64 = SESSION_RETRY_AFTER_S;
+    pub const CODE: ErrorCode = Refusal::CODE;
+
+    fn quota(q: QuotaRefusal) -> SessionRefused {
+        let (status, data) = match &q {
+            QuotaRefusal::Share { share, global, .. } => {
+                (429, serde_json::json!({ "limit": "http.maxSessions (per principal)", "share": share, "max": global }))
+            }
+            QuotaRefusal::Global { global, held, .. } => {
+                (503, serde_json::json!({ "limit": "http.maxSessions", "max": global, "held": held }))
+            }
+        };
+        SessionRefused { status, message: format!("{q} (none of those sessions is idle)"), data }
     }
+
+    fn hub() -> SessionRefused {
+        let message = "mcpx refused the session: too many clients are connected to the hub (limit: sessions)".to_string();
+        SessionRefused { status: 503, message, data: serde_json::json!({ "limit": "sessions" }) }
+    }
+}
+
+/// The key of a principal in the session quota (readable where it can be).
+fn principal_key(p: &Principal) -> String {
+    match std::str::from_utf8(p.bytes()) {
+        Ok(s) => s.to_string(),
+        Err(_) => p.bytes().iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
+/// The least recently used idle session (no request, no stream open),
+/// among `owner`'s when given: the one to end for a new session.
+fn oldest_idle(sessions: &Sessions, owner: Option<&Principal>) -> Option<String> {
+    sessions
+        .by_id
+        .iter()
+        .filter(|(_, s)| s.idle() && owner.is_none_or(|o| s.owner == *o))
+        .min_by_key(|(_, s)| s.last_seen)
+        .map(|(k, _)| k.clone())
+}
+
+/// Takes a session unit of `owner`'s quota, ending the oldest idle session
+/// (of `owner` at its share, of anyone at the global cap) rather than
+/// refusing; refuses only when every session in the way is busy.
+fn admit(shared: &Shared, owner: &Principal) -> Result<(), SessionRefused> {
+    let key = principal_key(owner);
+    // Each pass ends one session; the share and then the global cap can
+    // each ask for one.
+    for _ in 0..3 {
+        let refused = shared.state.borrow_mut().session_quota.acquire(&key);
+        let victim = match refused {
+            Ok(()) => return Ok(()),
+            Err(q) => {
+                let own = matches!(q, QuotaRefusal::Share { .. });
+                let victim = oldest_idle(&shared.state.borrow().sessions, own.then_some(owner));
+                victim.ok_or_else(|| SessionRefused::quota(q))?
+            }
+        };
+        shared.log(Level::Debug, "http: the least recently used idle session ends to make room for a new one".into());
+        end(shared, &victim, true);
+    }
+    Err(SessionRefused::hub())
+}
+
+/// Opens a session of principal `owner`: a new hub client bound to it.
+pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(String, ClientId), SessionRefused> {
+    admit(shared, owner)?;
     let now = shared.now();
     // The session is in the table before the hub's outputs are routed: the
     // hub may refuse the client at once (CloseClient), which ends it.
@@ -247,7 +330,7 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
             );
             Ok((sid, c))
         }
-        None => Err("mcpx refused the session: too many clients are connected to the hub".into()),
+        None => Err(SessionRefused::hub()),
     }
 }
 
@@ -262,6 +345,7 @@ pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
         s
     };
     let Some(s) = removed else { return false };
+    shared.state.borrow_mut().session_quota.release(&principal_key(&s.owner));
     shared.log(
         Level::Debug,
         format!("http: session of client {} ended", s.client),
@@ -291,9 +375,7 @@ pub(crate) fn expire(shared: &Shared) -> usize {
         .sessions
         .by_id
         .iter()
-        .filter(|(_, s)| {
-            s.exchanges.is_empty() && s.get.is_none() && now.saturating_sub(s.last_seen) >= idle
-        })
+        .filter(|(_, s)| s.idle() && now.saturating_sub(s.last_seen) >= idle)
         .map(|(k, _)| k.clone())
         .collect();
     for sid in &old {

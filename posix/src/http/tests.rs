@@ -23,6 +23,12 @@ mod resume;
 #[path = "tests_rows.rs"]
 mod rows;
 
+#[path = "tests_fair.rs"]
+mod fair;
+
+#[path = "tests_details.rs"]
+mod details;
+
 // ---------------------------------------------------------------- the server
 
 /// What the fake upstream received (methods), for the test to inspect.
@@ -533,11 +539,10 @@ fn init_with(addr: SocketAddr, version: &str) -> String {
         .expect("a session id")
         .to_string();
     assert_eq!(r.json()["result"]["protocolVersion"], version);
-    let r = post(
-        addr,
-        Some(&sid),
-        &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
-    );
+    // The negotiated revision in the header, as the session requires.
+    let hs = [ACCEPT, JSON, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", version)];
+    let body = serde_json::to_vec(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).unwrap();
+    let r = request(addr, "POST", "/mcp", &hs, &body);
     assert_eq!(r.status, 202);
     sid
 }
@@ -1347,10 +1352,25 @@ fn connections_over_the_cap_get_503() {
 
 #[test]
 fn sessions_over_the_cap_get_503() {
-    let t = start(|c| c.limits.max_sessions = 2);
-    init(t.addr);
-    init(t.addr);
-    let r = post(t.addr, None, &initialize_body("2025-11-25"));
+    // Two principals, each at its share (half the cap) with a busy session:
+    // none can make room (idle sessions would, `tests_fair`).
+    let t = start(|c| {
+        c.limits.max_sessions = 2;
+        c.auth.tokens = vec![("a".into(), "ta".into()), ("b".into(), "tb".into()), ("c".into(), "tc".into())];
+    });
+    let mut streams = Vec::new();
+    for token in ["Bearer ta", "Bearer tb"] {
+        let body = serde_json::to_vec(&initialize_body("2025-11-25")).unwrap();
+        let r = request(t.addr, "POST", "/mcp", &[ACCEPT, JSON, ("Authorization", token)], &body);
+        let sid = r.header("mcp-session-id").expect("a session").to_string();
+        let mut g = connect(t.addr);
+        let hs = [("Accept", "text/event-stream"), ("Mcp-Session-Id", sid.as_str()), ("Authorization", token)];
+        write_req(&mut g, t.addr, "GET", "/mcp", &hs, b"");
+        assert!(read_until(&mut g, "\r\n\r\n", Duration::from_secs(5)).starts_with("HTTP/1.1 200"));
+        streams.push(g);
+    }
+    let body = serde_json::to_vec(&initialize_body("2025-11-25")).unwrap();
+    let r = request(t.addr, "POST", "/mcp", &[ACCEPT, JSON, ("Authorization", "Bearer tc")], &body);
     assert_eq!(r.status, 503);
     assert!(r.json()["error"]["message"]
         .as_str()

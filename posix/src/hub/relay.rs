@@ -172,7 +172,8 @@ impl Relays {
             collects: HashMap::new(),
             keys,
             seeded,
-            replay: Box::default(),
+            // One principal holds at most an eighth (issue 11 item 3).
+            replay: Box::new(ReplaySet::with_share(REPLAY_CAP / 8)),
             urls: std::collections::VecDeque::new(),
         }
     }
