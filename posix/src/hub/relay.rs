@@ -35,12 +35,15 @@
 //!   are answered the call is retried upstream with a new id, the answers as
 //!   `inputResponses` and the upstream's `requestState` echoed exactly.
 //!
-//! Which client: the one whose request to that upstream was sent most recently
-//! (legacy stdio has no other link between a server's request and the call it
-//! serves); with no call in flight, the only initialized client, if there is
-//! exactly one. Only what that client declared in its capabilities is relayed;
-//! otherwise the upstream gets an error at once. Roots may come from the
-//! configuration (`HubOptions::roots`) instead.
+//! Which client: only one the wire names, never a guess. The call whose
+//! progress token the request carries; else the one caller with calls in
+//! flight to that upstream; with no call in flight, the only initialized
+//! client, if there is exactly one. When several clients have calls in flight
+//! and nothing names one (legacy stdio has no other link between a server's
+//! request and the call it serves), nobody is asked: the upstream gets an
+//! error saying why and a warning is logged. Only what that client declared
+//! in its capabilities is relayed; otherwise the upstream gets an error at
+//! once. Roots may come from the configuration (`HubOptions::roots`) instead.
 
 use std::collections::HashMap;
 
@@ -48,7 +51,7 @@ use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
 use serde_json::{json, Map, Value};
 
 use super::modern::{ReqCtx, MODERN};
-use super::pending::{Fwd, Origin};
+use super::pending::{Cause, Fwd, Origin};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, HubOptions, Level, Output, UpstreamId};
@@ -86,6 +89,9 @@ pub(super) struct Ask {
 #[derive(Clone, Debug)]
 pub(super) struct Held {
     pub up: UpstreamId,
+    /// The client answered `input_required` last: the call's caller, for
+    /// telling callers apart (`Pending::cause_of`).
+    pub client: ClientId,
     /// The hub's id of the call upstream.
     pub call: u64,
     /// The client's method and renamed URI, restored on the retry.
@@ -328,32 +334,41 @@ impl Hub {
 
     /// Refuses upstream `u`'s request `id` with an error and a log line.
     fn refuse_upstream(&mut self, u: UpstreamId, id: &[u8], method: &str, code: i64, why: String) {
+        self.refuse_upstream_at(Level::Info, u, id, method, code, why);
+    }
+
+    fn refuse_upstream_at(&mut self, level: Level, u: UpstreamId, id: &[u8], method: &str, code: i64, why: String) {
         let server = self.ups[u].spec.name.clone();
-        self.log(Level::Info, format!("server '{server}': {method} refused: {why}"));
+        self.log(level, format!("server '{server}': {method} refused: {why}"));
         self.emit_upstream(u, wire::error(Some(id), code, &why, None));
     }
 
     fn relay_to_client(&mut self, u: UpstreamId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
-        // A modern client's call in flight (or held) gets it the modern way.
-        if let Some(call) = self.pending.latest_call_of(u) {
-            match self.pending.get(u, call).map(|f| &f.origin) {
+        let server = self.ups[u].spec.name.clone();
+        let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
+        let held = &self.relays.held;
+        let target = match self.pending.cause_of(u, progress, |h| held.get(&h).map(|x| x.client)) {
+            // A modern client's call in flight (or held) gets it the modern way.
+            Cause::Call(call) => match self.pending.get(u, call).map(|f| &f.origin) {
                 Some(Origin::Held(h)) => return self.held_add(*h, u, m),
                 Some(Origin::Client { modern: Some(_), .. }) => return self.park(u, call, m),
-                _ => {}
-            }
-        }
-        let server = self.ups[u].spec.name.clone();
-        let target = self.pending.latest_client_of(u).filter(|c| self.clients.contains_key(c)).or_else(|| {
+                Some(Origin::Client { client, .. }) => Some(*client).filter(|c| self.clients.contains_key(c)),
+                _ => None,
+            },
             // Not to a client that has not read a list yet: the oldest SDK
             // clients hang on a message they did not ask for before that.
-            let live: Vec<ClientId> = self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect();
-            match live[..] {
+            Cause::None => match self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
                 [only] => Some(only),
                 _ => None,
+            },
+            Cause::Several(n) => {
+                // Never a guess: another client's user must not see this prompt.
+                let why = format!("mcpx cannot tell which of its clients this {method} is for: {n} have calls in flight to server '{server}' and the request names none of them; give the server one client");
+                return self.refuse_upstream_at(Level::Warn, u, &id, &method, -32603, why);
             }
-        });
+        };
         let Some(c) = target else {
             return self.refuse_upstream(u, &id, &method, -32603, format!("no client connected to mcpx can answer {method}"));
         };
@@ -425,7 +440,7 @@ impl Hub {
             let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
             return self.refuse_upstream(u, &up_id, &m.method, -32603, why);
         }
-        let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
+        let mut held = Held { up: u, client, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
         let key = self.new_key(u);
         held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
         self.hold(client, &cid, progress, held, &ctx);
@@ -437,6 +452,7 @@ impl Hub {
         self.relays.next_held += 1;
         let h = self.relays.next_held;
         let (u, call) = (held.up, held.call);
+        held.client = c;
         held.answer_to = Some(Waiting { client: c, id: cid.to_vec(), progress, ctx: Box::new(ctx.clone()) });
         held.due = self.now_ms + self.opts.input_coalesce_ms;
         self.relays.held.insert(h, held);
