@@ -49,34 +49,6 @@ pub(super) enum Origin {
     Ping,
 }
 
-/// Who a call in flight serves, for telling callers apart: a client, or a
-/// held call whose client is not known.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Caller {
-    Client(ClientId),
-    Held(u64),
-}
-
-impl Caller {
-    fn of(o: &Origin, held_client: &impl Fn(u64) -> Option<ClientId>) -> Option<Caller> {
-        match o {
-            Origin::Client { client, .. } => Some(Caller::Client(*client)),
-            Origin::Held(h) => Some(held_client(*h).map_or(Caller::Held(*h), Caller::Client)),
-            _ => None,
-        }
-    }
-}
-
-/// The call an upstream's request for input serves (`Pending::cause_of`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Cause {
-    Call(u64),
-    /// No client call is in flight to that upstream.
-    None,
-    /// This many callers have calls in flight there and nothing names one.
-    Several(usize),
-}
-
 #[derive(Clone, Debug)]
 pub(super) struct Fwd {
     pub origin: Origin,
@@ -154,24 +126,10 @@ impl Pending {
         v
     }
 
-    /// Which call to `u` an upstream's request for input serves, as far as
-    /// the wire says: the call whose progress token it carries (the token the
-    /// hub sent is the call's upstream id), else the latest call of the one
-    /// caller with calls in flight or held there (`held_client`: the client
-    /// of a held call). Never a guess between callers.
-    pub fn cause_of(&self, u: UpstreamId, progress: Option<u64>, held_client: impl Fn(u64) -> Option<ClientId>) -> Cause {
-        let calls = || self.map.iter().filter(move |(k, _)| k.0 == u).filter_map(|(k, f)| Some((k.1, f.sent_ms, Caller::of(&f.origin, &held_client)?)));
-        if let Some(call) = progress.filter(|t| calls().any(|(id, ..)| id == *t)) {
-            return Cause::Call(call);
-        }
-        let mut callers: Vec<Caller> = calls().map(|(.., who)| who).collect();
-        callers.sort_unstable();
-        callers.dedup();
-        match callers[..] {
-            [] => Cause::None,
-            [_] => calls().map(|(id, sent, _)| (sent, id)).max().map_or(Cause::None, |(_, id)| Cause::Call(id)),
-            _ => Cause::Several(callers.len()),
-        }
+    /// Calls to `u` made for clients, in flight or held for a modern
+    /// client's retry: (the hub's id, when sent, who is waiting).
+    pub fn calls_to(&self, u: UpstreamId) -> impl Iterator<Item = (u64, u64, &Origin)> + '_ {
+        self.map.iter().filter(move |(k, f)| k.0 == u && matches!(f.origin, Origin::Client { .. } | Origin::Held(_))).map(|(k, f)| (k.1, f.sent_ms, &f.origin))
     }
 
     /// Keys whose deadline is at or before `now`, oldest first.

@@ -11,6 +11,7 @@ use super::*;
 mod modern;
 mod rows_base;
 mod rows_primitives;
+mod routing;
 mod rows_relay;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;

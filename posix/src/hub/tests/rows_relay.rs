@@ -19,7 +19,7 @@ fn with_meta(mut params: Value, caps: &Value) -> Value {
 }
 
 impl Pair {
-    fn modern_call(&mut self, c: ClientId, id: Value, params: Value, caps: &Value) {
+    pub(super) fn modern_call(&mut self, c: ClientId, id: Value, params: Value, caps: &Value) {
         self.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": with_meta(params, caps) }));
     }
 }
@@ -40,7 +40,7 @@ fn upstream_initialize(newest: &str) -> Value {
 
 /// A legacy client on `rev` with `caps`, calling `fs__read` (in flight), so
 /// the upstream's requests go to it.
-fn calling(rev: &str, caps: Value) -> (Pair, ClientId) {
+pub(super) fn calling(rev: &str, caps: Value) -> (Pair, ClientId) {
     let (mut p, c) = one(rev, caps);
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
     p.take_up(0);
@@ -687,105 +687,4 @@ fn tool_use_meta_and_custom_stop_reasons_pass_through() {
     let r = p.take_up(0);
     assert_eq!(r["result"], answer);
     schema_check("2025-11-25", "CreateMessageResult", &r["result"]);
-}
-
-// ---------------------------------------------------------------- which client a server's request is for
-
-/// A hub whose upstream `fs` has calls in flight from legacy clients `a` and
-/// `b` (`b`'s sent first) and a modern client `m` (sent last): returns them
-/// with the calls as the upstream got them.
-fn three_callers() -> (Pair, [ClientId; 3], [Value; 3]) {
-    let caps = json!({ "sampling": {}, "elicitation": {}, "roots": {} });
-    let (mut p, a) = one("2025-11-25", caps.clone());
-    let b = p.client("2025-11-25", caps.clone());
-    let m = p.connect();
-    p.send(b, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
-    let call_b = p.take_up(0);
-    p.advance(1);
-    p.send(a, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
-    let call_a = p.take_up(0);
-    p.advance(1);
-    p.modern_call(m, json!(1), json!({ "name": "fs__read" }), &caps);
-    let call_m = p.take_up(0);
-    (p, [a, b, m], [call_a, call_b, call_m])
-}
-
-/// Upstream `fs`'s request `method`, its `_meta` set to `meta` if given.
-fn ask(method: &str, meta: Option<Value>) -> Value {
-    let mut params = match method {
-        "elicitation/create" => json!({ "mode": "form", "message": "Delete everything?", "requestedSchema": { "type": "object", "properties": {} } }),
-        "roots/list" => json!({}),
-        _ => json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "secret prompt" } }], "maxTokens": 5 }),
-    };
-    if let Some(meta) = meta {
-        params["_meta"] = meta;
-    }
-    json!({ "jsonrpc": "2.0", "id": "s-1", "method": method, "params": params })
-}
-
-// Regression (issue 11 item 1): the request used to go to the client whose
-// call was sent last, so one user saw another user's prompt.
-#[test]
-fn a_server_request_naming_no_client_reaches_none_of_several_callers() {
-    for method in ["sampling/createMessage", "elicitation/create", "roots/list"] {
-        let (mut p, clients, _) = three_callers();
-        // A progress token that names no call in flight names nobody either.
-        for meta in [None, Some(json!({ "progressToken": 999 })), Some(json!({ "io.modelcontextprotocol/related-task": { "taskId": "t" } }))] {
-            p.upstream_says(0, ask(method, meta.clone()));
-            let e = p.take_up(0);
-            assert_eq!(e["id"], "s-1", "{method} {meta:?}");
-            assert_eq!(err_code(&e), -32603);
-            let why = e["error"]["message"].as_str().unwrap();
-            assert!(why.contains("cannot tell which of its clients") && why.contains("3 have calls in flight"), "{why}");
-            for c in clients {
-                assert!(p.client_quiet(c), "{method} {meta:?}: client {c} was asked");
-            }
-            assert!(p.up_quiet(0));
-        }
-        assert!(p.logs.iter().any(|(l, s)| *l == Level::Warn && s.contains("'fs'") && s.contains(method)), "{method}: {:?}", p.logs);
-    }
-}
-
-#[test]
-fn a_progress_token_routes_a_server_request_to_the_call_it_names() {
-    for method in ["sampling/createMessage", "elicitation/create"] {
-        let (mut p, [a, b, m], calls) = three_callers();
-        let token = |i: usize| Some(json!({ "progressToken": calls[i]["params"]["_meta"]["progressToken"] }));
-        // `b`'s call is not the latest, yet its token names it: only `b` is asked.
-        p.upstream_says(0, ask(method, token(1)));
-        let q = p.take(b);
-        assert_eq!(q["method"], method);
-        assert!(p.client_quiet(a) && p.client_quiet(m) && p.client_quiet(b));
-        p.send(b, json!({ "jsonrpc": "2.0", "id": q["id"], "result": answer_of(method) }));
-        let r = p.take_up(0);
-        assert_eq!((r["id"].clone(), r["result"].clone()), (json!("s-1"), answer_of(method)));
-        // The modern client's call: it gets an InputRequiredResult, nobody else a thing.
-        p.upstream_says(0, ask(method, token(2)));
-        let irr = p.take(m);
-        assert_eq!(irr["result"]["resultType"], "input_required", "{irr}");
-        assert!(p.client_quiet(a) && p.client_quiet(b) && p.up_quiet(0));
-    }
-}
-
-#[test]
-fn once_only_one_client_has_calls_in_flight_it_gets_the_request() {
-    let caps = json!({ "sampling": {} });
-    let (mut p, a) = calling("2025-11-25", caps.clone());
-    let b = p.client("2025-11-25", caps);
-    p.send(b, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
-    let call_b = p.take_up(0);
-    p.upstream_says(0, ask("sampling/createMessage", None));
-    assert_eq!(err_code(&p.take_up(0)), -32603, "two callers: refused");
-    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call_b["id"], "result": { "content": [] } }));
-    assert_eq!(p.take(b)["id"], 1);
-    p.upstream_says(0, ask("sampling/createMessage", None));
-    assert_eq!(p.take(a)["method"], "sampling/createMessage");
-    assert!(p.client_quiet(b) && p.up_quiet(0));
-}
-
-fn answer_of(method: &str) -> Value {
-    match method {
-        "elicitation/create" => json!({ "action": "decline" }),
-        _ => json!({ "role": "assistant", "content": { "type": "text", "text": "ok" }, "model": "m", "stopReason": "endTurn" }),
-    }
 }
