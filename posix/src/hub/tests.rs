@@ -12,6 +12,7 @@ mod modern;
 mod rows_base;
 mod rows_primitives;
 mod routing;
+mod sim;
 mod rows_relay;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;
