@@ -15,7 +15,8 @@
 //!   `requestState` sealed by `mcpx_core::request_state` (principal, expiry
 //!   `input_ttl_ms`, method, digest of the salient params, nonce; inner state
 //!   = the held call's handle). The upstream call stays open (bounded by
-//!   `max_relays` held calls and `input_ttl_ms`) until the retry brings
+//!   `max_relays` held calls in all, an eighth of them per principal
+//!   ([`HeldCalls`]), and `input_ttl_ms`) until the retry brings
 //!   `inputResponses`, on any connection of the same principal; then the
 //!   upstream's requests are answered with them and the call is the retry's.
 //!   Requests the upstream makes together (within `input_coalesce_ms`) go in

@@ -124,6 +124,15 @@ fn left_held(p: &mut Pair, principal: &[u8], up_id: &str) -> (ClientId, Value) {
     (m, irr)
 }
 
+/// A hub with `opts` and one tools upstream `fs` (timeout 10 s), no client.
+fn one_server(opts: HubOptions) -> Pair {
+    let mut s = specs(&["fs"]);
+    s[0].timeout_ms = 10_000;
+    let mut p = Pair::new(s, opts);
+    p.start(0, Fake::tools(&["read"]));
+    p
+}
+
 /// `v` with request id `id`.
 fn with_id(mut v: Value, id: &str) -> Value {
     v["id"] = json!(id);
@@ -193,10 +202,7 @@ fn held_calls_of_one_principal_take_a_late_request_in_their_next_round_those_of_
 
 #[test]
 fn a_held_call_within_its_coalescing_window_is_a_live_caller() {
-    let mut s = specs(&["fs"]);
-    s[0].timeout_ms = 10_000;
-    let mut p = Pair::new(s, HubOptions { input_coalesce_ms: 50, ..HubOptions::default() });
-    p.start(0, Fake::tools(&["read"]));
+    let mut p = one_server(HubOptions { input_coalesce_ms: 50, ..HubOptions::default() });
     let caps = json!({ "sampling": {}, "elicitation": {}, "roots": {} });
     let legacy = p.client("2025-11-25", caps.clone());
     let m = p.connect();
@@ -224,10 +230,7 @@ fn a_held_call_within_its_coalescing_window_is_a_live_caller() {
 // to the upstream only (whose tool then blamed the client).
 #[test]
 fn one_principal_cannot_hold_more_than_its_share_and_is_told_the_limit() {
-    let mut s = specs(&["fs"]);
-    s[0].timeout_ms = 10_000;
-    let mut p = Pair::new(s, HubOptions { max_relays: 16, ..HubOptions::default() });
-    p.start(0, Fake::tools(&["read"]));
+    let mut p = one_server(HubOptions { max_relays: 16, ..HubOptions::default() });
     // 16 / 8: alice may hold 2.
     left_held(&mut p, b"alice", "a-1");
     left_held(&mut p, b"alice", "a-2");
