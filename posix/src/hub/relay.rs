@@ -197,6 +197,7 @@ impl HeldCalls {
     }
 
     pub fn len(&self) -> usize {
+        debug_assert_eq!(self.quota.total(), self.map.len(), "every held call holds one place, no place outlives its call");
         self.map.len()
     }
 

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use super::*;
 
 const DEFAULT_SEEDS: u64 = 1000;
-const STEPS: usize = 60;
+const STEPS: usize = 40;
 const PRINCIPALS: [&[u8]; 2] = [b"alice", b"bob"];
 const CAPS: &str = r#"{ "sampling": {}, "elicitation": {} }"#;
 
