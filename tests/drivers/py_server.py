@@ -13,6 +13,9 @@ Tools:
   greet(name)              -> "Hello, NAME! (from py-upstream)"
   multiply(a, b)           -> the product, as text
   ask_user(question)       elicits {answer: str}; returns "user answered: ANSWER"
+  ask_user_after(question, delay)
+                           the same after sleeping DELAY seconds (so that another
+                           client's call can start in between)
   ask_model(prompt)        sampling; returns "model said: TEXT"
   list_roots()             roots/list; returns the root URIs, one a line
   slow(steps, delay)       sleeps steps*delay seconds, reporting progress each step
@@ -68,6 +71,13 @@ async def ask_user(ctx: Context, question: str = "What is your answer?") -> str:
     if result.action == "accept" and result.data is not None:
         return f"user answered: {result.data.answer}"
     return f"user did not answer: {result.action}"
+
+
+@app.tool()
+async def ask_user_after(ctx: Context, question: str = "What is your answer?", delay: float = 1.0) -> str:
+    """Ask the user a question through elicitation, after a pause."""
+    await asyncio.sleep(delay)
+    return await ask_user(ctx, question)
 
 
 @app.tool()

@@ -102,18 +102,6 @@ impl Pending {
         self.insert(u, id, f);
     }
 
-    /// The call to `u` sent last on behalf of a client (in flight or held
-    /// for a modern client's retry): the one an upstream's request for input
-    /// most likely serves.
-    pub fn latest_call_of(&self, u: UpstreamId) -> Option<u64> {
-        self.map
-            .iter()
-            .filter(|(k, f)| k.0 == u && matches!(f.origin, Origin::Client { .. } | Origin::Held(_)))
-            .map(|(k, f)| (f.sent_ms, k.1))
-            .max()
-            .map(|t| t.1)
-    }
-
     pub fn get_mut(&mut self, u: UpstreamId, id: u64) -> Option<&mut Fwd> {
         self.map.get_mut(&(u, id))
     }
@@ -138,18 +126,10 @@ impl Pending {
         v
     }
 
-    /// The client whose request to `u` was sent last: the one an upstream's
-    /// request for input most likely serves.
-    pub fn latest_client_of(&self, u: UpstreamId) -> Option<ClientId> {
-        self.map
-            .iter()
-            .filter(|(k, _)| k.0 == u)
-            .filter_map(|(k, f)| match &f.origin {
-                Origin::Client { client, .. } => Some((f.sent_ms, k.1, *client)),
-                _ => None,
-            })
-            .max()
-            .map(|t| t.2)
+    /// Calls to `u` made for clients, in flight or held for a modern
+    /// client's retry: (the hub's id, when sent, who is waiting).
+    pub fn calls_to(&self, u: UpstreamId) -> impl Iterator<Item = (u64, u64, &Origin)> + '_ {
+        self.map.iter().filter(move |(k, f)| k.0 == u && matches!(f.origin, Origin::Client { .. } | Origin::Held(_))).map(|(k, f)| (k.1, f.sent_ms, &f.origin))
     }
 
     /// Keys whose deadline is at or before `now`, oldest first.

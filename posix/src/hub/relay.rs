@@ -15,7 +15,8 @@
 //!   `requestState` sealed by `mcpx_core::request_state` (principal, expiry
 //!   `input_ttl_ms`, method, digest of the salient params, nonce; inner state
 //!   = the held call's handle). The upstream call stays open (bounded by
-//!   `max_relays` held calls and `input_ttl_ms`) until the retry brings
+//!   `max_relays` held calls in all, an eighth of them per principal
+//!   ([`HeldCalls`]), and `input_ttl_ms`) until the retry brings
 //!   `inputResponses`, on any connection of the same principal; then the
 //!   upstream's requests are answered with them and the call is the retry's.
 //!   Requests the upstream makes together (within `input_coalesce_ms`) go in
@@ -35,12 +36,17 @@
 //!   are answered the call is retried upstream with a new id, the answers as
 //!   `inputResponses` and the upstream's `requestState` echoed exactly.
 //!
-//! Which client: the one whose request to that upstream was sent most recently
-//! (legacy stdio has no other link between a server's request and the call it
-//! serves); with no call in flight, the only initialized client, if there is
-//! exactly one. Only what that client declared in its capabilities is relayed;
-//! otherwise the upstream gets an error at once. Roots may come from the
-//! configuration (`HubOptions::roots`) instead.
+//! Which client: only one the wire names, never a guess ([`Hub::cause_of`]).
+//! The call whose progress token the request carries; else the one caller
+//! with calls live at that upstream; else the one principal with calls held
+//! there for a retry (a held call is its own conversation, resumed only by
+//! its `requestState`); with no call at all, the only initialized client, if
+//! there is exactly one. When several callers qualify and nothing names one
+//! (legacy stdio has no other link between a server's request and the call
+//! it serves), nobody is asked: the upstream gets an error saying why and a
+//! warning is logged. Only what that client declared in its capabilities is
+//! relayed; otherwise the upstream gets an error at
+//! once. Roots may come from the configuration (`HubOptions::roots`) instead.
 
 use std::collections::HashMap;
 
@@ -49,6 +55,7 @@ use serde_json::{json, Map, Value};
 
 use super::modern::{ReqCtx, MODERN};
 use super::pending::{Fwd, Origin};
+use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, HubOptions, Level, Output, UpstreamId};
@@ -86,6 +93,10 @@ pub(super) struct Ask {
 #[derive(Clone, Debug)]
 pub(super) struct Held {
     pub up: UpstreamId,
+    /// The principal of the request answered last: only its retry brings
+    /// the call back, so a held call waiting for it is that principal's
+    /// conversation ([`Hub::cause_of`]).
+    pub principal: Vec<u8>,
     /// The hub's id of the call upstream.
     pub call: u64,
     /// The client's method and renamed URI, restored on the retry.
@@ -144,10 +155,69 @@ pub(super) struct Relayed {
     pub collect: Option<(u64, String)>,
 }
 
+/// One principal may hold this fraction of `max_relays` calls for retries
+/// (issue 11 item 3: one client must not lock the others out).
+const HELD_SHARE_DIVISOR: usize = 8;
+
+/// Calls held for modern clients' retries, bounded by `max_relays` in all
+/// and by a share per principal: taking a place and giving it back happen
+/// here only, so the counts cannot drift.
+pub(super) struct HeldCalls {
+    map: HashMap<u64, Held>,
+    quota: Quota,
+}
+
+impl HeldCalls {
+    fn new(max_relays: usize) -> HeldCalls {
+        let share = (max_relays / HELD_SHARE_DIVISOR).max(1);
+        HeldCalls { map: HashMap::new(), quota: Quota::new("held calls (requests waiting for a client's retry)", max_relays, share) }
+    }
+
+    /// Holds `held` under `h`, if its principal has a place left.
+    fn insert(&mut self, h: u64, held: Held) -> Result<(), (Held, QuotaRefusal)> {
+        if let Err(e) = self.quota.acquire(&String::from_utf8_lossy(&held.principal)) {
+            return Err((held, e));
+        }
+        self.map.insert(h, held);
+        Ok(())
+    }
+
+    fn remove(&mut self, h: &u64) -> Option<Held> {
+        let held = self.map.remove(h)?;
+        self.quota.release(&String::from_utf8_lossy(&held.principal));
+        Some(held)
+    }
+
+    pub fn get(&self, h: &u64) -> Option<&Held> {
+        self.map.get(h)
+    }
+
+    fn get_mut(&mut self, h: &u64) -> Option<&mut Held> {
+        self.map.get_mut(h)
+    }
+
+    pub fn len(&self) -> usize {
+        debug_assert_eq!(self.quota.total(), self.map.len(), "every held call holds one place, no place outlives its call");
+        self.map.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&u64, &Held)> {
+        self.map.iter()
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Held> {
+        self.map.values()
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Held> {
+        self.map.values_mut()
+    }
+}
+
 pub(super) struct Relays {
     map: HashMap<(ClientId, u64), Relayed>,
     next_id: u64,
-    pub held: HashMap<u64, Held>,
+    pub held: HeldCalls,
     next_held: u64,
     next_key: u64,
     collects: HashMap<u64, Collect>,
@@ -166,7 +236,7 @@ impl Relays {
         Relays {
             map: HashMap::new(),
             next_id: 0,
-            held: HashMap::new(),
+            held: HeldCalls::new(opts.max_relays),
             next_held: 0,
             next_key: 0,
             collects: HashMap::new(),
@@ -191,6 +261,37 @@ impl Relays {
     }
     fn find_upstream(&self, u: UpstreamId, up_id: &[u8]) -> Option<(ClientId, u64)> {
         self.map.iter().find(|(_, r)| r.up == u && r.up_id == up_id).map(|(k, _)| *k)
+    }
+}
+
+/// The call an upstream's request for input serves ([`Hub::cause_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    Call(u64),
+    /// No client call is in flight to that upstream.
+    None,
+    /// This many callers have calls there and nothing names one.
+    Several(usize),
+}
+
+/// Who a call to an upstream serves, for telling callers apart.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Caller {
+    Client(ClientId),
+    /// A held call waiting for its retry, which any connection of this
+    /// principal may bring.
+    Principal(Vec<u8>),
+}
+
+/// The call of the one caller among `calls` (its latest), or why not.
+fn one_caller(calls: &[(u64, u64, Caller)]) -> Cause {
+    let mut who: Vec<&Caller> = calls.iter().map(|c| &c.2).collect();
+    who.sort_unstable();
+    who.dedup();
+    match who.len() {
+        0 => Cause::None,
+        1 => calls.iter().map(|c| (c.1, c.0)).max().map_or(Cause::None, |(_, id)| Cause::Call(id)),
+        n => Cause::Several(n),
     }
 }
 
@@ -329,32 +430,80 @@ impl Hub {
 
     /// Refuses upstream `u`'s request `id` with an error and a log line.
     fn refuse_upstream(&mut self, u: UpstreamId, id: &[u8], method: &str, code: i64, why: String) {
+        self.refuse_upstream_at(Level::Info, u, id, method, code, why);
+    }
+
+    fn refuse_upstream_at(&mut self, level: Level, u: UpstreamId, id: &[u8], method: &str, code: i64, why: String) {
         let server = self.ups[u].spec.name.clone();
-        self.log(Level::Info, format!("server '{server}': {method} refused: {why}"));
+        self.log(level, format!("server '{server}': {method} refused: {why}"));
         self.emit_upstream(u, wire::error(Some(id), code, &why, None));
+    }
+
+    /// Which call to `u` an upstream's request for input serves, as far as
+    /// the wire says; never a guess between callers.
+    ///
+    /// 1. The call whose progress token it carries (the token the hub sends
+    ///    is the call's upstream id).
+    /// 2. Else the latest call of the one caller with calls *live* there: in
+    ///    flight, or held and still within their coalescing window (requests
+    ///    a tool makes at once). A single caller is knowable, not a guess
+    ///    (rows streamable-http-post-sse-may-carry-requests, streamable-http-sse-notifications-must-relate):
+    ///    nobody else could be asked.
+    /// 3. Else the latest held call of the one principal with held calls
+    ///    waiting for their retry (asked in its next round).
+    ///
+    /// A held call whose round went out counts as its own conversation, not
+    /// as a live caller: its tool waits on what it asked, and only a retry
+    /// with that call's `requestState` resumes it. (Counting it made one
+    /// client look like several as soon as a call was left held.)
+    fn cause_of(&self, u: UpstreamId, progress: Option<u64>) -> Cause {
+        if let Some(t) = progress.filter(|t| self.pending.calls_to(u).any(|(id, ..)| id == *t)) {
+            return Cause::Call(t);
+        }
+        let (mut live, mut waiting) = (Vec::new(), Vec::new());
+        for (id, sent, origin) in self.pending.calls_to(u) {
+            match origin {
+                Origin::Client { client, .. } => live.push((id, sent, Caller::Client(*client))),
+                Origin::Held(h) => match self.relays.held.get(h) {
+                    Some(Held { answer_to: Some(w), .. }) => live.push((id, sent, Caller::Client(w.client))),
+                    Some(held) => waiting.push((id, sent, Caller::Principal(held.principal.clone()))),
+                    None => {}
+                },
+                _ => {}
+            }
+        }
+        match one_caller(&live) {
+            Cause::None => one_caller(&waiting),
+            cause => cause,
+        }
     }
 
     fn relay_to_client(&mut self, u: UpstreamId, m: &Msg) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
-        // A modern client's call in flight (or held) gets it the modern way.
-        if let Some(call) = self.pending.latest_call_of(u) {
-            match self.pending.get(u, call).map(|f| &f.origin) {
+        let server = self.ups[u].spec.name.clone();
+        let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
+        let target = match self.cause_of(u, progress) {
+            // A modern client's call in flight (or held) gets it the modern way.
+            Cause::Call(call) => match self.pending.get(u, call).map(|f| &f.origin) {
                 Some(Origin::Held(h)) => return self.held_add(*h, u, m),
                 Some(Origin::Client { modern: Some(_), .. }) => return self.park(u, call, m),
-                _ => {}
-            }
-        }
-        let server = self.ups[u].spec.name.clone();
-        let target = self.pending.latest_client_of(u).filter(|c| self.clients.contains_key(c)).or_else(|| {
-            // Not to a client that has not read a list yet: the oldest SDK
-            // clients hang on a message they did not ask for before that.
-            let live: Vec<ClientId> = self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect();
-            match live[..] {
+                Some(Origin::Client { client, .. }) => Some(*client).filter(|c| self.clients.contains_key(c)),
+                _ => None,
+            },
+            // No call: the only client, as nobody else could be asked. Not one
+            // that has not read a list yet: the oldest SDK clients hang on a
+            // message they did not ask for before that.
+            Cause::None => match self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
                 [only] => Some(only),
                 _ => None,
+            },
+            Cause::Several(n) => {
+                // Never a guess: another client's user must not see this prompt.
+                let why = format!("mcpx cannot tell which of its clients this {method} is for: {n} have calls in flight to server '{server}' and the request names none of them; give the server one client");
+                return self.refuse_upstream_at(Level::Warn, u, &id, &method, -32603, why);
             }
-        });
+        };
         let Some(c) = target else {
             return self.refuse_upstream(u, &id, &method, -32603, format!("no client connected to mcpx can answer {method}"));
         };
@@ -422,13 +571,13 @@ impl Hub {
         let params = context_for(&m.method, params, &ctx.caps);
         // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
         let refused = declared(&m.method, &params, &ctx.caps).err();
-        if self.relays.len() >= self.opts.max_relays {
-            let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
-            return self.refuse_upstream(u, &up_id, &m.method, -32603, why);
-        }
-        let mut held = Held { up: u, call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
+        let mut held = Held { up: u, principal: ctx.principal.clone(), call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
         let key = self.new_key(u);
         held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
+        if self.relays.len() >= self.opts.max_relays {
+            let limit = format!("limit of requests waiting on clients reached: all {} are in use; retry later", self.opts.max_relays);
+            return self.refuse_hold(client, &cid, held, &limit);
+        }
         self.hold(client, &cid, progress, held, &ctx);
     }
 
@@ -438,9 +587,12 @@ impl Hub {
         self.relays.next_held += 1;
         let h = self.relays.next_held;
         let (u, call) = (held.up, held.call);
+        held.principal = ctx.principal.clone();
         held.answer_to = Some(Waiting { client: c, id: cid.to_vec(), progress, ctx: Box::new(ctx.clone()) });
         held.due = self.now_ms + self.opts.input_coalesce_ms;
-        self.relays.held.insert(h, held);
+        if let Err((held, limit)) = self.relays.held.insert(h, held) {
+            return self.refuse_hold(c, cid, held, &limit.to_string());
+        }
         self.pending.set_origin(u, call, Origin::Held(h));
         let until = self.now_ms + self.opts.input_ttl_ms;
         if let Some(f) = self.pending.get_mut(u, call) {
@@ -450,6 +602,19 @@ impl Hub {
         if self.opts.input_coalesce_ms == 0 {
             self.answer_held(h);
         }
+    }
+
+    /// A call that cannot be held (its principal's share or the global cap
+    /// of held calls is used up): the client is told that limit, the
+    /// upstream's requests get the same reason and the call is cancelled.
+    fn refuse_hold(&mut self, c: ClientId, cid: &[u8], held: Held, limit: &str) {
+        let why = format!("mcpx cannot hold this call for the client's input: {limit}");
+        for a in &held.asks {
+            self.refuse_upstream(held.up, &a.up_id, &a.method, -32603, why.clone());
+        }
+        self.pending.take(held.up, held.call);
+        self.cancel_upstream(held.up, held.call, &why);
+        self.answer_error(c, Some(cid), -32603, &why, None);
     }
 
     /// The coalescing window of held call `h` has passed: its client gets
@@ -510,17 +675,18 @@ impl Hub {
     /// next round.
     fn held_add(&mut self, h: u64, u: UpstreamId, m: &Msg) {
         let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let Some(mut held) = self.relays.held.remove(&h) else { return };
+        let Some(caps) = self.relays.held.get(&h).map(|x| x.caps.clone()) else { return };
         match self.input_request(u, m) {
             Ok(params) => {
                 let key = self.new_key(u);
-                let params = context_for(&m.method, params, &held.caps);
-                let refused = declared(&m.method, &params, &held.caps).err();
-                held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
+                let params = context_for(&m.method, params, &caps);
+                let refused = declared(&m.method, &params, &caps).err();
+                if let Some(held) = self.relays.held.get_mut(&h) {
+                    held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
+                }
             }
             Err(why) => self.refuse_upstream(u, &up_id, &m.method, -32601, why),
         }
-        self.relays.held.insert(h, held);
     }
 
     /// A `requestState` for `method`, bound to the request in `ctx`.
@@ -561,9 +727,13 @@ impl Hub {
     /// the client's `inputResponses` and the call continues as the retry.
     fn resume_held(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, h: u64, responses: Value) {
         let gone = "Invalid params: requestState refers to a request mcpx no longer holds (it timed out or its server restarted); send the request again without requestState";
-        let Some(mut held) = self.relays.held.remove(&h) else {
+        let Some(peek) = self.relays.held.get(&h) else {
             return self.answer_error(c, Some(id), -32602, gone, None);
         };
+        if peek.done.is_none() && self.pending.client_has(c, id) {
+            return self.answer_error(c, Some(id), -32600, "Invalid request: this id is already used by a request in flight", None);
+        }
+        let Some(mut held) = self.relays.held.remove(&h) else { return };
         let (u, call) = (held.up, held.call);
         if let Some(done) = held.done.take() {
             let progress = None;
@@ -575,10 +745,6 @@ impl Hub {
         }
         if !matches!(self.pending.get(u, call).map(|f| &f.origin), Some(Origin::Held(x)) if *x == h) {
             return self.answer_error(c, Some(id), -32602, gone, None);
-        }
-        if self.pending.client_has(c, id) {
-            self.relays.held.insert(h, held);
-            return self.answer_error(c, Some(id), -32600, "Invalid request: this id is already used by a request in flight", None);
         }
         let up_rev = self.ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
         let mut remaining = Vec::new();
@@ -897,7 +1063,10 @@ impl Hub {
     /// Held calls answered upstream whose retry never came.
     fn held_done_tick(&mut self) {
         let now = self.now_ms;
-        self.relays.held.retain(|_, held| held.done.is_none() || held.deadline.is_none_or(|d| d > now));
+        let over: Vec<u64> = self.relays.held.iter().filter(|(_, x)| x.done.is_some() && x.deadline.is_some_and(|d| d <= now)).map(|(k, _)| *k).collect();
+        for h in over {
+            self.relays.held.remove(&h);
+        }
     }
 
     /// A held call ran out of time waiting for the client's retry: the

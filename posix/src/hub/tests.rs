@@ -15,6 +15,8 @@ mod reload;
 mod restarts;
 mod rows_base;
 mod rows_primitives;
+mod routing;
+mod sim;
 mod rows_relay;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;

@@ -19,7 +19,7 @@ fn with_meta(mut params: Value, caps: &Value) -> Value {
 }
 
 impl Pair {
-    fn modern_call(&mut self, c: ClientId, id: Value, params: Value, caps: &Value) {
+    pub(super) fn modern_call(&mut self, c: ClientId, id: Value, params: Value, caps: &Value) {
         self.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": with_meta(params, caps) }));
     }
 }
@@ -40,7 +40,7 @@ fn upstream_initialize(newest: &str) -> Value {
 
 /// A legacy client on `rev` with `caps`, calling `fs__read` (in flight), so
 /// the upstream's requests go to it.
-fn calling(rev: &str, caps: Value) -> (Pair, ClientId) {
+pub(super) fn calling(rev: &str, caps: Value) -> (Pair, ClientId) {
     let (mut p, c) = one(rev, caps);
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
     p.take_up(0);
