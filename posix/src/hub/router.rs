@@ -114,8 +114,17 @@ impl Hub {
                 // Requirement: tools-error-unknown-tool-protocol
                 let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
-                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
+                let task = self.task_wanted(c, m, ctx);
+                if task.is_some() {
+                    self.task_room(c, ctx)?;
+                }
+                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])?;
+                if let Some(ttl) = task {
+                    self.task_start(c, m, ctx, u, ttl);
+                }
+                Ok(())
             }
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => self.task_request(c, id, &m.method, &m.params_value(), ctx),
             "prompts/get" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
                 // Requirement: prompts-errors-32602-32603
@@ -308,7 +317,19 @@ impl Hub {
         let page = self.opts.page_size.max(1);
         let view = self.catalog.view(k);
         let end = (pos + page).min(view.len());
-        let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| shape::item(&e.item, &rev.features())).collect();
+        let offer_tasks = !modern && k == Kind::Tools && self.client_declared_tasks(c);
+        let items: Vec<Value> = view
+            .get(pos.min(view.len())..end)
+            .unwrap_or(&[])
+            .iter()
+            .map(|e| {
+                let mut item = shape::item(&e.item, &rev.features());
+                if offer_tasks {
+                    super::tasks::offer(&mut item);
+                }
+                item
+            })
+            .collect();
         let mut result = json!({ k.result_key(): items });
         if end < view.len() {
             let next = Cursor { list: k as u8, position: end as u32, generation: self.catalog.generation[k.idx()] };
@@ -376,9 +397,10 @@ impl Hub {
             }
             None => wire::splice_params(mcpx_core::json::parse(b"{}").expect("an object"), Vec::new(), Some(&token)),
         };
-        // mcpx declares no tasks capability toward clients and uses none of an
-        // upstream's: a task-augmented request is processed as a plain one and
-        // reaches the upstream without its `task` member.
+        // mcpx uses none of an upstream's tasks: a task-augmented request
+        // reaches the upstream as a plain one, without its `task` member (the
+        // hub runs the task itself when the client may ask for one, `tasks`;
+        // otherwise the request is processed as a plain one).
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
         let body = match m.param(&["task"]) {
             Some(_) => wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &[]),

@@ -12,6 +12,7 @@ mod modern;
 mod rows_base;
 mod rows_primitives;
 mod rows_relay;
+mod tasks;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.
