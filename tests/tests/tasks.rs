@@ -1,0 +1,96 @@
+//! Tasks through the real binary: mcpx runs a tool of `mcpx example-server`
+//! as a task of its own (the example server is not asked for a task), for a
+//! 2025-11-25 client on stdio and for 2026-07-28 requests over HTTP, and a
+//! task is only its creator's (two named tokens).
+
+use mcpx_tests::*;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(30);
+const MODERN: &str = "2026-07-28";
+const EXT: &str = "io.modelcontextprotocol/tasks";
+
+fn slow(seconds: f64) -> Value {
+    json!({"name": "demo__slow_compute", "arguments": {"seconds": seconds, "label": "sum"}})
+}
+
+/// A 2025-11-25 client on stdio that declared tasks calls a tool as a task:
+/// the task comes back at once, `tasks/result` waits for the outcome.
+// covers: tasks-return-createtaskresult, tasks-result-blocks
+#[test]
+fn a_stdio_client_runs_a_tool_as_a_task() {
+    let hub = HubConfig::new().upstream(example_server("demo")).write();
+    let mut s = RawSession::spawn(&hub.serve());
+    let id = s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {"tasks": {}},
+        "clientInfo": {"name": "mcpx-tasks-test", "version": "1"}}));
+    let init = s.response_to(id, WAIT);
+    assert!(init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object(), "{init}");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut params = slow(2.0);
+    params["task"] = json!({"ttl": 60_000});
+    let id = s.request("tools/call", params);
+    let created = s.response_to(id, WAIT);
+    let task = &created["result"]["task"];
+    assert_eq!(task["status"], "working", "the task, at once: {created}");
+    let task_id = task["taskId"].as_str().expect("a task id").to_string();
+    let id = s.request("tasks/result", json!({"taskId": task_id}));
+    let done = s.response_to(id, WAIT);
+    assert!(texts(&done["result"]).contains("sum: computed"), "{done}");
+    assert_eq!(done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task_id.as_str());
+    let id = s.request("tasks/get", json!({"taskId": task_id}));
+    assert_eq!(s.response_to(id, WAIT)["result"]["status"], "completed");
+}
+
+fn modern(id: i64, method: &str, mut params: Value, caps: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "mcpx-tasks-test", "version": "1"},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// One 2026-07-28 request over HTTP with bearer `token`; its JSON answer
+/// (an error comes with its HTTP status, e.g. 400 for -32602).
+fn ask(url: &str, token: &str, msg: &Value) -> Value {
+    let method = msg["method"].as_str().unwrap();
+    let auth = format!("Bearer {token}");
+    let mut h = vec![("MCP-Protocol-Version", MODERN), ("Mcp-Method", method), ("Authorization", auth.as_str())];
+    let name = msg["params"]["name"].as_str().map(str::to_string);
+    if let Some(n) = &name {
+        h.push(("Mcp-Name", n));
+    }
+    let r = post(url, &h, msg);
+    assert_eq!(r.status == 200, r.json.get("result").is_some(), "{method}: {} {}", r.status, r.text);
+    r.json
+}
+
+/// A task made with alice's token is not found with bob's, whatever he
+/// asks; alice polls it to its result.
+// covers: tasks-bound-reject-foreign, ext-tasks-createtaskresult-shape, ext-tasks-get-carries-result
+#[test]
+fn a_task_over_http_is_only_its_creators() {
+    let hub = HubConfig::new().upstream(example_server("demo")).set("auth", json!({"tokens": {"alice": "tok-alice", "bob": "tok-bob"}})).write();
+    let server = hub.serve_http();
+    let url = server.url.clone();
+    let caps = json!({"extensions": {EXT: {}}});
+    let created = ask(&url, "tok-alice", &modern(1, "tools/call", slow(1.0), caps.clone()));
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["taskId"].as_str().expect("a task id").to_string();
+    for (i, method) in ["tasks/get", "tasks/cancel"].iter().enumerate() {
+        let r = ask(&url, "tok-bob", &modern(10 + i as i64, method, json!({"taskId": task_id}), caps.clone()));
+        assert_eq!(r["error"]["code"], -32602, "bob's {method}: {r}");
+    }
+    let deadline = Instant::now() + WAIT;
+    let done = loop {
+        let r = ask(&url, "tok-alice", &modern(20, "tasks/get", json!({"taskId": task_id}), caps.clone()));
+        if r["result"]["status"] != "working" {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the task never finished: {r}");
+        std::thread::sleep(Duration::from_millis(r["result"]["pollIntervalMs"].as_u64().unwrap_or(100).min(1000)));
+    };
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert!(texts(&done["result"]["result"]).contains("sum: computed"), "{done}");
+}
