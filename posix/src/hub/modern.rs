@@ -222,6 +222,7 @@ impl Hub {
             "subscriptions/listen" => self.listen(c, &id, &params),
             "tools/call" | "prompts/get" | "resources/read" => self.modern_call(c, m, &id, ctx),
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
             "tasks/get" | "tasks/update" | "tasks/cancel" => {
                 if let Err(super::router::Refusal(code, msg, data)) = self.task_request(c, &id, &m.method, &params, Some(&ctx)) {
                     self.modern_error(c, &id, code, &msg, data);

@@ -114,7 +114,7 @@ impl Hub {
                 // Requirement: tools-error-unknown-tool-protocol
                 let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
-                let task = self.task_wanted(c, m, ctx);
+                let task = self.task_wanted(c, m, ctx, u);
                 if task.is_some() {
                     self.task_room(c, ctx)?;
                 }
@@ -123,6 +123,11 @@ impl Hub {
                     self.task_start(c, m, ctx, u, ttl);
                 }
                 Ok(())
+            }
+            // A task an upstream runs (modern requests only, see `modern`).
+            "tasks/get" | "tasks/update" | "tasks/cancel" if ctx.is_some() => {
+                let (u, up, r) = ctx.and_then(|x| self.task_upstream(m, x)).ok_or_else(|| refuse(-32602, "Invalid params: no such task".into()))?;
+                self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
             }
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => self.task_request(c, id, &m.method, &m.params_value(), ctx),
             "prompts/get" => {
@@ -457,6 +462,7 @@ impl Hub {
                 let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
                 match v.get("resultType").and_then(Value::as_str) {
                     None | Some("complete") => {}
+                    Some("task") if modern.is_some() && self.upstream_has_tasks(u) => {}
                     Some("input_required") => {
                         return match modern {
                             Some(ctx) => self.wrap_input_required(u, c, &id, &method, &ctx, v),
@@ -480,8 +486,11 @@ impl Hub {
                     }
                 }
             }
-            if modern.is_some() {
+            if let Some(ctx) = &modern {
                 let mut v: Value = serde_json::from_slice(res).unwrap_or_else(|_| json!({}));
+                if let Err(Refusal(code, msg, data)) = self.task_reply(u, c, &method, &mut v, ctx) {
+                    return self.answer_error(c, Some(&id), code, &msg, data);
+                }
                 let hints = (method == "resources/read").then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
                 self.stamp(&mut v, hints);
                 return self.answer_result(c, &id, &serde_json::to_vec(&v).unwrap_or_default());
@@ -534,6 +543,10 @@ impl Hub {
         }
         if self.opts.roots.is_some() {
             out.insert("roots".into(), json!({}));
+        }
+        // The tasks extension, for an upstream that may answer with a task (`tasks::relay`).
+        if ctx.is_some_and(|x| super::tasks::declared(&x.caps)) {
+            out.insert("extensions".into(), json!({ super::tasks::EXT: {} }));
         }
         Value::Object(out)
     }

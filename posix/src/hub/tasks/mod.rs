@@ -29,6 +29,7 @@
 
 mod era;
 mod ids;
+mod relay;
 mod table;
 
 use serde_json::{json, Value};
@@ -67,6 +68,8 @@ pub struct TaskOptions {
     pub poll_ms: u64,
     /// `tasks/result` requests waiting on one task at once.
     pub max_waiters: usize,
+    /// Longest `pollIntervalMs` of an upstream's task passed on to clients (ms).
+    pub max_poll_ms: u64,
     /// Unix time (ms) at the hub clock's zero, for `createdAt` and
     /// `lastUpdatedAt` (the hub's clock is monotonic).
     pub epoch_ms: u64,
@@ -83,6 +86,7 @@ impl Default for TaskOptions {
             max_ttl_ms: 3_600_000,
             poll_ms: 500,
             max_waiters: 16,
+            max_poll_ms: 30_000,
             epoch_ms,
         }
     }
@@ -137,12 +141,13 @@ impl Hub {
         self.clients.get(&c).is_some_and(|cl| cl.rev().features().tasks && cl.caps.get("tasks").is_some_and(Value::is_object))
     }
 
-    /// The TTL of the task request `m` asks for, or `None` for a plain call.
-    pub(super) fn task_wanted(&self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Option<u64> {
+    /// The TTL of the task the hub is to run for request `m` to `u`, or
+    /// `None` for a plain call (or one whose upstream decides, `relay`).
+    pub(super) fn task_wanted(&self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId) -> Option<u64> {
         let o = &self.opts.tasks;
         let ttl = match ctx {
             // Requirement: ext-tasks-server-decides, ext-tasks-never-unsolicited
-            Some(x) => declared(&x.caps).then_some(o.default_ttl_ms)?,
+            Some(x) => (declared(&x.caps) && !self.upstream_has_tasks(u)).then_some(o.default_ttl_ms)?,
             None => {
                 let r = m.param(&["task"]).filter(|_| self.client_declared_tasks(c))?;
                 let asked = mcpx_core::json::parse(&m.raw[r]).ok().and_then(|v| v.get("ttl")).and_then(|t| std::str::from_utf8(t.bytes()).ok()?.parse::<u64>().ok());
@@ -189,6 +194,7 @@ impl Hub {
             updated_ms: now,
             ttl_ms,
             call: Some((to, up_id)),
+            relayed: None,
             method: m.method.to_string(),
             outcome: None,
             waiters: Vec::new(),

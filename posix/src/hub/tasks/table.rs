@@ -11,6 +11,8 @@ use crate::hub::{ClientId, UpstreamId};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Status {
     Working,
+    /// A relayed task waiting for the client's input (2026 `inputRequests`).
+    InputRequired,
     Completed,
     Failed,
     Cancelled,
@@ -20,6 +22,7 @@ impl Status {
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Working => "working",
+            Status::InputRequired => "input_required",
             Status::Completed => "completed",
             Status::Failed => "failed",
             Status::Cancelled => "cancelled",
@@ -28,7 +31,11 @@ impl Status {
 
     // Requirement: tasks-terminal-immutable
     pub fn terminal(self) -> bool {
-        !matches!(self, Status::Working)
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        [Status::Working, Status::InputRequired, Status::Completed, Status::Failed, Status::Cancelled].into_iter().find(|x| x.as_str() == s)
     }
 }
 
@@ -65,6 +72,10 @@ pub(crate) struct Task {
     pub ttl_ms: u64,
     /// The underlying request while it is in flight upstream.
     pub call: Option<(UpstreamId, u64)>,
+    /// A task the upstream runs (relayed): the upstream and its own task
+    /// id. Its state and outcome are the upstream's; the hub keeps only the
+    /// mapping and the owner.
+    pub relayed: Option<(UpstreamId, String)>,
     /// The underlying request's method (for shaping its result).
     pub method: String,
     pub outcome: Option<Outcome>,
@@ -180,6 +191,11 @@ impl Table {
         true
     }
 
+    /// The hub's id of upstream `u`'s task `up`.
+    pub fn by_upstream(&self, u: UpstreamId, up: &str) -> Option<String> {
+        self.tasks.iter().find(|(_, t)| t.relayed.as_ref().is_some_and(|r| r.0 == u && r.1 == up)).map(|(id, _)| id.clone())
+    }
+
     /// Ids of `owner`'s tasks, oldest first.
     pub fn of_owner(&self, owner: &[u8]) -> Vec<String> {
         let mut v: Vec<(&String, &Task)> = self.tasks.iter().filter(|(_, t)| t.owner == owner).collect();
@@ -218,7 +234,7 @@ mod tests {
     use super::*;
 
     fn task(owner: &[u8], now: u64) -> Task {
-        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, method: "tools/call".into(), outcome: None, waiters: vec![] }
+        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![] }
     }
 
     fn opts(live: usize, total: usize) -> TaskOptions {
