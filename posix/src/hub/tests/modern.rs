@@ -51,7 +51,7 @@ fn check(v: &Value, def: &str) {
 }
 
 impl Fake {
-    fn modern(names: &[&str]) -> Fake {
+    pub(super) fn modern(names: &[&str]) -> Fake {
         let mut f = Fake::tools(names);
         f.rev = MODERN;
         f.caps = json!({ "tools": { "listChanged": true }, "prompts": { "listChanged": true }, "resources": { "subscribe": true, "listChanged": true } });

@@ -285,3 +285,52 @@ fn a_modern_client_with_the_extension_gets_tasks_and_polls_them() {
     let got = p.mreq(c, json!(9), "tasks/get", json!({ "taskId": id }), &ext_caps());
     assert_eq!(got["result"]["status"], "completed", "cancellation is cooperative: a finished task stays so");
 }
+
+/// A modern upstream that serves the tasks extension.
+fn tasks_upstream() -> Fake {
+    let mut f = Fake::modern(&["job"]);
+    f.caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+    f
+}
+
+// covers: tasks-unbound-secure-ids, tasks-bound-reject-foreign, ext-tasks-server-decides, ext-tasks-get-input-requests
+#[test]
+fn an_upstreams_task_is_relayed_under_an_id_of_the_hubs_and_only_to_its_principal() {
+    let mut p = Pair::with(vec![("m", tasks_upstream())], HubOptions::default());
+    let alice = p.connect();
+    p.hub.set_client_principal(alice, b"alice");
+    let bob = p.connect();
+    p.hub.set_client_principal(bob, b"bob");
+    p.msend(alice, json!(1), "tools/call", json!({ "name": "m__job" }), &ext_caps());
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], ext_caps()["extensions"], "the upstream decides: {up}");
+    let big = HubOptions::default().tasks.max_ttl_ms * 2;
+    let task = json!({ "resultType": "task", "taskId": "up-7", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": big, "pollIntervalMs": 3_600_000 });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": task }));
+    let created = p.take(alice);
+    let res = &created["result"];
+    assert_eq!(res["resultType"], "task", "{created}");
+    let id = res["taskId"].as_str().unwrap().to_string();
+    assert!(id.starts_with("mcpx-") && !id.contains("up-7"), "the upstream's id stays inside mcpx: {id}");
+    assert_eq!(res["ttlMs"], HubOptions::default().tasks.max_ttl_ms);
+    assert_eq!(res["pollIntervalMs"], HubOptions::default().tasks.max_poll_ms);
+    // Bob cannot reach it; nothing goes upstream.
+    let r = p.mreq(bob, json!(2), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(p.up_quiet(0));
+    // Alice's poll goes upstream with the upstream's id, and back with hers.
+    p.msend(alice, json!(3), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    let get = p.take_up(0);
+    assert_eq!(get["method"], "tasks/get");
+    assert_eq!(get["params"]["taskId"], "up-7");
+    let asks = json!({ "q": { "method": "elicitation/create", "params": { "message": "?", "requestedSchema": { "type": "object", "properties": {} } } } });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": get["id"], "result": { "resultType": "complete", "taskId": "up-7", "status": "input_required", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttlMs": 1000, "pollIntervalMs": 100, "inputRequests": asks } }));
+    let got = p.take(alice);
+    assert_eq!(got["id"], 3);
+    assert_eq!(got["result"]["taskId"], id.as_str());
+    assert_eq!(got["result"]["inputRequests"], asks, "input requests inside the task pass through");
+    // tasks/update keeps its inputResponses on the way up.
+    p.msend(alice, json!(4), "tasks/update", json!({ "taskId": id, "inputResponses": { "q": { "action": "decline" } } }), &ext_caps());
+    let upd = p.take_up(0);
+    assert_eq!((upd["params"]["taskId"].clone(), upd["params"]["inputResponses"]["q"]["action"].clone()), (json!("up-7"), json!("decline")), "{upd}");
+}
