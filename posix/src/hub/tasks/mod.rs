@@ -44,8 +44,7 @@ use super::wire::{self, Msg};
 use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
 use table::{Full, Outcome, Status, Table, Task};
 
-/// The 2026-07-28 tasks extension's identifier.
-pub(super) const EXT: &str = "io.modelcontextprotocol/tasks";
+pub(super) use mcpx_core::task::EXTENSION as EXT;
 
 /// `Cursor::list` of `tasks/list` pages (the catalog's lists use 0..4).
 const LIST_CURSOR: u8 = 0x7a;
@@ -341,7 +340,7 @@ impl Hub {
                 self.answer_result(c, rid, &body);
             }
             ("tasks/result", false) => {
-                if t.status.terminal() {
+                if t.status.is_terminal() {
                     self.deliver_result(c, rid, &id);
                 } else {
                     // Requirement: tasks-result-blocks
@@ -355,7 +354,7 @@ impl Hub {
             }
             ("tasks/cancel", modern) => {
                 // Requirement: tasks-cancel-terminal-reject
-                if t.status.terminal() && !modern {
+                if t.status.is_terminal() && !modern {
                     return Err(Refusal(-32602, format!("Invalid params: task {id} is already {}; it cannot be cancelled", t.status.as_str()), Some(json!({ "taskId": id }))));
                 }
                 let call = t.call;

@@ -7,37 +7,7 @@ use std::collections::BTreeMap;
 use super::TaskOptions;
 use crate::hub::{ClientId, UpstreamId};
 
-/// A task's status (2025-11-25 `TaskStatus`, the same words in the 2026-07-28 extension).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Status {
-    Working,
-    /// A relayed task waiting for the client's input (2026 `inputRequests`).
-    InputRequired,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Working => "working",
-            Status::InputRequired => "input_required",
-            Status::Completed => "completed",
-            Status::Failed => "failed",
-            Status::Cancelled => "cancelled",
-        }
-    }
-
-    // Requirement: tasks-terminal-immutable
-    pub fn terminal(self) -> bool {
-        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
-    }
-
-    pub fn parse(s: &str) -> Option<Status> {
-        [Status::Working, Status::InputRequired, Status::Completed, Status::Failed, Status::Cancelled].into_iter().find(|x| x.as_str() == s)
-    }
-}
+pub(crate) use mcpx_core::task::TaskStatus as Status;
 
 /// How the task's underlying request ended: the upstream's result or error
 /// object, raw JSON, kept byte for byte (`tasks-result-exact`).
@@ -134,12 +104,12 @@ impl Table {
     /// task is dropped first; working tasks are never dropped for room.
     // Requirement: tasks-resource-limits
     pub fn make_room(&mut self, owner: &[u8], o: &TaskOptions) -> Result<(), Full> {
-        let live = self.tasks.values().filter(|t| t.owner == owner && !t.status.terminal()).count();
+        let live = self.tasks.values().filter(|t| t.owner == owner && !t.status.is_terminal()).count();
         if live >= o.max_live_per_principal {
             return Err(Full::Principal(live));
         }
         while self.tasks.len() >= o.max_tasks {
-            let oldest_done = self.tasks.iter().filter(|(_, t)| t.status.terminal()).min_by_key(|(_, t)| t.updated_ms).map(|(id, _)| id.clone());
+            let oldest_done = self.tasks.iter().filter(|(_, t)| t.status.is_terminal()).min_by_key(|(_, t)| t.updated_ms).map(|(id, _)| id.clone());
             match oldest_done {
                 Some(id) => {
                     self.remove(&id);
@@ -165,7 +135,7 @@ impl Table {
     /// terminal keeps its status and outcome (`tasks-cancelled-sticky`).
     pub fn finish(&mut self, id: &str, status: Status, outcome: Outcome, now: u64, max_bytes: usize) -> Result<(), Outcome> {
         let Some(t) = self.tasks.get_mut(id) else { return Ok(()) };
-        if t.status.terminal() {
+        if t.status.is_terminal() {
             return Ok(());
         }
         if self.bytes + outcome.len() > max_bytes {
@@ -183,7 +153,7 @@ impl Table {
     /// cancelled); true when it was working.
     // Requirement: tasks-cancel-transition-before-response
     pub fn cancel(&mut self, id: &str, now: u64) -> bool {
-        let Some(t) = self.tasks.get_mut(id).filter(|t| !t.status.terminal()) else { return false };
+        let Some(t) = self.tasks.get_mut(id).filter(|t| !t.status.is_terminal()) else { return false };
         t.status = Status::Cancelled;
         t.message = Some("cancelled by the client".into());
         t.call = None;

@@ -22,6 +22,16 @@ fn task_id(created: &Value) -> String {
     created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a CreateTaskResult: {created}")).to_string()
 }
 
+/// A hub over `fs` (tool `read`) and a client that called it as task `id`
+/// with `ttl`; the upstream's call.
+fn one_task(opts: HubOptions, ttl: u64) -> (Pair, ClientId, String, Value) {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], opts);
+    let c = task_client(&mut p);
+    let (created, up) = call_as_task(&mut p, c, 1, ttl);
+    let id = task_id(&created);
+    (p, c, id, up)
+}
+
 fn ok_text(text: &str) -> Value {
     json!({ "content": [{ "type": "text", "text": text }] })
 }
@@ -127,10 +137,7 @@ fn a_task_belongs_to_its_principal_on_any_connection_and_to_no_one_else() {
 // covers: tasks-cancel-transition-before-response, tasks-cancel-terminal-reject, tasks-cancelled-sticky, cancellation-task-use-tasks-cancel
 #[test]
 fn cancelling_a_task_cancels_its_upstream_call_and_is_final() {
-    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
-    let c = task_client(&mut p);
-    let (created, up) = call_as_task(&mut p, c, 1, 60_000);
-    let id = task_id(&created);
+    let (mut p, c, id, up) = one_task(HubOptions::default(), 60_000);
     p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": { "taskId": id } }));
     let r = p.request(c, json!(3), "tasks/cancel", json!({ "taskId": id }));
     schema_check(REV, "CancelTaskResult", &r["result"]);
@@ -153,10 +160,7 @@ fn cancelling_a_task_cancels_its_upstream_call_and_is_final() {
 // covers: tasks-result-same-error, tasks-failed-status-message, tasks-protocol-errors
 #[test]
 fn errors_and_tool_errors_fail_the_task_and_come_back_unchanged() {
-    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
-    let c = task_client(&mut p);
-    let (created, up) = call_as_task(&mut p, c, 1, 60_000);
-    let id = task_id(&created);
+    let (mut p, c, id, up) = one_task(HubOptions::default(), 60_000);
     let err = json!({ "code": -32000, "message": "disk on fire", "data": { "x": 1 } });
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "error": err }));
     let status = p.take(c);
@@ -184,10 +188,7 @@ fn tasks_are_capped_per_principal_in_memory_and_in_time() {
     let mut opts = HubOptions::default();
     opts.tasks.max_live_per_principal = 1;
     opts.tasks.max_result_bytes = 200;
-    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], opts);
-    let c = task_client(&mut p);
-    let (created, up) = call_as_task(&mut p, c, 1, 5_000);
-    let id = task_id(&created);
+    let (mut p, c, id, up) = one_task(opts, 5_000);
     let r = p.request(c, json!(2), "tools/call", json!({ "name": "fs__read", "task": {} }));
     assert_eq!(r["error"]["code"], -32603);
     assert!(r["error"]["message"].as_str().unwrap().contains("limit"), "{r}");
@@ -213,15 +214,13 @@ fn tasks_are_capped_per_principal_in_memory_and_in_time() {
 
 #[test]
 fn a_task_whose_server_exits_fails_with_a_clear_status() {
-    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
-    let c = task_client(&mut p);
-    let (created, _) = call_as_task(&mut p, c, 1, 60_000);
+    let (mut p, c, id, _) = one_task(HubOptions::default(), 60_000);
     p.hub.upstream_exited(0, "killed", "", p.now);
     p.pump();
     let status = p.take(c);
     assert_eq!(status["params"]["status"], "failed");
     assert!(status["params"]["statusMessage"].as_str().unwrap().contains("exited"), "{status}");
-    let r = p.request(c, json!(2), "tasks/result", json!({ "taskId": task_id(&created) }));
+    let r = p.request(c, json!(2), "tasks/result", json!({ "taskId": id }));
     assert_eq!(r["error"]["code"], -32603);
 }
 
