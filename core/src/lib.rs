@@ -37,3 +37,4 @@ pub mod names;
 pub mod request_state;
 pub mod revision;
 pub mod rewrite;
+pub mod task;

@@ -249,6 +249,13 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                                  in flight may take to be answered
                                  (then: an error); a second signal
                                  ends at once
+      \"tasks\": {\"maxPerClient\": 64, \"maxTasks\": 1024,
+                \"maxResultBytes\": 67108864, \"defaultTtlMs\": 300000,
+                \"maxTtlMs\": 3600000, \"pollIntervalMs\": 500,
+                \"maxPollIntervalMs\": 30000}
+                                 caps of the tasks mcpx runs (working tasks
+                                 per principal, kept tasks, bytes of kept
+                                 results) and relays (TTL, polling)
       \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"},       token for --http
       \"auth\": {\"tokens\": {\"alice\": \"${ALICE_TOKEN}\"},   or one per principal
                \"oauth\": {\"issuer\": \"https://auth.example.com\",

@@ -176,6 +176,8 @@ pub struct Config {
     pub http: HttpSettings,
     /// `"policy"`: limits, catalogs, validation, audit, metrics (see [`PolicyConfig`]).
     pub policy: PolicyConfig,
+    /// `"tasks"`: caps of the tasks mcpx runs and relays (see [`TaskSettings`]).
+    pub tasks: TaskSettings,
     /// Non-fatal problems, each formatted `file:line:col: message`.
     pub warnings: Vec<String>,
     /// The file's text, to point at problems found later (empty if built in).
@@ -335,6 +337,7 @@ pub fn builtin_default() -> Config {
         shutdown_grace_ms: None,
         http: HttpSettings::default(),
         policy: PolicyConfig::default(),
+        tasks: TaskSettings::default(),
         warnings: Vec::new(),
         text: String::new(),
     }
@@ -519,11 +522,12 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     cx.unknown_keys(
         &top,
         obj,
-        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "shutdownGraceMs", "policy", "lazy", "idleStopMs"],
+        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "shutdownGraceMs", "policy", "tasks", "lazy", "idleStopMs"],
     );
     let power = parse_power(&mut cx, &top, obj, Power::default());
     let http = parse_http(&mut cx, &top, obj);
     let policy = parse_policy(&mut cx, &top, obj);
+    let tasks = parse_tasks(&mut cx, &top, obj);
 
     let separator = match obj.get("separator") {
         None => DEFAULT_SEPARATOR.to_string(),
@@ -648,6 +652,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         shutdown_grace_ms,
         http,
         policy,
+        tasks,
         warnings: cx.warnings,
         text: src.to_string(),
     })
@@ -707,6 +712,69 @@ fn parse_http(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value>
             }
         }
         Some(other) => cx.err(&top.key("http"), format!("expected an object, found {}", type_name(other))),
+    }
+    out
+}
+
+// --- "tasks" (issue 14; the hub side is crate::hub::tasks) -----------------
+
+/// `"tasks"`: `{"maxPerClient": n, "maxTasks": n, "maxResultBytes": n,
+/// "defaultTtlMs": n, "maxTtlMs": n, "pollIntervalMs": n, "maxPollIntervalMs": n}`,
+/// each optional (positive whole numbers); absent ones keep the hub's defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskSettings {
+    pub max_per_client: Option<u64>,
+    pub max_tasks: Option<u64>,
+    pub max_result_bytes: Option<u64>,
+    pub default_ttl_ms: Option<u64>,
+    pub max_ttl_ms: Option<u64>,
+    pub poll_ms: Option<u64>,
+    pub max_poll_ms: Option<u64>,
+}
+
+impl TaskSettings {
+    /// The hub's task options with these settings applied.
+    pub fn apply(&self, o: &mut crate::hub::TaskOptions) {
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        o.max_live_per_principal = self.max_per_client.map_or(o.max_live_per_principal, size);
+        o.max_tasks = self.max_tasks.map_or(o.max_tasks, size);
+        o.max_result_bytes = self.max_result_bytes.map_or(o.max_result_bytes, size);
+        o.default_ttl_ms = self.default_ttl_ms.unwrap_or(o.default_ttl_ms);
+        o.max_ttl_ms = self.max_ttl_ms.unwrap_or(o.max_ttl_ms);
+        o.poll_ms = self.poll_ms.unwrap_or(o.poll_ms);
+        o.max_poll_ms = self.max_poll_ms.unwrap_or(o.max_poll_ms);
+    }
+}
+
+fn parse_tasks(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value>) -> TaskSettings {
+    let mut out = TaskSettings::default();
+    let at = top.key("tasks");
+    let t = match obj.get("tasks") {
+        None | Some(Value::Null) => return out,
+        Some(Value::Object(t)) => t,
+        Some(other) => {
+            cx.err(&at, format!("expected an object like {{\"maxPerClient\": 16}}, found {}", type_name(other)));
+            return out;
+        }
+    };
+    let keys = ["maxPerClient", "maxTasks", "maxResultBytes", "defaultTtlMs", "maxTtlMs", "pollIntervalMs", "maxPollIntervalMs"];
+    cx.unknown_keys(&at, t, &keys);
+    for key in keys {
+        let Some(v) = t.get(key) else { continue };
+        let Some(n) = v.as_u64().filter(|n| *n > 0) else {
+            cx.err(&at.key(key), format!("expected a positive whole number, found {v}"));
+            continue;
+        };
+        let slot = match key {
+            "maxPerClient" => &mut out.max_per_client,
+            "maxTasks" => &mut out.max_tasks,
+            "maxResultBytes" => &mut out.max_result_bytes,
+            "defaultTtlMs" => &mut out.default_ttl_ms,
+            "maxTtlMs" => &mut out.max_ttl_ms,
+            "pollIntervalMs" => &mut out.poll_ms,
+            _ => &mut out.max_poll_ms,
+        };
+        *slot = Some(n);
     }
     out
 }
@@ -1853,6 +1921,19 @@ mod tests {
     }
 
     #[test]
+    fn task_caps() {
+        let c = ok(r#"{"mcpServers": {"a": {"command": "x"}}, "tasks": {"maxPerClient": 2, "maxResultBytes": 1000, "maxTtlMs": 60000}}"#);
+        let mut o = crate::hub::TaskOptions::default();
+        c.tasks.apply(&mut o);
+        assert_eq!((o.max_live_per_principal, o.max_result_bytes, o.max_ttl_ms), (2, 1000, 60_000));
+        assert_eq!(o.max_tasks, crate::hub::TaskOptions::default().max_tasks, "absent keys keep the defaults");
+        let e = err(r#"{"mcpServers": {"a": {"command": "x"}}, "tasks": {"maxTasks": 0}}"#);
+        assert!(e.contains("tasks.maxTasks: expected a positive whole number, found 0"), "{e}");
+        let e = err(r#"{"mcpServers": {"a": {"command": "x"}}, "tasks": 5}"#);
+        assert!(e.contains("tasks: expected an object"), "{e}");
+    }
+
+    #[test]
     fn hub_hints_for_modern_clients() {
         let c = ok(r#"{"mcpServers": {"a": {"command": "x"}}, "cacheTtlMs": 0, "cachePublic": true, "inputTtlMs": 90000}"#);
         assert_eq!((c.cache_ttl_ms, c.cache_public, c.input_ttl_ms), (Some(0), Some(true), Some(90_000)));
@@ -1890,7 +1971,7 @@ mod tests {
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, policy, lazy, idleStopMs)",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, policy, tasks, lazy, idleStopMs)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
                 "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",

@@ -12,81 +12,10 @@
 
 use mcpx_tests::*;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
 const MODERN: &str = "2026-07-28";
-
-/// An HTTP answer: status, headers (names lowercased), body text, and its
-/// JSON (the body, or the last JSON-RPC response of an SSE body).
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    text: String,
-    json: Value,
-}
-
-impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-}
-
-/// One HTTP/1.1 exchange on a fresh connection (`Connection: close`); a
-/// POST when `body` is given, else a GET.
-fn http(url: &str, headers: &[(&str, &str)], body: Option<&Value>) -> Resp {
-    let rest = url.strip_prefix("http://").expect("an http URL");
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut s = std::net::TcpStream::connect(authority).expect("connect");
-    s.set_read_timeout(Some(WAIT)).unwrap();
-    let body = body.map(|b| serde_json::to_vec(b).unwrap());
-    let mut head = match &body {
-        Some(b) => format!(
-            "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-            b.len()
-        ),
-        None => format!("GET {path} HTTP/1.1\r\n"),
-    };
-    head.push_str(&format!("Host: {authority}\r\nConnection: close\r\n"));
-    for (n, v) in headers {
-        head.push_str(&format!("{n}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_deref().unwrap_or_default()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let all = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = all.split_once("\r\n\r\n").unwrap_or((&all, ""));
-    let mut lines = head.lines();
-    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let headers: Vec<(String, String)> =
-        lines.filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
-    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-    let text = if chunked { dechunk(body) } else { body.to_string() };
-    let json = serde_json::from_str(&text).ok().or_else(|| {
-        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).filter(|m| m.get("id").is_some()).last()
-    });
-    Resp { status, headers, text, json: json.unwrap_or(Value::Null) }
-}
-
-fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> Resp {
-    http(url, headers, Some(body))
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = rest[n..].trim_start_matches("\r\n");
-    }
-    out
-}
 
 fn meta() -> Value {
     json!({

@@ -172,6 +172,7 @@ impl Hub {
             self.cancel_upstream(u, id, "the client disconnected");
         }
         self.relay_drop_client(c);
+        self.tasks_client_gone(c);
         self.unsubscribe_all(c);
     }
 
@@ -263,7 +264,12 @@ impl Hub {
     fn answer_initialize(&mut self, c: ClientId, id: &[u8]) {
         let rev = self.clients[&c].rev();
         let f = &rev.features();
-        let caps = shape::server_capabilities(self.union_capabilities(), f);
+        let mut caps = self.union_capabilities();
+        // Requirement: tasks-declare-capability
+        if self.client_declared_tasks(c) {
+            caps.insert("tasks".into(), super::tasks::capability());
+        }
+        let caps = shape::server_capabilities(caps, f);
         let info = shape::implementation(json!({ "name": self.opts.server_name, "version": self.opts.server_version }), f);
         let result = json!({
             "protocolVersion": rev.as_str(),

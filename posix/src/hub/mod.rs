@@ -85,6 +85,7 @@ mod pending;
 mod relay;
 mod router;
 mod shape;
+mod tasks;
 mod upstream;
 mod wire;
 
@@ -99,6 +100,7 @@ pub use crate::backoff::Next;
 use mcpx_core::envelope::Envelope;
 
 pub use lazy::Power;
+pub use tasks::TaskOptions;
 
 /// Index of an upstream in the configuration order (0-based). Stable for the
 /// life of the server it names; a config reload may give the slot of a
@@ -222,6 +224,8 @@ pub struct HubOptions {
     /// `resources/read` results are not cacheable (`ttlMs` 0).
     pub cache_ttl_ms: u64,
     pub cache_public: bool,
+    /// Caps and timings of the tasks mcpx runs itself (`tasks`).
+    pub tasks: TaskOptions,
 }
 
 impl Default for HubOptions {
@@ -250,6 +254,7 @@ impl Default for HubOptions {
             input_coalesce_ms: DEFAULT_INPUT_COALESCE_MS,
             cache_ttl_ms: 60_000,
             cache_public: false,
+            tasks: TaskOptions::default(),
         }
     }
 }
@@ -409,6 +414,7 @@ pub struct Hub {
     pending: pending::Pending,
     relays: relay::Relays,
     subs: router::Subscriptions,
+    tasks: tasks::Tasks,
     /// The last `logging/setLevel` from a client, replayed to upstreams that start later.
     log_level: Option<String>,
     out: VecDeque<Output>,
@@ -431,6 +437,7 @@ impl Hub {
     pub fn new(upstreams: Vec<UpstreamSpec>, opts: HubOptions) -> Result<Hub, ConfigError> {
         let ups = upstream::validate(upstreams, &opts)?;
         let relays = relay::Relays::new(&opts);
+        let tasks = tasks::Tasks::new(&opts);
         Ok(Hub {
             catalog: catalog::Catalog::new(ups.len()),
             ups,
@@ -440,6 +447,7 @@ impl Hub {
             pending: pending::Pending::default(),
             relays,
             subs: router::Subscriptions::default(),
+            tasks,
             log_level: None,
             out: VecDeque::new(),
             started_ms: None,

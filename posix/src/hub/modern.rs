@@ -213,7 +213,7 @@ impl Hub {
         let params = m.params_value();
         let ctx = ReqCtx { caps, log_level, principal, salient: salient(&m.method, &params) };
         match &*m.method {
-            "server/discover" => self.discover(c, &id),
+            "server/discover" => self.discover(c, &id, super::tasks::declared(&ctx.caps)),
             // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
             method if LEGACY_ONLY.contains(&method) => {
                 let msg = format!("Method not found: {method} is not part of protocol revision {} (it belongs to the initialize-based session)", MODERN.as_str());
@@ -222,6 +222,12 @@ impl Hub {
             "subscriptions/listen" => self.listen(c, &id, &params),
             "tools/call" | "prompts/get" | "resources/read" => self.modern_call(c, m, &id, ctx),
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                if let Err(super::router::Refusal(code, msg, data)) = self.task_request(c, &id, &m.method, &params, Some(&ctx)) {
+                    self.modern_error(c, &id, code, &msg, data);
+                }
+            }
             method => self.modern_error(c, &id, -32601, &format!("Method not found: {method}"), None),
         }
     }
@@ -299,11 +305,16 @@ impl Hub {
     }
 
     /// `server/discover`.
-    fn discover(&mut self, c: ClientId, id: &[u8]) {
+    /// `tasks`: the request declared the tasks extension, which mcpx serves.
+    fn discover(&mut self, c: ClientId, id: &[u8], tasks: bool) {
         // Requirement: versioning-server-must-implement-discover, discover-supportedversions, discover-capabilities, discover-serverinfo-in-meta, discover-cacheable, discover-resulttype
         let versions: Vec<&str> = self.opts.client_revisions.iter().rev().map(Revision::as_str).collect();
         let f = shape::Features::of(MODERN);
-        let caps = shape::server_capabilities(self.union_capabilities(), &f);
+        let mut caps = shape::server_capabilities(self.union_capabilities(), &f);
+        // Requirement: ext-tasks-server-advertise-discover
+        if tasks {
+            caps.insert("extensions".into(), json!({ super::tasks::EXT: {} }));
+        }
         let mut v = json!({
             "supportedVersions": versions,
             "capabilities": caps,

@@ -35,6 +35,8 @@ pub(super) enum Origin {
     /// A modern client's call, answered with an `InputRequiredResult`; the
     /// upstream call waits for the client's retry (`relay::Held` handle).
     Held(u64),
+    /// A call the hub runs as a task of its own (`tasks`): the task's id.
+    Task(String),
     /// The hub's `server/discover` probe.
     Discover,
     /// The hub's `subscriptions/listen` stream to a modern upstream.

@@ -114,8 +114,22 @@ impl Hub {
                 // Requirement: tools-error-unknown-tool-protocol
                 let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
-                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
+                let task = self.task_wanted(c, m, ctx, u);
+                if task.is_some() {
+                    self.task_room(c, ctx)?;
+                }
+                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])?;
+                if let Some(ttl) = task {
+                    self.task_start(c, m, ctx, u, ttl);
+                }
+                Ok(())
             }
+            // A task an upstream runs (modern requests only, see `modern`).
+            "tasks/get" | "tasks/update" | "tasks/cancel" if ctx.is_some() => {
+                let (u, up, r) = ctx.and_then(|x| self.task_upstream(m, x)).ok_or_else(|| refuse(-32602, "Invalid params: no such task".into()))?;
+                self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
+            }
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => self.task_request(c, id, &m.method, &m.params_value(), ctx),
             "prompts/get" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
                 // Requirement: prompts-errors-32602-32603
@@ -308,7 +322,19 @@ impl Hub {
         let page = self.opts.page_size.max(1);
         let view = self.catalog.view(k);
         let end = (pos + page).min(view.len());
-        let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| shape::item(&e.item, &rev.features())).collect();
+        let offer_tasks = !modern && k == Kind::Tools && self.client_declared_tasks(c);
+        let items: Vec<Value> = view
+            .get(pos.min(view.len())..end)
+            .unwrap_or(&[])
+            .iter()
+            .map(|e| {
+                let mut item = shape::item(&e.item, &rev.features());
+                if offer_tasks {
+                    super::tasks::offer(&mut item);
+                }
+                item
+            })
+            .collect();
         let mut result = json!({ k.result_key(): items });
         if end < view.len() {
             let next = Cursor { list: k as u8, position: end as u32, generation: self.catalog.generation[k.idx()] };
@@ -377,9 +403,10 @@ impl Hub {
             }
             None => wire::splice_params(mcpx_core::json::parse(b"{}").expect("an object"), Vec::new(), Some(&token)),
         };
-        // mcpx declares no tasks capability toward clients and uses none of an
-        // upstream's: a task-augmented request is processed as a plain one and
-        // reaches the upstream without its `task` member.
+        // mcpx uses none of an upstream's tasks: a task-augmented request
+        // reaches the upstream as a plain one, without its `task` member (the
+        // hub runs the task itself when the client may ask for one, `tasks`;
+        // otherwise the request is processed as a plain one).
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
         let body = match m.param(&["task"]) {
             Some(_) => wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &[]),
@@ -436,6 +463,7 @@ impl Hub {
                 let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
                 match v.get("resultType").and_then(Value::as_str) {
                     None | Some("complete") => {}
+                    Some("task") if modern.is_some() && self.upstream_has_tasks(u) => {}
                     Some("input_required") => {
                         return match modern {
                             Some(ctx) => self.wrap_input_required(u, c, &id, &method, &ctx, v),
@@ -459,8 +487,11 @@ impl Hub {
                     }
                 }
             }
-            if modern.is_some() {
+            if let Some(ctx) = &modern {
                 let mut v: Value = serde_json::from_slice(res).unwrap_or_else(|_| json!({}));
+                if let Err(Refusal(code, msg, data)) = self.task_reply(u, c, &method, &mut v, ctx) {
+                    return self.answer_error(c, Some(&id), code, &msg, data);
+                }
                 let hints = (method == "resources/read").then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
                 self.stamp(&mut v, hints);
                 return self.answer_result(c, &id, &serde_json::to_vec(&v).unwrap_or_default());
@@ -513,6 +544,10 @@ impl Hub {
         }
         if self.opts.roots.is_some() {
             out.insert("roots".into(), json!({}));
+        }
+        // The tasks extension, for an upstream that may answer with a task (`tasks::relay`).
+        if ctx.is_some_and(|x| super::tasks::declared(&x.caps)) {
+            out.insert("extensions".into(), json!({ super::tasks::EXT: {} }));
         }
         Value::Object(out)
     }

@@ -18,6 +18,7 @@ mod rows_primitives;
 mod routing;
 mod sim;
 mod rows_relay;
+mod tasks;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.

@@ -512,6 +512,7 @@ impl Hub {
                         self.answer_client(u, o, &m)
                     }
                     Origin::Held(h) => self.held_answered(h, &m),
+                    Origin::Task(t) => self.task_answered(u, &t, &m),
                     Origin::Discover => self.on_discover_answer(u, &m),
                     Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
                     Origin::Initialize => self.on_initialize_answer(u, &m),
@@ -907,9 +908,13 @@ impl Hub {
         self.ups[u].state = State::Down { retry_at_ms: None };
         self.ups[u].listing = Default::default();
         for (_, f) in self.pending.drain_upstream(u) {
-            if let Origin::Client { client, id, method, .. } = f.origin {
-                let msg = format!("server '{name}' exited before answering {method} ({reason})");
-                self.answer_error(client, Some(&id), -32603, &msg, Some(json!({ "server": name })));
+            match f.origin {
+                Origin::Client { client, id, method, .. } => {
+                    let msg = format!("server '{name}' exited before answering {method} ({reason})");
+                    self.answer_error(client, Some(&id), -32603, &msg, Some(json!({ "server": name })));
+                }
+                Origin::Task(t) => self.task_lost(&t, format!("server '{name}' exited before the task finished ({reason})")),
+                _ => {}
             }
         }
         self.relay_drop_upstream(u);
@@ -1021,6 +1026,7 @@ impl Hub {
             self.on_timeout(u, id, f);
         }
         self.relay_tick();
+        self.tasks_tick();
         self.release_held_inits();
         self.ping_tick();
         self.lazy_tick();
@@ -1073,6 +1079,10 @@ impl Hub {
             }
             Origin::Fire => self.cancel_upstream(u, id, "timed out"),
             Origin::Held(h) => self.held_expired(u, id, h),
+            Origin::Task(t) => {
+                self.cancel_upstream(u, id, "timed out");
+                self.task_lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"));
+            }
             Origin::Discover => {
                 if let Some(LateProbe::Waiting { id: late, .. }) = self.ups[u].late {
                     if late == id {
@@ -1123,7 +1133,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline()].into_iter().flatten().min()
     }
 
     pub(super) fn status_json(&self) -> Value {
@@ -1175,6 +1185,7 @@ impl Hub {
             "pending": self.pending.len(),
             "relays": self.relays.len(),
             "config": self.config_status,
+            "tasks": self.tasks_status(),
         })
     }
 }

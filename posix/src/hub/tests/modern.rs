@@ -51,7 +51,7 @@ fn check(v: &Value, def: &str) {
 }
 
 impl Fake {
-    fn modern(names: &[&str]) -> Fake {
+    pub(super) fn modern(names: &[&str]) -> Fake {
         let mut f = Fake::tools(names);
         f.rev = MODERN;
         f.caps = json!({ "tools": { "listChanged": true }, "prompts": { "listChanged": true }, "resources": { "subscribe": true, "listChanged": true } });
@@ -62,12 +62,12 @@ impl Fake {
 impl Pair {
     /// A modern request (id, method, params without `_meta`, capabilities);
     /// returns the next message the client got.
-    fn mreq(&mut self, c: ClientId, id: Value, method: &str, params: Value, caps: &Value) -> Value {
+    pub(super) fn mreq(&mut self, c: ClientId, id: Value, method: &str, params: Value, caps: &Value) -> Value {
         self.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": with_meta(params, caps) }));
         self.take(c)
     }
 
-    fn msend(&mut self, c: ClientId, id: Value, method: &str, params: Value, caps: &Value) {
+    pub(super) fn msend(&mut self, c: ClientId, id: Value, method: &str, params: Value, caps: &Value) {
         self.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": with_meta(params, caps) }));
     }
 }

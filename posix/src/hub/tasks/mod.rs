@@ -1,0 +1,459 @@
+//! Tasks through the hub: mcpx runs a client's call as a task itself when
+//! the client asks for one (2025-11-25: `params.task` on `tools/call` of a
+//! client that declared `capabilities.tasks`; 2026-07-28: the
+//! `io.modelcontextprotocol/tasks` extension declared in the request's
+//! client capabilities), whatever the upstream supports.
+//!
+//! - The call is forwarded as a plain request (no `task` member, the
+//!   upstream needs no tasks); its `pending` entry becomes
+//!   `Origin::Task(id)`, so it no longer belongs to the connection: the
+//!   client is answered at once with the task, may disconnect, and fetches
+//!   the outcome later from any connection of the same principal.
+//! - The upstream's answer is kept byte for byte until the task's TTL runs
+//!   out (the requested `ttl`, capped by [`TaskOptions::max_ttl_ms`]).
+//!   `tasks/result` (2025) blocks until the task is terminal; 2026
+//!   `tasks/get` carries the outcome.
+//! - A task belongs to the principal that created it: `tasks/list` shows
+//!   only the caller's, any operation on another's task is -32602 "not
+//!   found", exactly as for an id that never existed (`table::Table::owned`).
+//! - Bounded: working tasks per principal and kept tasks in total
+//!   (the oldest finished one makes room), bytes of kept outcomes against
+//!   [`TaskOptions::max_result_bytes`] (an outcome over it fails the task
+//!   with an error saying so), `tasks/result` waiters per task.
+//! - Status changes reach the creating connection as
+//!   `notifications/tasks/status` (2025-11-25 clients); audit lines for
+//!   creation and terminal states go to mcpx's log.
+//!
+//! Parts: [`table`] (the data and its caps), [`ids`] (unguessable ids),
+//! [`era`] (what each revision's task looks like).
+
+mod era;
+mod ids;
+mod relay;
+mod table;
+
+use serde_json::{json, Value};
+
+use mcpx_core::cursor::{self, Cursor};
+
+use super::modern::ReqCtx;
+use super::pending::Origin;
+use super::router::Refusal;
+use super::shape::{self, RevExt};
+use super::wire::{self, Msg};
+use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
+use table::{Full, Outcome, Status, Table, Task};
+
+pub(super) use mcpx_core::task::EXTENSION as EXT;
+
+/// `Cursor::list` of `tasks/list` pages (the catalog's lists use 0..4).
+const LIST_CURSOR: u8 = 0x7a;
+
+/// Limits and timings of the tasks mcpx runs itself.
+#[derive(Clone, Debug)]
+pub struct TaskOptions {
+    /// Working tasks one principal may have at once.
+    pub max_live_per_principal: usize,
+    /// Tasks kept in total, working or finished (finished ones are dropped,
+    /// oldest first, to make room; working ones never are).
+    pub max_tasks: usize,
+    /// Bytes of kept task outcomes, all tasks together.
+    pub max_result_bytes: usize,
+    /// TTL of a task whose client asked for none (ms).
+    pub default_ttl_ms: u64,
+    /// Longest TTL granted (ms); a longer request is cut to it.
+    pub max_ttl_ms: u64,
+    /// `pollInterval` suggested to clients (ms).
+    pub poll_ms: u64,
+    /// `tasks/result` requests waiting on one task at once.
+    pub max_waiters: usize,
+    /// Longest `pollIntervalMs` of an upstream's task passed on to clients (ms).
+    pub max_poll_ms: u64,
+    /// Unix time (ms) at the hub clock's zero, for `createdAt` and
+    /// `lastUpdatedAt` (the hub's clock is monotonic).
+    pub epoch_ms: u64,
+}
+
+impl Default for TaskOptions {
+    fn default() -> TaskOptions {
+        let epoch_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        TaskOptions {
+            max_live_per_principal: 64,
+            max_tasks: 1024,
+            max_result_bytes: 64 << 20,
+            default_ttl_ms: 300_000,
+            max_ttl_ms: 3_600_000,
+            poll_ms: 500,
+            max_waiters: 16,
+            max_poll_ms: 30_000,
+            epoch_ms,
+        }
+    }
+}
+
+/// The hub's tasks: the table and the id source.
+pub(super) struct Tasks {
+    table: Table,
+    ids: ids::Ids,
+}
+
+impl Tasks {
+    pub fn new(opts: &HubOptions) -> Tasks {
+        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed) }
+    }
+}
+
+/// Did a modern request declare the tasks extension in its client capabilities?
+pub(super) fn declared(caps: &Value) -> bool {
+    caps.get("extensions").and_then(|e| e.get(EXT)).is_some_and(Value::is_object)
+}
+
+/// The 2025-11-25 `tasks` server capability: mcpx lists, cancels and runs
+/// `tools/call` as tasks.
+pub(super) fn capability() -> Value {
+    json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } })
+}
+
+/// A listed tool, for a client that can ask for tasks: every tool may be
+/// called as a task (mcpx runs it); one its server marks `required` stays so.
+// Requirement: tasks-tool-optional
+pub(super) fn offer(tool: &mut Value) {
+    let required = tool.pointer("/execution/taskSupport").and_then(Value::as_str) == Some("required");
+    if let Some(o) = tool.as_object_mut() {
+        let support = if required { "required" } else { "optional" };
+        o.insert("execution".into(), json!({ "taskSupport": support }));
+    }
+}
+
+fn not_found(id: &str) -> Refusal {
+    // Requirement: tasks-protocol-errors, tasks-informative-errors
+    Refusal(-32602, format!("Invalid params: no task {id} (it may have expired, or it belongs to someone else)"), Some(json!({ "taskId": id })))
+}
+
+fn missing_extension(method: &str) -> Refusal {
+    Refusal(-32021, format!("{method} needs the client capability extensions[\"{EXT}\"]"), Some(json!({ "requiredCapabilities": { "extensions": { EXT: {} } } })))
+}
+
+impl Hub {
+    /// Has legacy client `c` declared tasks on a revision that has them?
+    pub(super) fn client_declared_tasks(&self, c: ClientId) -> bool {
+        self.clients.get(&c).is_some_and(|cl| cl.rev().features().tasks && cl.caps.get("tasks").is_some_and(Value::is_object))
+    }
+
+    /// The TTL of the task the hub is to run for request `m` to `u`, or
+    /// `None` for a plain call (or one whose upstream decides, `relay`).
+    pub(super) fn task_wanted(&self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId) -> Option<u64> {
+        let o = &self.opts.tasks;
+        let ttl = match ctx {
+            // Requirement: ext-tasks-server-decides, ext-tasks-never-unsolicited
+            Some(x) => (declared(&x.caps) && !self.upstream_has_tasks(u)).then_some(o.default_ttl_ms)?,
+            None => {
+                let r = m.param(&["task"]).filter(|_| self.client_declared_tasks(c))?;
+                let asked = mcpx_core::json::parse(&m.raw[r]).ok().and_then(|v| v.get("ttl")).and_then(|t| std::str::from_utf8(t.bytes()).ok()?.parse::<u64>().ok());
+                asked.unwrap_or(o.default_ttl_ms)
+            }
+        };
+        // Requirement: tasks-ttl-override-report, tasks-resource-limits
+        Some(ttl.clamp(1, o.max_ttl_ms.max(1)))
+    }
+
+    /// Is there room for another task of the principal of `c` / `ctx`?
+    pub(super) fn task_room(&mut self, c: ClientId, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let owner = self.principal_of(c, ctx);
+        self.tasks.table.make_room(&owner, &self.opts.tasks).map_err(|e: Full| Refusal(-32603, e.to_string(), None))
+    }
+
+    fn principal_of(&self, c: ClientId, ctx: Option<&ReqCtx>) -> Vec<u8> {
+        match ctx {
+            Some(x) => x.principal.clone(),
+            None => self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Client request `m` was just forwarded to `u`: it becomes a task the
+    /// hub holds, and the client gets the task at once.
+    // Requirement: tasks-return-createtaskresult, tasks-begin-working, ext-tasks-createtaskresult-shape
+    pub(super) fn task_start(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, ttl_ms: u64) {
+        let cid = m.id_bytes().unwrap_or(b"null").to_vec();
+        let Some((to, up_id)) = self.pending.by_client(c, &cid).filter(|k| k.0 == u) else { return };
+        let id = self.tasks.ids.next();
+        self.pending.set_origin(to, up_id, Origin::Task(id.clone()));
+        if let Some(f) = self.pending.get_mut(to, up_id) {
+            // A task outlives the per-request timeout, not mcpx's hard cap.
+            f.deadline = f.hard;
+        }
+        let now = self.now_ms;
+        let t = Task {
+            owner: self.principal_of(c, ctx),
+            creator: c,
+            modern: ctx.is_some(),
+            status: Status::Working,
+            message: None,
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms,
+            call: Some((to, up_id)),
+            relayed: None,
+            method: m.method.to_string(),
+            outcome: None,
+            waiters: Vec::new(),
+        };
+        let server = self.ups[u].spec.name.clone();
+        // Requirement: tasks-audit
+        self.log(Level::Info, format!("task {id} created: {} on server '{server}' for client {c}", m.method));
+        let body = self.task_body(&id, &t, TaskView::Created);
+        self.tasks.table.insert(id, t);
+        self.answer_result(c, &cid, &body);
+    }
+
+    /// What task `id` looks like in the answer to `view`, for the era it was
+    /// created in.
+    fn task_body(&self, id: &str, t: &Task, view: TaskView) -> Vec<u8> {
+        let o = &self.opts.tasks;
+        let v = if t.modern {
+            let mut v = era::modern(id, t, o.epoch_ms, o.poll_ms, view == TaskView::Get);
+            if view == TaskView::Created {
+                v["resultType"] = json!("task");
+            }
+            self.stamp(&mut v, None);
+            v
+        } else {
+            let v = era::legacy(id, t, o.epoch_ms, o.poll_ms);
+            if view == TaskView::Created {
+                json!({ "task": v })
+            } else {
+                v
+            }
+        };
+        serde_json::to_vec(&v).unwrap_or_default()
+    }
+
+    /// The upstream answered task `id`'s request.
+    pub(super) fn task_answered(&mut self, u: UpstreamId, id: &str, m: &Msg) {
+        let Some(method) = self.tasks.table.get(id).map(|t| t.method.clone()) else { return };
+        let server = self.ups[u].spec.name.clone();
+        let (status, outcome, message) = match (m.result_bytes(), m.error_bytes()) {
+            (Some(_), _) if self.ups[u].is_modern() && m.env.result().and_then(|v| v.get("resultType")).is_some_and(|t| t.bytes() != b"\"complete\"") => {
+                let why = format!("server '{server}' asked for input or answered with another resultType; mcpx cannot relay that inside a task it runs");
+                (Status::Failed, error_object(-32603, &why), Some(why))
+            }
+            (Some(r), _) => (era::status_of_result(&method, r), Outcome::Result(r.to_vec()), None),
+            (None, Some(e)) => {
+                let msg = mcpx_core::json::parse(e).ok().and_then(|v| v.get("message")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()));
+                (Status::Failed, Outcome::Error(e.to_vec()), msg)
+            }
+            (None, None) => return,
+        };
+        self.task_end(id, status, outcome, message);
+    }
+
+    /// Task `id`'s request will never be answered (`why`: timeout, exit).
+    pub(super) fn task_lost(&mut self, id: &str, why: String) {
+        self.task_end(id, Status::Failed, error_object(-32603, &why), Some(why));
+    }
+
+    /// Task `id` ends: status, outcome (if it fits the memory cap), the
+    /// creator told, waiting `tasks/result` requests answered.
+    fn task_end(&mut self, id: &str, status: Status, outcome: Outcome, message: Option<String>) {
+        let now = self.now_ms;
+        let max = self.opts.tasks.max_result_bytes;
+        if let Err(big) = self.tasks.table.finish(id, status, outcome, now, max) {
+            let why = format!("the task's result ({} bytes) does not fit mcpx's task memory ({max} bytes in all, task_max_result_bytes); call the tool without a task", big.len());
+            let _ = self.tasks.table.finish(id, Status::Failed, error_object(-32603, &why), now, usize::MAX);
+            self.set_message(id, why);
+        } else if let Some(msg) = message {
+            self.set_message(id, msg);
+        }
+        self.task_settled(id);
+    }
+
+    fn set_message(&mut self, id: &str, msg: String) {
+        if let Some(t) = self.tasks.table.get_mut(id) {
+            t.message = Some(msg);
+        }
+    }
+
+    /// After a status change of task `id`.
+    fn task_settled(&mut self, id: &str) {
+        let Some(t) = self.tasks.table.get_mut(id) else { return };
+        let waiters = std::mem::take(&mut t.waiters);
+        let (creator, modern, status) = (t.creator, t.modern, t.status);
+        self.log(Level::Info, format!("task {id} {}", status.as_str()));
+        // Requirement: tasks-status-notification-optional, tasks-status-notification-no-related-task
+        if !modern && self.client_declared_tasks(creator) {
+            if let Some(t) = self.tasks.table.get(id) {
+                let o = &self.opts.tasks;
+                let p = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
+                self.emit_notification(creator, "notifications/tasks/status", Some(&p));
+            }
+        }
+        for (c, rid) in waiters {
+            self.deliver_result(c, &rid, id);
+        }
+    }
+
+    /// Answers `tasks/result` request `rid` of client `c` with terminal task `id`'s outcome.
+    // Requirement: tasks-result-terminal-final, tasks-result-exact, tasks-result-same-error, tasks-result-response-related-task
+    fn deliver_result(&mut self, c: ClientId, rid: &[u8], id: &str) {
+        let Some(t) = self.tasks.table.get(id) else {
+            let Refusal(code, msg, data) = not_found(id);
+            return self.answer_error(c, Some(rid), code, &msg, data);
+        };
+        let rev = self.clients.get(&c).map(|cl| cl.rev()).unwrap_or(shape::Rev::LATEST_LEGACY);
+        match &t.outcome {
+            Some(Outcome::Result(r)) => {
+                let shaped = shape::result(&t.method, r, rev).unwrap_or_else(|| r.clone());
+                let body = wire::set_meta(&shaped, &era::related(id), |_| false);
+                self.answer_result(c, rid, &body);
+            }
+            Some(Outcome::Error(e)) => {
+                let e = e.clone();
+                self.answer_raw_error(c, rid, &e);
+            }
+            None => {
+                let data = json!({ "taskId": id, "_meta": era::related(id) });
+                self.answer_error(c, Some(rid), -32603, &format!("task {id} was cancelled"), Some(data));
+            }
+        }
+    }
+
+    /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` (2025-11-25,
+    /// `ctx` None) and `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28,
+    /// with the request's context).
+    pub(super) fn task_request(&mut self, c: ClientId, rid: &[u8], method: &str, p: &Value, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        if ctx.is_some_and(|x| !declared(&x.caps)) {
+            return Err(missing_extension(method));
+        }
+        let owner = self.principal_of(c, ctx);
+        if method == "tasks/list" && ctx.is_none() {
+            return self.task_list(c, rid, &owner, p);
+        }
+        // Requirement: tasks-taskid-param-authoritative
+        let id = p.get("taskId").and_then(Value::as_str).ok_or_else(|| Refusal(-32602, format!("Invalid params: {method} needs a string \"taskId\""), None))?;
+        // Requirement: tasks-bound-reject-foreign, tasks-bind-auth-context
+        let t = self.tasks.table.owned(id, &owner).ok_or_else(|| not_found(id))?;
+        let id = id.to_string();
+        match (method, ctx.is_some()) {
+            // Requirement: tasks-no-related-task-in-get-list-cancel-results
+            ("tasks/get", _) => {
+                let body = self.task_body(&id, t, TaskView::Get);
+                self.answer_result(c, rid, &body);
+            }
+            ("tasks/result", false) => {
+                if t.status.is_terminal() {
+                    self.deliver_result(c, rid, &id);
+                } else {
+                    // Requirement: tasks-result-blocks
+                    let max = self.opts.tasks.max_waiters;
+                    let t = self.tasks.table.get_mut(&id).expect("owned above");
+                    if t.waiters.len() >= max {
+                        return Err(Refusal(-32603, format!("task {id} has {max} tasks/result requests waiting (mcpx's limit); poll with tasks/get"), None));
+                    }
+                    t.waiters.push((c, rid.to_vec()));
+                }
+            }
+            ("tasks/cancel", modern) => {
+                // Requirement: tasks-cancel-terminal-reject
+                if t.status.is_terminal() && !modern {
+                    return Err(Refusal(-32602, format!("Invalid params: task {id} is already {}; it cannot be cancelled", t.status.as_str()), Some(json!({ "taskId": id }))));
+                }
+                let call = t.call;
+                // Requirement: ext-tasks-cancel-cooperative
+                if self.tasks.table.cancel(&id, self.now_ms) {
+                    if let Some((u, up)) = call {
+                        self.pending.take(u, up);
+                        self.cancel_upstream(u, up, "the client cancelled the task");
+                    }
+                }
+                let t = self.tasks.table.get(&id).expect("owned above");
+                let body = if modern { self.stamped_empty() } else { self.task_body(&id, t, TaskView::Get) };
+                self.answer_result(c, rid, &body);
+                self.task_settled(&id);
+            }
+            // Requirement: ext-tasks-update (mcpx's own tasks never wait for input: nothing to apply)
+            ("tasks/update", true) => {
+                if !p.get("inputResponses").is_some_and(Value::is_object) {
+                    return Err(Refusal(-32602, "Invalid params: tasks/update needs an \"inputResponses\" object".into(), None));
+                }
+                let body = self.stamped_empty();
+                self.answer_result(c, rid, &body);
+            }
+            _ => return Err(Refusal(-32601, format!("Method not found: {method}"), None)),
+        }
+        Ok(())
+    }
+
+    fn stamped_empty(&self) -> Vec<u8> {
+        let mut v = json!({});
+        self.stamp(&mut v, None);
+        serde_json::to_vec(&v).unwrap_or_default()
+    }
+
+    /// One page of the caller's tasks.
+    // Requirement: tasks-list-paginate, tasks-get-implies-list
+    fn task_list(&mut self, c: ClientId, rid: &[u8], owner: &[u8], p: &Value) -> Result<(), Refusal> {
+        let key = self.opts.cursor_key.to_le_bytes();
+        let pos = match p.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(s)) => match cursor::decode(s, &key) {
+                Ok(cu) if cu.list == LIST_CURSOR => cu.position as usize,
+                _ => return Err(Refusal(-32602, "Invalid params: invalid cursor".into(), None)),
+            },
+            Some(_) => return Err(Refusal(-32602, "Invalid params: the cursor must be a string".into(), None)),
+        };
+        let ids = self.tasks.table.of_owner(owner);
+        let end = (pos + self.opts.page_size.max(1)).min(ids.len());
+        let o = &self.opts.tasks;
+        let items: Vec<Value> = ids.get(pos.min(end)..end).unwrap_or(&[]).iter().filter_map(|id| Some(era::legacy(id, self.tasks.table.get(id)?, o.epoch_ms, o.poll_ms))).collect();
+        let mut v = json!({ "tasks": items });
+        if end < ids.len() {
+            let next = Cursor { list: LIST_CURSOR, position: end as u32, generation: 0 };
+            v["nextCursor"] = json!(cursor::encode(&next, &key).as_str());
+        }
+        self.answer_result(c, rid, &serde_json::to_vec(&v).unwrap_or_default());
+        Ok(())
+    }
+
+    /// Tasks past their TTL are dropped; one still working is cancelled
+    /// upstream and its waiters told.
+    pub(super) fn tasks_tick(&mut self) {
+        for id in self.tasks.table.expired(self.now_ms) {
+            let Some(t) = self.tasks.table.remove(&id) else { continue };
+            if let Some((u, up)) = t.call {
+                self.pending.take(u, up);
+                self.cancel_upstream(u, up, "the task's ttl ran out");
+            }
+            self.log(Level::Info, format!("task {id} expired ({})", t.status.as_str()));
+            for (c, rid) in t.waiters {
+                let Refusal(code, msg, data) = not_found(&id);
+                self.answer_error(c, Some(&rid), code, &msg, data);
+            }
+        }
+    }
+
+    pub(super) fn tasks_deadline(&self) -> Option<u64> {
+        self.tasks.table.next_expiry()
+    }
+
+    /// Client `c` is gone: its waiting `tasks/result` requests go; its
+    /// tasks stay (another connection of its principal may fetch them).
+    pub(super) fn tasks_client_gone(&mut self, c: ClientId) {
+        self.tasks.table.drop_waiters_of(c);
+    }
+
+    /// For `status`: tasks kept and bytes of their outcomes.
+    pub(super) fn tasks_status(&self) -> Value {
+        json!({ "kept": self.tasks.table.len(), "resultBytes": self.tasks.table.bytes() })
+    }
+}
+
+/// Which answer a task is shown in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TaskView {
+    Created,
+    Get,
+}
+
+fn error_object(code: i64, message: &str) -> Outcome {
+    Outcome::Error(serde_json::to_vec(&json!({ "code": code, "message": message })).unwrap_or_default())
+}

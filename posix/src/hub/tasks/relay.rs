@@ -1,0 +1,96 @@
+//! Tasks an upstream runs (the 2026-07-28 extension, declared in its
+//! `server/discover`), relayed to a modern client that declared it too.
+//!
+//! - The client's extension is declared to the upstream with the call; the
+//!   upstream decides whether to answer with a task (`ext-tasks-server-decides`).
+//! - Its task id never reaches the client: the hub answers with an id of
+//!   its own (unguessable, `ids`), owned by the caller's principal, and maps
+//!   it back on `tasks/get`, `tasks/update` and `tasks/cancel`, which are
+//!   forwarded to that upstream (with `inputResponses` kept: input requests
+//!   inside the task pass through, both sides speak the extension).
+//! - `ttlMs` is capped by `TaskOptions::max_ttl_ms` (the hub forgets the
+//!   mapping then), `pollIntervalMs` by `TaskOptions::max_poll_ms`.
+
+use std::ops::Range;
+
+use serde_json::{json, Value};
+
+use super::table::{Status, Task};
+use super::EXT;
+use crate::hub::modern::ReqCtx;
+use crate::hub::router::Refusal;
+use crate::hub::wire::Msg;
+use crate::hub::{ClientId, Hub, Level, UpstreamId};
+
+impl Hub {
+    /// Does upstream `u` serve the tasks extension?
+    pub(in crate::hub) fn upstream_has_tasks(&self, u: UpstreamId) -> bool {
+        self.ups[u].is_modern() && self.ups[u].caps.as_ref().and_then(|c| c.get("extensions")).and_then(|e| e.get(EXT)).is_some_and(Value::is_object)
+    }
+
+    /// Modern `tasks/*` request `m` about a task an upstream runs: that
+    /// upstream, its own task id and the span of `taskId` in `m` to replace;
+    /// `None` when the task is not a relayed one of the caller's.
+    pub(in crate::hub) fn task_upstream(&self, m: &Msg, ctx: &ReqCtx) -> Option<(UpstreamId, String, Range<usize>)> {
+        let r = m.param(&["taskId"])?;
+        let id = crate::hub::wire::string_at(m.raw, r.clone())?;
+        let t = self.tasks.table.owned(&id, &ctx.principal)?;
+        let (u, up) = t.relayed.clone()?;
+        Some((u, up, r))
+    }
+
+    /// A modern upstream's answer `v` to `method`, on its way to client `c`:
+    /// a new task is registered under an id of the hub's; a task's id in an
+    /// answer to `tasks/*` becomes the hub's again; TTL and polling capped.
+    pub(in crate::hub) fn task_reply(&mut self, u: UpstreamId, c: ClientId, method: &str, v: &mut Value, ctx: &ReqCtx) -> Result<(), Refusal> {
+        let Some(up) = v.get("taskId").and_then(Value::as_str).map(str::to_string) else { return Ok(()) };
+        let o = self.opts.tasks.clone();
+        let id = match self.tasks.table.by_upstream(u, &up) {
+            Some(id) => id,
+            None if method == "tools/call" && v.get("resultType").and_then(Value::as_str) == Some("task") => self.task_register(u, c, up, v, ctx)?,
+            None => return Ok(()),
+        };
+        if let Some(t) = self.tasks.table.get_mut(&id) {
+            if let Some(s) = v.get("status").and_then(Value::as_str).and_then(Status::parse) {
+                t.status = s;
+                t.updated_ms = self.now_ms;
+            }
+        }
+        v["taskId"] = json!(id);
+        if let Some(ttl) = v.get("ttlMs").and_then(Value::as_u64) {
+            v["ttlMs"] = json!(ttl.min(o.max_ttl_ms));
+        }
+        if let Some(p) = v.get("pollIntervalMs").and_then(Value::as_u64) {
+            v["pollIntervalMs"] = json!(p.min(o.max_poll_ms));
+        }
+        Ok(())
+    }
+
+    /// Upstream `u`'s new task `up`, created for client `c`: the hub's id for it.
+    fn task_register(&mut self, u: UpstreamId, c: ClientId, up: String, v: &Value, ctx: &ReqCtx) -> Result<String, Refusal> {
+        self.tasks.table.make_room(&ctx.principal, &self.opts.tasks).map_err(|e| Refusal(-32603, e.to_string(), None))?;
+        let id = self.tasks.ids.next();
+        let now = self.now_ms;
+        let ttl_ms = v.get("ttlMs").and_then(Value::as_u64).unwrap_or(self.opts.tasks.default_ttl_ms).min(self.opts.tasks.max_ttl_ms);
+        let server = self.ups[u].spec.name.clone();
+        // Requirement: tasks-audit
+        self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));
+        let t = Task {
+            owner: ctx.principal.clone(),
+            creator: c,
+            modern: true,
+            status: Status::Working,
+            message: None,
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms,
+            call: None,
+            relayed: Some((u, up)),
+            method: "tools/call".into(),
+            outcome: None,
+            waiters: Vec::new(),
+        };
+        self.tasks.table.insert(id.clone(), t);
+        Ok(id)
+    }
+}

@@ -1,0 +1,246 @@
+//! The hub's table of tasks it runs itself: who owns each, its state, its
+//! outcome, and the caps (live tasks per principal and in total, bytes of
+//! kept outcomes). Pure data: no messages, no clock of its own.
+
+use std::collections::BTreeMap;
+
+use super::TaskOptions;
+use crate::hub::{ClientId, UpstreamId};
+
+pub(crate) use mcpx_core::task::TaskStatus as Status;
+
+/// How the task's underlying request ended: the upstream's result or error
+/// object, raw JSON, kept byte for byte (`tasks-result-exact`).
+#[derive(Clone, Debug)]
+pub(crate) enum Outcome {
+    Result(Vec<u8>),
+    Error(Vec<u8>),
+}
+
+impl Outcome {
+    pub fn len(&self) -> usize {
+        match self {
+            Outcome::Result(b) | Outcome::Error(b) => b.len(),
+        }
+    }
+}
+
+/// One task run by the hub.
+#[derive(Debug)]
+pub(crate) struct Task {
+    /// The principal that created it: the only one that may see it.
+    pub owner: Vec<u8>,
+    /// The connection that created it (status notifications go there).
+    pub creator: ClientId,
+    /// Created by a 2026-07-28 request (the tasks extension) rather than a
+    /// 2025-11-25 one.
+    pub modern: bool,
+    pub status: Status,
+    pub message: Option<String>,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+    pub ttl_ms: u64,
+    /// The underlying request while it is in flight upstream.
+    pub call: Option<(UpstreamId, u64)>,
+    /// A task the upstream runs (relayed): the upstream and its own task
+    /// id. Its state and outcome are the upstream's; the hub keeps only the
+    /// mapping and the owner.
+    pub relayed: Option<(UpstreamId, String)>,
+    /// The underlying request's method (for shaping its result).
+    pub method: String,
+    pub outcome: Option<Outcome>,
+    /// `tasks/result` requests waiting for a terminal status: (client, raw id).
+    pub waiters: Vec<(ClientId, Vec<u8>)>,
+}
+
+impl Task {
+    fn expires_ms(&self) -> u64 {
+        self.created_ms.saturating_add(self.ttl_ms)
+    }
+}
+
+/// Why a task could not be created.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// This principal has this many tasks still working.
+    Principal(usize),
+    /// The hub keeps this many tasks, none of them finished.
+    Total(usize),
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::Principal(n) => write!(f, "you have {n} tasks working (mcpx's limit per client); wait for one to finish or cancel one"),
+            Full::Total(n) => write!(f, "mcpx holds {n} working tasks (its limit); try again later"),
+        }
+    }
+}
+
+/// Every task the hub runs, by id.
+#[derive(Default)]
+pub(crate) struct Table {
+    tasks: BTreeMap<String, Task>,
+    /// Bytes of the outcomes kept.
+    bytes: usize,
+}
+
+impl Table {
+    pub fn get(&self, id: &str) -> Option<&Task> {
+        self.tasks.get(id)
+    }
+
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut Task> {
+        self.tasks.get_mut(id)
+    }
+
+    /// The task `id` if `owner` may see it: another principal's task is
+    /// "not found" (`tasks-bound-reject-foreign`).
+    pub fn owned(&self, id: &str, owner: &[u8]) -> Option<&Task> {
+        self.tasks.get(id).filter(|t| t.owner == owner)
+    }
+
+    /// Room for a new task of `owner`: over the total, the oldest finished
+    /// task is dropped first; working tasks are never dropped for room.
+    // Requirement: tasks-resource-limits
+    pub fn make_room(&mut self, owner: &[u8], o: &TaskOptions) -> Result<(), Full> {
+        let live = self.tasks.values().filter(|t| t.owner == owner && !t.status.is_terminal()).count();
+        if live >= o.max_live_per_principal {
+            return Err(Full::Principal(live));
+        }
+        while self.tasks.len() >= o.max_tasks {
+            let oldest_done = self.tasks.iter().filter(|(_, t)| t.status.is_terminal()).min_by_key(|(_, t)| t.updated_ms).map(|(id, _)| id.clone());
+            match oldest_done {
+                Some(id) => {
+                    self.remove(&id);
+                }
+                None => return Err(Full::Total(self.tasks.len())),
+            }
+        }
+        Ok(())
+    }
+
+    pub fn insert(&mut self, id: String, t: Task) {
+        self.tasks.insert(id, t);
+    }
+
+    pub fn remove(&mut self, id: &str) -> Option<Task> {
+        let t = self.tasks.remove(id)?;
+        self.bytes -= t.outcome.as_ref().map_or(0, Outcome::len);
+        Some(t)
+    }
+
+    /// Ends a working task with `outcome` (kept if it fits the memory cap;
+    /// `Err(outcome)` when it does not, the task untouched). A task already
+    /// terminal keeps its status and outcome (`tasks-cancelled-sticky`).
+    pub fn finish(&mut self, id: &str, status: Status, outcome: Outcome, now: u64, max_bytes: usize) -> Result<(), Outcome> {
+        let Some(t) = self.tasks.get_mut(id) else { return Ok(()) };
+        if t.status.is_terminal() {
+            return Ok(());
+        }
+        if self.bytes + outcome.len() > max_bytes {
+            return Err(outcome);
+        }
+        self.bytes += outcome.len();
+        t.status = status;
+        t.outcome = Some(outcome);
+        t.call = None;
+        t.updated_ms = now;
+        Ok(())
+    }
+
+    /// Cancels a working task (no outcome: `tasks/result` says it was
+    /// cancelled); true when it was working.
+    // Requirement: tasks-cancel-transition-before-response
+    pub fn cancel(&mut self, id: &str, now: u64) -> bool {
+        let Some(t) = self.tasks.get_mut(id).filter(|t| !t.status.is_terminal()) else { return false };
+        t.status = Status::Cancelled;
+        t.message = Some("cancelled by the client".into());
+        t.call = None;
+        t.updated_ms = now;
+        true
+    }
+
+    /// The hub's id of upstream `u`'s task `up`.
+    pub fn by_upstream(&self, u: UpstreamId, up: &str) -> Option<String> {
+        self.tasks.iter().find(|(_, t)| t.relayed.as_ref().is_some_and(|r| r.0 == u && r.1 == up)).map(|(id, _)| id.clone())
+    }
+
+    /// Ids of `owner`'s tasks, oldest first.
+    pub fn of_owner(&self, owner: &[u8]) -> Vec<String> {
+        let mut v: Vec<(&String, &Task)> = self.tasks.iter().filter(|(_, t)| t.owner == owner).collect();
+        v.sort_by(|a, b| (a.1.created_ms, a.0).cmp(&(b.1.created_ms, b.0)));
+        v.into_iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    /// Tasks whose TTL has run out at `now`.
+    // Requirement: tasks-delete-after-ttl
+    pub fn expired(&self, now: u64) -> Vec<String> {
+        self.tasks.iter().filter(|(_, t)| t.expires_ms() <= now).map(|(id, _)| id.clone()).collect()
+    }
+
+    pub fn next_expiry(&self) -> Option<u64> {
+        self.tasks.values().map(Task::expires_ms).min()
+    }
+
+    /// Every waiting `tasks/result` of client `c` is dropped (it is gone).
+    pub fn drop_waiters_of(&mut self, c: ClientId) {
+        for t in self.tasks.values_mut() {
+            t.waiters.retain(|w| w.0 != c);
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(owner: &[u8], now: u64) -> Task {
+        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![] }
+    }
+
+    fn opts(live: usize, total: usize) -> TaskOptions {
+        TaskOptions { max_live_per_principal: live, max_tasks: total, ..TaskOptions::default() }
+    }
+
+    #[test]
+    fn caps_count_live_tasks_per_principal_and_finished_ones_make_room() {
+        let mut t = Table::default();
+        let o = opts(2, 3);
+        for (i, who) in [b"a", b"a", b"b"].iter().enumerate() {
+            t.make_room(*who, &o).unwrap();
+            t.insert(format!("t{i}"), task(*who, i as u64));
+        }
+        assert_eq!(t.make_room(b"a", &o), Err(Full::Principal(2)));
+        assert_eq!(t.make_room(b"c", &o), Err(Full::Total(3)));
+        t.finish("t0", Status::Completed, Outcome::Result(b"{}".to_vec()), 5, 100).unwrap();
+        assert_eq!(t.bytes(), 2);
+        t.make_room(b"c", &o).unwrap();
+        assert!(t.get("t0").is_none(), "the oldest finished task made room");
+        assert_eq!(t.bytes(), 0);
+    }
+
+    #[test]
+    fn outcomes_count_against_the_memory_cap_and_terminal_is_final() {
+        let mut t = Table::default();
+        t.insert("x".into(), task(b"a", 0));
+        let big = Outcome::Result(vec![b' '; 11]);
+        assert!(t.finish("x", Status::Completed, big, 1, 10).is_err());
+        assert_eq!(t.get("x").unwrap().status, Status::Working);
+        assert!(t.cancel("x", 2));
+        assert!(!t.cancel("x", 2), "a terminal task is not cancelled again");
+        t.finish("x", Status::Completed, Outcome::Result(b"{}".to_vec()), 3, 10).unwrap();
+        assert_eq!(t.get("x").unwrap().status, Status::Cancelled, "cancelled stays cancelled");
+        assert!(t.owned("x", b"b").is_none() && t.owned("x", b"a").is_some());
+        assert_eq!(t.expired(999), Vec::<String>::new());
+        assert_eq!(t.expired(1000), vec!["x".to_string()]);
+    }
+}

@@ -1,0 +1,335 @@
+//! Tasks the hub runs itself (`hub::tasks`), in both eras, bound to their
+//! principal, within their caps.
+
+use super::*;
+
+const REV: &str = "2025-11-25";
+const MODERN: &str = "2026-07-28";
+const RELATED: &str = "io.modelcontextprotocol/related-task";
+
+/// A 2025-11-25 client that declared tasks.
+fn task_client(p: &mut Pair) -> ClientId {
+    p.client(REV, json!({ "tasks": {} }))
+}
+
+fn call_as_task(p: &mut Pair, c: ClientId, id: i64, ttl: u64) -> (Value, Value) {
+    let r = p.request(c, json!(id), "tools/call", json!({ "name": "fs__read", "arguments": { "n": id }, "task": { "ttl": ttl } }));
+    let up = p.take_up(0);
+    (r, up)
+}
+
+fn task_id(created: &Value) -> String {
+    created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a CreateTaskResult: {created}")).to_string()
+}
+
+/// A hub over `fs` (tool `read`) and a client that called it as task `id`
+/// with `ttl`; the upstream's call.
+fn one_task(opts: HubOptions, ttl: u64) -> (Pair, ClientId, String, Value) {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], opts);
+    let c = task_client(&mut p);
+    let (created, up) = call_as_task(&mut p, c, 1, ttl);
+    let id = task_id(&created);
+    (p, c, id, up)
+}
+
+fn ok_text(text: &str) -> Value {
+    json!({ "content": [{ "type": "text", "text": text }] })
+}
+
+// covers: tasks-declare-capability, tasks-tool-optional, tasks-return-createtaskresult, tasks-begin-working
+// covers: tasks-result-blocks, tasks-result-terminal-final, tasks-result-exact, tasks-result-response-related-task
+// covers: tasks-timestamps, tasks-ttl-override-report, tasks-status-notification-no-related-task
+// covers: tasks-no-related-task-in-get-list-cancel-results, tasks-id-string-receiver-unique, tasks-poll-interval
+#[test]
+fn a_legacy_client_runs_any_tool_as_a_task_and_fetches_the_result() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let c = p.connect();
+    let init = p.request(c, json!(0), "initialize", json!({ "protocolVersion": REV, "capabilities": { "tasks": {} }, "clientInfo": { "name": "t", "version": "1" } }));
+    assert_eq!(init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"], json!({}), "{init}");
+    schema_check(REV, "ServerCapabilities", &init["result"]["capabilities"]);
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let tools = p.list_all(c, "tools/list", "tools");
+    assert_eq!(tools[0]["execution"]["taskSupport"], "optional", "{tools:?}");
+
+    let max_ttl = HubOptions::default().tasks.max_ttl_ms;
+    let (created, up) = call_as_task(&mut p, c, 5, max_ttl * 10);
+    assert_eq!(created["id"], 5);
+    schema_check(REV, "CreateTaskResult", &created["result"]);
+    let task = &created["result"]["task"];
+    assert_eq!(task["status"], "working");
+    assert_eq!(task["ttl"], max_ttl, "a longer ttl is cut to mcpx's cap");
+    assert!(task["pollInterval"].as_u64().is_some_and(|n| n > 0));
+    assert!(task["createdAt"].as_str().is_some_and(|s| s.ends_with('Z')));
+    let id = task_id(&created);
+    assert!(up["params"].get("task").is_none(), "the upstream gets a plain call: {up}");
+    assert_eq!(up["params"]["arguments"], json!({ "n": 5 }));
+
+    let got = p.request(c, json!(6), "tasks/get", json!({ "taskId": id }));
+    schema_check(REV, "GetTaskResult", &got["result"]);
+    assert_eq!(got["result"]["status"], "working");
+    assert!(got["result"].get("_meta").is_none(), "{got}");
+    // tasks/result blocks until the task is terminal.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 7, "method": "tasks/result", "params": { "taskId": id } }));
+    assert!(p.client_quiet(c));
+    assert!(p.hub.client_request_open(c, b"7"));
+
+    // An integer wider than 64 bits, which only byte-exact keeping preserves.
+    let answer = r#"{"content":[{"type":"text","text":"done"}],"structuredContent":{"big":123456789012345678901234567890}}"#;
+    let raw_answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{answer}}}"#, up["id"]);
+    p.hub.upstream_message(0, raw_answer.as_bytes(), p.now);
+    p.pump();
+    let status = p.take(c);
+    assert_eq!(status["method"], "notifications/tasks/status", "{status}");
+    schema_check(REV, "TaskStatusNotification", &status);
+    assert_eq!(status["params"]["status"], "completed");
+    assert!(status["params"].get("_meta").is_none());
+    let (res, raw) = p.take_raw(c);
+    assert_eq!(res["id"], 7);
+    assert_eq!(res["result"]["content"][0]["text"], "done");
+    assert!(String::from_utf8_lossy(&raw).contains("123456789012345678901234567890"), "numbers pass byte-exact");
+    assert_eq!(res["result"]["_meta"][RELATED]["taskId"], id.as_str());
+    schema_check(REV, "CallToolResult", &res["result"]);
+    // Asked again: the same result, at once.
+    let again = p.request(c, json!(8), "tasks/result", json!({ "taskId": id }));
+    assert_eq!(again["result"], res["result"]);
+    let got = p.request(c, json!(9), "tasks/get", json!({ "taskId": id }));
+    assert_eq!(got["result"]["status"], "completed");
+    let list = p.request(c, json!(10), "tasks/list", json!({}));
+    schema_check(REV, "ListTasksResult", &list["result"]);
+    assert_eq!(list["result"]["tasks"][0]["taskId"], id.as_str());
+    // A second task has another id.
+    let (second, _) = call_as_task(&mut p, c, 11, 1000);
+    assert_ne!(task_id(&second), id);
+}
+
+// covers: tasks-bound-reject-foreign, tasks-bind-auth-context, tasks-get-implies-list
+#[test]
+fn a_task_belongs_to_its_principal_on_any_connection_and_to_no_one_else() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let alice = task_client(&mut p);
+    p.hub.set_client_principal(alice, b"alice");
+    let bob = task_client(&mut p);
+    p.hub.set_client_principal(bob, b"bob");
+    let (created, up) = call_as_task(&mut p, alice, 1, 60_000);
+    let id = task_id(&created);
+    for (i, method) in ["tasks/get", "tasks/result", "tasks/cancel"].iter().enumerate() {
+        let r = p.request(bob, json!(i), method, json!({ "taskId": id }));
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("no task"), "{r}");
+    }
+    let bobs = p.request(bob, json!(9), "tasks/list", json!({}));
+    assert_eq!(bobs["result"]["tasks"], json!([]));
+    // Alice leaves; the task goes on and is hers on a new connection.
+    p.hub.client_disconnected(alice);
+    p.pump();
+    assert!(p.up_quiet(0), "the task's call is not cancelled with the connection");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ok_text("hers") }));
+    let again = task_client(&mut p);
+    p.hub.set_client_principal(again, b"alice");
+    let list = p.request(again, json!(1), "tasks/list", json!({}));
+    assert_eq!(list["result"]["tasks"][0]["taskId"], id.as_str());
+    let r = p.request(again, json!(2), "tasks/result", json!({ "taskId": id }));
+    assert_eq!(r["result"]["content"][0]["text"], "hers");
+    let r = p.request(bob, json!(3), "tasks/result", json!({ "taskId": id }));
+    assert_eq!(r["error"]["code"], -32602, "still not Bob's: {r}");
+}
+
+// covers: tasks-cancel-transition-before-response, tasks-cancel-terminal-reject, tasks-cancelled-sticky, cancellation-task-use-tasks-cancel
+#[test]
+fn cancelling_a_task_cancels_its_upstream_call_and_is_final() {
+    let (mut p, c, id, up) = one_task(HubOptions::default(), 60_000);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": { "taskId": id } }));
+    let r = p.request(c, json!(3), "tasks/cancel", json!({ "taskId": id }));
+    schema_check(REV, "CancelTaskResult", &r["result"]);
+    assert_eq!(r["result"]["status"], "cancelled", "{r}");
+    let cancel = p.take_up(0);
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], up["id"]);
+    assert_eq!(p.take(c)["method"], "notifications/tasks/status");
+    let waiting = p.take(c);
+    assert_eq!(waiting["id"], 2, "the waiting tasks/result is answered: {waiting}");
+    assert_eq!(waiting["error"]["code"], -32603);
+    // A late answer changes nothing.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ok_text("late") }));
+    let got = p.request(c, json!(4), "tasks/get", json!({ "taskId": id }));
+    assert_eq!(got["result"]["status"], "cancelled");
+    let again = p.request(c, json!(5), "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+}
+
+// covers: tasks-result-same-error, tasks-failed-status-message, tasks-protocol-errors
+#[test]
+fn errors_and_tool_errors_fail_the_task_and_come_back_unchanged() {
+    let (mut p, c, id, up) = one_task(HubOptions::default(), 60_000);
+    let err = json!({ "code": -32000, "message": "disk on fire", "data": { "x": 1 } });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "error": err }));
+    let status = p.take(c);
+    assert_eq!(status["params"]["status"], "failed");
+    assert_eq!(status["params"]["statusMessage"], "disk on fire");
+    let r = p.request(c, json!(2), "tasks/result", json!({ "taskId": id }));
+    assert_eq!(r["error"], err);
+    let (created, up) = call_as_task(&mut p, c, 3, 60_000);
+    let tool_error = json!({ "content": [{ "type": "text", "text": "no" }], "isError": true });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": tool_error }));
+    assert_eq!(p.take(c)["params"]["status"], "failed");
+    let r = p.request(c, json!(4), "tasks/result", json!({ "taskId": task_id(&created) }));
+    assert_eq!(r["result"]["isError"], true);
+    for (params, what) in [(json!({}), "no taskId"), (json!({ "taskId": "nope" }), "unknown")] {
+        let r = p.request(c, json!(5), "tasks/get", params);
+        assert_eq!(r["error"]["code"], -32602, "{what}: {r}");
+    }
+    let r = p.request(c, json!(6), "tasks/list", json!({ "cursor": "forged" }));
+    assert_eq!(r["error"]["code"], -32602);
+}
+
+// covers: tasks-resource-limits, tasks-delete-after-ttl
+#[test]
+fn tasks_are_capped_per_principal_in_memory_and_in_time() {
+    let mut opts = HubOptions::default();
+    opts.tasks.max_live_per_principal = 1;
+    opts.tasks.max_result_bytes = 200;
+    let (mut p, c, id, up) = one_task(opts, 5_000);
+    let r = p.request(c, json!(2), "tools/call", json!({ "name": "fs__read", "task": {} }));
+    assert_eq!(r["error"]["code"], -32603);
+    assert!(r["error"]["message"].as_str().unwrap().contains("limit"), "{r}");
+    assert!(p.up_quiet(0), "nothing was sent for the refused task");
+    // A result over the memory cap fails the task, saying why.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ok_text(&"x".repeat(300)) }));
+    let status = p.take(c);
+    assert_eq!(status["params"]["status"], "failed");
+    assert!(status["params"]["statusMessage"].as_str().unwrap().contains("task memory"), "{status}");
+    // Finished, it no longer counts: a new task may start; past its ttl a
+    // working task is cancelled upstream and forgotten.
+    let (created2, up2) = call_as_task(&mut p, c, 3, 5_000);
+    let id2 = task_id(&created2);
+    p.advance(5_001);
+    let cancel = p.take_up(0);
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], up2["id"]);
+    for t in [id, id2] {
+        let r = p.request(c, json!(4), "tasks/get", json!({ "taskId": t }));
+        assert_eq!(r["error"]["code"], -32602, "expired: {r}");
+    }
+}
+
+#[test]
+fn a_task_whose_server_exits_fails_with_a_clear_status() {
+    let (mut p, c, id, _) = one_task(HubOptions::default(), 60_000);
+    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
+    p.pump();
+    let status = p.take(c);
+    assert_eq!(status["params"]["status"], "failed");
+    assert!(status["params"]["statusMessage"].as_str().unwrap().contains("exited"), "{status}");
+    let r = p.request(c, json!(2), "tasks/result", json!({ "taskId": id }));
+    assert_eq!(r["error"]["code"], -32603);
+}
+
+#[test]
+fn clients_that_did_not_declare_tasks_get_plain_calls() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let c = p.client(REV, json!({}));
+    let tools = p.list_all(c, "tools/list", "tools");
+    assert!(tools[0].get("execution").is_none(), "{tools:?}");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read", "task": {} } }));
+    let up = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ok_text("plain") }));
+    assert_eq!(p.take(c)["result"]["content"][0]["text"], "plain");
+    // Before 2025-11-25 there are no tasks, declared or not.
+    let old = p.client("2025-06-18", json!({ "tasks": {} }));
+    let init_caps = p.hub.client_declared_tasks(old);
+    assert!(!init_caps);
+}
+
+fn ext_caps() -> Value {
+    json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } })
+}
+
+// covers: ext-tasks-server-advertise-discover, ext-tasks-createtaskresult-shape, ext-tasks-get-carries-result
+// covers: ext-tasks-never-unsolicited, ext-tasks-cancel-cooperative, ext-tasks-update
+#[test]
+fn a_modern_client_with_the_extension_gets_tasks_and_polls_them() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let c = p.connect();
+    let d = p.mreq(c, json!(1), "server/discover", json!({}), &ext_caps());
+    assert_eq!(d["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"], json!({}), "{d}");
+    schema_check(MODERN, "DiscoverResult", &d["result"]);
+    // Without the extension: a plain call, and tasks/* need the extension.
+    p.msend(c, json!(2), "tools/call", json!({ "name": "fs__read" }), &json!({}));
+    let up = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ok_text("plain") }));
+    assert_eq!(p.take(c)["result"]["resultType"], "complete");
+    let r = p.mreq(c, json!(3), "tasks/get", json!({ "taskId": "x" }), &json!({}));
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+
+    let created = p.mreq(c, json!(4), "tools/call", json!({ "name": "fs__read" }), &ext_caps());
+    let res = &created["result"];
+    assert_eq!(res["resultType"], "task", "{created}");
+    assert_eq!(res["status"], "working");
+    assert!(res["ttlMs"].is_u64() && res["pollIntervalMs"].is_u64() && res["createdAt"].is_string());
+    let id = res["taskId"].as_str().unwrap().to_string();
+    let up = p.take_up(0);
+    let got = p.mreq(c, json!(5), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    assert_eq!(got["result"]["status"], "working");
+    assert!(got["result"].get("result").is_none());
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ok_text("done") }));
+    assert!(p.client_quiet(c), "no 2025 status notification to a modern client");
+    let got = p.mreq(c, json!(6), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    assert_eq!(got["result"]["status"], "completed");
+    assert_eq!(got["result"]["result"]["content"][0]["text"], "done");
+    assert_eq!(got["result"]["resultType"], "complete");
+    let u = p.mreq(c, json!(7), "tasks/update", json!({ "taskId": id, "inputResponses": {} }), &ext_caps());
+    assert_eq!(u["result"]["resultType"], "complete", "{u}");
+    let cancel = p.mreq(c, json!(8), "tasks/cancel", json!({ "taskId": id }), &ext_caps());
+    assert_eq!(cancel["result"]["resultType"], "complete", "acknowledged even when finished: {cancel}");
+    let got = p.mreq(c, json!(9), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    assert_eq!(got["result"]["status"], "completed", "cancellation is cooperative: a finished task stays so");
+}
+
+/// A modern upstream that serves the tasks extension.
+fn tasks_upstream() -> Fake {
+    let mut f = Fake::modern(&["job"]);
+    f.caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+    f
+}
+
+// covers: tasks-unbound-secure-ids, tasks-bound-reject-foreign, ext-tasks-server-decides, ext-tasks-get-input-requests
+#[test]
+fn an_upstreams_task_is_relayed_under_an_id_of_the_hubs_and_only_to_its_principal() {
+    let mut p = Pair::with(vec![("m", tasks_upstream())], HubOptions::default());
+    let alice = p.connect();
+    p.hub.set_client_principal(alice, b"alice");
+    let bob = p.connect();
+    p.hub.set_client_principal(bob, b"bob");
+    p.msend(alice, json!(1), "tools/call", json!({ "name": "m__job" }), &ext_caps());
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], ext_caps()["extensions"], "the upstream decides: {up}");
+    let big = HubOptions::default().tasks.max_ttl_ms * 2;
+    let task = json!({ "resultType": "task", "taskId": "up-7", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": big, "pollIntervalMs": 3_600_000 });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": task }));
+    let created = p.take(alice);
+    let res = &created["result"];
+    assert_eq!(res["resultType"], "task", "{created}");
+    let id = res["taskId"].as_str().unwrap().to_string();
+    assert!(id.starts_with("mcpx-") && !id.contains("up-7"), "the upstream's id stays inside mcpx: {id}");
+    assert_eq!(res["ttlMs"], HubOptions::default().tasks.max_ttl_ms);
+    assert_eq!(res["pollIntervalMs"], HubOptions::default().tasks.max_poll_ms);
+    // Bob cannot reach it; nothing goes upstream.
+    let r = p.mreq(bob, json!(2), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(p.up_quiet(0));
+    // Alice's poll goes upstream with the upstream's id, and back with hers.
+    p.msend(alice, json!(3), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    let get = p.take_up(0);
+    assert_eq!(get["method"], "tasks/get");
+    assert_eq!(get["params"]["taskId"], "up-7");
+    let asks = json!({ "q": { "method": "elicitation/create", "params": { "message": "?", "requestedSchema": { "type": "object", "properties": {} } } } });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": get["id"], "result": { "resultType": "complete", "taskId": "up-7", "status": "input_required", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttlMs": 1000, "pollIntervalMs": 100, "inputRequests": asks } }));
+    let got = p.take(alice);
+    assert_eq!(got["id"], 3);
+    assert_eq!(got["result"]["taskId"], id.as_str());
+    assert_eq!(got["result"]["inputRequests"], asks, "input requests inside the task pass through");
+    // tasks/update keeps its inputResponses on the way up.
+    p.msend(alice, json!(4), "tasks/update", json!({ "taskId": id, "inputResponses": { "q": { "action": "decline" } } }), &ext_caps());
+    let upd = p.take_up(0);
+    assert_eq!((upd["params"]["taskId"].clone(), upd["params"]["inputResponses"]["q"]["action"].clone()), (json!("up-7"), json!("decline")), "{upd}");
+}

@@ -1,0 +1,183 @@
+//! Tasks through the real binary: mcpx runs a tool of `mcpx example-server`
+//! as a task of its own (the example server is not asked for a task), for a
+//! 2025-11-25 client on stdio and for 2026-07-28 requests over HTTP, and a
+//! task is only its creator's (two named tokens).
+
+use mcpx_tests::suite::{read_results, suite_package, tail_of};
+use mcpx_tests::*;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(30);
+const MODERN: &str = "2026-07-28";
+const EXT: &str = "io.modelcontextprotocol/tasks";
+
+fn slow(seconds: f64) -> Value {
+    json!({"name": "demo__slow_compute", "arguments": {"seconds": seconds, "label": "sum"}})
+}
+
+/// A 2025-11-25 client on stdio that declared tasks calls a tool as a task:
+/// the task comes back at once, `tasks/result` waits for the outcome.
+// covers: tasks-return-createtaskresult, tasks-result-blocks
+#[test]
+fn a_stdio_client_runs_a_tool_as_a_task() {
+    let hub = HubConfig::new().upstream(example_server("demo")).write();
+    let mut s = RawSession::spawn(&hub.serve());
+    let id = s.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {"tasks": {}},
+        "clientInfo": {"name": "mcpx-tasks-test", "version": "1"}}));
+    let init = s.response_to(id, WAIT);
+    assert!(init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"].is_object(), "{init}");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut params = slow(2.0);
+    params["task"] = json!({"ttl": 60_000});
+    let id = s.request("tools/call", params);
+    let created = s.response_to(id, WAIT);
+    let task = &created["result"]["task"];
+    assert_eq!(task["status"], "working", "the task, at once: {created}");
+    let task_id = task["taskId"].as_str().expect("a task id").to_string();
+    let id = s.request("tasks/result", json!({"taskId": task_id}));
+    let done = s.response_to(id, WAIT);
+    assert!(texts(&done["result"]).contains("sum: computed"), "{done}");
+    assert_eq!(done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task_id.as_str());
+    let id = s.request("tasks/get", json!({"taskId": task_id}));
+    assert_eq!(s.response_to(id, WAIT)["result"]["status"], "completed");
+}
+
+fn modern(id: i64, method: &str, mut params: Value, caps: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "mcpx-tasks-test", "version": "1"},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// One 2026-07-28 request over HTTP with bearer `token`; its JSON answer
+/// (an error comes with its HTTP status, e.g. 400 for -32602).
+fn ask(url: &str, token: &str, msg: &Value) -> Value {
+    let method = msg["method"].as_str().unwrap();
+    let auth = format!("Bearer {token}");
+    let mut h = vec![("MCP-Protocol-Version", MODERN), ("Mcp-Method", method), ("Authorization", auth.as_str())];
+    let name = msg["params"]["name"].as_str().map(str::to_string);
+    if let Some(n) = &name {
+        h.push(("Mcp-Name", n));
+    }
+    let r = post(url, &h, msg);
+    assert_eq!(r.status == 200, r.json.get("result").is_some(), "{method}: {} {}", r.status, r.text);
+    r.json
+}
+
+/// A task made with alice's token is not found with bob's, whatever he
+/// asks; alice polls it to its result.
+// covers: tasks-bound-reject-foreign, ext-tasks-createtaskresult-shape, ext-tasks-get-carries-result
+#[test]
+fn a_task_over_http_is_only_its_creators() {
+    let hub = HubConfig::new().upstream(example_server("demo")).set("auth", json!({"tokens": {"alice": "tok-alice", "bob": "tok-bob"}})).write();
+    let server = hub.serve_http();
+    let url = server.url.clone();
+    let caps = json!({"extensions": {EXT: {}}});
+    let created = ask(&url, "tok-alice", &modern(1, "tools/call", slow(1.0), caps.clone()));
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["taskId"].as_str().expect("a task id").to_string();
+    for (i, method) in ["tasks/get", "tasks/cancel"].iter().enumerate() {
+        let r = ask(&url, "tok-bob", &modern(10 + i as i64, method, json!({"taskId": task_id}), caps.clone()));
+        assert_eq!(r["error"]["code"], -32602, "bob's {method}: {r}");
+    }
+    let deadline = Instant::now() + WAIT;
+    let done = loop {
+        let r = ask(&url, "tok-alice", &modern(20, "tasks/get", json!({"taskId": task_id}), caps.clone()));
+        if r["result"]["status"] != "working" {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the task never finished: {r}");
+        std::thread::sleep(Duration::from_millis(r["result"]["pollIntervalMs"].as_u64().unwrap_or(100).min(1000)));
+    };
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert!(texts(&done["result"]["result"]).contains("sum: computed"), "{done}");
+}
+
+/// The official suite's tasks server scenarios.
+const SUITE_SCENARIOS: [&str; 10] = [
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+];
+
+/// Checks that fail only because mcpx's HTTP listener refuses an `Mcp-Name`
+/// header on `tasks/get`, `tasks/update` and `tasks/cancel` (the header rule
+/// of core's `headers::name_source` knows no `taskId` yet; the suite sends
+/// `Mcp-Name: <taskId>`), so those requests never reach the hub (-32020). Each
+/// is allowed only with that error.
+const BLOCKED_ON_TASK_NAME_HEADER: [(&str, &str); 18] = [
+    ("tasks-lifecycle", "sep-2663-tasks-get-status-working"),
+    ("tasks-lifecycle", "sep-2663-tasks-get-status-completed"),
+    ("tasks-lifecycle", "sep-2663-tool-error-uses-completed-status"),
+    ("tasks-lifecycle", "sep-2663-tasks-get-status-failed"),
+    ("tasks-lifecycle", "sep-2663-cancel-ack-empty-result"),
+    ("tasks-lifecycle", "tasks-cancel-terminal-idempotent-ack"),
+    ("tasks-capability-negotiation", "sep-2663-tasks-methods-non-declaring"),
+    ("tasks-wire-fields", "tasks-no-early-ttl-expiry"),
+    ("tasks-wire-fields", "tasks-no-related-task-meta-on-inlined-result"),
+    ("tasks-request-state-removal", "tasks-get-detailed-no-request-state"),
+    ("tasks-mrtr-input", "sep-2663-tasks-get-status-input-required"),
+    ("tasks-mrtr-input", "tasks-mrtr-tasks-update-resumes"),
+    ("tasks-mrtr-input", "tasks-mrtr-partial-fulfillment"),
+    ("tasks-request-headers", "sep-2663-routing-headers-accepted-on-tasks-get"),
+    ("tasks-dispatch-and-envelope", "tasks-result-type-complete-on-non-task-responses"),
+    ("tasks-dispatch-and-envelope", "sep-2663-durable-create-strong-consistency"),
+    ("tasks-dispatch-and-envelope", "sep-2663-tasks-get-invalid-task-id-32602"),
+    ("tasks-mrtr-composition", "sep-2663-mrtr-synchronous-before-task-creation"),
+];
+
+/// The suite's tasks scenarios against `mcpx serve --http` fronting `mcpx
+/// example-server` (whose tasks extension mcpx relays): every check passes
+/// but the ones blocked on the task name header (above);
+/// `tasks-status-notifications` is skipped by the suite itself (it reports
+/// no checks).
+// covers: ext-tasks-server-advertise-discover, ext-tasks-never-unsolicited
+#[test]
+fn suite_tasks_scenarios_through_mcpx() {
+    let cmd = example_server_cmd("fixtures");
+    let config = json!({"mcpServers": {"fixtures": {"command": cmd.program, "args": cmd.args, "prefix": ""}}});
+    let dir = TempDir::new();
+    let path = dir.path().join("mcpx.json");
+    std::fs::write(&path, serde_json::to_vec(&config).unwrap()).unwrap();
+    let port = free_port();
+    let serve = Cmd::new(mcpx(), &["serve", "--config", path.to_str().unwrap(), "--http", &format!("127.0.0.1:{port}")]);
+    let server = HttpServer::start(&serve, port, "/mcp");
+    let out = repo_root().join("target/conformance/tasks");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let mut problems = Vec::new();
+    for scenario in SUITE_SCENARIOS {
+        let argv = vec![s(&node()), s(&suite_package().join("dist/index.js")), "server".into(), "--url".into(), server.url.clone(), "--scenario".into(), scenario.into(), "-o".into(), s(&out)];
+        let run = run_argv(&argv, Duration::from_secs(120));
+        let results = read_results(&out, "server-", Some(scenario));
+        let Some(r) = results.get(scenario) else {
+            problems.push(format!("{scenario}: no results (suite exit {:?}): {}", run.code, tail_of(&run.stderr, 2000)));
+            continue;
+        };
+        println!("{scenario}: {} success, {} failure", r.success, r.failure.len());
+        for f in &r.failure {
+            let check = f.split(':').next().unwrap_or("");
+            let blocked = BLOCKED_ON_TASK_NAME_HEADER.contains(&(scenario, check)) && (f.contains("Mcp-Name") || f.contains("-32020"));
+            if blocked {
+                println!("  allowed (task name header): {f}");
+            } else {
+                problems.push(format!("{scenario}: {f}"));
+            }
+        }
+        if r.success == 0 && scenario != "tasks-status-notifications" {
+            problems.push(format!("{scenario}: no SUCCESS check"));
+        }
+    }
+    assert!(problems.is_empty(), "tasks scenarios through mcpx:\n{}", problems.join("\n"));
+}
