@@ -3,7 +3,7 @@
 //! 2025-11-25 client on stdio and for 2026-07-28 requests over HTTP, and a
 //! task is only its creator's (two named tokens).
 
-use mcpx_tests::suite::{read_results, suite_package, tail_of};
+use mcpx_tests::suite::{run_forced_server_scenario, TASKS_SCENARIOS};
 use mcpx_tests::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -58,7 +58,8 @@ fn ask(url: &str, token: &str, msg: &Value) -> Value {
     let method = msg["method"].as_str().unwrap();
     let auth = format!("Bearer {token}");
     let mut h = vec![("MCP-Protocol-Version", MODERN), ("Mcp-Method", method), ("Authorization", auth.as_str())];
-    let name = msg["params"]["name"].as_str().map(str::to_string);
+    // Mcp-Name mirrors `name` (tools/call) or `taskId` (tasks/*).
+    let name = msg["params"]["name"].as_str().or(msg["params"]["taskId"].as_str()).map(str::to_string);
     if let Some(n) = &name {
         h.push(("Mcp-Name", n));
     }
@@ -96,49 +97,8 @@ fn a_task_over_http_is_only_its_creators() {
     assert!(texts(&done["result"]["result"]).contains("sum: computed"), "{done}");
 }
 
-/// The official suite's tasks server scenarios.
-const SUITE_SCENARIOS: [&str; 10] = [
-    "tasks-lifecycle",
-    "tasks-capability-negotiation",
-    "tasks-wire-fields",
-    "tasks-request-state-removal",
-    "tasks-mrtr-input",
-    "tasks-request-headers",
-    "tasks-dispatch-and-envelope",
-    "tasks-status-notifications",
-    "tasks-required-task-error",
-    "tasks-mrtr-composition",
-];
-
-/// Checks that fail only because mcpx's HTTP listener refuses an `Mcp-Name`
-/// header on `tasks/get`, `tasks/update` and `tasks/cancel` (the header rule
-/// of core's `headers::name_source` knows no `taskId` yet; the suite sends
-/// `Mcp-Name: <taskId>`), so those requests never reach the hub (-32020). Each
-/// is allowed only with that error.
-const BLOCKED_ON_TASK_NAME_HEADER: [(&str, &str); 18] = [
-    ("tasks-lifecycle", "sep-2663-tasks-get-status-working"),
-    ("tasks-lifecycle", "sep-2663-tasks-get-status-completed"),
-    ("tasks-lifecycle", "sep-2663-tool-error-uses-completed-status"),
-    ("tasks-lifecycle", "sep-2663-tasks-get-status-failed"),
-    ("tasks-lifecycle", "sep-2663-cancel-ack-empty-result"),
-    ("tasks-lifecycle", "tasks-cancel-terminal-idempotent-ack"),
-    ("tasks-capability-negotiation", "sep-2663-tasks-methods-non-declaring"),
-    ("tasks-wire-fields", "tasks-no-early-ttl-expiry"),
-    ("tasks-wire-fields", "tasks-no-related-task-meta-on-inlined-result"),
-    ("tasks-request-state-removal", "tasks-get-detailed-no-request-state"),
-    ("tasks-mrtr-input", "sep-2663-tasks-get-status-input-required"),
-    ("tasks-mrtr-input", "tasks-mrtr-tasks-update-resumes"),
-    ("tasks-mrtr-input", "tasks-mrtr-partial-fulfillment"),
-    ("tasks-request-headers", "sep-2663-routing-headers-accepted-on-tasks-get"),
-    ("tasks-dispatch-and-envelope", "tasks-result-type-complete-on-non-task-responses"),
-    ("tasks-dispatch-and-envelope", "sep-2663-durable-create-strong-consistency"),
-    ("tasks-dispatch-and-envelope", "sep-2663-tasks-get-invalid-task-id-32602"),
-    ("tasks-mrtr-composition", "sep-2663-mrtr-synchronous-before-task-creation"),
-];
-
 /// The suite's tasks scenarios against `mcpx serve --http` fronting `mcpx
-/// example-server` (whose tasks extension mcpx relays): every check passes
-/// but the ones blocked on the task name header (above);
+/// example-server` (whose tasks extension mcpx relays): every check passes;
 /// `tasks-status-notifications` is skipped by the suite itself (it reports
 /// no checks).
 // covers: ext-tasks-server-advertise-discover, ext-tasks-never-unsolicited
@@ -153,28 +113,11 @@ fn suite_tasks_scenarios_through_mcpx() {
     let serve = Cmd::new(mcpx(), &["serve", "--config", path.to_str().unwrap(), "--http", &format!("127.0.0.1:{port}")]);
     let server = HttpServer::start(&serve, port, "/mcp");
     let out = repo_root().join("target/conformance/tasks");
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).unwrap();
-    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
     let mut problems = Vec::new();
-    for scenario in SUITE_SCENARIOS {
-        let argv = vec![s(&node()), s(&suite_package().join("dist/index.js")), "server".into(), "--url".into(), server.url.clone(), "--scenario".into(), scenario.into(), "-o".into(), s(&out)];
-        let run = run_argv(&argv, Duration::from_secs(120));
-        let results = read_results(&out, "server-", Some(scenario));
-        let Some(r) = results.get(scenario) else {
-            problems.push(format!("{scenario}: no results (suite exit {:?}): {}", run.code, tail_of(&run.stderr, 2000)));
-            continue;
-        };
+    for scenario in TASKS_SCENARIOS {
+        let r = run_forced_server_scenario(&server.url, scenario, &out);
         println!("{scenario}: {} success, {} failure", r.success, r.failure.len());
-        for f in &r.failure {
-            let check = f.split(':').next().unwrap_or("");
-            let blocked = BLOCKED_ON_TASK_NAME_HEADER.contains(&(scenario, check)) && (f.contains("Mcp-Name") || f.contains("-32020"));
-            if blocked {
-                println!("  allowed (task name header): {f}");
-            } else {
-                problems.push(format!("{scenario}: {f}"));
-            }
-        }
+        problems.extend(r.failure.iter().map(|f| format!("{scenario}: {f}")));
         if r.success == 0 && scenario != "tasks-status-notifications" {
             problems.push(format!("{scenario}: no SUCCESS check"));
         }

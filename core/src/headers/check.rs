@@ -47,6 +47,20 @@ pub enum NameSource {
     Name,
     /// `params.uri`
     Uri,
+    /// `params.taskId` (the tasks extension's `tasks/get`, `tasks/update`,
+    /// `tasks/cancel`)
+    TaskId,
+}
+
+impl NameSource {
+    /// The member of `params` that `Mcp-Name` mirrors.
+    pub fn field(self) -> &'static str {
+        match self {
+            NameSource::Name => "name",
+            NameSource::Uri => "uri",
+            NameSource::TaskId => "taskId",
+        }
+    }
 }
 
 /// Which body field `Mcp-Name` mirrors for `method`, or `None` when the
@@ -55,6 +69,7 @@ pub fn name_source(method: &str) -> Option<NameSource> {
     match method {
         "tools/call" | "prompts/get" => Some(NameSource::Name),
         "resources/read" => Some(NameSource::Uri),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some(NameSource::TaskId),
         _ => None,
     }
 }

@@ -22,7 +22,7 @@
 use super::server::{Out, Server};
 use super::wire::{error_response, RpcError, INVALID_REQUEST, PARSE_ERROR};
 use super::{flow, Config};
-use mcpx_core::headers::{self, HeaderField, NameSource, ParamValue};
+use mcpx_core::headers::{self, HeaderField, ParamValue};
 use mcpx_core::meta::{PROTOCOL_VERSION_KEY, SUBSCRIPTION_ID_KEY};
 use mcpx_core::revision::Revision;
 use serde_json::{json, Value};
@@ -590,15 +590,7 @@ fn check_headers(req: &Request, msg: &Value, method: &str) -> Result<(), String>
     let params = msg.get("params");
     let version = params
         .and_then(|p| p.pointer(&format!("/_meta/{}", PROTOCOL_VERSION_KEY.replace('/', "~1"))));
-    // The tasks extension's methods mirror `params.taskId` in Mcp-Name.
-    let name = match headers::name_source(method) {
-        Some(NameSource::Name) => params.and_then(|p| p.get("name")),
-        Some(NameSource::Uri) => params.and_then(|p| p.get("uri")),
-        None if matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") => {
-            params.and_then(|p| p.get("taskId"))
-        }
-        None => None,
-    };
+    let name = headers::name_source(method).and_then(|s| params?.get(s.field()));
     let checks = [
         (HeaderField::ProtocolVersion, headers::MCP_PROTOCOL_VERSION, text(version)),
         (HeaderField::Method, headers::MCP_METHOD, Some(ParamValue::Str(method))),

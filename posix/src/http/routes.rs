@@ -207,11 +207,7 @@ fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
         return None;
     }
     let method = env.method_str().unwrap_or("");
-    let name = match headers::name_source(method) {
-        Some(headers::NameSource::Name) => env.name(),
-        Some(headers::NameSource::Uri) => env.uri(),
-        None => None,
-    };
+    let name = headers::name_source(method).and_then(|s| env.params()?.get(s.field()));
     let name = name.and_then(|v| v.as_str()).map(|s| String::from_utf8_lossy(s.raw()).into_owned());
     let checks = [
         (HeaderField::ProtocolVersion, req.header("mcp-protocol-version"), Some(version.as_str())),

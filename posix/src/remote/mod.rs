@@ -539,11 +539,7 @@ fn modern_headers(msg: &[u8], schema: &dyn Fn(&str) -> Option<serde_json::Value>
         (lower(headers::MCP_PROTOCOL_VERSION), version.as_bytes().to_vec()),
         (lower(headers::MCP_METHOD), encoded(method)),
     ];
-    let name = match headers::name_source(method) {
-        Some(headers::NameSource::Name) => params.and_then(|p| p.get("name")).and_then(Value::as_str),
-        Some(headers::NameSource::Uri) => params.and_then(|p| p.get("uri")).and_then(Value::as_str),
-        None => None,
-    };
+    let name = headers::name_source(method).and_then(|s| params?.get(s.field())).and_then(Value::as_str);
     if let Some(name) = name {
         h.push((lower(headers::MCP_NAME), encoded(name)));
     }
