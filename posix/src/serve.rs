@@ -428,6 +428,7 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
             if let Some(r) = &s.revisions {
                 u.revisions = r.clone();
             }
+            u.trusted = s.trusted;
             u
         })
         .collect();
@@ -449,6 +450,7 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
     opts.cache_ttl_ms = cfg.cache_ttl_ms.unwrap_or(opts.cache_ttl_ms);
     opts.cache_public = cfg.cache_public.unwrap_or(opts.cache_public);
     opts.input_ttl_ms = cfg.input_ttl_ms.unwrap_or(opts.input_ttl_ms);
+    opts.policy = cfg.policy.clone();
     opts.cursor_key = {
         use nanorand::Rng as _;
         nanorand::WyRand::new().generate::<u64>()

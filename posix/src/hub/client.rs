@@ -169,6 +169,7 @@ impl Hub {
         }
         self.relay_drop_client(c);
         self.unsubscribe_all(c);
+        self.policy_client_gone(c);
     }
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
@@ -357,6 +358,7 @@ impl Hub {
             span.start..span.end
         });
         debug_assert!(id.as_ref().is_none_or(|r| bytes.get(r.clone()).is_some()));
+        self.policy_answered(c, id.clone().map(|r| &bytes[r]), &bytes);
         self.emit_client(c, bytes, About::Reply { id });
     }
 
@@ -406,7 +408,7 @@ impl Hub {
             if !listed {
                 continue;
             }
-            let fp = self.catalog.fingerprint(ch, rev);
+            let fp = self.visible_fingerprint(c, ch, rev);
             if fp != known {
                 self.clients.get_mut(&c).expect("known client").known_fp[ch.idx()] = fp;
                 self.emit_notification(c, ch.notification(), None);

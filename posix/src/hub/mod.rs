@@ -81,6 +81,7 @@ mod catalog;
 mod client;
 mod modern;
 mod pending;
+mod policy;
 mod relay;
 mod router;
 mod shape;
@@ -123,6 +124,10 @@ pub struct UpstreamSpec {
     /// Protocol revisions allowed with this server (`"2025-06-18"`, ...);
     /// empty = every revision the hub speaks. The hub offers the newest one.
     pub revisions: Vec<String>,
+    /// `"trusted"`: the server's tool annotations are passed on as mcpx's
+    /// own; otherwise they carry their provenance in `_meta` (or are
+    /// removed, per `policy.untrustedAnnotations`).
+    pub trusted: bool,
 }
 
 impl UpstreamSpec {
@@ -136,6 +141,7 @@ impl UpstreamSpec {
             tools_deny: Vec::new(),
             timeout_ms: 60_000,
             revisions: Vec::new(),
+            trusted: false,
         }
     }
 }
@@ -208,6 +214,10 @@ pub struct HubOptions {
     /// `resources/read` results are not cacheable (`ttlMs` 0).
     pub cache_ttl_ms: u64,
     pub cache_public: bool,
+    /// `"policy"`: rate limits, per-principal catalogs, validation, audit,
+    /// metrics (`crate::policy`). The default: the default limits and
+    /// metrics, no audit, no validation.
+    pub policy: crate::config::PolicyConfig,
 }
 
 impl Default for HubOptions {
@@ -236,6 +246,7 @@ impl Default for HubOptions {
             input_coalesce_ms: DEFAULT_INPUT_COALESCE_MS,
             cache_ttl_ms: 60_000,
             cache_public: false,
+            policy: Default::default(),
         }
     }
 }
@@ -279,6 +290,8 @@ pub enum ConfigError {
     NoUsableRevision(String),
     /// A configured root is not a `file://` URI (or has no `uri`).
     BadRoot(String),
+    /// The audit log cannot be opened (the path and the system's reason).
+    Audit(String),
 }
 
 impl std::fmt::Display for ConfigError {
@@ -291,6 +304,7 @@ impl std::fmt::Display for ConfigError {
             ConfigError::EmptyName => write!(f, "a server has an empty name"),
             ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': no protocol revision is allowed with it"),
             ConfigError::BadRoot(r) => write!(f, "root {r} is not a file:// URI"),
+            ConfigError::Audit(why) => write!(f, "policy.audit: {why}"),
         }
     }
 }
@@ -401,6 +415,8 @@ pub struct Hub {
     /// Modern requests that came while upstreams were still starting: served
     /// once startup has settled, as a legacy client's `initialize` is held.
     early: VecDeque<(ClientId, Vec<u8>)>,
+    /// Rate limits, catalogs, validation, audit and metrics (`policy`).
+    policy: policy::HubPolicy,
 }
 
 impl Hub {
@@ -408,7 +424,9 @@ impl Hub {
     pub fn new(upstreams: Vec<UpstreamSpec>, opts: HubOptions) -> Result<Hub, ConfigError> {
         let ups = upstream::validate(upstreams, &opts)?;
         let relays = relay::Relays::new(&opts);
+        let policy = policy::HubPolicy::new(&opts)?;
         Ok(Hub {
+            policy,
             catalog: catalog::Catalog::new(ups.len()),
             ups,
             opts,
@@ -593,7 +611,11 @@ impl Hub {
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,
     /// negotiated revision, restarts, last error and tool count; the clients.
     pub fn status(&self) -> serde_json::Value {
-        self.status_json()
+        let mut v = self.status_json();
+        if let Some(m) = self.metrics_json() {
+            v["metrics"] = m;
+        }
+        v
     }
 
     fn now(&mut self, now_ms: u64) {

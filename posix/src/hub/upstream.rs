@@ -662,6 +662,7 @@ impl Hub {
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
         let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
         let changed = self.catalog.set(u, k, items, &naming, &sep);
+        self.policy_listed(u, k);
         if changed {
             self.announce(k.channel());
         }
