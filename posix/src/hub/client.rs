@@ -315,8 +315,10 @@ impl Hub {
             let prefix = if u.spec.prefix.is_empty() { "(unprefixed)".to_string() } else { format!("{}{}", u.spec.prefix, self.opts.separator) };
             s.push_str(&format!("- {} {}: {}", u.spec.name, prefix, u.state_name()));
             if let Some(i) = u.instructions.as_deref().filter(|i| !i.trim().is_empty()) {
+                // The server's words, never mcpx's (tools-annotations-untrusted).
                 let short: String = i.trim().chars().take(2000).collect();
-                s.push_str(&format!("\n  {}", short.replace('\n', "\n  ")));
+                let vetted = if u.spec.trusted { "" } else { " (not verified by mcpx)" };
+                s.push_str(&format!("\n  Instructions from server '{}'{vetted}:\n  {}", u.spec.name, short.replace('\n', "\n  ")));
             }
             s.push('\n');
         }

@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use serde_json::{json, Value};
 
-use crate::config::UntrustedAnnotations;
+use crate::config::{OutputCheck, UntrustedAnnotations};
 use crate::policy::ratelimit::{Class, Key};
 use crate::policy::search::{self, Index, MetaCall};
 use crate::policy::{audit, metrics, Policy};
@@ -88,8 +88,10 @@ impl HubPolicy {
         })
     }
 
+    /// Are tool calls remembered until their answer (audit, metrics, or
+    /// output validation need the call's names then)?
     fn tracking(&self) -> bool {
-        self.p.audit.is_some() || self.p.metrics.is_some()
+        self.p.audit.is_some() || self.p.metrics.is_some() || self.p.validate.as_ref().is_some_and(|v| v.output != OutputCheck::Off)
     }
 
     /// The Prometheus text of the metrics (`None` with `"metrics": false`).
@@ -169,28 +171,26 @@ impl Hub {
 
     /// Catalog entry `e` as a client on `rev` is listed it.
     pub(super) fn listed_item(&self, e: &Entry, rev: Rev) -> Value {
-        let mut item = shape::item(&e.item, &rev.features());
-        self.mark_trust(e, &mut item);
+        let f = rev.features();
+        let mut item = shape::item(&e.item, &f);
+        self.mark_trust(e, &mut item, f.item_meta);
         item
     }
 
     /// An untrusted server's tool annotations carry its name in `_meta`, or
-    /// are removed (requirement: tools-annotations-untrusted).
-    fn mark_trust(&self, e: &Entry, item: &mut Value) {
+    /// are removed: when so configured, and for a revision whose items
+    /// have no `_meta` (requirement: tools-annotations-untrusted).
+    fn mark_trust(&self, e: &Entry, item: &mut Value, has_meta: bool) {
         if self.ups[e.up].spec.trusted || item.get("annotations").is_none() {
             return;
         }
         let Some(o) = item.as_object_mut() else { return };
-        match self.policy.untrusted {
-            UntrustedAnnotations::Remove => {
-                o.remove("annotations");
-            }
-            UntrustedAnnotations::Mark => {
-                let meta = o.entry("_meta").or_insert_with(|| json!({}));
-                if let Some(m) = meta.as_object_mut() {
-                    m.insert(PROVENANCE_KEY.into(), json!({ "server": self.ups[e.up].spec.name, "trusted": false }));
-                }
-            }
+        if self.policy.untrusted == UntrustedAnnotations::Remove || !has_meta {
+            o.remove("annotations");
+            return;
+        }
+        if let Some(m) = o.entry("_meta").or_insert_with(|| json!({})).as_object_mut() {
+            m.insert(PROVENANCE_KEY.into(), json!({ "server": self.ups[e.up].spec.name, "trusted": false }));
         }
     }
 
@@ -240,7 +240,7 @@ impl Hub {
                 .into_iter()
                 .map(|e| {
                     let mut item = e.item.clone();
-                    self.mark_trust(e, &mut item);
+                    self.mark_trust(e, &mut item, true);
                     item
                 })
                 .collect();
@@ -278,6 +278,33 @@ impl Hub {
     #[cfg(not(feature = "validate"))]
     fn check_arguments(&mut self, _: &Msg, _: &ToolCall, _: UpstreamId, _: &str) -> Result<(), Refusal> {
         Ok(())
+    }
+
+    /// A tool result `res` for client `c`'s call `id`: its
+    /// `structuredContent` against the tool's `outputSchema` when validated;
+    /// a mismatch is logged, or (`"output": "refuse"`) the result replaced
+    /// by a tool error naming it.
+    #[cfg(feature = "validate")]
+    pub(super) fn policy_check_output(&mut self, c: ClientId, id: &[u8], res: &[u8]) -> Option<Vec<u8>> {
+        let check = self.policy.p.validate.as_ref().map_or(OutputCheck::Off, |v| v.output);
+        if check == OutputCheck::Off {
+            return None;
+        }
+        let o = self.policy.open.get(&(c, IdKey::new(id)))?;
+        if !self.policy.p.validates(&o.server) {
+            return None;
+        }
+        let r = wire::find(res, 0..res.len(), &["structuredContent"])?;
+        let content: Value = serde_json::from_slice(&res[r]).ok()?;
+        let f = self.policy.p.validators.check_structured(&o.server, &o.original, &content).err()?;
+        let msg = format!("server '{}': tool '{}' returned {f}", o.server, o.original);
+        self.log(super::Level::Warn, msg.clone());
+        (check == OutputCheck::Refuse).then(|| serde_json::to_vec(&json!({ "content": [{ "type": "text", "text": msg }], "isError": true })).unwrap_or_default())
+    }
+
+    #[cfg(not(feature = "validate"))]
+    pub(super) fn policy_check_output(&mut self, _: ClientId, _: &[u8], _: &[u8]) -> Option<Vec<u8>> {
+        None
     }
 
     /// Upstream `u` listed `k`: compile its tools' schemas when validated.

@@ -445,6 +445,9 @@ impl Hub {
         let res = renamed.as_deref().or(m.result_bytes());
         let capped = if method == "completion/complete" { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
+        // Policy: structuredContent against the tool's outputSchema.
+        let checked = if method == "tools/call" { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
+        let res = checked.as_deref().or(res);
         if let Some(res) = res {
             let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
