@@ -60,7 +60,7 @@ def erase(path: str) -> str:
 @app.tool()
 def seen() -> str:
     """The tools called so far, in order."""
-    return json.dumps(calls)
+    return json.dumps(calls, separators=(",", ":"))
 
 
 def add_op(i: int, last: bool) -> None:

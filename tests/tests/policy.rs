@@ -140,19 +140,20 @@ fn base(url: &str) -> &str {
 // covers: tools-server-sec-validate-inputs
 #[test]
 fn over_http_a_refusal_is_429_with_retry_after() {
-    let (_hub, server) = http_hub(json!({"rateLimits": {"toolCalls": {"perTool": {"pol__count": "1/min"}}}}), &[]);
+    // No tokens: the SDK client of the 2026-07-28 era below sends none.
+    let hub = hub_with(json!({"rateLimits": {"toolCalls": {"perTool": {"pol__count": "1/min"}}}}), &[]);
+    let server = hub.serve_http();
     let url = server.url.clone();
     // The upstream is listed once a legacy client sees its tools.
     let warm = json!([{"op": "list_tools", "expect_tools": ["pol__count"], "retry_for": 20}, call("pol__count", json!({}), "ok", "counted 1")]);
-    Client::Py("1.30.0").run_url(&["--header", ALICE, "script", &warm.to_string()], &url).assert_ok();
+    Client::Py("1.30.0").run_url(&["script", &warm.to_string()], &url).assert_ok();
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "mcpx-policy-test", "version": "1"},
     });
     let req = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "pol__count", "arguments": {}, "_meta": meta}});
-    let auth = ("Authorization", "Bearer alice-token-0123456789");
-    let hs = [auth, ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "pol__count")];
+    let hs = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "pol__count")];
     let (status, headers, body) = http(&url, "POST", &hs, Some(&req));
     assert_eq!(status, 429, "{headers:?} {body}");
     let secs: u64 = header(&headers, "retry-after").and_then(|s| s.parse().ok()).expect("Retry-After");
@@ -161,7 +162,7 @@ fn over_http_a_refusal_is_429_with_retry_after() {
     assert_eq!(v["error"]["code"], -32600, "{v}");
     // The SDK client of the 2026-07-28 era reads that error from the 429.
     let steps = json!([call("pol__count", json!({}), "error", "policy.rateLimits.toolCalls.perTool"), seen(&["count"])]);
-    Client::Py2Mode("2026-07-28").run_url(&["--header", BOB, "script", &steps.to_string()], &url).assert_ok();
+    Client::Py2Mode("2026-07-28").run_url(&["script", &steps.to_string()], &url).assert_ok();
 }
 
 // covers: tools-client-sec
