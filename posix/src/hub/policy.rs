@@ -14,7 +14,7 @@ use std::ops::Range;
 use serde_json::{json, Value};
 
 use crate::config::{OutputCheck, UntrustedAnnotations};
-use crate::policy::ratelimit::{Class, Key};
+use crate::policy::ratelimit::{self, Class, Key};
 use crate::policy::search::{self, Index, MetaCall};
 use crate::policy::{audit, metrics, Policy};
 
@@ -331,16 +331,33 @@ impl Hub {
     /// (`completion-security`, `tools-server-sec-validate-inputs`); nothing
     /// is sent upstream then.
     fn admit(&mut self, c: ClientId, id: &[u8], class: Class, server: &str, tool: &str) -> Result<(), Refusal> {
-        let principal = self.clients.get(&c).map_or("", |cl| principal_name(&cl.principal));
-        let key = Key { class, principal, server, tool };
-        let Err(r) = self.policy.p.limiter.check(key, self.now_ms) else { return Ok(()) };
-        if let Some(m) = &mut self.policy.p.metrics {
-            m.refused(&r.limit);
-        }
+        let r = self.limit(Some(c), class, server, tool).err();
+        let Some(r) = r else { return Ok(()) };
         if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
             o.refused = Some(r.limit.clone());
         }
-        Err(Refusal(crate::policy::ratelimit::Refusal::CODE.code().into(), r.to_string(), Some(r.data())))
+        Err(Refusal(ratelimit::Refusal::CODE.code().into(), r.to_string(), Some(r.data())))
+    }
+
+    /// The rate-limit check of one request from or to client `c`, counted
+    /// in the metrics when refused.
+    fn limit(&mut self, c: Option<ClientId>, class: Class, server: &str, tool: &str) -> Result<(), ratelimit::Refusal> {
+        let principal = c.and_then(|c| self.clients.get(&c)).map_or("", |cl| principal_name(&cl.principal));
+        let key = Key { class, principal, server, tool };
+        let r = self.policy.p.limiter.check(key, self.now_ms);
+        if let (Err(r), Some(m)) = (&r, &mut self.policy.p.metrics) {
+            m.refused(&r.limit);
+        }
+        r
+    }
+
+    /// A sampling, elicitation or roots request of upstream `u`, before it
+    /// is relayed: its rate limits (principal: the client whose call to `u`
+    /// is the latest). The refusal's text is the error `u` gets.
+    pub(super) fn policy_admit_server_request(&mut self, u: UpstreamId) -> Result<(), String> {
+        let c = self.pending.latest_client_of(u);
+        let server = self.ups[u].spec.name.clone();
+        self.limit(c, Class::ServerRequest, &server, "").map_err(|r| r.to_string())
     }
 
     /// A tracked request arrives (before it is routed).

@@ -272,7 +272,13 @@ impl Hub {
                 let mode = m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form").to_string();
                 self.refuse_upstream(u, id, &m.method, -32602, format!("elicitation mode '{mode}' was not declared to this server"));
             }
-            method if RELAYED.iter().any(|(m, _)| *m == method) => self.relay_to_client(u, m),
+            method if RELAYED.iter().any(|(m, _)| *m == method) => {
+                // Policy: the server-request rate limits (hub/policy.rs).
+                if let Err(why) = self.policy_admit_server_request(u) {
+                    return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE.code().into(), why);
+                }
+                self.relay_to_client(u, m)
+            }
             method => {
                 let msg = format!("mcpx does not handle '{method}' requests from servers");
                 self.emit_upstream(u, wire::error(Some(id), -32601, &msg, None));

@@ -236,3 +236,23 @@ fn tool_search_lists_meta_tools_and_calls_through_the_same_policy() {
     assert_eq!(r["error"]["message"], "Unknown tool: a__hidden");
     assert!(p.up_quiet(0));
 }
+
+// covers: tools-server-sec-validate-inputs
+#[test]
+fn server_requests_over_their_limit_are_refused_to_the_server() {
+    let opts = with_policy(json!({ "rateLimits": { "serverRequests": { "perServer": "1/min" } } }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
+    let c = p.client("2025-11-25", json!({ "sampling": {} }));
+    p.names(c);
+    assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
+    p.take_up(0);
+    let sampling = |id: &str| json!({ "jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": { "messages": [{ "role": "user", "content": { "type": "text", "text": "q" } }], "maxTokens": 3 } });
+    p.upstream_says(0, sampling("s1"));
+    assert_eq!(p.take(c)["method"], "sampling/createMessage", "the first one is relayed");
+    p.upstream_says(0, sampling("s2"));
+    assert!(p.client_quiet(c), "the second never reaches the client");
+    let r = p.take_up(0);
+    assert_eq!(r["id"], "s2");
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("policy.rateLimits.serverRequests.perServer (1/min)"), "{r}");
+}
