@@ -237,12 +237,12 @@ fn tool_search_lists_meta_tools_and_calls_through_the_same_policy() {
     assert!(p.up_quiet(0));
 }
 
-// covers: tools-server-sec-validate-inputs
+// covers: sampling-client-rate-limit, elicitation-client-rate-limit
 #[test]
 fn server_requests_over_their_limit_are_refused_to_the_server() {
     let opts = with_policy(json!({ "rateLimits": { "serverRequests": { "perServer": "1/min" } } }));
     let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
-    let c = p.client("2025-11-25", json!({ "sampling": {} }));
+    let c = p.client("2025-11-25", json!({ "sampling": {}, "elicitation": {} }));
     p.names(c);
     assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
     p.take_up(0);
@@ -255,4 +255,8 @@ fn server_requests_over_their_limit_are_refused_to_the_server() {
     assert_eq!(r["id"], "s2");
     assert_eq!(r["error"]["code"], -32600, "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("policy.rateLimits.serverRequests.perServer (1/min)"), "{r}");
+    // Elicitation shares the server's budget.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "mode": "form", "message": "m", "requestedSchema": { "type": "object", "properties": {} } } }));
+    assert!(p.client_quiet(c));
+    assert!(p.take_up(0)["error"]["message"].as_str().unwrap().contains("serverRequests"));
 }
