@@ -14,7 +14,7 @@ use std::ops::Range;
 use serde_json::{json, Value};
 
 use crate::config::{OutputCheck, UntrustedAnnotations};
-use crate::policy::ratelimit::{self, Class, Key};
+use crate::policy::ratelimit::{self, Class, Key, Notification, NotificationBudget};
 use crate::policy::search::{self, Index, MetaCall};
 use crate::policy::{audit, metrics, Policy};
 
@@ -71,6 +71,8 @@ pub(super) struct HubPolicy {
     epoch_ms: u64,
     /// Tool-search indexes per catalog entry: (tools generation, index).
     indexes: HashMap<usize, (u32, Index)>,
+    /// Progress counts per upstream request (bounded by `cap`).
+    budgets: HashMap<(UpstreamId, u64), NotificationBudget>,
 }
 
 impl HubPolicy {
@@ -85,6 +87,7 @@ impl HubPolicy {
             cap: opts.max_pending.saturating_mul(2).max(16),
             epoch_ms,
             indexes: HashMap::new(),
+            budgets: HashMap::new(),
         })
     }
 
@@ -209,7 +212,7 @@ impl Hub {
             Some(Ok(call)) => call,
         };
         let id = m.id_bytes().unwrap_or(b"null");
-        self.admit(c, id, Class::ToolCall, "", &plain.name)?;
+        self.admit(c, id, Class::ToolCall, None, &plain.name)?;
         let result = match call {
             MetaCall::Call { name, .. } => {
                 let inner = m.param(&["arguments", "arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec());
@@ -254,7 +257,7 @@ impl Hub {
     pub(super) fn policy_admit_tool(&mut self, c: ClientId, m: &Msg, call: &ToolCall, u: UpstreamId, original: &str) -> Result<(), Refusal> {
         self.policy_resolved(c, m, u, &call.name, original);
         let id = m.id_bytes().unwrap_or(b"null");
-        self.admit(c, id, Class::ToolCall, &self.ups[u].spec.name.clone(), &call.name)?;
+        self.admit(c, id, Class::ToolCall, Some(u), &call.name)?;
         self.check_arguments(m, call, u, original)
     }
 
@@ -324,14 +327,14 @@ impl Hub {
     pub(super) fn policy_admit_completion(&mut self, c: ClientId, m: &Msg, u: UpstreamId, name: &str) -> Result<(), Refusal> {
         self.policy_resolved(c, m, u, name, name);
         let id = m.id_bytes().unwrap_or(b"null");
-        self.admit(c, id, Class::Completion, &self.ups[u].spec.name.clone(), "")
+        self.admit(c, id, Class::Completion, Some(u), "")
     }
 
     /// Takes a token of every bucket for this request, or refuses it
     /// (`completion-security`, `tools-server-sec-validate-inputs`); nothing
     /// is sent upstream then.
-    fn admit(&mut self, c: ClientId, id: &[u8], class: Class, server: &str, tool: &str) -> Result<(), Refusal> {
-        let r = self.limit(Some(c), class, server, tool).err();
+    fn admit(&mut self, c: ClientId, id: &[u8], class: Class, u: Option<UpstreamId>, tool: &str) -> Result<(), Refusal> {
+        let r = self.limit(Some(c), class, u, tool).err();
         let Some(r) = r else { return Ok(()) };
         if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
             o.refused = Some(r.limit.clone());
@@ -339,10 +342,11 @@ impl Hub {
         Err(Refusal(ratelimit::Refusal::CODE.code().into(), r.to_string(), Some(r.data())))
     }
 
-    /// The rate-limit check of one request from or to client `c`, counted
-    /// in the metrics when refused.
-    fn limit(&mut self, c: Option<ClientId>, class: Class, server: &str, tool: &str) -> Result<(), ratelimit::Refusal> {
+    /// The rate-limit check of one request from or to client `c` for
+    /// upstream `u`, counted in the metrics when refused.
+    fn limit(&mut self, c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &str) -> Result<(), ratelimit::Refusal> {
         let principal = c.and_then(|c| self.clients.get(&c)).map_or("", |cl| principal_name(&cl.principal));
+        let server = u.map_or("", |u| self.ups[u].spec.name.as_str());
         let key = Key { class, principal, server, tool };
         let r = self.policy.p.limiter.check(key, self.now_ms);
         if let (Err(r), Some(m)) = (&r, &mut self.policy.p.metrics) {
@@ -356,8 +360,28 @@ impl Hub {
     /// is the latest). The refusal's text is the error `u` gets.
     pub(super) fn policy_admit_server_request(&mut self, u: UpstreamId) -> Result<(), String> {
         let c = self.pending.latest_client_of(u);
-        let server = self.ups[u].spec.name.clone();
-        self.limit(c, Class::ServerRequest, &server, "").map_err(|r| r.to_string())
+        self.limit(c, Class::ServerRequest, Some(u), "").map_err(|r| r.to_string())
+    }
+
+    /// A progress notification of upstream `u` for its request `id`: within
+    /// `progressPerRequest`, or dropped (logged once per request).
+    pub(super) fn policy_admit_progress(&mut self, u: UpstreamId, id: u64) -> bool {
+        let cfg = self.policy.p.limiter.config();
+        if cfg.progress_per_request.is_none() {
+            return true;
+        }
+        let budgets = &mut self.policy.budgets;
+        if budgets.len() >= self.policy.cap {
+            // Requests no longer pending need no count (ids never repeat).
+            let pending = &self.pending;
+            budgets.retain(|(u, id), _| pending.get(*u, *id).is_some());
+        }
+        let Err(d) = budgets.entry((u, id)).or_default().admit(Notification::Progress, cfg) else { return true };
+        if d.first {
+            let server = &self.ups[u].spec.name;
+            self.out.push_back(super::Output::Log(super::Level::Warn, format!("server '{server}': progress of one request over {}; the rest is dropped", d.limit)));
+        }
+        false
     }
 
     /// A tracked request arrives (before it is routed).

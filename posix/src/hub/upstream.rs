@@ -773,6 +773,10 @@ impl Hub {
         let Origin::Client { client, id: cid, progress: Some(token), .. } = &f.origin else { return };
         let (c, token) = (*client, token.clone());
         let about = About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) };
+        // Policy: the progress cap per request (hub/policy.rs).
+        if !self.policy_admit_progress(u, id) {
+            return;
+        }
         let Some(cl) = self.clients.get(&c) else { return };
         let f = &cl.rev().features();
         let params = &m.raw[p.clone()];

@@ -260,3 +260,25 @@ fn server_requests_over_their_limit_are_refused_to_the_server() {
     assert!(p.client_quiet(c));
     assert!(p.take_up(0)["error"]["message"].as_str().unwrap().contains("serverRequests"));
 }
+
+// covers: progress-rate-limit
+#[test]
+fn progress_over_its_cap_per_request_is_dropped() {
+    let opts = with_policy(json!({ "rateLimits": { "progressPerRequest": 2 } }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
+    let c = p.client("2025-11-25", json!({}));
+    p.names(c);
+    for id in [1, 2] {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "a__x", "_meta": { "progressToken": "t" } } }));
+        let req = p.take_up(0);
+        let token = req["params"]["_meta"]["progressToken"].clone();
+        for n in 1..=5 {
+            p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": token, "progress": n } }));
+        }
+        let got: Vec<Value> = std::iter::from_fn(|| p.cl.get_mut(&c).and_then(VecDeque::pop_front).map(|x| x.0)).collect();
+        assert_eq!(got.iter().map(|v| v["params"]["progress"].clone()).collect::<Vec<_>>(), [json!(1), json!(2)], "each request gets its own cap: {got:?}");
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": req["id"], "result": { "content": [] } }));
+        assert_eq!(p.take(c)["id"], id);
+    }
+    assert_eq!(p.logs.iter().filter(|(_, l)| l.contains("policy.rateLimits.progressPerRequest (2)")).count(), 2, "logged once per request: {:?}", p.logs);
+}
