@@ -20,6 +20,7 @@ mcpx-bench — mcpx against a direct pipe, a byte relay and peer HTTP bridges
                      (default: bench/.peers)
     --no-peers       skip the peer bridges
     --rounds N, --quick, --json FILE, --only LIST, --upstream echo|example,
+    --policy off|on,
     --verbose        as for `mcpx bench` (default upstream: echo)
 ";
 
@@ -146,6 +147,7 @@ fn main() {
         sizes: Vec::new(),
         sections: Sections::ALL,
         json: None,
+        policy: bench::Policy::Off,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {

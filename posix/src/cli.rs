@@ -209,7 +209,9 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
           \"envAllow\": [\"GITHUB_*\"],              and these (implies inheritEnv false)
           \"maxRestarts\": 10,                     failures in a row before giving up
           \"lazy\": true,                          start at its first use, not with mcpx
-          \"idleStopMs\": 600000                   stop after this long without a request
+          \"idleStopMs\": 600000,                  stop after this long without a request
+          \"trusted\": false                       true: its tool annotations are
+                                 passed on as they are (see \"policy\")
         },
         \"remote\": {
           \"url\": \"https://example.com/mcp\",      a remote server, instead of command
@@ -271,8 +273,8 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                \"allowedHosts\": [], \"maxBodyBytes\": 33554432,
                \"maxSessions\": 1024, \"maxConnections\": 256,
                \"sessionIdleMs\": 1800000},
-      \"policy\": {                             parsed and checked; NOT enforced
-                                 by this build yet (see the README)
+      \"policy\": {                             limits, catalogs, checks, audit
+                                 (see the README's Policy section)
         \"rateLimits\": {\"toolCalls\": {\"perPrincipal\": \"100/s\",
                         \"perServer\": \"500/s\",
                         \"perTool\": {\"gh__delete_*\": \"1/min\"}},
@@ -286,7 +288,9 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
         \"audit\": {\"file\": \"~/audit.jsonl\", \"maxBytes\": 10485760, \"files\": 5,
                   \"arguments\": false, \"redact\": [\"token\"], \"queue\": 4096},
                                  \"file\": \"stderr\" for standard error
-        \"metrics\": true}
+        \"metrics\": true,             GET /metrics (same auth as /mcp)
+        \"untrustedAnnotations\": \"mark\"}   or \"remove\": tool annotations of
+                                 servers without \"trusted\": true
     }
     ${VAR} in any string is replaced from the environment (an unset VAR is
     an error; ${VAR:-default} gives a default; $${ is a literal ${). Servers

@@ -101,6 +101,10 @@ pub struct ServerConfig {
     pub prefix: String,
     /// Protocol revisions to offer this server, newest preference first.
     pub revisions: Option<Vec<String>>,
+    /// `"trusted"` (default false): its tool annotations are passed on as
+    /// they are; an untrusted server's carry its name in `_meta` (or are
+    /// removed, `policy.untrustedAnnotations`).
+    pub trusted: bool,
     /// Set for a remote server (`"url"`); `command`, `args`, `env` and
     /// `cwd` are then empty.
     pub remote: Option<RemoteServer>,
@@ -319,6 +323,7 @@ pub fn builtin_default() -> Config {
         tools_deny: Vec::new(),
         prefix: name.to_string(),
         revisions: None,
+        trusted: false,
         remote: None,
         env_policy: Default::default(),
         max_restarts: crate::backoff::DEFAULT_MAX_RESTARTS,
@@ -783,7 +788,8 @@ fn parse_tasks(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value
 
 /// `"policy"`:
 /// `{"rateLimits": {..} | false, "catalogs": {PRINCIPAL: {..}},
-/// "validate": {..}, "audit": {..}, "metrics": true}`.
+/// "validate": {..}, "audit": {..}, "metrics": true,
+/// "untrustedAnnotations": "mark" | "remove"}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolicyConfig {
     pub rate_limits: crate::policy::ratelimit::RateLimitConfig,
@@ -794,6 +800,18 @@ pub struct PolicyConfig {
     pub audit: Option<AuditSettings>,
     /// Serve `/metrics` (default true).
     pub metrics: bool,
+    /// What the tool annotations of servers not `"trusted"` get.
+    pub untrusted_annotations: UntrustedAnnotations,
+}
+
+/// `policy.untrustedAnnotations` (requirement tools-annotations-untrusted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UntrustedAnnotations {
+    /// Kept, with the server's name under `_meta["io.github.mcpx/provenance"]`.
+    #[default]
+    Mark,
+    /// Removed from the tools listed.
+    Remove,
 }
 
 impl Default for PolicyConfig {
@@ -804,6 +822,7 @@ impl Default for PolicyConfig {
             validate: None,
             audit: None,
             metrics: true,
+            untrusted_annotations: UntrustedAnnotations::Mark,
         }
     }
 }
@@ -854,8 +873,7 @@ fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Valu
             return out;
         }
     };
-    cx.unknown_keys(&at, p, &["rateLimits", "catalogs", "validate", "audit", "metrics"]);
-    cx.warn(&at, "parsed and checked, but not enforced by this build yet (see the README's Policy section)");
+    cx.unknown_keys(&at, p, &["rateLimits", "catalogs", "validate", "audit", "metrics", "untrustedAnnotations"]);
     fn object<'v>(cx: &mut Ctx<'_>, at: &Path, v: &'v Value) -> Option<&'v serde_json::Map<String, Value>> {
         match v {
             Value::Object(o) => Some(o),
@@ -1048,6 +1066,14 @@ fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Valu
     if let Some(v) = p.get("metrics") {
         out.metrics = cx.bool(&at.key("metrics"), v).unwrap_or(true);
     }
+    if let Some(v) = p.get("untrustedAnnotations") {
+        match cx.string(&at.key("untrustedAnnotations"), v).as_deref() {
+            Some("mark") => out.untrusted_annotations = UntrustedAnnotations::Mark,
+            Some("remove") => out.untrusted_annotations = UntrustedAnnotations::Remove,
+            Some(other) => cx.err(&at.key("untrustedAnnotations"), format!("{other:?} is not \"mark\" or \"remove\"")),
+            None => {}
+        }
+    }
     out
 }
 // --- end of "policy" --------------------------------------------------------
@@ -1124,7 +1150,7 @@ enum Parsed {
 const SERVER_KEYS: &[&str] = &[
     "command", "args", "env", "cwd", "disabled", "timeoutMs", "tools", "prefix", "revisions", "url",
     "headers", "caFile", "type", "transport", "inheritEnv", "envAllow", "maxRestarts", "oauth",
-    "lazy", "idleStopMs",
+    "lazy", "idleStopMs", "trusted",
 ];
 
 fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, power: Power) -> Parsed {
@@ -1344,6 +1370,7 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, p
 
     let (env_policy, max_restarts) = parse_process_keys(cx, at, obj, local);
     let power = parse_power(cx, at, obj, power);
+    let trusted = obj.get("trusted").and_then(|v| cx.bool(&at.key("trusted"), v)).unwrap_or(false);
 
     if cx.errors.len() > n_errors {
         return Parsed::Invalid;
@@ -1359,6 +1386,7 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, p
         tools_deny,
         prefix,
         revisions,
+        trusted,
         remote,
         env_policy,
         max_restarts,
@@ -1973,7 +2001,7 @@ mod tests {
             [
                 "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, policy, tasks, lazy, idleStopMs)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
-                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs)",
+                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
                 "cfg.json:5:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
             ]

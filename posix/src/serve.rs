@@ -517,6 +517,7 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
     opts.cache_public = cfg.cache_public.unwrap_or(opts.cache_public);
     opts.input_ttl_ms = cfg.input_ttl_ms.unwrap_or(opts.input_ttl_ms);
     cfg.tasks.apply(&mut opts.tasks);
+    opts.policy = cfg.policy.clone();
     opts.cursor_key = {
         use nanorand::Rng as _;
         nanorand::WyRand::new().generate::<u64>()
@@ -538,6 +539,7 @@ pub(crate) fn upstream_spec(s: &config::ServerConfig) -> UpstreamSpec {
     if let Some(r) = &s.revisions {
         u.revisions = r.clone();
     }
+    u.trusted = s.trusted;
     u
 }
 

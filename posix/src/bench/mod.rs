@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! mcpx bench [--rounds N] [--quick] [--json FILE] [--only SECTIONS]
-//!            [--upstream echo|example] [--verbose]
+//!            [--upstream echo|example] [--policy off|on] [--verbose]
 //! mcpx bench echo            the bench's echo upstream on stdio
 //! mcpx bench relay -- CMD..  the bare byte relay in front of CMD
 //! ```
@@ -22,7 +22,7 @@ pub mod sys;
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -113,6 +113,53 @@ pub struct Plan {
     pub sizes: Vec<(String, PathBuf)>,
     pub sections: Sections,
     pub json: Option<PathBuf>,
+    /// The `"policy"` block of every mcpx target.
+    pub policy: Policy,
+}
+
+/// `--policy`: what the hub enforces while it is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// No rate limit, no metrics, no validation, no audit: the hub's own cost.
+    Off,
+    /// Rate limits (too high to refuse anything), validation of every call,
+    /// an audit line per call into a small rotated file, metrics.
+    On,
+}
+
+impl Policy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Off => "off",
+            Policy::On => "on",
+        }
+    }
+
+    /// The `"policy"` block, auditing into `audit` when on.
+    fn block(self, audit: &Path) -> serde_json::Value {
+        match self {
+            Policy::Off => serde_json::json!({"rateLimits": false, "metrics": false}),
+            Policy::On => serde_json::json!({
+                "rateLimits": {
+                    "toolCalls": {"perPrincipal": "1000000/s", "perServer": "1000000/s", "perTool": {"*": "1000000/s"}},
+                    "completions": {"perPrincipal": "1000000/s"},
+                    "serverRequests": {"perServer": "1000000/s"}
+                },
+                "validate": {"servers": ["*"], "output": "log"},
+                "audit": {"file": audit, "maxBytes": 1_048_576, "files": 1},
+                "metrics": true
+            }),
+        }
+    }
+}
+
+/// A hub config serving `servers`, with `policy` (an audit file next to `path`).
+fn hub_doc(servers: serde_json::Value, policy: Policy, path: &Path) -> serde_json::Value {
+    serde_json::json!({"mcpServers": servers, "logLevel": "warn", "policy": policy.block(&audit_path(path))})
+}
+
+fn audit_path(config: &Path) -> PathBuf {
+    config.with_extension("audit.jsonl")
 }
 
 /// The upstream behind every target.
@@ -210,6 +257,7 @@ pub fn main(args: &[String]) -> i32 {
         sizes: vec![("this mcpx".into(), PathBuf::from(&exe))],
         sections: Sections::ALL,
         json: None,
+        policy: Policy::Off,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -236,7 +284,7 @@ pub const USAGE: &str = "\
 mcpx bench — measure this binary on this machine (loopback and pipes only)
 
     mcpx bench [--rounds N] [--quick] [--json FILE] [--only SECTIONS]
-               [--upstream echo|example] [--verbose]
+               [--upstream echo|example] [--policy off|on] [--verbose]
 
     --rounds N       repeat every scenario N times (default 3, at least 1),
                      rotating their order; the table shows medians
@@ -246,6 +294,9 @@ mcpx bench — measure this binary on this machine (loopback and pipes only)
     --upstream U     echo: the bench's minimal echo server (default for
                      mcpx-bench); example: `mcpx example-server` (default
                      for `mcpx bench`)
+    --policy P       off (default): mcpx with no rate limit, metrics,
+                     validation or audit; on: all of them (limits too high
+                     to refuse, every call validated and audited)
     --verbose        progress and the children's stderr on stderr
 
     MCPX_BENCH_EXE   how to start this binary again, e.g. through an
@@ -280,6 +331,11 @@ pub fn parse_common<'a>(
             "example" => plan.upstream = Upstream::Example,
             other => return Err(format!("unknown upstream `{other}` (echo or example)")),
         },
+        "--policy" => match value("--policy")?.as_str() {
+            "off" => plan.policy = Policy::Off,
+            "on" => plan.policy = Policy::On,
+            other => return Err(format!("unknown policy `{other}` (off or on)")),
+        },
         _ => return Ok(false),
     }
     Ok(true)
@@ -290,10 +346,11 @@ pub fn run(plan: &Plan) -> i32 {
     let mut report = Report::new(plan);
     let started = Instant::now();
     eprintln!(
-        "bench: {} round(s){}, upstream {}; this takes {}",
+        "bench: {} round(s){}, upstream {}, policy {}; this takes {}",
         plan.rounds,
         if plan.quick { " (quick)" } else { "" },
         plan.upstream_name(),
+        plan.policy.name(),
         if plan.quick {
             "under a minute"
         } else {
@@ -354,7 +411,7 @@ fn payload(len: usize) -> Vec<u8> {
 struct Config(PathBuf);
 
 impl Config {
-    fn new(upstream: &[String], n: usize) -> io::Result<Self> {
+    fn new(upstream: &[String], n: usize, policy: Policy) -> io::Result<Self> {
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path =
@@ -371,7 +428,7 @@ impl Config {
                 serde_json::json!({"command": upstream[0], "args": &upstream[1..], "prefix": prefix}),
             );
         }
-        let doc = serde_json::json!({"mcpServers": servers, "logLevel": "warn"});
+        let doc = hub_doc(servers.into(), policy, &path);
         std::fs::write(&path, serde_json::to_vec_pretty(&doc)?)?;
         Ok(Config(path))
     }
@@ -383,6 +440,7 @@ impl Config {
 impl Drop for Config {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(audit_path(&self.0));
     }
 }
 
@@ -406,7 +464,7 @@ impl StdioTarget {
 fn stdio_round(plan: &Plan, round: usize, report: &mut Report) {
     let targets = [StdioTarget::Direct, StdioTarget::Relay, StdioTarget::Mcpx];
     for target in rotated(&targets, round) {
-        let config = match Config::new(&plan.upstream_cmd(), 1) {
+        let config = match Config::new(&plan.upstream_cmd(), 1, plan.policy) {
             Ok(c) => c,
             Err(e) => {
                 report.fail(
@@ -553,6 +611,7 @@ impl Drop for Bridge {
 /// The mcpx HTTP target.
 fn mcpx_http(plan: &Plan) -> HttpTarget {
     let hub = plan.hub.clone();
+    let policy = plan.policy;
     HttpTarget {
         name: "mcpx serve --http".into(),
         launch: Ok(Box::new(move |port, upstream| {
@@ -561,7 +620,8 @@ fn mcpx_http(plan: &Plan) -> HttpTarget {
                 "mcpx-bench-http-{}-{port}.json",
                 std::process::id()
             ));
-            let doc = serde_json::json!({"mcpServers": {"u1": {"command": upstream[0], "args": &upstream[1..], "prefix": ""}}, "logLevel": "warn"});
+            let servers = serde_json::json!({"u1": {"command": upstream[0], "args": &upstream[1..], "prefix": ""}});
+            let doc = hub_doc(servers, policy, &path);
             let _ = std::fs::write(&path, serde_json::to_vec(&doc).unwrap_or_default());
             hub.iter()
                 .cloned()
@@ -761,7 +821,7 @@ fn footprint_round(plan: &Plan, round: usize, report: &mut Report) {
 }
 
 fn footprint(plan: &Plan, n: usize) -> io::Result<Metrics> {
-    let config = Config::new(&plan.upstream_cmd(), n)?;
+    let config = Config::new(&plan.upstream_cmd(), n, plan.policy)?;
     let cmd: Vec<String> = plan
         .hub
         .iter()
@@ -807,7 +867,7 @@ fn alloc_section(plan: &Plan, report: &mut Report) {
         return;
     };
     let result = (|| -> io::Result<Vec<(usize, f64, f64)>> {
-        let config = Config::new(&plan.upstream_cmd(), 1)?;
+        let config = Config::new(&plan.upstream_cmd(), 1, plan.policy)?;
         let cmd: Vec<String> = hub
             .iter()
             .cloned()

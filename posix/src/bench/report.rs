@@ -176,6 +176,7 @@ pub struct Report {
     rounds: usize,
     quick: bool,
     upstream: String,
+    policy: &'static str,
     peers: Vec<(String, String)>,
     runs: BTreeMap<Key, Vec<(usize, Metrics)>>,
     failures: BTreeMap<Key, String>,
@@ -299,6 +300,7 @@ impl Report {
             rounds: plan.rounds,
             quick: plan.quick,
             upstream: plan.upstream_name().to_string(),
+            policy: plan.policy.name(),
             peers: plan
                 .peers
                 .iter()
@@ -362,14 +364,15 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "\nmcpx bench — medians of {} round(s){}; upstream: {}\n",
+            "\nmcpx bench — medians of {} round(s){}; upstream: {}; policy: {}\n",
             self.rounds,
             if self.quick {
                 " (quick: rough numbers)"
             } else {
                 ""
             },
-            self.upstream
+            self.upstream,
+            self.policy
         );
         // stdio
         if self
@@ -713,6 +716,7 @@ impl Report {
             "rounds": self.rounds,
             "quick": self.quick,
             "upstream": self.upstream,
+            "policy": self.policy,
             "peers": self.peers.iter().map(|(n, v)| json!({"name": n, "version": v})).collect::<Vec<_>>(),
             "rows": rows,
             "sizes": self.sizes.iter().map(|(n, p, l)| json!({"name": n, "path": p.display().to_string(), "bytes": l})).collect::<Vec<_>>(),
@@ -739,6 +743,7 @@ mod tests {
             rounds: 1,
             quick: true,
             upstream: "echo".into(),
+            policy: "off",
             peers: vec![("peer".into(), "1.0".into())],
             runs: BTreeMap::new(),
             failures: BTreeMap::new(),

@@ -53,6 +53,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     let known = path == sh.cfg.path
         || path == "/health"
         || path == "/status"
+        || path == "/metrics"
         || (legacy && (path == "/sse" || path == "/messages"));
     if !known {
         return conn.reject(404, &format!("Not found: the MCP endpoint is {}", sh.cfg.path)).await;
@@ -81,6 +82,8 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     match (path.as_str(), req.method.as_str()) {
         ("/status", "GET") => super::status_page::get(conn, req).await,
         ("/status", _) => method_not_allowed(conn, "GET").await,
+        ("/metrics", "GET") => metrics(conn).await,
+        ("/metrics", _) => method_not_allowed(conn, "GET").await,
         ("/sse", "GET") => legacy_sse(conn, req, &who).await,
         ("/sse", _) => method_not_allowed(conn, "GET").await,
         ("/messages", "POST") => legacy_messages(conn, req).await,
@@ -99,6 +102,22 @@ async fn session_refused(conn: &mut Conn, id: Option<&[u8]>, r: SessionRefused) 
     let data = r.data.to_string();
     let code = SessionRefused::CODE.code().into();
     conn.error_with(r.status, &[("Retry-After", &retry)], id, code, &r.message, Some(data.as_bytes()), true).await
+}
+
+/// `GET /metrics`: the hub's Prometheus text (`crate::policy::metrics`).
+async fn metrics(conn: &mut Conn) -> bool {
+    let sh = conn.shared.clone();
+    let (sessions, conns) = {
+        let st = sh.state.borrow();
+        (st.sessions.len(), st.conns)
+    };
+    match sh.link.call(|hub, _| hub.metrics_text(sessions, conns)) {
+        Some(text) => {
+            let hs = [("Content-Type", crate::policy::metrics::CONTENT_TYPE), ("Cache-Control", "no-cache")];
+            conn.respond(200, &hs, text.as_bytes(), true).await
+        }
+        None => conn.reject(404, "Not found: metrics are off (\"policy\": {\"metrics\": false})").await,
+    }
 }
 
 /// Wall-clock seconds, for token expiry.
@@ -603,6 +622,17 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
                 // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
                 let code = Envelope::parse(&body).ok().and_then(|e| e.error_code());
                 status = code.map_or(200, mcpx_core::error::http_status);
+            }
+            // A rate-limit refusal: `Retry-After`, and 429 where the status
+            // follows the error (2026-07-28); legacy SDK clients read
+            // JSON-RPC errors only from a 200.
+            let retry = if x.batch { None } else { crate::policy::ratelimit::retry_after_of(&body) };
+            let retry = retry.map(|s| s.to_string());
+            if let Some(secs) = &retry {
+                hs.push(("Retry-After", secs));
+                if x.modern {
+                    status = 429;
+                }
             }
             conn.respond(status, &hs, &body, !x.http10).await
         }

@@ -298,17 +298,23 @@ impl Catalog {
         if let Some(fp) = self.fp_cache.get(&(ch, rev)) {
             return *fp;
         }
+        let fp = self.fingerprint_where(ch, rev, |_| true);
+        self.fp_cache.insert((ch, rev), fp);
+        fp
+    }
+
+    /// Fingerprint of the items of `ch` whose view index `keep` accepts
+    /// (a principal's own catalog), uncached.
+    pub fn fingerprint_where(&self, ch: Channel, rev: Rev, keep: impl Fn(usize) -> bool) -> u64 {
         let mut parts: Vec<Vec<u8>> = Vec::new();
         for k in ch.kinds() {
             parts.push(k.result_key().as_bytes().to_vec());
-            for e in &self.views[k.idx()] {
+            for (_, e) in self.views[k.idx()].iter().enumerate().filter(|(i, _)| keep(*i)) {
                 parts.push(serde_json::to_vec(&shape::item(&e.item, &rev.features())).unwrap_or_default());
             }
         }
         let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
-        let fp = names::hash(&refs);
-        self.fp_cache.insert((ch, rev), fp);
-        fp
+        names::hash(&refs)
     }
 
     /// Routes a resource URI a client sent: (upstream, the upstream's URI).

@@ -174,6 +174,7 @@ impl Hub {
         self.relay_drop_client(c);
         self.tasks_client_gone(c);
         self.unsubscribe_all(c);
+        self.policy_client_gone(c);
     }
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
@@ -331,8 +332,10 @@ impl Hub {
             let prefix = if u.spec.prefix.is_empty() { "(unprefixed)".to_string() } else { applied.join(" or ") };
             s.push_str(&format!("- {} {}: {}", u.spec.name, prefix, u.state_name()));
             if let Some(i) = u.instructions.as_deref().filter(|i| !i.trim().is_empty()) {
+                // The server's words, never mcpx's (tools-annotations-untrusted).
                 let short: String = i.trim().chars().take(2000).collect();
-                s.push_str(&format!("\n  {}", short.replace('\n', "\n  ")));
+                let vetted = if u.spec.trusted { "" } else { " (not verified by mcpx)" };
+                s.push_str(&format!("\n  Instructions from server '{}'{vetted}:\n  {}", u.spec.name, short.replace('\n', "\n  ")));
             }
             s.push('\n');
         }
@@ -374,6 +377,7 @@ impl Hub {
             span.start..span.end
         });
         debug_assert!(id.as_ref().is_none_or(|r| bytes.get(r.clone()).is_some()));
+        self.policy_answered(c, id.clone().map(|r| &bytes[r]), &bytes);
         self.emit_client(c, bytes, About::Reply { id });
     }
 
@@ -423,7 +427,7 @@ impl Hub {
             if !listed {
                 continue;
             }
-            let fp = self.catalog.fingerprint(ch, rev);
+            let fp = self.visible_fingerprint(c, ch, rev);
             if fp != known {
                 self.clients.get_mut(&c).expect("known client").known_fp[ch.idx()] = fp;
                 self.emit_notification(c, ch.notification(), None);

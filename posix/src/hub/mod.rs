@@ -82,6 +82,7 @@ mod client;
 mod lazy;
 mod modern;
 mod pending;
+mod policy;
 mod relay;
 mod router;
 mod shape;
@@ -137,6 +138,10 @@ pub struct UpstreamSpec {
     pub lazy: bool,
     /// Stopped (`Output::Power`) after this long without a request; 0 = never.
     pub idle_ms: u64,
+    /// `"trusted"`: the server's tool annotations are passed on as mcpx's
+    /// own; otherwise they carry their provenance in `_meta` (or are
+    /// removed, per `policy.untrustedAnnotations`).
+    pub trusted: bool,
 }
 
 impl UpstreamSpec {
@@ -152,6 +157,7 @@ impl UpstreamSpec {
             revisions: Vec::new(),
             lazy: false,
             idle_ms: 0,
+            trusted: false,
         }
     }
 }
@@ -226,6 +232,10 @@ pub struct HubOptions {
     pub cache_public: bool,
     /// Caps and timings of the tasks mcpx runs itself (`tasks`).
     pub tasks: TaskOptions,
+    /// `"policy"`: rate limits, per-principal catalogs, validation, audit,
+    /// metrics (`crate::policy`). The default: the default limits and
+    /// metrics, no audit, no validation.
+    pub policy: crate::config::PolicyConfig,
 }
 
 impl Default for HubOptions {
@@ -255,6 +265,7 @@ impl Default for HubOptions {
             cache_ttl_ms: 60_000,
             cache_public: false,
             tasks: TaskOptions::default(),
+            policy: Default::default(),
         }
     }
 }
@@ -298,6 +309,8 @@ pub enum ConfigError {
     NoUsableRevision(String),
     /// A configured root is not a `file://` URI (or has no `uri`).
     BadRoot(String),
+    /// The audit log cannot be opened (the path and the system's reason).
+    Audit(String),
 }
 
 impl std::fmt::Display for ConfigError {
@@ -310,6 +323,7 @@ impl std::fmt::Display for ConfigError {
             ConfigError::EmptyName => write!(f, "a server has an empty name"),
             ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': no protocol revision is allowed with it"),
             ConfigError::BadRoot(r) => write!(f, "root {r} is not a file:// URI"),
+            ConfigError::Audit(why) => write!(f, "policy.audit: {why}"),
         }
     }
 }
@@ -430,6 +444,8 @@ pub struct Hub {
     config_status: serde_json::Value,
     /// Set by [`Hub::shutdown`]: new client requests are refused.
     draining: bool,
+    /// Rate limits, catalogs, validation, audit and metrics (`policy`).
+    policy: policy::HubPolicy,
 }
 
 impl Hub {
@@ -438,7 +454,9 @@ impl Hub {
         let ups = upstream::validate(upstreams, &opts)?;
         let relays = relay::Relays::new(&opts);
         let tasks = tasks::Tasks::new(&opts);
+        let policy = policy::HubPolicy::new(&opts)?;
         Ok(Hub {
+            policy,
             catalog: catalog::Catalog::new(ups.len()),
             ups,
             opts,
@@ -706,7 +724,11 @@ impl Hub {
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,
     /// negotiated revision, restarts, last error and tool count; the clients.
     pub fn status(&self) -> serde_json::Value {
-        self.status_json()
+        let mut v = self.status_json();
+        if let Some(m) = self.metrics_json() {
+            v["metrics"] = m;
+        }
+        v
     }
 
     fn now(&mut self, now_ms: u64) {

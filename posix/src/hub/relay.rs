@@ -374,7 +374,14 @@ impl Hub {
                 let mode = m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form").to_string();
                 self.refuse_upstream(u, id, &m.method, -32602, format!("elicitation mode '{mode}' was not declared to this server"));
             }
-            method if RELAYED.iter().any(|(m, _)| *m == method) => self.relay_to_client(u, m),
+            method if RELAYED.iter().any(|(m, _)| *m == method) => {
+                // Policy: the server-request rate limits (hub/policy.rs).
+                let to = self.cause_client(u, m);
+                if let Err(why) = self.policy_admit_server_request(u, to) {
+                    return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE.code().into(), why);
+                }
+                self.relay_to_client(u, m)
+            }
             method => {
                 let msg = format!("mcpx does not handle '{method}' requests from servers");
                 self.emit_upstream(u, wire::error(Some(id), -32601, &msg, None));
@@ -475,6 +482,18 @@ impl Hub {
         match one_caller(&live) {
             Cause::None => one_caller(&waiting),
             cause => cause,
+        }
+    }
+
+    /// The client whose call server request `m` of `u` belongs to, when the
+    /// wire names one (for its rate limit; routing is `relay_to_client`).
+    fn cause_client(&self, u: UpstreamId, m: &Msg) -> Option<ClientId> {
+        let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
+        let Cause::Call(call) = self.cause_of(u, progress) else { return None };
+        match &self.pending.get(u, call)?.origin {
+            Origin::Client { client, .. } => Some(*client),
+            Origin::Held(h) => self.relays.held.get(h)?.answer_to.as_ref().map(|w| w.client),
+            _ => None,
         }
     }
 

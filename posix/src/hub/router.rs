@@ -91,6 +91,7 @@ impl Hub {
         let id = m.id_bytes().unwrap_or(b"null");
         let field = |path: &[&str]| m.param(path);
         let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
+        self.policy_begin(c, m, ctx.is_some());
         match &*m.method {
             "initialize" => {
                 self.client_initialize(c, m);
@@ -111,14 +112,17 @@ impl Hub {
             }
             "tools/call" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: tools/call needs a tool \"name\"".into()))?;
+                // Policy (hub/policy.rs): tool search, then the principal's catalog, limits, validation.
+                let Some(call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
                 // Requirement: tools-error-unknown-tool-protocol
-                let e = self.catalog.get(Kind::Tools, &name).ok_or_else(|| refuse(-32602, format!("Unknown tool: {name}")))?;
+                let e = self.catalog.get(Kind::Tools, &call.name).filter(|e| self.policy_visible(c, e)).ok_or_else(|| refuse(-32602, format!("Unknown tool: {}", call.name)))?;
                 let (u, orig) = (e.up, e.original.clone());
+                self.policy_admit_tool(c, m, &call, u, &orig)?;
                 let task = self.task_wanted(c, m, ctx, u);
                 if task.is_some() {
                     self.task_room(c, ctx)?;
                 }
-                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])?;
+                self.forward(c, m, ctx, u, call.edits(&orig))?;
                 if let Some(ttl) = task {
                     self.task_start(c, m, ctx, u, ttl);
                 }
@@ -135,11 +139,13 @@ impl Hub {
                 // Requirement: prompts-errors-32602-32603
                 let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
+                self.policy_resolved(c, m, u, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "resources/read" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, "Invalid params: resources/read needs a \"uri\"".into()))?;
                 let (u, orig) = self.route_resource(&uri)?;
+                self.policy_resolved(c, m, u, &uri, &orig);
                 let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
                 self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed)
             }
@@ -191,6 +197,8 @@ impl Hub {
                         let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/prompt needs a \"name\"".into()))?;
                         let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
                         let (u, orig) = (e.up, e.original.clone());
+                        // Requirement: completion-security
+                        self.policy_admit_completion(c, m, u, &name)?;
                         self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
                     }
                     "ref/resource" => {
@@ -199,6 +207,7 @@ impl Hub {
                             Some(x) => x,
                             None => self.route_resource(&uri)?,
                         };
+                        self.policy_admit_completion(c, m, u, &uri)?;
                         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
                     }
                     _ => Err(refuse(-32602, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
@@ -320,23 +329,26 @@ impl Hub {
         }
         let rev = if modern { super::modern::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
-        let view = self.catalog.view(k);
-        let end = (pos + page).min(view.len());
         let offer_tasks = !modern && k == Kind::Tools && self.client_declared_tasks(c);
-        let items: Vec<Value> = view
-            .get(pos.min(view.len())..end)
-            .unwrap_or(&[])
-            .iter()
-            .map(|e| {
-                let mut item = shape::item(&e.item, &rev.features());
-                if offer_tasks {
-                    super::tasks::offer(&mut item);
-                }
-                item
-            })
-            .collect();
+        // Policy (hub/policy.rs): the tool-search meta-tools, or the
+        // principal's own catalog with trust marks.
+        let (items, more) = match self.meta_listing(c, k, rev) {
+            Some(items) => (items, None),
+            None => {
+                let view = self.visible_view(c, k);
+                let end = (pos + page).min(view.len());
+                let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| {
+                    let mut item = self.listed_item(e, rev);
+                    if offer_tasks {
+                        super::tasks::offer(&mut item);
+                    }
+                    item
+                }).collect();
+                (items, (end < view.len()).then_some(end))
+            }
+        };
         let mut result = json!({ k.result_key(): items });
-        if end < view.len() {
+        if let Some(end) = more {
             let next = Cursor { list: k as u8, position: end as u32, generation: self.catalog.generation[k.idx()] };
             result["nextCursor"] = Value::String(cursor::encode(&next, &key).as_str().to_string());
         }
@@ -345,7 +357,7 @@ impl Hub {
             self.stamp_list(&mut result, k);
         } else if cur.is_none() {
             let ch = k.channel();
-            let fp = self.catalog.fingerprint(ch, rev);
+            let fp = self.visible_fingerprint(c, ch, rev);
             let cl = self.clients.get_mut(&c).expect("known client");
             cl.listed[ch.idx()] = true;
             cl.known_fp[ch.idx()] = fp;
@@ -456,6 +468,9 @@ impl Hub {
         let res = renamed.as_deref().or(m.result_bytes());
         let capped = if method == "completion/complete" { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
+        // Policy: structuredContent against the tool's outputSchema.
+        let checked = if method == "tools/call" { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
+        let res = checked.as_deref().or(res);
         if let Some(res) = res {
             let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;

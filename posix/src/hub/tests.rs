@@ -11,6 +11,7 @@ use super::*;
 mod modern;
 mod lazy;
 mod naming;
+mod policy;
 mod reload;
 mod restarts;
 mod rows_base;
@@ -1086,7 +1087,12 @@ fn lists_are_shaped_for_older_clients() {
         "name": "t", "title": "T", "icons": [{ "src": "https://i" }], "inputSchema": { "type": "object" },
         "outputSchema": { "type": "object" }, "annotations": { "readOnlyHint": true }, "execution": { "taskSupport": "optional" }, "_meta": { "a": 1 },
     })];
-    let mut p = Pair::with(vec![("s", f)], HubOptions::default());
+    // Shaping only: a trusted server, whose annotations are passed as they
+    // are (the marks on untrusted ones: tests/policy.rs).
+    let mut s = specs(&["s"]);
+    s[0].trusted = true;
+    let mut p = Pair::new(s, HubOptions::default());
+    p.start(0, f);
     let expect = [
         ("2024-11-05", vec!["description", "inputSchema", "name"]),
         ("2025-03-26", vec!["annotations", "inputSchema", "name"]),

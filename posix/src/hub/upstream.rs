@@ -603,6 +603,7 @@ impl Hub {
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
         let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
         let (changed, renamed) = self.catalog.set(u, k, items, &naming, &sep);
+        self.policy_listed(u, k);
         let server = &self.ups[u].spec.name;
         let lines: Vec<String> = renamed.iter().map(|r| {
             let why = match r.change {
@@ -839,6 +840,10 @@ impl Hub {
         let Origin::Client { client, id: cid, progress: Some(token), .. } = &f.origin else { return };
         let (c, token) = (*client, token.clone());
         let about = About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) };
+        // Policy: the progress cap per request (hub/policy.rs).
+        if !self.policy_admit_progress(u, id) {
+            return;
+        }
         let Some(cl) = self.clients.get(&c) else { return };
         let f = &cl.rev().features();
         let params = &m.raw[p.clone()];

@@ -59,7 +59,12 @@ impl Catalogs {
     /// The catalog of `principal`: its own entry, else `"*"`, else none
     /// (everything visible).
     pub fn of(&self, principal: &str) -> Option<&Catalog> {
-        let find = |name: &str| self.entries.iter().find(|(p, _)| p == name).map(|(_, c)| c);
+        self.index_of(principal).map(|i| &self.entries[i].1)
+    }
+
+    /// Which entry of `entries` applies to `principal`.
+    pub fn index_of(&self, principal: &str) -> Option<usize> {
+        let find = |name: &str| self.entries.iter().position(|(p, _)| p == name);
         find(principal).or_else(|| find("*"))
     }
 

@@ -70,8 +70,8 @@ fn every_key_is_read() {
     assert_eq!((a.max_bytes, a.files, a.queue), (1000, 3, 8));
     assert!(a.content.arguments && a.content.redact == ["token"]);
     assert!(!p.metrics);
-    // Honest about what this build does with it.
-    assert!(c.warnings.iter().any(|w| w.contains("not enforced by this build yet")), "{:?}", c.warnings);
+    // Enforced: no warning.
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
 }
 
 #[test]

@@ -3,10 +3,12 @@
 //! (time is the caller's `now_ms`, tables are bounded) the hub calls at
 //! fixed points. The config is `"policy"` (`crate::config::PolicyConfig`).
 //!
-//! **Status: parsed and tested, not yet wired into the hub.** The points
-//! below are where the hub must call each part, after the message-path
-//! change (one parsed message view, outputs that name their request).
-//! The hub holds one [`Policy`] (built from the config by `Policy::new`).
+//! **Status: wired** — every call is in `crate::hub::policy` (one call
+//! line at each point below), except: the log-message cap per request
+//! (point 4, `logsPerRequest`), the elicitation-answer check (point 3),
+//! audit lines of relayed sampling/elicitation (point 6) and the quotas of
+//! point 7. The hub holds one [`Policy`] (built from the config by
+//! `Policy::new`).
 //! "Principal" is the client's identity: `"stdio"` for the stdio client,
 //! the static token's name (or, later, the OAuth subject) over HTTP.
 //!

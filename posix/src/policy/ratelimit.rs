@@ -193,6 +193,23 @@ impl Refusal {
     }
 }
 
+/// The `Retry-After` seconds of an answer that is a [`Refusal`] (the HTTP
+/// listener's view of an error the hub wrote), else `None`.
+pub fn retry_after_of(answer: &[u8]) -> Option<u64> {
+    // A refusal is a short error: skip everything else without parsing.
+    const KEY: &[u8] = b"\"retryAfterMs\"";
+    if answer.len() > 1024 || !answer.windows(KEY.len()).any(|w| w == KEY) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(answer).ok()?;
+    let e = v.get("error")?;
+    let data = e.get("data")?;
+    let ours = e.get("code")?.as_i64()? == i64::from(Refusal::CODE.code())
+        && data.get("limit")?.as_str()?.starts_with("policy.rateLimits.");
+    let ms = data.get("retryAfterMs")?.as_u64()?;
+    ours.then(|| Refusal { limit: String::new(), retry_after_ms: ms }.retry_after_secs())
+}
+
 /// The JSON-RPC error message.
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,0 +1,493 @@
+//! The hub's calls into [`crate::policy`], at the points its module doc
+//! lists: per-principal catalogs and tool search on `tools/list` and
+//! `tools/call`, rate limits before forwarding, argument validation, trust
+//! marks on annotations, and one audit line and metric sample per answered
+//! tool call, prompt get, resource read and completion.
+//!
+//! With no audit and `"metrics": false` nothing is tracked per request;
+//! with no rate limit configured the limiter takes no bucket (the
+//! "policy off" hot path is a few branches).
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use serde_json::{json, Value};
+
+use crate::config::{OutputCheck, UntrustedAnnotations};
+use crate::policy::ratelimit::{self, Class, Key, Notification, NotificationBudget};
+use crate::policy::search::{self, Index, MetaCall};
+use crate::policy::{audit, metrics, Policy};
+
+use super::catalog::{Channel, Entry, Kind};
+use super::router::Refusal;
+use super::shape::{self, Rev, RevExt};
+use super::wire::{self, Msg};
+use super::{ClientId, ConfigError, Hub, HubOptions, IdKey, UpstreamId};
+
+/// The `_meta` key carrying an untrusted server's name on its tools
+/// (`tools-annotations-untrusted`).
+pub(super) const PROVENANCE_KEY: &str = "io.github.mcpx/provenance";
+
+/// The policy principal of a hub client: `"stdio"` for the stdio client,
+/// a static token's name, else the HTTP layer's principal as it is.
+pub(super) fn principal_name(bound: &[u8]) -> &str {
+    match bound {
+        b"mcpx-local" => "stdio",
+        p => {
+            let s = std::str::from_utf8(p).unwrap_or("");
+            s.strip_prefix("token:").unwrap_or(s)
+        }
+    }
+}
+
+/// A request being audited or metered until its answer.
+struct Open {
+    start_ms: u64,
+    method: &'static str,
+    principal: String,
+    revision: &'static str,
+    server: String,
+    name: String,
+    original: String,
+    arguments: Option<Vec<u8>>,
+    bytes_in: u64,
+    /// Refused by this limit (set before the refusal is answered).
+    refused: Option<String>,
+}
+
+/// Methods that get an audit line and a metric sample.
+const TRACKED: [&str; 4] = ["tools/call", "prompts/get", "resources/read", "completion/complete"];
+
+/// The policy state of the hub.
+pub(super) struct HubPolicy {
+    p: Policy,
+    /// Per-principal catalogs are configured.
+    restricts: bool,
+    untrusted: UntrustedAnnotations,
+    /// Open tracked requests (bounded by `cap`; the oldest is dropped).
+    open: HashMap<(ClientId, IdKey), Open>,
+    cap: usize,
+    /// Unix ms at hub time 0, for audit timestamps.
+    epoch_ms: u64,
+    /// Tool-search indexes per catalog entry: (tools generation, index).
+    indexes: HashMap<usize, (u32, Index)>,
+    /// Progress counts per upstream request (bounded by `cap`).
+    budgets: HashMap<(UpstreamId, u64), NotificationBudget>,
+}
+
+impl HubPolicy {
+    pub fn new(opts: &HubOptions) -> Result<HubPolicy, ConfigError> {
+        let p = Policy::new(&opts.policy).map_err(|e| ConfigError::Audit(e.to_string()))?;
+        let epoch_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        Ok(HubPolicy {
+            restricts: !p.catalogs.entries.is_empty(),
+            untrusted: opts.policy.untrusted_annotations,
+            p,
+            open: HashMap::new(),
+            cap: opts.max_pending.saturating_mul(2).max(16),
+            epoch_ms,
+            indexes: HashMap::new(),
+            budgets: HashMap::new(),
+        })
+    }
+
+    /// Are tool calls remembered until their answer (audit, metrics, or
+    /// output validation need the call's names then)?
+    fn tracking(&self) -> bool {
+        self.p.audit.is_some() || self.p.metrics.is_some() || self.p.validate.as_ref().is_some_and(|v| v.output != OutputCheck::Off)
+    }
+
+    /// The Prometheus text of the metrics (`None` with `"metrics": false`).
+    pub fn metrics_text(&mut self, sessions: usize, connections: usize, queues: &[(&str, usize)]) -> Option<String> {
+        let m = self.p.metrics.as_mut()?;
+        m.load(sessions, connections, queues);
+        Some(m.registry.render())
+    }
+
+    pub fn metrics_json(&self) -> Option<Value> {
+        self.p.metrics.as_ref().map(|m| m.registry.to_json())
+    }
+}
+
+/// A `tools/call` after the meta-tools: the exposed name to call, and the
+/// edit of the message that makes it a plain call of that tool.
+pub(super) struct ToolCall {
+    pub name: String,
+    name_at: Range<usize>,
+    /// `mcpx_call_tool`: the outer `arguments` replaced by the inner ones.
+    arguments: Option<(Range<usize>, Vec<u8>)>,
+}
+
+impl ToolCall {
+    /// The edits forwarding this call to the upstream's tool `original`.
+    pub fn edits(self, original: &str) -> Vec<(Range<usize>, Vec<u8>)> {
+        let mut e = vec![(self.name_at, wire::quote(original))];
+        e.extend(self.arguments);
+        e
+    }
+}
+
+impl Hub {
+    fn policy_principal(&self, c: ClientId) -> &str {
+        self.clients.get(&c).map_or("", |cl| principal_name(&cl.principal))
+    }
+
+    /// May client `c` see entry `e` of the tools view (`policy.catalogs`)?
+    pub(super) fn policy_visible(&self, c: ClientId, e: &Entry) -> bool {
+        !self.policy.restricts || self.policy.p.catalogs.visible(self.policy_principal(c), &self.ups[e.up].spec.name, &e.original)
+    }
+
+    /// The tools view entries client `c` may see.
+    pub(super) fn visible_view(&self, c: ClientId, k: Kind) -> Vec<&Entry> {
+        let view = self.catalog.view(k);
+        if k != Kind::Tools || !self.policy.restricts {
+            return view.iter().collect();
+        }
+        view.iter().filter(|e| self.policy_visible(c, e)).collect()
+    }
+
+    /// Fingerprint of what client `c` (on `rev`) sees on `ch`: with
+    /// per-principal catalogs, only its visible tools count, so a change
+    /// it cannot see sends it no `list_changed`.
+    pub(super) fn visible_fingerprint(&mut self, c: ClientId, ch: Channel, rev: Rev) -> u64 {
+        if ch != Channel::Tools || !self.policy.restricts {
+            return self.catalog.fingerprint(ch, rev);
+        }
+        let keep: Vec<bool> = self.catalog.view(Kind::Tools).iter().map(|e| self.policy_visible(c, e)).collect();
+        self.catalog.fingerprint_where(ch, rev, |i| keep[i])
+    }
+
+    /// Does client `c` get the tool-search meta-tools instead of the list?
+    pub(super) fn tool_search(&self, c: ClientId) -> bool {
+        self.policy.restricts && self.policy.p.catalogs.tool_search(self.policy_principal(c))
+    }
+
+    /// The tool-search meta-tools, for a client listed those instead of
+    /// its tools.
+    pub(super) fn meta_listing(&self, c: ClientId, k: Kind, rev: Rev) -> Option<Vec<Value>> {
+        if k != Kind::Tools || !self.tool_search(c) {
+            return None;
+        }
+        let Value::Array(tools) = search::meta_tools() else { return None };
+        Some(tools.iter().map(|t| shape::item(t, &rev.features())).collect())
+    }
+
+    /// Catalog entry `e` as a client on `rev` is listed it.
+    pub(super) fn listed_item(&self, e: &Entry, rev: Rev) -> Value {
+        let f = rev.features();
+        let mut item = shape::item(&e.item, &f);
+        self.mark_trust(e, &mut item, f.item_meta);
+        item
+    }
+
+    /// An untrusted server's tool annotations carry its name in `_meta`, or
+    /// are removed: when so configured, and for a revision whose items
+    /// have no `_meta` (requirement: tools-annotations-untrusted).
+    fn mark_trust(&self, e: &Entry, item: &mut Value, has_meta: bool) {
+        if self.ups[e.up].spec.trusted || item.get("annotations").is_none() {
+            return;
+        }
+        let Some(o) = item.as_object_mut() else { return };
+        if self.policy.untrusted == UntrustedAnnotations::Remove || !has_meta {
+            o.remove("annotations");
+            return;
+        }
+        if let Some(m) = o.entry("_meta").or_insert_with(|| json!({})).as_object_mut() {
+            m.insert(PROVENANCE_KEY.into(), json!({ "server": self.ups[e.up].spec.name, "trusted": false }));
+        }
+    }
+
+    /// Step 1 of a `tools/call`: a meta-tool call of a tool-search client
+    /// is answered here (`None`) or turned into the call of the tool it
+    /// names.
+    pub(super) fn policy_meta_tool(&mut self, c: ClientId, m: &Msg, name_at: Range<usize>, name: String) -> Result<Option<ToolCall>, Refusal> {
+        let plain = ToolCall { name, name_at, arguments: None };
+        if !self.tool_search(c) || !plain.name.starts_with("mcpx_") {
+            return Ok(Some(plain));
+        }
+        let args = m.param(&["arguments"]).and_then(|r| serde_json::from_slice::<Value>(&m.raw[r]).ok()).unwrap_or_else(|| json!({}));
+        let call = match MetaCall::parse(&plain.name, &args) {
+            None => return Ok(Some(plain)),
+            Some(Err(why)) => return Err(Refusal(-32602, format!("Invalid params: {why}"), None)),
+            Some(Ok(call)) => call,
+        };
+        let id = m.id_bytes().unwrap_or(b"null");
+        self.admit(c, id, Class::ToolCall, None, &plain.name)?;
+        let result = match call {
+            MetaCall::Call { name, .. } => {
+                let inner = m.param(&["arguments", "arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec());
+                let outer = m.param(&["arguments"]).expect("parsed above");
+                return Ok(Some(ToolCall { name: name.to_string(), name_at: plain.name_at, arguments: Some((outer, inner)) }));
+            }
+            MetaCall::Search { query, limit } => {
+                let index = self.search_index(c);
+                index.result(&index.search(query, limit))
+            }
+            MetaCall::Describe { name } => match self.search_index(c).describe(name) {
+                Some(tool) => json!({ "content": [{ "type": "text", "text": tool.to_string() }], "structuredContent": tool }),
+                None => json!({ "content": [{ "type": "text", "text": format!("Unknown tool: {name} (search with {})", search::SEARCH) }], "isError": true }),
+            },
+        };
+        self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
+        Ok(None)
+    }
+
+    /// The tool-search index of client `c`'s catalog, rebuilt when the
+    /// tools changed.
+    fn search_index(&mut self, c: ClientId) -> &Index {
+        let entry = self.policy.p.catalogs.index_of(self.policy_principal(c)).unwrap_or(usize::MAX);
+        let generation = self.catalog.generation[Kind::Tools.idx()];
+        if self.policy.indexes.get(&entry).is_none_or(|(g, _)| *g != generation) {
+            let tools: Vec<Value> = self
+                .visible_view(c, Kind::Tools)
+                .into_iter()
+                .map(|e| {
+                    let mut item = e.item.clone();
+                    self.mark_trust(e, &mut item, true);
+                    item
+                })
+                .collect();
+            self.policy.indexes.insert(entry, (generation, Index::new(&tools)));
+        }
+        &self.policy.indexes[&entry].1
+    }
+
+    /// Steps 2–3 of a `tools/call` to tool `original` of `u`: the rate
+    /// limits, then the arguments against the tool's `inputSchema`.
+    pub(super) fn policy_admit_tool(&mut self, c: ClientId, m: &Msg, call: &ToolCall, u: UpstreamId, original: &str) -> Result<(), Refusal> {
+        self.policy_resolved(c, m, u, &call.name, original);
+        let id = m.id_bytes().unwrap_or(b"null");
+        self.admit(c, id, Class::ToolCall, Some(u), &call.name)?;
+        self.check_arguments(m, call, u, original)
+    }
+
+    #[cfg(feature = "validate")]
+    fn check_arguments(&mut self, m: &Msg, call: &ToolCall, u: UpstreamId, original: &str) -> Result<(), Refusal> {
+        let server = &self.ups[u].spec.name;
+        if !self.policy.p.validate.as_ref().is_some_and(|v| v.arguments) || !self.policy.p.validates(server) {
+            return Ok(());
+        }
+        let at = match &call.arguments {
+            Some((_, inner)) => Some(inner.as_slice()),
+            None => m.param(&["arguments"]).map(|r| &m.raw[r]),
+        };
+        // Requirement: tools-server-sec-validate-inputs
+        let args = at.and_then(|b| serde_json::from_slice::<Value>(b).ok()).unwrap_or_else(|| json!({}));
+        self.policy.p.validators.check_arguments(server, original, &args).map_err(|f| {
+            Refusal(crate::policy::validate::Failure::CODE.code().into(), format!("{}: {f}", call.name), Some(f.data()))
+        })
+    }
+
+    #[cfg(not(feature = "validate"))]
+    fn check_arguments(&mut self, _: &Msg, _: &ToolCall, _: UpstreamId, _: &str) -> Result<(), Refusal> {
+        Ok(())
+    }
+
+    /// A tool result `res` for client `c`'s call `id`: its
+    /// `structuredContent` against the tool's `outputSchema` when validated;
+    /// a mismatch is logged, or (`"output": "refuse"`) the result replaced
+    /// by a tool error naming it.
+    #[cfg(feature = "validate")]
+    pub(super) fn policy_check_output(&mut self, c: ClientId, id: &[u8], res: &[u8]) -> Option<Vec<u8>> {
+        let check = self.policy.p.validate.as_ref().map_or(OutputCheck::Off, |v| v.output);
+        if check == OutputCheck::Off {
+            return None;
+        }
+        let o = self.policy.open.get(&(c, IdKey::new(id)))?;
+        if !self.policy.p.validates(&o.server) {
+            return None;
+        }
+        let r = wire::find(res, 0..res.len(), &["structuredContent"])?;
+        let content: Value = serde_json::from_slice(&res[r]).ok()?;
+        let f = self.policy.p.validators.check_structured(&o.server, &o.original, &content).err()?;
+        let msg = format!("server '{}': tool '{}' returned {f}", o.server, o.original);
+        self.log(super::Level::Warn, msg.clone());
+        (check == OutputCheck::Refuse).then(|| serde_json::to_vec(&json!({ "content": [{ "type": "text", "text": msg }], "isError": true })).unwrap_or_default())
+    }
+
+    #[cfg(not(feature = "validate"))]
+    pub(super) fn policy_check_output(&mut self, _: ClientId, _: &[u8], _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Upstream `u` listed `k`: compile its tools' schemas when validated.
+    pub(super) fn policy_listed(&mut self, u: UpstreamId, k: Kind) {
+        #[cfg(feature = "validate")]
+        if k == Kind::Tools && self.policy.p.validates(&self.ups[u].spec.name) {
+            let server = self.ups[u].spec.name.clone();
+            let problems = self.policy.p.validators.listed(&server, self.catalog.items(u, k));
+            for (tool, target, e) in problems {
+                self.log(super::Level::Warn, format!("server '{server}': tool '{tool}': its {} {e}; its calls will be refused", target.schema_key()));
+            }
+        }
+        let _ = (u, k);
+    }
+
+    /// A completion for `u`: its rate limits.
+    pub(super) fn policy_admit_completion(&mut self, c: ClientId, m: &Msg, u: UpstreamId, name: &str) -> Result<(), Refusal> {
+        self.policy_resolved(c, m, u, name, name);
+        let id = m.id_bytes().unwrap_or(b"null");
+        self.admit(c, id, Class::Completion, Some(u), "")
+    }
+
+    /// Takes a token of every bucket for this request, or refuses it
+    /// (`completion-security`, `tools-server-sec-validate-inputs`); nothing
+    /// is sent upstream then.
+    fn admit(&mut self, c: ClientId, id: &[u8], class: Class, u: Option<UpstreamId>, tool: &str) -> Result<(), Refusal> {
+        let r = self.limit(Some(c), class, u, tool).err();
+        let Some(r) = r else { return Ok(()) };
+        if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
+            o.refused = Some(r.limit.clone());
+        }
+        Err(Refusal(ratelimit::Refusal::CODE.code().into(), r.to_string(), Some(r.data())))
+    }
+
+    /// The rate-limit check of one request from or to client `c` for
+    /// upstream `u`, counted in the metrics when refused.
+    fn limit(&mut self, c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &str) -> Result<(), ratelimit::Refusal> {
+        let principal = c.and_then(|c| self.clients.get(&c)).map_or("", |cl| principal_name(&cl.principal));
+        let server = u.map_or("", |u| self.ups[u].spec.name.as_str());
+        let key = Key { class, principal, server, tool };
+        let r = self.policy.p.limiter.check(key, self.now_ms);
+        if let (Err(r), Some(m)) = (&r, &mut self.policy.p.metrics) {
+            m.refused(&r.limit);
+        }
+        r
+    }
+
+    /// A sampling, elicitation or roots request of upstream `u`, before it
+    /// is relayed: its rate limits (principal: the client it goes to, `c`,
+    /// when known). The refusal's text is the error `u` gets.
+    pub(super) fn policy_admit_server_request(&mut self, u: UpstreamId, c: Option<ClientId>) -> Result<(), String> {
+        self.limit(c, Class::ServerRequest, Some(u), "").map_err(|r| r.to_string())
+    }
+
+    /// A progress notification of upstream `u` for its request `id`: within
+    /// `progressPerRequest`, or dropped (logged once per request).
+    pub(super) fn policy_admit_progress(&mut self, u: UpstreamId, id: u64) -> bool {
+        let cfg = self.policy.p.limiter.config();
+        if cfg.progress_per_request.is_none() {
+            return true;
+        }
+        let budgets = &mut self.policy.budgets;
+        if budgets.len() >= self.policy.cap {
+            // Requests no longer pending need no count (ids never repeat).
+            let pending = &self.pending;
+            budgets.retain(|(u, id), _| pending.get(*u, *id).is_some());
+        }
+        let Err(d) = budgets.entry((u, id)).or_default().admit(Notification::Progress, cfg) else { return true };
+        if d.first {
+            let server = &self.ups[u].spec.name;
+            self.out.push_back(super::Output::Log(super::Level::Warn, format!("server '{server}': progress of one request over {}; the rest is dropped", d.limit)));
+        }
+        false
+    }
+
+    /// A tracked request arrives (before it is routed).
+    pub(super) fn policy_begin(&mut self, c: ClientId, m: &Msg, modern: bool) {
+        let Some(method) = TRACKED.iter().copied().find(|x| *x == &*m.method) else { return };
+        if !self.policy.tracking() {
+            return;
+        }
+        let Some(id) = m.id_bytes() else { return };
+        if self.policy.open.len() >= self.policy.cap {
+            if let Some(k) = self.policy.open.iter().min_by_key(|(_, o)| o.start_ms).map(|(k, _)| k.clone()) {
+                self.policy.open.remove(&k);
+            }
+        }
+        let Some(cl) = self.clients.get(&c) else { return };
+        let revision = if modern { super::modern::MODERN.as_str() } else { cl.rev().as_str() };
+        let arguments = (method == "tools/call").then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));
+        let open = Open {
+            start_ms: self.now_ms,
+            method,
+            principal: principal_name(&cl.principal).to_string(),
+            revision,
+            server: String::new(),
+            name: String::new(),
+            original: String::new(),
+            arguments,
+            bytes_in: m.raw.len() as u64,
+            refused: None,
+        };
+        self.policy.open.insert((c, IdKey::new(id)), open);
+    }
+
+    /// A tracked request was resolved to `original` of upstream `u`,
+    /// exposed as `name`.
+    pub(super) fn policy_resolved(&mut self, c: ClientId, m: &Msg, u: UpstreamId, name: &str, original: &str) {
+        let Some(id) = m.id_bytes() else { return };
+        if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
+            o.server.clone_from(&self.ups[u].spec.name);
+            o.name = name.to_string();
+            o.original = original.to_string();
+        }
+    }
+
+    /// The answer `bytes` to client `c`'s request `id` is written: a
+    /// tracked request gets its audit line and metric sample.
+    pub(super) fn policy_answered(&mut self, c: ClientId, id: Option<&[u8]>, bytes: &[u8]) {
+        if self.policy.open.is_empty() {
+            return;
+        }
+        let Some(o) = id.and_then(|id| self.policy.open.remove(&(c, IdKey::new(id)))) else { return };
+        let all = 0..bytes.len();
+        let code = wire::find(bytes, all.clone(), &["error", "code"]).and_then(|r| std::str::from_utf8(&bytes[r]).ok()?.parse::<i64>().ok());
+        let outcome = match (&o.refused, code) {
+            (Some(limit), _) => audit::Outcome::Refused { limit },
+            (None, Some(code)) => audit::Outcome::Error { code },
+            (None, None) if wire::find(bytes, all, &["result", "isError"]).is_some_and(|r| &bytes[r] == b"true") => audit::Outcome::ToolError,
+            (None, None) => audit::Outcome::Result,
+        };
+        let duration_ms = self.now_ms.saturating_sub(o.start_ms);
+        let bytes_out = bytes.len() as u64;
+        if let Some(m) = &mut self.policy.p.metrics {
+            let label = match outcome {
+                audit::Outcome::Result => metrics::Outcome::Result,
+                audit::Outcome::ToolError => metrics::Outcome::ToolError,
+                audit::Outcome::Error { .. } => metrics::Outcome::Error,
+                audit::Outcome::Refused { .. } => metrics::Outcome::Refused,
+            };
+            m.request(o.method, &o.server, label, duration_ms, o.bytes_in, bytes_out);
+        }
+        let record = audit::Record {
+            time_ms: self.policy.epoch_ms + o.start_ms,
+            method: o.method,
+            principal: &o.principal,
+            client_revision: o.revision,
+            server: &o.server,
+            name: &o.name,
+            original_name: &o.original,
+            arguments: o.arguments.as_deref(),
+            outcome,
+            duration_ms,
+            bytes_in: o.bytes_in,
+            bytes_out,
+        };
+        self.policy.p.audit(&record);
+    }
+
+    /// Client `c` is gone: forget its tracked requests.
+    pub(super) fn policy_client_gone(&mut self, c: ClientId) {
+        if !self.policy.open.is_empty() {
+            self.policy.open.retain(|(x, _), _| *x != c);
+        }
+    }
+
+    /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).
+    pub fn metrics_text(&mut self, sessions: usize, connections: usize) -> Option<String> {
+        let ups: Vec<(String, bool, u64)> = self.ups.iter().map(|u| (u.spec.name.clone(), u.is_ready(), u64::from(u.starts.saturating_sub(1)))).collect();
+        if let Some(m) = &mut self.policy.p.metrics {
+            for (name, up, restarts) in &ups {
+                m.upstream(name, *up, *restarts);
+            }
+        }
+        let queues = [("pending", self.pending.len()), ("output", self.out.len())];
+        self.policy.metrics_text(sessions, connections, &queues)
+    }
+
+    /// The metrics as JSON, for `/status`.
+    pub(super) fn metrics_json(&self) -> Option<Value> {
+        self.policy.metrics_json()
+    }
+}

@@ -1,0 +1,284 @@
+//! The policy wired into the hub (issue 17): per-principal catalogs and
+//! their `list_changed`, rate limits, argument validation, trust marks and
+//! tool search, driven through the pair harness.
+
+use super::*;
+
+/// Hub options with the `"policy"` block `policy` (parsed as a config file
+/// would be).
+fn with_policy(policy: Value) -> HubOptions {
+    let src = json!({ "mcpServers": {}, "policy": policy }).to_string();
+    let env = |_: &str| None;
+    let cfg = crate::config::parse(&src, "mcpx.json", std::path::Path::new("/cfg"), &env).expect("a valid policy");
+    HubOptions { policy: cfg.policy, startup_wait_ms: 0, ..HubOptions::default() }
+}
+
+fn call(p: &mut Pair, c: ClientId, id: u64, name: &str, args: Value) -> Value {
+    p.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": args } }));
+    match p.cl.get_mut(&c).and_then(VecDeque::pop_front) {
+        Some((v, _)) => v,
+        None => Value::Null, // forwarded: the upstream has it
+    }
+}
+
+/// Answers the upstream's pending call with a text result.
+fn answer_up(p: &mut Pair, u: UpstreamId) -> Value {
+    let req = p.take_up(u);
+    p.upstream_says(u, json!({ "jsonrpc": "2.0", "id": req["id"], "result": { "content": [{ "type": "text", "text": "done" }] } }));
+    req
+}
+
+// covers: tools-server-sec-validate-inputs
+#[test]
+fn two_principals_see_their_own_catalogs_and_list_changed() {
+    let opts = with_policy(json!({ "catalogs": {
+        "alice": { "allow": ["a"] },
+        "bob": { "deny": ["a/secret*"] }
+    }}));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["open", "secret_x"])), ("b", Fake::tools(&["y"]))], opts);
+    let alice = p.client("2025-11-25", json!({}));
+    p.hub.set_client_principal(alice, b"token:alice");
+    let bob = p.client("2025-11-25", json!({}));
+    p.hub.set_client_principal(bob, b"token:bob");
+    let stdio = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(alice), ["a__open", "a__secret_x"]);
+    assert_eq!(p.names(bob), ["a__open", "b__y"]);
+    assert_eq!(p.names(stdio), ["a__open", "a__secret_x", "b__y"], "no entry and no \"*\": everything");
+    // A hidden tool is unknown to its calls, and never reaches the upstream.
+    let r = call(&mut p, bob, 5, "a__secret_x", json!({}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(r["error"]["message"], "Unknown tool: a__secret_x");
+    assert!(p.up_quiet(0));
+    let r = call(&mut p, alice, 6, "b__y", json!({}));
+    assert_eq!(r["error"]["message"], "Unknown tool: b__y");
+    assert!(p.up_quiet(1));
+    // b changes: bob and stdio see it, alice (who sees none of b) is not told.
+    p.fakes[1].as_mut().unwrap().tools.push(tool("z"));
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(p.take(bob)["method"], "notifications/tools/list_changed");
+    assert_eq!(p.take(stdio)["method"], "notifications/tools/list_changed");
+    assert!(p.client_quiet(alice));
+    // a's hidden tool changes: only those who see it are told.
+    p.fakes[0].as_mut().unwrap().tools[1]["description"] = json!("changed");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(p.take(alice)["method"], "notifications/tools/list_changed");
+    assert_eq!(p.take(stdio)["method"], "notifications/tools/list_changed");
+    assert!(p.client_quiet(bob));
+}
+
+// covers: tools-server-sec-validate-inputs, completion-security
+#[test]
+fn the_call_over_the_limit_is_refused_and_never_forwarded() {
+    let opts = with_policy(json!({ "rateLimits": {
+        "toolCalls": { "perPrincipal": "3/s", "perServer": null },
+        "completions": { "perPrincipal": "1/min" }
+    }}));
+    let mut f = Fake::tools(&["x"]);
+    f.caps = json!({ "tools": {}, "prompts": {}, "completions": {} });
+    f.prompts = vec![json!({ "name": "p" })];
+    let mut p = Pair::with(vec![("a", f)], opts);
+    let c = p.client("2025-11-25", json!({}));
+    p.names(c);
+    for id in 1..=3 {
+        assert_eq!(call(&mut p, c, id, "a__x", json!({})), Value::Null);
+        answer_up(&mut p, 0);
+        assert!(p.take(c)["result"].is_object());
+    }
+    let r = call(&mut p, c, 4, "a__x", json!({}));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("policy.rateLimits.toolCalls.perPrincipal (3/s)") && msg.contains("retry after"), "{msg}");
+    assert!(r["error"]["data"]["retryAfterMs"].as_u64().is_some_and(|ms| ms > 0 && ms <= 1000), "{r}");
+    assert!(p.up_quiet(0), "the refused call never reaches the upstream");
+    // A second later the bucket has refilled.
+    p.advance(1000);
+    assert_eq!(call(&mut p, c, 5, "a__x", json!({})), Value::Null);
+    answer_up(&mut p, 0);
+    p.take(c);
+    // Completions have their own limit: one forwarded, the next refused.
+    let complete = json!({ "ref": { "type": "ref/prompt", "name": "a__p" }, "argument": { "name": "a", "value": "" } });
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 7, "method": "completion/complete", "params": complete }));
+    assert_eq!(p.take_up(0)["method"], "completion/complete");
+    let r = p.request(c, json!(8), "completion/complete", complete);
+    assert!(r["error"]["message"].as_str().unwrap_or("").contains("policy.rateLimits.completions.perPrincipal (1/min)"), "{r}");
+    assert!(p.up_quiet(0));
+}
+
+// covers: json-schema-validate-per-dialect-and-error-on-unsupported, tools-server-sec-validate-inputs
+#[cfg(feature = "validate")]
+#[test]
+fn invalid_arguments_are_refused_naming_the_property() {
+    let opts = with_policy(json!({ "validate": { "servers": ["a"] } }));
+    let mut f = Fake::tools(&["typed", "odd"]);
+    f.tools[0]["inputSchema"] = json!({ "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] });
+    f.tools[1]["inputSchema"] = json!({ "$schema": "http://example.com/my-own-dialect", "type": "object" });
+    let mut p = Pair::with(vec![("a", f), ("b", Fake::tools(&["free"]))], opts);
+    assert!(p.logs.iter().any(|(_, l)| l.contains("'odd'") && l.contains("inputSchema")), "{:?}", p.logs);
+    let c = p.client("2025-11-25", json!({}));
+    p.names(c);
+    let r = call(&mut p, c, 1, "a__typed", json!({ "count": "three" }));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("a__typed") && msg.contains("/count"), "{msg}");
+    assert_eq!(r["error"]["data"]["errors"][0]["pointer"], "/count", "{r}");
+    let r = call(&mut p, c, 2, "a__typed", json!({}));
+    assert!(r["error"]["message"].as_str().unwrap().contains("count"), "{r}");
+    // An unsupported dialect is a clear error, not a silent pass.
+    let r = call(&mut p, c, 3, "a__odd", json!({}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("my-own-dialect"), "{r}");
+    assert!(p.up_quiet(0), "refused calls never reach the upstream");
+    // Valid arguments pass; servers outside `validate.servers` are not checked.
+    assert_eq!(call(&mut p, c, 4, "a__typed", json!({ "count": 3 })), Value::Null);
+    assert_eq!(p.take_up(0)["params"]["arguments"], json!({ "count": 3 }));
+    assert_eq!(call(&mut p, c, 5, "b__free", json!({ "anything": [1] })), Value::Null);
+    p.take_up(1);
+}
+
+// covers: tools-server-sec-validate-inputs
+#[cfg(feature = "validate")]
+#[test]
+fn structured_content_breaking_the_output_schema_is_logged_or_refused() {
+    for (output, refused) in [("log", false), ("refuse", true)] {
+        let mut f = Fake::tools(&["area"]);
+        f.tools[0]["outputSchema"] = json!({ "type": "object", "properties": { "area": { "type": "number" } }, "required": ["area"] });
+        let mut p = Pair::with(vec![("a", f)], with_policy(json!({ "validate": { "output": output } })));
+        let c = p.client("2025-11-25", json!({}));
+        p.names(c);
+        for (id, area) in [(1, json!(2.5)), (2, json!("wide"))] {
+            assert_eq!(call(&mut p, c, id, "a__area", json!({})), Value::Null);
+            let req = p.take_up(0);
+            let content = json!({ "area": area });
+            p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": req["id"], "result": { "content": [{ "type": "text", "text": content.to_string() }], "structuredContent": content } }));
+            let r = p.take(c);
+            let bad = id == 2;
+            assert_eq!(r["result"]["isError"] == true, bad && refused, "{output}: {r}");
+            if bad && refused {
+                assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("/area"), "{r}");
+            } else {
+                assert_eq!(r["result"]["structuredContent"], content);
+            }
+        }
+        assert!(p.logs.iter().any(|(_, l)| l.contains("tool 'area' returned") && l.contains("/area")), "{:?}", p.logs);
+    }
+}
+
+// covers: tools-annotations-untrusted
+#[test]
+fn untrusted_annotations_carry_their_server_or_are_removed() {
+    let annotated = |names: &[&str]| {
+        let mut f = Fake::tools(names);
+        for t in &mut f.tools {
+            t["annotations"] = json!({ "readOnlyHint": true, "destructiveHint": false });
+        }
+        f
+    };
+    for (mode, expect_marked) in [("mark", true), ("remove", false)] {
+        let names = ["vetted", "random"];
+        let mut specs = specs(&names);
+        specs[0].trusted = true;
+        let mut p = Pair::new(specs, with_policy(json!({ "untrustedAnnotations": mode })));
+        p.start(0, annotated(&["t"]));
+        p.start(1, annotated(&["t"]));
+        // A client whose revision has no `_meta` on tools gets none of them.
+        let old = p.client("2025-03-26", json!({}));
+        let tools = p.list_all(old, "tools/list", "tools");
+        assert_eq!(tools[0]["annotations"]["readOnlyHint"], true);
+        assert!(tools[1].get("annotations").is_none(), "{}", tools[1]);
+        let c = p.client("2025-11-25", json!({}));
+        let tools = p.list_all(c, "tools/list", "tools");
+        assert_eq!(tools[0]["annotations"]["readOnlyHint"], true, "a trusted server's annotations stay");
+        assert!(tools[0].pointer("/_meta/io.github.mcpx~1provenance").is_none(), "{}", tools[0]);
+        if expect_marked {
+            assert_eq!(tools[1]["annotations"]["readOnlyHint"], true);
+            assert_eq!(tools[1]["_meta"]["io.github.mcpx/provenance"], json!({ "server": "random", "trusted": false }), "{}", tools[1]);
+        } else {
+            assert!(tools[1].get("annotations").is_none(), "{}", tools[1]);
+        }
+    }
+}
+
+// covers: tools-server-sec-validate-inputs
+#[test]
+fn tool_search_lists_meta_tools_and_calls_through_the_same_policy() {
+    let opts = with_policy(json!({
+        "catalogs": { "stdio": { "toolSearch": true, "deny": ["a/hidden"] } },
+        "rateLimits": { "toolCalls": { "perTool": { "a__op_7": "1/min" } } }
+    }));
+    let mut f = Fake::tools(&[]);
+    for i in 0..500 {
+        let mut t = tool(&format!("op_{i}"));
+        t["description"] = json!(if i == 7 { "Paint the stripes of a zebra crossing".to_string() } else { format!("Operation {i} on widgets") });
+        f.tools.push(t);
+    }
+    f.tools.push(tool("hidden"));
+    f.page = 1000;
+    let opts = HubOptions { max_list_items: 1000, ..opts };
+    let mut p = Pair::with(vec![("a", f)], opts);
+    let c = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(c), ["mcpx_search_tools", "mcpx_describe_tool", "mcpx_call_tool"]);
+    let r = call(&mut p, c, 1, "mcpx_search_tools", json!({ "query": "zebra", "limit": 3 }));
+    assert_eq!(r["result"]["structuredContent"]["tools"][0]["name"], "a__op_7", "{r}");
+    let r = call(&mut p, c, 2, "mcpx_search_tools", json!({ "query": "hidden" }));
+    assert!(!r.to_string().contains("a__hidden"), "the catalog applies to search: {r}");
+    let r = call(&mut p, c, 3, "mcpx_describe_tool", json!({ "name": "a__op_7" }));
+    assert_eq!(r["result"]["structuredContent"]["inputSchema"], json!({ "type": "object" }), "{r}");
+    // The call goes to the named tool with the inner arguments.
+    assert_eq!(call(&mut p, c, 4, "mcpx_call_tool", json!({ "name": "a__op_7", "arguments": { "k": 1 } })), Value::Null);
+    let req = answer_up(&mut p, 0);
+    assert_eq!(req["params"]["name"], "op_7");
+    assert_eq!(req["params"]["arguments"], json!({ "k": 1 }));
+    assert_eq!(p.take(c)["result"]["content"][0]["text"], "done");
+    // ... and through the same limits and catalog.
+    let r = call(&mut p, c, 5, "mcpx_call_tool", json!({ "name": "a__op_7" }));
+    assert!(r["error"]["message"].as_str().unwrap().contains("perTool[\"a__op_7\"]"), "{r}");
+    let r = call(&mut p, c, 6, "mcpx_call_tool", json!({ "name": "a__hidden" }));
+    assert_eq!(r["error"]["message"], "Unknown tool: a__hidden");
+    assert!(p.up_quiet(0));
+}
+
+// covers: sampling-client-rate-limit, elicitation-client-rate-limit
+#[test]
+fn server_requests_over_their_limit_are_refused_to_the_server() {
+    let opts = with_policy(json!({ "rateLimits": { "serverRequests": { "perServer": "1/min" } } }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
+    let c = p.client("2025-11-25", json!({ "sampling": {}, "elicitation": {} }));
+    p.names(c);
+    assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
+    p.take_up(0);
+    let sampling = |id: &str| json!({ "jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": { "messages": [{ "role": "user", "content": { "type": "text", "text": "q" } }], "maxTokens": 3 } });
+    p.upstream_says(0, sampling("s1"));
+    assert_eq!(p.take(c)["method"], "sampling/createMessage", "the first one is relayed");
+    p.upstream_says(0, sampling("s2"));
+    assert!(p.client_quiet(c), "the second never reaches the client");
+    let r = p.take_up(0);
+    assert_eq!(r["id"], "s2");
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("policy.rateLimits.serverRequests.perServer (1/min)"), "{r}");
+    // Elicitation shares the server's budget.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "mode": "form", "message": "m", "requestedSchema": { "type": "object", "properties": {} } } }));
+    assert!(p.client_quiet(c));
+    assert!(p.take_up(0)["error"]["message"].as_str().unwrap().contains("serverRequests"));
+}
+
+// covers: progress-rate-limit
+#[test]
+fn progress_over_its_cap_per_request_is_dropped() {
+    let opts = with_policy(json!({ "rateLimits": { "progressPerRequest": 2 } }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
+    let c = p.client("2025-11-25", json!({}));
+    p.names(c);
+    for id in [1, 2] {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "a__x", "_meta": { "progressToken": "t" } } }));
+        let req = p.take_up(0);
+        let token = req["params"]["_meta"]["progressToken"].clone();
+        for n in 1..=5 {
+            p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": token, "progress": n } }));
+        }
+        let got: Vec<Value> = std::iter::from_fn(|| p.cl.get_mut(&c).and_then(VecDeque::pop_front).map(|x| x.0)).collect();
+        assert_eq!(got.iter().map(|v| v["params"]["progress"].clone()).collect::<Vec<_>>(), [json!(1), json!(2)], "each request gets its own cap: {got:?}");
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": req["id"], "result": { "content": [] } }));
+        assert_eq!(p.take(c)["id"], id);
+    }
+    assert_eq!(p.logs.iter().filter(|(_, l)| l.contains("policy.rateLimits.progressPerRequest (2)")).count(), 2, "logged once per request: {:?}", p.logs);
+}
