@@ -83,12 +83,13 @@ fn a_client_that_drops_its_get_stream_gets_what_it_missed_on_last_event_id() {
 fn older_revisions_get_ids_without_a_priming_event() {
     let t = start(|c| c.limits.sse_keepalive_ms = 200);
     let sid = init_with(t.addr, "2025-06-18");
-    let r = post(t.addr, Some(&sid), &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }));
+    // The session's own version header (another one is a 400).
+    let hs = [("Accept", "application/json"), JSON, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
+    let r = request(t.addr, "POST", "/mcp", &hs, &serde_json::to_vec(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" })).unwrap());
     assert_eq!(r.status, 200);
     let mut g = open_get(t.addr, &sid);
     let head = read_until(&mut g, ": keep-alive", Duration::from_secs(3));
     assert!(ids(&head).is_empty(), "{head}");
-    let hs = [("Accept", "application/json"), JSON, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
     let r = request(t.addr, "POST", "/mcp", &hs, &serde_json::to_vec(&call(2, "notify", json!({}))).unwrap());
     assert_eq!(r.json()["id"], 2);
     let got = read_until(&mut g, "list_changed", Duration::from_secs(5));
