@@ -108,10 +108,11 @@ pub(crate) fn page(v: &Value) -> String {
          <title>mcpx: {summary}</title><style>{STYLE}</style></head>\n<body>\
          {header}\
          <section id=\"servers\"><h2>Servers <span class=\"mute\" id=\"summary\">{summary}</span></h2>{servers}</section>\
-         {sessions}{refusals}\
+         {config}{sessions}{refusals}\
          <footer class=\"mute\">Reloads every {REFRESH_S} s. The same as JSON: <a href=\"?format=json\">?format=json</a>.</footer>\
          </body></html>\n",
         header = header(v),
+        config = config(&v["config"]),
         sessions = sessions(v),
         refusals = refusals(&v["http"]["refusals"]),
     )
@@ -213,6 +214,25 @@ fn sessions(v: &Value) -> String {
 }
 
 /// The listener's recent refusals, newest first, with the counts by status.
+/// The config file and its reloads: a refused one stands out, with its
+/// `file:line:col` error, as the old config keeps serving.
+fn config(c: &Value) -> String {
+    if c.is_null() {
+        return String::new();
+    }
+    let refused = match c["refused"].as_str() {
+        Some(e) => format!("<p class=\"error\" id=\"config-refused\">The last change was refused; the config before it keeps serving: {}</p>", Esc(e)),
+        None => String::new(),
+    };
+    let later: Vec<String> = list(&c["notApplied"]).iter().map(|k| Esc(text(k)).to_string()).collect();
+    let later = if later.is_empty() { String::new() } else { format!("<p class=\"mute\">Applied at the next start: {}</p>", later.join(", ")) };
+    format!(
+        "<section id=\"config\"><h2>Config <span class=\"mute\">{} · {} reloads</span></h2>{refused}{later}</section>",
+        Esc(c["file"].as_str().unwrap_or("built-in default")),
+        count(&c["reloads"])
+    )
+}
+
 fn refusals(r: &Value) -> String {
     let recent = list(&r["recent"]);
     let by_status: Vec<String> = r["byStatus"]
@@ -268,6 +288,17 @@ mod tests {
                      "refusals": {"total": 7, "byStatus": {"403": 7},
                                   "recent": [{"agoMs": 1500, "status": 403, "message": format!("Forbidden: Origin '{EVIL}'")}]}}
         })
+    }
+
+    #[test]
+    fn a_refused_config_change_stands_out_with_its_error() {
+        let mut v = snapshot();
+        v["config"] = json!({"file": "/etc/mcpx.json", "reloads": 3, "refused": format!("mcpx.json:4:7: {EVIL}"), "notApplied": ["separator"]});
+        let html = page(&v);
+        assert!(html.contains("<h2>Config <span class=\"mute\">/etc/mcpx.json · 3 reloads</span></h2>"), "{html}");
+        assert!(html.contains(&format!("keeps serving: mcpx.json:4:7: {EVIL_ESCAPED}</p>")), "{html}");
+        assert!(html.contains("Applied at the next start: separator"), "{html}");
+        assert!(!page(&snapshot()).contains("id=\"config\""), "no section without a config status");
     }
 
     #[test]
