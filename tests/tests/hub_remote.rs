@@ -193,13 +193,13 @@ fn streamable_http(client: Client, elicitation: bool, victim: usize) {
     session(client, Via::Stdio(&hub), &ups, victim, &mut servers[victim]);
 }
 
-// covers: streamable-http-client-post-every-message, streamable-http-client-accept-both, streamable-http-client-echoes-session, tools-list-changed-notify
+// covers: streamable-http-client-post-every-message, streamable-http-client-accept-both, streamable-http-client-echoes-session
 #[test]
 fn streamable_http_py_1_30_0() {
     streamable_http(Client::Py("1.30.0"), true, 1);
 }
 
-// covers: streamable-http-client-post-every-message, streamable-http-client-accept-both, streamable-http-client-echoes-session, tools-list-changed-notify
+// covers: streamable-http-client-post-every-message, streamable-http-client-accept-both, streamable-http-client-echoes-session
 #[test]
 fn streamable_http_ts_v1() {
     // server-everything answers a request with an unknown session id with 400,
@@ -207,7 +207,7 @@ fn streamable_http_ts_v1() {
     streamable_http(Client::TsV1, true, 0);
 }
 
-// covers: streamable-http-server-json-or-sse-for-request, streamable-http-client-post-every-message, streamable-http-client-echoes-session, tools-list-changed-notify
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-client-post-every-message, streamable-http-client-echoes-session
 #[test]
 fn streamable_http_py_1_9_4_over_mcpx_http() {
     // The client reaches mcpx over HTTP too; 1.9.4 has no elicitation.
@@ -247,13 +247,13 @@ fn http_sse(client: Client, victim: usize) {
     session(client, Via::Stdio(&hub), &ups, victim, &mut servers[victim]);
 }
 
-// covers: http-sse-client-post-to-endpoint, http-sse-client-backcompat-probe-400-404-405, tools-list-changed-notify
+// covers: http-sse-client-post-to-endpoint, http-sse-client-backcompat-probe-400-404-405
 #[test]
 fn http_sse_py_1_30_0() {
     http_sse(Client::Py("1.30.0"), 0);
 }
 
-// covers: http-sse-client-post-to-endpoint, http-sse-client-backcompat-probe-400-404-405, tools-list-changed-notify
+// covers: http-sse-client-post-to-endpoint, http-sse-client-backcompat-probe-400-404-405
 #[test]
 fn http_sse_ts_v1() {
     http_sse(Client::TsV1, 1);
@@ -290,7 +290,7 @@ fn make_certs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     paths
 }
 
-// covers: streamable-http-client-post-every-message, streamable-http-client-echoes-session, tools-list-changed-notify
+// covers: streamable-http-client-post-every-message, streamable-http-client-echoes-session
 #[test]
 fn https_with_ca_file_py_1_30_0() {
     let dir = TempDir::new();
