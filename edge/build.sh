@@ -25,6 +25,8 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf)
 features=()
 [ -z "${EDGE_FEATURES:-}" ] || features=(--features "$EDGE_FEATURES")
+# The tls build leaves out the embedded benchmark (its budget: check-size.sh).
+case ",${EDGE_FEATURES:-}," in *,tls,*) features+=(--no-default-features) ;; esac
 # ring (under tls and oauth) compiles C and assembly for the target.
 needs_cc=0
 case ",${EDGE_FEATURES:-}," in *,tls,* | *,oauth,*) needs_cc=1 ;; esac
@@ -45,7 +47,7 @@ for t in "${targets[@]}"; do
             # Size (edge/README.md, "Budget"): relative relocations packed
             # (RELR, musl >= 1.2.4) and no unwind tables: with panic=abort
             # nothing unwinds, and a stripped binary's backtrace names nothing.
-            flags="-C linker=rust-lld -C target-feature=+crt-static -C link-arg=-zpack-relative-relocs -C link-arg=-T$root/edge/no-unwind.ld"
+            flags="-C linker=rust-lld -C target-feature=+crt-static -C link-arg=-zpack-relative-relocs -C link-arg=--icf=all -C link-arg=-T$root/edge/no-unwind.ld"
             if [ "$needs_cc" = 1 ]; then
                 case "$t" in
                     x86_64-*) cc=musl-gcc; pkg=musl-tools ;;
