@@ -397,7 +397,9 @@ impl Hub {
         }
         let Some(cl) = self.clients.get(&c) else { return };
         let revision = if modern { super::modern::MODERN.as_str() } else { cl.rev().as_str() };
-        let arguments = (method == "tools/call").then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));
+        // Kept for the audit line's digest only: metrics alone need no copy.
+        let audited = self.policy.p.audit.is_some() && method == "tools/call";
+        let arguments = audited.then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));
         let open = Open {
             start_ms: self.now_ms,
             method,
