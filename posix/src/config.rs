@@ -268,6 +268,18 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
 }
 
+/// mcpx's state folder: `$XDG_STATE_HOME/mcpx/`, else
+/// `~/.local/state/mcpx/` (list caches, OAuth tokens, tasks); `None` when
+/// the environment names neither.
+pub fn state_dir(env: EnvLookup<'_>) -> Option<PathBuf> {
+    let nonempty = |k: &str| env(k).filter(|v| !v.is_empty());
+    let state = match nonempty("XDG_STATE_HOME") {
+        Some(x) => PathBuf::from(x),
+        None => PathBuf::from(nonempty("HOME")?).join(".local").join("state"),
+    };
+    Some(state.join("mcpx"))
+}
+
 /// Files tried, in order, when no `--config` is given.
 pub fn search_path(env: EnvLookup<'_>) -> Vec<PathBuf> {
     let mut out = vec![PathBuf::from("mcpx.json")];

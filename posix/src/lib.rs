@@ -31,6 +31,7 @@ mod signals;
 mod stdfd;
 mod stdio;
 mod supervise;
+mod task_store;
 #[cfg(test)]
 mod testing;
 

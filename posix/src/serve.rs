@@ -122,6 +122,8 @@ pub struct Runtime {
     power: (Sender<(UpstreamId, hub::Power)>, Receiver<(UpstreamId, hub::Power)>),
     stop: Sender<Stop>,
     closing: Cell<bool>,
+    /// The task state file (`task_store`), with an HTTP listener.
+    tasks_file: RefCell<Option<std::path::PathBuf>>,
 }
 
 impl Runtime {
@@ -140,6 +142,7 @@ impl Runtime {
             power: channel::bounded(256),
             stop,
             closing: Cell::new(false),
+            tasks_file: RefCell::new(None),
         };
         (Rc::new(rt), tick_rx, stop_rx)
     }
@@ -309,7 +312,30 @@ impl Runtime {
                 }
             }
             Output::Log(level, msg) => log::write(log_level(level), format_args!("{msg}")),
+            Output::SaveTasks(bytes) => {
+                if let Some(p) = self.tasks_file.borrow().as_deref() {
+                    if let Err(e) = crate::task_store::save(p, &bytes) {
+                        error!("cannot write the task state file {}: {e} (tasks will not survive a restart)", p.display());
+                    }
+                }
+            }
         }
+    }
+
+    /// Keeps the hub's tasks in the state file of the listener on `addr`
+    /// from now on, and gives the hub those of the last run.
+    fn keep_tasks(&self, cfg: &Config, addr: std::net::SocketAddr) {
+        let Some(p) = crate::task_store::path(&config::process_env, &cfg.source, addr) else {
+            warn!("no state folder ($XDG_STATE_HOME or $HOME): tasks will not survive a restart");
+            return;
+        };
+        let saved = crate::task_store::load(&p).unwrap_or_else(|e| {
+            warn!("cannot read the task state file {}: {e}", p.display());
+            None
+        });
+        debug!("task state file: {}", p.display());
+        *self.tasks_file.borrow_mut() = Some(p);
+        self.feed(|h, now| h.restore_tasks(saved.as_deref(), now));
     }
 
     /// Registers a client whose messages go to `out`.
@@ -819,6 +845,7 @@ where
         match http::bind(hc, link) {
             Ok((h, server)) => {
                 info!("serving MCP over HTTP at http://{}/mcp", h.local_addr());
+                rt.keep_tasks(cfg, h.local_addr());
                 *rt.http.borrow_mut() = Some(h);
                 _http_server = Some(ex.spawn(server));
             }

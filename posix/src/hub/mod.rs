@@ -416,6 +416,9 @@ pub enum Output {
     Power(UpstreamId, Power),
     /// A line for mcpx's own log.
     Log(Level, String),
+    /// The hub's tasks changed: write this as the task state file, before
+    /// routing the outputs that follow (see `tasks::persist`).
+    SaveTasks(Vec<u8>),
 }
 
 /// The hub state machine. See the module documentation.

@@ -20,6 +20,7 @@ mod routing;
 mod sim;
 mod rows_relay;
 mod tasks;
+mod tasks_restart;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.
@@ -70,6 +71,8 @@ struct Pair {
     /// `ClientInitialized` events.
     initialized: Vec<(ClientId, mcpx_core::revision::Revision)>,
     logs: Vec<(Level, String)>,
+    /// `SaveTasks` contents, oldest first.
+    saved: Vec<Vec<u8>>,
 }
 
 fn specs(names: &[&str]) -> Vec<UpstreamSpec> {
@@ -105,6 +108,7 @@ impl Pair {
             closed: vec![],
             initialized: vec![],
             logs: vec![],
+            saved: vec![],
         }
     }
 
@@ -147,6 +151,7 @@ impl Pair {
                     Output::Power(u, p) => self.power.push((u, p)),
                     Output::CloseClient(c) => self.closed.push(c),
                     Output::Log(l, s) => self.logs.push((l, s)),
+                    Output::SaveTasks(b) => self.saved.push(b),
                 }
             }
             if replies.is_empty() {

@@ -13,12 +13,7 @@ use crate::config::{EnvLookup, ServerConfig};
 
 /// The folder of the cache files, if the environment names one.
 pub fn dir(env: EnvLookup<'_>) -> Option<PathBuf> {
-    let nonempty = |k: &str| env(k).filter(|v| !v.is_empty());
-    let state = match nonempty("XDG_STATE_HOME") {
-        Some(x) => PathBuf::from(x),
-        None => PathBuf::from(nonempty("HOME")?).join(".local").join("state"),
-    };
-    Some(state.join("mcpx").join("lists"))
+    Some(crate::config::state_dir(env)?.join("lists"))
 }
 
 /// What the server runs: its cache is for this only.

@@ -29,6 +29,7 @@
 
 mod era;
 mod ids;
+mod persist;
 mod relay;
 mod table;
 
@@ -95,11 +96,13 @@ impl Default for TaskOptions {
 pub(super) struct Tasks {
     table: Table,
     ids: ids::Ids,
+    /// Saved to the state file on every change (`persist`).
+    saving: bool,
 }
 
 impl Tasks {
     pub fn new(opts: &HubOptions) -> Tasks {
-        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed) }
+        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed), saving: false }
     }
 }
 
@@ -203,6 +206,7 @@ impl Hub {
         self.log(Level::Info, format!("task {id} created: {} on server '{server}' for client {c}", m.method));
         let body = self.task_body(&id, &t, TaskView::Created);
         self.tasks.table.insert(id, t);
+        self.tasks_save();
         self.answer_result(c, &cid, &body);
     }
 
@@ -278,6 +282,7 @@ impl Hub {
         let Some(t) = self.tasks.table.get_mut(id) else { return };
         let waiters = std::mem::take(&mut t.waiters);
         let (creator, modern, status) = (t.creator, t.modern, t.status);
+        self.tasks_save();
         self.log(Level::Info, format!("task {id} {}", status.as_str()));
         // Requirement: tasks-status-notification-optional, tasks-status-notification-no-related-task
         if !modern && self.client_declared_tasks(creator) {

@@ -91,6 +91,7 @@ impl Hub {
             waiters: Vec::new(),
         };
         self.tasks.table.insert(id.clone(), t);
+        self.tasks_save();
         Ok(id)
     }
 }

@@ -94,6 +94,10 @@ impl Table {
         self.tasks.get_mut(id)
     }
 
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Task)> {
+        self.tasks.iter()
+    }
+
     /// The task `id` if `owner` may see it: another principal's task is
     /// "not found" (`tasks-bound-reject-foreign`).
     pub fn owned(&self, id: &str, owner: &[u8]) -> Option<&Task> {

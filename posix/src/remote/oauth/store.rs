@@ -45,12 +45,8 @@ pub struct Store {
 /// Where the store lives: `$XDG_STATE_HOME/mcpx/`, else `~/.local/state/mcpx/`,
 /// else beside the config file.
 pub fn default_path(env: &dyn Fn(&str) -> Option<String>, config_dir: &Path) -> PathBuf {
-    let state = env("XDG_STATE_HOME")
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| env("HOME").filter(|h| !h.is_empty()).map(|h| Path::new(&h).join(".local/state")));
-    match state {
-        Some(s) => s.join("mcpx/oauth-tokens.json"),
+    match crate::config::state_dir(env) {
+        Some(s) => s.join("oauth-tokens.json"),
         None => config_dir.join("mcpx-oauth-tokens.json"),
     }
 }
