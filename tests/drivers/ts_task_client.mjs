@@ -1,9 +1,14 @@
 #!/usr/bin/env node
 // A 2025-11-25 task-augmented tool call with the TypeScript SDK 1.32.2's
 // experimental tasks client (`client.experimental.tasks`), against a server
-// on stdio:
+// on stdio or Streamable HTTP:
 //
 //   node ts_task_client.mjs TOOL ARGS_JSON -- COMMAND [ARGS...]
+//   node ts_task_client.mjs TOOL ARGS_JSON --url URL [TOKEN [FOREIGN_TOKEN]]
+//
+// TOKEN is sent as a bearer token; with FOREIGN_TOKEN a second client (another
+// principal) asks tasks/get about the task afterwards, which must be refused
+// (the report's `foreign` is its error message, null if it was answered).
 //
 // It lists the tools (TOOL must say execution.taskSupport "optional" or
 // "required"), calls TOOL with a task (ttl 60 s) through callToolStream, and
@@ -20,27 +25,33 @@ const peersNode = process.env.MCPX_PEERS_NODE || path.resolve(here, "../../.peer
 const sdk = (f) => import(pathToFileURL(path.join(peersNode, "node_modules/@modelcontextprotocol/sdk/dist/esm", f)).href);
 
 const argv = process.argv.slice(2);
-const dd = argv.indexOf("--");
-if (dd !== 2 || argv.length < 4) {
-  process.stderr.write("usage: ts_task_client.mjs TOOL ARGS_JSON -- COMMAND [ARGS...]\n");
+if (argv.length < 4 || !["--", "--url"].includes(argv[2])) {
+  process.stderr.write("usage: ts_task_client.mjs TOOL ARGS_JSON (-- COMMAND [ARGS...] | --url URL [TOKEN [FOREIGN_TOKEN]])\n");
   process.exit(2);
 }
-const [tool, argsJson] = argv;
-const [command, ...commandArgs] = argv.slice(dd + 1);
+const [tool, argsJson, mode, ...rest] = argv;
 
 const { Client } = await sdk("client/index.js");
 const { StdioClientTransport } = await sdk("client/stdio.js");
+const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
 const { CallToolResultSchema } = await sdk("types.js");
 
 const report = { ok: false, messages: [] };
-const client = new Client({ name: "mcpx-ts-task-client", version: "1.0.0" }, { capabilities: {} });
+// The tasks capability is declared (as a task client does), so a hub offers tasks.
+const newClient = () => new Client({ name: "mcpx-ts-task-client", version: "1.0.0" }, { capabilities: { tasks: { list: {}, cancel: {} } } });
+const transport = (token) => {
+  if (mode === "--") return new StdioClientTransport({ command: rest[0], args: rest.slice(1), stderr: "inherit" });
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  return new StreamableHTTPClientTransport(new URL(rest[0]), { requestInit: { headers } });
+};
+const client = newClient();
 const timer = setTimeout(() => {
   report.error = "timed out";
   console.log(JSON.stringify(report));
   process.exit(1);
 }, 30_000);
 try {
-  await client.connect(new StdioClientTransport({ command, args: commandArgs, stderr: "inherit" }));
+  await client.connect(transport(rest[1]));
   const { tools } = await client.listTools();
   report.taskSupport = tools.find((t) => t.name === tool)?.execution?.taskSupport ?? null;
   const stream = client.experimental.tasks.callToolStream(
@@ -60,6 +71,13 @@ try {
     report.listed = listed.tasks.some((t) => t.taskId === report.taskId);
   }
   report.ok = report.messages[0] === "taskCreated" && report.messages.at(-1) === "result";
+  if (mode === "--url" && rest[2] && report.taskId) {
+    const other = newClient();
+    await other.connect(transport(rest[2]));
+    report.foreign = await other.experimental.tasks.getTask(report.taskId).then(() => null, (e) => String(e?.message ?? e));
+    await other.close().catch(() => {});
+    report.ok &&= report.foreign !== null;
+  }
 } catch (e) {
   report.error = String(e?.stack ?? e);
 }

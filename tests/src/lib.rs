@@ -1004,3 +1004,32 @@ fn dechunk(mut s: &str) -> String {
     }
     out
 }
+
+// ------------------------------------------------------------------ 2026-07-28 requests
+
+/// A 2026-07-28 request: `params` with the per-request `_meta` (protocol
+/// version, client capabilities `caps`, client info).
+pub fn modern_request(id: i64, method: &str, mut params: Value, caps: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "mcpx-tests", "version": "1"},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// POSTs 2026-07-28 request `msg` to `url` with bearer `token` and the
+/// headers that revision requires (`Mcp-Name` mirrors `name` or `taskId`);
+/// its JSON answer, checked to be a result exactly when the status is 200.
+pub fn post_modern(url: &str, token: &str, msg: &Value) -> Value {
+    let method = msg["method"].as_str().expect("a request");
+    let auth = format!("Bearer {token}");
+    let mut h = vec![("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method), ("Authorization", auth.as_str())];
+    let name = msg["params"]["name"].as_str().or(msg["params"]["taskId"].as_str()).map(str::to_string);
+    if let Some(n) = &name {
+        h.push(("Mcp-Name", n));
+    }
+    let r = post(url, &h, msg);
+    assert_eq!(r.status == 200, r.json.get("result").is_some(), "{method}: {} {}", r.status, r.text);
+    r.json
+}

@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(30);
-const MODERN: &str = "2026-07-28";
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
 fn slow(seconds: f64) -> Value {
@@ -43,31 +42,6 @@ fn a_stdio_client_runs_a_tool_as_a_task() {
     assert_eq!(s.response_to(id, WAIT)["result"]["status"], "completed");
 }
 
-fn modern(id: i64, method: &str, mut params: Value, caps: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": {"name": "mcpx-tasks-test", "version": "1"},
-    });
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// One 2026-07-28 request over HTTP with bearer `token`; its JSON answer
-/// (an error comes with its HTTP status, e.g. 400 for -32602).
-fn ask(url: &str, token: &str, msg: &Value) -> Value {
-    let method = msg["method"].as_str().unwrap();
-    let auth = format!("Bearer {token}");
-    let mut h = vec![("MCP-Protocol-Version", MODERN), ("Mcp-Method", method), ("Authorization", auth.as_str())];
-    // Mcp-Name mirrors `name` (tools/call) or `taskId` (tasks/*).
-    let name = msg["params"]["name"].as_str().or(msg["params"]["taskId"].as_str()).map(str::to_string);
-    if let Some(n) = &name {
-        h.push(("Mcp-Name", n));
-    }
-    let r = post(url, &h, msg);
-    assert_eq!(r.status == 200, r.json.get("result").is_some(), "{method}: {} {}", r.status, r.text);
-    r.json
-}
-
 /// A task made with alice's token is not found with bob's, whatever he
 /// asks; alice polls it to its result.
 // covers: tasks-bound-reject-foreign, ext-tasks-createtaskresult-shape, ext-tasks-get-carries-result
@@ -77,16 +51,16 @@ fn a_task_over_http_is_only_its_creators() {
     let server = hub.serve_http();
     let url = server.url.clone();
     let caps = json!({"extensions": {EXT: {}}});
-    let created = ask(&url, "tok-alice", &modern(1, "tools/call", slow(1.0), caps.clone()));
+    let created = post_modern(&url, "tok-alice", &modern_request(1, "tools/call", slow(1.0), caps.clone()));
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let task_id = created["result"]["taskId"].as_str().expect("a task id").to_string();
     for (i, method) in ["tasks/get", "tasks/cancel"].iter().enumerate() {
-        let r = ask(&url, "tok-bob", &modern(10 + i as i64, method, json!({"taskId": task_id}), caps.clone()));
+        let r = post_modern(&url, "tok-bob", &modern_request(10 + i as i64, method, json!({"taskId": task_id}), caps.clone()));
         assert_eq!(r["error"]["code"], -32602, "bob's {method}: {r}");
     }
     let deadline = Instant::now() + WAIT;
     let done = loop {
-        let r = ask(&url, "tok-alice", &modern(20, "tasks/get", json!({"taskId": task_id}), caps.clone()));
+        let r = post_modern(&url, "tok-alice", &modern_request(20, "tasks/get", json!({"taskId": task_id}), caps.clone()));
         if r["result"]["status"] != "working" {
             break r;
         }

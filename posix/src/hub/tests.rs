@@ -21,6 +21,7 @@ mod sim;
 mod rows_relay;
 mod tasks;
 mod tasks_restart;
+mod tasks_rows;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.

@@ -246,6 +246,7 @@ fn ext_caps() -> Value {
 
 // covers: ext-tasks-server-advertise-discover, ext-tasks-createtaskresult-shape, ext-tasks-get-carries-result
 // covers: ext-tasks-never-unsolicited, ext-tasks-cancel-cooperative, ext-tasks-update
+// covers: meta-extension-ids-follow-meta-rules, versioning-extension-fallback-or-reject
 #[test]
 fn a_modern_client_with_the_extension_gets_tasks_and_polls_them() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
@@ -293,6 +294,7 @@ fn tasks_upstream() -> Fake {
 }
 
 // covers: tasks-unbound-secure-ids, tasks-bound-reject-foreign, ext-tasks-server-decides, ext-tasks-get-input-requests
+// covers: ext-tasks-client-declare-per-request
 #[test]
 fn an_upstreams_task_is_relayed_under_an_id_of_the_hubs_and_only_to_its_principal() {
     let mut p = Pair::with(vec![("m", tasks_upstream())], HubOptions::default());

@@ -107,7 +107,7 @@ fn a_task_that_ended_before_the_restart_says_its_result_was_not_kept() {
     assert_eq!((got["result"]["status"].clone(), got["result"]["statusMessage"].clone()), (json!("failed"), json!("mcpx restarted after this task ended; its result was not kept")), "{got}");
 }
 
-// covers: tasks-bound-reject-foreign
+// covers: tasks-bound-reject-foreign, ext-tasks-client-persist-ids
 #[test]
 fn a_relayed_task_reaches_its_upstream_again_after_a_restart() {
     let epoch = 1_800_000_000_000;
