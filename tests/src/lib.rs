@@ -361,6 +361,18 @@ impl Hub {
         );
         HttpServer::start(&cmd, port, "/mcp")
     }
+
+    /// Like [`Hub::serve_http`], with `XDG_STATE_HOME` set to `state` (where
+    /// mcpx keeps its task state file and list caches); restarting the
+    /// server keeps its port, config and state.
+    pub fn serve_http_with_state(&self, state: &Path) -> HttpServer {
+        let port = free_port();
+        let env = format!("XDG_STATE_HOME={}", state.display());
+        let addr = format!("127.0.0.1:{port}");
+        let config = self.config.to_str().unwrap();
+        let cmd = Cmd::new("env", &[&env, mcpx().to_str().unwrap(), "serve", "--config", config, "--http", &addr]);
+        HttpServer::start(&cmd, port, "/mcp")
+    }
 }
 
 /// The usual three upstreams: `demo` (mcpx example-server), `everything`

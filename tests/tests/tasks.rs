@@ -48,7 +48,7 @@ fn a_stdio_client_runs_a_tool_as_a_task() {
 #[test]
 fn a_task_over_http_is_only_its_creators() {
     let hub = HubConfig::new().upstream(example_server("demo")).set("auth", json!({"tokens": {"alice": "tok-alice", "bob": "tok-bob"}})).write();
-    let server = hub.serve_http();
+    let server = hub.serve_http_with_state(hub.dir());
     let url = server.url.clone();
     let caps = json!({"extensions": {EXT: {}}});
     let created = post_modern(&url, "tok-alice", &modern_request(1, "tools/call", slow(1.0), caps.clone()));

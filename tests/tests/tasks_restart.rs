@@ -44,11 +44,7 @@ fn tasks_survive_a_restart_of_mcpx() {
         .set("auth", json!({"tokens": {"alice": "tok-alice", "bob": "tok-bob"}}))
         .write();
     let state = TempDir::new();
-    let port = free_port();
-    let env = format!("XDG_STATE_HOME={}", state.path().display());
-    let addr = format!("127.0.0.1:{port}");
-    let serve = Cmd::new("env", &[&env, mcpx().to_str().unwrap(), "serve", "--config", hub.config.to_str().unwrap(), "--http", &addr]);
-    let mut mcpx = HttpServer::start(&serve, port, "/mcp");
+    let mut mcpx = hub.serve_http_with_state(state.path());
     let url = mcpx.url.clone();
 
     let relayed = start_task(&url, 1, "up__slow_compute", 2.0);

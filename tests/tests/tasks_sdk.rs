@@ -61,7 +61,7 @@ fn python_sdk_task_client_through_mcpx_on_stdio() {
 #[test]
 fn python_sdk_task_client_through_mcpx_over_http_and_refused_to_another_principal() {
     let hub = hub_with_tokens();
-    let server = hub.serve_http();
+    let server = hub.serve_http_with_state(hub.dir());
     let argv = vec![
         s(&python("1.30.0")),
         s(&driver("py_task_client.py")),
@@ -97,7 +97,7 @@ fn typescript_sdk_task_client_through_mcpx_on_stdio() {
 #[test]
 fn typescript_sdk_task_client_through_mcpx_over_http_and_refused_to_another_principal() {
     let hub = hub_with_tokens();
-    let server = hub.serve_http();
+    let server = hub.serve_http_with_state(hub.dir());
     let argv = vec![s(&node()), s(&driver("ts_task_client.mjs")), TOOL.into(), args(), "--url".into(), server.url.clone(), "tok-alice".into(), "tok-bob".into()];
     let r = report(argv);
     check_task(&r);

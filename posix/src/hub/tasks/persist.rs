@@ -91,21 +91,7 @@ impl Hub {
         };
         let ran = relayed.is_none();
         let ended = r.get("status").and_then(Value::as_str).and_then(Status::parse).is_some_and(Status::is_terminal);
-        let t = Task {
-            owner,
-            creator: NO_CLIENT,
-            modern,
-            status: Status::Working,
-            message: None,
-            created_ms: now,
-            updated_ms: now,
-            ttl_ms,
-            call: None,
-            relayed,
-            method,
-            outcome: None,
-            waiters: Vec::new(),
-        };
+        let t = Task { relayed, ..Task::working(owner, NO_CLIENT, modern, method, now, ttl_ms) };
         self.tasks.table.insert(id.clone(), t);
         if ran {
             let why = if ended { RESTARTED_ENDED } else { RESTARTED_WORKING };

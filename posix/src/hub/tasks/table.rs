@@ -54,6 +54,11 @@ pub(crate) struct Task {
 }
 
 impl Task {
+    /// A task of `owner` working from `now`: nothing in flight, relayed or kept yet.
+    pub fn working(owner: Vec<u8>, creator: ClientId, modern: bool, method: String, now: u64, ttl_ms: u64) -> Task {
+        Task { owner, creator, modern, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms, call: None, relayed: None, method, outcome: None, waiters: Vec::new() }
+    }
+
     fn expires_ms(&self) -> u64 {
         self.created_ms.saturating_add(self.ttl_ms)
     }
