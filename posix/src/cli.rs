@@ -316,6 +316,10 @@ A lazy or idle-stopped server's tools stay listed while it is stopped (from
 its last listing, kept in $XDG_STATE_HOME/mcpx/lists/, else
 ~/.local/state/mcpx/lists/); a call to it starts it and waits, within the
 server's timeoutMs. A lazy server never listed before starts once at startup.
+With --http, which tasks exist is kept in $XDG_STATE_HOME/mcpx/tasks/ (else
+~/.local/state/mcpx/tasks/, one file per address and config): after a restart
+on the same address a server's task answers again, one mcpx ran fails saying
+mcpx restarted.
 On end of input or SIGINT/SIGTERM, mcpx answers open subscriptions/listen
 requests (with notifications/cancelled), then closes each server's stdin, then
 sends SIGTERM and finally SIGKILL to its process group, and exits.

@@ -110,7 +110,7 @@ impl Hub {
         let epoch = self.opts.tasks.epoch_ms;
         let (mut records, mut size, mut left_out) = (Vec::new(), 64, 0);
         for (id, t) in self.tasks.table.iter() {
-            let r = self.record(id, t, epoch);
+            let Some(r) = self.record(id, t, epoch) else { continue };
             let len = r.to_string().len() + 1;
             if size + len > Hub::TASK_STATE_MAX {
                 left_out += 1;
@@ -126,7 +126,8 @@ impl Hub {
         self.out.push_back(Output::SaveTasks(serde_json::to_vec(&file).unwrap_or_default()));
     }
 
-    fn record(&self, id: &str, t: &Task, epoch_ms: u64) -> Value {
+    /// Task `id`'s record; `None` for a relayed task whose server is gone.
+    fn record(&self, id: &str, t: &Task, epoch_ms: u64) -> Option<Value> {
         let mut r = json!({
             "id": id,
             "principal": hex(&t.owner),
@@ -135,10 +136,10 @@ impl Hub {
             "expiresAt": epoch_ms.saturating_add(t.created_ms).saturating_add(t.ttl_ms),
         });
         match &t.relayed {
-            Some((u, up)) => r["upstream"] = json!({ "server": self.ups[*u].spec.name, "taskId": up }),
+            Some((u, up)) => r["upstream"] = json!({ "server": self.ups.get(*u)?.spec.name, "taskId": up }),
             None => r["status"] = json!(t.status.as_str()),
         }
-        r
+        Some(r)
     }
 }
 
