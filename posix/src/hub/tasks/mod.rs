@@ -25,6 +25,7 @@
 //!   creation and terminal states go to mcpx's log.
 //!
 //! Parts: [`table`] (the data and its caps), [`ids`] (unguessable ids),
+//! [`persist`] (the task state file across restarts),
 //! [`era`] (what each revision's task looks like).
 
 mod era;
