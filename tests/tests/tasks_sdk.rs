@@ -6,7 +6,9 @@
 //! result and listed; over HTTP, another principal (another bearer token)
 //! asking about it is refused. The newest published SDKs (Python mcp 2.3.0,
 //! TypeScript v2 2.4.0) have no task client API, so these are the pinned
-//! versions with one.
+//! versions with one. Last, what such a client gets on the wire: a
+//! `tasks/get` in a 2025-11-25 HTTP session is answered as JSON, not with
+//! an SSE stream.
 
 use mcpx_tests::*;
 use serde_json::{json, Value};
@@ -102,4 +104,25 @@ fn typescript_sdk_task_client_through_mcpx_over_http_and_refused_to_another_prin
     let r = report(argv);
     check_task(&r);
     foreign_refused(&r["foreign"]);
+}
+
+// covers: tasks-sse-no-upgrade-get
+#[test]
+fn tasks_get_in_an_http_session_is_answered_with_json() {
+    let hub = HubConfig::new().upstream(example_server("demo")).write();
+    let server = hub.serve_http_with_state(hub.dir());
+    let rev = "2025-11-25";
+    let init = post(&server.url, &[], &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": rev, "capabilities": {"tasks": {}}, "clientInfo": {"name": "raw", "version": "1"}}}));
+    let sid = init.header("mcp-session-id").expect("a session").to_string();
+    let h = [("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", rev)];
+    post(&server.url, &h, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": TOOL, "arguments": {"seconds": 2, "label": "raw"}, "task": {"ttl": 60_000}}});
+    let created = post(&server.url, &h, &call);
+    let task = created.json["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {}", created.text)).to_string();
+    let got = post(&server.url, &h, &json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"taskId": task}}));
+    assert_eq!(got.status, 200, "{}", got.text);
+    assert!(got.header("content-type").is_some_and(|t| t.starts_with("application/json")), "no SSE upgrade: {:?}", got.headers);
+    assert_eq!(got.json["result"]["status"], "working", "{}", got.text);
 }
