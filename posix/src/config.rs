@@ -115,6 +115,47 @@ pub struct ServerConfig {
     pub max_restarts: u32,
     /// `"lazy"` and `"idleStopMs"`.
     pub power: Power,
+    /// `"isolation"` and `"maxInstances"`.
+    pub isolation: crate::hub::Isolation,
+}
+
+/// Longest `"maxInstances"` accepted.
+const MAX_MAX_INSTANCES: u64 = 256;
+
+/// `"isolation": "shared" | "client"` (default shared) and `"maxInstances"`
+/// (with `"client"`; default 8): one process for every client, or one per
+/// client principal (`hub::isolation`). A remote server's key is refused:
+/// mcpx's one session with it cannot be split per client.
+fn parse_isolation(cx: &mut Ctx<'_>, at: &Path, obj: &serde_json::Map<String, Value>, local: bool) -> crate::hub::Isolation {
+    use crate::hub::Isolation;
+    let mode = obj.get("isolation").and_then(|v| cx.string(&at.key("isolation"), v));
+    let max = match obj.get("maxInstances") {
+        None => crate::hub::DEFAULT_MAX_INSTANCES,
+        Some(v) => match v.as_u64().filter(|n| (1..=MAX_MAX_INSTANCES).contains(n)) {
+            Some(n) => n as usize,
+            None => {
+                cx.err(&at.key("maxInstances"), format!("expected a whole number from 1 to {MAX_MAX_INSTANCES}, found {v}"));
+                crate::hub::DEFAULT_MAX_INSTANCES
+            }
+        },
+    };
+    match mode.as_deref() {
+        None | Some("shared") => {
+            if obj.contains_key("maxInstances") {
+                cx.err(&at.key("maxInstances"), "only applies with \"isolation\": \"client\"");
+            }
+            Isolation::Shared
+        }
+        Some("client") if !local => {
+            cx.err(&at.key("isolation"), "\"client\" isolation is for local (command) servers: mcpx has one session with a remote server; leave it \"shared\"");
+            Isolation::Shared
+        }
+        Some("client") => Isolation::Client { max },
+        Some(other) => {
+            cx.err(&at.key("isolation"), format!("{other:?} is not \"shared\" or \"client\""));
+            Isolation::Shared
+        }
+    }
 }
 
 /// When a server's process runs: `"lazy": true` starts it at its first use
@@ -328,6 +369,7 @@ pub fn builtin_default() -> Config {
         env_policy: Default::default(),
         max_restarts: crate::backoff::DEFAULT_MAX_RESTARTS,
         power: Power::default(),
+        isolation: Default::default(),
     };
     Config {
         source: Source::BuiltIn,
@@ -1150,7 +1192,7 @@ enum Parsed {
 const SERVER_KEYS: &[&str] = &[
     "command", "args", "env", "cwd", "disabled", "timeoutMs", "tools", "prefix", "revisions", "url",
     "headers", "caFile", "type", "transport", "inheritEnv", "envAllow", "maxRestarts", "oauth",
-    "lazy", "idleStopMs", "trusted",
+    "lazy", "idleStopMs", "trusted", "isolation", "maxInstances",
 ];
 
 fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, power: Power) -> Parsed {
@@ -1371,6 +1413,7 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, p
     let (env_policy, max_restarts) = parse_process_keys(cx, at, obj, local);
     let power = parse_power(cx, at, obj, power);
     let trusted = obj.get("trusted").and_then(|v| cx.bool(&at.key("trusted"), v)).unwrap_or(false);
+    let isolation = parse_isolation(cx, at, obj, local);
 
     if cx.errors.len() > n_errors {
         return Parsed::Invalid;
@@ -1391,6 +1434,7 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, p
         env_policy,
         max_restarts,
         power,
+        isolation,
     }))
 }
 

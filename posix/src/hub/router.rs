@@ -381,6 +381,7 @@ impl Hub {
         mut edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
     ) -> Result<(), Refusal> {
+        let u = self.instance_for(c, u)?;
         if self.park_if_asleep(u, c, m) {
             return Ok(());
         }
