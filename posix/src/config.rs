@@ -1922,6 +1922,27 @@ mod tests {
     }
 
     #[test]
+    fn isolation_is_shared_by_default_client_with_a_cap_and_refused_for_a_remote_server() {
+        use crate::hub::Isolation;
+        let c = ok(r#"{"mcpServers": {
+    "a": {"command": "x"},
+    "b": {"command": "x", "isolation": "shared"},
+    "c": {"command": "x", "isolation": "client"},
+    "d": {"command": "x", "isolation": "client", "maxInstances": 2}
+}}"#);
+        let i: Vec<Isolation> = c.servers.iter().map(|s| s.isolation).collect();
+        assert_eq!(i, [Isolation::Shared, Isolation::Shared, Isolation::Client { max: 8 }, Isolation::Client { max: 2 }]);
+        let e = err(r#"{"mcpServers": {"r": {"url": "https://h/mcp", "isolation": "client"}}}"#);
+        assert!(e.contains("mcpServers.r.isolation: \"client\" isolation is for local (command) servers"), "{e}");
+        let e = err(r#"{"mcpServers": {"a": {"command": "x", "isolation": "user"}}}"#);
+        assert!(e.contains("mcpServers.a.isolation: \"user\" is not \"shared\" or \"client\""), "{e}");
+        let e = err(r#"{"mcpServers": {"a": {"command": "x", "isolation": "client", "maxInstances": 0}}}"#);
+        assert!(e.contains("mcpServers.a.maxInstances: expected a whole number from 1 to 256, found 0"), "{e}");
+        let e = err(r#"{"mcpServers": {"a": {"command": "x", "maxInstances": 3}}}"#);
+        assert!(e.contains("mcpServers.a.maxInstances: only applies with \"isolation\": \"client\""), "{e}");
+    }
+
+    #[test]
     fn lazy_and_idle_stop_per_server_over_the_top_level_defaults() {
         let c = ok(r#"{
   "lazy": true, "idleStopMs": 60000,
