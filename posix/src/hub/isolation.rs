@@ -73,23 +73,42 @@ pub(super) struct Instances(std::collections::BTreeMap<UpstreamId, Instance>);
 /// Principals of clients that authenticated as no one (`http::auth`).
 const ANONYMOUS: &[u8] = b"anonymous";
 
+/// Is a client its own owner: an anonymous legacy session (anonymous
+/// sessions share no identity)? A modern anonymous request belongs to its
+/// principal: it lives for one request, and its input rounds travel in its
+/// own answer.
+fn by_session(cl: &super::client::Client) -> bool {
+    cl.era != Some(mcpx_core::revision::Era::Modern) && cl.principal.starts_with(ANONYMOUS)
+}
+
 impl Hub {
     /// The owner of client `c`'s requests.
     fn owner_of(&self, c: ClientId) -> Option<Owner> {
         let cl = self.clients.get(&c)?;
-        let legacy = cl.era != Some(mcpx_core::revision::Era::Modern);
-        Some(if legacy && cl.principal.starts_with(ANONYMOUS) { Owner::Session(c) } else { Owner::Principal(cl.principal.clone()) })
+        Some(if by_session(cl) { Owner::Session(c) } else { Owner::Principal(cl.principal.clone()) })
+    }
+
+    /// Is client `c` one of `owner`'s? (No copy: asked for every client.)
+    fn owned_by(&self, c: ClientId, owner: &Owner) -> bool {
+        let Some(cl) = self.clients.get(&c) else { return false };
+        match owner {
+            Owner::Session(s) => *s == c,
+            Owner::Principal(p) => !by_session(cl) && cl.principal == *p,
+        }
     }
 
     /// Does some client of `owner` remain?
     fn owner_present(&self, owner: &Owner) -> bool {
-        self.clients.keys().any(|&c| self.owner_of(c).as_ref() == Some(owner))
+        match owner {
+            Owner::Session(c) => self.clients.contains_key(c),
+            Owner::Principal(_) => self.clients.keys().any(|&c| self.owned_by(c, owner)),
+        }
     }
 
     /// Where client `c`'s request to server `u` goes: `u` itself when it is
     /// shared, else the instance of `c`'s owner (taken now if it has none).
     pub(super) fn instance_for(&mut self, c: ClientId, u: UpstreamId) -> Result<UpstreamId, Refusal> {
-        let super::Isolation::Client { max } = self.ups[u].spec.isolation else { return Ok(u) };
+        let Isolation::Client { max } = self.ups[u].spec.isolation else { return Ok(u) };
         let owner = self.owner_of(c).ok_or_else(|| Refusal(-32603, format!("client {c} is not connected"), None))?;
         let mine = self.instances.0.iter().find(|(_, i)| i.template == u && i.owner.as_ref() == Some(&owner));
         if let Some((&iu, _)) = mine {
@@ -123,6 +142,8 @@ impl Hub {
     /// request that needs it).
     fn new_instance_slot(&mut self, u: UpstreamId) -> UpstreamId {
         let mut up = super::upstream::instance_of(&self.ups[u]);
+        // One owner's process: its own requests go to it as they are.
+        up.spec.isolation = Isolation::Shared;
         up.state = State::Asleep;
         up.settled = true;
         self.ups.push(up);
@@ -140,7 +161,7 @@ impl Hub {
     pub(super) fn may_reach(&self, u: UpstreamId, c: ClientId) -> bool {
         match self.instances.0.get(&u) {
             None => true,
-            Some(i) => i.owner.is_some() && i.owner == self.owner_of(c),
+            Some(i) => i.owner.as_ref().is_some_and(|o| self.owned_by(c, o)),
         }
     }
 

@@ -178,3 +178,20 @@ fn an_instance_stops_after_its_owner_has_gone_and_its_slot_serves_the_next() {
     p.start(ia, Fake::tools(&["read", "ask"]));
     assert_eq!(p.take_up(ia)["params"]["name"], "read");
 }
+
+#[test]
+fn a_call_as_a_task_runs_on_the_owners_instance_and_is_still_a_task() {
+    let mut p = isolated(8);
+    let c = p.client("2025-11-25", json!({ "tasks": {} }));
+    p.hub.set_client_principal(c, b"token:alice");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read", "task": { "ttl": 60000 } } }));
+    let iu = started(&mut p);
+    p.start(iu, Fake::tools(&["read", "ask"]));
+    // Served once its instance is up: a task whose call went to the instance.
+    let created = p.take(c);
+    assert_eq!(created["result"]["task"]["status"], "working", "{created}");
+    let up = p.take_up(iu);
+    assert_eq!(up["params"]["name"], "read");
+    assert!(up["params"].get("task").is_none(), "{up}");
+    assert!(p.up_quiet(0));
+}
