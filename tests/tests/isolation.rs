@@ -144,4 +144,12 @@ fn an_instance_stops_after_its_client_has_gone() {
     }
     // The server itself (the template) still serves the catalog.
     assert_eq!(status(&http)["upstreams"][0]["state"], "ready");
+    // The next client's call starts an instance again, in the freed slot.
+    let steps = json!([
+        {"op": "list_tools", "expect_tools": ["py__greet"], "retry_for": 30},
+        {"op": "call", "tool": "py__greet", "args": {"name": "B"}, "expect_text": "Hello, B!", "retry_for": 10}
+    ]);
+    Client::Py("1.30.0").run_url(&["script", &steps.to_string()], &http.url).assert_ok();
+    let st = status(&http);
+    assert_eq!(instances(&st).len(), 1, "the stopped instance's slot is used again: {st}");
 }

@@ -195,3 +195,25 @@ fn a_call_as_a_task_runs_on_the_owners_instance_and_is_still_a_task() {
     assert!(up["params"].get("task").is_none(), "{up}");
     assert!(p.up_quiet(0));
 }
+
+#[test]
+fn removing_an_isolated_server_ends_its_instances_calls_and_frees_their_slots() {
+    let mut p = isolated(8);
+    let a = client_of(&mut p, "token:alice");
+    call(&mut p, a, 1, "fs__read");
+    let ia = started(&mut p);
+    p.start(ia, Fake::tools(&["read", "ask"]));
+    p.take_up(ia);
+    assert_eq!(p.hub.upstream_instances(0), [ia]);
+    p.hub.remove_upstream(0, "removed from the configuration", p.now);
+    p.pump();
+    // Alice's call in flight on her instance is answered, naming why.
+    let e = p.take(a);
+    assert_eq!(e["id"], 1);
+    assert!(e["error"]["message"].as_str().unwrap().contains("removed from the configuration"), "{e}");
+    assert!(p.hub.upstream_instances(0).is_empty());
+    assert_eq!(p.hub.upstream_template(ia), None);
+    // Both slots are free for a server a reload adds.
+    let u = p.hub.add_upstream(UpstreamSpec::new("other"), p.now).unwrap();
+    assert!(u == 0 || u == ia, "{u}");
+}
