@@ -127,13 +127,22 @@ fn sessions_of_one_principal_share_its_instance_and_anonymous_sessions_do_not() 
     assert_eq!(p.hub.upstream_instances_owned(0), 3);
 }
 
-#[test]
-fn past_max_instances_a_call_is_refused_naming_the_server_and_the_limit() {
-    let mut p = isolated(1);
+/// Alice's call 1 in flight on her instance of `fs` (at most `max`), as
+/// the instance got it.
+fn alice_on_her_instance(max: usize) -> (Pair, ClientId, UpstreamId, Value) {
+    let mut p = isolated(max);
     let a = client_of(&mut p, "token:alice");
-    let b = client_of(&mut p, "token:bob");
     call(&mut p, a, 1, "fs__read");
     let ia = started(&mut p);
+    p.start(ia, Fake::tools(&["read", "ask"]));
+    let up = p.take_up(ia);
+    (p, a, ia, up)
+}
+
+#[test]
+fn past_max_instances_a_call_is_refused_naming_the_server_and_the_limit() {
+    let (mut p, a, ia, up) = alice_on_her_instance(1);
+    let b = client_of(&mut p, "token:bob");
     call(&mut p, b, 1, "fs__read");
     let e = p.take(b);
     assert_eq!(err_code(&e), -32603, "{e}");
@@ -142,20 +151,13 @@ fn past_max_instances_a_call_is_refused_naming_the_server_and_the_limit() {
     assert_eq!(e["error"]["data"], json!({ "server": "fs", "limit": "maxInstances", "maxInstances": 1 }));
     assert!(p.power.is_empty());
     // Alice's call is served all the same.
-    p.start(ia, Fake::tools(&["read", "ask"]));
-    let up = p.take_up(ia);
     p.upstream_says(ia, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
     assert_eq!(p.take(a)["id"], 1);
 }
 
 #[test]
 fn an_instance_stops_after_its_owner_has_gone_and_its_slot_serves_the_next() {
-    let mut p = isolated(1);
-    let a = client_of(&mut p, "token:alice");
-    call(&mut p, a, 1, "fs__read");
-    let ia = started(&mut p);
-    p.start(ia, Fake::tools(&["read", "ask"]));
-    let up = p.take_up(ia);
+    let (mut p, a, ia, up) = alice_on_her_instance(1);
     p.upstream_says(ia, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
     assert_eq!(p.take(a)["id"], 1);
     // Still connected: never stopped, however long unused.
@@ -198,12 +200,7 @@ fn a_call_as_a_task_runs_on_the_owners_instance_and_is_still_a_task() {
 
 #[test]
 fn removing_an_isolated_server_ends_its_instances_calls_and_frees_their_slots() {
-    let mut p = isolated(8);
-    let a = client_of(&mut p, "token:alice");
-    call(&mut p, a, 1, "fs__read");
-    let ia = started(&mut p);
-    p.start(ia, Fake::tools(&["read", "ask"]));
-    p.take_up(ia);
+    let (mut p, a, ia, _) = alice_on_her_instance(8);
     assert_eq!(p.hub.upstream_instances(0), [ia]);
     p.hub.remove_upstream(0, "removed from the configuration", p.now);
     p.pump();
