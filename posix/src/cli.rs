@@ -210,6 +210,9 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
           \"maxRestarts\": 10,                     failures in a row before giving up
           \"lazy\": true,                          start at its first use, not with mcpx
           \"idleStopMs\": 600000,                  stop after this long without a request
+          \"isolation\": \"shared\",                 \"client\": one instance per client
+                                 principal (for servers that ask for input)
+          \"maxInstances\": 8,                     with \"client\": most at once
           \"trusted\": false                       true: its tool annotations are
                                  passed on as they are (see \"policy\")
         },

@@ -115,6 +115,47 @@ pub struct ServerConfig {
     pub max_restarts: u32,
     /// `"lazy"` and `"idleStopMs"`.
     pub power: Power,
+    /// `"isolation"` and `"maxInstances"`.
+    pub isolation: crate::hub::Isolation,
+}
+
+/// Longest `"maxInstances"` accepted.
+const MAX_MAX_INSTANCES: u64 = 256;
+
+/// `"isolation": "shared" | "client"` (default shared) and `"maxInstances"`
+/// (with `"client"`; default 8): one process for every client, or one per
+/// client principal (`hub::isolation`). A remote server's key is refused:
+/// mcpx's one session with it cannot be split per client.
+fn parse_isolation(cx: &mut Ctx<'_>, at: &Path, obj: &serde_json::Map<String, Value>, local: bool) -> crate::hub::Isolation {
+    use crate::hub::Isolation;
+    let mode = obj.get("isolation").and_then(|v| cx.string(&at.key("isolation"), v));
+    let max = match obj.get("maxInstances") {
+        None => crate::hub::DEFAULT_MAX_INSTANCES,
+        Some(v) => match v.as_u64().filter(|n| (1..=MAX_MAX_INSTANCES).contains(n)) {
+            Some(n) => n as usize,
+            None => {
+                cx.err(&at.key("maxInstances"), format!("expected a whole number from 1 to {MAX_MAX_INSTANCES}, found {v}"));
+                crate::hub::DEFAULT_MAX_INSTANCES
+            }
+        },
+    };
+    match mode.as_deref() {
+        None | Some("shared") => {
+            if obj.contains_key("maxInstances") {
+                cx.err(&at.key("maxInstances"), "only applies with \"isolation\": \"client\"");
+            }
+            Isolation::Shared
+        }
+        Some("client") if !local => {
+            cx.err(&at.key("isolation"), "\"client\" isolation is for local (command) servers: mcpx has one session with a remote server; leave it \"shared\"");
+            Isolation::Shared
+        }
+        Some("client") => Isolation::Client { max },
+        Some(other) => {
+            cx.err(&at.key("isolation"), format!("{other:?} is not \"shared\" or \"client\""));
+            Isolation::Shared
+        }
+    }
 }
 
 /// When a server's process runs: `"lazy": true` starts it at its first use
@@ -340,6 +381,7 @@ pub fn builtin_default() -> Config {
         env_policy: Default::default(),
         max_restarts: crate::backoff::DEFAULT_MAX_RESTARTS,
         power: Power::default(),
+        isolation: Default::default(),
     };
     Config {
         source: Source::BuiltIn,
@@ -1162,7 +1204,7 @@ enum Parsed {
 const SERVER_KEYS: &[&str] = &[
     "command", "args", "env", "cwd", "disabled", "timeoutMs", "tools", "prefix", "revisions", "url",
     "headers", "caFile", "type", "transport", "inheritEnv", "envAllow", "maxRestarts", "oauth",
-    "lazy", "idleStopMs", "trusted",
+    "lazy", "idleStopMs", "trusted", "isolation", "maxInstances",
 ];
 
 fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, power: Power) -> Parsed {
@@ -1383,6 +1425,7 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, p
     let (env_policy, max_restarts) = parse_process_keys(cx, at, obj, local);
     let power = parse_power(cx, at, obj, power);
     let trusted = obj.get("trusted").and_then(|v| cx.bool(&at.key("trusted"), v)).unwrap_or(false);
+    let isolation = parse_isolation(cx, at, obj, local);
 
     if cx.errors.len() > n_errors {
         return Parsed::Invalid;
@@ -1403,6 +1446,7 @@ fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, sep: &str, p
         env_policy,
         max_restarts,
         power,
+        isolation,
     }))
 }
 
@@ -1890,6 +1934,27 @@ mod tests {
     }
 
     #[test]
+    fn isolation_is_shared_by_default_client_with_a_cap_and_refused_for_a_remote_server() {
+        use crate::hub::Isolation;
+        let c = ok(r#"{"mcpServers": {
+    "a": {"command": "x"},
+    "b": {"command": "x", "isolation": "shared"},
+    "c": {"command": "x", "isolation": "client"},
+    "d": {"command": "x", "isolation": "client", "maxInstances": 2}
+}}"#);
+        let i: Vec<Isolation> = c.servers.iter().map(|s| s.isolation).collect();
+        assert_eq!(i, [Isolation::Shared, Isolation::Shared, Isolation::Client { max: 8 }, Isolation::Client { max: 2 }]);
+        let e = err(r#"{"mcpServers": {"r": {"url": "https://h/mcp", "isolation": "client"}}}"#);
+        assert!(e.contains("mcpServers.r.isolation: \"client\" isolation is for local (command) servers"), "{e}");
+        let e = err(r#"{"mcpServers": {"a": {"command": "x", "isolation": "user"}}}"#);
+        assert!(e.contains("mcpServers.a.isolation: \"user\" is not \"shared\" or \"client\""), "{e}");
+        let e = err(r#"{"mcpServers": {"a": {"command": "x", "isolation": "client", "maxInstances": 0}}}"#);
+        assert!(e.contains("mcpServers.a.maxInstances: expected a whole number from 1 to 256, found 0"), "{e}");
+        let e = err(r#"{"mcpServers": {"a": {"command": "x", "maxInstances": 3}}}"#);
+        assert!(e.contains("mcpServers.a.maxInstances: only applies with \"isolation\": \"client\""), "{e}");
+    }
+
+    #[test]
     fn lazy_and_idle_stop_per_server_over_the_top_level_defaults() {
         let c = ok(r#"{
   "lazy": true, "idleStopMs": 60000,
@@ -2013,7 +2078,7 @@ mod tests {
             [
                 "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, policy, tasks, lazy, idleStopMs)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
-                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted)",
+                "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted, isolation, maxInstances)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
                 "cfg.json:5:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
             ]

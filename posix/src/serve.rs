@@ -194,11 +194,15 @@ impl Runtime {
     /// first answers its requests in flight (saying `why`) and drops what it
     /// offered, then its process is stopped. Completes once it is gone, so
     /// that its slot can be given to another server.
+    /// Its instances (`"isolation": "client"`) go with it.
     pub(crate) async fn stop_upstream(&self, u: UpstreamId, why: &str) {
+        let instances = self.hub().upstream_instances(u);
         self.feed(|h, now| h.remove_upstream(u, why, now));
-        self.stop_process(u).await;
-        if let Some(n) = self.names.borrow_mut().get_mut(u) {
-            n.clear();
+        for slot in std::iter::once(u).chain(instances) {
+            self.stop_process(slot).await;
+            if let Some(n) = self.names.borrow_mut().get_mut(slot) {
+                n.clear();
+            }
         }
     }
 
@@ -566,6 +570,7 @@ pub(crate) fn upstream_spec(s: &config::ServerConfig) -> UpstreamSpec {
         u.revisions = r.clone();
     }
     u.trusted = s.trusted;
+    u.isolation = s.isolation;
     u
 }
 

@@ -79,6 +79,7 @@
 
 mod catalog;
 mod client;
+mod isolation;
 mod lazy;
 mod modern;
 mod pending;
@@ -100,6 +101,7 @@ pub use crate::backoff::Next;
 
 use mcpx_core::envelope::Envelope;
 
+pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
 pub use lazy::Power;
 pub use tasks::TaskOptions;
 
@@ -142,6 +144,9 @@ pub struct UpstreamSpec {
     /// own; otherwise they carry their provenance in `_meta` (or are
     /// removed, per `policy.untrustedAnnotations`).
     pub trusted: bool,
+    /// One process for every client, or one per client principal (see
+    /// `isolation`).
+    pub isolation: Isolation,
 }
 
 impl UpstreamSpec {
@@ -158,6 +163,7 @@ impl UpstreamSpec {
             lazy: false,
             idle_ms: 0,
             trusted: false,
+            isolation: Isolation::Shared,
         }
     }
 }
@@ -443,6 +449,8 @@ pub struct Hub {
     early: VecDeque<(ClientId, Vec<u8>)>,
     /// Requests waiting for a sleeping server to start (see `lazy`).
     parked: Vec<lazy::Parked>,
+    /// Per-client instances of isolated servers (see `isolation`).
+    instances: isolation::Instances,
     /// Set by the runtime (`set_config_status`), shown in `status()`.
     config_status: serde_json::Value,
     /// Set by [`Hub::shutdown`]: new client requests are refused.
@@ -475,6 +483,7 @@ impl Hub {
             now_ms: 0,
             early: VecDeque::new(),
             parked: Vec::new(),
+            instances: Default::default(),
             config_status: serde_json::Value::Null,
             draining: false,
         })

@@ -513,13 +513,14 @@ impl Hub {
             // No call: the only client, as nobody else could be asked. Not one
             // that has not read a list yet: the oldest SDK clients hang on a
             // message they did not ask for before that.
-            Cause::None => match self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
+            // An instance's only client of its owner (`isolation`).
+            Cause::None => match self.clients.iter().filter(|(k, c)| c.initialized && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
                 [only] => Some(only),
                 _ => None,
             },
             Cause::Several(n) => {
                 // Never a guess: another client's user must not see this prompt.
-                let why = format!("mcpx cannot tell which of its clients this {method} is for: {n} have calls in flight to server '{server}' and the request names none of them; give the server one client");
+                let why = format!("mcpx cannot tell which of its clients this {method} is for: {n} have calls in flight to server '{server}' and the request names none of them; give the server one client, or set \"isolation\": \"client\" on it");
                 return self.refuse_upstream_at(Level::Warn, u, &id, &method, -32603, why);
             }
         };

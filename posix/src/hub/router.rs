@@ -122,6 +122,8 @@ impl Hub {
                 if task.is_some() {
                     self.task_room(c, ctx)?;
                 }
+                // The task follows the call to its instance (`isolation`).
+                let u = self.instance_for(c, u)?;
                 self.forward(c, m, ctx, u, call.edits(&orig))?;
                 if let Some(ttl) = task {
                     self.task_start(c, m, ctx, u, ttl);
@@ -381,6 +383,7 @@ impl Hub {
         mut edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
     ) -> Result<(), Refusal> {
+        let u = self.instance_for(c, u)?;
         if self.park_if_asleep(u, c, m) {
             return Ok(());
         }

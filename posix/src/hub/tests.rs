@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::*;
 
 mod modern;
+mod isolation;
 mod lazy;
 mod naming;
 mod policy;
@@ -124,6 +125,9 @@ impl Pair {
     }
 
     fn start(&mut self, u: UpstreamId, f: Fake) {
+        if self.fakes.len() <= u {
+            self.fakes.resize(u + 1, None); // an instance slot (`isolation`)
+        }
         self.fakes[u] = Some(f);
         self.hub.upstream_started(u, self.now);
         self.pump();
@@ -142,7 +146,7 @@ impl Pair {
                     Output::ClientInitialized(c, rev) => self.initialized.push((c, rev)),
                     Output::ToUpstream(u, b) => {
                         let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to upstreams");
-                        match self.fakes[u].as_ref().and_then(|f| f.answer(&v)) {
+                        match self.fakes.get(u).and_then(Option::as_ref).and_then(|f| f.answer(&v)) {
                             Some(Some(r)) => replies.push((u, r)),
                             Some(None) => {}
                             None => self.up.entry(u).or_default().push_back(v),

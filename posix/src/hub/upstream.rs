@@ -34,7 +34,7 @@ use super::router::Refusal;
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
 use super::wire::{self, Kind as MsgKind, Msg};
-use super::{About, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, UpstreamId, UpstreamSpec};
+use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, UpstreamId, UpstreamSpec};
 
 /// Most pages read from one upstream list before the hub stops following
 /// `nextCursor` (a server that loops on its cursor).
@@ -208,7 +208,20 @@ fn check_spec(spec: UpstreamSpec, existing: &[Upstream], opts: &HubOptions) -> R
     }
     allowed.sort();
     allowed.dedup();
-    Ok(Upstream {
+    Ok(fresh(spec, allowed))
+}
+
+/// A new slot for an instance of `template` (`isolation`): its spec, its
+/// revisions and its era as last detected.
+pub(super) fn instance_of(template: &Upstream) -> Upstream {
+    let mut up = fresh(template.spec.clone(), template.allowed.clone());
+    up.era_cache = template.era_cache;
+    up
+}
+
+/// An upstream of `spec`, down.
+fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
+    Upstream {
         spec,
         allowed,
         state: State::Down { retry_at_ms: None },
@@ -235,7 +248,7 @@ fn check_spec(spec: UpstreamSpec, existing: &[Upstream], opts: &HubOptions) -> R
         last_used_ms: 0,
         last_start_ms: 0,
         stopping: false,
-    })
+    }
 }
 
 impl Hub {
@@ -640,6 +653,9 @@ impl Hub {
     }
 
     fn start_listing(&mut self, u: UpstreamId, k: Kind) {
+        if self.is_instance(u) {
+            return; // its catalog is its template's (`isolation`)
+        }
         if let Some(l) = self.ups[u].listing[k.idx()].as_mut() {
             l.again = true;
             return;
@@ -772,7 +788,7 @@ impl Hub {
                 if self.log_level.as_deref().and_then(super::modern::level_index).is_some_and(|l| level < l) {
                     return;
                 }
-                let ids: Vec<_> = self.clients.iter().filter(|(_, c)| c.initialized && c.may_notify()).map(|(k, _)| *k).collect();
+                let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect();
                 for c in ids {
                     self.notify_client(c, "notifications/message", &p);
                 }
@@ -791,7 +807,8 @@ impl Hub {
                 }
                 let reached = self.notify_listens_updated(&exposed, &out);
                 // Subscribers asked for these: no need to wait for a list.
-                for c in self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c)) {
+                let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.may_reach(u, *c)).collect();
+                for c in to {
                     self.notify_client(c, "notifications/resources/updated", &out);
                 }
             }
@@ -908,7 +925,7 @@ impl Hub {
     }
 
     /// Everything that goes when an upstream process goes.
-    fn upstream_gone(&mut self, u: UpstreamId, reason: &str) {
+    pub(super) fn upstream_gone(&mut self, u: UpstreamId, reason: &str) {
         let name = self.ups[u].spec.name.clone();
         self.ups[u].state = State::Down { retry_at_ms: None };
         self.ups[u].listing = Default::default();
@@ -984,6 +1001,7 @@ impl Hub {
         let name = self.ups[u].spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; stopping it"));
         self.upstream_gone(u, why);
+        self.instances_removed(u, why);
         for k in Kind::ALL {
             self.set_items(u, k, Vec::new());
         }
@@ -1035,6 +1053,7 @@ impl Hub {
         self.release_held_inits();
         self.ping_tick();
         self.lazy_tick();
+        self.isolation_tick();
     }
 
     /// When the next health-check ping is due, if pings are on.
@@ -1138,7 +1157,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline()].into_iter().flatten().min()
     }
 
     pub(super) fn status_json(&self) -> Value {
@@ -1165,6 +1184,7 @@ impl Hub {
                     "resources": self.catalog.count(i, Kind::Resources),
                     "resourceTemplates": self.catalog.count(i, Kind::Templates),
                     "prompts": self.catalog.count(i, Kind::Prompts),
+                    "instanceOf": self.upstream_template(i),
                 })
             })
             .collect();

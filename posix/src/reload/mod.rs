@@ -328,16 +328,27 @@ impl State {
 
     /// The hub asks for server `u`'s process to start (a request waits for
     /// it) or to stop (idle; its lists are saved first).
+    ///
+    /// An instance of an isolated server (`hub::isolation`) runs its
+    /// server's entry, under the name `NAME#ID` in logs; its lists are its
+    /// server's, not saved.
     async fn power(&self, u: UpstreamId, p: Power) {
-        let name = self.rt.name(u);
+        let template = self.rt.hub().upstream_template(u);
+        let name = self.rt.name(template.unwrap_or(u));
         let Some(s) = self.current.servers.iter().find(|s| s.name == name) else { return };
         if !self.rt.hub().upstream_asleep(u) || self.rt.has_process(u) != (p == Power::Stop) {
             return; // no longer what the hub wants (a reload came between)
         }
-        match p {
-            Power::Start => self.spawner.start(&self.rt, u, s),
-            Power::Stop => {
-                self.save_lists(u, s);
+        match (p, template) {
+            (Power::Start, None) => self.spawner.start(&self.rt, u, s),
+            (Power::Start, Some(_)) => {
+                let instance = ServerConfig { name: format!("{}#{u}", s.name), ..s.clone() };
+                self.spawner.start(&self.rt, u, &instance);
+            }
+            (Power::Stop, _) => {
+                if template.is_none() {
+                    self.save_lists(u, s);
+                }
                 self.rt.stop_process(u).await;
             }
         }
