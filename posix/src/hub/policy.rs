@@ -76,19 +76,6 @@ struct Open {
     refused: Option<String>,
 }
 
-/// A relayed server→client request until the answer its upstream gets:
-/// for its audit line, and an elicitation's `requestedSchema` when its
-/// answers are validated.
-struct OpenRelay {
-    start_ms: u64,
-    method: &'static str,
-    principal: String,
-    revision: &'static str,
-    server: String,
-    bytes_in: u64,
-    schema: Option<Value>,
-}
-
 /// Relayed requests that get an audit line.
 const AUDITED_RELAYS: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
 
@@ -110,9 +97,11 @@ pub(super) struct HubPolicy {
     indexes: HashMap<usize, (u32, Index)>,
     /// Progress counts per upstream request (bounded by `cap`).
     budgets: HashMap<(UpstreamId, u64), NotificationBudget>,
-    /// Relayed requests by (upstream, its request id as raw JSON), bounded
-    /// by `cap` (the oldest is dropped).
-    relays: HashMap<(UpstreamId, Vec<u8>), OpenRelay>,
+    /// Relayed sampling/elicitation requests until the answer their
+    /// upstream gets, by (upstream, its request id as raw JSON), with an
+    /// elicitation's `requestedSchema` when its answers are validated;
+    /// bounded by `cap` (the oldest is dropped).
+    relays: HashMap<(UpstreamId, Vec<u8>), (Open, Option<Value>)>,
 }
 
 impl HubPolicy {
@@ -431,28 +420,32 @@ impl Hub {
             return r.map_err(|r| r.to_string());
         }
         let cl = c.and_then(|c| self.clients.get(&c));
-        let open = OpenRelay {
+        let open = Open {
             start_ms: self.now_ms,
             method,
             principal: cl.map_or("", |cl| principal_name(&cl.principal)).to_string(),
             revision: cl.map_or("", |cl| if cl.era == Some(mcpx_core::revision::Era::Modern) { super::modern::MODERN.as_str() } else { cl.rev().as_str() }),
             server: self.ups[u].spec.name.clone(),
+            name: String::new(),
+            original: String::new(),
+            arguments: None,
             bytes_in: m.raw.len() as u64,
-            schema: validated.then(|| m.param(&["requestedSchema"]).and_then(|r| serde_json::from_slice(&m.raw[r]).ok())).flatten(),
+            refused: None,
         };
+        let schema = validated.then(|| m.param(&["requestedSchema"]).and_then(|r| serde_json::from_slice(&m.raw[r]).ok())).flatten();
         match r {
             Ok(()) => {
                 let relays = &mut self.policy.relays;
                 if relays.len() >= self.policy.cap {
-                    if let Some(k) = relays.iter().min_by_key(|(_, o)| o.start_ms).map(|(k, _)| k.clone()) {
+                    if let Some(k) = relays.iter().min_by_key(|(_, (o, _))| o.start_ms).map(|(k, _)| k.clone()) {
                         relays.remove(&k);
                     }
                 }
-                relays.insert((u, m.id_bytes().unwrap_or(b"null").to_vec()), open);
+                relays.insert((u, m.id_bytes().unwrap_or(b"null").to_vec()), (open, schema));
                 Ok(())
             }
             Err(refusal) => {
-                self.relay_audit(&open, audit::Outcome::Refused { limit: &refusal.limit }, 0);
+                self.record(&open, audit::Outcome::Refused { limit: &refusal.limit }, 0);
                 Err(refusal.to_string())
             }
         }
@@ -472,22 +465,21 @@ impl Hub {
             return bytes;
         }
         let Some(id) = wire::find(&bytes, all.clone(), &["id"]) else { return bytes };
-        let Some(open) = self.policy.relays.remove(&(u, bytes[id.clone()].to_vec())) else { return bytes };
-        let bytes = match self.check_elicitation_answer(&open, &bytes) {
+        let Some((open, schema)) = self.policy.relays.remove(&(u, bytes[id.clone()].to_vec())) else { return bytes };
+        let bytes = match schema.and_then(|schema| self.check_elicitation_answer(&open.server, &schema, &bytes)) {
             Some(error) => wire::error(Some(&bytes[id]), error.0, &error.1, error.2),
             None => bytes,
         };
         let code = wire::find(&bytes, all, &["error", "code"]).and_then(|r| std::str::from_utf8(&bytes[r]).ok()?.parse::<i64>().ok());
         let outcome = code.map_or(audit::Outcome::Result, |code| audit::Outcome::Error { code });
-        self.relay_audit(&open, outcome, bytes.len() as u64);
+        self.record(&open, outcome, bytes.len() as u64);
         bytes
     }
 
-    /// The error an elicitation answer `bytes` (to `open`) gets instead, if
-    /// its accepted content breaks the `requestedSchema`.
+    /// The error an elicitation answer `bytes` to `server` gets instead, if
+    /// its accepted content breaks the `requestedSchema` `schema`.
     #[cfg(feature = "validate")]
-    fn check_elicitation_answer(&mut self, open: &OpenRelay, bytes: &[u8]) -> Option<Refusal> {
-        let schema = open.schema.as_ref()?;
+    fn check_elicitation_answer(&mut self, server: &str, schema: &Value, bytes: &[u8]) -> Option<Refusal> {
         let all = 0..bytes.len();
         if wire::find(bytes, all.clone(), &["result", "action"]).is_none_or(|r| &bytes[r] != b"\"accept\"") {
             return None;
@@ -495,37 +487,14 @@ impl Hub {
         let content = wire::find(bytes, all, &["result", "content"]).and_then(|r| serde_json::from_slice(&bytes[r]).ok()).unwrap_or_else(|| json!({}));
         // Requirement: elicitation-both-validate-against-schema, elicitation-client-validate-responses
         let f = self.policy.p.validators.check_once(crate::policy::validate::Target::ElicitationAnswer, schema, &content).err()?;
-        let msg = format!("the client's answer to server '{}' broke its requestedSchema: {f}", open.server);
+        let msg = format!("the client's answer to server '{server}' broke its requestedSchema: {f}");
         self.log(super::Level::Warn, msg.clone());
         Some(Refusal(crate::policy::validate::Failure::CODE.code().into(), msg, Some(f.data())))
     }
 
     #[cfg(not(feature = "validate"))]
-    fn check_elicitation_answer(&mut self, _: &OpenRelay, _: &[u8]) -> Option<Refusal> {
+    fn check_elicitation_answer(&mut self, _: &str, _: &Value, _: &[u8]) -> Option<Refusal> {
         None
-    }
-
-    /// The audit line and metric sample of a relayed request.
-    fn relay_audit(&mut self, o: &OpenRelay, outcome: audit::Outcome<'_>, bytes_out: u64) {
-        let duration_ms = self.now_ms.saturating_sub(o.start_ms);
-        if let Some(m) = &mut self.policy.p.metrics {
-            m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
-        }
-        let record = audit::Record {
-            time_ms: self.policy.epoch_ms + o.start_ms,
-            method: o.method,
-            principal: &o.principal,
-            client_revision: o.revision,
-            server: &o.server,
-            name: "",
-            original_name: "",
-            arguments: None,
-            outcome,
-            duration_ms,
-            bytes_in: o.bytes_in,
-            bytes_out,
-        };
-        self.policy.p.audit(&record);
     }
 
     /// A progress notification of upstream `u` for its request `id`: within
@@ -640,8 +609,12 @@ impl Hub {
             (None, None) if wire::find(bytes, all, &["result", "isError"]).is_some_and(|r| &bytes[r] == b"true") => audit::Outcome::ToolError,
             (None, None) => audit::Outcome::Result,
         };
+        self.record(&o, outcome, bytes.len() as u64);
+    }
+
+    /// The metric sample and audit line of tracked request `o`.
+    fn record(&mut self, o: &Open, outcome: audit::Outcome<'_>, bytes_out: u64) {
         let duration_ms = self.now_ms.saturating_sub(o.start_ms);
-        let bytes_out = bytes.len() as u64;
         if let Some(m) = &mut self.policy.p.metrics {
             m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
         }

@@ -237,6 +237,11 @@ fn tool_search_lists_meta_tools_and_calls_through_the_same_policy() {
     assert!(p.up_quiet(0));
 }
 
+/// An upstream's `sampling/createMessage` request `id`.
+fn sampling(id: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": { "messages": [{ "role": "user", "content": { "type": "text", "text": "q" } }], "maxTokens": 3 } })
+}
+
 // covers: sampling-client-rate-limit, elicitation-client-rate-limit
 #[test]
 fn server_requests_over_their_limit_are_refused_to_the_server() {
@@ -246,7 +251,6 @@ fn server_requests_over_their_limit_are_refused_to_the_server() {
     p.names(c);
     assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
     p.take_up(0);
-    let sampling = |id: &str| json!({ "jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": { "messages": [{ "role": "user", "content": { "type": "text", "text": "q" } }], "maxTokens": 3 } });
     p.upstream_says(0, sampling("s1"));
     assert_eq!(p.take(c)["method"], "sampling/createMessage", "the first one is relayed");
     p.upstream_says(0, sampling("s2"));
@@ -353,6 +357,17 @@ fn a_listen_stream_hears_only_of_tool_changes_its_principal_sees() {
     assert!(p.client_quiet(alice) && p.client_quiet(bob));
 }
 
+/// A hub with `policy` and upstream `a` (tool `x`), and a 2025-11-25
+/// client declaring `caps` whose call of `a__x` the upstream has.
+fn calling(policy: Value, caps: Value) -> (Pair, ClientId) {
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], with_policy(policy));
+    let c = p.client("2025-11-25", caps);
+    p.names(c);
+    assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
+    p.take_up(0);
+    (p, c)
+}
+
 const ELICIT_SCHEMA: &str = r#"{ "type": "object", "properties": { "n": { "type": "integer" }, "name": { "type": "string" } }, "required": ["n"] }"#;
 
 fn elicitation(id: &str) -> Value {
@@ -364,12 +379,7 @@ fn elicitation(id: &str) -> Value {
 #[test]
 fn a_legacy_clients_elicitation_answer_is_checked_and_audited() {
     let log = audit_file("elicitation");
-    let opts = with_policy(json!({ "validate": { "servers": ["a"] }, "audit": { "file": log } }));
-    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
-    let c = p.client("2025-11-25", json!({ "elicitation": {} }));
-    p.names(c);
-    assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
-    p.take_up(0);
+    let (mut p, c) = calling(json!({ "validate": { "servers": ["a"] }, "audit": { "file": log } }), json!({ "elicitation": {} }));
     // An answer breaking the schema: the server gets -32602 naming /n.
     p.upstream_says(0, elicitation("e1"));
     let asked = p.take(c);
@@ -433,13 +443,7 @@ fn a_modern_clients_input_response_is_checked_before_the_legacy_server_gets_it()
 #[test]
 fn relayed_sampling_and_its_refusal_get_audit_lines() {
     let log = audit_file("sampling");
-    let opts = with_policy(json!({ "rateLimits": { "serverRequests": { "perServer": "1/min" } }, "audit": { "file": log } }));
-    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
-    let c = p.client("2025-11-25", json!({ "sampling": {} }));
-    p.names(c);
-    assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
-    p.take_up(0);
-    let sampling = |id: &str| json!({ "jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": { "messages": [{ "role": "user", "content": { "type": "text", "text": "q" } }], "maxTokens": 3 } });
+    let (mut p, c) = calling(json!({ "rateLimits": { "serverRequests": { "perServer": "1/min" } }, "audit": { "file": log } }), json!({ "sampling": {} }));
     p.upstream_says(0, sampling("s1"));
     let asked = p.take(c);
     p.now += 25;
