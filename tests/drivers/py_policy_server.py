@@ -13,6 +13,11 @@ Tools:
   erase(path: str)         annotated destructiveHint=false, readOnlyHint=true
                            (claims a server nobody vetted could make)
   seen()                   -> JSON list of the tool names called before it
+  chatty(n: int)           sends n log messages (info) during the call, then
+                           -> "sent N"
+  ask(strict: bool)        elicits {"name": string}; strict asks for at least
+                           100 characters (more than a client's fixed answer)
+                           -> "elicited NAME", or "elicitation failed: ERROR"
 With --many N, also N tools `op_<i>` ("Operation number i on widgets"), and
 `op_<N-1>`'s description mentions a zebra (the word a search test looks for).
 """
@@ -23,8 +28,9 @@ import argparse
 import json
 from typing import Literal
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--name", default="py-policy")
@@ -61,6 +67,34 @@ def erase(path: str) -> str:
 def seen() -> str:
     """The tools called so far, in order."""
     return json.dumps(calls, separators=(",", ":"))
+
+
+@app.tool()
+async def chatty(n: int, ctx: Context) -> str:
+    """Log n lines during the call."""
+    calls.append("chatty")
+    for i in range(n):
+        await ctx.info(f"line {i}")
+    return f"sent {n}"
+
+
+class Name(BaseModel):
+    name: str
+
+
+class LongName(BaseModel):
+    name: str = Field(min_length=100)
+
+
+@app.tool()
+async def ask(strict: bool, ctx: Context) -> str:
+    """Elicit a name."""
+    calls.append("ask")
+    try:
+        r = await ctx.elicit("Your name?", LongName if strict else Name)
+    except Exception as e:  # the client's answer refused on the way
+        return f"elicitation failed: {e}"
+    return f"elicited {r.data.name}" if r.action == "accept" else f"elicitation {r.action}"
 
 
 def add_op(i: int, last: bool) -> None:

@@ -302,7 +302,8 @@ fn tool_search_finds_a_tool_by_a_word_of_its_description_among_500() {
     let hub = hub_with(json!({"catalogs": {"stdio": {"toolSearch": true, "deny": ["pol/erase"]}}, "validate": {"servers": ["pol"]}}), &["--many", "500"]);
     let steps = json!([
         {"op": "list_tools", "expect_tools": ["mcpx_search_tools", "mcpx_describe_tool", "mcpx_call_tool"], "expect_absent": ["pol__op_499", "pol__count"]},
-        call("mcpx_search_tools", json!({"query": "zebra", "limit": 5}), "ok", "pol__op_499"),
+        // The meta-tools are listed at once; the server's 500 tools once it is up.
+        {"op": "call", "tool": "mcpx_search_tools", "args": {"query": "zebra", "limit": 5}, "expect": "ok", "expect_text": "pol__op_499", "retry_for": 20},
         call("mcpx_describe_tool", json!({"name": "pol__typed"}), "ok", "inputSchema"),
         call("mcpx_call_tool", json!({"name": "pol__op_499"}), "ok", "op 499 done"),
         // The same catalog and validation as direct calls.
@@ -341,4 +342,60 @@ fn an_untrusted_servers_annotations_and_instructions_are_attributed_to_it() {
     assert_eq!(erase["annotations"]["readOnlyHint"], true, "{erase}");
     assert_eq!(erase["_meta"]["io.github.mcpx/provenance"], json!({"server": "pol", "trusted": false}), "{erase}");
     s.finish();
+}
+
+// covers: logging-impl-validate-control, logging-server-hygiene
+#[test]
+fn a_servers_log_flood_inside_one_call_is_capped() {
+    let hub = hub_with(json!({"rateLimits": {"logsPerRequest": 5}}), &[]);
+    let mut s = RawSession::spawn(&hub.serve());
+    s.initialize("2025-11-25");
+    // The tools list once the upstream is up (a listed client gets notifications).
+    let mut listed = false;
+    for _ in 0..50 {
+        let id = s.request("tools/list", json!({}));
+        let r = s.response_to(id, Duration::from_secs(30));
+        if r["result"]["tools"].as_array().is_some_and(|ts| ts.iter().any(|t| t["name"] == "pol__chatty")) {
+            listed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(listed, "pol__chatty never listed");
+    let id = s.request("tools/call", json!({"name": "pol__chatty", "arguments": {"n": 40}}));
+    let mut logs = 0;
+    let answer = loop {
+        let m = s.next_message(Duration::from_secs(30)).expect("the call's answer");
+        if m["method"] == "notifications/message" {
+            logs += 1;
+        } else if m["id"] == id {
+            break m;
+        }
+    };
+    assert_eq!(answer["result"]["content"][0]["text"], "sent 40", "{answer}");
+    assert_eq!(logs, 5, "the first logsPerRequest messages of the call, the rest dropped");
+    let stderr = s.finish();
+    assert_eq!(stderr.matches("log notifications of one request over policy.rateLimits.logsPerRequest (5)").count(), 1, "logged once: {stderr}");
+}
+
+// covers: elicitation-both-validate-against-schema, elicitation-client-validate-responses, elicitation-server-validate-received-data, tools-client-sec
+#[test]
+fn an_elicitation_answer_breaking_its_schema_is_refused_to_the_server_and_audited() {
+    let dir = TempDir::new();
+    let log = dir.path().join("audit.jsonl");
+    let hub = hub_with(json!({"validate": {"servers": ["pol"]}, "audit": {"file": log}}), &[]);
+    // The SDK clients answer a string property with a fixed 20-character text.
+    let steps = json!([
+        call("pol__ask", json!({"strict": false}), "ok", "elicited mcpx-elicited-answer"),
+        call("pol__ask", json!({"strict": true}), "ok", "elicitation failed: the client's answer to server 'pol' broke its requestedSchema: invalid elicitation answer: /name"),
+    ]);
+    Client::Py("1.30.0").script(steps, &hub.serve()).assert_ok();
+    let lines: Vec<Value> = read_lines(&log, 4).into_iter().filter(|l| l["method"] == "elicitation/create").collect();
+    let outcomes: Vec<&str> = lines.iter().map(|l| l["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["result", "error"], "{lines:#?}");
+    assert_eq!(lines[1]["errorCode"], -32602);
+    for l in &lines {
+        assert_eq!((l["principal"].as_str(), l["server"].as_str()), (Some("stdio"), Some("pol")), "{l}");
+        assert!(l["bytesIn"].as_u64() > Some(0) && l["bytesOut"].as_u64() > Some(0), "{l}");
+    }
 }

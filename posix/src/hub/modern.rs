@@ -74,6 +74,9 @@ pub(super) struct Listen {
     pub resources: bool,
     /// Exposed resource URIs subscribed to.
     pub uris: Vec<String>,
+    /// Fingerprint of the tools its principal sees, as last told (with
+    /// per-principal catalogs; `Hub::policy_listen_sees`).
+    pub tools_fp: u64,
 }
 
 impl Listen {
@@ -354,6 +357,7 @@ impl Hub {
             prompts: asked("promptsListChanged") && caps.contains_key("prompts"),
             resources: asked("resourcesListChanged") && caps.contains_key("resources"),
             uris: Vec::new(),
+            tools_fp: self.policy_listen_fingerprint(c),
         };
         let mut agreed = Map::new();
         for (k, on) in [("toolsListChanged", listen.tools), ("promptsListChanged", listen.prompts), ("resourcesListChanged", listen.resources)] {
@@ -427,11 +431,15 @@ impl Hub {
     pub(super) fn notify_listens(&mut self, ch: Channel) {
         let mut out = Vec::new();
         for (c, cl) in &self.clients {
-            for l in cl.listens.iter().filter(|l| l.wants(ch)) {
-                out.push((*c, l.id.clone()));
+            for (i, l) in cl.listens.iter().enumerate().filter(|(_, l)| l.wants(ch)) {
+                out.push((*c, i, l.id.clone()));
             }
         }
-        for (c, id) in out {
+        for (c, i, id) in out {
+            // Policy: only a principal whose view changed is told (hub/policy.rs).
+            if !self.policy_listen_sees(c, i, ch) {
+                continue;
+            }
             // Requirement: subscriptions-tag-every-notification
             let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
             let p = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });

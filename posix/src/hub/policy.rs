@@ -1,8 +1,11 @@
 //! The hub's calls into [`crate::policy`], at the points its module doc
 //! lists: per-principal catalogs and tool search on `tools/list` and
 //! `tools/call`, rate limits before forwarding, argument validation, trust
-//! marks on annotations, and one audit line and metric sample per answered
-//! tool call, prompt get, resource read and completion.
+//! marks on annotations, one audit line and metric sample per answered
+//! tool call, prompt get, resource read, completion and relayed
+//! sampling/elicitation, the elicitation-answer check, the per-request caps
+//! on progress and log notifications, and per-principal `list_changed` on
+//! listen streams.
 //!
 //! With no audit and `"metrics": false` nothing is tracked per request;
 //! with no rate limit configured the limiter takes no bucket (the
@@ -40,6 +43,24 @@ pub(super) fn principal_name(bound: &[u8]) -> &str {
     }
 }
 
+/// The metric label and log word of a per-request notification cap.
+fn notification_label(kind: Notification) -> &'static str {
+    match kind {
+        Notification::Progress => "progress",
+        Notification::Log => "log",
+    }
+}
+
+/// The metric label of an audited outcome.
+fn metrics_outcome(o: &audit::Outcome<'_>) -> metrics::Outcome {
+    match o {
+        audit::Outcome::Result => metrics::Outcome::Result,
+        audit::Outcome::ToolError => metrics::Outcome::ToolError,
+        audit::Outcome::Error { .. } => metrics::Outcome::Error,
+        audit::Outcome::Refused { .. } => metrics::Outcome::Refused,
+    }
+}
+
 /// A request being audited or metered until its answer.
 struct Open {
     start_ms: u64,
@@ -54,6 +75,9 @@ struct Open {
     /// Refused by this limit (set before the refusal is answered).
     refused: Option<String>,
 }
+
+/// Relayed requests that get an audit line.
+const AUDITED_RELAYS: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
 
 /// Methods that get an audit line and a metric sample.
 const TRACKED: [&str; 4] = ["tools/call", "prompts/get", "resources/read", "completion/complete"];
@@ -73,6 +97,11 @@ pub(super) struct HubPolicy {
     indexes: HashMap<usize, (u32, Index)>,
     /// Progress counts per upstream request (bounded by `cap`).
     budgets: HashMap<(UpstreamId, u64), NotificationBudget>,
+    /// Relayed sampling/elicitation requests until the answer their
+    /// upstream gets, by (upstream, its request id as raw JSON), with an
+    /// elicitation's `requestedSchema` when its answers are validated;
+    /// bounded by `cap` (the oldest is dropped).
+    relays: HashMap<(UpstreamId, Vec<u8>), (Open, Option<Value>)>,
 }
 
 impl HubPolicy {
@@ -88,6 +117,7 @@ impl HubPolicy {
             epoch_ms,
             indexes: HashMap::new(),
             budgets: HashMap::new(),
+            relays: HashMap::new(),
         })
     }
 
@@ -155,6 +185,28 @@ impl Hub {
         }
         let keep: Vec<bool> = self.catalog.view(Kind::Tools).iter().map(|e| self.policy_visible(c, e)).collect();
         self.catalog.fingerprint_where(ch, rev, |i| keep[i])
+    }
+
+    /// The tools fingerprint a new listen stream of client `c` starts
+    /// from (0 without per-principal catalogs: it is not consulted then).
+    pub(super) fn policy_listen_fingerprint(&mut self, c: ClientId) -> u64 {
+        if !self.policy.restricts {
+            return 0;
+        }
+        let rev = self.clients.get(&c).map_or(Rev::LATEST_LEGACY, |cl| cl.rev());
+        self.visible_fingerprint(c, Channel::Tools, rev)
+    }
+
+    /// Is listen stream `i` of client `c` told of a change on `ch`? With
+    /// per-principal catalogs, only when the tools its principal sees
+    /// changed: a change it cannot see does not leak the others'.
+    pub(super) fn policy_listen_sees(&mut self, c: ClientId, i: usize, ch: Channel) -> bool {
+        if ch != Channel::Tools || !self.policy.restricts {
+            return true;
+        }
+        let fp = self.policy_listen_fingerprint(c);
+        let Some(l) = self.clients.get_mut(&c).and_then(|cl| cl.listens.get_mut(i)) else { return false };
+        std::mem::replace(&mut l.tools_fp, fp) != fp
     }
 
     /// Does client `c` get the tool-search meta-tools instead of the list?
@@ -355,32 +407,148 @@ impl Hub {
         r
     }
 
-    /// A sampling, elicitation or roots request of upstream `u`, before it
-    /// is relayed: its rate limits (principal: the client it goes to, `c`,
-    /// when known). The refusal's text is the error `u` gets.
-    pub(super) fn policy_admit_server_request(&mut self, u: UpstreamId, c: Option<ClientId>) -> Result<(), String> {
-        self.limit(c, Class::ServerRequest, Some(u), "").map_err(|r| r.to_string())
+    /// A sampling, elicitation or roots request `m` of upstream `u`, before
+    /// it is relayed: its rate limits (principal: the client it goes to,
+    /// `c`, when known). The refusal's text is the error `u` gets, and it
+    /// is audited; an admitted request is tracked until `u`'s answer.
+    pub(super) fn policy_admit_server_request(&mut self, u: UpstreamId, c: Option<ClientId>, m: &Msg) -> Result<(), String> {
+        let r = self.limit(c, Class::ServerRequest, Some(u), "");
+        let Some(method) = AUDITED_RELAYS.iter().copied().find(|x| *x == &*m.method) else { return r.map_err(|r| r.to_string()) };
+        let audited = self.policy.p.audit.is_some() || self.policy.p.metrics.is_some();
+        let validated = method == "elicitation/create" && self.policy.p.validate.as_ref().is_some_and(|v| v.elicitation) && self.policy.p.validates(&self.ups[u].spec.name);
+        if !audited && !validated {
+            return r.map_err(|r| r.to_string());
+        }
+        let cl = c.and_then(|c| self.clients.get(&c));
+        let open = Open {
+            start_ms: self.now_ms,
+            method,
+            principal: cl.map_or("", |cl| principal_name(&cl.principal)).to_string(),
+            revision: cl.map_or("", |cl| if cl.era == Some(mcpx_core::revision::Era::Modern) { super::modern::MODERN.as_str() } else { cl.rev().as_str() }),
+            server: self.ups[u].spec.name.clone(),
+            name: String::new(),
+            original: String::new(),
+            arguments: None,
+            bytes_in: m.raw.len() as u64,
+            refused: None,
+        };
+        let schema = validated.then(|| m.param(&["requestedSchema"]).and_then(|r| serde_json::from_slice(&m.raw[r]).ok())).flatten();
+        match r {
+            Ok(()) => {
+                let relays = &mut self.policy.relays;
+                if relays.len() >= self.policy.cap {
+                    if let Some(k) = relays.iter().min_by_key(|(_, (o, _))| o.start_ms).map(|(k, _)| k.clone()) {
+                        relays.remove(&k);
+                    }
+                }
+                relays.insert((u, m.id_bytes().unwrap_or(b"null").to_vec()), (open, schema));
+                Ok(())
+            }
+            Err(refusal) => {
+                self.record(&open, audit::Outcome::Refused { limit: &refusal.limit }, 0);
+                Err(refusal.to_string())
+            }
+        }
+    }
+
+    /// `bytes` go to upstream `u`: when they answer a tracked relayed
+    /// request, it gets its audit line, and an elicitation's accepted
+    /// content is checked against its `requestedSchema` — an invalid one
+    /// is replaced by an error naming the failing property (a valid one
+    /// passes as it is). Only looked into while a relay of `u` is open.
+    pub(super) fn policy_to_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) -> Vec<u8> {
+        if self.policy.relays.is_empty() {
+            return bytes;
+        }
+        let all = 0..bytes.len();
+        if wire::find(&bytes, all.clone(), &["method"]).is_some() {
+            return bytes;
+        }
+        let Some(id) = wire::find(&bytes, all.clone(), &["id"]) else { return bytes };
+        let Some((open, schema)) = self.policy.relays.remove(&(u, bytes[id.clone()].to_vec())) else { return bytes };
+        let bytes = match schema.and_then(|schema| self.check_elicitation_answer(&open.server, &schema, &bytes)) {
+            Some(error) => wire::error(Some(&bytes[id]), error.0, &error.1, error.2),
+            None => bytes,
+        };
+        let code = wire::find(&bytes, all, &["error", "code"]).and_then(|r| std::str::from_utf8(&bytes[r]).ok()?.parse::<i64>().ok());
+        let outcome = code.map_or(audit::Outcome::Result, |code| audit::Outcome::Error { code });
+        self.record(&open, outcome, bytes.len() as u64);
+        bytes
+    }
+
+    /// The error an elicitation answer `bytes` to `server` gets instead, if
+    /// its accepted content breaks the `requestedSchema` `schema`.
+    #[cfg(feature = "validate")]
+    fn check_elicitation_answer(&mut self, server: &str, schema: &Value, bytes: &[u8]) -> Option<Refusal> {
+        let all = 0..bytes.len();
+        if wire::find(bytes, all.clone(), &["result", "action"]).is_none_or(|r| &bytes[r] != b"\"accept\"") {
+            return None;
+        }
+        let content = wire::find(bytes, all, &["result", "content"]).and_then(|r| serde_json::from_slice(&bytes[r]).ok()).unwrap_or_else(|| json!({}));
+        // Requirement: elicitation-both-validate-against-schema, elicitation-client-validate-responses
+        let f = self.policy.p.validators.check_once(crate::policy::validate::Target::ElicitationAnswer, schema, &content).err()?;
+        let msg = format!("the client's answer to server '{server}' broke its requestedSchema: {f}");
+        self.log(super::Level::Warn, msg.clone());
+        Some(Refusal(crate::policy::validate::Failure::CODE.code().into(), msg, Some(f.data())))
+    }
+
+    #[cfg(not(feature = "validate"))]
+    fn check_elicitation_answer(&mut self, _: &str, _: &Value, _: &[u8]) -> Option<Refusal> {
+        None
     }
 
     /// A progress notification of upstream `u` for its request `id`: within
-    /// `progressPerRequest`, or dropped (logged once per request).
+    /// `progressPerRequest`, or dropped.
     pub(super) fn policy_admit_progress(&mut self, u: UpstreamId, id: u64) -> bool {
-        let cfg = self.policy.p.limiter.config();
-        if cfg.progress_per_request.is_none() {
+        if self.policy.p.limiter.config().progress_per_request.is_none() {
             return true;
         }
+        let admitted = self.admit_notification(u, id, Notification::Progress);
+        self.notification_verdict(u, Notification::Progress, admitted)
+    }
+
+    /// A log message of upstream `u`. The wire does not say which request
+    /// it is about, so it counts against every client request of `u` in
+    /// flight, and is dropped once all of them are over `logsPerRequest`
+    /// (`logging-impl-validate-control`). A message while none is in
+    /// flight is no request's and is not capped here.
+    pub(super) fn policy_admit_log(&mut self, u: UpstreamId) -> bool {
+        if self.policy.p.limiter.config().logs_per_request.is_none() {
+            return true;
+        }
+        let ids: Vec<u64> = self.pending.calls_to(u).map(|(id, _, _)| id).collect();
+        let mut admitted = ids.is_empty();
+        for id in ids {
+            admitted |= self.admit_notification(u, id, Notification::Log);
+        }
+        self.notification_verdict(u, Notification::Log, admitted)
+    }
+
+    /// Counts one notification of `kind` against `u`'s request `id`: false
+    /// when over its cap (logged once per request).
+    fn admit_notification(&mut self, u: UpstreamId, id: u64, kind: Notification) -> bool {
         let budgets = &mut self.policy.budgets;
         if budgets.len() >= self.policy.cap {
             // Requests no longer pending need no count (ids never repeat).
             let pending = &self.pending;
             budgets.retain(|(u, id), _| pending.get(*u, *id).is_some());
         }
-        let Err(d) = budgets.entry((u, id)).or_default().admit(Notification::Progress, cfg) else { return true };
+        let cfg = self.policy.p.limiter.config();
+        let Err(d) = budgets.entry((u, id)).or_default().admit(kind, cfg) else { return true };
         if d.first {
             let server = &self.ups[u].spec.name;
-            self.out.push_back(super::Output::Log(super::Level::Warn, format!("server '{server}': progress of one request over {}; the rest is dropped", d.limit)));
+            let what = notification_label(kind);
+            self.out.push_back(super::Output::Log(super::Level::Warn, format!("server '{server}': {what} notifications of one request over {}; the rest is dropped", d.limit)));
         }
         false
+    }
+
+    /// A dropped notification is counted in the metrics; `admitted` as is.
+    fn notification_verdict(&mut self, u: UpstreamId, kind: Notification, admitted: bool) -> bool {
+        if let (false, Some(m)) = (admitted, &mut self.policy.p.metrics) {
+            m.notification_dropped(&self.ups[u].spec.name, notification_label(kind));
+        }
+        admitted
     }
 
     /// A tracked request arrives (before it is routed).
@@ -441,16 +609,14 @@ impl Hub {
             (None, None) if wire::find(bytes, all, &["result", "isError"]).is_some_and(|r| &bytes[r] == b"true") => audit::Outcome::ToolError,
             (None, None) => audit::Outcome::Result,
         };
+        self.record(&o, outcome, bytes.len() as u64);
+    }
+
+    /// The metric sample and audit line of tracked request `o`.
+    fn record(&mut self, o: &Open, outcome: audit::Outcome<'_>, bytes_out: u64) {
         let duration_ms = self.now_ms.saturating_sub(o.start_ms);
-        let bytes_out = bytes.len() as u64;
         if let Some(m) = &mut self.policy.p.metrics {
-            let label = match outcome {
-                audit::Outcome::Result => metrics::Outcome::Result,
-                audit::Outcome::ToolError => metrics::Outcome::ToolError,
-                audit::Outcome::Error { .. } => metrics::Outcome::Error,
-                audit::Outcome::Refused { .. } => metrics::Outcome::Refused,
-            };
-            m.request(o.method, &o.server, label, duration_ms, o.bytes_in, bytes_out);
+            m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
         }
         let record = audit::Record {
             time_ms: self.policy.epoch_ms + o.start_ms,

@@ -377,7 +377,7 @@ impl Hub {
             method if RELAYED.iter().any(|(m, _)| *m == method) => {
                 // Policy: the server-request rate limits (hub/policy.rs).
                 let to = self.cause_client(u, m);
-                if let Err(why) = self.policy_admit_server_request(u, to) {
+                if let Err(why) = self.policy_admit_server_request(u, to, m) {
                     return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE.code().into(), why);
                 }
                 self.relay_to_client(u, m)
@@ -1143,6 +1143,8 @@ impl Hub {
     }
 
     pub(super) fn emit_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) {
+        // Policy: audit and elicitation-answer check of relayed requests (hub/policy.rs).
+        let bytes = self.policy_to_upstream(u, bytes);
         self.out.push_back(Output::ToUpstream(u, bytes));
     }
 }

@@ -774,6 +774,10 @@ impl Hub {
             "notifications/subscriptions/acknowledged" => {}
             "notifications/progress" => self.upstream_progress(u, m),
             "notifications/message" => {
+                // Policy: the log cap per request (hub/policy.rs).
+                if !self.policy_admit_log(u) {
+                    return;
+                }
                 let mut p = m.params_value();
                 let server = &self.ups[u].spec.name;
                 let logger = match p.get("logger").and_then(Value::as_str) {

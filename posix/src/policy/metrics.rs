@@ -265,6 +265,7 @@ pub struct HubMetrics {
     connections: FamilyId,
     queue_depth: FamilyId,
     audit_dropped: FamilyId,
+    notifications_dropped: FamilyId,
 }
 
 impl HubMetrics {
@@ -281,6 +282,7 @@ impl HubMetrics {
             connections: r.register("mcpx_connections", "Open client connections.", Kind::Gauge, &[]),
             queue_depth: r.register("mcpx_queue_depth", "Messages waiting, per queue.", Kind::Gauge, &["queue"]),
             audit_dropped: r.register("mcpx_audit_dropped_lines_total", "Audit lines dropped because the writer fell behind.", Kind::Counter, &[]),
+            notifications_dropped: r.register("mcpx_notifications_dropped_total", "Upstream notifications dropped over a per-request cap, per server and kind.", Kind::Counter, &["server", "kind"]),
             registry: r,
         }
     }
@@ -297,6 +299,11 @@ impl HubMetrics {
 
     pub fn refused(&mut self, limit: &str) {
         self.registry.add(self.refusals, &[limit], 1.0);
+    }
+
+    /// A `progress` or `log` notification dropped over its request's cap.
+    pub fn notification_dropped(&mut self, server: &str, kind: &str) {
+        self.registry.add(self.notifications_dropped, &[server, kind], 1.0);
     }
 
     pub fn upstream(&mut self, server: &str, up: bool, restarts: u64) {

@@ -4,10 +4,8 @@
 //! fixed points. The config is `"policy"` (`crate::config::PolicyConfig`).
 //!
 //! **Status: wired** — every call is in `crate::hub::policy` (one call
-//! line at each point below), except: the log-message cap per request
-//! (point 4, `logsPerRequest`), the elicitation-answer check (point 3),
-//! audit lines of relayed sampling/elicitation (point 6) and the quotas of
-//! point 7. The hub holds one [`Policy`] (built from the config by
+//! line at each point below), except the quotas of point 7. The hub holds
+//! one [`Policy`] (built from the config by
 //! `Policy::new`).
 //! "Principal" is the client's identity: `"stdio"` for the stdio client,
 //! the static token's name (or, later, the OAuth subject) over HTTP.
@@ -42,15 +40,19 @@
 //!    [`ratelimit::RateLimiter::check`] with
 //!    [`ratelimit::Class::ServerRequest`] (principal: the client it goes
 //!    to; tool: the call it belongs to, if known); a refusal is the error
-//!    answer to the upstream. On the client's elicitation answer:
-//!    [`validate::Validators::check_once`] against the `requestedSchema`
-//!    (refused answers go back to the client as an error, so it can fix
-//!    them).
+//!    answer to the upstream. On the answer the upstream gets (the
+//!    client's, relayed or from a 2026-07-28 retry's `inputResponses`):
+//!    [`validate::Validators::check_once`] of an accepted elicitation's
+//!    content against the `requestedSchema` (an invalid one becomes the
+//!    error -32602 to the upstream: a client's answer cannot be answered).
 //! 4. **On each upstream notification with a progress token or a related
-//!    request** (`notifications/progress`, `notifications/message` during
-//!    a request): [`ratelimit::NotificationBudget::admit`] on the budget kept
-//!    in that request's pending entry; over the cap the notification is
-//!    dropped (log once when `Dropped::first`).
+//!    request** (`notifications/progress` for its request;
+//!    `notifications/message` for every client request to that upstream in
+//!    flight, as the wire names none): [`ratelimit::NotificationBudget::admit`]
+//!    on the budget kept per upstream request; over the cap the notification
+//!    is dropped (a log message once all of those requests are over it; log
+//!    once when `Dropped::first`, counted by
+//!    [`metrics::HubMetrics::notification_dropped`]).
 //! 5. **On a tool result**: [`validate::Validators::check_structured`] per
 //!    `validate.output` (log, or replace by a tool error).
 //! 6. **On every terminal outcome** (result, tool error, JSON-RPC error,

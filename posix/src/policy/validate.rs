@@ -397,6 +397,7 @@ mod tests {
         vs.check_arguments("other", "count", &json!({"count": "x"})).unwrap();
     }
 
+    // covers: json-schema-validate-per-dialect-and-error-on-unsupported
     #[test]
     fn the_declared_dialect_is_used_and_an_unknown_one_is_an_error() {
         let mut vs = Validators::new(ValidateLimits::default());

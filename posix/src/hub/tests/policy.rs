@@ -237,6 +237,11 @@ fn tool_search_lists_meta_tools_and_calls_through_the_same_policy() {
     assert!(p.up_quiet(0));
 }
 
+/// An upstream's `sampling/createMessage` request `id`.
+fn sampling(id: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": { "messages": [{ "role": "user", "content": { "type": "text", "text": "q" } }], "maxTokens": 3 } })
+}
+
 // covers: sampling-client-rate-limit, elicitation-client-rate-limit
 #[test]
 fn server_requests_over_their_limit_are_refused_to_the_server() {
@@ -246,7 +251,6 @@ fn server_requests_over_their_limit_are_refused_to_the_server() {
     p.names(c);
     assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
     p.take_up(0);
-    let sampling = |id: &str| json!({ "jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": { "messages": [{ "role": "user", "content": { "type": "text", "text": "q" } }], "maxTokens": 3 } });
     p.upstream_says(0, sampling("s1"));
     assert_eq!(p.take(c)["method"], "sampling/createMessage", "the first one is relayed");
     p.upstream_says(0, sampling("s2"));
@@ -281,4 +285,199 @@ fn progress_over_its_cap_per_request_is_dropped() {
         assert_eq!(p.take(c)["id"], id);
     }
     assert_eq!(p.logs.iter().filter(|(_, l)| l.contains("policy.rateLimits.progressPerRequest (2)")).count(), 2, "logged once per request: {:?}", p.logs);
+}
+
+// covers: logging-impl-validate-control, logging-server-hygiene
+#[test]
+fn log_messages_over_the_cap_of_the_requests_in_flight_are_dropped() {
+    let opts = with_policy(json!({ "rateLimits": { "logsPerRequest": 2 } }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
+    let c = p.client("2025-11-25", json!({}));
+    p.names(c);
+    let log = |n: u32| json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "data": n } });
+    let drain = |p: &mut Pair| -> Vec<Value> { std::iter::from_fn(|| p.cl.get_mut(&c).and_then(VecDeque::pop_front).map(|x| x.0)).map(|v| v["params"]["data"].clone()).collect() };
+    // Two calls in flight: a message counts against both, so the cap is
+    // reached when both have sent two.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "a__x" } }));
+    let first = p.take_up(0);
+    for n in 1..=2 {
+        p.upstream_says(0, log(n));
+    }
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "a__x" } }));
+    let second = p.take_up(0);
+    for n in 3..=6 {
+        p.upstream_says(0, log(n));
+    }
+    assert_eq!(drain(&mut p), [json!(1), json!(2), json!(3), json!(4)], "the second call's budget carries messages 3 and 4");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": first["id"], "result": { "content": [] } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": second["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 1);
+    assert_eq!(p.take(c)["id"], 2);
+    // No request in flight: the message is no request's, not capped here.
+    p.upstream_says(0, log(7));
+    assert_eq!(drain(&mut p), [json!(7)]);
+    assert_eq!(p.logs.iter().filter(|(_, l)| l.contains("log notifications of one request over policy.rateLimits.logsPerRequest (2)")).count(), 2, "once per request: {:?}", p.logs);
+    let text = p.hub.metrics_text(0, 0).expect("metrics on by default");
+    assert!(text.contains("mcpx_notifications_dropped_total{server=\"a\",kind=\"log\"} 2"), "{text}");
+}
+
+/// `_meta` of a 2026-07-28 request declaring `caps`.
+fn modern_meta(caps: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": { "name": "t", "version": "1" },
+    })
+}
+
+// covers: tools-server-sec-validate-inputs, subscriptions-list-changed-via-listen
+#[test]
+fn a_listen_stream_hears_only_of_tool_changes_its_principal_sees() {
+    let opts = with_policy(json!({ "catalogs": { "alice": { "allow": ["a"] } } }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"])), ("b", Fake::tools(&["y"]))], opts);
+    let alice = p.connect();
+    p.hub.set_client_principal(alice, b"token:alice");
+    let bob = p.connect();
+    p.hub.set_client_principal(bob, b"token:bob");
+    for c in [alice, bob] {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": { "notifications": { "toolsListChanged": true }, "_meta": modern_meta(json!({})) } }));
+        assert_eq!(p.take(c)["method"], "notifications/subscriptions/acknowledged");
+    }
+    // b's tools change: bob sees b, alice does not.
+    p.fakes[1].as_mut().unwrap().tools.push(tool("z"));
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    let n = p.take(bob);
+    assert_eq!((n["method"].clone(), n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone()), (json!("notifications/tools/list_changed"), json!(7)));
+    assert!(p.client_quiet(alice), "a change alice cannot see is not announced to her");
+    // a's tools change: both see a.
+    p.fakes[0].as_mut().unwrap().tools.push(tool("w"));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(p.take(alice)["method"], "notifications/tools/list_changed");
+    assert_eq!(p.take(bob)["method"], "notifications/tools/list_changed");
+    assert!(p.client_quiet(alice) && p.client_quiet(bob));
+}
+
+/// A hub with `policy` and upstream `a` (tool `x`), and a 2025-11-25
+/// client declaring `caps` whose call of `a__x` the upstream has.
+fn calling(policy: Value, caps: Value) -> (Pair, ClientId) {
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], with_policy(policy));
+    let c = p.client("2025-11-25", caps);
+    p.names(c);
+    assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
+    p.take_up(0);
+    (p, c)
+}
+
+const ELICIT_SCHEMA: &str = r#"{ "type": "object", "properties": { "n": { "type": "integer" }, "name": { "type": "string" } }, "required": ["n"] }"#;
+
+fn elicitation(id: &str) -> Value {
+    let schema: Value = serde_json::from_str(ELICIT_SCHEMA).unwrap();
+    json!({ "jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": { "mode": "form", "message": "m", "requestedSchema": schema } })
+}
+
+// covers: elicitation-both-validate-against-schema, elicitation-client-validate-responses, tools-client-sec
+#[test]
+fn a_legacy_clients_elicitation_answer_is_checked_and_audited() {
+    let log = audit_file("elicitation");
+    let (mut p, c) = calling(json!({ "validate": { "servers": ["a"] }, "audit": { "file": log } }), json!({ "elicitation": {} }));
+    // An answer breaking the schema: the server gets -32602 naming /n.
+    p.upstream_says(0, elicitation("e1"));
+    let asked = p.take(c);
+    assert_eq!(asked["method"], "elicitation/create");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": asked["id"], "result": { "action": "accept", "content": { "n": "three" } } }));
+    let r = p.take_up(0);
+    assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!("e1"), json!(-32602)), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("/n"), "{r}");
+    assert_eq!(r["error"]["data"]["errors"][0]["pointer"], "/n", "{r}");
+    // A valid answer passes as the client wrote it; a decline has no content to check.
+    p.upstream_says(0, elicitation("e2"));
+    let asked = p.take(c);
+    let answer = json!({ "action": "accept", "content": { "n": 3, "name": "x" } });
+    p.send(c, json!({ "jsonrpc": "2.0", "id": asked["id"], "result": answer }));
+    let r = p.take_up(0);
+    assert_eq!((r["id"].clone(), r["result"].clone()), (json!("e2"), answer), "{r}");
+    p.upstream_says(0, elicitation("e3"));
+    let asked = p.take(c);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": asked["id"], "result": { "action": "decline" } }));
+    assert_eq!(p.take_up(0)["result"]["action"], "decline");
+    let lines = audit_lines(&log, 3);
+    let outcomes: Vec<(&str, &str)> = lines.iter().map(|l| (l["method"].as_str().unwrap(), l["outcome"].as_str().unwrap())).collect();
+    assert_eq!(outcomes, [("elicitation/create", "error"), ("elicitation/create", "result"), ("elicitation/create", "result")], "{lines:#?}");
+    assert_eq!(lines[0]["errorCode"], -32602);
+    for l in &lines {
+        assert_eq!((l["principal"].as_str(), l["server"].as_str(), l["clientRevision"].as_str()), (Some("stdio"), Some("a"), Some("2025-11-25")), "{l}");
+        assert!(l["durationMs"].is_u64() && l["bytesIn"].as_u64() > Some(0) && l["bytesOut"].as_u64() > Some(0), "{l}");
+    }
+}
+
+// covers: elicitation-both-validate-against-schema, elicitation-client-validate-responses, mrtr-server-validate-responses
+#[test]
+fn a_modern_clients_input_response_is_checked_before_the_legacy_server_gets_it() {
+    let opts = with_policy(json!({ "validate": { "servers": ["a"] } }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
+    let c = p.connect();
+    let caps = json!({ "elicitation": { "form": {} } });
+    let call_with = |extra: Value| {
+        let mut params = json!({ "name": "a__x", "arguments": {}, "_meta": modern_meta(caps.clone()) });
+        if let (Some(o), Value::Object(x)) = (params.as_object_mut(), extra) {
+            o.extend(x);
+        }
+        params
+    };
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call_with(json!({})) }));
+    let up_call = p.take_up(0);
+    p.upstream_says(0, elicitation("e1"));
+    let irr = p.take(c);
+    let (key, _) = irr["result"]["inputRequests"].as_object().expect("input_required").iter().next().unwrap();
+    let state = irr["result"]["requestState"].clone();
+    let retry = json!({ "inputResponses": { key.clone(): { "action": "accept", "content": { "name": "no n" } } }, "requestState": state });
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call_with(retry) }));
+    let r = p.take_up(0);
+    assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!("e1"), json!(-32602)), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("\"n\""), "names the missing property: {r}");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up_call["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 2);
+}
+
+// covers: sampling-client-rate-limit, tools-client-sec
+#[test]
+fn relayed_sampling_and_its_refusal_get_audit_lines() {
+    let log = audit_file("sampling");
+    let (mut p, c) = calling(json!({ "rateLimits": { "serverRequests": { "perServer": "1/min" } }, "audit": { "file": log } }), json!({ "sampling": {} }));
+    p.upstream_says(0, sampling("s1"));
+    let asked = p.take(c);
+    p.now += 25;
+    p.send(c, json!({ "jsonrpc": "2.0", "id": asked["id"], "result": { "role": "assistant", "content": { "type": "text", "text": "a" }, "model": "m" } }));
+    assert_eq!(p.take_up(0)["id"], "s1");
+    p.upstream_says(0, sampling("s2"));
+    assert_eq!(p.take_up(0)["error"]["code"], -32600);
+    let lines = audit_lines(&log, 2);
+    assert_eq!((lines[0]["method"].as_str(), lines[0]["outcome"].as_str()), (Some("sampling/createMessage"), Some("result")), "{lines:#?}");
+    assert_eq!(lines[0]["durationMs"], 25);
+    assert_eq!((lines[1]["outcome"].as_str(), lines[1]["limit"].as_str()), (Some("refused"), Some("policy.rateLimits.serverRequests.perServer (1/min)")), "{lines:#?}");
+    for l in &lines {
+        assert_eq!((l["principal"].as_str(), l["server"].as_str()), (Some("stdio"), Some("a")), "{l}");
+        assert!(l.get("name").is_none() && l["bytesIn"].as_u64() > Some(0), "{l}");
+    }
+}
+
+/// A fresh audit file path for test `name`.
+fn audit_file(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpx-hub-audit-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("audit.jsonl")
+}
+
+/// The audit file's lines once there are `n` (the writer is a thread).
+fn audit_lines(path: &std::path::Path, n: usize) -> Vec<Value> {
+    for _ in 0..100 {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+        if lines.len() >= n {
+            return lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("fewer than {n} audit lines in {}", path.display());
 }
