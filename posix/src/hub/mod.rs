@@ -93,6 +93,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+use mcpx_core::error::ErrorCode;
 use std::collections::{BTreeMap, VecDeque};
 
 /// What the runtime's restart loop does after an upstream exited.
@@ -650,7 +651,7 @@ impl Hub {
                 self.cancel_upstream(u, id, "mcpx is shutting down");
                 let name = self.ups[u].spec.name.clone();
                 let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");
-                self.answer_error(client, Some(&cid), -32603, &msg, Some(serde_json::json!({ "server": name })));
+                self.answer_error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
             }
         }
     }
