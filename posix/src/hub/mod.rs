@@ -33,8 +33,10 @@
 //! - The hub alone tracks what is in flight: each client's open request ids
 //!   (`client_open_requests`, `client_request_open`, `client_initializing`)
 //!   and the pending table of forwarded requests.
-//! - One error writer (`answer_error`), with codes from core's error table
-//!   (`mcpx_core::error::code_for`, revision- and capability-aware).
+//! - One error writer (`answer_error`, over `crate::written::error` and
+//!   core's `rewrite::write_error`), with typed codes from core's error table
+//!   (`ErrorCode::for_peer`, revision- and capability-aware; `code_for` for
+//!   an upstream's code passed on).
 //!
 //! Contract with the runtime:
 //! - Every `*_message` call carries exactly one framed JSON-RPC message (one stdio
