@@ -92,10 +92,16 @@ pub(super) fn level_index(name: &str) -> Option<usize> {
     meta::LOG_LEVELS.iter().position(|l| *l == name)
 }
 
-/// The salient params of a request whose `requestState` must match on the
-/// retry: the method's identifying params, canonical.
-pub(super) fn salient(method: &str, p: &Value) -> Vec<u8> {
-    let v = match method {
+/// The salient params of request `m`, whose `requestState` must match on
+/// the retry: the method's identifying params, canonical (key order is the
+/// client's to change, so they are read as a value; only these methods'
+/// params are).
+fn salient(m: &Msg) -> Vec<u8> {
+    let p = match &*m.method {
+        "tools/call" | "prompts/get" | "resources/read" => m.params_value(),
+        _ => Value::Null,
+    };
+    let v = match &*m.method {
         "tools/call" | "prompts/get" => json!({
             "name": p.get("name").cloned().unwrap_or(Value::Null),
             "arguments": p.get("arguments").cloned().unwrap_or_else(|| json!({})),
@@ -211,8 +217,7 @@ impl Hub {
             cl.era = Some(Era::Modern);
         }
         let principal = cl.principal.clone();
-        let params = m.params_value();
-        let ctx = ReqCtx { caps, log_level, principal, salient: salient(&m.method, &params) };
+        let ctx = ReqCtx { caps, log_level, principal, salient: salient(m) };
         match &*m.method {
             "server/discover" => self.discover(c, &id, super::tasks::declared(&ctx.caps)),
             // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
@@ -220,12 +225,12 @@ impl Hub {
                 let msg = format!("Method not found: {method} is not part of protocol revision {} (it belongs to the initialize-based session)", MODERN.as_str());
                 self.modern_error(c, &id, ErrorCode::MethodNotFound, &msg, None);
             }
-            "subscriptions/listen" => self.listen(c, &id, &params),
+            "subscriptions/listen" => self.listen(c, &id, &m.params_value()),
             "tools/call" | "prompts/get" | "resources/read" => self.modern_call(c, m, &id, ctx),
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
             "tasks/get" | "tasks/update" | "tasks/cancel" if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
             "tasks/get" | "tasks/update" | "tasks/cancel" => {
-                if let Err(super::router::Refusal(code, msg, data)) = self.task_request(c, &id, &m.method, &params, Some(&ctx)) {
+                if let Err(super::router::Refusal(code, msg, data)) = self.task_request(c, &id, &m.method, &m.params_value(), Some(&ctx)) {
                     self.modern_error(c, &id, code, &msg, data);
                 }
             }
