@@ -260,6 +260,17 @@ impl ErrorCode {
             self.row().instead
         }
     }
+
+    /// The code to send a peer speaking `rev` with capabilities `caps`: this
+    /// one if the revision has it and the peer declared what it needs, else
+    /// the table's replacement. The typed form of [`code_for`].
+    pub const fn for_peer(self, rev: Revision, caps: PeerCaps) -> ErrorCode {
+        if self.row().needs_url_elicitation && !caps.url_elicitation {
+            self.row().instead
+        } else {
+            self.for_revision(rev)
+        }
+    }
 }
 
 /// -32000..=-32019: legacy implementation-defined sub-range.
@@ -289,17 +300,11 @@ pub fn may_emit(code: i64, rev: Revision) -> bool {
 /// table's replacement (-32603 for other refused codes). Applied once, at
 /// egress, to every error answered to a client.
 pub fn code_for(code: i64, rev: Revision, caps: PeerCaps) -> i64 {
-    let known = ErrorCode::from_code(code);
-    let caps_ok = known.is_none_or(|c| !c.row().needs_url_elicitation || caps.url_elicitation);
-    if may_emit(code, rev) && caps_ok {
-        return code;
+    match ErrorCode::from_code(code) {
+        Some(c) => i64::from(c.for_peer(rev, caps).code()),
+        None if may_emit(code, rev) => code,
+        None => i64::from(ErrorCode::InternalError.code()),
     }
-    let instead = match known {
-        Some(c) if c.may_emit(rev) => c.row().instead,
-        Some(c) => c.for_revision(rev),
-        None => ErrorCode::InternalError,
-    };
-    i64::from(instead.code())
 }
 
 /// HTTP status of a modern (2026-07-28) response carrying error `code`: the

@@ -374,6 +374,32 @@ fn method_params(w: &mut Writer<'_>, method: &str, params: Option<&[u8]>) {
     w.raw(b"}");
 }
 
+/// The error object `{"code":..,"message":"..","data":..}`, its data
+/// member written by `data` (which reports whether it wrote a value).
+fn error_object(w: &mut Writer<'_>, code: i64, message: &str, data: impl FnOnce(&mut Writer<'_>) -> bool) {
+    w.raw(b"{\"code\":");
+    w.int(code);
+    w.raw(b",\"message\":");
+    w.string(&[message]);
+    // Speculatively write `,"data":`; `data` reports whether it wrote a value.
+    let mark = w.len;
+    w.raw(b",\"data\":");
+    if !data(w) {
+        w.len = mark;
+    }
+    w.raw(b"}");
+}
+
+fn raw_data(data: Option<&[u8]>) -> impl FnOnce(&mut Writer<'_>) -> bool + '_ {
+    move |w| match data {
+        Some(d) => {
+            w.raw(d);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Writes an error response with a data member written by `data`.
 pub(crate) fn write_error_with(
     id: Option<&[u8]>,
@@ -384,17 +410,9 @@ pub(crate) fn write_error_with(
 ) -> Result<usize, Overflow> {
     let mut w = Writer::new(out);
     open(&mut w, id);
-    w.raw(b",\"error\":{\"code\":");
-    w.int(code);
-    w.raw(b",\"message\":");
-    w.string(&[message]);
-    // Speculatively write `,"data":`; `data` reports whether it wrote a value.
-    let mark = w.len;
-    w.raw(b",\"data\":");
-    if !data(&mut w) {
-        w.len = mark;
-    }
-    w.raw(b"}}");
+    w.raw(b",\"error\":");
+    error_object(&mut w, code, message, data);
+    w.raw(b"}");
     w.finish()
 }
 
@@ -404,7 +422,8 @@ pub(crate) fn write_error_with(
 /// `None` omits the id, as error responses may when the request's id could
 /// not be read (2025-11-25 and later; row
 /// `messages-error-response-same-id-unless-unreadable`). `message` is
-/// escaped; `data` is raw JSON.
+/// escaped; `data` is raw JSON. On [`Overflow`] nothing usable was written
+/// and `needed` is the exact size to retry with: an error is never cut short.
 pub fn write_error(
     id: Option<&[u8]>,
     code: i64,
@@ -412,13 +431,31 @@ pub fn write_error(
     data: Option<&[u8]>,
     out: &mut [u8],
 ) -> Result<usize, Overflow> {
-    write_error_with(id, code, message, out, |w| match data {
-        Some(d) => {
-            w.raw(d);
-            true
-        }
-        None => false,
-    })
+    write_error_with(id, code, message, out, raw_data(data))
+}
+
+/// Writes only the error object `{"code":..,"message":"..","data":..}` (a
+/// failed task's stored error, say), with the escaping of [`write_error`].
+pub fn write_error_object(
+    code: i64,
+    message: &str,
+    data: Option<&[u8]>,
+    out: &mut [u8],
+) -> Result<usize, Overflow> {
+    let mut w = Writer::new(out);
+    error_object(&mut w, code, message, raw_data(data));
+    w.finish()
+}
+
+/// Writes an error response around an error object given as raw JSON (an
+/// upstream's, passed on unchanged); `id` as in [`write_error`].
+pub fn write_error_raw(id: Option<&[u8]>, error: &[u8], out: &mut [u8]) -> Result<usize, Overflow> {
+    let mut w = Writer::new(out);
+    open(&mut w, id);
+    w.raw(b",\"error\":");
+    w.raw(error);
+    w.raw(b"}");
+    w.finish()
 }
 
 /// Writes `{"jsonrpc":"2.0","id":<id>,"result":<result>}`; `result` is raw
@@ -497,6 +534,27 @@ mod tests {
         let n = write_error(Some(b"12"), -32603, "x", None, &mut out).unwrap();
         assert_eq!(written_id_span(2).slice(&out[..n]), b"12");
     }
+    #[test]
+    fn error_writers_share_one_object_and_report_the_exact_size() {
+        let mut out = [0u8; 256];
+        let n = write_error_object(-32603, "a \"b\"", Some(b"[1]"), &mut out).unwrap();
+        let obj = out[..n].to_vec();
+        assert_eq!(obj, br#"{"code":-32603,"message":"a \"b\"","data":[1]}"#);
+        let n = write_error_raw(Some(b"7"), &obj, &mut out).unwrap();
+        let raw = out[..n].to_vec();
+        let n = write_error(Some(b"7"), -32603, "a \"b\"", Some(b"[1]"), &mut out).unwrap();
+        assert_eq!(&out[..n], raw.as_slice());
+        // Too small: nothing is cut short, and `needed` is exactly enough.
+        for len in [0, 10, raw.len() - 1] {
+            let mut small = std::vec![0u8; len];
+            let Err(Overflow { needed }) = write_error(Some(b"7"), -32603, "a \"b\"", Some(b"[1]"), &mut small) else {
+                panic!("{len} bytes cannot hold {} bytes", raw.len())
+            };
+            assert_eq!(needed, raw.len());
+        }
+        assert_eq!(write_error_raw(None, b"{}", &mut out[..5]), Err(Overflow { needed: 28 }));
+    }
+
     use crate::envelope::{Envelope, Kind};
     use crate::json;
 

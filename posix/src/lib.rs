@@ -30,6 +30,7 @@ mod serve;
 mod signals;
 mod stdfd;
 mod stdio;
+mod written;
 mod supervise;
 mod task_store;
 #[cfg(test)]

@@ -4,8 +4,7 @@
 //! error saying why; a stdio client that stops reading gets every answer
 //! once it reads again.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
@@ -148,28 +147,11 @@ fn past_the_grace_period_every_call_in_flight_gets_an_error() {
     assert!(took < Duration::from_secs(6), "{took:?}\n{err}");
 }
 
-/// One HTTP/1.1 exchange on its own connection (`Connection: close`): the
-/// status and the body (an SSE body as its `data:` lines).
+/// One HTTP/1.1 exchange on its own connection, in session `sid` when
+/// given: the status, head and body (an SSE body as it came).
 fn post(addr: &str, sid: Option<&str>, body: &Value) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let body = body.to_string();
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if let Some(sid) = sid {
-        req.push_str(&format!("Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let out = String::from_utf8_lossy(&out).into_owned();
-    let Some((head, body)) = out.split_once("\r\n\r\n") else { return (0, out, String::new()) };
-    let status = head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, head.to_string(), body.to_string())
+    let session = sid.map(|sid| [("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-06-18")]);
+    support::post(addr, session.as_ref().map_or(&[][..], |h| &h[..]), body)
 }
 
 /// `mcpx serve --http` on a free port with config `cfg`: the child, its

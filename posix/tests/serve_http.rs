@@ -1,8 +1,7 @@
 //! `mcpx serve --http` end to end: the real binary, a small `sh` MCP server
 //! behind it, a blocking HTTP/1.1 client in front.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -83,26 +82,10 @@ impl Mcpx {
     }
 }
 
+/// [`support::post`] with the body read as JSON (`null` when it is not).
 fn post(addr: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String, Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let body = body.to_string();
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (n, v) in headers {
-        req.push_str(&format!("{n}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(&body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap();
-    let status = head[9..12].parse().unwrap();
-    let v = serde_json::from_str(body).unwrap_or(Value::Null);
-    (status, head.to_string(), v)
+    let (status, head, body) = support::post(addr, headers, body);
+    (status, head, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
 // covers: streamable-http-server-bind-localhost

@@ -28,20 +28,8 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { here, mcpx, url, scenario, load, report, step, finish } from "./suite_driver.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const peersNode = process.env.MCPX_PEERS_NODE || path.resolve(here, "../../.peers/node");
-const sdkDir = path.join(peersNode, "node_modules", "@modelcontextprotocol", "sdk", "dist", "esm");
-
-const [mcpx, url] = [process.argv[2], process.argv[process.argv.length - 1]];
-const scenario = process.env.MCP_CONFORMANCE_SCENARIO;
-if (!mcpx || !url || process.argv.length < 4 || !scenario) {
-  process.stderr.write("usage: MCP_CONFORMANCE_SCENARIO=S node suite_auth_client.mjs MCPX URL\n");
-  process.exit(2);
-}
-
-const load = (f) => import(pathToFileURL(path.join(sdkDir, f)).href);
 const { Client } = await load("client/index.js");
 const { StdioClientTransport } = await load("client/stdio.js");
 
@@ -62,19 +50,6 @@ if (ctx.private_key_pem) {
 if (scenario.startsWith("auth/client-credentials")) oauth.grant = "client_credentials";
 const config = path.join(dir, "mcpx.json");
 fs.writeFileSync(config, JSON.stringify({ mcpServers: { suite: { url, prefix: "", oauth } } }, null, 2));
-
-const report = { scenario, url, steps: [], ok: true };
-const step = async (what, fn) => {
-  try {
-    const result = await fn();
-    report.steps.push({ what, ok: true, result });
-    return result;
-  } catch (e) {
-    report.ok = false;
-    report.steps.push({ what, ok: false, error: String(e?.message ?? e) });
-    return undefined;
-  }
-};
 
 const env = { ...process.env, XDG_STATE_HOME: path.join(dir, "state"), MCPX_LOG: process.env.MCPX_LOG ?? "debug" };
 // `mcpx auth ARGS...`; its stdout must contain `expect`.
@@ -123,7 +98,4 @@ if (viaLogin) {
   await auth(["logout", "suite"], "suite: logged out");
   await auth(["status"], "suite: not logged in");
 }
-fs.rmSync(dir, { recursive: true, force: true });
-report.tools = tools;
-process.stdout.write(JSON.stringify(report) + "\n");
-process.exit(report.ok ? 0 : 1);
+finish(dir, tools);

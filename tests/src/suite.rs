@@ -36,6 +36,27 @@ pub struct ScenarioResult {
     pub other: usize,
 }
 
+/// `12 success, 0 failure, 1 warning, 0 other [warnings: id]`: how every
+/// leg prints a scenario.
+impl std::fmt::Display for ScenarioResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} success, {} failure, {} warning, {} other", self.success, self.failure.len(), self.warning.len(), self.other)?;
+        if !self.warning.is_empty() {
+            write!(f, " [warnings: {}]", self.warning.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The suite's last tally line of `output` starting with `prefix`
+/// (`Passed:` of a client run, `Total:` of a server run).
+pub fn suite_tally<'a>(output: &'a str, prefix: &str) -> std::borrow::Cow<'a, str> {
+    match output.lines().rev().find(|l| l.starts_with(prefix)) {
+        Some(l) => l.into(),
+        None => format!("{prefix} (not printed)").into(),
+    }
+}
+
 /// Every `<leg>-<scenario>-<timestamp>/checks.json` under `dir`, by scenario
 /// (the newest run of a scenario wins); only scenario `only` when given
 /// (other tests may be writing other scenarios' results beside it).
@@ -153,29 +174,13 @@ pub fn run_client_leg(set: &str, leg: &str, scenario: &str, driver_file: &str, e
     let run = run_argv(&argv, CLIENT_TIMEOUT);
     let results = read_results(&dir, "", Some(base));
     let r = results.get(base);
-    let tally = run
-        .stderr
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("Passed:"))
-        .unwrap_or("Passed: (not printed)");
+    let tally = suite_tally(&run.stderr, "Passed:");
     println!(
         "conformance suite, {set} client scenario {scenario} with mcpx as the client: {tally}; suite exit {:?}",
         run.code
     );
     if let Some(r) = r {
-        println!(
-            "  {} success, {} failure, {} warning, {} other{}",
-            r.success,
-            r.failure.len(),
-            r.warning.len(),
-            r.other,
-            if r.warning.is_empty() {
-                String::new()
-            } else {
-                format!(" [warnings: {}]", r.warning.join(", "))
-            }
-        );
+        println!("  {r}");
     }
     let passed = r.is_some_and(|r| r.failure.is_empty() && r.warning.is_empty() && r.success > 0);
     assert!(
@@ -240,12 +245,6 @@ pub fn run_forced_server_scenario(url: &str, scenario: &str, out: &Path) -> Scen
             tail_of(&run.stderr, 4000)
         )
     });
-    println!(
-        "{scenario} against {url}: {} success, {} failure, {} warning, {} other",
-        r.success,
-        r.failure.len(),
-        r.warning.len(),
-        r.other
-    );
+    println!("{scenario} against {url}: {r}");
     r
 }

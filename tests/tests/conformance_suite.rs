@@ -136,19 +136,7 @@ fn run_server_leg(set: &str, leg: &str, url: &str, allowed: &[(&str, &str)]) {
         } else {
             "FAIL"
         };
-        println!(
-            "  {verdict} {name}{}: {} success, {} failure, {} warning, {} other{}",
-            if is_scored { "" } else { " (not scored)" },
-            r.success,
-            r.failure.len(),
-            r.warning.len(),
-            r.other,
-            if r.warning.is_empty() {
-                String::new()
-            } else {
-                format!(" [warnings: {}]", r.warning.join(", "))
-            }
-        );
+        println!("  {verdict} {name}{}: {r}", if is_scored { "" } else { " (not scored)" });
         if !is_scored {
             continue;
         }
@@ -165,12 +153,7 @@ fn run_server_leg(set: &str, leg: &str, url: &str, allowed: &[(&str, &str)]) {
             problems.push(format!("{name}: scored but did not run"));
         }
     }
-    let tally = run
-        .stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("Total:"))
-        .unwrap_or("Total: (not printed)");
+    let tally = suite::suite_tally(&run.stdout, "Total:");
     println!(
         "  scored scenarios passed: {passed} of {}; suite {tally}; suite exit {:?}",
         scored.len(),

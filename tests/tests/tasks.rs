@@ -90,7 +90,6 @@ fn suite_tasks_scenarios_through_mcpx() {
     let mut problems = Vec::new();
     for scenario in TASKS_SCENARIOS {
         let r = run_forced_server_scenario(&server.url, scenario, &out);
-        println!("{scenario}: {} success, {} failure", r.success, r.failure.len());
         problems.extend(r.failure.iter().map(|f| format!("{scenario}: {f}")));
         if r.success == 0 && scenario != "tasks-status-notifications" {
             problems.push(format!("{scenario}: no SUCCESS check"));

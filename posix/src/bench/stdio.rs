@@ -117,11 +117,8 @@ impl Peer {
             let mid = member(msg, "id");
             if member(msg, "method").is_some() {
                 if let Some(mid) = mid {
-                    let reply = format!(
-                        r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"not supported by the bench client"}}}}"#,
-                        String::from_utf8_lossy(mid)
-                    );
-                    self.send(reply.as_bytes())?;
+                    let reply = crate::written::error(Some(mid), mcpx_core::error::ErrorCode::MethodNotFound, "not supported by the bench client", None);
+                    self.send(&reply)?;
                 }
                 continue;
             }

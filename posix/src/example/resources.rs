@@ -3,16 +3,13 @@
 use super::content::PNG_1X1;
 use mcpx_core::revision::{Feature, Revision};
 
-use super::wire::{is_modern, RpcError, INVALID_PARAMS};
+use super::wire::{is_modern, RpcError, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY};
 use serde_json::{json, Map, Value};
 
 pub const STATIC_TEXT: &str = "test://static-text";
 pub const STATIC_BINARY: &str = "test://static-binary";
 pub const WATCHED: &str = "test://watched-resource";
 pub const TEMPLATE: &str = "test://template/{id}/data";
-
-/// Legacy "resource not found" code (2024-11-05 … 2025-11-25).
-const RESOURCE_NOT_FOUND_LEGACY: i64 = -32002;
 
 struct Res {
     uri: &'static str,

@@ -1,6 +1,7 @@
 //! JSON-RPC plumbing for the example server; its revisions are core's
 //! ([`mcpx_core::revision`]), what each one has is core's [`Feature`] table.
 
+use mcpx_core::error::ErrorCode;
 use mcpx_core::revision::{Era, Revision};
 use serde_json::{json, Map, Value};
 
@@ -12,15 +13,21 @@ pub fn is_modern(rev: Revision) -> bool {
     rev.era() == Era::Modern
 }
 
-pub const PARSE_ERROR: i64 = -32700;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INVALID_PARAMS: i64 = -32602;
-pub const INTERNAL_ERROR: i64 = -32603;
+/// The codes of core's error table the example server answers with.
+const fn code(c: ErrorCode) -> i64 {
+    c.code() as i64
+}
+pub const PARSE_ERROR: i64 = code(ErrorCode::ParseError);
+pub const INVALID_REQUEST: i64 = code(ErrorCode::InvalidRequest);
+pub const METHOD_NOT_FOUND: i64 = code(ErrorCode::MethodNotFound);
+pub const INVALID_PARAMS: i64 = code(ErrorCode::InvalidParams);
+pub const INTERNAL_ERROR: i64 = code(ErrorCode::InternalError);
 /// 2026-07-28: the request needs a client capability it did not declare.
-pub const MISSING_CAPABILITY: i64 = -32021;
+pub const MISSING_CAPABILITY: i64 = code(ErrorCode::MissingRequiredClientCapability);
 /// 2026-07-28: the requested protocol version is not supported.
-pub const UNSUPPORTED_VERSION: i64 = -32022;
+pub const UNSUPPORTED_VERSION: i64 = code(ErrorCode::UnsupportedProtocolVersion);
+/// 2025-11-25 and earlier: the resource does not exist.
+pub const RESOURCE_NOT_FOUND_LEGACY: i64 = code(ErrorCode::ResourceNotFound);
 
 /// A JSON-RPC error object to be sent back.
 #[derive(Debug, Clone, PartialEq)]

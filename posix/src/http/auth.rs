@@ -31,9 +31,10 @@ mod prm;
 #[cfg(test)]
 mod tests;
 
+use mcpx_core::error::ErrorCode;
 use mcpx_core::frame::http::trim_ows;
 
-use super::conn::{error_body, Conn, Request};
+use super::conn::{Conn, Request};
 use super::HttpConfig;
 
 /// Who a client is, as stable bytes (bound into `requestState`).
@@ -191,7 +192,7 @@ impl Authenticator {
         };
         let now = conn.shared.now();
         conn.shared.state.borrow_mut().refusals.record(now, status, &text);
-        let body = error_body(None, -32600, &text, None);
+        let body = crate::written::error(None, ErrorCode::InvalidRequest, &text, None);
         let mut hs = vec![("Content-Type", "application/json")];
         if !challenge.is_empty() {
             hs.push(("WWW-Authenticate", &challenge));

@@ -13,7 +13,7 @@ use mcpx_core::frame::http::{
     parse_request, write_response_head, BodyFraming, Chunk, ChunkedDecoder, ChunkedError, Header, Status,
     Version,
 };
-use mcpx_core::rewrite::write_error;
+use mcpx_core::error::ErrorCode;
 use smol::future;
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::LocalExecutor;
@@ -183,7 +183,7 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
                     };
                     let level = if warn { Level::Warn } else { Level::Debug };
                     conn.shared.log(level, format!("http: {msg}"));
-                    let _ = conn.error(503, None, -32603, &msg, None, false).await;
+                    let _ = conn.error(503, None, ErrorCode::InternalError, &msg, None, false).await;
                     // Under a flood, close at once rather than hold sockets open.
                     if conn.shared.state.borrow().conns <= 2 * max {
                         conn.linger_close().await;
@@ -229,7 +229,7 @@ async fn connection(mut conn: Conn) {
             Ok(Some(r)) => r,
             Ok(None) => return,
             Err((status, msg)) => {
-                let _ = conn.error(status, None, -32600, &msg, None, false).await;
+                let _ = conn.error(status, None, ErrorCode::InvalidRequest, &msg, None, false).await;
                 conn.linger_close().await;
                 return;
             }
@@ -477,7 +477,7 @@ impl Conn {
         &mut self,
         status: u16,
         id: Option<&[u8]>,
-        code: i64,
+        code: ErrorCode,
         msg: &str,
         data: Option<&[u8]>,
         keep: bool,
@@ -492,14 +492,14 @@ impl Conn {
         status: u16,
         extra: &[(&str, &str)],
         id: Option<&[u8]>,
-        code: i64,
+        code: ErrorCode,
         msg: &str,
         data: Option<&[u8]>,
         keep: bool,
     ) -> bool {
         let now = self.shared.now();
         self.shared.state.borrow_mut().refusals.record(now, status, msg);
-        let body = error_body(id, code, msg, data);
+        let body = crate::written::error(id, code, msg, data);
         let mut hs: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
         hs.extend_from_slice(extra);
         if status == 401 {
@@ -511,7 +511,7 @@ impl Conn {
     /// An Invalid Request error (-32600) with no id or data, keeping the
     /// connection: how the transport refuses a request it cannot take.
     pub async fn reject(&mut self, status: u16, msg: &str) -> bool {
-        self.error(status, None, -32600, msg, None, true).await
+        self.error(status, None, ErrorCode::InvalidRequest, msg, None, true).await
     }
 
     /// Closes gracefully: stops writing, then reads (and discards) what the
@@ -550,17 +550,3 @@ impl Conn {
     }
 }
 
-/// `{"jsonrpc":"2.0",["id":..,]"error":{..}}` as bytes.
-pub(crate) fn error_body(id: Option<&[u8]>, code: i64, msg: &str, data: Option<&[u8]>) -> Vec<u8> {
-    let mut out =
-        vec![0u8; 128 + msg.len() * 2 + id.map_or(0, <[u8]>::len) + data.map_or(0, <[u8]>::len)];
-    match write_error(id, code, msg, data, &mut out) {
-        Ok(n) => out.truncate(n),
-        Err(o) => {
-            out.resize(o.needed, 0);
-            let n = write_error(id, code, msg, data, &mut out).unwrap_or(0);
-            out.truncate(n);
-        }
-    }
-    out
-}

@@ -6,6 +6,7 @@
 //! authentication (401/403, not for `/health`; `auth`), a session of
 //! another principal (404), method (405).
 
+use mcpx_core::error::ErrorCode;
 use std::time::{Duration, Instant};
 
 use mcpx_core::envelope::{Envelope, Kind as MsgKind, Message};
@@ -100,7 +101,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
 async fn session_refused(conn: &mut Conn, id: Option<&[u8]>, r: SessionRefused) -> bool {
     let retry = SessionRefused::RETRY_AFTER_S.to_string();
     let data = r.data.to_string();
-    let code = SessionRefused::CODE.code().into();
+    let code = SessionRefused::CODE;
     conn.error_with(r.status, &[("Retry-After", &retry)], id, code, &r.message, Some(data.as_bytes()), true).await
 }
 
@@ -126,7 +127,7 @@ fn unix_now() -> u64 {
 }
 
 async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
-    let body = super::conn::error_body(None, -32600, "Method not allowed", None);
+    let body = crate::written::error(None, ErrorCode::InvalidRequest, "Method not allowed", None);
     conn.respond(
         405,
         &[("Allow", allow), ("Content-Type", "application/json")],
@@ -160,13 +161,13 @@ async fn body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
         Err(BodyError::TooLarge(n)) => {
             let max = conn.shared.cfg.limits.max_body;
             let msg = format!("Payload too large: the body is {n} bytes or more, over mcpx's limit of {max} bytes");
-            Err(conn.error(413, None, -32600, &msg, None, false).await)
+            Err(conn.error(413, None, ErrorCode::InvalidRequest, &msg, None, false).await)
         }
         // RFC 9112 §7.1: a body that is not valid chunked coding is a bad
         // request; answer before closing, so the client sees why.
         Err(BodyError::Malformed(e)) => {
             let msg = format!("Bad request: malformed chunked body ({e:?})");
-            Err(conn.error(400, None, -32600, &msg, None, false).await)
+            Err(conn.error(400, None, ErrorCode::InvalidRequest, &msg, None, false).await)
         }
         Err(BodyError::Broken) => Err(false),
     }
@@ -201,7 +202,7 @@ async fn post(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
         Ok(m) => m,
         Err(e) => {
             return conn
-                .error(400, e.id_bytes(), e.code().into(), e.message(), None, true)
+                .error(400, e.id_bytes(), e.error_code(), e.message(), None, true)
                 .await
         }
     };
@@ -283,7 +284,7 @@ async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>, who:
     let sh = conn.shared.clone();
     let Message::Single(env) = msg else {
         let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";
-        return conn.error(400, None, -32600, text, None, true).await;
+        return conn.error(400, None, ErrorCode::InvalidRequest, text, None, true).await;
     };
     if env.kind() != MsgKind::Request {
         // Stateless: nothing to route a notification or response to (a
@@ -293,7 +294,7 @@ async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>, who:
     let id = env.id_bytes().unwrap_or(b"null").to_vec();
     // Requirement rows streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
     if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(conn, req, env)) {
-        return conn.error(400, Some(&id), -32020, &text, None, true).await;
+        return conn.error(400, Some(&id), ErrorCode::HeaderMismatch, &text, None, true).await;
     }
     let (sid, c) = match session::open(&sh, Kind::Modern, who) {
         Ok(x) => x,
@@ -345,7 +346,7 @@ async fn post_legacy(
                 );
                 let text = format!("Bad Request: unsupported MCP-Protocol-Version '{v}'");
                 return conn
-                    .error(400, first_id, -32600, &text, Some(data.as_bytes()), true)
+                    .error(400, first_id, ErrorCode::InvalidRequest, &text, Some(data.as_bytes()), true)
                     .await;
             }
         },
@@ -358,7 +359,7 @@ async fn post_legacy(
             return conn.reject(400, NO_SESSION_ID).await;
         };
         if !(env.kind() == MsgKind::Request && env.method_is("initialize")) {
-            return conn.error(400, first_id, -32600, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await;
+            return conn.error(400, first_id, ErrorCode::InvalidRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await;
         }
         let (sid, c) = match session::open(&sh, Kind::Streamable, who) {
             Ok(x) => x,
@@ -385,7 +386,7 @@ async fn post_legacy(
             .error(
                 404,
                 first_id,
-                -32600,
+                ErrorCode::InvalidRequest,
                 "Not found: unknown or ended session; initialize a new one",
                 None,
                 true,
@@ -402,7 +403,7 @@ async fn post_legacy(
             h.as_str(),
             n.as_str()
         );
-        return conn.error(400, first_id, -32600, &text, Some(data.as_bytes()), true).await;
+        return conn.error(400, first_id, ErrorCode::InvalidRequest, &text, Some(data.as_bytes()), true).await;
     }
     let rev = header_rev.or(negotiated).unwrap_or(Revision::V2025_03_26);
     let elements: Vec<Result<Envelope<'_>, mcpx_core::envelope::EnvelopeError<'_>>> = match msg {
@@ -438,9 +439,9 @@ async fn post_legacy(
                 let id = env.id_bytes().unwrap_or(b"null");
                 let open = sh.link.call(|hub, _| hub.client_request_open(x.c, id));
                 if x.pending.iter().any(|p| p == id) || open {
-                    x.prefilled.push(super::conn::error_body(
+                    x.prefilled.push(crate::written::error(
                         Some(id),
-                        -32600,
+                        ErrorCode::InvalidRequest,
                         "Invalid request: this request id is already in flight",
                         None,
                     ));
@@ -453,9 +454,9 @@ async fn post_legacy(
             Err(e) => {
                 // Only answer what could be a request (never a notification).
                 if e.id_bytes().is_some() || !batch {
-                    x.prefilled.push(super::conn::error_body(
+                    x.prefilled.push(crate::written::error(
                         e.id_bytes(),
-                        e.code().into(),
+                        e.error_code(),
                         e.message(),
                         None,
                     ));
@@ -610,7 +611,7 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
                 let msg = format!(
                     "mcpx dropped this request's answer: over {max} messages were waiting for it"
                 );
-                conn.error(500, None, -32603, &msg, None, true).await
+                conn.error(500, None, ErrorCode::InternalError, &msg, None, true).await
             }
         }
         None => {
@@ -824,7 +825,7 @@ async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
         Ok(Message::Batch(b)) => b.elements().filter_map(Result::ok).collect(),
         Err(e) => {
             return conn
-                .error(400, e.id_bytes(), e.code().into(), e.message(), None, true)
+                .error(400, e.id_bytes(), e.error_code(), e.message(), None, true)
                 .await
         }
     };

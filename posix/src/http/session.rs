@@ -10,7 +10,6 @@ use std::time::Instant;
 use mcpx_core::envelope::Envelope;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::revision::Revision;
-use mcpx_core::rewrite::write_error;
 use nanorand::{ChaCha20, Rng};
 use smol::channel::{self, Receiver, Sender};
 
@@ -572,10 +571,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 return None;
             }
             let text = "the client has no open HTTP stream on which mcpx could send it a request";
-            let mut out = vec![0u8; 256 + text.len()];
-            let n = write_error(Some(&id), ErrorCode::InternalError.code().into(), text, None, &mut out).ok()?;
-            out.truncate(n);
-            Some(out)
+            Some(crate::written::error(Some(&id), ErrorCode::InternalError, text, None))
         }
         About::Notification { related: Some(r), .. } => {
             // Only on its request's stream; a client that accepts only JSON

@@ -14,6 +14,7 @@
 //!   go to a client only after it has read a list: the oldest Python SDK
 //!   client deadlocks on one that arrives before its first `tools/list`.
 
+use mcpx_core::error::ErrorCode;
 use std::collections::HashSet;
 
 use mcpx_core::method::Method;
@@ -134,7 +135,7 @@ impl Hub {
                 }
                 if self.draining {
                     let msg = "mcpx is shutting down: it takes no new requests";
-                    return self.answer_error(c, m.id_bytes(), -32603, msg, None);
+                    return self.answer_error(c, m.id_bytes(), ErrorCode::InternalError, msg, None);
                 }
                 self.on_client_request(c, m)
             }
@@ -160,7 +161,7 @@ impl Hub {
         }
         let id = self.unreadable_id(c);
         let msg = format!("Invalid request: the message is too large ({len} bytes or more); it was dropped");
-        self.answer_error(c, id, -32600, &msg, None);
+        self.answer_error(c, id, ErrorCode::InvalidRequest, &msg, None);
     }
 
     pub(super) fn on_client_disconnected(&mut self, c: ClientId) {
@@ -388,7 +389,7 @@ impl Hub {
 
     /// An error answering request `id` of client `c`: the one error writer
     /// of the hub.
-    pub(super) fn answer_error(&mut self, c: ClientId, id: Option<&[u8]>, code: i64, message: &str, data: Option<Value>) {
+    pub(super) fn answer_error(&mut self, c: ClientId, id: Option<&[u8]>, code: ErrorCode, message: &str, data: Option<Value>) {
         self.emit_reply(c, id, wire::error(id, code, message, data));
     }
 

@@ -30,6 +30,7 @@
 //!   limit.
 
 use serde_json::json;
+use mcpx_core::error::ErrorCode;
 
 use super::router::Refusal;
 use super::upstream::State;
@@ -109,7 +110,7 @@ impl Hub {
     /// shared, else the instance of `c`'s owner (taken now if it has none).
     pub(super) fn instance_for(&mut self, c: ClientId, u: UpstreamId) -> Result<UpstreamId, Refusal> {
         let Isolation::Client { max } = self.ups[u].spec.isolation else { return Ok(u) };
-        let owner = self.owner_of(c).ok_or_else(|| Refusal(-32603, format!("client {c} is not connected"), None))?;
+        let owner = self.owner_of(c).ok_or_else(|| Refusal(ErrorCode::InternalError, format!("client {c} is not connected"), None))?;
         let mine = self.instances.0.iter().find(|(_, i)| i.template == u && i.owner.as_ref() == Some(&owner));
         if let Some((&iu, _)) = mine {
             return Ok(iu);
@@ -120,7 +121,7 @@ impl Hub {
             let msg = format!(
                 "server '{name}' runs one instance per client (\"isolation\": \"client\") and {max} are running, its \"maxInstances\" limit; try again when another client has gone"
             );
-            return Err(Refusal(-32603, msg, Some(json!({ "server": name, "limit": "maxInstances", "maxInstances": max }))));
+            return Err(Refusal(ErrorCode::InternalError, msg, Some(json!({ "server": name, "limit": "maxInstances", "maxInstances": max }))));
         }
         // A free slot whose process is gone, else a new one. Slots stopping
         // still are not counted against the owners, but bound the table.
@@ -130,7 +131,7 @@ impl Hub {
             None if of_u().count() < 2 * max => self.new_instance_slot(u),
             None => {
                 let msg = format!("server '{name}': {max} instances are still stopping (its \"maxInstances\" limit); try again in a few seconds");
-                return Err(Refusal(-32603, msg, Some(json!({ "server": name, "limit": "maxInstances", "maxInstances": max }))));
+                return Err(Refusal(ErrorCode::InternalError, msg, Some(json!({ "server": name, "limit": "maxInstances", "maxInstances": max }))));
             }
         };
         self.instances.0.insert(iu, Instance { template: u, owner: Some(owner) });

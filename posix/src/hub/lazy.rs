@@ -12,6 +12,7 @@
 //! for that long is put to sleep (`Power::Stop`); the exit of its process
 //! that follows keeps its catalog.
 
+use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
 
 use super::catalog::Kind;
@@ -84,7 +85,7 @@ impl Hub {
         let name = self.ups[u].spec.name.clone();
         for p in self.take_parked(|p| p.u == u) {
             let msg = format!("server '{name}' {why}");
-            self.answer_error(p.c, Some(&p.id), -32603, &msg, Some(json!({ "server": name })));
+            self.answer_error(p.c, Some(&p.id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
         }
     }
 
@@ -102,7 +103,7 @@ impl Hub {
             let name = self.ups[p.u].spec.name.clone();
             let t = self.ups[p.u].spec.timeout_ms;
             let msg = format!("server '{name}' did not start within {t} ms (lazy start); try again later");
-            self.answer_error(p.c, Some(&p.id), -32603, &msg, Some(json!({ "server": name, "timeoutMs": t })));
+            self.answer_error(p.c, Some(&p.id), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": t })));
         }
         for u in 0..self.ups.len() {
             if self.idle_due(u).is_some_and(|at| at <= now) {

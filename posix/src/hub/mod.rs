@@ -33,8 +33,10 @@
 //! - The hub alone tracks what is in flight: each client's open request ids
 //!   (`client_open_requests`, `client_request_open`, `client_initializing`)
 //!   and the pending table of forwarded requests.
-//! - One error writer (`answer_error`), with codes from core's error table
-//!   (`mcpx_core::error::code_for`, revision- and capability-aware).
+//! - One error writer (`answer_error`, over `crate::written::error` and
+//!   core's `rewrite::write_error`), with typed codes from core's error table
+//!   (`ErrorCode::for_peer`, revision- and capability-aware; `code_for` for
+//!   an upstream's code passed on).
 //!
 //! Contract with the runtime:
 //! - Every `*_message` call carries exactly one framed JSON-RPC message (one stdio
@@ -94,6 +96,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+use mcpx_core::error::ErrorCode;
 use std::collections::{BTreeMap, VecDeque};
 
 /// What the runtime's restart loop does after an upstream exited.
@@ -662,7 +665,7 @@ impl Hub {
                 self.cancel_upstream(u, id, "mcpx is shutting down");
                 let name = self.ups[u].spec.name.clone();
                 let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");
-                self.answer_error(client, Some(&cid), -32603, &msg, Some(serde_json::json!({ "server": name })));
+                self.answer_error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
             }
         }
     }

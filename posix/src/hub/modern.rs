@@ -28,6 +28,7 @@
 //!   notification tagged with the listen request's id; a client's
 //!   `notifications/cancelled` ends one; `Hub::shutdown` answers them all.
 
+use mcpx_core::error::ErrorCode;
 use mcpx_core::error::PeerCaps;
 use mcpx_core::meta::{self, validate_request_meta, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
 use mcpx_core::revision::{self, Era, Revision};
@@ -94,10 +95,16 @@ pub(super) fn level_index(name: &str) -> Option<usize> {
     meta::LOG_LEVELS.iter().position(|l| *l == name)
 }
 
-/// The salient params of a request whose `requestState` must match on the
-/// retry: the method's identifying params, canonical.
-pub(super) fn salient(method: &str, p: &Value) -> Vec<u8> {
-    let v = match method {
+/// The salient params of request `m`, whose `requestState` must match on
+/// the retry: the method's identifying params, canonical (key order is the
+/// client's to change, so they are read as a value; only these methods'
+/// params are).
+fn salient(m: &Msg) -> Vec<u8> {
+    let p = match &*m.method {
+        "tools/call" | "prompts/get" | "resources/read" => m.params_value(),
+        _ => Value::Null,
+    };
+    let v = match &*m.method {
         "tools/call" | "prompts/get" => json!({
             "name": p.get("name").cloned().unwrap_or(Value::Null),
             "arguments": p.get("arguments").cloned().unwrap_or_else(|| json!({})),
@@ -117,8 +124,8 @@ impl Hub {
     }
 
     /// `result` / `error` shaping for a modern client.
-    fn modern_error(&mut self, c: ClientId, id: &[u8], code: i64, msg: &str, data: Option<Value>) {
-        let code = mcpx_core::error::code_for(code, MODERN, PeerCaps::default());
+    fn modern_error(&mut self, c: ClientId, id: &[u8], code: ErrorCode, msg: &str, data: Option<Value>) {
+        let code = code.for_peer(MODERN, PeerCaps::default());
         self.answer_error(c, Some(id), code, msg, data);
     }
 
@@ -213,25 +220,24 @@ impl Hub {
             cl.era = Some(Era::Modern);
         }
         let principal = cl.principal.clone();
-        let params = m.params_value();
-        let ctx = ReqCtx { caps, log_level, principal, salient: salient(&m.method, &params) };
+        let ctx = ReqCtx { caps, log_level, principal, salient: salient(m) };
         match &*m.method {
             "server/discover" => self.discover(c, &id, super::tasks::declared(&ctx.caps)),
             // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
             method if LEGACY_ONLY.contains(&method) => {
                 let msg = format!("Method not found: {method} is not part of protocol revision {} (it belongs to the initialize-based session)", MODERN.as_str());
-                self.modern_error(c, &id, -32601, &msg, None);
+                self.modern_error(c, &id, ErrorCode::MethodNotFound, &msg, None);
             }
-            "subscriptions/listen" => self.listen(c, &id, &params),
+            "subscriptions/listen" => self.listen(c, &id, &m.params_value()),
             "tools/call" | "prompts/get" | "resources/read" => self.modern_call(c, m, &id, ctx),
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
             "tasks/get" | "tasks/update" | "tasks/cancel" if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
             "tasks/get" | "tasks/update" | "tasks/cancel" => {
-                if let Err(super::router::Refusal(code, msg, data)) = self.task_request(c, &id, &m.method, &params, Some(&ctx)) {
+                if let Err(super::router::Refusal(code, msg, data)) = self.task_request(c, &id, &m.method, &m.params_value(), Some(&ctx)) {
                     self.modern_error(c, &id, code, &msg, data);
                 }
             }
-            method => self.modern_error(c, &id, -32601, &format!("Method not found: {method}"), None),
+            method => self.modern_error(c, &id, ErrorCode::MethodNotFound, &format!("Method not found: {method}"), None),
         }
     }
 
@@ -255,18 +261,18 @@ impl Hub {
         let params = m.params_value();
         let responses = params.get("inputResponses").cloned();
         if responses.as_ref().is_some_and(|r| !r.is_object()) {
-            return self.modern_error(c, id, -32602, "Invalid params: inputResponses must be an object mapping each input request's key to its result", None);
+            return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: inputResponses must be an object mapping each input request's key to its result", None);
         }
         match params.get("requestState") {
             None => self.route_modern(c, m, None, ctx),
             Some(Value::String(state)) => {
                 let state = state.clone();
                 match self.open_state(&state, &m.method, &ctx) {
-                    Err(why) => self.modern_error(c, id, -32602, &format!("Invalid params: {why}; nothing was sent to the server. Send the request again without requestState to start over"), None),
+                    Err(why) => self.modern_error(c, id, ErrorCode::InvalidParams, &format!("Invalid params: {why}; nothing was sent to the server. Send the request again without requestState to start over"), None),
                     Ok(inner) => self.resume(c, m, id, ctx, &inner, responses),
                 }
             }
-            Some(_) => self.modern_error(c, id, -32602, "Invalid params: requestState must be a string", None),
+            Some(_) => self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: requestState must be a string", None),
         }
     }
 
@@ -338,15 +344,15 @@ impl Hub {
     /// `subscriptions/listen`.
     fn listen(&mut self, c: ClientId, id: &[u8], p: &Value) {
         let Some(filter) = p.get("notifications").filter(|f| f.is_object()) else {
-            return self.modern_error(c, id, -32602, "Invalid params: subscriptions/listen needs a \"notifications\" object", None);
+            return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: subscriptions/listen needs a \"notifications\" object", None);
         };
         let cl = &self.clients[&c];
         if cl.listens.iter().any(|l| l.id == id) {
-            return self.modern_error(c, id, -32600, "Invalid request: a subscription with this id is already open", None);
+            return self.modern_error(c, id, ErrorCode::InvalidRequest, "Invalid request: a subscription with this id is already open", None);
         }
         if cl.listens.len() >= self.opts.max_subscriptions {
             let msg = format!("this client has {} open subscriptions (mcpx's limit); end one first", self.opts.max_subscriptions);
-            return self.modern_error(c, id, -32603, &msg, None);
+            return self.modern_error(c, id, ErrorCode::InternalError, &msg, None);
         }
         let caps = self.union_capabilities();
         let asked = |k: &str| filter.get(k) == Some(&Value::Bool(true));

@@ -11,6 +11,7 @@
 //! with no rate limit configured the limiter takes no bucket (the
 //! "policy off" hot path is a few branches).
 
+use mcpx_core::error::ErrorCode;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -260,7 +261,7 @@ impl Hub {
         let args = m.param(&["arguments"]).and_then(|r| serde_json::from_slice::<Value>(&m.raw[r]).ok()).unwrap_or_else(|| json!({}));
         let call = match MetaCall::parse(&plain.name, &args) {
             None => return Ok(Some(plain)),
-            Some(Err(why)) => return Err(Refusal(-32602, format!("Invalid params: {why}"), None)),
+            Some(Err(why)) => return Err(Refusal(ErrorCode::InvalidParams, format!("Invalid params: {why}"), None)),
             Some(Ok(call)) => call,
         };
         let id = m.id_bytes().unwrap_or(b"null");
@@ -326,7 +327,7 @@ impl Hub {
         // Requirement: tools-server-sec-validate-inputs
         let args = at.and_then(|b| serde_json::from_slice::<Value>(b).ok()).unwrap_or_else(|| json!({}));
         self.policy.p.validators.check_arguments(server, original, &args).map_err(|f| {
-            Refusal(crate::policy::validate::Failure::CODE.code().into(), format!("{}: {f}", call.name), Some(f.data()))
+            Refusal(crate::policy::validate::Failure::CODE, format!("{}: {f}", call.name), Some(f.data()))
         })
     }
 
@@ -391,7 +392,7 @@ impl Hub {
         if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
             o.refused = Some(r.limit.clone());
         }
-        Err(Refusal(ratelimit::Refusal::CODE.code().into(), r.to_string(), Some(r.data())))
+        Err(Refusal(ratelimit::Refusal::CODE, r.to_string(), Some(r.data())))
     }
 
     /// The rate-limit check of one request from or to client `c` for
@@ -489,7 +490,7 @@ impl Hub {
         let f = self.policy.p.validators.check_once(crate::policy::validate::Target::ElicitationAnswer, schema, &content).err()?;
         let msg = format!("the client's answer to server '{server}' broke its requestedSchema: {f}");
         self.log(super::Level::Warn, msg.clone());
-        Some(Refusal(crate::policy::validate::Failure::CODE.code().into(), msg, Some(f.data())))
+        Some(Refusal(crate::policy::validate::Failure::CODE, msg, Some(f.data())))
     }
 
     #[cfg(not(feature = "validate"))]

@@ -48,6 +48,7 @@
 //! relayed; otherwise the upstream gets an error at
 //! once. Roots may come from the configuration (`HubOptions::roots`) instead.
 
+use mcpx_core::error::ErrorCode;
 use std::collections::HashMap;
 
 use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
@@ -372,19 +373,19 @@ impl Hub {
             "elicitation/create" if !self.mode_offered(u, m) => {
                 // Requirement: elicitation-client-32602-on-undeclared-mode
                 let mode = m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form").to_string();
-                self.refuse_upstream(u, id, &m.method, -32602, format!("elicitation mode '{mode}' was not declared to this server"));
+                self.refuse_upstream(u, id, &m.method, ErrorCode::InvalidParams, format!("elicitation mode '{mode}' was not declared to this server"));
             }
             method if RELAYED.iter().any(|(m, _)| *m == method) => {
                 // Policy: the server-request rate limits (hub/policy.rs).
                 let to = self.cause_client(u, m);
                 if let Err(why) = self.policy_admit_server_request(u, to, m) {
-                    return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE.code().into(), why);
+                    return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE, why);
                 }
                 self.relay_to_client(u, m)
             }
             method => {
                 let msg = format!("mcpx does not handle '{method}' requests from servers");
-                self.emit_upstream(u, wire::error(Some(id), -32601, &msg, None));
+                self.emit_upstream(u, wire::error(Some(id), ErrorCode::MethodNotFound, &msg, None));
             }
         }
     }
@@ -436,11 +437,11 @@ impl Hub {
     }
 
     /// Refuses upstream `u`'s request `id` with an error and a log line.
-    fn refuse_upstream(&mut self, u: UpstreamId, id: &[u8], method: &str, code: i64, why: String) {
+    fn refuse_upstream(&mut self, u: UpstreamId, id: &[u8], method: &str, code: ErrorCode, why: String) {
         self.refuse_upstream_at(Level::Info, u, id, method, code, why);
     }
 
-    fn refuse_upstream_at(&mut self, level: Level, u: UpstreamId, id: &[u8], method: &str, code: i64, why: String) {
+    fn refuse_upstream_at(&mut self, level: Level, u: UpstreamId, id: &[u8], method: &str, code: ErrorCode, why: String) {
         let server = self.ups[u].spec.name.clone();
         self.log(level, format!("server '{server}': {method} refused: {why}"));
         self.emit_upstream(u, wire::error(Some(id), code, &why, None));
@@ -521,15 +522,15 @@ impl Hub {
             Cause::Several(n) => {
                 // Never a guess: another client's user must not see this prompt.
                 let why = format!("mcpx cannot tell which of its clients this {method} is for: {n} have calls in flight to server '{server}' and the request names none of them; give the server one client, or set \"isolation\": \"client\" on it");
-                return self.refuse_upstream_at(Level::Warn, u, &id, &method, -32603, why);
+                return self.refuse_upstream_at(Level::Warn, u, &id, &method, ErrorCode::InternalError, why);
             }
         };
         let Some(c) = target else {
-            return self.refuse_upstream(u, &id, &method, -32603, format!("no client connected to mcpx can answer {method}"));
+            return self.refuse_upstream(u, &id, &method, ErrorCode::InternalError, format!("no client connected to mcpx can answer {method}"));
         };
         if self.relays.len() >= self.opts.max_relays {
             let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
-            return self.refuse_upstream(u, &id, &method, -32603, why);
+            return self.refuse_upstream(u, &id, &method, ErrorCode::InternalError, why);
         }
         let (rev, caps) = {
             let cl = &self.clients[&c];
@@ -538,7 +539,7 @@ impl Hub {
         let mut params = m.params_value();
         params = context_for(&method, params, &caps);
         if let Err(miss) = declared(&method, &params, &caps) {
-            return self.refuse_upstream(u, &id, &method, -32601, miss.why);
+            return self.refuse_upstream(u, &id, &method, ErrorCode::MethodNotFound, miss.why);
         }
         if method == "elicitation/create" {
             // Requirement: elicitation-client-show-requesting-server
@@ -547,7 +548,7 @@ impl Hub {
         }
         let params = match shape::relayed_request(&method, params, &rev.features()) {
             Ok(p) => p,
-            Err(why) => return self.refuse_upstream(u, &id, &method, -32601, why.to_string()),
+            Err(why) => return self.refuse_upstream(u, &id, &method, ErrorCode::MethodNotFound, why.to_string()),
         };
         self.relays.next_id += 1;
         let hid = self.relays.next_id;
@@ -586,7 +587,7 @@ impl Hub {
         let Some(Origin::Client { client, id: cid, progress, method, renamed_uri, modern: Some(ctx), .. }) = self.pending.get(u, call).map(|f| f.origin.clone()) else { return };
         let params = match self.input_request(u, m) {
             Ok(p) => p,
-            Err(why) => return self.refuse_upstream(u, &up_id, &m.method, -32601, why),
+            Err(why) => return self.refuse_upstream(u, &up_id, &m.method, ErrorCode::MethodNotFound, why),
         };
         let params = context_for(&m.method, params, &ctx.caps);
         // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
@@ -630,11 +631,11 @@ impl Hub {
     fn refuse_hold(&mut self, c: ClientId, cid: &[u8], held: Held, limit: &str) {
         let why = format!("mcpx cannot hold this call for the client's input: {limit}");
         for a in &held.asks {
-            self.refuse_upstream(held.up, &a.up_id, &a.method, -32603, why.clone());
+            self.refuse_upstream(held.up, &a.up_id, &a.method, ErrorCode::InternalError, why.clone());
         }
         self.pending.take(held.up, held.call);
         self.cancel_upstream(held.up, held.call, &why);
-        self.answer_error(c, Some(cid), -32603, &why, None);
+        self.answer_error(c, Some(cid), ErrorCode::InternalError, &why, None);
     }
 
     /// The coalescing window of held call `h` has passed: its client gets
@@ -655,14 +656,14 @@ impl Hub {
                 let miss = a.refused.expect("refused");
                 merge(&mut required, &miss.required);
                 why.push(miss.why.clone());
-                self.refuse_upstream(u, &a.up_id, &a.method, -32601, miss.why);
+                self.refuse_upstream(u, &a.up_id, &a.method, ErrorCode::MethodNotFound, miss.why);
             }
             self.pending.take(u, call);
             self.cancel_upstream(u, call, "the client lacks a capability the call needs");
             let server = self.ups[u].spec.name.clone();
             let msg = format!("Missing required client capability: server '{server}' needs {} for this request ({}); declare it in io.modelcontextprotocol/clientCapabilities", required, why.join("; "));
             let data = json!({ "requiredCapabilities": required });
-            return self.answer_error(w.client, Some(&w.id), -32021, &msg, Some(data));
+            return self.answer_error(w.client, Some(&w.id), ErrorCode::MissingRequiredClientCapability, &msg, Some(data));
         }
         let method = held.method.clone();
         let mut inner = vec![INNER_HELD];
@@ -672,11 +673,11 @@ impl Hub {
             Err(why) => {
                 let held = self.relays.held.remove(&h).expect("held");
                 for a in held.asks {
-                    self.emit_upstream(u, wire::error(Some(&a.up_id), -32603, &why, None));
+                    self.emit_upstream(u, wire::error(Some(&a.up_id), ErrorCode::InternalError, &why, None));
                 }
                 self.cancel_upstream(u, call, &why);
                 self.pending.take(u, call);
-                return self.answer_error(w.client, Some(&w.id), -32603, &why, None);
+                return self.answer_error(w.client, Some(&w.id), ErrorCode::InternalError, &why, None);
             }
         };
         let held = self.relays.held.get_mut(&h).expect("held");
@@ -705,7 +706,7 @@ impl Hub {
                     held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
                 }
             }
-            Err(why) => self.refuse_upstream(u, &up_id, &m.method, -32601, why),
+            Err(why) => self.refuse_upstream(u, &up_id, &m.method, ErrorCode::MethodNotFound, why),
         }
     }
 
@@ -739,7 +740,7 @@ impl Hub {
                 self.route_modern(c, m, Some(Some(s)), ctx);
             }
             Some((&INNER_UPSTREAM_NO_STATE, _)) => self.route_modern(c, m, Some(None), ctx),
-            _ => self.answer_error(c, Some(id), -32602, "Invalid params: requestState is malformed", None),
+            _ => self.answer_error(c, Some(id), ErrorCode::InvalidParams, "Invalid params: requestState is malformed", None),
         }
     }
 
@@ -748,10 +749,10 @@ impl Hub {
     fn resume_held(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, h: u64, responses: Value) {
         let gone = "Invalid params: requestState refers to a request mcpx no longer holds (it timed out or its server restarted); send the request again without requestState";
         let Some(peek) = self.relays.held.get(&h) else {
-            return self.answer_error(c, Some(id), -32602, gone, None);
+            return self.answer_error(c, Some(id), ErrorCode::InvalidParams, gone, None);
         };
         if peek.done.is_none() && self.pending.client_has(c, id) {
-            return self.answer_error(c, Some(id), -32600, "Invalid request: this id is already used by a request in flight", None);
+            return self.answer_error(c, Some(id), ErrorCode::InvalidRequest, "Invalid request: this id is already used by a request in flight", None);
         }
         let Some(mut held) = self.relays.held.remove(&h) else { return };
         let (u, call) = (held.up, held.call);
@@ -764,13 +765,13 @@ impl Hub {
             return;
         }
         if !matches!(self.pending.get(u, call).map(|f| &f.origin), Some(Origin::Held(x)) if *x == h) {
-            return self.answer_error(c, Some(id), -32602, gone, None);
+            return self.answer_error(c, Some(id), ErrorCode::InvalidParams, gone, None);
         }
         let up_rev = self.ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
         let mut remaining = Vec::new();
         for a in std::mem::take(&mut held.asks) {
             if let Some(miss) = a.refused {
-                self.refuse_upstream(u, &a.up_id, &a.method, -32601, miss.why);
+                self.refuse_upstream(u, &a.up_id, &a.method, ErrorCode::MethodNotFound, miss.why);
                 continue;
             }
             // Requirement: mrtr-server-validate-responses (unknown keys ignored; a missing or malformed answer is asked again)
@@ -824,7 +825,7 @@ impl Hub {
         }
         let state = match self.seal(method, ctx, &inner) {
             Ok(s) => s,
-            Err(why) => return self.answer_error(c, Some(cid), -32603, &why, None),
+            Err(why) => return self.answer_error(c, Some(cid), ErrorCode::InternalError, &why, None),
         };
         if let Some(reqs) = v.get_mut("inputRequests").and_then(Value::as_object_mut) {
             for r in reqs.values_mut() {
@@ -889,13 +890,13 @@ impl Hub {
                 }
                 Err(why) => {
                     let msg = format!("server '{server}' needs input the client cannot give: {why}");
-                    return self.answer_error(c, Some(&col.id), -32603, &msg, Some(json!({ "server": server })));
+                    return self.answer_error(c, Some(&col.id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
                 }
             }
         }
         if self.relays.len() + sends.len() > self.opts.max_relays {
             let msg = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
-            return self.answer_error(c, Some(&col.id), -32603, &msg, None);
+            return self.answer_error(c, Some(&col.id), ErrorCode::InternalError, &msg, None);
         }
         self.relays.next_held += 1;
         let handle = self.relays.next_held;
@@ -922,7 +923,7 @@ impl Hub {
         let u = col.up;
         if !self.ups[u].is_ready() {
             let msg = format!("server '{}' is not running; try again later", self.ups[u].spec.name);
-            return self.answer_error(col.client, Some(&col.id), -32603, &msg, None);
+            return self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, None);
         }
         let up_id = self.ups[u].next_id + 1;
         self.ups[u].next_id = up_id;
@@ -954,7 +955,7 @@ impl Hub {
         }
         let server = self.ups[col.up].spec.name.clone();
         let msg = format!("server '{server}' asked for input that did not arrive: {why}");
-        self.answer_error(col.client, Some(&col.id), -32603, &msg, Some(json!({ "server": server })));
+        self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
     }
 
     // ------------------------------------------------ answers and endings
@@ -1052,7 +1053,7 @@ impl Hub {
             }
             self.relays.map.remove(&k);
             if self.ups[r.up].is_up() {
-                self.emit_upstream(r.up, wire::error(Some(&r.up_id), -32603, &msg, None));
+                self.emit_upstream(r.up, wire::error(Some(&r.up_id), ErrorCode::InternalError, &msg, None));
             }
             self.notify_client(k.0, "notifications/cancelled", &json!({ "requestId": k.1, "reason": msg }));
         }
@@ -1067,7 +1068,7 @@ impl Hub {
             let held = self.relays.held.remove(&h).expect("held");
             for a in held.asks.iter().filter(|a| a.refused.is_some()) {
                 let why = a.refused.as_ref().map(|x| x.why.clone()).unwrap_or_default();
-                self.refuse_upstream(held.up, &a.up_id, &a.method, -32601, why);
+                self.refuse_upstream(held.up, &a.up_id, &a.method, ErrorCode::MethodNotFound, why);
             }
             let origin = Origin::Client { client: w.client, id: w.id, progress: w.progress, method: held.method, renamed_uri: held.renamed_uri, modern: Some(w.ctx), sent: None };
             return self.answer_client(held.up, origin, m);
@@ -1095,7 +1096,7 @@ impl Hub {
         let why = format!("the client did not retry within {} ms", self.opts.input_ttl_ms);
         if let Some(held) = self.relays.held.remove(&h) {
             for a in held.asks {
-                self.emit_upstream(u, wire::error(Some(&a.up_id), -32603, &why, None));
+                self.emit_upstream(u, wire::error(Some(&a.up_id), ErrorCode::InternalError, &why, None));
             }
         }
         self.cancel_upstream(u, call, &why);
@@ -1110,7 +1111,7 @@ impl Hub {
                     continue;
                 }
                 if self.ups[r.up].is_up() {
-                    self.emit_upstream(r.up, wire::error(Some(&r.up_id), -32603, "the client disconnected", None));
+                    self.emit_upstream(r.up, wire::error(Some(&r.up_id), ErrorCode::InternalError, "the client disconnected", None));
                 }
             }
         }
@@ -1130,14 +1131,14 @@ impl Hub {
         for h in gone_held {
             if let Some(Some(w)) = self.relays.held.remove(&h).map(|x| x.answer_to) {
                 let msg = format!("server '{}' exited", self.ups[u].spec.name);
-                self.answer_error(w.client, Some(&w.id), -32603, &msg, None);
+                self.answer_error(w.client, Some(&w.id), ErrorCode::InternalError, &msg, None);
             }
         }
         let gone: Vec<u64> = self.relays.collects.iter().filter(|(_, col)| col.up == u).map(|(k, _)| *k).collect();
         for handle in gone {
             if let Some(col) = self.relays.collects.remove(&handle) {
                 let msg = format!("server '{}' exited", self.ups[u].spec.name);
-                self.answer_error(col.client, Some(&col.id), -32603, &msg, None);
+                self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, None);
             }
         }
     }

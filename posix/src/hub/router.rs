@@ -3,6 +3,7 @@
 //! name mapped back, a fresh upstream id and a progress token unique per
 //! upstream. Answers come back through `answer_client`, shaped for the client.
 
+use mcpx_core::error::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
@@ -60,9 +61,9 @@ impl Subscriptions {
 }
 
 /// An error answer to a client request.
-pub(super) struct Refusal(pub i64, pub String, pub Option<Value>);
+pub(super) struct Refusal(pub ErrorCode, pub String, pub Option<Value>);
 
-fn refuse(code: i64, msg: String) -> Refusal {
+fn refuse(code: ErrorCode, msg: String) -> Refusal {
     Refusal(code, msg, None)
 }
 
@@ -80,7 +81,7 @@ impl Hub {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         if let Err(Refusal(code, msg, data)) = self.route(c, m, None) {
             // The core error table decides which code this client may get.
-            let code = mcpx_core::error::code_for(code, self.clients[&c].rev(), self.peer_caps(c));
+            let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
             self.answer_error(c, Some(&id), code, &msg, data);
         }
     }
@@ -106,16 +107,16 @@ impl Hub {
                 let cursor = match field(&["cursor"]) {
                     None => None,
                     Some(r) if &m.raw[r.clone()] == b"null" => None,
-                    Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(-32602, "Invalid params: the cursor must be a string".into()))?),
+                    Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into()))?),
                 };
                 self.list_page(c, id, k, cursor.as_deref(), ctx.is_some())
             }
             "tools/call" => {
-                let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: tools/call needs a tool \"name\"".into()))?;
+                let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
                 // Policy (hub/policy.rs): tool search, then the principal's catalog, limits, validation.
                 let Some(call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
                 // Requirement: tools-error-unknown-tool-protocol
-                let e = self.catalog.get(Kind::Tools, &call.name).filter(|e| self.policy_visible(c, e)).ok_or_else(|| refuse(-32602, format!("Unknown tool: {}", call.name)))?;
+                let e = self.catalog.get(Kind::Tools, &call.name).filter(|e| self.policy_visible(c, e)).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name)))?;
                 let (u, orig) = (e.up, e.original.clone());
                 self.policy_admit_tool(c, m, &call, u, &orig)?;
                 let task = self.task_wanted(c, m, ctx, u);
@@ -132,32 +133,32 @@ impl Hub {
             }
             // A task an upstream runs (modern requests only, see `modern`).
             "tasks/get" | "tasks/update" | "tasks/cancel" if ctx.is_some() => {
-                let (u, up, r) = ctx.and_then(|x| self.task_upstream(m, x)).ok_or_else(|| refuse(-32602, "Invalid params: no such task".into()))?;
+                let (u, up, r) = ctx.and_then(|x| self.task_upstream(m, x)).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
             }
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => self.task_request(c, id, &m.method, &m.params_value(), ctx),
             "prompts/get" => {
-                let (r, name) = string(&["name"]).ok_or_else(|| refuse(-32602, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
+                let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
                 // Requirement: prompts-errors-32602-32603
-                let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
+                let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown prompt: {name}")))?;
                 let (u, orig) = (e.up, e.original.clone());
                 self.policy_resolved(c, m, u, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "resources/read" => {
-                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, "Invalid params: resources/read needs a \"uri\"".into()))?;
+                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
                 let (u, orig) = self.route_resource(&uri)?;
                 self.policy_resolved(c, m, u, &uri, &orig);
                 let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
                 self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed)
             }
             "resources/subscribe" | "resources/unsubscribe" => {
-                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
+                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
                 let (u, orig) = self.route_resource(&uri)?;
                 let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
                 if !subscribable {
                     let name = &self.ups[u].spec.name;
-                    return Err(refuse(-32601, format!("server '{name}' does not support resource subscriptions")));
+                    return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
                 }
                 if m.method == "resources/subscribe" {
                     if self.subs.has(&uri, c) {
@@ -166,7 +167,7 @@ impl Hub {
                     }
                     let cl = &self.clients[&c];
                     if cl.subs >= self.opts.max_subscriptions {
-                        return Err(refuse(-32603, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions)));
+                        return Err(refuse(ErrorCode::InternalError, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions)));
                     }
                     self.clients.get_mut(&c).expect("known client").subs += 1;
                     if !self.subs.add(&uri, c) || self.ups[u].is_modern() {
@@ -196,15 +197,15 @@ impl Hub {
                 let ty = string(&["ref", "type"]).map(|x| x.1).unwrap_or_default();
                 match ty.as_str() {
                     "ref/prompt" => {
-                        let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/prompt needs a \"name\"".into()))?;
-                        let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(-32602, format!("Unknown prompt: {name}")))?;
+                        let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/prompt needs a \"name\"".into()))?;
+                        let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown prompt: {name}")))?;
                         let (u, orig) = (e.up, e.original.clone());
                         // Requirement: completion-security
                         self.policy_admit_completion(c, m, u, &name)?;
                         self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
                     }
                     "ref/resource" => {
-                        let (r, uri) = string(&["ref", "uri"]).ok_or_else(|| refuse(-32602, "Invalid params: ref/resource needs a \"uri\"".into()))?;
+                        let (r, uri) = string(&["ref", "uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/resource needs a \"uri\"".into()))?;
                         let (u, orig) = match self.catalog.route_template(&uri) {
                             Some(x) => x,
                             None => self.route_resource(&uri)?,
@@ -212,14 +213,14 @@ impl Hub {
                         self.policy_admit_completion(c, m, u, &uri)?;
                         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
                     }
-                    _ => Err(refuse(-32602, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
+                    _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
                 }
             }
             "logging/setLevel" => {
                 let level = string(&["level"]).map(|x| x.1).unwrap_or_default();
                 // Requirement: logging-errors-setlevel
                 if !LEVELS.contains(&level.as_str()) {
-                    return Err(refuse(-32602, format!("Invalid params: unknown log level '{level}'")));
+                    return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
                 }
                 self.clients.get_mut(&c).expect("known client").wants_logs = true;
                 self.log_level = Some(level.clone());
@@ -231,7 +232,7 @@ impl Hub {
                 self.answer_result(c, id, b"{}");
                 Ok(())
             }
-            method => Err(refuse(-32601, format!("Method not found: {method}"))),
+            method => Err(refuse(ErrorCode::MethodNotFound, format!("Method not found: {method}"))),
         }
     }
 
@@ -307,7 +308,7 @@ impl Hub {
         // Requirement: resources-not-found-32002
         self.catalog
             .route_uri(uri, &self.naming(), &resource_ups)
-            .ok_or_else(|| Refusal(-32002, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
+            .ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
     }
 
     /// One page of an aggregated list.
@@ -317,9 +318,9 @@ impl Hub {
             None => 0,
             Some(s) => {
                 // Requirement: pagination-invalid-cursor-32602
-                let cu = cursor::decode(s, &key).map_err(|_| refuse(-32602, "Invalid params: invalid cursor".into()))?;
+                let cu = cursor::decode(s, &key).map_err(|_| refuse(ErrorCode::InvalidParams, "Invalid params: invalid cursor".into()))?;
                 if cu.list != k as u8 {
-                    return Err(refuse(-32602, "Invalid params: invalid cursor (it belongs to another list)".into()));
+                    return Err(refuse(ErrorCode::InvalidParams, "Invalid params: invalid cursor (it belongs to another list)".into()));
                 }
                 // A cursor from an older generation is served from the same
                 // position: the client has been (or will be) told the list changed.
@@ -391,11 +392,11 @@ impl Hub {
             return Err(self.unavailable(u));
         }
         if self.pending.len() >= self.opts.max_pending {
-            return Err(refuse(-32603, format!("mcpx has {} requests in flight (its limit); try again later", self.opts.max_pending)));
+            return Err(refuse(ErrorCode::InternalError, format!("mcpx has {} requests in flight (its limit); try again later", self.opts.max_pending)));
         }
         let cid = m.id_bytes().unwrap_or(b"null").to_vec();
         if self.pending.client_has(c, &cid) {
-            return Err(refuse(-32600, "Invalid request: this id is already used by a request in flight".into()));
+            return Err(refuse(ErrorCode::InvalidRequest, "Invalid request: this id is already used by a request in flight".into()));
         }
         let up_id = self.ups[u].next_id + 1;
         self.ups[u].next_id = up_id;
@@ -494,7 +495,7 @@ impl Hub {
                     Some(other) => {
                         let msg = format!("server '{server}' answered {method} with resultType '{other}', which mcpx does not know");
                         self.log(super::Level::Warn, msg.clone());
-                        return self.answer_error(c, Some(&id), -32603, &msg, Some(json!({ "server": server })));
+                        return self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
                     }
                 }
                 if method == "resources/read" {
@@ -520,7 +521,7 @@ impl Hub {
             };
         }
         if let Some(err) = m.error_bytes() {
-            if self.ups[u].is_modern() && m.env.error_code() == Some(-32022) {
+            if self.ups[u].is_modern() && m.env.error_code().and_then(ErrorCode::from_code) == Some(ErrorCode::UnsupportedProtocolVersion) {
                 // Requirement: versioning-era-cache (re-probed when the assumption fails)
                 let name = self.ups[u].spec.name.clone();
                 self.log(super::Level::Warn, format!("server '{name}' no longer accepts protocol revision 2026-07-28; restarting it to negotiate again"));

@@ -21,6 +21,7 @@
 //! without the capability), so a call meanwhile is told the server is
 //! restarting and when to retry, or that it was given up ([`Hub::unavailable`]).
 
+use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
 
 use mcpx_core::meta;
@@ -384,11 +385,11 @@ impl Hub {
         }
         if !modern {
             let err: Value = m.error_bytes().and_then(|e| serde_json::from_slice(e).ok()).unwrap_or(Value::Null);
-            let code = err.get("code").and_then(Value::as_i64);
+            let code = err.get("code").and_then(Value::as_i64).and_then(ErrorCode::from_code);
             // Requirement: versioning-fallback-not-keyed-to-one-code: any
             // error but a modern server's UnsupportedProtocolVersionError is
             // the expected answer of a legacy server.
-            if m.error_bytes().is_some() && code != Some(-32022) {
+            if m.error_bytes().is_some() && code != Some(ErrorCode::UnsupportedProtocolVersion) {
                 self.log(Level::Debug, format!("server '{name}' is a legacy server; using initialize"));
                 self.ups[u].era_cache = Some(Era::Legacy);
                 return self.send_initialize(u);
@@ -401,7 +402,7 @@ impl Hub {
             // UnsupportedProtocolVersionError is a modern server's answer; only
             // a version it lists is used, so `initialize` only with a listed
             // legacy revision, never as a blind fallback.
-            if code == Some(-32022) {
+            if code == Some(ErrorCode::UnsupportedProtocolVersion) {
                 if let Some(list) = err.pointer("/data/supported").and_then(Value::as_array) {
                     let list: Vec<String> = list.iter().filter_map(Value::as_str).map(str::to_string).collect();
                     // Requirement: versioning-client-retry-with-supported: a
@@ -921,7 +922,7 @@ impl Hub {
         for (_, f) in self.pending.drain_upstream(u) {
             if let Origin::Client { client, id, method, .. } = f.origin {
                 let msg = format!("server '{name}' stopped before answering {method} (idle stop)");
-                self.answer_error(client, Some(&id), -32603, &msg, Some(json!({ "server": name })));
+                self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
             }
         }
         self.relay_drop_upstream(u);
@@ -937,7 +938,7 @@ impl Hub {
             match f.origin {
                 Origin::Client { client, id, method, .. } => {
                     let msg = format!("server '{name}' exited before answering {method} ({reason})");
-                    self.answer_error(client, Some(&id), -32603, &msg, Some(json!({ "server": name })));
+                    self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
                 }
                 Origin::Task(t) => self.task_lost(&t, format!("server '{name}' exited before the task finished ({reason})")),
                 _ => {}
@@ -971,7 +972,7 @@ impl Hub {
                 (format!("server '{name}' is not running ({last}); try again later"), json!({ "server": name, "state": up.state_name() }))
             }
         };
-        Refusal(-32603, msg, Some(data))
+        Refusal(ErrorCode::InternalError, msg, Some(data))
     }
 
     /// A server added by a config reload: checked against the servers there
@@ -1035,7 +1036,7 @@ impl Hub {
         }
         let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
         let text = format!("server '{name}' cannot take {method} now: {why}");
-        self.answer_error(client, Some(&cid), -32603, &text, Some(json!({ "server": name })));
+        self.answer_error(client, Some(&cid), ErrorCode::InternalError, &text, Some(json!({ "server": name })));
     }
 
     pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
@@ -1147,7 +1148,7 @@ impl Hub {
                 // Requirement: lifecycle-timeouts-cancel-on-expiry
                 self.cancel_upstream(u, id, "timed out");
                 let msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
-                self.answer_error(client, Some(&cid), -32603, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
+                self.answer_error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
             }
         }
     }

@@ -12,7 +12,10 @@ use std::ops::Range;
 
 use mcpx_core::envelope::{Envelope, Reason};
 use mcpx_core::json::{self, Span};
-use mcpx_core::rewrite::{self, Overflow, Splice};
+use mcpx_core::error::ErrorCode;
+use mcpx_core::rewrite::{self, Splice};
+
+use crate::written::{self, grow};
 
 pub(super) use mcpx_core::envelope::Kind;
 
@@ -79,7 +82,7 @@ pub(super) fn id_u64(b: &[u8]) -> Option<u64> {
 /// id when it could be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Bad {
-    pub code: i64,
+    pub code: ErrorCode,
     pub message: &'static str,
     pub id: Option<Vec<u8>>,
 }
@@ -96,7 +99,7 @@ pub(super) fn is_notification_shaped(raw: &[u8]) -> bool {
 /// Validates and classifies one message.
 pub(super) fn parse(raw: &[u8]) -> Result<Msg<'_>, Bad> {
     Envelope::parse(raw).map(view).map_err(|e| Bad {
-        code: e.code().into(),
+        code: e.error_code(),
         message: match e.reason {
             Reason::Batch => "Invalid request: JSON-RPC batches are not supported",
             _ => e.message(),
@@ -143,20 +146,6 @@ pub(super) fn find(b: &[u8], obj: Range<usize>, path: &[&str]) -> Option<Range<u
 /// A JSON string value at `r` (quoted), unescaped.
 pub(super) fn string_at(b: &[u8], r: Range<usize>) -> Option<String> {
     serde_json::from_slice(&b[r]).ok()
-}
-
-/// Runs a core writer with a buffer large enough for it.
-fn grow(estimate: usize, f: impl Fn(&mut [u8]) -> Result<usize, Overflow>) -> Vec<u8> {
-    let mut buf = vec![0u8; estimate];
-    let n = match f(&mut buf) {
-        Ok(n) => n,
-        Err(Overflow { needed }) => {
-            buf.resize(needed, 0);
-            f(&mut buf).expect("sized by the first pass")
-        }
-    };
-    buf.truncate(n);
-    buf
 }
 
 /// `b` with each range replaced by its bytes (ranges must not overlap).
@@ -333,23 +322,13 @@ pub(super) fn result(id: &[u8], result: &[u8]) -> Vec<u8> {
 /// the id could not be read and the member is left out (2025-11-25 schema);
 /// callers answering older revisions pass `Some(b"null")` (JSON-RPC 2.0).
 pub(super) fn error_raw(id: Option<&[u8]>, error: &[u8]) -> Vec<u8> {
-    let mut v = b"{\"jsonrpc\":\"2.0\",".to_vec();
-    if let Some(id) = id {
-        v.extend_from_slice(b"\"id\":");
-        v.extend_from_slice(id);
-        v.push(b',');
-    }
-    v.extend_from_slice(b"\"error\":");
-    v.extend_from_slice(error);
-    v.push(b'}');
-    v
+    written::error_raw(id, error)
 }
 
-/// An error response.
-pub(super) fn error(id: Option<&[u8]>, code: i64, message: &str, data: Option<serde_json::Value>) -> Vec<u8> {
+/// An error response; `data` a JSON value the hub composed.
+pub(super) fn error(id: Option<&[u8]>, code: ErrorCode, message: &str, data: Option<serde_json::Value>) -> Vec<u8> {
     let data = data.and_then(|d| serde_json::to_vec(&d).ok());
-    let est = 64 + message.len() + id.map_or(0, <[u8]>::len) + data.as_ref().map_or(0, Vec::len);
-    grow(est, |out| rewrite::write_error(id, code, message, data.as_deref(), out))
+    written::error(id, code, message, data.as_deref())
 }
 
 #[cfg(test)]
@@ -376,14 +355,14 @@ mod tests {
 
     #[test]
     fn refuses_bad_messages() {
-        assert_eq!(parse(b"{not json").unwrap_err().code, -32700);
-        assert_eq!(parse(b"{\"a\":1} x").unwrap_err().code, -32700);
-        assert_eq!(parse(b"[]").unwrap_err().code, -32600);
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err().code, -32600);
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err().code, -32600);
+        assert_eq!(parse(b"{not json").unwrap_err().code, ErrorCode::ParseError);
+        assert_eq!(parse(b"{\"a\":1} x").unwrap_err().code, ErrorCode::ParseError);
+        assert_eq!(parse(b"[]").unwrap_err().code, ErrorCode::InvalidRequest);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err().code, ErrorCode::InvalidRequest);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err().code, ErrorCode::InvalidRequest);
         let e = parse(br#"{"jsonrpc":"1.0","id":7,"method":"x"}"#).unwrap_err();
-        assert_eq!((e.code, e.id), (-32600, Some(b"7".to_vec())));
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":1}"#).unwrap_err().code, -32600);
+        assert_eq!((e.code, e.id), (ErrorCode::InvalidRequest, Some(b"7".to_vec())));
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":1}"#).unwrap_err().code, ErrorCode::InvalidRequest);
     }
 
     #[test]
@@ -423,7 +402,7 @@ mod tests {
         assert_eq!(result(b"\"i\"", b"{}"), br#"{"jsonrpc":"2.0","id":"i","result":{}}"#);
         assert_eq!(request(3, "ping", None), br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
         let big = "x".repeat(10_000);
-        let e: serde_json::Value = serde_json::from_slice(&error(None, -32603, &big, None)).unwrap();
+        let e: serde_json::Value = serde_json::from_slice(&error(None, ErrorCode::InternalError, &big, None)).unwrap();
         assert_eq!(e["error"]["message"].as_str().unwrap().len(), 10_000);
     }
 }

@@ -65,6 +65,7 @@ pub mod url;
 #[cfg(test)]
 mod tests;
 
+use mcpx_core::error::ErrorCode;
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::path::PathBuf;
@@ -757,9 +758,8 @@ impl Session {
 
     /// A JSON-RPC error answered to the hub for request `id`.
     fn answer_error(&self, id: &[u8], why: &str) {
-        let msg = serde_json::json!(format!("server {}: {why}", self.name)).to_string();
-        let out = format!(r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32603,"message":{msg}}}}}"#, String::from_utf8_lossy(id));
-        self.deliver(out.as_bytes());
+        let out = crate::written::error(Some(id), ErrorCode::InternalError, &format!("server {}: {why}", self.name), None);
+        self.deliver(&out);
     }
 
     /// Sends one message from the hub, in order (see the module docs).

@@ -1,8 +1,10 @@
 //! What the `mcpx` end-to-end tests share.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
 
 /// The binary under test.
 pub const MCPX: &str = env!("CARGO_BIN_EXE_mcpx");
@@ -19,6 +21,33 @@ pub fn lines(r: impl Read + Send + 'static) -> Receiver<String> {
         }
     });
     rx
+}
+
+/// One JSON-RPC POST to `/mcp` at `addr` on a connection of its own
+/// (`Connection: close`), with the extra `headers`: the status, the head and
+/// the body as text (an SSE body as it came). Status 0 when the answer has
+/// no complete head.
+#[allow(dead_code)] // not every test binary uses it
+pub fn post(addr: &str, headers: &[(&str, &str)], body: &serde_json::Value) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let out = String::from_utf8_lossy(&out).into_owned();
+    let Some((head, body)) = out.split_once("\r\n\r\n") else { return (0, out, String::new()) };
+    let status = head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head.to_string(), body.to_string())
 }
 
 /// A scratch folder of a test (`mcpx-<name>-<pid>` in the temp folder),

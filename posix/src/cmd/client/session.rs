@@ -8,6 +8,7 @@
 //! requests one at a time; it answers what the hub asks meanwhile (`ping`,
 //! elicitation on the terminal) and reports progress.
 
+use mcpx_core::error::ErrorCode;
 use std::cell::Cell;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -242,7 +243,10 @@ impl Session {
     }
 
     fn send(&self, msg: &Value) -> Result<(), Failure> {
-        let bytes = serde_json::to_vec(msg).expect("a Value serializes");
+        self.send_bytes(serde_json::to_vec(msg).expect("a Value serializes"))
+    }
+
+    fn send_bytes(&self, bytes: Vec<u8>) -> Result<(), Failure> {
         let sent = match &self.link {
             Link::Child(u) => u.send(bytes).map_err(|(e, _)| e),
             Link::Http(r) => r.send(bytes).map_err(|(e, _)| e),
@@ -286,11 +290,13 @@ impl Session {
                 (Some(_), None) => debug!("hub: answer to an unknown request: {msg}"),
                 (Some(rid), Some(m)) => {
                     let reply = self.serve_request(m, msg.get("params").unwrap_or(&Value::Null)).await;
-                    let out = match reply {
-                        Ok(result) => json!({"jsonrpc": "2.0", "id": rid, "result": result}),
-                        Err((code, message)) => json!({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}),
-                    };
-                    self.send(&out)?;
+                    match reply {
+                        Ok(result) => self.send(&json!({"jsonrpc": "2.0", "id": rid, "result": result}))?,
+                        Err((code, message)) => {
+                            let id = serde_json::to_vec(rid).expect("a Value serializes");
+                            self.send_bytes(crate::written::error(Some(&id), code, &message, None))?
+                        }
+                    }
                 }
                 (None, Some("notifications/progress")) => {
                     let p = msg.get("params").unwrap_or(&Value::Null);
@@ -345,7 +351,7 @@ impl Session {
     }
 
     /// Answers a request of the hub (on behalf of a server).
-    async fn serve_request(&mut self, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+    async fn serve_request(&mut self, method: &str, params: &Value) -> Result<Value, (ErrorCode, String)> {
         match method {
             "ping" => Ok(json!({})),
             "elicitation/create" => {
@@ -357,7 +363,7 @@ impl Session {
                 }
                 term::elicit(params).await
             }
-            _ => Err((-32601, format!("mcpx's command-line client does not answer {method}"))),
+            _ => Err((ErrorCode::MethodNotFound, format!("mcpx's command-line client does not answer {method}"))),
         }
     }
 

@@ -3,6 +3,7 @@
 //! Questions go to stderr and answers come from stdin, so stdout carries
 //! only the command's output.
 
+use mcpx_core::error::ErrorCode;
 use std::io::{IsTerminal as _, Write as _};
 
 use serde_json::{json, Map, Value};
@@ -149,10 +150,10 @@ const MAX_ROUNDS: usize = 5;
 /// Asks the user an elicitation's form on the terminal: the fields, then
 /// send, edit, decline or cancel. The result to send back; an error for a
 /// mode other than form (the only one declared).
-pub async fn elicit(params: &Value) -> Result<Value, (i64, String)> {
+pub async fn elicit(params: &Value) -> Result<Value, (ErrorCode, String)> {
     // elicitation-client-missing-mode-is-form, elicitation-client-32602-on-undeclared-mode
     if let Some(mode) = params.get("mode").and_then(Value::as_str).filter(|m| *m != "form") {
-        return Err((-32602, format!("elicitation mode {mode:?} was not declared by this client (form only)")));
+        return Err((ErrorCode::InvalidParams, format!("elicitation mode {mode:?} was not declared by this client (form only)")));
     }
     let message = params.get("message").and_then(Value::as_str).unwrap_or("(no message)");
     let fields = fields(params.get("requestedSchema").unwrap_or(&Value::Null));
@@ -294,7 +295,7 @@ mod tests {
     #[test]
     fn refuses_the_url_mode_it_did_not_declare() {
         let e = smol::block_on(elicit(&json!({"mode": "url", "url": "https://x", "message": "m", "elicitationId": "1"})));
-        assert_eq!(e.unwrap_err().0, -32602);
+        assert_eq!(e.unwrap_err().0, ErrorCode::InvalidParams);
     }
 
     #[test]

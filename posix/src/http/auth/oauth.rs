@@ -22,6 +22,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
 use super::{fetch, OAuthSettings, Principal, Reject};
+use crate::remote::oauth::discovery;
+use crate::remote::oauth::form::encode_component;
+use crate::remote::url::Url;
 
 /// Fewest seconds between two JWKS fetches.
 pub(super) const REFRESH_MIN_S: u64 = 10;
@@ -180,7 +183,7 @@ impl Verifier {
     /// then OpenID Connect discovery (path inserted, then appended).
     async fn discover(&self) -> Result<String, String> {
         let mut last = String::new();
-        for url in metadata_urls(&self.s.issuer) {
+        for url in metadata_urls(&self.s.issuer)? {
             match fetch::get_json(&url).await {
                 Ok(doc) => {
                     if doc.get("issuer").and_then(Value::as_str) != Some(self.s.issuer.as_str()) {
@@ -196,12 +199,12 @@ impl Verifier {
 
     /// RFC 7662: the introspection answer of an active token.
     async fn introspect(&self, url: &str, token: &str) -> Result<Value, Reject> {
-        let body = format!("token={}&token_type_hint=access_token", form_encode(token));
+        let body = format!("token={}&token_type_hint=access_token", encode_component(token));
         let basic;
         let mut headers: Vec<(&str, &[u8])> = vec![("content-type", b"application/x-www-form-urlencoded"), ("accept", b"application/json")];
         if let Some(id) = &self.s.client_id {
             use base64::Engine as _;
-            let pair = format!("{}:{}", form_encode(id), form_encode(self.s.client_secret.as_deref().unwrap_or("")));
+            let pair = format!("{}:{}", encode_component(id), encode_component(self.s.client_secret.as_deref().unwrap_or("")));
             basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
             headers.push(("authorization", basic.as_bytes()));
         }
@@ -216,36 +219,11 @@ impl Verifier {
     }
 }
 
-/// Where the metadata of `issuer` may be.
-fn metadata_urls(issuer: &str) -> Vec<String> {
-    let issuer = issuer.trim_end_matches('/');
-    let (origin, path) = match issuer.find("://").and_then(|i| issuer[i + 3..].find('/').map(|j| i + 3 + j)) {
-        Some(cut) => issuer.split_at(cut),
-        None => (issuer, ""),
-    };
-    vec![
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!("{origin}/.well-known/openid-configuration{path}"),
-        format!("{issuer}/.well-known/openid-configuration"),
-    ]
-    .into_iter()
-    .fold(Vec::new(), |mut v, u| {
-        if !v.contains(&u) {
-            v.push(u);
-        }
-        v
-    })
-}
-
-/// application/x-www-form-urlencoded (and the RFC 6749 §2.3.1 encoding of
-/// Basic credentials).
-fn form_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+/// Where the metadata of `issuer` may be: the same locations, in the same
+/// order, as the remote transport's discovery looks at.
+fn metadata_urls(issuer: &str) -> Result<Vec<String>, String> {
+    let u = Url::parse(issuer).map_err(|e| format!("issuer {issuer:?}: {e}"))?;
+    Ok(discovery::as_metadata_locations(&u))
 }
 
 /// The checks every accepted token passes, JWT (`jwt`: `exp` required) or

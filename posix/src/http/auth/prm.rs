@@ -7,6 +7,7 @@
 //! e.g. `/.well-known/oauth-protected-resource/mcp`) and at the root form,
 //! without authentication.
 
+use mcpx_core::error::ErrorCode;
 use serde_json::json;
 
 use super::super::conn::{Conn, Request};
@@ -84,7 +85,7 @@ pub(super) async fn respond(o: &OAuthSettings, conn: &mut Conn, req: &Request) -
         "GET" => conn.respond(200, &headers, &serde_json::to_vec(&document(o)).unwrap_or_default(), true).await,
         "HEAD" => conn.respond(200, &headers, b"", true).await,
         _ => {
-            let body = super::super::conn::error_body(None, -32600, "Method not allowed", None);
+            let body = crate::written::error(None, ErrorCode::InvalidRequest, "Method not allowed", None);
             conn.respond(405, &[("Allow", "GET, HEAD"), ("Content-Type", "application/json")], &body, true).await
         }
     }

@@ -3,6 +3,7 @@
 //! `pollIntervalMs`, with the outcome inside `tasks/get`). One table, two
 //! renderings; nothing else in the hub knows the field names.
 
+use mcpx_core::error::ErrorCode;
 use mcpx_core::meta::RELATED_TASK_KEY;
 use serde_json::{json, Map, Value};
 
@@ -52,7 +53,7 @@ pub(crate) fn modern(id: &str, t: &Task, epoch_ms: u64, poll_ms: u64, detailed: 
                 m.insert("error".into(), serde_json::from_slice(e).unwrap_or_else(|_| json!({})));
             }
             None if t.status == Status::Cancelled => {
-                m.insert("error".into(), json!({ "code": -32603, "message": "the task was cancelled" }));
+                m.insert("error".into(), serde_json::from_slice(&crate::written::error_object(ErrorCode::InternalError, "the task was cancelled")).unwrap_or_else(|_| json!({})));
             }
             None => {}
         }

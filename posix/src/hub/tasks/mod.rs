@@ -34,6 +34,7 @@ mod persist;
 mod relay;
 mod table;
 
+use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
 
 use mcpx_core::cursor::{self, Cursor};
@@ -131,11 +132,11 @@ pub(super) fn offer(tool: &mut Value) {
 
 fn not_found(id: &str) -> Refusal {
     // Requirement: tasks-protocol-errors, tasks-informative-errors
-    Refusal(-32602, format!("Invalid params: no task {id} (it may have expired, or it belongs to someone else)"), Some(json!({ "taskId": id })))
+    Refusal(ErrorCode::InvalidParams, format!("Invalid params: no task {id} (it may have expired, or it belongs to someone else)"), Some(json!({ "taskId": id })))
 }
 
 fn missing_extension(method: &str) -> Refusal {
-    Refusal(-32021, format!("{method} needs the client capability extensions[\"{EXT}\"]"), Some(json!({ "requiredCapabilities": { "extensions": { EXT: {} } } })))
+    Refusal(ErrorCode::MissingRequiredClientCapability, format!("{method} needs the client capability extensions[\"{EXT}\"]"), Some(json!({ "requiredCapabilities": { "extensions": { EXT: {} } } })))
 }
 
 impl Hub {
@@ -164,7 +165,7 @@ impl Hub {
     /// Is there room for another task of the principal of `c` / `ctx`?
     pub(super) fn task_room(&mut self, c: ClientId, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let owner = self.principal_of(c, ctx);
-        self.tasks.table.make_room(&owner, &self.opts.tasks).map_err(|e: Full| Refusal(-32603, e.to_string(), None))
+        self.tasks.table.make_room(&owner, &self.opts.tasks).map_err(|e: Full| Refusal(ErrorCode::InternalError, e.to_string(), None))
     }
 
     fn principal_of(&self, c: ClientId, ctx: Option<&ReqCtx>) -> Vec<u8> {
@@ -240,7 +241,7 @@ impl Hub {
         let (status, outcome, message) = match (m.result_bytes(), m.error_bytes()) {
             (Some(_), _) if self.ups[u].is_modern() && m.env.result().and_then(|v| v.get("resultType")).is_some_and(|t| t.bytes() != b"\"complete\"") => {
                 let why = format!("server '{server}' asked for input or answered with another resultType; mcpx cannot relay that inside a task it runs");
-                (Status::Failed, error_object(-32603, &why), Some(why))
+                (Status::Failed, error_object(ErrorCode::InternalError, &why), Some(why))
             }
             (Some(r), _) => (era::status_of_result(&method, r), Outcome::Result(r.to_vec()), None),
             (None, Some(e)) => {
@@ -254,7 +255,7 @@ impl Hub {
 
     /// Task `id`'s request will never be answered (`why`: timeout, exit).
     pub(super) fn task_lost(&mut self, id: &str, why: String) {
-        self.task_end(id, Status::Failed, error_object(-32603, &why), Some(why));
+        self.task_end(id, Status::Failed, error_object(ErrorCode::InternalError, &why), Some(why));
     }
 
     /// Task `id` ends: status, outcome (if it fits the memory cap), the
@@ -264,7 +265,7 @@ impl Hub {
         let max = self.opts.tasks.max_result_bytes;
         if let Err(big) = self.tasks.table.finish(id, status, outcome, now, max) {
             let why = format!("the task's result ({} bytes) does not fit mcpx's task memory ({max} bytes in all, task_max_result_bytes); call the tool without a task", big.len());
-            let _ = self.tasks.table.finish(id, Status::Failed, error_object(-32603, &why), now, usize::MAX);
+            let _ = self.tasks.table.finish(id, Status::Failed, error_object(ErrorCode::InternalError, &why), now, usize::MAX);
             self.set_message(id, why);
         } else if let Some(msg) = message {
             self.set_message(id, msg);
@@ -318,7 +319,7 @@ impl Hub {
             }
             None => {
                 let data = json!({ "taskId": id, "_meta": era::related(id) });
-                self.answer_error(c, Some(rid), -32603, &format!("task {id} was cancelled"), Some(data));
+                self.answer_error(c, Some(rid), ErrorCode::InternalError, &format!("task {id} was cancelled"), Some(data));
             }
         }
     }
@@ -335,7 +336,7 @@ impl Hub {
             return self.task_list(c, rid, &owner, p);
         }
         // Requirement: tasks-taskid-param-authoritative
-        let id = p.get("taskId").and_then(Value::as_str).ok_or_else(|| Refusal(-32602, format!("Invalid params: {method} needs a string \"taskId\""), None))?;
+        let id = p.get("taskId").and_then(Value::as_str).ok_or_else(|| Refusal(ErrorCode::InvalidParams, format!("Invalid params: {method} needs a string \"taskId\""), None))?;
         // Requirement: tasks-bound-reject-foreign, tasks-bind-auth-context
         let t = self.tasks.table.owned(id, &owner).ok_or_else(|| not_found(id))?;
         let id = id.to_string();
@@ -353,7 +354,7 @@ impl Hub {
                     let max = self.opts.tasks.max_waiters;
                     let t = self.tasks.table.get_mut(&id).expect("owned above");
                     if t.waiters.len() >= max {
-                        return Err(Refusal(-32603, format!("task {id} has {max} tasks/result requests waiting (mcpx's limit); poll with tasks/get"), None));
+                        return Err(Refusal(ErrorCode::InternalError, format!("task {id} has {max} tasks/result requests waiting (mcpx's limit); poll with tasks/get"), None));
                     }
                     t.waiters.push((c, rid.to_vec()));
                 }
@@ -361,7 +362,7 @@ impl Hub {
             ("tasks/cancel", modern) => {
                 // Requirement: tasks-cancel-terminal-reject
                 if t.status.is_terminal() && !modern {
-                    return Err(Refusal(-32602, format!("Invalid params: task {id} is already {}; it cannot be cancelled", t.status.as_str()), Some(json!({ "taskId": id }))));
+                    return Err(Refusal(ErrorCode::InvalidParams, format!("Invalid params: task {id} is already {}; it cannot be cancelled", t.status.as_str()), Some(json!({ "taskId": id }))));
                 }
                 let call = t.call;
                 // Requirement: ext-tasks-cancel-cooperative
@@ -379,12 +380,12 @@ impl Hub {
             // Requirement: ext-tasks-update (mcpx's own tasks never wait for input: nothing to apply)
             ("tasks/update", true) => {
                 if !p.get("inputResponses").is_some_and(Value::is_object) {
-                    return Err(Refusal(-32602, "Invalid params: tasks/update needs an \"inputResponses\" object".into(), None));
+                    return Err(Refusal(ErrorCode::InvalidParams, "Invalid params: tasks/update needs an \"inputResponses\" object".into(), None));
                 }
                 let body = self.stamped_empty();
                 self.answer_result(c, rid, &body);
             }
-            _ => return Err(Refusal(-32601, format!("Method not found: {method}"), None)),
+            _ => return Err(Refusal(ErrorCode::MethodNotFound, format!("Method not found: {method}"), None)),
         }
         Ok(())
     }
@@ -403,9 +404,9 @@ impl Hub {
             None | Some(Value::Null) => 0,
             Some(Value::String(s)) => match cursor::decode(s, &key) {
                 Ok(cu) if cu.list == LIST_CURSOR => cu.position as usize,
-                _ => return Err(Refusal(-32602, "Invalid params: invalid cursor".into(), None)),
+                _ => return Err(Refusal(ErrorCode::InvalidParams, "Invalid params: invalid cursor".into(), None)),
             },
-            Some(_) => return Err(Refusal(-32602, "Invalid params: the cursor must be a string".into(), None)),
+            Some(_) => return Err(Refusal(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into(), None)),
         };
         let ids = self.tasks.table.of_owner(owner);
         let end = (pos + self.opts.page_size.max(1)).min(ids.len());
@@ -460,6 +461,6 @@ enum TaskView {
     Get,
 }
 
-fn error_object(code: i64, message: &str) -> Outcome {
-    Outcome::Error(serde_json::to_vec(&json!({ "code": code, "message": message })).unwrap_or_default())
+fn error_object(code: ErrorCode, message: &str) -> Outcome {
+    Outcome::Error(crate::written::error_object(code, message))
 }

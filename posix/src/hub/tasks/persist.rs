@@ -18,6 +18,7 @@
 //! (`TaskOptions::max_tasks`), and records past [`Hub::TASK_STATE_MAX`]
 //! bytes are left out of it (with a warning).
 
+use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
 
 use super::table::{Status, Task};
@@ -95,7 +96,7 @@ impl Hub {
         self.tasks.table.insert(id.clone(), t);
         if ran {
             let why = if ended { RESTARTED_ENDED } else { RESTARTED_WORKING };
-            let _ = self.tasks.table.finish(&id, Status::Failed, error_object(-32603, why), now, usize::MAX);
+            let _ = self.tasks.table.finish(&id, Status::Failed, error_object(ErrorCode::InternalError, why), now, usize::MAX);
             self.set_message(&id, why.to_string());
         }
         Some(())
@@ -110,7 +111,7 @@ impl Hub {
         let epoch = self.opts.tasks.epoch_ms;
         let (mut records, mut size, mut left_out) = (Vec::new(), 64, 0);
         for (id, t) in self.tasks.table.iter() {
-            let Some(r) = self.record(id, t, epoch) else { continue };
+            let Some(r) = self.task_record(id, t, epoch) else { continue };
             let len = r.to_string().len() + 1;
             if size + len > Hub::TASK_STATE_MAX {
                 left_out += 1;
@@ -127,7 +128,7 @@ impl Hub {
     }
 
     /// Task `id`'s record; `None` for a relayed task whose server is gone.
-    fn record(&self, id: &str, t: &Task, epoch_ms: u64) -> Option<Value> {
+    fn task_record(&self, id: &str, t: &Task, epoch_ms: u64) -> Option<Value> {
         let mut r = json!({
             "id": id,
             "principal": hex(&t.owner),

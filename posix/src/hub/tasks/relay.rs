@@ -11,6 +11,7 @@
 //! - `ttlMs` is capped by `TaskOptions::max_ttl_ms` (the hub forgets the
 //!   mapping then), `pollIntervalMs` by `TaskOptions::max_poll_ms`.
 
+use mcpx_core::error::ErrorCode;
 use std::ops::Range;
 
 use serde_json::{json, Value};
@@ -68,7 +69,7 @@ impl Hub {
 
     /// Upstream `u`'s new task `up`, created for client `c`: the hub's id for it.
     fn task_register(&mut self, u: UpstreamId, c: ClientId, up: String, v: &Value, ctx: &ReqCtx) -> Result<String, Refusal> {
-        self.tasks.table.make_room(&ctx.principal, &self.opts.tasks).map_err(|e| Refusal(-32603, e.to_string(), None))?;
+        self.tasks.table.make_room(&ctx.principal, &self.opts.tasks).map_err(|e| Refusal(ErrorCode::InternalError, e.to_string(), None))?;
         let id = self.tasks.ids.next();
         let now = self.now_ms;
         let ttl_ms = v.get("ttlMs").and_then(Value::as_u64).unwrap_or(self.opts.tasks.default_ttl_ms).min(self.opts.tasks.max_ttl_ms);

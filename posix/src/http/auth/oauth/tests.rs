@@ -71,18 +71,18 @@ fn scopes_every_one_or_a_broader_one() {
 #[test]
 fn where_the_issuer_metadata_is_looked_for() {
     assert_eq!(
-        metadata_urls("https://as.example.com/"),
+        metadata_urls("https://as.example.com/").unwrap(),
         ["https://as.example.com/.well-known/oauth-authorization-server", "https://as.example.com/.well-known/openid-configuration"]
     );
     assert_eq!(
-        metadata_urls("https://as.example.com/tenant1"),
+        metadata_urls("https://as.example.com/tenant1").unwrap(),
         [
             "https://as.example.com/.well-known/oauth-authorization-server/tenant1",
             "https://as.example.com/.well-known/openid-configuration/tenant1",
             "https://as.example.com/tenant1/.well-known/openid-configuration",
         ]
     );
-    assert_eq!(form_encode("a b+c/é"), "a%20b%2Bc%2F%C3%A9");
+    assert_eq!(encode_component("a b+c/é"), "a%20b%2Bc%2F%C3%A9");
 }
 
 /// An ES256 key pair: (PKCS#8 DER, public JWK with `kid`).

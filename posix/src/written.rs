@@ -1,0 +1,57 @@
+//! Messages written by core's writers into a `Vec` sized to fit: the
+//! runtime's one way to write a JSON-RPC error (and the other messages the
+//! hub composes). Core writes into a caller's buffer and reports the exact
+//! size on overflow, so nothing here is ever cut short or dropped.
+
+use mcpx_core::error::ErrorCode;
+use mcpx_core::rewrite::{self, Overflow};
+
+/// The output of `f` in a buffer of `estimate` bytes, grown once to the
+/// size core reports when it was too small.
+pub(crate) fn grow(estimate: usize, f: impl Fn(&mut [u8]) -> Result<usize, Overflow>) -> Vec<u8> {
+    let mut buf = vec![0u8; estimate];
+    let n = match f(&mut buf) {
+        Ok(n) => n,
+        Err(Overflow { needed }) => {
+            buf.resize(needed, 0);
+            f(&mut buf).expect("sized by the first pass")
+        }
+    };
+    buf.truncate(n);
+    buf
+}
+
+/// An error response: `id` the raw id to echo (`None` leaves the member
+/// out), `data` raw JSON.
+pub(crate) fn error(id: Option<&[u8]>, code: ErrorCode, message: &str, data: Option<&[u8]>) -> Vec<u8> {
+    let est = 64 + message.len() + id.map_or(0, <[u8]>::len) + data.map_or(0, <[u8]>::len);
+    grow(est, |out| rewrite::write_error(id, code.code().into(), message, data, out))
+}
+
+/// An error response around an error object given as raw JSON (an
+/// upstream's, passed on).
+pub(crate) fn error_raw(id: Option<&[u8]>, error: &[u8]) -> Vec<u8> {
+    grow(32 + id.map_or(0, <[u8]>::len) + error.len(), |out| rewrite::write_error_raw(id, error, out))
+}
+
+/// The error object alone (`{"code":..,"message":..}`).
+pub(crate) fn error_object(code: ErrorCode, message: &str) -> Vec<u8> {
+    grow(40 + message.len(), |out| rewrite::write_error_object(code.code().into(), message, None, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_longer_than_the_estimate_is_written_whole() {
+        let big = "é\"\n".repeat(500);
+        let e: serde_json::Value = serde_json::from_slice(&error(Some(b"1"), ErrorCode::InternalError, &big, Some(b"{\"k\":1}"))).unwrap();
+        assert_eq!((e["id"].as_i64(), e["error"]["code"].as_i64()), (Some(1), Some(-32603)));
+        assert_eq!((e["error"]["message"].as_str(), e["error"]["data"]["k"].as_i64()), (Some(big.as_str()), Some(1)));
+        let o: serde_json::Value = serde_json::from_slice(&error_object(ErrorCode::InvalidParams, &big)).unwrap();
+        assert_eq!((o["code"].as_i64(), o["message"].as_str()), (Some(-32602), Some(big.as_str())));
+        let r: serde_json::Value = serde_json::from_slice(&error_raw(None, &error_object(ErrorCode::InvalidParams, &big))).unwrap();
+        assert_eq!((r.get("id"), &r["error"]), (None, &o));
+    }
+}
