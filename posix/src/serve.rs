@@ -651,7 +651,10 @@ pub fn main(args: ServeArgs) -> i32 {
     }
 
     let hub = match crate::cmd::build_hub(&cfg) {
-        Ok(h) => h,
+        Ok(mut h) => {
+            h.set_call_log(log::enabled(Level::Debug));
+            h
+        }
         Err(e) => {
             error!("{e}");
             return 1;

@@ -24,6 +24,7 @@ use crate::policy::{audit, metrics, Policy};
 
 use super::catalog::{Channel, Entry, Kind};
 use super::router::Refusal;
+use super::Level;
 use super::shape::{self, Rev, RevExt};
 use super::wire::{self, Msg};
 use super::{ClientId, ConfigError, Hub, HubOptions, IdKey, UpstreamId};
@@ -103,6 +104,8 @@ pub(super) struct HubPolicy {
     /// elicitation's `requestedSchema` when its answers are validated;
     /// bounded by `cap` (the oldest is dropped).
     relays: HashMap<(UpstreamId, Vec<u8>), (Open, Option<Value>)>,
+    /// One `debug` line per tracked request (while mcpx logs at debug).
+    log_calls: bool,
 }
 
 impl HubPolicy {
@@ -119,13 +122,14 @@ impl HubPolicy {
             indexes: HashMap::new(),
             budgets: HashMap::new(),
             relays: HashMap::new(),
+            log_calls: false,
         })
     }
 
     /// Are tool calls remembered until their answer (audit, metrics, or
     /// output validation need the call's names then)?
     fn tracking(&self) -> bool {
-        self.p.audit.is_some() || self.p.metrics.is_some() || self.p.validate.as_ref().is_some_and(|v| v.output != OutputCheck::Off)
+        self.log_calls || self.p.audit.is_some() || self.p.metrics.is_some() || self.p.validate.as_ref().is_some_and(|v| v.output != OutputCheck::Off)
     }
 
     /// The Prometheus text of the metrics (`None` with `"metrics": false`).
@@ -634,6 +638,16 @@ impl Hub {
             bytes_out,
         };
         self.policy.p.audit(&record);
+        if self.policy.log_calls {
+            let line = record.summary();
+            self.log(Level::Debug, line);
+        }
+    }
+
+    /// Log one `debug` line per call, relayed sampling and elicitation
+    /// request (the runtime turns it on while its log level is debug).
+    pub fn set_call_log(&mut self, on: bool) {
+        self.policy.log_calls = on;
     }
 
     /// Client `c` is gone: forget its tracked requests.

@@ -70,6 +70,22 @@ pub struct Content {
 }
 
 impl Record<'_> {
+    /// The one-line summary of the `debug` log (issue: one line per call
+    /// with client, server, method, duration and outcome).
+    pub fn summary(&self) -> String {
+        let outcome = match &self.outcome {
+            Outcome::Result => "result".to_string(),
+            Outcome::ToolError => "tool error".to_string(),
+            Outcome::Error { code } => format!("error {code}"),
+            Outcome::Refused { limit } => format!("refused by {limit}"),
+        };
+        let name = if self.name.is_empty() { String::new() } else { format!(" {} (its '{}')", self.name, self.original_name) };
+        format!(
+            "{}{name} of '{}' ({}) to server '{}': {outcome} in {} ms, {} B in, {} B out",
+            self.method, self.principal, self.client_revision, self.server, self.duration_ms, self.bytes_in, self.bytes_out
+        )
+    }
+
     /// The JSON line (with its `\n`).
     pub fn line(&self, content: &Content) -> String {
         let mut o = Map::new();

@@ -281,7 +281,10 @@ impl State {
         if d.log_level {
             match (self.settings.level_fixed, new.log_level) {
                 (true, _) => info!("logLevel changed; the level given on the command line or in MCPX_LOG stays"),
-                (false, l) => log::set_level(l.unwrap_or(log::Level::Info)),
+                (false, l) => {
+                    log::set_level(l.unwrap_or(log::Level::Info));
+                    self.rt.feed(|h, _| h.set_call_log(log::enabled(log::Level::Debug)));
+                }
             }
         }
         if !d.fixed.is_empty() {

@@ -481,3 +481,31 @@ fn audit_lines(path: &std::path::Path, n: usize) -> Vec<Value> {
     }
     panic!("fewer than {n} audit lines in {}", path.display());
 }
+
+/// Issue 12 item 10: at debug level every call gets one log line naming the
+/// client, server, method, duration and outcome; off, none.
+#[test]
+fn at_debug_level_each_call_gets_one_line_with_its_outcome() {
+    let opts = HubOptions { startup_wait_ms: 0, policy: crate::config::PolicyConfig { metrics: false, ..Default::default() }, ..HubOptions::default() };
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.set_client_principal(c, b"token:alice");
+    let lines = |p: &Pair| p.logs.iter().filter(|(l, s)| *l == Level::Debug && s.starts_with("tools/call")).map(|(_, s)| s.clone()).collect::<Vec<_>>();
+    assert!(call(&mut p, c, 1, "a__x", json!({})).is_null());
+    answer_up(&mut p, 0);
+    assert_eq!(p.take(c)["id"], 1);
+    assert!(lines(&p).is_empty(), "no call lines unless asked: {:?}", p.logs);
+    p.hub.set_call_log(true);
+    assert!(call(&mut p, c, 2, "a__x", json!({})).is_null());
+    p.now += 7;
+    answer_up(&mut p, 0);
+    assert_eq!(p.take(c)["id"], 2);
+    let r = call(&mut p, c, 3, "a__nope", json!({}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let got = lines(&p);
+    assert_eq!(got.len(), 2, "one line per call: {got:?}");
+    for part in ["tools/call a__x (its 'x')", "of 'alice' (2025-06-18)", "to server 'a'", ": result in 7 ms"] {
+        assert!(got[0].contains(part), "{part:?} missing from {:?}", got[0]);
+    }
+    assert!(got[1].contains(": error -32602 in 0 ms"), "{:?}", got[1]);
+}
