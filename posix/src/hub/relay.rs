@@ -37,7 +37,8 @@
 //!   `inputResponses` and the upstream's `requestState` echoed exactly.
 //!
 //! Which client: only one the wire names, never a guess ([`Hub::cause_of`]).
-//! The call whose progress token the request carries; else the one caller
+//! The call on whose HTTP response stream the request came (the remote
+//! transport tells), else the call whose progress token it carries; else the one caller
 //! with calls live at that upstream; else the one principal with calls held
 //! there for a retry (a held call is its own conversation, resumed only by
 //! its `requestState`); with no call at all, the only initialized client, if
@@ -274,6 +275,24 @@ enum Cause {
     Several(usize),
 }
 
+/// What the wire says about which call a server request serves; each is
+/// exact, none a guess.
+#[derive(Clone, Copy, Debug, Default)]
+struct Link {
+    /// The hub's request on whose HTTP response stream it came (the
+    /// transport says so: `Hub::upstream_message_on`).
+    stream: Option<u64>,
+    /// The progress token it carries (the token the hub sends is the
+    /// call's upstream id).
+    progress: Option<u64>,
+}
+
+impl Link {
+    fn of(m: &Msg, stream: Option<u64>) -> Link {
+        Link { stream, progress: m.env.progress_token().and_then(|t| wire::id_u64(t.bytes())) }
+    }
+}
+
 /// Who a call to an upstream serves, for telling callers apart.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Caller {
@@ -360,9 +379,11 @@ fn merge(a: &mut Value, b: &Value) {
 }
 
 impl Hub {
-    /// A request from upstream `u`.
-    pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg) {
+    /// A request from upstream `u`; `stream`: the hub's request on whose
+    /// response stream it came, if the transport has such streams.
+    pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg, stream: Option<u64>) {
         let id = m.id_bytes().unwrap_or(b"null");
+        let link = Link::of(m, stream);
         match &*m.method {
             "ping" => self.emit_upstream(u, wire::result(id, b"{}")),
             "roots/list" if self.opts.roots.is_some() => {
@@ -376,11 +397,11 @@ impl Hub {
             }
             method if RELAYED.iter().any(|(m, _)| *m == method) => {
                 // Policy: the server-request rate limits (hub/policy.rs).
-                let to = self.cause_client(u, m);
+                let to = self.cause_client(u, link);
                 if let Err(why) = self.policy_admit_server_request(u, to) {
                     return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE.code().into(), why);
                 }
-                self.relay_to_client(u, m)
+                self.relay_to_client(u, m, link)
             }
             method => {
                 let msg = format!("mcpx does not handle '{method}' requests from servers");
@@ -449,8 +470,11 @@ impl Hub {
     /// Which call to `u` an upstream's request for input serves, as far as
     /// the wire says; never a guess between callers.
     ///
-    /// 1. The call whose progress token it carries (the token the hub sends
-    ///    is the call's upstream id).
+    /// 1. The call on whose HTTP response stream it came (row
+    ///    streamable-http-post-sse-may-carry-requests: requests there relate
+    ///    to the originating request), else the call whose progress token it
+    ///    carries. A stream or token naming no client call (the hub's own
+    ///    request, an answered one) names nobody: the rules below decide.
     /// 2. Else the latest call of the one caller with calls *live* there: in
     ///    flight, or held and still within their coalescing window (requests
     ///    a tool makes at once). A single caller is knowable, not a guess
@@ -463,9 +487,11 @@ impl Hub {
     /// as a live caller: its tool waits on what it asked, and only a retry
     /// with that call's `requestState` resumes it. (Counting it made one
     /// client look like several as soon as a call was left held.)
-    fn cause_of(&self, u: UpstreamId, progress: Option<u64>) -> Cause {
-        if let Some(t) = progress.filter(|t| self.pending.calls_to(u).any(|(id, ..)| id == *t)) {
-            return Cause::Call(t);
+    fn cause_of(&self, u: UpstreamId, link: Link) -> Cause {
+        for t in [link.stream, link.progress].into_iter().flatten() {
+            if self.pending.calls_to(u).any(|(id, ..)| id == t) {
+                return Cause::Call(t);
+            }
         }
         let (mut live, mut waiting) = (Vec::new(), Vec::new());
         for (id, sent, origin) in self.pending.calls_to(u) {
@@ -487,9 +513,8 @@ impl Hub {
 
     /// The client whose call server request `m` of `u` belongs to, when the
     /// wire names one (for its rate limit; routing is `relay_to_client`).
-    fn cause_client(&self, u: UpstreamId, m: &Msg) -> Option<ClientId> {
-        let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
-        let Cause::Call(call) = self.cause_of(u, progress) else { return None };
+    fn cause_client(&self, u: UpstreamId, link: Link) -> Option<ClientId> {
+        let Cause::Call(call) = self.cause_of(u, link) else { return None };
         match &self.pending.get(u, call)?.origin {
             Origin::Client { client, .. } => Some(*client),
             Origin::Held(h) => self.relays.held.get(h)?.answer_to.as_ref().map(|w| w.client),
@@ -497,12 +522,11 @@ impl Hub {
         }
     }
 
-    fn relay_to_client(&mut self, u: UpstreamId, m: &Msg) {
+    fn relay_to_client(&mut self, u: UpstreamId, m: &Msg, link: Link) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
         let server = self.ups[u].spec.name.clone();
-        let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
-        let target = match self.cause_of(u, progress) {
+        let target = match self.cause_of(u, link) {
             // A modern client's call in flight (or held) gets it the modern way.
             Cause::Call(call) => match self.pending.get(u, call).map(|f| &f.origin) {
                 Some(Origin::Held(h)) => return self.held_add(*h, u, m),

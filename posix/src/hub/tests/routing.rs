@@ -82,6 +82,55 @@ fn a_progress_token_routes_a_server_request_to_the_call_it_names() {
     }
 }
 
+// Regression (issue 11 item 1): over HTTP the server's request comes on the
+// response stream of the call it serves; the remote transport says which, and
+// that names the caller although several have calls in flight and the request
+// carries no token (it used to be refused as ambiguous).
+// covers: streamable-http-post-sse-may-carry-requests
+#[test]
+fn a_server_request_on_a_calls_own_stream_reaches_that_caller_only() {
+    for method in ["sampling/createMessage", "elicitation/create", "roots/list"] {
+        let (mut p, [a, b, m], calls) = three_callers();
+        // `b`'s call is neither the latest nor named by a token: its stream names it.
+        p.upstream_says_on(0, ask(method, None), &calls[1]["id"]);
+        let q = p.take(b);
+        assert_eq!(q["method"], method);
+        assert!(p.client_quiet(a) && p.client_quiet(m) && p.client_quiet(b) && p.up_quiet(0), "{method}: only b is asked");
+        let answer = if method == "roots/list" { json!({ "roots": [] }) } else { answer_of(method) };
+        p.send(b, json!({ "jsonrpc": "2.0", "id": q["id"], "result": answer }));
+        let r = p.take_up(0);
+        assert_eq!((r["id"].clone(), r["result"].clone()), (json!("s-1"), answer));
+        // The stream wins over a token naming another call.
+        let token = json!({ "progressToken": calls[1]["params"]["_meta"]["progressToken"] });
+        p.upstream_says_on(0, ask(method, Some(token)), &calls[0]["id"]);
+        assert_eq!(p.take(a)["method"], method);
+        assert!(p.client_quiet(b) && p.client_quiet(m));
+        // The modern caller's stream: an InputRequiredResult for it, nothing for the others.
+        p.upstream_says_on(0, with_id(ask(method, None), "s-2"), &calls[2]["id"]);
+        let irr = p.take(m);
+        assert_eq!(irr["result"]["resultType"], "input_required", "{irr}");
+        assert!(p.client_quiet(a) && p.client_quiet(b) && p.up_quiet(0));
+    }
+}
+
+// A stream naming no client call (the hub's own request, or one answered
+// already) names nobody: with several callers the request is refused.
+#[test]
+fn a_server_request_on_the_stream_of_no_call_reaches_none_of_several_callers() {
+    let (mut p, clients, calls) = three_callers();
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": calls[0]["id"], "result": { "content": [] } }));
+    p.take(clients[0]);
+    for stream in [json!(987_654), calls[0]["id"].clone(), json!("not-a-hub-id")] {
+        p.upstream_says_on(0, ask("elicitation/create", None), &stream);
+        let e = p.take_up(0);
+        assert_eq!(err_code(&e), -32603, "{stream}");
+        assert!(e["error"]["message"].as_str().unwrap().contains("2 have calls in flight"), "{e}");
+        for c in clients {
+            assert!(p.client_quiet(c), "{stream}: client {c} was asked");
+        }
+    }
+}
+
 #[test]
 fn once_only_one_client_has_calls_in_flight_it_gets_the_request() {
     let caps = json!({ "sampling": {} });
