@@ -64,6 +64,10 @@ use super::{ClientId, Hub, HubOptions, Level, Output, UpstreamId};
 /// Tokens redeemed within one `input_ttl_ms` that the replay set remembers.
 const REPLAY_CAP: usize = 4096;
 
+/// Of which one principal may hold this many (issue 11 item 3: one client
+/// must not lock the others out of their retries).
+const REPLAY_SHARE: usize = REPLAY_CAP / 8;
+
 /// URL elicitations relayed to legacy clients whose completion notice may
 /// still come (the oldest are forgotten first).
 const URL_ELICITATIONS_CAP: usize = 1024;
@@ -243,8 +247,7 @@ impl Relays {
             collects: HashMap::new(),
             keys,
             seeded,
-            // One principal holds at most an eighth (issue 11 item 3).
-            replay: Box::new(ReplaySet::with_share(REPLAY_CAP / 8)),
+            replay: Box::new(ReplaySet::with_share(REPLAY_SHARE)),
             urls: std::collections::VecDeque::new(),
         }
     }
@@ -741,13 +744,31 @@ impl Hub {
     }
 
     /// Opens a client's `requestState` (once), or says which check failed.
-    pub(super) fn open_state(&mut self, token: &str, method: &str, ctx: &ReqCtx) -> Result<Vec<u8>, String> {
+    pub(super) fn open_state(&mut self, token: &str, method: &str, ctx: &ReqCtx) -> Result<Vec<u8>, rs::OpenError> {
         // Requirement: mrtr-requeststate-attacker-controlled, mrtr-requeststate-replay-fields, mrtr-single-use-enforced
         let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
         let mut scratch = vec![0u8; token.len() + 4];
         let now = self.now_ms;
         let r = &mut self.relays;
-        r.keys.open(token, &b, now, &mut r.replay, &mut scratch).map(|o| o.inner.to_vec()).map_err(|e| e.to_string())
+        r.keys.open(token, &b, now, &mut r.replay, &mut scratch).map(|o| o.inner.to_vec())
+    }
+
+    /// The error for a retry whose `requestState` did not open (`e`): nothing
+    /// reaches the upstream. A full share of the single-use set is a limit,
+    /// not a bad token: the token stays good, and the client learns the
+    /// limit and when a retry can succeed (over HTTP 429 + `Retry-After`).
+    pub(super) fn state_refusal(&self, e: rs::OpenError) -> (i64, String, Option<Value>) {
+        match e {
+            rs::OpenError::ReplayShareFull { share, frees_at_ms } => {
+                let r = crate::policy::ratelimit::Refusal {
+                    limit: format!("requestState.singleUsePerPrincipal ({share} of {REPLAY_CAP} within inputTtlMs)"),
+                    retry_after_ms: frees_at_ms.saturating_sub(self.now_ms),
+                };
+                let msg = format!("limit {} reached: {e}; retry after {} ms (this requestState stays valid until then; nothing was sent to the server)", r.limit, r.retry_after_ms);
+                (crate::policy::ratelimit::Refusal::CODE.code().into(), msg, Some(r.data()))
+            }
+            e => (-32602, format!("Invalid params: {e}; nothing was sent to the server. Send the request again without requestState to start over"), None),
+        }
     }
 
     /// A retry whose `requestState` opened to `inner`.
