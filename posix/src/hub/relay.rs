@@ -37,8 +37,10 @@
 //!   `inputResponses` and the upstream's `requestState` echoed exactly.
 //!
 //! Which client: only one the wire names, never a guess ([`Hub::cause_of`]).
-//! The call on whose HTTP response stream the request came (the remote
-//! transport tells), else the call whose progress token it carries; else the one caller
+//! The creator of the task its `related-task` `_meta` names (a task the
+//! upstream runs for a client); else the call on whose HTTP response stream
+//! the request came (the remote transport tells), else the call whose
+//! progress token it carries; else the one caller
 //! with calls live at that upstream; else the one principal with calls held
 //! there for a retry (a held call is its own conversation, resumed only by
 //! its `requestState`); with no call at all, the only initialized client, if
@@ -272,6 +274,8 @@ impl Relays {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cause {
     Call(u64),
+    /// The connection that created the task the request relates to.
+    Task(ClientId),
     /// No client call is in flight to that upstream.
     None,
     /// This many callers have calls there and nothing names one.
@@ -280,7 +284,7 @@ enum Cause {
 
 /// What the wire says about which call a server request serves; each is
 /// exact, none a guess.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Link {
     /// The hub's request on whose HTTP response stream it came (the
     /// transport says so: `Hub::upstream_message_on`).
@@ -288,11 +292,15 @@ struct Link {
     /// The progress token it carries (the token the hub sends is the
     /// call's upstream id).
     progress: Option<u64>,
+    /// The upstream's task id of its `related-task` `_meta`.
+    task: Option<String>,
 }
 
 impl Link {
     fn of(m: &Msg, stream: Option<u64>) -> Link {
-        Link { stream, progress: m.env.progress_token().and_then(|t| wire::id_u64(t.bytes())) }
+        let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
+        let task = m.env.related_task().and_then(|t| t.get("taskId")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()));
+        Link { stream, progress, task }
     }
 }
 
@@ -400,11 +408,11 @@ impl Hub {
             }
             method if RELAYED.iter().any(|(m, _)| *m == method) => {
                 // Policy: the server-request rate limits (hub/policy.rs).
-                let to = self.cause_client(u, link);
+                let to = self.cause_client(u, &link);
                 if let Err(why) = self.policy_admit_server_request(u, to) {
                     return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE.code().into(), why);
                 }
-                self.relay_to_client(u, m, link)
+                self.relay_to_client(u, m, &link)
             }
             method => {
                 let msg = format!("mcpx does not handle '{method}' requests from servers");
@@ -473,6 +481,10 @@ impl Hub {
     /// Which call to `u` an upstream's request for input serves, as far as
     /// the wire says; never a guess between callers.
     ///
+    /// 0. The task its `related-task` `_meta` names, when the upstream runs
+    ///    that task for a client (rows elicitation-task-related-id-shared,
+    ///    tasks-input-request-related-task): its creator. A task id the hub
+    ///    does not know names nobody.
     /// 1. The call on whose HTTP response stream it came (row
     ///    streamable-http-post-sse-may-carry-requests: requests there relate
     ///    to the originating request), else the call whose progress token it
@@ -490,7 +502,10 @@ impl Hub {
     /// as a live caller: its tool waits on what it asked, and only a retry
     /// with that call's `requestState` resumes it. (Counting it made one
     /// client look like several as soon as a call was left held.)
-    fn cause_of(&self, u: UpstreamId, link: Link) -> Cause {
+    fn cause_of(&self, u: UpstreamId, link: &Link) -> Cause {
+        if let Some((creator, _)) = link.task.as_deref().and_then(|t| self.task_owner_of(u, t)) {
+            return Cause::Task(creator);
+        }
         for t in [link.stream, link.progress].into_iter().flatten() {
             if self.pending.calls_to(u).any(|(id, ..)| id == t) {
                 return Cause::Call(t);
@@ -516,8 +531,12 @@ impl Hub {
 
     /// The client whose call server request `m` of `u` belongs to, when the
     /// wire names one (for its rate limit; routing is `relay_to_client`).
-    fn cause_client(&self, u: UpstreamId, link: Link) -> Option<ClientId> {
-        let Cause::Call(call) = self.cause_of(u, link) else { return None };
+    fn cause_client(&self, u: UpstreamId, link: &Link) -> Option<ClientId> {
+        let call = match self.cause_of(u, link) {
+            Cause::Call(call) => call,
+            Cause::Task(c) => return Some(c),
+            _ => return None,
+        };
         match &self.pending.get(u, call)?.origin {
             Origin::Client { client, .. } => Some(*client),
             Origin::Held(h) => self.relays.held.get(h)?.answer_to.as_ref().map(|w| w.client),
@@ -525,7 +544,7 @@ impl Hub {
         }
     }
 
-    fn relay_to_client(&mut self, u: UpstreamId, m: &Msg, link: Link) {
+    fn relay_to_client(&mut self, u: UpstreamId, m: &Msg, link: &Link) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
         let server = self.ups[u].spec.name.clone();
@@ -537,6 +556,18 @@ impl Hub {
                 Some(Origin::Client { client, .. }) => Some(*client).filter(|c| self.clients.contains_key(c)),
                 _ => None,
             },
+            // A task's own question: its creator's, or nobody's.
+            Cause::Task(c) => {
+                let why = match self.clients.get(&c) {
+                    Some(cl) if cl.era != Some(mcpx_core::revision::Era::Modern) => None,
+                    Some(_) => Some(format!("the client of the task this {method} relates to speaks {} and takes a task's input only through tasks/get", MODERN.as_str())),
+                    None => Some(format!("the client that started the task this {method} relates to is gone")),
+                };
+                if let Some(why) = why {
+                    return self.refuse_upstream(u, &id, &method, -32603, why);
+                }
+                Some(c)
+            }
             // No call: the only client, as nobody else could be asked. Not one
             // that has not read a list yet: the oldest SDK clients hang on a
             // message they did not ask for before that.
