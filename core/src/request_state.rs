@@ -181,6 +181,9 @@ pub enum OpenError {
     ReplayShareFull {
         /// Entries one principal may hold.
         share: usize,
+        /// When the first of its entries expires (ms): the earliest time a
+        /// retry can succeed.
+        frees_at_ms: u64,
     },
     /// The scratch buffer is too small; `needed` bytes would suffice.
     Overflow {
@@ -202,7 +205,7 @@ impl fmt::Display for OpenError {
             OpenError::ParamsMismatch => "requestState belongs to a request with different parameters",
             OpenError::Replayed => "requestState has already been used",
             OpenError::ReplaySetFull => "too many requestStates in flight; retry later",
-            OpenError::ReplayShareFull { share } => {
+            OpenError::ReplayShareFull { share, .. } => {
                 return write!(
                     f,
                     "this principal redeemed {share} requestStates that have not expired yet (its share \
@@ -506,8 +509,12 @@ impl<const N: usize> ReplaySet<N> {
         let mut tag = [0u8; PRINCIPAL_TAG_LEN];
         tag.copy_from_slice(&principal[..PRINCIPAL_TAG_LEN]);
         // A share of all N is the global cap itself, reported as such.
-        if self.share < N && self.entries.iter().filter(|(_, _, t)| *t == tag).count() >= self.share {
-            return Err(OpenError::ReplayShareFull { share: self.share });
+        if self.share < N {
+            let own = self.entries.iter().filter(|(_, _, t)| *t == tag);
+            let (held, first) = own.fold((0, u64::MAX), |(n, first), &(_, expiry, _)| (n + 1, first.min(expiry)));
+            if held >= self.share {
+                return Err(OpenError::ReplayShareFull { share: self.share, frees_at_ms: first });
+            }
         }
         self.entries.push((*nonce, expires_at_ms, tag)).map_err(|_| OpenError::ReplaySetFull)
     }

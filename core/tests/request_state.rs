@@ -166,11 +166,11 @@ fn one_principal_cannot_fill_the_replay_set_for_the_others() {
     assert!(open_with(&k, &mint(&a), &a, NOW, &mut replay).is_ok());
     assert!(open_with(&k, &mint(&a), &a, NOW, &mut replay).is_ok());
     let refused = mint(&a);
-    assert_eq!(open_with(&k, &refused, &a, NOW, &mut replay), Err(OpenError::ReplayShareFull { share: 2 }));
-    assert!(OpenError::ReplayShareFull { share: 2 }.to_string().contains("its share"));
+    assert_eq!(open_with(&k, &refused, &a, NOW, &mut replay), Err(OpenError::ReplayShareFull { share: 2, frees_at_ms: NOW + TTL }));
+    assert!(OpenError::ReplayShareFull { share: 2, frees_at_ms: 0 }.to_string().contains("its share"));
     assert!(open_with(&k, &mint(&b), &b, NOW, &mut replay).is_ok());
     assert!(open_with(&k, &mint(&b), &b, NOW, &mut replay).is_ok());
-    assert_eq!(open_with(&k, &mint(&b), &b, NOW, &mut replay), Err(OpenError::ReplayShareFull { share: 2 }));
+    assert_eq!(open_with(&k, &mint(&b), &b, NOW, &mut replay), Err(OpenError::ReplayShareFull { share: 2, frees_at_ms: NOW + TTL }));
     // The global cap still holds: three principals at their share fill it.
     let c = who(b"user:carol");
     assert!(open_with(&k, &mint(&c), &c, NOW, &mut replay).is_ok());
@@ -181,7 +181,7 @@ fn one_principal_cannot_fill_the_replay_set_for_the_others() {
     // Alice's refused token was not burned: it opens (once) after her
     // entries expire, bounded by its own expiry.
     let later = NOW + TTL - 1;
-    assert_eq!(open_with(&k, &refused, &a, later, &mut replay), Err(OpenError::ReplayShareFull { share: 2 }));
+    assert_eq!(open_with(&k, &refused, &a, later, &mut replay), Err(OpenError::ReplayShareFull { share: 2, frees_at_ms: NOW + TTL }));
     let mut out = [0u8; 256];
     let fresh_a = k.seal(&a, b"", &[200; NONCE_LEN], NOW + TTL, TTL, &mut out).unwrap().to_owned();
     assert!(open_with(&k, &fresh_a, &a, NOW + TTL, &mut replay).is_ok());

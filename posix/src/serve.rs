@@ -445,6 +445,9 @@ impl Events for HubEvents {
     fn message(&self, id: UpstreamId, line: &[u8]) {
         self.0.feed(|h, now| h.upstream_message(id, line, now));
     }
+    fn message_on(&self, id: UpstreamId, line: &[u8], request: &[u8]) {
+        self.0.feed(|h, now| h.upstream_message_on(id, line, request, now));
+    }
     fn garbage(&self, id: UpstreamId, what: &str) {
         self.0.feed(|h, _| h.upstream_garbage(id, what));
     }

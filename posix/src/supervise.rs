@@ -80,6 +80,13 @@ impl Default for Options {
 pub trait Events {
     fn started(&self, id: UpstreamId);
     fn message(&self, id: UpstreamId, line: &[u8]);
+    /// A message that came on the response stream of the request with JSON-RPC
+    /// id `request` (raw JSON): an HTTP upstream's POST stream. Transports
+    /// without such streams never call it.
+    fn message_on(&self, id: UpstreamId, line: &[u8], request: &[u8]) {
+        let _ = request;
+        self.message(id, line);
+    }
     /// Output on stdout that is not a message (a banner, an over-long line).
     fn garbage(&self, id: UpstreamId, what: &str);
     /// `next`: what the restart loop does now (wait, give up, stop).

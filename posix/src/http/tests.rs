@@ -180,13 +180,14 @@ struct TestServer {
 
 /// Starts a hub + fake upstream + HTTP server on a thread; returns its address.
 fn start(configure: impl FnOnce(&mut HttpConfig) + Send + 'static) -> TestServer {
-    start_with(configure, None)
+    start_with(configure, None, |_| {})
 }
 
 /// Same, with a real upstream process (`command`) instead of the fake.
 fn start_with(
     configure: impl FnOnce(&mut HttpConfig) + Send + 'static,
     command: Option<Vec<String>>,
+    hub_options: fn(&mut HubOptions),
 ) -> TestServer {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let seen2 = seen.clone();
@@ -194,10 +195,11 @@ fn start_with(
     std::thread::spawn(move || {
         let mut spec = UpstreamSpec::new("fake");
         spec.prefix = String::new();
-        let opts = HubOptions {
+        let mut opts = HubOptions {
             startup_wait_ms: 2000,
             ..HubOptions::default()
         };
+        hub_options(&mut opts);
         let hub = Rc::new(RefCell::new(
             Hub::new(vec![spec], opts).expect("hub config"),
         ));

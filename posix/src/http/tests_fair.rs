@@ -169,3 +169,62 @@ fn refused(r: &Resp, status: u16, why: &str, limit: &str) {
     assert!(e["message"].as_str().unwrap().contains(why), "{e}");
     assert_eq!(e["data"]["limit"], limit);
 }
+
+/// A modern `tools/call` of the fake's `sample` as principal `who`: with
+/// `state`, the retry answering its sampling request.
+fn sample_as(addr: SocketAddr, who: &str, id: u64, state: Option<(&str, &str)>) -> Resp {
+    let bearer = format!("Bearer token-of-{who}");
+    let mut params = json!({ "name": "sample", "arguments": {} });
+    if let Some((key, state)) = state {
+        let answer = json!({ "role": "assistant", "content": { "type": "text", "text": "hello" }, "model": "m" });
+        params["inputResponses"] = json!({ key: answer });
+        params["requestState"] = json!(state);
+    }
+    let body = modern_body(json!(id), "tools/call", params, json!({ "sampling": {} }));
+    modern_post(addr, &body, &[("Authorization", &bearer)])
+}
+
+/// The key and `requestState` of an `input_required` answer.
+fn input_required(r: &Resp) -> (String, String) {
+    let v = response_of(r);
+    assert_eq!(v["result"]["resultType"], "input_required", "{v}");
+    let key = v["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    (key, v["result"]["requestState"].as_str().unwrap().to_string())
+}
+
+// Issue 11 item 3: the requestState single-use set through the listener. A
+// principal that has redeemed its share (an eighth of 4,096) within the
+// input TTL gets 429 with `Retry-After` and an error naming the limit; its
+// token stays unused, and another principal's retry is served. Before, the
+// set was one for all: 4,096 redeems of one client refused everyone.
+// covers: mrtr-single-use-enforced
+#[test]
+fn a_principal_at_its_replay_share_gets_429_and_others_continue() {
+    let t = start_with(|c| with_tokens(c, &["mallory", "alice"]), None, |o| {
+        // The rate limits and the coalescing window would pace this loop;
+        // they are not what is tested.
+        o.policy.rate_limits = crate::policy::ratelimit::RateLimitConfig { tool_calls: Default::default(), server_requests: Default::default(), ..Default::default() };
+        o.input_coalesce_ms = 0;
+    });
+    let share = 4096 / 8;
+    for id in 1..=share {
+        let (key, state) = input_required(&sample_as(t.addr, "mallory", id, None));
+        let r = sample_as(t.addr, "mallory", id, Some((&key, &state)));
+        assert_eq!(response_of(&r)["result"]["content"][0]["text"], "sampled: hello", "redeem {id}: {}", r.text());
+    }
+    // Mallory's share is full; Alice's continuation is served (the fake
+    // upstream holds one sampling call at a time: Alice's goes first).
+    let alice = input_required(&sample_as(t.addr, "alice", 1, None));
+    let r = sample_as(t.addr, "alice", 1, Some((&alice.0, &alice.1)));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(response_of(&r)["result"]["content"][0]["text"], "sampled: hello", "{}", r.text());
+    let (key, state) = input_required(&sample_as(t.addr, "mallory", 0, None));
+    let r = sample_as(t.addr, "mallory", 0, Some((&key, &state)));
+    assert_eq!(r.status, 429, "{}", r.text());
+    let secs: u64 = r.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert!((1..=300).contains(&secs), "Retry-After {secs} within the input TTL");
+    let e = response_of(&r);
+    assert_eq!(e["error"]["code"], -32600, "{e}");
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("requestState.singleUsePerPrincipal") && msg.contains("512 of 4096"), "{msg}");
+}

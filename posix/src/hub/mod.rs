@@ -535,7 +535,15 @@ impl Hub {
     /// One framed message (a stdout line) from an upstream.
     pub fn upstream_message(&mut self, u: UpstreamId, msg: &[u8], now_ms: u64) {
         self.now(now_ms);
-        self.on_upstream_message(u, msg);
+        self.on_upstream_message(u, msg, None);
+    }
+
+    /// One message from an HTTP upstream that arrived on the response
+    /// stream of the hub's request `request` (its JSON-RPC id, raw JSON):
+    /// a server request there belongs to that request's client, exactly.
+    pub fn upstream_message_on(&mut self, u: UpstreamId, msg: &[u8], request: &[u8], now_ms: u64) {
+        self.now(now_ms);
+        self.on_upstream_message(u, msg, wire::id_u64(request));
     }
 
     /// The upstream process is gone (`reason`: exit status or spawn error;

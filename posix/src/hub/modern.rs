@@ -268,7 +268,10 @@ impl Hub {
             Some(Value::String(state)) => {
                 let state = state.clone();
                 match self.open_state(&state, &m.method, &ctx) {
-                    Err(why) => self.modern_error(c, id, ErrorCode::InvalidParams, &format!("Invalid params: {why}; nothing was sent to the server. Send the request again without requestState to start over"), None),
+                    Err(e) => {
+                        let (code, msg, data) = self.state_refusal(e);
+                        self.modern_error(c, id, code, &msg, data)
+                    }
                     Ok(inner) => self.resume(c, m, id, ctx, &inner, responses),
                 }
             }

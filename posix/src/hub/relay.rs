@@ -37,7 +37,10 @@
 //!   `inputResponses` and the upstream's `requestState` echoed exactly.
 //!
 //! Which client: only one the wire names, never a guess ([`Hub::cause_of`]).
-//! The call whose progress token the request carries; else the one caller
+//! The creator of the task its `related-task` `_meta` names (a task the
+//! upstream runs for a client); else the call on whose HTTP response stream
+//! the request came (the remote transport tells), else the call whose
+//! progress token it carries; else the one caller
 //! with calls live at that upstream; else the one principal with calls held
 //! there for a retry (a held call is its own conversation, resumed only by
 //! its `requestState`); with no call at all, the only initialized client, if
@@ -63,6 +66,10 @@ use super::{ClientId, Hub, HubOptions, Level, Output, UpstreamId};
 
 /// Tokens redeemed within one `input_ttl_ms` that the replay set remembers.
 const REPLAY_CAP: usize = 4096;
+
+/// Of which one principal may hold this many (issue 11 item 3: one client
+/// must not lock the others out of their retries).
+const REPLAY_SHARE: usize = REPLAY_CAP / 8;
 
 /// URL elicitations relayed to legacy clients whose completion notice may
 /// still come (the oldest are forgotten first).
@@ -243,8 +250,7 @@ impl Relays {
             collects: HashMap::new(),
             keys,
             seeded,
-            // One principal holds at most an eighth (issue 11 item 3).
-            replay: Box::new(ReplaySet::with_share(REPLAY_CAP / 8)),
+            replay: Box::new(ReplaySet::with_share(REPLAY_SHARE)),
             urls: std::collections::VecDeque::new(),
         }
     }
@@ -269,10 +275,34 @@ impl Relays {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cause {
     Call(u64),
+    /// The connection that created the task the request relates to.
+    Task(ClientId),
     /// No client call is in flight to that upstream.
     None,
     /// This many callers have calls there and nothing names one.
     Several(usize),
+}
+
+/// What the wire says about which call a server request serves; each is
+/// exact, none a guess.
+#[derive(Clone, Debug, Default)]
+struct Link {
+    /// The hub's request on whose HTTP response stream it came (the
+    /// transport says so: `Hub::upstream_message_on`).
+    stream: Option<u64>,
+    /// The progress token it carries (the token the hub sends is the
+    /// call's upstream id).
+    progress: Option<u64>,
+    /// The upstream's task id of its `related-task` `_meta`.
+    task: Option<String>,
+}
+
+impl Link {
+    fn of(m: &Msg, stream: Option<u64>) -> Link {
+        let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
+        let task = m.env.related_task().and_then(|t| t.get("taskId")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()));
+        Link { stream, progress, task }
+    }
 }
 
 /// Who a call to an upstream serves, for telling callers apart.
@@ -361,9 +391,11 @@ fn merge(a: &mut Value, b: &Value) {
 }
 
 impl Hub {
-    /// A request from upstream `u`.
-    pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg) {
+    /// A request from upstream `u`; `stream`: the hub's request on whose
+    /// response stream it came, if the transport has such streams.
+    pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg, stream: Option<u64>) {
         let id = m.id_bytes().unwrap_or(b"null");
+        let link = Link::of(m, stream);
         match &*m.method {
             "ping" => self.emit_upstream(u, wire::result(id, b"{}")),
             "roots/list" if self.opts.roots.is_some() => {
@@ -377,11 +409,11 @@ impl Hub {
             }
             method if RELAYED.iter().any(|(m, _)| *m == method) => {
                 // Policy: the server-request rate limits (hub/policy.rs).
-                let to = self.cause_client(u, m);
+                let to = self.cause_client(u, &link);
                 if let Err(why) = self.policy_admit_server_request(u, to, m) {
                     return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE, why);
                 }
-                self.relay_to_client(u, m)
+                self.relay_to_client(u, m, &link)
             }
             method => {
                 let msg = format!("mcpx does not handle '{method}' requests from servers");
@@ -450,8 +482,15 @@ impl Hub {
     /// Which call to `u` an upstream's request for input serves, as far as
     /// the wire says; never a guess between callers.
     ///
-    /// 1. The call whose progress token it carries (the token the hub sends
-    ///    is the call's upstream id).
+    /// 0. The task its `related-task` `_meta` names, when the upstream runs
+    ///    that task for a client (rows elicitation-task-related-id-shared,
+    ///    tasks-input-request-related-task): its creator. A task id the hub
+    ///    does not know names nobody.
+    /// 1. The call on whose HTTP response stream it came (row
+    ///    streamable-http-post-sse-may-carry-requests: requests there relate
+    ///    to the originating request), else the call whose progress token it
+    ///    carries. A stream or token naming no client call (the hub's own
+    ///    request, an answered one) names nobody: the rules below decide.
     /// 2. Else the latest call of the one caller with calls *live* there: in
     ///    flight, or held and still within their coalescing window (requests
     ///    a tool makes at once). A single caller is knowable, not a guess
@@ -464,9 +503,14 @@ impl Hub {
     /// as a live caller: its tool waits on what it asked, and only a retry
     /// with that call's `requestState` resumes it. (Counting it made one
     /// client look like several as soon as a call was left held.)
-    fn cause_of(&self, u: UpstreamId, progress: Option<u64>) -> Cause {
-        if let Some(t) = progress.filter(|t| self.pending.calls_to(u).any(|(id, ..)| id == *t)) {
-            return Cause::Call(t);
+    fn cause_of(&self, u: UpstreamId, link: &Link) -> Cause {
+        if let Some((creator, _)) = link.task.as_deref().and_then(|t| self.task_owner_of(u, t)) {
+            return Cause::Task(creator);
+        }
+        for t in [link.stream, link.progress].into_iter().flatten() {
+            if self.pending.calls_to(u).any(|(id, ..)| id == t) {
+                return Cause::Call(t);
+            }
         }
         let (mut live, mut waiting) = (Vec::new(), Vec::new());
         for (id, sent, origin) in self.pending.calls_to(u) {
@@ -488,9 +532,12 @@ impl Hub {
 
     /// The client whose call server request `m` of `u` belongs to, when the
     /// wire names one (for its rate limit; routing is `relay_to_client`).
-    fn cause_client(&self, u: UpstreamId, m: &Msg) -> Option<ClientId> {
-        let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
-        let Cause::Call(call) = self.cause_of(u, progress) else { return None };
+    fn cause_client(&self, u: UpstreamId, link: &Link) -> Option<ClientId> {
+        let call = match self.cause_of(u, link) {
+            Cause::Call(call) => call,
+            Cause::Task(c) => return Some(c),
+            _ => return None,
+        };
         match &self.pending.get(u, call)?.origin {
             Origin::Client { client, .. } => Some(*client),
             Origin::Held(h) => self.relays.held.get(h)?.answer_to.as_ref().map(|w| w.client),
@@ -498,12 +545,11 @@ impl Hub {
         }
     }
 
-    fn relay_to_client(&mut self, u: UpstreamId, m: &Msg) {
+    fn relay_to_client(&mut self, u: UpstreamId, m: &Msg, link: &Link) {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
         let server = self.ups[u].spec.name.clone();
-        let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
-        let target = match self.cause_of(u, progress) {
+        let target = match self.cause_of(u, link) {
             // A modern client's call in flight (or held) gets it the modern way.
             Cause::Call(call) => match self.pending.get(u, call).map(|f| &f.origin) {
                 Some(Origin::Held(h)) => return self.held_add(*h, u, m),
@@ -511,6 +557,18 @@ impl Hub {
                 Some(Origin::Client { client, .. }) => Some(*client).filter(|c| self.clients.contains_key(c)),
                 _ => None,
             },
+            // A task's own question: its creator's, or nobody's.
+            Cause::Task(c) => {
+                let why = match self.clients.get(&c) {
+                    Some(cl) if cl.era != Some(mcpx_core::revision::Era::Modern) => None,
+                    Some(_) => Some(format!("the client of the task this {method} relates to speaks {} and takes a task's input only through tasks/get", MODERN.as_str())),
+                    None => Some(format!("the client that started the task this {method} relates to is gone")),
+                };
+                if let Some(why) = why {
+                    return self.refuse_upstream(u, &id, &method, ErrorCode::InternalError, why);
+                }
+                Some(c)
+            }
             // No call: the only client, as nobody else could be asked. Not one
             // that has not read a list yet: the oldest SDK clients hang on a
             // message they did not ask for before that.
@@ -719,13 +777,31 @@ impl Hub {
     }
 
     /// Opens a client's `requestState` (once), or says which check failed.
-    pub(super) fn open_state(&mut self, token: &str, method: &str, ctx: &ReqCtx) -> Result<Vec<u8>, String> {
+    pub(super) fn open_state(&mut self, token: &str, method: &str, ctx: &ReqCtx) -> Result<Vec<u8>, rs::OpenError> {
         // Requirement: mrtr-requeststate-attacker-controlled, mrtr-requeststate-replay-fields, mrtr-single-use-enforced
         let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
         let mut scratch = vec![0u8; token.len() + 4];
         let now = self.now_ms;
         let r = &mut self.relays;
-        r.keys.open(token, &b, now, &mut r.replay, &mut scratch).map(|o| o.inner.to_vec()).map_err(|e| e.to_string())
+        r.keys.open(token, &b, now, &mut r.replay, &mut scratch).map(|o| o.inner.to_vec())
+    }
+
+    /// The error for a retry whose `requestState` did not open (`e`): nothing
+    /// reaches the upstream. A full share of the single-use set is a limit,
+    /// not a bad token: the token stays good, and the client learns the
+    /// limit and when a retry can succeed (over HTTP 429 + `Retry-After`).
+    pub(super) fn state_refusal(&self, e: rs::OpenError) -> (ErrorCode, String, Option<Value>) {
+        match e {
+            rs::OpenError::ReplayShareFull { share, frees_at_ms } => {
+                let r = crate::policy::ratelimit::Refusal {
+                    limit: format!("requestState.singleUsePerPrincipal ({share} of {REPLAY_CAP} within inputTtlMs)"),
+                    retry_after_ms: frees_at_ms.saturating_sub(self.now_ms),
+                };
+                let msg = format!("limit {} reached: {e}; retry after {} ms (this requestState stays valid until then; nothing was sent to the server)", r.limit, r.retry_after_ms);
+                (crate::policy::ratelimit::Refusal::CODE, msg, Some(r.data()))
+            }
+            e => (ErrorCode::InvalidParams, format!("Invalid params: {e}; nothing was sent to the server. Send the request again without requestState to start over"), None),
+        }
     }
 
     /// A retry whose `requestState` opened to `inner`.

@@ -223,6 +223,12 @@ impl Pair {
         self.pump();
     }
 
+    /// `v` from HTTP upstream `u`, on the response stream of the hub's request `request`.
+    fn upstream_says_on(&mut self, u: UpstreamId, v: Value, request: &Value) {
+        self.hub.upstream_message_on(u, v.to_string().as_bytes(), request.to_string().as_bytes(), self.now);
+        self.pump();
+    }
+
     fn advance(&mut self, ms: u64) {
         self.now += ms;
         self.hub.tick(self.now);

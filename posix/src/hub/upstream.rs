@@ -496,7 +496,8 @@ impl Hub {
         }
     }
 
-    pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8]) {
+    /// `stream`: the hub's request on whose response stream it came, if any.
+    pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8], stream: Option<u64>) {
         if u >= self.ups.len() || !self.ups[u].is_up() {
             return;
         }
@@ -511,7 +512,7 @@ impl Hub {
             }
         };
         match m.kind {
-            MsgKind::Request => self.on_upstream_request(u, &m),
+            MsgKind::Request => self.on_upstream_request(u, &m, stream),
             MsgKind::Notification => self.on_upstream_notification(u, &m),
             MsgKind::Result | MsgKind::Error => {
                 let Some(f) = m.id_u64().and_then(|id| self.pending.take(u, id)) else {

@@ -193,6 +193,10 @@ impl Refusal {
     }
 }
 
+/// The limits whose refusals are [`Refusal`]s: the rate limits, and the
+/// per-principal share of the requestState single-use set (`hub::relay`).
+const HUB_LIMITS: [&str; 2] = ["policy.rateLimits.", "requestState.singleUsePerPrincipal "];
+
 /// The `Retry-After` seconds of an answer that is a [`Refusal`] (the HTTP
 /// listener's view of an error the hub wrote), else `None`.
 pub fn retry_after_of(answer: &[u8]) -> Option<u64> {
@@ -205,7 +209,7 @@ pub fn retry_after_of(answer: &[u8]) -> Option<u64> {
     let e = v.get("error")?;
     let data = e.get("data")?;
     let ours = e.get("code")?.as_i64()? == i64::from(Refusal::CODE.code())
-        && data.get("limit")?.as_str()?.starts_with("policy.rateLimits.");
+        && HUB_LIMITS.iter().any(|l| data.get("limit").and_then(|v| v.as_str()).is_some_and(|s| s.starts_with(l)));
     let ms = data.get("retryAfterMs")?.as_u64()?;
     ours.then(|| Refusal { limit: String::new(), retry_after_ms: ms }.retry_after_secs())
 }

@@ -688,8 +688,10 @@ impl Session {
         let _ = self.fatal.try_send(reason);
     }
 
-    /// Hands one received message to the hub, noting the initialize result.
-    fn deliver(&self, msg: &[u8]) {
+    /// Hands one received message to the hub, noting the initialize result;
+    /// `on`: the id of the request on whose POST stream it came (a server
+    /// request there is that request's, row streamable-http-post-sse-may-carry-requests).
+    fn deliver(&self, msg: &[u8], on: Option<&[u8]>) {
         if !self.alive.get() {
             return;
         }
@@ -701,7 +703,10 @@ impl Session {
             self.note_init_result(msg, true);
         }
         let last_page = self.note_list_answer(msg);
-        self.events.message(self.id, msg);
+        match on {
+            Some(request) => self.events.message_on(self.id, msg, request),
+            None => self.events.message(self.id, msg),
+        }
         if last_page {
             // Delivered: the hub's catalog has the new schemas.
             for tx in self.list_waiters.borrow_mut().drain(..) {
@@ -759,7 +764,7 @@ impl Session {
     /// A JSON-RPC error answered to the hub for request `id`.
     fn answer_error(&self, id: &[u8], why: &str) {
         let out = crate::written::error(Some(id), ErrorCode::InternalError, &format!("server {}: {why}", self.name), None);
-        self.deliver(&out);
+        self.deliver(&out, None);
     }
 
     /// Sends one message from the hub, in order (see the module docs).
@@ -1000,12 +1005,12 @@ impl Session {
                     relisted = true;
                     debug!("server {}: {what} answered -32020 (header mismatch); listing its tools again and retrying once", self.name);
                     if !self.relist().await {
-                        self.deliver(&body);
+                        self.deliver(&body, None);
                         return;
                     }
                 }
                 PostError::HeaderMismatch(body) => {
-                    self.deliver(&body);
+                    self.deliver(&body, None);
                     return;
                 }
                 PostError::SessionExpired => {
@@ -1095,7 +1100,7 @@ impl Session {
         // to `initialize` (versioning-dual-era-http-detect).
         if let (Some(id), Ok(env)) = (request_id, Envelope::parse(body.trim_ascii())) {
             if env.kind() == Kind::Error && env.id_bytes() == Some(id) {
-                self.deliver(&body);
+                self.deliver(&body, None);
                 return Ok(());
             }
         }
@@ -1126,7 +1131,7 @@ impl Session {
             debug!("server {}: reply of type {:?} read as JSON", self.name, resp.content_type);
         }
         let answered = request_id.is_some_and(|id| answers(body_t, id));
-        self.deliver(body_t);
+        self.deliver(body_t, None);
         Ok(answered)
     }
 
@@ -1196,7 +1201,7 @@ impl Session {
                             if swallow_init && self.note_init_result(data, false) {
                                 // The re-initialize result: for the transport only.
                             } else {
-                                self.deliver(data);
+                                self.deliver(data, request_id);
                             }
                             if answered {
                                 st.last_id = dec.last_event_id().to_vec();
@@ -1365,7 +1370,7 @@ impl Session {
                                 .and_then(|s| self.url.join_same_origin(s));
                             let _ = endpoint.try_send(r);
                         }
-                        SseItem::Event(ev) if ev.event.unwrap_or(b"message") == b"message" => self.deliver(ev.data),
+                        SseItem::Event(ev) if ev.event.unwrap_or(b"message") == b"message" => self.deliver(ev.data, None),
                         SseItem::Event(_) => {}
                         SseItem::TooLarge { len } => self.event_too_large(len),
                     }

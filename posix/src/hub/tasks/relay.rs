@@ -40,6 +40,14 @@ impl Hub {
         Some((u, up, r))
     }
 
+    /// The connection that created the task upstream `u` runs as `up` (a
+    /// relayed task), with its owner: where a request of `u` that names the
+    /// task in its `related-task` `_meta` belongs.
+    pub(in crate::hub) fn task_owner_of(&self, u: UpstreamId, up: &str) -> Option<(ClientId, &[u8])> {
+        let t = self.tasks.table.get(&self.tasks.table.by_upstream(u, up)?)?;
+        Some((t.creator, &t.owner))
+    }
+
     /// A modern upstream's answer `v` to `method`, on its way to client `c`:
     /// a new task is registered under an id of the hub's; a task's id in an
     /// answer to `tasks/*` becomes the hub's again; TTL and polling capped.

@@ -1061,3 +1061,71 @@ fn input_requests_made_together_travel_together() {
     check(&r, "CallToolResultResponse");
     assert_eq!((r["id"].clone(), r["result"]["resultType"].clone()), (json!(3), json!("complete")));
 }
+
+// ---------------------------------------------------------------- the single-use set's share per principal
+
+/// Principal-`c`'s call `id` to `m` answered `input_required` by the
+/// upstream: the hub's `requestState` for it.
+fn minted_state(p: &mut Pair, c: ClientId, id: u64) -> String {
+    p.msend(c, json!(id), "tools/call", json!({ "name": "m__read", "arguments": {} }), &json!({}));
+    let up = p.take_up(0);
+    let irr = json!({ "resultType": "input_required", "inputRequests": { "k1": { "method": "roots/list", "params": {} } }, "requestState": format!("up-{id}") });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": irr }));
+    let r = p.take(c);
+    r["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{r}")).to_string()
+}
+
+/// The retry of call `id` with `state`: what the client gets once the
+/// upstream (if it was reached) answers `complete`.
+fn redeemed(p: &mut Pair, c: ClientId, id: u64, state: &str) -> Value {
+    let retry = json!({ "name": "m__read", "arguments": {}, "inputResponses": { "k1": { "roots": [] } }, "requestState": state });
+    p.msend(c, json!(id), "tools/call", retry, &json!({}));
+    if !p.up_quiet(0) {
+        let up = p.take_up(0);
+        assert_eq!(up["params"]["requestState"], format!("up-{id}"), "{up}");
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "resultType": "complete", "content": [] } }));
+    }
+    p.take(c)
+}
+
+// Issue 11 item 3: one principal redeeming requestStates as fast as it can
+// fills only its own share of the single-use set; its next retry is refused
+// naming that limit and when to retry (the token stays unused), and another
+// principal's retries still succeed. Before, the set was hub-wide: one
+// principal's 4,096 redeems refused everyone for the whole input TTL.
+// covers: mrtr-single-use-enforced
+#[test]
+fn one_principal_filling_its_replay_share_does_not_lock_out_another() {
+    let (mut p, a) = modern_up();
+    p.hub.set_client_principal(a, b"user:alice");
+    let b = p.connect();
+    p.hub.set_client_principal(b, b"user:bob");
+    let bobs = minted_state(&mut p, b, 1);
+    let share = 4096 / 8;
+    // Two calls a round, within the default tool-call rate limit (100/s).
+    let step = 25;
+    for id in 1..=share as u64 {
+        let s = minted_state(&mut p, a, id);
+        let r = redeemed(&mut p, a, id, &s);
+        assert_eq!(r["result"]["resultType"], "complete", "redeem {id}: {r}");
+        p.advance(step);
+    }
+    let id = share as u64 + 1;
+    let s = minted_state(&mut p, a, id);
+    let r = redeemed(&mut p, a, id, &s);
+    assert_eq!(err_code(&r), -32600, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("requestState.singleUsePerPrincipal") && msg.contains(&format!("{share} of 4096")), "{msg}");
+    let wait = r["error"]["data"]["retryAfterMs"].as_u64().unwrap();
+    let ttl = HubOptions::default().input_ttl_ms;
+    // Alice's first entry was redeemed `share` rounds ago: it frees first.
+    assert_eq!(wait, ttl - share as u64 * step, "retry after {wait} ms (ttl {ttl})");
+    assert!(r["error"]["data"]["limit"].as_str().unwrap().starts_with("requestState.singleUsePerPrincipal"), "{r}");
+    // Bob is not locked out.
+    let r = redeemed(&mut p, b, 1, &bobs);
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    // Alice's refused token was not burned: once her oldest entry expires it opens.
+    p.advance(wait);
+    let r = redeemed(&mut p, a, id, &s);
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+}

@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use super::rows_relay::calling;
+use super::tasks::{ext_caps, tasks_upstream};
 use super::*;
 
 /// A hub whose upstream `fs` has calls in flight from legacy clients `a` and
@@ -79,6 +80,55 @@ fn a_progress_token_routes_a_server_request_to_the_call_it_names() {
         let irr = p.take(m);
         assert_eq!(irr["result"]["resultType"], "input_required", "{irr}");
         assert!(p.client_quiet(a) && p.client_quiet(b) && p.up_quiet(0));
+    }
+}
+
+// Regression (issue 11 item 1): over HTTP the server's request comes on the
+// response stream of the call it serves; the remote transport says which, and
+// that names the caller although several have calls in flight and the request
+// carries no token (it used to be refused as ambiguous).
+// covers: streamable-http-post-sse-may-carry-requests
+#[test]
+fn a_server_request_on_a_calls_own_stream_reaches_that_caller_only() {
+    for method in ["sampling/createMessage", "elicitation/create", "roots/list"] {
+        let (mut p, [a, b, m], calls) = three_callers();
+        // `b`'s call is neither the latest nor named by a token: its stream names it.
+        p.upstream_says_on(0, ask(method, None), &calls[1]["id"]);
+        let q = p.take(b);
+        assert_eq!(q["method"], method);
+        assert!(p.client_quiet(a) && p.client_quiet(m) && p.client_quiet(b) && p.up_quiet(0), "{method}: only b is asked");
+        let answer = if method == "roots/list" { json!({ "roots": [] }) } else { answer_of(method) };
+        p.send(b, json!({ "jsonrpc": "2.0", "id": q["id"], "result": answer }));
+        let r = p.take_up(0);
+        assert_eq!((r["id"].clone(), r["result"].clone()), (json!("s-1"), answer));
+        // The stream wins over a token naming another call.
+        let token = json!({ "progressToken": calls[1]["params"]["_meta"]["progressToken"] });
+        p.upstream_says_on(0, ask(method, Some(token)), &calls[0]["id"]);
+        assert_eq!(p.take(a)["method"], method);
+        assert!(p.client_quiet(b) && p.client_quiet(m));
+        // The modern caller's stream: an InputRequiredResult for it, nothing for the others.
+        p.upstream_says_on(0, with_id(ask(method, None), "s-2"), &calls[2]["id"]);
+        let irr = p.take(m);
+        assert_eq!(irr["result"]["resultType"], "input_required", "{irr}");
+        assert!(p.client_quiet(a) && p.client_quiet(b) && p.up_quiet(0));
+    }
+}
+
+// A stream naming no client call (the hub's own request, or one answered
+// already) names nobody: with several callers the request is refused.
+#[test]
+fn a_server_request_on_the_stream_of_no_call_reaches_none_of_several_callers() {
+    let (mut p, clients, calls) = three_callers();
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": calls[0]["id"], "result": { "content": [] } }));
+    p.take(clients[0]);
+    for stream in [json!(987_654), calls[0]["id"].clone(), json!("not-a-hub-id")] {
+        p.upstream_says_on(0, ask("elicitation/create", None), &stream);
+        let e = p.take_up(0);
+        assert_eq!(err_code(&e), -32603, "{stream}");
+        assert!(e["error"]["message"].as_str().unwrap().contains("2 have calls in flight"), "{e}");
+        for c in clients {
+            assert!(p.client_quiet(c), "{stream}: client {c} was asked");
+        }
     }
 }
 
@@ -258,4 +308,50 @@ fn one_principal_cannot_hold_more_than_its_share_and_is_told_the_limit() {
         p.take_up(0);
     }
     left_held(&mut p, b"alice", "a-4");
+}
+
+// ---------------------------------------------------------------- related-task _meta
+
+/// A hub whose modern upstream `m` runs task `up-7` for modern client
+/// `alice`, while legacy client `bob` has a call in flight there (the one
+/// live caller): returns them.
+fn a_task_and_another_caller() -> (Pair, ClientId, ClientId) {
+    let mut p = Pair::with(vec![("m", tasks_upstream())], HubOptions::default());
+    let alice = p.connect();
+    p.hub.set_client_principal(alice, b"alice");
+    p.msend(alice, json!(1), "tools/call", json!({ "name": "m__job" }), &ext_caps());
+    let up = p.take_up(0);
+    let task = json!({ "resultType": "task", "taskId": "up-7", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 60_000, "pollIntervalMs": 100 });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": task }));
+    assert_eq!(p.take(alice)["result"]["resultType"], "task");
+    let bob = p.client("2025-11-25", json!({ "sampling": {}, "elicitation": {}, "roots": {} }));
+    p.send(bob, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "m__job" } }));
+    p.take_up(0);
+    (p, alice, bob)
+}
+
+// Regression (issue 11 item 1, related-task): a request naming the task of
+// one client went to the one other caller with a call in flight, who had
+// nothing to do with it. It belongs to the task's creator; this one is a
+// 2026-07-28 client (input only through tasks/get), so it is refused, and so
+// once the creator is gone; the other caller is never asked.
+// covers: tasks-input-request-related-task
+#[test]
+fn a_request_naming_a_task_goes_to_its_creator_and_never_to_another_caller() {
+    let (mut p, alice, bob) = a_task_and_another_caller();
+    let related = Some(json!({ "io.modelcontextprotocol/related-task": { "taskId": "up-7" } }));
+    p.upstream_says(0, ask("elicitation/create", related.clone()));
+    let e = p.take_up(0);
+    assert_eq!((e["id"].clone(), err_code(&e)), (json!("s-1"), -32603), "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().contains("tasks/get"), "{e}");
+    assert!(p.client_quiet(bob) && p.client_quiet(alice), "nobody else is asked the task's question");
+    p.hub.client_disconnected(alice);
+    p.pump();
+    p.upstream_says(0, ask("elicitation/create", related));
+    let e = p.take_up(0);
+    assert!(e["error"]["message"].as_str().unwrap().contains("is gone"), "{e}");
+    assert!(p.client_quiet(bob));
+    // Without the task named, the one live caller is asked as before.
+    p.upstream_says(0, ask("elicitation/create", None));
+    assert_eq!(p.take(bob)["method"], "elicitation/create");
 }

@@ -1,7 +1,8 @@
 //! A seeded simulation of the hub state machine (issue 11): legacy clients
 //! and modern connections of two principals share one legacy upstream whose
 //! tool asks for input, in random interleavings of calls, final answers,
-//! requests for input (some naming their call by progress token), answers
+//! requests for input (some naming their call by progress token, some
+//! arriving on the call's own HTTP response stream), answers
 //! to them, retries, abandoned held calls, cancellations, disconnections,
 //! timeouts and crashes. After each seed:
 //!
@@ -208,7 +209,14 @@ impl Sim {
             params["_meta"] = json!({ "progressToken": t });
         }
         self.calls[i].asking = Some(id.clone());
-        self.p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        let ask = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        // As an HTTP upstream does: on the response stream of the call it serves.
+        if self.rng.chance(30) {
+            let call = self.calls[i].id.clone();
+            self.p.upstream_says_on(0, ask, &call);
+        } else {
+            self.p.upstream_says(0, ask);
+        }
     }
 
     fn upstream_answers(&mut self) {

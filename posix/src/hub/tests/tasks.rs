@@ -240,7 +240,7 @@ fn clients_that_did_not_declare_tasks_get_plain_calls() {
     assert!(!init_caps);
 }
 
-fn ext_caps() -> Value {
+pub(super) fn ext_caps() -> Value {
     json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } })
 }
 
@@ -287,7 +287,7 @@ fn a_modern_client_with_the_extension_gets_tasks_and_polls_them() {
 }
 
 /// A modern upstream that serves the tasks extension.
-fn tasks_upstream() -> Fake {
+pub(super) fn tasks_upstream() -> Fake {
     let mut f = Fake::modern(&["job"]);
     f.caps["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
     f
