@@ -482,15 +482,7 @@ fn join(msgs: &[Vec<u8>], batch: bool) -> Vec<u8> {
     if !batch {
         return msgs.first().cloned().unwrap_or_default();
     }
-    let mut out = b"[".to_vec();
-    for (i, m) in msgs.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(m);
-    }
-    out.push(b']');
-    out
+    crate::hub::batch_array(msgs)
 }
 
 /// A POST carrying requests, to be answered; `msgs` are views into its body.

@@ -577,6 +577,13 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
             out.truncate(n);
             Some(out)
         }
+        // The listener answers a POSTed batch itself (one exchange, `join`);
+        // the hub writes batch arrays for stream transports. Should one come
+        // here, the standalone stream carries it.
+        About::Batch => {
+            send_get(s, msg, false);
+            None
+        }
         About::Notification { related: Some(r), .. } => {
             // Only on its request's stream; a client that accepts only JSON
             // cannot receive it there, and the GET stream is for unrelated messages.
