@@ -280,6 +280,8 @@ impl Hub {
                 if let Some((u, id)) = self.pending.by_client(c, rid) {
                     // Requirement: cancellation-ref-same-direction-in-progress
                     self.pending.take(u, id);
+                    // A cancelled request gets no answer: its batch does not wait for one.
+                    self.batch_take(c, &IdKey::new(rid), None);
                     // Requirement: cancellation-log-reasons
                     let server = self.ups[u].spec.name.clone();
                     self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
@@ -450,24 +452,37 @@ impl Hub {
 
     /// Queues a message for client `c`, saying what it is. A reply closes
     /// the client's request in the open set.
-    pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>, about: About) {
+    pub(super) fn emit_client(&mut self, c: ClientId, mut bytes: Vec<u8>, about: About) {
         let Some(cl) = self.clients.get_mut(&c) else { return };
         if let About::Reply { id: Some(r) } = &about {
-            let id = &bytes[r.clone()];
-            cl.open.remove(id);
-            let found = cl.batches.iter().enumerate().find_map(|(i, b)| Some(i).zip(b.waiting.iter().position(|w| w.bytes() == id)));
-            if let Some((i, w)) = found {
-                let b = &mut cl.batches[i];
-                b.waiting.swap_remove(w);
-                b.answers.push(bytes);
-                if b.waiting.is_empty() {
-                    let b = cl.batches.remove(i);
-                    self.out.push_back(Output::ToClient(c, wire::batch_array(&b.answers), About::Batch));
-                }
-                return;
+            let id = IdKey::new(&bytes[r.clone()]);
+            cl.open.remove(id.bytes());
+            match self.batch_take(c, &id, Some(bytes)) {
+                Some(b) => bytes = b,
+                None => return,
             }
         }
         self.out.push_back(Output::ToClient(c, bytes, about));
+    }
+
+    /// Request `id` of client `c` is answered with `answer`, or (`None`)
+    /// will not be (cancelled): the batch waiting for it takes it, and is
+    /// written once nothing in it waits any more. The answer comes back when
+    /// no batch waits for it.
+    fn batch_take(&mut self, c: ClientId, id: &IdKey, answer: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let Some(cl) = self.clients.get_mut(&c) else { return answer };
+        let found = cl.batches.iter().enumerate().find_map(|(i, b)| Some(i).zip(b.waiting.iter().position(|w| w == id)));
+        let Some((i, w)) = found else { return answer };
+        let b = &mut cl.batches[i];
+        b.waiting.swap_remove(w);
+        b.answers.extend(answer);
+        if b.waiting.is_empty() {
+            let b = cl.batches.remove(i);
+            if !b.answers.is_empty() {
+                self.out.push_back(Output::ToClient(c, wire::batch_array(&b.answers), About::Batch));
+            }
+        }
+        None
     }
 
     /// A response written by core's writers with id `id` (`None`, or

@@ -136,6 +136,18 @@ fn a_batch_on_a_2025_03_26_session_is_answered_as_one_array() {
     p.send(c, json!([{ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": "x" } }]));
     assert!(p.client_quiet(c));
     assert_eq!(p.request(c, json!(9), "ping", json!({}))["result"], json!({}));
+    // A request cancelled in flight gets no answer: its batch does not wait for one.
+    p.send(c, json!([
+        { "jsonrpc": "2.0", "id": "gone", "method": "tools/call", "params": { "name": "fs__read", "arguments": {} } },
+        { "jsonrpc": "2.0", "id": 8, "method": "ping" },
+    ]));
+    let up = p.take_up(0);
+    assert!(p.client_quiet(c));
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": "gone" } }));
+    let all = p.take(c);
+    assert_eq!(all, json!([{ "jsonrpc": "2.0", "id": 8, "result": {} }]));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    assert!(p.client_quiet(c), "the cancelled call's late answer is not sent");
     // Answered at once when nothing in it is forwarded.
     p.send(c, json!([{ "jsonrpc": "2.0", "id": 10, "method": "ping" }, { "jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": { "name": "nope" } }]));
     let all = p.take(c);
