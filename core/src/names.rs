@@ -19,6 +19,12 @@
 //!    then is the name cut. A long server prefix thus cannot swallow the
 //!    names (`git_status`, `git_log`) that tell its tools apart.
 //!
+//! Separators: the one configured may also use `.`, which tool names may
+//! hold from revision 2025-11-25 on (row `tools-name-charset`). Names are then
+//! made with [`legacy_separator`] (`__`), valid for every client, and
+//! [`respell`] gives the same name with the configured separator for the
+//! clients whose revision allows it. Both spellings name the same item.
+//!
 //! `salt` lets a caller that finds two upstream names mapping to the same exposed
 //! name (very unlikely after step 3, or two unprefixed servers sharing a tool
 //! name) derive another deterministic candidate: try salt 1, 2, ... for the
@@ -33,6 +39,9 @@ const SUFFIX_LEN: usize = 9;
 /// Characters of a prefix kept when a name does not fit.
 pub const SHORT_PREFIX: usize = 16;
 
+/// The separator used unless configured otherwise.
+pub const DEFAULT_SEPARATOR: &str = "__";
+
 /// An exposed name: always valid (see [`is_valid`]).
 pub type Name = String<MAX_LEN>;
 
@@ -44,6 +53,38 @@ pub const fn is_name_byte(b: u8) -> bool {
 /// Is `s` acceptable to clients as a tool name: 1..=64 of `[A-Za-z0-9_-]`?
 pub fn is_valid(s: &str) -> bool {
     !s.is_empty() && s.len() <= MAX_LEN && s.bytes().all(is_name_byte)
+}
+
+/// May `b` appear in a configured separator: a name byte, or `.`?
+pub const fn is_separator_byte(b: u8) -> bool {
+    is_name_byte(b) || b == b'.'
+}
+
+/// The separator names are made with for a configured `separator`: itself,
+/// or [`DEFAULT_SEPARATOR`] when it has a `.` (no name byte before 2025-11-25).
+pub fn legacy_separator(separator: &str) -> &str {
+    if separator.bytes().all(is_name_byte) {
+        separator
+    } else {
+        DEFAULT_SEPARATOR
+    }
+}
+
+/// Name `e` (made by [`expose_detail`] with [`legacy_separator`]`(separator)`)
+/// spelled with `separator`, for clients whose tool names may hold `.`.
+/// `None` when that is the same name, `e` has no prefix, or the result would
+/// be over [`MAX_LEN`].
+pub fn respell(e: &Exposed, separator: &str) -> Option<Exposed> {
+    let legacy = legacy_separator(separator);
+    let bare = e.applied_prefix().strip_suffix(legacy)?;
+    if legacy == separator || bare.is_empty() {
+        return None;
+    }
+    let mut name = Name::new();
+    name.push_str(bare).ok()?;
+    name.push_str(separator).ok()?;
+    name.push_str(&e.name[e.prefix_len..]).ok()?;
+    Some(Exposed { name, prefix_len: bare.len() + separator.len(), change: e.change })
 }
 
 /// FNV-1a over several parts, each followed by a 0xff separator byte (which
@@ -231,6 +272,29 @@ mod tests {
         assert_eq!((kept.name.as_str(), kept.applied_prefix(), kept.change), ("git__git_status", "git__", Change::Kept));
         assert_eq!(expose_detail("fs", "__", "read.file", 0).change, Change::Replaced);
         assert_eq!(expose_detail("", "__", "echo", 1).change, Change::Salted);
+    }
+
+    #[test]
+    fn a_dotted_separator_respells_names_made_with_the_default() {
+        assert_eq!(legacy_separator("."), DEFAULT_SEPARATOR);
+        assert_eq!(legacy_separator("-"), "-");
+        let plain = expose_detail("github", legacy_separator("."), "create_issue", 0);
+        let dotted = respell(&plain, ".").unwrap();
+        assert_eq!((dotted.name.as_str(), dotted.applied_prefix()), ("github.create_issue", "github."));
+        // A shortened name keeps its shortened prefix and hash suffix.
+        let prefix = "a_server_name_long_enough_to_take_almost_all_the_room_there_is";
+        let long = expose_detail(prefix, DEFAULT_SEPARATOR, "git_status", 0);
+        let d = respell(&long, ".").unwrap();
+        assert_eq!(d.applied_prefix(), "a_server_name_lo.");
+        assert_eq!(&d.name[d.prefix_len..], &long.name[long.prefix_len..]);
+        assert!(d.name.bytes().all(is_separator_byte) && d.name.len() < MAX_LEN);
+        // Nothing to respell: no prefix, or no dot in the separator.
+        assert_eq!(respell(&expose_detail("", DEFAULT_SEPARATOR, "echo", 0), "."), None);
+        assert_eq!(respell(&expose_detail("fs", "-", "read", 0), "-"), None);
+        // Too long with a longer separator: the legacy spelling only.
+        let full = expose_detail("s", DEFAULT_SEPARATOR, &"n".repeat(61), 0);
+        assert_eq!(full.name.len(), MAX_LEN);
+        assert_eq!(respell(&full, "..."), None);
     }
 
     #[test]

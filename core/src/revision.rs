@@ -306,11 +306,13 @@ pub enum Feature {
     /// An error response may leave out `id` when the request's id could not
     /// be read (`JSONRPCErrorResponse.id` optional).
     ErrorIdOptional,
+    /// Tool names may hold `.` (the tool-name rules, rows `tools-name-*`).
+    DotInToolNames,
 }
 
 impl Feature {
     /// Every feature.
-    pub const ALL: [Feature; 21] = [
+    pub const ALL: [Feature; 22] = [
         Feature::Batch,
         Feature::AudioContent,
         Feature::ToolAnnotations,
@@ -332,6 +334,7 @@ impl Feature {
         Feature::ItemMeta,
         Feature::LastModified,
         Feature::ErrorIdOptional,
+        Feature::DotInToolNames,
     ];
 
     /// The revisions that have this feature — the per-revision difference
@@ -383,6 +386,10 @@ impl Feature {
             Feature::LastModified => Revisions::range(V2025_06_18, V2026_07_28),
             // `JSONRPCErrorResponse` (its `id` not required) from 2025-11-25.
             Feature::ErrorIdOptional => Revisions::range(V2025_11_25, V2026_07_28),
+            // Prose, not schema: "Tool Names" (server/tools) from 2025-11-25
+            // lists A-Z a-z 0-9 _ - and `.`; earlier revisions set no rule, and
+            // clients of them (LLM APIs behind them) take `[A-Za-z0-9_-]` only.
+            Feature::DotInToolNames => Revisions::range(V2025_11_25, V2026_07_28),
         }
     }
 }

@@ -393,6 +393,9 @@ fn feature_table_matches_schemas() {
             Feature::ItemMeta => has(&s, "Tool", Some("_meta")),
             Feature::LastModified => has(&s, "Annotations", Some("lastModified")),
             Feature::ErrorIdOptional => has(&s, "JSONRPCErrorResponse", None),
+            // No schema evidence: the tool-name rules are prose, new in
+            // 2025-11-25 (server/tools "Tool Names"), kept in 2026-07-28.
+            Feature::DotInToolNames => rev >= Revision::V2025_11_25,
         };
         for f in Feature::ALL {
             assert_eq!(rev.supports(f), evidence(f), "{f:?} in {rev}");

@@ -239,7 +239,8 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
         }
       },
       \"lazy\": false, \"idleStopMs\": null,     defaults for every server
-      \"separator\": \"__\",                         between prefix and name
+      \"separator\": \"__\",                         between prefix and name; \".\" for
+                                 2025-11-25+ clients (older ones see __)
       \"roots\": [\"~/src\", {\"uri\": \"file:///data\", \"name\": \"data\"}],
                                  answer servers' roots/list with these
                                  (default: ask the client)

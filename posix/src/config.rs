@@ -56,7 +56,7 @@ use crate::jsonpos::{self, Path};
 use crate::log::Level;
 
 /// The default separator between a server's prefix and a tool name.
-pub const DEFAULT_SEPARATOR: &str = "__";
+pub use mcpx_core::names::DEFAULT_SEPARATOR;
 /// Longest server name or prefix accepted.
 pub const MAX_NAME_LEN: usize = 64;
 
@@ -595,10 +595,10 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
                 cx.err(&top.key("separator"), "must not be empty");
                 DEFAULT_SEPARATOR.to_string()
             }
-            Some(s) if !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {
+            Some(s) if !s.bytes().all(mcpx_core::names::is_separator_byte) => {
                 cx.err(
                     &top.key("separator"),
-                    format!("{s:?} may only use letters, digits, `_` and `-` (tool names allow no more)"),
+                    format!("{s:?} may only use letters, digits, `_`, `-` and `.` (tool names allow no more)"),
                 );
                 DEFAULT_SEPARATOR.to_string()
             }
@@ -1913,10 +1913,10 @@ mod tests {
         assert_eq!(e, "cfg.json:1:20: logLevel: \"loud\" is not a log level (error, warn, info or debug)");
         let e = err("{\"mcpServers\": {}, \"separator\": \"\"}");
         assert_eq!(e, "cfg.json:1:20: separator: must not be empty");
-        let e = err("{\"mcpServers\": {}, \"separator\": \"a.b\"}");
+        let e = err("{\"mcpServers\": {}, \"separator\": \"a:b\"}");
         assert_eq!(
             e,
-            "cfg.json:1:20: separator: \"a.b\" may only use letters, digits, `_` and `-` (tool names allow no more)"
+            "cfg.json:1:20: separator: \"a:b\" may only use letters, digits, `_`, `-` and `.` (tool names allow no more)"
         );
         let e = err("{\"mcpServers\": {}, \"roots\": [true]}");
         assert_eq!(e, "cfg.json:1:30: roots[0]: expected a path, a URI or an object, found a boolean");

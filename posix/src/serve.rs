@@ -252,7 +252,7 @@ impl Runtime {
                 // An answer is never dropped for a full queue: the client's
                 // reader waits instead (see `stdio`).
                 let pushed = match about {
-                    About::Reply { .. } => conn.out.push_answer(msg),
+                    About::Reply { .. } | About::Batch => conn.out.push_answer(msg),
                     _ => conn.out.try_push(msg),
                 };
                 match pushed {

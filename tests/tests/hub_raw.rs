@@ -95,3 +95,45 @@ fn string_ids_come_back_unchanged() {
     assert_eq!(r["id"], json!("req-é-1"), "{r}");
     assert!(texts(&r["result"]).contains("raw"), "{r}");
 }
+
+// covers: stdio-message-may-be-batch, messages-batch-may-send-must-receive
+#[test]
+fn a_batch_on_a_2025_03_26_session_gets_one_array_and_elsewhere_one_error() {
+    let hub = HubConfig::new().upstream(example_server("demo")).write();
+    let mut s = RawSession::spawn(&hub.serve());
+    s.initialize("2025-03-26");
+    s.send(&json!([
+        {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "demo__echo", "arguments": {"text": "in a batch"}}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},
+        {"jsonrpc": "2.0", "id": 11, "method": "ping"}
+    ]));
+    let r = s.next_response(WAIT).expect("no answer to the batch");
+    let answers = r.as_array().unwrap_or_else(|| panic!("one array for the batch: {r}"));
+    assert_eq!(answers.len(), 2, "{r}");
+    let echo = answers.iter().find(|a| a["id"] == 10).unwrap_or_else(|| panic!("{r}"));
+    assert!(texts(&echo["result"]).contains("in a batch"), "{r}");
+    assert!(answers.iter().any(|a| a["id"] == 11 && a["result"] == json!({})), "{r}");
+    still_serving(&mut s);
+
+    let (_hub, mut s) = hub_session();
+    s.send(&json!([{"jsonrpc": "2.0", "id": 12, "method": "ping"}]));
+    let r = s.next_response(WAIT).expect("no answer to the batch");
+    assert_eq!(error_code(&r), Some(-32600), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap_or("").contains("2025-06-18"), "{r}");
+    still_serving(&mut s);
+}
+
+// covers: lifecycle-initialization-first-interaction, lifecycle-client-no-requests-before-init-response
+#[test]
+fn requests_before_initialize_are_refused_except_ping() {
+    let hub = HubConfig::new().upstream(example_server("demo")).write();
+    let mut s = RawSession::spawn(&hub.serve());
+    let id = s.request("tools/list", json!({}));
+    let r = s.response_to(id, WAIT);
+    assert_eq!(error_code(&r), Some(-32600), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap_or("").contains("initialize"), "{r}");
+    let id = s.request("ping", json!({}));
+    assert_eq!(s.response_to(id, WAIT)["result"], json!({}));
+    s.initialize("2025-06-18");
+    still_serving(&mut s);
+}

@@ -37,8 +37,13 @@
 //!   Ended (DELETE, idle expiry, hub `CloseClient`) or unknown ids get 404;
 //!   ending a session calls `Hub::client_disconnected`.
 //! - A POST disconnect is not cancellation (legacy revisions, row
-//!   `streamable-http-disconnect-not-cancel`): the exchange is forgotten, the
-//!   hub's call runs to completion and its response is dropped.
+//!   `streamable-http-disconnect-not-cancel`): the hub's call runs to
+//!   completion. On a 2025-03-26..2025-11-25 session a POST answered by SSE
+//!   is resumable like the GET stream (`sse_stream`): its events have ids
+//!   (after a priming event for 2025-11-25), and once the client has had its
+//!   stream the exchange waits (at most 8 per session) for a GET with
+//!   `Last-Event-ID` naming it, which gets what came after and the rest of
+//!   the stream. Otherwise the exchange is forgotten and the response dropped.
 //! - Responses go to the POST whose request carried that id. Progress
 //!   notifications go to the POST whose request chose that `progressToken`.
 //!   Server→client requests (sampling, elicitation, roots, ping) go to the

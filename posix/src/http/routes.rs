@@ -17,7 +17,7 @@ use smol::channel;
 use super::auth::Principal;
 use crate::hub::Level;
 use super::conn::{BodyError, Conn, Request};
-use super::session::{self, Item, Kind, SessionRefused};
+use super::session::{self, Item, Kind, SessionRefused, Shared};
 use super::sse_stream::{self, Attach, SseOut, Wake};
 
 /// The refusal of a request that needs a session but names none.
@@ -483,15 +483,7 @@ fn join(msgs: &[Vec<u8>], batch: bool) -> Vec<u8> {
     if !batch {
         return msgs.first().cloned().unwrap_or_default();
     }
-    let mut out = b"[".to_vec();
-    for (i, m) in msgs.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(m);
-    }
-    out.push(b']');
-    out
+    crate::hub::batch_array(msgs)
 }
 
 /// A POST carrying requests, to be answered; `msgs` are views into its body.
@@ -520,9 +512,18 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
     let sh = conn.shared.clone();
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let expected = x.pending.len();
-    let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.sse_ok, tx) else {
+    // Requirement rows streamable-http-server-may-resume: the SSE answer of a
+    // 2025-03-26..2025-11-25 session is resumable; a 2025-11-25 client gets
+    // its priming event (streamable-http-sse-priming-event).
+    let rev = session::session_rev(&sh, &x.sid).filter(|_| !x.modern && x.sse_ok);
+    let resumable = rev.is_some_and(|r| r >= Revision::V2025_03_26);
+    let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
+    let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.sse_ok, resumable, tx) else {
         return conn.reject(404, "Not found: the session ended").await;
     };
+    let stream = Stream { seq, prime };
+    // The connection is gone: a stream the client has ids of waits for it.
+    let gone = |sse: &Option<SseOut>| session::leave_exchange(&sh, &x.sid, seq, seq, sse.is_some());
     sh.feed_views(x.c, &x.msgs);
     let session_hdr = x.sid.clone();
     let mut extra: Vec<(&str, &str)> = Vec::new();
@@ -534,7 +535,7 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
     } else {
         Version::Http11
     };
-    let mut responses = x.prefilled;
+    let mut responses: Vec<(Option<u64>, Vec<u8>)> = x.prefilled.into_iter().map(|r| (None, r)).collect();
     let mut got = 0usize;
     let mut sse: Option<SseOut> = None;
     let mut ping_at =
@@ -546,35 +547,36 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
         let wake = sse_stream::wait(conn, &rx, ping_at).await;
         match wake {
             Wake::PeerGone => {
-                // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its result is dropped
-                session::drop_exchange(&sh, &x.sid, seq);
+                // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its
+                // result is dropped, or kept for a client that resumes the stream
+                gone(&sse);
                 return false;
             }
             Wake::Item(None) => break true,
             Wake::Item(Some(item)) => {
-                let (bytes, is_response) = match item {
-                    Item::Response(b) => (b, true),
-                    Item::Other(b) | Item::Numbered(_, b) => (b, false),
+                let (n, bytes, is_response) = match item {
+                    Item::Response(n, b) => (n, b, true),
+                    Item::Other(n, b) => (n, b, false),
                 };
                 if is_response {
                     got += 1;
                 }
                 if sse.is_none() && !is_response {
-                    let Some(s) = start_sse(conn, version, &extra, &mut responses).await else {
-                        session::drop_exchange(&sh, &x.sid, seq);
+                    let Some(s) = start_sse(conn, version, &extra, stream, &mut responses).await else {
+                        gone(&sse);
                         return false;
                     };
                     sse = Some(s);
                 }
                 match sse.as_mut() {
                     Some(s) => {
-                        if !s.event(conn, None, &bytes).await {
-                            session::drop_exchange(&sh, &x.sid, seq);
+                        if !s.message(conn, seq, n, &bytes).await {
+                            gone(&sse);
                             return false;
                         }
                         ping_at = s.next_ping;
                     }
-                    None => responses.push(bytes),
+                    None => responses.push((n, bytes)),
                 }
             }
             Wake::Tick => {
@@ -584,22 +586,22 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
                         continue;
                     }
                     // A long call: stream, so that keep-alives can flow.
-                    let Some(s) = start_sse(conn, version, &extra, &mut responses).await else {
-                        session::drop_exchange(&sh, &x.sid, seq);
+                    let Some(s) = start_sse(conn, version, &extra, stream, &mut responses).await else {
+                        gone(&sse);
                         return false;
                     };
                     sse = Some(s);
                 }
                 let s = sse.as_mut().expect("started");
                 if !s.ping(conn).await {
-                    session::drop_exchange(&sh, &x.sid, seq);
+                    gone(&sse);
                     return false;
                 }
                 ping_at = s.next_ping;
             }
         }
     };
-    session::drop_exchange(&sh, &x.sid, seq);
+    session::leave_exchange(&sh, &x.sid, seq, seq, false);
     match sse {
         Some(s) => s.finish(conn).await,
         None if ended_early => {
@@ -615,6 +617,7 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
             }
         }
         None => {
+            let responses: Vec<Vec<u8>> = responses.into_iter().map(|(_, r)| r).collect();
             let body = join(&responses, x.batch);
             let mut hs = vec![("Content-Type", "application/json")];
             hs.extend(extra.iter().copied());
@@ -640,17 +643,29 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
     }
 }
 
-/// Turns an exchange's answer into an SSE stream, sending the responses
-/// `held` so far first; `None` when the peer is gone.
+/// An exchange's SSE stream: its id, and whether it begins with a
+/// priming event.
+#[derive(Clone, Copy)]
+struct Stream {
+    seq: u64,
+    prime: bool,
+}
+
+/// Turns an exchange's answer into an SSE stream, sending the priming event
+/// and the responses `held` so far first; `None` when the peer is gone.
 async fn start_sse(
     conn: &mut Conn,
     version: Version,
     extra: &[(&str, &str)],
-    held: &mut Vec<Vec<u8>>,
+    stream: Stream,
+    held: &mut Vec<(Option<u64>, Vec<u8>)>,
 ) -> Option<SseOut> {
     let mut s = SseOut::start(conn, version, extra).await?;
-    for r in std::mem::take(held) {
-        if !s.event(conn, None, &r).await {
+    if stream.prime && !s.prime(conn, stream.seq).await {
+        return None;
+    }
+    for (n, r) in std::mem::take(held) {
+        if !s.message(conn, stream.seq, n, &r).await {
             return None;
         }
     }
@@ -678,16 +693,32 @@ async fn get(conn: &mut Conn, req: &mut Request) -> bool {
     let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
     let seq = sh.next_seq();
     let last = req.header_str("last-event-id").map(str::to_string);
+    // Requirement rows streamable-http-client-resume-with-last-event-id: a POST's stream is
+    // resumed by GET too; it carries the rest of that stream and ends after its last answer.
+    let resumed = last.as_deref().and_then(|l| session::resume_exchange(&sh, &sid, l, seq, tx.clone()));
+    if let Some(att) = resumed {
+        drop(tx);
+        let stream = att.stream;
+        lost_events(&sh, &att);
+        let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, false))).await;
+        session::leave_exchange(&sh, &sid, stream, seq, true);
+        return keep;
+    }
     let Some(att) = session::set_get_resumable(&sh, &sid, seq, tx, last.as_deref()) else {
         return conn.reject(409, "Conflict: this session already has an open GET stream").await;
     };
-    if att.lost > 0 {
-        sh.log(Level::Warn, format!("http: a client resumed its stream {}: {} event(s) it missed were no longer kept", att.stream, att.lost));
-    }
+    lost_events(&sh, &att);
     let prime = session::session_rev(&sh, &sid).is_some_and(|r| r >= Revision::V2025_11_25);
     let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, prime))).await;
     session::clear_get(&sh, &sid, seq);
     keep
+}
+
+/// Says so when a resumed stream's buffer no longer had all the client missed.
+fn lost_events(sh: &Shared, att: &Attach) {
+    if att.lost > 0 {
+        sh.log(Level::Warn, format!("http: a client resumed its stream {}: {} event(s) it missed were no longer kept", att.stream, att.lost));
+    }
 }
 
 /// Copies a standalone stream's queue to the client until the queue closes
@@ -731,13 +762,13 @@ async fn stream_out(
         match sse_stream::wait(conn, rx, s.next_ping).await {
             Wake::PeerGone => return false,
             Wake::Item(None) => return s.finish(conn).await,
-            Wake::Item(Some(Item::Response(b) | Item::Other(b))) => {
-                if !s.event(conn, event, &b).await {
+            Wake::Item(Some(Item::Response(Some(n), b) | Item::Other(Some(n), b))) => {
+                if !s.numbered(conn, stream, n, &b).await {
                     return false;
                 }
             }
-            Wake::Item(Some(Item::Numbered(n, b))) => {
-                if !s.numbered(conn, stream, n, &b).await {
+            Wake::Item(Some(Item::Response(None, b) | Item::Other(None, b))) => {
+                if !s.event(conn, event, &b).await {
                     return false;
                 }
             }

@@ -14,7 +14,7 @@ use nanorand::{ChaCha20, Rng};
 use smol::channel::{self, Receiver, Sender};
 
 use super::auth::{Authenticator, Principal};
-use super::sse_stream::{Attach, Replay};
+use super::sse_stream::{self, Attach, Replay};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
 use crate::hub::{About, ClientId, Level};
@@ -96,32 +96,44 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// No request and no stream open: the session may expire, or end to
-    /// make room for a new one.
+    /// No request and no stream open (a POST stream left for a client to
+    /// resume is none): the session may expire, or end to make room for a
+    /// new one.
     fn idle(&self) -> bool {
-        self.exchanges.is_empty() && self.get.is_none()
+        self.exchanges.iter().all(|e| e.tx.is_none()) && self.get.is_none()
     }
 }
 
+/// POST streams a session keeps for clients to resume at most; past it the
+/// oldest goes.
+const MAX_LEFT_STREAMS: usize = 8;
+
 /// One POST waiting for responses.
 pub(crate) struct Exchange {
+    /// Its number, and the id of its SSE stream when it has one.
     pub seq: u64,
+    /// The connection serving it: its POST's (`seq`), or a GET's that resumed it.
+    owner: u64,
     /// Request ids (raw JSON) still unanswered.
     pub pending: Vec<Vec<u8>>,
     /// The client accepts an SSE answer.
     pub sse_ok: bool,
-    pub tx: Sender<Item>,
+    /// `None`: its connection is gone, and the stream waits for the client
+    /// to resume it (only a resumable stream that was begun).
+    tx: Option<Sender<Item>>,
+    /// Its events, kept for a client that resumes the stream
+    /// (2025-03-26..2025-11-25 sessions).
+    replay: Option<Replay>,
 }
 
-/// What a stream's connection task receives.
+/// What a stream's connection task receives: a message, with its event
+/// number when the stream is resumable.
 #[derive(Debug)]
 pub(crate) enum Item {
     /// A response to one of the exchange's requests.
-    Response(Vec<u8>),
+    Response(Option<u64>, Vec<u8>),
     /// A notification or server→client request.
-    Other(Vec<u8>),
-    /// Event `n` of a resumable stream (one of the two above).
-    Numbered(u64, Vec<u8>),
+    Other(Option<u64>, Vec<u8>),
 }
 
 impl Shared {
@@ -387,35 +399,68 @@ pub(crate) fn expire(shared: &Shared) -> usize {
     old.len()
 }
 
-/// Registers an open POST; returns its sequence number.
+/// Registers an open POST; returns its sequence number (also its
+/// connection's token for [`leave_exchange`]). A `resumable` one numbers
+/// and keeps its events for a client that resumes its stream.
 pub(crate) fn add_exchange(
     shared: &Shared,
     sid: &str,
     pending: Vec<Vec<u8>>,
     sse_ok: bool,
+    resumable: bool,
     tx: Sender<Item>,
 ) -> Option<u64> {
     let seq = shared.next_seq();
     let mut st = shared.state.borrow_mut();
     let s = st.sessions.by_id.get_mut(sid)?;
-    s.exchanges.push(Exchange {
-        seq,
-        pending,
-        sse_ok,
-        tx,
-    });
+    let replay = resumable.then(|| Replay::new(seq, shared.cfg.limits.stream_queue));
+    s.exchanges.push(Exchange { seq, owner: seq, pending, sse_ok, tx: Some(tx), replay });
     Some(seq)
 }
 
-/// Forgets an exchange (its POST is answered or its client gone). The
-/// session's idle clock restarts.
-pub(crate) fn drop_exchange(shared: &Shared, sid: &str, seq: u64) {
+/// Connection `owner` is done with exchange `seq` (answered, or its client
+/// gone). With `streamed` (the client has had ids of its stream) a
+/// resumable exchange stays for the client to resume; otherwise it is
+/// forgotten. Nothing happens when another connection has taken it over.
+/// The session's idle clock restarts.
+// Requirement: streamable-http-server-may-resume
+pub(crate) fn leave_exchange(shared: &Shared, sid: &str, seq: u64, owner: u64, streamed: bool) {
     let now = shared.now();
     let mut st = shared.state.borrow_mut();
-    if let Some(s) = st.sessions.by_id.get_mut(sid) {
-        s.exchanges.retain(|e| e.seq != seq);
-        s.last_seen = now;
+    let Some(s) = st.sessions.by_id.get_mut(sid) else { return };
+    s.last_seen = now;
+    let Some(i) = s.exchanges.iter().position(|e| e.seq == seq && e.owner == owner) else { return };
+    if !(streamed && s.exchanges[i].replay.is_some()) {
+        s.exchanges.remove(i);
+        return;
     }
+    s.exchanges[i].tx = None;
+    let left: Vec<usize> = (0..s.exchanges.len()).filter(|&i| s.exchanges[i].tx.is_none()).collect();
+    if left.len() > MAX_LEFT_STREAMS {
+        s.exchanges.remove(left[0]);
+    }
+}
+
+/// A GET with `Last-Event-ID` naming one of the session's POST streams:
+/// connection `owner` (whose queue `tx` is) takes the stream over, and
+/// gets what came after that event first. `None` when the id names no
+/// POST stream of this session.
+// Requirement: streamable-http-server-no-cross-stream-replay, streamable-http-get-no-responses
+pub(crate) fn resume_exchange(shared: &Shared, sid: &str, last_event_id: &str, owner: u64, tx: Sender<Item>) -> Option<Attach> {
+    let (stream, n) = sse_stream::parse_id(last_event_id)?;
+    let mut st = shared.state.borrow_mut();
+    let s = st.sessions.by_id.get_mut(sid)?;
+    let i = s.exchanges.iter().position(|e| e.seq == stream)?;
+    let e = &mut s.exchanges[i];
+    let att = e.replay.as_mut()?.resume(n)?;
+    if e.pending.is_empty() {
+        // All answered: the backlog is the rest of the stream.
+        s.exchanges.remove(i);
+    } else {
+        e.owner = owner;
+        e.tx = Some(tx);
+    }
+    Some(att)
 }
 
 /// Opens the session's standalone stream; `None` if one is open already.
@@ -491,19 +536,27 @@ pub(crate) fn deliver(shared: &Shared, c: ClientId, msg: Vec<u8>, about: About) 
     }
 }
 
-/// Which exchange index takes a message: the most recent one accepting SSE.
+/// Which exchange index takes a message: the most recent one accepting SSE
+/// with a connection.
 fn latest_sse(s: &Session) -> Option<usize> {
     s.exchanges
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.sse_ok && !e.tx.is_closed())
+        .filter(|(_, e)| e.sse_ok && e.tx.as_ref().is_some_and(|t| !t.is_closed()))
         .max_by_key(|(_, e)| e.seq)
         .map(|(i, _)| i)
 }
 
-/// Sends to exchange `i`; a full or closed queue closes that exchange.
-fn send_exchange(s: &mut Session, i: usize, item: Item) -> bool {
-    match s.exchanges[i].tx.try_send(item) {
+/// Sends to exchange `i` (a response or not), numbered when its stream is
+/// resumable, and kept unless it is the `last` of a live stream (which
+/// ends with it); a stream left for its client to resume only keeps it. A full or
+/// closed queue closes that exchange.
+fn send_exchange(s: &mut Session, i: usize, response: bool, last: bool, msg: Vec<u8>) -> bool {
+    let e = &mut s.exchanges[i];
+    let n = e.replay.as_mut().map(|r| if last { r.number() } else { r.push(msg.clone()) });
+    let Some(tx) = &e.tx else { return true };
+    let item = if response { Item::Response(n, msg) } else { Item::Other(n, msg) };
+    match tx.try_send(item) {
         Ok(()) => true,
         Err(_) => {
             s.exchanges.remove(i);
@@ -518,8 +571,8 @@ fn send_exchange(s: &mut Session, i: usize, item: Item) -> bool {
 /// refused now must not come again later).
 fn send_get(s: &mut Session, msg: Vec<u8>, keep_if_away: bool) -> bool {
     let (item, kept) = match &s.replay {
-        Some(r) => (Item::Numbered(r.next(), msg.clone()), Some(msg)),
-        None => (Item::Other(msg), None),
+        Some(r) => (Item::Other(Some(r.next()), msg.clone()), Some(msg)),
+        None => (Item::Other(None, msg), None),
     };
     let ok = s
         .get
@@ -554,15 +607,17 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
             };
             let e = &mut s.exchanges[i];
             e.pending.retain(|p| p != id);
-            let last = e.pending.is_empty();
-            if send_exchange(s, i, Item::Response(msg)) && last {
+            // The last answer ends a live stream; one left for its client
+            // keeps it until resumed.
+            let end = e.pending.is_empty() && e.tx.is_some();
+            if send_exchange(s, i, true, end, msg) && end {
                 s.exchanges.remove(i);
             }
             None
         }
         About::Request { id } => {
             if let Some(i) = latest_sse(s) {
-                if send_exchange(s, i, Item::Other(msg.clone())) {
+                if send_exchange(s, i, false, false, msg.clone()) {
                     return None;
                 }
             }
@@ -573,6 +628,13 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
             let text = "the client has no open HTTP stream on which mcpx could send it a request";
             Some(crate::written::error(Some(&id), ErrorCode::InternalError, text, None))
         }
+        // The listener answers a POSTed batch itself (one exchange, `join`);
+        // the hub writes batch arrays for stream transports. Should one come
+        // here, the standalone stream carries it.
+        About::Batch => {
+            send_get(s, msg, false);
+            None
+        }
         About::Notification { related: Some(r), .. } => {
             // Only on its request's stream; a client that accepts only JSON
             // cannot receive it there, and the GET stream is for unrelated messages.
@@ -581,7 +643,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 .iter()
                 .position(|e| e.pending.iter().any(|p| p.as_slice() == r.bytes()));
             if let Some(i) = at.filter(|i| s.exchanges[*i].sse_ok) {
-                send_exchange(s, i, Item::Other(msg));
+                send_exchange(s, i, false, false, msg);
             }
             None
         }
@@ -590,7 +652,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 return None;
             }
             if let Some(i) = latest_sse(s) {
-                if send_exchange(s, i, Item::Other(msg.clone())) {
+                if send_exchange(s, i, false, false, msg.clone()) {
                     return None;
                 }
             }

@@ -2,14 +2,15 @@
 //! HTTP/1.1 (so the connection survives the stream's end) and delimited by
 //! the connection's close on HTTP/1.0.
 //!
-//! A session's standalone (GET) stream is resumable ([`Replay`]): its events
-//! carry ids `<stream>-<n>`, where `<stream>` is a number unique in the
-//! process and `n` counts its events, so an id is unique across the
-//! session's streams and names the stream it came from. A 2025-11-25 client
-//! first gets a priming event (an id, `retry`, empty data). Each event stays
-//! in a bounded buffer until the client, reconnecting with `Last-Event-ID`,
-//! shows it has it; what came after is sent again, then the stream goes on.
-//! An id of another stream replays nothing.
+//! A session's standalone (GET) stream and the SSE answer to each of its
+//! POSTs are resumable ([`Replay`]): their events carry ids `<stream>-<n>`,
+//! where `<stream>` is a number unique in the process and `n` counts its
+//! events, so an id is unique across the session's streams and names the
+//! stream it came from. A 2025-11-25 client first gets a priming event (an
+//! id, `retry`, empty data). Each event stays in a bounded buffer until the
+//! client, reconnecting with `Last-Event-ID` (always a GET), shows it has
+//! it; what came after is sent again, then the stream goes on: a POST's
+//! until its last answer. An id of another stream replays nothing.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -63,7 +64,7 @@ pub(crate) struct Attach {
 }
 
 impl Replay {
-    fn new(stream: u64, max_events: usize) -> Replay {
+    pub fn new(stream: u64, max_events: usize) -> Replay {
         Replay { stream, next: 1, events: VecDeque::new(), bytes: 0, max_events: max_events.clamp(1, REPLAY_EVENTS) }
     }
 
@@ -72,10 +73,16 @@ impl Replay {
         self.next
     }
 
+    /// Numbers an event that is not kept (the last of a live stream, which
+    /// ends with it).
+    pub fn number(&mut self) -> u64 {
+        self.next += 1;
+        self.next - 1
+    }
+
     /// Keeps `msg` as the next event; the oldest go past the caps.
     pub fn push(&mut self, msg: Vec<u8>) -> u64 {
-        let n = self.next;
-        self.next += 1;
+        let n = self.number();
         self.bytes += msg.len();
         self.events.push_back((n, msg));
         while self.events.len() > self.max_events || (self.bytes > REPLAY_BYTES && self.events.len() > 1) {
@@ -91,20 +98,29 @@ impl Replay {
     /// begins (and the old one's events are dropped).
     pub fn attach(slot: &mut Option<Replay>, stream: u64, last_event_id: Option<&str>, max_events: usize) -> Attach {
         let last = last_event_id.and_then(parse_id);
-        match (slot.as_mut(), last) {
-            (Some(r), Some((st, n))) if st == r.stream && n < r.next => {
-                while r.events.front().is_some_and(|(k, _)| *k <= n) {
-                    let (_, m) = r.events.pop_front().expect("non-empty");
-                    r.bytes -= m.len();
-                }
-                let first = r.events.front().map_or(r.next, |(k, _)| *k);
-                Attach { stream: r.stream, fresh: false, backlog: r.events.iter().cloned().collect(), lost: first - n - 1 }
-            }
-            _ => {
-                *slot = Some(Replay::new(stream, max_events));
-                Attach { stream, fresh: true, backlog: Vec::new(), lost: 0 }
-            }
+        let resumed = match (slot.as_mut(), last) {
+            (Some(r), Some((st, n))) if st == r.stream => r.resume(n),
+            _ => None,
+        };
+        resumed.unwrap_or_else(|| {
+            *slot = Some(Replay::new(stream, max_events));
+            Attach { stream, fresh: true, backlog: Vec::new(), lost: 0 }
+        })
+    }
+
+    /// Resumes this stream after its event `n`: the events the client has
+    /// are dropped, the rest are the backlog. `None` for a number the
+    /// stream has not reached.
+    pub fn resume(&mut self, n: u64) -> Option<Attach> {
+        if n >= self.next {
+            return None;
         }
+        while self.events.front().is_some_and(|(k, _)| *k <= n) {
+            let (_, m) = self.events.pop_front().expect("non-empty");
+            self.bytes -= m.len();
+        }
+        let first = self.events.front().map_or(self.next, |(k, _)| *k);
+        Some(Attach { stream: self.stream, fresh: false, backlog: self.events.iter().cloned().collect(), lost: first - n - 1 })
     }
 }
 
@@ -113,7 +129,8 @@ pub(crate) fn event_id(stream: u64, n: u64) -> String {
     format!("{stream}-{n}")
 }
 
-fn parse_id(s: &str) -> Option<(u64, u64)> {
+/// The stream and number an event id names.
+pub(crate) fn parse_id(s: &str) -> Option<(u64, u64)> {
     let (a, b) = s.trim().split_once('-')?;
     Some((a.parse().ok()?, b.parse().ok()?))
 }
@@ -204,6 +221,14 @@ impl SseOut {
     pub async fn numbered(&mut self, conn: &mut Conn, stream: u64, n: u64, data: &[u8]) -> bool {
         let id = event_id(stream, n);
         self.write(conn, &SseEvent { event: None, data, id: Some(id.as_bytes()), retry: None }).await
+    }
+
+    /// A message on stream `stream`: event `n` when the stream is resumable.
+    pub async fn message(&mut self, conn: &mut Conn, stream: u64, n: Option<u64>, data: &[u8]) -> bool {
+        match n {
+            Some(n) => self.numbered(conn, stream, n, data).await,
+            None => self.event(conn, None, data).await,
+        }
     }
 
     /// The priming event of resumable stream `stream`: its first id, the

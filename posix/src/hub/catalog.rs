@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use mcpx_core::names;
 use serde_json::Value;
 
-use super::shape::{self, Rev, RevExt};
+use super::shape::{self, Features, Rev, RevExt};
 use super::UpstreamId;
 
 /// Scheme of URIs rewritten to stay unique.
@@ -135,6 +135,29 @@ pub(super) struct Entry {
     /// Bytes of `exposed` that are the prefix and separator as applied
     /// (tools and prompts; 0 for resources).
     pub prefix_len: usize,
+    /// The name spelled with a configured separator that has a `.`, for
+    /// clients whose revision allows it (`names::respell`); a call may use
+    /// either spelling.
+    pub dotted: Option<names::Exposed>,
+}
+
+impl Entry {
+    /// The name and applied prefix a client with features `f` is shown.
+    pub fn shown(&self, f: &Features) -> (&str, &str) {
+        match self.dotted.as_ref().filter(|_| f.dotted_names) {
+            Some(d) => (d.name.as_str(), d.applied_prefix()),
+            None => (&self.exposed, &self.exposed[..self.prefix_len]),
+        }
+    }
+
+    /// The item as a client with features `f` is listed it.
+    pub fn listed(&self, f: &Features) -> Value {
+        let mut item = shape::item(&self.item, f);
+        if let Some(d) = self.dotted.as_ref().filter(|_| f.dotted_names) {
+            item["name"] = Value::String(d.name.as_str().to_string());
+        }
+        item
+    }
 }
 
 /// A tool or prompt name the catalog had to change.
@@ -220,12 +243,13 @@ impl Catalog {
     }
 
     /// The prefixes (with the separator) applied to upstream `u`'s tools
-    /// and prompts, each once, in catalog order.
-    pub fn applied_prefixes(&self, u: UpstreamId) -> Vec<&str> {
+    /// and prompts, each once, in catalog order, as a client with features
+    /// `f` sees them.
+    pub fn applied_prefixes(&self, u: UpstreamId, f: &Features) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for k in [Kind::Tools, Kind::Prompts] {
             for e in self.views[k.idx()].iter().filter(|e| e.up == u) {
-                let p = &e.exposed[..e.prefix_len];
+                let p = e.shown(f).1;
                 if !out.contains(&p) {
                     out.push(p);
                 }
@@ -236,6 +260,7 @@ impl Catalog {
 
     fn rebuild(&mut self, k: Kind, naming: &[Naming], sep: &str) -> (bool, Vec<Renamed>) {
         let key = k.key_field();
+        let legacy = names::legacy_separator(sep);
         let mut renamed = Vec::new();
         let mut view: Vec<Entry> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
@@ -243,18 +268,21 @@ impl Catalog {
         for (u, lists) in self.per_up.iter().enumerate() {
             for item in &lists[k.idx()] {
                 let Some(original) = item.get(key).and_then(Value::as_str) else { continue };
-                let mut prefix_len = 0;
+                let (mut prefix_len, mut dotted) = (0, None);
                 let exposed = match k {
                     Kind::Tools | Kind::Prompts => {
                         let mut salt = 0;
                         let n = loop {
-                            let n = names::expose_detail(naming[u].prefix, sep, original, salt);
+                            let n = names::expose_detail(naming[u].prefix, legacy, original, salt);
                             if !index.contains_key(n.name.as_str()) {
                                 break n;
                             }
                             salt += 1;
                         };
                         prefix_len = n.prefix_len;
+                        // Unique as the legacy names are: a respelled name has
+                        // the separator's `.` right after a prefix with none.
+                        dotted = names::respell(&n, sep);
                         let exposed = n.name.as_str().to_string();
                         let before = self.reverse[k.idx()].get(&(u, original.to_string())).map(|&i| self.views[k.idx()][i].exposed.as_str());
                         if n.change != names::Change::Kept && before != Some(exposed.as_str()) {
@@ -277,8 +305,11 @@ impl Catalog {
                 let mut item = item.clone();
                 item[key] = Value::String(exposed.clone());
                 index.insert(exposed.clone(), view.len());
+                if let Some(d) = &dotted {
+                    index.insert(d.name.as_str().to_string(), view.len());
+                }
                 reverse.insert((u, original.to_string()), view.len());
-                view.push(Entry { up: u, exposed, original: original.to_string(), item, prefix_len });
+                view.push(Entry { up: u, exposed, original: original.to_string(), item, prefix_len, dotted });
             }
         }
         let same = view.len() == self.views[k.idx()].len()
@@ -310,7 +341,7 @@ impl Catalog {
         for k in ch.kinds() {
             parts.push(k.result_key().as_bytes().to_vec());
             for (_, e) in self.views[k.idx()].iter().enumerate().filter(|(i, _)| keep(*i)) {
-                parts.push(serde_json::to_vec(&shape::item(&e.item, &rev.features())).unwrap_or_default());
+                parts.push(serde_json::to_vec(&e.listed(&rev.features())).unwrap_or_default());
             }
         }
         let refs: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();

@@ -7,9 +7,15 @@
 //!   `lifecycle-server-counteroffers-latest`). While upstreams are still
 //!   starting the answer is held (up to `startup_wait_ms`) so the capabilities
 //!   cover them; they are the union of what upstreams offer.
-//! - A request before `initialize` is served anyway, as the latest legacy
-//!   revision (`lifecycle-initialization-first-interaction` is the client's
-//!   duty; being liberal costs nothing and unblocks sloppy clients).
+//! - A legacy request before `initialize` other than `ping` is refused
+//!   (`lifecycle-initialization-first-interaction`,
+//!   `lifecycle-client-no-requests-before-init-response`): the session has no
+//!   revision yet, so nothing could be shaped for it. Modern (2026-07-28)
+//!   requests carry their revision and need no handshake.
+//! - A JSON-RPC batch is taken on a session negotiated at 2025-03-26, the only
+//!   revision that has them, and answered with one array once every request
+//!   in it is answered (`messages-batch-may-send-must-receive`,
+//!   `stdio-message-may-be-batch`); on any other revision it is refused.
 //! - Unsolicited notifications (list_changed, log messages, resource updates)
 //!   go to a client only after it has read a list: the oldest Python SDK
 //!   client deadlocks on one that arrives before its first `tools/list`.
@@ -17,7 +23,9 @@
 use mcpx_core::error::ErrorCode;
 use std::collections::HashSet;
 
+use mcpx_core::envelope::{Batch, Message};
 use mcpx_core::method::Method;
+use mcpx_core::names;
 use mcpx_core::revision;
 use mcpx_core::rewrite;
 use serde_json::{json, Map, Value};
@@ -59,6 +67,17 @@ pub(super) struct Client {
     /// [`MAX_OPEN`]): what a runtime waits for at end of input, and what a
     /// transport checks a new request's id against.
     pub open: HashSet<IdKey>,
+    /// JSON-RPC batches with requests still unanswered.
+    pub batches: Vec<PendingBatch>,
+}
+
+/// The answers to one batch of a client's, held until its last request is
+/// answered (then written as one array, [`About::Batch`]).
+pub(super) struct PendingBatch {
+    /// Ids of the batch's requests not yet answered (twice if sent twice).
+    waiting: Vec<IdKey>,
+    /// The answers so far, in the order they came.
+    answers: Vec<Vec<u8>>,
 }
 
 /// Requests tracked per client in [`Client::open`]; past this many the
@@ -104,6 +123,7 @@ impl Hub {
                 principal: b"mcpx-local".to_vec(),
                 listens: Vec::new(),
                 open: HashSet::new(),
+                batches: Vec::new(),
             },
         );
         c
@@ -113,7 +133,7 @@ impl Hub {
         if !self.clients.contains_key(&c) {
             return;
         }
-        match wire::parse(bytes) {
+        match wire::parse_frame(bytes) {
             Err(Bad { message, .. }) if wire::is_notification_shaped(bytes) => {
                 self.log(Level::Debug, format!("client {c}: invalid notification dropped: {message}"));
             }
@@ -121,7 +141,59 @@ impl Hub {
                 let id = id.or_else(|| self.unreadable_id(c).map(<[u8]>::to_vec));
                 self.answer_error(c, id.as_deref(), code, message, None);
             }
-            Ok(m) => self.on_client_view(c, &m),
+            Ok(Message::Single(env)) => self.on_client_view(c, &wire::view(env)),
+            Ok(Message::Batch(b)) => self.on_client_batch(c, b),
+        }
+    }
+
+    /// A JSON-RPC batch from client `c` (a stream transport's frame; the
+    /// HTTP listener answers its own batches per POST).
+    fn on_client_batch(&mut self, c: ClientId, b: Batch<'_>) {
+        let rev = self.clients.get(&c).and_then(|cl| cl.rev);
+        // Requirement: messages-batch-may-send-must-receive, stdio-message-may-be-batch (2025-03-26 only)
+        let refusal = match rev {
+            None => Some("Invalid request: a JSON-RPC batch cannot come before initialize".to_string()),
+            Some(rev) if !Batch::allowed_in(rev) => {
+                Some(format!("Invalid request: JSON-RPC batches are not supported in protocol revision {}", rev.as_str()))
+            }
+            Some(_) => None,
+        };
+        if let Some(msg) = refusal {
+            let id = self.unreadable_id(c);
+            return self.answer_error(c, id, ErrorCode::InvalidRequest, &msg, None);
+        }
+        let mut batch = PendingBatch { waiting: Vec::new(), answers: Vec::new() };
+        let mut views = Vec::new();
+        for (raw, el) in b.value().elements().zip(b.elements()) {
+            match el {
+                // Requirement: lifecycle-initialize-not-in-batch
+                Ok(env) if env.kind() == Kind::Request && env.method_is("initialize") => {
+                    let msg = "Invalid request: initialize must not be part of a JSON-RPC batch";
+                    batch.answers.push(wire::error(env.id_bytes().or(Some(b"null")), ErrorCode::InvalidRequest, msg, None));
+                }
+                Ok(env) => {
+                    if let Some(id) = env.id_bytes().filter(|_| env.kind() == Kind::Request) {
+                        batch.waiting.push(IdKey::new(id));
+                    }
+                    views.push(env);
+                }
+                Err(_) if wire::notification_shaped(&raw) => {}
+                Err(e) => {
+                    let Bad { code, message, id } = wire::bad(&e);
+                    batch.answers.push(wire::error(id.as_deref().or(Some(b"null")), code, message, None));
+                }
+            }
+        }
+        let done = batch.waiting.is_empty();
+        if done && batch.answers.is_empty() {
+            // Notifications and responses only: nothing to answer.
+        } else if done {
+            self.out.push_back(Output::ToClient(c, wire::batch_array(&batch.answers), About::Batch));
+        } else if let Some(cl) = self.clients.get_mut(&c) {
+            cl.batches.push(batch);
+        }
+        for env in views {
+            self.on_client_view(c, &wire::view(env));
         }
     }
 
@@ -142,6 +214,18 @@ impl Hub {
             Kind::Notification => self.on_client_notification(c, m),
             Kind::Result | Kind::Error => self.on_client_response(c, m),
         }
+    }
+
+    /// A legacy request of a client that has not sent `initialize`: only
+    /// `initialize` and `ping` are taken.
+    /// Requirement: lifecycle-initialization-first-interaction, lifecycle-client-no-requests-before-init-response
+    pub(super) fn before_initialize(&self, c: ClientId, m: &wire::Msg) -> Result<(), super::router::Refusal> {
+        let uninitialized = self.clients.get(&c).is_some_and(|cl| cl.rev.is_none());
+        if !uninitialized || matches!(&*m.method, "initialize" | "ping") {
+            return Ok(());
+        }
+        let msg = format!("Invalid request: '{}' before initialize; send initialize first (only ping is answered before it)", m.method);
+        Err(super::router::Refusal(ErrorCode::InvalidRequest, msg, None))
     }
 
     /// The id member for an error whose request id could not be read: left
@@ -197,6 +281,8 @@ impl Hub {
                 if let Some((u, id)) = self.pending.by_client(c, rid) {
                     // Requirement: cancellation-ref-same-direction-in-progress
                     self.pending.take(u, id);
+                    // A cancelled request gets no answer: its batch does not wait for one.
+                    self.batch_take(c, &IdKey::new(rid), None);
                     // Requirement: cancellation-log-reasons
                     let server = self.ups[u].spec.name.clone();
                     self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
@@ -277,7 +363,7 @@ impl Hub {
             "protocolVersion": rev.as_str(),
             "capabilities": caps,
             "serverInfo": info,
-            "instructions": self.instructions(),
+            "instructions": self.instructions(f),
         });
         self.clients.get_mut(&c).expect("known client").initialized = true;
         self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
@@ -315,18 +401,23 @@ impl Hub {
         caps
     }
 
-    pub(super) fn instructions(&self) -> String {
+    /// The `instructions` for a client with features `f`: the separator and
+    /// prefixes as that client's names have them.
+    pub(super) fn instructions(&self, f: &shape::Features) -> String {
+        let sep = &self.opts.separator;
+        let legacy = names::legacy_separator(sep);
+        let shown_sep = if f.dotted_names { sep.as_str() } else { legacy };
         let mut s = format!(
             "This is mcpx, a hub serving the tools, resources and prompts of {} MCP server(s). \
-             Names are prefixed with the server's prefix and '{}'.\n",
+             Names are prefixed with the server's prefix and '{shown_sep}'.\n",
             self.ups.iter().filter(|u| !u.is_removed()).count(),
-            self.opts.separator
         );
         for (i, u) in self.ups.iter().enumerate().filter(|(_, u)| !u.is_removed()) {
             // The prefixes as applied to its names (a long one is shortened
             // on long names; invalid characters are replaced).
-            let mut applied = self.catalog.applied_prefixes(i);
-            let fallback = mcpx_core::names::expose_detail(&u.spec.prefix, &self.opts.separator, "", 0);
+            let mut applied = self.catalog.applied_prefixes(i, f);
+            let fallback = names::expose_detail(&u.spec.prefix, legacy, "", 0);
+            let fallback = names::respell(&fallback, shown_sep).unwrap_or(fallback);
             if applied.is_empty() {
                 applied.push(fallback.applied_prefix());
             }
@@ -362,12 +453,37 @@ impl Hub {
 
     /// Queues a message for client `c`, saying what it is. A reply closes
     /// the client's request in the open set.
-    pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>, about: About) {
+    pub(super) fn emit_client(&mut self, c: ClientId, mut bytes: Vec<u8>, about: About) {
         let Some(cl) = self.clients.get_mut(&c) else { return };
         if let About::Reply { id: Some(r) } = &about {
-            cl.open.remove(&bytes[r.clone()]);
+            let id = IdKey::new(&bytes[r.clone()]);
+            cl.open.remove(id.bytes());
+            match self.batch_take(c, &id, Some(bytes)) {
+                Some(b) => bytes = b,
+                None => return,
+            }
         }
         self.out.push_back(Output::ToClient(c, bytes, about));
+    }
+
+    /// Request `id` of client `c` is answered with `answer`, or (`None`)
+    /// will not be (cancelled): the batch waiting for it takes it, and is
+    /// written once nothing in it waits any more. The answer comes back when
+    /// no batch waits for it.
+    fn batch_take(&mut self, c: ClientId, id: &IdKey, answer: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let Some(cl) = self.clients.get_mut(&c) else { return answer };
+        let found = cl.batches.iter().enumerate().find_map(|(i, b)| Some(i).zip(b.waiting.iter().position(|w| w == id)));
+        let Some((i, w)) = found else { return answer };
+        let b = &mut cl.batches[i];
+        b.waiting.swap_remove(w);
+        b.answers.extend(answer);
+        if b.waiting.is_empty() {
+            let b = cl.batches.remove(i);
+            if !b.answers.is_empty() {
+                self.out.push_back(Output::ToClient(c, wire::batch_array(&b.answers), About::Batch));
+            }
+        }
+        None
     }
 
     /// A response written by core's writers with id `id` (`None`, or

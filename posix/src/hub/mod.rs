@@ -107,6 +107,7 @@ use mcpx_core::envelope::Envelope;
 pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
 pub use lazy::Power;
 pub use tasks::TaskOptions;
+pub use wire::batch_array;
 
 /// Index of an upstream in the configuration order (0-based). Stable for the
 /// life of the server it names; a config reload may give the slot of a
@@ -175,6 +176,8 @@ impl UpstreamSpec {
 #[derive(Clone, Debug)]
 pub struct HubOptions {
     /// Between prefix and name in exposed tool/prompt names. Default `"__"`.
+    /// With a `.` in it, clients on revisions before 2025-11-25 (whose tool
+    /// names have no `.`) get names with `"__"` instead.
     pub separator: String,
     /// `serverInfo.name` / `serverInfo.version` answered to clients.
     pub server_name: String,
@@ -308,7 +311,7 @@ pub enum ConfigError {
     /// Two upstreams' prefixes expose the same namespace (after the names were
     /// made valid), e.g. `a.b` and `a_b`.
     PrefixCollision(String, String),
-    /// The separator is empty or has characters outside `[A-Za-z0-9_-]`.
+    /// The separator is empty or has characters outside `[A-Za-z0-9_.-]`.
     BadSeparator(String),
     /// An upstream lists a revision the hub does not speak.
     UnknownRevision { server: String, revision: String },
@@ -327,7 +330,7 @@ impl std::fmt::Display for ConfigError {
         match self {
             ConfigError::DuplicateName(n) => write!(f, "two servers are named '{n}': give each a unique name"),
             ConfigError::PrefixCollision(a, b) => write!(f, "servers '{a}' and '{b}' would expose tools under the same prefix: set a distinct prefix for one of them"),
-            ConfigError::BadSeparator(s) => write!(f, "separator '{s}' is not allowed: use one or more of A-Z a-z 0-9 _ -"),
+            ConfigError::BadSeparator(s) => write!(f, "separator '{s}' is not allowed: use one or more of A-Z a-z 0-9 _ - ."),
             ConfigError::UnknownRevision { server, revision } => write!(f, "server '{server}': unknown protocol revision '{revision}'"),
             ConfigError::EmptyName => write!(f, "a server has an empty name"),
             ConfigError::NoUsableRevision(n) => write!(f, "server '{n}': no protocol revision is allowed with it"),
@@ -404,6 +407,9 @@ pub enum About {
     /// caused by any request; `related`: the client request it reports on
     /// (progress), to be delivered with that request's answer.
     Notification { unsolicited: bool, related: Option<IdKey> },
+    /// The answers to a JSON-RPC batch of the client's (2025-03-26), one
+    /// array written when the last of its requests is answered.
+    Batch,
 }
 
 /// What the hub asks the runtime to do.

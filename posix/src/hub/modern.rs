@@ -330,7 +330,7 @@ impl Hub {
         let mut v = json!({
             "supportedVersions": versions,
             "capabilities": caps,
-            "instructions": self.instructions(),
+            "instructions": self.instructions(&f),
         });
         let hints = self.agg_hints(&[]);
         self.stamp(&mut v, Some(hints));

@@ -232,7 +232,7 @@ impl Hub {
     /// Catalog entry `e` as a client on `rev` is listed it.
     pub(super) fn listed_item(&self, e: &Entry, rev: Rev) -> Value {
         let f = rev.features();
-        let mut item = shape::item(&e.item, &f);
+        let mut item = e.listed(&f);
         self.mark_trust(e, &mut item, f.item_meta);
         item
     }

@@ -79,7 +79,7 @@ impl Hub {
             return self.on_modern_request(c, m);
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        if let Err(Refusal(code, msg, data)) = self.route(c, m, None) {
+        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| self.route(c, m, None)) {
             // The core error table decides which code this client may get.
             let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
             self.answer_error(c, Some(&id), code, &msg, data);
@@ -114,10 +114,13 @@ impl Hub {
             "tools/call" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
                 // Policy (hub/policy.rs): tool search, then the principal's catalog, limits, validation.
-                let Some(call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
+                let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
                 // Requirement: tools-error-unknown-tool-protocol
                 let e = self.catalog.get(Kind::Tools, &call.name).filter(|e| self.policy_visible(c, e)).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name)))?;
                 let (u, orig) = (e.up, e.original.clone());
+                // Either spelling of a name (dotted or not): limits and the
+                // audit log see the one every client can be shown.
+                call.name.clone_from(&e.exposed);
                 self.policy_admit_tool(c, m, &call, u, &orig)?;
                 let task = self.task_wanted(c, m, ctx, u);
                 if task.is_some() {

@@ -13,6 +13,7 @@
 //! capabilities and notifications the hub builds itself are `Value`s.
 
 use mcpx_core::json::{self, JsonValue, Span};
+use mcpx_core::meta::SERVER_INFO_KEY;
 use mcpx_core::rewrite::{self, Splice};
 use serde_json::{Map, Value};
 
@@ -70,6 +71,8 @@ pub(super) struct Features {
     /// `elicitationId` in their params (legacy). Without it they are input
     /// requests inside an `InputRequiredResult`, which have none of those.
     pub wire_requests: bool,
+    /// `.` in tool names (2025-11-25+): names with a dotted separator.
+    pub dotted_names: bool,
 }
 
 impl Features {
@@ -92,6 +95,7 @@ impl Features {
             error_id_optional: has(Feature::ErrorIdOptional),
             result_type: has(Feature::ResultType),
             wire_requests: has(Feature::LegacySession),
+            dotted_names: has(Feature::DotInToolNames),
         }
     }
 }
@@ -99,8 +103,9 @@ impl Features {
 impl Features {
     /// Words whose presence in a message means it may need shaping, each
     /// with whether this revision has the feature (then it is no trigger).
-    fn triggers(&self) -> [(bool, &'static [u8]); 11] {
+    fn triggers(&self) -> [(bool, &'static [u8]); 12] {
         [
+            (self.result_type, SERVER_INFO_TRIGGER),
             (self.audio, b"\"audio\""),
             (self.resource_link, b"\"resource_link\""),
             (self.structured, b"\"structuredContent\""),
@@ -125,6 +130,10 @@ impl Features {
         })
     }
 }
+
+/// A modern server's `_meta` key naming it on every result
+/// (`mcpx_core::meta::SERVER_INFO_KEY`), quoted: a shaping trigger.
+const SERVER_INFO_TRIGGER: &[u8] = b"\"io.modelcontextprotocol/serverInfo\"";
 
 /// The result of `method` for a peer on `rev` (a client, or for the answers
 /// to relayed requests an upstream): `None` = send the original bytes;
@@ -151,6 +160,7 @@ pub(super) fn result_view(method: &str, v: JsonValue<'_>, rev: Rev) -> Option<Ve
     let mut top: Vec<&str> = Vec::new();
     if !f.result_type {
         top.extend(["resultType", "ttlMs", "cacheScope"]);
+        upstream_server_info(&v, &mut e, &mut top);
     }
     match method {
         "tools/call" => call_tool_result(&v, f, &mut e, &mut top),
@@ -173,6 +183,23 @@ pub(super) fn result_view(method: &str, v: JsonValue<'_>, rev: Rev) -> Option<Ve
     }
     e.drop_keys(&v, &top);
     Some(e.apply(v))
+}
+
+/// A modern upstream names itself in every result's `_meta`
+/// (`io.modelcontextprotocol/serverInfo`); to a legacy peer mcpx is the
+/// server, and that key is no part of its revision: it is removed, and with
+/// it `_meta` when nothing else is in it.
+fn upstream_server_info(obj: &JsonValue<'_>, e: &mut Edits, top: &mut Vec<&str>) {
+    let Some(meta) = obj.get("_meta").filter(|m| m.kind() == json::Kind::Object) else { return };
+    let is_info = |k: &json::JsonStr<'_>| k.eq_str(SERVER_INFO_KEY);
+    if !meta.members().any(|m| is_info(&m.key)) {
+        return;
+    }
+    if meta.members().all(|m| is_info(&m.key)) {
+        top.push("_meta");
+    } else {
+        e.drop_keys(&meta, &[SERVER_INFO_KEY]);
+    }
 }
 
 /// Byte edits of one value: spans of its buffer and what replaces them.

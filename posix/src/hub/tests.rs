@@ -23,6 +23,7 @@ mod rows_relay;
 mod tasks;
 mod tasks_restart;
 mod tasks_rows;
+mod wire_details;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.
@@ -670,6 +671,8 @@ fn arguments_are_forwarded_untouched() {
     hub.upstream_message(0, ans.to_string().as_bytes(), 0);
     hub.upstream_message(0, br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}}"#, 0);
     let c = hub.client_connected(0);
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    hub.client_message(c, init.to_string().as_bytes(), 0);
     hub.client_message(c, msg, 0);
     let mut found = false;
     while let Some(o) = hub.poll_output() {
@@ -1165,13 +1168,15 @@ fn bad_input_gets_json_rpc_errors_and_the_session_goes_on() {
     assert_eq!(err_code(&e), -32700);
 }
 
+// Issue 12 item 12 reverses what this test asserted before (requests
+// before initialize were served): they are refused, ping aside.
 // row: lifecycle-initialization-first-interaction
 #[test]
-fn requests_before_initialize_are_served() {
+fn requests_before_initialize_are_refused() {
     let (mut p, _) = one("2025-11-25", json!({}));
     let c = p.connect();
     let r = p.request(c, json!(1), "tools/list", json!({}));
-    assert_eq!(r["result"]["tools"][0]["name"], "fs__read");
+    assert_eq!(err_code(&r), -32600, "{r}");
 }
 
 #[test]
@@ -1553,6 +1558,10 @@ fn check_about(v: &Value, b: &[u8], about: &super::About) {
                 (None, None) | (None, Some(Value::Null)) => {}
                 (id, want) => panic!("reply id {id:?} vs {want:?} in {v}"),
             }
+        }
+        About::Batch => {
+            let answers = v.as_array().unwrap_or_else(|| panic!("a batch answer that is no array: {v}"));
+            assert!(!answers.is_empty() && answers.iter().all(|a| a.get("result").is_some() || a.get("error").is_some()), "{v}");
         }
         About::Request { id } => {
             assert!(!is_reply && v.get("method").is_some(), "not a request: {v}");

@@ -159,7 +159,7 @@ impl Upstream {
 
 /// Checks the configuration.
 pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Vec<Upstream>, ConfigError> {
-    if opts.separator.is_empty() || !opts.separator.bytes().all(names::is_name_byte) {
+    if opts.separator.is_empty() || !opts.separator.bytes().all(names::is_separator_byte) {
         return Err(ConfigError::BadSeparator(opts.separator.clone()));
     }
     // Requirement: roots-uri-must-be-file-scheme
@@ -189,8 +189,9 @@ fn check_spec(spec: UpstreamSpec, existing: &[Upstream], opts: &HubOptions) -> R
         return Err(ConfigError::DuplicateName(spec.name));
     }
     if !spec.prefix.is_empty() {
-        let mine = names::expose(&spec.prefix, &opts.separator, "", 0);
-        if let Some(o) = live().find(|u| !u.spec.prefix.is_empty() && names::expose(&u.spec.prefix, &opts.separator, "", 0) == mine) {
+        let sep = names::legacy_separator(&opts.separator);
+        let mine = names::expose(&spec.prefix, sep, "", 0);
+        if let Some(o) = live().find(|u| !u.spec.prefix.is_empty() && names::expose(&u.spec.prefix, sep, "", 0) == mine) {
             return Err(ConfigError::PrefixCollision(o.spec.name.clone(), spec.name));
         }
     }

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use mcpx_core::envelope::{Envelope, Reason};
+use mcpx_core::envelope::{Envelope, EnvelopeError, Message, Reason};
 use mcpx_core::json::{self, Span};
 use mcpx_core::error::ErrorCode;
 use mcpx_core::rewrite::{self, Splice};
@@ -90,22 +90,49 @@ pub(super) struct Bad {
 /// Is `raw` an (invalid) notification: an object with a `method` and no `id`?
 /// Those are never answered (row `messages-notification-no-response`).
 pub(super) fn is_notification_shaped(raw: &[u8]) -> bool {
-    match json::parse(raw) {
-        Ok(v) if v.kind() == json::Kind::Object => v.get("method").is_some() && v.get("id").is_none(),
-        _ => false,
+    json::parse(raw).is_ok_and(|v| notification_shaped(&v))
+}
+
+/// [`is_notification_shaped`] of a value already scanned (a batch element).
+pub(super) fn notification_shaped(v: &json::JsonValue<'_>) -> bool {
+    v.kind() == json::Kind::Object && v.get("method").is_some() && v.get("id").is_none()
+}
+
+/// The answers to a JSON-RPC batch: one array of them, in the order given.
+pub fn batch_array(answers: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + answers.iter().map(|a| a.len() + 1).sum::<usize>());
+    out.push(b'[');
+    for (i, a) in answers.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(a);
     }
+    out.push(b']');
+    out
 }
 
 /// Validates and classifies one message.
 pub(super) fn parse(raw: &[u8]) -> Result<Msg<'_>, Bad> {
-    Envelope::parse(raw).map(view).map_err(|e| Bad {
+    Envelope::parse(raw).map(view).map_err(|e| bad(&e))
+}
+
+/// A client's frame: one message, or a batch (whose elements are checked
+/// as they are read).
+pub(super) fn parse_frame(raw: &[u8]) -> Result<Message<'_>, Bad> {
+    Message::parse(raw).map_err(|e| bad(&e))
+}
+
+/// The error answering a message that failed its checks.
+pub(super) fn bad(e: &EnvelopeError<'_>) -> Bad {
+    Bad {
         code: e.error_code(),
         message: match e.reason {
             Reason::Batch => "Invalid request: JSON-RPC batches are not supported",
             _ => e.message(),
         },
         id: e.id_bytes().map(<[u8]>::to_vec),
-    })
+    }
 }
 
 /// The hub's handle on a checked view: spans into the view's buffer (for a
