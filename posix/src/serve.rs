@@ -267,7 +267,7 @@ impl Runtime {
                         // The tighter limit is checked before forwarding: the
                         // server would drop the line, the client wait for nothing.
                         Some(max) if msg.len() > max => {
-                            Some((format!("the message is {} bytes, over the {max}-byte limit of one stdio message", msg.len()), msg))
+                            Some((format!("the message is {} bytes, over {}", msg.len(), crate::stdio::line_limit()), msg))
                         }
                         _ => match up.send(msg) {
                             Ok(()) => None,
@@ -417,6 +417,11 @@ impl Events for HubEvents {
     }
     fn garbage(&self, id: UpstreamId, what: &str) {
         self.0.feed(|h, _| h.upstream_garbage(id, what));
+    }
+    fn too_large(&self, id: UpstreamId, len: usize, head: &[u8], tail: &[u8]) {
+        let limit = crate::stdio::line_limit();
+        let big = crate::hub::Oversize { len, max: crate::stdio::max_line(), limit: &limit, head, tail };
+        self.0.feed(|h, now| h.upstream_too_large(id, &big, now));
     }
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: crate::backoff::Next) {
         if self.0.closing.get() {

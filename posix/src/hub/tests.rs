@@ -11,6 +11,7 @@ use super::*;
 mod modern;
 mod lazy;
 mod naming;
+mod oversize;
 mod policy;
 mod reload;
 mod restarts;
