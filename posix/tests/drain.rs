@@ -187,13 +187,18 @@ fn start_http(dir: &Scratch, cfg: &str, env: &[(&str, &str)]) -> (Child, Receive
         .spawn()
         .unwrap();
     let err = support::lines(child.stderr.take().unwrap());
-    let addr = loop {
+    let addr = listening_at(&err);
+    (child, err, addr)
+}
+
+/// The address from mcpx's "serving MCP over HTTP at" log line.
+fn listening_at(err: &Receiver<String>) -> String {
+    loop {
         let line = err.recv_timeout(Duration::from_secs(10)).expect("the listening line");
         if let Some(rest) = line.split("serving MCP over HTTP at http://").nth(1) {
-            break rest.trim_end_matches("/mcp").to_string();
+            return rest.trim_end_matches("/mcp").to_string();
         }
-    };
-    (child, err, addr)
+    }
 }
 
 /// An initialized session once the example server's tools are listed: its id.
@@ -383,12 +388,7 @@ fn memory_is_given_back_after_bursts_of_large_requests() {
     let err = support::lines(child.stderr.take().unwrap());
     let out = support::lines(child.stdout.take().unwrap());
     let mut stdin = child.stdin.take().unwrap();
-    let addr = loop {
-        let line = err.recv_timeout(Duration::from_secs(10)).expect("the listening line");
-        if let Some(rest) = line.split("serving MCP over HTTP at http://").nth(1) {
-            break rest.trim_end_matches("/mcp").to_string();
-        }
-    };
+    let addr = listening_at(&err);
     let sid = http_session(&addr);
     std::thread::sleep(Duration::from_millis(300));
     let idle = rss_kib(child.id());
