@@ -1,15 +1,16 @@
 //! What a JSON-RPC message too large to frame still tells: the framing
 //! layer keeps its first and last bytes ([`crate::frame::line::EDGE`] each),
-//! and this module reads whether it is a response and which id it answers.
+//! and this module reads whether it is a response and which id it answers
+//! (or a request, and its id).
 //!
 //! SDKs put the envelope at either end: the Python SDK writes
 //! `{"jsonrpc":"2.0","id":7,"result":{...}}` (the id in the first bytes), the
 //! TypeScript SDK `{"result":{...},"jsonrpc":"2.0","id":7}` (the id in the
 //! last bytes). The head is scanned forward over the top-level members that
 //! fit in it; the tail is read backward only for a last member `"id": N`
-//! closing the object. An id is taken only from a message whose head shows
-//! `result` or `error` and no `method`, so a request is never taken for an
-//! answer.
+//! closing the object. A reply's id is taken only from a message whose head
+//! shows `result` or `error` and no `method`, so a request is never taken
+//! for an answer; a request's id only from its head.
 
 use crate::json;
 
@@ -21,8 +22,9 @@ pub enum Clipped<'a> {
     Reply { id: &'a [u8] },
     /// A response whose id is in neither edge.
     ReplyWithoutId,
-    /// A request or notification (its head names a `method`).
-    NotReply,
+    /// A request (`id`: its id, when the head holds it) or a notification
+    /// (`id: None`): its head names a `method`.
+    Request { id: Option<&'a [u8]> },
     /// The head does not show what it is (not an object, or no telling key
     /// in the bytes kept).
     Unknown,
@@ -32,7 +34,7 @@ pub enum Clipped<'a> {
 pub fn classify<'a>(head: &'a [u8], tail: &'a [u8]) -> Clipped<'a> {
     let Head { reply, method, id } = scan_head(head);
     match (method, reply, id) {
-        (true, _, _) => Clipped::NotReply,
+        (true, _, id) => Clipped::Request { id },
         (false, true, Some(id)) => Clipped::Reply { id },
         (false, true, None) => last_id(tail).map_or(Clipped::ReplyWithoutId, |id| Clipped::Reply { id }),
         (false, false, _) => Clipped::Unknown,
@@ -169,10 +171,12 @@ mod tests {
     #[test]
     fn requests_and_unknown_heads_are_not_replies() {
         let req = br#"{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{"xxxx"#;
-        assert_eq!(classify(req, br#"x"}},"id":5}"#), Clipped::NotReply);
+        assert_eq!(classify(req, br#"x"}},"id":5}"#), Clipped::Request { id: Some(b"5") });
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"xxx"#;
+        assert_eq!(classify(note, b"x\"}}"), Clipped::Request { id: None });
         // A method after the result still makes it no reply.
         let odd = br#"{"error":{"code":1,"message":"m"},"method":"x","params":{"a":"xxx"#;
-        assert_eq!(classify(odd, b"}"), Clipped::NotReply);
+        assert_eq!(classify(odd, b"}"), Clipped::Request { id: None });
         assert_eq!(classify(b"[{\"id\":1,\"result\":", b"\"id\":1}"), Clipped::Unknown);
         assert_eq!(classify(br#"{"jsonrpc":"2.0","#, br#""id":1}"#), Clipped::Unknown);
         assert_eq!(classify(b"", b""), Clipped::Unknown);

@@ -72,7 +72,7 @@ where
         let r = read_lines_paced(input, max_line(), |ev| {
             match ev {
                 LineEvent::Line(line) => rrt.client_message(id, line),
-                LineEvent::TooLarge { len, .. } => rrt.client_frame_too_large(id, len),
+                LineEvent::TooLarge { len, head, tail } => rrt.client_frame_too_large(id, len, head, tail),
             }
             if rrt.initializing(id) {
                 return Some(wait_initialized(rrt.clone(), id));

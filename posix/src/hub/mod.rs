@@ -112,8 +112,8 @@ pub type UpstreamId = usize;
 /// transport has exactly one; HTTP will have one per session. Never reused.
 pub type ClientId = u64;
 
-/// A message from an upstream over its transport's cap, skipped by the
-/// runtime: its size, the cap, and the message's first and last bytes.
+/// A message over its transport's cap (from a client or an upstream),
+/// skipped by the runtime: its size, the cap, and its first and last bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Oversize<'a> {
     pub len: usize,
@@ -512,10 +512,12 @@ impl Hub {
         self.on_client_view(c, &wire::view(*msg));
     }
 
-    /// The client sent a frame longer than the runtime accepts (`len` bytes
-    /// seen so far). The hub answers an invalid-request error; the session goes on.
-    pub fn client_frame_too_large(&mut self, c: ClientId, len: usize) {
-        self.on_client_frame_too_large(c, len);
+    /// The client sent a frame longer than the runtime accepts, which it
+    /// skipped. The hub answers an invalid-request error naming the limit
+    /// (with the request's id when the frame's first bytes hold it; a
+    /// notification is not answered); the session goes on.
+    pub fn client_frame_too_large(&mut self, c: ClientId, big: &Oversize<'_>) {
+        self.on_client_frame_too_large(c, big);
     }
 
     /// The client is gone: its in-flight requests are cancelled upstream, its

@@ -1035,7 +1035,7 @@ impl Hub {
         let data = || Some(json!({ "server": name, "bytes": len, "limitBytes": max }));
         let id = match clipped::classify(big.head, big.tail) {
             Clipped::Reply { id } => wire::id_u64(id),
-            Clipped::NotReply => {
+            Clipped::Request { .. } => {
                 let msg = format!("server '{name}' sent a request or notification of {len} bytes, over {limit}; dropped");
                 return self.log(Level::Warn, msg);
             }

@@ -88,6 +88,31 @@ fn without_a_readable_id_the_timeout_names_the_limit() {
     assert!(!msg.contains("limit"), "{msg}");
 }
 
+// covers: messages-error-response-same-id-unless-unreadable, messages-notification-no-response
+#[test]
+fn a_clients_request_over_the_cap_is_answered_with_its_own_id() {
+    let (mut p, c) = one("2025-11-25", json!({}));
+    let client_too_large = |p: &mut Pair, msg: &str| {
+        let LineEvent::TooLarge { len, head, tail } = LineEvent::over_long(msg.as_bytes()) else { unreachable!() };
+        p.hub.client_frame_too_large(c, &Oversize { len, max: 1 << 20, limit: LIMIT, head, tail });
+        p.pump();
+    };
+    let req = format!(r#"{{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{{"name":"fs__read","arguments":{{"x":"{}"}}}}}}"#, big_text());
+    client_too_large(&mut p, &req);
+    let e = p.take(c);
+    assert_eq!((err_code(&e), e["id"].clone()), (-32600, json!("big-1")), "{e}");
+    assert_eq!(e["error"]["message"], format!("Invalid request: the message is {} bytes, over {LIMIT}; it was dropped", req.len()));
+    assert_eq!(e["error"]["data"], json!({ "bytes": req.len(), "limitBytes": 1 << 20 }));
+    assert!(p.up_quiet(0), "nothing of it reaches the server");
+    // A notification gets no answer; garbage gets the unreadable-id error.
+    client_too_large(&mut p, &format!(r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"x":"{}"}}}}"#, big_text()));
+    assert!(p.client_quiet(c));
+    client_too_large(&mut p, &big_text());
+    let e = p.take(c);
+    assert_eq!(err_code(&e), -32600);
+    assert!(e.get("id").is_none(), "2025-11-25: unreadable id left out: {e}");
+}
+
 #[test]
 fn an_oversized_request_from_the_server_fails_no_call() {
     let (mut p, [a, b], [ida, _]) = two_calls();
