@@ -35,7 +35,7 @@ pub fn max_line() -> usize {
 /// [`max_line`] as errors name it, with how to change it.
 pub fn line_limit() -> String {
     let max = max_line();
-    format!("the {max}-byte ({}) limit of one stdio message (MCPX_LIMITS=frame=SIZE sets it, up to 16 MiB)", crate::limits::human_size(max))
+    format!("the {max}-byte limit of one stdio message ({}; MCPX_LIMITS=frame=SIZE sets it, up to 16 MiB)", crate::limits::human_size(max))
 }
 
 /// A running stdio client connection.

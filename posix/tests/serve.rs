@@ -316,7 +316,7 @@ fn an_over_long_line_is_refused_and_the_session_goes_on() {
     assert!(v.get("error").is_some(), "{v}");
     // Its id is read from the line's first bytes; the limit is named.
     assert_eq!(v["id"], json!(5), "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("over the 16777216-byte (16 MiB) limit"), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("over the 16777216-byte limit of one stdio message (16 MiB"), "{v}");
     let r = s.request(6, "ping", json!({}));
     assert_eq!(r["result"], json!({}), "{r}");
     s.close_stdin();

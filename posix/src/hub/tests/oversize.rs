@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::*;
 
-const LIMIT: &str = "the 1048576-byte (1 MiB) limit of one stdio message";
+const LIMIT: &str = "the 1048576-byte limit of one stdio message (1 MiB)";
 
 /// Reports `msg` (a reply too large for the runtime) as the runtime does:
 /// its size and its edges.
