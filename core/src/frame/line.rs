@@ -370,7 +370,7 @@ mod tests {
     #[test]
     fn over_long_line_keeps_its_first_and_last_bytes() {
         let mut line = b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"".to_vec();
-        line.extend(core::iter::repeat(b'x').take(3000));
+        line.extend(core::iter::repeat_n(b'x', 3000));
         line.extend_from_slice(b"\",\"id\":7}\r\nok\n");
         let reads: Vec<&[u8]> = line.chunks(100).collect();
         let got = edges_of(512, &reads);
