@@ -199,7 +199,7 @@ mod tests {
                 while let Some(ev) = lines.next() {
                     match ev {
                         LineEvent::Line(l) => got.push(l.to_vec()),
-                        LineEvent::TooLarge { len } => panic!("too large: {len}"),
+                        LineEvent::TooLarge { len, .. } => panic!("too large: {len}"),
                     }
                 }
             }
@@ -225,7 +225,7 @@ mod tests {
             while let Some(ev) = lines.next() {
                 got.push(match ev {
                     LineEvent::Line(l) => format!("line {}", core::str::from_utf8(l).unwrap()),
-                    LineEvent::TooLarge { len } => format!("too large {len}"),
+                    LineEvent::TooLarge { len, .. } => format!("too large {len}"),
                 });
             }
         }

@@ -24,6 +24,7 @@
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
+pub mod clipped;
 pub mod cursor;
 pub mod envelope;
 pub mod error;

@@ -15,6 +15,7 @@ mod cmd;
 mod config;
 mod example;
 mod http;
+mod heap;
 mod hub;
 mod jsonpos;
 pub mod limits;
@@ -51,6 +52,7 @@ pub fn run(args: Vec<String>) -> i32 {
 
 /// Runs mcpx with `limits` as the defaults (`MCPX_LIMITS` may override them).
 pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
+    heap::give_large_buffers_back();
     #[cfg(feature = "count-alloc")]
     alloc_count::install();
     let limits = match std::env::var("MCPX_LIMITS") {

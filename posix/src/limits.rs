@@ -109,6 +109,14 @@ fn parse_size(v: &str) -> Option<usize> {
     num.parse::<usize>().ok()?.checked_mul(mul)
 }
 
+/// `n` bytes for people: `16 MiB`, `256 KiB`, `1.5 MiB`, `700 B`.
+pub fn human_size(n: usize) -> String {
+    let (unit, name) = if n >= 1 << 20 { (1 << 20, "MiB") } else if n >= 1 << 10 { (1 << 10, "KiB") } else { return format!("{n} B") };
+    let whole = n / unit;
+    let tenths = (n % unit) * 10 / unit;
+    if tenths == 0 { format!("{whole} {name}") } else { format!("{whole}.{tenths} {name}") }
+}
+
 static LIMITS: OnceLock<Limits> = OnceLock::new();
 
 /// Sets the process's limits once (the first call wins).
@@ -135,6 +143,10 @@ mod tests {
         assert_eq!(l.max_queue_bytes, 4 << 20);
         assert_eq!(l.max_sessions, Limits::SMALL_HOST.max_sessions);
         assert!(Limits::DESKTOP.with_overrides("sessions=0").is_err());
+        assert_eq!(human_size(16 << 20), "16 MiB");
+        assert_eq!(human_size(3 << 19), "1.5 MiB");
+        assert_eq!(human_size(256 << 10), "256 KiB");
+        assert_eq!(human_size(700), "700 B");
         assert!(Limits::DESKTOP.with_overrides("bogus=1").is_err());
         assert!(Limits::DESKTOP.with_overrides("frame=1G").is_err());
         assert_eq!(

@@ -81,7 +81,7 @@ async fn feed_all(
                 None => break,
                 // The storage has room for a `\r` too, so a line of `max + 1`
                 // bytes can come through whole.
-                Some(LineEvent::Line(l)) if l.len() > max => f(LineEvent::TooLarge { len: l.len() }),
+                Some(LineEvent::Line(l)) if l.len() > max => f(LineEvent::over_long(l)),
                 Some(ev) => f(ev),
             };
             if let Some(p) = pause {
@@ -119,7 +119,7 @@ mod tests {
         smol::block_on(read_lines(Chunks(chunks.to_vec()), max, |e| {
             out.push(match e {
                 LineEvent::Line(l) => format!("L:{}", String::from_utf8_lossy(l)),
-                LineEvent::TooLarge { len } => format!("BIG:{len}"),
+                LineEvent::TooLarge { len, .. } => format!("BIG:{len}"),
             })
         }))
         .unwrap();

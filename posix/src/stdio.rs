@@ -32,6 +32,12 @@ pub fn max_line() -> usize {
     MAX_LINE.min(crate::limits::get().max_frame_bytes)
 }
 
+/// [`max_line`] as errors name it, with how to change it.
+pub fn line_limit() -> String {
+    let max = max_line();
+    format!("the {max}-byte limit of one stdio message ({}; MCPX_LIMITS=frame=SIZE sets it, up to 16 MiB)", crate::limits::human_size(max))
+}
+
 /// A running stdio client connection.
 pub struct StdioClient {
     pub id: ClientId,
@@ -66,7 +72,7 @@ where
         let r = read_lines_paced(input, max_line(), |ev| {
             match ev {
                 LineEvent::Line(line) => rrt.client_message(id, line),
-                LineEvent::TooLarge { len } => rrt.client_frame_too_large(id, len),
+                LineEvent::TooLarge { len, head, tail } => rrt.client_frame_too_large(id, len, head, tail),
             }
             if rrt.initializing(id) {
                 return Some(wait_initialized(rrt.clone(), id));

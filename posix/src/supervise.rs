@@ -87,8 +87,14 @@ pub trait Events {
         let _ = request;
         self.message(id, line);
     }
-    /// Output on stdout that is not a message (a banner, an over-long line).
+    /// Output on stdout that is not a message (a banner).
     fn garbage(&self, id: UpstreamId, what: &str);
+    /// A line on stdout over `Options::max_line` (`len` bytes), skipped;
+    /// `head` and `tail` are its first and last bytes, which tell the
+    /// request it may answer. By default reported as garbage.
+    fn too_large(&self, id: UpstreamId, len: usize, _head: &[u8], _tail: &[u8]) {
+        self.garbage(id, &format!("message of {len} bytes on stdout is over the line limit; dropped"));
+    }
     /// `next`: what the restart loop does now (wait, give up, stop).
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: Next);
 }
@@ -274,9 +280,7 @@ impl Supervisor {
                         garbage.report(&*events, id, || format!("non-JSON line on stdout: {}", preview(t, 200)));
                     }
                 }
-                LineEvent::TooLarge { len } => garbage.report(&*events, id, || {
-                    format!("message of {len} bytes on stdout is over the {max_line}-byte limit; dropped")
-                }),
+                LineEvent::TooLarge { len, head, tail } => events.too_large(id, len, head, tail),
             })
             .await;
             garbage.finish(&*events, id);

@@ -300,6 +300,7 @@ fn a_server_that_cannot_start_does_not_stop_the_others() {
     );
 }
 
+// covers: messages-error-response-same-id-unless-unreadable
 #[test]
 fn an_over_long_line_is_refused_and_the_session_goes_on() {
     let dir = Dir::new("long");
@@ -313,6 +314,9 @@ fn an_over_long_line_is_refused_and_the_session_goes_on() {
     let line = s.lines.recv_timeout(Duration::from_secs(10)).unwrap();
     let v: Value = serde_json::from_str(&line).unwrap();
     assert!(v.get("error").is_some(), "{v}");
+    // Its id is read from the line's first bytes; the limit is named.
+    assert_eq!(v["id"], json!(5), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("over the 16777216-byte limit of one stdio message (16 MiB"), "{v}");
     let r = s.request(6, "ping", json!({}));
     assert_eq!(r["result"], json!({}), "{r}");
     s.close_stdin();

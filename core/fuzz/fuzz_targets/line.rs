@@ -1,15 +1,16 @@
 //! The stdio line framer: the same stream, whole or in reads of any size,
-//! gives the same lines and over-long reports; no line holds a line break.
+//! gives the same lines and over-long reports (with the same first and
+//! last bytes); no line holds a line break.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcpx_core::frame::line::{LineDecoder, LineEvent};
+use mcpx_core::frame::line::{LineDecoder, LineEvent, EDGE};
 use mcpx_core_fuzz::{feed_all, reads};
 
 #[derive(Debug, PartialEq)]
 enum Frame {
     Line(Vec<u8>),
-    TooLarge(usize),
+    TooLarge(usize, Vec<u8>, Vec<u8>),
 }
 
 fn decode(reads: &[&[u8]]) -> Vec<Frame> {
@@ -25,9 +26,11 @@ fn decode(reads: &[&[u8]]) -> Vec<Frame> {
                         assert!(!l.is_empty() && !l.contains(&b'\n'));
                         Frame::Line(l.to_vec())
                     }
-                    LineEvent::TooLarge { len } => {
+                    LineEvent::TooLarge { len, head, tail } => {
                         assert!(len >= 63, "TooLarge for {len} bytes");
-                        Frame::TooLarge(len)
+                        assert_eq!(head.len(), len.min(EDGE));
+                        assert!(tail.len() <= EDGE && !tail.contains(&b'\n'));
+                        Frame::TooLarge(len, head.to_vec(), tail.to_vec())
                     }
                 });
             }

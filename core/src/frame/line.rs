@@ -27,7 +27,64 @@ pub enum LineEvent<'a> {
     Line(&'a [u8]),
     /// A line that did not fit in the storage was skipped up to and including
     /// its `\n`; `len` is its length without the `\n` (at least the capacity).
-    TooLarge { len: usize },
+    /// `head` and `tail` are its first and last bytes (up to [`EDGE`] each,
+    /// without the `\r\n`), where a message's envelope usually is.
+    TooLarge { len: usize, head: &'a [u8], tail: &'a [u8] },
+}
+
+/// Bytes kept from each end of an over-long line.
+pub const EDGE: usize = 256;
+
+impl<'a> LineEvent<'a> {
+    /// The report for a whole `line` that a caller refuses as over its own
+    /// limit (below the decoder's capacity).
+    pub fn over_long(line: &'a [u8]) -> Self {
+        let len = line.len();
+        LineEvent::TooLarge { len, head: &line[..len.min(EDGE)], tail: &line[len.saturating_sub(EDGE)..] }
+    }
+}
+
+/// The first and last bytes of the over-long line being skipped.
+struct Edges {
+    head: [u8; EDGE],
+    head_len: usize,
+    /// One byte more than reported, for a `\r` before the `\n`.
+    tail: [u8; EDGE + 1],
+    tail_len: usize,
+}
+
+impl Edges {
+    const EMPTY: Edges = Edges { head: [0; EDGE], head_len: 0, tail: [0; EDGE + 1], tail_len: 0 };
+
+    /// A new over-long line whose first bytes are `first`.
+    fn start(&mut self, first: &[u8]) {
+        self.head_len = 0;
+        self.tail_len = 0;
+        self.push(first);
+    }
+
+    /// More bytes of the line: the head fills up, the tail window slides.
+    fn push(&mut self, more: &[u8]) {
+        let h = more.len().min(EDGE - self.head_len);
+        self.head[self.head_len..self.head_len + h].copy_from_slice(&more[..h]);
+        self.head_len += h;
+        let win = self.tail.len();
+        if more.len() >= win {
+            self.tail.copy_from_slice(&more[more.len() - win..]);
+            self.tail_len = win;
+            return;
+        }
+        let keep = self.tail_len.min(win - more.len());
+        self.tail.copy_within(self.tail_len - keep..self.tail_len, 0);
+        self.tail[keep..keep + more.len()].copy_from_slice(more);
+        self.tail_len = keep + more.len();
+    }
+
+    fn event(&self, len: usize) -> LineEvent<'_> {
+        let tail = &self.tail[..self.tail_len];
+        let tail = tail.strip_suffix(b"\r").unwrap_or(tail);
+        LineEvent::TooLarge { len, head: &self.head[..self.head_len], tail: &tail[tail.len().saturating_sub(EDGE)..] }
+    }
 }
 
 /// Incremental splitter of a byte stream into lines, in caller-provided storage.
@@ -42,12 +99,13 @@ pub struct LineDecoder<B> {
     skipping: Option<usize>,
     /// An over-long line ended; report it on the next call to `next`.
     too_large: Option<usize>,
+    edges: Edges,
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
     /// A decoder whose capacity is `storage`'s length (`[u8; N]`, `Vec<u8>`, `Box<[u8]>`, ...).
     pub fn new(storage: B) -> Self {
-        LineDecoder { buf: Buf::new(storage), skipping: None, too_large: None }
+        LineDecoder { buf: Buf::new(storage), skipping: None, too_large: None, edges: Edges::EMPTY }
     }
 
     /// Takes bytes from `input` and returns how many were taken. Once [`Self::next`]
@@ -58,11 +116,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
         };
         match memchr::memchr(b'\n', input) {
             Some(i) => {
+                self.edges.push(&input[..i]);
                 self.skipping = None;
                 self.too_large = Some(dropped.saturating_add(i));
                 i + 1
             }
             None => {
+                self.edges.push(input);
                 self.skipping = Some(dropped.saturating_add(input.len()));
                 input.len()
             }
@@ -74,7 +134,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
     #[allow(clippy::should_implement_trait)] // lending: items borrow the decoder
     pub fn next(&mut self) -> Option<LineEvent<'_>> {
         if let Some(len) = self.too_large.take() {
-            return Some(LineEvent::TooLarge { len });
+            return Some(self.edges.event(len));
         }
         if self.skipping.is_some() {
             return None;
@@ -83,7 +143,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
             let Some(i) = self.buf.find(|s| memchr::memchr(b'\n', s)) else {
                 if self.buf.is_full(0) {
                     let held = self.buf.len();
-                    self.buf.consume(held);
+                    let line = self.buf.consume(held);
+                    self.edges.start(self.buf.storage().get(line).unwrap_or(&[]));
                     self.skipping = Some(held);
                 }
                 return None;
@@ -150,7 +211,7 @@ mod tests {
                 while let Some(ev) = d.next() {
                     out.push(match ev {
                         LineEvent::Line(l) => Ev::Line(l.to_vec()),
-                        LineEvent::TooLarge { len } => Ev::TooLarge(len),
+                        LineEvent::TooLarge { len, .. } => Ev::TooLarge(len),
                     });
                 }
             }
@@ -242,7 +303,7 @@ mod tests {
         assert_eq!(d.feed(b"efgh"), 4);
         assert_eq!(d.next(), None);
         assert_eq!(d.feed(b"\nz\n"), 1);
-        assert_eq!(d.next(), Some(LineEvent::TooLarge { len: 8 }));
+        assert_eq!(d.next(), Some(LineEvent::TooLarge { len: 8, head: b"abcdefgh", tail: b"abcdefgh" }));
         assert_eq!(d.feed(b"z\n"), 2);
         assert_eq!(d.next(), Some(LineEvent::Line(b"z")));
         assert_eq!(d.next(), None);
@@ -287,6 +348,43 @@ mod tests {
         assert!(!is_single_line(b"{\"a\":1}\r"));
     }
 
+    /// Every over-long line's (length, head, tail) as the decoder reports them.
+    fn edges_of(cap: usize, reads: &[&[u8]]) -> Vec<(usize, Vec<u8>, Vec<u8>)> {
+        let mut d = LineDecoder::new(vec![0u8; cap]);
+        let mut out = Vec::new();
+        for read in reads {
+            let mut input = *read;
+            while !input.is_empty() {
+                let n = d.feed(input);
+                input = &input[n..];
+                while let Some(ev) = d.next() {
+                    if let LineEvent::TooLarge { len, head, tail } = ev {
+                        out.push((len, head.to_vec(), tail.to_vec()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn over_long_line_keeps_its_first_and_last_bytes() {
+        let mut line = b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"".to_vec();
+        line.extend(core::iter::repeat_n(b'x', 3000));
+        line.extend_from_slice(b"\",\"id\":7}\r\nok\n");
+        let reads: Vec<&[u8]> = line.chunks(100).collect();
+        let got = edges_of(512, &reads);
+        let raw = &line[..line.len() - 5];
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, raw.len() + 1);
+        assert_eq!(got[0].1, &raw[..EDGE]);
+        assert_eq!(got[0].2, &raw[raw.len() - EDGE..]);
+        // A whole line refused by the caller reports the same edges.
+        let LineEvent::TooLarge { len, head, tail } = LineEvent::over_long(raw) else { unreachable!() };
+        assert_eq!((len, head, tail), (raw.len(), &raw[..EDGE], &raw[raw.len() - EDGE..]));
+        assert_eq!(LineEvent::over_long(b"ab"), LineEvent::TooLarge { len: 2, head: b"ab", tail: b"ab" });
+    }
+
     /// A stream of short and over-long lines with CRLF, empty lines and garbage.
     fn stream() -> impl Strategy<Value = Vec<u8>> {
         let piece = prop_oneof![
@@ -320,6 +418,36 @@ mod tests {
             let reads: Vec<&[u8]> = reads.iter().map(|r| r.as_slice()).collect();
             let (evs, _) = decode(cap, &reads);
             prop_assert_eq!(evs, reference(cap, &s));
+        }
+
+        #[test]
+        fn edges_are_the_lines_first_and_last_bytes(
+            lines in prop::collection::vec((0usize..900, any::<u8>(), any::<bool>()), 1..6),
+            cuts in prop::collection::vec(any::<usize>(), 0..16),
+            cap in 1usize..300,
+        ) {
+            let mut s = Vec::new();
+            let mut want = Vec::new();
+            for (len, seed, crlf) in lines {
+                let raw: Vec<u8> = (0..len).map(|i| b'a' + ((i + seed as usize) % 26) as u8).collect();
+                let full_len = len + usize::from(crlf);
+                if full_len >= cap {
+                    let n = len.min(EDGE);
+                    want.push((full_len, raw[..n].to_vec(), raw[len - n..].to_vec()));
+                }
+                s.extend_from_slice(&raw);
+                if crlf {
+                    s.push(b'\r');
+                }
+                s.push(b'\n');
+            }
+            let reads = split(&s, &cuts);
+            let reads: Vec<&[u8]> = reads.iter().map(|r| r.as_slice()).collect();
+            let got = edges_of(cap, &reads);
+            // The head of a line cut at the storage may hold its `\r` when
+            // the whole line is shorter than EDGE; compare without it.
+            let got: Vec<_> = got.into_iter().map(|(l, h, t)| (l, h.strip_suffix(b"\r").map_or(h.clone(), <[u8]>::to_vec), t)).collect();
+            prop_assert_eq!(got, want);
         }
 
         #[test]

@@ -224,7 +224,7 @@ where
                 match event {
                     LineEvent::Line(l) if l.iter().all(u8::is_ascii_whitespace) => {}
                     LineEvent::Line(l) => srv.on_line(l).await,
-                    LineEvent::TooLarge { len } => {
+                    LineEvent::TooLarge { len, .. } => {
                         let e = wire::RpcError::new(
                             wire::INVALID_REQUEST,
                             format!(

@@ -372,6 +372,9 @@ impl Conn {
             BodyFraming::None | BodyFraming::UntilClose => Ok(Vec::new()),
             BodyFraming::Length(n) => {
                 let n = n as usize;
+                // The body's own size, not the doubling growth's (up to 2x):
+                // it is handed on whole and freed with the message.
+                self.buf.reserve_exact(n.saturating_sub(self.buf.len()));
                 while self.buf.len() < n {
                     match self.fill(until).await {
                         Ok(0) | Err(_) => return Err(BodyError::Broken),

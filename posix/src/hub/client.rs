@@ -23,6 +23,7 @@
 use mcpx_core::error::ErrorCode;
 use std::collections::HashSet;
 
+use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::envelope::{Batch, Message};
 use mcpx_core::method::Method;
 use mcpx_core::names;
@@ -33,7 +34,7 @@ use serde_json::{json, Map, Value};
 use super::catalog::Channel;
 use super::shape::{self, Rev, RevExt};
 use super::wire::{self, Bad, Kind};
-use super::{About, ClientId, Hub, IdKey, Level, Output};
+use super::{About, ClientId, Hub, IdKey, Level, Output, Oversize};
 
 pub(super) struct Client {
     /// Negotiated revision; `None` before `initialize`.
@@ -239,13 +240,20 @@ impl Hub {
         }
     }
 
-    pub(super) fn on_client_frame_too_large(&mut self, c: ClientId, len: usize) {
+    pub(super) fn on_client_frame_too_large(&mut self, c: ClientId, big: &Oversize<'_>) {
         if !self.clients.contains_key(&c) {
             return;
         }
-        let id = self.unreadable_id(c);
-        let msg = format!("Invalid request: the message is too large ({len} bytes or more); it was dropped");
-        self.answer_error(c, id, ErrorCode::InvalidRequest, &msg, None);
+        // The request's own id when the message's first bytes hold it
+        // (messages-error-response-same-id-unless-unreadable).
+        let id = match clipped::classify(big.head, big.tail) {
+            Clipped::Request { id: Some(id) } => Some(id),
+            Clipped::Request { id: None } => return, // a notification: no answer
+            _ => self.unreadable_id(c),
+        };
+        let Oversize { len, max, limit, .. } = *big;
+        let msg = format!("Invalid request: the message is {len} bytes, over {limit}; it was dropped");
+        self.answer_error(c, id, ErrorCode::InvalidRequest, &msg, Some(json!({ "bytes": len, "limitBytes": max })));
     }
 
     pub(super) fn on_client_disconnected(&mut self, c: ClientId) {

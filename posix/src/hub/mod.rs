@@ -118,6 +118,19 @@ pub type UpstreamId = usize;
 /// transport has exactly one; HTTP will have one per session. Never reused.
 pub type ClientId = u64;
 
+/// A message over its transport's cap (from a client or an upstream),
+/// skipped by the runtime: its size, the cap, and its first and last bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Oversize<'a> {
+    pub len: usize,
+    pub max: usize,
+    /// The limit for people: "the 16777216-byte limit of one stdio
+    /// message (...how to change it)".
+    pub limit: &'a str,
+    pub head: &'a [u8],
+    pub tail: &'a [u8],
+}
+
 /// One configured upstream MCP server.
 #[derive(Clone, Debug)]
 pub struct UpstreamSpec {
@@ -520,10 +533,12 @@ impl Hub {
         self.on_client_view(c, &wire::view(*msg));
     }
 
-    /// The client sent a frame longer than the runtime accepts (`len` bytes
-    /// seen so far). The hub answers an invalid-request error; the session goes on.
-    pub fn client_frame_too_large(&mut self, c: ClientId, len: usize) {
-        self.on_client_frame_too_large(c, len);
+    /// The client sent a frame longer than the runtime accepts, which it
+    /// skipped. The hub answers an invalid-request error naming the limit
+    /// (with the request's id when the frame's first bytes hold it; a
+    /// notification is not answered); the session goes on.
+    pub fn client_frame_too_large(&mut self, c: ClientId, big: &Oversize<'_>) {
+        self.on_client_frame_too_large(c, big);
     }
 
     /// The client is gone: its in-flight requests are cancelled upstream, its
@@ -617,6 +632,15 @@ impl Hub {
     pub fn upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str, now_ms: u64) {
         self.now(now_ms);
         self.on_upstream_refused(u, msg, why);
+    }
+
+    /// Upstream `u` wrote a message over its transport's cap, which the
+    /// runtime skipped. If its edges show the request it answers, that
+    /// request is answered now with an error naming the size and the limit;
+    /// otherwise the limit is named in that request's timeout error.
+    pub fn upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, now_ms: u64) {
+        self.now(now_ms);
+        self.on_upstream_too_large(u, big);
     }
 
     /// The upstream wrote something that is not a JSON-RPC message (a non-JSON

@@ -12,6 +12,7 @@ mod modern;
 mod isolation;
 mod lazy;
 mod naming;
+mod oversize;
 mod policy;
 mod reload;
 mod restarts;
@@ -1153,7 +1154,7 @@ fn bad_input_gets_json_rpc_errors_and_the_session_goes_on() {
     assert!(p.client_quiet(c));
     let e = p.request(c, json!(5), "tools/frobnicate", json!({}));
     assert_eq!((err_code(&e), e["id"].clone()), (-32601, json!(5)));
-    p.hub.client_frame_too_large(c, 20_000_000);
+    p.hub.client_frame_too_large(c, &Oversize { len: 20_000_000, max: 16 << 20, limit: "the limit", head: b"", tail: b"" });
     p.pump();
     let e = p.take(c);
     assert_eq!(err_code(&e), -32600);

@@ -24,6 +24,7 @@
 use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
 
+use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::meta;
 use mcpx_core::names;
 use mcpx_core::revision::{self, Era, Feature, Revisions};
@@ -35,7 +36,7 @@ use super::router::Refusal;
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
 use super::wire::{self, Kind as MsgKind, Msg};
-use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, UpstreamId, UpstreamSpec};
+use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, Oversize, UpstreamId, UpstreamSpec};
 
 /// Most pages read from one upstream list before the hub stops following
 /// `nextCursor` (a server that loops on its cursor).
@@ -121,6 +122,10 @@ pub(super) struct Upstream {
     pub last_start_ms: u64,
     /// Put to sleep; its process is being stopped.
     pub stopping: bool,
+    /// Its last message over the frame cap whose request could not be told
+    /// (when, and what it was), named in the timeout errors of requests
+    /// sent before it.
+    clipped: Option<(u64, String)>,
 }
 
 impl Upstream {
@@ -250,6 +255,7 @@ fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
         last_used_ms: 0,
         last_start_ms: 0,
         stopping: false,
+        clipped: None,
     }
 }
 
@@ -1041,6 +1047,52 @@ impl Hub {
         self.answer_error(client, Some(&cid), ErrorCode::InternalError, &text, Some(json!({ "server": name })));
     }
 
+    /// A message from `u` over its transport's cap was skipped: the
+    /// request it answers (read from its edges) is failed now, naming the
+    /// size and the limit, instead of waiting for its timeout.
+    pub(super) fn on_upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>) {
+        if u >= self.ups.len() || self.ups[u].is_removed() {
+            return;
+        }
+        self.ups[u].garbage += 1;
+        let name = self.ups[u].spec.name.clone();
+        let Oversize { len, max, limit, .. } = *big;
+        let data = || Some(json!({ "server": name, "bytes": len, "limitBytes": max }));
+        let id = match clipped::classify(big.head, big.tail) {
+            Clipped::Reply { id } => wire::id_u64(id),
+            Clipped::Request { .. } => {
+                let msg = format!("server '{name}' sent a request or notification of {len} bytes, over {limit}; dropped");
+                return self.log(Level::Warn, msg);
+            }
+            Clipped::ReplyWithoutId | Clipped::Unknown => None,
+        };
+        let origin = id.and_then(|id| self.pending.get(u, id)).map(|f| &f.origin);
+        match (id, origin) {
+            (Some(id), Some(Origin::Client { .. })) => {
+                let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
+                let text = format!("server '{name}' answered {method} with {len} bytes, over {limit}; the answer was dropped");
+                self.log(Level::Warn, format!("{text} (request {id})"));
+                self.answer_error(client, Some(&cid), ErrorCode::InternalError, &text, data());
+            }
+            (Some(id), Some(Origin::Task(_))) => {
+                let Some(Fwd { origin: Origin::Task(t), .. }) = self.pending.take(u, id) else { return };
+                self.task_lost(&t, format!("server '{name}' answered with {len} bytes, over {limit}; the answer was dropped"));
+            }
+            (Some(id), Some(_)) => {
+                // The hub's own request (a list page, a probe): its timeout decides.
+                self.log(Level::Warn, format!("server '{name}' answered mcpx's request {id} with {len} bytes, over {limit}; dropped"));
+            }
+            (Some(id), None) => {
+                self.log(Level::Warn, format!("server '{name}' sent a {len}-byte answer to request {id}, which is not open, over {limit}; dropped"));
+            }
+            (None, _) => {
+                let what = format!("server '{name}' wrote a message of {len} bytes, over {limit}");
+                self.log(Level::Warn, format!("{what}; its id is not in its first or last bytes, so the request it answers gets its timeout"));
+                self.ups[u].clipped = Some((self.now_ms, what));
+            }
+        }
+    }
+
     pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
         if u >= self.ups.len() || self.ups[u].is_removed() {
             return;
@@ -1149,7 +1201,10 @@ impl Hub {
             Origin::Client { client, id: cid, method, .. } => {
                 // Requirement: lifecycle-timeouts-cancel-on-expiry
                 self.cancel_upstream(u, id, "timed out");
-                let msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
+                let mut msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
+                if let Some((_, what)) = self.ups[u].clipped.as_ref().filter(|(at, _)| *at >= f.sent_ms) {
+                    msg.push_str(&format!(" ({what} meanwhile, dropped: it may have been the answer)"));
+                }
                 self.answer_error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
             }
         }

@@ -29,9 +29,14 @@ pub fn lines(r: impl Read + Send + 'static) -> Receiver<String> {
 /// no complete head.
 #[allow(dead_code)] // not every test binary uses it
 pub fn post(addr: &str, headers: &[(&str, &str)], body: &serde_json::Value) -> (u16, String, String) {
+    post_text(addr, headers, &body.to_string())
+}
+
+/// [`post`] of a body already written out (a large one is not built twice).
+#[allow(dead_code)] // not every test binary uses it
+pub fn post_text(addr: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let body = body.to_string();
     let mut req = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -40,8 +45,8 @@ pub fn post(addr: &str, headers: &[(&str, &str)], body: &serde_json::Value) -> (
         req.push_str(&format!("{n}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    req.push_str(&body);
     s.write_all(req.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
     let out = String::from_utf8_lossy(&out).into_owned();

@@ -1,0 +1,81 @@
+//! Size limits end to end, against real server processes: a reply over the
+//! stdio line cap is answered at once with an error naming the server and
+//! the limit (the edge build's 1 MiB cap: a 700 KB text echoed twice), and
+//! the server keeps serving.
+
+use mcpx_tests::*;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// Far below the hub's 60 s call timeout: an answer by then was not a timeout.
+const AT_ONCE: Duration = Duration::from_secs(15);
+
+/// `mcpx serve` for `hub` with `MCPX_LIMITS=frame=<frame>`, initialized.
+fn session(hub: &Hub, frame: &str) -> RawSession {
+    let serve = hub.serve();
+    let mut args = vec![format!("MCPX_LIMITS=frame={frame}"), serve.program.to_string_lossy().into_owned()];
+    args.extend(serve.args);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut s = RawSession::spawn(&Cmd::new("env", &args));
+    s.initialize("2025-06-18");
+    s
+}
+
+fn call(s: &mut RawSession, tool: &str, args: Value) -> (Value, Duration) {
+    let t0 = Instant::now();
+    let id = s.request("tools/call", json!({"name": tool, "arguments": args}));
+    let r = s.response_to(id, Duration::from_secs(90));
+    (r, t0.elapsed())
+}
+
+/// `r` cut short for a failure message (a wrongly delivered answer is large).
+fn brief(r: &Value) -> String {
+    r.to_string().chars().take(2000).collect()
+}
+
+/// The error for a reply over the cap: immediate, naming server and limit.
+fn assert_over_cap(r: &Value, took: Duration, server: &str, limit: usize) {
+    let r = &brief(r).parse::<Value>().unwrap_or_else(|_| panic!("not an error: {}", brief(r)));
+    assert!(took < AT_ONCE, "answered after {took:?}, as a timeout would be: {r}");
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.starts_with(&format!("server '{server}' answered tools/call with ")), "{msg}");
+    assert!(msg.contains(&format!("over the {limit}-byte")) && msg.contains("MCPX_LIMITS=frame="), "{msg}");
+    assert_eq!(r["error"]["data"]["limitBytes"], limit, "{r}");
+    assert!(r["error"]["data"]["bytes"].as_u64().unwrap() > limit as u64, "{r}");
+}
+
+// covers: messages-error-response-same-id-unless-unreadable, lifecycle-prepared-for-error-cases
+#[test]
+fn a_reply_over_the_edge_cap_is_an_immediate_error_and_the_server_goes_on() {
+    // FastMCP (Python SDK 1.30.0, the id first in its answers) under the
+    // edge build's 1 MiB cap: `greet` answers with the text twice (content
+    // and structuredContent), so a 700 KB name makes a 1.4 MB reply.
+    let hub = HubConfig::new().upstream(py_server("py")).write();
+    let mut s = session(&hub, "1M");
+    let name = "t".repeat(700_000);
+    let (r, took) = call(&mut s, "py__greet", json!({"name": name}));
+    assert_over_cap(&r, took, "py", 1 << 20);
+    let (r, _) = call(&mut s, "py__greet", json!({"name": "still here"}));
+    assert!(texts(&r["result"]).contains("still here"), "{}", brief(&r));
+    let err = s.finish();
+    assert!(err.contains("over the 1048576-byte"), "the log names it too:\n{err}");
+}
+
+// covers: messages-error-response-same-id-unless-unreadable
+#[test]
+fn a_typescript_servers_reply_over_the_cap_is_found_by_its_last_bytes() {
+    // The TypeScript SDK writes the id last: `{"result":…,"jsonrpc":"2.0","id":N}`.
+    // server-everything's get-env answers with its environment: 300 KB here.
+    let every = everything_cmd();
+    let env: serde_json::Map<String, Value> = (0..3).map(|i| (format!("MCPX_BIG_{i}"), json!("e".repeat(100_000)))).collect();
+    let hub = HubConfig::new()
+        .remote("every", json!({"command": every.program, "args": every.args, "env": env}))
+        .write();
+    let mut s = session(&hub, "256K");
+    let (r, took) = call(&mut s, "every__get-env", json!({}));
+    assert_over_cap(&r, took, "every", 256 << 10);
+    let (r, _) = call(&mut s, "every__echo", json!({"message": "after the big one"}));
+    assert!(texts(&r["result"]).contains("after the big one"), "{}", brief(&r));
+    s.finish();
+}
