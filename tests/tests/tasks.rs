@@ -97,14 +97,17 @@ fn a_task_over_http_is_only_its_creators() {
     assert!(texts(&done["result"]["result"]).contains("sum: computed"), "{done}");
 }
 
+/// The example server limited to the legacy revisions: its tasks are the
+/// 2025-11-25 utility, mcpx offers the 2026-07-28 extension to clients.
+const LEGACY_ONLY: &str = "2024-11-05,2025-03-26,2025-06-18,2025-11-25";
+
 /// The suite's tasks scenarios against `mcpx serve --http` fronting `mcpx
-/// example-server` (whose tasks extension mcpx relays): every check passes;
-/// `tasks-status-notifications` is skipped by the suite itself (it reports
-/// no checks).
-// covers: ext-tasks-server-advertise-discover, ext-tasks-never-unsolicited
-#[test]
-fn suite_tasks_scenarios_through_mcpx() {
-    let cmd = example_server_cmd("fixtures");
+/// example-server` started with `extra_args`; every check passes, and every
+/// scenario but `tasks-status-notifications` (which the suite itself skips:
+/// it reports no checks) has a SUCCESS. Results go to `target/conformance/<leg>`.
+fn run_tasks_scenarios(leg: &str, extra_args: &[&str]) {
+    let mut cmd = example_server_cmd("fixtures");
+    cmd.args.extend(extra_args.iter().map(|s| s.to_string()));
     let config = json!({"mcpServers": {"fixtures": {"command": cmd.program, "args": cmd.args, "prefix": ""}}});
     let dir = TempDir::new();
     let path = dir.path().join("mcpx.json");
@@ -112,7 +115,7 @@ fn suite_tasks_scenarios_through_mcpx() {
     let port = free_port();
     let serve = Cmd::new(mcpx(), &["serve", "--config", path.to_str().unwrap(), "--http", &format!("127.0.0.1:{port}")]);
     let server = HttpServer::start(&serve, port, "/mcp");
-    let out = repo_root().join("target/conformance/tasks");
+    let out = repo_root().join("target/conformance").join(leg);
     let mut problems = Vec::new();
     for scenario in TASKS_SCENARIOS {
         let r = run_forced_server_scenario(&server.url, scenario, &out);
@@ -122,5 +125,21 @@ fn suite_tasks_scenarios_through_mcpx() {
             problems.push(format!("{scenario}: no SUCCESS check"));
         }
     }
-    assert!(problems.is_empty(), "tasks scenarios through mcpx:\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "tasks scenarios through mcpx ({leg}):\n{}", problems.join("\n"));
+}
+
+/// The suite's tasks scenarios through mcpx fronting the example server,
+/// whose tasks extension mcpx relays.
+// covers: ext-tasks-server-advertise-discover, ext-tasks-never-unsolicited
+#[test]
+fn suite_tasks_scenarios_through_mcpx() {
+    run_tasks_scenarios("tasks", &[]);
+}
+
+/// The same scenarios with the example server limited to the legacy
+/// revisions: mcpx serves the 2026-07-28 extension to the suite on top of
+/// the server's 2025-11-25 tasks (created, polled, fetched, cancelled there).
+#[test]
+fn suite_tasks_scenarios_through_mcpx_legacy_upstream() {
+    run_tasks_scenarios("tasks-legacy-upstream", &["--revisions", LEGACY_ONLY]);
 }
