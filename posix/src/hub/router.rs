@@ -14,6 +14,7 @@ use super::catalog::Kind;
 use super::pending::{Fwd, Origin};
 use super::shape::{self, RevExt};
 use super::modern::ReqCtx;
+use super::tasks::Plan;
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, UpstreamId};
 
@@ -117,13 +118,18 @@ impl Hub {
                 // Requirement: tools-error-unknown-tool-protocol
                 let e = self.catalog.get(Kind::Tools, &call.name).filter(|e| self.policy_visible(c, e)).ok_or_else(|| refuse(-32602, format!("Unknown tool: {}", call.name)))?;
                 let (u, orig) = (e.up, e.original.clone());
+                let support = e.item.pointer("/execution/taskSupport").and_then(Value::as_str).map(str::to_string);
                 self.policy_admit_tool(c, m, &call, u, &orig)?;
-                let task = self.task_wanted(c, m, ctx, u);
-                if task.is_some() {
+                let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
+                if plan != Plan::Plain {
                     self.task_room(c, ctx)?;
                 }
-                self.forward(c, m, ctx, u, call.edits(&orig))?;
-                if let Some(ttl) = task {
+                let ask = match plan {
+                    Plan::Upstream(ttl) => Some(ttl),
+                    _ => None,
+                };
+                self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
+                if let Plan::Hub(ttl) = plan {
                     self.task_start(c, m, ctx, u, ttl);
                 }
                 Ok(())
@@ -147,7 +153,7 @@ impl Hub {
                 let (u, orig) = self.route_resource(&uri)?;
                 self.policy_resolved(c, m, u, &uri, &orig);
                 let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
-                self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed)
+                self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(-32602, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
@@ -369,7 +375,7 @@ impl Hub {
     /// Forwards client request `m` to upstream `u`, with `edits` (absolute
     /// ranges in `m.raw`, inside params) applied.
     fn forward(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
-        self.forward_renamed(c, m, ctx, u, edits, None)
+        self.forward_renamed(c, m, ctx, u, edits, None, None)
     }
 
     fn forward_renamed(
@@ -380,6 +386,7 @@ impl Hub {
         u: UpstreamId,
         mut edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
+        task_ttl: Option<u64>,
     ) -> Result<(), Refusal> {
         if self.park_if_asleep(u, c, m) {
             return Ok(());
@@ -415,14 +422,17 @@ impl Hub {
             }
             None => wire::splice_params(mcpx_core::json::parse(b"{}").expect("an object"), Vec::new(), Some(&token)),
         };
-        // mcpx uses none of an upstream's tasks: a task-augmented request
-        // reaches the upstream as a plain one, without its `task` member (the
-        // hub runs the task itself when the client may ask for one, `tasks`;
-        // otherwise the request is processed as a plain one).
+        // A client's `task` member never reaches the upstream as it is: the
+        // hub runs the task itself, or asks a 2025-11-25 server with tasks to
+        // run it (`task_ttl`, the TTL mcpx grants, `tasks::legacy`), or the
+        // request is processed as a plain one.
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
-        let body = match m.param(&["task"]) {
-            Some(_) => wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &[]),
-            None => body,
+        let body = match (m.param(&["task"]), task_ttl) {
+            (None, None) => body,
+            (_, ttl) => {
+                let ask: Vec<(&str, Vec<u8>)> = ttl.map(|t| ("task", format!("{{\"ttl\":{t}}}").into_bytes())).into_iter().collect();
+                wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &ask)
+            }
         };
         let ctx = ctx.cloned().map(Box::new);
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
@@ -461,6 +471,9 @@ impl Hub {
         let Origin::Client { client: c, id, progress, method, renamed_uri, modern, sent } = o else { return };
         let Some(cl) = self.clients.get(&c) else { return };
         let rev = if modern.is_some() { super::modern::MODERN } else { cl.rev() };
+        if let Some(task) = m.result_bytes().filter(|_| method == "tools/call").and_then(|r| self.legacy_created(u, r)) {
+            return self.task_adopt(u, c, &id, modern.as_deref(), task);
+        }
         let renamed = match (&renamed_uri, m.result_bytes()) {
             (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, orig, exposed)),
             _ => None,

@@ -757,6 +757,7 @@ impl Hub {
         match &*m.method {
             "notifications/subscriptions/acknowledged" => {}
             "notifications/progress" => self.upstream_progress(u, m),
+            "notifications/tasks/status" => self.task_status_from_upstream(u, &m.params_value()),
             "notifications/message" => {
                 let mut p = m.params_value();
                 let server = &self.ups[u].spec.name;

@@ -41,6 +41,12 @@ pub(crate) fn legacy(id: &str, t: &Task, epoch_ms: u64, poll_ms: u64) -> Value {
 /// outcome of a terminal task, `result` or `error` (`ext-tasks-get-carries-result`).
 pub(crate) fn modern(id: &str, t: &Task, epoch_ms: u64, poll_ms: u64, detailed: bool) -> Value {
     let mut m = common(id, t, epoch_ms);
+    if t.status == Status::Failed && matches!(t.outcome, Some(Outcome::Result(_))) {
+        // A tool's own error (`isError`) is a failed 2025-11-25 task but a
+        // completed one carrying that result in the extension.
+        m.insert("status".into(), json!(Status::Completed.as_str()));
+        m.remove("statusMessage");
+    }
     m.insert("ttlMs".into(), json!(t.ttl_ms));
     m.insert("pollIntervalMs".into(), json!(poll_ms));
     if detailed {

@@ -29,12 +29,14 @@
 
 mod era;
 mod ids;
+mod legacy;
 mod relay;
 mod table;
 
 use serde_json::{json, Value};
 
 use mcpx_core::cursor::{self, Cursor};
+use mcpx_core::meta::RELATED_TASK_KEY;
 
 use super::modern::ReqCtx;
 use super::pending::Origin;
@@ -91,6 +93,17 @@ impl Default for TaskOptions {
     }
 }
 
+/// How a `tools/call` meets tasks ([`Hub::task_plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Plan {
+    /// A plain call (which a 2026 server may still answer with its own task, `relay`).
+    Plain,
+    /// mcpx runs the call as a task of its own, with this TTL (ms).
+    Hub(u64),
+    /// The 2025-11-25 server runs it as its task, asked for this TTL (`legacy`).
+    Upstream(u64),
+}
+
 /// The hub's tasks: the table and the id source.
 pub(super) struct Tasks {
     table: Table,
@@ -140,21 +153,34 @@ impl Hub {
         self.clients.get(&c).is_some_and(|cl| cl.rev().features().tasks && cl.caps.get("tasks").is_some_and(Value::is_object))
     }
 
-    /// The TTL of the task the hub is to run for request `m` to `u`, or
-    /// `None` for a plain call (or one whose upstream decides, `relay`).
-    pub(super) fn task_wanted(&self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId) -> Option<u64> {
+    /// How `tools/call` request `m` to `u`, of a tool its server lists with
+    /// `support` (`execution.taskSupport`), meets tasks.
+    pub(super) fn task_plan(&self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, support: Option<&str>) -> Result<Plan, Refusal> {
         let o = &self.opts.tasks;
+        // Only a 2025-11-25 server with tasks for tools/call runs its tools as tasks.
+        let support = support.filter(|s| matches!(*s, "optional" | "required") && self.upstream_has_legacy_tasks(u));
         let ttl = match ctx {
+            Some(x) if !declared(&x.caps) => {
+                // Requirement: ext-tasks-never-unsolicited (a task-only tool is -32021, never a task)
+                return match support {
+                    Some("required") => Err(missing_extension("this tool (its execution.taskSupport is \"required\")")),
+                    _ => Ok(Plan::Plain),
+                };
+            }
             // Requirement: ext-tasks-server-decides, ext-tasks-never-unsolicited
-            Some(x) => (declared(&x.caps) && !self.upstream_has_tasks(u)).then_some(o.default_ttl_ms)?,
+            // (a 2026 server answers with its own task, `relay`; a tool its
+            // 2025 server runs synchronously stays synchronous)
+            Some(_) if self.upstream_has_tasks(u) || (support.is_none() && self.upstream_has_legacy_tasks(u)) => return Ok(Plan::Plain),
+            Some(_) => o.default_ttl_ms,
             None => {
-                let r = m.param(&["task"]).filter(|_| self.client_declared_tasks(c))?;
+                let Some(r) = m.param(&["task"]).filter(|_| self.client_declared_tasks(c)) else { return Ok(Plan::Plain) };
                 let asked = mcpx_core::json::parse(&m.raw[r]).ok().and_then(|v| v.get("ttl")).and_then(|t| std::str::from_utf8(t.bytes()).ok()?.parse::<u64>().ok());
                 asked.unwrap_or(o.default_ttl_ms)
             }
         };
         // Requirement: tasks-ttl-override-report, tasks-resource-limits
-        Some(ttl.clamp(1, o.max_ttl_ms.max(1)))
+        let ttl = ttl.clamp(1, o.max_ttl_ms.max(1));
+        Ok(if support.is_some() { Plan::Upstream(ttl) } else { Plan::Hub(ttl) })
     }
 
     /// Is there room for another task of the principal of `c` / `ctx`?
@@ -237,7 +263,9 @@ impl Hub {
                 let why = format!("server '{server}' asked for input or answered with another resultType; mcpx cannot relay that inside a task it runs");
                 (Status::Failed, error_object(-32603, &why), Some(why))
             }
-            (Some(r), _) => (era::status_of_result(&method, r), Outcome::Result(r.to_vec()), None),
+            // An upstream's own task: its `tasks/result` names the task by the
+            // upstream's id, which the client never sees.
+            (Some(r), _) => (era::status_of_result(&method, r), Outcome::Result(wire::set_meta(r, &Default::default(), |k| k == RELATED_TASK_KEY)), None),
             (None, Some(e)) => {
                 let msg = mcpx_core::json::parse(e).ok().and_then(|v| v.get("message")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()));
                 (Status::Failed, Outcome::Error(e.to_vec()), msg)
@@ -276,19 +304,39 @@ impl Hub {
     /// After a status change of task `id`.
     fn task_settled(&mut self, id: &str) {
         let Some(t) = self.tasks.table.get_mut(id) else { return };
-        let waiters = std::mem::take(&mut t.waiters);
-        let (creator, modern, status) = (t.creator, t.modern, t.status);
+        let (waiters, status) = (std::mem::take(&mut t.waiters), t.status);
         self.log(Level::Info, format!("task {id} {}", status.as_str()));
-        // Requirement: tasks-status-notification-optional, tasks-status-notification-no-related-task
-        if !modern && self.client_declared_tasks(creator) {
-            if let Some(t) = self.tasks.table.get(id) {
-                let o = &self.opts.tasks;
-                let p = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
-                self.emit_notification(creator, "notifications/tasks/status", Some(&p));
-            }
-        }
+        self.notify_status(id);
         for (c, rid) in waiters {
             self.deliver_result(c, &rid, id);
+        }
+    }
+
+    /// Task `id`'s status, to the connection that created it (a 2025-11-25
+    /// client that declared tasks).
+    // Requirement: tasks-status-notification-optional, tasks-status-notification-no-related-task
+    fn notify_status(&mut self, id: &str) {
+        let Some(t) = self.tasks.table.get(id) else { return };
+        if !t.modern && self.client_declared_tasks(t.creator) {
+            let o = &self.opts.tasks;
+            let p = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
+            let creator = t.creator;
+            self.emit_notification(creator, "notifications/tasks/status", Some(&p));
+        }
+    }
+
+    /// A task stops before its end (`why`): its `call` upstream goes
+    /// (cancelled there), or the 2025 upstream's own task (`relayed`) is cancelled.
+    fn stop_upstream(&mut self, call: Option<(UpstreamId, u64)>, relayed: Option<(UpstreamId, String)>, why: &str) {
+        let relay = self.legacy_relay(relayed);
+        if let Some((u, up)) = call {
+            self.pending.take(u, up);
+            if relay.is_none() {
+                self.cancel_upstream(u, up, why);
+            }
+        }
+        if let Some((u, up)) = relay {
+            self.cancel_legacy_task(u, &up);
         }
     }
 
@@ -357,13 +405,10 @@ impl Hub {
                 if t.status.is_terminal() && !modern {
                     return Err(Refusal(-32602, format!("Invalid params: task {id} is already {}; it cannot be cancelled", t.status.as_str()), Some(json!({ "taskId": id }))));
                 }
-                let call = t.call;
+                let (call, relayed) = (t.call, t.relayed.clone());
                 // Requirement: ext-tasks-cancel-cooperative
                 if self.tasks.table.cancel(&id, self.now_ms) {
-                    if let Some((u, up)) = call {
-                        self.pending.take(u, up);
-                        self.cancel_upstream(u, up, "the client cancelled the task");
-                    }
+                    self.stop_upstream(call, relayed, "the client cancelled the task");
                 }
                 let t = self.tasks.table.get(&id).expect("owned above");
                 let body = if modern { self.stamped_empty() } else { self.task_body(&id, t, TaskView::Get) };
@@ -419,9 +464,8 @@ impl Hub {
     pub(super) fn tasks_tick(&mut self) {
         for id in self.tasks.table.expired(self.now_ms) {
             let Some(t) = self.tasks.table.remove(&id) else { continue };
-            if let Some((u, up)) = t.call {
-                self.pending.take(u, up);
-                self.cancel_upstream(u, up, "the task's ttl ran out");
+            if !t.status.is_terminal() {
+                self.stop_upstream(t.call, t.relayed.clone(), "the task's ttl ran out");
             }
             self.log(Level::Info, format!("task {id} expired ({})", t.status.as_str()));
             for (c, rid) in t.waiters {

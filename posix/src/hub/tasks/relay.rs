@@ -35,7 +35,8 @@ impl Hub {
         let r = m.param(&["taskId"])?;
         let id = crate::hub::wire::string_at(m.raw, r.clone())?;
         let t = self.tasks.table.owned(&id, &ctx.principal)?;
-        let (u, up) = t.relayed.clone()?;
+        // A 2025 upstream's task is answered from the hub's state (`legacy`).
+        let (u, up) = t.relayed.clone().filter(|(u, _)| self.ups[*u].is_modern())?;
         Some((u, up, r))
     }
 

@@ -1,0 +1,139 @@
+//! Tasks a 2025-11-25 upstream runs (it declared `capabilities.tasks` with
+//! `requests.tools.call`, and lists the tool with `execution.taskSupport`
+//! "optional" or "required"), relayed to a client of either era.
+//!
+//! - The call reaches the upstream task-augmented (`task.ttl`: what mcpx
+//!   grants, `Plan::Upstream`); its `CreateTaskResult` is adopted under a
+//!   hub id owned by the caller's principal; the upstream's id never leaves
+//!   the hub.
+//! - The hub then holds one `tasks/result` open at the upstream for the task
+//!   (`Origin::Task`, bounded by the TTL): its answer is the task's outcome,
+//!   kept as for the tasks mcpx runs itself. `tasks/get`, `tasks/result` and
+//!   `tasks/list` of the client are answered from that state, in the client's
+//!   era (a 2026 `tasks/get` carries the result); `tasks/cancel` reaches the
+//!   upstream as its `tasks/cancel`.
+//! - The upstream's `notifications/tasks/status` move the task between
+//!   `working` and `input_required`, or cancel it; they are passed on, with
+//!   the hub's id, to the creating connection only (a 2025-11-25 client that
+//!   declared tasks). A terminal `completed`/`failed` waits for the held
+//!   `tasks/result`, which brings the outcome with it.
+//! - Requests the upstream makes inside the task (elicitation, sampling,
+//!   roots, with the related-task `_meta`) go to the task's creator: a
+//!   2025-11-25 connection gets them as wire requests (the related task
+//!   renamed to the hub's id); for a 2026 client they wait in the task
+//!   (`input_required`, `inputRequests` in `tasks/get`) until `tasks/update`
+//!   brings the answers (`input`).
+
+use mcpx_core::revision::Feature;
+use serde_json::{json, Value};
+
+use super::table::{Status, Task};
+use super::TaskView;
+use crate::hub::modern::ReqCtx;
+use crate::hub::pending::Origin;
+use crate::hub::{ClientId, Hub, Level, UpstreamId};
+
+impl Hub {
+    /// Does legacy upstream `u` run `tools/call` as tasks (2025-11-25)?
+    pub(in crate::hub) fn upstream_has_legacy_tasks(&self, u: UpstreamId) -> bool {
+        let up = &self.ups[u];
+        !up.is_modern() && up.rev.is_some_and(|r| r.supports(Feature::CoreTasks)) && up.caps.as_ref().and_then(|c| c.pointer("/tasks/requests/tools/call")).is_some_and(Value::is_object)
+    }
+
+    /// The task of `result`, an answer of legacy upstream `u` to a
+    /// `tools/call`, when it is a `CreateTaskResult`.
+    pub(in crate::hub) fn legacy_created(&self, u: UpstreamId, result: &[u8]) -> Option<Value> {
+        if !self.upstream_has_legacy_tasks(u) {
+            return None;
+        }
+        let v: Value = serde_json::from_slice(result).ok()?;
+        let task = v.get("task")?;
+        task.get("taskId")?.as_str()?;
+        Some(task.clone())
+    }
+
+    /// Legacy upstream `u` created `task` for request `rid` of client `c`
+    /// (`ctx`: a 2026 request): the hub's task for it, answered at once.
+    // Requirement: tasks-return-createtaskresult, tasks-id-string-receiver-unique
+    pub(in crate::hub) fn task_adopt(&mut self, u: UpstreamId, c: ClientId, rid: &[u8], ctx: Option<&ReqCtx>, task: Value) {
+        let up = task["taskId"].as_str().unwrap_or_default().to_string();
+        let owner = self.principal_of(c, ctx);
+        if let Err(e) = self.tasks.table.make_room(&owner, &self.opts.tasks) {
+            self.cancel_legacy_task(u, &up);
+            return self.answer_error(c, Some(rid), -32603, &e.to_string(), None);
+        }
+        let o = &self.opts.tasks;
+        let ttl_ms = task.get("ttl").and_then(Value::as_u64).unwrap_or(o.default_ttl_ms).min(o.max_ttl_ms);
+        let id = self.tasks.ids.next();
+        let now = self.now_ms;
+        let p = serde_json::to_vec(&json!({ "taskId": up })).unwrap_or_default();
+        // The outcome: the upstream's `tasks/result`, held open for the TTL.
+        let held = self.send_upstream(u, "tasks/result", Some(&p), Origin::Task(id.clone()), ttl_ms);
+        let status = task.get("status").and_then(Value::as_str).and_then(Status::parse).filter(|s| !s.is_terminal()).unwrap_or(Status::Working);
+        let t = Task {
+            owner,
+            creator: c,
+            modern: ctx.is_some(),
+            status,
+            message: task.get("statusMessage").and_then(Value::as_str).map(str::to_string),
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms,
+            call: held.map(|h| (u, h)),
+            relayed: Some((u, up.clone())),
+            method: "tools/call".into(),
+            outcome: None,
+            waiters: Vec::new(),
+        };
+        let server = self.ups[u].spec.name.clone();
+        // Requirement: tasks-audit
+        self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));
+        let body = self.task_body(&id, &t, TaskView::Created);
+        self.tasks.table.insert(id, t);
+        self.answer_result(c, rid, &body);
+    }
+
+    /// Asks legacy upstream `u` to cancel its task `up` (nobody waits for the answer).
+    pub(in crate::hub) fn cancel_legacy_task(&mut self, u: UpstreamId, up: &str) {
+        if self.ups[u].is_ready() {
+            let p = serde_json::to_vec(&json!({ "taskId": up })).unwrap_or_default();
+            let t = self.ups[u].spec.timeout_ms;
+            self.send_upstream(u, "tasks/cancel", Some(&p), Origin::Fire, t);
+        }
+    }
+
+    /// Upstream `u`'s `notifications/tasks/status` about one of its tasks
+    /// the hub relays.
+    // Requirement: tasks-status-notification-optional, tasks-cancelled-sticky
+    pub(in crate::hub) fn task_status_from_upstream(&mut self, u: UpstreamId, p: &Value) {
+        let Some(up) = p.get("taskId").and_then(Value::as_str) else { return };
+        let Some(id) = self.tasks.table.by_upstream(u, up) else { return };
+        let Some(status) = p.get("status").and_then(Value::as_str).and_then(Status::parse) else { return };
+        let message = p.get("statusMessage").and_then(Value::as_str).map(str::to_string);
+        let now = self.now_ms;
+        match status {
+            Status::Cancelled => {
+                let Some(call) = self.tasks.table.get(&id).and_then(|t| t.call) else { return };
+                if self.tasks.table.cancel(&id, now) {
+                    self.pending.take(call.0, call.1);
+                    self.set_message(&id, message.unwrap_or_else(|| format!("cancelled by server '{}'", self.ups[u].spec.name)));
+                    self.task_settled(&id);
+                }
+            }
+            // The held `tasks/result` brings these, with the outcome.
+            Status::Completed | Status::Failed => {}
+            Status::Working | Status::InputRequired => {
+                let Some(t) = self.tasks.table.get_mut(&id).filter(|t| !t.status.is_terminal() && t.status != status) else { return };
+                t.status = status;
+                t.message = message;
+                t.updated_ms = now;
+                self.notify_status(&id);
+            }
+        }
+    }
+
+    /// `relayed` of a task, when a legacy upstream runs it.
+    pub(in crate::hub) fn legacy_relay(&self, relayed: Option<(UpstreamId, String)>) -> Option<(UpstreamId, String)> {
+        relayed.filter(|(u, _)| !self.ups[*u].is_modern())
+    }
+}
