@@ -60,6 +60,11 @@ pub(crate) fn modern(id: &str, t: &Task, epoch_ms: u64, poll_ms: u64, detailed: 
             None if t.status == Status::Cancelled => {
                 m.insert("error".into(), json!({ "code": -32603, "message": "the task was cancelled" }));
             }
+            // Requirement: ext-tasks-get-input-requests
+            None if t.status == Status::InputRequired && !t.inputs.is_empty() => {
+                let asks: Map<String, Value> = t.inputs.iter().map(|i| (i.key.clone(), json!({ "method": i.method, "params": i.params }))).collect();
+                m.insert("inputRequests".into(), Value::Object(asks));
+            }
             None => {}
         }
     }

@@ -27,10 +27,13 @@
 use mcpx_core::revision::Feature;
 use serde_json::{json, Value};
 
-use super::table::{Status, Task};
+use super::table::{Input, Status, Task};
 use super::TaskView;
 use crate::hub::modern::ReqCtx;
 use crate::hub::pending::Origin;
+use crate::hub::shape;
+use crate::hub::wire::{self, Msg};
+use mcpx_core::meta::RELATED_TASK_KEY;
 use crate::hub::{ClientId, Hub, Level, UpstreamId};
 
 impl Hub {
@@ -84,6 +87,7 @@ impl Hub {
             method: "tools/call".into(),
             outcome: None,
             waiters: Vec::new(),
+            inputs: Vec::new(),
         };
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
@@ -135,5 +139,84 @@ impl Hub {
     /// `relayed` of a task, when a legacy upstream runs it.
     pub(in crate::hub) fn legacy_relay(&self, relayed: Option<(UpstreamId, String)>) -> Option<(UpstreamId, String)> {
         relayed.filter(|(u, _)| !self.ups[*u].is_modern())
+    }
+
+    /// The hub's id of the task `params` (of a request of upstream `u`) name
+    /// in their related-task `_meta`, if the hub relays it.
+    fn related_task(&self, u: UpstreamId, params: &Value) -> Option<String> {
+        let up = params.pointer("/_meta")?.get(RELATED_TASK_KEY)?.get("taskId")?.as_str()?;
+        self.tasks.table.by_upstream(u, up)
+    }
+
+    /// The related task named in `params` of upstream `u`'s request becomes
+    /// the hub's id (the client never sees the upstream's).
+    // Requirement: tasks-input-request-related-task
+    pub(in crate::hub) fn rename_related_task(&self, u: UpstreamId, params: &mut Value) {
+        if let Some(id) = self.related_task(u, params) {
+            params["_meta"][RELATED_TASK_KEY] = json!({ "taskId": id });
+        }
+    }
+
+    /// Upstream `u`'s request `m` for input, when it belongs to a task the
+    /// hub relays: to a 2025-11-25 creator as a wire request; for a 2026
+    /// creator kept in the task (`input_required`) until `tasks/update`.
+    /// False when it belongs to no such task.
+    // Requirement: tasks-input-required-move
+    pub(in crate::hub) fn task_input(&mut self, u: UpstreamId, m: &Msg) -> bool {
+        let Some(id) = self.related_task(u, &m.params_value()) else { return false };
+        let Some(t) = self.tasks.table.get(&id) else { return false };
+        let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
+        if !t.modern {
+            let c = t.creator;
+            if self.clients.contains_key(&c) {
+                self.relay_request_to(c, u, m);
+            } else {
+                self.refuse_upstream(u, &up_id, &m.method, -32603, format!("the client that created task {id} is not connected to mcpx"));
+            }
+            return true;
+        }
+        let mut params = match self.input_request(u, m) {
+            Ok(p) => p,
+            Err(why) => {
+                self.refuse_upstream(u, &up_id, &m.method, -32601, why);
+                return true;
+            }
+        };
+        if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+            meta.remove(RELATED_TASK_KEY);
+            if meta.is_empty() {
+                params.as_object_mut().map(|o| o.remove("_meta"));
+            }
+        }
+        let key = self.new_key(u);
+        let now = self.now_ms;
+        let Some(t) = self.tasks.table.get_mut(&id) else { return true };
+        t.inputs.push(Input { key, up_id, method: m.method.to_string(), params });
+        if !t.status.is_terminal() {
+            t.status = Status::InputRequired;
+            t.updated_ms = now;
+        }
+        true
+    }
+
+    /// A 2026 `tasks/update` of task `id`: each of `responses` answers the
+    /// upstream's request under its key (unknown keys are ignored); with
+    /// none left the task is working again.
+    // Requirement: ext-tasks-update, tasks-leave-input-required
+    pub(in crate::hub) fn task_update(&mut self, id: &str, responses: &serde_json::Map<String, Value>) {
+        let Some(t) = self.tasks.table.get_mut(id) else { return };
+        let Some((u, _)) = t.relayed.clone() else { return };
+        let (answered, kept): (Vec<Input>, Vec<Input>) = std::mem::take(&mut t.inputs).into_iter().partition(|i| responses.get(&i.key).is_some_and(Value::is_object));
+        t.inputs = kept;
+        if t.inputs.is_empty() && t.status == Status::InputRequired {
+            t.status = Status::Working;
+            t.updated_ms = self.now_ms;
+        }
+        let up_rev = self.ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
+        for i in answered {
+            let raw = serde_json::to_vec(&responses[&i.key]).unwrap_or_default();
+            let out = shape::result(&i.method, &raw, up_rev).unwrap_or(raw);
+            self.emit_upstream(u, wire::result(&i.up_id, &out));
+        }
     }
 }

@@ -223,6 +223,7 @@ impl Hub {
             method: m.method.to_string(),
             outcome: None,
             waiters: Vec::new(),
+            inputs: Vec::new(),
         };
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
@@ -415,11 +416,13 @@ impl Hub {
                 self.answer_result(c, rid, &body);
                 self.task_settled(&id);
             }
-            // Requirement: ext-tasks-update (mcpx's own tasks never wait for input: nothing to apply)
+            // Requirement: ext-tasks-update (mcpx's own tasks never wait for
+            // input; a 2025 upstream's may, `legacy`)
             ("tasks/update", true) => {
-                if !p.get("inputResponses").is_some_and(Value::is_object) {
+                let Some(responses) = p.get("inputResponses").and_then(Value::as_object) else {
                     return Err(Refusal(-32602, "Invalid params: tasks/update needs an \"inputResponses\" object".into(), None));
-                }
+                };
+                self.task_update(&id, responses);
                 let body = self.stamped_empty();
                 self.answer_result(c, rid, &body);
             }

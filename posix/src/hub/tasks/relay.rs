@@ -90,6 +90,7 @@ impl Hub {
             method: "tools/call".into(),
             outcome: None,
             waiters: Vec::new(),
+            inputs: Vec::new(),
         };
         self.tasks.table.insert(id.clone(), t);
         Ok(id)

@@ -51,6 +51,20 @@ pub(crate) struct Task {
     pub outcome: Option<Outcome>,
     /// `tasks/result` requests waiting for a terminal status: (client, raw id).
     pub waiters: Vec<(ClientId, Vec<u8>)>,
+    /// Requests for input the upstream made inside the task, waiting for a
+    /// 2026 client's `tasks/update` (`legacy`).
+    pub inputs: Vec<Input>,
+}
+
+/// An upstream's request for input inside a task, as a 2026 client sees it.
+#[derive(Debug)]
+pub(crate) struct Input {
+    /// Its key in `inputRequests`.
+    pub key: String,
+    /// The upstream's request id, raw JSON.
+    pub up_id: Vec<u8>,
+    pub method: String,
+    pub params: serde_json::Value,
 }
 
 impl Task {
@@ -204,7 +218,7 @@ mod tests {
     use super::*;
 
     fn task(owner: &[u8], now: u64) -> Task {
-        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![] }
+        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![], inputs: vec![] }
     }
 
     fn opts(live: usize, total: usize) -> TaskOptions {
