@@ -124,8 +124,11 @@ impl Hub {
                 if plan != Plan::Plain {
                     self.task_room(c, ctx)?;
                 }
+                // The upstream may run it as its task: a 2025 one is asked to,
+                // a 2026 one is told mcpx takes tasks (`tasks::poll`).
                 let ask = match plan {
                     Plan::Upstream(ttl) => Some(ttl),
+                    Plan::Hub(ttl) if self.upstream_has_tasks(u) => Some(ttl),
                     _ => None,
                 };
                 self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
@@ -427,7 +430,7 @@ impl Hub {
         // run it (`task_ttl`, the TTL mcpx grants, `tasks::legacy`), or the
         // request is processed as a plain one.
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
-        let body = match (m.param(&["task"]), task_ttl) {
+        let body = match (m.param(&["task"]), task_ttl.filter(|_| !self.ups[u].is_modern())) {
             (None, None) => body,
             (_, ttl) => {
                 let ask: Vec<(&str, Vec<u8>)> = ttl.map(|t| ("task", format!("{{\"ttl\":{t}}}").into_bytes())).into_iter().collect();
@@ -439,7 +442,10 @@ impl Hub {
             self.lower_level_for(u, l);
         }
         let (body, sent) = if self.ups[u].is_modern() {
-            let caps = self.caps_for_upstream(c, ctx.as_deref());
+            let mut caps = self.caps_for_upstream(c, ctx.as_deref());
+            if task_ttl.is_some() {
+                caps["extensions"] = json!({ super::tasks::EXT: {} });
+            }
             let mut meta = self.modern_meta(caps);
             // The request's own level; for a legacy client that set one with
             // logging/setLevel, that level (modern servers log per request).

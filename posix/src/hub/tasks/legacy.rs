@@ -62,16 +62,15 @@ impl Hub {
         let up = task["taskId"].as_str().unwrap_or_default().to_string();
         let owner = self.principal_of(c, ctx);
         if let Err(e) = self.tasks.table.make_room(&owner, &self.opts.tasks) {
-            self.cancel_legacy_task(u, &up);
+            self.cancel_upstream_task(u, &up);
             return self.answer_error(c, Some(rid), -32603, &e.to_string(), None);
         }
         let o = &self.opts.tasks;
         let ttl_ms = task.get("ttl").and_then(Value::as_u64).unwrap_or(o.default_ttl_ms).min(o.max_ttl_ms);
         let id = self.tasks.ids.next();
         let now = self.now_ms;
-        let p = serde_json::to_vec(&json!({ "taskId": up })).unwrap_or_default();
         // The outcome: the upstream's `tasks/result`, held open for the TTL.
-        let held = self.send_upstream(u, "tasks/result", Some(&p), Origin::Task(id.clone()), ttl_ms);
+        let held = self.ask_upstream_task(u, "tasks/result", &up, Origin::Task(id.clone()), ttl_ms);
         let status = task.get("status").and_then(Value::as_str).and_then(Status::parse).filter(|s| !s.is_terminal()).unwrap_or(Status::Working);
         let t = Task {
             owner,
@@ -88,6 +87,7 @@ impl Hub {
             outcome: None,
             waiters: Vec::new(),
             inputs: Vec::new(),
+            poll_at: None,
         };
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
@@ -97,12 +97,23 @@ impl Hub {
         self.answer_result(c, rid, &body);
     }
 
-    /// Asks legacy upstream `u` to cancel its task `up` (nobody waits for the answer).
-    pub(in crate::hub) fn cancel_legacy_task(&mut self, u: UpstreamId, up: &str) {
+    /// `tasks/*` request `method` about upstream `u`'s task `up` (a 2026
+    /// upstream is told mcpx speaks the extension), answered to `origin`.
+    pub(in crate::hub) fn ask_upstream_task(&mut self, u: UpstreamId, method: &str, up: &str, origin: Origin, timeout: u64) -> Option<u64> {
+        let mut p = json!({ "taskId": up });
+        if self.ups[u].is_modern() {
+            p["_meta"] = json!({ mcpx_core::meta::CLIENT_CAPABILITIES_KEY: { "extensions": { super::EXT: {} } } });
+        }
+        let p = serde_json::to_vec(&p).unwrap_or_default();
+        self.send_upstream(u, method, Some(&p), origin, timeout)
+    }
+
+    /// Asks upstream `u` to cancel its task `up` (nobody waits for the answer).
+    // Requirement: cancellation-task-use-tasks-cancel
+    pub(in crate::hub) fn cancel_upstream_task(&mut self, u: UpstreamId, up: &str) {
         if self.ups[u].is_ready() {
-            let p = serde_json::to_vec(&json!({ "taskId": up })).unwrap_or_default();
             let t = self.ups[u].spec.timeout_ms;
-            self.send_upstream(u, "tasks/cancel", Some(&p), Origin::Fire, t);
+            self.ask_upstream_task(u, "tasks/cancel", up, Origin::Fire, t);
         }
     }
 
@@ -136,10 +147,6 @@ impl Hub {
         }
     }
 
-    /// `relayed` of a task, when a legacy upstream runs it.
-    pub(in crate::hub) fn legacy_relay(&self, relayed: Option<(UpstreamId, String)>) -> Option<(UpstreamId, String)> {
-        relayed.filter(|(u, _)| !self.ups[*u].is_modern())
-    }
 
     /// The hub's id of the task `params` (of a request of upstream `u`) name
     /// in their related-task `_meta`, if the hub relays it.

@@ -30,6 +30,7 @@
 mod era;
 mod ids;
 mod legacy;
+mod poll;
 mod relay;
 mod table;
 
@@ -224,6 +225,7 @@ impl Hub {
             outcome: None,
             waiters: Vec::new(),
             inputs: Vec::new(),
+            poll_at: None,
         };
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
@@ -257,6 +259,9 @@ impl Hub {
 
     /// The upstream answered task `id`'s request.
     pub(super) fn task_answered(&mut self, u: UpstreamId, id: &str, m: &Msg) {
+        if self.ups[u].is_modern() && self.task_polled(u, id, m) {
+            return;
+        }
         let Some(method) = self.tasks.table.get(id).map(|t| t.method.clone()) else { return };
         let server = self.ups[u].spec.name.clone();
         let (status, outcome, message) = match (m.result_bytes(), m.error_bytes()) {
@@ -327,17 +332,16 @@ impl Hub {
     }
 
     /// A task stops before its end (`why`): its `call` upstream goes
-    /// (cancelled there), or the 2025 upstream's own task (`relayed`) is cancelled.
+    /// (cancelled there), or the upstream's own task (`relayed`) is cancelled.
     fn stop_upstream(&mut self, call: Option<(UpstreamId, u64)>, relayed: Option<(UpstreamId, String)>, why: &str) {
-        let relay = self.legacy_relay(relayed);
         if let Some((u, up)) = call {
             self.pending.take(u, up);
-            if relay.is_none() {
+            if relayed.is_none() {
                 self.cancel_upstream(u, up, why);
             }
         }
-        if let Some((u, up)) = relay {
-            self.cancel_legacy_task(u, &up);
+        if let Some((u, up)) = relayed {
+            self.cancel_upstream_task(u, &up);
         }
     }
 
@@ -465,6 +469,7 @@ impl Hub {
     /// Tasks past their TTL are dropped; one still working is cancelled
     /// upstream and its waiters told.
     pub(super) fn tasks_tick(&mut self) {
+        self.tasks_poll();
         for id in self.tasks.table.expired(self.now_ms) {
             let Some(t) = self.tasks.table.remove(&id) else { continue };
             if !t.status.is_terminal() {

@@ -91,6 +91,7 @@ impl Hub {
             outcome: None,
             waiters: Vec::new(),
             inputs: Vec::new(),
+            poll_at: None,
         };
         self.tasks.table.insert(id.clone(), t);
         Ok(id)

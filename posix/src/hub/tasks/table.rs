@@ -54,6 +54,8 @@ pub(crate) struct Task {
     /// Requests for input the upstream made inside the task, waiting for a
     /// 2026 client's `tasks/update` (`legacy`).
     pub inputs: Vec<Input>,
+    /// When the hub next asks a 2026 upstream how its task is (`poll`).
+    pub poll_at: Option<u64>,
 }
 
 /// An upstream's request for input inside a task, as a 2026 client sees it.
@@ -193,8 +195,14 @@ impl Table {
         self.tasks.iter().filter(|(_, t)| t.expires_ms() <= now).map(|(id, _)| id.clone()).collect()
     }
 
+    /// The next time something is due: an expiry or a poll.
     pub fn next_expiry(&self) -> Option<u64> {
-        self.tasks.values().map(Task::expires_ms).min()
+        self.tasks.values().flat_map(|t| [Some(t.expires_ms()), t.poll_at]).flatten().min()
+    }
+
+    /// Tasks whose upstream is to be polled at `now`.
+    pub fn due_polls(&self, now: u64) -> Vec<String> {
+        self.tasks.iter().filter(|(_, t)| t.poll_at.is_some_and(|at| at <= now)).map(|(id, _)| id.clone()).collect()
     }
 
     /// Every waiting `tasks/result` of client `c` is dropped (it is gone).
@@ -218,7 +226,7 @@ mod tests {
     use super::*;
 
     fn task(owner: &[u8], now: u64) -> Task {
-        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![], inputs: vec![] }
+        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![], inputs: vec![], poll_at: None }
     }
 
     fn opts(live: usize, total: usize) -> TaskOptions {

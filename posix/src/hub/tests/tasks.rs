@@ -494,3 +494,43 @@ fn a_2026_client_gets_a_legacy_upstreams_task_and_answers_its_input_requests() {
     assert_eq!(done["result"]["result"]["isError"], true, "{done}");
     assert!(done["result"]["result"].get("_meta").is_none_or(|m| m.get(RELATED).is_none()), "{done}");
 }
+
+// covers: tasks-result-blocks, tasks-poll-respect-interval, ext-tasks-client-poll, ext-tasks-client-polymorphic
+#[test]
+fn a_legacy_clients_task_on_a_2026_task_upstream_is_polled_to_its_result() {
+    let mut p = Pair::with(vec![("m", tasks_upstream())], HubOptions::default());
+    let c = task_client(&mut p);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "m__job", "task": { "ttl": 60_000 } } }));
+    let created = p.take(c);
+    let id = task_id(&created);
+    let call = p.take_up(0);
+    assert!(call["params"].get("task").is_none(), "{call}");
+    assert_eq!(call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], ext_caps()["extensions"], "mcpx takes the upstream's task: {call}");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": { "taskId": id } }));
+    let working = |poll: u64| json!({ "resultType": "task", "taskId": "up-9", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 60_000, "pollIntervalMs": poll });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": working(200) }));
+    assert!(p.up_quiet(0) && p.client_quiet(c), "nothing until the poll interval passed");
+    p.advance(199);
+    assert!(p.up_quiet(0));
+    p.advance(1);
+    let get = p.take_up(0);
+    assert_eq!((get["method"].clone(), get["params"]["taskId"].clone()), (json!("tasks/get"), json!("up-9")), "{get}");
+    let mut still = working(50);
+    still["resultType"] = json!("complete");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": get["id"], "result": still }));
+    p.advance(50);
+    let get = p.take_up(0);
+    let mut done = working(50);
+    done["resultType"] = json!("complete");
+    done["status"] = json!("completed");
+    done["result"] = ok_text("polled");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": get["id"], "result": done }));
+    assert_eq!(p.take(c)["params"]["status"], "completed");
+    let got = p.take(c);
+    assert_eq!(got["id"], 2, "the blocking tasks/result is answered: {got}");
+    assert_eq!(got["result"]["content"][0]["text"], "polled");
+    assert_eq!(got["result"]["_meta"][RELATED]["taskId"], id.as_str());
+    assert!(!got.to_string().contains("up-9"), "{got}");
+    p.advance(1000);
+    assert!(p.up_quiet(0), "no more polls");
+}
