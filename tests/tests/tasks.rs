@@ -1,7 +1,9 @@
 //! Tasks through the real binary: mcpx runs a tool of `mcpx example-server`
 //! as a task of its own (the example server is not asked for a task), for a
 //! 2025-11-25 client on stdio and for 2026-07-28 requests over HTTP, and a
-//! task is only its creator's (two named tokens).
+//! task is only its creator's (two named tokens); and the suite's tasks
+//! scenarios through mcpx, with the example server's 2026 tasks and with
+//! its 2025-11-25 tasks (legacy revisions only).
 
 use mcpx_tests::suite::{run_forced_server_scenario, TASKS_SCENARIOS};
 use mcpx_tests::*;
@@ -138,7 +140,10 @@ fn suite_tasks_scenarios_through_mcpx() {
 
 /// The same scenarios with the example server limited to the legacy
 /// revisions: mcpx serves the 2026-07-28 extension to the suite on top of
-/// the server's 2025-11-25 tasks (created, polled, fetched, cancelled there).
+/// the server's 2025-11-25 tasks (created, polled, fetched, cancelled there),
+/// its input requests inside a task as `inputRequests` answered by
+/// `tasks/update`, and its MRTR round before the task is made.
+// covers: ext-tasks-server-advertise-discover, ext-tasks-never-unsolicited, ext-tasks-createtaskresult-shape, ext-tasks-get-carries-result, ext-tasks-get-input-requests, ext-tasks-update, ext-tasks-cancel-cooperative
 #[test]
 fn suite_tasks_scenarios_through_mcpx_legacy_upstream() {
     run_tasks_scenarios("tasks-legacy-upstream", &["--revisions", LEGACY_ONLY]);

@@ -24,6 +24,19 @@
 //!   `notifications/tasks/status` (2025-11-25 clients); audit lines for
 //!   creation and terminal states go to mcpx's log.
 //!
+//! Who runs a client's task, by the client's era and the upstream's tasks
+//! (`Plan`, [`Hub::task_plan`]):
+//!
+//! | client \ upstream | no tasks | 2025-11-25 tasks ([`legacy`]) | 2026-07-28 extension |
+//! |---|---|---|---|
+//! | 2025-11-25 (`params.task`) | mcpx | the upstream, for a tool it marks `taskSupport`; mcpx for the others | mcpx, which takes the upstream's own task and polls it with `tasks/get` ([`poll`]); input inside it fails the task |
+//! | 2026-07-28 (extension) | mcpx | the upstream for a `taskSupport` tool (`tasks/get` carries the result, `input_required` ↔ its input requests, `tasks/update` answers them); others synchronous | the upstream decides ([`relay`]) |
+//!
+//! Without tasks declared a call is plain; a 2026 request without the
+//! extension for a tool that runs only as a task is -32021. mcpx answers
+//! every `tasks/*` from its own table except a relayed 2026 task's, which
+//! goes to its upstream.
+//!
 //! Parts: [`table`] (the data and its caps), [`ids`] (unguessable ids),
 //! [`era`] (what each revision's task looks like).
 
