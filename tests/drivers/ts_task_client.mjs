@@ -33,7 +33,9 @@ const { StdioClientTransport } = await sdk("client/stdio.js");
 const { CallToolResultSchema } = await sdk("types.js");
 
 const report = { ok: false, messages: [] };
-const client = new Client({ name: "mcpx-ts-task-client", version: "1.0.0" }, { capabilities: {} });
+// `tasks: {}` (no task-augmented requests of its own to take): mcpx offers
+// tasks to 2025-11-25 clients that declare the capability.
+const client = new Client({ name: "mcpx-ts-task-client", version: "1.0.0" }, { capabilities: { tasks: {} } });
 const timer = setTimeout(() => {
   report.error = "timed out";
   console.log(JSON.stringify(report));

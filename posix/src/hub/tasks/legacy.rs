@@ -88,6 +88,7 @@ impl Hub {
             waiters: Vec::new(),
             inputs: Vec::new(),
             poll_at: None,
+            reported: None,
         };
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
@@ -135,8 +136,12 @@ impl Hub {
                     self.task_settled(&id);
                 }
             }
-            // The held `tasks/result` brings these, with the outcome.
-            Status::Completed | Status::Failed => {}
+            // The held `tasks/result` brings the outcome; the status is the server's.
+            Status::Completed | Status::Failed => {
+                if let Some(t) = self.tasks.table.get_mut(&id) {
+                    t.reported = Some(status);
+                }
+            }
             Status::Working | Status::InputRequired => {
                 let Some(t) = self.tasks.table.get_mut(&id).filter(|t| !t.status.is_terminal() && t.status != status) else { return };
                 t.status = status;

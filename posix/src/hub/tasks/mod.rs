@@ -239,6 +239,7 @@ impl Hub {
             waiters: Vec::new(),
             inputs: Vec::new(),
             poll_at: None,
+            reported: None,
         };
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
@@ -275,7 +276,7 @@ impl Hub {
         if self.ups[u].is_modern() && self.task_polled(u, id, m) {
             return;
         }
-        let Some(method) = self.tasks.table.get(id).map(|t| t.method.clone()) else { return };
+        let Some((method, reported)) = self.tasks.table.get(id).map(|t| (t.method.clone(), t.reported)) else { return };
         let server = self.ups[u].spec.name.clone();
         let (status, outcome, message) = match (m.result_bytes(), m.error_bytes()) {
             (Some(_), _) if self.ups[u].is_modern() && m.env.result().and_then(|v| v.get("resultType")).is_some_and(|t| t.bytes() != b"\"complete\"") => {
@@ -284,7 +285,7 @@ impl Hub {
             }
             // An upstream's own task: its `tasks/result` names the task by the
             // upstream's id, which the client never sees.
-            (Some(r), _) => (era::status_of_result(&method, r), Outcome::Result(wire::set_meta(r, &Default::default(), |k| k == RELATED_TASK_KEY)), None),
+            (Some(r), _) => (reported.unwrap_or_else(|| era::status_of_result(&method, r)), Outcome::Result(wire::set_meta(r, &Default::default(), |k| k == RELATED_TASK_KEY)), None),
             (None, Some(e)) => {
                 let msg = mcpx_core::json::parse(e).ok().and_then(|v| v.get("message")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()));
                 (Status::Failed, Outcome::Error(e.to_vec()), msg)

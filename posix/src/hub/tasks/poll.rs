@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use super::table::{Outcome, Status};
-use super::{era, error_object};
+use super::error_object;
 use crate::hub::pending::Origin;
 use crate::hub::wire::Msg;
 use crate::hub::{Hub, UpstreamId};
@@ -51,7 +51,8 @@ impl Hub {
             }
             Some(Status::Completed) => {
                 let r = serde_json::to_vec(v.get("result").unwrap_or(&Value::Null)).unwrap_or_default();
-                self.task_end(id, era::status_of_result("tools/call", &r), Outcome::Result(r), None);
+                // The server's own word: completed, even with a tool error inside.
+                self.task_end(id, Status::Completed, Outcome::Result(r), None);
             }
             Some(Status::Failed) => {
                 let e = v.get("error").map_or_else(|| error_object(-32603, "the server's task failed"), |e| Outcome::Error(serde_json::to_vec(e).unwrap_or_default()));

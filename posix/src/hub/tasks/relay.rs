@@ -92,6 +92,7 @@ impl Hub {
             waiters: Vec::new(),
             inputs: Vec::new(),
             poll_at: None,
+            reported: None,
         };
         self.tasks.table.insert(id.clone(), t);
         Ok(id)

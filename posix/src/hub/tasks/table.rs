@@ -56,6 +56,9 @@ pub(crate) struct Task {
     pub inputs: Vec<Input>,
     /// When the hub next asks a 2026 upstream how its task is (`poll`).
     pub poll_at: Option<u64>,
+    /// The terminal status a 2025 upstream reported for its task before
+    /// its outcome came (`legacy`): the status the task ends in.
+    pub reported: Option<Status>,
 }
 
 /// An upstream's request for input inside a task, as a 2026 client sees it.
@@ -226,7 +229,7 @@ mod tests {
     use super::*;
 
     fn task(owner: &[u8], now: u64) -> Task {
-        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![], inputs: vec![], poll_at: None }
+        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![], inputs: vec![], poll_at: None, reported: None }
     }
 
     fn opts(live: usize, total: usize) -> TaskOptions {
