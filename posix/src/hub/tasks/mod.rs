@@ -325,7 +325,14 @@ impl Hub {
     fn task_settled(&mut self, id: &str) {
         let Some(t) = self.tasks.table.get_mut(id) else { return };
         let (waiters, status) = (std::mem::take(&mut t.waiters), t.status);
+        let (inputs, relayed) = (std::mem::take(&mut t.inputs), t.relayed.clone());
         self.log(Level::Info, format!("task {id} {}", status.as_str()));
+        // Input the upstream still waits for will never come.
+        if let Some((u, _)) = relayed {
+            for i in inputs {
+                self.refuse_upstream(u, &i.up_id, &i.method, -32603, format!("task {id} is {} before the client answered", status.as_str()));
+            }
+        }
         self.notify_status(id);
         for (c, rid) in waiters {
             self.deliver_result(c, &rid, id);

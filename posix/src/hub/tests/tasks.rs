@@ -485,10 +485,15 @@ fn a_2026_client_gets_a_legacy_upstreams_task_and_answers_its_input_requests() {
     let answer = p.take_up(0);
     assert_eq!((answer["id"].clone(), answer["result"]["action"].clone()), (json!(70), json!("accept")), "{answer}");
     assert_eq!(p.mreq(c, json!(6), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "working");
+    // Input still asked when the task ends is refused to the upstream.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 71, "method": "elicitation/create", "params": ask }));
+    assert_eq!(p.mreq(c, json!(60), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "input_required");
     // A tool error: failed for the 2025 server, completed with the result for the 2026 client.
     let mut bad = ok_text("no such file");
     bad["isError"] = json!(true);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": held["id"], "result": bad }));
+    let refused = p.take_up(0);
+    assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (json!(71), json!(-32603)), "{refused}");
     let done = p.mreq(c, json!(7), "tasks/get", json!({ "taskId": id }), &ext_caps());
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(done["result"]["result"]["isError"], true, "{done}");
