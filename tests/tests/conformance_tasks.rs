@@ -20,10 +20,9 @@
 //! The rows claimed here are tasks rows the example server meets; rows about
 //! the hub's own HTTP front or capabilities are left to the hub's tests.
 
-use mcpx_tests::suite::{self, run_forced_server_scenario, tail_of, ScenarioResult, TASKS_SCENARIOS};
+use mcpx_tests::suite::{self, run_forced_server_scenario, ScenarioResult, TASKS_SCENARIOS};
 use mcpx_tests::*;
 
-use std::path::Path;
 use std::time::Duration;
 
 /// A fresh `mcpx example-server --http` on a free loopback port, and the port.
