@@ -72,24 +72,11 @@ impl Hub {
         // The outcome: the upstream's `tasks/result`, held open for the TTL.
         let held = self.ask_upstream_task(u, "tasks/result", &up, Origin::Task(id.clone()), ttl_ms);
         let status = task.get("status").and_then(Value::as_str).and_then(Status::parse).filter(|s| !s.is_terminal()).unwrap_or(Status::Working);
-        let t = Task {
-            owner,
-            creator: c,
-            modern: ctx.is_some(),
-            status,
-            message: task.get("statusMessage").and_then(Value::as_str).map(str::to_string),
-            created_ms: now,
-            updated_ms: now,
-            ttl_ms,
-            call: held.map(|h| (u, h)),
-            relayed: Some((u, up.clone())),
-            method: "tools/call".into(),
-            outcome: None,
-            waiters: Vec::new(),
-            inputs: Vec::new(),
-            poll_at: None,
-            reported: None,
-        };
+        let mut t = Task::new(owner, c, ctx.is_some(), "tools/call", now, ttl_ms);
+        t.status = status;
+        t.message = task.get("statusMessage").and_then(Value::as_str).map(str::to_string);
+        t.call = held.map(|h| (u, h));
+        t.relayed = Some((u, up.clone()));
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));

@@ -223,24 +223,8 @@ impl Hub {
             f.deadline = f.hard;
         }
         let now = self.now_ms;
-        let t = Task {
-            owner: self.principal_of(c, ctx),
-            creator: c,
-            modern: ctx.is_some(),
-            status: Status::Working,
-            message: None,
-            created_ms: now,
-            updated_ms: now,
-            ttl_ms,
-            call: Some((to, up_id)),
-            relayed: None,
-            method: m.method.to_string(),
-            outcome: None,
-            waiters: Vec::new(),
-            inputs: Vec::new(),
-            poll_at: None,
-            reported: None,
-        };
+        let mut t = Task::new(self.principal_of(c, ctx), c, ctx.is_some(), &m.method, now, ttl_ms);
+        t.call = Some((to, up_id));
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: {} on server '{server}' for client {c}", m.method));

@@ -76,24 +76,8 @@ impl Hub {
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));
-        let t = Task {
-            owner: ctx.principal.clone(),
-            creator: c,
-            modern: true,
-            status: Status::Working,
-            message: None,
-            created_ms: now,
-            updated_ms: now,
-            ttl_ms,
-            call: None,
-            relayed: Some((u, up)),
-            method: "tools/call".into(),
-            outcome: None,
-            waiters: Vec::new(),
-            inputs: Vec::new(),
-            poll_at: None,
-            reported: None,
-        };
+        let mut t = Task::new(ctx.principal.clone(), c, true, "tools/call", now, ttl_ms);
+        t.relayed = Some((u, up));
         self.tasks.table.insert(id.clone(), t);
         Ok(id)
     }

@@ -73,6 +73,29 @@ pub(crate) struct Input {
 }
 
 impl Task {
+    /// A working task of `owner`, made by connection `creator` at `now` for
+    /// a request of `method`; where it runs is for the caller to set.
+    pub fn new(owner: Vec<u8>, creator: ClientId, modern: bool, method: &str, now: u64, ttl_ms: u64) -> Task {
+        Task {
+            owner,
+            creator,
+            modern,
+            status: Status::Working,
+            message: None,
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms,
+            call: None,
+            relayed: None,
+            method: method.to_string(),
+            outcome: None,
+            waiters: Vec::new(),
+            inputs: Vec::new(),
+            poll_at: None,
+            reported: None,
+        }
+    }
+
     fn expires_ms(&self) -> u64 {
         self.created_ms.saturating_add(self.ttl_ms)
     }
@@ -229,7 +252,7 @@ mod tests {
     use super::*;
 
     fn task(owner: &[u8], now: u64) -> Task {
-        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![], inputs: vec![], poll_at: None, reported: None }
+        Task::new(owner.to_vec(), 1, false, "tools/call", now, 1000)
     }
 
     fn opts(live: usize, total: usize) -> TaskOptions {
