@@ -248,3 +248,21 @@ pub fn run_forced_server_scenario(url: &str, scenario: &str, out: &Path) -> Scen
     println!("{scenario} against {url}: {r}");
     r
 }
+
+/// `tests/drivers/ts_task_client.mjs`: the TypeScript SDK 1.32.2's
+/// experimental tasks client calls `tool` with `args` as a 2025-11-25 task
+/// against the stdio server `server`; its one-line report (panics without one,
+/// or when the driver failed).
+pub fn sdk_task_call(tool: &str, args: Value, server: &crate::Cmd) -> Value {
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let mut argv = vec![s(&node()), s(&driver("ts_task_client.mjs")), tool.to_string(), args.to_string(), "--".into()];
+    argv.push(s(&server.program));
+    argv.extend(server.args.iter().cloned());
+    let run = run_argv(&argv, Duration::from_secs(60));
+    let line = run.stdout.lines().last().unwrap_or("");
+    let report: Value = serde_json::from_str(line).unwrap_or_else(|e| {
+        panic!("no report from the driver ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}", run.code, run.stdout, run.stderr)
+    });
+    assert_eq!(run.code, Some(0), "{report}\nstderr:\n{}", tail_of(&run.stderr, 4000));
+    report
+}

@@ -20,10 +20,9 @@
 //! The rows claimed here are tasks rows the example server meets; rows about
 //! the hub's own HTTP front or capabilities are left to the hub's tests.
 
-use mcpx_tests::suite::{run_forced_server_scenario, tail_of, ScenarioResult, TASKS_SCENARIOS};
+use mcpx_tests::suite::{self, run_forced_server_scenario, ScenarioResult, TASKS_SCENARIOS};
 use mcpx_tests::*;
 
-use std::path::Path;
 use std::time::Duration;
 
 /// A fresh `mcpx example-server --http` on a free loopback port, and the port.
@@ -141,28 +140,10 @@ fn tasks_mrtr_composition() {
     assert_passes("tasks-mrtr-composition");
 }
 
-/// `tests/drivers/ts_task_client.mjs`: the TypeScript SDK 1.32.2's
-/// experimental tasks client calls `tool` as a 2025-11-25 task against
-/// `mcpx example-server` on stdio; its one-line report.
+/// The TypeScript SDK 1.32.2's tasks client calls `tool` as a 2025-11-25
+/// task against `mcpx example-server` on stdio; its one-line report.
 fn sdk_task_call(tool: &str, args: serde_json::Value) -> serde_json::Value {
-    let s = |p: &Path| p.to_string_lossy().into_owned();
-    let mut argv = vec![
-        s(&node()),
-        s(&driver("ts_task_client.mjs")),
-        tool.to_string(),
-        args.to_string(),
-        "--".into(),
-    ];
-    let cmd = example_server_cmd("fixtures");
-    argv.push(s(&cmd.program));
-    argv.extend(cmd.args);
-    let run = run_argv(&argv, Duration::from_secs(60));
-    let line = run.stdout.lines().last().unwrap_or("");
-    let report: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| {
-        panic!("no report from the driver ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}", run.code, run.stdout, run.stderr)
-    });
-    assert_eq!(run.code, Some(0), "{report}\nstderr:\n{}", tail_of(&run.stderr, 4000));
-    report
+    suite::sdk_task_call(tool, args, &example_server_cmd("fixtures"))
 }
 
 // A real SDK client with 2025-11-25 task support: it reads

@@ -413,7 +413,10 @@ impl Hub {
                 if let Err(why) = self.policy_admit_server_request(u, to, m) {
                     return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE, why);
                 }
-                self.relay_to_client(u, m, &link)
+                // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
+                if !self.task_input(u, m) {
+                    self.relay_to_client(u, m, &link)
+                }
             }
             method => {
                 let msg = format!("mcpx does not handle '{method}' requests from servers");
@@ -469,7 +472,7 @@ impl Hub {
     }
 
     /// Refuses upstream `u`'s request `id` with an error and a log line.
-    fn refuse_upstream(&mut self, u: UpstreamId, id: &[u8], method: &str, code: ErrorCode, why: String) {
+    pub(super) fn refuse_upstream(&mut self, u: UpstreamId, id: &[u8], method: &str, code: ErrorCode, why: String) {
         self.refuse_upstream_at(Level::Info, u, id, method, code, why);
     }
 
@@ -586,6 +589,14 @@ impl Hub {
         let Some(c) = target else {
             return self.refuse_upstream(u, &id, &method, ErrorCode::InternalError, format!("no client connected to mcpx can answer {method}"));
         };
+        self.relay_request_to(c, u, m);
+    }
+
+    /// Upstream `u`'s request `m`, to legacy client `c` as a wire request.
+    pub(super) fn relay_request_to(&mut self, c: ClientId, u: UpstreamId, m: &Msg) {
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        let method = m.method.to_string();
+        let server = self.ups[u].spec.name.clone();
         if self.relays.len() >= self.opts.max_relays {
             let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
             return self.refuse_upstream(u, &id, &method, ErrorCode::InternalError, why);
@@ -595,6 +606,7 @@ impl Hub {
             (cl.rev(), cl.caps.clone())
         };
         let mut params = m.params_value();
+        self.rename_related_task(u, &mut params);
         params = context_for(&method, params, &caps);
         if let Err(miss) = declared(&method, &params, &caps) {
             return self.refuse_upstream(u, &id, &method, ErrorCode::MethodNotFound, miss.why);
@@ -621,7 +633,7 @@ impl Hub {
 
     /// Upstream `u`'s request `m` as an input request for a modern client:
     /// its params as the client sees them.
-    fn input_request(&self, u: UpstreamId, m: &Msg) -> Result<Value, String> {
+    pub(super) fn input_request(&self, u: UpstreamId, m: &Msg) -> Result<Value, String> {
         let mut params = m.params_value();
         if m.method == "elicitation/create" {
             let server = &self.ups[u].spec.name;
@@ -633,7 +645,7 @@ impl Hub {
 
     /// A key for an input request: the server's name and a number unique
     /// in the hub, so keys never repeat within a call, across its rounds.
-    fn new_key(&mut self, u: UpstreamId) -> String {
+    pub(super) fn new_key(&mut self, u: UpstreamId) -> String {
         self.relays.next_key += 1;
         format!("{}-{}", super::catalog::server_segment(&self.ups[u].spec.name), self.relays.next_key)
     }

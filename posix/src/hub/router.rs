@@ -15,6 +15,7 @@ use super::catalog::Kind;
 use super::pending::{Fwd, Origin};
 use super::shape::{self, RevExt};
 use super::modern::ReqCtx;
+use super::tasks::Plan;
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, UpstreamId};
 
@@ -121,15 +122,24 @@ impl Hub {
                 // Either spelling of a name (dotted or not): limits and the
                 // audit log see the one every client can be shown.
                 call.name.clone_from(&e.exposed);
+                let support = e.item.pointer("/execution/taskSupport").and_then(Value::as_str).map(str::to_string);
                 self.policy_admit_tool(c, m, &call, u, &orig)?;
-                let task = self.task_wanted(c, m, ctx, u);
-                if task.is_some() {
+                let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
+                if plan != Plan::Plain {
                     self.task_room(c, ctx)?;
                 }
+                // The upstream may run it as its task: a 2025 one is asked to,
+                // a 2026 one is told mcpx takes tasks (`tasks::poll`). What it
+                // can do is known from the configured server, whose list this is.
+                let ask = match plan {
+                    Plan::Upstream(ttl) => Some(ttl),
+                    Plan::Hub(ttl) if self.upstream_has_tasks(u) => Some(ttl),
+                    _ => None,
+                };
                 // The task follows the call to its instance (`isolation`).
                 let u = self.instance_for(c, u)?;
-                self.forward(c, m, ctx, u, call.edits(&orig))?;
-                if let Some(ttl) = task {
+                self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
+                if let Plan::Hub(ttl) = plan {
                     self.task_start(c, m, ctx, u, ttl);
                 }
                 Ok(())
@@ -153,7 +163,7 @@ impl Hub {
                 let (u, orig) = self.route_resource(&uri)?;
                 self.policy_resolved(c, m, u, &uri, &orig);
                 let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
-                self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed)
+                self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
@@ -375,7 +385,7 @@ impl Hub {
     /// Forwards client request `m` to upstream `u`, with `edits` (absolute
     /// ranges in `m.raw`, inside params) applied.
     fn forward(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
-        self.forward_renamed(c, m, ctx, u, edits, None)
+        self.forward_renamed(c, m, ctx, u, edits, None, None)
     }
 
     fn forward_renamed(
@@ -386,6 +396,7 @@ impl Hub {
         u: UpstreamId,
         mut edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
+        task_ttl: Option<u64>,
     ) -> Result<(), Refusal> {
         let u = self.instance_for(c, u)?;
         if self.park_if_asleep(u, c, m) {
@@ -422,21 +433,27 @@ impl Hub {
             }
             None => wire::splice_params(mcpx_core::json::parse(b"{}").expect("an object"), Vec::new(), Some(&token)),
         };
-        // mcpx uses none of an upstream's tasks: a task-augmented request
-        // reaches the upstream as a plain one, without its `task` member (the
-        // hub runs the task itself when the client may ask for one, `tasks`;
-        // otherwise the request is processed as a plain one).
+        // A client's `task` member never reaches the upstream as it is: the
+        // hub runs the task itself, or asks a 2025-11-25 server with tasks to
+        // run it (`task_ttl`, the TTL mcpx grants, `tasks::legacy`), or the
+        // request is processed as a plain one.
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
-        let body = match m.param(&["task"]) {
-            Some(_) => wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &[]),
-            None => body,
+        let body = match (m.param(&["task"]), task_ttl.filter(|_| !self.ups[u].is_modern())) {
+            (None, None) => body,
+            (_, ttl) => {
+                let ask: Vec<(&str, Vec<u8>)> = ttl.map(|t| ("task", format!("{{\"ttl\":{t}}}").into_bytes())).into_iter().collect();
+                wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &ask)
+            }
         };
         let ctx = ctx.cloned().map(Box::new);
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
             self.lower_level_for(u, l);
         }
         let (body, sent) = if self.ups[u].is_modern() {
-            let caps = self.caps_for_upstream(c, ctx.as_deref());
+            let mut caps = self.caps_for_upstream(c, ctx.as_deref());
+            if task_ttl.is_some() {
+                caps["extensions"] = json!({ super::tasks::EXT: {} });
+            }
             let mut meta = self.modern_meta(caps);
             // The request's own level; for a legacy client that set one with
             // logging/setLevel, that level (modern servers log per request).
@@ -468,6 +485,9 @@ impl Hub {
         let Origin::Client { client: c, id, progress, method, renamed_uri, modern, sent } = o else { return };
         let Some(cl) = self.clients.get(&c) else { return };
         let rev = if modern.is_some() { super::modern::MODERN } else { cl.rev() };
+        if let Some(task) = m.result_bytes().filter(|_| method == "tools/call").and_then(|r| self.legacy_created(u, r)) {
+            return self.task_adopt(u, c, &id, modern.as_deref(), task);
+        }
         let renamed = match (&renamed_uri, m.result_bytes()) {
             (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, orig, exposed)),
             _ => None,

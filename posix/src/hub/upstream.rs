@@ -278,7 +278,9 @@ impl Hub {
         self.pending.insert(u, id, Fwd { origin, deadline: hard, hard, timeout, sent_ms: now });
         if self.ups[u].is_modern() || method == "server/discover" {
             // Requirement: meta-request-params-meta-required (every modern request carries _meta)
-            let meta = self.modern_meta(json!({}));
+            // (with the client capabilities `params` declare, if any: `tasks` polls)
+            let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
+            let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
             let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
             self.emit_upstream(u, wire::request(id, method, Some(&p)));
         } else {
@@ -782,6 +784,7 @@ impl Hub {
         match &*m.method {
             "notifications/subscriptions/acknowledged" => {}
             "notifications/progress" => self.upstream_progress(u, m),
+            "notifications/tasks/status" => self.task_status_from_upstream(u, &m.params_value()),
             "notifications/message" => {
                 // Policy: the log cap per request (hub/policy.rs).
                 if !self.policy_admit_log(u) {

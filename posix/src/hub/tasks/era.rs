@@ -42,6 +42,12 @@ pub(crate) fn legacy(id: &str, t: &Task, epoch_ms: u64, poll_ms: u64) -> Value {
 /// outcome of a terminal task, `result` or `error` (`ext-tasks-get-carries-result`).
 pub(crate) fn modern(id: &str, t: &Task, epoch_ms: u64, poll_ms: u64, detailed: bool) -> Value {
     let mut m = common(id, t, epoch_ms);
+    if t.status == Status::Failed && matches!(t.outcome, Some(Outcome::Result(_))) {
+        // A tool's own error (`isError`) is a failed 2025-11-25 task but a
+        // completed one carrying that result in the extension.
+        m.insert("status".into(), json!(Status::Completed.as_str()));
+        m.remove("statusMessage");
+    }
     m.insert("ttlMs".into(), json!(t.ttl_ms));
     m.insert("pollIntervalMs".into(), json!(poll_ms));
     if detailed {
@@ -54,6 +60,11 @@ pub(crate) fn modern(id: &str, t: &Task, epoch_ms: u64, poll_ms: u64, detailed: 
             }
             None if t.status == Status::Cancelled => {
                 m.insert("error".into(), serde_json::from_slice(&crate::written::error_object(ErrorCode::InternalError, "the task was cancelled")).unwrap_or_else(|_| json!({})));
+            }
+            // Requirement: ext-tasks-get-input-requests
+            None if t.status == Status::InputRequired && !t.inputs.is_empty() => {
+                let asks: Map<String, Value> = t.inputs.iter().map(|i| (i.key.clone(), json!({ "method": i.method, "params": i.params }))).collect();
+                m.insert("inputRequests".into(), Value::Object(asks));
             }
             None => {}
         }

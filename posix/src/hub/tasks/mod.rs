@@ -24,13 +24,28 @@
 //!   `notifications/tasks/status` (2025-11-25 clients); audit lines for
 //!   creation and terminal states go to mcpx's log.
 //!
+//! Who runs a client's task, by the client's era and the upstream's tasks
+//! (`Plan`, [`Hub::task_plan`]):
+//!
+//! | client \ upstream | no tasks | 2025-11-25 tasks ([`legacy`]) | 2026-07-28 extension |
+//! |---|---|---|---|
+//! | 2025-11-25 (`params.task`) | mcpx | the upstream, for a tool it marks `taskSupport`; mcpx for the others | mcpx, which takes the upstream's own task and polls it with `tasks/get` ([`poll`]); input inside it fails the task |
+//! | 2026-07-28 (extension) | mcpx | the upstream for a `taskSupport` tool (`tasks/get` carries the result, `input_required` ↔ its input requests, `tasks/update` answers them); others synchronous | the upstream decides ([`relay`]) |
+//!
+//! Without tasks declared a call is plain; a 2026 request without the
+//! extension for a tool that runs only as a task is -32021. mcpx answers
+//! every `tasks/*` from its own table except a relayed 2026 task's, which
+//! goes to its upstream.
+//!
 //! Parts: [`table`] (the data and its caps), [`ids`] (unguessable ids),
 //! [`persist`] (the task state file across restarts),
 //! [`era`] (what each revision's task looks like).
 
 mod era;
 mod ids;
+mod legacy;
 mod persist;
+mod poll;
 mod relay;
 mod table;
 
@@ -38,6 +53,7 @@ use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
 
 use mcpx_core::cursor::{self, Cursor};
+use mcpx_core::meta::RELATED_TASK_KEY;
 
 use super::modern::ReqCtx;
 use super::pending::Origin;
@@ -94,6 +110,17 @@ impl Default for TaskOptions {
     }
 }
 
+/// How a `tools/call` meets tasks ([`Hub::task_plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Plan {
+    /// A plain call (which a 2026 server may still answer with its own task, `relay`).
+    Plain,
+    /// mcpx runs the call as a task of its own, with this TTL (ms).
+    Hub(u64),
+    /// The 2025-11-25 server runs it as its task, asked for this TTL (`legacy`).
+    Upstream(u64),
+}
+
 /// The hub's tasks: the table and the id source.
 pub(super) struct Tasks {
     table: Table,
@@ -145,21 +172,34 @@ impl Hub {
         self.clients.get(&c).is_some_and(|cl| cl.rev().features().tasks && cl.caps.get("tasks").is_some_and(Value::is_object))
     }
 
-    /// The TTL of the task the hub is to run for request `m` to `u`, or
-    /// `None` for a plain call (or one whose upstream decides, `relay`).
-    pub(super) fn task_wanted(&self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId) -> Option<u64> {
+    /// How `tools/call` request `m` to `u`, of a tool its server lists with
+    /// `support` (`execution.taskSupport`), meets tasks.
+    pub(super) fn task_plan(&self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, support: Option<&str>) -> Result<Plan, Refusal> {
         let o = &self.opts.tasks;
+        // Only a 2025-11-25 server with tasks for tools/call runs its tools as tasks.
+        let support = support.filter(|s| matches!(*s, "optional" | "required") && self.upstream_has_legacy_tasks(u));
         let ttl = match ctx {
+            Some(x) if !declared(&x.caps) => {
+                // Requirement: ext-tasks-never-unsolicited (a task-only tool is -32021, never a task)
+                return match support {
+                    Some("required") => Err(missing_extension("this tool (its execution.taskSupport is \"required\")")),
+                    _ => Ok(Plan::Plain),
+                };
+            }
             // Requirement: ext-tasks-server-decides, ext-tasks-never-unsolicited
-            Some(x) => (declared(&x.caps) && !self.upstream_has_tasks(u)).then_some(o.default_ttl_ms)?,
+            // (a 2026 server answers with its own task, `relay`; a tool its
+            // 2025 server runs synchronously stays synchronous)
+            Some(_) if self.upstream_has_tasks(u) || (support.is_none() && self.upstream_has_legacy_tasks(u)) => return Ok(Plan::Plain),
+            Some(_) => o.default_ttl_ms,
             None => {
-                let r = m.param(&["task"]).filter(|_| self.client_declared_tasks(c))?;
+                let Some(r) = m.param(&["task"]).filter(|_| self.client_declared_tasks(c)) else { return Ok(Plan::Plain) };
                 let asked = mcpx_core::json::parse(&m.raw[r]).ok().and_then(|v| v.get("ttl")).and_then(|t| std::str::from_utf8(t.bytes()).ok()?.parse::<u64>().ok());
                 asked.unwrap_or(o.default_ttl_ms)
             }
         };
         // Requirement: tasks-ttl-override-report, tasks-resource-limits
-        Some(ttl.clamp(1, o.max_ttl_ms.max(1)))
+        let ttl = ttl.clamp(1, o.max_ttl_ms.max(1));
+        Ok(if support.is_some() { Plan::Upstream(ttl) } else { Plan::Hub(ttl) })
     }
 
     /// Is there room for another task of the principal of `c` / `ctx`?
@@ -188,21 +228,8 @@ impl Hub {
             f.deadline = f.hard;
         }
         let now = self.now_ms;
-        let t = Task {
-            owner: self.principal_of(c, ctx),
-            creator: c,
-            modern: ctx.is_some(),
-            status: Status::Working,
-            message: None,
-            created_ms: now,
-            updated_ms: now,
-            ttl_ms,
-            call: Some((to, up_id)),
-            relayed: None,
-            method: m.method.to_string(),
-            outcome: None,
-            waiters: Vec::new(),
-        };
+        let mut t = Task::new(self.principal_of(c, ctx), c, ctx.is_some(), &m.method, now, ttl_ms);
+        t.call = Some((to, up_id));
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: {} on server '{server}' for client {c}", m.method));
@@ -236,14 +263,19 @@ impl Hub {
 
     /// The upstream answered task `id`'s request.
     pub(super) fn task_answered(&mut self, u: UpstreamId, id: &str, m: &Msg) {
-        let Some(method) = self.tasks.table.get(id).map(|t| t.method.clone()) else { return };
+        if self.ups[u].is_modern() && self.task_polled(u, id, m) {
+            return;
+        }
+        let Some((method, reported)) = self.tasks.table.get(id).map(|t| (t.method.clone(), t.reported)) else { return };
         let server = self.ups[u].spec.name.clone();
         let (status, outcome, message) = match (m.result_bytes(), m.error_bytes()) {
             (Some(_), _) if self.ups[u].is_modern() && m.env.result().and_then(|v| v.get("resultType")).is_some_and(|t| t.bytes() != b"\"complete\"") => {
                 let why = format!("server '{server}' asked for input or answered with another resultType; mcpx cannot relay that inside a task it runs");
                 (Status::Failed, error_object(ErrorCode::InternalError, &why), Some(why))
             }
-            (Some(r), _) => (era::status_of_result(&method, r), Outcome::Result(r.to_vec()), None),
+            // An upstream's own task: its `tasks/result` names the task by the
+            // upstream's id, which the client never sees.
+            (Some(r), _) => (reported.unwrap_or_else(|| era::status_of_result(&method, r)), Outcome::Result(wire::set_meta(r, &Default::default(), |k| k == RELATED_TASK_KEY)), None),
             (None, Some(e)) => {
                 let msg = mcpx_core::json::parse(e).ok().and_then(|v| v.get("message")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()));
                 (Status::Failed, Outcome::Error(e.to_vec()), msg)
@@ -282,20 +314,46 @@ impl Hub {
     /// After a status change of task `id`.
     fn task_settled(&mut self, id: &str) {
         let Some(t) = self.tasks.table.get_mut(id) else { return };
-        let waiters = std::mem::take(&mut t.waiters);
-        let (creator, modern, status) = (t.creator, t.modern, t.status);
+        let (waiters, status) = (std::mem::take(&mut t.waiters), t.status);
+        let (inputs, relayed) = (std::mem::take(&mut t.inputs), t.relayed.clone());
         self.tasks_save();
         self.log(Level::Info, format!("task {id} {}", status.as_str()));
-        // Requirement: tasks-status-notification-optional, tasks-status-notification-no-related-task
-        if !modern && self.client_declared_tasks(creator) {
-            if let Some(t) = self.tasks.table.get(id) {
-                let o = &self.opts.tasks;
-                let p = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
-                self.emit_notification(creator, "notifications/tasks/status", Some(&p));
+        // Input the upstream still waits for will never come.
+        if let Some((u, _)) = relayed {
+            for i in inputs {
+                self.refuse_upstream(u, &i.up_id, &i.method, ErrorCode::InternalError, format!("task {id} is {} before the client answered", status.as_str()));
             }
         }
+        self.notify_status(id);
         for (c, rid) in waiters {
             self.deliver_result(c, &rid, id);
+        }
+    }
+
+    /// Task `id`'s status, to the connection that created it (a 2025-11-25
+    /// client that declared tasks).
+    // Requirement: tasks-status-notification-optional, tasks-status-notification-no-related-task
+    fn notify_status(&mut self, id: &str) {
+        let Some(t) = self.tasks.table.get(id) else { return };
+        if !t.modern && self.client_declared_tasks(t.creator) {
+            let o = &self.opts.tasks;
+            let p = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
+            let creator = t.creator;
+            self.emit_notification(creator, "notifications/tasks/status", Some(&p));
+        }
+    }
+
+    /// A task stops before its end (`why`): its `call` upstream goes
+    /// (cancelled there), or the upstream's own task (`relayed`) is cancelled.
+    fn stop_upstream(&mut self, call: Option<(UpstreamId, u64)>, relayed: Option<(UpstreamId, String)>, why: &str) {
+        if let Some((u, up)) = call {
+            self.pending.take(u, up);
+            if relayed.is_none() {
+                self.cancel_upstream(u, up, why);
+            }
+        }
+        if let Some((u, up)) = relayed {
+            self.cancel_upstream_task(u, &up);
         }
     }
 
@@ -364,24 +422,23 @@ impl Hub {
                 if t.status.is_terminal() && !modern {
                     return Err(Refusal(ErrorCode::InvalidParams, format!("Invalid params: task {id} is already {}; it cannot be cancelled", t.status.as_str()), Some(json!({ "taskId": id }))));
                 }
-                let call = t.call;
+                let (call, relayed) = (t.call, t.relayed.clone());
                 // Requirement: ext-tasks-cancel-cooperative
                 if self.tasks.table.cancel(&id, self.now_ms) {
-                    if let Some((u, up)) = call {
-                        self.pending.take(u, up);
-                        self.cancel_upstream(u, up, "the client cancelled the task");
-                    }
+                    self.stop_upstream(call, relayed, "the client cancelled the task");
                 }
                 let t = self.tasks.table.get(&id).expect("owned above");
                 let body = if modern { self.stamped_empty() } else { self.task_body(&id, t, TaskView::Get) };
                 self.answer_result(c, rid, &body);
                 self.task_settled(&id);
             }
-            // Requirement: ext-tasks-update (mcpx's own tasks never wait for input: nothing to apply)
+            // Requirement: ext-tasks-update (mcpx's own tasks never wait for
+            // input; a 2025 upstream's may, `legacy`)
             ("tasks/update", true) => {
-                if !p.get("inputResponses").is_some_and(Value::is_object) {
+                let Some(responses) = p.get("inputResponses").and_then(Value::as_object) else {
                     return Err(Refusal(ErrorCode::InvalidParams, "Invalid params: tasks/update needs an \"inputResponses\" object".into(), None));
-                }
+                };
+                self.task_update(&id, responses);
                 let body = self.stamped_empty();
                 self.answer_result(c, rid, &body);
             }
@@ -424,11 +481,11 @@ impl Hub {
     /// Tasks past their TTL are dropped; one still working is cancelled
     /// upstream and its waiters told.
     pub(super) fn tasks_tick(&mut self) {
+        self.tasks_poll();
         for id in self.tasks.table.expired(self.now_ms) {
             let Some(t) = self.tasks.table.remove(&id) else { continue };
-            if let Some((u, up)) = t.call {
-                self.pending.take(u, up);
-                self.cancel_upstream(u, up, "the task's ttl ran out");
+            if !t.status.is_terminal() {
+                self.stop_upstream(t.call, t.relayed.clone(), "the task's ttl ran out");
             }
             self.log(Level::Info, format!("task {id} expired ({})", t.status.as_str()));
             for (c, rid) in t.waiters {

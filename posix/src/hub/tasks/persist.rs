@@ -92,7 +92,7 @@ impl Hub {
         };
         let ran = relayed.is_none();
         let ended = r.get("status").and_then(Value::as_str).and_then(Status::parse).is_some_and(Status::is_terminal);
-        let t = Task { relayed, ..Task::working(owner, NO_CLIENT, modern, method, now, ttl_ms) };
+        let t = Task { relayed, ..Task::new(owner, NO_CLIENT, modern, &method, now, ttl_ms) };
         self.tasks.table.insert(id.clone(), t);
         if ran {
             let why = if ended { RESTARTED_ENDED } else { RESTARTED_WORKING };
@@ -137,8 +137,12 @@ impl Hub {
             "expiresAt": epoch_ms.saturating_add(t.created_ms).saturating_add(t.ttl_ms),
         });
         match &t.relayed {
-            Some((u, up)) => r["upstream"] = json!({ "server": self.ups.get(*u)?.spec.name, "taskId": up }),
-            None => r["status"] = json!(t.status.as_str()),
+            // Only a task whose every operation mcpx forwards (a 2026-07-28
+            // client's task of a 2026-07-28 server, `relay`) can be taken up
+            // again; one mcpx follows itself (`legacy`, `poll`) comes back
+            // failed like a task it ran, never as a task nobody follows.
+            Some((u, up)) if t.modern && self.ups.get(*u)?.is_modern() => r["upstream"] = json!({ "server": self.ups[*u].spec.name, "taskId": up }),
+            _ => r["status"] = json!(t.status.as_str()),
         }
         Some(r)
     }

@@ -36,7 +36,8 @@ impl Hub {
         let r = m.param(&["taskId"])?;
         let id = crate::hub::wire::string_at(m.raw, r.clone())?;
         let t = self.tasks.table.owned(&id, &ctx.principal)?;
-        let (u, up) = t.relayed.clone()?;
+        // A 2025 upstream's task is answered from the hub's state (`legacy`).
+        let (u, up) = t.relayed.clone().filter(|(u, _)| self.ups[*u].is_modern())?;
         Some((u, up, r))
     }
 
@@ -84,21 +85,8 @@ impl Hub {
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));
-        let t = Task {
-            owner: ctx.principal.clone(),
-            creator: c,
-            modern: true,
-            status: Status::Working,
-            message: None,
-            created_ms: now,
-            updated_ms: now,
-            ttl_ms,
-            call: None,
-            relayed: Some((u, up)),
-            method: "tools/call".into(),
-            outcome: None,
-            waiters: Vec::new(),
-        };
+        let mut t = Task::new(ctx.principal.clone(), c, true, "tools/call", now, ttl_ms);
+        t.relayed = Some((u, up));
         self.tasks.table.insert(id.clone(), t);
         self.tasks_save();
         Ok(id)

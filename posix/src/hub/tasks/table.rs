@@ -51,12 +51,49 @@ pub(crate) struct Task {
     pub outcome: Option<Outcome>,
     /// `tasks/result` requests waiting for a terminal status: (client, raw id).
     pub waiters: Vec<(ClientId, Vec<u8>)>,
+    /// Requests for input the upstream made inside the task, waiting for a
+    /// 2026 client's `tasks/update` (`legacy`).
+    pub inputs: Vec<Input>,
+    /// When the hub next asks a 2026 upstream how its task is (`poll`).
+    pub poll_at: Option<u64>,
+    /// The terminal status a 2025 upstream reported for its task before
+    /// its outcome came (`legacy`): the status the task ends in.
+    pub reported: Option<Status>,
+}
+
+/// An upstream's request for input inside a task, as a 2026 client sees it.
+#[derive(Debug)]
+pub(crate) struct Input {
+    /// Its key in `inputRequests`.
+    pub key: String,
+    /// The upstream's request id, raw JSON.
+    pub up_id: Vec<u8>,
+    pub method: String,
+    pub params: serde_json::Value,
 }
 
 impl Task {
-    /// A task of `owner` working from `now`: nothing in flight, relayed or kept yet.
-    pub fn working(owner: Vec<u8>, creator: ClientId, modern: bool, method: String, now: u64, ttl_ms: u64) -> Task {
-        Task { owner, creator, modern, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms, call: None, relayed: None, method, outcome: None, waiters: Vec::new() }
+    /// A working task of `owner`, made by connection `creator` at `now` for
+    /// a request of `method`; where it runs is for the caller to set.
+    pub fn new(owner: Vec<u8>, creator: ClientId, modern: bool, method: &str, now: u64, ttl_ms: u64) -> Task {
+        Task {
+            owner,
+            creator,
+            modern,
+            status: Status::Working,
+            message: None,
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms,
+            call: None,
+            relayed: None,
+            method: method.to_string(),
+            outcome: None,
+            waiters: Vec::new(),
+            inputs: Vec::new(),
+            poll_at: None,
+            reported: None,
+        }
     }
 
     fn expires_ms(&self) -> u64 {
@@ -188,8 +225,14 @@ impl Table {
         self.tasks.iter().filter(|(_, t)| t.expires_ms() <= now).map(|(id, _)| id.clone()).collect()
     }
 
+    /// The next time something is due: an expiry or a poll.
     pub fn next_expiry(&self) -> Option<u64> {
-        self.tasks.values().map(Task::expires_ms).min()
+        self.tasks.values().flat_map(|t| [Some(t.expires_ms()), t.poll_at]).flatten().min()
+    }
+
+    /// Tasks whose upstream is to be polled at `now`.
+    pub fn due_polls(&self, now: u64) -> Vec<String> {
+        self.tasks.iter().filter(|(_, t)| t.poll_at.is_some_and(|at| at <= now)).map(|(id, _)| id.clone()).collect()
     }
 
     /// Every waiting `tasks/result` of client `c` is dropped (it is gone).
@@ -213,7 +256,7 @@ mod tests {
     use super::*;
 
     fn task(owner: &[u8], now: u64) -> Task {
-        Task { owner: owner.to_vec(), creator: 1, modern: false, status: Status::Working, message: None, created_ms: now, updated_ms: now, ttl_ms: 1000, call: None, relayed: None, method: "tools/call".into(), outcome: None, waiters: vec![] }
+        Task::new(owner.to_vec(), 1, false, "tools/call", now, 1000)
     }
 
     fn opts(live: usize, total: usize) -> TaskOptions {

@@ -335,3 +335,209 @@ fn an_upstreams_task_is_relayed_under_an_id_of_the_hubs_and_only_to_its_principa
     let upd = p.take_up(0);
     assert_eq!((upd["params"]["taskId"].clone(), upd["params"]["inputResponses"]["q"]["action"].clone()), (json!("up-7"), json!("decline")), "{upd}");
 }
+
+/// A 2025-11-25 upstream with tasks for `tools/call`: `job` runs only as a
+/// task, `read` never.
+fn legacy_tasks_upstream() -> Fake {
+    let mut f = Fake::tools(&["read"]);
+    f.caps["tasks"] = json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+    f.tools.push(json!({ "name": "job", "inputSchema": { "type": "object" }, "execution": { "taskSupport": "required" } }));
+    f
+}
+
+/// The upstream's `CreateTaskResult` for its task `up`.
+fn upstream_task(up: &str) -> Value {
+    json!({ "task": { "taskId": up, "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60_000, "pollInterval": 10 } })
+}
+
+/// Client `c`'s call of `job` (params `extra` merged in) reaches the
+/// upstream task-augmented; the upstream creates its task `up`; the hub's
+/// answer to the client and the `tasks/result` the hub holds upstream.
+fn relayed_job(p: &mut Pair, c: ClientId, id: i64, up: &str, modern: bool) -> (Value, Value) {
+    let params = json!({ "name": "fs__job", "task": { "ttl": HubOptions::default().tasks.max_ttl_ms * 10 } });
+    if modern {
+        p.msend(c, json!(id), "tools/call", json!({ "name": "fs__job" }), &ext_caps());
+    } else {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }));
+    }
+    let call = p.take_up(0);
+    assert_eq!(call["method"], "tools/call");
+    assert_eq!(call["params"]["task"]["ttl"], if modern { HubOptions::default().tasks.default_ttl_ms } else { HubOptions::default().tasks.max_ttl_ms }, "the upstream runs the task, for the ttl mcpx grants: {call}");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": upstream_task(up) }));
+    let created = p.take(c);
+    let held = p.take_up(0);
+    assert_eq!((held["method"].clone(), held["params"]["taskId"].clone()), (json!("tasks/result"), json!(up)), "the hub waits for the outcome: {held}");
+    (created, held)
+}
+
+// covers: tasks-tool-required, tasks-return-createtaskresult, tasks-id-string-receiver-unique, tasks-input-request-related-task
+// covers: tasks-status-notification-optional, tasks-result-blocks, tasks-result-response-related-task, tasks-bound-reject-foreign, tasks-input-required-move
+#[test]
+fn a_legacy_upstreams_task_reaches_a_legacy_client_under_an_id_of_the_hubs() {
+    let mut p = Pair::with(vec![("fs", legacy_tasks_upstream())], HubOptions::default());
+    let alice = p.client(REV, json!({ "tasks": {}, "elicitation": {} }));
+    p.hub.set_client_principal(alice, b"alice");
+    let bob = task_client(&mut p);
+    p.hub.set_client_principal(bob, b"bob");
+    let tools = p.list_all(alice, "tools/list", "tools");
+    let job = tools.iter().find(|t| t["name"] == "fs__job").expect("job listed");
+    assert_eq!(job["execution"]["taskSupport"], "required", "{job}");
+
+    let (created, held) = relayed_job(&mut p, alice, 5, "up-1", false);
+    schema_check(REV, "CreateTaskResult", &created["result"]);
+    let id = task_id(&created);
+    assert!(id.starts_with("mcpx-") && !created.to_string().contains("up-1"), "the upstream's id stays inside mcpx: {created}");
+
+    // Its status changes go to alice, with her id; not to bob.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tasks/status", "params": { "taskId": "up-1", "status": "input_required", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttl": 60_000 } }));
+    let n = p.take(alice);
+    assert_eq!((n["method"].clone(), n["params"]["taskId"].clone(), n["params"]["status"].clone()), (json!("notifications/tasks/status"), json!(id), json!("input_required")), "{n}");
+    assert!(p.client_quiet(bob));
+    // Its request for input goes to alice, related to her id.
+    let ask = json!({ "message": "sure?", "requestedSchema": { "type": "object", "properties": {} }, "_meta": { RELATED: { "taskId": "up-1" } } });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 70, "method": "elicitation/create", "params": ask }));
+    let e = p.take(alice);
+    assert_eq!(e["method"], "elicitation/create", "{e}");
+    assert_eq!(e["params"]["_meta"][RELATED]["taskId"], id.as_str());
+    p.send(alice, json!({ "jsonrpc": "2.0", "id": e["id"], "result": { "action": "accept", "content": {} } }));
+    let answer = p.take_up(0);
+    assert_eq!((answer["id"].clone(), answer["result"]["action"].clone()), (json!(70), json!("accept")), "{answer}");
+
+    // tasks/result waits for the upstream's outcome; bob gets nothing of it.
+    p.send(alice, json!({ "jsonrpc": "2.0", "id": 6, "method": "tasks/result", "params": { "taskId": id } }));
+    assert!(p.client_quiet(alice));
+    let r = p.request(bob, json!(7), "tasks/get", json!({ "taskId": id }));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let mut done = ok_text("done");
+    done["_meta"] = json!({ RELATED: { "taskId": "up-1" } });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": held["id"], "result": done }));
+    assert_eq!(p.take(alice)["params"]["status"], "completed", "told first");
+    let got = p.take(alice);
+    assert_eq!(got["id"], 6);
+    assert_eq!(got["result"]["content"][0]["text"], "done");
+    assert_eq!(got["result"]["_meta"][RELATED]["taskId"], id.as_str());
+    assert!(!got.to_string().contains("up-1"), "{got}");
+    assert_eq!(p.request(alice, json!(8), "tasks/get", json!({ "taskId": id }))["result"]["status"], "completed");
+}
+
+// covers: cancellation-task-use-tasks-cancel, tasks-cancel-transition-before-response, tasks-cancelled-sticky
+#[test]
+fn cancelling_works_both_ways_for_a_legacy_upstreams_task() {
+    let mut p = Pair::with(vec![("fs", legacy_tasks_upstream())], HubOptions::default());
+    let c = task_client(&mut p);
+    // The client cancels: the upstream gets tasks/cancel for its own id.
+    let (created, _) = relayed_job(&mut p, c, 1, "up-1", false);
+    let id = task_id(&created);
+    let r = p.request(c, json!(2), "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(r["result"]["status"], "cancelled", "{r}");
+    assert_eq!(p.take(c)["params"]["status"], "cancelled", "and told so");
+    let cancel = p.take_up(0);
+    assert_eq!((cancel["method"].clone(), cancel["params"]["taskId"].clone()), (json!("tasks/cancel"), json!("up-1")), "{cancel}");
+    // The client's notifications/cancelled for the call the task answered
+    // cancels nothing: a task is cancelled with tasks/cancel only.
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1 } }));
+    assert!(p.up_quiet(0));
+
+    // The upstream cancels: the client sees it cancelled, tasks/result says so.
+    let (created, _) = relayed_job(&mut p, c, 3, "up-2", false);
+    let id = task_id(&created);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": { "taskId": id } }));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tasks/status", "params": { "taskId": "up-2", "status": "cancelled", "statusMessage": "stopped by the operator", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttl": 60_000 } }));
+    let n = p.take(c);
+    assert_eq!((n["method"].clone(), n["params"]["status"].clone()), (json!("notifications/tasks/status"), json!("cancelled")), "{n}");
+    let waited = p.take(c);
+    assert_eq!(waited["id"], 4);
+    assert!(waited["error"]["message"].as_str().unwrap_or("").contains("cancelled"), "{waited}");
+    let got = p.request(c, json!(5), "tasks/get", json!({ "taskId": id }));
+    assert_eq!((got["result"]["status"].clone(), got["result"]["statusMessage"].clone()), (json!("cancelled"), json!("stopped by the operator")), "{got}");
+}
+
+// covers: ext-tasks-get-input-requests, ext-tasks-update, ext-tasks-get-carries-result, ext-tasks-never-unsolicited, ext-tasks-server-decides, tasks-leave-input-required
+#[test]
+fn a_2026_client_gets_a_legacy_upstreams_task_and_answers_its_input_requests() {
+    let mut p = Pair::with(vec![("fs", legacy_tasks_upstream())], HubOptions::default());
+    let c = p.connect();
+    // Without the extension a task-only tool is -32021, naming the extension.
+    let r = p.mreq(c, json!(1), "tools/call", json!({ "name": "fs__job" }), &json!({}));
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+    assert!(r["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(), "{r}");
+    assert!(p.up_quiet(0));
+    // A tool its server never runs as a task stays synchronous.
+    p.msend(c, json!(2), "tools/call", json!({ "name": "fs__read" }), &ext_caps());
+    let plain = p.take_up(0);
+    assert!(plain["params"].get("task").is_none(), "{plain}");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": plain["id"], "result": ok_text("now") }));
+    assert_eq!(p.take(c)["result"]["resultType"], "complete");
+
+    let (created, held) = relayed_job(&mut p, c, 3, "up-1", true);
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().expect("a task id").to_string();
+    let ask = json!({ "message": "sure?", "requestedSchema": { "type": "object", "properties": {} }, "_meta": { RELATED: { "taskId": "up-1" } } });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 70, "method": "elicitation/create", "params": ask }));
+    assert!(p.client_quiet(c), "a 2026 client is asked inside the task");
+    let got = p.mreq(c, json!(4), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    assert_eq!(got["result"]["status"], "input_required", "{got}");
+    let asks = got["result"]["inputRequests"].as_object().expect("inputRequests").clone();
+    assert_eq!(asks.len(), 1, "{got}");
+    let (key, req) = asks.iter().next().unwrap();
+    assert_eq!(req["method"], "elicitation/create");
+    assert!(!got.to_string().contains("up-1"), "{got}");
+    let ack = p.mreq(c, json!(5), "tasks/update", json!({ "taskId": id, "inputResponses": { key.as_str(): { "action": "accept", "content": {} }, "unknown": {} } }), &ext_caps());
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let answer = p.take_up(0);
+    assert_eq!((answer["id"].clone(), answer["result"]["action"].clone()), (json!(70), json!("accept")), "{answer}");
+    assert_eq!(p.mreq(c, json!(6), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "working");
+    // Input still asked when the task ends is refused to the upstream.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 71, "method": "elicitation/create", "params": ask }));
+    assert_eq!(p.mreq(c, json!(60), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "input_required");
+    // A tool error: failed for the 2025 server, completed with the result for the 2026 client.
+    let mut bad = ok_text("no such file");
+    bad["isError"] = json!(true);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": held["id"], "result": bad }));
+    let refused = p.take_up(0);
+    assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (json!(71), json!(-32603)), "{refused}");
+    let done = p.mreq(c, json!(7), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(done["result"]["result"]["isError"], true, "{done}");
+    assert!(done["result"]["result"].get("_meta").is_none_or(|m| m.get(RELATED).is_none()), "{done}");
+}
+
+// covers: tasks-result-blocks, tasks-poll-respect-interval, ext-tasks-client-poll, ext-tasks-client-polymorphic
+#[test]
+fn a_legacy_clients_task_on_a_2026_task_upstream_is_polled_to_its_result() {
+    let mut p = Pair::with(vec![("m", tasks_upstream())], HubOptions::default());
+    let c = task_client(&mut p);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "m__job", "task": { "ttl": 60_000 } } }));
+    let created = p.take(c);
+    let id = task_id(&created);
+    let call = p.take_up(0);
+    assert!(call["params"].get("task").is_none(), "{call}");
+    assert_eq!(call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], ext_caps()["extensions"], "mcpx takes the upstream's task: {call}");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": { "taskId": id } }));
+    let working = |poll: u64| json!({ "resultType": "task", "taskId": "up-9", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 60_000, "pollIntervalMs": poll });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": working(200) }));
+    assert!(p.up_quiet(0) && p.client_quiet(c), "nothing until the poll interval passed");
+    p.advance(199);
+    assert!(p.up_quiet(0));
+    p.advance(1);
+    let get = p.take_up(0);
+    assert_eq!((get["method"].clone(), get["params"]["taskId"].clone()), (json!("tasks/get"), json!("up-9")), "{get}");
+    let mut still = working(50);
+    still["resultType"] = json!("complete");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": get["id"], "result": still }));
+    p.advance(50);
+    let get = p.take_up(0);
+    let mut done = working(50);
+    done["resultType"] = json!("complete");
+    done["status"] = json!("completed");
+    done["result"] = ok_text("polled");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": get["id"], "result": done }));
+    assert_eq!(p.take(c)["params"]["status"], "completed");
+    let got = p.take(c);
+    assert_eq!(got["id"], 2, "the blocking tasks/result is answered: {got}");
+    assert_eq!(got["result"]["content"][0]["text"], "polled");
+    assert_eq!(got["result"]["_meta"][RELATED]["taskId"], id.as_str());
+    assert!(!got.to_string().contains("up-9"), "{got}");
+    p.advance(1000);
+    assert!(p.up_quiet(0), "no more polls");
+}
