@@ -165,6 +165,11 @@ impl Hub {
     pub(in crate::hub) fn task_input(&mut self, u: UpstreamId, m: &Msg) -> bool {
         let Some(id) = self.related_task(u, &m.params_value()) else { return false };
         let Some(t) = self.tasks.table.get(&id) else { return false };
+        // A 2026 client's task of a 2026 server: its `tasks/get` goes to the
+        // server, which asks there; a wire request is the relay's to refuse.
+        if t.modern && self.ups[u].is_modern() {
+            return false;
+        }
         let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
         if !t.modern {
             let c = t.creator;
