@@ -490,15 +490,75 @@ impl Hub {
             return None;
         }
         let content = wire::find(bytes, all, &["result", "content"]).and_then(|r| serde_json::from_slice(&bytes[r]).ok()).unwrap_or_else(|| json!({}));
-        // Requirement: elicitation-both-validate-against-schema, elicitation-client-validate-responses
-        let f = self.policy.p.validators.check_once(crate::policy::validate::Target::ElicitationAnswer, schema, &content).err()?;
-        let msg = format!("the client's answer to server '{server}' broke its requestedSchema: {f}");
+        self.check_accepted(schema, &content).map(|f| self.elicitation_refusal(&format!("the client's answer to server '{server}'"), f))
+    }
+
+    /// The elicitation schemas of a 2026-07-28 server's `inputRequests`
+    /// whose answers are checked (`"validate": {"elicitation": true}` for
+    /// `u`): `{"server", "schemas": {key: requestedSchema}}`, or `None`.
+    #[cfg(feature = "validate")]
+    pub(super) fn policy_elicitation_schemas(&self, u: UpstreamId, requests: &Value) -> Option<Value> {
+        let server = &self.ups[u].spec.name;
+        if !(self.policy.p.validate.as_ref().is_some_and(|v| v.elicitation) && self.policy.p.validates(server)) {
+            return None;
+        }
+        let schemas: serde_json::Map<String, Value> = requests
+            .as_object()?
+            .iter()
+            .filter(|(_, r)| r.get("method").and_then(Value::as_str) == Some("elicitation/create"))
+            .filter_map(|(k, r)| Some((k.clone(), r.pointer("/params/requestedSchema")?.clone())))
+            .collect();
+        (!schemas.is_empty()).then(|| json!({ "server": server, "schemas": schemas }))
+    }
+
+    /// The error a retry gets instead of reaching its server when one of its
+    /// `inputResponses` accepts content that breaks the requestedSchema it
+    /// answers (`schemas` from [`Self::policy_elicitation_schemas`]).
+    #[cfg(feature = "validate")]
+    pub(super) fn policy_check_input_responses(&mut self, schemas: &Value, responses: Option<&Value>) -> Option<Refusal> {
+        let server = schemas.get("server").and_then(Value::as_str).unwrap_or_default().to_string();
+        for (key, schema) in schemas.get("schemas").and_then(Value::as_object)? {
+            let Some(answer) = responses.and_then(|r| r.get(key)) else { continue };
+            if answer.get("action").and_then(Value::as_str) != Some("accept") {
+                continue;
+            }
+            let content = answer.get("content").cloned().unwrap_or_else(|| json!({}));
+            if let Some(f) = self.check_accepted(schema, &content) {
+                let what = format!("inputResponses.{key}, the client's answer to server '{server}',");
+                let Refusal(code, msg, data) = self.elicitation_refusal(&what, f);
+                let msg = format!("Invalid params: {msg}; nothing was sent to the server. Send the request again without requestState to start over");
+                return Some(Refusal(code, msg, data));
+            }
+        }
+        None
+    }
+
+    #[cfg(feature = "validate")]
+    fn elicitation_refusal(&mut self, what: &str, f: crate::policy::validate::Failure) -> Refusal {
+        let msg = format!("{what} broke its requestedSchema: {f}");
         self.log(super::Level::Warn, msg.clone());
-        Some(Refusal(crate::policy::validate::Failure::CODE, msg, Some(f.data())))
+        Refusal(crate::policy::validate::Failure::CODE, msg, Some(f.data()))
+    }
+
+    /// Where accepted elicitation `content` breaks `schema`.
+    // Requirement: elicitation-both-validate-against-schema, elicitation-client-validate-responses
+    #[cfg(feature = "validate")]
+    fn check_accepted(&mut self, schema: &Value, content: &Value) -> Option<crate::policy::validate::Failure> {
+        self.policy.p.validators.check_once(crate::policy::validate::Target::ElicitationAnswer, schema, content).err()
     }
 
     #[cfg(not(feature = "validate"))]
     fn check_elicitation_answer(&mut self, _: &str, _: &Value, _: &[u8]) -> Option<Refusal> {
+        None
+    }
+
+    #[cfg(not(feature = "validate"))]
+    pub(super) fn policy_elicitation_schemas(&self, _: UpstreamId, _: &Value) -> Option<Value> {
+        None
+    }
+
+    #[cfg(not(feature = "validate"))]
+    pub(super) fn policy_check_input_responses(&mut self, _: &Value, _: Option<&Value>) -> Option<Refusal> {
         None
     }
 

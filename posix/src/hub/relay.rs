@@ -79,6 +79,9 @@ const URL_ELICITATIONS_CAP: usize = 1024;
 const INNER_HELD: u8 = 1;
 const INNER_UPSTREAM_STATE: u8 = 2;
 const INNER_UPSTREAM_NO_STATE: u8 = 3;
+/// The elicitation schemas whose answers are checked (`policy`), a 4-byte
+/// length and the JSON, before one of the two above.
+const INNER_CHECKED: u8 = 4;
 
 /// One request of an upstream for input, waiting for a modern client.
 #[derive(Clone, Debug)]
@@ -828,6 +831,20 @@ impl Hub {
                 self.route_modern(c, m, Some(Some(s)), ctx);
             }
             Some((&INNER_UPSTREAM_NO_STATE, _)) => self.route_modern(c, m, Some(None), ctx),
+            Some((&INNER_CHECKED, rest)) if rest.len() >= 4 => {
+                let (len, rest) = rest.split_at(4);
+                let len = u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize;
+                let Some((schemas, inner)) = (len <= rest.len()).then(|| rest.split_at(len)) else {
+                    return self.answer_error(c, Some(id), ErrorCode::InvalidParams, "Invalid params: requestState is malformed", None);
+                };
+                let schemas: Value = serde_json::from_slice(schemas).unwrap_or(Value::Null);
+                // Requirement: elicitation-server-validate-received-data (for the server, which gets only valid answers)
+                if let Some(super::router::Refusal(code, msg, data)) = self.policy_check_input_responses(&schemas, responses.as_ref()) {
+                    return self.answer_error(c, Some(id), code, &msg, data);
+                }
+                let inner = inner.to_vec();
+                self.resume(c, m, id, ctx, &inner, responses)
+            }
             _ => self.answer_error(c, Some(id), ErrorCode::InvalidParams, "Invalid params: requestState is malformed", None),
         }
     }
@@ -911,7 +928,25 @@ impl Hub {
             }
             None => inner.push(INNER_UPSTREAM_NO_STATE),
         }
-        let state = match self.seal(method, ctx, &inner) {
+        // The answers come back in the retry, to this server's own state:
+        // the schemas they are checked against travel sealed with it.
+        let checked = v.get("inputRequests").and_then(|r| self.policy_elicitation_schemas(u, r)).map(|schemas| {
+            let schemas = serde_json::to_vec(&schemas).unwrap_or_default();
+            let mut with = vec![INNER_CHECKED];
+            with.extend_from_slice(&(schemas.len() as u32).to_be_bytes());
+            with.extend_from_slice(&schemas);
+            with.extend_from_slice(&inner);
+            with
+        });
+        let sealed = match checked.map(|with| self.seal(method, ctx, &with)) {
+            Some(Ok(s)) => Ok(s),
+            Some(Err(why)) => {
+                self.log(Level::Warn, format!("server '{server}': elicitation answers of this round are not checked: {why}"));
+                self.seal(method, ctx, &inner)
+            }
+            None => self.seal(method, ctx, &inner),
+        };
+        let state = match sealed {
             Ok(s) => s,
             Err(why) => return self.answer_error(c, Some(cid), ErrorCode::InternalError, &why, None),
         };

@@ -509,3 +509,45 @@ fn at_debug_level_each_call_gets_one_line_with_its_outcome() {
     }
     assert!(got[1].contains(": error -32602 in 0 ms"), "{:?}", got[1]);
 }
+
+/// A 2026-07-28 server asks inside its own `InputRequiredResult`; the
+/// answers come back in the client's retry, checked against the schema
+/// sealed into mcpx's requestState: an invalid one never reaches the server.
+// covers: elicitation-both-validate-against-schema, elicitation-server-validate-received-data, mrtr-server-validate-responses
+#[test]
+fn a_modern_servers_own_elicitation_is_checked_in_the_retry() {
+    let opts = with_policy(json!({ "validate": { "servers": ["m"] } }));
+    let mut p = Pair::with(vec![("m", Fake::modern(&["ask"]))], opts);
+    let c = p.connect();
+    let caps = json!({ "elicitation": { "form": {} } });
+    let params = |extra: Value| {
+        let mut params = json!({ "name": "m__ask", "arguments": {}, "_meta": modern_meta(caps.clone()) });
+        if let (Some(o), Value::Object(x)) = (params.as_object_mut(), extra) {
+            o.extend(x);
+        }
+        params
+    };
+    let schema: Value = serde_json::from_str(ELICIT_SCHEMA).unwrap();
+    let round = |p: &mut Pair, id: u64| {
+        p.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params(json!({})) }));
+        let call = p.take_up(0);
+        let irr = json!({ "resultType": "input_required", "inputRequests": { "k1": { "method": "elicitation/create", "params": { "mode": "form", "message": "m", "requestedSchema": schema } } }, "requestState": "up-state" });
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": irr }));
+        p.take(c)["result"]["requestState"].clone()
+    };
+    let state = round(&mut p, 1);
+    let bad = json!({ "inputResponses": { "k1": { "action": "accept", "content": { "name": "no n" } } }, "requestState": state });
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params(bad) }));
+    let r = p.take(c);
+    assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!(2), json!(-32602)), "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("inputResponses.k1") && msg.contains("\"n\"") && msg.contains("server 'm'"), "names the answer, the property and the server: {r}");
+    assert!(p.up_quiet(0), "the invalid answer never reaches the server");
+    // A valid answer (or a decline) goes on with the server's own state.
+    let state = round(&mut p, 3);
+    let good = json!({ "inputResponses": { "k1": { "action": "accept", "content": { "name": "Ann", "n": 3 } } }, "requestState": state });
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params(good) }));
+    let retry = p.take_up(0);
+    assert_eq!(retry["params"]["requestState"], "up-state", "{retry}");
+    assert_eq!(retry["params"]["inputResponses"]["k1"]["content"]["n"], 3, "{retry}");
+}
