@@ -283,6 +283,7 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                         \"perServer\": \"500/s\",
                         \"perTool\": {\"gh__delete_*\": \"1/min\"}},
                        \"completions\": {..}, \"serverRequests\": {..},
+                       \"taskRequests\": {\"perPrincipal\": \"100/s\"},
                        \"progressPerRequest\": 10000, \"logsPerRequest\": 10000},
                                  or false; null turns one limit off
         \"catalogs\": {\"alice\": {\"allow\": [\"github\"], \"deny\": [\"github/delete_*\"],

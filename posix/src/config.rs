@@ -968,7 +968,7 @@ fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Valu
         Some(v) => {
             let at = at.key("rateLimits");
             if let Some(r) = object(cx, &at, v) {
-                let classes = ["toolCalls", "completions", "serverRequests"];
+                let classes = ["toolCalls", "completions", "serverRequests", "taskRequests"];
                 let nums = ["progressPerRequest", "logsPerRequest", "maxBuckets"];
                 let known: Vec<&str> = classes.iter().chain(&nums).copied().collect();
                 cx.unknown_keys(&at, r, &known);
@@ -981,6 +981,7 @@ fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Valu
                     let limits: &mut ClassLimits = match key {
                         "toolCalls" => &mut cfg.tool_calls,
                         "completions" => &mut cfg.completions,
+                        "taskRequests" => &mut cfg.task_requests,
                         _ => &mut cfg.server_requests,
                     };
                     if let Some(v) = c.get("perPrincipal") {

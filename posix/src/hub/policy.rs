@@ -387,6 +387,13 @@ impl Hub {
         self.admit(c, id, Class::Completion, Some(u), "")
     }
 
+    /// A `tasks/*` request of client `c`: its principal's rate limit
+    /// (`tasks-rate-limit`); nothing is looked up or forwarded when refused.
+    pub(super) fn policy_admit_task_request(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
+        let id = m.id_bytes().unwrap_or(b"null");
+        self.admit(c, id, Class::TaskRequest, None, "")
+    }
+
     /// Takes a token of every bucket for this request, or refuses it
     /// (`completion-security`, `tools-server-sec-validate-inputs`); nothing
     /// is sent upstream then.

@@ -94,6 +94,9 @@ impl Hub {
         let field = |path: &[&str]| m.param(path);
         let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
         self.policy_begin(c, m, ctx.is_some());
+        if m.method.starts_with("tasks/") {
+            self.policy_admit_task_request(c, m)?;
+        }
         match &*m.method {
             "initialize" => {
                 self.client_initialize(c, m);

@@ -34,6 +34,9 @@ pub enum Class {
     /// An upstream's `sampling/createMessage`, `elicitation/create` or
     /// `roots/list` sent through mcpx.
     ServerRequest,
+    /// A client's `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`
+    /// or `tasks/update` (`tasks-rate-limit`).
+    TaskRequest,
 }
 
 impl Class {
@@ -43,6 +46,7 @@ impl Class {
             Class::ToolCall => "toolCalls",
             Class::Completion => "completions",
             Class::ServerRequest => "serverRequests",
+            Class::TaskRequest => "taskRequests",
         }
     }
 }
@@ -110,6 +114,7 @@ pub struct RateLimitConfig {
     pub tool_calls: ClassLimits,
     pub completions: ClassLimits,
     pub server_requests: ClassLimits,
+    pub task_requests: ClassLimits,
     /// Progress notifications one upstream request may send.
     pub progress_per_request: Option<u32>,
     /// Log notifications (`notifications/message`) one upstream request may send.
@@ -126,6 +131,8 @@ impl Default for RateLimitConfig {
             tool_calls: ClassLimits { per_principal: r(100, 1000), per_server: r(500, 1000), per_tool: Vec::new() },
             completions: ClassLimits { per_principal: r(50, 1000), per_server: None, per_tool: Vec::new() },
             server_requests: ClassLimits { per_principal: None, per_server: r(20, 1000), per_tool: Vec::new() },
+            // Polling at a 100 ms interval is 10/s per task.
+            task_requests: ClassLimits { per_principal: r(100, 1000), per_server: None, per_tool: Vec::new() },
             progress_per_request: Some(10_000),
             logs_per_request: Some(10_000),
             max_buckets: 4096,
@@ -140,6 +147,7 @@ impl RateLimitConfig {
             tool_calls: ClassLimits::default(),
             completions: ClassLimits::default(),
             server_requests: ClassLimits::default(),
+            task_requests: ClassLimits::default(),
             progress_per_request: None,
             logs_per_request: None,
             max_buckets: 4096,
@@ -151,6 +159,7 @@ impl RateLimitConfig {
             Class::ToolCall => &self.tool_calls,
             Class::Completion => &self.completions,
             Class::ServerRequest => &self.server_requests,
+            Class::TaskRequest => &self.task_requests,
         }
     }
 }

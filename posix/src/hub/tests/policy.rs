@@ -551,3 +551,27 @@ fn a_modern_servers_own_elicitation_is_checked_in_the_retry() {
     assert_eq!(retry["params"]["requestState"], "up-state", "{retry}");
     assert_eq!(retry["params"]["inputResponses"]["k1"]["content"]["n"], 3, "{retry}");
 }
+
+// covers: tasks-rate-limit
+#[test]
+fn task_requests_have_their_own_limit_per_principal() {
+    let opts = with_policy(json!({ "rateLimits": { "taskRequests": { "perPrincipal": "2/s" } } }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
+    let tasks = json!({ "tasks": { "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } } });
+    let alice = p.client("2025-11-25", tasks.clone());
+    p.hub.set_client_principal(alice, b"token:alice");
+    let bob = p.client("2025-11-25", tasks);
+    p.hub.set_client_principal(bob, b"token:bob");
+    for id in 1..=2 {
+        let r = p.request(alice, json!(id), "tasks/list", json!({}));
+        assert!(r["result"]["tasks"].is_array(), "{r}");
+    }
+    let r = p.request(alice, json!(3), "tasks/get", json!({ "taskId": "nope" }));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("policy.rateLimits.taskRequests.perPrincipal (2/s)"), "{r}");
+    // Another principal has its own bucket; the refused one refills.
+    assert!(p.request(bob, json!(4), "tasks/list", json!({}))["result"]["tasks"].is_array());
+    p.advance(1000);
+    assert!(p.request(alice, json!(5), "tasks/list", json!({}))["result"]["tasks"].is_array());
+    assert!(p.up_quiet(0));
+}
