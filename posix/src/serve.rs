@@ -460,8 +460,8 @@ impl Events for HubEvents {
     fn garbage(&self, id: UpstreamId, what: &str) {
         self.0.feed(|h, _| h.upstream_garbage(id, what));
     }
-    fn too_large(&self, id: UpstreamId, len: usize, head: &[u8], tail: &[u8]) {
-        self.0.stdio_too_large(len, head, tail, |h, big, now| h.upstream_too_large(id, big, now));
+    fn too_large(&self, id: UpstreamId, big: &crate::hub::Oversize<'_>, on: Option<&[u8]>) {
+        self.0.feed(|h, now| h.upstream_too_large(id, big, on, now));
     }
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: crate::backoff::Next) {
         if self.0.closing.get() {
