@@ -208,7 +208,8 @@ pub struct Options {
     pub timeout_grace: Duration,
     /// Longest response head.
     pub max_head: usize,
-    /// Longest JSON response body, and longest SSE event.
+    /// Longest JSON response body, and longest SSE event: by default a
+    /// stdio server's line cap, so limits agree whatever the transport.
     pub max_message: usize,
     /// Requests in flight at once; more wait in the queue.
     pub max_in_flight: usize,
@@ -232,7 +233,7 @@ impl Default for Options {
             restart: Policy::default(),
             timeout_grace: Duration::from_secs(1),
             max_head: 64 * 1024,
-            max_message: 16 << 20,
+            max_message: crate::stdio::max_line(),
             max_in_flight: 64,
             queue_msgs: 4096,
             queue_bytes: 64 << 20,
@@ -757,7 +758,7 @@ impl Session {
     /// that request's answer, so the stream has nothing more for it.
     fn event_too_large(&self, len: usize, head: &[u8], tail: &[u8], on: Option<&[u8]>) -> bool {
         let max = self.opts.max_message;
-        let limit = format!("the {max}-byte limit of one message from a remote server ({})", crate::limits::human_size(max));
+        let limit = crate::stdio::message_limit("one message from a remote server", max);
         if self.alive.get() {
             self.events.too_large(self.id, &Oversize { len, max, limit: &limit, head, tail }, on);
         }
