@@ -1,7 +1,8 @@
 //! Size limits end to end, against real server processes: a reply over the
 //! stdio line cap is answered at once with an error naming the server and
 //! the limit (the edge build's 1 MiB cap: a 700 KB text echoed twice), and
-//! the server keeps serving.
+//! the server keeps serving; the same for a remote server's SSE event over
+//! the same cap.
 
 use mcpx_tests::*;
 use serde_json::{json, Value};
