@@ -452,6 +452,8 @@ mod tests {
 
     struct Decoded {
         items: Vec<Item>,
+        /// Each `TooLarge`'s head and tail.
+        edges: Vec<(Vec<u8>, Vec<u8>)>,
         last_id: Vec<u8>,
         retry: Option<u64>,
     }
@@ -463,6 +465,7 @@ mod tests {
     fn decode(cap: usize, reads: &[&[u8]]) -> Decoded {
         let mut d = SseDecoder::new(vec![0u8; cap]);
         let mut items = Vec::new();
+        let mut edges = Vec::new();
         for read in reads {
             let mut input = *read;
             let mut stalls = 0;
@@ -479,12 +482,15 @@ mod tests {
                             id: e.id.map(<[u8]>::to_vec),
                             retry: e.retry,
                         }),
-                        SseItem::TooLarge { len, .. } => Item::TooLarge(len),
+                        SseItem::TooLarge { len, head, tail } => {
+                            edges.push((head.to_vec(), tail.to_vec()));
+                            Item::TooLarge(len)
+                        }
                     });
                 }
             }
         }
-        Decoded { items, last_id: d.last_event_id().to_vec(), retry: d.retry() }
+        Decoded { items, edges, last_id: d.last_event_id().to_vec(), retry: d.retry() }
     }
 
     fn decode_all(stream: &[u8]) -> Vec<Item> {
@@ -538,7 +544,7 @@ mod tests {
                 _ => {}
             }
         }
-        Decoded { items, last_id, retry }
+        Decoded { items, edges: Vec::new(), last_id, retry }
     }
 
     fn write(ev: &SseEvent<'_>) -> Vec<u8> {
@@ -678,21 +684,7 @@ mod tests {
 
     /// Every over-large event's (head, tail) as the decoder reports them.
     fn edges_of(cap: usize, reads: &[&[u8]]) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut d = SseDecoder::new(vec![0u8; cap]);
-        let mut out = Vec::new();
-        for read in reads {
-            let mut input = *read;
-            while !input.is_empty() {
-                let n = d.feed(input);
-                input = &input[n..];
-                while let Some(item) = d.next() {
-                    if let SseItem::TooLarge { head, tail, .. } = item {
-                        out.push((head.to_vec(), tail.to_vec()));
-                    }
-                }
-            }
-        }
-        out
+        decode(cap, reads).edges
     }
 
     #[test]

@@ -838,6 +838,19 @@ fn a_server_answering_get_with_404_is_not_reinitialized() {
     });
 }
 
+/// A session with `url` under a 4096-byte message cap, after the
+/// handshake, with one request sent per `(id, method)`.
+async fn capped(ex: &Rc<LocalExecutor<'static>>, url: &str, calls: &[(i32, &str)]) -> (Remote, Task<()>, Rc<Log>) {
+    let log = Rc::new(Log::default());
+    let opts = Options { max_message: 4096, ..fast() };
+    let (r, task) = spawn(ex, 0, spec(url), opts, log.clone(), None);
+    handshake(&r, &log).await;
+    for (id, m) in calls {
+        r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
+    }
+    (r, task, log)
+}
+
 #[test]
 fn limits_on_heads_bodies_and_events_and_other_framings() {
     let srv = Server::start(|req| {
@@ -859,13 +872,7 @@ fn limits_on_heads_bodies_and_events_and_other_framings() {
         }
     });
     run(Duration::from_secs(20), |ex| async move {
-        let log = Rc::new(Log::default());
-        let opts = Options { max_message: 4096, ..fast() };
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), opts, log.clone(), None);
-        handshake(&r, &log).await;
-        for (id, m) in [(1, "close"), (2, "bighead"), (3, "bigbody"), (4, "bigevent"), (5, "smuggle")] {
-            r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
-        }
+        let (r, task, log) = capped(&ex, &srv.url, &[(1, "close"), (2, "bighead"), (3, "bigbody"), (4, "bigevent"), (5, "smuggle")]).await;
         assert!(until(Duration::from_secs(5), || (1..=5).all(|i| log.answer(i.into()).is_some())).await, "{:?}", log.all());
         let err = |id: i32| log.answer(id.into()).unwrap()["error"]["message"].as_str().unwrap_or("").to_string();
         assert!(log.answer(1.into()).unwrap()["result"].is_object());
@@ -901,13 +908,7 @@ fn an_oversized_reply_event_ends_its_requests_stream_and_the_session_goes_on() {
         }
     });
     run(Duration::from_secs(20), |ex| async move {
-        let log = Rc::new(Log::default());
-        let opts = Options { max_message: 4096, ..fast() };
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), opts, log.clone(), None);
-        handshake(&r, &log).await;
-        for (id, m) in [(6, "idlast"), (7, "noid")] {
-            r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
-        }
+        let (r, task, log) = capped(&ex, &srv.url, &[(6, "idlast"), (7, "noid")]).await;
         assert!(until(Duration::from_secs(5), || log.count("too_large") == 2).await, "{:?}", log.all());
         for id in [6, 7] {
             let on = format!(r#"on Some("{id}"): over the 4096-byte limit"#);
