@@ -30,6 +30,20 @@ pub enum Clipped<'a> {
     Unknown,
 }
 
+impl<'a> Clipped<'a> {
+    /// The id of the request this message answers: its own id, or, for a
+    /// reply whose id is in neither edge that came on the response stream
+    /// of request `on` (an HTTP POST's SSE stream, which is that request's
+    /// own), `on`.
+    pub fn answers(self, on: Option<&'a [u8]>) -> Option<&'a [u8]> {
+        match self {
+            Clipped::Reply { id } => Some(id),
+            Clipped::ReplyWithoutId => on,
+            Clipped::Request { .. } | Clipped::Unknown => None,
+        }
+    }
+}
+
 /// Reads the message whose first bytes are `head` and last bytes `tail`.
 pub fn classify<'a>(head: &'a [u8], tail: &'a [u8]) -> Clipped<'a> {
     let Head { reply, method, id } = scan_head(head);
@@ -190,6 +204,16 @@ mod tests {
         assert_eq!(classify(br#"{"result":{"a":"x"#, b"\"id\":123}"), Clipped::ReplyWithoutId);
         // The head ends inside the id's digits: the tail has all of them.
         assert_eq!(classify(br#"{"error":{"code":-1,"message":"m"},"id":12"#, b",\"id\":123}"), reply("123"));
+    }
+
+    #[test]
+    fn a_reply_on_its_request_stream_answers_that_request() {
+        let on = Some(&b"4"[..]);
+        assert_eq!(reply("9").answers(on), Some(&b"9"[..]));
+        assert_eq!(Clipped::ReplyWithoutId.answers(on), on);
+        assert_eq!(Clipped::ReplyWithoutId.answers(None), None);
+        assert_eq!(Clipped::Request { id: Some(b"4") }.answers(on), None);
+        assert_eq!(Clipped::Unknown.answers(on), None);
     }
 
     #[test]

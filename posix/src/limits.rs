@@ -10,7 +10,7 @@
 //! | `max_upstreams` | `mcpx serve` start | the config is refused with a message naming the cap |
 //! | `max_sessions` | hub clients, HTTP sessions | `initialize` is answered with an error (HTTP 503) |
 //! | `max_in_flight` | hub pending table | the request is answered with an error |
-//! | `max_frame_bytes` | stdio lines (client, upstreams), HTTP bodies | the message is refused with an error (HTTP 413) |
+//! | `max_frame_bytes` | stdio lines (client, upstreams), HTTP bodies, remote servers' bodies and SSE events | the message is refused with an error (HTTP 413; a server's answer: its request fails) |
 //! | `max_queue_bytes` | output queue of each peer (client, upstream) | the peer is treated as stuck, per the outbox rules |
 //!
 //! Memory for buffers is thus bounded by (upstreams + sessions) × queue.

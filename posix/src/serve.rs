@@ -387,18 +387,13 @@ impl Runtime {
         }
     }
 
-    /// A stdio client's line over [`crate::stdio::max_line`], skipped.
+    /// A stdio client's line over [`crate::stdio::max_line`], skipped:
+    /// handed to the hub with the limit named.
     pub fn client_frame_too_large(&self, c: ClientId, len: usize, head: &[u8], tail: &[u8]) {
         warn!("client sent a message of {len} bytes, over the limit; answered with an error");
-        self.stdio_too_large(len, head, tail, |h, big, _| h.client_frame_too_large(c, big));
-    }
-
-    /// A stdio line (a client's or a server's) over [`crate::stdio::max_line`],
-    /// handed to the hub with the limit named.
-    fn stdio_too_large(&self, len: usize, head: &[u8], tail: &[u8], f: impl FnOnce(&mut Hub, &crate::hub::Oversize<'_>, u64)) {
         let limit = crate::stdio::line_limit();
         let big = crate::hub::Oversize { len, max: crate::stdio::max_line(), limit: &limit, head, tail };
-        self.feed(|h, now| f(h, &big, now));
+        self.feed(|h, _| h.client_frame_too_large(c, &big));
     }
 
     pub fn client_disconnected(&self, c: ClientId) {
@@ -460,8 +455,8 @@ impl Events for HubEvents {
     fn garbage(&self, id: UpstreamId, what: &str) {
         self.0.feed(|h, _| h.upstream_garbage(id, what));
     }
-    fn too_large(&self, id: UpstreamId, len: usize, head: &[u8], tail: &[u8]) {
-        self.0.stdio_too_large(len, head, tail, |h, big, now| h.upstream_too_large(id, big, now));
+    fn too_large(&self, id: UpstreamId, big: &crate::hub::Oversize<'_>, on: Option<&[u8]>) {
+        self.0.feed(|h, now| h.upstream_too_large(id, big, on, now));
     }
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: crate::backoff::Next) {
         if self.0.closing.get() {

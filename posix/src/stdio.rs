@@ -34,8 +34,13 @@ pub fn max_line() -> usize {
 
 /// [`max_line`] as errors name it, with how to change it.
 pub fn line_limit() -> String {
-    let max = max_line();
-    format!("the {max}-byte limit of one stdio message ({}; MCPX_LIMITS=frame=SIZE sets it, up to 16 MiB)", crate::limits::human_size(max))
+    message_limit("one stdio message", max_line())
+}
+
+/// A message cap of `max` bytes on `what` that follows [`max_line`] (a
+/// stdio line, a remote server's response), as errors name it.
+pub fn message_limit(what: &str, max: usize) -> String {
+    format!("the {max}-byte limit of {what} ({}; MCPX_LIMITS=frame=SIZE sets it, up to 16 MiB)", crate::limits::human_size(max))
 }
 
 /// A running stdio client connection.

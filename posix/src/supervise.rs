@@ -26,6 +26,7 @@ use smol::{LocalExecutor, Task, Timer};
 
 use crate::backoff::{self, Ctl, End, Ended, Next, Policy};
 use crate::childenv;
+use crate::hub::Oversize;
 use crate::lines::{read_lines, LineEvent};
 use crate::logline::{escape_bytes, show_duration, RateLimit, Verdict};
 use crate::outbox::{self, Outbox, PushError};
@@ -89,11 +90,13 @@ pub trait Events {
     }
     /// Output on stdout that is not a message (a banner).
     fn garbage(&self, id: UpstreamId, what: &str);
-    /// A line on stdout over `Options::max_line` (`len` bytes), skipped;
-    /// `head` and `tail` are its first and last bytes, which tell the
-    /// request it may answer. By default reported as garbage.
-    fn too_large(&self, id: UpstreamId, len: usize, _head: &[u8], _tail: &[u8]) {
-        self.garbage(id, &format!("message of {len} bytes on stdout is over the line limit; dropped"));
+    /// A message over the transport's cap (a line on stdout over
+    /// `Options::max_line`, an HTTP upstream's SSE event), skipped; its
+    /// edges tell the request it may answer. `on`: the request on whose
+    /// response stream it came (HTTP upstreams). By default reported as garbage.
+    fn too_large(&self, id: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
+        let _ = on;
+        self.garbage(id, &format!("message of {} bytes is over {}; dropped", big.len, big.limit));
     }
     /// `next`: what the restart loop does now (wait, give up, stop).
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: Next);
@@ -280,7 +283,10 @@ impl Supervisor {
                         garbage.report(&*events, id, || format!("non-JSON line on stdout: {}", preview(t, 200)));
                     }
                 }
-                LineEvent::TooLarge { len, head, tail } => events.too_large(id, len, head, tail),
+                LineEvent::TooLarge { len, head, tail } => {
+                    let limit = crate::stdio::line_limit();
+                    events.too_large(id, &Oversize { len, max: max_line, limit: &limit, head, tail }, None);
+                }
             })
             .await;
             garbage.finish(&*events, id);

@@ -12,7 +12,7 @@ use crate::backoff::Next;
 use crate::supervise::{Events, UpstreamId};
 
 /// What an upstream reported, as text: `started`, `msg {line}`,
-/// `garbage {what}`, `exited {reason} | {stderr tail}`; and what each exit
+/// `garbage {what}`, `too_large {len} on {request}: over {limit}`, `exited {reason} | {stderr tail}`; and what each exit
 /// said comes next.
 #[derive(Default)]
 pub struct Log(RefCell<Vec<String>>, RefCell<Vec<Next>>);
@@ -26,6 +26,10 @@ impl Events for Log {
     }
     fn garbage(&self, _: UpstreamId, what: &str) {
         self.0.borrow_mut().push(format!("garbage {what}"));
+    }
+    fn too_large(&self, _: UpstreamId, big: &crate::hub::Oversize<'_>, on: Option<&[u8]>) {
+        let on = on.map(String::from_utf8_lossy);
+        self.0.borrow_mut().push(format!("too_large {} on {on:?}: over {}", big.len, big.limit));
     }
     fn exited(&self, _: UpstreamId, reason: &str, tail: &str, next: Next) {
         self.0.borrow_mut().push(format!("exited {reason} | {tail}"));

@@ -1,7 +1,8 @@
 //! Size limits end to end, against real server processes: a reply over the
 //! stdio line cap is answered at once with an error naming the server and
 //! the limit (the edge build's 1 MiB cap: a 700 KB text echoed twice), and
-//! the server keeps serving.
+//! the server keeps serving; the same for a remote server's SSE event over
+//! the same cap.
 
 use mcpx_tests::*;
 use serde_json::{json, Value};
@@ -78,4 +79,23 @@ fn a_typescript_servers_reply_over_the_cap_is_found_by_its_last_bytes() {
     let (r, _) = call(&mut s, "every__echo", json!({"message": "after the big one"}));
     assert!(texts(&r["result"]).contains("after the big one"), "{}", brief(&r));
     s.finish();
+}
+
+// covers: messages-error-response-same-id-unless-unreadable, lifecycle-prepared-for-error-cases
+#[test]
+fn a_remote_servers_sse_reply_over_the_cap_is_an_immediate_error() {
+    // FastMCP on Streamable HTTP answers a call with an SSE event on the
+    // POST's stream; under a 1 MiB cap, `greet` with a 700 KB name (the text
+    // twice in the reply) is over it.
+    let server = py_server_remote("pyh", Transport::StreamableHttp, None);
+    let hub = HubConfig::new().remote("pyh", json!({"url": server.url})).write();
+    let mut s = session(&hub, "1M");
+    let (r, took) = call(&mut s, "pyh__greet", json!({"name": "t".repeat(700_000)}));
+    assert_over_cap(&r, took, "pyh", 1 << 20);
+    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("one message from a remote server"), "{}", brief(&r));
+    // The session with the server goes on.
+    let (r, _) = call(&mut s, "pyh__greet", json!({"name": "still here"}));
+    assert!(texts(&r["result"]).contains("still here"), "{}", brief(&r));
+    let err = s.finish();
+    assert!(err.contains("over the 1048576-byte limit of one message from a remote server"), "the log names it too:\n{err}");
 }

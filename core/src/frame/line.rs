@@ -19,6 +19,7 @@
 //! assert_eq!(lines, 2);
 //! ```
 use super::buf::Buf;
+use super::edges::Edges;
 
 /// One decoded item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,8 +33,7 @@ pub enum LineEvent<'a> {
     TooLarge { len: usize, head: &'a [u8], tail: &'a [u8] },
 }
 
-/// Bytes kept from each end of an over-long line.
-pub const EDGE: usize = 256;
+pub use super::edges::EDGE;
 
 impl<'a> LineEvent<'a> {
     /// The report for a whole `line` that a caller refuses as over its own
@@ -41,49 +41,6 @@ impl<'a> LineEvent<'a> {
     pub fn over_long(line: &'a [u8]) -> Self {
         let len = line.len();
         LineEvent::TooLarge { len, head: &line[..len.min(EDGE)], tail: &line[len.saturating_sub(EDGE)..] }
-    }
-}
-
-/// The first and last bytes of the over-long line being skipped.
-struct Edges {
-    head: [u8; EDGE],
-    head_len: usize,
-    /// One byte more than reported, for a `\r` before the `\n`.
-    tail: [u8; EDGE + 1],
-    tail_len: usize,
-}
-
-impl Edges {
-    const EMPTY: Edges = Edges { head: [0; EDGE], head_len: 0, tail: [0; EDGE + 1], tail_len: 0 };
-
-    /// A new over-long line whose first bytes are `first`.
-    fn start(&mut self, first: &[u8]) {
-        self.head_len = 0;
-        self.tail_len = 0;
-        self.push(first);
-    }
-
-    /// More bytes of the line: the head fills up, the tail window slides.
-    fn push(&mut self, more: &[u8]) {
-        let h = more.len().min(EDGE - self.head_len);
-        self.head[self.head_len..self.head_len + h].copy_from_slice(&more[..h]);
-        self.head_len += h;
-        let win = self.tail.len();
-        if more.len() >= win {
-            self.tail.copy_from_slice(&more[more.len() - win..]);
-            self.tail_len = win;
-            return;
-        }
-        let keep = self.tail_len.min(win - more.len());
-        self.tail.copy_within(self.tail_len - keep..self.tail_len, 0);
-        self.tail[keep..keep + more.len()].copy_from_slice(more);
-        self.tail_len = keep + more.len();
-    }
-
-    fn event(&self, len: usize) -> LineEvent<'_> {
-        let tail = &self.tail[..self.tail_len];
-        let tail = tail.strip_suffix(b"\r").unwrap_or(tail);
-        LineEvent::TooLarge { len, head: &self.head[..self.head_len], tail: &tail[tail.len().saturating_sub(EDGE)..] }
     }
 }
 
@@ -134,7 +91,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
     #[allow(clippy::should_implement_trait)] // lending: items borrow the decoder
     pub fn next(&mut self) -> Option<LineEvent<'_>> {
         if let Some(len) = self.too_large.take() {
-            return Some(self.edges.event(len));
+            let tail = self.edges.tail(|t| t.strip_suffix(b"\r").unwrap_or(t));
+            return Some(LineEvent::TooLarge { len, head: self.edges.head(), tail });
         }
         if self.skipping.is_some() {
             return None;
@@ -144,7 +102,8 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
                 if self.buf.is_full(0) {
                     let held = self.buf.len();
                     let line = self.buf.consume(held);
-                    self.edges.start(self.buf.storage().get(line).unwrap_or(&[]));
+                    self.edges.clear();
+                    self.edges.push(self.buf.storage().get(line).unwrap_or(&[]));
                     self.skipping = Some(held);
                 }
                 return None;

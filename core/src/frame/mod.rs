@@ -13,6 +13,7 @@
 //! number of bytes written, or a [`WriteError`] that leaves nothing half-written
 //! to rely on.
 mod buf;
+mod edges;
 pub mod http;
 pub mod line;
 mod out;

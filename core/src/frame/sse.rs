@@ -13,6 +13,7 @@
 use heapless::Vec;
 
 use super::buf::Buf;
+use super::edges::Edges;
 use super::out::Out;
 use super::{parse_decimal, WriteError};
 
@@ -45,8 +46,11 @@ pub enum SseItem<'a> {
     Event(SseEvent<'a>),
     /// An event did not fit in the storage (or its `event`/`id` exceeded
     /// [`MAX_EVENT_TYPE`]/[`MAX_ID`]); it was dropped up to the blank line
-    /// ending it. `len` counts the bytes dropped.
-    TooLarge { len: usize },
+    /// ending it. `len` counts the bytes dropped. `head` is the first bytes
+    /// of its data (up to [`super::line::EDGE`]), `tail` the last bytes of
+    /// the stream before the blank line (of its last `data` line, usually),
+    /// where a message's envelope usually is.
+    TooLarge { len: usize, head: &'a [u8], tail: &'a [u8] },
 }
 
 /// Writes `ev` as an event block: `event`, `id`, `retry`, then one `data` line
@@ -176,6 +180,12 @@ impl Skip {
     }
 }
 
+/// `bytes` without the line endings that end them.
+fn without_line_ends(bytes: &[u8]) -> &[u8] {
+    let ends = bytes.iter().rev().take_while(|&&b| b == b'\r' || b == b'\n').count();
+    &bytes[..bytes.len() - ends]
+}
+
 /// Incremental `text/event-stream` decoder in caller-provided storage.
 ///
 /// The storage holds the event being assembled (its joined `data`) plus the
@@ -214,6 +224,8 @@ pub struct SseDecoder<B> {
     skipping: Option<Skip>,
     /// An event was returned: clear it before touching the storage again.
     dispatched: bool,
+    /// The first and last bytes of the event being skipped.
+    edges: Edges,
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
@@ -232,6 +244,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
             bom: Some(0),
             skipping: None,
             dispatched: false,
+            edges: Edges::EMPTY,
         }
     }
 
@@ -254,7 +267,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
         }
         let rest = input.get(used..).unwrap_or(&[]);
         if let Some(skip) = self.skipping.as_mut().filter(|s| !s.ended) {
-            return used + skip.scan(&mut self.skip_lf, rest);
+            let n = skip.scan(&mut self.skip_lf, rest);
+            self.edges.push_tail(&rest[..n]);
+            return used + n;
         }
         used + self.buf.fill(self.data_len, rest)
     }
@@ -269,6 +284,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
                 if !skip.ended {
                     let pending = self.buf.pending();
                     let n = skip.scan(&mut self.skip_lf, pending);
+                    self.edges.push_tail(&pending[..n]);
                     self.buf.consume(n);
                 }
                 if !skip.ended {
@@ -276,7 +292,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
                 }
                 let len = skip.dropped;
                 self.skipping = None;
-                return Some(SseItem::TooLarge { len });
+                return Some(SseItem::TooLarge { len, head: self.edges.head(), tail: self.edges.tail(without_line_ends) });
             }
             if self.skip_lf {
                 match self.buf.pending().first() {
@@ -384,8 +400,17 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> SseDecoder<B> {
         false
     }
 
-    /// Drops the current event and skips to the blank line ending it.
+    /// Drops the current event and skips to the blank line ending it;
+    /// `!at_line_start`: the storage filled up inside a line, which is the
+    /// pending input.
     fn drop_event(&mut self, dropped: usize, at_line_start: bool) {
+        self.edges.clear();
+        self.edges.push_head(self.buf.storage().get(..self.data_len).unwrap_or(&[]));
+        if !at_line_start {
+            if let Some(value) = self.buf.pending().strip_prefix(b"data:") {
+                self.edges.push_head(value.strip_prefix(b" ").unwrap_or(value));
+            }
+        }
         self.clear_event();
         self.skipping = Some(Skip { dropped, at_line_start, ended: false });
     }
@@ -427,6 +452,8 @@ mod tests {
 
     struct Decoded {
         items: Vec<Item>,
+        /// Each `TooLarge`'s head and tail.
+        edges: Vec<(Vec<u8>, Vec<u8>)>,
         last_id: Vec<u8>,
         retry: Option<u64>,
     }
@@ -438,6 +465,7 @@ mod tests {
     fn decode(cap: usize, reads: &[&[u8]]) -> Decoded {
         let mut d = SseDecoder::new(vec![0u8; cap]);
         let mut items = Vec::new();
+        let mut edges = Vec::new();
         for read in reads {
             let mut input = *read;
             let mut stalls = 0;
@@ -454,12 +482,15 @@ mod tests {
                             id: e.id.map(<[u8]>::to_vec),
                             retry: e.retry,
                         }),
-                        SseItem::TooLarge { len } => Item::TooLarge(len),
+                        SseItem::TooLarge { len, head, tail } => {
+                            edges.push((head.to_vec(), tail.to_vec()));
+                            Item::TooLarge(len)
+                        }
                     });
                 }
             }
         }
-        Decoded { items, last_id: d.last_event_id().to_vec(), retry: d.retry() }
+        Decoded { items, edges, last_id: d.last_event_id().to_vec(), retry: d.retry() }
     }
 
     fn decode_all(stream: &[u8]) -> Vec<Item> {
@@ -513,7 +544,7 @@ mod tests {
                 _ => {}
             }
         }
-        Decoded { items, last_id, retry }
+        Decoded { items, edges: Vec::new(), last_id, retry }
     }
 
     fn write(ev: &SseEvent<'_>) -> Vec<u8> {
@@ -649,6 +680,39 @@ mod tests {
         assert_eq!(d.items[0], ev("ok"));
         assert!(matches!(d.items[1], Item::TooLarge(n) if n >= 32));
         assert_eq!(d.items[2], ev("next"));
+    }
+
+    /// Every over-large event's (head, tail) as the decoder reports them.
+    fn edges_of(cap: usize, reads: &[&[u8]]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        decode(cap, reads).edges
+    }
+
+    #[test]
+    fn oversized_event_keeps_the_first_and_last_bytes_of_its_data() {
+        use crate::clipped::{classify, Clipped};
+        use crate::frame::line::EDGE;
+        let pad = "x".repeat(3000);
+        let py = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"text":"{pad}"}}}}"#);
+        let ts = format!(r#"{{"result":{{"text":"{pad}"}},"jsonrpc":"2.0","id":12}}"#);
+        for end in ["\n\n", "\r\n\r\n", "\r\r"] {
+            let stream = format!("data: ok{end}event: message\nid: 3\ndata: {py}{end}data: {ts}{end}data: after{end}");
+            let reads: Vec<&[u8]> = stream.as_bytes().chunks(100).collect();
+            let got = edges_of(512, &reads);
+            assert_eq!(got.len(), 2, "{end:?}");
+            assert_eq!(got[0].0, &py.as_bytes()[..EDGE]);
+            assert_eq!(got[0].1, &py.as_bytes()[py.len() - EDGE..]);
+            assert_eq!(got[1].1, &ts.as_bytes()[ts.len() - EDGE..]);
+            assert_eq!(classify(&got[0].0, &got[0].1), Clipped::Reply { id: b"7" });
+            assert_eq!(classify(&got[1].0, &got[1].1), Clipped::Reply { id: b"12" });
+        }
+        // Data lines before the one that overflows are joined into the head.
+        let stream = format!("data: {{\"id\":5,\ndata: \"result\":\"{pad}\"}}\n\n");
+        let got = edges_of(512, &[stream.as_bytes()]);
+        assert_eq!(got[0].0, format!("{{\"id\":5,\n\"result\":\"{pad}").as_bytes()[..EDGE]);
+        // An event dropped for its long `event` field keeps the data seen before it.
+        let long = "e".repeat(MAX_EVENT_TYPE + 1);
+        let got = edges_of(512, &[format!("data: {{\"id\":1}}\nevent: {long}\ndata: z\n\n").as_bytes()]);
+        assert_eq!(got, [(b"{\"id\":1}\n".to_vec(), b"data: z".to_vec())]);
     }
 
     #[test]

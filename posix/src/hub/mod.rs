@@ -635,12 +635,15 @@ impl Hub {
     }
 
     /// Upstream `u` wrote a message over its transport's cap, which the
-    /// runtime skipped. If its edges show the request it answers, that
-    /// request is answered now with an error naming the size and the limit;
-    /// otherwise the limit is named in that request's timeout error.
-    pub fn upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, now_ms: u64) {
+    /// runtime skipped; `on`: the hub's request on whose response stream it
+    /// came (an HTTP upstream's POST stream), if any. If its edges show the
+    /// request it answers (or show a reply without its id, on `on`'s
+    /// stream), that request is answered now with an error naming the size
+    /// and the limit; otherwise the limit is named in that request's
+    /// timeout error.
+    pub fn upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>, now_ms: u64) {
         self.now(now_ms);
-        self.on_upstream_too_large(u, big);
+        self.on_upstream_too_large(u, big, on);
     }
 
     /// The upstream wrote something that is not a JSON-RPC message (a non-JSON

@@ -1053,7 +1053,7 @@ impl Hub {
     /// A message from `u` over its transport's cap was skipped: the
     /// request it answers (read from its edges) is failed now, naming the
     /// size and the limit, instead of waiting for its timeout.
-    pub(super) fn on_upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>) {
+    pub(super) fn on_upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
         if u >= self.ups.len() || self.ups[u].is_removed() {
             return;
         }
@@ -1062,12 +1062,11 @@ impl Hub {
         let Oversize { len, max, limit, .. } = *big;
         let data = || Some(json!({ "server": name, "bytes": len, "limitBytes": max }));
         let id = match clipped::classify(big.head, big.tail) {
-            Clipped::Reply { id } => wire::id_u64(id),
             Clipped::Request { .. } => {
                 let msg = format!("server '{name}' sent a request or notification of {len} bytes, over {limit}; dropped");
                 return self.log(Level::Warn, msg);
             }
-            Clipped::ReplyWithoutId | Clipped::Unknown => None,
+            c => c.answers(on).and_then(wire::id_u64),
         };
         let origin = id.and_then(|id| self.pending.get(u, id)).map(|f| &f.origin);
         match (id, origin) {

@@ -74,6 +74,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
+use mcpx_core::clipped;
 use mcpx_core::envelope::{Envelope, Kind};
 use mcpx_core::frame::sse::{SseDecoder, SseItem};
 use mcpx_core::headers;
@@ -85,6 +86,7 @@ use smol::lock::{Mutex, Semaphore};
 use smol::{LocalExecutor, Task};
 
 use crate::backoff::{self, Ctl, End, Ended, Policy};
+use crate::hub::Oversize;
 use crate::logline::show_duration;
 use conn::Connector;
 use http::{Body, Client, Limits, Response};
@@ -206,7 +208,8 @@ pub struct Options {
     pub timeout_grace: Duration,
     /// Longest response head.
     pub max_head: usize,
-    /// Longest JSON response body, and longest SSE event.
+    /// Longest JSON response body, and longest SSE event: by default a
+    /// stdio server's line cap, so limits agree whatever the transport.
     pub max_message: usize,
     /// Requests in flight at once; more wait in the queue.
     pub max_in_flight: usize,
@@ -230,7 +233,7 @@ impl Default for Options {
             restart: Policy::default(),
             timeout_grace: Duration::from_secs(1),
             max_head: 64 * 1024,
-            max_message: 16 << 20,
+            max_message: crate::stdio::max_line(),
             max_in_flight: 64,
             queue_msgs: 4096,
             queue_bytes: 64 << 20,
@@ -750,15 +753,16 @@ impl Session {
         true
     }
 
-    fn garbage(&self, what: &str) {
+    /// An SSE event over `max_message`, which the decoder dropped; `on`:
+    /// the request whose POST stream it came on. Returns whether it was
+    /// that request's answer, so the stream has nothing more for it.
+    fn event_too_large(&self, len: usize, head: &[u8], tail: &[u8], on: Option<&[u8]>) -> bool {
+        let max = self.opts.max_message;
+        let limit = crate::stdio::message_limit("one message from a remote server", max);
         if self.alive.get() {
-            self.events.garbage(self.id, what);
+            self.events.too_large(self.id, &Oversize { len, max, limit: &limit, head, tail }, on);
         }
-    }
-
-    /// An SSE event over `max_message`, which the decoder dropped.
-    fn event_too_large(&self, len: usize) {
-        self.garbage(&format!("SSE event of {len}+ bytes is over the {}-byte limit; dropped", self.opts.max_message));
+        on.is_some() && clipped::classify(head, tail).answers(on) == on
     }
 
     /// A JSON-RPC error answered to the hub for request `id`.
@@ -1208,7 +1212,12 @@ impl Session {
                                 return Ok(true);
                             }
                         }
-                        SseItem::TooLarge { len } => self.event_too_large(len),
+                        SseItem::TooLarge { len, head, tail } => {
+                            if self.event_too_large(len, head, tail, request_id) {
+                                st.last_id = dec.last_event_id().to_vec();
+                                return Ok(true);
+                            }
+                        }
                     }
                 }
                 st.last_id = dec.last_event_id().to_vec();
@@ -1372,7 +1381,9 @@ impl Session {
                         }
                         SseItem::Event(ev) if ev.event.unwrap_or(b"message") == b"message" => self.deliver(ev.data, None),
                         SseItem::Event(_) => {}
-                        SseItem::TooLarge { len } => self.event_too_large(len),
+                        SseItem::TooLarge { len, head, tail } => {
+                            self.event_too_large(len, head, tail, None);
+                        }
                     }
                 }
             }

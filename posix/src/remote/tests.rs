@@ -838,6 +838,19 @@ fn a_server_answering_get_with_404_is_not_reinitialized() {
     });
 }
 
+/// A session with `url` under a 4096-byte message cap, after the
+/// handshake, with one request sent per `(id, method)`.
+async fn capped(ex: &Rc<LocalExecutor<'static>>, url: &str, calls: &[(i32, &str)]) -> (Remote, Task<()>, Rc<Log>) {
+    let log = Rc::new(Log::default());
+    let opts = Options { max_message: 4096, ..fast() };
+    let (r, task) = spawn(ex, 0, spec(url), opts, log.clone(), None);
+    handshake(&r, &log).await;
+    for (id, m) in calls {
+        r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
+    }
+    (r, task, log)
+}
+
 #[test]
 fn limits_on_heads_bodies_and_events_and_other_framings() {
     let srv = Server::start(|req| {
@@ -859,21 +872,55 @@ fn limits_on_heads_bodies_and_events_and_other_framings() {
         }
     });
     run(Duration::from_secs(20), |ex| async move {
-        let log = Rc::new(Log::default());
-        let opts = Options { max_message: 4096, ..fast() };
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), opts, log.clone(), None);
-        handshake(&r, &log).await;
-        for (id, m) in [(1, "close"), (2, "bighead"), (3, "bigbody"), (4, "bigevent"), (5, "smuggle")] {
-            r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
-        }
+        let (r, task, log) = capped(&ex, &srv.url, &[(1, "close"), (2, "bighead"), (3, "bigbody"), (4, "bigevent"), (5, "smuggle")]).await;
         assert!(until(Duration::from_secs(5), || (1..=5).all(|i| log.answer(i.into()).is_some())).await, "{:?}", log.all());
         let err = |id: i32| log.answer(id.into()).unwrap()["error"]["message"].as_str().unwrap_or("").to_string();
         assert!(log.answer(1.into()).unwrap()["result"].is_object());
         assert!(err(2).contains("response head is over the 65536-byte limit"), "{}", err(2));
         assert!(err(3).contains("over the 4096-byte limit"), "{}", err(3));
         assert!(log.answer(4.into()).unwrap()["result"].is_object());
-        assert_eq!(log.count("garbage SSE event of"), 1, "{:?}", log.all());
+        // Its head shows no reply: reported with its POST's request, which its result answers later.
+        assert_eq!(log.count("too_large 5"), 1, "{:?}", log.all());
+        assert!(log.all().iter().any(|e| e.starts_with(r#"too_large 5"#) && e.contains(r#"on Some("4"): over the 4096-byte limit of one message from a remote server"#)));
         assert!(err(5).contains("framing"), "{}", err(5));
+        assert_eq!(log.count("exited"), 0);
+        r.shutdown();
+        task.await;
+    });
+}
+
+#[test]
+fn an_oversized_reply_event_ends_its_requests_stream_and_the_session_goes_on() {
+    let pad = "a".repeat(5000);
+    let srv = Server::start(move |req| {
+        let id = req.rpc_id();
+        let progress = format!(r#"data: {{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{id},"progress":1}}}}"#);
+        match req.rpc_method().as_str() {
+            "initialize" => Reply::Json(200, vec![("mcp-session-id", "s".into())], init_result("2025-06-18")),
+            "notifications/initialized" => Reply::Status(202),
+            // The TypeScript SDK's order: the id last.
+            "idlast" => sse(vec![format!("{progress}\n\n"), format!("data: {{\"result\":{{\"pad\":\"{pad}\"}},\"jsonrpc\":\"2.0\",\"id\":{id}}}\n\n")]),
+            // A reply whose id is in neither edge: the stream's own request.
+            "noid" => sse(vec![format!("data: {{\"result\":{{\"pad\":\"{pad}\"}},\"id\":{id},\"jsonrpc\":\"2.0\"}}\r\n\r\n")]),
+            "tools/list" => Reply::Json(200, vec![], tools_result(&id)),
+            _ if req.method == "GET" => Reply::Status(405),
+            _ => Reply::Status(202),
+        }
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let (r, task, log) = capped(&ex, &srv.url, &[(6, "idlast"), (7, "noid")]).await;
+        assert!(until(Duration::from_secs(5), || log.count("too_large") == 2).await, "{:?}", log.all());
+        for id in [6, 7] {
+            let on = format!(r#"on Some("{id}"): over the 4096-byte limit"#);
+            assert_eq!(log.all().iter().filter(|e| e.starts_with("too_large") && e.contains(&on)).count(), 1, "{:?}", log.all());
+        }
+        // The same session answers the next request; the dropped replies'
+        // streams were not resumed into a second, transport error for them.
+        r.send(br#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#.to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(8.into()).is_some()).await, "{:?}", log.all());
+        assert!(log.answer(6.into()).is_none() && log.answer(7.into()).is_none(), "{:?}", log.all());
+        let resumed = srv.requests().iter().filter(|q| q.method == "GET" && q.header("last-event-id").is_some()).count();
+        assert_eq!(resumed, 0, "no resumption of a stream whose reply came");
         assert_eq!(log.count("exited"), 0);
         r.shutdown();
         task.await;

@@ -12,9 +12,15 @@ const LIMIT: &str = "the 1048576-byte limit of one stdio message (1 MiB)";
 /// Reports `msg` (a reply too large for the runtime) as the runtime does:
 /// its size and its edges.
 fn too_large(p: &mut Pair, u: UpstreamId, msg: &str) {
+    too_large_on(p, u, msg, None);
+}
+
+/// [`too_large`] for a message that came on the response stream of the
+/// hub's request `on` (an HTTP upstream's POST stream).
+fn too_large_on(p: &mut Pair, u: UpstreamId, msg: &str, on: Option<u64>) {
     let LineEvent::TooLarge { len, head, tail } = LineEvent::over_long(msg.as_bytes()) else { unreachable!() };
     let big = Oversize { len, max: 1 << 20, limit: LIMIT, head, tail };
-    p.hub.upstream_too_large(u, &big, p.now);
+    p.hub.upstream_too_large(u, &big, on.map(|id| id.to_string()).as_deref().map(str::as_bytes), p.now);
     p.pump();
 }
 
@@ -111,6 +117,29 @@ fn a_clients_request_over_the_cap_is_answered_with_its_own_id() {
     let e = p.take(c);
     assert_eq!(err_code(&e), -32600);
     assert!(e.get("id").is_none(), "2025-11-25: unreadable id left out: {e}");
+}
+
+// covers: messages-error-response-same-id-unless-unreadable, lifecycle-prepared-for-error-cases
+#[test]
+fn a_reply_without_a_readable_id_on_its_requests_stream_fails_that_request() {
+    let (mut p, [a, b], [ida, idb]) = two_calls();
+    // The id sits in neither edge; off a request's stream, nothing is answered.
+    let noid = format!(r#"{{"result":{{"text":"{}"}},"id":{idb},"jsonrpc":"2.0"}}"#, big_text());
+    too_large(&mut p, 0, &noid);
+    assert!(p.client_quiet(a) && p.client_quiet(b));
+    // On the POST stream of b's call, it is b's answer.
+    too_large_on(&mut p, 0, &noid, Some(idb));
+    let e = p.take(b);
+    assert_eq!((err_code(&e), e["id"].clone()), (-32603, json!("call-1")), "{e}");
+    assert_eq!(e["error"]["message"], format!("server 'fs' answered tools/call with {} bytes, over {LIMIT}; the answer was dropped", noid.len()));
+    // A readable id wins over the stream's; what does not look like a reply
+    // (a notification, an unknown head) answers nothing.
+    too_large_on(&mut p, 0, &format!(r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"x":"{}"}}}}"#, big_text()), Some(ida));
+    too_large_on(&mut p, 0, &format!(r#"{{"pad":"{}"}}"#, big_text()), Some(ida));
+    assert!(p.client_quiet(a));
+    too_large_on(&mut p, 0, &format!(r#"{{"jsonrpc":"2.0","id":{ida},"result":{{"t":"{}"}}}}"#, big_text()), Some(idb));
+    let e = p.take(a);
+    assert_eq!((err_code(&e), e["id"].clone()), (-32603, json!("call-0")), "{e}");
 }
 
 #[test]
