@@ -456,11 +456,12 @@ impl Hub {
         }
     }
 
-    /// A resource was updated: listen streams subscribed to its exposed URI
-    /// are told, tagged. Returns the clients reached.
-    pub(super) fn notify_listens_updated(&mut self, exposed: &str, params: &Value) -> Vec<ClientId> {
+    /// A resource of upstream `u` was updated: listen streams subscribed to
+    /// its exposed URI are told, tagged, when `u` may reach their client
+    /// (an isolated instance: its owner's only). Returns the clients reached.
+    pub(super) fn notify_listens_updated(&mut self, u: UpstreamId, exposed: &str, params: &Value) -> Vec<ClientId> {
         let mut out = Vec::new();
-        for (c, cl) in &self.clients {
+        for (c, cl) in self.clients.iter().filter(|(c, _)| self.may_reach(u, **c)) {
             for l in cl.listens.iter().filter(|l| l.uris.iter().any(|x| x == exposed)) {
                 out.push((*c, l.id.clone()));
             }
@@ -477,11 +478,13 @@ impl Hub {
     }
 
     /// A log message of upstream `u` for modern clients: only those with a
-    /// request to `u` in flight whose `logLevel` admits it.
+    /// request to `u` in flight whose `logLevel` admits it (and, for an
+    /// isolated instance, of its owner).
     pub(super) fn modern_logs(&mut self, u: UpstreamId, p: &Value) {
         // Requirement: meta-loglevel-per-request (no logLevel → no log notifications)
         let level = p.get("level").and_then(Value::as_str).and_then(level_index).unwrap_or(0);
         let mut to: Vec<ClientId> = self.pending.modern_log_clients(u, level);
+        to.retain(|c| self.may_reach(u, *c));
         to.sort();
         to.dedup();
         for c in to {
