@@ -75,6 +75,8 @@ pub(super) struct Listen {
     pub resources: bool,
     /// Exposed resource URIs subscribed to.
     pub uris: Vec<String>,
+    /// Task ids agreed (`notifications/tasks`; tasks extension).
+    pub task_ids: Vec<String>,
     /// Fingerprint of the tools its principal sees, as last told (with
     /// per-principal catalogs; `Hub::policy_listen_sees`).
     pub tools_fp: u64,
@@ -88,6 +90,15 @@ impl Listen {
             Channel::Resources => self.resources,
         }
     }
+}
+
+/// `params` of a notification on listen stream `id`, tagged with it
+/// (`subscriptions-tag-every-notification`).
+fn tagged(params: &Value, id: &[u8]) -> Vec<u8> {
+    let mut p = params.clone();
+    let idv: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
+    p["_meta"] = json!({ SUBSCRIPTION_ID_KEY: idv });
+    serde_json::to_vec(&p).unwrap_or_default()
 }
 
 /// Index of a log level name in `LOG_LEVELS`.
@@ -228,7 +239,7 @@ impl Hub {
                 let msg = format!("Method not found: {method} is not part of protocol revision {} (it belongs to the initialize-based session)", MODERN.as_str());
                 self.modern_error(c, &id, ErrorCode::MethodNotFound, &msg, None);
             }
-            "subscriptions/listen" => self.listen(c, &id, &m.params_value()),
+            "subscriptions/listen" => self.listen(c, &id, &m.params_value(), &ctx),
             "tools/call" | "prompts/get" | "resources/read" => self.modern_call(c, m, &id, ctx),
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
             "tasks/get" | "tasks/update" | "tasks/cancel" if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
@@ -345,7 +356,7 @@ impl Hub {
     }
 
     /// `subscriptions/listen`.
-    fn listen(&mut self, c: ClientId, id: &[u8], p: &Value) {
+    fn listen(&mut self, c: ClientId, id: &[u8], p: &Value, ctx: &ReqCtx) {
         let Some(filter) = p.get("notifications").filter(|f| f.is_object()) else {
             return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: subscriptions/listen needs a \"notifications\" object", None);
         };
@@ -357,6 +368,19 @@ impl Hub {
             let msg = format!("this client has {} open subscriptions (mcpx's limit); end one first", self.opts.max_subscriptions);
             return self.modern_error(c, id, ErrorCode::InternalError, &msg, None);
         }
+        // Tasks extension: `taskIds` needs the extension declared on this request.
+        let task_ids = match filter.get("taskIds") {
+            None => None,
+            Some(Value::Array(ids)) if super::tasks::declared(&ctx.caps) => {
+                let asked: Vec<String> = ids.iter().filter_map(Value::as_str).map(str::to_string).collect();
+                Some(self.listenable_tasks(&ctx.principal, &asked))
+            }
+            Some(Value::Array(_)) => {
+                let super::router::Refusal(code, msg, data) = super::tasks::missing_extension("subscriptions/listen with taskIds");
+                return self.modern_error(c, id, code, &msg, data);
+            }
+            Some(_) => return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: notifications.taskIds must be an array of task ids", None),
+        };
         let caps = self.union_capabilities();
         let asked = |k: &str| filter.get(k) == Some(&Value::Bool(true));
         // Requirement: subscriptions-ack-reports-agreed-subset, subscriptions-only-requested-types
@@ -366,6 +390,7 @@ impl Hub {
             prompts: asked("promptsListChanged") && caps.contains_key("prompts"),
             resources: asked("resourcesListChanged") && caps.contains_key("resources"),
             uris: Vec::new(),
+            task_ids: task_ids.clone().unwrap_or_default(),
             tools_fp: self.policy_listen_fingerprint(c),
         };
         let mut agreed = Map::new();
@@ -384,6 +409,9 @@ impl Hub {
         }
         if filter.get("resourceSubscriptions").is_some_and(Value::is_array) {
             agreed.insert("resourceSubscriptions".into(), json!(uris.iter().map(|x| x.0.clone()).collect::<Vec<_>>()));
+        }
+        if let Some(ids) = task_ids {
+            agreed.insert("taskIds".into(), json!(ids));
         }
         let mut listen = listen;
         listen.uris = uris.iter().map(|x| x.0.clone()).collect();
@@ -450,9 +478,7 @@ impl Hub {
                 continue;
             }
             // Requirement: subscriptions-tag-every-notification
-            let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
-            let p = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
-            self.emit_notification(c, ch.notification(), Some(&serde_json::to_vec(&p).unwrap_or_default()));
+            self.emit_notification(c, ch.notification(), Some(&tagged(&json!({}), &id)));
         }
     }
 
@@ -468,13 +494,25 @@ impl Hub {
         }
         let mut reached = Vec::new();
         for (c, id) in out {
-            let mut p = params.clone();
-            let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
-            p["_meta"] = json!({ SUBSCRIPTION_ID_KEY: idv });
-            self.emit_notification(c, "notifications/resources/updated", Some(&serde_json::to_vec(&p).unwrap_or_default()));
+            self.emit_notification(c, "notifications/resources/updated", Some(&tagged(params, &id)));
             reached.push(c);
         }
         reached
+    }
+
+    /// Task `id` of principal `owner` changed: the owner's listen streams
+    /// that agreed to it get `notifications/tasks` with the whole task, as
+    /// `tasks/get` gives it, tagged.
+    pub(super) fn notify_listens_task(&mut self, owner: &[u8], id: &str, task: &Value) {
+        let mut out = Vec::new();
+        for (c, cl) in self.clients.iter().filter(|(_, cl)| cl.principal == owner) {
+            for l in cl.listens.iter().filter(|l| l.task_ids.iter().any(|t| t == id)) {
+                out.push((*c, l.id.clone()));
+            }
+        }
+        for (c, sub) in out {
+            self.emit_notification(c, "notifications/tasks", Some(&tagged(task, &sub)));
+        }
     }
 
     /// A log message of upstream `u` for modern clients: only those with a
