@@ -319,10 +319,15 @@ impl Hub {
             }
             None => b"{}".to_vec(),
         };
-        let bytes = wire::request_raw(&id, &m.method, Some(&params));
-        let Ok(m2) = wire::parse(&bytes) else { return };
-        let r = self.route(c, &m2, Some(&ctx));
-        if let Err(super::router::Refusal(code, msg, data)) = r {
+        self.route_normalized(c, &wire::request_raw(&id, &m.method, Some(&params)), ctx);
+    }
+
+    /// Routes modern request `bytes`, already normalized, with its context
+    /// (also once more when it waited for its server to start, `lazy`).
+    pub(super) fn route_normalized(&mut self, c: ClientId, bytes: &[u8], ctx: ReqCtx) {
+        let Ok(m) = wire::parse(bytes) else { return };
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        if let Err(super::router::Refusal(code, msg, data)) = self.route(c, &m, Some(&ctx)) {
             self.modern_error(c, &id, code, &msg, data);
         }
     }

@@ -215,9 +215,9 @@ fn removing_an_isolated_server_ends_its_instances_calls_and_frees_their_slots() 
     assert!(u == 0 || u == ia, "{u}");
 }
 
-/// Principal `who` with a modern listen stream on `file:///a.txt` and a
-/// legacy session whose call is in flight on its own instance of `fs`;
-/// returns the listening client and the instance.
+/// A modern client of principal `who` with a listen stream on
+/// `file:///a.txt` and a call in flight on its own instance of `fs` (the
+/// call waited for the instance to start); returns it and the instance.
 fn listening_principal(p: &mut Pair, who: &str) -> (ClientId, UpstreamId) {
     let l = p.connect();
     p.hub.set_client_principal(l, who.as_bytes());
@@ -227,9 +227,7 @@ fn listening_principal(p: &mut Pair, who: &str) -> (ClientId, UpstreamId) {
         let sub = p.take_up(0);
         p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": sub["id"], "result": {} }));
     }
-    let c = p.client("2025-11-25", json!({}));
-    p.hub.set_client_principal(c, who.as_bytes());
-    call(p, c, 1, "fs__read");
+    p.msend(l, json!(1), "tools/call", json!({ "name": "fs__read" }), &json!({}));
     let iu = started(p);
     p.start(iu, resources_fake());
     assert_eq!(p.take_up(iu)["params"]["name"], "read");
