@@ -21,8 +21,9 @@
 //!   requests for input travel in its own answer (MRTR), never guessed.
 //! - What an instance says reaches only its owner's clients: requests for
 //!   input (the callers in flight to it are its owner's only), log messages
-//!   and resource updates ([`Hub::may_reach`]); its progress follows the
-//!   request's token as always.
+//!   and resource updates, to legacy sessions and `subscriptions/listen`
+//!   streams alike ([`Hub::may_reach`]); its progress follows the request's
+//!   token as always.
 //! - When the owner has no client left, its instance is stopped once it has
 //!   been unused for [`LINGER_MS`]; the slot is then free for another owner.
 //! - At most `maxInstances` owners have an instance of one server at a time:

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use super::catalog::Kind;
 use super::upstream::State;
+use super::modern::ReqCtx;
 use super::wire::Msg;
 use super::{ClientId, Hub, Level, Output, UpstreamId};
 
@@ -38,13 +39,16 @@ pub(super) struct Parked {
     raw: Vec<u8>,
     id: Vec<u8>,
     deadline: u64,
+    /// A modern request's context: `raw` is its normalized form, routed
+    /// again with it (its `_meta` is gone).
+    ctx: Option<ReqCtx>,
 }
 
 impl Hub {
     /// Every request forwarded to `u` comes here first: the use is noted
     /// (idle stop; its answer is noted too); when `u` sleeps, the request is parked and `u` woken, and
     /// the answer is true.
-    pub(super) fn park_if_asleep(&mut self, u: UpstreamId, c: ClientId, m: &Msg) -> bool {
+    pub(super) fn park_if_asleep(&mut self, u: UpstreamId, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> bool {
         self.ups[u].last_used_ms = self.now_ms;
         if self.ups[u].state != State::Asleep {
             return false;
@@ -55,7 +59,7 @@ impl Hub {
         let waking = self.parked.iter().any(|p| p.u == u);
         let deadline = self.now_ms + self.ups[u].spec.timeout_ms;
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        self.parked.push(Parked { u, c, raw: m.env.bytes().to_vec(), id, deadline });
+        self.parked.push(Parked { u, c, raw: m.env.bytes().to_vec(), id, deadline, ctx: ctx.cloned() });
         if !waking {
             let name = self.ups[u].spec.name.clone();
             self.log(Level::Info, format!("server '{name}': starting it for a request (lazy start)"));
@@ -74,8 +78,12 @@ impl Hub {
     /// `u` is up with its lists read: its parked requests are served.
     pub(super) fn release_parked(&mut self, u: UpstreamId) {
         for p in self.take_parked(|p| p.u == u) {
-            if self.clients.contains_key(&p.c) {
-                self.on_client_message(p.c, &p.raw);
+            if !self.clients.contains_key(&p.c) {
+                continue;
+            }
+            match p.ctx {
+                None => self.on_client_message(p.c, &p.raw),
+                Some(ctx) => self.route_normalized(p.c, &p.raw, ctx),
             }
         }
     }

@@ -75,6 +75,8 @@ pub(super) struct Listen {
     pub resources: bool,
     /// Exposed resource URIs subscribed to.
     pub uris: Vec<String>,
+    /// Task ids agreed (`notifications/tasks`; tasks extension).
+    pub task_ids: Vec<String>,
     /// Fingerprint of the tools its principal sees, as last told (with
     /// per-principal catalogs; `Hub::policy_listen_sees`).
     pub tools_fp: u64,
@@ -88,6 +90,15 @@ impl Listen {
             Channel::Resources => self.resources,
         }
     }
+}
+
+/// `params` of a notification on listen stream `id`, tagged with it
+/// (`subscriptions-tag-every-notification`).
+fn tagged(params: &Value, id: &[u8]) -> Vec<u8> {
+    let mut p = params.clone();
+    let idv: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
+    p["_meta"] = json!({ SUBSCRIPTION_ID_KEY: idv });
+    serde_json::to_vec(&p).unwrap_or_default()
 }
 
 /// Index of a log level name in `LOG_LEVELS`.
@@ -228,7 +239,7 @@ impl Hub {
                 let msg = format!("Method not found: {method} is not part of protocol revision {} (it belongs to the initialize-based session)", MODERN.as_str());
                 self.modern_error(c, &id, ErrorCode::MethodNotFound, &msg, None);
             }
-            "subscriptions/listen" => self.listen(c, &id, &m.params_value()),
+            "subscriptions/listen" => self.listen(c, &id, &m.params_value(), &ctx),
             "tools/call" | "prompts/get" | "resources/read" => self.modern_call(c, m, &id, ctx),
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
             "tasks/get" | "tasks/update" | "tasks/cancel" if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
@@ -308,10 +319,15 @@ impl Hub {
             }
             None => b"{}".to_vec(),
         };
-        let bytes = wire::request_raw(&id, &m.method, Some(&params));
-        let Ok(m2) = wire::parse(&bytes) else { return };
-        let r = self.route(c, &m2, Some(&ctx));
-        if let Err(super::router::Refusal(code, msg, data)) = r {
+        self.route_normalized(c, &wire::request_raw(&id, &m.method, Some(&params)), ctx);
+    }
+
+    /// Routes modern request `bytes`, already normalized, with its context
+    /// (also once more when it waited for its server to start, `lazy`).
+    pub(super) fn route_normalized(&mut self, c: ClientId, bytes: &[u8], ctx: ReqCtx) {
+        let Ok(m) = wire::parse(bytes) else { return };
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        if let Err(super::router::Refusal(code, msg, data)) = self.route(c, &m, Some(&ctx)) {
             self.modern_error(c, &id, code, &msg, data);
         }
     }
@@ -345,7 +361,7 @@ impl Hub {
     }
 
     /// `subscriptions/listen`.
-    fn listen(&mut self, c: ClientId, id: &[u8], p: &Value) {
+    fn listen(&mut self, c: ClientId, id: &[u8], p: &Value, ctx: &ReqCtx) {
         let Some(filter) = p.get("notifications").filter(|f| f.is_object()) else {
             return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: subscriptions/listen needs a \"notifications\" object", None);
         };
@@ -357,6 +373,19 @@ impl Hub {
             let msg = format!("this client has {} open subscriptions (mcpx's limit); end one first", self.opts.max_subscriptions);
             return self.modern_error(c, id, ErrorCode::InternalError, &msg, None);
         }
+        // Tasks extension: `taskIds` needs the extension declared on this request.
+        let task_ids = match filter.get("taskIds") {
+            None => None,
+            Some(Value::Array(ids)) if super::tasks::declared(&ctx.caps) => {
+                let asked: Vec<String> = ids.iter().filter_map(Value::as_str).map(str::to_string).collect();
+                Some(self.listenable_tasks(&ctx.principal, &asked))
+            }
+            Some(Value::Array(_)) => {
+                let super::router::Refusal(code, msg, data) = super::tasks::missing_extension("subscriptions/listen with taskIds");
+                return self.modern_error(c, id, code, &msg, data);
+            }
+            Some(_) => return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: notifications.taskIds must be an array of task ids", None),
+        };
         let caps = self.union_capabilities();
         let asked = |k: &str| filter.get(k) == Some(&Value::Bool(true));
         // Requirement: subscriptions-ack-reports-agreed-subset, subscriptions-only-requested-types
@@ -366,6 +395,7 @@ impl Hub {
             prompts: asked("promptsListChanged") && caps.contains_key("prompts"),
             resources: asked("resourcesListChanged") && caps.contains_key("resources"),
             uris: Vec::new(),
+            task_ids: task_ids.clone().unwrap_or_default(),
             tools_fp: self.policy_listen_fingerprint(c),
         };
         let mut agreed = Map::new();
@@ -384,6 +414,9 @@ impl Hub {
         }
         if filter.get("resourceSubscriptions").is_some_and(Value::is_array) {
             agreed.insert("resourceSubscriptions".into(), json!(uris.iter().map(|x| x.0.clone()).collect::<Vec<_>>()));
+        }
+        if let Some(ids) = task_ids {
+            agreed.insert("taskIds".into(), json!(ids));
         }
         let mut listen = listen;
         listen.uris = uris.iter().map(|x| x.0.clone()).collect();
@@ -450,38 +483,51 @@ impl Hub {
                 continue;
             }
             // Requirement: subscriptions-tag-every-notification
-            let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
-            let p = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
-            self.emit_notification(c, ch.notification(), Some(&serde_json::to_vec(&p).unwrap_or_default()));
+            self.emit_notification(c, ch.notification(), Some(&tagged(&json!({}), &id)));
         }
     }
 
-    /// A resource was updated: listen streams subscribed to its exposed URI
-    /// are told, tagged. Returns the clients reached.
-    pub(super) fn notify_listens_updated(&mut self, exposed: &str, params: &Value) -> Vec<ClientId> {
+    /// A resource of upstream `u` was updated: listen streams subscribed to
+    /// its exposed URI are told, tagged, when `u` may reach their client
+    /// (an isolated instance: its owner's only). Returns the clients reached.
+    pub(super) fn notify_listens_updated(&mut self, u: UpstreamId, exposed: &str, params: &Value) -> Vec<ClientId> {
         let mut out = Vec::new();
-        for (c, cl) in &self.clients {
+        for (c, cl) in self.clients.iter().filter(|(c, _)| self.may_reach(u, **c)) {
             for l in cl.listens.iter().filter(|l| l.uris.iter().any(|x| x == exposed)) {
                 out.push((*c, l.id.clone()));
             }
         }
         let mut reached = Vec::new();
         for (c, id) in out {
-            let mut p = params.clone();
-            let idv: Value = serde_json::from_slice(&id).unwrap_or(Value::Null);
-            p["_meta"] = json!({ SUBSCRIPTION_ID_KEY: idv });
-            self.emit_notification(c, "notifications/resources/updated", Some(&serde_json::to_vec(&p).unwrap_or_default()));
+            self.emit_notification(c, "notifications/resources/updated", Some(&tagged(params, &id)));
             reached.push(c);
         }
         reached
     }
 
+    /// Task `id` of principal `owner` changed: the owner's listen streams
+    /// that agreed to it get `notifications/tasks` with the whole task, as
+    /// `tasks/get` gives it, tagged.
+    pub(super) fn notify_listens_task(&mut self, owner: &[u8], id: &str, task: &Value) {
+        let mut out = Vec::new();
+        for (c, cl) in self.clients.iter().filter(|(_, cl)| cl.principal == owner) {
+            for l in cl.listens.iter().filter(|l| l.task_ids.iter().any(|t| t == id)) {
+                out.push((*c, l.id.clone()));
+            }
+        }
+        for (c, sub) in out {
+            self.emit_notification(c, "notifications/tasks", Some(&tagged(task, &sub)));
+        }
+    }
+
     /// A log message of upstream `u` for modern clients: only those with a
-    /// request to `u` in flight whose `logLevel` admits it.
+    /// request to `u` in flight whose `logLevel` admits it (and, for an
+    /// isolated instance, of its owner).
     pub(super) fn modern_logs(&mut self, u: UpstreamId, p: &Value) {
         // Requirement: meta-loglevel-per-request (no logLevel → no log notifications)
         let level = p.get("level").and_then(Value::as_str).and_then(level_index).unwrap_or(0);
         let mut to: Vec<ClientId> = self.pending.modern_log_clients(u, level);
+        to.retain(|c| self.may_reach(u, *c));
         to.sort();
         to.dedup();
         for c in to {

@@ -402,7 +402,7 @@ impl Hub {
         task_ttl: Option<u64>,
     ) -> Result<(), Refusal> {
         let u = self.instance_for(c, u)?;
-        if self.park_if_asleep(u, c, m) {
+        if self.park_if_asleep(u, c, m, ctx) {
             return Ok(());
         }
         if !self.ups[u].is_ready() {

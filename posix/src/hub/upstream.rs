@@ -821,7 +821,7 @@ impl Hub {
                 if let Some(o) = out.as_object_mut() {
                     o.remove("_meta");
                 }
-                let reached = self.notify_listens_updated(&exposed, &out);
+                let reached = self.notify_listens_updated(u, &exposed, &out);
                 // Subscribers asked for these: no need to wait for a list.
                 let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.may_reach(u, *c)).collect();
                 for c in to {

@@ -162,7 +162,7 @@ fn not_found(id: &str) -> Refusal {
     Refusal(ErrorCode::InvalidParams, format!("Invalid params: no task {id} (it may have expired, or it belongs to someone else)"), Some(json!({ "taskId": id })))
 }
 
-fn missing_extension(method: &str) -> Refusal {
+pub(super) fn missing_extension(method: &str) -> Refusal {
     Refusal(ErrorCode::MissingRequiredClientCapability, format!("{method} needs the client capability extensions[\"{EXT}\"]"), Some(json!({ "requiredCapabilities": { "extensions": { EXT: {} } } })))
 }
 
@@ -331,16 +331,32 @@ impl Hub {
     }
 
     /// Task `id`'s status, to the connection that created it (a 2025-11-25
-    /// client that declared tasks).
+    /// client that declared tasks), or (a 2026-07-28 task) to its owner's
+    /// listen streams that asked for it.
     // Requirement: tasks-status-notification-optional, tasks-status-notification-no-related-task
     fn notify_status(&mut self, id: &str) {
         let Some(t) = self.tasks.table.get(id) else { return };
-        if !t.modern && self.client_declared_tasks(t.creator) {
+        if t.modern {
+            let o = &self.opts.tasks;
+            let (owner, v) = (t.owner.clone(), era::modern(id, t, o.epoch_ms, o.poll_ms, true));
+            self.notify_listens_task(&owner, id, &v);
+        } else if self.client_declared_tasks(t.creator) {
             let o = &self.opts.tasks;
             let p = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
             let creator = t.creator;
             self.emit_notification(creator, "notifications/tasks/status", Some(&p));
         }
+    }
+
+    /// The ids of `asked` that a listen stream of `principal` may follow: its
+    /// own 2026-07-28 tasks whose status mcpx knows (a 2026 upstream's own
+    /// task changes out of its sight: it is polled with `tasks/get`).
+    // Requirement: ext-tasks-notifications-via-listen
+    pub(super) fn listenable_tasks(&self, principal: &[u8], asked: &[String]) -> Vec<String> {
+        let followed = |id: &String| self.tasks.table.owned(id, principal).is_some_and(|t| t.modern && !t.relayed.as_ref().is_some_and(|(u, _)| self.ups[*u].is_modern()));
+        let mut ids: Vec<String> = asked.iter().filter(|id| followed(id)).cloned().collect();
+        ids.dedup();
+        ids
     }
 
     /// A task stops before its end (`why`): its `call` upstream goes

@@ -214,3 +214,52 @@ fn removing_an_isolated_server_ends_its_instances_calls_and_frees_their_slots() 
     let u = p.hub.add_upstream(UpstreamSpec::new("other"), p.now).unwrap();
     assert!(u == 0 || u == ia, "{u}");
 }
+
+/// A modern client of principal `who` with a listen stream on
+/// `file:///a.txt` and a call in flight on its own instance of `fs` (the
+/// call waited for the instance to start); returns it and the instance.
+fn listening_principal(p: &mut Pair, who: &str) -> (ClientId, UpstreamId) {
+    let l = p.connect();
+    p.hub.set_client_principal(l, who.as_bytes());
+    p.msend(l, json!("l"), "subscriptions/listen", json!({ "notifications": { "resourceSubscriptions": ["file:///a.txt"] } }), &json!({}));
+    assert_eq!(p.take(l)["method"], "notifications/subscriptions/acknowledged");
+    while !p.up_quiet(0) {
+        let sub = p.take_up(0);
+        p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": sub["id"], "result": {} }));
+    }
+    p.msend(l, json!(1), "tools/call", json!({ "name": "fs__read" }), &json!({}));
+    let iu = started(p);
+    p.start(iu, resources_fake());
+    assert_eq!(p.take_up(iu)["params"]["name"], "read");
+    (l, iu)
+}
+
+fn resources_fake() -> Fake {
+    let mut f = Fake::tools(&["read"]);
+    f.caps = json!({ "tools": {}, "resources": { "subscribe": true } });
+    f.resources = vec![json!({ "uri": "file:///a.txt", "name": "a" })];
+    f
+}
+
+#[test]
+fn an_instances_resource_updates_reach_only_its_owners_listen_streams() {
+    let mut s = specs(&["fs"]);
+    s[0].isolation = Isolation::Client { max: 8 };
+    let mut p = Pair::new(s, HubOptions::default());
+    p.start(0, resources_fake());
+    let (a, ia) = listening_principal(&mut p, "token:alice");
+    let (b, ib) = listening_principal(&mut p, "token:bob");
+    assert!(ia != ib && p.client_quiet(a) && p.client_quiet(b));
+    let updated = json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": "file:///a.txt" } });
+    p.upstream_says(ia, updated.clone());
+    let n = p.take(a);
+    assert_eq!((n["method"].clone(), n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone()), (json!("notifications/resources/updated"), json!("l")));
+    assert!(p.client_quiet(b), "bob's listen stream got alice's instance's update");
+    p.upstream_says(ib, updated.clone());
+    assert_eq!(p.take(b)["params"]["uri"], "file:///a.txt");
+    assert!(p.client_quiet(a), "alice's listen stream got bob's instance's update");
+    // The shared template's own updates reach every stream.
+    p.upstream_says(0, updated);
+    assert_eq!(p.take(a)["method"], "notifications/resources/updated");
+    assert_eq!(p.take(b)["method"], "notifications/resources/updated");
+}

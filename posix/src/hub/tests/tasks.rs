@@ -541,3 +541,69 @@ fn a_legacy_clients_task_on_a_2026_task_upstream_is_polled_to_its_result() {
     p.advance(1000);
     assert!(p.up_quiet(0), "no more polls");
 }
+
+/// A connection of principal `who`.
+fn principal(p: &mut Pair, who: &str) -> ClientId {
+    let c = p.connect();
+    p.hub.set_client_principal(c, who.as_bytes());
+    c
+}
+
+/// Client `c`'s 2026 call of `plain__run` (upstream 1, no tasks), run by
+/// the hub as a task: its id and the upstream's call.
+fn hub_task(p: &mut Pair, c: ClientId, id: i64) -> (String, Value) {
+    let created = p.mreq(c, json!(id), "tools/call", json!({ "name": "plain__run" }), &ext_caps());
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_string();
+    (task, p.take_up(1))
+}
+
+/// Opens listen stream `sub` on `c` for `ids`; the task ids agreed.
+fn listen_tasks(p: &mut Pair, c: ClientId, sub: &str, ids: &[&str]) -> Value {
+    p.msend(c, json!(sub), "subscriptions/listen", json!({ "notifications": { "taskIds": ids } }), &ext_caps());
+    let ack = p.take(c);
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    ack["params"]["notifications"]["taskIds"].clone()
+}
+
+/// The next message to `c`: `notifications/tasks` on stream `sub` about `task`.
+fn task_note(p: &mut Pair, c: ClientId, sub: &str, task: &str) -> Value {
+    let n = p.take(c);
+    assert_eq!(n["method"], "notifications/tasks", "{n}");
+    assert_eq!((n["params"]["taskId"].as_str(), n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].as_str()), (Some(task), Some(sub)), "{n}");
+    n["params"].clone()
+}
+
+// covers: ext-tasks-notifications-via-listen
+#[test]
+fn task_status_reaches_only_its_principals_listen_streams_that_asked_for_it() {
+    let mut p = Pair::with(vec![("fs", legacy_tasks_upstream()), ("plain", Fake::tools(&["run"]))], HubOptions::default());
+    let a = principal(&mut p, "token:alice");
+    let (mine, up) = hub_task(&mut p, a, 1);
+    let (created, _) = relayed_job(&mut p, a, 2, "up-1", true);
+    let relayed = created["result"]["taskId"].as_str().expect("a task id").to_string();
+    let b = principal(&mut p, "token:bob");
+    let (theirs, up_b) = hub_task(&mut p, b, 1);
+    // Another connection of alice listens. taskIds need the extension on the request.
+    let a2 = principal(&mut p, "token:alice");
+    let r = p.mreq(a2, json!("l0"), "subscriptions/listen", json!({ "notifications": { "taskIds": [mine] } }), &json!({}));
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+    assert!(r["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(), "{r}");
+    // Each stream is agreed only its principal's known tasks.
+    assert_eq!(listen_tasks(&mut p, a2, "la", &[&mine, &relayed, &theirs, "nope"]), json!([mine, relayed]));
+    assert_eq!(listen_tasks(&mut p, b, "lb", &[&mine, &theirs]), json!([theirs]));
+    // The hub-run task ends: the whole task, as tasks/get gives it, on alice's stream only.
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ok_text("done") }));
+    let n = task_note(&mut p, a2, "la", &mine);
+    assert_eq!((n["status"].clone(), n["result"]["content"][0]["text"].clone()), (json!("completed"), json!("done")), "{n}");
+    assert!(p.client_quiet(a) && p.client_quiet(b), "only the stream that asked");
+    // The relayed task's status from its 2025 server.
+    let status = json!({ "taskId": "up-1", "status": "input_required", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttl": 60_000 });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tasks/status", "params": status }));
+    assert_eq!(task_note(&mut p, a2, "la", &relayed)["status"], "input_required");
+    assert!(!p.cl[&a2].iter().any(|m| m.0.to_string().contains("up-1")), "the upstream's id stays hidden");
+    assert!(p.client_quiet(a) && p.client_quiet(b));
+    // Bob's task reaches bob's stream, never alice's.
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "id": up_b["id"], "result": ok_text("bob's") }));
+    assert_eq!(task_note(&mut p, b, "lb", &theirs)["result"]["content"][0]["text"], "bob's");
+    assert!(p.client_quiet(a2) && p.client_quiet(a));
+}
