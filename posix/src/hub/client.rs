@@ -287,6 +287,12 @@ impl Hub {
                     return;
                 }
                 if let Some((u, id)) = self.pending.by_client(c, rid) {
+                    // A call the server was asked to run as its task: its
+                    // task is cancelled once the answer names it.
+                    if self.task_ask_cancelled(u, id) {
+                        self.batch_take(c, &IdKey::new(rid), None);
+                        return;
+                    }
                     // Requirement: cancellation-ref-same-direction-in-progress
                     self.pending.take(u, id);
                     // A cancelled request gets no answer: its batch does not wait for one.

@@ -37,6 +37,10 @@ pub(super) enum Origin {
     Held(u64),
     /// A call the hub runs as a task of its own (`tasks`): the task's id.
     Task(String),
+    /// A client's task-augmented call to a 2025-11-25 server, cancelled
+    /// before the server answered: a task in the answer gets `tasks/cancel`
+    /// (`tasks::legacy`).
+    TaskCancelled,
     /// The hub's `server/discover` probe.
     Discover,
     /// The hub's `subscriptions/listen` stream to a modern upstream.

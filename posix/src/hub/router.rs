@@ -478,6 +478,9 @@ impl Hub {
         let hard = now + self.opts.max_timeout_ms.max(1);
         let origin = Origin::Client { client: c, id: cid, progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
+        if task_ttl.is_some() && !self.ups[u].is_modern() {
+            self.task_asked(u, up_id);
+        }
         self.emit_upstream(u, wire::request(up_id, &m.method, Some(&body)));
         Ok(())
     }

@@ -524,11 +524,12 @@ impl Hub {
             MsgKind::Request => self.on_upstream_request(u, &m, stream),
             MsgKind::Notification => self.on_upstream_notification(u, &m),
             MsgKind::Result | MsgKind::Error => {
-                let Some(f) = m.id_u64().and_then(|id| self.pending.take(u, id)) else {
+                let Some((id, f)) = m.id_u64().and_then(|id| Some((id, self.pending.take(u, id)?))) else {
                     let msg = format!("server '{}': answer to an unknown or expired request ignored", self.ups[u].spec.name);
                     self.log(Level::Debug, msg);
                     return;
                 };
+                self.task_ask_done(u, id);
                 match f.origin {
                     o @ Origin::Client { .. } => {
                         // An answer ends a use: the idle time counts from here.
@@ -541,6 +542,7 @@ impl Hub {
                     Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
                     Origin::Initialize => self.on_initialize_answer(u, &m),
                     Origin::List(k) => self.on_list_page(u, k, &m),
+                    Origin::TaskCancelled => self.task_cancelled_answered(u, &m),
                     Origin::Fire | Origin::Ping => {}
                 }
             }
@@ -1142,6 +1144,7 @@ impl Hub {
     }
 
     fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
+        self.task_ask_done(u, id);
         let name = self.ups[u].spec.name.clone();
         let waited = self.now_ms.saturating_sub(f.sent_ms);
         match f.origin {
@@ -1163,6 +1166,8 @@ impl Hub {
                 }
             }
             Origin::Fire => self.cancel_upstream(u, id, "timed out"),
+            // No task id to cancel, and no notifications/cancelled for it.
+            Origin::TaskCancelled => {}
             Origin::Held(h) => self.held_expired(u, id, h),
             Origin::Task(t) => {
                 self.cancel_upstream(u, id, "timed out");

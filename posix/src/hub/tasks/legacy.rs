@@ -31,7 +31,7 @@ use serde_json::{json, Value};
 use super::table::{Input, Status, Task};
 use super::TaskView;
 use crate::hub::modern::ReqCtx;
-use crate::hub::pending::Origin;
+use crate::hub::pending::{Fwd, Origin};
 use crate::hub::shape;
 use crate::hub::wire::{self, Msg};
 use mcpx_core::meta::RELATED_TASK_KEY;
@@ -99,6 +99,46 @@ impl Hub {
 
     /// Asks upstream `u` to cancel its task `up` (nobody waits for the answer).
     // Requirement: cancellation-task-use-tasks-cancel
+    /// Request `id` to upstream `u` asks it to run the call as its task.
+    pub(in crate::hub) fn task_asked(&mut self, u: UpstreamId, id: u64) {
+        if self.tasks.asked.len() >= self.opts.max_pending {
+            let pending = &self.pending;
+            self.tasks.asked.retain(|(u, id)| pending.get(*u, *id).is_some());
+        }
+        self.tasks.asked.insert((u, id));
+    }
+
+    /// Request `id` to `u` was answered or is gone.
+    pub(in crate::hub) fn task_ask_done(&mut self, u: UpstreamId, id: u64) {
+        if !self.tasks.asked.is_empty() {
+            self.tasks.asked.remove(&(u, id));
+        }
+    }
+
+    /// The client cancelled request `id` to `u`: when it asked `u` to run
+    /// a task, the call waits for the answer instead, whose task is then
+    /// cancelled with `tasks/cancel`, never `notifications/cancelled`. True
+    /// when so.
+    // Requirement: cancellation-task-use-tasks-cancel
+    pub(in crate::hub) fn task_ask_cancelled(&mut self, u: UpstreamId, id: u64) -> bool {
+        if self.tasks.asked.is_empty() || !self.tasks.asked.remove(&(u, id)) {
+            return false;
+        }
+        let Some(f) = self.pending.take(u, id) else { return false };
+        self.pending.insert(u, id, Fwd { origin: Origin::TaskCancelled, ..f });
+        true
+    }
+
+    /// `u`'s answer `m` to a cancelled task-augmented call: its task, if
+    /// one was made, is cancelled; nobody waits for the rest.
+    pub(in crate::hub) fn task_cancelled_answered(&mut self, u: UpstreamId, m: &Msg) {
+        let Some(task) = m.result_bytes().and_then(|r| self.legacy_created(u, r)) else { return };
+        let up = task["taskId"].as_str().unwrap_or_default().to_string();
+        let server = self.ups[u].spec.name.clone();
+        self.log(Level::Info, format!("server '{server}' made task {up} for a call its client had cancelled; cancelling it"));
+        self.cancel_upstream_task(u, &up);
+    }
+
     pub(in crate::hub) fn cancel_upstream_task(&mut self, u: UpstreamId, up: &str) {
         if self.ups[u].is_ready() {
             let t = self.ups[u].spec.timeout_ms;

@@ -50,6 +50,8 @@ mod relay;
 mod table;
 
 use mcpx_core::error::ErrorCode;
+use std::collections::HashSet;
+
 use serde_json::{json, Value};
 
 use mcpx_core::cursor::{self, Cursor};
@@ -127,11 +129,14 @@ pub(super) struct Tasks {
     ids: ids::Ids,
     /// Saved to the state file on every change (`persist`).
     saving: bool,
+    /// (upstream, request id) of calls a 2025-11-25 server was asked to run
+    /// as its task, until answered (`legacy`).
+    asked: HashSet<(UpstreamId, u64)>,
 }
 
 impl Tasks {
     pub fn new(opts: &HubOptions) -> Tasks {
-        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed), saving: false }
+        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed), saving: false, asked: HashSet::new() }
     }
 }
 

@@ -452,6 +452,33 @@ fn cancelling_works_both_ways_for_a_legacy_upstreams_task() {
     assert_eq!((got["result"]["status"].clone(), got["result"]["statusMessage"].clone()), (json!("cancelled"), json!("stopped by the operator")), "{got}");
 }
 
+// covers: cancellation-task-use-tasks-cancel
+#[test]
+fn a_task_augmented_call_cancelled_in_flight_cancels_its_task_with_tasks_cancel() {
+    let mut p = Pair::with(vec![("fs", legacy_tasks_upstream())], HubOptions::default());
+    let c = task_client(&mut p);
+    let params = json!({ "name": "fs__job", "task": { "ttl": 1000 } });
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params }));
+    let call = p.take_up(0);
+    assert!(call["params"]["task"].is_object(), "{call}");
+    // Cancelled before the server's CreateTaskResult: no notifications/cancelled
+    // for a task-augmented request, and no answer to the client.
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1 } }));
+    assert!(p.up_quiet(0), "a task-augmented request is never cancelled by notification");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": upstream_task("up-9") }));
+    let cancel = p.take_up(0);
+    assert_eq!((cancel["method"].clone(), cancel["params"]["taskId"].clone()), (json!("tasks/cancel"), json!("up-9")), "the task it made is cancelled: {cancel}");
+    assert!(p.client_quiet(c));
+    let listed = p.request(c, json!(2), "tasks/list", json!({}));
+    assert_eq!(listed["result"]["tasks"], json!([]), "no task reached the client: {listed}");
+    // A plain call is still cancelled the usual way.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "fs__read" } }));
+    let plain = p.take_up(0);
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 3 } }));
+    let n = p.take_up(0);
+    assert_eq!((n["method"].clone(), n["params"]["requestId"].clone()), (json!("notifications/cancelled"), plain["id"].clone()), "{n}");
+}
+
 // covers: ext-tasks-get-input-requests, ext-tasks-update, ext-tasks-get-carries-result, ext-tasks-never-unsolicited, ext-tasks-server-decides, tasks-leave-input-required
 #[test]
 fn a_2026_client_gets_a_legacy_upstreams_task_and_answers_its_input_requests() {
