@@ -403,7 +403,7 @@ fn expired_session_reinitializes_once_and_retries() {
 // covers: streamable-http-client-resume-with-last-event-id
 // covers: streamable-http-client-polls-after-close
 // covers: streamable-http-client-respects-retry
-// covers: streamable-http-multiple-streams
+// covers: streamable-http-multiple-streams, tasks-sse-any-stream
 #[test]
 fn get_stream_and_cut_post_stream_resume_with_last_event_id() {
     let gets = Arc::new(StdMutex::new(Vec::<(Instant, Option<String>)>::new()));

@@ -372,6 +372,7 @@ fn relayed_job(p: &mut Pair, c: ClientId, id: i64, up: &str, modern: bool) -> (V
 
 // covers: tasks-tool-required, tasks-return-createtaskresult, tasks-id-string-receiver-unique, tasks-input-request-related-task
 // covers: tasks-status-notification-optional, tasks-result-blocks, tasks-result-response-related-task, tasks-bound-reject-foreign, tasks-input-required-move
+// covers: tasks-requestor-may-ttl, tasks-requestor-input-required-call-result, tasks-related-task-all-messages, elicitation-task-related-id-shared
 #[test]
 fn a_legacy_upstreams_task_reaches_a_legacy_client_under_an_id_of_the_hubs() {
     let mut p = Pair::with(vec![("fs", legacy_tasks_upstream())], HubOptions::default());
@@ -529,7 +530,7 @@ fn a_2026_client_gets_a_legacy_upstreams_task_and_answers_its_input_requests() {
     assert!(done["result"]["result"].get("_meta").is_none_or(|m| m.get(RELATED).is_none()), "{done}");
 }
 
-// covers: tasks-result-blocks, tasks-poll-respect-interval, ext-tasks-client-poll, ext-tasks-client-polymorphic
+// covers: tasks-result-blocks, tasks-poll-respect-interval, ext-tasks-client-poll, ext-tasks-client-polymorphic, tasks-poll-until-terminal
 #[test]
 fn a_legacy_clients_task_on_a_2026_task_upstream_is_polled_to_its_result() {
     let mut p = Pair::with(vec![("m", tasks_upstream())], HubOptions::default());
