@@ -140,7 +140,7 @@ impl Authenticator {
         if !self.settings.required(self.token.as_deref()) {
             return Ok(match authorization {
                 Some(a) => Principal::new("anonymous:", &mcpx_core::request_state::digest(a)),
-                None => Principal::new("anonymous", b""),
+                None => Principal(crate::hub::ANONYMOUS_PRINCIPAL.to_vec()),
             });
         }
         let Some(token) = bearer(authorization) else {

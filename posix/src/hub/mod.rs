@@ -364,6 +364,10 @@ pub enum Level {
     Debug,
 }
 
+/// The principal of HTTP clients that sent no credential at all: shared by
+/// all of them, so what must be one requestor's is bound to the session.
+pub const ANONYMOUS_PRINCIPAL: &[u8] = b"anonymous";
+
 /// A client's request id (its raw JSON bytes) as a map key: short ids
 /// (nearly all) are stored inline, so tracking a request allocates nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]

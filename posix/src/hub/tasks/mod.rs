@@ -216,7 +216,13 @@ impl Hub {
     fn principal_of(&self, c: ClientId, ctx: Option<&ReqCtx>) -> Vec<u8> {
         match ctx {
             Some(x) => x.principal.clone(),
-            None => self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default(),
+            // A session with no credential at all is its own requestor:
+            // the anonymous principal is everyone's (tasks-unidentified-no-list).
+            None => match self.clients.get(&c).map(|cl| &cl.principal[..]) {
+                Some(super::ANONYMOUS_PRINCIPAL) => format!("{}-session:{c}", String::from_utf8_lossy(super::ANONYMOUS_PRINCIPAL)).into_bytes(),
+                Some(p) => p.to_vec(),
+                None => Vec::new(),
+            },
         }
     }
 

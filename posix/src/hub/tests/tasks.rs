@@ -134,6 +134,27 @@ fn a_task_belongs_to_its_principal_on_any_connection_and_to_no_one_else() {
     assert_eq!(r["error"]["code"], -32602, "still not Bob's: {r}");
 }
 
+/// HTTP sessions without any credential share the principal `anonymous`;
+/// their tasks are each session's, so one never lists or reads another's.
+// covers: tasks-unidentified-no-list, tasks-bound-reject-foreign
+#[test]
+fn sessions_without_credentials_each_have_their_own_tasks() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let a = task_client(&mut p);
+    p.hub.set_client_principal(a, crate::hub::ANONYMOUS_PRINCIPAL);
+    let b = task_client(&mut p);
+    p.hub.set_client_principal(b, crate::hub::ANONYMOUS_PRINCIPAL);
+    let (created, up) = call_as_task(&mut p, a, 1, 60_000);
+    let id = task_id(&created);
+    assert_eq!(p.request(b, json!(2), "tasks/list", json!({}))["result"]["tasks"], json!([]));
+    let r = p.request(b, json!(3), "tasks/get", json!({ "taskId": id }));
+    assert_eq!(r["error"]["code"], -32602, "another anonymous session is another requestor: {r}");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ok_text("a's") }));
+    assert_eq!(p.take(a)["method"], "notifications/tasks/status");
+    assert_eq!(p.request(a, json!(4), "tasks/list", json!({}))["result"]["tasks"][0]["taskId"], id.as_str());
+    assert_eq!(p.request(a, json!(5), "tasks/result", json!({ "taskId": id }))["result"]["content"][0]["text"], "a's");
+}
+
 // covers: tasks-cancel-transition-before-response, tasks-cancel-terminal-reject, tasks-cancelled-sticky, cancellation-task-use-tasks-cancel
 #[test]
 fn cancelling_a_task_cancels_its_upstream_call_and_is_final() {
