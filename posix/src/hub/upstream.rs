@@ -872,9 +872,17 @@ impl Hub {
         let Some(f) = self.pending.get_mut(u, id) else { return };
         // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
         f.deadline = (now + f.timeout).min(f.hard);
-        let Origin::Client { client, id: cid, progress: Some(token), .. } = &f.origin else { return };
-        let (c, token) = (*client, token.clone());
-        let about = About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) };
+        let (c, token, about) = match &f.origin {
+            Origin::Client { client, id: cid, progress: Some(token), .. } => (*client, token.clone(), About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) }),
+            // The request was answered with its task: progress is no
+            // longer on its stream.
+            Origin::Task(t) => {
+                let t = t.clone();
+                let Some((c, token)) = self.task_progress_to(&t) else { return };
+                (c, token, About::Notification { unsolicited: false, related: None })
+            }
+            _ => return,
+        };
         // Policy: the progress cap per request (hub/policy.rs).
         if !self.policy_admit_progress(u, id) {
             return;

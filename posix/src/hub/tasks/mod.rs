@@ -233,6 +233,10 @@ impl Hub {
         let cid = m.id_bytes().unwrap_or(b"null").to_vec();
         let Some((to, up_id)) = self.pending.by_client(c, &cid).filter(|k| k.0 == u) else { return };
         let id = self.tasks.ids.next();
+        let progress = match self.pending.get(to, up_id).map(|f| &f.origin) {
+            Some(Origin::Client { progress, .. }) => progress.clone(),
+            _ => None,
+        };
         self.pending.set_origin(to, up_id, Origin::Task(id.clone()));
         if let Some(f) = self.pending.get_mut(to, up_id) {
             // A task outlives the per-request timeout, not mcpx's hard cap.
@@ -241,6 +245,7 @@ impl Hub {
         let now = self.now_ms;
         let mut t = Task::new(self.principal_of(c, ctx), c, ctx.is_some(), &m.method, now, ttl_ms);
         t.call = Some((to, up_id));
+        t.progress = progress;
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: {} on server '{server}' for client {c}", m.method));
@@ -248,6 +253,16 @@ impl Hub {
         self.tasks.table.insert(id, t);
         self.tasks_save();
         self.answer_result(c, &cid, &body);
+    }
+
+    /// The creator of task `tid` and its progress token, while the task
+    /// runs and the creator is connected: progress of the task's call goes
+    /// there under the token of the original request, after the
+    /// CreateTaskResult too, and stops at a terminal status.
+    // Requirement: progress-task-token-lives-with-task, progress-task-same-token, progress-task-stop-at-terminal
+    pub(super) fn task_progress_to(&self, tid: &str) -> Option<(ClientId, Vec<u8>)> {
+        let t = self.tasks.table.get(tid).filter(|t| !t.status.is_terminal())?;
+        Some((t.creator, t.progress.clone()?)).filter(|(c, _)| self.clients.contains_key(c))
     }
 
     /// What task `id` looks like in the answer to `view`, for the era it was

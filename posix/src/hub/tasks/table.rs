@@ -59,6 +59,9 @@ pub(crate) struct Task {
     /// The terminal status a 2025 upstream reported for its task before
     /// its outcome came (`legacy`): the status the task ends in.
     pub reported: Option<Status>,
+    /// The creator's `progressToken` of the call mcpx runs as this task,
+    /// raw JSON: its progress keeps that token for the task's life.
+    pub progress: Option<Vec<u8>>,
 }
 
 /// An upstream's request for input inside a task, as a 2026 client sees it.
@@ -93,6 +96,7 @@ impl Task {
             inputs: Vec::new(),
             poll_at: None,
             reported: None,
+            progress: None,
         }
     }
 

@@ -134,6 +134,35 @@ fn a_task_belongs_to_its_principal_on_any_connection_and_to_no_one_else() {
     assert_eq!(r["error"]["code"], -32602, "still not Bob's: {r}");
 }
 
+/// Progress of a call mcpx runs as a task reaches its creator under the
+/// original request's token after the CreateTaskResult, and stops when the
+/// task ends.
+// covers: progress-task-token-lives-with-task, progress-task-same-token, progress-task-stop-at-terminal
+#[test]
+fn a_tasks_progress_keeps_its_token_after_the_create_result_and_stops_at_its_end() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    let c = task_client(&mut p);
+    p.task_tokens.push(json!("tok-1"));
+    let params = json!({ "name": "fs__read", "arguments": {}, "task": { "ttl": 60_000 }, "_meta": { "progressToken": "tok-1" } });
+    let created = p.request(c, json!(1), "tools/call", params);
+    let id = task_id(&created);
+    let up = p.take_up(0);
+    let up_token = up["params"]["_meta"]["progressToken"].clone();
+    assert!(!up_token.is_null(), "{up}");
+    let progress = |p: &mut Pair, n: u64| p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progressToken": up_token, "progress": n } }));
+    progress(&mut p, 1);
+    let n = p.take(c);
+    assert_eq!((n["method"].clone(), n["params"]["progressToken"].clone(), n["params"]["progress"].clone()), (json!("notifications/progress"), json!("tok-1"), json!(1)), "{n}");
+    let r = p.request(c, json!(2), "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(r["result"]["status"], "cancelled", "{r}");
+    while p.cl.get(&c).is_some_and(|q| !q.is_empty()) {
+        let m = p.take(c);
+        assert_ne!(m["method"], "notifications/progress", "{m}");
+    }
+    progress(&mut p, 2);
+    assert!(p.client_quiet(c), "no progress after the task ended");
+}
+
 /// HTTP sessions without any credential share the principal `anonymous`;
 /// their tasks are each session's, so one never lists or reads another's.
 // covers: tasks-unidentified-no-list, tasks-bound-reject-foreign
