@@ -410,20 +410,23 @@ fn a_legacy_clients_elicitation_answer_is_checked_and_audited() {
     }
 }
 
+/// The params of a 2026-07-28 `tools/call` of `tool` by a client that can
+/// answer form elicitations, with the members of `extra` (a retry's).
+fn modern_call_asking(tool: &str, extra: Value) -> Value {
+    let mut params = json!({ "name": tool, "arguments": {}, "_meta": modern_meta(json!({ "elicitation": { "form": {} } })) });
+    if let (Some(o), Value::Object(x)) = (params.as_object_mut(), extra) {
+        o.extend(x);
+    }
+    params
+}
+
 // covers: elicitation-both-validate-against-schema, elicitation-client-validate-responses, mrtr-server-validate-responses
 #[test]
 fn a_modern_clients_input_response_is_checked_before_the_legacy_server_gets_it() {
     let opts = with_policy(json!({ "validate": { "servers": ["a"] } }));
     let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
     let c = p.connect();
-    let caps = json!({ "elicitation": { "form": {} } });
-    let call_with = |extra: Value| {
-        let mut params = json!({ "name": "a__x", "arguments": {}, "_meta": modern_meta(caps.clone()) });
-        if let (Some(o), Value::Object(x)) = (params.as_object_mut(), extra) {
-            o.extend(x);
-        }
-        params
-    };
+    let call_with = |extra: Value| modern_call_asking("a__x", extra);
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call_with(json!({})) }));
     let up_call = p.take_up(0);
     p.upstream_says(0, elicitation("e1"));
@@ -519,14 +522,7 @@ fn a_modern_servers_own_elicitation_is_checked_in_the_retry() {
     let opts = with_policy(json!({ "validate": { "servers": ["m"] } }));
     let mut p = Pair::with(vec![("m", Fake::modern(&["ask"]))], opts);
     let c = p.connect();
-    let caps = json!({ "elicitation": { "form": {} } });
-    let params = |extra: Value| {
-        let mut params = json!({ "name": "m__ask", "arguments": {}, "_meta": modern_meta(caps.clone()) });
-        if let (Some(o), Value::Object(x)) = (params.as_object_mut(), extra) {
-            o.extend(x);
-        }
-        params
-    };
+    let params = |extra: Value| modern_call_asking("m__ask", extra);
     let schema: Value = serde_json::from_str(ELICIT_SCHEMA).unwrap();
     let round = |p: &mut Pair, id: u64| {
         p.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params(json!({})) }));
