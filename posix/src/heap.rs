@@ -11,6 +11,7 @@
 
 /// Smallest allocation that gets a mapping of its own: above the 64 KiB
 /// line buffers and read chunks in steady use, below any large message.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 const LARGE: usize = 256 << 10;
 
 /// Sets the allocator up as above; call once, before other threads start.

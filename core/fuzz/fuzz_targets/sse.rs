@@ -14,7 +14,8 @@ enum Frame {
         id: Option<Vec<u8>>,
         retry: Option<u64>,
     },
-    TooLarge(usize),
+    /// Its length and the kept first and last bytes of its data.
+    TooLarge(usize, Vec<u8>, Vec<u8>),
 }
 
 fn decode(reads: &[&[u8]]) -> (Vec<Frame>, Vec<u8>, Option<u64>) {
@@ -32,7 +33,7 @@ fn decode(reads: &[&[u8]]) -> (Vec<Frame>, Vec<u8>, Option<u64>) {
                         id: ev.id.map(<[u8]>::to_vec),
                         retry: ev.retry,
                     },
-                    SseItem::TooLarge { len } => Frame::TooLarge(len),
+                    SseItem::TooLarge { len, head, tail } => Frame::TooLarge(len, head.to_vec(), tail.to_vec()),
                 });
             }
         },
