@@ -602,6 +602,7 @@ impl Hub {
 
     /// An upstream became ready: restore subscriptions and the log level.
     pub(super) fn after_ready(&mut self, u: UpstreamId) {
+        self.tasks_refollow(u);
         if let Some(level) = self.log_level.clone() {
             if self.ups[u].has_cap("logging") {
                 self.send_set_level(u, &level);

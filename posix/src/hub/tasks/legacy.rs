@@ -83,6 +83,7 @@ impl Hub {
         self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));
         let body = self.task_body(&id, &t, TaskView::Created);
         self.tasks.table.insert(id, t);
+        self.tasks_save();
         self.answer_result(c, rid, &body);
     }
 

@@ -132,11 +132,14 @@ pub(super) struct Tasks {
     /// (upstream, request id) of calls a 2025-11-25 server was asked to run
     /// as its task, until answered (`legacy`).
     asked: HashSet<(UpstreamId, u64)>,
+    /// Tasks of the last run that mcpx follows itself (`legacy`, `poll`),
+    /// taken up again when their server is ready (`persist`).
+    refollow: Vec<String>,
 }
 
 impl Tasks {
     pub fn new(opts: &HubOptions) -> Tasks {
-        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed), saving: false, asked: HashSet::new() }
+        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed), saving: false, asked: HashSet::new(), refollow: Vec::new() }
     }
 }
 

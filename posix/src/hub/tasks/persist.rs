@@ -23,7 +23,8 @@ use serde_json::{json, Value};
 
 use super::table::{Status, Task};
 use super::error_object;
-use crate::hub::{ClientId, Hub, Level, Output};
+use crate::hub::pending::Origin;
+use crate::hub::{ClientId, Hub, Level, Output, UpstreamId};
 
 /// The format of the state file; a file of another version is ignored.
 const VERSION: u64 = 1;
@@ -63,6 +64,12 @@ impl Hub {
         if restored + dropped > 0 {
             self.log(Level::Info, format!("tasks of the last run: {restored} restored, {dropped} dropped (expired, of a server no longer configured, or unreadable)"));
         }
+        // Servers already up take theirs now; the others when they are.
+        for u in 0..self.ups.len() {
+            if self.ups[u].is_ready() {
+                self.tasks_refollow(u);
+            }
+        }
         restored
     }
 
@@ -91,15 +98,49 @@ impl Hub {
             None => None,
         };
         let ran = relayed.is_none();
+        let followed = r.pointer("/upstream/followed").and_then(Value::as_bool) == Some(true);
         let ended = r.get("status").and_then(Value::as_str).and_then(Status::parse).is_some_and(Status::is_terminal);
         let t = Task { relayed, ..Task::new(owner, NO_CLIENT, modern, &method, now, ttl_ms) };
         self.tasks.table.insert(id.clone(), t);
+        if followed {
+            self.tasks.refollow.push(id.clone());
+        }
         if ran {
             let why = if ended { RESTARTED_ENDED } else { RESTARTED_WORKING };
             let _ = self.tasks.table.finish(&id, Status::Failed, error_object(ErrorCode::InternalError, why), now, usize::MAX);
             self.set_message(&id, why.to_string());
         }
         Some(())
+    }
+
+    /// Upstream `u` is ready: the tasks of the last run mcpx follows on it
+    /// are followed again: a 2025-11-25 server's `tasks/result` is held
+    /// open again, a 2026-07-28 server's task is polled again.
+    // Requirement: ext-tasks-client-persist-ids (a task whose upstream still holds it survives a restart)
+    pub(in crate::hub) fn tasks_refollow(&mut self, u: UpstreamId) {
+        if self.tasks.refollow.is_empty() {
+            return;
+        }
+        let table = &self.tasks.table;
+        let (mine, rest): (Vec<String>, Vec<String>) = std::mem::take(&mut self.tasks.refollow).into_iter().filter(|id| table.get(id).is_some()).partition(|id| table.get(id).and_then(|t| t.relayed.as_ref()).is_some_and(|(x, _)| *x == u));
+        self.tasks.refollow = rest;
+        let now = self.now_ms;
+        for id in mine {
+            let Some(((_, up), left)) = self.tasks.table.get(&id).and_then(|t| Some((t.relayed.clone()?, t.expires_ms().saturating_sub(now)))) else { continue };
+            if self.upstream_has_legacy_tasks(u) {
+                let held = self.ask_upstream_task(u, "tasks/result", &up, Origin::Task(id.clone()), left.max(1));
+                if let Some(t) = self.tasks.table.get_mut(&id) {
+                    t.call = held.map(|h| (u, h));
+                }
+            } else if self.ups[u].is_modern() {
+                if let Some(t) = self.tasks.table.get_mut(&id) {
+                    t.poll_at = Some(now);
+                }
+            } else {
+                let why = format!("server '{}' no longer runs tasks since mcpx restarted; its task {up} cannot be followed", self.ups[u].spec.name);
+                self.task_lost(&id, why);
+            }
+        }
     }
 
     /// The table changed (a task was created or ended): the state file is
@@ -137,12 +178,15 @@ impl Hub {
             "expiresAt": epoch_ms.saturating_add(t.created_ms).saturating_add(t.ttl_ms),
         });
         match &t.relayed {
-            // Only a task whose every operation mcpx forwards (a 2026-07-28
-            // client's task of a 2026-07-28 server, `relay`) can be taken up
-            // again; one mcpx follows itself (`legacy`, `poll`) comes back
-            // failed like a task it ran, never as a task nobody follows.
-            Some((u, up)) if t.modern && self.ups.get(*u)?.is_modern() => r["upstream"] = json!({ "server": self.ups[*u].spec.name, "taskId": up }),
-            _ => r["status"] = json!(t.status.as_str()),
+            // A task whose every operation mcpx forwards (a 2026-07-28
+            // client's task of a 2026-07-28 server, `relay`) needs only its
+            // mapping; one mcpx follows itself (`legacy`, `poll`) is followed
+            // again once its server is ready.
+            Some((u, up)) => {
+                let followed = !(t.modern && self.ups.get(*u)?.is_modern());
+                r["upstream"] = json!({ "server": self.ups[*u].spec.name, "taskId": up, "followed": followed });
+            }
+            None => r["status"] = json!(t.status.as_str()),
         }
         Some(r)
     }

@@ -34,6 +34,7 @@ impl Hub {
             t.relayed = Some((u, up));
             t.call = None;
             self.schedule_poll(id, &v);
+            self.tasks_save();
             return true;
         }
         if let Some(t) = self.tasks.table.get_mut(id) {

@@ -100,7 +100,7 @@ impl Task {
         }
     }
 
-    fn expires_ms(&self) -> u64 {
+    pub fn expires_ms(&self) -> u64 {
         self.created_ms.saturating_add(self.ttl_ms)
     }
 }

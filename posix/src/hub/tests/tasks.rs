@@ -503,6 +503,39 @@ fn cancelling_works_both_ways_for_a_legacy_upstreams_task() {
     assert_eq!((got["result"]["status"].clone(), got["result"]["statusMessage"].clone()), (json!("cancelled"), json!("stopped by the operator")), "{got}");
 }
 
+/// A 2025-11-25 server's task mcpx follows (its held `tasks/result`)
+/// survives a restart of mcpx: the new hub holds `tasks/result` open again
+/// and its creator gets the outcome.
+// covers: ext-tasks-client-persist-ids, tasks-bound-reject-foreign
+#[test]
+fn a_legacy_servers_task_is_followed_again_after_a_restart() {
+    let mut p = Pair::with(vec![("fs", legacy_tasks_upstream())], HubOptions::default());
+    p.hub.restore_tasks(None, p.now);
+    let c = task_client(&mut p);
+    p.hub.set_client_principal(c, b"alice");
+    let (created, _held) = relayed_job(&mut p, c, 1, "up-1", false);
+    let id = task_id(&created);
+    let state = p.saved.last().expect("saved before the answer").clone();
+
+    let mut q = Pair::with(vec![("fs", legacy_tasks_upstream())], HubOptions::default());
+    assert_eq!(q.hub.restore_tasks(Some(&state), q.now), 1);
+    q.pump();
+    let held = q.take_up(0);
+    assert_eq!((held["method"].clone(), held["params"]["taskId"].clone()), (json!("tasks/result"), json!("up-1")), "followed again: {held}");
+    let bob = task_client(&mut q);
+    q.hub.set_client_principal(bob, b"bob");
+    assert_eq!(q.request(bob, json!(1), "tasks/get", json!({ "taskId": id }))["error"]["code"], -32602);
+    let alice = task_client(&mut q);
+    q.hub.set_client_principal(alice, b"alice");
+    assert_eq!(q.request(alice, json!(2), "tasks/get", json!({ "taskId": id }))["result"]["status"], "working");
+    let mut done = ok_text("after the restart");
+    done["_meta"] = json!({ RELATED: { "taskId": "up-1" } });
+    q.upstream_says(0, json!({ "jsonrpc": "2.0", "id": held["id"], "result": done }));
+    let r = q.request(alice, json!(3), "tasks/result", json!({ "taskId": id }));
+    assert_eq!(r["result"]["content"][0]["text"], "after the restart", "{r}");
+    assert_eq!(r["result"]["_meta"][RELATED]["taskId"], id.as_str(), "{r}");
+}
+
 // covers: cancellation-task-use-tasks-cancel
 #[test]
 fn a_task_augmented_call_cancelled_in_flight_cancels_its_task_with_tasks_cancel() {

@@ -120,7 +120,7 @@ fn a_relayed_task_reaches_its_upstream_again_after_a_restart() {
     let created = p.take(alice);
     let id = created["result"]["taskId"].as_str().unwrap().to_string();
     let rec = &records(&p)[0];
-    assert_eq!((rec["era"].clone(), rec["upstream"].clone()), (json!("2026-07-28"), json!({ "server": "m", "taskId": "up-7" })), "{rec}");
+    assert_eq!((rec["era"].clone(), rec["upstream"].clone()), (json!("2026-07-28"), json!({ "server": "m", "taskId": "up-7", "followed": false })), "{rec}");
     let state = p.saved.last().unwrap().clone();
 
     let mut q = saving_hub(epoch + 5_000, Some(&state));
