@@ -268,10 +268,7 @@ fn server_requests_over_their_limit_are_refused_to_the_server() {
 // covers: progress-rate-limit
 #[test]
 fn progress_over_its_cap_per_request_is_dropped() {
-    let opts = with_policy(json!({ "rateLimits": { "progressPerRequest": 2 } }));
-    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
-    let c = p.client("2025-11-25", json!({}));
-    p.names(c);
+    let (mut p, c) = listed(json!({ "rateLimits": { "progressPerRequest": 2 } }), json!({}));
     for id in [1, 2] {
         p.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": "a__x", "_meta": { "progressToken": "t" } } }));
         let req = p.take_up(0);
@@ -290,10 +287,7 @@ fn progress_over_its_cap_per_request_is_dropped() {
 // covers: logging-impl-validate-control, logging-server-hygiene
 #[test]
 fn log_messages_over_the_cap_of_the_requests_in_flight_are_dropped() {
-    let opts = with_policy(json!({ "rateLimits": { "logsPerRequest": 2 } }));
-    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
-    let c = p.client("2025-11-25", json!({}));
-    p.names(c);
+    let (mut p, c) = listed(json!({ "rateLimits": { "logsPerRequest": 2 } }), json!({}));
     let log = |n: u32| json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "info", "data": n } });
     let drain = |p: &mut Pair| -> Vec<Value> { std::iter::from_fn(|| p.cl.get_mut(&c).and_then(VecDeque::pop_front).map(|x| x.0)).map(|v| v["params"]["data"].clone()).collect() };
     // Two calls in flight: a message counts against both, so the cap is
@@ -359,10 +353,17 @@ fn a_listen_stream_hears_only_of_tool_changes_its_principal_sees() {
 
 /// A hub with `policy` and upstream `a` (tool `x`), and a 2025-11-25
 /// client declaring `caps` whose call of `a__x` the upstream has.
-fn calling(policy: Value, caps: Value) -> (Pair, ClientId) {
+/// A hub over `a` (tool `x`) with `policy`, and a 2025-11-25 client with
+/// `caps` that has read the tool list.
+fn listed(policy: Value, caps: Value) -> (Pair, ClientId) {
     let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], with_policy(policy));
     let c = p.client("2025-11-25", caps);
     p.names(c);
+    (p, c)
+}
+
+fn calling(policy: Value, caps: Value) -> (Pair, ClientId) {
+    let (mut p, c) = listed(policy, caps);
     assert_eq!(call(&mut p, c, 1, "a__x", json!({})), Value::Null);
     p.take_up(0);
     (p, c)
