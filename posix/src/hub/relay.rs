@@ -303,8 +303,7 @@ struct Link {
 impl Link {
     fn of(m: &Msg, stream: Option<u64>) -> Link {
         let progress = m.env.progress_token().and_then(|t| wire::id_u64(t.bytes()));
-        let task = m.env.related_task().and_then(|t| t.get("taskId")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()));
-        Link { stream, progress, task }
+        Link { stream, progress, task: m.related_task_id() }
     }
 }
 

@@ -40,6 +40,11 @@ fn range(s: Span) -> Range<usize> {
 }
 
 impl<'a> Msg<'a> {
+    /// The `taskId` of the message's related-task `_meta`, from the view.
+    pub fn related_task_id(&self) -> Option<String> {
+        self.env.related_task().and_then(|t| t.get("taskId")).and_then(|v| string_at(v.bytes(), 0..v.bytes().len()))
+    }
+
     pub fn id_bytes(&self) -> Option<&'a [u8]> {
         self.id.clone().map(|r| &self.raw[r])
     }

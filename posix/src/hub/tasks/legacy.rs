@@ -204,7 +204,8 @@ impl Hub {
     /// False when it belongs to no such task.
     // Requirement: tasks-input-required-move
     pub(in crate::hub) fn task_input(&mut self, u: UpstreamId, m: &Msg) -> bool {
-        let Some(id) = self.related_task(u, &m.params_value()) else { return false };
+        // The envelope view's related task: no parse of the params for it.
+        let Some(id) = m.related_task_id().and_then(|up| self.tasks.table.by_upstream(u, &up)) else { return false };
         let Some(t) = self.tasks.table.get(&id) else { return false };
         // A 2026 client's task of a 2026 server: its `tasks/get` goes to the
         // server, which asks there; a wire request is the relay's to refuse.
