@@ -29,7 +29,7 @@ use smol::{LocalExecutor, Task, Timer};
 use crate::cli::ServeArgs;
 use crate::config::{self, Config, Source};
 use crate::http::{self, Http, HttpConfig, HubLink};
-use crate::hub::{self, About, ClientId, Hub, HubOptions, Output, UpstreamId, UpstreamSpec};
+use crate::hub::{self, About, ClientId, Hub, HubOptions, ModernHeaders, Output, UpstreamId, UpstreamSpec, Upward};
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
 use crate::remote::{self, RemoteSpec};
@@ -62,10 +62,12 @@ enum Upstream {
 }
 
 impl Upstream {
-    fn send(&self, msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
+    /// Queues `msg`; a child takes the bytes as they are, a remote
+    /// transport what `about` says of them too.
+    fn send(&self, msg: Vec<u8>, about: Upward) -> Result<(), (PushError, Vec<u8>)> {
         match self {
             Upstream::Local(u) => u.send(msg),
-            Upstream::Remote(r) => r.send(msg),
+            Upstream::Remote(r) => r.send(msg, about),
         }
     }
     /// The largest message it takes, if its transport has a cap.
@@ -266,7 +268,7 @@ impl Runtime {
                     let _ = conn.init_answered.0.try_send(());
                 }
             }
-            Output::ToUpstream(u, msg) => {
+            Output::ToUpstream(u, msg, about) => {
                 let refused = {
                     let ups = self.upstreams.borrow();
                     let Some(Some(up)) = ups.get(u) else { return };
@@ -276,7 +278,7 @@ impl Runtime {
                         Some(max) if msg.len() > max => {
                             Some((format!("the message is {} bytes, over {}", msg.len(), crate::stdio::line_limit()), msg))
                         }
-                        _ => match up.send(msg) {
+                        _ => match up.send(msg, about) {
                             Ok(()) => None,
                             Err((PushError::Closed, _)) => {
                                 debug!("server {}: not running; message to it dropped", self.name(u));
@@ -471,8 +473,8 @@ impl Events for HubEvents {
 struct HubCatalog(Rc<Runtime>);
 
 impl remote::Catalog for HubCatalog {
-    fn tool_schema(&self, id: UpstreamId, tool: &str) -> Option<serde_json::Value> {
-        self.0.hub.borrow().upstream_tool_schema(id, tool).cloned()
+    fn headers_again(&self, id: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
+        self.0.hub.borrow().upstream_headers_again(id, msg)
     }
     fn relist(&self, id: UpstreamId) {
         if !self.0.closing.get() {

@@ -223,7 +223,7 @@ fn start_with(
                 };
                 match out {
                     Output::ToClient(..) | Output::ClientInitialized(..) | Output::CloseClient(..) => {}
-                    Output::ToUpstream(_, m) => {
+                    Output::ToUpstream(_, m, _) => {
                         let _ = up_tx.try_send(m);
                     }
                     Output::RestartUpstream(..) | Output::Power(..) | Output::SaveTasks(..) => {}

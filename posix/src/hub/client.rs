@@ -309,7 +309,7 @@ impl Hub {
                 if self.opts.roots.is_none() => {
                     for u in 0..self.ups.len() {
                         if self.ups[u].is_ready() {
-                            self.emit_upstream(u, wire::notification("notifications/roots/list_changed", None));
+                            self.notify_upstream(u, "notifications/roots/list_changed", None);
                         }
                     }
                 }

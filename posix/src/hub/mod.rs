@@ -91,6 +91,7 @@ mod router;
 mod shape;
 mod tasks;
 mod upstream;
+mod upward;
 mod wire;
 
 #[cfg(test)]
@@ -108,6 +109,8 @@ pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
 pub use lazy::Power;
 pub use tasks::TaskOptions;
 pub use wire::batch_array;
+#[cfg(test)]
+pub(crate) use upward::modern_headers;
 
 /// Index of an upstream in the configuration order (0-based). Stable for the
 /// life of the server it names; a config reload may give the slot of a
@@ -429,6 +432,44 @@ pub enum About {
     Batch,
 }
 
+/// What a message to an upstream is, so that no transport reads its bytes
+/// to learn it (as [`About`] for messages to clients). Built where the hub
+/// writes the message (`upward`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Upward {
+    /// A request of the hub's, whose id is `id` (its JSON bytes, as
+    /// written); `method`: its method when known to core's table; `modern`:
+    /// for a 2026-07-28 request, the HTTP headers that revision requires.
+    Request { id: IdKey, method: Option<mcpx_core::method::Method<'static>>, modern: Option<ModernHeaders> },
+    /// A notification (`method` as for a request).
+    Notification { method: Option<mcpx_core::method::Method<'static>> },
+    /// An answer (result or error) to one of the upstream's requests.
+    Answer,
+}
+
+impl Upward {
+    /// The id of a request; `None` for notifications and answers.
+    pub fn request_id(&self) -> Option<&[u8]> {
+        match self {
+            Upward::Request { id, .. } => Some(id.bytes()),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a request or notification of `method`.
+    pub fn is(&self, method: mcpx_core::method::Method<'static>) -> bool {
+        match self {
+            Upward::Request { method: m, .. } | Upward::Notification { method: m } => *m == Some(method),
+            Upward::Answer => false,
+        }
+    }
+}
+
+/// The 2026-07-28 HTTP headers of one modern request to an upstream
+/// (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`), names
+/// lowercased, values encoded by core's header codec.
+pub type ModernHeaders = Vec<(String, Vec<u8>)>;
+
 /// What the hub asks the runtime to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
@@ -436,8 +477,9 @@ pub enum Output {
     ToClient(ClientId, Vec<u8>, About),
     /// Client `c`'s `initialize` was answered: the session speaks this revision.
     ClientInitialized(ClientId, mcpx_core::revision::Revision),
-    /// Write one message to an upstream's stdin.
-    ToUpstream(UpstreamId, Vec<u8>),
+    /// Write one message to an upstream (a child's stdin, a remote
+    /// server's transport); [`Upward`] says what it is.
+    ToUpstream(UpstreamId, Vec<u8>, Upward),
     /// Kill and respawn this upstream (hung or broken); the reason is for logs.
     /// The runtime then reports `upstream_exited` and later `upstream_started`.
     RestartUpstream(UpstreamId, &'static str),

@@ -62,7 +62,7 @@ use super::pending::{Fwd, Origin};
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
-use super::{ClientId, Hub, HubOptions, Level, Output, UpstreamId};
+use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
 
 /// Tokens redeemed within one `input_ttl_ms` that the replay set remembers.
 const REPLAY_CAP: usize = 4096;
@@ -1065,7 +1065,8 @@ impl Hub {
         let origin = Origin::Client { client: col.client, id: col.id, progress: col.progress, method: col.method.clone(), renamed_uri: col.renamed_uri, modern: None, sent: Some(sent.clone()) };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
         // Requirement: mrtr-new-id-on-retry
-        self.emit_upstream(u, wire::request(up_id, &col.method, Some(&sent)));
+        let modern = self.ups[u].is_modern();
+        self.request_upstream(u, up_id, &col.method, Some(&sent), modern);
     }
 
     fn fail_collect(&mut self, handle: u64, why: &str) {
@@ -1151,7 +1152,7 @@ impl Hub {
                 if let Some(x) = reason {
                     p["reason"] = Value::String(x.to_string());
                 }
-                self.emit_upstream(r.up, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+                self.notify_upstream(r.up, "notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default()));
             }
         }
     }
@@ -1263,11 +1264,5 @@ impl Hub {
                 self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, None);
             }
         }
-    }
-
-    pub(super) fn emit_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) {
-        // Policy: audit and elicitation-answer check of relayed requests (hub/policy.rs).
-        let bytes = self.policy_to_upstream(u, bytes);
-        self.out.push_back(Output::ToUpstream(u, bytes));
     }
 }

@@ -481,7 +481,8 @@ impl Hub {
         if task_ttl.is_some() && !self.ups[u].is_modern() {
             self.task_asked(u, up_id);
         }
-        self.emit_upstream(u, wire::request(up_id, &m.method, Some(&body)));
+        let modern = self.ups[u].is_modern();
+        self.request_upstream(u, up_id, &m.method, Some(&body), modern);
         Ok(())
     }
 

@@ -80,6 +80,8 @@ struct Pair {
     /// Progress tokens (raw JSON) that may arrive related to no request:
     /// a task's, after its request was answered with the task.
     task_tokens: Vec<Value>,
+    /// Every message to an upstream, parsed, with what the hub said it is.
+    upward: Vec<(UpstreamId, Value, Upward)>,
 }
 
 fn specs(names: &[&str]) -> Vec<UpstreamSpec> {
@@ -117,6 +119,7 @@ impl Pair {
             logs: vec![],
             saved: vec![],
             task_tokens: vec![],
+            upward: vec![],
         }
     }
 
@@ -150,8 +153,10 @@ impl Pair {
                         self.cl.entry(c).or_default().push_back((v, b));
                     }
                     Output::ClientInitialized(c, rev) => self.initialized.push((c, rev)),
-                    Output::ToUpstream(u, b) => {
+                    Output::ToUpstream(u, b, about) => {
                         let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to upstreams");
+                        check_upward(&v, &about);
+                        self.upward.push((u, v.clone(), about));
                         match self.fakes.get(u).and_then(Option::as_ref).and_then(|f| f.answer(&v)) {
                             Some(Some(r)) => replies.push((u, r)),
                             Some(None) => {}
@@ -666,7 +671,7 @@ fn arguments_are_forwarded_untouched() {
     hub.upstream_started(0, 0);
     let init = loop {
         match hub.poll_output() {
-            Some(Output::ToUpstream(0, b)) => break b,
+            Some(Output::ToUpstream(0, b, _)) => break b,
             Some(_) => continue,
             None => panic!("no initialize"),
         }
@@ -681,7 +686,7 @@ fn arguments_are_forwarded_untouched() {
     hub.client_message(c, msg, 0);
     let mut found = false;
     while let Some(o) = hub.poll_output() {
-        if let Output::ToUpstream(0, b) = o {
+        if let Output::ToUpstream(0, b, _) = o {
             let s = String::from_utf8(b).unwrap();
             if s.contains("tools/call") {
                 assert!(s.contains(r#""arguments":{"big":123456789012345678901234567890,"s":"\u00e9"}"#), "{s}");
@@ -1549,6 +1554,33 @@ fn upstream_garbage_is_counted_and_logged() {
 
 /// Every message to a client says truly what it is: a reply names the id it
 /// answers (as its span in the bytes), progress names its request.
+/// What the hub says of a message to an upstream is what the message is:
+/// kind, id, method, and the 2026-07-28 headers exactly for the requests
+/// whose `_meta` names that revision, mirroring method and name.
+fn check_upward(v: &Value, about: &Upward) {
+    let method = v["method"].as_str().and_then(mcpx_core::method::Method::known);
+    match about {
+        Upward::Request { id, method: m, modern } => {
+            assert_eq!(serde_json::from_slice::<Value>(id.bytes()).ok().as_ref(), v.get("id").filter(|_| v.get("method").is_some()), "{v}");
+            assert_eq!(*m, method, "{v}");
+            let is_modern = v["params"]["_meta"][mcpx_core::meta::PROTOCOL_VERSION_KEY] == "2026-07-28";
+            assert_eq!(modern.is_some(), is_modern, "modern headers exactly for a modern request: {v} {modern:?}");
+            let header = |n: &str| modern.as_ref()?.iter().find(|(k, _)| k == n).map(|(_, v)| String::from_utf8(v.clone()).unwrap());
+            if is_modern {
+                assert_eq!(header("mcp-method").as_deref(), v["method"].as_str(), "{v}");
+                let name = mcpx_core::headers::name_source(v["method"].as_str().unwrap()).and_then(|s| v["params"][s.field()].as_str());
+                if name.is_some_and(|n| n.is_ascii()) {
+                    assert_eq!(header("mcp-name").as_deref(), name, "{v}");
+                }
+            }
+        }
+        Upward::Notification { method: m } => {
+            assert!(v.get("id").is_none() && *m == method && m.is_some(), "{v} {about:?}");
+        }
+        Upward::Answer => assert!(v.get("method").is_none() && (v.get("result").is_some() || v.get("error").is_some()), "{v}"),
+    }
+}
+
 fn check_about(v: &Value, b: &[u8], about: &super::About, task_tokens: &[Value]) {
     use super::About;
     let is_reply = v.get("result").is_some() || v.get("error").is_some();

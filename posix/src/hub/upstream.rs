@@ -282,9 +282,9 @@ impl Hub {
             let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
             let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
             let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
-            self.emit_upstream(u, wire::request(id, method, Some(&p)));
+            self.request_upstream(u, id, method, Some(&p), true);
         } else {
-            self.emit_upstream(u, wire::request(id, method, params));
+            self.request_upstream(u, id, method, params, false);
         }
         Some(id)
     }
@@ -603,7 +603,7 @@ impl Hub {
         up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
         up.state = State::Ready;
         up.last_error = None;
-        self.emit_upstream(u, wire::notification("notifications/initialized", None));
+        self.notify_upstream(u, "notifications/initialized", None);
         let msg = format!("server '{name}' ready ({})", rev.as_str());
         self.log(Level::Info, msg);
         self.read_lists(u);
@@ -1229,7 +1229,7 @@ impl Hub {
     pub(super) fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
         if self.ups[u].is_up() {
             let p = json!({ "requestId": id, "reason": reason });
-            self.emit_upstream(u, wire::notification("notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default())));
+            self.notify_upstream(u, "notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default()));
         }
     }
 

@@ -14,10 +14,12 @@
 //! - every message is one POST (`Accept: application/json, text/event-stream`);
 //!   a JSON reply is one message, an SSE reply is read event by event (comments,
 //!   multi-line data, `retry` and event ids honoured);
-//! - it peeks at what it relays: the `initialize` request and
-//!   `notifications/initialized` are kept (to re-initialize), the `Mcp-Session-Id`
-//!   of the initialize response and the `protocolVersion` of its result are sent
-//!   on every later request (`MCP-Protocol-Version`);
+//! - what a message from the hub is (request and its id, notification,
+//!   answer) comes with it ([`Upward`]): the transport never reads the hub's
+//!   bytes. The `initialize` request and `notifications/initialized` are
+//!   kept (to re-initialize); the `Mcp-Session-Id` of the initialize
+//!   response and the `protocolVersion` of its result are sent on every
+//!   later request (`MCP-Protocol-Version`);
 //! - a 404 to a request carrying the session means the session expired: one
 //!   re-initialize (the kept messages, without the session) and one retry;
 //! - after `notifications/initialized` it opens the standalone GET stream for
@@ -31,17 +33,13 @@
 //! - a request that fails at the HTTP level (status, timeout, broken stream)
 //!   is answered to the hub with a JSON-RPC error naming the server and cause.
 //!
-//! 2026-07-28 requests (their `params._meta` names that revision, or the
-//! method is `server/discover`) are stateless POSTs: no `Mcp-Session-Id`,
-//! and the headers the revision requires: `MCP-Protocol-Version`,
-//! `Mcp-Method`, `Mcp-Name` (tools/call, prompts/get: `params.name`;
-//! resources/read: `params.uri`) and, for `tools/call`, an `Mcp-Param-{Name}`
-//! mirror of each argument the tool's `inputSchema` annotates with
-//! `x-mcp-header`; values go through core's header codec (the Base64
-//! sentinel when they are not plain ASCII). The schema comes from the hub
-//! through [`Catalog`]. A -32020 (header mismatch) answer makes the hub list
-//! the server's tools again; the request is retried once with the new
-//! headers. A `subscriptions/listen` stream has no idle timeout.
+//! 2026-07-28 requests (the hub describes them with the headers that
+//! revision requires: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
+//! `Mcp-Param-*`, built in `hub::upward`) are stateless POSTs: no
+//! `Mcp-Session-Id`, those headers instead. A -32020 (header mismatch)
+//! answer makes the hub list the server's tools again ([`Catalog`]); the
+//! request is retried once with headers the hub builds again from the new
+//! listing. A `subscriptions/listen` stream has no idle timeout.
 //!
 //! Era detection is the hub's: it probes with `server/discover`, a modern
 //! POST. A JSON-RPC error in any HTTP error reply (-32022 with
@@ -76,17 +74,16 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use mcpx_core::clipped;
 use mcpx_core::envelope::{Envelope, Kind};
+use mcpx_core::method::Method;
 use mcpx_core::frame::sse::{SseDecoder, SseItem};
 use mcpx_core::headers;
-use mcpx_core::meta;
-use mcpx_core::revision::{Era, Revision};
 use smol::channel::{self, Receiver, Sender, TrySendError};
 use smol::future::FutureExt as _;
 use smol::lock::{Mutex, Semaphore};
 use smol::{LocalExecutor, Task};
 
 use crate::backoff::{self, Ctl, End, Ended, Policy};
-use crate::hub::Oversize;
+use crate::hub::{ModernHeaders, Oversize, Upward};
 use crate::logline::show_duration;
 use conn::Connector;
 use http::{Body, Client, Limits, Response};
@@ -249,7 +246,7 @@ impl Default for Options {
 pub use crate::outbox::PushError as SendError;
 
 struct Shared {
-    out: RefCell<Option<Sender<Vec<u8>>>>,
+    out: RefCell<Option<Sender<(Vec<u8>, Upward)>>>,
     /// Bytes queued in `out`.
     queued: Cell<usize>,
     max_bytes: usize,
@@ -263,9 +260,10 @@ pub struct Remote {
 }
 
 impl Remote {
-    /// Queues one message for the server.
+    /// Queues one message for the server; `about` says what it is (the
+    /// transport never reads the bytes to learn it).
     /// A refused message is handed back with the reason.
-    pub fn send(&self, msg: Vec<u8>) -> Result<(), (SendError, Vec<u8>)> {
+    pub fn send(&self, msg: Vec<u8>, about: Upward) -> Result<(), (SendError, Vec<u8>)> {
         let out = self.sh.out.borrow();
         let Some(tx) = &*out else { return Err((SendError::Closed, msg)) };
         let (len, queued) = (msg.len(), self.sh.queued.get());
@@ -273,13 +271,13 @@ impl Remote {
         if queued > 0 && queued + len > self.sh.max_bytes {
             return Err((SendError::Full { msgs: tx.len(), bytes: queued }, msg));
         }
-        match tx.try_send(msg) {
+        match tx.try_send((msg, about)) {
             Ok(()) => {
                 self.sh.queued.set(queued + len);
                 Ok(())
             }
-            Err(TrySendError::Full(m)) => Err((SendError::Full { msgs: tx.len(), bytes: queued }, m)),
-            Err(TrySendError::Closed(m)) => Err((SendError::Closed, m)),
+            Err(TrySendError::Full((m, _))) => Err((SendError::Full { msgs: tx.len(), bytes: queued }, m)),
+            Err(TrySendError::Closed((m, _))) => Err((SendError::Closed, m)),
         }
     }
 
@@ -420,14 +418,14 @@ impl Supervisor {
             list_ids: RefCell::new(Vec::new()),
             list_waiters: RefCell::new(Vec::new()),
         });
-        let (out_tx, out_rx) = channel::bounded::<Vec<u8>>(self.opts.queue_msgs.max(1));
+        let (out_tx, out_rx) = channel::bounded::<(Vec<u8>, Upward)>(self.opts.queue_msgs.max(1));
         *self.sh.out.borrow_mut() = Some(out_tx.clone());
         let t0 = Instant::now();
         debug!("server {name}: connected to {}", sess.url);
         self.events.started(self.id);
 
         enum Step {
-            Msg(Vec<u8>),
+            Msg((Vec<u8>, Upward)),
             Fatal(String),
             Ctl(Ctl),
         }
@@ -436,16 +434,16 @@ impl Supervisor {
             let fatal = async { Step::Fatal(fatal_rx.recv().await.unwrap_or_default()) };
             let ctl = async { Step::Ctl(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
             let step = ctl.or(fatal).or(msg).await;
-            let msg = match step {
-                Step::Msg(m) => {
+            let (msg, about) = match step {
+                Step::Msg((m, about)) => {
                     self.sh.queued.set(self.sh.queued.get().saturating_sub(m.len()));
-                    m
+                    (m, about)
                 }
                 Step::Fatal(reason) => break Err(reason),
                 Step::Ctl(c) => break Ok(c),
             };
             // Dispatch, still listening for control and for the session's end.
-            let dispatch = async { Ok::<_, Step>(sess.clone().dispatch(msg).await) };
+            let dispatch = async { Ok::<_, Step>(sess.clone().dispatch(msg, about).await) };
             let fatal = async { Err(Step::Fatal(fatal_rx.recv().await.unwrap_or_default())) };
             let ctl = async { Err(Step::Ctl(self.ctl.recv().await.unwrap_or(Ctl::Shutdown))) };
             match ctl.or(fatal).or(dispatch).await {
@@ -499,87 +497,18 @@ impl Supervisor {
     }
 }
 
-/// What the transport asks of the hub about its server, for 2026-07-28
-/// requests: the `inputSchema` of a tool (its `x-mcp-header` annotations
-/// become `Mcp-Param-*` headers) and a fresh listing after the server
-/// answered -32020 (header mismatch). Implemented by `serve` over the hub.
+/// What the transport asks of the hub about its server after it answered
+/// a 2026-07-28 request with -32020 (header mismatch): a fresh listing of
+/// its tools, then that request's headers built again from it (the
+/// `x-mcp-header` annotations may have changed). Implemented by `serve`
+/// over the hub.
 pub trait Catalog {
-    /// The `inputSchema` of server `id`'s tool `tool`, as last listed.
-    fn tool_schema(&self, id: UpstreamId, tool: &str) -> Option<serde_json::Value>;
+    /// The 2026-07-28 headers of request `msg` to server `id`, from the
+    /// tools as listed now.
+    fn headers_again(&self, id: UpstreamId, msg: &[u8]) -> Option<ModernHeaders>;
     /// Lists server `id`'s tools again (its answers come back through the
     /// transport like any other message).
     fn relist(&self, id: UpstreamId);
-}
-
-/// A header value through the 2026-07-28 codec (Base64 sentinel when needed).
-fn encoded(value: &str) -> Vec<u8> {
-    let mut buf = vec![0u8; headers::encoded_len(value)];
-    headers::encode_value(value, &mut buf).map(|s| s.as_bytes().to_vec()).unwrap_or_default()
-}
-
-/// The 2026-07-28 headers of `msg` when it is a modern request (its
-/// `params._meta` names a protocol version, or it is `server/discover`):
-/// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*`
-/// mirrors of the arguments its tool annotates with `x-mcp-header`.
-/// `None` for every other message.
-fn modern_headers(msg: &[u8], schema: &dyn Fn(&str) -> Option<serde_json::Value>) -> Option<Vec<(String, Vec<u8>)>> {
-    use serde_json::Value;
-    let v: Value = serde_json::from_slice(msg).ok()?;
-    let method = v.get("method")?.as_str()?;
-    v.get("id")?;
-    let params = v.get("params");
-    let version = params.and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(meta::PROTOCOL_VERSION_KEY)).and_then(Value::as_str);
-    // Only a modern revision makes a request modern: a legacy session's
-    // requests keep their session headers whatever their `_meta` says.
-    let version = match version {
-        Some(v) if Revision::parse(v).is_some_and(|r| r.era() == Era::Modern) => v,
-        Some(_) => return None,
-        None if method == "server/discover" => Revision::LATEST.as_str(),
-        None => return None,
-    };
-    let lower = |s: &str| s.to_ascii_lowercase();
-    // Requirement: streamable-http-standard-headers-required, streamable-http-client-sends-metadata-headers, streamable-http-mcp-name-base64
-    let mut h = vec![
-        (lower(headers::MCP_PROTOCOL_VERSION), version.as_bytes().to_vec()),
-        (lower(headers::MCP_METHOD), encoded(method)),
-    ];
-    let name = headers::name_source(method).and_then(|s| params?.get(s.field())).and_then(Value::as_str);
-    if let Some(name) = name {
-        h.push((lower(headers::MCP_NAME), encoded(name)));
-    }
-    if method == "tools/call" {
-        if let Some(schema) = name.and_then(schema) {
-            let args = params.and_then(|p| p.get("arguments")).unwrap_or(&Value::Null);
-            for (header, path) in crate::param_headers::annotations(&schema) {
-                let mut a = args;
-                for k in &path {
-                    a = a.get(k).unwrap_or(&Value::Null);
-                }
-                let text;
-                // Requirement: streamable-http-client-header-construction, streamable-http-param-value-encoding (absent or null: no header)
-                let pv = match a {
-                    Value::String(s) => headers::ParamValue::Str(s),
-                    Value::Bool(b) => headers::ParamValue::Bool(*b),
-                    Value::Number(n) => {
-                        text = n.to_string();
-                        headers::ParamValue::Number(&text)
-                    }
-                    _ => continue,
-                };
-                let mut buf = vec![0u8; 4 * text_len(a) + 32];
-                let Ok(value) = headers::encode_param(pv, &mut buf) else { continue };
-                h.push((format!("{}{}", lower(headers::MCP_PARAM_PREFIX), lower(&header)), value.as_bytes().to_vec()));
-            }
-        }
-    }
-    Some(h)
-}
-
-fn text_len(v: &serde_json::Value) -> usize {
-    match v {
-        serde_json::Value::String(s) => s.len(),
-        _ => 32,
-    }
 }
 
 /// Whether `body` is a JSON-RPC error answering `id` with code -32020
@@ -588,31 +517,6 @@ fn header_mismatch(body: &[u8], id: &[u8]) -> bool {
     match Envelope::parse(body.trim_ascii()) {
         Ok(env) => env.kind() == Kind::Error && env.id_bytes() == Some(id) && env.error_code() == Some(i64::from(headers::HeaderMismatch::CODE)),
         Err(_) => false,
-    }
-}
-
-/// What a message is, as far as the transport cares.
-struct Peek {
-    kind: Option<Kind>,
-    id: Option<Vec<u8>>,
-    initialize: bool,
-    initialized: bool,
-    tools_list: bool,
-    /// `subscriptions/listen`: its stream may stay silent for long.
-    listen: bool,
-}
-
-fn peek(msg: &[u8]) -> Peek {
-    match Envelope::parse(msg) {
-        Ok(env) => Peek {
-            kind: Some(env.kind()),
-            id: env.id_bytes().map(<[u8]>::to_vec),
-            initialize: env.kind() == Kind::Request && env.method_is("initialize"),
-            initialized: env.kind() == Kind::Notification && env.method_is("notifications/initialized"),
-            tools_list: env.kind() == Kind::Request && env.method_is("tools/list"),
-            listen: env.kind() == Kind::Request && env.method_is("subscriptions/listen"),
-        },
-        Err(_) => Peek { kind: None, id: None, initialize: false, initialized: false, tools_list: false, listen: false },
     }
 }
 
@@ -772,33 +676,34 @@ impl Session {
     }
 
     /// Sends one message from the hub, in order (see the module docs).
-    async fn dispatch(self: Rc<Self>, msg: Vec<u8>) -> Result<(), String> {
-        let p = peek(&msg);
-        if p.initialize {
-            let id = p.id.clone().unwrap_or_default();
-            *self.init.borrow_mut() = Some((msg.clone(), id));
+    async fn dispatch(self: Rc<Self>, msg: Vec<u8>, about: Upward) -> Result<(), String> {
+        let id = about.request_id().map(<[u8]>::to_vec);
+        if about.is(Method::Initialize) {
+            let id = id.unwrap_or_default();
+            *self.init.borrow_mut() = Some((msg.clone(), id.clone()));
             *self.session_id.borrow_mut() = None;
             *self.version.borrow_mut() = None;
             self.peek_init.set(true);
-            return self.initialize(msg, p).await;
+            return self.initialize(msg, id).await;
         }
-        if p.initialized {
+        let initialized = about.is(Method::Initialized);
+        if initialized {
             *self.initialized.borrow_mut() = Some(msg.clone());
         }
-        if p.tools_list {
+        if let Some(id) = id.filter(|_| about.is(Method::ToolsList)) {
             let mut ids = self.list_ids.borrow_mut();
             if ids.len() >= 16 {
                 ids.remove(0);
             }
-            ids.push(p.id.clone().unwrap_or_default());
+            ids.push(id);
         }
         let permit = self.in_flight.acquire_arc().await;
         let (written_tx, written_rx) = channel::bounded::<()>(1);
-        let is_request = p.kind == Some(Kind::Request);
-        let start_get = p.initialized && self.mode.get() == Mode::StreamableHttp && !self.get_started.replace(true);
+        let is_request = about.request_id().is_some();
+        let start_get = initialized && self.mode.get() == Mode::StreamableHttp && !self.get_started.replace(true);
         let me = self.clone();
         self.spawn(async move {
-            me.post_message(msg, p, Some(written_tx)).await;
+            me.post_message(msg, about, Some(written_tx)).await;
             drop(permit);
             if start_get {
                 let me2 = me.clone();
@@ -822,8 +727,7 @@ impl Session {
     }
 
     /// The `initialize` request: decides the transport, opens the session.
-    async fn initialize(self: Rc<Self>, msg: Vec<u8>, p: Peek) -> Result<(), String> {
-        let id = p.id.clone().unwrap_or_default();
+    async fn initialize(self: Rc<Self>, msg: Vec<u8>, id: Vec<u8>) -> Result<(), String> {
         if self.mode.get() != Mode::Sse {
             match self.post_raw(&msg, false).await {
                 Ok(resp) if (200..300).contains(&resp.status) => {
@@ -969,20 +873,25 @@ impl Session {
     }
 
     /// POSTs one message from the hub and handles the answer.
-    async fn post_message(self: &Rc<Self>, msg: Vec<u8>, p: Peek, written: Option<Sender<()>>) {
-        let request_id = if p.kind == Some(Kind::Request) { p.id.clone() } else { None };
-        let what = match (&p.kind, &request_id) {
-            (Some(Kind::Request), Some(id)) => format!("request {}", String::from_utf8_lossy(id)),
-            (Some(Kind::Notification), _) => "notification".to_string(),
-            _ => "response".to_string(),
+    async fn post_message(self: &Rc<Self>, msg: Vec<u8>, about: Upward, written: Option<Sender<()>>) {
+        let request_id = about.request_id().map(<[u8]>::to_vec);
+        let what = match &about {
+            Upward::Request { id, .. } => format!("request {}", String::from_utf8_lossy(id.bytes())),
+            Upward::Notification { .. } => "notification".to_string(),
+            Upward::Answer => "response".to_string(),
+        };
+        // A `subscriptions/listen` stream may stay silent for long.
+        let listen = about.is(Method::SubscriptionsListen);
+        let mut modern = match about {
+            Upward::Request { modern, .. } => modern,
+            _ => None,
         };
         let mut retried = false;
         let mut relisted = false;
         let mut written = written;
         loop {
             let generation = self.generation.get();
-            let modern = self.modern_headers(&msg);
-            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), p.listen).await;
+            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), listen).await;
             written = None;
             let failure = match r {
                 Ok(resp) => match self.handle_post_response(resp, request_id.as_deref()).await {
@@ -1012,6 +921,7 @@ impl Session {
                         self.deliver(&body, None);
                         return;
                     }
+                    modern = self.catalog.as_ref().and_then(|c| c.headers_again(self.id, &msg)).or(modern);
                 }
                 PostError::HeaderMismatch(body) => {
                     self.deliver(&body, None);
@@ -1049,12 +959,6 @@ impl Session {
                 }
             }
         }
-    }
-
-    /// The 2026-07-28 headers of `msg`, if it is a modern request.
-    fn modern_headers(&self, msg: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
-        let schema = |tool: &str| self.catalog.as_ref().and_then(|c| c.tool_schema(self.id, tool));
-        modern_headers(msg, &schema)
     }
 
     /// Asks the hub to list the server's tools again and waits (up to the

@@ -249,13 +249,44 @@ fn tools_result(id: &serde_json::Value) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[]}}}}"#)
 }
 
+/// What the hub says of `msg` when it sends it ([`Upward`]): a request
+/// with its id, modern (with the 2026-07-28 headers the hub builds, from
+/// `schema` for a tool call) when its `_meta` names that revision or it is
+/// `server/discover`; a notification; an answer. The test plays the hub.
+fn describe(msg: &[u8], schema: Option<&serde_json::Value>) -> Upward {
+    // Bytes that are no message (a test of refusals): described as an answer.
+    let Ok(env) = Envelope::parse(msg) else { return Upward::Answer };
+    let method = env.method_str().and_then(Method::known);
+    match env.kind() {
+        Kind::Request => {
+            let modern = env.protocol_version().and_then(|v| v.as_str()).is_some_and(|v| v.eq_str(V26)) || method == Some(Method::ServerDiscover);
+            let headers = modern.then(|| crate::hub::modern_headers(env.method_str().unwrap(), env.params(), &|_| schema));
+            Upward::Request { id: crate::hub::IdKey::new(env.id_bytes().unwrap()), method, modern: headers }
+        }
+        Kind::Notification => Upward::Notification { method },
+        _ => Upward::Answer,
+    }
+}
+
+/// Sends as the hub does: the message with what it is.
+trait AsHub {
+    fn put(&self, msg: Vec<u8>) -> Result<(), (SendError, Vec<u8>)>;
+}
+
+impl AsHub for Remote {
+    fn put(&self, msg: Vec<u8>) -> Result<(), (SendError, Vec<u8>)> {
+        let about = describe(&msg, None);
+        self.send(msg, about)
+    }
+}
+
 /// Plays the hub's handshake: waits for `started`, sends initialize, waits
 /// for its result, sends initialized.
 async fn handshake(r: &Remote, log: &Log) {
     assert!(until(Duration::from_secs(5), || log.count("started") == 1).await, "{:?}", log.all());
-    r.send(INIT.as_bytes().to_vec()).unwrap();
+    r.put(INIT.as_bytes().to_vec()).unwrap();
     assert!(until(Duration::from_secs(5), || log.answer(0.into()).is_some()).await, "{:?}", log.all());
-    r.send(INITIALIZED.as_bytes().to_vec()).unwrap();
+    r.put(INITIALIZED.as_bytes().to_vec()).unwrap();
 }
 
 /// Only these header fields may reach a remote server.
@@ -299,13 +330,13 @@ fn streamable_http_json_sse_session_version_and_delete() {
         let log = Rc::new(Log::default());
         let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
-        r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
         let msgs = log.msgs();
         let srv_req = msgs.iter().find(|m| m["id"] == "srv-1").expect("server request delivered");
         assert_eq!(srv_req["method"], "roots/list");
-        r.send(br#"{"jsonrpc":"2.0","id":"srv-1","result":{"roots":[]}}"#.to_vec()).unwrap();
-        r.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":"srv-1","result":{"roots":[]}}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(2.into()).is_some()).await, "{:?}", log.all());
         assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
         r.shutdown();
@@ -372,7 +403,7 @@ fn expired_session_reinitializes_once_and_retries() {
         let log = Rc::new(Log::default());
         let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
-        r.send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(7.into()).is_some()).await, "{:?}", log.all());
         assert!(log.answer(7.into()).unwrap()["result"].is_object());
         r.shutdown();
@@ -433,7 +464,7 @@ fn get_stream_and_cut_post_stream_resume_with_last_event_id() {
         let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
         assert!(until(Duration::from_secs(5), || log.msgs().iter().any(|m| m["method"] == "notifications/tools/list_changed")).await);
-        r.send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(3.into()).is_some()).await, "{:?}", log.all());
         assert!(until(Duration::from_secs(5), || gets.lock().unwrap().iter().any(|g| g.1.as_deref() == Some("get-1"))).await);
         r.shutdown();
@@ -481,9 +512,9 @@ fn falls_back_to_http_sse_on_405() {
         let log = Rc::new(Log::default());
         let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
-        r.send(INIT.as_bytes().to_vec()).unwrap();
-        r.send(INITIALIZED.as_bytes().to_vec()).unwrap();
-        r.send(br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#.to_vec()).unwrap();
+        r.put(INIT.as_bytes().to_vec()).unwrap();
+        r.put(INITIALIZED.as_bytes().to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(10), || log.answer(4.into()).is_some()).await, "{:?}", log.all());
         assert_eq!(log.answer(0.into()).unwrap()["result"]["protocolVersion"], "2024-11-05");
         // The stream's end ends the session; it is then tried again.
@@ -510,7 +541,7 @@ fn refuses_an_endpoint_on_another_origin() {
         let log = Rc::new(Log::default());
         let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
-        r.send(INIT.as_bytes().to_vec()).unwrap();
+        r.put(INIT.as_bytes().to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await);
         r.shutdown();
         task.await;
@@ -541,10 +572,10 @@ fn slow_answers_time_out_and_http_errors_become_jsonrpc_errors() {
         let (r, task) = spawn(&ex, 0, s, fast(), log.clone(), None);
         handshake(&r, &log).await;
         let t0 = Instant::now();
-        r.send(br#"{"jsonrpc":"2.0","id":10,"method":"slow"}"#.to_vec()).unwrap();
-        r.send(br#"{"jsonrpc":"2.0","id":11,"method":"unauthorized"}"#.to_vec()).unwrap();
-        r.send(br#"{"jsonrpc":"2.0","id":12,"method":"rpcerror"}"#.to_vec()).unwrap();
-        r.send(br#"{"jsonrpc":"2.0","id":13,"method":"other"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":10,"method":"slow"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":11,"method":"unauthorized"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":12,"method":"rpcerror"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":13,"method":"other"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(10.into()).is_some()).await, "{:?}", log.all());
         let waited = t0.elapsed();
         assert!(waited >= Duration::from_millis(300) && waited < Duration::from_millis(2500), "{waited:?}");
@@ -575,7 +606,7 @@ fn connection_refused_is_retried_with_backoff_and_recovers() {
         assert!(t0.elapsed() >= Duration::from_millis(350), "{:?}", t0.elapsed());
         assert_eq!(log.count("started"), 0);
         assert!(log.all()[0].starts_with("exited unreachable: cannot connect to 127.0.0.1"), "{:?}", log.all());
-        assert!(r.send(b"{}".to_vec()).is_err());
+        assert!(r.put(b"{}".to_vec()).is_err());
         // The server comes up: the next attempt starts a session.
         let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) else { return };
         let _srv = Server::start_on(listener, Arc::new(|_: &Req| Reply::Status(202)), None);
@@ -604,7 +635,7 @@ fn one_unreachable_server_does_not_affect_another() {
         let (r2, task2) = spawn(&ex, 1, s, fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await);
         // The first one is unaffected.
-        r.send(br#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(5.into()).is_some()).await, "{:?}", log.all());
         assert_eq!(log.count("started"), 1);
         r2.shutdown();
@@ -800,7 +831,7 @@ mod tls {
             s.ca_file = Some(ca_file.clone());
             let (r, task) = spawn(&ex, 0, s, fast(), log.clone(), None);
             handshake(&r, &log).await;
-            r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
+            r.put(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
             assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
             r.shutdown();
             task.await;
@@ -828,7 +859,7 @@ fn a_server_answering_get_with_404_is_not_reinitialized() {
         handshake(&r, &log).await;
         assert!(until(Duration::from_secs(5), || srv.requests().iter().any(|q| q.method == "GET")).await);
         Timer::after(Duration::from_millis(200)).await;
-        r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
         r.shutdown();
         task.await;
@@ -846,7 +877,7 @@ async fn capped(ex: &Rc<LocalExecutor<'static>>, url: &str, calls: &[(i32, &str)
     let (r, task) = spawn(ex, 0, spec(url), opts, log.clone(), None);
     handshake(&r, &log).await;
     for (id, m) in calls {
-        r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
+        r.put(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{m}"}}"#).into_bytes()).unwrap();
     }
     (r, task, log)
 }
@@ -916,7 +947,7 @@ fn an_oversized_reply_event_ends_its_requests_stream_and_the_session_goes_on() {
         }
         // The same session answers the next request; the dropped replies'
         // streams were not resumed into a second, transport error for them.
-        r.send(br#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(8.into()).is_some()).await, "{:?}", log.all());
         assert!(log.answer(6.into()).is_none() && log.answer(7.into()).is_none(), "{:?}", log.all());
         let resumed = srv.requests().iter().filter(|q| q.method == "GET" && q.header("last-event-id").is_some()).count();
@@ -940,7 +971,7 @@ fn keep_alive_connections_are_reused() {
         let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         handshake(&r, &log).await;
         for id in 1..=10 {
-            r.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#).into_bytes()).unwrap();
+            r.put(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#).into_bytes()).unwrap();
             assert!(until(Duration::from_secs(5), || log.answer(id.into()).is_some()).await);
         }
         r.shutdown();
@@ -963,7 +994,7 @@ fn an_invalid_session_id_is_not_echoed() {
         let log = Rc::new(Log::default());
         let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
-        r.send(INIT.as_bytes().to_vec()).unwrap();
+        r.put(INIT.as_bytes().to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.count("exited") == 1).await, "{:?}", log.all());
         r.shutdown();
         task.await;
@@ -1026,17 +1057,18 @@ struct TestCatalog {
 }
 
 impl Catalog for TestCatalog {
-    fn tool_schema(&self, id: UpstreamId, tool: &str) -> Option<serde_json::Value> {
+    fn headers_again(&self, id: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
         assert_eq!(id, 0);
-        // Each re-list brings the next schema (the last one stays).
-        let s = self.schemas.borrow();
-        (tool == "weather").then(|| s.get(self.relists.get().min(s.len().saturating_sub(1))).cloned()).flatten()
+        match describe(msg, self.schema().as_ref()) {
+            Upward::Request { modern, .. } => modern,
+            _ => None,
+        }
     }
     fn relist(&self, _: UpstreamId) {
         self.relists.set(self.relists.get() + 1);
         let n = self.relists.get() as u64;
         if let Some(r) = &*self.remote.borrow() {
-            r.send(modern(900 + n, "tools/list", serde_json::json!({}))).unwrap();
+            r.put(modern(900 + n, "tools/list", serde_json::json!({}))).unwrap();
         }
     }
 }
@@ -1045,49 +1077,52 @@ impl TestCatalog {
     fn new(schemas: Vec<serde_json::Value>) -> Rc<TestCatalog> {
         Rc::new(TestCatalog { schemas: RefCell::new(schemas), ..TestCatalog::default() })
     }
+
+    /// The tool schema as last listed: each re-list brings the next one
+    /// (the last one stays).
+    fn schema(&self) -> Option<serde_json::Value> {
+        let s = self.schemas.borrow();
+        s.get(self.relists.get().min(s.len().saturating_sub(1))).cloned()
+    }
+
+    /// Sends `msg` to `r` as the hub does, its headers from the schema as listed now.
+    fn put(&self, r: &Remote, msg: Vec<u8>) {
+        let about = describe(&msg, self.schema().as_ref());
+        r.send(msg, about).unwrap();
+    }
 }
 
+// covers: streamable-http-standard-headers-required
 #[test]
-fn modern_headers_are_built_from_the_body_and_the_tool_schema() {
-    let schema = serde_json::json!({"type": "object", "properties": {
-        "count": {"type": "integer", "x-mcp-header": "Count"},
-        "region": {"type": "string", "x-mcp-header": "Region"},
-        "flag": {"type": "boolean", "x-mcp-header": "Flag"},
-        "gone": {"type": "string", "x-mcp-header": "Gone"},
-        "opts": {"type": "object", "properties": {"depth": {"type": "integer", "x-mcp-header": "Depth"}}}}});
-    let lookup = move |t: &str| (t == "wetter☀").then(|| schema.clone());
-    let msg = modern(
-        1,
-        "tools/call",
-        serde_json::json!({"name": "wetter☀", "arguments": {"count": 42, "region": "Zürich", "flag": true, "gone": null, "opts": {"depth": 3.0}}}),
-    );
-    let h: BTreeMap<String, String> =
-        modern_headers(&msg, &lookup).unwrap().into_iter().map(|(n, v)| (n, String::from_utf8(v).unwrap())).collect();
-    assert_eq!(h["mcp-protocol-version"], V26);
-    assert_eq!(h["mcp-method"], "tools/call");
-    // Non-ASCII: the Base64 sentinel, of the UTF-8 bytes.
-    assert_eq!(h["mcp-name"], "=?base64?d2V0dGVy4piA?=");
-    assert_eq!(h["mcp-param-count"], "42");
-    assert_eq!(h["mcp-param-region"], "=?base64?WsO8cmljaA==?=");
-    assert_eq!(h["mcp-param-flag"], "true");
-    assert_eq!(h["mcp-param-depth"], "3");
-    assert!(!h.contains_key("mcp-param-gone"), "{h:?}");
-    assert_eq!(h.len(), 7, "{h:?}");
-
-    let read = modern(2, "resources/read", serde_json::json!({"uri": "file:///a b"}));
-    let h = modern_headers(&read, &lookup).unwrap();
-    assert!(h.contains(&("mcp-name".into(), b"file:///a b".to_vec())), "{h:?}");
-    // server/discover is modern even without _meta; it has no Mcp-Name.
-    let disc = br#"{"jsonrpc":"2.0","id":3,"method":"server/discover"}"#;
-    let h = modern_headers(disc, &lookup).unwrap();
-    assert_eq!(h, vec![("mcp-protocol-version".into(), V26.as_bytes().to_vec()), ("mcp-method".into(), b"server/discover".to_vec())]);
-    // Legacy requests and notifications get none of these, nor a request
-    // whose _meta names a legacy revision.
-    let legacy_meta = br#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}"#;
-    assert!(modern_headers(legacy_meta, &lookup).is_none());
-    assert!(modern_headers(br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#, &lookup).is_none());
-    assert!(modern_headers(INIT.as_bytes(), &lookup).is_none());
-    assert!(modern_headers(INITIALIZED.as_bytes(), &lookup).is_none());
+fn the_transport_sends_what_the_hub_describes_not_what_it_reads_in_the_bytes() {
+    // The bytes look like a legacy request (no `_meta`), the hub says it is
+    // a modern request with these headers: a transport that read the bytes
+    // would send session headers and no `Mcp-Name`.
+    let srv = Server::start(|req| match req.rpc_method().as_str() {
+        "tools/call" => Reply::Json(200, vec![], call_result(&req.rpc_id())),
+        _ => Reply::Status(500),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), None);
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
+        let msg = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"in-the-bytes"}}"#.to_vec();
+        let headers = vec![
+            ("mcp-protocol-version".to_string(), V26.as_bytes().to_vec()),
+            ("mcp-method".to_string(), b"tools/call".to_vec()),
+            ("mcp-name".to_string(), b"described".to_vec()),
+        ];
+        let about = Upward::Request { id: crate::hub::IdKey::new(b"7"), method: Some(Method::ToolsCall), modern: Some(headers) };
+        r.send(msg, about).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(7.into()).is_some()).await, "{:?}", log.all());
+        r.shutdown();
+        task.await;
+        let reqs = srv.requests();
+        assert_eq!(reqs.len(), 1, "{reqs:?}");
+        assert_eq!(reqs[0].header("mcp-name"), Some("described"));
+        assert_eq!(reqs[0].header("mcp-protocol-version"), Some(V26));
+        assert_eq!(reqs[0].header("mcp-session-id"), None);
+    });
 }
 
 // covers: streamable-http-standard-headers-required
@@ -1109,11 +1144,11 @@ fn modern_requests_carry_the_2026_headers_and_no_session() {
     let cat = catalog.clone();
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
-        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), Some(cat));
+        let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), Some(cat.clone()));
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
-        r.send(modern(1, "server/discover", serde_json::json!({}))).unwrap();
-        r.send(modern(2, "tools/list", serde_json::json!({}))).unwrap();
-        r.send(modern(3, "tools/call", serde_json::json!({"name": "weather", "arguments": {"n": -7}}))).unwrap();
+        cat.put(&r, modern(1, "server/discover", serde_json::json!({})));
+        cat.put(&r, modern(2, "tools/list", serde_json::json!({})));
+        cat.put(&r, modern(3, "tools/call", serde_json::json!({"name": "weather", "arguments": {"n": -7}})));
         assert!(until(Duration::from_secs(5), || log.answer(3.into()).is_some()).await, "{:?}", log.all());
         assert_eq!(log.answer(1.into()).unwrap()["result"]["supportedVersions"][0], V26);
         r.shutdown();
@@ -1155,12 +1190,12 @@ fn header_mismatch_relists_the_tools_and_retries_once() {
         let (r, task) = spawn(&ex, 0, spec(&srv.url), fast(), log.clone(), Some(cat.clone()));
         *cat.remote.borrow_mut() = Some(r.clone());
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
-        r.send(modern(1, "tools/call", serde_json::json!({"name": "weather", "arguments": {"region": "eu"}}))).unwrap();
+        cat.put(&r, modern(1, "tools/call", serde_json::json!({"name": "weather", "arguments": {"region": "eu"}})));
         assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await);
         assert_eq!(log.answer(1.into()).unwrap()["result"]["content"], serde_json::json!([]));
         assert!(log.answer(901.into()).is_some(), "the re-list's answer reaches the hub too");
         // A tool that keeps failing: one re-list, one retry, then the error.
-        r.send(modern(2, "tools/call", serde_json::json!({"name": "never", "arguments": {}}))).unwrap();
+        cat.put(&r, modern(2, "tools/call", serde_json::json!({"name": "never", "arguments": {}})));
         assert!(until(Duration::from_secs(5), || log.answer(2.into()).is_some()).await, "{:?}", log.all());
         assert_eq!(log.answer(2.into()).unwrap()["error"]["code"], -32020);
         r.shutdown();
@@ -1192,13 +1227,13 @@ fn legacy_server(refuse: fn(&Req) -> Reply) -> Server {
 /// Plays the hub's era detection: the probe, and on an error `initialize`.
 async fn probe_then_initialize(r: &Remote, log: &Log) -> serde_json::Value {
     assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
-    r.send(br#"{"jsonrpc":"2.0","id":"probe","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#.to_vec())
+    r.put(br#"{"jsonrpc":"2.0","id":"probe","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#.to_vec())
         .unwrap();
     assert!(until(Duration::from_secs(5), || log.answer("probe".into()).is_some()).await, "{:?}", log.all());
     let answer = log.answer("probe".into()).unwrap();
     assert!(answer.get("error").is_some(), "{answer}");
     handshake(r, log).await;
-    r.send(br#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#.to_vec()).unwrap();
+    r.put(br#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#.to_vec()).unwrap();
     assert!(until(Duration::from_secs(5), || log.answer(5.into()).is_some()).await, "{:?}", log.all());
     answer
 }
@@ -1314,8 +1349,8 @@ fn a_listen_stream_may_stay_silent_longer_than_the_request_timeout() {
         s.timeout_ms = 300;
         let (r, task) = spawn(&ex, 0, s, fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await);
-        r.send(modern(1, "subscriptions/listen", serde_json::json!({"notifications": {"toolsListChanged": true}}))).unwrap();
-        r.send(modern(2, "tools/list", serde_json::json!({}))).unwrap();
+        r.put(modern(1, "subscriptions/listen", serde_json::json!({"notifications": {"toolsListChanged": true}}))).unwrap();
+        r.put(modern(2, "tools/list", serde_json::json!({}))).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some() && log.answer(2.into()).is_some()).await, "{:?}", log.all());
         // The listen stream waited; an ordinary request's silence is a failure.
         assert!(log.answer(1.into()).unwrap().get("result").is_some(), "{:?}", log.answer(1.into()));

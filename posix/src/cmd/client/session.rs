@@ -21,6 +21,8 @@ use smol::{LocalExecutor, Task, Timer};
 
 use super::{term, Failure};
 use crate::cli::Target;
+use crate::hub::{IdKey, Upward};
+use mcpx_core::method::Method;
 use crate::remote::{self, Remote, RemoteSpec};
 use crate::supervise::{self, Events, ProcessSpec, Upstream, UpstreamId};
 
@@ -220,7 +222,7 @@ impl Session {
             Failure::Failed(m) | Failure::Unreachable(m) => cannot(m),
             other => other,
         })?;
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Upward::Notification { method: Some(Method::Initialized) })
     }
 
     /// The next transport event before `deadline`; `Err` when messages were lost.
@@ -242,14 +244,15 @@ impl Session {
         interrupted.or(recv).or(timer).await
     }
 
-    fn send(&self, msg: &Value) -> Result<(), Failure> {
-        self.send_bytes(serde_json::to_vec(msg).expect("a Value serializes"))
+    /// Sends `msg`, which `about` describes (for the HTTP transport).
+    fn send(&self, msg: &Value, about: Upward) -> Result<(), Failure> {
+        self.send_bytes(serde_json::to_vec(msg).expect("a Value serializes"), about)
     }
 
-    fn send_bytes(&self, bytes: Vec<u8>) -> Result<(), Failure> {
+    fn send_bytes(&self, bytes: Vec<u8>, about: Upward) -> Result<(), Failure> {
         let sent = match &self.link {
             Link::Child(u) => u.send(bytes).map_err(|(e, _)| e),
-            Link::Http(r) => r.send(bytes).map_err(|(e, _)| e),
+            Link::Http(r) => r.send(bytes, about).map_err(|(e, _)| e),
         };
         sent.map_err(|e| Failure::Unreachable(format!("cannot send to {}: {e}", self.what)))
     }
@@ -264,7 +267,8 @@ impl Session {
         if method == "tools/call" {
             params["_meta"] = json!({"progressToken": token});
         }
-        if let Err(e) = self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})) {
+        let about = Upward::Request { id: IdKey::new(id.to_string().as_bytes()), method: Method::known(method), modern: None };
+        if let Err(e) = self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}), about) {
             return Err(self.why_gone(e).await);
         }
         let mut deadline = Instant::now() + self.timeout;
@@ -291,10 +295,10 @@ impl Session {
                 (Some(rid), Some(m)) => {
                     let reply = self.serve_request(m, msg.get("params").unwrap_or(&Value::Null)).await;
                     match reply {
-                        Ok(result) => self.send(&json!({"jsonrpc": "2.0", "id": rid, "result": result}))?,
+                        Ok(result) => self.send(&json!({"jsonrpc": "2.0", "id": rid, "result": result}), Upward::Answer)?,
                         Err((code, message)) => {
                             let id = serde_json::to_vec(rid).expect("a Value serializes");
-                            self.send_bytes(crate::written::error(Some(&id), code, &message, None))?
+                            self.send_bytes(crate::written::error(Some(&id), code, &message, None), Upward::Answer)?
                         }
                     }
                 }
@@ -315,8 +319,10 @@ impl Session {
     fn cancel(&self, method: &str, id: u64, reason: &str) {
         // cancellation-client-must-not-cancel-initialize
         if method != "initialize" {
-            let _ = self.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": {"requestId": id, "reason": reason}}));
+            let _ = self.send(
+                &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": reason}}),
+                Upward::Notification { method: Some(Method::Cancelled) },
+            );
         }
     }
 

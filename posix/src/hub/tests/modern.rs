@@ -1129,3 +1129,76 @@ fn one_principal_filling_its_replay_share_does_not_lock_out_another() {
     let r = redeemed(&mut p, a, id, &s);
     assert_eq!(r["result"]["resultType"], "complete", "{r}");
 }
+
+// ------------------------------------------- what the hub says upstream
+
+fn header_map(h: &[(String, Vec<u8>)]) -> std::collections::BTreeMap<String, String> {
+    h.iter().map(|(n, v)| (n.clone(), String::from_utf8(v.clone()).unwrap())).collect()
+}
+
+// covers: streamable-http-client-header-construction, streamable-http-param-value-encoding, streamable-http-mcp-name-base64
+#[test]
+fn modern_headers_are_built_from_the_body_and_the_tool_schema() {
+    use crate::hub::upward::modern_headers;
+    let schema = json!({"type": "object", "properties": {
+        "count": {"type": "integer", "x-mcp-header": "Count"},
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "flag": {"type": "boolean", "x-mcp-header": "Flag"},
+        "gone": {"type": "string", "x-mcp-header": "Gone"},
+        "opts": {"type": "object", "properties": {"depth": {"type": "integer", "x-mcp-header": "Depth"}}}}});
+    let lookup = |t: &str| (t == "wetter☀").then_some(&schema);
+    let params = json!({"name": "wetter☀", "arguments": {"count": 42, "region": "Zürich", "flag": true, "gone": null, "opts": {"depth": 3.0}}}).to_string();
+    let h = header_map(&modern_headers("tools/call", mcpx_core::json::parse(params.as_bytes()).ok(), &lookup));
+    assert_eq!(h["mcp-protocol-version"], MODERN);
+    assert_eq!(h["mcp-method"], "tools/call");
+    // Non-ASCII: the Base64 sentinel, of the UTF-8 bytes.
+    assert_eq!(h["mcp-name"], "=?base64?d2V0dGVy4piA?=");
+    assert_eq!(h["mcp-param-count"], "42");
+    assert_eq!(h["mcp-param-region"], "=?base64?WsO8cmljaA==?=");
+    assert_eq!(h["mcp-param-flag"], "true");
+    assert_eq!(h["mcp-param-depth"], "3");
+    assert!(!h.contains_key("mcp-param-gone"), "{h:?}");
+    assert_eq!(h.len(), 7, "{h:?}");
+    // Escapes in the body are decoded before encoding.
+    let escaped = br#"{"name":"wetter\u2600","arguments":{"region":"Z\u00fcrich"}}"#;
+    let h = header_map(&modern_headers("tools/call", mcpx_core::json::parse(escaped).ok(), &lookup));
+    assert_eq!((h["mcp-name"].as_str(), h["mcp-param-region"].as_str()), ("=?base64?d2V0dGVy4piA?=", "=?base64?WsO8cmljaA==?="));
+
+    let read = br#"{"uri":"file:///a b"}"#;
+    let h = modern_headers("resources/read", mcpx_core::json::parse(read).ok(), &lookup);
+    assert!(h.contains(&("mcp-name".into(), b"file:///a b".to_vec())), "{h:?}");
+    // server/discover (also without params) has no Mcp-Name.
+    let h = modern_headers("server/discover", None, &lookup);
+    assert_eq!(h, vec![("mcp-protocol-version".into(), MODERN.as_bytes().to_vec()), ("mcp-method".into(), b"server/discover".to_vec())]);
+}
+
+// covers: streamable-http-standard-headers-required, streamable-http-client-sends-metadata-headers
+#[test]
+fn the_hub_describes_each_message_to_an_upstream_with_the_headers_of_a_modern_request() {
+    let mut m = Fake::modern(&[]);
+    m.tools.push(json!({ "name": "w", "inputSchema": { "type": "object", "properties": { "zone": { "type": "string", "x-mcp-header": "Zone" } } } }));
+    let mut old = Fake::tools(&["x"]);
+    old.rev = "2025-11-25";
+    let mut p = Pair::with(vec![("m", m), ("old", old)], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    p.upward.clear();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "m__w", "arguments": { "zone": "eu" } } }));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "old__x", "arguments": { "zone": "eu" } } }));
+    let call = |u: UpstreamId| p.upward.iter().find(|(to, v, _)| *to == u && v["method"] == "tools/call").cloned().expect("a call");
+    // The modern upstream: its headers, the name as the upstream knows it.
+    let (_, v, about) = call(0);
+    let Upward::Request { id, method, modern: Some(h) } = &about else { panic!("{about:?}") };
+    assert_eq!((id.bytes(), *method), (v["id"].to_string().as_bytes(), Some(mcpx_core::method::Method::ToolsCall)));
+    let h = header_map(h);
+    assert_eq!((h["mcp-method"].as_str(), h["mcp-name"].as_str(), h["mcp-param-zone"].as_str()), ("tools/call", "w", "eu"), "{h:?}");
+    assert_eq!(h["mcp-protocol-version"], MODERN);
+    // Built again (the transport's retry after -32020): the same headers.
+    let bytes = serde_json::to_vec(&v).unwrap();
+    assert_eq!(p.hub.upstream_headers_again(0, &bytes).map(|h| header_map(&h)), Some(h));
+    // The legacy upstream: a request with no modern headers.
+    let (_, _, about) = call(1);
+    assert!(matches!(about, Upward::Request { modern: None, .. }), "{about:?}");
+    // Answers and notifications are described as such (checked for every
+    // message by the pair, `check_upward`).
+    assert!(p.upward.iter().all(|(_, v, a)| v.get("result").is_none() || *a == Upward::Answer));
+}

@@ -124,13 +124,13 @@ fn tokens_refresh_mid_session_step_up_and_rediscovery() {
         handshake(&r, &log).await;
         // at-1 expires in 32 s: within the 30 s margin two seconds later.
         Timer::after(Duration::from_millis(2200)).await;
-        r.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(1.into()).is_some()).await, "{:?}", log.all());
         assert!(log.answer(1.into()).unwrap().get("result").is_some(), "{:?}", log.all());
-        r.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(2.into()).is_some()).await, "{:?}", log.all());
         assert!(log.answer(2.into()).unwrap().get("result").is_some(), "{:?}", log.all());
-        r.send(br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#.to_vec()).unwrap();
+        r.put(br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#.to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(3.into()).is_some()).await, "{:?}", log.all());
         assert!(log.answer(3.into()).unwrap().get("result").is_some(), "{:?}", log.all());
         r.shutdown();
@@ -173,7 +173,7 @@ fn a_server_that_needs_a_login_says_so() {
         let oauth = OAuthSpec { store: store.clone(), ..OAuthSpec::default() };
         let (r, task) = spawn(&ex, 0, oauth_spec(&url, oauth), fast(), log.clone(), None);
         assert!(until(Duration::from_secs(5), || log.count("started") == 1).await, "{:?}", log.all());
-        r.send(INIT.as_bytes().to_vec()).unwrap();
+        r.put(INIT.as_bytes().to_vec()).unwrap();
         assert!(until(Duration::from_secs(5), || log.count("exited") >= 1).await, "{:?}", log.all());
         assert!(log.all().iter().any(|e| e.starts_with("exited needs login: run `mcpx auth login remote`")), "{:?}", log.all());
         r.shutdown();

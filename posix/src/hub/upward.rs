@@ -1,0 +1,134 @@
+//! Messages to upstreams, each written together with what it is
+//! ([`Upward`]): the hub's requests (for a 2026-07-28 one, with the HTTP
+//! headers that revision requires, built here), its notifications, and its
+//! answers to an upstream's requests. Transports read the description and
+//! never the bytes: a stdio child gets the bytes as they are, the remote
+//! transport takes kind, id and headers from the description.
+//!
+//! The headers of a modern request mirror the params the hub wrote
+//! (`Mcp-Method`; `Mcp-Name` from `params.name` or `params.uri`; for
+//! `tools/call` an `Mcp-Param-{Name}` for each argument the tool's
+//! `inputSchema`, as last listed, annotates with `x-mcp-header`). They are
+//! read from those params with core's span scanner, values go through
+//! core's header codec (the Base64 sentinel when not plain ASCII).
+
+use std::io::Write as _;
+
+use mcpx_core::headers;
+use mcpx_core::json::{self, JsonValue, Kind};
+use mcpx_core::method::Method;
+use serde_json::Value;
+
+use super::modern::MODERN;
+use super::wire;
+use super::{Hub, IdKey, ModernHeaders, Output, Upward, UpstreamId};
+
+impl Hub {
+    /// Sends the hub's request `id` (`method`, `params` as written) to `u`;
+    /// `modern`: it is a 2026-07-28 request, whose headers are built here.
+    pub(super) fn request_upstream(&mut self, u: UpstreamId, id: u64, method: &str, params: Option<&[u8]>, modern: bool) {
+        let bytes = wire::request(id, method, params);
+        let modern = modern.then(|| self.modern_headers_of(u, method, params));
+        let about = Upward::Request { id: id_key(id), method: Method::known(method), modern };
+        self.out.push_back(Output::ToUpstream(u, bytes, about));
+    }
+
+    /// Sends the hub's notification `method` (with `params`) to `u`.
+    pub(super) fn notify_upstream(&mut self, u: UpstreamId, method: &str, params: Option<&[u8]>) {
+        let bytes = wire::notification(method, params);
+        self.out.push_back(Output::ToUpstream(u, bytes, Upward::Notification { method: Method::known(method) }));
+    }
+
+    /// Sends an answer (result or error, `bytes`) to one of `u`'s requests.
+    pub(super) fn emit_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) {
+        // Policy: audit and elicitation-answer check of relayed requests (hub/policy.rs).
+        let bytes = self.policy_to_upstream(u, bytes);
+        self.out.push_back(Output::ToUpstream(u, bytes, Upward::Answer));
+    }
+
+    /// The 2026-07-28 headers of modern request `msg` to `u`, built again
+    /// (the transport retries a request once after the server answered
+    /// -32020 and the hub listed its tools again: the annotations may have
+    /// changed). `None` when `msg` is not a request. This reads `msg`
+    /// again, on that retry only.
+    pub fn upstream_headers_again(&self, u: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
+        let env = mcpx_core::envelope::Envelope::parse(msg).ok()?;
+        if env.kind() != mcpx_core::envelope::Kind::Request {
+            return None;
+        }
+        let method = String::from_utf8(env.method()?.decoded().collect()).ok()?;
+        let schema = |tool: &str| self.upstream_tool_schema(u, tool);
+        Some(modern_headers(&method, env.params(), &schema))
+    }
+
+    fn modern_headers_of(&self, u: UpstreamId, method: &str, params: Option<&[u8]>) -> ModernHeaders {
+        let params = params.and_then(|p| json::parse(p).ok());
+        let schema = |tool: &str| self.upstream_tool_schema(u, tool);
+        modern_headers(method, params, &schema)
+    }
+}
+
+/// The id of the hub's request `id` as its JSON bytes, without allocating.
+fn id_key(id: u64) -> IdKey {
+    let mut buf = [0u8; 20];
+    let mut w = &mut buf[..];
+    let _ = write!(w, "{id}");
+    let n = 20 - w.len();
+    IdKey::new(&buf[..n])
+}
+
+/// The decoded text of a JSON string value.
+fn text(v: JsonValue<'_>) -> Option<String> {
+    String::from_utf8(v.as_str()?.decoded().collect()).ok()
+}
+
+/// A header value through the 2026-07-28 codec (Base64 sentinel when needed).
+fn encoded(value: &str) -> Vec<u8> {
+    let mut buf = vec![0u8; headers::encoded_len(value)];
+    headers::encode_value(value, &mut buf).map(|s| s.as_bytes().to_vec()).unwrap_or_default()
+}
+
+/// The headers of a 2026-07-28 request of `method` with `params`:
+/// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*`
+/// mirrors of the arguments that `schema` (a tool's `inputSchema` by the
+/// upstream's name of the tool) annotates with `x-mcp-header`.
+pub(crate) fn modern_headers<'s>(method: &str, params: Option<JsonValue<'_>>, schema: &dyn Fn(&str) -> Option<&'s Value>) -> ModernHeaders {
+    let lower = |s: &str| s.to_ascii_lowercase();
+    // Requirement: streamable-http-standard-headers-required, streamable-http-client-sends-metadata-headers, streamable-http-mcp-name-base64
+    let mut h = vec![
+        (lower(headers::MCP_PROTOCOL_VERSION), MODERN.as_str().as_bytes().to_vec()),
+        (lower(headers::MCP_METHOD), encoded(method)),
+    ];
+    let name = headers::name_source(method).and_then(|s| params?.get(s.field())).and_then(text);
+    if let Some(name) = &name {
+        h.push((lower(headers::MCP_NAME), encoded(name)));
+    }
+    let (Some(schema), true) = (name.as_deref().and_then(schema), method == "tools/call") else { return h };
+    let args = params.and_then(|p| p.get("arguments"));
+    for (header, path) in crate::param_headers::annotations(schema) {
+        let mut a = args;
+        for k in &path {
+            a = a.and_then(|v| v.get(k));
+        }
+        let Some(a) = a else { continue };
+        let s;
+        // Requirement: streamable-http-client-header-construction, streamable-http-param-value-encoding (absent or null: no header)
+        let pv = match a.kind() {
+            Kind::String => {
+                let Some(t) = text(a) else { continue };
+                s = t;
+                headers::ParamValue::Str(&s)
+            }
+            Kind::Bool => headers::ParamValue::Bool(a.bytes() == b"true"),
+            Kind::Number => match std::str::from_utf8(a.bytes()) {
+                Ok(n) => headers::ParamValue::Number(n),
+                Err(_) => continue,
+            },
+            _ => continue,
+        };
+        let mut buf = vec![0u8; 4 * a.bytes().len() + 32];
+        let Ok(value) = headers::encode_param(pv, &mut buf) else { continue };
+        h.push((format!("{}{}", lower(headers::MCP_PARAM_PREFIX), lower(&header)), value.as_bytes().to_vec()));
+    }
+    h
+}
