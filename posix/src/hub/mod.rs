@@ -14,7 +14,7 @@
 //!        ─► Envelope view (core, parsed once: kind, id, typed Method, spans, _meta keys)
 //!        ─► client_message / client_envelope / upstream_message
 //!        ─► era (core revision::request_era) ─► normalize a modern request (view + ReqCtx)
-//!        ─► router ─► local answer | pending ─► Output::ToUpstream
+//!        ─► router ─► local answer | pending ─► Output::ToUpstream(u, bytes, Upward)
 //!  upstream answer ─► view ─► pending ─► shape (byte splices, core Feature table)
 //!        ─► Output::ToClient(c, bytes, About::Reply { id span })
 //! ```
@@ -28,8 +28,10 @@
 //! - Outputs say what they are: [`About`] names the request a reply answers
 //!   (the span of the client's own id in the bytes), the hub's id of a request
 //!   to the client, and the request a progress notification reports on;
-//!   [`Output::ClientInitialized`] reports an answered `initialize`. No runtime
-//!   reads hub output to route it.
+//!   [`Output::ClientInitialized`] reports an answered `initialize`; [`Upward`]
+//!   says what a message to an upstream is (request and its id,
+//!   notification, answer) and carries the 2026-07-28 headers of a modern
+//!   request (`upward`). No runtime or transport reads hub output to route it.
 //! - The hub alone tracks what is in flight: each client's open request ids
 //!   (`client_open_requests`, `client_request_open`, `client_initializing`)
 //!   and the pending table of forwarded requests.
@@ -802,9 +804,10 @@ impl Hub {
     }
 
     /// The `inputSchema` of upstream `u`'s tool `name` (its own name, as in
-    /// the `tools/call` the hub sends it), as last listed: where an HTTP
-    /// upstream transport finds the `x-mcp-header` annotations to mirror as
-    /// `Mcp-Param-*` headers. Tools with invalid annotations are never listed.
+    /// the `tools/call` the hub sends it), as last listed: where the headers
+    /// of a modern request (`upward`) find the `x-mcp-header` annotations to
+    /// mirror as `Mcp-Param-*` headers. Tools with invalid annotations are
+    /// never listed.
     pub fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&serde_json::Value> {
         self.catalog.item_of(u, catalog::Kind::Tools, name)?.get("inputSchema")
     }

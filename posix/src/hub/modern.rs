@@ -32,6 +32,8 @@ use mcpx_core::error::ErrorCode;
 use mcpx_core::error::PeerCaps;
 use mcpx_core::meta::{self, validate_request_meta, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
 use mcpx_core::revision::{self, Era, Revision};
+use mcpx_core::json::{JsonValue, Kind as JsonKind};
+use mcpx_core::rewrite::Splice;
 use serde_json::{json, Map, Value};
 
 use super::catalog::{Channel, Kind};
@@ -101,6 +103,17 @@ fn tagged(params: &Value, id: &[u8]) -> Vec<u8> {
     serde_json::to_vec(&p).unwrap_or_default()
 }
 
+/// The bytes of `v` (a view into a larger buffer, e.g. a `result` inside
+/// its message) with `splices` (spans of that buffer, inside `v`) applied.
+pub(super) fn splice_within(v: &JsonValue<'_>, splices: &mut [Splice<'_>]) -> Vec<u8> {
+    let base = v.span().start;
+    for s in splices.iter_mut() {
+        s.span = mcpx_core::json::Span::new(s.span.start - base, s.span.end - base);
+    }
+    splices.sort_by_key(|s| s.span.start);
+    wire::apply(v.bytes(), splices)
+}
+
 /// Index of a log level name in `LOG_LEVELS`.
 pub(super) fn level_index(name: &str) -> Option<usize> {
     meta::LOG_LEVELS.iter().position(|l| *l == name)
@@ -140,30 +153,79 @@ impl Hub {
         self.answer_error(c, Some(id), code, msg, data);
     }
 
-    /// `_meta` of every modern result: the hub's `serverInfo`.
-    pub(super) fn server_info_meta(&self) -> Value {
-        json!({ SERVER_INFO_KEY: { "name": self.opts.server_name, "version": self.opts.server_version } })
+    /// Result `res` (a JSON object) for a modern client: `resultType`
+    /// (`"complete"` when it has none), the hub's `serverInfo` in `_meta`
+    /// and, when given, caching hints, spliced into the bytes: every other
+    /// byte (ids, numbers of any size) passes as it is. Anything but an
+    /// object is returned unchanged.
+    pub(super) fn stamped(&self, res: &[u8], hints: Option<(u64, bool)>) -> Vec<u8> {
+        match mcpx_core::json::parse(res) {
+            Ok(v) if v.kind() == JsonKind::Object => self.stamped_view(&v, hints),
+            _ => res.to_vec(),
+        }
     }
 
-    /// Adds `resultType` (when absent), `_meta` serverInfo and, when given,
-    /// caching hints to a result for a modern client.
+    /// [`Hub::stamped`] of the object `res` (a view whose bytes are the result).
+    pub(super) fn stamped_view(&self, res: &JsonValue<'_>, hints: Option<(u64, bool)>) -> Vec<u8> {
+        let info = serde_json::to_vec(&json!({ "name": self.opts.server_name, "version": self.opts.server_version })).unwrap_or_default();
+        let ttl = hints.map(|(t, _)| t.to_string());
+        let scope: &[u8] = if hints.is_some_and(|(_, public)| public) { b"\"public\"" } else { b"\"private\"" };
+        // Members present are replaced in place; absent ones are written
+        // together as one insertion (core's `insert_member` takes one per
+        // object).
+        let mut splices = Vec::with_capacity(4);
+        let mut added: Vec<u8> = Vec::new();
+        let mut add = |key: &str, value: &[u8]| {
+            added.extend_from_slice(&wire::quote(key));
+            added.push(b':');
+            added.extend_from_slice(value);
+            added.push(b',');
+        };
+        if !res.get("resultType").is_some_and(|v| v.kind() == JsonKind::String) {
+            match res.get("resultType") {
+                Some(v) => splices.push(Splice::raw(v.span(), b"\"complete\"")),
+                None => add("resultType", b"\"complete\""),
+            }
+        }
+        let meta = res.get("_meta");
+        let info_meta;
+        match meta {
+            Some(m) if m.kind() == JsonKind::Object => splices.push(Splice::set_member(&m, SERVER_INFO_KEY, &info)),
+            _ => {
+                let mut o = wire::quote(SERVER_INFO_KEY);
+                o.push(b':');
+                o.extend_from_slice(&info);
+                info_meta = [b"{".as_slice(), &o, b"}"].concat();
+                match meta {
+                    Some(m) => splices.push(Splice::raw(m.span(), &info_meta)),
+                    None => add("_meta", &info_meta),
+                }
+            }
+        }
+        if let Some(ttl) = &ttl {
+            for (k, v) in [("ttlMs", ttl.as_bytes()), ("cacheScope", scope)] {
+                match res.get(k) {
+                    Some(old) => splices.push(Splice::raw(old.span(), v)),
+                    None => add(k, v),
+                }
+            }
+        }
+        let at = res.span().start + 1;
+        if !added.is_empty() {
+            if res.members().next().is_none() {
+                added.pop(); // no comma before the closing brace
+            }
+            splices.push(Splice::raw(mcpx_core::json::Span::new(at, at), &added));
+        }
+        splice_within(res, &mut splices)
+    }
+
+    /// [`Hub::stamped`] for a result the hub built as a value (task bodies,
+    /// input requests): the one rule, applied to its bytes.
     pub(super) fn stamp(&self, v: &mut Value, hints: Option<(u64, bool)>) {
-        let Some(o) = v.as_object_mut() else { return };
-        if !o.get("resultType").is_some_and(Value::is_string) {
-            o.insert("resultType".into(), json!("complete"));
-        }
-        let info = self.server_info_meta();
-        match o.get_mut("_meta").and_then(Value::as_object_mut) {
-            Some(m) => {
-                m.insert(SERVER_INFO_KEY.into(), info[SERVER_INFO_KEY].clone());
-            }
-            None => {
-                o.insert("_meta".into(), info);
-            }
-        }
-        if let Some((ttl, public)) = hints {
-            o.insert("ttlMs".into(), json!(ttl));
-            o.insert("cacheScope".into(), json!(if public { "public" } else { "private" }));
+        let bytes = serde_json::to_vec(v).unwrap_or_default();
+        if let Ok(s) = serde_json::from_slice(&self.stamped(&bytes, hints)) {
+            *v = s;
         }
     }
 
@@ -343,21 +405,20 @@ impl Hub {
         if tasks {
             caps.insert("extensions".into(), json!({ super::tasks::EXT: {} }));
         }
-        let mut v = json!({
+        let v = json!({
             "supportedVersions": versions,
             "capabilities": caps,
             "instructions": self.instructions(&f),
         });
         let hints = self.agg_hints(&[]);
-        self.stamp(&mut v, Some(hints));
-        self.answer_result(c, id, &serde_json::to_vec(&v).unwrap_or_default());
+        let out = self.stamped(&serde_json::to_vec(&v).unwrap_or_default(), Some(hints));
+        self.answer_result(c, id, &out);
     }
 
-    /// Result members a modern client gets on a list page.
-    pub(super) fn stamp_list(&self, v: &mut Value, k: Kind) {
-        let kinds: &[Kind] = &[k];
-        let hints = self.agg_hints(kinds);
-        self.stamp(v, Some(hints));
+    /// List page `page` for a modern client, with its result members.
+    pub(super) fn stamped_list(&self, page: &[u8], k: Kind) -> Vec<u8> {
+        let hints = self.agg_hints(&[k]);
+        self.stamped(page, Some(hints))
     }
 
     /// `subscriptions/listen`.
@@ -457,9 +518,9 @@ impl Hub {
         for l in listens {
             // Requirement: subscriptions-server-teardown-respond, subscriptions-listen-result-meta
             let idv: Value = serde_json::from_slice(&l.id).unwrap_or(Value::Null);
-            let mut v = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
-            self.stamp(&mut v, None);
-            self.answer_result(c, &l.id, &serde_json::to_vec(&v).unwrap_or_default());
+            let v = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
+            let out = self.stamped(&serde_json::to_vec(&v).unwrap_or_default(), None);
+            self.answer_result(c, &l.id, &out);
             // Requirement: cancellation-server-must-send-cancelled-on-listen-teardown, cancellation-server-only-for-listen
             let p = json!({ "requestId": idv, "reason": "mcpx is shutting down" });
             self.emit_notification(c, "notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default()));

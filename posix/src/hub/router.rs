@@ -371,9 +371,10 @@ impl Hub {
             let next = Cursor { list: k as u8, position: end as u32, generation: self.catalog.generation[k.idx()] };
             result["nextCursor"] = Value::String(cursor::encode(&next, &key).as_str().to_string());
         }
+        let mut page = serde_json::to_vec(&result).unwrap_or_default();
         if modern {
             // Requirement: caching-server-must-hint
-            self.stamp_list(&mut result, k);
+            page = self.stamped_list(&page, k);
         } else if cur.is_none() {
             let ch = k.channel();
             let fp = self.visible_fingerprint(c, ch, rev);
@@ -381,7 +382,7 @@ impl Hub {
             cl.listed[ch.idx()] = true;
             cl.known_fp[ch.idx()] = fp;
         }
-        self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
+        self.answer_result(c, id, &page);
         Ok(())
     }
 
@@ -506,14 +507,23 @@ impl Hub {
         let checked = if method == "tools/call" { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
         let res = checked.as_deref().or(res);
         if let Some(res) = res {
+            // The result's view: the message's own when nothing above
+            // rewrote it, else one scan of the rewritten bytes.
+            let view = match m.env.result() {
+                Some(v) if std::ptr::eq(v.bytes(), res) => Some(v),
+                _ => mcpx_core::json::parse(res).ok(),
+            };
+            let member = |k: &str| view.as_ref().and_then(|v| v.get(k));
+            let text = |k: &str| member(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
             let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
             if self.ups[u].is_modern() {
-                let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
-                match v.get("resultType").and_then(Value::as_str) {
+                match text("resultType").as_deref() {
                     None | Some("complete") => {}
                     Some("task") if modern.is_some() && self.upstream_has_tasks(u) => {}
                     Some("input_required") => {
+                        // The relay keeps the input requests as a value (`relay`).
+                        let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
                         return match modern {
                             Some(ctx) => self.wrap_input_required(u, c, &id, &method, &ctx, v),
                             None => {
@@ -529,21 +539,28 @@ impl Hub {
                     }
                 }
                 if method == "resources/read" {
-                    if let Some(t) = v.get("ttlMs").and_then(Value::as_u64) {
-                        let h = (t, v.get("cacheScope").and_then(Value::as_str) == Some("public"));
+                    if let Some(t) = member("ttlMs").and_then(|t| t.as_i64()).and_then(|t| u64::try_from(t).ok()) {
+                        let h = (t, text("cacheScope").as_deref() == Some("public"));
                         self.ups[u].read_hints = Some(h);
                         read_hints = Some(h);
                     }
                 }
             }
             if let Some(ctx) = &modern {
-                let mut v: Value = serde_json::from_slice(res).unwrap_or_else(|_| json!({}));
-                if let Err(Refusal(code, msg, data)) = self.task_reply(u, c, &method, &mut v, ctx) {
-                    return self.answer_error(c, Some(&id), code, &msg, data);
-                }
+                // Spliced, never read into a value: ids and numbers pass byte for byte.
+                let Some(view) = view.filter(|v| v.kind() == mcpx_core::json::Kind::Object) else {
+                    return self.answer_result(c, &id, res);
+                };
+                let tasked = match self.task_reply(u, c, &method, &view, ctx) {
+                    Ok(t) => t,
+                    Err(Refusal(code, msg, data)) => return self.answer_error(c, Some(&id), code, &msg, data),
+                };
                 let hints = (method == "resources/read").then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
-                self.stamp(&mut v, hints);
-                return self.answer_result(c, &id, &serde_json::to_vec(&v).unwrap_or_default());
+                let out = match tasked {
+                    Some(t) => self.stamped(&t, hints),
+                    None => self.stamped_view(&view, hints),
+                };
+                return self.answer_result(c, &id, &out);
             }
             return match m.env.result().and_then(|v| shape::result_view(&method, v, rev)) {
                 Some(shaped) => self.answer_result(c, &id, &shaped),

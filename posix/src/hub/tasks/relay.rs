@@ -14,13 +14,15 @@
 use mcpx_core::error::ErrorCode;
 use std::ops::Range;
 
-use serde_json::{json, Value};
+use mcpx_core::json::JsonValue;
+use mcpx_core::rewrite::Splice;
+use serde_json::Value;
 
 use super::table::{Status, Task};
 use super::EXT;
 use crate::hub::modern::ReqCtx;
 use crate::hub::router::Refusal;
-use crate::hub::wire::Msg;
+use crate::hub::wire::{self, Msg};
 use crate::hub::{ClientId, Hub, Level, UpstreamId};
 
 impl Hub {
@@ -49,39 +51,45 @@ impl Hub {
         Some((t.creator, &t.owner))
     }
 
-    /// A modern upstream's answer `v` to `method`, on its way to client `c`:
-    /// a new task is registered under an id of the hub's; a task's id in an
-    /// answer to `tasks/*` becomes the hub's again; TTL and polling capped.
-    pub(in crate::hub) fn task_reply(&mut self, u: UpstreamId, c: ClientId, method: &str, v: &mut Value, ctx: &ReqCtx) -> Result<(), Refusal> {
-        let Some(up) = v.get("taskId").and_then(Value::as_str).map(str::to_string) else { return Ok(()) };
+    /// A modern upstream's answer `res` (its `result` view) to `method`, on
+    /// its way to client `c`: a new task is registered under an id of the
+    /// hub's; a task's id in an answer to `tasks/*` becomes the hub's again;
+    /// TTL and polling capped. The changes are spliced into the bytes
+    /// (`None`: none needed), every other byte passes as it is.
+    pub(in crate::hub) fn task_reply(&mut self, u: UpstreamId, c: ClientId, method: &str, res: &JsonValue<'_>, ctx: &ReqCtx) -> Result<Option<Vec<u8>>, Refusal> {
+        let text = |k: &str| res.get(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
+        let number = |k: &str| res.get(k).and_then(|v| v.as_i64()).and_then(|n| u64::try_from(n).ok());
+        let Some(up) = text("taskId") else { return Ok(None) };
         let o = self.opts.tasks.clone();
         let id = match self.tasks.table.by_upstream(u, &up) {
             Some(id) => id,
-            None if method == "tools/call" && v.get("resultType").and_then(Value::as_str) == Some("task") => self.task_register(u, c, up, v, ctx)?,
-            None => return Ok(()),
+            None if method == "tools/call" && text("resultType").as_deref() == Some("task") => self.task_register(u, c, up, number("ttlMs"), ctx)?,
+            None => return Ok(None),
         };
         if let Some(t) = self.tasks.table.get_mut(&id) {
-            if let Some(s) = v.get("status").and_then(Value::as_str).and_then(Status::parse) {
+            if let Some(s) = text("status").as_deref().and_then(Status::parse) {
                 t.status = s;
                 t.updated_ms = self.now_ms;
             }
         }
-        v["taskId"] = json!(id);
-        if let Some(ttl) = v.get("ttlMs").and_then(Value::as_u64) {
-            v["ttlMs"] = json!(ttl.min(o.max_ttl_ms));
+        let id = wire::quote(&id);
+        let ttl = number("ttlMs").map(|t| t.min(o.max_ttl_ms).to_string());
+        let poll = number("pollIntervalMs").map(|p| p.min(o.max_poll_ms).to_string());
+        let mut splices = vec![Splice::set_member(res, "taskId", &id)];
+        for (k, v) in [("ttlMs", &ttl), ("pollIntervalMs", &poll)] {
+            if let Some(v) = v {
+                splices.push(Splice::set_member(res, k, v.as_bytes()));
+            }
         }
-        if let Some(p) = v.get("pollIntervalMs").and_then(Value::as_u64) {
-            v["pollIntervalMs"] = json!(p.min(o.max_poll_ms));
-        }
-        Ok(())
+        Ok(Some(crate::hub::modern::splice_within(res, &mut splices)))
     }
 
     /// Upstream `u`'s new task `up`, created for client `c`: the hub's id for it.
-    fn task_register(&mut self, u: UpstreamId, c: ClientId, up: String, v: &Value, ctx: &ReqCtx) -> Result<String, Refusal> {
+    fn task_register(&mut self, u: UpstreamId, c: ClientId, up: String, ttl_ms: Option<u64>, ctx: &ReqCtx) -> Result<String, Refusal> {
         self.tasks.table.make_room(&ctx.principal, &self.opts.tasks).map_err(|e| Refusal(ErrorCode::InternalError, e.to_string(), None))?;
         let id = self.tasks.ids.next();
         let now = self.now_ms;
-        let ttl_ms = v.get("ttlMs").and_then(Value::as_u64).unwrap_or(self.opts.tasks.default_ttl_ms).min(self.opts.tasks.max_ttl_ms);
+        let ttl_ms = ttl_ms.unwrap_or(self.opts.tasks.default_ttl_ms).min(self.opts.tasks.max_ttl_ms);
         let server = self.ups[u].spec.name.clone();
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));

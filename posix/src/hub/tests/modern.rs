@@ -1202,3 +1202,44 @@ fn the_hub_describes_each_message_to_an_upstream_with_the_headers_of_a_modern_re
     // message by the pair, `check_upward`).
     assert!(p.upward.iter().all(|(_, v, a)| v.get("result").is_none() || *a == Upward::Answer));
 }
+
+// covers: messages-resulttype-server-must-include, messages-resulttype-required
+#[test]
+fn a_modern_result_passes_byte_exact_with_integers_beyond_64_bits() {
+    for (name, fake) in [("m", Fake::modern(&["big"])), ("l", Fake::tools(&["big"]))] {
+        let mut p = Pair::with(vec![(name, fake)], HubOptions::default());
+        let c = p.connect();
+        p.msend(c, json!(7), "tools/call", json!({ "name": format!("{name}__big"), "arguments": {} }), &json!({}));
+        let up = p.take_up(0);
+        let kept = r#""structuredContent":{"n":123456789012345678901234567890,"f":1.50e3,"s":"\u00e9"}"#;
+        let raw = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[],{kept},"_meta":{{"x":-0}}}}}}"#, up["id"]);
+        p.hub.upstream_message(0, raw.as_bytes(), p.now);
+        p.pump();
+        let (v, b) = p.take_raw(c);
+        let s = String::from_utf8(b).unwrap();
+        assert!(s.contains(kept) && s.contains(r#""x":-0"#), "{name}: {s}");
+        check(&v, "CallToolResultResponse");
+        assert_eq!(v["result"]["resultType"], "complete", "{v}");
+    }
+}
+
+#[test]
+fn stamping_splices_the_members_of_a_modern_result() {
+    let p = Pair::new(specs(&["a"]), HubOptions::default());
+    let st = |res: &str, hints| -> Value {
+        let out = p.hub.stamped(res.as_bytes(), hints);
+        serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{res}: {e}: {}", String::from_utf8_lossy(&out)))
+    };
+    let info = json!({ "name": "mcpx", "version": p.hub.opts.server_version });
+    assert_eq!(st("{}", None), json!({ "resultType": "complete", "_meta": { "io.modelcontextprotocol/serverInfo": info } }));
+    assert_eq!(
+        st(r#" { "resultType": 5, "_meta": [1], "ttlMs": 9 } "#.trim(), Some((0, true))),
+        json!({ "resultType": "complete", "_meta": { "io.modelcontextprotocol/serverInfo": info }, "ttlMs": 0, "cacheScope": "public" })
+    );
+    assert_eq!(
+        st(r#"{"resultType":"task","_meta":{"k":"v","io.modelcontextprotocol/serverInfo":null}}"#, Some((30, false))),
+        json!({ "resultType": "task", "_meta": { "k": "v", "io.modelcontextprotocol/serverInfo": info }, "ttlMs": 30, "cacheScope": "private" })
+    );
+    // Not an object: as it is.
+    assert_eq!(p.hub.stamped(b"[1]", None), b"[1]");
+}
