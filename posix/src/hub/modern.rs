@@ -331,15 +331,20 @@ impl Hub {
     /// `tools/call`, `prompts/get`, `resources/read`: a first request, or a
     /// retry carrying `requestState` / `inputResponses` (see `relay`).
     fn modern_call(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx) {
-        let params = m.params_value();
-        let responses = params.get("inputResponses").cloned();
-        if responses.as_ref().is_some_and(|r| !r.is_object()) {
+        // Read from the view: a first request (nearly all) has neither member.
+        let member = |k: &str| m.env.params().and_then(|p| p.get(k));
+        let responses = member("inputResponses");
+        if responses.is_some_and(|r| r.kind() != JsonKind::Object) {
             return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: inputResponses must be an object mapping each input request's key to its result", None);
         }
-        match params.get("requestState") {
+        // The relay keeps a retry's answers as a value.
+        let responses = responses.and_then(|r| serde_json::from_slice::<Value>(r.bytes()).ok());
+        match member("requestState") {
             None => self.route_modern(c, m, None, ctx),
-            Some(Value::String(state)) => {
-                let state = state.clone();
+            Some(s) if s.kind() == JsonKind::String => {
+                let Some(state) = s.as_str().and_then(|s| String::from_utf8(s.decoded().collect()).ok()) else {
+                    return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: requestState must be a string", None);
+                };
                 match self.open_state(&state, &m.method, &ctx) {
                     Err(e) => {
                         let (code, msg, data) = self.state_refusal(e);

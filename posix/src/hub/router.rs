@@ -663,12 +663,13 @@ impl Hub {
 // Requirement: completion-max-100
 fn cap_completion(res: &[u8]) -> Option<Vec<u8>> {
     const MAX: usize = 100;
-    let mut v: Value = serde_json::from_slice(res).ok()?;
-    let c = v.get_mut("completion")?.as_object_mut()?;
-    let n = c.get("values")?.as_array()?.len();
+    // Counted on the bytes; read as a value only to cut (rare).
+    let n = mcpx_core::json::parse(res).ok()?.get("completion")?.get("values")?.elements().count();
     if n <= MAX {
         return None;
     }
+    let mut v: Value = serde_json::from_slice(res).ok()?;
+    let c = v.get_mut("completion")?.as_object_mut()?;
     if let Some(Value::Array(vals)) = c.get_mut("values") {
         vals.truncate(MAX);
     }
@@ -685,17 +686,18 @@ fn uri_edit(r: Range<usize>, exposed: &str, orig: &str) -> Vec<(Range<usize>, Ve
     }
 }
 
-/// A `ReadResourceResult` with contents of URI `orig` shown as `exposed`.
+/// A `ReadResourceResult` with contents of URI `orig` shown as `exposed`
+/// (spliced: every other byte as it is).
 fn rename_contents(res: &[u8], orig: &str, exposed: &str) -> Vec<u8> {
-    let Ok(mut v) = serde_json::from_slice::<Value>(res) else { return res.to_vec() };
-    if let Some(cs) = v.get_mut("contents").and_then(Value::as_array_mut) {
-        for c in cs {
-            if c.get("uri").and_then(Value::as_str) == Some(orig) {
-                c["uri"] = Value::String(exposed.to_string());
-            }
-        }
-    }
-    serde_json::to_vec(&v).unwrap_or_else(|_| res.to_vec())
+    let Some(contents) = mcpx_core::json::parse(res).ok().and_then(|v| v.get("contents")) else { return res.to_vec() };
+    let exposed = wire::quote(exposed);
+    let splices: Vec<mcpx_core::rewrite::Splice> = contents
+        .elements()
+        .filter_map(|c| c.get("uri"))
+        .filter(|u| u.as_str().is_some_and(|s| s.eq_str(orig)))
+        .map(|u| mcpx_core::rewrite::Splice::raw(u.span(), &exposed))
+        .collect();
+    wire::apply(res, &splices)
 }
 
 /// An upstream's error object with its code replaced when the client may
