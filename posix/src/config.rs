@@ -1594,15 +1594,7 @@ fn parse_remote(
     };
     if let Err(e) = spec.check() {
         // Point at the key the problem is about.
-        let key = if e.starts_with("header \"Authorization\" and \"oauth\"") {
-            "oauth"
-        } else if e.starts_with("header") {
-            "headers"
-        } else if e.starts_with("caFile") {
-            "caFile"
-        } else {
-            "url"
-        };
+        let key = e.config_key();
         let kat = if obj.contains_key(key) { at.key(key) } else { at.clone() };
         cx.err(&kat, e);
         return None;

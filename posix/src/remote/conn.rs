@@ -132,19 +132,19 @@ impl AsyncWrite for Stream {
 /// The rustls client configuration for one server: the public CAs (see
 /// `roots`), plus the certificates of `ca_file` (PEM) when given.
 #[cfg(feature = "tls")]
-pub fn tls_connector(ca_file: Option<&std::path::Path>) -> Result<futures_rustls::TlsConnector, String> {
+pub fn tls_connector(ca_file: Option<&std::path::Path>) -> Result<futures_rustls::TlsConnector, super::error::TlsError> {
     connector_for(super::roots::for_server(ca_file)?)
 }
 
 /// The rustls client configuration that trusts `roots`.
 #[cfg(feature = "tls")]
-pub fn connector_for(roots: rustls::RootCertStore) -> Result<futures_rustls::TlsConnector, String> {
+pub fn connector_for(roots: rustls::RootCertStore) -> Result<futures_rustls::TlsConnector, super::error::TlsError> {
     use std::sync::Arc;
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup failed: {e}"))?
+        .map_err(|e| super::error::TlsError::Setup(e.to_string()))?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(futures_rustls::TlsConnector::from(Arc::new(config)))

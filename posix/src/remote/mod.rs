@@ -54,6 +54,7 @@
 //! the hub's order (`notifications/initialized` before `tools/list`).
 
 pub(crate) mod conn;
+pub mod error;
 pub(crate) mod http;
 pub mod oauth;
 #[cfg(feature = "tls")]
@@ -87,6 +88,7 @@ use crate::hub::{ModernHeaders, Oversize, Upward};
 use crate::logline::show_duration;
 use conn::Connector;
 use http::{Body, Client, Limits, Response};
+use error::SpecError;
 use url::{Scheme, Url};
 
 /// The events of the stdio supervisor, reported in the same order: `started`
@@ -146,38 +148,35 @@ const RESERVED: &[&str] = &[
 impl RemoteSpec {
     /// Checks what can be checked before connecting: the URL, TLS support,
     /// the headers, and the CA file. The error says what to fix.
-    pub fn check(&self) -> Result<(), String> {
-        let url = Url::parse(&self.url).map_err(|e| format!("url {:?}: {e}", self.url))?;
+    pub fn check(&self) -> Result<(), SpecError> {
+        let url = Url::parse(&self.url).map_err(|err| SpecError::Url { url: self.url.clone(), err })?;
         if url.scheme == Scheme::Https && !cfg!(feature = "tls") {
-            return Err(format!(
-                "url {:?}: this mcpx was built without TLS support (cargo feature `tls`); use an http:// URL or a build with TLS",
-                self.url
-            ));
+            return Err(SpecError::NoTls { url: self.url.clone() });
         }
         for (name, value) in &self.headers {
             let token = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
             if !token {
-                return Err(format!("header name {name:?} is not a valid HTTP field name"));
+                return Err(SpecError::HeaderName(name.clone()));
             }
             if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name)) {
-                return Err(format!("header {name:?} is set by mcpx itself and cannot be configured"));
+                return Err(SpecError::ReservedHeader(name.clone()));
             }
             if value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
-                return Err(format!("header {name:?}: the value contains a line break or NUL"));
+                return Err(SpecError::HeaderValue(name.clone()));
             }
         }
         if self.ca_file.is_some() && url.scheme == Scheme::Http {
-            return Err("caFile is set but the url is http://, not https://".into());
+            return Err(SpecError::CaFileOnHttp);
         }
         if self.oauth.is_some() && self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
-            return Err("header \"Authorization\" and \"oauth\" are both set: mcpx sends the OAuth token itself".into());
+            return Err(SpecError::AuthorizationAndOauth);
         }
-        connector(self.ca_file.as_deref(), &url, Duration::from_secs(1)).map(|_| ())
+        Ok(connector(self.ca_file.as_deref(), &url, Duration::from_secs(1)).map(|_| ())?)
     }
 }
 
 /// What it takes to reach `url` (TLS with the public roots and `ca_file`).
-pub(crate) fn connector(ca_file: Option<&std::path::Path>, url: &Url, connect_timeout: Duration) -> Result<Connector, String> {
+pub(crate) fn connector(ca_file: Option<&std::path::Path>, url: &Url, connect_timeout: Duration) -> Result<Connector, error::TlsError> {
     #[cfg(feature = "tls")]
     let tls = match url.scheme {
         Scheme::Https => Some(conn::tls_connector(ca_file)?),
@@ -353,18 +352,18 @@ impl Supervisor {
         backoff::run(name, "reconnecting", self.id, &*self.events, &self.opts.restart, &self.ctl, || async {
             match self.prepare() {
                 Ok((url, connector)) => self.session(url, connector).await,
-                Err(reason) => {
-                    debug!("server {name}: {reason}");
-                    Ended { end: End::Failed, reason, tail: String::new() }
+                Err(e) => {
+                    debug!("server {name}: {e}");
+                    Ended { end: End::Failed, reason: e.to_string(), tail: String::new() }
                 }
             }
         })
         .await
     }
 
-    fn prepare(&self) -> Result<(Url, Connector), String> {
+    fn prepare(&self) -> Result<(Url, Connector), SpecError> {
         self.spec.check()?;
-        let url = Url::parse(&self.spec.url)?;
+        let url = Url::parse(&self.spec.url).map_err(|err| SpecError::Url { url: self.spec.url.clone(), err })?;
         let connector = connector(self.spec.ca_file.as_deref(), &url, self.opts.connect_timeout)?;
         Ok((url, connector))
     }
@@ -1280,7 +1279,7 @@ impl Session {
                             have_endpoint = true;
                             let r = std::str::from_utf8(ev.data.trim_ascii())
                                 .map_err(|_| "endpoint is not UTF-8".to_string())
-                                .and_then(|s| self.url.join_same_origin(s));
+                                .and_then(|s| self.url.join_same_origin(s).map_err(String::from));
                             let _ = endpoint.try_send(r);
                         }
                         SseItem::Event(ev) if ev.event.unwrap_or(b"message") == b"message" => self.deliver(ev.data, None),

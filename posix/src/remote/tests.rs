@@ -650,21 +650,21 @@ fn config_checks() {
     let mut s = spec("http://127.0.0.1:9/mcp");
     assert!(s.check().is_ok());
     s.headers = vec![("Mcp-Session-Id".into(), "x".into())];
-    assert!(s.check().unwrap_err().contains("set by mcpx"));
+    assert!(s.check().unwrap_err().to_string().contains("set by mcpx"));
     s.headers = vec![("X-Key".into(), "a\r\nInjected: 1".into())];
-    assert!(s.check().unwrap_err().contains("line break"));
+    assert!(s.check().unwrap_err().to_string().contains("line break"));
     s.headers = vec![("bad name".into(), "x".into())];
     assert!(s.check().is_err());
     s.headers = vec![];
     s.ca_file = Some("/nonexistent/ca.pem".into());
-    assert!(s.check().unwrap_err().contains("https"));
+    assert!(s.check().unwrap_err().to_string().contains("https"));
     s.url = "https://127.0.0.1:9/mcp".into();
     #[cfg(feature = "tls")]
-    assert!(s.check().unwrap_err().contains("caFile"));
+    assert!(s.check().unwrap_err().to_string().contains("caFile"));
     #[cfg(not(feature = "tls"))]
-    assert!(s.check().unwrap_err().contains("without TLS"));
+    assert!(s.check().unwrap_err().to_string().contains("without TLS"));
     s.url = "ftp://x/".into();
-    assert!(s.check().unwrap_err().contains("scheme"));
+    assert!(s.check().unwrap_err().to_string().contains("scheme"));
 }
 
 #[cfg(feature = "tls")]
@@ -773,16 +773,16 @@ mod tls {
         let missing = missing.to_str().unwrap();
         // Nothing at the usual paths: no bundle, and the error says where it looked and what to do.
         assert!(super::roots::system_bundle(None, &[missing]).unwrap().is_none());
-        let err = super::roots::no_bundle(super::roots::SYSTEM_BUNDLES);
+        let err = super::error::TlsError::NoBundle(super::roots::SYSTEM_BUNDLES).to_string();
         for path in super::roots::SYSTEM_BUNDLES {
             assert!(err.contains(path), "{err}");
         }
         assert!(err.contains("SSL_CERT_FILE") && err.contains("\"caFile\"") && err.contains("ca-bundle"), "{err}");
         // SSL_CERT_FILE naming a missing file, or one without certificates, is an error.
-        let err = super::roots::system_bundle(Some(std::path::Path::new(missing)), &[]).unwrap_err();
+        let err = super::roots::system_bundle(Some(std::path::Path::new(missing)), &[]).unwrap_err().to_string();
         assert!(err.starts_with(&format!("SSL_CERT_FILE {missing}: cannot read it")), "{err}");
         let empty = pem_file("none", "empty.pem", "not a certificate\n");
-        let err = super::roots::system_bundle(Some(&empty), &[]).unwrap_err();
+        let err = super::roots::system_bundle(Some(&empty), &[]).unwrap_err().to_string();
         assert!(err.contains("no usable CA certificate"), "{err}");
     }
 

@@ -2,6 +2,8 @@
 //! `http`/`https` URL, and resolve the `endpoint` a 2024-11-05 HTTP+SSE server
 //! announces against it (RFC 3986 §5.2, same origin only).
 
+pub use super::error::UrlError;
+
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,21 +41,21 @@ pub struct Url {
 }
 
 impl Url {
-    pub fn parse(s: &str) -> Result<Url, String> {
+    pub fn parse(s: &str) -> Result<Url, UrlError> {
         let (scheme, rest) = match s.split_once("://") {
             Some((sc, rest)) if sc.eq_ignore_ascii_case("http") => (Scheme::Http, rest),
             Some((sc, rest)) if sc.eq_ignore_ascii_case("https") => (Scheme::Https, rest),
-            Some((sc, _)) => return Err(format!("unsupported URL scheme \"{sc}\" (use http:// or https://)")),
-            None => return Err("not an absolute URL (expected http://host/path or https://host/path)".into()),
+            Some((sc, _)) => return Err(UrlError::Scheme(sc.to_string())),
+            None => return Err(UrlError::NotAbsolute),
         };
         let rest = rest.split('#').next().unwrap_or("");
         let split = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, target) = rest.split_at(split);
         if authority.contains('@') {
-            return Err("user info in the URL is not supported: put credentials in \"headers\"".into());
+            return Err(UrlError::UserInfo);
         }
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let (h, after) = v6.split_once(']').ok_or("unterminated IPv6 address in URL")?;
+            let (h, after) = v6.split_once(']').ok_or(UrlError::UnterminatedIpv6)?;
             (h, after.strip_prefix(':'))
         } else {
             match authority.rsplit_once(':') {
@@ -62,14 +64,14 @@ impl Url {
             }
         };
         if host.is_empty() {
-            return Err("URL has no host".into());
+            return Err(UrlError::NoHost);
         }
         if !host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._:%".contains(&b)) {
-            return Err(format!("URL host \"{host}\" has characters that are not allowed"));
+            return Err(UrlError::BadHost(host.to_string()));
         }
         let port = match port {
             None | Some("") => scheme.default_port(),
-            Some(p) => p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| format!("bad port \"{p}\" in URL"))?,
+            Some(p) => p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| UrlError::BadPort(p.to_string()))?,
         };
         let target = match target {
             "" => "/".to_string(),
@@ -77,7 +79,7 @@ impl Url {
             t => t.to_string(),
         };
         if !target.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("URL path has spaces or non-ASCII characters: percent-encode them".into());
+            return Err(UrlError::BadPath);
         }
         Ok(Url { scheme, host: host.to_ascii_lowercase(), port, target })
     }
@@ -100,7 +102,7 @@ impl Url {
     /// relative-path, with optional query) against this URL. Only a result of
     /// the same origin is accepted: an HTTP+SSE server must not send mcpx's
     /// messages (and configured credentials) elsewhere.
-    pub fn join_same_origin(&self, reference: &str) -> Result<Url, String> {
+    pub fn join_same_origin(&self, reference: &str) -> Result<Url, UrlError> {
         let r = reference.trim();
         let joined = if r.contains("://") {
             Url::parse(r)?
@@ -121,12 +123,12 @@ impl Url {
             };
             let target = remove_dot_segments(&target);
             if !target.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(format!("endpoint {reference:?} has spaces or non-ASCII characters"));
+                return Err(UrlError::EndpointChars(reference.to_string()));
             }
             Url { target, ..self.clone() }
         };
         if !self.same_origin(&joined) {
-            return Err(format!("endpoint {reference:?} is on another origin than {self}; refused"));
+            return Err(UrlError::OtherOrigin { endpoint: reference.to_string(), base: self.to_string() });
         }
         Ok(joined)
     }

@@ -23,7 +23,7 @@ pub async fn run(
     let (status_url, headers, session) = match hub {
         Hub::Url { url, token } => {
             let u = Url::parse(&url).map_err(|e| Failure::Unreachable(format!("--url {url:?}: {e}")))?;
-            let status = u.join_same_origin("/status").map_err(Failure::Unreachable)?;
+            let status = u.join_same_origin("/status").map_err(|e| Failure::Unreachable(e.to_string()))?;
             let headers: Vec<(String, String)> = token.iter().map(|t| ("authorization".into(), format!("Bearer {t}"))).collect();
             (status.to_string(), headers, None)
         }
