@@ -572,6 +572,7 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
     opts.input_ttl_ms = cfg.input_ttl_ms.unwrap_or(opts.input_ttl_ms);
     cfg.tasks.apply(&mut opts.tasks);
     opts.policy = cfg.policy.clone();
+    opts.cluster = cfg.cluster.hub_options();
     opts.cursor_key = {
         use nanorand::Rng as _;
         nanorand::WyRand::new().generate::<u64>()
