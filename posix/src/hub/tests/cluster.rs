@@ -6,26 +6,17 @@
 
 use serde_json::{json, Value};
 
+use super::modern::with_meta;
 use super::*;
 use crate::hub::shared::{Answer, Op};
 use crate::policy::ratelimit::Rate;
 
-const MODERN: &str = "2026-07-28";
 const KEY: [u8; 32] = [7; 32];
 /// One wall clock for every replica (the hubs' own clocks start anywhere).
 const EPOCH_MS: u64 = 1_800_000_000_000;
 
 fn caps() -> Value {
     json!({ "elicitation": { "form": {} }, "roots": {} })
-}
-
-fn with_meta(mut params: Value, caps: &Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": { "name": "cluster-test", "version": "1" },
-    });
-    params
 }
 
 fn modern_request(id: i64, method: &str, params: Value) -> Value {
