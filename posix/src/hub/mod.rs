@@ -541,16 +541,6 @@ impl Hub {
         self.on_client_connected()
     }
 
-    /// A connection of the internal hop between replicas, for a request
-    /// another replica forwarded (`Output::Forward`) on behalf of a client
-    /// whose principal that replica authenticated: the requestStates and
-    /// tasks it uses are bound to `principal` as on the first replica.
-    pub fn client_connected_as(&mut self, principal: &[u8], now_ms: u64) -> ClientId {
-        let c = self.client_connected(now_ms);
-        self.set_client_principal(c, principal);
-        c
-    }
-
     /// The store's answer to `Output::Shared` with this ticket: the
     /// request parked for it goes on (or gets an error saying why not).
     /// An unknown or late ticket is ignored.

@@ -13,8 +13,8 @@
 //!   (mrtr-single-use-enforced).
 //! - [`Op::TakeTokens`]: one token of each rate-limit bucket, all or none,
 //!   on the store's clock (the replicas' clocks are not one clock).
-//! - [`Op::Put`] (ticket 0, nobody waits): task ownership, the legacy
-//!   session directory, for status and operations to read.
+//! - [`Op::Put`] (ticket 0, nobody waits): task ownership, for status and
+//!   operations to read.
 //!
 //! The request that needs an answer is parked until it comes; an
 //! [`Answer::Unavailable`], or no answer within
@@ -26,13 +26,13 @@
 //! state; a task id names the replica that runs the task. A request for
 //! something another replica owns is [`Output::Forward`]ed to it: the
 //! runtime sends the client's request over the internal hop to that
-//! replica, which serves it as a client of the same principal
-//! ([`Hub::client_connected_as`]), and streams its answer back.
+//! replica, which serves it as a client of the same principal (its
+//! runtime sets it, `Hub::set_client_principal`), and streams its answer
+//! back.
 //!
 //! [`Output::Shared`]: super::Output::Shared
 //! [`Output::Forward`]: super::Output::Forward
 //! [`Hub::shared_answered`]: super::Hub::shared_answered
-//! [`Hub::client_connected_as`]: super::Hub::client_connected_as
 
 use std::collections::HashMap;
 use std::fmt;
@@ -170,12 +170,6 @@ impl Bucket {
 /// The store key under which the owner of task `id` is published.
 pub fn task_key(id: &str) -> String {
     format!("{KEY_PREFIX}task:{id}")
-}
-
-/// The store key under which the owner of legacy session `id` (its
-/// `Mcp-Session-Id`) is published.
-pub fn session_key(id: &str) -> String {
-    format!("{KEY_PREFIX}session:{id}")
 }
 
 fn hex(bytes: &[u8]) -> String {

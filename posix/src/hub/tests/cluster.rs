@@ -2,7 +2,7 @@
 //! key, different replica ids and a fake store, shared between them, that
 //! answers the hubs' `Ask`s as Redis would (`SET NX PX`, token buckets on
 //! the store's clock). The internal hop is played by hand: a forwarded
-//! request is fed to its owner through `Hub::client_connected_as`.
+//! request is fed to its owner as a client of the asserted principal.
 
 use serde_json::{json, Value};
 
@@ -100,7 +100,8 @@ impl Pair {
     /// The internal hop: the forwarded request `msg` of `principal` served
     /// by this replica as a client of that principal; returns that client.
     fn hop(&mut self, store: &mut Store, principal: &[u8], msg: &[u8]) -> ClientId {
-        let h = self.hub.client_connected_as(principal, self.now);
+        let h = self.hub.client_connected(self.now);
+        self.hub.set_client_principal(h, principal);
         self.send_raw(h, msg);
         self.serve(store);
         h
