@@ -91,6 +91,7 @@ mod policy;
 mod relay;
 mod router;
 mod shape;
+pub mod shared;
 mod tasks;
 mod upstream;
 mod upward;
@@ -109,6 +110,7 @@ use mcpx_core::envelope::Envelope;
 
 pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
 pub use lazy::Power;
+pub use shared::{ClusterOptions, ReplicaId};
 pub use tasks::TaskOptions;
 pub use wire::batch_array;
 #[cfg(test)]
@@ -266,6 +268,9 @@ pub struct HubOptions {
     /// metrics (`crate::policy`). The default: the default limits and
     /// metrics, no audit, no validation.
     pub policy: crate::config::PolicyConfig,
+    /// Replicas and shared state (`"cluster"`, `"state"`; see `shared`).
+    /// The default: alone, everything in memory.
+    pub cluster: ClusterOptions,
 }
 
 impl Default for HubOptions {
@@ -296,6 +301,7 @@ impl Default for HubOptions {
             cache_public: false,
             tasks: TaskOptions::default(),
             policy: Default::default(),
+            cluster: ClusterOptions::default(),
         }
     }
 }
@@ -495,6 +501,16 @@ pub enum Output {
     /// The hub's tasks changed: write this as the task state file, before
     /// routing the outputs that follow (see `tasks::persist`).
     SaveTasks(Vec<u8>),
+    /// Ask the shared store (`state.url`); answer with
+    /// [`Hub::shared_answered`] under the ask's ticket (none for ticket 0).
+    Shared(shared::Ask),
+    /// Client `client`'s request `request` (its id, raw JSON), whose bytes
+    /// are `msg`, is for replica `to`, which owns what it continues: send
+    /// `msg` over the internal hop as from `principal`, and write that
+    /// replica's answer (and the notifications before it) to the client as
+    /// this request's. Report the end with [`Hub::forward_done`]; the hub
+    /// sends nothing upstream for it.
+    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: ReplicaId },
 }
 
 /// The hub state machine. See the module documentation.
@@ -527,6 +543,8 @@ pub struct Hub {
     draining: bool,
     /// Rate limits, catalogs, validation, audit and metrics (`policy`).
     policy: policy::HubPolicy,
+    /// Requests waiting for the shared store or another replica (`shared`).
+    shared: shared::Shared,
 }
 
 impl Hub {
@@ -556,6 +574,7 @@ impl Hub {
             instances: Default::default(),
             config_status: serde_json::Value::Null,
             draining: false,
+            shared: Default::default(),
         })
     }
 
@@ -564,6 +583,23 @@ impl Hub {
     pub fn client_connected(&mut self, now_ms: u64) -> ClientId {
         self.now(now_ms);
         self.on_client_connected()
+    }
+
+    /// The store's answer to `Output::Shared` with this ticket: the
+    /// request parked for it goes on (or gets an error saying why not).
+    /// An unknown or late ticket is ignored.
+    pub fn shared_answered(&mut self, ticket: u64, answer: shared::Answer, now_ms: u64) {
+        self.now(now_ms);
+        self.on_shared_answered(ticket, answer);
+    }
+
+    /// The runtime finished `Output::Forward` of client `c`'s request
+    /// `request`: `Ok` when the owner's answer was written to the client;
+    /// `Err(why)` when no answer came (the owner is gone, unreachable,
+    /// refused the hop): the client gets an error saying so.
+    pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, now_ms: u64) {
+        self.now(now_ms);
+        self.on_forward_done(c, request, result);
     }
 
     /// One framed message from a client (a request, notification or

@@ -16,6 +16,7 @@ mod oversize;
 mod policy;
 mod reload;
 mod restarts;
+mod cluster;
 mod rows_base;
 mod rows_primitives;
 mod routing;
@@ -82,6 +83,10 @@ struct Pair {
     task_tokens: Vec<Value>,
     /// Every message to an upstream, parsed, with what the hub said it is.
     upward: Vec<(UpstreamId, Value, Upward)>,
+    /// Questions for the shared store (`shared`), oldest first.
+    asks: VecDeque<shared::Ask>,
+    /// `Forward`s to other replicas: (client, request id, msg, principal, to).
+    forwards: Vec<(ClientId, Vec<u8>, Vec<u8>, Vec<u8>, ReplicaId)>,
 }
 
 fn specs(names: &[&str]) -> Vec<UpstreamSpec> {
@@ -120,6 +125,8 @@ impl Pair {
             saved: vec![],
             task_tokens: vec![],
             upward: vec![],
+            asks: VecDeque::new(),
+            forwards: vec![],
         }
     }
 
@@ -168,6 +175,8 @@ impl Pair {
                     Output::CloseClient(c) => self.closed.push(c),
                     Output::Log(l, s) => self.logs.push((l, s)),
                     Output::SaveTasks(b) => self.saved.push(b),
+                    Output::Shared(a) => self.asks.push_back(a),
+                    Output::Forward { client, request, msg, principal, to } => self.forwards.push((client, request.bytes().to_vec(), msg, principal, to)),
                 }
             }
             if replies.is_empty() {
