@@ -179,51 +179,105 @@ fn decode_escape(buf: &[u8], pos: usize) -> Result<(char, usize), JsonError> {
 
 /// Scans a string starting at the opening quote at `pos`.
 /// Returns the span including both quotes and whether it contains escapes.
+///
+/// Plain ASCII is skipped sixteen bytes at a time ([`ascii_run`]) and checked
+/// by that skip alone; only a run holding non-ASCII bytes is validated as
+/// UTF-8, from its first such byte to the quote or backslash that ends it.
+/// Errors are those of the byte-wise scan in `reference`, which this one
+/// must agree with on every input (a property test and the `json_fast` fuzz
+/// target check it).
 fn scan_string(buf: &[u8], pos: usize) -> Result<(Span, bool), JsonError> {
     if byte_at(buf, pos)? != b'"' {
         return err(ErrorKind::UnexpectedByte, pos);
     }
     let mut i = pos + 1;
     let mut escaped = false;
-    // Start of the current run of unescaped bytes, checked as UTF-8 as a whole.
-    let mut run = i;
     loop {
-        i += plain_run(buf.get(i..).unwrap_or(&[]));
-        let b = byte_at(buf, i)?;
-        match b {
-            b'"' | b'\\' => {
-                if let Err(e) = core::str::from_utf8(buf.get(run..i).unwrap_or(&[])) {
-                    return err(ErrorKind::InvalidUtf8, run + e.valid_up_to());
-                }
-                if b == b'"' {
-                    return Ok((Span::new(pos, i + 1), escaped));
-                }
+        i += ascii_run(buf.get(i..).unwrap_or(&[]));
+        match byte_at(buf, i)? {
+            b'"' => return Ok((Span::new(pos, i + 1), escaped)),
+            b'\\' => {
                 escaped = true;
                 i = decode_escape(buf, i)?.1;
-                run = i;
             }
-            // `plain_run` stops only at a quote, a backslash or a control character.
-            _ => return err(ErrorKind::ControlChar, i),
+            0x00..=0x1f => return err(ErrorKind::ControlChar, i),
+            // Non-ASCII: the run up to the next quote, backslash or control
+            // byte. As in the byte-wise scan, its UTF-8 is judged when a
+            // quote or backslash ends it (a control byte or the end of input
+            // is the error otherwise); the ASCII before it is valid already.
+            _ => {
+                let end = i + plain_run(buf.get(i..).unwrap_or(&[]));
+                if matches!(buf.get(end), Some(b'"' | b'\\')) {
+                    if let Err(e) = core::str::from_utf8(buf.get(i..end).unwrap_or(&[])) {
+                        return err(ErrorKind::InvalidUtf8, i + e.valid_up_to());
+                    }
+                }
+                i = end;
+            }
         }
     }
 }
 
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Flags (the high bit of each byte) the bytes of `w` that are `"`, `\` or a
+/// control character. A flag can be wrong only above a right one (a borrow
+/// runs upwards), so the lowest flag is always the first such byte.
+const fn special(w: u64) -> u64 {
+    const fn below(w: u64, n: u64) -> u64 {
+        w.wrapping_sub(LO * n) & !w & HI
+    }
+    below(w, 0x20) | below(w ^ (LO * b'"' as u64), 1) | below(w ^ (LO * b'\\' as u64), 1)
+}
+
+const fn is_special(b: u8) -> bool {
+    matches!(b, b'"' | b'\\' | 0x00..=0x1f)
+}
+
+/// Length of the run at the start of `s` free of `"`, `\`, control
+/// characters and non-ASCII bytes: what a string scan skips without any
+/// further check.
+fn ascii_run(s: &[u8]) -> usize {
+    run_until(s, |w| special(w) | (w & HI), |b| is_special(b) || !b.is_ascii())
+}
+
 /// Length of the run at the start of `s` free of `"`, `\` and control
-/// characters: what a string scan skips, eight bytes at a time (a word has
-/// such a byte exactly when one of the three masks is non-zero).
+/// characters.
 fn plain_run(s: &[u8]) -> usize {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let below = |w: u64, n: u64| w.wrapping_sub(LO * n) & !w & HI;
-    let special = |w: u64| below(w, 0x20) | below(w ^ (LO * u64::from(b'"')), 1) | below(w ^ (LO * u64::from(b'\\')), 1);
-    let words = s.chunks_exact(8).take_while(|c| {
+    run_until(s, special, is_special)
+}
+
+/// Length of the run at the start of `s` before the first byte that `stop`
+/// flags in a little-endian word (see [`special`]) and `stop_byte` names:
+/// sixteen bytes a step, then eight, then byte by byte.
+#[inline(always)]
+fn run_until(s: &[u8], stop: impl Fn(u64) -> u64, stop_byte: impl Fn(u8) -> bool) -> usize {
+    fn word(c: &[u8]) -> u64 {
         let mut w = [0u8; 8];
         w.copy_from_slice(c);
-        special(u64::from_le_bytes(w)) == 0
-    });
-    let skipped = words.count() * 8;
-    let rest = s.get(skipped..).unwrap_or(&[]);
-    skipped + rest.iter().position(|&b| matches!(b, b'"' | b'\\' | 0x00..=0x1f)).unwrap_or(rest.len())
+        u64::from_le_bytes(w)
+    }
+    let first = |m: u64| (m.trailing_zeros() / 8) as usize;
+    let mut n = 0;
+    let mut pairs = s.chunks_exact(16);
+    for c in &mut pairs {
+        let (a, b) = c.split_at(8);
+        let (ma, mb) = (stop(word(a)), stop(word(b)));
+        if ma | mb != 0 {
+            return n + if ma != 0 { first(ma) } else { 8 + first(mb) };
+        }
+        n += 16;
+    }
+    if let Some(c) = pairs.remainder().get(..8) {
+        let m = stop(word(c));
+        if m != 0 {
+            return n + first(m);
+        }
+        n += 8;
+    }
+    let tail = s.get(n..).unwrap_or(&[]);
+    n + tail.iter().position(|&b| stop_byte(b)).unwrap_or(tail.len())
 }
 
 fn scan_digits(buf: &[u8], mut pos: usize) -> Result<usize, JsonError> {
@@ -271,9 +325,19 @@ fn scan_literal(buf: &[u8], pos: usize, lit: &[u8]) -> Result<usize, JsonError> 
     Ok(pos + lit.len())
 }
 
+/// A string scanner: [`scan_string`], or in tests the byte-wise reference.
+type StringScan = fn(&[u8], usize) -> Result<(Span, bool), JsonError>;
+
 /// Scans one value whose first byte is at `pos` (no leading whitespace).
 /// Returns its kind and span. Iterative: containers use a bit stack.
 fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
+    scan_value_with(buf, pos, scan_string)
+}
+
+/// [`scan_value`] with strings scanned by `string` (inlined, so the choice
+/// costs nothing).
+#[inline(always)]
+fn scan_value_with(buf: &[u8], pos: usize, string: StringScan) -> Result<(Kind, Span), JsonError> {
     let start = pos;
     let mut pos = pos;
     // Bit `d` set: the container at depth `d+1` is an object.
@@ -303,14 +367,14 @@ fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
                     pos += 1;
                 } else {
                     if is_obj {
-                        pos = scan_key(buf, pos)?;
+                        pos = scan_key(buf, pos, string)?;
                     }
                     continue;
                 }
                 None
             }
             b'"' => {
-                pos = scan_string(buf, pos)?.0.end;
+                pos = string(buf, pos)?.0.end;
                 Some(Kind::String)
             }
             b'-' | b'0'..=b'9' => {
@@ -346,7 +410,7 @@ fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
                 b',' => {
                     pos = skip_ws(buf, pos + 1);
                     if in_obj {
-                        pos = scan_key(buf, pos)?;
+                        pos = scan_key(buf, pos, string)?;
                     }
                     break;
                 }
@@ -365,8 +429,8 @@ fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
 }
 
 /// Scans `"key" :` plus following whitespace; returns the value offset.
-fn scan_key(buf: &[u8], pos: usize) -> Result<usize, JsonError> {
-    let key = scan_string(buf, pos)?.0;
+fn scan_key(buf: &[u8], pos: usize, string: StringScan) -> Result<usize, JsonError> {
+    let key = string(buf, pos)?.0;
     let pos = skip_ws(buf, key.end);
     if byte_at(buf, pos)? != b':' {
         return err(ErrorKind::UnexpectedByte, pos);
@@ -452,14 +516,58 @@ fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
 pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
     #[cfg(feature = "parse-count")]
     scan_count::note(buf, scan_count::Scan::Parse);
+    parse_with(buf, scan_string)
+}
+
+fn parse_with(buf: &[u8], string: StringScan) -> Result<JsonValue<'_>, JsonError> {
     let pos = skip_ws(buf, 0);
-    let (kind, span) = scan_value(buf, pos)?;
+    let (kind, span) = scan_value_with(buf, pos, string)?;
     let v = JsonValue { buf, kind, span };
     let end = skip_ws(buf, v.span.end);
     if end != buf.len() {
         return err(ErrorKind::TrailingData, end);
     }
     Ok(v)
+}
+
+/// The scanner with strings read one byte at a time: the reference the fast
+/// string scan must agree with on every input, accepted or not (same value,
+/// same error kind and offset). For tests and the `json_fast` fuzz target.
+#[cfg(any(test, feature = "scan-reference"))]
+pub mod reference {
+    use super::{decode_escape, err, ErrorKind, JsonError, JsonValue, Span};
+
+    /// [`super::parse`] with the byte-wise string scan.
+    pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
+        super::parse_with(buf, scan_string)
+    }
+
+    /// A string at `pos`, byte by byte: UTF-8 is checked for each run of
+    /// unescaped bytes when a quote or backslash ends it.
+    pub(super) fn scan_string(buf: &[u8], pos: usize) -> Result<(Span, bool), JsonError> {
+        if super::byte_at(buf, pos)? != b'"' {
+            return err(ErrorKind::UnexpectedByte, pos);
+        }
+        let (mut i, mut run, mut escaped) = (pos + 1, pos + 1, false);
+        loop {
+            let b = super::byte_at(buf, i)?;
+            match b {
+                b'"' | b'\\' => {
+                    if let Err(e) = core::str::from_utf8(buf.get(run..i).unwrap_or(&[])) {
+                        return err(ErrorKind::InvalidUtf8, run + e.valid_up_to());
+                    }
+                    if b == b'"' {
+                        return Ok((Span::new(pos, i + 1), escaped));
+                    }
+                    escaped = true;
+                    i = decode_escape(buf, i)?.1;
+                    run = i;
+                }
+                0x00..=0x1f => return err(ErrorKind::ControlChar, i),
+                _ => i += 1,
+            }
+        }
+    }
 }
 
 /// Validates the one value starting at `pos` (after optional whitespace) and
@@ -884,18 +992,43 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Bytes that steer a string scan, and a few ordinary ones.
+    fn scan_byte() -> impl Strategy<Value = u8> {
+        prop_oneof![Just(b'"'), Just(b'\\'), Just(b'u'), Just(b'n'), Just(0x1f), Just(0x20), Just(0x7f), Just(0x80), Just(0xbf), Just(0xc3), Just(0xe2), Just(0xed), Just(0xf0), Just(0xff), any::<u8>()]
+    }
+
     proptest! {
-        // The word-at-a-time skip stops exactly where a byte-by-byte scan
-        // would, wherever the special byte falls in a word.
+        // The word-at-a-time skips stop exactly where a byte-by-byte scan
+        // would, wherever the stopping byte falls in a word.
         #[test]
-        fn plain_run_stops_at_the_first_special_byte(
-            s in prop::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(0x1f), Just(0x20), Just(0x7f), Just(0x80), Just(0xff), any::<u8>()], 0..40),
-            pad in 0usize..24,
+        fn runs_stop_at_the_first_stopping_byte(
+            s in prop::collection::vec(scan_byte(), 0..40),
+            pad in 0usize..40,
         ) {
             let mut v = vec![b'a'; pad];
             v.extend_from_slice(&s);
-            let naive = v.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(v.len());
-            prop_assert_eq!(plain_run(&v), naive);
+            let naive = |stop: fn(u8) -> bool| v.iter().position(|&b| stop(b)).unwrap_or(v.len());
+            prop_assert_eq!(plain_run(&v), naive(is_special));
+            prop_assert_eq!(ascii_run(&v), naive(|b| is_special(b) || !b.is_ascii()));
+        }
+
+        // The fast string scan and the byte-wise reference agree on every
+        // input: the same value or the same error at the same offset.
+        #[test]
+        fn fast_scan_agrees_with_the_bytewise_reference(
+            body in prop::collection::vec(scan_byte(), 0..80),
+            pad in 0usize..40,
+            text in "\\PC{0,12}",
+        ) {
+            let mut doc = b"[\"".to_vec();
+            doc.extend(std::iter::repeat_n(b'a', pad));
+            doc.extend_from_slice(text.as_bytes());
+            doc.extend_from_slice(&body);
+            let whole = doc.clone();
+            doc.extend_from_slice(b"\"]");
+            for input in [&doc[..], &whole[..]] {
+                prop_assert_eq!(parse(input), reference::parse(input));
+            }
         }
     }
 
@@ -963,6 +1096,11 @@ mod tests {
             (b"\"\xff\"", InvalidUtf8),
             (b"\"\xc3\"", InvalidUtf8),
             (b"\"\xed\xa0\x80\"", InvalidUtf8),
+            // UTF-8 is judged where a quote or backslash ends the run, so a
+            // control byte or the end of input before that is the error.
+            (b"\"\xff\x01\"", ControlChar),
+            (b"\"0123456789abcdef\xc3(\\n\"", InvalidUtf8),
+            (b"\"0123456789abcdef\xc3", UnexpectedEnd),
             (b"[1,]", UnexpectedByte),
             (b"[,1]", UnexpectedByte),
             (b"{\"a\":1,}", UnexpectedByte),
