@@ -325,20 +325,24 @@ fn scan_literal(buf: &[u8], pos: usize, lit: &[u8]) -> Result<usize, JsonError> 
     Ok(pos + lit.len())
 }
 
-/// A string scanner: [`scan_string`], or in tests the byte-wise reference.
-type StringScan = fn(&[u8], usize) -> Result<(Span, bool), JsonError>;
+/// A string scanner: [`scan_string`], or in tests the byte-wise reference
+/// (a type parameter, so the choice costs nothing).
+trait StringScan: Fn(&[u8], usize) -> Result<(Span, bool), JsonError> + Copy {}
+impl<F: Fn(&[u8], usize) -> Result<(Span, bool), JsonError> + Copy> StringScan for F {}
 
 /// Scans one value whose first byte is at `pos` (no leading whitespace).
 /// Returns its kind and span. Iterative: containers use a bit stack.
-fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
-    scan_value_with(buf, pos, scan_string)
-}
-
-/// [`scan_value`] with strings scanned by `string` (inlined, so the choice
-/// costs nothing).
-#[inline(always)]
-fn scan_value_with(buf: &[u8], pos: usize, string: StringScan) -> Result<(Kind, Span), JsonError> {
+/// When the value is an object, each of its members is handed to `each` as
+/// soon as the scan has validated it (deeper members are not).
+fn scan_value<'a>(
+    buf: &'a [u8],
+    pos: usize,
+    string: impl StringScan,
+    each: &mut dyn FnMut(Member<'a>),
+) -> Result<(Kind, Span), JsonError> {
     let start = pos;
+    // The top-level member being scanned: key span, key escaped, value start.
+    let mut member = (Span::new(0, 0), false, 0);
     let mut pos = pos;
     // Bit `d` set: the container at depth `d+1` is an object.
     let mut stack: u128 = 0;
@@ -367,7 +371,11 @@ fn scan_value_with(buf: &[u8], pos: usize, string: StringScan) -> Result<(Kind, 
                     pos += 1;
                 } else {
                     if is_obj {
-                        pos = scan_key(buf, pos, string)?;
+                        let (key, escaped, value) = scan_key(buf, pos, string)?;
+                        if depth == 1 {
+                            member = (key, escaped, value);
+                        }
+                        pos = value;
                     }
                     continue;
                 }
@@ -404,13 +412,25 @@ fn scan_value_with(buf: &[u8], pos: usize, string: StringScan) -> Result<(Kind, 
                 let k = first_kind.unwrap_or(Kind::Null);
                 return Ok((k, Span::new(start, pos)));
             }
+            // A top-level item just ended at `pos`: a member when the top is an object.
+            if depth == 1 && first_kind == Some(Kind::Object) {
+                let (key_span, escaped, value) = member;
+                let raw = Span::new(key_span.start + 1, key_span.end.saturating_sub(1)).slice(buf);
+                let first = buf.get(value).copied().unwrap_or(b'n');
+                let value = JsonValue { buf, kind: kind_of(first), span: Span::new(value, pos) };
+                each(Member { key: JsonStr { raw, escaped }, key_span, value });
+            }
             pos = skip_ws(buf, pos);
             let in_obj = stack & (1u128 << (depth - 1)) != 0;
             match byte_at(buf, pos)? {
                 b',' => {
                     pos = skip_ws(buf, pos + 1);
                     if in_obj {
-                        pos = scan_key(buf, pos, string)?;
+                        let (key, escaped, value) = scan_key(buf, pos, string)?;
+                        if depth == 1 {
+                            member = (key, escaped, value);
+                        }
+                        pos = value;
                     }
                     break;
                 }
@@ -428,14 +448,27 @@ fn scan_value_with(buf: &[u8], pos: usize, string: StringScan) -> Result<(Kind, 
     }
 }
 
-/// Scans `"key" :` plus following whitespace; returns the value offset.
-fn scan_key(buf: &[u8], pos: usize, string: StringScan) -> Result<usize, JsonError> {
-    let key = string(buf, pos)?.0;
+/// Scans `"key" :` plus following whitespace; returns the key's span,
+/// whether it has escapes, and the value offset.
+fn scan_key(buf: &[u8], pos: usize, string: impl StringScan) -> Result<(Span, bool, usize), JsonError> {
+    let (key, escaped) = string(buf, pos)?;
     let pos = skip_ws(buf, key.end);
     if byte_at(buf, pos)? != b':' {
         return err(ErrorKind::UnexpectedByte, pos);
     }
-    Ok(skip_ws(buf, pos + 1))
+    Ok((key, escaped, skip_ws(buf, pos + 1)))
+}
+
+/// The kind of the value whose first byte is `first`.
+const fn kind_of(first: u8) -> Kind {
+    match first {
+        b'{' => Kind::Object,
+        b'[' => Kind::Array,
+        b'"' => Kind::String,
+        b't' | b'f' => Kind::Bool,
+        b'n' => Kind::Null,
+        _ => Kind::Number,
+    }
 }
 
 // Iteration over a value the scanner already validated uses the cheap
@@ -466,11 +499,7 @@ fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
     let (kind, end) = match first {
         b'"' => (Kind::String, trusted_string(buf, pos).0.end),
         b'{' | b'[' => {
-            let kind = if first == b'{' {
-                Kind::Object
-            } else {
-                Kind::Array
-            };
+            let kind = kind_of(first);
             let mut depth = 0usize;
             let mut i = pos;
             loop {
@@ -492,11 +521,7 @@ fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
             }
         }
         _ => {
-            let kind = match first {
-                b't' | b'f' => Kind::Bool,
-                b'n' => Kind::Null,
-                _ => Kind::Number,
-            };
+            let kind = kind_of(first);
             let len = buf
                 .get(pos..)?
                 .iter()
@@ -516,12 +541,30 @@ fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
 pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
     #[cfg(feature = "parse-count")]
     scan_count::note(buf, scan_count::Scan::Parse);
-    parse_with(buf, scan_string)
+    parse_with(buf, scan_string, &mut |_| {})
 }
 
-fn parse_with(buf: &[u8], string: StringScan) -> Result<JsonValue<'_>, JsonError> {
+/// Validates `buf` as [`parse`] does and, in the same pass, looks up `keys`
+/// among the members of its top-level object as [`JsonValue::lookup`]
+/// would: a message's envelope read without walking it a second time.
+pub fn parse_lookup<'a, const N: usize>(
+    buf: &'a [u8],
+    keys: [&str; N],
+) -> Result<(JsonValue<'a>, Lookup<'a, N>), JsonError> {
+    #[cfg(feature = "parse-count")]
+    scan_count::note(buf, scan_count::Scan::Parse);
+    let mut found = Lookup::new();
+    let v = parse_with(buf, scan_string, &mut |m| found.offer(&keys, m))?;
+    Ok((v, found))
+}
+
+fn parse_with<'a>(
+    buf: &'a [u8],
+    string: impl StringScan,
+    each: &mut dyn FnMut(Member<'a>),
+) -> Result<JsonValue<'a>, JsonError> {
     let pos = skip_ws(buf, 0);
-    let (kind, span) = scan_value_with(buf, pos, string)?;
+    let (kind, span) = scan_value(buf, pos, string, each)?;
     let v = JsonValue { buf, kind, span };
     let end = skip_ws(buf, v.span.end);
     if end != buf.len() {
@@ -539,7 +582,7 @@ pub mod reference {
 
     /// [`super::parse`] with the byte-wise string scan.
     pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
-        super::parse_with(buf, scan_string)
+        super::parse_with(buf, scan_string, &mut |_| {})
     }
 
     /// A string at `pos`, byte by byte: UTF-8 is checked for each run of
@@ -576,7 +619,7 @@ pub fn skip_value(buf: &[u8], pos: usize) -> Result<JsonValue<'_>, JsonError> {
     #[cfg(feature = "parse-count")]
     scan_count::note(buf, scan_count::Scan::Rescan);
     let pos = skip_ws(buf, pos);
-    let (kind, span) = scan_value(buf, pos)?;
+    let (kind, span) = scan_value(buf, pos, scan_string, &mut |_| {})?;
     Ok(JsonValue { buf, kind, span })
 }
 
@@ -693,20 +736,8 @@ impl<'a> JsonValue<'a> {
     /// Looks up several keys of an object in one pass: for each key, its
     /// first value, and whether any of the keys occurs more than once.
     pub fn lookup<const N: usize>(&self, keys: [&str; N]) -> Lookup<'a, N> {
-        let mut found = Lookup {
-            values: [None; N],
-            duplicate: false,
-        };
-        for m in self.members() {
-            if let Some((_, slot)) = keys
-                .iter()
-                .zip(found.values.iter_mut())
-                .find(|(k, _)| m.key.eq_str(k))
-            {
-                found.duplicate |= slot.is_some();
-                slot.get_or_insert(m.value);
-            }
-        }
+        let mut found = Lookup::new();
+        self.members().for_each(|m| found.offer(&keys, m));
         found
     }
 }
@@ -721,6 +752,21 @@ pub struct Lookup<'a, const N: usize> {
 }
 
 impl<'a, const N: usize> Lookup<'a, N> {
+    const fn new() -> Self {
+        Lookup {
+            values: [None; N],
+            duplicate: false,
+        }
+    }
+
+    /// Takes member `m` of the object looked up in, when its key is one of `keys`.
+    fn offer(&mut self, keys: &[&str; N], m: Member<'a>) {
+        if let Some((_, slot)) = keys.iter().zip(self.values.iter_mut()).find(|(k, _)| m.key.eq_str(k)) {
+            self.duplicate |= slot.is_some();
+            slot.get_or_insert(m.value);
+        }
+    }
+
     /// The values, or [`Duplicate`] if some key occurred more than once.
     pub fn unique(self) -> Result<[Option<JsonValue<'a>>; N], Duplicate> {
         if self.duplicate {
@@ -1157,6 +1203,27 @@ mod tests {
         assert_eq!(ms[0].value.members().count(), 0);
         assert_eq!(parse(b"[]").unwrap().elements().count(), 0);
         assert_eq!(parse(b"{ }").unwrap().members().count(), 0);
+    }
+
+    #[test]
+    fn lookup_during_the_scan_matches_a_walk_after_it() {
+        let keys = ["a", "b1", "c", "z"];
+        for doc in [
+            &br#" {"a" : 1, "b\u0031":[true, "x" ,{"a":2}], "c":{"d":{}} , "a":[]} "#[..],
+            br#"{"c":"\"","a":{"b1":1}}"#,
+            br#"{}"#,
+            br#"[{"a":1}]"#,
+            br#""a""#,
+        ] {
+            let v = parse(doc).unwrap();
+            let (scanned, found) = parse_lookup(doc, keys).unwrap();
+            assert_eq!(scanned, v);
+            assert_eq!(found, v.lookup(keys), "{}", String::from_utf8_lossy(doc));
+        }
+        let (_, found) = parse_lookup(br#"{"a":1,"c":{"a":2},"\u0061":3}"#, ["a", "c"]).unwrap();
+        assert!(found.duplicate);
+        assert_eq!(found.values.map(|v| v.map(|v| v.bytes())), [Some(&b"1"[..]), Some(br#"{"a":2}"#)]);
+        assert_eq!(parse_lookup(br#"{"a":1"#, ["a"]).unwrap_err().kind, ErrorKind::UnexpectedEnd);
     }
 
     #[test]
