@@ -3,6 +3,8 @@
 //! The scanner never builds a tree: it validates bytes and reports [`Span`]s.
 //! A [`JsonValue`] pairs a buffer with the span of one validated value inside
 //! it, and hands out views on its members, elements and string contents.
+//! [`parse_lookup`] also hands back chosen members of the top-level object,
+//! taken during the validating pass (the envelope reads a message this way).
 //!
 //! Strictness: invalid UTF-8, control characters in strings, unknown escapes,
 //! lone surrogates (`"\ud800"`), leading zeros, `+1`, `.5`, `1.`, literals
