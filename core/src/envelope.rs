@@ -32,7 +32,7 @@
 //! 2025-03-26 ([`Batch::allowed_in`]).
 
 use crate::error::ErrorCode;
-use crate::json::{self, JsonError, JsonStr, JsonValue, Kind as JsonKind, Span};
+use crate::json::{self, JsonError, JsonStr, JsonValue, Kind as JsonKind, Lookup, Span};
 use crate::meta::{PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY, RELATED_TASK_KEY};
 use crate::method::Method;
 use crate::revision::{Feature, Revision};
@@ -190,6 +190,15 @@ pub struct Envelope<'a> {
     related_task: Option<JsonValue<'a>>,
 }
 
+/// The members of a message the envelope reads, in the order of
+/// [`Envelope::from_lookup`]'s destructuring.
+const MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+
+/// Validates `buf` as JSON and reads its [`MEMBERS`] in the same pass.
+fn scan(buf: &[u8]) -> Result<(JsonValue<'_>, Lookup<'_, 6>), EnvelopeError<'_>> {
+    json::parse_lookup(buf, MEMBERS).map_err(|e| EnvelopeError::new(Reason::NotJson(e)))
+}
+
 fn is_valid_id(v: &JsonValue<'_>) -> bool {
     v.kind() == JsonKind::String || v.is_integer()
 }
@@ -198,18 +207,22 @@ impl<'a> Envelope<'a> {
     /// Parses exactly one message (not a batch) from `buf`, which may be
     /// surrounded by JSON whitespace.
     pub fn parse(buf: &'a [u8]) -> Result<Self, EnvelopeError<'a>> {
-        let v = json::parse(buf).map_err(|e| EnvelopeError::new(Reason::NotJson(e)))?;
-        Self::from_value(v)
+        let (v, found) = scan(buf)?;
+        Self::from_lookup(v, found)
     }
 
     /// Validates an already scanned value as one message.
     pub fn from_value(msg: JsonValue<'a>) -> Result<Self, EnvelopeError<'a>> {
+        Self::from_lookup(msg, msg.lookup(MEMBERS))
+    }
+
+    /// Validates `msg` as one message, given its [`MEMBERS`].
+    fn from_lookup(msg: JsonValue<'a>, found: Lookup<'a, 6>) -> Result<Self, EnvelopeError<'a>> {
         match msg.kind() {
             JsonKind::Object => {}
             JsonKind::Array => return Err(EnvelopeError::new(Reason::Batch)),
             _ => return Err(EnvelopeError::new(Reason::NotObject)),
         }
-        let found = msg.lookup(["jsonrpc", "id", "method", "params", "result", "error"]);
         let [jsonrpc, id, method, params, result, error] = found.values;
         // The id is echoed only when it was read unambiguously and is valid.
         let echo = id.filter(|id| !found.duplicate && is_valid_id(id));
@@ -488,9 +501,9 @@ impl<'a> Message<'a> {
     /// Parses a single message or a non-empty batch. The batch's elements are
     /// validated when iterated, so one bad element does not hide the others.
     pub fn parse(buf: &'a [u8]) -> Result<Self, EnvelopeError<'a>> {
-        let v = json::parse(buf).map_err(|e| EnvelopeError::new(Reason::NotJson(e)))?;
+        let (v, found) = scan(buf)?;
         if v.kind() != JsonKind::Array {
-            return Envelope::from_value(v).map(Message::Single);
+            return Envelope::from_lookup(v, found).map(Message::Single);
         }
         if v.elements().next().is_none() {
             return Err(EnvelopeError::new(Reason::EmptyBatch));

@@ -3,6 +3,8 @@
 //! The scanner never builds a tree: it validates bytes and reports [`Span`]s.
 //! A [`JsonValue`] pairs a buffer with the span of one validated value inside
 //! it, and hands out views on its members, elements and string contents.
+//! [`parse_lookup`] also hands back chosen members of the top-level object,
+//! taken during the validating pass (the envelope reads a message this way).
 //!
 //! Strictness: invalid UTF-8, control characters in strings, unknown escapes,
 //! lone surrogates (`"\ud800"`), leading zeros, `+1`, `.5`, `1.`, literals
@@ -179,51 +181,105 @@ fn decode_escape(buf: &[u8], pos: usize) -> Result<(char, usize), JsonError> {
 
 /// Scans a string starting at the opening quote at `pos`.
 /// Returns the span including both quotes and whether it contains escapes.
+///
+/// Plain ASCII is skipped sixteen bytes at a time ([`ascii_run`]) and checked
+/// by that skip alone; only a run holding non-ASCII bytes is validated as
+/// UTF-8, from its first such byte to the quote or backslash that ends it.
+/// Errors are those of the byte-wise scan in `reference`, which this one
+/// must agree with on every input (a property test and the `json_fast` fuzz
+/// target check it).
 fn scan_string(buf: &[u8], pos: usize) -> Result<(Span, bool), JsonError> {
     if byte_at(buf, pos)? != b'"' {
         return err(ErrorKind::UnexpectedByte, pos);
     }
     let mut i = pos + 1;
     let mut escaped = false;
-    // Start of the current run of unescaped bytes, checked as UTF-8 as a whole.
-    let mut run = i;
     loop {
-        i += plain_run(buf.get(i..).unwrap_or(&[]));
-        let b = byte_at(buf, i)?;
-        match b {
-            b'"' | b'\\' => {
-                if let Err(e) = core::str::from_utf8(buf.get(run..i).unwrap_or(&[])) {
-                    return err(ErrorKind::InvalidUtf8, run + e.valid_up_to());
-                }
-                if b == b'"' {
-                    return Ok((Span::new(pos, i + 1), escaped));
-                }
+        i += ascii_run(buf.get(i..).unwrap_or(&[]));
+        match byte_at(buf, i)? {
+            b'"' => return Ok((Span::new(pos, i + 1), escaped)),
+            b'\\' => {
                 escaped = true;
                 i = decode_escape(buf, i)?.1;
-                run = i;
             }
-            // `plain_run` stops only at a quote, a backslash or a control character.
-            _ => return err(ErrorKind::ControlChar, i),
+            0x00..=0x1f => return err(ErrorKind::ControlChar, i),
+            // Non-ASCII: the run up to the next quote, backslash or control
+            // byte. As in the byte-wise scan, its UTF-8 is judged when a
+            // quote or backslash ends it (a control byte or the end of input
+            // is the error otherwise); the ASCII before it is valid already.
+            _ => {
+                let end = i + plain_run(buf.get(i..).unwrap_or(&[]));
+                if matches!(buf.get(end), Some(b'"' | b'\\')) {
+                    if let Err(e) = core::str::from_utf8(buf.get(i..end).unwrap_or(&[])) {
+                        return err(ErrorKind::InvalidUtf8, i + e.valid_up_to());
+                    }
+                }
+                i = end;
+            }
         }
     }
 }
 
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Flags (the high bit of each byte) the bytes of `w` that are `"`, `\` or a
+/// control character. A flag can be wrong only above a right one (a borrow
+/// runs upwards), so the lowest flag is always the first such byte.
+const fn special(w: u64) -> u64 {
+    const fn below(w: u64, n: u64) -> u64 {
+        w.wrapping_sub(LO * n) & !w & HI
+    }
+    below(w, 0x20) | below(w ^ (LO * b'"' as u64), 1) | below(w ^ (LO * b'\\' as u64), 1)
+}
+
+const fn is_special(b: u8) -> bool {
+    matches!(b, b'"' | b'\\' | 0x00..=0x1f)
+}
+
+/// Length of the run at the start of `s` free of `"`, `\`, control
+/// characters and non-ASCII bytes: what a string scan skips without any
+/// further check.
+fn ascii_run(s: &[u8]) -> usize {
+    run_until(s, |w| special(w) | (w & HI), |b| is_special(b) || !b.is_ascii())
+}
+
 /// Length of the run at the start of `s` free of `"`, `\` and control
-/// characters: what a string scan skips, eight bytes at a time (a word has
-/// such a byte exactly when one of the three masks is non-zero).
+/// characters.
 fn plain_run(s: &[u8]) -> usize {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let below = |w: u64, n: u64| w.wrapping_sub(LO * n) & !w & HI;
-    let special = |w: u64| below(w, 0x20) | below(w ^ (LO * u64::from(b'"')), 1) | below(w ^ (LO * u64::from(b'\\')), 1);
-    let words = s.chunks_exact(8).take_while(|c| {
+    run_until(s, special, is_special)
+}
+
+/// Length of the run at the start of `s` before the first byte that `stop`
+/// flags in a little-endian word (see [`special`]) and `stop_byte` names:
+/// sixteen bytes a step, then eight, then byte by byte.
+#[inline(always)]
+fn run_until(s: &[u8], stop: impl Fn(u64) -> u64, stop_byte: impl Fn(u8) -> bool) -> usize {
+    fn word(c: &[u8]) -> u64 {
         let mut w = [0u8; 8];
         w.copy_from_slice(c);
-        special(u64::from_le_bytes(w)) == 0
-    });
-    let skipped = words.count() * 8;
-    let rest = s.get(skipped..).unwrap_or(&[]);
-    skipped + rest.iter().position(|&b| matches!(b, b'"' | b'\\' | 0x00..=0x1f)).unwrap_or(rest.len())
+        u64::from_le_bytes(w)
+    }
+    let first = |m: u64| (m.trailing_zeros() / 8) as usize;
+    let mut n = 0;
+    let mut pairs = s.chunks_exact(16);
+    for c in &mut pairs {
+        let (a, b) = c.split_at(8);
+        let (ma, mb) = (stop(word(a)), stop(word(b)));
+        if ma | mb != 0 {
+            return n + if ma != 0 { first(ma) } else { 8 + first(mb) };
+        }
+        n += 16;
+    }
+    if let Some(c) = pairs.remainder().get(..8) {
+        let m = stop(word(c));
+        if m != 0 {
+            return n + first(m);
+        }
+        n += 8;
+    }
+    let tail = s.get(n..).unwrap_or(&[]);
+    n + tail.iter().position(|&b| stop_byte(b)).unwrap_or(tail.len())
 }
 
 fn scan_digits(buf: &[u8], mut pos: usize) -> Result<usize, JsonError> {
@@ -271,10 +327,24 @@ fn scan_literal(buf: &[u8], pos: usize, lit: &[u8]) -> Result<usize, JsonError> 
     Ok(pos + lit.len())
 }
 
+/// A string scanner: [`scan_string`], or in tests the byte-wise reference
+/// (a type parameter, so the choice costs nothing).
+trait StringScan: Fn(&[u8], usize) -> Result<(Span, bool), JsonError> + Copy {}
+impl<F: Fn(&[u8], usize) -> Result<(Span, bool), JsonError> + Copy> StringScan for F {}
+
 /// Scans one value whose first byte is at `pos` (no leading whitespace).
 /// Returns its kind and span. Iterative: containers use a bit stack.
-fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
+/// When the value is an object, each of its members is handed to `each` as
+/// soon as the scan has validated it (deeper members are not).
+fn scan_value<'a>(
+    buf: &'a [u8],
+    pos: usize,
+    string: impl StringScan,
+    each: &mut dyn FnMut(Member<'a>),
+) -> Result<(Kind, Span), JsonError> {
     let start = pos;
+    // The top-level member being scanned: key span, key escaped, value start.
+    let mut member = (Span::new(0, 0), false, 0);
     let mut pos = pos;
     // Bit `d` set: the container at depth `d+1` is an object.
     let mut stack: u128 = 0;
@@ -303,14 +373,18 @@ fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
                     pos += 1;
                 } else {
                     if is_obj {
-                        pos = scan_key(buf, pos)?;
+                        let (key, escaped, value) = scan_key(buf, pos, string)?;
+                        if depth == 1 {
+                            member = (key, escaped, value);
+                        }
+                        pos = value;
                     }
                     continue;
                 }
                 None
             }
             b'"' => {
-                pos = scan_string(buf, pos)?.0.end;
+                pos = string(buf, pos)?.0.end;
                 Some(Kind::String)
             }
             b'-' | b'0'..=b'9' => {
@@ -340,13 +414,25 @@ fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
                 let k = first_kind.unwrap_or(Kind::Null);
                 return Ok((k, Span::new(start, pos)));
             }
+            // A top-level item just ended at `pos`: a member when the top is an object.
+            if depth == 1 && first_kind == Some(Kind::Object) {
+                let (key_span, escaped, value) = member;
+                let raw = Span::new(key_span.start + 1, key_span.end.saturating_sub(1)).slice(buf);
+                let first = buf.get(value).copied().unwrap_or(b'n');
+                let value = JsonValue { buf, kind: kind_of(first), span: Span::new(value, pos) };
+                each(Member { key: JsonStr { raw, escaped }, key_span, value });
+            }
             pos = skip_ws(buf, pos);
             let in_obj = stack & (1u128 << (depth - 1)) != 0;
             match byte_at(buf, pos)? {
                 b',' => {
                     pos = skip_ws(buf, pos + 1);
                     if in_obj {
-                        pos = scan_key(buf, pos)?;
+                        let (key, escaped, value) = scan_key(buf, pos, string)?;
+                        if depth == 1 {
+                            member = (key, escaped, value);
+                        }
+                        pos = value;
                     }
                     break;
                 }
@@ -364,14 +450,27 @@ fn scan_value(buf: &[u8], pos: usize) -> Result<(Kind, Span), JsonError> {
     }
 }
 
-/// Scans `"key" :` plus following whitespace; returns the value offset.
-fn scan_key(buf: &[u8], pos: usize) -> Result<usize, JsonError> {
-    let key = scan_string(buf, pos)?.0;
+/// Scans `"key" :` plus following whitespace; returns the key's span,
+/// whether it has escapes, and the value offset.
+fn scan_key(buf: &[u8], pos: usize, string: impl StringScan) -> Result<(Span, bool, usize), JsonError> {
+    let (key, escaped) = string(buf, pos)?;
     let pos = skip_ws(buf, key.end);
     if byte_at(buf, pos)? != b':' {
         return err(ErrorKind::UnexpectedByte, pos);
     }
-    Ok(skip_ws(buf, pos + 1))
+    Ok((key, escaped, skip_ws(buf, pos + 1)))
+}
+
+/// The kind of the value whose first byte is `first`.
+const fn kind_of(first: u8) -> Kind {
+    match first {
+        b'{' => Kind::Object,
+        b'[' => Kind::Array,
+        b'"' => Kind::String,
+        b't' | b'f' => Kind::Bool,
+        b'n' => Kind::Null,
+        _ => Kind::Number,
+    }
 }
 
 // Iteration over a value the scanner already validated uses the cheap
@@ -402,11 +501,7 @@ fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
     let (kind, end) = match first {
         b'"' => (Kind::String, trusted_string(buf, pos).0.end),
         b'{' | b'[' => {
-            let kind = if first == b'{' {
-                Kind::Object
-            } else {
-                Kind::Array
-            };
+            let kind = kind_of(first);
             let mut depth = 0usize;
             let mut i = pos;
             loop {
@@ -428,11 +523,7 @@ fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
             }
         }
         _ => {
-            let kind = match first {
-                b't' | b'f' => Kind::Bool,
-                b'n' => Kind::Null,
-                _ => Kind::Number,
-            };
+            let kind = kind_of(first);
             let len = buf
                 .get(pos..)?
                 .iter()
@@ -452,8 +543,30 @@ fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
 pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
     #[cfg(feature = "parse-count")]
     scan_count::note(buf, scan_count::Scan::Parse);
+    parse_with(buf, scan_string, &mut |_| {})
+}
+
+/// Validates `buf` as [`parse`] does and, in the same pass, looks up `keys`
+/// among the members of its top-level object as [`JsonValue::lookup`]
+/// would: a message's envelope read without walking it a second time.
+pub fn parse_lookup<'a, const N: usize>(
+    buf: &'a [u8],
+    keys: [&str; N],
+) -> Result<(JsonValue<'a>, Lookup<'a, N>), JsonError> {
+    #[cfg(feature = "parse-count")]
+    scan_count::note(buf, scan_count::Scan::Parse);
+    let mut found = Lookup::new();
+    let v = parse_with(buf, scan_string, &mut |m| found.offer(&keys, m))?;
+    Ok((v, found))
+}
+
+fn parse_with<'a>(
+    buf: &'a [u8],
+    string: impl StringScan,
+    each: &mut dyn FnMut(Member<'a>),
+) -> Result<JsonValue<'a>, JsonError> {
     let pos = skip_ws(buf, 0);
-    let (kind, span) = scan_value(buf, pos)?;
+    let (kind, span) = scan_value(buf, pos, string, each)?;
     let v = JsonValue { buf, kind, span };
     let end = skip_ws(buf, v.span.end);
     if end != buf.len() {
@@ -462,13 +575,53 @@ pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
     Ok(v)
 }
 
+/// The scanner with strings read one byte at a time: the reference the fast
+/// string scan must agree with on every input, accepted or not (same value,
+/// same error kind and offset). For tests and the `json_fast` fuzz target.
+#[cfg(any(test, feature = "scan-reference"))]
+pub mod reference {
+    use super::{decode_escape, err, ErrorKind, JsonError, JsonValue, Span};
+
+    /// [`super::parse`] with the byte-wise string scan.
+    pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
+        super::parse_with(buf, scan_string, &mut |_| {})
+    }
+
+    /// A string at `pos`, byte by byte: UTF-8 is checked for each run of
+    /// unescaped bytes when a quote or backslash ends it.
+    pub(super) fn scan_string(buf: &[u8], pos: usize) -> Result<(Span, bool), JsonError> {
+        if super::byte_at(buf, pos)? != b'"' {
+            return err(ErrorKind::UnexpectedByte, pos);
+        }
+        let (mut i, mut run, mut escaped) = (pos + 1, pos + 1, false);
+        loop {
+            let b = super::byte_at(buf, i)?;
+            match b {
+                b'"' | b'\\' => {
+                    if let Err(e) = core::str::from_utf8(buf.get(run..i).unwrap_or(&[])) {
+                        return err(ErrorKind::InvalidUtf8, run + e.valid_up_to());
+                    }
+                    if b == b'"' {
+                        return Ok((Span::new(pos, i + 1), escaped));
+                    }
+                    escaped = true;
+                    i = decode_escape(buf, i)?.1;
+                    run = i;
+                }
+                0x00..=0x1f => return err(ErrorKind::ControlChar, i),
+                _ => i += 1,
+            }
+        }
+    }
+}
+
 /// Validates the one value starting at `pos` (after optional whitespace) and
 /// returns a view on it; bytes after the value are not examined.
 pub fn skip_value(buf: &[u8], pos: usize) -> Result<JsonValue<'_>, JsonError> {
     #[cfg(feature = "parse-count")]
     scan_count::note(buf, scan_count::Scan::Rescan);
     let pos = skip_ws(buf, pos);
-    let (kind, span) = scan_value(buf, pos)?;
+    let (kind, span) = scan_value(buf, pos, scan_string, &mut |_| {})?;
     Ok(JsonValue { buf, kind, span })
 }
 
@@ -585,20 +738,8 @@ impl<'a> JsonValue<'a> {
     /// Looks up several keys of an object in one pass: for each key, its
     /// first value, and whether any of the keys occurs more than once.
     pub fn lookup<const N: usize>(&self, keys: [&str; N]) -> Lookup<'a, N> {
-        let mut found = Lookup {
-            values: [None; N],
-            duplicate: false,
-        };
-        for m in self.members() {
-            if let Some((_, slot)) = keys
-                .iter()
-                .zip(found.values.iter_mut())
-                .find(|(k, _)| m.key.eq_str(k))
-            {
-                found.duplicate |= slot.is_some();
-                slot.get_or_insert(m.value);
-            }
-        }
+        let mut found = Lookup::new();
+        self.members().for_each(|m| found.offer(&keys, m));
         found
     }
 }
@@ -613,6 +754,21 @@ pub struct Lookup<'a, const N: usize> {
 }
 
 impl<'a, const N: usize> Lookup<'a, N> {
+    const fn new() -> Self {
+        Lookup {
+            values: [None; N],
+            duplicate: false,
+        }
+    }
+
+    /// Takes member `m` of the object looked up in, when its key is one of `keys`.
+    fn offer(&mut self, keys: &[&str; N], m: Member<'a>) {
+        if let Some((_, slot)) = keys.iter().zip(self.values.iter_mut()).find(|(k, _)| m.key.eq_str(k)) {
+            self.duplicate |= slot.is_some();
+            slot.get_or_insert(m.value);
+        }
+    }
+
     /// The values, or [`Duplicate`] if some key occurred more than once.
     pub fn unique(self) -> Result<[Option<JsonValue<'a>>; N], Duplicate> {
         if self.duplicate {
@@ -884,18 +1040,43 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Bytes that steer a string scan, and a few ordinary ones.
+    fn scan_byte() -> impl Strategy<Value = u8> {
+        prop_oneof![Just(b'"'), Just(b'\\'), Just(b'u'), Just(b'n'), Just(0x1f), Just(0x20), Just(0x7f), Just(0x80), Just(0xbf), Just(0xc3), Just(0xe2), Just(0xed), Just(0xf0), Just(0xff), any::<u8>()]
+    }
+
     proptest! {
-        // The word-at-a-time skip stops exactly where a byte-by-byte scan
-        // would, wherever the special byte falls in a word.
+        // The word-at-a-time skips stop exactly where a byte-by-byte scan
+        // would, wherever the stopping byte falls in a word.
         #[test]
-        fn plain_run_stops_at_the_first_special_byte(
-            s in prop::collection::vec(prop_oneof![Just(b'"'), Just(b'\\'), Just(0x1f), Just(0x20), Just(0x7f), Just(0x80), Just(0xff), any::<u8>()], 0..40),
-            pad in 0usize..24,
+        fn runs_stop_at_the_first_stopping_byte(
+            s in prop::collection::vec(scan_byte(), 0..40),
+            pad in 0usize..40,
         ) {
             let mut v = vec![b'a'; pad];
             v.extend_from_slice(&s);
-            let naive = v.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(v.len());
-            prop_assert_eq!(plain_run(&v), naive);
+            let naive = |stop: fn(u8) -> bool| v.iter().position(|&b| stop(b)).unwrap_or(v.len());
+            prop_assert_eq!(plain_run(&v), naive(is_special));
+            prop_assert_eq!(ascii_run(&v), naive(|b| is_special(b) || !b.is_ascii()));
+        }
+
+        // The fast string scan and the byte-wise reference agree on every
+        // input: the same value or the same error at the same offset.
+        #[test]
+        fn fast_scan_agrees_with_the_bytewise_reference(
+            body in prop::collection::vec(scan_byte(), 0..80),
+            pad in 0usize..40,
+            text in "\\PC{0,12}",
+        ) {
+            let mut doc = b"[\"".to_vec();
+            doc.extend(std::iter::repeat_n(b'a', pad));
+            doc.extend_from_slice(text.as_bytes());
+            doc.extend_from_slice(&body);
+            let whole = doc.clone();
+            doc.extend_from_slice(b"\"]");
+            for input in [&doc[..], &whole[..]] {
+                prop_assert_eq!(parse(input), reference::parse(input));
+            }
         }
     }
 
@@ -963,6 +1144,11 @@ mod tests {
             (b"\"\xff\"", InvalidUtf8),
             (b"\"\xc3\"", InvalidUtf8),
             (b"\"\xed\xa0\x80\"", InvalidUtf8),
+            // UTF-8 is judged where a quote or backslash ends the run, so a
+            // control byte or the end of input before that is the error.
+            (b"\"\xff\x01\"", ControlChar),
+            (b"\"0123456789abcdef\xc3(\\n\"", InvalidUtf8),
+            (b"\"0123456789abcdef\xc3", UnexpectedEnd),
             (b"[1,]", UnexpectedByte),
             (b"[,1]", UnexpectedByte),
             (b"{\"a\":1,}", UnexpectedByte),
@@ -1019,6 +1205,27 @@ mod tests {
         assert_eq!(ms[0].value.members().count(), 0);
         assert_eq!(parse(b"[]").unwrap().elements().count(), 0);
         assert_eq!(parse(b"{ }").unwrap().members().count(), 0);
+    }
+
+    #[test]
+    fn lookup_during_the_scan_matches_a_walk_after_it() {
+        let keys = ["a", "b1", "c", "z"];
+        for doc in [
+            &br#" {"a" : 1, "b\u0031":[true, "x" ,{"a":2}], "c":{"d":{}} , "a":[]} "#[..],
+            br#"{"c":"\"","a":{"b1":1}}"#,
+            br#"{}"#,
+            br#"[{"a":1}]"#,
+            br#""a""#,
+        ] {
+            let v = parse(doc).unwrap();
+            let (scanned, found) = parse_lookup(doc, keys).unwrap();
+            assert_eq!(scanned, v);
+            assert_eq!(found, v.lookup(keys), "{}", String::from_utf8_lossy(doc));
+        }
+        let (_, found) = parse_lookup(br#"{"a":1,"c":{"a":2},"\u0061":3}"#, ["a", "c"]).unwrap();
+        assert!(found.duplicate);
+        assert_eq!(found.values.map(|v| v.map(|v| v.bytes())), [Some(&b"1"[..]), Some(br#"{"a":2}"#)]);
+        assert_eq!(parse_lookup(br#"{"a":1"#, ["a"]).unwrap_err().kind, ErrorKind::UnexpectedEnd);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The JSON span scanner: any input either fails with an offset inside the
 //! buffer or yields a value whose spans, members and strings stay in bounds
-//! and agree with `skip_value`.
+//! and agree with `skip_value`; the top-level lookup made during the scan
+//! (`parse_lookup`) agrees with one made afterwards.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -40,6 +41,11 @@ fuzz_target!(|data: &[u8]| {
         Ok(v) => {
             let again = json::skip_value(data, v.span().start).expect("a parsed value skips");
             assert_eq!(again.span(), v.span());
+            // The lookup made during the scan is the one made by walking after it.
+            let keys = ["a", "id", "", "\u{e9}"];
+            let (scanned, found) = json::parse_lookup(data, keys).expect("a parsed value parses");
+            assert_eq!(scanned, v);
+            assert_eq!(found, v.lookup(keys));
             walk(v, 0);
         }
         Err(e) => assert!(e.offset <= data.len(), "{e:?} past {}", data.len()),
