@@ -1,7 +1,9 @@
-//! Typed errors of the remote transport's setup: a server's URL, its
-//! configured headers, and the CA certificates its TLS connections trust.
-//! `Display` says what to fix (the wording users see in `mcpx check`,
-//! logs and the status).
+//! Typed errors of the remote transport: its setup (a server's URL, its
+//! configured headers, the CA certificates its TLS connections trust) and
+//! its sessions ([`SessionError`]). `Display` says what to fix (the wording
+//! users see in `mcpx check`, logs, the status and the JSON-RPC errors
+//! answered for a server's requests); a session's error becomes text only
+//! where its end is reported.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -41,6 +43,7 @@ impl fmt::Display for UrlError {
 }
 
 impl std::error::Error for UrlError {}
+
 
 /// For callers that report errors as text.
 impl From<UrlError> for String {
