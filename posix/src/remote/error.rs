@@ -44,7 +44,6 @@ impl fmt::Display for UrlError {
 
 impl std::error::Error for UrlError {}
 
-
 /// For callers that report errors as text.
 impl From<UrlError> for String {
     fn from(e: UrlError) -> String {
