@@ -88,7 +88,7 @@ use crate::hub::{ModernHeaders, Oversize, Upward};
 use crate::logline::show_duration;
 use conn::Connector;
 use http::{Body, Client, Limits, Response};
-use error::SpecError;
+use error::{SessionError, SpecError, Step};
 use url::{Scheme, Url};
 
 /// The events of the stdio supervisor, reported in the same order: `started`
@@ -368,28 +368,16 @@ impl Supervisor {
         Ok((url, connector))
     }
 
-    /// One session: from the first connection to its loss or end.
-    async fn session(&self, url: Url, connector: Connector) -> Ended {
-        let name = &self.spec.name;
-        let client = Client::new(connector, self.opts.max_idle);
-        let warm = async { Ok(client.warm(&url).await) };
-        let ctl = async { Err(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
-        match warm.or(ctl).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                let reason = format!("unreachable: {e}");
-                debug!("server {name}: {reason}");
-                return Ended { end: End::Failed, reason, tail: String::new() };
-            }
-            Err(Ctl::Restart(r)) => return Ended { end: End::Restart, reason: format!("restarted: {r}"), tail: String::new() },
-            Err(Ctl::Shutdown | Ctl::Kill) => return Ended { end: End::Stopped, reason: "stopped".into(), tail: String::new() },
-        }
-        let (fatal_tx, fatal_rx) = channel::bounded::<String>(1);
+    /// The state of a new session at `url`: the session, the channel of
+    /// the failure that ends it, and what closes it (dropped, every task of
+    /// the session stops).
+    fn open(&self, url: Url, client: Client) -> (Rc<Session>, Receiver<SessionError>, Sender<()>) {
+        let (fatal_tx, fatal_rx) = channel::bounded::<SessionError>(1);
         let (closed_tx, closed_rx) = channel::bounded::<()>(1);
         let timeout = Duration::from_millis(self.spec.timeout_ms) + self.opts.timeout_grace;
         let sess = Rc::new(Session {
             id: self.id,
-            name: name.clone(),
+            name: self.spec.name.clone(),
             events: self.events.clone(),
             catalog: self.catalog.clone(),
             auth: self.auth.clone(),
@@ -417,40 +405,60 @@ impl Supervisor {
             list_ids: RefCell::new(Vec::new()),
             list_waiters: RefCell::new(Vec::new()),
         });
+        (sess, fatal_rx, closed_tx)
+    }
+
+    /// One session: from the first connection to its loss or end.
+    async fn session(&self, url: Url, connector: Connector) -> Ended {
+        let name = &self.spec.name;
+        let client = Client::new(connector, self.opts.max_idle);
+        let warm = async { Ok(client.warm(&url).await) };
+        let ctl = async { Err(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
+        match warm.or(ctl).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let reason = SessionError::Http { step: Step::Message, err: http::Error::Connect(e) }.to_string();
+                debug!("server {name}: {reason}");
+                return Ended { end: End::Failed, reason, tail: String::new() };
+            }
+            Err(Ctl::Restart(r)) => return Ended { end: End::Restart, reason: format!("restarted: {r}"), tail: String::new() },
+            Err(Ctl::Shutdown | Ctl::Kill) => return Ended { end: End::Stopped, reason: "stopped".into(), tail: String::new() },
+        }
+        let (sess, fatal_rx, closed_tx) = self.open(url, client);
         let (out_tx, out_rx) = channel::bounded::<(Vec<u8>, Upward)>(self.opts.queue_msgs.max(1));
         *self.sh.out.borrow_mut() = Some(out_tx.clone());
         let t0 = Instant::now();
         debug!("server {name}: connected to {}", sess.url);
         self.events.started(self.id);
 
-        enum Step {
+        enum Next {
             Msg((Vec<u8>, Upward)),
-            Fatal(String),
+            Fatal(Option<SessionError>),
             Ctl(Ctl),
         }
         let result = loop {
-            let msg = async { out_rx.recv().await.map(Step::Msg).unwrap_or(Step::Ctl(Ctl::Shutdown)) };
-            let fatal = async { Step::Fatal(fatal_rx.recv().await.unwrap_or_default()) };
-            let ctl = async { Step::Ctl(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
+            let msg = async { out_rx.recv().await.map(Next::Msg).unwrap_or(Next::Ctl(Ctl::Shutdown)) };
+            let fatal = async { Next::Fatal(fatal_rx.recv().await.ok()) };
+            let ctl = async { Next::Ctl(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
             let step = ctl.or(fatal).or(msg).await;
             let (msg, about) = match step {
-                Step::Msg((m, about)) => {
+                Next::Msg((m, about)) => {
                     self.sh.queued.set(self.sh.queued.get().saturating_sub(m.len()));
                     (m, about)
                 }
-                Step::Fatal(reason) => break Err(reason),
-                Step::Ctl(c) => break Ok(c),
+                Next::Fatal(reason) => break Err(reason),
+                Next::Ctl(c) => break Ok(c),
             };
             // Dispatch, still listening for control and for the session's end.
-            let dispatch = async { Ok::<_, Step>(sess.clone().dispatch(msg, about).await) };
-            let fatal = async { Err(Step::Fatal(fatal_rx.recv().await.unwrap_or_default())) };
-            let ctl = async { Err(Step::Ctl(self.ctl.recv().await.unwrap_or(Ctl::Shutdown))) };
+            let dispatch = async { Ok::<_, Next>(sess.clone().dispatch(msg, about).await) };
+            let fatal = async { Err(Next::Fatal(fatal_rx.recv().await.ok())) };
+            let ctl = async { Err(Next::Ctl(self.ctl.recv().await.unwrap_or(Ctl::Shutdown))) };
             match ctl.or(fatal).or(dispatch).await {
                 Ok(Ok(())) => {}
-                Ok(Err(reason)) => break Err(reason),
-                Err(Step::Fatal(reason)) => break Err(reason),
-                Err(Step::Ctl(c)) => break Ok(c),
-                Err(Step::Msg(_)) => unreachable!(),
+                Ok(Err(reason)) => break Err(Some(reason)),
+                Err(Next::Fatal(reason)) => break Err(reason),
+                Err(Next::Ctl(c)) => break Ok(c),
+                Err(Next::Msg(_)) => unreachable!(),
             }
         };
 
@@ -463,6 +471,8 @@ impl Supervisor {
         let up = show_duration(Duration::from_millis(t0.elapsed().as_millis() as u64));
         match result {
             Err(reason) => {
+                // The one place a session's failure becomes text.
+                let reason = reason.map(|e| e.to_string()).unwrap_or_default();
                 debug!("server {name}: session lost after {up}: {reason}");
                 sess.client.clear();
                 Ended { end: End::Failed, reason, tail: String::new() }
@@ -551,7 +561,7 @@ struct Session {
     /// Looking for the initialize result among delivered messages.
     peek_init: Cell<bool>,
     reinit: Mutex<()>,
-    fatal: Sender<String>,
+    fatal: Sender<SessionError>,
     /// Closed when the session ends: every task of it stops.
     closed: Receiver<()>,
     alive: Cell<bool>,
@@ -569,14 +579,22 @@ struct Session {
 enum PostError {
     /// The session expired (404 with a session id): re-initialize and retry.
     SessionExpired,
-    /// Failed; the text says why (for the error answered to the hub).
-    Failed(String),
-    /// The server cannot be reached at all.
-    Unreachable(String),
     /// A 2026-07-28 server answered -32020 (header mismatch): this body.
     HeaderMismatch(Vec<u8>),
-    /// Authorization failed or needs a person: no request can succeed.
-    Unauthorized(String),
+    /// Failed for this reason (unreachable and unauthorized ones end the
+    /// session, [`SessionError::ends_session`]).
+    Failed(SessionError),
+}
+
+impl PostError {
+    /// Why `step` failed, for a step that is not retried.
+    fn cause(self, step: Step) -> SessionError {
+        match self {
+            PostError::SessionExpired => SessionError::Status { step, status: 404, body: Vec::new() },
+            PostError::HeaderMismatch(body) => SessionError::Status { step, status: 400, body },
+            PostError::Failed(e) => e,
+        }
+    }
 }
 
 impl Session {
@@ -590,7 +608,7 @@ impl Session {
             .detach();
     }
 
-    fn fail(&self, reason: String) {
+    fn fail(&self, reason: SessionError) {
         let _ = self.fatal.try_send(reason);
     }
 
@@ -669,13 +687,13 @@ impl Session {
     }
 
     /// A JSON-RPC error answered to the hub for request `id`.
-    fn answer_error(&self, id: &[u8], why: &str) {
+    fn answer_error(&self, id: &[u8], why: &dyn std::fmt::Display) {
         let out = crate::written::error(Some(id), ErrorCode::InternalError, &format!("server {}: {why}", self.name), None);
         self.deliver(&out, None);
     }
 
     /// Sends one message from the hub, in order (see the module docs).
-    async fn dispatch(self: Rc<Self>, msg: Vec<u8>, about: Upward) -> Result<(), String> {
+    async fn dispatch(self: Rc<Self>, msg: Vec<u8>, about: Upward) -> Result<(), SessionError> {
         let id = about.request_id().map(<[u8]>::to_vec);
         if about.is(Method::Initialize) {
             let id = id.unwrap_or_default();
@@ -726,22 +744,18 @@ impl Session {
     }
 
     /// The `initialize` request: decides the transport, opens the session.
-    async fn initialize(self: Rc<Self>, msg: Vec<u8>, id: Vec<u8>) -> Result<(), String> {
+    async fn initialize(self: Rc<Self>, msg: Vec<u8>, id: Vec<u8>) -> Result<(), SessionError> {
         if self.mode.get() != Mode::Sse {
-            match self.post_raw(&msg, false).await {
+            match self.post_raw(&msg, false, Step::Initialize).await {
                 Ok(resp) if (200..300).contains(&resp.status) => {
                     self.mode.set(Mode::StreamableHttp);
-                    if let Some(sid) = &resp.session_id {
-                        if !valid_session_id(sid) {
-                            return Err("the server sent an Mcp-Session-Id with characters outside visible ASCII".into());
-                        }
-                    }
+                    check_session_id(&resp)?;
                     *self.session_id.borrow_mut() = resp.session_id.clone();
-                    match self.read_reply(resp, Some(&id)).await {
-                        Ok(true) => return Ok(()),
-                        Ok(false) => return Err("the server answered initialize without a result".into()),
-                        Err(e) => return Err(format!("reading the initialize response: {e}")),
-                    }
+                    return match self.read_reply(resp, Some(&id)).await {
+                        Ok(true) => Ok(()),
+                        Ok(false) => Err(SessionError::NoInitResult),
+                        Err(e) => Err(SessionError::InitReply(Box::new(e))),
+                    };
                 }
                 Ok(resp) if self.mode.get() == Mode::Auto && matches!(resp.status, 400 | 404 | 405) => {
                     debug!(
@@ -750,31 +764,25 @@ impl Session {
                     );
                     self.mode.set(Mode::Sse);
                 }
-                Ok(mut resp) => {
-                    let text = resp.body.read_all(4096).await.unwrap_or_default();
-                    return Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)));
-                }
-                Err(PostError::Unreachable(e) | PostError::Failed(e)) => return Err(format!("initialize failed: {e}")),
-                Err(PostError::Unauthorized(e)) => return Err(e),
-                Err(PostError::HeaderMismatch(b)) => return Err(format!("initialize failed: HTTP 400{}", preview_suffix(&b))),
-                Err(PostError::SessionExpired) => return Err("initialize failed: HTTP 404".into()),
+                Ok(resp) => return Err(self.refused(resp, Step::Initialize).await),
+                Err(e) => return Err(e.cause(Step::Initialize)),
             }
         }
         // HTTP+SSE: open the stream, wait for the endpoint, POST to it.
-        let (ep_tx, ep_rx) = channel::bounded::<Result<Url, String>>(1);
+        let (ep_tx, ep_rx) = channel::bounded::<Result<Url, SessionError>>(1);
         let me = self.clone();
         self.spawn(async move { me.legacy_stream(ep_tx).await });
-        let endpoint = async { ep_rx.recv().await.unwrap_or_else(|_| Err("the SSE stream ended".into())) };
+        let endpoint = async { ep_rx.recv().await.unwrap_or(Err(SessionError::SseClosed)) };
         let endpoint = endpoint
             .or(async {
                 Timer::after(self.timeout).await;
-                Err(format!("no endpoint event within {}", show_duration(self.timeout)))
+                Err(SessionError::NoEndpoint(self.timeout))
             })
             .await
-            .map_err(|e| format!("HTTP+SSE fallback failed: {e}"))?;
+            .map_err(|e| SessionError::Fallback(Box::new(e)))?;
         debug!("server {}: HTTP+SSE endpoint {endpoint}", self.name);
         *self.post_url.borrow_mut() = endpoint;
-        match self.post_raw(&msg, false).await {
+        match self.post_raw(&msg, false, Step::Initialize).await {
             Ok(mut resp) if (200..300).contains(&resp.status) => {
                 // The answer comes on the stream; the body is an acknowledgement.
                 if resp.body.drain(64 * 1024).await {
@@ -782,14 +790,15 @@ impl Session {
                 }
                 Ok(())
             }
-            Ok(mut resp) => {
-                let text = resp.body.read_all(4096).await.unwrap_or_default();
-                Err(format!("initialize failed: HTTP {}{}{}", resp.status, auth_hint(resp.status), preview_suffix(&text)))
-            }
-            Err(PostError::Unreachable(e) | PostError::Failed(e) | PostError::Unauthorized(e)) => Err(format!("initialize failed: {e}")),
-                Err(PostError::HeaderMismatch(b)) => Err(format!("initialize failed: HTTP 400{}", preview_suffix(&b))),
-            Err(PostError::SessionExpired) => Err("initialize failed: HTTP 404".into()),
+            Ok(resp) => Err(self.refused(resp, Step::Initialize).await),
+            Err(e) => Err(e.cause(Step::Initialize)),
         }
+    }
+
+    /// `step` answered with HTTP error `resp`: the status and the start of its body.
+    async fn refused(&self, mut resp: Response, step: Step) -> SessionError {
+        let body = resp.body.read_all(4096).await.unwrap_or_default();
+        SessionError::Status { step, status: resp.status, body }
     }
 
     /// The request headers for the current session.
@@ -818,8 +827,8 @@ impl Session {
     }
 
     /// One POST of `msg` to the current endpoint; the response head.
-    async fn post_raw(&self, msg: &[u8], with_session: bool) -> Result<Response, PostError> {
-        self.post_with(msg, with_session, None, None, false).await
+    async fn post_raw(&self, msg: &[u8], with_session: bool, step: Step) -> Result<Response, PostError> {
+        self.post_with(msg, with_session, None, None, false, step).await
     }
 
     /// `modern`: the 2026-07-28 headers of a modern request, sent instead
@@ -833,6 +842,7 @@ impl Session {
         written: Option<&Sender<()>>,
         modern: Option<&[(String, Vec<u8>)]>,
         quiet_ok: bool,
+        step: Step,
     ) -> Result<Response, PostError> {
         let mut attempts = 0;
         loop {
@@ -849,10 +859,7 @@ impl Session {
                 .client
                 .request("POST", &url, &fields, msg, self.limits((!quiet_ok).then_some(self.timeout)), written)
                 .await
-                .map_err(|e| match e {
-                    http::Error::Connect(e) => PostError::Unreachable(e.to_string()),
-                    http::Error::Io(e) => PostError::Failed(e.to_string()),
-                })?;
+                .map_err(|err| PostError::Failed(SessionError::Http { step, err }))?;
             let Some(auth) = self.auth.as_ref().filter(|_| matches!(resp.status, 401 | 403)) else { return Ok(resp) };
             // Requirement: authz-client-parses-www-authenticate, authz-step-up (a retry limit)
             if attempts >= oauth::MAX_ATTEMPTS {
@@ -866,7 +873,7 @@ impl Session {
             }
             let version = self.version.borrow().clone();
             if let Err(e) = auth.challenge(resp.status, www.as_deref(), sent.as_deref(), version.as_deref()).await {
-                return Err(PostError::Unauthorized(e));
+                return Err(PostError::Failed(SessionError::Auth(e)));
             }
         }
     }
@@ -890,7 +897,7 @@ impl Session {
         let mut written = written;
         loop {
             let generation = self.generation.get();
-            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), listen).await;
+            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), listen, Step::Message).await;
             written = None;
             let failure = match r {
                 Ok(resp) => match self.handle_post_response(resp, request_id.as_deref()).await {
@@ -904,12 +911,7 @@ impl Session {
                     retried = true;
                     debug!("server {}: session expired (HTTP 404); re-initializing", self.name);
                     if let Err(e) = self.reinitialize(generation).await {
-                        let reason = format!("session expired and re-initializing failed: {e}");
-                        if let Some(id) = &request_id {
-                            self.answer_error(id, &reason);
-                        }
-                        self.fail(reason);
-                        return;
+                        return self.post_failed(request_id.as_deref(), &what, SessionError::Reinitialize(Box::new(e)));
                     }
                 }
                 PostError::HeaderMismatch(body) if !relisted && self.catalog.is_some() => {
@@ -926,37 +928,23 @@ impl Session {
                     self.deliver(&body, None);
                     return;
                 }
-                PostError::SessionExpired => {
-                    let why = "session expired again right after re-initializing (HTTP 404)".to_string();
-                    match &request_id {
-                        Some(id) => self.answer_error(id, &why),
-                        None => warn!("server {}: {what}: {why}", self.name),
-                    }
-                    return;
-                }
-                PostError::Failed(why) => {
-                    match &request_id {
-                        Some(id) => self.answer_error(id, &why),
-                        None => warn!("server {}: {what} not delivered: {why}", self.name),
-                    }
-                    return;
-                }
-                PostError::Unreachable(why) => {
-                    if let Some(id) = &request_id {
-                        self.answer_error(id, &format!("unreachable: {why}"));
-                    }
-                    self.fail(format!("unreachable: {why}"));
-                    return;
-                }
-                PostError::Unauthorized(why) => {
-                    // Its tools stay away until it is authorized.
-                    if let Some(id) = &request_id {
-                        self.answer_error(id, &why);
-                    }
-                    self.fail(why);
-                    return;
-                }
+                PostError::SessionExpired => return self.post_failed(request_id.as_deref(), &what, SessionError::ExpiredAgain),
+                PostError::Failed(why) => return self.post_failed(request_id.as_deref(), &what, why),
             }
+        }
+    }
+
+    /// A message from the hub failed: a request is answered with the error;
+    /// a failure that no later message can escape ends the session (an
+    /// unauthorized server's tools stay away until it is authorized).
+    fn post_failed(&self, request_id: Option<&[u8]>, what: &str, why: SessionError) {
+        match request_id {
+            Some(id) => self.answer_error(id, &why),
+            None if !why.ends_session() => warn!("server {}: {what} not delivered: {why}", self.name),
+            None => {}
+        }
+        if why.ends_session() {
+            self.fail(why);
         }
     }
 
@@ -989,7 +977,7 @@ impl Session {
             return match self.read_reply(resp, request_id).await {
                 Ok(true) => Ok(()),
                 Ok(false) if request_id.is_none() || status == 202 => Ok(()),
-                Ok(false) => Err(PostError::Failed(format!("HTTP {status} without a response to the request"))),
+                Ok(false) => Err(PostError::Failed(SessionError::NoAnswer { status })),
                 Err(e) => Err(PostError::Failed(e)),
             };
         }
@@ -1011,12 +999,12 @@ impl Session {
                 return Ok(());
             }
         }
-        Err(PostError::Failed(format!("HTTP {status}{}{}", auth_hint(status), preview_suffix(&body))))
+        Err(PostError::Failed(SessionError::Status { step: Step::Message, status, body }))
     }
 
     /// Reads a JSON or SSE reply and delivers its messages. Returns whether
     /// the response to `request_id` was among them.
-    async fn read_reply(self: &Rc<Self>, mut resp: Response, request_id: Option<&[u8]>) -> Result<bool, String> {
+    async fn read_reply(self: &Rc<Self>, mut resp: Response, request_id: Option<&[u8]>) -> Result<bool, SessionError> {
         if resp.content_type == "text/event-stream" {
             let mut st = SseState::default();
             let got = self.read_sse(&mut resp.body, &mut st, request_id, false).await;
@@ -1028,7 +1016,7 @@ impl Session {
                 Err(e) => Err(e),
             };
         }
-        let body = resp.body.read_all(self.opts.max_message).await.map_err(|e| e.to_string())?;
+        let body = resp.body.read_all(self.opts.max_message).await.map_err(SessionError::Read)?;
         self.client.recycle(resp.body);
         let body_t = body.trim_ascii();
         if body_t.is_empty() {
@@ -1044,8 +1032,8 @@ impl Session {
 
     /// A POST's stream ended before its response: resume it with GET and
     /// `Last-Event-ID`, after the server's `retry` delay.
-    async fn resume(self: &Rc<Self>, mut st: SseState, request_id: &[u8], err: Option<String>) -> Result<bool, String> {
-        let why = err.unwrap_or_else(|| "the server ended the stream".into());
+    async fn resume(self: &Rc<Self>, mut st: SseState, request_id: &[u8], err: Option<SessionError>) -> Result<bool, SessionError> {
+        let ended = err.map(Box::new);
         for _ in 0..self.opts.max_resumes {
             if st.last_id.is_empty() {
                 break;
@@ -1053,15 +1041,21 @@ impl Session {
             Timer::after(st.retry.unwrap_or(self.opts.sse_retry)).await;
             let resp = match self.get_stream(Some(&st.last_id)).await {
                 Ok(r) if (200..300).contains(&r.status) && r.content_type == "text/event-stream" => r,
-                Ok(r) => return Err(format!("{why} before answering, and resuming it failed with HTTP {}", r.status)),
-                Err(e) => return Err(format!("{why} before answering, and resuming it failed: {e}")),
+                Ok(r) => {
+                    let resume = SessionError::NotStream { status: r.status, content_type: r.content_type };
+                    return Err(SessionError::Unanswered { ended, resume: Some(Box::new(resume)) });
+                }
+                Err(err) => {
+                    let resume = SessionError::Http { step: Step::Message, err };
+                    return Err(SessionError::Unanswered { ended, resume: Some(Box::new(resume)) });
+                }
             };
             let mut body = resp.body;
             if let Ok(true) = self.read_sse(&mut body, &mut st, Some(request_id), false).await {
                 return Ok(true);
             }
         }
-        Err(format!("{why} before answering"))
+        Err(SessionError::Unanswered { ended, resume: None })
     }
 
     /// A GET for an SSE stream on the MCP endpoint.
@@ -1077,13 +1071,13 @@ impl Session {
 
     /// Reads SSE events from `body`, delivering each message. Stops after the
     /// response to `request_id`, if given; returns whether it came.
-    async fn read_sse(&self, body: &mut Body, st: &mut SseState, request_id: Option<&[u8]>, swallow_init: bool) -> Result<bool, String> {
+    async fn read_sse(&self, body: &mut Body, st: &mut SseState, request_id: Option<&[u8]>, swallow_init: bool) -> Result<bool, SessionError> {
         let mut dec = SseDecoder::new(vec![0u8; self.opts.max_message.max(4)]);
         loop {
             let chunk = match body.next_chunk().await {
                 Ok(Some(c)) => c,
                 Ok(None) => return Ok(false),
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(SessionError::Read(e)),
             };
             let mut input = chunk;
             while !input.is_empty() {
@@ -1131,51 +1125,43 @@ impl Session {
     /// One re-initialize after the session of `generation` expired: the kept
     /// `initialize` without a session, then `notifications/initialized`.
     /// Concurrent callers for the same generation wait for the first.
-    async fn reinitialize(self: &Rc<Self>, generation: u64) -> Result<(), String> {
+    async fn reinitialize(self: &Rc<Self>, generation: u64) -> Result<(), SessionError> {
         let _guard = self.reinit.lock().await;
         if self.generation.get() != generation {
             return Ok(());
         }
-        let (init, id) = self.init.borrow().clone().ok_or("no initialize request to repeat")?;
+        let (init, id) = self.init.borrow().clone().ok_or(SessionError::NothingToRepeat)?;
         *self.session_id.borrow_mut() = None;
-        let resp = match self.post_raw(&init, false).await {
+        let resp = match self.post_raw(&init, false, Step::Initialize).await {
             Ok(r) if (200..300).contains(&r.status) => r,
-            Ok(r) => return Err(format!("initialize answered HTTP {}", r.status)),
-            Err(PostError::Failed(e) | PostError::Unreachable(e) | PostError::Unauthorized(e)) => return Err(e),
-                Err(PostError::HeaderMismatch(b)) => return Err(format!("HTTP 400{}", preview_suffix(&b))),
-            Err(PostError::SessionExpired) => return Err("initialize answered HTTP 404".into()),
+            Ok(r) => return Err(self.refused(r, Step::Initialize).await),
+            Err(e) => return Err(e.cause(Step::Initialize)),
         };
-        if let Some(sid) = &resp.session_id {
-            if !valid_session_id(sid) {
-                return Err("the server sent an Mcp-Session-Id with characters outside visible ASCII".into());
-            }
-        }
+        check_session_id(&resp)?;
         let sid = resp.session_id.clone();
         let mut resp = resp;
         let got = if resp.content_type == "text/event-stream" {
             let mut st = SseState::default();
             self.read_sse(&mut resp.body, &mut st, Some(&id), true).await?
         } else {
-            let body = resp.body.read_all(self.opts.max_message).await.map_err(|e| e.to_string())?;
+            let body = resp.body.read_all(self.opts.max_message).await.map_err(SessionError::Read)?;
             self.client.recycle(resp.body);
             self.note_init_result(body.trim_ascii(), false)
         };
         if !got {
-            return Err("no initialize result".into());
+            return Err(SessionError::NoInitResult);
         }
         *self.session_id.borrow_mut() = sid;
         let note = self.initialized.borrow().clone();
         if let Some(note) = note {
-            match self.post_raw(&note, true).await {
+            match self.post_raw(&note, true, Step::Initialized).await {
                 Ok(mut r) if (200..300).contains(&r.status) => {
                     if r.body.drain(64 * 1024).await {
                         self.client.recycle(r.body);
                     }
                 }
-                Ok(r) => return Err(format!("notifications/initialized answered HTTP {}", r.status)),
-                Err(PostError::Failed(e) | PostError::Unreachable(e) | PostError::Unauthorized(e)) => return Err(e),
-                Err(PostError::HeaderMismatch(b)) => return Err(format!("HTTP 400{}", preview_suffix(&b))),
-                Err(PostError::SessionExpired) => return Err("notifications/initialized answered HTTP 404".into()),
+                Ok(r) => return Err(self.refused(r, Step::Initialized).await),
+                Err(e) => return Err(e.cause(Step::Initialized)),
             }
         }
         self.generation.set(generation + 1);
@@ -1219,14 +1205,17 @@ impl Session {
                 Ok(r) if (200..300).contains(&r.status) && r.content_type == "text/event-stream" => {
                     let mut body = r.body;
                     let end = self.read_sse(&mut body, &mut st, None, false).await;
-                    debug!("server {}: standalone SSE stream ended: {}", self.name, end.err().unwrap_or_else(|| "closed".into()));
+                    match end {
+                        Err(e) => debug!("server {}: standalone SSE stream ended: {e}", self.name),
+                        Ok(_) => debug!("server {}: standalone SSE stream ended: closed", self.name),
+                    }
                 }
                 Ok(r) => {
                     debug!("server {}: standalone SSE stream refused: HTTP {} {:?}", self.name, r.status, r.content_type);
                 }
-                Err(http::Error::Connect(e)) => {
+                Err(err @ http::Error::Connect(_)) => {
                     // The server is gone: so are its tools, until it is back.
-                    self.fail(format!("unreachable: {e}"));
+                    self.fail(SessionError::Http { step: Step::Message, err });
                     return;
                 }
                 Err(e) => debug!("server {}: standalone SSE stream failed: {e}", self.name),
@@ -1242,18 +1231,18 @@ impl Session {
 
     /// The SSE stream of an HTTP+SSE server: first the `endpoint` event,
     /// then every message. Its end ends the session.
-    async fn legacy_stream(self: Rc<Self>, endpoint: Sender<Result<Url, String>>) {
+    async fn legacy_stream(self: Rc<Self>, endpoint: Sender<Result<Url, SessionError>>) {
         let h = self.headers(b"text/event-stream", false);
         let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
         let limits = Limits { max_head: self.opts.max_head, head_timeout: self.timeout, idle_timeout: None };
         let resp = match self.client.request("GET", &self.url, &fields, b"", limits, None).await {
             Ok(r) if (200..300).contains(&r.status) && r.content_type == "text/event-stream" => r,
             Ok(r) => {
-                let _ = endpoint.try_send(Err(format!("GET answered HTTP {} {:?}", r.status, r.content_type)));
+                let _ = endpoint.try_send(Err(SessionError::NotStream { status: r.status, content_type: r.content_type }));
                 return;
             }
-            Err(e) => {
-                let _ = endpoint.try_send(Err(e.to_string()));
+            Err(err) => {
+                let _ = endpoint.try_send(Err(SessionError::Http { step: Step::Message, err }));
                 return;
             }
         };
@@ -1263,8 +1252,8 @@ impl Session {
         let end = loop {
             let chunk = match body.next_chunk().await {
                 Ok(Some(c)) => c,
-                Ok(None) => break "the server closed the SSE stream".to_string(),
-                Err(e) => break format!("the SSE stream failed: {e}"),
+                Ok(None) => break SessionError::SseClosed,
+                Err(e) => break SessionError::SseFailed(e),
             };
             let mut input = chunk;
             while !input.is_empty() {
@@ -1278,8 +1267,8 @@ impl Session {
                             }
                             have_endpoint = true;
                             let r = std::str::from_utf8(ev.data.trim_ascii())
-                                .map_err(|_| "endpoint is not UTF-8".to_string())
-                                .and_then(|s| self.url.join_same_origin(s).map_err(String::from));
+                                .map_err(|_| SessionError::EndpointNotUtf8)
+                                .and_then(|s| self.url.join_same_origin(s).map_err(SessionError::Endpoint));
                             let _ = endpoint.try_send(r);
                         }
                         SseItem::Event(ev) if ev.event.unwrap_or(b"message") == b"message" => self.deliver(ev.data, None),
@@ -1335,30 +1324,10 @@ fn answers(msg: &[u8], id: &[u8]) -> bool {
     }
 }
 
-/// What to check after a 401 or 403.
-fn auth_hint(status: u16) -> &'static str {
-    match status {
-        401 | 403 => " (check the server's \"headers\" in the config, e.g. Authorization, or give it an \"oauth\" block)",
-        _ => "",
-    }
-}
-
 /// Session ids are visible ASCII (0x21..0x7E); anything else is not echoed.
-fn valid_session_id(sid: &[u8]) -> bool {
-    !sid.is_empty() && sid.iter().all(|&b| (0x21..=0x7e).contains(&b))
-}
-
-/// `: <first 200 bytes of body>` for error messages, or nothing.
-fn preview_suffix(body: &[u8]) -> String {
-    let t = body.trim_ascii();
-    if t.is_empty() {
-        return String::new();
-    }
-    let s = String::from_utf8_lossy(&t[..t.len().min(200)]);
-    let s: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-    if t.len() > 200 {
-        format!(": {s}…")
-    } else {
-        format!(": {s}")
+fn check_session_id(resp: &Response) -> Result<(), SessionError> {
+    match &resp.session_id {
+        Some(sid) if sid.is_empty() || !sid.iter().all(|&b| (0x21..=0x7e).contains(&b)) => Err(SessionError::BadSessionId),
+        _ => Ok(()),
     }
 }

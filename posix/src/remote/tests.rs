@@ -1361,3 +1361,77 @@ fn a_listen_stream_may_stay_silent_longer_than_the_request_timeout() {
 }
 
 mod oauth;
+
+/// A session of `spec` opened directly (no supervisor task), for tests that
+/// look at a session's typed errors: the session and its fatal channel.
+fn open_session(ex: &Rc<LocalExecutor<'static>>, spec: RemoteSpec, log: Rc<Log>) -> (Rc<Session>, Receiver<SessionError>, Sender<()>) {
+    let (ctl_tx, ctl) = channel::bounded(1);
+    let sh = Rc::new(Shared { out: RefCell::new(None), queued: Cell::new(0), max_bytes: 1 << 20, ctl: ctl_tx });
+    let sup = Supervisor { id: 0, spec, opts: fast(), events: log, catalog: None, auth: None, ex: ex.clone(), sh, ctl };
+    let (url, connector) = sup.prepare().unwrap();
+    sup.open(url, Client::new(connector, 1))
+}
+
+/// Sends `msg` from the hub through the session, with what it is.
+async fn dispatch(sess: &Rc<Session>, msg: &str) -> Result<(), SessionError> {
+    sess.clone().dispatch(msg.as_bytes().to_vec(), describe(msg.as_bytes(), None)).await
+}
+
+#[test]
+fn an_initialize_answered_http_500_is_the_status_error_of_the_initialize_step() {
+    let srv = Server::start(|_| Reply::Json(500, vec![], r#"{"oops":true}"#.into()));
+    run(Duration::from_secs(20), |ex| async move {
+        let (sess, _fatal, _closed) = open_session(&ex, spec(&srv.url), Rc::new(Log::default()));
+        let err = dispatch(&sess, INIT).await.unwrap_err();
+        match &err {
+            SessionError::Status { step: Step::Initialize, status: 500, body } => assert_eq!(body, br#"{"oops":true}"#),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(srv.requests().len(), 1, "a 500 is no cue to fall back to HTTP+SSE");
+    });
+}
+
+// covers: streamable-http-client-reinit-on-404
+#[test]
+fn a_failed_re_initialize_ends_the_session_with_the_cause_of_its_step() {
+    let inits = Arc::new(StdMutex::new(0u32));
+    let n2 = inits.clone();
+    let srv = Server::start(move |req| match (req.method.as_str(), req.rpc_method().as_str()) {
+        ("POST", "initialize") => {
+            let mut n = n2.lock().unwrap();
+            *n += 1;
+            match *n {
+                1 => Reply::Json(200, vec![("mcp-session-id", "sess-1".into())], init_result("2025-03-26")),
+                _ => Reply::Status(503),
+            }
+        }
+        ("GET", _) => Reply::Status(405),
+        ("POST", "notifications/initialized") => Reply::Status(202),
+        // The session expires as soon as it is used for a request.
+        _ => Reply::Status(404),
+    });
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (sess, fatal, _closed) = open_session(&ex, spec(&srv.url), log.clone());
+        dispatch(&sess, INIT).await.unwrap();
+        dispatch(&sess, INITIALIZED).await.unwrap();
+        dispatch(&sess, r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#).await.unwrap();
+        let end = fatal.recv().or(async {
+            Timer::after(Duration::from_secs(5)).await;
+            panic!("the session did not end")
+        });
+        match end.await.unwrap() {
+            SessionError::Reinitialize(cause) => {
+                assert!(matches!(*cause, SessionError::Status { step: Step::Initialize, status: 503, .. }), "{cause:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // The request is answered with the same cause.
+        assert!(until(Duration::from_secs(5), || log.answer(7.into()).is_some()).await, "{:?}", log.all());
+        let msg = log.answer(7.into()).unwrap()["error"]["message"].as_str().unwrap_or("").to_string();
+        assert!(msg.contains("re-initializing failed") && msg.contains("HTTP 503"), "{msg}");
+        // The second initialize went without the expired session.
+        let reinit = srv.requests().into_iter().filter(|q| q.rpc_method() == "initialize").nth(1).expect("a second initialize");
+        assert_eq!(reinit.header("mcp-session-id"), None);
+    });
+}
