@@ -12,6 +12,8 @@ mod backoff;
 mod childenv;
 mod cli;
 mod cmd;
+#[cfg(feature = "cluster")]
+mod cluster;
 mod config;
 mod example;
 mod http;
