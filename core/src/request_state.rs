@@ -340,6 +340,22 @@ impl Keys {
         replay: &mut ReplaySet<N>,
         scratch: &'s mut [u8],
     ) -> Result<Opened<'s>, OpenError> {
+        let opened = self.verify(token, binding, now_ms, scratch)?;
+        replay.claim(&opened, binding.principal, now_ms)?;
+        Ok(opened)
+    }
+
+    /// [`Keys::open`] without the single-use check: every other check, in
+    /// the same order. The caller claims the nonce itself, once, where the
+    /// single-use set is kept (e.g. a store shared by several servers, or
+    /// [`ReplaySet::claim`]); a verified token is not used until then.
+    pub fn verify<'s>(
+        &self,
+        token: &str,
+        binding: &Binding<'_>,
+        now_ms: u64,
+        scratch: &'s mut [u8],
+    ) -> Result<Opened<'s>, OpenError> {
         let needed = decoded_len(token.len()).ok_or(OpenError::Malformed)?;
         if needed > sealed_len(MAX_METHOD_LEN, MAX_INNER_LEN) {
             return Err(OpenError::Malformed);
@@ -386,7 +402,6 @@ impl Keys {
         if Sha256::digest(binding.params).as_slice() != params {
             return Err(OpenError::ParamsMismatch);
         }
-        replay.redeem(&nonce, &principal, expires_at_ms, now_ms)?;
         Ok(Opened { inner, key_id, expires_at_ms, nonce })
     }
 }
@@ -493,6 +508,15 @@ impl<const N: usize> ReplaySet<N> {
     /// Whether no token is recorded.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Records the nonce of `opened` (a token [`Keys::verify`] accepted for
+    /// `principal`) until the token expires, or refuses it: already used
+    /// ([`OpenError::Replayed`]), or no room ([`OpenError::ReplaySetFull`],
+    /// [`OpenError::ReplayShareFull`]; the token stays unused).
+    pub fn claim(&mut self, opened: &Opened<'_>, principal: &[u8], now_ms: u64) -> Result<(), OpenError> {
+        let principal: [u8; DIGEST_LEN] = Sha256::digest(principal).into();
+        self.redeem(&opened.nonce, &principal, opened.expires_at_ms, now_ms)
     }
 
     fn redeem(

@@ -123,6 +123,33 @@ fn a_token_opens_once() {
     assert!(open_with(&k, &fresh, &binding(), NOW, &mut replay).is_ok());
 }
 
+// Verification and the single-use claim apart (replicas claim in a shared
+// store): verify checks everything but single use and records nothing; the
+// claim is what makes a token used, once.
+// covers: mrtr-single-use-enforced, mrtr-requeststate-attacker-controlled
+#[test]
+fn verify_does_not_claim_and_a_claim_counts_once() {
+    let k = keys();
+    let token = seal_with(&k, &binding(), b"s", 3);
+    let mut scratch = vec![0u8; token.len()];
+    let mut replay = ReplaySet::<4>::new();
+    for _ in 0..2 {
+        let v = k.verify(&token, &binding(), NOW, &mut scratch).unwrap();
+        assert_eq!((v.inner, v.nonce), (&b"s"[..], [3; NONCE_LEN]));
+    }
+    assert!(replay.is_empty(), "verify records nothing");
+    let v = k.verify(&token, &binding(), NOW, &mut scratch).unwrap();
+    assert_eq!(replay.claim(&v, binding().principal, NOW), Ok(()));
+    assert_eq!(replay.claim(&v, binding().principal, NOW + 1), Err(OpenError::Replayed));
+    // A claimed token no longer opens, and verify still rejects what open rejects.
+    assert_eq!(open_with(&k, &token, &binding(), NOW + 1, &mut replay), Err(OpenError::Replayed));
+    let wrong = Binding { principal: b"user:mallory", ..binding() };
+    assert_eq!(k.verify(&token, &wrong, NOW, &mut scratch).err(), Some(OpenError::PrincipalMismatch));
+    let mut forged = token.clone().into_bytes();
+    forged[20] = if forged[20] == b'A' { b'B' } else { b'A' };
+    assert_eq!(k.verify(std::str::from_utf8(&forged).unwrap(), &binding(), NOW, &mut scratch).err(), Some(OpenError::BadSignature));
+}
+
 // The bounded replay set.
 // row: mrtr-single-use-enforced
 #[test]

@@ -223,6 +223,8 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// `"tasks"`: caps of the tasks mcpx runs and relays (see [`TaskSettings`]).
     pub tasks: TaskSettings,
+    /// `"state"` and `"cluster"`: replicas sharing state (see [`ClusterSettings`]).
+    pub cluster: ClusterSettings,
     /// Non-fatal problems, each formatted `file:line:col: message`.
     pub warnings: Vec<String>,
     /// The file's text, to point at problems found later (empty if built in).
@@ -397,6 +399,7 @@ pub fn builtin_default() -> Config {
         http: HttpSettings::default(),
         policy: PolicyConfig::default(),
         tasks: TaskSettings::default(),
+        cluster: ClusterSettings::default(),
         warnings: Vec::new(),
         text: String::new(),
     }
@@ -581,12 +584,13 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     cx.unknown_keys(
         &top,
         obj,
-        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "shutdownGraceMs", "policy", "tasks", "lazy", "idleStopMs"],
+        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "shutdownGraceMs", "policy", "tasks", "lazy", "idleStopMs", "state", "cluster"],
     );
     let power = parse_power(&mut cx, &top, obj, Power::default());
     let http = parse_http(&mut cx, &top, obj);
     let policy = parse_policy(&mut cx, &top, obj);
     let tasks = parse_tasks(&mut cx, &top, obj);
+    let cluster = parse_cluster(&mut cx, &top, obj);
 
     let separator = match obj.get("separator") {
         None => DEFAULT_SEPARATOR.to_string(),
@@ -712,6 +716,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         http,
         policy,
         tasks,
+        cluster,
         warnings: cx.warnings,
         text: src.to_string(),
     })
@@ -834,6 +839,156 @@ fn parse_tasks(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value
             _ => &mut out.max_poll_ms,
         };
         *slot = Some(n);
+    }
+    out
+}
+
+// --- "state" and "cluster" (issue 16; the hub side is crate::hub::shared) ---
+
+/// The `requestState` sealing key shared by replicas: 32 bytes. Its
+/// `Debug` shows nothing of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StateKey(pub [u8; 32]);
+
+impl fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StateKey(<secret>)")
+    }
+}
+
+impl StateKey {
+    /// 64 hex digits, or base64 (standard or URL-safe, padded or not) of
+    /// 32 bytes; surrounding whitespace is ignored.
+    pub fn parse(text: &str) -> Result<StateKey, String> {
+        use base64::Engine as _;
+        let t = text.trim();
+        let hex = (t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| (0..32).map(|i| u8::from_str_radix(&t[2 * i..2 * i + 2], 16).unwrap_or(0)).collect::<Vec<u8>>());
+        let engines = [base64::engine::general_purpose::STANDARD, base64::engine::general_purpose::URL_SAFE];
+        let b64 = || engines.iter().find_map(|e| e.decode(t).ok().or_else(|| e.decode(format!("{t}=")).ok()));
+        match hex.or_else(b64).map(<[u8; 32]>::try_from) {
+            Some(Ok(k)) => Ok(StateKey(k)),
+            Some(Err(v)) => Err(format!("the key is {} bytes; it must be 32 (e.g. `openssl rand -hex 32`)", v.len())),
+            None => Err("the key is neither 64 hex digits nor base64 of 32 bytes (e.g. `openssl rand -hex 32`)".to_string()),
+        }
+    }
+}
+
+/// `"state": {"url": "redis://HOST:PORT/DB", "keyFile": "PATH"}` and
+/// `"cluster": {"replica": "r1", "peers": {"r2": "http://10.0.0.2:7402"}}`,
+/// with the environment's `MCPX_STATE_URL`, `MCPX_STATE_KEY` (the key
+/// itself, before `keyFile`) and `MCPX_REPLICA` (before `cluster.replica`).
+/// All absent: one mcpx, state in memory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterSettings {
+    /// The shared store (Redis or Valkey).
+    pub state_url: Option<String>,
+    /// The sealing key every replica shares.
+    pub state_key: Option<StateKey>,
+    /// This replica's id; `Some` = in a cluster.
+    pub replica: Option<String>,
+    /// The other replicas: id and base URL of their internal hop.
+    pub peers: Vec<(String, String)>,
+}
+
+impl ClusterSettings {
+    /// What the hub needs of these settings.
+    pub fn hub_options(&self) -> crate::hub::ClusterOptions {
+        crate::hub::ClusterOptions {
+            replica: self.replica.clone(),
+            peers: self.peers.iter().map(|(id, _)| id.clone()).collect(),
+            shared: self.state_url.is_some(),
+            state_key: self.state_key.as_ref().map(|k| k.0),
+            ..Default::default()
+        }
+    }
+}
+
+fn parse_cluster(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value>) -> ClusterSettings {
+    let mut out = ClusterSettings::default();
+    let env = |k: &str| (cx.env)(k).filter(|v| !v.trim().is_empty());
+    let (env_url, env_key, env_replica) = (env("MCPX_STATE_URL"), env("MCPX_STATE_KEY"), env("MCPX_REPLICA"));
+    let object = |cx: &mut Ctx<'_>, key: &str, example: &str| match obj.get(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(o)) => Some(o.clone()),
+        Some(other) => {
+            cx.err(&top.key(key), format!("expected an object like {example}, found {}", type_name(other)));
+            None
+        }
+    };
+    let at = top.key("state");
+    let state = object(cx, "state", r#"{"url": "redis://127.0.0.1:6379/0"}"#);
+    let mut key_file = None;
+    if let Some(st) = &state {
+        cx.unknown_keys(&at, st, &["url", "keyFile"]);
+        out.state_url = st.get("url").and_then(|v| cx.string(&at.key("url"), v));
+        key_file = st.get("keyFile").and_then(|v| cx.string(&at.key("keyFile"), v)).and_then(|s| cx.path(&at.key("keyFile"), &s));
+    }
+    if let Some(u) = env_url {
+        out.state_url = Some(u);
+    }
+    if let Some(u) = &out.state_url {
+        if !(u.starts_with("redis://") || u.starts_with("rediss://")) {
+            cx.err(&at.key("url"), format!("{u:?} is not a Redis URL (redis://HOST:PORT/DB; from \"state.url\" or MCPX_STATE_URL)"));
+        }
+    }
+    match (env_key, key_file) {
+        (Some(k), _) => match StateKey::parse(&k) {
+            Ok(k) => out.state_key = Some(k),
+            Err(why) => cx.err(&at, format!("MCPX_STATE_KEY: {why}")),
+        },
+        (None, Some(f)) => match std::fs::read(&f) {
+            Ok(bytes) if bytes.len() == 32 => out.state_key = Some(StateKey(bytes.try_into().unwrap_or([0; 32]))),
+            Ok(bytes) => match StateKey::parse(&String::from_utf8_lossy(&bytes)) {
+                Ok(k) => out.state_key = Some(k),
+                Err(why) => cx.err(&at.key("keyFile"), format!("{}: {why}", f.display())),
+            },
+            Err(e) => cx.err(&at.key("keyFile"), format!("cannot read {}: {e}", f.display())),
+        },
+        (None, None) => {}
+    }
+
+    let at = top.key("cluster");
+    let cluster = object(cx, "cluster", r#"{"replica": "r1", "peers": {"r2": "http://127.0.0.1:7402"}}"#);
+    if let Some(cl) = &cluster {
+        cx.unknown_keys(&at, cl, &["replica", "peers"]);
+        out.replica = cl.get("replica").and_then(|v| cx.string(&at.key("replica"), v));
+        match cl.get("peers") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(peers)) => {
+                for (id, url) in peers {
+                    let pat = at.key("peers").key(id);
+                    let Some(url) = cx.string(&pat, url) else { continue };
+                    if !crate::hub::shared::valid_replica_id(id) {
+                        cx.err(&pat, format!("{id:?} is not a replica id (1 to {} of A-Z a-z 0-9 _ -)", crate::hub::shared::MAX_REPLICA_LEN));
+                    } else if !(url.starts_with("http://") || url.starts_with("https://")) {
+                        cx.err(&pat, format!("{url:?} is not an http:// or https:// URL of that replica's internal hop"));
+                    } else {
+                        out.peers.push((id.clone(), url));
+                    }
+                }
+            }
+            Some(other) => cx.err(&at.key("peers"), format!("expected an object of replica ids to URLs, found {}", type_name(other))),
+        }
+    }
+    if let Some(r) = env_replica {
+        out.replica = Some(r);
+    }
+    if let Some(r) = &out.replica {
+        if !crate::hub::shared::valid_replica_id(r) {
+            cx.err(&at.key("replica"), format!("{r:?} is not a replica id (1 to {} of A-Z a-z 0-9 _ -; from \"cluster.replica\" or MCPX_REPLICA)", crate::hub::shared::MAX_REPLICA_LEN));
+        }
+        if out.peers.iter().any(|(id, _)| id == r) {
+            cx.err(&at.key("peers").key(r), format!("names this replica itself ({r:?})"));
+        }
+        if out.state_url.is_none() {
+            cx.err(&at, "replicas need shared state: set \"state\": {\"url\": \"redis://HOST:PORT/DB\"} (or MCPX_STATE_URL), or a requestState redeemed on one replica could be replayed on another");
+        }
+        if out.state_key.is_none() {
+            cx.err(&at, "replicas need one sealing key: set MCPX_STATE_KEY (64 hex digits) or \"state\": {\"keyFile\": PATH}, the same on every replica");
+        }
+    } else if cluster.is_some() {
+        cx.err(&at.key("replica"), "missing: this replica's id (or MCPX_REPLICA)");
     }
     out
 }

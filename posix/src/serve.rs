@@ -316,6 +316,20 @@ impl Runtime {
                 }
             }
             Output::Log(level, msg) => log::write(log_level(level), format_args!("{msg}")),
+            // Until the cluster runtime (issue 16) answers these: asked only
+            // with "state"/"cluster" configured, answered "not available".
+            Output::Shared(ask) => {
+                if ask.ticket != 0 {
+                    let now = self.now_ms();
+                    let why = "no shared state store is running in this mcpx".to_string();
+                    self.hub.borrow_mut().shared_answered(ask.ticket, hub::shared::Answer::Unavailable(why), now);
+                }
+            }
+            Output::Forward { client, request, to, .. } => {
+                let now = self.now_ms();
+                let why = format!("no internal hop to replica '{to}' is running in this mcpx");
+                self.hub.borrow_mut().forward_done(client, request.bytes(), Err(why), now);
+            }
             Output::SaveTasks(bytes) => {
                 if let Some(p) = self.tasks_file.borrow().as_deref() {
                     if let Err(e) = crate::task_store::save(p, &bytes) {

@@ -226,7 +226,7 @@ fn start_with(
                     Output::ToUpstream(_, m) => {
                         let _ = up_tx.try_send(m);
                     }
-                    Output::RestartUpstream(..) | Output::Power(..) | Output::SaveTasks(..) => {}
+                    Output::RestartUpstream(..) | Output::Power(..) | Output::SaveTasks(..) | Output::Shared(..) | Output::Forward { .. } => {}
                     Output::Log(..) => {}
                 }
             })

@@ -89,6 +89,7 @@ mod policy;
 mod relay;
 mod router;
 mod shape;
+pub mod shared;
 mod tasks;
 mod upstream;
 mod wire;
@@ -106,6 +107,7 @@ use mcpx_core::envelope::Envelope;
 
 pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
 pub use lazy::Power;
+pub use shared::{ClusterOptions, ReplicaId};
 pub use tasks::TaskOptions;
 pub use wire::batch_array;
 
@@ -261,6 +263,9 @@ pub struct HubOptions {
     /// metrics (`crate::policy`). The default: the default limits and
     /// metrics, no audit, no validation.
     pub policy: crate::config::PolicyConfig,
+    /// Replicas and shared state (`"cluster"`, `"state"`; see `shared`).
+    /// The default: alone, everything in memory.
+    pub cluster: ClusterOptions,
 }
 
 impl Default for HubOptions {
@@ -291,6 +296,7 @@ impl Default for HubOptions {
             cache_public: false,
             tasks: TaskOptions::default(),
             policy: Default::default(),
+            cluster: ClusterOptions::default(),
         }
     }
 }
@@ -451,6 +457,16 @@ pub enum Output {
     /// The hub's tasks changed: write this as the task state file, before
     /// routing the outputs that follow (see `tasks::persist`).
     SaveTasks(Vec<u8>),
+    /// Ask the shared store (`state.url`); answer with
+    /// [`Hub::shared_answered`] under the ask's ticket (none for ticket 0).
+    Shared(shared::Ask),
+    /// Client `client`'s request `request` (its id, raw JSON), whose bytes
+    /// are `msg`, is for replica `to`, which owns what it continues: send
+    /// `msg` over the internal hop as from `principal`, and write that
+    /// replica's answer (and the notifications before it) to the client as
+    /// this request's. Report the end with [`Hub::forward_done`]; the hub
+    /// sends nothing upstream for it.
+    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: ReplicaId },
 }
 
 /// The hub state machine. See the module documentation.
@@ -520,6 +536,33 @@ impl Hub {
     pub fn client_connected(&mut self, now_ms: u64) -> ClientId {
         self.now(now_ms);
         self.on_client_connected()
+    }
+
+    /// A connection of the internal hop between replicas, for a request
+    /// another replica forwarded (`Output::Forward`) on behalf of a client
+    /// whose principal that replica authenticated: the requestStates and
+    /// tasks it uses are bound to `principal` as on the first replica.
+    pub fn client_connected_as(&mut self, principal: &[u8], now_ms: u64) -> ClientId {
+        let c = self.client_connected(now_ms);
+        self.set_client_principal(c, principal);
+        c
+    }
+
+    /// The store's answer to `Output::Shared` with this ticket: the
+    /// request parked for it goes on (or gets an error saying why not).
+    /// An unknown or late ticket is ignored.
+    pub fn shared_answered(&mut self, ticket: u64, answer: shared::Answer, now_ms: u64) {
+        self.now(now_ms);
+        self.on_shared_answered(ticket, answer);
+    }
+
+    /// The runtime finished `Output::Forward` of client `c`'s request
+    /// `request`: `Ok` when the owner's answer was written to the client;
+    /// `Err(why)` when no answer came (the owner is gone, unreachable,
+    /// refused the hop): the client gets an error saying so.
+    pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, now_ms: u64) {
+        self.now(now_ms);
+        self.on_forward_done(c, request, result);
     }
 
     /// One framed message from a client (a request, notification or

@@ -16,6 +16,7 @@ mod oversize;
 mod policy;
 mod reload;
 mod restarts;
+mod cluster;
 mod rows_base;
 mod rows_primitives;
 mod routing;
@@ -80,6 +81,10 @@ struct Pair {
     /// Progress tokens (raw JSON) that may arrive related to no request:
     /// a task's, after its request was answered with the task.
     task_tokens: Vec<Value>,
+    /// Questions for the shared store (`shared`), oldest first.
+    asks: VecDeque<shared::Ask>,
+    /// `Forward`s to other replicas: (client, request id, msg, principal, to).
+    forwards: Vec<(ClientId, Vec<u8>, Vec<u8>, Vec<u8>, ReplicaId)>,
 }
 
 fn specs(names: &[&str]) -> Vec<UpstreamSpec> {
@@ -117,6 +122,8 @@ impl Pair {
             logs: vec![],
             saved: vec![],
             task_tokens: vec![],
+            asks: VecDeque::new(),
+            forwards: vec![],
         }
     }
 
@@ -163,6 +170,8 @@ impl Pair {
                     Output::CloseClient(c) => self.closed.push(c),
                     Output::Log(l, s) => self.logs.push((l, s)),
                     Output::SaveTasks(b) => self.saved.push(b),
+                    Output::Shared(a) => self.asks.push_back(a),
+                    Output::Forward { client, request, msg, principal, to } => self.forwards.push((client, request.bytes().to_vec(), msg, principal, to)),
                 }
             }
             if replies.is_empty() {
