@@ -2,17 +2,19 @@
 //! executor of the hub's shared-state asks. Three operations, each one
 //! round trip, each bounded by [`OP_TIMEOUT`]:
 //!
-//! - a single-use nonce: `SET mcpx:n:NONCE 1 NX PX ttl` (granted when the
-//!   key was not there, so a `requestState` used on one replica is refused
-//!   on every other);
-//! - a token bucket: one Lua script (`EVALSHA`, `EVAL` when Redis does not
-//!   know it yet), atomic on the Redis side, so every replica draws from the
-//!   same bucket;
-//! - a put with expiry: `SET mcpx:k:KEY VALUE PX ttl`.
+//! - a single-use nonce: `SET KEY 1 NX PX ttl` (granted when the key was
+//!   not there, so a `requestState` used on one replica is refused on every
+//!   other; row mrtr-single-use-enforced);
+//! - token buckets, all or none: one Lua script (`EVALSHA`, `EVAL` when
+//!   Redis does not know it yet), atomic on the Redis side and on its clock,
+//!   so every replica draws from the same buckets;
+//! - a put: `SET KEY VALUE [PX ttl]`.
+//!
+//! The key names are the hub's (`hub::shared`).
 //!
 //! One multiplexed connection per replica. When it is lost (or an ask times
 //! out), every ask in flight and every ask until a new connection is up
-//! fails with [`Unavailable`], at once: nothing waits for Redis longer than
+//! fails with [`Answer::Unavailable`], at once: nothing waits for Redis longer than
 //! [`OP_TIMEOUT`], and an unanswered nonce claim is never taken for a
 //! grant. Connection attempts are spaced by the project's backoff
 //! (doubling up to [`RECONNECT`]'s max); an attempt is made by the first ask
@@ -29,6 +31,7 @@ use smol::lock::Mutex;
 use smol::Timer;
 
 use crate::backoff::{Backoff, Policy};
+use crate::hub::shared::{Answer, Bucket, Op};
 
 /// The bound of one ask, connecting included.
 pub const OP_TIMEOUT: Duration = Duration::from_millis(500);
@@ -41,50 +44,50 @@ const RECONNECT: Policy = Policy {
     max_restarts: u32::MAX,
 };
 
-/// Prefixes of mcpx's keys, so a Redis database can be shared with others.
-const NONCE_PREFIX: &str = "mcpx:n:";
-const BUCKET_PREFIX: &str = "mcpx:b:";
-const KEY_PREFIX: &str = "mcpx:k:";
-
-/// The token bucket: KEYS[1] a hash {t: tokens, at: ms of the last refill};
-/// ARGV capacity, refill per second, now (ms). Returns 1 when a token was
-/// taken. The key expires once the bucket would be full again, so idle
-/// buckets do not accumulate.
-const BUCKET_LUA: &str = r#"
-local cap = tonumber(ARGV[1])
-local rate = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-local s = redis.call('HMGET', KEYS[1], 't', 'at')
-local tokens = tonumber(s[1])
-local at = tonumber(s[2])
-if tokens == nil or at == nil then
-  tokens = cap
-  at = now
+/// The token buckets, all or none: KEYS the buckets (hashes {t: tokens,
+/// at: ms of the last refill}); ARGV capacity and period (ms) of each, in
+/// KEYS' order. On Redis's clock (`TIME`), since the replicas' clocks are
+/// not one clock. Returns {1, 0} when a token was taken from each, else
+/// {0, ms until the emptiest has one again} and nothing is taken. A bucket
+/// expires once it would be full again, so idle buckets do not accumulate.
+const BUCKETS_LUA: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = #KEYS
+local tokens = {}
+local wait = 0
+for i = 1, n do
+  local cap = tonumber(ARGV[2 * i - 1])
+  local period = math.max(tonumber(ARGV[2 * i]), 1)
+  local s = redis.call('HMGET', KEYS[i], 't', 'at')
+  local have = tonumber(s[1])
+  local at = tonumber(s[2])
+  if have == nil or at == nil then
+    have = cap
+  elseif now > at then
+    have = math.min(cap, have + (now - at) * cap / period)
+  end
+  tokens[i] = have
+  if have < 1 then
+    wait = math.max(wait, math.ceil((1 - have) * period / math.max(cap, 1)))
+  end
 end
-if now > at then
-  tokens = math.min(cap, tokens + (now - at) * rate / 1000)
-  at = now
+if wait > 0 then
+  return {0, wait}
 end
-local ok = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-  ok = 1
+for i = 1, n do
+  local cap = tonumber(ARGV[2 * i - 1])
+  local period = math.max(tonumber(ARGV[2 * i]), 1)
+  local left = tokens[i] - 1
+  redis.call('HSET', KEYS[i], 't', tostring(left), 'at', tostring(now))
+  redis.call('PEXPIRE', KEYS[i], math.ceil((cap - left) * period / math.max(cap, 1)) + 1000)
 end
-redis.call('HSET', KEYS[1], 't', tostring(tokens), 'at', tostring(at))
-local full_ms = math.ceil((cap - tokens) * 1000 / math.max(rate, 0.001)) + 1000
-redis.call('PEXPIRE', KEYS[1], full_ms)
-return ok
+return {1, 0}
 "#;
 
-/// Redis could not be asked: the reason, for the affected request's error.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unavailable(pub String);
-
-impl std::fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+/// Redis could not be asked: the reason, for the affected request's error
+/// ([`Answer::Unavailable`]).
+struct Unavailable(String);
 
 /// The state of the one connection.
 enum Link {
@@ -107,7 +110,7 @@ pub struct Store {
     backoff: RefCell<Backoff>,
     /// One connection attempt at a time.
     connecting: Mutex<()>,
-    bucket: redis::Script,
+    buckets: redis::Script,
 }
 
 impl Store {
@@ -122,14 +125,25 @@ impl Store {
             generations: Cell::new(0),
             backoff: RefCell::new(Backoff::new(&RECONNECT)),
             connecting: Mutex::new(()),
-            bucket: redis::Script::new(BUCKET_LUA),
+            buckets: redis::Script::new(BUCKETS_LUA),
         })
     }
 
-    /// Claims single-use `nonce` for `ttl_ms`: `Ok(true)` for the first
-    /// claim anywhere, `Ok(false)` for every later one.
-    pub async fn claim_nonce(&self, nonce: &str, ttl_ms: u64) -> Result<bool, Unavailable> {
-        let key = format!("{NONCE_PREFIX}{nonce}");
+    /// Executes one ask of the hub.
+    pub async fn execute(&self, op: &Op) -> Answer {
+        let done = match op {
+            Op::ClaimNonce { ttl_ms, .. } => {
+                let key = op.key().unwrap_or_default();
+                self.claim(key, *ttl_ms).await.map(|first| if first { Answer::Granted } else { Answer::Refused { retry_after_ms: 0 } })
+            }
+            Op::TakeTokens { buckets } => self.take_tokens(buckets).await,
+            Op::Put { key, value, ttl_ms } => self.put(key, value, *ttl_ms).await.map(|()| Answer::Granted),
+        };
+        done.unwrap_or_else(|Unavailable(why)| Answer::Unavailable(why))
+    }
+
+    /// `SET key 1 NX PX ttl`: true for the first claim anywhere.
+    async fn claim(&self, key: String, ttl_ms: u64) -> Result<bool, Unavailable> {
         let set: Option<String> = self
             .ask(|mut c| async move {
                 redis::cmd("SET").arg(key).arg(1).arg("NX").arg("PX").arg(ttl_ms.max(1)).query_async(&mut c).await
@@ -138,34 +152,35 @@ impl Store {
         Ok(set.is_some())
     }
 
-    /// Takes one token of `bucket` (refilled at `refill_per_s` up to
-    /// `capacity`, as of `now_ms`): `Ok(true)` when there was one.
-    pub async fn take_token(
-        &self,
-        bucket: &str,
-        capacity: u32,
-        refill_per_s: f64,
-        now_ms: u64,
-    ) -> Result<bool, Unavailable> {
-        let key = format!("{BUCKET_PREFIX}{bucket}");
-        let took: i64 = self
+    /// One token of each bucket, or none.
+    async fn take_tokens(&self, buckets: &[Bucket]) -> Result<Answer, Unavailable> {
+        if buckets.is_empty() {
+            return Ok(Answer::Granted);
+        }
+        let (took, wait): (i64, u64) = self
             .ask(|mut c| async move {
-                self.bucket.key(key).arg(capacity).arg(refill_per_s).arg(now_ms).invoke_async(&mut c).await
+                let mut call = self.buckets.prepare_invoke();
+                for b in buckets {
+                    call.key(b.key()).arg(b.capacity).arg(b.period_ms);
+                }
+                call.invoke_async(&mut c).await
             })
             .await?;
-        Ok(took == 1)
+        Ok(if took == 1 { Answer::Granted } else { Answer::Refused { retry_after_ms: wait } })
     }
 
-    /// Stores `value` under `key` for `ttl_ms`.
-    pub async fn put(&self, key: &str, value: &[u8], ttl_ms: u64) -> Result<(), Unavailable> {
-        let key = format!("{KEY_PREFIX}{key}");
-        let value = value.to_vec();
-        let _: () = self
-            .ask(|mut c| async move {
-                redis::cmd("SET").arg(key).arg(value).arg("PX").arg(ttl_ms.max(1)).query_async(&mut c).await
-            })
-            .await?;
-        Ok(())
+    /// `SET key value [PX ttl]` (no expiry for ttl 0).
+    async fn put(&self, key: &str, value: &[u8], ttl_ms: u64) -> Result<(), Unavailable> {
+        let (key, value) = (key.to_string(), value.to_vec());
+        self.ask(|mut c| async move {
+            let mut set = redis::cmd("SET");
+            set.arg(key).arg(value);
+            if ttl_ms > 0 {
+                set.arg("PX").arg(ttl_ms);
+            }
+            set.query_async(&mut c).await
+        })
+        .await
     }
 
     /// Runs `f` on the connection (connecting first if needed), within

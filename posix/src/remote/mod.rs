@@ -522,7 +522,7 @@ fn encoded(value: &str) -> Vec<u8> {
 /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*`
 /// mirrors of the arguments its tool annotates with `x-mcp-header`.
 /// `None` for every other message.
-fn modern_headers(msg: &[u8], schema: &dyn Fn(&str) -> Option<serde_json::Value>) -> Option<Vec<(String, Vec<u8>)>> {
+pub(crate) fn modern_headers(msg: &[u8], schema: &dyn Fn(&str) -> Option<serde_json::Value>) -> Option<Vec<(String, Vec<u8>)>> {
     use serde_json::Value;
     let v: Value = serde_json::from_slice(msg).ok()?;
     let method = v.get("method")?.as_str()?;
