@@ -159,6 +159,7 @@ fn sdk_load(url: &str, n: usize, tag: &str) {
     }
 }
 
+// covers: streamable-http-server-404-terminated-session
 #[test]
 fn a_replica_killed_and_restarted_under_load() {
     let mut c = start_cluster();

@@ -25,7 +25,6 @@ fn is_unavailable(a: &Answer) -> bool {
     matches!(a, Answer::Unavailable(why) if why.contains("Redis at redis://127.0.0.1:"))
 }
 
-// covers: mrtr-single-use-enforced
 #[test]
 fn a_nonce_is_granted_once_across_replicas() {
     let r = Redis::start();
@@ -104,7 +103,6 @@ fn put_stores_with_and_without_an_expiry() {
     assert_eq!(ttl, -1, "ttl 0 is no expiry");
 }
 
-// covers: mrtr-single-use-enforced
 #[test]
 fn redis_away_gives_fast_errors_never_a_grant_and_service_resumes() {
     let mut r = Redis::start();
