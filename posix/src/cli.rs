@@ -262,6 +262,16 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                                  caps of the tasks mcpx runs (working tasks
                                  per principal, kept tasks, bytes of kept
                                  results) and relays (TTL, polling)
+      \"state\": {\"url\": \"redis://10.0.0.5:6379/0\", \"keyFile\": \"PATH\"},
+                                 several replicas share state in Redis
+                                 (also MCPX_STATE_URL); the keyFile holds
+                                 the 32-byte key every replica seals
+                                 requestState with (or MCPX_STATE_KEY,
+                                 hex or base64)
+      \"cluster\": {\"replica\": \"r1\", \"peers\": {\"r2\": \"http://10.0.0.2:7401\"}},
+                                 this replica's id (also MCPX_REPLICA) and
+                                 the others' HTTP listeners: a retry or task
+                                 another replica holds is forwarded there
       \"auth\": {\"bearer\": \"${MCPX_TOKEN}\"},       token for --http
       \"auth\": {\"tokens\": {\"alice\": \"${ALICE_TOKEN}\"},   or one per principal
                \"oauth\": {\"issuer\": \"https://auth.example.com\",
@@ -316,7 +326,8 @@ flight get an error), changed ones restart, the others and every client
 session keep running, and clients get list_changed. A config that does not
 validate is refused whole (the error in the log and at /status) and the
 running one stays. separator, roots, cacheTtlMs, cachePublic, inputTtlMs,
-auth, http and policy apply at the next start (a reload names them).
+auth, http, policy, state and cluster apply at the next start (a reload
+names them).
 A lazy or idle-stopped server's tools stay listed while it is stopped (from
 its last listing, kept in $XDG_STATE_HOME/mcpx/lists/, else
 ~/.local/state/mcpx/lists/); a call to it starts it and waits, within the

@@ -932,22 +932,6 @@ fn parse_cluster(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Val
             cx.err(&at.key("url"), format!("{u:?} is not a Redis URL (redis://HOST:PORT/DB; from \"state.url\" or MCPX_STATE_URL)"));
         }
     }
-    match (env_key, key_file) {
-        (Some(k), _) => match StateKey::parse(&k) {
-            Ok(k) => out.state_key = Some(k),
-            Err(why) => cx.err(&at, format!("MCPX_STATE_KEY: {why}")),
-        },
-        (None, Some(f)) => match std::fs::read(&f) {
-            Ok(bytes) if bytes.len() == 32 => out.state_key = Some(StateKey(bytes.try_into().unwrap_or([0; 32]))),
-            Ok(bytes) => match StateKey::parse(&String::from_utf8_lossy(&bytes)) {
-                Ok(k) => out.state_key = Some(k),
-                Err(why) => cx.err(&at.key("keyFile"), format!("{}: {why}", f.display())),
-            },
-            Err(e) => cx.err(&at.key("keyFile"), format!("cannot read {}: {e}", f.display())),
-        },
-        (None, None) => {}
-    }
-
     let at = top.key("cluster");
     let cluster = object(cx, "cluster", r#"{"replica": "r1", "peers": {"r2": "http://127.0.0.1:7402"}}"#);
     if let Some(cl) = &cluster {
@@ -974,6 +958,27 @@ fn parse_cluster(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Val
     if let Some(r) = env_replica {
         out.replica = Some(r);
     }
+    // The key is read only when something shares state: without "state"
+    // and "cluster", MCPX_STATE_KEY means nothing to this mcpx.
+    let at = top.key("state");
+    if out.state_url.is_some() || out.replica.is_some() {
+        match (env_key, key_file) {
+            (Some(k), _) => match StateKey::parse(&k) {
+                Ok(k) => out.state_key = Some(k),
+                Err(why) => cx.err(&at, format!("MCPX_STATE_KEY: {why}")),
+            },
+            (None, Some(f)) => match std::fs::read(&f) {
+                Ok(bytes) if bytes.len() == 32 => out.state_key = Some(StateKey(bytes.try_into().unwrap_or([0; 32]))),
+                Ok(bytes) => match StateKey::parse(&String::from_utf8_lossy(&bytes)) {
+                    Ok(k) => out.state_key = Some(k),
+                    Err(why) => cx.err(&at.key("keyFile"), format!("{}: {why}", f.display())),
+                },
+                Err(e) => cx.err(&at.key("keyFile"), format!("cannot read {}: {e}", f.display())),
+            },
+            (None, None) => {}
+        }
+    }
+    let at = top.key("cluster");
     if let Some(r) = &out.replica {
         if !crate::hub::shared::valid_replica_id(r) {
             cx.err(&at.key("replica"), format!("{r:?} is not a replica id (1 to {} of A-Z a-z 0-9 _ -; from \"cluster.replica\" or MCPX_REPLICA)", crate::hub::shared::MAX_REPLICA_LEN));
@@ -1913,6 +1918,61 @@ mod tests {
         }
     }
 
+    /// Parses with `vars` as the whole environment.
+    fn with_env(src: &str, vars: &[(&str, &str)]) -> Result<Config, String> {
+        let lookup = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
+        parse(src, "cfg.json", FsPath::new("/etc/mcpx"), &lookup).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn state_and_cluster_settings() {
+        let hex = "07".repeat(32);
+        // Nothing configured: alone, and MCPX_STATE_KEY (even a bad one) means nothing.
+        let c = with_env(r#"{"mcpServers": {}}"#, &[("MCPX_STATE_KEY", "junk")]).unwrap();
+        assert_eq!(c.cluster, ClusterSettings::default());
+        let o = c.cluster.hub_options();
+        assert!(o.replica.is_none() && !o.shared && o.state_key.is_none());
+
+        let cfg = r#"{"mcpServers": {}, "state": {"url": "redis://127.0.0.1:6379/0"},
+            "cluster": {"replica": "r1", "peers": {"r2": "http://127.0.0.1:7402", "r3": "http://127.0.0.1:7403"}}}"#;
+        let c = with_env(cfg, &[("MCPX_STATE_KEY", &hex)]).unwrap();
+        assert_eq!(c.cluster.state_url.as_deref(), Some("redis://127.0.0.1:6379/0"));
+        assert_eq!(c.cluster.peers, vec![("r2".to_string(), "http://127.0.0.1:7402".to_string()), ("r3".to_string(), "http://127.0.0.1:7403".to_string())]);
+        let o = c.cluster.hub_options();
+        assert_eq!((o.replica.as_deref(), o.peers.as_slice(), o.shared, o.state_key), (Some("r1"), &["r2".to_string(), "r3".to_string()][..], true, Some([7; 32])));
+        assert!(!format!("{:?} {o:?}", c.cluster).contains("7, 7"), "the key never shows in Debug");
+        // Base64 keys, and the environment before the file.
+        let b64 = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc";
+        let c = with_env(cfg, &[("MCPX_STATE_KEY", b64), ("MCPX_REPLICA", "r9"), ("MCPX_STATE_URL", "redis://10.0.0.1:6379/2")]).unwrap();
+        assert_eq!((c.cluster.replica.as_deref(), c.cluster.state_url.as_deref(), c.cluster.state_key), (Some("r9"), Some("redis://10.0.0.1:6379/2"), Some(StateKey([7; 32]))));
+        // A key file: hex text or 32 raw bytes.
+        let dir = std::env::temp_dir().join(format!("mcpx-statekey-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in [("hex.key", format!("{hex}\n").into_bytes()), ("raw.key", vec![7u8; 32])] {
+            let f = dir.join(name);
+            std::fs::write(&f, bytes).unwrap();
+            let src = format!(r#"{{"mcpServers": {{}}, "state": {{"url": "redis://h:1/0", "keyFile": {:?}}}, "cluster": {{"replica": "r1"}}}}"#, f.display().to_string());
+            assert_eq!(with_env(&src, &[]).unwrap().cluster.state_key, Some(StateKey([7; 32])), "{name}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let bad = |src: &str, vars: &[(&str, &str)]| with_env(src, vars).expect_err("refused");
+        assert!(bad(cfg, &[("MCPX_STATE_KEY", "abcd")]).contains("MCPX_STATE_KEY: the key is 3 bytes; it must be 32"), "a short key");
+        assert!(bad(cfg, &[("MCPX_STATE_KEY", "not a key!")]).contains("MCPX_STATE_KEY: the key is neither 64 hex digits"), "not a key");
+        assert!(bad(cfg, &[]).contains("replicas need one sealing key"));
+        let e = bad(r#"{"mcpServers": {}, "cluster": {"replica": "r1"}}"#, &[("MCPX_STATE_KEY", &hex)]);
+        assert!(e.contains("cfg.json:1:") && e.contains("cluster: replicas need shared state"), "{e}");
+        assert!(bad(r#"{"mcpServers": {}, "state": {"url": "http://h/"}}"#, &[]).contains("state.url: \"http://h/\" is not a Redis URL"));
+        assert!(bad(r#"{"mcpServers": {}, "state": {"url": "redis://h:1/0"}, "cluster": {"peers": {}}}"#, &[("MCPX_STATE_KEY", &hex)]).contains("cluster.replica: missing"));
+        let e = bad(r#"{"mcpServers": {}, "state": {"url": "redis://h:1/0"}, "cluster": {"replica": "r.1", "peers": {"r 2": "http://x", "r3": "ftp://x", "r.1": "http://y"}}}"#, &[("MCPX_STATE_KEY", &hex)]);
+        for want in ["cluster.replica: \"r.1\" is not a replica id", "\"r 2\" is not a replica id", "\"ftp://x\" is not an http://", "\"r.1\" is not a replica id"] {
+            assert!(e.contains(want), "{want} in {e}");
+        }
+        // State alone (one mcpx, its state in Redis) needs no replica and no key.
+        let c = with_env(r#"{"mcpServers": {}, "state": {"url": "redis://h:1/0"}}"#, &[]).unwrap();
+        assert!(c.cluster.hub_options().shared && c.cluster.replica.is_none());
+    }
+
     #[test]
     fn claude_desktop_config() {
         let c = ok(r#"{
@@ -2232,7 +2292,7 @@ mod tests {
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, policy, tasks, lazy, idleStopMs)",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, policy, tasks, lazy, idleStopMs, state, cluster)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
                 "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted, isolation, maxInstances)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",

@@ -268,6 +268,7 @@ impl Hub {
         self.tasks_client_gone(c);
         self.unsubscribe_all(c);
         self.policy_client_gone(c);
+        self.shared_drop_client(c);
     }
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {

@@ -499,6 +499,8 @@ pub struct Hub {
     draining: bool,
     /// Rate limits, catalogs, validation, audit and metrics (`policy`).
     policy: policy::HubPolicy,
+    /// Requests waiting for the shared store or another replica (`shared`).
+    shared: shared::Shared,
 }
 
 impl Hub {
@@ -528,6 +530,7 @@ impl Hub {
             instances: Default::default(),
             config_status: serde_json::Value::Null,
             draining: false,
+            shared: Default::default(),
         })
     }
 

@@ -234,6 +234,8 @@ impl Hub {
         let ctx = ReqCtx { caps, log_level, principal, salient: salient(m) };
         match &*m.method {
             "server/discover" => self.discover(c, &id, super::tasks::declared(&ctx.caps)),
+            // A task another replica runs is its to answer (`shared`).
+            "tasks/get" | "tasks/update" | "tasks/cancel" if self.task_elsewhere(c, m, &id, &ctx.principal) => {}
             // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
             method if LEGACY_ONLY.contains(&method) => {
                 let msg = format!("Method not found: {method} is not part of protocol revision {} (it belongs to the initialize-based session)", MODERN.as_str());
@@ -278,13 +280,7 @@ impl Hub {
             None => self.route_modern(c, m, None, ctx),
             Some(Value::String(state)) => {
                 let state = state.clone();
-                match self.open_state(&state, &m.method, &ctx) {
-                    Err(e) => {
-                        let (code, msg, data) = self.state_refusal(e);
-                        self.modern_error(c, id, code, &msg, data)
-                    }
-                    Ok(inner) => self.resume(c, m, id, ctx, &inner, responses),
-                }
+                self.redeem_state(c, m, id, ctx, &state, responses)
             }
             Some(_) => self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: requestState must be a string", None),
         }
@@ -327,7 +323,7 @@ impl Hub {
     pub(super) fn route_normalized(&mut self, c: ClientId, bytes: &[u8], ctx: ReqCtx) {
         let Ok(m) = wire::parse(bytes) else { return };
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        if let Err(super::router::Refusal(code, msg, data)) = self.route(c, &m, Some(&ctx)) {
+        if let Err(super::router::Refusal(code, msg, data)) = self.route_or_park(c, &m, Some(&ctx)) {
             self.modern_error(c, &id, code, &msg, data);
         }
     }

@@ -398,21 +398,48 @@ impl Hub {
     /// (`completion-security`, `tools-server-sec-validate-inputs`); nothing
     /// is sent upstream then.
     fn admit(&mut self, c: ClientId, id: &[u8], class: Class, u: Option<UpstreamId>, tool: &str) -> Result<(), Refusal> {
-        let r = self.limit(Some(c), class, u, tool).err();
+        let shared = self.opts.cluster.shared;
+        if shared {
+            // The principal's limit is the replicas' one, in the store (`shared`).
+            let key = limit_key(&self.clients, &self.ups, Some(c), class, u, tool);
+            if let Some((bucket, limit)) = self.policy.p.limiter.shared_bucket(key) {
+                self.admit_shared(c, id, bucket, limit)?;
+            }
+        }
+        let r = self.limit_of(Some(c), class, u, tool, shared).err();
         let Some(r) = r else { return Ok(()) };
+        self.mark_refused(c, id, &r);
+        Err(Refusal(ratelimit::Refusal::CODE, r.to_string(), Some(r.data())))
+    }
+
+    /// Request `id` of client `c` was refused by limit `r`: so it is audited.
+    fn mark_refused(&mut self, c: ClientId, id: &[u8], r: &ratelimit::Refusal) {
         if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
             o.refused = Some(r.limit.clone());
         }
-        Err(Refusal(ratelimit::Refusal::CODE, r.to_string(), Some(r.data())))
+    }
+
+    /// The shared store refused request `id` of client `c` by limit `r`:
+    /// audited and counted as a local refusal is.
+    pub(super) fn policy_refused_shared(&mut self, c: ClientId, id: &[u8], r: &ratelimit::Refusal) {
+        self.mark_refused(c, id, r);
+        if let Some(m) = &mut self.policy.p.metrics {
+            m.refused(&r.limit);
+        }
     }
 
     /// The rate-limit check of one request from or to client `c` for
     /// upstream `u`, counted in the metrics when refused.
     fn limit(&mut self, c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &str) -> Result<(), ratelimit::Refusal> {
-        let principal = c.and_then(|c| self.clients.get(&c)).map_or("", |cl| principal_name(&cl.principal));
-        let server = u.map_or("", |u| self.ups[u].spec.name.as_str());
-        let key = Key { class, principal, server, tool };
-        let r = self.policy.p.limiter.check(key, self.now_ms);
+        self.limit_of(c, class, u, tool, false)
+    }
+
+    /// [`Hub::limit`]; `unshared`: only the limits the replicas do not share.
+    fn limit_of(&mut self, c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &str, unshared: bool) -> Result<(), ratelimit::Refusal> {
+        let key = limit_key(&self.clients, &self.ups, c, class, u, tool);
+        let now = self.now_ms;
+        let limiter = &mut self.policy.p.limiter;
+        let r = if unshared { limiter.check_unshared(key, now) } else { limiter.check(key, now) };
         if let (Err(r), Some(m)) = (&r, &mut self.policy.p.metrics) {
             m.refused(&r.limit);
         }
@@ -740,4 +767,12 @@ impl Hub {
     pub(super) fn metrics_json(&self) -> Option<Value> {
         self.policy.metrics_json()
     }
+}
+
+/// The rate-limit key of a request from or to client `c` for upstream `u`
+/// (over the hub's fields, so the limiter can be borrowed beside it).
+fn limit_key<'a>(clients: &'a std::collections::BTreeMap<ClientId, super::client::Client>, ups: &'a [super::upstream::Upstream], c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &'a str) -> Key<'a> {
+    let principal = c.and_then(|c| clients.get(&c)).map_or("", |cl| principal_name(&cl.principal));
+    let server = u.map_or("", |u| ups[u].spec.name.as_str());
+    Key { class, principal, server, tool }
 }

@@ -83,6 +83,15 @@ const INNER_UPSTREAM_NO_STATE: u8 = 3;
 /// length and the JSON, before one of the two above.
 const INNER_CHECKED: u8 = 4;
 
+/// A `requestState` that verified, not yet used ([`Hub::claim_state`]).
+#[derive(Clone, Debug)]
+pub(super) struct Verified {
+    pub inner: Vec<u8>,
+    key_id: u8,
+    expires_at_ms: u64,
+    pub nonce: [u8; rs::NONCE_LEN],
+}
+
 /// One request of an upstream for input, waiting for a modern client.
 #[derive(Clone, Debug)]
 pub(super) struct Ask {
@@ -242,8 +251,17 @@ pub(super) struct Relays {
 
 impl Relays {
     pub fn new(opts: &HubOptions) -> Relays {
-        let seeded = Seeded::new(opts.secret_seed);
-        let keys = Keys::new(seeded.key(1), None).expect("one key");
+        // Replicas share the sealing key (`MCPX_STATE_KEY`), so a state one
+        // sealed verifies on another; each draws its nonces from its own
+        // seed and its replica id, so two never mint the same nonce.
+        let key_seed = opts.cluster.state_key.unwrap_or(opts.secret_seed);
+        let keys = Keys::new(Seeded::new(key_seed).key(1), None).expect("one key");
+        let mut nonce_seed = opts.secret_seed.to_vec();
+        if let Some(r) = &opts.cluster.replica {
+            nonce_seed.extend_from_slice(b"mcpx/replica\0");
+            nonce_seed.extend_from_slice(r.as_bytes());
+        }
+        let seeded = Seeded::new(rs::digest(&nonce_seed));
         Relays {
             map: HashMap::new(),
             next_id: 0,
@@ -740,6 +758,9 @@ impl Hub {
         let method = held.method.clone();
         let mut inner = vec![INNER_HELD];
         inner.extend_from_slice(&h.to_be_bytes());
+        // The call is held here: a retry that reaches another replica is
+        // forwarded to this one (`shared`).
+        inner.extend_from_slice(self.opts.cluster.replica.as_deref().unwrap_or_default().as_bytes());
         let state = match self.seal(&method, &w.ctx, &inner) {
             Ok(s) => s,
             Err(why) => {
@@ -782,22 +803,55 @@ impl Hub {
         }
     }
 
+    /// The clock of `requestState` expiry: Unix time (ms), so that replicas
+    /// (each with its own monotonic clock) agree on it.
+    fn state_clock(&self) -> u64 {
+        self.opts.tasks.epoch_ms.saturating_add(self.now_ms)
+    }
+
     /// A `requestState` for `method`, bound to the request in `ctx`.
     pub(super) fn seal(&mut self, method: &str, ctx: &ReqCtx, inner: &[u8]) -> Result<String, String> {
         let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
         let nonce = self.relays.seeded.nonce();
         let mut out = vec![0u8; rs::sealed_len(method.len(), inner.len())];
-        self.relays.keys.seal(&b, inner, &nonce, self.now_ms, self.opts.input_ttl_ms, &mut out).map(str::to_string).map_err(|e| format!("mcpx cannot carry this request's state: {e}"))
+        let now = self.state_clock();
+        self.relays.keys.seal(&b, inner, &nonce, now, self.opts.input_ttl_ms, &mut out).map(str::to_string).map_err(|e| format!("mcpx cannot carry this request's state: {e}"))
     }
 
-    /// Opens a client's `requestState` (once), or says which check failed.
-    pub(super) fn open_state(&mut self, token: &str, method: &str, ctx: &ReqCtx) -> Result<Vec<u8>, rs::OpenError> {
-        // Requirement: mrtr-requeststate-attacker-controlled, mrtr-requeststate-replay-fields, mrtr-single-use-enforced
+    /// Checks a client's `requestState` (all but single use, which
+    /// [`Hub::claim_state`] or the shared store's claim decides), or says
+    /// which check failed.
+    pub(super) fn verify_state(&self, token: &str, method: &str, ctx: &ReqCtx) -> Result<Verified, rs::OpenError> {
+        // Requirement: mrtr-requeststate-attacker-controlled, mrtr-requeststate-replay-fields
         let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
         let mut scratch = vec![0u8; token.len() + 4];
-        let now = self.now_ms;
-        let r = &mut self.relays;
-        r.keys.open(token, &b, now, &mut r.replay, &mut scratch).map(|o| o.inner.to_vec())
+        let o = self.relays.keys.verify(token, &b, self.state_clock(), &mut scratch)?;
+        Ok(Verified { inner: o.inner.to_vec(), key_id: o.key_id, expires_at_ms: o.expires_at_ms, nonce: o.nonce })
+    }
+
+    /// Uses verified state `v` of principal `principal` in this hub's
+    /// single-use set: once only.
+    // Requirement: mrtr-single-use-enforced
+    pub(super) fn claim_state(&mut self, v: &Verified, principal: &[u8]) -> Result<(), rs::OpenError> {
+        let opened = rs::Opened { inner: &[], key_id: v.key_id, expires_at_ms: v.expires_at_ms, nonce: v.nonce };
+        let now = self.state_clock();
+        self.relays.replay.claim(&opened, principal, now)
+    }
+
+    /// How long the single-use claim of `v` must last (ms).
+    pub(super) fn claim_ttl_ms(&self, v: &Verified) -> u64 {
+        v.expires_at_ms.saturating_sub(self.state_clock()).max(1)
+    }
+
+    /// The replica holding the call that state `inner` continues, when it
+    /// is not this one.
+    pub(super) fn held_elsewhere(&self, inner: &[u8]) -> Option<String> {
+        let owner = match inner.split_first() {
+            Some((&INNER_HELD, rest)) => rest.get(8..)?,
+            _ => return None,
+        };
+        let me = self.opts.cluster.replica.as_deref().unwrap_or_default();
+        (!owner.is_empty() && owner != me.as_bytes()).then(|| String::from_utf8_lossy(owner).into_owned())
     }
 
     /// The error for a retry whose `requestState` did not open (`e`): nothing
@@ -809,7 +863,7 @@ impl Hub {
             rs::OpenError::ReplayShareFull { share, frees_at_ms } => {
                 let r = crate::policy::ratelimit::Refusal {
                     limit: format!("requestState.singleUsePerPrincipal ({share} of {REPLAY_CAP} within inputTtlMs)"),
-                    retry_after_ms: frees_at_ms.saturating_sub(self.now_ms),
+                    retry_after_ms: frees_at_ms.saturating_sub(self.state_clock()),
                 };
                 let msg = format!("limit {} reached: {e}; retry after {} ms (this requestState stays valid until then; nothing was sent to the server)", r.limit, r.retry_after_ms);
                 (crate::policy::ratelimit::Refusal::CODE, msg, Some(r.data()))
@@ -821,8 +875,8 @@ impl Hub {
     /// A retry whose `requestState` opened to `inner`.
     pub(super) fn resume(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, inner: &[u8], responses: Option<Value>) {
         match inner.split_first() {
-            Some((&INNER_HELD, h)) if h.len() == 8 => {
-                let h = u64::from_be_bytes(h.try_into().expect("8 bytes"));
+            Some((&INNER_HELD, h)) if h.len() >= 8 => {
+                let h = u64::from_be_bytes(h[..8].try_into().expect("8 bytes"));
                 self.resume_held(c, m, id, ctx, h, responses.unwrap_or_else(|| json!({})));
             }
             Some((&INNER_UPSTREAM_STATE, s)) => {

@@ -80,7 +80,7 @@ impl Hub {
             return self.on_modern_request(c, m);
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| self.route(c, m, None)) {
+        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| self.route_or_park(c, m, None)) {
             // The core error table decides which code this client may get.
             let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
             self.answer_error(c, Some(&id), code, &msg, data);

@@ -34,9 +34,17 @@
 //! [`Hub::shared_answered`]: super::Hub::shared_answered
 //! [`Hub::client_connected_as`]: super::Hub::client_connected_as
 
+use std::collections::HashMap;
 use std::fmt;
 
-use mcpx_core::request_state::NONCE_LEN;
+use mcpx_core::error::ErrorCode;
+use mcpx_core::request_state::{OpenError, NONCE_LEN};
+use serde_json::Value;
+
+use super::modern::ReqCtx;
+use super::router::Refusal;
+use super::wire::{self, Msg};
+use super::{ClientId, Hub, IdKey, Output};
 
 /// The id of one replica (`cluster.replica`, `MCPX_REPLICA`): 1 to 32 of
 /// `A-Z a-z 0-9 _ -` ([`valid_replica_id`]).
@@ -174,8 +182,262 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-impl super::Hub {
-    pub(super) fn on_shared_answered(&mut self, _ticket: u64, _answer: Answer) {}
 
-    pub(super) fn on_forward_done(&mut self, _c: super::ClientId, _request: &[u8], _result: Result<(), String>) {}
+/// What the hub waits for from the store, and the forwards in flight.
+#[derive(Default)]
+pub(super) struct Shared {
+    next_ticket: u64,
+    waiting: HashMap<u64, Waiter>,
+    forwards: HashMap<(ClientId, IdKey), Forwarded>,
+    /// Set when routing a request asked the store for its rate limits
+    /// ([`Hub::admit_shared`]): the ticket it now waits for.
+    parking: Option<u64>,
+    /// Buckets the store granted to a request routed again.
+    granted: HashMap<(ClientId, IdKey), Vec<String>>,
+}
+
+/// A client request parked until the store answers.
+struct Waiter {
+    client: ClientId,
+    id: Vec<u8>,
+    deadline: u64,
+    wait: Wait,
+}
+
+enum Wait {
+    /// A retry whose `requestState` verified: its nonce's claim.
+    Claim { msg: Vec<u8>, ctx: ReqCtx, inner: Vec<u8>, responses: Option<Value> },
+    /// A request's rate-limit buckets (`limits`: their config names). `msg`
+    /// and `ctx`: what to route again once granted (set when routing gave
+    /// up on it, [`Hub::route_or_park`]).
+    Admit { msg: Vec<u8>, ctx: Option<ReqCtx>, buckets: Vec<String>, limits: String },
+}
+
+/// What a forwarded request continues, for its error.
+#[derive(Clone, Debug)]
+enum Forwarded {
+    State(ReplicaId),
+    Task(ReplicaId),
+}
+
+impl Hub {
+    /// A modern retry carrying `requestState` `token`: verified here, then
+    /// continued here (used once: in the store when one is shared, else in
+    /// this hub's set), or forwarded to the replica holding its call,
+    /// which makes the claim itself.
+    pub(super) fn redeem_state(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, token: &str, responses: Option<Value>) {
+        let v = match self.verify_state(token, &m.method, &ctx) {
+            Ok(v) => v,
+            Err(e) => return self.refuse_state(c, id, e),
+        };
+        if let Some(to) = self.held_elsewhere(&v.inner) {
+            return self.forward_to_owner(c, m, id, &ctx.principal, Forwarded::State(to));
+        }
+        if self.opts.cluster.shared {
+            let op = Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.claim_ttl_ms(&v) };
+            let wait = Wait::Claim { msg: m.env.bytes().to_vec(), ctx, inner: v.inner, responses };
+            return self.ask_for(c, id, op, wait);
+        }
+        match self.claim_state(&v, &ctx.principal) {
+            Ok(()) => self.resume(c, m, id, ctx, &v.inner, responses),
+            Err(e) => self.refuse_state(c, id, e),
+        }
+    }
+
+    fn refuse_state(&mut self, c: ClientId, id: &[u8], e: OpenError) {
+        let (code, msg, data) = self.state_refusal(e);
+        self.answer_error(c, Some(id), code, &msg, data);
+    }
+
+    /// A modern `tasks/*` request naming a task another replica runs:
+    /// forwarded to it (true), else false.
+    pub(super) fn task_elsewhere(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8]) -> bool {
+        let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
+        let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
+        let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
+        let to = owner.to_string();
+        self.forward_to_owner(c, m, id, principal, Forwarded::Task(to));
+        true
+    }
+
+    /// Sends client `c`'s request `m` to the replica that owns what it
+    /// continues, or answers why it cannot.
+    fn forward_to_owner(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8], what: Forwarded) {
+        let to = match &what {
+            Forwarded::State(to) | Forwarded::Task(to) => to.clone(),
+        };
+        if !self.opts.cluster.peers.contains(&to) {
+            return self.answer_unforwarded(c, id, &what, "is not among this replica's peers (cluster.peers)");
+        }
+        if self.shared.forwards.len() >= self.opts.max_pending {
+            let msg = format!("mcpx is at its limit of {} requests in flight (maxPending); retry later", self.opts.max_pending);
+            return self.answer_error(c, Some(id), ErrorCode::InternalError, &msg, None);
+        }
+        self.shared.forwards.insert((c, IdKey::new(id)), what);
+        self.out.push_back(Output::Forward { client: c, request: IdKey::new(id), msg: m.env.bytes().to_vec(), principal: principal.to_vec(), to });
+    }
+
+    /// The start-over error of a request whose owner cannot serve it.
+    fn answer_unforwarded(&mut self, c: ClientId, id: &[u8], what: &Forwarded, why: &str) {
+        // Requirement: mrtr-requeststate-attacker-controlled (a state that cannot be resumed is refused, never guessed at)
+        let msg = match what {
+            Forwarded::State(to) => format!("Invalid params: requestState refers to a request held by mcpx replica '{to}', which {why}; nothing was sent to the server. Send the request again without requestState to start over"),
+            Forwarded::Task(to) => format!("Invalid params: the task is run by mcpx replica '{to}', which {why}; its outcome cannot be fetched through this replica"),
+        };
+        self.answer_error(c, Some(id), ErrorCode::InvalidParams, &msg, None);
+    }
+
+    pub(super) fn on_forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>) {
+        let Some(what) = self.shared.forwards.remove(&(c, IdKey::new(request))) else { return };
+        match result {
+            Ok(()) => {
+                // The owner's answer went to the client: the request is closed.
+                if let Some(cl) = self.clients.get_mut(&c) {
+                    cl.open.remove(request);
+                }
+            }
+            Err(why) => self.answer_unforwarded(c, request, &what, &format!("could not answer ({why})")),
+        }
+    }
+
+    /// Parks client `c`'s request `id` until the store answers `op`.
+    fn ask_for(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait) {
+        if let Err(msg) = self.ask_ticket(c, id, op, wait) {
+            self.answer_error(c, Some(id), ErrorCode::InternalError, &msg, None);
+        }
+    }
+
+    /// Asks `op` for client `c`'s request `id`, parked as `wait`: its
+    /// ticket, or (over the cap of parked requests) the error to answer.
+    fn ask_ticket(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait) -> Result<u64, String> {
+        if self.shared.waiting.len() >= self.opts.max_pending {
+            return Err(format!("mcpx is at its limit of {} requests waiting for its shared state store (maxPending); retry later", self.opts.max_pending));
+        }
+        self.shared.next_ticket += 1;
+        let ticket = self.shared.next_ticket;
+        let deadline = self.now_ms.saturating_add(self.opts.cluster.answer_timeout_ms.max(1));
+        self.shared.waiting.insert(ticket, Waiter { client: c, id: id.to_vec(), deadline, wait });
+        self.out.push_back(Output::Shared(Ask { ticket, op }));
+        Ok(ticket)
+    }
+
+    pub(super) fn on_shared_answered(&mut self, ticket: u64, answer: Answer) {
+        let Some(w) = self.shared.waiting.remove(&ticket) else { return };
+        if !self.clients.contains_key(&w.client) {
+            return;
+        }
+        self.store_answered(w, answer);
+    }
+
+    fn store_answered(&mut self, w: Waiter, answer: Answer) {
+        let Waiter { client: c, id, wait, .. } = w;
+        match (wait, answer) {
+            (Wait::Claim { msg, ctx, inner, responses }, Answer::Granted) => {
+                if let Ok(m) = wire::parse(&msg) {
+                    self.resume(c, &m, &id, ctx, &inner, responses);
+                }
+            }
+            // Requirement: mrtr-single-use-enforced (used on any replica: refused on every other)
+            (Wait::Claim { .. }, Answer::Refused { .. }) => self.refuse_state(c, &id, OpenError::Replayed),
+            (Wait::Claim { .. }, Answer::Unavailable(why)) => {
+                let msg = format!("mcpx could not ask its shared state store ({why}), so this requestState could not be checked for single use: it was refused, not accepted, and nothing was sent to the server. Send the same request again later (should that be refused as already used, send it without requestState to start over)");
+                self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, None);
+            }
+            (Wait::Admit { msg, ctx, buckets, .. }, Answer::Granted) => {
+                // Routed again, as it came: these buckets are not asked twice.
+                self.shared.granted.insert((c, IdKey::new(&id)), buckets);
+                match ctx {
+                    Some(ctx) => self.route_normalized(c, &msg, ctx),
+                    None => {
+                        if let Ok(m) = wire::parse(&msg) {
+                            self.on_client_request(c, &m);
+                        }
+                    }
+                }
+            }
+            (Wait::Admit { limits, .. }, Answer::Refused { retry_after_ms }) => {
+                let r = crate::policy::ratelimit::Refusal { limit: limits, retry_after_ms };
+                self.policy_refused_shared(c, &id, &r);
+                self.answer_error(c, Some(&id), crate::policy::ratelimit::Refusal::CODE, &format!("{r} (a limit the replicas share)"), Some(r.data()));
+            }
+            (Wait::Admit { .. }, Answer::Unavailable(why)) => {
+                let msg = format!("mcpx could not ask its shared state store ({why}), so this request's rate limits could not be checked: it was refused and nothing was sent to the server; retry later");
+                self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, None);
+            }
+        }
+    }
+
+    /// Requests whose store answer is overdue get the store's error: never
+    /// a hang.
+    pub(super) fn shared_tick(&mut self) {
+        let now = self.now_ms;
+        let mut due: Vec<u64> = self.shared.waiting.iter().filter(|(_, w)| w.deadline <= now).map(|(t, _)| *t).collect();
+        due.sort_unstable();
+        let bound = self.opts.cluster.answer_timeout_ms;
+        for t in due {
+            let Some(w) = self.shared.waiting.remove(&t) else { continue };
+            if self.clients.contains_key(&w.client) {
+                self.store_answered(w, Answer::Unavailable(format!("it did not answer within {bound} ms")));
+            }
+        }
+    }
+
+    pub(super) fn shared_deadline(&self) -> Option<u64> {
+        self.shared.waiting.values().map(|w| w.deadline).min()
+    }
+
+    /// Task `id` runs here: published in the store (owner by task), for
+    /// status and operations to see; nobody waits for it.
+    pub(super) fn publish_task(&mut self, id: &str, ttl_ms: u64) {
+        let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
+        let op = Op::Put { key: task_key(id), value: me.as_bytes().to_vec(), ttl_ms };
+        self.out.push_back(Output::Shared(Ask { ticket: 0, op }));
+    }
+
+    /// Client `c` is gone: nothing of it waits for the store or a replica.
+    pub(super) fn shared_drop_client(&mut self, c: ClientId) {
+        self.shared.waiting.retain(|_, w| w.client != c);
+        self.shared.forwards.retain(|(fc, _), _| *fc != c);
+        self.shared.granted.retain(|(gc, _), _| *gc != c);
+    }
+
+    /// Routes request `m` of client `c`; a request that now waits for the
+    /// store's rate limits ([`Hub::admit_shared`]) is parked, not refused.
+    pub(super) fn route_or_park(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let r = self.route(c, m, ctx);
+        let id = IdKey::new(m.id_bytes().unwrap_or(b"null"));
+        let parked = self.shared.parking.take();
+        self.shared.granted.remove(&(c, id));
+        match parked.and_then(|t| self.shared.waiting.get_mut(&t)) {
+            Some(Waiter { wait: Wait::Admit { msg, ctx: parked_ctx, .. }, .. }) if r.is_err() => {
+                *msg = m.env.bytes().to_vec();
+                *parked_ctx = ctx.cloned();
+                Ok(())
+            }
+            _ => r,
+        }
+    }
+
+    /// With a shared store, the per-principal limit of client `c`'s
+    /// request `id` (`limit`: its name for errors) is taken in the store,
+    /// so it holds across the replicas. Granted already (the request routed
+    /// again): `Ok`. Else the store is asked and `Err` stops the routing:
+    /// the request waits ([`Hub::route_or_park`]).
+    pub(super) fn admit_shared(&mut self, c: ClientId, id: &[u8], bucket: Bucket, limit: String) -> Result<(), Refusal> {
+        let key = (c, IdKey::new(id));
+        if self.shared.granted.get(&key).is_some_and(|g| g.contains(&bucket.name)) {
+            return Ok(());
+        }
+        let mut names = self.shared.granted.get(&key).cloned().unwrap_or_default();
+        names.push(bucket.name.clone());
+        let wait = Wait::Admit { msg: Vec::new(), ctx: None, buckets: names, limits: limit };
+        match self.ask_ticket(c, id, Op::TakeTokens { buckets: vec![bucket] }, wait) {
+            Ok(ticket) => {
+                self.shared.parking = Some(ticket);
+                // Not an answer: `route_or_park` parks the request instead.
+                Err(Refusal(ErrorCode::InternalError, "waiting for the shared state store".to_string(), None))
+            }
+            Err(msg) => Err(Refusal(ErrorCode::InternalError, msg, None)),
+        }
+    }
 }

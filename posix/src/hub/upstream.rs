@@ -1125,6 +1125,7 @@ impl Hub {
         self.ping_tick();
         self.lazy_tick();
         self.isolation_tick();
+        self.shared_tick();
     }
 
     /// When the next health-check ping is due, if pings are on.
@@ -1234,7 +1235,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline(), self.shared_deadline()].into_iter().flatten().min()
     }
 
     pub(super) fn status_json(&self) -> Value {

@@ -230,6 +230,19 @@ impl fmt::Display for Refusal {
     }
 }
 
+/// Which limits a check applies: per principal, the others, or both.
+#[derive(Clone, Copy)]
+struct Dims {
+    principal: bool,
+    rest: bool,
+}
+
+impl Dims {
+    const ALL: Dims = Dims { principal: true, rest: true };
+    const SHARED: Dims = Dims { principal: true, rest: false };
+    const UNSHARED: Dims = Dims { principal: false, rest: true };
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Scope {
     Principal(Box<str>),
@@ -293,17 +306,18 @@ impl RateLimiter {
     /// applies) or says which limit refuses it. With several refusing, the
     /// one with the longest wait is named.
     pub fn check(&mut self, key: Key<'_>, now_ms: u64) -> Result<(), Refusal> {
-        let limits = self.cfg.class(key.class);
-        let tool_rule = match key.tool {
-            "" => None,
-            tool => limits.per_tool.iter().position(|(g, _)| glob_match(g, tool)),
-        };
-        // At most three buckets; nothing allocated when no limit applies.
-        let applicable = [
-            limits.per_principal.map(|r| (Scope::Principal(key.principal.into()), r)),
-            limits.per_server.map(|r| (Scope::Server(key.server.into()), r)),
-            tool_rule.map(|i| (Scope::Tool(i, key.tool.into()), limits.per_tool[i].1)),
-        ];
+        self.check_of(key, now_ms, Dims::ALL)
+    }
+
+    /// [`RateLimiter::check`] of the per-server and per-tool limits only:
+    /// those of a replica whose per-principal limits are shared
+    /// ([`RateLimiter::shared_buckets`]).
+    pub fn check_unshared(&mut self, key: Key<'_>, now_ms: u64) -> Result<(), Refusal> {
+        self.check_of(key, now_ms, Dims::UNSHARED)
+    }
+
+    fn check_of(&mut self, key: Key<'_>, now_ms: u64, dims: Dims) -> Result<(), Refusal> {
+        let applicable = self.applicable(key, dims);
         let mut longest: Option<(&Scope, Rate, u64)> = None;
         for (scope, rate) in applicable.iter().flatten() {
             let wait = self.bucket(key.class, scope, *rate, now_ms).wait_ms();
@@ -312,20 +326,51 @@ impl RateLimiter {
             }
         }
         if let Some((scope, rate, wait)) = longest {
-            let dim = match scope {
-                Scope::Principal(_) => "perPrincipal".to_string(),
-                Scope::Server(_) => "perServer".to_string(),
-                Scope::Tool(i, _) => format!("perTool[{:?}]", self.cfg.class(key.class).per_tool[*i].0),
-            };
-            return Err(Refusal {
-                limit: format!("policy.rateLimits.{}.{dim} ({rate})", key.class.key()),
-                retry_after_ms: wait,
-            });
+            return Err(Refusal { limit: self.limit_name(key.class, scope, rate), retry_after_ms: wait });
         }
         for (scope, rate) in applicable.iter().flatten() {
             self.bucket(key.class, scope, *rate, now_ms).units -= rate.per_ms;
         }
         Ok(())
+    }
+
+    /// The buckets that apply to `key` (at most three; nothing allocated
+    /// when no limit applies).
+    fn applicable(&self, key: Key<'_>, dims: Dims) -> [Option<(Scope, Rate)>; 3] {
+        let limits = self.cfg.class(key.class);
+        let tool_rule = match key.tool {
+            "" => None,
+            tool if dims.rest => limits.per_tool.iter().position(|(g, _)| glob_match(g, tool)),
+            _ => None,
+        };
+        [
+            limits.per_principal.filter(|_| dims.principal).map(|r| (Scope::Principal(key.principal.into()), r)),
+            limits.per_server.filter(|_| dims.rest).map(|r| (Scope::Server(key.server.into()), r)),
+            tool_rule.map(|i| (Scope::Tool(i, key.tool.into()), limits.per_tool[i].1)),
+        ]
+    }
+
+    /// `policy.rateLimits.toolCalls.perPrincipal (20/s)`.
+    fn limit_name(&self, class: Class, scope: &Scope, rate: Rate) -> String {
+        let dim = match scope {
+            Scope::Principal(_) => "perPrincipal".to_string(),
+            Scope::Server(_) => "perServer".to_string(),
+            Scope::Tool(i, _) => format!("perTool[{:?}]", self.cfg.class(class).per_tool[*i].0),
+        };
+        format!("policy.rateLimits.{}.{dim} ({rate})", class.key())
+    }
+
+    /// The per-principal bucket of `key` as a store shared by replicas
+    /// keeps it (`hub::shared`: a principal's limit holds across the
+    /// replicas; per-server and per-tool limits guard each replica's own
+    /// servers, [`RateLimiter::check_unshared`]), with its limit's name for
+    /// a refusal; `None` when no such limit applies. The bucket is named by
+    /// its limit and principal, so replicas with one config share it.
+    pub fn shared_bucket(&self, key: Key<'_>) -> Option<(crate::hub::shared::Bucket, String)> {
+        let [Some((scope, rate)), ..] = self.applicable(key, Dims::SHARED) else { return None };
+        let name = format!("{}.perPrincipal.{rate}:{}", key.class.key(), key.principal);
+        let bucket = crate::hub::shared::Bucket { name, capacity: rate.count, period_ms: rate.per_ms };
+        Some((bucket, self.limit_name(key.class, &scope, rate)))
     }
 
     /// Buckets in the table (at most `max_buckets`).

@@ -91,7 +91,7 @@ pub fn diff(old: &Config, new: &Config) -> Diff {
         }
     }
     d.removed = old.servers.iter().filter(|s| find(new, &s.name).is_none()).map(|s| s.name.clone()).collect();
-    let fixed: [(&'static str, bool); 8] = [
+    let fixed: [(&'static str, bool); 9] = [
         ("separator", old.separator != new.separator),
         ("roots", old.roots != new.roots),
         ("cacheTtlMs", old.cache_ttl_ms != new.cache_ttl_ms),
@@ -105,6 +105,7 @@ pub fn diff(old: &Config, new: &Config) -> Diff {
                 || old.http.allowed_hosts != new.http.allowed_hosts,
         ),
         ("policy", old.policy != new.policy),
+        ("state/cluster", old.cluster != new.cluster),
     ];
     d.fixed = fixed.into_iter().filter(|(_, changed)| *changed).map(|(k, _)| k).collect();
     d.log_level = old.log_level != new.log_level;

@@ -82,6 +82,7 @@ impl Hub {
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));
         let body = self.task_body(&id, &t, TaskView::Created);
+        self.publish_task(&id, ttl_ms);
         self.tasks.table.insert(id, t);
         self.tasks_save();
         self.answer_result(c, rid, &body);

@@ -66,6 +66,7 @@ use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
 use table::{Full, Outcome, Status, Table, Task};
 
 pub(super) use mcpx_core::task::EXTENSION as EXT;
+pub(super) use ids::owner;
 
 /// `Cursor::list` of `tasks/list` pages (the catalog's lists use 0..4).
 const LIST_CURSOR: u8 = 0x7a;
@@ -139,7 +140,7 @@ pub(super) struct Tasks {
 
 impl Tasks {
     pub fn new(opts: &HubOptions) -> Tasks {
-        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed), saving: false, asked: HashSet::new(), refollow: Vec::new() }
+        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed, opts.cluster.replica.as_deref()), saving: false, asked: HashSet::new(), refollow: Vec::new() }
     }
 }
 
@@ -253,6 +254,7 @@ impl Hub {
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: {} on server '{server}' for client {c}", m.method));
         let body = self.task_body(&id, &t, TaskView::Created);
+        self.publish_task(&id, ttl_ms);
         self.tasks.table.insert(id, t);
         self.tasks_save();
         self.answer_result(c, &cid, &body);

@@ -23,7 +23,7 @@ fn meta(caps: &Value) -> Value {
 }
 
 /// `params` with the per-request `_meta` of a modern client merged in.
-fn with_meta(mut params: Value, caps: &Value) -> Value {
+pub(super) fn with_meta(mut params: Value, caps: &Value) -> Value {
     let m = meta(caps);
     let o = params.as_object_mut().expect("params object");
     let e = o.entry("_meta").or_insert_with(|| json!({}));
