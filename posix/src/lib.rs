@@ -12,7 +12,6 @@ mod backoff;
 mod childenv;
 mod cli;
 mod cmd;
-#[cfg(feature = "cluster")]
 mod cluster;
 mod config;
 mod example;
