@@ -14,21 +14,24 @@ use serde_json::{json, Value};
 /// Redis, the replicas, HAProxy; everything is killed on drop.
 struct Cluster {
     _dir: TempDir,
-    _redis: HttpServer,
+    redis: HttpServer,
     replicas: Vec<HttpServer>,
     _haproxy: HttpServer,
     /// The MCP endpoint through HAProxy.
     front: String,
+    /// A tool of each upstream, listed once the replica is ready.
+    ready_tools: Vec<String>,
 }
 
-fn replica_config(dir: &Path, i: usize, ports: &[u16], redis: u16) -> std::path::PathBuf {
-    let demo = example_server_cmd("demo");
+fn replica_config(dir: &Path, i: usize, ports: &[u16], redis: u16, upstreams: &[(&str, Cmd)]) -> std::path::PathBuf {
+    let servers: serde_json::Map<String, Value> =
+        upstreams.iter().map(|(name, cmd)| (name.to_string(), json!({"command": cmd.program, "args": cmd.args}))).collect();
     let peers: serde_json::Map<String, Value> = (0..ports.len())
         .filter(|&j| j != i)
         .map(|j| (format!("r{}", j + 1), json!(format!("http://127.0.0.1:{}", ports[j]))))
         .collect();
     let cfg = json!({
-        "mcpServers": {"demo": {"command": demo.program, "args": demo.args}},
+        "mcpServers": servers,
         "state": {"url": format!("redis://127.0.0.1:{redis}/0"), "keyFile": dir.join("state.key")},
         "cluster": {"replica": format!("r{}", i + 1), "peers": peers},
     });
@@ -38,6 +41,10 @@ fn replica_config(dir: &Path, i: usize, ports: &[u16], redis: u16) -> std::path:
 }
 
 fn start_cluster() -> Cluster {
+    start_cluster_with(&[("demo", example_server_cmd("demo"))])
+}
+
+fn start_cluster_with(upstreams: &[(&str, Cmd)]) -> Cluster {
     let dir = TempDir::new();
     std::fs::write(dir.path().join("state.key"), "2a".repeat(32)).unwrap();
     let redis_port = free_port();
@@ -49,7 +56,7 @@ fn start_cluster() -> Cluster {
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let replicas = (0..3)
         .map(|i| {
-            let cfg = replica_config(dir.path(), i, &ports, redis_port);
+            let cfg = replica_config(dir.path(), i, &ports, redis_port, upstreams);
             let addr = format!("127.0.0.1:{}", ports[i]);
             HttpServer::start(&Cmd::new(mcpx(), &["serve", "--http", &addr, "--config", &cfg.to_string_lossy()]), ports[i], "/mcp")
         })
@@ -64,7 +71,8 @@ fn start_cluster() -> Cluster {
     let cfg_path = dir.path().join("haproxy.cfg");
     std::fs::write(&cfg_path, haproxy_cfg).unwrap();
     let haproxy = HttpServer::start(&Cmd::new("haproxy", &["-db", "-f", &cfg_path.to_string_lossy()]), front, "/mcp");
-    let c = Cluster { _dir: dir, _redis: redis, replicas, _haproxy: haproxy, front: format!("http://127.0.0.1:{front}/mcp") };
+    let ready_tools = upstreams.iter().map(|(name, _)| format!("{name}__{}", if *name == "py" { "ask_user" } else { "greet" })).collect();
+    let c = Cluster { _dir: dir, redis, replicas, _haproxy: haproxy, front: format!("http://127.0.0.1:{front}/mcp"), ready_tools };
     for r in &c.replicas {
         c.wait_ready(r);
     }
@@ -72,13 +80,13 @@ fn start_cluster() -> Cluster {
 }
 
 impl Cluster {
-    /// Waits (at most 20 s) until replica `r` lists the demo tools, then for
+    /// Waits (at most 20 s) until replica `r` lists every upstream's tools, then for
     /// HAProxy's health check to have seen it (checks every 500 ms).
     fn wait_ready(&self, r: &HttpServer) {
         let t0 = Instant::now();
         loop {
             let got = post(&r.url, &modern_headers("tools/list", None), &modern_request(1, "tools/list", json!({}), json!({})));
-            if got.text.contains("demo__greet") {
+            if self.ready_tools.iter().all(|t| got.text.contains(t.as_str())) {
                 break;
             }
             assert!(t0.elapsed() < Duration::from_secs(20), "replica {} not ready: {} {}", r.url, got.status, got.text);
@@ -173,17 +181,23 @@ fn a_replica_killed_and_restarted_under_load() {
     let victim = owner(&c, &sid);
     assert_eq!(legacy_list(&c.front, &sid), 200, "HAProxy sticks to the session's replica");
 
-    // Modern callers keep calling while the session's replica dies.
+    // Modern callers keep calling while the session's replica dies. The
+    // one call that replica was answering when it died may be cut off
+    // (HAProxy's 502: a POST is not retried once sent); every other call
+    // is answered by the others.
     let front = c.front.clone();
     let callers = thread::spawn(move || {
         let t0 = Instant::now();
-        let mut answered = 0;
+        let (mut answered, mut cut) = (0, Vec::new());
         for i in 0..40 {
-            modern_greet(&front, 100 + i, "during").map_err(|e| format!("call {i} failed: {e}"))?;
-            answered += 1;
+            match modern_greet(&front, 100 + i, "during") {
+                Ok(_) => answered += 1,
+                Err(e) if e.starts_with("502 ") && cut.is_empty() => cut.push(i),
+                Err(e) => return Err(format!("call {i} failed: {e} (cut off before: {cut:?})")),
+            }
             thread::sleep(Duration::from_millis(50));
         }
-        Ok::<_, String>((answered, t0.elapsed()))
+        Ok::<_, String>((answered + cut.len(), t0.elapsed()))
     });
     thread::sleep(Duration::from_millis(300));
     c.replicas[victim].kill();
@@ -235,4 +249,90 @@ fn the_hop_refuses_what_is_not_signed_by_a_replica() {
     // Through HAProxy too: the hop is no way around a replica's checks.
     let r = post(&c.front.replace("/mcp", "/.mcpx/hop"), &[], &msg);
     assert_eq!(r.status, 401, "{}", r.text);
+}
+
+/// A 2026-07-28 `py__ask_user` call (a legacy upstream that elicits):
+/// with `retry` = (input key, requestState) it is the completion.
+fn ask_user(id: i64, retry: Option<(&str, &str)>) -> Value {
+    let mut params = json!({"name": "py__ask_user", "arguments": {"question": "which replica?"}});
+    if let Some((key, state)) = retry {
+        params["inputResponses"] = json!({key: {"action": "accept", "content": {"answer": "any of them"}}});
+        params["requestState"] = json!(state);
+    }
+    modern_request(id, "tools/call", params, json!({"elicitation": {}}))
+}
+
+fn post_ask(url: &str, msg: &Value) -> Resp {
+    post(url, &modern_headers("tools/call", Some("py__ask_user")), msg)
+}
+
+/// Starts an elicitation through `url`: (input key, requestState).
+fn input_required(url: &str, id: i64) -> (String, String) {
+    let r = post_ask(url, &ask_user(id, None));
+    let v = &r.json["result"];
+    assert_eq!(v["resultType"], "input_required", "{} {}", r.status, r.text);
+    let key = v["inputRequests"].as_object().and_then(|o| o.keys().next().cloned()).expect("an input request");
+    (key, v["requestState"].as_str().expect("a requestState").to_string())
+}
+
+fn error_text(r: &Resp) -> String {
+    r.json["error"]["message"].as_str().unwrap_or_default().to_string()
+}
+
+// covers: mrtr-single-use-enforced
+#[test]
+fn a_request_state_is_completed_on_its_owner_and_refused_when_replayed_anywhere() {
+    let c = start_cluster_with(&[("demo", example_server_cmd("demo")), ("py", py_server_cmd("py"))]);
+    let [r1, r2, r3] = [&c.replicas[0].url, &c.replicas[1].url, &c.replicas[2].url];
+    // Obtained through replica 1, whose upstream call waits for the answer.
+    let (key, state) = input_required(r1, 1);
+    // Completed through replica 2: forwarded to replica 1, which owns it.
+    let t0 = Instant::now();
+    let r = post_ask(r2, &ask_user(2, Some((&key, &state))));
+    assert_eq!(r.json.pointer("/result/content/0/text").and_then(Value::as_str), Some("user answered: any of them"), "{} {}", r.status, r.text);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    // Replayed through replica 3 (and 1, and 2): refused.
+    for url in [r3, r1, r2] {
+        let r = post_ask(url, &ask_user(3, Some((&key, &state))));
+        assert!(r.json.get("error").is_some() && r.status >= 400, "a replay through {url} must be refused: {} {}", r.status, r.text);
+    }
+}
+
+#[test]
+fn redis_stopped_in_the_middle_gives_clear_errors_refuses_replays_and_recovers() {
+    let mut c = start_cluster_with(&[("demo", example_server_cmd("demo")), ("py", py_server_cmd("py"))]);
+    let [r1, r2] = [c.replicas[0].url.clone(), c.replicas[1].url.clone()];
+    let (key, state) = input_required(&r1, 1);
+    let done = post_ask(&r2, &ask_user(2, Some((&key, &state))));
+    assert!(done.json.get("result").is_some(), "{}", done.text);
+    let (key2, state2) = input_required(&r1, 3);
+
+    c.redis.kill();
+    // Affected requests: a clear error, at once; a replay is refused.
+    let t0 = Instant::now();
+    let r = post_ask(&r2, &ask_user(4, Some((&key, &state))));
+    assert!(r.json.get("error").is_some(), "a replay while Redis is away must be refused: {}", r.text);
+    let r = post_ask(&r2, &ask_user(5, Some((&key2, &state2))));
+    assert!(r.json.get("error").is_some(), "an unchecked state is refused, not accepted: {}", r.text);
+    let why = error_text(&r).to_ascii_lowercase();
+    assert!(why.contains("redis") || why.contains("shared state"), "the error says why: {}", r.text);
+    assert!(t0.elapsed() < Duration::from_secs(5), "nothing hangs: {:?}", t0.elapsed());
+
+    // Redis back (empty): service resumes; a new elicitation round trip
+    // across replicas works, and a replay is refused again.
+    c.redis.restart();
+    let t0 = Instant::now();
+    let (key3, state3) = loop {
+        let r = post_ask(&r1, &ask_user(6, None));
+        if r.json.pointer("/result/resultType") == Some(&json!("input_required")) {
+            let v = &r.json["result"];
+            break (v["inputRequests"].as_object().unwrap().keys().next().unwrap().clone(), v["requestState"].as_str().unwrap().to_string());
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "no recovery after Redis came back: {}", r.text);
+        thread::sleep(Duration::from_millis(200));
+    };
+    let r = post_ask(&r2, &ask_user(7, Some((&key3, &state3))));
+    assert_eq!(r.json.pointer("/result/content/0/text").and_then(Value::as_str), Some("user answered: any of them"), "{}", r.text);
+    let r = post_ask(&c.replicas[2].url, &ask_user(8, Some((&key3, &state3))));
+    assert!(r.json.get("error").is_some(), "replay after recovery: {}", r.text);
 }
