@@ -87,8 +87,9 @@ pub struct Ended {
 }
 
 /// The delay before each next attempt: `min`, doubling up to `max`, and
-/// `min` again after an attempt that lasted `stable_after`.
-struct Backoff {
+/// `min` again after an attempt that lasted `stable_after`. Also the
+/// reconnection delay of the shared-state store (cluster/store.rs).
+pub(crate) struct Backoff {
     min: Duration,
     max: Duration,
     stable_after: Duration,
@@ -96,17 +97,17 @@ struct Backoff {
 }
 
 impl Backoff {
-    fn new(p: &Policy) -> Backoff {
+    pub(crate) fn new(p: &Policy) -> Backoff {
         Backoff { min: p.min, max: p.max, stable_after: p.stable_after, next: p.min }
     }
 
     /// Starts over at `min` (an asked-for restart is no failure).
-    fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.next = self.min;
     }
 
     /// The delay after an attempt, begun at `started`, that failed.
-    fn delay(&mut self, started: Instant) -> Duration {
+    pub(crate) fn delay(&mut self, started: Instant) -> Duration {
         if started.elapsed() >= self.stable_after {
             self.next = self.min;
         }

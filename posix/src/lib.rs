@@ -12,6 +12,7 @@ mod backoff;
 mod childenv;
 mod cli;
 mod cmd;
+mod cluster;
 mod config;
 mod example;
 mod http;

@@ -27,9 +27,10 @@ use smol::future::FutureExt as _;
 use smol::{LocalExecutor, Task, Timer};
 
 use crate::cli::ServeArgs;
+use crate::cluster::runtime as cluster;
 use crate::config::{self, Config, Source};
 use crate::http::{self, Http, HttpConfig, HubLink};
-use crate::hub::{self, About, ClientId, Hub, HubOptions, ModernHeaders, Output, UpstreamId, UpstreamSpec, Upward};
+use crate::hub::{self, About, ClientId, Hub, HubOptions, IdKey, ModernHeaders, Output, UpstreamId, UpstreamSpec, Upward};
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
 use crate::remote::{self, RemoteSpec};
@@ -126,6 +127,9 @@ pub struct Runtime {
     closing: Cell<bool>,
     /// The task state file (`task_store`), with an HTTP listener.
     tasks_file: RefCell<Option<std::path::PathBuf>>,
+    /// The queue of the cluster task (`cluster::runtime`), with a store or
+    /// a hop configured.
+    cluster_jobs: RefCell<Option<Sender<cluster::Job>>>,
 }
 
 impl Runtime {
@@ -145,8 +149,58 @@ impl Runtime {
             stop,
             closing: Cell::new(false),
             tasks_file: RefCell::new(None),
+            cluster_jobs: RefCell::new(None),
         };
         (Rc::new(rt), tick_rx, stop_rx)
+    }
+
+    /// Queues `job` for the cluster task (`cluster::runtime`); without one,
+    /// or with its queue full, the hub is answered now that it cannot be done.
+    fn cluster_job(&self, job: cluster::Job) {
+        let job = match self.cluster_jobs.borrow().as_ref() {
+            Some(q) => match q.try_send(job) {
+                Ok(()) => return,
+                Err(e) => e.into_inner(),
+            },
+            None => job,
+        };
+        let why = match self.cluster_jobs.borrow().is_some() {
+            true => format!("too many shared-state and hop requests queued (at most {})", cluster::MAX_IN_FLIGHT),
+            false => "no shared state store or cluster hop is running in this mcpx".to_string(),
+        };
+        let now = self.now_ms();
+        cluster::refuse(&mut self.hub.borrow_mut(), job, hub::shared::Answer::Unavailable(why.clone()), Err(why), now);
+    }
+
+    /// The MCP headers of a modern request forwarded over the hop (as a
+    /// client of the owner would send them).
+    pub(crate) fn modern_headers(&self, msg: &[u8]) -> Vec<(String, Vec<u8>)> {
+        self.hub.borrow().client_request_headers(msg).unwrap_or_default()
+    }
+
+    /// One message of the owner's answer to client `c`'s forwarded request
+    /// `request`, written to the client as the hub would; true when it was
+    /// the response.
+    pub(crate) fn deliver_forwarded(&self, c: ClientId, request: &IdKey, msg: Vec<u8>) -> bool {
+        use mcpx_core::envelope::{Envelope, Kind};
+        let Ok(env) = Envelope::parse(&msg) else {
+            warn!("cluster hop: an answer message for client {c} is not JSON-RPC; dropped");
+            return false;
+        };
+        let id = env.id_bytes().map(|id| {
+            let start = id.as_ptr() as usize - msg.as_ptr() as usize;
+            start..start + id.len()
+        });
+        let (about, response) = match env.kind() {
+            Kind::Result | Kind::Error => (About::Reply { id }, true),
+            Kind::Notification => (About::Notification { unsolicited: false, related: Some(request.clone()) }, false),
+            Kind::Request => {
+                warn!("cluster hop: the owner sent client {c} a request on a forwarded answer; dropped");
+                return false;
+            }
+        };
+        self.route(Output::ToClient(c, msg, about));
+        response
     }
 
     /// The one clock: milliseconds since mcpx started (monotonic).
@@ -318,19 +372,10 @@ impl Runtime {
                 }
             }
             Output::Log(level, msg) => log::write(log_level(level), format_args!("{msg}")),
-            // Until the cluster runtime (issue 16) answers these: asked only
-            // with "state"/"cluster" configured, answered "not available".
-            Output::Shared(ask) => {
-                if ask.ticket != 0 {
-                    let now = self.now_ms();
-                    let why = "no shared state store is running in this mcpx".to_string();
-                    self.hub.borrow_mut().shared_answered(ask.ticket, hub::shared::Answer::Unavailable(why), now);
-                }
-            }
-            Output::Forward { client, request, to, .. } => {
-                let now = self.now_ms();
-                let why = format!("no internal hop to replica '{to}' is running in this mcpx");
-                self.hub.borrow_mut().forward_done(client, request.bytes(), Err(why), now);
+            // The store and the hop between replicas (issue 16).
+            Output::Shared(ask) => self.cluster_job(cluster::Job::Ask(ask)),
+            Output::Forward { client, request, msg, principal, to } => {
+                self.cluster_job(cluster::Job::Forward { client, request, msg, principal, to })
             }
             Output::SaveTasks(bytes) => {
                 if let Some(p) = self.tasks_file.borrow().as_deref() {
@@ -451,6 +496,7 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
     h.limits.max_sessions = n(cfg.http.max_sessions, h.limits.max_sessions);
     h.limits.max_connections = n(cfg.http.max_connections, h.limits.max_connections);
     h.limits.session_idle_ms = cfg.http.session_idle_ms.unwrap_or(h.limits.session_idle_ms);
+    h.hop = cluster::hop_config(&cfg.cluster);
     Some(h)
 }
 
@@ -891,6 +937,18 @@ where
         }
     }
 
+    let _cluster = match cluster::Cluster::new(&cfg.cluster) {
+        Ok(Some(cl)) => {
+            let (tx, rx) = channel::bounded(cluster::MAX_IN_FLIGHT);
+            *rt.cluster_jobs.borrow_mut() = Some(tx);
+            Some(ex.spawn(Rc::new(cl).run(ex.clone(), rt.clone(), rx)))
+        }
+        Ok(None) => None,
+        Err(e) => {
+            error!("{e}");
+            return 1;
+        }
+    };
     let spawner = Spawner { ex: ex.clone(), sup_opts, events, catalog };
     crate::reload::start_servers(&rt, &spawner, cfg);
     let reloads = ex.spawn(crate::reload::run(rt.clone(), spawner, cfg.clone(), transports.reload));

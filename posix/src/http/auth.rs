@@ -51,6 +51,12 @@ impl Principal {
     pub fn bytes(&self) -> &[u8] {
         &self.0
     }
+
+    /// The principal another replica authenticated and asserts over the
+    /// internal hop (`cluster_hop`), as its bytes.
+    pub fn asserted(bytes: Vec<u8>) -> Principal {
+        Principal(bytes)
+    }
 }
 
 /// `"auth"` beyond the single bearer token (which stays `HttpConfig::token`).

@@ -83,6 +83,7 @@
 //! or modern request carries into the hub (`requestState`, held requests)
 //! and which owns the session it opens.
 mod auth;
+pub(crate) mod cluster_hop;
 mod conn;
 mod limits;
 mod origin;
@@ -130,6 +131,9 @@ pub struct HttpConfig {
     /// Serve the 2024-11-05 HTTP+SSE endpoints `/sse` and `/messages`.
     pub legacy_sse: bool,
     pub limits: Limits,
+    /// The internal hop between replicas (`cluster_hop`); `None`: not in a
+    /// cluster, the hop's path is not served.
+    pub hop: Option<cluster_hop::HopConfig>,
 }
 
 impl HttpConfig {
@@ -145,6 +149,7 @@ impl HttpConfig {
             allowed_hosts: Vec::new(),
             legacy_sse: true,
             limits: Limits::default(),
+            hop: None,
         }
     }
 

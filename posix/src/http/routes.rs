@@ -50,6 +50,10 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
         return keep;
     }
     let path = req.path.clone();
+    // Authenticated by its own MAC, not by the client credentials.
+    if path == crate::cluster::hop_auth::PATH {
+        return super::cluster_hop::handle(conn, req).await;
+    }
     let legacy = sh.cfg.legacy_sse;
     let known = path == sh.cfg.path
         || path == "/health"
@@ -126,7 +130,7 @@ fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
+pub(super) async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
     let body = crate::written::error(None, ErrorCode::InvalidRequest, "Method not allowed", None);
     conn.respond(
         405,
@@ -155,7 +159,7 @@ async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> 
 
 /// Reads the request's body; answers 413 (over the cap) or 400 (malformed
 /// chunked coding) itself before the close (`Err` then carries keep-alive).
-async fn body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
+pub(super) async fn body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
     match conn.read_body(req).await {
         Ok(b) => Ok(b),
         Err(BodyError::TooLarge(n)) => {
@@ -280,7 +284,7 @@ fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<Stri
 /// A 2026-07-28 (stateless) request: served by the hub as one request of a
 /// client that lives as long as the POST (no session, no `Mcp-Session-Id`).
 /// A `subscriptions/listen` POST stays open as its stream.
-async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>, who: &Principal) -> bool {
+pub(super) async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>, who: &Principal) -> bool {
     let sh = conn.shared.clone();
     let Message::Single(env) = msg else {
         let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";

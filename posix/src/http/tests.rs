@@ -29,6 +29,9 @@ mod fair;
 #[path = "tests_details.rs"]
 mod details;
 
+#[path = "tests_hop.rs"]
+mod hop;
+
 // ---------------------------------------------------------------- the server
 
 /// What the fake upstream received (methods), for the test to inspect.

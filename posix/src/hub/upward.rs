@@ -61,6 +61,19 @@ impl Hub {
         Some(modern_headers(&method, env.params(), &schema))
     }
 
+    /// The 2026-07-28 headers a client of the hub sends with its request
+    /// `msg` (one forwarded to another replica, which checks them as any
+    /// request's): `None` when `msg` is not a request.
+    pub fn client_request_headers(&self, msg: &[u8]) -> Option<ModernHeaders> {
+        let env = mcpx_core::envelope::Envelope::parse(msg).ok()?;
+        if env.kind() != mcpx_core::envelope::Kind::Request {
+            return None;
+        }
+        let method = String::from_utf8(env.method()?.decoded().collect()).ok()?;
+        let schema = |tool: &str| self.catalog.get(super::catalog::Kind::Tools, tool)?.item.get("inputSchema");
+        Some(modern_headers(&method, env.params(), &schema))
+    }
+
     fn modern_headers_of(&self, u: UpstreamId, method: &str, params: Option<&[u8]>) -> ModernHeaders {
         let params = params.and_then(|p| json::parse(p).ok());
         let schema = |tool: &str| self.upstream_tool_schema(u, tool);

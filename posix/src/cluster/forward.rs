@@ -1,0 +1,120 @@
+//! The sending side of the internal hop: a client's request that another
+//! replica owns (`hub::Output::Forward`) is POSTed, signed
+//! (`hop_auth`), to that replica's `/.mcpx/hop`, and its answer, JSON or an
+//! SSE stream, is passed on message by message.
+//!
+//! Never a hang: the connection is bounded by [`CONNECT_TIMEOUT`] (a dead
+//! replica fails fast), the answer's head and every silence on its stream
+//! by [`ANSWER_TIMEOUT`].
+
+use std::time::Duration;
+
+use mcpx_core::frame::sse::{SseDecoder, SseItem};
+
+use super::hop_auth::{self, HopKey};
+use crate::remote::http::{Client, Limits};
+use crate::remote::url::Url;
+
+/// How long opening a connection to a peer replica may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long the owner may stay silent (it streams SSE with keep-alives
+/// while a call runs).
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+/// Largest answer message passed on.
+const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+/// Idle connections kept per peer.
+const MAX_IDLE: usize = 8;
+
+struct Peer {
+    id: String,
+    url: Url,
+    client: Client,
+}
+
+/// The hop to the other replicas of this one.
+pub struct Hop {
+    me: String,
+    key: HopKey,
+    peers: Vec<Peer>,
+}
+
+impl Hop {
+    /// `peers`: id and base URL (`http://host:port`) of each other replica.
+    pub fn new(me: &str, state_key: &[u8; 32], peers: &[(String, String)]) -> Result<Hop, String> {
+        let mut out = Vec::new();
+        for (id, base) in peers {
+            let mut url = Url::parse(base).map_err(|e| format!("cluster.peers.{id}: {e}"))?;
+            url.target = hop_auth::PATH.to_string();
+            let connector = crate::remote::connector(None, &url, CONNECT_TIMEOUT).map_err(|e| format!("cluster.peers.{id}: {e}"))?;
+            out.push(Peer { id: id.clone(), url, client: Client::new(connector, MAX_IDLE) });
+        }
+        Ok(Hop { me: me.to_string(), key: HopKey::derive(state_key), peers: out })
+    }
+
+    /// Sends `msg` (with its MCP `headers`) to replica `to` on behalf of
+    /// `principal`; each message of the answer goes to `deliver` (true when
+    /// it was the response). `Ok` once the response was delivered;
+    /// `Err(why)` when none came.
+    pub async fn forward(
+        &self,
+        to: &str,
+        msg: &[u8],
+        principal: &[u8],
+        headers: &[(String, Vec<u8>)],
+        deliver: &dyn Fn(Vec<u8>) -> bool,
+    ) -> Result<(), String> {
+        let peer = self.peers.iter().find(|p| p.id == to).ok_or_else(|| format!("replica {to:?} is not among cluster.peers"))?;
+        let signed = self.key.sign(&self.me, hop_auth::unix_ms(), principal, msg);
+        let mut fields: Vec<(&str, &[u8])> = vec![
+            ("content-type", b"application/json"),
+            ("accept", b"application/json, text/event-stream"),
+        ];
+        fields.extend(headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
+        fields.extend(signed.iter().map(|(n, v)| (*n, v.as_slice())));
+        let limits = Limits { max_head: 16 * 1024, head_timeout: ANSWER_TIMEOUT, idle_timeout: Some(ANSWER_TIMEOUT) };
+        let failed = |e: &dyn std::fmt::Display| format!("replica {to:?} did not answer the forwarded request: {e}");
+        let mut resp = peer.client.request("POST", &peer.url, &fields, msg, limits, None).await.map_err(|e| failed(&e))?;
+        let answered = match (resp.status, resp.content_type.as_str()) {
+            (_, "text/event-stream") => relay_sse(&mut resp.body, deliver).await.map_err(|e| failed(&e))?,
+            (_, "application/json") => {
+                let body = resp.body.read_all(MAX_MESSAGE).await.map_err(|e| failed(&e))?;
+                // A JSON-RPC error the owner answered with (a 4xx with a
+                // body) is the client's answer too.
+                deliver(body)
+            }
+            (status, _) => {
+                let body = resp.body.read_all(4096).await.unwrap_or_default();
+                return Err(failed(&format!("HTTP {status}: {}", String::from_utf8_lossy(&body).trim())));
+            }
+        };
+        peer.client.recycle(resp.body);
+        if answered {
+            Ok(())
+        } else {
+            Err(failed(&"its answer ended without a response"))
+        }
+    }
+}
+
+/// Passes each `message` event of an SSE answer on; true when the response
+/// came.
+async fn relay_sse(body: &mut crate::remote::http::Body, deliver: &dyn Fn(Vec<u8>) -> bool) -> std::io::Result<bool> {
+    let mut dec = SseDecoder::new(vec![0u8; MAX_MESSAGE.min(1024 * 1024)]);
+    let mut any = false;
+    while let Some(mut input) = body.next_chunk().await? {
+        while !input.is_empty() {
+            let n = dec.feed(input);
+            input = &input[n..];
+            while let Some(item) = dec.next() {
+                match item {
+                    SseItem::Event(ev) if ev.event.unwrap_or(b"message") == b"message" && !ev.data.is_empty() => {
+                        any |= deliver(ev.data.to_vec());
+                    }
+                    SseItem::Event(_) => {}
+                    SseItem::TooLarge { len, .. } => warn!("cluster hop: an answer event of {len} bytes was over the limit and dropped"),
+                }
+            }
+        }
+    }
+    Ok(any)
+}

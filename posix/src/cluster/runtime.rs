@@ -1,0 +1,150 @@
+//! The runtime side of a replica: executes the hub's `Output::Shared` in
+//! the store and its `Output::Forward` over the hop, each as its own task,
+//! and gives the answers back to the hub (`Hub::shared_answered`,
+//! `Hub::forward_done`). Every job is bounded in time (the store's
+//! `OP_TIMEOUT`, the hop's timeouts), and at most [`MAX_IN_FLIGHT`] run at
+//! once: beyond that a job is answered at once as unavailable.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use smol::channel::Receiver;
+use smol::LocalExecutor;
+
+use super::forward::Hop;
+use crate::config::ClusterSettings;
+use crate::hub::shared::{Answer, Ask};
+use crate::hub::{ClientId, IdKey};
+use crate::serve::Runtime;
+
+/// Jobs running at once, at most.
+pub const MAX_IN_FLIGHT: usize = 1024;
+
+/// A job of the cluster runtime.
+pub enum Job {
+    Ask(Ask),
+    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: String },
+}
+
+/// The store and the hop of this replica.
+pub struct Cluster {
+    #[cfg(feature = "cluster")]
+    store: Option<super::store::Store>,
+    hop: Option<Hop>,
+    in_flight: Cell<usize>,
+}
+
+impl Cluster {
+    /// From the settings; `None` when neither a store nor a cluster is
+    /// configured (one mcpx, state in memory).
+    pub fn new(s: &ClusterSettings) -> Result<Option<Cluster>, String> {
+        #[cfg(feature = "cluster")]
+        let store = match &s.state_url {
+            Some(url) => Some(super::store::Store::new(url).map_err(|e| e.0)?),
+            None => None,
+        };
+        #[cfg(not(feature = "cluster"))]
+        if s.state_url.is_some() {
+            return Err("state.url: this mcpx is built without the Redis store (cargo feature `cluster` of mcpx-posix)".into());
+        }
+        let hop = match (&s.replica, &s.state_key) {
+            (Some(me), Some(key)) => Some(Hop::new(me, &key.0, &s.peers)?),
+            _ => None,
+        };
+        #[cfg(feature = "cluster")]
+        let any = store.is_some() || hop.is_some();
+        #[cfg(not(feature = "cluster"))]
+        let any = hop.is_some();
+        Ok(any.then(|| Cluster {
+            #[cfg(feature = "cluster")]
+            store,
+            hop,
+            in_flight: Cell::new(0),
+        }))
+    }
+
+    /// Runs the jobs the runtime queues (`Runtime::cluster_job`), each as a
+    /// task of `ex`, until the queue closes.
+    pub async fn run(self: Rc<Cluster>, ex: Rc<LocalExecutor<'static>>, rt: Rc<Runtime>, jobs: Receiver<Job>) {
+        while let Ok(job) = jobs.recv().await {
+            self.start(&ex, &rt, job);
+        }
+    }
+
+    /// Runs `job` as a task of `ex`; answers it at once when too many run.
+    fn start(self: &Rc<Cluster>, ex: &LocalExecutor<'static>, rt: &Rc<Runtime>, job: Job) {
+        if self.in_flight.get() >= MAX_IN_FLIGHT {
+            let why = format!("too many shared-state and hop requests in flight (at most {MAX_IN_FLIGHT})");
+            finish(rt, job, Answer::Unavailable(why.clone()), Err(why));
+            return;
+        }
+        self.in_flight.set(self.in_flight.get() + 1);
+        let (cl, rt) = (self.clone(), rt.clone());
+        ex.spawn(async move {
+            cl.work(&rt, job).await;
+            cl.in_flight.set(cl.in_flight.get() - 1);
+        })
+        .detach();
+    }
+
+    async fn work(&self, rt: &Rc<Runtime>, job: Job) {
+        match job {
+            Job::Ask(ask) => {
+                let answer = self.execute(&ask).await;
+                if ask.ticket != 0 {
+                    rt.feed(|hub, now| hub.shared_answered(ask.ticket, answer, now));
+                } else if let Answer::Unavailable(why) = answer {
+                    warn!("shared state: {why}");
+                }
+            }
+            Job::Forward { client, request, msg, principal, to } => {
+                let result = match &self.hop {
+                    Some(hop) => {
+                        let headers = rt.modern_headers(&msg);
+                        let deliver = |m: Vec<u8>| rt.deliver_forwarded(client, &request, m);
+                        hop.forward(&to, &msg, &principal, &headers, &deliver).await
+                    }
+                    None => Err("this replica has no hop to others (needs cluster.replica and the shared state key)".to_string()),
+                };
+                if let Err(why) = &result {
+                    warn!("cluster hop: {why}");
+                }
+                rt.feed(|hub, now| hub.forward_done(client, request.bytes(), result, now));
+            }
+        }
+    }
+
+    async fn execute(&self, ask: &Ask) -> Answer {
+        #[cfg(feature = "cluster")]
+        if let Some(store) = &self.store {
+            return store.execute(&ask.op).await;
+        }
+        let _ = ask;
+        Answer::Unavailable("no shared state store is configured (\"state\": {\"url\"})".into())
+    }
+}
+
+/// The receiving side of the hop for the HTTP listener: with a replica id
+/// and the shared key (and so a cluster).
+pub fn hop_config(s: &ClusterSettings) -> Option<crate::http::cluster_hop::HopConfig> {
+    let key = s.state_key.as_ref().filter(|_| s.replica.is_some())?;
+    Some(crate::http::cluster_hop::HopConfig {
+        key: super::hop_auth::HopKey::derive(&key.0),
+        peers: s.peers.iter().map(|(id, _)| id.clone()).collect(),
+    })
+}
+
+/// Answers `job` without running it.
+fn finish(rt: &Runtime, job: Job, answer: Answer, result: Result<(), String>) {
+    rt.feed(|hub, now| refuse(hub, job, answer, result, now));
+}
+
+/// Gives the hub `answer` for an ask (none for ticket 0), `result` for a
+/// forward.
+pub fn refuse(hub: &mut crate::hub::Hub, job: Job, answer: Answer, result: Result<(), String>, now: u64) {
+    match job {
+        Job::Ask(ask) if ask.ticket != 0 => hub.shared_answered(ask.ticket, answer, now),
+        Job::Ask(_) => {}
+        Job::Forward { client, request, .. } => hub.forward_done(client, request.bytes(), result, now),
+    }
+}

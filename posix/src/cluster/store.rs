@@ -1,0 +1,298 @@
+//! The shared state of replicas in Redis (or Valkey, same protocol): the
+//! executor of the hub's shared-state asks. Three operations, each one
+//! round trip, each bounded by [`OP_TIMEOUT`]:
+//!
+//! - a single-use nonce: `SET KEY 1 NX PX ttl` (granted when the key was
+//!   not there, so a `requestState` used on one replica is refused on every
+//!   other; row mrtr-single-use-enforced);
+//! - token buckets, all or none: one Lua script (`EVALSHA`, `EVAL` when
+//!   Redis does not know it yet), atomic on the Redis side and on its clock,
+//!   so every replica draws from the same buckets;
+//! - a put: `SET KEY VALUE [PX ttl]`.
+//!
+//! The key names are the hub's (`hub::shared`).
+//!
+//! One multiplexed connection per replica. When it is lost (or an ask times
+//! out), every ask in flight and every ask until a new connection is up
+//! fails with [`Answer::Unavailable`], at once: nothing waits for Redis longer than
+//! [`OP_TIMEOUT`], and an unanswered nonce claim is never taken for a
+//! grant. Connection attempts are spaced by the project's backoff
+//! (doubling up to [`RECONNECT`]'s max); an attempt is made by the first ask
+//! after the delay.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, FromRedisValue, RedisError, RedisResult};
+use smol::future::FutureExt as _;
+use smol::lock::Mutex;
+use smol::Timer;
+
+use crate::backoff::{Backoff, Policy};
+use crate::hub::shared::{Answer, Bucket, Op};
+
+/// The bound of one ask, connecting included.
+pub const OP_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The spacing of connection attempts after a failed one.
+const RECONNECT: Policy = Policy {
+    min: Duration::from_millis(100),
+    max: Duration::from_secs(5),
+    stable_after: Duration::from_secs(10),
+    max_restarts: u32::MAX,
+};
+
+/// The token buckets, all or none: KEYS the buckets (hashes {t: tokens,
+/// at: ms of the last refill}); ARGV capacity and period (ms) of each, in
+/// KEYS' order. On Redis's clock (`TIME`), since the replicas' clocks are
+/// not one clock. Returns {1, 0} when a token was taken from each, else
+/// {0, ms until the emptiest has one again} and nothing is taken. A bucket
+/// expires once it would be full again, so idle buckets do not accumulate.
+const BUCKETS_LUA: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = #KEYS
+local tokens = {}
+local wait = 0
+for i = 1, n do
+  local cap = tonumber(ARGV[2 * i - 1])
+  local period = math.max(tonumber(ARGV[2 * i]), 1)
+  local s = redis.call('HMGET', KEYS[i], 't', 'at')
+  local have = tonumber(s[1])
+  local at = tonumber(s[2])
+  if have == nil or at == nil then
+    have = cap
+  elseif now > at then
+    have = math.min(cap, have + (now - at) * cap / period)
+  end
+  tokens[i] = have
+  if have < 1 then
+    wait = math.max(wait, math.ceil((1 - have) * period / math.max(cap, 1)))
+  end
+end
+if wait > 0 then
+  return {0, wait}
+end
+for i = 1, n do
+  local cap = tonumber(ARGV[2 * i - 1])
+  local period = math.max(tonumber(ARGV[2 * i]), 1)
+  local left = tokens[i] - 1
+  redis.call('HSET', KEYS[i], 't', tostring(left), 'at', tostring(now))
+  redis.call('PEXPIRE', KEYS[i], math.ceil((cap - left) * period / math.max(cap, 1)) + 1000)
+end
+return {1, 0}
+"#;
+
+/// Redis could not be asked: the reason, for the affected request's error
+/// ([`Answer::Unavailable`]).
+struct Unavailable(String);
+
+/// The state of the one connection.
+enum Link {
+    Up { conn: MultiplexedConnection, since: Instant, generation: u64 },
+    /// No connection; the next attempt not before `retry_at`.
+    Down { retry_at: Instant, reason: String },
+}
+
+/// A bad `state.url`.
+#[derive(Debug)]
+pub struct BadUrl(pub String);
+
+/// The shared-state store of one replica.
+pub struct Store {
+    client: redis::Client,
+    /// The URL without credentials, for messages.
+    shown: String,
+    link: RefCell<Link>,
+    generations: Cell<u64>,
+    backoff: RefCell<Backoff>,
+    /// One connection attempt at a time.
+    connecting: Mutex<()>,
+    buckets: redis::Script,
+}
+
+impl Store {
+    /// A store for `url` (`redis://[user:password@]host:port/db`); connects
+    /// on the first ask.
+    pub fn new(url: &str) -> Result<Store, BadUrl> {
+        let client = redis::Client::open(url).map_err(|e| BadUrl(format!("state.url: {e}")))?;
+        Ok(Store {
+            client,
+            shown: without_credentials(url),
+            link: RefCell::new(Link::Down { retry_at: Instant::now(), reason: "not connected yet".into() }),
+            generations: Cell::new(0),
+            backoff: RefCell::new(Backoff::new(&RECONNECT)),
+            connecting: Mutex::new(()),
+            buckets: redis::Script::new(BUCKETS_LUA),
+        })
+    }
+
+    /// Executes one ask of the hub.
+    pub async fn execute(&self, op: &Op) -> Answer {
+        let done = match op {
+            Op::ClaimNonce { ttl_ms, .. } => {
+                let key = op.key().unwrap_or_default();
+                self.claim(key, *ttl_ms).await.map(|first| if first { Answer::Granted } else { Answer::Refused { retry_after_ms: 0 } })
+            }
+            Op::TakeTokens { buckets } => self.take_tokens(buckets).await,
+            Op::Put { key, value, ttl_ms } => self.put(key, value, *ttl_ms).await.map(|()| Answer::Granted),
+        };
+        done.unwrap_or_else(|Unavailable(why)| Answer::Unavailable(why))
+    }
+
+    /// `SET key 1 NX PX ttl`: true for the first claim anywhere.
+    async fn claim(&self, key: String, ttl_ms: u64) -> Result<bool, Unavailable> {
+        let set: Option<String> = self
+            .ask(|mut c| async move {
+                redis::cmd("SET").arg(key).arg(1).arg("NX").arg("PX").arg(ttl_ms.max(1)).query_async(&mut c).await
+            })
+            .await?;
+        Ok(set.is_some())
+    }
+
+    /// One token of each bucket, or none.
+    async fn take_tokens(&self, buckets: &[Bucket]) -> Result<Answer, Unavailable> {
+        if buckets.is_empty() {
+            return Ok(Answer::Granted);
+        }
+        let (took, wait): (i64, u64) = self
+            .ask(|mut c| async move {
+                let mut call = self.buckets.prepare_invoke();
+                for b in buckets {
+                    call.key(b.key()).arg(b.capacity).arg(b.period_ms);
+                }
+                call.invoke_async(&mut c).await
+            })
+            .await?;
+        Ok(if took == 1 { Answer::Granted } else { Answer::Refused { retry_after_ms: wait } })
+    }
+
+    /// `SET key value [PX ttl]` (no expiry for ttl 0).
+    async fn put(&self, key: &str, value: &[u8], ttl_ms: u64) -> Result<(), Unavailable> {
+        let (key, value) = (key.to_string(), value.to_vec());
+        self.ask(|mut c| async move {
+            let mut set = redis::cmd("SET");
+            set.arg(key).arg(value);
+            if ttl_ms > 0 {
+                set.arg("PX").arg(ttl_ms);
+            }
+            set.query_async(&mut c).await
+        })
+        .await
+    }
+
+    /// Runs `f` on the connection (connecting first if needed), within
+    /// [`OP_TIMEOUT`]. A failure or a timeout drops the connection, so the
+    /// asks after it reconnect rather than wait on a dead socket.
+    async fn ask<T, F, Fut>(&self, f: F) -> Result<T, Unavailable>
+    where
+        T: FromRedisValue,
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let generation = Cell::new(None);
+        let work = async {
+            let (conn, g) = self.connection().await?;
+            generation.set(Some(g));
+            f(conn).await.map_err(|e| self.lost(g, &e))
+        };
+        let timeout = async {
+            Timer::after(OP_TIMEOUT).await;
+            let reason = format!("no answer within {} ms", OP_TIMEOUT.as_millis());
+            if let Some(g) = generation.get() {
+                self.drop_link(g, &reason);
+            }
+            Err(Unavailable(format!("shared state (Redis at {}): {reason}", self.shown)))
+        };
+        work.or(timeout).await
+    }
+
+    /// The live connection and its generation, or a new one.
+    async fn connection(&self) -> Result<(MultiplexedConnection, u64), Unavailable> {
+        if let Some(up) = self.up() {
+            return Ok(up);
+        }
+        let _one = self.connecting.lock().await;
+        if let Some(up) = self.up() {
+            return Ok(up);
+        }
+        if let Link::Down { retry_at, reason } = &*self.link.borrow() {
+            let now = Instant::now();
+            if now < *retry_at {
+                return Err(Unavailable(format!(
+                    "shared state (Redis at {}) unavailable: {reason}; next connection attempt in {} ms",
+                    self.shown,
+                    (*retry_at - now).as_millis()
+                )));
+            }
+        }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(OP_TIMEOUT))
+            .set_response_timeout(Some(OP_TIMEOUT));
+        match self.client.get_multiplexed_async_connection_with_config(&config).await {
+            Ok(conn) => {
+                let generation = self.generations.get() + 1;
+                self.generations.set(generation);
+                *self.link.borrow_mut() = Link::Up { conn: conn.clone(), since: Instant::now(), generation };
+                info!("shared state: connected to Redis at {}", self.shown);
+                Ok((conn, generation))
+            }
+            Err(e) => {
+                let delay = self.backoff.borrow_mut().delay(Instant::now());
+                let reason = format!("cannot connect: {e}");
+                *self.link.borrow_mut() = Link::Down { retry_at: Instant::now() + delay, reason: reason.clone() };
+                Err(Unavailable(format!("shared state (Redis at {}) unavailable: {reason}", self.shown)))
+            }
+        }
+    }
+
+    fn up(&self) -> Option<(MultiplexedConnection, u64)> {
+        match &*self.link.borrow() {
+            Link::Up { conn, generation, .. } => Some((conn.clone(), *generation)),
+            Link::Down { .. } => None,
+        }
+    }
+
+    /// An ask on connection `generation` failed with `e`.
+    fn lost(&self, generation: u64, e: &RedisError) -> Unavailable {
+        let reason = e.to_string();
+        if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+            self.drop_link(generation, &reason);
+        }
+        Unavailable(format!("shared state (Redis at {}): {reason}", self.shown))
+    }
+
+    /// Drops connection `generation` (if it is still the live one); the
+    /// next ask reconnects at once, or after the backoff delay when the
+    /// connection had not lasted.
+    fn drop_link(&self, generation: u64, reason: &str) {
+        let mut link = self.link.borrow_mut();
+        let Link::Up { since, generation: live, .. } = &*link else { return };
+        if *live != generation {
+            return;
+        }
+        let since = *since;
+        let mut backoff = self.backoff.borrow_mut();
+        let retry_at = if since.elapsed() >= RECONNECT.stable_after {
+            backoff.reset();
+            Instant::now()
+        } else {
+            Instant::now() + backoff.delay(since)
+        };
+        warn!("shared state: lost Redis at {}: {reason}", self.shown);
+        *link = Link::Down { retry_at, reason: format!("connection lost: {reason}") };
+    }
+}
+
+/// `url` with any `user:password@` left out.
+fn without_credentials(url: &str) -> String {
+    match (url.split_once("://"), url.rfind('@')) {
+        (Some((scheme, _)), Some(at)) => format!("{scheme}://{}", &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

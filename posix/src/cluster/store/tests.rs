@@ -1,0 +1,156 @@
+//! The store against a real redis-server.
+
+use std::time::{Duration, Instant};
+
+use super::{Store, OP_TIMEOUT};
+use crate::cluster::test_redis::Redis;
+use crate::hub::shared::{Answer, Bucket, Op};
+
+const REFUSED: Answer = Answer::Refused { retry_after_ms: 0 };
+
+fn two_replicas(r: &Redis) -> (Store, Store) {
+    (Store::new(&r.url()).unwrap(), Store::new(&r.url()).unwrap())
+}
+
+fn nonce(n: u8, ttl_ms: u64) -> Op {
+    Op::ClaimNonce { nonce: [n; mcpx_core::request_state::NONCE_LEN], ttl_ms }
+}
+
+fn take(buckets: &[(&str, u32, u64)]) -> Op {
+    let buckets = buckets.iter().map(|&(name, capacity, period_ms)| Bucket { name: name.into(), capacity, period_ms }).collect();
+    Op::TakeTokens { buckets }
+}
+
+fn is_unavailable(a: &Answer) -> bool {
+    matches!(a, Answer::Unavailable(why) if why.contains("Redis at redis://127.0.0.1:"))
+}
+
+#[test]
+fn a_nonce_is_granted_once_across_replicas() {
+    let r = Redis::start();
+    let (a, b) = two_replicas(&r);
+    smol::block_on(async {
+        assert_eq!(a.execute(&nonce(1, 60_000)).await, Answer::Granted);
+        assert_eq!(b.execute(&nonce(1, 60_000)).await, REFUSED, "replayed on another replica");
+        assert_eq!(a.execute(&nonce(1, 60_000)).await, REFUSED, "replayed on the same replica");
+        assert_eq!(b.execute(&nonce(2, 60_000)).await, Answer::Granted);
+    });
+}
+
+#[test]
+fn a_nonce_expires_with_its_ttl() {
+    let r = Redis::start();
+    let s = Store::new(&r.url()).unwrap();
+    smol::block_on(async {
+        assert_eq!(s.execute(&nonce(3, 50)).await, Answer::Granted);
+        assert_eq!(s.execute(&nonce(3, 50)).await, REFUSED);
+        smol::Timer::after(Duration::from_millis(120)).await;
+        assert_eq!(s.execute(&nonce(3, 50)).await, Answer::Granted, "the key should have expired");
+    });
+}
+
+#[test]
+fn token_buckets_are_shared_and_all_or_none() {
+    let r = Redis::start();
+    let (a, b) = two_replicas(&r);
+    smol::block_on(async {
+        let minute = 60_000;
+        assert_eq!(a.execute(&take(&[("alice", 2, minute)])).await, Answer::Granted);
+        assert_eq!(b.execute(&take(&[("alice", 2, minute)])).await, Answer::Granted);
+        match a.execute(&take(&[("alice", 2, minute)])).await {
+            // Two per minute: a token every 30 s.
+            Answer::Refused { retry_after_ms } => assert!((29_000..=30_000).contains(&retry_after_ms), "{retry_after_ms}"),
+            other => panic!("capacity 2 spent on two replicas, got {other:?}"),
+        }
+        // All or none: "tool" is not drawn from when "alice" is empty.
+        assert!(matches!(b.execute(&take(&[("tool", 1, minute), ("alice", 2, minute)])).await, Answer::Refused { .. }));
+        assert_eq!(b.execute(&take(&[("tool", 1, minute)])).await, Answer::Granted, "nothing was taken from tool");
+        assert!(matches!(a.execute(&take(&[("tool", 1, minute)])).await, Answer::Refused { .. }));
+        assert_eq!(a.execute(&take(&[])).await, Answer::Granted);
+    });
+}
+
+#[test]
+fn a_token_bucket_refills_over_its_period() {
+    let r = Redis::start();
+    let s = Store::new(&r.url()).unwrap();
+    smol::block_on(async {
+        assert_eq!(s.execute(&take(&[("fast", 1, 100)])).await, Answer::Granted);
+        match s.execute(&take(&[("fast", 1, 100)])).await {
+            Answer::Refused { retry_after_ms } => assert!((1..=100).contains(&retry_after_ms), "{retry_after_ms}"),
+            other => panic!("{other:?}"),
+        }
+        smol::Timer::after(Duration::from_millis(150)).await;
+        assert_eq!(s.execute(&take(&[("fast", 1, 100)])).await, Answer::Granted);
+    });
+}
+
+#[test]
+fn put_stores_with_and_without_an_expiry() {
+    let r = Redis::start();
+    let s = Store::new(&r.url()).unwrap();
+    let put = |key: &str, ttl_ms| Op::Put { key: key.into(), value: b"replica-2".to_vec(), ttl_ms };
+    smol::block_on(async {
+        assert_eq!(s.execute(&put("mcpx:session:abc", 30_000)).await, Answer::Granted);
+        assert_eq!(s.execute(&put("mcpx:task:t1", 0)).await, Answer::Granted);
+    });
+    let mut c = redis::Client::open(r.url()).unwrap().get_connection().unwrap();
+    let v: Vec<u8> = redis::cmd("GET").arg("mcpx:session:abc").query(&mut c).unwrap();
+    assert_eq!(v, b"replica-2");
+    let ttl: i64 = redis::cmd("PTTL").arg("mcpx:session:abc").query(&mut c).unwrap();
+    assert!(ttl > 0 && ttl <= 30_000, "PTTL {ttl}");
+    let ttl: i64 = redis::cmd("PTTL").arg("mcpx:task:t1").query(&mut c).unwrap();
+    assert_eq!(ttl, -1, "ttl 0 is no expiry");
+}
+
+#[test]
+fn redis_away_gives_fast_errors_never_a_grant_and_service_resumes() {
+    let mut r = Redis::start();
+    let s = Store::new(&r.url()).unwrap();
+    smol::block_on(async {
+        assert_eq!(s.execute(&nonce(1, 60_000)).await, Answer::Granted);
+        r.stop();
+        // In flight or next: a clear error, within the bound, never a grant
+        // (not even of a nonce never seen).
+        for i in 0..5 {
+            let t0 = Instant::now();
+            let got = s.execute(&nonce(10 + i, 60_000)).await;
+            assert!(t0.elapsed() < OP_TIMEOUT + Duration::from_millis(200), "took {:?}", t0.elapsed());
+            assert!(is_unavailable(&got), "Redis is down, got {got:?}");
+        }
+        r.restart();
+        // Reconnects within the backoff's bound (a few attempts failed so far).
+        let t0 = Instant::now();
+        loop {
+            let got = s.execute(&nonce(20, 60_000)).await;
+            if got == Answer::Granted {
+                break;
+            }
+            assert!(is_unavailable(&got), "{got:?}");
+            assert!(t0.elapsed() < Duration::from_secs(8), "no reconnection: {got:?}");
+            smol::Timer::after(Duration::from_millis(50)).await;
+        }
+    });
+}
+
+#[test]
+fn an_unreachable_redis_fails_fast() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let s = Store::new(&format!("redis://127.0.0.1:{port}/0")).unwrap();
+    smol::block_on(async {
+        let t0 = Instant::now();
+        let got = s.execute(&take(&[("b", 1, 1000)])).await;
+        assert!(t0.elapsed() <= OP_TIMEOUT + Duration::from_millis(200));
+        assert!(matches!(&got, Answer::Unavailable(why) if why.contains("cannot connect")), "{got:?}");
+        // Within the backoff delay: refused at once, saying when the next
+        // attempt is.
+        let got = s.execute(&nonce(1, 1000)).await;
+        assert!(matches!(&got, Answer::Unavailable(why) if why.contains("next connection attempt")), "{got:?}");
+    });
+}
+
+#[test]
+fn a_bad_url_is_refused_up_front() {
+    assert!(Store::new("http://example.org/").is_err());
+    assert_eq!(super::without_credentials("redis://u:secret@h:1/0"), "redis://h:1/0");
+}

@@ -1,0 +1,338 @@
+//! Replicas behind a load balancer (issue 16): Redis, three `mcpx serve
+//! --http` replicas sharing a state key, and HAProxy with the shipped
+//! deploy/cluster/haproxy.cfg.in, all on free loopback ports, started and
+//! stopped by the test (redis-server and haproxy from Debian: a missing one
+//! fails the test; .ci/run installs them).
+
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcpx_tests::*;
+use serde_json::{json, Value};
+
+/// Redis, the replicas, HAProxy; everything is killed on drop.
+struct Cluster {
+    _dir: TempDir,
+    redis: HttpServer,
+    replicas: Vec<HttpServer>,
+    _haproxy: HttpServer,
+    /// The MCP endpoint through HAProxy.
+    front: String,
+    /// A tool of each upstream, listed once the replica is ready.
+    ready_tools: Vec<String>,
+}
+
+fn replica_config(dir: &Path, i: usize, ports: &[u16], redis: u16, upstreams: &[(&str, Cmd)]) -> std::path::PathBuf {
+    let servers: serde_json::Map<String, Value> =
+        upstreams.iter().map(|(name, cmd)| (name.to_string(), json!({"command": cmd.program, "args": cmd.args}))).collect();
+    let peers: serde_json::Map<String, Value> = (0..ports.len())
+        .filter(|&j| j != i)
+        .map(|j| (format!("r{}", j + 1), json!(format!("http://127.0.0.1:{}", ports[j]))))
+        .collect();
+    let cfg = json!({
+        "mcpServers": servers,
+        "state": {"url": format!("redis://127.0.0.1:{redis}/0"), "keyFile": dir.join("state.key")},
+        "cluster": {"replica": format!("r{}", i + 1), "peers": peers},
+    });
+    let path = dir.join(format!("r{}.json", i + 1));
+    std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    path
+}
+
+fn start_cluster() -> Cluster {
+    start_cluster_with(&[("demo", example_server_cmd("demo"))])
+}
+
+fn start_cluster_with(upstreams: &[(&str, Cmd)]) -> Cluster {
+    let dir = TempDir::new();
+    std::fs::write(dir.path().join("state.key"), "2a".repeat(32)).unwrap();
+    let redis_port = free_port();
+    let redis = HttpServer::start(
+        &Cmd::new("redis-server", &["--port", &redis_port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]),
+        redis_port,
+        "",
+    );
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let replicas = (0..3)
+        .map(|i| {
+            let cfg = replica_config(dir.path(), i, &ports, redis_port, upstreams);
+            let addr = format!("127.0.0.1:{}", ports[i]);
+            HttpServer::start(&Cmd::new(mcpx(), &["serve", "--http", &addr, "--config", &cfg.to_string_lossy()]), ports[i], "/mcp")
+        })
+        .collect();
+    let front = free_port();
+    let template = std::fs::read_to_string(repo_root().join("deploy/cluster/haproxy.cfg.in")).unwrap();
+    let haproxy_cfg = template
+        .replace("@PORT@", &front.to_string())
+        .replace("@R1@", &ports[0].to_string())
+        .replace("@R2@", &ports[1].to_string())
+        .replace("@R3@", &ports[2].to_string());
+    let cfg_path = dir.path().join("haproxy.cfg");
+    std::fs::write(&cfg_path, haproxy_cfg).unwrap();
+    let haproxy = HttpServer::start(&Cmd::new("haproxy", &["-db", "-f", &cfg_path.to_string_lossy()]), front, "/mcp");
+    let ready_tools = upstreams.iter().map(|(name, _)| format!("{name}__{}", if *name == "py" { "ask_user" } else { "greet" })).collect();
+    let c = Cluster { _dir: dir, redis, replicas, _haproxy: haproxy, front: format!("http://127.0.0.1:{front}/mcp"), ready_tools };
+    for r in &c.replicas {
+        c.wait_ready(r);
+    }
+    c
+}
+
+impl Cluster {
+    /// Waits (at most 20 s) until replica `r` lists every upstream's tools, then for
+    /// HAProxy's health check to have seen it (checks every 500 ms).
+    fn wait_ready(&self, r: &HttpServer) {
+        let t0 = Instant::now();
+        loop {
+            let got = post(&r.url, &modern_headers("tools/list", None), &modern_request(1, "tools/list", json!({}), json!({})));
+            if self.ready_tools.iter().all(|t| got.text.contains(t.as_str())) {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "replica {} not ready: {} {}", r.url, got.status, got.text);
+            thread::sleep(Duration::from_millis(100));
+        }
+        thread::sleep(Duration::from_millis(1200));
+    }
+}
+
+fn modern_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut h = vec![("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method)];
+    if let Some(n) = name {
+        h.push(("Mcp-Name", n));
+    }
+    h
+}
+
+/// A modern `demo__greet` call through `url`: its answer text, or why not.
+fn modern_greet(url: &str, id: i64, who: &str) -> Result<String, String> {
+    let msg = modern_request(id, "tools/call", json!({"name": "demo__greet", "arguments": {"name": who}}), json!({}));
+    let r = post(url, &modern_headers("tools/call", Some("demo__greet")), &msg);
+    match r.json.pointer("/result/content/0/text").and_then(Value::as_str) {
+        Some(t) if r.status == 200 => Ok(t.to_string()),
+        _ => Err(format!("{} {}", r.status, r.text)),
+    }
+}
+
+/// A legacy session opened through `url`: its `Mcp-Session-Id`.
+fn legacy_session(url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "cluster-test", "version": "1"}}});
+    let r = post(url, &[], &init);
+    assert_eq!(r.status, 200, "initialize: {}", r.text);
+    let sid = r.header("mcp-session-id").expect("a session id").to_string();
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = post(url, &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", "2025-11-25")], &done);
+    assert_eq!(r.status, 202, "initialized: {}", r.text);
+    sid
+}
+
+/// `tools/list` in legacy session `sid` through `url`: the status.
+fn legacy_list(url: &str, sid: &str) -> u16 {
+    let msg = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let r = post(url, &[("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")], &msg);
+    assert!(r.status != 200 || r.text.contains("demo__greet"), "{}", r.text);
+    r.status
+}
+
+/// Which replica owns session `sid`: the one that serves it (the others
+/// answer 404).
+fn owner(c: &Cluster, sid: &str) -> usize {
+    let statuses: Vec<u16> = c.replicas.iter().map(|r| legacy_list(&r.url, sid)).collect();
+    let owners: Vec<usize> = (0..3).filter(|&i| statuses[i] == 200).collect();
+    assert_eq!(owners.len(), 1, "exactly one replica serves the session, the others 404: {statuses:?}");
+    assert!(statuses.iter().all(|&s| s == 200 || s == 404), "{statuses:?}");
+    owners[0]
+}
+
+/// SDK clients through HAProxy at once: `n` Python SDK 2.3.0 clients in the
+/// 2026-07-28 era and `n` Python SDK 1.30.0 (legacy sessions), each one call.
+fn sdk_load(url: &str, n: usize, tag: &str) {
+    let runs: Vec<_> = (0..2 * n)
+        .map(|i| {
+            let url = url.to_string();
+            let name = format!("{tag}{i}");
+            thread::spawn(move || {
+                let client = if i % 2 == 0 { Client::Py2Mode("2026-07-28") } else { Client::Py("1.30.0") };
+                let args = json!({"name": name}).to_string();
+                let want = format!("Hello, {name}!");
+                let r = client.run_url(&["--prefix", "demo__", "--expect-text", &want, "call", "greet", &args], &url);
+                (i, r.code == Some(0) && r.json["ok"] == true, r.to_string())
+            })
+        })
+        .collect();
+    for h in runs {
+        let (i, ok, report) = h.join().unwrap();
+        assert!(ok, "SDK client {i} ({tag}) through HAProxy: {report}");
+    }
+}
+
+// covers: streamable-http-server-404-terminated-session
+#[test]
+fn a_replica_killed_and_restarted_under_load() {
+    let mut c = start_cluster();
+    // Every call answered, modern ones spread over the replicas.
+    sdk_load(&c.front, 2, "before");
+    for i in 0..6 {
+        assert_eq!(modern_greet(&c.front, i, "m").as_deref(), Ok("Hello, m!"));
+    }
+    // A legacy session lives on one replica; the others answer 404.
+    let sid = legacy_session(&c.front);
+    let victim = owner(&c, &sid);
+    assert_eq!(legacy_list(&c.front, &sid), 200, "HAProxy sticks to the session's replica");
+
+    // Modern callers keep calling while the session's replica dies. The
+    // one call that replica was answering when it died may be cut off
+    // (HAProxy's 502: a POST is not retried once sent); every other call
+    // is answered by the others.
+    let front = c.front.clone();
+    let callers = thread::spawn(move || {
+        let t0 = Instant::now();
+        let (mut answered, mut cut) = (0, Vec::new());
+        for i in 0..40 {
+            match modern_greet(&front, 100 + i, "during") {
+                Ok(_) => answered += 1,
+                Err(e) if e.starts_with("502 ") && cut.is_empty() => cut.push(i),
+                Err(e) => return Err(format!("call {i} failed: {e} (cut off before: {cut:?})")),
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Ok::<_, String>((answered + cut.len(), t0.elapsed()))
+    });
+    thread::sleep(Duration::from_millis(300));
+    c.replicas[victim].kill();
+    let sdk_during = {
+        let front = c.front.clone();
+        thread::spawn(move || sdk_load(&front, 1, "during"))
+    };
+    let (answered, took) = callers.join().unwrap().expect("modern calls keep succeeding through the other replicas");
+    assert_eq!(answered, 40);
+    assert!(took < Duration::from_secs(30), "nothing hangs: {took:?}");
+    sdk_during.join().expect("SDK clients during the kill");
+
+    // The dead replica's session: 404 through HAProxy, and the client
+    // recovers by initializing again (on a live replica).
+    let t0 = Instant::now();
+    assert_eq!(legacy_list(&c.front, &sid), 404, "a session of the dead replica");
+    assert!(t0.elapsed() < Duration::from_secs(5), "the 404 is immediate: {:?}", t0.elapsed());
+    let again = legacy_session(&c.front);
+    assert_eq!(legacy_list(&c.front, &again), 200);
+    assert_ne!(owner_among(&c, &again, victim), victim);
+
+    // Restarted, it rejoins: round robin gives it new sessions again.
+    c.replicas[victim].restart();
+    c.wait_ready(&c.replicas[victim]);
+    let owners: Vec<usize> = (0..3).map(|_| owner(&c, &legacy_session(&c.front))).collect();
+    assert!(owners.contains(&victim), "the restarted replica gets sessions again: {owners:?}");
+    sdk_load(&c.front, 1, "after");
+}
+
+/// [`owner`] while replica `dead` is down (it is not asked).
+fn owner_among(c: &Cluster, sid: &str, dead: usize) -> usize {
+    let live: Vec<usize> = (0..3).filter(|&i| i != dead).collect();
+    let serving: Vec<usize> = live.iter().copied().filter(|&i| legacy_list(&c.replicas[i].url, sid) == 200).collect();
+    assert_eq!(serving.len(), 1, "one live replica owns the new session");
+    serving[0]
+}
+
+#[test]
+fn the_hop_refuses_what_is_not_signed_by_a_replica() {
+    let c = start_cluster();
+    let msg = modern_request(1, "tools/call", json!({"name": "demo__greet", "arguments": {"name": "x"}}), json!({}));
+    let hop = c.replicas[0].url.replace("/mcp", "/.mcpx/hop");
+    let r = post(&hop, &modern_headers("tools/call", Some("demo__greet")), &msg);
+    assert_eq!(r.status, 401, "{}", r.text);
+    assert!(r.text.contains("internal hop between mcpx replicas"), "{}", r.text);
+    let forged = [("mcpx-hop-from", "r2"), ("mcpx-hop-time", "1"), ("mcpx-hop-principal", "YW5vbnltb3Vz"), ("mcpx-hop-mac", "AAAA")];
+    let r = post(&hop, &forged, &msg);
+    assert_eq!(r.status, 403, "{}", r.text);
+    // Through HAProxy too: the hop is no way around a replica's checks.
+    let r = post(&c.front.replace("/mcp", "/.mcpx/hop"), &[], &msg);
+    assert_eq!(r.status, 401, "{}", r.text);
+}
+
+/// A 2026-07-28 `py__ask_user` call (a legacy upstream that elicits):
+/// with `retry` = (input key, requestState) it is the completion.
+fn ask_user(id: i64, retry: Option<(&str, &str)>) -> Value {
+    let mut params = json!({"name": "py__ask_user", "arguments": {"question": "which replica?"}});
+    if let Some((key, state)) = retry {
+        params["inputResponses"] = json!({key: {"action": "accept", "content": {"answer": "any of them"}}});
+        params["requestState"] = json!(state);
+    }
+    modern_request(id, "tools/call", params, json!({"elicitation": {}}))
+}
+
+fn post_ask(url: &str, msg: &Value) -> Resp {
+    post(url, &modern_headers("tools/call", Some("py__ask_user")), msg)
+}
+
+/// Starts an elicitation through `url`: (input key, requestState).
+fn input_required(url: &str, id: i64) -> (String, String) {
+    let r = post_ask(url, &ask_user(id, None));
+    let v = &r.json["result"];
+    assert_eq!(v["resultType"], "input_required", "{} {}", r.status, r.text);
+    let key = v["inputRequests"].as_object().and_then(|o| o.keys().next().cloned()).expect("an input request");
+    (key, v["requestState"].as_str().expect("a requestState").to_string())
+}
+
+fn error_text(r: &Resp) -> String {
+    r.json["error"]["message"].as_str().unwrap_or_default().to_string()
+}
+
+// covers: mrtr-single-use-enforced
+#[test]
+fn a_request_state_is_completed_on_its_owner_and_refused_when_replayed_anywhere() {
+    let c = start_cluster_with(&[("demo", example_server_cmd("demo")), ("py", py_server_cmd("py"))]);
+    let [r1, r2, r3] = [&c.replicas[0].url, &c.replicas[1].url, &c.replicas[2].url];
+    // Obtained through replica 1, whose upstream call waits for the answer.
+    let (key, state) = input_required(r1, 1);
+    // Completed through replica 2: forwarded to replica 1, which owns it.
+    let t0 = Instant::now();
+    let r = post_ask(r2, &ask_user(2, Some((&key, &state))));
+    assert_eq!(r.json.pointer("/result/content/0/text").and_then(Value::as_str), Some("user answered: any of them"), "{} {}", r.status, r.text);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    // Replayed through replica 3 (and 1, and 2): refused.
+    for url in [r3, r1, r2] {
+        let r = post_ask(url, &ask_user(3, Some((&key, &state))));
+        assert!(r.json.get("error").is_some() && r.status >= 400, "a replay through {url} must be refused: {} {}", r.status, r.text);
+    }
+}
+
+#[test]
+fn redis_stopped_in_the_middle_gives_clear_errors_refuses_replays_and_recovers() {
+    let mut c = start_cluster_with(&[("demo", example_server_cmd("demo")), ("py", py_server_cmd("py"))]);
+    let [r1, r2] = [c.replicas[0].url.clone(), c.replicas[1].url.clone()];
+    let (key, state) = input_required(&r1, 1);
+    let done = post_ask(&r2, &ask_user(2, Some((&key, &state))));
+    assert!(done.json.get("result").is_some(), "{}", done.text);
+    let (key2, state2) = input_required(&r1, 3);
+
+    c.redis.kill();
+    // Affected requests: a clear error, at once; a replay is refused.
+    let t0 = Instant::now();
+    let r = post_ask(&r2, &ask_user(4, Some((&key, &state))));
+    assert!(r.json.get("error").is_some(), "a replay while Redis is away must be refused: {}", r.text);
+    let r = post_ask(&r2, &ask_user(5, Some((&key2, &state2))));
+    assert!(r.json.get("error").is_some(), "an unchecked state is refused, not accepted: {}", r.text);
+    let why = error_text(&r).to_ascii_lowercase();
+    assert!(why.contains("redis") || why.contains("shared state"), "the error says why: {}", r.text);
+    assert!(t0.elapsed() < Duration::from_secs(5), "nothing hangs: {:?}", t0.elapsed());
+
+    // Redis back (empty): service resumes; a new elicitation round trip
+    // across replicas works, and a replay is refused again.
+    c.redis.restart();
+    let t0 = Instant::now();
+    let (key3, state3) = loop {
+        let r = post_ask(&r1, &ask_user(6, None));
+        if r.json.pointer("/result/resultType") == Some(&json!("input_required")) {
+            let v = &r.json["result"];
+            break (v["inputRequests"].as_object().unwrap().keys().next().unwrap().clone(), v["requestState"].as_str().unwrap().to_string());
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "no recovery after Redis came back: {}", r.text);
+        thread::sleep(Duration::from_millis(200));
+    };
+    let r = post_ask(&r2, &ask_user(7, Some((&key3, &state3))));
+    assert_eq!(r.json.pointer("/result/content/0/text").and_then(Value::as_str), Some("user answered: any of them"), "{}", r.text);
+    let r = post_ask(&c.replicas[2].url, &ask_user(8, Some((&key3, &state3))));
+    assert!(r.json.get("error").is_some(), "replay after recovery: {}", r.text);
+}
