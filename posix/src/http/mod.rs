@@ -84,7 +84,9 @@
 //! and which owns the session it opens.
 mod auth;
 mod conn;
+mod few;
 mod limits;
+mod mailbox;
 mod origin;
 mod refusals;
 mod routes;
