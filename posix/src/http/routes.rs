@@ -161,15 +161,8 @@ async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
 
 /// Reads a JSON body; answers 415/413 itself (`None` then carries keep-alive).
 async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
-    let ct = req
-        .header_str("content-type")
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if ct
-        .split(';')
-        .next()
-        .is_none_or(|t| t.trim() != "application/json")
-    {
+    let ct = req.header_str("content-type").unwrap_or("");
+    if !ct.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")) {
         return Err(conn.reject(415, "Unsupported media type: POST a JSON-RPC message as application/json").await);
     }
     body(conn, req).await
