@@ -31,6 +31,7 @@ mod prm;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::frame::http::trim_ows;
 
@@ -39,13 +40,13 @@ use super::HttpConfig;
 
 /// Who a client is, as stable bytes (bound into `requestState`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Principal(Vec<u8>);
+pub struct Principal(Cow<'static, [u8]>);
 
 impl Principal {
     fn new(kind: &str, name: &[u8]) -> Principal {
         let mut v = kind.as_bytes().to_vec();
         v.extend_from_slice(name);
-        Principal(v)
+        Principal(Cow::Owned(v))
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -55,7 +56,7 @@ impl Principal {
     /// The principal another replica authenticated and asserts over the
     /// internal hop (`cluster_hop`), as its bytes.
     pub fn asserted(bytes: Vec<u8>) -> Principal {
-        Principal(bytes)
+        Principal(Cow::Owned(bytes))
     }
 }
 
@@ -146,7 +147,7 @@ impl Authenticator {
         if !self.settings.required(self.token.as_deref()) {
             return Ok(match authorization {
                 Some(a) => Principal::new("anonymous:", &mcpx_core::request_state::digest(a)),
-                None => Principal(crate::hub::ANONYMOUS_PRINCIPAL.to_vec()),
+                None => Principal(Cow::Borrowed(crate::hub::ANONYMOUS_PRINCIPAL)),
             });
         }
         let Some(token) = bearer(authorization) else {
@@ -209,7 +210,7 @@ impl Authenticator {
     /// The Protected Resource Metadata (RFC 9728) request at `path`, if it is one.
     pub async fn metadata(&self, conn: &mut Conn, req: &Request) -> Option<bool> {
         let o = self.settings.oauth.as_ref()?;
-        if !prm::serves(o, &req.path) {
+        if !prm::serves(o, req.path()) {
             return None;
         }
         Some(prm::respond(o, conn, req).await)

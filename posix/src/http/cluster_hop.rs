@@ -25,7 +25,7 @@ pub(super) async fn handle(conn: &mut Conn, req: &mut Request) -> bool {
     let Some(hop) = conn.shared.cfg.hop.clone() else {
         return conn.reject(404, "Not found: this mcpx is not a cluster replica (no \"cluster\" and shared state key)").await;
     };
-    if req.method != "POST" {
+    if req.method() != "POST" {
         return routes::method_not_allowed(conn, "POST").await;
     }
     let body = match routes::body(conn, req).await {

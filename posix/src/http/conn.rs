@@ -3,15 +3,15 @@
 //! other, so pipelined requests are answered in order; bytes after a body
 //! stay in the buffer for the next head.
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use async_io::{Async, Timer};
 use mcpx_core::frame::http::{
-    parse_request, write_response_head, BodyFraming, Chunk, ChunkedDecoder, ChunkedError, Header, Status,
-    Version,
+    parse_request, trim_ows, write_chunk_header, write_response_head, BodyFraming, Chunk, ChunkedDecoder, ChunkedError, Header,
+    RequestHead, Status, Version, CHUNK_END,
 };
 use mcpx_core::error::ErrorCode;
 use smol::future;
@@ -19,30 +19,102 @@ use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::LocalExecutor;
 
 use super::limits::MAX_HEADERS;
+use super::mailbox;
 use super::routes;
 use super::session::{self, Shared};
+use super::sse_stream::Wake;
 use crate::hub::Level;
 
-/// A request head, owned, plus what is known about its body.
+/// A span of [`Request::head`].
+type Span = std::ops::Range<usize>;
+
+/// A request head: its bytes, copied once out of the connection's buffer
+/// (which the body is read into next) into a buffer the connection reuses,
+/// with field names lowercased in place, and the spans of its parts.
 pub(crate) struct Request {
-    pub method: String,
+    head: Vec<u8>,
+    method: Span,
     /// Path without the query.
-    pub path: String,
-    pub query: String,
+    path: Span,
+    query: Span,
+    fields: Vec<(Span, Span)>,
     pub version: Version,
     pub keep_alive: bool,
-    headers: Vec<(String, Vec<u8>)>,
     pub framing: BodyFraming,
     pub body_read: bool,
 }
 
+/// Where `part` (a slice of `base`) lies in it.
+fn span_of(base: &[u8], part: &[u8]) -> Span {
+    let at = (part.as_ptr() as usize).wrapping_sub(base.as_ptr() as usize);
+    match at.checked_add(part.len()) {
+        Some(end) if end <= base.len() => at..end,
+        _ => 0..0,
+    }
+}
+
 impl Request {
+    /// Copies `head` (parsed from `raw`) into the buffers `spare` gives
+    /// (those of the connection's last request, else new ones).
+    fn new<const H: usize>(raw: &[u8], head: &RequestHead<'_, H>, framing: BodyFraming, spare: Option<Request>) -> Request {
+        let (mut bytes, mut fields) = spare.map_or_else(Default::default, |r| (r.head, r.fields));
+        bytes.clear();
+        fields.clear();
+        let end = head.headers.iter().map(|h| span_of(raw, h.value).end).fold(span_of(raw, head.path.as_bytes()).end, usize::max);
+        bytes.extend_from_slice(&raw[..end]);
+        fields.extend(head.headers.iter().map(|h| (span_of(raw, h.name.as_bytes()), span_of(raw, h.value))));
+        for (name, _) in &fields {
+            bytes[name.clone()].make_ascii_lowercase();
+        }
+        let target = span_of(raw, head.path.as_bytes());
+        let (path, query) = match head.path.find('?') {
+            Some(q) => (target.start..target.start + q, target.start + q + 1..target.end),
+            None => (target.clone(), target.end..target.end),
+        };
+        Request {
+            head: bytes,
+            method: span_of(raw, head.method.as_bytes()),
+            path,
+            query,
+            fields,
+            version: head.version,
+            keep_alive: head.keep_alive(),
+            framing,
+            body_read: false,
+        }
+    }
+
+    /// The text of a span of the request line (ASCII: httparse checked it).
+    fn text(&self, span: &Span) -> &str {
+        std::str::from_utf8(&self.head[span.clone()]).unwrap_or("")
+    }
+
+    pub fn method(&self) -> &str {
+        self.text(&self.method)
+    }
+
+    /// The path, without the query.
+    pub fn path(&self) -> &str {
+        self.text(&self.path)
+    }
+
+    /// The query (after `?`), or "".
+    pub fn query(&self) -> &str {
+        self.text(&self.query)
+    }
+
+    /// Every field named `name` (lowercase), in order.
+    fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.fields
+            .iter()
+            .filter(move |(n, _)| &self.head[n.clone()] == name.as_bytes())
+            .map(|(_, v)| &self.head[v.clone()])
+    }
+
     /// The first field named `name` (lowercase).
     pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_slice())
+        let (_, v) = self.fields.iter().find(|(n, _)| &self.head[n.clone()] == name.as_bytes())?;
+        Some(&self.head[v.clone()])
     }
 
     pub fn header_str(&self, name: &str) -> Option<&str> {
@@ -51,28 +123,18 @@ impl Request {
 
     /// Does the (comma-separated) header list contain a media type starting with `ty`?
     pub fn accepts(&self, ty: &str) -> bool {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n == "accept")
-            .any(|(_, v)| {
-                String::from_utf8_lossy(v).split(',').any(|e| {
-                    let e = e
-                        .trim()
-                        .split(';')
-                        .next()
-                        .unwrap_or("")
-                        .trim()
-                        .to_ascii_lowercase();
-                    e == ty
-                        || e == "*/*"
-                        || (e.ends_with("/*") && ty.starts_with(&e[..e.len() - 1]))
-                })
-            })
+        let ty = ty.as_bytes();
+        self.all("accept").flat_map(|v| v.split(|&b| b == b',')).any(|e| {
+            let e = trim_ows(e.split(|&b| b == b';').next().unwrap_or(b""));
+            e.eq_ignore_ascii_case(ty)
+                || e == b"*/*"
+                || (e.ends_with(b"/*") && ty.len() >= e.len() - 1 && ty[..e.len() - 1].eq_ignore_ascii_case(&e[..e.len() - 1]))
+        })
     }
 
     /// How many field lines named `name` (lowercase) the head has.
     pub fn header_count(&self, name: &str) -> usize {
-        self.headers.iter().filter(|(n, _)| n == name).count()
+        self.all(name).count()
     }
 
     pub fn headers_present(&self, name: &str) -> bool {
@@ -98,6 +160,20 @@ pub(crate) enum BodyError {
 /// makes a read wait, so without this one upload holds the thread).
 const SLICE_BYTES: usize = 64 << 10;
 
+/// Most header fields a response of [`Conn::respond`] has.
+const MAX_RESPONSE_FIELDS: usize = 16;
+
+/// Most pieces one write takes at once (a chunk header, an event, its end).
+const MAX_PARTS: usize = 4;
+
+/// Bytes asked of the socket per read of a head (or of the rest of a
+/// chunked body): the buffer is zeroed that far before each read.
+const READ_BYTES: usize = 4 << 10;
+
+/// Bodies up to this size are read into a buffer the connection keeps for
+/// its next request; larger ones get their own, freed with the message.
+const KEPT_BODY: usize = 16 << 10;
+
 pub(crate) struct Conn {
     pub stream: Async<TcpStream>,
     pub buf: Vec<u8>,
@@ -106,6 +182,54 @@ pub(crate) struct Conn {
     pub persist: bool,
     /// Bytes read since this connection last yielded the thread.
     pub unyielded: usize,
+    /// Every deadline of the connection.
+    pub alarm: Alarm,
+    /// The last request's head buffers, for the next request.
+    spare_head: Option<Request>,
+    /// A small body's buffer, for the next request's body.
+    spare_body: Vec<u8>,
+    /// The buffer response heads are written into.
+    out: Vec<u8>,
+    /// The last exchange's queue, for the next (see `mailbox`).
+    pub spare_queue: Option<mailbox::Receiver>,
+}
+
+/// The one timer of a connection, for all its deadlines (head, idle, body,
+/// write, keep-alive): set again only when a deadline comes before the one
+/// it is set for, or when it fires before the deadline awaited. A timer
+/// made per read or write would cost the reactor an insertion, a wake-up
+/// and a removal each time, i.e. several per request.
+pub(crate) struct Alarm {
+    timer: Timer,
+    /// When the timer fires; `None` once it has.
+    at: Option<Instant>,
+}
+
+impl Alarm {
+    fn new() -> Alarm {
+        Alarm { timer: Timer::never(), at: None }
+    }
+
+    /// Completes at `deadline` (or after it).
+    pub async fn until(&mut self, deadline: Instant) {
+        loop {
+            if self.at.is_none_or(|at| deadline < at) {
+                self.timer.set_at(deadline);
+                self.at = Some(deadline);
+            }
+            (&mut self.timer).await;
+            self.at = None;
+            if Instant::now() >= deadline {
+                return;
+            }
+        }
+    }
+
+    /// `Err(TimedOut)` at `deadline`.
+    async fn expire<T>(&mut self, deadline: Instant, what: &'static str) -> io::Result<T> {
+        self.until(deadline).await;
+        Err(io::Error::new(io::ErrorKind::TimedOut, what))
+    }
 }
 
 /// Decrements the connection count when a connection task ends.
@@ -157,13 +281,7 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
                 st.conns > shared.cfg.limits.max_connections
             };
             let guard = ConnGuard(shared.clone());
-            let conn = Conn {
-                stream,
-                buf: Vec::new(),
-                shared: shared.clone(),
-                persist: true,
-                unyielded: 0,
-            };
+            let conn = Conn::new(stream, shared.clone());
             if over {
                 ex2.spawn(async move {
                     let _guard = guard;
@@ -237,7 +355,9 @@ async fn connection(mut conn: Conn) {
         first = false;
         conn.persist = req.keep_alive;
         let busy = BusyGuard::enter(&conn.shared);
-        let keep = routes::handle(&mut conn, req).await;
+        let mut req = req;
+        let keep = routes::handle(&mut conn, &mut req).await;
+        conn.spare_head = Some(req);
         drop(busy);
         if !keep {
             conn.linger_close().await;
@@ -250,32 +370,114 @@ fn deadline(ms: u64) -> Instant {
     Instant::now() + Duration::from_millis(ms)
 }
 
-impl Conn {
-    /// Reads more bytes into `buf` before `until`. `Ok(0)`: the peer closed.
-    /// Every [`SLICE_BYTES`] it first waits for the reactor to report the
-    /// socket readable anew: a busy socket then shares the thread with the
-    /// other connections, the stdio client and the hub (a plain yield would
-    /// not do: the executors run ready tasks before polling for I/O again).
-    async fn fill(&mut self, until: Instant) -> io::Result<usize> {
-        let pause = self.unyielded >= SLICE_BYTES;
+/// Reads up to `want` more bytes into `buf` (grown for them, zeroed that
+/// far), before `until`. `Ok(0)`: the peer closed. Every [`SLICE_BYTES`]
+/// it first waits for the reactor to report the socket readable anew: a
+/// busy socket then shares the thread with the other connections, the
+/// stdio client and the hub (a plain yield would not do: the executors run
+/// ready tasks before polling for I/O again).
+async fn read_into(
+    stream: &Async<TcpStream>,
+    alarm: &mut Alarm,
+    unyielded: &mut usize,
+    buf: &mut Vec<u8>,
+    want: usize,
+    until: Instant,
+) -> io::Result<usize> {
+    let pause = *unyielded >= SLICE_BYTES;
+    if pause {
+        *unyielded = 0;
+    }
+    // Not cancelled midway by its callers (only by the deadline, handled
+    // below), so the room made here is always cut back to what was read.
+    let start = buf.len();
+    buf.resize(start + want, 0);
+    let room = &mut buf[start..];
+    let read = async {
         if pause {
-            self.unyielded = 0;
+            stream.readable().await?;
         }
-        let mut tmp = [0u8; 16 << 10];
-        let read = async {
-            if pause {
-                self.stream.readable().await?;
+        let mut s = stream;
+        s.read(room).await
+    };
+    let r = future::or(read, alarm.expire(until, "timed out")).await;
+    let n = *r.as_ref().unwrap_or(&0);
+    buf.truncate(start + n);
+    *unyielded += n;
+    r
+}
+
+/// Writes all of `parts`, in order, before `until`: in one vectored write
+/// when the socket takes them (a body is never copied into a response).
+async fn write_parts(stream: &Async<TcpStream>, alarm: &mut Alarm, parts: &[&[u8]], until: Instant) -> io::Result<()> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut done = 0;
+    while done < total {
+        let mut slices = [IoSlice::new(&[]); MAX_PARTS];
+        let mut k = 0;
+        let mut skip = done;
+        for p in parts {
+            if skip >= p.len() {
+                skip -= p.len();
+                continue;
             }
-            self.stream.read(&mut tmp).await
-        };
-        let timeout = async {
-            Timer::at(until).await;
-            Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"))
-        };
-        let n = future::or(read, timeout).await?;
-        self.buf.extend_from_slice(&tmp[..n]);
-        self.unyielded += n;
-        Ok(n)
+            if let Some(slot) = slices.get_mut(k) {
+                *slot = IoSlice::new(&p[skip..]);
+                k += 1;
+            }
+            skip = 0;
+        }
+        let mut s = stream;
+        let w = s.write_vectored(&slices[..k]);
+        let n = future::or(w, alarm.expire(until, "the peer does not read")).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// Waits for bytes from the peer while a response is pending; false when
+/// the peer is gone. Pipelined bytes are kept (up to one head).
+async fn peer_alive(stream: &Async<TcpStream>, buf: &mut Vec<u8>, cap: usize) -> bool {
+    // Pipelined bytes are buffered up to one head; past that the peer is
+    // left to TCP flow control until the answer is written.
+    if buf.len() >= cap {
+        return future::pending().await;
+    }
+    // A stack buffer, not `buf`'s room: this read is dropped whenever the
+    // answer comes first, and must then leave `buf` as it was.
+    let mut tmp = [0u8; READ_BYTES];
+    let mut s = stream;
+    match s.read(&mut tmp).await {
+        Ok(0) | Err(_) => false,
+        Ok(n) => {
+            buf.extend_from_slice(&tmp[..n]);
+            true
+        }
+    }
+}
+
+impl Conn {
+    fn new(stream: Async<TcpStream>, shared: Rc<Shared>) -> Conn {
+        Conn {
+            stream,
+            buf: Vec::new(),
+            shared,
+            persist: true,
+            unyielded: 0,
+            alarm: Alarm::new(),
+            spare_head: None,
+            spare_body: Vec::new(),
+            out: Vec::new(),
+            spare_queue: None,
+        }
+    }
+
+    /// Reads more bytes into `buf` before `until`. `Ok(0)`: the peer closed.
+    async fn fill(&mut self, until: Instant) -> io::Result<usize> {
+        read_into(&self.stream, &mut self.alarm, &mut self.unyielded, &mut self.buf, READ_BYTES, until).await
     }
 
     /// The next request head. `Ok(None)`: the peer closed or was too slow
@@ -283,32 +485,16 @@ impl Conn {
     /// after accept for the first request; a kept-alive connection may idle
     /// `idle_timeout` between requests). `Err`: a status to answer, then close.
     async fn read_head(&mut self, first: bool) -> Result<Option<Request>, (u16, String)> {
-        let lim = self.shared.cfg.limits.clone();
-        let mut head_deadline = first.then(|| deadline(lim.head_timeout_ms));
-        let idle_deadline = deadline(lim.idle_timeout_ms);
+        let lim = &self.shared.cfg.limits;
+        let (head_timeout, idle_timeout, max_head) = (lim.head_timeout_ms, lim.idle_timeout_ms, lim.max_head);
+        let mut head_deadline = first.then(|| deadline(head_timeout));
+        let idle_deadline = deadline(idle_timeout);
         loop {
             if !self.buf.is_empty() {
-                let parsed = match parse_request::<MAX_HEADERS>(&self.buf, lim.max_head) {
+                let parsed = match parse_request::<MAX_HEADERS>(&self.buf, max_head) {
                     Ok(Status::Complete((head, len))) => {
                         let framing = head.framing();
-                        let req = Request {
-                            method: head.method.to_string(),
-                            path: head.path.split('?').next().unwrap_or("").to_string(),
-                            query: head
-                                .path
-                                .split_once('?')
-                                .map(|(_, q)| q.to_string())
-                                .unwrap_or_default(),
-                            version: head.version,
-                            keep_alive: head.keep_alive(),
-                            headers: head
-                                .headers
-                                .iter()
-                                .map(|h| (h.name.to_ascii_lowercase(), h.value.to_vec()))
-                                .collect(),
-                            framing: framing.unwrap_or(BodyFraming::None),
-                            body_read: false,
-                        };
+                        let req = Request::new(&self.buf, &head, framing.unwrap_or(BodyFraming::None), self.spare_head.take());
                         Ok(Some((req, len, framing)))
                     }
                     Ok(Status::Partial) => Ok(None),
@@ -329,8 +515,7 @@ impl Conn {
                     Err(e) => {
                         let what = match e.status() {
                             431 => format!(
-                                "Request header fields too large: at most {MAX_HEADERS} fields and {} bytes",
-                                lim.max_head
+                                "Request header fields too large: at most {MAX_HEADERS} fields and {max_head} bytes"
                             ),
                             _ => "Bad request: malformed HTTP request head".to_string(),
                         };
@@ -338,7 +523,7 @@ impl Conn {
                     }
                 }
                 if head_deadline.is_none() {
-                    head_deadline = Some(deadline(lim.head_timeout_ms));
+                    head_deadline = Some(deadline(head_timeout));
                 }
             }
             match self.fill(head_deadline.unwrap_or(idle_deadline)).await {
@@ -350,6 +535,8 @@ impl Conn {
 
     /// Reads the request's body under the size limit (decided from
     /// Content-Length before reading; while reading for chunked bodies).
+    /// A Content-Length body is read into one buffer of its size: what came
+    /// with the head is moved there, the rest is read into it directly.
     pub async fn read_body(&mut self, req: &mut Request) -> Result<Vec<u8>, BodyError> {
         let max = self.shared.cfg.limits.max_body;
         let until = deadline(self.shared.cfg.limits.body_timeout_ms);
@@ -372,17 +559,22 @@ impl Conn {
             BodyFraming::None | BodyFraming::UntilClose => Ok(Vec::new()),
             BodyFraming::Length(n) => {
                 let n = n as usize;
+                let mut body = if n <= KEPT_BODY { std::mem::take(&mut self.spare_body) } else { Vec::new() };
+                body.clear();
                 // The body's own size, not the doubling growth's (up to 2x):
                 // it is handed on whole and freed with the message.
-                self.buf.reserve_exact(n.saturating_sub(self.buf.len()));
-                while self.buf.len() < n {
-                    match self.fill(until).await {
+                body.reserve_exact(n);
+                let have = n.min(self.buf.len());
+                body.extend_from_slice(&self.buf[..have]);
+                self.buf.drain(..have);
+                while body.len() < n {
+                    let want = n - body.len();
+                    match read_into(&self.stream, &mut self.alarm, &mut self.unyielded, &mut body, want, until).await {
                         Ok(0) | Err(_) => return Err(BodyError::Broken),
                         Ok(_) => {}
                     }
                 }
-                let rest = self.buf.split_off(n);
-                Ok(std::mem::replace(&mut self.buf, rest))
+                Ok(body)
             }
             BodyFraming::Chunked => {
                 let mut dec = ChunkedDecoder::new();
@@ -418,21 +610,55 @@ impl Conn {
         }
     }
 
+    /// Takes back the body of a request once answered, to read the next
+    /// small body into.
+    pub fn recycle_body(&mut self, body: Vec<u8>) {
+        if body.capacity() <= KEPT_BODY && body.capacity() > self.spare_body.capacity() {
+            self.spare_body = body;
+        }
+    }
+
+    /// A queue of `cap` messages for an exchange or stream: the last one's
+    /// again when nothing of its use is left.
+    pub fn queue(&mut self, cap: usize) -> (mailbox::Sender, mailbox::Receiver) {
+        self.spare_queue.take().and_then(|q| q.reuse(cap)).unwrap_or_else(|| mailbox::queue(cap))
+    }
+
     /// Writes all of `bytes` within the write timeout.
     pub async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         let until = deadline(self.shared.cfg.limits.write_timeout_ms);
-        let w = async { self.stream.write_all(bytes).await };
-        let t = async {
-            Timer::at(until).await;
-            Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the peer does not read",
-            ))
-        };
-        future::or(w, t).await
+        write_parts(&self.stream, &mut self.alarm, &[bytes], until).await
     }
 
-    /// Writes a whole response with a Content-Length body.
+    /// Writes a block that `build` writes into the connection's buffer of
+    /// `need` bytes (returning its length, `None` when it cannot), framed as
+    /// a chunk when `chunked`: one vectored write, no copy of the block.
+    pub async fn write_block(&mut self, chunked: bool, need: usize, build: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
+        let mut out = std::mem::take(&mut self.out);
+        out.resize(need, 0);
+        let until = deadline(self.shared.cfg.limits.write_timeout_ms);
+        let mut h = [0u8; 24];
+        let ok = match build(&mut out) {
+            Some(n) if !chunked => write_parts(&self.stream, &mut self.alarm, &[&out[..n]], until).await.is_ok(),
+            Some(n) => match write_chunk_header(n, &mut h) {
+                Ok(k) => write_parts(&self.stream, &mut self.alarm, &[&h[..k], &out[..n], CHUNK_END], until).await.is_ok(),
+                Err(_) => false,
+            },
+            None => false,
+        };
+        self.keep_out(out);
+        ok
+    }
+
+    /// Keeps the buffer for the next head or event, unless a large message grew it.
+    fn keep_out(&mut self, out: Vec<u8>) {
+        if out.capacity() <= KEPT_BODY {
+            self.out = out;
+        }
+    }
+
+    /// Writes a whole response with a Content-Length body: the head and the
+    /// body in one vectored write.
     pub async fn respond(
         &mut self,
         status: u16,
@@ -441,36 +667,30 @@ impl Conn {
         keep: bool,
     ) -> bool {
         let keep = keep && self.persist;
-        let mut hs: Vec<Header<'_>> = headers
-            .iter()
-            .map(|(n, v)| Header {
-                name: n,
-                value: v.as_bytes(),
-            })
-            .collect();
-        if !keep {
-            hs.push(Header {
-                name: "Connection",
-                value: b"close",
-            });
-        }
-        let cap = 256
-            + headers
-                .iter()
-                .map(|(n, v)| n.len() + v.len() + 4)
-                .sum::<usize>();
-        let mut out = vec![0u8; cap + body.len()];
-        let Ok(n) = write_response_head(
-            status,
-            &hs,
-            BodyFraming::Length(body.len() as u64),
-            &mut out,
-        ) else {
+        let mut hs = [Header { name: "", value: b"" }; MAX_RESPONSE_FIELDS];
+        if headers.len() >= MAX_RESPONSE_FIELDS {
             return false;
+        }
+        for (h, (n, v)) in hs.iter_mut().zip(headers) {
+            *h = Header { name: n, value: v.as_bytes() };
+        }
+        let mut k = headers.len();
+        if !keep {
+            hs[k] = Header { name: "Connection", value: b"close" };
+            k += 1;
+        }
+        let cap = 256 + headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum::<usize>();
+        let mut out = std::mem::take(&mut self.out);
+        out.resize(cap, 0);
+        let written = match write_response_head(status, &hs[..k], BodyFraming::Length(body.len() as u64), &mut out) {
+            Ok(n) => {
+                let until = deadline(self.shared.cfg.limits.write_timeout_ms);
+                write_parts(&self.stream, &mut self.alarm, &[&out[..n], body], until).await.is_ok()
+            }
+            Err(_) => false,
         };
-        out.truncate(n);
-        out.extend_from_slice(body);
-        self.write(&out).await.is_ok() && keep
+        self.keep_out(out);
+        written && keep
     }
 
     /// A JSON-RPC error body with an HTTP status. `id` is the raw id to echo
@@ -533,23 +753,23 @@ impl Conn {
         }
     }
 
-    /// Waits for bytes from the peer while a response is pending; false when
-    /// the peer is gone. Pipelined bytes are kept (up to one head).
-    pub async fn peer_alive(&mut self) -> bool {
-        // Pipelined bytes are buffered up to one head; past that the peer is
-        // left to TCP flow control until the answer is written.
+    /// Waits for the next message of `rx`, the peer's close, or `ping_at`
+    /// (the stream's keep-alive time), whichever comes first.
+    pub async fn wait(&mut self, rx: &mailbox::Receiver, ping_at: Instant) -> Wake {
         let cap = self.shared.cfg.limits.max_head;
-        if self.buf.len() >= cap {
-            return future::pending().await;
-        }
-        let mut tmp = [0u8; 16 << 10];
-        match self.stream.read(&mut tmp).await {
-            Ok(0) | Err(_) => false,
-            Ok(n) => {
-                self.buf.extend_from_slice(&tmp[..n]);
-                true
+        let (stream, buf, alarm) = (&self.stream, &mut self.buf, &mut self.alarm);
+        let item = async { Wake::Item(rx.recv().await) };
+        let peer = async {
+            loop {
+                if !peer_alive(stream, buf, cap).await {
+                    return Wake::PeerGone;
+                }
             }
-        }
+        };
+        let tick = async {
+            alarm.until(ping_at).await;
+            Wake::Tick
+        };
+        future::or(item, future::or(peer, tick)).await
     }
 }
-

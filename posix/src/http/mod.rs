@@ -82,10 +82,21 @@
 //! Each request is authenticated to a principal (`auth`), which its session
 //! or modern request carries into the hub (`requestState`, held requests)
 //! and which owns the session it opens.
+//!
+//! # What a request costs the listener
+//! A connection copies each head once into a buffer it reuses (`conn::Request`:
+//! spans, names lowercased in place), reads a Content-Length body into one
+//! buffer of its size, feeds the hub views into it (`few::Few` keeps the one
+//! message, id and answer of a plain POST inline), waits on its own queue
+//! (`mailbox`, reused by its next request) and writes head and body in one
+//! vectored write. One timer per connection (`conn::Alarm`) serves every
+//! deadline and keep-alive, set again only when a deadline comes earlier.
 mod auth;
 pub(crate) mod cluster_hop;
 mod conn;
+mod few;
 mod limits;
+mod mailbox;
 mod origin;
 mod refusals;
 mod routes;

@@ -85,8 +85,9 @@ impl Guard {
         let Some(h) = host.and_then(|h| std::str::from_utf8(h).ok()) else {
             return false;
         };
-        let name = host_name(h).trim_end_matches('.').to_ascii_lowercase();
-        allowed.contains(&name)
+        // The allowed names are lowercase.
+        let name = host_name(h).trim_end_matches('.');
+        allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
     }
 }
 

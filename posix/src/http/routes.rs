@@ -12,20 +12,21 @@ use std::time::{Duration, Instant};
 use mcpx_core::envelope::{Envelope, Kind as MsgKind, Message};
 use mcpx_core::frame::http::Version;
 use mcpx_core::revision::{self, Era as RevEra, EraHints, Revision, Revisions};
-use smol::channel;
 
 use super::auth::Principal;
-use crate::hub::Level;
+use crate::hub::{IdKey, Level};
 use super::conn::{BodyError, Conn, Request};
 use super::session::{self, Item, Kind, SessionRefused, Shared};
-use super::sse_stream::{self, Attach, SseOut, Wake};
+use super::few::Few;
+use super::mailbox::Receiver;
+use super::sse_stream::{Attach, SseOut, Wake};
 
 /// The refusal of a request that needs a session but names none.
 const NO_SESSION_ID: &str = "Bad Request: Mcp-Session-Id header is required";
 
 /// Handles one request; false when the connection must close.
-pub(crate) async fn handle(conn: &mut Conn, mut req: Request) -> bool {
-    let keep = dispatch(conn, &mut req).await;
+pub(crate) async fn handle(conn: &mut Conn, req: &mut Request) -> bool {
+    let keep = dispatch(conn, req).await;
     // An unread body would be taken for the next request: close instead.
     keep && req.keep_alive && (req.body_read || !req.has_body())
 }
@@ -49,22 +50,15 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     if let Some(keep) = sh.auth.metadata(conn, req).await {
         return keep;
     }
-    let path = req.path.clone();
     // Authenticated by its own MAC, not by the client credentials.
-    if path == crate::cluster::hop_auth::PATH {
+    if req.path() == crate::cluster::hop_auth::PATH {
         return super::cluster_hop::handle(conn, req).await;
     }
-    let legacy = sh.cfg.legacy_sse;
-    let known = path == sh.cfg.path
-        || path == "/health"
-        || path == "/status"
-        || path == "/metrics"
-        || (legacy && (path == "/sse" || path == "/messages"));
-    if !known {
+    let Some(target) = Target::of(req.path(), &sh.cfg) else {
         return conn.reject(404, &format!("Not found: the MCP endpoint is {}", sh.cfg.path)).await;
-    }
-    if path == "/health" {
-        return match req.method.as_str() {
+    };
+    if target == Target::Health {
+        return match req.method() {
             "GET" => {
                 conn.respond(200, &[("Content-Type", "text/plain")], b"ok", true)
                     .await
@@ -80,23 +74,51 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
         Ok(p) => p,
         Err(r) => return sh.auth.refuse(conn, &r).await,
     };
-    let named = session_of(req).or_else(|| (path == "/messages").then(|| legacy_session_of(req)));
-    if named.is_some_and(|sid| !session::usable_by(&sh, &sid, &who)) {
+    let named = session_of(req).or_else(|| (target == Target::Messages).then(|| legacy_session_of(req)));
+    if named.is_some_and(|sid| !session::usable_by(&sh, sid, &who)) {
         return conn.reject(404, "Not found: unknown or ended session").await;
     }
-    match (path.as_str(), req.method.as_str()) {
-        ("/status", "GET") => super::status_page::get(conn, req).await,
-        ("/status", _) => method_not_allowed(conn, "GET").await,
-        ("/metrics", "GET") => metrics(conn).await,
-        ("/metrics", _) => method_not_allowed(conn, "GET").await,
-        ("/sse", "GET") => legacy_sse(conn, req, &who).await,
-        ("/sse", _) => method_not_allowed(conn, "GET").await,
-        ("/messages", "POST") => legacy_messages(conn, req).await,
-        ("/messages", _) => method_not_allowed(conn, "POST").await,
+    match (target, req.method()) {
+        (Target::Status, "GET") => super::status_page::get(conn, req).await,
+        (Target::Status, _) => method_not_allowed(conn, "GET").await,
+        (Target::Metrics, "GET") => metrics(conn).await,
+        (Target::Metrics, _) => method_not_allowed(conn, "GET").await,
+        (Target::Sse, "GET") => legacy_sse(conn, req, &who).await,
+        (Target::Sse, _) => method_not_allowed(conn, "GET").await,
+        (Target::Messages, "POST") => legacy_messages(conn, req).await,
+        (Target::Messages, _) => method_not_allowed(conn, "POST").await,
         (_, "POST") => post(conn, req, &who).await,
         (_, "GET") => get(conn, req).await,
         (_, "DELETE") => delete(conn, req).await,
         _ => method_not_allowed(conn, "GET, POST, DELETE").await,
+    }
+}
+
+/// What a request's path names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Health,
+    Status,
+    Metrics,
+    /// 2024-11-05 HTTP+SSE (when served).
+    Sse,
+    Messages,
+    /// The MCP endpoint.
+    Mcp,
+}
+
+impl Target {
+    fn of(path: &str, cfg: &super::HttpConfig) -> Option<Target> {
+        let legacy = cfg.legacy_sse;
+        Some(match path {
+            "/health" => Target::Health,
+            "/status" => Target::Status,
+            "/metrics" => Target::Metrics,
+            "/sse" if legacy => Target::Sse,
+            "/messages" if legacy => Target::Messages,
+            p if p == cfg.path => Target::Mcp,
+            _ => return None,
+        })
     }
 }
 
@@ -143,15 +165,8 @@ pub(super) async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
 
 /// Reads a JSON body; answers 415/413 itself (`None` then carries keep-alive).
 async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
-    let ct = req
-        .header_str("content-type")
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if ct
-        .split(';')
-        .next()
-        .is_none_or(|t| t.trim() != "application/json")
-    {
+    let ct = req.header_str("content-type").unwrap_or("");
+    if !ct.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")) {
         return Err(conn.reject(415, "Unsupported media type: POST a JSON-RPC message as application/json").await);
     }
     body(conn, req).await
@@ -202,22 +217,20 @@ async fn post(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
         Ok(b) => b,
         Err(keep) => return keep,
     };
-    let msg = match Message::parse(&body) {
-        Ok(m) => m,
-        Err(e) => {
-            return conn
-                .error(400, e.id_bytes(), e.error_code(), e.message(), None, true)
-                .await
+    let keep = match Message::parse(&body) {
+        Ok(msg) => {
+            let req = &*req;
+            let sid = session_of(req);
+            let pv = req.header_str("mcp-protocol-version").map(str::trim);
+            match classify(sid.is_some(), pv, &msg) {
+                RevEra::Modern => post_modern(conn, req, &msg, who).await,
+                RevEra::Legacy => post_legacy(conn, req, sid, pv, &msg, who).await,
+            }
         }
+        Err(e) => conn.error(400, e.id_bytes(), e.error_code(), e.message(), None, true).await,
     };
-    let sid = req.header_str("mcp-session-id").map(str::to_string);
-    let pv = req
-        .header_str("mcp-protocol-version")
-        .map(|s| s.trim().to_string());
-    match classify(sid.is_some(), pv.as_deref(), &msg) {
-        RevEra::Modern => post_modern(conn, req, &msg, who).await,
-        RevEra::Legacy => post_legacy(conn, req, sid, pv, &msg, who).await,
-    }
+    conn.recycle_body(body);
+    keep
 }
 
 /// The `HeaderMismatchError` (-32020) for a modern POST whose headers do not
@@ -284,7 +297,7 @@ fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<Stri
 /// A 2026-07-28 (stateless) request: served by the hub as one request of a
 /// client that lives as long as the POST (no session, no `Mcp-Session-Id`).
 /// A `subscriptions/listen` POST stays open as its stream.
-pub(super) async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Message<'_>, who: &Principal) -> bool {
+pub(super) async fn post_modern(conn: &mut Conn, req: &Request, msg: &Message<'_>, who: &Principal) -> bool {
     let sh = conn.shared.clone();
     let Message::Single(env) = msg else {
         let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";
@@ -295,22 +308,22 @@ pub(super) async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Messag
         // request is cancelled by closing its stream).
         return conn.respond(202, &[], b"", true).await;
     }
-    let id = env.id_bytes().unwrap_or(b"null").to_vec();
+    let id = env.id_bytes().unwrap_or(b"null");
     // Requirement rows streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
     if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(conn, req, env)) {
-        return conn.error(400, Some(&id), ErrorCode::HeaderMismatch, &text, None, true).await;
+        return conn.error(400, Some(id), ErrorCode::HeaderMismatch, &text, None, true).await;
     }
     let (sid, c) = match session::open(&sh, Kind::Modern, who) {
         Ok(x) => x,
-        Err(r) => return session_refused(conn, Some(&id), r).await,
+        Err(r) => return session_refused(conn, Some(id), r).await,
     };
     let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
     let x = Exchange {
-        sid: sid.clone(),
+        sid: &sid,
         c,
-        pending: vec![id],
-        msgs: vec![*env],
-        prefilled: Vec::new(),
+        pending: Few::one(IdKey::new(id)),
+        msgs: Few::one(*env),
+        prefilled: Few::Empty,
         batch: false,
         sse_ok,
         http10: req.version == Version::Http10,
@@ -326,9 +339,9 @@ pub(super) async fn post_modern(conn: &mut Conn, req: &mut Request, msg: &Messag
 /// A legacy POST: `initialize` (new session) or a message in a session.
 async fn post_legacy(
     conn: &mut Conn,
-    req: &mut Request,
-    sid: Option<String>,
-    pv: Option<String>,
+    req: &Request,
+    sid: Option<&str>,
+    pv: Option<&str>,
     msg: &Message<'_>,
     who: &Principal,
 ) -> bool {
@@ -338,7 +351,7 @@ async fn post_legacy(
         Message::Batch(_) => None,
     };
     // Requirement rows streamable-http-server-400-unsupported-version-header, streamable-http-server-assumes-2025-03-26
-    let header_rev = match pv.as_deref() {
+    let header_rev = match pv {
         None => None,
         Some(v) => match Revision::parse(v).filter(|r| r.era() == RevEra::Legacy) {
             Some(r) => Some(r),
@@ -369,13 +382,13 @@ async fn post_legacy(
             Ok(x) => x,
             Err(r) => return session_refused(conn, first_id, r).await,
         };
-        let id = env.id_bytes().unwrap_or(b"null").to_vec();
+        let id = env.id_bytes().unwrap_or(b"null");
         let x = Exchange {
-            sid: sid.clone(),
+            sid: &sid,
             c,
-            pending: vec![id],
-            msgs: vec![*env],
-            prefilled: Vec::new(),
+            pending: Few::one(IdKey::new(id)),
+            msgs: Few::one(*env),
+            prefilled: Few::Empty,
             batch: false,
             sse_ok,
             http10,
@@ -385,7 +398,7 @@ async fn post_legacy(
         return exchange(conn, x).await;
     };
     // Requirement rows streamable-http-server-404-terminated-session
-    let Some(c) = sh.touch(&sid, Kind::Streamable) else {
+    let Some(c) = sh.touch(sid, Kind::Streamable) else {
         return conn
             .error(
                 404,
@@ -397,7 +410,7 @@ async fn post_legacy(
             )
             .await;
     };
-    let negotiated = session::session_rev(&sh, &sid);
+    let negotiated = session::session_rev(&sh, sid);
     // Requirement rows streamable-http-server-400-unsupported-version-header: a session
     // speaks the revision its initialize negotiated, no other.
     if let Some((h, n)) = header_rev.zip(negotiated).filter(|(h, n)| h != n) {
@@ -410,8 +423,8 @@ async fn post_legacy(
         return conn.error(400, first_id, ErrorCode::InvalidRequest, &text, Some(data.as_bytes()), true).await;
     }
     let rev = header_rev.or(negotiated).unwrap_or(Revision::V2025_03_26);
-    let elements: Vec<Result<Envelope<'_>, mcpx_core::envelope::EnvelopeError<'_>>> = match msg {
-        Message::Single(e) => vec![Ok(*e)],
+    let (single, elements) = match msg {
+        Message::Single(e) => (Some(Ok(*e)), None),
         Message::Batch(b) => {
             // Requirement rows streamable-http-post-body-may-batch (2025-03-26 only)
             if !mcpx_core::envelope::Batch::allowed_in(rev) {
@@ -421,28 +434,28 @@ async fn post_legacy(
                 );
                 return conn.reject(400, &text).await;
             }
-            b.elements().collect()
+            (None, Some(b.elements()))
         }
     };
     let batch = matches!(msg, Message::Batch(_));
     let mut x = Exchange {
         sid,
         c,
-        pending: Vec::new(),
-        msgs: Vec::new(),
-        prefilled: Vec::new(),
+        pending: Few::Empty,
+        msgs: Few::Empty,
+        prefilled: Few::Empty,
         batch,
         sse_ok,
         http10,
         set_session: false,
         modern: false,
     };
-    for el in elements {
+    for el in single.into_iter().chain(elements.into_iter().flatten()) {
         match el {
             Ok(env) if env.kind() == MsgKind::Request => {
                 let id = env.id_bytes().unwrap_or(b"null");
                 let open = sh.link.call(|hub, _| hub.client_request_open(x.c, id));
-                if x.pending.iter().any(|p| p == id) || open {
+                if x.pending.iter().any(|p| p.bytes() == id) || open {
                     x.prefilled.push(crate::written::error(
                         Some(id),
                         ErrorCode::InvalidRequest,
@@ -451,7 +464,7 @@ async fn post_legacy(
                     ));
                     continue;
                 }
-                x.pending.push(id.to_vec());
+                x.pending.push(IdKey::new(id));
                 x.msgs.push(env);
             }
             Ok(env) => x.msgs.push(env),
@@ -469,12 +482,12 @@ async fn post_legacy(
         }
     }
     if x.pending.is_empty() {
-        sh.feed_views(x.c, &x.msgs);
+        sh.feed_views(x.c, x.msgs.as_slice());
         if x.prefilled.is_empty() {
             // Requirement rows streamable-http-server-202-for-non-request
             return conn.respond(202, &[], b"", true).await;
         }
-        let body = join(&x.prefilled, batch);
+        let body = join(x.prefilled, batch);
         let status = if batch { 200 } else { 400 };
         return conn
             .respond(status, &[("Content-Type", "application/json")], &body, true)
@@ -483,21 +496,22 @@ async fn post_legacy(
     exchange(conn, x).await
 }
 
-fn join(msgs: &[Vec<u8>], batch: bool) -> Vec<u8> {
-    if !batch {
-        return msgs.first().cloned().unwrap_or_default();
+/// The body answering a POST: its one message, or the batch of them.
+fn join(msgs: Few<Vec<u8>>, batch: bool) -> Vec<u8> {
+    if batch {
+        return crate::hub::batch_array(msgs.as_slice());
     }
-    crate::hub::batch_array(msgs)
+    msgs.into_iter().next().unwrap_or_default()
 }
 
 /// A POST carrying requests, to be answered; `msgs` are views into its body.
 struct Exchange<'b> {
-    sid: String,
+    sid: &'b str,
     c: crate::hub::ClientId,
-    pending: Vec<Vec<u8>>,
-    msgs: Vec<Envelope<'b>>,
+    pending: Few<IdKey>,
+    msgs: Few<Envelope<'b>>,
     /// Responses decided here (invalid batch elements, duplicate ids).
-    prefilled: Vec<Vec<u8>>,
+    prefilled: Few<Vec<u8>>,
     batch: bool,
     sse_ok: bool,
     http10: bool,
@@ -514,32 +528,32 @@ struct Exchange<'b> {
 /// `streamable-http-server-terminates-sse-after-response`).
 async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
     let sh = conn.shared.clone();
-    let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
+    let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let expected = x.pending.len();
     // Requirement rows streamable-http-server-may-resume: the SSE answer of a
     // 2025-03-26..2025-11-25 session is resumable; a 2025-11-25 client gets
     // its priming event (streamable-http-sse-priming-event).
-    let rev = session::session_rev(&sh, &x.sid).filter(|_| !x.modern && x.sse_ok);
+    let rev = session::session_rev(&sh, x.sid).filter(|_| !x.modern && x.sse_ok);
     let resumable = rev.is_some_and(|r| r >= Revision::V2025_03_26);
     let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
-    let Some(seq) = session::add_exchange(&sh, &x.sid, x.pending, x.sse_ok, resumable, tx) else {
+    let Some(seq) = session::add_exchange(&sh, x.sid, x.pending, x.sse_ok, resumable, tx) else {
         return conn.reject(404, "Not found: the session ended").await;
     };
     let stream = Stream { seq, prime };
     // The connection is gone: a stream the client has ids of waits for it.
-    let gone = |sse: &Option<SseOut>| session::leave_exchange(&sh, &x.sid, seq, seq, sse.is_some());
-    sh.feed_views(x.c, &x.msgs);
-    let session_hdr = x.sid.clone();
-    let mut extra: Vec<(&str, &str)> = Vec::new();
-    if x.set_session {
-        extra.push(("Mcp-Session-Id", session_hdr.as_str()));
-    }
+    let gone = |sse: &Option<SseOut>| session::leave_exchange(&sh, x.sid, seq, seq, sse.is_some());
+    sh.feed_views(x.c, x.msgs.as_slice());
+    let session_hdr = [("Mcp-Session-Id", x.sid)];
+    let extra: &[(&str, &str)] = if x.set_session { &session_hdr } else { &[] };
     let version = if x.http10 {
         Version::Http10
     } else {
         Version::Http11
     };
-    let mut responses: Vec<(Option<u64>, Vec<u8>)> = x.prefilled.into_iter().map(|r| (None, r)).collect();
+    let mut responses: Few<(Option<u64>, Vec<u8>)> = Few::Empty;
+    for r in x.prefilled {
+        responses.push((None, r));
+    }
     let mut got = 0usize;
     let mut sse: Option<SseOut> = None;
     let mut ping_at =
@@ -548,7 +562,7 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
         if got >= expected {
             break false;
         }
-        let wake = sse_stream::wait(conn, &rx, ping_at).await;
+        let wake = conn.wait(&rx, ping_at).await;
         match wake {
             Wake::PeerGone => {
                 // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its
@@ -605,11 +619,12 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
             }
         }
     };
-    session::leave_exchange(&sh, &x.sid, seq, seq, false);
+    session::leave_exchange(&sh, x.sid, seq, seq, false);
+    conn.spare_queue = Some(rx);
     match sse {
         Some(s) => s.finish(conn).await,
         None if ended_early => {
-            if sh.touch(&x.sid, Kind::Streamable).is_none() {
+            if sh.touch(x.sid, Kind::Streamable).is_none() {
                 let msg = "Not found: the session ended before the request was answered";
                 conn.reject(404, msg).await
             } else {
@@ -621,10 +636,11 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
             }
         }
         None => {
-            let responses: Vec<Vec<u8>> = responses.into_iter().map(|(_, r)| r).collect();
-            let body = join(&responses, x.batch);
-            let mut hs = vec![("Content-Type", "application/json")];
-            hs.extend(extra.iter().copied());
+            let mut bodies = Few::Empty;
+            for (_, r) in responses {
+                bodies.push(r);
+            }
+            let body = join(bodies, x.batch);
             let mut status = 200;
             if x.modern {
                 // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
@@ -636,13 +652,20 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
             // JSON-RPC errors only from a 200.
             let retry = if x.batch { None } else { crate::policy::ratelimit::retry_after_of(&body) };
             let retry = retry.map(|s| s.to_string());
+            let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
+            let mut k = 1;
+            for h in extra {
+                hs[k] = *h;
+                k += 1;
+            }
             if let Some(secs) = &retry {
-                hs.push(("Retry-After", secs));
+                hs[k] = ("Retry-After", secs);
+                k += 1;
                 if x.modern {
                     status = 429;
                 }
             }
-            conn.respond(status, &hs, &body, !x.http10).await
+            conn.respond(status, &hs[..k], &body, !x.http10).await
         }
     }
 }
@@ -662,7 +685,7 @@ async fn start_sse(
     version: Version,
     extra: &[(&str, &str)],
     stream: Stream,
-    held: &mut Vec<(Option<u64>, Vec<u8>)>,
+    held: &mut Few<(Option<u64>, Vec<u8>)>,
 ) -> Option<SseOut> {
     let mut s = SseOut::start(conn, version, extra).await?;
     if stream.prime && !s.prime(conn, stream.seq).await {
@@ -676,9 +699,8 @@ async fn start_sse(
     Some(s)
 }
 
-fn session_of(req: &Request) -> Option<String> {
-    req.header_str("mcp-session-id")
-        .map(|s| s.trim().to_string())
+fn session_of(req: &Request) -> Option<&str> {
+    req.header_str("mcp-session-id").map(str::trim)
 }
 
 /// GET /mcp: the session's standalone stream (rows `streamable-http-get-sse-or-405`,
@@ -694,7 +716,7 @@ async fn get(conn: &mut Conn, req: &mut Request) -> bool {
     if sh.touch(&sid, Kind::Streamable).is_none() {
         return conn.reject(404, "Not found: unknown or ended session; initialize a new one").await;
     }
-    let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
+    let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let seq = sh.next_seq();
     let last = req.header_str("last-event-id").map(str::to_string);
     // Requirement rows streamable-http-client-resume-with-last-event-id: a POST's stream is
@@ -733,7 +755,7 @@ fn lost_events(sh: &Shared, att: &Attach) {
 async fn stream_out(
     conn: &mut Conn,
     version: Version,
-    rx: &channel::Receiver<Item>,
+    rx: &Receiver,
     extra: &[(&str, &str)],
     first: Option<(&[u8], &[u8])>,
     resume: Option<(Attach, bool)>,
@@ -763,7 +785,7 @@ async fn stream_out(
         }
     }
     loop {
-        match sse_stream::wait(conn, rx, s.next_ping).await {
+        match conn.wait(rx, s.next_ping).await {
             Wake::PeerGone => return false,
             Wake::Item(None) => return s.finish(conn).await,
             Wake::Item(Some(Item::Response(Some(n), b) | Item::Other(Some(n), b))) => {
@@ -816,7 +838,7 @@ async fn legacy_sse(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool
         Ok(x) => x,
         Err(r) => return session_refused(conn, None, r).await,
     };
-    let (tx, rx) = channel::bounded(sh.cfg.limits.stream_queue.max(1));
+    let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let seq = sh.next_seq();
     let _ = session::set_get(&sh, &sid, seq, tx);
     let endpoint = format!("/messages?sessionId={sid}");
@@ -835,8 +857,8 @@ async fn legacy_sse(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool
 }
 
 /// The `sessionId` of a 2024-11-05 `/messages?sessionId=…` POST.
-fn legacy_session_of(req: &Request) -> String {
-    req.query.split('&').find_map(|kv| kv.strip_prefix("sessionId=")).unwrap_or("").to_string()
+fn legacy_session_of(req: &Request) -> &str {
+    req.query().split('&').find_map(|kv| kv.strip_prefix("sessionId=")).unwrap_or("")
 }
 
 /// POST /messages?sessionId=… (2024-11-05): 202, the answer comes on the stream.

@@ -11,13 +11,16 @@ use mcpx_core::envelope::Envelope;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::revision::Revision;
 use nanorand::{ChaCha20, Rng};
-use smol::channel::{self, Receiver, Sender};
+use smol::channel::{self, Receiver};
+
+use super::mailbox::Sender;
 
 use super::auth::{Authenticator, Principal};
+use super::few::Few;
 use super::sse_stream::{self, Attach, Replay};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
-use crate::hub::{About, ClientId, Level};
+use crate::hub::{About, ClientId, IdKey, Level};
 use crate::policy::ratelimit::{Quota, QuotaRefusal, Refusal};
 
 /// Most server→client requests waiting to be refused back to the hub.
@@ -36,7 +39,7 @@ pub(crate) struct Shared {
     pub auth: Authenticator,
     pub state: RefCell<State>,
     /// Wakes the service task when `State::hub_inbox` has work.
-    pub wake_tx: Sender<()>,
+    pub wake_tx: channel::Sender<()>,
     pub wake_rx: Receiver<()>,
 }
 
@@ -90,7 +93,7 @@ pub(crate) struct Session {
     pub last_seen: u64,
     pub exchanges: Vec<Exchange>,
     /// The standalone stream (GET `/mcp`, or `/sse`): its sequence number and queue.
-    pub get: Option<(u64, Sender<Item>)>,
+    pub get: Option<(u64, Sender)>,
     /// The GET stream's events, kept for a client that resumes it.
     pub replay: Option<Replay>,
 }
@@ -115,12 +118,12 @@ pub(crate) struct Exchange {
     /// The connection serving it: its POST's (`seq`), or a GET's that resumed it.
     owner: u64,
     /// Request ids (raw JSON) still unanswered.
-    pub pending: Vec<Vec<u8>>,
+    pub pending: Few<IdKey>,
     /// The client accepts an SSE answer.
     pub sse_ok: bool,
     /// `None`: its connection is gone, and the stream waits for the client
     /// to resume it (only a resumable stream that was begun).
-    tx: Option<Sender<Item>>,
+    tx: Option<Sender>,
     /// Its events, kept for a client that resumes the stream
     /// (2025-03-26..2025-11-25 sessions).
     replay: Option<Replay>,
@@ -405,10 +408,10 @@ pub(crate) fn expire(shared: &Shared) -> usize {
 pub(crate) fn add_exchange(
     shared: &Shared,
     sid: &str,
-    pending: Vec<Vec<u8>>,
+    pending: Few<IdKey>,
     sse_ok: bool,
     resumable: bool,
-    tx: Sender<Item>,
+    tx: Sender,
 ) -> Option<u64> {
     let seq = shared.next_seq();
     let mut st = shared.state.borrow_mut();
@@ -446,7 +449,7 @@ pub(crate) fn leave_exchange(shared: &Shared, sid: &str, seq: u64, owner: u64, s
 /// gets what came after that event first. `None` when the id names no
 /// POST stream of this session.
 // Requirement: streamable-http-server-no-cross-stream-replay, streamable-http-get-no-responses
-pub(crate) fn resume_exchange(shared: &Shared, sid: &str, last_event_id: &str, owner: u64, tx: Sender<Item>) -> Option<Attach> {
+pub(crate) fn resume_exchange(shared: &Shared, sid: &str, last_event_id: &str, owner: u64, tx: Sender) -> Option<Attach> {
     let (stream, n) = sse_stream::parse_id(last_event_id)?;
     let mut st = shared.state.borrow_mut();
     let s = st.sessions.by_id.get_mut(sid)?;
@@ -464,7 +467,7 @@ pub(crate) fn resume_exchange(shared: &Shared, sid: &str, last_event_id: &str, o
 }
 
 /// Opens the session's standalone stream; `None` if one is open already.
-pub(crate) fn set_get(shared: &Shared, sid: &str, seq: u64, tx: Sender<Item>) -> Option<()> {
+pub(crate) fn set_get(shared: &Shared, sid: &str, seq: u64, tx: Sender) -> Option<()> {
     let mut st = shared.state.borrow_mut();
     let s = st.sessions.by_id.get_mut(sid)?;
     if s.get.as_ref().is_some_and(|(_, t)| !t.is_closed()) {
@@ -476,7 +479,7 @@ pub(crate) fn set_get(shared: &Shared, sid: &str, seq: u64, tx: Sender<Item>) ->
 
 /// [`set_get`] for a resumable stream (GET `/mcp`): resumes the stream
 /// `last_event_id` names, or begins a new one.
-pub(crate) fn set_get_resumable(shared: &Shared, sid: &str, seq: u64, tx: Sender<Item>, last_event_id: Option<&str>) -> Option<Attach> {
+pub(crate) fn set_get_resumable(shared: &Shared, sid: &str, seq: u64, tx: Sender, last_event_id: Option<&str>) -> Option<Attach> {
     set_get(shared, sid, seq, tx)?;
     let mut st = shared.state.borrow_mut();
     let s = st.sessions.by_id.get_mut(sid)?;
@@ -515,23 +518,16 @@ pub(crate) fn session_rev(shared: &Shared, sid: &str) -> Option<Revision> {
 
 /// Routes one hub message for client `c`.
 pub(crate) fn deliver(shared: &Shared, c: ClientId, msg: Vec<u8>, about: About) {
-    let refused = {
-        let mut st = shared.state.borrow_mut();
-        let Some(sid) = st.sessions.by_client.get(&c).cloned() else {
-            return;
-        };
-        let Some(s) = st.sessions.by_id.get_mut(&sid) else {
-            return;
-        };
-        let r = route(s, msg, about);
-        if let Some(err) = &r {
-            if st.hub_inbox.len() < INBOX_CAP {
-                st.hub_inbox.push_back((c, err.clone()));
-            }
-        }
-        r
+    let mut st = shared.state.borrow_mut();
+    let State { sessions, hub_inbox, .. } = &mut *st;
+    let Some(s) = sessions.by_client.get(&c).and_then(|sid| sessions.by_id.get_mut(sid)) else {
+        return;
     };
-    if refused.is_some() {
+    if let Some(err) = route(s, msg, about) {
+        if hub_inbox.len() < INBOX_CAP {
+            hub_inbox.push_back((c, err));
+        }
+        drop(st);
         let _ = shared.wake_tx.try_send(());
     }
 }
@@ -601,12 +597,12 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
             let Some(i) = s
                 .exchanges
                 .iter()
-                .position(|e| e.pending.iter().any(|p| p == id))
+                .position(|e| e.pending.iter().any(|p| p.bytes() == id))
             else {
                 return None; // its POST is gone: disconnect is not cancellation, the result is dropped
             };
             let e = &mut s.exchanges[i];
-            e.pending.retain(|p| p != id);
+            e.pending.retain(|p| p.bytes() != id);
             // The last answer ends a live stream; one left for its client
             // keeps it until resumed.
             let end = e.pending.is_empty() && e.tx.is_some();
@@ -641,7 +637,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
             let at = s
                 .exchanges
                 .iter()
-                .position(|e| e.pending.iter().any(|p| p.as_slice() == r.bytes()));
+                .position(|e| e.pending.iter().any(|p| p.bytes() == r.bytes()));
             if let Some(i) = at.filter(|i| s.exchanges[*i].sse_ok) {
                 send_exchange(s, i, false, false, msg);
             }

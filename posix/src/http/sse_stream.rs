@@ -15,13 +15,10 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use async_io::Timer;
 use mcpx_core::frame::http::{
-    write_chunk_header, write_response_head, BodyFraming, Header, Version, CHUNK_END, LAST_CHUNK,
+    write_response_head, BodyFraming, Header, Version, LAST_CHUNK,
 };
 use mcpx_core::frame::sse::{write_comment, write_event, SseEvent};
-use smol::channel::Receiver;
-use smol::future;
 
 use super::conn::Conn;
 use super::session::Item;
@@ -196,22 +193,6 @@ impl SseOut {
         })
     }
 
-    async fn put(&mut self, conn: &mut Conn, block: &[u8]) -> bool {
-        let mut out = Vec::with_capacity(block.len() + 16);
-        if self.chunked {
-            let mut h = [0u8; 24];
-            let Ok(n) = write_chunk_header(block.len(), &mut h) else {
-                return false;
-            };
-            out.extend_from_slice(&h[..n]);
-            out.extend_from_slice(block);
-            out.extend_from_slice(CHUNK_END);
-        } else {
-            out.extend_from_slice(block);
-        }
-        conn.write(&out).await.is_ok()
-    }
-
     /// One event carrying a JSON-RPC message (`event` defaults to `message`).
     pub async fn event(&mut self, conn: &mut Conn, event: Option<&[u8]>, data: &[u8]) -> bool {
         self.write(conn, &SseEvent { event, data, id: None, retry: None }).await
@@ -240,45 +221,21 @@ impl SseOut {
 
     async fn write(&mut self, conn: &mut Conn, ev: &SseEvent<'_>) -> bool {
         let data = ev.data;
-        let mut out = vec![0u8; data.len() + 96 + data.iter().filter(|b| **b == b'\n' || **b == b'\r').count() * 8];
-        let Ok(n) = write_event(ev, &mut out) else {
-            return false;
-        };
+        let need = data.len() + 96 + data.iter().filter(|b| **b == b'\n' || **b == b'\r').count() * 8;
         self.next_ping = Instant::now() + self.keepalive;
-        self.put(conn, &out[..n]).await
+        conn.write_block(self.chunked, need, |out| write_event(ev, out).ok()).await
     }
 
     /// A keep-alive comment (row `streamable-http-sse-comment-keepalive`).
     pub async fn ping(&mut self, conn: &mut Conn) -> bool {
-        let mut out = [0u8; 32];
-        let Ok(n) = write_comment(b"keep-alive", &mut out) else {
-            return false;
-        };
         self.next_ping = Instant::now() + self.keepalive;
-        self.put(conn, &out[..n]).await
+        conn.write_block(self.chunked, 32, |out| write_comment(b"keep-alive", out).ok()).await
     }
 
     /// Ends the stream; true when the connection may carry another request.
     pub async fn finish(self, conn: &mut Conn) -> bool {
         self.chunked && conn.write(LAST_CHUNK).await.is_ok()
     }
-}
-
-/// Waits for the next message, the peer's close, or the keep-alive time.
-pub(crate) async fn wait(conn: &mut Conn, rx: &Receiver<Item>, ping_at: Instant) -> Wake {
-    let item = async { Wake::Item(rx.recv().await.ok()) };
-    let peer = async {
-        loop {
-            if !conn.peer_alive().await {
-                return Wake::PeerGone;
-            }
-        }
-    };
-    let tick = async {
-        Timer::at(ping_at).await;
-        Wake::Tick
-    };
-    future::or(item, future::or(peer, tick)).await
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ fn snapshot(sh: &Shared) -> Value {
 
 /// Answers `GET /status` in the negotiated format.
 pub(crate) async fn get(conn: &mut Conn, req: &Request) -> bool {
-    let format = match negotiate(req.header_str("accept"), &req.query) {
+    let format = match negotiate(req.header_str("accept"), req.query()) {
         Ok(f) => f,
         Err(why) => return conn.reject(400, &why).await,
     };

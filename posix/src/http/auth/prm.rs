@@ -81,7 +81,7 @@ pub(super) fn document(o: &OAuthSettings) -> serde_json::Value {
 /// GET (or HEAD) of the metadata: public, cacheable, readable cross-origin.
 pub(super) async fn respond(o: &OAuthSettings, conn: &mut Conn, req: &Request) -> bool {
     let headers = [("Content-Type", "application/json"), ("Cache-Control", "max-age=3600"), ("Access-Control-Allow-Origin", "*")];
-    match req.method.as_str() {
+    match req.method() {
         "GET" => conn.respond(200, &headers, &serde_json::to_vec(&document(o)).unwrap_or_default(), true).await,
         "HEAD" => conn.respond(200, &headers, b"", true).await,
         _ => {
