@@ -14,9 +14,11 @@ use mcpx_core::frame::line::LineDecoder;
 /// or over-long line (more than `max` bytes: dropped, reported with its
 /// length; reading goes on). A last line without `\n` is delivered too.
 ///
-/// The line buffer starts small, grows (doubling) only while a long line
-/// arrives, and shrinks back once the long line is handled, so one large
-/// message does not keep its memory committed.
+/// The line buffer starts small and grows (doubling) only while a long line
+/// arrives. It keeps its size after lines of up to [`KEEP`] bytes, so a
+/// steady flow of them does not allocate (and zero) a buffer per message,
+/// and shrinks back after a longer one, so one large message does not keep
+/// its memory committed.
 pub async fn read_lines<R: AsyncRead + Unpin>(
     r: R,
     max: usize,
@@ -32,8 +34,11 @@ pub async fn read_lines<R: AsyncRead + Unpin>(
 /// Something to wait for before the next line is handled.
 pub type Pause = Pin<Box<dyn Future<Output = ()>>>;
 
-/// The line buffer's size between long lines.
+/// The line buffer's size at first, and after a line over [`KEEP`].
 const SMALL: usize = 64 << 10;
+
+/// The largest line buffer kept once its line is handled.
+const KEEP: usize = 256 << 10;
 
 /// [`read_lines`] where `f` may return a [`Pause`]: the next line (even one
 /// already read) waits until it completes.
@@ -88,8 +93,8 @@ async fn feed_all(
                 p.await;
             }
         }
-        // The long line is handled: give its memory back.
-        if dec.capacity() > SMALL && dec.buffered() <= SMALL / 2 {
+        // A very long line is handled: give its memory back.
+        if dec.capacity() > KEEP && dec.buffered() <= SMALL / 2 {
             let _ = dec.replace_storage(vec![0u8; SMALL]);
         }
     }

@@ -11,23 +11,28 @@
 //! ([`Outbox::push_answer`] takes it past the caps): instead the client's
 //! reader stops reading while the queue is full ([`Outbox::is_full`],
 //! [`Outbox::room`]), so the client cannot send more requests than its
-//! queue holds plus those in flight. The writer sends each queued batch
-//! with one `write_all` of whole lines, so messages never interleave.
+//! queue holds plus those in flight. The writer sends everything queued
+//! when it wakes with one `write_all` of whole lines, so messages never
+//! interleave and a burst costs one write. Single-threaded (`Rc`): a push
+//! appends to the queue's buffer and wakes the writer, no channel, no
+//! allocation per message.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::fmt;
+use std::future::poll_fn;
 use std::io;
 use std::rc::Rc;
+use std::task::{Poll, Waker};
 
-use smol::channel::{self, Receiver, Sender, TrySendError};
 use smol::io::{AsyncWrite, AsyncWriteExt};
 
 /// Default caps: messages and bytes queued for one peer.
 pub const DEFAULT_MAX_MSGS: usize = 4096;
 pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 
-/// Largest batch written at once (a single larger message is written whole).
-const BATCH_BYTES: usize = 256 << 10;
+/// A write buffer larger than this is given back after its write, not kept
+/// for the next batch.
+const KEEP_BYTES: usize = 512 << 10;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PushError {
@@ -48,30 +53,49 @@ impl fmt::Display for PushError {
     }
 }
 
+/// The queue one writer drains: whole lines in one buffer, so that all a
+/// wake-up of the writer finds goes out in one write, and no message is
+/// stored (or allocated) on its own.
+#[derive(Default)]
+struct Queue {
+    /// Queued messages, each ending in `\n`.
+    lines: Vec<u8>,
+    msgs: usize,
+    /// No more messages: the writer ends once `lines` is written.
+    closed: bool,
+    /// The writer is gone: pushes fail at once.
+    gone: bool,
+    /// The writer, waiting for lines.
+    writer: Option<Waker>,
+    /// Waiting for the queue to drop below its caps (`room`).
+    waiting_room: Vec<Waker>,
+}
+
+impl Queue {
+    /// Bytes of the queued messages (without their newlines).
+    fn bytes(&self) -> usize {
+        self.lines.len() - self.msgs
+    }
+
+    fn full(&self, max_msgs: usize, max_bytes: usize) -> bool {
+        self.msgs >= max_msgs || self.bytes() >= max_bytes
+    }
+}
+
 #[derive(Clone)]
 pub struct Outbox {
-    /// Unbounded: the caps are checked in `try_push`, so that answers can
-    /// go past them.
-    tx: Sender<Vec<u8>>,
-    bytes: Rc<Cell<usize>>,
+    q: Rc<RefCell<Queue>>,
     max_msgs: usize,
     max_bytes: usize,
-    /// A message left the queue (a wake-up for `room`).
-    taken: Receiver<()>,
 }
 
 pub struct OutboxRx {
-    rx: Receiver<Vec<u8>>,
-    bytes: Rc<Cell<usize>>,
-    taken: Sender<()>,
+    q: Rc<RefCell<Queue>>,
 }
 
 pub fn outbox(max_msgs: usize, max_bytes: usize) -> (Outbox, OutboxRx) {
-    let (tx, rx) = channel::unbounded();
-    let (taken_tx, taken) = channel::bounded(1);
-    let bytes = Rc::new(Cell::new(0));
-    let max_msgs = max_msgs.max(1);
-    (Outbox { tx, bytes: bytes.clone(), max_msgs, max_bytes, taken }, OutboxRx { rx, bytes, taken: taken_tx })
+    let q = Rc::new(RefCell::new(Queue::default()));
+    (Outbox { q: q.clone(), max_msgs: max_msgs.max(1), max_bytes }, OutboxRx { q })
 }
 
 impl Outbox {
@@ -81,14 +105,15 @@ impl Outbox {
         self.try_push(msg).map_err(|(e, _)| e)
     }
 
-    /// As [`push`](Self::push), but a refused message is handed back (with
-    /// any raw CR/LF turned into spaces), so the caller can answer for it.
+    /// As [`push`](Self::push), but a refused message is handed back, so
+    /// the caller can answer for it.
     pub fn try_push(&self, msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
-        let queued = self.bytes.get();
-        if self.tx.len() >= self.max_msgs || (queued > 0 && queued + msg.len() > self.max_bytes) {
-            let mut msg = msg;
-            one_line(&mut msg);
-            return Err((PushError::Full { msgs: self.tx.len(), bytes: queued }, msg));
+        {
+            let q = self.q.borrow();
+            let queued = q.bytes();
+            if q.msgs >= self.max_msgs || (queued > 0 && queued + msg.len() > self.max_bytes) {
+                return Err((PushError::Full { msgs: q.msgs, bytes: queued }, msg));
+            }
         }
         self.push_answer(msg)
     }
@@ -96,30 +121,40 @@ impl Outbox {
     /// Queues an answer to one of the peer's own requests, past the caps:
     /// it must not be lost, and the peer's reader holds back while the
     /// queue [`is_full`](Self::is_full). Fails only once the writer is gone.
-    pub fn push_answer(&self, mut msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
-        one_line(&mut msg);
-        let len = msg.len();
-        match self.tx.try_send(msg) {
-            Ok(()) => {
-                self.bytes.set(self.bytes.get() + len);
-                Ok(())
-            }
-            Err(TrySendError::Closed(m) | TrySendError::Full(m)) => Err((PushError::Closed, m)),
+    pub fn push_answer(&self, msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
+        let mut q = self.q.borrow_mut();
+        if q.gone || q.closed {
+            return Err((PushError::Closed, msg));
         }
+        let at = q.lines.len();
+        q.lines.extend_from_slice(&msg);
+        one_line(&mut q.lines[at..]);
+        q.lines.push(b'\n');
+        q.msgs += 1;
+        if let Some(w) = q.writer.take() {
+            w.wake();
+        }
+        Ok(())
     }
 
     /// At or over a cap: the peer is not reading fast enough.
     pub fn is_full(&self) -> bool {
-        self.tx.len() >= self.max_msgs || self.bytes.get() >= self.max_bytes
+        self.q.borrow().full(self.max_msgs, self.max_bytes)
     }
 
     /// Completes once the queue is below its caps again (or its writer is gone).
     pub async fn room(&self) {
-        while self.is_full() && !self.tx.is_closed() {
-            if self.taken.recv().await.is_err() {
-                return;
+        poll_fn(|cx| {
+            let mut q = self.q.borrow_mut();
+            if q.gone || q.closed || !q.full(self.max_msgs, self.max_bytes) {
+                return Poll::Ready(());
             }
-        }
+            if !q.waiting_room.iter().any(|w| w.will_wake(cx.waker())) {
+                q.waiting_room.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// The cap on bytes queued.
@@ -129,30 +164,27 @@ impl Outbox {
 
     /// Ends the queue: the writer finishes what is queued, then stops.
     pub fn close(&self) {
-        self.tx.close();
+        let mut q = self.q.borrow_mut();
+        q.closed = true;
+        if let Some(w) = q.writer.take() {
+            w.wake();
+        }
     }
 }
 
 impl OutboxRx {
     /// Writes queued messages as lines until the queue is closed and empty
     /// (`Ok`) or a write fails (`Err`, e.g. `BrokenPipe`: the peer is gone).
+    /// Everything queued when the writer wakes goes out in one write (two
+    /// buffers take turns, so a steady flow allocates nothing).
     pub async fn write_to<W: AsyncWrite + Unpin>(&self, mut w: W) -> io::Result<()> {
         let mut batch = Vec::new();
         let result = async {
-            while let Ok(first) = self.rx.recv().await {
-                batch.clear();
-                self.take(first, &mut batch);
-                while batch.len() < BATCH_BYTES {
-                    match self.rx.try_recv() {
-                        Ok(m) => self.take(m, &mut batch),
-                        Err(_) => break,
-                    }
-                }
-                let _ = self.taken.try_send(());
+            while self.next_batch(&mut batch).await {
                 w.write_all(&batch).await?;
                 w.flush().await?;
-                // A large batch's memory is given back, not kept for the next one.
-                if batch.capacity() > BATCH_BYTES * 2 {
+                batch.clear();
+                if batch.capacity() > KEEP_BYTES {
                     batch = Vec::new();
                 }
             }
@@ -160,15 +192,47 @@ impl OutboxRx {
         }
         .await;
         // Nobody will read what is left; let pushes fail fast.
-        self.rx.close();
-        self.taken.close();
+        self.gone();
         result
     }
 
-    fn take(&self, msg: Vec<u8>, batch: &mut Vec<u8>) {
-        self.bytes.set(self.bytes.get().saturating_sub(msg.len()));
-        batch.extend_from_slice(&msg);
-        batch.push(b'\n');
+    /// Waits for queued lines and swaps them into `batch` (empty); false
+    /// once the queue is closed and empty.
+    async fn next_batch(&self, batch: &mut Vec<u8>) -> bool {
+        poll_fn(|cx| {
+            let mut q = self.q.borrow_mut();
+            if q.lines.is_empty() {
+                if q.closed {
+                    return Poll::Ready(false);
+                }
+                q.writer = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            std::mem::swap(&mut q.lines, batch);
+            q.msgs = 0;
+            for w in q.waiting_room.drain(..) {
+                w.wake();
+            }
+            Poll::Ready(true)
+        })
+        .await
+    }
+
+    fn gone(&self) {
+        let mut q = self.q.borrow_mut();
+        q.gone = true;
+        q.lines = Vec::new();
+        q.msgs = 0;
+        for w in q.waiting_room.drain(..) {
+            w.wake();
+        }
+    }
+}
+
+impl Drop for OutboxRx {
+    /// A writer task cancelled before it ended leaves nobody to write.
+    fn drop(&mut self) {
+        self.gone();
     }
 }
 
@@ -241,6 +305,57 @@ mod tests {
             assert!(room.or(write).await, "room completes once the writer took the queue");
         });
         assert_eq!(out, b"a\nb\nanswer\n");
+    }
+
+    /// Records each write it is given.
+    struct Writes(Vec<Vec<u8>>);
+
+    impl AsyncWrite for Writes {
+        fn poll_write(mut self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<io::Result<usize>> {
+            self.0.push(buf.to_vec());
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_close(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[test]
+    fn what_is_queued_at_a_wake_up_goes_out_in_one_write() {
+        let (tx, rx) = outbox(100, 1000);
+        let mut w = Writes(Vec::new());
+        smol::block_on(async {
+            let write = async {
+                rx.write_to(&mut w).await.unwrap();
+            };
+            let feed = async {
+                for round in 0..3u8 {
+                    for i in 0..4u8 {
+                        tx.push(vec![b'a' + round, b'0' + i]).unwrap();
+                    }
+                    // Let the writer take this round.
+                    smol::future::yield_now().await;
+                    smol::future::yield_now().await;
+                }
+                tx.close();
+            };
+            smol::future::zip(write, feed).await;
+        });
+        assert_eq!(w.0, [b"a0\na1\na2\na3\n".to_vec(), b"b0\nb1\nb2\nb3\n".to_vec(), b"c0\nc1\nc2\nc3\n".to_vec()]);
+        assert_eq!(tx.push(b"late".to_vec()), Err(PushError::Closed));
+    }
+
+    #[test]
+    fn a_writer_dropped_unfinished_refuses_pushes_and_frees_room() {
+        let (tx, rx) = outbox(1, 1000);
+        tx.push(b"a".to_vec()).unwrap();
+        assert!(tx.is_full());
+        drop(rx);
+        assert_eq!(tx.push(b"b".to_vec()), Err(PushError::Closed));
+        smol::block_on(tx.room());
     }
 
     #[test]

@@ -118,8 +118,10 @@ pub struct Runtime {
     clients: RefCell<BTreeMap<ClientId, ClientConn>>,
     /// The HTTP server, when `--http` is given: its sessions are hub clients too.
     http: RefCell<Option<Http>>,
-    /// Wakes the timer task: the next deadline may have moved.
+    /// Wakes the timer task: the hub's next deadline comes before `armed`.
     tick_wake: Sender<()>,
+    /// The hub deadline the timer task sleeps until (`None`: no deadline).
+    armed: Cell<Option<u64>>,
     /// The hub's `Output::Power` requests, for the task that runs the
     /// servers (`reload`).
     power: (Sender<(UpstreamId, hub::Power)>, Receiver<(UpstreamId, hub::Power)>),
@@ -145,6 +147,7 @@ impl Runtime {
             clients: RefCell::new(BTreeMap::new()),
             http: RefCell::new(None),
             tick_wake,
+            armed: Cell::new(None),
             power: channel::bounded(256),
             stop,
             closing: Cell::new(false),
@@ -228,7 +231,16 @@ impl Runtime {
                 None => break,
             }
         }
-        let _ = self.tick_wake.try_send(());
+        // The timer task is woken only for a deadline before the one it
+        // sleeps until: a later one (a new call's timeout) waits, and one
+        // that went away (an answered call) costs one early `tick` that
+        // finds nothing due. So no timer is set or reset per message.
+        if let Some(d) = self.hub.borrow().next_deadline() {
+            if self.armed.get().is_none_or(|a| d < a) {
+                self.armed.set(Some(d));
+                let _ = self.tick_wake.try_send(());
+            }
+        }
     }
 
     /// The name of server `u` ("?" for no server, "" for a free slot).
@@ -543,13 +555,16 @@ impl remote::Catalog for HubCatalog {
     }
 }
 
-/// Sleeps until the hub's next deadline (or until woken because it may have
-/// moved) and calls `tick`.
+/// Sleeps until the hub's next deadline (or until woken because an earlier
+/// one came, see `Runtime::drain`) and calls `tick`.
 async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
     // A deadline that `tick` did not move must not turn into a busy loop.
     let mut last_tick = None;
     loop {
+        // A wake-up the last `tick` asked for is answered by this pass.
+        while wake.try_recv().is_ok() {}
         let deadline = rt.hub.borrow().next_deadline();
+        rt.armed.set(deadline);
         let fire = async {
             match deadline {
                 Some(ms) => {

@@ -431,6 +431,32 @@ fn a_request_the_server_never_answers_times_out_by_the_configured_timeout() {
     assert_eq!(code, 0, "{err}");
 }
 
+// The timer is not reset per message: it sleeps until the earliest
+// deadline, and a call whose deadline comes before that one wakes it.
+#[test]
+fn a_short_timeout_fires_while_a_call_with_a_longer_one_is_in_flight() {
+    let dir = Dir::new("timeout-order");
+    let mut alpha = dir.fake(&["alpha"]);
+    alpha["timeoutMs"] = json!(400);
+    let mut beta = dir.fake(&["beta"]);
+    // Past the 3 s bound below, and short enough for the drain at the end.
+    beta["timeoutMs"] = json!(4_000);
+    let cfg = dir.config(&json!({"mcpServers": {"alpha": alpha, "beta": beta}}));
+    let mut s = Session::start(&dir, &["serve", "--config", cfg.to_str().unwrap()]);
+    s.initialize();
+    s.tool_names(9);
+    // In flight first, with the later deadline.
+    s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "beta__hang", "arguments": {}}}));
+    let t0 = Instant::now();
+    let r = s.request(2, "tools/call", json!({"name": "alpha__hang", "arguments": {}}));
+    let took = t0.elapsed();
+    assert!(r.get("error").is_some(), "{r}");
+    assert!(took >= Duration::from_millis(350) && took < Duration::from_secs(3), "{took:?} {r}");
+    s.close_stdin();
+    let (code, err) = s.wait(Duration::from_secs(10));
+    assert_eq!(code, 0, "{err}");
+}
+
 #[test]
 fn a_pipelined_session_gets_its_lists_once_the_servers_are_up() {
     // As `printf '...' | mcpx serve`: everything written at once, then EOF.

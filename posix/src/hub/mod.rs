@@ -379,6 +379,12 @@ pub enum Level {
 /// all of them, so what must be one requestor's is bound to the session.
 pub const ANONYMOUS_PRINCIPAL: &[u8] = b"anonymous";
 
+/// The value at `path` (object keys) in `v`: `Value::pointer` without its
+/// allocation per path segment, for the per-call path.
+pub(crate) fn value_at<'a>(v: &'a serde_json::Value, path: &[&str]) -> Option<&'a serde_json::Value> {
+    path.iter().try_fold(v, |v, k| v.get(k))
+}
+
 /// A client's request id (its raw JSON bytes) as a map key: short ids
 /// (nearly all) are stored inline, so tracking a request allocates nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use super::catalog::Kind;
 use super::modern::ReqCtx;
-use super::{ClientId, UpstreamId};
+use super::{ClientId, IdKey, UpstreamId};
 
 /// Who is waiting for the answer.
 #[derive(Clone, Debug)]
@@ -69,7 +69,9 @@ pub(super) struct Fwd {
 #[derive(Default)]
 pub(super) struct Pending {
     map: HashMap<(UpstreamId, u64), Fwd>,
-    by_client: HashMap<(ClientId, Vec<u8>), (UpstreamId, u64)>,
+    /// (client, its request id) → the request serving it; short ids are
+    /// kept inline, so a call in flight costs this index no allocation.
+    by_client: HashMap<(ClientId, IdKey), (UpstreamId, u64)>,
 }
 
 impl Pending {
@@ -79,20 +81,20 @@ impl Pending {
 
     pub fn insert(&mut self, u: UpstreamId, id: u64, f: Fwd) {
         if let Origin::Client { client, id: cid, .. } = &f.origin {
-            self.by_client.insert((*client, cid.clone()), (u, id));
+            self.by_client.insert((*client, IdKey::new(cid)), (u, id));
         }
         self.map.insert((u, id), f);
     }
 
     /// Is this client id already waiting on an answer?
     pub fn client_has(&self, c: ClientId, id: &[u8]) -> bool {
-        self.by_client.contains_key(&(c, id.to_vec()))
+        self.by_client.contains_key(&(c, IdKey::new(id)))
     }
 
     pub fn take(&mut self, u: UpstreamId, id: u64) -> Option<Fwd> {
         let f = self.map.remove(&(u, id))?;
         if let Origin::Client { client, id: cid, .. } = &f.origin {
-            self.by_client.remove(&(*client, cid.clone()));
+            self.by_client.remove(&(*client, IdKey::new(cid)));
         }
         Some(f)
     }
@@ -114,7 +116,7 @@ impl Pending {
 
     /// The upstream request serving this client request.
     pub fn by_client(&self, c: ClientId, id: &[u8]) -> Option<(UpstreamId, u64)> {
-        self.by_client.get(&(c, id.to_vec())).copied()
+        self.by_client.get(&(c, IdKey::new(id))).copied()
     }
 
     /// Everything waiting on upstream `u`.

@@ -79,11 +79,10 @@ impl Hub {
         if self.is_modern_request(c, m) {
             return self.on_modern_request(c, m);
         }
-        let id = m.id_bytes().unwrap_or(b"null").to_vec();
         if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| self.route_or_park(c, m, None)) {
             // The core error table decides which code this client may get.
             let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
-            self.answer_error(c, Some(&id), code, &msg, data);
+            self.answer_error(c, Some(m.id_bytes().unwrap_or(b"null")), code, &msg, data);
         }
     }
 
@@ -125,7 +124,7 @@ impl Hub {
                 // Either spelling of a name (dotted or not): limits and the
                 // audit log see the one every client can be shown.
                 call.name.clone_from(&e.exposed);
-                let support = e.item.pointer("/execution/taskSupport").and_then(Value::as_str).map(str::to_string);
+                let support = super::value_at(&e.item, &["execution", "taskSupport"]).and_then(Value::as_str).map(str::to_string);
                 self.policy_admit_tool(c, m, &call, u, &orig)?;
                 let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
                 if plan != Plan::Plain {
@@ -412,8 +411,8 @@ impl Hub {
         if self.pending.len() >= self.opts.max_pending {
             return Err(refuse(ErrorCode::InternalError, format!("mcpx has {} requests in flight (its limit); try again later", self.opts.max_pending)));
         }
-        let cid = m.id_bytes().unwrap_or(b"null").to_vec();
-        if self.pending.client_has(c, &cid) {
+        let cid = m.id_bytes().unwrap_or(b"null");
+        if self.pending.client_has(c, cid) {
             return Err(refuse(ErrorCode::InvalidRequest, "Invalid request: this id is already used by a request in flight".into()));
         }
         let up_id = self.ups[u].next_id + 1;
@@ -424,18 +423,19 @@ impl Hub {
         // back, and progress nobody asked for stops at the hub.
         // Requirement: progress-token-unique-sender
         let mut progress = None;
-        let token = up_id.to_string().into_bytes();
+        let mut digits = [0u8; 20];
+        let token = decimal(up_id, &mut digits);
         if let Some(t) = m.env.progress_token() {
             progress = Some(t.bytes().to_vec());
             let s = t.span();
-            edits.push((s.start..s.end, token.clone()));
+            edits.push((s.start..s.end, token.to_vec()));
         }
         let body = match m.env.params() {
             Some(p) => {
-                let add = if progress.is_none() { Some(&token[..]) } else { None };
+                let add = if progress.is_none() { Some(token) } else { None };
                 wire::splice_params(p, edits, add)
             }
-            None => wire::splice_params(mcpx_core::json::parse(b"{}").expect("an object"), Vec::new(), Some(&token)),
+            None => wire::splice_params(mcpx_core::json::parse(b"{}").expect("an object"), Vec::new(), Some(token)),
         };
         // A client's `task` member never reaches the upstream as it is: the
         // hub runs the task itself, or asks a 2025-11-25 server with tasks to
@@ -477,7 +477,7 @@ impl Hub {
         let now = self.now_ms;
         let timeout = self.ups[u].spec.timeout_ms.max(1);
         let hard = now + self.opts.max_timeout_ms.max(1);
-        let origin = Origin::Client { client: c, id: cid, progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
+        let origin = Origin::Client { client: c, id: cid.to_vec(), progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
         self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
         if task_ttl.is_some() && !self.ups[u].is_modern() {
             self.task_asked(u, up_id);
@@ -654,6 +654,14 @@ impl Hub {
             }
         }
     }
+}
+
+/// `v` in decimal, written into `buf` (no allocation on the call path).
+fn decimal(v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut w = &mut buf[..];
+    let _ = std::io::Write::write_fmt(&mut w, format_args!("{v}"));
+    let n = 20 - w.len();
+    &buf[..n]
 }
 
 /// Replaces the URI at `r` when the upstream knows it by another name.

@@ -41,7 +41,7 @@ impl Hub {
     /// Does legacy upstream `u` run `tools/call` as tasks (2025-11-25)?
     pub(in crate::hub) fn upstream_has_legacy_tasks(&self, u: UpstreamId) -> bool {
         let up = &self.ups[u];
-        !up.is_modern() && up.rev.is_some_and(|r| r.supports(Feature::CoreTasks)) && up.caps.as_ref().and_then(|c| c.pointer("/tasks/requests/tools/call")).is_some_and(Value::is_object)
+        !up.is_modern() && up.rev.is_some_and(|r| r.supports(Feature::CoreTasks)) && up.caps.as_ref().and_then(|c| crate::hub::value_at(c, &["tasks", "requests", "tools", "call"])).is_some_and(Value::is_object)
     }
 
     /// The task of `result`, an answer of legacy upstream `u` to a
