@@ -325,7 +325,7 @@ impl Hub {
         // Requirement: lifecycle-server-echoes-supported-version, lifecycle-server-counteroffers-latest
         let rev = revision::negotiate_server(asked, self.opts.client_revisions).unwrap_or(Rev::LATEST_LEGACY);
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let cl = self.clients.get_mut(&c).expect("known client");
+        let Some(cl) = self.clients.get_mut(&c) else { return };
         cl.rev = Some(rev);
         cl.era = Some(revision::Era::Legacy);
         cl.caps = p.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
@@ -333,7 +333,9 @@ impl Hub {
         if self.startup_settled() {
             self.answer_initialize(c, &id);
         } else {
-            self.clients.get_mut(&c).expect("known client").held_init = Some(id);
+            if let Some(cl) = self.clients.get_mut(&c) {
+                cl.held_init = Some(id);
+            }
         }
     }
 
@@ -380,7 +382,9 @@ impl Hub {
             "serverInfo": info,
             "instructions": self.instructions(f),
         });
-        self.clients.get_mut(&c).expect("known client").initialized = true;
+        if let Some(cl) = self.clients.get_mut(&c) {
+            cl.initialized = true;
+        }
         self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
         self.out.push_back(Output::ClientInitialized(c, rev));
     }
@@ -561,7 +565,9 @@ impl Hub {
             }
             let fp = self.visible_fingerprint(c, ch, rev);
             if fp != known {
-                self.clients.get_mut(&c).expect("known client").known_fp[ch.idx()] = fp;
+                if let Some(cl) = self.clients.get_mut(&c) {
+                    cl.known_fp[ch.idx()] = fp;
+                }
                 self.emit_notification(c, ch.notification(), None);
             }
         }

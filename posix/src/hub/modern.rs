@@ -482,7 +482,9 @@ impl Hub {
         }
         let mut listen = listen;
         listen.uris = uris.iter().map(|x| x.0.clone()).collect();
-        self.clients.get_mut(&c).expect("known client").listens.push(listen);
+        if let Some(cl) = self.clients.get_mut(&c) {
+            cl.listens.push(listen);
+        }
         // Requirement: subscriptions-ack-first-with-id
         let idv: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
         let ack = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv }, "notifications": agreed });

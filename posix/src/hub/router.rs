@@ -184,7 +184,9 @@ impl Hub {
                     if cl.subs >= self.opts.max_subscriptions {
                         return Err(refuse(ErrorCode::InternalError, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions)));
                     }
-                    self.clients.get_mut(&c).expect("known client").subs += 1;
+                    if let Some(cl) = self.clients.get_mut(&c) {
+                        cl.subs += 1;
+                    }
                     if !self.subs.add(&uri, c) || self.ups[u].is_modern() {
                         if self.ups[u].is_modern() {
                             self.open_listen(u);
@@ -197,7 +199,9 @@ impl Hub {
                         self.answer_result(c, id, b"{}");
                         return Ok(());
                     }
-                    self.clients.get_mut(&c).expect("known client").subs -= 1;
+                    if let Some(cl) = self.clients.get_mut(&c) {
+                        cl.subs -= 1;
+                    }
                     if !self.subs.remove(&uri, c) || self.ups[u].is_modern() {
                         if self.ups[u].is_modern() {
                             self.open_listen(u);
@@ -237,7 +241,9 @@ impl Hub {
                 if !LEVELS.contains(&level.as_str()) {
                     return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
                 }
-                self.clients.get_mut(&c).expect("known client").wants_logs = true;
+                if let Some(cl) = self.clients.get_mut(&c) {
+                    cl.wants_logs = true;
+                }
                 self.log_level = Some(level.clone());
                 for u in 0..self.ups.len() {
                     if self.ups[u].has_cap("logging") {
@@ -377,9 +383,10 @@ impl Hub {
         } else if cur.is_none() {
             let ch = k.channel();
             let fp = self.visible_fingerprint(c, ch, rev);
-            let cl = self.clients.get_mut(&c).expect("known client");
-            cl.listed[ch.idx()] = true;
-            cl.known_fp[ch.idx()] = fp;
+            if let Some(cl) = self.clients.get_mut(&c) {
+                cl.listed[ch.idx()] = true;
+                cl.known_fp[ch.idx()] = fp;
+            }
         }
         self.answer_result(c, id, &page);
         Ok(())
