@@ -904,10 +904,14 @@ impl ClusterSettings {
     }
 }
 
+/// The environment variables that are settings of their own (not `${VAR}`
+/// references of the config): unset, they mean "not configured".
+pub const SETTING_VARS: [&str; 3] = ["MCPX_STATE_URL", "MCPX_STATE_KEY", "MCPX_REPLICA"];
+
 fn parse_cluster(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Value>) -> ClusterSettings {
     let mut out = ClusterSettings::default();
     let env = |k: &str| (cx.env)(k).filter(|v| !v.trim().is_empty());
-    let (env_url, env_key, env_replica) = (env("MCPX_STATE_URL"), env("MCPX_STATE_KEY"), env("MCPX_REPLICA"));
+    let [env_url, env_key, env_replica] = SETTING_VARS.map(env);
     let object = |cx: &mut Ctx<'_>, key: &str, example: &str| match obj.get(key) {
         None | Some(Value::Null) => None,
         Some(Value::Object(o)) => Some(o.clone()),

@@ -212,6 +212,10 @@ pub fn validate(text: &str, path: &Path) -> Verdict {
     let unset = std::cell::RefCell::new(Vec::new());
     let env = |k: &str| {
         config::process_env(k).or_else(|| {
+            // An unset setting is no setting; an unset `${VAR}` may be set at `serve`.
+            if config::SETTING_VARS.contains(&k) {
+                return None;
+            }
             unset.borrow_mut().push(k.to_string());
             Some(String::new())
         })
