@@ -135,6 +135,7 @@ pub struct Bucket {
 
 /// The store's answer to an [`Ask`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))] // without the Redis store only `Unavailable` is made
 pub enum Answer {
     Granted,
     /// A nonce already claimed, a bucket empty (`retry_after_ms`: until it
@@ -148,6 +149,7 @@ pub enum Answer {
 /// Prefix of every store key mcpx writes.
 pub const KEY_PREFIX: &str = "mcpx:";
 
+#[cfg(feature = "cluster")]
 impl Op {
     /// The store key of a nonce claim or a put; for buckets see
     /// [`Bucket::key`].
@@ -172,6 +174,7 @@ pub fn task_key(id: &str) -> String {
     format!("{KEY_PREFIX}task:{id}")
 }
 
+#[cfg(feature = "cluster")]
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
