@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a stripped mcpx-edge binary is over budget; prints the sizes.
-#   budget: x86_64 and aarch64 musl ≤ 2 MiB; built with TLS (EDGE_FEATURES
+#   budget: x86_64 and aarch64 musl ≤ 2.1 MiB; built with TLS (EDGE_FEATURES
 #   containing "tls"; without the embedded benchmark and private-key JWT
 #   signing; the rest of the OAuth client is in every build) ≤ 2.7 MiB.
 #   armv7 is reported, not judged.
@@ -15,7 +15,7 @@ if [ "${EDGE_NO_BUILD:-0}" != 1 ]; then
 fi
 case ",${EDGE_FEATURES:-}," in
     *,tls,*) budget=$((2764 * 1024)); label="2.7 MiB (with tls and OAuth)" ;;
-    *) budget=$((2048 * 1024)); label="2 MiB" ;;
+    *) budget=$((2150 * 1024)); label="2.1 MiB" ;;
 esac
 fail=0
 for t in "${judged[@]}" armv7-unknown-linux-gnueabihf; do
