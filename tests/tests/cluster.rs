@@ -145,15 +145,19 @@ fn owner(c: &Cluster, sid: &str) -> usize {
     owners[0]
 }
 
-/// SDK clients through HAProxy at once: `n` Python SDK 2.3.0 clients in the
-/// 2026-07-28 era and `n` Python SDK 1.30.0 (legacy sessions), each one call.
+/// The SDK clients of [`sdk_load`]: Python and TypeScript, each in the
+/// 2026-07-28 era and with a legacy session.
+const LOAD_CLIENTS: [Client; 4] = [Client::Py2Mode("2026-07-28"), Client::Py("1.30.0"), Client::TsV2("2026-07-28"), Client::TsV1];
+
+/// SDK clients through HAProxy at once: `n` of each of [`LOAD_CLIENTS`],
+/// each one call.
 fn sdk_load(url: &str, n: usize, tag: &str) {
-    let runs: Vec<_> = (0..2 * n)
+    let runs: Vec<_> = (0..LOAD_CLIENTS.len() * n)
         .map(|i| {
             let url = url.to_string();
             let name = format!("{tag}{i}");
             thread::spawn(move || {
-                let client = if i % 2 == 0 { Client::Py2Mode("2026-07-28") } else { Client::Py("1.30.0") };
+                let client = LOAD_CLIENTS[i % LOAD_CLIENTS.len()];
                 let args = json!({"name": name}).to_string();
                 let want = format!("Hello, {name}!");
                 let r = client.run_url(&["--prefix", "demo__", "--expect-text", &want, "call", "greet", &args], &url);
@@ -163,7 +167,7 @@ fn sdk_load(url: &str, n: usize, tag: &str) {
         .collect();
     for h in runs {
         let (i, ok, report) = h.join().unwrap();
-        assert!(ok, "SDK client {i} ({tag}) through HAProxy: {report}");
+        assert!(ok, "SDK client {i} ({:?}, {tag}) through HAProxy: {report}", LOAD_CLIENTS[i % LOAD_CLIENTS.len()]);
     }
 }
 
