@@ -76,6 +76,7 @@ fn build() -> Value {
     let features: Vec<&str> = [
         ("tls", cfg!(feature = "tls")),
         ("bench", cfg!(feature = "bench")),
+        ("cluster", cfg!(feature = "cluster")),
         ("count-alloc", cfg!(feature = "count-alloc")),
     ]
     .into_iter()
@@ -181,5 +182,6 @@ mod tests {
         let features: Vec<&str> = b["features"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
         assert_eq!(features.contains(&"tls"), cfg!(feature = "tls"));
         assert_eq!(features.contains(&"bench"), cfg!(feature = "bench"));
+        assert_eq!(features.contains(&"cluster"), cfg!(feature = "cluster"));
     }
 }
