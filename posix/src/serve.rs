@@ -929,6 +929,19 @@ where
     let _signals = ex.spawn(signal_task(rt.clone()));
     smol::future::yield_now().await;
 
+    let cluster = match cluster::Cluster::new(&cfg.cluster) {
+        Ok(cl) => cl.map(Rc::new),
+        Err(e) => {
+            error!("{e}");
+            return 1;
+        }
+    };
+    let _cluster = cluster.clone().map(|cl| {
+        let (tx, rx) = channel::bounded(cluster::MAX_IN_FLIGHT);
+        *rt.cluster_jobs.borrow_mut() = Some(tx);
+        ex.spawn(cl.run(ex.clone(), rt.clone(), rx))
+    });
+
     // Bind before any server starts: a busy port or an unsafe address stops mcpx.
     let mut _http_server = None;
     if let Some(hc) = transports.http {
@@ -952,18 +965,6 @@ where
         }
     }
 
-    let _cluster = match cluster::Cluster::new(&cfg.cluster) {
-        Ok(Some(cl)) => {
-            let (tx, rx) = channel::bounded(cluster::MAX_IN_FLIGHT);
-            *rt.cluster_jobs.borrow_mut() = Some(tx);
-            Some(ex.spawn(Rc::new(cl).run(ex.clone(), rt.clone(), rx)))
-        }
-        Ok(None) => None,
-        Err(e) => {
-            error!("{e}");
-            return 1;
-        }
-    };
     let spawner = Spawner { ex: ex.clone(), sup_opts, events, catalog };
     crate::reload::start_servers(&rt, &spawner, cfg);
     let reloads = ex.spawn(crate::reload::run(rt.clone(), spawner, cfg.clone(), transports.reload));

@@ -29,7 +29,7 @@ pub enum Job {
 /// The store and the hop of this replica.
 pub struct Cluster {
     #[cfg(feature = "cluster")]
-    store: Option<super::store::Store>,
+    store: Option<Rc<super::store::Store>>,
     hop: Option<Hop>,
     in_flight: Cell<usize>,
 }
@@ -40,7 +40,7 @@ impl Cluster {
     pub fn new(s: &ClusterSettings) -> Result<Option<Cluster>, String> {
         #[cfg(feature = "cluster")]
         let store = match &s.state_url {
-            Some(url) => Some(super::store::Store::new(url).map_err(|e| e.0)?),
+            Some(url) => Some(Rc::new(super::store::Store::new(url).map_err(|e| e.0)?)),
             None => None,
         };
         #[cfg(not(feature = "cluster"))]
@@ -61,6 +61,13 @@ impl Cluster {
             hop,
             in_flight: Cell::new(0),
         }))
+    }
+
+    /// The shared-state store (`state.url`), for the runtime's own use
+    /// (the session directory, the shared lists) beside the hub's asks.
+    #[cfg(feature = "cluster")]
+    pub fn store(&self) -> Option<Rc<super::store::Store>> {
+        self.store.clone()
     }
 
     /// Runs the jobs the runtime queues (`Runtime::cluster_job`), each as a

@@ -1,5 +1,5 @@
 //! The shared state of replicas in Redis (or Valkey, same protocol): the
-//! executor of the hub's shared-state asks. Three operations, each one
+//! executor of the hub's shared-state asks. Each operation is one
 //! round trip, each bounded by [`OP_TIMEOUT`]:
 //!
 //! - a single-use nonce: `SET KEY 1 NX PX ttl` (granted when the key was
@@ -8,7 +8,8 @@
 //! - token buckets, all or none: one Lua script (`EVALSHA`, `EVAL` when
 //!   Redis does not know it yet), atomic on the Redis side and on its clock,
 //!   so every replica draws from the same buckets;
-//! - a put: `SET KEY VALUE [PX ttl]`.
+//! - a put: `SET KEY VALUE [PX ttl]`;
+//! - for the runtime's own use (not the hub's): a get and a delete.
 //!
 //! The key names are the hub's (`hub::shared`).
 //!
@@ -87,7 +88,14 @@ return {1, 0}
 
 /// Redis could not be asked: the reason, for the affected request's error
 /// ([`Answer::Unavailable`]).
-struct Unavailable(String);
+#[derive(Debug)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// The state of the one connection.
 enum Link {
@@ -169,8 +177,21 @@ impl Store {
         Ok(if took == 1 { Answer::Granted } else { Answer::Refused { retry_after_ms: wait } })
     }
 
+    /// `GET key`: its value, `None` when it is not there.
+    pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Unavailable> {
+        let key = key.to_string();
+        self.ask(|mut c| async move { redis::cmd("GET").arg(key).query_async(&mut c).await }).await
+    }
+
+    /// `DEL key`.
+    pub async fn delete(&self, key: &str) -> Result<(), Unavailable> {
+        let key = key.to_string();
+        let _gone: i64 = self.ask(|mut c| async move { redis::cmd("DEL").arg(key).query_async(&mut c).await }).await?;
+        Ok(())
+    }
+
     /// `SET key value [PX ttl]` (no expiry for ttl 0).
-    async fn put(&self, key: &str, value: &[u8], ttl_ms: u64) -> Result<(), Unavailable> {
+    pub async fn put(&self, key: &str, value: &[u8], ttl_ms: u64) -> Result<(), Unavailable> {
         let (key, value) = (key.to_string(), value.to_vec());
         self.ask(|mut c| async move {
             let mut set = redis::cmd("SET");

@@ -154,3 +154,19 @@ fn a_bad_url_is_refused_up_front() {
     assert!(Store::new("http://example.org/").is_err());
     assert_eq!(super::without_credentials("redis://u:secret@h:1/0"), "redis://h:1/0");
 }
+
+#[test]
+fn a_value_put_by_one_replica_is_read_and_deleted_by_another() {
+    let r = Redis::start();
+    let (a, b) = two_replicas(&r);
+    smol::block_on(async {
+        assert_eq!(b.get("mcpx:test:k").await.unwrap(), None);
+        a.put("mcpx:test:k", b"r1", 60_000).await.unwrap();
+        assert_eq!(b.get("mcpx:test:k").await.unwrap().as_deref(), Some(&b"r1"[..]));
+        b.delete("mcpx:test:k").await.unwrap();
+        assert_eq!(a.get("mcpx:test:k").await.unwrap(), None);
+        a.put("mcpx:test:short", b"x", 50).await.unwrap();
+        smol::Timer::after(Duration::from_millis(120)).await;
+        assert_eq!(b.get("mcpx:test:short").await.unwrap(), None, "expired with its ttl");
+    });
+}
