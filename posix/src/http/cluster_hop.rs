@@ -46,5 +46,7 @@ pub(super) async fn handle(conn: &mut Conn, req: &mut Request) -> bool {
         Ok(m) => m,
         Err(e) => return conn.error(400, e.id_bytes(), e.error_code(), e.message(), None, true).await,
     };
-    routes::post_modern(conn, req, &msg, &Principal::asserted(asserted.principal)).await
+    let posted = routes::post_modern(conn, req, &msg, &Principal::asserted(asserted.principal)).await;
+    drop(body); // with the hub now
+    posted.finish(conn).await
 }

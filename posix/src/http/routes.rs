@@ -217,7 +217,7 @@ async fn post(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
         Ok(b) => b,
         Err(keep) => return keep,
     };
-    let keep = match Message::parse(&body) {
+    let posted = match Message::parse(&body) {
         Ok(msg) => {
             let req = &*req;
             let sid = session_of(req);
@@ -227,10 +227,31 @@ async fn post(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
                 RevEra::Legacy => post_legacy(conn, req, sid, pv, &msg, who).await,
             }
         }
-        Err(e) => conn.error(400, e.id_bytes(), e.error_code(), e.message(), None, true).await,
+        Err(e) => Posted::Done(conn.error(400, e.id_bytes(), e.error_code(), e.message(), None, true).await),
     };
+    // The hub has the messages: the body is not kept while their answers
+    // are awaited (64 clients posting 64 KiB would hold 4 MiB).
     conn.recycle_body(body);
-    keep
+    posted.finish(conn).await
+}
+
+/// A POST once its messages are with the hub (or it was answered), its
+/// body no longer needed.
+pub(super) enum Posted {
+    /// Answered; true: keep the connection.
+    Done(bool),
+    /// Its requests are with the hub: their answers are awaited.
+    Waiting(Waiting),
+}
+
+impl Posted {
+    /// Answers the POST; true: keep the connection.
+    pub(super) async fn finish(self, conn: &mut Conn) -> bool {
+        match self {
+            Posted::Done(keep) => keep,
+            Posted::Waiting(w) => w.answer(conn).await,
+        }
+    }
 }
 
 /// The `HeaderMismatchError` (-32020) for a modern POST whose headers do not
@@ -297,25 +318,25 @@ fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<Stri
 /// A 2026-07-28 (stateless) request: served by the hub as one request of a
 /// client that lives as long as the POST (no session, no `Mcp-Session-Id`).
 /// A `subscriptions/listen` POST stays open as its stream.
-pub(super) async fn post_modern(conn: &mut Conn, req: &Request, msg: &Message<'_>, who: &Principal) -> bool {
+pub(super) async fn post_modern(conn: &mut Conn, req: &Request, msg: &Message<'_>, who: &Principal) -> Posted {
     let sh = conn.shared.clone();
     let Message::Single(env) = msg else {
         let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";
-        return conn.error(400, None, ErrorCode::InvalidRequest, text, None, true).await;
+        return Posted::Done(conn.error(400, None, ErrorCode::InvalidRequest, text, None, true).await);
     };
     if env.kind() != MsgKind::Request {
         // Stateless: nothing to route a notification or response to (a
         // request is cancelled by closing its stream).
-        return conn.respond(202, &[], b"", true).await;
+        return Posted::Done(conn.respond(202, &[], b"", true).await);
     }
     let id = env.id_bytes().unwrap_or(b"null");
     // Requirement rows streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
     if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(conn, req, env)) {
-        return conn.error(400, Some(id), ErrorCode::HeaderMismatch, &text, None, true).await;
+        return Posted::Done(conn.error(400, Some(id), ErrorCode::HeaderMismatch, &text, None, true).await);
     }
     let (sid, c) = match session::open(&sh, Kind::Modern, who) {
         Ok(x) => x,
-        Err(r) => return session_refused(conn, Some(id), r).await,
+        Err(r) => return Posted::Done(session_refused(conn, Some(id), r).await),
     };
     let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
     let x = Exchange {
@@ -324,16 +345,9 @@ pub(super) async fn post_modern(conn: &mut Conn, req: &Request, msg: &Message<'_
         pending: Few::one(IdKey::new(id)),
         msgs: Few::one(*env),
         prefilled: Few::Empty,
-        batch: false,
-        sse_ok,
-        http10: req.version == Version::Http10,
-        set_session: false,
-        modern: true,
+        reply: Reply { batch: false, sse_ok, http10: req.version == Version::Http10, set_session: false, modern: true },
     };
-    let keep = exchange(conn, x).await;
-    // Requirement rows streamable-http-close-is-cancel: the client ends with its POST (a call still in flight is cancelled upstream)
-    session::end(&sh, &sid, true);
-    keep
+    exchange(conn, x).await
 }
 
 /// A legacy POST: `initialize` (new session) or a message in a session.
@@ -344,7 +358,7 @@ async fn post_legacy(
     pv: Option<&str>,
     msg: &Message<'_>,
     who: &Principal,
-) -> bool {
+) -> Posted {
     let sh = conn.shared.clone();
     let first_id = match msg {
         Message::Single(e) => e.id_bytes(),
@@ -362,9 +376,8 @@ async fn post_legacy(
                     serde_json::Value::from(v)
                 );
                 let text = format!("Bad Request: unsupported MCP-Protocol-Version '{v}'");
-                return conn
-                    .error(400, first_id, ErrorCode::InvalidRequest, &text, Some(data.as_bytes()), true)
-                    .await;
+                let data = Some(data.as_bytes());
+                return Posted::Done(conn.error(400, first_id, ErrorCode::InvalidRequest, &text, data, true).await);
             }
         },
     };
@@ -373,14 +386,14 @@ async fn post_legacy(
     let Some(sid) = sid else {
         // Requirement rows streamable-http-server-may-assign-session, streamable-http-server-400-missing-session
         let Message::Single(env) = msg else {
-            return conn.reject(400, NO_SESSION_ID).await;
+            return Posted::Done(conn.reject(400, NO_SESSION_ID).await);
         };
         if !(env.kind() == MsgKind::Request && env.method_is("initialize")) {
-            return conn.error(400, first_id, ErrorCode::InvalidRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await;
+            return Posted::Done(conn.error(400, first_id, ErrorCode::InvalidRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await);
         }
         let (sid, c) = match session::open(&sh, Kind::Streamable, who) {
             Ok(x) => x,
-            Err(r) => return session_refused(conn, first_id, r).await,
+            Err(r) => return Posted::Done(session_refused(conn, first_id, r).await),
         };
         let id = env.id_bytes().unwrap_or(b"null");
         let x = Exchange {
@@ -389,26 +402,14 @@ async fn post_legacy(
             pending: Few::one(IdKey::new(id)),
             msgs: Few::one(*env),
             prefilled: Few::Empty,
-            batch: false,
-            sse_ok,
-            http10,
-            set_session: true,
-            modern: false,
+            reply: Reply { batch: false, sse_ok, http10, set_session: true, modern: false },
         };
         return exchange(conn, x).await;
     };
     // Requirement rows streamable-http-server-404-terminated-session
     let Some(c) = sh.touch(sid, Kind::Streamable) else {
-        return conn
-            .error(
-                404,
-                first_id,
-                ErrorCode::InvalidRequest,
-                "Not found: unknown or ended session; initialize a new one",
-                None,
-                true,
-            )
-            .await;
+        let text = "Not found: unknown or ended session; initialize a new one";
+        return Posted::Done(conn.error(404, first_id, ErrorCode::InvalidRequest, text, None, true).await);
     };
     let negotiated = session::session_rev(&sh, sid);
     // Requirement rows streamable-http-server-400-unsupported-version-header: a session
@@ -420,7 +421,7 @@ async fn post_legacy(
             h.as_str(),
             n.as_str()
         );
-        return conn.error(400, first_id, ErrorCode::InvalidRequest, &text, Some(data.as_bytes()), true).await;
+        return Posted::Done(conn.error(400, first_id, ErrorCode::InvalidRequest, &text, Some(data.as_bytes()), true).await);
     }
     let rev = header_rev.or(negotiated).unwrap_or(Revision::V2025_03_26);
     let (single, elements) = match msg {
@@ -432,7 +433,7 @@ async fn post_legacy(
                     "Invalid request: JSON-RPC batches are not supported in protocol revision {}",
                     rev.as_str()
                 );
-                return conn.reject(400, &text).await;
+                return Posted::Done(conn.reject(400, &text).await);
             }
             (None, Some(b.elements()))
         }
@@ -444,11 +445,7 @@ async fn post_legacy(
         pending: Few::Empty,
         msgs: Few::Empty,
         prefilled: Few::Empty,
-        batch,
-        sse_ok,
-        http10,
-        set_session: false,
-        modern: false,
+        reply: Reply { batch, sse_ok, http10, set_session: false, modern: false },
     };
     for el in single.into_iter().chain(elements.into_iter().flatten()) {
         match el {
@@ -485,13 +482,11 @@ async fn post_legacy(
         sh.feed_views(x.c, x.msgs.as_slice());
         if x.prefilled.is_empty() {
             // Requirement rows streamable-http-server-202-for-non-request
-            return conn.respond(202, &[], b"", true).await;
+            return Posted::Done(conn.respond(202, &[], b"", true).await);
         }
         let body = join(x.prefilled, batch);
         let status = if batch { 200 } else { 400 };
-        return conn
-            .respond(status, &[("Content-Type", "application/json")], &body, true)
-            .await;
+        return Posted::Done(conn.respond(status, &[("Content-Type", "application/json")], &body, true).await);
     }
     exchange(conn, x).await
 }
@@ -512,6 +507,12 @@ struct Exchange<'b> {
     msgs: Few<Envelope<'b>>,
     /// Responses decided here (invalid batch elements, duplicate ids).
     prefilled: Few<Vec<u8>>,
+    reply: Reply,
+}
+
+/// How a POST's answer is given.
+#[derive(Clone, Copy)]
+struct Reply {
     batch: bool,
     sse_ok: bool,
     http10: bool,
@@ -526,146 +527,188 @@ struct Exchange<'b> {
 /// responses come first, SSE when something must stream before them (rows
 /// `streamable-http-server-json-or-sse-for-request`, `streamable-http-sse-includes-response`,
 /// `streamable-http-server-terminates-sse-after-response`).
-async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> bool {
+async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> Posted {
     let sh = conn.shared.clone();
     let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let expected = x.pending.len();
     // Requirement rows streamable-http-server-may-resume: the SSE answer of a
     // 2025-03-26..2025-11-25 session is resumable; a 2025-11-25 client gets
     // its priming event (streamable-http-sse-priming-event).
-    let rev = session::session_rev(&sh, x.sid).filter(|_| !x.modern && x.sse_ok);
+    let rev = session::session_rev(&sh, x.sid).filter(|_| !x.reply.modern && x.reply.sse_ok);
     let resumable = rev.is_some_and(|r| r >= Revision::V2025_03_26);
     let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
-    let Some(seq) = session::add_exchange(&sh, x.sid, x.pending, x.sse_ok, resumable, tx) else {
-        return conn.reject(404, "Not found: the session ended").await;
-    };
-    let stream = Stream { seq, prime };
-    // The connection is gone: a stream the client has ids of waits for it.
-    let gone = |sse: &Option<SseOut>| session::leave_exchange(&sh, x.sid, seq, seq, sse.is_some());
-    sh.feed_views(x.c, x.msgs.as_slice());
-    let session_hdr = [("Mcp-Session-Id", x.sid)];
-    let extra: &[(&str, &str)] = if x.set_session { &session_hdr } else { &[] };
-    let version = if x.http10 {
-        Version::Http10
-    } else {
-        Version::Http11
-    };
-    let mut responses: Few<(Option<u64>, Vec<u8>)> = Few::Empty;
-    for r in x.prefilled {
-        responses.push((None, r));
-    }
-    let mut got = 0usize;
-    let mut sse: Option<SseOut> = None;
-    let mut ping_at =
-        Instant::now() + Duration::from_millis(sh.cfg.limits.sse_keepalive_ms.max(10));
-    let ended_early = loop {
-        if got >= expected {
-            break false;
+    let Some(seq) = session::add_exchange(&sh, x.sid, x.pending, x.reply.sse_ok, resumable, tx) else {
+        if x.reply.modern {
+            session::end(&sh, x.sid, true);
         }
-        let wake = conn.wait(&rx, ping_at).await;
-        match wake {
-            Wake::PeerGone => {
-                // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its
-                // result is dropped, or kept for a client that resumes the stream
-                gone(&sse);
-                return false;
+        return Posted::Done(conn.reject(404, "Not found: the session ended").await);
+    };
+    sh.feed_views(x.c, x.msgs.as_slice());
+    Posted::Waiting(Waiting {
+        sid: x.sid.to_string(),
+        stream: Stream { seq, prime },
+        rx,
+        expected,
+        prefilled: x.prefilled,
+        reply: x.reply,
+    })
+}
+
+/// An exchange whose requests are with the hub: what answering it needs,
+/// none of it borrowed from the POST's body.
+pub(super) struct Waiting {
+    sid: String,
+    stream: Stream,
+    rx: Receiver,
+    expected: usize,
+    prefilled: Few<Vec<u8>>,
+    reply: Reply,
+}
+
+impl Waiting {
+    /// Answers once the responses came: JSON, or SSE when something
+    /// streamed first. A 2026-07-28 client ends with its POST.
+    async fn answer(self, conn: &mut Conn) -> bool {
+        let ends = self.reply.modern.then(|| self.sid.clone());
+        let keep = self.wait(conn).await;
+        if let Some(sid) = ends {
+            // Requirement rows streamable-http-close-is-cancel: the client ends with its POST (a call still in flight is cancelled upstream)
+            session::end(&conn.shared, &sid, true);
+        }
+        keep
+    }
+
+    async fn wait(self, conn: &mut Conn) -> bool {
+        let sh = conn.shared.clone();
+        let Waiting { sid, stream, rx, expected, prefilled, reply: Reply { batch, sse_ok, http10, set_session, modern } } = self;
+        let sid = sid.as_str();
+        let seq = stream.seq;
+        // The connection is gone: a stream the client has ids of waits for it.
+        let gone = |sse: &Option<SseOut>| session::leave_exchange(&sh, sid, seq, seq, sse.is_some());
+        let session_hdr = [("Mcp-Session-Id", sid)];
+        let extra: &[(&str, &str)] = if set_session { &session_hdr } else { &[] };
+        let version = if http10 {
+            Version::Http10
+        } else {
+            Version::Http11
+        };
+        let mut responses: Few<(Option<u64>, Vec<u8>)> = Few::Empty;
+        for r in prefilled {
+            responses.push((None, r));
+        }
+        let mut got = 0usize;
+        let mut sse: Option<SseOut> = None;
+        let mut ping_at =
+            Instant::now() + Duration::from_millis(sh.cfg.limits.sse_keepalive_ms.max(10));
+        let ended_early = loop {
+            if got >= expected {
+                break false;
             }
-            Wake::Item(None) => break true,
-            Wake::Item(Some(item)) => {
-                let (n, bytes, is_response) = match item {
-                    Item::Response(n, b) => (n, b, true),
-                    Item::Other(n, b) => (n, b, false),
-                };
-                if is_response {
-                    got += 1;
-                }
-                if sse.is_none() && !is_response {
-                    let Some(s) = start_sse(conn, version, &extra, stream, &mut responses).await else {
-                        gone(&sse);
-                        return false;
-                    };
-                    sse = Some(s);
-                }
-                match sse.as_mut() {
-                    Some(s) => {
-                        if !s.message(conn, seq, n, &bytes).await {
-                            gone(&sse);
-                            return false;
-                        }
-                        ping_at = s.next_ping;
-                    }
-                    None => responses.push((n, bytes)),
-                }
-            }
-            Wake::Tick => {
-                if sse.is_none() {
-                    if !x.sse_ok {
-                        ping_at = Instant::now() + Duration::from_secs(3600);
-                        continue;
-                    }
-                    // A long call: stream, so that keep-alives can flow.
-                    let Some(s) = start_sse(conn, version, &extra, stream, &mut responses).await else {
-                        gone(&sse);
-                        return false;
-                    };
-                    sse = Some(s);
-                }
-                let s = sse.as_mut().expect("started");
-                if !s.ping(conn).await {
+            let wake = conn.wait(&rx, ping_at).await;
+            match wake {
+                Wake::PeerGone => {
+                    // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its
+                    // result is dropped, or kept for a client that resumes the stream
                     gone(&sse);
                     return false;
                 }
-                ping_at = s.next_ping;
-            }
-        }
-    };
-    session::leave_exchange(&sh, x.sid, seq, seq, false);
-    conn.spare_queue = Some(rx);
-    match sse {
-        Some(s) => s.finish(conn).await,
-        None if ended_early => {
-            if sh.touch(x.sid, Kind::Streamable).is_none() {
-                let msg = "Not found: the session ended before the request was answered";
-                conn.reject(404, msg).await
-            } else {
-                let max = sh.cfg.limits.stream_queue;
-                let msg = format!(
-                    "mcpx dropped this request's answer: over {max} messages were waiting for it"
-                );
-                conn.error(500, None, ErrorCode::InternalError, &msg, None, true).await
-            }
-        }
-        None => {
-            let mut bodies = Few::Empty;
-            for (_, r) in responses {
-                bodies.push(r);
-            }
-            let body = join(bodies, x.batch);
-            let mut status = 200;
-            if x.modern {
-                // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
-                let code = Envelope::parse(&body).ok().and_then(|e| e.error_code());
-                status = code.map_or(200, mcpx_core::error::http_status);
-            }
-            // A rate-limit refusal: `Retry-After`, and 429 where the status
-            // follows the error (2026-07-28); legacy SDK clients read
-            // JSON-RPC errors only from a 200.
-            let retry = if x.batch { None } else { crate::policy::ratelimit::retry_after_of(&body) };
-            let retry = retry.map(|s| s.to_string());
-            let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
-            let mut k = 1;
-            for h in extra {
-                hs[k] = *h;
-                k += 1;
-            }
-            if let Some(secs) = &retry {
-                hs[k] = ("Retry-After", secs);
-                k += 1;
-                if x.modern {
-                    status = 429;
+                Wake::Item(None) => break true,
+                Wake::Item(Some(item)) => {
+                    let (n, bytes, is_response) = match item {
+                        Item::Response(n, b) => (n, b, true),
+                        Item::Other(n, b) => (n, b, false),
+                    };
+                    if is_response {
+                        got += 1;
+                    }
+                    if sse.is_none() && !is_response {
+                        let Some(s) = start_sse(conn, version, &extra, stream, &mut responses).await else {
+                            gone(&sse);
+                            return false;
+                        };
+                        sse = Some(s);
+                    }
+                    match sse.as_mut() {
+                        Some(s) => {
+                            if !s.message(conn, seq, n, &bytes).await {
+                                gone(&sse);
+                                return false;
+                            }
+                            ping_at = s.next_ping;
+                        }
+                        None => responses.push((n, bytes)),
+                    }
+                }
+                Wake::Tick => {
+                    if sse.is_none() {
+                        if !sse_ok {
+                            ping_at = Instant::now() + Duration::from_secs(3600);
+                            continue;
+                        }
+                        // A long call: stream, so that keep-alives can flow.
+                        let Some(s) = start_sse(conn, version, &extra, stream, &mut responses).await else {
+                            gone(&sse);
+                            return false;
+                        };
+                        sse = Some(s);
+                    }
+                    let s = sse.as_mut().expect("started");
+                    if !s.ping(conn).await {
+                        gone(&sse);
+                        return false;
+                    }
+                    ping_at = s.next_ping;
                 }
             }
-            conn.respond(status, &hs[..k], &body, !x.http10).await
+        };
+        session::leave_exchange(&sh, sid, seq, seq, false);
+        conn.spare_queue = Some(rx);
+        match sse {
+            Some(s) => s.finish(conn).await,
+            None if ended_early => {
+                if sh.touch(sid, Kind::Streamable).is_none() {
+                    let msg = "Not found: the session ended before the request was answered";
+                    conn.reject(404, msg).await
+                } else {
+                    let max = sh.cfg.limits.stream_queue;
+                    let msg = format!(
+                        "mcpx dropped this request's answer: over {max} messages were waiting for it"
+                    );
+                    conn.error(500, None, ErrorCode::InternalError, &msg, None, true).await
+                }
+            }
+            None => {
+                let mut bodies = Few::Empty;
+                for (_, r) in responses {
+                    bodies.push(r);
+                }
+                let body = join(bodies, batch);
+                let mut status = 200;
+                if modern {
+                    // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
+                    let code = Envelope::parse(&body).ok().and_then(|e| e.error_code());
+                    status = code.map_or(200, mcpx_core::error::http_status);
+                }
+                // A rate-limit refusal: `Retry-After`, and 429 where the status
+                // follows the error (2026-07-28); legacy SDK clients read
+                // JSON-RPC errors only from a 200.
+                let retry = if batch { None } else { crate::policy::ratelimit::retry_after_of(&body) };
+                let retry = retry.map(|s| s.to_string());
+                let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
+                let mut k = 1;
+                for h in extra {
+                    hs[k] = *h;
+                    k += 1;
+                }
+                if let Some(secs) = &retry {
+                    hs[k] = ("Retry-After", secs);
+                    k += 1;
+                    if modern {
+                        status = 429;
+                    }
+                }
+                conn.respond(status, &hs[..k], &body, !http10).await
+            }
         }
     }
 }
