@@ -659,6 +659,7 @@ pub(crate) fn upstream_spec(s: &config::ServerConfig) -> UpstreamSpec {
     }
     u.trusted = s.trusted;
     u.isolation = s.isolation;
+    u.remote = s.remote.is_some();
     u
 }
 

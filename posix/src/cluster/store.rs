@@ -9,7 +9,7 @@
 //!   Redis does not know it yet), atomic on the Redis side and on its clock,
 //!   so every replica draws from the same buckets;
 //! - a put: `SET KEY VALUE [PX ttl]`;
-//! - for the runtime's own use (not the hub's): a get and a delete.
+//! - a get: `GET KEY`; and for the runtime's own use, a delete.
 //!
 //! The key names are the hub's (`hub::shared`).
 //!
@@ -146,6 +146,7 @@ impl Store {
             }
             Op::TakeTokens { buckets } => self.take_tokens(buckets).await,
             Op::Put { key, value, ttl_ms } => self.put(key, value, *ttl_ms).await.map(|()| Answer::Granted),
+            Op::Get { key } => self.get(key).await.map(Answer::Value),
         };
         done.unwrap_or_else(|Unavailable(why)| Answer::Unavailable(why))
     }

@@ -171,6 +171,10 @@ pub struct UpstreamSpec {
     /// One process for every client, or one per client principal (see
     /// `isolation`).
     pub isolation: Isolation,
+    /// A remote server (a URL): every replica of a cluster reaches the same
+    /// one, so a task it runs outlives the replica that created it (see
+    /// `shared`). A local process is each replica's own.
+    pub remote: bool,
 }
 
 impl UpstreamSpec {
@@ -188,6 +192,7 @@ impl UpstreamSpec {
             idle_ms: 0,
             trusted: false,
             isolation: Isolation::Shared,
+            remote: false,
         }
     }
 }

@@ -13,8 +13,13 @@
 //!   (mrtr-single-use-enforced).
 //! - [`Op::TakeTokens`]: one token of each rate-limit bucket, all or none,
 //!   on the store's clock (the replicas' clocks are not one clock).
-//! - [`Op::Put`] (ticket 0, nobody waits): task ownership, for status and
-//!   operations to read.
+//! - [`Op::Put`] (ticket 0, nobody waits): each task's record (its owner
+//!   replica and its mapping: principal, upstream server and the
+//!   upstream's task id, as in the task state file), and [`Op::Get`] to
+//!   read it back when the owner is gone: a task a remote server runs is
+//!   taken over by the replica asked about it (any replica reaches that
+//!   server), any other is answered `failed`, its result lost with the
+//!   replica.
 //!
 //! The request that needs an answer is parked until it comes; an
 //! [`Answer::Unavailable`], or no answer within
@@ -44,7 +49,7 @@ use serde_json::Value;
 use super::modern::ReqCtx;
 use super::router::Refusal;
 use super::wire::{self, Msg};
-use super::{ClientId, Hub, IdKey, Output};
+use super::{ClientId, Hub, IdKey, Level, Output};
 
 /// The id of one replica (`cluster.replica`, `MCPX_REPLICA`): 1 to 32 of
 /// `A-Z a-z 0-9 _ -` ([`valid_replica_id`]).
@@ -121,6 +126,8 @@ pub enum Op {
     TakeTokens { buckets: Vec<Bucket> },
     /// Set `key` to `value` for `ttl_ms` (0: no expiry).
     Put { key: String, value: Vec<u8>, ttl_ms: u64 },
+    /// The value of `key`: [`Answer::Value`].
+    Get { key: String },
 }
 
 /// One rate-limit bucket: `capacity` tokens that refill evenly over
@@ -144,6 +151,18 @@ pub enum Answer {
     /// The store could not be asked (connection lost, timeout, error): the
     /// reason, for the request's error.
     Unavailable(String),
+    /// What [`Op::Get`] read: `None` when the key is not there.
+    Value(Option<Vec<u8>>),
+}
+
+impl Answer {
+    /// Why an answer that is no grant or refusal fails the request.
+    fn failure(self) -> String {
+        match self {
+            Answer::Unavailable(why) => why,
+            _ => "it answered another question".to_string(),
+        }
+    }
 }
 
 /// Prefix of every store key mcpx writes.
@@ -156,7 +175,7 @@ impl Op {
     pub fn key(&self) -> Option<String> {
         match self {
             Op::ClaimNonce { nonce, .. } => Some(format!("{KEY_PREFIX}nonce:{}", hex(nonce))),
-            Op::Put { key, .. } => Some(key.clone()),
+            Op::Put { key, .. } | Op::Get { key } => Some(key.clone()),
             Op::TakeTokens { .. } => None,
         }
     }
@@ -208,13 +227,36 @@ enum Wait {
     /// and `ctx`: what to route again once granted (set when routing gave
     /// up on it, [`Hub::route_or_park`]).
     Admit { msg: Vec<u8>, ctx: Option<ReqCtx>, buckets: Vec<String>, limits: String },
+    /// The record of a task whose owner could not answer `why`.
+    Adopt { task: ForwardedTask, why: String },
 }
 
 /// What a forwarded request continues, for its error.
 #[derive(Clone, Debug)]
 enum Forwarded {
     State(ReplicaId),
-    Task(ReplicaId),
+    Task(ForwardedTask),
+}
+
+impl Forwarded {
+    fn to(&self) -> &ReplicaId {
+        match self {
+            Forwarded::State(to) | Forwarded::Task(ForwardedTask { to, .. }) => to,
+        }
+    }
+}
+
+/// A `tasks/*` request forwarded to the replica running its task.
+#[derive(Clone, Debug)]
+struct ForwardedTask {
+    to: ReplicaId,
+    task: String,
+    /// The client's request, to serve here should this replica take the
+    /// task over.
+    msg: Vec<u8>,
+    /// Its record was read already (a request follows at most one record
+    /// to a new owner).
+    looked_up: bool,
 }
 
 impl Hub {
@@ -228,7 +270,7 @@ impl Hub {
             Err(e) => return self.refuse_state(c, id, e),
         };
         if let Some(to) = self.held_elsewhere(&v.inner) {
-            return self.forward_to_owner(c, m, id, &ctx.principal, Forwarded::State(to));
+            return self.forward_to_owner(c, m.env.bytes(), id, &ctx.principal, Forwarded::State(to));
         }
         if self.opts.cluster.shared {
             let op = Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.claim_ttl_ms(&v) };
@@ -251,18 +293,21 @@ impl Hub {
     pub(super) fn task_elsewhere(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8]) -> bool {
         let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
         let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
+        // A task taken over from a replica that is gone is this one's now.
+        if self.has_task(&task) {
+            return false;
+        }
         let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
         let to = owner.to_string();
-        self.forward_to_owner(c, m, id, principal, Forwarded::Task(to));
+        let what = ForwardedTask { to, task, msg: m.env.bytes().to_vec(), looked_up: false };
+        self.forward_to_owner(c, m.env.bytes(), id, principal, Forwarded::Task(what));
         true
     }
 
-    /// Sends client `c`'s request `m` to the replica that owns what it
+    /// Sends client `c`'s request `msg` to the replica that owns what it
     /// continues, or answers why it cannot.
-    fn forward_to_owner(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8], what: Forwarded) {
-        let to = match &what {
-            Forwarded::State(to) | Forwarded::Task(to) => to.clone(),
-        };
+    fn forward_to_owner(&mut self, c: ClientId, msg: &[u8], id: &[u8], principal: &[u8], what: Forwarded) {
+        let to = what.to().clone();
         if !self.opts.cluster.peers.contains(&to) {
             return self.answer_unforwarded(c, id, &what, "is not among this replica's peers (cluster.peers)");
         }
@@ -271,7 +316,7 @@ impl Hub {
             return self.answer_error(c, Some(id), ErrorCode::InternalError, &msg, None);
         }
         self.shared.forwards.insert((c, IdKey::new(id)), what);
-        self.out.push_back(Output::Forward { client: c, request: IdKey::new(id), msg: m.env.bytes().to_vec(), principal: principal.to_vec(), to });
+        self.out.push_back(Output::Forward { client: c, request: IdKey::new(id), msg: msg.to_vec(), principal: principal.to_vec(), to });
     }
 
     /// The start-over error of a request whose owner cannot serve it.
@@ -279,7 +324,7 @@ impl Hub {
         // Requirement: mrtr-requeststate-attacker-controlled (a state that cannot be resumed is refused, never guessed at)
         let msg = match what {
             Forwarded::State(to) => format!("Invalid params: requestState refers to a request held by mcpx replica '{to}', which {why}; nothing was sent to the server. Send the request again without requestState to start over"),
-            Forwarded::Task(to) => format!("Invalid params: the task is run by mcpx replica '{to}', which {why}; its outcome cannot be fetched through this replica"),
+            Forwarded::Task(t) => format!("Invalid params: the task is run by mcpx replica '{}', which {why}; its outcome cannot be fetched through this replica", t.to),
         };
         self.answer_error(c, Some(id), ErrorCode::InvalidParams, &msg, None);
     }
@@ -293,7 +338,15 @@ impl Hub {
                     cl.open.remove(request);
                 }
             }
-            Err(why) => self.answer_unforwarded(c, request, &what, &format!("could not answer ({why})")),
+            // The owner is gone: the task's record tells whether this
+            // replica can take it over.
+            Err(why) => match what {
+                Forwarded::Task(task) if self.opts.cluster.shared && !task.looked_up => {
+                    let op = Op::Get { key: task_key(&task.task) };
+                    self.ask_for(c, request, op, Wait::Adopt { task, why });
+                }
+                what => self.answer_unforwarded(c, request, &what, &format!("could not answer ({why})")),
+            },
         }
     }
 
@@ -329,6 +382,14 @@ impl Hub {
     fn store_answered(&mut self, w: Waiter, answer: Answer) {
         let Waiter { client: c, id, wait, .. } = w;
         match (wait, answer) {
+            (Wait::Adopt { task, why }, Answer::Value(Some(v))) => self.adopt_task(c, &id, task, &why, &v),
+            (Wait::Adopt { task, why }, answer) => {
+                let more = match answer {
+                    Answer::Value(None) => "the shared state store has no record of it (ended, expired or unknown)".to_string(),
+                    a => format!("the shared state store could not be asked for its record ({})", a.failure()),
+                };
+                self.answer_unforwarded(c, &id, &Forwarded::Task(task), &format!("could not answer ({why}), and {more}"));
+            }
             (Wait::Claim { msg, ctx, inner, responses }, Answer::Granted) => {
                 if let Ok(m) = wire::parse(&msg) {
                     self.resume(c, &m, &id, ctx, &inner, responses);
@@ -336,7 +397,8 @@ impl Hub {
             }
             // Requirement: mrtr-single-use-enforced (used on any replica: refused on every other)
             (Wait::Claim { .. }, Answer::Refused { .. }) => self.refuse_state(c, &id, OpenError::Replayed),
-            (Wait::Claim { .. }, Answer::Unavailable(why)) => {
+            (Wait::Claim { .. }, a @ (Answer::Unavailable(_) | Answer::Value(_))) => {
+                let why = a.failure();
                 let msg = format!("mcpx could not ask its shared state store ({why}), so this requestState could not be checked for single use: it was refused, not accepted, and nothing was sent to the server. Send the same request again later (should that be refused as already used, send it without requestState to start over)");
                 self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, None);
             }
@@ -357,7 +419,8 @@ impl Hub {
                 self.policy_refused_shared(c, &id, &r);
                 self.answer_error(c, Some(&id), crate::policy::ratelimit::Refusal::CODE, &format!("{r} (a limit the replicas share)"), Some(r.data()));
             }
-            (Wait::Admit { .. }, Answer::Unavailable(why)) => {
+            (Wait::Admit { .. }, a @ (Answer::Unavailable(_) | Answer::Value(_))) => {
+                let why = a.failure();
                 let msg = format!("mcpx could not ask its shared state store ({why}), so this request's rate limits could not be checked: it was refused and nothing was sent to the server; retry later");
                 self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, None);
             }
@@ -383,12 +446,45 @@ impl Hub {
         self.shared.waiting.values().map(|w| w.deadline).min()
     }
 
-    /// Task `id` runs here: published in the store (owner by task), for
-    /// status and operations to see; nobody waits for it.
-    pub(super) fn publish_task(&mut self, id: &str, ttl_ms: u64) {
+    /// Task `id` runs here: its owner (this replica) and record (the task
+    /// state file's) published in the store until it expires, for another
+    /// replica to take over should this one be gone; nobody waits for it.
+    pub(super) fn publish_task(&mut self, id: &str) {
         let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
-        let op = Op::Put { key: task_key(id), value: me.as_bytes().to_vec(), ttl_ms };
+        let Some((record, ttl_ms)) = self.task_record_now(id) else { return };
+        let value = serde_json::to_vec(&serde_json::json!({ "owner": me, "task": record })).unwrap_or_default();
+        let op = Op::Put { key: task_key(id), value, ttl_ms };
         self.out.push_back(Output::Shared(Ask { ticket: 0, op }));
+    }
+
+    /// The record `v` of task `t.task`, whose owner `t.to` could not answer
+    /// (`why`): the task is taken over here (answered as if it had always
+    /// run here) unless another replica took it over already (then the
+    /// request goes there).
+    fn adopt_task(&mut self, c: ClientId, id: &[u8], mut t: ForwardedTask, why: &str, v: &[u8]) {
+        let read = serde_json::from_slice::<Value>(v).ok().and_then(|mut v| Some((v.get("owner")?.as_str()?.to_string(), v.get_mut("task")?.take())));
+        let Some((owner, record)) = read else {
+            let why = format!("could not answer ({why}), and the task's record in the shared state store is unreadable");
+            return self.answer_unforwarded(c, id, &Forwarded::Task(t), &why);
+        };
+        t.looked_up = true;
+        if owner != t.to && self.opts.cluster.replica.as_ref() != Some(&owner) {
+            let principal = self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default();
+            let msg = std::mem::take(&mut t.msg);
+            t.to = owner;
+            return self.forward_to_owner(c, &msg, id, &principal, Forwarded::Task(t));
+        }
+        if self.restore_one(&record, self.now_ms, Some(&t.to)).is_none() {
+            let why = format!("could not answer ({why}), and its task cannot be taken over here (expired, of a server not configured here, or over the task limit)");
+            return self.answer_unforwarded(c, id, &Forwarded::Task(t), &why);
+        }
+        self.log(Level::Warn, format!("task {} taken over from mcpx replica '{}', which could not answer ({why})", t.task, t.to));
+        self.publish_task(&t.task);
+        self.tasks_save();
+        self.tasks_refollow_ready();
+        if let Ok(m) = wire::parse(&t.msg) {
+            self.on_modern_request(c, &m);
+        }
     }
 
     /// Client `c` is gone: nothing of it waits for the store or a replica.

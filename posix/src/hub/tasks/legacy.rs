@@ -82,8 +82,8 @@ impl Hub {
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));
         let body = self.task_body(&id, &t, TaskView::Created);
-        self.publish_task(&id, ttl_ms);
-        self.tasks.table.insert(id, t);
+        self.tasks.table.insert(id.clone(), t);
+        self.publish_task(&id);
         self.tasks_save();
         self.answer_result(c, rid, &body);
     }

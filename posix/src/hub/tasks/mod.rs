@@ -254,8 +254,8 @@ impl Hub {
         // Requirement: tasks-audit
         self.log(Level::Info, format!("task {id} created: {} on server '{server}' for client {c}", m.method));
         let body = self.task_body(&id, &t, TaskView::Created);
-        self.publish_task(&id, ttl_ms);
-        self.tasks.table.insert(id, t);
+        self.tasks.table.insert(id.clone(), t);
+        self.publish_task(&id);
         self.tasks_save();
         self.answer_result(c, &cid, &body);
     }

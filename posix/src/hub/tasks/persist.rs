@@ -56,7 +56,7 @@ impl Hub {
         let now = now_ms.max(self.now_ms);
         let (mut restored, mut dropped) = (0, 0);
         for r in records {
-            match self.restore_one(&r, now) {
+            match self.restore_one(&r, now, None) {
                 Some(()) => restored += 1,
                 None => dropped += 1,
             }
@@ -64,17 +64,25 @@ impl Hub {
         if restored + dropped > 0 {
             self.log(Level::Info, format!("tasks of the last run: {restored} restored, {dropped} dropped (expired, of a server no longer configured, or unreadable)"));
         }
-        // Servers already up take theirs now; the others when they are.
+        self.tasks_refollow_ready();
+        restored
+    }
+
+    /// Servers already up follow their restored tasks now; the others when
+    /// they are.
+    pub(in crate::hub) fn tasks_refollow_ready(&mut self) {
         for u in 0..self.ups.len() {
             if self.ups[u].is_ready() {
                 self.tasks_refollow(u);
             }
         }
-        restored
     }
 
-    /// One record back into the table; `None` when it is dropped.
-    fn restore_one(&mut self, r: &Value, now: u64) -> Option<()> {
+    /// One record back into the table; `None` when it is dropped. `gone`:
+    /// the record is another replica's, which is gone (`shared`): a task
+    /// of a remote server is followed here as it was there; one of that
+    /// replica's own processes, or run by that replica, is `failed`.
+    pub(in crate::hub) fn restore_one(&mut self, r: &Value, now: u64, gone: Option<&str>) -> Option<()> {
         let wall = self.opts.tasks.epoch_ms.saturating_add(now);
         let id = r.get("id")?.as_str()?.to_string();
         let owner = unhex(r.get("principal")?.as_str()?)?;
@@ -97,18 +105,28 @@ impl Hub {
             }
             None => None,
         };
-        let ran = relayed.is_none();
-        let followed = r.pointer("/upstream/followed").and_then(Value::as_bool) == Some(true);
         let ended = r.get("status").and_then(Value::as_str).and_then(Status::parse).is_some_and(Status::is_terminal);
+        // Why the task cannot be followed here, if so: it then reads `failed`.
+        let lost = match (&relayed, gone) {
+            // After a restart the upstream still holds it; any replica
+            // reaches a remote server.
+            (Some(_), None) => None,
+            (Some((u, _)), Some(_)) if self.ups[*u].spec.remote => None,
+            (Some((u, _)), Some(from)) => Some(format!("mcpx replica '{from}' ran this task on its own process of server '{}' and is gone; its result is lost", self.ups[*u].spec.name)),
+            (None, Some(from)) => Some(format!("mcpx replica '{from}' ran this task and is gone; its result is lost")),
+            (None, None) => Some(if ended { RESTARTED_ENDED } else { RESTARTED_WORKING }.to_string()),
+        };
+        let relayed = relayed.filter(|_| lost.is_none());
+        let followed = r.pointer("/upstream/followed").and_then(Value::as_bool) == Some(true);
         let t = Task { relayed, ..Task::new(owner, NO_CLIENT, modern, &method, now, ttl_ms) };
         self.tasks.table.insert(id.clone(), t);
-        if followed {
-            self.tasks.refollow.push(id.clone());
-        }
-        if ran {
-            let why = if ended { RESTARTED_ENDED } else { RESTARTED_WORKING };
-            let _ = self.tasks.table.finish(&id, Status::Failed, error_object(ErrorCode::InternalError, why), now, usize::MAX);
-            self.set_message(&id, why.to_string());
+        match lost {
+            None if followed => self.tasks.refollow.push(id.clone()),
+            None => {}
+            Some(why) => {
+                let _ = self.tasks.table.finish(&id, Status::Failed, error_object(ErrorCode::InternalError, &why), now, usize::MAX);
+                self.set_message(&id, why);
+            }
         }
         Some(())
     }
@@ -145,7 +163,7 @@ impl Hub {
 
     /// The table changed (a task was created or ended): the state file is
     /// written before anything that follows reaches a client.
-    pub(super) fn tasks_save(&mut self) {
+    pub(in crate::hub) fn tasks_save(&mut self) {
         if !self.tasks.saving {
             return;
         }
@@ -166,6 +184,18 @@ impl Hub {
         }
         let file = json!({ "version": VERSION, "tasks": records });
         self.out.push_back(Output::SaveTasks(serde_json::to_vec(&file).unwrap_or_default()));
+    }
+
+    /// Is task `id` in this hub's table?
+    pub(in crate::hub) fn has_task(&self, id: &str) -> bool {
+        self.tasks.table.get(id).is_some()
+    }
+
+    /// Task `id`'s record and the time it has left (ms), if it is in the
+    /// table (and its server still configured).
+    pub(in crate::hub) fn task_record_now(&self, id: &str) -> Option<(Value, u64)> {
+        let t = self.tasks.table.get(id)?;
+        Some((self.task_record(id, t, self.opts.tasks.epoch_ms)?, t.expires_ms().saturating_sub(self.now_ms).max(1)))
     }
 
     /// Task `id`'s record; `None` for a relayed task whose server is gone.

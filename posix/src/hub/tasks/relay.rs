@@ -96,6 +96,7 @@ impl Hub {
         let mut t = Task::new(ctx.principal.clone(), c, true, "tools/call", now, ttl_ms);
         t.relayed = Some((u, up));
         self.tasks.table.insert(id.clone(), t);
+        self.publish_task(&id);
         self.tasks_save();
         Ok(id)
     }

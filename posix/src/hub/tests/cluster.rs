@@ -76,6 +76,7 @@ impl Store {
                 self.puts.insert(key.clone(), value.clone());
                 Answer::Granted
             }
+            Op::Get { key } => Answer::Value(self.puts.get(key).cloned()),
         }
     }
 }
@@ -404,7 +405,7 @@ fn a_task_is_served_by_the_replica_that_runs_it() {
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_string();
     assert!(id.starts_with("mcpx-r1."), "{id}");
     r1.serve(&mut store);
-    assert_eq!(store.puts.get(&crate::hub::shared::task_key(&id)).map(Vec::as_slice), Some(&b"r1"[..]));
+    assert_eq!(published(&store, &id)["owner"], "r1");
 
     let c2 = alice(&mut r2);
     let get = json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": with_meta(json!({ "taskId": id }), &tasks) });
@@ -440,3 +441,134 @@ fn replicas_with_one_seed_never_mint_the_same_state() {
     assert_eq!(r2.take_up(0)["params"]["requestState"], "up-1", "r1's state verifies on r2");
 }
 
+
+/// The record of task `id` in the store.
+fn published(store: &Store, id: &str) -> Value {
+    let v = store.puts.get(&crate::hub::shared::task_key(id)).unwrap_or_else(|| panic!("task {id} is published"));
+    serde_json::from_slice(v).expect("a JSON record")
+}
+
+fn tasks_ext() -> Value {
+    json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } })
+}
+
+/// A replica with one modern upstream `m` (tool `job`, with the tasks
+/// extension); `remote`: a server every replica reaches (a URL), else a
+/// process of the replica's own.
+fn tasks_replica(replica: &str, peers: &[&str], remote: bool) -> Pair {
+    let mut spec = specs(&["m"]).remove(0);
+    spec.remote = remote;
+    let mut m = Fake::modern(&["job"]);
+    m.caps["extensions"] = tasks_ext()["extensions"].clone();
+    let mut p = Pair::new(vec![spec], opts(replica, peers));
+    p.start(0, m);
+    p
+}
+
+/// A task `m` runs as its `up-7`, created through `p` for `c`: the hub's id.
+fn created_task(p: &mut Pair, store: &mut Store, c: ClientId) -> String {
+    p.msend(c, json!(1), "tools/call", json!({ "name": "m__job" }), &tasks_ext());
+    p.serve(store);
+    let up = p.take_up(0);
+    let task = json!({ "resultType": "task", "taskId": "up-7", "status": "working", "createdAt": "2027-01-15T08:00:00Z", "lastUpdatedAt": "2027-01-15T08:00:00Z", "ttlMs": 60_000, "pollIntervalMs": 100 });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": task }));
+    p.serve(store);
+    let created = p.take(c);
+    created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_string()
+}
+
+/// `tasks/get` of task `id` through `p` for `c`, whose owner `to` cannot
+/// be reached: the hop fails, and the store is asked for the record.
+fn get_with_owner_gone(p: &mut Pair, store: &mut Store, c: ClientId, n: i64, id: &str, to: &str) {
+    p.msend(c, json!(n), "tasks/get", json!({ "taskId": id }), &tasks_ext());
+    p.serve(store);
+    let (fc, fid, _, _, fto) = p.forwards.pop().expect("forwarded to the task's owner");
+    assert_eq!(fto, to);
+    p.hub.forward_done(fc, &fid, Err("connection refused".to_string()), p.now);
+    p.pump();
+    p.serve(store);
+}
+
+// A task a remote server runs outlives the replica that created it: the
+// replica asked about it reads its record, takes it over (the remote
+// server still holds it) and answers; other replicas are sent there. The
+// task stays its principal's: bob learns nothing of it.
+// covers: ext-tasks-client-persist-ids, tasks-bound-reject-foreign
+#[test]
+fn a_remote_servers_task_is_taken_over_when_its_replica_is_gone_and_stays_its_principals() {
+    let mut store = Store::default();
+    let mut r1 = tasks_replica("r1", &["r2"], true);
+    let a1 = alice(&mut r1);
+    let id = created_task(&mut r1, &mut store, a1);
+    let rec = published(&store, &id);
+    assert_eq!((rec["owner"].clone(), rec["task"]["upstream"].clone()), (json!("r1"), json!({ "server": "m", "taskId": "up-7", "followed": false })), "{rec}");
+    drop(r1); // the replica is gone
+
+    let mut r2 = tasks_replica("r2", &["r1", "r3"], true);
+    let b2 = r2.connect();
+    r2.hub.set_client_principal(b2, b"user:bob");
+    get_with_owner_gone(&mut r2, &mut store, b2, 2, &id, "r1");
+    assert_eq!(err_code(&r2.take(b2)), -32602, "not bob's task");
+    assert!(r2.up_quiet(0), "nothing of it reached the server for bob");
+
+    let a2 = alice(&mut r2);
+    r2.msend(a2, json!(3), "tasks/get", json!({ "taskId": id }), &tasks_ext());
+    r2.serve(&mut store);
+    assert!(r2.forwards.is_empty(), "taken over: r2 answers it itself");
+    let get = r2.take_up(0);
+    assert_eq!((get["method"].clone(), get["params"]["taskId"].clone()), (json!("tasks/get"), json!("up-7")), "{get}");
+    let done = json!({ "resultType": "complete", "taskId": "up-7", "status": "completed", "createdAt": "2027-01-15T08:00:00Z", "lastUpdatedAt": "2027-01-15T08:00:09Z", "ttlMs": 60_000, "result": { "content": [] } });
+    r2.upstream_says(0, json!({ "jsonrpc": "2.0", "id": get["id"], "result": done }));
+    let got = r2.take(a2);
+    assert_eq!((got["result"]["taskId"].clone(), got["result"]["status"].clone()), (json!(id), json!("completed")), "{got}");
+    assert_eq!(published(&store, &id)["owner"], "r2", "the store names the new owner");
+
+    // A third replica asked: r1 fails, the record sends it on to r2.
+    let mut r3 = tasks_replica("r3", &["r1", "r2"], true);
+    let a3 = alice(&mut r3);
+    get_with_owner_gone(&mut r3, &mut store, a3, 4, &id, "r1");
+    let (_, fid, _, principal, to) = r3.forwards.pop().expect("sent on to the new owner");
+    assert_eq!((fid.as_slice(), to.as_str(), principal.as_slice()), (&b"4"[..], "r2", &b"user:alice"[..]));
+    // Should r2 fail too, r3 says so: a request follows one record only.
+    r3.hub.forward_done(a3, &fid, Err("connection refused".to_string()), r3.now);
+    r3.pump();
+    let r = r3.take(a3);
+    assert!(error_message(&r).contains("replica 'r2'"), "{r}");
+}
+
+// A task the gone replica ran on a process of its own (or ran itself) is
+// lost with it: the replica asked answers it `failed`, saying so, never
+// "not found" or a hang.
+// covers: tasks-failed-status-message
+#[test]
+fn a_task_of_a_gone_replicas_own_process_reads_failed_saying_why() {
+    let mut store = Store::default();
+    let mut r1 = tasks_replica("r1", &["r2"], false);
+    let a1 = alice(&mut r1);
+    let id = created_task(&mut r1, &mut store, a1);
+    let mut r2 = tasks_replica("r2", &["r1"], false);
+    let a2 = alice(&mut r2);
+    get_with_owner_gone(&mut r2, &mut store, a2, 2, &id, "r1");
+    let got = r2.take(a2);
+    assert_eq!((got["result"]["taskId"].clone(), got["result"]["status"].clone()), (json!(id), json!("failed")), "{got}");
+    assert_eq!(got["result"]["statusMessage"], "mcpx replica 'r1' ran this task on its own process of server 'm' and is gone; its result is lost");
+    assert!(r2.up_quiet(0), "r2's own process never had it");
+}
+
+// Without the record (expired, unknown) or the store, the client is told
+// which replica runs the task and why it cannot be had here.
+#[test]
+fn a_gone_replicas_task_without_its_record_is_answered_clearly() {
+    let mut store = Store::default();
+    let mut r2 = tasks_replica("r2", &["r1"], true);
+    let a2 = alice(&mut r2);
+    let id = "mcpx-r1.0123456789abcdef0123456789abcdef";
+    get_with_owner_gone(&mut r2, &mut store, a2, 2, id, "r1");
+    let r = r2.take(a2);
+    assert_eq!(err_code(&r), -32602, "{r}");
+    assert!(error_message(&r).contains("no record of it"), "{r}");
+    store.down = true;
+    get_with_owner_gone(&mut r2, &mut store, a2, 3, id, "r1");
+    let r = r2.take(a2);
+    assert!(error_message(&r).contains("could not be asked for its record"), "{r}");
+}
