@@ -28,7 +28,8 @@ pub const PRINCIPAL: &str = "mcpx-hop-principal";
 pub const MAC: &str = "mcpx-hop-mac";
 /// The method of the client's request the hop carries.
 pub const METHOD: &str = "mcpx-hop-method";
-/// Its target (path and query): [`PATH`] itself for a continuation.
+/// Its target (path and query): [`PATH`] itself for a continuation. Both
+/// are a continuation's when absent (still under the MAC).
 pub const TARGET: &str = "mcpx-hop-target";
 
 /// How far the hop's time may be from the receiver's clock.
@@ -142,13 +143,13 @@ impl HopKey {
         use base64::Engine as _;
         let unauthorized = |reason: String| Refused { status: 401, reason };
         let forbidden = |reason: String| Refused { status: 403, reason };
-        let (Some(from), Some(time), Some(principal), Some(mac), Some(method), Some(target)) =
-            (got.from, got.time, got.principal, got.mac, got.method, got.target)
-        else {
+        let (Some(from), Some(time), Some(principal), Some(mac)) = (got.from, got.time, got.principal, got.mac) else {
             return Err(unauthorized(format!(
-                "Unauthorized: {PATH} is the internal hop between mcpx replicas; it needs the headers {FROM}, {TIME}, {PRINCIPAL}, {MAC}, {METHOD} and {TARGET}"
+                "Unauthorized: {PATH} is the internal hop between mcpx replicas; it needs the headers {FROM}, {TIME}, {PRINCIPAL} and {MAC}"
             )));
         };
+        let method = got.method.unwrap_or(Route::CONTINUATION.method.as_bytes());
+        let target = got.target.unwrap_or(Route::CONTINUATION.target.as_bytes());
         let (Ok(method), Ok(target)) = (std::str::from_utf8(method), std::str::from_utf8(target)) else {
             return Err(unauthorized(format!("Unauthorized: {METHOD} and {TARGET} must be UTF-8")));
         };
@@ -263,9 +264,9 @@ mod tests {
         let mut as_relay = cont.clone();
         as_relay[5].1 = b"/mcp".to_vec();
         assert!(forbidden(k.verify(&received(&as_relay, None), body, NOW, &peers())));
-        let mut no_target = h.clone();
-        no_target[5].1 = Vec::new();
-        let none = Received { target: None, ..received(&no_target, Some(b"aaaa")) };
-        assert_eq!(k.verify(&none, body, NOW, &peers()).map_err(|e| e.status), Err(401));
+        // Without method and target headers a hop is a continuation: a
+        // relayed request's MAC does not match that.
+        let none = Received { method: None, target: None, ..received(&h, Some(b"aaaa")) };
+        assert!(forbidden(k.verify(&none, body, NOW, &peers())));
     }
 }
