@@ -451,3 +451,55 @@ fn a_legacy_session_of_a_killed_replica_is_404_elsewhere_and_clients_initialize_
         assert!(r.code == Some(0) && r.json["ok"] == true, "{client:?} through replica 2: {r}");
     }
 }
+
+/// nginx (Debian's) with the shipped deploy/cluster/nginx.conf in front of
+/// `c`'s replicas, on a free port; its files in `dir`. The MCP URL.
+fn nginx_front(c: &Cluster, dir: &TempDir) -> (HttpServer, String) {
+    let port = free_port();
+    let mut conf = std::fs::read_to_string(repo_root().join("deploy/cluster/nginx.conf")).unwrap().replace("127.0.0.1:7400", &format!("127.0.0.1:{port}"));
+    for (i, r) in c.replicas.iter().enumerate() {
+        let at = r.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+        conf = conf.replace(&format!("127.0.0.1:740{}", i + 1), &at);
+    }
+    let d = dir.path().to_string_lossy().into_owned();
+    std::fs::write(dir.path().join("mcpx.conf"), conf).unwrap();
+    let temps: String = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].iter().map(|t| format!("    {t}_temp_path {d}/{t};\n")).collect();
+    let main = format!("pid {d}/nginx.pid;\nerror_log stderr;\nevents {{}}\nhttp {{\n    access_log off;\n{temps}    include {d}/mcpx.conf;\n}}\n");
+    let main_path = dir.path().join("nginx.conf");
+    std::fs::write(&main_path, main).unwrap();
+    let cmd = Cmd::new("nginx", &["-e", "stderr", "-p", &d, "-c", &main_path.to_string_lossy(), "-g", "daemon off;"]);
+    (HttpServer::start(&cmd, port, "/mcp"), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+#[test]
+fn nginx_open_source_hashing_on_the_session_id_serves_legacy_clients_on_three_replicas() {
+    let c = start_cluster();
+    let dir = TempDir::new();
+    let (_nginx, front) = nginx_front(&c, &dir);
+    // `initialize` lands on any replica, the session's later requests on
+    // the one its id hashes to: wherever that is, every call is answered.
+    for s in 0..6 {
+        let sid = legacy_session(&front);
+        for i in 0..3 {
+            let r = legacy_call(&front, &sid, 20 + i, "demo__greet", json!({"name": format!("s{s}")}), json!({}));
+            assert_eq!(r.json.pointer("/result/content/0/text").and_then(Value::as_str), Some(format!("Hello, s{s}!").as_str()), "session {s}: {} {}", r.status, r.text);
+        }
+    }
+    // Legacy SDK clients at once, each its own session through nginx.
+    let clients = [Client::Py("1.30.0"), Client::Py("1.9.4"), Client::Py2Mode("legacy"), Client::TsV1];
+    let runs: Vec<_> = (0..clients.len() * 2)
+        .map(|i| {
+            let (front, client) = (front.clone(), clients[i % clients.len()]);
+            thread::spawn(move || {
+                let args = json!({"name": format!("n{i}")}).to_string();
+                let want = format!("Hello, n{i}!");
+                let r = client.run_url(&["--prefix", "demo__", "--expect-text", &want, "call", "greet", &args], &front);
+                (client, r.code == Some(0) && r.json["ok"] == true, r.to_string())
+            })
+        })
+        .collect();
+    for h in runs {
+        let (client, ok, report) = h.join().unwrap();
+        assert!(ok, "{client:?} through nginx: {report}");
+    }
+}
