@@ -164,12 +164,18 @@ const LOAD_CLIENTS: [Client; 4] = [Client::Py2Mode("2026-07-28"), Client::Py("1.
 /// SDK clients through HAProxy at once: `n` of each of [`LOAD_CLIENTS`],
 /// each one call.
 fn sdk_load(url: &str, n: usize, tag: &str) {
-    let runs: Vec<_> = (0..LOAD_CLIENTS.len() * n)
+    sdk_load_of(&LOAD_CLIENTS, url, n, tag);
+}
+
+/// SDK clients through `url` at once: `n` of each of `clients`, each one
+/// call (its own session for a legacy client).
+fn sdk_load_of(clients: &'static [Client], url: &str, n: usize, tag: &str) {
+    let runs: Vec<_> = (0..clients.len() * n)
         .map(|i| {
             let url = url.to_string();
             let name = format!("{tag}{i}");
             thread::spawn(move || {
-                let client = LOAD_CLIENTS[i % LOAD_CLIENTS.len()];
+                let client = clients[i % clients.len()];
                 let args = json!({"name": name}).to_string();
                 let want = format!("Hello, {name}!");
                 let r = client.run_url(&["--prefix", "demo__", "--expect-text", &want, "call", "greet", &args], &url);
@@ -179,7 +185,7 @@ fn sdk_load(url: &str, n: usize, tag: &str) {
         .collect();
     for h in runs {
         let (i, ok, report) = h.join().unwrap();
-        assert!(ok, "SDK client {i} ({:?}, {tag}) through HAProxy: {report}", LOAD_CLIENTS[i % LOAD_CLIENTS.len()]);
+        assert!(ok, "SDK client {i} ({:?}, {tag}) through {url}: {report}", clients[i % clients.len()]);
     }
 }
 
@@ -446,10 +452,7 @@ fn a_legacy_session_of_a_killed_replica_is_404_elsewhere_and_clients_initialize_
     let again = legacy_session(&c.replicas[1].url);
     assert_eq!(legacy_list(&c.replicas[2].url, &again), 200);
     // Legacy SDK clients through replica 2 are answered.
-    for client in [Client::Py("1.30.0"), Client::TsV1] {
-        let r = client.run_url(&["--prefix", "demo__", "--expect-text", "Hello, again!", "call", "greet", r#"{"name":"again"}"#], &c.replicas[1].url);
-        assert!(r.code == Some(0) && r.json["ok"] == true, "{client:?} through replica 2: {r}");
-    }
+    sdk_load_of(&LEGACY_CLIENTS, &c.replicas[1].url, 1, "again");
 }
 
 /// nginx (Debian's) with the shipped deploy/cluster/nginx.conf in front of
@@ -486,20 +489,8 @@ fn nginx_open_source_hashing_on_the_session_id_serves_legacy_clients_on_three_re
         }
     }
     // Legacy SDK clients at once, each its own session through nginx.
-    let clients = [Client::Py("1.30.0"), Client::Py("1.9.4"), Client::Py2Mode("legacy"), Client::TsV1];
-    let runs: Vec<_> = (0..clients.len() * 2)
-        .map(|i| {
-            let (front, client) = (front.clone(), clients[i % clients.len()]);
-            thread::spawn(move || {
-                let args = json!({"name": format!("n{i}")}).to_string();
-                let want = format!("Hello, n{i}!");
-                let r = client.run_url(&["--prefix", "demo__", "--expect-text", &want, "call", "greet", &args], &front);
-                (client, r.code == Some(0) && r.json["ok"] == true, r.to_string())
-            })
-        })
-        .collect();
-    for h in runs {
-        let (client, ok, report) = h.join().unwrap();
-        assert!(ok, "{client:?} through nginx: {report}");
-    }
+    sdk_load_of(&LEGACY_CLIENTS, &front, 2, "nginx");
 }
+
+/// Legacy-era SDK clients (each opens a session).
+const LEGACY_CLIENTS: [Client; 4] = [Client::Py("1.30.0"), Client::Py("1.9.4"), Client::Py2Mode("legacy"), Client::TsV1];

@@ -80,7 +80,11 @@ impl SessionDir {
 pub(crate) async fn publish(sh: &Shared, sid: &str) {
     let Some(dir) = sh.dir.get() else { return };
     match dir.publish(sid).await {
-        Ok(()) => sh.set_published(sid, Some(sh.now())),
+        // Ended while its entry was being written: the entry goes too.
+        Ok(()) if !sh.set_published(sid, sh.now()) => {
+            let _ = dir.forget(sid).await;
+        }
+        Ok(()) => {}
         Err(Unavailable(why)) => sh.log(
             Level::Warn,
             format!("session directory: a legacy session opened without its entry (only this replica can serve it): {why}"),
@@ -251,10 +255,13 @@ impl Shared {
         self.state.borrow().sessions.by_id.contains_key(sid)
     }
 
-    fn set_published(&self, sid: &str, at: Option<u64>) {
-        if let Some(s) = self.state.borrow_mut().sessions.by_id.get_mut(sid) {
-            s.published = at;
-        }
+    /// Notes that `sid`'s entry was written `at`; false when the session
+    /// is gone.
+    fn set_published(&self, sid: &str, at: u64) -> bool {
+        let mut st = self.state.borrow_mut();
+        let Some(s) = st.sessions.by_id.get_mut(sid) else { return false };
+        s.published = Some(at);
+        true
     }
 
     /// The published sessions used since their entry was written at least
