@@ -494,3 +494,13 @@ fn nginx_open_source_hashing_on_the_session_id_serves_legacy_clients_on_three_re
 
 /// Legacy-era SDK clients (each opens a session).
 const LEGACY_CLIENTS: [Client; 4] = [Client::Py("1.30.0"), Client::Py("1.9.4"), Client::Py2Mode("legacy"), Client::TsV1];
+
+#[test]
+fn a_replica_shut_down_takes_its_sessions_out_of_the_directory() {
+    let mut c = start_cluster();
+    let sid = legacy_session(&c.replicas[2].url);
+    assert_eq!(listed_owner(&c, &sid), Some(2));
+    assert!(c.replicas[2].terminate(Duration::from_secs(10)), "replica 3 exits on SIGTERM");
+    assert_eq!(listed_owner(&c, &sid), None, "its session's entry went with it");
+    assert_eq!(legacy_list(&c.replicas[0].url, &sid), 404);
+}
