@@ -98,6 +98,7 @@ impl Hop {
     /// (`route`: its method, target and session id; `headers`: its MCP
     /// headers) on behalf of `principal`; the owner's answer head, its body
     /// to be read as it comes (then given back with [`Hop::recycle`]).
+    #[cfg(feature = "cluster")]
     pub async fn relay(
         &self,
         to: &str,
@@ -112,6 +113,7 @@ impl Hop {
 
     /// Keeps the connection of a relayed answer read to its end for the
     /// next hop to replica `to`.
+    #[cfg(feature = "cluster")]
     pub fn recycle(&self, to: &str, body: crate::remote::http::Body) {
         if let Some(peer) = self.peers.iter().find(|p| p.id == to) {
             peer.client.recycle(body);
@@ -119,11 +121,13 @@ impl Hop {
     }
 
     /// Is `id` one of the other replicas (`cluster.peers`)?
+    #[cfg(feature = "cluster")]
     pub fn knows(&self, id: &str) -> bool {
         self.peers.iter().any(|p| p.id == id)
     }
 
     /// This replica's id.
+    #[cfg(feature = "cluster")]
     pub fn me(&self) -> &str {
         &self.me
     }

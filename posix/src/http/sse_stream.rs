@@ -228,6 +228,7 @@ impl SseOut {
 
     /// Bytes of an SSE stream written as they are (events another replica
     /// wrote: `session_dir`).
+    #[cfg(feature = "cluster")]
     pub async fn raw(&mut self, conn: &mut Conn, bytes: &[u8]) -> bool {
         self.next_ping = Instant::now() + self.keepalive;
         conn.write_block(self.chunked, bytes.len(), |out| {

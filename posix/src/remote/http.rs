@@ -53,7 +53,8 @@ pub struct Response {
     pub session_id: Option<Vec<u8>>,
     /// The challenge of a 401 or 403, for OAuth.
     pub www_authenticate: Option<Vec<u8>>,
-    /// `Retry-After`, as sent.
+    /// `Retry-After`, as sent (relayed by `http::session_dir`).
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     pub retry_after: Option<Vec<u8>>,
     pub body: Body,
 }
