@@ -504,3 +504,48 @@ fn a_replica_shut_down_takes_its_sessions_out_of_the_directory() {
     assert_eq!(listed_owner(&c, &sid), None, "its session's entry went with it");
     assert_eq!(legacy_list(&c.replicas[0].url, &sid), 404);
 }
+
+/// The sessions the directory lists: (session id, replica index).
+fn listed_sessions(c: &Cluster) -> Vec<(String, usize)> {
+    let out = std::process::Command::new("redis-cli").args(["-p", &c.redis_port.to_string(), "--raw", "KEYS", "mcpx:session:*"]).output().unwrap();
+    let keys = String::from_utf8_lossy(&out.stdout).into_owned();
+    keys.lines()
+        .filter_map(|k| k.trim().strip_prefix("mcpx:session:"))
+        .map(|sid| (sid.to_string(), listed_owner(c, sid).expect("an owner")))
+        .collect()
+}
+
+// covers: streamable-http-server-404-terminated-session
+#[test]
+fn a_python_sdk_client_whose_sessions_replica_dies_gets_404_and_re_initializes() {
+    let mut c = start_cluster();
+    let dir = TempDir::new();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let steps = json!([
+        {"op": "call", "tool": "greet", "args": {"name": "before"}, "expect_text": "Hello, before!"},
+        {"op": "signal", "path": ready},
+        {"op": "wait_file", "path": go, "timeout": 30},
+        {"op": "call", "tool": "greet", "args": {"name": "lost"}, "expect": "error"},
+        {"op": "reconnect"},
+        {"op": "call", "tool": "greet", "args": {"name": "after"}, "expect_text": "Hello, after!"},
+    ]);
+    let front = c.front.clone();
+    let run = thread::spawn(move || Client::Py("1.30.0").run_url(&["--prefix", "demo__", "script", &steps.to_string()], &front));
+    let t0 = Instant::now();
+    while !ready.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the client did not get its first answer");
+        thread::sleep(Duration::from_millis(50));
+    }
+    // The client's session, through HAProxy, on one replica: that one dies.
+    let listed = listed_sessions(&c);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let (sid, owner) = listed[0].clone();
+    c.replicas[owner].kill();
+    std::fs::write(&go, "").unwrap();
+    let report = run.join().unwrap();
+    assert!(report.code == Some(0) && report.json["ok"] == true, "{report}");
+    let lost = &report.json["steps"][3]["result"];
+    // The SDK's word for the 404 of its session.
+    assert_eq!(lost.pointer("/jsonrpc_error/message").and_then(Value::as_str), Some("Session terminated"), "the call in the lost session: {lost}");
+    assert_eq!(listed_owner(&c, &sid), None, "the dead replica's entry is dropped");
+}
