@@ -947,6 +947,8 @@ where
     let mut _http_server = None;
     if let Some(hc) = transports.http {
         let addr = hc.addr;
+        #[cfg(feature = "cluster")]
+        let idle_ms = hc.limits.session_idle_ms;
         let frt = rt.clone();
         let link = HubLink {
             feed: Rc::new(move |f: http::HubCall<'_>| frt.feed(|hub, now| f(hub, now))),
@@ -955,6 +957,10 @@ where
         match http::bind(hc, link) {
             Ok((h, server)) => {
                 info!("serving MCP over HTTP at http://{}/mcp", h.local_addr());
+                #[cfg(feature = "cluster")]
+                if let Some(dir) = cluster.as_ref().and_then(|cl| cl.directory(idle_ms)) {
+                    h.use_directory(dir);
+                }
                 rt.keep_tasks(cfg, h.local_addr());
                 *rt.http.borrow_mut() = Some(h);
                 _http_server = Some(ex.spawn(server));
@@ -1026,7 +1032,12 @@ where
     rt.closing.set(true);
     // The task that runs the servers ends now (keeping lazy servers' lists).
     crate::reload::request();
-    // Connections left are idle (or standalone streams): closed with the server.
+    // Connections left are idle (or standalone streams): closed with the
+    // server, their sessions gone from the directory first.
+    #[cfg(feature = "cluster")]
+    if let Some(h) = rt.http.borrow().clone() {
+        h.forget_sessions(flush_limit).await;
+    }
     drop(_http_server.take());
     if let Some(client) = client {
         rt.client_disconnected(client.id);

@@ -595,14 +595,21 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
         (counts notifications since the start of the last "call" or "signal" step)
     {"op": "sleep", "seconds": S}
     {"op": "signal", "path": P}                     creates the file P (for the test)
+    {"op": "wait_file", "path": P, "timeout": SECONDS}   waits until the test creates P
+    {"op": "reconnect"}   a new session (initialize again), as a client does after
+        its session's 404; the steps after it run in the new one
     Each step's outcome is appended to report["steps"]."""
     if len(opts.args) != 1:
         raise SystemExit("script needs STEPS_JSON")
-    steps = json.loads(opts.args[0])
     report["steps"] = []
+    await run_steps(conn, report, opts, json.loads(opts.args[0]), 0)
+
+
+async def run_steps(conn: Conn, report: Report, opts, steps: list, first: int) -> None:
+    """Steps of a script, numbered from `first`, in the session of `conn`."""
     mark = 0
     await conn.list_tools()
-    for i, step in enumerate(steps):
+    for i, step in enumerate(steps, start=first):
         op = step["op"]
         out: dict[str, Any] = {"op": op}
         report["steps"].append(out)
@@ -658,6 +665,16 @@ async def run_script(conn: Conn, report: Report, opts) -> None:
             mark = len(conn.cb.notifications)  # wait_notification looks from here on
             with open(step["path"], "w"):
                 pass
+        elif op == "wait_file":
+            with anyio.move_on_after(float(step.get("timeout", 30))):
+                while not os.path.exists(step["path"]):
+                    await anyio.sleep(0.05)
+            out["seen"] = os.path.exists(step["path"])
+            report.expect(out["seen"], f"step {i}: no file {step['path']}")
+        elif op == "reconnect":
+            rest = steps[i - first + 1 :]
+            await connect_and_run(opts, report, lambda c: run_steps(c, report, opts, rest, i + 1))
+            return
         else:
             raise SystemExit(f"unknown script op {op!r}")
 

@@ -687,6 +687,23 @@ impl HttpServer {
         }
     }
 
+    /// Sends the server SIGTERM and waits (at most `limit`) for it to exit;
+    /// false (and then killed) when it did not.
+    pub fn terminate(&mut self, limit: Duration) -> bool {
+        let Some(mut child) = self.child.take() else { return true };
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if child.try_wait().ok().flatten().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.child = Some(child);
+        self.kill();
+        false
+    }
+
     /// Starts the server (again, after [`HttpServer::kill`]) and waits until
     /// its port accepts connections.
     pub fn restart(&mut self) {

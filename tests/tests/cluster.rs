@@ -4,6 +4,8 @@
 //! stopped by the test (redis-server and haproxy from Debian: a missing one
 //! fails the test; .ci/run installs them).
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -15,6 +17,7 @@ use serde_json::{json, Value};
 struct Cluster {
     _dir: TempDir,
     redis: HttpServer,
+    redis_port: u16,
     replicas: Vec<HttpServer>,
     _haproxy: HttpServer,
     /// The MCP endpoint through HAProxy.
@@ -72,7 +75,7 @@ fn start_cluster_with(upstreams: &[(&str, Cmd)]) -> Cluster {
     std::fs::write(&cfg_path, haproxy_cfg).unwrap();
     let haproxy = HttpServer::start(&Cmd::new("haproxy", &["-db", "-f", &cfg_path.to_string_lossy()]), front, "/mcp");
     let ready_tools = upstreams.iter().map(|(name, _)| format!("{name}__{}", if *name == "py" { "ask_user" } else { "greet" })).collect();
-    let c = Cluster { _dir: dir, redis, replicas, _haproxy: haproxy, front: format!("http://127.0.0.1:{front}/mcp"), ready_tools };
+    let c = Cluster { _dir: dir, redis, redis_port, replicas, _haproxy: haproxy, front: format!("http://127.0.0.1:{front}/mcp"), ready_tools };
     for r in &c.replicas {
         c.wait_ready(r);
     }
@@ -135,14 +138,23 @@ fn legacy_list(url: &str, sid: &str) -> u16 {
     r.status
 }
 
-/// Which replica owns session `sid`: the one that serves it (the others
-/// answer 404).
+/// The replica the session directory in Redis names for `sid` (index).
+fn listed_owner(c: &Cluster, sid: &str) -> Option<usize> {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &c.redis_port.to_string(), "GET", &format!("mcpx:session:{sid}")])
+        .output()
+        .expect("redis-cli (comes with redis-server)");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    id.strip_prefix('r').and_then(|n| n.parse::<usize>().ok()).map(|n| n - 1)
+}
+
+/// Which replica owns session `sid`: the one the directory names; every
+/// replica serves the session (the others pass it on to the owner).
 fn owner(c: &Cluster, sid: &str) -> usize {
+    let owner = listed_owner(c, sid).expect("the session is in the directory");
     let statuses: Vec<u16> = c.replicas.iter().map(|r| legacy_list(&r.url, sid)).collect();
-    let owners: Vec<usize> = (0..3).filter(|&i| statuses[i] == 200).collect();
-    assert_eq!(owners.len(), 1, "exactly one replica serves the session, the others 404: {statuses:?}");
-    assert!(statuses.iter().all(|&s| s == 200 || s == 404), "{statuses:?}");
-    owners[0]
+    assert_eq!(statuses, [200; 3], "every replica serves the session (through its owner)");
+    owner
 }
 
 /// The SDK clients of [`sdk_load`]: Python and TypeScript, each in the
@@ -152,12 +164,18 @@ const LOAD_CLIENTS: [Client; 4] = [Client::Py2Mode("2026-07-28"), Client::Py("1.
 /// SDK clients through HAProxy at once: `n` of each of [`LOAD_CLIENTS`],
 /// each one call.
 fn sdk_load(url: &str, n: usize, tag: &str) {
-    let runs: Vec<_> = (0..LOAD_CLIENTS.len() * n)
+    sdk_load_of(&LOAD_CLIENTS, url, n, tag);
+}
+
+/// SDK clients through `url` at once: `n` of each of `clients`, each one
+/// call (its own session for a legacy client).
+fn sdk_load_of(clients: &'static [Client], url: &str, n: usize, tag: &str) {
+    let runs: Vec<_> = (0..clients.len() * n)
         .map(|i| {
             let url = url.to_string();
             let name = format!("{tag}{i}");
             thread::spawn(move || {
-                let client = LOAD_CLIENTS[i % LOAD_CLIENTS.len()];
+                let client = clients[i % clients.len()];
                 let args = json!({"name": name}).to_string();
                 let want = format!("Hello, {name}!");
                 let r = client.run_url(&["--prefix", "demo__", "--expect-text", &want, "call", "greet", &args], &url);
@@ -167,7 +185,7 @@ fn sdk_load(url: &str, n: usize, tag: &str) {
         .collect();
     for h in runs {
         let (i, ok, report) = h.join().unwrap();
-        assert!(ok, "SDK client {i} ({:?}, {tag}) through HAProxy: {report}", LOAD_CLIENTS[i % LOAD_CLIENTS.len()]);
+        assert!(ok, "SDK client {i} ({:?}, {tag}) through {url}: {report}", clients[i % clients.len()]);
     }
 }
 
@@ -233,10 +251,10 @@ fn a_replica_killed_and_restarted_under_load() {
 
 /// [`owner`] while replica `dead` is down (it is not asked).
 fn owner_among(c: &Cluster, sid: &str, dead: usize) -> usize {
+    let owner = listed_owner(c, sid).expect("the session is in the directory");
     let live: Vec<usize> = (0..3).filter(|&i| i != dead).collect();
-    let serving: Vec<usize> = live.iter().copied().filter(|&i| legacy_list(&c.replicas[i].url, sid) == 200).collect();
-    assert_eq!(serving.len(), 1, "one live replica owns the new session");
-    serving[0]
+    assert!(live.iter().all(|&i| legacy_list(&c.replicas[i].url, sid) == 200), "every live replica serves the new session");
+    owner
 }
 
 #[test]
@@ -339,4 +357,195 @@ fn redis_stopped_in_the_middle_gives_clear_errors_refuses_replays_and_recovers()
     assert_eq!(r.json.pointer("/result/content/0/text").and_then(Value::as_str), Some("user answered: any of them"), "{}", r.text);
     let r = post_ask(&c.replicas[2].url, &ask_user(8, Some((&key3, &state3))));
     assert!(r.json.get("error").is_some(), "replay after recovery: {}", r.text);
+}
+
+/// The headers of a request in legacy session `sid`.
+fn in_session(sid: &str) -> [(&str, &str); 2] {
+    [("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")]
+}
+
+/// A request without a body (`DELETE`, or a `GET` stream's head) on a new
+/// connection to `url`; the connection, the request sent.
+fn send_bare(url: &str, method: &str, headers: &[(&str, &str)]) -> TcpStream {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap());
+    let mut s = TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\n");
+    for (n, v) in headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    s.write_all(format!("{head}\r\n").as_bytes()).unwrap();
+    s
+}
+
+/// Reads `s` until `needle` shows up or `limit` passes; all it read.
+fn read_until(s: &mut TcpStream, needle: &str, limit: Duration) -> String {
+    let t0 = Instant::now();
+    let (mut all, mut buf) = (Vec::new(), [0u8; 16384]);
+    while t0.elapsed() < limit && !String::from_utf8_lossy(&all).contains(needle) {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => all.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+/// A legacy `tools/call` of `tool` in session `sid` through `url`.
+fn legacy_call(url: &str, sid: &str, id: i64, tool: &str, args: Value, meta: Value) -> Resp {
+    let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args, "_meta": meta}});
+    post(url, &in_session(sid), &msg)
+}
+
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-client-delete-session, streamable-http-server-404-terminated-session
+#[test]
+fn a_legacy_session_opened_on_one_replica_is_served_through_the_others_until_it_ends() {
+    let c = start_cluster();
+    let [r1, r2, r3] = [&c.replicas[0].url, &c.replicas[1].url, &c.replicas[2].url];
+    // Opened on replica 1 directly, not through HAProxy.
+    let sid = legacy_session(r1);
+    assert_eq!(listed_owner(&c, &sid), Some(0), "published before the initialize answer");
+    // A JSON answer through replica 2.
+    let r = legacy_call(r2, &sid, 10, "demo__greet", json!({"name": "via r2"}), json!({}));
+    assert_eq!((r.status, r.header("content-type")), (200, Some("application/json")), "{}", r.text);
+    assert_eq!(r.json.pointer("/result/content/0/text").and_then(Value::as_str), Some("Hello, via r2!"), "{}", r.text);
+    // An SSE answer (progress, then the result) through replica 3.
+    let r = legacy_call(r3, &sid, 11, "demo__slow", json!({"seconds": 0.3, "steps": 3}), json!({"progressToken": "p"}));
+    assert_eq!((r.status, r.header("content-type")), (200, Some("text/event-stream")), "{}", r.text);
+    assert_eq!(r.text.matches("notifications/progress").count(), 3, "{}", r.text);
+    assert!(r.json.pointer("/result/content/0/text").is_some(), "{}", r.text);
+    // The GET stream through replica 2 gets the session's notification.
+    assert_eq!(legacy_list(r3, &sid), 200);
+    let mut get = send_bare(r2, "GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)]);
+    let head = read_until(&mut get, "\r\n\r\n", Duration::from_secs(3));
+    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"), "{head}");
+    let r = legacy_call(r3, &sid, 12, "demo__toggle_tool", json!({}), json!({}));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let got = read_until(&mut get, "list_changed", Duration::from_secs(5));
+    assert!(got.contains("notifications/tools/list_changed"), "the GET stream through replica 2: {got}");
+    // DELETE through replica 3 ends it: 404 everywhere, out of the directory.
+    let mut del = send_bare(r3, "DELETE", &in_session(&sid));
+    let answer = read_until(&mut del, "\r\n\r\n", Duration::from_secs(3));
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    for url in [r1, r2, r3] {
+        assert_eq!(legacy_list(url, &sid), 404, "{url}");
+    }
+    assert_eq!(listed_owner(&c, &sid), None);
+}
+
+// covers: streamable-http-server-404-terminated-session
+#[test]
+fn a_legacy_session_of_a_killed_replica_is_404_elsewhere_and_clients_initialize_again() {
+    let mut c = start_cluster();
+    let sid = legacy_session(&c.replicas[0].url);
+    assert_eq!(legacy_list(&c.replicas[1].url, &sid), 200, "served through replica 2 while replica 1 lives");
+    c.replicas[0].kill();
+    let t0 = Instant::now();
+    assert_eq!(legacy_list(&c.replicas[1].url, &sid), 404, "a session of the dead replica");
+    assert!(t0.elapsed() < Duration::from_secs(2), "the 404 comes within the hop's connect timeout: {:?}", t0.elapsed());
+    assert_eq!(listed_owner(&c, &sid), None, "the stale entry is dropped");
+    assert_eq!(legacy_list(&c.replicas[2].url, &sid), 404);
+    // The client initializes again: a new session, on replica 2, served
+    // through replica 3 too.
+    let again = legacy_session(&c.replicas[1].url);
+    assert_eq!(legacy_list(&c.replicas[2].url, &again), 200);
+    // Legacy SDK clients through replica 2 are answered.
+    sdk_load_of(&LEGACY_CLIENTS, &c.replicas[1].url, 1, "again");
+}
+
+/// nginx (Debian's) with the shipped deploy/cluster/nginx.conf in front of
+/// `c`'s replicas, on a free port; its files in `dir`. The MCP URL.
+fn nginx_front(c: &Cluster, dir: &TempDir) -> (HttpServer, String) {
+    let port = free_port();
+    let mut conf = std::fs::read_to_string(repo_root().join("deploy/cluster/nginx.conf")).unwrap().replace("127.0.0.1:7400", &format!("127.0.0.1:{port}"));
+    for (i, r) in c.replicas.iter().enumerate() {
+        let at = r.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+        conf = conf.replace(&format!("127.0.0.1:740{}", i + 1), &at);
+    }
+    let d = dir.path().to_string_lossy().into_owned();
+    std::fs::write(dir.path().join("mcpx.conf"), conf).unwrap();
+    let temps: String = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].iter().map(|t| format!("    {t}_temp_path {d}/{t};\n")).collect();
+    let main = format!("pid {d}/nginx.pid;\nerror_log stderr;\nevents {{}}\nhttp {{\n    access_log off;\n{temps}    include {d}/mcpx.conf;\n}}\n");
+    let main_path = dir.path().join("nginx.conf");
+    std::fs::write(&main_path, main).unwrap();
+    let cmd = Cmd::new("nginx", &["-e", "stderr", "-p", &d, "-c", &main_path.to_string_lossy(), "-g", "daemon off;"]);
+    (HttpServer::start(&cmd, port, "/mcp"), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+#[test]
+fn nginx_open_source_hashing_on_the_session_id_serves_legacy_clients_on_three_replicas() {
+    let c = start_cluster();
+    let dir = TempDir::new();
+    let (_nginx, front) = nginx_front(&c, &dir);
+    // `initialize` lands on any replica, the session's later requests on
+    // the one its id hashes to: wherever that is, every call is answered.
+    for s in 0..6 {
+        let sid = legacy_session(&front);
+        for i in 0..3 {
+            let r = legacy_call(&front, &sid, 20 + i, "demo__greet", json!({"name": format!("s{s}")}), json!({}));
+            assert_eq!(r.json.pointer("/result/content/0/text").and_then(Value::as_str), Some(format!("Hello, s{s}!").as_str()), "session {s}: {} {}", r.status, r.text);
+        }
+    }
+    // Legacy SDK clients at once, each its own session through nginx.
+    sdk_load_of(&LEGACY_CLIENTS, &front, 2, "nginx");
+}
+
+/// Legacy-era SDK clients (each opens a session).
+const LEGACY_CLIENTS: [Client; 4] = [Client::Py("1.30.0"), Client::Py("1.9.4"), Client::Py2Mode("legacy"), Client::TsV1];
+
+#[test]
+fn a_replica_shut_down_takes_its_sessions_out_of_the_directory() {
+    let mut c = start_cluster();
+    let sid = legacy_session(&c.replicas[2].url);
+    assert_eq!(listed_owner(&c, &sid), Some(2));
+    assert!(c.replicas[2].terminate(Duration::from_secs(10)), "replica 3 exits on SIGTERM");
+    assert_eq!(listed_owner(&c, &sid), None, "its session's entry went with it");
+    assert_eq!(legacy_list(&c.replicas[0].url, &sid), 404);
+}
+
+/// The sessions the directory lists: (session id, replica index).
+fn listed_sessions(c: &Cluster) -> Vec<(String, usize)> {
+    let out = std::process::Command::new("redis-cli").args(["-p", &c.redis_port.to_string(), "--raw", "KEYS", "mcpx:session:*"]).output().unwrap();
+    let keys = String::from_utf8_lossy(&out.stdout).into_owned();
+    keys.lines()
+        .filter_map(|k| k.trim().strip_prefix("mcpx:session:"))
+        .map(|sid| (sid.to_string(), listed_owner(c, sid).expect("an owner")))
+        .collect()
+}
+
+// covers: streamable-http-server-404-terminated-session
+#[test]
+fn a_python_sdk_client_whose_sessions_replica_dies_gets_404_and_re_initializes() {
+    let mut c = start_cluster();
+    let dir = TempDir::new();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let steps = json!([
+        {"op": "call", "tool": "greet", "args": {"name": "before"}, "expect_text": "Hello, before!"},
+        {"op": "signal", "path": ready},
+        {"op": "wait_file", "path": go, "timeout": 30},
+        {"op": "call", "tool": "greet", "args": {"name": "lost"}, "expect": "error"},
+        {"op": "reconnect"},
+        {"op": "call", "tool": "greet", "args": {"name": "after"}, "expect_text": "Hello, after!"},
+    ]);
+    let front = c.front.clone();
+    let run = thread::spawn(move || Client::Py("1.30.0").run_url(&["--prefix", "demo__", "script", &steps.to_string()], &front));
+    let t0 = Instant::now();
+    while !ready.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the client did not get its first answer");
+        thread::sleep(Duration::from_millis(50));
+    }
+    // The client's session, through HAProxy, on one replica: that one dies.
+    let listed = listed_sessions(&c);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let (sid, owner) = listed[0].clone();
+    c.replicas[owner].kill();
+    std::fs::write(&go, "").unwrap();
+    let report = run.join().unwrap();
+    assert!(report.code == Some(0) && report.json["ok"] == true, "{report}");
+    let lost = &report.json["steps"][3]["result"];
+    // The SDK's word for the 404 of its session.
+    assert_eq!(lost.pointer("/jsonrpc_error/message").and_then(Value::as_str), Some("Session terminated"), "the call in the lost session: {lost}");
+    assert_eq!(listed_owner(&c, &sid), None, "the dead replica's entry is dropped");
 }

@@ -1,7 +1,10 @@
 //! The sending side of the internal hop: a client's request that another
-//! replica owns (`hub::Output::Forward`) is POSTed, signed
-//! (`hop_auth`), to that replica's `/.mcpx/hop`, and its answer, JSON or an
-//! SSE stream, is passed on message by message.
+//! replica owns is POSTed, signed (`hop_auth`), to that replica's
+//! `/.mcpx/hop`. A continuation (`hub::Output::Forward`, [`Hop::forward`])
+//! has its answer, JSON or an SSE stream, passed on message by message; a
+//! request in a legacy session another replica owns ([`Hop::relay`],
+//! `http::session_dir`) gets the owner's HTTP answer itself, to be copied
+//! to the client as it comes.
 //!
 //! Never a hang: the connection is bounded by [`CONNECT_TIMEOUT`] (a dead
 //! replica fails fast), the answer's head and every silence on its stream
@@ -11,8 +14,8 @@ use std::time::Duration;
 
 use mcpx_core::frame::sse::{SseDecoder, SseItem};
 
-use super::hop_auth::{self, HopKey};
-use crate::remote::http::{Client, Limits};
+use super::hop_auth::{self, HopKey, Route};
+use crate::remote::http::{Client, Error, Limits, Response};
 use crate::remote::url::Url;
 
 /// How long opening a connection to a peer replica may take.
@@ -63,17 +66,13 @@ impl Hop {
         headers: &[(String, Vec<u8>)],
         deliver: &dyn Fn(Vec<u8>) -> bool,
     ) -> Result<(), String> {
-        let peer = self.peers.iter().find(|p| p.id == to).ok_or_else(|| format!("replica {to:?} is not among cluster.peers"))?;
-        let signed = self.key.sign(&self.me, hop_auth::unix_ms(), principal, msg);
         let mut fields: Vec<(&str, &[u8])> = vec![
             ("content-type", b"application/json"),
             ("accept", b"application/json, text/event-stream"),
         ];
         fields.extend(headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())));
-        fields.extend(signed.iter().map(|(n, v)| (*n, v.as_slice())));
-        let limits = Limits { max_head: 16 * 1024, head_timeout: ANSWER_TIMEOUT, idle_timeout: Some(ANSWER_TIMEOUT) };
         let failed = |e: &dyn std::fmt::Display| format!("replica {to:?} did not answer the forwarded request: {e}");
-        let mut resp = peer.client.request("POST", &peer.url, &fields, msg, limits, None).await.map_err(|e| failed(&e))?;
+        let (peer, mut resp) = self.send(to, &Route::CONTINUATION, principal, &fields, msg).await.map_err(|e| failed(&e))?;
         let answered = match (resp.status, resp.content_type.as_str()) {
             (_, "text/event-stream") => relay_sse(&mut resp.body, deliver).await.map_err(|e| failed(&e))?,
             (_, "application/json") => {
@@ -92,6 +91,80 @@ impl Hop {
             Ok(())
         } else {
             Err(failed(&"its answer ended without a response"))
+        }
+    }
+
+    /// Sends a client's request in a legacy session that replica `to` owns
+    /// (`route`: its method, target and session id; `headers`: its MCP
+    /// headers) on behalf of `principal`; the owner's answer head, its body
+    /// to be read as it comes (then given back with [`Hop::recycle`]).
+    #[cfg(feature = "cluster")]
+    pub async fn relay(
+        &self,
+        to: &str,
+        route: &Route<'_>,
+        principal: &[u8],
+        headers: &[(&str, &[u8])],
+        body: &[u8],
+    ) -> Result<Response, RelayError> {
+        let (_, resp) = self.send(to, route, principal, headers, body).await?;
+        Ok(resp)
+    }
+
+    /// Keeps the connection of a relayed answer read to its end for the
+    /// next hop to replica `to`.
+    #[cfg(feature = "cluster")]
+    pub fn recycle(&self, to: &str, body: crate::remote::http::Body) {
+        if let Some(peer) = self.peers.iter().find(|p| p.id == to) {
+            peer.client.recycle(body);
+        }
+    }
+
+    /// Is `id` one of the other replicas (`cluster.peers`)?
+    #[cfg(feature = "cluster")]
+    pub fn knows(&self, id: &str) -> bool {
+        self.peers.iter().any(|p| p.id == id)
+    }
+
+    /// This replica's id.
+    #[cfg(feature = "cluster")]
+    pub fn me(&self) -> &str {
+        &self.me
+    }
+
+    /// POSTs `body` to `to`'s hop, signed for `route` and `principal`,
+    /// with `headers`; the peer and the answer head.
+    async fn send(&self, to: &str, route: &Route<'_>, principal: &[u8], headers: &[(&str, &[u8])], body: &[u8]) -> Result<(&Peer, Response), RelayError> {
+        let peer = self.peers.iter().find(|p| p.id == to).ok_or_else(|| RelayError::NotAPeer(to.to_string()))?;
+        let signed = self.key.sign(&self.me, hop_auth::unix_ms(), principal, route, body);
+        let mut fields: Vec<(&str, &[u8])> = headers.to_vec();
+        fields.extend(signed.iter().map(|(n, v)| (*n, v.as_slice())));
+        let limits = Limits { max_head: 16 * 1024, head_timeout: ANSWER_TIMEOUT, idle_timeout: Some(ANSWER_TIMEOUT) };
+        match peer.client.request("POST", &peer.url, &fields, body, limits, None).await {
+            Ok(resp) => Ok((peer, resp)),
+            Err(Error::Connect(e)) => Err(RelayError::Unreachable(e.to_string())),
+            Err(Error::Io(e)) => Err(RelayError::Failed(e.to_string())),
+        }
+    }
+}
+
+/// Why a hop got no answer head.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RelayError {
+    /// The replica is not among `cluster.peers`.
+    NotAPeer(String),
+    /// No connection within [`CONNECT_TIMEOUT`]: the replica is gone.
+    Unreachable(String),
+    /// Connected, but the exchange failed (or timed out).
+    Failed(String),
+}
+
+impl std::fmt::Display for RelayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RelayError::NotAPeer(id) => write!(f, "replica {id:?} is not among cluster.peers"),
+            RelayError::Unreachable(e) => write!(f, "cannot connect: {e}"),
+            RelayError::Failed(e) => e.fmt(f),
         }
     }
 }

@@ -1,7 +1,10 @@
 //! Replicas behind a load balancer (issue #16): the shared state in Redis
 //! ([`store`], feature `cluster`), the authenticated hop between replicas
-//! ([`hop_auth`]; its route is `http::cluster_hop`, its client [`forward`]).
+//! ([`hop_auth`]; its route is `http::cluster_hop`, its client [`forward`]),
+//! the legacy session directory in the store (`directory`).
 
+#[cfg(feature = "cluster")]
+pub mod directory;
 pub mod forward;
 pub mod hop_auth;
 pub mod runtime;

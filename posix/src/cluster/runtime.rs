@@ -30,7 +30,7 @@ pub enum Job {
 pub struct Cluster {
     #[cfg(feature = "cluster")]
     store: Option<Rc<super::store::Store>>,
-    hop: Option<Hop>,
+    hop: Option<Rc<Hop>>,
     in_flight: Cell<usize>,
 }
 
@@ -48,7 +48,7 @@ impl Cluster {
             return Err("state.url: this mcpx is built without the Redis store (cargo feature `cluster` of mcpx-posix)".into());
         }
         let hop = match (&s.replica, &s.state_key) {
-            (Some(me), Some(key)) => Some(Hop::new(me, &key.0, &s.peers)?),
+            (Some(me), Some(key)) => Some(Rc::new(Hop::new(me, &key.0, &s.peers)?)),
             _ => None,
         };
         #[cfg(feature = "cluster")]
@@ -68,6 +68,14 @@ impl Cluster {
     #[cfg(feature = "cluster")]
     pub fn store(&self) -> Option<Rc<super::store::Store>> {
         self.store.clone()
+    }
+
+    /// The legacy session directory, for an HTTP listener whose sessions
+    /// expire after `idle_ms`: with a store and a hop (a replica id and the
+    /// shared key).
+    #[cfg(feature = "cluster")]
+    pub fn directory(&self, idle_ms: u64) -> Option<super::directory::Directory> {
+        Some(super::directory::Directory::new(self.store()?, self.hop.clone()?, idle_ms))
     }
 
     /// Runs the jobs the runtime queues (`Runtime::cluster_job`), each as a

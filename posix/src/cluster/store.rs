@@ -9,7 +9,8 @@
 //!   Redis does not know it yet), atomic on the Redis side and on its clock,
 //!   so every replica draws from the same buckets;
 //! - a put: `SET KEY VALUE [PX ttl]`;
-//! - a get: `GET KEY`; and for the runtime's own use, a delete.
+//! - a get: `GET KEY`; and for the runtime's own use, a delete only
+//!   while the key still holds a value (one Lua script).
 //!
 //! The key names are the hub's (`hub::shared`).
 //!
@@ -86,6 +87,14 @@ end
 return {1, 0}
 "#;
 
+/// Deletes KEYS[1] only while it holds ARGV[1]; 1 when it did.
+const DELETE_IF_LUA: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"#;
+
 /// Redis could not be asked: the reason, for the affected request's error
 /// ([`Answer::Unavailable`]).
 #[derive(Debug)]
@@ -119,6 +128,7 @@ pub struct Store {
     /// One connection attempt at a time.
     connecting: Mutex<()>,
     buckets: redis::Script,
+    delete_if: redis::Script,
 }
 
 impl Store {
@@ -134,6 +144,7 @@ impl Store {
             backoff: RefCell::new(Backoff::new(&RECONNECT)),
             connecting: Mutex::new(()),
             buckets: redis::Script::new(BUCKETS_LUA),
+            delete_if: redis::Script::new(DELETE_IF_LUA),
         })
     }
 
@@ -184,11 +195,14 @@ impl Store {
         self.ask(|mut c| async move { redis::cmd("GET").arg(key).query_async(&mut c).await }).await
     }
 
-    /// `DEL key`.
-    pub async fn delete(&self, key: &str) -> Result<(), Unavailable> {
-        let key = key.to_string();
-        let _gone: i64 = self.ask(|mut c| async move { redis::cmd("DEL").arg(key).query_async(&mut c).await }).await?;
-        Ok(())
+
+    /// Deletes `key` if it still holds `value` (not one another replica put
+    /// since); true when it did.
+    pub async fn delete_if(&self, key: &str, value: &[u8]) -> Result<bool, Unavailable> {
+        let gone: i64 = self
+            .ask(|mut c| async move { self.delete_if.key(key).arg(value).invoke_async(&mut c).await })
+            .await?;
+        Ok(gone == 1)
     }
 
     /// `SET key value [PX ttl]` (no expiry for ttl 0).

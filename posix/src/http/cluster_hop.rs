@@ -1,10 +1,12 @@
 //! `POST /.mcpx/hop`: a request another replica forwarded to this one,
 //! which owns what it continues (issue #16). Checked by the hop's MAC
 //! (`cluster::hop_auth`: shared key, sending replica, time, principal,
-//! body), not by client credentials; then served as a modern (2026-07-28)
-//! request of the principal the sender authenticated, exactly as a client's
-//! POST to the MCP endpoint (its answer, JSON or SSE, is the sender's to
-//! pass on).
+//! method, target, session id, body), not by client credentials; then
+//! served as the principal the sender authenticated: a continuation as a
+//! modern (2026-07-28) POST to the MCP endpoint, a client's request in a
+//! legacy session of this replica as that request itself (method, target,
+//! headers, body; `routes::serve_relayed`). Its answer, JSON or SSE, is the
+//! sender's to pass on.
 
 use mcpx_core::envelope::Message;
 
@@ -37,16 +39,24 @@ pub(super) async fn handle(conn: &mut Conn, req: &mut Request) -> bool {
         time: req.header(hop_auth::TIME),
         principal: req.header(hop_auth::PRINCIPAL),
         mac: req.header(hop_auth::MAC),
+        method: req.header(hop_auth::METHOD),
+        target: req.header(hop_auth::TARGET),
+        session: req.header("mcp-session-id"),
     };
     let asserted = match hop.key.verify(&got, &body, hop_auth::unix_ms(), &hop.peers) {
         Ok(a) => a,
         Err(r) => return conn.reject(r.status, &r.reason).await,
     };
+    let who = Principal::asserted(asserted.principal);
+    if asserted.target != hop_auth::PATH {
+        req.carry(&asserted.method, &asserted.target, body);
+        return routes::serve_relayed(conn, req, &who).await;
+    }
     let msg = match Message::parse(&body) {
         Ok(m) => m,
         Err(e) => return conn.error(400, e.id_bytes(), e.error_code(), e.message(), None, true).await,
     };
-    let posted = routes::post_modern(conn, req, &msg, &Principal::asserted(asserted.principal)).await;
+    let posted = routes::post_modern(conn, req, &msg, &who).await;
     drop(body); // with the hub now
     posted.finish(conn).await
 }

@@ -42,6 +42,9 @@ pub(crate) struct Request {
     pub keep_alive: bool,
     pub framing: BodyFraming,
     pub body_read: bool,
+    /// The body, read already (a request carried by the hop, whose MAC
+    /// covers it): what [`Conn::read_body`] gives.
+    preread: Option<Vec<u8>>,
 }
 
 /// Where `part` (a slice of `base`) lies in it.
@@ -81,6 +84,7 @@ impl Request {
             keep_alive: head.keep_alive(),
             framing,
             body_read: false,
+            preread: None,
         }
     }
 
@@ -139,6 +143,28 @@ impl Request {
 
     pub fn headers_present(&self, name: &str) -> bool {
         self.header(name).is_some()
+    }
+
+    /// Makes this the request `method target` with the body already read
+    /// (`cluster_hop`: the client's request another replica passed on).
+    pub fn carry(&mut self, method: &str, target: &str, body: Vec<u8>) {
+        let at = self.head.len();
+        self.head.extend_from_slice(method.as_bytes());
+        self.method = at..self.head.len();
+        let t = self.head.len();
+        self.head.extend_from_slice(target.as_bytes());
+        let end = self.head.len();
+        (self.path, self.query) = match target.find('?') {
+            Some(q) => (t..t + q, t + q + 1..end),
+            None => (t..end, end..end),
+        };
+        self.put_back(body);
+    }
+
+    /// The body, once read, is the request's again: what the next
+    /// [`Conn::read_body`] gives.
+    pub fn put_back(&mut self, body: Vec<u8>) {
+        self.preread = Some(body);
     }
 
     pub fn has_body(&self) -> bool {
@@ -265,6 +291,8 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
     let ex2 = ex.clone();
     ex.run(async move {
         ex2.spawn(service(shared.clone())).detach();
+        #[cfg(feature = "cluster")]
+        ex2.spawn(super::session_dir::run(shared.clone())).detach();
         loop {
             let stream = match listener.accept().await {
                 Ok((s, _)) => s,
@@ -337,6 +365,8 @@ async fn service(shared: Rc<Shared>) {
             shared.feed(c, &[&msg]);
         }
         session::expire(&shared);
+        #[cfg(feature = "cluster")]
+        super::session_dir::refresh_due(&shared);
     }
 }
 
@@ -541,6 +571,9 @@ impl Conn {
         let max = self.shared.cfg.limits.max_body;
         let until = deadline(self.shared.cfg.limits.body_timeout_ms);
         req.body_read = true;
+        if let Some(body) = req.preread.take() {
+            return Ok(body);
+        }
         if let BodyFraming::Length(n) = req.framing {
             if n > max as u64 {
                 return Err(BodyError::TooLarge(n));

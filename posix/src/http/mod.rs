@@ -101,6 +101,8 @@ mod origin;
 mod refusals;
 mod routes;
 mod session;
+#[cfg(feature = "cluster")]
+mod session_dir;
 mod sse_stream;
 mod status_page;
 
@@ -257,6 +259,21 @@ impl Http {
         let st = self.shared.state.borrow();
         let streams = st.sessions.by_id.values().filter(|s| s.get.as_ref().is_some_and(|(_, tx)| !tx.is_closed())).count();
         st.busy.saturating_sub(streams)
+    }
+
+    /// Publishes this listener's legacy sessions in the session directory
+    /// and passes requests for sessions of other replicas to them
+    /// (`session_dir`).
+    #[cfg(feature = "cluster")]
+    pub fn use_directory(&self, dir: crate::cluster::directory::Directory) {
+        self.shared.dir.set(dir);
+    }
+
+    /// Shutdown: the directory entries of the sessions still open go, all
+    /// within `limit`.
+    #[cfg(feature = "cluster")]
+    pub async fn forget_sessions(&self, limit: std::time::Duration) {
+        session_dir::forget_all(&self.shared, limit).await;
     }
 
     /// Routes an output meant for an HTTP client (`ToClient`, `CloseClient`

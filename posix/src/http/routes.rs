@@ -74,8 +74,36 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
         Ok(p) => p,
         Err(r) => return sh.auth.refuse(conn, &r).await,
     };
+    // A session another replica holds: served there (issue 16).
+    #[cfg(feature = "cluster")]
+    if let Some(sid) = named_session(req, &sh.cfg).map(str::to_string) {
+        if let Some(keep) = super::session_dir::relay_elsewhere(conn, req, &sid, &who).await {
+            return keep;
+        }
+    }
+    serve(conn, req, target, &who).await
+}
+
+/// A client's request in a legacy session of this replica that another
+/// replica passed on over the hop (`cluster_hop`), as principal `who`:
+/// served as if the client had come here, never passed on again.
+pub(super) async fn serve_relayed(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
+    #[cfg(feature = "cluster")]
+    if let Some(sid) = named_session(req, &conn.shared.cfg) {
+        super::session_dir::forget_unknown(&conn.shared, sid).await;
+    }
+    match Target::of(req.path(), &conn.shared.cfg) {
+        Some(target @ (Target::Mcp | Target::Messages)) => serve(conn, req, target, who).await,
+        _ => conn.reject(404, "Not found: the hop carries requests to the MCP endpoint and /messages only").await,
+    }
+}
+
+/// An authenticated request to `target`: the session owner check, then the
+/// method.
+async fn serve(conn: &mut Conn, req: &mut Request, target: Target, who: &Principal) -> bool {
+    let sh = conn.shared.clone();
     let named = session_of(req).or_else(|| (target == Target::Messages).then(|| legacy_session_of(req)));
-    if named.is_some_and(|sid| !session::usable_by(&sh, sid, &who)) {
+    if named.is_some_and(|sid| !session::usable_by(&sh, sid, who)) {
         return conn.reject(404, "Not found: unknown or ended session").await;
     }
     match (target, req.method()) {
@@ -83,11 +111,11 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
         (Target::Status, _) => method_not_allowed(conn, "GET").await,
         (Target::Metrics, "GET") => metrics(conn).await,
         (Target::Metrics, _) => method_not_allowed(conn, "GET").await,
-        (Target::Sse, "GET") => legacy_sse(conn, req, &who).await,
+        (Target::Sse, "GET") => legacy_sse(conn, req, who).await,
         (Target::Sse, _) => method_not_allowed(conn, "GET").await,
         (Target::Messages, "POST") => legacy_messages(conn, req).await,
         (Target::Messages, _) => method_not_allowed(conn, "POST").await,
-        (_, "POST") => post(conn, req, &who).await,
+        (_, "POST") => post(conn, req, who).await,
         (_, "GET") => get(conn, req).await,
         (_, "DELETE") => delete(conn, req).await,
         _ => method_not_allowed(conn, "GET, POST, DELETE").await,
@@ -395,6 +423,9 @@ async fn post_legacy(
             Ok(x) => x,
             Err(r) => return Posted::Done(session_refused(conn, first_id, r).await),
         };
+        // Before the answer: the client's next request may reach any replica.
+        #[cfg(feature = "cluster")]
+        super::session_dir::publish(&sh, &sid).await;
         let id = env.id_bytes().unwrap_or(b"null");
         let x = Exchange {
             sid: &sid,
@@ -746,6 +777,17 @@ fn session_of(req: &Request) -> Option<&str> {
     req.header_str("mcp-session-id").map(str::trim)
 }
 
+/// The legacy session a request to the MCP endpoint (`Mcp-Session-Id`) or
+/// to `/messages` (`sessionId`) names.
+#[cfg(feature = "cluster")]
+pub(super) fn named_session<'r>(req: &'r Request, cfg: &super::HttpConfig) -> Option<&'r str> {
+    match Target::of(req.path(), cfg)? {
+        Target::Mcp => session_of(req),
+        Target::Messages => Some(legacy_session_of(req)),
+        _ => None,
+    }
+}
+
 /// GET /mcp: the session's standalone stream (rows `streamable-http-get-sse-or-405`,
 /// `streamable-http-get-no-responses`: only notifications and requests reach it).
 async fn get(conn: &mut Conn, req: &mut Request) -> bool {
@@ -881,6 +923,9 @@ async fn legacy_sse(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool
         Ok(x) => x,
         Err(r) => return session_refused(conn, None, r).await,
     };
+    // Before the endpoint event: its POSTs may reach any replica.
+    #[cfg(feature = "cluster")]
+    super::session_dir::publish(&sh, &sid).await;
     let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let seq = sh.next_seq();
     let _ = session::set_get(&sh, &sid, seq, tx);

@@ -38,6 +38,9 @@ pub(crate) struct Shared {
     pub guard: Guard,
     pub auth: Authenticator,
     pub state: RefCell<State>,
+    /// The legacy session directory in the shared store (`session_dir`).
+    #[cfg(feature = "cluster")]
+    pub dir: super::session_dir::SessionDir,
     /// Wakes the service task when `State::hub_inbox` has work.
     pub wake_tx: channel::Sender<()>,
     pub wake_rx: Receiver<()>,
@@ -96,13 +99,17 @@ pub(crate) struct Session {
     pub get: Option<(u64, Sender)>,
     /// The GET stream's events, kept for a client that resumes it.
     pub replay: Option<Replay>,
+    /// When its entry in the session directory was last written
+    /// (`session_dir`); `None`: it has none.
+    #[cfg(feature = "cluster")]
+    pub published: Option<u64>,
 }
 
 impl Session {
     /// No request and no stream open (a POST stream left for a client to
     /// resume is none): the session may expire, or end to make room for a
     /// new one.
-    fn idle(&self) -> bool {
+    pub fn idle(&self) -> bool {
         self.exchanges.iter().all(|e| e.tx.is_none()) && self.get.is_none()
     }
 }
@@ -165,6 +172,8 @@ impl Shared {
                 refusals: Default::default(),
                 session_quota,
             }),
+            #[cfg(feature = "cluster")]
+            dir: super::session_dir::SessionDir::new(),
             wake_tx,
             wake_rx,
         }
@@ -325,6 +334,8 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
                 exchanges: Vec::new(),
                 get: None,
                 replay: None,
+                #[cfg(feature = "cluster")]
+                published: None,
             },
         );
         sid
@@ -360,6 +371,10 @@ pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
     };
     let Some(s) = removed else { return false };
     shared.state.borrow_mut().session_quota.release(&principal_key(&s.owner));
+    #[cfg(feature = "cluster")]
+    if s.published.is_some() {
+        super::session_dir::forget(shared, sid);
+    }
     shared.log(
         Level::Debug,
         format!("http: session of client {} ended", s.client),

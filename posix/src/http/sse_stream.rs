@@ -226,6 +226,18 @@ impl SseOut {
         conn.write_block(self.chunked, need, |out| write_event(ev, out).ok()).await
     }
 
+    /// Bytes of an SSE stream written as they are (events another replica
+    /// wrote: `session_dir`).
+    #[cfg(feature = "cluster")]
+    pub async fn raw(&mut self, conn: &mut Conn, bytes: &[u8]) -> bool {
+        self.next_ping = Instant::now() + self.keepalive;
+        conn.write_block(self.chunked, bytes.len(), |out| {
+            out[..bytes.len()].copy_from_slice(bytes);
+            Some(bytes.len())
+        })
+        .await
+    }
+
     /// A keep-alive comment (row `streamable-http-sse-comment-keepalive`).
     pub async fn ping(&mut self, conn: &mut Conn) -> bool {
         self.next_ping = Instant::now() + self.keepalive;

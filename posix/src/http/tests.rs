@@ -32,6 +32,10 @@ mod details;
 #[path = "tests_hop.rs"]
 mod hop;
 
+#[cfg(feature = "cluster")]
+#[path = "tests_dir.rs"]
+mod dir;
+
 // ---------------------------------------------------------------- the server
 
 /// What the fake upstream received (methods), for the test to inspect.
@@ -192,6 +196,17 @@ fn start_with(
     command: Option<Vec<String>>,
     hub_options: fn(&mut HubOptions),
 ) -> TestServer {
+    start_full(configure, command, hub_options, |_| {})
+}
+
+/// [`start_with`], with `setup` called on the listener once bound (on its
+/// thread).
+fn start_full(
+    configure: impl FnOnce(&mut HttpConfig) + Send + 'static,
+    command: Option<Vec<String>>,
+    hub_options: fn(&mut HubOptions),
+    setup: impl FnOnce(&Http) + Send + 'static,
+) -> TestServer {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let seen2 = seen.clone();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -248,6 +263,7 @@ fn start_with(
             log: Rc::new(|_, _| {}),
         };
         let (http, server) = bind(cfg, link).expect("bind");
+        setup(&http);
         tx.send(http.local_addr()).unwrap();
         *http_cell.borrow_mut() = Some(http);
         let ex = Rc::new(LocalExecutor::new());

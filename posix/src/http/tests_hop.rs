@@ -35,7 +35,7 @@ fn unsigned_or_badly_signed_hops_are_refused_with_a_reason() {
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(message(&r).contains("internal hop"), "{}", r.text());
     // Signed under another cluster's key.
-    let signed = HopKey::derive(&[1; 32]).sign("r1", hop_auth::unix_ms(), b"anonymous", &body);
+    let signed = HopKey::derive(&[1; 32]).sign("r1", hop_auth::unix_ms(), b"anonymous", &hop_auth::Route::CONTINUATION, &body);
     let hs: Vec<(&str, String)> = signed.iter().map(|(n, v)| (*n, String::from_utf8(v.clone()).unwrap())).collect();
     let hs: Vec<(&str, &str)> = hs.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let r = hop_post(t.addr, &hs, &body);

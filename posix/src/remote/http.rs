@@ -53,6 +53,9 @@ pub struct Response {
     pub session_id: Option<Vec<u8>>,
     /// The challenge of a 401 or 403, for OAuth.
     pub www_authenticate: Option<Vec<u8>>,
+    /// `Retry-After`, as sent (relayed by `http::session_dir`).
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
+    pub retry_after: Option<Vec<u8>>,
     pub body: Body,
 }
 
@@ -340,7 +343,7 @@ impl Client {
             };
             smol::future::or(read_head, timer).await
         };
-        let (status, content_type, session_id, www_authenticate, framing, keep_alive, len) = head?;
+        let (status, content_type, session_id, www_authenticate, retry_after, framing, keep_alive, len) = head?;
         rbuf.drain(..len);
         let remaining = match framing {
             BodyFraming::Length(n) => n,
@@ -352,6 +355,7 @@ impl Client {
             content_type,
             session_id,
             www_authenticate,
+            retry_after,
             body: Body {
                 stream: Some(stream),
                 rbuf,
@@ -367,7 +371,7 @@ impl Client {
     }
 }
 
-type Parsed = (u16, String, Option<Vec<u8>>, Option<Vec<u8>>, BodyFraming, bool, usize);
+type Parsed = (u16, String, Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>, BodyFraming, bool, usize);
 
 fn parse(buf: &[u8], method: &str, limits: Limits) -> io::Result<Parsed> {
     let bad = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
@@ -386,5 +390,6 @@ fn parse(buf: &[u8], method: &str, limits: Limits) -> io::Result<Parsed> {
         .unwrap_or_default();
     let session_id = head.header("mcp-session-id").map(<[u8]>::to_vec);
     let www_authenticate = head.header("www-authenticate").map(<[u8]>::to_vec);
-    Ok((head.status, content_type, session_id, www_authenticate, framing, head.keep_alive(), len))
+    let retry_after = head.header("retry-after").map(<[u8]>::to_vec);
+    Ok((head.status, content_type, session_id, www_authenticate, retry_after, framing, head.keep_alive(), len))
 }

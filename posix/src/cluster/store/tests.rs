@@ -156,14 +156,15 @@ fn a_bad_url_is_refused_up_front() {
 }
 
 #[test]
-fn a_value_put_by_one_replica_is_read_and_deleted_by_another() {
+fn a_value_put_by_one_replica_is_read_and_deleted_by_another_only_while_it_holds_that_value() {
     let r = Redis::start();
     let (a, b) = two_replicas(&r);
     smol::block_on(async {
         assert_eq!(b.get("mcpx:test:k").await.unwrap(), None);
         a.put("mcpx:test:k", b"r1", 60_000).await.unwrap();
         assert_eq!(b.get("mcpx:test:k").await.unwrap().as_deref(), Some(&b"r1"[..]));
-        b.delete("mcpx:test:k").await.unwrap();
+        assert!(!b.delete_if("mcpx:test:k", b"r2").await.unwrap(), "not while it holds another value");
+        assert!(b.delete_if("mcpx:test:k", b"r1").await.unwrap());
         assert_eq!(a.get("mcpx:test:k").await.unwrap(), None);
         a.put("mcpx:test:short", b"x", 50).await.unwrap();
         smol::Timer::after(Duration::from_millis(120)).await;
