@@ -9,7 +9,8 @@
 //!   Redis does not know it yet), atomic on the Redis side and on its clock,
 //!   so every replica draws from the same buckets;
 //! - a put: `SET KEY VALUE [PX ttl]`;
-//! - for the runtime's own use (not the hub's): a get and a delete.
+//! - for the runtime's own use (not the hub's): a get, a get of several
+//!   keys at once (`MGET`, one round trip) and a delete.
 //!
 //! The key names are the hub's (`hub::shared`).
 //!
@@ -181,6 +182,15 @@ impl Store {
     pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Unavailable> {
         let key = key.to_string();
         self.ask(|mut c| async move { redis::cmd("GET").arg(key).query_async(&mut c).await }).await
+    }
+
+    /// `MGET keys...`: each key's value, `None` where it is not there.
+    pub async fn get_all(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, Unavailable> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys = keys.to_vec();
+        self.ask(|mut c| async move { redis::cmd("MGET").arg(keys).query_async(&mut c).await }).await
     }
 
     /// `DEL key`.

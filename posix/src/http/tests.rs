@@ -229,7 +229,7 @@ fn start_with(
                     Output::ToUpstream(_, m, _) => {
                         let _ = up_tx.try_send(m);
                     }
-                    Output::RestartUpstream(..) | Output::Power(..) | Output::SaveTasks(..) | Output::Shared(..) | Output::Forward { .. } => {}
+                    Output::RestartUpstream(..) | Output::Power(..) | Output::ListsRead(..) | Output::SaveTasks(..) | Output::Shared(..) | Output::Forward { .. } => {}
                     Output::Log(..) => {}
                 }
             })

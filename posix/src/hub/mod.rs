@@ -502,6 +502,11 @@ pub enum Output {
     /// Start or stop this upstream's process (lazy start, idle stop); the
     /// runtime then reports `upstream_started` / `upstream_exited` as usual.
     Power(UpstreamId, Power),
+    /// Upstream `u`'s lists were read (at its start, or again after a
+    /// change): the runtime may keep them ([`Hub::upstream_lists`]) for the
+    /// next start and for other replicas. Given once per start and then
+    /// only when they changed.
+    ListsRead(UpstreamId),
     /// A line for mcpx's own log.
     Log(Level, String),
     /// The hub's tasks changed: write this as the task state file, before

@@ -109,3 +109,32 @@ fn an_idle_server_sleeps_keeping_its_tools_but_not_while_a_call_is_open() {
     answer_call(&mut p, 0);
     assert_eq!(p.take(c)["id"], 2);
 }
+
+#[test]
+fn lists_are_reported_once_per_start_and_again_only_when_a_re_read_changed_them() {
+    let mut p = Pair::new(vec![UpstreamSpec::new("a"), lazy("z", 0)], HubOptions::default());
+    p.hub.seed_lists(1, &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }));
+    p.pump();
+    assert!(p.lists_read.is_empty(), "seeded lists were not read from the server");
+    p.start(0, Fake::tools(&["x"]));
+    assert_eq!(p.lists_read, [0]);
+    // Read again, unchanged: nothing to keep.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(p.lists_read, [0]);
+    // Read again, changed: reported.
+    p.fakes[0].as_mut().unwrap().tools.push(tool("w"));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(p.lists_read, [0, 0]);
+    // A new start reports its lists even when they are the same.
+    p.hub.upstream_exited(0, "exit status 1", "", Next::Now, p.now);
+    p.pump();
+    assert_eq!(p.lists_read, [0, 0]);
+    p.start(0, Fake::tools(&["x", "w"]));
+    assert_eq!(p.lists_read, [0, 0, 0]);
+    // The lazy server, started by a call, reports what it lists.
+    let c = p.client("2025-11-25", json!({}));
+    call(&mut p, c, 1, "z__y");
+    p.start(1, Fake::tools(&["y"]));
+    assert_eq!(p.lists_read, [0, 0, 0, 1]);
+    assert_eq!(p.hub.upstream_lists(1).unwrap()["tools"][0]["name"], "y");
+}

@@ -1,0 +1,97 @@
+//! Where the lists of servers are kept, so that a lazy server's tools are
+//! known without starting it: the disk [`cache`] of this mcpx and, with
+//! `"state": {"url"}`, the shared store of all replicas (key
+//! `mcpx:lists:<name in hex>`, the same entry as the disk file, expiring
+//! after [`SHARED_TTL_MS`] unless kept again).
+//!
+//! Kept whenever a server's lists are read (`Output::ListsRead`: at each
+//! start, and after a re-read that changed them), at an idle stop and at
+//! shutdown: in the store for every server (a replica where it is lazy uses
+//! it), on disk for lazy servers. Known at start: from the store first, in
+//! one round trip for all lazy servers; without an answer (within the
+//! store's timeout) from the disk, with a warning; without either, the
+//! server is started once to learn them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use super::cache;
+use crate::cluster::runtime::{Cluster, Job};
+use crate::config::{self, ServerConfig};
+use crate::hub::shared::{lists_key, Ask, Op};
+use crate::serve::Runtime;
+
+/// How long a shared entry lives unless kept again: a day.
+pub const SHARED_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// Where a server's lists were known from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum From {
+    Shared,
+    Disk,
+}
+
+/// The places lists are kept in.
+pub struct Lists {
+    dir: Option<PathBuf>,
+    cluster: Option<Rc<Cluster>>,
+}
+
+impl Lists {
+    /// The disk cache the environment names, and the store of `cluster`.
+    pub fn new(cluster: Option<Rc<Cluster>>) -> Lists {
+        Lists { dir: cache::dir(&config::process_env), cluster: cluster.filter(|c| c.has_store()) }
+    }
+
+    /// The lists known of the lazy servers among `servers`, by name.
+    pub async fn known<'a>(&self, servers: impl Iterator<Item = &'a ServerConfig>) -> HashMap<String, (Value, From)> {
+        let lazy: Vec<&ServerConfig> = servers.filter(|s| s.power.lazy).collect();
+        let mut known = HashMap::new();
+        if lazy.is_empty() {
+            return known;
+        }
+        if let Some(cl) = &self.cluster {
+            let keys: Vec<String> = lazy.iter().map(|s| lists_key(&s.name)).collect();
+            match cl.get_all(&keys).await {
+                Some(Ok(values)) => {
+                    for (s, v) in lazy.iter().zip(values) {
+                        if let Some(lists) = v.and_then(|v| cache::lists_in(&v, s)) {
+                            known.insert(s.name.clone(), (lists, From::Shared));
+                        }
+                    }
+                }
+                Some(Err(why)) => warn!("the lists of lazy servers are not read from the shared state ({why}); using the disk cache"),
+                None => {}
+            }
+        }
+        if let Some(dir) = &self.dir {
+            for s in lazy {
+                if !known.contains_key(&s.name) {
+                    if let Some(lists) = cache::load(dir, s) {
+                        known.insert(s.name.clone(), (lists, From::Disk));
+                    }
+                }
+            }
+        }
+        known
+    }
+
+    /// Keeps server `s`'s `lists`: in the shared store (a put that nobody
+    /// waits for, bounded as every store operation) and, if `s` is lazy,
+    /// on disk.
+    pub fn keep(&self, rt: &Runtime, s: &ServerConfig, lists: &Value) {
+        let entry = cache::entry(s, lists);
+        if self.cluster.is_some() {
+            let op = Op::Put { key: lists_key(&s.name), value: entry.clone(), ttl_ms: SHARED_TTL_MS };
+            rt.cluster_job(Job::Ask(Ask { ticket: 0, op }));
+        }
+        if let (true, Some(dir)) = (s.power.lazy, &self.dir) {
+            if let Err(e) = cache::save(dir, &s.name, &entry) {
+                warn!("server {}: cannot keep its lists in {}: {e}", s.name, dir.display());
+            }
+        }
+    }
+}
