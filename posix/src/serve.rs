@@ -176,6 +176,14 @@ impl Runtime {
         cluster::refuse(&mut self.hub.borrow_mut(), job, hub::shared::Answer::Unavailable(why.clone()), Err(why), now);
     }
 
+    /// Runs the cluster task of `cl` on `ex`: from now on the jobs
+    /// queued for it ([`Runtime::cluster_job`]) are done.
+    pub(crate) fn run_cluster(self: &Rc<Runtime>, ex: &Rc<LocalExecutor<'static>>, cl: Rc<cluster::Cluster>) -> Task<()> {
+        let (tx, rx) = channel::bounded(cluster::MAX_IN_FLIGHT);
+        *self.cluster_jobs.borrow_mut() = Some(tx);
+        ex.spawn(cl.run(ex.clone(), self.clone(), rx))
+    }
+
     /// The MCP headers of a modern request forwarded over the hop (as a
     /// client of the owner would send them).
     pub(crate) fn modern_headers(&self, msg: &[u8]) -> Vec<(String, Vec<u8>)> {
@@ -942,11 +950,7 @@ where
             return 1;
         }
     };
-    let _cluster = cluster.clone().map(|cl| {
-        let (tx, rx) = channel::bounded(cluster::MAX_IN_FLIGHT);
-        *rt.cluster_jobs.borrow_mut() = Some(tx);
-        ex.spawn(cl.run(ex.clone(), rt.clone(), rx))
-    });
+    let _cluster = cluster.clone().map(|cl| rt.run_cluster(&ex, cl));
 
     // Bind before any server starts: a busy port or an unsafe address stops mcpx.
     let mut _http_server = None;
@@ -973,7 +977,7 @@ where
 
     let spawner = Spawner { ex: ex.clone(), sup_opts, events, catalog };
     // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
-    let lists = crate::reload::lists::Lists::new(cluster.clone());
+    let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
     crate::reload::start_servers(&rt, &spawner, cfg, &lists).await;
     let reloads = ex.spawn(crate::reload::run(rt.clone(), spawner, cfg.clone(), transports.reload, lists));
     let _timer = ex.spawn(timer_task(rt.clone(), tick_rx));

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::cache;
 use crate::cluster::runtime::{Cluster, Job};
-use crate::config::{self, ServerConfig};
+use crate::config::{EnvLookup, ServerConfig};
 use crate::hub::shared::{lists_key, Ask, Op};
 use crate::serve::Runtime;
 
@@ -41,9 +41,9 @@ pub struct Lists {
 }
 
 impl Lists {
-    /// The disk cache the environment names, and the store of `cluster`.
-    pub fn new(cluster: Option<Rc<Cluster>>) -> Lists {
-        Lists { dir: cache::dir(&config::process_env), cluster: cluster.filter(|c| c.has_store()) }
+    /// The disk cache `env` names, and the store of `cluster`.
+    pub fn new(env: EnvLookup<'_>, cluster: Option<Rc<Cluster>>) -> Lists {
+        Lists { dir: cache::dir(env), cluster: cluster.filter(|c| c.has_store()) }
     }
 
     /// The lists known of the lazy servers among `servers`, by name.
@@ -95,3 +95,6 @@ impl Lists {
         }
     }
 }
+
+#[cfg(all(test, feature = "cluster"))]
+mod tests;

@@ -1,0 +1,133 @@
+//! The shared lists against a real redis-server: two replicas, each with
+//! its own disk cache.
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use smol::LocalExecutor;
+
+use super::*;
+use crate::cluster::store::{Store, OP_TIMEOUT};
+use crate::cluster::test_redis::Redis;
+use crate::config::ClusterSettings;
+use crate::hub::{Hub, HubOptions};
+
+/// One replica's runtime, its cluster task running on `ex`, and its lists
+/// with the disk cache in `dir`.
+struct Replica {
+    rt: Rc<Runtime>,
+    lists: Lists,
+    _cluster: smol::Task<()>,
+}
+
+fn replica(ex: &Rc<LocalExecutor<'static>>, redis: &Redis, dir: &PathBuf) -> Replica {
+    let settings = ClusterSettings { state_url: Some(redis.url()), ..ClusterSettings::default() };
+    let cl = Rc::new(Cluster::new(&settings).unwrap().expect("a cluster with a store"));
+    let (rt, _, _) = Runtime::new(Hub::new(Vec::new(), HubOptions::default()).unwrap(), Vec::new());
+    let state = dir.display().to_string();
+    let env = move |k: &str| (k == "XDG_STATE_HOME").then(|| state.clone());
+    Replica { _cluster: rt.run_cluster(ex, cl.clone()), lists: Lists::new(&env, Some(cl)), rt }
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mcpx-shared-lists-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn server(name: &str, args: &[&str], lazy: bool) -> ServerConfig {
+    let mut s = crate::config::builtin_default().servers.remove(0);
+    s.name = name.into();
+    s.args = args.iter().map(|a| a.to_string()).collect();
+    s.power.lazy = lazy;
+    s
+}
+
+fn lists() -> Value {
+    json!({ "capabilities": { "tools": {} }, "instructions": null, "tools": [{ "name": "t", "inputSchema": { "type": "object" } }] })
+}
+
+/// Waits (at most 2 s) until `r` knows `s`'s lists from somewhere.
+async fn known_soon(r: &Replica, s: &ServerConfig) -> Option<(Value, From)> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(k) = r.lists.known(std::iter::once(s)).await.remove(&s.name) {
+            return Some(k);
+        }
+        if t0.elapsed() > Duration::from_secs(2) {
+            return None;
+        }
+        smol::Timer::after(Duration::from_millis(20)).await;
+    }
+}
+
+#[test]
+fn lists_kept_by_one_replica_are_known_to_another_for_what_it_runs_only() {
+    let redis = Redis::start();
+    let ex = Rc::new(LocalExecutor::new());
+    let (da, db) = (temp_dir("a1"), temp_dir("b1"));
+    smol::block_on(ex.run(async {
+        let (a, b) = (replica(&ex, &redis, &da), replica(&ex, &redis, &db));
+        let s = server("fs/x", &["1"], true);
+        assert!(b.lists.known(std::iter::once(&s)).await.is_empty(), "nothing kept yet");
+        a.lists.keep(&a.rt, &s, &lists());
+        // B has an empty disk cache: it knows them from the store.
+        assert_eq!(known_soon(&b, &s).await, Some((lists(), From::Shared)));
+        assert!(!db.exists(), "B wrote nothing to its disk");
+        // A kept them on its disk too (lazy), under the same entry.
+        assert_eq!(cache::load(&da.join("mcpx/lists"), &s), Some(lists()));
+        // The key and its expiry.
+        let store = Store::new(&redis.url()).unwrap();
+        let v = store.get(&lists_key("fs/x")).await.unwrap().expect("the key is there");
+        assert_eq!(cache::lists_in(&v, &s), Some(lists()));
+        // Another command for the same name (another replica's config, or a
+        // reload that changed it): not for it.
+        let other = server("fs/x", &["2"], true);
+        assert!(b.lists.known(std::iter::once(&other)).await.is_empty());
+        // Not lazy on B: B does not need them.
+        assert!(b.lists.known(std::iter::once(&server("fs/x", &["1"], false))).await.is_empty());
+    }));
+    let _ = (std::fs::remove_dir_all(&da), std::fs::remove_dir_all(&db));
+}
+
+#[test]
+fn a_server_that_is_not_lazy_is_kept_in_the_store_only() {
+    let redis = Redis::start();
+    let ex = Rc::new(LocalExecutor::new());
+    let (da, db) = (temp_dir("a2"), temp_dir("b2"));
+    smol::block_on(ex.run(async {
+        let (a, b) = (replica(&ex, &redis, &da), replica(&ex, &redis, &db));
+        a.lists.keep(&a.rt, &server("web", &[], false), &lists());
+        // Lazy on B (another config): known from A's put.
+        assert_eq!(known_soon(&b, &server("web", &[], true)).await, Some((lists(), From::Shared)));
+        assert!(!da.exists(), "no disk entry for a server that is not lazy");
+    }));
+    let _ = (std::fs::remove_dir_all(&da), std::fs::remove_dir_all(&db));
+}
+
+#[test]
+fn without_redis_the_lists_come_from_the_disk_within_the_store_timeout() {
+    let mut redis = Redis::start();
+    let ex = Rc::new(LocalExecutor::new());
+    let (da, db) = (temp_dir("a3"), temp_dir("b3"));
+    smol::block_on(ex.run(async {
+        let (a, b) = (replica(&ex, &redis, &da), replica(&ex, &redis, &db));
+        let (s, t) = (server("s", &[], true), server("t", &[], true));
+        a.lists.keep(&a.rt, &s, &lists());
+        assert_eq!(known_soon(&b, &s).await, Some((lists(), From::Shared)));
+        // In the store and on B's disk: the store's wins while it answers.
+        let older = json!({ "capabilities": {}, "tools": [] });
+        cache::save(&db.join("mcpx/lists"), "s", &cache::entry(&s, &older)).unwrap();
+        assert_eq!(b.lists.known(std::iter::once(&s)).await.remove("s"), Some((lists(), From::Shared)));
+        redis.stop();
+        let t0 = Instant::now();
+        let mut known = b.lists.known([&s, &t].into_iter()).await;
+        assert!(t0.elapsed() < OP_TIMEOUT + Duration::from_millis(300), "{:?}", t0.elapsed());
+        assert_eq!(known.remove("s"), Some((older, From::Disk)));
+        // Known nowhere: it will be started to learn them.
+        assert_eq!(known.remove("t"), None);
+    }));
+    let _ = (std::fs::remove_dir_all(&da), std::fs::remove_dir_all(&db));
+}
