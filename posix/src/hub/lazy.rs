@@ -2,8 +2,9 @@
 //! uses it, and be stopped again after it has been idle.
 //!
 //! A sleeping server (`State::Asleep`) keeps what it offered in the catalog:
-//! its last listing, given by the runtime from its disk cache
-//! ([`Hub::seed_lists`]) or kept when the hub put it to sleep. A request
+//! its last listing, given by the runtime from its caches (the disk, the
+//! replicas' shared store: [`Hub::seed_lists`]) or kept when the hub put it
+//! to sleep. The runtime keeps them when told (`Output::ListsRead`). A request
 //! routed to it is parked and the hub asks the runtime to start it
 //! (`Output::Power(u, Power::Start)`). Once it is up and its lists are read,
 //! the parked requests are served as if they had just come; if it is not up
