@@ -9,6 +9,10 @@
 //! (`Output::Power(u, Power::Start)`). Once it is up and its lists are read,
 //! the parked requests are served as if they had just come; if it is not up
 //! within the server's `timeout_ms`, each is answered with an error naming it.
+//! Requests that come while the start is awaited are parked too; so are
+//! those for a server that is not lazy whose lists the runtime gave before
+//! its first start (another replica's): it is listed at once, and a call
+//! waits for it rather than fail as an unknown tool.
 //! A ready server with `idle_ms` set and no client request in flight to it
 //! for that long is put to sleep (`Power::Stop`); the exit of its process
 //! that follows keeps its catalog.
@@ -47,11 +51,15 @@ pub(super) struct Parked {
 
 impl Hub {
     /// Every request forwarded to `u` comes here first: the use is noted
-    /// (idle stop; its answer is noted too); when `u` sleeps, the request is parked and `u` woken, and
-    /// the answer is true.
+    /// (idle stop; its answer is noted too); when `u` sleeps, the request is
+    /// parked and `u` woken, and the answer is true. So is it while a start
+    /// of `u` is awaited (woken, or first started with its lists known from
+    /// the runtime: [`Hub::seed_lists`]) until it is up or fails.
     pub(super) fn park_if_asleep(&mut self, u: UpstreamId, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> bool {
         self.ups[u].last_used_ms = self.now_ms;
-        if self.ups[u].state != State::Asleep {
+        let asleep = self.ups[u].state == State::Asleep;
+        let starting = self.ups[u].start_awaited && matches!(self.ups[u].state, State::Down { .. } | State::Initializing);
+        if !asleep && !starting {
             return false;
         }
         if self.parked.len() >= self.opts.max_pending {
@@ -61,9 +69,10 @@ impl Hub {
         let deadline = self.now_ms + self.ups[u].spec.timeout_ms;
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         self.parked.push(Parked { u, c, raw: m.env.bytes().to_vec(), id, deadline, ctx: ctx.cloned() });
-        if !waking {
+        if asleep && !waking {
             let name = self.ups[u].spec.name.clone();
             self.log(Level::Info, format!("server '{name}': starting it for a request (lazy start)"));
+            self.ups[u].start_awaited = true;
             self.out.push_back(Output::Power(u, Power::Start));
         }
         true
@@ -98,8 +107,10 @@ impl Hub {
         }
     }
 
-    /// A start the hub asked for failed (the process exited before it was up).
+    /// A start the hub awaited failed (the process exited before it was up);
+    /// requests from now on are not parked for it.
     pub(super) fn wake_failed(&mut self, u: UpstreamId, reason: &str) {
+        self.ups[u].start_awaited = false;
         if self.parked.iter().any(|p| p.u == u) {
             self.fail_parked(u, &format!("could not be started ({reason})"));
         }
@@ -142,16 +153,20 @@ impl Hub {
         parked.into_iter().chain(idle).min()
     }
 
-    /// The lists a lazy server offered when mcpx last ran (from the
-    /// runtime's cache, as [`Hub::upstream_lists`] gave them): known at once,
-    /// and the server sleeps until it is used. Ignored unless `u` is lazy and
-    /// has not been started.
+    /// The lists a server offered when it last ran (from the runtime's
+    /// caches, as [`Hub::upstream_lists`] gave them): known at once. A lazy
+    /// server sleeps until it is used; another is being started, and the
+    /// requests for it wait for that start. Ignored once `u` was started.
     pub(super) fn on_seed_lists(&mut self, u: UpstreamId, v: &Value) {
         let Some(up) = self.ups.get_mut(u) else { return };
-        if !up.spec.lazy || !matches!(up.state, State::Down { .. }) || up.starts > 0 {
+        if !matches!(up.state, State::Down { .. }) || up.starts > 0 {
             return;
         }
-        up.state = State::Asleep;
+        if up.spec.lazy {
+            up.state = State::Asleep;
+        } else {
+            up.start_awaited = true;
+        }
         up.settled = true;
         up.caps = v.get("capabilities").cloned().filter(Value::is_object);
         up.instructions = v.get("instructions").and_then(Value::as_str).map(String::from);

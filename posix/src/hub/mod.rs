@@ -692,10 +692,11 @@ impl Hub {
         self.on_remove_upstream(u, why);
     }
 
-    /// The lists lazy server `u` offered when mcpx last ran (as
-    /// [`Hub::upstream_lists`] gave them, from the runtime's cache): its tools
-    /// are known at once, and it sleeps until a request needs it. Ignored
-    /// unless `u` is lazy and has not been started.
+    /// The lists server `u` offered when it last ran (as
+    /// [`Hub::upstream_lists`] gave them, from the runtime's caches): its
+    /// tools are known at once. A lazy server sleeps until a request needs
+    /// it; another one's requests wait for its first start (give the lists
+    /// before starting it). Ignored once `u` was started.
     pub fn seed_lists(&mut self, u: UpstreamId, lists: &serde_json::Value) {
         self.on_seed_lists(u, lists);
     }

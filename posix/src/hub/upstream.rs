@@ -128,6 +128,9 @@ pub(super) struct Upstream {
     /// A digest of the lists last given as `Output::ListsRead` since it
     /// started (`None`: not yet this start).
     reported: Option<u64>,
+    /// A start is awaited with its catalog known (see `lazy`): requests for
+    /// it are parked until it is up or fails.
+    pub start_awaited: bool,
     /// Its last message over the frame cap whose request could not be told
     /// (when, and what it was), named in the timeout errors of requests
     /// sent before it.
@@ -263,6 +266,7 @@ fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
         stopping: false,
         clipped: None,
         reported: None,
+        start_awaited: false,
     }
 }
 
@@ -780,6 +784,7 @@ impl Hub {
         }
         if self.ups[u].is_ready() {
             self.report_lists(u);
+            self.ups[u].start_awaited = false;
             self.release_parked(u);
         }
     }

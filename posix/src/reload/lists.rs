@@ -6,11 +6,13 @@
 //!
 //! Kept whenever a server's lists are read (`Output::ListsRead`: at each
 //! start, and after a re-read that changed them), at an idle stop and at
-//! shutdown: in the store for every server (a replica where it is lazy uses
-//! it), on disk for lazy servers. Known at start: from the store first, in
-//! one round trip for all lazy servers; without an answer (within the
-//! store's timeout) from the disk, with a warning; without either, the
-//! server is started once to learn them.
+//! shutdown: in the store for every server, on disk for lazy servers.
+//! Known at start: from the store first, in one round trip for all
+//! servers; for a lazy server without a stored entry (or without an answer
+//! within the store's timeout, with a warning) from the disk; without
+//! either, a lazy server is started once to learn them. A server that is
+//! not lazy starts anyway; known lists let a replica list it before it is
+//! up, and its calls wait for it (`hub::lazy`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -46,29 +48,26 @@ impl Lists {
         Lists { dir: cache::dir(env), cluster: cluster.filter(|c| c.has_store()) }
     }
 
-    /// The lists known of the lazy servers among `servers`, by name.
+    /// The lists known of `servers`, by name.
     pub async fn known<'a>(&self, servers: impl Iterator<Item = &'a ServerConfig>) -> HashMap<String, (Value, From)> {
-        let lazy: Vec<&ServerConfig> = servers.filter(|s| s.power.lazy).collect();
+        let servers: Vec<&ServerConfig> = servers.collect();
         let mut known = HashMap::new();
-        if lazy.is_empty() {
-            return known;
-        }
-        if let Some(cl) = &self.cluster {
-            let keys: Vec<String> = lazy.iter().map(|s| lists_key(&s.name)).collect();
+        if let (Some(cl), false) = (&self.cluster, servers.is_empty()) {
+            let keys: Vec<String> = servers.iter().map(|s| lists_key(&s.name)).collect();
             match cl.get_all(&keys).await {
                 Some(Ok(values)) => {
-                    for (s, v) in lazy.iter().zip(values) {
+                    for (s, v) in servers.iter().zip(values) {
                         if let Some(lists) = v.and_then(|v| cache::lists_in(&v, s)) {
                             known.insert(s.name.clone(), (lists, From::Shared));
                         }
                     }
                 }
-                Some(Err(why)) => warn!("the lists of lazy servers are not read from the shared state ({why}); using the disk cache"),
+                Some(Err(why)) => warn!("servers' lists are not read from the shared state ({why}); lazy servers' from the disk cache"),
                 None => {}
             }
         }
         if let Some(dir) = &self.dir {
-            for s in lazy {
+            for s in servers.into_iter().filter(|s| s.power.lazy) {
                 if !known.contains_key(&s.name) {
                     if let Some(lists) = cache::load(dir, s) {
                         known.insert(s.name.clone(), (lists, From::Disk));

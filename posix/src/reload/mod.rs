@@ -158,7 +158,8 @@ fn file_of(cfg: &Config) -> Option<PathBuf> {
 }
 
 /// Starts the configured servers as upstreams 0, 1, ...: each at once,
-/// except a lazy one whose lists are known ([`Lists::known`]), which sleeps.
+/// except a lazy one whose lists are known ([`Lists::known`]), which sleeps;
+/// the known lists of the others are listed while they start.
 pub(crate) async fn start_servers(rt: &Runtime, spawner: &Spawner, cfg: &Config, lists: &Lists) {
     let mut known = lists.known(cfg.servers.iter()).await;
     for (id, s) in cfg.servers.iter().enumerate() {
@@ -175,9 +176,14 @@ fn bring_up(rt: &Runtime, spawner: &Spawner, known: Option<(serde_json::Value, l
                 lists::From::Shared => "from the shared state",
                 lists::From::Disk => "from when it last ran",
             };
-            info!("server {}: lazy; its lists are known {whence}, it starts when used", s.name);
             rt.feed(|h, _| h.seed_lists(id, &lists));
-            spawner.reserve(rt, id, s);
+            if s.power.lazy {
+                info!("server {}: lazy; its lists are known {whence}, it starts when used", s.name);
+                spawner.reserve(rt, id, s);
+            } else {
+                info!("server {}: its lists are known {whence}; listed while it starts", s.name);
+                spawner.start(rt, id, s);
+            }
         }
         None => {
             if s.power.lazy {

@@ -86,8 +86,9 @@ fn lists_kept_by_one_replica_are_known_to_another_for_what_it_runs_only() {
         // reload that changed it): not for it.
         let other = server("fs/x", &["2"], true);
         assert!(b.lists.known(std::iter::once(&other)).await.is_empty());
-        // Not lazy on B: B does not need them.
-        assert!(b.lists.known(std::iter::once(&server("fs/x", &["1"], false))).await.is_empty());
+        // Not lazy on B: known as well (listed while it starts).
+        let eager = server("fs/x", &["1"], false);
+        assert_eq!(b.lists.known(std::iter::once(&eager)).await.remove("fs/x"), Some((lists(), From::Shared)));
     }));
     let _ = (std::fs::remove_dir_all(&da), std::fs::remove_dir_all(&db));
 }
@@ -126,6 +127,8 @@ fn without_redis_the_lists_come_from_the_disk_within_the_store_timeout() {
         let mut known = b.lists.known([&s, &t].into_iter()).await;
         assert!(t0.elapsed() < OP_TIMEOUT + Duration::from_millis(300), "{:?}", t0.elapsed());
         assert_eq!(known.remove("s"), Some((older, From::Disk)));
+        // A server that is not lazy is never known from the disk (only lazy ones are kept there).
+        assert!(b.lists.known(std::iter::once(&server("s", &[], false))).await.is_empty());
         // Known nowhere: it will be started to learn them.
         assert_eq!(known.remove("t"), None);
     }));
