@@ -1,6 +1,8 @@
 //! Cached upstream listings shared by replicas through Redis (issue 16): a
 //! lazy server's lists learned on one replica are known on another that
-//! never ran it, so listing there does not start it; only a call does.
+//! never ran it, so listing there does not start it; only a call does. A
+//! server that is not lazy is listed while it still starts, and a call
+//! waits for it.
 //! Redis and the replicas run on free loopback ports, each replica with its
 //! own empty `XDG_STATE_HOME` (no disk cache to fall back on), and the lazy
 //! server is wrapped in a script that records each start with the name of
@@ -34,7 +36,8 @@ fn setup() -> Setup {
         redis_port,
         "",
     );
-    std::fs::write(dir.path().join("record-start.sh"), "printf '%s\\n' \"$REPLICA\" >> \"$1\"\nshift\nexec \"$@\"\n").unwrap();
+    let script = "sleep \"$DELAY\"\nprintf '%s\\n' \"$REPLICA\" >> \"$1\"\nshift\nexec \"$@\"\n";
+    std::fs::write(dir.path().join("record-start.sh"), script).unwrap();
     let marker = dir.path().join("starts");
     Setup { dir, redis, redis_port, marker }
 }
@@ -43,12 +46,18 @@ impl Setup {
     /// Replica `name`: `mcpx serve --http` with the lazy `demo` (the same
     /// command line on every replica) and the shared store.
     fn replica(&self, name: &str) -> HttpServer {
+        self.replica_with(name, true, 0)
+    }
+
+    /// Replica `name` with `demo` lazy or not, its process coming up
+    /// `delay_s` seconds after it is started.
+    fn replica_with(&self, name: &str, lazy: bool, delay_s: u32) -> HttpServer {
         let demo = example_server_cmd("demo");
         let mut args = vec![self.dir.path().join("record-start.sh").display().to_string(), self.marker.display().to_string()];
         args.push(demo.program.display().to_string());
         args.extend(demo.args);
         let cfg = json!({
-            "mcpServers": {"demo": {"command": "sh", "args": args, "lazy": true, "env": {"REPLICA": name}}},
+            "mcpServers": {"demo": {"command": "sh", "args": args, "lazy": lazy, "env": {"REPLICA": name, "DELAY": delay_s.to_string()}}},
             "state": {"url": format!("redis://127.0.0.1:{}/0", self.redis_port)},
         });
         let cfg_path = self.dir.path().join(format!("{name}.json"));
@@ -143,4 +152,20 @@ fn with_redis_down_a_replica_starts_at_once_and_learns_the_lists_itself() {
     assert!(tools.contains(&"demo__greet".to_string()), "{tools:?}");
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
     assert_eq!(s.starts(), ["r1", "r2"], "r1 ({}) started it once, r2 once", r1.url);
+}
+
+#[test]
+fn a_replica_lists_a_server_that_is_still_starting_and_its_calls_wait_for_it() {
+    let s = setup();
+    let _r1 = s.replica_with("r1", false, 0);
+    until("demo's lists in Redis", || s.redis_has(DEMO_KEY) == Some(true));
+    // Replica 2's demo takes 8 s to come up; its tools are listed before.
+    let r2 = s.replica_with("r2", false, 8);
+    let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/list")];
+    let got = post(&r2.url, &headers, &modern_request(1, "tools/list", json!({}), json!({})));
+    assert!(got.text.contains("demo__greet"), "{} {}", got.status, got.text);
+    assert_eq!(s.starts(), ["r1"], "r2 listed demo before its process was up");
+    // A call through replica 2 waits for it rather than fail as unknown.
+    greet(Client::Py2Mode("2026-07-28"), &r2, "early").assert_ok();
+    assert_eq!(s.starts(), ["r1", "r2"]);
 }

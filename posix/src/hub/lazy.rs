@@ -174,6 +174,8 @@ impl Hub {
             let items = v.get(k.result_key()).and_then(Value::as_array).cloned().unwrap_or_default();
             self.set_items(u, k, items);
         }
+        // Settled: requests held for the startup may go now.
+        self.release_held_inits();
     }
 
     /// What `u` offers (capabilities, instructions, each list as listed and
