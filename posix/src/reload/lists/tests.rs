@@ -1,6 +1,7 @@
 //! The shared lists against a real redis-server: two replicas, each with
 //! its own disk cache.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -14,21 +15,21 @@ use crate::cluster::test_redis::Redis;
 use crate::config::ClusterSettings;
 use crate::hub::{Hub, HubOptions};
 
-/// One replica's runtime, its cluster task running on `ex`, and its lists
-/// with the disk cache in `dir`.
+/// One replica's runtime and its lists with the disk cache in `dir`.
 struct Replica {
     rt: Rc<Runtime>,
     lists: Lists,
-    _cluster: smol::Task<()>,
 }
 
-fn replica(ex: &Rc<LocalExecutor<'static>>, redis: &Redis, dir: &PathBuf) -> Replica {
+/// Replica of `redis` with its disk cache in `dir`, and its cluster task on `ex`.
+fn replica(ex: &Rc<LocalExecutor<'static>>, redis: &Redis, dir: &PathBuf) -> (Replica, smol::Task<()>) {
     let settings = ClusterSettings { state_url: Some(redis.url()), ..ClusterSettings::default() };
     let cl = Rc::new(Cluster::new(&settings).unwrap().expect("a cluster with a store"));
     let (rt, _, _) = Runtime::new(Hub::new(Vec::new(), HubOptions::default()).unwrap(), Vec::new());
     let state = dir.display().to_string();
     let env = move |k: &str| (k == "XDG_STATE_HOME").then(|| state.clone());
-    Replica { _cluster: rt.run_cluster(ex, cl.clone()), lists: Lists::new(&env, Some(cl)), rt }
+    let task = rt.run_cluster(ex, cl.clone());
+    (Replica { lists: Lists::new(&env, Some(cl)), rt }, task)
 }
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -63,13 +64,29 @@ async fn known_soon(r: &Replica, s: &ServerConfig) -> Option<(Value, From)> {
     }
 }
 
+/// Runs `test` with a fresh Redis (running until `test` is done, unless it
+/// stops it) and two replicas (A, B) on one executor, given their disk
+/// folders (empty); removes the folders after.
+fn two_replicas<F, Fut>(tag: &str, test: F)
+where
+    F: FnOnce(Rc<RefCell<Redis>>, [Replica; 2], [PathBuf; 2]) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let redis = Rc::new(RefCell::new(Redis::start()));
+    let ex = Rc::new(LocalExecutor::new());
+    let dirs = [temp_dir(&format!("{tag}a")), temp_dir(&format!("{tag}b"))];
+    let (a, ta) = replica(&ex, &redis.borrow(), &dirs[0]);
+    let (b, tb) = replica(&ex, &redis.borrow(), &dirs[1]);
+    smol::block_on(ex.run(test(redis.clone(), [a, b], dirs.clone())));
+    drop((ta, tb));
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 #[test]
 fn lists_kept_by_one_replica_are_known_to_another_for_what_it_runs_only() {
-    let redis = Redis::start();
-    let ex = Rc::new(LocalExecutor::new());
-    let (da, db) = (temp_dir("a1"), temp_dir("b1"));
-    smol::block_on(ex.run(async {
-        let (a, b) = (replica(&ex, &redis, &da), replica(&ex, &redis, &db));
+    two_replicas("1", |redis, [a, b], [da, db]| async move {
         let s = server("fs/x", &["1"], true);
         assert!(b.lists.known(std::iter::once(&s)).await.is_empty(), "nothing kept yet");
         a.lists.keep(&a.rt, &s, &lists());
@@ -78,10 +95,14 @@ fn lists_kept_by_one_replica_are_known_to_another_for_what_it_runs_only() {
         assert!(!db.exists(), "B wrote nothing to its disk");
         // A kept them on its disk too (lazy), under the same entry.
         assert_eq!(cache::load(&da.join("mcpx/lists"), &s), Some(lists()));
-        // The key and its expiry.
-        let store = Store::new(&redis.url()).unwrap();
+        // The key and its expiry (a day).
+        let url = redis.borrow().url();
+        let store = Store::new(&url).unwrap();
         let v = store.get(&lists_key("fs/x")).await.unwrap().expect("the key is there");
         assert_eq!(cache::lists_in(&v, &s), Some(lists()));
+        let mut c = redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap();
+        let pttl: u64 = redis::cmd("PTTL").arg(lists_key("fs/x")).query_async(&mut c).await.unwrap();
+        assert!((SHARED_TTL_MS - 60_000..=SHARED_TTL_MS).contains(&pttl), "{pttl}");
         // Another command for the same name (another replica's config, or a
         // reload that changed it): not for it.
         let other = server("fs/x", &["2"], true);
@@ -89,32 +110,22 @@ fn lists_kept_by_one_replica_are_known_to_another_for_what_it_runs_only() {
         // Not lazy on B: known as well (listed while it starts).
         let eager = server("fs/x", &["1"], false);
         assert_eq!(b.lists.known(std::iter::once(&eager)).await.remove("fs/x"), Some((lists(), From::Shared)));
-    }));
-    let _ = (std::fs::remove_dir_all(&da), std::fs::remove_dir_all(&db));
+    });
 }
 
 #[test]
 fn a_server_that_is_not_lazy_is_kept_in_the_store_only() {
-    let redis = Redis::start();
-    let ex = Rc::new(LocalExecutor::new());
-    let (da, db) = (temp_dir("a2"), temp_dir("b2"));
-    smol::block_on(ex.run(async {
-        let (a, b) = (replica(&ex, &redis, &da), replica(&ex, &redis, &db));
+    two_replicas("2", |_redis, [a, b], [da, _]| async move {
         a.lists.keep(&a.rt, &server("web", &[], false), &lists());
         // Lazy on B (another config): known from A's put.
         assert_eq!(known_soon(&b, &server("web", &[], true)).await, Some((lists(), From::Shared)));
         assert!(!da.exists(), "no disk entry for a server that is not lazy");
-    }));
-    let _ = (std::fs::remove_dir_all(&da), std::fs::remove_dir_all(&db));
+    });
 }
 
 #[test]
 fn without_redis_the_lists_come_from_the_disk_within_the_store_timeout() {
-    let mut redis = Redis::start();
-    let ex = Rc::new(LocalExecutor::new());
-    let (da, db) = (temp_dir("a3"), temp_dir("b3"));
-    smol::block_on(ex.run(async {
-        let (a, b) = (replica(&ex, &redis, &da), replica(&ex, &redis, &db));
+    two_replicas("3", |redis, [a, b], [_, db]| async move {
         let (s, t) = (server("s", &[], true), server("t", &[], true));
         a.lists.keep(&a.rt, &s, &lists());
         assert_eq!(known_soon(&b, &s).await, Some((lists(), From::Shared)));
@@ -122,7 +133,7 @@ fn without_redis_the_lists_come_from_the_disk_within_the_store_timeout() {
         let older = json!({ "capabilities": {}, "tools": [] });
         cache::save(&db.join("mcpx/lists"), "s", &cache::entry(&s, &older)).unwrap();
         assert_eq!(b.lists.known(std::iter::once(&s)).await.remove("s"), Some((lists(), From::Shared)));
-        redis.stop();
+        redis.borrow_mut().stop();
         let t0 = Instant::now();
         let mut known = b.lists.known([&s, &t].into_iter()).await;
         assert!(t0.elapsed() < OP_TIMEOUT + Duration::from_millis(300), "{:?}", t0.elapsed());
@@ -131,6 +142,5 @@ fn without_redis_the_lists_come_from_the_disk_within_the_store_timeout() {
         assert!(b.lists.known(std::iter::once(&server("s", &[], false))).await.is_empty());
         // Known nowhere: it will be started to learn them.
         assert_eq!(known.remove("t"), None);
-    }));
-    let _ = (std::fs::remove_dir_all(&da), std::fs::remove_dir_all(&db));
+    });
 }
