@@ -31,7 +31,7 @@ pub const SHARED_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// Where a server's lists were known from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum From {
+pub enum Whence {
     Shared,
     Disk,
 }
@@ -49,7 +49,7 @@ impl Lists {
     }
 
     /// The lists known of `servers`, by name.
-    pub async fn known<'a>(&self, servers: impl Iterator<Item = &'a ServerConfig>) -> HashMap<String, (Value, From)> {
+    pub async fn known<'a>(&self, servers: impl Iterator<Item = &'a ServerConfig>) -> HashMap<String, (Value, Whence)> {
         let servers: Vec<&ServerConfig> = servers.collect();
         let mut known = HashMap::new();
         if let (Some(cl), false) = (&self.cluster, servers.is_empty()) {
@@ -58,7 +58,7 @@ impl Lists {
                 Some(Ok(values)) => {
                     for (s, v) in servers.iter().zip(values) {
                         if let Some(lists) = v.and_then(|v| cache::lists_in(&v, s)) {
-                            known.insert(s.name.clone(), (lists, From::Shared));
+                            known.insert(s.name.clone(), (lists, Whence::Shared));
                         }
                     }
                 }
@@ -70,7 +70,7 @@ impl Lists {
             for s in servers.into_iter().filter(|s| s.power.lazy) {
                 if !known.contains_key(&s.name) {
                     if let Some(lists) = cache::load(dir, s) {
-                        known.insert(s.name.clone(), (lists, From::Disk));
+                        known.insert(s.name.clone(), (lists, Whence::Disk));
                     }
                 }
             }

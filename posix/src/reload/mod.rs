@@ -169,12 +169,12 @@ pub(crate) async fn start_servers(rt: &Runtime, spawner: &Spawner, cfg: &Config,
 
 /// Starts server `s` as upstream `id`, or lets it sleep with its `known`
 /// lists (see [`start_servers`]).
-fn bring_up(rt: &Runtime, spawner: &Spawner, known: Option<(serde_json::Value, lists::From)>, id: UpstreamId, s: &ServerConfig) {
+fn bring_up(rt: &Runtime, spawner: &Spawner, known: Option<(serde_json::Value, lists::Whence)>, id: UpstreamId, s: &ServerConfig) {
     match known {
         Some((lists, from)) => {
             let whence = match from {
-                lists::From::Shared => "from the shared state",
-                lists::From::Disk => "from when it last ran",
+                lists::Whence::Shared => "from the shared state",
+                lists::Whence::Disk => "from when it last ran",
             };
             rt.feed(|h, _| h.seed_lists(id, &lists));
             if s.power.lazy {

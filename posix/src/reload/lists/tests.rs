@@ -51,7 +51,7 @@ fn lists() -> Value {
 }
 
 /// Waits (at most 2 s) until `r` knows `s`'s lists from somewhere.
-async fn known_soon(r: &Replica, s: &ServerConfig) -> Option<(Value, From)> {
+async fn known_soon(r: &Replica, s: &ServerConfig) -> Option<(Value, Whence)> {
     let t0 = Instant::now();
     loop {
         if let Some(k) = r.lists.known(std::iter::once(s)).await.remove(&s.name) {
@@ -91,7 +91,7 @@ fn lists_kept_by_one_replica_are_known_to_another_for_what_it_runs_only() {
         assert!(b.lists.known(std::iter::once(&s)).await.is_empty(), "nothing kept yet");
         a.lists.keep(&a.rt, &s, &lists());
         // B has an empty disk cache: it knows them from the store.
-        assert_eq!(known_soon(&b, &s).await, Some((lists(), From::Shared)));
+        assert_eq!(known_soon(&b, &s).await, Some((lists(), Whence::Shared)));
         assert!(!db.exists(), "B wrote nothing to its disk");
         // A kept them on its disk too (lazy), under the same entry.
         assert_eq!(cache::load(&da.join("mcpx/lists"), &s), Some(lists()));
@@ -109,7 +109,7 @@ fn lists_kept_by_one_replica_are_known_to_another_for_what_it_runs_only() {
         assert!(b.lists.known(std::iter::once(&other)).await.is_empty());
         // Not lazy on B: known as well (listed while it starts).
         let eager = server("fs/x", &["1"], false);
-        assert_eq!(b.lists.known(std::iter::once(&eager)).await.remove("fs/x"), Some((lists(), From::Shared)));
+        assert_eq!(b.lists.known(std::iter::once(&eager)).await.remove("fs/x"), Some((lists(), Whence::Shared)));
     });
 }
 
@@ -118,7 +118,7 @@ fn a_server_that_is_not_lazy_is_kept_in_the_store_only() {
     two_replicas("2", |_redis, [a, b], [da, _]| async move {
         a.lists.keep(&a.rt, &server("web", &[], false), &lists());
         // Lazy on B (another config): known from A's put.
-        assert_eq!(known_soon(&b, &server("web", &[], true)).await, Some((lists(), From::Shared)));
+        assert_eq!(known_soon(&b, &server("web", &[], true)).await, Some((lists(), Whence::Shared)));
         assert!(!da.exists(), "no disk entry for a server that is not lazy");
     });
 }
@@ -128,16 +128,16 @@ fn without_redis_the_lists_come_from_the_disk_within_the_store_timeout() {
     two_replicas("3", |redis, [a, b], [_, db]| async move {
         let (s, t) = (server("s", &[], true), server("t", &[], true));
         a.lists.keep(&a.rt, &s, &lists());
-        assert_eq!(known_soon(&b, &s).await, Some((lists(), From::Shared)));
+        assert_eq!(known_soon(&b, &s).await, Some((lists(), Whence::Shared)));
         // In the store and on B's disk: the store's wins while it answers.
         let older = json!({ "capabilities": {}, "tools": [] });
         cache::save(&db.join("mcpx/lists"), "s", &cache::entry(&s, &older)).unwrap();
-        assert_eq!(b.lists.known(std::iter::once(&s)).await.remove("s"), Some((lists(), From::Shared)));
+        assert_eq!(b.lists.known(std::iter::once(&s)).await.remove("s"), Some((lists(), Whence::Shared)));
         redis.borrow_mut().stop();
         let t0 = Instant::now();
         let mut known = b.lists.known([&s, &t].into_iter()).await;
         assert!(t0.elapsed() < OP_TIMEOUT + Duration::from_millis(300), "{:?}", t0.elapsed());
-        assert_eq!(known.remove("s"), Some((older, From::Disk)));
+        assert_eq!(known.remove("s"), Some((older, Whence::Disk)));
         // A server that is not lazy is never known from the disk (only lazy ones are kept there).
         assert!(b.lists.known(std::iter::once(&server("s", &[], false))).await.is_empty());
         // Known nowhere: it will be started to learn them.
