@@ -33,6 +33,7 @@ use crate::http::{self, Http, HttpConfig, HubLink};
 use crate::hub::{self, About, ClientId, Hub, HubOptions, IdKey, ModernHeaders, Output, UpstreamId, UpstreamSpec, Upward};
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
+use crate::reload::ServerAsk;
 use crate::remote::{self, RemoteSpec};
 use crate::supervise::{self, Events, ProcessSpec};
 
@@ -122,9 +123,9 @@ pub struct Runtime {
     tick_wake: Sender<()>,
     /// The hub deadline the timer task sleeps until (`None`: no deadline).
     armed: Cell<Option<u64>>,
-    /// The hub's `Output::Power` requests, for the task that runs the
-    /// servers (`reload`).
-    power: (Sender<(UpstreamId, hub::Power)>, Receiver<(UpstreamId, hub::Power)>),
+    /// The hub's `Output::Power` and `Output::ListsRead`, for the task that
+    /// runs the servers (`reload`).
+    server_asks: (Sender<(UpstreamId, ServerAsk)>, Receiver<(UpstreamId, ServerAsk)>),
     stop: Sender<Stop>,
     closing: Cell<bool>,
     /// The task state file (`task_store`), with an HTTP listener.
@@ -148,7 +149,7 @@ impl Runtime {
             http: RefCell::new(None),
             tick_wake,
             armed: Cell::new(None),
-            power: channel::bounded(256),
+            server_asks: channel::bounded(256),
             stop,
             closing: Cell::new(false),
             tasks_file: RefCell::new(None),
@@ -159,7 +160,7 @@ impl Runtime {
 
     /// Queues `job` for the cluster task (`cluster::runtime`); without one,
     /// or with its queue full, the hub is answered now that it cannot be done.
-    fn cluster_job(&self, job: cluster::Job) {
+    pub(crate) fn cluster_job(&self, job: cluster::Job) {
         let job = match self.cluster_jobs.borrow().as_ref() {
             Some(q) => match q.try_send(job) {
                 Ok(()) => return,
@@ -173,6 +174,14 @@ impl Runtime {
         };
         let now = self.now_ms();
         cluster::refuse(&mut self.hub.borrow_mut(), job, hub::shared::Answer::Unavailable(why.clone()), Err(why), now);
+    }
+
+    /// Runs the cluster task of `cl` on `ex`: from now on the jobs
+    /// queued for it ([`Runtime::cluster_job`]) are done.
+    pub(crate) fn run_cluster(self: &Rc<Runtime>, ex: &Rc<LocalExecutor<'static>>, cl: Rc<cluster::Cluster>) -> Task<()> {
+        let (tx, rx) = channel::bounded(cluster::MAX_IN_FLIGHT);
+        *self.cluster_jobs.borrow_mut() = Some(tx);
+        ex.spawn(cl.run(ex.clone(), self.clone(), rx))
     }
 
     /// The MCP headers of a modern request forwarded over the hop (as a
@@ -291,14 +300,22 @@ impl Runtime {
         self.tasks.borrow().get(u).is_some_and(Option::is_some)
     }
 
-    /// The hub's requests to start or stop a server's process.
-    pub(crate) fn power_requests(&self) -> Receiver<(UpstreamId, hub::Power)> {
-        self.power.1.clone()
+    /// The hub's requests to start or stop a server's process and to keep
+    /// its lists.
+    pub(crate) fn server_asks(&self) -> Receiver<(UpstreamId, ServerAsk)> {
+        self.server_asks.1.clone()
     }
 
     /// The hub, for what the runtime asks it outside of `feed`.
     pub(crate) fn hub(&self) -> std::cell::Ref<'_, Hub> {
         self.hub.borrow()
+    }
+
+    /// Passes the hub's `ask` for server `u` to the task that runs the servers.
+    fn ask_server(&self, u: UpstreamId, ask: ServerAsk) {
+        if !self.closing.get() && self.server_asks.0.try_send((u, ask)).is_err() {
+            error!("server {}: {ask:?} request dropped (too many waiting)", self.name(u));
+        }
     }
 
     fn route(&self, out: Output) {
@@ -372,11 +389,8 @@ impl Runtime {
                     up.restart(why);
                 }
             }
-            Output::Power(u, p) => {
-                if !self.closing.get() && self.power.0.try_send((u, p)).is_err() {
-                    error!("server {}: {p:?} request dropped (too many waiting)", self.name(u));
-                }
-            }
+            Output::Power(u, p) => self.ask_server(u, ServerAsk::Power(p)),
+            Output::ListsRead(u) => self.ask_server(u, ServerAsk::KeepLists),
             Output::CloseClient(c) => {
                 if let Some(conn) = self.clients.borrow().get(&c) {
                     debug!("closing client {c}");
@@ -937,11 +951,7 @@ where
             return 1;
         }
     };
-    let _cluster = cluster.clone().map(|cl| {
-        let (tx, rx) = channel::bounded(cluster::MAX_IN_FLIGHT);
-        *rt.cluster_jobs.borrow_mut() = Some(tx);
-        ex.spawn(cl.run(ex.clone(), rt.clone(), rx))
-    });
+    let _cluster = cluster.clone().map(|cl| rt.run_cluster(&ex, cl));
 
     // Bind before any server starts: a busy port or an unsafe address stops mcpx.
     let mut _http_server = None;
@@ -973,8 +983,10 @@ where
     }
 
     let spawner = Spawner { ex: ex.clone(), sup_opts, events, catalog };
-    crate::reload::start_servers(&rt, &spawner, cfg);
-    let reloads = ex.spawn(crate::reload::run(rt.clone(), spawner, cfg.clone(), transports.reload));
+    // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
+    let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
+    crate::reload::start_servers(&rt, &spawner, cfg, &lists).await;
+    let reloads = ex.spawn(crate::reload::run(rt.clone(), spawner, cfg.clone(), transports.reload, lists));
     let _timer = ex.spawn(timer_task(rt.clone(), tick_rx));
     let client = transports.stdio.then(|| crate::stdio::start(&ex, &rt, input, output));
 

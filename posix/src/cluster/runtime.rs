@@ -78,6 +78,25 @@ impl Cluster {
         Some(super::directory::Directory::new(self.store()?, self.hop.clone()?, idle_ms))
     }
 
+    /// Is a shared-state store configured (`state.url`)?
+    pub fn has_store(&self) -> bool {
+        #[cfg(feature = "cluster")]
+        return self.store.is_some();
+        #[cfg(not(feature = "cluster"))]
+        false
+    }
+
+    /// The values of `keys` in the shared store, in one round trip (within
+    /// the store's timeout); `None` without a store.
+    pub async fn get_all(&self, keys: &[String]) -> Option<Result<Vec<Option<Vec<u8>>>, String>> {
+        #[cfg(feature = "cluster")]
+        if let Some(store) = &self.store {
+            return Some(store.get_all(keys).await.map_err(|e| e.0));
+        }
+        let _ = keys;
+        None
+    }
+
     /// Runs the jobs the runtime queues (`Runtime::cluster_job`), each as a
     /// task of `ex`, until the queue closes.
     pub async fn run(self: Rc<Cluster>, ex: Rc<LocalExecutor<'static>>, rt: Rc<Runtime>, jobs: Receiver<Job>) {

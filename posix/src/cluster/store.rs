@@ -9,8 +9,9 @@
 //!   Redis does not know it yet), atomic on the Redis side and on its clock,
 //!   so every replica draws from the same buckets;
 //! - a put: `SET KEY VALUE [PX ttl]`;
-//! - a get: `GET KEY`; and for the runtime's own use, a delete only
-//!   while the key still holds a value (one Lua script).
+//! - for the runtime's own use (not the hub's): a get of several keys at
+//!   once (`MGET`, one round trip), and a delete only while the key still
+//!   holds a value (one Lua script).
 //!
 //! The key names are the hub's (`hub::shared`).
 //!
@@ -195,7 +196,6 @@ impl Store {
         self.ask(|mut c| async move { redis::cmd("GET").arg(key).query_async(&mut c).await }).await
     }
 
-
     /// Deletes `key` if it still holds `value` (not one another replica put
     /// since); true when it did.
     pub async fn delete_if(&self, key: &str, value: &[u8]) -> Result<bool, Unavailable> {
@@ -203,6 +203,15 @@ impl Store {
             .ask(|mut c| async move { self.delete_if.key(key).arg(value).invoke_async(&mut c).await })
             .await?;
         Ok(gone == 1)
+    }
+
+    /// `MGET keys...`: each key's value, `None` where it is not there.
+    pub async fn get_all(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, Unavailable> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys = keys.to_vec();
+        self.ask(|mut c| async move { redis::cmd("MGET").arg(keys).query_async(&mut c).await }).await
     }
 
     /// `SET key value [PX ttl]` (no expiry for ttl 0).

@@ -2,12 +2,17 @@
 //! uses it, and be stopped again after it has been idle.
 //!
 //! A sleeping server (`State::Asleep`) keeps what it offered in the catalog:
-//! its last listing, given by the runtime from its disk cache
-//! ([`Hub::seed_lists`]) or kept when the hub put it to sleep. A request
+//! its last listing, given by the runtime from its caches (the disk, the
+//! replicas' shared store: [`Hub::seed_lists`]) or kept when the hub put it
+//! to sleep. The runtime keeps them when told (`Output::ListsRead`). A request
 //! routed to it is parked and the hub asks the runtime to start it
 //! (`Output::Power(u, Power::Start)`). Once it is up and its lists are read,
 //! the parked requests are served as if they had just come; if it is not up
 //! within the server's `timeout_ms`, each is answered with an error naming it.
+//! Requests that come while the start is awaited are parked too; so are
+//! those for a server that is not lazy whose lists the runtime gave before
+//! its first start (another replica's): it is listed at once, and a call
+//! waits for it rather than fail as an unknown tool.
 //! A ready server with `idle_ms` set and no client request in flight to it
 //! for that long is put to sleep (`Power::Stop`); the exit of its process
 //! that follows keeps its catalog.
@@ -46,11 +51,15 @@ pub(super) struct Parked {
 
 impl Hub {
     /// Every request forwarded to `u` comes here first: the use is noted
-    /// (idle stop; its answer is noted too); when `u` sleeps, the request is parked and `u` woken, and
-    /// the answer is true.
+    /// (idle stop; its answer is noted too); when `u` sleeps, the request is
+    /// parked and `u` woken, and the answer is true. So is it while a start
+    /// of `u` is awaited (woken, or first started with its lists known from
+    /// the runtime: [`Hub::seed_lists`]) until it is up or fails.
     pub(super) fn park_if_asleep(&mut self, u: UpstreamId, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> bool {
         self.ups[u].last_used_ms = self.now_ms;
-        if self.ups[u].state != State::Asleep {
+        let asleep = self.ups[u].state == State::Asleep;
+        let starting = self.ups[u].start_awaited && matches!(self.ups[u].state, State::Down { .. } | State::Initializing);
+        if !asleep && !starting {
             return false;
         }
         if self.parked.len() >= self.opts.max_pending {
@@ -60,9 +69,10 @@ impl Hub {
         let deadline = self.now_ms + self.ups[u].spec.timeout_ms;
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         self.parked.push(Parked { u, c, raw: m.env.bytes().to_vec(), id, deadline, ctx: ctx.cloned() });
-        if !waking {
+        if asleep && !waking {
             let name = self.ups[u].spec.name.clone();
             self.log(Level::Info, format!("server '{name}': starting it for a request (lazy start)"));
+            self.ups[u].start_awaited = true;
             self.out.push_back(Output::Power(u, Power::Start));
         }
         true
@@ -97,8 +107,10 @@ impl Hub {
         }
     }
 
-    /// A start the hub asked for failed (the process exited before it was up).
+    /// A start the hub awaited failed (the process exited before it was up);
+    /// requests from now on are not parked for it.
     pub(super) fn wake_failed(&mut self, u: UpstreamId, reason: &str) {
+        self.ups[u].start_awaited = false;
         if self.parked.iter().any(|p| p.u == u) {
             self.fail_parked(u, &format!("could not be started ({reason})"));
         }
@@ -141,16 +153,20 @@ impl Hub {
         parked.into_iter().chain(idle).min()
     }
 
-    /// The lists a lazy server offered when mcpx last ran (from the
-    /// runtime's cache, as [`Hub::upstream_lists`] gave them): known at once,
-    /// and the server sleeps until it is used. Ignored unless `u` is lazy and
-    /// has not been started.
+    /// The lists a server offered when it last ran (from the runtime's
+    /// caches, as [`Hub::upstream_lists`] gave them): known at once. A lazy
+    /// server sleeps until it is used; another is being started, and the
+    /// requests for it wait for that start. Ignored once `u` was started.
     pub(super) fn on_seed_lists(&mut self, u: UpstreamId, v: &Value) {
         let Some(up) = self.ups.get_mut(u) else { return };
-        if !up.spec.lazy || !matches!(up.state, State::Down { .. }) || up.starts > 0 {
+        if !matches!(up.state, State::Down { .. }) || up.starts > 0 {
             return;
         }
-        up.state = State::Asleep;
+        if up.spec.lazy {
+            up.state = State::Asleep;
+        } else {
+            up.start_awaited = true;
+        }
         up.settled = true;
         up.caps = v.get("capabilities").cloned().filter(Value::is_object);
         up.instructions = v.get("instructions").and_then(Value::as_str).map(String::from);
@@ -158,6 +174,8 @@ impl Hub {
             let items = v.get(k.result_key()).and_then(Value::as_array).cloned().unwrap_or_default();
             self.set_items(u, k, items);
         }
+        // Settled: requests held for the startup may go now.
+        self.release_held_inits();
     }
 
     /// What `u` offers (capabilities, instructions, each list as listed and

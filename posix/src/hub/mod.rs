@@ -507,6 +507,11 @@ pub enum Output {
     /// Start or stop this upstream's process (lazy start, idle stop); the
     /// runtime then reports `upstream_started` / `upstream_exited` as usual.
     Power(UpstreamId, Power),
+    /// Upstream `u`'s lists were read (at its start, or again after a
+    /// change): the runtime may keep them ([`Hub::upstream_lists`]) for the
+    /// next start and for other replicas. Given once per start and then
+    /// only when they changed.
+    ListsRead(UpstreamId),
     /// A line for mcpx's own log.
     Log(Level, String),
     /// The hub's tasks changed: write this as the task state file, before
@@ -692,10 +697,11 @@ impl Hub {
         self.on_remove_upstream(u, why);
     }
 
-    /// The lists lazy server `u` offered when mcpx last ran (as
-    /// [`Hub::upstream_lists`] gave them, from the runtime's cache): its tools
-    /// are known at once, and it sleeps until a request needs it. Ignored
-    /// unless `u` is lazy and has not been started.
+    /// The lists server `u` offered when it last ran (as
+    /// [`Hub::upstream_lists`] gave them, from the runtime's caches): its
+    /// tools are known at once. A lazy server sleeps until a request needs
+    /// it; another one's requests wait for its first start (give the lists
+    /// before starting it). Ignored once `u` was started.
     pub fn seed_lists(&mut self, u: UpstreamId, lists: &serde_json::Value) {
         self.on_seed_lists(u, lists);
     }

@@ -193,8 +193,14 @@ pub fn task_key(id: &str) -> String {
     format!("{KEY_PREFIX}task:{id}")
 }
 
-#[cfg(feature = "cluster")]
-fn hex(bytes: &[u8]) -> String {
+/// The store key of server `name`'s cached lists (its name in hex, so any
+/// name is a safe key).
+pub fn lists_key(name: &str) -> String {
+    format!("{KEY_PREFIX}lists:{}", hex(name.as_bytes()))
+}
+
+/// `bytes` as lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

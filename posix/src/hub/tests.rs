@@ -72,6 +72,8 @@ struct Pair {
     restarts: Vec<(UpstreamId, &'static str)>,
     /// `Power` requests (lazy start, idle stop).
     power: Vec<(UpstreamId, Power)>,
+    /// `ListsRead` reports.
+    lists_read: Vec<UpstreamId>,
     closed: Vec<ClientId>,
     /// `ClientInitialized` events.
     initialized: Vec<(ClientId, mcpx_core::revision::Revision)>,
@@ -119,6 +121,7 @@ impl Pair {
             up: HashMap::new(),
             restarts: vec![],
             power: vec![],
+            lists_read: vec![],
             closed: vec![],
             initialized: vec![],
             logs: vec![],
@@ -172,6 +175,7 @@ impl Pair {
                     }
                     Output::RestartUpstream(u, why) => self.restarts.push((u, why)),
                     Output::Power(u, p) => self.power.push((u, p)),
+                    Output::ListsRead(u) => self.lists_read.push(u),
                     Output::CloseClient(c) => self.closed.push(c),
                     Output::Log(l, s) => self.logs.push((l, s)),
                     Output::SaveTasks(b) => self.saved.push(b),

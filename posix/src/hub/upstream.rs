@@ -21,6 +21,9 @@
 //! without the capability), so a call meanwhile is told the server is
 //! restarting and when to retry, or that it was given up ([`Hub::unavailable`]).
 
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
 use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
 
@@ -122,6 +125,12 @@ pub(super) struct Upstream {
     pub last_start_ms: u64,
     /// Put to sleep; its process is being stopped.
     pub stopping: bool,
+    /// A digest of the lists last given as `Output::ListsRead` since it
+    /// started (`None`: not yet this start).
+    reported: Option<u64>,
+    /// A start is awaited with its catalog known (see `lazy`): requests for
+    /// it are parked until it is up or fails.
+    pub start_awaited: bool,
     /// Its last message over the frame cap whose request could not be told
     /// (when, and what it was), named in the timeout errors of requests
     /// sent before it.
@@ -256,6 +265,8 @@ fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
         last_start_ms: 0,
         stopping: false,
         clipped: None,
+        reported: None,
+        start_awaited: false,
     }
 }
 
@@ -614,6 +625,7 @@ impl Hub {
     /// `u` is ready: the lists its capabilities announce are read; what it
     /// offered before of the others (kept while it was down) leaves the catalog.
     fn read_lists(&mut self, u: UpstreamId) {
+        self.ups[u].reported = None;
         for k in Kind::ALL {
             if self.ups[u].has_cap(k.capability()) {
                 self.start_listing(u, k);
@@ -771,7 +783,25 @@ impl Hub {
             self.release_held_inits();
         }
         if self.ups[u].is_ready() {
+            self.report_lists(u);
+            self.ups[u].start_awaited = false;
             self.release_parked(u);
+        }
+    }
+
+    /// `u` is ready with its lists read: the runtime is told
+    /// (`Output::ListsRead`) once per start and then whenever a re-read
+    /// changed them, never for an instance (its lists are its template's).
+    fn report_lists(&mut self, u: UpstreamId) {
+        if self.is_instance(u) {
+            return;
+        }
+        let Some(lists) = self.lists_json(u) else { return };
+        let mut h = DefaultHasher::new();
+        serde_json::to_vec(&lists).unwrap_or_default().hash(&mut h);
+        let digest = h.finish();
+        if self.ups[u].reported.replace(digest) != Some(digest) {
+            self.out.push_back(Output::ListsRead(u));
         }
     }
 

@@ -1,9 +1,11 @@
 //! The last lists of lazy servers, kept on disk so that mcpx knows their
 //! tools at its next start without starting them: one JSON file per server
 //! in `$XDG_STATE_HOME/mcpx/lists/` (else `~/.local/state/mcpx/lists/`),
-//! written when a server is stopped for being idle and when mcpx stops. A
-//! file whose server now runs something else (another command, arguments or
-//! URL) is not used.
+//! written when its lists are read, when it is stopped for being idle and
+//! when mcpx stops. An entry (`{"server", "source", "lists"}`, the same in
+//! the shared store, see `shared_lists`) whose server now runs something
+//! else (another command, arguments or URL) or filters its tools otherwise
+//! is not used.
 
 use std::path::{Path, PathBuf};
 
@@ -16,37 +18,49 @@ pub fn dir(env: EnvLookup<'_>) -> Option<PathBuf> {
     Some(crate::config::state_dir(env)?.join("lists"))
 }
 
-/// What the server runs: its cache is for this only.
+/// What the server runs and which of its tools are kept (the lists are
+/// kept filtered): an entry is for this only.
 fn source(s: &ServerConfig) -> Value {
-    match &s.remote {
+    let mut v = match &s.remote {
         Some(r) => json!({ "url": r.url }),
         None => json!({ "command": s.command, "args": s.args }),
+    };
+    if !(s.tools_allow.is_empty() && s.tools_deny.is_empty()) {
+        v["tools"] = json!({ "allow": s.tools_allow, "deny": s.tools_deny });
     }
+    v
+}
+
+/// The entry of server `s` with its `lists`, as stored.
+pub fn entry(s: &ServerConfig, lists: &Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({ "server": s.name, "source": source(s), "lists": lists })).unwrap_or_default()
+}
+
+/// The lists in a stored `entry`, if it is one of server `s` as it runs now.
+pub fn lists_in(entry: &[u8], s: &ServerConfig) -> Option<Value> {
+    let mut v: Value = serde_json::from_slice(entry).ok()?;
+    if v.get("server").and_then(Value::as_str) != Some(&s.name) || v.get("source") != Some(&source(s)) {
+        return None;
+    }
+    Some(v.get_mut("lists")?.take()).filter(Value::is_object)
 }
 
 /// The file of server `name`: its name in hex, so any name is a safe file name.
 fn file(dir: &Path, name: &str) -> PathBuf {
-    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
-    dir.join(format!("{hex}.json"))
+    dir.join(format!("{}.json", crate::hub::shared::hex(name.as_bytes())))
 }
 
 /// Server `s`'s lists as last saved, if they are for what it runs now.
 pub fn load(dir: &Path, s: &ServerConfig) -> Option<Value> {
-    let text = std::fs::read(file(dir, &s.name)).ok()?;
-    let mut v: Value = serde_json::from_slice(&text).ok()?;
-    if v.get("source") != Some(&source(s)) {
-        return None;
-    }
-    Some(v.get_mut("lists")?.take())
+    lists_in(&std::fs::read(file(dir, &s.name)).ok()?, s)
 }
 
-/// Saves server `s`'s `lists` (written beside, then renamed over).
-pub fn save(dir: &Path, s: &ServerConfig, lists: Value) -> std::io::Result<()> {
+/// Saves server `name`'s [`entry`] (written beside, then renamed over).
+pub fn save(dir: &Path, name: &str, entry: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let path = file(dir, &s.name);
+    let path = file(dir, name);
     let tmp = path.with_extension("tmp");
-    let v = json!({ "server": s.name, "source": source(s), "lists": lists });
-    std::fs::write(&tmp, serde_json::to_vec(&v).unwrap_or_default())?;
+    std::fs::write(&tmp, entry)?;
     std::fs::rename(&tmp, &path)
 }
 
@@ -67,11 +81,17 @@ mod tests {
         let s = server("a/b c", &["x"]);
         assert_eq!(load(&dir, &s), None);
         let lists = json!({ "tools": [{ "name": "t" }] });
-        save(&dir, &s, lists.clone()).unwrap();
+        save(&dir, &s.name, &entry(&s, &lists)).unwrap();
         assert_eq!(load(&dir, &s), Some(lists));
         // Another command line: the cache is not for it.
         assert_eq!(load(&dir, &server("a/b c", &["y"])), None);
         assert_eq!(load(&dir, &server("other", &["x"])), None);
+        // Other tools kept: the lists were filtered otherwise.
+        let mut filtered = s.clone();
+        filtered.tools_deny = vec!["t".into()];
+        assert_eq!(load(&dir, &filtered), None);
+        // An entry stored under another server's name is not this one's.
+        assert_eq!(lists_in(&entry(&server("other", &["x"]), &json!({})), &s), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -15,10 +15,12 @@
 //! log and applies at the next start.
 //!
 //! The same task starts and stops the processes of lazy servers when the hub
-//! asks (`Output::Power`: lazy start, idle stop; see `hub::lazy`), keeping
-//! their lists on disk for the next start of mcpx ([`cache`]).
+//! asks (`Output::Power`: lazy start, idle stop; see `hub::lazy`), and keeps
+//! servers' lists when they are read (`Output::ListsRead`), on disk for the
+//! next start of mcpx and in the shared store for other replicas ([`lists`]).
 
 mod cache;
+pub mod lists;
 
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -33,6 +35,7 @@ use crate::config::{self, Config, ServerConfig, Source};
 use crate::hub::{Power, UpstreamId};
 use crate::log;
 use crate::serve::{Runtime, Spawner};
+use lists::Lists;
 
 /// How often the config file's metadata is looked at.
 const POLL: Duration = Duration::from_secs(1);
@@ -71,6 +74,15 @@ pub struct Diff {
     pub fixed: Vec<&'static str>,
     /// `logLevel` changed (applied at once unless fixed on the command line).
     pub log_level: bool,
+}
+
+/// What the hub asks of the task that runs the servers, for one of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerAsk {
+    /// `Output::Power`: start or stop its process.
+    Power(Power),
+    /// `Output::ListsRead`: keep its lists.
+    KeepLists,
 }
 
 impl Diff {
@@ -146,22 +158,32 @@ fn file_of(cfg: &Config) -> Option<PathBuf> {
 }
 
 /// Starts the configured servers as upstreams 0, 1, ...: each at once,
-/// except a lazy one whose lists are known from the cache, which sleeps.
-pub(crate) fn start_servers(rt: &Runtime, spawner: &Spawner, cfg: &Config) {
-    let dir = cache::dir(&config::process_env);
+/// except a lazy one whose lists are known ([`Lists::known`]), which sleeps;
+/// the known lists of the others are listed while they start.
+pub(crate) async fn start_servers(rt: &Runtime, spawner: &Spawner, cfg: &Config, lists: &Lists) {
+    let mut known = lists.known(cfg.servers.iter()).await;
     for (id, s) in cfg.servers.iter().enumerate() {
-        bring_up(rt, spawner, dir.as_deref(), id, s);
+        bring_up(rt, spawner, known.remove(&s.name), id, s);
     }
 }
 
-/// Starts server `s` as upstream `id`, or lets it sleep (see [`start_servers`]).
-fn bring_up(rt: &Runtime, spawner: &Spawner, dir: Option<&std::path::Path>, id: UpstreamId, s: &ServerConfig) {
-    let cached = s.power.lazy.then(|| dir.and_then(|d| cache::load(d, s))).flatten();
-    match cached {
-        Some(lists) => {
-            info!("server {}: lazy; its lists are known from when it last ran, it starts when used", s.name);
+/// Starts server `s` as upstream `id`, or lets it sleep with its `known`
+/// lists (see [`start_servers`]).
+fn bring_up(rt: &Runtime, spawner: &Spawner, known: Option<(serde_json::Value, lists::Whence)>, id: UpstreamId, s: &ServerConfig) {
+    match known {
+        Some((lists, from)) => {
+            let whence = match from {
+                lists::Whence::Shared => "from the shared state",
+                lists::Whence::Disk => "from when it last ran",
+            };
             rt.feed(|h, _| h.seed_lists(id, &lists));
-            spawner.reserve(rt, id, s);
+            if s.power.lazy {
+                info!("server {}: lazy; its lists are known {whence}, it starts when used", s.name);
+                spawner.reserve(rt, id, s);
+            } else {
+                info!("server {}: its lists are known {whence}; listed while it starts", s.name);
+                spawner.start(rt, id, s);
+            }
         }
         None => {
             if s.power.lazy {
@@ -176,19 +198,18 @@ fn bring_up(rt: &Runtime, spawner: &Spawner, dir: Option<&std::path::Path>, id: 
 enum Wake {
     Asked,
     Tick,
-    Power(UpstreamId, Power),
+    Server(UpstreamId, ServerAsk),
 }
 
 /// The task that runs the set of servers while `serve` runs: reloads the
 /// config on a [`request`] or a change of the file, starts and stops lazy
-/// servers when the hub asks; one thing at a time.
-pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, settings: Settings) {
-    let lists_dir = cache::dir(&config::process_env);
-    let mut state = State { rt, spawner, current, settings, lists_dir, reloads: 0, refused: None, not_applied: Vec::new() };
+/// servers and keeps servers' lists when the hub asks; one thing at a time.
+pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, settings: Settings, lists: Lists) {
+    let mut state = State { rt, spawner, current, settings, lists, reloads: 0, refused: None, not_applied: Vec::new() };
     let mut seen = state.watched().and_then(|p| stamp(&p));
     state.publish();
     let requests = &wake().1;
-    let power = state.rt.power_requests();
+    let asks = state.rt.server_asks();
     // A request left over from an earlier `serve` in this process is stale.
     while requests.try_recv().is_ok() {}
     while !state.rt.closing() {
@@ -199,8 +220,8 @@ pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, sett
             }
         };
         let powered = async {
-            match power.recv().await {
-                Ok((u, p)) => Wake::Power(u, p),
+            match asks.recv().await {
+                Ok((u, a)) => Wake::Server(u, a),
                 Err(_) => smol::future::pending().await,
             }
         };
@@ -208,14 +229,18 @@ pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, sett
             Timer::after(POLL).await;
             Wake::Tick
         };
-        // The hub's power requests first: a reload after them sees their effect.
+        // The hub's asks first: a reload after them sees their effect.
         let wake = powered.or(asked).or(tick).await;
         if state.rt.closing() {
             break;
         }
         let asked = match wake {
-            Wake::Power(u, p) => {
+            Wake::Server(u, ServerAsk::Power(p)) => {
                 state.power(u, p).await;
+                continue;
+            }
+            Wake::Server(u, ServerAsk::KeepLists) => {
+                state.keep_lists(u);
                 continue;
             }
             Wake::Asked => true,
@@ -241,8 +266,8 @@ struct State {
     spawner: Spawner,
     current: Config,
     settings: Settings,
-    /// Where lazy servers' lists are kept ([`cache`]).
-    lists_dir: Option<PathBuf>,
+    /// Where servers' lists are kept ([`lists`]).
+    lists: Lists,
     reloads: u64,
     /// Why the last reload was refused (`file:line:col: ...` lines), until
     /// one succeeds.
@@ -309,13 +334,16 @@ impl State {
         for name in &d.changed {
             self.stop(name, "its configuration changed").await;
         }
-        for s in new.servers.iter().filter(|s| d.added.contains(&s.name) || d.changed.contains(&s.name)) {
+        let starting: Vec<&ServerConfig> = new.servers.iter().filter(|s| d.added.contains(&s.name) || d.changed.contains(&s.name)).collect();
+        // A changed server's entry is for what it ran before: not used (its source differs).
+        let mut known = self.lists.known(starting.iter().copied()).await;
+        for s in starting {
             if self.rt.closing() {
                 return;
             }
             let spec = crate::serve::upstream_spec(s);
             match self.rt.feed(|h, now| h.add_upstream(spec, now)) {
-                Ok(id) => bring_up(&self.rt, &self.spawner, self.lists_dir.as_deref(), id, s),
+                Ok(id) => bring_up(&self.rt, &self.spawner, known.remove(&s.name), id, s),
                 Err(e) => error!("server {}: not started: {e}", s.name),
             }
         }
@@ -358,11 +386,19 @@ impl State {
         }
     }
 
-    fn save_lists(&self, u: UpstreamId, s: &ServerConfig) {
-        let (Some(dir), Some(lists)) = (&self.lists_dir, self.rt.hub().upstream_lists(u)) else { return };
-        if let Err(e) = cache::save(dir, s, lists) {
-            warn!("server {}: cannot keep its lists in {}: {e}", s.name, dir.display());
+    /// The hub read upstream `u`'s lists: kept, if `u` is still the
+    /// upstream of its server (a reload may have come between).
+    fn keep_lists(&self, u: UpstreamId) {
+        let name = self.rt.name(u);
+        let Some(s) = self.current.servers.iter().find(|s| s.name == name) else { return };
+        if self.rt.upstream_id(&s.name) == Some(u) {
+            self.save_lists(u, s);
         }
+    }
+
+    fn save_lists(&self, u: UpstreamId, s: &ServerConfig) {
+        let Some(lists) = self.rt.hub().upstream_lists(u) else { return };
+        self.lists.keep(&self.rt, s, &lists);
     }
 
     /// At shutdown: every lazy server's lists, for the next start.

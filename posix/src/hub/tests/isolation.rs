@@ -58,6 +58,8 @@ fn each_principal_gets_its_own_instance_and_only_its_own_questions() {
     assert!(p.up_quiet(0), "the template gets no call");
     p.start(ia, Fake::tools(&["read", "ask"]));
     p.start(ib, Fake::tools(&["read", "ask"]));
+    // Instances' lists are their template's: only the template's are kept.
+    assert_eq!(p.lists_read, [0]);
     // Each call reached its owner's instance; both are in flight at once.
     assert_eq!(p.take_up(ia)["params"]["name"], "ask");
     assert_eq!(p.take_up(ib)["params"]["name"], "ask");

@@ -109,3 +109,93 @@ fn an_idle_server_sleeps_keeping_its_tools_but_not_while_a_call_is_open() {
     answer_call(&mut p, 0);
     assert_eq!(p.take(c)["id"], 2);
 }
+
+#[test]
+fn lists_are_reported_once_per_start_and_again_only_when_a_re_read_changed_them() {
+    let mut p = Pair::new(vec![UpstreamSpec::new("a"), lazy("z", 0)], HubOptions::default());
+    p.hub.seed_lists(1, &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }));
+    p.pump();
+    assert!(p.lists_read.is_empty(), "seeded lists were not read from the server");
+    p.start(0, Fake::tools(&["x"]));
+    assert_eq!(p.lists_read, [0]);
+    // Read again, unchanged: nothing to keep.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(p.lists_read, [0]);
+    // Read again, changed: reported.
+    p.fakes[0].as_mut().unwrap().tools.push(tool("w"));
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(p.lists_read, [0, 0]);
+    // A new start reports its lists even when they are the same.
+    p.hub.upstream_exited(0, "exit status 1", "", Next::Now, p.now);
+    p.pump();
+    assert_eq!(p.lists_read, [0, 0]);
+    p.start(0, Fake::tools(&["x", "w"]));
+    assert_eq!(p.lists_read, [0, 0, 0]);
+    // The lazy server, started by a call, reports what it lists.
+    let c = p.client("2025-11-25", json!({}));
+    call(&mut p, c, 1, "z__y");
+    p.start(1, Fake::tools(&["y"]));
+    assert_eq!(p.lists_read, [0, 0, 0, 1]);
+    assert_eq!(p.hub.upstream_lists(1).unwrap()["tools"][0]["name"], "y");
+}
+
+#[test]
+fn a_server_listed_before_its_first_start_has_its_calls_wait_for_it() {
+    let mut p = Pair::new(vec![UpstreamSpec::new("a")], HubOptions::default());
+    // Not lazy: its lists are given (another replica's), then it is started.
+    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }));
+    p.pump();
+    let c = p.client("2025-11-25", json!({}));
+    assert_eq!(p.names(c), ["a__y"], "listed before it is up");
+    call(&mut p, c, 1, "a__y");
+    assert!(p.client_quiet(c), "the call waits for the start");
+    assert!(p.power.is_empty(), "the runtime starts it anyway");
+    p.start(0, Fake::tools(&["y"]));
+    answer_call(&mut p, 0);
+    assert_eq!(p.take(c)["id"], 1);
+    assert_eq!(state(&p, "a"), "ready");
+}
+
+#[test]
+fn calls_waiting_for_a_start_fail_with_it_and_later_ones_are_not_held() {
+    let mut p = Pair::new(vec![UpstreamSpec::new("a")], HubOptions::default());
+    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }));
+    let c = p.client("2025-11-25", json!({}));
+    p.names(c);
+    // Its process runs but has not answered yet: still waited for.
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    call(&mut p, c, 1, "a__y");
+    assert!(p.client_quiet(c));
+    p.hub.upstream_exited(0, "exit status 1", "", Next::Now, p.now);
+    p.pump();
+    let e = p.take(c);
+    assert!(e["error"]["message"].as_str().unwrap().contains("'a' could not be started"), "{e}");
+    // The start failed: the next call is told at once, as for any server down.
+    call(&mut p, c, 2, "a__y");
+    let e = p.take(c);
+    assert_eq!(e["id"], 2, "{e}");
+    assert!(e.get("error").is_some(), "{e}");
+}
+
+#[test]
+fn a_call_while_a_woken_server_initializes_waits_for_it_too() {
+    let mut p = Pair::new(vec![lazy("z", 0)], HubOptions::default());
+    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }));
+    let c = p.client("2025-11-25", json!({}));
+    call(&mut p, c, 1, "z__y");
+    assert_eq!(p.power, [(0, Power::Start)]);
+    // Started, not yet up: a second call is parked as well, and asks nothing more.
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    call(&mut p, c, 2, "z__y");
+    assert!(p.client_quiet(c));
+    assert_eq!(p.power, [(0, Power::Start)]);
+    p.hub.upstream_exited(0, "exit status 1", "", Next::Now, p.now);
+    p.pump();
+    for id in [1, 2] {
+        let e = p.take(c);
+        assert_eq!(e["id"], id);
+        assert!(e["error"]["message"].as_str().unwrap().contains("could not be started"), "{e}");
+    }
+}
