@@ -650,6 +650,14 @@ pub struct HttpServer {
     pub url: String,
 }
 
+/// A `redis-server` (from Debian) on a free loopback port, without
+/// persistence, and its port; killed on drop.
+pub fn redis_server() -> (HttpServer, u16) {
+    let port = free_port();
+    let args = ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+    (HttpServer::start(&Cmd::new("redis-server", &args), port, ""), port)
+}
+
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

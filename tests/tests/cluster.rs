@@ -50,12 +50,7 @@ fn start_cluster() -> Cluster {
 fn start_cluster_with(upstreams: &[(&str, Cmd)]) -> Cluster {
     let dir = TempDir::new();
     std::fs::write(dir.path().join("state.key"), "2a".repeat(32)).unwrap();
-    let redis_port = free_port();
-    let redis = HttpServer::start(
-        &Cmd::new("redis-server", &["--port", &redis_port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]),
-        redis_port,
-        "",
-    );
+    let (redis, redis_port) = redis_server();
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let replicas = (0..3)
         .map(|i| {

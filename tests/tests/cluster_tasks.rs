@@ -57,12 +57,7 @@ fn task_get(url: &str, id: i64, task: &str) -> Value {
 fn a_remote_servers_task_survives_the_replica_that_created_it() {
     let dir = TempDir::new();
     std::fs::write(dir.path().join("state.key"), "5c".repeat(32)).unwrap();
-    let redis_port = free_port();
-    let _redis = HttpServer::start(
-        &Cmd::new("redis-server", &["--port", &redis_port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]),
-        redis_port,
-        "",
-    );
+    let (_redis, redis_port) = redis_server();
     let ex_port = free_port();
     let mut ex = example_server_cmd("ex");
     ex.args.extend(["--http".to_string(), format!("127.0.0.1:{ex_port}")]);

@@ -30,12 +30,7 @@ struct Setup {
 
 fn setup() -> Setup {
     let dir = TempDir::new();
-    let redis_port = free_port();
-    let redis = HttpServer::start(
-        &Cmd::new("redis-server", &["--port", &redis_port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]),
-        redis_port,
-        "",
-    );
+    let (redis, redis_port) = redis_server();
     let script = "sleep \"$DELAY\"\nprintf '%s\\n' \"$REPLICA\" >> \"$1\"\nshift\nexec \"$@\"\n";
     std::fs::write(dir.path().join("record-start.sh"), script).unwrap();
     let marker = dir.path().join("starts");
