@@ -347,8 +347,12 @@ pub(super) fn notification(method: &str, params: Option<&[u8]>) -> Vec<u8> {
 
 /// A result response; `id` is raw JSON (restored byte for byte).
 pub(super) fn result(id: &[u8], result: &[u8]) -> Vec<u8> {
-    grow(32 + id.len() + result.len(), |out| rewrite::write_result(id, result, out))
+    // `{"jsonrpc":"2.0","id":` `,"result":` `}`: 33 bytes around the two.
+    grow(RESULT_FRAME + id.len() + result.len(), |out| rewrite::write_result(id, result, out))
 }
+
+/// What a response adds to its id and result.
+const RESULT_FRAME: usize = 33;
 
 /// An error response with an error object given as raw JSON. `id` `None`:
 /// the id could not be read and the member is left out (2025-11-25 schema);
@@ -366,6 +370,17 @@ pub(super) fn error(id: Option<&[u8]>, code: ErrorCode, message: &str, data: Opt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A 64 KiB result written twice (and its buffer grown once) cost a
+    // tenth of a forwarded call: the first pass must fit.
+    #[test]
+    fn a_response_is_written_in_one_pass() {
+        let payload = vec![b'7'; 65_536];
+        let r = result(b"\"id-1\"", &payload);
+        assert_eq!(r.len(), RESULT_FRAME + 6 + payload.len());
+        assert_eq!(r.capacity(), r.len(), "sized right the first time, never grown");
+        assert!(r.starts_with(br#"{"jsonrpc":"2.0","id":"id-1","result":7"#) && r.ends_with(b"7}"));
+    }
 
     #[test]
     fn classifies_and_keeps_raw_ids() {
