@@ -1047,8 +1047,12 @@ where
     // Connections left are idle (or standalone streams): closed with the
     // server, their sessions gone from the directory first.
     #[cfg(feature = "cluster")]
-    if let Some(h) = rt.http.borrow().clone() {
-        h.forget_sessions(flush_limit).await;
+    {
+        // Not borrowed across the await: the listener's tasks run meanwhile.
+        let http = rt.http.borrow().clone();
+        if let Some(h) = http {
+            h.forget_sessions(flush_limit).await;
+        }
     }
     drop(_http_server.take());
     if let Some(client) = client {

@@ -653,7 +653,7 @@ impl Waiting {
                         got += 1;
                     }
                     if sse.is_none() && !is_response {
-                        let Some(s) = start_sse(conn, version, &extra, stream, &mut responses).await else {
+                        let Some(s) = start_sse(conn, version, extra, stream, &mut responses).await else {
                             gone(&sse);
                             return false;
                         };
@@ -677,7 +677,7 @@ impl Waiting {
                             continue;
                         }
                         // A long call: stream, so that keep-alives can flow.
-                        let Some(s) = start_sse(conn, version, &extra, stream, &mut responses).await else {
+                        let Some(s) = start_sse(conn, version, extra, stream, &mut responses).await else {
                             gone(&sse);
                             return false;
                         };
