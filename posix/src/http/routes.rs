@@ -76,7 +76,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
     };
     // A session another replica holds: served there (issue 16).
     #[cfg(feature = "cluster")]
-    if let Some(sid) = named_session(req, &sh.cfg).map(str::to_string) {
+    if let Some(sid) = named_session(req, &sh.cfg).filter(|sid| super::session_dir::held_elsewhere(&sh, sid)).map(str::to_string) {
         if let Some(keep) = super::session_dir::relay_elsewhere(conn, req, &sid, &who).await {
             return keep;
         }

@@ -139,7 +139,15 @@ pub(crate) async fn run(sh: Rc<Shared>) {
     }
 }
 
-/// A request naming a legacy session this replica does not know: passed
+/// May session `sid` be another replica's? Only with a directory, and for
+/// a session this replica does not hold: the one check every legacy
+/// request pays (no allocation, no store).
+pub(crate) fn held_elsewhere(sh: &Shared, sid: &str) -> bool {
+    sh.dir.get().is_some() && !sid.is_empty() && !sh.knows_session(sid)
+}
+
+/// A request naming a legacy session this replica does not know
+/// ([`held_elsewhere`]): passed
 /// to the replica that owns it, if one among `cluster.peers` does and
 /// answers. `None`: serve it here (which answers 404: row
 /// streamable-http-server-404-terminated-session); `Some(keep)`: answered.
@@ -148,9 +156,6 @@ pub(crate) async fn run(sh: Rc<Shared>) {
 pub(crate) async fn relay_elsewhere(conn: &mut Conn, req: &mut Request, sid: &str, who: &Principal) -> Option<bool> {
     let sh = conn.shared.clone();
     let dir = sh.dir.get()?;
-    if sid.is_empty() || sh.knows_session(sid) {
-        return None;
-    }
     let owner = match dir.owner(sid).await {
         Ok(owner) => owner?,
         // The session may well be alive on its replica: a 404 would make
