@@ -35,7 +35,8 @@ use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
 use crate::reload::ServerAsk;
 use crate::remote::{self, RemoteSpec};
-use crate::supervise::{self, Events, ProcessSpec};
+use crate::supervise::{self, ProcessSpec};
+use crate::upstream_events::Events;
 
 /// Why the session is ending (or a step towards it).
 #[derive(Debug)]
@@ -546,7 +547,7 @@ impl Events for HubEvents {
     fn too_large(&self, id: UpstreamId, big: &crate::hub::Oversize<'_>, on: Option<&[u8]>) {
         self.0.feed(|h, now| h.upstream_too_large(id, big, on, now));
     }
-    fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: crate::backoff::Next) {
+    fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: crate::hub::Next) {
         if self.0.closing.get() {
             // Stopped by us at shutdown: nothing left for the hub to do about it.
             return;

@@ -95,7 +95,8 @@ use url::{Scheme, Url};
 /// when the server is reachable, `message`s and `garbage`, then `exited`
 /// (also after a failed attempt, with no `started` before it; the last
 /// argument, a stderr tail for children, is empty).
-pub use crate::supervise::{Events, UpstreamId};
+pub use crate::hub::UpstreamId;
+pub use crate::upstream_events::Events;
 
 /// Which HTTP transport the server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
