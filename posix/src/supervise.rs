@@ -67,7 +67,7 @@ impl Default for Options {
             grace: Duration::from_secs(2),
             restart: Policy::default(),
             stderr_tail: 8 * 1024,
-            max_line: crate::stdio::max_line(),
+            max_line: crate::limits::max_line(),
             queue_msgs: outbox::DEFAULT_MAX_MSGS,
             queue_bytes: outbox::DEFAULT_MAX_BYTES.min(crate::limits::get().max_queue_bytes),
         }
@@ -256,7 +256,7 @@ impl Supervisor {
                     }
                 }
                 LineEvent::TooLarge { len, head, tail } => {
-                    let limit = crate::stdio::line_limit();
+                    let limit = crate::limits::line_limit();
                     events.too_large(id, &Oversize { len, max: max_line, limit: &limit, head, tail }, None);
                 }
             })

@@ -15,7 +15,7 @@ use super::forward::Hop;
 use crate::config::ClusterSettings;
 use crate::hub::shared::{Answer, Ask};
 use crate::hub::{ClientId, IdKey};
-use crate::serve::Runtime;
+use crate::serve::runtime::Runtime;
 
 /// Jobs running at once, at most.
 pub const MAX_IN_FLIGHT: usize = 1024;
