@@ -76,7 +76,9 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 
-pub use cluster::{ClusterSettings, SETTING_VARS};
+pub use cluster::ClusterSettings;
+#[cfg(feature = "cli")]
+pub use cluster::SETTING_VARS;
 pub use error::{ConfigError, Problem, ProblemKind};
 pub use http::HttpSettings;
 pub use parse::parse;

@@ -540,3 +540,23 @@ fn load_reads_a_file_and_resolves_paths_next_to_it() {
     assert_eq!(c.servers[0].cwd, Some(dir.join("sub")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn problems_are_typed_with_their_key_path() {
+    let e = parse(r#"{"mcpServers": {"a": {"command": "x", "timeoutMs": 0}}}"#, "cfg.json", FsPath::new("/etc/mcpx"), &env).unwrap_err();
+    let at = crate::jsonpos::Path::root().key("mcpServers").key("a").key("timeoutMs");
+    assert_eq!(
+        e.0,
+        [Problem {
+            file: "cfg.json".into(),
+            line: Some((1, 51)),
+            kind: ProblemKind::Key { path: at, msg: "expected a positive whole number of milliseconds, found 0".into() },
+        }]
+    );
+    assert_eq!(e.to_string(), "cfg.json:1:51: mcpServers.a.timeoutMs: expected a positive whole number of milliseconds, found 0");
+    let e = parse("{", "cfg.json", FsPath::new("/etc/mcpx"), &env).unwrap_err();
+    assert!(matches!(&e.0[..], [Problem { line: Some(_), kind: ProblemKind::Syntax(_), .. }]), "{e:?}");
+    let e = load(Some(FsPath::new("/nonexistent/mcpx.json")), &env).unwrap_err();
+    assert!(matches!(&e.0[..], [Problem { line: None, kind: ProblemKind::Unreadable(_), .. }]), "{e:?}");
+    assert!(e.to_string().starts_with("/nonexistent/mcpx.json: cannot read config file: "), "{e}");
+}

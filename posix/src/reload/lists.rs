@@ -21,7 +21,8 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use super::cache;
-use crate::cluster::runtime::{Cluster, Job};
+use crate::cluster::runtime::Cluster;
+use crate::serve::cluster_jobs::Job;
 use crate::config::{EnvLookup, ServerConfig};
 use crate::hub::shared::{lists_key, Ask, Op};
 use crate::serve::runtime::Runtime;

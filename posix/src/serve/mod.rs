@@ -39,6 +39,7 @@ use crate::stdio::StdioClient;
 use crate::supervise;
 use crate::upstream_events::Events;
 
+pub(crate) mod cluster_jobs;
 mod feeds;
 pub(crate) mod options;
 pub(crate) mod runtime;
@@ -213,6 +214,14 @@ async fn flush_http(rt: &Runtime, limit: Duration) {
     }
 }
 
+/// Runs the cluster task of `cl` on `ex`: from now on the jobs the
+/// runtime queues for it ([`Runtime::cluster_job`]) are done.
+pub(crate) fn run_cluster(rt: &Rc<Runtime>, ex: &Rc<LocalExecutor<'static>>, cl: Rc<cluster::Cluster>) -> Task<()> {
+    let (tx, rx) = channel::bounded(cluster_jobs::MAX_IN_FLIGHT);
+    *rt.cluster_jobs.borrow_mut() = Some(tx);
+    ex.spawn(cl.run(ex.clone(), rt.clone(), rx))
+}
+
 /// Binds the HTTP listener of `hc` (before any server starts: a busy port
 /// or an unsafe address stops mcpx) and runs it on `ex`; `Err` once the
 /// reason is logged.
@@ -354,7 +363,7 @@ where
             return 1;
         }
     };
-    let _cluster = cluster.clone().map(|cl| rt.run_cluster(&ex, cl));
+    let _cluster = cluster.clone().map(|cl| run_cluster(&rt, &ex, cl));
     let mut _http_server = match transports.http.map(|hc| start_http(&ex, &rt, cfg, hc, cluster.as_ref())) {
         Some(Err(())) => return 1,
         started => started.and_then(Result::ok),

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
-use smol::{LocalExecutor, Task, Timer};
+use smol::{Task, Timer};
 
-use crate::cluster::runtime as cluster;
+use super::cluster_jobs::{self as cluster, Job};
 use crate::config::{self, Config};
 use crate::http::Http;
 use crate::hub::{self, About, ClientId, Hub, IdKey, Output, Power, UpstreamId, Upward};
@@ -124,7 +124,7 @@ pub struct Runtime {
     pub(super) tasks_file: RefCell<Option<std::path::PathBuf>>,
     /// The queue of the cluster task (`cluster::runtime`), with a store or
     /// a hop configured.
-    pub(super) cluster_jobs: RefCell<Option<Sender<cluster::Job>>>,
+    pub(super) cluster_jobs: RefCell<Option<Sender<Job>>>,
 }
 
 impl Runtime {
@@ -152,7 +152,7 @@ impl Runtime {
 
     /// Queues `job` for the cluster task (`cluster::runtime`); without one,
     /// or with its queue full, the hub is answered now that it cannot be done.
-    pub(crate) fn cluster_job(&self, job: cluster::Job) {
+    pub(crate) fn cluster_job(&self, job: Job) {
         let job = match self.cluster_jobs.borrow().as_ref() {
             Some(q) => match q.try_send(job) {
                 Ok(()) => return,
@@ -166,14 +166,6 @@ impl Runtime {
         };
         let now = self.now_ms();
         cluster::refuse(&mut self.hub.borrow_mut(), job, hub::shared::Answer::Unavailable(why.clone()), Err(why), now);
-    }
-
-    /// Runs the cluster task of `cl` on `ex`: from now on the jobs
-    /// queued for it ([`Runtime::cluster_job`]) are done.
-    pub(crate) fn run_cluster(self: &Rc<Runtime>, ex: &Rc<LocalExecutor<'static>>, cl: Rc<cluster::Cluster>) -> Task<()> {
-        let (tx, rx) = channel::bounded(cluster::MAX_IN_FLIGHT);
-        *self.cluster_jobs.borrow_mut() = Some(tx);
-        ex.spawn(cl.run(ex.clone(), self.clone(), rx))
     }
 
     /// The MCP headers of a modern request forwarded over the hop (as a
@@ -391,9 +383,9 @@ impl Runtime {
             }
             Output::Log(level, msg) => log::write(log_level(level), format_args!("{msg}")),
             // The store and the hop between replicas (issue 16).
-            Output::Shared(ask) => self.cluster_job(cluster::Job::Ask(ask)),
+            Output::Shared(ask) => self.cluster_job(Job::Ask(ask)),
             Output::Forward { client, request, msg, principal, to } => {
-                self.cluster_job(cluster::Job::Forward { client, request, msg, principal, to })
+                self.cluster_job(Job::Forward { client, request, msg, principal, to })
             }
             Output::SaveTasks(bytes) => {
                 if let Some(p) = self.tasks_file.borrow().as_deref() {
