@@ -549,11 +549,11 @@ fn problems_are_typed_with_their_key_path() {
         e.0,
         [Problem {
             file: "cfg.json".into(),
-            line: Some((1, 51)),
+            line: Some((1, 39)),
             kind: ProblemKind::Key { path: at, msg: "expected a positive whole number of milliseconds, found 0".into() },
         }]
     );
-    assert_eq!(e.to_string(), "cfg.json:1:51: mcpServers.a.timeoutMs: expected a positive whole number of milliseconds, found 0");
+    assert_eq!(e.to_string(), "cfg.json:1:39: mcpServers.a.timeoutMs: expected a positive whole number of milliseconds, found 0");
     let e = parse("{", "cfg.json", FsPath::new("/etc/mcpx"), &env).unwrap_err();
     assert!(matches!(&e.0[..], [Problem { line: Some(_), kind: ProblemKind::Syntax(_), .. }]), "{e:?}");
     let e = load(Some(FsPath::new("/nonexistent/mcpx.json")), &env).unwrap_err();
