@@ -15,7 +15,8 @@ use smol::future::FutureExt as _;
 use smol::Timer;
 
 use crate::logline::show_duration;
-use crate::supervise::{Events, UpstreamId};
+use crate::hub::{Next, UpstreamId};
+use crate::upstream_events::Events;
 
 /// Failed attempts in a row after which a server is given up (by default).
 pub const DEFAULT_MAX_RESTARTS: u32 = 10;
@@ -63,19 +64,6 @@ pub enum End {
     Restart,
     /// A shutdown was asked for.
     Stopped,
-}
-
-/// What follows an attempt's end, as the hub is told with it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    /// Nothing: a shutdown was asked for.
-    Stop,
-    /// A new attempt at once (a restart was asked for).
-    Now,
-    /// A new attempt after this backoff delay.
-    After(Duration),
-    /// None until a restart is asked for: this many attempts failed in a row.
-    GaveUp { attempts: u32 },
 }
 
 /// An attempt's end with what the hub is told about it.

@@ -14,6 +14,7 @@ mod cli;
 mod cmd;
 mod cluster;
 mod config;
+mod dirs;
 mod example;
 mod http;
 mod heap;
@@ -34,6 +35,7 @@ mod stdfd;
 mod stdio;
 mod written;
 mod supervise;
+mod upstream_events;
 mod task_store;
 #[cfg(test)]
 mod testing;

@@ -129,6 +129,24 @@ pub fn get() -> Limits {
     *LIMITS.get_or_init(Limits::default)
 }
 
+/// Longest message accepted on a stdio stream (the client's, a server's,
+/// either way), under the process's frame cap.
+pub fn max_line() -> usize {
+    const MAX_LINE: usize = 16 << 20;
+    MAX_LINE.min(get().max_frame_bytes)
+}
+
+/// [`max_line`] as errors name it, with how to change it.
+pub fn line_limit() -> String {
+    message_limit("one stdio message", max_line())
+}
+
+/// A message cap of `max` bytes on `what` that follows [`max_line`] (a
+/// stdio line, a remote server's response), as errors name it.
+pub fn message_limit(what: &str, max: usize) -> String {
+    format!("the {max}-byte limit of {what} ({}; MCPX_LIMITS=frame=SIZE sets it, up to 16 MiB)", human_size(max))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

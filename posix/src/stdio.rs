@@ -23,25 +23,7 @@ use smol::{LocalExecutor, Task};
 use crate::hub::ClientId;
 use crate::lines::{read_lines_paced, LineEvent, Pause};
 use crate::outbox::{self, Outbox};
-use crate::serve::{Runtime, Stop};
-
-/// Longest message accepted on a stdio stream (the client's, a server's,
-/// either way), under the process's frame cap.
-pub fn max_line() -> usize {
-    const MAX_LINE: usize = 16 << 20;
-    MAX_LINE.min(crate::limits::get().max_frame_bytes)
-}
-
-/// [`max_line`] as errors name it, with how to change it.
-pub fn line_limit() -> String {
-    message_limit("one stdio message", max_line())
-}
-
-/// A message cap of `max` bytes on `what` that follows [`max_line`] (a
-/// stdio line, a remote server's response), as errors name it.
-pub fn message_limit(what: &str, max: usize) -> String {
-    format!("the {max}-byte limit of {what} ({}; MCPX_LIMITS=frame=SIZE sets it, up to 16 MiB)", crate::limits::human_size(max))
-}
+use crate::serve::runtime::{Runtime, Stop};
 
 /// A running stdio client connection.
 pub struct StdioClient {
@@ -74,7 +56,7 @@ where
 
     let rrt = rt.clone();
     let reader = ex.spawn(async move {
-        let r = read_lines_paced(input, max_line(), |ev| {
+        let r = read_lines_paced(input, crate::limits::max_line(), |ev| {
             match ev {
                 LineEvent::Line(line) => rrt.client_message(id, line),
                 LineEvent::TooLarge { len, head, tail } => rrt.client_frame_too_large(id, len, head, tail),

@@ -24,14 +24,13 @@ use smol::future::FutureExt as _;
 use smol::io::AsyncReadExt;
 use smol::{LocalExecutor, Task, Timer};
 
-use crate::backoff::{self, Ctl, End, Ended, Next, Policy};
+use crate::backoff::{self, Ctl, End, Ended, Policy};
 use crate::childenv;
-use crate::hub::Oversize;
+use crate::hub::{Oversize, UpstreamId};
 use crate::lines::{read_lines, LineEvent};
 use crate::logline::{escape_bytes, show_duration, RateLimit, Verdict};
 use crate::outbox::{self, Outbox, PushError};
-
-pub type UpstreamId = usize;
+use crate::upstream_events::Events;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,38 +67,11 @@ impl Default for Options {
             grace: Duration::from_secs(2),
             restart: Policy::default(),
             stderr_tail: 8 * 1024,
-            max_line: crate::stdio::max_line(),
+            max_line: crate::limits::max_line(),
             queue_msgs: outbox::DEFAULT_MAX_MSGS,
             queue_bytes: outbox::DEFAULT_MAX_BYTES.min(crate::limits::get().max_queue_bytes),
         }
     }
-}
-
-/// What the supervisor reports, in order, for each child: `started`, then
-/// `message`s and `garbage`, then `exited` (also after a failed spawn, with
-/// no `started` before it).
-pub trait Events {
-    fn started(&self, id: UpstreamId);
-    fn message(&self, id: UpstreamId, line: &[u8]);
-    /// A message that came on the response stream of the request with JSON-RPC
-    /// id `request` (raw JSON): an HTTP upstream's POST stream. Transports
-    /// without such streams never call it.
-    fn message_on(&self, id: UpstreamId, line: &[u8], request: &[u8]) {
-        let _ = request;
-        self.message(id, line);
-    }
-    /// Output on stdout that is not a message (a banner).
-    fn garbage(&self, id: UpstreamId, what: &str);
-    /// A message over the transport's cap (a line on stdout over
-    /// `Options::max_line`, an HTTP upstream's SSE event), skipped; its
-    /// edges tell the request it may answer. `on`: the request on whose
-    /// response stream it came (HTTP upstreams). By default reported as garbage.
-    fn too_large(&self, id: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
-        let _ = on;
-        self.garbage(id, &format!("message of {} bytes is over {}; dropped", big.len, big.limit));
-    }
-    /// `next`: what the restart loop does now (wait, give up, stop).
-    fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: Next);
 }
 
 struct Shared {
@@ -284,7 +256,7 @@ impl Supervisor {
                     }
                 }
                 LineEvent::TooLarge { len, head, tail } => {
-                    let limit = crate::stdio::line_limit();
+                    let limit = crate::limits::line_limit();
                     events.too_large(id, &Oversize { len, max: max_line, limit: &limit, head, tail }, None);
                 }
             })
@@ -622,6 +594,7 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hub::Next;
     use crate::testing::{run, until, Log};
 
     #[test]

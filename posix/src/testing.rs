@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use smol::future::FutureExt as _;
 use smol::{LocalExecutor, Timer};
 
-use crate::backoff::Next;
-use crate::supervise::{Events, UpstreamId};
+use crate::hub::{Next, UpstreamId};
+use crate::upstream_events::Events;
 
 /// What an upstream reported, as text: `started`, `msg {line}`,
 /// `garbage {what}`, `too_large {len} on {request}: over {limit}`, `exited {reason} | {stderr tail}`; and what each exit

@@ -14,17 +14,8 @@ use smol::LocalExecutor;
 use super::forward::Hop;
 use crate::config::ClusterSettings;
 use crate::hub::shared::{Answer, Ask};
-use crate::hub::{ClientId, IdKey};
-use crate::serve::Runtime;
-
-/// Jobs running at once, at most.
-pub const MAX_IN_FLIGHT: usize = 1024;
-
-/// A job of the cluster runtime.
-pub enum Job {
-    Ask(Ask),
-    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: String },
-}
+use crate::serve::cluster_jobs::{refuse, Job, MAX_IN_FLIGHT};
+use crate::serve::runtime::Runtime;
 
 /// The store and the hop of this replica.
 pub struct Cluster {
@@ -171,14 +162,4 @@ pub fn hop_config(s: &ClusterSettings) -> Option<crate::http::cluster_hop::HopCo
 /// Answers `job` without running it.
 fn finish(rt: &Runtime, job: Job, answer: Answer, result: Result<(), String>) {
     rt.feed(|hub, now| refuse(hub, job, answer, result, now));
-}
-
-/// Gives the hub `answer` for an ask (none for ticket 0), `result` for a
-/// forward.
-pub fn refuse(hub: &mut crate::hub::Hub, job: Job, answer: Answer, result: Result<(), String>, now: u64) {
-    match job {
-        Job::Ask(ask) if ask.ticket != 0 => hub.shared_answered(ask.ticket, answer, now),
-        Job::Ask(_) => {}
-        Job::Forward { client, request, .. } => hub.forward_done(client, request.bytes(), result, now),
-    }
 }

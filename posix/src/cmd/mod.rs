@@ -7,6 +7,6 @@ mod check;
 #[cfg(feature = "cli")]
 mod client;
 
-pub use check::{build_hub, main as check};
+pub use check::main as check;
 #[cfg(feature = "cli")]
 pub use client::{add, client, import, remove};

@@ -103,8 +103,20 @@ mod tests;
 use mcpx_core::error::ErrorCode;
 use std::collections::{BTreeMap, VecDeque};
 
-/// What the runtime's restart loop does after an upstream exited.
-pub use crate::backoff::Next;
+/// What the runtime's restart loop does after an upstream exited, as the
+/// hub is told with the exit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Nothing: a shutdown was asked for.
+    Stop,
+    /// A new attempt at once (a restart was asked for).
+    Now,
+    /// A new attempt after this backoff delay.
+    After(std::time::Duration),
+    /// None until a restart is asked for: this many attempts failed in a row.
+    GaveUp { attempts: u32 },
+}
+
 
 use mcpx_core::envelope::Envelope;
 
@@ -272,7 +284,7 @@ pub struct HubOptions {
     /// `"policy"`: rate limits, per-principal catalogs, validation, audit,
     /// metrics (`crate::policy`). The default: the default limits and
     /// metrics, no audit, no validation.
-    pub policy: crate::config::PolicyConfig,
+    pub policy: crate::policy::PolicyConfig,
     /// Replicas and shared state (`"cluster"`, `"state"`; see `shared`).
     /// The default: alone, everything in memory.
     pub cluster: ClusterOptions,

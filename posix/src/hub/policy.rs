@@ -17,10 +17,9 @@ use std::ops::Range;
 
 use serde_json::{json, Value};
 
-use crate::config::{OutputCheck, UntrustedAnnotations};
 use crate::policy::ratelimit::{self, Class, Key, Notification, NotificationBudget};
 use crate::policy::search::{self, Index, MetaCall};
-use crate::policy::{audit, metrics, Policy};
+use crate::policy::{audit, metrics, OutputCheck, Policy, UntrustedAnnotations};
 
 use super::catalog::{Channel, Entry, Kind};
 use super::router::Refusal;

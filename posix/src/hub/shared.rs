@@ -130,15 +130,8 @@ pub enum Op {
     Get { key: String },
 }
 
-/// One rate-limit bucket: `capacity` tokens that refill evenly over
-/// `period_ms` (the limit `capacity/period`, e.g. `20/s`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bucket {
-    /// Unique per limit and scope, e.g. `toolCalls.perPrincipal:alice`.
-    pub name: String,
-    pub capacity: u32,
-    pub period_ms: u64,
-}
+/// One rate-limit bucket as the store keeps it (defined by the rate limiter).
+pub use crate::policy::ratelimit::SharedBucket as Bucket;
 
 /// The store's answer to an [`Ask`].
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{self, OutputCheck, PolicyConfig};
+use crate::config;
+use crate::policy::{OutputCheck, PolicyConfig};
 use crate::policy::catalog_acl::Pattern;
 use crate::policy::ratelimit::{Rate, RateLimitConfig};
 
@@ -105,5 +106,5 @@ fn errors_point_at_the_line_and_column() {
     let e = parse(r#"{"rateLimits": {"toolCalls": {"perPrincipal": "0/s"}}}"#).unwrap_err();
     assert!(e.contains("use null to turn a limit off"), "{e}");
     let c = parse(r#"{"limits": {}}"#).unwrap();
-    assert!(c.warnings.iter().any(|w| w.contains("unknown key \"limits\" ignored")), "{:?}", c.warnings);
+    assert!(c.warnings.iter().any(|w| w.to_string().contains("unknown key \"limits\" ignored")), "{:?}", c.warnings);
 }

@@ -1,7 +1,7 @@
 //! Policy (issue 17): rate limits, per-principal catalogs, argument
 //! validation, the audit log, metrics and tool search — as sans-IO parts
 //! (time is the caller's `now_ms`, tables are bounded) the hub calls at
-//! fixed points. The config is `"policy"` (`crate::config::PolicyConfig`).
+//! fixed points. The config is `"policy"`, mapped into [`PolicyConfig`] by `crate::config`.
 //!
 //! **Status: wired** — every call is in `crate::hub::policy` (one call
 //! line at each point below), except the quotas of point 7. The hub holds
@@ -70,12 +70,14 @@
 pub mod audit;
 pub mod catalog_acl;
 pub mod metrics;
+mod options;
 pub mod ratelimit;
 pub mod search;
 mod state;
 #[cfg(feature = "validate")]
 pub mod validate;
 
+pub use options::{AuditSettings, OutputCheck, PolicyConfig, UntrustedAnnotations, ValidateSettings};
 pub use state::Policy;
 
 #[cfg(test)]

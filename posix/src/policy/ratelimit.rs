@@ -251,6 +251,17 @@ enum Scope {
     Tool(usize, Box<str>),
 }
 
+/// One rate-limit bucket kept by a store the replicas share: `capacity`
+/// tokens that refill evenly over `period_ms` (the limit `capacity/period`,
+/// e.g. `20/s`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedBucket {
+    /// Unique per limit and scope, e.g. `toolCalls.perPrincipal:alice`.
+    pub name: String,
+    pub capacity: u32,
+    pub period_ms: u64,
+}
+
 /// A token bucket. One token is `rate.per_ms` units; it refills
 /// `rate.count` units per millisecond, up to `rate.count` tokens, so all
 /// arithmetic is in whole numbers.
@@ -366,10 +377,10 @@ impl RateLimiter {
     /// servers, [`RateLimiter::check_unshared`]), with its limit's name for
     /// a refusal; `None` when no such limit applies. The bucket is named by
     /// its limit and principal, so replicas with one config share it.
-    pub fn shared_bucket(&self, key: Key<'_>) -> Option<(crate::hub::shared::Bucket, String)> {
+    pub fn shared_bucket(&self, key: Key<'_>) -> Option<(SharedBucket, String)> {
         let [Some((scope, rate)), ..] = self.applicable(key, Dims::SHARED) else { return None };
         let name = format!("{}.perPrincipal.{rate}:{}", key.class.key(), key.principal);
-        let bucket = crate::hub::shared::Bucket { name, capacity: rate.count, period_ms: rate.per_ms };
+        let bucket = SharedBucket { name, capacity: rate.count, period_ms: rate.per_ms };
         Some((bucket, self.limit_name(key.class, &scope, rate)))
     }
 

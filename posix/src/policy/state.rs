@@ -9,7 +9,7 @@ use super::audit::{self, Writer};
 use super::catalog_acl::Catalogs;
 use super::metrics::HubMetrics;
 use super::ratelimit::RateLimiter;
-use crate::config::{PolicyConfig, ValidateSettings};
+use super::{PolicyConfig, ValidateSettings};
 
 /// Series per metric family (servers × methods × outcomes stay far below).
 const MAX_SERIES: usize = 2048;
@@ -72,7 +72,7 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::AuditSettings;
+    use crate::policy::AuditSettings;
     use crate::policy::ratelimit::{Class, Key};
 
     #[test]
@@ -82,7 +82,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("audit.jsonl");
         let mut cfg = PolicyConfig::default();
-        cfg.validate = Some(ValidateSettings { servers: vec!["git*".into(), "gh".into()], arguments: true, elicitation: true, output: crate::config::OutputCheck::Log });
+        cfg.validate = Some(ValidateSettings { servers: vec!["git*".into(), "gh".into()], arguments: true, elicitation: true, output: crate::policy::OutputCheck::Log });
         cfg.audit = Some(AuditSettings { file: Some(path.clone()), max_bytes: 1 << 20, files: 2, content: Default::default(), queue: 16 });
         let mut p = Policy::new(&cfg).unwrap();
         assert!(p.validates("github") && p.validates("gh") && !p.validates("fs") && !p.validates("ghx"));

@@ -21,10 +21,11 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use super::cache;
-use crate::cluster::runtime::{Cluster, Job};
+use crate::cluster::runtime::Cluster;
+use crate::serve::cluster_jobs::Job;
 use crate::config::{EnvLookup, ServerConfig};
 use crate::hub::shared::{lists_key, Ask, Op};
-use crate::serve::Runtime;
+use crate::serve::runtime::Runtime;
 
 /// How long a shared entry lives unless kept again: a day.
 pub const SHARED_TTL_MS: u64 = 24 * 60 * 60 * 1000;

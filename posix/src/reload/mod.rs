@@ -34,7 +34,8 @@ use smol::Timer;
 use crate::config::{self, Config, ServerConfig, Source};
 use crate::hub::{Power, UpstreamId};
 use crate::log;
-use crate::serve::{Runtime, Spawner};
+use crate::serve::runtime::{Runtime, ServerAsk};
+use crate::serve::spawner::Spawner;
 use lists::Lists;
 
 /// How often the config file's metadata is looked at.
@@ -74,15 +75,6 @@ pub struct Diff {
     pub fixed: Vec<&'static str>,
     /// `logLevel` changed (applied at once unless fixed on the command line).
     pub log_level: bool,
-}
-
-/// What the hub asks of the task that runs the servers, for one of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ServerAsk {
-    /// `Output::Power`: start or stop its process.
-    Power(Power),
-    /// `Output::ListsRead`: keep its lists.
-    KeepLists,
 }
 
 impl Diff {
@@ -286,7 +278,7 @@ impl State {
     async fn reload(&mut self) {
         let new = config::load(self.settings.explicit.as_deref(), &config::process_env)
             .map_err(|e| e.to_string())
-            .and_then(|cfg| crate::cmd::build_hub(&cfg).map(|_| cfg));
+            .and_then(|cfg| crate::serve::options::build_hub(&cfg).map(|_| cfg));
         let new = match new {
             Ok(c) => c,
             Err(e) => {
@@ -341,7 +333,7 @@ impl State {
             if self.rt.closing() {
                 return;
             }
-            let spec = crate::serve::upstream_spec(s);
+            let spec = crate::serve::options::upstream_spec(s);
             match self.rt.feed(|h, now| h.add_upstream(spec, now)) {
                 Ok(id) => bring_up(&self.rt, &self.spawner, known.remove(&s.name), id, s),
                 Err(e) => error!("server {}: not started: {e}", s.name),

@@ -95,7 +95,8 @@ use url::{Scheme, Url};
 /// when the server is reachable, `message`s and `garbage`, then `exited`
 /// (also after a failed attempt, with no `started` before it; the last
 /// argument, a stderr tail for children, is empty).
-pub use crate::supervise::{Events, UpstreamId};
+pub use crate::hub::UpstreamId;
+pub use crate::upstream_events::Events;
 
 /// Which HTTP transport the server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -229,7 +230,7 @@ impl Default for Options {
             restart: Policy::default(),
             timeout_grace: Duration::from_secs(1),
             max_head: 64 * 1024,
-            max_message: crate::stdio::max_line(),
+            max_message: crate::limits::max_line(),
             max_in_flight: 64,
             queue_msgs: 4096,
             queue_bytes: 64 << 20,
@@ -679,7 +680,7 @@ impl Session {
     /// that request's answer, so the stream has nothing more for it.
     fn event_too_large(&self, len: usize, head: &[u8], tail: &[u8], on: Option<&[u8]>) -> bool {
         let max = self.opts.max_message;
-        let limit = crate::stdio::message_limit("one message from a remote server", max);
+        let limit = crate::limits::message_limit("one message from a remote server", max);
         if self.alive.get() {
             self.events.too_large(self.id, &Oversize { len, max, limit: &limit, head, tail }, on);
         }

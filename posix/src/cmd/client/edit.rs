@@ -222,7 +222,7 @@ pub fn validate(text: &str, path: &Path) -> Verdict {
     };
     let checked = config::parse(text, &path.display().to_string(), base, &env).map_err(|e| e.to_string()).and_then(|mut cfg| {
         cfg.source = config::Source::File(path.to_path_buf());
-        crate::cmd::build_hub(&cfg).map(|_| ())
+        crate::serve::options::build_hub(&cfg).map(|_| ())
     });
     let mut unset = unset.into_inner();
     unset.sort();

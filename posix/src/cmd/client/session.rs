@@ -24,7 +24,9 @@ use crate::cli::Target;
 use crate::hub::{IdKey, Upward};
 use mcpx_core::method::Method;
 use crate::remote::{self, Remote, RemoteSpec};
-use crate::supervise::{self, Events, ProcessSpec, Upstream, UpstreamId};
+use crate::hub::UpstreamId;
+use crate::supervise::{self, ProcessSpec, Upstream};
+use crate::upstream_events::Events;
 
 /// The revision the client asks for.
 pub const REVISION: &str = "2025-11-25";
@@ -63,7 +65,7 @@ impl Events for Forward {
     fn garbage(&self, _: UpstreamId, what: &str) {
         debug!("hub: {what}");
     }
-    fn exited(&self, _: UpstreamId, reason: &str, stderr: &str, _: crate::backoff::Next) {
+    fn exited(&self, _: UpstreamId, reason: &str, stderr: &str, _: crate::hub::Next) {
         self.push(Event::Exited { reason: reason.to_string(), stderr: stderr.to_string() });
     }
 }

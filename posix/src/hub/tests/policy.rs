@@ -490,7 +490,7 @@ fn audit_lines(path: &std::path::Path, n: usize) -> Vec<Value> {
 /// client, server, method, duration and outcome; off, none.
 #[test]
 fn at_debug_level_each_call_gets_one_line_with_its_outcome() {
-    let opts = HubOptions { startup_wait_ms: 0, policy: crate::config::PolicyConfig { metrics: false, ..Default::default() }, ..HubOptions::default() };
+    let opts = HubOptions { startup_wait_ms: 0, policy: crate::policy::PolicyConfig { metrics: false, ..Default::default() }, ..HubOptions::default() };
     let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
     let c = p.client("2025-06-18", json!({}));
     p.hub.set_client_principal(c, b"token:alice");

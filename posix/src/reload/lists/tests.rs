@@ -28,7 +28,7 @@ fn replica(ex: &Rc<LocalExecutor<'static>>, redis: &Redis, dir: &PathBuf) -> (Re
     let (rt, _, _) = Runtime::new(Hub::new(Vec::new(), HubOptions::default()).unwrap(), Vec::new());
     let state = dir.display().to_string();
     let env = move |k: &str| (k == "XDG_STATE_HOME").then(|| state.clone());
-    let task = rt.run_cluster(ex, cl.clone());
+    let task = crate::serve::run_cluster(&rt, ex, cl.clone());
     (Replica { lists: Lists::new(&env, Some(cl)), rt }, task)
 }
 

@@ -1,0 +1,139 @@
+//! `"auth"` and `"http"`: the settings of `mcpx serve --http`.
+
+use serde_json::Value;
+
+use super::ctx::{type_name, Ctx, Object};
+use crate::http::{AuthSettings, OAuthSettings};
+use crate::jsonpos::Path;
+
+/// Settings for serving MCP over HTTP (`mcpx serve --http ADDR`):
+/// `"auth": {"bearer": "${MCPX_TOKEN}", "tokens": {"alice": "${ALICE_TOKEN}"},
+/// "oauth": {"issuer", "audience", "scopes", "jwksUrl", "introspectionUrl",
+/// "clientId", "clientSecret"}}` and
+/// `"http": {"allowedOrigins": [..], "allowedHosts": [..], "maxBodyBytes": n,
+/// "maxSessions": n, "maxConnections": n, "sessionIdleMs": n}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpSettings {
+    pub bearer: Option<String>,
+    /// `"auth": {"tokens": {..}, "oauth": {..}}`.
+    pub auth: AuthSettings,
+    pub allowed_origins: Vec<String>,
+    pub allowed_hosts: Vec<String>,
+    pub max_body: Option<u64>,
+    pub max_sessions: Option<u64>,
+    pub max_connections: Option<u64>,
+    pub session_idle_ms: Option<u64>,
+}
+
+/// `"auth"` and `"http"` (see [`HttpSettings`]).
+pub(super) fn parse_http(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> HttpSettings {
+    let mut out = HttpSettings::default();
+    if let Some(a) = cx.block(&top.key("auth"), obj.get("auth"), r#"{"bearer": "${MCPX_TOKEN}"}"#) {
+        parse_auth(cx, &top.key("auth"), a, &mut out);
+    }
+    if let Some(h) = cx.block(&top.key("http"), obj.get("http"), "") {
+        parse_listener(cx, &top.key("http"), h, &mut out);
+    }
+    out
+}
+
+/// `"auth": {"bearer", "tokens", "oauth"}` into `out`.
+fn parse_auth(cx: &mut Ctx<'_>, at: &Path, a: &Object, out: &mut HttpSettings) {
+    cx.unknown_keys(at, a, &["bearer", "tokens", "oauth"]);
+    if let Some(v) = a.get("bearer") {
+        match cx.string(&at.key("bearer"), v) {
+            Some(t) if t.is_empty() => cx.err(&at.key("bearer"), "the token is empty"),
+            Some(t) => out.bearer = Some(t),
+            None => {}
+        }
+    }
+    if let Some(v) = a.get("tokens") {
+        out.auth.tokens = parse_tokens(cx, &at.key("tokens"), v);
+    }
+    if let Some(v) = a.get("oauth") {
+        out.auth.oauth = parse_resource_server(cx, &at.key("oauth"), v);
+    }
+}
+
+/// `"http": {"allowedOrigins", "allowedHosts", and the limits}` into `out`.
+fn parse_listener(cx: &mut Ctx<'_>, at: &Path, h: &Object, out: &mut HttpSettings) {
+    let nums = ["maxBodyBytes", "maxSessions", "maxConnections", "sessionIdleMs"];
+    cx.unknown_keys(at, h, &["allowedOrigins", "allowedHosts", "maxBodyBytes", "maxSessions", "maxConnections", "sessionIdleMs"]);
+    if let Some(v) = h.get("allowedOrigins") {
+        out.allowed_origins = cx.strings(&at.key("allowedOrigins"), v).unwrap_or_default();
+    }
+    if let Some(v) = h.get("allowedHosts") {
+        out.allowed_hosts = cx.strings(&at.key("allowedHosts"), v).unwrap_or_default();
+    }
+    for key in nums {
+        let Some(v) = h.get(key) else { continue };
+        let n = cx.positive(&at.key(key), v);
+        match key {
+            "maxBodyBytes" => out.max_body = n,
+            "maxSessions" => out.max_sessions = n,
+            "maxConnections" => out.max_connections = n,
+            _ => out.session_idle_ms = n,
+        }
+    }
+}
+
+/// `"auth": {"tokens": {"alice": "${ALICE_TOKEN}", ...}}`: principal name → token.
+fn parse_tokens(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Vec<(String, String)> {
+    let Value::Object(m) = v else {
+        cx.err(at, format!("expected an object like {{\"alice\": \"${{ALICE_TOKEN}}\"}}, found {}", type_name(v)));
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, t) in m {
+        let at = at.key(name);
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_graphic()) {
+            cx.err(&at, "a principal name is visible ASCII, at least one character");
+            continue;
+        }
+        match cx.string(&at, t) {
+            Some(t) if t.is_empty() => cx.err(&at, "the token is empty"),
+            Some(t) if out.iter().any(|(_, o)| *o == t) => cx.err(&at, "the same token as another principal: give each its own"),
+            Some(t) => out.push((name.clone(), t)),
+            None => {}
+        }
+    }
+    out
+}
+
+/// `"auth": {"oauth": {...}}`: see [`OAuthSettings`].
+fn parse_resource_server(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<OAuthSettings> {
+    const KEYS: [&str; 7] = ["issuer", "audience", "scopes", "jwksUrl", "introspectionUrl", "clientId", "clientSecret"];
+    let Value::Object(o) = v else {
+        cx.err(at, format!("expected an object like {{\"issuer\": \"https://as.example.com\", \"audience\": \"https://hub.example.com/mcp\"}}, found {}", type_name(v)));
+        return None;
+    };
+    cx.unknown_keys(at, o, &KEYS);
+    let mut s = OAuthSettings::default();
+    let mut ok = true;
+    for key in KEYS {
+        let Some(v) = o.get(key) else {
+            if matches!(key, "issuer" | "audience") {
+                cx.err(at, format!("\"{key}\" is required"));
+                ok = false;
+            }
+            continue;
+        };
+        if key == "scopes" {
+            s.scopes = cx.strings(&at.key(key), v).unwrap_or_default();
+            continue;
+        }
+        let Some(text) = cx.string(&at.key(key), v) else {
+            ok = false;
+            continue;
+        };
+        match key {
+            "issuer" => s.issuer = text,
+            "audience" => s.audience = text,
+            "jwksUrl" => s.jwks_url = Some(text),
+            "introspectionUrl" => s.introspection_url = Some(text),
+            "clientId" => s.client_id = Some(text),
+            _ => s.client_secret = Some(text),
+        }
+    }
+    ok.then_some(s)
+}

@@ -1,0 +1,94 @@
+//! What feeds the runtime besides the clients: the servers' transports
+//! (their reports, and a remote transport's questions) and the hub's timer.
+
+use std::rc::Rc;
+
+use smol::channel::Receiver;
+use smol::future::FutureExt as _;
+use smol::Timer;
+
+use super::runtime::Runtime;
+use crate::hub::{ModernHeaders, Oversize, UpstreamId};
+use crate::remote;
+use crate::upstream_events::Events;
+
+/// The supervisors report here.
+pub(super) struct HubEvents(pub(super) Rc<Runtime>);
+
+impl Events for HubEvents {
+    fn started(&self, id: UpstreamId) {
+        debug!("server {}: started", self.0.name(id));
+        self.0.feed(|h, now| h.upstream_started(id, now));
+    }
+    fn message(&self, id: UpstreamId, line: &[u8]) {
+        self.0.feed(|h, now| h.upstream_message(id, line, now));
+    }
+    fn message_on(&self, id: UpstreamId, line: &[u8], request: &[u8]) {
+        self.0.feed(|h, now| h.upstream_message_on(id, line, request, now));
+    }
+    fn garbage(&self, id: UpstreamId, what: &str) {
+        self.0.feed(|h, _| h.upstream_garbage(id, what));
+    }
+    fn too_large(&self, id: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
+        self.0.feed(|h, now| h.upstream_too_large(id, big, on, now));
+    }
+    fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: crate::hub::Next) {
+        if self.0.closing.get() {
+            // Stopped by us at shutdown: nothing left for the hub to do about it.
+            return;
+        }
+        self.0.feed(|h, now| h.upstream_exited(id, reason, stderr_tail, next, now));
+    }
+}
+
+/// What a remote server's transport asks of the hub.
+pub(super) struct HubCatalog(pub(super) Rc<Runtime>);
+
+impl remote::Catalog for HubCatalog {
+    fn headers_again(&self, id: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
+        self.0.hub.borrow().upstream_headers_again(id, msg)
+    }
+    fn relist(&self, id: UpstreamId) {
+        if !self.0.closing.get() {
+            self.0.feed(|h, now| h.relist_upstream(id, now));
+        }
+    }
+}
+
+/// Sleeps until the hub's next deadline (or until woken because an earlier
+/// one came, see `Runtime::drain`) and calls `tick`.
+pub(super) async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
+    // A deadline that `tick` did not move must not turn into a busy loop.
+    let mut last_tick = None;
+    loop {
+        // A wake-up the last `tick` asked for is answered by this pass.
+        while wake.try_recv().is_ok() {}
+        let deadline = rt.hub.borrow().next_deadline();
+        rt.armed.set(deadline);
+        let fire = async {
+            match deadline {
+                Some(ms) => {
+                    let ms = match last_tick {
+                        Some(t) if ms <= t => t + 1,
+                        _ => ms,
+                    };
+                    Timer::at(rt.instant_at(ms)).await;
+                    true
+                }
+                None => smol::future::pending().await,
+            }
+        };
+        let woken = async {
+            if wake.recv().await.is_err() {
+                smol::future::pending::<()>().await;
+            }
+            false
+        };
+        if fire.or(woken).await {
+            last_tick = Some(rt.feed(|h, now| {
+                h.tick(now);
+                now
+            }));
+        }
+    }
+}

@@ -1,0 +1,490 @@
+//! The state every task of `mcpx serve` shares: the hub, the servers'
+//! handles, the clients' queues, and the one clock; [`Runtime::feed`] is
+//! the one way into the hub, and `route` the one way out of it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use smol::channel::{self, Receiver, Sender};
+use smol::future::FutureExt as _;
+use smol::{Task, Timer};
+
+use super::cluster_jobs::{self as cluster, Job};
+use crate::config::{self, Config};
+use crate::http::Http;
+use crate::hub::{self, About, ClientId, Hub, IdKey, Output, Power, UpstreamId, Upward};
+use crate::log::{self, Level};
+use crate::outbox::{Outbox, PushError};
+use crate::remote;
+use crate::supervise;
+
+/// What the hub asks of the task that runs the servers, for one of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerAsk {
+    /// `Output::Power`: start or stop its process.
+    Power(Power),
+    /// `Output::ListsRead`: keep its lists.
+    KeepLists,
+}
+
+/// Why the session is ending (or a step towards it).
+#[derive(Debug)]
+pub enum Stop {
+    /// End of stdin.
+    InputClosed,
+    InputError(String),
+    /// stdout is closed (after a `CloseClient`) or failed.
+    OutputClosed,
+    OutputError(String),
+    Signal(&'static str),
+}
+
+pub(super) struct ClientConn {
+    out: Outbox,
+    /// Signalled when the hub reports the client's `initialize` answered.
+    init_answered: (Sender<()>, Receiver<()>),
+}
+
+/// A server's handle: a supervised child or a remote connection, alike to
+/// the rest of `serve`.
+#[derive(Clone)]
+pub(super) enum Upstream {
+    Local(supervise::Upstream),
+    Remote(remote::Remote),
+}
+
+impl Upstream {
+    /// Queues `msg`; a child takes the bytes as they are, a remote
+    /// transport what `about` says of them too.
+    fn send(&self, msg: Vec<u8>, about: Upward) -> Result<(), (PushError, Vec<u8>)> {
+        match self {
+            Upstream::Local(u) => u.send(msg),
+            Upstream::Remote(r) => r.send(msg, about),
+        }
+    }
+    /// The largest message it takes, if its transport has a cap.
+    fn max_message(&self) -> Option<usize> {
+        match self {
+            Upstream::Local(_) => Some(crate::limits::max_line()),
+            Upstream::Remote(_) => None,
+        }
+    }
+    fn queue_bytes(&self) -> usize {
+        match self {
+            Upstream::Local(u) => u.queue_bytes(),
+            Upstream::Remote(r) => r.queue_bytes(),
+        }
+    }
+    pub(super) fn restart(&self, why: &str) {
+        match self {
+            Upstream::Local(u) => u.restart(why),
+            Upstream::Remote(r) => r.restart(why),
+        }
+    }
+    pub(super) fn shutdown(&self) {
+        match self {
+            Upstream::Local(u) => u.shutdown(),
+            Upstream::Remote(r) => r.shutdown(),
+        }
+    }
+    pub(super) fn kill_now(&self) {
+        match self {
+            Upstream::Local(u) => u.kill_now(),
+            Upstream::Remote(r) => r.kill_now(),
+        }
+    }
+}
+
+/// The state shared by all tasks of `mcpx serve`.
+pub struct Runtime {
+    pub(super) hub: RefCell<Hub>,
+    pub(super) start: Instant,
+    /// By upstream id; a config reload adds, stops and replaces them
+    /// (see `reload`). `None` while a lazy server sleeps.
+    pub(super) upstreams: RefCell<Vec<Option<Upstream>>>,
+    /// Their supervisor tasks (taken while a reload stops one).
+    pub(super) tasks: RefCell<Vec<Option<Task<()>>>>,
+    /// Their names ("" for a slot a reload freed).
+    pub(super) names: RefCell<Vec<String>>,
+    pub(super) clients: RefCell<BTreeMap<ClientId, ClientConn>>,
+    /// The HTTP server, when `--http` is given: its sessions are hub clients too.
+    pub(super) http: RefCell<Option<Http>>,
+    /// Wakes the timer task: the hub's next deadline comes before `armed`.
+    pub(super) tick_wake: Sender<()>,
+    /// The hub deadline the timer task sleeps until (`None`: no deadline).
+    pub(super) armed: Cell<Option<u64>>,
+    /// The hub's `Output::Power` and `Output::ListsRead`, for the task that
+    /// runs the servers (`reload`).
+    pub(super) server_asks: (Sender<(UpstreamId, ServerAsk)>, Receiver<(UpstreamId, ServerAsk)>),
+    pub(super) stop: Sender<Stop>,
+    pub(super) closing: Cell<bool>,
+    /// The task state file (`task_store`), with an HTTP listener.
+    pub(super) tasks_file: RefCell<Option<std::path::PathBuf>>,
+    /// The queue of the cluster task (`cluster::runtime`), with a store or
+    /// a hop configured.
+    pub(super) cluster_jobs: RefCell<Option<Sender<Job>>>,
+}
+
+impl Runtime {
+    pub fn new(hub: Hub, names: Vec<String>) -> (Rc<Runtime>, Receiver<()>, Receiver<Stop>) {
+        let (tick_wake, tick_rx) = channel::bounded(1);
+        let (stop, stop_rx) = channel::bounded(16);
+        let rt = Runtime {
+            hub: RefCell::new(hub),
+            start: Instant::now(),
+            upstreams: RefCell::new(Vec::new()),
+            tasks: RefCell::new(Vec::new()),
+            names: RefCell::new(names),
+            clients: RefCell::new(BTreeMap::new()),
+            http: RefCell::new(None),
+            tick_wake,
+            armed: Cell::new(None),
+            server_asks: channel::bounded(256),
+            stop,
+            closing: Cell::new(false),
+            tasks_file: RefCell::new(None),
+            cluster_jobs: RefCell::new(None),
+        };
+        (Rc::new(rt), tick_rx, stop_rx)
+    }
+
+    /// Queues `job` for the cluster task (`cluster::runtime`); without one,
+    /// or with its queue full, the hub is answered now that it cannot be done.
+    pub(crate) fn cluster_job(&self, job: Job) {
+        let job = match self.cluster_jobs.borrow().as_ref() {
+            Some(q) => match q.try_send(job) {
+                Ok(()) => return,
+                Err(e) => e.into_inner(),
+            },
+            None => job,
+        };
+        let why = match self.cluster_jobs.borrow().is_some() {
+            true => format!("too many shared-state and hop requests queued (at most {})", cluster::MAX_IN_FLIGHT),
+            false => "no shared state store or cluster hop is running in this mcpx".to_string(),
+        };
+        let now = self.now_ms();
+        cluster::refuse(&mut self.hub.borrow_mut(), job, hub::shared::Answer::Unavailable(why.clone()), Err(why), now);
+    }
+
+    /// The MCP headers of a modern request forwarded over the hop (as a
+    /// client of the owner would send them).
+    pub(crate) fn modern_headers(&self, msg: &[u8]) -> Vec<(String, Vec<u8>)> {
+        self.hub.borrow().client_request_headers(msg).unwrap_or_default()
+    }
+
+    /// One message of the owner's answer to client `c`'s forwarded request
+    /// `request`, written to the client as the hub would; true when it was
+    /// the response.
+    pub(crate) fn deliver_forwarded(&self, c: ClientId, request: &IdKey, msg: Vec<u8>) -> bool {
+        use mcpx_core::envelope::{Envelope, Kind};
+        let Ok(env) = Envelope::parse(&msg) else {
+            warn!("cluster hop: an answer message for client {c} is not JSON-RPC; dropped");
+            return false;
+        };
+        let id = env.id_bytes().map(|id| {
+            let start = id.as_ptr() as usize - msg.as_ptr() as usize;
+            start..start + id.len()
+        });
+        let (about, response) = match env.kind() {
+            Kind::Result | Kind::Error => (About::Reply { id }, true),
+            Kind::Notification => (About::Notification { unsolicited: false, related: Some(request.clone()) }, false),
+            Kind::Request => {
+                warn!("cluster hop: the owner sent client {c} a request on a forwarded answer; dropped");
+                return false;
+            }
+        };
+        self.route(Output::ToClient(c, msg, about));
+        response
+    }
+
+    /// The one clock: milliseconds since mcpx started (monotonic).
+    pub fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    pub(super) fn instant_at(&self, ms: u64) -> Instant {
+        self.start + Duration::from_millis(ms)
+    }
+
+    /// Calls the hub with the current time, then routes all its outputs.
+    pub fn feed<T>(&self, f: impl FnOnce(&mut Hub, u64) -> T) -> T {
+        let now = self.now_ms();
+        let r = f(&mut self.hub.borrow_mut(), now);
+        self.drain();
+        r
+    }
+
+    fn drain(&self) {
+        loop {
+            let out = self.hub.borrow_mut().poll_output();
+            match out {
+                Some(o) => self.route(o),
+                None => break,
+            }
+        }
+        // The timer task is woken only for a deadline before the one it
+        // sleeps until: a later one (a new call's timeout) waits, and one
+        // that went away (an answered call) costs one early `tick` that
+        // finds nothing due. So no timer is set or reset per message.
+        if let Some(d) = self.hub.borrow().next_deadline() {
+            if self.armed.get().is_none_or(|a| d < a) {
+                self.armed.set(Some(d));
+                let _ = self.tick_wake.try_send(());
+            }
+        }
+    }
+
+    /// The name of server `u` ("?" for no server, "" for a free slot).
+    pub(crate) fn name(&self, u: UpstreamId) -> String {
+        self.names.borrow().get(u).map_or_else(|| "?".to_string(), String::clone)
+    }
+
+    /// The id of the running server named `name`.
+    pub(crate) fn upstream_id(&self, name: &str) -> Option<UpstreamId> {
+        self.names.borrow().iter().position(|n| n == name)
+    }
+
+    /// Is mcpx shutting down?
+    pub(crate) fn closing(&self) -> bool {
+        self.closing.get()
+    }
+
+    /// Stops server `u` for good (a reload removed or replaced it): the hub
+    /// first answers its requests in flight (saying `why`) and drops what it
+    /// offered, then its process is stopped. Completes once it is gone, so
+    /// that its slot can be given to another server.
+    /// Its instances (`"isolation": "client"`) go with it.
+    pub(crate) async fn stop_upstream(&self, u: UpstreamId, why: &str) {
+        let instances = self.hub().upstream_instances(u);
+        self.feed(|h, now| h.remove_upstream(u, why, now));
+        for slot in std::iter::once(u).chain(instances) {
+            self.stop_process(slot).await;
+            if let Some(n) = self.names.borrow_mut().get_mut(slot) {
+                n.clear();
+            }
+        }
+    }
+
+    /// Stops server `u`'s process (or connection) and completes once it is
+    /// gone; the slot keeps its name, to be started again.
+    pub(crate) async fn stop_process(&self, u: UpstreamId) {
+        if let Some(Some(up)) = self.upstreams.borrow_mut().get_mut(u).map(Option::take) {
+            up.shutdown();
+        }
+        let task = self.tasks.borrow_mut().get_mut(u).and_then(Option::take);
+        if let Some(task) = task {
+            task.await;
+        }
+    }
+
+    /// Does slot `u` have a process (or connection) running or stopping?
+    pub(crate) fn has_process(&self, u: UpstreamId) -> bool {
+        self.tasks.borrow().get(u).is_some_and(Option::is_some)
+    }
+
+    /// The hub's requests to start or stop a server's process and to keep
+    /// its lists.
+    pub(crate) fn server_asks(&self) -> Receiver<(UpstreamId, ServerAsk)> {
+        self.server_asks.1.clone()
+    }
+
+    /// The hub, for what the runtime asks it outside of `feed`.
+    pub(crate) fn hub(&self) -> std::cell::Ref<'_, Hub> {
+        self.hub.borrow()
+    }
+
+    /// Passes the hub's `ask` for server `u` to the task that runs the servers.
+    fn ask_server(&self, u: UpstreamId, ask: ServerAsk) {
+        if !self.closing.get() && self.server_asks.0.try_send((u, ask)).is_err() {
+            error!("server {}: {ask:?} request dropped (too many waiting)", self.name(u));
+        }
+    }
+
+    fn route(&self, out: Output) {
+        // Messages for HTTP sessions go to the HTTP server.
+        let out = match self.http.borrow().as_ref() {
+            Some(http) => match http.take(out) {
+                Some(out) => out,
+                None => return,
+            },
+            None => out,
+        };
+        match out {
+            Output::ToClient(c, msg, about) => {
+                let clients = self.clients.borrow();
+                let Some(conn) = clients.get(&c) else {
+                    debug!("message for client {c}, which is gone, dropped");
+                    return;
+                };
+                // An answer is never dropped for a full queue: the client's
+                // reader waits instead (see `stdio`).
+                let pushed = match about {
+                    About::Reply { .. } | About::Batch => conn.out.push_answer(msg),
+                    _ => conn.out.try_push(msg),
+                };
+                match pushed {
+                    Ok(()) => {}
+                    Err((PushError::Closed, _)) if self.closing.get() => {}
+                    Err((e, _)) => error!("message to the client dropped: {e}"),
+                }
+            }
+            Output::ClientInitialized(c, _) => {
+                if let Some(conn) = self.clients.borrow().get(&c) {
+                    let _ = conn.init_answered.0.try_send(());
+                }
+            }
+            Output::ToUpstream(u, msg, about) => {
+                let refused = {
+                    let ups = self.upstreams.borrow();
+                    let Some(Some(up)) = ups.get(u) else { return };
+                    match up.max_message() {
+                        // The tighter limit is checked before forwarding: the
+                        // server would drop the line, the client wait for nothing.
+                        Some(max) if msg.len() > max => {
+                            Some((format!("the message is {} bytes, over {}", msg.len(), crate::limits::line_limit()), msg))
+                        }
+                        _ => match up.send(msg, about) {
+                            Ok(()) => None,
+                            Err((PushError::Closed, _)) => {
+                                debug!("server {}: not running; message to it dropped", self.name(u));
+                                None
+                            }
+                            Err((e, msg)) => Some((format!("{e} (limit: {} bytes queued per server)", up.queue_bytes()), msg)),
+                        },
+                    }
+                };
+                if let Some((why, msg)) = refused {
+                    // Never lose a request silently: the hub answers it now
+                    // (naming the server and the limit); `drain` routes that
+                    // answer next.
+                    warn!("server {}: message to it refused: {why}", self.name(u));
+                    let now = self.now_ms();
+                    self.hub.borrow_mut().upstream_refused(u, &msg, &why, now);
+                }
+            }
+            Output::RestartUpstream(u, why) => {
+                if self.closing.get() {
+                    return;
+                }
+                warn!("server {}: restarting it: {why}", self.name(u));
+                if let Some(Some(up)) = self.upstreams.borrow().get(u) {
+                    up.restart(why);
+                }
+            }
+            Output::Power(u, p) => self.ask_server(u, ServerAsk::Power(p)),
+            Output::ListsRead(u) => self.ask_server(u, ServerAsk::KeepLists),
+            Output::CloseClient(c) => {
+                if let Some(conn) = self.clients.borrow().get(&c) {
+                    debug!("closing client {c}");
+                    conn.out.close();
+                }
+            }
+            Output::Log(level, msg) => log::write(log_level(level), format_args!("{msg}")),
+            // The store and the hop between replicas (issue 16).
+            Output::Shared(ask) => self.cluster_job(Job::Ask(ask)),
+            Output::Forward { client, request, msg, principal, to } => {
+                self.cluster_job(Job::Forward { client, request, msg, principal, to })
+            }
+            Output::SaveTasks(bytes) => {
+                if let Some(p) = self.tasks_file.borrow().as_deref() {
+                    if let Err(e) = crate::task_store::save(p, &bytes) {
+                        error!("cannot write the task state file {}: {e} (tasks will not survive a restart)", p.display());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps the hub's tasks in the state file of the listener on `addr`
+    /// from now on, and gives the hub those of the last run.
+    pub(super) fn keep_tasks(&self, cfg: &Config, addr: std::net::SocketAddr) {
+        let Some(p) = crate::task_store::path(&config::process_env, &cfg.source, addr) else {
+            warn!("no state folder ($XDG_STATE_HOME or $HOME): tasks will not survive a restart");
+            return;
+        };
+        let saved = crate::task_store::load(&p).unwrap_or_else(|e| {
+            warn!("cannot read the task state file {}: {e}", p.display());
+            None
+        });
+        debug!("task state file: {}", p.display());
+        *self.tasks_file.borrow_mut() = Some(p);
+        self.feed(|h, now| h.restore_tasks(saved.as_deref(), now));
+    }
+
+    /// Registers a client whose messages go to `out`.
+    pub fn connect_client(&self, out: Outbox) -> ClientId {
+        let now = self.now_ms();
+        let c = self.hub.borrow_mut().client_connected(now);
+        let conn = ClientConn { out, init_answered: channel::bounded(1) };
+        self.clients.borrow_mut().insert(c, conn);
+        self.drain();
+        c
+    }
+
+    /// One framed message from a stdio client: the hub parses it (once).
+    pub fn client_message(&self, c: ClientId, msg: &[u8]) {
+        self.feed(|h, now| h.client_message(c, msg, now));
+    }
+
+    /// Whether the client's `initialize` is still unanswered. A stream
+    /// transport then holds the client's next messages: a conforming client
+    /// waits for that answer anyway, and one that pipelines (`printf ... |
+    /// mcpx serve`) gets its lists once the servers are up, not before.
+    pub fn initializing(&self, c: ClientId) -> bool {
+        !self.closing.get() && self.hub.borrow().client_initializing(c)
+    }
+
+    /// Completes once [`Runtime::initializing`] turns false, or after `limit`.
+    pub async fn initialized(&self, c: ClientId, limit: Duration) {
+        let Some(answered) = self.clients.borrow().get(&c).map(|conn| conn.init_answered.1.clone()) else {
+            return;
+        };
+        let deadline = Instant::now() + limit;
+        while self.initializing(c) {
+            let signalled = async {
+                let _ = answered.recv().await;
+                true
+            };
+            let timeout = async {
+                Timer::at(deadline).await;
+                false
+            };
+            if !signalled.or(timeout).await {
+                warn!("client {c}: no answer to its initialize within {} s; reading on", limit.as_secs());
+                return;
+            }
+        }
+    }
+
+    /// A stdio client's line over [`crate::limits::max_line`], skipped:
+    /// handed to the hub with the limit named.
+    pub fn client_frame_too_large(&self, c: ClientId, len: usize, head: &[u8], tail: &[u8]) {
+        warn!("client sent a message of {len} bytes, over the limit; answered with an error");
+        let limit = crate::limits::line_limit();
+        let big = crate::hub::Oversize { len, max: crate::limits::max_line(), limit: &limit, head, tail };
+        self.feed(|h, _| h.client_frame_too_large(c, &big));
+    }
+
+    pub fn client_disconnected(&self, c: ClientId) {
+        self.feed(|h, _| h.client_disconnected(c));
+        if let Some(conn) = self.clients.borrow_mut().remove(&c) {
+            conn.out.close();
+        }
+    }
+
+    /// Reports a step towards the end of the session to `serve`.
+    pub fn stop(&self, why: Stop) {
+        let _ = self.stop.try_send(why);
+    }
+}
+
+pub(super) fn log_level(level: hub::Level) -> Level {
+    match level {
+        hub::Level::Error => Level::Error,
+        hub::Level::Warn => Level::Warn,
+        hub::Level::Info => Level::Info,
+        hub::Level::Debug => Level::Debug,
+    }
+}

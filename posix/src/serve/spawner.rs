@@ -1,0 +1,87 @@
+//! Starting a configured server's transport: a supervised child or a
+//! remote connection (at startup, and for servers a reload adds).
+
+use std::rc::Rc;
+
+use smol::{LocalExecutor, Task};
+
+use super::runtime::{Runtime, Upstream};
+use crate::config;
+use crate::hub::UpstreamId;
+use crate::remote::{self, RemoteSpec};
+use crate::supervise::{self, ProcessSpec};
+use crate::upstream_events::Events;
+
+/// What starting a server's transport needs (at startup, and for servers a
+/// reload adds).
+pub(crate) struct Spawner {
+    pub(super) ex: Rc<LocalExecutor<'static>>,
+    pub(super) sup_opts: supervise::Options,
+    pub(super) events: Rc<dyn Events>,
+    pub(super) catalog: Rc<dyn remote::Catalog>,
+}
+
+impl Spawner {
+    /// Starts configured server `s` as upstream `id` (a new id, or the slot
+    /// of a server [`Runtime::stop_upstream`] has stopped).
+    pub(crate) fn start(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig) {
+        let (up, task) = spawn_upstream(self, id, s);
+        Self::put(rt, id, &s.name, Some(up), Some(task));
+    }
+
+    /// Gives slot `id` to server `s` without starting it (a lazy server
+    /// that sleeps until used).
+    pub(crate) fn reserve(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig) {
+        Self::put(rt, id, &s.name, None, None);
+    }
+
+    fn put(rt: &Runtime, id: UpstreamId, name: &str, up: Option<Upstream>, task: Option<Task<()>>) {
+        let mut ups = rt.upstreams.borrow_mut();
+        let mut tasks = rt.tasks.borrow_mut();
+        let mut names = rt.names.borrow_mut();
+        if ups.len() <= id {
+            ups.resize_with(id + 1, || None);
+            tasks.resize_with(id + 1, || None);
+            names.resize(id + 1, String::new());
+        }
+        ups[id] = up;
+        tasks[id] = task;
+        names[id] = name.to_string();
+    }
+}
+
+/// Starts the transport of configured server `s` as upstream `id`.
+fn spawn_upstream(sp: &Spawner, id: UpstreamId, s: &config::ServerConfig) -> (Upstream, Task<()>) {
+    let (ex, sup_opts, events, catalog) = (&sp.ex, &sp.sup_opts, &sp.events, &sp.catalog);
+    match &s.remote {
+        Some(r) => {
+            let spec = RemoteSpec {
+                name: s.name.clone(),
+                url: r.url.clone(),
+                headers: r.headers.clone(),
+                ca_file: r.ca_file.clone(),
+                timeout_ms: s.timeout_ms.unwrap_or(60_000),
+                mode: r.mode,
+                oauth: r.oauth.clone(),
+            };
+            let mut opts = remote::Options::default();
+            opts.restart.max_restarts = s.max_restarts;
+            let (r, task) = remote::spawn(ex, id, spec, opts, events.clone(), Some(catalog.clone()));
+            (Upstream::Remote(r), task)
+        }
+        None => {
+            let spec = ProcessSpec {
+                name: s.name.clone(),
+                command: s.command.clone(),
+                args: s.args.clone(),
+                env: s.env.clone(),
+                env_policy: s.env_policy.clone(),
+                cwd: s.cwd.clone(),
+            };
+            let mut opts = sup_opts.clone();
+            opts.restart.max_restarts = s.max_restarts;
+            let (u, task) = supervise::spawn(ex, id, spec, opts, events.clone());
+            (Upstream::Local(u), task)
+        }
+    }
+}
