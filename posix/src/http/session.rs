@@ -320,6 +320,11 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
     let sid = shared.link.call(|hub, hub_now| {
         let c = hub.client_connected(hub_now);
         hub.set_client_principal(c, owner.bytes());
+        // The era this listener decided for the request (`routes::classify`)
+        // is the hub's too: decided once.
+        if kind == Kind::Modern {
+            hub.set_client_era(c, mcpx_core::revision::Era::Modern);
+        }
         let mut st = shared.state.borrow_mut();
         let sid = mint_id(&mut st.rng);
         st.sessions.by_client.insert(c, sid.clone());

@@ -91,6 +91,7 @@ mod policy;
 mod relay;
 mod router;
 mod shape;
+mod stages;
 pub mod shared;
 mod tasks;
 mod upstream;
@@ -776,6 +777,16 @@ impl Hub {
     pub fn set_client_principal(&mut self, c: ClientId, principal: &[u8]) {
         if let Some(cl) = self.clients.get_mut(&c) {
             cl.principal = principal.to_vec();
+        }
+    }
+
+    /// The transport decided client `c`'s era (an HTTP POST classified as
+    /// 2026-07-28 by its `MCP-Protocol-Version` header, its `_meta` or
+    /// its method): the hub serves its requests in that era, and does not
+    /// decide again on fewer facts (`stages`: identify).
+    pub fn set_client_era(&mut self, c: ClientId, era: mcpx_core::revision::Era) {
+        if let Some(cl) = self.clients.get_mut(&c) {
+            cl.era = Some(era);
         }
     }
 

@@ -15,6 +15,7 @@ use super::catalog::Kind;
 use super::pending::{Fwd, Origin};
 use super::shape::{self, RevExt};
 use super::modern::ReqCtx;
+use super::stages::ToolRoute;
 use super::tasks::Plan;
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, UpstreamId};
@@ -94,7 +95,7 @@ impl Hub {
         let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
         self.policy_begin(c, m, ctx.is_some());
         if m.method.starts_with("tasks/") {
-            self.policy_admit_task_request(c, m)?;
+            self.admit_task_request(c, m)?;
         }
         match &*m.method {
             "initialize" => {
@@ -116,16 +117,9 @@ impl Hub {
             }
             "tools/call" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
-                // Policy (hub/policy.rs): tool search, then the principal's catalog, limits, validation.
+                // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
                 let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
-                // Requirement: tools-error-unknown-tool-protocol
-                let e = self.catalog.get(Kind::Tools, &call.name).filter(|e| self.policy_visible(c, e)).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name)))?;
-                let (u, orig) = (e.up, e.original.clone());
-                // Either spelling of a name (dotted or not): limits and the
-                // audit log see the one every client can be shown.
-                call.name.clone_from(&e.exposed);
-                let support = super::value_at(&e.item, &["execution", "taskSupport"]).and_then(Value::as_str).map(str::to_string);
-                self.policy_admit_tool(c, m, &call, u, &orig)?;
+                let ToolRoute { up: u, original: orig, task_support: support } = self.tool_stages(c, m, &mut call)?;
                 let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
                 if plan != Plan::Plain {
                     self.task_room(c, ctx)?;
@@ -154,22 +148,20 @@ impl Hub {
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => self.task_request(c, id, &m.method, &m.params_value(), ctx),
             "prompts/get" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
-                // Requirement: prompts-errors-32602-32603
-                let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown prompt: {name}")))?;
-                let (u, orig) = (e.up, e.original.clone());
+                let (u, orig) = self.prompt_stages(c, m, &name)?;
                 self.policy_resolved(c, m, u, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "resources/read" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
-                let (u, orig) = self.route_resource(&uri)?;
+                let (u, orig) = self.resource_stages(c, m, &uri, false)?;
                 self.policy_resolved(c, m, u, &uri, &orig);
                 let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
                 self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
-                let (u, orig) = self.route_resource(&uri)?;
+                let (u, orig) = self.resource_stages(c, m, &uri, false)?;
                 let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
                 if !subscribable {
                     let name = &self.ups[u].spec.name;
@@ -217,19 +209,19 @@ impl Hub {
                 match ty.as_str() {
                     "ref/prompt" => {
                         let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/prompt needs a \"name\"".into()))?;
-                        let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown prompt: {name}")))?;
-                        let (u, orig) = (e.up, e.original.clone());
                         // Requirement: completion-security
-                        self.policy_admit_completion(c, m, u, &name)?;
+                        let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
+                        self.admit_completion(c, m, known)?;
+                        let (u, orig) = self.prompt_stages(c, m, &name)?;
+                        self.policy_resolved(c, m, u, &name, &orig);
                         self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
                     }
                     "ref/resource" => {
                         let (r, uri) = string(&["ref", "uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/resource needs a \"uri\"".into()))?;
-                        let (u, orig) = match self.catalog.route_template(&uri) {
-                            Some(x) => x,
-                            None => self.route_resource(&uri)?,
-                        };
-                        self.policy_admit_completion(c, m, u, &uri)?;
+                        let known = self.catalog.route_template(&uri).or_else(|| self.route_uri(&uri)).map(|(u, _)| u);
+                        self.admit_completion(c, m, known)?;
+                        let (u, orig) = self.resource_stages(c, m, &uri, true)?;
+                        self.policy_resolved(c, m, u, &uri, &orig);
                         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
                     }
                     _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
@@ -277,10 +269,6 @@ impl Hub {
         self.send_set_level(u, LEVELS[l]);
     }
 
-    pub(super) fn route_resource_pub(&self, uri: &str) -> Option<(UpstreamId, String)> {
-        self.route_resource(uri).ok()
-    }
-
     /// Client `c` (a listen stream of it) subscribes to exposed `uri`; the
     /// upstream is asked for the first subscriber.
     pub(super) fn subscribe_uri(&mut self, c: ClientId, uri: &str) {
@@ -325,11 +313,15 @@ impl Hub {
     }
 
     fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
-        let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
         // Requirement: resources-not-found-32002
-        self.catalog
-            .route_uri(uri, &self.naming(), &resource_ups)
-            .ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
+        self.route_uri(uri).ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
+    }
+
+    /// The upstream serving resource `uri` and its URI there (`catalog`'s
+    /// routing), whoever asks.
+    pub(super) fn route_uri(&self, uri: &str) -> Option<(UpstreamId, String)> {
+        let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
+        self.catalog.route_uri(uri, &self.naming(), &resource_ups)
     }
 
     /// One page of an aggregated list.

@@ -14,6 +14,7 @@ mod lazy;
 mod naming;
 mod oversize;
 mod policy;
+mod stages;
 mod reload;
 mod restarts;
 mod cluster;
