@@ -151,9 +151,12 @@ impl Shared {
         let guard = Guard::new(&cfg.allowed_origins, &cfg.allowed_hosts, local_addr);
         let (wake_tx, wake_rx) = channel::bounded(1);
         let auth = Authenticator::new(&cfg);
-        // No principal takes more than half the sessions.
+        // No principal takes more than half the sessions; on a listener
+        // without authentication every client is the one principal
+        // `anonymous`, whose share is then the whole cap.
         let max = cfg.limits.max_sessions;
-        let session_quota = Quota::new("HTTP sessions", max, max.div_ceil(2));
+        let share = if cfg.auth.required(cfg.token.as_deref()) { max.div_ceil(2) } else { max };
+        let session_quota = Quota::new("HTTP sessions", max, share);
         Shared {
             auth,
             cfg,

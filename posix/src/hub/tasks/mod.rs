@@ -223,7 +223,7 @@ impl Hub {
             // A session with no credential at all is its own requestor:
             // the anonymous principal is everyone's (tasks-unidentified-no-list).
             None => match self.clients.get(&c).map(|cl| &cl.principal[..]) {
-                Some(super::ANONYMOUS_PRINCIPAL) => format!("{}-session:{c}", String::from_utf8_lossy(super::ANONYMOUS_PRINCIPAL)).into_bytes(),
+                Some(super::ANONYMOUS_PRINCIPAL) => format!("{}{c}", table::ANONYMOUS_SESSION).into_bytes(),
                 Some(p) => p.to_vec(),
                 None => Vec::new(),
             },
