@@ -30,7 +30,7 @@ use crate::cli::ServeArgs;
 use crate::cluster::runtime as cluster;
 use crate::config::{self, Config, Source};
 use crate::http::{self, Http, HttpConfig, HubLink};
-use crate::hub::{self, About, ClientId, Hub, HubOptions, IdKey, ModernHeaders, Output, UpstreamId, UpstreamSpec, Upward};
+use crate::hub::{self, About, ClientId, Hub, HubOptions, IdKey, ModernHeaders, Outcome, Output, UpstreamId, UpstreamSpec, Upward};
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
 use crate::reload::ServerAsk;
@@ -204,7 +204,8 @@ impl Runtime {
             start..start + id.len()
         });
         let (about, response) = match env.kind() {
-            Kind::Result | Kind::Error => (About::Reply { id }, true),
+            Kind::Result => (About::Reply { id, outcome: Outcome::of_result(env.result()) }, true),
+            Kind::Error => (About::Reply { id, outcome: Outcome::of_error(env.error()) }, true),
             Kind::Notification => (About::Notification { unsolicited: false, related: Some(request.clone()) }, false),
             Kind::Request => {
                 warn!("cluster hop: the owner sent client {c} a request on a forwarded answer; dropped");

@@ -20,7 +20,7 @@ use super::few::Few;
 use super::sse_stream::{self, Attach, Replay};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
-use crate::hub::{About, ClientId, IdKey, Level};
+use crate::hub::{About, ClientId, IdKey, Level, Outcome};
 use crate::policy::ratelimit::{Quota, QuotaRefusal, Refusal};
 
 /// Most server→client requests waiting to be refused back to the hub.
@@ -140,8 +140,8 @@ pub(crate) struct Exchange {
 /// number when the stream is resumable.
 #[derive(Debug)]
 pub(crate) enum Item {
-    /// A response to one of the exchange's requests.
-    Response(Option<u64>, Vec<u8>),
+    /// A response to one of the exchange's requests, and what it says.
+    Response(Option<u64>, Vec<u8>, Outcome),
     /// A notification or server→client request.
     Other(Option<u64>, Vec<u8>),
 }
@@ -570,11 +570,14 @@ fn latest_sse(s: &Session) -> Option<usize> {
 /// resumable, and kept unless it is the `last` of a live stream (which
 /// ends with it); a stream left for its client to resume only keeps it. A full or
 /// closed queue closes that exchange.
-fn send_exchange(s: &mut Session, i: usize, response: bool, last: bool, msg: Vec<u8>) -> bool {
+fn send_exchange(s: &mut Session, i: usize, response: Option<Outcome>, last: bool, msg: Vec<u8>) -> bool {
     let e = &mut s.exchanges[i];
     let n = e.replay.as_mut().map(|r| if last { r.number() } else { r.push(msg.clone()) });
     let Some(tx) = &e.tx else { return true };
-    let item = if response { Item::Response(n, msg) } else { Item::Other(n, msg) };
+    let item = match response {
+        Some(outcome) => Item::Response(n, msg, outcome),
+        None => Item::Other(n, msg),
+    };
     match tx.try_send(item) {
         Ok(()) => true,
         Err(_) => {
@@ -615,7 +618,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
         return None;
     }
     match about {
-        About::Reply { id } => {
+        About::Reply { id, outcome } => {
             let id = &msg[id?];
             let Some(i) = s
                 .exchanges
@@ -629,14 +632,14 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
             // The last answer ends a live stream; one left for its client
             // keeps it until resumed.
             let end = e.pending.is_empty() && e.tx.is_some();
-            if send_exchange(s, i, true, end, msg) && end {
+            if send_exchange(s, i, Some(outcome), end, msg) && end {
                 s.exchanges.remove(i);
             }
             None
         }
         About::Request { id } => {
             if let Some(i) = latest_sse(s) {
-                if send_exchange(s, i, false, false, msg.clone()) {
+                if send_exchange(s, i, None, false, msg.clone()) {
                     return None;
                 }
             }
@@ -662,7 +665,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 .iter()
                 .position(|e| e.pending.iter().any(|p| p.bytes() == r.bytes()));
             if let Some(i) = at.filter(|i| s.exchanges[*i].sse_ok) {
-                send_exchange(s, i, false, false, msg);
+                send_exchange(s, i, None, false, msg);
             }
             None
         }
@@ -671,7 +674,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 return None;
             }
             if let Some(i) = latest_sse(s) {
-                if send_exchange(s, i, false, false, msg.clone()) {
+                if send_exchange(s, i, None, false, msg.clone()) {
                     return None;
                 }
             }

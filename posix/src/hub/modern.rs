@@ -283,7 +283,8 @@ impl Hub {
                     }
                 };
                 buf.truncate(n);
-                return self.emit_reply(c, Some(&id), buf);
+                let outcome = super::Outcome::Error { code: i64::from(e.error_code().code()), retry_after_s: None };
+                return self.emit_reply(c, Some(&id), buf, outcome);
             }
         };
         let caps: Value = serde_json::from_slice(rm.client_capabilities.bytes()).unwrap_or_else(|_| json!({}));

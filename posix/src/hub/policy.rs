@@ -605,22 +605,22 @@ impl Hub {
         }
     }
 
-    /// The answer `bytes` to client `c`'s request `id` is written: a
-    /// tracked request gets its audit line and metric sample.
-    pub(super) fn policy_answered(&mut self, c: ClientId, id: Option<&[u8]>, bytes: &[u8]) {
+    /// The answer (`len` bytes, saying `outcome`) to client `c`'s request
+    /// `id` is written: a tracked request gets its audit line and metric
+    /// sample, from what the hub knows of the answer (its bytes are not
+    /// read again).
+    pub(super) fn policy_answered(&mut self, c: ClientId, id: Option<&[u8]>, len: usize, outcome: super::Outcome) {
         if self.policy.open.is_empty() {
             return;
         }
         let Some(o) = id.and_then(|id| self.policy.open.remove(&(c, IdKey::new(id)))) else { return };
-        let all = 0..bytes.len();
-        let code = wire::find(bytes, all.clone(), &["error", "code"]).and_then(|r| std::str::from_utf8(&bytes[r]).ok()?.parse::<i64>().ok());
-        let outcome = match (&o.refused, code) {
+        let outcome = match (&o.refused, outcome) {
             (Some(limit), _) => audit::Outcome::Refused { limit },
-            (None, Some(code)) => audit::Outcome::Error { code },
-            (None, None) if wire::find(bytes, all, &["result", "isError"]).is_some_and(|r| &bytes[r] == b"true") => audit::Outcome::ToolError,
-            (None, None) => audit::Outcome::Result,
+            (None, super::Outcome::Error { code, .. }) => audit::Outcome::Error { code },
+            (None, super::Outcome::ToolError) => audit::Outcome::ToolError,
+            (None, super::Outcome::Result) => audit::Outcome::Result,
         };
-        self.record(&o, outcome, bytes.len() as u64);
+        self.record(&o, outcome, len as u64);
     }
 
     /// The metric sample and audit line of tracked request `o`.

@@ -18,7 +18,7 @@ use super::modern::ReqCtx;
 use super::stages::ToolRoute;
 use super::tasks::Plan;
 use super::wire::{self, Msg};
-use super::{ClientId, Hub, UpstreamId};
+use super::{ClientId, Hub, Outcome, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
 const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -513,6 +513,8 @@ impl Hub {
                 _ => mcpx_core::json::parse(res).ok(),
             };
             let member = |k: &str| view.as_ref().and_then(|v| v.get(k));
+            // What the answer says, from its view (`Outcome`): nothing reads it again.
+            let outcome = Outcome::of_result(view);
             let text = |k: &str| member(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
             let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
@@ -548,7 +550,7 @@ impl Hub {
             if let Some(ctx) = &modern {
                 // Spliced, never read into a value: ids and numbers pass byte for byte.
                 let Some(view) = view.filter(|v| v.kind() == mcpx_core::json::Kind::Object) else {
-                    return self.answer_result(c, &id, res);
+                    return self.answer_result_as(c, &id, res, outcome);
                 };
                 let tasked = match self.task_reply(u, c, &method, &view, ctx) {
                     Ok(t) => t,
@@ -559,11 +561,11 @@ impl Hub {
                     Some(t) => self.stamped(&t, hints),
                     None => self.stamped_view(&view, hints),
                 };
-                return self.answer_result(c, &id, &out);
+                return self.answer_result_as(c, &id, &out, outcome);
             }
             return match m.env.result().and_then(|v| shape::result_view(&method, v, rev)) {
-                Some(shaped) => self.answer_result(c, &id, &shaped),
-                None => self.answer_result(c, &id, res),
+                Some(shaped) => self.answer_result_as(c, &id, &shaped, outcome),
+                None => self.answer_result_as(c, &id, res, outcome),
             };
         }
         if let Some(err) = m.error_bytes() {
@@ -574,8 +576,12 @@ impl Hub {
                 self.ups[u].era_cache = None;
                 self.out.push_back(super::Output::RestartUpstream(u, "protocol version no longer supported"));
             }
-            let out = error_for(err, rev, self.peer_caps(c));
-            self.answer_raw_error(c, &id, &out);
+            let (out, code) = error_for(err, rev, self.peer_caps(c));
+            let outcome = match Outcome::of_error(m.env.error()) {
+                Outcome::Error { retry_after_s, .. } => Outcome::Error { code, retry_after_s },
+                other => other,
+            };
+            self.answer_raw_error(c, &id, &out, outcome);
         }
     }
 
@@ -710,13 +716,13 @@ fn rename_contents(res: &[u8], orig: &str, exposed: &str) -> Vec<u8> {
 /// An upstream's error object with its code replaced when the client may
 /// not get it (core error table), e.g. -32042 before 2025-11-25 or to a
 /// client without URL elicitation.
-fn error_for(err: &[u8], rev: shape::Rev, caps: PeerCaps) -> Vec<u8> {
-    let Some(r) = wire::find(err, 0..err.len(), &["code"]) else { return err.to_vec() };
-    let Some(code) = std::str::from_utf8(&err[r.clone()]).ok().and_then(|s| s.parse::<i64>().ok()) else { return err.to_vec() };
+fn error_for(err: &[u8], rev: shape::Rev, caps: PeerCaps) -> (Vec<u8>, i64) {
+    let Some(r) = wire::find(err, 0..err.len(), &["code"]) else { return (err.to_vec(), 0) };
+    let Some(code) = std::str::from_utf8(&err[r.clone()]).ok().and_then(|s| s.parse::<i64>().ok()) else { return (err.to_vec(), 0) };
     let to = mcpx_core::error::code_for(code, rev, caps);
     if to == code {
-        err.to_vec()
+        (err.to_vec(), code)
     } else {
-        wire::splice(err, vec![(r, to.to_string().into_bytes())])
+        (wire::splice(err, vec![(r, to.to_string().into_bytes())]), to)
     }
 }
