@@ -2,9 +2,10 @@
 //! Resource Metadata is authenticated to a [`Principal`] here, and nowhere
 //! else.
 //!
-//! - No credentials configured: an anonymous principal (a digest of the
-//!   `Authorization` header when one is sent, so that unrelated clients of an
-//!   open loopback endpoint still do not share `requestState`).
+//! - No credentials configured: every client is the one principal
+//!   `anonymous`, whatever `Authorization` it sends (a value nobody checks
+//!   is no identity): one share of every per-principal cap, one rate-limit
+//!   bucket, one catalog (`"*"`).
 //! - Static tokens: `--token` / `"auth": {"bearer": …}` (principal `bearer`)
 //!   and `"auth": {"tokens": {"alice": …}}` (principal `token:alice`), each
 //!   compared in constant time (no early exit on the first differing byte,
@@ -145,10 +146,8 @@ impl Authenticator {
     /// at wall-clock time `now_s` (Unix seconds, for token expiry).
     pub async fn authenticate(&self, authorization: Option<&[u8]>, now_s: u64) -> Result<Principal, Reject> {
         if !self.settings.required(self.token.as_deref()) {
-            return Ok(match authorization {
-                Some(a) => Principal::new("anonymous:", &mcpx_core::request_state::digest(a)),
-                None => Principal(Cow::Borrowed(crate::hub::ANONYMOUS_PRINCIPAL)),
-            });
+            // An unchecked `Authorization` value is no identity.
+            return Ok(Principal(Cow::Borrowed(crate::hub::ANONYMOUS_PRINCIPAL)));
         }
         let Some(token) = bearer(authorization) else {
             return Err(Reject::Unauthorized { invalid: false, why: "send Authorization: Bearer <token>".into() });

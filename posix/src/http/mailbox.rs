@@ -138,7 +138,7 @@ mod tests {
 
     fn got(i: Option<Item>) -> Option<u8> {
         match i {
-            Some(Item::Other(None, b)) | Some(Item::Response(None, b)) => Some(b[0]),
+            Some(Item::Other(None, b)) | Some(Item::Response(None, b, _)) => Some(b[0]),
             _ => None,
         }
     }

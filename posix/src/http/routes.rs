@@ -14,7 +14,7 @@ use mcpx_core::frame::http::Version;
 use mcpx_core::revision::{self, Era as RevEra, EraHints, Revision, Revisions};
 
 use super::auth::Principal;
-use crate::hub::{IdKey, Level};
+use crate::hub::{IdKey, Level, Outcome};
 use super::conn::{BodyError, Conn, Request};
 use super::session::{self, Item, Kind, SessionRefused, Shared};
 use super::few::Few;
@@ -628,6 +628,8 @@ impl Waiting {
             responses.push((None, r));
         }
         let mut got = 0usize;
+        // What the (last) response says: the hub wrote it (`Outcome`).
+        let mut outcome = None;
         let mut sse: Option<SseOut> = None;
         let mut ping_at =
             Instant::now() + Duration::from_millis(sh.cfg.limits.sse_keepalive_ms.max(10));
@@ -646,7 +648,10 @@ impl Waiting {
                 Wake::Item(None) => break true,
                 Wake::Item(Some(item)) => {
                     let (n, bytes, is_response) = match item {
-                        Item::Response(n, b) => (n, b, true),
+                        Item::Response(n, b, o) => {
+                            outcome = Some(o);
+                            (n, b, true)
+                        }
                         Item::Other(n, b) => (n, b, false),
                     };
                     if is_response {
@@ -714,17 +719,19 @@ impl Waiting {
                     bodies.push(r);
                 }
                 let body = join(bodies, batch);
+                let error = match outcome {
+                    Some(Outcome::Error { code, retry_after_s }) if !batch => Some((code, retry_after_s)),
+                    _ => None,
+                };
                 let mut status = 200;
                 if modern {
                     // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
-                    let code = Envelope::parse(&body).ok().and_then(|e| e.error_code());
-                    status = code.map_or(200, mcpx_core::error::http_status);
+                    status = error.map_or(200, |(code, _)| mcpx_core::error::http_status(code));
                 }
                 // A rate-limit refusal: `Retry-After`, and 429 where the status
                 // follows the error (2026-07-28); legacy SDK clients read
                 // JSON-RPC errors only from a 200.
-                let retry = if batch { None } else { crate::policy::ratelimit::retry_after_of(&body) };
-                let retry = retry.map(|s| s.to_string());
+                let retry = error.and_then(|(_, retry)| retry).map(|s| s.to_string());
                 let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
                 let mut k = 1;
                 for h in extra {
@@ -873,12 +880,12 @@ async fn stream_out(
         match conn.wait(rx, s.next_ping).await {
             Wake::PeerGone => return false,
             Wake::Item(None) => return s.finish(conn).await,
-            Wake::Item(Some(Item::Response(Some(n), b) | Item::Other(Some(n), b))) => {
+            Wake::Item(Some(Item::Response(Some(n), b, _) | Item::Other(Some(n), b))) => {
                 if !s.numbered(conn, stream, n, &b).await {
                     return false;
                 }
             }
-            Wake::Item(Some(Item::Response(None, b) | Item::Other(None, b))) => {
+            Wake::Item(Some(Item::Response(None, b, _) | Item::Other(None, b))) => {
                 if !s.event(conn, event, &b).await {
                     return false;
                 }

@@ -20,7 +20,7 @@ use super::few::Few;
 use super::sse_stream::{self, Attach, Replay};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
-use crate::hub::{About, ClientId, IdKey, Level};
+use crate::hub::{About, ClientId, IdKey, Level, Outcome};
 use crate::policy::ratelimit::{Quota, QuotaRefusal, Refusal};
 
 /// Most server→client requests waiting to be refused back to the hub.
@@ -140,8 +140,8 @@ pub(crate) struct Exchange {
 /// number when the stream is resumable.
 #[derive(Debug)]
 pub(crate) enum Item {
-    /// A response to one of the exchange's requests.
-    Response(Option<u64>, Vec<u8>),
+    /// A response to one of the exchange's requests, and what it says.
+    Response(Option<u64>, Vec<u8>, Outcome),
     /// A notification or server→client request.
     Other(Option<u64>, Vec<u8>),
 }
@@ -151,9 +151,12 @@ impl Shared {
         let guard = Guard::new(&cfg.allowed_origins, &cfg.allowed_hosts, local_addr);
         let (wake_tx, wake_rx) = channel::bounded(1);
         let auth = Authenticator::new(&cfg);
-        // No principal takes more than half the sessions.
+        // No principal takes more than half the sessions; on a listener
+        // without authentication every client is the one principal
+        // `anonymous`, whose share is then the whole cap.
         let max = cfg.limits.max_sessions;
-        let session_quota = Quota::new("HTTP sessions", max, max.div_ceil(2));
+        let share = if cfg.auth.required(cfg.token.as_deref()) { max.div_ceil(2) } else { max };
+        let session_quota = Quota::new("HTTP sessions", max, share);
         Shared {
             auth,
             cfg,
@@ -320,6 +323,11 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
     let sid = shared.link.call(|hub, hub_now| {
         let c = hub.client_connected(hub_now);
         hub.set_client_principal(c, owner.bytes());
+        // The era this listener decided for the request (`routes::classify`)
+        // is the hub's too: decided once.
+        if kind == Kind::Modern {
+            hub.set_client_era(c, mcpx_core::revision::Era::Modern);
+        }
         let mut st = shared.state.borrow_mut();
         let sid = mint_id(&mut st.rng);
         st.sessions.by_client.insert(c, sid.clone());
@@ -562,11 +570,14 @@ fn latest_sse(s: &Session) -> Option<usize> {
 /// resumable, and kept unless it is the `last` of a live stream (which
 /// ends with it); a stream left for its client to resume only keeps it. A full or
 /// closed queue closes that exchange.
-fn send_exchange(s: &mut Session, i: usize, response: bool, last: bool, msg: Vec<u8>) -> bool {
+fn send_exchange(s: &mut Session, i: usize, response: Option<Outcome>, last: bool, msg: Vec<u8>) -> bool {
     let e = &mut s.exchanges[i];
     let n = e.replay.as_mut().map(|r| if last { r.number() } else { r.push(msg.clone()) });
     let Some(tx) = &e.tx else { return true };
-    let item = if response { Item::Response(n, msg) } else { Item::Other(n, msg) };
+    let item = match response {
+        Some(outcome) => Item::Response(n, msg, outcome),
+        None => Item::Other(n, msg),
+    };
     match tx.try_send(item) {
         Ok(()) => true,
         Err(_) => {
@@ -607,7 +618,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
         return None;
     }
     match about {
-        About::Reply { id } => {
+        About::Reply { id, outcome } => {
             let id = &msg[id?];
             let Some(i) = s
                 .exchanges
@@ -621,14 +632,14 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
             // The last answer ends a live stream; one left for its client
             // keeps it until resumed.
             let end = e.pending.is_empty() && e.tx.is_some();
-            if send_exchange(s, i, true, end, msg) && end {
+            if send_exchange(s, i, Some(outcome), end, msg) && end {
                 s.exchanges.remove(i);
             }
             None
         }
         About::Request { id } => {
             if let Some(i) = latest_sse(s) {
-                if send_exchange(s, i, false, false, msg.clone()) {
+                if send_exchange(s, i, None, false, msg.clone()) {
                     return None;
                 }
             }
@@ -654,7 +665,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 .iter()
                 .position(|e| e.pending.iter().any(|p| p.bytes() == r.bytes()));
             if let Some(i) = at.filter(|i| s.exchanges[*i].sse_ok) {
-                send_exchange(s, i, false, false, msg);
+                send_exchange(s, i, None, false, msg);
             }
             None
         }
@@ -663,7 +674,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 return None;
             }
             if let Some(i) = latest_sse(s) {
-                if send_exchange(s, i, false, false, msg.clone()) {
+                if send_exchange(s, i, None, false, msg.clone()) {
                     return None;
                 }
             }

@@ -329,18 +329,18 @@ impl Catalog {
         if let Some(fp) = self.fp_cache.get(&(ch, rev)) {
             return *fp;
         }
-        let fp = self.fingerprint_where(ch, rev, |_| true);
+        let fp = self.fingerprint_where(ch, rev, |_, _| true);
         self.fp_cache.insert((ch, rev), fp);
         fp
     }
 
-    /// Fingerprint of the items of `ch` whose view index `keep` accepts
-    /// (a principal's own catalog), uncached.
-    pub fn fingerprint_where(&self, ch: Channel, rev: Rev, keep: impl Fn(usize) -> bool) -> u64 {
+    /// Fingerprint of the items of `ch` that `keep` accepts (a principal's
+    /// own catalog), uncached.
+    pub fn fingerprint_where(&self, ch: Channel, rev: Rev, keep: impl Fn(Kind, &Entry) -> bool) -> u64 {
         let mut parts: Vec<Vec<u8>> = Vec::new();
-        for k in ch.kinds() {
+        for &k in ch.kinds() {
             parts.push(k.result_key().as_bytes().to_vec());
-            for (_, e) in self.views[k.idx()].iter().enumerate().filter(|(i, _)| keep(*i)) {
+            for e in self.views[k.idx()].iter().filter(|e| keep(k, e)) {
                 parts.push(serde_json::to_vec(&e.listed(&rev.features())).unwrap_or_default());
             }
         }

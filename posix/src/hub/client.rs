@@ -34,7 +34,7 @@ use serde_json::{json, Map, Value};
 use super::catalog::Channel;
 use super::shape::{self, Rev, RevExt};
 use super::wire::{self, Bad, Kind};
-use super::{About, ClientId, Hub, IdKey, Level, Output, Oversize};
+use super::{About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize};
 
 pub(super) struct Client {
     /// Negotiated revision; `None` before `initialize`.
@@ -474,7 +474,7 @@ impl Hub {
     /// the client's request in the open set.
     pub(super) fn emit_client(&mut self, c: ClientId, mut bytes: Vec<u8>, about: About) {
         let Some(cl) = self.clients.get_mut(&c) else { return };
-        if let About::Reply { id: Some(r) } = &about {
+        if let About::Reply { id: Some(r), .. } = &about {
             let id = IdKey::new(&bytes[r.clone()]);
             cl.open.remove(id.bytes());
             match self.batch_take(c, &id, Some(bytes)) {
@@ -506,32 +506,41 @@ impl Hub {
     }
 
     /// A response written by core's writers with id `id` (`None`, or
-    /// `null`: the request's id could not be read).
-    pub(super) fn emit_reply(&mut self, c: ClientId, id: Option<&[u8]>, bytes: Vec<u8>) {
+    /// `null`: the request's id could not be read), saying `outcome`.
+    pub(super) fn emit_reply(&mut self, c: ClientId, id: Option<&[u8]>, bytes: Vec<u8>, outcome: Outcome) {
         let id = id.filter(|id| *id != b"null").map(|id| {
             let span = rewrite::written_id_span(id.len());
             span.start..span.end
         });
         debug_assert!(id.as_ref().is_none_or(|r| bytes.get(r.clone()).is_some()));
-        self.policy_answered(c, id.clone().map(|r| &bytes[r]), &bytes);
-        self.emit_client(c, bytes, About::Reply { id });
+        self.policy_answered(c, id.clone().map(|r| &bytes[r]), bytes.len(), outcome);
+        self.emit_client(c, bytes, About::Reply { id, outcome });
     }
 
-    /// A result answering request `id` of client `c`.
+    /// A result the hub wrote answering request `id` of client `c`.
     pub(super) fn answer_result(&mut self, c: ClientId, id: &[u8], result: &[u8]) {
-        self.emit_reply(c, Some(id), wire::result(id, result));
+        self.answer_result_as(c, id, result, Outcome::Result);
+    }
+
+    /// A result answering request `id` of client `c` (an upstream's,
+    /// passed on: `outcome` from its view).
+    pub(super) fn answer_result_as(&mut self, c: ClientId, id: &[u8], result: &[u8], outcome: Outcome) {
+        self.emit_reply(c, Some(id), wire::result(id, result), outcome);
     }
 
     /// An error answering request `id` of client `c`: the one error writer
     /// of the hub.
     pub(super) fn answer_error(&mut self, c: ClientId, id: Option<&[u8]>, code: ErrorCode, message: &str, data: Option<Value>) {
-        self.emit_reply(c, id, wire::error(id, code, message, data));
+        let field = |k: &str| data.as_ref().and_then(|d| d.get(k));
+        let code_n = i64::from(code.code());
+        let retry_after_s = crate::policy::ratelimit::retry_after(code_n, field("limit").and_then(Value::as_str), field("retryAfterMs").and_then(Value::as_u64));
+        self.emit_reply(c, id, wire::error(id, code, message, data), Outcome::Error { code: code_n, retry_after_s });
     }
 
     /// An error answering request `id` of client `c` with an error object
-    /// given as raw JSON (an upstream's, passed on).
-    pub(super) fn answer_raw_error(&mut self, c: ClientId, id: &[u8], error: &[u8]) {
-        self.emit_reply(c, Some(id), wire::error_raw(Some(id), error));
+    /// given as raw JSON (an upstream's, passed on: `outcome` from its view).
+    pub(super) fn answer_raw_error(&mut self, c: ClientId, id: &[u8], error: &[u8], outcome: Outcome) {
+        self.emit_reply(c, Some(id), wire::error_raw(Some(id), error), outcome);
     }
 
     /// A notification that relates to no request of the client.

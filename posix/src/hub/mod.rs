@@ -91,6 +91,7 @@ mod policy;
 mod relay;
 mod router;
 mod shape;
+mod stages;
 pub mod shared;
 mod tasks;
 mod upstream;
@@ -450,7 +451,8 @@ impl std::hash::Hash for IdKey {
 pub enum About {
     /// The answer to the client's request whose id (the client's own bytes)
     /// is `msg[id]`; `None` when that request's id could not be read.
-    Reply { id: Option<std::ops::Range<usize>> },
+    /// `outcome`: what it says, known where it was written.
+    Reply { id: Option<std::ops::Range<usize>>, outcome: Outcome },
     /// A request the client is to answer (sampling, elicitation, roots,
     /// ping), whose id (the hub's) is `msg[id]`.
     Request { id: std::ops::Range<usize> },
@@ -461,6 +463,40 @@ pub enum About {
     /// The answers to a JSON-RPC batch of the client's (2025-03-26), one
     /// array written when the last of its requests is answered.
     Batch,
+}
+
+/// What an answer to a client's request says, known where the hub writes
+/// it (from its own error, or the upstream's view), so that neither the
+/// audit and metrics nor a transport read its bytes again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Result,
+    /// A result with `isError: true`.
+    ToolError,
+    /// An error with this code; `retry_after_s`: a refusal by one of the
+    /// hub's limits, and when to retry (HTTP `Retry-After`).
+    Error { code: i64, retry_after_s: Option<u64> },
+}
+
+impl Outcome {
+    /// The outcome of a result whose view is `result`.
+    pub fn of_result(result: Option<mcpx_core::json::JsonValue<'_>>) -> Outcome {
+        match result.and_then(|r| r.get("isError")) {
+            Some(v) if v.bytes() == b"true" => Outcome::ToolError,
+            _ => Outcome::Result,
+        }
+    }
+
+    /// The outcome of an error object's view (`code`, `data.limit`,
+    /// `data.retryAfterMs`).
+    pub fn of_error(error: Option<mcpx_core::json::JsonValue<'_>>) -> Outcome {
+        let field = |path: &[&str]| path.iter().try_fold(error?, |v, k| v.get(k));
+        let number = |path: &[&str]| field(path).and_then(|v| std::str::from_utf8(v.bytes()).ok()?.parse::<i64>().ok());
+        let code = number(&["code"]).unwrap_or(0);
+        let limit = field(&["data", "limit"]).and_then(|v| v.as_str()).and_then(|s| s.as_str());
+        let ms = number(&["data", "retryAfterMs"]).and_then(|n| u64::try_from(n).ok());
+        Outcome::Error { code, retry_after_s: crate::policy::ratelimit::retry_after(code, limit, ms) }
+    }
 }
 
 /// What a message to an upstream is, so that no transport reads its bytes
@@ -788,6 +824,16 @@ impl Hub {
     pub fn set_client_principal(&mut self, c: ClientId, principal: &[u8]) {
         if let Some(cl) = self.clients.get_mut(&c) {
             cl.principal = principal.to_vec();
+        }
+    }
+
+    /// The transport decided client `c`'s era (an HTTP POST classified as
+    /// 2026-07-28 by its `MCP-Protocol-Version` header, its `_meta` or
+    /// its method): the hub serves its requests in that era, and does not
+    /// decide again on fewer facts (`stages`: identify).
+    pub fn set_client_era(&mut self, c: ClientId, era: mcpx_core::revision::Era) {
+        if let Some(cl) = self.clients.get_mut(&c) {
+            cl.era = Some(era);
         }
     }
 

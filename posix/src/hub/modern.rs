@@ -79,9 +79,9 @@ pub(super) struct Listen {
     pub uris: Vec<String>,
     /// Task ids agreed (`notifications/tasks`; tasks extension).
     pub task_ids: Vec<String>,
-    /// Fingerprint of the tools its principal sees, as last told (with
-    /// per-principal catalogs; `Hub::policy_listen_sees`).
-    pub tools_fp: u64,
+    /// Fingerprints of what its principal sees per channel, as last told
+    /// (with per-principal catalogs; `Hub::listen_sees`).
+    pub fps: [u64; 3],
 }
 
 impl Listen {
@@ -283,7 +283,8 @@ impl Hub {
                     }
                 };
                 buf.truncate(n);
-                return self.emit_reply(c, Some(&id), buf);
+                let outcome = super::Outcome::Error { code: i64::from(e.error_code().code()), retry_after_s: None };
+                return self.emit_reply(c, Some(&id), buf, outcome);
             }
         };
         let caps: Value = serde_json::from_slice(rm.client_capabilities.bytes()).unwrap_or_else(|_| json!({}));
@@ -458,7 +459,7 @@ impl Hub {
             resources: asked("resourcesListChanged") && caps.contains_key("resources"),
             uris: Vec::new(),
             task_ids: task_ids.clone().unwrap_or_default(),
-            tools_fp: self.policy_listen_fingerprint(c),
+            fps: self.listen_fingerprints(c),
         };
         let mut agreed = Map::new();
         for (k, on) in [("toolsListChanged", listen.tools), ("promptsListChanged", listen.prompts), ("resourcesListChanged", listen.resources)] {
@@ -469,7 +470,7 @@ impl Hub {
         let mut uris = Vec::new();
         if let Some(list) = filter.get("resourceSubscriptions").and_then(Value::as_array) {
             for uri in list.iter().filter_map(Value::as_str) {
-                if let Some(u) = self.subscribable(uri) {
+                if let Some(u) = self.subscribable(c, uri) {
                     uris.push((uri.to_string(), u));
                 }
             }
@@ -494,9 +495,10 @@ impl Hub {
         }
     }
 
-    /// The upstream serving resource `uri`, when it can notify its updates.
-    fn subscribable(&self, uri: &str) -> Option<UpstreamId> {
-        let (u, _) = self.route_resource_pub(uri)?;
+    /// The upstream serving resource `uri`, when it can notify its updates
+    /// and client `c` may see it (`stages::authorize`).
+    fn subscribable(&self, c: ClientId, uri: &str) -> Option<UpstreamId> {
+        let (u, _) = self.route_uri(uri).filter(|(u, _)| self.server_visible(c, *u))?;
         let sub = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
         sub.then_some(u)
     }
@@ -542,8 +544,8 @@ impl Hub {
             }
         }
         for (c, i, id) in out {
-            // Policy: only a principal whose view changed is told (hub/policy.rs).
-            if !self.policy_listen_sees(c, i, ch) {
+            // Only a principal whose view changed is told (stages::authorize).
+            if !self.listen_sees(c, i, ch) {
                 continue;
             }
             // Requirement: subscriptions-tag-every-notification

@@ -17,11 +17,11 @@ use std::ops::Range;
 
 use serde_json::{json, Value};
 
-use crate::policy::ratelimit::{self, Class, Key, Notification, NotificationBudget};
+use crate::policy::ratelimit::{Class, Notification, NotificationBudget};
 use crate::policy::search::{self, Index, MetaCall};
 use crate::policy::{audit, metrics, OutputCheck, Policy, UntrustedAnnotations};
 
-use super::catalog::{Channel, Entry, Kind};
+use super::catalog::{Entry, Kind};
 use super::router::Refusal;
 use super::Level;
 use super::shape::{self, Rev, RevExt};
@@ -75,6 +75,18 @@ struct Open {
     bytes_in: u64,
     /// Refused by this limit (set before the refusal is answered).
     refused: Option<String>,
+    /// The pipeline stage that refused it (`stages`).
+    stage: Option<audit::Stage>,
+}
+
+/// The name, or URI, a tracked request `m` asks for.
+fn asked(m: &Msg) -> String {
+    let at: &[&[&str]] = match &*m.method {
+        "resources/read" => &[&["uri"]],
+        "completion/complete" => &[&["ref", "name"], &["ref", "uri"]],
+        _ => &[&["name"]],
+    };
+    at.iter().find_map(|path| m.param(path).and_then(|r| wire::string_at(m.raw, r))).unwrap_or_default()
 }
 
 /// Relayed requests that get an audit line.
@@ -85,9 +97,9 @@ const TRACKED: [&str; 4] = ["tools/call", "prompts/get", "resources/read", "comp
 
 /// The policy state of the hub.
 pub(super) struct HubPolicy {
-    p: Policy,
+    pub(super) p: Policy,
     /// Per-principal catalogs are configured.
-    restricts: bool,
+    pub(super) restricts: bool,
     untrusted: UntrustedAnnotations,
     /// Open tracked requests (bounded by `cap`; the oldest is dropped).
     open: HashMap<(ClientId, IdKey), Open>,
@@ -162,55 +174,8 @@ impl ToolCall {
 }
 
 impl Hub {
-    fn policy_principal(&self, c: ClientId) -> &str {
+    pub(super) fn policy_principal(&self, c: ClientId) -> &str {
         self.clients.get(&c).map_or("", |cl| principal_name(&cl.principal))
-    }
-
-    /// May client `c` see entry `e` of the tools view (`policy.catalogs`)?
-    pub(super) fn policy_visible(&self, c: ClientId, e: &Entry) -> bool {
-        !self.policy.restricts || self.policy.p.catalogs.visible(self.policy_principal(c), &self.ups[e.up].spec.name, &e.original)
-    }
-
-    /// The tools view entries client `c` may see.
-    pub(super) fn visible_view(&self, c: ClientId, k: Kind) -> Vec<&Entry> {
-        let view = self.catalog.view(k);
-        if k != Kind::Tools || !self.policy.restricts {
-            return view.iter().collect();
-        }
-        view.iter().filter(|e| self.policy_visible(c, e)).collect()
-    }
-
-    /// Fingerprint of what client `c` (on `rev`) sees on `ch`: with
-    /// per-principal catalogs, only its visible tools count, so a change
-    /// it cannot see sends it no `list_changed`.
-    pub(super) fn visible_fingerprint(&mut self, c: ClientId, ch: Channel, rev: Rev) -> u64 {
-        if ch != Channel::Tools || !self.policy.restricts {
-            return self.catalog.fingerprint(ch, rev);
-        }
-        let keep: Vec<bool> = self.catalog.view(Kind::Tools).iter().map(|e| self.policy_visible(c, e)).collect();
-        self.catalog.fingerprint_where(ch, rev, |i| keep[i])
-    }
-
-    /// The tools fingerprint a new listen stream of client `c` starts
-    /// from (0 without per-principal catalogs: it is not consulted then).
-    pub(super) fn policy_listen_fingerprint(&mut self, c: ClientId) -> u64 {
-        if !self.policy.restricts {
-            return 0;
-        }
-        let rev = self.clients.get(&c).map_or(Rev::LATEST_LEGACY, |cl| cl.rev());
-        self.visible_fingerprint(c, Channel::Tools, rev)
-    }
-
-    /// Is listen stream `i` of client `c` told of a change on `ch`? With
-    /// per-principal catalogs, only when the tools its principal sees
-    /// changed: a change it cannot see does not leak the others'.
-    pub(super) fn policy_listen_sees(&mut self, c: ClientId, i: usize, ch: Channel) -> bool {
-        if ch != Channel::Tools || !self.policy.restricts {
-            return true;
-        }
-        let fp = self.policy_listen_fingerprint(c);
-        let Some(l) = self.clients.get_mut(&c).and_then(|cl| cl.listens.get_mut(i)) else { return false };
-        std::mem::replace(&mut l.tools_fp, fp) != fp
     }
 
     /// Does client `c` get the tool-search meta-tools instead of the list?
@@ -262,29 +227,30 @@ impl Hub {
             return Ok(Some(plain));
         }
         let args = m.param(&["arguments"]).and_then(|r| serde_json::from_slice::<Value>(&m.raw[r]).ok()).unwrap_or_else(|| json!({}));
-        let call = match MetaCall::parse(&plain.name, &args) {
-            None => return Ok(Some(plain)),
-            Some(Err(why)) => return Err(Refusal(ErrorCode::InvalidParams, format!("Invalid params: {why}"), None)),
-            Some(Ok(call)) => call,
-        };
-        let id = m.id_bytes().unwrap_or(b"null");
-        self.admit(c, id, Class::ToolCall, None, &plain.name)?;
-        let result = match call {
-            MetaCall::Call { name, .. } => {
+        let Some(parsed) = MetaCall::parse(&plain.name, &args) else { return Ok(Some(plain)) };
+        // A call through the meta-tool is admitted as the call of the tool
+        // it names (`stages`); one answered here is admitted here.
+        if !matches!(parsed, Ok(MetaCall::Call { .. })) {
+            let id = m.id_bytes().unwrap_or(b"null");
+            self.admit(c, id, Class::ToolCall, None, &plain.name)?;
+        }
+        let result = match parsed {
+            Err(why) => return Err(Refusal(ErrorCode::InvalidParams, format!("Invalid params: {why}"), None)),
+            Ok(MetaCall::Call { name, .. }) => {
                 let inner = m.param(&["arguments", "arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec());
                 let outer = m.param(&["arguments"]).expect("parsed above");
                 return Ok(Some(ToolCall { name: name.to_string(), name_at: plain.name_at, arguments: Some((outer, inner)) }));
             }
-            MetaCall::Search { query, limit } => {
+            Ok(MetaCall::Search { query, limit }) => {
                 let index = self.search_index(c);
                 index.result(&index.search(query, limit))
             }
-            MetaCall::Describe { name } => match self.search_index(c).describe(name) {
+            Ok(MetaCall::Describe { name }) => match self.search_index(c).describe(name) {
                 Some(tool) => json!({ "content": [{ "type": "text", "text": tool.to_string() }], "structuredContent": tool }),
                 None => json!({ "content": [{ "type": "text", "text": format!("Unknown tool: {name} (search with {})", search::SEARCH) }], "isError": true }),
             },
         };
-        self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
+        self.answer_result(c, m.id_bytes().unwrap_or(b"null"), &serde_json::to_vec(&result).unwrap_or_default());
         Ok(None)
     }
 
@@ -308,17 +274,10 @@ impl Hub {
         &self.policy.indexes[&entry].1
     }
 
-    /// Steps 2–3 of a `tools/call` to tool `original` of `u`: the rate
-    /// limits, then the arguments against the tool's `inputSchema`.
-    pub(super) fn policy_admit_tool(&mut self, c: ClientId, m: &Msg, call: &ToolCall, u: UpstreamId, original: &str) -> Result<(), Refusal> {
-        self.policy_resolved(c, m, u, &call.name, original);
-        let id = m.id_bytes().unwrap_or(b"null");
-        self.admit(c, id, Class::ToolCall, Some(u), &call.name)?;
-        self.check_arguments(m, call, u, original)
-    }
-
+    /// Stage *validate* of a `tools/call` to tool `original` of `u`: its
+    /// arguments against the tool's `inputSchema`.
     #[cfg(feature = "validate")]
-    fn check_arguments(&mut self, m: &Msg, call: &ToolCall, u: UpstreamId, original: &str) -> Result<(), Refusal> {
+    pub(super) fn check_arguments(&mut self, m: &Msg, call: &ToolCall, u: UpstreamId, original: &str) -> Result<(), Refusal> {
         let server = &self.ups[u].spec.name;
         if !self.policy.p.validate.as_ref().is_some_and(|v| v.arguments) || !self.policy.p.validates(server) {
             return Ok(());
@@ -335,7 +294,7 @@ impl Hub {
     }
 
     #[cfg(not(feature = "validate"))]
-    fn check_arguments(&mut self, _: &Msg, _: &ToolCall, _: UpstreamId, _: &str) -> Result<(), Refusal> {
+    pub(super) fn check_arguments(&mut self, _: &Msg, _: &ToolCall, _: UpstreamId, _: &str) -> Result<(), Refusal> {
         Ok(())
     }
 
@@ -379,72 +338,6 @@ impl Hub {
         let _ = (u, k);
     }
 
-    /// A completion for `u`: its rate limits.
-    pub(super) fn policy_admit_completion(&mut self, c: ClientId, m: &Msg, u: UpstreamId, name: &str) -> Result<(), Refusal> {
-        self.policy_resolved(c, m, u, name, name);
-        let id = m.id_bytes().unwrap_or(b"null");
-        self.admit(c, id, Class::Completion, Some(u), "")
-    }
-
-    /// A `tasks/*` request of client `c`: its principal's rate limit
-    /// (`tasks-rate-limit`); nothing is looked up or forwarded when refused.
-    pub(super) fn policy_admit_task_request(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
-        let id = m.id_bytes().unwrap_or(b"null");
-        self.admit(c, id, Class::TaskRequest, None, "")
-    }
-
-    /// Takes a token of every bucket for this request, or refuses it
-    /// (`completion-security`, `tools-server-sec-validate-inputs`); nothing
-    /// is sent upstream then.
-    fn admit(&mut self, c: ClientId, id: &[u8], class: Class, u: Option<UpstreamId>, tool: &str) -> Result<(), Refusal> {
-        let shared = self.opts.cluster.shared;
-        if shared {
-            // The principal's limit is the replicas' one, in the store (`shared`).
-            let key = limit_key(&self.clients, &self.ups, Some(c), class, u, tool);
-            if let Some((bucket, limit)) = self.policy.p.limiter.shared_bucket(key) {
-                self.admit_shared(c, id, bucket, limit)?;
-            }
-        }
-        let r = self.limit_of(Some(c), class, u, tool, shared).err();
-        let Some(r) = r else { return Ok(()) };
-        self.mark_refused(c, id, &r);
-        Err(Refusal(ratelimit::Refusal::CODE, r.to_string(), Some(r.data())))
-    }
-
-    /// Request `id` of client `c` was refused by limit `r`: so it is audited.
-    fn mark_refused(&mut self, c: ClientId, id: &[u8], r: &ratelimit::Refusal) {
-        if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
-            o.refused = Some(r.limit.clone());
-        }
-    }
-
-    /// The shared store refused request `id` of client `c` by limit `r`:
-    /// audited and counted as a local refusal is.
-    pub(super) fn policy_refused_shared(&mut self, c: ClientId, id: &[u8], r: &ratelimit::Refusal) {
-        self.mark_refused(c, id, r);
-        if let Some(m) = &mut self.policy.p.metrics {
-            m.refused(&r.limit);
-        }
-    }
-
-    /// The rate-limit check of one request from or to client `c` for
-    /// upstream `u`, counted in the metrics when refused.
-    fn limit(&mut self, c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &str) -> Result<(), ratelimit::Refusal> {
-        self.limit_of(c, class, u, tool, false)
-    }
-
-    /// [`Hub::limit`]; `unshared`: only the limits the replicas do not share.
-    fn limit_of(&mut self, c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &str, unshared: bool) -> Result<(), ratelimit::Refusal> {
-        let key = limit_key(&self.clients, &self.ups, c, class, u, tool);
-        let now = self.now_ms;
-        let limiter = &mut self.policy.p.limiter;
-        let r = if unshared { limiter.check_unshared(key, now) } else { limiter.check(key, now) };
-        if let (Err(r), Some(m)) = (&r, &mut self.policy.p.metrics) {
-            m.refused(&r.limit);
-        }
-        r
-    }
-
     /// A sampling, elicitation or roots request `m` of upstream `u`, before
     /// it is relayed: its rate limits (principal: the client it goes to,
     /// `c`, when known). The refusal's text is the error `u` gets, and it
@@ -469,6 +362,7 @@ impl Hub {
             arguments: None,
             bytes_in: m.raw.len() as u64,
             refused: None,
+            stage: None,
         };
         let schema = validated.then(|| m.param(&["requestedSchema"]).and_then(|r| serde_json::from_slice(&m.raw[r]).ok())).flatten();
         match r {
@@ -672,13 +566,31 @@ impl Hub {
             principal: principal_name(&cl.principal).to_string(),
             revision,
             server: String::new(),
-            name: String::new(),
+            // What was asked, so that a refusal's line names it; the exposed
+            // name once resolved (`policy_resolved`).
+            name: asked(m),
             original: String::new(),
             arguments,
             bytes_in: m.raw.len() as u64,
             refused: None,
+            stage: None,
         };
         self.policy.open.insert((c, IdKey::new(id)), open);
+    }
+
+    /// Request `id` of client `c` was refused by `limit` (stage *admit*).
+    pub(super) fn policy_refused_by(&mut self, c: ClientId, id: &[u8], limit: &str) {
+        if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
+            o.refused = Some(limit.to_string());
+        }
+    }
+
+    /// Request `id` of client `c` was refused at `stage`: its audit line
+    /// names the stage.
+    pub(super) fn policy_refused_at(&mut self, c: ClientId, id: &[u8], stage: audit::Stage) {
+        if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
+            o.stage = Some(stage);
+        }
     }
 
     /// A tracked request was resolved to `original` of upstream `u`,
@@ -692,22 +604,22 @@ impl Hub {
         }
     }
 
-    /// The answer `bytes` to client `c`'s request `id` is written: a
-    /// tracked request gets its audit line and metric sample.
-    pub(super) fn policy_answered(&mut self, c: ClientId, id: Option<&[u8]>, bytes: &[u8]) {
+    /// The answer (`len` bytes, saying `outcome`) to client `c`'s request
+    /// `id` is written: a tracked request gets its audit line and metric
+    /// sample, from what the hub knows of the answer (its bytes are not
+    /// read again).
+    pub(super) fn policy_answered(&mut self, c: ClientId, id: Option<&[u8]>, len: usize, outcome: super::Outcome) {
         if self.policy.open.is_empty() {
             return;
         }
         let Some(o) = id.and_then(|id| self.policy.open.remove(&(c, IdKey::new(id)))) else { return };
-        let all = 0..bytes.len();
-        let code = wire::find(bytes, all.clone(), &["error", "code"]).and_then(|r| std::str::from_utf8(&bytes[r]).ok()?.parse::<i64>().ok());
-        let outcome = match (&o.refused, code) {
+        let outcome = match (&o.refused, outcome) {
             (Some(limit), _) => audit::Outcome::Refused { limit },
-            (None, Some(code)) => audit::Outcome::Error { code },
-            (None, None) if wire::find(bytes, all, &["result", "isError"]).is_some_and(|r| &bytes[r] == b"true") => audit::Outcome::ToolError,
-            (None, None) => audit::Outcome::Result,
+            (None, super::Outcome::Error { code, .. }) => audit::Outcome::Error { code },
+            (None, super::Outcome::ToolError) => audit::Outcome::ToolError,
+            (None, super::Outcome::Result) => audit::Outcome::Result,
         };
-        self.record(&o, outcome, bytes.len() as u64);
+        self.record(&o, outcome, len as u64);
     }
 
     /// The metric sample and audit line of tracked request `o`.
@@ -726,6 +638,7 @@ impl Hub {
             original_name: &o.original,
             arguments: o.arguments.as_deref(),
             outcome,
+            stage: o.stage,
             duration_ms,
             bytes_in: o.bytes_in,
             bytes_out,
@@ -766,12 +679,4 @@ impl Hub {
     pub(super) fn metrics_json(&self) -> Option<Value> {
         self.policy.metrics_json()
     }
-}
-
-/// The rate-limit key of a request from or to client `c` for upstream `u`
-/// (over the hub's fields, so the limiter can be borrowed beside it).
-fn limit_key<'a>(clients: &'a std::collections::BTreeMap<ClientId, super::client::Client>, ups: &'a [super::upstream::Upstream], c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &'a str) -> Key<'a> {
-    let principal = c.and_then(|c| clients.get(&c)).map_or("", |cl| principal_name(&cl.principal));
-    let server = u.map_or("", |u| ups[u].spec.name.as_str());
-    Key { class, principal, server, tool }
 }

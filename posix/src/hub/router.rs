@@ -15,9 +15,10 @@ use super::catalog::Kind;
 use super::pending::{Fwd, Origin};
 use super::shape::{self, RevExt};
 use super::modern::ReqCtx;
+use super::stages::ToolRoute;
 use super::tasks::Plan;
 use super::wire::{self, Msg};
-use super::{ClientId, Hub, UpstreamId};
+use super::{ClientId, Hub, Outcome, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
 const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -94,7 +95,7 @@ impl Hub {
         let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
         self.policy_begin(c, m, ctx.is_some());
         if m.method.starts_with("tasks/") {
-            self.policy_admit_task_request(c, m)?;
+            self.admit_task_request(c, m)?;
         }
         match &*m.method {
             "initialize" => {
@@ -116,16 +117,9 @@ impl Hub {
             }
             "tools/call" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
-                // Policy (hub/policy.rs): tool search, then the principal's catalog, limits, validation.
+                // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
                 let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
-                // Requirement: tools-error-unknown-tool-protocol
-                let e = self.catalog.get(Kind::Tools, &call.name).filter(|e| self.policy_visible(c, e)).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name)))?;
-                let (u, orig) = (e.up, e.original.clone());
-                // Either spelling of a name (dotted or not): limits and the
-                // audit log see the one every client can be shown.
-                call.name.clone_from(&e.exposed);
-                let support = super::value_at(&e.item, &["execution", "taskSupport"]).and_then(Value::as_str).map(str::to_string);
-                self.policy_admit_tool(c, m, &call, u, &orig)?;
+                let ToolRoute { up: u, original: orig, task_support: support } = self.tool_stages(c, m, &mut call)?;
                 let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
                 if plan != Plan::Plain {
                     self.task_room(c, ctx)?;
@@ -154,22 +148,20 @@ impl Hub {
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => self.task_request(c, id, &m.method, &m.params_value(), ctx),
             "prompts/get" => {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
-                // Requirement: prompts-errors-32602-32603
-                let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown prompt: {name}")))?;
-                let (u, orig) = (e.up, e.original.clone());
+                let (u, orig) = self.prompt_stages(c, m, &name)?;
                 self.policy_resolved(c, m, u, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "resources/read" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
-                let (u, orig) = self.route_resource(&uri)?;
+                let (u, orig) = self.resource_stages(c, m, &uri, false)?;
                 self.policy_resolved(c, m, u, &uri, &orig);
                 let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
                 self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
-                let (u, orig) = self.route_resource(&uri)?;
+                let (u, orig) = self.resource_stages(c, m, &uri, false)?;
                 let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
                 if !subscribable {
                     let name = &self.ups[u].spec.name;
@@ -217,19 +209,19 @@ impl Hub {
                 match ty.as_str() {
                     "ref/prompt" => {
                         let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/prompt needs a \"name\"".into()))?;
-                        let e = self.catalog.get(Kind::Prompts, &name).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Unknown prompt: {name}")))?;
-                        let (u, orig) = (e.up, e.original.clone());
                         // Requirement: completion-security
-                        self.policy_admit_completion(c, m, u, &name)?;
+                        let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
+                        self.admit_completion(c, m, known)?;
+                        let (u, orig) = self.prompt_stages(c, m, &name)?;
+                        self.policy_resolved(c, m, u, &name, &orig);
                         self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
                     }
                     "ref/resource" => {
                         let (r, uri) = string(&["ref", "uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/resource needs a \"uri\"".into()))?;
-                        let (u, orig) = match self.catalog.route_template(&uri) {
-                            Some(x) => x,
-                            None => self.route_resource(&uri)?,
-                        };
-                        self.policy_admit_completion(c, m, u, &uri)?;
+                        let known = self.catalog.route_template(&uri).or_else(|| self.route_uri(&uri)).map(|(u, _)| u);
+                        self.admit_completion(c, m, known)?;
+                        let (u, orig) = self.resource_stages(c, m, &uri, true)?;
+                        self.policy_resolved(c, m, u, &uri, &orig);
                         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
                     }
                     _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
@@ -277,10 +269,6 @@ impl Hub {
         self.send_set_level(u, LEVELS[l]);
     }
 
-    pub(super) fn route_resource_pub(&self, uri: &str) -> Option<(UpstreamId, String)> {
-        self.route_resource(uri).ok()
-    }
-
     /// Client `c` (a listen stream of it) subscribes to exposed `uri`; the
     /// upstream is asked for the first subscriber.
     pub(super) fn subscribe_uri(&mut self, c: ClientId, uri: &str) {
@@ -325,11 +313,15 @@ impl Hub {
     }
 
     fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
-        let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
         // Requirement: resources-not-found-32002
-        self.catalog
-            .route_uri(uri, &self.naming(), &resource_ups)
-            .ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
+        self.route_uri(uri).ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
+    }
+
+    /// The upstream serving resource `uri` and its URI there (`catalog`'s
+    /// routing), whoever asks.
+    pub(super) fn route_uri(&self, uri: &str) -> Option<(UpstreamId, String)> {
+        let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
+        self.catalog.route_uri(uri, &self.naming(), &resource_ups)
     }
 
     /// One page of an aggregated list.
@@ -521,6 +513,8 @@ impl Hub {
                 _ => mcpx_core::json::parse(res).ok(),
             };
             let member = |k: &str| view.as_ref().and_then(|v| v.get(k));
+            // What the answer says, from its view (`Outcome`): nothing reads it again.
+            let outcome = Outcome::of_result(view);
             let text = |k: &str| member(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
             let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
@@ -556,7 +550,7 @@ impl Hub {
             if let Some(ctx) = &modern {
                 // Spliced, never read into a value: ids and numbers pass byte for byte.
                 let Some(view) = view.filter(|v| v.kind() == mcpx_core::json::Kind::Object) else {
-                    return self.answer_result(c, &id, res);
+                    return self.answer_result_as(c, &id, res, outcome);
                 };
                 let tasked = match self.task_reply(u, c, &method, &view, ctx) {
                     Ok(t) => t,
@@ -567,11 +561,11 @@ impl Hub {
                     Some(t) => self.stamped(&t, hints),
                     None => self.stamped_view(&view, hints),
                 };
-                return self.answer_result(c, &id, &out);
+                return self.answer_result_as(c, &id, &out, outcome);
             }
             return match m.env.result().and_then(|v| shape::result_view(&method, v, rev)) {
-                Some(shaped) => self.answer_result(c, &id, &shaped),
-                None => self.answer_result(c, &id, res),
+                Some(shaped) => self.answer_result_as(c, &id, &shaped, outcome),
+                None => self.answer_result_as(c, &id, res, outcome),
             };
         }
         if let Some(err) = m.error_bytes() {
@@ -582,8 +576,12 @@ impl Hub {
                 self.ups[u].era_cache = None;
                 self.out.push_back(super::Output::RestartUpstream(u, "protocol version no longer supported"));
             }
-            let out = error_for(err, rev, self.peer_caps(c));
-            self.answer_raw_error(c, &id, &out);
+            let (out, code) = error_for(err, rev, self.peer_caps(c));
+            let outcome = match Outcome::of_error(m.env.error()) {
+                Outcome::Error { retry_after_s, .. } => Outcome::Error { code, retry_after_s },
+                other => other,
+            };
+            self.answer_raw_error(c, &id, &out, outcome);
         }
     }
 
@@ -718,13 +716,13 @@ fn rename_contents(res: &[u8], orig: &str, exposed: &str) -> Vec<u8> {
 /// An upstream's error object with its code replaced when the client may
 /// not get it (core error table), e.g. -32042 before 2025-11-25 or to a
 /// client without URL elicitation.
-fn error_for(err: &[u8], rev: shape::Rev, caps: PeerCaps) -> Vec<u8> {
-    let Some(r) = wire::find(err, 0..err.len(), &["code"]) else { return err.to_vec() };
-    let Some(code) = std::str::from_utf8(&err[r.clone()]).ok().and_then(|s| s.parse::<i64>().ok()) else { return err.to_vec() };
+fn error_for(err: &[u8], rev: shape::Rev, caps: PeerCaps) -> (Vec<u8>, i64) {
+    let Some(r) = wire::find(err, 0..err.len(), &["code"]) else { return (err.to_vec(), 0) };
+    let Some(code) = std::str::from_utf8(&err[r.clone()]).ok().and_then(|s| s.parse::<i64>().ok()) else { return (err.to_vec(), 0) };
     let to = mcpx_core::error::code_for(code, rev, caps);
     if to == code {
-        err.to_vec()
+        (err.to_vec(), code)
     } else {
-        wire::splice(err, vec![(r, to.to_string().into_bytes())])
+        (wire::splice(err, vec![(r, to.to_string().into_bytes())]), to)
     }
 }

@@ -14,6 +14,7 @@ mod lazy;
 mod naming;
 mod oversize;
 mod policy;
+mod stages;
 mod reload;
 mod restarts;
 mod cluster;
@@ -1598,8 +1599,15 @@ fn check_about(v: &Value, b: &[u8], about: &super::About, task_tokens: &[Value])
     use super::About;
     let is_reply = v.get("result").is_some() || v.get("error").is_some();
     match about {
-        About::Reply { id } => {
+        About::Reply { id, outcome } => {
             assert!(is_reply, "a reply that is none: {v}");
+            // The outcome the hub states is what the bytes say.
+            let said = match (v.pointer("/error/code").and_then(Value::as_i64), v.pointer("/result/isError")) {
+                (Some(code), _) => super::Outcome::Error { code, retry_after_s: v.pointer("/error/data/retryAfterMs").and_then(Value::as_u64).filter(|_| matches!(outcome, super::Outcome::Error { retry_after_s: Some(_), .. })).map(|ms| ms.div_ceil(1000).max(1)) },
+                (None, Some(Value::Bool(true))) => super::Outcome::ToolError,
+                (None, _) => super::Outcome::Result,
+            };
+            assert_eq!(*outcome, said, "the stated outcome of {v}");
             match (id, v.get("id")) {
                 (Some(r), Some(want)) => {
                     let got: Value = serde_json::from_slice(&b[r.clone()]).expect("id span is JSON");

@@ -39,6 +39,31 @@ pub enum Outcome<'a> {
     Refused { limit: &'a str },
 }
 
+/// The stage of the request pipeline that refused a request (the hub's
+/// `stages` module): named on the refusal's audit line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Rate limits and quotas.
+    Admit,
+    /// The principal's catalog (the answer is the unknown name's).
+    Authorize,
+    /// Arguments against the tool's `inputSchema`.
+    Validate,
+    /// No such tool, prompt or resource.
+    Route,
+}
+
+impl Stage {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Stage::Admit => "admit",
+            Stage::Authorize => "authorize",
+            Stage::Validate => "validate",
+            Stage::Route => "route",
+        }
+    }
+}
+
 /// One audited request, filled at its terminal outcome.
 #[derive(Clone, Debug)]
 pub struct Record<'a> {
@@ -55,6 +80,8 @@ pub struct Record<'a> {
     /// The `arguments` (or the relayed request's `params`) as received.
     pub arguments: Option<&'a [u8]>,
     pub outcome: Outcome<'a>,
+    /// The stage that refused it, if one did.
+    pub stage: Option<Stage>,
     pub duration_ms: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -79,9 +106,14 @@ impl Record<'_> {
             Outcome::Error { code } => format!("error {code}"),
             Outcome::Refused { limit } => format!("refused by {limit}"),
         };
-        let name = if self.name.is_empty() { String::new() } else { format!(" {} (its '{}')", self.name, self.original_name) };
+        let name = match (self.name, self.original_name) {
+            ("", _) => String::new(),
+            (name, "") => format!(" {name}"),
+            (name, original) => format!(" {name} (its '{original}')"),
+        };
+        let stage = self.stage.map_or(String::new(), |s| format!(", refused at stage {}", s.as_str()));
         format!(
-            "{}{name} of '{}' ({}) to server '{}': {outcome} in {} ms, {} B in, {} B out",
+            "{}{name} of '{}' ({}) to server '{}': {outcome} in {} ms, {} B in, {} B out{stage}",
             self.method, self.principal, self.client_revision, self.server, self.duration_ms, self.bytes_in, self.bytes_out
         )
     }
@@ -120,6 +152,9 @@ impl Record<'_> {
         o.insert("outcome".into(), s(outcome));
         if let Some((k, v)) = extra {
             o.insert(k.into(), v);
+        }
+        if let Some(stage) = self.stage {
+            o.insert("stage".into(), s(stage.as_str()));
         }
         o.insert("durationMs".into(), self.duration_ms.into());
         o.insert("bytesIn".into(), self.bytes_in.into());
@@ -324,6 +359,7 @@ mod tests {
             original_name: "create_issue",
             arguments: args,
             outcome,
+            stage: None,
             duration_ms: 12,
             bytes_in: 80,
             bytes_out: 412,
@@ -373,6 +409,11 @@ mod tests {
         assert_eq!((v["outcome"].as_str(), v["limit"].as_str()), (Some("refused"), Some("policy.rateLimits.toolCalls.perPrincipal (3/s)")));
         let v: Value = serde_json::from_str(&record(None, Outcome::Error { code: -32602 }).line(&content)).unwrap();
         assert_eq!((v["outcome"].as_str(), v["errorCode"].as_i64()), (Some("error"), Some(-32602)));
+        assert!(v.get("stage").is_none(), "an error the upstream answered names no stage");
+        let hidden = Record { stage: Some(Stage::Authorize), ..record(None, Outcome::Error { code: -32602 }) };
+        let v: Value = serde_json::from_str(&hidden.line(&content)).unwrap();
+        assert_eq!((v["stage"].as_str(), v["name"].as_str()), (Some("authorize"), Some("gh__create_issue")));
+        assert!(hidden.summary().ends_with(", refused at stage authorize"), "{}", hidden.summary());
         assert!(v.get("argumentsSha256").is_none() && v.get("arguments").is_none());
     }
 

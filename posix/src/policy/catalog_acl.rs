@@ -8,6 +8,13 @@
 //! `mcpServers` and the tool's original (upstream) name; `"server"` alone
 //! means `"server/*"`. Deny wins over allow; an empty allow list allows
 //! everything. A principal with no entry and no `"*"` sees every tool.
+//!
+//! The other primitives a server offers (prompts, resources, resource
+//! templates, and so completions and subscriptions on them) follow the
+//! server: a principal sees them when some allow pattern names the server
+//! (or the allow list is empty) and no deny pattern hides the whole server
+//! (`"server"` or `"server/*"`). A catalog that grants one tool of server A
+//! so grants nothing of server B.
 
 use mcpx_core::names::glob_match;
 
@@ -47,6 +54,12 @@ impl Catalog {
         (self.allow.is_empty() || self.allow.iter().any(|p| p.matches(server, tool)))
             && !self.deny.iter().any(|p| p.matches(server, tool))
     }
+
+    /// May this principal see `server`'s prompts, resources and templates?
+    pub fn server_visible(&self, server: &str) -> bool {
+        (self.allow.is_empty() || self.allow.iter().any(|p| glob_match(&p.server, server)))
+            && !self.deny.iter().any(|p| p.tool == "*" && glob_match(&p.server, server))
+    }
 }
 
 /// `policy.catalogs`, in file order.
@@ -73,6 +86,12 @@ impl Catalogs {
     /// principal's lists and answered as unknown when called.
     pub fn visible(&self, principal: &str, server: &str, tool: &str) -> bool {
         self.of(principal).map_or(true, |c| c.visible(server, tool))
+    }
+
+    /// May `principal` see `server`'s prompts, resources and templates
+    /// ([`Catalog::server_visible`])?
+    pub fn server_visible(&self, principal: &str, server: &str) -> bool {
+        self.of(principal).map_or(true, |c| c.server_visible(server))
     }
 
     /// Keeps the items `principal` may see; `key` gives an item's (server,
@@ -119,6 +138,29 @@ mod tests {
         // Globs are whole-name and case-sensitive.
         assert!(!p.matches("fs", "READ_file"));
         assert!(!Pattern::parse("fs/read").unwrap().matches("fs", "read_file"));
+    }
+
+    #[test]
+    fn a_servers_prompts_and_resources_follow_the_grant_of_the_server() {
+        let cs = Catalogs {
+            entries: vec![
+                ("alice".into(), cat(&["a/one"], &[])),
+                ("bob".into(), cat(&[], &["b", "a/delete_*"])),
+                ("carol".into(), cat(&["*/read_*"], &["c/*"])),
+            ],
+        };
+        let table = [
+            ("alice", "a", true),
+            ("alice", "b", false),
+            ("bob", "a", true),
+            ("bob", "b", false),
+            ("carol", "a", true),
+            ("carol", "c", false),
+            ("dave", "b", true),
+        ];
+        for (who, server, want) in table {
+            assert_eq!(cs.server_visible(who, server), want, "{who} on {server}");
+        }
     }
 
     #[test]

@@ -206,21 +206,13 @@ impl Refusal {
 /// per-principal share of the requestState single-use set (`hub::relay`).
 const HUB_LIMITS: [&str; 2] = ["policy.rateLimits.", "requestState.singleUsePerPrincipal "];
 
-/// The `Retry-After` seconds of an answer that is a [`Refusal`] (the HTTP
-/// listener's view of an error the hub wrote), else `None`.
-pub fn retry_after_of(answer: &[u8]) -> Option<u64> {
-    // A refusal is a short error: skip everything else without parsing.
-    const KEY: &[u8] = b"\"retryAfterMs\"";
-    if answer.len() > 1024 || !answer.windows(KEY.len()).any(|w| w == KEY) {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_slice(answer).ok()?;
-    let e = v.get("error")?;
-    let data = e.get("data")?;
-    let ours = e.get("code")?.as_i64()? == i64::from(Refusal::CODE.code())
-        && HUB_LIMITS.iter().any(|l| data.get("limit").and_then(|v| v.as_str()).is_some_and(|s| s.starts_with(l)));
-    let ms = data.get("retryAfterMs")?.as_u64()?;
-    ours.then(|| Refusal { limit: String::new(), retry_after_ms: ms }.retry_after_secs())
+/// The `Retry-After` seconds of an error with `code` whose `data` has
+/// `limit` and `retryAfterMs`: a [`Refusal`] of one of the hub's limits,
+/// else `None`.
+pub fn retry_after(code: i64, limit: Option<&str>, retry_after_ms: Option<u64>) -> Option<u64> {
+    let ours = code == i64::from(Refusal::CODE.code()) && HUB_LIMITS.iter().any(|l| limit.is_some_and(|s| s.starts_with(l)));
+    let ms = retry_after_ms.filter(|_| ours)?;
+    Some(Refusal { limit: String::new(), retry_after_ms: ms }.retry_after_secs())
 }
 
 /// The JSON-RPC error message.

@@ -98,6 +98,7 @@ mod tests {
             name: "gh__x",
             original_name: "x",
             arguments: Some(b"{}"),
+            stage: None,
             outcome: audit::Outcome::Result,
             duration_ms: 1,
             bytes_in: 2,

@@ -16,16 +16,24 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
     h.insecure_no_auth = args.insecure_no_auth;
     h.allowed_origins = cfg.http.allowed_origins.clone();
     h.allowed_hosts = cfg.http.allowed_hosts.clone();
-    let limits = crate::limits::get();
-    h.limits.max_body = h.limits.max_body.min(limits.max_frame_bytes);
-    h.limits.max_sessions = h.limits.max_sessions.min(limits.max_sessions);
-    let n = |v: Option<u64>, d: usize| v.map_or(d, |v| usize::try_from(v).unwrap_or(usize::MAX));
-    h.limits.max_body = n(cfg.http.max_body, h.limits.max_body);
-    h.limits.max_sessions = n(cfg.http.max_sessions, h.limits.max_sessions);
-    h.limits.max_connections = n(cfg.http.max_connections, h.limits.max_connections);
-    h.limits.session_idle_ms = cfg.http.session_idle_ms.unwrap_or(h.limits.session_idle_ms);
+    h.limits = http_limits(cfg);
     h.hop = cluster::hop_config(&cfg.cluster);
     Some(h)
+}
+
+/// The HTTP listener's caps: its defaults, tightened by `MCPX_LIMITS`, then
+/// the config's `http` settings.
+fn http_limits(cfg: &Config) -> crate::http::Limits {
+    let mut l = crate::http::Limits::default();
+    let limits = crate::limits::get();
+    l.max_body = l.max_body.min(limits.max_frame_bytes);
+    l.max_sessions = l.max_sessions.min(limits.max_sessions);
+    let n = |v: Option<u64>, d: usize| v.map_or(d, |v| usize::try_from(v).unwrap_or(usize::MAX));
+    l.max_body = n(cfg.http.max_body, l.max_body);
+    l.max_sessions = n(cfg.http.max_sessions, l.max_sessions);
+    l.max_connections = n(cfg.http.max_connections, l.max_connections);
+    l.session_idle_ms = cfg.http.session_idle_ms.unwrap_or(l.session_idle_ms);
+    l
 }
 
 /// The hub for a parsed config, or the problem `serve` refuses it for
@@ -52,7 +60,13 @@ fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
     let mut opts = HubOptions { separator: cfg.separator.clone(), ..HubOptions::default() };
     let limits = crate::limits::get();
     opts.max_pending = opts.max_pending.min(limits.max_in_flight);
-    opts.max_clients = opts.max_clients.min(limits.max_sessions);
+    // One count per cap: sessions are counted, shared per principal and
+    // evicted by the HTTP listener's quota (`http.maxSessions`). The hub's
+    // table holds those, one client per 2026-07-28 request in flight (each
+    // on a connection of its own) and the stdio client, so it is sized to
+    // hold them all and never refuses first.
+    let http = http_limits(cfg);
+    opts.max_clients = http.max_sessions.saturating_add(http.max_connections).saturating_add(1);
     if !cfg.roots.is_empty() {
         let roots: Vec<serde_json::Value> = cfg
             .roots

@@ -14,7 +14,7 @@ use smol::{Task, Timer};
 use super::cluster_jobs::{self as cluster, Job};
 use crate::config::{self, Config};
 use crate::http::Http;
-use crate::hub::{self, About, ClientId, Hub, IdKey, Output, Power, UpstreamId, Upward};
+use crate::hub::{self, About, ClientId, Hub, IdKey, Outcome, Output, Power, UpstreamId, Upward};
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
 use crate::remote;
@@ -188,7 +188,8 @@ impl Runtime {
             start..start + id.len()
         });
         let (about, response) = match env.kind() {
-            Kind::Result | Kind::Error => (About::Reply { id }, true),
+            Kind::Result => (About::Reply { id, outcome: Outcome::of_result(env.result()) }, true),
+            Kind::Error => (About::Reply { id, outcome: Outcome::of_error(env.error()) }, true),
             Kind::Notification => (About::Notification { unsolicited: false, related: Some(request.clone()) }, false),
             Kind::Request => {
                 warn!("cluster hop: the owner sent client {c} a request on a forwarded answer; dropped");

@@ -223,7 +223,7 @@ impl Hub {
             // A session with no credential at all is its own requestor:
             // the anonymous principal is everyone's (tasks-unidentified-no-list).
             None => match self.clients.get(&c).map(|cl| &cl.principal[..]) {
-                Some(super::ANONYMOUS_PRINCIPAL) => format!("{}-session:{c}", String::from_utf8_lossy(super::ANONYMOUS_PRINCIPAL)).into_bytes(),
+                Some(super::ANONYMOUS_PRINCIPAL) => format!("{}{c}", table::ANONYMOUS_SESSION).into_bytes(),
                 Some(p) => p.to_vec(),
                 None => Vec::new(),
             },
@@ -416,11 +416,16 @@ impl Hub {
             Some(Outcome::Result(r)) => {
                 let shaped = shape::result(&t.method, r, rev).unwrap_or_else(|| r.clone());
                 let body = wire::set_meta(&shaped, &era::related(id), |_| false);
-                self.answer_result(c, rid, &body);
+                // A tool error fails its task (`era`): its status says so.
+                let outcome = if t.status == Status::Failed { super::Outcome::ToolError } else { super::Outcome::Result };
+                self.answer_result_as(c, rid, &body, outcome);
             }
             Some(Outcome::Error(e)) => {
                 let e = e.clone();
-                self.answer_raw_error(c, rid, &e);
+                // A stored error (the server's, kept until asked for) is read
+                // here once: its outcome was not kept beside it.
+                let outcome = super::Outcome::of_error(mcpx_core::json::parse(&e).ok());
+                self.answer_raw_error(c, rid, &e, outcome);
             }
             None => {
                 let data = json!({ "taskId": id, "_meta": era::related(id) });

@@ -150,11 +150,13 @@ impl Table {
         self.tasks.get(id).filter(|t| t.owner == owner)
     }
 
-    /// Room for a new task of `owner`: over the total, the oldest finished
+    /// Room for a new task of `owner` (within its principal's share,
+    /// [`share_of`]): over the total, the oldest finished
     /// task is dropped first; working tasks are never dropped for room.
     // Requirement: tasks-resource-limits
     pub fn make_room(&mut self, owner: &[u8], o: &TaskOptions) -> Result<(), Full> {
-        let live = self.tasks.values().filter(|t| t.owner == owner && !t.status.is_terminal()).count();
+        let share = share_of(owner);
+        let live = self.tasks.values().filter(|t| share_of(&t.owner) == share && !t.status.is_terminal()).count();
         if live >= o.max_live_per_principal {
             return Err(Full::Principal(live));
         }
@@ -255,6 +257,21 @@ impl Table {
     }
 }
 
+/// The owner of an anonymous legacy session's tasks is that session (only
+/// it may see them: tasks-unidentified-no-list), `anonymous-session:<id>`.
+pub(super) const ANONYMOUS_SESSION: &str = "anonymous-session:";
+
+/// The principal whose share a task of `owner` counts against: an
+/// anonymous session's tasks are the principal `anonymous`'s, so opening
+/// sessions buys no new share.
+fn share_of(owner: &[u8]) -> &[u8] {
+    if owner.starts_with(ANONYMOUS_SESSION.as_bytes()) {
+        crate::hub::ANONYMOUS_PRINCIPAL
+    } else {
+        owner
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +282,22 @@ mod tests {
 
     fn opts(live: usize, total: usize) -> TaskOptions {
         TaskOptions { max_live_per_principal: live, max_tasks: total, ..TaskOptions::default() }
+    }
+
+    /// Anonymous sessions each see only their own tasks, but share one
+    /// principal's count: a new session buys no new share.
+    #[test]
+    fn anonymous_sessions_share_the_anonymous_principals_count() {
+        let mut t = Table::default();
+        let o = opts(2, 10);
+        for (i, who) in [&b"anonymous-session:1"[..], b"anonymous-session:2"].iter().enumerate() {
+            t.make_room(who, &o).unwrap();
+            t.insert(format!("t{i}"), task(who, i as u64));
+        }
+        assert_eq!(t.make_room(b"anonymous-session:3", &o), Err(Full::Principal(2)));
+        assert_eq!(t.make_room(b"anonymous", &o), Err(Full::Principal(2)), "a 2026-07-28 anonymous request too");
+        t.make_room(b"token:alice", &o).unwrap();
+        assert!(t.owned("t0", b"anonymous-session:2").is_none(), "each session sees its own only");
     }
 
     #[test]

@@ -512,6 +512,8 @@ fn at_debug_level_each_call_gets_one_line_with_its_outcome() {
         assert!(got[0].contains(part), "{part:?} missing from {:?}", got[0]);
     }
     assert!(got[1].contains(": error -32602 in 0 ms"), "{:?}", got[1]);
+    // The refusal names what was asked and the stage that refused it.
+    assert!(got[1].starts_with("tools/call a__nope of 'alice'") && got[1].ends_with("refused at stage route"), "{:?}", got[1]);
 }
 
 /// A 2026-07-28 server asks inside its own `InputRequiredResult`; the
