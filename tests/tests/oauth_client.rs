@@ -27,6 +27,9 @@ use serde_json::json;
 /// One request the scripted server saw: method, target, body.
 type Seen = (String, String, String);
 
+/// The metadata's `authorization_endpoint`, from the server's origin.
+type Endpoint = fn(&str) -> String;
+
 /// The protected server and its authorization server on one port.
 struct AuthServer {
     origin: String,
@@ -38,7 +41,7 @@ impl AuthServer {
     /// `{origin}{issuer}` and its authorization endpoint is
     /// `endpoint(origin)`. The token endpoint grants `at-good` for the code
     /// `good` only.
-    fn start(prm_as: &'static str, issuer: &'static str, endpoint: fn(&str) -> String) -> AuthServer {
+    fn start(prm_as: &'static str, issuer: &'static str, endpoint: Endpoint) -> AuthServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let origin = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -57,7 +60,7 @@ impl AuthServer {
     }
 }
 
-fn serve(s: TcpStream, origin: &str, prm_as: &str, issuer: &str, endpoint: fn(&str) -> String, log: &Mutex<Vec<Seen>>) {
+fn serve(s: TcpStream, origin: &str, prm_as: &str, issuer: &str, endpoint: Endpoint, log: &Mutex<Vec<Seen>>) {
     let mut r = BufReader::new(s.try_clone().unwrap());
     let mut line = String::new();
     r.read_line(&mut line).unwrap_or(0);
@@ -162,7 +165,7 @@ fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String, String) {
 // covers: authz-https-and-redirect-uris
 #[test]
 fn a_hostile_authorization_endpoint_is_never_opened() {
-    let cases: [(fn(&str) -> String, &str); 5] = [
+    let cases: [(Endpoint, &str); 5] = [
         (|_| "file:///etc/passwd?".into(), "its scheme is \"file\""),
         (|_| "javascript:alert(document.domain)//".into(), "its scheme is \"javascript\""),
         (|_| "ftp://127.0.0.1/authorize".into(), "its scheme is \"ftp\""),
