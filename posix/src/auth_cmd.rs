@@ -51,7 +51,7 @@ fn login(cfg: &Config, name: &str, open_with: Option<String>) -> Result<(), Stri
     let a = Authorizer::new(name, url, o.clone(), r.ca_file.clone(), Duration::from_secs(10), Interaction::Login { open_with });
     smol::block_on(a.login()).map_err(|e| format!("auth login {name}: {e}"))?;
     let store = Store { path: o.store.clone() };
-    let t = store.tokens(name)?.ok_or("the tokens were not stored")?;
+    let t = store.tokens(name).map_err(|e| e.to_string())?.ok_or("the tokens were not stored")?;
     println!("{name}: logged in; {} (tokens in {})", describe(&t, now_s()), store.path.display());
     Ok(())
 }
@@ -61,7 +61,7 @@ fn status(cfg: &Config) -> Result<(), String> {
     for (s, o) in oauth_servers(cfg) {
         any = true;
         let url = s.remote.as_ref().map(|r| r.url.as_str()).unwrap_or_default();
-        let stored = Store { path: o.store.clone() }.tokens(&s.name)?;
+        let stored = Store { path: o.store.clone() }.tokens(&s.name).map_err(|e| e.to_string())?;
         let line = match stored {
             Some(t) if t.url == Url::parse(url).map(|u| u.to_string()).unwrap_or_default() => format!("logged in; {}", describe(&t, now_s())),
             Some(t) => format!("not logged in (the stored tokens are for {}, not {url})", t.url),
@@ -79,7 +79,7 @@ fn status(cfg: &Config) -> Result<(), String> {
 fn logout(cfg: &Config, name: &str) -> Result<(), String> {
     let (_, o) = oauth_server(cfg, name)?;
     let store = Store { path: o.store.clone() };
-    if store.remove_tokens(name)? {
+    if store.remove_tokens(name).map_err(|e| e.to_string())? {
         println!("{name}: logged out (tokens removed from {})", store.path.display());
     } else {
         println!("{name}: was not logged in");

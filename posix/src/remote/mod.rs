@@ -874,7 +874,7 @@ impl Session {
             }
             let version = self.version.borrow().clone();
             if let Err(e) = auth.challenge(resp.status, www.as_deref(), sent.as_deref(), version.as_deref()).await {
-                return Err(PostError::Failed(SessionError::Auth(e)));
+                return Err(PostError::Failed(SessionError::Auth(e.to_string())));
             }
         }
     }

@@ -4,9 +4,45 @@
 //! Discovery). Pure functions of URLs and documents; the fetching is
 //! [`super::Authorizer`]'s.
 
+use std::borrow::Cow;
+use std::fmt;
+
 use serde_json::Value;
 
 use crate::remote::url::Url;
+
+/// Why a metadata document is not used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MetadataError {
+    NoResource,
+    /// The Protected Resource Metadata names another resource.
+    OtherResource { resource: String, server: String },
+    NoAuthorizationServers,
+    /// The Authorization Server Metadata names another issuer.
+    OtherIssuer { got: String, expected: String },
+    NoPkce { issuer: String, methods: Vec<String> },
+    NoTokenEndpoint,
+}
+
+impl fmt::Display for MetadataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MetadataError::NoResource => f.write_str("the document has no \"resource\""),
+            MetadataError::OtherResource { resource, server } => {
+                write!(f, "its resource {resource:?} is not this server's URL {server}; refusing to authorize for another resource")
+            }
+            MetadataError::NoAuthorizationServers => f.write_str("the document names no authorization_servers"),
+            MetadataError::OtherIssuer { got, expected } => {
+                write!(f, "its issuer {got:?} is not {expected:?}, the authorization server it was fetched for; not used")
+            }
+            MetadataError::NoPkce { issuer, methods } => write!(
+                f,
+                "authorization server {issuer} does not offer PKCE with S256 (code_challenge_methods_supported: {methods:?}); refusing to use it"
+            ),
+            MetadataError::NoTokenEndpoint => f.write_str("the metadata has no token_endpoint"),
+        }
+    }
+}
 
 /// The parameters of a `Bearer` challenge.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -171,17 +207,15 @@ pub struct ResourceMetadata {
 
 impl ResourceMetadata {
     /// Parses the document and checks that it describes `server`.
-    pub fn parse(doc: &Value, server: &Url) -> Result<ResourceMetadata, String> {
-        let resource = doc.get("resource").and_then(Value::as_str).ok_or("the document has no \"resource\"")?;
+    pub fn parse(doc: &Value, server: &Url) -> Result<ResourceMetadata, MetadataError> {
+        let resource = doc.get("resource").and_then(Value::as_str).ok_or(MetadataError::NoResource)?;
         // Requirement: authz-canonical-uri-guidance (the resource names this server)
         if !resource_covers(resource, server) {
-            return Err(format!(
-                "its resource {resource:?} is not this server's URL {server}; refusing to authorize for another resource"
-            ));
+            return Err(MetadataError::OtherResource { resource: resource.to_string(), server: server.to_string() });
         }
         let authorization_servers = strings(doc.get("authorization_servers"));
         if authorization_servers.is_empty() {
-            return Err("the document names no authorization_servers".into());
+            return Err(MetadataError::NoAuthorizationServers);
         }
         Ok(ResourceMetadata {
             resource: resource.to_string(),
@@ -206,7 +240,8 @@ pub fn resource_covers(resource: &str, server: &Url) -> bool {
 /// Authorization Server Metadata, the parts a client uses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerMetadata {
-    /// The issuer identifier; `None` for the 2025-03-26 default endpoints.
+    /// The issuer identifier as the metadata gives it (the one `iss` is
+    /// compared with); `None` for the 2025-03-26 default endpoints.
     pub issuer: Option<String>,
     pub authorization_endpoint: String,
     pub token_endpoint: String,
@@ -221,25 +256,23 @@ pub struct ServerMetadata {
 
 impl ServerMetadata {
     /// Parses the document found for issuer identifier `issuer`, whose
-    /// `issuer` must be identical to it (RFC 8414 §3.3), and which must
-    /// offer PKCE with S256.
+    /// `issuer` must be the same ([`same_issuer`]), and which must offer
+    /// PKCE with S256.
     // Requirement: authz-client-validates-issuer-in-metadata, authz-pkce-verify-s256
-    pub fn parse(doc: &Value, issuer: &str) -> Result<ServerMetadata, String> {
+    pub fn parse(doc: &Value, issuer: &str) -> Result<ServerMetadata, MetadataError> {
         let got = doc.get("issuer").and_then(Value::as_str).unwrap_or("");
-        if got != issuer {
-            return Err(format!("its issuer {got:?} is not {issuer:?}, the authorization server it was fetched for; not used"));
+        if !same_issuer(got, issuer) {
+            return Err(MetadataError::OtherIssuer { got: got.to_string(), expected: issuer.to_string() });
         }
         let pkce = strings(doc.get("code_challenge_methods_supported"));
         if !pkce.iter().any(|m| m == "S256") {
-            return Err(format!(
-                "authorization server {issuer} does not offer PKCE with S256 (code_challenge_methods_supported: {pkce:?}); refusing to use it"
-            ));
+            return Err(MetadataError::NoPkce { issuer: issuer.to_string(), methods: pkce });
         }
         let endpoint = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_string);
         Ok(ServerMetadata {
-            issuer: Some(issuer.to_string()),
+            issuer: Some(got.to_string()),
             authorization_endpoint: endpoint("authorization_endpoint").unwrap_or_default(),
-            token_endpoint: endpoint("token_endpoint").ok_or("the metadata has no token_endpoint")?,
+            token_endpoint: endpoint("token_endpoint").ok_or(MetadataError::NoTokenEndpoint)?,
             registration_endpoint: endpoint("registration_endpoint"),
             scopes_supported: strings(doc.get("scopes_supported")),
             grant_types_supported: strings(doc.get("grant_types_supported")),
@@ -263,6 +296,27 @@ impl ServerMetadata {
     /// `offline_access` is worth asking for (SEP-2207: only when listed).
     pub fn offers_offline_access(&self) -> bool {
         self.scopes_supported.iter().any(|s| s == "offline_access")
+    }
+}
+
+/// Whether issuer identifiers `a` and `b` name the same authorization
+/// server: identical once an empty path is `/` (`http://as:9400` is
+/// `http://as:9400/`, as the Python SDK and hosted servers write them one
+/// way or the other), and nothing else normalized: `https://as/x` is not
+/// `https://as/x/`, nor `https://as/y`.
+// Requirement: authz-client-validates-issuer-in-metadata (RFC 8414 §3.3)
+pub fn same_issuer(a: &str, b: &str) -> bool {
+    root_path(a) == root_path(b)
+}
+
+/// `s` with `/` for an empty path.
+fn root_path(s: &str) -> Cow<'_, str> {
+    let Some(start) = s.find("://").map(|i| i + 3) else { return Cow::Borrowed(s) };
+    let end = s[start..].find(['/', '?', '#']).map_or(s.len(), |i| start + i);
+    if s[end..].starts_with('/') {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(format!("{}/{}", &s[..end], &s[end..]))
     }
 }
 
@@ -342,7 +396,7 @@ mod tests {
         assert!(ResourceMetadata::parse(&doc("http://localhost:9/mcp"), &s).is_ok());
         assert!(ResourceMetadata::parse(&doc("http://localhost:9"), &s).is_ok());
         assert!(ResourceMetadata::parse(&doc("HTTP://LOCALHOST:9/mcp"), &s).is_ok());
-        let e = ResourceMetadata::parse(&doc("https://evil.example.com/mcp"), &s).unwrap_err();
+        let e = ResourceMetadata::parse(&doc("https://evil.example.com/mcp"), &s).unwrap_err().to_string();
         assert!(e.contains("not this server's URL"), "{e}");
         assert!(ResourceMetadata::parse(&doc("http://localhost:9/mc"), &s).is_err());
         assert!(ResourceMetadata::parse(&doc("http://localhost:9/mcp/x"), &s).is_err());
@@ -360,10 +414,39 @@ mod tests {
         };
         let m = ServerMetadata::parse(&doc("http://as", json!(["plain", "S256"])), "http://as").unwrap();
         assert_eq!((m.issuer.as_deref(), m.iss_parameter_supported), (Some("http://as"), true));
-        assert!(ServerMetadata::parse(&doc("https://attacker.example.com", json!(["S256"])), "http://as").unwrap_err().contains("issuer"));
-        assert!(ServerMetadata::parse(&doc("http://as/", json!(["S256"])), "http://as").is_err());
-        assert!(ServerMetadata::parse(&doc("http://as", json!(["plain"])), "http://as").unwrap_err().contains("S256"));
+        assert!(ServerMetadata::parse(&doc("https://attacker.example.com", json!(["S256"])), "http://as").unwrap_err().to_string().contains("issuer"));
+        // An empty path is `/` on either side; the issuer kept is the metadata's own.
+        assert_eq!(ServerMetadata::parse(&doc("http://as/", json!(["S256"])), "http://as").unwrap().issuer.as_deref(), Some("http://as/"));
+        assert_eq!(ServerMetadata::parse(&doc("http://as", json!(["S256"])), "http://as/").unwrap().issuer.as_deref(), Some("http://as"));
+        assert!(ServerMetadata::parse(&doc("http://as/x", json!(["S256"])), "http://as/y").is_err());
+        assert!(ServerMetadata::parse(&doc("http://as", json!(["plain"])), "http://as").unwrap_err().to_string().contains("S256"));
         assert!(ServerMetadata::parse(&json!({"issuer": "http://as", "token_endpoint": "t"}), "http://as").is_err());
+    }
+
+    // covers: authz-client-validates-issuer-in-metadata
+    #[test]
+    fn issuer_identity() {
+        let table: &[(&str, &str, bool)] = &[
+            ("http://127.0.0.1:9400", "http://127.0.0.1:9400", true),
+            ("http://127.0.0.1:9400", "http://127.0.0.1:9400/", true),
+            ("http://127.0.0.1:9400/", "http://127.0.0.1:9400", true),
+            ("https://as.example", "https://as.example/", true),
+            ("https://as.example/tenant", "https://as.example/tenant", true),
+            // RFC 8414 §3.3 beyond the empty path: no normalization at all.
+            ("https://as.example/x", "https://as.example/y", false),
+            ("https://as.example/x", "https://as.example/x/", false),
+            ("https://as.example/", "https://as.example//", false),
+            ("https://as.example", "https://as.example/x", false),
+            ("https://as.example", "HTTPS://AS.EXAMPLE", false),
+            ("https://as.example", "https://as.example:443", false),
+            ("https://as.example", "http://as.example", false),
+            ("https://as.example", "https://as.example.evil", false),
+            ("", "/", false),
+            ("", "", true),
+        ];
+        for (a, b, same) in table {
+            assert_eq!(same_issuer(a, b), *same, "{a:?} vs {b:?}");
+        }
     }
 
     // covers: authz-scope-selection-order, authz-scope-in-challenge

@@ -16,9 +16,11 @@
 //! client of mcpx sends is forwarded.
 
 pub mod discovery;
+pub mod error;
 pub(crate) mod form;
 pub mod jwt;
 mod loopback;
+mod opener;
 mod pkce;
 pub mod store;
 pub mod token;
@@ -34,6 +36,8 @@ use smol::lock::Mutex;
 use super::http::{Client, Limits};
 use super::url::{Scheme, Url};
 use discovery::{Challenge, ResourceMetadata, ServerMetadata};
+pub use error::Error;
+use error::{FetchError, RedirectError};
 use store::{Registration, ServerTokens, Store};
 use token::{ClientAuth, ClientId, Grant};
 
@@ -129,8 +133,8 @@ impl Authorizer {
         }
     }
 
-    fn needs_login(&self) -> String {
-        format!("needs login: run `mcpx auth login {}`", self.name)
+    fn needs_login(&self) -> Error {
+        Error::NeedsLogin { server: self.name.clone() }
     }
 
     /// The stored tokens for this server, if they were obtained for its URL.
@@ -151,10 +155,10 @@ impl Authorizer {
         self.tokens().map(|t| format!("Bearer {}", t.access_token).into_bytes())
     }
 
-    fn save(&self, t: ServerTokens) -> Result<(), String> {
+    fn save(&self, t: ServerTokens) -> Result<(), Error> {
         let r = self.store.put_tokens(&self.name, &t);
         *self.current.borrow_mut() = Some(t);
-        r
+        Ok(r?)
     }
 
     /// Refreshes a token that is about to expire, so that requests do not
@@ -183,7 +187,7 @@ impl Authorizer {
     /// A request sent with `sent` (its `Authorization` value) was answered
     /// with `status` (401 or 403) and `www_authenticate`. Ok: a new token
     /// is ready, send the request again. Err: why not (for the user).
-    pub async fn challenge(&self, status: u16, www_authenticate: Option<&[u8]>, sent: Option<&[u8]>, version: Option<&[u8]>) -> Result<(), String> {
+    pub async fn challenge(&self, status: u16, www_authenticate: Option<&[u8]>, sent: Option<&[u8]>, version: Option<&[u8]>) -> Result<(), Error> {
         let ch = Challenge::parse(&String::from_utf8_lossy(www_authenticate.unwrap_or_default()));
         let _g = self.busy.lock().await;
         if self.header().as_deref() != sent {
@@ -192,16 +196,13 @@ impl Authorizer {
         let current = self.tokens();
         if status == 403 {
             if !ch.insufficient_scope() {
-                return Err("HTTP 403: the server refuses this request with the token mcpx has".into());
+                return Err(Error::Forbidden);
             }
             // Requirement: authz-step-up (union of held and challenged scopes, and a limit)
             let held = current.as_ref().map(|t| t.scopes.clone()).unwrap_or_default();
             let wanted = ch.scopes();
             if wanted.iter().all(|s| held.contains(s)) {
-                return Err(format!(
-                    "HTTP 403 insufficient_scope although the token has the scopes asked for ({}); not authorizing again",
-                    wanted.join(" ")
-                ));
+                return Err(Error::ScopesAlreadyHeld { scopes: wanted });
             }
             let d = self.discover(&ch, version).await?;
             info!("server {}: asks for more scopes ({}); authorizing again", self.name, wanted.join(" "));
@@ -220,7 +221,7 @@ impl Authorizer {
     }
 
     /// `mcpx auth login`: asks the server, then authorizes whatever it says.
-    pub async fn login(&self) -> Result<(), String> {
+    pub async fn login(&self) -> Result<(), Error> {
         let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpx","version":"0"}}}"#;
         let accept: &[u8] = b"application/json, text/event-stream";
         let (status, www, _) = self
@@ -238,7 +239,7 @@ impl Authorizer {
     }
 
     /// New tokens by the configured grant.
-    async fn obtain(&self, d: &Discovered, scopes: Vec<String>) -> Result<(), String> {
+    async fn obtain(&self, d: &Discovered, scopes: Vec<String>) -> Result<(), Error> {
         let tokens = match self.spec.grant {
             GrantKind::ClientCredentials => self.client_credentials(d, &scopes).await?,
             GrantKind::AuthorizationCode => self.authorization_code(d, scopes).await?,
@@ -261,7 +262,7 @@ impl Authorizer {
         }
     }
 
-    async fn token_request(&self, d: &Discovered, grant: &Grant<'_>, client: &ClientId, scopes: &[String]) -> Result<token::Tokens, String> {
+    async fn token_request(&self, d: &Discovered, grant: &Grant<'_>, client: &ClientId, scopes: &[String]) -> Result<token::Tokens, Error> {
         let assertion = match client.auth {
             ClientAuth::PrivateKeyJwt => Some(self.assertion(d, &client.id)?),
             _ => None,
@@ -272,29 +273,29 @@ impl Authorizer {
             h.push(("authorization", a.as_bytes()));
         }
         let (status, _, body) = self.fetch("POST", &d.meta.token_endpoint, &h, req.body.as_bytes()).await?;
-        token::parse_response(status, &body, now_s(), scopes)
+        token::parse_response(status, &body, now_s(), scopes).map_err(Error::Token)
     }
 
-    async fn refresh(&self, d: &Discovered, t: &ServerTokens) -> Result<(), String> {
-        let rt = t.refresh_token.clone().ok_or("no refresh token")?;
+    async fn refresh(&self, d: &Discovered, t: &ServerTokens) -> Result<(), Error> {
+        let rt = t.refresh_token.clone().ok_or(Error::NoRefreshToken)?;
         let client = self.client_identity(&d.meta, None).await?;
         let tokens = self.token_request(d, &Grant::Refresh { refresh_token: &rt }, &client, &t.scopes).await?;
         debug!("server {}: token refreshed", self.name);
         self.save(self.record(d, &client, tokens, Some(rt)))
     }
 
-    fn assertion(&self, d: &Discovered, client_id: &str) -> Result<String, String> {
-        let path = self.spec.private_key_file.as_ref().ok_or("no privateKeyFile")?;
-        let pem = std::fs::read_to_string(path).map_err(|e| format!("privateKeyFile {}: {e}", path.display()))?;
+    fn assertion(&self, d: &Discovered, client_id: &str) -> Result<String, Error> {
+        let path = self.spec.private_key_file.as_ref().ok_or(Error::NoPrivateKeyFile)?;
+        let pem = std::fs::read_to_string(path).map_err(|err| Error::KeyFileRead { path: path.clone(), err })?;
         let key = jwt::SigningKey::from_pem(&pem, self.spec.signing_alg.as_deref().unwrap_or("ES256"))
-            .map_err(|e| format!("privateKeyFile {}: {e}", path.display()))?;
+            .map_err(|err| Error::KeyFile { path: path.clone(), err })?;
         let audience = d.meta.issuer.clone().unwrap_or_else(|| d.meta.token_endpoint.clone());
         let jti = pkce::random_token(&mut self.rng.borrow_mut());
-        key.assertion(client_id, &audience, now_s(), &jti)
+        key.assertion(client_id, &audience, now_s(), &jti).map_err(Error::Assertion)
     }
 
-    async fn client_credentials(&self, d: &Discovered, scopes: &[String]) -> Result<ServerTokens, String> {
-        let id = self.spec.client_id.clone().ok_or("the client_credentials grant needs \"clientId\" in the server's \"oauth\"")?;
+    async fn client_credentials(&self, d: &Discovered, scopes: &[String]) -> Result<ServerTokens, Error> {
+        let id = self.spec.client_id.clone().ok_or(Error::NoClientId)?;
         let auth = ClientAuth::choose(None, self.spec.client_secret.is_some(), self.spec.private_key_file.is_some(), &d.meta.token_endpoint_auth_methods_supported);
         let client = ClientId { id, secret: self.spec.client_secret.clone(), auth };
         let t = self.token_request(d, &Grant::ClientCredentials, &client, scopes).await?;
@@ -305,7 +306,7 @@ impl Authorizer {
     /// configured, Client ID Metadata Document, earlier registration,
     /// Dynamic Client Registration (needs the redirect URI).
     // Requirement: authz-registration-priority, authz-client-registration-required, authz-preregistration, authz-cimd, authz-client-per-as-registration-state
-    async fn client_identity(&self, meta: &ServerMetadata, redirect_uri: Option<&str>) -> Result<ClientId, String> {
+    async fn client_identity(&self, meta: &ServerMetadata, redirect_uri: Option<&str>) -> Result<ClientId, Error> {
         let methods = &meta.token_endpoint_auth_methods_supported;
         if let Some(id) = &self.spec.client_id {
             let secret = self.spec.client_secret.clone();
@@ -321,10 +322,7 @@ impl Authorizer {
             return Ok(ClientId { id: r.client_id, secret: r.client_secret, auth });
         }
         let (Some(endpoint), Some(redirect_uri)) = (&meta.registration_endpoint, redirect_uri) else {
-            return Err(format!(
-                "authorization server {key} offers no way to register mcpx (no Client ID Metadata Document support{}, no registration endpoint); register a client there and set \"clientId\" (and \"clientSecret\") in the server's \"oauth\"",
-                if self.spec.client_metadata_url.is_some() { "" } else { " for a configured clientMetadataUrl" }
-            ));
+            return Err(Error::NoRegistration { issuer: key, cimd_configured: self.spec.client_metadata_url.is_some() });
         };
         let r = self.register(endpoint, redirect_uri).await?;
         self.store.put_registration(&key, &r)?;
@@ -334,7 +332,7 @@ impl Authorizer {
 
     /// Dynamic Client Registration (RFC 7591) as a native application.
     // Requirement: authz-dcr-may-deprecated, authz-dcr-should, authz-dcr-application-type
-    async fn register(&self, endpoint: &str, redirect_uri: &str) -> Result<Registration, String> {
+    async fn register(&self, endpoint: &str, redirect_uri: &str) -> Result<Registration, Error> {
         let body = serde_json::json!({
             "client_name": "mcpx",
             "redirect_uris": [redirect_uri],
@@ -352,21 +350,21 @@ impl Authorizer {
             Some(client_id) if (200..300).contains(&status) => {
                 Ok(Registration { client_id, client_secret: s("client_secret"), auth_method: s("token_endpoint_auth_method") })
             }
-            _ => Err(format!("registering with {endpoint} failed: HTTP {status}{}", s("error").map(|e| format!(" ({e})")).unwrap_or_default())),
+            _ => Err(Error::Registration { endpoint: endpoint.to_string(), status, error: s("error") }),
         }
     }
 
     /// The authorization code flow with PKCE S256 through the loopback
     /// redirect URI.
-    async fn authorization_code(&self, d: &Discovered, mut scopes: Vec<String>) -> Result<ServerTokens, String> {
+    async fn authorization_code(&self, d: &Discovered, mut scopes: Vec<String>) -> Result<ServerTokens, Error> {
         let open_with = match &self.interaction {
             Interaction::Serve => Some(self.spec.open_with.clone().ok_or_else(|| self.needs_login())?),
             Interaction::Login { open_with } => open_with.clone().or_else(|| self.spec.open_with.clone()),
         };
         if d.meta.authorization_endpoint.is_empty() {
-            return Err("the authorization server metadata has no authorization_endpoint".into());
+            return Err(Error::NoAuthorizationEndpoint);
         }
-        let listener = loopback::Listener::bind().map_err(|e| format!("cannot listen for the redirect on 127.0.0.1: {e}"))?;
+        let listener = loopback::Listener::bind().map_err(Error::RedirectListener)?;
         let client = self.client_identity(&d.meta, Some(&listener.redirect_uri)).await?;
         // Requirement: authz-refresh-tokens (offline_access only where the server lists it)
         if d.meta.offers_offline_access() && !scopes.iter().any(|s| s == "offline_access") {
@@ -392,47 +390,18 @@ impl Authorizer {
         q.push(("resource", &d.resource));
         let sep = if d.meta.authorization_endpoint.contains('?') { '&' } else { '?' };
         let url = format!("{}{sep}{}", d.meta.authorization_endpoint, form::encode(&q));
-        self.open(&url, open_with.as_deref())?;
-        let params = listener.wait(LOGIN_WAIT).await?;
-        let code = check_redirect(&params, &state, &d.meta)?;
+        opener::open(&self.name, &url, open_with.as_deref()).map_err(Error::Open)?;
+        let params = listener.wait(&state, LOGIN_WAIT).await?;
+        let code = check_redirect(&params, &d.meta).map_err(Error::Redirect)?;
         let grant = Grant::Code { code: &code, verifier: &verifier, redirect_uri: &listener.redirect_uri };
         let t = self.token_request(d, &grant, &client, &scopes).await?;
         Ok(self.record(d, &client, t, None))
     }
 
-    /// Hands the authorization URL to the person (or to `openWith`).
-    fn open(&self, url: &str, open_with: Option<&str>) -> Result<(), String> {
-        let browser = ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
-        let cmd = match open_with {
-            Some(c) => c.to_string(),
-            None => {
-                eprintln!("Open this URL to authorize mcpx for server {}:\n\n  {url}\n", self.name);
-                if !browser {
-                    return Ok(());
-                }
-                if cfg!(target_os = "macos") { "open" } else { "xdg-open" }.to_string()
-            }
-        };
-        let mut parts = cmd.split_ascii_whitespace();
-        let program = parts.next().ok_or("openWith is empty")?;
-        info!("server {}: opening the authorization URL with {program}", self.name);
-        smol::process::Command::new(program)
-            .args(parts)
-            .arg(url)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .map(drop)
-            .or_else(|e| match open_with {
-                Some(_) => Err(format!("cannot run openWith command {program:?}: {e}")),
-                None => Ok(()), // the URL is printed; no browser then
-            })
-    }
-
     /// Finds the authorization server: Protected Resource Metadata, then
     /// its metadata; without PRM, the 2025-03-26 way (metadata at the
     /// server's origin, else the default endpoints).
-    async fn discover(&self, ch: &Challenge, version: Option<&[u8]>) -> Result<Discovered, String> {
+    async fn discover(&self, ch: &Challenge, version: Option<&[u8]>) -> Result<Discovered, Error> {
         // Requirement: streamable-http-auth-discovery-version-header
         let mut h: Vec<(&str, &[u8])> = vec![("accept", b"application/json")];
         if let Some(v) = version {
@@ -442,7 +411,7 @@ impl Authorizer {
         for loc in discovery::prm_locations(&self.server, ch.resource_metadata.as_deref()) {
             if let Some(doc) = self.get_json(&loc, &h).await? {
                 // Requirement: authz-resource-indicator (a PRM for another resource is refused)
-                let p = ResourceMetadata::parse(&doc, &self.server).map_err(|e| format!("protected resource metadata at {loc}: {e}"))?;
+                let p = ResourceMetadata::parse(&doc, &self.server).map_err(|err| Error::ResourceMetadata { at: loc, err })?;
                 prm = Some(p);
                 break;
             }
@@ -451,18 +420,18 @@ impl Authorizer {
             Some(p) => (p.authorization_servers[0].clone(), false),
             None => (discovery::legacy_issuer(&self.server), true),
         };
-        let issuer_url = Url::parse(&issuer).map_err(|e| format!("authorization server {issuer:?}: {e}"))?;
+        let issuer_url = Url::parse(&issuer).map_err(|err| Error::IssuerUrl { issuer: issuer.clone(), err })?;
         let mut meta = None;
         for loc in discovery::as_metadata_locations(&issuer_url) {
             if let Some(doc) = self.get_json(&loc, &h).await? {
-                meta = Some(ServerMetadata::parse(&doc, &issuer).map_err(|e| format!("authorization server metadata at {loc}: {e}"))?);
+                meta = Some(ServerMetadata::parse(&doc, &issuer).map_err(|err| Error::ServerMetadata { at: loc, err })?);
                 break;
             }
         }
         let meta = match meta {
             Some(m) => m,
             None if legacy => ServerMetadata::defaults(&issuer),
-            None => return Err(format!("authorization server {issuer} publishes no metadata (tried RFC 8414 and OpenID Connect locations)")),
+            None => return Err(Error::NoServerMetadata { issuer }),
         };
         let resource = prm.as_ref().map(|p| p.resource.clone()).unwrap_or_else(|| self.server.to_string());
         Ok(Discovered { prm, meta, resource })
@@ -470,7 +439,7 @@ impl Authorizer {
 
     /// A JSON document at `url`; `None` when it is not there (an HTTP
     /// error or not JSON), Err when it cannot be fetched at all.
-    async fn get_json(&self, url: &str, h: &[(&str, &[u8])]) -> Result<Option<Value>, String> {
+    async fn get_json(&self, url: &str, h: &[(&str, &[u8])]) -> Result<Option<Value>, Error> {
         let (status, _, body) = match self.fetch("GET", url, h, b"").await {
             Ok(r) => r,
             Err(e) => {
@@ -486,18 +455,19 @@ impl Authorizer {
 
     /// One request to an OAuth endpoint: status, `WWW-Authenticate`, body.
     // Requirement: authz-https-and-redirect-uris (plain http only on loopback)
-    async fn fetch(&self, method: &str, url: &str, headers: &[(&str, &[u8])], body: &[u8]) -> Result<(u16, Option<Vec<u8>>, Vec<u8>), String> {
-        let u = Url::parse(url).map_err(|e| format!("{url}: {e}"))?;
-        if u.scheme == Scheme::Http && !is_loopback(&u.host) {
-            return Err(format!("{url}: OAuth endpoints must use https (plain http only on loopback)"));
+    async fn fetch(&self, method: &str, url: &str, headers: &[(&str, &[u8])], body: &[u8]) -> Result<(u16, Option<Vec<u8>>, Vec<u8>), Error> {
+        let failed = |err| Error::Fetch { url: url.to_string(), err };
+        let u = Url::parse(url).map_err(|e| failed(FetchError::Url(e)))?;
+        if !https_or_loopback(&u) {
+            return Err(failed(FetchError::PlainHttp));
         }
-        let connector = super::connector(self.ca_file.as_deref(), &u, self.connect_timeout)?;
+        let connector = super::connector(self.ca_file.as_deref(), &u, self.connect_timeout).map_err(|e| failed(FetchError::Tls(e)))?;
         let client = Client::new(connector, 0);
         let limits = Limits { max_head: 64 * 1024, head_timeout: Duration::from_secs(30), idle_timeout: Some(Duration::from_secs(30)) };
         let mut h: Vec<(&str, &[u8])> = vec![("user-agent", concat!("mcpx/", env!("CARGO_PKG_VERSION")).as_bytes())];
         h.extend_from_slice(headers);
-        let mut resp = client.request(method, &u, &h, body, limits, None).await.map_err(|e| format!("{url}: {e}"))?;
-        let body = resp.body.read_all(MAX_BODY).await.map_err(|e| format!("{url}: {e}"))?;
+        let mut resp = client.request(method, &u, &h, body, limits, None).await.map_err(|e| failed(FetchError::Http(e)))?;
+        let body = resp.body.read_all(MAX_BODY).await.map_err(|e| failed(FetchError::Body(e)))?;
         Ok((resp.status, resp.www_authenticate.take(), body))
     }
 }
@@ -506,28 +476,30 @@ fn is_loopback(host: &str) -> bool {
     host == "localhost" || host == "::1" || host.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a.is_loopback())
 }
 
-/// Checks the authorization response (the redirect's query): `state`, an
-/// `error`, and the issuer (RFC 9207); the code.
+/// Whether mcpx talks to `u` (an OAuth endpoint) or opens it (the
+/// authorization URL): https, or plain http only to a loopback host.
+// Requirement: authz-https-and-redirect-uris
+fn https_or_loopback(u: &Url) -> bool {
+    u.scheme == Scheme::Https || is_loopback(&u.host)
+}
+
+/// Checks the authorization response (the redirect's query, whose `state`
+/// the listener has matched): an `error`, the issuer (RFC 9207), the code.
 // Requirement: authz-iss-validation, authz-open-redirection
-fn check_redirect(params: &[(String, String)], state: &str, meta: &ServerMetadata) -> Result<String, String> {
+fn check_redirect(params: &[(String, String)], meta: &ServerMetadata) -> Result<String, RedirectError> {
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    if get("state") != Some(state) {
-        return Err("the authorization response has a wrong or no state; ignored".into());
-    }
     if let Some(e) = get("error") {
-        return Err(format!("authorization was refused: {e}{}", get("error_description").map(|d| format!(" ({d})")).unwrap_or_default()));
+        return Err(RedirectError::Refused { error: e.to_string(), description: get("error_description").map(str::to_string) });
     }
     match (get("iss"), &meta.issuer) {
         // Simple string comparison, no normalization (RFC 9207 §2.4).
         (Some(iss), Some(issuer)) if iss != issuer => {
-            return Err(format!("the authorization response comes from issuer {iss:?}, not {issuer:?}; refused"));
+            return Err(RedirectError::OtherIssuer { iss: iss.to_string(), issuer: issuer.clone() });
         }
-        (None, Some(_)) if meta.iss_parameter_supported => {
-            return Err("the authorization server promises an iss parameter but the response has none; refused".into());
-        }
+        (None, Some(_)) if meta.iss_parameter_supported => return Err(RedirectError::NoIss),
         _ => {}
     }
-    get("code").filter(|c| !c.is_empty()).map(str::to_string).ok_or_else(|| "the authorization response has no code".into())
+    get("code").filter(|c| !c.is_empty()).map(str::to_string).ok_or(RedirectError::NoCode)
 }
 
 #[cfg(test)]
@@ -549,7 +521,7 @@ mod tests {
     fn https_endpoints_and_loopback_redirects() {
         let spec = OAuthSpec { store: std::env::temp_dir().join("mcpx-unused-store.json"), ..OAuthSpec::default() };
         let a = Authorizer::new("s", Url::parse("https://mcp.example/mcp").unwrap(), spec, None, Duration::from_secs(1), Interaction::Serve);
-        let e = smol::block_on(a.fetch("GET", "http://as.example/.well-known/oauth-authorization-server", &[], b"")).unwrap_err();
+        let e = smol::block_on(a.fetch("GET", "http://as.example/.well-known/oauth-authorization-server", &[], b"")).unwrap_err().to_string();
         assert!(e.contains("must use https"), "{e}");
         assert!(is_loopback("127.0.0.1") && is_loopback("localhost") && is_loopback("::1") && !is_loopback("127.example"));
         let l = loopback::Listener::bind().unwrap();
@@ -557,21 +529,23 @@ mod tests {
         assert_eq!(a.header(), None);
     }
 
+    // (The state is matched by the redirect listener: loopback::tests.)
     // covers: authz-iss-validation, authz-open-redirection
     #[test]
     fn redirect_checks() {
         let m = meta(Some("http://as"), true);
-        assert_eq!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "http://as")]), "s", &m).unwrap(), "c");
-        assert!(check_redirect(&params(&[("code", "c"), ("state", "x"), ("iss", "http://as")]), "s", &m).unwrap_err().contains("state"));
-        assert!(check_redirect(&params(&[("code", "c"), ("state", "s")]), "s", &m).unwrap_err().contains("promises an iss"));
-        assert!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "https://evil.example.com")]), "s", &m).is_err());
+        assert_eq!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "http://as")]), &m).unwrap(), "c");
+        assert_eq!(check_redirect(&params(&[("code", "c"), ("state", "s")]), &m), Err(RedirectError::NoIss));
+        assert!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "https://evil.example.com")]), &m).is_err());
         // No normalization: a trailing slash is another issuer.
-        assert!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "http://as/")]), "s", &m).is_err());
+        assert!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "http://as/")]), &m).is_err());
         // Not advertised: absent is fine, a wrong one is still refused.
         let m = meta(Some("http://as"), false);
-        assert_eq!(check_redirect(&params(&[("code", "c"), ("state", "s")]), "s", &m).unwrap(), "c");
-        assert!(check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "https://evil.example.com")]), "s", &m).is_err());
-        assert!(check_redirect(&params(&[("state", "s"), ("error", "access_denied")]), "s", &m).unwrap_err().contains("access_denied"));
-        assert!(check_redirect(&params(&[("state", "s")]), "s", &m).unwrap_err().contains("no code"));
+        assert_eq!(check_redirect(&params(&[("code", "c"), ("state", "s")]), &m).unwrap(), "c");
+        let e = check_redirect(&params(&[("code", "c"), ("state", "s"), ("iss", "https://evil.example.com")]), &m).unwrap_err();
+        assert_eq!(e.to_string(), "the authorization response comes from issuer \"https://evil.example.com\", not \"http://as\"; refused");
+        let e = check_redirect(&params(&[("state", "s"), ("error", "access_denied"), ("error_description", "no")]), &m).unwrap_err();
+        assert_eq!(e.to_string(), "authorization was refused: access_denied (no)");
+        assert_eq!(check_redirect(&params(&[("state", "s")]), &m), Err(RedirectError::NoCode));
     }
 }

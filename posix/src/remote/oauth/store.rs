@@ -3,12 +3,41 @@
 //! configured server, the tokens and where they came from, and, per
 //! authorization server (keyed by issuer), the registered client.
 
+use std::fmt;
 use std::fs;
-use std::io::Write as _;
+use std::io::{self, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
+
+/// Why the token store cannot be read or written.
+#[derive(Debug)]
+pub enum StoreError {
+    Read { path: PathBuf, err: io::Error },
+    /// Others than the user can read it.
+    Exposed { path: PathBuf, mode: u32 },
+    Json { path: PathBuf, err: serde_json::Error },
+    Folder { path: PathBuf, err: io::Error },
+    Write { path: PathBuf, err: io::Error },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Read { path, err } => write!(f, "token store {}: {err}", path.display()),
+            StoreError::Exposed { path, mode } => {
+                let p = path.display();
+                write!(f, "token store {p} can be read by others (mode {mode:o}); run `chmod 600 {p}`")
+            }
+            StoreError::Json { path, err } => write!(f, "token store {} is not valid JSON ({err}); remove it and log in again", path.display()),
+            StoreError::Folder { path, err } => write!(f, "token store folder {}: {err}", path.display()),
+            StoreError::Write { path, err } => write!(f, "cannot write token store {}: {err}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
 
 /// The tokens of one configured server.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -84,26 +113,25 @@ impl ServerTokens {
 }
 
 impl Store {
-    fn read(&self) -> Result<Value, String> {
-        let shown = self.path.display();
+    fn read(&self) -> Result<Value, StoreError> {
+        let path = || self.path.clone();
         let meta = match fs::metadata(&self.path) {
             Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(json!({})),
-            Err(e) => return Err(format!("token store {shown}: {e}")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(json!({})),
+            Err(err) => return Err(StoreError::Read { path: path(), err }),
         };
         // Requirement: authz-secure-token-storage
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
-            return Err(format!("token store {shown} can be read by others (mode {mode:o}); run `chmod 600 {shown}`"));
+            return Err(StoreError::Exposed { path: path(), mode });
         }
-        let bytes = fs::read(&self.path).map_err(|e| format!("token store {shown}: {e}"))?;
-        serde_json::from_slice(&bytes).map_err(|e| format!("token store {shown} is not valid JSON ({e}); remove it and log in again"))
+        let bytes = fs::read(&self.path).map_err(|err| StoreError::Read { path: path(), err })?;
+        serde_json::from_slice(&bytes).map_err(|err| StoreError::Json { path: path(), err })
     }
 
-    fn write(&self, v: &Value) -> Result<(), String> {
-        let shown = self.path.display();
+    fn write(&self, v: &Value) -> Result<(), StoreError> {
         if let Some(dir) = self.path.parent() {
-            fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| format!("token store folder {}: {e}", dir.display()))?;
+            fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|err| StoreError::Folder { path: dir.to_path_buf(), err })?;
         }
         let tmp = self.path.with_extension(format!("tmp{}", std::process::id()));
         let result = (|| {
@@ -113,9 +141,9 @@ impl Store {
             f.sync_all()?;
             fs::rename(&tmp, &self.path)
         })();
-        result.map_err(|e| {
+        result.map_err(|err| {
             let _ = fs::remove_file(&tmp);
-            format!("cannot write token store {shown}: {e}")
+            StoreError::Write { path: self.path.clone(), err }
         })
     }
 
@@ -131,32 +159,32 @@ impl Store {
         s.as_object_mut().expect("an object")
     }
 
-    fn update(&self, f: impl FnOnce(&mut Value)) -> Result<(), String> {
+    fn update(&self, f: impl FnOnce(&mut Value)) -> Result<(), StoreError> {
         let mut v = self.read()?;
         f(&mut v);
         self.write(&v)
     }
 
-    pub fn tokens(&self, server: &str) -> Result<Option<ServerTokens>, String> {
+    pub fn tokens(&self, server: &str) -> Result<Option<ServerTokens>, StoreError> {
         let v = self.read()?;
         Ok(v.pointer(&format!("/servers/{}", pointer_escape(server))).map(ServerTokens::from_json))
     }
 
-    pub fn put_tokens(&self, server: &str, t: &ServerTokens) -> Result<(), String> {
+    pub fn put_tokens(&self, server: &str, t: &ServerTokens) -> Result<(), StoreError> {
         self.update(|v| {
             Store::section(v, "servers").insert(server.to_string(), t.to_json());
         })
     }
 
     /// Forgets a server's tokens; whether there were any.
-    pub fn remove_tokens(&self, server: &str) -> Result<bool, String> {
+    pub fn remove_tokens(&self, server: &str) -> Result<bool, StoreError> {
         let mut had = false;
         self.update(|v| had = Store::section(v, "servers").remove(server).is_some())?;
         Ok(had)
     }
 
     // Requirement: authz-credentials-bound-to-issuer, authz-client-per-as-registration-state
-    pub fn registration(&self, issuer: &str) -> Result<Option<Registration>, String> {
+    pub fn registration(&self, issuer: &str) -> Result<Option<Registration>, StoreError> {
         let v = self.read()?;
         Ok(v.pointer(&format!("/clients/{}", pointer_escape(issuer))).map(|c| Registration {
             client_id: text(c, "clientId"),
@@ -165,7 +193,7 @@ impl Store {
         }))
     }
 
-    pub fn put_registration(&self, issuer: &str, r: &Registration) -> Result<(), String> {
+    pub fn put_registration(&self, issuer: &str, r: &Registration) -> Result<(), StoreError> {
         self.update(|v| {
             let c = json!({"clientId": r.client_id, "clientSecret": r.client_secret, "authMethod": r.auth_method});
             Store::section(v, "clients").insert(issuer.to_string(), c);
@@ -205,7 +233,7 @@ mod tests {
         assert!(!s.remove_tokens("a/b").unwrap());
         // A store others can read is refused, not used.
         fs::set_permissions(&s.path, fs::Permissions::from_mode(0o644)).unwrap();
-        let e = s.tokens("a").unwrap_err();
+        let e = s.tokens("a").unwrap_err().to_string();
         assert!(e.contains("can be read by others") && e.contains("chmod 600"), "{e}");
         let _ = fs::remove_dir_all(s.path.parent().unwrap().parent().unwrap().parent().unwrap());
     }

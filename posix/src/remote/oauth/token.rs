@@ -1,6 +1,8 @@
 //! Token endpoint requests (authorization code, refresh, client
 //! credentials), client authentication, and token responses.
 
+use std::fmt;
+
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::Value;
@@ -121,23 +123,46 @@ pub struct Tokens {
     pub scopes: Vec<String>,
 }
 
-/// Parses a token endpoint response. The error names the server's `error`
-/// and `error_description`, never a token.
-pub fn parse_response(status: u16, body: &[u8], now_s: u64, requested: &[String]) -> Result<Tokens, String> {
+/// Why a token response gives no token. It names the server's `error` and
+/// `error_description`, never a token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TokenError {
+    /// An error status or no `access_token`.
+    Refused { status: u16, error: Option<String>, description: Option<String> },
+    /// A token of another type than Bearer.
+    TokenType(String),
+    NoTokenType,
+}
+
+impl fmt::Display for TokenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenError::Refused { status, error, description } => {
+                write!(f, "the token endpoint answered HTTP {status}: ")?;
+                match (error, description) {
+                    (Some(e), Some(d)) => write!(f, "{e}: {d}"),
+                    (Some(e), None) => f.write_str(e),
+                    _ => f.write_str("no access_token in the response"),
+                }
+            }
+            TokenError::TokenType(t) => write!(f, "the token endpoint issued a {t:?} token; mcpx uses Bearer tokens only"),
+            TokenError::NoTokenType => f.write_str("the token response has no token_type"),
+        }
+    }
+}
+
+/// Parses a token endpoint response.
+pub fn parse_response(status: u16, body: &[u8], now_s: u64, requested: &[String]) -> Result<Tokens, TokenError> {
     let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let s = |k: &str| v.get(k).and_then(Value::as_str);
     if !(200..300).contains(&status) || s("access_token").is_none() {
-        let what = match (s("error"), s("error_description")) {
-            (Some(e), Some(d)) => format!("{e}: {d}"),
-            (Some(e), None) => e.to_string(),
-            _ => "no access_token in the response".to_string(),
-        };
-        return Err(format!("the token endpoint answered HTTP {status}: {what}"));
+        let text = |k: &str| s(k).map(str::to_string);
+        return Err(TokenError::Refused { status, error: text("error"), description: text("error_description") });
     }
     match s("token_type") {
         Some(t) if t.eq_ignore_ascii_case("bearer") => {}
-        Some(t) => return Err(format!("the token endpoint issued a {t:?} token; mcpx uses Bearer tokens only")),
-        None => return Err("the token response has no token_type".into()),
+        Some(t) => return Err(TokenError::TokenType(t.to_string())),
+        None => return Err(TokenError::NoTokenType),
     }
     let expires_at = v.get("expires_in").and_then(Value::as_u64).map(|e| now_s.saturating_add(e));
     Ok(Tokens {
@@ -189,9 +214,11 @@ mod tests {
         assert_eq!(t, Tokens { access_token: "at".into(), refresh_token: Some("rt".into()), expires_at: Some(1060), scopes: vec!["x".into()] });
         let t = parse_response(200, br#"{"access_token":"at","token_type":"Bearer","scope":"a b"}"#, 0, &[]).unwrap();
         assert_eq!((t.expires_at, t.scopes), (None, vec!["a".to_string(), "b".to_string()]));
-        let e = parse_response(400, br#"{"error":"invalid_grant","error_description":"expired"}"#, 0, &[]).unwrap_err();
+        let e = parse_response(400, br#"{"error":"invalid_grant","error_description":"expired"}"#, 0, &[]).unwrap_err().to_string();
         assert!(e.contains("HTTP 400: invalid_grant: expired"), "{e}");
-        assert!(parse_response(200, br#"{"access_token":"secret-at","token_type":"DPoP"}"#, 0, &[]).unwrap_err().contains("DPoP"));
-        assert!(!parse_response(200, br#"{"access_token":"secret-at"}"#, 0, &[]).unwrap_err().contains("secret-at"));
+        assert!(parse_response(200, br#"{"access_token":"secret-at","token_type":"DPoP"}"#, 0, &[]).unwrap_err().to_string().contains("DPoP"));
+        assert!(!parse_response(200, br#"{"access_token":"secret-at"}"#, 0, &[]).unwrap_err().to_string().contains("secret-at"));
+        let e = parse_response(200, br#"{"token_type":"Bearer"}"#, 0, &[]).unwrap_err().to_string();
+        assert_eq!(e, "the token endpoint answered HTTP 200: no access_token in the response");
     }
 }

@@ -26,6 +26,18 @@ fn protected(
     mcp: impl Fn(&Req, &str) -> Reply + Send + Sync + 'static,
     token: impl Fn(&BTreeMap<String, String>) -> String + Send + Sync + 'static,
 ) -> Server {
+    protected_by("", "", mcp, token)
+}
+
+/// [`protected`] with the authorization server named `{origin}{prm_as}` in
+/// the PRM, and its metadata (at every RFC 8414 location) saying its issuer
+/// is `{origin}{issuer}`.
+fn protected_by(
+    prm_as: &'static str,
+    issuer: &'static str,
+    mcp: impl Fn(&Req, &str) -> Reply + Send + Sync + 'static,
+    token: impl Fn(&BTreeMap<String, String>) -> String + Send + Sync + 'static,
+) -> Server {
     let port = Arc::new(std::sync::atomic::AtomicU16::new(0));
     let p2 = port.clone();
     let srv = Server::start(move |req| {
@@ -34,12 +46,12 @@ fn protected(
             ("GET", "/.well-known/oauth-protected-resource/mcp") => Reply::Json(
                 200,
                 vec![],
-                serde_json::json!({"resource": format!("{origin}/mcp"), "authorization_servers": [origin]}).to_string(),
+                serde_json::json!({"resource": format!("{origin}/mcp"), "authorization_servers": [format!("{origin}{prm_as}")]}).to_string(),
             ),
-            ("GET", "/.well-known/oauth-authorization-server") => Reply::Json(
+            ("GET", t) if t.starts_with("/.well-known/oauth-authorization-server") => Reply::Json(
                 200,
                 vec![],
-                serde_json::json!({"issuer": origin, "authorization_endpoint": format!("{origin}/authorize"),
+                serde_json::json!({"issuer": format!("{origin}{issuer}"), "authorization_endpoint": format!("{origin}/authorize"),
                     "token_endpoint": format!("{origin}/token"), "code_challenge_methods_supported": ["S256"],
                     "grant_types_supported": ["client_credentials", "refresh_token"]})
                 .to_string(),
@@ -183,4 +195,58 @@ fn a_server_that_needs_a_login_says_so() {
     let reqs = srv.requests();
     assert!(reqs.iter().all(|q| q.header("authorization").is_none()), "{reqs:?}");
     assert!(reqs.iter().all(|q| q.target != "/token" && q.target != "/register"), "{reqs:?}");
+}
+
+/// Connects to a server whose PRM names its authorization server
+/// `{origin}{prm_as}` while the metadata says `{origin}{issuer}`, with the
+/// client-credentials grant: the session's end, or None when it is up.
+fn connect_through(prm_as: &'static str, issuer: &'static str, tag: &str) -> (Option<String>, Vec<Req>) {
+    let srv = protected_by(
+        prm_as,
+        issuer,
+        |req, ch| match (req.method.as_str(), req.rpc_method().as_str(), req.header("authorization")) {
+            ("POST", "initialize", Some("Bearer at-1")) => Reply::Json(200, vec![], init_result("2025-06-18")),
+            ("POST", "notifications/initialized", Some("Bearer at-1")) => Reply::Status(202),
+            ("GET", _, Some("Bearer at-1")) => Reply::Status(405),
+            ("DELETE", _, _) => Reply::Status(204),
+            _ => unauthorized(ch),
+        },
+        |_| r#"{"access_token":"at-1","token_type":"Bearer","expires_in":3600}"#.into(),
+    );
+    let store = temp_store(tag);
+    let oauth = OAuthSpec { client_id: Some("cid".into()), client_secret: Some("sec".into()), grant: GrantKind::ClientCredentials, store: store.clone(), ..OAuthSpec::default() };
+    let url = srv.url.clone();
+    let ended = Rc::new(std::cell::RefCell::new(None));
+    let e2 = ended.clone();
+    run(Duration::from_secs(20), |ex| async move {
+        let log = Rc::new(Log::default());
+        let (r, task) = spawn(&ex, 0, oauth_spec(&url, oauth), fast(), log.clone(), None);
+        assert!(until(Duration::from_secs(5), || log.count("started") == 1).await, "{:?}", log.all());
+        r.put(INIT.as_bytes().to_vec()).unwrap();
+        assert!(until(Duration::from_secs(5), || log.answer(0.into()).is_some() || log.count("exited") >= 1).await, "{:?}", log.all());
+        *e2.borrow_mut() = log.all().into_iter().find(|e| e.starts_with("exited"));
+        r.shutdown();
+        task.await;
+    });
+    let _ = std::fs::remove_dir_all(store.parent().unwrap().parent().unwrap());
+    let ended = ended.take();
+    (ended, srv.requests())
+}
+
+// FastMCP writes `authorization_servers: ["http://127.0.0.1:9400/"]` for an
+// authorization server whose issuer is `http://127.0.0.1:9400` (as Okta and
+// Google write it), and the other way round: an empty path is `/`. Another
+// path is another issuer, and its metadata is not used.
+// covers: authz-client-validates-issuer-in-metadata
+#[test]
+fn an_issuer_with_an_empty_path_is_the_one_with_slash() {
+    for (prm_as, issuer) in [("/", ""), ("", "/")] {
+        let (ended, reqs) = connect_through(prm_as, issuer, "issuer-slash");
+        assert_eq!(ended, None, "PRM {prm_as:?}, issuer {issuer:?}: {reqs:?}");
+        assert!(reqs.iter().any(|q| q.target == "/token"), "{reqs:?}");
+    }
+    let (ended, reqs) = connect_through("/x", "/y", "issuer-path");
+    let ended = ended.expect("the session ends");
+    assert!(ended.contains("its issuer") && ended.contains("/y\" is not ") && ended.contains("/x\""), "{ended}");
+    assert!(reqs.iter().all(|q| q.target != "/token"), "{reqs:?}");
 }
