@@ -70,7 +70,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
             _ => method_not_allowed(conn, "GET, HEAD").await,
         };
     }
-    let who = match sh.auth.authenticate(req.header("authorization"), unix_now()).await {
+    let who = match sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await {
         Ok(p) => p,
         Err(r) => return sh.auth.refuse(conn, &r).await,
     };
