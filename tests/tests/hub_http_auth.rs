@@ -449,3 +449,60 @@ fn introspection_is_cached_when_negative_and_shared_per_peer() {
     assert!(x.text.contains("more than one Authorization"), "{}", x.text);
     assert_eq!(is.calls(), before, "a head with two Authorization fields was checked");
 }
+
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).expect("VmRSS")
+}
+
+/// What a session keeps is bounded: an `initialize` with a 2 MiB
+/// `clientInfo` is refused with -32602 naming the limit and opens no
+/// session, 50 of them leave mcpx's memory flat; and `/status` shows a
+/// client's name only to its own principal (issue 25 item 1).
+#[test]
+fn a_session_keeps_a_few_kib_and_only_its_owner_sees_its_client_name() {
+    let port = free_port();
+    let (_hub, s) = hub(port, config(json!({"tokens": {"alice": "tok-alice", "bob": "tok-bob"}})));
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let status = url.replace("/mcp", "/status");
+    let (alice, bob) = ("Bearer tok-alice", "Bearer tok-bob");
+    let init = |info: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": info}});
+    let r = post(&url, &[("Authorization", alice)], &init(json!({"name": "alice-private-laptop", "version": "1"})));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let huge = init(json!({"name": "x".repeat(2 << 20), "version": "1"}));
+    let attempt = |i: usize| {
+        let r = post(&url, &[("Authorization", bob)], &huge);
+        assert_eq!(r.json["error"]["code"], -32602, "attempt {i}: {}", &r.text[..r.text.len().min(300)]);
+        let msg = r.json["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("clientInfo") && msg.contains("4096 bytes"), "{msg}");
+        // No session was opened for it.
+        if let Some(sid) = r.header("mcp-session-id") {
+            let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+            let hs = [("Authorization", bob), ("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")];
+            assert_eq!(post(&url, &hs, &list).status, 404, "the refused initialize's session exists");
+        }
+    };
+    // Warm up the allocator, then 50 more: memory stays flat.
+    for i in 0..5 {
+        attempt(i);
+    }
+    let before = rss_kib(s.pid());
+    for i in 5..55 {
+        attempt(i);
+    }
+    let after = rss_kib(s.pid());
+    assert!(after < before + 16 * 1024, "RSS grew from {before} KiB to {after} KiB over 50 refused initializes");
+    let seen = |auth: &str| http(&status, &[("Authorization", auth)], None);
+    let (by_alice, by_bob) = (seen(alice), seen(bob));
+    assert_eq!((by_alice.status, by_bob.status), (200, 200));
+    assert_eq!(by_bob.json["http"]["sessions"], 1, "only alice's session is open: {}", by_bob.text);
+    assert!(by_alice.text.contains("alice-private-laptop"), "alice sees her own client: {}", by_alice.text);
+    assert!(!by_bob.text.contains("alice-private-laptop"), "bob sees alice's client name: {}", by_bob.text);
+    let revisions: Vec<&Value> = by_bob.json["clients"].as_array().unwrap().iter().map(|c| &c["revision"]).collect();
+    assert!(revisions.contains(&&json!("2025-11-25")), "bob still sees the session counted by revision: {}", by_bob.text);
+    let page = http(&format!("{status}?format=html"), &[("Authorization", bob)], None);
+    assert_eq!(page.status, 200);
+    assert!(!page.text.contains("alice-private-laptop"), "{}", page.text);
+}

@@ -107,7 +107,7 @@ async fn serve(conn: &mut Conn, req: &mut Request, target: Target, who: &Princip
         return conn.reject(404, "Not found: unknown or ended session").await;
     }
     match (target, req.method()) {
-        (Target::Status, "GET") => super::status_page::get(conn, req).await,
+        (Target::Status, "GET") => super::status_page::get(conn, req, who).await,
         (Target::Status, _) => method_not_allowed(conn, "GET").await,
         (Target::Metrics, "GET") => metrics(conn).await,
         (Target::Metrics, _) => method_not_allowed(conn, "GET").await,
