@@ -1,6 +1,7 @@
 //! Who is calling: every HTTP request but `/health` and the Protected
 //! Resource Metadata is authenticated to a [`Principal`] here, and nowhere
-//! else.
+//! else. A head with more than one `Authorization` field is refused first
+//! ([`one_authorization`]).
 //!
 //! - No credentials configured: an anonymous principal (a digest of the
 //!   `Authorization` header when one is sent, so that unrelated clients of an

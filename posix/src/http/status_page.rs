@@ -8,7 +8,7 @@
 //! snapshot the programs get, so both always say the same.
 //!
 //! A client's `clientInfo` (what it calls itself) is shown only to the
-//! principal that client belongs to; every other principal sees that it is
+//! principal that owns its session; every other principal sees that it is
 //! there, its revision and state, but not its name ([`hide_others`]).
 
 mod render;
@@ -112,12 +112,11 @@ fn hide_others(status: &mut Value, own: impl Fn(u64) -> bool) {
 /// knows (address, sessions, connections, recent refusals), mcpx's uptime
 /// and its build.
 fn snapshot(sh: &Shared, who: &Principal) -> Value {
+    // The viewer's clients: those of the sessions it owns.
+    let own: Vec<u64> = sh.state.borrow().sessions.by_id.values().filter(|s| s.owner == *who).map(|s| s.client).collect();
     // The runtime's clock counts from mcpx's start: `now` is its uptime.
-    let (hub, uptime_ms) = sh.link.call(|hub, now| {
-        let mut v = hub.status();
-        hide_others(&mut v, |c| hub.client_principal(c) == Some(who.bytes()));
-        (v, now)
-    });
+    let (mut hub, uptime_ms) = sh.link.call(|hub, now| (hub.status(), now));
+    hide_others(&mut hub, |c| own.contains(&c));
     let http = {
         let st = sh.state.borrow();
         json!({

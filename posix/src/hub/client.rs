@@ -356,11 +356,6 @@ impl Hub {
         }
     }
 
-    /// The principal client `c` is bound to (see `Hub::set_client_principal`).
-    pub fn client_principal(&self, c: ClientId) -> Option<&[u8]> {
-        self.clients.get(&c).map(|cl| cl.principal.as_slice())
-    }
-
     /// Have upstreams had their chance to come up (or the wait run out)?
     pub(super) fn startup_settled(&self) -> bool {
         self.ups.iter().all(|u| u.settled)

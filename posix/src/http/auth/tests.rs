@@ -17,7 +17,9 @@ fn who(a: &Authenticator, header: Option<&[u8]>) -> Result<Principal, Reject> {
 fn one_authorization_field_at_most() {
     const TWO: Reject = Reject::BadRequest("Bad request: more than one Authorization header field");
     let (good, bad): (&[u8], &[u8]) = (b"Bearer s3cret", b"Bearer wrong");
-    let table: [(&[&[u8]], Result<Option<&[u8]>, Reject>); 7] = [
+    // (the fields, in order; what is read of them)
+    type Row<'a> = (&'a [&'a [u8]], Result<Option<&'a [u8]>, Reject>);
+    let table: [Row; 7] = [
         (&[], Ok(None)),
         (&[good], Ok(Some(good))),
         (&[bad], Ok(Some(bad))),
