@@ -36,7 +36,8 @@ const KEEP_BYTES: usize = 512 << 10;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PushError {
-    /// The queue holds `msgs` messages / `bytes` bytes: the peer is not reading.
+    /// The queue holds `msgs` messages / `bytes` bytes: the peer is not
+    /// reading, or (a server) busy with what it has.
     Full { msgs: usize, bytes: usize },
     /// The writer is gone (peer closed or stopped).
     Closed,
@@ -46,7 +47,7 @@ impl fmt::Display for PushError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PushError::Full { msgs, bytes } => {
-                write!(f, "output queue full ({msgs} messages, {bytes} bytes waiting): the peer is not reading")
+                write!(f, "output queue full ({msgs} messages, {bytes} bytes waiting)")
             }
             PushError::Closed => f.write_str("the peer's input is closed"),
         }

@@ -543,6 +543,9 @@ fn a_request_that_does_not_fit_the_server_queue_is_answered_with_an_error_at_onc
         if let Some(e) = v.get("error") {
             let msg = e["message"].as_str().unwrap_or_default();
             assert!(msg.contains("alpha") && msg.contains("queue full") && msg.contains("65536 bytes"), "{v}");
+            // The server is slow, not gone: say so, and that a retry will do.
+            assert!(msg.contains("busy") && msg.contains("messages are queued") && msg.contains("retry"), "{v}");
+            assert!(!msg.contains("not reading"), "{v}");
             assert_eq!(e["data"]["server"], "alpha", "{v}");
             // At once: long before any timeout, and before the slow server
             // could have worked through the queue.

@@ -343,3 +343,166 @@ fn oauth_flow_ts_v1() {
 fn oauth_flow_ts_v2() {
     sdk_flow(vec![node().to_string_lossy().into(), driver("ts_oauth_client.mjs").to_string_lossy().into(), "v2".into()]);
 }
+
+/// An RFC 7662 introspection endpoint on loopback that counts its calls:
+/// tokens starting with `good` are active (for `audience`), any other is not.
+struct Introspection {
+    url: String,
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Introspection {
+    fn start(audience: &str) -> Introspection {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/introspect", l.local_addr().unwrap());
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (count, issuer, audience) = (calls.clone(), url.replace("/introspect", ""), audience.to_string());
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { continue };
+                let mut raw = Vec::new();
+                let mut buf = [0u8; 4096];
+                let body = loop {
+                    let n = s.read(&mut buf).unwrap_or(0);
+                    raw.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&raw).into_owned();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let len = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)));
+                        if n == 0 || body.len() >= len.unwrap_or(0) {
+                            break body.to_string();
+                        }
+                    } else if n == 0 {
+                        break String::new();
+                    }
+                };
+                count.fetch_add(1, Ordering::SeqCst);
+                let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 3600;
+                let answer = if body.starts_with("token=good") {
+                    json!({"active": true, "iss": issuer, "aud": audience, "sub": "gina", "exp": exp as f64 + 0.5})
+                } else {
+                    json!({"active": false})
+                };
+                let answer = answer.to_string();
+                let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}", answer.len());
+            }
+        });
+        Introspection { url, calls }
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Bogus opaque tokens cannot make mcpx hammer the authorization server:
+/// a token found inactive is answered from memory, a peer gets a small
+/// share of introspections that find nothing (then 429 with Retry-After,
+/// at once), good tokens cost no share; two `Authorization` fields are one
+/// 400 whatever their order, before any token is checked (issue 25 items 8, 12).
+#[test]
+fn introspection_is_cached_when_negative_and_shared_per_peer() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let status = url.replace("/mcp", "/status");
+    let is = Introspection::start(&url);
+    let issuer = is.url.replace("/introspect", "");
+    let oauth = json!({"oauth": {"issuer": issuer, "audience": url, "introspectionUrl": is.url}});
+    let (_hub, _s) = hub(port, config(oauth));
+    let get = |token: &str| http(&status, &[("Authorization", &format!("Bearer {token}"))], None);
+    // Good tokens (fractional exp) pass, and never use up the share.
+    for i in 0..30 {
+        let r = get(&format!("good-{i}"));
+        assert_eq!(r.status, 200, "good token {i}: {}", r.text);
+    }
+    assert_eq!(is.calls(), 30);
+    // 100 bogus tokens, as fast as they come: a handful are asked about.
+    let t0 = std::time::Instant::now();
+    let mut statuses = std::collections::BTreeMap::new();
+    for i in 0..100 {
+        let r = get(&format!("bogus-{i}"));
+        *statuses.entry(r.status).or_insert(0) += 1;
+        match r.status {
+            401 => assert!(r.text.contains("not active"), "{}", r.text),
+            429 => {
+                assert!(r.header("retry-after").and_then(|v| v.parse::<u64>().ok()).is_some_and(|s| s >= 1), "{:?}", r.headers);
+                assert!(r.text.contains("retry in"), "{}", r.text);
+            }
+            other => panic!("bogus token {i}: {other} {}", r.text),
+        }
+    }
+    let asked = is.calls() - 30;
+    let allowed = 10 + t0.elapsed().as_secs() as usize + 1;
+    assert!(asked <= allowed, "{asked} introspections for 100 bogus tokens in {:?} (at most {allowed}): {statuses:?}", t0.elapsed());
+    assert!(statuses.get(&429).is_some_and(|n| *n > 50), "most were refused at once: {statuses:?}");
+    // A token already found inactive: 401 from memory, no call.
+    let before = is.calls();
+    let r = get("bogus-0");
+    assert_eq!(r.status, 401, "{}", r.text);
+    assert_eq!(is.calls(), before, "a known inactive token was introspected again");
+    // Two Authorization fields: the same 400 in either order, nothing asked.
+    let two = |a: &str, b: &str| http(&status, &[("Authorization", a), ("Authorization", b)], None);
+    let (x, y) = (two("Bearer good-x", "Bearer bogus-x"), two("Bearer bogus-x", "Bearer good-x"));
+    assert_eq!((x.status, y.status), (400, 400), "{} / {}", x.text, y.text);
+    assert_eq!(x.text, y.text);
+    assert!(x.text.contains("more than one Authorization"), "{}", x.text);
+    assert_eq!(is.calls(), before, "a head with two Authorization fields was checked");
+}
+
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).expect("VmRSS")
+}
+
+/// What a session keeps is bounded: an `initialize` with a 2 MiB
+/// `clientInfo` is refused with -32602 naming the limit and opens no
+/// session, 50 of them leave mcpx's memory flat; and `/status` shows a
+/// client's name only to its own principal (issue 25 item 1).
+#[test]
+fn a_session_keeps_a_few_kib_and_only_its_owner_sees_its_client_name() {
+    let port = free_port();
+    let (_hub, s) = hub(port, config(json!({"tokens": {"alice": "tok-alice", "bob": "tok-bob"}})));
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let status = url.replace("/mcp", "/status");
+    let (alice, bob) = ("Bearer tok-alice", "Bearer tok-bob");
+    let init = |info: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": info}});
+    let r = post(&url, &[("Authorization", alice)], &init(json!({"name": "alice-private-laptop", "version": "1"})));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let huge = init(json!({"name": "x".repeat(2 << 20), "version": "1"}));
+    let attempt = |i: usize| {
+        let r = post(&url, &[("Authorization", bob)], &huge);
+        assert_eq!(r.json["error"]["code"], -32602, "attempt {i}: {}", &r.text[..r.text.len().min(300)]);
+        let msg = r.json["error"]["message"].as_str().unwrap_or_default();
+        assert!(msg.contains("clientInfo") && msg.contains("4096 bytes"), "{msg}");
+        // No session was opened for it.
+        if let Some(sid) = r.header("mcp-session-id") {
+            let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+            let hs = [("Authorization", bob), ("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")];
+            assert_eq!(post(&url, &hs, &list).status, 404, "the refused initialize's session exists");
+        }
+    };
+    // Warm up the allocator, then 50 more: memory stays flat.
+    for i in 0..5 {
+        attempt(i);
+    }
+    let before = rss_kib(s.pid());
+    for i in 5..55 {
+        attempt(i);
+    }
+    let after = rss_kib(s.pid());
+    assert!(after < before + 16 * 1024, "RSS grew from {before} KiB to {after} KiB over 50 refused initializes");
+    let seen = |auth: &str| http(&status, &[("Authorization", auth)], None);
+    let (by_alice, by_bob) = (seen(alice), seen(bob));
+    assert_eq!((by_alice.status, by_bob.status), (200, 200));
+    assert_eq!(by_bob.json["http"]["sessions"], 1, "only alice's session is open: {}", by_bob.text);
+    assert!(by_alice.text.contains("alice-private-laptop"), "alice sees her own client: {}", by_alice.text);
+    assert!(!by_bob.text.contains("alice-private-laptop"), "bob sees alice's client name: {}", by_bob.text);
+    let revisions: Vec<&Value> = by_bob.json["clients"].as_array().unwrap().iter().map(|c| &c["revision"]).collect();
+    assert!(revisions.contains(&&json!("2025-11-25")), "bob still sees the session counted by revision: {}", by_bob.text);
+    let page = http(&format!("{status}?format=html"), &[("Authorization", bob)], None);
+    assert_eq!(page.status, 200);
+    assert!(!page.text.contains("alice-private-laptop"), "{}", page.text);
+}

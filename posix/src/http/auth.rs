@@ -1,6 +1,7 @@
 //! Who is calling: every HTTP request but `/health` and the Protected
 //! Resource Metadata is authenticated to a [`Principal`] here, and nowhere
-//! else.
+//! else. A head with more than one `Authorization` field is refused first
+//! ([`one_authorization`]).
 //!
 //! - No credentials configured: every client is the one principal
 //!   `anonymous`, whatever `Authorization` it sends (a value nobody checks
@@ -33,6 +34,7 @@ mod prm;
 mod tests;
 
 use std::borrow::Cow;
+use std::net::IpAddr;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::frame::http::trim_ows;
 
@@ -113,8 +115,11 @@ impl AuthSettings {
 
 /// Why a request is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // scopes and key fetches are OAuth's
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))] // scopes, key fetches and introspection are OAuth's
 pub enum Reject {
+    /// 400: the head's credentials cannot be read as one (two
+    /// `Authorization` fields), whatever they hold.
+    BadRequest(&'static str),
     /// 401: no credentials, or not valid ones (`invalid`: the token was
     /// there, RFC 6750 `invalid_token`).
     Unauthorized { invalid: bool, why: String },
@@ -122,6 +127,22 @@ pub enum Reject {
     InsufficientScope { need: Vec<String>, why: String },
     /// 503: the authorization server could not be reached to check it.
     Unavailable(String),
+    /// 429 with `Retry-After`: the peer sent too many tokens that had to be
+    /// checked and were not good (`oauth::throttle`).
+    Throttled { retry_after_s: u64, why: String },
+}
+
+/// The `Authorization` field of a head with `fields` named so (in order):
+/// none, or exactly one. Two are refused before either is looked at, the
+/// same way whatever their order or values: one component may read the
+/// first and another the last (RFC 9110 §5.3 allows a repeated field only
+/// for list-valued ones, which `Authorization` is not).
+pub(crate) fn one_authorization<'a>(mut fields: impl Iterator<Item = &'a [u8]>) -> Result<Option<&'a [u8]>, Reject> {
+    let first = fields.next();
+    if fields.next().is_some() {
+        return Err(Reject::BadRequest("Bad request: more than one Authorization header field"));
+    }
+    Ok(first)
 }
 
 /// The listener's authentication state (OAuth keys are cached here).
@@ -142,9 +163,11 @@ impl Authenticator {
         }
     }
 
-    /// The principal of a request with this `Authorization` header (if any),
-    /// at wall-clock time `now_s` (Unix seconds, for token expiry).
-    pub async fn authenticate(&self, authorization: Option<&[u8]>, now_s: u64) -> Result<Principal, Reject> {
+    /// The principal of a request with these `Authorization` fields (see
+    /// [`one_authorization`]) from `peer`, at wall-clock time `now_s` (Unix
+    /// seconds, for token expiry).
+    pub async fn authenticate<'a>(&self, fields: impl Iterator<Item = &'a [u8]>, peer: Option<IpAddr>, now_s: u64) -> Result<Principal, Reject> {
+        let authorization = one_authorization(fields)?;
         if !self.settings.required(self.token.as_deref()) {
             // An unchecked `Authorization` value is no identity.
             return Ok(Principal(Cow::Borrowed(crate::hub::ANONYMOUS_PRINCIPAL)));
@@ -157,9 +180,9 @@ impl Authenticator {
         }
         #[cfg(feature = "oauth")]
         if let Some(v) = &self.oauth {
-            return v.verify(token, now_s).await;
+            return v.verify(token, peer, now_s).await;
         }
-        let _ = now_s;
+        let _ = (peer, now_s);
         Err(Reject::Unauthorized { invalid: true, why: "the bearer token is not valid".into() })
     }
 
@@ -183,7 +206,9 @@ impl Authenticator {
     /// with `resource_metadata` per RFC 9728 when OAuth is on), or 503.
     pub async fn refuse(&self, conn: &mut Conn, r: &Reject) -> bool {
         let oauth = self.settings.oauth.as_ref();
+        let mut retry = String::new();
         let (status, text, challenge) = match r {
+            Reject::BadRequest(why) => (400, why.to_string(), String::new()),
             Reject::Unauthorized { invalid, why } => {
                 let error = invalid.then_some(("invalid_token", why.as_str()));
                 (401, format!("Unauthorized: {why}"), prm::challenge(oauth, error, None))
@@ -195,6 +220,10 @@ impl Authenticator {
                 conn.shared.log(crate::hub::Level::Warn, format!("http: a request was refused (503): {why}"));
                 (503, format!("Service unavailable: {why}"), String::new())
             }
+            Reject::Throttled { retry_after_s, why } => {
+                retry = retry_after_s.to_string();
+                (429, format!("Too many requests: {why}"), String::new())
+            }
         };
         let now = conn.shared.now();
         conn.shared.state.borrow_mut().refusals.record(now, status, &text);
@@ -202,6 +231,9 @@ impl Authenticator {
         let mut hs = vec![("Content-Type", "application/json")];
         if !challenge.is_empty() {
             hs.push(("WWW-Authenticate", &challenge));
+        }
+        if !retry.is_empty() {
+            hs.push(("Retry-After", &retry));
         }
         conn.respond(status, &hs, &body, true).await
     }

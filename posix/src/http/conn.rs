@@ -108,7 +108,7 @@ impl Request {
     }
 
     /// Every field named `name` (lowercase), in order.
-    fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
         self.fields
             .iter()
             .filter(move |(n, _)| &self.head[n.clone()] == name.as_bytes())
@@ -204,6 +204,8 @@ pub(crate) struct Conn {
     pub stream: Async<TcpStream>,
     pub buf: Vec<u8>,
     pub shared: Rc<Shared>,
+    /// The address of the other end, when the socket tells.
+    pub peer: Option<std::net::IpAddr>,
     /// The request being answered allows the connection to persist.
     pub persist: bool,
     /// Bytes read since this connection last yielded the thread.
@@ -491,10 +493,12 @@ async fn peer_alive(stream: &Async<TcpStream>, buf: &mut Vec<u8>, cap: usize) ->
 
 impl Conn {
     fn new(stream: Async<TcpStream>, shared: Rc<Shared>) -> Conn {
+        let peer = stream.get_ref().peer_addr().ok().map(|a| a.ip());
         Conn {
             stream,
             buf: Vec::new(),
             shared,
+            peer,
             persist: true,
             unyielded: 0,
             alarm: Alarm::new(),

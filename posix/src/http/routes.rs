@@ -70,7 +70,7 @@ async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
             _ => method_not_allowed(conn, "GET, HEAD").await,
         };
     }
-    let who = match sh.auth.authenticate(req.header("authorization"), unix_now()).await {
+    let who = match sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await {
         Ok(p) => p,
         Err(r) => return sh.auth.refuse(conn, &r).await,
     };
@@ -107,7 +107,7 @@ async fn serve(conn: &mut Conn, req: &mut Request, target: Target, who: &Princip
         return conn.reject(404, "Not found: unknown or ended session").await;
     }
     match (target, req.method()) {
-        (Target::Status, "GET") => super::status_page::get(conn, req).await,
+        (Target::Status, "GET") => super::status_page::get(conn, req, who).await,
         (Target::Status, _) => method_not_allowed(conn, "GET").await,
         (Target::Metrics, "GET") => metrics(conn).await,
         (Target::Metrics, _) => method_not_allowed(conn, "GET").await,

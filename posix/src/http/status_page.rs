@@ -6,11 +6,16 @@
 //! program sending `*/*` or nothing keeps getting JSON) and `?format=json`
 //! or `?format=html` overrides it. The page is rendered from the very JSON
 //! snapshot the programs get, so both always say the same.
+//!
+//! A client's `clientInfo` (what it calls itself) is shown only to the
+//! principal that owns its session; every other principal sees that it is
+//! there, its revision and state, but not its name ([`hide_others`]).
 
 mod render;
 
 use serde_json::{json, Value};
 
+use super::auth::Principal;
 use super::conn::{Conn, Request};
 use super::session::Shared;
 
@@ -90,11 +95,28 @@ fn build() -> Value {
     })
 }
 
-/// The hub's status plus what the listener knows (address, sessions,
-/// connections, recent refusals), mcpx's uptime and its build.
-fn snapshot(sh: &Shared) -> Value {
+/// Removes `clientInfo` from each client of `status.clients` that `own`
+/// (given its id) says is not the viewer's.
+fn hide_others(status: &mut Value, own: impl Fn(u64) -> bool) {
+    let Some(clients) = status.get_mut("clients").and_then(Value::as_array_mut) else { return };
+    for c in clients {
+        if !c["id"].as_u64().is_some_and(&own) {
+            if let Some(o) = c.as_object_mut() {
+                o.remove("clientInfo");
+            }
+        }
+    }
+}
+
+/// The hub's status as principal `who` may see it, plus what the listener
+/// knows (address, sessions, connections, recent refusals), mcpx's uptime
+/// and its build.
+fn snapshot(sh: &Shared, who: &Principal) -> Value {
+    // The viewer's clients: those of the sessions it owns.
+    let own: Vec<u64> = sh.state.borrow().sessions.by_id.values().filter(|s| s.owner == *who).map(|s| s.client).collect();
     // The runtime's clock counts from mcpx's start: `now` is its uptime.
-    let (hub, uptime_ms) = sh.link.call(|hub, now| (hub.status(), now));
+    let (mut hub, uptime_ms) = sh.link.call(|hub, now| (hub.status(), now));
+    hide_others(&mut hub, |c| own.contains(&c));
     let http = {
         let st = sh.state.borrow();
         json!({
@@ -115,13 +137,13 @@ fn snapshot(sh: &Shared) -> Value {
     v
 }
 
-/// Answers `GET /status` in the negotiated format.
-pub(crate) async fn get(conn: &mut Conn, req: &Request) -> bool {
+/// Answers `GET /status` of principal `who` in the negotiated format.
+pub(crate) async fn get(conn: &mut Conn, req: &Request, who: &Principal) -> bool {
     let format = match negotiate(req.header_str("accept"), req.query()) {
         Ok(f) => f,
         Err(why) => return conn.reject(400, &why).await,
     };
-    let v = snapshot(&conn.shared);
+    let v = snapshot(&conn.shared, who);
     let (content_type, body) = match format {
         Format::Json => ("application/json", serde_json::to_vec(&v).unwrap_or_default()),
         Format::Html => ("text/html; charset=utf-8", render::page(&v).into_bytes()),
@@ -173,6 +195,28 @@ mod tests {
         assert_eq!(negotiate(Some("application/json"), "x=1&format=html"), Ok(Format::Html));
         let err = negotiate(Some(FIREFOX), "format=xml").unwrap_err();
         assert!(err.contains("'xml'") && err.contains("?format=json"), "{err}");
+    }
+
+    /// Each viewer sees the names of its own clients only; the others are
+    /// still counted, with their revision.
+    #[test]
+    fn client_names_are_shown_to_their_own_principal_only() {
+        let status = json!({"clients": [
+            {"id": 1, "revision": "2025-11-25", "clientInfo": {"name": "alice-laptop"}},
+            {"id": 2, "revision": "2025-06-18", "clientInfo": {"name": "bob-phone"}},
+            {"id": 3, "revision": null},
+        ]});
+        // (viewer's clients, names shown)
+        let table: [(&[u64], &[&str]); 4] = [(&[1], &["alice-laptop"]), (&[2], &["bob-phone"]), (&[1, 2], &["alice-laptop", "bob-phone"]), (&[], &[])];
+        for (mine, shown) in table {
+            let mut v = status.clone();
+            hide_others(&mut v, |c| mine.contains(&c));
+            let clients = v["clients"].as_array().unwrap();
+            assert_eq!(clients.len(), 3, "every client is counted");
+            let names: Vec<&str> = clients.iter().filter_map(|c| c["clientInfo"]["name"].as_str()).collect();
+            assert_eq!(names, shown, "viewer of {mine:?}");
+            assert_eq!(clients[1]["revision"], "2025-06-18");
+        }
     }
 
     #[test]

@@ -19,6 +19,10 @@
 //! - Unsolicited notifications (list_changed, log messages, resource updates)
 //!   go to a client only after it has read a list: the oldest Python SDK
 //!   client deadlocks on one that arrives before its first `tools/list`.
+//! - What a session keeps of its `initialize` is bounded ([`KEPT_LIMITS`]):
+//!   one over a limit is refused with -32602 naming it, and the client is
+//!   forgotten (an HTTP session is not opened), so a client cannot make mcpx
+//!   hold megabytes per session.
 
 use mcpx_core::error::ErrorCode;
 use std::collections::HashSet;
@@ -80,6 +84,11 @@ pub(super) struct PendingBatch {
     /// The answers so far, in the order they came.
     answers: Vec<Vec<u8>>,
 }
+
+/// The most a session keeps of each `initialize` parameter, in bytes as
+/// the client sent it: `clientInfo` (a name, a version, a title and a few
+/// icons fit) and `capabilities`.
+pub(super) const KEPT_LIMITS: [(&str, usize); 2] = [("clientInfo", 4 << 10), ("capabilities", 16 << 10)];
 
 /// Requests tracked per client in [`Client::open`]; past this many the
 /// newest are not tracked (they are still served).
@@ -320,6 +329,14 @@ impl Hub {
 
     /// `initialize` from a client.
     pub(super) fn client_initialize(&mut self, c: ClientId, m: &wire::Msg) {
+        if let Some((field, len, max)) = KEPT_LIMITS.iter().find_map(|&(f, max)| m.param(&[f]).map(|r| (f, r.len(), max)).filter(|x| x.1 > max)) {
+            let msg = format!("Invalid params: {field} is {len} bytes, over mcpx's limit of {max} bytes for what a session keeps; send a smaller one");
+            let data = json!({ "field": field, "bytes": len, "limitBytes": max });
+            self.answer_error(c, m.id_bytes(), ErrorCode::InvalidParams, &msg, Some(data));
+            self.on_client_disconnected(c);
+            self.out.push_back(Output::CloseClient(c));
+            return;
+        }
         let p = m.params_value();
         let asked = p.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
         // Requirement: lifecycle-server-echoes-supported-version, lifecycle-server-counteroffers-latest

@@ -21,6 +21,7 @@ mod cluster;
 mod rows_base;
 mod rows_primitives;
 mod routing;
+mod session_keeps;
 mod sim;
 mod rows_relay;
 mod tasks;

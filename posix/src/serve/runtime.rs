@@ -328,7 +328,7 @@ impl Runtime {
                 match pushed {
                     Ok(()) => {}
                     Err((PushError::Closed, _)) if self.closing.get() => {}
-                    Err((e, _)) => error!("message to the client dropped: {e}"),
+                    Err((e, _)) => error!("message to the client dropped: {e}: the client is not reading"),
                 }
             }
             Output::ClientInitialized(c, _) => {
@@ -352,7 +352,12 @@ impl Runtime {
                                 debug!("server {}: not running; message to it dropped", self.name(u));
                                 None
                             }
-                            Err((e, msg)) => Some((format!("{e} (limit: {} bytes queued per server)", up.queue_bytes()), msg)),
+                            // Its queue is full because it is slow to take
+                            // what it was sent, not because it is broken.
+                            Err((PushError::Full { msgs, bytes }, msg)) => {
+                                let limit = up.queue_bytes();
+                                Some((format!("it is busy: {msgs} messages are queued for it ({bytes} bytes; output queue full at {limit} bytes queued per server); retry once it has answered some"), msg))
+                            }
                         },
                     }
                 };

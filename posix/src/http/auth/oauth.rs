@@ -8,17 +8,26 @@
 //!   then OpenID Connect discovery; its `issuer` must be the configured
 //!   one). Keys are cached; a token signed with an unknown `kid` refetches
 //!   them, at most once per [`REFRESH_MIN_S`]. Only asymmetric algorithms.
+//!   A header with `crit` is refused: mcpx understands no extension
+//!   (RFC 7515 §4.1.11).
 //! - Any other token goes to the RFC 7662 introspection endpoint, when one
-//!   is configured.
+//!   is configured; what a peer without a good token can make mcpx ask
+//!   there is bounded by [`throttle`].
 //!
 //! The claim checks ([`check_claims`]) are one pure function of (claims,
-//! settings, now) for both kinds. The principal is `oauth:<iss> <sub>`
-//! (the `client_id` for a token without a subject).
+//! settings, now) for both kinds. `exp`, `nbf` and `iat` are NumericDates
+//! (RFC 7519 §2: a JSON number, possibly fractional); any other value makes
+//! the token invalid. The principal is `oauth:<iss> <sub>` (the `client_id`
+//! for a token without a subject, or with an empty one).
+
+mod throttle;
 
 use std::cell::RefCell;
+use std::net::IpAddr;
 
+use base64::Engine as _;
 use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use serde_json::Value;
 
 use super::{fetch, OAuthSettings, Principal, Reject};
@@ -51,6 +60,7 @@ pub(super) struct Verifier {
     /// Held while the keys are fetched: requests that need them meanwhile
     /// wait for that fetch instead of failing or starting their own.
     fetching: smol::lock::Mutex<()>,
+    throttle: RefCell<throttle::Throttle>,
 }
 
 #[derive(Default)]
@@ -70,17 +80,17 @@ fn invalid(why: impl Into<String>) -> Reject {
 impl Verifier {
     pub fn new(s: OAuthSettings) -> Verifier {
         let keys = Keys { jwks_uri: s.jwks_url.clone(), ..Keys::default() };
-        Verifier { s, keys: RefCell::new(keys), fetching: smol::lock::Mutex::new(()) }
+        Verifier { s, keys: RefCell::new(keys), fetching: smol::lock::Mutex::new(()), throttle: RefCell::default() }
     }
 
-    /// The principal of access token `token` at Unix time `now`.
-    pub async fn verify(&self, token: &[u8], now: u64) -> Result<Principal, Reject> {
+    /// The principal of access token `token`, sent by `peer`, at Unix time `now`.
+    pub async fn verify(&self, token: &[u8], peer: Option<IpAddr>, now: u64) -> Result<Principal, Reject> {
         let token = std::str::from_utf8(token).map_err(|_| invalid("the access token is not text"))?;
         // Requirement rows authz-server-validates-token, authz-accept-only-own-tokens
         let (claims, jwt) = if token.split('.').count() == 3 {
             (self.jwt(token, now).await?, true)
         } else if let Some(url) = &self.s.introspection_url {
-            (self.introspect(url, token).await?, false)
+            (self.introspect_throttled(url, token, throttle::Peer::of(peer), now).await?, false)
         } else {
             return Err(invalid("the access token is not a JWT, and no introspectionUrl is configured"));
         };
@@ -89,7 +99,7 @@ impl Verifier {
 
     /// The claims of a JWT whose signature verifies with an issuer key.
     async fn jwt(&self, token: &str, now: u64) -> Result<Value, Reject> {
-        let header = jsonwebtoken::decode_header(token).map_err(|e| invalid(format!("the access token is not a valid JWT ({e})")))?;
+        let header = jwt_header(token)?;
         if !ALGORITHMS.contains(&header.alg) {
             return Err(invalid(format!("the access token is signed with {:?}, which mcpx does not accept", header.alg)));
         }
@@ -197,13 +207,37 @@ impl Verifier {
         Err(format!("no authorization server metadata for {} ({last})", self.s.issuer))
     }
 
-    /// RFC 7662: the introspection answer of an active token.
-    async fn introspect(&self, url: &str, token: &str) -> Result<Value, Reject> {
+    /// RFC 7662 within `peer`'s share ([`throttle`]): the answer of an
+    /// active token.
+    async fn introspect_throttled(&self, url: &str, token: &str, peer: throttle::Peer, now: u64) -> Result<Value, Reject> {
+        let d = mcpx_core::request_state::digest(token.as_bytes());
+        match self.throttle.borrow_mut().admit(&d, peer, now) {
+            Ok(()) => {}
+            Err(throttle::Refusal::KnownInactive) => return Err(invalid(INACTIVE)),
+            Err(throttle::Refusal::OverShare { retry_after_s }) => {
+                let why = format!(
+                    "too many access tokens from this address were not active (at most {} introspections at once, one more a second); retry in {retry_after_s} s",
+                    throttle::BURST
+                );
+                return Err(Reject::Throttled { retry_after_s, why });
+            }
+        }
+        let answer = self.introspect(url, token).await;
+        let outcome = match &answer {
+            Ok(Some(_)) => throttle::Outcome::Active,
+            Ok(None) => throttle::Outcome::Inactive,
+            Err(_) => throttle::Outcome::Failed,
+        };
+        self.throttle.borrow_mut().settle(d, peer, outcome, now);
+        answer?.ok_or_else(|| invalid(INACTIVE))
+    }
+
+    /// RFC 7662: the introspection answer, `None` for an inactive token.
+    async fn introspect(&self, url: &str, token: &str) -> Result<Option<Value>, Reject> {
         let body = format!("token={}&token_type_hint=access_token", encode_component(token));
         let basic;
         let mut headers: Vec<(&str, &[u8])> = vec![("content-type", b"application/x-www-form-urlencoded"), ("accept", b"application/json")];
         if let Some(id) = &self.s.client_id {
-            use base64::Engine as _;
             let pair = format!("{}:{}", encode_component(id), encode_component(self.s.client_secret.as_deref().unwrap_or("")));
             basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
             headers.push(("authorization", basic.as_bytes()));
@@ -212,11 +246,25 @@ impl Verifier {
             .await
             .map_err(|e| Reject::Unavailable(format!("mcpx cannot introspect the access token: {e}")))?;
         let v: Value = serde_json::from_slice(&answer).map_err(|_| Reject::Unavailable(format!("{url}: the introspection answer is not JSON")))?;
-        if v.get("active") != Some(&Value::Bool(true)) {
-            return Err(invalid("the access token is not active"));
-        }
-        Ok(v)
+        Ok((v.get("active") == Some(&Value::Bool(true))).then_some(v))
     }
+}
+
+/// The refusal of a token the introspection endpoint calls inactive.
+const INACTIVE: &str = "the access token is not active";
+
+/// The JOSE header of a JWT, refused when it has `crit`: mcpx understands
+/// no extension header, and RFC 7515 §4.1.11 says a token naming one it
+/// does not understand is invalid.
+fn jwt_header(token: &str) -> Result<Header, Reject> {
+    let not_jwt = |e: String| invalid(format!("the access token is not a valid JWT ({e})"));
+    let part = token.split('.').next().unwrap_or("");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part).map_err(|e| not_jwt(e.to_string()))?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| not_jwt(e.to_string()))?;
+    if v.get("crit").is_some() {
+        return Err(invalid("the access token's header has \"crit\": mcpx understands no critical extension (RFC 7515 §4.1.11)"));
+    }
+    serde_json::from_value(v).map_err(|e| not_jwt(e.to_string()))
 }
 
 /// Where the metadata of `issuer` may be: the same locations, in the same
@@ -242,23 +290,54 @@ pub(super) fn check_claims(s: &OAuthSettings, c: &Value, now: u64, jwt: bool) ->
     if !aud_ok {
         return Err(invalid(format!("the access token is not meant for {} (its audience differs)", s.audience)));
     }
-    match c.get("exp").and_then(Value::as_u64) {
-        Some(exp) if exp.saturating_add(LEEWAY_S) <= now => return Err(invalid("the access token has expired")),
-        None if jwt => return Err(invalid("the access token has no expiry (exp)")),
-        _ => {}
-    }
-    if c.get("nbf").and_then(Value::as_u64).is_some_and(|nbf| nbf > now.saturating_add(LEEWAY_S)) {
-        return Err(invalid("the access token is not valid yet (nbf)"));
-    }
+    check_times(c, now, jwt)?;
     let granted = granted_scopes(c);
     let missing: Vec<&String> = s.scopes.iter().filter(|need| !granted.iter().any(|g| covers(g, need))).collect();
     if !missing.is_empty() {
         let list = missing.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" ");
         return Err(Reject::InsufficientScope { need: s.scopes.clone(), why: format!("the access token lacks the scope {list}") });
     }
-    let who = c.get("sub").and_then(Value::as_str).or_else(|| c.get("client_id").and_then(Value::as_str));
-    let who = who.filter(|w| !w.is_empty()).ok_or_else(|| invalid("the access token names neither a subject (sub) nor a client (client_id)"))?;
+    let named = |k: &str| c.get(k).and_then(Value::as_str).filter(|w| !w.is_empty());
+    let who = named("sub").or_else(|| named("client_id"));
+    let who = who.ok_or_else(|| invalid("the access token names neither a subject (sub) nor a client (client_id)"))?;
     Ok(Principal::new("oauth:", format!("{} {who}", s.issuer).as_bytes()))
+}
+
+/// `exp` (required of a JWT), `nbf` and `iat` at Unix time `now`, with
+/// [`LEEWAY_S`] either way.
+fn check_times(c: &Value, now: u64, jwt: bool) -> Result<(), Reject> {
+    let now = now as f64;
+    let leeway = LEEWAY_S as f64;
+    match numeric_date(c, "exp")? {
+        Some(exp) if exp + leeway <= now => return Err(invalid("the access token has expired")),
+        None if jwt => return Err(invalid("the access token has no expiry (exp)")),
+        _ => {}
+    }
+    if numeric_date(c, "nbf")?.is_some_and(|nbf| nbf > now + leeway) {
+        return Err(invalid("the access token is not valid yet (nbf)"));
+    }
+    numeric_date(c, "iat")?;
+    Ok(())
+}
+
+/// Claim `name` as a NumericDate (RFC 7519 §2: a JSON number of seconds,
+/// possibly fractional), if present; any other value is refused, not
+/// ignored (an `exp` of `"0"` is not a token without expiry).
+fn numeric_date(c: &Value, name: &str) -> Result<Option<f64>, Reject> {
+    match c.get(name) {
+        None => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(other) => {
+            let kind = match other {
+                Value::String(_) => "a string",
+                Value::Bool(_) => "a boolean",
+                Value::Array(_) => "a list",
+                Value::Object(_) => "an object",
+                _ => "null",
+            };
+            Err(invalid(format!("the access token's {name} is {kind}, not a NumericDate (a number of seconds)")))
+        }
+    }
 }
 
 /// `scope` (space-separated, RFC 9068/7662) or `scp` (a list or string).

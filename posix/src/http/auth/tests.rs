@@ -8,7 +8,35 @@ fn auth(token: Option<&str>, tokens: &[(&str, &str)]) -> Authenticator {
 }
 
 fn who(a: &Authenticator, header: Option<&[u8]>) -> Result<Principal, Reject> {
-    smol::block_on(a.authenticate(header, 0))
+    smol::block_on(a.authenticate(header.into_iter(), None, 0))
+}
+
+/// Two `Authorization` fields: one refusal, whatever their order and
+/// values, before any credential is compared.
+#[test]
+fn one_authorization_field_at_most() {
+    const TWO: Reject = Reject::BadRequest("Bad request: more than one Authorization header field");
+    let (good, bad): (&[u8], &[u8]) = (b"Bearer s3cret", b"Bearer wrong");
+    // (the fields, in order; what is read of them)
+    type Row<'a> = (&'a [&'a [u8]], Result<Option<&'a [u8]>, Reject>);
+    let table: [Row; 7] = [
+        (&[], Ok(None)),
+        (&[good], Ok(Some(good))),
+        (&[bad], Ok(Some(bad))),
+        (&[good, bad], Err(TWO)),
+        (&[bad, good], Err(TWO)),
+        (&[good, good], Err(TWO)),
+        (&[b"", good, bad], Err(TWO)),
+    ];
+    for (fields, want) in table {
+        assert_eq!(one_authorization(fields.iter().copied()), want, "{fields:?}");
+    }
+    // Through authenticate: the same refusal with a token configured or not.
+    for a in [auth(Some("s3cret"), &[]), auth(None, &[])] {
+        for fields in [[good, bad], [bad, good]] {
+            assert_eq!(smol::block_on(a.authenticate(fields.into_iter(), None, 0)), Err(TWO));
+        }
+    }
 }
 
 // covers: streamable-http-server-authenticate

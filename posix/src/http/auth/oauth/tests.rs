@@ -50,6 +50,55 @@ fn claims_are_checked_with_mcpx_s_clock() {
     assert!(why(check_claims(&s, &client, NOW, true)).contains("neither"));
 }
 
+/// NumericDates (RFC 7519 §2): numbers, fractional ones too, for both
+/// kinds of token; anything else refuses the token instead of being
+/// ignored. `jwt`: the claims of a JWT (else an introspection answer).
+// covers: authz-server-validates-token
+#[test]
+fn numeric_dates_are_numbers_possibly_fractional() {
+    let s = settings();
+    let (now, lee) = (NOW as f64, LEEWAY_S as f64);
+    // (claim, value, accepted, else the refusal names)
+    let table: [(&str, Value, Result<(), &str>); 16] = [
+        ("exp", json!(now + 60.5), Ok(())),
+        ("exp", json!(now - lee + 0.5), Ok(())),
+        ("exp", json!(now - lee - 0.5), Err("expired")),
+        ("exp", json!(now - 3600.25), Err("expired")),
+        ("exp", json!(1e300), Ok(())),
+        ("exp", json!((NOW + 60).to_string()), Err("exp is a string")),
+        ("exp", json!("0"), Err("exp is a string")),
+        ("exp", json!(null), Err("exp is null")),
+        ("exp", json!(true), Err("exp is a boolean")),
+        ("exp", json!([NOW + 60]), Err("exp is a list")),
+        ("nbf", json!(now + lee + 1.5), Err("not valid yet")),
+        ("nbf", json!(now + lee - 0.5), Ok(())),
+        ("nbf", json!((NOW + 3600).to_string()), Err("nbf is a string")),
+        ("nbf", json!({}), Err("nbf is an object")),
+        ("iat", json!(now - 0.25), Ok(())),
+        ("iat", json!("yesterday"), Err("iat is a string")),
+    ];
+    for (claim, value, want) in table {
+        for jwt in [true, false] {
+            let got = check_claims(&s, &with(claim, value.clone()), NOW, jwt);
+            match want {
+                Ok(()) => assert!(got.is_ok(), "{claim}={value} (jwt {jwt}): {got:?}"),
+                Err(w) => assert!(why(got).contains(w), "{claim}={value} (jwt {jwt}): should name {w:?}"),
+            }
+        }
+    }
+}
+
+/// An empty subject is no subject: the client stands in, as for a missing one.
+#[test]
+fn an_empty_subject_falls_back_to_the_client() {
+    let s = settings();
+    let mut c = with("sub", json!(""));
+    c["client_id"] = json!("svc");
+    assert_eq!(check_claims(&s, &c, NOW, true).unwrap().bytes(), b"oauth:https://as.example.com svc");
+    c["client_id"] = json!("");
+    assert!(why(check_claims(&s, &c, NOW, false)).contains("neither"));
+}
+
 // covers: authz-insufficient-scope-403, authz-server-scope-hierarchy
 #[test]
 fn scopes_every_one_or_a_broader_one() {
@@ -118,7 +167,7 @@ fn jwts_verify_with_a_published_key_only() {
     let (der, jwk) = key("k1");
     let (other, _) = key("k2");
     let v = verifier(&[jwk]);
-    let verify = |t: String| smol::block_on(v.verify(t.as_bytes(), NOW));
+    let verify = |t: String| smol::block_on(v.verify(t.as_bytes(), None, NOW));
     assert_eq!(verify(sign(&der, Some("k1"), Algorithm::ES256, &good())).unwrap().bytes(), b"oauth:https://as.example.com alice");
     // Without kid, the only key.
     assert!(verify(sign(&der, None, Algorithm::ES256, &good())).is_ok());
@@ -134,12 +183,38 @@ fn jwts_verify_with_a_published_key_only() {
     assert!(why(verify("opaque".into())).contains("introspectionUrl"));
 }
 
+/// A JWT header with `crit` is refused (RFC 7515 §4.1.11: mcpx understands
+/// no extension), even signed with a published key.
+#[test]
+fn a_critical_header_extension_is_refused() {
+    use base64::Engine as _;
+    let (der, jwk) = key("k1");
+    let v = verifier(&[jwk]);
+    let verify = |t: String| smol::block_on(v.verify(t.as_bytes(), None, NOW));
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    for crit in [json!(["exp"]), json!(["http://example.com/x"]), json!([]), json!("b64")] {
+        let header = json!({"alg": "ES256", "kid": "k1", "typ": "JWT", "crit": crit, "http://example.com/x": true, "b64": true});
+        let input = format!("{}.{}", b64(header.to_string().as_bytes()), b64(good().to_string().as_bytes()));
+        let sig = jsonwebtoken::crypto::sign(input.as_bytes(), &jsonwebtoken::EncodingKey::from_ec_der(&der), Algorithm::ES256).unwrap();
+        assert!(why(verify(format!("{input}.{sig}"))).contains("crit"), "crit {crit}");
+        // The same header without crit verifies: only crit is refused.
+        let plain = json!({"alg": "ES256", "kid": "k1", "typ": "JWT"});
+        let input = format!("{}.{}", b64(plain.to_string().as_bytes()), b64(good().to_string().as_bytes()));
+        let sig = jsonwebtoken::crypto::sign(input.as_bytes(), &jsonwebtoken::EncodingKey::from_ec_der(&der), Algorithm::ES256).unwrap();
+        assert!(verify(format!("{input}.{sig}")).is_ok());
+    }
+    // A fractional exp in a signed JWT is a valid NumericDate.
+    assert!(verify(sign(&der, Some("k1"), Algorithm::ES256, &with("exp", json!(NOW as f64 + 60.5)))).is_ok());
+    assert!(why(verify(sign(&der, Some("k1"), Algorithm::ES256, &with("nbf", json!(NOW as f64 + 3600.5))))).contains("not valid yet"));
+    assert!(why(verify(sign(&der, Some("k1"), Algorithm::ES256, &with("nbf", json!("0"))))).contains("nbf is a string"));
+}
+
 #[test]
 fn encryption_keys_never_verify() {
     let (der, mut jwk) = key("k1");
     jwk["use"] = json!("enc");
     let v = verifier(&[jwk]);
-    let r = smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), NOW));
+    let r = smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), None, NOW));
     assert!(why(r).contains("does not publish"));
 }
 
@@ -148,7 +223,7 @@ fn unreachable_keys_are_a_503_not_a_401() {
     let (der, _) = key("k1");
     let v = verifier(&[]);
     v.keys.borrow_mut().error = Some("connection refused".into());
-    match smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), NOW)) {
+    match smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), None, NOW)) {
         Err(Reject::Unavailable(why)) => assert!(why.contains("connection refused"), "{why}"),
         other => panic!("{other:?}"),
     }
