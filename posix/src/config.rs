@@ -971,7 +971,7 @@ fn parse_cluster(cx: &mut Ctx<'_>, top: &Path, obj: &serde_json::Map<String, Val
                 Ok(k) => out.state_key = Some(k),
                 Err(why) => cx.err(&at, format!("MCPX_STATE_KEY: {why}")),
             },
-            (None, Some(f)) => match std::fs::read(&f) {
+            (None, Some(f)) => match crate::small_file::read(&f) {
                 Ok(bytes) if bytes.len() == 32 => out.state_key = Some(StateKey(bytes.try_into().unwrap_or([0; 32]))),
                 Ok(bytes) => match StateKey::parse(&String::from_utf8_lossy(&bytes)) {
                     Ok(k) => out.state_key = Some(k),

@@ -285,7 +285,7 @@ impl Authorizer {
 
     fn assertion(&self, d: &Discovered, client_id: &str) -> Result<String, String> {
         let path = self.spec.private_key_file.as_ref().ok_or("no privateKeyFile")?;
-        let pem = std::fs::read_to_string(path).map_err(|e| format!("privateKeyFile {}: {e}", path.display()))?;
+        let pem = crate::small_file::read_to_string(path).map_err(|e| format!("privateKeyFile {}: {e}", path.display()))?;
         let key = jwt::SigningKey::from_pem(&pem, self.spec.signing_alg.as_deref().unwrap_or("ES256"))
             .map_err(|e| format!("privateKeyFile {}: {e}", path.display()))?;
         let audience = d.meta.issuer.clone().unwrap_or_else(|| d.meta.token_endpoint.clone());
