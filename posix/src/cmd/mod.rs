@@ -10,6 +10,8 @@ mod client;
 #[cfg_attr(not(feature = "cli"), allow(dead_code))]
 mod vet;
 
-pub use check::{build_hub, lint, main as check};
+pub use check::{build_hub, main as check};
+#[cfg(feature = "cli")]
+pub use check::lint;
 #[cfg(feature = "cli")]
 pub use client::{add, client, import, remove};
