@@ -117,7 +117,11 @@ USAGE:
         too with --stdio).
     mcpx serve --check [--config FILE]
         Validate the config (as `serve` would) and exit: 0 when it is
-        good, else 1 with each problem as file:line:col.
+        good, else 1 with each problem as file:line:col. Also refused: a
+        server referring to mcpx's own secrets (${MCPX_TOKEN}, the auth
+        tokens' variables), an npx/uvx/pipx/dnx package position holding
+        an option, an absolute command that does not exist; a command not
+        in PATH is a warning.
 
     mcpx tools | resources | prompts | status [--json] [TARGET]
         List the hub's tools, resources (and templates) or prompts as a

@@ -225,6 +225,17 @@ pub fn runner_package(command: &str, args: &[String]) -> Result<(), (usize, Faul
     }
 }
 
+/// Why `serve --check` would refuse server entry `entry` (at `at`) itself:
+/// a reference to one of `own`, a runner with an option for its package.
+pub fn entry_fault(own: &OwnSecrets, at: &jsonpos::Path, entry: &Value) -> Option<String> {
+    if let Some((p, fault)) = own.refs_in(at, entry).into_iter().next() {
+        return Some(format!("{p}: {fault}"));
+    }
+    let command = entry.get("command").and_then(Value::as_str)?;
+    let args: Vec<String> = entry.get("args").and_then(Value::as_array)?.iter().filter_map(Value::as_str).map(String::from).collect();
+    runner_package(command, &args).err().map(|(i, fault)| format!("{}: {fault}", at.key("args").idx(i)))
+}
+
 /// The variables no server entry may refer to: mcpx's own.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OwnSecrets(Vec<String>);

@@ -91,14 +91,8 @@ fn vet_entry(old: Option<&str>, name: &str, entry: &Entry) -> Result<(), String>
     let root = old.and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or(Value::Null);
     let at = jsonpos::Path::root().key("mcpServers").key(name);
     let v = entry_value(entry);
-    if let Some((p, fault)) = OwnSecrets::of(&root).refs_in(&at, &v).into_iter().next() {
-        return Err(format!("{p}: {fault}"));
-    }
-    if let (Some(Value::String(command)), Some(Value::Array(args))) = (v.get("command"), v.get("args")) {
-        let args: Vec<String> = args.iter().filter_map(Value::as_str).map(String::from).collect();
-        if let Err((i, fault)) = vet::runner_package(command, &args) {
-            return Err(format!("{}: {fault}", at.key("args").idx(i)));
-        }
+    if let Some(fault) = vet::entry_fault(&OwnSecrets::of(&root), &at, &v) {
+        return Err(fault);
     }
     let mut unset = Vec::new();
     vet::strings(&at, &v, &mut |_, s| unset.extend(vet::unset_vars(s, &config::process_env)));

@@ -270,13 +270,7 @@ pub fn run(args: ImportArgs) -> Result<(), Failure> {
 /// Why `serve --check` would refuse the entry, if it would.
 fn refusal(own: &OwnSecrets, name: &str, entry: &Entry) -> Option<String> {
     let at = crate::jsonpos::Path::root().key("mcpServers").key(name);
-    let v = Value::Object(entry.0.iter().cloned().collect());
-    if let Some((p, fault)) = own.refs_in(&at, &v).into_iter().next() {
-        return Some(format!("{p}: {fault}"));
-    }
-    let command = v.get("command").and_then(Value::as_str)?;
-    let args: Vec<String> = v.get("args").and_then(Value::as_array)?.iter().filter_map(Value::as_str).map(String::from).collect();
-    vet::runner_package(command, &args).err().map(|(i, fault)| format!("{}: {fault}", at.key("args").idx(i)))
+    vet::entry_fault(own, &at, &Value::Object(entry.0.iter().cloned().collect()))
 }
 
 /// The `env` and `headers` members whose literal value looks like a
