@@ -117,7 +117,11 @@ USAGE:
         too with --stdio).
     mcpx serve --check [--config FILE]
         Validate the config (as `serve` would) and exit: 0 when it is
-        good, else 1 with each problem as file:line:col.
+        good, else 1 with each problem as file:line:col. Also refused: a
+        server referring to mcpx's own secrets (${MCPX_TOKEN}, the auth
+        tokens' variables), an npx/uvx/pipx/dnx package position holding
+        an option, an absolute command that does not exist; a command not
+        in PATH is a warning.
 
     mcpx tools | resources | prompts | status [--json] [TARGET]
         List the hub's tools, resources (and templates) or prompts as a
@@ -139,19 +143,24 @@ USAGE:
 
     mcpx add NAME [--env K=V]... -- COMMAND [ARGS...]
     mcpx add NAME --url URL [--header K=V]... [--transport http|sse]
-    mcpx add [NAME] --from FILE-OR-URL [--remote]
+    mcpx add [NAME] --from FILE-OR-URL [--remote] [--yes]
         Add a server to the config file, editing it in place (the rest of
         the file stays as it is); --force replaces one of the same name.
-        --from reads an MCP Registry server.json (npm, PyPI and OCI
-        packages become npx, uvx and docker commands; --remote takes its
-        remote endpoint instead); secrets are written as ${VAR}
-        references, never the values.
+        An entry whose ${VAR} is unset is not written (set VAR first).
+        --from reads an MCP Registry server.json (npm, PyPI, OCI and NuGet
+        packages become npx or uvx/pipx, docker/podman and dnx commands in
+        a fixed shape; --remote takes its remote endpoint instead); its
+        values are copied literally, secrets are written as ${VAR}
+        references, never the values; the entry is shown and written
+        after a yes on the terminal, or with --yes.
     mcpx remove NAME
         Remove a server from the config file.
-    mcpx import [--dry-run] [--force]
+    mcpx import [--dry-run] [--force] [--yes]
         Add the servers configured in Claude Desktop, Claude Code, Cursor,
         VS Code and Windsurf (their usual files under $HOME and in the
         current folder) to the config file; --dry-run prints the result.
+        The servers are shown and written after a yes on the terminal, or
+        with --yes; literal secrets copied are warned about.
     add, remove and import edit --config FILE, else the first config file
     `serve` would read, else create ~/.config/mcpx/config.json.
 
@@ -503,6 +512,8 @@ pub struct AddArgs {
     /// `--env K=V` (for a command).
     pub env: Vec<(String, String)>,
     pub source: AddSource,
+    /// `--yes`: write an entry from a file without asking.
+    pub yes: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -512,6 +523,8 @@ pub struct ImportArgs {
     pub dry_run: bool,
     /// `--force`: replace entries of the same name.
     pub force: bool,
+    /// `--yes`: write without asking.
+    pub yes: bool,
 }
 
 /// A flag's value that must not be empty.
@@ -583,7 +596,7 @@ fn parse_client(command: &str, args: &[String]) -> Result<ClientArgs, UsageError
 }
 
 fn parse_add(args: &[String]) -> Result<AddArgs, UsageError> {
-    let (mut config, mut name, mut force, mut env) = (None, None, false, Vec::new());
+    let (mut config, mut name, mut force, mut env, mut yes) = (None, None, false, Vec::new(), false);
     let (mut url, mut headers, mut transport, mut from, mut remote) = (None, Vec::new(), None, None, false);
     let mut command = None;
     let mut it = args.iter();
@@ -596,6 +609,7 @@ fn parse_add(args: &[String]) -> Result<AddArgs, UsageError> {
             }
             "--config" | "-c" => config_flag(&mut config, arg, &mut it)?,
             "--force" => force = true,
+            "--yes" | "-y" => yes = true,
             "--env" => env.push(key_value("--env", required(arg, &mut it, "NAME=VALUE")?)?),
             "--url" => url = Some(required(arg, &mut it, "a URL")?.to_string()),
             "--header" => headers.push(key_value("--header", required(arg, &mut it, "NAME=VALUE")?)?),
@@ -633,7 +647,7 @@ fn parse_add(args: &[String]) -> Result<AddArgs, UsageError> {
     if name.is_none() && !matches!(source, AddSource::Registry { .. }) {
         return Err(UsageError("`mcpx add` needs the server's NAME".into()));
     }
-    Ok(AddArgs { config, name, force, env, source })
+    Ok(AddArgs { config, name, force, env, source, yes })
 }
 
 fn parse_remove(args: &[String]) -> Result<Command, UsageError> {
@@ -659,6 +673,7 @@ fn parse_import(args: &[String]) -> Result<ImportArgs, UsageError> {
             "--config" | "-c" => config_flag(&mut out.config, arg, &mut it)?,
             "--dry-run" => out.dry_run = true,
             "--force" => out.force = true,
+            "--yes" | "-y" => out.yes = true,
             s => return Err(UsageError(format!("unknown argument `{s}` for `mcpx import`"))),
         }
     }

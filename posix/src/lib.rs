@@ -31,6 +31,7 @@ mod reload;
 mod remote;
 mod serve;
 mod signals;
+mod small_file;
 mod stdfd;
 mod stdio;
 mod written;

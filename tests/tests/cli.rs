@@ -265,7 +265,14 @@ fn add_and_remove_keep_the_rest_of_the_file() {
     std::fs::write(&cfg, HAND_WRITTEN).unwrap();
     let c = cfg.to_str().unwrap();
 
-    let added = mcpx_in(dir.path(), &["add", "gh", "--config", c, "--env", "GITHUB_TOKEN=${GITHUB_TOKEN}", "--", "npx", "-y", "@modelcontextprotocol/server-github"]);
+    let add_gh = ["add", "gh", "--config", c, "--env", "GITHUB_TOKEN=${GITHUB_TOKEN}", "--", "npx", "-y", "@modelcontextprotocol/server-github"];
+    // Not written while the variable it refers to is unset (`serve --check` would refuse it).
+    let unset = Command::new(mcpx()).args(add_gh).current_dir(dir.path()).env_remove("GITHUB_TOKEN").output().unwrap();
+    let said = String::from_utf8_lossy(&unset.stderr);
+    assert_eq!(unset.status.code(), Some(1), "{said}");
+    assert!(said.contains("refers to ${GITHUB_TOKEN} but it is not set; set it (e.g. `export GITHUB_TOKEN=...`)"), "{said}");
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
+    let added = run_in(dir.path(), mcpx(), &add_gh, &[("GITHUB_TOKEN", "t")], "");
     added.ok();
     let text = std::fs::read_to_string(&cfg).unwrap();
     let at = HAND_WRITTEN.find("\n    },\n    \"separator\"").unwrap();
@@ -281,7 +288,7 @@ fn add_and_remove_keep_the_rest_of_the_file() {
     assert!(again.stderr.contains("already there (--force replaces it)"), "{}", again.stderr);
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), want, "a refused add changed the file");
 
-    let url = mcpx_in(dir.path(), &["add", "gh", "--force", "--config", c, "--url", "https://api.example.com/mcp", "--header", "Authorization=Bearer ${TOKEN}"]);
+    let url = run_in(dir.path(), mcpx(), &["add", "gh", "--force", "--config", c, "--url", "https://api.example.com/mcp", "--header", "Authorization=Bearer ${TOKEN}"], &[("TOKEN", "t")], "");
     assert!(url.ok().stdout.contains("replaced server gh"), "{}", url.stdout);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
     assert_eq!(v["mcpServers"]["gh"], json!({"url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}));
@@ -298,11 +305,10 @@ fn add_and_remove_keep_the_rest_of_the_file() {
     assert!(bad.stderr.contains("not written") && bad.stderr.contains("mcpServers.x"), "{}", bad.stderr);
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
 
-    // One that may only lack a variable's value is written, with a warning.
+    // One whose variable is unset is not written either: it says which, and how to set it.
     let later = mcpx_in(dir.path(), &["add", "later", "--config", c, "--url", "${LATER_URL}"]);
-    later.ok();
-    assert!(later.stderr.contains("with LATER_URL unset, `mcpx serve` would refuse the config"), "{}", later.stderr);
-    mcpx_in(dir.path(), &["remove", "later", "--config", c]).ok();
+    assert_eq!(later.code, Some(1), "{}", later.stderr);
+    assert!(later.stderr.contains("mcpServers.later refers to ${LATER_URL} but it is not set; set it (e.g. `export LATER_URL=...`)"), "{}", later.stderr);
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
 
     // Without --config: the file `serve` would read (here ./mcpx.json), then a new user config.
@@ -340,25 +346,25 @@ fn fixture(path: &str) -> PathBuf {
     repo_root().join("tests/fixtures").join(path)
 }
 
-/// `mcpx add --from FIXTURE [extra]` into an empty folder must write `want`
-/// as server `name` and name `to_set` as the variables to set; the written
-/// config is then refused by `serve --check` while they are unset and
-/// accepted once they are set. The folder, for more commands.
+/// `mcpx add --from FIXTURE [extra] --yes` into an empty folder must
+/// refuse while the variables `to_set` are unset, naming the first; with
+/// them set, write `want` as server `name`, which `serve --check` then
+/// accepts. The folder, for more commands.
 fn adds_from(file: &str, extra: &[&str], name: &str, want: Value, to_set: &[&str]) -> TempDir {
     let dir = TempDir::new();
     let from = fixture(&format!("registry/{file}"));
-    let mut args = vec!["add", "--from", from.to_str().unwrap(), "--config", "mcpx.json"];
+    let mut args = vec!["add", "--from", from.to_str().unwrap(), "--config", "mcpx.json", "--yes"];
     args.extend(extra);
-    let out = mcpx_in(dir.path(), &args);
+    let unset = mcpx_in(dir.path(), &args);
+    assert_eq!(unset.code, Some(1), "{}", unset.stderr);
+    assert!(unset.stderr.contains(&format!("refers to ${{{}}}", to_set[0])) && unset.stderr.contains("not set"), "{}", unset.stderr);
+    assert!(!dir.path().join("mcpx.json").exists(), "written with {} unset", to_set[0]);
+
+    let env: Vec<(&str, &str)> = to_set.iter().map(|v| (*v, "set-by-test")).collect();
+    let out = run_in(dir.path(), mcpx(), &args, &env, "");
     out.ok();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("mcpx.json")).unwrap()).unwrap();
     assert_eq!(v["mcpServers"][name], want);
-    assert!(out.stderr.contains(&format!("set {} in the environment", to_set.join(", "))), "{}", out.stderr);
-
-    let unset = mcpx_in(dir.path(), &["serve", "--check", "--config", "mcpx.json"]);
-    assert_eq!(unset.code, Some(1), "{}", unset.stdout);
-    assert!(unset.stderr.contains(to_set[0]), "{}", unset.stderr);
-    let env: Vec<(&str, &str)> = to_set.iter().map(|v| (*v, "set-by-test")).collect();
     run_in(dir.path(), mcpx(), &["serve", "--check", "--config", "mcpx.json"], &env, "").ok();
     dir
 }
@@ -367,7 +373,7 @@ fn adds_from(file: &str, extra: &[&str], name: &str, want: Value, to_set: &[&str
 fn add_from_an_npm_server_json() {
     let want = json!({
         "command": "npx",
-        "args": ["-y", "--prefer-offline", "@mcpx-fixtures/weather-mcp@1.4.2", "--units", "metric", "${CITY}"],
+        "args": ["-y", "@mcpx-fixtures/weather-mcp@1.4.2", "--units", "metric", "${CITY}"],
         "env": {"WEATHER_API_KEY": "${WEATHER_API_KEY}", "WEATHER_CACHE_DIR": "${WEATHER_CACHE_DIR:-/tmp/weather}"}
     });
     adds_from("npm.server.json", &[], "weather", want, &["CITY", "WEATHER_API_KEY"]);
@@ -387,7 +393,7 @@ fn add_from_a_pypi_server_json_with_a_name_of_ones_own() {
 fn add_from_an_oci_server_json() {
     let want = json!({
         "command": "docker",
-        "args": ["run", "-i", "--rm", "--network", "host", "-e", "PGHOST", "-e", "PGPASSWORD",
+        "args": ["run", "-i", "--rm", "-e", "PGHOST", "-e", "PGPASSWORD",
                  "ghcr.io/mcpx-fixtures/postgres-mcp:2.1.0", "--max-rows", "500"],
         "env": {"PGHOST": "${PGHOST:-127.0.0.1}", "PGPASSWORD": "${PGPASSWORD}"}
     });
@@ -439,10 +445,10 @@ fn import_reads_the_clients_configs() {
     assert_eq!(servers["docs"], json!({"url": "https://docs.example.com/mcp", "disabled": true}));
     assert!(dry.stderr.contains("set API_TOKEN"), "{}", dry.stderr);
 
-    run_in(&project, mcpx(), &["import", "--config", c], &env, "").ok();
+    run_in(&project, mcpx(), &["import", "--config", c, "--yes"], &env, "").ok();
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
     assert_eq!(written, v, "the written config is what --dry-run printed");
-    let again = run_in(&project, mcpx(), &["import", "--config", c], &env, "");
+    let again = run_in(&project, mcpx(), &["import", "--config", c, "--yes"], &env, "");
     again.ok();
     assert!(again.stderr.contains("skipped memory from Claude Desktop") && again.stderr.contains("already in"), "{}", again.stderr);
     let check = run_in(&project, mcpx(), &["serve", "--check", "--config", c], &[("API_TOKEN", "t"), ("USER", "u")], "");
@@ -460,7 +466,7 @@ fn add_from_a_server_json_url() {
     let files = HttpServer::start(&serve_files, port, "");
     let out_dir = TempDir::new();
     let url = format!("{}/pypi.server.json", files.url);
-    mcpx_in(out_dir.path(), &["add", "--from", &url, "--config", "mcpx.json"]).ok();
+    run_in(out_dir.path(), mcpx(), &["add", "--from", &url, "--config", "mcpx.json", "--yes"], &[("NOTES_TOKEN", "t")], "").ok();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("mcpx.json")).unwrap()).unwrap();
     assert_eq!(v["mcpServers"]["notes"]["command"], "uvx");
     let missing = mcpx_in(out_dir.path(), &["add", "--from", &format!("{}/nope.json", files.url), "--config", "mcpx.json"]);

@@ -77,6 +77,7 @@ mod tasks;
 mod tests;
 
 pub use cluster::ClusterSettings;
+pub use expand::expand;
 #[cfg(feature = "cli")]
 pub use cluster::SETTING_VARS;
 pub use error::{ConfigError, Problem, ProblemKind};

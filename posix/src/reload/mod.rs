@@ -5,7 +5,9 @@
 //! A reload reads and validates the whole file as at startup (`config::load`
 //! and the hub's checks); a file that does not pass is refused whole: the
 //! running config stays, and the problems (`file:line:col: ...`) go to the
-//! log and to `/status` (`config.refused`). Otherwise the difference
+//! log and to `/status` (`config.refused`). It is read off the event loop,
+//! the files it names bounded in size and time (`small_file`), so a FIFO or a
+//! hung mount refuses the reload instead of stopping the clients. Otherwise the difference
 //! ([`diff`], by server name) is applied: removed servers are stopped (their
 //! requests in flight answered with an error saying so), changed ones are
 //! stopped and started again with their new entry, added ones started;
@@ -40,6 +42,9 @@ use lists::Lists;
 
 /// How often the config file's metadata is looked at.
 const POLL: Duration = Duration::from_secs(1);
+
+/// How long reading the config (and the files it names) may take on a reload.
+const LOAD_LIMIT: Duration = Duration::from_secs(10);
 
 /// How `serve` was started, as far as reloading cares.
 #[derive(Clone, Debug, Default)]
@@ -276,9 +281,16 @@ impl State {
     }
 
     async fn reload(&mut self) {
-        let new = config::load(self.settings.explicit.as_deref(), &config::process_env)
-            .map_err(|e| e.to_string())
-            .and_then(|cfg| crate::serve::options::build_hub(&cfg).map(|_| cfg));
+        // Read off the event loop: a slow file must not stop the clients (the
+        // files the config names are bounded by `small_file`, the config
+        // itself by LOAD_LIMIT).
+        let explicit = self.settings.explicit.clone();
+        let loading = smol::unblock(move || config::load(explicit.as_deref(), &config::process_env).map_err(|e| e.to_string()));
+        let too_slow = async {
+            Timer::after(LOAD_LIMIT).await;
+            Err(format!("reading the config took longer than {} s", LOAD_LIMIT.as_secs()))
+        };
+        let new = loading.or(too_slow).await.and_then(|cfg| crate::serve::options::build_hub(&cfg).map(|_| cfg));
         let new = match new {
             Ok(c) => c,
             Err(e) => {

@@ -1,5 +1,10 @@
 //! `mcpx add` and `mcpx remove`: one server entry in or out of the config
 //! file, edited in place.
+//!
+//! What `serve --check` would refuse is not written: an entry referring to
+//! mcpx's own secrets or running a runner with an option for its package
+//! (`vet`), one whose `${VAR}` is unset, one the hub refuses. An entry from
+//! a `server.json` is shown and written after a yes (or `--yes`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,14 +14,17 @@ use serde_json::{json, Map, Value};
 use super::edit::{self, Entry, Verdict};
 use super::{get, registry, term, Failure};
 use crate::cli::{AddArgs, AddSource};
+use crate::cmd::vet::{self, OwnSecrets};
 use crate::config;
+use crate::jsonpos;
 
 /// Largest `server.json` read.
 const MAX_SERVER_JSON: usize = 1 << 20;
 
 pub fn add(args: AddArgs) -> Result<(), Failure> {
     let path = edit::target_file(args.config.as_deref());
-    let (name, entry, to_set) = match args.source {
+    let mut from_file = None;
+    let (name, entry) = match args.source {
         AddSource::Command { command, args: argv } => {
             let mut e = Entry::default();
             e.set("command", json!(command));
@@ -24,7 +32,7 @@ pub fn add(args: AddArgs) -> Result<(), Failure> {
             if !args.env.is_empty() {
                 e.set("env", Value::Object(pairs(args.env)));
             }
-            (args.name.expect("the parser requires it"), e, Vec::new())
+            (args.name.expect("the parser requires it"), e)
         }
         AddSource::Url { url, headers, transport } => {
             let mut e = Entry::default();
@@ -35,17 +43,27 @@ pub fn add(args: AddArgs) -> Result<(), Failure> {
             if !headers.is_empty() {
                 e.set("headers", Value::Object(pairs(headers)));
             }
-            (args.name.expect("the parser requires it"), e, Vec::new())
+            (args.name.expect("the parser requires it"), e)
         }
         AddSource::Registry { from, remote } => {
             let server = read_server_json(&from)?;
             let on_terminal = term::stdin_is_terminal();
             let mut ask = |q: &str| on_terminal.then(|| smol::block_on(term::ask(q.to_string()))).flatten();
             let r = registry::resolve(&server, remote, &config::process_env, &mut ask).map_err(|e| Failure::Failed(format!("{from}: {e}")))?;
-            (args.name.unwrap_or(r.name), r.entry, r.to_set)
+            for n in &r.notes {
+                eprintln!("note: {from}: {n}");
+            }
+            from_file = Some(from);
+            (args.name.unwrap_or(r.name), r.entry)
         }
     };
     let old = read_existing(&path)?;
+    vet_entry(old.as_deref(), &name, &entry).map_err(|e| Failure::Failed(format!("not written: {e}")))?;
+    if let Some(from) = from_file {
+        let shown = serde_json::to_string_pretty(&entry_value(&entry)).expect("a Value serializes");
+        eprintln!("server {name} from {from}:\n{shown}");
+        confirm(&format!("Write it to {}?", path.display()), args.yes)?;
+    }
     let replaced = match &old {
         Some(text) => edit::has_server(text, &name).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))?,
         None => false,
@@ -59,10 +77,52 @@ pub fn add(args: AddArgs) -> Result<(), Failure> {
     };
     save(&path, old.as_deref(), &text)?;
     println!("{} server {name} in {}", if replaced { "replaced" } else { "added" }, path.display());
-    if !to_set.is_empty() {
-        eprintln!("set {} in the environment of `mcpx serve` (the config refers to them as ${{NAME}})", to_set.join(", "));
-    }
     Ok(())
+}
+
+fn entry_value(e: &Entry) -> Value {
+    Value::Object(e.0.iter().cloned().collect())
+}
+
+/// What `serve --check` would refuse in `entry` itself, checked before the
+/// rest: a reference to mcpx's own secrets (of the config `old`, if any),
+/// a runner with an option for its package, a `${VAR}` that is unset.
+fn vet_entry(old: Option<&str>, name: &str, entry: &Entry) -> Result<(), String> {
+    let root = old.and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or(Value::Null);
+    let at = jsonpos::Path::root().key("mcpServers").key(name);
+    let v = entry_value(entry);
+    if let Some(fault) = vet::entry_fault(&OwnSecrets::of(&root), &at, &v) {
+        return Err(fault);
+    }
+    let mut unset = Vec::new();
+    vet::strings(&at, &v, &mut |_, s| unset.extend(vet::unset_vars(s, &config::process_env)));
+    unset.sort();
+    unset.dedup();
+    match unset.as_slice() {
+        [] => Ok(()),
+        vars => Err(format!(
+            "{at} refers to {} but {} not set; set {} (e.g. `export {}=...`) and run this again, or write ${{NAME:-default}}",
+            vars.iter().map(|v| format!("${{{v}}}")).collect::<Vec<_>>().join(", "),
+            if vars.len() == 1 { "it is" } else { "they are" },
+            if vars.len() == 1 { "it" } else { "them" },
+            vars[0]
+        )),
+    }
+}
+
+/// Asks before writing what came from a file: `yes` (`--yes`), else a yes
+/// on the terminal; with no terminal to ask on, not written.
+pub fn confirm(question: &str, yes: bool) -> Result<(), Failure> {
+    if yes {
+        return Ok(());
+    }
+    if !term::stdin_is_terminal() {
+        return Err(Failure::Failed("not written: there is no terminal to confirm it on; check it and run again with --yes".into()));
+    }
+    match smol::block_on(term::ask(format!("{question} [y/N] "))) {
+        Some(a) if matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes") => Ok(()),
+        _ => Err(Failure::Failed("not written".into())),
+    }
 }
 
 pub fn remove(config: Option<&Path>, name: &str) -> Result<(), Failure> {
@@ -95,8 +155,12 @@ pub fn read_existing(path: &Path) -> Result<Option<String>, Failure> {
 /// invalid before is written with a warning: the user may be fixing it).
 pub fn save(path: &Path, old: Option<&str>, text: &str) -> Result<(), Failure> {
     match edit::validate(text, path) {
-        Verdict::Valid => {}
-        Verdict::Invalid(e) if old.is_none_or(|o| edit::validate(o, path) == Verdict::Valid) => {
+        Verdict::Valid(warnings) => {
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+        }
+        Verdict::Invalid(e) if old.is_none_or(|o| matches!(edit::validate(o, path), Verdict::Valid(_))) => {
             return Err(Failure::Failed(format!("not written: the config would be invalid:\n{e}")));
         }
         Verdict::Invalid(e) => eprintln!("warning: the config has problems (it had them before):\n{e}"),

@@ -198,7 +198,8 @@ pub fn target_file(explicit: Option<&Path>) -> PathBuf {
 /// What validating an edited config found.
 #[derive(Debug, PartialEq)]
 pub enum Verdict {
-    Valid,
+    /// Accepted, with `serve --check`'s warnings.
+    Valid(Vec<String>),
     /// Refused by `serve` (`file:line:col: message` lines).
     Invalid(String),
     /// Refused, but with these `${VAR}`s unset (they may be set later, and
@@ -206,7 +207,7 @@ pub enum Verdict {
     Unsure { unset: Vec<String>, problems: String },
 }
 
-/// Whether `serve` would accept the text, the environment as it is.
+/// Whether `serve --check` would accept the text, the environment as it is.
 pub fn validate(text: &str, path: &Path) -> Verdict {
     let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let unset = std::cell::RefCell::new(Vec::new());
@@ -222,13 +223,16 @@ pub fn validate(text: &str, path: &Path) -> Verdict {
     };
     let checked = config::parse(text, &path.display().to_string(), base, &env).map_err(|e| e.to_string()).and_then(|mut cfg| {
         cfg.source = config::Source::File(path.to_path_buf());
-        crate::serve::options::build_hub(&cfg).map(|_| ())
+        crate::serve::options::build_hub(&cfg)?;
+        Ok(crate::cmd::lint(&cfg))
     });
     let mut unset = unset.into_inner();
     unset.sort();
     unset.dedup();
     match checked {
-        Ok(()) => Verdict::Valid,
+        Ok(lint) if lint.errors.is_empty() => Verdict::Valid(lint.warnings),
+        // What `serve --check` refuses beyond `serve` does not depend on values.
+        Ok(lint) => Verdict::Invalid(lint.errors.join("\n")),
         Err(problems) if unset.is_empty() => Verdict::Invalid(problems),
         Err(problems) => Verdict::Unsure { unset, problems },
     }
