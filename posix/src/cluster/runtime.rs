@@ -162,10 +162,8 @@ impl Cluster {
 /// and the shared key (and so a cluster).
 pub fn hop_config(s: &ClusterSettings) -> Option<crate::http::cluster_hop::HopConfig> {
     let key = s.state_key.as_ref().filter(|_| s.replica.is_some())?;
-    Some(crate::http::cluster_hop::HopConfig {
-        key: super::hop_auth::HopKey::derive(&key.0),
-        peers: s.peers.iter().map(|(id, _)| id.clone()).collect(),
-    })
+    let peers = s.peers.iter().map(|(id, _)| id.clone()).collect();
+    Some(crate::http::cluster_hop::HopConfig::new(super::hop_auth::HopKey::derive(&key.0), peers))
 }
 
 /// Answers `job` without running it.

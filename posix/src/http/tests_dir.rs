@@ -28,7 +28,7 @@ fn replica(me: &str, addr: SocketAddr, redis: &str, peers: &[(&str, SocketAddr)]
         c.limits.session_idle_ms = idle_ms;
         c.limits.sse_keepalive_ms = 300;
         c.auth.tokens = vec![("alice".into(), "ta".into()), ("bob".into(), "tb".into())];
-        c.hop = Some(cluster_hop::HopConfig { key: HopKey::derive(&KEY), peers: ids });
+        c.hop = Some(cluster_hop::HopConfig::new(HopKey::derive(&KEY), ids));
     };
     start_full(configure, None, |_| {}, move |http| {
         let store = Rc::new(Store::new(&redis).unwrap());
@@ -256,8 +256,13 @@ fn a_relayed_request_signed_for_another_session_or_method_is_403() {
     let k = HopKey::derive(&KEY);
     // Signed for `sid`'s POST; sent in `session`, its method header `method`.
     let send = |session: &str, method: &str| {
-        let route = Route { method: "POST", target: "/mcp", session: sid.as_bytes() };
-        let signed = k.sign("r2", hop_auth::unix_ms(), b"token:alice", &route, &body);
+        let route = Route { method: "POST", target: "/mcp" };
+        let relayed = [ACCEPT, JSON, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+        let fields: Vec<hop_auth::Field<'_>> = relayed.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())).collect();
+        // One nonce: only a hop that checks out is remembered.
+        let nonce = [9; hop_auth::NONCE_LEN];
+        let what = hop_auth::Signed { from: "r2", time_ms: hop_auth::unix_ms(), nonce: &nonce, principal: b"token:alice", route, fields: &fields, body: &body };
+        let signed = k.sign(&what);
         let mut signed: Vec<(&str, String)> = signed.iter().map(|(n, v)| (*n, String::from_utf8(v.clone()).unwrap())).collect();
         for (n, v) in signed.iter_mut() {
             if *n == hop_auth::METHOD {
