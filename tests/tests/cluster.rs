@@ -139,7 +139,9 @@ fn listed_owner(c: &Cluster, sid: &str) -> Option<usize> {
         .args(["-p", &c.redis_port.to_string(), "GET", &format!("mcpx:session:{sid}")])
         .output()
         .expect("redis-cli (comes with redis-server)");
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The value is sealed (`v1.<MAC>.<replica id>`).
+    let value = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let id = value.rsplit('.').next().unwrap_or_default();
     id.strip_prefix('r').and_then(|n| n.parse::<usize>().ok()).map(|n| n - 1)
 }
 
