@@ -328,3 +328,52 @@ fn a_forged_task_record_naming_another_principal_is_not_taken_over() {
     let message = r.json.pointer("/error/message").and_then(Value::as_str).unwrap_or_default();
     assert!(message.contains("no record"), "{}", r.text);
 }
+
+// --- item 6: a 2026-07-28 server's round retried on another replica -------
+
+/// A 2026-07-28 call of the example server's
+/// `test_input_required_result_elicitation` through `url`; with `retry` =
+/// (input key, requestState), the round's retry answered "Ada".
+fn elicitation_round(url: &str, id: i64, retry: Option<(&str, &str)>) -> Resp {
+    let tool = "demo__test_input_required_result_elicitation";
+    let mut params = json!({ "name": tool, "arguments": {} });
+    if let Some((key, state)) = retry {
+        params["inputResponses"] = json!({ key: { "action": "accept", "content": { "name": "Ada" } } });
+        params["requestState"] = json!(state);
+    }
+    let h = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", tool)];
+    post(url, &h, &modern_request(id, "tools/call", params, json!({ "elicitation": {} })))
+}
+
+// The example server (2026-07-28, stdio: its requestState opens only in
+// its own process) asks for input through replica 1; the retry through
+// replica 2 is served by replica 1's server (forwarded, claimed there),
+// and the same retry again is refused as used.
+#[test]
+fn a_local_modern_servers_input_round_retried_on_another_replica_completes() {
+    let sh = Shared::new();
+    let (p1, p2) = (free_port(), free_port());
+    let demo = example_server_cmd("demo");
+    let replica = |n: u16, port: u16, other: u16| {
+        serve(sh.dir.path(), &format!("r{n}"), port, &json!({
+            "mcpServers": { "demo": { "command": demo.program, "args": demo.args } }, "state": sh.state(),
+            "cluster": { "replica": format!("r{n}"), "peers": { format!("r{}", 3 - n): format!("http://127.0.0.1:{other}") } },
+        }))
+    };
+    let (r1, r2) = (replica(1, p1, p2), replica(2, p2, p1));
+    for r in [&r1, &r2] {
+        until("the replica lists demo", || tools_list(&r.url, None).contains("demo__greet"));
+    }
+    let r = elicitation_round(&r1.url, 1, None);
+    let v = &r.json["result"];
+    assert_eq!(v["resultType"], "input_required", "{}", r.text);
+    let key = v["inputRequests"].as_object().and_then(|o| o.keys().next().cloned()).expect("an input request");
+    let state = v["requestState"].as_str().expect("a requestState").to_string();
+
+    let r = elicitation_round(&r2.url, 2, Some((&key, &state)));
+    assert_eq!(r.json.pointer("/result/content/0/text").and_then(Value::as_str), Some("Hello, Ada!"), "{} {}", r.status, r.text);
+    for url in [&r1.url, &r2.url] {
+        let r = elicitation_round(url, 3, Some((&key, &state)));
+        assert!(r.json.pointer("/error/message").and_then(Value::as_str).is_some_and(|m| m.contains("already been used")), "{url}: {}", r.text);
+    }
+}
