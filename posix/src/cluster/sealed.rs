@@ -18,8 +18,6 @@ use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::hub::shared::KEY_PREFIX;
-
 type HmacSha256 = Hmac<Sha256>;
 
 /// The derivation label of the value key.
@@ -31,8 +29,9 @@ const MAC_B64_LEN: usize = 43;
 /// What sealing adds to a value: tag, MAC and the `.` after it.
 pub const OVERHEAD: usize = TAG.len() + MAC_B64_LEN + 1;
 
-/// A kind of value mcpx keeps in the store: its key prefix (after
-/// [`KEY_PREFIX`]), what it is, and its largest value.
+/// A kind of value mcpx keeps in the store: its key prefix (the names are
+/// `hub::shared`'s and `cluster::directory`'s; a test holds them equal),
+/// what it is, and its largest value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Kind {
     pub prefix: &'static str,
@@ -42,16 +41,15 @@ pub struct Kind {
 
 /// Every kind of value mcpx writes, with its bound.
 pub const KINDS: [Kind; 3] = [
-    Kind { prefix: "lists:", what: "a server's listing", max_len: 1 << 20 },
-    Kind { prefix: "task:", what: "a task's record", max_len: 64 << 10 },
+    Kind { prefix: "mcpx:lists:", what: "a server's listing", max_len: 1 << 20 },
+    Kind { prefix: "mcpx:task:", what: "a task's record", max_len: 64 << 10 },
     // A replica id (at most `hub::shared::MAX_REPLICA_LEN`).
-    Kind { prefix: "session:", what: "a session's replica", max_len: 64 },
+    Kind { prefix: "mcpx:session:", what: "a session's replica", max_len: 64 },
 ];
 
 /// The kind of store key `key`; `None`: not a key mcpx writes values to.
 pub fn kind(key: &str) -> Option<&'static Kind> {
-    let rest = key.strip_prefix(KEY_PREFIX)?;
-    KINDS.iter().find(|k| rest.starts_with(k.prefix))
+    KINDS.iter().find(|k| key.starts_with(k.prefix))
 }
 
 /// The largest stored (sealed) value under `key`; 0 for a key of no kind.
@@ -208,9 +206,13 @@ mod tests {
     #[test]
     fn each_kind_is_bounded_when_written() {
         let bounds: Vec<(&str, usize)> = KINDS.iter().map(|k| (k.prefix, k.max_len)).collect();
-        assert_eq!(bounds, [("lists:", 1 << 20), ("task:", 64 << 10), ("session:", 64)]);
+        assert_eq!(bounds, [("mcpx:lists:", 1 << 20), ("mcpx:task:", 64 << 10), ("mcpx:session:", 64)]);
+        // The keys the store is given are of these kinds.
+        let keys = [crate::hub::shared::lists_key("x"), crate::hub::shared::task_key("x"), crate::cluster::directory::key("x")];
+        let kinds: Vec<Option<&str>> = keys.iter().map(|k| kind(k).map(|k| k.prefix)).collect();
+        assert_eq!(kinds, [Some("mcpx:lists:"), Some("mcpx:task:"), Some("mcpx:session:")]);
         for kind in KINDS {
-            let key = format!("mcpx:{}x", kind.prefix);
+            let key = format!("{}x", kind.prefix);
             assert!(k().seal(&key, &vec![b'x'; kind.max_len]).is_ok(), "{}", kind.what);
             assert_eq!(k().seal(&key, &vec![b'x'; kind.max_len + 1]), Err(Rejected::TooLarge { len: kind.max_len + 1, max: kind.max_len }));
             assert_eq!(max_stored(&key), kind.max_len + OVERHEAD);

@@ -808,16 +808,6 @@ impl Hub {
         }
     }
 
-    /// The [`INNER_ON_REPLICA`] prefix of a state for a round of upstream
-    /// `u`: this replica's id when `u` runs here (a remote server is reached
-    /// by every replica: its state opens anywhere); empty otherwise.
-    fn pin_to_this_replica(&self, u: UpstreamId) -> Vec<u8> {
-        match self.opts.cluster.replica.as_deref() {
-            Some(me) if !self.ups[u].spec.remote => [&[INNER_ON_REPLICA, me.len() as u8], me.as_bytes()].concat(),
-            _ => Vec::new(),
-        }
-    }
-
     /// The clock of `requestState` expiry: Unix time (ms), so that replicas
     /// (each with its own monotonic clock) agree on it.
     fn state_clock(&self) -> u64 {
@@ -1003,7 +993,7 @@ impl Hub {
         }
         // The answers come back in the retry, to this server's own state:
         // the schemas they are checked against travel sealed with it.
-        let pin = self.pin_to_this_replica(u);
+        let pin = pinned_to(self.opts.cluster.replica.as_deref(), self.ups[u].spec.remote);
         let checked = v.get("inputRequests").and_then(|r| self.policy_elicitation_schemas(u, r)).map(|schemas| {
             let schemas = serde_json::to_vec(&schemas).unwrap_or_default();
             let mut with = pin.clone();
@@ -1341,6 +1331,16 @@ impl Hub {
                 self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, None);
             }
         }
+    }
+}
+
+/// The [`INNER_ON_REPLICA`] prefix of a state for a round of a server on
+/// replica `me`: its id when the server runs there (a `remote` one is
+/// reached by every replica: its state opens anywhere); empty otherwise.
+fn pinned_to(me: Option<&str>, remote: bool) -> Vec<u8> {
+    match me {
+        Some(me) if !remote => [&[INNER_ON_REPLICA, me.len() as u8], me.as_bytes()].concat(),
+        _ => Vec::new(),
     }
 }
 
