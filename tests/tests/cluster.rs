@@ -139,7 +139,9 @@ fn listed_owner(c: &Cluster, sid: &str) -> Option<usize> {
         .args(["-p", &c.redis_port.to_string(), "GET", &format!("mcpx:session:{sid}")])
         .output()
         .expect("redis-cli (comes with redis-server)");
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The value is sealed (`v1.<MAC>.<replica id>`).
+    let value = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let id = value.rsplit('.').next().unwrap_or_default();
     id.strip_prefix('r').and_then(|n| n.parse::<usize>().ok()).map(|n| n - 1)
 }
 
@@ -260,7 +262,13 @@ fn the_hop_refuses_what_is_not_signed_by_a_replica() {
     let r = post(&hop, &modern_headers("tools/call", Some("demo__greet")), &msg);
     assert_eq!(r.status, 401, "{}", r.text);
     assert!(r.text.contains("internal hop between mcpx replicas"), "{}", r.text);
-    let forged = [("mcpx-hop-from", "r2"), ("mcpx-hop-time", "1"), ("mcpx-hop-principal", "YW5vbnltb3Vz"), ("mcpx-hop-mac", "AAAA")];
+    let forged = [
+        ("mcpx-hop-from", "r2"),
+        ("mcpx-hop-time", "1"),
+        ("mcpx-hop-nonce", "AAAAAAAAAAAAAAAAAAAAAA"),
+        ("mcpx-hop-principal", "YW5vbnltb3Vz"),
+        ("mcpx-hop-mac", "AAAA"),
+    ];
     let r = post(&hop, &forged, &msg);
     assert_eq!(r.status, 403, "{}", r.text);
     // Through HAProxy too: the hop is no way around a replica's checks.

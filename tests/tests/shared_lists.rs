@@ -34,6 +34,8 @@ fn setup() -> Setup {
     let script = "sleep \"$DELAY\"\nprintf '%s\\n' \"$REPLICA\" >> \"$1\"\nshift\nexec \"$@\"\n";
     std::fs::write(dir.path().join("record-start.sh"), script).unwrap();
     let marker = dir.path().join("starts");
+    // The replicas' shared key: what one keeps in Redis verifies on another.
+    std::fs::write(dir.path().join("state.key"), "4e".repeat(32)).unwrap();
     Setup { dir, redis, redis_port, marker }
 }
 
@@ -53,7 +55,7 @@ impl Setup {
         args.extend(demo.args);
         let cfg = json!({
             "mcpServers": {"demo": {"command": "sh", "args": args, "lazy": lazy, "env": {"REPLICA": name, "DELAY": delay_s.to_string()}}},
-            "state": {"url": format!("redis://127.0.0.1:{}/0", self.redis_port)},
+            "state": {"url": format!("redis://127.0.0.1:{}/0", self.redis_port), "keyFile": self.dir.path().join("state.key")},
         });
         let cfg_path = self.dir.path().join(format!("{name}.json"));
         std::fs::write(&cfg_path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();

@@ -10,11 +10,13 @@
 //! replica fails fast), the answer's head and every silence on its stream
 //! by [`ANSWER_TIMEOUT`].
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use mcpx_core::frame::sse::{SseDecoder, SseItem};
+use nanorand::{ChaCha20, Rng as _};
 
-use super::hop_auth::{self, HopKey, Route};
+use super::hop_auth::{self, Field, HopKey, Route, Signed, NONCE_LEN};
 use crate::remote::http::{Client, Error, Limits, Response};
 use crate::remote::url::Url;
 
@@ -39,6 +41,8 @@ pub struct Hop {
     me: String,
     key: HopKey,
     peers: Vec<Peer>,
+    /// The hops' nonces.
+    rng: RefCell<ChaCha20>,
 }
 
 impl Hop {
@@ -51,7 +55,7 @@ impl Hop {
             let connector = crate::remote::connector(None, &url, CONNECT_TIMEOUT).map_err(|e| format!("cluster.peers.{id}: {e}"))?;
             out.push(Peer { id: id.clone(), url, client: Client::new(connector, MAX_IDLE) });
         }
-        Ok(Hop { me: me.to_string(), key: HopKey::derive(state_key), peers: out })
+        Ok(Hop { me: me.to_string(), key: HopKey::derive(state_key), peers: out, rng: RefCell::new(ChaCha20::new()) })
     }
 
     /// Sends `msg` (with its MCP `headers`) to replica `to` on behalf of
@@ -132,11 +136,16 @@ impl Hop {
         &self.me
     }
 
-    /// POSTs `body` to `to`'s hop, signed for `route` and `principal`,
-    /// with `headers`; the peer and the answer head.
+    /// POSTs `body` to `to`'s hop with `headers` (the relayed ones: all
+    /// under the MAC), signed for `route` and `principal` with a fresh
+    /// nonce; the peer and the answer head.
     async fn send(&self, to: &str, route: &Route<'_>, principal: &[u8], headers: &[(&str, &[u8])], body: &[u8]) -> Result<(&Peer, Response), RelayError> {
         let peer = self.peers.iter().find(|p| p.id == to).ok_or_else(|| RelayError::NotAPeer(to.to_string()))?;
-        let signed = self.key.sign(&self.me, hop_auth::unix_ms(), principal, route, body);
+        let mut nonce = [0u8; NONCE_LEN];
+        self.rng.borrow_mut().fill_bytes(&mut nonce);
+        let relayed: Vec<Field<'_>> = headers.iter().map(|(n, v)| (n.as_bytes(), *v)).collect();
+        let what = Signed { from: &self.me, time_ms: hop_auth::unix_ms(), nonce: &nonce, principal, route: *route, fields: &relayed, body };
+        let signed = self.key.sign(&what);
         let mut fields: Vec<(&str, &[u8])> = headers.to_vec();
         fields.extend(signed.iter().map(|(n, v)| (*n, v.as_slice())));
         let limits = Limits { max_head: 16 * 1024, head_timeout: ANSWER_TIMEOUT, idle_timeout: Some(ANSWER_TIMEOUT) };

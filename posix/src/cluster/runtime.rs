@@ -31,7 +31,7 @@ impl Cluster {
     pub fn new(s: &ClusterSettings) -> Result<Option<Cluster>, String> {
         #[cfg(feature = "cluster")]
         let store = match &s.state_url {
-            Some(url) => Some(Rc::new(super::store::Store::new(url).map_err(|e| e.0)?)),
+            Some(url) => Some(Rc::new(super::store::Store::new(url, &value_key(s)).map_err(|e| e.0)?)),
             None => None,
         };
         #[cfg(not(feature = "cluster"))]
@@ -149,14 +149,26 @@ impl Cluster {
     }
 }
 
+/// The key the store's values are sealed with: the shared state key; one
+/// of this process's own without it (with a warning: then no other mcpx's
+/// values verify here).
+#[cfg(feature = "cluster")]
+fn value_key(s: &ClusterSettings) -> [u8; 32] {
+    if let Some(k) = &s.state_key {
+        return k.0;
+    }
+    warn!("shared state: no shared state key (MCPX_STATE_KEY or state.keyFile): values kept in Redis are sealed with a key of this process, so listings and records other mcpx processes keep there are ignored here; give every replica the same key to share them");
+    let mut k = [0u8; 32];
+    nanorand::Rng::fill_bytes(&mut nanorand::ChaCha20::new(), &mut k);
+    k
+}
+
 /// The receiving side of the hop for the HTTP listener: with a replica id
 /// and the shared key (and so a cluster).
 pub fn hop_config(s: &ClusterSettings) -> Option<crate::http::cluster_hop::HopConfig> {
     let key = s.state_key.as_ref().filter(|_| s.replica.is_some())?;
-    Some(crate::http::cluster_hop::HopConfig {
-        key: super::hop_auth::HopKey::derive(&key.0),
-        peers: s.peers.iter().map(|(id, _)| id.clone()).collect(),
-    })
+    let peers = s.peers.iter().map(|(id, _)| id.clone()).collect();
+    Some(crate::http::cluster_hop::HopConfig::new(super::hop_auth::HopKey::derive(&key.0), peers))
 }
 
 /// Answers `job` without running it.

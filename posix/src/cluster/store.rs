@@ -10,10 +10,14 @@
 //!   so every replica draws from the same buckets;
 //! - a put: `SET KEY VALUE [PX ttl]`;
 //! - for the runtime's own use (not the hub's): a get of several keys at
-//!   once (`MGET`, one round trip), and a delete only while the key still
-//!   holds a value (one Lua script).
+//!   once (one round trip), and a delete only while the key still holds a
+//!   value (one Lua script).
 //!
-//! The key names are the hub's (`hub::shared`).
+//! The key names are the hub's (`hub::shared`). Every value is sealed when
+//! put and checked when got ([`super::sealed`]): a get fetches only values
+//! within their kind's bound (one Lua script asks each length first), and
+//! one that is too large or does not verify is ignored, as if absent, with
+//! a warning naming its key (once per key).
 //!
 //! One multiplexed connection per replica. When it is lost (or an ask times
 //! out), every ask in flight and every ask until a new connection is up
@@ -24,15 +28,17 @@
 //! after the delay.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, FromRedisValue, RedisError, RedisResult};
+use redis::{AsyncConnectionConfig, FromRedisValue, RedisError, RedisResult, Value};
 use smol::future::FutureExt as _;
 use smol::lock::Mutex;
 use smol::Timer;
 
+use super::sealed::{self, Rejected, ValueKey};
 use crate::backoff::{Backoff, Policy};
 use crate::hub::shared::{Answer, Bucket, Op};
 
@@ -88,6 +94,33 @@ end
 return {1, 0}
 "#;
 
+/// The values of KEYS within their bounds (ARGV, in KEYS' order): each a
+/// string, nil when absent, or its length when over the bound (not
+/// fetched), -1 when it is not a string.
+const GET_BOUNDED_LUA: &str = r#"
+local out = {}
+for i = 1, #KEYS do
+  local t = redis.call('TYPE', KEYS[i])['ok']
+  if t == 'none' then
+    out[i] = false
+  elseif t ~= 'string' then
+    out[i] = -1
+  else
+    local n = redis.call('STRLEN', KEYS[i])
+    if n > tonumber(ARGV[i]) then
+      out[i] = n
+    else
+      out[i] = redis.call('GET', KEYS[i])
+    end
+  end
+end
+return out
+"#;
+
+/// Keys whose rejected value is remembered as warned about, at most;
+/// beyond, rejections are only counted.
+const MAX_WARNED: usize = 1024;
+
 /// Deletes KEYS[1] only while it holds ARGV[1]; 1 when it did.
 const DELETE_IF_LUA: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -130,12 +163,20 @@ pub struct Store {
     connecting: Mutex<()>,
     buckets: redis::Script,
     delete_if: redis::Script,
+    get_bounded: redis::Script,
+    /// Seals and checks the values.
+    seal: ValueKey,
+    /// The keys whose value was rejected and warned about.
+    warned: RefCell<HashSet<String>>,
+    /// Values rejected so far.
+    rejected: Cell<u64>,
 }
 
 impl Store {
-    /// A store for `url` (`redis://[user:password@]host:port/db`); connects
-    /// on the first ask.
-    pub fn new(url: &str) -> Result<Store, BadUrl> {
+    /// A store for `url` (`redis://[user:password@]host:port/db`) whose
+    /// values are sealed under `state_key` (the replicas' shared key);
+    /// connects on the first ask.
+    pub fn new(url: &str, state_key: &[u8; 32]) -> Result<Store, BadUrl> {
         let client = redis::Client::open(url).map_err(|e| BadUrl(format!("state.url: {e}")))?;
         Ok(Store {
             client,
@@ -146,6 +187,10 @@ impl Store {
             connecting: Mutex::new(()),
             buckets: redis::Script::new(BUCKETS_LUA),
             delete_if: redis::Script::new(DELETE_IF_LUA),
+            get_bounded: redis::Script::new(GET_BOUNDED_LUA),
+            seal: ValueKey::derive(state_key),
+            warned: RefCell::new(HashSet::new()),
+            rejected: Cell::new(0),
         })
     }
 
@@ -190,33 +235,74 @@ impl Store {
         Ok(if took == 1 { Answer::Granted } else { Answer::Refused { retry_after_ms: wait } })
     }
 
-    /// `GET key`: its value, `None` when it is not there.
+    /// The value of `key`: `None` when it is not there, or not one a
+    /// replica sealed (then ignored with a warning).
     pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, Unavailable> {
-        let key = key.to_string();
-        self.ask(|mut c| async move { redis::cmd("GET").arg(key).query_async(&mut c).await }).await
+        let mut got = self.get_all(std::slice::from_ref(&key.to_string())).await?;
+        Ok(got.pop().flatten())
     }
 
     /// Deletes `key` if it still holds `value` (not one another replica put
     /// since); true when it did.
     pub async fn delete_if(&self, key: &str, value: &[u8]) -> Result<bool, Unavailable> {
+        let Ok(sealed) = self.seal.seal(key, value) else { return Ok(false) };
         let gone: i64 = self
-            .ask(|mut c| async move { self.delete_if.key(key).arg(value).invoke_async(&mut c).await })
+            .ask(|mut c| async move { self.delete_if.key(key).arg(sealed).invoke_async(&mut c).await })
             .await?;
         Ok(gone == 1)
     }
 
-    /// `MGET keys...`: each key's value, `None` where it is not there.
+    /// Each key's value, in one round trip: `None` where it is not there,
+    /// or is not one a replica sealed (ignored with a warning).
     pub async fn get_all(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, Unavailable> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let keys = keys.to_vec();
-        self.ask(|mut c| async move { redis::cmd("MGET").arg(keys).query_async(&mut c).await }).await
+        let got: Vec<Value> = self
+            .ask(|mut c| async move {
+                let mut call = self.get_bounded.prepare_invoke();
+                for k in keys {
+                    call.key(k).arg(sealed::max_stored(k));
+                }
+                call.invoke_async(&mut c).await
+            })
+            .await?;
+        Ok(keys.iter().zip(got).map(|(k, v)| self.opened(k, v)).collect())
     }
 
-    /// `SET key value [PX ttl]` (no expiry for ttl 0).
+    /// What `key` held (`v`, as the bounded get answered), if it verifies.
+    fn opened(&self, key: &str, v: Value) -> Option<Vec<u8>> {
+        let checked = match v {
+            Value::Nil => return None,
+            Value::BulkString(stored) => self.seal.open(key, &stored).map(<[u8]>::to_vec),
+            Value::Int(n) if n >= 0 => Err(Rejected::TooLarge { len: n as usize, max: sealed::max_stored(key).saturating_sub(sealed::OVERHEAD) }),
+            _ => Err(Rejected::NotAString),
+        };
+        checked.map_err(|why| self.reject(key, &why)).ok()
+    }
+
+    /// A value under `key` is ignored for `why`: counted, and warned about
+    /// once per key.
+    fn reject(&self, key: &str, why: &Rejected) {
+        self.rejected.set(self.rejected.get() + 1);
+        let mut warned = self.warned.borrow_mut();
+        if warned.len() < MAX_WARNED && warned.insert(key.to_string()) {
+            let n = self.rejected.get();
+            warn!("shared state: the value of {key} in Redis is ignored, as if absent: {why} ({n} values rejected so far)");
+        }
+    }
+
+    /// `SET key value [PX ttl]` (no expiry for ttl 0), `value` sealed. One
+    /// over its kind's bound is not written (a warning says so).
     pub async fn put(&self, key: &str, value: &[u8], ttl_ms: u64) -> Result<(), Unavailable> {
-        let (key, value) = (key.to_string(), value.to_vec());
+        let value = match self.seal.seal(key, value) {
+            Ok(v) => v,
+            Err(why) => {
+                warn!("shared state: {key} is not written to Redis: {why}");
+                return Ok(());
+            }
+        };
+        let key = key.to_string();
         self.ask(|mut c| async move {
             let mut set = redis::cmd("SET");
             set.arg(key).arg(value);

@@ -1,30 +1,42 @@
 //! `POST /.mcpx/hop`: a request another replica forwarded to this one,
 //! which owns what it continues (issue #16). Checked by the hop's MAC
-//! (`cluster::hop_auth`: shared key, sending replica, time, principal,
-//! method, target, session id, body), not by client credentials; then
+//! (`cluster::hop_auth`: shared key, sending replica, time, nonce,
+//! principal, method, target, relayed header fields, body) and served once
+//! (a nonce seen within the window is refused), not by client credentials; then
 //! served as the principal the sender authenticated: a continuation as a
 //! modern (2026-07-28) POST to the MCP endpoint, a client's request in a
 //! legacy session of this replica as that request itself (method, target,
 //! headers, body; `routes::serve_relayed`). Its answer, JSON or SSE, is the
 //! sender's to pass on.
 
+use std::cell::RefCell;
+
 use mcpx_core::envelope::Message;
 
 use super::auth::Principal;
 use super::conn::{Conn, Request};
 use super::routes;
-use crate::cluster::hop_auth::{self, HopKey, Received};
+use crate::cluster::hop_auth::{self, Field, HopKey, Received, Replays};
 
-/// The hop's settings on the receiving side.
+/// The hop's settings and state on the receiving side.
 #[derive(Clone, Debug)]
 pub struct HopConfig {
     pub key: HopKey,
     /// The replicas a hop may come from (`cluster.peers`).
     pub peers: Vec<String>,
+    /// The nonces of the hops served within the window.
+    replays: RefCell<Replays>,
+}
+
+impl HopConfig {
+    pub fn new(key: HopKey, peers: Vec<String>) -> HopConfig {
+        HopConfig { key, peers, replays: RefCell::default() }
+    }
 }
 
 pub(super) async fn handle(conn: &mut Conn, req: &mut Request) -> bool {
-    let Some(hop) = conn.shared.cfg.hop.clone() else {
+    let sh = conn.shared.clone();
+    let Some(hop) = &sh.cfg.hop else {
         return conn.reject(404, "Not found: this mcpx is not a cluster replica (no \"cluster\" and shared state key)").await;
     };
     if req.method() != "POST" {
@@ -37,13 +49,16 @@ pub(super) async fn handle(conn: &mut Conn, req: &mut Request) -> bool {
     let got = Received {
         from: req.header(hop_auth::FROM),
         time: req.header(hop_auth::TIME),
+        nonce: req.header(hop_auth::NONCE),
         principal: req.header(hop_auth::PRINCIPAL),
         mac: req.header(hop_auth::MAC),
         method: req.header(hop_auth::METHOD),
         target: req.header(hop_auth::TARGET),
-        session: req.header("mcp-session-id"),
     };
-    let asserted = match hop.key.verify(&got, &body, hop_auth::unix_ms(), &hop.peers) {
+    let fields: Vec<Field<'_>> = req.fields().collect();
+    let now = hop_auth::unix_ms();
+    let checked = hop.key.verify(&got, &fields, &body, now, &hop.peers).and_then(|a| hop.replays.borrow_mut().admit(&a, now).map(|()| a));
+    let asserted = match checked {
         Ok(a) => a,
         Err(r) => return conn.reject(r.status, &r.reason).await,
     };

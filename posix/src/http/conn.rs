@@ -115,6 +115,11 @@ impl Request {
             .map(|(_, v)| &self.head[v.clone()])
     }
 
+    /// Every field line as (name in lowercase, value), in order.
+    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.fields.iter().map(|(n, v)| (&self.head[n.clone()], &self.head[v.clone()]))
+    }
+
     /// The first field named `name` (lowercase).
     pub fn header(&self, name: &str) -> Option<&[u8]> {
         let (_, v) = self.fields.iter().find(|(n, _)| &self.head[n.clone()] == name.as_bytes())?;

@@ -37,7 +37,8 @@ const UNAVAILABLE_RETRY_AFTER_S: u64 = 2;
 /// Largest JSON answer relayed.
 const MAX_JSON: usize = 16 << 20;
 
-/// The headers of a client's request the owner needs to serve it.
+/// The headers of a client's request the owner needs to serve it (each
+/// under the hop's MAC: `hop_auth::SIGNED_FIELDS`).
 const RELAYED: [&str; 5] = ["mcp-session-id", "mcp-protocol-version", "accept", "content-type", "last-event-id"];
 
 /// A store operation of a session that does not delay a request.
@@ -182,8 +183,7 @@ pub(crate) async fn relay_elsewhere(conn: &mut Conn, req: &mut Request, sid: &st
         "" => req.path().to_string(),
         q => format!("{}?{q}", req.path()),
     };
-    let session = req.header("mcp-session-id").unwrap_or(b"");
-    let route = Route { method: req.method(), target: &target, session };
+    let route = Route { method: req.method(), target: &target };
     let headers: Vec<(&str, &[u8])> = RELAYED.iter().filter_map(|n| Some((*n, req.header(n)?))).collect();
     match dir.hop().relay(&owner, &route, who.bytes(), &headers, &body).await {
         Ok(resp) => Some(copy_answer(conn, req, &dir, &owner, resp).await),

@@ -28,10 +28,10 @@ fn replica(me: &str, addr: SocketAddr, redis: &str, peers: &[(&str, SocketAddr)]
         c.limits.session_idle_ms = idle_ms;
         c.limits.sse_keepalive_ms = 300;
         c.auth.tokens = vec![("alice".into(), "ta".into()), ("bob".into(), "tb".into())];
-        c.hop = Some(cluster_hop::HopConfig { key: HopKey::derive(&KEY), peers: ids });
+        c.hop = Some(cluster_hop::HopConfig::new(HopKey::derive(&KEY), ids));
     };
     start_full(configure, None, |_| {}, move |http| {
-        let store = Rc::new(Store::new(&redis).unwrap());
+        let store = Rc::new(Store::new(&redis, &KEY).unwrap());
         let hop = Rc::new(Hop::new(&me, &KEY, &peers).unwrap());
         http.use_directory(Directory::new(store, hop, idle_ms));
     })
@@ -84,7 +84,7 @@ fn eventually(limit: Duration, what: &str, f: impl Fn() -> bool) {
 #[test]
 fn a_legacy_session_is_published_refreshed_while_used_and_forgotten_when_it_ends() {
     let redis = Redis::start();
-    let store = Store::new(&redis.url()).unwrap();
+    let store = Store::new(&redis.url(), &KEY).unwrap();
     // Sessions idle for 1 s expire: entries live 2 s unless refreshed.
     let r1 = replica("r1", free_addr(), &redis.url(), &[], 1000);
     let sid = init_as(r1.addr, "ta");
@@ -129,7 +129,7 @@ fn pair(redis: &Redis) -> (TestServer, TestServer) {
 #[test]
 fn a_session_used_through_another_replica_is_served_by_its_owner_and_never_by_a_second_client() {
     let redis = Redis::start();
-    let store = Store::new(&redis.url()).unwrap();
+    let store = Store::new(&redis.url(), &KEY).unwrap();
     let (r1, r2) = pair(&redis);
     let sid = init_as(r1.addr, "ta");
     // A JSON answer, relayed.
@@ -195,7 +195,7 @@ fn a_2024_11_05_session_takes_its_posts_through_another_replica() {
 #[test]
 fn a_session_whose_owner_is_gone_or_lost_it_is_404_and_its_entry_dropped() {
     let redis = Redis::start();
-    let store = Store::new(&redis.url()).unwrap();
+    let store = Store::new(&redis.url(), &KEY).unwrap();
     let (a1, a2, dead) = (free_addr(), free_addr(), free_addr());
     let r1 = replica("r1", a1, &redis.url(), &[("r2", a2), ("r3", dead)], 60_000);
     let _r2 = replica("r2", a2, &redis.url(), &[("r1", a1), ("r3", dead)], 60_000);
@@ -240,7 +240,7 @@ fn redis_away_at_lookup_is_503_with_retry_after_and_sessions_still_open() {
     // Redis back, empty (no persistence): lookups answer again; the entry
     // is gone with the old Redis, so the other replica says 404.
     redis.restart();
-    let store = Store::new(&redis.url()).unwrap();
+    let store = Store::new(&redis.url(), &KEY).unwrap();
     assert_eq!(owner_of(&store, &sid), None);
     let status = || in_session(r2.addr, "POST", &sid, "ta", Some(&call(4, "echo", json!({ "text": "x" })))).status;
     eventually(Duration::from_secs(6), "lookups answer again", || status() == 404);
@@ -256,8 +256,13 @@ fn a_relayed_request_signed_for_another_session_or_method_is_403() {
     let k = HopKey::derive(&KEY);
     // Signed for `sid`'s POST; sent in `session`, its method header `method`.
     let send = |session: &str, method: &str| {
-        let route = Route { method: "POST", target: "/mcp", session: sid.as_bytes() };
-        let signed = k.sign("r2", hop_auth::unix_ms(), b"token:alice", &route, &body);
+        let route = Route { method: "POST", target: "/mcp" };
+        let relayed = [ACCEPT, JSON, ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+        let fields: Vec<hop_auth::Field<'_>> = relayed.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())).collect();
+        // One nonce: only a hop that checks out is remembered.
+        let nonce = [9; hop_auth::NONCE_LEN];
+        let what = hop_auth::Signed { from: "r2", time_ms: hop_auth::unix_ms(), nonce: &nonce, principal: b"token:alice", route, fields: &fields, body: &body };
+        let signed = k.sign(&what);
         let mut signed: Vec<(&str, String)> = signed.iter().map(|(n, v)| (*n, String::from_utf8(v.clone()).unwrap())).collect();
         for (n, v) in signed.iter_mut() {
             if *n == hop_auth::METHOD {

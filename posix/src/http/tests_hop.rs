@@ -13,7 +13,7 @@ const KEY: [u8; 32] = [42; 32];
 fn replica() -> TestServer {
     start(|c| {
         c.token = Some("client-token".into());
-        c.hop = Some(cluster_hop::HopConfig { key: HopKey::derive(&KEY), peers: vec!["r1".into()] });
+        c.hop = Some(cluster_hop::HopConfig::new(HopKey::derive(&KEY), vec!["r1".into()]));
     })
 }
 
@@ -35,7 +35,16 @@ fn unsigned_or_badly_signed_hops_are_refused_with_a_reason() {
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(message(&r).contains("internal hop"), "{}", r.text());
     // Signed under another cluster's key.
-    let signed = HopKey::derive(&[1; 32]).sign("r1", hop_auth::unix_ms(), b"anonymous", &hop_auth::Route::CONTINUATION, &body);
+    let what = hop_auth::Signed {
+        from: "r1",
+        time_ms: hop_auth::unix_ms(),
+        nonce: &[0; hop_auth::NONCE_LEN],
+        principal: b"anonymous",
+        route: hop_auth::Route::CONTINUATION,
+        fields: &[],
+        body: &body,
+    };
+    let signed = HopKey::derive(&[1; 32]).sign(&what);
     let hs: Vec<(&str, String)> = signed.iter().map(|(n, v)| (*n, String::from_utf8(v.clone()).unwrap())).collect();
     let hs: Vec<(&str, &str)> = hs.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let r = hop_post(t.addr, &hs, &body);

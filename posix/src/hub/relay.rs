@@ -82,6 +82,11 @@ const INNER_UPSTREAM_NO_STATE: u8 = 3;
 /// The elicitation schemas whose answers are checked (`policy`), a 4-byte
 /// length and the JSON, before one of the two above.
 const INNER_CHECKED: u8 = 4;
+/// The replica that minted a state for a round of a server running on it
+/// (a 1-byte length and its id), before one of the above: that server's own
+/// `requestState` opens with it only, so a retry reaching another replica
+/// is forwarded there (`shared`), which claims the nonce.
+const INNER_ON_REPLICA: u8 = 5;
 
 /// A `requestState` that verified, not yet used ([`Hub::claim_state`]).
 #[derive(Clone, Debug)]
@@ -848,6 +853,7 @@ impl Hub {
     pub(super) fn held_elsewhere(&self, inner: &[u8]) -> Option<String> {
         let owner = match inner.split_first() {
             Some((&INNER_HELD, rest)) => rest.get(8..)?,
+            Some((&INNER_ON_REPLICA, rest)) => on_replica(rest)?.0,
             _ => return None,
         };
         let me = self.opts.cluster.replica.as_deref().unwrap_or_default();
@@ -884,6 +890,10 @@ impl Hub {
                 self.route_modern(c, m, Some(Some(s)), ctx);
             }
             Some((&INNER_UPSTREAM_NO_STATE, _)) => self.route_modern(c, m, Some(None), ctx),
+            Some((&INNER_ON_REPLICA, rest)) if on_replica(rest).is_some() => {
+                let inner = on_replica(rest).map(|(_, inner)| inner.to_vec()).unwrap_or_default();
+                self.resume(c, m, id, ctx, &inner, responses)
+            }
             Some((&INNER_CHECKED, rest)) if rest.len() >= 4 => {
                 let (len, rest) = rest.split_at(4);
                 let len = u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize;
@@ -983,14 +993,17 @@ impl Hub {
         }
         // The answers come back in the retry, to this server's own state:
         // the schemas they are checked against travel sealed with it.
+        let pin = pinned_to(self.opts.cluster.replica.as_deref(), self.ups[u].spec.remote);
         let checked = v.get("inputRequests").and_then(|r| self.policy_elicitation_schemas(u, r)).map(|schemas| {
             let schemas = serde_json::to_vec(&schemas).unwrap_or_default();
-            let mut with = vec![INNER_CHECKED];
+            let mut with = pin.clone();
+            with.push(INNER_CHECKED);
             with.extend_from_slice(&(schemas.len() as u32).to_be_bytes());
             with.extend_from_slice(&schemas);
             with.extend_from_slice(&inner);
             with
         });
+        let inner = [pin, inner].concat();
         let sealed = match checked.map(|with| self.seal(method, ctx, &with)) {
             Some(Ok(s)) => Ok(s),
             Some(Err(why)) => {
@@ -1319,4 +1332,20 @@ impl Hub {
             }
         }
     }
+}
+
+/// The [`INNER_ON_REPLICA`] prefix of a state for a round of a server on
+/// replica `me`: its id when the server runs there (a `remote` one is
+/// reached by every replica: its state opens anywhere); empty otherwise.
+fn pinned_to(me: Option<&str>, remote: bool) -> Vec<u8> {
+    match me {
+        Some(me) if !remote => [&[INNER_ON_REPLICA, me.len() as u8], me.as_bytes()].concat(),
+        _ => Vec::new(),
+    }
+}
+
+/// An [`INNER_ON_REPLICA`] state's replica id and the inner state after it.
+fn on_replica(rest: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (&n, rest) = rest.split_first()?;
+    (rest.len() >= n as usize).then(|| rest.split_at(n as usize))
 }

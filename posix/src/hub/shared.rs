@@ -27,8 +27,9 @@
 //! and a `requestState` that cannot be checked is refused, never accepted.
 //!
 //! Ownership: a replica that holds an upstream call for a client's retry
-//! (a legacy upstream waiting for input) names itself inside the sealed
-//! state; a task id names the replica that runs the task. A request for
+//! (a legacy upstream waiting for input), or whose own server process
+//! minted the upstream `requestState` of a round (a 2026-07-28 server that
+//! is not remote), names itself inside the sealed state; a task id names the replica that runs the task. A request for
 //! something another replica owns is [`Output::Forward`]ed to it: the
 //! runtime sends the client's request over the internal hop to that
 //! replica, which serves it as a client of the same principal (its

@@ -6,10 +6,13 @@ use super::{Store, OP_TIMEOUT};
 use crate::cluster::test_redis::Redis;
 use crate::hub::shared::{Answer, Bucket, Op};
 
+/// The replicas' shared state key.
+const KEY: [u8; 32] = [3; 32];
+
 const REFUSED: Answer = Answer::Refused { retry_after_ms: 0 };
 
 fn two_replicas(r: &Redis) -> (Store, Store) {
-    (Store::new(&r.url()).unwrap(), Store::new(&r.url()).unwrap())
+    (Store::new(&r.url(), &KEY).unwrap(), Store::new(&r.url(), &KEY).unwrap())
 }
 
 fn nonce(n: u8, ttl_ms: u64) -> Op {
@@ -40,7 +43,7 @@ fn a_nonce_is_granted_once_across_replicas() {
 #[test]
 fn a_nonce_expires_with_its_ttl() {
     let r = Redis::start();
-    let s = Store::new(&r.url()).unwrap();
+    let s = Store::new(&r.url(), &KEY).unwrap();
     smol::block_on(async {
         assert_eq!(s.execute(&nonce(3, 50)).await, Answer::Granted);
         assert_eq!(s.execute(&nonce(3, 50)).await, REFUSED);
@@ -73,7 +76,7 @@ fn token_buckets_are_shared_and_all_or_none() {
 #[test]
 fn a_token_bucket_refills_over_its_period() {
     let r = Redis::start();
-    let s = Store::new(&r.url()).unwrap();
+    let s = Store::new(&r.url(), &KEY).unwrap();
     smol::block_on(async {
         assert_eq!(s.execute(&take(&[("fast", 1, 100)])).await, Answer::Granted);
         match s.execute(&take(&[("fast", 1, 100)])).await {
@@ -88,7 +91,7 @@ fn a_token_bucket_refills_over_its_period() {
 #[test]
 fn put_stores_with_and_without_an_expiry() {
     let r = Redis::start();
-    let s = Store::new(&r.url()).unwrap();
+    let s = Store::new(&r.url(), &KEY).unwrap();
     let put = |key: &str, ttl_ms| Op::Put { key: key.into(), value: b"replica-2".to_vec(), ttl_ms };
     smol::block_on(async {
         assert_eq!(s.execute(&put("mcpx:session:abc", 30_000)).await, Answer::Granted);
@@ -96,17 +99,56 @@ fn put_stores_with_and_without_an_expiry() {
     });
     let mut c = redis::Client::open(r.url()).unwrap().get_connection().unwrap();
     let v: Vec<u8> = redis::cmd("GET").arg("mcpx:session:abc").query(&mut c).unwrap();
-    assert_eq!(v, b"replica-2");
+    assert!(v.starts_with(b"v1.") && v.ends_with(b".replica-2"), "sealed: {}", String::from_utf8_lossy(&v));
+    let got = smol::block_on(s.get("mcpx:session:abc")).unwrap();
+    assert_eq!(got.as_deref(), Some(&b"replica-2"[..]));
     let ttl: i64 = redis::cmd("PTTL").arg("mcpx:session:abc").query(&mut c).unwrap();
     assert!(ttl > 0 && ttl <= 30_000, "PTTL {ttl}");
     let ttl: i64 = redis::cmd("PTTL").arg("mcpx:task:t1").query(&mut c).unwrap();
     assert_eq!(ttl, -1, "ttl 0 is no expiry");
 }
 
+/// What another writer put in Redis: read as absent, never believed; a
+/// value over its kind's bound is not even fetched.
+#[test]
+fn values_that_do_not_verify_are_absent() {
+    let r = Redis::start();
+    let s = Store::new(&r.url(), &KEY).unwrap();
+    let other_cluster = Store::new(&r.url(), &[4; 32]).unwrap();
+    let mut c = redis::Client::open(r.url()).unwrap().get_connection().unwrap();
+    let mut set = |k: &str, v: &[u8]| redis::cmd("SET").arg(k).arg(v).exec(&mut c).unwrap();
+    let forged = br#"{"owner":"r1","task":{"principal":"746f6b656e3a626f62"}}"#;
+    set("mcpx:task:plain", forged);
+    set("mcpx:task:big", &vec![b'x'; 8 << 20]);
+    let mut sealed_elsewhere = Vec::new();
+    smol::block_on(async {
+        s.put("mcpx:task:moved", forged, 0).await.unwrap();
+        other_cluster.put("mcpx:task:other", forged, 0).await.unwrap();
+        // A listing within the bound, sealed: read back; one over the bound
+        // is not written.
+        s.put("mcpx:lists:6f6b", b"{}", 0).await.unwrap();
+        s.put("mcpx:lists:626967", &vec![b' '; (1 << 20) + 1], 0).await.unwrap();
+        sealed_elsewhere = s.get_all(&["mcpx:task:moved".into()]).await.unwrap().remove(0).unwrap();
+    });
+    assert_eq!(sealed_elsewhere, forged);
+    let stored: Vec<u8> = redis::cmd("GET").arg("mcpx:task:moved").query(&mut c).unwrap();
+    redis::cmd("SET").arg("mcpx:task:copied").arg(stored).exec(&mut c).unwrap();
+    redis::cmd("HSET").arg("mcpx:task:hash").arg("f").arg("v").exec(&mut c).unwrap();
+    let keys: Vec<String> = ["plain", "big", "other", "copied", "hash", "absent"].iter().map(|k| format!("mcpx:task:{k}")).collect();
+    let t0 = Instant::now();
+    let got = smol::block_on(s.get_all(&keys)).unwrap();
+    assert!(t0.elapsed() < OP_TIMEOUT, "{:?}", t0.elapsed());
+    assert_eq!(got, vec![None; 6], "unsealed, 8 MiB, another cluster's key, moved from another key, not a string, absent");
+    assert_eq!(smol::block_on(s.get("mcpx:task:plain")).unwrap(), None);
+    assert_eq!(smol::block_on(s.get("mcpx:lists:6f6b")).unwrap().as_deref(), Some(&b"{}"[..]));
+    let big: Option<Vec<u8>> = redis::cmd("GET").arg("mcpx:lists:626967").query(&mut c).unwrap();
+    assert_eq!(big, None, "a listing over 1 MiB is not written");
+}
+
 #[test]
 fn redis_away_gives_fast_errors_never_a_grant_and_service_resumes() {
     let mut r = Redis::start();
-    let s = Store::new(&r.url()).unwrap();
+    let s = Store::new(&r.url(), &KEY).unwrap();
     smol::block_on(async {
         assert_eq!(s.execute(&nonce(1, 60_000)).await, Answer::Granted);
         r.stop();
@@ -136,7 +178,7 @@ fn redis_away_gives_fast_errors_never_a_grant_and_service_resumes() {
 #[test]
 fn an_unreachable_redis_fails_fast() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let s = Store::new(&format!("redis://127.0.0.1:{port}/0")).unwrap();
+    let s = Store::new(&format!("redis://127.0.0.1:{port}/0"), &KEY).unwrap();
     smol::block_on(async {
         let t0 = Instant::now();
         let got = s.execute(&take(&[("b", 1, 1000)])).await;
@@ -151,7 +193,7 @@ fn an_unreachable_redis_fails_fast() {
 
 #[test]
 fn a_bad_url_is_refused_up_front() {
-    assert!(Store::new("http://example.org/").is_err());
+    assert!(Store::new("http://example.org/", &KEY).is_err());
     assert_eq!(super::without_credentials("redis://u:secret@h:1/0"), "redis://h:1/0");
 }
 
@@ -160,14 +202,14 @@ fn a_value_put_by_one_replica_is_read_and_deleted_by_another_only_while_it_holds
     let r = Redis::start();
     let (a, b) = two_replicas(&r);
     smol::block_on(async {
-        assert_eq!(b.get("mcpx:test:k").await.unwrap(), None);
-        a.put("mcpx:test:k", b"r1", 60_000).await.unwrap();
-        assert_eq!(b.get("mcpx:test:k").await.unwrap().as_deref(), Some(&b"r1"[..]));
-        assert!(!b.delete_if("mcpx:test:k", b"r2").await.unwrap(), "not while it holds another value");
-        assert!(b.delete_if("mcpx:test:k", b"r1").await.unwrap());
-        assert_eq!(a.get("mcpx:test:k").await.unwrap(), None);
-        a.put("mcpx:test:short", b"x", 50).await.unwrap();
+        assert_eq!(b.get("mcpx:session:k").await.unwrap(), None);
+        a.put("mcpx:session:k", b"r1", 60_000).await.unwrap();
+        assert_eq!(b.get("mcpx:session:k").await.unwrap().as_deref(), Some(&b"r1"[..]));
+        assert!(!b.delete_if("mcpx:session:k", b"r2").await.unwrap(), "not while it holds another value");
+        assert!(b.delete_if("mcpx:session:k", b"r1").await.unwrap());
+        assert_eq!(a.get("mcpx:session:k").await.unwrap(), None);
+        a.put("mcpx:session:short", b"x", 50).await.unwrap();
         smol::Timer::after(Duration::from_millis(120)).await;
-        assert_eq!(b.get("mcpx:test:short").await.unwrap(), None, "expired with its ttl");
+        assert_eq!(b.get("mcpx:session:short").await.unwrap(), None, "expired with its ttl");
     });
 }

@@ -252,8 +252,23 @@ fn a_continuation_whose_owner_is_gone_is_answered_start_over() {
     assert!(r2.forwards.len() == 1, "nothing more forwarded");
 }
 
+/// A replica with one modern upstream `m` (tool `read`) that is a remote
+/// server (a URL every replica reaches): its `requestState` opens there
+/// whichever replica carries it.
+fn remote_modern_replica(replica: &str, peers: &[&str]) -> Pair {
+    remote_modern(opts(replica, peers))
+}
+
+fn remote_modern(opts: HubOptions) -> Pair {
+    let mut specs = specs(&["m"]);
+    specs[0].remote = true;
+    let mut p = Pair::new(specs, opts);
+    p.start(0, Fake::modern(&["read"]));
+    p
+}
+
 /// Modern upstream `m` answers a call on `p` with its own requestState
-/// `up-<id>`: the hub's state for it (nothing held: any replica continues it).
+/// `up-<id>`: the hub's state for it (nothing held).
 fn carried_state(p: &mut Pair, store: &mut Store, c: ClientId, id: i64) -> String {
     p.send(c, modern_request(id, "tools/call", json!({ "name": "m__read", "arguments": {} })));
     p.serve(store);
@@ -264,23 +279,29 @@ fn carried_state(p: &mut Pair, store: &mut Store, c: ClientId, id: i64) -> Strin
     r["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{r}")).to_string()
 }
 
+/// Replicas r1 and r2 made by `replica`, alice a client of each, and the
+/// state r1 minted for her call's round.
+fn minted_on_r1(replica: fn(&str, &[&str]) -> Pair) -> (Store, [Pair; 2], [ClientId; 2], String) {
+    let mut store = Store::default();
+    let (mut r1, mut r2) = (replica("r1", &["r2"]), replica("r2", &["r1"]));
+    let c1 = alice(&mut r1);
+    let state = carried_state(&mut r1, &mut store, c1, 1);
+    let c2 = alice(&mut r2);
+    (store, [r1, r2], [c1, c2], state)
+}
+
 fn read_retry(id: i64, state: &str) -> Value {
     modern_request(id, "tools/call", json!({ "name": "m__read", "arguments": {}, "inputResponses": { "k1": { "roots": [] } }, "requestState": state }))
 }
 
-// A state minted by replica 1 (nothing held) and redeemed through replica 2
-// is claimed in the store; the same token through replica 1 is refused by
-// the store's answer, and nothing reaches its upstream.
+// A state minted by replica 1 (nothing held) for a remote server and
+// redeemed through replica 2 is claimed in the store; the same token
+// through replica 1 is refused by the store's answer, and nothing reaches
+// its upstream.
 // covers: mrtr-single-use-enforced, mrtr-requeststate-attacker-controlled
 #[test]
 fn a_carried_state_is_used_once_across_replicas() {
-    let mut store = Store::default();
-    let mut r1 = modern_replica("r1", &["r2"]);
-    let mut r2 = modern_replica("r2", &["r1"]);
-    let c1 = alice(&mut r1);
-    let state = carried_state(&mut r1, &mut store, c1, 1);
-
-    let c2 = alice(&mut r2);
+    let (mut store, [mut r1, mut r2], [c1, c2], state) = minted_on_r1(remote_modern_replica);
     r2.send(c2, read_retry(2, &state));
     assert!(r2.up_quiet(0), "parked until the store answers");
     assert!(matches!(r2.asks.front().map(|a| &a.op), Some(Op::ClaimNonce { .. })), "{:?}", r2.asks);
@@ -295,6 +316,36 @@ fn a_carried_state_is_used_once_across_replicas() {
     assert_eq!((r["id"].clone(), err_code(&r)), (json!(3), -32602), "{r}");
     assert!(error_message(&r).contains("already been used"), "{r}");
     assert!(r1.up_quiet(0));
+}
+
+// A 2026-07-28 server running on replica 1 (its own requestState opens
+// there only): its round retried through replica 2 is forwarded to replica
+// 1 without claiming the nonce, claimed and served there once; the retry
+// sent again is refused as used, and nothing reaches replica 2's server.
+// covers: mrtr-single-use-enforced
+#[test]
+fn a_local_modern_servers_round_retried_elsewhere_is_served_where_it_was_minted() {
+    let (mut store, [mut r1, mut r2], [_, c2], state) = minted_on_r1(modern_replica);
+    let retry = read_retry(2, &state);
+    r2.send(c2, retry.clone());
+    assert!(r2.asks.is_empty(), "the minter claims, not the forwarder: {:?}", r2.asks);
+    assert!(r2.up_quiet(0));
+    let (_, _, msg, principal, to) = r2.forwards.pop().expect("a forward");
+    assert_eq!((to.as_str(), principal.as_slice()), ("r1", &b"user:alice"[..]));
+    assert_eq!(serde_json::from_slice::<Value>(&msg).unwrap(), retry);
+
+    let h = r1.hop(&mut store, &principal, &msg);
+    assert_eq!(store.nonces.len(), 1, "claimed on replica 1");
+    let up = r1.take_up(0);
+    assert_eq!(up["params"]["requestState"], "up-1", "its own server gets its own state: {up}");
+    assert!(r1.client_quiet(h));
+
+    r2.send(c2, read_retry(3, &state));
+    let (_, _, msg, principal, _) = r2.forwards.pop().expect("a forward");
+    let h = r1.hop(&mut store, &principal, &msg);
+    let r = r1.take(h);
+    assert!(error_message(&r).contains("already been used"), "{r}");
+    assert!(r1.up_quiet(0) && r2.up_quiet(0));
 }
 
 // The store unavailable or silent: the retry gets a clear error saying the
@@ -429,7 +480,8 @@ fn replicas_with_one_seed_never_mint_the_same_state() {
     let same_seed = |replica: &str| {
         let mut o = opts(replica, &[]);
         o.secret_seed = [3; 32];
-        Pair::with(vec![("m", Fake::modern(&["read"]))], o)
+        // A remote server: its state is continued wherever it lands.
+        remote_modern(o)
     };
     let (mut r1, mut r2) = (same_seed("r1"), same_seed("r2"));
     let (a1, a2) = (alice(&mut r1), alice(&mut r2));
