@@ -77,6 +77,8 @@ mod tasks;
 mod tests;
 
 pub use cluster::ClusterSettings;
+#[cfg(test)]
+pub(crate) use cluster::StateKey;
 pub use expand::expand;
 #[cfg(feature = "cli")]
 pub use cluster::SETTING_VARS;
