@@ -713,7 +713,6 @@ impl Server {
                 &params,
                 &args,
                 &ctx.caps,
-                ctx.rev,
                 now_ms(),
             )),
             Exec::Flow => Later(Box::pin(self.clone().legacy_flow(
@@ -757,7 +756,6 @@ impl Server {
                 &params,
                 &args,
                 &ctx.caps,
-                ctx.rev,
                 now_ms(),
             ))
         } else {
@@ -786,7 +784,7 @@ impl Server {
     ) -> RpcResult {
         let mut got = flow::Gathered::new();
         for _ in 0..16 {
-            match flow::step(kind, name, &args, &got, &ctx.caps, ctx.rev) {
+            match flow::step(kind, name, &args, &got, &ctx.caps) {
                 Step::Done(r) => return r,
                 Step::Need(reqs) => {
                     if let Some(r) = reqs.iter().find(|r| !flow::supports(&ctx.caps, r.method)) {

@@ -3,13 +3,13 @@
 //! and `tasks/cancel`. Without the extension the same tools run synchronously
 //! (or, when they need a task, are refused with -32021).
 
-use super::flow::{self, InputReq, Kind, Step};
+use super::flow::{self, Kind, Step};
 use super::server::{now_ms, Ctx, Handled, Server};
 use super::task_store::{finish, iso8601, new_task_id, work_of, Status, TaskEntry, Work, EXT, POLL_MS, TTL_MS};
 use super::tools::{self, TaskSupport};
 use super::wire::{require_str, RpcError, RpcResult, MISSING_CAPABILITY};
 use async_io::Timer;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -29,19 +29,6 @@ fn required(what: &str) -> RpcError {
         format!("{what} needs the client capability extensions[\"{EXT}\"]"),
     )
     .with_data(json!({"requiredCapabilities": {"extensions": {EXT: {}}}}))
-}
-
-fn input_requests(pending: &[InputReq]) -> Value {
-    let mut m = Map::new();
-    for r in pending {
-        let mut e = Map::new();
-        e.insert("method".into(), r.method.into());
-        if r.method != "roots/list" {
-            e.insert("params".into(), r.params.clone());
-        }
-        m.insert(r.key.to_string(), Value::Object(e));
-    }
-    Value::Object(m)
 }
 
 impl Server {
@@ -68,7 +55,6 @@ impl Server {
                 params,
                 args,
                 &ctx.caps,
-                ctx.rev,
                 now_ms(),
             ) {
                 Ok(r) if r.get("resultType").is_none() => {
@@ -107,7 +93,7 @@ impl Server {
         });
         if work.is_none() {
             // An input-gathering task: park it in input_required.
-            match flow::step(Kind::Tool, name, args, &entry.got, &ctx.caps, ctx.rev) {
+            match flow::step(Kind::Tool, name, args, &entry.got, &ctx.caps) {
                 Step::Need(reqs) => {
                     entry.status = Status::InputRequired;
                     entry.pending = reqs;
@@ -179,7 +165,7 @@ impl Server {
                             t.got.insert(r.key.to_string(), answer.clone());
                         }
                     }
-                    match flow::step(Kind::Tool, t.name, &t.args, &t.got, &t.caps, ctx.rev) {
+                    match flow::step(Kind::Tool, t.name, &t.args, &t.got, &t.caps) {
                         Step::Need(reqs) => {
                             t.pending = reqs;
                             t.updated_ms = now;
@@ -222,7 +208,7 @@ fn view(id: &str, t: &TaskEntry, detailed: bool) -> Value {
             v["error"] = e.to_value();
         }
         if t.status == Status::InputRequired {
-            v["inputRequests"] = input_requests(&t.pending);
+            v["inputRequests"] = flow::input_requests(&t.pending);
         }
     }
     v
