@@ -33,9 +33,9 @@
 
 use crate::error::ErrorCode;
 use crate::json::{self, JsonError, JsonStr, JsonValue, Kind as JsonKind, Lookup, Span};
-use crate::meta::{PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY, RELATED_TASK_KEY};
+use crate::meta::keys::{PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY, RELATED_TASK_KEY};
 use crate::method::Method;
-use crate::revision::{Feature, Revision};
+use crate::revision::{EraSignals, Feature, Revision};
 use crate::rewrite::{write_error, Overflow};
 
 /// The four kinds of JSON-RPC message.
@@ -443,6 +443,20 @@ impl<'a> Envelope<'a> {
     /// Any other `params` member (first occurrence).
     pub fn param(&self, key: &str) -> Option<JsonValue<'a>> {
         self.params.and_then(|p| p.get(key))
+    }
+}
+
+impl EraSignals for Envelope<'_> {
+    fn is_request(&self) -> bool {
+        self.kind() == Kind::Request
+    }
+
+    fn carries_protocol_version(&self) -> bool {
+        self.protocol_version.is_some()
+    }
+
+    fn typed_method(&self) -> Option<Method<'_>> {
+        self.call
     }
 }
 

@@ -4,20 +4,6 @@
 
 use crate::revision::{Revision, Revisions};
 
-/// A caller's output buffer is too small; `needed` bytes would have sufficed.
-/// The one overflow error of every core writer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Overflow {
-    /// Bytes the complete output needs.
-    pub needed: usize,
-}
-
-impl core::fmt::Display for Overflow {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "output buffer too small: {} bytes needed", self.needed)
-    }
-}
-
 /// An error code defined by JSON-RPC 2.0 or by some MCP revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {

@@ -889,7 +889,21 @@ pub struct JsonStr<'a> {
     escaped: bool,
 }
 
-pub use crate::error::Overflow;
+/// A caller's output buffer is too small; `needed` bytes would have sufficed.
+/// The one overflow error of every core writer (here, in core's lowest
+/// layer, so that every writer above can use it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overflow {
+    /// Bytes the complete output needs.
+    pub needed: usize,
+}
+
+impl core::fmt::Display for Overflow {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "output buffer too small: {} bytes needed", self.needed)
+    }
+}
+
 
 impl<'a> JsonStr<'a> {
     /// The escaped contents, without the quotes, exactly as in the input.

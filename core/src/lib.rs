@@ -5,6 +5,15 @@
 //! capacity is a const generic, a `heapless` type or caller-provided storage whose
 //! overflow is a typed error, never a panic.
 //!
+//! # Layers
+//!
+//! A module imports only modules below it. The message path, from the bottom:
+//! [`json`] (the span scanner and [`json::Overflow`], every writer's error),
+//! [`method`], [`revision`] (revisions, eras, the feature table; the era rule
+//! reads a message through [`revision::EraSignals`]), [`error`] (the code
+//! table), [`rewrite`] (writers and splicing), [`meta::keys`], [`envelope`]
+//! (the checked view), then [`meta`] (a modern request's `_meta` checked).
+//!
 //! # Why no `serde-json-core`
 //!
 //! Core reads JSON with one tool, the span scanner in [`json`], and no typed

@@ -2,7 +2,6 @@
 //! negotiation, the one era classification of a client message, and the one
 //! table of per-revision feature differences that egress shaping follows.
 
-use crate::envelope::{Envelope, Kind as MessageKind};
 use crate::method::Method;
 
 /// One MCP protocol revision. Ordered by date.
@@ -228,6 +227,19 @@ pub struct EraHints<'h> {
     pub modern_connection: bool,
 }
 
+/// What [`request_era`] reads of the message itself. The envelope view
+/// ([`crate::envelope::Envelope`]) implements it: revisions sit below the
+/// view in core's layers, so the rule names the facts it needs rather than
+/// the view's type.
+pub trait EraSignals {
+    /// The message is a request (not a notification or a response).
+    fn is_request(&self) -> bool;
+    /// It carries `params._meta["io.modelcontextprotocol/protocolVersion"]`.
+    fn carries_protocol_version(&self) -> bool;
+    /// Its method, for a request or a notification.
+    fn typed_method(&self) -> Option<Method<'_>>;
+}
+
 /// The era a client message is served in: the one classification every
 /// transport and the hub use (2026-07-28 `basic/versioning`, "Backward
 /// Compatibility with Initialization-Based Versions"). `msg` is `None` for
@@ -238,13 +250,13 @@ pub struct EraHints<'h> {
 /// `server/discover` probe is modern; then the HTTP version header decides
 /// (a legacy revision: legacy; any other value: modern, so an unknown
 /// version gets the modern -32022); then the connection's history.
-pub fn request_era(msg: Option<&Envelope<'_>>, hints: EraHints<'_>) -> Era {
+pub fn request_era<M: EraSignals + ?Sized>(msg: Option<&M>, hints: EraHints<'_>) -> Era {
     if hints.session {
         return Era::Legacy;
     }
-    let request = msg.filter(|m| m.kind() == MessageKind::Request);
-    let modern_meta = msg.is_some_and(|m| m.protocol_version().is_some());
-    if modern_meta || request.is_some_and(|m| m.call() == Some(Method::ServerDiscover)) {
+    let request = msg.filter(|m| m.is_request());
+    let modern_meta = msg.is_some_and(|m| m.carries_protocol_version());
+    if modern_meta || request.is_some_and(|m| m.typed_method() == Some(Method::ServerDiscover)) {
         return Era::Modern;
     }
     match hints.version_header {
@@ -475,6 +487,7 @@ mod tests {
     // covers: versioning-dual-era-server-selects-by-opening
     #[test]
     fn request_era_by_message_then_transport() {
+        use crate::envelope::Envelope;
         let env = |s: &'static str| Envelope::parse(s.as_bytes()).unwrap();
         let era = |s: &'static str, hints| request_era(Some(&env(s)), hints);
         let none = EraHints::default();
@@ -497,8 +510,9 @@ mod tests {
         assert_eq!(era(plain, header("2025-06-18")), Era::Legacy);
         assert_eq!(era(plain, header("2026-07-28")), Era::Modern);
         assert_eq!(era(plain, header("1999-01-01")), Era::Modern);
-        assert_eq!(request_era(None, header("2025-03-26")), Era::Legacy);
-        assert_eq!(request_era(None, none), Era::Legacy);
+        let batch = None::<&Envelope<'_>>;
+        assert_eq!(request_era(batch, header("2025-03-26")), Era::Legacy);
+        assert_eq!(request_era(batch, none), Era::Legacy);
         // A modern connection's requests stay modern; its notifications do not decide.
         let conn = EraHints { modern_connection: true, ..none };
         assert_eq!(era(plain, conn), Era::Modern);

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use super::number::{parse_safe_integer, safe_integer};
 use super::{MCP_PARAM_PREFIX, SENTINEL_PREFIX, SENTINEL_SUFFIX};
 
-pub use crate::error::Overflow;
+pub use crate::json::Overflow;
 
 /// A tool parameter (or standard field) value taken from the request body.
 ///

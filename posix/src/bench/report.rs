@@ -172,6 +172,9 @@ impl Metrics {
     }
 }
 
+/// Writes one section's table of a report.
+type RenderSection = fn(&Report, &mut String);
+
 pub struct Report {
     rounds: usize,
     quick: bool,
@@ -374,197 +377,203 @@ impl Report {
             self.upstream,
             self.policy
         );
-        // stdio
-        if self
-            .runs
-            .keys()
-            .chain(self.failures.keys())
-            .any(|k| k.section == super::report::Section::Stdio)
-        {
-            let _ = writeln!(out, "stdio hop: tools/call echo through each target (CPU: the relay's or hub's process only)");
-            let mut t = Table::new(
-                &[
-                    "payload",
-                    "in flight",
-                    "target",
-                    "p50 µs",
-                    "p99 µs",
-                    "req/s",
-                    "CPU µs/req",
-                    "p50 ÷ relay",
-                    "req/s ÷ direct",
-                ],
-                3,
-            );
-            for &p in &PAYLOADS {
-                for &w in &WINDOWS {
-                    let relay = self.get(&Key::stdio(RELAY, p, w));
-                    let direct = self.get(&Key::stdio(DIRECT, p, w));
-                    for target in [DIRECT, RELAY, HUB] {
-                        let key = Key::stdio(target, p, w);
-                        let mut cells = vec![payload_name(p), w.to_string(), target.to_string()];
-                        match self.get(&key) {
-                            Some(m) => cells.extend([
-                                num(m.p50_us, 1),
-                                num(m.p99_us, 1),
-                                rps(m.rps),
-                                num(m.cpu_us_per_req, 1),
-                                ratio(m.p50_us, relay.as_ref().and_then(|r| r.p50_us)),
-                                ratio(m.rps, direct.as_ref().and_then(|r| r.rps)),
-                                bad(m.errors),
-                            ]),
-                            None => cells.push(self.why(&key)),
-                        }
-                        t.row(cells);
-                    }
-                }
+        let sections: [(Section, RenderSection); 4] = [
+            (Section::Stdio, Self::stdio_table),
+            (Section::Http, Self::http_table),
+            (Section::Footprint, Self::footprint_table),
+            (Section::Alloc, Self::alloc_table),
+        ];
+        for (section, render) in sections {
+            if self.runs.keys().chain(self.failures.keys()).any(|k| k.section == section) {
+                render(self, &mut out);
             }
-            t.render(&mut out);
-            out.push('\n');
         }
-        // HTTP
-        if self
-            .runs
-            .keys()
-            .chain(self.failures.keys())
-            .any(|k| k.section == Section::Http)
-        {
-            let _ = writeln!(out, "HTTP bridge: keep-alive clients, one session each, POST tools/call echo (CPU, RSS: the bridge process only)");
-            let mut t = Table::new(
-                &[
-                    "payload",
-                    "clients",
-                    "bridge",
-                    "p50 µs",
-                    "p99 µs",
-                    "req/s",
-                    "CPU µs/req",
-                    "peak RSS MiB",
-                    "mcpx req/s ÷ this",
-                    "client CPU µs/req",
-                ],
-                3,
-            );
-            for &p in &PAYLOADS {
-                for &c in &CLIENTS {
-                    let mcpx = self.get(&Key::http(MCPX_HTTP, p, c));
-                    for target in self.http_targets() {
-                        let key = Key::http(&target, p, c);
-                        let mut cells = vec![payload_name(p), c.to_string(), target.clone()];
-                        match self.get(&key) {
-                            Some(m) => cells.extend([
-                                num(m.p50_us, 0),
-                                num(m.p99_us, 0),
-                                rps(m.rps),
-                                num(m.cpu_us_per_req, 1),
-                                mib(m.rss_kib),
-                                ratio(mcpx.as_ref().and_then(|x| x.rps), m.rps),
-                                num(m.client_cpu_us_per_req, 1),
-                                bad(m.errors),
-                            ]),
-                            None => cells.push(self.why(&key)),
-                        }
-                        t.row(cells);
-                    }
-                }
-            }
-            t.render(&mut out);
-            if !self.peers.is_empty() {
-                let notes: Vec<String> =
-                    self.peers.iter().map(|(n, v)| format!("{n} {v}")).collect();
-                let _ = writeln!(out, "  peers: {}", notes.join("; "));
-            }
-            out.push('\n');
-        }
-        // Footprint
-        if self
-            .runs
-            .keys()
-            .chain(self.failures.keys())
-            .any(|k| k.section == Section::Footprint)
-        {
-            let _ = writeln!(
-                out,
-                "footprint: mcpx serve on stdio with N upstreams (RSS of the hub process only)"
-            );
-            let mut t = Table::new(
-                &[
-                    "upstreams",
-                    "process",
-                    "start→initialize ms",
-                    "start→first call ms",
-                    "RSS idle MiB",
-                    "RSS after load MiB",
-                    "peak RSS MiB",
-                ],
-                2,
-            );
-            for n in [0usize, 1, 8] {
-                let key = Key::footprint(n);
-                let mut cells = vec![
-                    if n == 0 { "–".into() } else { n.to_string() },
-                    key.target.clone(),
-                ];
-                match self.get(&key) {
-                    Some(m) => cells.extend([
-                        num(m.start_init_ms, 2),
-                        num(m.start_call_ms, 2),
-                        mib(m.rss_idle_kib.or(if n == 0 { m.rss_kib } else { None })),
-                        mib(if n == 0 { None } else { m.rss_kib }),
-                        mib(m.hwm_kib),
-                    ]),
-                    None => cells.push(self.why(&key)),
-                }
-                t.row(cells);
-            }
-            t.render(&mut out);
-            if !self.sizes.is_empty() {
-                let mut t = Table::new(&["binary", "bytes", "MiB", "path"], 1);
-                for (name, path, len) in &self.sizes {
-                    let mut cells = vec![name.clone()];
-                    match len {
-                        Some(l) => cells.extend([
-                            l.to_string(),
-                            format!("{:.2}", *l as f64 / 1048576.0),
-                            path.display().to_string(),
+        self.targets_table(&mut out);
+        out
+    }
+
+    /// The stdio hop: each payload and window through direct, relay and hub.
+    fn stdio_table(&self, out: &mut String) {
+        let _ = writeln!(out, "stdio hop: tools/call echo through each target (CPU: the relay's or hub's process only)");
+        let mut t = Table::new(
+            &[
+                "payload",
+                "in flight",
+                "target",
+                "p50 µs",
+                "p99 µs",
+                "req/s",
+                "CPU µs/req",
+                "p50 ÷ relay",
+                "req/s ÷ direct",
+            ],
+            3,
+        );
+        for &p in &PAYLOADS {
+            for &w in &WINDOWS {
+                let relay = self.get(&Key::stdio(RELAY, p, w));
+                let direct = self.get(&Key::stdio(DIRECT, p, w));
+                for target in [DIRECT, RELAY, HUB] {
+                    let key = Key::stdio(target, p, w);
+                    let mut cells = vec![payload_name(p), w.to_string(), target.to_string()];
+                    match self.get(&key) {
+                        Some(m) => cells.extend([
+                            num(m.p50_us, 1),
+                            num(m.p99_us, 1),
+                            rps(m.rps),
+                            num(m.cpu_us_per_req, 1),
+                            ratio(m.p50_us, relay.as_ref().and_then(|r| r.p50_us)),
+                            ratio(m.rps, direct.as_ref().and_then(|r| r.rps)),
+                            bad(m.errors),
                         ]),
-                        None => cells.extend([
-                            "–".into(),
-                            "–".into(),
-                            format!("not built ({})", path.display()),
-                        ]),
+                        None => cells.push(self.why(&key)),
                     }
                     t.row(cells);
                 }
-                out.push('\n');
-                t.render(&mut out);
             }
-            out.push('\n');
         }
-        // Allocations
-        if self
-            .runs
-            .keys()
-            .chain(self.failures.keys())
-            .any(|k| k.section == Section::Alloc)
-        {
-            let _ = writeln!(out, "hot path allocations: mcpx serve (count-alloc build), sequential calls in steady state");
-            let mut t = Table::new(&["payload", "allocs per call", "bytes per call"], 1);
-            for &p in &PAYLOADS {
-                let key = Key::alloc(p);
-                let mut cells = vec![payload_name(p)];
-                match self.get(&key) {
-                    Some(m) => {
-                        cells.extend([num(m.allocs_per_req, 2), num(m.alloc_bytes_per_req, 0)])
+        t.render(out);
+        out.push('\n');
+    }
+
+    /// The HTTP bridges: each payload and client count through each bridge.
+    fn http_table(&self, out: &mut String) {
+        let _ = writeln!(out, "HTTP bridge: keep-alive clients, one session each, POST tools/call echo (CPU, RSS: the bridge process only)");
+        let mut t = Table::new(
+            &[
+                "payload",
+                "clients",
+                "bridge",
+                "p50 µs",
+                "p99 µs",
+                "req/s",
+                "CPU µs/req",
+                "peak RSS MiB",
+                "mcpx req/s ÷ this",
+                "client CPU µs/req",
+            ],
+            3,
+        );
+        for &p in &PAYLOADS {
+            for &c in &CLIENTS {
+                let mcpx = self.get(&Key::http(MCPX_HTTP, p, c));
+                for target in self.http_targets() {
+                    let key = Key::http(&target, p, c);
+                    let mut cells = vec![payload_name(p), c.to_string(), target.clone()];
+                    match self.get(&key) {
+                        Some(m) => cells.extend([
+                            num(m.p50_us, 0),
+                            num(m.p99_us, 0),
+                            rps(m.rps),
+                            num(m.cpu_us_per_req, 1),
+                            mib(m.rss_kib),
+                            ratio(mcpx.as_ref().and_then(|x| x.rps), m.rps),
+                            num(m.client_cpu_us_per_req, 1),
+                            bad(m.errors),
+                        ]),
+                        None => cells.push(self.why(&key)),
                     }
-                    None => cells.push(self.why(&key)),
+                    t.row(cells);
                 }
-                t.row(cells);
             }
-            t.render(&mut out);
-            out.push('\n');
         }
-        // Targets
+        t.render(out);
+        if !self.peers.is_empty() {
+            let notes: Vec<String> =
+                self.peers.iter().map(|(n, v)| format!("{n} {v}")).collect();
+            let _ = writeln!(out, "  peers: {}", notes.join("; "));
+        }
+        out.push('\n');
+    }
+
+    /// Start-up times and memory of `mcpx serve` with 0, 1 and 8 upstreams.
+    fn footprint_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "footprint: mcpx serve on stdio with N upstreams (RSS of the hub process only)"
+        );
+        let mut t = Table::new(
+            &[
+                "upstreams",
+                "process",
+                "start→initialize ms",
+                "start→first call ms",
+                "RSS idle MiB",
+                "RSS after load MiB",
+                "peak RSS MiB",
+            ],
+            2,
+        );
+        for n in [0usize, 1, 8] {
+            let key = Key::footprint(n);
+            let mut cells = vec![
+                if n == 0 { "–".into() } else { n.to_string() },
+                key.target.clone(),
+            ];
+            match self.get(&key) {
+                Some(m) => cells.extend([
+                    num(m.start_init_ms, 2),
+                    num(m.start_call_ms, 2),
+                    mib(m.rss_idle_kib.or(if n == 0 { m.rss_kib } else { None })),
+                    mib(if n == 0 { None } else { m.rss_kib }),
+                    mib(m.hwm_kib),
+                ]),
+                None => cells.push(self.why(&key)),
+            }
+            t.row(cells);
+        }
+        t.render(out);
+        self.sizes_table(out);
+        out.push('\n');
+    }
+
+    /// The size of each binary measured (nothing when none was).
+    fn sizes_table(&self, out: &mut String) {
+        if self.sizes.is_empty() {
+            return;
+        }
+        let mut t = Table::new(&["binary", "bytes", "MiB", "path"], 1);
+        for (name, path, len) in &self.sizes {
+            let mut cells = vec![name.clone()];
+            match len {
+                Some(l) => cells.extend([
+                    l.to_string(),
+                    format!("{:.2}", *l as f64 / 1048576.0),
+                    path.display().to_string(),
+                ]),
+                None => cells.extend([
+                    "–".into(),
+                    "–".into(),
+                    format!("not built ({})", path.display()),
+                ]),
+            }
+            t.row(cells);
+        }
+        out.push('\n');
+        t.render(out);
+    }
+
+    /// Allocations per call on the hot path.
+    fn alloc_table(&self, out: &mut String) {
+        let _ = writeln!(out, "hot path allocations: mcpx serve (count-alloc build), sequential calls in steady state");
+        let mut t = Table::new(&["payload", "allocs per call", "bytes per call"], 1);
+        for &p in &PAYLOADS {
+            let key = Key::alloc(p);
+            let mut cells = vec![payload_name(p)];
+            match self.get(&key) {
+                Some(m) => {
+                    cells.extend([num(m.allocs_per_req, 2), num(m.alloc_bytes_per_req, 0)])
+                }
+                None => cells.push(self.why(&key)),
+            }
+            t.row(cells);
+        }
+        t.render(out);
+        out.push('\n');
+    }
+
+    /// Each target with its bound, this run's figure and the verdict.
+    fn targets_table(&self, out: &mut String) {
         let verdicts = self.verdicts();
         if !verdicts.is_empty() {
             let _ = writeln!(out, "targets");
@@ -577,9 +586,8 @@ impl Report {
                     v.verdict().into(),
                 ]);
             }
-            t.render(&mut out);
+            t.render(out);
         }
-        out
     }
 
     /// Every target of the project's list, with this run's figure and

@@ -6,37 +6,26 @@
 //! ordinary server→client requests carrying the related-task `_meta`, while
 //! the task shows `input_required`.
 //!
-//! Tasks live in the store of [`super::tasks`] (each server is one client's
+//! Tasks live in the store of [`super::task_store`] (each server is one client's
 //! session, so a client sees only its own tasks). Which tools are tasks is
 //! [`tools::task_support`]. Other revisions ignore `params.task`.
 
 use super::flow::Kind;
 use super::server::{now_ms, Ctx, Handled, Server};
-use super::tasks::{finish, new_task_id, Status, TaskEntry, Work, POLL_MS, TTL_MS};
+use super::task_store::{finish, iso8601, new_task_id, related, work_of, Status, TaskEntry, Work, POLL_MS, TTL_MS};
 use super::tools::{self, TaskSupport};
 use super::wire::{notification, require_str, RpcError, RpcResult, INTERNAL_ERROR, METHOD_NOT_FOUND};
-use mcpx_core::meta::RELATED_TASK_KEY;
 use mcpx_core::revision::Feature;
 use serde_json::{json, Value};
 use std::rc::Rc;
-
-/// `capabilities.tasks` of a 2025-11-25 session (row tasks-declare-capability).
-pub fn capability() -> Value {
-    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
-}
-
-/// `_meta` naming the task a message belongs to (row tasks-related-task-all-messages).
-pub fn related(id: &str) -> Value {
-    json!({ RELATED_TASK_KEY: {"taskId": id} })
-}
 
 /// The task as the 2025-11-25 `Task` object.
 fn view(id: &str, t: &TaskEntry) -> Value {
     let mut v = json!({
         "taskId": id,
         "status": t.status.as_str(),
-        "createdAt": super::tasks::iso8601(t.created_ms),
-        "lastUpdatedAt": super::tasks::iso8601(t.updated_ms),
+        "createdAt": iso8601(t.created_ms),
+        "lastUpdatedAt": iso8601(t.updated_ms),
         "ttl": t.ttl_ms,
         "pollInterval": POLL_MS,
     });
@@ -104,16 +93,11 @@ impl Server {
 
     /// A task running `work`, or the tool's own work.
     fn create_core_task(self: &Rc<Self>, ctx: &Ctx, name: &'static str, args: &Value, ttl: u64, work: Option<Work>) -> RpcResult {
-        let id = new_task_id();
-        let entry = TaskEntry::new(name, args, &ctx.caps, ttl, true);
+        let (id, now) = (new_task_id(), now_ms());
+        let entry = TaskEntry::new(name, args, &ctx.caps, ttl, true, now);
         let created = json!({"task": view(&id, &entry)});
-        {
-            let mut st = self.st.borrow_mut();
-            st.tasks.make_room(now_ms())?;
-            st.tasks.order.push(id.clone());
-            st.tasks.map.insert(id.clone(), entry);
-        }
-        let work = work.or_else(|| super::tasks::work_of(name, args));
+        self.st.borrow_mut().tasks.insert(id.clone(), entry, now)?;
+        let work = work.or_else(|| work_of(name, args));
         let srv = self.clone();
         let (ctx, tid, args) = (ctx.clone(), id.clone(), args.clone());
         let runner = self.ex.spawn(async move {

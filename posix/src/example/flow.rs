@@ -12,9 +12,14 @@
 use super::content::{text, tool_error, tool_result, tool_text};
 use super::wire::{RpcError, RpcResult, INVALID_PARAMS, MISSING_CAPABILITY};
 use mcpx_core::request_state::{self, Binding, Keys, OpenError, ReplaySet, Seeded};
-use mcpx_core::revision::Revision;
 use serde_json::{json, Map, Value};
 use std::cell::RefCell;
+use std::ops::ControlFlow::{self, Break, Continue};
+
+/// The server→client methods a flow asks with.
+const ELICIT: &str = "elicitation/create";
+const SAMPLE: &str = "sampling/createMessage";
+const ROOTS: &str = "roots/list";
 
 /// One input the server needs from the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,32 +46,7 @@ pub type Gathered = Map<String, Value>;
 
 /// Is `name` a flow of this kind?
 pub fn is_flow(kind: Kind, name: &str) -> bool {
-    match kind {
-        Kind::Tool => matches!(
-            name,
-            "test_sampling"
-                | "test_elicitation"
-                | "test_elicitation_sep1034_defaults"
-                | "test_elicitation_sep1330_enums"
-                | "ask_user"
-                | "ask_model"
-                | "list_roots"
-                | "test_missing_capability"
-                | "test_streaming_elicitation"
-                | "test_input_required_result_elicitation"
-                | "test_input_required_result_sampling"
-                | "test_input_required_result_list_roots"
-                | "test_input_required_result_request_state"
-                | "test_input_required_result_multiple_inputs"
-                | "test_input_required_result_multi_round"
-                | "test_input_required_result_tampered_state"
-                | "test_input_required_result_capabilities"
-                | "confirm_delete"
-                | "multi_input"
-                | "test_tool_with_task"
-        ),
-        Kind::Prompt => name == "test_input_required_result_prompt",
-    }
+    flow_of(kind, name).is_some()
 }
 
 fn elicit(message: &str, schema: Value) -> Value {
@@ -165,365 +145,282 @@ pub fn supports(caps: &Value, method: &str) -> bool {
 /// The capability a server→client method needs.
 pub fn capability_of(method: &str) -> &'static str {
     match method {
-        "sampling/createMessage" => "sampling",
-        "elicitation/create" => "elicitation",
+        SAMPLE => "sampling",
+        ELICIT => "elicitation",
         _ => "roots",
     }
 }
 
-/// The next step of flow `name`, given what has been gathered.
-pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value, _rev: Revision) -> Step {
-    let arg = |k: &str| args.get(k).and_then(Value::as_str);
-    let need1 = |key: &'static str, method: &'static str, params: Value| -> Option<Step> {
-        if got.contains_key(key) {
-            None
+/// What a flow reads: the call's arguments, the answers gathered so far and
+/// the client's capabilities.
+struct Ask<'a> {
+    args: &'a Value,
+    got: &'a Gathered,
+    caps: &'a Value,
+}
+
+/// A flow's progress: `Continue` with what it has so far, or `Break` with the
+/// step that asks the client for what is missing.
+type Asked<T> = ControlFlow<Step, T>;
+
+impl<'a> Ask<'a> {
+    fn arg(&self, key: &str) -> Option<&'a str> {
+        self.args.get(key).and_then(Value::as_str)
+    }
+
+    /// The answer gathered under `key`, or a step asking for it.
+    fn answer(&self, key: &'static str, method: &'static str, params: Value) -> Asked<&'a Value> {
+        match self.got.get(key) {
+            Some(v) => Continue(v),
+            None => Break(Step::Need(vec![req(key, method, params)])),
+        }
+    }
+
+    /// The answers to all of `reqs`, or a step asking at once for those
+    /// still missing.
+    fn answers(&self, reqs: Vec<InputReq>) -> Asked<()> {
+        let missing: Vec<InputReq> = reqs.into_iter().filter(|r| !self.got.contains_key(r.key)).collect();
+        if missing.is_empty() {
+            Continue(())
         } else {
-            Some(Step::Need(vec![req(key, method, params)]))
+            Break(Step::Need(missing))
         }
+    }
+}
+
+/// One flow: the result it finishes with, once it has every answer it needs.
+type Flow = fn(&Ask<'_>) -> Asked<Value>;
+
+/// Every flow, by kind and name (a name may share another's flow).
+const FLOWS: &[(Kind, &str, Flow)] = &[
+    (Kind::Tool, "test_sampling", sampling),
+    (Kind::Tool, "ask_model", sampling),
+    (Kind::Tool, "test_elicitation", user_info),
+    (Kind::Tool, "ask_user", ask_user),
+    (Kind::Tool, "test_elicitation_sep1034_defaults", elicitation_defaults),
+    (Kind::Tool, "test_elicitation_sep1330_enums", elicitation_enums),
+    (Kind::Tool, "list_roots", client_roots),
+    (Kind::Tool, "test_input_required_result_list_roots", client_roots),
+    (Kind::Tool, "test_missing_capability", greeting),
+    (Kind::Tool, "test_streaming_elicitation", streaming_confirm),
+    (Kind::Tool, "test_input_required_result_elicitation", user_name),
+    (Kind::Tool, "test_tool_with_task", user_name),
+    (Kind::Tool, "test_input_required_result_sampling", capital_question),
+    (Kind::Tool, "test_input_required_result_request_state", state_confirm),
+    (Kind::Tool, "test_input_required_result_tampered_state", state_confirm),
+    (Kind::Tool, "test_input_required_result_multiple_inputs", multiple_inputs),
+    (Kind::Tool, "test_input_required_result_multi_round", multi_round),
+    (Kind::Tool, "test_input_required_result_capabilities", declared_capabilities),
+    (Kind::Tool, "confirm_delete", confirm_delete),
+    (Kind::Tool, "multi_input", multi_input),
+    (Kind::Prompt, "test_input_required_result_prompt", prompt_context),
+];
+
+fn flow_of(kind: Kind, name: &str) -> Option<Flow> {
+    FLOWS.iter().find(|(k, n, _)| *k == kind && *n == name).map(|(_, _, f)| *f)
+}
+
+/// The next step of flow `name`, given what has been gathered.
+pub fn step(kind: Kind, name: &str, args: &Value, got: &Gathered, caps: &Value) -> Step {
+    let Some(flow) = flow_of(kind, name) else {
+        return Step::Done(Err(RpcError::invalid_params(format!("unknown {}: {name}", kind.noun()))));
     };
-    let done = |v: Value| Step::Done(Ok(v));
-    if kind == Kind::Prompt {
-        // test_input_required_result_prompt
-        if let Some(s) = need1(
-            "user_context",
-            "elicitation/create",
-            elicit(
-                "Please provide context for the prompt",
-                json!({"type": "object", "properties": {"context": {"type": "string", "description": "Context to include"}}, "required": ["context"]}),
-            ),
-        ) {
-            return s;
-        }
-        let ctx = match elicited_field(&got["user_context"], "context") {
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => "(no context given)".to_string(),
-        };
-        return done(json!({
-            "description": "A prompt that asked the client for context",
-            "messages": [{"role": "user", "content": text(format!("Prompt with gathered context: {ctx}"))}]
-        }));
+    match flow(&Ask { args, got, caps }) {
+        Continue(v) => Step::Done(Ok(v)),
+        Break(need) => need,
     }
-    match name {
-        "test_sampling" | "ask_model" => {
-            let prompt = arg("prompt").unwrap_or("Say hello.");
-            let max = args.get("maxTokens").and_then(Value::as_u64).unwrap_or(100);
-            if let Some(s) = need1("completion", "sampling/createMessage", sample(prompt, max)) {
-                return s;
-            }
-            done(tool_text(format!(
-                "LLM response: {}",
-                sampled_text(&got["completion"])
-            )))
+}
+
+fn prompt_context(a: &Ask<'_>) -> Asked<Value> {
+    let schema = json!({"type": "object", "properties": {"context": {"type": "string", "description": "Context to include"}}, "required": ["context"]});
+    let answer = a.answer("user_context", ELICIT, elicit("Please provide context for the prompt", schema))?;
+    let ctx = match elicited_field(answer, "context") {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => "(no context given)".to_string(),
+    };
+    Continue(json!({
+        "description": "A prompt that asked the client for context",
+        "messages": [{"role": "user", "content": text(format!("Prompt with gathered context: {ctx}"))}]
+    }))
+}
+
+fn sampling(a: &Ask<'_>) -> Asked<Value> {
+    let prompt = a.arg("prompt").unwrap_or("Say hello.");
+    let max = a.args.get("maxTokens").and_then(Value::as_u64).unwrap_or(100);
+    let answer = a.answer("completion", SAMPLE, sample(prompt, max))?;
+    Continue(tool_text(format!("LLM response: {}", sampled_text(answer))))
+}
+
+fn user_info(a: &Ask<'_>) -> Asked<Value> {
+    let message = a.arg("message").unwrap_or("Please provide your information");
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "Your username"},
+            "email": {"type": "string", "description": "Your email address", "format": "email"}
+        },
+        "required": ["username", "email"]
+    });
+    let answer = a.answer("user_info", ELICIT, elicit(message, schema))?;
+    Continue(tool_text(format!("User response: {}", describe_elicitation(answer))))
+}
+
+fn ask_user(a: &Ask<'_>) -> Asked<Value> {
+    let message = a.arg("message").or(a.arg("question")).unwrap_or("What is your name?");
+    let schema = json!({
+        "type": "object",
+        "properties": {"answer": {"type": "string", "description": "Your answer"}},
+        "required": ["answer"]
+    });
+    let answer = a.answer("answer", ELICIT, elicit(message, schema))?;
+    Continue(tool_text(format!("User response: {}", describe_elicitation(answer))))
+}
+
+fn elicitation_defaults(a: &Ask<'_>) -> Asked<Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {"type": "string", "description": "User status",
+                       "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "description": "Verification status", "default": true}
         }
-        "test_elicitation" => {
-            let message = arg("message").unwrap_or("Please provide your information");
-            let schema = json!({
-                "type": "object",
-                "properties": {
-                    "username": {"type": "string", "description": "Your username"},
-                    "email": {"type": "string", "description": "Your email address", "format": "email"}
-                },
-                "required": ["username", "email"]
-            });
-            if let Some(s) = need1("user_info", "elicitation/create", elicit(message, schema)) {
-                return s;
-            }
-            done(tool_text(format!(
-                "User response: {}",
-                describe_elicitation(&got["user_info"])
-            )))
+    });
+    let message = "Please review and update the form fields with defaults";
+    let answer = a.answer("defaults", ELICIT, elicit(message, schema))?;
+    Continue(tool_text(format!("Elicitation completed: {}", describe_elicitation(answer))))
+}
+
+fn elicitation_enums(a: &Ask<'_>) -> Asked<Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "description": "Choose an option",
+                               "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "description": "Choose a titled option", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"}]},
+            "legacyEnum": {"type": "string", "description": "Choose a legacy option",
+                           "enum": ["opt1", "opt2", "opt3"],
+                           "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "description": "Choose multiple options",
+                              "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "description": "Choose multiple titled options",
+                            "items": {"anyOf": [
+                                {"const": "value1", "title": "First Choice"},
+                                {"const": "value2", "title": "Second Choice"},
+                                {"const": "value3", "title": "Third Choice"}]}}
         }
-        "ask_user" => {
-            let message = arg("message")
-                .or(arg("question"))
-                .unwrap_or("What is your name?");
-            let schema = json!({
-                "type": "object",
-                "properties": {"answer": {"type": "string", "description": "Your answer"}},
-                "required": ["answer"]
-            });
-            if let Some(s) = need1("answer", "elicitation/create", elicit(message, schema)) {
-                return s;
-            }
-            done(tool_text(format!(
-                "User response: {}",
-                describe_elicitation(&got["answer"])
-            )))
-        }
-        "test_elicitation_sep1034_defaults" => {
-            let schema = json!({
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "description": "User name", "default": "John Doe"},
-                    "age": {"type": "integer", "description": "User age", "default": 30},
-                    "score": {"type": "number", "description": "User score", "default": 95.5},
-                    "status": {"type": "string", "description": "User status",
-                               "enum": ["active", "inactive", "pending"], "default": "active"},
-                    "verified": {"type": "boolean", "description": "Verification status", "default": true}
-                }
-            });
-            if let Some(s) = need1(
-                "defaults",
-                "elicitation/create",
-                elicit(
-                    "Please review and update the form fields with defaults",
-                    schema,
-                ),
-            ) {
-                return s;
-            }
-            done(tool_text(format!(
-                "Elicitation completed: {}",
-                describe_elicitation(&got["defaults"])
-            )))
-        }
-        "test_elicitation_sep1330_enums" => {
-            let schema = json!({
-                "type": "object",
-                "properties": {
-                    "untitledSingle": {"type": "string", "description": "Choose an option",
-                                       "enum": ["option1", "option2", "option3"]},
-                    "titledSingle": {"type": "string", "description": "Choose a titled option", "oneOf": [
-                        {"const": "value1", "title": "First Option"},
-                        {"const": "value2", "title": "Second Option"},
-                        {"const": "value3", "title": "Third Option"}]},
-                    "legacyEnum": {"type": "string", "description": "Choose a legacy option",
-                                   "enum": ["opt1", "opt2", "opt3"],
-                                   "enumNames": ["Option One", "Option Two", "Option Three"]},
-                    "untitledMulti": {"type": "array", "description": "Choose multiple options",
-                                      "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-                    "titledMulti": {"type": "array", "description": "Choose multiple titled options",
-                                    "items": {"anyOf": [
-                                        {"const": "value1", "title": "First Choice"},
-                                        {"const": "value2", "title": "Second Choice"},
-                                        {"const": "value3", "title": "Third Choice"}]}}
-                }
-            });
-            if let Some(s) = need1(
-                "enums",
-                "elicitation/create",
-                elicit("Please select options from the enum fields", schema),
-            ) {
-                return s;
-            }
-            done(tool_text(format!(
-                "Elicitation completed: {}",
-                describe_elicitation(&got["enums"])
-            )))
-        }
-        "list_roots" | "test_input_required_result_list_roots" => {
-            if let Some(s) = need1("client_roots", "roots/list", json!({})) {
-                return s;
-            }
-            done(tool_text(describe_roots(&got["client_roots"])))
-        }
-        "test_missing_capability" => {
-            if let Some(s) = need1(
-                "greeting",
-                "sampling/createMessage",
-                sample("Say hello.", 20),
-            ) {
-                return s;
-            }
-            done(tool_text(format!(
-                "LLM response: {}",
-                sampled_text(&got["greeting"])
-            )))
-        }
-        "test_streaming_elicitation" => {
-            if let Some(s) = need1("confirm", "elicitation/create", elicit_confirm()) {
-                return s;
-            }
-            done(tool_text(format!(
-                "Elicitation result: {}",
-                describe_elicitation(&got["confirm"])
-            )))
-        }
-        "test_input_required_result_elicitation" | "test_tool_with_task" => {
-            if let Some(s) = need1(
-                "user_name",
-                "elicitation/create",
-                elicit_name("What is your name?"),
-            ) {
-                return s;
-            }
-            done(hello(&got["user_name"]))
-        }
-        "test_input_required_result_sampling" => {
-            if let Some(s) = need1(
-                "capital_question",
-                "sampling/createMessage",
-                sample("What is the capital of France?", 100),
-            ) {
-                return s;
-            }
-            done(tool_text(format!(
-                "LLM response: {}",
-                sampled_text(&got["capital_question"])
-            )))
-        }
-        "test_input_required_result_request_state"
-        | "test_input_required_result_tampered_state" => {
-            if let Some(s) = need1("confirm", "elicitation/create", elicit_confirm()) {
-                return s;
-            }
-            let ok = elicited_field(&got["confirm"], "ok").and_then(Value::as_bool) == Some(true);
-            done(tool_text(if ok {
-                "state-ok"
-            } else {
-                "state-not-confirmed"
-            }))
-        }
-        "test_input_required_result_multiple_inputs" => {
-            let all = [
-                req(
-                    "user_name",
-                    "elicitation/create",
-                    elicit_name("What is your name?"),
-                ),
-                req(
-                    "greeting",
-                    "sampling/createMessage",
-                    sample("Write a short greeting.", 50),
-                ),
-                req("client_roots", "roots/list", json!({})),
-            ];
-            let missing: Vec<InputReq> = all
-                .into_iter()
-                .filter(|r| !got.contains_key(r.key))
-                .collect();
-            if !missing.is_empty() {
-                return Step::Need(missing);
-            }
-            done(tool_result(vec![
-                text(format!("Name: {}", describe_elicitation(&got["user_name"]))),
-                text(format!("Greeting: {}", sampled_text(&got["greeting"]))),
-                text(describe_roots(&got["client_roots"])),
-            ]))
-        }
-        "test_input_required_result_multi_round" => {
-            if let Some(s) = need1(
-                "step1",
-                "elicitation/create",
-                elicit_name("Step 1: what is your name?"),
-            ) {
-                return s;
-            }
-            let color_schema = json!({"type": "object",
-                "properties": {"color": {"type": "string", "description": "Your favourite colour"}},
-                "required": ["color"]});
-            if let Some(s) = need1(
-                "step2",
-                "elicitation/create",
-                elicit("Step 2: what is your favourite colour?", color_schema),
-            ) {
-                return s;
-            }
-            let name = elicited_field(&got["step1"], "name")
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            let color = elicited_field(&got["step2"], "color")
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            done(tool_text(format!("{name} likes {color}.")))
-        }
-        "test_input_required_result_capabilities" => {
-            // Ask only for what the client declared; if it declared none, ask for
-            // sampling so the driver reports the missing capability.
-            let mut all = Vec::new();
-            if supports(caps, "elicitation/create") {
-                all.push(req(
-                    "user_name",
-                    "elicitation/create",
-                    elicit_name("What is your name?"),
-                ));
-            }
-            if has_cap(caps, "sampling") {
-                all.push(req(
-                    "greeting",
-                    "sampling/createMessage",
-                    sample("Write a short greeting.", 50),
-                ));
-            }
-            if has_cap(caps, "roots") {
-                all.push(req("client_roots", "roots/list", json!({})));
-            }
-            if all.is_empty() {
-                all.push(req(
-                    "greeting",
-                    "sampling/createMessage",
-                    sample("Write a short greeting.", 50),
-                ));
-            }
-            let missing: Vec<InputReq> = all
-                .into_iter()
-                .filter(|r| !got.contains_key(r.key))
-                .collect();
-            if !missing.is_empty() {
-                return Step::Need(missing);
-            }
-            let parts: Vec<Value> = got.iter().map(|(k, v)| text(format!("{k}: {v}"))).collect();
-            done(tool_result(parts))
-        }
-        "confirm_delete" => {
-            let file = arg("filename").unwrap_or("the file");
-            let schema = json!({"type": "object",
-                "properties": {"confirm": {"type": "boolean", "description": "Delete it?"}},
-                "required": ["confirm"]});
-            if let Some(s) = need1(
-                "confirm",
-                "elicitation/create",
-                elicit(&format!("Delete {file}?"), schema),
-            ) {
-                return s;
-            }
-            let yes =
-                elicited_field(&got["confirm"], "confirm").and_then(Value::as_bool) == Some(true);
-            done(tool_text(if yes {
-                format!("Deleted {file} (not really: this is an example server).")
-            } else {
-                format!("Kept {file}.")
-            }))
-        }
-        "multi_input" => {
-            let schema = json!({"type": "object", "properties": {
-                "name": {"type": "string", "description": "A name"},
-                "confirm": {"type": "boolean", "description": "Confirm"}}});
-            let all = [
-                req(
-                    "first_input",
-                    "elicitation/create",
-                    elicit("First question", schema.clone()),
-                ),
-                req(
-                    "second_input",
-                    "elicitation/create",
-                    elicit("Second question", schema),
-                ),
-            ];
-            let missing: Vec<InputReq> = all
-                .into_iter()
-                .filter(|r| !got.contains_key(r.key))
-                .collect();
-            if !missing.is_empty() {
-                return Step::Need(missing);
-            }
-            done(tool_result(vec![
-                text(format!(
-                    "First: {}",
-                    describe_elicitation(&got["first_input"])
-                )),
-                text(format!(
-                    "Second: {}",
-                    describe_elicitation(&got["second_input"])
-                )),
-            ]))
-        }
-        _ => Step::Done(Err(RpcError::invalid_params(format!(
-            "unknown tool: {name}"
-        )))),
+    });
+    let answer = a.answer("enums", ELICIT, elicit("Please select options from the enum fields", schema))?;
+    Continue(tool_text(format!("Elicitation completed: {}", describe_elicitation(answer))))
+}
+
+fn client_roots(a: &Ask<'_>) -> Asked<Value> {
+    let answer = a.answer("client_roots", ROOTS, json!({}))?;
+    Continue(tool_text(describe_roots(answer)))
+}
+
+fn greeting(a: &Ask<'_>) -> Asked<Value> {
+    let answer = a.answer("greeting", SAMPLE, sample("Say hello.", 20))?;
+    Continue(tool_text(format!("LLM response: {}", sampled_text(answer))))
+}
+
+fn streaming_confirm(a: &Ask<'_>) -> Asked<Value> {
+    let answer = a.answer("confirm", ELICIT, elicit_confirm())?;
+    Continue(tool_text(format!("Elicitation result: {}", describe_elicitation(answer))))
+}
+
+fn user_name(a: &Ask<'_>) -> Asked<Value> {
+    let answer = a.answer("user_name", ELICIT, elicit_name("What is your name?"))?;
+    Continue(hello(answer))
+}
+
+fn capital_question(a: &Ask<'_>) -> Asked<Value> {
+    let answer = a.answer("capital_question", SAMPLE, sample("What is the capital of France?", 100))?;
+    Continue(tool_text(format!("LLM response: {}", sampled_text(answer))))
+}
+
+fn state_confirm(a: &Ask<'_>) -> Asked<Value> {
+    let answer = a.answer("confirm", ELICIT, elicit_confirm())?;
+    let ok = elicited_field(answer, "ok").and_then(Value::as_bool) == Some(true);
+    Continue(tool_text(if ok { "state-ok" } else { "state-not-confirmed" }))
+}
+
+fn multiple_inputs(a: &Ask<'_>) -> Asked<Value> {
+    a.answers(vec![
+        req("user_name", ELICIT, elicit_name("What is your name?")),
+        req("greeting", SAMPLE, sample("Write a short greeting.", 50)),
+        req("client_roots", ROOTS, json!({})),
+    ])?;
+    Continue(tool_result(vec![
+        text(format!("Name: {}", describe_elicitation(&a.got["user_name"]))),
+        text(format!("Greeting: {}", sampled_text(&a.got["greeting"]))),
+        text(describe_roots(&a.got["client_roots"])),
+    ]))
+}
+
+fn multi_round(a: &Ask<'_>) -> Asked<Value> {
+    let step1 = a.answer("step1", ELICIT, elicit_name("Step 1: what is your name?"))?;
+    let color_schema = json!({"type": "object",
+        "properties": {"color": {"type": "string", "description": "Your favourite colour"}},
+        "required": ["color"]});
+    let step2 = a.answer("step2", ELICIT, elicit("Step 2: what is your favourite colour?", color_schema))?;
+    let name = elicited_field(step1, "name").and_then(Value::as_str).unwrap_or("?");
+    let color = elicited_field(step2, "color").and_then(Value::as_str).unwrap_or("?");
+    Continue(tool_text(format!("{name} likes {color}.")))
+}
+
+/// Asks only for what the client declared; if it declared none, asks for
+/// sampling so that the driver reports the missing capability.
+fn declared_capabilities(a: &Ask<'_>) -> Asked<Value> {
+    let mut all = Vec::new();
+    if supports(a.caps, ELICIT) {
+        all.push(req("user_name", ELICIT, elicit_name("What is your name?")));
     }
+    if has_cap(a.caps, "sampling") {
+        all.push(req("greeting", SAMPLE, sample("Write a short greeting.", 50)));
+    }
+    if has_cap(a.caps, "roots") {
+        all.push(req("client_roots", ROOTS, json!({})));
+    }
+    if all.is_empty() {
+        all.push(req("greeting", SAMPLE, sample("Write a short greeting.", 50)));
+    }
+    a.answers(all)?;
+    Continue(tool_result(a.got.iter().map(|(k, v)| text(format!("{k}: {v}"))).collect()))
+}
+
+fn confirm_delete(a: &Ask<'_>) -> Asked<Value> {
+    let file = a.arg("filename").unwrap_or("the file");
+    let schema = json!({"type": "object",
+        "properties": {"confirm": {"type": "boolean", "description": "Delete it?"}},
+        "required": ["confirm"]});
+    let answer = a.answer("confirm", ELICIT, elicit(&format!("Delete {file}?"), schema))?;
+    let yes = elicited_field(answer, "confirm").and_then(Value::as_bool) == Some(true);
+    Continue(tool_text(if yes {
+        format!("Deleted {file} (not really: this is an example server).")
+    } else {
+        format!("Kept {file}.")
+    }))
+}
+
+fn multi_input(a: &Ask<'_>) -> Asked<Value> {
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string", "description": "A name"},
+        "confirm": {"type": "boolean", "description": "Confirm"}}});
+    a.answers(vec![
+        req("first_input", ELICIT, elicit("First question", schema.clone())),
+        req("second_input", ELICIT, elicit("Second question", schema)),
+    ])?;
+    Continue(tool_result(vec![
+        text(format!("First: {}", describe_elicitation(&a.got["first_input"]))),
+        text(format!("Second: {}", describe_elicitation(&a.got["second_input"]))),
+    ]))
 }
 
 fn elicit_confirm() -> Value {
@@ -546,7 +443,7 @@ pub fn validate_answer(method: &str, v: &Value) -> Result<(), String> {
         .as_object()
         .ok_or_else(|| format!("the answer to {method} must be an object"))?;
     match method {
-        "elicitation/create" => match obj.get("action").and_then(Value::as_str) {
+        ELICIT => match obj.get("action").and_then(Value::as_str) {
             Some("accept") => match obj.get("content") {
                 Some(Value::Object(_)) => Ok(()),
                 _ => Err("an accepted elicitation needs an object \"content\"".into()),
@@ -554,7 +451,7 @@ pub fn validate_answer(method: &str, v: &Value) -> Result<(), String> {
             Some("decline") | Some("cancel") => Ok(()),
             _ => Err("an elicitation answer needs \"action\": accept, decline or cancel".into()),
         },
-        "sampling/createMessage" => {
+        SAMPLE => {
             if obj.get("role").is_some() && obj.get("content").is_some() {
                 Ok(())
             } else {
@@ -568,11 +465,26 @@ pub fn validate_answer(method: &str, v: &Value) -> Result<(), String> {
     }
 }
 
+/// The `inputRequests` of an `InputRequiredResult` or of a task waiting for
+/// input: each request by its key (a `roots/list` has no params).
+pub fn input_requests(reqs: &[InputReq]) -> Value {
+    let mut m = Map::new();
+    for r in reqs {
+        let mut e = Map::new();
+        e.insert("method".into(), r.method.into());
+        if r.method != ROOTS {
+            e.insert("params".into(), r.params.clone());
+        }
+        m.insert(r.key.to_string(), Value::Object(e));
+    }
+    Value::Object(m)
+}
+
 /// The error for a request that needs a capability the client did not declare.
 pub fn missing_capability(kind: Kind, name: &str, cap: &str, modern: bool) -> RpcResult {
     let msg = format!(
         "{} \"{name}\" needs the client capability \"{cap}\", which this client did not declare",
-        if kind == Kind::Tool { "tool" } else { "prompt" }
+        kind.noun()
     );
     if modern {
         let mut caps = Map::new();
@@ -586,6 +498,14 @@ pub fn missing_capability(kind: Kind, name: &str, cap: &str, modern: bool) -> Rp
 }
 
 impl Kind {
+    /// What a flow of this kind is, in messages.
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+        }
+    }
+
     /// The request method that runs a flow of this kind.
     fn method(self) -> &'static str {
         match self {
@@ -724,7 +644,6 @@ pub const STATE_TTL_MS: u64 = 10 * 60 * 1000;
 /// One modern-era (2026-07-28) round: combine `requestState` and
 /// `inputResponses` from the request, advance the flow as far as the answers
 /// allow, and return either its final result or an `InputRequiredResult`.
-#[allow(clippy::too_many_arguments)]
 pub fn modern_round(
     key: &StateKey,
     kind: Kind,
@@ -732,7 +651,6 @@ pub fn modern_round(
     params: &Value,
     args: &Value,
     caps: &Value,
-    rev: Revision,
     now_ms: u64,
 ) -> RpcResult {
     let mut got = match params.get("requestState") {
@@ -754,7 +672,7 @@ pub fn modern_round(
         }
     };
     for _ in 0..16 {
-        match step(kind, name, args, &got, caps, rev) {
+        match step(kind, name, args, &got, caps) {
             Step::Done(r) => return r,
             Step::Need(reqs) => {
                 let mut progressed = false;
@@ -776,18 +694,9 @@ pub fn modern_round(
                 if let Some(r) = reqs.iter().find(|r| !supports(caps, r.method)) {
                     return missing_capability(kind, name, capability_of(r.method), true);
                 }
-                let mut input_requests = Map::new();
-                for r in reqs {
-                    let mut entry = Map::new();
-                    entry.insert("method".into(), r.method.into());
-                    if r.method != "roots/list" {
-                        entry.insert("params".into(), r.params);
-                    }
-                    input_requests.insert(r.key.to_string(), Value::Object(entry));
-                }
                 return Ok(json!({
                     "resultType": "input_required",
-                    "inputRequests": input_requests,
+                    "inputRequests": input_requests(&reqs),
                     "requestState": key.seal(kind, name, args, &got, now_ms)?,
                 }));
             }
@@ -815,7 +724,6 @@ mod tests {
             &params,
             &json!({}),
             &caps,
-            Revision::V2026_07_28,
             1000,
         )
     }
@@ -983,7 +891,6 @@ mod tests {
             &json!({}),
             &json!({}),
             &caps_all(),
-            Revision::V2026_07_28,
             1000,
         )
         .unwrap();
@@ -1002,7 +909,6 @@ mod tests {
             &p,
             &json!({}),
             &caps_all(),
-            Revision::V2026_07_28,
             1000,
         )
         .unwrap();

@@ -28,6 +28,7 @@ mod http;
 mod prompts;
 mod resources;
 mod server;
+mod task_store;
 mod tasks;
 pub(crate) mod tools;
 pub(crate) mod wire;

@@ -2,7 +2,7 @@
 
 use super::content::{tool_error, tool_text};
 use super::flow::{self, Kind, StateKey, Step};
-use super::tasks::{self as task_ext, TaskStore};
+use super::task_store::{self, Status as TaskStatus, TaskStore};
 use super::tools::{self, Exec};
 use super::wire::{
     self, classify, error_response, is_modern, notification, require_str, response, Incoming, RpcError,
@@ -632,10 +632,10 @@ impl Server {
             c["completions"] = json!({});
         }
         if rev.supports(Feature::CoreTasks) {
-            c["tasks"] = super::core_tasks::capability();
+            c["tasks"] = task_store::core_capability();
         }
         if is_modern(rev) {
-            c["extensions"] = json!({ task_ext::EXT: {} });
+            c["extensions"] = json!({ task_store::EXT: {} });
         }
         c
     }
@@ -713,7 +713,6 @@ impl Server {
                 &params,
                 &args,
                 &ctx.caps,
-                ctx.rev,
                 now_ms(),
             )),
             Exec::Flow => Later(Box::pin(self.clone().legacy_flow(
@@ -757,7 +756,6 @@ impl Server {
                 &params,
                 &args,
                 &ctx.caps,
-                ctx.rev,
                 now_ms(),
             ))
         } else {
@@ -786,7 +784,7 @@ impl Server {
     ) -> RpcResult {
         let mut got = flow::Gathered::new();
         for _ in 0..16 {
-            match flow::step(kind, name, &args, &got, &ctx.caps, ctx.rev) {
+            match flow::step(kind, name, &args, &got, &ctx.caps) {
                 Step::Done(r) => return r,
                 Step::Need(reqs) => {
                     if let Some(r) = reqs.iter().find(|r| !flow::supports(&ctx.caps, r.method)) {
@@ -798,7 +796,7 @@ impl Server {
                         );
                     }
                     if let Some(id) = &task {
-                        self.core_task_status(id, task_ext::Status::InputRequired).await;
+                        self.core_task_status(id, TaskStatus::InputRequired).await;
                     }
                     // Ask concurrently; each request is its own task so dropping
                     // this future (cancellation) drops them too.
@@ -807,7 +805,7 @@ impl Server {
                         .map(|r| {
                             let mut params = r.params.clone();
                             if let (Some(id), Value::Object(p)) = (&task, &mut params) {
-                                p.insert("_meta".into(), super::core_tasks::related(id));
+                                p.insert("_meta".into(), task_store::related(id));
                             }
                             self.ex.spawn(self.clone().client_request(r.method, params))
                         })
@@ -838,7 +836,7 @@ impl Server {
                         got.insert(r.key.to_string(), answer);
                     }
                     if let Some(id) = &task {
-                        self.core_task_status(id, task_ext::Status::Working).await;
+                        self.core_task_status(id, TaskStatus::Working).await;
                     }
                 }
             }
@@ -1018,7 +1016,7 @@ impl Server {
 
     async fn run_async(self: Rc<Self>, ctx: Ctx, name: &'static str, args: Value) -> RpcResult {
         let sleep = |ms: u64| Timer::after(Duration::from_millis(ms));
-        if let Some(work) = task_ext::work_of(name, &args) {
+        if let Some(work) = task_store::work_of(name, &args) {
             return work.await;
         }
         Ok(match name {

@@ -59,6 +59,7 @@ pub(crate) mod http;
 pub mod oauth;
 #[cfg(feature = "tls")]
 pub(crate) mod roots;
+mod session_error;
 pub mod url;
 
 #[cfg(test)]
@@ -88,7 +89,8 @@ use crate::hub::{ModernHeaders, Oversize, Upward};
 use crate::logline::show_duration;
 use conn::Connector;
 use http::{Body, Client, Limits, Response};
-use error::{SessionError, SpecError, Step};
+use error::SpecError;
+use session_error::{SessionError, Step};
 use url::{Scheme, Url};
 
 /// The events of the stdio supervisor, reported in the same order: `started`

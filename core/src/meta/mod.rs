@@ -18,28 +18,18 @@
 //! not support is -32022 with `data.supported` and `data.requested` (row
 //! `versioning-server-unsupported-version-error`).
 
+pub mod keys;
+
+pub use keys::{
+    CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY,
+    RELATED_TASK_KEY, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY,
+};
+
 use crate::envelope::Envelope;
 use crate::error::ErrorCode;
 use crate::json::{Duplicate, JsonStr, JsonValue, Kind as JsonKind};
 use crate::revision::{Era, Revision, Revisions};
 use crate::rewrite::{write_error, write_error_with, Overflow, Writer};
-
-/// `_meta` key: the request's protocol version (required).
-pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-/// `_meta` key: the client's capabilities for this request (required).
-pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-/// `_meta` key: the client's name and version (optional, should be sent).
-pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
-/// `_meta` key: minimum log level for this request (optional).
-pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
-/// Result `_meta` key: the server's name and version.
-pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-/// Notification `_meta` key correlating with a `subscriptions/listen` request.
-pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
-/// `_meta` key associating a message with a task (2025-11-25 tasks).
-pub const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
-/// `_meta` key of a request opting in to progress notifications.
-pub const PROGRESS_TOKEN_KEY: &str = "progressToken";
 
 /// The values of `LoggingLevel` (2026-07-28 schema).
 pub const LOG_LEVELS: [&str; 8] = [
