@@ -19,7 +19,7 @@
 //!   },
 //!   "separator": "__", "roots": ["~/src"], "logLevel": "info",
 //!   "cacheTtlMs": 60000, "cachePublic": false, "inputTtlMs": 300000,
-//!   "shutdownGraceMs": 10000
+//!   "shutdownGraceMs": 10000, "startupWaitMs": 10000
 //! }
 //! ```
 //!
@@ -217,6 +217,8 @@ pub struct Config {
     pub input_ttl_ms: Option<u64>,
     /// `"shutdownGraceMs"`: how long a signal's drain waits for answers.
     pub shutdown_grace_ms: Option<u64>,
+    /// `"startupWaitMs"`: how long a client's `initialize` waits for servers still starting.
+    pub startup_wait_ms: Option<u64>,
     /// `"auth"` and `"http"`: settings of `mcpx serve --http`.
     pub http: HttpSettings,
     /// `"policy"`: limits, catalogs, validation, audit, metrics (see [`PolicyConfig`]).
@@ -396,6 +398,7 @@ pub fn builtin_default() -> Config {
         cache_public: None,
         input_ttl_ms: None,
         shutdown_grace_ms: None,
+        startup_wait_ms: None,
         http: HttpSettings::default(),
         policy: PolicyConfig::default(),
         tasks: TaskSettings::default(),
@@ -584,7 +587,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     cx.unknown_keys(
         &top,
         obj,
-        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "shutdownGraceMs", "policy", "tasks", "lazy", "idleStopMs", "state", "cluster"],
+        &["mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs", "shutdownGraceMs", "startupWaitMs", "policy", "tasks", "lazy", "idleStopMs", "state", "cluster"],
     );
     let power = parse_power(&mut cx, &top, obj, Power::default());
     let http = parse_http(&mut cx, &top, obj);
@@ -635,6 +638,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     let cache_ttl_ms = ms("cacheTtlMs", 0);
     let input_ttl_ms = ms("inputTtlMs", 1);
     let shutdown_grace_ms = ms("shutdownGraceMs", 0);
+    let startup_wait_ms = ms("startupWaitMs", 0);
     let cache_public = match obj.get("cachePublic") {
         None | Some(Value::Null) => None,
         Some(v) => cx.bool(&top.key("cachePublic"), v),
@@ -713,6 +717,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         cache_public,
         input_ttl_ms,
         shutdown_grace_ms,
+        startup_wait_ms,
         http,
         policy,
         tasks,
@@ -2288,7 +2293,7 @@ mod tests {
         assert_eq!(
             c.warnings,
             [
-                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, policy, tasks, lazy, idleStopMs, state, cluster)",
+                "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, startupWaitMs, policy, tasks, lazy, idleStopMs, state, cluster)",
                 "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
                 "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted, isolation, maxInstances)",
                 "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",

@@ -275,7 +275,25 @@ impl Runtime {
     pub(crate) async fn stop_upstream(&self, u: UpstreamId, why: &str) {
         let instances = self.hub().upstream_instances(u);
         self.feed(|h, now| h.remove_upstream(u, why, now));
-        for slot in std::iter::once(u).chain(instances) {
+        self.stop_slots(std::iter::once(u).chain(instances)).await;
+    }
+
+    /// Restarts server `u` with its changed entry `spec` in its slot (a
+    /// reload): the hub keeps its tools listed and holds its requests
+    /// ([`Hub::replace_upstream`]) while its process and instances are
+    /// stopped. True when its new entry is to be started now, false when
+    /// it sleeps until used.
+    pub(crate) async fn replace_upstream(&self, u: UpstreamId, spec: UpstreamSpec, why: &str) -> Result<bool, hub::ConfigError> {
+        let instances = self.hub().upstream_instances(u);
+        self.feed(|h, now| h.replace_upstream(u, spec, why, now))?;
+        self.stop_process(u).await;
+        self.stop_slots(instances).await;
+        Ok(self.feed(|h, now| h.upstream_replaced(u, now)))
+    }
+
+    /// Stops the processes of `slots` and frees them.
+    async fn stop_slots(&self, slots: impl IntoIterator<Item = UpstreamId>) {
+        for slot in slots {
             self.stop_process(slot).await;
             if let Some(n) = self.names.borrow_mut().get_mut(slot) {
                 n.clear();
@@ -647,6 +665,7 @@ pub fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
     opts.cache_ttl_ms = cfg.cache_ttl_ms.unwrap_or(opts.cache_ttl_ms);
     opts.cache_public = cfg.cache_public.unwrap_or(opts.cache_public);
     opts.input_ttl_ms = cfg.input_ttl_ms.unwrap_or(opts.input_ttl_ms);
+    opts.startup_wait_ms = cfg.startup_wait_ms.unwrap_or(opts.startup_wait_ms);
     cfg.tasks.apply(&mut opts.tasks);
     opts.policy = cfg.policy.clone();
     opts.cluster = cfg.cluster.hub_options();

@@ -116,6 +116,10 @@ pub use wire::batch_array;
 #[cfg(test)]
 pub(crate) use upward::modern_headers;
 
+/// The `_meta` key of an `initialize` result naming the servers that are
+/// not ready yet (`[{"server", "state", "toolsKnown"}]`; absent when all are).
+pub const NOT_READY_META: &str = "mcpx/notReady";
+
 /// Index of an upstream in the configuration order (0-based). Stable for the
 /// life of the server it names; a config reload may give the slot of a
 /// removed server to a new one (`Hub::add_upstream`).
@@ -695,6 +699,26 @@ impl Hub {
     pub fn remove_upstream(&mut self, u: UpstreamId, why: &str, now_ms: u64) {
         self.now(now_ms);
         self.on_remove_upstream(u, why);
+    }
+
+    /// Server `u`'s entry changed (a config reload) to `spec` (checked as
+    /// [`Hub::add_upstream`] checks one): its requests in flight are
+    /// answered with an error saying `why`, its instances go, and its
+    /// tools stay listed while it restarts; requests for it wait for its
+    /// new entry within its `timeout_ms`. Reports about its old process are
+    /// ignored from now on: stop it (and its instances), then call
+    /// [`Hub::upstream_replaced`].
+    pub fn replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str, now_ms: u64) -> Result<(), ConfigError> {
+        self.now(now_ms);
+        self.on_replace_upstream(u, spec, why)
+    }
+
+    /// The old process of server `u`, replaced, is gone: true when the
+    /// runtime is to start its new entry now (`upstream_started` as usual),
+    /// false when it sleeps until used (a lazy server with known lists).
+    pub fn upstream_replaced(&mut self, u: UpstreamId, now_ms: u64) -> bool {
+        self.now(now_ms);
+        self.on_upstream_replaced(u)
     }
 
     /// The lists server `u` offered when it last ran (as

@@ -1,5 +1,5 @@
-//! The last lists of lazy servers, kept on disk so that mcpx knows their
-//! tools at its next start without starting them: one JSON file per server
+//! The last lists of servers, kept on disk so that mcpx knows their tools
+//! at its next start before they are up (a lazy one's without starting it): one JSON file per server
 //! in `$XDG_STATE_HOME/mcpx/lists/` (else `~/.local/state/mcpx/lists/`),
 //! written when its lists are read, when it is stopped for being idle and
 //! when mcpx stops. An entry (`{"server", "source", "lists"}`, the same in

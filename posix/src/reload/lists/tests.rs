@@ -93,7 +93,7 @@ fn lists_kept_by_one_replica_are_known_to_another_for_what_it_runs_only() {
         // B has an empty disk cache: it knows them from the store.
         assert_eq!(known_soon(&b, &s).await, Some((lists(), Whence::Shared)));
         assert!(!db.exists(), "B wrote nothing to its disk");
-        // A kept them on its disk too (lazy), under the same entry.
+        // A kept them on its disk too, under the same entry.
         assert_eq!(cache::load(&da.join("mcpx/lists"), &s), Some(lists()));
         // The key and its expiry (a day).
         let url = redis.borrow().url();
@@ -114,12 +114,14 @@ fn lists_kept_by_one_replica_are_known_to_another_for_what_it_runs_only() {
 }
 
 #[test]
-fn a_server_that_is_not_lazy_is_kept_in_the_store_only() {
+fn a_server_that_is_not_lazy_is_kept_in_the_store_and_on_disk() {
     two_replicas("2", |_redis, [a, b], [da, _]| async move {
-        a.lists.keep(&a.rt, &server("web", &[], false), &lists());
+        let web = server("web", &[], false);
+        a.lists.keep(&a.rt, &web, &lists());
         // Lazy on B (another config): known from A's put.
         assert_eq!(known_soon(&b, &server("web", &[], true)).await, Some((lists(), Whence::Shared)));
-        assert!(!da.exists(), "no disk entry for a server that is not lazy");
+        // On A's disk too: listed while it starts at the next start of mcpx.
+        assert_eq!(cache::load(&da.join("mcpx/lists"), &web), Some(lists()));
     });
 }
 
