@@ -11,8 +11,14 @@
 //! within the server's `timeout_ms`, each is answered with an error naming it.
 //! Requests that come while the start is awaited are parked too; so are
 //! those for a server that is not lazy whose lists the runtime gave before
-//! its first start (another replica's): it is listed at once, and a call
-//! waits for it rather than fail as an unknown tool.
+//! its first start (from its disk cache or another replica): it is listed at
+//! once, and a call waits for it rather than fail as an unknown tool; and
+//! those for a server restarting with a changed entry (`Replacing`), whose
+//! catalog is kept. A configured server is never unknown: a `tools/call`
+//! for a name the catalog lacks waits for a server whose tools are not known
+//! yet and whose prefix the name has (or that has none), and is routed
+//! again once it listed ([`Hub::tool_not_listed`]). A request that cannot
+//! wait is told the server is starting or restarting, and when to retry.
 //! A ready server with `idle_ms` set and no client request in flight to it
 //! for that long is put to sleep (`Power::Stop`); the exit of its process
 //! that follows keeps its catalog.

@@ -221,7 +221,9 @@ pub struct HubOptions {
     /// asks for a restart (ms).
     pub init_timeout_ms: u64,
     /// How long a client's `initialize` may be held while upstreams are still
-    /// starting, so that the capabilities answered cover them (ms).
+    /// starting, so that the capabilities answered cover them (ms; the
+    /// config's `startupWaitMs`). A server slower than that is named in the
+    /// answer ([`NOT_READY_META`]) and its calls wait for it (`lazy`).
     pub startup_wait_ms: u64,
     /// How long a client may take to answer a relayed request (sampling,
     /// elicitation, roots) before the upstream gets an error (ms).

@@ -118,10 +118,8 @@ impl Hub {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
                 // Policy (hub/policy.rs): tool search, then the principal's catalog, limits, validation.
                 let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
-                let Some(e) = self.catalog.get(Kind::Tools, &call.name).filter(|e| self.policy_visible(c, e)) else {
-                    // Unknown, or of a server whose tools are not known yet (`lazy`).
-                    return self.tool_not_listed(c, m, ctx, &call.name);
-                };
+                // Not listed: unknown, or of a server whose tools are not known yet (`lazy`).
+                let Some(e) = self.catalog.get(Kind::Tools, &call.name).filter(|e| self.policy_visible(c, e)) else { return self.tool_not_listed(c, m, ctx, &call.name) };
                 let (u, orig) = (e.up, e.original.clone());
                 // Either spelling of a name (dotted or not): limits and the
                 // audit log see the one every client can be shown.
