@@ -282,13 +282,13 @@ impl Runtime {
     /// reload): the hub keeps its tools listed and holds its requests
     /// ([`Hub::replace_upstream`]) while its process and instances are
     /// stopped. True when its new entry is to be started now, false when
-    /// it sleeps until used.
-    pub(crate) async fn replace_upstream(&self, u: UpstreamId, spec: UpstreamSpec, why: &str) -> Result<bool, hub::ConfigError> {
+    /// it sleeps until used (`current`: its lists are for what it runs now).
+    pub(crate) async fn replace_upstream(&self, u: UpstreamId, spec: UpstreamSpec, why: &str, current: bool) -> Result<bool, hub::ConfigError> {
         let instances = self.hub().upstream_instances(u);
         self.feed(|h, now| h.replace_upstream(u, spec, why, now))?;
         self.stop_process(u).await;
         self.stop_slots(instances).await;
-        Ok(self.feed(|h, now| h.upstream_replaced(u, now)))
+        Ok(self.feed(|h, now| h.upstream_replaced(u, current, now)))
     }
 
     /// Stops the processes of `slots` and frees them.

@@ -717,10 +717,11 @@ impl Hub {
 
     /// The old process of server `u`, replaced, is gone: true when the
     /// runtime is to start its new entry now (`upstream_started` as usual),
-    /// false when it sleeps until used (a lazy server with known lists).
-    pub fn upstream_replaced(&mut self, u: UpstreamId, now_ms: u64) -> bool {
+    /// false when it sleeps until used (a lazy server whose lists are known
+    /// and `current`: its new entry runs what they were listed from).
+    pub fn upstream_replaced(&mut self, u: UpstreamId, current: bool, now_ms: u64) -> bool {
         self.now(now_ms);
-        self.on_upstream_replaced(u)
+        self.on_upstream_replaced(u, current)
     }
 
     /// The lists server `u` offered when it last ran (as

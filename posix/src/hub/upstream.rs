@@ -1061,11 +1061,12 @@ impl Hub {
 
     /// The replaced server `u`'s old process is gone: true when its new
     /// entry is to be started now; false when it sleeps until used (lazy,
-    /// its lists known, no request waiting).
-    pub(super) fn on_upstream_replaced(&mut self, u: UpstreamId) -> bool {
+    /// its lists known and `current`, for what its new entry runs, and no
+    /// request waiting).
+    pub(super) fn on_upstream_replaced(&mut self, u: UpstreamId, current: bool) -> bool {
         let waiting = self.parked_for(u);
         let Some(up) = self.ups.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
-        if up.spec.lazy && up.caps.is_some() && !waiting {
+        if up.spec.lazy && current && up.caps.is_some() && !waiting {
             up.state = State::Asleep;
             up.start_awaited = false;
             return false;

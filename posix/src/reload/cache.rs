@@ -31,6 +31,11 @@ fn source(s: &ServerConfig) -> Value {
     v
 }
 
+/// Do `a` and `b` run the same thing, filtered alike (lists of one are the other's)?
+pub fn same_source(a: &ServerConfig, b: &ServerConfig) -> bool {
+    source(a) == source(b)
+}
+
 /// The entry of server `s` with its `lists`, as stored.
 pub fn entry(s: &ServerConfig, lists: &Value) -> Vec<u8> {
     serde_json::to_vec(&json!({ "server": s.name, "source": source(s), "lists": lists })).unwrap_or_default()

@@ -192,11 +192,15 @@ fn bring_up(rt: &Runtime, spawner: &Spawner, known: Option<(serde_json::Value, l
         }
         None => {
             if s.power.lazy {
-                info!("server {}: lazy, but its lists are not known yet: starting it once to learn them", s.name);
+                lazy_but_unknown(s);
             }
             spawner.start(rt, id, s);
         }
     }
+}
+
+fn lazy_but_unknown(s: &ServerConfig) {
+    info!("server {}: lazy, but its lists are not known yet: starting it once to learn them", s.name);
 }
 
 /// What woke the task.
@@ -423,8 +427,15 @@ impl State {
     async fn restart(&self, s: &ServerConfig) -> bool {
         const WHY: &str = "its configuration changed";
         let Some(u) = self.rt.upstream_id(&s.name) else { return false };
-        match self.rt.replace_upstream(u, crate::serve::upstream_spec(s), WHY).await {
-            Ok(true) => self.spawner.start(&self.rt, u, s),
+        // Its lists are for what it runs now unless that changed.
+        let current = self.current.servers.iter().any(|o| o.name == s.name && cache::same_source(o, s));
+        match self.rt.replace_upstream(u, crate::serve::upstream_spec(s), WHY, current).await {
+            Ok(true) => {
+                if s.power.lazy && !current {
+                    lazy_but_unknown(s);
+                }
+                self.spawner.start(&self.rt, u, s);
+            }
             Ok(false) => {
                 info!("server {}: lazy; its new entry starts when used", s.name);
                 self.spawner.reserve(&self.rt, u, s);

@@ -91,7 +91,7 @@ fn replace_b(p: &mut Pair, spec: UpstreamSpec) -> bool {
     // The old process's exit is no crash: nothing more is answered or announced.
     p.hub.upstream_exited(1, "stopped (exited with status 0)", "", Next::Stop, p.now);
     p.pump();
-    p.hub.upstream_replaced(1, p.now)
+    p.hub.upstream_replaced(1, true, p.now)
 }
 
 #[test]
@@ -117,7 +117,7 @@ fn a_changed_server_stays_listed_across_its_restart_and_its_calls_wait_for_it() 
     p.hub.upstream_exited(1, "stopped (exited with status 0)", "", Next::Stop, p.now);
     p.pump();
     assert!(p.client_quiet(c), "the old process's exit answers nothing");
-    assert!(p.hub.upstream_replaced(1, p.now), "started at once");
+    assert!(p.hub.upstream_replaced(1, true, p.now), "started at once");
     call(&mut p, c, 3, "b__y");
     assert!(p.client_quiet(c));
     p.advance(1500);
@@ -179,4 +179,10 @@ fn a_changed_lazy_server_sleeps_with_its_tools_listed() {
     p.upstream_says(1, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
     assert_eq!(p.take(c)["id"], 1);
     assert!(p.client_quiet(c));
+    // Its new entry runs something else: what it listed is a guess, so it
+    // is started to be listed again (listed as before meanwhile).
+    p.hub.replace_upstream(1, UpstreamSpec { lazy: true, ..UpstreamSpec::new("b") }, "its configuration changed", p.now).unwrap();
+    p.pump();
+    assert!(p.hub.upstream_replaced(1, false, p.now), "started to be listed");
+    assert_eq!(p.names(c), ["a__x", "b__y"]);
 }
