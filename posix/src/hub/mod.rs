@@ -358,12 +358,15 @@ pub enum ConfigError {
     BadRoot(String),
     /// The audit log cannot be opened (the path and the system's reason).
     Audit(String),
+    /// A server to restart with a changed entry is not in the hub.
+    NotRunning(String),
 }
 
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConfigError::DuplicateName(n) => write!(f, "two servers are named '{n}': give each a unique name"),
+            ConfigError::NotRunning(n) => write!(f, "server '{n}' is not running, so it cannot be restarted in its place"),
             ConfigError::PrefixCollision(a, b) => write!(f, "servers '{a}' and '{b}' would expose tools under the same prefix: set a distinct prefix for one of them"),
             ConfigError::BadSeparator(s) => write!(f, "separator '{s}' is not allowed: use one or more of A-Z a-z 0-9 _ - ."),
             ConfigError::UnknownRevision { server, revision } => write!(f, "server '{server}': unknown protocol revision '{revision}'"),

@@ -1036,6 +1036,9 @@ impl Hub {
     /// as its new entry filters and names it): clients are told of a change
     /// only if that, or its listing once it runs again, really changed.
     pub(super) fn on_replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str) -> Result<(), ConfigError> {
+        if self.ups.get(u).is_none_or(Upstream::is_removed) {
+            return Err(ConfigError::NotRunning(spec.name));
+        }
         let mut up = check_spec(spec, &self.ups, Some(u), &self.opts)?;
         let name = up.spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; restarting it with its new entry"));
