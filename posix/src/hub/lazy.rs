@@ -212,7 +212,7 @@ impl Hub {
     /// caches, as [`Hub::upstream_lists`] gave them): known at once. A lazy
     /// server sleeps until it is used; another is being started, and the
     /// requests for it wait for that start. Ignored once `u` was started.
-    pub(super) fn on_seed_lists(&mut self, u: UpstreamId, v: &Value) {
+    pub(super) fn on_seed_lists(&mut self, u: UpstreamId, v: &Value, hold: bool) {
         let Some(up) = self.ups.get_mut(u) else { return };
         if !matches!(up.state, State::Down { .. }) || up.starts > 0 {
             return;
@@ -222,7 +222,7 @@ impl Hub {
         } else {
             up.start_awaited = true;
         }
-        up.settled = true;
+        up.settled = up.spec.lazy || !hold;
         up.caps = v.get("capabilities").cloned().filter(Value::is_object);
         up.instructions = v.get("instructions").and_then(Value::as_str).map(String::from);
         for k in Kind::ALL {

@@ -731,9 +731,13 @@ impl Hub {
     /// [`Hub::upstream_lists`] gave them, from the runtime's caches): its
     /// tools are known at once. A lazy server sleeps until a request needs
     /// it; another one's requests wait for its first start (give the lists
-    /// before starting it). Ignored once `u` was started.
-    pub fn seed_lists(&mut self, u: UpstreamId, lists: &serde_json::Value) {
-        self.on_seed_lists(u, lists);
+    /// before starting it). Ignored once `u` was started. `hold`: clients'
+    /// `initialize` still waits for it to come up (up to `startup_wait_ms`),
+    /// as for a server whose lists are not known (lists kept by this mcpx,
+    /// which a server that starts in time replaces before anyone sees them);
+    /// else they are answered at once (another replica's).
+    pub fn seed_lists(&mut self, u: UpstreamId, lists: &serde_json::Value, hold: bool) {
+        self.on_seed_lists(u, lists, hold);
     }
 
     /// What upstream `u` offers (capabilities, instructions, its lists as

@@ -181,7 +181,8 @@ fn bring_up(rt: &Runtime, spawner: &Spawner, known: Option<(serde_json::Value, l
                 lists::Whence::Shared => "from the shared state",
                 lists::Whence::Disk => "from when it last ran",
             };
-            rt.feed(|h, _| h.seed_lists(id, &lists));
+            // Its own last run's lists: clients' initialize waits for it as usual.
+            rt.feed(|h, _| h.seed_lists(id, &lists, from == lists::Whence::Disk));
             if s.power.lazy {
                 info!("server {}: lazy; its lists are known {whence}, it starts when used", s.name);
                 spawner.reserve(rt, id, s);

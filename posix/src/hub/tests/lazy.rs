@@ -29,7 +29,7 @@ fn state(p: &Pair, name: &str) -> String {
 fn a_sleeping_server_is_listed_started_by_a_call_and_answers_it() {
     let mut p = Pair::new(vec![UpstreamSpec::new("a"), lazy("z", 0)], HubOptions::default());
     p.start(0, Fake::tools(&["x"]));
-    p.hub.seed_lists(1, &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }));
+    p.hub.seed_lists(1, &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }), false);
     p.pump();
     // Known at once, without its process: the handshake does not wait for it.
     let c = p.client("2025-11-25", json!({}));
@@ -57,7 +57,7 @@ fn a_call_to_a_server_that_does_not_start_in_time_fails_naming_it() {
     let mut spec = lazy("z", 0);
     spec.timeout_ms = 500;
     let mut p = Pair::new(vec![spec], HubOptions::default());
-    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }));
+    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), false);
     let c = p.client("2025-06-18", json!({}));
     call(&mut p, c, 1, "z__y");
     assert_eq!(p.power, [(0, Power::Start)]);
@@ -113,7 +113,7 @@ fn an_idle_server_sleeps_keeping_its_tools_but_not_while_a_call_is_open() {
 #[test]
 fn lists_are_reported_once_per_start_and_again_only_when_a_re_read_changed_them() {
     let mut p = Pair::new(vec![UpstreamSpec::new("a"), lazy("z", 0)], HubOptions::default());
-    p.hub.seed_lists(1, &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }));
+    p.hub.seed_lists(1, &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }), false);
     p.pump();
     assert!(p.lists_read.is_empty(), "seeded lists were not read from the server");
     p.start(0, Fake::tools(&["x"]));
@@ -143,7 +143,7 @@ fn lists_are_reported_once_per_start_and_again_only_when_a_re_read_changed_them(
 fn a_server_listed_before_its_first_start_has_its_calls_wait_for_it() {
     let mut p = Pair::new(vec![UpstreamSpec::new("a")], HubOptions::default());
     // Not lazy: its lists are given (another replica's), then it is started.
-    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }));
+    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), false);
     p.pump();
     let c = p.client("2025-11-25", json!({}));
     assert_eq!(p.names(c), ["a__y"], "listed before it is up");
@@ -159,7 +159,7 @@ fn a_server_listed_before_its_first_start_has_its_calls_wait_for_it() {
 #[test]
 fn calls_waiting_for_a_start_fail_with_it_and_later_ones_are_not_held() {
     let mut p = Pair::new(vec![UpstreamSpec::new("a")], HubOptions::default());
-    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }));
+    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), false);
     let c = p.client("2025-11-25", json!({}));
     p.names(c);
     // Its process runs but has not answered yet: still waited for.
@@ -181,7 +181,7 @@ fn calls_waiting_for_a_start_fail_with_it_and_later_ones_are_not_held() {
 #[test]
 fn a_call_while_a_woken_server_initializes_waits_for_it_too() {
     let mut p = Pair::new(vec![lazy("z", 0)], HubOptions::default());
-    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }));
+    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), false);
     let c = p.client("2025-11-25", json!({}));
     call(&mut p, c, 1, "z__y");
     assert_eq!(p.power, [(0, Power::Start)]);
@@ -282,4 +282,24 @@ fn a_call_for_a_server_not_known_yet_that_cannot_wait_is_told_to_retry() {
     // An unprefixed server (a) is listed: unknown names are not its.
     let r = p.request(c, json!(3), "tools/call", json!({ "name": "nope" }));
     assert!(r["error"]["message"].as_str().unwrap().starts_with("Unknown tool"), "{r}");
+}
+
+#[test]
+fn a_server_known_from_its_last_run_holds_initialize_as_usual_then_is_listed_while_it_starts() {
+    let opts = HubOptions { startup_wait_ms: 1000, ..HubOptions::default() };
+    let mut p = Pair::new(vec![UpstreamSpec::new("calc")], opts);
+    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("add")] }), true);
+    p.hub.upstream_started(0, p.now);
+    p.pump();
+    let c = p.connect();
+    let init = json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } });
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init }));
+    assert!(p.client_quiet(c), "held while it starts, as without known lists");
+    p.advance(1000);
+    let r = p.take(c);
+    assert_eq!(r["result"]["_meta"][NOT_READY_META], json!([{ "server": "calc", "state": "starting", "toolsKnown": true }]), "{r}");
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    assert_eq!(p.names(c), ["calc__add"]);
+    call(&mut p, c, 1, "calc__add");
+    assert!(p.client_quiet(c), "waits for it");
 }
