@@ -200,6 +200,22 @@ fn a_call_while_a_woken_server_initializes_waits_for_it_too() {
     }
 }
 
+fn init_params() -> Value {
+    json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } })
+}
+
+/// A client whose `initialize` is held for the startup wait (1000 ms), then
+/// answered (the answer) and followed by `notifications/initialized`.
+fn held_client(p: &mut Pair) -> (ClientId, Value) {
+    let c = p.connect();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init_params() }));
+    assert!(p.client_quiet(c), "held for the startup wait");
+    p.advance(1000);
+    let r = p.take(c);
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    (c, r)
+}
+
 #[test]
 fn a_server_slower_than_the_startup_wait_is_named_and_its_calls_wait_for_it() {
     let opts = HubOptions { startup_wait_ms: 1000, ..HubOptions::default() };
@@ -208,15 +224,9 @@ fn a_server_slower_than_the_startup_wait_is_named_and_its_calls_wait_for_it() {
     // calc's process is up but it does not answer yet (nothing known of it).
     p.hub.upstream_started(1, p.now);
     p.pump();
-    let c = p.connect();
-    let init = json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } });
-    p.send(c, json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init }));
-    assert!(p.client_quiet(c), "held for the startup wait");
-    p.advance(1000);
-    let r = p.take(c);
-    // The answer names the server that is not ready yet.
+    // The answer, after the startup wait, names the server that is not ready yet.
+    let (c, r) = held_client(&mut p);
     assert_eq!(r["result"]["_meta"][NOT_READY_META], json!([{ "server": "calc", "state": "starting", "toolsKnown": false }]), "{r}");
-    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
     assert_eq!(p.names(c), ["a__x"]);
     let st = &p.hub.status()["upstreams"][1];
     assert_eq!((st["state"].clone(), st["toolsKnown"].clone()), (json!("starting"), json!(false)), "{st}");
@@ -244,7 +254,7 @@ fn a_server_slower_than_the_startup_wait_is_named_and_its_calls_wait_for_it() {
     assert_eq!(r["error"]["code"], -32602, "{r}");
     // All ready: nothing named in a new client's initialize.
     let c2 = p.connect();
-    let r = p.request(c2, json!(0), "initialize", init);
+    let r = p.request(c2, json!(0), "initialize", init_params());
     assert!(r["result"].get("_meta").is_none(), "{r}");
 }
 
@@ -291,14 +301,9 @@ fn a_server_known_from_its_last_run_holds_initialize_as_usual_then_is_listed_whi
     p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("add")] }), true);
     p.hub.upstream_started(0, p.now);
     p.pump();
-    let c = p.connect();
-    let init = json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } });
-    p.send(c, json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init }));
-    assert!(p.client_quiet(c), "held while it starts, as without known lists");
-    p.advance(1000);
-    let r = p.take(c);
+    // Held as without known lists.
+    let (c, r) = held_client(&mut p);
     assert_eq!(r["result"]["_meta"][NOT_READY_META], json!([{ "server": "calc", "state": "starting", "toolsKnown": true }]), "{r}");
-    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
     assert_eq!(p.names(c), ["calc__add"]);
     call(&mut p, c, 1, "calc__add");
     assert!(p.client_quiet(c), "waits for it");
