@@ -264,6 +264,9 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                                  in flight may take to be answered
                                  (then: an error); a second signal
                                  ends at once
+      \"startupWaitMs\": 10000,                  how long a client's initialize waits
+                                 for servers still starting (a slower
+                                 one is named, its calls wait for it)
       \"tasks\": {\"maxPerClient\": 64, \"maxTasks\": 1024,
                 \"maxResultBytes\": 67108864, \"defaultTtlMs\": 300000,
                 \"maxTtlMs\": 3600000, \"pollIntervalMs\": 500,

@@ -19,7 +19,7 @@
 //!   },
 //!   "separator": "__", "roots": ["~/src"], "logLevel": "info",
 //!   "cacheTtlMs": 60000, "cachePublic": false, "inputTtlMs": 300000,
-//!   "shutdownGraceMs": 10000
+//!   "shutdownGraceMs": 10000, "startupWaitMs": 10000
 //! }
 //! ```
 //!
@@ -132,6 +132,8 @@ pub struct Config {
     pub input_ttl_ms: Option<u64>,
     /// `"shutdownGraceMs"`: how long a signal's drain waits for answers.
     pub shutdown_grace_ms: Option<u64>,
+    /// `"startupWaitMs"`: how long a client's `initialize` waits for servers still starting.
+    pub startup_wait_ms: Option<u64>,
     /// `"auth"` and `"http"`: settings of `mcpx serve --http`.
     pub http: HttpSettings,
     /// `"policy"`: limits, catalogs, validation, audit, metrics (see
@@ -231,6 +233,7 @@ pub fn builtin_default() -> Config {
         cache_public: None,
         input_ttl_ms: None,
         shutdown_grace_ms: None,
+        startup_wait_ms: None,
         http: HttpSettings::default(),
         policy: Default::default(),
         tasks: TaskSettings::default(),

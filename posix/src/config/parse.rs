@@ -21,7 +21,7 @@ use crate::log::Level;
 
 const TOP_KEYS: &[&str] = &[
     "mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs",
-    "shutdownGraceMs", "policy", "tasks", "lazy", "idleStopMs", "state", "cluster",
+    "shutdownGraceMs", "startupWaitMs", "policy", "tasks", "lazy", "idleStopMs", "state", "cluster",
 ];
 
 /// Parses config text. `file` names it in messages; `base` resolves relative
@@ -53,6 +53,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     let cache_ttl_ms = ms("cacheTtlMs", 0);
     let input_ttl_ms = ms("inputTtlMs", 1);
     let shutdown_grace_ms = ms("shutdownGraceMs", 0);
+    let startup_wait_ms = ms("startupWaitMs", 0);
     let cache_public = match obj.get("cachePublic") {
         None | Some(Value::Null) => None,
         Some(v) => cx.bool(&top.key("cachePublic"), v),
@@ -78,6 +79,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         cache_public,
         input_ttl_ms,
         shutdown_grace_ms,
+        startup_wait_ms,
         http,
         policy,
         tasks,

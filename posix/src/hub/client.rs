@@ -393,12 +393,16 @@ impl Hub {
         }
         let caps = shape::server_capabilities(caps, f);
         let info = shape::implementation(json!({ "name": self.opts.server_name, "version": self.opts.server_version }), f);
-        let result = json!({
+        let mut result = json!({
             "protocolVersion": rev.as_str(),
             "capabilities": caps,
             "serverInfo": info,
             "instructions": self.instructions(f),
         });
+        let waiting = self.servers_not_ready();
+        if !waiting.is_empty() {
+            result["_meta"] = json!({ super::NOT_READY_META: waiting });
+        }
         if let Some(cl) = self.clients.get_mut(&c) {
             cl.initialized = true;
         }

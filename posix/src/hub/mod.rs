@@ -129,6 +129,10 @@ pub use wire::batch_array;
 #[cfg(test)]
 pub(crate) use upward::modern_headers;
 
+/// The `_meta` key of an `initialize` result naming the servers that are
+/// not ready yet (`[{"server", "state", "toolsKnown"}]`; absent when all are).
+pub const NOT_READY_META: &str = "mcpx/notReady";
+
 /// Index of an upstream in the configuration order (0-based). Stable for the
 /// life of the server it names; a config reload may give the slot of a
 /// removed server to a new one (`Hub::add_upstream`).
@@ -230,7 +234,9 @@ pub struct HubOptions {
     /// asks for a restart (ms).
     pub init_timeout_ms: u64,
     /// How long a client's `initialize` may be held while upstreams are still
-    /// starting, so that the capabilities answered cover them (ms).
+    /// starting, so that the capabilities answered cover them (ms; the
+    /// config's `startupWaitMs`). A server slower than that is named in the
+    /// answer ([`NOT_READY_META`]) and its calls wait for it (`lazy`).
     pub startup_wait_ms: u64,
     /// How long a client may take to answer a relayed request (sampling,
     /// elicitation, roots) before the upstream gets an error (ms).
@@ -365,12 +371,15 @@ pub enum ConfigError {
     BadRoot(String),
     /// The audit log cannot be opened (the path and the system's reason).
     Audit(String),
+    /// A server to restart with a changed entry is not in the hub.
+    NotRunning(String),
 }
 
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConfigError::DuplicateName(n) => write!(f, "two servers are named '{n}': give each a unique name"),
+            ConfigError::NotRunning(n) => write!(f, "server '{n}' is not running, so it cannot be restarted in its place"),
             ConfigError::PrefixCollision(a, b) => write!(f, "servers '{a}' and '{b}' would expose tools under the same prefix: set a distinct prefix for one of them"),
             ConfigError::BadSeparator(s) => write!(f, "separator '{s}' is not allowed: use one or more of A-Z a-z 0-9 _ - ."),
             ConfigError::UnknownRevision { server, revision } => write!(f, "server '{server}': unknown protocol revision '{revision}'"),
@@ -745,13 +754,38 @@ impl Hub {
         self.on_remove_upstream(u, why);
     }
 
+    /// Server `u`'s entry changed (a config reload) to `spec` (checked as
+    /// [`Hub::add_upstream`] checks one): its requests in flight are
+    /// answered with an error saying `why`, its instances go, and its
+    /// tools stay listed while it restarts; requests for it wait for its
+    /// new entry within its `timeout_ms`. Reports about its old process are
+    /// ignored from now on: stop it (and its instances), then call
+    /// [`Hub::upstream_replaced`].
+    pub fn replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str, now_ms: u64) -> Result<(), ConfigError> {
+        self.now(now_ms);
+        self.on_replace_upstream(u, spec, why)
+    }
+
+    /// The old process of server `u`, replaced, is gone: true when the
+    /// runtime is to start its new entry now (`upstream_started` as usual),
+    /// false when it sleeps until used (a lazy server whose lists are known
+    /// and `current`: its new entry runs what they were listed from).
+    pub fn upstream_replaced(&mut self, u: UpstreamId, current: bool, now_ms: u64) -> bool {
+        self.now(now_ms);
+        self.on_upstream_replaced(u, current)
+    }
+
     /// The lists server `u` offered when it last ran (as
     /// [`Hub::upstream_lists`] gave them, from the runtime's caches): its
     /// tools are known at once. A lazy server sleeps until a request needs
     /// it; another one's requests wait for its first start (give the lists
-    /// before starting it). Ignored once `u` was started.
-    pub fn seed_lists(&mut self, u: UpstreamId, lists: &serde_json::Value) {
-        self.on_seed_lists(u, lists);
+    /// before starting it). Ignored once `u` was started. `hold`: clients'
+    /// `initialize` still waits for it to come up (up to `startup_wait_ms`),
+    /// as for a server whose lists are not known (lists kept by this mcpx,
+    /// which a server that starts in time replaces before anyone sees them);
+    /// else they are answered at once (another replica's).
+    pub fn seed_lists(&mut self, u: UpstreamId, lists: &serde_json::Value, hold: bool) {
+        self.on_seed_lists(u, lists, hold);
     }
 
     /// What upstream `u` offers (capabilities, instructions, its lists as

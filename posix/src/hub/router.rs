@@ -119,7 +119,8 @@ impl Hub {
                 let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
                 // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
                 let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
-                let ToolRoute { up: u, original: orig, task_support: support } = self.tool_stages(c, m, &mut call)?;
+                // A name no server listed yet may wait for its server (`lazy`).
+                let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
                 let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
                 if plan != Plan::Plain {
                     self.task_room(c, ctx)?;

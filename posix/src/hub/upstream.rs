@@ -61,6 +61,11 @@ pub(super) enum State {
     Removed,
     /// Stopped until a request needs it, its catalog kept (see `lazy`).
     Asleep,
+    /// Its entry changed (a config reload): the old process is being
+    /// stopped, reports about it are ignored, its catalog is kept and
+    /// requests for it wait (`lazy`) until the new entry runs
+    /// ([`Hub::on_upstream_replaced`]).
+    Replacing,
 }
 
 /// The probe after its fallback to `initialize`: still awaited (with
@@ -163,6 +168,7 @@ impl Upstream {
             State::Failed | State::GaveUp { .. } => "failed",
             State::Removed => "removed",
             State::Asleep => "asleep",
+            State::Replacing => "restarting",
         }
     }
     fn tool_allowed(&self, name: &str) -> bool {
@@ -186,19 +192,19 @@ pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Ve
     }
     let mut out: Vec<Upstream> = Vec::new();
     for spec in specs {
-        let up = check_spec(spec, &out, opts)?;
+        let up = check_spec(spec, &out, None, opts)?;
         out.push(up);
     }
     Ok(out)
 }
 
 /// Checks one server's spec against the others (`existing`, removed slots
-/// ignored) and builds its upstream, down.
-fn check_spec(spec: UpstreamSpec, existing: &[Upstream], opts: &HubOptions) -> Result<Upstream, ConfigError> {
+/// and the slot `replaced` ignored) and builds its upstream, down.
+fn check_spec(spec: UpstreamSpec, existing: &[Upstream], replaced: Option<UpstreamId>, opts: &HubOptions) -> Result<Upstream, ConfigError> {
     if spec.name.is_empty() {
         return Err(ConfigError::EmptyName);
     }
-    let live = || existing.iter().filter(|u| !u.is_removed());
+    let live = || existing.iter().enumerate().filter(|(i, u)| !u.is_removed() && Some(*i) != replaced).map(|(_, u)| u);
     if live().any(|u| u.spec.name == spec.name) {
         return Err(ConfigError::DuplicateName(spec.name));
     }
@@ -490,7 +496,7 @@ impl Hub {
     }
 
     pub(super) fn on_upstream_started(&mut self, u: UpstreamId) {
-        if u >= self.ups.len() || self.ups[u].is_removed() {
+        if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
             return;
         }
         if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. } | State::Asleep) {
@@ -933,7 +939,8 @@ impl Hub {
     }
 
     pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next) {
-        if u >= self.ups.len() || self.ups[u].is_removed() {
+        // A replaced server's old process: what it had in flight was answered.
+        if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
             return;
         }
         if self.ups[u].state == State::Asleep {
@@ -1006,19 +1013,15 @@ impl Hub {
         let name = &up.spec.name;
         let last = up.last_error.as_deref().unwrap_or("no error recorded");
         let (msg, data) = match up.state {
-            State::Down { retry_at_ms: Some(at) } => {
-                let ms = at.saturating_sub(self.now_ms);
-                let secs = ms.div_ceil(1000).max(1);
-                (format!("server '{name}' is restarting, retry in {secs} s (it exited: {last})"), json!({ "server": name, "state": "restarting", "retryAfterMs": ms }))
-            }
+            State::Down { retry_at_ms: Some(at) } => restarting(name, at.saturating_sub(self.now_ms), &format!("it exited: {last}")),
+            State::Replacing => restarting(name, RETRY_STARTING_MS, "its configuration changed"),
             State::GaveUp { attempts } => (
                 format!("server '{name}' is stopped after {attempts} failed starts: {last}"),
                 json!({ "server": name, "state": "stopped", "attempts": attempts, "lastError": last }),
             ),
             State::Removed => (format!("server '{name}' was removed from the configuration"), json!({ "server": name, "state": "removed" })),
-            State::Initializing | State::Failed | State::Asleep => {
-                (format!("server '{name}' is starting, retry in a few seconds"), json!({ "server": name, "state": "starting" }))
-            }
+            State::Initializing | State::Failed | State::Asleep => starting(up),
+            State::Down { retry_at_ms: None } if up.starts == 0 => starting(up),
             State::Down { retry_at_ms: None } | State::Ready => {
                 (format!("server '{name}' is not running ({last}); try again later"), json!({ "server": name, "state": up.state_name() }))
             }
@@ -1026,10 +1029,59 @@ impl Hub {
         Refusal(ErrorCode::InternalError, msg, Some(data))
     }
 
+    /// A changed entry of server `u` (a config reload): its requests in
+    /// flight are answered with an error saying `why`, its instances go,
+    /// and it is `Replacing` until the runtime has stopped its process
+    /// ([`Hub::on_upstream_replaced`]). What it offered stays listed (kept
+    /// as its new entry filters and names it): clients are told of a change
+    /// only if that, or its listing once it runs again, really changed.
+    pub(super) fn on_replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str) -> Result<(), ConfigError> {
+        if self.ups.get(u).is_none_or(Upstream::is_removed) {
+            return Err(ConfigError::NotRunning(spec.name));
+        }
+        let mut up = check_spec(spec, &self.ups, Some(u), &self.opts)?;
+        let name = up.spec.name.clone();
+        self.log(Level::Info, format!("server '{name}': {why}; restarting it with its new entry"));
+        self.upstream_gone(u, why);
+        self.instances_removed(u, why);
+        let old = &mut self.ups[u];
+        up.state = State::Replacing;
+        up.start_awaited = true;
+        up.caps = old.caps.take();
+        up.instructions = old.instructions.take();
+        up.settled = old.settled;
+        up.starts = old.starts;
+        self.ups[u] = up;
+        for k in Kind::ALL {
+            let mut items = self.catalog.items(u, k).to_vec();
+            if k == Kind::Tools {
+                items.retain(|t| self.ups[u].tool_allowed(t.get("name").and_then(Value::as_str).unwrap_or("")));
+            }
+            self.set_items(u, k, items);
+        }
+        Ok(())
+    }
+
+    /// The replaced server `u`'s old process is gone: true when its new
+    /// entry is to be started now; false when it sleeps until used (lazy,
+    /// its lists known and `current`, for what its new entry runs, and no
+    /// request waiting).
+    pub(super) fn on_upstream_replaced(&mut self, u: UpstreamId, current: bool) -> bool {
+        let waiting = self.parked_for(u);
+        let Some(up) = self.ups.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
+        if up.spec.lazy && current && up.caps.is_some() && !waiting {
+            up.state = State::Asleep;
+            up.start_awaited = false;
+            return false;
+        }
+        up.state = State::Down { retry_at_ms: Some(self.now_ms) };
+        true
+    }
+
     /// A server added by a config reload: checked against the servers there
     /// are, then given the first free slot (one a removal left) or a new one.
     pub(super) fn on_add_upstream(&mut self, spec: UpstreamSpec) -> Result<UpstreamId, ConfigError> {
-        let up = check_spec(spec, &self.ups, &self.opts)?;
+        let up = check_spec(spec, &self.ups, None, &self.opts)?;
         let name = up.spec.name.clone();
         let u = match self.ups.iter().position(Upstream::is_removed) {
             Some(free) => {
@@ -1268,6 +1320,15 @@ impl Hub {
         [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline(), self.shared_deadline()].into_iter().flatten().min()
     }
 
+    /// The configured servers that are not ready (starting, restarting,
+    /// failed; not those asleep), as clients are told in `initialize`
+    /// ([`super::NOT_READY_META`]): name, state, and whether their tools are
+    /// known (listed as they last ran) or not yet.
+    pub(super) fn servers_not_ready(&self) -> Vec<Value> {
+        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep | State::Removed) && !self.is_instance(*i);
+        self.ups.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
+    }
+
     pub(super) fn status_json(&self) -> Value {
         let ups: Vec<Value> = self
             .ups
@@ -1288,6 +1349,7 @@ impl Hub {
                     "retryInMs": match u.state { State::Down { retry_at_ms: Some(at) } => Some(at.saturating_sub(self.now_ms)), _ => None },
                     "gaveUpAfter": match u.state { State::GaveUp { attempts } => Some(attempts), _ => None },
                     "garbageLines": u.garbage,
+                    "toolsKnown": u.caps.is_some(),
                     "tools": self.catalog.count(i, Kind::Tools),
                     "resources": self.catalog.count(i, Kind::Resources),
                     "resourceTemplates": self.catalog.count(i, Kind::Templates),
@@ -1321,4 +1383,24 @@ impl Hub {
             "tasks": self.tasks_status(),
         })
     }
+}
+
+/// When a client is told to retry a request for a server that is starting
+/// (or whose new entry is about to start): its start takes about this long.
+const RETRY_STARTING_MS: u64 = 1000;
+
+/// "restarting, retry in N s" (`why` it went), the one answer for a server
+/// that is down and about to start again, whatever stopped it.
+fn restarting(name: &str, ms: u64, why: &str) -> (String, Value) {
+    let secs = ms.div_ceil(1000).max(1);
+    (format!("server '{name}' is restarting, retry in {secs} s ({why})"), json!({ "server": name, "state": "restarting", "retryAfterMs": ms }))
+}
+
+/// "starting, retry in N s", saying whether its tools are known yet.
+fn starting(up: &Upstream) -> (String, Value) {
+    let name = &up.spec.name;
+    let secs = RETRY_STARTING_MS / 1000;
+    let known = if up.caps.is_some() { "" } else { "; its tools are not known yet" };
+    let msg = format!("server '{name}' is starting{known}, retry in {secs} s");
+    (msg, json!({ "server": name, "state": "starting", "retryAfterMs": RETRY_STARTING_MS }))
 }

@@ -1,5 +1,5 @@
-//! The last lists of lazy servers, kept on disk so that mcpx knows their
-//! tools at its next start without starting them: one JSON file per server
+//! The last lists of servers, kept on disk so that mcpx knows their tools
+//! at its next start before they are up (a lazy one's without starting it): one JSON file per server
 //! in `$XDG_STATE_HOME/mcpx/lists/` (else `~/.local/state/mcpx/lists/`),
 //! written when its lists are read, when it is stopped for being idle and
 //! when mcpx stops. An entry (`{"server", "source", "lists"}`, the same in
@@ -29,6 +29,11 @@ fn source(s: &ServerConfig) -> Value {
         v["tools"] = json!({ "allow": s.tools_allow, "deny": s.tools_deny });
     }
     v
+}
+
+/// Do `a` and `b` run the same thing, filtered alike (lists of one are the other's)?
+pub fn same_source(a: &ServerConfig, b: &ServerConfig) -> bool {
+    source(a) == source(b)
 }
 
 /// The entry of server `s` with its `lists`, as stored.

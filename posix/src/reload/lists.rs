@@ -1,18 +1,18 @@
-//! Where the lists of servers are kept, so that a lazy server's tools are
-//! known without starting it: the disk [`cache`] of this mcpx and, with
+//! Where the lists of servers are kept, so that a server's tools are known
+//! before it is up (a lazy one's without starting it): the disk [`cache`] of this mcpx and, with
 //! `"state": {"url"}`, the shared store of all replicas (key
 //! `mcpx:lists:<name in hex>`, the same entry as the disk file, expiring
 //! after [`SHARED_TTL_MS`] unless kept again).
 //!
 //! Kept whenever a server's lists are read (`Output::ListsRead`: at each
 //! start, and after a re-read that changed them), at an idle stop and at
-//! shutdown: in the store for every server, on disk for lazy servers.
+//! shutdown: in the store and on disk, for every server.
 //! Known at start: from the store first, in one round trip for all
-//! servers; for a lazy server without a stored entry (or without an answer
+//! servers; for a server without a stored entry (or without an answer
 //! within the store's timeout, with a warning) from the disk; without
 //! either, a lazy server is started once to learn them. A server that is
-//! not lazy starts anyway; known lists let a replica list it before it is
-//! up, and its calls wait for it (`hub::lazy`).
+//! not lazy starts anyway; known lists let mcpx list it before it is up
+//! (a slow start, another replica's), and its calls wait for it (`hub::lazy`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -68,7 +68,7 @@ impl Lists {
             }
         }
         if let Some(dir) = &self.dir {
-            for s in servers.into_iter().filter(|s| s.power.lazy) {
+            for s in servers {
                 if !known.contains_key(&s.name) {
                     if let Some(lists) = cache::load(dir, s) {
                         known.insert(s.name.clone(), (lists, Whence::Disk));
@@ -80,15 +80,14 @@ impl Lists {
     }
 
     /// Keeps server `s`'s `lists`: in the shared store (a put that nobody
-    /// waits for, bounded as every store operation) and, if `s` is lazy,
-    /// on disk.
+    /// waits for, bounded as every store operation) and on disk.
     pub fn keep(&self, rt: &Runtime, s: &ServerConfig, lists: &Value) {
         let entry = cache::entry(s, lists);
         if self.cluster.is_some() {
             let op = Op::Put { key: lists_key(&s.name), value: entry.clone(), ttl_ms: SHARED_TTL_MS };
             rt.cluster_job(Job::Ask(Ask { ticket: 0, op }));
         }
-        if let (true, Some(dir)) = (s.power.lazy, &self.dir) {
+        if let Some(dir) = &self.dir {
             if let Err(e) = cache::save(dir, &s.name, &entry) {
                 warn!("server {}: cannot keep its lists in {}: {e}", s.name, dir.display());
             }

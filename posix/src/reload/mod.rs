@@ -10,7 +10,7 @@
 //! hung mount refuses the reload instead of stopping the clients. Otherwise the difference
 //! ([`diff`], by server name) is applied: removed servers are stopped (their
 //! requests in flight answered with an error saying so), changed ones are
-//! stopped and started again with their new entry, added ones started;
+//! restarted with their new entry (listed meanwhile), added ones started;
 //! unchanged servers and every client session keep running. Clients are told
 //! of the changed lists by the hub's usual `list_changed`. What cannot change
 //! while serving (the hub-wide settings, see [`Diff::fixed`]) is named in the
@@ -20,6 +20,10 @@
 //! asks (`Output::Power`: lazy start, idle stop; see `hub::lazy`), and keeps
 //! servers' lists when they are read (`Output::ListsRead`), on disk for the
 //! next start of mcpx and in the shared store for other replicas ([`lists`]).
+//!
+//! A changed server restarts in its slot ([`Runtime::replace_upstream`]):
+//! its tools stay listed and its calls wait for it meanwhile, and clients
+//! get `list_changed` only if its listing really changed.
 
 mod cache;
 pub mod lists;
@@ -156,7 +160,8 @@ fn file_of(cfg: &Config) -> Option<PathBuf> {
 
 /// Starts the configured servers as upstreams 0, 1, ...: each at once,
 /// except a lazy one whose lists are known ([`Lists::known`]), which sleeps;
-/// the known lists of the others are listed while they start.
+/// the known lists of the others are listed while they start, however
+/// long that takes (past the `startupWaitMs` hold of clients' `initialize`).
 pub(crate) async fn start_servers(rt: &Runtime, spawner: &Spawner, cfg: &Config, lists: &Lists) {
     let mut known = lists.known(cfg.servers.iter()).await;
     for (id, s) in cfg.servers.iter().enumerate() {
@@ -173,7 +178,8 @@ fn bring_up(rt: &Runtime, spawner: &Spawner, known: Option<(serde_json::Value, l
                 lists::Whence::Shared => "from the shared state",
                 lists::Whence::Disk => "from when it last ran",
             };
-            rt.feed(|h, _| h.seed_lists(id, &lists));
+            // Its own last run's lists: clients' initialize waits for it as usual.
+            rt.feed(|h, _| h.seed_lists(id, &lists, from == lists::Whence::Disk));
             if s.power.lazy {
                 info!("server {}: lazy; its lists are known {whence}, it starts when used", s.name);
                 spawner.reserve(rt, id, s);
@@ -184,11 +190,15 @@ fn bring_up(rt: &Runtime, spawner: &Spawner, known: Option<(serde_json::Value, l
         }
         None => {
             if s.power.lazy {
-                info!("server {}: lazy, but its lists are not known yet: starting it once to learn them", s.name);
+                lazy_but_unknown(s);
             }
             spawner.start(rt, id, s);
         }
     }
+}
+
+fn lazy_but_unknown(s: &ServerConfig) {
+    info!("server {}: lazy, but its lists are not known yet: starting it once to learn them", s.name);
 }
 
 /// What woke the task.
@@ -330,16 +340,17 @@ impl State {
         self.publish();
     }
 
-    /// Stops what went or changed, then starts what came or changed.
+    /// Stops what went, restarts what changed, then starts what came.
     async fn apply(&self, d: &Diff, new: &Config) {
         for name in &d.removed {
             self.stop(name, "removed from the configuration").await;
         }
-        for name in &d.changed {
-            self.stop(name, "its configuration changed").await;
+        let mut starting: Vec<&ServerConfig> = new.servers.iter().filter(|s| d.added.contains(&s.name)).collect();
+        for s in new.servers.iter().filter(|s| d.changed.contains(&s.name)) {
+            if !self.restart(s).await {
+                starting.push(s);
+            }
         }
-        let starting: Vec<&ServerConfig> = new.servers.iter().filter(|s| d.added.contains(&s.name) || d.changed.contains(&s.name)).collect();
-        // A changed server's entry is for what it ran before: not used (its source differs).
         let mut known = self.lists.known(starting.iter().copied()).await;
         for s in starting {
             if self.rt.closing() {
@@ -405,13 +416,42 @@ impl State {
         self.lists.keep(&self.rt, s, &lists);
     }
 
-    /// At shutdown: every lazy server's lists, for the next start.
+    /// At shutdown: every server's lists, for the next start.
     fn save_all_lists(&self) {
-        for s in self.current.servers.iter().filter(|s| s.power.lazy) {
+        for s in &self.current.servers {
             if let Some(u) = self.rt.upstream_id(&s.name) {
                 self.save_lists(u, s);
             }
         }
+    }
+
+    /// Restarts server `s`, whose entry changed, in its slot: its tools stay
+    /// listed meanwhile and its requests wait for it. False when that cannot
+    /// be (not running, or its new entry refused): it is then stopped, to
+    /// be started as a new server.
+    async fn restart(&self, s: &ServerConfig) -> bool {
+        const WHY: &str = "its configuration changed";
+        let Some(u) = self.rt.upstream_id(&s.name) else { return false };
+        // Its lists are for what it runs now unless that changed.
+        let current = self.current.servers.iter().any(|o| o.name == s.name && cache::same_source(o, s));
+        match self.rt.replace_upstream(u, crate::serve::options::upstream_spec(s), WHY, current).await {
+            Ok(true) => {
+                if s.power.lazy && !current {
+                    lazy_but_unknown(s);
+                }
+                self.spawner.start(&self.rt, u, s);
+            }
+            Ok(false) => {
+                info!("server {}: lazy; its new entry starts when used", s.name);
+                self.spawner.reserve(&self.rt, u, s);
+            }
+            Err(e) => {
+                warn!("server {}: not restarted in place ({e}); stopping it", s.name);
+                self.stop(&s.name, WHY).await;
+                return false;
+            }
+        }
+        true
     }
 
     async fn stop(&self, name: &str, why: &str) {

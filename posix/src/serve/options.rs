@@ -81,6 +81,7 @@ fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
     opts.cache_ttl_ms = cfg.cache_ttl_ms.unwrap_or(opts.cache_ttl_ms);
     opts.cache_public = cfg.cache_public.unwrap_or(opts.cache_public);
     opts.input_ttl_ms = cfg.input_ttl_ms.unwrap_or(opts.input_ttl_ms);
+    opts.startup_wait_ms = cfg.startup_wait_ms.unwrap_or(opts.startup_wait_ms);
     cfg.tasks.apply(&mut opts.tasks);
     opts.policy = cfg.policy.clone();
     opts.cluster = cfg.cluster.hub_options();

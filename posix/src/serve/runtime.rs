@@ -14,7 +14,7 @@ use smol::{Task, Timer};
 use super::cluster_jobs::{self as cluster, Job};
 use crate::config::{self, Config};
 use crate::http::Http;
-use crate::hub::{self, About, ClientId, Hub, IdKey, Outcome, Output, Power, UpstreamId, Upward};
+use crate::hub::{self, About, ClientId, Hub, IdKey, Outcome, Output, Power, UpstreamId, UpstreamSpec, Upward};
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
 use crate::remote;
@@ -260,7 +260,25 @@ impl Runtime {
     pub(crate) async fn stop_upstream(&self, u: UpstreamId, why: &str) {
         let instances = self.hub().upstream_instances(u);
         self.feed(|h, now| h.remove_upstream(u, why, now));
-        for slot in std::iter::once(u).chain(instances) {
+        self.stop_slots(std::iter::once(u).chain(instances)).await;
+    }
+
+    /// Restarts server `u` with its changed entry `spec` in its slot (a
+    /// reload): the hub keeps its tools listed and holds its requests
+    /// ([`Hub::replace_upstream`]) while its process and instances are
+    /// stopped. True when its new entry is to be started now, false when
+    /// it sleeps until used (`current`: its lists are for what it runs now).
+    pub(crate) async fn replace_upstream(&self, u: UpstreamId, spec: UpstreamSpec, why: &str, current: bool) -> Result<bool, hub::ConfigError> {
+        let instances = self.hub().upstream_instances(u);
+        self.feed(|h, now| h.replace_upstream(u, spec, why, now))?;
+        self.stop_process(u).await;
+        self.stop_slots(instances).await;
+        Ok(self.feed(|h, now| h.upstream_replaced(u, current, now)))
+    }
+
+    /// Stops the processes of `slots` and frees them.
+    async fn stop_slots(&self, slots: impl IntoIterator<Item = UpstreamId>) {
+        for slot in slots {
             self.stop_process(slot).await;
             if let Some(n) = self.names.borrow_mut().get_mut(slot) {
                 n.clear();

@@ -15,6 +15,9 @@ fn has(s: &Session, capability: &str) -> bool {
 
 pub async fn tools(s: &mut Session, as_json: bool) -> Result<(), Failure> {
     let tools = if has(s, "tools") { s.list_all("tools/list", "tools").await? } else { Vec::new() };
+    for line in not_ready(&s.init) {
+        eprintln!("{line}");
+    }
     if as_json {
         return print_json(&json!(tools));
     }
@@ -44,6 +47,17 @@ pub async fn prompts(s: &mut Session, as_json: bool) -> Result<(), Failure> {
     }
     let rows = list.iter().map(|p| vec![str_of(p, "name"), prompt_args(p), summary(p)]).collect();
     print_table(&["PROMPT", "ARGUMENTS", "DESCRIPTION"], rows, "no prompts")
+}
+
+/// One line per server the hub says is not ready yet (in its `initialize`
+/// answer): what it is doing, and whether its tools are in the list.
+fn not_ready(init: &Value) -> Vec<String> {
+    let servers = init.pointer(&format!("/_meta/{}", crate::hub::NOT_READY_META.replace('/', "~1"))).and_then(Value::as_array);
+    let line = |v: &Value| {
+        let tools = if v["toolsKnown"] == Value::Bool(true) { "tools as last listed" } else { "tools not known yet" };
+        format!("{}: {} ({tools})", str_of(v, "server"), str_of(v, "state"))
+    };
+    servers.map(|a| a.iter().map(line).collect()).unwrap_or_default()
 }
 
 pub fn print_json(v: &Value) -> Result<(), Failure> {
@@ -131,5 +145,14 @@ mod tests {
         assert!(summary(&long).ends_with('…'));
         let p = json!({"arguments": [{"name": "a", "required": true}, {"name": "b"}]});
         assert_eq!(prompt_args(&p), "a, [b]");
+    }
+
+    #[test]
+    fn servers_not_ready_are_named() {
+        let init = json!({"_meta": {"mcpx/notReady": [
+            {"server": "calc", "state": "starting", "toolsKnown": false},
+            {"server": "web", "state": "restarting", "toolsKnown": true}]}});
+        assert_eq!(not_ready(&init), ["calc: starting (tools not known yet)", "web: restarting (tools as last listed)"]);
+        assert!(not_ready(&json!({"capabilities": {}})).is_empty());
     }
 }

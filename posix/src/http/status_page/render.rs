@@ -143,9 +143,10 @@ fn server(u: &Value) -> String {
     let restarts = count(&u["restarts"]);
     // A local server that exited is restarted with backoff, a remote one
     // reconnected: "down" is never final.
-    let label = match state {
-        "down" => "down · restarting",
-        other => other,
+    let label = match (state, u["toolsKnown"].as_bool()) {
+        ("down", _) => "down · restarting".to_string(),
+        (other, Some(false)) => format!("{other} · tools not known yet"),
+        (other, _) => other.to_string(),
     };
     let revision = match u["revision"].as_str() {
         Some(r) => format!("{} ({})", Esc(r), Esc(text(&u["era"]))),
@@ -177,7 +178,7 @@ fn server(u: &Value) -> String {
          <dt>restarts</dt><dd class=\"restarts\">{restarts}</dd>{info}</dl>{error}{tail}</article>",
         cls = Esc(state),
         name = Esc(text(&u["name"])),
-        label = Esc(label),
+        label = Esc(&label),
         tools = count(&u["tools"]),
         resources = count(&u["resources"]),
         templates = count(&u["resourceTemplates"]),
@@ -328,6 +329,16 @@ mod tests {
         assert!(html.contains("<dd class=\"restarts\">4</dd>"), "{html}");
         assert!(html.contains("<span class=\"last-error\">exited with status 3</span>"), "{html}");
         assert!(html.contains(&format!("http-equiv=\"refresh\" content=\"{REFRESH_S}\"")));
+    }
+
+    #[test]
+    fn a_server_whose_tools_are_not_known_yet_says_so() {
+        let mut v = snapshot();
+        v["upstreams"][1] = json!({"name": "calc", "state": "starting", "tools": 0, "toolsKnown": false});
+        v["upstreams"][0]["toolsKnown"] = json!(true);
+        let html = page(&v);
+        assert!(html.contains("<span class=\"badge state\">starting · tools not known yet</span> calc"), "{html}");
+        assert!(html.contains("<span class=\"badge state\">ready</span> demo"), "{html}");
     }
 
     #[test]

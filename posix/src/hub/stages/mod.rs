@@ -40,6 +40,7 @@ use crate::policy::ratelimit::Class;
 use super::catalog::Kind;
 use super::policy::ToolCall;
 use super::router::Refusal;
+use super::modern::ReqCtx;
 use super::wire::Msg;
 use super::{ClientId, Hub, UpstreamId};
 
@@ -54,13 +55,23 @@ pub(super) struct ToolRoute {
 impl Hub {
     /// Admit, authorize and validate a `tools/call` of client `c` for the
     /// tool `call` names (a meta-tool's call already resolved to the tool
-    /// it names); `call.name` becomes the exposed spelling.
-    pub(super) fn tool_stages(&mut self, c: ClientId, m: &Msg, call: &mut ToolCall) -> Result<ToolRoute, Refusal> {
+    /// it names); `call.name` becomes the exposed spelling. `None`: the
+    /// name is of a server whose tools are not known yet, and the call
+    /// waits for it (`lazy`), to pass the stages when routed again.
+    pub(super) fn tool_stages(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, call: &mut ToolCall) -> Result<Option<ToolRoute>, Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
         let found = self.catalog.get(Kind::Tools, &call.name).map(|e| {
             let support = super::value_at(&e.item, &["execution", "taskSupport"]).and_then(Value::as_str).map(str::to_string);
             (self.visible(c, Kind::Tools, e), e.up, e.exposed.clone(), e.original.clone(), support)
         });
+        let unlisted = found.is_none().then(|| self.unlisted_owner(&call.name)).flatten();
+        if let Some(u) = unlisted {
+            if self.park_for_start(u, c, m, ctx) {
+                return Ok(None);
+            }
+            self.admit(c, id, Class::ToolCall, None, &call.name)?;
+            return Err(self.unavailable(u));
+        }
         // Either spelling of a name (dotted or not): limits and the audit
         // log see the one every client can be shown.
         if let Some((true, u, exposed, original, _)) = &found {
@@ -79,7 +90,7 @@ impl Hub {
         if let Err(Refusal(code, msg, data)) = self.check_arguments(m, call, up, &original) {
             return Err(self.refused_at(c, id, Stage::Validate, code, msg, data));
         }
-        Ok(ToolRoute { up, original, task_support })
+        Ok(Some(ToolRoute { up, original, task_support }))
     }
 
     /// Authorize a prompt `name` for client `c` (`prompts/get`, a
