@@ -160,51 +160,7 @@ impl Hub {
                 let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
                 self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
             }
-            "resources/subscribe" | "resources/unsubscribe" => {
-                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
-                let (u, orig) = self.resource_stages(c, m, &uri, false)?;
-                let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
-                if !subscribable {
-                    let name = &self.ups[u].spec.name;
-                    return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
-                }
-                if m.method == "resources/subscribe" {
-                    if self.subs.has(&uri, c) {
-                        self.answer_result(c, id, b"{}");
-                        return Ok(());
-                    }
-                    let cl = &self.clients[&c];
-                    if cl.subs >= self.opts.max_subscriptions {
-                        return Err(refuse(ErrorCode::InternalError, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions)));
-                    }
-                    if let Some(cl) = self.clients.get_mut(&c) {
-                        cl.subs += 1;
-                    }
-                    if !self.subs.add(&uri, c) || self.ups[u].is_modern() {
-                        if self.ups[u].is_modern() {
-                            self.open_listen(u);
-                        }
-                        self.answer_result(c, id, b"{}");
-                        return Ok(());
-                    }
-                } else {
-                    if !self.subs.has(&uri, c) {
-                        self.answer_result(c, id, b"{}");
-                        return Ok(());
-                    }
-                    if let Some(cl) = self.clients.get_mut(&c) {
-                        cl.subs -= 1;
-                    }
-                    if !self.subs.remove(&uri, c) || self.ups[u].is_modern() {
-                        if self.ups[u].is_modern() {
-                            self.open_listen(u);
-                        }
-                        self.answer_result(c, id, b"{}");
-                        return Ok(());
-                    }
-                }
-                self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
-            }
+            "resources/subscribe" | "resources/unsubscribe" => self.subscription(c, m, ctx),
             "completion/complete" => {
                 let ty = string(&["ref", "type"]).map(|x| x.1).unwrap_or_default();
                 match ty.as_str() {
@@ -248,6 +204,50 @@ impl Hub {
             }
             method => Err(refuse(ErrorCode::MethodNotFound, format!("Method not found: {method}"))),
         }
+    }
+
+    /// `resources/subscribe` and `resources/unsubscribe` of client `c`:
+    /// counted per client; the upstream is asked for the first subscriber
+    /// and told after the last (a 2026-07-28 upstream: its listen stream
+    /// opened instead).
+    fn subscription(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let id = m.id_bytes().unwrap_or(b"null");
+        let at = m.param(&["uri"]).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
+        let (r, uri) = at.ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
+        let (u, orig) = self.resource_stages(c, m, &uri, false)?;
+        let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
+        if !subscribable {
+            let name = &self.ups[u].spec.name;
+            return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
+        }
+        let subscribe = m.method == "resources/subscribe";
+        if self.subs.has(&uri, c) == subscribe {
+            // Already (un)subscribed: nothing changes.
+            self.answer_result(c, id, b"{}");
+            return Ok(());
+        }
+        let upstream_told = if subscribe {
+            if self.clients[&c].subs >= self.opts.max_subscriptions {
+                return Err(refuse(ErrorCode::InternalError, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions)));
+            }
+            if let Some(cl) = self.clients.get_mut(&c) {
+                cl.subs += 1;
+            }
+            self.subs.add(&uri, c)
+        } else {
+            if let Some(cl) = self.clients.get_mut(&c) {
+                cl.subs -= 1;
+            }
+            self.subs.remove(&uri, c)
+        };
+        if !upstream_told || self.ups[u].is_modern() {
+            if self.ups[u].is_modern() {
+                self.open_listen(u);
+            }
+            self.answer_result(c, id, b"{}");
+            return Ok(());
+        }
+        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
     }
 
     fn send_set_level(&mut self, u: UpstreamId, level: &str) {
