@@ -9,6 +9,8 @@
 mod log;
 mod auth_cmd;
 mod backoff;
+#[cfg(target_os = "linux")]
+mod cgroup;
 mod childenv;
 mod cli;
 mod cmd;
@@ -92,9 +94,13 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
         Ok(cli::Command::Serve(opts)) if opts.check => cmd::check(&opts),
         Ok(cli::Command::Serve(opts)) => {
             reaper::become_subreaper();
+            #[cfg(target_os = "linux")]
+            cgroup::setup();
             let code = serve::main(opts);
             // Every server is stopped: what they left behind goes too.
             reaper::end_orphans(std::time::Duration::from_secs(2));
+            #[cfg(target_os = "linux")]
+            cgroup::end_all();
             // The log is written by a thread of its own: let it finish.
             log::flush(std::time::Duration::from_secs(2));
             code

@@ -11,7 +11,8 @@
 //! What this does not cover: when mcpx itself is killed with SIGKILL, nothing
 //! of mcpx runs any more. Each server's direct child then gets SIGTERM from
 //! the kernel (`PR_SET_PDEATHSIG`, set by the supervisor), but orphans and
-//! grandchildren end only if that child ends them.
+//! grandchildren end only if that child ends them, or, where servers run in
+//! cgroups of their own (module `cgroup`), with the next `mcpx serve`.
 //!
 //! The supervisor's own children are registered ([`Registered`]) so the
 //! reaper never takes an exit status their waiter is waiting for.

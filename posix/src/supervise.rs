@@ -199,13 +199,21 @@ impl Supervisor {
             cmd.current_dir(cwd);
         }
         #[cfg(target_os = "linux")]
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            // If mcpx dies without cleaning up (SIGKILL), the child gets a SIGTERM.
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0);
-                Ok(())
-            });
+        {
+            let cgroup = crate::cgroup::for_server(&spec.name);
+            // SAFETY: prctl and `ServerCgroup::enter` are async-signal-safe and
+            // touch no memory of the parent.
+            unsafe {
+                // If mcpx dies without cleaning up (SIGKILL), the child gets a
+                // SIGTERM (which a wrapper may pass on to its own child).
+                cmd.pre_exec(move || {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0);
+                    if let Some(cgroup) = &cgroup {
+                        cgroup.enter();
+                    }
+                    Ok(())
+                });
+            }
         }
         // (async-process's own stdio flags override the std ones.)
         smol::process::Command::from(cmd)

@@ -318,25 +318,70 @@ fn a_daemon_left_by_a_server_is_ended_when_mcpx_exits() {
     }
 }
 
-/// SIGKILL leaves mcpx no chance to clean up: what is guaranteed then is
-/// that each server's direct child gets SIGTERM from the kernel (parent-death
-/// signal). Processes that left the server's group are not reached.
+/// Whether this host lets the tests (and so mcpx started by them) make cgroup
+/// v2 children of their own cgroup, with `cgroup.kill` (Linux 5.14).
+fn host_delegates_cgroups() -> bool {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mount = mountinfo.lines().find(|l| l.contains(" - cgroup2 ")).and_then(|l| l.split(' ').nth(4));
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"));
+    let (Some(mount), Some(path)) = (mount, path) else { return false };
+    let probe = Path::new(mount).join(path.trim_start_matches('/')).join(format!("probe-{}", std::process::id()));
+    if std::fs::create_dir(&probe).is_err() {
+        return false;
+    }
+    let can_kill = probe.join("cgroup.kill").exists();
+    let _ = std::fs::remove_dir(&probe);
+    can_kill
+}
+
+/// Whether `pid` runs in a cgroup mcpx made for a server.
+fn in_server_cgroup(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("0::") && l.contains("/mcpx-")))
+}
+
+/// What a SIGKILL of mcpx leaves: its servers' direct children end at once
+/// (parent-death signal); their grandchildren, in the server's process group
+/// or not, survive it. Where mcpx can put servers in cgroups of their own
+/// (a writable cgroup v2), the next `mcpx serve` ends them; elsewhere
+/// nothing does.
 #[test]
-fn after_sigkill_of_mcpx_the_servers_direct_children_end() {
-    let dir = Dir::new("orphan-kill");
-    dir.config(&json!({"mcpServers": {"d": daemonizing(&dir)}}));
+fn after_sigkill_of_mcpx_grandchildren_end_with_the_next_start_where_cgroups_allow() {
+    let dir = Dir::new("kill-grandchildren");
+    let (me, sleeper) = (dir.path("server.pid"), dir.path("sleep.pid"));
+    let script = format!(
+        "echo $$ > '{}'; sleep 600 </dev/null >/dev/null 2>&1 & echo $! > '{}'",
+        me.display(),
+        sleeper.display()
+    );
+    dir.config(&json!({"mcpServers": {"g": server(&script), "d": daemonizing(&dir)}}));
     let mut m = mcpx(&dir, &[], &[], Stdio::null());
     let mut c = Client::new(&mut m);
     c.initialize();
-    let child = read_pid(&dir.path("server.pid"));
-    let daemon = read_pid(&dir.path("daemon.pid"));
-    assert!(pid_alive(child));
+    let (child, daemon) = (read_pid(&me), read_pid(&dir.path("daemon.pid")));
+    let grandchildren = [read_pid(&sleeper), daemon];
+    let cgroups = host_delegates_cgroups();
+    let placed: Vec<bool> = grandchildren.iter().map(|&p| in_server_cgroup(p)).collect();
     m.kill().unwrap();
     let _ = m.wait();
-    let gone = gone_within(child, Duration::from_secs(5));
-    kill(child, "-KILL");
-    kill(daemon, "-KILL");
-    assert!(gone, "server process {child} survived SIGKILL of mcpx");
+    let child_gone = gone_within(child, Duration::from_secs(1));
+    let survived: Vec<i32> = grandchildren.into_iter().filter(|&p| pid_alive(p)).collect();
+    // The next start, with any config.
+    dir.config(&json!({"mcpServers": {}}));
+    let mut next = mcpx(&dir, &[], &[], Stdio::null());
+    let mut c = Client::new(&mut next);
+    c.initialize();
+    let ended: Vec<bool> = grandchildren.iter().map(|&p| gone_within(p, Duration::from_secs(5))).collect();
+    c.close();
+    let _ = wait_exit(&mut next, Duration::from_secs(15));
+    for p in [child].into_iter().chain(grandchildren) {
+        kill(p, "-KILL");
+    }
+    assert_eq!(placed, [cgroups; 2], "grandchildren in a server's cgroup iff the host delegates ({cgroups})");
+    assert!(child_gone, "server process {child} survived SIGKILL of mcpx");
+    assert_eq!(survived, grandchildren, "grandchildren survive a SIGKILL of mcpx");
+    assert_eq!(ended, [cgroups; 2], "grandchildren end with the next start iff the host delegates cgroups ({cgroups})");
 }
 
 fn http_get(addr: &str, path: &str) -> Value {
