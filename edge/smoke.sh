@@ -62,12 +62,12 @@ for t in "${targets[@]}"; do
     if v=$("${run[@]}" "$bin" --version); then log "$t: --version: $v"; else log "$t: --version FAILED"; fail=1; continue; fi
 
     text="smoke-$t"
-    requests "$text" | timeout 60 "${run[@]}" "$bin" example-server >"$tmp/direct.out" 2>"$tmp/direct.err" || true
+    requests "$text" | timeout 60 "${run[@]}" "$bin" example-server --demo >"$tmp/direct.out" 2>"$tmp/direct.err" || true
     check "$t: example-server tools/call" "$tmp/direct.out" "$text"
 
     # The hub runs under qemu, and so does its upstream (the same binary).
     cmd=$( [ ${#run[@]} -gt 0 ] && echo "${run[0]}" || echo "$bin" )
-    args=$( [ ${#run[@]} -gt 0 ] && echo "[\"$bin\", \"example-server\"]" || echo '["example-server"]' )
+    args=$( [ ${#run[@]} -gt 0 ] && echo "[\"$bin\", \"example-server\", \"--demo\"]" || echo '["example-server", "--demo"]' )
     cat >"$tmp/config.json" <<JSON
 {"mcpServers": {"example": {"command": "$cmd", "args": $args, "prefix": ""}}, "logLevel": "warn"}
 JSON

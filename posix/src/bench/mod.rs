@@ -180,6 +180,8 @@ impl Plan {
                 .iter()
                 .cloned()
                 .chain(["example-server".to_string()])
+                // A build without the fixtures serves the demo catalog (its echo too).
+                .chain((!cfg!(feature = "example-fixtures")).then(|| "--demo".to_string()))
                 .collect(),
         }
     }

@@ -1,70 +1,10 @@
 //! `mcpx serve --check`: the config loaded and validated as `serve` would,
-//! without running anything, and then vetted ([`lint`]) for what `serve`
-//! runs but a config should not hold.
+//! without running anything, and then (desktop build) vetted
+//! (`super::lint`) for what `serve` runs but a config should not hold.
 
-use std::path::Path;
-
-use serde_json::Value;
-
-use super::vet::{self, OwnSecrets};
 use crate::cli::ServeArgs;
-use crate::config::{self, Config};
+use crate::config;
 use crate::serve::options::build_hub;
-
-/// What [`lint`] found, `file:line:col: message` each.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Lint {
-    /// `serve --check` refuses the config (and `mcpx add` and `import` do not write it).
-    pub errors: Vec<String>,
-    pub warnings: Vec<String>,
-}
-
-/// The vetting rules (`vet`) on a config `serve` accepts: a server entry
-/// that refers to mcpx's own secrets or runs a package runner with an
-/// option where the package goes is an error (`serve` still runs it: a
-/// hand-over written on purpose keeps working); a local server's command
-/// that does not exist is an error for an absolute path, a warning for a
-/// name not in this `PATH` (the one `serve` runs with may differ, and
-/// `serve` retries a server that cannot start).
-pub fn lint(cfg: &Config) -> Lint {
-    let mut out = Lint::default();
-    let Ok(root) = serde_json::from_str::<Value>(&cfg.text) else { return out };
-    let at = |p: &crate::jsonpos::Path| cfg.position(p).unwrap_or_else(|| cfg.source.to_string());
-    let own = OwnSecrets::of(&root);
-    let servers = crate::jsonpos::Path::root().key("mcpServers");
-    if let Some(entries) = root.get("mcpServers").and_then(Value::as_object) {
-        for (name, entry) in entries {
-            for (p, fault) in own.refs_in(&servers.key(name), entry) {
-                out.errors.push(format!("{}: {p}: {fault}", at(&p)));
-            }
-        }
-    }
-    let path_env = config::process_env("PATH").unwrap_or_default();
-    for s in cfg.servers.iter().filter(|s| s.remote.is_none()) {
-        let entry = servers.key(&s.name);
-        if let Err((i, fault)) = vet::runner_package(&s.command, &s.args) {
-            let p = entry.key("args").idx(i);
-            out.errors.push(format!("{}: {p}: {fault}", at(&p)));
-        }
-        let path = s.env.iter().find(|(k, _)| k == "PATH").map_or(path_env.as_str(), |(_, v)| v.as_str());
-        let cwd = s.cwd.as_deref().unwrap_or(Path::new("."));
-        if let Some(fault) = vet::command_fault(&s.command, path, cwd, &runnable) {
-            let p = entry.key("command");
-            let line = format!("{}: {p}: {fault}", at(&p));
-            match fault {
-                vet::CommandFault::Missing(_) => out.errors.push(line),
-                vet::CommandFault::NotInPath(_) => out.warnings.push(line),
-            }
-        }
-    }
-    out
-}
-
-/// Whether `p` is a file this user may execute.
-fn runnable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
 
 /// Exit 0 when the config is good (its warnings on stderr), else 1.
 pub fn main(args: &ServeArgs) -> i32 {
@@ -82,15 +22,18 @@ pub fn main(args: &ServeArgs) -> i32 {
         eprintln!("{e}");
         return 1;
     }
-    let lint = lint(&cfg);
-    for w in &lint.warnings {
-        eprintln!("warning: {w}");
-    }
-    if !lint.errors.is_empty() {
-        for e in &lint.errors {
-            eprintln!("{e}");
+    #[cfg(feature = "cli")]
+    {
+        let lint = super::lint::lint(&cfg);
+        for w in &lint.warnings {
+            eprintln!("warning: {w}");
         }
-        return 1;
+        if !lint.errors.is_empty() {
+            for e in &lint.errors {
+                eprintln!("{e}");
+            }
+            return 1;
+        }
     }
     println!("{}: OK ({} server(s), {} disabled)", cfg.source, cfg.servers.len(), cfg.disabled.len());
     0

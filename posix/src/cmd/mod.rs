@@ -6,12 +6,15 @@
 mod check;
 #[cfg(feature = "cli")]
 mod client;
-// `serve --check` uses the rules on a config; `add` and `import` (feature `cli`) the rest.
-#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+// The vetting of entries: `serve --check`, `add` and `import` of the
+// desktop build (left out of mcpx-edge for its size).
+#[cfg(feature = "cli")]
+mod lint;
+#[cfg(feature = "cli")]
 mod vet;
 
 pub use check::main as check;
 #[cfg(feature = "cli")]
-pub use check::lint;
+pub use lint::lint;
 #[cfg(feature = "cli")]
 pub use client::{add, client, import, remove};

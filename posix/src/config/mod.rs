@@ -79,6 +79,7 @@ mod tests;
 pub use cluster::ClusterSettings;
 #[cfg(test)]
 pub(crate) use cluster::StateKey;
+#[cfg(feature = "cli")]
 pub use expand::expand;
 #[cfg(feature = "cli")]
 pub use cluster::SETTING_VARS;

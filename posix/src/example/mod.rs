@@ -162,6 +162,12 @@ impl Config {
                 _ => return Err(format!("unknown argument \"{a}\"")),
             }
         }
+        // The conformance fixtures are test material: a build without them
+        // (mcpx-edge) serves the demo catalog only, and link-time
+        // optimisation leaves the rest out of the binary.
+        if !cfg!(feature = "example-fixtures") && (!cfg.demo || cfg.http.is_some()) {
+            return Err("this build serves the demo catalog only (--demo, over stdio): the conformance fixtures are in the desktop build (feature example-fixtures)".into());
+        }
         Ok(cfg)
     }
 }

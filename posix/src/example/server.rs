@@ -526,7 +526,7 @@ impl Server {
     fn handle_common(self: &Rc<Self>, ctx: &Ctx, method: &str, params: Value) -> Handled {
         use Handled::Now;
         let rev = ctx.rev;
-        if self.cfg.demo {
+        if self.cfg.demo || !cfg!(feature = "example-fixtures") {
             return Now(super::demo::handle(method, &params, rev));
         }
         match method {
