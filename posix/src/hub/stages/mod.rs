@@ -52,6 +52,14 @@ pub(super) struct ToolRoute {
     pub task_support: Option<String>,
 }
 
+/// A tool name looked up for client `c`: the answer to a hidden name is
+/// the unknown one's, the audit line tells them apart.
+enum Lookup {
+    Visible(ToolRoute),
+    Hidden,
+    NotListed,
+}
+
 impl Hub {
     /// Admit, authorize and validate a `tools/call` of client `c` for the
     /// tool `call` names (a meta-tool's call already resolved to the tool
@@ -60,11 +68,20 @@ impl Hub {
     /// waits for it (`lazy`), to pass the stages when routed again.
     pub(super) fn tool_stages(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, call: &mut ToolCall) -> Result<Option<ToolRoute>, Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
-        let found = self.catalog.get(Kind::Tools, &call.name).map(|e| {
-            let support = super::value_at(&e.item, &["execution", "taskSupport"]).and_then(Value::as_str).map(str::to_string);
-            (self.visible(c, Kind::Tools, e), e.up, e.exposed.clone(), e.original.clone(), support)
-        });
-        let unlisted = found.is_none().then(|| self.unlisted_owner(&call.name)).flatten();
+        let lookup = match self.catalog.get(Kind::Tools, &call.name) {
+            None => Lookup::NotListed,
+            Some(e) if !self.visible(c, Kind::Tools, e) => Lookup::Hidden,
+            Some(e) => {
+                // Either spelling of a name (dotted or not): limits and the
+                // audit log see the one every client can be shown.
+                if call.name != e.exposed {
+                    call.name.clone_from(&e.exposed);
+                }
+                let task_support = super::value_at(&e.item, &["execution", "taskSupport"]).and_then(Value::as_str).map(str::to_string);
+                Lookup::Visible(ToolRoute { up: e.up, original: e.original.clone(), task_support })
+            }
+        };
+        let unlisted = matches!(lookup, Lookup::NotListed).then(|| self.unlisted_owner(&call.name)).flatten();
         if let Some(u) = unlisted {
             if self.park_for_start(u, c, m, ctx) {
                 return Ok(None);
@@ -72,25 +89,26 @@ impl Hub {
             self.admit(c, id, Class::ToolCall, None, &call.name)?;
             return Err(self.unavailable(u));
         }
-        // Either spelling of a name (dotted or not): limits and the audit
-        // log see the one every client can be shown.
-        if let Some((true, u, exposed, original, _)) = &found {
-            call.name.clone_from(exposed);
-            self.policy_resolved(c, m, *u, exposed, original);
-        }
         // A hidden or unknown tool is charged to the principal alone: its
         // limits never tell whether the name exists.
-        let up = found.as_ref().filter(|f| f.0).map(|f| f.1);
+        let up = match &lookup {
+            Lookup::Visible(r) => {
+                self.policy_resolved(c, m, r.up, &call.name, &r.original);
+                Some(r.up)
+            }
+            Lookup::Hidden | Lookup::NotListed => None,
+        };
         self.admit(c, id, Class::ToolCall, up, &call.name)?;
         // Requirement: tools-error-unknown-tool-protocol
-        let Some((true, up, _, original, task_support)) = found.clone() else {
-            let stage = if found.is_some() { Stage::Authorize } else { Stage::Route };
-            return Err(self.refused_at(c, id, stage, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None));
+        let route = match lookup {
+            Lookup::Visible(r) => r,
+            Lookup::Hidden => return Err(self.refused_at(c, id, Stage::Authorize, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
+            Lookup::NotListed => return Err(self.refused_at(c, id, Stage::Route, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
         };
-        if let Err(Refusal(code, msg, data)) = self.check_arguments(m, call, up, &original) {
+        if let Err(Refusal(code, msg, data)) = self.check_arguments(m, call, route.up, &route.original) {
             return Err(self.refused_at(c, id, Stage::Validate, code, msg, data));
         }
-        Ok(Some(ToolRoute { up, original, task_support }))
+        Ok(Some(route))
     }
 
     /// Authorize a prompt `name` for client `c` (`prompts/get`, a
