@@ -514,8 +514,10 @@ impl Hub {
                 _ => mcpx_core::json::parse(res).ok(),
             };
             let member = |k: &str| view.as_ref().and_then(|v| v.get(k));
-            // What the answer says, from its view (`Outcome`): nothing reads it again.
-            let outcome = Outcome::of_result(view);
+            // What the answer says, from its view (`Outcome`): nothing reads
+            // it again. Only a tool's result can be a tool error (`isError`):
+            // other results are not walked for it.
+            let outcome = if method == "tools/call" { Outcome::of_result(view) } else { Outcome::Result };
             let text = |k: &str| member(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
             let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
