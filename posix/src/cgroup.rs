@@ -4,10 +4,12 @@
 //! a child cgroup `mcpx-<mcpx's pid>-<server>`, and everything it starts
 //! stays there, whatever process group or session it moves to. When mcpx
 //! stops, each of its cgroups is killed (`cgroup.kill`) and removed. A killed
-//! mcpx (SIGKILL, OOM) cannot do that; the next `mcpx serve` in the same
+//! mcpx (SIGKILL, OOM) cannot do that: its watcher does ([`crate::watcher`]),
+//! and should the watcher be gone too, the next `mcpx serve` in the same
 //! cgroup kills and removes the cgroups whose mcpx is gone ([`setup`]).
-//! Without delegation nothing of this happens, and the process group and the
-//! subreaper ([`crate::reaper`]) are all there is.
+//! Without delegation, or with `MCPX_NO_CGROUPS=1`, nothing of this happens,
+//! and the process group and the subreaper ([`crate::reaper`]) are all there
+//! is.
 
 use std::ffi::CString;
 use std::io;
@@ -40,12 +42,14 @@ impl ServerCgroup {
     }
 }
 
-/// Finds mcpx's delegated cgroup (if any) and ends the cgroups that earlier,
-/// killed mcpx processes left in it. Call once, before servers are started.
+/// Finds mcpx's delegated cgroup (if any, and unless `MCPX_NO_CGROUPS=1`)
+/// and ends the cgroups that earlier, killed mcpx processes left in it. Call
+/// once, before servers are started.
 pub fn setup() {
-    let parent = PARENT.get_or_init(delegated_parent);
-    let Some(parent) = parent else {
-        debug!("servers are not put in cgroups of their own (no writable cgroup v2 directory)");
+    let off = std::env::var_os("MCPX_NO_CGROUPS").is_some_and(|v| v == "1");
+    let Some(parent) = PARENT.get_or_init(|| if off { None } else { delegated_parent() }) else {
+        let why = if off { "MCPX_NO_CGROUPS=1" } else { "no writable cgroup v2 directory" };
+        debug!("servers are not put in cgroups of their own ({why})");
         return;
     };
     let me = std::process::id() as i32;
@@ -59,10 +63,15 @@ pub fn setup() {
     }
 }
 
+/// Where the servers' cgroups are made, if they are (known after [`setup`]).
+pub fn parent() -> Option<&'static Path> {
+    PARENT.get()?.as_deref()
+}
+
 /// The cgroup for server `name`, created if needed; `None` without delegation
 /// or when it cannot be created.
 pub fn for_server(name: &str) -> Option<ServerCgroup> {
-    let parent = PARENT.get()?.as_ref()?;
+    let parent = parent()?;
     let dir = parent.join(dir_name(std::process::id() as i32, name));
     match std::fs::create_dir(&dir) {
         Ok(()) => {}
@@ -79,13 +88,19 @@ pub fn for_server(name: &str) -> Option<ServerCgroup> {
 /// Kills and removes every cgroup of this mcpx. Call when its servers have
 /// been stopped.
 pub fn end_all() {
-    let Some(Some(parent)) = PARENT.get() else { return };
-    let me = std::process::id() as i32;
-    for name in children(parent) {
-        if owner_of(&name) == Some(me) {
-            end(&parent.join(&name));
-        }
+    if let Some(parent) = parent() {
+        end_owned(parent, std::process::id() as i32);
     }
+}
+
+/// Kills and removes every cgroup under `parent` that mcpx `owner` made;
+/// their names.
+pub fn end_owned(parent: &Path, owner: i32) -> Vec<String> {
+    let names: Vec<String> = children(parent).into_iter().filter(|n| owner_of(n) == Some(owner)).collect();
+    for name in &names {
+        end(&parent.join(name));
+    }
+    names
 }
 
 /// `mcpx-<pid>-<server>`, the server's name limited to `[A-Za-z0-9_-]`.

@@ -40,6 +40,8 @@ mod written;
 mod supervise;
 mod upstream_events;
 mod task_store;
+#[cfg(target_os = "linux")]
+mod watcher;
 #[cfg(test)]
 mod testing;
 
@@ -58,6 +60,10 @@ pub fn run(args: Vec<String>) -> i32 {
 
 /// Runs mcpx with `limits` as the defaults (`MCPX_LIMITS` may override them).
 pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
+    #[cfg(target_os = "linux")]
+    if args.first().map(String::as_str) == Some(watcher::ARG) {
+        return watcher::main(&args[1..]);
+    }
     heap::give_large_buffers_back();
     #[cfg(feature = "count-alloc")]
     alloc_count::install();
@@ -95,7 +101,10 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
         Ok(cli::Command::Serve(opts)) => {
             reaper::become_subreaper();
             #[cfg(target_os = "linux")]
-            cgroup::setup();
+            {
+                cgroup::setup();
+                watcher::start(cgroup::parent());
+            }
             let code = serve::main(opts);
             // Every server is stopped: what they left behind goes too.
             reaper::end_orphans(std::time::Duration::from_secs(2));

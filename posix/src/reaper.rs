@@ -10,19 +10,23 @@
 //!
 //! What this does not cover: when mcpx itself is killed with SIGKILL, nothing
 //! of mcpx runs any more. Each server's direct child then gets SIGTERM from
-//! the kernel (`PR_SET_PDEATHSIG`, set by the supervisor), but orphans and
-//! grandchildren end only if that child ends them, or, where servers run in
-//! cgroups of their own (module `cgroup`), with the next `mcpx serve`.
+//! the kernel (`PR_SET_PDEATHSIG`, set by the supervisor), and the watcher
+//! (module `watcher`) kills the servers' process groups and cgroups; orphans
+//! that left their group, without cgroups, live on.
 //!
 //! The supervisor's own children are registered ([`Registered`]) so the
-//! reaper never takes an exit status their waiter is waiting for.
+//! reaper never takes an exit status their waiter is waiting for. The
+//! watcher is spared ([`spare`]): [`end_orphans`] leaves it running.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// A child that outlives the servers on purpose (the watcher), 0 if none.
+static SPARED: AtomicI32 = AtomicI32::new(0);
 
 /// How often ended orphans are reaped while mcpx runs.
 const REAP_EVERY: Duration = Duration::from_secs(2);
@@ -81,6 +85,12 @@ impl Drop for Registered {
     fn drop(&mut self) {
         DIRECT.with(|d| d.borrow_mut().remove(&self.0));
     }
+}
+
+/// Leaves child `pid` running through [`end_orphans`] (it is still reaped
+/// once it has ended).
+pub fn spare(pid: i32) {
+    SPARED.store(pid, Ordering::Relaxed);
 }
 
 /// Reaps orphans that have ended (zombies re-parented to mcpx).
@@ -145,11 +155,12 @@ fn reap(pid: i32) {
 }
 
 /// This process's children that no waiter of ours owns, with their state
-/// letter (`Z`: ended, not yet reaped).
+/// letter (`Z`: ended, not yet reaped); the spared one only once ended.
 fn orphans() -> Vec<(i32, char)> {
     let me = std::process::id() as i32;
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     let direct = DIRECT.with(|d| d.borrow().clone());
+    let spared = SPARED.load(Ordering::Relaxed);
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| !direct.contains(pid))
         .filter_map(|pid| {
@@ -158,7 +169,7 @@ fn orphans() -> Vec<(i32, char)> {
             let mut f = stat.rsplit_once(')')?.1.split_whitespace();
             let state = f.next()?.chars().next()?;
             let ppid: i32 = f.next()?.parse().ok()?;
-            (ppid == me).then_some((pid, state))
+            (ppid == me && (pid != spared || state == 'Z')).then_some((pid, state))
         })
         .collect()
 }

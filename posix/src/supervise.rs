@@ -228,6 +228,8 @@ impl Supervisor {
         let id = self.id;
         let pgid = child.id() as i32;
         self.sh.pgid.set(pgid);
+        #[cfg(target_os = "linux")]
+        crate::watcher::add_group(pgid);
         let _registered = crate::reaper::Registered::new(pgid);
         let t0 = Instant::now();
         debug!("server {name}: started `{}` (pid {pgid})", self.spec.command);
@@ -333,6 +335,8 @@ impl Supervisor {
         // Whatever is left of the group (grandchildren) goes too.
         kill_group(pgid, self.opts.grace, name).await;
         self.sh.pgid.set(0);
+        #[cfg(target_os = "linux")]
+        crate::watcher::remove_group(pgid);
         join_for(Duration::from_millis(500), &mut reader).await;
         join_for(Duration::from_millis(200), &mut stderr_task).await;
         drop((reader, stderr_task, writer));
@@ -422,14 +426,11 @@ async fn kill_group(pgid: i32, grace: Duration, name: &str) {
     signal_group(pgid, libc::SIGKILL);
 }
 
-fn signal_group(pgid: i32, sig: libc::c_int) {
-    if pgid > 1 {
-        // SAFETY: kill has no memory-safety preconditions. A negative pid
-        // names the process group; pgid > 1 never names "every process".
-        unsafe {
-            libc::kill(-pgid, sig);
-        }
-    }
+/// Sends `sig` to process group `pgid`; whether the group was there.
+pub fn signal_group(pgid: i32, sig: libc::c_int) -> bool {
+    // SAFETY: kill has no memory-safety preconditions. A negative pid
+    // names the process group; pgid > 1 never names "every process".
+    pgid > 1 && unsafe { libc::kill(-pgid, sig) } == 0
 }
 
 fn group_alive(pgid: i32) -> bool {

@@ -2,9 +2,11 @@
 //! children (`sh` scripts in front of `mcpx example-server`), real pipes and
 //! signals.
 
+use std::ffi::CString;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
@@ -318,21 +320,74 @@ fn a_daemon_left_by_a_server_is_ended_when_mcpx_exits() {
     }
 }
 
-/// Whether this host lets the tests (and so mcpx started by them) make cgroup
-/// v2 children of their own cgroup, with `cgroup.kill` (Linux 5.14).
-fn host_delegates_cgroups() -> bool {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let mount = mountinfo.lines().find(|l| l.contains(" - cgroup2 ")).and_then(|l| l.split(' ').nth(4));
-    let path = own.lines().find_map(|l| l.strip_prefix("0::"));
-    let (Some(mount), Some(path)) = (mount, path) else { return false };
-    let probe = Path::new(mount).join(path.trim_start_matches('/')).join(format!("probe-{}", std::process::id()));
-    if std::fs::create_dir(&probe).is_err() {
-        return false;
+/// A cgroup v2 of a test's own, under the test process's cgroup, where the
+/// host lets it make one with `cgroup.kill` (Linux 5.14), and so lets mcpx
+/// started in it make its servers' cgroups. mcpx runs in it so that the
+/// stale cgroups another test's `mcpx serve` ends at its start are never
+/// this test's. Dropped, it is killed and removed with what is left in it.
+struct TestCgroup(Option<PathBuf>);
+
+impl TestCgroup {
+    fn new(test: &str) -> TestCgroup {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let mount = mountinfo.lines().find(|l| l.contains(" - cgroup2 ")).and_then(|l| l.split(' ').nth(4));
+        let path = own.lines().find_map(|l| l.strip_prefix("0::"));
+        let (Some(mount), Some(path)) = (mount, path) else { return TestCgroup(None) };
+        let dir =
+            Path::new(mount).join(path.trim_start_matches('/')).join(format!("procs-{}-{test}", std::process::id()));
+        if std::fs::create_dir(&dir).is_err() {
+            return TestCgroup(None);
+        }
+        let cg = TestCgroup(Some(dir));
+        if cg.file("cgroup.kill").is_some_and(|f| f.exists()) {
+            cg
+        } else {
+            TestCgroup(None)
+        }
     }
-    let can_kill = probe.join("cgroup.kill").exists();
-    let _ = std::fs::remove_dir(&probe);
-    can_kill
+
+    fn delegated(&self) -> bool {
+        self.0.is_some()
+    }
+
+    fn file(&self, name: &str) -> Option<PathBuf> {
+        self.0.as_ref().map(|d| d.join(name))
+    }
+
+    /// `cmd`, to start in this cgroup.
+    fn enter(&self, cmd: &mut Command) {
+        let Some(procs) = self.file("cgroup.procs") else { return };
+        let procs = CString::new(procs.into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: between fork and exec only open/write/close, on memory
+        // prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(fd);
+                Ok(())
+            });
+        }
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        let (Some(dir), Some(kill)) = (&self.0, self.file("cgroup.kill")) else { return };
+        let _ = std::fs::write(kill, "1");
+        let subdirs = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir());
+        for d in subdirs.chain([dir.clone()]) {
+            let t0 = Instant::now();
+            while std::fs::remove_dir(&d).is_err_and(|e| e.kind() != std::io::ErrorKind::NotFound)
+                && t0.elapsed() < Duration::from_secs(2)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
 }
 
 /// Whether `pid` runs in a cgroup mcpx made for a server.
@@ -341,47 +396,167 @@ fn in_server_cgroup(pid: i32) -> bool {
         .is_ok_and(|s| s.lines().any(|l| l.starts_with("0::") && l.contains("/mcpx-")))
 }
 
-/// What a SIGKILL of mcpx leaves: its servers' direct children end at once
-/// (parent-death signal); their grandchildren, in the server's process group
-/// or not, survive it. Where mcpx can put servers in cgroups of their own
-/// (a writable cgroup v2), the next `mcpx serve` ends them; elsewhere
-/// nothing does.
+/// mcpx's watcher: the process started as `mcpx __watcher <mcpx's pid> …`.
+fn watcher_of(mcpx: u32) -> Option<i32> {
+    let want = ["mcpx".to_string(), "__watcher".to_string(), mcpx.to_string()];
+    std::fs::read_dir("/proc").ok()?.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).find(|pid: &i32| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        args.starts_with(&want)
+    })
+}
+
+/// `mcpx serve` in `cgroup` with `env` added, stdin and stdout piped.
+fn mcpx_in(cgroup: &TestCgroup, dir: &Dir, env: &[(&str, &str)]) -> Child {
+    let mut cmd = dir.mcpx();
+    cmd.arg("serve").envs(env.iter().copied()).stderr(Stdio::null());
+    cgroup.enter(&mut cmd);
+    cmd.spawn().unwrap()
+}
+
+/// `mcpx serve` (in a cgroup of the test's own) with a server `g` that
+/// leaves a `sleep` in its process group and a server `d` that leaves a
+/// daemon (setsid), both running.
+struct Leaky {
+    mcpx: Child,
+    client: Client,
+    server: i32,
+    sleep: i32,
+    daemon: i32,
+    watcher: i32,
+    cgroup: TestCgroup,
+}
+
+impl Leaky {
+    fn start(test: &str, dir: &Dir, env: &[(&str, &str)]) -> Leaky {
+        let (me, sleeper) = (dir.path("g.pid"), dir.path("sleep.pid"));
+        let script = format!(
+            "echo $$ > '{}'; sleep 600 </dev/null >/dev/null 2>&1 & echo $! > '{}'",
+            me.display(),
+            sleeper.display()
+        );
+        dir.config(&json!({"mcpServers": {"g": server(&script), "d": daemonizing(dir)}}));
+        let cgroup = TestCgroup::new(test);
+        let mut mcpx = mcpx_in(&cgroup, dir, env);
+        let mut client = Client::new(&mut mcpx);
+        client.initialize();
+        let watcher = watcher_of(mcpx.id()).expect("mcpx has a watcher");
+        let (server, sleep, daemon) = (read_pid(&me), read_pid(&sleeper), read_pid(&dir.path("daemon.pid")));
+        Leaky { mcpx, client, server, sleep, daemon, watcher, cgroup }
+    }
+
+    fn sigkill(&mut self) {
+        self.mcpx.kill().unwrap();
+        let _ = self.mcpx.wait();
+    }
+
+    /// Whether the sleep and the daemon are in cgroups mcpx made.
+    fn placed(&self) -> [bool; 2] {
+        [in_server_cgroup(self.sleep), in_server_cgroup(self.daemon)]
+    }
+
+    /// Which of the sleep and the daemon are gone within `limit`.
+    fn gone_within(&self, limit: Duration) -> [bool; 2] {
+        [gone_within(self.sleep, limit), gone_within(self.daemon, limit)]
+    }
+}
+
+impl Drop for Leaky {
+    fn drop(&mut self) {
+        let _ = self.mcpx.kill();
+        let _ = self.mcpx.wait();
+        for p in [self.server, self.sleep, self.daemon, self.watcher].into_iter().filter(|&p| pid_alive(p)) {
+            kill(p, "-KILL");
+        }
+    }
+}
+
+/// A SIGKILL of mcpx, with servers in cgroups of their own where the host
+/// delegates them: the watcher ends every process they started at once, in
+/// their process group or not; without delegation, as without cgroups.
 #[test]
-fn after_sigkill_of_mcpx_grandchildren_end_with_the_next_start_where_cgroups_allow() {
+fn after_sigkill_of_mcpx_the_watcher_ends_what_its_servers_started() {
+    let dir = Dir::new("kill-watched");
+    let mut l = Leaky::start("kill-watched", &dir, &[]);
+    let cgroups = l.cgroup.delegated();
+    let placed = l.placed();
+    l.sigkill();
+    let server_gone = gone_within(l.server, Duration::from_secs(2));
+    let gone = l.gone_within(Duration::from_secs(2));
+    let watcher_gone = gone_within(l.watcher, Duration::from_secs(2));
+    assert_eq!(placed, [cgroups; 2], "grandchildren in a server's cgroup iff the host delegates ({cgroups})");
+    assert!(server_gone, "server process {} survived SIGKILL of mcpx", l.server);
+    assert_eq!(gone, [true, cgroups], "sleep, daemon: ended at once (the daemon only with cgroups: {cgroups})");
+    assert!(watcher_gone, "the watcher {} did not exit", l.watcher);
+}
+
+/// Without cgroups (`MCPX_NO_CGROUPS=1`) the watcher kills the servers'
+/// process groups; a process that left its group (setsid) survives.
+#[test]
+fn after_sigkill_of_mcpx_without_cgroups_the_watcher_ends_the_servers_process_groups() {
+    let dir = Dir::new("kill-watched-nocg");
+    let mut l = Leaky::start("kill-watched-nocg", &dir, &[("MCPX_NO_CGROUPS", "1")]);
+    let placed = l.placed();
+    l.sigkill();
+    let sleep_gone = gone_within(l.sleep, Duration::from_secs(2));
+    let watcher_gone = gone_within(l.watcher, Duration::from_secs(2));
+    assert_eq!(placed, [false; 2], "no cgroups with MCPX_NO_CGROUPS=1");
+    assert!(sleep_gone, "sleep {} in the server's process group survived", l.sleep);
+    assert!(watcher_gone, "the watcher {} did not exit", l.watcher);
+    assert!(pid_alive(l.daemon), "the daemon {} should outlive mcpx without cgroups", l.daemon);
+}
+
+/// Where the watcher is killed before mcpx, what the servers started
+/// survives the SIGKILL of mcpx; where mcpx can put servers in cgroups of
+/// their own, the next `mcpx serve` ends it.
+#[test]
+fn after_sigkill_of_mcpx_and_its_watcher_grandchildren_end_with_the_next_start_where_cgroups_allow() {
     let dir = Dir::new("kill-grandchildren");
-    let (me, sleeper) = (dir.path("server.pid"), dir.path("sleep.pid"));
-    let script = format!(
-        "echo $$ > '{}'; sleep 600 </dev/null >/dev/null 2>&1 & echo $! > '{}'",
-        me.display(),
-        sleeper.display()
-    );
-    dir.config(&json!({"mcpServers": {"g": server(&script), "d": daemonizing(&dir)}}));
-    let mut m = mcpx(&dir, &[], &[], Stdio::null());
-    let mut c = Client::new(&mut m);
-    c.initialize();
-    let (child, daemon) = (read_pid(&me), read_pid(&dir.path("daemon.pid")));
-    let grandchildren = [read_pid(&sleeper), daemon];
-    let cgroups = host_delegates_cgroups();
-    let placed: Vec<bool> = grandchildren.iter().map(|&p| in_server_cgroup(p)).collect();
-    m.kill().unwrap();
-    let _ = m.wait();
-    let child_gone = gone_within(child, Duration::from_secs(1));
-    let survived: Vec<i32> = grandchildren.into_iter().filter(|&p| pid_alive(p)).collect();
+    let mut l = Leaky::start("kill-grandchildren", &dir, &[]);
+    let cgroups = l.cgroup.delegated();
+    kill(l.watcher, "-KILL");
+    assert!(gone_within(l.watcher, Duration::from_secs(2)), "watcher {} survived SIGKILL", l.watcher);
+    l.sigkill();
+    let server_gone = gone_within(l.server, Duration::from_secs(1));
+    let survived = [pid_alive(l.sleep), pid_alive(l.daemon)];
     // The next start, with any config.
     dir.config(&json!({"mcpServers": {}}));
-    let mut next = mcpx(&dir, &[], &[], Stdio::null());
+    let mut next = mcpx_in(&l.cgroup, &dir, &[]);
     let mut c = Client::new(&mut next);
     c.initialize();
-    let ended: Vec<bool> = grandchildren.iter().map(|&p| gone_within(p, Duration::from_secs(5))).collect();
+    let ended = l.gone_within(Duration::from_secs(5));
     c.close();
     let _ = wait_exit(&mut next, Duration::from_secs(15));
-    for p in [child].into_iter().chain(grandchildren) {
-        kill(p, "-KILL");
-    }
-    assert_eq!(placed, [cgroups; 2], "grandchildren in a server's cgroup iff the host delegates ({cgroups})");
-    assert!(child_gone, "server process {child} survived SIGKILL of mcpx");
-    assert_eq!(survived, grandchildren, "grandchildren survive a SIGKILL of mcpx");
+    assert!(server_gone, "server process {} survived SIGKILL of mcpx", l.server);
+    assert_eq!(survived, [true; 2], "grandchildren survive a SIGKILL of mcpx and its watcher");
     assert_eq!(ended, [cgroups; 2], "grandchildren end with the next start iff the host delegates cgroups ({cgroups})");
+}
+
+/// On a normal stop mcpx ends everything itself; its watcher, which holds
+/// nothing but its pipe and stdio and sits in no server's cgroup, exits
+/// after it.
+#[test]
+fn the_watcher_ends_with_mcpx_and_nothing_is_left() {
+    let dir = Dir::new("watcher-term");
+    let mut l = Leaky::start("watcher-term", &dir, &[]);
+    let mut fds: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", l.watcher))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    fds.sort();
+    let stdin = std::fs::read_link(format!("/proc/{}/fd/0", l.watcher)).unwrap_or_default();
+    let in_cgroup = in_server_cgroup(l.watcher);
+    kill(l.mcpx.id() as i32, "-TERM");
+    assert_eq!(wait_exit(&mut l.mcpx, Duration::from_secs(20)), 0);
+    l.client.close();
+    let left: Vec<i32> = [l.watcher, l.server, l.sleep, l.daemon]
+        .into_iter()
+        .filter(|&p| !gone_within(p, Duration::from_secs(3)))
+        .collect();
+    assert!(left.is_empty(), "still running after mcpx exited: {left:?} (watcher {})", l.watcher);
+    assert_eq!(fds, ["0", "1", "2"], "the watcher's descriptors");
+    assert!(stdin.to_string_lossy().starts_with("pipe:"), "its stdin: {}", stdin.display());
+    assert!(!in_cgroup, "the watcher is in a server's cgroup");
 }
 
 fn http_get(addr: &str, path: &str) -> Value {
