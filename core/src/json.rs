@@ -1005,15 +1005,24 @@ impl Iterator for Decoded<'_> {
 }
 
 /// A test hook (feature `parse-count`, never in a shipped build): counts the
-/// scans of one watched buffer, so a test can check that a message crossing
-/// mcpx is parsed once. Only scans of bytes inside the watched buffer count,
-/// so tests running beside it on other buffers do not disturb the figures.
+/// scans of the watched buffers, so a test can check that a message crossing
+/// mcpx is parsed once. A buffer is watched by its place ([`watch`]: one the
+/// test holds) or by a marker in its bytes ([`watch_marker`]: every buffer a
+/// transport or the hub makes of a message that carries the marker). Only
+/// watched buffers count, so tests running beside it on other buffers do not
+/// disturb the figures.
 #[cfg(feature = "parse-count")]
 pub mod scan_count {
-    use core::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
+
+    /// The longest marker [`watch_marker`] takes.
+    pub const MARKER_MAX: usize = 32;
 
     static START: AtomicUsize = AtomicUsize::new(0);
     static END: AtomicUsize = AtomicUsize::new(0);
+    /// The marker's bytes, and its length (0: none).
+    static MARKER: [AtomicU8; MARKER_MAX] = [const { AtomicU8::new(0) }; MARKER_MAX];
+    static MARKER_LEN: AtomicUsize = AtomicUsize::new(0);
     static PARSES: AtomicUsize = AtomicUsize::new(0);
     static RESCANS: AtomicUsize = AtomicUsize::new(0);
 
@@ -1026,20 +1035,56 @@ pub mod scan_count {
 
     /// Counts, from now on, the scans of bytes inside `buf` (from zero).
     pub fn watch(buf: &[u8]) {
+        MARKER_LEN.store(0, SeqCst);
         START.store(buf.as_ptr() as usize, SeqCst);
         END.store(buf.as_ptr() as usize + buf.len(), SeqCst);
+        reset();
+    }
+
+    /// Counts, from now on, the scans of every buffer whose bytes contain
+    /// `marker` (from zero): the copies of a message that tests cannot hold,
+    /// such as a request body read by the HTTP listener. At most
+    /// [`MARKER_MAX`] bytes of it are used.
+    pub fn watch_marker(marker: &[u8]) {
+        START.store(0, SeqCst);
+        END.store(0, SeqCst);
+        let marker = &marker[..marker.len().min(MARKER_MAX)];
+        for (slot, b) in MARKER.iter().zip(marker) {
+            slot.store(*b, SeqCst);
+        }
+        MARKER_LEN.store(marker.len(), SeqCst);
+        reset();
+    }
+
+    fn reset() {
         PARSES.store(0, SeqCst);
         RESCANS.store(0, SeqCst);
     }
 
-    /// (parses, rescans) of the watched buffer since [`watch`].
+    /// (parses, rescans) of the watched buffers since [`watch`] or
+    /// [`watch_marker`].
     pub fn get() -> (usize, usize) {
         (PARSES.load(SeqCst), RESCANS.load(SeqCst))
     }
 
-    pub(crate) fn note(buf: &[u8], scan: Scan) {
+    fn watched(buf: &[u8]) -> bool {
         let at = buf.as_ptr() as usize;
         if at >= START.load(SeqCst) && at < END.load(SeqCst) {
+            return true;
+        }
+        let len = MARKER_LEN.load(SeqCst);
+        if len == 0 {
+            return false;
+        }
+        let mut marker = [0u8; MARKER_MAX];
+        for (b, slot) in marker.iter_mut().zip(&MARKER[..len]) {
+            *b = slot.load(SeqCst);
+        }
+        buf.windows(len).any(|w| w == &marker[..len])
+    }
+
+    pub(crate) fn note(buf: &[u8], scan: Scan) {
+        if watched(buf) {
             let counter = match scan {
                 Scan::Parse => &PARSES,
                 Scan::Rescan => &RESCANS,

@@ -2,6 +2,9 @@
 //! which reads some of them at parse time, and below the validation of a
 //! modern request's `_meta` ([`super::validate_request_meta`]).
 
+/// The prefix of the `_meta` keys MCP reserves for a request's context
+/// (the keys below but `progressToken`).
+pub const RESERVED_PREFIX: &str = "io.modelcontextprotocol/";
 /// `_meta` key: the request's protocol version (required).
 pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key: the client's capabilities for this request (required).

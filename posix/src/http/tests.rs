@@ -32,6 +32,9 @@ mod details;
 #[path = "tests_hop.rs"]
 mod hop;
 
+#[path = "tests_parse.rs"]
+mod parse;
+
 #[cfg(feature = "cluster")]
 #[path = "tests_dir.rs"]
 mod dir;

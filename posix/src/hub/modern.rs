@@ -343,6 +343,9 @@ impl Hub {
         // The relay keeps a retry's answers as a value.
         let responses = responses.and_then(|r| serde_json::from_slice::<Value>(r.bytes()).ok());
         match member("requestState") {
+            // A first request is routed from its view (`_meta`'s request
+            // context is left out where it is forwarded: `wire::upstream_params`).
+            None if responses.is_none() => self.route_view(c, m, ctx),
             None => self.route_modern(c, m, None, ctx),
             Some(s) if s.kind() == JsonKind::String => {
                 let Some(state) = s.as_str().and_then(|s| String::from_utf8(s.decoded().collect()).ok()) else {
@@ -379,7 +382,7 @@ impl Hub {
                     },
                     &[],
                 );
-                wire::set_meta(&stripped, &Map::new(), |k| k.starts_with("io.modelcontextprotocol/"))
+                stripped
             }
             None => b"{}".to_vec(),
         };
@@ -390,9 +393,13 @@ impl Hub {
     /// (also once more when it waited for its server to start, `lazy`).
     pub(super) fn route_normalized(&mut self, c: ClientId, bytes: &[u8], ctx: ReqCtx) {
         let Ok(m) = wire::parse(bytes) else { return };
-        let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        if let Err(super::router::Refusal(code, msg, data)) = self.route_or_park(c, &m, Some(&ctx)) {
-            self.modern_error(c, &id, code, &msg, data);
+        self.route_view(c, &m, ctx);
+    }
+
+    /// Routes modern request `m` with its context.
+    fn route_view(&mut self, c: ClientId, m: &Msg, ctx: ReqCtx) {
+        if let Err(super::router::Refusal(code, msg, data)) = self.route_or_park(c, m, Some(&ctx)) {
+            self.modern_error(c, m.id_bytes().unwrap_or(b"null"), code, &msg, data);
         }
     }
 

@@ -397,7 +397,7 @@ impl Hub {
         m: &Msg,
         ctx: Option<&ReqCtx>,
         u: UpstreamId,
-        mut edits: Vec<(Range<usize>, Vec<u8>)>,
+        edits: Vec<(Range<usize>, Vec<u8>)>,
         renamed_uri: Option<(String, String)>,
         task_ttl: Option<u64>,
     ) -> Result<(), Refusal> {
@@ -422,58 +422,46 @@ impl Hub {
         // client asked for none; the client's own token is restored on the way
         // back, and progress nobody asked for stops at the hub.
         // Requirement: progress-token-unique-sender
-        let mut progress = None;
+        let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
         let mut digits = [0u8; 20];
         let token = decimal(up_id, &mut digits);
-        if let Some(t) = m.env.progress_token() {
-            progress = Some(t.bytes().to_vec());
-            let s = t.span();
-            edits.push((s.start..s.end, token.to_vec()));
+        let ctx = ctx.cloned().map(Box::new);
+        if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
+            self.lower_level_for(u, l);
         }
-        let body = match m.env.params() {
-            Some(p) => {
-                let add = if progress.is_none() { Some(token) } else { None };
-                wire::splice_params(p, edits, add)
-            }
-            None => wire::splice_params(mcpx_core::json::parse(b"{}").expect("an object"), Vec::new(), Some(token)),
+        let modern_up = self.ups[u].is_modern();
+        // A 2026-07-28 upstream gets the hub's request context in `_meta`.
+        let context = match modern_up {
+            true => self.upstream_context(c, ctx.as_deref(), task_ttl.is_some()),
+            false => serde_json::Map::new(),
         };
+        let add: Vec<(&str, Vec<u8>)> = context.iter().map(|(k, v)| (k.as_str(), serde_json::to_vec(v).unwrap_or_default())).collect();
+        // A 2026-07-28 client's own request context (`io.modelcontextprotocol/*`
+        // in `_meta`) is the hub's to act on: it is never passed on.
+        let modern_client = ctx.is_some();
+        // The headers of a 2026-07-28 request mirror its params: read from
+        // the client's view, with the upstream's name where the hub renamed.
+        let headers = modern_up.then(|| {
+            let name = mcpx_core::headers::name_source(&m.method).and_then(|s| m.param(&[s.field()])).and_then(|r| match edits.iter().find(|(e, _)| *e == r) {
+                Some((_, renamed)) => wire::string_at(renamed, 0..renamed.len()),
+                None => wire::string_at(m.raw, r),
+            });
+            self.forwarded_headers(u, &m.method, name, m.env.params())
+        });
+        let body = wire::upstream_params(m.env.params(), edits, token, |k| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX), &add);
         // A client's `task` member never reaches the upstream as it is: the
         // hub runs the task itself, or asks a 2025-11-25 server with tasks to
         // run it (`task_ttl`, the TTL mcpx grants, `tasks::legacy`), or the
         // request is processed as a plain one.
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
-        let body = match (m.param(&["task"]), task_ttl.filter(|_| !self.ups[u].is_modern())) {
+        let body = match (m.param(&["task"]), task_ttl.filter(|_| !modern_up)) {
             (None, None) => body,
             (_, ttl) => {
                 let ask: Vec<(&str, Vec<u8>)> = ttl.map(|t| ("task", format!("{{\"ttl\":{t}}}").into_bytes())).into_iter().collect();
                 wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &ask)
             }
         };
-        let ctx = ctx.cloned().map(Box::new);
-        if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
-            self.lower_level_for(u, l);
-        }
-        let (body, sent) = if self.ups[u].is_modern() {
-            let mut caps = self.caps_for_upstream(c, ctx.as_deref());
-            if task_ttl.is_some() {
-                caps["extensions"] = json!({ super::tasks::EXT: {} });
-            }
-            let mut meta = self.modern_meta(caps);
-            // The request's own level; for a legacy client that set one with
-            // logging/setLevel, that level (modern servers log per request).
-            let legacy_level = || self.clients.get(&c).filter(|cl| cl.wants_logs).and(self.log_level.as_deref()).and_then(super::modern::level_index);
-            let level = match ctx.as_ref() {
-                Some(x) => x.log_level,
-                None => legacy_level(),
-            };
-            if let Some(l) = level {
-                meta.insert(mcpx_core::meta::LOG_LEVEL_KEY.into(), json!(mcpx_core::meta::LOG_LEVELS[l]));
-            }
-            let b = wire::set_meta(&body, &meta, |_| false);
-            (b.clone(), Some(b))
-        } else {
-            (body, None)
-        };
+        let sent = modern_up.then(|| body.clone());
         let now = self.now_ms;
         let timeout = self.ups[u].spec.timeout_ms.max(1);
         let hard = now + self.opts.max_timeout_ms.max(1);
@@ -482,9 +470,30 @@ impl Hub {
         if task_ttl.is_some() && !self.ups[u].is_modern() {
             self.task_asked(u, up_id);
         }
-        let modern = self.ups[u].is_modern();
-        self.request_upstream(u, up_id, &m.method, Some(&body), modern);
+        self.request_upstream_headed(u, up_id, &m.method, Some(&body), headers);
         Ok(())
+    }
+
+    /// The request context a 2026-07-28 upstream gets in `_meta` for client
+    /// `c`'s request (`ctx`: a modern client's own): the hub's revision, the
+    /// capabilities it relays, its `clientInfo`, and the log level (the
+    /// request's own; for a legacy client that set one with
+    /// `logging/setLevel`, that one: modern servers log per request).
+    fn upstream_context(&self, c: ClientId, ctx: Option<&ReqCtx>, task: bool) -> serde_json::Map<String, Value> {
+        let mut caps = self.caps_for_upstream(c, ctx);
+        if task {
+            caps["extensions"] = json!({ super::tasks::EXT: {} });
+        }
+        let mut meta = self.modern_meta(caps);
+        let legacy_level = || self.clients.get(&c).filter(|cl| cl.wants_logs).and(self.log_level.as_deref()).and_then(super::modern::level_index);
+        let level = match ctx {
+            Some(x) => x.log_level,
+            None => legacy_level(),
+        };
+        if let Some(l) = level {
+            meta.insert(mcpx_core::meta::LOG_LEVEL_KEY.into(), json!(mcpx_core::meta::LOG_LEVELS[l]));
+        }
+        meta
     }
 
     /// An upstream's answer to a request forwarded for a client (`o` is its

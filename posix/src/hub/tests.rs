@@ -13,6 +13,7 @@ mod isolation;
 mod lazy;
 mod naming;
 mod oversize;
+mod parse_once;
 mod policy;
 mod stages;
 mod reload;
@@ -1636,39 +1637,6 @@ fn check_about(v: &Value, b: &[u8], about: &super::About, task_tokens: &[Value])
             }
         }
     }
-}
-
-/// A legacy `tools/call` forwarded upstream, and the upstream's answer, are
-/// each scanned once on their way through the hub: core parses the bytes into
-/// a view and every later lookup is a span of it (counted by core's
-/// `json::scan_count` hook on the very buffers).
-#[test]
-fn a_forwarded_call_and_its_answer_are_each_parsed_once() {
-    use mcpx_core::json::scan_count;
-    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
-    let c = p.client("2025-06-18", json!({}));
-    assert_eq!(p.names(c), ["fs__read"]);
-    let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fs__read","arguments":{"path":"/x"},"_meta":{"progressToken":"p"}}}"#.to_vec();
-    scan_count::watch(&call);
-    p.hub.client_message(c, &call, p.now);
-    let stdio_call = scan_count::get();
-    p.pump();
-    let sent = p.take_up(0);
-    let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#, sent["id"]).into_bytes();
-    scan_count::watch(&answer);
-    p.hub.upstream_message(0, &answer, p.now);
-    let upstream_answer = scan_count::get();
-    p.pump();
-    assert_eq!(p.take(c)["id"], 7);
-    // A transport that parsed the body itself hands the hub the view.
-    let call = br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"fs__read","arguments":{}}}"#.to_vec();
-    scan_count::watch(&call);
-    let env = mcpx_core::envelope::Envelope::parse(&call).unwrap();
-    p.hub.client_envelope(c, &env, p.now);
-    let http_call = scan_count::get();
-    p.pump();
-    assert_eq!(p.take_up(0)["method"], "tools/call");
-    assert_eq!([stdio_call, upstream_answer, http_call], [(1, 0); 3], "(parses, rescans) of: stdio call, upstream answer, HTTP call");
 }
 
 /// Integers wider than 64 bits pass byte for byte, in a client's id and in

@@ -27,10 +27,25 @@ impl Hub {
     /// Sends the hub's request `id` (`method`, `params` as written) to `u`;
     /// `modern`: it is a 2026-07-28 request, whose headers are built here.
     pub(super) fn request_upstream(&mut self, u: UpstreamId, id: u64, method: &str, params: Option<&[u8]>, modern: bool) {
-        let bytes = wire::request(id, method, params);
         let modern = modern.then(|| self.modern_headers_of(u, method, params));
+        self.request_upstream_headed(u, id, method, params, modern);
+    }
+
+    /// [`Hub::request_upstream`] with the headers of a 2026-07-28 request
+    /// already built (from the view the params were written from).
+    pub(super) fn request_upstream_headed(&mut self, u: UpstreamId, id: u64, method: &str, params: Option<&[u8]>, modern: Option<ModernHeaders>) {
+        let bytes = wire::request(id, method, params);
         let about = Upward::Request { id: id_key(id), method: Method::known(method), modern };
         self.out.push_back(Output::ToUpstream(u, bytes, about));
+    }
+
+    /// The 2026-07-28 headers of a client's request `params` (a view into
+    /// its message) forwarded to `u` under `name` (the upstream's name of
+    /// the tool, prompt or resource): read from the client's view, not from
+    /// the bytes written for `u`.
+    pub(super) fn forwarded_headers(&self, u: UpstreamId, method: &str, name: Option<String>, params: Option<JsonValue<'_>>) -> ModernHeaders {
+        let schema = |tool: &str| self.upstream_tool_schema(u, tool);
+        headers_named(method, name, params.and_then(|p| p.get("arguments")), &schema)
     }
 
     /// Sends the hub's notification `method` (with `params`) to `u`.
@@ -106,18 +121,23 @@ fn encoded(value: &str) -> Vec<u8> {
 /// mirrors of the arguments that `schema` (a tool's `inputSchema` by the
 /// upstream's name of the tool) annotates with `x-mcp-header`.
 pub(crate) fn modern_headers<'s>(method: &str, params: Option<JsonValue<'_>>, schema: &dyn Fn(&str) -> Option<&'s Value>) -> ModernHeaders {
+    let name = headers::name_source(method).and_then(|s| params?.get(s.field())).and_then(text);
+    headers_named(method, name, params.and_then(|p| p.get("arguments")), schema)
+}
+
+/// [`modern_headers`] of a request whose `Mcp-Name` is `name` and whose
+/// `params.arguments` are `args`.
+fn headers_named<'s>(method: &str, name: Option<String>, args: Option<JsonValue<'_>>, schema: &dyn Fn(&str) -> Option<&'s Value>) -> ModernHeaders {
     let lower = |s: &str| s.to_ascii_lowercase();
     // Requirement: streamable-http-standard-headers-required, streamable-http-client-sends-metadata-headers, streamable-http-mcp-name-base64
     let mut h = vec![
         (lower(headers::MCP_PROTOCOL_VERSION), MODERN.as_str().as_bytes().to_vec()),
         (lower(headers::MCP_METHOD), encoded(method)),
     ];
-    let name = headers::name_source(method).and_then(|s| params?.get(s.field())).and_then(text);
     if let Some(name) = &name {
         h.push((lower(headers::MCP_NAME), encoded(name)));
     }
     let (Some(schema), true) = (name.as_deref().and_then(schema), method == "tools/call") else { return h };
-    let args = params.and_then(|p| p.get("arguments"));
     for (header, path) in crate::param_headers::annotations(schema) {
         let mut a = args;
         for k in &path {

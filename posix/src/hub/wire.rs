@@ -201,21 +201,75 @@ pub(super) fn apply(src: &[u8], splices: &[Splice<'_>]) -> Vec<u8> {
     }
 }
 
-/// The params object `params` (a view into its message) with `edits`
-/// applied (ranges in the message's buffer, inside `params`) and, when
-/// `token` is given, `_meta.progressToken` set to it (added if absent).
-pub(super) fn splice_params(params: json::JsonValue<'_>, mut edits: Vec<(Range<usize>, Vec<u8>)>, token: Option<&[u8]>) -> Vec<u8> {
+/// The params of a request forwarded upstream, from the client's `params`
+/// (a view into its message; `None`: it sent none): `edits` applied (ranges
+/// in the message's buffer, inside `params`, none inside its `_meta`), and
+/// `_meta` rebuilt from the view: `progressToken` set to `token`, the members
+/// `drop` selects left out, `add` (keys and raw values) set. One splice pass
+/// over the client's bytes: nothing in them is scanned again.
+pub(super) fn upstream_params(
+    params: Option<json::JsonValue<'_>>,
+    mut edits: Vec<(Range<usize>, Vec<u8>)>,
+    token: &[u8],
+    drop: impl Fn(&str) -> bool,
+    add: &[(&str, Vec<u8>)],
+) -> Vec<u8> {
+    let Some(params) = params.filter(|p| p.kind() == json::Kind::Object) else {
+        let meta = rebuilt_meta(None, token, &drop, add);
+        return [&b"{\"_meta\":"[..], &meta, b"}"].concat();
+    };
+    let old = params.get("_meta").filter(|m| m.kind() == json::Kind::Object);
+    let meta = rebuilt_meta(old.as_ref(), token, &drop, add);
     let base = params.span().start;
     edits.sort_by_key(|(r, _)| r.start);
     let rel = |r: &Range<usize>| Span::new(r.start - base, r.end - base);
     let mut splices: Vec<Splice> = edits.iter().map(|(r, with)| Splice::raw(rel(r), with)).collect();
-    if let Some(token) = token {
-        let mut add = Splice::set_nested(&params, "_meta", "progressToken", token);
-        add.span = Span::new(add.span.start - base, add.span.end - base);
-        let at = splices.partition_point(|s| s.span.start < add.span.start || (s.span.start == add.span.start && s.span.is_empty()));
-        splices.insert(at, add);
-    }
+    let mut set = match params.get("_meta") {
+        Some(m) => Splice::raw(m.span(), &meta),
+        None => Splice::insert_member(&params, "_meta", &meta),
+    };
+    set.span = Span::new(set.span.start - base, set.span.end - base);
+    let at = splices.partition_point(|s| s.span.start < set.span.start || (s.span.start == set.span.start && s.span.is_empty()));
+    splices.insert(at, set);
     apply(params.bytes(), &splices)
+}
+
+/// `_meta` of a forwarded request: the client's members (`old`) but
+/// `progressToken`, those `drop` selects and those `add` sets; then
+/// `"progressToken":token` and `add`.
+fn rebuilt_meta(old: Option<&json::JsonValue<'_>>, token: &[u8], drop: &impl Fn(&str) -> bool, add: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32 + token.len() + old.map_or(0, |o| o.bytes().len()));
+    out.extend_from_slice(b"{\"progressToken\":");
+    out.extend_from_slice(token);
+    let Some(old) = old else { return close_meta(out, add) };
+    for m in old.members() {
+        // A key with escapes is judged by what it says.
+        let decoded: String;
+        let key = match m.key.as_str() {
+            Some(k) => k,
+            None => {
+                decoded = String::from_utf8(m.key.decoded().collect()).unwrap_or_default();
+                &decoded
+            }
+        };
+        if key != "progressToken" && !drop(key) && !add.iter().any(|(a, _)| *a == key) {
+            out.push(b',');
+            out.extend_from_slice(&old.buf()[m.key_span.start..m.value.span().end]);
+        }
+    }
+    close_meta(out, add)
+}
+
+/// `out`, an open `_meta`, with `add` set and closed.
+fn close_meta(mut out: Vec<u8>, add: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    for (k, v) in add {
+        out.push(b',');
+        out.extend_from_slice(&quote(k));
+        out.push(b':');
+        out.extend_from_slice(v);
+    }
+    out.push(b'}');
+    out
 }
 
 /// A JSON string literal for `s`.
@@ -413,15 +467,33 @@ mod tests {
     }
 
     #[test]
-    fn progress_tokens_are_added_or_replaced() {
-        let add = |p: &[u8], edits| String::from_utf8(splice_params(json::parse(p).unwrap(), edits, Some(b"9"))).unwrap();
-        assert_eq!(add(b"{}", vec![]), r#"{"_meta":{"progressToken":9}}"#);
-        let p = br#"{"name":"a","arguments":{}}"#;
-        let name = find(p, 0..p.len(), &["name"]).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&add(p, vec![(name, b"\"b\"".to_vec())])).unwrap();
-        assert_eq!(v, serde_json::json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9 } }));
-        let v: serde_json::Value = serde_json::from_str(&add(br#"{"_meta":{"k":1},"name":"a"}"#, vec![])).unwrap();
-        assert_eq!(v, serde_json::json!({ "name": "a", "_meta": { "k": 1, "progressToken": 9 } }));
+    fn forwarded_params_get_the_upstreams_token_and_context_in_meta() {
+        let io = |k: &str| k.starts_with("io.modelcontextprotocol/");
+        let fwd = |p: Option<&[u8]>, edits: Vec<(Range<usize>, Vec<u8>)>, drop: bool, add: &[(&str, Vec<u8>)]| -> serde_json::Value {
+            let out = upstream_params(p.map(|p| json::parse(p).unwrap()), edits, b"9", |k| drop && io(k), add);
+            serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
+        };
+        use serde_json::json;
+        let ctx = br#"{"name":"a","_meta":{"io.modelcontextprotocol/clientInfo":{},"progressToken":"p","k":1,"io.modelcontextprotocol\/logLevel":"info"},"arguments":{}}"#;
+        let name = |p: &[u8]| find(p, 0..p.len(), &["name"]).unwrap();
+        let table: [(Option<&[u8]>, bool, &[(&str, Vec<u8>)], serde_json::Value); 6] = [
+            (None, false, &[], json!({ "_meta": { "progressToken": 9 } })),
+            (Some(b"{}"), false, &[], json!({ "_meta": { "progressToken": 9 } })),
+            (Some(br#"{"name":"a","arguments":{}}"#), false, &[], json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9 } })),
+            // A legacy client's members pass; its token is the upstream's.
+            (Some(ctx), false, &[], json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9, "k": 1, "io.modelcontextprotocol/clientInfo": {}, "io.modelcontextprotocol/logLevel": "info" } })),
+            // A modern client's context stays at the hub (an escaped key too).
+            (Some(ctx), true, &[], json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9, "k": 1 } })),
+            // The hub's own context for a modern upstream replaces any.
+            (Some(ctx), true, &[("io.modelcontextprotocol/clientInfo", b"{\"name\":\"mcpx\"}".to_vec()), ("k", b"2".to_vec())], json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9, "k": 2, "io.modelcontextprotocol/clientInfo": { "name": "mcpx" } } })),
+        ];
+        for (i, (p, drop, add, want)) in table.into_iter().enumerate() {
+            let edits = match p {
+                Some(p) if p.len() > 2 => vec![(name(p), b"\"b\"".to_vec())],
+                _ => vec![],
+            };
+            assert_eq!(fwd(p, edits, drop, add), want, "row {i}");
+        }
     }
 
     #[test]
