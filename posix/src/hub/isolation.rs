@@ -33,7 +33,7 @@
 use serde_json::json;
 use mcpx_core::error::ErrorCode;
 
-use super::router::Refusal;
+use super::request::Refusal;
 use super::upstream::State;
 use super::{ClientId, Hub, Level, Output, Power, UpstreamId};
 

@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 
 use super::catalog::Kind;
 use super::upstream::State;
-use super::modern::ReqCtx;
+use super::request::ReqCtx;
 use super::wire::Msg;
 use super::{ClientId, Hub, Level, Output, UpstreamId};
 

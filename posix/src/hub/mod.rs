@@ -89,6 +89,7 @@ mod modern;
 mod pending;
 mod policy;
 mod relay;
+mod request;
 mod router;
 mod shape;
 mod stages;

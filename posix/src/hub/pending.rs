@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::catalog::Kind;
-use super::modern::ReqCtx;
+use super::request::ReqCtx;
 use super::{ClientId, IdKey, UpstreamId};
 
 /// Who is waiting for the answer.

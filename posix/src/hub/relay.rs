@@ -57,7 +57,7 @@ use std::collections::HashMap;
 use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
 use serde_json::{json, Map, Value};
 
-use super::modern::{ReqCtx, MODERN};
+use super::request::{ReqCtx, MODERN};
 use super::pending::{Fwd, Origin};
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
@@ -902,7 +902,7 @@ impl Hub {
                 };
                 let schemas: Value = serde_json::from_slice(schemas).unwrap_or(Value::Null);
                 // Requirement: elicitation-server-validate-received-data (for the server, which gets only valid answers)
-                if let Some(super::router::Refusal(code, msg, data)) = self.policy_check_input_responses(&schemas, responses.as_ref()) {
+                if let Some(super::request::Refusal(code, msg, data)) = self.policy_check_input_responses(&schemas, responses.as_ref()) {
                     return self.answer_error(c, Some(id), code, &msg, data);
                 }
                 let inner = inner.to_vec();

@@ -47,8 +47,7 @@ use mcpx_core::error::ErrorCode;
 use mcpx_core::request_state::{OpenError, NONCE_LEN};
 use serde_json::Value;
 
-use super::modern::ReqCtx;
-use super::router::Refusal;
+use super::request::{Refusal, ReqCtx};
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, IdKey, Level, Output};
 

@@ -32,10 +32,10 @@ use mcpx_core::meta;
 use mcpx_core::names;
 use mcpx_core::revision::{self, Era, Feature, Revisions};
 
-use super::modern::MODERN;
+use super::request::MODERN;
 
 use super::catalog::{Kind, Naming};
-use super::router::Refusal;
+use super::request::Refusal;
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
 use super::wire::{self, Kind as MsgKind, Msg};
@@ -838,8 +838,8 @@ impl Hub {
                 self.modern_logs(u, &p);
                 // Legacy clients get what the level they set admits (a modern
                 // request may have lowered the upstream's level below it).
-                let level = p.get("level").and_then(Value::as_str).and_then(super::modern::level_index).unwrap_or(0);
-                if self.log_level.as_deref().and_then(super::modern::level_index).is_some_and(|l| level < l) {
+                let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
+                if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
                     return;
                 }
                 let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect();

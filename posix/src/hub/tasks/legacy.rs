@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 
 use super::table::{Input, Status, Task};
 use super::TaskView;
-use crate::hub::modern::ReqCtx;
+use crate::hub::request::ReqCtx;
 use crate::hub::pending::{Fwd, Origin};
 use crate::hub::shape;
 use crate::hub::wire::{self, Msg};

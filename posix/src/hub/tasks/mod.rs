@@ -57,9 +57,9 @@ use serde_json::{json, Value};
 use mcpx_core::cursor::{self, Cursor};
 use mcpx_core::meta::RELATED_TASK_KEY;
 
-use super::modern::ReqCtx;
+use super::request::ReqCtx;
 use super::pending::Origin;
-use super::router::Refusal;
+use super::request::Refusal;
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
