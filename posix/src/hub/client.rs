@@ -269,8 +269,7 @@ impl Hub {
         if self.clients.remove(&c).is_none() {
             return;
         }
-        for (u, id) in self.pending.of_client(c) {
-            self.pending.take(u, id);
+        for (u, id, _) in self.pending.drain_client(c) {
             self.cancel_upstream(u, id, "the client disconnected");
         }
         self.relay_drop_client(c);

@@ -187,7 +187,7 @@ impl Hub {
     fn release_due(&self, iu: UpstreamId, i: &Instance) -> Option<u64> {
         let owner = i.owner.as_ref()?;
         let up = &self.ups[iu];
-        if self.owner_present(owner) || up.state == State::Initializing || self.pending.calls_to(iu).next().is_some() {
+        if self.owner_present(owner) || up.state == State::Initializing || self.pending.busy(iu) {
             return None;
         }
         Some(up.last_used_ms.max(up.last_start_ms) + LINGER_MS)

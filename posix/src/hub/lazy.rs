@@ -184,7 +184,7 @@ impl Hub {
     fn idle_due(&self, u: UpstreamId) -> Option<u64> {
         let up = &self.ups[u];
         let idle = up.spec.idle_ms;
-        if idle == 0 || !up.is_ready() || !up.settled || self.pending.calls_to(u).next().is_some() {
+        if idle == 0 || !up.is_ready() || !up.settled || self.pending.busy(u) {
             return None;
         }
         Some(up.last_used_ms.max(up.last_start_ms) + idle)

@@ -891,12 +891,8 @@ impl Hub {
     pub fn abandon_requests(&mut self, grace_ms: u64) {
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for c in ids {
-            for (u, id) in self.pending.of_client(c) {
-                let Some(pending::Fwd { origin: pending::Origin::Client { client, id: cid, method, .. }, .. }) =
-                    self.pending.take(u, id)
-                else {
-                    continue;
-                };
+            for (u, id, f) in self.pending.drain_client(c) {
+                let pending::Origin::Client { client, id: cid, method, .. } = f.origin else { continue };
                 self.cancel_upstream(u, id, "mcpx is shutting down");
                 let name = self.ups[u].spec.name.clone();
                 let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");

@@ -523,7 +523,7 @@ impl Hub {
         if budgets.len() >= self.policy.cap {
             // Requests no longer pending need no count (ids never repeat).
             let pending = &self.pending;
-            budgets.retain(|(u, id), _| pending.get(*u, *id).is_some());
+            budgets.retain(|(u, id), _| pending.contains(*u, *id));
         }
         let cfg = self.policy.p.limiter.config();
         let Err(d) = budgets.entry((u, id)).or_default().admit(kind, cfg) else { return true };

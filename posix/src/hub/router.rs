@@ -12,7 +12,7 @@ use mcpx_core::error::PeerCaps;
 use serde_json::{json, Value};
 
 use super::catalog::Kind;
-use super::pending::{Fwd, Origin};
+use super::pending::Origin;
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
@@ -405,7 +405,7 @@ impl Hub {
         if !self.ups[u].is_ready() {
             return Err(self.unavailable(u));
         }
-        if self.pending.len() >= self.opts.max_pending {
+        if self.pending.full(self.opts.max_pending) {
             return Err(refuse(ErrorCode::InternalError, format!("mcpx has {} requests in flight (its limit); try again later", self.opts.max_pending)));
         }
         let cid = m.id_bytes().unwrap_or(b"null");
@@ -471,11 +471,8 @@ impl Hub {
         } else {
             (body, None)
         };
-        let now = self.now_ms;
-        let timeout = self.ups[u].spec.timeout_ms.max(1);
-        let hard = now + self.opts.max_timeout_ms.max(1);
         let origin = Origin::Client { client: c, id: cid.to_vec(), progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
-        self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
+        self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         if task_ttl.is_some() && !self.ups[u].is_modern() {
             self.task_asked(u, up_id);
         }

@@ -283,16 +283,14 @@ impl Hub {
 
     /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
     pub(super) fn send_upstream(&mut self, u: UpstreamId, method: &str, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
-        if self.pending.len() >= self.opts.max_pending {
+        if self.pending.full(self.opts.max_pending) {
             let msg = format!("server '{}': {method} not sent: {} requests in flight (mcpx's limit)", self.ups[u].spec.name, self.opts.max_pending);
             self.log(Level::Warn, msg);
             return None;
         }
         self.ups[u].next_id += 1;
         let id = self.ups[u].next_id;
-        let now = self.now_ms;
-        let hard = now + timeout.max(1).min(self.opts.max_timeout_ms.max(1));
-        self.pending.insert(u, id, Fwd { origin, deadline: hard, hard, timeout, sent_ms: now });
+        self.pending.open_own(u, id, origin, self.now_ms, timeout, self.opts.max_timeout_ms);
         if self.ups[u].is_modern() || method == "server/discover" {
             // Requirement: meta-request-params-meta-required (every modern request carries _meta)
             // (with the client capabilities `params` declare, if any: `tasks` polls)
@@ -905,10 +903,9 @@ impl Hub {
         let Some(tr) = m.param(&["progressToken"]) else { return };
         let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
         let now = self.now_ms;
-        let Some(f) = self.pending.get_mut(u, id) else { return };
         // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
-        f.deadline = (now + f.timeout).min(f.hard);
-        let (c, token, about) = match &f.origin {
+        let Some(origin) = self.pending.progressed(u, id, now) else { return };
+        let (c, token, about) = match origin {
             Origin::Client { client, id: cid, progress: Some(token), .. } => (*client, token.clone(), About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) }),
             // The request was answered with its task: progress is no
             // longer on its stream.
@@ -1133,11 +1130,10 @@ impl Hub {
         };
         // Only client requests are failed here; the hub's own requests keep
         // their timeouts (and what they do on expiry).
-        if !matches!(self.pending.get(u, id), Some(Fwd { origin: Origin::Client { .. }, .. })) {
+        let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take_if(u, id, |o| matches!(o, Origin::Client { .. })) else {
             self.log(Level::Warn, format!("server '{name}': request to it dropped: {why}"));
             return;
-        }
-        let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
+        };
         let text = format!("server '{name}' cannot take {method} now: {why}");
         self.answer_error(client, Some(&cid), ErrorCode::InternalError, &text, Some(json!({ "server": name })));
     }
@@ -1160,7 +1156,7 @@ impl Hub {
             }
             c => c.answers(on).and_then(wire::id_u64),
         };
-        let origin = id.and_then(|id| self.pending.get(u, id)).map(|f| &f.origin);
+        let origin = id.and_then(|id| self.pending.origin(u, id));
         match (id, origin) {
             (Some(id), Some(Origin::Client { .. })) => {
                 let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
@@ -1237,7 +1233,8 @@ impl Hub {
     fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
         self.task_ask_done(u, id);
         let name = self.ups[u].spec.name.clone();
-        let waited = self.now_ms.saturating_sub(f.sent_ms);
+        let sent_ms = f.sent_ms();
+        let waited = self.now_ms.saturating_sub(sent_ms);
         match f.origin {
             Origin::Initialize => {
                 // Requirement: lifecycle-cancel-not-initialize (no notifications/cancelled)
@@ -1275,9 +1272,9 @@ impl Hub {
                 self.log(Level::Info, format!("server '{name}' did not answer server/discover within {waited} ms; using initialize"));
                 self.ups[u].era_cache = Some(Era::Legacy);
                 // The probe stays open as long as start-up may take.
-                let until = f.sent_ms + self.opts.init_timeout_ms;
+                let until = sent_ms + self.opts.init_timeout_ms;
                 if until > self.now_ms {
-                    self.pending.insert(u, id, Fwd { deadline: until, hard: until, ..f });
+                    self.pending.keep_until(u, id, f, until);
                     self.ups[u].late = Some(LateProbe::Waiting { id, refused: None });
                 }
                 self.send_initialize(u);
@@ -1300,7 +1297,7 @@ impl Hub {
                 // Requirement: lifecycle-timeouts-cancel-on-expiry
                 self.cancel_upstream(u, id, "timed out");
                 let mut msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
-                if let Some((_, what)) = self.ups[u].clipped.as_ref().filter(|(at, _)| *at >= f.sent_ms) {
+                if let Some((_, what)) = self.ups[u].clipped.as_ref().filter(|(at, _)| *at >= sent_ms) {
                     msg.push_str(&format!(" ({what} meanwhile, dropped: it may have been the answer)"));
                 }
                 self.answer_error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
