@@ -800,7 +800,7 @@ impl Hub {
     /// `Output::Power` only while this still holds: a reload may have given
     /// the slot to another server meanwhile.
     pub fn upstream_asleep(&self, u: UpstreamId) -> bool {
-        self.ups.get(u).is_some_and(|up| up.state == upstream::State::Asleep)
+        self.ups.get(u).is_some_and(upstream::Upstream::is_asleep)
     }
 
     /// What the runtime knows about the configuration (file, reloads, the

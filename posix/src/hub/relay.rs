@@ -1102,8 +1102,7 @@ impl Hub {
             let msg = format!("server '{}' is not running; try again later", self.ups[u].spec.name);
             return self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, None);
         }
-        let up_id = self.ups[u].next_id + 1;
-        self.ups[u].next_id = up_id;
+        let up_id = self.ups[u].next_request_id();
         let responses = serde_json::to_vec(&Value::Object(col.responses.clone())).unwrap_or_default();
         let mut append: Vec<(&str, Vec<u8>)> = vec![("inputResponses", responses)];
         if let Some(s) = &col.state {

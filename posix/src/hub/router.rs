@@ -412,8 +412,7 @@ impl Hub {
         if self.pending.client_has(c, cid) {
             return Err(refuse(ErrorCode::InvalidRequest, "Invalid request: this id is already used by a request in flight".into()));
         }
-        let up_id = self.ups[u].next_id + 1;
-        self.ups[u].next_id = up_id;
+        let up_id = self.ups[u].next_request_id();
         // The upstream always gets a progress token, unique per upstream (its
         // request id), so progress can keep a long call alive even when the
         // client asked for none; the client's own token is restored on the way

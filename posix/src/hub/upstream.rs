@@ -59,8 +59,9 @@ pub(super) enum State {
     /// Taken out of the configuration by a reload: a free slot, never
     /// started again (`Hub::add_upstream` may reuse it).
     Removed,
-    /// Stopped until a request needs it, its catalog kept (see `lazy`).
-    Asleep,
+    /// Stopped until a request needs it, its catalog kept (see `lazy`);
+    /// `stopping`: its process is being stopped, its exit expected.
+    Asleep { stopping: bool },
     /// Its entry changed (a config reload): the old process is being
     /// stopped, reports about it are ignored, its catalog is kept and
     /// requests for it wait (`lazy`) until the new entry runs
@@ -94,7 +95,7 @@ pub(super) struct Upstream {
     pub caps: Option<Value>,
     pub info: Value,
     pub instructions: Option<String>,
-    pub next_id: u64,
+    next_id: u64,
     pub starts: u32,
     pub last_error: Option<String>,
     pub garbage: u64,
@@ -128,8 +129,6 @@ pub(super) struct Upstream {
     /// (for its idle stop).
     pub last_used_ms: u64,
     pub last_start_ms: u64,
-    /// Put to sleep; its process is being stopped.
-    pub stopping: bool,
     /// A digest of the lists last given as `Output::ListsRead` since it
     /// started (`None`: not yet this start).
     reported: Option<u64>,
@@ -157,6 +156,24 @@ impl Upstream {
     pub fn is_removed(&self) -> bool {
         self.state == State::Removed
     }
+    pub fn is_asleep(&self) -> bool {
+        matches!(self.state, State::Asleep { .. })
+    }
+    /// Puts it to sleep: true when its process ran and is to be stopped
+    /// (its exit is then expected, not a failed start).
+    pub fn stop_to_sleep(&mut self) -> bool {
+        if self.is_asleep() {
+            return false;
+        }
+        self.state = State::Asleep { stopping: true };
+        true
+    }
+    /// The id of the next request to it (fresh per upstream; also the
+    /// progress token it is given).
+    pub fn next_request_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
     pub fn has_cap(&self, cap: &str) -> bool {
         self.is_ready() && self.caps.as_ref().and_then(|c| c.get(cap)).is_some_and(|v| !v.is_null())
     }
@@ -167,7 +184,7 @@ impl Upstream {
             State::Ready => "ready",
             State::Failed | State::GaveUp { .. } => "failed",
             State::Removed => "removed",
-            State::Asleep => "asleep",
+            State::Asleep { .. } => "asleep",
             State::Replacing => "restarting",
         }
     }
@@ -269,7 +286,6 @@ fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
         listed_ms: [0; 4],
         last_used_ms: 0,
         last_start_ms: 0,
-        stopping: false,
         clipped: None,
         reported: None,
         start_awaited: false,
@@ -288,8 +304,7 @@ impl Hub {
             self.log(Level::Warn, msg);
             return None;
         }
-        self.ups[u].next_id += 1;
-        let id = self.ups[u].next_id;
+        let id = self.ups[u].next_request_id();
         self.pending.open_own(u, id, origin, self.now_ms, timeout, self.opts.max_timeout_ms);
         if self.ups[u].is_modern() || method == "server/discover" {
             // Requirement: meta-request-params-meta-required (every modern request carries _meta)
@@ -497,7 +512,7 @@ impl Hub {
         if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
             return;
         }
-        if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. } | State::Asleep) {
+        if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. } | State::Asleep { .. }) {
             self.upstream_gone(u, "restarted");
         }
         let up = &mut self.ups[u];
@@ -940,8 +955,8 @@ impl Hub {
         if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
             return;
         }
-        if self.ups[u].state == State::Asleep {
-            if std::mem::take(&mut self.ups[u].stopping) {
+        if let State::Asleep { stopping } = &mut self.ups[u].state {
+            if std::mem::take(stopping) {
                 // Stopped for being idle: what it offered stays known.
                 self.fall_asleep(u);
             } else {
@@ -1017,7 +1032,7 @@ impl Hub {
                 json!({ "server": name, "state": "stopped", "attempts": attempts, "lastError": last }),
             ),
             State::Removed => (format!("server '{name}' was removed from the configuration"), json!({ "server": name, "state": "removed" })),
-            State::Initializing | State::Failed | State::Asleep => starting(up),
+            State::Initializing | State::Failed | State::Asleep { .. } => starting(up),
             State::Down { retry_at_ms: None } if up.starts == 0 => starting(up),
             State::Down { retry_at_ms: None } | State::Ready => {
                 (format!("server '{name}' is not running ({last}); try again later"), json!({ "server": name, "state": up.state_name() }))
@@ -1067,7 +1082,7 @@ impl Hub {
         let waiting = self.parked_for(u);
         let Some(up) = self.ups.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
         if up.spec.lazy && current && up.caps.is_some() && !waiting {
-            up.state = State::Asleep;
+            up.state = State::Asleep { stopping: false };
             up.start_awaited = false;
             return false;
         }
@@ -1322,7 +1337,7 @@ impl Hub {
     /// ([`super::NOT_READY_META`]): name, state, and whether their tools are
     /// known (listed as they last ran) or not yet.
     pub(super) fn servers_not_ready(&self) -> Vec<Value> {
-        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep | State::Removed) && !self.is_instance(*i);
+        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !self.is_instance(*i);
         self.ups.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
     }
 
