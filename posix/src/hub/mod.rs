@@ -89,6 +89,7 @@ mod modern;
 mod pending;
 mod policy;
 mod relay;
+mod replica;
 mod request;
 mod router;
 mod shape;
