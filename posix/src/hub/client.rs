@@ -229,13 +229,13 @@ impl Hub {
     /// A legacy request of a client that has not sent `initialize`: only
     /// `initialize` and `ping` are taken.
     /// Requirement: lifecycle-initialization-first-interaction, lifecycle-client-no-requests-before-init-response
-    pub(super) fn before_initialize(&self, c: ClientId, m: &wire::Msg) -> Result<(), super::router::Refusal> {
+    pub(super) fn before_initialize(&self, c: ClientId, m: &wire::Msg) -> Result<(), super::request::Refusal> {
         let uninitialized = self.clients.get(&c).is_some_and(|cl| cl.rev.is_none());
         if !uninitialized || matches!(&*m.method, "initialize" | "ping") {
             return Ok(());
         }
         let msg = format!("Invalid request: '{}' before initialize; send initialize first (only ping is answered before it)", m.method);
-        Err(super::router::Refusal(ErrorCode::InvalidRequest, msg, None))
+        Err(super::request::Refusal(ErrorCode::InvalidRequest, msg, None))
     }
 
     /// The id member for an error whose request id could not be read: left
@@ -269,8 +269,7 @@ impl Hub {
         if self.clients.remove(&c).is_none() {
             return;
         }
-        for (u, id) in self.pending.of_client(c) {
-            self.pending.take(u, id);
+        for (u, id, _) in self.pending.drain_client(c) {
             self.cancel_upstream(u, id, "the client disconnected");
         }
         self.relay_drop_client(c);

@@ -33,7 +33,7 @@
 use serde_json::json;
 use mcpx_core::error::ErrorCode;
 
-use super::router::Refusal;
+use super::request::Refusal;
 use super::upstream::State;
 use super::{ClientId, Hub, Level, Output, Power, UpstreamId};
 
@@ -126,7 +126,7 @@ impl Hub {
         }
         // A free slot whose process is gone, else a new one. Slots stopping
         // still are not counted against the owners, but bound the table.
-        let free = of_u().find(|(&iu, i)| i.owner.is_none() && self.ups[iu].state == State::Asleep && !self.ups[iu].stopping).map(|(&iu, _)| iu);
+        let free = of_u().find(|(&iu, i)| i.owner.is_none() && matches!(self.ups[iu].state, State::Asleep { stopping: false })).map(|(&iu, _)| iu);
         let iu = match free {
             Some(iu) => iu,
             None if of_u().count() < 2 * max => self.new_instance_slot(u),
@@ -146,7 +146,7 @@ impl Hub {
         let mut up = super::upstream::instance_of(&self.ups[u]);
         // One owner's process: its own requests go to it as they are.
         up.spec.isolation = Isolation::Shared;
-        up.state = State::Asleep;
+        up.state = State::Asleep { stopping: false };
         up.settled = true;
         self.ups.push(up);
         self.catalog.add_slot();
@@ -187,7 +187,7 @@ impl Hub {
     fn release_due(&self, iu: UpstreamId, i: &Instance) -> Option<u64> {
         let owner = i.owner.as_ref()?;
         let up = &self.ups[iu];
-        if self.owner_present(owner) || up.state == State::Initializing || self.pending.calls_to(iu).next().is_some() {
+        if self.owner_present(owner) || up.state == State::Initializing || self.pending.busy(iu) {
             return None;
         }
         Some(up.last_used_ms.max(up.last_start_ms) + LINGER_MS)
@@ -206,11 +206,8 @@ impl Hub {
                 i.owner = None;
             }
             let up = &mut self.ups[iu];
-            let running = up.state != State::Asleep;
-            up.state = State::Asleep;
             let name = up.spec.name.clone();
-            if running {
-                up.stopping = true;
+            if up.stop_to_sleep() {
                 self.log(Level::Info, format!("server '{name}': instance {iu} stopped, its client has gone (isolation)"));
                 self.out.push_back(Output::Power(iu, Power::Stop));
             }

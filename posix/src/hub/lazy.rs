@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 
 use super::catalog::Kind;
 use super::upstream::State;
-use super::modern::ReqCtx;
+use super::request::ReqCtx;
 use super::wire::Msg;
 use super::{ClientId, Hub, Level, Output, UpstreamId};
 
@@ -65,7 +65,7 @@ impl Hub {
     /// until it is up or fails.
     pub(super) fn park_if_asleep(&mut self, u: UpstreamId, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> bool {
         self.ups[u].last_used_ms = self.now_ms;
-        let asleep = self.ups[u].state == State::Asleep;
+        let asleep = self.ups[u].is_asleep();
         let starting = self.ups[u].start_awaited && matches!(self.ups[u].state, State::Down { .. } | State::Initializing | State::Replacing);
         if !asleep && !starting {
             return false;
@@ -88,7 +88,7 @@ impl Hub {
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         self.parked.push(Parked { u, c, raw: m.env.bytes().to_vec(), id, deadline, ctx: ctx.cloned() });
-        if self.ups[u].state == State::Asleep && !waking {
+        if self.ups[u].is_asleep() && !waking {
             let name = self.ups[u].spec.name.clone();
             self.log(Level::Info, format!("server '{name}': starting it for a request (lazy start)"));
             self.ups[u].start_awaited = true;
@@ -173,9 +173,9 @@ impl Hub {
                 let name = self.ups[u].spec.name.clone();
                 let idle = self.ups[u].spec.idle_ms;
                 self.log(Level::Info, format!("server '{name}': idle for {idle} ms; stopping it until it is used"));
-                self.ups[u].state = State::Asleep;
-                self.ups[u].stopping = true;
-                self.out.push_back(Output::Power(u, Power::Stop));
+                if self.ups[u].stop_to_sleep() {
+                    self.out.push_back(Output::Power(u, Power::Stop));
+                }
             }
         }
     }
@@ -184,7 +184,7 @@ impl Hub {
     fn idle_due(&self, u: UpstreamId) -> Option<u64> {
         let up = &self.ups[u];
         let idle = up.spec.idle_ms;
-        if idle == 0 || !up.is_ready() || !up.settled || self.pending.calls_to(u).next().is_some() {
+        if idle == 0 || !up.is_ready() || !up.settled || self.pending.busy(u) {
             return None;
         }
         Some(up.last_used_ms.max(up.last_start_ms) + idle)
@@ -206,7 +206,7 @@ impl Hub {
             return;
         }
         if up.spec.lazy {
-            up.state = State::Asleep;
+            up.state = State::Asleep { stopping: false };
         } else {
             up.start_awaited = true;
         }

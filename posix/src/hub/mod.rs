@@ -89,6 +89,8 @@ mod modern;
 mod pending;
 mod policy;
 mod relay;
+mod replica;
+mod request;
 mod router;
 mod shape;
 mod stages;
@@ -799,7 +801,7 @@ impl Hub {
     /// `Output::Power` only while this still holds: a reload may have given
     /// the slot to another server meanwhile.
     pub fn upstream_asleep(&self, u: UpstreamId) -> bool {
-        self.ups.get(u).is_some_and(|up| up.state == upstream::State::Asleep)
+        self.ups.get(u).is_some_and(upstream::Upstream::is_asleep)
     }
 
     /// What the runtime knows about the configuration (file, reloads, the
@@ -890,12 +892,8 @@ impl Hub {
     pub fn abandon_requests(&mut self, grace_ms: u64) {
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for c in ids {
-            for (u, id) in self.pending.of_client(c) {
-                let Some(pending::Fwd { origin: pending::Origin::Client { client, id: cid, method, .. }, .. }) =
-                    self.pending.take(u, id)
-                else {
-                    continue;
-                };
+            for (u, id, f) in self.pending.drain_client(c) {
+                let pending::Origin::Client { client, id: cid, method, .. } = f.origin else { continue };
                 self.cancel_upstream(u, id, "mcpx is shutting down");
                 let name = self.ups[u].spec.name.clone();
                 let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");

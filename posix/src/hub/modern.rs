@@ -37,12 +37,10 @@ use mcpx_core::rewrite::Splice;
 use serde_json::{json, Map, Value};
 
 use super::catalog::{Channel, Kind};
+use super::request::{level_index, ReqCtx, MODERN};
 use super::shape;
 use super::wire::{self, Edit, Msg};
 use super::{ClientId, Hub, UpstreamId};
-
-/// The modern revision served.
-pub(super) const MODERN: Revision = Revision::V2026_07_28;
 
 /// Hints on a read of a server that gives none: `ttlMs: 0` is "immediately
 /// stale" (`caching-ttl-zero-stale`), private.
@@ -51,21 +49,6 @@ pub(super) const NOT_CACHEABLE: (u64, bool) = (0, false);
 /// Methods of the legacy session that a modern request cannot call
 /// (conformance: -32601).
 const LEGACY_ONLY: [&str; 5] = ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
-
-/// The context of one modern client request, kept with it while it is in
-/// flight (and while it is held for a retry).
-#[derive(Clone, Debug)]
-pub(super) struct ReqCtx {
-    /// `io.modelcontextprotocol/clientCapabilities` of this request.
-    pub caps: Value,
-    /// Index in `LOG_LEVELS` of `io.modelcontextprotocol/logLevel`; `None`:
-    /// no log notifications for this request.
-    pub log_level: Option<usize>,
-    /// The client's principal (bound into `requestState`).
-    pub principal: Vec<u8>,
-    /// Canonical salient params (method-specific; bound into `requestState`).
-    pub salient: Vec<u8>,
-}
 
 /// One open `subscriptions/listen` stream.
 #[derive(Clone, Debug)]
@@ -101,22 +84,6 @@ fn tagged(params: &Value, id: &[u8]) -> Vec<u8> {
     let idv: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
     p["_meta"] = json!({ SUBSCRIPTION_ID_KEY: idv });
     serde_json::to_vec(&p).unwrap_or_default()
-}
-
-/// The bytes of `v` (a view into a larger buffer, e.g. a `result` inside
-/// its message) with `splices` (spans of that buffer, inside `v`) applied.
-pub(super) fn splice_within(v: &JsonValue<'_>, splices: &mut [Splice<'_>]) -> Vec<u8> {
-    let base = v.span().start;
-    for s in splices.iter_mut() {
-        s.span = mcpx_core::json::Span::new(s.span.start - base, s.span.end - base);
-    }
-    splices.sort_by_key(|s| s.span.start);
-    wire::apply(v.bytes(), splices)
-}
-
-/// Index of a log level name in `LOG_LEVELS`.
-pub(super) fn level_index(name: &str) -> Option<usize> {
-    meta::LOG_LEVELS.iter().position(|l| *l == name)
 }
 
 /// The salient params of request `m`, whose `requestState` must match on
@@ -217,7 +184,7 @@ impl Hub {
             }
             splices.push(Splice::raw(mcpx_core::json::Span::new(at, at), &added));
         }
-        splice_within(res, &mut splices)
+        wire::splice_within(res, &mut splices)
     }
 
     /// [`Hub::stamped`] for a result the hub built as a value (task bodies,
@@ -309,7 +276,7 @@ impl Hub {
             "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
             "tasks/get" | "tasks/update" | "tasks/cancel" if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
             "tasks/get" | "tasks/update" | "tasks/cancel" => {
-                if let Err(super::router::Refusal(code, msg, data)) = self.task_request(c, &id, &m.method, &m.params_value(), Some(&ctx)) {
+                if let Err(super::request::Refusal(code, msg, data)) = self.task_request(c, &id, &m.method, &m.params_value(), Some(&ctx)) {
                     self.modern_error(c, &id, code, &msg, data);
                 }
             }
@@ -398,7 +365,7 @@ impl Hub {
 
     /// Routes modern request `m` with its context.
     fn route_view(&mut self, c: ClientId, m: &Msg, ctx: ReqCtx) {
-        if let Err(super::router::Refusal(code, msg, data)) = self.route_or_park(c, m, Some(&ctx)) {
+        if let Err(super::request::Refusal(code, msg, data)) = self.route_or_park(c, m, Some(&ctx)) {
             self.modern_error(c, m.id_bytes().unwrap_or(b"null"), code, &msg, data);
         }
     }
@@ -451,7 +418,7 @@ impl Hub {
                 Some(self.listenable_tasks(&ctx.principal, &asked))
             }
             Some(Value::Array(_)) => {
-                let super::router::Refusal(code, msg, data) = super::tasks::missing_extension("subscriptions/listen with taskIds");
+                let super::request::Refusal(code, msg, data) = super::tasks::missing_extension("subscriptions/listen with taskIds");
                 return self.modern_error(c, id, code, &msg, data);
             }
             Some(_) => return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: notifications.taskIds must be an array of task ids", None),

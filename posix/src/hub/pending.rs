@@ -5,11 +5,16 @@
 //! client's raw progress token; the token sent upstream is the upstream id
 //! itself, so it is unique per upstream and maps back without another table.
 //! Bounded by `HubOptions::max_pending`.
+//!
+//! The table owns each request's clock: callers open a request (a client's
+//! call or the hub's own), and say what happens to it (progress, held for
+//! a client's retry, resumed, made a task, kept past its expiry); none sets
+//! a deadline itself.
 
 use std::collections::HashMap;
 
 use super::catalog::Kind;
-use super::modern::ReqCtx;
+use super::request::ReqCtx;
 use super::{ClientId, IdKey, UpstreamId};
 
 /// Who is waiting for the answer.
@@ -55,15 +60,32 @@ pub(super) enum Origin {
     Ping,
 }
 
+/// One request in flight: who waits, and its clock, which only [`Pending`]
+/// moves (progress, a hold for a client's retry, a task, a retry).
 #[derive(Clone, Debug)]
 pub(super) struct Fwd {
     pub origin: Origin,
     /// When the hub gives up (reset by progress, never past `hard`).
-    pub deadline: u64,
-    pub hard: u64,
+    deadline: u64,
+    hard: u64,
     /// The per-request timeout, for messages and for the progress reset.
-    pub timeout: u64,
-    pub sent_ms: u64,
+    timeout: u64,
+    sent_ms: u64,
+}
+
+impl Fwd {
+    /// A call forwarded for a client: `timeout` per request (reset by
+    /// progress), never past `max_timeout` from now.
+    fn call(origin: Origin, now: u64, timeout: u64, max_timeout: u64) -> Fwd {
+        let timeout = timeout.max(1);
+        let hard = now + max_timeout.max(1);
+        Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now }
+    }
+
+    /// When it was sent (or resumed).
+    pub fn sent_ms(&self) -> u64 {
+        self.sent_ms
+    }
 }
 
 #[derive(Default)]
@@ -79,11 +101,37 @@ impl Pending {
         self.map.len()
     }
 
-    pub fn insert(&mut self, u: UpstreamId, id: u64, f: Fwd) {
+    /// Whether `max` requests are in flight.
+    pub fn full(&self, max: usize) -> bool {
+        self.map.len() >= max
+    }
+
+    /// Files `f` as request `id` to `u` (a key not in flight: ids are fresh
+    /// per upstream, and a request is taken before it is filed again).
+    fn insert(&mut self, u: UpstreamId, id: u64, f: Fwd) {
         if let Origin::Client { client, id: cid, .. } = &f.origin {
             self.by_client.insert((*client, IdKey::new(cid)), (u, id));
         }
         self.map.insert((u, id), f);
+    }
+
+    /// A call forwarded to `u` for a client (or retried for one), as
+    /// request `id`: `timeout` per request (reset by progress), never past
+    /// `max_timeout` from `now`.
+    pub fn open_call(&mut self, u: UpstreamId, id: u64, origin: Origin, now: u64, timeout: u64, max_timeout: u64) {
+        self.insert(u, id, Fwd::call(origin, now, timeout, max_timeout));
+    }
+
+    /// A request of the hub's own to `u`: given up after `timeout`
+    /// (progress or not), at most `max_timeout`.
+    pub fn open_own(&mut self, u: UpstreamId, id: u64, origin: Origin, now: u64, timeout: u64, max_timeout: u64) {
+        let hard = now + timeout.max(1).min(max_timeout.max(1));
+        self.insert(u, id, Fwd { origin, deadline: hard, hard, timeout, sent_ms: now });
+    }
+
+    /// Files `f`, taken on its expiry, again until `until` (progress or not).
+    pub fn keep_until(&mut self, u: UpstreamId, id: u64, f: Fwd, until: u64) {
+        self.insert(u, id, Fwd { deadline: until, hard: until, ..f });
     }
 
     /// Is this client id already waiting on an answer?
@@ -99,19 +147,73 @@ impl Pending {
         Some(f)
     }
 
-    pub fn get(&self, u: UpstreamId, id: u64) -> Option<&Fwd> {
-        self.map.get(&(u, id))
+    /// Takes request `id` to `u` when `keep` says so of who waits for it.
+    pub fn take_if(&mut self, u: UpstreamId, id: u64, keep: impl FnOnce(&Origin) -> bool) -> Option<Fwd> {
+        if !self.map.get(&(u, id)).is_some_and(|f| keep(&f.origin)) {
+            return None;
+        }
+        self.take(u, id)
     }
 
-    /// Replaces the origin of a request in flight, keeping the client index right.
-    pub fn set_origin(&mut self, u: UpstreamId, id: u64, origin: Origin) {
-        let Some(mut f) = self.take(u, id) else { return };
+    /// Who waits for request `id` to `u`.
+    pub fn origin(&self, u: UpstreamId, id: u64) -> Option<&Origin> {
+        self.map.get(&(u, id)).map(|f| &f.origin)
+    }
+
+    /// Is request `id` to `u` in flight?
+    pub fn contains(&self, u: UpstreamId, id: u64) -> bool {
+        self.map.contains_key(&(u, id))
+    }
+
+    /// Replaces who waits for a request in flight, keeping its clock;
+    /// false when it is not in flight.
+    pub fn set_origin(&mut self, u: UpstreamId, id: u64, origin: Origin) -> bool {
+        let Some(mut f) = self.take(u, id) else { return false };
         f.origin = origin;
         self.insert(u, id, f);
+        true
     }
 
-    pub fn get_mut(&mut self, u: UpstreamId, id: u64) -> Option<&mut Fwd> {
-        self.map.get_mut(&(u, id))
+    /// Progress on request `id` to `u` at `now`: its timeout starts again
+    /// (never past its hard cap). Who waits for it, when it is in flight.
+    pub fn progressed(&mut self, u: UpstreamId, id: u64, now: u64) -> Option<&Origin> {
+        let f = self.map.get_mut(&(u, id))?;
+        f.deadline = (now + f.timeout).min(f.hard);
+        Some(&f.origin)
+    }
+
+    /// Call `id` to `u` becomes the hub's task `task`: it outlives the
+    /// per-request timeout, not the hard cap. The client's progress token,
+    /// when the call is in flight.
+    pub fn make_task(&mut self, u: UpstreamId, id: u64, task: String) -> Option<Option<Vec<u8>>> {
+        let progress = match &self.map.get(&(u, id))?.origin {
+            Origin::Client { progress, .. } => progress.clone(),
+            _ => None,
+        };
+        self.set_origin(u, id, Origin::Task(task));
+        let f = self.map.get_mut(&(u, id))?;
+        f.deadline = f.hard;
+        Some(progress)
+    }
+
+    /// Call `id` to `u` is held (`relay` handle `h`) for a modern client's
+    /// retry until `until`.
+    pub fn hold(&mut self, u: UpstreamId, id: u64, h: u64, until: u64) {
+        if !self.set_origin(u, id, Origin::Held(h)) {
+            return;
+        }
+        if let Some(f) = self.map.get_mut(&(u, id)) {
+            f.deadline = until;
+            f.hard = f.hard.max(until);
+        }
+    }
+
+    /// Held call `id` to `u` goes on for the client's retry (`origin`), as
+    /// if sent `now`: `timeout` per request again, never past `max_timeout`.
+    pub fn resume(&mut self, u: UpstreamId, id: u64, origin: Origin, now: u64, timeout: u64, max_timeout: u64) {
+        if self.take(u, id).is_some() {
+            self.open_call(u, id, origin, now, timeout, max_timeout);
+        }
     }
 
     /// The upstream request serving this client request.
@@ -127,11 +229,11 @@ impl Pending {
         out
     }
 
-    /// Keys of everything a client is waiting on.
-    pub fn of_client(&self, c: ClientId) -> Vec<(UpstreamId, u64)> {
-        let mut v: Vec<_> = self.by_client.iter().filter(|(k, _)| k.0 == c).map(|(_, v)| *v).collect();
-        v.sort();
-        v
+    /// Everything a client is waiting on, taken, oldest key first.
+    pub fn drain_client(&mut self, c: ClientId) -> Vec<(UpstreamId, u64, Fwd)> {
+        let mut keys: Vec<_> = self.by_client.iter().filter(|(k, _)| k.0 == c).map(|(_, v)| *v).collect();
+        keys.sort();
+        keys.into_iter().filter_map(|(u, id)| Some((u, id, self.take(u, id)?))).collect()
     }
 
     /// Calls to `u` made for clients, in flight or held for a modern
@@ -149,6 +251,11 @@ impl Pending {
 
     pub fn next_deadline(&self) -> Option<u64> {
         self.map.values().map(|f| f.deadline).min()
+    }
+
+    /// Does a client wait on `u` (a call in flight or held for a retry)?
+    pub fn busy(&self, u: UpstreamId) -> bool {
+        self.calls_to(u).next().is_some()
     }
 
     /// Is a health-check ping to `u` in flight?

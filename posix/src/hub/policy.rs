@@ -22,7 +22,7 @@ use crate::policy::search::{self, Index, MetaCall};
 use crate::policy::{audit, metrics, OutputCheck, Policy, UntrustedAnnotations};
 
 use super::catalog::{Entry, Kind};
-use super::router::Refusal;
+use super::request::Refusal;
 use super::Level;
 use super::shape::{self, Rev, RevExt};
 use super::wire::{self, Msg};
@@ -355,7 +355,7 @@ impl Hub {
             start_ms: self.now_ms,
             method,
             principal: cl.map_or("", |cl| principal_name(&cl.principal)).to_string(),
-            revision: cl.map_or("", |cl| if cl.era == Some(mcpx_core::revision::Era::Modern) { super::modern::MODERN.as_str() } else { cl.rev().as_str() }),
+            revision: cl.map_or("", |cl| if cl.era == Some(mcpx_core::revision::Era::Modern) { super::request::MODERN.as_str() } else { cl.rev().as_str() }),
             server: self.ups[u].spec.name.clone(),
             name: String::new(),
             original: String::new(),
@@ -523,7 +523,7 @@ impl Hub {
         if budgets.len() >= self.policy.cap {
             // Requests no longer pending need no count (ids never repeat).
             let pending = &self.pending;
-            budgets.retain(|(u, id), _| pending.get(*u, *id).is_some());
+            budgets.retain(|(u, id), _| pending.contains(*u, *id));
         }
         let cfg = self.policy.p.limiter.config();
         let Err(d) = budgets.entry((u, id)).or_default().admit(kind, cfg) else { return true };
@@ -556,7 +556,7 @@ impl Hub {
             }
         }
         let Some(cl) = self.clients.get(&c) else { return };
-        let revision = if modern { super::modern::MODERN.as_str() } else { cl.rev().as_str() };
+        let revision = if modern { super::request::MODERN.as_str() } else { cl.rev().as_str() };
         // Kept for the audit line's digest only: metrics alone need no copy.
         let audited = self.policy.p.audit.is_some() && method == "tools/call";
         let arguments = audited.then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));

@@ -57,8 +57,8 @@ use std::collections::HashMap;
 use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
 use serde_json::{json, Map, Value};
 
-use super::modern::{ReqCtx, MODERN};
-use super::pending::{Fwd, Origin};
+use super::request::{ReqCtx, MODERN};
+use super::pending::Origin;
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
@@ -566,7 +566,7 @@ impl Hub {
             Cause::Task(c) => return Some(c),
             _ => return None,
         };
-        match &self.pending.get(u, call)?.origin {
+        match self.pending.origin(u, call)? {
             Origin::Client { client, .. } => Some(*client),
             Origin::Held(h) => self.relays.held.get(h)?.answer_to.as_ref().map(|w| w.client),
             _ => None,
@@ -579,7 +579,7 @@ impl Hub {
         let server = self.ups[u].spec.name.clone();
         let target = match self.cause_of(u, link) {
             // A modern client's call in flight (or held) gets it the modern way.
-            Cause::Call(call) => match self.pending.get(u, call).map(|f| &f.origin) {
+            Cause::Call(call) => match self.pending.origin(u, call) {
                 Some(Origin::Held(h)) => return self.held_add(*h, u, m),
                 Some(Origin::Client { modern: Some(_), .. }) => return self.park(u, call, m),
                 Some(Origin::Client { client, .. }) => Some(*client).filter(|c| self.clients.contains_key(c)),
@@ -679,7 +679,7 @@ impl Hub {
     /// call is held and the client answered `input_required`.
     fn park(&mut self, u: UpstreamId, call: u64, m: &Msg) {
         let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let Some(Origin::Client { client, id: cid, progress, method, renamed_uri, modern: Some(ctx), .. }) = self.pending.get(u, call).map(|f| f.origin.clone()) else { return };
+        let Some(Origin::Client { client, id: cid, progress, method, renamed_uri, modern: Some(ctx), .. }) = self.pending.origin(u, call).cloned() else { return };
         let params = match self.input_request(u, m) {
             Ok(p) => p,
             Err(why) => return self.refuse_upstream(u, &up_id, &m.method, ErrorCode::MethodNotFound, why),
@@ -709,12 +709,7 @@ impl Hub {
         if let Err((held, limit)) = self.relays.held.insert(h, held) {
             return self.refuse_hold(c, cid, held, &limit.to_string());
         }
-        self.pending.set_origin(u, call, Origin::Held(h));
-        let until = self.now_ms + self.opts.input_ttl_ms;
-        if let Some(f) = self.pending.get_mut(u, call) {
-            f.deadline = until;
-            f.hard = f.hard.max(until);
-        }
+        self.pending.hold(u, call, h, self.now_ms + self.opts.input_ttl_ms);
         if self.opts.input_coalesce_ms == 0 {
             self.answer_held(h);
         }
@@ -902,7 +897,7 @@ impl Hub {
                 };
                 let schemas: Value = serde_json::from_slice(schemas).unwrap_or(Value::Null);
                 // Requirement: elicitation-server-validate-received-data (for the server, which gets only valid answers)
-                if let Some(super::router::Refusal(code, msg, data)) = self.policy_check_input_responses(&schemas, responses.as_ref()) {
+                if let Some(super::request::Refusal(code, msg, data)) = self.policy_check_input_responses(&schemas, responses.as_ref()) {
                     return self.answer_error(c, Some(id), code, &msg, data);
                 }
                 let inner = inner.to_vec();
@@ -932,7 +927,7 @@ impl Hub {
             }
             return;
         }
-        if !matches!(self.pending.get(u, call).map(|f| &f.origin), Some(Origin::Held(x)) if *x == h) {
+        if !matches!(self.pending.origin(u, call), Some(Origin::Held(x)) if *x == h) {
             return self.answer_error(c, Some(id), ErrorCode::InvalidParams, gone, None);
         }
         let up_rev = self.ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
@@ -955,14 +950,7 @@ impl Hub {
         let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
         let progress_again = progress.clone();
         let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx.clone())), sent: None };
-        self.pending.set_origin(u, call, origin);
-        let now = self.now_ms;
-        let timeout = self.ups[u].spec.timeout_ms.max(1);
-        if let Some(f) = self.pending.get_mut(u, call) {
-            f.hard = now + self.opts.max_timeout_ms.max(1);
-            f.deadline = (now + timeout).min(f.hard);
-            f.sent_ms = now;
-        }
+        self.pending.resume(u, call, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         // Requests still unanswered are asked again, if this request declares them.
         held.caps = ctx.caps.clone();
         let mut again = Vec::new();
@@ -1114,8 +1102,7 @@ impl Hub {
             let msg = format!("server '{}' is not running; try again later", self.ups[u].spec.name);
             return self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, None);
         }
-        let up_id = self.ups[u].next_id + 1;
-        self.ups[u].next_id = up_id;
+        let up_id = self.ups[u].next_request_id();
         let responses = serde_json::to_vec(&Value::Object(col.responses.clone())).unwrap_or_default();
         let mut append: Vec<(&str, Vec<u8>)> = vec![("inputResponses", responses)];
         if let Some(s) = &col.state {
@@ -1126,11 +1113,8 @@ impl Hub {
         let mut meta = Map::new();
         meta.insert("progressToken".into(), json!(up_id));
         let sent = wire::set_meta(&sent, &meta, |_| false);
-        let now = self.now_ms;
-        let timeout = self.ups[u].spec.timeout_ms.max(1);
-        let hard = now + self.opts.max_timeout_ms.max(1);
         let origin = Origin::Client { client: col.client, id: col.id, progress: col.progress, method: col.method.clone(), renamed_uri: col.renamed_uri, modern: None, sent: Some(sent.clone()) };
-        self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
+        self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         // Requirement: mrtr-new-id-on-retry
         let modern = self.ups[u].is_modern();
         self.request_upstream(u, up_id, &col.method, Some(&sent), modern);

@@ -12,9 +12,9 @@ use mcpx_core::error::PeerCaps;
 use serde_json::{json, Value};
 
 use super::catalog::Kind;
-use super::pending::{Fwd, Origin};
+use super::pending::Origin;
 use super::shape::{self, RevExt};
-use super::modern::ReqCtx;
+use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
 use super::tasks::Plan;
 use super::wire::{self, Msg};
@@ -61,9 +61,6 @@ impl Subscriptions {
         self.by_uri.keys().cloned().collect()
     }
 }
-
-/// An error answer to a client request.
-pub(super) struct Refusal(pub ErrorCode, pub String, pub Option<Value>);
 
 fn refuse(code: ErrorCode, msg: String) -> Refusal {
     Refusal(code, msg, None)
@@ -254,7 +251,7 @@ impl Hub {
         if self.ups[u].is_modern() {
             return; // modern servers take the level per request
         }
-        self.ups[u].level_sent = super::modern::level_index(level);
+        self.ups[u].level_sent = super::request::level_index(level);
         let p = serde_json::to_vec(&json!({ "level": level })).unwrap_or_default();
         let t = self.ups[u].spec.timeout_ms;
         self.send_upstream(u, "logging/setLevel", Some(&p), Origin::Fire, t);
@@ -344,7 +341,7 @@ impl Hub {
         if cur.is_none() {
             self.refresh_stale(k);
         }
-        let rev = if modern { super::modern::MODERN } else { self.clients[&c].rev() };
+        let rev = if modern { super::request::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
         let offer_tasks = !modern && k == Kind::Tools && self.client_declared_tasks(c);
         // Policy (hub/policy.rs): the tool-search meta-tools, or the
@@ -408,15 +405,14 @@ impl Hub {
         if !self.ups[u].is_ready() {
             return Err(self.unavailable(u));
         }
-        if self.pending.len() >= self.opts.max_pending {
+        if self.pending.full(self.opts.max_pending) {
             return Err(refuse(ErrorCode::InternalError, format!("mcpx has {} requests in flight (its limit); try again later", self.opts.max_pending)));
         }
         let cid = m.id_bytes().unwrap_or(b"null");
         if self.pending.client_has(c, cid) {
             return Err(refuse(ErrorCode::InvalidRequest, "Invalid request: this id is already used by a request in flight".into()));
         }
-        let up_id = self.ups[u].next_id + 1;
-        self.ups[u].next_id = up_id;
+        let up_id = self.ups[u].next_request_id();
         // The upstream always gets a progress token, unique per upstream (its
         // request id), so progress can keep a long call alive even when the
         // client asked for none; the client's own token is restored on the way
@@ -462,11 +458,8 @@ impl Hub {
             }
         };
         let sent = modern_up.then(|| body.clone());
-        let now = self.now_ms;
-        let timeout = self.ups[u].spec.timeout_ms.max(1);
-        let hard = now + self.opts.max_timeout_ms.max(1);
         let origin = Origin::Client { client: c, id: cid.to_vec(), progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
-        self.pending.insert(u, up_id, Fwd { origin, deadline: (now + timeout).min(hard), hard, timeout, sent_ms: now });
+        self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         if task_ttl.is_some() && !self.ups[u].is_modern() {
             self.task_asked(u, up_id);
         }
@@ -485,7 +478,7 @@ impl Hub {
             caps["extensions"] = json!({ super::tasks::EXT: {} });
         }
         let mut meta = self.modern_meta(caps);
-        let legacy_level = || self.clients.get(&c).filter(|cl| cl.wants_logs).and(self.log_level.as_deref()).and_then(super::modern::level_index);
+        let legacy_level = || self.clients.get(&c).filter(|cl| cl.wants_logs).and(self.log_level.as_deref()).and_then(super::request::level_index);
         let level = match ctx {
             Some(x) => x.log_level,
             None => legacy_level(),
@@ -501,7 +494,7 @@ impl Hub {
     pub(super) fn answer_client(&mut self, u: UpstreamId, o: Origin, m: &Msg) {
         let Origin::Client { client: c, id, progress, method, renamed_uri, modern, sent } = o else { return };
         let Some(cl) = self.clients.get(&c) else { return };
-        let rev = if modern.is_some() { super::modern::MODERN } else { cl.rev() };
+        let rev = if modern.is_some() { super::request::MODERN } else { cl.rev() };
         if let Some(task) = m.result_bytes().filter(|_| method == "tools/call").and_then(|r| self.legacy_created(u, r)) {
             return self.task_adopt(u, c, &id, modern.as_deref(), task);
         }
@@ -601,7 +594,7 @@ impl Hub {
     /// of client `c` (whose request has context `ctx` when modern): what the
     /// hub can satisfy for it, i.e. what the client declared of sampling,
     /// elicitation and roots (roots always when the configuration gives them).
-    pub(super) fn caps_for_upstream(&self, c: ClientId, ctx: Option<&super::modern::ReqCtx>) -> Value {
+    pub(super) fn caps_for_upstream(&self, c: ClientId, ctx: Option<&super::request::ReqCtx>) -> Value {
         let declared = match ctx {
             Some(x) => x.caps.clone(),
             None => self.clients.get(&c).map(|cl| {

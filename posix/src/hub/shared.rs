@@ -47,23 +47,11 @@ use mcpx_core::error::ErrorCode;
 use mcpx_core::request_state::{OpenError, NONCE_LEN};
 use serde_json::Value;
 
-use super::modern::ReqCtx;
-use super::router::Refusal;
+use super::request::{Refusal, ReqCtx};
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, IdKey, Level, Output};
 
-/// The id of one replica (`cluster.replica`, `MCPX_REPLICA`): 1 to 32 of
-/// `A-Z a-z 0-9 _ -` ([`valid_replica_id`]).
-pub type ReplicaId = String;
-
-/// Longest replica id.
-pub const MAX_REPLICA_LEN: usize = 32;
-
-/// Is `id` a usable replica id? (It is written into task ids and sealed
-/// states, after a `.` that it may not contain.)
-pub fn valid_replica_id(id: &str) -> bool {
-    (1..=MAX_REPLICA_LEN).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+pub use super::replica::{valid_replica_id, ReplicaId, MAX_REPLICA_LEN};
 
 /// Default of [`ClusterOptions::answer_timeout_ms`].
 pub const DEFAULT_ANSWER_TIMEOUT_MS: u64 = 1_000;

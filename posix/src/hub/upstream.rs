@@ -32,10 +32,10 @@ use mcpx_core::meta;
 use mcpx_core::names;
 use mcpx_core::revision::{self, Era, Feature, Revisions};
 
-use super::modern::MODERN;
+use super::request::MODERN;
 
 use super::catalog::{Kind, Naming};
-use super::router::Refusal;
+use super::request::Refusal;
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
 use super::wire::{self, Kind as MsgKind, Msg};
@@ -59,8 +59,9 @@ pub(super) enum State {
     /// Taken out of the configuration by a reload: a free slot, never
     /// started again (`Hub::add_upstream` may reuse it).
     Removed,
-    /// Stopped until a request needs it, its catalog kept (see `lazy`).
-    Asleep,
+    /// Stopped until a request needs it, its catalog kept (see `lazy`);
+    /// `stopping`: its process is being stopped, its exit expected.
+    Asleep { stopping: bool },
     /// Its entry changed (a config reload): the old process is being
     /// stopped, reports about it are ignored, its catalog is kept and
     /// requests for it wait (`lazy`) until the new entry runs
@@ -94,7 +95,7 @@ pub(super) struct Upstream {
     pub caps: Option<Value>,
     pub info: Value,
     pub instructions: Option<String>,
-    pub next_id: u64,
+    next_id: u64,
     pub starts: u32,
     pub last_error: Option<String>,
     pub garbage: u64,
@@ -128,8 +129,6 @@ pub(super) struct Upstream {
     /// (for its idle stop).
     pub last_used_ms: u64,
     pub last_start_ms: u64,
-    /// Put to sleep; its process is being stopped.
-    pub stopping: bool,
     /// A digest of the lists last given as `Output::ListsRead` since it
     /// started (`None`: not yet this start).
     reported: Option<u64>,
@@ -157,6 +156,24 @@ impl Upstream {
     pub fn is_removed(&self) -> bool {
         self.state == State::Removed
     }
+    pub fn is_asleep(&self) -> bool {
+        matches!(self.state, State::Asleep { .. })
+    }
+    /// Puts it to sleep: true when its process ran and is to be stopped
+    /// (its exit is then expected, not a failed start).
+    pub fn stop_to_sleep(&mut self) -> bool {
+        if self.is_asleep() {
+            return false;
+        }
+        self.state = State::Asleep { stopping: true };
+        true
+    }
+    /// The id of the next request to it (fresh per upstream; also the
+    /// progress token it is given).
+    pub fn next_request_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
     pub fn has_cap(&self, cap: &str) -> bool {
         self.is_ready() && self.caps.as_ref().and_then(|c| c.get(cap)).is_some_and(|v| !v.is_null())
     }
@@ -167,7 +184,7 @@ impl Upstream {
             State::Ready => "ready",
             State::Failed | State::GaveUp { .. } => "failed",
             State::Removed => "removed",
-            State::Asleep => "asleep",
+            State::Asleep { .. } => "asleep",
             State::Replacing => "restarting",
         }
     }
@@ -269,7 +286,6 @@ fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
         listed_ms: [0; 4],
         last_used_ms: 0,
         last_start_ms: 0,
-        stopping: false,
         clipped: None,
         reported: None,
         start_awaited: false,
@@ -283,16 +299,13 @@ impl Hub {
 
     /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
     pub(super) fn send_upstream(&mut self, u: UpstreamId, method: &str, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
-        if self.pending.len() >= self.opts.max_pending {
+        if self.pending.full(self.opts.max_pending) {
             let msg = format!("server '{}': {method} not sent: {} requests in flight (mcpx's limit)", self.ups[u].spec.name, self.opts.max_pending);
             self.log(Level::Warn, msg);
             return None;
         }
-        self.ups[u].next_id += 1;
-        let id = self.ups[u].next_id;
-        let now = self.now_ms;
-        let hard = now + timeout.max(1).min(self.opts.max_timeout_ms.max(1));
-        self.pending.insert(u, id, Fwd { origin, deadline: hard, hard, timeout, sent_ms: now });
+        let id = self.ups[u].next_request_id();
+        self.pending.open_own(u, id, origin, self.now_ms, timeout, self.opts.max_timeout_ms);
         if self.ups[u].is_modern() || method == "server/discover" {
             // Requirement: meta-request-params-meta-required (every modern request carries _meta)
             // (with the client capabilities `params` declare, if any: `tasks` polls)
@@ -499,7 +512,7 @@ impl Hub {
         if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
             return;
         }
-        if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. } | State::Asleep) {
+        if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. } | State::Asleep { .. }) {
             self.upstream_gone(u, "restarted");
         }
         let up = &mut self.ups[u];
@@ -838,8 +851,8 @@ impl Hub {
                 self.modern_logs(u, &p);
                 // Legacy clients get what the level they set admits (a modern
                 // request may have lowered the upstream's level below it).
-                let level = p.get("level").and_then(Value::as_str).and_then(super::modern::level_index).unwrap_or(0);
-                if self.log_level.as_deref().and_then(super::modern::level_index).is_some_and(|l| level < l) {
+                let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
+                if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
                     return;
                 }
                 let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect();
@@ -905,10 +918,9 @@ impl Hub {
         let Some(tr) = m.param(&["progressToken"]) else { return };
         let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
         let now = self.now_ms;
-        let Some(f) = self.pending.get_mut(u, id) else { return };
         // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
-        f.deadline = (now + f.timeout).min(f.hard);
-        let (c, token, about) = match &f.origin {
+        let Some(origin) = self.pending.progressed(u, id, now) else { return };
+        let (c, token, about) = match origin {
             Origin::Client { client, id: cid, progress: Some(token), .. } => (*client, token.clone(), About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) }),
             // The request was answered with its task: progress is no
             // longer on its stream.
@@ -943,8 +955,8 @@ impl Hub {
         if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
             return;
         }
-        if self.ups[u].state == State::Asleep {
-            if std::mem::take(&mut self.ups[u].stopping) {
+        if let State::Asleep { stopping } = &mut self.ups[u].state {
+            if std::mem::take(stopping) {
                 // Stopped for being idle: what it offered stays known.
                 self.fall_asleep(u);
             } else {
@@ -1020,7 +1032,7 @@ impl Hub {
                 json!({ "server": name, "state": "stopped", "attempts": attempts, "lastError": last }),
             ),
             State::Removed => (format!("server '{name}' was removed from the configuration"), json!({ "server": name, "state": "removed" })),
-            State::Initializing | State::Failed | State::Asleep => starting(up),
+            State::Initializing | State::Failed | State::Asleep { .. } => starting(up),
             State::Down { retry_at_ms: None } if up.starts == 0 => starting(up),
             State::Down { retry_at_ms: None } | State::Ready => {
                 (format!("server '{name}' is not running ({last}); try again later"), json!({ "server": name, "state": up.state_name() }))
@@ -1070,7 +1082,7 @@ impl Hub {
         let waiting = self.parked_for(u);
         let Some(up) = self.ups.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
         if up.spec.lazy && current && up.caps.is_some() && !waiting {
-            up.state = State::Asleep;
+            up.state = State::Asleep { stopping: false };
             up.start_awaited = false;
             return false;
         }
@@ -1133,11 +1145,10 @@ impl Hub {
         };
         // Only client requests are failed here; the hub's own requests keep
         // their timeouts (and what they do on expiry).
-        if !matches!(self.pending.get(u, id), Some(Fwd { origin: Origin::Client { .. }, .. })) {
+        let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take_if(u, id, |o| matches!(o, Origin::Client { .. })) else {
             self.log(Level::Warn, format!("server '{name}': request to it dropped: {why}"));
             return;
-        }
-        let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
+        };
         let text = format!("server '{name}' cannot take {method} now: {why}");
         self.answer_error(client, Some(&cid), ErrorCode::InternalError, &text, Some(json!({ "server": name })));
     }
@@ -1160,7 +1171,7 @@ impl Hub {
             }
             c => c.answers(on).and_then(wire::id_u64),
         };
-        let origin = id.and_then(|id| self.pending.get(u, id)).map(|f| &f.origin);
+        let origin = id.and_then(|id| self.pending.origin(u, id));
         match (id, origin) {
             (Some(id), Some(Origin::Client { .. })) => {
                 let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
@@ -1237,7 +1248,8 @@ impl Hub {
     fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
         self.task_ask_done(u, id);
         let name = self.ups[u].spec.name.clone();
-        let waited = self.now_ms.saturating_sub(f.sent_ms);
+        let sent_ms = f.sent_ms();
+        let waited = self.now_ms.saturating_sub(sent_ms);
         match f.origin {
             Origin::Initialize => {
                 // Requirement: lifecycle-cancel-not-initialize (no notifications/cancelled)
@@ -1275,9 +1287,9 @@ impl Hub {
                 self.log(Level::Info, format!("server '{name}' did not answer server/discover within {waited} ms; using initialize"));
                 self.ups[u].era_cache = Some(Era::Legacy);
                 // The probe stays open as long as start-up may take.
-                let until = f.sent_ms + self.opts.init_timeout_ms;
+                let until = sent_ms + self.opts.init_timeout_ms;
                 if until > self.now_ms {
-                    self.pending.insert(u, id, Fwd { deadline: until, hard: until, ..f });
+                    self.pending.keep_until(u, id, f, until);
                     self.ups[u].late = Some(LateProbe::Waiting { id, refused: None });
                 }
                 self.send_initialize(u);
@@ -1300,7 +1312,7 @@ impl Hub {
                 // Requirement: lifecycle-timeouts-cancel-on-expiry
                 self.cancel_upstream(u, id, "timed out");
                 let mut msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
-                if let Some((_, what)) = self.ups[u].clipped.as_ref().filter(|(at, _)| *at >= f.sent_ms) {
+                if let Some((_, what)) = self.ups[u].clipped.as_ref().filter(|(at, _)| *at >= sent_ms) {
                     msg.push_str(&format!(" ({what} meanwhile, dropped: it may have been the answer)"));
                 }
                 self.answer_error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
@@ -1325,7 +1337,7 @@ impl Hub {
     /// ([`super::NOT_READY_META`]): name, state, and whether their tools are
     /// known (listed as they last ran) or not yet.
     pub(super) fn servers_not_ready(&self) -> Vec<Value> {
-        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep | State::Removed) && !self.is_instance(*i);
+        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !self.is_instance(*i);
         self.ups.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
     }
 

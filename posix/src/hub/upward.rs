@@ -19,7 +19,7 @@ use mcpx_core::json::{self, JsonValue, Kind};
 use mcpx_core::method::Method;
 use serde_json::Value;
 
-use super::modern::MODERN;
+use super::request::MODERN;
 use super::wire;
 use super::{Hub, IdKey, ModernHeaders, Output, Upward, UpstreamId};
 

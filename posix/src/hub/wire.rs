@@ -201,6 +201,17 @@ pub(super) fn apply(src: &[u8], splices: &[Splice<'_>]) -> Vec<u8> {
     }
 }
 
+/// The bytes of `v` (a view into a larger buffer, e.g. a `result` inside
+/// its message) with `splices` (spans of that buffer, inside `v`) applied.
+pub(super) fn splice_within(v: &json::JsonValue<'_>, splices: &mut [Splice<'_>]) -> Vec<u8> {
+    let base = v.span().start;
+    for s in splices.iter_mut() {
+        s.span = Span::new(s.span.start - base, s.span.end - base);
+    }
+    splices.sort_by_key(|s| s.span.start);
+    apply(v.bytes(), splices)
+}
+
 /// The params of a request forwarded upstream, from the client's `params`
 /// (a view into its message; `None`: it sent none): `edits` applied (ranges
 /// in the message's buffer, inside `params`, none inside its `_meta`), and

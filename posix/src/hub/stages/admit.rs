@@ -9,7 +9,7 @@ use crate::policy::ratelimit::{self, Class, Key};
 
 use super::super::client::Client;
 use super::super::policy::principal_name;
-use super::super::router::Refusal;
+use super::super::request::Refusal;
 use super::super::upstream::Upstream;
 use super::super::wire::Msg;
 use super::super::{ClientId, Hub, UpstreamId};

@@ -39,8 +39,8 @@ use crate::policy::ratelimit::Class;
 
 use super::catalog::Kind;
 use super::policy::ToolCall;
-use super::router::Refusal;
-use super::modern::ReqCtx;
+use super::request::Refusal;
+use super::request::ReqCtx;
 use super::wire::Msg;
 use super::{ClientId, Hub, UpstreamId};
 

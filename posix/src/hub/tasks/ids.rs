@@ -54,7 +54,7 @@ pub(crate) fn owner(id: &str) -> Option<&str> {
     let rest = id.strip_prefix("mcpx-")?;
     let (replica, random) = rest.rsplit_once('.')?;
     let random_ok = random.len() == RANDOM_HEX && random.bytes().all(|c| c.is_ascii_hexdigit());
-    (random_ok && crate::hub::shared::valid_replica_id(replica)).then_some(replica)
+    (random_ok && crate::hub::replica::valid_replica_id(replica)).then_some(replica)
 }
 
 #[cfg(test)]

@@ -30,8 +30,8 @@ use serde_json::{json, Value};
 
 use super::table::{Input, Status, Task};
 use super::TaskView;
-use crate::hub::modern::ReqCtx;
-use crate::hub::pending::{Fwd, Origin};
+use crate::hub::request::ReqCtx;
+use crate::hub::pending::Origin;
 use crate::hub::shape;
 use crate::hub::wire::{self, Msg};
 use mcpx_core::meta::RELATED_TASK_KEY;
@@ -105,7 +105,7 @@ impl Hub {
     pub(in crate::hub) fn task_asked(&mut self, u: UpstreamId, id: u64) {
         if self.tasks.asked.len() >= self.opts.max_pending {
             let pending = &self.pending;
-            self.tasks.asked.retain(|(u, id)| pending.get(*u, *id).is_some());
+            self.tasks.asked.retain(|(u, id)| pending.contains(*u, *id));
         }
         self.tasks.asked.insert((u, id));
     }
@@ -126,9 +126,7 @@ impl Hub {
         if self.tasks.asked.is_empty() || !self.tasks.asked.remove(&(u, id)) {
             return false;
         }
-        let Some(f) = self.pending.take(u, id) else { return false };
-        self.pending.insert(u, id, Fwd { origin: Origin::TaskCancelled, ..f });
-        true
+        self.pending.set_origin(u, id, Origin::TaskCancelled)
     }
 
     /// `u`'s answer `m` to a cancelled task-augmented call: its task, if

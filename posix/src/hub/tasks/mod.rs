@@ -57,9 +57,8 @@ use serde_json::{json, Value};
 use mcpx_core::cursor::{self, Cursor};
 use mcpx_core::meta::RELATED_TASK_KEY;
 
-use super::modern::ReqCtx;
-use super::pending::Origin;
-use super::router::Refusal;
+use super::request::ReqCtx;
+use super::request::Refusal;
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
@@ -237,15 +236,8 @@ impl Hub {
         let cid = m.id_bytes().unwrap_or(b"null").to_vec();
         let Some((to, up_id)) = self.pending.by_client(c, &cid).filter(|k| k.0 == u) else { return };
         let id = self.tasks.ids.next();
-        let progress = match self.pending.get(to, up_id).map(|f| &f.origin) {
-            Some(Origin::Client { progress, .. }) => progress.clone(),
-            _ => None,
-        };
-        self.pending.set_origin(to, up_id, Origin::Task(id.clone()));
-        if let Some(f) = self.pending.get_mut(to, up_id) {
-            // A task outlives the per-request timeout, not mcpx's hard cap.
-            f.deadline = f.hard;
-        }
+        // A task outlives the per-request timeout, not mcpx's hard cap.
+        let Some(progress) = self.pending.make_task(to, up_id, id.clone()) else { return };
         let now = self.now_ms;
         let mut t = Task::new(self.principal_of(c, ctx), c, ctx.is_some(), &m.method, now, ttl_ms);
         t.call = Some((to, up_id));

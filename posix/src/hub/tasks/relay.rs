@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use super::table::{Status, Task};
 use super::EXT;
-use crate::hub::modern::ReqCtx;
-use crate::hub::router::Refusal;
+use crate::hub::request::ReqCtx;
+use crate::hub::request::Refusal;
 use crate::hub::wire::{self, Msg};
 use crate::hub::{ClientId, Hub, Level, UpstreamId};
 
@@ -81,7 +81,7 @@ impl Hub {
                 splices.push(Splice::set_member(res, k, v.as_bytes()));
             }
         }
-        Ok(Some(crate::hub::modern::splice_within(res, &mut splices)))
+        Ok(Some(crate::hub::wire::splice_within(res, &mut splices)))
     }
 
     /// Upstream `u`'s new task `up`, created for client `c`: the hub's id for it.

@@ -1,0 +1,37 @@
+//! What travels with a client request through the hub, shared by the
+//! pipeline (`router`, `stages`, `modern`) and the subsystems it drives
+//! (`pending`, `relay`, `tasks`, `policy`, `upstream`, ...): the modern
+//! revision served, a modern request's per-request context, and a refusal.
+//! Plain types only: this module imports nothing of the hub, so every layer
+//! may depend on it without an import circle.
+
+use mcpx_core::error::ErrorCode;
+use mcpx_core::meta;
+use mcpx_core::revision::Revision;
+use serde_json::Value;
+
+/// The modern revision served.
+pub(super) const MODERN: Revision = Revision::V2026_07_28;
+
+/// The context of one modern client request, kept with it while it is in
+/// flight (and while it is held for a retry).
+#[derive(Clone, Debug)]
+pub(super) struct ReqCtx {
+    /// `io.modelcontextprotocol/clientCapabilities` of this request.
+    pub caps: Value,
+    /// Index in `LOG_LEVELS` of `io.modelcontextprotocol/logLevel`; `None`:
+    /// no log notifications for this request.
+    pub log_level: Option<usize>,
+    /// The client's principal (bound into `requestState`).
+    pub principal: Vec<u8>,
+    /// Canonical salient params (method-specific; bound into `requestState`).
+    pub salient: Vec<u8>,
+}
+
+/// An error answer to a client request.
+pub(super) struct Refusal(pub ErrorCode, pub String, pub Option<Value>);
+
+/// Index of a log level name in `LOG_LEVELS`.
+pub(super) fn level_index(name: &str) -> Option<usize> {
+    meta::LOG_LEVELS.iter().position(|l| *l == name)
+}
