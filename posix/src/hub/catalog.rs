@@ -103,8 +103,18 @@ pub(super) enum Channel {
 }
 
 impl Channel {
+    pub const ALL: [Channel; 3] = [Channel::Tools, Channel::Resources, Channel::Prompts];
+
     pub fn idx(self) -> usize {
         self as usize
+    }
+    /// Its name where a session's state names the lists read.
+    pub fn name(self) -> &'static str {
+        match self {
+            Channel::Tools => "tools",
+            Channel::Resources => "resources",
+            Channel::Prompts => "prompts",
+        }
     }
     pub fn kinds(self) -> &'static [Kind] {
         match self {
