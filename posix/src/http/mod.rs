@@ -282,6 +282,9 @@ impl Http {
         match out {
             Output::ToClient(c, msg, about) if self.owns(c) => self.deliver(c, msg, about),
             Output::ClientInitialized(c, rev) if self.owns(c) => session::set_rev(&self.shared, c, rev),
+            #[cfg(feature = "cluster")]
+            Output::SessionChanged(c) if self.owns(c) => session_dir::client_changed(&self.shared, c),
+            #[cfg(not(feature = "cluster"))]
             Output::SessionChanged(c) if self.owns(c) => {}
             Output::CloseClient(c) if self.owns(c) => self.close_client(c),
             other => return Some(other),
