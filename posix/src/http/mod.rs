@@ -262,8 +262,8 @@ impl Http {
     }
 
     /// Publishes this listener's legacy sessions in the session directory
-    /// and passes requests for sessions of other replicas to them
-    /// (`session_dir`).
+    /// and passes requests for sessions of other replicas to them, or
+    /// takes over those of a replica that is gone (`session_dir`).
     #[cfg(feature = "cluster")]
     pub fn use_directory(&self, dir: crate::cluster::directory::Directory) {
         self.shared.dir.set(dir);
