@@ -104,7 +104,9 @@ pub(super) const MAX_OPEN: usize = 4096;
 /// `notifications/initialized` came, the log level it asked for, the
 /// resources it subscribed to (exposed URIs) and which lists it has read
 /// (so that list_changed notifications keep coming). Requests in flight are
-/// not in it: they are lost with their replica.
+/// not in it: they are lost with their replica. (Replicas share it through
+/// Redis: feature `cluster`.)
+#[cfg(feature = "cluster")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
     pub rev: Rev,
@@ -117,6 +119,7 @@ pub struct Snapshot {
     pub subscriptions: Vec<String>,
 }
 
+#[cfg(feature = "cluster")]
 impl Snapshot {
     /// The JSON a store keeps.
     pub fn to_json(&self) -> Value {
@@ -215,6 +218,7 @@ impl Hub {
 
     /// What legacy client `c`'s session keeps ([`Snapshot`]), once its
     /// `initialize` is answered.
+    #[cfg(feature = "cluster")]
     pub(super) fn snapshot_of(&self, c: ClientId) -> Option<Snapshot> {
         let cl = self.clients.get(&c).filter(|cl| cl.initialized && cl.era == Some(revision::Era::Legacy))?;
         Some(Snapshot {
@@ -233,6 +237,7 @@ impl Hub {
     /// and subscriptions asked again as the client asked them (upstreams
     /// get `logging/setLevel` and `resources/subscribe`), the lists it read
     /// taken as shown now. Refused at `max_clients` as any client is.
+    #[cfg(feature = "cluster")]
     pub(super) fn on_adopt_client(&mut self, s: &Snapshot) -> ClientId {
         let c = self.on_client_connected();
         let Some(cl) = self.clients.get_mut(&c) else { return c };

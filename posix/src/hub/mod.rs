@@ -121,6 +121,7 @@ pub enum Next {
 
 use mcpx_core::envelope::Envelope;
 
+#[cfg(feature = "cluster")]
 pub use client::Snapshot;
 pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
 pub use lazy::Power;
@@ -666,6 +667,7 @@ impl Hub {
     /// What legacy client `c`'s session needs to go on on another replica
     /// ([`Snapshot`]); `None` for an unknown or modern client, or before its
     /// `initialize` is answered.
+    #[cfg(feature = "cluster")]
     pub fn client_snapshot(&self, c: ClientId) -> Option<Snapshot> {
         self.snapshot_of(c)
     }
@@ -674,6 +676,7 @@ impl Hub {
     /// gone: initialized, its log level and subscriptions asked again of
     /// the upstreams. Over `max_clients` it is closed at once, as
     /// [`Hub::client_connected`] does.
+    #[cfg(feature = "cluster")]
     pub fn adopt_client(&mut self, s: &Snapshot, now_ms: u64) -> ClientId {
         self.now(now_ms);
         self.on_adopt_client(s)

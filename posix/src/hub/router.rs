@@ -292,6 +292,7 @@ impl Hub {
 
     /// Client `c` (taken over from another replica) is subscribed to `uri`
     /// again, counted as its own `resources/subscribe` is.
+    #[cfg(feature = "cluster")]
     pub(super) fn resubscribe(&mut self, c: ClientId, uri: &str) {
         if let Some(cl) = self.clients.get_mut(&c) {
             cl.subs += 1;
