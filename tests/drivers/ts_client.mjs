@@ -456,6 +456,11 @@ const SCENARIOS = {
       } else if (step.op === "signal") {
         c.mark = r.data.notifications.length; // wait_notification looks from here on
         fs.writeFileSync(step.path, "");
+      } else if (step.op === "wait_file") {
+        const until = Date.now() + 1000 * (step.timeout ?? 30);
+        while (!fs.existsSync(step.path) && Date.now() < until) await sleep(50);
+        out.seen = fs.existsSync(step.path);
+        r.expect(out.seen, `step ${i}: no file ${step.path}`);
       } else {
         usage(`unknown script op ${step.op}`);
       }

@@ -186,7 +186,6 @@ fn sdk_load_of(clients: &'static [Client], url: &str, n: usize, tag: &str) {
     }
 }
 
-// covers: streamable-http-server-404-terminated-session
 #[test]
 fn a_replica_killed_and_restarted_under_load() {
     let mut c = start_cluster();
@@ -195,7 +194,7 @@ fn a_replica_killed_and_restarted_under_load() {
     for i in 0..6 {
         assert_eq!(modern_greet(&c.front, i, "m").as_deref(), Ok("Hello, m!"));
     }
-    // A legacy session lives on one replica; the others answer 404.
+    // A legacy session lives on one replica; the others pass its requests on.
     let sid = legacy_session(&c.front);
     let victim = owner(&c, &sid);
     assert_eq!(legacy_list(&c.front, &sid), 200, "HAProxy sticks to the session's replica");
@@ -229,11 +228,13 @@ fn a_replica_killed_and_restarted_under_load() {
     assert!(took < Duration::from_secs(30), "nothing hangs: {took:?}");
     sdk_during.join().expect("SDK clients during the kill");
 
-    // The dead replica's session: 404 through HAProxy, and the client
-    // recovers by initializing again (on a live replica).
+    // The dead replica's session goes on through HAProxy: a live replica
+    // takes it over (same id, no new initialize), at once. New sessions
+    // open on the live replicas.
     let t0 = Instant::now();
-    assert_eq!(legacy_list(&c.front, &sid), 404, "a session of the dead replica");
-    assert!(t0.elapsed() < Duration::from_secs(5), "the 404 is immediate: {:?}", t0.elapsed());
+    assert_eq!(legacy_list(&c.front, &sid), 200, "a session of the dead replica, taken over");
+    assert!(t0.elapsed() < Duration::from_secs(5), "taken over at once: {:?}", t0.elapsed());
+    assert_ne!(owner_among(&c, &sid, victim), victim);
     let again = legacy_session(&c.front);
     assert_eq!(legacy_list(&c.front, &again), 200);
     assert_ne!(owner_among(&c, &again, victim), victim);
@@ -438,24 +439,80 @@ fn a_legacy_session_opened_on_one_replica_is_served_through_the_others_until_it_
     assert_eq!(listed_owner(&c, &sid), None);
 }
 
+/// `redis-cli` on the cluster's Redis: what it printed.
+fn redis_cli(c: &Cluster, args: &[&str]) -> String {
+    let out = std::process::Command::new("redis-cli").arg("-p").arg(c.redis_port.to_string()).args(args).output().expect("redis-cli (comes with redis-server)");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The state legacy session `sid` keeps in Redis (sealed: `v1.<MAC>.<JSON>`).
+fn kept_state(c: &Cluster, sid: &str) -> String {
+    redis_cli(c, &["GET", &format!("mcpx:session-state:{sid}")])
+}
+
+/// Waits (at most 5 s) until `sid`'s state in Redis holds each of `parts`.
+fn wait_kept(c: &Cluster, sid: &str, parts: &[&str]) {
+    let t0 = Instant::now();
+    while !parts.iter().all(|p| kept_state(c, sid).contains(p)) {
+        assert!(t0.elapsed() < Duration::from_secs(5), "{sid}'s state lacks one of {parts:?}: {}", kept_state(c, sid));
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A legacy request in session `sid` through `url`.
+fn legacy_request(url: &str, sid: &str, id: i64, method: &str, params: Value) -> Resp {
+    post(url, &in_session(sid), &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+}
+
 // covers: streamable-http-server-404-terminated-session
 #[test]
-fn a_legacy_session_of_a_killed_replica_is_404_elsewhere_and_clients_initialize_again() {
+fn a_legacy_session_of_a_killed_replica_is_taken_over_with_its_subscription_and_log_level() {
     let mut c = start_cluster();
-    let sid = legacy_session(&c.replicas[0].url);
-    assert_eq!(legacy_list(&c.replicas[1].url, &sid), 200, "served through replica 2 while replica 1 lives");
+    let [r1, r2, r3] = [c.replicas[0].url.clone(), c.replicas[1].url.clone(), c.replicas[2].url.clone()];
+    // On replica 1: a session that read its tools, subscribed to a resource
+    // and asked for logs; and two more whose state is tampered with below.
+    let sid = legacy_session(&r1);
+    let (unsealed, moved) = (legacy_session(&r1), legacy_session(&r1));
+    assert_eq!(legacy_list(&r1, &sid), 200);
+    let r = legacy_request(&r1, &sid, 3, "resources/subscribe", json!({"uri": "test://watched-resource"}));
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = legacy_request(&r1, &sid, 4, "logging/setLevel", json!({"level": "info"}));
+    assert_eq!(r.status, 200, "{}", r.text);
+    wait_kept(&c, &sid, &[r#""logLevel":"info""#, "test://watched-resource", r#""listed":["tools"]"#]);
+    for other in [&unsealed, &moved] {
+        wait_kept(&c, other, &[r#""initialized":true"#]);
+    }
     c.replicas[0].kill();
+
+    // Tampered with in Redis: written without the state key, or another
+    // session's state moved under this one's key. Not taken over: 404, and
+    // the entry goes.
+    redis_cli(&c, &["SET", &format!("mcpx:session-state:{unsealed}"), r#"{"protocolVersion":"2025-11-25"}"#]);
+    redis_cli(&c, &["COPY", &format!("mcpx:session-state:{sid}"), &format!("mcpx:session-state:{moved}"), "REPLACE"]);
+    for bad in [&unsealed, &moved] {
+        assert_eq!(legacy_list(&r2, bad), 404, "{bad}");
+        assert_eq!(listed_owner(&c, bad), None);
+    }
+
+    // The session itself goes on through replica 2, under its id, at once.
     let t0 = Instant::now();
-    assert_eq!(legacy_list(&c.replicas[1].url, &sid), 404, "a session of the dead replica");
-    assert!(t0.elapsed() < Duration::from_secs(2), "the 404 comes within the hop's connect timeout: {:?}", t0.elapsed());
-    assert_eq!(listed_owner(&c, &sid), None, "the stale entry is dropped");
-    assert_eq!(legacy_list(&c.replicas[2].url, &sid), 404);
-    // The client initializes again: a new session, on replica 2, served
-    // through replica 3 too.
-    let again = legacy_session(&c.replicas[1].url);
-    assert_eq!(legacy_list(&c.replicas[2].url, &again), 200);
-    // Legacy SDK clients through replica 2 are answered.
-    sdk_load_of(&LEGACY_CLIENTS, &c.replicas[1].url, 1, "again");
+    assert_eq!(legacy_list(&r2, &sid), 200, "taken over");
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(listed_owner(&c, &sid), Some(1), "the entry names replica 2 now");
+    // Its subscription: replica 2's server has a subscriber to notify.
+    let r = legacy_call(&r2, &sid, 5, "demo__update_resource", json!({}), json!({}));
+    assert!(r.text.contains("notified subscribers") && r.text.contains("notifications/resources/updated"), "{}", r.text);
+    // Its log level: a log message comes with the call (through replica 3,
+    // which passes it on to the new owner).
+    let r = legacy_call(&r3, &sid, 6, "demo__test_logging_tool", json!({}), json!({}));
+    assert!(r.text.contains("notifications/message") && r.text.contains("test_logging_tool was called"), "{}", r.text);
+    // Ended by DELETE: 404 everywhere, out of Redis.
+    let mut del = send_bare(&r3, "DELETE", &in_session(&sid));
+    assert!(read_until(&mut del, "\r\n\r\n", Duration::from_secs(3)).starts_with("HTTP/1.1 204"));
+    for url in [&r2, &r3] {
+        assert_eq!(legacy_list(url, &sid), 404, "{url}");
+    }
+    assert_eq!((listed_owner(&c, &sid), kept_state(&c, &sid)), (None, String::new()));
 }
 
 /// nginx (Debian's) with the shipped deploy/cluster/nginx.conf in front of
@@ -518,19 +575,18 @@ fn listed_sessions(c: &Cluster) -> Vec<(String, usize)> {
         .collect()
 }
 
-// covers: streamable-http-server-404-terminated-session
 #[test]
-fn a_python_sdk_client_whose_sessions_replica_dies_gets_404_and_re_initializes() {
+fn a_python_sdk_client_whose_sessions_replica_dies_goes_on_in_its_session() {
     let mut c = start_cluster();
     let dir = TempDir::new();
-    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let [ready, go, done, end] = ["ready", "go", "done", "end"].map(|f| dir.path().join(f));
     let steps = json!([
         {"op": "call", "tool": "greet", "args": {"name": "before"}, "expect_text": "Hello, before!"},
         {"op": "signal", "path": ready},
         {"op": "wait_file", "path": go, "timeout": 30},
-        {"op": "call", "tool": "greet", "args": {"name": "lost"}, "expect": "error"},
-        {"op": "reconnect"},
         {"op": "call", "tool": "greet", "args": {"name": "after"}, "expect_text": "Hello, after!"},
+        {"op": "signal", "path": done},
+        {"op": "wait_file", "path": end, "timeout": 30},
     ]);
     let front = c.front.clone();
     let run = thread::spawn(move || Client::Py("1.30.0").run_url(&["--prefix", "demo__", "script", &steps.to_string()], &front));
@@ -545,10 +601,104 @@ fn a_python_sdk_client_whose_sessions_replica_dies_gets_404_and_re_initializes()
     let (sid, owner) = listed[0].clone();
     c.replicas[owner].kill();
     std::fs::write(&go, "").unwrap();
+    let t0 = Instant::now();
+    while !done.exists() && !run.is_finished() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the call after the death did not come back");
+        thread::sleep(Duration::from_millis(50));
+    }
+    // Its session, still: taken over by another replica.
+    assert_eq!(listed_sessions(&c).into_iter().map(|(s, _)| s).collect::<Vec<_>>(), [sid.clone()], "no new session");
+    assert_ne!(listed_owner(&c, &sid), Some(owner), "another replica took the session over");
+    std::fs::write(&end, "").unwrap();
     let report = run.join().unwrap();
-    assert!(report.code == Some(0) && report.json["ok"] == true, "{report}");
-    let lost = &report.json["steps"][3]["result"];
-    // The SDK's word for the 404 of its session.
-    assert_eq!(lost.pointer("/jsonrpc_error/message").and_then(Value::as_str), Some("Session terminated"), "the call in the lost session: {lost}");
-    assert_eq!(listed_owner(&c, &sid), None, "the dead replica's entry is dropped");
+    assert!(report.code == Some(0) && report.json["ok"] == true, "the call after the death is answered in the same session: {report}");
+}
+
+/// Scripts of legacy SDK clients through `front`, the replicas holding
+/// their sessions killed twice: between two calls, then during a call (a
+/// slow one, with progress, so that its answer streams). The call cut off
+/// gets an error; every other call, before and after, is answered, in the
+/// session the client opened. The replicas killed are started again.
+fn legacy_sdk_sessions_outlive_their_replicas(c: &mut Cluster, front: &str) {
+    let clients = [Client::Py2Mode("legacy"), Client::TsV1];
+    let dir = TempDir::new();
+    let file = |name: &str, i: usize| dir.path().join(format!("{name}{i}"));
+    let before: Vec<String> = listed_sessions(c).into_iter().map(|(sid, _)| sid).collect();
+    let runs: Vec<_> = clients
+        .iter()
+        .enumerate()
+        .map(|(i, client)| {
+            let steps = json!([
+                {"op": "call", "tool": "greet", "args": {"name": "before"}, "expect_text": "Hello, before!"},
+                {"op": "signal", "path": file("ready", i)},
+                {"op": "wait_file", "path": file("go", i), "timeout": 60},
+                {"op": "call", "tool": "greet", "args": {"name": "between"}, "expect_text": "Hello, between!"},
+                {"op": "signal", "path": file("steady", i)},
+                {"op": "wait_file", "path": file("slow", i), "timeout": 60},
+                {"op": "call", "tool": "slow", "args": {"seconds": 4, "steps": 8}, "progress": true, "expect": "error"},
+                {"op": "call", "tool": "greet", "args": {"name": "after"}, "expect_text": "Hello, after!"},
+            ]);
+            let (client, front) = (*client, front.to_string());
+            thread::spawn(move || client.run_url(&["--prefix", "demo__", "script", &steps.to_string()], &front))
+        })
+        .collect();
+    let wait_all = |name: &str| {
+        let t0 = Instant::now();
+        while !(0..clients.len()).all(|i| file(name, i).exists()) {
+            assert!(t0.elapsed() < Duration::from_secs(60), "the clients did not all reach {name}");
+            thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let go = |name: &str| (0..clients.len()).for_each(|i| std::fs::write(file(name, i), "").unwrap());
+    // Their sessions' replicas (at most two of the three) die between calls.
+    wait_all("ready");
+    let sids: Vec<String> = listed_sessions(c).into_iter().map(|(sid, _)| sid).filter(|s| !before.contains(s)).collect();
+    assert_eq!(sids.len(), clients.len(), "one session per client");
+    let owners = |c: &Cluster| -> Vec<usize> {
+        let mut o: Vec<usize> = sids.iter().map(|sid| listed_owner(c, sid).expect("listed")).collect();
+        o.sort();
+        o.dedup();
+        o
+    };
+    let first = owners(c);
+    for &r in &first {
+        c.replicas[r].kill();
+    }
+    go("go");
+    // Back with every replica; then the replicas that took the sessions
+    // over die while a call is in flight in each.
+    wait_all("steady");
+    for &r in &first {
+        c.replicas[r].restart();
+        c.wait_ready(&c.replicas[r]);
+    }
+    let second = owners(c);
+    assert!(second.iter().all(|r| !first.contains(r)), "taken over by the live replicas: {first:?} then {second:?}");
+    go("slow");
+    thread::sleep(Duration::from_millis(1500));
+    for &r in &second {
+        c.replicas[r].kill();
+    }
+    for (h, client) in runs.into_iter().zip(clients) {
+        let report = h.join().unwrap();
+        assert!(report.code == Some(0) && report.json["ok"] == true, "{client:?} through {front}: {report}");
+        // The error says why: the SDKs come back for the call's stream,
+        // and the replica that took the session over answers it.
+        let cut = &report.json["steps"][6]["result"]["jsonrpc_error"]["message"];
+        assert!(cut.as_str().is_some_and(|m| m.contains("is gone: its answer is lost")), "{client:?} through {front}: {cut}");
+    }
+    for &r in &second {
+        c.replicas[r].restart();
+        c.wait_ready(&c.replicas[r]);
+    }
+}
+
+#[test]
+fn legacy_sdk_clients_go_on_when_their_replica_dies_through_haproxy_and_nginx() {
+    let mut c = start_cluster();
+    let front = c.front.clone();
+    legacy_sdk_sessions_outlive_their_replicas(&mut c, &front);
+    let dir = TempDir::new();
+    let (_nginx, front) = nginx_front(&c, &dir);
+    legacy_sdk_sessions_outlive_their_replicas(&mut c, &front);
 }

@@ -11,6 +11,13 @@
 //! used (at most about once per half-TTL), deleted when it ends. A replica
 //! restarted with the same id has lost its sessions: the entries naming it
 //! expire by their TTL, or are dropped when it answers 404 for them.
+//!
+//! Beside each entry, what a Streamable HTTP session keeps
+//! (`mcpx:session-state:<sid>`, issue 25), with the same TTL, written by
+//! the owner only while the entry names it, and deleted with the entry: so
+//! that when the owner is gone another replica can take the session over
+//! ([`Directory::claim`], one compare-and-set: of two replicas trying, one
+//! does).
 
 use std::rc::Rc;
 
@@ -32,6 +39,11 @@ pub struct Directory {
 /// The store key of session `sid`.
 pub fn key(sid: &str) -> String {
     format!("{KEY_PREFIX}session:{sid}")
+}
+
+/// The store key of what session `sid` keeps.
+pub fn state_key(sid: &str) -> String {
+    format!("{KEY_PREFIX}session-state:{sid}")
 }
 
 impl Directory {
@@ -61,14 +73,34 @@ impl Directory {
         Ok(v.map(|v| String::from_utf8_lossy(&v).into_owned()))
     }
 
-    /// `sid` ended here: its entry goes (unless another replica's by now).
+    /// Writes what `sid` keeps, while the entry names this replica (not
+    /// over the one that took it over); true when written.
+    pub async fn keep(&self, sid: &str, state: &[u8]) -> Result<bool, Unavailable> {
+        self.store.put_if(&key(sid), self.hop.me().as_bytes(), &state_key(sid), state, self.ttl_ms).await
+    }
+
+    /// What `sid` keeps, as its owner last wrote it.
+    pub async fn kept(&self, sid: &str) -> Result<Option<Vec<u8>>, Unavailable> {
+        self.store.get(&state_key(sid)).await
+    }
+
+    /// Takes `sid` over from `owner`, which is gone: true when its entry
+    /// names this replica now; false when it no longer named `owner`
+    /// (another replica took it over first, or it ended).
+    pub async fn claim(&self, sid: &str, owner: &str) -> Result<bool, Unavailable> {
+        let k = key(sid);
+        self.store.put_if(&k, owner.as_bytes(), &k, self.hop.me().as_bytes(), self.ttl_ms).await
+    }
+
+    /// `sid` ended here: its entry and state go (unless another
+    /// replica's by now).
     pub async fn forget(&self, sid: &str) -> Result<(), Unavailable> {
         self.forget_if(sid, self.hop.me()).await
     }
 
-    /// Drops the entry of `sid` if it still names `owner` (a replica that
-    /// is gone, or that no longer has the session).
+    /// Drops the entry and state of `sid` if the entry still names `owner`
+    /// (a replica that is gone, or that no longer has the session).
     pub async fn forget_if(&self, sid: &str, owner: &str) -> Result<(), Unavailable> {
-        self.store.delete_if(&key(sid), owner.as_bytes()).await.map(|_| ())
+        self.store.delete_if(&key(sid), owner.as_bytes(), &[&state_key(sid)]).await.map(|_| ())
     }
 }

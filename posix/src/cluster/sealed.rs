@@ -40,11 +40,14 @@ pub struct Kind {
 }
 
 /// Every kind of value mcpx writes, with its bound.
-pub const KINDS: [Kind; 3] = [
+pub const KINDS: [Kind; 4] = [
     Kind { prefix: "mcpx:lists:", what: "a server's listing", max_len: 1 << 20 },
     Kind { prefix: "mcpx:task:", what: "a task's record", max_len: 64 << 10 },
     // A replica id (at most `hub::shared::MAX_REPLICA_LEN`).
     Kind { prefix: "mcpx:session:", what: "a session's replica", max_len: 64 },
+    // What a session keeps (`hub::Snapshot`): its `initialize` within
+    // `KEPT_LIMITS` (20 KiB) and room for its subscriptions.
+    Kind { prefix: "mcpx:session-state:", what: "a session's state", max_len: 64 << 10 },
 ];
 
 /// The kind of store key `key`; `None`: not a key mcpx writes values to.
@@ -206,11 +209,16 @@ mod tests {
     #[test]
     fn each_kind_is_bounded_when_written() {
         let bounds: Vec<(&str, usize)> = KINDS.iter().map(|k| (k.prefix, k.max_len)).collect();
-        assert_eq!(bounds, [("mcpx:lists:", 1 << 20), ("mcpx:task:", 64 << 10), ("mcpx:session:", 64)]);
+        assert_eq!(bounds, [("mcpx:lists:", 1 << 20), ("mcpx:task:", 64 << 10), ("mcpx:session:", 64), ("mcpx:session-state:", 64 << 10)]);
         // The keys the store is given are of these kinds.
-        let keys = [crate::hub::shared::lists_key("x"), crate::hub::shared::task_key("x"), crate::cluster::directory::key("x")];
+        let keys = [
+            crate::hub::shared::lists_key("x"),
+            crate::hub::shared::task_key("x"),
+            crate::cluster::directory::key("x"),
+            crate::cluster::directory::state_key("x"),
+        ];
         let kinds: Vec<Option<&str>> = keys.iter().map(|k| kind(k).map(|k| k.prefix)).collect();
-        assert_eq!(kinds, [Some("mcpx:lists:"), Some("mcpx:task:"), Some("mcpx:session:")]);
+        assert_eq!(kinds, [Some("mcpx:lists:"), Some("mcpx:task:"), Some("mcpx:session:"), Some("mcpx:session-state:")]);
         for kind in KINDS {
             let key = format!("{}x", kind.prefix);
             assert!(k().seal(&key, &vec![b'x'; kind.max_len]).is_ok(), "{}", kind.what);

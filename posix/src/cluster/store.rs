@@ -10,8 +10,9 @@
 //!   so every replica draws from the same buckets;
 //! - a put: `SET KEY VALUE [PX ttl]`;
 //! - for the runtime's own use (not the hub's): a get of several keys at
-//!   once (one round trip), and a delete only while the key still holds a
-//!   value (one Lua script).
+//!   once (one round trip), and, each one Lua script, a delete only while a
+//!   key still holds a value and a put only while a key (the same or
+//!   another) holds one: a compare-and-set.
 //!
 //! The key names are the hub's (`hub::shared`). Every value is sealed when
 //! put and checked when got ([`super::sealed`]): a get fetches only values
@@ -121,10 +122,22 @@ return out
 /// beyond, rejections are only counted.
 const MAX_WARNED: usize = 1024;
 
-/// Deletes KEYS[1] only while it holds ARGV[1]; 1 when it did.
+/// Deletes KEYS (all of them) only while KEYS[1] holds ARGV[1]; 1 when it
+/// did.
 const DELETE_IF_LUA: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+  redis.call('DEL', unpack(KEYS))
+  return 1
+end
+return 0
+"#;
+
+/// Sets KEYS[2] to ARGV[2] for ARGV[3] ms only while KEYS[1] holds ARGV[1]
+/// (KEYS[1] may be KEYS[2]: a compare-and-set); 1 when it did.
+const PUT_IF_LUA: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  return 1
 end
 return 0
 "#;
@@ -163,6 +176,7 @@ pub struct Store {
     connecting: Mutex<()>,
     buckets: redis::Script,
     delete_if: redis::Script,
+    put_if: redis::Script,
     get_bounded: redis::Script,
     /// Seals and checks the values.
     seal: ValueKey,
@@ -187,6 +201,7 @@ impl Store {
             connecting: Mutex::new(()),
             buckets: redis::Script::new(BUCKETS_LUA),
             delete_if: redis::Script::new(DELETE_IF_LUA),
+            put_if: redis::Script::new(PUT_IF_LUA),
             get_bounded: redis::Script::new(GET_BOUNDED_LUA),
             seal: ValueKey::derive(state_key),
             warned: RefCell::new(HashSet::new()),
@@ -242,14 +257,36 @@ impl Store {
         Ok(got.pop().flatten())
     }
 
-    /// Deletes `key` if it still holds `value` (not one another replica put
-    /// since); true when it did.
-    pub async fn delete_if(&self, key: &str, value: &[u8]) -> Result<bool, Unavailable> {
+    /// Deletes `key`, and the keys `with` it, if `key` still holds `value`
+    /// (not one another replica put since); true when it did.
+    pub async fn delete_if(&self, key: &str, value: &[u8], with: &[&str]) -> Result<bool, Unavailable> {
         let Ok(sealed) = self.seal.seal(key, value) else { return Ok(false) };
         let gone: i64 = self
-            .ask(|mut c| async move { self.delete_if.key(key).arg(sealed).invoke_async(&mut c).await })
+            .ask(|mut c| async move {
+                let mut call = self.delete_if.prepare_invoke();
+                call.key(key);
+                for k in with {
+                    call.key(*k);
+                }
+                call.arg(sealed).invoke_async(&mut c).await
+            })
             .await?;
         Ok(gone == 1)
+    }
+
+    /// Sets `key` to `value` for `ttl_ms` if `guard` (the same key, or
+    /// another) still holds `expected`; true when it did. With `guard` =
+    /// `key`, a compare-and-set: of two replicas swapping the same value,
+    /// one does. A value over its kind's bound is not written (false, and
+    /// a warning).
+    pub async fn put_if(&self, guard: &str, expected: &[u8], key: &str, value: &[u8], ttl_ms: u64) -> Result<bool, Unavailable> {
+        let (Ok(expected), Some(value)) = (self.seal.seal(guard, expected), self.sealed_or_warn(key, value)) else { return Ok(false) };
+        let set: i64 = self
+            .ask(|mut c| async move {
+                self.put_if.key(guard).key(key).arg(expected).arg(value).arg(ttl_ms.max(1)).invoke_async(&mut c).await
+            })
+            .await?;
+        Ok(set == 1)
     }
 
     /// Each key's value, in one round trip: `None` where it is not there,
@@ -295,13 +332,7 @@ impl Store {
     /// `SET key value [PX ttl]` (no expiry for ttl 0), `value` sealed. One
     /// over its kind's bound is not written (a warning says so).
     pub async fn put(&self, key: &str, value: &[u8], ttl_ms: u64) -> Result<(), Unavailable> {
-        let value = match self.seal.seal(key, value) {
-            Ok(v) => v,
-            Err(why) => {
-                warn!("shared state: {key} is not written to Redis: {why}");
-                return Ok(());
-            }
-        };
+        let Some(value) = self.sealed_or_warn(key, value) else { return Ok(()) };
         let key = key.to_string();
         self.ask(|mut c| async move {
             let mut set = redis::cmd("SET");
@@ -312,6 +343,11 @@ impl Store {
             set.query_async(&mut c).await
         })
         .await
+    }
+
+    /// `value` sealed for `key`; `None` (and a warning) when it cannot be.
+    fn sealed_or_warn(&self, key: &str, value: &[u8]) -> Option<Vec<u8>> {
+        self.seal.seal(key, value).map_err(|why| warn!("shared state: {key} is not written to Redis: {why}")).ok()
     }
 
     /// Runs `f` on the connection (connecting first if needed), within

@@ -262,8 +262,8 @@ impl Http {
     }
 
     /// Publishes this listener's legacy sessions in the session directory
-    /// and passes requests for sessions of other replicas to them
-    /// (`session_dir`).
+    /// and passes requests for sessions of other replicas to them, or
+    /// takes over those of a replica that is gone (`session_dir`).
     #[cfg(feature = "cluster")]
     pub fn use_directory(&self, dir: crate::cluster::directory::Directory) {
         self.shared.dir.set(dir);
@@ -282,6 +282,10 @@ impl Http {
         match out {
             Output::ToClient(c, msg, about) if self.owns(c) => self.deliver(c, msg, about),
             Output::ClientInitialized(c, rev) if self.owns(c) => session::set_rev(&self.shared, c, rev),
+            #[cfg(feature = "cluster")]
+            Output::SessionChanged(c) if self.owns(c) => session_dir::client_changed(&self.shared, c),
+            #[cfg(not(feature = "cluster"))]
+            Output::SessionChanged(c) if self.owns(c) => {}
             Output::CloseClient(c) if self.owns(c) => self.close_client(c),
             other => return Some(other),
         }

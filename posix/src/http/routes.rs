@@ -19,7 +19,7 @@ use super::conn::{BodyError, Conn, Request};
 use super::session::{self, Item, Kind, SessionRefused, Shared};
 use super::few::Few;
 use super::mailbox::Receiver;
-use super::sse_stream::{Attach, SseOut, Wake};
+use super::sse_stream::{Attach, SseOut, StreamId, Wake};
 
 /// The refusal of a request that needs a session but names none.
 const NO_SESSION_ID: &str = "Bad Request: Mcp-Session-Id header is required";
@@ -152,7 +152,7 @@ impl Target {
 
 /// Answers a request whose session could not be opened at a cap: the
 /// status, `Retry-After` and a JSON-RPC error naming the limit.
-async fn session_refused(conn: &mut Conn, id: Option<&[u8]>, r: SessionRefused) -> bool {
+pub(super) async fn session_refused(conn: &mut Conn, id: Option<&[u8]>, r: SessionRefused) -> bool {
     let retry = SessionRefused::RETRY_AFTER_S.to_string();
     let data = r.data.to_string();
     let code = SessionRefused::CODE;
@@ -568,7 +568,7 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> Posted {
     let rev = session::session_rev(&sh, x.sid).filter(|_| !x.reply.modern && x.reply.sse_ok);
     let resumable = rev.is_some_and(|r| r >= Revision::V2025_03_26);
     let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
-    let Some(seq) = session::add_exchange(&sh, x.sid, x.pending, x.reply.sse_ok, resumable, tx) else {
+    let Some(id) = session::add_exchange(&sh, x.sid, x.pending, x.reply.sse_ok, resumable, tx) else {
         if x.reply.modern {
             session::end(&sh, x.sid, true);
         }
@@ -577,7 +577,7 @@ async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> Posted {
     sh.feed_views(x.c, x.msgs.as_slice());
     Posted::Waiting(Waiting {
         sid: x.sid.to_string(),
-        stream: Stream { seq, prime },
+        stream: Stream { id, prime },
         rx,
         expected,
         prefilled: x.prefilled,
@@ -613,7 +613,7 @@ impl Waiting {
         let sh = conn.shared.clone();
         let Waiting { sid, stream, rx, expected, prefilled, reply: Reply { batch, sse_ok, http10, set_session, modern } } = self;
         let sid = sid.as_str();
-        let seq = stream.seq;
+        let seq = stream.id.seq;
         // The connection is gone: a stream the client has ids of waits for it.
         let gone = |sse: &Option<SseOut>| session::leave_exchange(&sh, sid, seq, seq, sse.is_some());
         let session_hdr = [("Mcp-Session-Id", sid)];
@@ -658,7 +658,7 @@ impl Waiting {
                         got += 1;
                     }
                     if sse.is_none() && !is_response {
-                        let Some(s) = start_sse(conn, version, extra, stream, &mut responses).await else {
+                        let Some(s) = start_sse(conn, version, extra, &stream, &mut responses).await else {
                             gone(&sse);
                             return false;
                         };
@@ -666,7 +666,7 @@ impl Waiting {
                     }
                     match sse.as_mut() {
                         Some(s) => {
-                            if !s.message(conn, seq, n, &bytes).await {
+                            if !s.message(conn, &stream.id, n, &bytes).await {
                                 gone(&sse);
                                 return false;
                             }
@@ -682,7 +682,7 @@ impl Waiting {
                             continue;
                         }
                         // A long call: stream, so that keep-alives can flow.
-                        let Some(s) = start_sse(conn, version, extra, stream, &mut responses).await else {
+                        let Some(s) = start_sse(conn, version, extra, &stream, &mut responses).await else {
                             gone(&sse);
                             return false;
                         };
@@ -753,9 +753,8 @@ impl Waiting {
 
 /// An exchange's SSE stream: its id, and whether it begins with a
 /// priming event.
-#[derive(Clone, Copy)]
 struct Stream {
-    seq: u64,
+    id: StreamId,
     prime: bool,
 }
 
@@ -765,15 +764,15 @@ async fn start_sse(
     conn: &mut Conn,
     version: Version,
     extra: &[(&str, &str)],
-    stream: Stream,
+    stream: &Stream,
     held: &mut Few<(Option<u64>, Vec<u8>)>,
 ) -> Option<SseOut> {
     let mut s = SseOut::start(conn, version, extra).await?;
-    if stream.prime && !s.prime(conn, stream.seq).await {
+    if stream.prime && !s.prime(conn, &stream.id).await {
         return None;
     }
     for (n, r) in std::mem::take(held) {
-        if !s.message(conn, stream.seq, n, &r).await {
+        if !s.message(conn, &stream.id, n, &r).await {
             return None;
         }
     }
@@ -816,11 +815,17 @@ async fn get(conn: &mut Conn, req: &mut Request) -> bool {
     let resumed = last.as_deref().and_then(|l| session::resume_exchange(&sh, &sid, l, seq, tx.clone()));
     if let Some(att) = resumed {
         drop(tx);
-        let stream = att.stream;
+        let stream = att.stream.seq;
         lost_events(&sh, &att);
         let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, false))).await;
         session::leave_exchange(&sh, &sid, stream, seq, true);
         return keep;
+    }
+    // A POST's stream on the replica this session was taken over from: its
+    // answer is gone with it.
+    #[cfg(feature = "cluster")]
+    if let Some(lost) = last.as_deref().and_then(|l| super::session_dir::lost_stream(&sh, &sid, l)) {
+        return super::session_dir::answer_lost(conn, req, &sid, lost).await;
     }
     let Some(att) = session::set_get_resumable(&sh, &sid, seq, tx, last.as_deref()) else {
         return conn.reject(409, "Conflict: this session already has an open GET stream").await;
@@ -835,7 +840,7 @@ async fn get(conn: &mut Conn, req: &mut Request) -> bool {
 /// Says so when a resumed stream's buffer no longer had all the client missed.
 fn lost_events(sh: &Shared, att: &Attach) {
     if att.lost > 0 {
-        sh.log(Level::Warn, format!("http: a client resumed its stream {}: {} event(s) it missed were no longer kept", att.stream, att.lost));
+        sh.log(Level::Warn, format!("http: a client resumed its stream {}: {} event(s) it missed were no longer kept", att.stream.seq, att.lost));
     }
 }
 
@@ -855,13 +860,13 @@ async fn stream_out(
     let Some(mut s) = SseOut::start(conn, version, extra).await else {
         return false;
     };
-    let stream = resume.as_ref().map_or(0, |(a, _)| a.stream);
+    let stream = resume.as_ref().map_or(StreamId::get(0), |(a, _)| a.stream.clone());
     if let Some((att, prime)) = resume {
-        if att.fresh && prime && !s.prime(conn, stream).await {
+        if att.fresh && prime && !s.prime(conn, &stream).await {
             return false;
         }
         for (n, m) in &att.backlog {
-            if !s.numbered(conn, stream, *n, m).await {
+            if !s.numbered(conn, &stream, *n, m).await {
                 return false;
             }
         }
@@ -881,7 +886,7 @@ async fn stream_out(
             Wake::PeerGone => return false,
             Wake::Item(None) => return s.finish(conn).await,
             Wake::Item(Some(Item::Response(Some(n), b, _) | Item::Other(Some(n), b))) => {
-                if !s.numbered(conn, stream, n, &b).await {
+                if !s.numbered(conn, &stream, n, &b).await {
                     return false;
                 }
             }

@@ -17,7 +17,7 @@ use super::mailbox::Sender;
 
 use super::auth::{Authenticator, Principal};
 use super::few::Few;
-use super::sse_stream::{self, Attach, Replay};
+use super::sse_stream::{self, Attach, Replay, StreamId};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
 use crate::hub::{About, ClientId, IdKey, Level, Outcome};
@@ -99,10 +99,9 @@ pub(crate) struct Session {
     pub get: Option<(u64, Sender)>,
     /// The GET stream's events, kept for a client that resumes it.
     pub replay: Option<Replay>,
-    /// When its entry in the session directory was last written
-    /// (`session_dir`); `None`: it has none.
+    /// Its part in the session directory (`session_dir`).
     #[cfg(feature = "cluster")]
-    pub published: Option<u64>,
+    pub dir: super::session_dir::Listed,
 }
 
 impl Session {
@@ -157,6 +156,11 @@ impl Shared {
         let max = cfg.limits.max_sessions;
         let share = if cfg.auth.required(cfg.token.as_deref()) { max.div_ceil(2) } else { max };
         let session_quota = Quota::new("HTTP sessions", max, share);
+        let mut rng = ChaCha20::new();
+        // Stream numbers start anywhere below 2^52, so that the event ids
+        // of two replicas do not meet in a session one takes over from the
+        // other (row streamable-http-event-id-unique).
+        let next_seq = rng.generate::<u64>() >> 12;
         Shared {
             auth,
             cfg,
@@ -168,8 +172,8 @@ impl Shared {
                 sessions: Sessions::default(),
                 conns: 0,
                 busy: 0,
-                rng: ChaCha20::new(),
-                next_seq: 1,
+                rng,
+                next_seq,
                 hub_inbox: VecDeque::new(),
                 last_cap_warn: None,
                 refusals: Default::default(),
@@ -214,6 +218,12 @@ impl Shared {
         let mut st = self.state.borrow_mut();
         st.next_seq += 1;
         st.next_seq
+    }
+
+    /// The last number [`Shared::next_seq`] gave.
+    #[cfg(feature = "cluster")]
+    pub fn last_seq(&self) -> u64 {
+        self.state.borrow().next_seq
     }
 
     /// Marks activity on a session; false if it does not exist (any more).
@@ -293,8 +303,9 @@ fn oldest_idle(sessions: &Sessions, owner: Option<&Principal>) -> Option<String>
 
 /// Takes a session unit of `owner`'s quota, ending the oldest idle session
 /// (of `owner` at its share, of anyone at the global cap) rather than
-/// refusing; refuses only when every session in the way is busy.
-fn admit(shared: &Shared, owner: &Principal) -> Result<(), SessionRefused> {
+/// refusing; refuses only when every session in the way is busy. The unit
+/// goes back when the session ends, or with [`release`].
+pub(crate) fn admit(shared: &Shared, owner: &Principal) -> Result<(), SessionRefused> {
     let key = principal_key(owner);
     // Each pass ends one session; the share and then the global cap can
     // each ask for one.
@@ -314,25 +325,47 @@ fn admit(shared: &Shared, owner: &Principal) -> Result<(), SessionRefused> {
     Err(SessionRefused::hub())
 }
 
+/// A unit [`admit`] took for a session that did not open.
+pub(crate) fn release(shared: &Shared, owner: &Principal) {
+    shared.state.borrow_mut().session_quota.release(&principal_key(owner));
+}
+
 /// Opens a session of principal `owner`: a new hub client bound to it.
 pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(String, ClientId), SessionRefused> {
     admit(shared, owner)?;
-    let now = shared.now();
-    // The session is in the table before the hub's outputs are routed: the
-    // hub may refuse the client at once (CloseClient), which ends it.
-    let sid = shared.link.call(|hub, hub_now| {
-        let c = hub.client_connected(hub_now);
+    let sid = mint_id(&mut shared.state.borrow_mut().rng);
+    let c = insert(shared, &sid, kind, owner, |hub, now| {
+        let c = hub.client_connected(now);
         hub.set_client_principal(c, owner.bytes());
         // The era this listener decided for the request (`routes::classify`)
         // is the hub's too: decided once.
         if kind == Kind::Modern {
             hub.set_client_era(c, mcpx_core::revision::Era::Modern);
         }
+        c
+    })?;
+    Ok((sid, c))
+}
+
+/// Puts session `sid` of `owner`, whose quota unit [`admit`] took, in the
+/// table, bound to the hub client `connect` makes. Refused when the hub
+/// refuses that client (`end` gives the unit back).
+pub(crate) fn insert(
+    shared: &Shared,
+    sid: &str,
+    kind: Kind,
+    owner: &Principal,
+    connect: impl FnOnce(&mut crate::hub::Hub, u64) -> ClientId,
+) -> Result<ClientId, SessionRefused> {
+    let now = shared.now();
+    // The session is in the table before the hub's outputs are routed: the
+    // hub may refuse the client at once (CloseClient), which ends it.
+    shared.link.call(|hub, hub_now| {
+        let c = connect(hub, hub_now);
         let mut st = shared.state.borrow_mut();
-        let sid = mint_id(&mut st.rng);
-        st.sessions.by_client.insert(c, sid.clone());
+        st.sessions.by_client.insert(c, sid.to_string());
         st.sessions.by_id.insert(
-            sid.clone(),
+            sid.to_string(),
             Session {
                 client: c,
                 kind,
@@ -343,28 +376,14 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
                 get: None,
                 replay: None,
                 #[cfg(feature = "cluster")]
-                published: None,
+                dir: Default::default(),
             },
         );
-        sid
     });
-    let c = shared
-        .state
-        .borrow()
-        .sessions
-        .by_id
-        .get(&sid)
-        .map(|s| s.client);
-    match c {
-        Some(c) => {
-            shared.log(
-                Level::Debug,
-                format!("http: session opened for client {c} ({kind:?})"),
-            );
-            Ok((sid, c))
-        }
-        None => Err(SessionRefused::hub()),
-    }
+    let c = shared.state.borrow().sessions.by_id.get(sid).map(|s| s.client);
+    let c = c.ok_or_else(SessionRefused::hub)?;
+    shared.log(Level::Debug, format!("http: session opened for client {c} ({kind:?})"));
+    Ok(c)
 }
 
 /// Ends a session: its streams close; the hub is told when `tell_hub`.
@@ -378,9 +397,9 @@ pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
         s
     };
     let Some(s) = removed else { return false };
-    shared.state.borrow_mut().session_quota.release(&principal_key(&s.owner));
+    release(shared, &s.owner);
     #[cfg(feature = "cluster")]
-    if s.published.is_some() {
+    if s.dir.published.is_some() {
         super::session_dir::forget(shared, sid);
     }
     shared.log(
@@ -425,8 +444,8 @@ pub(crate) fn expire(shared: &Shared) -> usize {
     old.len()
 }
 
-/// Registers an open POST; returns its sequence number (also its
-/// connection's token for [`leave_exchange`]). A `resumable` one numbers
+/// Registers an open POST; returns its stream's id, whose number is also
+/// its connection's token for [`leave_exchange`]. A `resumable` one numbers
 /// and keeps its events for a client that resumes its stream.
 pub(crate) fn add_exchange(
     shared: &Shared,
@@ -435,13 +454,14 @@ pub(crate) fn add_exchange(
     sse_ok: bool,
     resumable: bool,
     tx: Sender,
-) -> Option<u64> {
+) -> Option<StreamId> {
     let seq = shared.next_seq();
     let mut st = shared.state.borrow_mut();
     let s = st.sessions.by_id.get_mut(sid)?;
-    let replay = resumable.then(|| Replay::new(seq, shared.cfg.limits.stream_queue));
+    let id = StreamId::post(seq, pending.iter().next().filter(|_| pending.len() == 1));
+    let replay = resumable.then(|| Replay::new(id.clone(), shared.cfg.limits.stream_queue));
     s.exchanges.push(Exchange { seq, owner: seq, pending, sse_ok, tx: Some(tx), replay });
-    Some(seq)
+    Some(id)
 }
 
 /// Connection `owner` is done with exchange `seq` (answered, or its client

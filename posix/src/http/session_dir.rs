@@ -8,6 +8,17 @@
 //! refreshes and deletions are queued to one task ([`run`]), so no request
 //! waits for them. A lost refresh or deletion costs nothing lasting: the
 //! entry expires with its TTL.
+//!
+//! Taking over (issue 25): beside the entry of a Streamable HTTP session,
+//! what it keeps (`hub::Snapshot`), written (queued) when the hub says it
+//! changed and with each refresh. A request for a session whose owner does
+//! not accept a connection is served here when that state is there, sealed,
+//! and the principal's: the entry is claimed (compare-and-set on the gone
+//! owner: of two replicas, one takes it, the other passes requests on to
+//! it), the session opens here under the same id (counted in the
+//! principal's quota) and its client notices a dropped GET stream at most.
+//! Its calls in flight on the gone replica are lost: a client coming back
+//! for the stream of one gets an error for it ([`answer_lost`]), once.
 
 use std::cell::OnceCell;
 use std::rc::Rc;
@@ -18,13 +29,13 @@ use smol::channel::{self, Receiver, Sender};
 use super::auth::Principal;
 use super::conn::{Conn, Request};
 use super::routes;
-use super::session::Shared;
-use super::sse_stream::SseOut;
+use super::session::{self, Kind, Shared};
+use super::sse_stream::{self, SseOut};
 use crate::cluster::directory::Directory;
 use crate::cluster::forward::RelayError;
 use crate::cluster::hop_auth::Route;
 use crate::cluster::store::Unavailable;
-use crate::hub::Level;
+use crate::hub::{ClientId, Level, Snapshot};
 
 /// Refreshes and deletions waiting at most; past it they are dropped (the
 /// entries then expire with their TTL).
@@ -41,10 +52,38 @@ const MAX_JSON: usize = 16 << 20;
 /// under the hop's MAC: `hop_auth::SIGNED_FIELDS`).
 const RELAYED: [&str; 5] = ["mcp-session-id", "mcp-protocol-version", "accept", "content-type", "last-event-id"];
 
+/// POST streams of the replica a session was taken over from whose loss
+/// a session remembers telling (the next resume of one gets a 410).
+const MAX_TOLD: usize = 8;
+
 /// A store operation of a session that does not delay a request.
 enum Job {
+    /// Its entry and state written again (half through their TTL).
     Refresh(String),
+    /// Its state written again (it changed).
+    Keep(String),
     Forget(String),
+}
+
+/// A session's part in the directory.
+#[derive(Default)]
+pub(crate) struct Listed {
+    /// When its entry was last written; `None`: it has none.
+    pub published: Option<u64>,
+    /// A write of its state is queued.
+    state_due: bool,
+    /// Taken over from a replica that is gone.
+    taken: Option<TakenOver>,
+}
+
+/// Where a session taken over comes from.
+struct TakenOver {
+    /// The replica that is gone.
+    from: String,
+    /// This replica's streams of the session are numbered above it.
+    seq: u64,
+    /// POST streams of `from` whose loss was told, the latest [`MAX_TOLD`].
+    told: Vec<u64>,
 }
 
 /// The directory of the listener, once set ([`super::Http::use_directory`]).
@@ -68,10 +107,12 @@ impl SessionDir {
         self.dir.get().cloned()
     }
 
-    fn queue(&self, sh: &Shared, job: Job) {
-        if self.tx.try_send(job).is_err() {
+    fn queue(&self, sh: &Shared, job: Job) -> bool {
+        let queued = self.tx.try_send(job).is_ok();
+        if !queued {
             sh.log(Level::Debug, "session directory: the queue is full; an entry is left to its TTL".into());
         }
+        queued
     }
 }
 
@@ -109,6 +150,27 @@ pub(crate) fn forget(sh: &Shared, sid: &str) {
     sh.dir.queue(sh, Job::Forget(sid.to_string()));
 }
 
+/// What client `c`'s session keeps changed (`Output::SessionChanged`).
+pub(crate) fn client_changed(sh: &Shared, c: ClientId) {
+    let sid = sh.state.borrow().sessions.by_client.get(&c).cloned();
+    if let Some(sid) = sid {
+        changed(sh, &sid);
+    }
+}
+
+/// What session `sid` keeps changed: a write of its state is queued, if
+/// it is a published Streamable HTTP session and none is queued yet.
+fn changed(sh: &Shared, sid: &str) {
+    let due = {
+        let mut st = sh.state.borrow_mut();
+        let Some(s) = st.sessions.by_id.get_mut(sid) else { return };
+        s.kind == Kind::Streamable && s.dir.published.is_some() && !std::mem::replace(&mut s.dir.state_due, true)
+    };
+    if due && !sh.dir.queue(sh, Job::Keep(sid.to_string())) {
+        sh.set_state_due(sid, false);
+    }
+}
+
 /// Every session of this replica ends with it (shutdown): their entries go
 /// now, each deletion bounded (the store's), all within `limit`.
 pub(crate) async fn forget_all(sh: &Shared, limit: std::time::Duration) {
@@ -131,13 +193,26 @@ pub(crate) async fn run(sh: Rc<Shared>) {
     while let Ok(job) = sh.dir.rx.recv().await {
         let Some(dir) = sh.dir.get() else { continue };
         let done = match &job {
-            Job::Refresh(sid) => dir.publish(sid).await,
+            Job::Refresh(sid) => match dir.publish(sid).await {
+                Ok(()) => keep(&sh, &dir, sid).await,
+                failed => failed,
+            },
+            Job::Keep(sid) => keep(&sh, &dir, sid).await,
             Job::Forget(sid) => dir.forget(sid).await,
         };
         if let Err(Unavailable(why)) = done {
             sh.log(Level::Debug, format!("session directory: {why}; the entry is left to its TTL"));
         }
     }
+}
+
+/// Writes what session `sid` keeps now, if it is a Streamable HTTP session
+/// of this replica whose `initialize` was answered.
+async fn keep(sh: &Shared, dir: &Directory, sid: &str) -> Result<(), Unavailable> {
+    let Some(c) = sh.set_state_due(sid, false) else { return Ok(()) };
+    let Some(snapshot) = sh.link.call(|hub, _| hub.client_snapshot(c)) else { return Ok(()) };
+    let state = serde_json::to_vec(&snapshot.to_json()).unwrap_or_default();
+    dir.keep(sid, &state).await.map(|_| ())
 }
 
 /// May session `sid` be another replica's? Only with a directory, and for
@@ -150,7 +225,8 @@ pub(crate) fn held_elsewhere(sh: &Shared, sid: &str) -> bool {
 /// A request naming a legacy session this replica does not know
 /// ([`held_elsewhere`]): passed
 /// to the replica that owns it, if one among `cluster.peers` does and
-/// answers. `None`: serve it here (which answers 404: row
+/// answers; taken over when that replica is gone ([`take_over`]). `None`:
+/// serve it here (which answers 404 when the session is not here: row
 /// streamable-http-server-404-terminated-session); `Some(keep)`: answered.
 /// Never for a request that came over the hop (`routes::serve_relayed`):
 /// no loop.
@@ -159,14 +235,7 @@ pub(crate) async fn relay_elsewhere(conn: &mut Conn, req: &mut Request, sid: &st
     let dir = sh.dir.get()?;
     let owner = match dir.owner(sid).await {
         Ok(owner) => owner?,
-        // The session may well be alive on its replica: a 404 would make
-        // the client drop it and start over for nothing, so the answer is
-        // "not now" (503, Retry-After), as for any request that needs Redis.
-        Err(Unavailable(why)) => {
-            let retry = UNAVAILABLE_RETRY_AFTER_S.to_string();
-            let text = format!("Service unavailable: cannot find which replica holds this session ({why}); retry shortly");
-            return Some(conn.error_with(503, &[("Retry-After", &retry)], None, ErrorCode::InternalError, &text, None, true).await);
-        }
+        Err(Unavailable(why)) => return Some(unavailable(conn, &why).await),
     };
     if owner == dir.hop().me() || !dir.hop().knows(&owner) {
         return None;
@@ -179,27 +248,191 @@ pub(crate) async fn relay_elsewhere(conn: &mut Conn, req: &mut Request, sid: &st
     } else {
         Vec::new()
     };
+    let why = match relay(conn, req, &dir, &owner, who, &body).await {
+        Ok(keep) => return Some(keep),
+        Err(why) => why,
+    };
+    sh.log(Level::Info, format!("session directory: replica {owner:?} holding a session does not answer ({why})"));
+    match take_over(conn, req, sid, who, &dir, &owner).await {
+        TakeOver::Here => {}
+        // Another replica took it over first: it serves it (no second
+        // take-over if it is gone too).
+        TakeOver::There(to) => {
+            return Some(match relay(conn, req, &dir, &to, who, &body).await {
+                Ok(keep) => keep,
+                Err(why) => not_found(conn, &format!("replica {to:?}, which holds this session now, does not answer ({why})")).await,
+            })
+        }
+        TakeOver::Answered(keep) => return Some(keep),
+        // Gone with its replica: the entry goes if it still names that
+        // replica, and the client gets the 404 to start over.
+        TakeOver::Lost => {
+            let _ = dir.forget_if(sid, &owner).await;
+        }
+        TakeOver::NotYours => {}
+    }
+    req.put_back(body);
+    None
+}
+
+/// Passes the request (its `body` read already) over the hop to replica
+/// `to` and copies its answer to the client: `Ok(keep)` once answered
+/// (a 502 when `to` failed to answer); `Err(why)` when `to` does not accept
+/// a connection (it is gone).
+async fn relay(conn: &mut Conn, req: &Request, dir: &Directory, to: &str, who: &Principal, body: &[u8]) -> Result<bool, String> {
     let target = match req.query() {
         "" => req.path().to_string(),
         q => format!("{}?{q}", req.path()),
     };
     let route = Route { method: req.method(), target: &target };
     let headers: Vec<(&str, &[u8])> = RELAYED.iter().filter_map(|n| Some((*n, req.header(n)?))).collect();
-    match dir.hop().relay(&owner, &route, who.bytes(), &headers, &body).await {
-        Ok(resp) => Some(copy_answer(conn, req, &dir, &owner, resp).await),
-        Err(RelayError::Unreachable(why)) => {
-            // Gone: the session with it. The entry goes if it still names
-            // that replica, and the client gets the 404 to start over.
-            sh.log(Level::Info, format!("session directory: replica {owner:?} holding a session does not answer ({why}); 404"));
-            let _ = dir.forget_if(sid, &owner).await;
-            req.put_back(body);
-            None
-        }
+    match dir.hop().relay(to, &route, who.bytes(), &headers, body).await {
+        Ok(resp) => Ok(copy_answer(conn, req, dir, to, resp).await),
+        Err(RelayError::Unreachable(why)) => Err(why),
         Err(e) => {
-            let text = format!("Bad gateway: replica {owner:?}, which holds this session, failed to answer: {e}");
-            Some(conn.error(502, None, ErrorCode::InternalError, &text, None, true).await)
+            let text = format!("Bad gateway: replica {to:?}, which holds this session, failed to answer: {e}");
+            Ok(conn.error(502, None, ErrorCode::InternalError, &text, None, true).await)
         }
     }
+}
+
+/// The session may well be alive on its replica: a 404 would make the
+/// client drop it and start over for nothing, so the answer is "not now"
+/// (503, Retry-After), as for any request that needs Redis.
+async fn unavailable(conn: &mut Conn, why: &str) -> bool {
+    let retry = UNAVAILABLE_RETRY_AFTER_S.to_string();
+    let text = format!("Service unavailable: cannot find which replica holds this session ({why}); retry shortly");
+    conn.error_with(503, &[("Retry-After", &retry)], None, ErrorCode::InternalError, &text, None, true).await
+}
+
+async fn not_found(conn: &mut Conn, why: &str) -> bool {
+    let text = format!("Not found: unknown or ended session ({why}); initialize a new one");
+    conn.error(404, None, ErrorCode::InvalidRequest, &text, None, true).await
+}
+
+/// What came of taking a session over.
+enum TakeOver {
+    /// It is here now: serve the request.
+    Here,
+    /// Another replica took it over first.
+    There(String),
+    /// The request is answered (Redis unavailable, the session quota).
+    Answered(bool),
+    /// Nothing kept to go on with: the session is gone.
+    Lost,
+    /// Another principal's: not taken over (the entry stays for its own).
+    NotYours,
+}
+
+/// Session `sid`'s owner `owner` is gone: this replica goes on with it,
+/// for a POST or GET of its own principal `who` to the MCP endpoint, when
+/// the owner kept its state (a Streamable HTTP session; a 2024-11-05 one
+/// ends with its stream).
+async fn take_over(conn: &mut Conn, req: &Request, sid: &str, who: &Principal, dir: &Directory, owner: &str) -> TakeOver {
+    let sh = conn.shared.clone();
+    if !matches!(req.method(), "POST" | "GET") || req.path() != sh.cfg.path {
+        return TakeOver::Lost;
+    }
+    let kept = match dir.kept(sid).await {
+        Ok(Some(kept)) => kept,
+        Ok(None) => return TakeOver::Lost,
+        Err(Unavailable(why)) => return TakeOver::Answered(unavailable(conn, &why).await),
+    };
+    let snapshot = match serde_json::from_slice(&kept).map_err(|e| format!("not JSON ({e})")).and_then(|v| Snapshot::from_json(&v)) {
+        Ok(s) => s,
+        Err(why) => {
+            sh.log(Level::Warn, format!("session directory: the state a session of replica {owner:?} kept is not usable ({why}); 404"));
+            return TakeOver::Lost;
+        }
+    };
+    if snapshot.principal != who.bytes() {
+        sh.log(Level::Info, format!("session directory: a request for a session of replica {owner:?} by another principal; not taken over, 404"));
+        return TakeOver::NotYours;
+    }
+    if let Err(r) = session::admit(&sh, who) {
+        return TakeOver::Answered(routes::session_refused(conn, None, r).await);
+    }
+    let claimed = dir.claim(sid, owner).await;
+    if !matches!(claimed, Ok(true)) {
+        session::release(&sh, who);
+    }
+    match claimed {
+        Ok(true) => {}
+        Ok(false) => {
+            return match dir.owner(sid).await {
+                Ok(Some(to)) if to != dir.hop().me() && dir.hop().knows(&to) => TakeOver::There(to),
+                // Taken over here meanwhile, by a request before this one.
+                Ok(Some(to)) if to == dir.hop().me() => TakeOver::Here,
+                Ok(_) => TakeOver::Lost,
+                Err(Unavailable(why)) => TakeOver::Answered(unavailable(conn, &why).await),
+            }
+        }
+        Err(Unavailable(why)) => return TakeOver::Answered(unavailable(conn, &why).await),
+    }
+    let opened = session::insert(&sh, sid, Kind::Streamable, who, |hub, now| hub.adopt_client(&snapshot, now));
+    if let Err(r) = opened {
+        let _ = dir.forget(sid).await;
+        return TakeOver::Answered(routes::session_refused(conn, None, r).await);
+    }
+    sh.taken_over(sid, snapshot.rev, TakenOver { from: owner.to_string(), seq: sh.next_seq(), told: Vec::new() });
+    changed(&sh, sid);
+    sh.log(Level::Info, format!("session directory: adopted session of replica {owner:?}, which does not answer (its calls in flight are lost)"));
+    TakeOver::Here
+}
+
+/// A POST's stream on the replica a session was taken over from, which a
+/// client asks to resume: its answer is lost with that replica.
+pub(crate) struct Lost {
+    from: String,
+    /// The request it answered, when its id named it and its loss was not
+    /// told yet.
+    request: Option<Vec<u8>>,
+}
+
+/// Does `last_event_id` name a POST's stream of the replica session `sid`
+/// was taken over from? Its events cannot be replayed here (row
+/// streamable-http-server-no-cross-stream-replay); a standalone stream's id
+/// is not one: the client gets a new standalone stream, as for any id of
+/// a stream this replica does not have.
+pub(crate) fn lost_stream(sh: &Shared, sid: &str, last_event_id: &str) -> Option<Lost> {
+    let request = sse_stream::post_request(last_event_id)?;
+    let (stream, _) = sse_stream::parse_id(last_event_id)?;
+    let last_seq = sh.last_seq();
+    let mut st = sh.state.borrow_mut();
+    let t = st.sessions.by_id.get_mut(sid)?.dir.taken.as_mut()?;
+    if t.seq < stream && stream <= last_seq {
+        return None; // this replica's own
+    }
+    let first = !t.told.contains(&stream);
+    if first {
+        if t.told.len() >= MAX_TOLD {
+            t.told.remove(0);
+        }
+        t.told.push(stream);
+    }
+    Some(Lost { from: t.from.clone(), request: request.filter(|_| first) })
+}
+
+/// Answers the resume of a [`Lost`] stream. The first time for a named
+/// request not in flight here: its stream, with an error answering it,
+/// then the stream's end (Python SDK 2.x takes the answer for the request
+/// it resumed; the TypeScript SDK v1 by its id). Otherwise 410: the SDKs
+/// try twice more, then give up on the stream.
+pub(crate) async fn answer_lost(conn: &mut Conn, req: &Request, sid: &str, lost: Lost) -> bool {
+    let sh = conn.shared.clone();
+    let text = format!(
+        "replica {:?}, which was answering this request, is gone: its answer is lost, and it may or may not have run; send it again if that is safe",
+        lost.from
+    );
+    let c = sh.state.borrow().sessions.by_id.get(sid).map(|s| s.client);
+    let request = lost.request.filter(|id| c.is_some_and(|c| !sh.link.call(|hub, _| hub.client_request_open(c, id))));
+    sh.log(Level::Info, format!("http: a client came back for a stream of replica {:?}, whose session this replica took over: {}", lost.from, if request.is_some() { "its request is answered with an error" } else { "410" }));
+    let Some(id) = request else {
+        return conn.error(410, None, ErrorCode::InternalError, &format!("Gone: this stream was on {text}"), None, true).await;
+    };
+    let Some(mut out) = SseOut::start(conn, req.version, &[]).await else { return false };
+    let msg = crate::written::error(Some(&id), ErrorCode::InternalError, &format!("mcpx {text}"), None);
+    out.event(conn, None, &msg).await && out.finish(conn).await
 }
 
 /// A request another replica passed on here for session `sid`, which this
@@ -265,8 +498,29 @@ impl Shared {
     fn set_published(&self, sid: &str, at: u64) -> bool {
         let mut st = self.state.borrow_mut();
         let Some(s) = st.sessions.by_id.get_mut(sid) else { return false };
-        s.published = Some(at);
+        s.dir.published = Some(at);
         true
+    }
+
+    /// Notes whether a write of `sid`'s state is queued; its client, when it
+    /// is a Streamable HTTP session.
+    fn set_state_due(&self, sid: &str, due: bool) -> Option<ClientId> {
+        let mut st = self.state.borrow_mut();
+        let s = st.sessions.by_id.get_mut(sid).filter(|s| s.kind == Kind::Streamable)?;
+        s.dir.state_due = due;
+        Some(s.client)
+    }
+
+    /// Session `sid`, just opened, goes on from `t.from`'s: it speaks `rev`,
+    /// and its entry names this replica now.
+    fn taken_over(&self, sid: &str, rev: mcpx_core::revision::Revision, t: TakenOver) {
+        let now = self.now();
+        let mut st = self.state.borrow_mut();
+        if let Some(s) = st.sessions.by_id.get_mut(sid) {
+            s.rev = Some(rev);
+            s.dir.published = Some(now);
+            s.dir.taken = Some(t);
+        }
     }
 
     /// The published sessions used since their entry was written at least
@@ -276,9 +530,9 @@ impl Shared {
         let mut st = self.state.borrow_mut();
         let mut due = Vec::new();
         for (sid, s) in st.sessions.by_id.iter_mut() {
-            let Some(at) = s.published else { continue };
+            let Some(at) = s.dir.published else { continue };
             if now.saturating_sub(at) >= half_ttl && (s.last_seen > at || !s.idle()) {
-                s.published = Some(now);
+                s.dir.published = Some(now);
                 due.push(sid.clone());
             }
         }
@@ -287,6 +541,6 @@ impl Shared {
 
     fn published_sessions(&self) -> Vec<String> {
         let st = self.state.borrow();
-        st.sessions.by_id.iter().filter(|(_, s)| s.published.is_some()).map(|(k, _)| k.clone()).collect()
+        st.sessions.by_id.iter().filter(|(_, s)| s.dir.published.is_some()).map(|(k, _)| k.clone()).collect()
     }
 }

@@ -6,7 +6,8 @@
 //! POSTs are resumable ([`Replay`]): their events carry ids `<stream>-<n>`,
 //! where `<stream>` is a number unique in the process and `n` counts its
 //! events, so an id is unique across the session's streams and names the
-//! stream it came from. A 2025-11-25 client first gets a priming event (an
+//! stream it came from ([`StreamId`]: a POST's stream names its request
+//! too). A 2025-11-25 client first gets a priming event (an
 //! id, `retry`, empty data). Each event stays in a bounded buffer until the
 //! client, reconnecting with `Last-Event-ID` (always a GET), shows it has
 //! it; what came after is sent again, then the stream goes on: a POST's
@@ -22,6 +23,7 @@ use mcpx_core::frame::sse::{write_comment, write_event, SseEvent};
 
 use super::conn::Conn;
 use super::session::Item;
+use crate::hub::IdKey;
 
 pub(crate) struct SseOut {
     chunked: bool,
@@ -38,9 +40,40 @@ pub(crate) const RETRY_MS: u64 = 1000;
 const REPLAY_EVENTS: usize = 256;
 const REPLAY_BYTES: usize = 1 << 20;
 
+/// Longest request id (its JSON) a POST's stream names in its event ids.
+const MAX_NAMED_REQUEST: usize = 32;
+
+/// What the ids of a resumable stream's events name: the stream's number
+/// and, for the SSE answer to a POST, that it is one and the request it
+/// answers when it has one short id (its JSON in hex): `<stream>-<n>` for a
+/// standalone stream, `<stream>.<hex>-<n>` for a POST's. So a replica that
+/// took the session over from a gone one knows a stream of that replica's
+/// for a POST's, and can answer its request with an error when the client
+/// comes back for it (issue 25; row streamable-http-event-id-encodes-stream).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StreamId {
+    pub seq: u64,
+    /// A POST's stream.
+    pub post: bool,
+    /// The request it answers, when named.
+    pub request: Option<IdKey>,
+}
+
+impl StreamId {
+    /// A standalone stream's.
+    pub fn get(seq: u64) -> StreamId {
+        StreamId { seq, post: false, request: None }
+    }
+
+    /// A POST's stream answering `request` (named when short enough).
+    pub fn post(seq: u64, request: Option<&IdKey>) -> StreamId {
+        StreamId { seq, post: true, request: request.filter(|r| r.bytes().len() <= MAX_NAMED_REQUEST).cloned() }
+    }
+}
+
 /// The events of a resumable stream a client may not have yet.
 pub(crate) struct Replay {
-    pub stream: u64,
+    pub stream: StreamId,
     /// Number of the next event (0 is the priming event's).
     next: u64,
     events: VecDeque<(u64, Vec<u8>)>,
@@ -50,7 +83,7 @@ pub(crate) struct Replay {
 
 /// A client attaching to a session's standalone stream.
 pub(crate) struct Attach {
-    pub stream: u64,
+    pub stream: StreamId,
     /// A new stream (not resumed): it begins with a priming event when the
     /// client's revision knows them.
     pub fresh: bool,
@@ -61,7 +94,7 @@ pub(crate) struct Attach {
 }
 
 impl Replay {
-    pub fn new(stream: u64, max_events: usize) -> Replay {
+    pub fn new(stream: StreamId, max_events: usize) -> Replay {
         Replay { stream, next: 1, events: VecDeque::new(), bytes: 0, max_events: max_events.clamp(1, REPLAY_EVENTS) }
     }
 
@@ -96,12 +129,12 @@ impl Replay {
     pub fn attach(slot: &mut Option<Replay>, stream: u64, last_event_id: Option<&str>, max_events: usize) -> Attach {
         let last = last_event_id.and_then(parse_id);
         let resumed = match (slot.as_mut(), last) {
-            (Some(r), Some((st, n))) if st == r.stream => r.resume(n),
+            (Some(r), Some((st, n))) if st == r.stream.seq => r.resume(n),
             _ => None,
         };
         resumed.unwrap_or_else(|| {
-            *slot = Some(Replay::new(stream, max_events));
-            Attach { stream, fresh: true, backlog: Vec::new(), lost: 0 }
+            *slot = Some(Replay::new(StreamId::get(stream), max_events));
+            Attach { stream: StreamId::get(stream), fresh: true, backlog: Vec::new(), lost: 0 }
         })
     }
 
@@ -117,19 +150,33 @@ impl Replay {
             self.bytes -= m.len();
         }
         let first = self.events.front().map_or(self.next, |(k, _)| *k);
-        Some(Attach { stream: self.stream, fresh: false, backlog: self.events.iter().cloned().collect(), lost: first - n - 1 })
+        Some(Attach { stream: self.stream.clone(), fresh: false, backlog: self.events.iter().cloned().collect(), lost: first - n - 1 })
     }
 }
 
 /// The SSE id of event `n` of `stream`.
-pub(crate) fn event_id(stream: u64, n: u64) -> String {
-    format!("{stream}-{n}")
+pub(crate) fn event_id(stream: &StreamId, n: u64) -> String {
+    if !stream.post {
+        return format!("{}-{n}", stream.seq);
+    }
+    let request = stream.request.as_ref().map(|r| crate::hub::shared::hex(r.bytes())).unwrap_or_default();
+    format!("{}.{request}-{n}", stream.seq)
 }
 
 /// The stream and number an event id names.
 pub(crate) fn parse_id(s: &str) -> Option<(u64, u64)> {
     let (a, b) = s.trim().split_once('-')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
+    let stream = a.split_once('.').map_or(a, |(seq, _)| seq);
+    Some((stream.parse().ok()?, b.parse().ok()?))
+}
+
+/// For the id of an event of a POST's stream, the request it answers (its
+/// id's JSON) when named; `None` for any other id.
+#[cfg(feature = "cluster")]
+pub(crate) fn post_request(s: &str) -> Option<Option<Vec<u8>>> {
+    let (a, _) = s.trim().split_once('-')?;
+    let (_, request) = a.split_once('.')?;
+    Some(crate::hub::shared::unhex(request).filter(|r| !r.is_empty() && r.len() <= MAX_NAMED_REQUEST))
 }
 
 /// What woke a stream's task.
@@ -199,13 +246,13 @@ impl SseOut {
     }
 
     /// Event `n` of resumable stream `stream` carrying a message.
-    pub async fn numbered(&mut self, conn: &mut Conn, stream: u64, n: u64, data: &[u8]) -> bool {
+    pub async fn numbered(&mut self, conn: &mut Conn, stream: &StreamId, n: u64, data: &[u8]) -> bool {
         let id = event_id(stream, n);
         self.write(conn, &SseEvent { event: None, data, id: Some(id.as_bytes()), retry: None }).await
     }
 
     /// A message on stream `stream`: event `n` when the stream is resumable.
-    pub async fn message(&mut self, conn: &mut Conn, stream: u64, n: Option<u64>, data: &[u8]) -> bool {
+    pub async fn message(&mut self, conn: &mut Conn, stream: &StreamId, n: Option<u64>, data: &[u8]) -> bool {
         match n {
             Some(n) => self.numbered(conn, stream, n, data).await,
             None => self.event(conn, None, data).await,
@@ -214,7 +261,7 @@ impl SseOut {
 
     /// The priming event of resumable stream `stream`: its first id, the
     /// reconnection time and empty data (row `streamable-http-sse-priming-event`).
-    pub async fn prime(&mut self, conn: &mut Conn, stream: u64) -> bool {
+    pub async fn prime(&mut self, conn: &mut Conn, stream: &StreamId) -> bool {
         let id = event_id(stream, 0);
         self.write(conn, &SseEvent { event: None, data: b"", id: Some(id.as_bytes()), retry: Some(RETRY_MS) }).await
     }
@@ -268,10 +315,10 @@ mod tests {
         for m in [&b"a"[..], b"b", b"c"] {
             r.push(m.to_vec());
         }
-        assert_eq!(event_id(7, 2), "7-2");
+        assert_eq!(event_id(&StreamId::get(7), 2), "7-2");
         // Had up to 1: gets 2 and 3, on the same stream.
         let a = Replay::attach(&mut slot, 9, Some("7-1"), 8);
-        assert_eq!((a.stream, a.fresh, a.lost), (7, false, 0));
+        assert_eq!((a.stream.seq, a.fresh, a.lost), (7, false, 0));
         assert_eq!(msgs(&a), [(2, &b"b"[..]), (3, b"c")]);
         // What it showed it has is gone; numbering goes on.
         assert_eq!(slot.as_mut().unwrap().push(b"d".to_vec()), 4);
@@ -286,7 +333,26 @@ mod tests {
             Replay::attach(&mut s2, 7, None, 8);
             s2.as_mut().unwrap().push(b"z".to_vec());
             let a = Replay::attach(&mut s2, 11, Some(bad), 8);
-            assert!(a.fresh && a.backlog.is_empty() && a.stream == 11, "{bad}");
+            assert!(a.fresh && a.backlog.is_empty() && a.stream.seq == 11, "{bad}");
+        }
+    }
+
+    // covers: streamable-http-event-id-encodes-stream
+    #[test]
+    fn a_post_streams_ids_say_so_and_name_its_request_when_it_is_short() {
+        let id = StreamId::post(12, Some(&IdKey::new(b"31")));
+        assert_eq!(event_id(&id, 4), "12.3331-4");
+        assert_eq!(parse_id("12.3331-4"), Some((12, 4)));
+        let long = IdKey::new(format!("\"{}\"", "x".repeat(40)).as_bytes());
+        assert_eq!(event_id(&StreamId::post(12, Some(&long)), 1), "12.-1", "a long id is not named");
+        assert_eq!(event_id(&StreamId::post(12, None), 0), "12.-0");
+        assert_eq!(parse_id("12.-0"), Some((12, 0)));
+        #[cfg(feature = "cluster")]
+        {
+            assert_eq!(post_request("12.3331-4"), Some(Some(b"31".to_vec())));
+            assert_eq!(post_request("12.-4"), Some(None));
+            assert_eq!(post_request("12.zz-4"), Some(None));
+            assert_eq!(post_request("12-4"), None, "a standalone stream's");
         }
     }
 

@@ -243,7 +243,7 @@ fn start_full(
                     continue;
                 };
                 match out {
-                    Output::ToClient(..) | Output::ClientInitialized(..) | Output::CloseClient(..) => {}
+                    Output::ToClient(..) | Output::ClientInitialized(..) | Output::SessionChanged(..) | Output::CloseClient(..) => {}
                     Output::ToUpstream(_, m, _) => {
                         let _ = up_tx.try_send(m);
                     }

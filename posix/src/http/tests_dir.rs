@@ -4,11 +4,12 @@
 //! helpers of `tests`.
 
 use super::*;
-use crate::cluster::directory::{key, Directory};
+use crate::cluster::directory::{key, state_key, Directory};
 use crate::cluster::forward::Hop;
 use crate::cluster::hop_auth::{self, HopKey, Route};
 use crate::cluster::store::Store;
 use crate::cluster::test_redis::Redis;
+use crate::hub::Snapshot;
 
 const KEY: [u8; 32] = [42; 32];
 
@@ -282,4 +283,128 @@ fn a_relayed_request_signed_for_another_session_or_method_is_403() {
     let r = send(&sid, "POST");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["result"]["content"][0]["text"], "forged");
+}
+
+/// What session `sid` of replica `owner` kept, as that replica wrote it
+/// (then went away): `principal`'s, initialized on 2025-11-25, its tools
+/// read, logs asked at `warning`.
+fn kept_by(store: &Store, sid: &str, owner: &str, principal: &[u8]) {
+    let s = Snapshot {
+        rev: mcpx_core::revision::Revision::V2025_11_25,
+        caps: json!({}),
+        info: json!({ "name": "t", "version": "1" }),
+        principal: principal.to_vec(),
+        ready: true,
+        log_level: Some("warning"),
+        listed: [true, false, false],
+        subscriptions: vec![],
+    };
+    smol::block_on(async {
+        store.put(&key(sid), owner.as_bytes(), 60_000).await.unwrap();
+        store.put(&state_key(sid), &serde_json::to_vec(&s.to_json()).unwrap(), 60_000).await.unwrap();
+    });
+}
+
+/// Two replicas that know each other and a third, `r3`, that is gone.
+fn pair_and_a_dead_one(redis: &Redis) -> (TestServer, TestServer) {
+    let (a1, a2, dead) = (free_addr(), free_addr(), free_addr());
+    let r1 = replica("r1", a1, &redis.url(), &[("r2", a2), ("r3", dead)], 60_000);
+    let r2 = replica("r2", a2, &redis.url(), &[("r1", a1), ("r3", dead)], 60_000);
+    (r1, r2)
+}
+
+/// A GET of `sid`'s stream as alice, resuming after `last`: what came
+/// within a second.
+fn resume_as_alice(addr: SocketAddr, sid: &str, last: &str) -> String {
+    let auth = bearer("ta");
+    let mut g = connect(addr);
+    write_req(&mut g, addr, "GET", "/mcp", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", sid), ("Last-Event-ID", last), ("Authorization", &auth)], b"");
+    read_until(&mut g, "\r\n0\r\n\r\n", Duration::from_secs(1))
+}
+
+// covers: streamable-http-server-no-cross-stream-replay, streamable-http-event-id-unique
+#[test]
+fn a_session_whose_owner_is_gone_is_taken_over_by_one_replica_with_what_it_kept() {
+    let redis = Redis::start();
+    let store = Store::new(&redis.url(), &KEY).unwrap();
+    let (r1, r2) = pair_and_a_dead_one(&redis);
+    let sid = "a1a1a1a1";
+    kept_by(&store, sid, "r3", b"token:alice");
+    // Its next requests come to both replicas at once: one takes it over,
+    // the other passes its request on to that one; both are answered.
+    let list = |addr: SocketAddr, id: u64| in_session(addr, "POST", sid, "ta", Some(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list" })));
+    let other = std::thread::spawn(move || list(r2.addr, 2).status);
+    let r = list(r1.addr, 1);
+    assert_eq!((r.status, other.join().unwrap()), (200, 200), "{}", r.text());
+    assert!(r.text().contains("\"echo\""), "served without a new initialize: {}", r.text());
+    let owner = owner_of(&store, sid).expect("an entry");
+    let (adopter, relayer) = if owner == "r1" { (&r1, &r2) } else { (&r2, &r1) };
+    // The new owner's upstream was asked the session's log level; the
+    // state is the new owner's to write.
+    assert!(adopter.seen.lock().unwrap().iter().any(|m| m == "logging/setLevel"));
+    assert!(relayer.seen.lock().unwrap().iter().all(|m| m != "logging/setLevel" && m != "tools/call"));
+    let r = in_session(relayer.addr, "POST", sid, "ta", Some(&call(3, "echo", json!({ "text": "after" }))));
+    assert_eq!(r.json()["result"]["content"][0]["text"], "after", "{}", r.text());
+    let state = smol::block_on(store.get(&state_key(sid))).unwrap().expect("its state");
+    assert_eq!(serde_json::from_slice::<Value>(&state).unwrap()["logLevel"], "warning");
+    // A POST's stream on the gone replica (request 31): its answer is lost;
+    // the client coming back for it gets an error for the request, once,
+    // then 410.
+    let got = resume_as_alice(adopter.addr, sid, "77.3331-0");
+    assert!(got.starts_with("HTTP/1.1 200") && got.contains("\"id\":31") && got.contains("replica \\\"r3\\\""), "{got}");
+    assert!(got.contains("is gone: its answer is lost"), "{got}");
+    assert!(resume_as_alice(adopter.addr, sid, "77.3331-0").starts_with("HTTP/1.1 410"));
+    assert!(resume_as_alice(adopter.addr, sid, "78.-2").starts_with("HTTP/1.1 410"), "a request not named: 410");
+    // The gone replica's standalone stream: a new one here.
+    let got = resume_as_alice(adopter.addr, sid, "76-5");
+    assert!(got.starts_with("HTTP/1.1 200") && got.contains("text/event-stream") && !got.contains("\"id\""), "{got}");
+}
+
+#[test]
+fn a_gone_replicas_session_whose_state_is_forged_or_another_principals_is_not_taken_over() {
+    let redis = Redis::start();
+    let store = Store::new(&redis.url(), &KEY).unwrap();
+    let (r1, _r2) = pair_and_a_dead_one(&redis);
+    let list = |sid: &str, token: &str| in_session(r1.addr, "POST", sid, token, Some(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }))).status;
+    // Written without the shared key: unsealed, or sealed under another key.
+    kept_by(&store, "b1b1", "r3", b"token:alice");
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &redis.port.to_string(), "SET", &state_key("b1b1"), r#"{"protocolVersion":"2025-11-25"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    kept_by(&store, "b2b2", "r3", b"token:alice");
+    kept_by(&Store::new(&redis.url(), &[7; 32]).unwrap(), "b2b2", "r3", b"token:alice");
+    for sid in ["b1b1", "b2b2"] {
+        assert_eq!(list(sid, "ta"), 404, "{sid}");
+        assert_eq!(owner_of(&store, sid), None, "{sid}: the entry goes with the session");
+    }
+    // Bob's session, asked for by alice: 404, and it stays bob's to go on with.
+    kept_by(&store, "b3b3", "r3", b"token:bob");
+    assert_eq!(list("b3b3", "ta"), 404);
+    assert_eq!(owner_of(&store, "b3b3").as_deref(), Some("r3"));
+    assert_eq!(list("b3b3", "tb"), 200);
+    assert_eq!(owner_of(&store, "b3b3").as_deref(), Some("r1"));
+    // A DELETE does not take a session over: it ends with its replica.
+    kept_by(&store, "b4b4", "r3", b"token:alice");
+    assert_eq!(in_session(r1.addr, "DELETE", "b4b4", "ta", None).status, 404);
+    assert_eq!(owner_of(&store, "b4b4"), None);
+    assert_eq!(smol::block_on(store.get(&state_key("b4b4"))).unwrap(), None, "its state goes with its entry");
+}
+
+#[test]
+fn a_session_keeps_its_state_beside_its_entry_until_it_ends() {
+    let redis = Redis::start();
+    let store = Store::new(&redis.url(), &KEY).unwrap();
+    let (r1, _r2) = pair(&redis);
+    let sid = init_as(r1.addr, "ta");
+    let state = || smol::block_on(store.get(&state_key(&sid))).unwrap().map(|v| serde_json::from_slice::<Value>(&v).unwrap());
+    eventually(Duration::from_secs(2), "its state written", || state().is_some_and(|s| s["initialized"] == true));
+    let s = state().unwrap();
+    assert_eq!((s["protocolVersion"].clone(), s["principal"].clone()), (json!("2025-11-25"), json!(crate::hub::shared::hex(b"token:alice"))));
+    let set = json!({ "jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": { "level": "error" } });
+    assert_eq!(in_session(r1.addr, "POST", &sid, "ta", Some(&set)).status, 200);
+    eventually(Duration::from_secs(2), "the level kept", || state().is_some_and(|s| s["logLevel"] == "error"));
+    assert_eq!(in_session(r1.addr, "DELETE", &sid, "ta", None).status, 204);
+    eventually(Duration::from_secs(2), "entry and state gone", || state().is_none() && owner_of(&store, &sid).is_none());
 }

@@ -103,8 +103,20 @@ pub(super) enum Channel {
 }
 
 impl Channel {
+    #[cfg(feature = "cluster")]
+    pub const ALL: [Channel; 3] = [Channel::Tools, Channel::Resources, Channel::Prompts];
+
     pub fn idx(self) -> usize {
         self as usize
+    }
+    /// Its name where a session's state names the lists read.
+    #[cfg(feature = "cluster")]
+    pub fn name(self) -> &'static str {
+        match self {
+            Channel::Tools => "tools",
+            Channel::Resources => "resources",
+            Channel::Prompts => "prompts",
+        }
     }
     pub fn kinds(self) -> &'static [Kind] {
         match self {

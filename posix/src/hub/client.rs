@@ -23,6 +23,10 @@
 //!   one over a limit is refused with -32602 naming it, and the client is
 //!   forgotten (an HTTP session is not opened), so a client cannot make mcpx
 //!   hold megabytes per session.
+//! - What a legacy session needs to go on is a value ([`Snapshot`]), so that
+//!   a replica can take over the session of one that is gone: the hub says
+//!   when it changes (`Output::SessionChanged`), gives it
+//!   (`Hub::client_snapshot`) and makes a client of it (`Hub::adopt_client`).
 
 use mcpx_core::error::ErrorCode;
 use std::collections::HashSet;
@@ -59,8 +63,8 @@ pub(super) struct Client {
     pub known_fp: [u64; 3],
     /// Subscribed resource URIs (exposed).
     pub subs: usize,
-    /// Sent `logging/setLevel`.
-    pub wants_logs: bool,
+    /// The level of its last `logging/setLevel`; `None`: it sent none.
+    pub log_level: Option<&'static str>,
     pub connected_ms: u64,
     /// Legacy after `initialize`; modern after a first modern request.
     pub era: Option<revision::Era>,
@@ -94,13 +98,86 @@ pub(super) const KEPT_LIMITS: [(&str, usize); 2] = [("clientInfo", 4 << 10), ("c
 /// newest are not tracked (they are still served).
 pub(super) const MAX_OPEN: usize = 4096;
 
+/// What a legacy session needs to go on where its replica is gone (issue
+/// 25): what its `initialize` settled (revision, capabilities and
+/// `clientInfo`, within [`KEPT_LIMITS`]), whose it is, whether
+/// `notifications/initialized` came, the log level it asked for, the
+/// resources it subscribed to (exposed URIs) and which lists it has read
+/// (so that list_changed notifications keep coming). Requests in flight are
+/// not in it: they are lost with their replica. (Replicas share it through
+/// Redis: feature `cluster`.)
+#[cfg(feature = "cluster")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    pub rev: Rev,
+    pub caps: Value,
+    pub info: Value,
+    pub principal: Vec<u8>,
+    pub ready: bool,
+    pub log_level: Option<&'static str>,
+    pub listed: [bool; 3],
+    pub subscriptions: Vec<String>,
+}
+
+#[cfg(feature = "cluster")]
+impl Snapshot {
+    /// The JSON a store keeps.
+    pub fn to_json(&self) -> Value {
+        let listed: Vec<&str> = Channel::ALL.iter().filter(|ch| self.listed[ch.idx()]).map(|ch| ch.name()).collect();
+        json!({
+            "protocolVersion": self.rev.as_str(),
+            "capabilities": self.caps,
+            "clientInfo": self.info,
+            "principal": super::shared::hex(&self.principal),
+            "initialized": self.ready,
+            "logLevel": self.log_level,
+            "listed": listed,
+            "subscriptions": self.subscriptions,
+        })
+    }
+
+    /// What [`Snapshot::to_json`] wrote; why not when it is not that.
+    pub fn from_json(v: &Value) -> Result<Snapshot, String> {
+        let field = |k: &str| v.get(k).ok_or_else(|| format!("no \"{k}\""));
+        let text = |k: &str| field(k)?.as_str().ok_or_else(|| format!("\"{k}\" is not a string"));
+        let strings = |k: &str| -> Result<Vec<&str>, String> {
+            let a = field(k)?.as_array().ok_or_else(|| format!("\"{k}\" is not an array"))?;
+            a.iter().map(|x| x.as_str().ok_or_else(|| format!("\"{k}\" holds a non-string"))).collect()
+        };
+        let rev = Rev::parse(text("protocolVersion")?).filter(|r| r.era() == revision::Era::Legacy).ok_or("not a legacy protocolVersion")?;
+        let caps = field("capabilities")?.clone();
+        if !caps.is_object() {
+            return Err("\"capabilities\" is not an object".into());
+        }
+        let log_level = match field("logLevel")? {
+            Value::Null => None,
+            l => Some(*super::router::LEVELS.iter().find(|x| l.as_str() == Some(**x)).ok_or("an unknown \"logLevel\"")?),
+        };
+        let mut listed = [false; 3];
+        for name in strings("listed")? {
+            let ch = Channel::ALL.into_iter().find(|ch| ch.name() == name).ok_or_else(|| format!("an unknown list {name:?}"))?;
+            listed[ch.idx()] = true;
+        }
+        Ok(Snapshot {
+            rev,
+            caps,
+            info: field("clientInfo")?.clone(),
+            principal: super::shared::unhex(text("principal")?).ok_or("\"principal\" is not hex")?,
+            ready: field("initialized")?.as_bool().ok_or("\"initialized\" is not a boolean")?,
+            log_level,
+            listed,
+            subscriptions: strings("subscriptions")?.into_iter().map(String::from).collect(),
+        })
+    }
+}
+
 impl Client {
     pub fn rev(&self) -> Rev {
         self.rev.unwrap_or(Rev::LATEST_LEGACY)
     }
     /// May this client get notifications it did not ask for?
     pub fn may_notify(&self) -> bool {
-        self.listed.iter().any(|l| *l) || self.wants_logs
+        self.listed.iter().any(|l| *l) || self.log_level.is_some()
     }
 }
 
@@ -127,7 +204,7 @@ impl Hub {
                 listed: [false; 3],
                 known_fp: [0; 3],
                 subs: 0,
-                wants_logs: false,
+                log_level: None,
                 connected_ms: self.now_ms,
                 era: None,
                 principal: b"mcpx-local".to_vec(),
@@ -137,6 +214,63 @@ impl Hub {
             },
         );
         c
+    }
+
+    /// What legacy client `c`'s session keeps ([`Snapshot`]), once its
+    /// `initialize` is answered.
+    #[cfg(feature = "cluster")]
+    pub(super) fn snapshot_of(&self, c: ClientId) -> Option<Snapshot> {
+        let cl = self.clients.get(&c).filter(|cl| cl.initialized && cl.era == Some(revision::Era::Legacy))?;
+        Some(Snapshot {
+            rev: cl.rev?,
+            caps: cl.caps.clone(),
+            info: cl.info.clone(),
+            principal: cl.principal.clone(),
+            ready: cl.ready,
+            log_level: cl.log_level,
+            listed: cl.listed,
+            subscriptions: self.subs.of_client(c),
+        })
+    }
+
+    /// A client that goes on from `s`: initialized as it was, its log level
+    /// and subscriptions asked again as the client asked them (upstreams
+    /// get `logging/setLevel` and `resources/subscribe`), the lists it read
+    /// taken as shown now. Refused at `max_clients` as any client is.
+    #[cfg(feature = "cluster")]
+    pub(super) fn on_adopt_client(&mut self, s: &Snapshot) -> ClientId {
+        let c = self.on_client_connected();
+        let Some(cl) = self.clients.get_mut(&c) else { return c };
+        cl.rev = Some(s.rev);
+        cl.era = Some(revision::Era::Legacy);
+        cl.caps = s.caps.clone();
+        cl.info = s.info.clone();
+        cl.principal = s.principal.clone();
+        cl.initialized = true;
+        cl.ready = s.ready;
+        cl.listed = s.listed;
+        cl.log_level = s.log_level;
+        for ch in Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
+            let fp = self.visible_fingerprint(c, ch, s.rev);
+            if let Some(cl) = self.clients.get_mut(&c) {
+                cl.known_fp[ch.idx()] = fp;
+            }
+        }
+        if let Some(level) = s.log_level {
+            self.set_log_level(c, level);
+        }
+        for uri in s.subscriptions.iter().take(self.opts.max_subscriptions) {
+            self.resubscribe(c, uri);
+        }
+        self.session_changed(c);
+        c
+    }
+
+    /// What client `c`'s session keeps ([`Snapshot`]) changed.
+    pub(super) fn session_changed(&mut self, c: ClientId) {
+        if self.clients.get(&c).is_some_and(|cl| cl.era == Some(revision::Era::Legacy)) {
+            self.out.push_back(Output::SessionChanged(c));
+        }
     }
 
     pub(super) fn on_client_message(&mut self, c: ClientId, bytes: &[u8]) {
@@ -283,9 +417,12 @@ impl Hub {
         match &*m.method {
             "notifications/initialized" | "initialized" => {
                 let Some(cl) = self.clients.get_mut(&c) else { return };
-                cl.ready = true;
+                let first = !std::mem::replace(&mut cl.ready, true);
                 for (b, about) in std::mem::take(&mut cl.held_requests) {
                     self.emit_client(c, b, about);
+                }
+                if first {
+                    self.session_changed(c);
                 }
             }
             "notifications/cancelled" => {
@@ -407,6 +544,7 @@ impl Hub {
         }
         self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
         self.out.push_back(Output::ClientInitialized(c, rev));
+        self.session_changed(c);
     }
 
     /// What the hub offers clients: the union of what its upstreams offered

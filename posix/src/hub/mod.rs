@@ -123,6 +123,8 @@ pub enum Next {
 
 use mcpx_core::envelope::Envelope;
 
+#[cfg(feature = "cluster")]
+pub use client::Snapshot;
 pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
 pub use lazy::Power;
 pub use shared::{ClusterOptions, ReplicaId};
@@ -555,6 +557,10 @@ pub enum Output {
     ToClient(ClientId, Vec<u8>, About),
     /// Client `c`'s `initialize` was answered: the session speaks this revision.
     ClientInitialized(ClientId, mcpx_core::revision::Revision),
+    /// What legacy client `c`'s session keeps ([`Hub::client_snapshot`])
+    /// changed: a runtime that keeps it elsewhere (a cluster's store)
+    /// writes it again.
+    SessionChanged(ClientId),
     /// Write one message to an upstream (a child's stdin, a remote
     /// server's transport); [`Upward`] says what it is.
     ToUpstream(UpstreamId, Vec<u8>, Upward),
@@ -658,6 +664,24 @@ impl Hub {
     pub fn client_connected(&mut self, now_ms: u64) -> ClientId {
         self.now(now_ms);
         self.on_client_connected()
+    }
+
+    /// What legacy client `c`'s session needs to go on on another replica
+    /// ([`Snapshot`]); `None` for an unknown or modern client, or before its
+    /// `initialize` is answered.
+    #[cfg(feature = "cluster")]
+    pub fn client_snapshot(&self, c: ClientId) -> Option<Snapshot> {
+        self.snapshot_of(c)
+    }
+
+    /// A new client going on from `s`, the session of a replica that is
+    /// gone: initialized, its log level and subscriptions asked again of
+    /// the upstreams. Over `max_clients` it is closed at once, as
+    /// [`Hub::client_connected`] does.
+    #[cfg(feature = "cluster")]
+    pub fn adopt_client(&mut self, s: &Snapshot, now_ms: u64) -> ClientId {
+        self.now(now_ms);
+        self.on_adopt_client(s)
     }
 
     /// The store's answer to `Output::Shared` with this ticket: the

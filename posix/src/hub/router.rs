@@ -21,7 +21,7 @@ use super::wire::{self, Msg};
 use super::{ClientId, Hub, Outcome, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
-const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 /// Resource subscriptions: exposed URI → clients. The upstream is asked to
 /// subscribe for the first client and to unsubscribe after the last.
@@ -54,7 +54,7 @@ impl Subscriptions {
     fn has(&self, uri: &str, c: ClientId) -> bool {
         self.by_uri.get(uri).is_some_and(|s| s.contains(&c))
     }
-    fn of_client(&self, c: ClientId) -> Vec<String> {
+    pub fn of_client(&self, c: ClientId) -> Vec<String> {
         self.by_uri.iter().filter(|(_, s)| s.contains(&c)).map(|(u, _)| u.clone()).collect()
     }
     fn uris(&self) -> Vec<String> {
@@ -184,18 +184,10 @@ impl Hub {
             "logging/setLevel" => {
                 let level = string(&["level"]).map(|x| x.1).unwrap_or_default();
                 // Requirement: logging-errors-setlevel
-                if !LEVELS.contains(&level.as_str()) {
+                let Some(level) = LEVELS.iter().find(|l| **l == level) else {
                     return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
-                }
-                if let Some(cl) = self.clients.get_mut(&c) {
-                    cl.wants_logs = true;
-                }
-                self.log_level = Some(level.clone());
-                for u in 0..self.ups.len() {
-                    if self.ups[u].has_cap("logging") {
-                        self.send_set_level(u, &level);
-                    }
-                }
+                };
+                self.set_log_level(c, level);
                 self.answer_result(c, id, b"{}");
                 Ok(())
             }
@@ -237,6 +229,7 @@ impl Hub {
             }
             self.subs.remove(&uri, c)
         };
+        self.session_changed(c);
         if !upstream_told || self.ups[u].is_modern() {
             if self.ups[u].is_modern() {
                 self.open_listen(u);
@@ -245,6 +238,22 @@ impl Hub {
             return Ok(());
         }
         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
+    }
+
+    /// Client `c` asks for log messages at `level` and up: the hub's level
+    /// is the one asked last (each upstream has one), sent to every
+    /// upstream that logs.
+    pub(super) fn set_log_level(&mut self, c: ClientId, level: &'static str) {
+        let changed = self.clients.get_mut(&c).is_some_and(|cl| cl.log_level.replace(level) != Some(level));
+        self.log_level = Some(level.to_string());
+        for u in 0..self.ups.len() {
+            if self.ups[u].has_cap("logging") {
+                self.send_set_level(u, level);
+            }
+        }
+        if changed {
+            self.session_changed(c);
+        }
     }
 
     fn send_set_level(&mut self, u: UpstreamId, level: &str) {
@@ -276,6 +285,16 @@ impl Hub {
         if let Ok((u, orig)) = self.route_resource(uri) {
             self.upstream_subscription(u, &orig, true);
         }
+    }
+
+    /// Client `c` (taken over from another replica) is subscribed to `uri`
+    /// again, counted as its own `resources/subscribe` is.
+    #[cfg(feature = "cluster")]
+    pub(super) fn resubscribe(&mut self, c: ClientId, uri: &str) {
+        if let Some(cl) = self.clients.get_mut(&c) {
+            cl.subs += 1;
+        }
+        self.subscribe_uri(c, uri);
     }
 
     /// Client `c` no longer wants `uri` (unless another of its streams does).
@@ -373,9 +392,12 @@ impl Hub {
         } else if cur.is_none() {
             let ch = k.channel();
             let fp = self.visible_fingerprint(c, ch, rev);
-            if let Some(cl) = self.clients.get_mut(&c) {
-                cl.listed[ch.idx()] = true;
+            let first = self.clients.get_mut(&c).is_some_and(|cl| {
                 cl.known_fp[ch.idx()] = fp;
+                !std::mem::replace(&mut cl.listed[ch.idx()], true)
+            });
+            if first {
+                self.session_changed(c);
             }
         }
         self.answer_result(c, id, &page);
@@ -478,7 +500,7 @@ impl Hub {
             caps["extensions"] = json!({ super::tasks::EXT: {} });
         }
         let mut meta = self.modern_meta(caps);
-        let legacy_level = || self.clients.get(&c).filter(|cl| cl.wants_logs).and(self.log_level.as_deref()).and_then(super::request::level_index);
+        let legacy_level = || self.clients.get(&c).filter(|cl| cl.log_level.is_some()).and(self.log_level.as_deref()).and_then(super::request::level_index);
         let level = match ctx {
             Some(x) => x.log_level,
             None => legacy_level(),

@@ -80,6 +80,8 @@ struct Pair {
     closed: Vec<ClientId>,
     /// `ClientInitialized` events.
     initialized: Vec<(ClientId, mcpx_core::revision::Revision)>,
+    /// `SessionChanged` events.
+    changed: Vec<ClientId>,
     logs: Vec<(Level, String)>,
     /// `SaveTasks` contents, oldest first.
     saved: Vec<Vec<u8>>,
@@ -127,6 +129,7 @@ impl Pair {
             lists_read: vec![],
             closed: vec![],
             initialized: vec![],
+            changed: vec![],
             logs: vec![],
             saved: vec![],
             task_tokens: vec![],
@@ -166,6 +169,7 @@ impl Pair {
                         self.cl.entry(c).or_default().push_back((v, b));
                     }
                     Output::ClientInitialized(c, rev) => self.initialized.push((c, rev)),
+                    Output::SessionChanged(c) => self.changed.push(c),
                     Output::ToUpstream(u, b, about) => {
                         let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to upstreams");
                         check_upward(&v, &about);

@@ -354,6 +354,8 @@ impl Runtime {
                     let _ = conn.init_answered.0.try_send(());
                 }
             }
+            // A stdio session lives and dies with its connection.
+            Output::SessionChanged(_) => {}
             Output::ToUpstream(u, msg, about) => {
                 let refused = {
                     let ups = self.upstreams.borrow();

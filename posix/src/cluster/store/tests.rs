@@ -205,11 +205,41 @@ fn a_value_put_by_one_replica_is_read_and_deleted_by_another_only_while_it_holds
         assert_eq!(b.get("mcpx:session:k").await.unwrap(), None);
         a.put("mcpx:session:k", b"r1", 60_000).await.unwrap();
         assert_eq!(b.get("mcpx:session:k").await.unwrap().as_deref(), Some(&b"r1"[..]));
-        assert!(!b.delete_if("mcpx:session:k", b"r2").await.unwrap(), "not while it holds another value");
-        assert!(b.delete_if("mcpx:session:k", b"r1").await.unwrap());
+        assert!(!b.delete_if("mcpx:session:k", b"r2", &[]).await.unwrap(), "not while it holds another value");
+        assert!(b.delete_if("mcpx:session:k", b"r1", &[]).await.unwrap());
         assert_eq!(a.get("mcpx:session:k").await.unwrap(), None);
         a.put("mcpx:session:short", b"x", 50).await.unwrap();
         smol::Timer::after(Duration::from_millis(120)).await;
         assert_eq!(b.get("mcpx:session:short").await.unwrap(), None, "expired with its ttl");
+    });
+}
+
+#[test]
+fn a_compare_and_set_is_won_by_one_replica_and_a_guarded_put_needs_its_guard() {
+    let r = Redis::start();
+    let (a, b) = two_replicas(&r);
+    let (entry, state) = ("mcpx:session:s", "mcpx:session-state:s");
+    smol::block_on(async {
+        a.put(entry, b"r1", 60_000).await.unwrap();
+        // r1 is gone: two replicas take the entry over at once, one does.
+        let (x, y) = smol::future::zip(a.put_if(entry, b"r1", entry, b"r2", 60_000), b.put_if(entry, b"r1", entry, b"r3", 60_000)).await;
+        assert_ne!(x.unwrap(), y.unwrap(), "exactly one claim succeeds");
+        let winner = a.get(entry).await.unwrap().unwrap();
+        assert!(winner == b"r2" || winner == b"r3", "{winner:?}");
+        // A value written only while the entry names its writer.
+        assert!(!a.put_if(entry, b"r1", state, b"{}", 60_000).await.unwrap(), "not by the gone owner");
+        assert_eq!(b.get(state).await.unwrap(), None);
+        assert!(b.put_if(entry, &winner, state, b"{\"x\":1}", 60_000).await.unwrap());
+        assert_eq!(a.get(state).await.unwrap().as_deref(), Some(&b"{\"x\":1}"[..]));
+        // Both go together, only while the entry names the one deleting.
+        assert!(!a.delete_if(entry, b"r1", &[state]).await.unwrap());
+        assert!(a.get(state).await.unwrap().is_some());
+        assert!(a.delete_if(entry, &winner, &[state]).await.unwrap());
+        assert_eq!((b.get(entry).await.unwrap(), b.get(state).await.unwrap()), (None, None));
+        // No entry at all: nothing to take over.
+        assert!(!a.put_if(entry, b"r1", entry, b"r2", 60_000).await.unwrap());
+        // Over its kind's bound: not written.
+        a.put(entry, b"r1", 60_000).await.unwrap();
+        assert!(!a.put_if(entry, b"r1", state, &vec![b'x'; (64 << 10) + 1], 60_000).await.unwrap());
     });
 }

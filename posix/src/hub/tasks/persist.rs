@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use super::table::{Status, Task};
 use super::error_object;
 use crate::hub::pending::Origin;
+use crate::hub::shared::{hex, unhex};
 use crate::hub::{ClientId, Hub, Level, Output, UpstreamId};
 
 /// The format of the state file; a file of another version is ignored.
@@ -236,17 +237,6 @@ fn parse(bytes: &[u8]) -> Result<Vec<Value>, String> {
         Some(Value::Array(a)) => Ok(a),
         _ => Err("no \"tasks\" array".into()),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
-        return None;
-    }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
 }
 
 #[cfg(test)]
