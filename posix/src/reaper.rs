@@ -173,3 +173,10 @@ fn orphans() -> Vec<(i32, char)> {
         })
         .collect()
 }
+
+/// Sends `sig` to process group `pgid`; whether the group was there.
+pub fn signal_group(pgid: i32, sig: libc::c_int) -> bool {
+    // SAFETY: kill has no memory-safety preconditions. A negative pid
+    // names the process group; pgid > 1 never names "every process".
+    pgid > 1 && unsafe { libc::kill(-pgid, sig) } == 0
+}

@@ -30,6 +30,7 @@ use crate::hub::{Oversize, UpstreamId};
 use crate::lines::{read_lines, LineEvent};
 use crate::logline::{escape_bytes, show_duration, RateLimit, Verdict};
 use crate::outbox::{self, Outbox, PushError};
+use crate::reaper::signal_group;
 use crate::upstream_events::Events;
 
 /// What to run.
@@ -424,13 +425,6 @@ async fn kill_group(pgid: i32, grace: Duration, name: &str) {
     }
     warn!("server {name}: processes of group {pgid} ignored SIGTERM; sending SIGKILL");
     signal_group(pgid, libc::SIGKILL);
-}
-
-/// Sends `sig` to process group `pgid`; whether the group was there.
-pub fn signal_group(pgid: i32, sig: libc::c_int) -> bool {
-    // SAFETY: kill has no memory-safety preconditions. A negative pid
-    // names the process group; pgid > 1 never names "every process".
-    pgid > 1 && unsafe { libc::kill(-pgid, sig) } == 0
 }
 
 fn group_alive(pgid: i32) -> bool {

@@ -184,7 +184,7 @@ impl KillList {
 
     /// SIGKILL to each group; those that were there.
     fn kill(&self) -> Vec<i32> {
-        self.0.iter().copied().filter(|&pgid| crate::supervise::signal_group(pgid, libc::SIGKILL)).collect()
+        self.0.iter().copied().filter(|&pgid| crate::reaper::signal_group(pgid, libc::SIGKILL)).collect()
     }
 }
 
