@@ -78,7 +78,6 @@ mod snapshot {
         c
     }
 
-    // covers: lifecycle-initialization-first-interaction
     #[test]
     fn a_sessions_snapshot_is_what_it_keeps_and_each_change_is_said() {
         let mut p = Pair::with(vec![("fs", logging_fake())], HubOptions::default());
