@@ -19,10 +19,9 @@ use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::LocalExecutor;
 
 use super::limits::MAX_HEADERS;
-use super::mailbox;
+use super::mailbox::{self, Item};
 use super::routes;
 use super::session::{self, Shared};
-use super::sse_stream::Wake;
 use crate::hub::Level;
 
 /// A span of [`Request::head`].
@@ -263,6 +262,16 @@ impl Alarm {
         self.until(deadline).await;
         Err(io::Error::new(io::ErrorKind::TimedOut, what))
     }
+}
+
+/// What woke a stream's task.
+pub(crate) enum Wake {
+    /// A message (or `None`: the queue closed — session ended or exchange done).
+    Item(Option<Item>),
+    /// The peer closed the connection.
+    PeerGone,
+    /// Time for a keep-alive.
+    Tick,
 }
 
 /// Decrements the connection count when a connection task ends.

@@ -15,11 +15,11 @@ use mcpx_core::revision::{self, Era as RevEra, EraHints, Revision, Revisions};
 
 use super::auth::Principal;
 use crate::hub::{IdKey, Level, Outcome};
-use super::conn::{BodyError, Conn, Request};
-use super::session::{self, Item, Kind, SessionRefused, Shared};
+use super::conn::{BodyError, Conn, Request, Wake};
+use super::session::{self, Kind, SessionRefused, Shared};
 use super::few::Few;
-use super::mailbox::Receiver;
-use super::sse_stream::{Attach, SseOut, StreamId, Wake};
+use super::mailbox::{Item, Receiver};
+use super::sse_stream::{Attach, SseOut, StreamId};
 
 /// The refusal of a request that needs a session but names none.
 const NO_SESSION_ID: &str = "Bad Request: Mcp-Session-Id header is required";

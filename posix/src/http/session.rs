@@ -13,7 +13,7 @@ use mcpx_core::revision::Revision;
 use nanorand::{ChaCha20, Rng};
 use smol::channel::{self, Receiver};
 
-use super::mailbox::Sender;
+use super::mailbox::{Item, Sender};
 
 use super::auth::{Authenticator, Principal};
 use super::few::Few;
@@ -133,16 +133,6 @@ pub(crate) struct Exchange {
     /// Its events, kept for a client that resumes the stream
     /// (2025-03-26..2025-11-25 sessions).
     replay: Option<Replay>,
-}
-
-/// What a stream's connection task receives: a message, with its event
-/// number when the stream is resumable.
-#[derive(Debug)]
-pub(crate) enum Item {
-    /// A response to one of the exchange's requests, and what it says.
-    Response(Option<u64>, Vec<u8>, Outcome),
-    /// A notification or server→client request.
-    Other(Option<u64>, Vec<u8>),
 }
 
 impl Shared {

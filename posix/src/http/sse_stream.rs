@@ -22,7 +22,6 @@ use mcpx_core::frame::http::{
 use mcpx_core::frame::sse::{write_comment, write_event, SseEvent};
 
 use super::conn::Conn;
-use super::session::Item;
 use crate::hub::IdKey;
 
 pub(crate) struct SseOut {
@@ -177,16 +176,6 @@ pub(crate) fn post_request(s: &str) -> Option<Option<Vec<u8>>> {
     let (a, _) = s.trim().split_once('-')?;
     let (_, request) = a.split_once('.')?;
     Some(crate::hub::shared::unhex(request).filter(|r| !r.is_empty() && r.len() <= MAX_NAMED_REQUEST))
-}
-
-/// What woke a stream's task.
-pub(crate) enum Wake {
-    /// A message (or `None`: the queue closed — session ended or exchange done).
-    Item(Option<Item>),
-    /// The peer closed the connection.
-    PeerGone,
-    /// Time for a keep-alive.
-    Tick,
 }
 
 impl SseOut {
