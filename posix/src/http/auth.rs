@@ -38,7 +38,8 @@ use std::net::IpAddr;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::frame::http::trim_ows;
 
-use super::conn::{Conn, Request};
+use super::conn::Conn;
+use super::request::Request;
 use super::HttpConfig;
 
 /// Who a client is, as stable bytes (bound into `requestState`).

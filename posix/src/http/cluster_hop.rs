@@ -14,7 +14,8 @@ use std::cell::RefCell;
 use mcpx_core::envelope::Message;
 
 use super::auth::Principal;
-use super::conn::{Conn, Request};
+use super::conn::Conn;
+use super::request::Request;
 use super::routes;
 use crate::cluster::hop_auth::{self, Field, HopKey, Received, Replays};
 

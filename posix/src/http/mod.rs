@@ -84,7 +84,7 @@
 //! and which owns the session it opens.
 //!
 //! # What a request costs the listener
-//! A connection copies each head once into a buffer it reuses (`conn::Request`:
+//! A connection copies each head once into a buffer it reuses (`request::Request`:
 //! spans, names lowercased in place), reads a Content-Length body into one
 //! buffer of its size, feeds the hub views into it (`few::Few` keeps the one
 //! message, id and answer of a plain POST inline), waits on its own queue
@@ -99,6 +99,7 @@ mod limits;
 mod mailbox;
 mod origin;
 mod refusals;
+mod request;
 mod routes;
 mod session;
 #[cfg(feature = "cluster")]

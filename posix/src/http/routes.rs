@@ -15,7 +15,8 @@ use mcpx_core::revision::{self, Era as RevEra, EraHints, Revision, Revisions};
 
 use super::auth::Principal;
 use crate::hub::{IdKey, Level, Outcome};
-use super::conn::{BodyError, Conn, Request, Wake};
+use super::conn::{BodyError, Conn, Wake};
+use super::request::Request;
 use super::session::{self, Kind, SessionRefused, Shared};
 use super::few::Few;
 use super::mailbox::{Item, Receiver};

@@ -27,7 +27,8 @@ use mcpx_core::error::ErrorCode;
 use smol::channel::{self, Receiver, Sender};
 
 use super::auth::Principal;
-use super::conn::{Conn, Request};
+use super::conn::Conn;
+use super::request::Request;
 use super::routes;
 use super::session::{self, Kind, Shared};
 use super::sse_stream::{self, SseOut};

@@ -16,7 +16,8 @@ mod render;
 use serde_json::{json, Value};
 
 use super::auth::Principal;
-use super::conn::{Conn, Request};
+use super::conn::Conn;
+use super::request::Request;
 use super::session::Shared;
 
 /// What `GET /status` answers with.
