@@ -218,7 +218,7 @@ impl Authenticator {
                 (403, format!("Forbidden: {why}"), prm::challenge(oauth, Some(("insufficient_scope", why)), Some(need)))
             }
             Reject::Unavailable(why) => {
-                conn.shared.log(crate::hub::Level::Warn, format!("http: a request was refused (503): {why}"));
+                conn.common.log(crate::hub::Level::Warn, format!("http: a request was refused (503): {why}"));
                 (503, format!("Service unavailable: {why}"), String::new())
             }
             Reject::Throttled { retry_after_s, why } => {
@@ -226,8 +226,7 @@ impl Authenticator {
                 (429, format!("Too many requests: {why}"), String::new())
             }
         };
-        let now = conn.shared.now();
-        conn.shared.state.borrow_mut().refusals.record(now, status, &text);
+        conn.common.refused(status, &text);
         let body = crate::written::error(None, ErrorCode::InvalidRequest, &text, None);
         let mut hs = vec![("Content-Type", "application/json")];
         if !challenge.is_empty() {

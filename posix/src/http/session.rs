@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::rc::Rc;
 
 use mcpx_core::envelope::Envelope;
 use mcpx_core::error::ErrorCode;
@@ -13,10 +13,10 @@ use mcpx_core::revision::Revision;
 use nanorand::{ChaCha20, Rng};
 use smol::channel::{self, Receiver};
 
-use super::mailbox::{Item, Sender};
-
 use super::auth::{Authenticator, Principal};
+use super::conn::{Common, Conn};
 use super::few::Few;
+use super::mailbox::{Item, Sender};
 use super::sse_stream::{self, Attach, Replay, StreamId};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
@@ -34,7 +34,8 @@ pub(crate) struct Shared {
     pub cfg: HttpConfig,
     pub link: HubLink,
     pub local_addr: SocketAddr,
-    started: Instant,
+    /// What its connections share (limits, clock, log, refusals).
+    pub common: Rc<Common>,
     pub guard: Guard,
     pub auth: Authenticator,
     pub state: RefCell<State>,
@@ -57,8 +58,6 @@ pub(crate) struct State {
     pub hub_inbox: VecDeque<(ClientId, Vec<u8>)>,
     /// When the connection limit was last logged as a warning.
     pub last_cap_warn: Option<u64>,
-    /// The last requests refused, for `GET /status`.
-    pub refusals: super::refusals::Refusals,
     /// Sessions per principal under `max_sessions` (issue 11 item 3).
     pub session_quota: Quota,
 }
@@ -151,12 +150,13 @@ impl Shared {
         // of two replicas do not meet in a session one takes over from the
         // other (row streamable-http-event-id-unique).
         let next_seq = rng.generate::<u64>() >> 12;
+        let common = Rc::new(Common::new(cfg.limits.clone(), link.log.clone()));
         Shared {
             auth,
             cfg,
             link,
             local_addr,
-            started: Instant::now(),
+            common,
             guard,
             state: RefCell::new(State {
                 sessions: Sessions::default(),
@@ -166,7 +166,6 @@ impl Shared {
                 next_seq,
                 hub_inbox: VecDeque::new(),
                 last_cap_warn: None,
-                refusals: Default::default(),
                 session_quota,
             }),
             #[cfg(feature = "cluster")]
@@ -176,14 +175,13 @@ impl Shared {
         }
     }
 
-    /// Milliseconds since the server started (for session idleness only;
-    /// the hub gets the runtime's clock through `feed`).
+    /// Milliseconds since the server started (`Common::now`).
     pub fn now(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        self.common.now()
     }
 
     pub fn log(&self, level: Level, msg: String) {
-        (self.link.log)(level, msg)
+        self.common.log(level, msg)
     }
 
     /// Feeds client messages to the hub, then drains its output.
@@ -269,6 +267,14 @@ impl SessionRefused {
     fn hub() -> SessionRefused {
         let message = "mcpx refused the session: too many clients are connected to the hub (limit: sessions)".to_string();
         SessionRefused { status: 503, message, data: serde_json::json!({ "limit": "sessions" }) }
+    }
+
+    /// Answers the request whose session could not be opened: the
+    /// status, `Retry-After` and a JSON-RPC error naming the limit.
+    pub async fn answer(self, conn: &mut Conn, id: Option<&[u8]>) -> bool {
+        let retry = Self::RETRY_AFTER_S.to_string();
+        let data = self.data.to_string();
+        conn.error_with(self.status, &[("Retry-After", &retry)], id, Self::CODE, &self.message, Some(data.as_bytes()), true).await
     }
 }
 
@@ -390,7 +396,8 @@ pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
     release(shared, &s.owner);
     #[cfg(feature = "cluster")]
     if s.dir.published.is_some() {
-        super::session_dir::forget(shared, sid);
+        // Its entry goes.
+        shared.dir.queue(&shared.common, super::session_dir::Job::Forget(sid.to_string()));
     }
     shared.log(
         Level::Debug,

@@ -221,7 +221,7 @@ impl SseOut {
         let mut out = vec![0u8; 1024];
         let n = write_response_head(200, &hs, framing, &mut out).ok()?;
         conn.write(&out[..n]).await.ok()?;
-        let keepalive = Duration::from_millis(conn.shared.cfg.limits.sse_keepalive_ms.max(10));
+        let keepalive = Duration::from_millis(conn.common.limits.sse_keepalive_ms.max(10));
         Some(SseOut {
             chunked,
             keepalive,

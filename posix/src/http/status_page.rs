@@ -125,7 +125,7 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
             "path": sh.cfg.path,
             "sessions": st.sessions.len(),
             "connections": st.conns,
-            "refusals": st.refusals.to_json(sh.now()),
+            "refusals": sh.common.refusals.borrow().to_json(sh.now()),
         })
     };
     let mut v = match hub {
@@ -139,12 +139,12 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
 }
 
 /// Answers `GET /status` of principal `who` in the negotiated format.
-pub(crate) async fn get(conn: &mut Conn, req: &Request, who: &Principal) -> bool {
+pub(crate) async fn get(sh: &Shared, conn: &mut Conn, req: &Request, who: &Principal) -> bool {
     let format = match negotiate(req.header_str("accept"), req.query()) {
         Ok(f) => f,
         Err(why) => return conn.reject(400, &why).await,
     };
-    let v = snapshot(&conn.shared, who);
+    let v = snapshot(sh, who);
     let (content_type, body) = match format {
         Format::Json => ("application/json", serde_json::to_vec(&v).unwrap_or_default()),
         Format::Html => ("text/html; charset=utf-8", render::page(&v).into_bytes()),
