@@ -98,7 +98,8 @@
 //! 2. `conn`: one connection's reads and writes, and what the connections
 //!    of the listener share (`conn::Common`: limits, clock, log, refusals);
 //! 3. `auth` (who sent a request) and `sse_stream` (SSE framing, the
-//!    replay of resumable streams);
+//!    replay of resumable streams); `dir_queue` (a session's part in the
+//!    session directory, the queue of its store writes);
 //! 4. `session`: the sessions, their exchanges and streams, the routing of
 //!    hub output, and the listener's state (`Shared`, `State`);
 //! 5. `session_dir`: sessions in the shared directory, requests passed to
@@ -114,6 +115,8 @@
 mod auth;
 pub(crate) mod cluster_hop;
 mod conn;
+#[cfg(feature = "cluster")]
+mod dir_queue;
 mod few;
 mod limits;
 mod listener;

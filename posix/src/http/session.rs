@@ -41,7 +41,7 @@ pub(crate) struct Shared {
     pub state: RefCell<State>,
     /// The legacy session directory in the shared store (`session_dir`).
     #[cfg(feature = "cluster")]
-    pub dir: super::session_dir::SessionDir,
+    pub dir: super::dir_queue::SessionDir,
     /// Wakes the service task when `State::hub_inbox` has work.
     pub wake_tx: channel::Sender<()>,
     pub wake_rx: Receiver<()>,
@@ -100,7 +100,7 @@ pub(crate) struct Session {
     pub replay: Option<Replay>,
     /// Its part in the session directory (`session_dir`).
     #[cfg(feature = "cluster")]
-    pub dir: super::session_dir::Listed,
+    pub dir: super::dir_queue::Listed,
 }
 
 impl Session {
@@ -169,7 +169,7 @@ impl Shared {
                 session_quota,
             }),
             #[cfg(feature = "cluster")]
-            dir: super::session_dir::SessionDir::new(),
+            dir: super::dir_queue::SessionDir::new(),
             wake_tx,
             wake_rx,
         }
@@ -397,7 +397,7 @@ pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
     #[cfg(feature = "cluster")]
     if s.dir.published.is_some() {
         // Its entry goes.
-        shared.dir.queue(&shared.common, super::session_dir::Job::Forget(sid.to_string()));
+        shared.dir.queue(&shared.common, super::dir_queue::Job::Forget(sid.to_string()));
     }
     shared.log(
         Level::Debug,
