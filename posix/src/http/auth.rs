@@ -38,7 +38,8 @@ use std::net::IpAddr;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::frame::http::trim_ows;
 
-use super::conn::{Conn, Request};
+use super::conn::Conn;
+use super::request::Request;
 use super::HttpConfig;
 
 /// Who a client is, as stable bytes (bound into `requestState`).
@@ -217,7 +218,7 @@ impl Authenticator {
                 (403, format!("Forbidden: {why}"), prm::challenge(oauth, Some(("insufficient_scope", why)), Some(need)))
             }
             Reject::Unavailable(why) => {
-                conn.shared.log(crate::hub::Level::Warn, format!("http: a request was refused (503): {why}"));
+                conn.common.log(crate::hub::Level::Warn, format!("http: a request was refused (503): {why}"));
                 (503, format!("Service unavailable: {why}"), String::new())
             }
             Reject::Throttled { retry_after_s, why } => {
@@ -225,8 +226,7 @@ impl Authenticator {
                 (429, format!("Too many requests: {why}"), String::new())
             }
         };
-        let now = conn.shared.now();
-        conn.shared.state.borrow_mut().refusals.record(now, status, &text);
+        conn.common.refused(status, &text);
         let body = crate::written::error(None, ErrorCode::InvalidRequest, &text, None);
         let mut hs = vec![("Content-Type", "application/json")];
         if !challenge.is_empty() {

@@ -14,8 +14,10 @@ use std::cell::RefCell;
 use mcpx_core::envelope::Message;
 
 use super::auth::Principal;
-use super::conn::{Conn, Request};
+use super::conn::Conn;
+use super::request::Request;
 use super::routes;
+use super::session::Shared;
 use crate::cluster::hop_auth::{self, Field, HopKey, Received, Replays};
 
 /// The hop's settings and state on the receiving side.
@@ -34,15 +36,14 @@ impl HopConfig {
     }
 }
 
-pub(super) async fn handle(conn: &mut Conn, req: &mut Request) -> bool {
-    let sh = conn.shared.clone();
+pub(super) async fn handle(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     let Some(hop) = &sh.cfg.hop else {
         return conn.reject(404, "Not found: this mcpx is not a cluster replica (no \"cluster\" and shared state key)").await;
     };
     if req.method() != "POST" {
-        return routes::method_not_allowed(conn, "POST").await;
+        return conn.method_not_allowed("POST").await;
     }
-    let body = match routes::body(conn, req).await {
+    let body = match conn.body(req).await {
         Ok(b) => b,
         Err(keep) => return keep,
     };
@@ -65,13 +66,13 @@ pub(super) async fn handle(conn: &mut Conn, req: &mut Request) -> bool {
     let who = Principal::asserted(asserted.principal);
     if asserted.target != hop_auth::PATH {
         req.carry(&asserted.method, &asserted.target, body);
-        return routes::serve_relayed(conn, req, &who).await;
+        return routes::serve_relayed(sh, conn, req, &who).await;
     }
     let msg = match Message::parse(&body) {
         Ok(m) => m,
         Err(e) => return conn.error(400, e.id_bytes(), e.error_code(), e.message(), None, true).await,
     };
-    let posted = routes::post_modern(conn, req, &msg, &who).await;
+    let posted = routes::post_modern(sh, conn, req, &msg, &who).await;
     drop(body); // with the hub now
-    posted.finish(conn).await
+    posted.finish(sh, conn).await
 }

@@ -1,184 +1,31 @@
 //! One TCP connection: reading request heads and bodies under the limits,
-//! writing responses. Requests on a connection are handled one after the
-//! other, so pipelined requests are answered in order; bytes after a body
-//! stay in the buffer for the next head.
+//! writing responses. The `listener` handles a connection's requests one
+//! after the other, so pipelined requests are answered in order; bytes
+//! after a body stay in the buffer for the next head.
 
+use std::cell::RefCell;
 use std::io::{self, IoSlice};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use async_io::{Async, Timer};
 use mcpx_core::frame::http::{
-    parse_request, trim_ows, write_chunk_header, write_response_head, BodyFraming, Chunk, ChunkedDecoder, ChunkedError, Header,
-    RequestHead, Status, Version, CHUNK_END,
+    parse_request, write_chunk_header, write_response_head, BodyFraming, Chunk, ChunkedDecoder, ChunkedError, Header, Status,
+    CHUNK_END,
 };
 use mcpx_core::error::ErrorCode;
 use smol::future;
 use smol::io::{AsyncReadExt, AsyncWriteExt};
-use smol::LocalExecutor;
 
-use super::limits::MAX_HEADERS;
-use super::mailbox;
-use super::routes;
-use super::session::{self, Shared};
-use super::sse_stream::Wake;
+use super::limits::{Limits, MAX_HEADERS};
+use super::mailbox::{self, Item};
+use super::refusals::Refusals;
+use super::request::Request;
 use crate::hub::Level;
 
-/// A span of [`Request::head`].
-type Span = std::ops::Range<usize>;
-
-/// A request head: its bytes, copied once out of the connection's buffer
-/// (which the body is read into next) into a buffer the connection reuses,
-/// with field names lowercased in place, and the spans of its parts.
-pub(crate) struct Request {
-    head: Vec<u8>,
-    method: Span,
-    /// Path without the query.
-    path: Span,
-    query: Span,
-    fields: Vec<(Span, Span)>,
-    pub version: Version,
-    pub keep_alive: bool,
-    pub framing: BodyFraming,
-    pub body_read: bool,
-    /// The body, read already (a request carried by the hop, whose MAC
-    /// covers it): what [`Conn::read_body`] gives.
-    preread: Option<Vec<u8>>,
-}
-
-/// Where `part` (a slice of `base`) lies in it.
-fn span_of(base: &[u8], part: &[u8]) -> Span {
-    let at = (part.as_ptr() as usize).wrapping_sub(base.as_ptr() as usize);
-    match at.checked_add(part.len()) {
-        Some(end) if end <= base.len() => at..end,
-        _ => 0..0,
-    }
-}
-
-impl Request {
-    /// Copies `head` (parsed from `raw`) into the buffers `spare` gives
-    /// (those of the connection's last request, else new ones).
-    fn new<const H: usize>(raw: &[u8], head: &RequestHead<'_, H>, framing: BodyFraming, spare: Option<Request>) -> Request {
-        let (mut bytes, mut fields) = spare.map_or_else(Default::default, |r| (r.head, r.fields));
-        bytes.clear();
-        fields.clear();
-        let end = head.headers.iter().map(|h| span_of(raw, h.value).end).fold(span_of(raw, head.path.as_bytes()).end, usize::max);
-        bytes.extend_from_slice(&raw[..end]);
-        fields.extend(head.headers.iter().map(|h| (span_of(raw, h.name.as_bytes()), span_of(raw, h.value))));
-        for (name, _) in &fields {
-            bytes[name.clone()].make_ascii_lowercase();
-        }
-        let target = span_of(raw, head.path.as_bytes());
-        let (path, query) = match head.path.find('?') {
-            Some(q) => (target.start..target.start + q, target.start + q + 1..target.end),
-            None => (target.clone(), target.end..target.end),
-        };
-        Request {
-            head: bytes,
-            method: span_of(raw, head.method.as_bytes()),
-            path,
-            query,
-            fields,
-            version: head.version,
-            keep_alive: head.keep_alive(),
-            framing,
-            body_read: false,
-            preread: None,
-        }
-    }
-
-    /// The text of a span of the request line (ASCII: httparse checked it).
-    fn text(&self, span: &Span) -> &str {
-        std::str::from_utf8(&self.head[span.clone()]).unwrap_or("")
-    }
-
-    pub fn method(&self) -> &str {
-        self.text(&self.method)
-    }
-
-    /// The path, without the query.
-    pub fn path(&self) -> &str {
-        self.text(&self.path)
-    }
-
-    /// The query (after `?`), or "".
-    pub fn query(&self) -> &str {
-        self.text(&self.query)
-    }
-
-    /// Every field named `name` (lowercase), in order.
-    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.fields
-            .iter()
-            .filter(move |(n, _)| &self.head[n.clone()] == name.as_bytes())
-            .map(|(_, v)| &self.head[v.clone()])
-    }
-
-    /// Every field line as (name in lowercase, value), in order.
-    pub fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        self.fields.iter().map(|(n, v)| (&self.head[n.clone()], &self.head[v.clone()]))
-    }
-
-    /// The first field named `name` (lowercase).
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
-        let (_, v) = self.fields.iter().find(|(n, _)| &self.head[n.clone()] == name.as_bytes())?;
-        Some(&self.head[v.clone()])
-    }
-
-    pub fn header_str(&self, name: &str) -> Option<&str> {
-        self.header(name).and_then(|v| std::str::from_utf8(v).ok())
-    }
-
-    /// Does the (comma-separated) header list contain a media type starting with `ty`?
-    pub fn accepts(&self, ty: &str) -> bool {
-        let ty = ty.as_bytes();
-        self.all("accept").flat_map(|v| v.split(|&b| b == b',')).any(|e| {
-            let e = trim_ows(e.split(|&b| b == b';').next().unwrap_or(b""));
-            e.eq_ignore_ascii_case(ty)
-                || e == b"*/*"
-                || (e.ends_with(b"/*") && ty.len() >= e.len() - 1 && ty[..e.len() - 1].eq_ignore_ascii_case(&e[..e.len() - 1]))
-        })
-    }
-
-    /// How many field lines named `name` (lowercase) the head has.
-    pub fn header_count(&self, name: &str) -> usize {
-        self.all(name).count()
-    }
-
-    pub fn headers_present(&self, name: &str) -> bool {
-        self.header(name).is_some()
-    }
-
-    /// Makes this the request `method target` with the body already read
-    /// (`cluster_hop`: the client's request another replica passed on).
-    pub fn carry(&mut self, method: &str, target: &str, body: Vec<u8>) {
-        let at = self.head.len();
-        self.head.extend_from_slice(method.as_bytes());
-        self.method = at..self.head.len();
-        let t = self.head.len();
-        self.head.extend_from_slice(target.as_bytes());
-        let end = self.head.len();
-        (self.path, self.query) = match target.find('?') {
-            Some(q) => (t..t + q, t + q + 1..end),
-            None => (t..end, end..end),
-        };
-        self.put_back(body);
-    }
-
-    /// The body, once read, is the request's again: what the next
-    /// [`Conn::read_body`] gives.
-    pub fn put_back(&mut self, body: Vec<u8>) {
-        self.preread = Some(body);
-    }
-
-    pub fn has_body(&self) -> bool {
-        !matches!(self.framing, BodyFraming::None | BodyFraming::Length(0))
-    }
-}
-
 /// Why a body could not be read.
-pub(crate) enum BodyError {
+enum BodyError {
     TooLarge(u64),
     /// A chunked body whose framing is not HTTP: 400, then close.
     Malformed(ChunkedError),
@@ -205,10 +52,42 @@ const READ_BYTES: usize = 4 << 10;
 /// its next request; larger ones get their own, freed with the message.
 const KEPT_BODY: usize = 16 << 10;
 
+/// What the connections of a listener share: its limits, its clock, its
+/// log and its recent refusals.
+pub(crate) struct Common {
+    pub limits: Limits,
+    started: Instant,
+    log: Rc<dyn Fn(Level, String)>,
+    /// The last requests refused, for `GET /status`.
+    pub refusals: RefCell<Refusals>,
+}
+
+impl Common {
+    pub fn new(limits: Limits, log: Rc<dyn Fn(Level, String)>) -> Common {
+        Common { limits, started: Instant::now(), log, refusals: RefCell::default() }
+    }
+
+    /// Milliseconds since the server started (for session idleness and
+    /// refusals only; the hub gets the runtime's clock through `feed`).
+    pub fn now(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    pub fn log(&self, level: Level, msg: String) {
+        (self.log)(level, msg)
+    }
+
+    /// Keeps a refusal of the listener's own among the recent ones.
+    pub fn refused(&self, status: u16, msg: &str) {
+        let now = self.now();
+        self.refusals.borrow_mut().record(now, status, msg);
+    }
+}
+
 pub(crate) struct Conn {
     pub stream: Async<TcpStream>,
     pub buf: Vec<u8>,
-    pub shared: Rc<Shared>,
+    pub common: Rc<Common>,
     /// The address of the other end, when the socket tells.
     pub peer: Option<std::net::IpAddr>,
     /// The request being answered allows the connection to persist.
@@ -218,7 +97,7 @@ pub(crate) struct Conn {
     /// Every deadline of the connection.
     pub alarm: Alarm,
     /// The last request's head buffers, for the next request.
-    spare_head: Option<Request>,
+    pub spare_head: Option<Request>,
     /// A small body's buffer, for the next request's body.
     spare_body: Vec<u8>,
     /// The buffer response heads are written into.
@@ -265,142 +144,14 @@ impl Alarm {
     }
 }
 
-/// Decrements the connection count when a connection task ends.
-struct ConnGuard(Rc<Shared>);
-
-impl Drop for ConnGuard {
-    fn drop(&mut self) {
-        self.0.state.borrow_mut().conns -= 1;
-    }
-}
-
-/// Counts a connection as busy while it handles a request (a shutdown
-/// waits for none to be).
-struct BusyGuard(Rc<Shared>);
-
-impl BusyGuard {
-    fn enter(shared: &Rc<Shared>) -> BusyGuard {
-        shared.state.borrow_mut().busy += 1;
-        BusyGuard(shared.clone())
-    }
-}
-
-impl Drop for BusyGuard {
-    fn drop(&mut self) {
-        self.0.state.borrow_mut().busy -= 1;
-    }
-}
-
-/// The accept loop, the connections and the service task (session expiry,
-/// refusals fed back to the hub), on one local executor.
-pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
-    let ex = Rc::new(LocalExecutor::new());
-    let ex2 = ex.clone();
-    ex.run(async move {
-        ex2.spawn(service(shared.clone())).detach();
-        #[cfg(feature = "cluster")]
-        ex2.spawn(super::session_dir::run(shared.clone())).detach();
-        loop {
-            let stream = match listener.accept().await {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    shared.log(Level::Warn, format!("http: accept failed: {e}"));
-                    Timer::after(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let _ = stream.get_ref().set_nodelay(true);
-            let over = {
-                let mut st = shared.state.borrow_mut();
-                st.conns += 1;
-                st.conns > shared.cfg.limits.max_connections
-            };
-            let guard = ConnGuard(shared.clone());
-            let conn = Conn::new(stream, shared.clone());
-            if over {
-                ex2.spawn(async move {
-                    let _guard = guard;
-                    let mut conn = conn;
-                    let max = conn.shared.cfg.limits.max_connections;
-                    let msg =
-                        format!("mcpx has {max} HTTP connections open (its limit); retry later");
-                    // Warn at most every 10 s; a flood would drown the log.
-                    let now = conn.shared.now();
-                    let warn = {
-                        let mut st = conn.shared.state.borrow_mut();
-                        let due = st.last_cap_warn.is_none_or(|t| now >= t + 10_000);
-                        if due {
-                            st.last_cap_warn = Some(now);
-                        }
-                        due
-                    };
-                    let level = if warn { Level::Warn } else { Level::Debug };
-                    conn.shared.log(level, format!("http: {msg}"));
-                    let _ = conn.error(503, None, ErrorCode::InternalError, &msg, None, false).await;
-                    // Under a flood, close at once rather than hold sockets open.
-                    if conn.shared.state.borrow().conns <= 2 * max {
-                        conn.linger_close().await;
-                    }
-                })
-                .detach();
-            } else {
-                ex2.spawn(async move {
-                    let _guard = guard;
-                    connection(conn).await;
-                })
-                .detach();
-            }
-        }
-    })
-    .await
-}
-
-/// Expires idle sessions and feeds refused relays back to the hub.
-async fn service(shared: Rc<Shared>) {
-    let period = Duration::from_millis((shared.cfg.limits.session_idle_ms / 2).clamp(10, 1000));
-    loop {
-        let _ = future::or(
-            async { shared.wake_rx.recv().await.map(|_| ()).unwrap_or(()) },
-            async {
-                Timer::after(period).await;
-            },
-        )
-        .await;
-        loop {
-            let next = shared.state.borrow_mut().hub_inbox.pop_front();
-            let Some((c, msg)) = next else { break };
-            shared.feed(c, &[&msg]);
-        }
-        session::expire(&shared);
-        #[cfg(feature = "cluster")]
-        super::session_dir::refresh_due(&shared);
-    }
-}
-
-async fn connection(mut conn: Conn) {
-    let mut first = true;
-    loop {
-        let req = match conn.read_head(first).await {
-            Ok(Some(r)) => r,
-            Ok(None) => return,
-            Err((status, msg)) => {
-                let _ = conn.error(status, None, ErrorCode::InvalidRequest, &msg, None, false).await;
-                conn.linger_close().await;
-                return;
-            }
-        };
-        first = false;
-        conn.persist = req.keep_alive;
-        let busy = BusyGuard::enter(&conn.shared);
-        let mut req = req;
-        let keep = routes::handle(&mut conn, &mut req).await;
-        conn.spare_head = Some(req);
-        drop(busy);
-        if !keep {
-            conn.linger_close().await;
-            return;
-        }
-    }
+/// What woke a stream's task.
+pub(crate) enum Wake {
+    /// A message (or `None`: the queue closed — session ended or exchange done).
+    Item(Option<Item>),
+    /// The peer closed the connection.
+    PeerGone,
+    /// Time for a keep-alive.
+    Tick,
 }
 
 fn deadline(ms: u64) -> Instant {
@@ -497,12 +248,12 @@ async fn peer_alive(stream: &Async<TcpStream>, buf: &mut Vec<u8>, cap: usize) ->
 }
 
 impl Conn {
-    fn new(stream: Async<TcpStream>, shared: Rc<Shared>) -> Conn {
+    pub fn new(stream: Async<TcpStream>, common: Rc<Common>) -> Conn {
         let peer = stream.get_ref().peer_addr().ok().map(|a| a.ip());
         Conn {
             stream,
             buf: Vec::new(),
-            shared,
+            common,
             peer,
             persist: true,
             unyielded: 0,
@@ -523,8 +274,8 @@ impl Conn {
     /// (the head must be complete `head_timeout` after its first byte, or
     /// after accept for the first request; a kept-alive connection may idle
     /// `idle_timeout` between requests). `Err`: a status to answer, then close.
-    async fn read_head(&mut self, first: bool) -> Result<Option<Request>, (u16, String)> {
-        let lim = &self.shared.cfg.limits;
+    pub async fn read_head(&mut self, first: bool) -> Result<Option<Request>, (u16, String)> {
+        let lim = &self.common.limits;
         let (head_timeout, idle_timeout, max_head) = (lim.head_timeout_ms, lim.idle_timeout_ms, lim.max_head);
         let mut head_deadline = first.then(|| deadline(head_timeout));
         let idle_deadline = deadline(idle_timeout);
@@ -572,15 +323,35 @@ impl Conn {
         }
     }
 
+    /// Reads the request's body; answers 413 (over the cap) or 400 (malformed
+    /// chunked coding) itself before the close (`Err` then carries keep-alive).
+    pub async fn body(&mut self, req: &mut Request) -> Result<Vec<u8>, bool> {
+        match self.read_body(req).await {
+            Ok(b) => Ok(b),
+            Err(BodyError::TooLarge(n)) => {
+                let max = self.common.limits.max_body;
+                let msg = format!("Payload too large: the body is {n} bytes or more, over mcpx's limit of {max} bytes");
+                Err(self.error(413, None, ErrorCode::InvalidRequest, &msg, None, false).await)
+            }
+            // RFC 9112 §7.1: a body that is not valid chunked coding is a bad
+            // request; answer before closing, so the client sees why.
+            Err(BodyError::Malformed(e)) => {
+                let msg = format!("Bad request: malformed chunked body ({e:?})");
+                Err(self.error(400, None, ErrorCode::InvalidRequest, &msg, None, false).await)
+            }
+            Err(BodyError::Broken) => Err(false),
+        }
+    }
+
     /// Reads the request's body under the size limit (decided from
     /// Content-Length before reading; while reading for chunked bodies).
     /// A Content-Length body is read into one buffer of its size: what came
     /// with the head is moved there, the rest is read into it directly.
-    pub async fn read_body(&mut self, req: &mut Request) -> Result<Vec<u8>, BodyError> {
-        let max = self.shared.cfg.limits.max_body;
-        let until = deadline(self.shared.cfg.limits.body_timeout_ms);
+    async fn read_body(&mut self, req: &mut Request) -> Result<Vec<u8>, BodyError> {
+        let max = self.common.limits.max_body;
+        let until = deadline(self.common.limits.body_timeout_ms);
         req.body_read = true;
-        if let Some(body) = req.preread.take() {
+        if let Some(body) = req.take_preread() {
             return Ok(body);
         }
         if let BodyFraming::Length(n) = req.framing {
@@ -668,7 +439,7 @@ impl Conn {
 
     /// Writes all of `bytes` within the write timeout.
     pub async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let until = deadline(self.shared.cfg.limits.write_timeout_ms);
+        let until = deadline(self.common.limits.write_timeout_ms);
         write_parts(&self.stream, &mut self.alarm, &[bytes], until).await
     }
 
@@ -678,7 +449,7 @@ impl Conn {
     pub async fn write_block(&mut self, chunked: bool, need: usize, build: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
         let mut out = std::mem::take(&mut self.out);
         out.resize(need, 0);
-        let until = deadline(self.shared.cfg.limits.write_timeout_ms);
+        let until = deadline(self.common.limits.write_timeout_ms);
         let mut h = [0u8; 24];
         let ok = match build(&mut out) {
             Some(n) if !chunked => write_parts(&self.stream, &mut self.alarm, &[&out[..n]], until).await.is_ok(),
@@ -726,7 +497,7 @@ impl Conn {
         out.resize(cap, 0);
         let written = match write_response_head(status, &hs[..k], BodyFraming::Length(body.len() as u64), &mut out) {
             Ok(n) => {
-                let until = deadline(self.shared.cfg.limits.write_timeout_ms);
+                let until = deadline(self.common.limits.write_timeout_ms);
                 write_parts(&self.stream, &mut self.alarm, &[&out[..n], body], until).await.is_ok()
             }
             Err(_) => false,
@@ -762,8 +533,7 @@ impl Conn {
         data: Option<&[u8]>,
         keep: bool,
     ) -> bool {
-        let now = self.shared.now();
-        self.shared.state.borrow_mut().refusals.record(now, status, msg);
+        self.common.refused(status, msg);
         let body = crate::written::error(id, code, msg, data);
         let mut hs: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
         hs.extend_from_slice(extra);
@@ -777,6 +547,12 @@ impl Conn {
     /// connection: how the transport refuses a request it cannot take.
     pub async fn reject(&mut self, status: u16, msg: &str) -> bool {
         self.error(status, None, ErrorCode::InvalidRequest, msg, None, true).await
+    }
+
+    /// A 405 naming the methods the target allows.
+    pub async fn method_not_allowed(&mut self, allow: &str) -> bool {
+        let body = crate::written::error(None, ErrorCode::InvalidRequest, "Method not allowed", None);
+        self.respond(405, &[("Allow", allow), ("Content-Type", "application/json")], &body, true).await
     }
 
     /// Closes gracefully: stops writing, then reads (and discards) what the
@@ -798,7 +574,7 @@ impl Conn {
     /// Waits for the next message of `rx`, the peer's close, or `ping_at`
     /// (the stream's keep-alive time), whichever comes first.
     pub async fn wait(&mut self, rx: &mailbox::Receiver, ping_at: Instant) -> Wake {
-        let cap = self.shared.cfg.limits.max_head;
+        let cap = self.common.limits.max_head;
         let (stream, buf, alarm) = (&self.stream, &mut self.buf, &mut self.alarm);
         let item = async { Wake::Item(rx.recv().await) };
         let peer = async {

@@ -13,7 +13,17 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
-use super::session::Item;
+use crate::hub::Outcome;
+
+/// What a stream's connection task receives: a message, with its event
+/// number when the stream is resumable.
+#[derive(Debug)]
+pub(crate) enum Item {
+    /// A response to one of the exchange's requests, and what it says.
+    Response(Option<u64>, Vec<u8>, Outcome),
+    /// A notification or server→client request.
+    Other(Option<u64>, Vec<u8>),
+}
 
 struct Inner {
     items: RefCell<VecDeque<Item>>,

@@ -2,7 +2,8 @@
 //! (no web framework), plus the 2024-11-05 HTTP+SSE endpoints.
 //!
 //! ```text
-//!  TCP ─► conn (heads, bodies, limits) ─► routes (Host/Origin, token, method)
+//!  TCP ─► listener ─► conn (heads, bodies, limits) ─► front door (Host/Origin, token)
+//!        ─► routes (method)
 //!        ─► POST: classify once (legacy session | modern stateless)
 //!           ─► session (one hub ClientId per session) ─► Hub::client_message
 //!  Hub output ToClient(c, msg, about) ─► Http::deliver ─► session routing
@@ -64,8 +65,6 @@
 //!   every message (`event: message`) after an `endpoint` event naming
 //!   `/messages?sessionId=…`; POSTs there answer 202. Closing the stream ends
 //!   the session.
-//! - Not offered: resumable streams (`Last-Event-ID` is ignored, events carry
-//!   no ids), hence no priming event or `retry` before a close.
 //!
 //! # Eras
 //! A POST is classified once in [`routes`] (`classify`): legacy (session or
@@ -84,21 +83,47 @@
 //! and which owns the session it opens.
 //!
 //! # What a request costs the listener
-//! A connection copies each head once into a buffer it reuses (`conn::Request`:
+//! A connection copies each head once into a buffer it reuses (`request::Request`:
 //! spans, names lowercased in place), reads a Content-Length body into one
 //! buffer of its size, feeds the hub views into it (`few::Few` keeps the one
 //! message, id and answer of a plain POST inline), waits on its own queue
 //! (`mailbox`, reused by its next request) and writes head and body in one
 //! vectored write. One timer per connection (`conn::Alarm`) serves every
 //! deadline and keep-alive, set again only when a deadline comes earlier.
+//!
+//! # Layers
+//! A module uses only modules of the layers below its own:
+//! 1. leaves: `limits`, `few`, `origin`, `refusals`, `request` (a request
+//!    head as read), `mailbox` (a stream's queue and its `Item`);
+//! 2. `conn`: one connection's reads and writes, and what the connections
+//!    of the listener share (`conn::Common`: limits, clock, log, refusals);
+//! 3. `auth` (who sent a request) and `sse_stream` (SSE framing, the
+//!    replay of resumable streams); `dir_queue` (a session's part in the
+//!    session directory, the queue of its store writes);
+//! 4. `session`: the sessions, their exchanges and streams, the routing of
+//!    hub output, and the listener's state (`Shared`, `State`);
+//! 5. `session_dir`: sessions in the shared directory, requests passed to
+//!    the replica that holds their session, sessions taken over;
+//! 6. `status_page`, then `routes`: the endpoints;
+//! 7. `cluster_hop`: requests another replica passed on, served by `routes`;
+//! 8. `listener`: the accept loop, each connection's requests in turn, and
+//!    the checks every request passes before `routes`.
+//!
+//! This module holds the configuration and the runtime's handle (`Http`);
+//! `session::Shared` reaches the endpoints as a parameter, not through the
+//! connection.
 mod auth;
 pub(crate) mod cluster_hop;
 mod conn;
+#[cfg(feature = "cluster")]
+mod dir_queue;
 mod few;
 mod limits;
+mod listener;
 mod mailbox;
 mod origin;
 mod refusals;
+mod request;
 mod routes;
 mod session;
 #[cfg(feature = "cluster")]
@@ -305,5 +330,5 @@ pub fn bind(cfg: HttpConfig, link: HubLink) -> io::Result<(Http, impl Future<Out
     let http = Http {
         shared: shared.clone(),
     };
-    Ok((http, conn::serve(shared, listener)))
+    Ok((http, listener::serve(shared, listener)))
 }

@@ -1,10 +1,7 @@
-//! Request dispatch: security checks, then `/mcp` (POST, GET, DELETE),
-//! `/health`, `/status`, and the 2024-11-05 `/sse` + `/messages` endpoints.
-//!
-//! Checks run in this order on every request: `Host` and `Origin` (403),
-//! Protected Resource Metadata (served without credentials), path (404),
-//! authentication (401/403, not for `/health`; `auth`), a session of
-//! another principal (404), method (405).
+//! The endpoints of an authenticated request (the `listener` checked it):
+//! `/mcp` (POST, GET, DELETE), `/status`, `/metrics`, and the 2024-11-05
+//! `/sse` + `/messages`; first a session of another principal (404), then
+//! the method (405).
 
 use mcpx_core::error::ErrorCode;
 use std::time::{Duration, Instant};
@@ -15,116 +12,57 @@ use mcpx_core::revision::{self, Era as RevEra, EraHints, Revision, Revisions};
 
 use super::auth::Principal;
 use crate::hub::{IdKey, Level, Outcome};
-use super::conn::{BodyError, Conn, Request};
-use super::session::{self, Item, Kind, SessionRefused, Shared};
+use super::conn::{Conn, Wake};
+use super::request::Request;
+use super::session::{self, Kind, Shared};
 use super::few::Few;
-use super::mailbox::Receiver;
-use super::sse_stream::{Attach, SseOut, StreamId, Wake};
+use super::mailbox::{Item, Receiver};
+use super::sse_stream::{Attach, SseOut, StreamId};
 
 /// The refusal of a request that needs a session but names none.
 const NO_SESSION_ID: &str = "Bad Request: Mcp-Session-Id header is required";
 
 /// Handles one request; false when the connection must close.
-pub(crate) async fn handle(conn: &mut Conn, req: &mut Request) -> bool {
-    let keep = dispatch(conn, req).await;
-    // An unread body would be taken for the next request: close instead.
-    keep && req.keep_alive && (req.body_read || !req.has_body())
-}
-
-async fn dispatch(conn: &mut Conn, req: &mut Request) -> bool {
-    let sh = conn.shared.clone();
-    let http11 = req.version == Version::Http11;
-    if let Some(why) = super::origin::field_lines_error(req.header_count("host"), req.header_count("origin"), http11) {
-        return conn.reject(400, why).await;
-    }
-    // Requirement rows streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin,
-    // http-sse-server-validate-origin
-    if !sh.guard.host_ok(req.header("host")) {
-        let host = req.header_str("host").unwrap_or("").to_string();
-        return conn.reject(403, &format!("Forbidden: Host '{host}' is not allowed (DNS rebinding protection)")).await;
-    }
-    if !sh.guard.origin_ok(req.header("origin")) {
-        let origin = req.header_str("origin").unwrap_or("").to_string();
-        return conn.reject(403, &format!("Forbidden: Origin '{origin}' is not allowed")).await;
-    }
-    if let Some(keep) = sh.auth.metadata(conn, req).await {
-        return keep;
-    }
-    // Authenticated by its own MAC, not by the client credentials.
-    if req.path() == crate::cluster::hop_auth::PATH {
-        return super::cluster_hop::handle(conn, req).await;
-    }
-    let Some(target) = Target::of(req.path(), &sh.cfg) else {
-        return conn.reject(404, &format!("Not found: the MCP endpoint is {}", sh.cfg.path)).await;
-    };
-    if target == Target::Health {
-        return match req.method() {
-            "GET" => {
-                conn.respond(200, &[("Content-Type", "text/plain")], b"ok", true)
-                    .await
-            }
-            "HEAD" => {
-                conn.respond(200, &[("Content-Type", "text/plain")], b"", true)
-                    .await
-            }
-            _ => method_not_allowed(conn, "GET, HEAD").await,
-        };
-    }
-    let who = match sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await {
-        Ok(p) => p,
-        Err(r) => return sh.auth.refuse(conn, &r).await,
-    };
-    // A session another replica holds: served there (issue 16).
-    #[cfg(feature = "cluster")]
-    if let Some(sid) = named_session(req, &sh.cfg).filter(|sid| super::session_dir::held_elsewhere(&sh, sid)).map(str::to_string) {
-        if let Some(keep) = super::session_dir::relay_elsewhere(conn, req, &sid, &who).await {
-            return keep;
-        }
-    }
-    serve(conn, req, target, &who).await
-}
-
 /// A client's request in a legacy session of this replica that another
 /// replica passed on over the hop (`cluster_hop`), as principal `who`:
 /// served as if the client had come here, never passed on again.
-pub(super) async fn serve_relayed(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
+pub(super) async fn serve_relayed(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     #[cfg(feature = "cluster")]
-    if let Some(sid) = named_session(req, &conn.shared.cfg) {
-        super::session_dir::forget_unknown(&conn.shared, sid).await;
+    if let Some(sid) = named_session(req, &sh.cfg) {
+        super::session_dir::forget_unknown(sh, sid).await;
     }
-    match Target::of(req.path(), &conn.shared.cfg) {
-        Some(target @ (Target::Mcp | Target::Messages)) => serve(conn, req, target, who).await,
+    match Target::of(req.path(), &sh.cfg) {
+        Some(target @ (Target::Mcp | Target::Messages)) => serve(sh, conn, req, target, who).await,
         _ => conn.reject(404, "Not found: the hop carries requests to the MCP endpoint and /messages only").await,
     }
 }
 
 /// An authenticated request to `target`: the session owner check, then the
 /// method.
-async fn serve(conn: &mut Conn, req: &mut Request, target: Target, who: &Principal) -> bool {
-    let sh = conn.shared.clone();
+pub(super) async fn serve(sh: &Shared, conn: &mut Conn, req: &mut Request, target: Target, who: &Principal) -> bool {
     let named = session_of(req).or_else(|| (target == Target::Messages).then(|| legacy_session_of(req)));
-    if named.is_some_and(|sid| !session::usable_by(&sh, sid, who)) {
+    if named.is_some_and(|sid| !session::usable_by(sh, sid, who)) {
         return conn.reject(404, "Not found: unknown or ended session").await;
     }
     match (target, req.method()) {
-        (Target::Status, "GET") => super::status_page::get(conn, req, who).await,
-        (Target::Status, _) => method_not_allowed(conn, "GET").await,
-        (Target::Metrics, "GET") => metrics(conn).await,
-        (Target::Metrics, _) => method_not_allowed(conn, "GET").await,
-        (Target::Sse, "GET") => legacy_sse(conn, req, who).await,
-        (Target::Sse, _) => method_not_allowed(conn, "GET").await,
-        (Target::Messages, "POST") => legacy_messages(conn, req).await,
-        (Target::Messages, _) => method_not_allowed(conn, "POST").await,
-        (_, "POST") => post(conn, req, who).await,
-        (_, "GET") => get(conn, req).await,
-        (_, "DELETE") => delete(conn, req).await,
-        _ => method_not_allowed(conn, "GET, POST, DELETE").await,
+        (Target::Status, "GET") => super::status_page::get(sh, conn, req, who).await,
+        (Target::Status, _) => conn.method_not_allowed("GET").await,
+        (Target::Metrics, "GET") => metrics(sh, conn).await,
+        (Target::Metrics, _) => conn.method_not_allowed("GET").await,
+        (Target::Sse, "GET") => legacy_sse(sh, conn, req, who).await,
+        (Target::Sse, _) => conn.method_not_allowed("GET").await,
+        (Target::Messages, "POST") => legacy_messages(sh, conn, req).await,
+        (Target::Messages, _) => conn.method_not_allowed("POST").await,
+        (_, "POST") => post(sh, conn, req, who).await,
+        (_, "GET") => get(sh, conn, req).await,
+        (_, "DELETE") => delete(sh, conn, req).await,
+        _ => conn.method_not_allowed("GET, POST, DELETE").await,
     }
 }
 
 /// What a request's path names.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Target {
+pub(super) enum Target {
     Health,
     Status,
     Metrics,
@@ -136,7 +74,7 @@ enum Target {
 }
 
 impl Target {
-    fn of(path: &str, cfg: &super::HttpConfig) -> Option<Target> {
+    pub(super) fn of(path: &str, cfg: &super::HttpConfig) -> Option<Target> {
         let legacy = cfg.legacy_sse;
         Some(match path {
             "/health" => Target::Health,
@@ -150,18 +88,8 @@ impl Target {
     }
 }
 
-/// Answers a request whose session could not be opened at a cap: the
-/// status, `Retry-After` and a JSON-RPC error naming the limit.
-pub(super) async fn session_refused(conn: &mut Conn, id: Option<&[u8]>, r: SessionRefused) -> bool {
-    let retry = SessionRefused::RETRY_AFTER_S.to_string();
-    let data = r.data.to_string();
-    let code = SessionRefused::CODE;
-    conn.error_with(r.status, &[("Retry-After", &retry)], id, code, &r.message, Some(data.as_bytes()), true).await
-}
-
 /// `GET /metrics`: the hub's Prometheus text (`crate::policy::metrics`).
-async fn metrics(conn: &mut Conn) -> bool {
-    let sh = conn.shared.clone();
+async fn metrics(sh: &Shared, conn: &mut Conn) -> bool {
     let (sessions, conns) = {
         let st = sh.state.borrow();
         (st.sessions.len(), st.conns)
@@ -175,49 +103,13 @@ async fn metrics(conn: &mut Conn) -> bool {
     }
 }
 
-/// Wall-clock seconds, for token expiry.
-fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-pub(super) async fn method_not_allowed(conn: &mut Conn, allow: &str) -> bool {
-    let body = crate::written::error(None, ErrorCode::InvalidRequest, "Method not allowed", None);
-    conn.respond(
-        405,
-        &[("Allow", allow), ("Content-Type", "application/json")],
-        &body,
-        true,
-    )
-    .await
-}
-
 /// Reads a JSON body; answers 415/413 itself (`None` then carries keep-alive).
 async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
     let ct = req.header_str("content-type").unwrap_or("");
     if !ct.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")) {
         return Err(conn.reject(415, "Unsupported media type: POST a JSON-RPC message as application/json").await);
     }
-    body(conn, req).await
-}
-
-/// Reads the request's body; answers 413 (over the cap) or 400 (malformed
-/// chunked coding) itself before the close (`Err` then carries keep-alive).
-pub(super) async fn body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
-    match conn.read_body(req).await {
-        Ok(b) => Ok(b),
-        Err(BodyError::TooLarge(n)) => {
-            let max = conn.shared.cfg.limits.max_body;
-            let msg = format!("Payload too large: the body is {n} bytes or more, over mcpx's limit of {max} bytes");
-            Err(conn.error(413, None, ErrorCode::InvalidRequest, &msg, None, false).await)
-        }
-        // RFC 9112 §7.1: a body that is not valid chunked coding is a bad
-        // request; answer before closing, so the client sees why.
-        Err(BodyError::Malformed(e)) => {
-            let msg = format!("Bad request: malformed chunked body ({e:?})");
-            Err(conn.error(400, None, ErrorCode::InvalidRequest, &msg, None, false).await)
-        }
-        Err(BodyError::Broken) => Err(false),
-    }
+    conn.body(req).await
 }
 
 /// Which era a POST belongs to (conformance notes §1.6): decided once, by
@@ -240,7 +132,7 @@ fn supported_json() -> String {
 }
 
 /// POST /mcp.
-async fn post(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
+async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     let body = match json_body(conn, req).await {
         Ok(b) => b,
         Err(keep) => return keep,
@@ -251,8 +143,8 @@ async fn post(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
             let sid = session_of(req);
             let pv = req.header_str("mcp-protocol-version").map(str::trim);
             match classify(sid.is_some(), pv, &msg) {
-                RevEra::Modern => post_modern(conn, req, &msg, who).await,
-                RevEra::Legacy => post_legacy(conn, req, sid, pv, &msg, who).await,
+                RevEra::Modern => post_modern(sh, conn, req, &msg, who).await,
+                RevEra::Legacy => post_legacy(sh, conn, req, sid, pv, &msg, who).await,
             }
         }
         Err(e) => Posted::Done(conn.error(400, e.id_bytes(), e.error_code(), e.message(), None, true).await),
@@ -260,7 +152,7 @@ async fn post(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     // The hub has the messages: the body is not kept while their answers
     // are awaited (64 clients posting 64 KiB would hold 4 MiB).
     conn.recycle_body(body);
-    posted.finish(conn).await
+    posted.finish(sh, conn).await
 }
 
 /// A POST once its messages are with the hub (or it was answered), its
@@ -274,10 +166,10 @@ pub(super) enum Posted {
 
 impl Posted {
     /// Answers the POST; true: keep the connection.
-    pub(super) async fn finish(self, conn: &mut Conn) -> bool {
+    pub(super) async fn finish(self, sh: &Shared, conn: &mut Conn) -> bool {
         match self {
             Posted::Done(keep) => keep,
-            Posted::Waiting(w) => w.answer(conn).await,
+            Posted::Waiting(w) => w.answer(sh, conn).await,
         }
     }
 }
@@ -310,14 +202,14 @@ fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
 
 /// The -32020 for a modern `tools/call` whose `Mcp-Param-*` headers do not
 /// mirror the arguments annotated with `x-mcp-header`, if any.
-fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<String> {
+fn param_mismatch(sh: &Shared, req: &Request, env: &Envelope<'_>) -> Option<String> {
     use mcpx_core::headers::{self, HeaderField, ParamValue};
     if !env.method_is("tools/call") {
         return None;
     }
     let name = env.name()?.as_str()?;
     let name = String::from_utf8_lossy(name.raw()).into_owned();
-    let schema = conn.shared.link.call(|hub, _| hub.tool_input_schema(&name))?;
+    let schema = sh.link.call(|hub, _| hub.tool_input_schema(&name))?;
     let args: serde_json::Value = env.param("arguments").and_then(|a| serde_json::from_slice(a.bytes()).ok()).unwrap_or(serde_json::Value::Null);
     for (h, path) in crate::param_headers::annotations(&schema) {
         let mut v = &args;
@@ -346,8 +238,7 @@ fn param_mismatch(conn: &Conn, req: &Request, env: &Envelope<'_>) -> Option<Stri
 /// A 2026-07-28 (stateless) request: served by the hub as one request of a
 /// client that lives as long as the POST (no session, no `Mcp-Session-Id`).
 /// A `subscriptions/listen` POST stays open as its stream.
-pub(super) async fn post_modern(conn: &mut Conn, req: &Request, msg: &Message<'_>, who: &Principal) -> Posted {
-    let sh = conn.shared.clone();
+pub(super) async fn post_modern(sh: &Shared, conn: &mut Conn, req: &Request, msg: &Message<'_>, who: &Principal) -> Posted {
     let Message::Single(env) = msg else {
         let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";
         return Posted::Done(conn.error(400, None, ErrorCode::InvalidRequest, text, None, true).await);
@@ -359,12 +250,12 @@ pub(super) async fn post_modern(conn: &mut Conn, req: &Request, msg: &Message<'_
     }
     let id = env.id_bytes().unwrap_or(b"null");
     // Requirement rows streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
-    if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(conn, req, env)) {
+    if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(sh, req, env)) {
         return Posted::Done(conn.error(400, Some(id), ErrorCode::HeaderMismatch, &text, None, true).await);
     }
-    let (sid, c) = match session::open(&sh, Kind::Modern, who) {
+    let (sid, c) = match session::open(sh, Kind::Modern, who) {
         Ok(x) => x,
-        Err(r) => return Posted::Done(session_refused(conn, Some(id), r).await),
+        Err(r) => return Posted::Done(r.answer(conn, Some(id)).await),
     };
     let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
     let x = Exchange {
@@ -375,19 +266,18 @@ pub(super) async fn post_modern(conn: &mut Conn, req: &Request, msg: &Message<'_
         prefilled: Few::Empty,
         reply: Reply { batch: false, sse_ok, http10: req.version == Version::Http10, set_session: false, modern: true },
     };
-    exchange(conn, x).await
+    exchange(sh, conn, x).await
 }
 
 /// A legacy POST: `initialize` (new session) or a message in a session.
 async fn post_legacy(
-    conn: &mut Conn,
+    sh: &Shared, conn: &mut Conn,
     req: &Request,
     sid: Option<&str>,
     pv: Option<&str>,
     msg: &Message<'_>,
     who: &Principal,
 ) -> Posted {
-    let sh = conn.shared.clone();
     let first_id = match msg {
         Message::Single(e) => e.id_bytes(),
         Message::Batch(_) => None,
@@ -419,13 +309,13 @@ async fn post_legacy(
         if !(env.kind() == MsgKind::Request && env.method_is("initialize")) {
             return Posted::Done(conn.error(400, first_id, ErrorCode::InvalidRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await);
         }
-        let (sid, c) = match session::open(&sh, Kind::Streamable, who) {
+        let (sid, c) = match session::open(sh, Kind::Streamable, who) {
             Ok(x) => x,
-            Err(r) => return Posted::Done(session_refused(conn, first_id, r).await),
+            Err(r) => return Posted::Done(r.answer(conn, first_id).await),
         };
         // Before the answer: the client's next request may reach any replica.
         #[cfg(feature = "cluster")]
-        super::session_dir::publish(&sh, &sid).await;
+        super::session_dir::publish(sh, &sid).await;
         let id = env.id_bytes().unwrap_or(b"null");
         let x = Exchange {
             sid: &sid,
@@ -435,14 +325,14 @@ async fn post_legacy(
             prefilled: Few::Empty,
             reply: Reply { batch: false, sse_ok, http10, set_session: true, modern: false },
         };
-        return exchange(conn, x).await;
+        return exchange(sh, conn, x).await;
     };
     // Requirement rows streamable-http-server-404-terminated-session
     let Some(c) = sh.touch(sid, Kind::Streamable) else {
         let text = "Not found: unknown or ended session; initialize a new one";
         return Posted::Done(conn.error(404, first_id, ErrorCode::InvalidRequest, text, None, true).await);
     };
-    let negotiated = session::session_rev(&sh, sid);
+    let negotiated = session::session_rev(sh, sid);
     // Requirement rows streamable-http-server-400-unsupported-version-header: a session
     // speaks the revision its initialize negotiated, no other.
     if let Some((h, n)) = header_rev.zip(negotiated).filter(|(h, n)| h != n) {
@@ -519,7 +409,7 @@ async fn post_legacy(
         let status = if batch { 200 } else { 400 };
         return Posted::Done(conn.respond(status, &[("Content-Type", "application/json")], &body, true).await);
     }
-    exchange(conn, x).await
+    exchange(sh, conn, x).await
 }
 
 /// The body answering a POST: its one message, or the batch of them.
@@ -558,19 +448,18 @@ struct Reply {
 /// responses come first, SSE when something must stream before them (rows
 /// `streamable-http-server-json-or-sse-for-request`, `streamable-http-sse-includes-response`,
 /// `streamable-http-server-terminates-sse-after-response`).
-async fn exchange(conn: &mut Conn, x: Exchange<'_>) -> Posted {
-    let sh = conn.shared.clone();
+async fn exchange(sh: &Shared, conn: &mut Conn, x: Exchange<'_>) -> Posted {
     let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let expected = x.pending.len();
     // Requirement rows streamable-http-server-may-resume: the SSE answer of a
     // 2025-03-26..2025-11-25 session is resumable; a 2025-11-25 client gets
     // its priming event (streamable-http-sse-priming-event).
-    let rev = session::session_rev(&sh, x.sid).filter(|_| !x.reply.modern && x.reply.sse_ok);
+    let rev = session::session_rev(sh, x.sid).filter(|_| !x.reply.modern && x.reply.sse_ok);
     let resumable = rev.is_some_and(|r| r >= Revision::V2025_03_26);
     let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
-    let Some(id) = session::add_exchange(&sh, x.sid, x.pending, x.reply.sse_ok, resumable, tx) else {
+    let Some(id) = session::add_exchange(sh, x.sid, x.pending, x.reply.sse_ok, resumable, tx) else {
         if x.reply.modern {
-            session::end(&sh, x.sid, true);
+            session::end(sh, x.sid, true);
         }
         return Posted::Done(conn.reject(404, "Not found: the session ended").await);
     };
@@ -599,23 +488,22 @@ pub(super) struct Waiting {
 impl Waiting {
     /// Answers once the responses came: JSON, or SSE when something
     /// streamed first. A 2026-07-28 client ends with its POST.
-    async fn answer(self, conn: &mut Conn) -> bool {
+    async fn answer(self, sh: &Shared, conn: &mut Conn) -> bool {
         let ends = self.reply.modern.then(|| self.sid.clone());
-        let keep = self.wait(conn).await;
+        let keep = self.wait(sh, conn).await;
         if let Some(sid) = ends {
             // Requirement rows streamable-http-close-is-cancel: the client ends with its POST (a call still in flight is cancelled upstream)
-            session::end(&conn.shared, &sid, true);
+            session::end(sh, &sid, true);
         }
         keep
     }
 
-    async fn wait(self, conn: &mut Conn) -> bool {
-        let sh = conn.shared.clone();
+    async fn wait(self, sh: &Shared, conn: &mut Conn) -> bool {
         let Waiting { sid, stream, rx, expected, prefilled, reply: Reply { batch, sse_ok, http10, set_session, modern } } = self;
         let sid = sid.as_str();
         let seq = stream.id.seq;
         // The connection is gone: a stream the client has ids of waits for it.
-        let gone = |sse: &Option<SseOut>| session::leave_exchange(&sh, sid, seq, seq, sse.is_some());
+        let gone = |sse: &Option<SseOut>| session::leave_exchange(sh, sid, seq, seq, sse.is_some());
         let session_hdr = [("Mcp-Session-Id", sid)];
         let extra: &[(&str, &str)] = if set_session { &session_hdr } else { &[] };
         let version = if http10 {
@@ -697,7 +585,7 @@ impl Waiting {
                 }
             }
         };
-        session::leave_exchange(&sh, sid, seq, seq, false);
+        session::leave_exchange(sh, sid, seq, seq, false);
         conn.spare_queue = Some(rx);
         match sse {
             Some(s) => s.finish(conn).await,
@@ -796,8 +684,7 @@ pub(super) fn named_session<'r>(req: &'r Request, cfg: &super::HttpConfig) -> Op
 
 /// GET /mcp: the session's standalone stream (rows `streamable-http-get-sse-or-405`,
 /// `streamable-http-get-no-responses`: only notifications and requests reach it).
-async fn get(conn: &mut Conn, req: &mut Request) -> bool {
-    let sh = conn.shared.clone();
+async fn get(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     if !req.accepts("text/event-stream") {
         return conn.reject(406, "Not acceptable: GET opens an SSE stream; send Accept: text/event-stream").await;
     }
@@ -812,28 +699,28 @@ async fn get(conn: &mut Conn, req: &mut Request) -> bool {
     let last = req.header_str("last-event-id").map(str::to_string);
     // Requirement rows streamable-http-client-resume-with-last-event-id: a POST's stream is
     // resumed by GET too; it carries the rest of that stream and ends after its last answer.
-    let resumed = last.as_deref().and_then(|l| session::resume_exchange(&sh, &sid, l, seq, tx.clone()));
+    let resumed = last.as_deref().and_then(|l| session::resume_exchange(sh, &sid, l, seq, tx.clone()));
     if let Some(att) = resumed {
         drop(tx);
         let stream = att.stream.seq;
-        lost_events(&sh, &att);
+        lost_events(sh, &att);
         let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, false))).await;
-        session::leave_exchange(&sh, &sid, stream, seq, true);
+        session::leave_exchange(sh, &sid, stream, seq, true);
         return keep;
     }
     // A POST's stream on the replica this session was taken over from: its
     // answer is gone with it.
     #[cfg(feature = "cluster")]
-    if let Some(lost) = last.as_deref().and_then(|l| super::session_dir::lost_stream(&sh, &sid, l)) {
-        return super::session_dir::answer_lost(conn, req, &sid, lost).await;
+    if let Some(lost) = last.as_deref().and_then(|l| super::session_dir::lost_stream(sh, &sid, l)) {
+        return super::session_dir::answer_lost(sh, conn, req, &sid, lost).await;
     }
-    let Some(att) = session::set_get_resumable(&sh, &sid, seq, tx, last.as_deref()) else {
+    let Some(att) = session::set_get_resumable(sh, &sid, seq, tx, last.as_deref()) else {
         return conn.reject(409, "Conflict: this session already has an open GET stream").await;
     };
-    lost_events(&sh, &att);
-    let prime = session::session_rev(&sh, &sid).is_some_and(|r| r >= Revision::V2025_11_25);
+    lost_events(sh, &att);
+    let prime = session::session_rev(sh, &sid).is_some_and(|r| r >= Revision::V2025_11_25);
     let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, prime))).await;
-    session::clear_get(&sh, &sid, seq);
+    session::clear_get(sh, &sid, seq);
     keep
 }
 
@@ -906,17 +793,16 @@ async fn stream_out(
 
 /// DELETE /mcp: ends the session (rows `streamable-http-client-delete-session`,
 /// `streamable-http-server-may-405-delete`: mcpx answers 204).
-async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
-    let sh = conn.shared.clone();
+async fn delete(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     if req.has_body() {
-        if let Err(keep) = body(conn, req).await {
+        if let Err(keep) = conn.body(req).await {
             return keep;
         }
     }
     let Some(sid) = session_of(req) else {
         return conn.reject(400, NO_SESSION_ID).await;
     };
-    if sh.touch(&sid, Kind::Streamable).is_none() || !session::end(&sh, &sid, true) {
+    if sh.touch(&sid, Kind::Streamable).is_none() || !session::end(sh, &sid, true) {
         return conn.reject(404, "Not found: unknown or ended session").await;
     }
     conn.respond(204, &[], b"", true).await
@@ -926,21 +812,20 @@ async fn delete(conn: &mut Conn, req: &mut Request) -> bool {
 /// everything; the `endpoint` event names where to POST (rows
 /// `http-sse-server-two-endpoints`, `http-sse-server-endpoint-event`,
 /// `http-sse-server-messages-as-sse-events`).
-async fn legacy_sse(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
-    let sh = conn.shared.clone();
+async fn legacy_sse(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     if req.headers_present("accept") && !req.accepts("text/event-stream") {
         return conn.reject(406, "Not acceptable: send Accept: text/event-stream").await;
     }
-    let (sid, _c) = match session::open(&sh, Kind::LegacySse, who) {
+    let (sid, _c) = match session::open(sh, Kind::LegacySse, who) {
         Ok(x) => x,
-        Err(r) => return session_refused(conn, None, r).await,
+        Err(r) => return r.answer(conn, None).await,
     };
     // Before the endpoint event: its POSTs may reach any replica.
     #[cfg(feature = "cluster")]
-    super::session_dir::publish(&sh, &sid).await;
+    super::session_dir::publish(sh, &sid).await;
     let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let seq = sh.next_seq();
-    let _ = session::set_get(&sh, &sid, seq, tx);
+    let _ = session::set_get(sh, &sid, seq, tx);
     let endpoint = format!("/messages?sessionId={sid}");
     let keep = stream_out(
         conn,
@@ -952,7 +837,7 @@ async fn legacy_sse(conn: &mut Conn, req: &mut Request, who: &Principal) -> bool
     )
     .await;
     // The stream is the session.
-    session::end(&sh, &sid, true);
+    session::end(sh, &sid, true);
     keep
 }
 
@@ -962,12 +847,11 @@ fn legacy_session_of(req: &Request) -> &str {
 }
 
 /// POST /messages?sessionId=… (2024-11-05): 202, the answer comes on the stream.
-async fn legacy_messages(conn: &mut Conn, req: &mut Request) -> bool {
-    let sh = conn.shared.clone();
+async fn legacy_messages(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     let sid = legacy_session_of(req);
     let Some(c) = sh.touch(&sid, Kind::LegacySse) else {
         if req.has_body() {
-            if let Err(keep) = body(conn, req).await {
+            if let Err(keep) = conn.body(req).await {
                 return keep;
             }
         }

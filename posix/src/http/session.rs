@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::rc::Rc;
 
 use mcpx_core::envelope::Envelope;
 use mcpx_core::error::ErrorCode;
@@ -13,10 +13,10 @@ use mcpx_core::revision::Revision;
 use nanorand::{ChaCha20, Rng};
 use smol::channel::{self, Receiver};
 
-use super::mailbox::Sender;
-
 use super::auth::{Authenticator, Principal};
+use super::conn::{Common, Conn};
 use super::few::Few;
+use super::mailbox::{Item, Sender};
 use super::sse_stream::{self, Attach, Replay, StreamId};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
@@ -34,13 +34,14 @@ pub(crate) struct Shared {
     pub cfg: HttpConfig,
     pub link: HubLink,
     pub local_addr: SocketAddr,
-    started: Instant,
+    /// What its connections share (limits, clock, log, refusals).
+    pub common: Rc<Common>,
     pub guard: Guard,
     pub auth: Authenticator,
     pub state: RefCell<State>,
     /// The legacy session directory in the shared store (`session_dir`).
     #[cfg(feature = "cluster")]
-    pub dir: super::session_dir::SessionDir,
+    pub dir: super::dir_queue::SessionDir,
     /// Wakes the service task when `State::hub_inbox` has work.
     pub wake_tx: channel::Sender<()>,
     pub wake_rx: Receiver<()>,
@@ -57,8 +58,6 @@ pub(crate) struct State {
     pub hub_inbox: VecDeque<(ClientId, Vec<u8>)>,
     /// When the connection limit was last logged as a warning.
     pub last_cap_warn: Option<u64>,
-    /// The last requests refused, for `GET /status`.
-    pub refusals: super::refusals::Refusals,
     /// Sessions per principal under `max_sessions` (issue 11 item 3).
     pub session_quota: Quota,
 }
@@ -101,7 +100,7 @@ pub(crate) struct Session {
     pub replay: Option<Replay>,
     /// Its part in the session directory (`session_dir`).
     #[cfg(feature = "cluster")]
-    pub dir: super::session_dir::Listed,
+    pub dir: super::dir_queue::Listed,
 }
 
 impl Session {
@@ -135,16 +134,6 @@ pub(crate) struct Exchange {
     replay: Option<Replay>,
 }
 
-/// What a stream's connection task receives: a message, with its event
-/// number when the stream is resumable.
-#[derive(Debug)]
-pub(crate) enum Item {
-    /// A response to one of the exchange's requests, and what it says.
-    Response(Option<u64>, Vec<u8>, Outcome),
-    /// A notification or server→client request.
-    Other(Option<u64>, Vec<u8>),
-}
-
 impl Shared {
     pub fn new(cfg: HttpConfig, link: HubLink, local_addr: SocketAddr) -> Shared {
         let guard = Guard::new(&cfg.allowed_origins, &cfg.allowed_hosts, local_addr);
@@ -161,12 +150,13 @@ impl Shared {
         // of two replicas do not meet in a session one takes over from the
         // other (row streamable-http-event-id-unique).
         let next_seq = rng.generate::<u64>() >> 12;
+        let common = Rc::new(Common::new(cfg.limits.clone(), link.log.clone()));
         Shared {
             auth,
             cfg,
             link,
             local_addr,
-            started: Instant::now(),
+            common,
             guard,
             state: RefCell::new(State {
                 sessions: Sessions::default(),
@@ -176,24 +166,22 @@ impl Shared {
                 next_seq,
                 hub_inbox: VecDeque::new(),
                 last_cap_warn: None,
-                refusals: Default::default(),
                 session_quota,
             }),
             #[cfg(feature = "cluster")]
-            dir: super::session_dir::SessionDir::new(),
+            dir: super::dir_queue::SessionDir::new(),
             wake_tx,
             wake_rx,
         }
     }
 
-    /// Milliseconds since the server started (for session idleness only;
-    /// the hub gets the runtime's clock through `feed`).
+    /// Milliseconds since the server started (`Common::now`).
     pub fn now(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        self.common.now()
     }
 
     pub fn log(&self, level: Level, msg: String) {
-        (self.link.log)(level, msg)
+        self.common.log(level, msg)
     }
 
     /// Feeds client messages to the hub, then drains its output.
@@ -279,6 +267,14 @@ impl SessionRefused {
     fn hub() -> SessionRefused {
         let message = "mcpx refused the session: too many clients are connected to the hub (limit: sessions)".to_string();
         SessionRefused { status: 503, message, data: serde_json::json!({ "limit": "sessions" }) }
+    }
+
+    /// Answers the request whose session could not be opened: the
+    /// status, `Retry-After` and a JSON-RPC error naming the limit.
+    pub async fn answer(self, conn: &mut Conn, id: Option<&[u8]>) -> bool {
+        let retry = Self::RETRY_AFTER_S.to_string();
+        let data = self.data.to_string();
+        conn.error_with(self.status, &[("Retry-After", &retry)], id, Self::CODE, &self.message, Some(data.as_bytes()), true).await
     }
 }
 
@@ -400,7 +396,8 @@ pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
     release(shared, &s.owner);
     #[cfg(feature = "cluster")]
     if s.dir.published.is_some() {
-        super::session_dir::forget(shared, sid);
+        // Its entry goes.
+        shared.dir.queue(&shared.common, super::dir_queue::Job::Forget(sid.to_string()));
     }
     shared.log(
         Level::Debug,

@@ -20,15 +20,14 @@
 //! Its calls in flight on the gone replica are lost: a client coming back
 //! for the stream of one gets an error for it ([`answer_lost`]), once.
 
-use std::cell::OnceCell;
 use std::rc::Rc;
 
 use mcpx_core::error::ErrorCode;
-use smol::channel::{self, Receiver, Sender};
 
 use super::auth::Principal;
-use super::conn::{Conn, Request};
-use super::routes;
+use super::conn::Conn;
+use super::dir_queue::{Job, TakenOver};
+use super::request::Request;
 use super::session::{self, Kind, Shared};
 use super::sse_stream::{self, SseOut};
 use crate::cluster::directory::Directory;
@@ -36,10 +35,6 @@ use crate::cluster::forward::RelayError;
 use crate::cluster::hop_auth::Route;
 use crate::cluster::store::Unavailable;
 use crate::hub::{ClientId, Level, Snapshot};
-
-/// Refreshes and deletions waiting at most; past it they are dropped (the
-/// entries then expire with their TTL).
-const QUEUE: usize = 4096;
 
 /// `Retry-After` of a request refused because the directory could not be
 /// asked: Redis reconnects within seconds.
@@ -55,66 +50,6 @@ const RELAYED: [&str; 5] = ["mcp-session-id", "mcp-protocol-version", "accept", 
 /// POST streams of the replica a session was taken over from whose loss
 /// a session remembers telling (the next resume of one gets a 410).
 const MAX_TOLD: usize = 8;
-
-/// A store operation of a session that does not delay a request.
-enum Job {
-    /// Its entry and state written again (half through their TTL).
-    Refresh(String),
-    /// Its state written again (it changed).
-    Keep(String),
-    Forget(String),
-}
-
-/// A session's part in the directory.
-#[derive(Default)]
-pub(crate) struct Listed {
-    /// When its entry was last written; `None`: it has none.
-    pub published: Option<u64>,
-    /// A write of its state is queued.
-    state_due: bool,
-    /// Taken over from a replica that is gone.
-    taken: Option<TakenOver>,
-}
-
-/// Where a session taken over comes from.
-struct TakenOver {
-    /// The replica that is gone.
-    from: String,
-    /// This replica's streams of the session are numbered above it.
-    seq: u64,
-    /// POST streams of `from` whose loss was told, the latest [`MAX_TOLD`].
-    told: Vec<u64>,
-}
-
-/// The directory of the listener, once set ([`super::Http::use_directory`]).
-pub(crate) struct SessionDir {
-    dir: OnceCell<Rc<Directory>>,
-    tx: Sender<Job>,
-    rx: Receiver<Job>,
-}
-
-impl SessionDir {
-    pub fn new() -> SessionDir {
-        let (tx, rx) = channel::bounded(QUEUE);
-        SessionDir { dir: OnceCell::new(), tx, rx }
-    }
-
-    pub fn set(&self, dir: Directory) {
-        let _ = self.dir.set(Rc::new(dir));
-    }
-
-    fn get(&self) -> Option<Rc<Directory>> {
-        self.dir.get().cloned()
-    }
-
-    fn queue(&self, sh: &Shared, job: Job) -> bool {
-        let queued = self.tx.try_send(job).is_ok();
-        if !queued {
-            sh.log(Level::Debug, "session directory: the queue is full; an entry is left to its TTL".into());
-        }
-        queued
-    }
-}
 
 /// Publishes the new legacy session `sid` (before its first answer).
 /// Without Redis the session still opens: it works where the load balancer
@@ -141,13 +76,8 @@ pub(crate) fn refresh_due(sh: &Shared) {
     let Some(dir) = sh.dir.get() else { return };
     let half = dir.ttl_ms() / 2;
     for sid in sh.due_for_refresh(half) {
-        sh.dir.queue(sh, Job::Refresh(sid));
+        sh.dir.queue(&sh.common, Job::Refresh(sid));
     }
-}
-
-/// Session `sid` ended: its entry goes.
-pub(crate) fn forget(sh: &Shared, sid: &str) {
-    sh.dir.queue(sh, Job::Forget(sid.to_string()));
 }
 
 /// What client `c`'s session keeps changed (`Output::SessionChanged`).
@@ -166,7 +96,7 @@ fn changed(sh: &Shared, sid: &str) {
         let Some(s) = st.sessions.by_id.get_mut(sid) else { return };
         s.kind == Kind::Streamable && s.dir.published.is_some() && !std::mem::replace(&mut s.dir.state_due, true)
     };
-    if due && !sh.dir.queue(sh, Job::Keep(sid.to_string())) {
+    if due && !sh.dir.queue(&sh.common, Job::Keep(sid.to_string())) {
         sh.set_state_due(sid, false);
     }
 }
@@ -190,7 +120,7 @@ pub(crate) async fn forget_all(sh: &Shared, limit: std::time::Duration) {
 /// Runs the queued refreshes and deletions, one at a time, until the
 /// listener ends.
 pub(crate) async fn run(sh: Rc<Shared>) {
-    while let Ok(job) = sh.dir.rx.recv().await {
+    while let Some(job) = sh.dir.next().await {
         let Some(dir) = sh.dir.get() else { continue };
         let done = match &job {
             Job::Refresh(sid) => match dir.publish(sid).await {
@@ -230,8 +160,7 @@ pub(crate) fn held_elsewhere(sh: &Shared, sid: &str) -> bool {
 /// streamable-http-server-404-terminated-session); `Some(keep)`: answered.
 /// Never for a request that came over the hop (`routes::serve_relayed`):
 /// no loop.
-pub(crate) async fn relay_elsewhere(conn: &mut Conn, req: &mut Request, sid: &str, who: &Principal) -> Option<bool> {
-    let sh = conn.shared.clone();
+pub(crate) async fn relay_elsewhere(sh: &Shared, conn: &mut Conn, req: &mut Request, sid: &str, who: &Principal) -> Option<bool> {
     let dir = sh.dir.get()?;
     let owner = match dir.owner(sid).await {
         Ok(owner) => owner?,
@@ -241,7 +170,7 @@ pub(crate) async fn relay_elsewhere(conn: &mut Conn, req: &mut Request, sid: &st
         return None;
     }
     let body = if req.has_body() {
-        match routes::body(conn, req).await {
+        match conn.body(req).await {
             Ok(b) => b,
             Err(keep) => return Some(keep),
         }
@@ -253,7 +182,7 @@ pub(crate) async fn relay_elsewhere(conn: &mut Conn, req: &mut Request, sid: &st
         Err(why) => why,
     };
     sh.log(Level::Info, format!("session directory: replica {owner:?} holding a session does not answer ({why})"));
-    match take_over(conn, req, sid, who, &dir, &owner).await {
+    match take_over(sh, conn, req, sid, who, &dir, &owner).await {
         TakeOver::Here => {}
         // Another replica took it over first: it serves it (no second
         // take-over if it is gone too).
@@ -328,8 +257,7 @@ enum TakeOver {
 /// for a POST or GET of its own principal `who` to the MCP endpoint, when
 /// the owner kept its state (a Streamable HTTP session; a 2024-11-05 one
 /// ends with its stream).
-async fn take_over(conn: &mut Conn, req: &Request, sid: &str, who: &Principal, dir: &Directory, owner: &str) -> TakeOver {
-    let sh = conn.shared.clone();
+async fn take_over(sh: &Shared, conn: &mut Conn, req: &Request, sid: &str, who: &Principal, dir: &Directory, owner: &str) -> TakeOver {
     if !matches!(req.method(), "POST" | "GET") || req.path() != sh.cfg.path {
         return TakeOver::Lost;
     }
@@ -349,12 +277,12 @@ async fn take_over(conn: &mut Conn, req: &Request, sid: &str, who: &Principal, d
         sh.log(Level::Info, format!("session directory: a request for a session of replica {owner:?} by another principal; not taken over, 404"));
         return TakeOver::NotYours;
     }
-    if let Err(r) = session::admit(&sh, who) {
-        return TakeOver::Answered(routes::session_refused(conn, None, r).await);
+    if let Err(r) = session::admit(sh, who) {
+        return TakeOver::Answered(r.answer(conn, None).await);
     }
     let claimed = dir.claim(sid, owner).await;
     if !matches!(claimed, Ok(true)) {
-        session::release(&sh, who);
+        session::release(sh, who);
     }
     match claimed {
         Ok(true) => {}
@@ -369,13 +297,13 @@ async fn take_over(conn: &mut Conn, req: &Request, sid: &str, who: &Principal, d
         }
         Err(Unavailable(why)) => return TakeOver::Answered(unavailable(conn, &why).await),
     }
-    let opened = session::insert(&sh, sid, Kind::Streamable, who, |hub, now| hub.adopt_client(&snapshot, now));
+    let opened = session::insert(sh, sid, Kind::Streamable, who, |hub, now| hub.adopt_client(&snapshot, now));
     if let Err(r) = opened {
         let _ = dir.forget(sid).await;
-        return TakeOver::Answered(routes::session_refused(conn, None, r).await);
+        return TakeOver::Answered(r.answer(conn, None).await);
     }
     sh.taken_over(sid, snapshot.rev, TakenOver { from: owner.to_string(), seq: sh.next_seq(), told: Vec::new() });
-    changed(&sh, sid);
+    changed(sh, sid);
     sh.log(Level::Info, format!("session directory: adopted session of replica {owner:?}, which does not answer (its calls in flight are lost)"));
     TakeOver::Here
 }
@@ -418,8 +346,7 @@ pub(crate) fn lost_stream(sh: &Shared, sid: &str, last_event_id: &str) -> Option
 /// then the stream's end (Python SDK 2.x takes the answer for the request
 /// it resumed; the TypeScript SDK v1 by its id). Otherwise 410: the SDKs
 /// try twice more, then give up on the stream.
-pub(crate) async fn answer_lost(conn: &mut Conn, req: &Request, sid: &str, lost: Lost) -> bool {
-    let sh = conn.shared.clone();
+pub(crate) async fn answer_lost(sh: &Shared, conn: &mut Conn, req: &Request, sid: &str, lost: Lost) -> bool {
     let text = format!(
         "replica {:?}, which was answering this request, is gone: its answer is lost, and it may or may not have run; send it again if that is safe",
         lost.from

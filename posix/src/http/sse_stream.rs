@@ -22,7 +22,6 @@ use mcpx_core::frame::http::{
 use mcpx_core::frame::sse::{write_comment, write_event, SseEvent};
 
 use super::conn::Conn;
-use super::session::Item;
 use crate::hub::IdKey;
 
 pub(crate) struct SseOut {
@@ -179,16 +178,6 @@ pub(crate) fn post_request(s: &str) -> Option<Option<Vec<u8>>> {
     Some(crate::hub::shared::unhex(request).filter(|r| !r.is_empty() && r.len() <= MAX_NAMED_REQUEST))
 }
 
-/// What woke a stream's task.
-pub(crate) enum Wake {
-    /// A message (or `None`: the queue closed — session ended or exchange done).
-    Item(Option<Item>),
-    /// The peer closed the connection.
-    PeerGone,
-    /// Time for a keep-alive.
-    Tick,
-}
-
 impl SseOut {
     /// Writes the `200 text/event-stream` head (rows `streamable-http-x-accel-buffering`
     /// and the `Cache-Control: no-cache` every proxy honours).
@@ -232,7 +221,7 @@ impl SseOut {
         let mut out = vec![0u8; 1024];
         let n = write_response_head(200, &hs, framing, &mut out).ok()?;
         conn.write(&out[..n]).await.ok()?;
-        let keepalive = Duration::from_millis(conn.shared.cfg.limits.sse_keepalive_ms.max(10));
+        let keepalive = Duration::from_millis(conn.common.limits.sse_keepalive_ms.max(10));
         Some(SseOut {
             chunked,
             keepalive,

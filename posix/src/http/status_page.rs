@@ -16,7 +16,8 @@ mod render;
 use serde_json::{json, Value};
 
 use super::auth::Principal;
-use super::conn::{Conn, Request};
+use super::conn::Conn;
+use super::request::Request;
 use super::session::Shared;
 
 /// What `GET /status` answers with.
@@ -124,7 +125,7 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
             "path": sh.cfg.path,
             "sessions": st.sessions.len(),
             "connections": st.conns,
-            "refusals": st.refusals.to_json(sh.now()),
+            "refusals": sh.common.refusals.borrow().to_json(sh.now()),
         })
     };
     let mut v = match hub {
@@ -138,12 +139,12 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
 }
 
 /// Answers `GET /status` of principal `who` in the negotiated format.
-pub(crate) async fn get(conn: &mut Conn, req: &Request, who: &Principal) -> bool {
+pub(crate) async fn get(sh: &Shared, conn: &mut Conn, req: &Request, who: &Principal) -> bool {
     let format = match negotiate(req.header_str("accept"), req.query()) {
         Ok(f) => f,
         Err(why) => return conn.reject(400, &why).await,
     };
-    let v = snapshot(&conn.shared, who);
+    let v = snapshot(sh, who);
     let (content_type, body) = match format {
         Format::Json => ("application/json", serde_json::to_vec(&v).unwrap_or_default()),
         Format::Html => ("text/html; charset=utf-8", render::page(&v).into_bytes()),

@@ -10,7 +10,8 @@
 use mcpx_core::error::ErrorCode;
 use serde_json::json;
 
-use super::super::conn::{Conn, Request};
+use super::super::conn::Conn;
+use super::super::request::Request;
 use super::OAuthSettings;
 use crate::remote::url::{Scheme, Url};
 

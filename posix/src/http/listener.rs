@@ -1,0 +1,233 @@
+//! The listener: the accept loop, each connection's requests one after
+//! the other, and the front door every request passes before `routes`.
+//!
+//! Checks run in this order on every request: `Host` and `Origin` (403),
+//! Protected Resource Metadata (served without credentials), the hop
+//! between replicas (its own MAC), path (404), authentication (401/403,
+//! not for `/health`; `auth`), a session another replica holds
+//! (`session_dir`); then `routes`: a session of another principal (404),
+//! method (405).
+
+use std::net::TcpListener;
+use std::rc::Rc;
+use std::time::Duration;
+
+use async_io::{Async, Timer};
+use mcpx_core::error::ErrorCode;
+use mcpx_core::frame::http::Version;
+use smol::future;
+use smol::LocalExecutor;
+
+use super::cluster_hop;
+use super::conn::Conn;
+use super::origin;
+use super::request::Request;
+use super::routes;
+use super::session::{self, Shared};
+#[cfg(feature = "cluster")]
+use super::session_dir;
+use crate::hub::Level;
+
+/// Decrements the connection count when a connection task ends.
+struct ConnGuard(Rc<Shared>);
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        self.0.state.borrow_mut().conns -= 1;
+    }
+}
+
+/// Counts a connection as busy while it handles a request (a shutdown
+/// waits for none to be).
+struct BusyGuard(Rc<Shared>);
+
+impl BusyGuard {
+    fn enter(shared: &Rc<Shared>) -> BusyGuard {
+        shared.state.borrow_mut().busy += 1;
+        BusyGuard(shared.clone())
+    }
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.0.state.borrow_mut().busy -= 1;
+    }
+}
+
+/// The accept loop, the connections and the service task (session expiry,
+/// refusals fed back to the hub), on one local executor.
+pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
+    let ex = Rc::new(LocalExecutor::new());
+    let ex2 = ex.clone();
+    ex.run(async move {
+        ex2.spawn(service(shared.clone())).detach();
+        #[cfg(feature = "cluster")]
+        ex2.spawn(session_dir::run(shared.clone())).detach();
+        loop {
+            let stream = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    shared.log(Level::Warn, format!("http: accept failed: {e}"));
+                    Timer::after(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let _ = stream.get_ref().set_nodelay(true);
+            let over = {
+                let mut st = shared.state.borrow_mut();
+                st.conns += 1;
+                st.conns > shared.cfg.limits.max_connections
+            };
+            let guard = ConnGuard(shared.clone());
+            let conn = Conn::new(stream, shared.common.clone());
+            if over {
+                let shared = shared.clone();
+                ex2.spawn(async move {
+                    let _guard = guard;
+                    let mut conn = conn;
+                    let max = shared.cfg.limits.max_connections;
+                    let msg =
+                        format!("mcpx has {max} HTTP connections open (its limit); retry later");
+                    // Warn at most every 10 s; a flood would drown the log.
+                    let now = shared.now();
+                    let warn = {
+                        let mut st = shared.state.borrow_mut();
+                        let due = st.last_cap_warn.is_none_or(|t| now >= t + 10_000);
+                        if due {
+                            st.last_cap_warn = Some(now);
+                        }
+                        due
+                    };
+                    let level = if warn { Level::Warn } else { Level::Debug };
+                    shared.log(level, format!("http: {msg}"));
+                    let _ = conn.error(503, None, ErrorCode::InternalError, &msg, None, false).await;
+                    // Under a flood, close at once rather than hold sockets open.
+                    if shared.state.borrow().conns <= 2 * max {
+                        conn.linger_close().await;
+                    }
+                })
+                .detach();
+            } else {
+                let shared = shared.clone();
+                ex2.spawn(async move {
+                    let _guard = guard;
+                    connection(&shared, conn).await;
+                })
+                .detach();
+            }
+        }
+    })
+    .await
+}
+
+/// Expires idle sessions and feeds refused relays back to the hub.
+async fn service(shared: Rc<Shared>) {
+    let period = Duration::from_millis((shared.cfg.limits.session_idle_ms / 2).clamp(10, 1000));
+    loop {
+        let _ = future::or(
+            async { shared.wake_rx.recv().await.map(|_| ()).unwrap_or(()) },
+            async {
+                Timer::after(period).await;
+            },
+        )
+        .await;
+        loop {
+            let next = shared.state.borrow_mut().hub_inbox.pop_front();
+            let Some((c, msg)) = next else { break };
+            shared.feed(c, &[&msg]);
+        }
+        session::expire(&shared);
+        #[cfg(feature = "cluster")]
+        session_dir::refresh_due(&shared);
+    }
+}
+
+async fn connection(sh: &Rc<Shared>, mut conn: Conn) {
+    let mut first = true;
+    loop {
+        let req = match conn.read_head(first).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err((status, msg)) => {
+                let _ = conn.error(status, None, ErrorCode::InvalidRequest, &msg, None, false).await;
+                conn.linger_close().await;
+                return;
+            }
+        };
+        first = false;
+        conn.persist = req.keep_alive;
+        let busy = BusyGuard::enter(sh);
+        let mut req = req;
+        let keep = handle(sh, &mut conn, &mut req).await;
+        conn.spare_head = Some(req);
+        drop(busy);
+        if !keep {
+            conn.linger_close().await;
+            return;
+        }
+    }
+}
+
+/// Answers one request; true when the connection may carry another.
+async fn handle(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
+    let keep = dispatch(sh, conn, req).await;
+    // An unread body would be taken for the next request: close instead.
+    keep && req.keep_alive && (req.body_read || !req.has_body())
+}
+
+async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
+    let http11 = req.version == Version::Http11;
+    if let Some(why) = origin::field_lines_error(req.header_count("host"), req.header_count("origin"), http11) {
+        return conn.reject(400, why).await;
+    }
+    // Requirement rows streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin,
+    // http-sse-server-validate-origin
+    if !sh.guard.host_ok(req.header("host")) {
+        let host = req.header_str("host").unwrap_or("").to_string();
+        return conn.reject(403, &format!("Forbidden: Host '{host}' is not allowed (DNS rebinding protection)")).await;
+    }
+    if !sh.guard.origin_ok(req.header("origin")) {
+        let origin = req.header_str("origin").unwrap_or("").to_string();
+        return conn.reject(403, &format!("Forbidden: Origin '{origin}' is not allowed")).await;
+    }
+    if let Some(keep) = sh.auth.metadata(conn, req).await {
+        return keep;
+    }
+    // Authenticated by its own MAC, not by the client credentials.
+    if req.path() == crate::cluster::hop_auth::PATH {
+        return cluster_hop::handle(sh, conn, req).await;
+    }
+    let Some(target) = routes::Target::of(req.path(), &sh.cfg) else {
+        return conn.reject(404, &format!("Not found: the MCP endpoint is {}", sh.cfg.path)).await;
+    };
+    if target == routes::Target::Health {
+        return match req.method() {
+            "GET" => {
+                conn.respond(200, &[("Content-Type", "text/plain")], b"ok", true)
+                    .await
+            }
+            "HEAD" => {
+                conn.respond(200, &[("Content-Type", "text/plain")], b"", true)
+                    .await
+            }
+            _ => conn.method_not_allowed("GET, HEAD").await,
+        };
+    }
+    let who = match sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await {
+        Ok(p) => p,
+        Err(r) => return sh.auth.refuse(conn, &r).await,
+    };
+    // A session another replica holds: served there (issue 16).
+    #[cfg(feature = "cluster")]
+    if let Some(sid) = routes::named_session(req, &sh.cfg).filter(|sid| session_dir::held_elsewhere(sh, sid)).map(str::to_string) {
+        if let Some(keep) = session_dir::relay_elsewhere(sh, conn, req, &sid, &who).await {
+            return keep;
+        }
+    }
+    routes::serve(sh, conn, req, target, &who).await
+}
+
+/// Wall-clock seconds, for token expiry.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
