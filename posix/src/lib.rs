@@ -1,6 +1,18 @@
 //! mcpx-posix: the std runtime of mcpx as a library. The `mcpx` binary,
 //! `mcpx-edge` and the bench all enter through [`run`].
 //!
+//! The layers, each importing only those below it:
+//! - the command line (`cli`, `cmd`, `auth_cmd`) and the runtime (`serve`,
+//!   `reload`), which build the rest from `config`;
+//! - the transports: `stdio`, `http` (the listener), `remote` (upstreams
+//!   over Streamable HTTP, OAuth), `cluster` (Redis, the hop between
+//!   replicas);
+//! - the sans-IO hub (`hub`: the pipeline's stages in `hub/stages`, its
+//!   subsystems beside them) and its rules (`policy`);
+//! - the process plumbing (`process`: servers' processes, what is left of
+//!   them, signals) and the small parts everything uses (`log`, `lines`,
+//!   `outbox`, `backoff`, `small_file`, `task_store`, …).
+//!
 //! Every foreign call goes through `libc`; each `unsafe` block says why it
 //! is sound in a `// SAFETY:` comment.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -9,9 +21,6 @@
 mod log;
 mod auth_cmd;
 mod backoff;
-#[cfg(target_os = "linux")]
-mod cgroup;
-mod childenv;
 mod cli;
 mod cmd;
 mod cluster;
@@ -28,20 +37,15 @@ mod logline;
 mod outbox;
 mod param_headers;
 pub mod policy;
-mod reaper;
+mod process;
 mod reload;
 mod remote;
 mod serve;
-mod signals;
 mod small_file;
-mod stdfd;
 mod stdio;
 mod written;
-mod supervise;
 mod upstream_events;
 mod task_store;
-#[cfg(target_os = "linux")]
-mod watcher;
 #[cfg(test)]
 mod testing;
 
@@ -61,8 +65,8 @@ pub fn run(args: Vec<String>) -> i32 {
 /// Runs mcpx with `limits` as the defaults (`MCPX_LIMITS` may override them).
 pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
     #[cfg(target_os = "linux")]
-    if args.first().map(String::as_str) == Some(watcher::ARG) {
-        return watcher::main(&args[1..]);
+    if args.first().map(String::as_str) == Some(process::watcher::ARG) {
+        return process::watcher::main(&args[1..]);
     }
     heap::give_large_buffers_back();
     #[cfg(feature = "count-alloc")]
@@ -99,17 +103,17 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
         Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
         Ok(cli::Command::Serve(opts)) if opts.check => cmd::check(&opts),
         Ok(cli::Command::Serve(opts)) => {
-            reaper::become_subreaper();
+            process::reaper::become_subreaper();
             #[cfg(target_os = "linux")]
             {
-                cgroup::setup();
-                watcher::start(cgroup::parent());
+                process::cgroup::setup();
+                process::watcher::start(process::cgroup::parent());
             }
             let code = serve::main(opts);
             // Every server is stopped: what they left behind goes too.
-            reaper::end_orphans(std::time::Duration::from_secs(2));
+            process::reaper::end_orphans(std::time::Duration::from_secs(2));
             #[cfg(target_os = "linux")]
-            cgroup::end_all();
+            process::cgroup::end_all();
             // The log is written by a thread of its own: let it finish.
             log::flush(std::time::Duration::from_secs(2));
             code

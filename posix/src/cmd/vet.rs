@@ -247,7 +247,7 @@ impl OwnSecrets {
         let mut vars = Vec::new();
         if let Some(top) = root.as_object() {
             for (k, v) in top.iter().filter(|(k, _)| *k != "mcpServers") {
-                strings(&jsonpos::Path::root().key(k), v, &mut |_, s| vars.extend(crate::childenv::referenced_vars(s)));
+                strings(&jsonpos::Path::root().key(k), v, &mut |_, s| vars.extend(crate::process::childenv::referenced_vars(s)));
             }
         }
         vars.sort();
@@ -263,7 +263,7 @@ impl OwnSecrets {
     pub fn refs_in(&self, at: &jsonpos::Path, entry: &Value) -> Vec<(jsonpos::Path, Fault)> {
         let mut out = Vec::new();
         strings(at, entry, &mut |p, s| {
-            for var in crate::childenv::referenced_vars(s) {
+            for var in crate::process::childenv::referenced_vars(s) {
                 if self.contains(&var) {
                     out.push((p.clone(), Fault::OwnSecret { var }));
                 }
@@ -322,7 +322,7 @@ pub fn command_fault(command: &str, path: &str, cwd: &Path, runnable: &dyn Fn(&P
 /// `*PASSWORD*`, `Authorization`), or it is a long random-looking string.
 /// A value that is a `${VAR}` reference is none.
 pub fn looks_secret(name: &str, value: &str) -> bool {
-    if value.trim().is_empty() || !crate::childenv::referenced_vars(value).is_empty() {
+    if value.trim().is_empty() || !crate::process::childenv::referenced_vars(value).is_empty() {
         return false;
     }
     let upper = name.to_ascii_uppercase();
@@ -354,7 +354,7 @@ mod tests {
         for s in ["${MCPX_TOKEN}", "?k=${GITHUB_TOKEN}", "$${X}", "a$${b", "$", "${", "plain", "$$", "x${Y:-z}w"] {
             assert_eq!(literal(s), s.replace("${", "$${"), "{s}");
             assert_eq!(crate::config::expand(&literal(s), &env).unwrap(), s, "{s}");
-            assert!(crate::childenv::referenced_vars(&literal(s)).is_empty(), "{s}");
+            assert!(crate::process::childenv::referenced_vars(&literal(s)).is_empty(), "{s}");
         }
     }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::ctx::{type_name, Ctx, Object};
 use super::ServerConfig;
 use crate::backoff::DEFAULT_MAX_RESTARTS;
-use crate::childenv;
+use crate::process::childenv;
 use crate::hub::{Isolation, DEFAULT_MAX_INSTANCES};
 use crate::jsonpos::Path;
 

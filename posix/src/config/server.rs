@@ -10,7 +10,7 @@ use super::ctx::{type_name, Ctx, Object};
 use super::process::{parse_env, parse_isolation, parse_power, parse_process_keys, Power};
 use super::remote::{parse_remote, parse_transport, RemoteServer, Transport};
 use super::MAX_NAME_LEN;
-use crate::childenv;
+use crate::process::childenv;
 use crate::hub::Isolation;
 use crate::jsonpos::Path;
 

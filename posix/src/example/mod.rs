@@ -190,7 +190,7 @@ pub fn main(args: &[String]) -> i32 {
     }
     // Pipes and sockets are polled by the reactor (about half the round-trip
     // latency of a helper thread); their flags are restored on return.
-    let io = crate::stdfd::stdio(64 << 10, true);
+    let io = crate::process::stdfd::stdio(64 << 10, true);
     let status = smol::block_on(ex.run(serve(cfg, ex.clone(), io.input, io.output)));
     drop(io.restore);
     status

@@ -36,7 +36,7 @@ use crate::http::{self, Http, HttpConfig, HubLink};
 use crate::hub::{ClientId, Hub};
 use crate::log::{self, Level};
 use crate::stdio::StdioClient;
-use crate::supervise;
+use crate::process::supervise;
 use crate::upstream_events::Events;
 
 pub(crate) mod cluster_jobs;
@@ -53,7 +53,7 @@ use spawner::Spawner;
 /// Forwards SIGINT/SIGTERM to the stop channel; SIGHUP reloads the
 /// config (see `reload`).
 async fn signal_task(rt: Rc<Runtime>) {
-    use crate::signals::{SignalEvent, Watch};
+    use crate::process::signals::{SignalEvent, Watch};
     let mut signals = match Watch::new() {
         Ok(s) => s,
         Err(e) => {
@@ -135,7 +135,7 @@ pub fn main(args: ServeArgs) -> i32 {
     let ex = Rc::new(LocalExecutor::new());
     // Pipes and sockets: polled by the reactor, non-blocking until `restore`
     // is dropped (see `stdfd`); files and terminals: a helper thread each.
-    let io = crate::stdfd::stdio(64 << 10, false);
+    let io = crate::process::stdfd::stdio(64 << 10, false);
     let reload = crate::reload::Settings { explicit: args.config.clone(), level_fixed: fixed_level.is_some() };
     let transports = Transports { stdio: args.serves_stdio(), http, reload };
     let run = serve(ex.clone(), hub, &cfg, transports, io.input, io.output, supervise::Options::default());

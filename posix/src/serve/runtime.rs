@@ -18,7 +18,7 @@ use crate::hub::{self, About, ClientId, Hub, IdKey, Outcome, Output, Power, Upst
 use crate::log::{self, Level};
 use crate::outbox::{Outbox, PushError};
 use crate::remote;
-use crate::supervise;
+use crate::process::supervise;
 
 /// What the hub asks of the task that runs the servers, for one of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

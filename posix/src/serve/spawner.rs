@@ -9,7 +9,7 @@ use super::runtime::{Runtime, Upstream};
 use crate::config;
 use crate::hub::UpstreamId;
 use crate::remote::{self, RemoteSpec};
-use crate::supervise::{self, ProcessSpec};
+use crate::process::supervise::{self, ProcessSpec};
 use crate::upstream_events::Events;
 
 /// What starting a server's transport needs (at startup, and for servers a

@@ -25,7 +25,7 @@ use crate::hub::{IdKey, Upward};
 use mcpx_core::method::Method;
 use crate::remote::{self, Remote, RemoteSpec};
 use crate::hub::UpstreamId;
-use crate::supervise::{self, ProcessSpec, Upstream};
+use crate::process::supervise::{self, ProcessSpec, Upstream};
 use crate::upstream_events::Events;
 
 /// The revision the client asks for.
@@ -177,7 +177,7 @@ impl Session {
                     args: args.clone(),
                     env: own,
                     cwd: None::<PathBuf>,
-                    env_policy: crate::childenv::Policy::default(),
+                    env_policy: crate::process::childenv::Policy::default(),
                 };
                 let (u, task) = supervise::spawn(ex, 0, spec, supervise::Options::default(), events);
                 (Link::Child(u), task)

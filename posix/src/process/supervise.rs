@@ -25,12 +25,12 @@ use smol::io::AsyncReadExt;
 use smol::{LocalExecutor, Task, Timer};
 
 use crate::backoff::{self, Ctl, End, Ended, Policy};
-use crate::childenv;
+use crate::process::childenv;
 use crate::hub::{Oversize, UpstreamId};
 use crate::lines::{read_lines, LineEvent};
 use crate::logline::{escape_bytes, show_duration, RateLimit, Verdict};
 use crate::outbox::{self, Outbox, PushError};
-use crate::reaper::signal_group;
+use crate::process::reaper::signal_group;
 use crate::upstream_events::Events;
 
 /// What to run.
@@ -135,7 +135,7 @@ pub fn spawn(
         ctl: ctl_tx,
         pgid: std::cell::Cell::new(0),
     });
-    crate::reaper::start_sweeping(ex);
+    crate::process::reaper::start_sweeping(ex);
     let sup = Supervisor { id, spec, opts, events, ex: ex.clone(), sh: sh.clone(), ctl: ctl_rx };
     let task = ex.spawn(sup.run());
     (Upstream { sh }, task)
@@ -172,7 +172,7 @@ impl Supervisor {
                 }
             };
             // Descendants it left behind that have ended since (see `reaper`).
-            crate::reaper::reap_orphans();
+            crate::process::reaper::reap_orphans();
             ended
         })
         .await
@@ -201,7 +201,7 @@ impl Supervisor {
         }
         #[cfg(target_os = "linux")]
         {
-            let cgroup = crate::cgroup::for_server(&spec.name);
+            let cgroup = crate::process::cgroup::for_server(&spec.name);
             // SAFETY: prctl and `ServerCgroup::enter` are async-signal-safe and
             // touch no memory of the parent.
             unsafe {
@@ -230,8 +230,8 @@ impl Supervisor {
         let pgid = child.id() as i32;
         self.sh.pgid.set(pgid);
         #[cfg(target_os = "linux")]
-        crate::watcher::add_group(pgid);
-        let _registered = crate::reaper::Registered::new(pgid);
+        crate::process::watcher::add_group(pgid);
+        let _registered = crate::process::reaper::Registered::new(pgid);
         let t0 = Instant::now();
         debug!("server {name}: started `{}` (pid {pgid})", self.spec.command);
 
@@ -337,7 +337,7 @@ impl Supervisor {
         kill_group(pgid, self.opts.grace, name).await;
         self.sh.pgid.set(0);
         #[cfg(target_os = "linux")]
-        crate::watcher::remove_group(pgid);
+        crate::process::watcher::remove_group(pgid);
         join_for(Duration::from_millis(500), &mut reader).await;
         join_for(Duration::from_millis(200), &mut stderr_task).await;
         drop((reader, stderr_task, writer));
@@ -418,7 +418,7 @@ async fn kill_group(pgid: i32, grace: Duration, name: &str) {
         Timer::after(Duration::from_millis(20)).await;
         // Orphaned members are mcpx's children now (see `reaper`): an
         // ended one stays in the group until reaped.
-        crate::reaper::reap_orphans();
+        crate::process::reaper::reap_orphans();
         if !group_alive(pgid) {
             return;
         }
@@ -431,7 +431,7 @@ fn group_alive(pgid: i32) -> bool {
     if pgid <= 1 {
         return false;
     }
-    crate::reaper::reap_orphans();
+    crate::process::reaper::reap_orphans();
     // SAFETY: as above; signal 0 only checks for existence.
     let r = unsafe { libc::kill(-pgid, 0) };
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

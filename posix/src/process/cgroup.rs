@@ -4,11 +4,11 @@
 //! a child cgroup `mcpx-<mcpx's pid>-<server>`, and everything it starts
 //! stays there, whatever process group or session it moves to. When mcpx
 //! stops, each of its cgroups is killed (`cgroup.kill`) and removed. A killed
-//! mcpx (SIGKILL, OOM) cannot do that: its watcher does ([`crate::watcher`]),
+//! mcpx (SIGKILL, OOM) cannot do that: its watcher does ([`crate::process::watcher`]),
 //! and should the watcher be gone too, the next `mcpx serve` in the same
 //! cgroup kills and removes the cgroups whose mcpx is gone ([`setup`]).
 //! Without delegation, or with `MCPX_NO_CGROUPS=1`, nothing of this happens,
-//! and the process group and the subreaper ([`crate::reaper`]) are all there
+//! and the process group and the subreaper ([`crate::process::reaper`]) are all there
 //! is.
 
 use std::ffi::CString;

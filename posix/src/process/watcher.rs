@@ -56,7 +56,7 @@ fn spawn(cgroups: Option<&Path>) -> io::Result<File> {
     // does not reach it.
     cmd.stdin(read).stdout(Stdio::null()).process_group(0);
     let child = cmd.spawn()?;
-    crate::reaper::spare(child.id() as i32);
+    crate::process::reaper::spare(child.id() as i32);
     Ok(File::from(write))
 }
 
@@ -114,7 +114,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
     let groups = list.kill();
-    let cgroups = args.get(1).map(|dir| crate::cgroup::end_owned(Path::new(dir), mcpx)).unwrap_or_default();
+    let cgroups = args.get(1).map(|dir| crate::process::cgroup::end_owned(Path::new(dir), mcpx)).unwrap_or_default();
     if !groups.is_empty() || !cgroups.is_empty() {
         warn!("mcpx {mcpx} ended without stopping its servers; killed {}", killed(&groups, &cgroups));
         crate::log::flush(Duration::from_secs(1));
@@ -184,7 +184,7 @@ impl KillList {
 
     /// SIGKILL to each group; those that were there.
     fn kill(&self) -> Vec<i32> {
-        self.0.iter().copied().filter(|&pgid| crate::reaper::signal_group(pgid, libc::SIGKILL)).collect()
+        self.0.iter().copied().filter(|&pgid| crate::process::reaper::signal_group(pgid, libc::SIGKILL)).collect()
     }
 }
 

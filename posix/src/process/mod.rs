@@ -1,0 +1,17 @@
+//! The runtime's process plumbing: starting and supervising the servers'
+//! processes ([`supervise`]) with the environment they get ([`childenv`]),
+//! what is left of them when they or mcpx end (the subreaper [`reaper`], a
+//! cgroup per server [`cgroup`], the [`watcher`] that outlives a killed
+//! mcpx), the signals `mcpx serve` acts on ([`signals`]) and the standard
+//! descriptors it borrows ([`stdfd`]). Below the runtime (`serve`) and the
+//! command-line tools, which start servers through it.
+
+#[cfg(target_os = "linux")]
+pub mod cgroup;
+pub mod childenv;
+pub mod reaper;
+pub mod signals;
+pub mod stdfd;
+pub mod supervise;
+#[cfg(target_os = "linux")]
+pub mod watcher;
