@@ -1,17 +1,19 @@
 //! mcpx-posix: the std runtime of mcpx as a library. The `mcpx` binary,
 //! `mcpx-edge` and the bench all enter through [`run`].
 //!
-//! The layers, each importing only those below it:
+//! The layers, top to bottom:
 //! - the command line (`cli`, `cmd`, `auth_cmd`) and the runtime (`serve`,
-//!   `reload`), which build the rest from `config`;
+//!   `reload`), which build the rest from `config` (JSON mapped into each
+//!   part's own option types);
 //! - the transports: `stdio`, `http` (the listener), `remote` (upstreams
 //!   over Streamable HTTP, OAuth), `cluster` (Redis, the hop between
-//!   replicas);
+//!   replicas), and the process plumbing (`process`: the servers'
+//!   processes, what is left of them, signals);
 //! - the sans-IO hub (`hub`: the pipeline's stages in `hub/stages`, its
-//!   subsystems beside them) and its rules (`policy`);
-//! - the process plumbing (`process`: servers' processes, what is left of
-//!   them, signals) and the small parts everything uses (`log`, `lines`,
-//!   `outbox`, `backoff`, `small_file`, `task_store`, …).
+//!   subsystems beside them) with its rules (`policy`): it takes bytes and
+//!   time and answers with effects, and imports none of the layers above;
+//! - the small parts everything uses (`log`, `lines`, `outbox`, `backoff`,
+//!   `small_file`, `task_store`, …).
 //!
 //! Every foreign call goes through `libc`; each `unsafe` block says why it
 //! is sound in a `// SAFETY:` comment.
