@@ -311,7 +311,7 @@ impl Hub {
         for (raw, el) in b.value().elements().zip(b.elements()) {
             match el {
                 // Requirement: lifecycle-initialize-not-in-batch
-                Ok(env) if env.kind() == Kind::Request && env.method_is("initialize") => {
+                Ok(env) if env.kind() == Kind::Request && env.call() == Some(Method::Initialize) => {
                     let msg = "Invalid request: initialize must not be part of a JSON-RPC batch";
                     batch.answers.push(wire::error(env.id_bytes().or(Some(b"null")), ErrorCode::InvalidRequest, msg, None));
                 }

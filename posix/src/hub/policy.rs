@@ -437,7 +437,7 @@ impl Hub {
         let schemas: serde_json::Map<String, Value> = requests
             .as_object()?
             .iter()
-            .filter(|(_, r)| r.get("method").and_then(Value::as_str) == Some("elicitation/create"))
+            .filter(|(_, r)| r.get("method").and_then(Value::as_str).and_then(Method::known) == Some(Method::ElicitationCreate))
             .filter_map(|(k, r)| Some((k.clone(), r.pointer("/params/requestedSchema")?.clone())))
             .collect();
         (!schemas.is_empty()).then(|| json!({ "server": server, "schemas": schemas }))

@@ -673,7 +673,7 @@ impl Hub {
     /// its params as the client sees them.
     pub(super) fn input_request(&self, u: UpstreamId, m: &Msg) -> Result<Value, String> {
         let mut params = m.params_value();
-        if m.method == "elicitation/create" {
+        if m.call == Method::ElicitationCreate {
             let server = &self.ups[u].spec.name;
             let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
             params["message"] = Value::String(format!("[{server}] {text}"));

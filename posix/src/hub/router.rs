@@ -539,7 +539,8 @@ impl Hub {
         let Origin::Client { client: c, id, progress, method, renamed_uri, modern, sent } = o else { return };
         let Some(cl) = self.clients.get(&c) else { return };
         let rev = if modern.is_some() { super::request::MODERN } else { cl.rev() };
-        if let Some(task) = m.result_bytes().filter(|_| method == "tools/call").and_then(|r| self.legacy_created(u, r)) {
+        let call = Method::known(&method);
+        if let Some(task) = m.result_bytes().filter(|_| call == Some(Method::ToolsCall)).and_then(|r| self.legacy_created(u, r)) {
             return self.task_adopt(u, c, &id, modern.as_deref(), task);
         }
         let renamed = match (&renamed_uri, m.result_bytes()) {
@@ -547,10 +548,10 @@ impl Hub {
             _ => None,
         };
         let res = renamed.as_deref().or(m.result_bytes());
-        let capped = if method == "completion/complete" { res.and_then(cap_completion) } else { None };
+        let capped = if call == Some(Method::CompletionComplete) { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
         // Policy: structuredContent against the tool's outputSchema.
-        let checked = if method == "tools/call" { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
+        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
         let res = checked.as_deref().or(res);
         if let Some(res) = res {
             // The result's view: the message's own when nothing above
@@ -563,7 +564,7 @@ impl Hub {
             // What the answer says, from its view (`Outcome`): nothing reads
             // it again. Only a tool's result can be a tool error (`isError`):
             // other results are not walked for it.
-            let outcome = if method == "tools/call" { Outcome::of_result(view) } else { Outcome::Result };
+            let outcome = if call == Some(Method::ToolsCall) { Outcome::of_result(view) } else { Outcome::Result };
             let text = |k: &str| member(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
             let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
@@ -588,7 +589,7 @@ impl Hub {
                         return self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
                     }
                 }
-                if method == "resources/read" {
+                if call == Some(Method::ResourcesRead) {
                     if let Some(t) = member("ttlMs").and_then(|t| t.as_i64()).and_then(|t| u64::try_from(t).ok()) {
                         let h = (t, text("cacheScope").as_deref() == Some("public"));
                         self.ups[u].read_hints = Some(h);
@@ -605,7 +606,7 @@ impl Hub {
                     Ok(t) => t,
                     Err(Refusal(code, msg, data)) => return self.answer_error(c, Some(&id), code, &msg, data),
                 };
-                let hints = (method == "resources/read").then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
+                let hints = (call == Some(Method::ResourcesRead)).then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
                 let out = match tasked {
                     Some(t) => self.stamped(&t, hints),
                     None => self.stamped_view(&view, hints),
