@@ -23,7 +23,7 @@ pub(super) use mcpx_core::envelope::Kind;
 /// One validated JSON-RPC message; ranges index `raw`.
 #[derive(Clone, Debug)]
 pub(super) struct Msg<'a> {
-    /// The checked view this was made from: `_meta` keys, the typed method.
+    /// The checked view this was made from (`_meta` keys, params).
     pub env: Envelope<'a>,
     pub raw: &'a [u8],
     pub kind: Kind,
