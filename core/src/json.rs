@@ -906,6 +906,9 @@ impl core::fmt::Display for Overflow {
 
 
 impl<'a> JsonStr<'a> {
+    /// The empty string.
+    pub const EMPTY: JsonStr<'static> = JsonStr { raw: b"", escaped: false };
+
     /// The escaped contents, without the quotes, exactly as in the input.
     pub fn raw(&self) -> &'a [u8] {
         self.raw

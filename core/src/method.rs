@@ -32,6 +32,8 @@ pub enum Method<'a> {
     TasksResult,
     TasksList,
     TasksCancel,
+    /// `tasks/update` (the 2026-07-28 tasks extension: input for a task).
+    TasksUpdate,
     /// `notifications/initialized` (also the pre-release spelling `initialized`).
     Initialized,
     Cancelled,
@@ -45,13 +47,16 @@ pub enum Method<'a> {
     ElicitationComplete,
     SubscriptionsAcknowledged,
     TasksStatus,
+    /// `notifications/tasks` (the 2026-07-28 tasks extension: a task's
+    /// state on a listen stream).
+    Tasks,
     /// A method no revision defines (or a vendor extension).
     Other(JsonStr<'a>),
 }
 
 /// Every known method with its wire name; the first entry of a variant is
 /// its canonical name, later ones are accepted aliases.
-const TABLE: [(&str, Method<'static>); 35] = {
+const TABLE: [(&str, Method<'static>); 37] = {
     use Method::*;
     [
         ("initialize", Initialize),
@@ -76,6 +81,7 @@ const TABLE: [(&str, Method<'static>); 35] = {
         ("tasks/result", TasksResult),
         ("tasks/list", TasksList),
         ("tasks/cancel", TasksCancel),
+        ("tasks/update", TasksUpdate),
         ("notifications/initialized", Initialized),
         ("initialized", Initialized),
         ("notifications/cancelled", Cancelled),
@@ -89,6 +95,7 @@ const TABLE: [(&str, Method<'static>); 35] = {
         ("notifications/elicitation/complete", ElicitationComplete),
         ("notifications/subscriptions/acknowledged", SubscriptionsAcknowledged),
         ("notifications/tasks/status", TasksStatus),
+        ("notifications/tasks", Tasks),
     ]
 };
 
@@ -112,8 +119,13 @@ impl<'a> Method<'a> {
     pub fn as_str(&self) -> Option<&'a str> {
         match self {
             Method::Other(s) => s.as_str(),
-            known => TABLE.iter().find(|(_, m)| m == known).map(|(name, _)| *name),
+            known => known.name(),
         }
+    }
+
+    /// The canonical wire name of a known method; `None` for [`Method::Other`].
+    pub fn name(&self) -> Option<&'static str> {
+        TABLE.iter().find(|(_, m)| m == self).map(|(name, _)| *name)
     }
 
     /// Whether this is the notification spelling of a list change
@@ -129,6 +141,18 @@ impl<'a> Method<'a> {
                 | RootsListChanged
                 | ResourcesUpdated
         )
+    }
+}
+
+/// The wire name, for messages: canonical for known methods; an unknown
+/// one as sent (escape sequences, if any, left as they are).
+impl core::fmt::Display for Method<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let name = match self {
+            Method::Other(s) => core::str::from_utf8(s.raw()).unwrap_or_default(),
+            known => known.name().unwrap_or_default(),
+        };
+        f.write_str(name)
     }
 }
 
@@ -163,6 +187,8 @@ mod tests {
         assert!(matches!(other, Method::Other(_)));
         assert_eq!(other.as_str(), Some("x/frobnicate"));
         assert_eq!(m(r#""x\/y""#).as_str(), None);
+        assert_eq!(other.name(), None);
+        assert_eq!(format!("{} {}", Method::ToolsCall, m(r#""x\/y""#)), r"tools/call x\/y");
         assert_eq!(Method::known("tools/frobnicate"), None);
         assert!(Method::ResourcesUpdated.is_unsolicited() && !Method::Progress.is_unsolicited());
     }

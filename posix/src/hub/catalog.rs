@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 
+use mcpx_core::method::Method;
 use mcpx_core::names;
 use serde_json::Value;
 
@@ -40,16 +41,23 @@ impl Kind {
     pub fn idx(self) -> usize {
         self as usize
     }
-    pub fn list_method(self) -> &'static str {
+    pub fn list_method(self) -> Method<'static> {
         match self {
-            Kind::Tools => "tools/list",
-            Kind::Resources => "resources/list",
-            Kind::Templates => "resources/templates/list",
-            Kind::Prompts => "prompts/list",
+            Kind::Tools => Method::ToolsList,
+            Kind::Resources => Method::ResourcesList,
+            Kind::Templates => Method::ResourcesTemplatesList,
+            Kind::Prompts => Method::PromptsList,
         }
     }
-    pub fn from_list_method(m: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.list_method() == m)
+    /// The kind a list method lists.
+    pub fn of_list(m: Method<'_>) -> Option<Kind> {
+        match m {
+            Method::ToolsList => Some(Kind::Tools),
+            Method::ResourcesList => Some(Kind::Resources),
+            Method::ResourcesTemplatesList => Some(Kind::Templates),
+            Method::PromptsList => Some(Kind::Prompts),
+            _ => None,
+        }
     }
     /// Member of the list result holding the items.
     pub fn result_key(self) -> &'static str {
@@ -125,11 +133,11 @@ impl Channel {
             Channel::Prompts => &[Kind::Prompts],
         }
     }
-    pub fn notification(self) -> &'static str {
+    pub fn notification(self) -> Method<'static> {
         match self {
-            Channel::Tools => "notifications/tools/list_changed",
-            Channel::Resources => "notifications/resources/list_changed",
-            Channel::Prompts => "notifications/prompts/list_changed",
+            Channel::Tools => Method::ToolsListChanged,
+            Channel::Resources => Method::ResourcesListChanged,
+            Channel::Prompts => Method::PromptsListChanged,
         }
     }
 }

@@ -311,7 +311,7 @@ impl Hub {
         for (raw, el) in b.value().elements().zip(b.elements()) {
             match el {
                 // Requirement: lifecycle-initialize-not-in-batch
-                Ok(env) if env.kind() == Kind::Request && env.method_is("initialize") => {
+                Ok(env) if env.kind() == Kind::Request && env.call() == Some(Method::Initialize) => {
                     let msg = "Invalid request: initialize must not be part of a JSON-RPC batch";
                     batch.answers.push(wire::error(env.id_bytes().or(Some(b"null")), ErrorCode::InvalidRequest, msg, None));
                 }
@@ -365,7 +365,7 @@ impl Hub {
     /// Requirement: lifecycle-initialization-first-interaction, lifecycle-client-no-requests-before-init-response
     pub(super) fn before_initialize(&self, c: ClientId, m: &wire::Msg) -> Result<(), super::request::Refusal> {
         let uninitialized = self.clients.get(&c).is_some_and(|cl| cl.rev.is_none());
-        if !uninitialized || matches!(&*m.method, "initialize" | "ping") {
+        if !uninitialized || matches!(m.call, Method::Initialize | Method::Ping) {
             return Ok(());
         }
         let msg = format!("Invalid request: '{}' before initialize; send initialize first (only ping is answered before it)", m.method);
@@ -414,52 +414,62 @@ impl Hub {
     }
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
-        match &*m.method {
-            "notifications/initialized" | "initialized" => {
-                let Some(cl) = self.clients.get_mut(&c) else { return };
-                let first = !std::mem::replace(&mut cl.ready, true);
-                for (b, about) in std::mem::take(&mut cl.held_requests) {
-                    self.emit_client(c, b, about);
-                }
-                if first {
-                    self.session_changed(c);
-                }
-            }
-            "notifications/cancelled" => {
-                let Some(r) = m.param(&["requestId"]) else { return };
-                let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
-                let rid = &m.raw[r];
-                if self.end_listen(c, rid) {
-                    return;
-                }
-                if let Some((u, id)) = self.pending.by_client(c, rid) {
-                    // A call the server was asked to run as its task: its
-                    // task is cancelled once the answer names it.
-                    if self.task_ask_cancelled(u, id) {
-                        self.batch_take(c, &IdKey::new(rid), None);
-                        return;
-                    }
-                    // Requirement: cancellation-ref-same-direction-in-progress
-                    self.pending.take(u, id);
-                    // A cancelled request gets no answer: its batch does not wait for one.
-                    self.batch_take(c, &IdKey::new(rid), None);
-                    // Requirement: cancellation-log-reasons
-                    let server = self.ups[u].spec.name.clone();
-                    self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
-                    self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
-                } else if let Some(hid) = wire::id_u64(rid) {
-                    self.relay_cancelled_by_client(c, hid, reason.as_deref());
-                }
-            }
-            "notifications/roots/list_changed"
-                if self.opts.roots.is_none() => {
-                    for u in 0..self.ups.len() {
-                        if self.ups[u].is_ready() {
-                            self.notify_upstream(u, "notifications/roots/list_changed", None);
-                        }
-                    }
-                }
+        match m.call {
+            Method::Initialized => self.client_initialized(c),
+            Method::Cancelled => self.client_cancelled(c, m),
+            Method::RootsListChanged if self.opts.roots.is_none() => self.client_roots_changed(),
             _ => {} // notifications/progress for relayed requests etc.: nothing to do
+        }
+    }
+
+    /// `notifications/initialized`: the requests held until it are sent.
+    fn client_initialized(&mut self, c: ClientId) {
+        let Some(cl) = self.clients.get_mut(&c) else { return };
+        let first = !std::mem::replace(&mut cl.ready, true);
+        for (b, about) in std::mem::take(&mut cl.held_requests) {
+            self.emit_client(c, b, about);
+        }
+        if first {
+            self.session_changed(c);
+        }
+    }
+
+    /// `notifications/cancelled` from a client: of a request it sent, or of
+    /// one relayed to it.
+    fn client_cancelled(&mut self, c: ClientId, m: &wire::Msg) {
+        let Some(r) = m.param(&["requestId"]) else { return };
+        let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
+        let rid = &m.raw[r];
+        if self.end_listen(c, rid) {
+            return;
+        }
+        if let Some((u, id)) = self.pending.by_client(c, rid) {
+            // A call the server was asked to run as its task: its
+            // task is cancelled once the answer names it.
+            if self.task_ask_cancelled(u, id) {
+                self.batch_take(c, &IdKey::new(rid), None);
+                return;
+            }
+            // Requirement: cancellation-ref-same-direction-in-progress
+            self.pending.take(u, id);
+            // A cancelled request gets no answer: its batch does not wait for one.
+            self.batch_take(c, &IdKey::new(rid), None);
+            // Requirement: cancellation-log-reasons
+            let server = self.ups[u].spec.name.clone();
+            self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
+            self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
+        } else if let Some(hid) = wire::id_u64(rid) {
+            self.relay_cancelled_by_client(c, hid, reason.as_deref());
+        }
+    }
+
+    /// `notifications/roots/list_changed` from a client, when the roots are
+    /// the client's (none configured): told to every ready upstream.
+    fn client_roots_changed(&mut self) {
+        for u in 0..self.ups.len() {
+            if self.ups[u].is_ready() {
+                self.notify_upstream(u, Method::RootsListChanged, None);
+            }
         }
     }
 
@@ -702,13 +712,13 @@ impl Hub {
     }
 
     /// A notification that relates to no request of the client.
-    pub(super) fn emit_notification(&mut self, c: ClientId, method: &str, params: Option<&[u8]>) {
-        let unsolicited = Method::known(method).is_some_and(|m| m.is_unsolicited());
+    pub(super) fn emit_notification(&mut self, c: ClientId, method: Method<'static>, params: Option<&[u8]>) {
+        let unsolicited = method.is_unsolicited();
         self.emit_client(c, wire::notification(method, params), About::Notification { unsolicited, related: None });
     }
 
     /// A notification to one client, shaped for its revision.
-    pub(super) fn notify_client(&mut self, c: ClientId, method: &str, params: &Value) {
+    pub(super) fn notify_client(&mut self, c: ClientId, method: Method<'static>, params: &Value) {
         let Some(cl) = self.clients.get(&c) else { return };
         let mut p = params.clone();
         shape::notification_params(method, &mut p, &cl.rev().features());

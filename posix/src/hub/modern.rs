@@ -30,6 +30,7 @@
 
 use mcpx_core::error::ErrorCode;
 use mcpx_core::error::PeerCaps;
+use mcpx_core::method::Method;
 use mcpx_core::meta::{self, validate_request_meta, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
 use mcpx_core::revision::{self, Era, Revision};
 use mcpx_core::json::{JsonValue, Kind as JsonKind};
@@ -45,10 +46,6 @@ use super::{ClientId, Hub, UpstreamId};
 /// Hints on a read of a server that gives none: `ttlMs: 0` is "immediately
 /// stale" (`caching-ttl-zero-stale`), private.
 pub(super) const NOT_CACHEABLE: (u64, bool) = (0, false);
-
-/// Methods of the legacy session that a modern request cannot call
-/// (conformance: -32601).
-const LEGACY_ONLY: [&str; 5] = ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
 
 /// One open `subscriptions/listen` stream.
 #[derive(Clone, Debug)]
@@ -91,16 +88,16 @@ fn tagged(params: &Value, id: &[u8]) -> Vec<u8> {
 /// client's to change, so they are read as a value; only these methods'
 /// params are).
 fn salient(m: &Msg) -> Vec<u8> {
-    let p = match &*m.method {
-        "tools/call" | "prompts/get" | "resources/read" => m.params_value(),
+    let p = match m.call {
+        Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => m.params_value(),
         _ => Value::Null,
     };
-    let v = match &*m.method {
-        "tools/call" | "prompts/get" => json!({
+    let v = match m.call {
+        Method::ToolsCall | Method::PromptsGet => json!({
             "name": p.get("name").cloned().unwrap_or(Value::Null),
             "arguments": p.get("arguments").cloned().unwrap_or_else(|| json!({})),
         }),
-        "resources/read" => json!({ "uri": p.get("uri").cloned().unwrap_or(Value::Null) }),
+        Method::ResourcesRead => json!({ "uri": p.get("uri").cloned().unwrap_or(Value::Null) }),
         _ => Value::Null,
     };
     wire::canonical(&v)
@@ -262,25 +259,32 @@ impl Hub {
         }
         let principal = cl.principal.clone();
         let ctx = ReqCtx { caps, log_level, principal, salient: salient(m) };
-        match &*m.method {
-            "server/discover" => self.discover(c, &id, super::tasks::declared(&ctx.caps)),
+        use Method::*;
+        match m.call {
+            ServerDiscover => self.discover(c, &id, super::tasks::declared(&ctx.caps)),
             // A task another replica runs is its to answer (`shared`).
-            "tasks/get" | "tasks/update" | "tasks/cancel" if self.task_elsewhere(c, m, &id, &ctx.principal) => {}
+            TasksGet | TasksUpdate | TasksCancel if self.task_elsewhere(c, m, &id, &ctx.principal) => {}
             // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
-            method if LEGACY_ONLY.contains(&method) => {
-                let msg = format!("Method not found: {method} is not part of protocol revision {} (it belongs to the initialize-based session)", MODERN.as_str());
-                self.modern_error(c, &id, ErrorCode::MethodNotFound, &msg, None);
-            }
-            "subscriptions/listen" => self.listen(c, &id, &m.params_value(), &ctx),
-            "tools/call" | "prompts/get" | "resources/read" => self.modern_call(c, m, &id, ctx),
-            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" | "completion/complete" => self.route_modern(c, m, None, ctx),
-            "tasks/get" | "tasks/update" | "tasks/cancel" if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
-            "tasks/get" | "tasks/update" | "tasks/cancel" => {
-                if let Err(super::request::Refusal(code, msg, data)) = self.task_request(c, &id, &m.method, &m.params_value(), Some(&ctx)) {
-                    self.modern_error(c, &id, code, &msg, data);
-                }
-            }
-            method => self.modern_error(c, &id, ErrorCode::MethodNotFound, &format!("Method not found: {method}"), None),
+            Initialize | Ping | LoggingSetLevel | ResourcesSubscribe | ResourcesUnsubscribe => self.legacy_only(c, m, &id),
+            SubscriptionsListen => self.listen(c, &id, &m.params_value(), &ctx),
+            ToolsCall | PromptsGet | ResourcesRead => self.modern_call(c, m, &id, ctx),
+            ToolsList | ResourcesList | ResourcesTemplatesList | PromptsList | CompletionComplete => self.route_modern(c, m, None, ctx),
+            TasksGet | TasksUpdate | TasksCancel if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
+            TasksGet | TasksUpdate | TasksCancel => self.modern_task_request(c, m, &id, &ctx),
+            _ => self.modern_error(c, &id, ErrorCode::MethodNotFound, &format!("Method not found: {}", m.method), None),
+        }
+    }
+
+    /// A method of the legacy session, on a modern request: -32601.
+    fn legacy_only(&mut self, c: ClientId, m: &Msg, id: &[u8]) {
+        let msg = format!("Method not found: {} is not part of protocol revision {} (it belongs to the initialize-based session)", m.method, MODERN.as_str());
+        self.modern_error(c, id, ErrorCode::MethodNotFound, &msg, None);
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel` of a task the hub runs.
+    fn modern_task_request(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: &ReqCtx) {
+        if let Err(super::request::Refusal(code, msg, data)) = self.task_request(c, id, m.call, &m.params_value(), Some(ctx)) {
+            self.modern_error(c, id, code, &msg, data);
         }
     }
 
@@ -463,7 +467,7 @@ impl Hub {
         // Requirement: subscriptions-ack-first-with-id
         let idv: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
         let ack = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv }, "notifications": agreed });
-        self.emit_notification(c, "notifications/subscriptions/acknowledged", Some(&serde_json::to_vec(&ack).unwrap_or_default()));
+        self.emit_notification(c, Method::SubscriptionsAcknowledged, Some(&serde_json::to_vec(&ack).unwrap_or_default()));
         for (uri, _) in uris {
             self.subscribe_uri(c, &uri);
         }
@@ -502,7 +506,7 @@ impl Hub {
             self.answer_result(c, &l.id, &out);
             // Requirement: cancellation-server-must-send-cancelled-on-listen-teardown, cancellation-server-only-for-listen
             let p = json!({ "requestId": idv, "reason": "mcpx is shutting down" });
-            self.emit_notification(c, "notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default()));
+            self.emit_notification(c, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
             for uri in l.uris {
                 self.unsubscribe_uri(c, &uri);
             }
@@ -539,7 +543,7 @@ impl Hub {
         }
         let mut reached = Vec::new();
         for (c, id) in out {
-            self.emit_notification(c, "notifications/resources/updated", Some(&tagged(params, &id)));
+            self.emit_notification(c, Method::ResourcesUpdated, Some(&tagged(params, &id)));
             reached.push(c);
         }
         reached
@@ -556,7 +560,7 @@ impl Hub {
             }
         }
         for (c, sub) in out {
-            self.emit_notification(c, "notifications/tasks", Some(&tagged(task, &sub)));
+            self.emit_notification(c, Method::Tasks, Some(&tagged(task, &sub)));
         }
     }
 
@@ -571,7 +575,7 @@ impl Hub {
         to.sort();
         to.dedup();
         for c in to {
-            self.emit_notification(c, "notifications/message", Some(&serde_json::to_vec(p).unwrap_or_default()));
+            self.emit_notification(c, Method::LogMessage, Some(&serde_json::to_vec(p).unwrap_or_default()));
         }
     }
 }

@@ -12,6 +12,7 @@
 //! "policy off" hot path is a few branches).
 
 use mcpx_core::error::ErrorCode;
+use mcpx_core::method::Method;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -81,19 +82,23 @@ struct Open {
 
 /// The name, or URI, a tracked request `m` asks for.
 fn asked(m: &Msg) -> String {
-    let at: &[&[&str]] = match &*m.method {
-        "resources/read" => &[&["uri"]],
-        "completion/complete" => &[&["ref", "name"], &["ref", "uri"]],
+    let at: &[&[&str]] = match m.call {
+        Method::ResourcesRead => &[&["uri"]],
+        Method::CompletionComplete => &[&["ref", "name"], &["ref", "uri"]],
         _ => &[&["name"]],
     };
     at.iter().find_map(|path| m.param(path).and_then(|r| wire::string_at(m.raw, r))).unwrap_or_default()
 }
 
 /// Relayed requests that get an audit line.
-const AUDITED_RELAYS: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
+fn audited_relay(m: Method<'_>) -> bool {
+    matches!(m, Method::SamplingCreateMessage | Method::ElicitationCreate)
+}
 
 /// Methods that get an audit line and a metric sample.
-const TRACKED: [&str; 4] = ["tools/call", "prompts/get", "resources/read", "completion/complete"];
+fn tracked(m: Method<'_>) -> bool {
+    matches!(m, Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead | Method::CompletionComplete)
+}
 
 /// The policy state of the hub.
 pub(super) struct HubPolicy {
@@ -344,9 +349,9 @@ impl Hub {
     /// is audited; an admitted request is tracked until `u`'s answer.
     pub(super) fn policy_admit_server_request(&mut self, u: UpstreamId, c: Option<ClientId>, m: &Msg) -> Result<(), String> {
         let r = self.limit(c, Class::ServerRequest, Some(u), "");
-        let Some(method) = AUDITED_RELAYS.iter().copied().find(|x| *x == &*m.method) else { return r.map_err(|r| r.to_string()) };
+        let Some(method) = Some(m.call).filter(|c| audited_relay(*c)).and_then(|c| c.name()) else { return r.map_err(|r| r.to_string()) };
         let audited = self.policy.p.audit.is_some() || self.policy.p.metrics.is_some();
-        let validated = method == "elicitation/create" && self.policy.p.validate.as_ref().is_some_and(|v| v.elicitation) && self.policy.p.validates(&self.ups[u].spec.name);
+        let validated = m.call == Method::ElicitationCreate && self.policy.p.validate.as_ref().is_some_and(|v| v.elicitation) && self.policy.p.validates(&self.ups[u].spec.name);
         if !audited && !validated {
             return r.map_err(|r| r.to_string());
         }
@@ -432,7 +437,7 @@ impl Hub {
         let schemas: serde_json::Map<String, Value> = requests
             .as_object()?
             .iter()
-            .filter(|(_, r)| r.get("method").and_then(Value::as_str) == Some("elicitation/create"))
+            .filter(|(_, r)| r.get("method").and_then(Value::as_str).and_then(Method::known) == Some(Method::ElicitationCreate))
             .filter_map(|(k, r)| Some((k.clone(), r.pointer("/params/requestedSchema")?.clone())))
             .collect();
         (!schemas.is_empty()).then(|| json!({ "server": server, "schemas": schemas }))
@@ -545,7 +550,7 @@ impl Hub {
 
     /// A tracked request arrives (before it is routed).
     pub(super) fn policy_begin(&mut self, c: ClientId, m: &Msg, modern: bool) {
-        let Some(method) = TRACKED.iter().copied().find(|x| *x == &*m.method) else { return };
+        let Some(method) = Some(m.call).filter(|c| tracked(*c)).and_then(|c| c.name()) else { return };
         if !self.policy.tracking() {
             return;
         }
@@ -558,7 +563,7 @@ impl Hub {
         let Some(cl) = self.clients.get(&c) else { return };
         let revision = if modern { super::request::MODERN.as_str() } else { cl.rev().as_str() };
         // Kept for the audit line's digest only: metrics alone need no copy.
-        let audited = self.policy.p.audit.is_some() && method == "tools/call";
+        let audited = self.policy.p.audit.is_some() && m.call == Method::ToolsCall;
         let arguments = audited.then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));
         let open = Open {
             start_ms: self.now_ms,

@@ -52,6 +52,7 @@
 //! once. Roots may come from the configuration (`HubOptions::roots`) instead.
 
 use mcpx_core::error::ErrorCode;
+use mcpx_core::method::Method;
 use std::collections::HashMap;
 
 use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
@@ -421,32 +422,44 @@ impl Hub {
     pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg, stream: Option<u64>) {
         let id = m.id_bytes().unwrap_or(b"null");
         let link = Link::of(m, stream);
-        match &*m.method {
-            "ping" => self.emit_upstream(u, wire::result(id, b"{}")),
-            "roots/list" if self.opts.roots.is_some() => {
-                let roots = self.configured_roots();
-                self.emit_upstream(u, wire::result(id, &serde_json::to_vec(&roots).unwrap_or_default()));
-            }
-            "elicitation/create" if !self.mode_offered(u, m) => {
-                // Requirement: elicitation-client-32602-on-undeclared-mode
-                let mode = m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form").to_string();
-                self.refuse_upstream(u, id, &m.method, ErrorCode::InvalidParams, format!("elicitation mode '{mode}' was not declared to this server"));
-            }
-            method if RELAYED.iter().any(|(m, _)| *m == method) => {
-                // Policy: the server-request rate limits (hub/policy.rs).
-                let to = self.cause_client(u, &link);
-                if let Err(why) = self.policy_admit_server_request(u, to, m) {
-                    return self.refuse_upstream(u, id, method, crate::policy::ratelimit::Refusal::CODE, why);
-                }
-                // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
-                if !self.task_input(u, m) {
-                    self.relay_to_client(u, m, &link)
-                }
-            }
-            method => {
-                let msg = format!("mcpx does not handle '{method}' requests from servers");
+        use Method::*;
+        match m.call {
+            Ping => self.emit_upstream(u, wire::result(id, b"{}")),
+            RootsList if self.opts.roots.is_some() => self.answer_roots(u, id),
+            // Requirement: elicitation-client-32602-on-undeclared-mode
+            ElicitationCreate if !self.mode_offered(u, m) => self.refuse_undeclared_mode(u, m),
+            SamplingCreateMessage | ElicitationCreate | RootsList => self.relay_request(u, m, &link),
+            _ => {
+                let msg = format!("mcpx does not handle '{}' requests from servers", m.method);
                 self.emit_upstream(u, wire::error(Some(id), ErrorCode::MethodNotFound, &msg, None));
             }
+        }
+    }
+
+    /// `roots/list` of upstream `u`, answered with the configured roots.
+    fn answer_roots(&mut self, u: UpstreamId, id: &[u8]) {
+        let roots = self.configured_roots();
+        self.emit_upstream(u, wire::result(id, &serde_json::to_vec(&roots).unwrap_or_default()));
+    }
+
+    /// `elicitation/create` of upstream `u` in a mode not declared to it.
+    fn refuse_undeclared_mode(&mut self, u: UpstreamId, m: &Msg) {
+        let mode = m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form").to_string();
+        self.refuse_upstream(u, m.id_bytes().unwrap_or(b"null"), &m.method, ErrorCode::InvalidParams, format!("elicitation mode '{mode}' was not declared to this server"));
+    }
+
+    /// A request of upstream `u` for a client (sampling, elicitation, roots):
+    /// relayed to the client that caused it, or to the creator of the task
+    /// it is input for.
+    fn relay_request(&mut self, u: UpstreamId, m: &Msg, link: &Link) {
+        // Policy: the server-request rate limits (hub/policy.rs).
+        let to = self.cause_client(u, link);
+        if let Err(why) = self.policy_admit_server_request(u, to, m) {
+            return self.refuse_upstream(u, m.id_bytes().unwrap_or(b"null"), &m.method, crate::policy::ratelimit::Refusal::CODE, why);
+        }
+        // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
+        if !self.task_input(u, m) {
+            self.relay_to_client(u, m, link)
         }
     }
 
@@ -473,7 +486,7 @@ impl Hub {
             o.remove("_meta");
         }
         if self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode)) {
-            self.notify_client(c, "notifications/elicitation/complete", &out);
+            self.notify_client(c, Method::ElicitationComplete, &out);
         }
     }
 
@@ -660,7 +673,7 @@ impl Hub {
     /// its params as the client sees them.
     pub(super) fn input_request(&self, u: UpstreamId, m: &Msg) -> Result<Value, String> {
         let mut params = m.params_value();
-        if m.method == "elicitation/create" {
+        if m.call == Method::ElicitationCreate {
             let server = &self.ups[u].spec.name;
             let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
             params["message"] = Value::String(format!("[{server}] {text}"));
@@ -1125,7 +1138,7 @@ impl Hub {
         let keys: Vec<(ClientId, u64)> = self.relays.map.iter().filter(|(_, r)| r.collect.as_ref().is_some_and(|x| x.0 == handle)).map(|(k, _)| *k).collect();
         for k in keys {
             self.relays.map.remove(&k);
-            self.notify_client(k.0, "notifications/cancelled", &json!({ "requestId": k.1, "reason": why }));
+            self.notify_client(k.0, Method::Cancelled, &json!({ "requestId": k.1, "reason": why }));
         }
         let server = self.ups[col.up].spec.name.clone();
         let msg = format!("server '{server}' asked for input that did not arrive: {why}");
@@ -1182,7 +1195,7 @@ impl Hub {
             if let Some(r) = reason {
                 p["reason"] = Value::String(r.to_string());
             }
-            self.notify_client(k.0, "notifications/cancelled", &p);
+            self.notify_client(k.0, Method::Cancelled, &p);
         }
         for held in self.relays.held.values_mut().filter(|h| h.up == u) {
             held.asks.retain(|a| a.up_id != up_id);
@@ -1203,7 +1216,7 @@ impl Hub {
                 if let Some(x) = reason {
                     p["reason"] = Value::String(x.to_string());
                 }
-                self.notify_upstream(r.up, "notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default()));
+                self.notify_upstream(r.up, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
             }
         }
     }
@@ -1229,7 +1242,7 @@ impl Hub {
             if self.ups[r.up].is_up() {
                 self.emit_upstream(r.up, wire::error(Some(&r.up_id), ErrorCode::InternalError, &msg, None));
             }
-            self.notify_client(k.0, "notifications/cancelled", &json!({ "requestId": k.1, "reason": msg }));
+            self.notify_client(k.0, Method::Cancelled, &json!({ "requestId": k.1, "reason": msg }));
         }
     }
 
@@ -1299,7 +1312,7 @@ impl Hub {
         for k in keys {
             self.relays.map.remove(&k);
             let reason = format!("server '{}' exited", self.ups[u].spec.name);
-            self.notify_client(k.0, "notifications/cancelled", &json!({ "requestId": k.1, "reason": reason }));
+            self.notify_client(k.0, Method::Cancelled, &json!({ "requestId": k.1, "reason": reason }));
         }
         let gone_held: Vec<u64> = self.relays.held.iter().filter(|(_, h)| h.up == u).map(|(k, _)| *k).collect();
         for h in gone_held {

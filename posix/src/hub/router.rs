@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use mcpx_core::cursor::{self, Cursor};
 use mcpx_core::error::PeerCaps;
+use mcpx_core::method::Method;
 use serde_json::{json, Value};
 
 use super::catalog::Kind;
@@ -66,6 +67,11 @@ fn refuse(code: ErrorCode, msg: String) -> Refusal {
     Refusal(code, msg, None)
 }
 
+/// The string param at `path` of request `m`: its span and its value.
+fn string_param(m: &Msg, path: &[&str]) -> Option<(Range<usize>, String)> {
+    m.param(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)))
+}
+
 impl Hub {
     /// What client `c` declared that the error table depends on.
     pub(super) fn peer_caps(&self, c: ClientId) -> PeerCaps {
@@ -85,114 +91,131 @@ impl Hub {
     }
 
     /// Routes a request (a legacy one, or a modern one normalized, with its
-    /// context `ctx`).
+    /// context `ctx`): one handler per method.
     pub(super) fn route(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let id = m.id_bytes().unwrap_or(b"null");
-        let field = |path: &[&str]| m.param(path);
-        let string = |path: &[&str]| field(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
+        use Method::*;
         self.policy_begin(c, m, ctx.is_some());
-        if m.method.starts_with("tasks/") {
+        if matches!(m.call, TasksGet | TasksResult | TasksList | TasksCancel | TasksUpdate) {
             self.admit_task_request(c, m)?;
         }
-        match &*m.method {
-            "initialize" => {
+        match m.call {
+            Initialize => {
                 self.client_initialize(c, m);
                 Ok(())
             }
-            "ping" => {
-                self.answer_result(c, id, b"{}");
-                Ok(())
-            }
-            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
-                let k = Kind::from_list_method(&m.method).expect("a list method");
-                let cursor = match field(&["cursor"]) {
-                    None => None,
-                    Some(r) if &m.raw[r.clone()] == b"null" => None,
-                    Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into()))?),
-                };
-                self.list_page(c, id, k, cursor.as_deref(), ctx.is_some())
-            }
-            "tools/call" => {
-                let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
-                // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
-                let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
-                // A name no server listed yet may wait for its server (`lazy`).
-                let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
-                let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
-                if plan != Plan::Plain {
-                    self.task_room(c, ctx)?;
-                }
-                // The upstream may run it as its task: a 2025 one is asked to,
-                // a 2026 one is told mcpx takes tasks (`tasks::poll`). What it
-                // can do is known from the configured server, whose list this is.
-                let ask = match plan {
-                    Plan::Upstream(ttl) => Some(ttl),
-                    Plan::Hub(ttl) if self.upstream_has_tasks(u) => Some(ttl),
-                    _ => None,
-                };
-                // The task follows the call to its instance (`isolation`).
-                let u = self.instance_for(c, u)?;
-                self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
-                if let Plan::Hub(ttl) = plan {
-                    self.task_start(c, m, ctx, u, ttl);
-                }
-                Ok(())
-            }
+            Ping => self.ping(c, m),
+            ToolsList | ResourcesList | ResourcesTemplatesList | PromptsList => self.list(c, m, ctx),
+            ToolsCall => self.tools_call(c, m, ctx),
             // A task an upstream runs (modern requests only, see `modern`).
-            "tasks/get" | "tasks/update" | "tasks/cancel" if ctx.is_some() => {
-                let (u, up, r) = ctx.and_then(|x| self.task_upstream(m, x)).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
-                self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
-            }
-            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => self.task_request(c, id, &m.method, &m.params_value(), ctx),
-            "prompts/get" => {
-                let (r, name) = string(&["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
+            TasksGet | TasksUpdate | TasksCancel if ctx.is_some() => self.upstream_task(c, m, ctx),
+            TasksGet | TasksResult | TasksList | TasksCancel => self.task_request(c, m.id_bytes().unwrap_or(b"null"), m.call, &m.params_value(), ctx),
+            PromptsGet => self.prompts_get(c, m, ctx),
+            ResourcesRead => self.resources_read(c, m, ctx),
+            ResourcesSubscribe | ResourcesUnsubscribe => self.subscription(c, m, ctx),
+            CompletionComplete => self.completion_complete(c, m, ctx),
+            LoggingSetLevel => self.logging_set_level(c, m),
+            _ => Err(refuse(ErrorCode::MethodNotFound, format!("Method not found: {}", m.method))),
+        }
+    }
+
+    fn ping(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
+        self.answer_result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
+        Ok(())
+    }
+
+    /// `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`.
+    fn list(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let k = Kind::of_list(m.call).expect("a list method");
+        let cursor = match m.param(&["cursor"]) {
+            None => None,
+            Some(r) if &m.raw[r.clone()] == b"null" => None,
+            Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into()))?),
+        };
+        self.list_page(c, m.id_bytes().unwrap_or(b"null"), k, cursor.as_deref(), ctx.is_some())
+    }
+
+    fn tools_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
+        // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
+        let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
+        // A name no server listed yet may wait for its server (`lazy`).
+        let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
+        let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
+        if plan != Plan::Plain {
+            self.task_room(c, ctx)?;
+        }
+        // The upstream may run it as its task: a 2025 one is asked to,
+        // a 2026 one is told mcpx takes tasks (`tasks::poll`). What it
+        // can do is known from the configured server, whose list this is.
+        let ask = match plan {
+            Plan::Upstream(ttl) => Some(ttl),
+            Plan::Hub(ttl) if self.upstream_has_tasks(u) => Some(ttl),
+            _ => None,
+        };
+        // The task follows the call to its instance (`isolation`).
+        let u = self.instance_for(c, u)?;
+        self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
+        if let Plan::Hub(ttl) = plan {
+            self.task_start(c, m, ctx, u, ttl);
+        }
+        Ok(())
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel` of a modern request for a
+    /// task an upstream runs: forwarded with the upstream's task id.
+    fn upstream_task(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let (u, up, r) = ctx.and_then(|x| self.task_upstream(m, x)).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
+        self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
+    }
+
+    fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
+        let (u, orig) = self.prompt_stages(c, m, &name)?;
+        self.policy_resolved(c, m, u, &name, &orig);
+        self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
+    }
+
+    fn resources_read(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
+        let (u, orig) = self.resource_stages(c, m, &uri, false)?;
+        self.policy_resolved(c, m, u, &uri, &orig);
+        let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
+        self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
+    }
+
+    fn completion_complete(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let ty = string_param(m, &["ref", "type"]).map(|x| x.1).unwrap_or_default();
+        match ty.as_str() {
+            "ref/prompt" => {
+                let (r, name) = string_param(m, &["ref", "name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/prompt needs a \"name\"".into()))?;
+                // Requirement: completion-security
+                let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
+                self.admit_completion(c, m, known)?;
                 let (u, orig) = self.prompt_stages(c, m, &name)?;
                 self.policy_resolved(c, m, u, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
-            "resources/read" => {
-                let (r, uri) = string(&["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
-                let (u, orig) = self.resource_stages(c, m, &uri, false)?;
+            "ref/resource" => {
+                let (r, uri) = string_param(m, &["ref", "uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/resource needs a \"uri\"".into()))?;
+                let known = self.catalog.route_template(&uri).or_else(|| self.route_uri(&uri)).map(|(u, _)| u);
+                self.admit_completion(c, m, known)?;
+                let (u, orig) = self.resource_stages(c, m, &uri, true)?;
                 self.policy_resolved(c, m, u, &uri, &orig);
-                let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
-                self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
+                self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
             }
-            "resources/subscribe" | "resources/unsubscribe" => self.subscription(c, m, ctx),
-            "completion/complete" => {
-                let ty = string(&["ref", "type"]).map(|x| x.1).unwrap_or_default();
-                match ty.as_str() {
-                    "ref/prompt" => {
-                        let (r, name) = string(&["ref", "name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/prompt needs a \"name\"".into()))?;
-                        // Requirement: completion-security
-                        let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
-                        self.admit_completion(c, m, known)?;
-                        let (u, orig) = self.prompt_stages(c, m, &name)?;
-                        self.policy_resolved(c, m, u, &name, &orig);
-                        self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
-                    }
-                    "ref/resource" => {
-                        let (r, uri) = string(&["ref", "uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/resource needs a \"uri\"".into()))?;
-                        let known = self.catalog.route_template(&uri).or_else(|| self.route_uri(&uri)).map(|(u, _)| u);
-                        self.admit_completion(c, m, known)?;
-                        let (u, orig) = self.resource_stages(c, m, &uri, true)?;
-                        self.policy_resolved(c, m, u, &uri, &orig);
-                        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
-                    }
-                    _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
-                }
-            }
-            "logging/setLevel" => {
-                let level = string(&["level"]).map(|x| x.1).unwrap_or_default();
-                // Requirement: logging-errors-setlevel
-                let Some(level) = LEVELS.iter().find(|l| **l == level) else {
-                    return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
-                };
-                self.set_log_level(c, level);
-                self.answer_result(c, id, b"{}");
-                Ok(())
-            }
-            method => Err(refuse(ErrorCode::MethodNotFound, format!("Method not found: {method}"))),
+            _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
         }
+    }
+
+    fn logging_set_level(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
+        let level = string_param(m, &["level"]).map(|x| x.1).unwrap_or_default();
+        // Requirement: logging-errors-setlevel
+        let Some(level) = LEVELS.iter().find(|l| **l == level) else {
+            return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
+        };
+        self.set_log_level(c, level);
+        self.answer_result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
+        Ok(())
     }
 
     /// `resources/subscribe` and `resources/unsubscribe` of client `c`:
@@ -201,15 +224,14 @@ impl Hub {
     /// opened instead).
     fn subscription(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
-        let at = m.param(&["uri"]).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)));
-        let (r, uri) = at.ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
+        let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
         let (u, orig) = self.resource_stages(c, m, &uri, false)?;
         let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
         if !subscribable {
             let name = &self.ups[u].spec.name;
             return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
         }
-        let subscribe = m.method == "resources/subscribe";
+        let subscribe = m.call == Method::ResourcesSubscribe;
         if self.subs.has(&uri, c) == subscribe {
             // Already (un)subscribed: nothing changes.
             self.answer_result(c, id, b"{}");
@@ -263,7 +285,7 @@ impl Hub {
         self.ups[u].level_sent = super::request::level_index(level);
         let p = serde_json::to_vec(&json!({ "level": level })).unwrap_or_default();
         let t = self.ups[u].spec.timeout_ms;
-        self.send_upstream(u, "logging/setLevel", Some(&p), Origin::Fire, t);
+        self.send_upstream(u, Method::LoggingSetLevel, Some(&p), Origin::Fire, t);
     }
 
     /// A modern request with `logLevel` index `l` goes to legacy upstream
@@ -319,7 +341,7 @@ impl Hub {
         }
         let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
         let t = self.ups[u].spec.timeout_ms;
-        let method = if on { "resources/subscribe" } else { "resources/unsubscribe" };
+        let method = if on { Method::ResourcesSubscribe } else { Method::ResourcesUnsubscribe };
         self.send_upstream(u, method, Some(&p), Origin::Fire, t);
     }
 
@@ -517,7 +539,8 @@ impl Hub {
         let Origin::Client { client: c, id, progress, method, renamed_uri, modern, sent } = o else { return };
         let Some(cl) = self.clients.get(&c) else { return };
         let rev = if modern.is_some() { super::request::MODERN } else { cl.rev() };
-        if let Some(task) = m.result_bytes().filter(|_| method == "tools/call").and_then(|r| self.legacy_created(u, r)) {
+        let call = Method::known(&method);
+        if let Some(task) = m.result_bytes().filter(|_| call == Some(Method::ToolsCall)).and_then(|r| self.legacy_created(u, r)) {
             return self.task_adopt(u, c, &id, modern.as_deref(), task);
         }
         let renamed = match (&renamed_uri, m.result_bytes()) {
@@ -525,10 +548,10 @@ impl Hub {
             _ => None,
         };
         let res = renamed.as_deref().or(m.result_bytes());
-        let capped = if method == "completion/complete" { res.and_then(cap_completion) } else { None };
+        let capped = if call == Some(Method::CompletionComplete) { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
         // Policy: structuredContent against the tool's outputSchema.
-        let checked = if method == "tools/call" { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
+        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
         let res = checked.as_deref().or(res);
         if let Some(res) = res {
             // The result's view: the message's own when nothing above
@@ -541,7 +564,7 @@ impl Hub {
             // What the answer says, from its view (`Outcome`): nothing reads
             // it again. Only a tool's result can be a tool error (`isError`):
             // other results are not walked for it.
-            let outcome = if method == "tools/call" { Outcome::of_result(view) } else { Outcome::Result };
+            let outcome = if call == Some(Method::ToolsCall) { Outcome::of_result(view) } else { Outcome::Result };
             let text = |k: &str| member(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
             let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
@@ -566,7 +589,7 @@ impl Hub {
                         return self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
                     }
                 }
-                if method == "resources/read" {
+                if call == Some(Method::ResourcesRead) {
                     if let Some(t) = member("ttlMs").and_then(|t| t.as_i64()).and_then(|t| u64::try_from(t).ok()) {
                         let h = (t, text("cacheScope").as_deref() == Some("public"));
                         self.ups[u].read_hints = Some(h);
@@ -583,7 +606,7 @@ impl Hub {
                     Ok(t) => t,
                     Err(Refusal(code, msg, data)) => return self.answer_error(c, Some(&id), code, &msg, data),
                 };
-                let hints = (method == "resources/read").then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
+                let hints = (call == Some(Method::ResourcesRead)).then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
                 let out = match tasked {
                     Some(t) => self.stamped(&t, hints),
                     None => self.stamped_view(&view, hints),
@@ -666,7 +689,7 @@ impl Hub {
                 if to == u {
                     let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
                     let t = self.ups[u].spec.timeout_ms;
-                    self.send_upstream(u, "resources/subscribe", Some(&p), Origin::Fire, t);
+                    self.send_upstream(u, Method::ResourcesSubscribe, Some(&p), Origin::Fire, t);
                 }
             }
         }
@@ -680,7 +703,7 @@ impl Hub {
                     if self.ups[u].is_ready() {
                         let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
                         let t = self.ups[u].spec.timeout_ms;
-                        self.send_upstream(u, "resources/unsubscribe", Some(&p), Origin::Fire, t);
+                        self.send_upstream(u, Method::ResourcesUnsubscribe, Some(&p), Origin::Fire, t);
                     }
                 }
             }

@@ -14,6 +14,7 @@
 
 use mcpx_core::json::{self, JsonValue, Span};
 use mcpx_core::meta::SERVER_INFO_KEY;
+use mcpx_core::method::Method;
 use mcpx_core::rewrite::{self, Splice};
 use serde_json::{Map, Value};
 
@@ -407,8 +408,8 @@ pub(super) fn server_capabilities(mut caps: Map<String, Value>, f: &Features) ->
 }
 
 /// A `notifications/*` message's params for `f` (`None` = unchanged).
-pub(super) fn notification_params(method: &str, params: &mut Value, f: &Features) -> bool {
-    if method == "notifications/progress" && !f.progress_message {
+pub(super) fn notification_params(method: Method<'_>, params: &mut Value, f: &Features) -> bool {
+    if method == Method::Progress && !f.progress_message {
         if let Some(o) = params.as_object_mut() {
             return o.remove("message").is_some();
         }

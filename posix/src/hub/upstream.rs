@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 
 use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::meta;
+use mcpx_core::method::Method;
 use mcpx_core::names;
 use mcpx_core::revision::{self, Era, Feature, Revisions};
 
@@ -298,23 +299,24 @@ impl Hub {
     }
 
     /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
-    pub(super) fn send_upstream(&mut self, u: UpstreamId, method: &str, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
+    pub(super) fn send_upstream(&mut self, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
+        let name = method.name().unwrap_or_default();
         if self.pending.full(self.opts.max_pending) {
-            let msg = format!("server '{}': {method} not sent: {} requests in flight (mcpx's limit)", self.ups[u].spec.name, self.opts.max_pending);
+            let msg = format!("server '{}': {name} not sent: {} requests in flight (mcpx's limit)", self.ups[u].spec.name, self.opts.max_pending);
             self.log(Level::Warn, msg);
             return None;
         }
         let id = self.ups[u].next_request_id();
         self.pending.open_own(u, id, origin, self.now_ms, timeout, self.opts.max_timeout_ms);
-        if self.ups[u].is_modern() || method == "server/discover" {
+        if self.ups[u].is_modern() || method == Method::ServerDiscover {
             // Requirement: meta-request-params-meta-required (every modern request carries _meta)
             // (with the client capabilities `params` declare, if any: `tasks` polls)
             let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
             let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
             let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
-            self.request_upstream(u, id, method, Some(&p), true);
+            self.request_upstream(u, id, name, Some(&p), true);
         } else {
-            self.request_upstream(u, id, method, params, false);
+            self.request_upstream(u, id, name, params, false);
         }
         Some(id)
     }
@@ -356,7 +358,7 @@ impl Hub {
         }
         let p = serde_json::to_vec(&json!({ "notifications": filter })).unwrap_or_default();
         let t = self.opts.max_timeout_ms;
-        self.ups[u].listen = self.send_upstream(u, "subscriptions/listen", Some(&p), Origin::Listen, t);
+        self.ups[u].listen = self.send_upstream(u, Method::SubscriptionsListen, Some(&p), Origin::Listen, t);
     }
 
     /// The upstream ended the hub's listen stream (a result: graceful, so
@@ -408,7 +410,7 @@ impl Hub {
             "clientInfo": { "name": self.opts.server_name, "version": self.opts.server_version },
         });
         let t = self.opts.init_timeout_ms;
-        self.send_upstream(u, "initialize", Some(&serde_json::to_vec(&params).unwrap_or_default()), Origin::Initialize, t);
+        self.send_upstream(u, Method::Initialize, Some(&serde_json::to_vec(&params).unwrap_or_default()), Origin::Initialize, t);
     }
 
     /// The answer to the `server/discover` probe: modern when it lists
@@ -451,7 +453,7 @@ impl Hub {
                         up.reprobed = true;
                         self.log(Level::Info, format!("server '{name}' {why}; retrying server/discover with {}", MODERN.as_str()));
                         let t = self.opts.probe_timeout_ms;
-                        self.send_upstream(u, "server/discover", None, Origin::Discover, t);
+                        self.send_upstream(u, Method::ServerDiscover, None, Origin::Discover, t);
                         return;
                     }
                     self.log(Level::Info, format!("server '{name}' {why}; choosing from its supported versions"));
@@ -529,7 +531,7 @@ impl Hub {
         let probe = up.allowed.contains(&MODERN) && up.era_cache != Some(Era::Legacy);
         if probe {
             let t = if up.patient { self.opts.init_timeout_ms } else { self.opts.probe_timeout_ms };
-            self.send_upstream(u, "server/discover", None, Origin::Discover, t);
+            self.send_upstream(u, Method::ServerDiscover, None, Origin::Discover, t);
         } else {
             self.send_initialize(u);
         }
@@ -633,7 +635,7 @@ impl Hub {
         up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
         up.state = State::Ready;
         up.last_error = None;
-        self.notify_upstream(u, "notifications/initialized", None);
+        self.notify_upstream(u, Method::Initialized, None);
         let msg = format!("server '{name}' ready ({})", rev.as_str());
         self.log(Level::Info, msg);
         self.read_lists(u);
@@ -832,65 +834,77 @@ impl Hub {
                 return;
             }
         }
-        match &*m.method {
-            "notifications/subscriptions/acknowledged" => {}
-            "notifications/progress" => self.upstream_progress(u, m),
-            "notifications/tasks/status" => self.task_status_from_upstream(u, &m.params_value()),
-            "notifications/message" => {
-                // Policy: the log cap per request (hub/policy.rs).
-                if !self.policy_admit_log(u) {
-                    return;
-                }
-                let mut p = m.params_value();
-                let server = &self.ups[u].spec.name;
-                let logger = match p.get("logger").and_then(Value::as_str) {
-                    Some(l) => format!("{server}/{l}"),
-                    None => server.clone(),
-                };
-                p["logger"] = Value::String(logger);
-                self.modern_logs(u, &p);
-                // Legacy clients get what the level they set admits (a modern
-                // request may have lowered the upstream's level below it).
-                let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
-                if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
-                    return;
-                }
-                let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect();
-                for c in ids {
-                    self.notify_client(c, "notifications/message", &p);
-                }
-            }
-            "notifications/tools/list_changed" => self.relist(u, &[Kind::Tools]),
-            "notifications/prompts/list_changed" => self.relist(u, &[Kind::Prompts]),
-            "notifications/resources/list_changed" => self.relist(u, &[Kind::Resources, Kind::Templates]),
-            "notifications/resources/updated" => {
-                let p = m.params_value();
-                let Some(uri) = p.get("uri").and_then(Value::as_str) else { return };
-                let exposed = self.exposed_uri(u, uri);
-                let mut out = p.clone();
-                out["uri"] = Value::String(exposed.clone());
-                if let Some(o) = out.as_object_mut() {
-                    o.remove("_meta");
-                }
-                let reached = self.notify_listens_updated(u, &exposed, &out);
-                // Subscribers asked for these: no need to wait for a list.
-                let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.may_reach(u, *c)).collect();
-                for c in to {
-                    self.notify_client(c, "notifications/resources/updated", &out);
-                }
-            }
-            "notifications/elicitation/complete" => self.elicitation_complete(u, m),
-            "notifications/cancelled" => {
-                let Some(r) = m.param(&["requestId"]) else { return };
-                let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
-                let rid = m.raw[r].to_vec();
-                // Requirement: cancellation-log-reasons
-                let server = self.ups[u].spec.name.clone();
-                self.log(Level::Debug, format!("server '{server}' cancelled its request {}: {}", String::from_utf8_lossy(&rid), reason.as_deref().unwrap_or("no reason given")));
-                self.relay_cancelled_by_upstream(u, &rid, reason.as_deref());
-            }
+        use Method::*;
+        match m.call {
+            SubscriptionsAcknowledged => {}
+            Progress => self.upstream_progress(u, m),
+            TasksStatus => self.task_status_from_upstream(u, &m.params_value()),
+            LogMessage => self.upstream_log(u, m),
+            ToolsListChanged => self.relist(u, &[Kind::Tools]),
+            PromptsListChanged => self.relist(u, &[Kind::Prompts]),
+            ResourcesListChanged => self.relist(u, &[Kind::Resources, Kind::Templates]),
+            ResourcesUpdated => self.upstream_resource_updated(u, m),
+            ElicitationComplete => self.elicitation_complete(u, m),
+            Cancelled => self.upstream_cancelled(u, m),
             _ => {}
         }
+    }
+
+    /// `notifications/message` from upstream `u`: to the clients whose
+    /// level admits it, the logger prefixed with the server's name.
+    fn upstream_log(&mut self, u: UpstreamId, m: &Msg) {
+        // Policy: the log cap per request (hub/policy.rs).
+        if !self.policy_admit_log(u) {
+            return;
+        }
+        let mut p = m.params_value();
+        let server = &self.ups[u].spec.name;
+        let logger = match p.get("logger").and_then(Value::as_str) {
+            Some(l) => format!("{server}/{l}"),
+            None => server.clone(),
+        };
+        p["logger"] = Value::String(logger);
+        self.modern_logs(u, &p);
+        // Legacy clients get what the level they set admits (a modern
+        // request may have lowered the upstream's level below it).
+        let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
+        if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
+            return;
+        }
+        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect();
+        for c in ids {
+            self.notify_client(c, Method::LogMessage, &p);
+        }
+    }
+
+    /// `notifications/resources/updated` from upstream `u`: to the
+    /// subscribers of the URI (as clients see it).
+    fn upstream_resource_updated(&mut self, u: UpstreamId, m: &Msg) {
+        let p = m.params_value();
+        let Some(uri) = p.get("uri").and_then(Value::as_str) else { return };
+        let exposed = self.exposed_uri(u, uri);
+        let mut out = p.clone();
+        out["uri"] = Value::String(exposed.clone());
+        if let Some(o) = out.as_object_mut() {
+            o.remove("_meta");
+        }
+        let reached = self.notify_listens_updated(u, &exposed, &out);
+        // Subscribers asked for these: no need to wait for a list.
+        let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.may_reach(u, *c)).collect();
+        for c in to {
+            self.notify_client(c, Method::ResourcesUpdated, &out);
+        }
+    }
+
+    /// `notifications/cancelled` from upstream `u`: of a request it relayed.
+    fn upstream_cancelled(&mut self, u: UpstreamId, m: &Msg) {
+        let Some(r) = m.param(&["requestId"]) else { return };
+        let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
+        let rid = m.raw[r].to_vec();
+        // Requirement: cancellation-log-reasons
+        let server = self.ups[u].spec.name.clone();
+        self.log(Level::Debug, format!("server '{server}' cancelled its request {}: {}", String::from_utf8_lossy(&rid), reason.as_deref().unwrap_or("no reason given")));
+        self.relay_cancelled_by_upstream(u, &rid, reason.as_deref());
     }
 
     pub(super) fn relist_all(&mut self, u: UpstreamId) {
@@ -941,13 +955,13 @@ impl Hub {
         let body = if !f.progress_message && m.param(&["message"]).is_some() {
             let mut v: Value = serde_json::from_slice(params).unwrap_or(Value::Null);
             v["progressToken"] = serde_json::from_slice(&token).unwrap_or(Value::Null);
-            super::shape::notification_params("notifications/progress", &mut v, f);
+            super::shape::notification_params(Method::Progress, &mut v, f);
             serde_json::to_vec(&v).unwrap_or_default()
         } else {
             let rel = (tr.start - p.start)..(tr.end - p.start);
             wire::splice(params, vec![(rel, token)])
         };
-        self.emit_client(c, wire::notification("notifications/progress", Some(&body)), about);
+        self.emit_client(c, wire::notification(Method::Progress, Some(&body)), about);
     }
 
     pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next) {
@@ -1240,7 +1254,7 @@ impl Hub {
         for u in 0..self.ups.len() {
             if self.ups[u].is_ready() && !self.ups[u].is_modern() && self.now_ms >= self.ups[u].last_heard_ms + every && !self.pending.pinging(u) {
                 let t = self.ups[u].spec.timeout_ms;
-                self.send_upstream(u, "ping", None, Origin::Ping, t);
+                self.send_upstream(u, Method::Ping, None, Origin::Ping, t);
             }
         }
     }
@@ -1324,7 +1338,7 @@ impl Hub {
     pub(super) fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
         if self.ups[u].is_up() {
             let p = json!({ "requestId": id, "reason": reason });
-            self.notify_upstream(u, "notifications/cancelled", Some(&serde_json::to_vec(&p).unwrap_or_default()));
+            self.notify_upstream(u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
         }
     }
 

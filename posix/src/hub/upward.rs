@@ -49,9 +49,9 @@ impl Hub {
     }
 
     /// Sends the hub's notification `method` (with `params`) to `u`.
-    pub(super) fn notify_upstream(&mut self, u: UpstreamId, method: &str, params: Option<&[u8]>) {
+    pub(super) fn notify_upstream(&mut self, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>) {
         let bytes = wire::notification(method, params);
-        self.out.push_back(Output::ToUpstream(u, bytes, Upward::Notification { method: Method::known(method) }));
+        self.out.push_back(Output::ToUpstream(u, bytes, Upward::Notification { method: Some(method) }));
     }
 
     /// Sends an answer (result or error, `bytes`) to one of `u`'s requests.

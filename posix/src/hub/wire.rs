@@ -11,7 +11,8 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use mcpx_core::envelope::{Envelope, EnvelopeError, Message, Reason};
-use mcpx_core::json::{self, Span};
+use mcpx_core::json::{self, JsonStr, Span};
+use mcpx_core::method::Method;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::rewrite::{self, Splice};
 
@@ -22,13 +23,18 @@ pub(super) use mcpx_core::envelope::Kind;
 /// One validated JSON-RPC message; ranges index `raw`.
 #[derive(Clone, Debug)]
 pub(super) struct Msg<'a> {
-    /// The checked view this was made from: `_meta` keys, the typed method.
+    /// The checked view this was made from (`_meta` keys, params).
     pub env: Envelope<'a>,
     pub raw: &'a [u8],
     pub kind: Kind,
     /// The id value (a string with its quotes, or an integer), absent on
     /// notifications and on error responses whose id is null or missing.
     pub id: Option<Range<usize>>,
+    /// The method, typed once here: everything after matches on it. A
+    /// response (no method) has `Method::Other` of the empty string.
+    pub call: Method<'a>,
+    /// The method string, escapes decoded (empty on responses): what the
+    /// hub echoes and forwards.
     pub method: Cow<'a, str>,
     pub params: Option<Range<usize>>,
     pub result: Option<Range<usize>>,
@@ -158,6 +164,7 @@ pub(super) fn view(env: Envelope<'_>) -> Msg<'_> {
         raw,
         kind: env.kind(),
         id,
+        call: env.call().unwrap_or(Method::Other(JsonStr::EMPTY)),
         method,
         params: env.params().map(|v| range(v.span())),
         result: env.result().map(|v| range(v.span())),
@@ -406,7 +413,9 @@ pub(super) fn canonical(v: &serde_json::Value) -> Vec<u8> {
     out
 }
 
-pub(super) fn notification(method: &str, params: Option<&[u8]>) -> Vec<u8> {
+/// A notification of the hub's own.
+pub(super) fn notification(method: Method<'static>, params: Option<&[u8]>) -> Vec<u8> {
+    let method = method.name().unwrap_or_default();
     grow(48 + method.len() + params.map_or(0, <[u8]>::len), |out| rewrite::write_notification(method, params, out))
 }
 

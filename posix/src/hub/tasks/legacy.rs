@@ -25,6 +25,7 @@
 //!   brings the answers (`input`).
 
 use mcpx_core::error::ErrorCode;
+use mcpx_core::method::Method;
 use mcpx_core::revision::Feature;
 use serde_json::{json, Value};
 
@@ -71,7 +72,7 @@ impl Hub {
         let id = self.tasks.ids.next();
         let now = self.now_ms;
         // The outcome: the upstream's `tasks/result`, held open for the TTL.
-        let held = self.ask_upstream_task(u, "tasks/result", &up, Origin::Task(id.clone()), ttl_ms);
+        let held = self.ask_upstream_task(u, Method::TasksResult, &up, Origin::Task(id.clone()), ttl_ms);
         let status = task.get("status").and_then(Value::as_str).and_then(Status::parse).filter(|s| !s.is_terminal()).unwrap_or(Status::Working);
         let mut t = Task::new(owner, c, ctx.is_some(), "tools/call", now, ttl_ms);
         t.status = status;
@@ -90,7 +91,7 @@ impl Hub {
 
     /// `tasks/*` request `method` about upstream `u`'s task `up` (a 2026
     /// upstream is told mcpx speaks the extension), answered to `origin`.
-    pub(in crate::hub) fn ask_upstream_task(&mut self, u: UpstreamId, method: &str, up: &str, origin: Origin, timeout: u64) -> Option<u64> {
+    pub(in crate::hub) fn ask_upstream_task(&mut self, u: UpstreamId, method: Method<'static>, up: &str, origin: Origin, timeout: u64) -> Option<u64> {
         let mut p = json!({ "taskId": up });
         if self.ups[u].is_modern() {
             p["_meta"] = json!({ mcpx_core::meta::CLIENT_CAPABILITIES_KEY: { "extensions": { super::EXT: {} } } });
@@ -142,7 +143,7 @@ impl Hub {
     pub(in crate::hub) fn cancel_upstream_task(&mut self, u: UpstreamId, up: &str) {
         if self.ups[u].is_ready() {
             let t = self.ups[u].spec.timeout_ms;
-            self.ask_upstream_task(u, "tasks/cancel", up, Origin::Fire, t);
+            self.ask_upstream_task(u, Method::TasksCancel, up, Origin::Fire, t);
         }
     }
 

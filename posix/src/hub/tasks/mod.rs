@@ -56,6 +56,7 @@ use serde_json::{json, Value};
 
 use mcpx_core::cursor::{self, Cursor};
 use mcpx_core::meta::RELATED_TASK_KEY;
+use mcpx_core::method::Method;
 
 use super::request::ReqCtx;
 use super::request::Refusal;
@@ -367,7 +368,7 @@ impl Hub {
             let o = &self.opts.tasks;
             let p = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
             let creator = t.creator;
-            self.emit_notification(creator, "notifications/tasks/status", Some(&p));
+            self.emit_notification(creator, Method::TasksStatus, Some(&p));
         }
     }
 
@@ -429,12 +430,13 @@ impl Hub {
     /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` (2025-11-25,
     /// `ctx` None) and `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28,
     /// with the request's context).
-    pub(super) fn task_request(&mut self, c: ClientId, rid: &[u8], method: &str, p: &Value, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+    pub(super) fn task_request(&mut self, c: ClientId, rid: &[u8], call: Method<'_>, p: &Value, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let method = call.as_str().unwrap_or_default();
         if ctx.is_some_and(|x| !declared(&x.caps)) {
             return Err(missing_extension(method));
         }
         let owner = self.principal_of(c, ctx);
-        if method == "tasks/list" && ctx.is_none() {
+        if call == Method::TasksList && ctx.is_none() {
             return self.task_list(c, rid, &owner, p);
         }
         // Requirement: tasks-taskid-param-authoritative
@@ -442,13 +444,13 @@ impl Hub {
         // Requirement: tasks-bound-reject-foreign, tasks-bind-auth-context
         let t = self.tasks.table.owned(id, &owner).ok_or_else(|| not_found(id))?;
         let id = id.to_string();
-        match (method, ctx.is_some()) {
+        match (call, ctx.is_some()) {
             // Requirement: tasks-no-related-task-in-get-list-cancel-results
-            ("tasks/get", _) => {
+            (Method::TasksGet, _) => {
                 let body = self.task_body(&id, t, TaskView::Get);
                 self.answer_result(c, rid, &body);
             }
-            ("tasks/result", false) => {
+            (Method::TasksResult, false) => {
                 if t.status.is_terminal() {
                     self.deliver_result(c, rid, &id);
                 } else {
@@ -461,7 +463,7 @@ impl Hub {
                     t.waiters.push((c, rid.to_vec()));
                 }
             }
-            ("tasks/cancel", modern) => {
+            (Method::TasksCancel, modern) => {
                 // Requirement: tasks-cancel-terminal-reject
                 if t.status.is_terminal() && !modern {
                     return Err(Refusal(ErrorCode::InvalidParams, format!("Invalid params: task {id} is already {}; it cannot be cancelled", t.status.as_str()), Some(json!({ "taskId": id }))));
@@ -478,7 +480,7 @@ impl Hub {
             }
             // Requirement: ext-tasks-update (mcpx's own tasks never wait for
             // input; a 2025 upstream's may, `legacy`)
-            ("tasks/update", true) => {
+            (Method::TasksUpdate, true) => {
                 let Some(responses) = p.get("inputResponses").and_then(Value::as_object) else {
                     return Err(Refusal(ErrorCode::InvalidParams, "Invalid params: tasks/update needs an \"inputResponses\" object".into(), None));
                 };

@@ -19,6 +19,7 @@
 //! bytes are left out of it (with a warning).
 
 use mcpx_core::error::ErrorCode;
+use mcpx_core::method::Method;
 use serde_json::{json, Value};
 
 use super::table::{Status, Task};
@@ -147,7 +148,7 @@ impl Hub {
         for id in mine {
             let Some(((_, up), left)) = self.tasks.table.get(&id).and_then(|t| Some((t.relayed.clone()?, t.expires_ms().saturating_sub(now)))) else { continue };
             if self.upstream_has_legacy_tasks(u) {
-                let held = self.ask_upstream_task(u, "tasks/result", &up, Origin::Task(id.clone()), left.max(1));
+                let held = self.ask_upstream_task(u, Method::TasksResult, &up, Origin::Task(id.clone()), left.max(1));
                 if let Some(t) = self.tasks.table.get_mut(&id) {
                     t.call = held.map(|h| (u, h));
                 }

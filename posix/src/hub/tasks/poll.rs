@@ -9,6 +9,7 @@
 //! alone: that task fails, saying so, and is cancelled upstream.
 
 use mcpx_core::error::ErrorCode;
+use mcpx_core::method::Method;
 use serde_json::Value;
 
 use super::table::{Outcome, Status};
@@ -93,7 +94,7 @@ impl Hub {
                 continue;
             }
             let timeout = self.ups[u].spec.timeout_ms;
-            let call = self.ask_upstream_task(u, "tasks/get", &up, Origin::Task(id.clone()), timeout);
+            let call = self.ask_upstream_task(u, Method::TasksGet, &up, Origin::Task(id.clone()), timeout);
             if let Some(t) = self.tasks.table.get_mut(&id) {
                 t.call = call.map(|c| (u, c));
             }
