@@ -887,13 +887,14 @@ impl Hub {
         }
     }
 
-    /// The transport decided client `c`'s era (an HTTP POST classified as
-    /// 2026-07-28 by its `MCP-Protocol-Version` header, its `_meta` or
+    /// The transport decided client `c` speaks 2026-07-28 (an HTTP POST
+    /// classified so by its `MCP-Protocol-Version` header, its `_meta` or
     /// its method): the hub serves its requests in that era, and does not
-    /// decide again on fewer facts (`stages`: identify).
-    pub fn set_client_era(&mut self, c: ClientId, era: mcpx_core::revision::Era) {
+    /// decide again on fewer facts (`stages`: identify). A legacy era is
+    /// decided by `initialize` alone.
+    pub fn set_client_modern(&mut self, c: ClientId) {
         if let Some(cl) = self.clients.get_mut(&c) {
-            cl.era = Some(era);
+            cl.stage = client::Stage::Modern;
         }
     }
 
@@ -945,14 +946,14 @@ impl Hub {
     /// Is client `c`'s `initialize` held (waiting for upstreams to start)?
     /// A stream transport holds the client's next messages meanwhile.
     pub fn client_initializing(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.held_init.is_some())
+        self.clients.get(&c).is_some_and(client::Client::held_init)
     }
 
     /// Has client `c` spoken the modern era (per-request `_meta`) rather than
     /// `initialize`? (Test observer.)
     #[cfg(test)]
     pub fn client_is_modern(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.era == Some(mcpx_core::revision::Era::Modern))
+        self.clients.get(&c).is_some_and(client::Client::is_modern)
     }
 
     /// The revision negotiated with client `c` (`None` before its
@@ -960,7 +961,7 @@ impl Hub {
     /// learn it from `Output::ClientInitialized`.)
     #[cfg(test)]
     pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
-        self.clients.get(&c)?.rev.map(|r| r.as_str())
+        self.clients.get(&c)?.session().map(|s| s.rev.as_str())
     }
 
     /// The revision spoken with upstream `u` (`None` while it is not ready).

@@ -106,7 +106,7 @@ fn salient(m: &Msg) -> Vec<u8> {
 impl Hub {
     /// Is request `m` of client `c` served in the modern era?
     pub(super) fn is_modern_request(&self, c: ClientId, m: &Msg) -> bool {
-        let modern_connection = self.clients.get(&c).is_some_and(|cl| cl.era == Some(Era::Modern) && !cl.initialized);
+        let modern_connection = self.clients.get(&c).is_some_and(|cl| cl.is_modern());
         let hints = revision::EraHints { modern_connection, ..Default::default() };
         revision::request_era(Some(&m.env), hints) == Era::Modern
     }
@@ -254,8 +254,8 @@ impl Hub {
         let caps: Value = serde_json::from_slice(rm.client_capabilities.bytes()).unwrap_or_else(|_| json!({}));
         let log_level = rm.log_level.and_then(|v| v.as_str()).and_then(|s| meta::LOG_LEVELS.iter().position(|l| s.eq_str(l)));
         let Some(cl) = self.clients.get_mut(&c) else { return };
-        if cl.era.is_none() {
-            cl.era = Some(Era::Modern);
+        if matches!(cl.stage, super::client::Stage::New) {
+            cl.stage = super::client::Stage::Modern;
         }
         let principal = cl.principal.clone();
         let ctx = ReqCtx { caps, log_level, principal, salient: salient(m) };
