@@ -29,7 +29,7 @@
 //!   (`Hub::client_snapshot`) and makes a client of it (`Hub::adopt_client`).
 
 use mcpx_core::error::ErrorCode;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::envelope::{Batch, Message};
@@ -98,6 +98,107 @@ pub(super) enum Step {
     Answered(Vec<(Vec<u8>, About)>),
     /// `notifications/initialized` came.
     Ready,
+}
+
+/// The connected clients: their ids, the cap on how many, and what the hub
+/// owes each on the way out (its open requests, the batches waiting for
+/// answers, the requests held until its handshake ends).
+pub(super) struct Clients {
+    map: BTreeMap<ClientId, Client>,
+    next: ClientId,
+    max: usize,
+}
+
+impl Clients {
+    pub fn new(max: usize) -> Clients {
+        Clients { map: BTreeMap::new(), next: 1, max }
+    }
+
+    /// A new client, or `Err` with its id spent when `max` are connected.
+    pub fn connect(&mut self, now_ms: u64) -> Result<ClientId, ClientId> {
+        let c = self.next;
+        self.next += 1;
+        if self.map.len() >= self.max {
+            return Err(c);
+        }
+        self.map.insert(c, Client::new(now_ms));
+        Ok(c)
+    }
+
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    pub fn get(&self, c: &ClientId) -> Option<&Client> {
+        self.map.get(c)
+    }
+
+    pub fn get_mut(&mut self, c: &ClientId) -> Option<&mut Client> {
+        self.map.get_mut(c)
+    }
+
+    pub fn contains_key(&self, c: &ClientId) -> bool {
+        self.map.contains_key(c)
+    }
+
+    pub fn remove(&mut self, c: &ClientId) -> Option<Client> {
+        self.map.remove(c)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &ClientId> {
+        self.map.keys()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&ClientId, &Client)> {
+        self.map.iter()
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Client> {
+        self.map.values()
+    }
+
+    /// Queues a message for client `c`, saying what it is. A reply closes
+    /// the client's request in the open set, and waits for the rest of
+    /// its batch when it is part of one.
+    pub fn emit(&mut self, out: &mut VecDeque<Output>, c: ClientId, mut bytes: Vec<u8>, about: About) {
+        let Some(cl) = self.map.get_mut(&c) else { return };
+        if let About::Reply { id: Some(r), .. } = &about {
+            let id = IdKey::new(&bytes[r.clone()]);
+            cl.open.remove(id.bytes());
+            match cl.batch_take(out, c, &id, Some(bytes)) {
+                Some(b) => bytes = b,
+                None => return,
+            }
+        }
+        out.push_back(Output::ToClient(c, bytes, about));
+    }
+
+    /// A request to client `c`: held while the client has had its
+    /// `initialize` answered but has not yet sent
+    /// `notifications/initialized`
+    /// (requirement: lifecycle-server-no-requests-before-initialized).
+    pub fn request(&mut self, out: &mut VecDeque<Output>, c: ClientId, bytes: Vec<u8>, about: About) {
+        if let Some(Stage::Legacy(Session { step: Step::Answered(held), .. })) = self.map.get_mut(&c).map(|cl| &mut cl.stage) {
+            held.push((bytes, about));
+            return;
+        }
+        self.emit(out, c, bytes, about);
+    }
+
+    /// Request `id` of client `c` will get no answer (cancelled): its
+    /// batch does not wait for one.
+    pub fn unanswered(&mut self, out: &mut VecDeque<Output>, c: ClientId, id: &IdKey) {
+        if let Some(cl) = self.map.get_mut(&c) {
+            cl.batch_take(out, c, id, None);
+        }
+    }
+}
+
+impl std::ops::Index<&ClientId> for Clients {
+    type Output = Client;
+    fn index(&self, c: &ClientId) -> &Client {
+        &self.map[c]
+    }
 }
 
 /// The answers to one batch of a client's, held until its last request is
@@ -235,6 +336,14 @@ impl Client {
         matches!(self.stage, Stage::Modern)
     }
 
+    /// A 2026-07-28 request came: it decides a new client's era (a legacy
+    /// session stays legacy).
+    pub fn spoke_modern(&mut self) {
+        if matches!(self.stage, Stage::New) {
+            self.stage = Stage::Modern;
+        }
+    }
+
     /// Its era as `/status` names it.
     pub fn era_name(&self) -> &'static str {
         match self.stage {
@@ -258,20 +367,38 @@ impl Client {
     pub fn may_notify(&self) -> bool {
         self.listed.iter().any(|l| *l) || self.log_level.is_some()
     }
+
+    /// Request `id` is answered with `answer`, or (`None`) will not be
+    /// (cancelled): the batch waiting for it takes it, and is written once
+    /// nothing in it waits any more. The answer comes back when no batch
+    /// waits for it.
+    fn batch_take(&mut self, out: &mut VecDeque<Output>, c: ClientId, id: &IdKey, answer: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let found = self.batches.iter().enumerate().find_map(|(i, b)| Some(i).zip(b.waiting.iter().position(|w| w == id)));
+        let Some((i, w)) = found else { return answer };
+        let b = &mut self.batches[i];
+        b.waiting.swap_remove(w);
+        b.answers.extend(answer);
+        if b.waiting.is_empty() {
+            let b = self.batches.remove(i);
+            if !b.answers.is_empty() {
+                out.push_back(Output::ToClient(c, wire::batch_array(&b.answers), About::Batch));
+            }
+        }
+        None
+    }
 }
 
 impl Hub {
     pub(super) fn on_client_connected(&mut self) -> ClientId {
-        let c = self.next_client;
-        self.next_client += 1;
-        if self.clients.len() >= self.opts.max_clients {
-            let msg = format!("mcpx refused a client connection: {} clients are connected (its limit)", self.opts.max_clients);
-            self.log(Level::Warn, msg);
-            self.out.push_back(Output::CloseClient(c));
-            return c;
+        match self.clients.connect(self.now_ms) {
+            Ok(c) => c,
+            Err(c) => {
+                let msg = format!("mcpx refused a client connection: {} clients are connected (its limit)", self.clients.max());
+                self.log(Level::Warn, msg);
+                self.out.push_back(Output::CloseClient(c));
+                c
+            }
         }
-        self.clients.insert(c, Client::new(self.now_ms));
-        c
     }
 
     /// What legacy client `c`'s session keeps ([`Snapshot`]), once its
@@ -510,13 +637,13 @@ impl Hub {
             // A call the server was asked to run as its task: its
             // task is cancelled once the answer names it.
             if self.task_ask_cancelled(u, id) {
-                self.batch_take(c, &IdKey::new(rid), None);
+                self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
                 return;
             }
             // Requirement: cancellation-ref-same-direction-in-progress
             self.pending.take(u, id);
             // A cancelled request gets no answer: its batch does not wait for one.
-            self.batch_take(c, &IdKey::new(rid), None);
+            self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
             // Requirement: cancellation-log-reasons
             let server = self.ups[u].spec.name.clone();
             self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
@@ -692,54 +819,17 @@ impl Hub {
         s
     }
 
-    /// A request to a client: held while the client has had its `initialize`
-    /// answered but has not yet sent `notifications/initialized`
-    /// (requirement: lifecycle-server-no-requests-before-initialized).
+    /// A request to a client (see [`Clients::request`]).
     pub(super) fn request_client(&mut self, c: ClientId, hid: u64, method: &str, params: &[u8]) {
         let hid = hid.to_string();
         let bytes = wire::request_raw(hid.as_bytes(), method, Some(params));
         let span = rewrite::written_id_span(hid.len());
-        let about = About::Request { id: span.start..span.end };
-        if let Some(Stage::Legacy(Session { step: Step::Answered(held), .. })) = self.clients.get_mut(&c).map(|cl| &mut cl.stage) {
-            held.push((bytes, about));
-            return;
-        }
-        self.emit_client(c, bytes, about);
+        self.clients.request(&mut self.out, c, bytes, About::Request { id: span.start..span.end });
     }
 
-    /// Queues a message for client `c`, saying what it is. A reply closes
-    /// the client's request in the open set.
-    pub(super) fn emit_client(&mut self, c: ClientId, mut bytes: Vec<u8>, about: About) {
-        let Some(cl) = self.clients.get_mut(&c) else { return };
-        if let About::Reply { id: Some(r), .. } = &about {
-            let id = IdKey::new(&bytes[r.clone()]);
-            cl.open.remove(id.bytes());
-            match self.batch_take(c, &id, Some(bytes)) {
-                Some(b) => bytes = b,
-                None => return,
-            }
-        }
-        self.out.push_back(Output::ToClient(c, bytes, about));
-    }
-
-    /// Request `id` of client `c` is answered with `answer`, or (`None`)
-    /// will not be (cancelled): the batch waiting for it takes it, and is
-    /// written once nothing in it waits any more. The answer comes back when
-    /// no batch waits for it.
-    fn batch_take(&mut self, c: ClientId, id: &IdKey, answer: Option<Vec<u8>>) -> Option<Vec<u8>> {
-        let Some(cl) = self.clients.get_mut(&c) else { return answer };
-        let found = cl.batches.iter().enumerate().find_map(|(i, b)| Some(i).zip(b.waiting.iter().position(|w| w == id)));
-        let Some((i, w)) = found else { return answer };
-        let b = &mut cl.batches[i];
-        b.waiting.swap_remove(w);
-        b.answers.extend(answer);
-        if b.waiting.is_empty() {
-            let b = cl.batches.remove(i);
-            if !b.answers.is_empty() {
-                self.out.push_back(Output::ToClient(c, wire::batch_array(&b.answers), About::Batch));
-            }
-        }
-        None
+    /// Queues a message for client `c` (see [`Clients::emit`]).
+    pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>, about: About) {
+        self.clients.emit(&mut self.out, c, bytes, about);
     }
 
     /// A response written by core's writers with id `id` (`None`, or

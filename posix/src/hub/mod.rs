@@ -104,7 +104,7 @@ mod wire;
 mod tests;
 
 use mcpx_core::error::ErrorCode;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// What the runtime's restart loop does after an upstream exited, as the
 /// hub is told with the exit.
@@ -598,8 +598,7 @@ pub enum Output {
 pub struct Hub {
     opts: HubOptions,
     ups: Vec<upstream::Upstream>,
-    clients: BTreeMap<ClientId, client::Client>,
-    next_client: ClientId,
+    clients: client::Clients,
     catalog: catalog::Catalog,
     pending: pending::Pending,
     relays: relay::Relays,
@@ -639,9 +638,8 @@ impl Hub {
             policy,
             catalog: catalog::Catalog::new(ups.len()),
             ups,
+            clients: client::Clients::new(opts.max_clients),
             opts,
-            clients: BTreeMap::new(),
-            next_client: 1,
             pending: pending::Pending::default(),
             relays,
             subs: router::Subscriptions::default(),
