@@ -665,7 +665,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 return None;
             }
             let text = "the client has no open HTTP stream on which mcpx could send it a request";
-            Some(crate::written::error(Some(&id), ErrorCode::InternalError, text, None))
+            Some(crate::bytes::written::error(Some(&id), ErrorCode::InternalError, text, None))
         }
         // The listener answers a POSTed batch itself (one exchange, `join`);
         // the hub writes batch arrays for stream transports. Should one come

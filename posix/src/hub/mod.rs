@@ -35,7 +35,7 @@
 //! - The hub alone tracks what is in flight: each client's open request ids
 //!   (`client_open_requests`, `client_request_open`, `client_initializing`)
 //!   and the pending table of forwarded requests.
-//! - One error writer (`answer_error`, over `crate::written::error` and
+//! - One error writer (`answer_error`, over `crate::bytes::written::error` and
 //!   core's `rewrite::write_error`), with typed codes from core's error table
 //!   (`ErrorCode::for_peer`, revision- and capability-aware; `code_for` for
 //!   an upstream's code passed on).
@@ -86,6 +86,7 @@ mod client;
 mod isolation;
 mod lazy;
 mod modern;
+pub(crate) mod param_headers;
 mod pending;
 mod policy;
 mod relay;

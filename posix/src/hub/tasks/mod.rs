@@ -565,5 +565,5 @@ enum TaskView {
 }
 
 fn error_object(code: ErrorCode, message: &str) -> Outcome {
-    Outcome::Error(crate::written::error_object(code, message))
+    Outcome::Error(crate::bytes::written::error_object(code, message))
 }
