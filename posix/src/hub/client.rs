@@ -538,7 +538,10 @@ impl Hub {
                 self.on_client_request(c, m)
             }
             Kind::Notification => self.on_client_notification(c, m),
-            Kind::Result | Kind::Error => self.on_client_response(c, m),
+            Kind::Result | Kind::Error => {
+                let fx = self.relays.on_client_response(&self.ups, c, m);
+                self.apply_relay(fx)
+            }
         }
     }
 
@@ -588,7 +591,8 @@ impl Hub {
         for (u, id, _) in self.pending.drain_client(c) {
             self.cancel_upstream(u, id, "the client disconnected");
         }
-        self.relay_drop_client(c);
+        let fx = self.relays.drop_client(&self.ups, c);
+        self.apply_relay(fx);
         self.tasks_client_gone(c);
         self.unsubscribe_all(c);
         self.policy_client_gone(c);
@@ -649,7 +653,8 @@ impl Hub {
             self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
             self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
         } else if let Some(hid) = wire::id_u64(rid) {
-            self.relay_cancelled_by_client(c, hid, reason.as_deref());
+            let fx = self.relays.cancelled_by_client(&self.ups, c, hid, reason.as_deref());
+            self.apply_relay(fx);
         }
     }
 

@@ -63,6 +63,7 @@ use super::pending::Origin;
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
+use super::upstream::Upstream;
 use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
 
 /// Tokens redeemed within one `input_ttl_ms` that the replay set remembers.
@@ -253,6 +254,7 @@ pub(super) struct Relays {
     /// URL elicitations relayed to legacy clients: (upstream, its
     /// `elicitationId`, the client asked), oldest first.
     urls: std::collections::VecDeque<(UpstreamId, String, ClientId)>,
+    set: Settings,
 }
 
 impl Relays {
@@ -279,6 +281,7 @@ impl Relays {
             seeded,
             replay: Box::new(ReplaySet::with_share(REPLAY_SHARE)),
             urls: std::collections::VecDeque::new(),
+            set: Settings::of(opts),
         }
     }
     pub fn len(&self) -> usize {
@@ -413,6 +416,444 @@ fn merge(a: &mut Value, b: &Value) {
             }
         }
         _ => *a = b.clone(),
+    }
+}
+
+/// What a relay step asks of the rest of the hub, in the order the outputs
+/// must go out (the hub applies them in one place: `Hub::apply_relay`).
+pub(super) enum Effect<'m> {
+    Log(Level, String),
+    /// An answer (result or error, these bytes) to one of the upstream's requests.
+    ToUpstream(UpstreamId, Vec<u8>),
+    /// A notification to the upstream (method, params).
+    NotifyUpstream(UpstreamId, Method<'static>, Vec<u8>),
+    /// The hub no longer waits for its call to the upstream.
+    CancelCall { up: UpstreamId, call: u64, why: String },
+    /// The hub's call to the upstream is forgotten (its client was answered).
+    Forget(UpstreamId, u64),
+    /// A request to the client under the hub's id.
+    AskClient { client: ClientId, hid: u64, method: String, params: Vec<u8> },
+    /// A notification to the client.
+    NotifyClient(ClientId, Method<'static>, Value),
+    /// An error for the client's request `id`.
+    AnswerError { client: ClientId, id: Vec<u8>, code: ErrorCode, msg: String, data: Option<Value> },
+    /// An `InputRequiredResult` for the client's request `id` (stamped as
+    /// every modern result).
+    InputRequired { client: ClientId, id: Vec<u8>, result: Value },
+    /// The upstream's answer for the call of `origin`.
+    Answer(UpstreamId, Origin, &'m Msg<'m>),
+    /// The upstream's answer kept for a retry, raw.
+    AnswerKept(UpstreamId, Origin, Vec<u8>),
+    /// The call of `origin` sent to the upstream again with a new id: `body`
+    /// gets that id as its progress token ([`with_progress`]).
+    Retry { up: UpstreamId, origin: Origin, method: String, body: Vec<u8> },
+}
+
+/// `params` of a retried call with its new upstream id as progress token.
+pub(super) fn with_progress(params: &[u8], up_id: u64) -> Vec<u8> {
+    let mut meta = Map::new();
+    meta.insert("progressToken".into(), json!(up_id));
+    wire::set_meta(params, &meta, |_| false)
+}
+
+/// What the hub's options say about relays, kept by [`Relays`].
+struct Settings {
+    max_relays: usize,
+    relay_timeout_ms: u64,
+    input_ttl_ms: u64,
+    input_coalesce_ms: u64,
+    /// Unix time (ms) at the hub's clock zero, for the state clock.
+    epoch_ms: u64,
+    replica: Option<String>,
+    roots: Option<Value>,
+}
+
+impl Settings {
+    fn of(opts: &HubOptions) -> Settings {
+        Settings {
+            max_relays: opts.max_relays,
+            relay_timeout_ms: opts.relay_timeout_ms,
+            input_ttl_ms: opts.input_ttl_ms,
+            input_coalesce_ms: opts.input_coalesce_ms,
+            epoch_ms: opts.tasks.epoch_ms,
+            replica: opts.cluster.replica.clone(),
+            roots: opts.roots.clone(),
+        }
+    }
+}
+
+/// Refuses upstream `u`'s request `id` with an error and a log line.
+fn refuse_at(fx: &mut Vec<Effect<'_>>, level: Level, server: &str, u: UpstreamId, id: &[u8], method: &str, code: ErrorCode, why: String) {
+    fx.push(Effect::Log(level, format!("server '{server}': {method} refused: {why}")));
+    fx.push(Effect::ToUpstream(u, wire::error(Some(id), code, &why, None)));
+}
+
+// ------------------------------------------------ the sealed state
+
+impl Relays {
+    /// The clock of `requestState` expiry: Unix time (ms), so that replicas
+    /// (each with its own monotonic clock) agree on it; `now` is the hub's.
+    fn state_clock(&self, now: u64) -> u64 {
+        self.set.epoch_ms.saturating_add(now)
+    }
+
+    /// A `requestState` for `method`, bound to the request in `ctx`.
+    pub fn seal(&mut self, method: &str, ctx: &ReqCtx, inner: &[u8], now: u64) -> Result<String, String> {
+        let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
+        let nonce = self.seeded.nonce();
+        let mut out = vec![0u8; rs::sealed_len(method.len(), inner.len())];
+        let now = self.state_clock(now);
+        self.keys.seal(&b, inner, &nonce, now, self.set.input_ttl_ms, &mut out).map(str::to_string).map_err(|e| format!("mcpx cannot carry this request's state: {e}"))
+    }
+
+    /// Checks a client's `requestState` (all but single use, which
+    /// [`Relays::claim_state`] or the shared store's claim decides), or says
+    /// which check failed.
+    pub fn verify_state(&self, token: &str, method: &str, ctx: &ReqCtx, now: u64) -> Result<Verified, rs::OpenError> {
+        // Requirement: mrtr-requeststate-attacker-controlled, mrtr-requeststate-replay-fields
+        let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
+        let mut scratch = vec![0u8; token.len() + 4];
+        let o = self.keys.verify(token, &b, self.state_clock(now), &mut scratch)?;
+        Ok(Verified { inner: o.inner.to_vec(), key_id: o.key_id, expires_at_ms: o.expires_at_ms, nonce: o.nonce })
+    }
+
+    /// Uses verified state `v` of principal `principal` in this hub's
+    /// single-use set: once only.
+    // Requirement: mrtr-single-use-enforced
+    pub fn claim_state(&mut self, v: &Verified, principal: &[u8], now: u64) -> Result<(), rs::OpenError> {
+        let opened = rs::Opened { inner: &[], key_id: v.key_id, expires_at_ms: v.expires_at_ms, nonce: v.nonce };
+        let now = self.state_clock(now);
+        self.replay.claim(&opened, principal, now)
+    }
+
+    /// How long the single-use claim of `v` must last (ms).
+    pub fn claim_ttl_ms(&self, v: &Verified, now: u64) -> u64 {
+        v.expires_at_ms.saturating_sub(self.state_clock(now)).max(1)
+    }
+
+    /// The replica holding the call that state `inner` continues, when it
+    /// is not this one.
+    pub fn held_elsewhere(&self, inner: &[u8]) -> Option<String> {
+        let owner = match inner.split_first() {
+            Some((&INNER_HELD, rest)) => rest.get(8..)?,
+            Some((&INNER_ON_REPLICA, rest)) => on_replica(rest)?.0,
+            _ => return None,
+        };
+        let me = self.set.replica.as_deref().unwrap_or_default();
+        (!owner.is_empty() && owner != me.as_bytes()).then(|| String::from_utf8_lossy(owner).into_owned())
+    }
+
+    /// The error for a retry whose `requestState` did not open (`e`): nothing
+    /// reaches the upstream. A full share of the single-use set is a limit,
+    /// not a bad token: the token stays good, and the client learns the
+    /// limit and when a retry can succeed (over HTTP 429 + `Retry-After`).
+    pub fn state_refusal(&self, e: rs::OpenError, now: u64) -> (ErrorCode, String, Option<Value>) {
+        match e {
+            rs::OpenError::ReplayShareFull { share, frees_at_ms } => {
+                let r = crate::policy::ratelimit::Refusal {
+                    limit: format!("requestState.singleUsePerPrincipal ({share} of {REPLAY_CAP} within inputTtlMs)"),
+                    retry_after_ms: frees_at_ms.saturating_sub(self.state_clock(now)),
+                };
+                let msg = format!("limit {} reached: {e}; retry after {} ms (this requestState stays valid until then; nothing was sent to the server)", r.limit, r.retry_after_ms);
+                (crate::policy::ratelimit::Refusal::CODE, msg, Some(r.data()))
+            }
+            e => (ErrorCode::InvalidParams, format!("Invalid params: {e}; nothing was sent to the server. Send the request again without requestState to start over"), None),
+        }
+    }
+
+    /// A key for an input request: the server's name and a number unique
+    /// in the hub, so keys never repeat within a call, across its rounds.
+    pub fn new_key(&mut self, server: &str) -> String {
+        self.next_key += 1;
+        format!("{}-{}", super::catalog::server_segment(server), self.next_key)
+    }
+}
+
+// ------------------------------------------------ rounds, answers and endings
+
+impl Relays {
+    /// The coalescing window of held call `h` has passed: its client gets
+    /// the `InputRequiredResult` asking everything outstanding.
+    pub fn answer_held<'m>(&mut self, fx: &mut Vec<Effect<'m>>, ups: &[Upstream], h: u64, now: u64) {
+        let Some(held) = self.held.get_mut(&h) else { return };
+        let Some(w) = held.answer_to.take() else { return };
+        let (u, call) = (held.up, held.call);
+        if held.asks.iter().all(|a| a.refused.is_some()) {
+            // Nothing the client can give: the call needs a capability it did
+            // not declare. The upstream's requests are refused, the call is
+            // cancelled and the client told what to declare.
+            // Requirement: errors-missing-required-client-capability
+            let held = self.held.remove(&h).expect("held");
+            let server = &ups[u].spec.name;
+            let mut required = json!({});
+            let mut why = Vec::new();
+            for a in held.asks {
+                let miss = a.refused.expect("refused");
+                merge(&mut required, &miss.required);
+                why.push(miss.why.clone());
+                refuse_at(fx, Level::Info, server, u, &a.up_id, &a.method, ErrorCode::MethodNotFound, miss.why);
+            }
+            fx.push(Effect::Forget(u, call));
+            fx.push(Effect::CancelCall { up: u, call, why: "the client lacks a capability the call needs".into() });
+            let msg = format!("Missing required client capability: server '{server}' needs {} for this request ({}); declare it in io.modelcontextprotocol/clientCapabilities", required, why.join("; "));
+            let data = json!({ "requiredCapabilities": required });
+            fx.push(Effect::AnswerError { client: w.client, id: w.id, code: ErrorCode::MissingRequiredClientCapability, msg, data: Some(data) });
+            return;
+        }
+        let method = held.method.clone();
+        let mut inner = vec![INNER_HELD];
+        inner.extend_from_slice(&h.to_be_bytes());
+        // The call is held here: a retry that reaches another replica is
+        // forwarded to this one (`shared`).
+        inner.extend_from_slice(self.set.replica.as_deref().unwrap_or_default().as_bytes());
+        let state = match self.seal(&method, &w.ctx, &inner, now) {
+            Ok(s) => s,
+            Err(why) => {
+                let held = self.held.remove(&h).expect("held");
+                for a in held.asks {
+                    fx.push(Effect::ToUpstream(u, wire::error(Some(&a.up_id), ErrorCode::InternalError, &why, None)));
+                }
+                fx.push(Effect::CancelCall { up: u, call, why: why.clone() });
+                fx.push(Effect::Forget(u, call));
+                fx.push(Effect::AnswerError { client: w.client, id: w.id, code: ErrorCode::InternalError, msg: why, data: None });
+                return;
+            }
+        };
+        let held = self.held.get_mut(&h).expect("held");
+        let mut requests = Map::new();
+        for a in held.asks.iter_mut().filter(|a| a.refused.is_none()) {
+            a.asked = true;
+            requests.insert(a.key.clone(), json!({ "method": a.method, "params": a.params }));
+        }
+        // Requirement: mrtr-at-least-one-field, caching-input-required-no-hints
+        let result = json!({ "resultType": "input_required", "inputRequests": requests, "requestState": state });
+        fx.push(Effect::InputRequired { client: w.client, id: w.id, result });
+    }
+
+    /// Every input request of a `Collect` is answered: the call is retried
+    /// upstream with a new id, the answers and the upstream's state.
+    pub fn retry_collected(&mut self, fx: &mut Vec<Effect<'_>>, ups: &[Upstream], handle: u64) {
+        let Some(col) = self.collects.remove(&handle) else { return };
+        let u = col.up;
+        if !ups[u].is_ready() {
+            let msg = format!("server '{}' is not running; try again later", ups[u].spec.name);
+            fx.push(Effect::AnswerError { client: col.client, id: col.id, code: ErrorCode::InternalError, msg, data: None });
+            return;
+        }
+        let responses = serde_json::to_vec(&Value::Object(col.responses)).unwrap_or_default();
+        let mut append: Vec<(&str, Vec<u8>)> = vec![("inputResponses", responses)];
+        if let Some(s) = &col.state {
+            // Requirement: mrtr-client-echo-state
+            append.push(("requestState", wire::quote(s)));
+        }
+        let body = wire::edit_object(&col.sent, 0..col.sent.len(), |k, _| if k == "inputResponses" || k == "requestState" { wire::Edit::Drop } else { wire::Edit::Keep }, &append);
+        let origin = Origin::Client { client: col.client, id: col.id, progress: col.progress, method: col.method.clone(), renamed_uri: col.renamed_uri, modern: None, sent: None };
+        // Requirement: mrtr-new-id-on-retry
+        fx.push(Effect::Retry { up: u, origin, method: col.method, body });
+    }
+
+    fn fail_collect(&mut self, fx: &mut Vec<Effect<'_>>, ups: &[Upstream], handle: u64, why: &str) {
+        let Some(col) = self.collects.remove(&handle) else { return };
+        let keys: Vec<(ClientId, u64)> = self.map.iter().filter(|(_, r)| r.collect.as_ref().is_some_and(|x| x.0 == handle)).map(|(k, _)| *k).collect();
+        for k in keys {
+            self.map.remove(&k);
+            fx.push(Effect::NotifyClient(k.0, Method::Cancelled, json!({ "requestId": k.1, "reason": why })));
+        }
+        let server = ups[col.up].spec.name.clone();
+        let msg = format!("server '{server}' asked for input that did not arrive: {why}");
+        fx.push(Effect::AnswerError { client: col.client, id: col.id, code: ErrorCode::InternalError, msg, data: Some(json!({ "server": server })) });
+    }
+
+    /// A response from client `c`: the answer to a relayed request.
+    pub fn on_client_response(&mut self, ups: &[Upstream], c: ClientId, m: &Msg) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        let Some(hid) = m.id_u64() else { return fx };
+        let Some(r) = self.map.remove(&(c, hid)) else {
+            fx.push(Effect::Log(Level::Debug, format!("client {c}: answer to unknown or expired request {hid} ignored")));
+            return fx;
+        };
+        let up_rev = ups[r.up].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
+        if let Some((handle, key)) = r.collect {
+            match m.result_bytes() {
+                Some(res) => {
+                    let shaped = m.env.result().and_then(|v| shape::result_view(&r.method, v, up_rev)).unwrap_or_else(|| res.to_vec());
+                    let v: Value = serde_json::from_slice(&shaped).unwrap_or_else(|_| json!({}));
+                    let Some(col) = self.collects.get_mut(&handle) else { return fx };
+                    col.responses.insert(key, v);
+                    col.waiting = col.waiting.saturating_sub(1);
+                    if col.waiting == 0 {
+                        self.retry_collected(&mut fx, ups, handle);
+                    }
+                }
+                None => {
+                    let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
+                    self.fail_collect(&mut fx, ups, handle, &format!("the client answered {} with an error: {e}", r.method));
+                }
+            }
+            return fx;
+        }
+        let out = match (m.result_bytes(), m.error_bytes()) {
+            (Some(res), _) => match m.env.result().and_then(|v| shape::result_view(&r.method, v, up_rev)) {
+                Some(shaped) => wire::result(&r.up_id, &shaped),
+                None => wire::result(&r.up_id, res),
+            },
+            (None, Some(err)) => wire::error_raw(Some(&r.up_id), err),
+            _ => return fx,
+        };
+        if ups[r.up].is_up() {
+            fx.push(Effect::ToUpstream(r.up, out));
+        }
+        fx
+    }
+
+    /// The upstream cancelled a request it had sent us.
+    pub fn cancelled_by_upstream(&mut self, u: UpstreamId, up_id: &[u8], reason: Option<&str>) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        if let Some(k) = self.find_upstream(u, up_id) {
+            self.map.remove(&k);
+            let mut p = json!({ "requestId": k.1 });
+            if let Some(r) = reason {
+                p["reason"] = Value::String(r.to_string());
+            }
+            fx.push(Effect::NotifyClient(k.0, Method::Cancelled, p));
+        }
+        for held in self.held.values_mut().filter(|h| h.up == u) {
+            held.asks.retain(|a| a.up_id != up_id);
+        }
+        fx
+    }
+
+    /// The client cancelled a request the hub relayed to it: tell the upstream.
+    pub fn cancelled_by_client(&mut self, ups: &[Upstream], c: ClientId, hid: u64, reason: Option<&str>) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        let Some(r) = self.map.get(&(c, hid)) else { return fx };
+        if let Some(handle) = r.collect.as_ref().map(|x| x.0) {
+            self.fail_collect(&mut fx, ups, handle, reason.unwrap_or("the client cancelled it"));
+            return fx;
+        }
+        let r = self.map.remove(&(c, hid)).expect("relayed");
+        if ups[r.up].is_up() {
+            let mut p = json!({});
+            let idv: Value = serde_json::from_slice(&r.up_id).unwrap_or(Value::Null);
+            p["requestId"] = idv;
+            if let Some(x) = reason {
+                p["reason"] = Value::String(x.to_string());
+            }
+            fx.push(Effect::NotifyUpstream(r.up, Method::Cancelled, serde_json::to_vec(&p).unwrap_or_default()));
+        }
+        fx
+    }
+
+    /// Relayed requests past their deadline: the upstream gets an error, the
+    /// client a cancellation. Held calls whose coalescing window passed get
+    /// their round; those answered upstream whose retry never came go.
+    pub fn tick(&mut self, ups: &[Upstream], now: u64) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        let over: Vec<u64> = self.held.iter().filter(|(_, x)| x.done.is_some() && x.deadline.is_some_and(|d| d <= now)).map(|(k, _)| *k).collect();
+        for h in over {
+            self.held.remove(&h);
+        }
+        let mut due: Vec<u64> = self.held.iter().filter(|(_, x)| x.answer_to.is_some() && x.due <= now).map(|(k, _)| *k).collect();
+        due.sort();
+        for h in due {
+            self.answer_held(&mut fx, ups, h, now);
+        }
+        for k in self.expired(now) {
+            let Some(r) = self.map.get(&k).cloned() else { continue };
+            let msg = format!("the client did not answer {} within {} ms", r.method, self.set.relay_timeout_ms);
+            if let Some((handle, _)) = r.collect {
+                self.fail_collect(&mut fx, ups, handle, &msg);
+                continue;
+            }
+            self.map.remove(&k);
+            if ups[r.up].is_up() {
+                fx.push(Effect::ToUpstream(r.up, wire::error(Some(&r.up_id), ErrorCode::InternalError, &msg, None)));
+            }
+            fx.push(Effect::NotifyClient(k.0, Method::Cancelled, json!({ "requestId": k.1, "reason": msg })));
+        }
+        fx
+    }
+
+    /// A held call's upstream gave its final answer `m` before the retry
+    /// came: kept for the retry (its pending requests for input are moot).
+    pub fn held_answered<'m>(&mut self, ups: &[Upstream], h: u64, m: &'m Msg<'m>, now: u64) -> Vec<Effect<'m>> {
+        let mut fx = Vec::new();
+        if let Some(w) = self.held.get_mut(&h).and_then(|x| x.answer_to.take()) {
+            // Within the coalescing window: the client gets the answer itself;
+            // requests it was not asked are refused.
+            let held = self.held.remove(&h).expect("held");
+            for a in held.asks.iter().filter(|a| a.refused.is_some()) {
+                let why = a.refused.as_ref().map(|x| x.why.clone()).unwrap_or_default();
+                refuse_at(&mut fx, Level::Info, &ups[held.up].spec.name, held.up, &a.up_id, &a.method, ErrorCode::MethodNotFound, why);
+            }
+            let origin = Origin::Client { client: w.client, id: w.id, progress: w.progress, method: held.method, renamed_uri: held.renamed_uri, modern: Some(w.ctx), sent: None };
+            fx.push(Effect::Answer(held.up, origin, m));
+            return fx;
+        }
+        if let Some(held) = self.held.get_mut(&h) {
+            held.asks.clear();
+            held.done = Some(m.env.bytes().to_vec());
+            held.deadline = Some(now + self.set.input_ttl_ms);
+        }
+        fx
+    }
+
+    /// A held call ran out of time waiting for the client's retry: the
+    /// upstream's requests get an error and the call is cancelled.
+    pub fn held_expired(&mut self, u: UpstreamId, call: u64, h: u64) -> Vec<Effect<'static>> {
+        let why = format!("the client did not retry within {} ms", self.set.input_ttl_ms);
+        let mut fx = Vec::new();
+        if let Some(held) = self.held.remove(&h) {
+            for a in held.asks {
+                fx.push(Effect::ToUpstream(u, wire::error(Some(&a.up_id), ErrorCode::InternalError, &why, None)));
+            }
+        }
+        fx.push(Effect::CancelCall { up: u, call, why });
+        fx
+    }
+
+    /// Drops relays of a gone client (upstreams get an error).
+    pub fn drop_client(&mut self, ups: &[Upstream], c: ClientId) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        let keys: Vec<_> = self.map.keys().filter(|k| k.0 == c).copied().collect();
+        for k in keys {
+            if let Some(r) = self.map.remove(&k) {
+                if r.collect.is_some() {
+                    continue;
+                }
+                if ups[r.up].is_up() {
+                    fx.push(Effect::ToUpstream(r.up, wire::error(Some(&r.up_id), ErrorCode::InternalError, "the client disconnected", None)));
+                }
+            }
+        }
+        self.collects.retain(|_, col| col.client != c);
+        self.urls.retain(|x| x.2 != c);
+        fx
+    }
+
+    /// Drops relays of gone upstream `u`, named `server` (their clients are told).
+    pub fn drop_upstream(&mut self, u: UpstreamId, server: &str) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        self.urls.retain(|x| x.0 != u);
+        let reason = format!("server '{server}' exited");
+        let keys: Vec<_> = self.map.iter().filter(|(_, r)| r.up == u).map(|(k, _)| *k).collect();
+        for k in keys {
+            self.map.remove(&k);
+            fx.push(Effect::NotifyClient(k.0, Method::Cancelled, json!({ "requestId": k.1, "reason": reason })));
+        }
+        let gone_held: Vec<u64> = self.held.iter().filter(|(_, h)| h.up == u).map(|(k, _)| *k).collect();
+        for h in gone_held {
+            if let Some(Some(w)) = self.held.remove(&h).map(|x| x.answer_to) {
+                fx.push(Effect::AnswerError { client: w.client, id: w.id, code: ErrorCode::InternalError, msg: reason.clone(), data: None });
+            }
+        }
+        let gone: Vec<u64> = self.collects.iter().filter(|(_, col)| col.up == u).map(|(k, _)| *k).collect();
+        for handle in gone {
+            if let Some(col) = self.collects.remove(&handle) {
+                fx.push(Effect::AnswerError { client: col.client, id: col.id, code: ErrorCode::InternalError, msg: reason.clone(), data: None });
+            }
+        }
+        fx
     }
 }
 
@@ -681,12 +1122,6 @@ impl Hub {
         shape::input_request(&m.method, params, &shape::Features::of(MODERN)).map_err(str::to_string)
     }
 
-    /// A key for an input request: the server's name and a number unique
-    /// in the hub, so keys never repeat within a call, across its rounds.
-    pub(super) fn new_key(&mut self, u: UpstreamId) -> String {
-        self.relays.next_key += 1;
-        format!("{}-{}", super::catalog::server_segment(&self.ups[u].spec.name), self.relays.next_key)
-    }
 
     /// The first request for input during modern call `call` to `u`: the
     /// call is held and the client answered `input_required`.
@@ -701,7 +1136,7 @@ impl Hub {
         // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
         let refused = declared(&m.method, &params, &ctx.caps).err();
         let mut held = Held { up: u, principal: ctx.principal.clone(), call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
-        let key = self.new_key(u);
+        let key = self.relays.new_key(&self.ups[u].spec.name);
         held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
         if self.relays.len() >= self.opts.max_relays {
             let limit = format!("limit of requests waiting on clients reached: all {} are in use; retry later", self.opts.max_relays);
@@ -724,7 +1159,9 @@ impl Hub {
         }
         self.pending.hold(u, call, h, self.now_ms + self.opts.input_ttl_ms);
         if self.opts.input_coalesce_ms == 0 {
-            self.answer_held(h);
+            let mut fx = Vec::new();
+            self.relays.answer_held(&mut fx, &self.ups, h, self.now_ms);
+            self.apply_relay(fx);
         }
     }
 
@@ -741,62 +1178,6 @@ impl Hub {
         self.answer_error(c, Some(cid), ErrorCode::InternalError, &why, None);
     }
 
-    /// The coalescing window of held call `h` has passed: its client gets
-    /// the `InputRequiredResult` asking everything outstanding.
-    fn answer_held(&mut self, h: u64) {
-        let Some(held) = self.relays.held.get_mut(&h) else { return };
-        let Some(w) = held.answer_to.take() else { return };
-        let (u, call) = (held.up, held.call);
-        if held.asks.iter().all(|a| a.refused.is_some()) {
-            // Nothing the client can give: the call needs a capability it did
-            // not declare. The upstream's requests are refused, the call is
-            // cancelled and the client told what to declare.
-            // Requirement: errors-missing-required-client-capability
-            let held = self.relays.held.remove(&h).expect("held");
-            let mut required = json!({});
-            let mut why = Vec::new();
-            for a in held.asks {
-                let miss = a.refused.expect("refused");
-                merge(&mut required, &miss.required);
-                why.push(miss.why.clone());
-                self.refuse_upstream(u, &a.up_id, &a.method, ErrorCode::MethodNotFound, miss.why);
-            }
-            self.pending.take(u, call);
-            self.cancel_upstream(u, call, "the client lacks a capability the call needs");
-            let server = self.ups[u].spec.name.clone();
-            let msg = format!("Missing required client capability: server '{server}' needs {} for this request ({}); declare it in io.modelcontextprotocol/clientCapabilities", required, why.join("; "));
-            let data = json!({ "requiredCapabilities": required });
-            return self.answer_error(w.client, Some(&w.id), ErrorCode::MissingRequiredClientCapability, &msg, Some(data));
-        }
-        let method = held.method.clone();
-        let mut inner = vec![INNER_HELD];
-        inner.extend_from_slice(&h.to_be_bytes());
-        // The call is held here: a retry that reaches another replica is
-        // forwarded to this one (`shared`).
-        inner.extend_from_slice(self.opts.cluster.replica.as_deref().unwrap_or_default().as_bytes());
-        let state = match self.seal(&method, &w.ctx, &inner) {
-            Ok(s) => s,
-            Err(why) => {
-                let held = self.relays.held.remove(&h).expect("held");
-                for a in held.asks {
-                    self.emit_upstream(u, wire::error(Some(&a.up_id), ErrorCode::InternalError, &why, None));
-                }
-                self.cancel_upstream(u, call, &why);
-                self.pending.take(u, call);
-                return self.answer_error(w.client, Some(&w.id), ErrorCode::InternalError, &why, None);
-            }
-        };
-        let held = self.relays.held.get_mut(&h).expect("held");
-        let mut requests = Map::new();
-        for a in held.asks.iter_mut().filter(|a| a.refused.is_none()) {
-            a.asked = true;
-            requests.insert(a.key.clone(), json!({ "method": a.method, "params": a.params }));
-        }
-        // Requirement: mrtr-at-least-one-field, caching-input-required-no-hints
-        let mut v = json!({ "resultType": "input_required", "inputRequests": requests, "requestState": state });
-        self.stamp(&mut v, None);
-        self.answer_result(w.client, &w.id, &serde_json::to_vec(&v).unwrap_or_default());
-    }
 
     /// Another request for input from a held call's upstream: asked in the
     /// next round.
@@ -805,7 +1186,7 @@ impl Hub {
         let Some(caps) = self.relays.held.get(&h).map(|x| x.caps.clone()) else { return };
         match self.input_request(u, m) {
             Ok(params) => {
-                let key = self.new_key(u);
+                let key = self.relays.new_key(&self.ups[u].spec.name);
                 let params = context_for(&m.method, params, &caps);
                 let refused = declared(&m.method, &params, &caps).err();
                 if let Some(held) = self.relays.held.get_mut(&h) {
@@ -816,75 +1197,12 @@ impl Hub {
         }
     }
 
-    /// The clock of `requestState` expiry: Unix time (ms), so that replicas
-    /// (each with its own monotonic clock) agree on it.
-    fn state_clock(&self) -> u64 {
-        self.opts.tasks.epoch_ms.saturating_add(self.now_ms)
-    }
 
-    /// A `requestState` for `method`, bound to the request in `ctx`.
-    pub(super) fn seal(&mut self, method: &str, ctx: &ReqCtx, inner: &[u8]) -> Result<String, String> {
-        let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
-        let nonce = self.relays.seeded.nonce();
-        let mut out = vec![0u8; rs::sealed_len(method.len(), inner.len())];
-        let now = self.state_clock();
-        self.relays.keys.seal(&b, inner, &nonce, now, self.opts.input_ttl_ms, &mut out).map(str::to_string).map_err(|e| format!("mcpx cannot carry this request's state: {e}"))
-    }
 
-    /// Checks a client's `requestState` (all but single use, which
-    /// [`Hub::claim_state`] or the shared store's claim decides), or says
-    /// which check failed.
-    pub(super) fn verify_state(&self, token: &str, method: &str, ctx: &ReqCtx) -> Result<Verified, rs::OpenError> {
-        // Requirement: mrtr-requeststate-attacker-controlled, mrtr-requeststate-replay-fields
-        let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
-        let mut scratch = vec![0u8; token.len() + 4];
-        let o = self.relays.keys.verify(token, &b, self.state_clock(), &mut scratch)?;
-        Ok(Verified { inner: o.inner.to_vec(), key_id: o.key_id, expires_at_ms: o.expires_at_ms, nonce: o.nonce })
-    }
 
-    /// Uses verified state `v` of principal `principal` in this hub's
-    /// single-use set: once only.
-    // Requirement: mrtr-single-use-enforced
-    pub(super) fn claim_state(&mut self, v: &Verified, principal: &[u8]) -> Result<(), rs::OpenError> {
-        let opened = rs::Opened { inner: &[], key_id: v.key_id, expires_at_ms: v.expires_at_ms, nonce: v.nonce };
-        let now = self.state_clock();
-        self.relays.replay.claim(&opened, principal, now)
-    }
 
-    /// How long the single-use claim of `v` must last (ms).
-    pub(super) fn claim_ttl_ms(&self, v: &Verified) -> u64 {
-        v.expires_at_ms.saturating_sub(self.state_clock()).max(1)
-    }
 
-    /// The replica holding the call that state `inner` continues, when it
-    /// is not this one.
-    pub(super) fn held_elsewhere(&self, inner: &[u8]) -> Option<String> {
-        let owner = match inner.split_first() {
-            Some((&INNER_HELD, rest)) => rest.get(8..)?,
-            Some((&INNER_ON_REPLICA, rest)) => on_replica(rest)?.0,
-            _ => return None,
-        };
-        let me = self.opts.cluster.replica.as_deref().unwrap_or_default();
-        (!owner.is_empty() && owner != me.as_bytes()).then(|| String::from_utf8_lossy(owner).into_owned())
-    }
 
-    /// The error for a retry whose `requestState` did not open (`e`): nothing
-    /// reaches the upstream. A full share of the single-use set is a limit,
-    /// not a bad token: the token stays good, and the client learns the
-    /// limit and when a retry can succeed (over HTTP 429 + `Retry-After`).
-    pub(super) fn state_refusal(&self, e: rs::OpenError) -> (ErrorCode, String, Option<Value>) {
-        match e {
-            rs::OpenError::ReplayShareFull { share, frees_at_ms } => {
-                let r = crate::policy::ratelimit::Refusal {
-                    limit: format!("requestState.singleUsePerPrincipal ({share} of {REPLAY_CAP} within inputTtlMs)"),
-                    retry_after_ms: frees_at_ms.saturating_sub(self.state_clock()),
-                };
-                let msg = format!("limit {} reached: {e}; retry after {} ms (this requestState stays valid until then; nothing was sent to the server)", r.limit, r.retry_after_ms);
-                (crate::policy::ratelimit::Refusal::CODE, msg, Some(r.data()))
-            }
-            e => (ErrorCode::InvalidParams, format!("Invalid params: {e}; nothing was sent to the server. Send the request again without requestState to start over"), None),
-        }
-    }
 
     /// A retry whose `requestState` opened to `inner`.
     pub(super) fn resume(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, inner: &[u8], responses: Option<Value>) {
@@ -1005,13 +1323,13 @@ impl Hub {
             with
         });
         let inner = [pin, inner].concat();
-        let sealed = match checked.map(|with| self.seal(method, ctx, &with)) {
+        let sealed = match checked.map(|with| self.relays.seal(method, ctx, &with, self.now_ms)) {
             Some(Ok(s)) => Ok(s),
             Some(Err(why)) => {
                 self.log(Level::Warn, format!("server '{server}': elicitation answers of this round are not checked: {why}"));
-                self.seal(method, ctx, &inner)
+                self.relays.seal(method, ctx, &inner, self.now_ms)
             }
-            None => self.seal(method, ctx, &inner),
+            None => self.relays.seal(method, ctx, &inner, self.now_ms),
         };
         let state = match sealed {
             Ok(s) => s,
@@ -1102,233 +1420,14 @@ impl Hub {
             self.request_client(c, hid, &method, &serde_json::to_vec(&p).unwrap_or_default());
         }
         if done {
-            self.retry_collected(handle);
+            let mut fx = Vec::new();
+            self.relays.retry_collected(&mut fx, &self.ups, handle);
+            self.apply_relay(fx);
         }
     }
 
-    /// Every input request of a `Collect` is answered: the call is retried
-    /// upstream with a new id, the answers and the upstream's state.
-    fn retry_collected(&mut self, handle: u64) {
-        let Some(col) = self.relays.collects.remove(&handle) else { return };
-        let u = col.up;
-        if !self.ups[u].is_ready() {
-            let msg = format!("server '{}' is not running; try again later", self.ups[u].spec.name);
-            return self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, None);
-        }
-        let up_id = self.ups[u].next_request_id();
-        let responses = serde_json::to_vec(&Value::Object(col.responses.clone())).unwrap_or_default();
-        let mut append: Vec<(&str, Vec<u8>)> = vec![("inputResponses", responses)];
-        if let Some(s) = &col.state {
-            // Requirement: mrtr-client-echo-state
-            append.push(("requestState", wire::quote(s)));
-        }
-        let sent = wire::edit_object(&col.sent, 0..col.sent.len(), |k, _| if k == "inputResponses" || k == "requestState" { wire::Edit::Drop } else { wire::Edit::Keep }, &append);
-        let mut meta = Map::new();
-        meta.insert("progressToken".into(), json!(up_id));
-        let sent = wire::set_meta(&sent, &meta, |_| false);
-        let origin = Origin::Client { client: col.client, id: col.id, progress: col.progress, method: col.method.clone(), renamed_uri: col.renamed_uri, modern: None, sent: Some(sent.clone()) };
-        self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
-        // Requirement: mrtr-new-id-on-retry
-        let modern = self.ups[u].is_modern();
-        self.request_upstream(u, up_id, &col.method, Some(&sent), modern);
-    }
 
-    fn fail_collect(&mut self, handle: u64, why: &str) {
-        let Some(col) = self.relays.collects.remove(&handle) else { return };
-        let keys: Vec<(ClientId, u64)> = self.relays.map.iter().filter(|(_, r)| r.collect.as_ref().is_some_and(|x| x.0 == handle)).map(|(k, _)| *k).collect();
-        for k in keys {
-            self.relays.map.remove(&k);
-            self.notify_client(k.0, Method::Cancelled, &json!({ "requestId": k.1, "reason": why }));
-        }
-        let server = self.ups[col.up].spec.name.clone();
-        let msg = format!("server '{server}' asked for input that did not arrive: {why}");
-        self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
-    }
 
-    // ------------------------------------------------ answers and endings
-
-    /// A response from client `c`: the answer to a relayed request.
-    pub(super) fn on_client_response(&mut self, c: ClientId, m: &Msg) {
-        let Some(hid) = m.id_u64() else { return };
-        let Some(r) = self.relays.map.remove(&(c, hid)) else {
-            self.log(Level::Debug, format!("client {c}: answer to unknown or expired request {hid} ignored"));
-            return;
-        };
-        let up_rev = self.ups[r.up].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
-        if let Some((handle, key)) = r.collect {
-            match m.result_bytes() {
-                Some(res) => {
-                    let shaped = m.env.result().and_then(|v| shape::result_view(&r.method, v, up_rev)).unwrap_or_else(|| res.to_vec());
-                    let v: Value = serde_json::from_slice(&shaped).unwrap_or_else(|_| json!({}));
-                    let Some(col) = self.relays.collects.get_mut(&handle) else { return };
-                    col.responses.insert(key, v);
-                    col.waiting = col.waiting.saturating_sub(1);
-                    if col.waiting == 0 {
-                        self.retry_collected(handle);
-                    }
-                }
-                None => {
-                    let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
-                    self.fail_collect(handle, &format!("the client answered {} with an error: {e}", r.method));
-                }
-            }
-            return;
-        }
-        let out = match (m.result_bytes(), m.error_bytes()) {
-            (Some(res), _) => match m.env.result().and_then(|v| shape::result_view(&r.method, v, up_rev)) {
-                Some(shaped) => wire::result(&r.up_id, &shaped),
-                None => wire::result(&r.up_id, res),
-            },
-            (None, Some(err)) => wire::error_raw(Some(&r.up_id), err),
-            _ => return,
-        };
-        if self.ups[r.up].is_up() {
-            self.emit_upstream(r.up, out);
-        }
-    }
-
-    /// The upstream cancelled a request it had sent us.
-    pub(super) fn relay_cancelled_by_upstream(&mut self, u: UpstreamId, up_id: &[u8], reason: Option<&str>) {
-        if let Some(k) = self.relays.find_upstream(u, up_id) {
-            self.relays.map.remove(&k);
-            let mut p = json!({ "requestId": k.1 });
-            if let Some(r) = reason {
-                p["reason"] = Value::String(r.to_string());
-            }
-            self.notify_client(k.0, Method::Cancelled, &p);
-        }
-        for held in self.relays.held.values_mut().filter(|h| h.up == u) {
-            held.asks.retain(|a| a.up_id != up_id);
-        }
-    }
-
-    /// The client cancelled a request the hub relayed to it: tell the upstream.
-    pub(super) fn relay_cancelled_by_client(&mut self, c: ClientId, hid: u64, reason: Option<&str>) {
-        if let Some(r) = self.relays.map.remove(&(c, hid)) {
-            if let Some((handle, _)) = r.collect {
-                self.relays.map.insert((c, hid), r);
-                return self.fail_collect(handle, reason.unwrap_or("the client cancelled it"));
-            }
-            if self.ups[r.up].is_up() {
-                let mut p = json!({});
-                let idv: Value = serde_json::from_slice(&r.up_id).unwrap_or(Value::Null);
-                p["requestId"] = idv;
-                if let Some(x) = reason {
-                    p["reason"] = Value::String(x.to_string());
-                }
-                self.notify_upstream(r.up, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
-            }
-        }
-    }
-
-    /// Relayed requests past their deadline: the upstream gets an error, the
-    /// client a cancellation.
-    pub(super) fn relay_tick(&mut self) {
-        self.held_done_tick();
-        let now = self.now_ms;
-        let mut due: Vec<u64> = self.relays.held.iter().filter(|(_, x)| x.answer_to.is_some() && x.due <= now).map(|(k, _)| *k).collect();
-        due.sort();
-        for h in due {
-            self.answer_held(h);
-        }
-        for k in self.relays.expired(self.now_ms) {
-            let Some(r) = self.relays.map.get(&k).cloned() else { continue };
-            let msg = format!("the client did not answer {} within {} ms", r.method, self.opts.relay_timeout_ms);
-            if let Some((handle, _)) = r.collect {
-                self.fail_collect(handle, &msg);
-                continue;
-            }
-            self.relays.map.remove(&k);
-            if self.ups[r.up].is_up() {
-                self.emit_upstream(r.up, wire::error(Some(&r.up_id), ErrorCode::InternalError, &msg, None));
-            }
-            self.notify_client(k.0, Method::Cancelled, &json!({ "requestId": k.1, "reason": msg }));
-        }
-    }
-
-    /// A held call's upstream gave its final answer before the retry came:
-    /// kept for the retry (its pending requests for input are moot).
-    pub(super) fn held_answered(&mut self, h: u64, m: &Msg) {
-        if let Some(w) = self.relays.held.get_mut(&h).and_then(|x| x.answer_to.take()) {
-            // Within the coalescing window: the client gets the answer itself;
-            // requests it was not asked are refused.
-            let held = self.relays.held.remove(&h).expect("held");
-            for a in held.asks.iter().filter(|a| a.refused.is_some()) {
-                let why = a.refused.as_ref().map(|x| x.why.clone()).unwrap_or_default();
-                self.refuse_upstream(held.up, &a.up_id, &a.method, ErrorCode::MethodNotFound, why);
-            }
-            let origin = Origin::Client { client: w.client, id: w.id, progress: w.progress, method: held.method, renamed_uri: held.renamed_uri, modern: Some(w.ctx), sent: None };
-            return self.answer_client(held.up, origin, m);
-        }
-        let until = self.now_ms + self.opts.input_ttl_ms;
-        if let Some(held) = self.relays.held.get_mut(&h) {
-            held.asks.clear();
-            held.done = Some(m.env.bytes().to_vec());
-            held.deadline = Some(until);
-        }
-    }
-
-    /// Held calls answered upstream whose retry never came.
-    fn held_done_tick(&mut self) {
-        let now = self.now_ms;
-        let over: Vec<u64> = self.relays.held.iter().filter(|(_, x)| x.done.is_some() && x.deadline.is_some_and(|d| d <= now)).map(|(k, _)| *k).collect();
-        for h in over {
-            self.relays.held.remove(&h);
-        }
-    }
-
-    /// A held call ran out of time waiting for the client's retry: the
-    /// upstream's requests get an error and the call is cancelled.
-    pub(super) fn held_expired(&mut self, u: UpstreamId, call: u64, h: u64) {
-        let why = format!("the client did not retry within {} ms", self.opts.input_ttl_ms);
-        if let Some(held) = self.relays.held.remove(&h) {
-            for a in held.asks {
-                self.emit_upstream(u, wire::error(Some(&a.up_id), ErrorCode::InternalError, &why, None));
-            }
-        }
-        self.cancel_upstream(u, call, &why);
-    }
-
-    /// Drops relays of a gone client (upstreams get an error) or a gone upstream.
-    pub(super) fn relay_drop_client(&mut self, c: ClientId) {
-        let keys: Vec<_> = self.relays.map.keys().filter(|k| k.0 == c).copied().collect();
-        for k in keys {
-            if let Some(r) = self.relays.map.remove(&k) {
-                if r.collect.is_some() {
-                    continue;
-                }
-                if self.ups[r.up].is_up() {
-                    self.emit_upstream(r.up, wire::error(Some(&r.up_id), ErrorCode::InternalError, "the client disconnected", None));
-                }
-            }
-        }
-        self.relays.collects.retain(|_, col| col.client != c);
-        self.relays.urls.retain(|x| x.2 != c);
-    }
-
-    pub(super) fn relay_drop_upstream(&mut self, u: UpstreamId) {
-        self.relays.urls.retain(|x| x.0 != u);
-        let keys: Vec<_> = self.relays.map.iter().filter(|(_, r)| r.up == u).map(|(k, _)| *k).collect();
-        for k in keys {
-            self.relays.map.remove(&k);
-            let reason = format!("server '{}' exited", self.ups[u].spec.name);
-            self.notify_client(k.0, Method::Cancelled, &json!({ "requestId": k.1, "reason": reason }));
-        }
-        let gone_held: Vec<u64> = self.relays.held.iter().filter(|(_, h)| h.up == u).map(|(k, _)| *k).collect();
-        for h in gone_held {
-            if let Some(Some(w)) = self.relays.held.remove(&h).map(|x| x.answer_to) {
-                let msg = format!("server '{}' exited", self.ups[u].spec.name);
-                self.answer_error(w.client, Some(&w.id), ErrorCode::InternalError, &msg, None);
-            }
-        }
-        let gone: Vec<u64> = self.relays.collects.iter().filter(|(_, col)| col.up == u).map(|(k, _)| *k).collect();
-        for handle in gone {
-            if let Some(col) = self.relays.collects.remove(&handle) {
-                let msg = format!("server '{}' exited", self.ups[u].spec.name);
-                self.answer_error(col.client, Some(&col.id), ErrorCode::InternalError, &msg, None);
-            }
-        }
-    }
 }
 
 /// The [`INNER_ON_REPLICA`] prefix of a state for a round of a server on

@@ -73,6 +73,44 @@ fn string_param(m: &Msg, path: &[&str]) -> Option<(Range<usize>, String)> {
 }
 
 impl Hub {
+    /// Carries out what a relay step answered, in order (`relay`).
+    pub(super) fn apply_relay(&mut self, fx: Vec<super::relay::Effect<'_>>) {
+        use super::relay::Effect::*;
+        for e in fx {
+            match e {
+                Log(level, line) => self.log(level, line),
+                ToUpstream(u, bytes) => self.emit_upstream(u, bytes),
+                NotifyUpstream(u, method, params) => self.notify_upstream(u, method, Some(&params)),
+                CancelCall { up, call, why } => self.cancel_upstream(up, call, &why),
+                Forget(u, call) => drop(self.pending.take(u, call)),
+                AskClient { client, hid, method, params } => self.request_client(client, hid, &method, &params),
+                NotifyClient(c, method, params) => self.notify_client(c, method, &params),
+                AnswerError { client, id, code, msg, data } => self.answer_error(client, Some(&id), code, &msg, data),
+                InputRequired { client, id, mut result } => {
+                    self.stamp(&mut result, None);
+                    self.answer_result(client, &id, &serde_json::to_vec(&result).unwrap_or_default());
+                }
+                Answer(u, origin, m) => self.answer_client(u, origin, m),
+                AnswerKept(u, origin, raw) => {
+                    if let Ok(m) = wire::parse(&raw) {
+                        self.answer_client(u, origin, &m);
+                    }
+                }
+                Retry { up, mut origin, method, body } => {
+                    let up_id = self.ups[up].next_request_id();
+                    let body = super::relay::with_progress(&body, up_id);
+                    if let Origin::Client { sent, .. } = &mut origin {
+                        *sent = Some(body.clone());
+                    }
+                    self.pending.open_call(up, up_id, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms);
+                    let modern = self.ups[up].is_modern();
+                    self.request_upstream(up, up_id, &method, Some(&body), modern);
+                }
+            }
+        }
+    }
+
+
     /// What client `c` declared that the error table depends on.
     pub(super) fn peer_caps(&self, c: ClientId) -> PeerCaps {
         let url_elicitation = self.clients.get(&c).and_then(|cl| cl.caps()).is_some_and(|caps| caps.pointer("/elicitation/url").is_some());

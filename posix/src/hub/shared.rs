@@ -261,26 +261,26 @@ impl Hub {
     /// this hub's set), or forwarded to the replica holding its call,
     /// which makes the claim itself.
     pub(super) fn redeem_state(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, token: &str, responses: Option<Value>) {
-        let v = match self.verify_state(token, &m.method, &ctx) {
+        let v = match self.relays.verify_state(token, &m.method, &ctx, self.now_ms) {
             Ok(v) => v,
             Err(e) => return self.refuse_state(c, id, e),
         };
-        if let Some(to) = self.held_elsewhere(&v.inner) {
+        if let Some(to) = self.relays.held_elsewhere(&v.inner) {
             return self.forward_to_owner(c, m.env.bytes(), id, &ctx.principal, Forwarded::State(to));
         }
         if self.opts.cluster.shared {
-            let op = Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.claim_ttl_ms(&v) };
+            let op = Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.relays.claim_ttl_ms(&v, self.now_ms) };
             let wait = Wait::Claim { msg: m.env.bytes().to_vec(), ctx, inner: v.inner, responses };
             return self.ask_for(c, id, op, wait);
         }
-        match self.claim_state(&v, &ctx.principal) {
+        match self.relays.claim_state(&v, &ctx.principal, self.now_ms) {
             Ok(()) => self.resume(c, m, id, ctx, &v.inner, responses),
             Err(e) => self.refuse_state(c, id, e),
         }
     }
 
     fn refuse_state(&mut self, c: ClientId, id: &[u8], e: OpenError) {
-        let (code, msg, data) = self.state_refusal(e);
+        let (code, msg, data) = self.relays.state_refusal(e, self.now_ms);
         self.answer_error(c, Some(id), code, &msg, data);
     }
 

@@ -568,7 +568,10 @@ impl Hub {
                         self.ups[u].last_used_ms = self.now_ms;
                         self.answer_client(u, o, &m)
                     }
-                    Origin::Held(h) => self.held_answered(h, &m),
+                    Origin::Held(h) => {
+                        let fx = self.relays.held_answered(&self.ups, h, &m, self.now_ms);
+                        self.apply_relay(fx)
+                    }
                     Origin::Task(t) => self.task_answered(u, &t, &m),
                     Origin::Discover => self.on_discover_answer(u, &m),
                     Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
@@ -904,7 +907,8 @@ impl Hub {
         // Requirement: cancellation-log-reasons
         let server = self.ups[u].spec.name.clone();
         self.log(Level::Debug, format!("server '{server}' cancelled its request {}: {}", String::from_utf8_lossy(&rid), reason.as_deref().unwrap_or("no reason given")));
-        self.relay_cancelled_by_upstream(u, &rid, reason.as_deref());
+        let fx = self.relays.cancelled_by_upstream(u, &rid, reason.as_deref());
+        self.apply_relay(fx);
     }
 
     pub(super) fn relist_all(&mut self, u: UpstreamId) {
@@ -1009,7 +1013,8 @@ impl Hub {
                 self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
             }
         }
-        self.relay_drop_upstream(u);
+        let fx = self.relays.drop_upstream(u, &self.ups[u].spec.name);
+        self.apply_relay(fx);
         self.log(Level::Info, format!("server '{name}' stopped (idle); it starts again when used"));
     }
 
@@ -1028,7 +1033,8 @@ impl Hub {
                 _ => {}
             }
         }
-        self.relay_drop_upstream(u);
+        let fx = self.relays.drop_upstream(u, &self.ups[u].spec.name);
+        self.apply_relay(fx);
     }
 
     /// The answer to a request for `u`'s tool (prompt, resource) while `u`
@@ -1226,7 +1232,8 @@ impl Hub {
             let Some(f) = self.pending.take(u, id) else { continue };
             self.on_timeout(u, id, f);
         }
-        self.relay_tick();
+        let fx = self.relays.tick(&self.ups, self.now_ms);
+        self.apply_relay(fx);
         self.tasks_tick();
         self.release_held_inits();
         self.ping_tick();
@@ -1285,7 +1292,10 @@ impl Hub {
             Origin::Fire => self.cancel_upstream(u, id, "timed out"),
             // No task id to cancel, and no notifications/cancelled for it.
             Origin::TaskCancelled => {}
-            Origin::Held(h) => self.held_expired(u, id, h),
+            Origin::Held(h) => {
+                let fx = self.relays.held_expired(u, id, h);
+                self.apply_relay(fx)
+            }
             Origin::Task(t) => {
                 self.cancel_upstream(u, id, "timed out");
                 self.task_lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"));

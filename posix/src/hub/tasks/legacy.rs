@@ -235,7 +235,7 @@ impl Hub {
                 params.as_object_mut().map(|o| o.remove("_meta"));
             }
         }
-        let key = self.new_key(u);
+        let key = self.relays.new_key(&self.ups[u].spec.name);
         let now = self.now_ms;
         let Some(t) = self.tasks.table.get_mut(&id) else { return true };
         t.inputs.push(Input { key, up_id, method: m.method.to_string(), params });
