@@ -36,7 +36,7 @@
 //!   are answered the call is retried upstream with a new id, the answers as
 //!   `inputResponses` and the upstream's `requestState` echoed exactly.
 //!
-//! Which client: only one the wire names, never a guess ([`Hub::cause_of`]).
+//! Which client: only one the wire names, never a guess ([`Relays::cause_of`]).
 //! The creator of the task its `related-task` `_meta` names (a task the
 //! upstream runs for a client); else the call on whose HTTP response stream
 //! the request came (the remote transport tells), else the call whose
@@ -59,12 +59,13 @@ use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
 use serde_json::{json, Map, Value};
 
 use super::request::{ReqCtx, MODERN};
-use super::pending::Origin;
+use super::pending::{Origin, Pending};
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
 use super::upstream::Upstream;
-use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
+use super::client::Clients;
+use super::{ClientId, HubOptions, Level, UpstreamId, UpstreamSpec};
 
 /// Tokens redeemed within one `input_ttl_ms` that the replay set remembers.
 const REPLAY_CAP: usize = 4096;
@@ -90,7 +91,7 @@ const INNER_CHECKED: u8 = 4;
 /// is forwarded there (`shared`), which claims the nonce.
 const INNER_ON_REPLICA: u8 = 5;
 
-/// A `requestState` that verified, not yet used ([`Hub::claim_state`]).
+/// A `requestState` that verified, not yet used ([`Relays::claim_state`]).
 #[derive(Clone, Debug)]
 pub(super) struct Verified {
     pub inner: Vec<u8>,
@@ -122,7 +123,7 @@ pub(super) struct Held {
     pub up: UpstreamId,
     /// The principal of the request answered last: only its retry brings
     /// the call back, so a held call waiting for it is that principal's
-    /// conversation ([`Hub::cause_of`]).
+    /// conversation ([`Relays::cause_of`]).
     pub principal: Vec<u8>,
     /// The hub's id of the call upstream.
     pub call: u64,
@@ -301,7 +302,7 @@ impl Relays {
     }
 }
 
-/// The call an upstream's request for input serves ([`Hub::cause_of`]).
+/// The call an upstream's request for input serves ([`Relays::cause_of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cause {
     Call(u64),
@@ -316,7 +317,7 @@ enum Cause {
 /// What the wire says about which call a server request serves; each is
 /// exact, none a guess.
 #[derive(Clone, Debug, Default)]
-struct Link {
+pub(super) struct Link {
     /// The hub's request on whose HTTP response stream it came (the
     /// transport says so: `Hub::upstream_message_on`).
     stream: Option<u64>,
@@ -324,7 +325,7 @@ struct Link {
     /// call's upstream id).
     progress: Option<u64>,
     /// The upstream's task id of its `related-task` `_meta`.
-    task: Option<String>,
+    pub task: Option<String>,
 }
 
 impl Link {
@@ -431,8 +432,23 @@ pub(super) enum Effect<'m> {
     CancelCall { up: UpstreamId, call: u64, why: String },
     /// The hub's call to the upstream is forgotten (its client was answered).
     Forget(UpstreamId, u64),
+    /// The hub's call to the upstream waits for held call `h`'s retry.
+    Hold { up: UpstreamId, call: u64, h: u64, until: u64 },
+    /// The hub's call to the upstream continues as the retry of `origin`.
+    Resume { up: UpstreamId, call: u64, origin: Origin },
     /// A request to the client under the hub's id.
     AskClient { client: ClientId, hid: u64, method: String, params: Vec<u8> },
+    /// Upstream request `msg` for a client, once policy admits it and no
+    /// task takes it as its own input; then `Relays::relay_to_client`.
+    Admit { up: UpstreamId, msg: &'m Msg<'m>, link: Link },
+    /// Upstream `u`'s request to client `c` as a wire request, once its
+    /// related task is renamed; then `Relays::relay_request_to`.
+    RelayTo(ClientId, UpstreamId, &'m Msg<'m>),
+    /// The retry `msg`, routed again with the upstream's own state.
+    Route { client: ClientId, msg: &'m Msg<'m>, upstream_state: Option<Option<String>>, ctx: ReqCtx },
+    /// The retry `msg`'s `inputResponses`, checked against `schemas`
+    /// (`policy`) before it resumes with `inner`.
+    Check { client: ClientId, msg: &'m Msg<'m>, id: Vec<u8>, ctx: ReqCtx, schemas: Value, inner: Vec<u8>, responses: Option<Value> },
     /// A notification to the client.
     NotifyClient(ClientId, Method<'static>, Value),
     /// An error for the client's request `id`.
@@ -574,7 +590,7 @@ impl Relays {
 impl Relays {
     /// The coalescing window of held call `h` has passed: its client gets
     /// the `InputRequiredResult` asking everything outstanding.
-    pub fn answer_held<'m>(&mut self, fx: &mut Vec<Effect<'m>>, ups: &[Upstream], h: u64, now: u64) {
+    fn answer_held<'m>(&mut self, fx: &mut Vec<Effect<'m>>, ups: &[Upstream], h: u64, now: u64) {
         let Some(held) = self.held.get_mut(&h) else { return };
         let Some(w) = held.answer_to.take() else { return };
         let (u, call) = (held.up, held.call);
@@ -857,78 +873,26 @@ impl Relays {
     }
 }
 
-impl Hub {
-    /// A request from upstream `u`; `stream`: the hub's request on whose
-    /// response stream it came, if the transport has such streams.
-    pub(super) fn on_upstream_request(&mut self, u: UpstreamId, m: &Msg, stream: Option<u64>) {
-        let id = m.id_bytes().unwrap_or(b"null");
-        let link = Link::of(m, stream);
-        use Method::*;
-        match m.call {
-            Ping => self.emit_upstream(u, wire::result(id, b"{}")),
-            RootsList if self.opts.roots.is_some() => self.answer_roots(u, id),
-            // Requirement: elicitation-client-32602-on-undeclared-mode
-            ElicitationCreate if !self.mode_offered(u, m) => self.refuse_undeclared_mode(u, m),
-            SamplingCreateMessage | ElicitationCreate | RootsList => self.relay_request(u, m, &link),
-            _ => {
-                let msg = format!("mcpx does not handle '{}' requests from servers", m.method);
-                self.emit_upstream(u, wire::error(Some(id), ErrorCode::MethodNotFound, &msg, None));
-            }
-        }
-    }
+// ------------------------------------------------ URL elicitations, roots, modern upstreams
 
-    /// `roots/list` of upstream `u`, answered with the configured roots.
-    fn answer_roots(&mut self, u: UpstreamId, id: &[u8]) {
-        let roots = self.configured_roots();
-        self.emit_upstream(u, wire::result(id, &serde_json::to_vec(&roots).unwrap_or_default()));
-    }
-
-    /// `elicitation/create` of upstream `u` in a mode not declared to it.
-    fn refuse_undeclared_mode(&mut self, u: UpstreamId, m: &Msg) {
-        let mode = m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form").to_string();
-        self.refuse_upstream(u, m.id_bytes().unwrap_or(b"null"), &m.method, ErrorCode::InvalidParams, format!("elicitation mode '{mode}' was not declared to this server"));
-    }
-
-    /// A request of upstream `u` for a client (sampling, elicitation, roots):
-    /// relayed to the client that caused it, or to the creator of the task
-    /// it is input for.
-    fn relay_request(&mut self, u: UpstreamId, m: &Msg, link: &Link) {
-        // Policy: the server-request rate limits (hub/policy.rs).
-        let to = self.cause_client(u, link);
-        if let Err(why) = self.policy_admit_server_request(u, to, m) {
-            return self.refuse_upstream(u, m.id_bytes().unwrap_or(b"null"), &m.method, crate::policy::ratelimit::Refusal::CODE, why);
-        }
-        // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
-        if !self.task_input(u, m) {
-            self.relay_to_client(u, m, link)
-        }
-    }
-
-    /// Whether the elicitation mode of `m` is one the hub declared to
-    /// upstream `u` at initialize (form always; url from 2025-11-25).
-    fn mode_offered(&self, u: UpstreamId, m: &Msg) -> bool {
-        match m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form") {
-            "form" => true,
-            "url" => self.ups[u].rev.is_some_and(|r| r.supports(mcpx_core::revision::Feature::ElicitationUrlMode)),
-            _ => false,
-        }
-    }
-
+impl Relays {
     /// Upstream `u`'s `notifications/elicitation/complete`: to the client its
-    /// URL elicitation went to, once; unknown or finished ids are dropped.
-    pub(super) fn elicitation_complete(&mut self, u: UpstreamId, m: &Msg) {
+    /// URL elicitation went to, once, if that client takes URL elicitations
+    /// (`url_ok`); unknown or finished ids are dropped.
+    pub fn elicitation_complete(&mut self, u: UpstreamId, m: &Msg, url_ok: impl Fn(ClientId) -> bool) -> Vec<Effect<'static>> {
         // Requirement: elicitation-complete-only-to-initiating-client
         let p = m.params_value();
-        let Some(eid) = p.get("elicitationId").and_then(Value::as_str) else { return };
-        let Some(i) = self.relays.urls.iter().position(|(x, e, _)| *x == u && e == eid) else { return };
-        let Some((_, _, c)) = self.relays.urls.remove(i) else { return };
+        let Some(eid) = p.get("elicitationId").and_then(Value::as_str) else { return Vec::new() };
+        let Some(i) = self.urls.iter().position(|(x, e, _)| *x == u && e == eid) else { return Vec::new() };
+        let Some((_, _, c)) = self.urls.remove(i) else { return Vec::new() };
         let mut out = p.clone();
         if let Some(o) = out.as_object_mut() {
             o.remove("_meta");
         }
-        if self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode)) {
-            self.notify_client(c, Method::ElicitationComplete, &out);
+        if url_ok(c) {
+            return vec![Effect::NotifyClient(c, Method::ElicitationComplete, out)];
         }
+        Vec::new()
     }
 
     fn remember_url(&mut self, u: UpstreamId, params: &Value, c: ClientId) {
@@ -936,33 +900,368 @@ impl Hub {
             return;
         }
         let Some(eid) = params.get("elicitationId").and_then(Value::as_str) else { return };
-        if self.relays.urls.len() >= URL_ELICITATIONS_CAP {
-            self.relays.urls.pop_front();
+        if self.urls.len() >= URL_ELICITATIONS_CAP {
+            self.urls.pop_front();
         }
-        self.relays.urls.push_back((u, eid.to_string(), c));
+        self.urls.push_back((u, eid.to_string(), c));
     }
 
-    fn configured_roots(&self) -> Value {
-        match self.opts.roots.clone() {
-            Some(Value::Array(a)) => json!({ "roots": a }),
-            Some(v) => v,
-            None => json!({ "roots": [] }),
+    /// The configured roots (`HubOptions::roots`), if any, as a `roots/list` result.
+    fn configured_roots(&self) -> Option<Value> {
+        Some(match self.set.roots.clone()? {
+            Value::Array(a) => json!({ "roots": a }),
+            v => v,
+        })
+    }
+
+    /// A modern upstream (`spec`) answered call `cid` of modern client `c`
+    /// with an `InputRequiredResult`: passed on with the hub's state around
+    /// its own. `schemas`: the elicitation schemas the answers are checked
+    /// against (`policy`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn wrap_input_required(&mut self, spec: &UpstreamSpec, c: ClientId, cid: &[u8], method: &str, ctx: &ReqCtx, mut v: Value, schemas: Option<Value>, now: u64) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        let server = &spec.name;
+        let mut inner = Vec::new();
+        match v.get("requestState").and_then(Value::as_str) {
+            Some(s) => {
+                inner.push(INNER_UPSTREAM_STATE);
+                inner.extend_from_slice(s.as_bytes());
+            }
+            None => inner.push(INNER_UPSTREAM_NO_STATE),
+        }
+        // The answers come back in the retry, to this server's own state:
+        // the schemas they are checked against travel sealed with it.
+        let pin = pinned_to(self.set.replica.as_deref(), spec.remote);
+        let checked = schemas.map(|schemas| {
+            let schemas = serde_json::to_vec(&schemas).unwrap_or_default();
+            let mut with = pin.clone();
+            with.push(INNER_CHECKED);
+            with.extend_from_slice(&(schemas.len() as u32).to_be_bytes());
+            with.extend_from_slice(&schemas);
+            with.extend_from_slice(&inner);
+            with
+        });
+        let inner = [pin, inner].concat();
+        let sealed = match checked.map(|with| self.seal(method, ctx, &with, now)) {
+            Some(Ok(s)) => Ok(s),
+            Some(Err(why)) => {
+                fx.push(Effect::Log(Level::Warn, format!("server '{server}': elicitation answers of this round are not checked: {why}")));
+                self.seal(method, ctx, &inner, now)
+            }
+            None => self.seal(method, ctx, &inner, now),
+        };
+        let state = match sealed {
+            Ok(s) => s,
+            Err(why) => {
+                fx.push(Effect::AnswerError { client: c, id: cid.to_vec(), code: ErrorCode::InternalError, msg: why, data: None });
+                return fx;
+            }
+        };
+        if let Some(reqs) = v.get_mut("inputRequests").and_then(Value::as_object_mut) {
+            for r in reqs.values_mut() {
+                let m = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
+                if let Some(p) = r.get_mut("params") {
+                    if m == "elicitation/create" {
+                        // Requirement: elicitation-client-show-requesting-server
+                        let text = p.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+                        p["message"] = Value::String(format!("[{server}] {text}"));
+                    }
+                    if let Ok(shaped) = shape::input_request(&m, p.take(), &shape::Features::of(MODERN)) {
+                        *p = shaped;
+                    }
+                }
+            }
+        }
+        v["requestState"] = Value::String(state);
+        if let Some(o) = v.as_object_mut() {
+            o.remove("ttlMs");
+            o.remove("cacheScope");
+        }
+        fx.push(Effect::InputRequired { client: c, id: cid.to_vec(), result: v });
+        fx
+    }
+
+    /// A modern upstream answered a legacy client's call with an
+    /// `InputRequiredResult`: its input requests go to the client (of
+    /// revision and capabilities `peer`, if still connected) as wire
+    /// requests; the answers make the retry.
+    pub fn collect_input_required(&mut self, ups: &[Upstream], peer: Option<(shape::Rev, Value)>, mut col: Collect, v: Value, now: u64) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        let c = col.client;
+        let server = ups[col.up].spec.name.clone();
+        col.state = v.get("requestState").and_then(Value::as_str).map(str::to_string);
+        col.responses = Map::new();
+        col.waiting = 0;
+        let Some((rev, caps)) = peer else { return fx };
+        let reqs: Vec<(String, Value)> = v.get("inputRequests").and_then(Value::as_object).map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default();
+        let mut sends = Vec::new();
+        for (key, r) in reqs {
+            let method = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
+            let mut params = context_for(&method, r.get("params").cloned().unwrap_or_else(|| json!({})), &caps);
+            if method == "roots/list" {
+                if let Some(roots) = self.configured_roots() {
+                    col.responses.insert(key, roots);
+                    continue;
+                }
+            }
+            let checked = declared(&method, &params, &caps).map_err(|m| m.why).and_then(|()| {
+                if method == "elicitation/create" {
+                    let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+                    params["message"] = Value::String(format!("[{server}] {text}"));
+                }
+                shape::relayed_request(&method, params, &rev.features()).map_err(str::to_string)
+            });
+            match checked {
+                Ok(mut p) => {
+                    // Requirement: elicitation-url-request-shape-with-id
+                    // (a modern upstream's URL request has no id; 2025-11-25 needs one)
+                    if method == "elicitation/create" && p.get("mode").and_then(Value::as_str) == Some("url") && p.get("elicitationId").is_none() && rev.supports(mcpx_core::revision::Feature::ElicitationUrlMode) {
+                        self.next_key += 1;
+                        p["elicitationId"] = Value::String(format!("mcpx-{}", self.next_key));
+                    }
+                    sends.push((key, method, p))
+                }
+                Err(why) => {
+                    let msg = format!("server '{server}' needs input the client cannot give: {why}");
+                    fx.push(Effect::AnswerError { client: c, id: col.id, code: ErrorCode::InternalError, msg, data: Some(json!({ "server": server })) });
+                    return fx;
+                }
+            }
+        }
+        if self.len() + sends.len() > self.set.max_relays {
+            let msg = format!("mcpx has {} requests waiting on clients (its limit)", self.set.max_relays);
+            fx.push(Effect::AnswerError { client: c, id: col.id, code: ErrorCode::InternalError, msg, data: None });
+            return fx;
+        }
+        self.next_held += 1;
+        let handle = self.next_held;
+        let deadline = now + self.set.relay_timeout_ms;
+        col.waiting = sends.len();
+        let up = col.up;
+        let done = sends.is_empty();
+        self.collects.insert(handle, col);
+        for (key, method, p) in sends {
+            self.next_id += 1;
+            let hid = self.next_id;
+            self.map.insert((c, hid), Relayed { up, up_id: Vec::new(), method: method.clone(), deadline, collect: Some((handle, key)) });
+            fx.push(Effect::AskClient { client: c, hid, method, params: serde_json::to_vec(&p).unwrap_or_default() });
+        }
+        if done {
+            self.retry_collected(&mut fx, ups, handle);
+        }
+        fx
+    }
+}
+
+/// Upstream request `m` of server `server` as an input request for a modern
+/// client: its params as the client sees them.
+pub(super) fn input_request(server: &str, m: &Msg) -> Result<Value, String> {
+    let mut params = m.params_value();
+    if m.call == Method::ElicitationCreate {
+        let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+        params["message"] = Value::String(format!("[{server}] {text}"));
+    }
+    shape::input_request(&m.method, params, &shape::Features::of(MODERN)).map_err(str::to_string)
+}
+
+// ------------------------------------------------ modern client, legacy upstream
+
+impl Relays {
+    /// The first request for input during modern call `call` to `u`: the
+    /// call is held and the client answered `input_required`.
+    pub fn park(&mut self, ups: &[Upstream], pending: &Pending, u: UpstreamId, call: u64, m: &Msg, now: u64) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
+        let Some(Origin::Client { client, id: cid, progress, method, renamed_uri, modern: Some(ctx), .. }) = pending.origin(u, call).cloned() else { return fx };
+        let server = &ups[u].spec.name;
+        let params = match input_request(server, m) {
+            Ok(p) => p,
+            Err(why) => {
+                refuse_at(&mut fx, Level::Info, server, u, &up_id, &m.method, ErrorCode::MethodNotFound, why);
+                return fx;
+            }
+        };
+        let params = context_for(&m.method, params, &ctx.caps);
+        // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
+        let refused = declared(&m.method, &params, &ctx.caps).err();
+        let mut held = Held { up: u, principal: ctx.principal.clone(), call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
+        let key = self.new_key(server);
+        held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
+        if self.len() >= self.set.max_relays {
+            let limit = format!("limit of requests waiting on clients reached: all {} are in use; retry later", self.set.max_relays);
+            self.refuse_hold(&mut fx, server, client, &cid, held, &limit);
+            return fx;
+        }
+        self.hold(&mut fx, ups, client, &cid, progress, held, &ctx, now);
+        fx
+    }
+
+    /// Holds `held`'s call and answers the client's request `cid` with an
+    /// `InputRequiredResult` asking everything outstanding.
+    #[allow(clippy::too_many_arguments)]
+    fn hold(&mut self, fx: &mut Vec<Effect<'_>>, ups: &[Upstream], c: ClientId, cid: &[u8], progress: Option<Vec<u8>>, mut held: Held, ctx: &ReqCtx, now: u64) {
+        self.next_held += 1;
+        let h = self.next_held;
+        let (u, call) = (held.up, held.call);
+        held.principal = ctx.principal.clone();
+        held.answer_to = Some(Waiting { client: c, id: cid.to_vec(), progress, ctx: Box::new(ctx.clone()) });
+        held.due = now + self.set.input_coalesce_ms;
+        if let Err((held, limit)) = self.held.insert(h, held) {
+            return self.refuse_hold(fx, &ups[u].spec.name, c, cid, held, &limit.to_string());
+        }
+        fx.push(Effect::Hold { up: u, call, h, until: now + self.set.input_ttl_ms });
+        if self.set.input_coalesce_ms == 0 {
+            self.answer_held(fx, ups, h, now);
         }
     }
 
-    /// Refuses upstream `u`'s request `id` with an error and a log line.
-    pub(super) fn refuse_upstream(&mut self, u: UpstreamId, id: &[u8], method: &str, code: ErrorCode, why: String) {
-        self.refuse_upstream_at(Level::Info, u, id, method, code, why);
+    /// A call that cannot be held (its principal's share or the global cap
+    /// of held calls is used up): the client is told that limit, the
+    /// upstream's requests get the same reason and the call is cancelled.
+    fn refuse_hold(&mut self, fx: &mut Vec<Effect<'_>>, server: &str, c: ClientId, cid: &[u8], held: Held, limit: &str) {
+        let why = format!("mcpx cannot hold this call for the client's input: {limit}");
+        for a in &held.asks {
+            refuse_at(fx, Level::Info, server, held.up, &a.up_id, &a.method, ErrorCode::InternalError, why.clone());
+        }
+        fx.push(Effect::Forget(held.up, held.call));
+        fx.push(Effect::CancelCall { up: held.up, call: held.call, why: why.clone() });
+        fx.push(Effect::AnswerError { client: c, id: cid.to_vec(), code: ErrorCode::InternalError, msg: why, data: None });
     }
 
-    fn refuse_upstream_at(&mut self, level: Level, u: UpstreamId, id: &[u8], method: &str, code: ErrorCode, why: String) {
-        let server = self.ups[u].spec.name.clone();
-        self.log(level, format!("server '{server}': {method} refused: {why}"));
-        self.emit_upstream(u, wire::error(Some(id), code, &why, None));
+    /// Another request for input from held call `h`'s upstream `u`: asked
+    /// in the next round.
+    pub fn held_add(&mut self, server: &str, h: u64, u: UpstreamId, m: &Msg) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
+        let Some(caps) = self.held.get(&h).map(|x| x.caps.clone()) else { return fx };
+        match input_request(server, m) {
+            Ok(params) => {
+                let key = self.new_key(server);
+                let params = context_for(&m.method, params, &caps);
+                let refused = declared(&m.method, &params, &caps).err();
+                if let Some(held) = self.held.get_mut(&h) {
+                    held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
+                }
+            }
+            Err(why) => refuse_at(&mut fx, Level::Info, server, u, &up_id, &m.method, ErrorCode::MethodNotFound, why),
+        }
+        fx
+    }
+
+    /// The retry of held call `h`: the upstream's requests are answered
+    /// with the client's `inputResponses` and the call continues as the
+    /// retry.
+    #[allow(clippy::too_many_arguments)]
+    pub fn resume_held(&mut self, ups: &[Upstream], pending: &Pending, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, h: u64, responses: Value, now: u64) -> Vec<Effect<'static>> {
+        let mut fx = Vec::new();
+        let gone = "Invalid params: requestState refers to a request mcpx no longer holds (it timed out or its server restarted); send the request again without requestState";
+        let refuse = |code, msg: &str| vec![Effect::AnswerError { client: c, id: id.to_vec(), code, msg: msg.to_string(), data: None }];
+        let Some(peek) = self.held.get(&h) else {
+            return refuse(ErrorCode::InvalidParams, gone);
+        };
+        if peek.done.is_none() && pending.client_has(c, id) {
+            return refuse(ErrorCode::InvalidRequest, "Invalid request: this id is already used by a request in flight");
+        }
+        let Some(mut held) = self.held.remove(&h) else { return fx };
+        let (u, call) = (held.up, held.call);
+        if let Some(done) = held.done.take() {
+            let origin = Origin::Client { client: c, id: id.to_vec(), progress: None, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx)), sent: None };
+            fx.push(Effect::AnswerKept(u, origin, done));
+            return fx;
+        }
+        if !matches!(pending.origin(u, call), Some(Origin::Held(x)) if *x == h) {
+            return refuse(ErrorCode::InvalidParams, gone);
+        }
+        let server = &ups[u].spec.name;
+        let up_rev = ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
+        let mut remaining = Vec::new();
+        for a in std::mem::take(&mut held.asks) {
+            if let Some(miss) = a.refused {
+                refuse_at(&mut fx, Level::Info, server, u, &a.up_id, &a.method, ErrorCode::MethodNotFound, miss.why);
+                continue;
+            }
+            // Requirement: mrtr-server-validate-responses (unknown keys ignored; a missing or malformed answer is asked again)
+            match responses.get(&a.key).filter(|r| r.is_object() && a.asked) {
+                Some(r) => {
+                    let raw = serde_json::to_vec(r).unwrap_or_default();
+                    let out = shape::result(&a.method, &raw, up_rev).unwrap_or(raw);
+                    fx.push(Effect::ToUpstream(u, wire::result(&a.up_id, &out)));
+                }
+                None => remaining.push(a),
+            }
+        }
+        let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
+        let progress_again = progress.clone();
+        let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx.clone())), sent: None };
+        fx.push(Effect::Resume { up: u, call, origin });
+        // Requests still unanswered are asked again, if this request declares them.
+        held.caps = ctx.caps.clone();
+        let mut again = Vec::new();
+        for mut a in remaining {
+            a.asked = false;
+            a.refused = declared(&a.method, &a.params, &ctx.caps).err();
+            again.push(a);
+        }
+        if !again.is_empty() {
+            held.asks = again;
+            self.hold(&mut fx, ups, c, id, progress_again, held, &ctx, now);
+        }
+        fx
+    }
+}
+
+/// Whether the elicitation mode of `m` is one the hub declared to an
+/// upstream of revision `rev` at initialize (form always; url from 2025-11-25).
+fn mode_offered(rev: Option<shape::Rev>, m: &Msg) -> bool {
+    match m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form") {
+        "form" => true,
+        "url" => rev.is_some_and(|r| r.supports(mcpx_core::revision::Feature::ElicitationUrlMode)),
+        _ => false,
+    }
+}
+
+/// Refuses upstream `u`'s request `id` with an error and a log line at
+/// `Info` (what other subsystems refuse goes this way too).
+pub(super) fn refuse(server: &str, u: UpstreamId, id: &[u8], method: &str, code: ErrorCode, why: String) -> Vec<Effect<'static>> {
+    let mut fx = Vec::new();
+    refuse_at(&mut fx, Level::Info, server, u, id, method, code, why);
+    fx
+}
+
+// ------------------------------------------------ which client
+
+impl Relays {
+    /// A request `m` from upstream `u`; `stream`: the hub's request on whose
+    /// response stream it came, if the transport has such streams.
+    pub fn on_upstream_request<'m>(&self, ups: &[Upstream], u: UpstreamId, m: &'m Msg<'m>, stream: Option<u64>) -> Vec<Effect<'m>> {
+        let id = m.id_bytes().unwrap_or(b"null");
+        use Method::*;
+        match m.call {
+            Ping => vec![Effect::ToUpstream(u, wire::result(id, b"{}"))],
+            RootsList if self.set.roots.is_some() => {
+                let roots = self.configured_roots().unwrap_or_else(|| json!({ "roots": [] }));
+                vec![Effect::ToUpstream(u, wire::result(id, &serde_json::to_vec(&roots).unwrap_or_default()))]
+            }
+            // Requirement: elicitation-client-32602-on-undeclared-mode
+            ElicitationCreate if !mode_offered(ups[u].rev, m) => {
+                let mode = m.params_value().get("mode").and_then(Value::as_str).unwrap_or("form").to_string();
+                refuse(&ups[u].spec.name, u, id, &m.method, ErrorCode::InvalidParams, format!("elicitation mode '{mode}' was not declared to this server"))
+            }
+            // Policy admits it first, and a task the upstream runs takes its
+            // own input (`tasks::legacy`); then `relay_to_client`.
+            SamplingCreateMessage | ElicitationCreate | RootsList => vec![Effect::Admit { up: u, msg: m, link: Link::of(m, stream) }],
+            _ => {
+                let msg = format!("mcpx does not handle '{}' requests from servers", m.method);
+                vec![Effect::ToUpstream(u, wire::error(Some(id), ErrorCode::MethodNotFound, &msg, None))]
+            }
+        }
     }
 
     /// Which call to `u` an upstream's request for input serves, as far as
-    /// the wire says; never a guess between callers.
+    /// the wire says; never a guess between callers. `owner`: the creator
+    /// of the task its `related-task` `_meta` names, if the hub relays that
+    /// task (`tasks`).
     ///
     /// 0. The task its `related-task` `_meta` names, when the upstream runs
     ///    that task for a client (rows elicitation-task-related-id-shared,
@@ -985,20 +1284,20 @@ impl Hub {
     /// as a live caller: its tool waits on what it asked, and only a retry
     /// with that call's `requestState` resumes it. (Counting it made one
     /// client look like several as soon as a call was left held.)
-    fn cause_of(&self, u: UpstreamId, link: &Link) -> Cause {
-        if let Some((creator, _)) = link.task.as_deref().and_then(|t| self.task_owner_of(u, t)) {
+    fn cause_of(&self, pending: &Pending, owner: Option<ClientId>, u: UpstreamId, link: &Link) -> Cause {
+        if let Some(creator) = owner {
             return Cause::Task(creator);
         }
         for t in [link.stream, link.progress].into_iter().flatten() {
-            if self.pending.calls_to(u).any(|(id, ..)| id == t) {
+            if pending.calls_to(u).any(|(id, ..)| id == t) {
                 return Cause::Call(t);
             }
         }
         let (mut live, mut waiting) = (Vec::new(), Vec::new());
-        for (id, sent, origin) in self.pending.calls_to(u) {
+        for (id, sent, origin) in pending.calls_to(u) {
             match origin {
                 Origin::Client { client, .. } => live.push((id, sent, Caller::Client(*client))),
-                Origin::Held(h) => match self.relays.held.get(h) {
+                Origin::Held(h) => match self.held.get(h) {
                     Some(Held { answer_to: Some(w), .. }) => live.push((id, sent, Caller::Client(w.client))),
                     Some(held) => waiting.push((id, sent, Caller::Principal(held.principal.clone()))),
                     None => {}
@@ -1012,42 +1311,46 @@ impl Hub {
         }
     }
 
-    /// The client whose call server request `m` of `u` belongs to, when the
+    /// The client whose call a server request of `u` belongs to, when the
     /// wire names one (for its rate limit; routing is `relay_to_client`).
-    fn cause_client(&self, u: UpstreamId, link: &Link) -> Option<ClientId> {
-        let call = match self.cause_of(u, link) {
+    pub fn cause_client(&self, pending: &Pending, owner: Option<ClientId>, u: UpstreamId, link: &Link) -> Option<ClientId> {
+        let call = match self.cause_of(pending, owner, u, link) {
             Cause::Call(call) => call,
             Cause::Task(c) => return Some(c),
             _ => return None,
         };
-        match self.pending.origin(u, call)? {
+        match pending.origin(u, call)? {
             Origin::Client { client, .. } => Some(*client),
-            Origin::Held(h) => self.relays.held.get(h)?.answer_to.as_ref().map(|w| w.client),
+            Origin::Held(h) => self.held.get(h)?.answer_to.as_ref().map(|w| w.client),
             _ => None,
         }
     }
 
-    fn relay_to_client(&mut self, u: UpstreamId, m: &Msg, link: &Link) {
+    /// Upstream `u`'s request `m` for input, admitted: to the client the
+    /// wire names. `alone`: the clients `u` may reach on its own, initialized
+    /// and past their first list (`isolation`), for a request no call names.
+    #[allow(clippy::too_many_arguments)]
+    pub fn relay_to_client<'m>(&mut self, ups: &[Upstream], pending: &Pending, clients: &Clients, owner: Option<ClientId>, alone: &[ClientId], u: UpstreamId, m: &'m Msg<'m>, link: &Link, now: u64) -> Vec<Effect<'m>> {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
-        let server = self.ups[u].spec.name.clone();
-        let target = match self.cause_of(u, link) {
+        let server = &ups[u].spec.name;
+        let target = match self.cause_of(pending, owner, u, link) {
             // A modern client's call in flight (or held) gets it the modern way.
-            Cause::Call(call) => match self.pending.origin(u, call) {
-                Some(Origin::Held(h)) => return self.held_add(*h, u, m),
-                Some(Origin::Client { modern: Some(_), .. }) => return self.park(u, call, m),
-                Some(Origin::Client { client, .. }) => Some(*client).filter(|c| self.clients.contains_key(c)),
+            Cause::Call(call) => match pending.origin(u, call) {
+                Some(Origin::Held(h)) => return self.held_add(server, *h, u, m),
+                Some(Origin::Client { modern: Some(_), .. }) => return self.park(ups, pending, u, call, m, now),
+                Some(Origin::Client { client, .. }) => Some(*client).filter(|c| clients.contains_key(c)),
                 _ => None,
             },
             // A task's own question: its creator's, or nobody's.
             Cause::Task(c) => {
-                let why = match self.clients.get(&c) {
+                let why = match clients.get(&c) {
                     Some(cl) if !cl.is_modern() => None,
                     Some(_) => Some(format!("the client of the task this {method} relates to speaks {} and takes a task's input only through tasks/get", MODERN.as_str())),
                     None => Some(format!("the client that started the task this {method} relates to is gone")),
                 };
                 if let Some(why) = why {
-                    return self.refuse_upstream(u, &id, &method, ErrorCode::InternalError, why);
+                    return refuse(server, u, &id, &method, ErrorCode::InternalError, why);
                 }
                 Some(c)
             }
@@ -1055,40 +1358,40 @@ impl Hub {
             // that has not read a list yet: the oldest SDK clients hang on a
             // message they did not ask for before that.
             // An instance's only client of its owner (`isolation`).
-            Cause::None => match self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
-                [only] => Some(only),
+            Cause::None => match alone {
+                [only] => Some(*only),
                 _ => None,
             },
             Cause::Several(n) => {
                 // Never a guess: another client's user must not see this prompt.
                 let why = format!("mcpx cannot tell which of its clients this {method} is for: {n} have calls in flight to server '{server}' and the request names none of them; give the server one client, or set \"isolation\": \"client\" on it");
-                return self.refuse_upstream_at(Level::Warn, u, &id, &method, ErrorCode::InternalError, why);
+                let mut fx = Vec::new();
+                refuse_at(&mut fx, Level::Warn, server, u, &id, &method, ErrorCode::InternalError, why);
+                return fx;
             }
         };
-        let Some(c) = target else {
-            return self.refuse_upstream(u, &id, &method, ErrorCode::InternalError, format!("no client connected to mcpx can answer {method}"));
-        };
-        self.relay_request_to(c, u, m);
+        match target {
+            Some(c) => vec![Effect::RelayTo(c, u, m)],
+            None => refuse(server, u, &id, &method, ErrorCode::InternalError, format!("no client connected to mcpx can answer {method}")),
+        }
     }
 
-    /// Upstream `u`'s request `m`, to legacy client `c` as a wire request.
-    pub(super) fn relay_request_to(&mut self, c: ClientId, u: UpstreamId, m: &Msg) {
+    /// Upstream `u`'s request `m`, to legacy client `c` (of revision and
+    /// capabilities `peer`) as a wire request; `params`: its params, the
+    /// related task renamed (`tasks`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn relay_request_to(&mut self, ups: &[Upstream], c: ClientId, peer: (shape::Rev, Value), u: UpstreamId, m: &Msg, params: Value, now: u64) -> Vec<Effect<'static>> {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
-        let server = self.ups[u].spec.name.clone();
-        if self.relays.len() >= self.opts.max_relays {
-            let why = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
-            return self.refuse_upstream(u, &id, &method, ErrorCode::InternalError, why);
+        let server = &ups[u].spec.name;
+        if self.len() >= self.set.max_relays {
+            let why = format!("mcpx has {} requests waiting on clients (its limit)", self.set.max_relays);
+            return refuse(server, u, &id, &method, ErrorCode::InternalError, why);
         }
-        let (rev, caps) = {
-            let cl = &self.clients[&c];
-            (cl.rev(), cl.caps_value())
-        };
-        let mut params = m.params_value();
-        self.rename_related_task(u, &mut params);
-        params = context_for(&method, params, &caps);
+        let (rev, caps) = peer;
+        let mut params = context_for(&method, params, &caps);
         if let Err(miss) = declared(&method, &params, &caps) {
-            return self.refuse_upstream(u, &id, &method, ErrorCode::MethodNotFound, miss.why);
+            return refuse(server, u, &id, &method, ErrorCode::MethodNotFound, miss.why);
         }
         if method == "elicitation/create" {
             // Requirement: elicitation-client-show-requesting-server
@@ -1097,337 +1400,46 @@ impl Hub {
         }
         let params = match shape::relayed_request(&method, params, &rev.features()) {
             Ok(p) => p,
-            Err(why) => return self.refuse_upstream(u, &id, &method, ErrorCode::MethodNotFound, why.to_string()),
+            Err(why) => return refuse(server, u, &id, &method, ErrorCode::MethodNotFound, why.to_string()),
         };
-        self.relays.next_id += 1;
-        let hid = self.relays.next_id;
-        let deadline = self.now_ms + self.opts.relay_timeout_ms;
-        self.relays.map.insert((c, hid), Relayed { up: u, up_id: id, method: method.clone(), deadline, collect: None });
+        self.next_id += 1;
+        let hid = self.next_id;
+        let deadline = now + self.set.relay_timeout_ms;
+        self.map.insert((c, hid), Relayed { up: u, up_id: id, method: method.clone(), deadline, collect: None });
         self.remember_url(u, &params, c);
         let body = serde_json::to_vec(&params).unwrap_or_default();
-        self.request_client(c, hid, &method, &body);
+        vec![Effect::AskClient { client: c, hid, method, params: body }]
     }
-
-    // ------------------------------------------------ modern client, legacy upstream
-
-    /// Upstream `u`'s request `m` as an input request for a modern client:
-    /// its params as the client sees them.
-    pub(super) fn input_request(&self, u: UpstreamId, m: &Msg) -> Result<Value, String> {
-        let mut params = m.params_value();
-        if m.call == Method::ElicitationCreate {
-            let server = &self.ups[u].spec.name;
-            let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
-            params["message"] = Value::String(format!("[{server}] {text}"));
-        }
-        shape::input_request(&m.method, params, &shape::Features::of(MODERN)).map_err(str::to_string)
-    }
-
-
-    /// The first request for input during modern call `call` to `u`: the
-    /// call is held and the client answered `input_required`.
-    fn park(&mut self, u: UpstreamId, call: u64, m: &Msg) {
-        let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let Some(Origin::Client { client, id: cid, progress, method, renamed_uri, modern: Some(ctx), .. }) = self.pending.origin(u, call).cloned() else { return };
-        let params = match self.input_request(u, m) {
-            Ok(p) => p,
-            Err(why) => return self.refuse_upstream(u, &up_id, &m.method, ErrorCode::MethodNotFound, why),
-        };
-        let params = context_for(&m.method, params, &ctx.caps);
-        // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
-        let refused = declared(&m.method, &params, &ctx.caps).err();
-        let mut held = Held { up: u, principal: ctx.principal.clone(), call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
-        let key = self.relays.new_key(&self.ups[u].spec.name);
-        held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
-        if self.relays.len() >= self.opts.max_relays {
-            let limit = format!("limit of requests waiting on clients reached: all {} are in use; retry later", self.opts.max_relays);
-            return self.refuse_hold(client, &cid, held, &limit);
-        }
-        self.hold(client, &cid, progress, held, &ctx);
-    }
-
-    /// Holds `held`'s call and answers the client's request `cid` with an
-    /// `InputRequiredResult` asking everything outstanding.
-    fn hold(&mut self, c: ClientId, cid: &[u8], progress: Option<Vec<u8>>, mut held: Held, ctx: &ReqCtx) {
-        self.relays.next_held += 1;
-        let h = self.relays.next_held;
-        let (u, call) = (held.up, held.call);
-        held.principal = ctx.principal.clone();
-        held.answer_to = Some(Waiting { client: c, id: cid.to_vec(), progress, ctx: Box::new(ctx.clone()) });
-        held.due = self.now_ms + self.opts.input_coalesce_ms;
-        if let Err((held, limit)) = self.relays.held.insert(h, held) {
-            return self.refuse_hold(c, cid, held, &limit.to_string());
-        }
-        self.pending.hold(u, call, h, self.now_ms + self.opts.input_ttl_ms);
-        if self.opts.input_coalesce_ms == 0 {
-            let mut fx = Vec::new();
-            self.relays.answer_held(&mut fx, &self.ups, h, self.now_ms);
-            self.apply_relay(fx);
-        }
-    }
-
-    /// A call that cannot be held (its principal's share or the global cap
-    /// of held calls is used up): the client is told that limit, the
-    /// upstream's requests get the same reason and the call is cancelled.
-    fn refuse_hold(&mut self, c: ClientId, cid: &[u8], held: Held, limit: &str) {
-        let why = format!("mcpx cannot hold this call for the client's input: {limit}");
-        for a in &held.asks {
-            self.refuse_upstream(held.up, &a.up_id, &a.method, ErrorCode::InternalError, why.clone());
-        }
-        self.pending.take(held.up, held.call);
-        self.cancel_upstream(held.up, held.call, &why);
-        self.answer_error(c, Some(cid), ErrorCode::InternalError, &why, None);
-    }
-
-
-    /// Another request for input from a held call's upstream: asked in the
-    /// next round.
-    fn held_add(&mut self, h: u64, u: UpstreamId, m: &Msg) {
-        let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let Some(caps) = self.relays.held.get(&h).map(|x| x.caps.clone()) else { return };
-        match self.input_request(u, m) {
-            Ok(params) => {
-                let key = self.relays.new_key(&self.ups[u].spec.name);
-                let params = context_for(&m.method, params, &caps);
-                let refused = declared(&m.method, &params, &caps).err();
-                if let Some(held) = self.relays.held.get_mut(&h) {
-                    held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
-                }
-            }
-            Err(why) => self.refuse_upstream(u, &up_id, &m.method, ErrorCode::MethodNotFound, why),
-        }
-    }
-
-
-
-
-
-
-
 
     /// A retry whose `requestState` opened to `inner`.
-    pub(super) fn resume(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, inner: &[u8], responses: Option<Value>) {
+    #[allow(clippy::too_many_arguments)]
+    pub fn resume<'m>(&mut self, ups: &[Upstream], pending: &Pending, c: ClientId, m: &'m Msg<'m>, id: &[u8], ctx: ReqCtx, inner: &[u8], responses: Option<Value>, now: u64) -> Vec<Effect<'m>> {
+        let malformed = || vec![Effect::AnswerError { client: c, id: id.to_vec(), code: ErrorCode::InvalidParams, msg: "Invalid params: requestState is malformed".into(), data: None }];
         match inner.split_first() {
             Some((&INNER_HELD, h)) if h.len() >= 8 => {
                 let h = u64::from_be_bytes(h[..8].try_into().expect("8 bytes"));
-                self.resume_held(c, m, id, ctx, h, responses.unwrap_or_else(|| json!({})));
+                self.resume_held(ups, pending, c, m, id, ctx, h, responses.unwrap_or_else(|| json!({})), now)
             }
             Some((&INNER_UPSTREAM_STATE, s)) => {
                 let s = String::from_utf8_lossy(s).into_owned();
-                self.route_modern(c, m, Some(Some(s)), ctx);
+                vec![Effect::Route { client: c, msg: m, upstream_state: Some(Some(s)), ctx }]
             }
-            Some((&INNER_UPSTREAM_NO_STATE, _)) => self.route_modern(c, m, Some(None), ctx),
+            Some((&INNER_UPSTREAM_NO_STATE, _)) => vec![Effect::Route { client: c, msg: m, upstream_state: Some(None), ctx }],
             Some((&INNER_ON_REPLICA, rest)) if on_replica(rest).is_some() => {
                 let inner = on_replica(rest).map(|(_, inner)| inner.to_vec()).unwrap_or_default();
-                self.resume(c, m, id, ctx, &inner, responses)
+                self.resume(ups, pending, c, m, id, ctx, &inner, responses, now)
             }
             Some((&INNER_CHECKED, rest)) if rest.len() >= 4 => {
                 let (len, rest) = rest.split_at(4);
                 let len = u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize;
-                let Some((schemas, inner)) = (len <= rest.len()).then(|| rest.split_at(len)) else {
-                    return self.answer_error(c, Some(id), ErrorCode::InvalidParams, "Invalid params: requestState is malformed", None);
-                };
+                let Some((schemas, inner)) = (len <= rest.len()).then(|| rest.split_at(len)) else { return malformed() };
                 let schemas: Value = serde_json::from_slice(schemas).unwrap_or(Value::Null);
                 // Requirement: elicitation-server-validate-received-data (for the server, which gets only valid answers)
-                if let Some(super::request::Refusal(code, msg, data)) = self.policy_check_input_responses(&schemas, responses.as_ref()) {
-                    return self.answer_error(c, Some(id), code, &msg, data);
-                }
-                let inner = inner.to_vec();
-                self.resume(c, m, id, ctx, &inner, responses)
+                vec![Effect::Check { client: c, msg: m, id: id.to_vec(), ctx, schemas, inner: inner.to_vec(), responses }]
             }
-            _ => self.answer_error(c, Some(id), ErrorCode::InvalidParams, "Invalid params: requestState is malformed", None),
+            _ => malformed(),
         }
     }
-
-    /// The retry of a held call: the upstream's requests are answered with
-    /// the client's `inputResponses` and the call continues as the retry.
-    fn resume_held(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, h: u64, responses: Value) {
-        let gone = "Invalid params: requestState refers to a request mcpx no longer holds (it timed out or its server restarted); send the request again without requestState";
-        let Some(peek) = self.relays.held.get(&h) else {
-            return self.answer_error(c, Some(id), ErrorCode::InvalidParams, gone, None);
-        };
-        if peek.done.is_none() && self.pending.client_has(c, id) {
-            return self.answer_error(c, Some(id), ErrorCode::InvalidRequest, "Invalid request: this id is already used by a request in flight", None);
-        }
-        let Some(mut held) = self.relays.held.remove(&h) else { return };
-        let (u, call) = (held.up, held.call);
-        if let Some(done) = held.done.take() {
-            let progress = None;
-            let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx)), sent: None };
-            if let Ok(dm) = wire::parse(&done) {
-                self.answer_client(u, origin, &dm);
-            }
-            return;
-        }
-        if !matches!(self.pending.origin(u, call), Some(Origin::Held(x)) if *x == h) {
-            return self.answer_error(c, Some(id), ErrorCode::InvalidParams, gone, None);
-        }
-        let up_rev = self.ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
-        let mut remaining = Vec::new();
-        for a in std::mem::take(&mut held.asks) {
-            if let Some(miss) = a.refused {
-                self.refuse_upstream(u, &a.up_id, &a.method, ErrorCode::MethodNotFound, miss.why);
-                continue;
-            }
-            // Requirement: mrtr-server-validate-responses (unknown keys ignored; a missing or malformed answer is asked again)
-            match responses.get(&a.key).filter(|r| r.is_object() && a.asked) {
-                Some(r) => {
-                    let raw = serde_json::to_vec(r).unwrap_or_default();
-                    let out = shape::result(&a.method, &raw, up_rev).unwrap_or(raw);
-                    self.emit_upstream(u, wire::result(&a.up_id, &out));
-                }
-                None => remaining.push(a),
-            }
-        }
-        let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
-        let progress_again = progress.clone();
-        let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx.clone())), sent: None };
-        self.pending.resume(u, call, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
-        // Requests still unanswered are asked again, if this request declares them.
-        held.caps = ctx.caps.clone();
-        let mut again = Vec::new();
-        for mut a in remaining {
-            a.asked = false;
-            a.refused = declared(&a.method, &a.params, &ctx.caps).err();
-            again.push(a);
-        }
-        if !again.is_empty() {
-            held.asks = again;
-            self.hold(c, id, progress_again, held, &ctx);
-        }
-    }
-
-    // ------------------------------------------------ modern upstream
-
-    /// A modern upstream answered call `cid` of modern client `c` with an
-    /// `InputRequiredResult`: passed on with the hub's state around its own.
-    pub(super) fn wrap_input_required(&mut self, u: UpstreamId, c: ClientId, cid: &[u8], method: &str, ctx: &ReqCtx, mut v: Value) {
-        let server = self.ups[u].spec.name.clone();
-        let mut inner = Vec::new();
-        match v.get("requestState").and_then(Value::as_str) {
-            Some(s) => {
-                inner.push(INNER_UPSTREAM_STATE);
-                inner.extend_from_slice(s.as_bytes());
-            }
-            None => inner.push(INNER_UPSTREAM_NO_STATE),
-        }
-        // The answers come back in the retry, to this server's own state:
-        // the schemas they are checked against travel sealed with it.
-        let pin = pinned_to(self.opts.cluster.replica.as_deref(), self.ups[u].spec.remote);
-        let checked = v.get("inputRequests").and_then(|r| self.policy_elicitation_schemas(u, r)).map(|schemas| {
-            let schemas = serde_json::to_vec(&schemas).unwrap_or_default();
-            let mut with = pin.clone();
-            with.push(INNER_CHECKED);
-            with.extend_from_slice(&(schemas.len() as u32).to_be_bytes());
-            with.extend_from_slice(&schemas);
-            with.extend_from_slice(&inner);
-            with
-        });
-        let inner = [pin, inner].concat();
-        let sealed = match checked.map(|with| self.relays.seal(method, ctx, &with, self.now_ms)) {
-            Some(Ok(s)) => Ok(s),
-            Some(Err(why)) => {
-                self.log(Level::Warn, format!("server '{server}': elicitation answers of this round are not checked: {why}"));
-                self.relays.seal(method, ctx, &inner, self.now_ms)
-            }
-            None => self.relays.seal(method, ctx, &inner, self.now_ms),
-        };
-        let state = match sealed {
-            Ok(s) => s,
-            Err(why) => return self.answer_error(c, Some(cid), ErrorCode::InternalError, &why, None),
-        };
-        if let Some(reqs) = v.get_mut("inputRequests").and_then(Value::as_object_mut) {
-            for r in reqs.values_mut() {
-                let m = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
-                if let Some(p) = r.get_mut("params") {
-                    if m == "elicitation/create" {
-                        // Requirement: elicitation-client-show-requesting-server
-                        let text = p.get("message").and_then(Value::as_str).unwrap_or("").to_string();
-                        p["message"] = Value::String(format!("[{server}] {text}"));
-                    }
-                    if let Ok(shaped) = shape::input_request(&m, p.take(), &shape::Features::of(MODERN)) {
-                        *p = shaped;
-                    }
-                }
-            }
-        }
-        v["requestState"] = Value::String(state);
-        if let Some(o) = v.as_object_mut() {
-            o.remove("ttlMs");
-            o.remove("cacheScope");
-        }
-        self.stamp(&mut v, None);
-        self.answer_result(c, cid, &serde_json::to_vec(&v).unwrap_or_default());
-    }
-
-    /// A modern upstream answered a legacy client's call with an
-    /// `InputRequiredResult`: its input requests go to the client as wire
-    /// requests; the answers make the retry.
-    pub(super) fn collect_input_required(&mut self, mut col: Collect, v: Value) {
-        let c = col.client;
-        let server = self.ups[col.up].spec.name.clone();
-        col.state = v.get("requestState").and_then(Value::as_str).map(str::to_string);
-        col.responses = Map::new();
-        col.waiting = 0;
-        let Some(cl) = self.clients.get(&c) else { return };
-        let (rev, caps) = (cl.rev(), cl.caps_value());
-        let reqs: Vec<(String, Value)> = v.get("inputRequests").and_then(Value::as_object).map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default();
-        let mut sends = Vec::new();
-        for (key, r) in reqs {
-            let method = r.get("method").and_then(Value::as_str).unwrap_or("").to_string();
-            let mut params = context_for(&method, r.get("params").cloned().unwrap_or_else(|| json!({})), &caps);
-            if method == "roots/list" && self.opts.roots.is_some() {
-                col.responses.insert(key, self.configured_roots());
-                continue;
-            }
-            let checked = declared(&method, &params, &caps).map_err(|m| m.why).and_then(|()| {
-                if method == "elicitation/create" {
-                    let text = params.get("message").and_then(Value::as_str).unwrap_or("").to_string();
-                    params["message"] = Value::String(format!("[{server}] {text}"));
-                }
-                shape::relayed_request(&method, params, &rev.features()).map_err(str::to_string)
-            });
-            match checked {
-                Ok(mut p) => {
-                    // Requirement: elicitation-url-request-shape-with-id
-                    // (a modern upstream's URL request has no id; 2025-11-25 needs one)
-                    if method == "elicitation/create" && p.get("mode").and_then(Value::as_str) == Some("url") && p.get("elicitationId").is_none() && rev.supports(mcpx_core::revision::Feature::ElicitationUrlMode) {
-                        self.relays.next_key += 1;
-                        p["elicitationId"] = Value::String(format!("mcpx-{}", self.relays.next_key));
-                    }
-                    sends.push((key, method, p))
-                }
-                Err(why) => {
-                    let msg = format!("server '{server}' needs input the client cannot give: {why}");
-                    return self.answer_error(c, Some(&col.id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
-                }
-            }
-        }
-        if self.relays.len() + sends.len() > self.opts.max_relays {
-            let msg = format!("mcpx has {} requests waiting on clients (its limit)", self.opts.max_relays);
-            return self.answer_error(c, Some(&col.id), ErrorCode::InternalError, &msg, None);
-        }
-        self.relays.next_held += 1;
-        let handle = self.relays.next_held;
-        let deadline = self.now_ms + self.opts.relay_timeout_ms;
-        col.waiting = sends.len();
-        let up = col.up;
-        let done = sends.is_empty();
-        self.relays.collects.insert(handle, col);
-        for (key, method, p) in sends {
-            self.relays.next_id += 1;
-            let hid = self.relays.next_id;
-            self.relays.map.insert((c, hid), Relayed { up, up_id: Vec::new(), method: method.clone(), deadline, collect: Some((handle, key)) });
-            self.request_client(c, hid, &method, &serde_json::to_vec(&p).unwrap_or_default());
-        }
-        if done {
-            let mut fx = Vec::new();
-            self.relays.retry_collected(&mut fx, &self.ups, handle);
-            self.apply_relay(fx);
-        }
-    }
-
-
-
 }
 
 /// The [`INNER_ON_REPLICA`] prefix of a state for a round of a server on

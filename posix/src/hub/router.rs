@@ -83,7 +83,40 @@ impl Hub {
                 NotifyUpstream(u, method, params) => self.notify_upstream(u, method, Some(&params)),
                 CancelCall { up, call, why } => self.cancel_upstream(up, call, &why),
                 Forget(u, call) => drop(self.pending.take(u, call)),
+                Hold { up, call, h, until } => self.pending.hold(up, call, h, until),
+                Resume { up, call, origin } => self.pending.resume(up, call, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms),
                 AskClient { client, hid, method, params } => self.request_client(client, hid, &method, &params),
+                Admit { up, msg, link } => {
+                    // Policy: the server-request rate limits (hub/policy.rs).
+                    let owner = link.task.as_deref().and_then(|t| self.task_owner_of(up, t)).map(|(c, _)| c);
+                    let to = self.relays.cause_client(&self.pending, owner, up, &link);
+                    if let Err(why) = self.policy_admit_server_request(up, to, msg) {
+                        let id = msg.id_bytes().unwrap_or(b"null");
+                        self.apply_relay(super::relay::refuse(&self.ups[up].spec.name, up, id, &msg.method, crate::policy::ratelimit::Refusal::CODE, why));
+                        continue;
+                    }
+                    // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
+                    if !self.task_input(up, msg) {
+                        let alone: Vec<ClientId> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(up, **k)).map(|(k, _)| *k).collect();
+                        let fx = self.relays.relay_to_client(&self.ups, &self.pending, &self.clients, owner, &alone, up, msg, &link, self.now_ms);
+                        self.apply_relay(fx);
+                    }
+                }
+                RelayTo(c, u, msg) => {
+                    let mut params = msg.params_value();
+                    self.rename_related_task(u, &mut params);
+                    let Some(peer) = self.clients.get(&c).map(|cl| (cl.rev(), cl.caps_value())) else { continue };
+                    let fx = self.relays.relay_request_to(&self.ups, c, peer, u, msg, params, self.now_ms);
+                    self.apply_relay(fx);
+                }
+                Route { client, msg, upstream_state, ctx } => self.route_modern(client, msg, upstream_state, ctx),
+                Check { client, msg, id, ctx, schemas, inner, responses } => match self.policy_check_input_responses(&schemas, responses.as_ref()) {
+                    Some(Refusal(code, text, data)) => self.answer_error(client, Some(&id), code, &text, data),
+                    None => {
+                        let fx = self.relays.resume(&self.ups, &self.pending, client, msg, &id, ctx, &inner, responses, self.now_ms);
+                        self.apply_relay(fx);
+                    }
+                },
                 NotifyClient(c, method, params) => self.notify_client(c, method, &params),
                 AnswerError { client, id, code, msg, data } => self.answer_error(client, Some(&id), code, &msg, data),
                 InputRequired { client, id, mut result } => {
@@ -614,10 +647,16 @@ impl Hub {
                         // The relay keeps the input requests as a value (`relay`).
                         let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
                         return match modern {
-                            Some(ctx) => self.wrap_input_required(u, c, &id, &method, &ctx, v),
+                            Some(ctx) => {
+                                let schemas = v.get("inputRequests").and_then(|r| self.policy_elicitation_schemas(u, r));
+                                let fx = self.relays.wrap_input_required(&self.ups[u].spec, c, &id, &method, &ctx, v, schemas, self.now_ms);
+                                self.apply_relay(fx)
+                            }
                             None => {
                                 let col = super::relay::Collect { up: u, client: c, id, progress, method, renamed_uri, sent: sent.unwrap_or_else(|| b"{}".to_vec()), state: None, waiting: 0, responses: Default::default() };
-                                self.collect_input_required(col, v)
+                                let peer = self.clients.get(&c).map(|cl| (cl.rev(), cl.caps_value()));
+                                let fx = self.relays.collect_input_required(&self.ups, peer, col, v, self.now_ms);
+                                self.apply_relay(fx)
                             }
                         };
                     }

@@ -274,7 +274,10 @@ impl Hub {
             return self.ask_for(c, id, op, wait);
         }
         match self.relays.claim_state(&v, &ctx.principal, self.now_ms) {
-            Ok(()) => self.resume(c, m, id, ctx, &v.inner, responses),
+            Ok(()) => {
+                let fx = self.relays.resume(&self.ups, &self.pending, c, m, id, ctx, &v.inner, responses, self.now_ms);
+                self.apply_relay(fx)
+            }
             Err(e) => self.refuse_state(c, id, e),
         }
     }
@@ -388,7 +391,8 @@ impl Hub {
             }
             (Wait::Claim { msg, ctx, inner, responses }, Answer::Granted) => {
                 if let Ok(m) = wire::parse(&msg) {
-                    self.resume(c, &m, &id, ctx, &inner, responses);
+                    let fx = self.relays.resume(&self.ups, &self.pending, c, &m, &id, ctx, &inner, responses, self.now_ms);
+                    self.apply_relay(fx);
                 }
             }
             // Requirement: mrtr-single-use-enforced (used on any replica: refused on every other)

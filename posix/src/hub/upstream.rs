@@ -553,7 +553,10 @@ impl Hub {
             }
         };
         match m.kind {
-            MsgKind::Request => self.on_upstream_request(u, &m, stream),
+            MsgKind::Request => {
+                let fx = self.relays.on_upstream_request(&self.ups, u, &m, stream);
+                self.apply_relay(fx)
+            }
             MsgKind::Notification => self.on_upstream_notification(u, &m),
             MsgKind::Result | MsgKind::Error => {
                 let Some((id, f)) = m.id_u64().and_then(|id| Some((id, self.pending.take(u, id)?))) else {
@@ -847,7 +850,11 @@ impl Hub {
             PromptsListChanged => self.relist(u, &[Kind::Prompts]),
             ResourcesListChanged => self.relist(u, &[Kind::Resources, Kind::Templates]),
             ResourcesUpdated => self.upstream_resource_updated(u, m),
-            ElicitationComplete => self.elicitation_complete(u, m),
+            ElicitationComplete => {
+                let url_ok = |c: super::ClientId| self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode));
+                let fx = self.relays.elicitation_complete(u, m, url_ok);
+                self.apply_relay(fx)
+            }
             Cancelled => self.upstream_cancelled(u, m),
             _ => {}
         }

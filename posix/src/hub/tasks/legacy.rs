@@ -216,16 +216,16 @@ impl Hub {
         if !t.modern {
             let c = t.creator;
             if self.clients.contains_key(&c) {
-                self.relay_request_to(c, u, m);
+                self.apply_relay(vec![crate::hub::relay::Effect::RelayTo(c, u, m)]);
             } else {
-                self.refuse_upstream(u, &up_id, &m.method, ErrorCode::InternalError, format!("the client that created task {id} is not connected to mcpx"));
+                self.apply_relay(crate::hub::relay::refuse(&self.ups[u].spec.name, u, &up_id, &m.method, ErrorCode::InternalError, format!("the client that created task {id} is not connected to mcpx")));
             }
             return true;
         }
-        let mut params = match self.input_request(u, m) {
+        let mut params = match crate::hub::relay::input_request(&self.ups[u].spec.name, m) {
             Ok(p) => p,
             Err(why) => {
-                self.refuse_upstream(u, &up_id, &m.method, ErrorCode::MethodNotFound, why);
+                self.apply_relay(crate::hub::relay::refuse(&self.ups[u].spec.name, u, &up_id, &m.method, ErrorCode::MethodNotFound, why));
                 return true;
             }
         };

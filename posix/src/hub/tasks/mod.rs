@@ -345,7 +345,7 @@ impl Hub {
         // Input the upstream still waits for will never come.
         if let Some((u, _)) = relayed {
             for i in inputs {
-                self.refuse_upstream(u, &i.up_id, &i.method, ErrorCode::InternalError, format!("task {id} is {} before the client answered", status.as_str()));
+                self.apply_relay(crate::hub::relay::refuse(&self.ups[u].spec.name, u, &i.up_id, &i.method, ErrorCode::InternalError, format!("task {id} is {} before the client answered", status.as_str())));
             }
         }
         self.notify_status(id);

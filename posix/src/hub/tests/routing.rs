@@ -1,5 +1,5 @@
 //! Which client a server's request for input goes to (issue 11 item 1):
-//! only one the wire names, never a guess (`relay::Hub::cause_of`).
+//! only one the wire names, never a guess (`relay::Relays::cause_of`).
 
 use serde_json::{json, Value};
 

@@ -13,7 +13,7 @@
 //!
 //! The upstream's tool is sequential, like an SDK tool awaiting its
 //! `elicit()`: a call waiting on its own request for input makes no other
-//! (the routing relies on that: `relay::Hub::cause_of`).
+//! (the routing relies on that: `relay::Relays::cause_of`).
 //!
 //! `MCPX_SIM_SEEDS=n` runs `n` seeds instead of the default.
 
