@@ -64,7 +64,6 @@ use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
 use super::upstream::Upstream;
-use super::client::Clients;
 use super::{ClientId, HubOptions, Level, UpstreamId, UpstreamSpec};
 
 /// Tokens redeemed within one `input_ttl_ms` that the replay set remembers.
@@ -1327,10 +1326,12 @@ impl Relays {
     }
 
     /// Upstream `u`'s request `m` for input, admitted: to the client the
-    /// wire names. `alone`: the clients `u` may reach on its own, initialized
-    /// and past their first list (`isolation`), for a request no call names.
+    /// wire names. `modern`: whether a connected client speaks the modern
+    /// era (`None`: not connected). `alone`: the clients `u` may reach on
+    /// its own, initialized and past their first list (`isolation`), for a
+    /// request no call names.
     #[allow(clippy::too_many_arguments)]
-    pub fn relay_to_client<'m>(&mut self, ups: &[Upstream], pending: &Pending, clients: &Clients, owner: Option<ClientId>, alone: &[ClientId], u: UpstreamId, m: &'m Msg<'m>, link: &Link, now: u64) -> Vec<Effect<'m>> {
+    pub fn relay_to_client<'m>(&mut self, ups: &[Upstream], pending: &Pending, modern: impl Fn(ClientId) -> Option<bool>, owner: Option<ClientId>, alone: &[ClientId], u: UpstreamId, m: &'m Msg<'m>, link: &Link, now: u64) -> Vec<Effect<'m>> {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
         let server = &ups[u].spec.name;
@@ -1339,13 +1340,13 @@ impl Relays {
             Cause::Call(call) => match pending.origin(u, call) {
                 Some(Origin::Held(h)) => return self.held_add(server, *h, u, m),
                 Some(Origin::Client { modern: Some(_), .. }) => return self.park(ups, pending, u, call, m, now),
-                Some(Origin::Client { client, .. }) => Some(*client).filter(|c| clients.contains_key(c)),
+                Some(Origin::Client { client, .. }) => Some(*client).filter(|c| modern(*c).is_some()),
                 _ => None,
             },
             // A task's own question: its creator's, or nobody's.
             Cause::Task(c) => {
-                let why = match clients.get(&c) {
-                    Some(cl) if !cl.is_modern() => None,
+                let why = match modern(c) {
+                    Some(false) => None,
                     Some(_) => Some(format!("the client of the task this {method} relates to speaks {} and takes a task's input only through tasks/get", MODERN.as_str())),
                     None => Some(format!("the client that started the task this {method} relates to is gone")),
                 };

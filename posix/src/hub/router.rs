@@ -98,7 +98,8 @@ impl Hub {
                     // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
                     if !self.task_input(up, msg) {
                         let alone: Vec<ClientId> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(up, **k)).map(|(k, _)| *k).collect();
-                        let fx = self.relays.relay_to_client(&self.ups, &self.pending, &self.clients, owner, &alone, up, msg, &link, self.now_ms);
+                        let modern = |c: ClientId| self.clients.get(&c).map(|cl| cl.is_modern());
+                        let fx = self.relays.relay_to_client(&self.ups, &self.pending, modern, owner, &alone, up, msg, &link, self.now_ms);
                         self.apply_relay(fx);
                     }
                 }
