@@ -997,7 +997,7 @@ impl Hub {
     /// negotiated revision, restarts, last error and tool count; the clients.
     pub fn status(&self) -> serde_json::Value {
         let mut v = self.status_json();
-        if let Some(m) = self.metrics_json() {
+        if let Some(m) = self.policy.metrics_json() {
             v["metrics"] = m;
         }
         v
@@ -1014,5 +1014,35 @@ impl Hub {
 
     fn log(&mut self, level: Level, msg: String) {
         self.out.push_back(Output::Log(level, msg));
+    }
+
+    /// Log one `debug` line per call, relayed sampling and elicitation
+    /// request (the runtime turns it on while its log level is debug).
+    pub fn set_call_log(&mut self, on: bool) {
+        self.policy.set_call_log(on);
+    }
+
+    /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).
+    pub fn metrics_text(&mut self, sessions: usize, connections: usize) -> Option<String> {
+        let ups = self.ups.iter().map(|u| (u.spec.name.as_str(), u.is_ready(), u64::from(u.starts.saturating_sub(1))));
+        let queues = [("pending", self.pending.len()), ("output", self.out.len())];
+        self.policy.metrics_text(ups, sessions, connections, &queues)
+    }
+
+    /// The policy principal of client `c` (`""` once it is gone).
+    fn policy_principal(&self, c: ClientId) -> &str {
+        self.clients.get(&c).map_or("", |cl| policy::principal_name(&cl.principal))
+    }
+
+    /// The policy beside the name of server `u`, for a call that takes it.
+    fn policy_with(&mut self, u: UpstreamId) -> (&mut policy::HubPolicy, &str) {
+        (&mut self.policy, &self.ups[u].spec.name)
+    }
+
+    /// Writes the lines a policy call asked for, in order.
+    fn apply_policy(&mut self, lines: impl IntoIterator<Item = policy::Line>) {
+        for (level, msg) in lines {
+            self.log(level, msg);
+        }
     }
 }

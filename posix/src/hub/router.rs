@@ -12,8 +12,11 @@ use mcpx_core::error::PeerCaps;
 use mcpx_core::method::Method;
 use serde_json::{json, Value};
 
+use crate::policy::ratelimit::Class;
+
 use super::catalog::Kind;
 use super::pending::Origin;
+use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
@@ -94,7 +97,12 @@ impl Hub {
     /// context `ctx`): one handler per method.
     pub(super) fn route(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         use Method::*;
-        self.policy_begin(c, m, ctx.is_some());
+        let clients = &self.clients;
+        self.policy.begin(c, m, self.now_ms, || {
+            let cl = clients.get(&c)?;
+            let revision = if ctx.is_some() { super::request::MODERN.as_str() } else { cl.rev().as_str() };
+            Some(super::policy::Who { principal: super::policy::principal_name(&cl.principal), revision })
+        });
         if matches!(m.call, TasksGet | TasksResult | TasksList | TasksCancel | TasksUpdate) {
             self.admit_task_request(c, m)?;
         }
@@ -137,7 +145,21 @@ impl Hub {
     fn tools_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
         // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
-        let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
+        let mut call = match self.policy.tool_call(|| self.policy_principal(c), m, r, name) {
+            MetaTool::Call(call) => call,
+            // A call through the meta-tool is admitted as the call of the
+            // tool it names (`stages`); one answered here is admitted here.
+            MetaTool::Here { tool, asked } => {
+                let id = m.id_bytes().unwrap_or(b"null");
+                self.admit(c, id, Class::ToolCall, None, &tool)?;
+                let principal = self.policy_principal(c).to_string();
+                let ups = &self.ups;
+                let tools = ToolsView { entries: self.catalog.view(Kind::Tools), generation: self.catalog.generation[Kind::Tools.idx()], server: |u: UpstreamId| Server::of(&ups[u].spec) };
+                let result = self.policy.meta_answer(&principal, asked, tools)?;
+                self.answer_result(c, id, &result);
+                return Ok(());
+            }
+        };
         // A name no server listed yet may wait for its server (`lazy`).
         let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
         let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
@@ -171,14 +193,14 @@ impl Hub {
     fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
         let (u, orig) = self.prompt_stages(c, m, &name)?;
-        self.policy_resolved(c, m, u, &name, &orig);
+        self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
         self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
     }
 
     fn resources_read(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
         let (u, orig) = self.resource_stages(c, m, &uri, false)?;
-        self.policy_resolved(c, m, u, &uri, &orig);
+        self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
         let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
         self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
     }
@@ -192,7 +214,7 @@ impl Hub {
                 let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
                 self.admit_completion(c, m, known)?;
                 let (u, orig) = self.prompt_stages(c, m, &name)?;
-                self.policy_resolved(c, m, u, &name, &orig);
+                self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "ref/resource" => {
@@ -200,7 +222,7 @@ impl Hub {
                 let known = self.catalog.route_template(&uri).or_else(|| self.route_uri(&uri)).map(|(u, _)| u);
                 self.admit_completion(c, m, known)?;
                 let (u, orig) = self.resource_stages(c, m, &uri, true)?;
-                self.policy_resolved(c, m, u, &uri, &orig);
+                self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
                 self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
             }
             _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
@@ -387,13 +409,13 @@ impl Hub {
         let offer_tasks = !modern && k == Kind::Tools && self.client_declared_tasks(c);
         // Policy (hub/policy.rs): the tool-search meta-tools, or the
         // principal's own catalog with trust marks.
-        let (items, more) = match self.meta_listing(c, k, rev) {
+        let (items, more) = match self.policy.meta_listing(self.policy_principal(c), k, rev) {
             Some(items) => (items, None),
             None => {
                 let view = self.visible_view(c, k);
                 let end = (pos + page).min(view.len());
                 let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| {
-                    let mut item = self.listed_item(e, rev);
+                    let mut item = self.policy.listed_item(e, Server::of(&self.ups[e.up].spec), rev);
                     if offer_tasks {
                         super::tasks::offer(&mut item);
                     }
@@ -551,7 +573,11 @@ impl Hub {
         let capped = if call == Some(Method::CompletionComplete) { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
         // Policy: structuredContent against the tool's outputSchema.
-        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
+        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy.check_output(c, &id, r)) } else { None };
+        let checked = checked.and_then(|(line, instead)| {
+            self.apply_policy([line]);
+            instead
+        });
         let res = checked.as_deref().or(res);
         if let Some(res) = res {
             // The result's view: the message's own when nothing above

@@ -47,8 +47,8 @@ impl Hub {
 
     /// Request `id` of client `c` was refused by limit `r`: so it is audited.
     fn mark_refused(&mut self, c: ClientId, id: &[u8], r: &ratelimit::Refusal) {
-        self.policy_refused_by(c, id, &r.limit);
-        self.policy_refused_at(c, id, Stage::Admit);
+        self.policy.refused_by(c, id, &r.limit);
+        self.policy.refused_at(c, id, Stage::Admit);
     }
 
     /// The shared store refused request `id` of client `c` by limit `r`:
