@@ -410,7 +410,7 @@ impl Hub {
         self.tasks_client_gone(c);
         self.unsubscribe_all(c);
         self.policy.client_gone(c);
-        self.shared_drop_client(c);
+        self.shared.drop_client(c);
     }
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {

@@ -689,7 +689,9 @@ impl Hub {
     /// An unknown or late ticket is ignored.
     pub fn shared_answered(&mut self, ticket: u64, answer: shared::Answer, now_ms: u64) {
         self.now(now_ms);
-        self.on_shared_answered(ticket, answer);
+        let clients = &self.clients;
+        let effects = self.shared.answered(ticket, answer, &self.opts.cluster, |c| clients.contains_key(&c));
+        self.apply_shared(effects);
     }
 
     /// The runtime finished `Output::Forward` of client `c`'s request
@@ -698,7 +700,8 @@ impl Hub {
     /// refused the hop): the client gets an error saying so.
     pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, now_ms: u64) {
         self.now(now_ms);
-        self.on_forward_done(c, request, result);
+        let effect = self.shared.forward_done(c, request, result, self.now_ms, &self.opts.cluster, self.opts.max_pending);
+        self.apply_shared(effect);
     }
 
     /// One framed message from a client (a request, notification or

@@ -22,7 +22,7 @@ use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
 use super::tasks::Plan;
 use super::wire::{self, Msg};
-use super::{ClientId, Hub, Outcome, UpstreamId};
+use super::{shared, ClientId, Hub, Outcome, Output, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
 pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -86,7 +86,10 @@ impl Hub {
         if self.is_modern_request(c, m) {
             return self.on_modern_request(c, m);
         }
-        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| self.route_or_park(c, m, None)) {
+        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| {
+            let routed = self.route(c, m, None);
+            self.shared.routed(c, m, None, routed)
+        }) {
             // The core error table decides which code this client may get.
             let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
             self.answer_error(c, Some(m.id_bytes().unwrap_or(b"null")), code, &msg, data);
@@ -800,5 +803,108 @@ fn error_for(err: &[u8], rev: shape::Rev, caps: PeerCaps) -> (Vec<u8>, i64) {
         (err.to_vec(), code)
     } else {
         (wire::splice(err, vec![(r, to.to_string().into_bytes())]), to)
+    }
+}
+
+/// Between the shared state (`shared`) and the rest of the hub.
+impl Hub {
+    /// A modern retry carrying `requestState` `token`: verified here, then
+    /// continued here (used once: in the store when one is shared, else in
+    /// this hub's set), or forwarded to the replica holding its call,
+    /// which makes the claim itself.
+    pub(super) fn redeem_state(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, token: &str, responses: Option<Value>) {
+        let v = match self.verify_state(token, &m.method, &ctx) {
+            Ok(v) => v,
+            Err(e) => return self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+        };
+        let (cluster, max) = (&self.opts.cluster, self.opts.max_pending);
+        if let Some(to) = self.held_elsewhere(&v.inner) {
+            let e = self.shared.forward_state(c, m.env.bytes(), id, &ctx.principal, to, cluster, max);
+            return self.apply_shared([e]);
+        }
+        if cluster.shared {
+            let op = shared::Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.claim_ttl_ms(&v) };
+            let e = self.shared.claim(c, m, id, ctx, op, v.inner, responses, self.now_ms, &self.opts.cluster, max);
+            return self.apply_shared([e]);
+        }
+        match self.claim_state(&v, &ctx.principal) {
+            Ok(()) => self.resume(c, m, id, ctx, &v.inner, responses),
+            Err(e) => self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+        }
+    }
+
+    /// A modern `tasks/*` request naming a task another replica runs:
+    /// forwarded to it (true), else false.
+    pub(super) fn task_elsewhere(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8]) -> bool {
+        let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
+        let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
+        // A task taken over from a replica that is gone is this one's now.
+        if self.has_task(&task) {
+            return false;
+        }
+        let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
+        let to = owner.to_string();
+        let e = self.shared.forward_task(c, m, id, principal, to, task, &self.opts.cluster, self.opts.max_pending);
+        self.apply_shared([e]);
+        true
+    }
+
+    /// Task `id` runs here: its owner (this replica) and record (the task
+    /// state file's) published in the store, for another replica to take
+    /// over should this one be gone.
+    pub(super) fn publish_task(&mut self, id: &str) {
+        let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
+        let Some((record, ttl_ms)) = self.task_record_now(id) else { return };
+        self.out.push_back(Output::Shared(shared::publish(me, id, record, ttl_ms)));
+    }
+
+    /// Does what the shared state asked, in order.
+    pub(super) fn apply_shared(&mut self, effects: impl IntoIterator<Item = shared::Effect>) {
+        use shared::Effect;
+        for e in effects {
+            match e {
+                Effect::Out(o) => self.out.push_back(o),
+                Effect::Refuse(c, id, Refusal(code, msg, data)) => self.answer_error(c, Some(&id), code, &msg, data),
+                Effect::RefuseState(c, id, e) => {
+                    let (code, msg, data) = self.state_refusal(e);
+                    self.answer_error(c, Some(&id), code, &msg, data);
+                }
+                Effect::Resume { c, id, msg, ctx, inner, responses } => {
+                    if let Ok(m) = wire::parse(&msg) {
+                        self.resume(c, &m, &id, ctx, &inner, responses);
+                    }
+                }
+                Effect::Route { c, msg, ctx: Some(ctx) } => self.route_normalized(c, &msg, ctx),
+                Effect::Route { c, msg, ctx: None } => {
+                    if let Ok(m) = wire::parse(&msg) {
+                        self.on_client_request(c, &m);
+                    }
+                }
+                Effect::Limited(c, id, r) => self.policy_refused_shared(c, &id, &r),
+                Effect::Closed(c, id) => {
+                    if let Some(cl) = self.clients.get_mut(&c) {
+                        cl.open.remove(id.as_slice());
+                    }
+                }
+                Effect::Forward(c, id, task) => {
+                    let principal = self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default();
+                    let e = self.shared.forward_again(c, &id, &principal, task, &self.opts.cluster, self.opts.max_pending);
+                    self.apply_shared([e]);
+                }
+                Effect::TakeOver { c, id, task, from, why, record, msg } => {
+                    if self.restore_one(&record, self.now_ms, Some(&from)).is_none() {
+                        self.apply_shared([shared::not_taken_over(c, &id, &from, &why)]);
+                        continue;
+                    }
+                    self.log(super::Level::Warn, format!("task {task} taken over from mcpx replica '{from}', which could not answer ({why})"));
+                    self.publish_task(&task);
+                    self.tasks_save();
+                    self.tasks_refollow_ready();
+                    if let Ok(m) = wire::parse(&msg) {
+                        self.on_modern_request(c, &m);
+                    }
+                }
+            }
+        }
     }
 }

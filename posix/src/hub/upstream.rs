@@ -1237,7 +1237,9 @@ impl Hub {
         self.ping_tick();
         self.lazy_tick();
         self.isolation_tick();
-        self.shared_tick();
+        let clients = &self.clients;
+        let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
+        self.apply_shared(effects);
     }
 
     /// When the next health-check ping is due, if pings are on.
@@ -1348,7 +1350,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline(), self.shared_deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline(), self.shared.deadline()].into_iter().flatten().min()
     }
 
     /// The configured servers that are not ready (starting, restarting,

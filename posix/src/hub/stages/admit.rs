@@ -25,7 +25,10 @@ impl Hub {
             // The principal's limit is the replicas' one, in the store (`shared`).
             let key = limit_key(&self.clients, &self.ups, Some(c), class, u, tool);
             if let Some((bucket, limit)) = self.policy.p.limiter.shared_bucket(key) {
-                self.admit_shared(c, id, bucket, limit)?;
+                if let Err((refusal, ask)) = self.shared.admit(c, id, bucket, limit, self.now_ms, &self.opts.cluster, self.opts.max_pending) {
+                    self.apply_shared(ask);
+                    return Err(refusal);
+                }
             }
         }
         let r = self.limit_of(Some(c), class, u, tool, shared).err();
