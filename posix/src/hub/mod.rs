@@ -700,7 +700,7 @@ impl Hub {
     /// refused the hop): the client gets an error saying so.
     pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, now_ms: u64) {
         self.now(now_ms);
-        let effect = self.shared.forward_done(c, request, result, self.now_ms, &self.opts.cluster, self.opts.max_pending);
+        let effect = self.shared.forward_done(c, request, result, shared::At::of(&self.opts, self.now_ms));
         self.apply_shared(effect);
     }
 

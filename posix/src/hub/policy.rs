@@ -459,7 +459,7 @@ impl HubPolicy {
     /// is replaced by an error naming the failing property (a valid one
     /// passes as it is). Only looked into while a relay of `u` is open.
     /// The bytes to send, and the lines to log.
-    pub fn to_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>, now: u64) -> (Vec<u8>, Vec<Line>) {
+    pub fn answer_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>, now: u64) -> (Vec<u8>, Vec<Line>) {
         if self.relays.is_empty() {
             return (bytes, Vec::new());
         }

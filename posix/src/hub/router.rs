@@ -817,14 +817,14 @@ impl Hub {
             Ok(v) => v,
             Err(e) => return self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
         };
-        let (cluster, max) = (&self.opts.cluster, self.opts.max_pending);
+        let at = shared::At::of(&self.opts, self.now_ms);
         if let Some(to) = self.held_elsewhere(&v.inner) {
-            let e = self.shared.forward_state(c, m.env.bytes(), id, &ctx.principal, to, cluster, max);
+            let e = self.shared.forward_state(c, m.env.bytes(), id, &ctx.principal, to, at);
             return self.apply_shared([e]);
         }
-        if cluster.shared {
+        if at.cluster.shared {
             let op = shared::Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.claim_ttl_ms(&v) };
-            let e = self.shared.claim(c, m, id, ctx, op, v.inner, responses, self.now_ms, &self.opts.cluster, max);
+            let e = self.shared.claim(c, m, id, ctx, op, v.inner, responses, at);
             return self.apply_shared([e]);
         }
         match self.claim_state(&v, &ctx.principal) {
@@ -844,7 +844,7 @@ impl Hub {
         }
         let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
         let to = owner.to_string();
-        let e = self.shared.forward_task(c, m, id, principal, to, task, &self.opts.cluster, self.opts.max_pending);
+        let e = self.shared.forward_task(c, m, id, principal, to, task, shared::At::of(&self.opts, self.now_ms));
         self.apply_shared([e]);
         true
     }
@@ -888,7 +888,7 @@ impl Hub {
                 }
                 Effect::Forward(c, id, task) => {
                     let principal = self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default();
-                    let e = self.shared.forward_again(c, &id, &principal, task, &self.opts.cluster, self.opts.max_pending);
+                    let e = self.shared.forward_again(c, &id, &principal, task, shared::At::of(&self.opts, self.now_ms));
                     self.apply_shared([e]);
                 }
                 Effect::TakeOver { c, id, task, from, why, record, msg } => {

@@ -282,6 +282,21 @@ pub(super) enum Effect {
     TakeOver { c: ClientId, id: Vec<u8>, task: String, from: ReplicaId, why: String, record: Value, msg: Vec<u8> },
 }
 
+/// What the shared state acts under: the cluster options, the cap on
+/// requests forwarded or parked (`maxPending`), and the hub's time.
+#[derive(Clone, Copy)]
+pub(super) struct At<'a> {
+    pub cluster: &'a ClusterOptions,
+    pub max_pending: usize,
+    pub now: u64,
+}
+
+impl<'a> At<'a> {
+    pub fn of(opts: &'a super::HubOptions, now: u64) -> At<'a> {
+        At { cluster: &opts.cluster, max_pending: opts.max_pending, now }
+    }
+}
+
 impl Effect {
     fn refuse(c: ClientId, id: &[u8], code: ErrorCode, msg: String) -> Effect {
         Effect::Refuse(c, id.to_vec(), Refusal(code, msg, None))
@@ -291,48 +306,46 @@ impl Effect {
 impl Shared {
     /// A retry whose `requestState` verified, held by replica `to`:
     /// forwarded there, which makes the claim itself.
-    pub fn forward_state(&mut self, c: ClientId, msg: &[u8], id: &[u8], principal: &[u8], to: ReplicaId, cluster: &ClusterOptions, max_pending: usize) -> Effect {
-        self.forward(c, msg, id, principal, Forwarded::State(to), cluster, max_pending)
+    pub fn forward_state(&mut self, c: ClientId, msg: &[u8], id: &[u8], principal: &[u8], to: ReplicaId, at: At<'_>) -> Effect {
+        self.forward(c, msg, id, principal, Forwarded::State(to), at)
     }
 
     /// A retry whose `requestState` verified: its nonce claimed in the store
     /// (parked until it answers).
-    #[allow(clippy::too_many_arguments)]
-    pub fn claim(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, claim: Op, inner: Vec<u8>, responses: Option<Value>, now: u64, cluster: &ClusterOptions, max_pending: usize) -> Effect {
+    pub fn claim(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, claim: Op, inner: Vec<u8>, responses: Option<Value>, at: At<'_>) -> Effect {
         let wait = Wait::Claim { msg: m.env.bytes().to_vec(), ctx, inner, responses };
-        self.ask_for(c, id, claim, wait, now, cluster, max_pending)
+        self.ask_for(c, id, claim, wait, at)
     }
 
     /// A modern `tasks/*` request naming task `task`, which replica `to`
     /// runs: forwarded to it.
-    pub fn forward_task(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8], to: ReplicaId, task: String, cluster: &ClusterOptions, max_pending: usize) -> Effect {
+    pub fn forward_task(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8], to: ReplicaId, task: String, at: At<'_>) -> Effect {
         let what = ForwardedTask { to, task, msg: m.env.bytes().to_vec(), looked_up: false };
-        self.forward(c, m.env.bytes(), id, principal, Forwarded::Task(what), cluster, max_pending)
+        self.forward(c, m.env.bytes(), id, principal, Forwarded::Task(what), at)
     }
 
     /// Sends client `c`'s task request to the replica that now runs it.
-    pub fn forward_again(&mut self, c: ClientId, id: &[u8], principal: &[u8], mut t: ForwardedTask, cluster: &ClusterOptions, max_pending: usize) -> Effect {
+    pub fn forward_again(&mut self, c: ClientId, id: &[u8], principal: &[u8], mut t: ForwardedTask, at: At<'_>) -> Effect {
         let msg = std::mem::take(&mut t.msg);
-        self.forward(c, &msg, id, principal, Forwarded::Task(t), cluster, max_pending)
+        self.forward(c, &msg, id, principal, Forwarded::Task(t), at)
     }
 
     /// Sends client `c`'s request `msg` to the replica that owns what it
     /// continues, or answers why it cannot.
-    #[allow(clippy::too_many_arguments)]
-    fn forward(&mut self, c: ClientId, msg: &[u8], id: &[u8], principal: &[u8], what: Forwarded, cluster: &ClusterOptions, max_pending: usize) -> Effect {
+    fn forward(&mut self, c: ClientId, msg: &[u8], id: &[u8], principal: &[u8], what: Forwarded, at: At<'_>) -> Effect {
         let to = what.to().clone();
-        if !cluster.peers.contains(&to) {
+        if !at.cluster.peers.contains(&to) {
             return unforwarded(c, id, &what, "is not among this replica's peers (cluster.peers)");
         }
-        if self.forwards.len() >= max_pending {
-            return Effect::refuse(c, id, ErrorCode::InternalError, format!("mcpx is at its limit of {max_pending} requests in flight (maxPending); retry later"));
+        if self.forwards.len() >= at.max_pending {
+            return Effect::refuse(c, id, ErrorCode::InternalError, format!("mcpx is at its limit of {} requests in flight (maxPending); retry later", at.max_pending));
         }
         self.forwards.insert((c, IdKey::new(id)), what);
         Effect::Out(Output::Forward { client: c, request: IdKey::new(id), msg: msg.to_vec(), principal: principal.to_vec(), to })
     }
 
     /// The runtime finished forwarding client `c`'s request `request`.
-    pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, now: u64, cluster: &ClusterOptions, max_pending: usize) -> Option<Effect> {
+    pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, at: At<'_>) -> Option<Effect> {
         let what = self.forwards.remove(&(c, IdKey::new(request)))?;
         Some(match result {
             // The owner's answer went to the client: the request is closed.
@@ -340,9 +353,9 @@ impl Shared {
             // The owner is gone: the task's record tells whether this
             // replica can take it over.
             Err(why) => match what {
-                Forwarded::Task(task) if cluster.shared && !task.looked_up => {
+                Forwarded::Task(task) if at.cluster.shared && !task.looked_up => {
                     let op = Op::Get { key: task_key(&task.task) };
-                    self.ask_for(c, request, op, Wait::Adopt { task, why }, now, cluster, max_pending)
+                    self.ask_for(c, request, op, Wait::Adopt { task, why }, at)
                 }
                 what => unforwarded(c, request, &what, &format!("could not answer ({why})")),
             },
@@ -350,9 +363,8 @@ impl Shared {
     }
 
     /// Parks client `c`'s request `id` until the store answers `op`.
-    #[allow(clippy::too_many_arguments)]
-    fn ask_for(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait, now: u64, cluster: &ClusterOptions, max_pending: usize) -> Effect {
-        match self.ask_ticket(c, id, op, wait, now, cluster, max_pending) {
+    fn ask_for(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait, at: At<'_>) -> Effect {
+        match self.ask_ticket(c, id, op, wait, at) {
             Ok((_, ask)) => Effect::Out(Output::Shared(ask)),
             Err(msg) => Effect::refuse(c, id, ErrorCode::InternalError, msg),
         }
@@ -361,14 +373,13 @@ impl Shared {
     /// Asks `op` for client `c`'s request `id`, parked as `wait`: its
     /// ticket and the ask, or (over the cap of parked requests) the error
     /// to answer.
-    #[allow(clippy::too_many_arguments)]
-    fn ask_ticket(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait, now: u64, cluster: &ClusterOptions, max_pending: usize) -> Result<(u64, Ask), String> {
-        if self.waiting.len() >= max_pending {
-            return Err(format!("mcpx is at its limit of {max_pending} requests waiting for its shared state store (maxPending); retry later"));
+    fn ask_ticket(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait, at: At<'_>) -> Result<(u64, Ask), String> {
+        if self.waiting.len() >= at.max_pending {
+            return Err(format!("mcpx is at its limit of {} requests waiting for its shared state store (maxPending); retry later", at.max_pending));
         }
         self.next_ticket += 1;
         let ticket = self.next_ticket;
-        let deadline = now.saturating_add(cluster.answer_timeout_ms.max(1));
+        let deadline = at.now.saturating_add(at.cluster.answer_timeout_ms.max(1));
         self.waiting.insert(ticket, Waiter { client: c, id: id.to_vec(), deadline, wait });
         Ok((ticket, Ask { ticket, op }))
     }
@@ -468,8 +479,7 @@ impl Shared {
     /// so it holds across the replicas. Granted already (the request routed
     /// again): `Ok`. Else the store is asked (the ask to write) and the
     /// refusal stops the routing: the request waits ([`Shared::routed`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn admit(&mut self, c: ClientId, id: &[u8], bucket: Bucket, limit: String, now: u64, cluster: &ClusterOptions, max_pending: usize) -> Result<(), (Refusal, Option<Effect>)> {
+    pub fn admit(&mut self, c: ClientId, id: &[u8], bucket: Bucket, limit: String, at: At<'_>) -> Result<(), (Refusal, Option<Effect>)> {
         let key = (c, IdKey::new(id));
         if self.granted.get(&key).is_some_and(|g| g.contains(&bucket.name)) {
             return Ok(());
@@ -477,7 +487,7 @@ impl Shared {
         let mut names = self.granted.get(&key).cloned().unwrap_or_default();
         names.push(bucket.name.clone());
         let wait = Wait::Admit { msg: Vec::new(), ctx: None, buckets: names, limits: limit };
-        match self.ask_ticket(c, id, Op::TakeTokens { buckets: vec![bucket] }, wait, now, cluster, max_pending) {
+        match self.ask_ticket(c, id, Op::TakeTokens { buckets: vec![bucket] }, wait, at) {
             Ok((ticket, ask)) => {
                 self.parking = Some(ticket);
                 // Not an answer: `routed` parks the request instead.

@@ -25,7 +25,7 @@ impl Hub {
             // The principal's limit is the replicas' one, in the store (`shared`).
             let key = limit_key(&self.clients, &self.ups, Some(c), class, u, tool);
             if let Some((bucket, limit)) = self.policy.p.limiter.shared_bucket(key) {
-                if let Err((refusal, ask)) = self.shared.admit(c, id, bucket, limit, self.now_ms, &self.opts.cluster, self.opts.max_pending) {
+                if let Err((refusal, ask)) = self.shared.admit(c, id, bucket, limit, super::super::shared::At::of(&self.opts, self.now_ms)) {
                     self.apply_shared(ask);
                     return Err(refusal);
                 }
