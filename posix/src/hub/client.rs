@@ -407,7 +407,7 @@ impl Hub {
             self.cancel_upstream(u, id, "the client disconnected");
         }
         self.relay_drop_client(c);
-        self.tasks_client_gone(c);
+        self.tasks.client_gone(c);
         self.unsubscribe_all(c);
         self.policy_client_gone(c);
         self.shared_drop_client(c);
@@ -446,7 +446,7 @@ impl Hub {
         if let Some((u, id)) = self.pending.by_client(c, rid) {
             // A call the server was asked to run as its task: its
             // task is cancelled once the answer names it.
-            if self.task_ask_cancelled(u, id) {
+            if self.tasks.ask_cancelled(u, id) && self.pending.set_origin(u, id, super::pending::Origin::TaskCancelled) {
                 self.batch_take(c, &IdKey::new(rid), None);
                 return;
             }
@@ -534,7 +534,7 @@ impl Hub {
         let f = &rev.features();
         let mut caps = self.union_capabilities();
         // Requirement: tasks-declare-capability
-        if self.client_declared_tasks(c) {
+        if super::tasks::declared_legacy(rev, &self.clients[&c].caps) {
             caps.insert("tasks".into(), super::tasks::capability());
         }
         let caps = shape::server_capabilities(caps, f);

@@ -290,7 +290,7 @@ impl Hub {
         let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
         let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
         // A task taken over from a replica that is gone is this one's now.
-        if self.has_task(&task) {
+        if self.tasks.has(&task) {
             return false;
         }
         let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
@@ -447,7 +447,7 @@ impl Hub {
     /// replica to take over should this one be gone; nobody waits for it.
     pub(super) fn publish_task(&mut self, id: &str) {
         let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
-        let Some((record, ttl_ms)) = self.task_record_now(id) else { return };
+        let Some((record, ttl_ms)) = self.tasks.record_now(id, &super::task_ups(&self.ups), self.now_ms) else { return };
         let value = serde_json::to_vec(&serde_json::json!({ "owner": me, "task": record })).unwrap_or_default();
         let op = Op::Put { key: task_key(id), value, ttl_ms };
         self.out.push_back(Output::Shared(Ask { ticket: 0, op }));
@@ -470,14 +470,13 @@ impl Hub {
             t.to = owner;
             return self.forward_to_owner(c, &msg, id, &principal, Forwarded::Task(t));
         }
-        if self.restore_one(&record, self.now_ms, Some(&t.to)).is_none() {
+        if self.tasks.restore_one(&record, &super::task_ups(&self.ups), self.now_ms, Some(&t.to)).is_none() {
             let why = format!("could not answer ({why}), and its task cannot be taken over here (expired, of a server not configured here, or over the task limit)");
             return self.answer_unforwarded(c, id, &Forwarded::Task(t), &why);
         }
         self.log(Level::Warn, format!("task {} taken over from mcpx replica '{}', which could not answer ({why})", t.task, t.to));
-        self.publish_task(&t.task);
-        self.tasks_save();
-        self.tasks_refollow_ready();
+        let fx = self.tasks.taken_over(t.task.clone(), &super::task_ups(&self.ups), self.now_ms);
+        self.apply_task_effects(fx);
         if let Ok(m) = wire::parse(&t.msg) {
             self.on_modern_request(c, &m);
         }
