@@ -1023,7 +1023,11 @@ impl Hub {
                 }
                 AnswerRaw { client, id, error, outcome } => self.answer_raw_error(client, &id, &error, outcome),
                 Refuse { client, id, refusal: request::Refusal(code, msg, data) } => self.answer_error(client, Some(&id), code, &msg, data),
-                Notify { client, method, params } => self.emit_notification(client, method, Some(&params)),
+                StatusToCreator { client, params } => {
+                    if self.clients.get(&client).is_some_and(|cl| tasks::declared_legacy(cl.rev(), &cl.caps)) {
+                        self.emit_notification(client, mcpx_core::method::Method::TasksStatus, Some(&params));
+                    }
+                }
                 NotifyListens { principal, id, task } => self.notify_listens_task(&principal, &id, &task),
                 Ask { u, method, params, task, timeout } => {
                     let origin = task.clone().map_or(pending::Origin::Fire, pending::Origin::Task);
@@ -1080,11 +1084,28 @@ impl Hub {
 /// What the tasks subsystem knows of upstream `u` (`tasks::Up`).
 fn task_up(u: UpstreamId, x: &upstream::Upstream) -> tasks::Up<'_> {
     let modern = x.is_modern();
-    let (legacy_tasks, ext_tasks) = tasks::Up::tasks(x.rev, modern, x.caps.as_ref());
+    let (legacy_tasks, ext_tasks) = tasks::support(x.rev, modern, x.caps.as_ref());
     tasks::Up { id: u, name: &x.spec.name, modern, ready: x.is_ready(), legacy_tasks, ext_tasks, timeout_ms: x.spec.timeout_ms, rev: x.rev.unwrap_or(shape::Rev::LATEST_LEGACY), remote: x.spec.remote }
 }
 
 /// [`task_up`] of every upstream, by id.
 fn task_ups(ups: &[upstream::Upstream]) -> Vec<tasks::Up<'_>> {
     ups.iter().enumerate().map(|(u, x)| task_up(u, x)).collect()
+}
+
+/// The owner of what client `c` asks for as a task (`tasks::Owner`): of a
+/// modern request's principal, else of the connection's.
+fn task_owner<'a>(c: ClientId, ctx: Option<&'a request::ReqCtx>, clients: &'a BTreeMap<ClientId, client::Client>) -> tasks::Owner<'a> {
+    let principal = match ctx {
+        Some(x) => &x.principal[..],
+        None => clients.get(&c).map_or(&[][..], |cl| &cl.principal[..]),
+    };
+    tasks::Owner::of(c, principal, ctx.is_some())
+}
+
+/// Client `c`'s request `id` (`ctx`: a modern one's context), as the tasks
+/// subsystem sees who asks (`tasks::Caller`).
+fn task_caller<'a>(c: ClientId, id: &'a [u8], ctx: Option<&'a request::ReqCtx>, clients: &'a BTreeMap<ClientId, client::Client>) -> tasks::Caller<'a> {
+    let rev = clients.get(&c).map_or(shape::Rev::LATEST_LEGACY, |cl| cl.rev());
+    tasks::Caller { client: c, owner: task_owner(c, ctx, clients), id, rev, ctx }
 }

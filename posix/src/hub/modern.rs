@@ -269,7 +269,7 @@ impl Hub {
             SubscriptionsListen => self.listen(c, &id, &m.params_value(), &ctx),
             ToolsCall | PromptsGet | ResourcesRead => self.modern_call(c, m, &id, ctx),
             ToolsList | ResourcesList | ResourcesTemplatesList | PromptsList | CompletionComplete => self.route_modern(c, m, None, ctx),
-            TasksGet | TasksUpdate | TasksCancel if super::tasks::declared(&ctx.caps) && self.tasks.upstream_of(m, super::tasks::Owner::of(c, &ctx.principal, true), &super::task_ups(&self.ups)).is_some() => self.route_modern(c, m, Some(None), ctx),
+            TasksGet | TasksUpdate | TasksCancel if super::tasks::declared(&ctx.caps) && self.tasks.upstream_of(m, &ctx.principal, &super::task_ups(&self.ups)).is_some() => self.route_modern(c, m, Some(None), ctx),
             TasksGet | TasksUpdate | TasksCancel => self.modern_task_request(c, m, &id, &ctx),
             _ => self.modern_error(c, &id, ErrorCode::MethodNotFound, &format!("Method not found: {}", m.method), None),
         }

@@ -72,16 +72,6 @@ fn string_param(m: &Msg, path: &[&str]) -> Option<(Range<usize>, String)> {
     m.param(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)))
 }
 
-/// The owner of what client `c` asks for as a task (`tasks::Owner`): of a
-/// modern request's principal, else of the connection's.
-fn task_owner<'a>(c: ClientId, ctx: Option<&'a ReqCtx>, clients: &'a BTreeMap<ClientId, super::client::Client>) -> tasks::Owner<'a> {
-    let principal = match ctx {
-        Some(x) => &x.principal[..],
-        None => clients.get(&c).map_or(&[][..], |cl| &cl.principal[..]),
-    };
-    tasks::Owner::of(c, principal, ctx.is_some())
-}
-
 impl Hub {
     /// What client `c` declared that the error table depends on.
     pub(super) fn peer_caps(&self, c: ClientId) -> PeerCaps {
@@ -154,7 +144,7 @@ impl Hub {
         let up = super::task_up(u, &self.ups[u]);
         let plan = self.tasks.plan(m, ctx, declared, &up, support.as_deref())?;
         if plan != Plan::Plain {
-            self.tasks.room(task_owner(c, ctx, &self.clients).principal)?;
+            self.tasks.room(super::task_owner(c, ctx, &self.clients).principal)?;
         }
         // The upstream may run it as its task: a 2025 one is asked to,
         // a 2026 one is told mcpx takes tasks (`tasks::poll`). What it
@@ -173,8 +163,8 @@ impl Hub {
         let Some((to, up_id)) = self.pending.by_client(c, m.id_bytes().unwrap_or(b"null")).filter(|k| k.0 == u) else { return Ok(()) };
         let id = self.tasks.new_id();
         let Some(progress) = self.pending.make_task(to, up_id, id.clone()) else { return Ok(()) };
-        let (owner, up) = (task_owner(c, ctx, &self.clients), super::task_up(u, &self.ups[u]));
-        let fx = self.tasks.start(id, owner, c, m, ctx.is_some(), &up, up_id, progress, ttl, self.now_ms);
+        let who = super::task_caller(c, m.id_bytes().unwrap_or(b"null"), ctx, &self.clients);
+        let fx = self.tasks.start(id, who, &m.method, &super::task_up(u, &self.ups[u]), (up_id, progress), ttl, self.now_ms);
         self.apply_task_effects(fx);
         Ok(())
     }
@@ -183,8 +173,7 @@ impl Hub {
     /// `ctx` None) and `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28)
     /// of a task the hub holds: the tasks subsystem's to answer.
     pub(super) fn task_request(&mut self, c: ClientId, rid: &[u8], m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let rev = self.clients.get(&c).map_or(shape::Rev::LATEST_LEGACY, |cl| cl.rev());
-        let who = tasks::Asking { client: c, owner: task_owner(c, ctx, &self.clients), id: rid, rev, ctx };
+        let who = super::task_caller(c, rid, ctx, &self.clients);
         let fx = self.tasks.request(who, m.call, &m.params_value(), &super::task_ups(&self.ups), self.now_ms)?;
         self.apply_task_effects(fx);
         Ok(())
@@ -193,7 +182,7 @@ impl Hub {
     /// `tasks/get`, `tasks/update`, `tasks/cancel` of a modern request for a
     /// task an upstream runs: forwarded with the upstream's task id.
     fn upstream_task(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let (u, up, r) = ctx.and_then(|x| self.tasks.upstream_of(m, tasks::Owner::of(c, &x.principal, true), &super::task_ups(&self.ups))).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
+        let (u, up, r) = ctx.and_then(|x| self.tasks.upstream_of(m, &x.principal, &super::task_ups(&self.ups))).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
         self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
     }
 
@@ -573,7 +562,7 @@ impl Hub {
         if call == Some(Method::ToolsCall) {
             let up = super::task_up(u, &self.ups[u]);
             if let Some(task) = m.result_bytes().and_then(|r| tasks::Tasks::legacy_created(&up, r)) {
-                let fx = self.tasks.adopt(&up, c, &id, task_owner(c, modern.as_deref(), &self.clients), modern.is_some(), task, self.now_ms);
+                let fx = self.tasks.adopt(&up, c, &id, super::task_owner(c, modern.as_deref(), &self.clients), modern.is_some(), task, self.now_ms);
                 return self.apply_task_effects(fx);
             }
         }

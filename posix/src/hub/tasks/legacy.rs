@@ -35,15 +35,16 @@ use crate::hub::shape;
 use crate::hub::wire::{self, Msg};
 use crate::hub::{ClientId, Level, UpstreamId};
 
-/// Where upstream `u`'s request for input goes, by the task it names
+/// Where an upstream's request for input goes, by the task it names
 /// ([`Tasks::input_to`]).
 pub(in crate::hub) enum InputTo {
     /// It belongs to no task the hub relays: the relay's.
     Relay,
-    /// To the 2025-11-25 connection that created task `1`, as a wire
-    /// request, if it is connected.
+    /// To the 2025-11-25 connection that created the task (its id), as a
+    /// wire request if it is connected ([`Tasks::creator_gone`] if not).
     Creator(ClientId, String),
-    /// Kept in 2026 task `0` until `tasks/update` brings the answer.
+    /// Kept in the 2026 task (its id) until `tasks/update` brings the
+    /// answer ([`Tasks::keep_input`]).
     Task(String),
 }
 

@@ -174,13 +174,12 @@ pub(super) struct Up<'a> {
     pub remote: bool,
 }
 
-impl Up<'_> {
-    /// What upstream `id` with its negotiated `rev` and `caps` can do with tasks.
-    pub fn tasks(rev: Option<Rev>, modern: bool, caps: Option<&Value>) -> (bool, bool) {
-        let legacy = !modern && rev.is_some_and(|r| r.supports(mcpx_core::revision::Feature::CoreTasks)) && caps.and_then(|c| super::value_at(c, &["tasks", "requests", "tools", "call"])).is_some_and(Value::is_object);
-        let ext = modern && caps.and_then(|c| c.get("extensions")).and_then(|e| e.get(EXT)).is_some_and(Value::is_object);
-        (legacy, ext)
-    }
+/// What an upstream of revision `rev` (`modern`: of the 2026-07-28 era)
+/// with capabilities `caps` runs as tasks: (`Up::legacy_tasks`, `Up::ext_tasks`).
+pub(super) fn support(rev: Option<Rev>, modern: bool, caps: Option<&Value>) -> (bool, bool) {
+    let legacy = !modern && rev.is_some_and(|r| r.supports(mcpx_core::revision::Feature::CoreTasks)) && caps.and_then(|c| super::value_at(c, &["tasks", "requests", "tools", "call"])).is_some_and(Value::is_object);
+    let ext = modern && caps.and_then(|c| c.get("extensions")).and_then(|e| e.get(EXT)).is_some_and(Value::is_object);
+    (legacy, ext)
 }
 
 /// A result answered to a client.
@@ -199,8 +198,10 @@ pub(super) enum Effect {
     AnswerRaw { client: ClientId, id: Vec<u8>, error: Vec<u8>, outcome: super::Outcome },
     /// Answer it with an error.
     Refuse { client: ClientId, id: Vec<u8>, refusal: Refusal },
-    /// A notification to client `client`.
-    Notify { client: ClientId, method: Method<'static>, params: Vec<u8> },
+    /// `notifications/tasks/status` with `params` to the 2025-11-25
+    /// connection that created the task, if it declared tasks (one that
+    /// did not gets none: a server may have made the task unasked).
+    StatusToCreator { client: ClientId, params: Vec<u8> },
     /// `notifications/tasks` with `task` to the listen streams of
     /// `principal` that follow task `id`.
     NotifyListens { principal: Vec<u8>, id: String, task: Value },
@@ -281,8 +282,9 @@ pub(super) fn missing_extension(method: &str) -> Refusal {
     Refusal(ErrorCode::MissingRequiredClientCapability, format!("{method} needs the client capability extensions[\"{EXT}\"]"), Some(json!({ "requiredCapabilities": { "extensions": { EXT: {} } } })))
 }
 
-/// A `tasks/*` request of a client: who asks, and the request.
-pub(super) struct Asking<'a> {
+/// A client request that makes or asks about a task: who asks, and which
+/// request it is.
+pub(super) struct Caller<'a> {
     pub client: ClientId,
     pub owner: Owner<'a>,
     /// The request's id, raw JSON.
@@ -319,8 +321,8 @@ impl Tasks {
     }
 
     /// How `tools/call` request `m` to `up`, of a tool its server lists with
-    /// `support` (`execution.taskSupport`), meets tasks; `declared`: the
-    /// (legacy) client declared tasks.
+    /// `support` (`execution.taskSupport`), meets tasks; `declared_tasks`:
+    /// did the (legacy) client declare tasks (asked only when it matters).
     pub fn plan(&self, m: &Msg, ctx: Option<&ReqCtx>, declared_tasks: impl FnOnce() -> bool, up: &Up, support: Option<&str>) -> Result<Plan, Refusal> {
         let o = &self.opts;
         // Only a 2025-11-25 server with tasks for tools/call runs its tools as tasks.
@@ -359,20 +361,19 @@ impl Tasks {
         self.ids.next()
     }
 
-    /// Client request `m` of `owner` (`ctx`: a modern one) was just
-    /// forwarded to `up` as call `up_id`, whose `pending` entry is task
-    /// `id`'s now (with the creator's `progress` token): the task is the
-    /// hub's, and the client gets it at once.
+    /// `who`'s request of `method` was just forwarded to `up` as `call`
+    /// (its upstream id and the creator's progress token), whose `pending`
+    /// entry is task `id`'s now: the task is the hub's, and the client gets
+    /// it at once.
     // Requirement: tasks-return-createtaskresult, tasks-begin-working, ext-tasks-createtaskresult-shape
-    #[allow(clippy::too_many_arguments)]
-    pub fn start(&mut self, id: String, owner: Owner, c: ClientId, m: &Msg, modern: bool, up: &Up, up_id: u64, progress: Option<Vec<u8>>, ttl_ms: u64, now: u64) -> Vec<Effect> {
-        let cid = m.id_bytes().unwrap_or(b"null").to_vec();
-        let mut t = Task::new(owner, c, modern, &m.method, now, ttl_ms);
-        t.call = Some((up.id, up_id));
-        t.progress = progress;
+    pub fn start(&mut self, id: String, who: Caller, method: &str, up: &Up, call: (u64, Option<Vec<u8>>), ttl_ms: u64, now: u64) -> Vec<Effect> {
+        let c = who.client;
+        let mut t = Task::new(who.owner, c, who.ctx.is_some(), method, now, ttl_ms);
+        t.call = Some((up.id, call.0));
+        t.progress = call.1;
         // Requirement: tasks-audit
-        self.log(Level::Info, format!("task {id} created: {} on server '{}' for client {c}", m.method, up.name));
-        self.created(id, t, c, cid)
+        self.log(Level::Info, format!("task {id} created: {method} on server '{}' for client {c}", up.name));
+        self.created(id, t, c, who.id.to_vec())
     }
 
     /// New task `t` goes into the table, and request `rid` of client `c`
@@ -495,8 +496,8 @@ impl Tasks {
     }
 
     /// Task `id`'s status, to the connection that created it (a 2025-11-25
-    /// client: it declared tasks, or it would have made no task), or (a
-    /// 2026-07-28 task) to its owner's listen streams that asked for it.
+    /// client that declared tasks), or (a 2026-07-28 task) to its owner's
+    /// listen streams that asked for it.
     // Requirement: tasks-status-notification-optional, tasks-status-notification-no-related-task
     fn notify_status(&mut self, id: &str) {
         let Some(t) = self.table.get(id) else { return };
@@ -505,7 +506,7 @@ impl Tasks {
             Effect::NotifyListens { principal: t.principal.clone(), id: id.to_string(), task: era::modern(id, t, o.epoch_ms, o.poll_ms, true) }
         } else {
             let params = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
-            Effect::Notify { client: t.creator, method: Method::TasksStatus, params }
+            Effect::StatusToCreator { client: t.creator, params }
         };
         self.out.push(e);
     }
@@ -567,13 +568,13 @@ impl Tasks {
     /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` (2025-11-25,
     /// `ctx` None) and `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28,
     /// with the request's context) of `who`; `ups` for a task an upstream runs.
-    pub fn request(&mut self, who: Asking, call: Method<'_>, p: &Value, ups: &[Up], now: u64) -> Result<Vec<Effect>, Refusal> {
+    pub fn request(&mut self, who: Caller, call: Method<'_>, p: &Value, ups: &[Up], now: u64) -> Result<Vec<Effect>, Refusal> {
         let r = self.request_step(&who, call, p, ups, now);
         let fx = self.effects();
         r.map(|()| fx)
     }
 
-    fn request_step(&mut self, who: &Asking, call: Method<'_>, p: &Value, ups: &[Up], now: u64) -> Result<(), Refusal> {
+    fn request_step(&mut self, who: &Caller, call: Method<'_>, p: &Value, ups: &[Up], now: u64) -> Result<(), Refusal> {
         let method = call.as_str().unwrap_or_default();
         if who.ctx.is_some_and(|x| !declared(&x.caps)) {
             return Err(missing_extension(method));

@@ -1,10 +1,11 @@
 //! Tasks across a restart of mcpx: the hub's table of tasks, as a small
-//! state file the runtime keeps (`Output::SaveTasks`, written before the
-//! client hears of the change that caused it) and gives back at the next
-//! start ([`Tasks::restore`]).
+//! state file the runtime keeps (`Effect::Save`, written as
+//! `Output::SaveTasks` before the client hears of the change that caused
+//! it) and gives back at the next start ([`Tasks::restore`]).
 //!
 //! One record per task: the hub's id, the owning principal (and session,
-//! for one without a credential, [`Owner`]), the era it was created in, its method and its TTL deadline as wall-clock time, then
+//! for a legacy session without a credential, [`Owner`]), the era it was
+//! created in, its method and its TTL deadline as wall-clock time, then
 //! - for a task an upstream runs (relayed, either era): the server's name
 //!   and the upstream's own task id. It comes back as it was: the upstream
 //!   still holds it, so `tasks/get` and the rest reach it again;

@@ -24,13 +24,13 @@ use crate::hub::wire::{self, Msg};
 use crate::hub::{ClientId, Level, UpstreamId};
 
 impl Tasks {
-    /// Modern `tasks/*` request `m` of `owner` about a task an upstream
+    /// Modern `tasks/*` request `m` of `principal` about a task an upstream
     /// runs: that upstream, its own task id and the span of `taskId` in `m`
     /// to replace; `None` when the task is not a relayed one of the caller's.
-    pub fn upstream_of(&self, m: &Msg, owner: Owner, ups: &[Up]) -> Option<(UpstreamId, String, Range<usize>)> {
+    pub fn upstream_of(&self, m: &Msg, principal: &[u8], ups: &[Up]) -> Option<(UpstreamId, String, Range<usize>)> {
         let r = m.param(&["taskId"])?;
         let id = wire::string_at(m.raw, r.clone())?;
-        let t = self.table.owned(&id, owner)?;
+        let t = self.table.owned(&id, Owner { principal, session: None })?;
         // A 2025 upstream's task is answered from the hub's state (`legacy`).
         let (u, up) = t.relayed.clone().filter(|(u, _)| ups.get(*u).is_some_and(|x| x.modern))?;
         Some((u, up, r))
