@@ -336,7 +336,7 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
         // The era this listener decided for the request (`routes::classify`)
         // is the hub's too: decided once.
         if kind == Kind::Modern {
-            hub.set_client_era(c, mcpx_core::revision::Era::Modern);
+            hub.set_client_modern(c);
         }
         c
     })?;

@@ -104,7 +104,7 @@ mod wire;
 mod tests;
 
 use mcpx_core::error::ErrorCode;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// What the runtime's restart loop does after an upstream exited, as the
 /// hub is told with the exit.
@@ -598,8 +598,7 @@ pub enum Output {
 pub struct Hub {
     opts: HubOptions,
     ups: Vec<upstream::Upstream>,
-    clients: BTreeMap<ClientId, client::Client>,
-    next_client: ClientId,
+    clients: client::Clients,
     catalog: catalog::Catalog,
     pending: pending::Pending,
     relays: relay::Relays,
@@ -639,9 +638,8 @@ impl Hub {
             policy,
             catalog: catalog::Catalog::new(ups.len()),
             ups,
+            clients: client::Clients::new(opts.max_clients),
             opts,
-            clients: BTreeMap::new(),
-            next_client: 1,
             pending: pending::Pending::default(),
             relays,
             subs: router::Subscriptions::default(),
@@ -887,13 +885,14 @@ impl Hub {
         }
     }
 
-    /// The transport decided client `c`'s era (an HTTP POST classified as
-    /// 2026-07-28 by its `MCP-Protocol-Version` header, its `_meta` or
+    /// The transport decided client `c` speaks 2026-07-28 (an HTTP POST
+    /// classified so by its `MCP-Protocol-Version` header, its `_meta` or
     /// its method): the hub serves its requests in that era, and does not
-    /// decide again on fewer facts (`stages`: identify).
-    pub fn set_client_era(&mut self, c: ClientId, era: mcpx_core::revision::Era) {
+    /// decide again on fewer facts (`stages`: identify). A legacy era is
+    /// decided by `initialize` alone.
+    pub fn set_client_modern(&mut self, c: ClientId) {
         if let Some(cl) = self.clients.get_mut(&c) {
-            cl.era = Some(era);
+            cl.stage = client::Stage::Modern;
         }
     }
 
@@ -945,14 +944,14 @@ impl Hub {
     /// Is client `c`'s `initialize` held (waiting for upstreams to start)?
     /// A stream transport holds the client's next messages meanwhile.
     pub fn client_initializing(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.held_init.is_some())
+        self.clients.get(&c).is_some_and(client::Client::held_init)
     }
 
     /// Has client `c` spoken the modern era (per-request `_meta`) rather than
     /// `initialize`? (Test observer.)
     #[cfg(test)]
     pub fn client_is_modern(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.era == Some(mcpx_core::revision::Era::Modern))
+        self.clients.get(&c).is_some_and(client::Client::is_modern)
     }
 
     /// The revision negotiated with client `c` (`None` before its
@@ -960,7 +959,7 @@ impl Hub {
     /// learn it from `Output::ClientInitialized`.)
     #[cfg(test)]
     pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
-        self.clients.get(&c)?.rev.map(|r| r.as_str())
+        self.clients.get(&c)?.session().map(|s| s.rev.as_str())
     }
 
     /// The revision spoken with upstream `u` (`None` while it is not ready).
@@ -1024,7 +1023,7 @@ impl Hub {
                 AnswerRaw { client, id, error, outcome } => self.answer_raw_error(client, &id, &error, outcome),
                 Refuse { client, id, refusal: request::Refusal(code, msg, data) } => self.answer_error(client, Some(&id), code, &msg, data),
                 StatusToCreator { client, params } => {
-                    if self.clients.get(&client).is_some_and(|cl| tasks::declared_legacy(cl.rev(), &cl.caps)) {
+                    if self.clients.get(&client).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps())) {
                         self.emit_notification(client, mcpx_core::method::Method::TasksStatus, Some(&params));
                     }
                 }
@@ -1095,7 +1094,7 @@ fn task_ups(ups: &[upstream::Upstream]) -> Vec<tasks::Up<'_>> {
 
 /// The owner of what client `c` asks for as a task (`tasks::Owner`): of a
 /// modern request's principal, else of the connection's.
-fn task_owner<'a>(c: ClientId, ctx: Option<&'a request::ReqCtx>, clients: &'a BTreeMap<ClientId, client::Client>) -> tasks::Owner<'a> {
+fn task_owner<'a>(c: ClientId, ctx: Option<&'a request::ReqCtx>, clients: &'a client::Clients) -> tasks::Owner<'a> {
     let principal = match ctx {
         Some(x) => &x.principal[..],
         None => clients.get(&c).map_or(&[][..], |cl| &cl.principal[..]),
@@ -1105,7 +1104,7 @@ fn task_owner<'a>(c: ClientId, ctx: Option<&'a request::ReqCtx>, clients: &'a BT
 
 /// Client `c`'s request `id` (`ctx`: a modern one's context), as the tasks
 /// subsystem sees who asks (`tasks::Caller`).
-fn task_caller<'a>(c: ClientId, id: &'a [u8], ctx: Option<&'a request::ReqCtx>, clients: &'a BTreeMap<ClientId, client::Client>) -> tasks::Caller<'a> {
+fn task_caller<'a>(c: ClientId, id: &'a [u8], ctx: Option<&'a request::ReqCtx>, clients: &'a client::Clients) -> tasks::Caller<'a> {
     let rev = clients.get(&c).map_or(shape::Rev::LATEST_LEGACY, |cl| cl.rev());
     tasks::Caller { client: c, owner: task_owner(c, ctx, clients), id, rev, ctx }
 }

@@ -75,7 +75,7 @@ fn string_param(m: &Msg, path: &[&str]) -> Option<(Range<usize>, String)> {
 impl Hub {
     /// What client `c` declared that the error table depends on.
     pub(super) fn peer_caps(&self, c: ClientId) -> PeerCaps {
-        let url_elicitation = self.clients.get(&c).is_some_and(|cl| cl.caps.pointer("/elicitation/url").is_some());
+        let url_elicitation = self.clients.get(&c).and_then(|cl| cl.caps()).is_some_and(|caps| caps.pointer("/elicitation/url").is_some());
         PeerCaps { url_elicitation }
     }
 
@@ -140,7 +140,7 @@ impl Hub {
         let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
         // A name no server listed yet may wait for its server (`lazy`).
         let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
-        let declared = || self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), &cl.caps));
+        let declared = || self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
         let up = super::task_up(u, &self.ups[u]);
         let plan = self.tasks.plan(m, ctx, declared, &up, support.as_deref())?;
         if plan != Plan::Plain {
@@ -402,7 +402,7 @@ impl Hub {
         }
         let rev = if modern { super::request::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
-        let offer_tasks = !modern && k == Kind::Tools && self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), &cl.caps));
+        let offer_tasks = !modern && k == Kind::Tools && self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
         // Policy (hub/policy.rs): the tool-search meta-tools, or the
         // principal's own catalog with trust marks.
         let (items, more) = match self.meta_listing(c, k, rev) {
@@ -668,7 +668,7 @@ impl Hub {
         let declared = match ctx {
             Some(x) => x.caps.clone(),
             None => self.clients.get(&c).map(|cl| {
-                let mut caps = cl.caps.clone();
+                let mut caps = cl.caps_value();
                 let f = cl.rev().features();
                 if !f.elicitation {
                     if let Some(o) = caps.as_object_mut() {

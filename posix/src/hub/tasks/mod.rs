@@ -252,8 +252,8 @@ pub(super) fn declared(caps: &Value) -> bool {
 
 /// Has a legacy client of revision `rev` with capabilities `caps` declared
 /// tasks on a revision that has them?
-pub(super) fn declared_legacy(rev: Rev, caps: &Value) -> bool {
-    rev.features().tasks && caps.get("tasks").is_some_and(Value::is_object)
+pub(super) fn declared_legacy(rev: Rev, caps: Option<&Value>) -> bool {
+    rev.features().tasks && caps.and_then(|c| c.get("tasks")).is_some_and(Value::is_object)
 }
 
 /// The 2025-11-25 `tasks` server capability: mcpx lists, cancels and runs
