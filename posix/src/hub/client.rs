@@ -589,7 +589,7 @@ impl Hub {
             self.cancel_upstream(u, id, "the client disconnected");
         }
         self.relay_drop_client(c);
-        self.tasks_client_gone(c);
+        self.tasks.client_gone(c);
         self.unsubscribe_all(c);
         self.policy.client_gone(c);
         self.shared.drop_client(c);
@@ -636,7 +636,7 @@ impl Hub {
         if let Some((u, id)) = self.pending.by_client(c, rid) {
             // A call the server was asked to run as its task: its
             // task is cancelled once the answer names it.
-            if self.task_ask_cancelled(u, id) {
+            if self.tasks.ask_cancelled(u, id) && self.pending.set_origin(u, id, super::pending::Origin::TaskCancelled) {
                 self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
                 return;
             }
@@ -730,7 +730,7 @@ impl Hub {
         let f = &rev.features();
         let mut caps = self.union_capabilities();
         // Requirement: tasks-declare-capability
-        if self.client_declared_tasks(c) {
+        if super::tasks::declared_legacy(rev, self.clients[&c].caps()) {
             caps.insert("tasks".into(), super::tasks::capability());
         }
         let caps = shape::server_capabilities(caps, f);

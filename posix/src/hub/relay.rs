@@ -59,6 +59,7 @@ use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
 use serde_json::{json, Map, Value};
 
 use super::request::{ReqCtx, MODERN};
+use super::tasks::InputTo;
 use super::pending::Origin;
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
@@ -464,8 +465,18 @@ impl Hub {
             return self.refuse_upstream(u, m.id_bytes().unwrap_or(b"null"), &m.method, crate::policy::ratelimit::Refusal::CODE, why);
         }
         // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
-        if !self.task_input(u, m) {
-            self.relay_to_client(u, m, link)
+        match self.tasks.input_to(&super::task_up(u, &self.ups[u]), m) {
+            InputTo::Relay => self.relay_to_client(u, m, link),
+            InputTo::Creator(c, _) if self.clients.contains_key(&c) => self.relay_request_to(c, u, m),
+            InputTo::Creator(_, id) => {
+                let fx = self.tasks.creator_gone(u, &id, m);
+                self.apply_task_effects(fx);
+            }
+            InputTo::Task(id) => {
+                let asked = self.input_request(u, m).map(|p| (self.new_key(u), p));
+                let fx = self.tasks.keep_input(u, &id, m, asked, self.now_ms);
+                self.apply_task_effects(fx);
+            }
         }
     }
 
@@ -551,7 +562,7 @@ impl Hub {
     /// with that call's `requestState` resumes it. (Counting it made one
     /// client look like several as soon as a call was left held.)
     fn cause_of(&self, u: UpstreamId, link: &Link) -> Cause {
-        if let Some((creator, _)) = link.task.as_deref().and_then(|t| self.task_owner_of(u, t)) {
+        if let Some(creator) = link.task.as_deref().and_then(|t| self.tasks.creator_of(u, t)) {
             return Cause::Task(creator);
         }
         for t in [link.stream, link.progress].into_iter().flatten() {
@@ -650,7 +661,7 @@ impl Hub {
             (cl.rev(), cl.caps_value())
         };
         let mut params = m.params_value();
-        self.rename_related_task(u, &mut params);
+        self.tasks.rename_related(u, &mut params);
         params = context_for(&method, params, &caps);
         if let Err(miss) = declared(&method, &params, &caps) {
             return self.refuse_upstream(u, &id, &method, ErrorCode::MethodNotFound, miss.why);
