@@ -593,10 +593,10 @@ impl Hub {
         }
         let fx = self.relays.drop_client(&self.ups, c);
         self.apply_relay(fx);
-        self.tasks_client_gone(c);
+        self.tasks.client_gone(c);
         self.unsubscribe_all(c);
-        self.policy_client_gone(c);
-        self.shared_drop_client(c);
+        self.policy.client_gone(c);
+        self.shared.drop_client(c);
     }
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
@@ -640,7 +640,7 @@ impl Hub {
         if let Some((u, id)) = self.pending.by_client(c, rid) {
             // A call the server was asked to run as its task: its
             // task is cancelled once the answer names it.
-            if self.task_ask_cancelled(u, id) {
+            if self.tasks.ask_cancelled(u, id) && self.pending.set_origin(u, id, super::pending::Origin::TaskCancelled) {
                 self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
                 return;
             }
@@ -735,7 +735,7 @@ impl Hub {
         let f = &rev.features();
         let mut caps = self.union_capabilities();
         // Requirement: tasks-declare-capability
-        if self.client_declared_tasks(c) {
+        if super::tasks::declared_legacy(rev, self.clients[&c].caps()) {
             caps.insert("tasks".into(), super::tasks::capability());
         }
         let caps = shape::server_capabilities(caps, f);
@@ -845,7 +845,8 @@ impl Hub {
             span.start..span.end
         });
         debug_assert!(id.as_ref().is_none_or(|r| bytes.get(r.clone()).is_some()));
-        self.policy_answered(c, id.clone().map(|r| &bytes[r]), bytes.len(), outcome);
+        let line = self.policy.answered(c, id.clone().map(|r| &bytes[r]), bytes.len(), outcome, self.now_ms);
+        self.apply_policy(line);
         self.emit_client(c, bytes, About::Reply { id, outcome });
     }
 

@@ -129,7 +129,7 @@ pub use client::Snapshot;
 pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
 pub use lazy::Power;
 pub use shared::{ClusterOptions, ReplicaId};
-pub use tasks::TaskOptions;
+pub use tasks::{TaskOptions, TASK_STATE_MAX};
 pub use wire::batch_array;
 #[cfg(test)]
 pub(crate) use upward::modern_headers;
@@ -688,7 +688,9 @@ impl Hub {
     /// An unknown or late ticket is ignored.
     pub fn shared_answered(&mut self, ticket: u64, answer: shared::Answer, now_ms: u64) {
         self.now(now_ms);
-        self.on_shared_answered(ticket, answer);
+        let clients = &self.clients;
+        let effects = self.shared.answered(ticket, answer, &self.opts.cluster, |c| clients.contains_key(&c));
+        self.apply_shared(effects);
     }
 
     /// The runtime finished `Output::Forward` of client `c`'s request
@@ -697,7 +699,8 @@ impl Hub {
     /// refused the hop): the client gets an error saying so.
     pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, now_ms: u64) {
         self.now(now_ms);
-        self.on_forward_done(c, request, result);
+        let effect = self.shared.forward_done(c, request, result, shared::At::of(&self.opts, self.now_ms));
+        self.apply_shared(effect);
     }
 
     /// One framed message from a client (a request, notification or
@@ -993,11 +996,75 @@ impl Hub {
         self.relist_all(u);
     }
 
+    /// From now on the hub's tasks are saved (`Output::SaveTasks`) whenever
+    /// one is created or ends; `saved` is the state file of the last run,
+    /// if any (at most [`TASK_STATE_MAX`] bytes). Returns how many of its
+    /// tasks came back (`tasks::persist`).
+    pub fn restore_tasks(&mut self, saved: Option<&[u8]>, now_ms: u64) -> usize {
+        let (restored, fx) = self.tasks.restore(saved, &task_ups(&self.ups), now_ms.max(self.now_ms));
+        self.apply_task_effects(fx);
+        let fx = self.tasks.refollow_ready(&task_ups(&self.ups), self.now_ms);
+        self.apply_task_effects(fx);
+        restored
+    }
+
+    /// What the tasks subsystem asked for, done in its order: each effect
+    /// becomes the hub's own call (`tasks::Effect`).
+    fn apply_task_effects(&mut self, fx: Vec<tasks::Effect>) {
+        use tasks::Effect::*;
+        for e in fx {
+            match e {
+                Answer { client, id, result, outcome } => {
+                    let body = match result {
+                        tasks::Reply::Bytes(b) => b,
+                        tasks::Reply::Stamped(mut v) => {
+                            self.stamp(&mut v, None);
+                            serde_json::to_vec(&v).unwrap_or_default()
+                        }
+                    };
+                    self.answer_result_as(client, &id, &body, outcome);
+                }
+                AnswerRaw { client, id, error, outcome } => self.answer_raw_error(client, &id, &error, outcome),
+                Refuse { client, id, refusal: request::Refusal(code, msg, data) } => self.answer_error(client, Some(&id), code, &msg, data),
+                StatusToCreator { client, params } => {
+                    if self.clients.get(&client).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps())) {
+                        self.emit_notification(client, mcpx_core::method::Method::TasksStatus, Some(&params));
+                    }
+                }
+                NotifyListens { principal, id, task } => self.notify_listens_task(&principal, &id, &task),
+                Ask { u, method, params, task, timeout } => {
+                    let origin = task.clone().map_or(pending::Origin::Fire, pending::Origin::Task);
+                    let sent = self.send_upstream(u, method, Some(&params), origin, timeout);
+                    if let Some(id) = task {
+                        self.tasks.calling(&id, sent.map(|s| (u, s)));
+                    }
+                }
+                ToUpstream { u, msg } => self.emit_upstream(u, msg),
+                RefuseUpstream { u, id, method, code, why } => self.apply_relay(relay::refuse(&self.ups[u].spec.name, u, &id, &method, code, why)),
+                EndCall { u, id, why } => {
+                    self.pending.take(u, id);
+                    if let Some(why) = why {
+                        self.cancel_upstream(u, id, why);
+                    }
+                }
+                Log(level, msg) => self.log(level, msg),
+                Save => {
+                    let (file, warning) = self.tasks.state_file(&task_ups(&self.ups));
+                    if let Some(w) = warning {
+                        self.log(Level::Warn, w);
+                    }
+                    self.out.push_back(Output::SaveTasks(file));
+                }
+                Publish(id) => self.publish_task(&id),
+            }
+        }
+    }
+
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,
     /// negotiated revision, restarts, last error and tool count; the clients.
     pub fn status(&self) -> serde_json::Value {
         let mut v = self.status_json();
-        if let Some(m) = self.metrics_json() {
+        if let Some(m) = self.policy.metrics_json() {
             v["metrics"] = m;
         }
         v
@@ -1015,4 +1082,63 @@ impl Hub {
     fn log(&mut self, level: Level, msg: String) {
         self.out.push_back(Output::Log(level, msg));
     }
+
+    /// Log one `debug` line per call, relayed sampling and elicitation
+    /// request (the runtime turns it on while its log level is debug).
+    pub fn set_call_log(&mut self, on: bool) {
+        self.policy.set_call_log(on);
+    }
+
+    /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).
+    pub fn metrics_text(&mut self, sessions: usize, connections: usize) -> Option<String> {
+        let ups = self.ups.iter().map(|u| (u.spec.name.as_str(), u.is_ready(), u64::from(u.starts.saturating_sub(1))));
+        let queues = [("pending", self.pending.len()), ("output", self.out.len())];
+        self.policy.metrics_text(ups, sessions, connections, &queues)
+    }
+
+    /// The policy principal of client `c` (`""` once it is gone).
+    fn policy_principal(&self, c: ClientId) -> &str {
+        self.clients.get(&c).map_or("", |cl| policy::principal_name(&cl.principal))
+    }
+
+    /// The policy beside the name of server `u`, for a call that takes it.
+    fn policy_with(&mut self, u: UpstreamId) -> (&mut policy::HubPolicy, &str) {
+        (&mut self.policy, &self.ups[u].spec.name)
+    }
+
+    /// Writes the lines a policy call asked for, in order.
+    fn apply_policy(&mut self, lines: impl IntoIterator<Item = policy::Line>) {
+        for (level, msg) in lines {
+            self.log(level, msg);
+        }
+    }
+}
+
+/// What the tasks subsystem knows of upstream `u` (`tasks::Up`).
+fn task_up(u: UpstreamId, x: &upstream::Upstream) -> tasks::Up<'_> {
+    let modern = x.is_modern();
+    let (legacy_tasks, ext_tasks) = tasks::support(x.rev, modern, x.caps.as_ref());
+    tasks::Up { id: u, name: &x.spec.name, modern, ready: x.is_ready(), legacy_tasks, ext_tasks, timeout_ms: x.spec.timeout_ms, rev: x.rev.unwrap_or(shape::Rev::LATEST_LEGACY), remote: x.spec.remote }
+}
+
+/// [`task_up`] of every upstream, by id.
+fn task_ups(ups: &[upstream::Upstream]) -> Vec<tasks::Up<'_>> {
+    ups.iter().enumerate().map(|(u, x)| task_up(u, x)).collect()
+}
+
+/// The owner of what client `c` asks for as a task (`tasks::Owner`): of a
+/// modern request's principal, else of the connection's.
+fn task_owner<'a>(c: ClientId, ctx: Option<&'a request::ReqCtx>, clients: &'a client::Clients) -> tasks::Owner<'a> {
+    let principal = match ctx {
+        Some(x) => &x.principal[..],
+        None => clients.get(&c).map_or(&[][..], |cl| &cl.principal[..]),
+    };
+    tasks::Owner::of(c, principal, ctx.is_some())
+}
+
+/// Client `c`'s request `id` (`ctx`: a modern one's context), as the tasks
+/// subsystem sees who asks (`tasks::Caller`).
+fn task_caller<'a>(c: ClientId, id: &'a [u8], ctx: Option<&'a request::ReqCtx>, clients: &'a client::Clients) -> tasks::Caller<'a> {
+    let rev = clients.get(&c).map_or(shape::Rev::LATEST_LEGACY, |cl| cl.rev());
+    tasks::Caller { client: c, owner: task_owner(c, ctx, clients), id, rev, ctx }
 }

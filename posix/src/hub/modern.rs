@@ -267,7 +267,7 @@ impl Hub {
             SubscriptionsListen => self.listen(c, &id, &m.params_value(), &ctx),
             ToolsCall | PromptsGet | ResourcesRead => self.modern_call(c, m, &id, ctx),
             ToolsList | ResourcesList | ResourcesTemplatesList | PromptsList | CompletionComplete => self.route_modern(c, m, None, ctx),
-            TasksGet | TasksUpdate | TasksCancel if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
+            TasksGet | TasksUpdate | TasksCancel if super::tasks::declared(&ctx.caps) && self.tasks.upstream_of(m, &ctx.principal, &super::task_ups(&self.ups)).is_some() => self.route_modern(c, m, Some(None), ctx),
             TasksGet | TasksUpdate | TasksCancel => self.modern_task_request(c, m, &id, &ctx),
             _ => self.modern_error(c, &id, ErrorCode::MethodNotFound, &format!("Method not found: {}", m.method), None),
         }
@@ -281,7 +281,7 @@ impl Hub {
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel` of a task the hub runs.
     fn modern_task_request(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: &ReqCtx) {
-        if let Err(super::request::Refusal(code, msg, data)) = self.task_request(c, id, m.call, &m.params_value(), Some(ctx)) {
+        if let Err(super::request::Refusal(code, msg, data)) = self.task_request(c, id, m, Some(ctx)) {
             self.modern_error(c, id, code, &msg, data);
         }
     }
@@ -367,7 +367,8 @@ impl Hub {
 
     /// Routes modern request `m` with its context.
     fn route_view(&mut self, c: ClientId, m: &Msg, ctx: ReqCtx) {
-        if let Err(super::request::Refusal(code, msg, data)) = self.route_or_park(c, m, Some(&ctx)) {
+        let routed = self.route(c, m, Some(&ctx));
+        if let Err(super::request::Refusal(code, msg, data)) = self.shared.routed(c, m, Some(&ctx), routed) {
             self.modern_error(c, m.id_bytes().unwrap_or(b"null"), code, &msg, data);
         }
     }
@@ -417,7 +418,7 @@ impl Hub {
             None => None,
             Some(Value::Array(ids)) if super::tasks::declared(&ctx.caps) => {
                 let asked: Vec<String> = ids.iter().filter_map(Value::as_str).map(str::to_string).collect();
-                Some(self.listenable_tasks(&ctx.principal, &asked))
+                Some(self.tasks.listenable(&ctx.principal, &asked, &super::task_ups(&self.ups)))
             }
             Some(Value::Array(_)) => {
                 let super::request::Refusal(code, msg, data) = super::tasks::missing_extension("subscriptions/listen with taskIds");

@@ -12,14 +12,17 @@ use mcpx_core::error::PeerCaps;
 use mcpx_core::method::Method;
 use serde_json::{json, Value};
 
+use crate::policy::ratelimit::Class;
+
 use super::catalog::Kind;
 use super::pending::Origin;
+use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
-use super::tasks::Plan;
+use super::tasks::{self, InputTo, Plan};
 use super::wire::{self, Msg};
-use super::{ClientId, Hub, Outcome, UpstreamId};
+use super::{shared, ClientId, Hub, Outcome, Output, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
 pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -88,31 +91,53 @@ impl Hub {
                 AskClient { client, hid, method, params } => self.request_client(client, hid, &method, &params),
                 Admit { up, msg, link } => {
                     // Policy: the server-request rate limits (hub/policy.rs).
-                    let owner = link.task.as_deref().and_then(|t| self.task_owner_of(up, t)).map(|(c, _)| c);
+                    let owner = link.task.as_deref().and_then(|t| self.tasks.creator_of(up, t));
                     let to = self.relays.cause_client(&self.pending, owner, up, &link);
-                    if let Err(why) = self.policy_admit_server_request(up, to, msg) {
+                    let limited = self.limit(to, crate::policy::ratelimit::Class::ServerRequest, Some(up), "");
+                    let who = to.and_then(|c| self.clients.get(&c)).map(|cl| super::policy::Who {
+                        principal: super::policy::principal_name(&cl.principal),
+                        revision: if cl.is_modern() { super::request::MODERN.as_str() } else { cl.rev().as_str() },
+                    });
+                    if let Err((why, line)) = self.policy.server_request(up, &self.ups[up].spec.name, who, msg, limited, self.now_ms) {
+                        self.apply_policy(line);
                         let id = msg.id_bytes().unwrap_or(b"null");
                         self.apply_relay(super::relay::refuse(&self.ups[up].spec.name, up, id, &msg.method, crate::policy::ratelimit::Refusal::CODE, why));
                         continue;
                     }
                     // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
-                    if !self.task_input(up, msg) {
-                        let alone: Vec<ClientId> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(up, **k)).map(|(k, _)| *k).collect();
-                        let modern = |c: ClientId| self.clients.get(&c).map(|cl| cl.is_modern());
-                        let fx = self.relays.relay_to_client(&self.ups, &self.pending, modern, owner, &alone, up, msg, &link, self.now_ms);
-                        self.apply_relay(fx);
+                    match self.tasks.input_to(&super::task_up(up, &self.ups[up]), msg) {
+                        InputTo::Relay => {
+                            let alone: Vec<ClientId> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(up, **k)).map(|(k, _)| *k).collect();
+                            let modern = |c: ClientId| self.clients.get(&c).map(|cl| cl.is_modern());
+                            let fx = self.relays.relay_to_client(&self.ups, &self.pending, modern, owner, &alone, up, msg, &link, self.now_ms);
+                            self.apply_relay(fx);
+                        }
+                        InputTo::Creator(c, _) if self.clients.contains_key(&c) => self.apply_relay(vec![RelayTo(c, up, msg)]),
+                        InputTo::Creator(_, id) => {
+                            let fx = self.tasks.creator_gone(up, &id, msg);
+                            self.apply_task_effects(fx);
+                        }
+                        InputTo::Task(id) => {
+                            let name = &self.ups[up].spec.name;
+                            let asked = super::relay::input_request(name, msg).map(|p| (self.relays.new_key(name), p));
+                            let fx = self.tasks.keep_input(up, &id, msg, asked, self.now_ms);
+                            self.apply_task_effects(fx);
+                        }
                     }
                 }
                 RelayTo(c, u, msg) => {
                     let mut params = msg.params_value();
-                    self.rename_related_task(u, &mut params);
+                    self.tasks.rename_related(u, &mut params);
                     let Some(peer) = self.clients.get(&c).map(|cl| (cl.rev(), cl.caps_value())) else { continue };
                     let fx = self.relays.relay_request_to(&self.ups, c, peer, u, msg, params, self.now_ms);
                     self.apply_relay(fx);
                 }
                 Route { client, msg, upstream_state, ctx } => self.route_modern(client, msg, upstream_state, ctx),
-                Check { client, msg, id, ctx, schemas, inner, responses } => match self.policy_check_input_responses(&schemas, responses.as_ref()) {
-                    Some(Refusal(code, text, data)) => self.answer_error(client, Some(&id), code, &text, data),
+                Check { client, msg, id, ctx, schemas, inner, responses } => match self.policy.check_input_responses(&schemas, responses.as_ref()) {
+                    Some((line, Refusal(code, text, data))) => {
+                        self.apply_policy([line]);
+                        self.answer_error(client, Some(&id), code, &text, data);
+                    }
                     None => {
                         let fx = self.relays.resume(&self.ups, &self.pending, client, msg, &id, ctx, &inner, responses, self.now_ms);
                         self.apply_relay(fx);
@@ -155,7 +180,10 @@ impl Hub {
         if self.is_modern_request(c, m) {
             return self.on_modern_request(c, m);
         }
-        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| self.route_or_park(c, m, None)) {
+        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| {
+            let routed = self.route(c, m, None);
+            self.shared.routed(c, m, None, routed)
+        }) {
             // The core error table decides which code this client may get.
             let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
             self.answer_error(c, Some(m.id_bytes().unwrap_or(b"null")), code, &msg, data);
@@ -166,7 +194,12 @@ impl Hub {
     /// context `ctx`): one handler per method.
     pub(super) fn route(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         use Method::*;
-        self.policy_begin(c, m, ctx.is_some());
+        let clients = &self.clients;
+        self.policy.begin(c, m, self.now_ms, || {
+            let cl = clients.get(&c)?;
+            let revision = if ctx.is_some() { super::request::MODERN.as_str() } else { cl.rev().as_str() };
+            Some(super::policy::Who { principal: super::policy::principal_name(&cl.principal), revision })
+        });
         if matches!(m.call, TasksGet | TasksResult | TasksList | TasksCancel | TasksUpdate) {
             self.admit_task_request(c, m)?;
         }
@@ -180,7 +213,7 @@ impl Hub {
             ToolsCall => self.tools_call(c, m, ctx),
             // A task an upstream runs (modern requests only, see `modern`).
             TasksGet | TasksUpdate | TasksCancel if ctx.is_some() => self.upstream_task(c, m, ctx),
-            TasksGet | TasksResult | TasksList | TasksCancel => self.task_request(c, m.id_bytes().unwrap_or(b"null"), m.call, &m.params_value(), ctx),
+            TasksGet | TasksResult | TasksList | TasksCancel => self.task_request(c, m.id_bytes().unwrap_or(b"null"), m, ctx),
             PromptsGet => self.prompts_get(c, m, ctx),
             ResourcesRead => self.resources_read(c, m, ctx),
             ResourcesSubscribe | ResourcesUnsubscribe => self.subscription(c, m, ctx),
@@ -209,48 +242,80 @@ impl Hub {
     fn tools_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
         // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
-        let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
+        let mut call = match self.policy.tool_call(|| self.policy_principal(c), m, r, name) {
+            MetaTool::Call(call) => call,
+            // A call through the meta-tool is admitted as the call of the
+            // tool it names (`stages`); one answered here is admitted here.
+            MetaTool::Here { tool, asked } => {
+                let id = m.id_bytes().unwrap_or(b"null");
+                self.admit(c, id, Class::ToolCall, None, &tool)?;
+                let principal = self.policy_principal(c).to_string();
+                let ups = &self.ups;
+                let tools = ToolsView { entries: self.catalog.view(Kind::Tools), generation: self.catalog.generation[Kind::Tools.idx()], server: |u: UpstreamId| Server::of(&ups[u].spec) };
+                let result = self.policy.meta_answer(&principal, asked, tools)?;
+                self.answer_result(c, id, &result);
+                return Ok(());
+            }
+        };
         // A name no server listed yet may wait for its server (`lazy`).
         let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
-        let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
+        let declared = || self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
+        let up = super::task_up(u, &self.ups[u]);
+        let plan = self.tasks.plan(m, ctx, declared, &up, support.as_deref())?;
         if plan != Plan::Plain {
-            self.task_room(c, ctx)?;
+            self.tasks.room(super::task_owner(c, ctx, &self.clients).principal)?;
         }
         // The upstream may run it as its task: a 2025 one is asked to,
         // a 2026 one is told mcpx takes tasks (`tasks::poll`). What it
         // can do is known from the configured server, whose list this is.
         let ask = match plan {
             Plan::Upstream(ttl) => Some(ttl),
-            Plan::Hub(ttl) if self.upstream_has_tasks(u) => Some(ttl),
+            Plan::Hub(ttl) if up.ext_tasks => Some(ttl),
             _ => None,
         };
         // The task follows the call to its instance (`isolation`).
         let u = self.instance_for(c, u)?;
         self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
-        if let Plan::Hub(ttl) = plan {
-            self.task_start(c, m, ctx, u, ttl);
-        }
+        let Plan::Hub(ttl) = plan else { return Ok(()) };
+        // The call's `pending` entry becomes the task's: it outlives the
+        // per-request timeout, not mcpx's hard cap.
+        let Some((to, up_id)) = self.pending.by_client(c, m.id_bytes().unwrap_or(b"null")).filter(|k| k.0 == u) else { return Ok(()) };
+        let id = self.tasks.new_id();
+        let Some(progress) = self.pending.make_task(to, up_id, id.clone()) else { return Ok(()) };
+        let who = super::task_caller(c, m.id_bytes().unwrap_or(b"null"), ctx, &self.clients);
+        let fx = self.tasks.start(id, who, &m.method, &super::task_up(u, &self.ups[u]), (up_id, progress), ttl, self.now_ms);
+        self.apply_task_effects(fx);
+        Ok(())
+    }
+
+    /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` (2025-11-25,
+    /// `ctx` None) and `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28)
+    /// of a task the hub holds: the tasks subsystem's to answer.
+    pub(super) fn task_request(&mut self, c: ClientId, rid: &[u8], m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let who = super::task_caller(c, rid, ctx, &self.clients);
+        let fx = self.tasks.request(who, m.call, &m.params_value(), &super::task_ups(&self.ups), self.now_ms)?;
+        self.apply_task_effects(fx);
         Ok(())
     }
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel` of a modern request for a
     /// task an upstream runs: forwarded with the upstream's task id.
     fn upstream_task(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let (u, up, r) = ctx.and_then(|x| self.task_upstream(m, x)).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
+        let (u, up, r) = ctx.and_then(|x| self.tasks.upstream_of(m, &x.principal, &super::task_ups(&self.ups))).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
         self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
     }
 
     fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
         let (u, orig) = self.prompt_stages(c, m, &name)?;
-        self.policy_resolved(c, m, u, &name, &orig);
+        self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
         self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
     }
 
     fn resources_read(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
         let (u, orig) = self.resource_stages(c, m, &uri, false)?;
-        self.policy_resolved(c, m, u, &uri, &orig);
+        self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
         let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
         self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
     }
@@ -264,7 +329,7 @@ impl Hub {
                 let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
                 self.admit_completion(c, m, known)?;
                 let (u, orig) = self.prompt_stages(c, m, &name)?;
-                self.policy_resolved(c, m, u, &name, &orig);
+                self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "ref/resource" => {
@@ -272,7 +337,7 @@ impl Hub {
                 let known = self.catalog.route_template(&uri).or_else(|| self.route_uri(&uri)).map(|(u, _)| u);
                 self.admit_completion(c, m, known)?;
                 let (u, orig) = self.resource_stages(c, m, &uri, true)?;
-                self.policy_resolved(c, m, u, &uri, &orig);
+                self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
                 self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
             }
             _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
@@ -456,18 +521,18 @@ impl Hub {
         }
         let rev = if modern { super::request::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
-        let offer_tasks = !modern && k == Kind::Tools && self.client_declared_tasks(c);
+        let offer_tasks = !modern && k == Kind::Tools && self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
         // Policy (hub/policy.rs): the tool-search meta-tools, or the
         // principal's own catalog with trust marks.
-        let (items, more) = match self.meta_listing(c, k, rev) {
+        let (items, more) = match self.policy.meta_listing(self.policy_principal(c), k, rev) {
             Some(items) => (items, None),
             None => {
                 let view = self.visible_view(c, k);
                 let end = (pos + page).min(view.len());
                 let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| {
-                    let mut item = self.listed_item(e, rev);
+                    let mut item = self.policy.listed_item(e, Server::of(&self.ups[e.up].spec), rev);
                     if offer_tasks {
-                        super::tasks::offer(&mut item);
+                        tasks::offer(&mut item);
                     }
                     item
                 }).collect();
@@ -577,7 +642,8 @@ impl Hub {
         let origin = Origin::Client { client: c, id: cid.to_vec(), progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
         self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         if task_ttl.is_some() && !self.ups[u].is_modern() {
-            self.task_asked(u, up_id);
+            let pending = &self.pending;
+            self.tasks.asked(u, up_id, |u, id| pending.contains(u, id));
         }
         self.request_upstream_headed(u, up_id, &m.method, Some(&body), headers);
         Ok(())
@@ -591,7 +657,7 @@ impl Hub {
     fn upstream_context(&self, c: ClientId, ctx: Option<&ReqCtx>, task: bool) -> serde_json::Map<String, Value> {
         let mut caps = self.caps_for_upstream(c, ctx);
         if task {
-            caps["extensions"] = json!({ super::tasks::EXT: {} });
+            caps["extensions"] = json!({ tasks::EXT: {} });
         }
         let mut meta = self.modern_meta(caps);
         let legacy_level = || self.clients.get(&c).filter(|cl| cl.log_level.is_some()).and(self.log_level.as_deref()).and_then(super::request::level_index);
@@ -612,8 +678,12 @@ impl Hub {
         let Some(cl) = self.clients.get(&c) else { return };
         let rev = if modern.is_some() { super::request::MODERN } else { cl.rev() };
         let call = Method::known(&method);
-        if let Some(task) = m.result_bytes().filter(|_| call == Some(Method::ToolsCall)).and_then(|r| self.legacy_created(u, r)) {
-            return self.task_adopt(u, c, &id, modern.as_deref(), task);
+        if call == Some(Method::ToolsCall) {
+            let up = super::task_up(u, &self.ups[u]);
+            if let Some(task) = m.result_bytes().and_then(|r| tasks::Tasks::legacy_created(&up, r)) {
+                let fx = self.tasks.adopt(&up, c, &id, super::task_owner(c, modern.as_deref(), &self.clients), modern.is_some(), task, self.now_ms);
+                return self.apply_task_effects(fx);
+            }
         }
         let renamed = match (&renamed_uri, m.result_bytes()) {
             (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, orig, exposed)),
@@ -623,7 +693,11 @@ impl Hub {
         let capped = if call == Some(Method::CompletionComplete) { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
         // Policy: structuredContent against the tool's outputSchema.
-        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
+        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy.check_output(c, &id, r)) } else { None };
+        let checked = checked.and_then(|(line, instead)| {
+            self.apply_policy([line]);
+            instead
+        });
         let res = checked.as_deref().or(res);
         if let Some(res) = res {
             // The result's view: the message's own when nothing above
@@ -643,13 +717,13 @@ impl Hub {
             if self.ups[u].is_modern() {
                 match text("resultType").as_deref() {
                     None | Some("complete") => {}
-                    Some("task") if modern.is_some() && self.upstream_has_tasks(u) => {}
+                    Some("task") if modern.is_some() && super::task_up(u, &self.ups[u]).ext_tasks => {}
                     Some("input_required") => {
                         // The relay keeps the input requests as a value (`relay`).
                         let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
                         return match modern {
                             Some(ctx) => {
-                                let schemas = v.get("inputRequests").and_then(|r| self.policy_elicitation_schemas(u, r));
+                                let schemas = v.get("inputRequests").and_then(|r| self.policy.elicitation_schemas(&self.ups[u].spec.name, r));
                                 let fx = self.relays.wrap_input_required(&self.ups[u].spec, c, &id, &method, &ctx, v, schemas, self.now_ms);
                                 self.apply_relay(fx)
                             }
@@ -680,7 +754,9 @@ impl Hub {
                 let Some(view) = view.filter(|v| v.kind() == mcpx_core::json::Kind::Object) else {
                     return self.answer_result_as(c, &id, res, outcome);
                 };
-                let tasked = match self.task_reply(u, c, &method, &view, ctx) {
+                let (tasked, fx) = self.tasks.reply(&super::task_up(u, &self.ups[u]), c, &method, &view, &ctx.principal, self.now_ms);
+                self.apply_task_effects(fx);
+                let tasked = match tasked {
                     Ok(t) => t,
                     Err(Refusal(code, msg, data)) => return self.answer_error(c, Some(&id), code, &msg, data),
                 };
@@ -745,15 +821,16 @@ impl Hub {
             out.insert("roots".into(), json!({}));
         }
         // The tasks extension, for an upstream that may answer with a task (`tasks::relay`).
-        if ctx.is_some_and(|x| super::tasks::declared(&x.caps)) {
-            out.insert("extensions".into(), json!({ super::tasks::EXT: {} }));
+        if ctx.is_some_and(|x| tasks::declared(&x.caps)) {
+            out.insert("extensions".into(), json!({ tasks::EXT: {} }));
         }
         Value::Object(out)
     }
 
     /// An upstream became ready: restore subscriptions and the log level.
     pub(super) fn after_ready(&mut self, u: UpstreamId) {
-        self.tasks_refollow(u);
+        let fx = self.tasks.refollow(&super::task_up(u, &self.ups[u]), self.now_ms);
+        self.apply_task_effects(fx);
         if let Some(level) = self.log_level.clone() {
             if self.ups[u].has_cap("logging") {
                 self.send_set_level(u, &level);
@@ -852,5 +929,111 @@ fn error_for(err: &[u8], rev: shape::Rev, caps: PeerCaps) -> (Vec<u8>, i64) {
         (err.to_vec(), code)
     } else {
         (wire::splice(err, vec![(r, to.to_string().into_bytes())]), to)
+    }
+}
+
+/// Between the shared state (`shared`) and the rest of the hub.
+impl Hub {
+    /// A modern retry carrying `requestState` `token`: verified here, then
+    /// continued here (used once: in the store when one is shared, else in
+    /// this hub's set), or forwarded to the replica holding its call,
+    /// which makes the claim itself.
+    pub(super) fn redeem_state(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, token: &str, responses: Option<Value>) {
+        let v = match self.relays.verify_state(token, &m.method, &ctx, self.now_ms) {
+            Ok(v) => v,
+            Err(e) => return self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+        };
+        let at = shared::At::of(&self.opts, self.now_ms);
+        if let Some(to) = self.relays.held_elsewhere(&v.inner) {
+            let e = self.shared.forward_state(c, m.env.bytes(), id, &ctx.principal, to, at);
+            return self.apply_shared([e]);
+        }
+        if at.cluster.shared {
+            let op = shared::Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.relays.claim_ttl_ms(&v, self.now_ms) };
+            let e = self.shared.claim(c, m, id, ctx, op, v.inner, responses, at);
+            return self.apply_shared([e]);
+        }
+        match self.relays.claim_state(&v, &ctx.principal, self.now_ms) {
+            Ok(()) => {
+                let fx = self.relays.resume(&self.ups, &self.pending, c, m, id, ctx, &v.inner, responses, self.now_ms);
+                self.apply_relay(fx)
+            }
+            Err(e) => self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+        }
+    }
+
+    /// A modern `tasks/*` request naming a task another replica runs:
+    /// forwarded to it (true), else false.
+    pub(super) fn task_elsewhere(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8]) -> bool {
+        let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
+        let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
+        // A task taken over from a replica that is gone is this one's now.
+        if self.tasks.has(&task) {
+            return false;
+        }
+        let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
+        let to = owner.to_string();
+        let e = self.shared.forward_task(c, m, id, principal, to, task, shared::At::of(&self.opts, self.now_ms));
+        self.apply_shared([e]);
+        true
+    }
+
+    /// Task `id` runs here: its owner (this replica) and record (the task
+    /// state file's) published in the store, for another replica to take
+    /// over should this one be gone.
+    pub(super) fn publish_task(&mut self, id: &str) {
+        let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
+        let Some((record, ttl_ms)) = self.tasks.record_now(id, &super::task_ups(&self.ups), self.now_ms) else { return };
+        self.out.push_back(Output::Shared(shared::publish(me, id, record, ttl_ms)));
+    }
+
+    /// Does what the shared state asked, in order.
+    pub(super) fn apply_shared(&mut self, effects: impl IntoIterator<Item = shared::Effect>) {
+        use shared::Effect;
+        for e in effects {
+            match e {
+                Effect::Out(o) => self.out.push_back(o),
+                Effect::Refuse(c, id, Refusal(code, msg, data)) => self.answer_error(c, Some(&id), code, &msg, data),
+                Effect::RefuseState(c, id, e) => {
+                    let (code, msg, data) = self.relays.state_refusal(e, self.now_ms);
+                    self.answer_error(c, Some(&id), code, &msg, data);
+                }
+                Effect::Resume { c, id, msg, ctx, inner, responses } => {
+                    if let Ok(m) = wire::parse(&msg) {
+                        let fx = self.relays.resume(&self.ups, &self.pending, c, &m, &id, ctx, &inner, responses, self.now_ms);
+                        self.apply_relay(fx);
+                    }
+                }
+                Effect::Route { c, msg, ctx: Some(ctx) } => self.route_normalized(c, &msg, ctx),
+                Effect::Route { c, msg, ctx: None } => {
+                    if let Ok(m) = wire::parse(&msg) {
+                        self.on_client_request(c, &m);
+                    }
+                }
+                Effect::Limited(c, id, r) => self.policy_refused_shared(c, &id, &r),
+                Effect::Closed(c, id) => {
+                    if let Some(cl) = self.clients.get_mut(&c) {
+                        cl.open.remove(id.as_slice());
+                    }
+                }
+                Effect::Forward(c, id, task) => {
+                    let principal = self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default();
+                    let e = self.shared.forward_again(c, &id, &principal, task, shared::At::of(&self.opts, self.now_ms));
+                    self.apply_shared([e]);
+                }
+                Effect::TakeOver { c, id, task, from, why, record, msg } => {
+                    if self.tasks.restore_one(&record, &super::task_ups(&self.ups), self.now_ms, Some(&from)).is_none() {
+                        self.apply_shared([shared::not_taken_over(c, &id, &from, &why)]);
+                        continue;
+                    }
+                    self.log(super::Level::Warn, format!("task {task} taken over from mcpx replica '{from}', which could not answer ({why})"));
+                    let fx = self.tasks.taken_over(task, &super::task_ups(&self.ups), self.now_ms);
+                    self.apply_task_effects(fx);
+                    if let Ok(m) = wire::parse(&msg) {
+                        self.on_modern_request(c, &m);
+                    }
+                }
+            }
+        }
     }
 }

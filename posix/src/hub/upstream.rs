@@ -564,7 +564,7 @@ impl Hub {
                     self.log(Level::Debug, msg);
                     return;
                 };
-                self.task_ask_done(u, id);
+                self.tasks.ask_done(u, id);
                 match f.origin {
                     o @ Origin::Client { .. } => {
                         // An answer ends a use: the idle time counts from here.
@@ -575,12 +575,18 @@ impl Hub {
                         let fx = self.relays.held_answered(&self.ups, h, &m, self.now_ms);
                         self.apply_relay(fx)
                     }
-                    Origin::Task(t) => self.task_answered(u, &t, &m),
+                    Origin::Task(t) => {
+                        let fx = self.tasks.answered(&super::task_up(u, &self.ups[u]), &t, &m, self.now_ms);
+                        self.apply_task_effects(fx);
+                    }
                     Origin::Discover => self.on_discover_answer(u, &m),
                     Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
                     Origin::Initialize => self.on_initialize_answer(u, &m),
                     Origin::List(k) => self.on_list_page(u, k, &m),
-                    Origin::TaskCancelled => self.task_cancelled_answered(u, &m),
+                    Origin::TaskCancelled => {
+                        let fx = self.tasks.cancelled_answered(&super::task_up(u, &self.ups[u]), &m);
+                        self.apply_task_effects(fx);
+                    }
                     Origin::Fire | Origin::Ping => {}
                 }
             }
@@ -668,7 +674,8 @@ impl Hub {
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
         let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
         let (changed, renamed) = self.catalog.set(u, k, items, &naming, &sep);
-        self.policy_listed(u, k);
+        let lines = self.policy.listed(&self.ups[u].spec.name, k, self.catalog.items(u, k));
+        self.apply_policy(lines);
         let server = &self.ups[u].spec.name;
         let lines: Vec<String> = renamed.iter().map(|r| {
             let why = match r.change {
@@ -844,7 +851,10 @@ impl Hub {
         match m.call {
             SubscriptionsAcknowledged => {}
             Progress => self.upstream_progress(u, m),
-            TasksStatus => self.task_status_from_upstream(u, &m.params_value()),
+            TasksStatus => {
+                let fx = self.tasks.status_from_upstream(&super::task_up(u, &self.ups[u]), &m.params_value(), self.now_ms);
+                self.apply_task_effects(fx);
+            }
             LogMessage => self.upstream_log(u, m),
             ToolsListChanged => self.relist(u, &[Kind::Tools]),
             PromptsListChanged => self.relist(u, &[Kind::Prompts]),
@@ -864,7 +874,9 @@ impl Hub {
     /// level admits it, the logger prefixed with the server's name.
     fn upstream_log(&mut self, u: UpstreamId, m: &Msg) {
         // Policy: the log cap per request (hub/policy.rs).
-        if !self.policy_admit_log(u) {
+        let capped = self.policy.admit_log(u, &self.ups[u].spec.name, &self.pending);
+        self.apply_policy(capped.warns);
+        if !capped.admitted {
             return;
         }
         let mut p = m.params_value();
@@ -951,13 +963,15 @@ impl Hub {
             // longer on its stream.
             Origin::Task(t) => {
                 let t = t.clone();
-                let Some((c, token)) = self.task_progress_to(&t) else { return };
+                let Some((c, token)) = self.tasks.progress_to(&t).filter(|(c, _)| self.clients.contains_key(c)) else { return };
                 (c, token, About::Notification { unsolicited: false, related: None })
             }
             _ => return,
         };
         // Policy: the progress cap per request (hub/policy.rs).
-        if !self.policy_admit_progress(u, id) {
+        let capped = self.policy.admit_progress(u, &self.ups[u].spec.name, id, &self.pending);
+        self.apply_policy(capped.warns);
+        if !capped.admitted {
             return;
         }
         let Some(cl) = self.clients.get(&c) else { return };
@@ -1036,7 +1050,10 @@ impl Hub {
                     let msg = format!("server '{name}' exited before answering {method} ({reason})");
                     self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
                 }
-                Origin::Task(t) => self.task_lost(&t, format!("server '{name}' exited before the task finished ({reason})")),
+                Origin::Task(t) => {
+                    let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({reason})"), self.now_ms);
+                    self.apply_task_effects(fx);
+                }
                 _ => {}
             }
         }
@@ -1208,7 +1225,8 @@ impl Hub {
             }
             (Some(id), Some(Origin::Task(_))) => {
                 let Some(Fwd { origin: Origin::Task(t), .. }) = self.pending.take(u, id) else { return };
-                self.task_lost(&t, format!("server '{name}' answered with {len} bytes, over {limit}; the answer was dropped"));
+                let fx = self.tasks.lost(&t, format!("server '{name}' answered with {len} bytes, over {limit}; the answer was dropped"), self.now_ms);
+                self.apply_task_effects(fx);
             }
             (Some(id), Some(_)) => {
                 // The hub's own request (a list page, a probe): its timeout decides.
@@ -1241,12 +1259,17 @@ impl Hub {
         }
         let fx = self.relays.tick(&self.ups, self.now_ms);
         self.apply_relay(fx);
-        self.tasks_tick();
+        let fx = self.tasks.poll(&super::task_ups(&self.ups), self.now_ms);
+        self.apply_task_effects(fx);
+        let fx = self.tasks.expire(&super::task_ups(&self.ups), self.now_ms);
+        self.apply_task_effects(fx);
         self.release_held_inits();
         self.ping_tick();
         self.lazy_tick();
         self.isolation_tick();
-        self.shared_tick();
+        let clients = &self.clients;
+        let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
+        self.apply_shared(effects);
     }
 
     /// When the next health-check ping is due, if pings are on.
@@ -1274,7 +1297,7 @@ impl Hub {
     }
 
     fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
-        self.task_ask_done(u, id);
+        self.tasks.ask_done(u, id);
         let name = self.ups[u].spec.name.clone();
         let sent_ms = f.sent_ms();
         let waited = self.now_ms.saturating_sub(sent_ms);
@@ -1305,7 +1328,8 @@ impl Hub {
             }
             Origin::Task(t) => {
                 self.cancel_upstream(u, id, "timed out");
-                self.task_lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"));
+                let fx = self.tasks.lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"), self.now_ms);
+                self.apply_task_effects(fx);
             }
             Origin::Discover => {
                 if let Some(LateProbe::Waiting { id: late, .. }) = self.ups[u].late {
@@ -1360,7 +1384,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline(), self.shared_deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks.deadline(), self.isolation_deadline(), self.shared.deadline()].into_iter().flatten().min()
     }
 
     /// The configured servers that are not ready (starting, restarting,
@@ -1423,7 +1447,7 @@ impl Hub {
             "pending": self.pending.len(),
             "relays": self.relays.len(),
             "config": self.config_status,
-            "tasks": self.tasks_status(),
+            "tasks": self.tasks.status(),
         })
     }
 }
