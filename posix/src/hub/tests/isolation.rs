@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::hub::isolation::LINGER_MS;
+use crate::hub::starts::LINGER_MS;
 
 const CAPS: &str = r#"{ "sampling": {}, "elicitation": {} }"#;
 
