@@ -1,4 +1,4 @@
-//! Pair tests of `"isolation": "client"` (`hub::isolation`): one instance of
+//! Pair tests of `"isolation": "client"` (`hub::starts::isolation`): one instance of
 //! a server per client principal, so a server's request for input is for
 //! exactly one client (issue 11 item 1).
 
