@@ -2,9 +2,9 @@
 //! `mcpx-edge` and the bench all enter through [`run`].
 //!
 //! The layers, top to bottom:
-//! - the command line (`cli`, `cmd`, `auth_cmd`) and the runtime (`serve`,
-//!   `reload`), which build the rest from `config` (JSON mapped into each
-//!   part's own option types);
+//! - the command line (`cmd`: its parser `cmd::cli`, the client commands,
+//!   `mcpx auth`) and the runtime (`serve`, `reload`), which build the rest
+//!   from `config` (JSON mapped into each part's own option types);
 //! - the transports: `stdio`, `http` (the listener), `remote` (upstreams
 //!   over Streamable HTTP, OAuth), `cluster` (Redis, the hop between
 //!   replicas), and the process plumbing (`process`: the servers'
@@ -12,8 +12,10 @@
 //! - the sans-IO hub (`hub`: the pipeline's stages in `hub/stages`, its
 //!   subsystems beside them) with its rules (`policy`): it takes bytes and
 //!   time and answers with effects, and imports none of the layers above;
-//! - the small parts everything uses (`log`, `lines`, `outbox`, `backoff`,
-//!   `small_file`, `task_store`, …).
+//! - what the server transports share (`servers`: the restart loop, the
+//!   events a transport reports);
+//! - the leaves everything uses: `log`, `bytes` (framing, outgoing queues,
+//!   sized buffers), `host` (the environment, small files), `limits`.
 //!
 //! Every foreign call goes through `libc`; each `unsafe` block says why it
 //! is sound in a `// SAFETY:` comment.
@@ -21,35 +23,22 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #[macro_use]
 mod log;
-mod auth_cmd;
-mod backoff;
-mod cli;
-mod cmd;
+mod bytes;
 mod cluster;
+mod cmd;
 mod config;
-mod dirs;
 mod example;
+mod host;
 mod http;
-mod heap;
 mod hub;
-mod jsonpos;
 pub mod limits;
-mod lines;
-mod logline;
-mod outbox;
-mod param_headers;
 pub mod policy;
 mod process;
 mod reload;
 mod remote;
 mod serve;
-mod small_file;
+mod servers;
 mod stdio;
-mod written;
-mod upstream_events;
-mod task_store;
-#[cfg(test)]
-mod testing;
 
 pub use limits::Limits;
 
@@ -70,7 +59,7 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
     if args.first().map(String::as_str) == Some(process::watcher::ARG) {
         return process::watcher::main(&args[1..]);
     }
-    heap::give_large_buffers_back();
+    bytes::heap::give_large_buffers_back();
     #[cfg(feature = "count-alloc")]
     alloc_count::install();
     let limits = match std::env::var("MCPX_LIMITS") {
@@ -93,18 +82,18 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
         eprintln!("mcpx: this build has no `bench` (built without the `bench` feature)");
         return 2;
     }
-    match cli::parse(&args) {
-        Ok(cli::Command::Help) => {
-            print!("{}", cli::USAGE);
+    match cmd::cli::parse(&args) {
+        Ok(cmd::cli::Command::Help) => {
+            print!("{}", cmd::cli::USAGE);
             0
         }
-        Ok(cli::Command::Version) => {
+        Ok(cmd::cli::Command::Version) => {
             println!("mcpx {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        Ok(cli::Command::ExampleServer(rest)) => example::main(&rest),
-        Ok(cli::Command::Serve(opts)) if opts.check => cmd::check(&opts),
-        Ok(cli::Command::Serve(opts)) => {
+        Ok(cmd::cli::Command::ExampleServer(rest)) => example::main(&rest),
+        Ok(cmd::cli::Command::Serve(opts)) if opts.check => cmd::check(&opts),
+        Ok(cmd::cli::Command::Serve(opts)) => {
             process::reaper::become_subreaper();
             #[cfg(target_os = "linux")]
             {
@@ -121,19 +110,19 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
             code
         }
         #[cfg(feature = "cli")]
-        Ok(cli::Command::Client(args)) => cmd::client(args),
+        Ok(cmd::cli::Command::Client(args)) => cmd::client(args),
         #[cfg(feature = "cli")]
-        Ok(cli::Command::Add(args)) => cmd::add(args),
+        Ok(cmd::cli::Command::Add(args)) => cmd::add(args),
         #[cfg(feature = "cli")]
-        Ok(cli::Command::Remove { config, name }) => cmd::remove(config.as_deref(), &name),
+        Ok(cmd::cli::Command::Remove { config, name }) => cmd::remove(config.as_deref(), &name),
         #[cfg(feature = "cli")]
-        Ok(cli::Command::Import(args)) => cmd::import(args),
+        Ok(cmd::cli::Command::Import(args)) => cmd::import(args),
         #[cfg(not(feature = "cli"))]
-        Ok(cli::Command::Client(_) | cli::Command::Add(_) | cli::Command::Remove { .. } | cli::Command::Import(_)) => {
+        Ok(cmd::cli::Command::Client(_) | cmd::cli::Command::Add(_) | cmd::cli::Command::Remove { .. } | cmd::cli::Command::Import(_)) => {
             eprintln!("mcpx: this build has no `{}` (built without the `cli` feature)", args[0]);
             2
         }
-        Ok(cli::Command::Auth(a)) => auth_cmd::main(a),
+        Ok(cmd::cli::Command::Auth(a)) => cmd::auth::main(a),
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2

@@ -21,8 +21,8 @@ use smol::io::{AsyncRead, AsyncWrite};
 use smol::{LocalExecutor, Task};
 
 use crate::hub::ClientId;
-use crate::lines::{read_lines_paced, LineEvent, Pause};
-use crate::outbox::{self, Outbox};
+use crate::bytes::lines::{read_lines_paced, LineEvent, Pause};
+use crate::bytes::outbox::{self, Outbox};
 use crate::serve::runtime::{Runtime, Stop};
 
 /// A running stdio client connection.

@@ -117,7 +117,7 @@ impl Peer {
             let mid = member(msg, "id");
             if member(msg, "method").is_some() {
                 if let Some(mid) = mid {
-                    let reply = crate::written::error(Some(mid), mcpx_core::error::ErrorCode::MethodNotFound, "not supported by the bench client", None);
+                    let reply = crate::bytes::written::error(Some(mid), mcpx_core::error::ErrorCode::MethodNotFound, "not supported by the bench client", None);
                     self.send(&reply)?;
                 }
                 continue;

@@ -40,7 +40,7 @@ use smol::lock::Mutex;
 use smol::Timer;
 
 use super::sealed::{self, Rejected, ValueKey};
-use crate::backoff::{Backoff, Policy};
+use crate::servers::backoff::{Backoff, Policy};
 use crate::hub::shared::{Answer, Bucket, Op};
 
 /// The bound of one ask, connecting included.

@@ -2,7 +2,7 @@
 //! without running anything, and then (desktop build) vetted
 //! (`super::lint`) for what `serve` runs but a config should not hold.
 
-use crate::cli::ServeArgs;
+use crate::cmd::cli::ServeArgs;
 use crate::config;
 use crate::serve::options::build_hub;
 

@@ -28,9 +28,9 @@ pub struct Lint {
 pub fn lint(cfg: &Config) -> Lint {
     let mut out = Lint::default();
     let Ok(root) = serde_json::from_str::<Value>(&cfg.text) else { return out };
-    let at = |p: &crate::jsonpos::Path| cfg.position(p).unwrap_or_else(|| cfg.source.to_string());
+    let at = |p: &crate::bytes::jsonpos::Path| cfg.position(p).unwrap_or_else(|| cfg.source.to_string());
     let own = OwnSecrets::of(&root);
-    let servers = crate::jsonpos::Path::root().key("mcpServers");
+    let servers = crate::bytes::jsonpos::Path::root().key("mcpServers");
     if let Some(entries) = root.get("mcpServers").and_then(Value::as_object) {
         for (name, entry) in entries {
             for (p, fault) in own.refs_in(&servers.key(name), entry) {

@@ -3,7 +3,9 @@
 //! `import`, with MCP Registry `server.json` files) and `serve --check`.
 //! All but `serve --check` are the `cli` feature (left out of mcpx-edge).
 
+pub mod auth;
 mod check;
+pub mod cli;
 #[cfg(feature = "cli")]
 mod client;
 // The vetting of entries: `serve --check`, `add` and `import` of the

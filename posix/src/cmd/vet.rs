@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::jsonpos;
+use crate::bytes::jsonpos;
 
 /// `s` as the config reads it literally: each `${` written `$${`.
 pub fn literal(s: &str) -> String {

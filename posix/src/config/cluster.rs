@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::ctx::{type_name, Ctx, Object};
 use crate::hub::shared::{valid_replica_id, MAX_REPLICA_LEN};
-use crate::jsonpos::Path;
+use crate::bytes::jsonpos::Path;
 
 /// The `requestState` sealing key shared by replicas: 32 bytes. Its
 /// `Debug` shows nothing of it.
@@ -143,7 +143,7 @@ fn parse_replicas(cx: &mut Ctx<'_>, at: &Path, cl: &Object, out: &mut ClusterSet
 fn read_key(cx: &mut Ctx<'_>, at: &Path, env_key: Option<String>, key_file: Option<PathBuf>) -> Option<StateKey> {
     let parsed = match (env_key, key_file) {
         (Some(k), _) => StateKey::parse(&k).map_err(|why| (at.clone(), format!("MCPX_STATE_KEY: {why}"))),
-        (None, Some(f)) => match crate::small_file::read(&f) {
+        (None, Some(f)) => match crate::host::small_file::read(&f) {
             Ok(bytes) if bytes.len() == 32 => Ok(StateKey(bytes.try_into().unwrap_or([0; 32]))),
             Ok(bytes) => StateKey::parse(&String::from_utf8_lossy(&bytes))
                 .map_err(|why| (at.key("keyFile"), format!("{}: {why}", f.display()))),

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use super::error::{Problem, ProblemKind};
 use super::expand::expand;
-use crate::dirs::EnvLookup;
-use crate::jsonpos::{self, Path};
+use crate::host::dirs::EnvLookup;
+use crate::bytes::jsonpos::{self, Path};
 
 /// A JSON object of the config.
 pub(super) type Object = Map<String, Value>;

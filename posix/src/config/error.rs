@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::jsonpos::Path;
+use crate::bytes::jsonpos::Path;
 
 /// One problem (an error, or a warning) in a config file.
 #[derive(Clone, Debug, PartialEq, Eq)]

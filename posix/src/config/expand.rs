@@ -1,7 +1,7 @@
 //! `${VAR}` references in config strings.
 
 use super::error::ExpandError;
-use crate::dirs::EnvLookup;
+use crate::host::dirs::EnvLookup;
 
 /// Replaces `${VAR}` and `${VAR:-default}`; `$${` is a literal `${`. Any other
 /// `$` is kept as is.

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::ctx::{type_name, Ctx, Object};
 use crate::http::{AuthSettings, OAuthSettings};
-use crate::jsonpos::Path;
+use crate::bytes::jsonpos::Path;
 
 /// Settings for serving MCP over HTTP (`mcpx serve --http ADDR`):
 /// `"auth": {"bearer": "${MCPX_TOKEN}", "tokens": {"alice": "${ALICE_TOKEN}"},

@@ -58,7 +58,7 @@
 use std::fmt;
 use std::path::{Path as FsPath, PathBuf};
 
-use crate::jsonpos::{self, Path};
+use crate::bytes::jsonpos::{self, Path};
 use crate::log::Level;
 
 mod cluster;
@@ -90,7 +90,7 @@ pub use process::Power;
 pub use roots::Root;
 pub use server::ServerConfig;
 pub use tasks::TaskSettings;
-pub use crate::dirs::{process_env, state_dir, EnvLookup};
+pub use crate::host::dirs::{process_env, state_dir, EnvLookup};
 
 /// The default separator between a server's prefix and a tool name.
 pub use mcpx_core::names::DEFAULT_SEPARATOR;
@@ -219,7 +219,7 @@ pub fn builtin_default() -> Config {
         trusted: false,
         remote: None,
         env_policy: Default::default(),
-        max_restarts: crate::backoff::DEFAULT_MAX_RESTARTS,
+        max_restarts: crate::servers::backoff::DEFAULT_MAX_RESTARTS,
         power: Power::default(),
         isolation: Default::default(),
     };

@@ -15,8 +15,8 @@ use super::roots::parse_roots;
 use super::server::{parse_server, Parsed, ServerConfig};
 use super::tasks::parse_tasks;
 use super::{Config, Source, DEFAULT_SEPARATOR};
-use crate::dirs::EnvLookup;
-use crate::jsonpos::Path;
+use crate::host::dirs::EnvLookup;
+use crate::bytes::jsonpos::Path;
 use crate::log::Level;
 
 const TOP_KEYS: &[&str] = &[
@@ -148,7 +148,7 @@ fn parse_servers(cx: &mut Ctx<'_>, top: &Path, obj: &Object, sep: &str, power: P
     let mut seen: Vec<String> = Vec::new();
     for (name, off) in cx.keys_in_order(&at) {
         if seen.contains(&name) {
-            let line = Some(crate::jsonpos::line_col(cx.src, off));
+            let line = Some(crate::bytes::jsonpos::line_col(cx.src, off));
             let kind = ProblemKind::Key { path: at.key(&name), msg: "duplicate server name".into() };
             cx.errors.push(Problem { file: cx.file.to_string(), line, kind });
             continue;

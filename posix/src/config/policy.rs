@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::ctx::{Ctx, Object};
-use crate::jsonpos::Path;
+use crate::bytes::jsonpos::Path;
 use crate::policy::catalog_acl::{Catalog, Catalogs, Pattern};
 use crate::policy::ratelimit::{ClassLimits, Rate, RateLimitConfig};
 use crate::policy::{AuditSettings, OutputCheck, PolicyConfig, UntrustedAnnotations, ValidateSettings};

@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::ctx::{type_name, Ctx, Object};
 use super::ServerConfig;
-use crate::backoff::DEFAULT_MAX_RESTARTS;
+use crate::servers::backoff::DEFAULT_MAX_RESTARTS;
 use crate::process::childenv;
 use crate::hub::{Isolation, DEFAULT_MAX_INSTANCES};
-use crate::jsonpos::Path;
+use crate::bytes::jsonpos::Path;
 
 /// `"env"`: set over what the process inherits, in the file's order.
 pub(super) fn parse_env(cx: &mut Ctx<'_>, at: &Path, v: Option<&Value>) -> Vec<(String, String)> {

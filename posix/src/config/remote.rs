@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::ctx::{type_name, Ctx, Object};
-use crate::jsonpos::Path;
+use crate::bytes::jsonpos::Path;
 use crate::remote::oauth::{jwt, store, GrantKind, OAuthSpec};
 use crate::remote::{Mode, RemoteSpec};
 

@@ -5,7 +5,7 @@ use std::path::Path as FsPath;
 use serde_json::Value;
 
 use super::ctx::{type_name, Ctx};
-use crate::jsonpos::Path;
+use crate::bytes::jsonpos::Path;
 
 /// One root: its URI (`file://` for a path) and an optional name.
 #[derive(Clone, Debug, PartialEq, Eq)]

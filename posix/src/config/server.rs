@@ -12,7 +12,7 @@ use super::remote::{parse_remote, parse_transport, RemoteServer, Transport};
 use super::MAX_NAME_LEN;
 use crate::process::childenv;
 use crate::hub::Isolation;
-use crate::jsonpos::Path;
+use crate::bytes::jsonpos::Path;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerConfig {

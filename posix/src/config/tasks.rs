@@ -2,7 +2,7 @@
 //! `crate::hub::tasks`).
 
 use super::ctx::{Ctx, Object};
-use crate::jsonpos::Path;
+use crate::bytes::jsonpos::Path;
 
 /// `"tasks"`: `{"maxPerClient": n, "maxTasks": n, "maxResultBytes": n,
 /// "defaultTtlMs": n, "maxTtlMs": n, "pollIntervalMs": n, "maxPollIntervalMs": n}`,

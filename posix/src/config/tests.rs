@@ -544,7 +544,7 @@ fn load_reads_a_file_and_resolves_paths_next_to_it() {
 #[test]
 fn problems_are_typed_with_their_key_path() {
     let e = parse(r#"{"mcpServers": {"a": {"command": "x", "timeoutMs": 0}}}"#, "cfg.json", FsPath::new("/etc/mcpx"), &env).unwrap_err();
-    let at = crate::jsonpos::Path::root().key("mcpServers").key("a").key("timeoutMs");
+    let at = crate::bytes::jsonpos::Path::root().key("mcpServers").key("a").key("timeoutMs");
     assert_eq!(
         e.0,
         [Problem {

@@ -68,7 +68,7 @@ pub fn handle(method: &str, params: &Value, rev: Revision) -> RpcResult {
             let none = json!({});
             let args = params.get("arguments").unwrap_or(&none);
             match name {
-                "current_time" => Ok(tool_text(crate::logline::timestamp(SystemTime::now()))),
+                "current_time" => Ok(tool_text(crate::log::line::timestamp(SystemTime::now()))),
                 n if SHARED_TOOLS.contains(&n) => tools::call_sync(n, args, rev),
                 n => Err(RpcError::invalid_params(format!("unknown tool: {n}"))),
             }

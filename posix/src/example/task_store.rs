@@ -171,7 +171,7 @@ impl TaskStore {
 }
 
 /// ISO-8601 UTC time with milliseconds for a Unix time in ms.
-pub use crate::logline::rfc3339_ms as iso8601;
+pub use crate::log::line::rfc3339_ms as iso8601;
 
 pub(super) fn new_task_id() -> String {
     format!("task-{}", random_id())

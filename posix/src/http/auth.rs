@@ -227,7 +227,7 @@ impl Authenticator {
             }
         };
         conn.common.refused(status, &text);
-        let body = crate::written::error(None, ErrorCode::InvalidRequest, &text, None);
+        let body = crate::bytes::written::error(None, ErrorCode::InvalidRequest, &text, None);
         let mut hs = vec![("Content-Type", "application/json")];
         if !challenge.is_empty() {
             hs.push(("WWW-Authenticate", &challenge));

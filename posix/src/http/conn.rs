@@ -534,7 +534,7 @@ impl Conn {
         keep: bool,
     ) -> bool {
         self.common.refused(status, msg);
-        let body = crate::written::error(id, code, msg, data);
+        let body = crate::bytes::written::error(id, code, msg, data);
         let mut hs: Vec<(&str, &str)> = vec![("Content-Type", "application/json")];
         hs.extend_from_slice(extra);
         if status == 401 {
@@ -551,7 +551,7 @@ impl Conn {
 
     /// A 405 naming the methods the target allows.
     pub async fn method_not_allowed(&mut self, allow: &str) -> bool {
-        let body = crate::written::error(None, ErrorCode::InvalidRequest, "Method not allowed", None);
+        let body = crate::bytes::written::error(None, ErrorCode::InvalidRequest, "Method not allowed", None);
         self.respond(405, &[("Allow", allow), ("Content-Type", "application/json")], &body, true).await
     }
 

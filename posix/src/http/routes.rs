@@ -211,7 +211,7 @@ fn param_mismatch(sh: &Shared, req: &Request, env: &Envelope<'_>) -> Option<Stri
     let name = String::from_utf8_lossy(name.raw()).into_owned();
     let schema = sh.link.call(|hub, _| hub.tool_input_schema(&name))?;
     let args: serde_json::Value = env.param("arguments").and_then(|a| serde_json::from_slice(a.bytes()).ok()).unwrap_or(serde_json::Value::Null);
-    for (h, path) in crate::param_headers::annotations(&schema) {
+    for (h, path) in crate::hub::param_headers::annotations(&schema) {
         let mut v = &args;
         for k in &path {
             v = v.get(k).unwrap_or(&serde_json::Value::Null);
@@ -374,7 +374,7 @@ async fn post_legacy(
                 let id = env.id_bytes().unwrap_or(b"null");
                 let open = sh.link.call(|hub, _| hub.client_request_open(x.c, id));
                 if x.pending.iter().any(|p| p.bytes() == id) || open {
-                    x.prefilled.push(crate::written::error(
+                    x.prefilled.push(crate::bytes::written::error(
                         Some(id),
                         ErrorCode::InvalidRequest,
                         "Invalid request: this request id is already in flight",
@@ -389,7 +389,7 @@ async fn post_legacy(
             Err(e) => {
                 // Only answer what could be a request (never a notification).
                 if e.id_bytes().is_some() || !batch {
-                    x.prefilled.push(crate::written::error(
+                    x.prefilled.push(crate::bytes::written::error(
                         e.id_bytes(),
                         e.error_code(),
                         e.message(),

@@ -336,7 +336,7 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
         // The era this listener decided for the request (`routes::classify`)
         // is the hub's too: decided once.
         if kind == Kind::Modern {
-            hub.set_client_era(c, mcpx_core::revision::Era::Modern);
+            hub.set_client_modern(c);
         }
         c
     })?;
@@ -665,7 +665,7 @@ fn route(s: &mut Session, msg: Vec<u8>, about: About) -> Option<Vec<u8>> {
                 return None;
             }
             let text = "the client has no open HTTP stream on which mcpx could send it a request";
-            Some(crate::written::error(Some(&id), ErrorCode::InternalError, text, None))
+            Some(crate::bytes::written::error(Some(&id), ErrorCode::InternalError, text, None))
         }
         // The listener answers a POSTed batch itself (one exchange, `join`);
         // the hub writes batch arrays for stream transports. Should one come

@@ -358,7 +358,7 @@ pub(crate) async fn answer_lost(sh: &Shared, conn: &mut Conn, req: &Request, sid
         return conn.error(410, None, ErrorCode::InternalError, &format!("Gone: this stream was on {text}"), None, true).await;
     };
     let Some(mut out) = SseOut::start(conn, req.version, &[]).await else { return false };
-    let msg = crate::written::error(Some(&id), ErrorCode::InternalError, &format!("mcpx {text}"), None);
+    let msg = crate::bytes::written::error(Some(&id), ErrorCode::InternalError, &format!("mcpx {text}"), None);
     out.event(conn, None, &msg).await && out.finish(conn).await
 }
 

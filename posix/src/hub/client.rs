@@ -29,7 +29,7 @@
 //!   (`Hub::client_snapshot`) and makes a client of it (`Hub::adopt_client`).
 
 use mcpx_core::error::ErrorCode;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::envelope::{Batch, Message};
@@ -46,18 +46,8 @@ use super::wire::{self, Bad, Kind};
 use super::{About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize};
 
 pub(super) struct Client {
-    /// Negotiated revision; `None` before `initialize`.
-    pub rev: Option<Rev>,
-    pub caps: Value,
-    pub info: Value,
-    /// `initialize` answered.
-    pub initialized: bool,
-    /// `notifications/initialized` received.
-    pub ready: bool,
-    /// Requests to the client held until `notifications/initialized`.
-    pub held_requests: Vec<(Vec<u8>, About)>,
-    /// `initialize` waiting for upstreams: the client's raw id.
-    pub held_init: Option<Vec<u8>>,
+    /// Where the client is in its life, and what that stage knows.
+    pub stage: Stage,
     /// Per channel: has read the list (first page) at least once.
     pub listed: [bool; 3],
     /// Per channel: fingerprint of the list as last shown or announced.
@@ -67,8 +57,6 @@ pub(super) struct Client {
     /// The level of its last `logging/setLevel`; `None`: it sent none.
     pub log_level: Option<&'static str>,
     pub connected_ms: u64,
-    /// Legacy after `initialize`; modern after a first modern request.
-    pub era: Option<revision::Era>,
     /// Bound into `requestState` tokens (see `Hub::set_client_principal`).
     pub principal: Vec<u8>,
     /// Open `subscriptions/listen` streams (modern).
@@ -79,6 +67,139 @@ pub(super) struct Client {
     pub open: HashSet<IdKey>,
     /// JSON-RPC batches with requests still unanswered.
     pub batches: Vec<PendingBatch>,
+}
+
+/// A client's era and handshake, decided once: by its `initialize`
+/// (legacy), or by a first 2026-07-28 request or the transport's word
+/// (modern). Only a legacy session has a negotiated revision, capabilities
+/// and `clientInfo`; a modern client's come with each request.
+pub(super) enum Stage {
+    /// Connected; neither `initialize` nor a 2026-07-28 request yet.
+    New,
+    Legacy(Session),
+    Modern,
+}
+
+/// What a legacy client's `initialize` settled, and where its handshake is.
+pub(super) struct Session {
+    pub rev: Rev,
+    pub caps: Value,
+    pub info: Value,
+    pub step: Step,
+}
+
+/// The legacy handshake after `initialize`.
+pub(super) enum Step {
+    /// The answer is held while upstreams start (the client's raw id);
+    /// `ready`: `notifications/initialized` came early all the same.
+    Held { id: Vec<u8>, ready: bool },
+    /// Answered; requests to the client wait here for
+    /// `notifications/initialized`
+    /// (requirement: lifecycle-server-no-requests-before-initialized).
+    Answered(Vec<(Vec<u8>, About)>),
+    /// `notifications/initialized` came.
+    Ready,
+}
+
+/// The connected clients: their ids, the cap on how many, and what the hub
+/// owes each on the way out (its open requests, the batches waiting for
+/// answers, the requests held until its handshake ends).
+pub(super) struct Clients {
+    map: BTreeMap<ClientId, Client>,
+    next: ClientId,
+    max: usize,
+}
+
+impl Clients {
+    pub fn new(max: usize) -> Clients {
+        Clients { map: BTreeMap::new(), next: 1, max }
+    }
+
+    /// A new client, or `Err` with its id spent when `max` are connected.
+    pub fn connect(&mut self, now_ms: u64) -> Result<ClientId, ClientId> {
+        let c = self.next;
+        self.next += 1;
+        if self.map.len() >= self.max {
+            return Err(c);
+        }
+        self.map.insert(c, Client::new(now_ms));
+        Ok(c)
+    }
+
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    pub fn get(&self, c: &ClientId) -> Option<&Client> {
+        self.map.get(c)
+    }
+
+    pub fn get_mut(&mut self, c: &ClientId) -> Option<&mut Client> {
+        self.map.get_mut(c)
+    }
+
+    pub fn contains_key(&self, c: &ClientId) -> bool {
+        self.map.contains_key(c)
+    }
+
+    pub fn remove(&mut self, c: &ClientId) -> Option<Client> {
+        self.map.remove(c)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &ClientId> {
+        self.map.keys()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&ClientId, &Client)> {
+        self.map.iter()
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Client> {
+        self.map.values()
+    }
+
+    /// Queues a message for client `c`, saying what it is. A reply closes
+    /// the client's request in the open set, and waits for the rest of
+    /// its batch when it is part of one.
+    pub fn emit(&mut self, out: &mut VecDeque<Output>, c: ClientId, mut bytes: Vec<u8>, about: About) {
+        let Some(cl) = self.map.get_mut(&c) else { return };
+        if let About::Reply { id: Some(r), .. } = &about {
+            let id = IdKey::new(&bytes[r.clone()]);
+            cl.open.remove(id.bytes());
+            match cl.batch_take(out, c, &id, Some(bytes)) {
+                Some(b) => bytes = b,
+                None => return,
+            }
+        }
+        out.push_back(Output::ToClient(c, bytes, about));
+    }
+
+    /// A request to client `c`: held while the client has had its
+    /// `initialize` answered but has not yet sent
+    /// `notifications/initialized`
+    /// (requirement: lifecycle-server-no-requests-before-initialized).
+    pub fn request(&mut self, out: &mut VecDeque<Output>, c: ClientId, bytes: Vec<u8>, about: About) {
+        if let Some(Stage::Legacy(Session { step: Step::Answered(held), .. })) = self.map.get_mut(&c).map(|cl| &mut cl.stage) {
+            held.push((bytes, about));
+            return;
+        }
+        self.emit(out, c, bytes, about);
+    }
+
+    /// Request `id` of client `c` will get no answer (cancelled): its
+    /// batch does not wait for one.
+    pub fn unanswered(&mut self, out: &mut VecDeque<Output>, c: ClientId, id: &IdKey) {
+        if let Some(cl) = self.map.get_mut(&c) {
+            cl.batch_take(out, c, id, None);
+        }
+    }
+}
+
+impl std::ops::Index<&ClientId> for Clients {
+    type Output = Client;
+    fn index(&self, c: &ClientId) -> &Client {
+        &self.map[c]
+    }
 }
 
 /// The answers to one batch of a client's, held until its last request is
@@ -173,61 +294,126 @@ impl Snapshot {
 }
 
 impl Client {
-    pub fn rev(&self) -> Rev {
-        self.rev.unwrap_or(Rev::LATEST_LEGACY)
+    fn new(connected_ms: u64) -> Client {
+        Client {
+            stage: Stage::New,
+            listed: [false; 3],
+            known_fp: [0; 3],
+            subs: 0,
+            log_level: None,
+            connected_ms,
+            principal: b"mcpx-local".to_vec(),
+            listens: Vec::new(),
+            open: HashSet::new(),
+            batches: Vec::new(),
+        }
     }
+
+    /// The legacy session, once `initialize` came.
+    pub fn session(&self) -> Option<&Session> {
+        match &self.stage {
+            Stage::Legacy(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The revision to shape for: the negotiated one, else the latest
+    /// legacy one.
+    pub fn rev(&self) -> Rev {
+        self.session().map_or(Rev::LATEST_LEGACY, |s| s.rev)
+    }
+
+    /// The capabilities its `initialize` declared (legacy only).
+    pub fn caps(&self) -> Option<&Value> {
+        self.session().map(|s| &s.caps)
+    }
+
+    /// A copy of those capabilities; `{}` without them.
+    pub fn caps_value(&self) -> Value {
+        self.caps().cloned().unwrap_or_else(|| json!({}))
+    }
+
+    pub fn is_modern(&self) -> bool {
+        matches!(self.stage, Stage::Modern)
+    }
+
+    /// A 2026-07-28 request came: it decides a new client's era (a legacy
+    /// session stays legacy).
+    pub fn spoke_modern(&mut self) {
+        if matches!(self.stage, Stage::New) {
+            self.stage = Stage::Modern;
+        }
+    }
+
+    /// Its era as `/status` names it.
+    pub fn era_name(&self) -> &'static str {
+        match self.stage {
+            Stage::New => "unknown",
+            Stage::Legacy(_) => "legacy",
+            Stage::Modern => "modern",
+        }
+    }
+
+    /// Has its `initialize` been answered?
+    pub fn initialized(&self) -> bool {
+        self.session().is_some_and(|s| !matches!(s.step, Step::Held { .. }))
+    }
+
+    /// Is its `initialize` held while upstreams start?
+    pub fn held_init(&self) -> bool {
+        self.session().is_some_and(|s| matches!(s.step, Step::Held { .. }))
+    }
+
     /// May this client get notifications it did not ask for?
     pub fn may_notify(&self) -> bool {
         self.listed.iter().any(|l| *l) || self.log_level.is_some()
+    }
+
+    /// Request `id` is answered with `answer`, or (`None`) will not be
+    /// (cancelled): the batch waiting for it takes it, and is written once
+    /// nothing in it waits any more. The answer comes back when no batch
+    /// waits for it.
+    fn batch_take(&mut self, out: &mut VecDeque<Output>, c: ClientId, id: &IdKey, answer: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let found = self.batches.iter().enumerate().find_map(|(i, b)| Some(i).zip(b.waiting.iter().position(|w| w == id)));
+        let Some((i, w)) = found else { return answer };
+        let b = &mut self.batches[i];
+        b.waiting.swap_remove(w);
+        b.answers.extend(answer);
+        if b.waiting.is_empty() {
+            let b = self.batches.remove(i);
+            if !b.answers.is_empty() {
+                out.push_back(Output::ToClient(c, wire::batch_array(&b.answers), About::Batch));
+            }
+        }
+        None
     }
 }
 
 impl Hub {
     pub(super) fn on_client_connected(&mut self) -> ClientId {
-        let c = self.next_client;
-        self.next_client += 1;
-        if self.clients.len() >= self.opts.max_clients {
-            let msg = format!("mcpx refused a client connection: {} clients are connected (its limit)", self.opts.max_clients);
-            self.log(Level::Warn, msg);
-            self.out.push_back(Output::CloseClient(c));
-            return c;
+        match self.clients.connect(self.now_ms) {
+            Ok(c) => c,
+            Err(c) => {
+                let msg = format!("mcpx refused a client connection: {} clients are connected (its limit)", self.clients.max());
+                self.log(Level::Warn, msg);
+                self.out.push_back(Output::CloseClient(c));
+                c
+            }
         }
-        self.clients.insert(
-            c,
-            Client {
-                rev: None,
-                caps: json!({}),
-                info: Value::Null,
-                initialized: false,
-                ready: false,
-                held_requests: Vec::new(),
-                held_init: None,
-                listed: [false; 3],
-                known_fp: [0; 3],
-                subs: 0,
-                log_level: None,
-                connected_ms: self.now_ms,
-                era: None,
-                principal: b"mcpx-local".to_vec(),
-                listens: Vec::new(),
-                open: HashSet::new(),
-                batches: Vec::new(),
-            },
-        );
-        c
     }
 
     /// What legacy client `c`'s session keeps ([`Snapshot`]), once its
     /// `initialize` is answered.
     #[cfg(feature = "cluster")]
     pub(super) fn snapshot_of(&self, c: ClientId) -> Option<Snapshot> {
-        let cl = self.clients.get(&c).filter(|cl| cl.initialized && cl.era == Some(revision::Era::Legacy))?;
+        let cl = self.clients.get(&c)?;
+        let s = cl.session().filter(|_| cl.initialized())?;
         Some(Snapshot {
-            rev: cl.rev?,
-            caps: cl.caps.clone(),
-            info: cl.info.clone(),
+            rev: s.rev,
+            caps: s.caps.clone(),
+            info: s.info.clone(),
             principal: cl.principal.clone(),
-            ready: cl.ready,
+            ready: matches!(s.step, Step::Ready),
             log_level: cl.log_level,
             listed: cl.listed,
             subscriptions: self.subs.of_client(c),
@@ -242,13 +428,9 @@ impl Hub {
     pub(super) fn on_adopt_client(&mut self, s: &Snapshot) -> ClientId {
         let c = self.on_client_connected();
         let Some(cl) = self.clients.get_mut(&c) else { return c };
-        cl.rev = Some(s.rev);
-        cl.era = Some(revision::Era::Legacy);
-        cl.caps = s.caps.clone();
-        cl.info = s.info.clone();
+        let step = if s.ready { Step::Ready } else { Step::Answered(Vec::new()) };
+        cl.stage = Stage::Legacy(Session { rev: s.rev, caps: s.caps.clone(), info: s.info.clone(), step });
         cl.principal = s.principal.clone();
-        cl.initialized = true;
-        cl.ready = s.ready;
         cl.listed = s.listed;
         cl.log_level = s.log_level;
         for ch in Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
@@ -269,7 +451,7 @@ impl Hub {
 
     /// What client `c`'s session keeps ([`Snapshot`]) changed.
     pub(super) fn session_changed(&mut self, c: ClientId) {
-        if self.clients.get(&c).is_some_and(|cl| cl.era == Some(revision::Era::Legacy)) {
+        if self.clients.get(&c).is_some_and(|cl| cl.session().is_some()) {
             self.out.push_back(Output::SessionChanged(c));
         }
     }
@@ -294,7 +476,7 @@ impl Hub {
     /// A JSON-RPC batch from client `c` (a stream transport's frame; the
     /// HTTP listener answers its own batches per POST).
     fn on_client_batch(&mut self, c: ClientId, b: Batch<'_>) {
-        let rev = self.clients.get(&c).and_then(|cl| cl.rev);
+        let rev = self.clients.get(&c).and_then(Client::session).map(|s| s.rev);
         // Requirement: messages-batch-may-send-must-receive, stdio-message-may-be-batch (2025-03-26 only)
         let refusal = match rev {
             None => Some("Invalid request: a JSON-RPC batch cannot come before initialize".to_string()),
@@ -365,7 +547,7 @@ impl Hub {
     /// `initialize` and `ping` are taken.
     /// Requirement: lifecycle-initialization-first-interaction, lifecycle-client-no-requests-before-init-response
     pub(super) fn before_initialize(&self, c: ClientId, m: &wire::Msg) -> Result<(), super::request::Refusal> {
-        let uninitialized = self.clients.get(&c).is_some_and(|cl| cl.rev.is_none());
+        let uninitialized = self.clients.get(&c).is_some_and(|cl| cl.session().is_none());
         if !uninitialized || matches!(m.call, Method::Initialize | Method::Ping) {
             return Ok(());
         }
@@ -425,14 +607,22 @@ impl Hub {
 
     /// `notifications/initialized`: the requests held until it are sent.
     fn client_initialized(&mut self, c: ClientId) {
-        let Some(cl) = self.clients.get_mut(&c) else { return };
-        let first = !std::mem::replace(&mut cl.ready, true);
-        for (b, about) in std::mem::take(&mut cl.held_requests) {
+        let Some(Stage::Legacy(s)) = self.clients.get_mut(&c).map(|cl| &mut cl.stage) else { return };
+        let held = match &mut s.step {
+            Step::Ready => return,
+            Step::Held { ready, .. } => {
+                *ready = true;
+                Vec::new()
+            }
+            Step::Answered(held) => std::mem::take(held),
+        };
+        if !matches!(s.step, Step::Held { .. }) {
+            s.step = Step::Ready;
+        }
+        for (b, about) in held {
             self.emit_client(c, b, about);
         }
-        if first {
-            self.session_changed(c);
-        }
+        self.session_changed(c);
     }
 
     /// `notifications/cancelled` from a client: of a request it sent, or of
@@ -448,13 +638,13 @@ impl Hub {
             // A call the server was asked to run as its task: its
             // task is cancelled once the answer names it.
             if self.task_ask_cancelled(u, id) {
-                self.batch_take(c, &IdKey::new(rid), None);
+                self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
                 return;
             }
             // Requirement: cancellation-ref-same-direction-in-progress
             self.pending.take(u, id);
             // A cancelled request gets no answer: its batch does not wait for one.
-            self.batch_take(c, &IdKey::new(rid), None);
+            self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
             // Requirement: cancellation-log-reasons
             let server = self.ups[u].spec.name.clone();
             self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
@@ -490,16 +680,16 @@ impl Hub {
         let rev = revision::negotiate_server(asked, self.opts.client_revisions).unwrap_or(Rev::LATEST_LEGACY);
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let Some(cl) = self.clients.get_mut(&c) else { return };
-        cl.rev = Some(rev);
-        cl.era = Some(revision::Era::Legacy);
-        cl.caps = p.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
-        cl.info = p.get("clientInfo").cloned().unwrap_or(Value::Null);
-        if self.startup_settled() {
+        let caps = p.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+        let info = p.get("clientInfo").cloned().unwrap_or(Value::Null);
+        // A second `initialize` is answered at once, its handshake kept.
+        let (step, again) = match std::mem::replace(&mut cl.stage, Stage::New) {
+            Stage::Legacy(s) if !matches!(s.step, Step::Held { .. }) => (s.step, true),
+            _ => (Step::Held { id: id.clone(), ready: false }, false),
+        };
+        cl.stage = Stage::Legacy(Session { rev, caps, info, step });
+        if again || self.startup_settled() {
             self.answer_initialize(c, &id);
-        } else {
-            if let Some(cl) = self.clients.get_mut(&c) {
-                cl.held_init = Some(id);
-            }
         }
     }
 
@@ -514,8 +704,14 @@ impl Hub {
         if !self.startup_settled() {
             return;
         }
-        let held: Vec<(ClientId, Vec<u8>)> =
-            self.clients.iter_mut().filter_map(|(k, c)| c.held_init.take().map(|id| (*k, id))).collect();
+        let held: Vec<(ClientId, Vec<u8>)> = self
+            .clients
+            .iter()
+            .filter_map(|(k, cl)| match &cl.session()?.step {
+                Step::Held { id, .. } => Some((*k, id.clone())),
+                _ => None,
+            })
+            .collect();
         for (c, id) in held {
             self.answer_initialize(c, &id);
         }
@@ -523,7 +719,7 @@ impl Hub {
     }
 
     pub(super) fn held_init_deadline(&self) -> Option<u64> {
-        if self.clients.values().any(|c| c.held_init.is_some()) || !self.early.is_empty() {
+        if self.clients.values().any(Client::held_init) || !self.early.is_empty() {
             self.started_ms.map(|s| s + self.opts.startup_wait_ms)
         } else {
             None
@@ -550,8 +746,10 @@ impl Hub {
         if !waiting.is_empty() {
             result["_meta"] = json!({ super::NOT_READY_META: waiting });
         }
-        if let Some(cl) = self.clients.get_mut(&c) {
-            cl.initialized = true;
+        if let Some(Stage::Legacy(s)) = self.clients.get_mut(&c).map(|cl| &mut cl.stage) {
+            if let Step::Held { ready, .. } = s.step {
+                s.step = if ready { Step::Ready } else { Step::Answered(Vec::new()) };
+            }
         }
         self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
         self.out.push_back(Output::ClientInitialized(c, rev));
@@ -622,56 +820,17 @@ impl Hub {
         s
     }
 
-    /// A request to a client: held while the client has had its `initialize`
-    /// answered but has not yet sent `notifications/initialized`
-    /// (requirement: lifecycle-server-no-requests-before-initialized).
+    /// A request to a client (see [`Clients::request`]).
     pub(super) fn request_client(&mut self, c: ClientId, hid: u64, method: &str, params: &[u8]) {
         let hid = hid.to_string();
         let bytes = wire::request_raw(hid.as_bytes(), method, Some(params));
         let span = rewrite::written_id_span(hid.len());
-        let about = About::Request { id: span.start..span.end };
-        if let Some(cl) = self.clients.get_mut(&c) {
-            if cl.initialized && !cl.ready {
-                cl.held_requests.push((bytes, about));
-                return;
-            }
-        }
-        self.emit_client(c, bytes, about);
+        self.clients.request(&mut self.out, c, bytes, About::Request { id: span.start..span.end });
     }
 
-    /// Queues a message for client `c`, saying what it is. A reply closes
-    /// the client's request in the open set.
-    pub(super) fn emit_client(&mut self, c: ClientId, mut bytes: Vec<u8>, about: About) {
-        let Some(cl) = self.clients.get_mut(&c) else { return };
-        if let About::Reply { id: Some(r), .. } = &about {
-            let id = IdKey::new(&bytes[r.clone()]);
-            cl.open.remove(id.bytes());
-            match self.batch_take(c, &id, Some(bytes)) {
-                Some(b) => bytes = b,
-                None => return,
-            }
-        }
-        self.out.push_back(Output::ToClient(c, bytes, about));
-    }
-
-    /// Request `id` of client `c` is answered with `answer`, or (`None`)
-    /// will not be (cancelled): the batch waiting for it takes it, and is
-    /// written once nothing in it waits any more. The answer comes back when
-    /// no batch waits for it.
-    fn batch_take(&mut self, c: ClientId, id: &IdKey, answer: Option<Vec<u8>>) -> Option<Vec<u8>> {
-        let Some(cl) = self.clients.get_mut(&c) else { return answer };
-        let found = cl.batches.iter().enumerate().find_map(|(i, b)| Some(i).zip(b.waiting.iter().position(|w| w == id)));
-        let Some((i, w)) = found else { return answer };
-        let b = &mut cl.batches[i];
-        b.waiting.swap_remove(w);
-        b.answers.extend(answer);
-        if b.waiting.is_empty() {
-            let b = cl.batches.remove(i);
-            if !b.answers.is_empty() {
-                self.out.push_back(Output::ToClient(c, wire::batch_array(&b.answers), About::Batch));
-            }
-        }
-        None
+    /// Queues a message for client `c` (see [`Clients::emit`]).
+    pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>, about: About) {
+        self.clients.emit(&mut self.out, c, bytes, about);
     }
 
     /// A response written by core's writers with id `id` (`None`, or
@@ -736,7 +895,7 @@ impl Hub {
         for c in ids {
             let (listed, rev, known) = {
                 let cl = &self.clients[&c];
-                (cl.listed[ch.idx()] && cl.initialized, cl.rev(), cl.known_fp[ch.idx()])
+                (cl.listed[ch.idx()] && cl.initialized(), cl.rev(), cl.known_fp[ch.idx()])
             };
             if !listed {
                 continue;

@@ -35,7 +35,7 @@
 //! - The hub alone tracks what is in flight: each client's open request ids
 //!   (`client_open_requests`, `client_request_open`, `client_initializing`)
 //!   and the pending table of forwarded requests.
-//! - One error writer (`answer_error`, over `crate::written::error` and
+//! - One error writer (`answer_error`, over `crate::bytes::written::error` and
 //!   core's `rewrite::write_error`), with typed codes from core's error table
 //!   (`ErrorCode::for_peer`, revision- and capability-aware; `code_for` for
 //!   an upstream's code passed on).
@@ -84,6 +84,7 @@
 mod catalog;
 mod client;
 mod modern;
+pub(crate) mod param_headers;
 mod pending;
 mod policy;
 mod relay;
@@ -103,7 +104,7 @@ mod wire;
 mod tests;
 
 use mcpx_core::error::ErrorCode;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// What the runtime's restart loop does after an upstream exited, as the
 /// hub is told with the exit.
@@ -596,8 +597,7 @@ pub enum Output {
 pub struct Hub {
     opts: HubOptions,
     ups: Vec<upstream::Upstream>,
-    clients: BTreeMap<ClientId, client::Client>,
-    next_client: ClientId,
+    clients: client::Clients,
     catalog: catalog::Catalog,
     pending: pending::Pending,
     relays: relay::Relays,
@@ -637,9 +637,8 @@ impl Hub {
             policy,
             catalog: catalog::Catalog::new(ups.len()),
             ups,
+            clients: client::Clients::new(opts.max_clients),
             opts,
-            clients: BTreeMap::new(),
-            next_client: 1,
             pending: pending::Pending::default(),
             relays,
             subs: router::Subscriptions::default(),
@@ -902,13 +901,14 @@ impl Hub {
         }
     }
 
-    /// The transport decided client `c`'s era (an HTTP POST classified as
-    /// 2026-07-28 by its `MCP-Protocol-Version` header, its `_meta` or
+    /// The transport decided client `c` speaks 2026-07-28 (an HTTP POST
+    /// classified so by its `MCP-Protocol-Version` header, its `_meta` or
     /// its method): the hub serves its requests in that era, and does not
-    /// decide again on fewer facts (`stages`: identify).
-    pub fn set_client_era(&mut self, c: ClientId, era: mcpx_core::revision::Era) {
+    /// decide again on fewer facts (`stages`: identify). A legacy era is
+    /// decided by `initialize` alone.
+    pub fn set_client_modern(&mut self, c: ClientId) {
         if let Some(cl) = self.clients.get_mut(&c) {
-            cl.era = Some(era);
+            cl.stage = client::Stage::Modern;
         }
     }
 
@@ -960,14 +960,14 @@ impl Hub {
     /// Is client `c`'s `initialize` held (waiting for upstreams to start)?
     /// A stream transport holds the client's next messages meanwhile.
     pub fn client_initializing(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.held_init.is_some())
+        self.clients.get(&c).is_some_and(client::Client::held_init)
     }
 
     /// Has client `c` spoken the modern era (per-request `_meta`) rather than
     /// `initialize`? (Test observer.)
     #[cfg(test)]
     pub fn client_is_modern(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.era == Some(mcpx_core::revision::Era::Modern))
+        self.clients.get(&c).is_some_and(client::Client::is_modern)
     }
 
     /// The revision negotiated with client `c` (`None` before its
@@ -975,7 +975,7 @@ impl Hub {
     /// learn it from `Output::ClientInitialized`.)
     #[cfg(test)]
     pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
-        self.clients.get(&c)?.rev.map(|r| r.as_str())
+        self.clients.get(&c)?.session().map(|s| s.rev.as_str())
     }
 
     /// The revision spoken with upstream `u` (`None` while it is not ready).

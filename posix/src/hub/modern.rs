@@ -106,7 +106,7 @@ fn salient(m: &Msg) -> Vec<u8> {
 impl Hub {
     /// Is request `m` of client `c` served in the modern era?
     pub(super) fn is_modern_request(&self, c: ClientId, m: &Msg) -> bool {
-        let modern_connection = self.clients.get(&c).is_some_and(|cl| cl.era == Some(Era::Modern) && !cl.initialized);
+        let modern_connection = self.clients.get(&c).is_some_and(|cl| cl.is_modern());
         let hints = revision::EraHints { modern_connection, ..Default::default() };
         revision::request_era(Some(&m.env), hints) == Era::Modern
     }
@@ -254,9 +254,7 @@ impl Hub {
         let caps: Value = serde_json::from_slice(rm.client_capabilities.bytes()).unwrap_or_else(|_| json!({}));
         let log_level = rm.log_level.and_then(|v| v.as_str()).and_then(|s| meta::LOG_LEVELS.iter().position(|l| s.eq_str(l)));
         let Some(cl) = self.clients.get_mut(&c) else { return };
-        if cl.era.is_none() {
-            cl.era = Some(Era::Modern);
-        }
+        cl.spoke_modern();
         let principal = cl.principal.clone();
         let ctx = ReqCtx { caps, log_level, principal, salient: salient(m) };
         use Method::*;
@@ -516,7 +514,7 @@ impl Hub {
     /// A list changed: every listen stream that asked for it is told, tagged.
     pub(super) fn notify_listens(&mut self, ch: Channel) {
         let mut out = Vec::new();
-        for (c, cl) in &self.clients {
+        for (c, cl) in self.clients.iter() {
             for (i, l) in cl.listens.iter().enumerate().filter(|(_, l)| l.wants(ch)) {
                 out.push((*c, i, l.id.clone()));
             }

@@ -360,7 +360,7 @@ impl Hub {
             start_ms: self.now_ms,
             method,
             principal: cl.map_or("", |cl| principal_name(&cl.principal)).to_string(),
-            revision: cl.map_or("", |cl| if cl.era == Some(mcpx_core::revision::Era::Modern) { super::request::MODERN.as_str() } else { cl.rev().as_str() }),
+            revision: cl.map_or("", |cl| if cl.is_modern() { super::request::MODERN.as_str() } else { cl.rev().as_str() }),
             server: self.ups[u].spec.name.clone(),
             name: String::new(),
             original: String::new(),

@@ -602,7 +602,7 @@ impl Hub {
             // A task's own question: its creator's, or nobody's.
             Cause::Task(c) => {
                 let why = match self.clients.get(&c) {
-                    Some(cl) if cl.era != Some(mcpx_core::revision::Era::Modern) => None,
+                    Some(cl) if !cl.is_modern() => None,
                     Some(_) => Some(format!("the client of the task this {method} relates to speaks {} and takes a task's input only through tasks/get", MODERN.as_str())),
                     None => Some(format!("the client that started the task this {method} relates to is gone")),
                 };
@@ -615,7 +615,7 @@ impl Hub {
             // that has not read a list yet: the oldest SDK clients hang on a
             // message they did not ask for before that.
             // An instance's only client of its owner (`isolation`).
-            Cause::None => match self.clients.iter().filter(|(k, c)| c.initialized && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
+            Cause::None => match self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
                 [only] => Some(only),
                 _ => None,
             },
@@ -642,7 +642,7 @@ impl Hub {
         }
         let (rev, caps) = {
             let cl = &self.clients[&c];
-            (cl.rev(), cl.caps.clone())
+            (cl.rev(), cl.caps_value())
         };
         let mut params = m.params_value();
         self.rename_related_task(u, &mut params);
@@ -1052,7 +1052,7 @@ impl Hub {
         col.responses = Map::new();
         col.waiting = 0;
         let Some(cl) = self.clients.get(&c) else { return };
-        let (rev, caps) = (cl.rev(), cl.caps.clone());
+        let (rev, caps) = (cl.rev(), cl.caps_value());
         let reqs: Vec<(String, Value)> = v.get("inputRequests").and_then(Value::as_object).map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default();
         let mut sends = Vec::new();
         for (key, r) in reqs {

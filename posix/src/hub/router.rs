@@ -76,7 +76,7 @@ fn string_param(m: &Msg, path: &[&str]) -> Option<(Range<usize>, String)> {
 impl Hub {
     /// What client `c` declared that the error table depends on.
     pub(super) fn peer_caps(&self, c: ClientId) -> PeerCaps {
-        let url_elicitation = self.clients.get(&c).is_some_and(|cl| cl.caps.pointer("/elicitation/url").is_some());
+        let url_elicitation = self.clients.get(&c).and_then(|cl| cl.caps()).is_some_and(|caps| caps.pointer("/elicitation/url").is_some());
         PeerCaps { url_elicitation }
     }
 
@@ -647,7 +647,7 @@ impl Hub {
         let declared = match ctx {
             Some(x) => x.caps.clone(),
             None => self.clients.get(&c).map(|cl| {
-                let mut caps = cl.caps.clone();
+                let mut caps = cl.caps_value();
                 let f = cl.rev().features();
                 if !f.elicitation {
                     if let Some(o) = caps.as_object_mut() {

@@ -874,7 +874,7 @@ impl Hub {
         if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
             return;
         }
-        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect();
+        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect();
         for c in ids {
             self.notify_client(c, Method::LogMessage, &p);
         }
@@ -1397,11 +1397,11 @@ impl Hub {
             .map(|(id, c)| {
                 json!({
                     "id": id,
-                    "revision": c.rev.map(Rev::as_str),
-                    "era": match c.era { Some(Era::Modern) => "modern", Some(Era::Legacy) => "legacy", None => "unknown" },
+                    "revision": c.session().map(|s| s.rev.as_str()),
+                    "era": c.era_name(),
                     "listens": c.listens.len(),
-                    "clientInfo": c.info,
-                    "initialized": c.initialized,
+                    "clientInfo": c.session().map(|s| &s.info),
+                    "initialized": c.initialized(),
                     "subscriptions": c.subs,
                     "connectedMs": c.connected_ms,
                 })

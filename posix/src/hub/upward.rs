@@ -122,7 +122,7 @@ fn headers_named(method: &str, name: Option<String>, args: Option<JsonValue<'_>>
         h.push((lower(headers::MCP_NAME), encoded(name)));
     }
     let (Some(schema), true) = (name.as_deref().and_then(schema), method == "tools/call") else { return h };
-    for (header, path) in crate::param_headers::annotations(schema) {
+    for (header, path) in crate::hub::param_headers::annotations(schema) {
         let mut a = args;
         for k in &path {
             a = a.and_then(|v| v.get(k));

@@ -16,7 +16,7 @@ use mcpx_core::method::Method;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::rewrite::{self, Splice};
 
-use crate::written::{self, grow};
+use crate::bytes::written::{self, grow};
 
 pub(super) use mcpx_core::envelope::Kind;
 

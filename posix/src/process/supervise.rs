@@ -24,14 +24,14 @@ use smol::future::FutureExt as _;
 use smol::io::AsyncReadExt;
 use smol::{LocalExecutor, Task, Timer};
 
-use crate::backoff::{self, Ctl, End, Ended, Policy};
+use crate::servers::backoff::{self, Ctl, End, Ended, Policy};
 use crate::process::childenv;
 use crate::hub::{Oversize, UpstreamId};
-use crate::lines::{read_lines, LineEvent};
-use crate::logline::{escape_bytes, show_duration, RateLimit, Verdict};
-use crate::outbox::{self, Outbox, PushError};
+use crate::bytes::lines::{read_lines, LineEvent};
+use crate::log::line::{escape_bytes, show_duration, RateLimit, Verdict};
+use crate::bytes::outbox::{self, Outbox, PushError};
 use crate::process::reaper::signal_group;
-use crate::upstream_events::Events;
+use crate::servers::events::Events;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -598,7 +598,7 @@ impl Tail {
 mod tests {
     use super::*;
     use crate::hub::Next;
-    use crate::testing::{run, until, Log};
+    use crate::servers::testing::{run, until, Log};
 
     #[test]
     fn tail_keeps_last_bytes_from_a_line_start() {

@@ -36,7 +36,7 @@ pub async fn timeout<T>(d: Duration, what: &str, fut: impl std::future::Future<O
     let what = what.to_string();
     fut.or(async move {
         Timer::after(d).await;
-        Err(io::Error::new(io::ErrorKind::TimedOut, format!("{what} timed out after {}", crate::logline::show_duration(d))))
+        Err(io::Error::new(io::ErrorKind::TimedOut, format!("{what} timed out after {}", crate::log::line::show_duration(d))))
     })
     .await
 }

@@ -336,7 +336,7 @@ impl Client {
                 Err((
                     io::Error::new(
                         io::ErrorKind::TimedOut,
-                        format!("no response within {}", crate::logline::show_duration(d)),
+                        format!("no response within {}", crate::log::line::show_duration(d)),
                     ),
                     false,
                 ))

@@ -84,9 +84,9 @@ use smol::future::FutureExt as _;
 use smol::lock::{Mutex, Semaphore};
 use smol::{LocalExecutor, Task};
 
-use crate::backoff::{self, Ctl, End, Ended, Policy};
+use crate::servers::backoff::{self, Ctl, End, Ended, Policy};
 use crate::hub::{ModernHeaders, Oversize, Upward};
-use crate::logline::show_duration;
+use crate::log::line::show_duration;
 use conn::Connector;
 use http::{Body, Client, Limits, Response};
 use error::SpecError;
@@ -98,7 +98,7 @@ use url::{Scheme, Url};
 /// (also after a failed attempt, with no `started` before it; the last
 /// argument, a stderr tail for children, is empty).
 pub use crate::hub::UpstreamId;
-pub use crate::upstream_events::Events;
+pub use crate::servers::events::Events;
 
 /// Which HTTP transport the server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -245,7 +245,7 @@ impl Default for Options {
 }
 
 /// Why [`Remote::send`] refused a message: the stdio outbox's error.
-pub use crate::outbox::PushError as SendError;
+pub use crate::bytes::outbox::PushError as SendError;
 
 struct Shared {
     out: RefCell<Option<Sender<(Vec<u8>, Upward)>>>,
@@ -691,7 +691,7 @@ impl Session {
 
     /// A JSON-RPC error answered to the hub for request `id`.
     fn answer_error(&self, id: &[u8], why: &dyn std::fmt::Display) {
-        let out = crate::written::error(Some(id), ErrorCode::InternalError, &format!("server {}: {why}", self.name), None);
+        let out = crate::bytes::written::error(Some(id), ErrorCode::InternalError, &format!("server {}: {why}", self.name), None);
         self.deliver(&out, None);
     }
 

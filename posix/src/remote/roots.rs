@@ -83,7 +83,7 @@ pub fn system_bundle(env_file: Option<&Path>, candidates: &[&str]) -> Result<Opt
 /// `roots`; returns how many, and why the first refused one was refused.
 /// `what` names the file's origin in errors.
 fn add_pem(roots: &mut RootCertStore, path: &Path, what: &'static str) -> Result<(usize, Option<TlsError>), TlsError> {
-    let pem = crate::small_file::read(path).map_err(|err| TlsError::Read { what, path: path.to_path_buf(), err })?;
+    let pem = crate::host::small_file::read(path).map_err(|err| TlsError::Read { what, path: path.to_path_buf(), err })?;
     let (mut added, mut refused) = (0, None);
     for cert in CertificateDer::pem_slice_iter(&pem) {
         let cert = cert.map_err(|e| TlsError::NotPem { what, path: path.to_path_buf(), why: e.to_string() })?;

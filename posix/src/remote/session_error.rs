@@ -115,7 +115,7 @@ impl fmt::Display for SessionError {
             SessionError::SseFailed(e) => write!(f, "the SSE stream failed: {e}"),
             SessionError::EndpointNotUtf8 => f.write_str("endpoint is not UTF-8"),
             SessionError::Endpoint(e) => e.fmt(f),
-            SessionError::NoEndpoint(d) => write!(f, "no endpoint event within {}", crate::logline::show_duration(*d)),
+            SessionError::NoEndpoint(d) => write!(f, "no endpoint event within {}", crate::log::line::show_duration(*d)),
             SessionError::Fallback(e) => write!(f, "HTTP+SSE fallback failed: {e}"),
             SessionError::NothingToRepeat => f.write_str("no initialize request to repeat"),
             SessionError::Reinitialize(e) => write!(f, "session expired and re-initializing failed: {e}"),

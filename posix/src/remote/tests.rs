@@ -2,7 +2,7 @@
 //! one per connection), with the test playing the hub.
 
 use super::*;
-use crate::testing::{run, until, Log};
+use crate::servers::testing::{run, until, Log};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::collections::BTreeMap;
@@ -227,7 +227,7 @@ fn spec(url: &str) -> RemoteSpec {
 
 fn fast() -> Options {
     Options {
-        restart: crate::backoff::Policy {
+        restart: crate::servers::backoff::Policy {
             min: Duration::from_millis(50),
             max: Duration::from_millis(200),
             ..Default::default()

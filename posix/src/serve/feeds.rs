@@ -10,7 +10,7 @@ use smol::Timer;
 use super::runtime::Runtime;
 use crate::hub::{ModernHeaders, Oversize, UpstreamId};
 use crate::remote;
-use crate::upstream_events::Events;
+use crate::servers::events::Events;
 
 /// The supervisors report here.
 pub(super) struct HubEvents(pub(super) Rc<Runtime>);

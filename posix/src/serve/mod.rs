@@ -29,7 +29,7 @@ use smol::channel::{self, Receiver};
 use smol::future::FutureExt as _;
 use smol::{LocalExecutor, Task, Timer};
 
-use crate::cli::ServeArgs;
+use crate::cmd::cli::ServeArgs;
 use crate::cluster::runtime as cluster;
 use crate::config::{self, Config, Source};
 use crate::http::{self, Http, HttpConfig, HubLink};
@@ -37,13 +37,14 @@ use crate::hub::{ClientId, Hub};
 use crate::log::{self, Level};
 use crate::stdio::StdioClient;
 use crate::process::supervise;
-use crate::upstream_events::Events;
+use crate::servers::events::Events;
 
 pub(crate) mod cluster_jobs;
 mod feeds;
 pub(crate) mod options;
 pub(crate) mod runtime;
 pub(crate) mod spawner;
+pub(crate) mod task_store;
 
 use feeds::{timer_task, HubCatalog, HubEvents};
 use options::http_config;

@@ -1,7 +1,7 @@
 //! The config mapped into the options of the hub and of the HTTP listener
 //! (the runtime's one place for it; `mcpx check` and reloads use it too).
 
-use crate::cli::ServeArgs;
+use crate::cmd::cli::ServeArgs;
 use crate::cluster::runtime as cluster;
 use crate::config::{self, Config};
 use crate::http::HttpConfig;
@@ -114,7 +114,7 @@ pub(crate) fn upstream_spec(s: &config::ServerConfig) -> UpstreamSpec {
 
 /// Where in the config file the hub's objection points.
 fn hub_error_position(cfg: &Config, e: &hub::ConfigError) -> Option<String> {
-    let server = |name: &str| crate::jsonpos::Path::root().key("mcpServers").key(name);
+    let server = |name: &str| crate::bytes::jsonpos::Path::root().key("mcpServers").key(name);
     let path = match e {
         hub::ConfigError::PrefixCollision(_, b) => {
             let p = server(b);
@@ -130,7 +130,7 @@ fn hub_error_position(cfg: &Config, e: &hub::ConfigError) -> Option<String> {
             server(name).key("revisions").idx(i)
         }
         hub::ConfigError::NoUsableRevision(name) => server(name).key("revisions"),
-        hub::ConfigError::BadSeparator(_) => crate::jsonpos::Path::root().key("separator"),
+        hub::ConfigError::BadSeparator(_) => crate::bytes::jsonpos::Path::root().key("separator"),
         _ => return None,
     };
     cfg.position(&path)

@@ -16,7 +16,7 @@ use crate::config::{self, Config};
 use crate::http::Http;
 use crate::hub::{self, About, ClientId, Hub, IdKey, Outcome, Output, Power, UpstreamId, UpstreamSpec, Upward};
 use crate::log::{self, Level};
-use crate::outbox::{Outbox, PushError};
+use crate::bytes::outbox::{Outbox, PushError};
 use crate::remote;
 use crate::process::supervise;
 
@@ -415,7 +415,7 @@ impl Runtime {
             }
             Output::SaveTasks(bytes) => {
                 if let Some(p) = self.tasks_file.borrow().as_deref() {
-                    if let Err(e) = crate::task_store::save(p, &bytes) {
+                    if let Err(e) = crate::serve::task_store::save(p, &bytes) {
                         error!("cannot write the task state file {}: {e} (tasks will not survive a restart)", p.display());
                     }
                 }
@@ -426,11 +426,11 @@ impl Runtime {
     /// Keeps the hub's tasks in the state file of the listener on `addr`
     /// from now on, and gives the hub those of the last run.
     pub(super) fn keep_tasks(&self, cfg: &Config, addr: std::net::SocketAddr) {
-        let Some(p) = crate::task_store::path(&config::process_env, &cfg.source, addr) else {
+        let Some(p) = crate::serve::task_store::path(&config::process_env, &cfg.source, addr) else {
             warn!("no state folder ($XDG_STATE_HOME or $HOME): tasks will not survive a restart");
             return;
         };
-        let saved = crate::task_store::load(&p).unwrap_or_else(|e| {
+        let saved = crate::serve::task_store::load(&p).unwrap_or_else(|e| {
             warn!("cannot read the task state file {}: {e}", p.display());
             None
         });

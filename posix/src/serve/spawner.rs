@@ -10,7 +10,7 @@ use crate::config;
 use crate::hub::UpstreamId;
 use crate::remote::{self, RemoteSpec};
 use crate::process::supervise::{self, ProcessSpec};
-use crate::upstream_events::Events;
+use crate::servers::events::Events;
 
 /// What starting a server's transport needs (at startup, and for servers a
 /// reload adds).

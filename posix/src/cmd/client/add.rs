@@ -13,10 +13,10 @@ use serde_json::{json, Map, Value};
 
 use super::edit::{self, Entry, Verdict};
 use super::{get, registry, term, Failure};
-use crate::cli::{AddArgs, AddSource};
+use crate::cmd::cli::{AddArgs, AddSource};
 use crate::cmd::vet::{self, OwnSecrets};
 use crate::config;
-use crate::jsonpos;
+use crate::bytes::jsonpos;
 
 /// Largest `server.json` read.
 const MAX_SERVER_JSON: usize = 1 << 20;

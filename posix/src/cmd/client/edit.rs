@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::config;
-use crate::jsonpos::{self, Object};
+use crate::bytes::jsonpos::{self, Object};
 
 /// A server entry, its keys in the order they are written.
 #[derive(Clone, Debug, Default, PartialEq)]

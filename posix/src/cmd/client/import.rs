@@ -31,7 +31,7 @@ use serde_json::{json, Value};
 use super::add::{confirm, read_existing, save};
 use super::edit::{self, Entry};
 use super::Failure;
-use crate::cli::ImportArgs;
+use crate::cmd::cli::ImportArgs;
 use crate::cmd::vet::{self, OwnSecrets};
 
 struct Source {
@@ -269,7 +269,7 @@ pub fn run(args: ImportArgs) -> Result<(), Failure> {
 
 /// Why `serve --check` would refuse the entry, if it would.
 fn refusal(own: &OwnSecrets, name: &str, entry: &Entry) -> Option<String> {
-    let at = crate::jsonpos::Path::root().key("mcpServers").key(name);
+    let at = crate::bytes::jsonpos::Path::root().key("mcpServers").key(name);
     vet::entry_fault(own, &at, &Value::Object(entry.0.iter().cloned().collect()))
 }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use smol::LocalExecutor;
 
-use crate::cli::{AddArgs, ClientArgs, ClientCommand, ImportArgs};
+use crate::cmd::cli::{AddArgs, ClientArgs, ClientCommand, ImportArgs};
 use crate::log::{self, Level};
 use session::{Hub, Session};
 

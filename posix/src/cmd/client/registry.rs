@@ -291,7 +291,7 @@ mod tests {
     /// The variables the entry needs that `env` does not set, sorted.
     fn unset(r: &Resolved, env: &[(&str, &str)]) -> Vec<String> {
         let mut out = Vec::new();
-        let at = crate::jsonpos::Path::root();
+        let at = crate::bytes::jsonpos::Path::root();
         let lookup = |k: &str| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
         vet::strings(&at, &fields(&r.entry), &mut |_, s| out.extend(vet::unset_vars(s, &lookup)));
         out.sort();

@@ -20,13 +20,13 @@ use smol::future::FutureExt as _;
 use smol::{LocalExecutor, Task, Timer};
 
 use super::{term, Failure};
-use crate::cli::Target;
+use crate::cmd::cli::Target;
 use crate::hub::{IdKey, Upward};
 use mcpx_core::method::Method;
 use crate::remote::{self, Remote, RemoteSpec};
 use crate::hub::UpstreamId;
 use crate::process::supervise::{self, ProcessSpec, Upstream};
-use crate::upstream_events::Events;
+use crate::servers::events::Events;
 
 /// The revision the client asks for.
 pub const REVISION: &str = "2025-11-25";
@@ -300,7 +300,7 @@ impl Session {
                         Ok(result) => self.send(&json!({"jsonrpc": "2.0", "id": rid, "result": result}), Upward::Answer)?,
                         Err((code, message)) => {
                             let id = serde_json::to_vec(rid).expect("a Value serializes");
-                            self.send_bytes(crate::written::error(Some(&id), code, &message, None), Upward::Answer)?
+                            self.send_bytes(crate::bytes::written::error(Some(&id), code, &message, None), Upward::Answer)?
                         }
                     }
                 }

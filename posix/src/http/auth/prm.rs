@@ -86,7 +86,7 @@ pub(super) async fn respond(o: &OAuthSettings, conn: &mut Conn, req: &Request) -
         "GET" => conn.respond(200, &headers, &serde_json::to_vec(&document(o)).unwrap_or_default(), true).await,
         "HEAD" => conn.respond(200, &headers, b"", true).await,
         _ => {
-            let body = crate::written::error(None, ErrorCode::InvalidRequest, "Method not allowed", None);
+            let body = crate::bytes::written::error(None, ErrorCode::InvalidRequest, "Method not allowed", None);
             conn.respond(405, &[("Allow", "GET, HEAD"), ("Content-Type", "application/json")], &body, true).await
         }
     }

@@ -77,7 +77,7 @@ const ANONYMOUS: &[u8] = b"anonymous";
 /// principal: it lives for one request, and its input rounds travel in its
 /// own answer.
 fn by_session(cl: &Client) -> bool {
-    cl.era != Some(mcpx_core::revision::Era::Modern) && cl.principal.starts_with(ANONYMOUS)
+    !cl.is_modern() && cl.principal.starts_with(ANONYMOUS)
 }
 
 /// The owner of client `c`'s requests.

@@ -17,13 +17,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::catalog::Kind;
+use super::client::Clients;
 use super::request::ReqCtx;
 use super::upstream::Upstream;
-use super::client::Client;
 use super::{ClientId, HubOptions, Level, UpstreamId};
-
-/// The hub's clients, read for who owns an instance.
-type Clients = BTreeMap<ClientId, Client>;
 
 pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
 #[cfg(test)]

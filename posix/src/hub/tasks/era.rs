@@ -12,7 +12,7 @@ use super::table::{Outcome, Status, Task};
 /// Wall-clock times for the task's `createdAt` / `lastUpdatedAt`: the hub's
 /// clock is monotonic, `epoch_ms` is the Unix time at its zero.
 fn iso(epoch_ms: u64, ms: u64) -> String {
-    crate::logline::rfc3339_ms(epoch_ms.saturating_add(ms))
+    crate::log::line::rfc3339_ms(epoch_ms.saturating_add(ms))
 }
 
 /// The members both eras share (`tasks-timestamps`, `tasks-ttl-override-report`).
@@ -59,7 +59,7 @@ pub(crate) fn modern(id: &str, t: &Task, epoch_ms: u64, poll_ms: u64, detailed: 
                 m.insert("error".into(), serde_json::from_slice(e).unwrap_or_else(|_| json!({})));
             }
             None if t.status == Status::Cancelled => {
-                m.insert("error".into(), serde_json::from_slice(&crate::written::error_object(ErrorCode::InternalError, "the task was cancelled")).unwrap_or_else(|_| json!({})));
+                m.insert("error".into(), serde_json::from_slice(&crate::bytes::written::error_object(ErrorCode::InternalError, "the task was cancelled")).unwrap_or_else(|_| json!({})));
             }
             // Requirement: ext-tasks-get-input-requests
             None if t.status == Status::InputRequired && !t.inputs.is_empty() => {

@@ -178,7 +178,7 @@ pub(super) fn missing_extension(method: &str) -> Refusal {
 impl Hub {
     /// Has legacy client `c` declared tasks on a revision that has them?
     pub(super) fn client_declared_tasks(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.rev().features().tasks && cl.caps.get("tasks").is_some_and(Value::is_object))
+        self.clients.get(&c).is_some_and(|cl| cl.rev().features().tasks && cl.caps().and_then(|caps| caps.get("tasks")).is_some_and(Value::is_object))
     }
 
     /// How `tools/call` request `m` to `u`, of a tool its server lists with
@@ -565,5 +565,5 @@ enum TaskView {
 }
 
 fn error_object(code: ErrorCode, message: &str) -> Outcome {
-    Outcome::Error(crate::written::error_object(code, message))
+    Outcome::Error(crate::bytes::written::error_object(code, message))
 }

@@ -122,7 +122,7 @@ mod snapshot {
         }
         // A modern client has no session to keep.
         let m = p.connect();
-        p.hub.set_client_era(m, mcpx_core::revision::Era::Modern);
+        p.hub.set_client_modern(m);
         assert_eq!(p.hub.client_snapshot(m), None);
     }
 

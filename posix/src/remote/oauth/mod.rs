@@ -286,7 +286,7 @@ impl Authorizer {
 
     fn assertion(&self, d: &Discovered, client_id: &str) -> Result<String, Error> {
         let path = self.spec.private_key_file.as_ref().ok_or(Error::NoPrivateKeyFile)?;
-        let pem = crate::small_file::read_to_string(path).map_err(|err| Error::KeyFileRead { path: path.clone(), err })?;
+        let pem = crate::host::small_file::read_to_string(path).map_err(|err| Error::KeyFileRead { path: path.clone(), err })?;
         let key = jwt::SigningKey::from_pem(&pem, self.spec.signing_alg.as_deref().unwrap_or("ES256"))
             .map_err(|err| Error::KeyFile { path: path.clone(), err })?;
         let audience = d.meta.issuer.clone().unwrap_or_else(|| d.meta.token_endpoint.clone());

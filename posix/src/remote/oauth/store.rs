@@ -74,7 +74,7 @@ pub struct Store {
 /// Where the store lives: `$XDG_STATE_HOME/mcpx/`, else `~/.local/state/mcpx/`,
 /// else beside the config file.
 pub fn default_path(env: &dyn Fn(&str) -> Option<String>, config_dir: &Path) -> PathBuf {
-    match crate::dirs::state_dir(env) {
+    match crate::host::dirs::state_dir(env) {
         Some(s) => s.join("oauth-tokens.json"),
         None => config_dir.join("mcpx-oauth-tokens.json"),
     }

@@ -14,9 +14,9 @@ use smol::channel::{Receiver, RecvError};
 use smol::future::FutureExt as _;
 use smol::Timer;
 
-use crate::logline::show_duration;
+use crate::log::line::show_duration;
 use crate::hub::{Next, UpstreamId};
-use crate::upstream_events::Events;
+use crate::servers::events::Events;
 
 /// Failed attempts in a row after which a server is given up (by default).
 pub const DEFAULT_MAX_RESTARTS: u32 = 10;
@@ -186,7 +186,7 @@ async fn wait<T>(delay: Duration, ctl: &Receiver<T>) -> Option<Result<T, RecvErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{run as run_ex, until, Log};
+    use crate::servers::testing::{run as run_ex, until, Log};
     use std::cell::Cell;
     use std::rc::Rc;
 

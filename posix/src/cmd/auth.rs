@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::cli::{AuthAction, AuthArgs};
+use crate::cmd::cli::{AuthAction, AuthArgs};
 use crate::config::{self, Config, ServerConfig};
 use crate::log::{self, Level};
 use crate::remote::oauth::store::{ServerTokens, Store};

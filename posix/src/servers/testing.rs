@@ -9,7 +9,7 @@ use smol::future::FutureExt as _;
 use smol::{LocalExecutor, Timer};
 
 use crate::hub::{Next, UpstreamId};
-use crate::upstream_events::Events;
+use crate::servers::events::Events;
 
 /// What an upstream reported, as text: `started`, `msg {line}`,
 /// `garbage {what}`, `too_large {len} on {request}: over {limit}`, `exited {reason} | {stderr tail}`; and what each exit

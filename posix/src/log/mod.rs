@@ -12,6 +12,8 @@
 //! and the count is logged as soon as stderr accepts writes again. [`flush`]
 //! waits, bounded, for the queue to drain before the process exits.
 
+pub mod line;
+
 use std::fmt;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -132,9 +134,9 @@ fn format_record(level: Level, msg: &str) -> String {
     } else {
         None
     };
-    let shown = crate::logline::escape_keeping_newlines(&msg[..cut.unwrap_or(msg.len())]);
+    let shown = crate::log::line::escape_keeping_newlines(&msg[..cut.unwrap_or(msg.len())]);
     let mut line = String::with_capacity(shown.len() + 48);
-    line.push_str(&crate::logline::timestamp(SystemTime::now()));
+    line.push_str(&crate::log::line::timestamp(SystemTime::now()));
     line.push_str(" mcpx: ");
     line.push_str(level.as_str());
     line.push_str(": ");

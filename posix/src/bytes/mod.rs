@@ -1,0 +1,11 @@
+//! Bytes on their way in and out, below every transport: newline framing
+//! ([`lines`]), the bounded queues of outgoing messages ([`outbox`]),
+//! buffers sized to what core's writers write ([`written`]), large buffers
+//! given back to the system ([`heap`]), and positions in JSON text for
+//! error messages ([`jsonpos`]).
+
+pub mod heap;
+pub mod jsonpos;
+pub mod lines;
+pub mod outbox;
+pub mod written;
