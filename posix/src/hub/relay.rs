@@ -63,6 +63,7 @@ use super::tasks::InputTo;
 use super::pending::Origin;
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
+use super::upward;
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
 
@@ -631,7 +632,7 @@ impl Hub {
             // that has not read a list yet: the oldest SDK clients hang on a
             // message they did not ask for before that.
             // An instance's only client of its owner (`isolation`).
-            Cause::None => match self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
+            Cause::None => match self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
                 [only] => Some(only),
                 _ => None,
             },
@@ -1147,8 +1148,8 @@ impl Hub {
         let origin = Origin::Client { client: col.client, id: col.id, progress: col.progress, method: col.method.clone(), renamed_uri: col.renamed_uri, modern: None, sent: Some(sent.clone()) };
         self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         // Requirement: mrtr-new-id-on-retry
-        let modern = self.ups[u].is_modern();
-        self.request_upstream(u, up_id, &col.method, Some(&sent), modern);
+        let modern = self.ups[u].is_modern().then(|| upward::written_headers(&col.method, Some(&sent), &|tool| self.upstream_tool_schema(u, tool)));
+        upward::request(&mut self.out, u, up_id, &col.method, Some(&sent), modern);
     }
 
     fn fail_collect(&mut self, handle: u64, why: &str) {
@@ -1234,7 +1235,7 @@ impl Hub {
                 if let Some(x) = reason {
                     p["reason"] = Value::String(x.to_string());
                 }
-                self.notify_upstream(r.up, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
+                upward::notification(&mut self.out, r.up, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
             }
         }
     }

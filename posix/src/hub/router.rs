@@ -21,6 +21,7 @@ use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
 use super::tasks::{self, Plan};
+use super::upward;
 use super::wire::{self, Msg};
 use super::{shared, ClientId, Hub, Outcome, Output, UpstreamId};
 
@@ -180,7 +181,8 @@ impl Hub {
             _ => None,
         };
         // The task follows the call to its instance (`isolation`).
-        let u = self.instance_for(c, u)?;
+        let (u, fx) = self.starts.instance_for(c, u, &self.ups, &self.clients)?;
+        self.apply_starts(fx);
         self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
         let Plan::Hub(ttl) = plan else { return Ok(()) };
         // The call's `pending` entry becomes the task's: it outlives the
@@ -485,8 +487,10 @@ impl Hub {
         renamed_uri: Option<(String, String)>,
         task_ttl: Option<u64>,
     ) -> Result<(), Refusal> {
-        let u = self.instance_for(c, u)?;
-        if self.park_if_asleep(u, c, m, ctx) {
+        let (u, fx) = self.starts.instance_for(c, u, &self.ups, &self.clients)?;
+        self.apply_starts(fx);
+        if let Some(fx) = self.starts.park_if_asleep(&mut self.ups[u], u, c, m, ctx, self.now_ms) {
+            self.apply_starts(fx);
             return Ok(());
         }
         if !self.ups[u].is_ready() {
@@ -529,7 +533,7 @@ impl Hub {
                 Some((_, renamed)) => wire::string_at(renamed, 0..renamed.len()),
                 None => wire::string_at(m.raw, r),
             });
-            self.forwarded_headers(u, &m.method, name, m.env.params())
+            upward::forwarded_headers(&m.method, name, m.env.params(), &|tool| self.upstream_tool_schema(u, tool))
         });
         let body = wire::upstream_params(m.env.params(), edits, token, |k| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX), &add);
         // A client's `task` member never reaches the upstream as it is: the
@@ -551,7 +555,7 @@ impl Hub {
             let pending = &self.pending;
             self.tasks.asked(u, up_id, |u, id| pending.contains(u, id));
         }
-        self.request_upstream_headed(u, up_id, &m.method, Some(&body), headers);
+        upward::request(&mut self.out, u, up_id, &m.method, Some(&body), headers);
         Ok(())
     }
 
