@@ -522,9 +522,9 @@ impl Conn {
         self.error_with(status, &[], id, code, msg, data, keep).await
     }
 
-    /// [`Conn::error`] with extra response headers (e.g. `Retry-After`).
+    /// [`Conn::error`] with extra response headers (`Retry-After`).
     #[allow(clippy::too_many_arguments)]
-    pub async fn error_with(
+    async fn error_with(
         &mut self,
         status: u16,
         extra: &[(&str, &str)],

@@ -1,7 +1,7 @@
 //! The endpoints of an authenticated request (the `listener` checked it):
 //! `/mcp` (POST, GET, DELETE), `/status`, `/metrics`, and the 2024-11-05
-//! `/sse` + `/messages`; first a session of another principal (404), then
-//! the method (405).
+//! `/sse` + `/messages`. Each reads what it needs, asks `decide` what to
+//! do (the rules live there), and acts: sessions, the hub, the answer.
 
 use mcpx_core::error::ErrorCode;
 use std::time::{Duration, Instant};
