@@ -41,6 +41,7 @@ use serde_json::{json, Map, Value};
 
 use super::catalog::Channel;
 use super::shape::{self, Rev, RevExt};
+use super::upward;
 use super::wire::{self, Bad, Kind};
 use super::{About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize};
 
@@ -663,7 +664,7 @@ impl Hub {
     fn client_roots_changed(&mut self) {
         for u in 0..self.ups.len() {
             if self.ups[u].is_ready() {
-                self.notify_upstream(u, Method::RootsListChanged, None);
+                upward::notification(&mut self.out, u, Method::RootsListChanged, None);
             }
         }
     }

@@ -535,7 +535,7 @@ impl Hub {
     /// (an isolated instance: its owner's only). Returns the clients reached.
     pub(super) fn notify_listens_updated(&mut self, u: UpstreamId, exposed: &str, params: &Value) -> Vec<ClientId> {
         let mut out = Vec::new();
-        for (c, cl) in self.clients.iter().filter(|(c, _)| self.may_reach(u, **c)) {
+        for (c, cl) in self.clients.iter().filter(|(c, _)| self.starts.may_reach(u, **c, &self.clients)) {
             for l in cl.listens.iter().filter(|l| l.uris.iter().any(|x| x == exposed)) {
                 out.push((*c, l.id.clone()));
             }
@@ -570,7 +570,7 @@ impl Hub {
         // Requirement: meta-loglevel-per-request (no logLevel → no log notifications)
         let level = p.get("level").and_then(Value::as_str).and_then(level_index).unwrap_or(0);
         let mut to: Vec<ClientId> = self.pending.modern_log_clients(u, level);
-        to.retain(|c| self.may_reach(u, *c));
+        to.retain(|c| self.starts.may_reach(u, *c, &self.clients));
         to.sort();
         to.dedup();
         for c in to {

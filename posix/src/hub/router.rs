@@ -21,6 +21,7 @@ use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
 use super::tasks::{self, InputTo, Plan};
+use super::upward;
 use super::wire::{self, Msg};
 use super::{shared, ClientId, Hub, Outcome, Output, UpstreamId};
 
@@ -83,7 +84,7 @@ impl Hub {
             match e {
                 Log(level, line) => self.log(level, line),
                 ToUpstream(u, bytes) => self.emit_upstream(u, bytes),
-                NotifyUpstream(u, method, params) => self.notify_upstream(u, method, Some(&params)),
+                NotifyUpstream(u, method, params) => upward::notification(&mut self.out, u, method, Some(&params)),
                 CancelCall { up, call, why } => self.cancel_upstream(up, call, &why),
                 Forget(u, call) => drop(self.pending.take(u, call)),
                 Hold { up, call, h, until } => self.pending.hold(up, call, h, until),
@@ -107,7 +108,7 @@ impl Hub {
                     // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
                     match self.tasks.input_to(&super::task_up(up, &self.ups[up]), msg) {
                         InputTo::Relay => {
-                            let alone: Vec<ClientId> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(up, **k)).map(|(k, _)| *k).collect();
+                            let alone: Vec<ClientId> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(up, **k, &self.clients)).map(|(k, _)| *k).collect();
                             let modern = |c: ClientId| self.clients.get(&c).map(|cl| cl.is_modern());
                             let fx = self.relays.relay_to_client(&self.ups, &self.pending, modern, owner, &alone, up, msg, &link, self.now_ms);
                             self.apply_relay(fx);
@@ -162,8 +163,8 @@ impl Hub {
                         *sent = Some(body.clone());
                     }
                     self.pending.open_call(up, up_id, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms);
-                    let modern = self.ups[up].is_modern();
-                    self.request_upstream(up, up_id, &method, Some(&body), modern);
+                    let modern = self.ups[up].is_modern().then(|| upward::written_headers(&method, Some(&body), &|tool| self.upstream_tool_schema(up, tool)));
+                    upward::request(&mut self.out, up, up_id, &method, Some(&body), modern);
                 }
             }
         }
@@ -274,7 +275,8 @@ impl Hub {
             _ => None,
         };
         // The task follows the call to its instance (`isolation`).
-        let u = self.instance_for(c, u)?;
+        let (u, fx) = self.starts.instance_for(c, u, &self.ups, &self.clients)?;
+        self.apply_starts(fx);
         self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
         let Plan::Hub(ttl) = plan else { return Ok(()) };
         // The call's `pending` entry becomes the task's: it outlives the
@@ -579,8 +581,10 @@ impl Hub {
         renamed_uri: Option<(String, String)>,
         task_ttl: Option<u64>,
     ) -> Result<(), Refusal> {
-        let u = self.instance_for(c, u)?;
-        if self.park_if_asleep(u, c, m, ctx) {
+        let (u, fx) = self.starts.instance_for(c, u, &self.ups, &self.clients)?;
+        self.apply_starts(fx);
+        if let Some(fx) = self.starts.park_if_asleep(&mut self.ups[u], u, c, m, ctx, self.now_ms) {
+            self.apply_starts(fx);
             return Ok(());
         }
         if !self.ups[u].is_ready() {
@@ -623,7 +627,7 @@ impl Hub {
                 Some((_, renamed)) => wire::string_at(renamed, 0..renamed.len()),
                 None => wire::string_at(m.raw, r),
             });
-            self.forwarded_headers(u, &m.method, name, m.env.params())
+            upward::forwarded_headers(&m.method, name, m.env.params(), &|tool| self.upstream_tool_schema(u, tool))
         });
         let body = wire::upstream_params(m.env.params(), edits, token, |k| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX), &add);
         // A client's `task` member never reaches the upstream as it is: the
@@ -645,7 +649,7 @@ impl Hub {
             let pending = &self.pending;
             self.tasks.asked(u, up_id, |u, id| pending.contains(u, id));
         }
-        self.request_upstream_headed(u, up_id, &m.method, Some(&body), headers);
+        upward::request(&mut self.out, u, up_id, &m.method, Some(&body), headers);
         Ok(())
     }
 

@@ -39,6 +39,7 @@ use super::catalog::{Kind, Naming};
 use super::request::Refusal;
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
+use super::upward;
 use super::wire::{self, Kind as MsgKind, Msg};
 use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, Oversize, UpstreamId, UpstreamSpec};
 
@@ -314,9 +315,10 @@ impl Hub {
             let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
             let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
             let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
-            self.request_upstream(u, id, name, Some(&p), true);
+            let headers = upward::written_headers(name, Some(&p), &|tool| self.upstream_tool_schema(u, tool));
+            upward::request(&mut self.out, u, id, name, Some(&p), Some(headers));
         } else {
-            self.request_upstream(u, id, name, params, false);
+            upward::request(&mut self.out, u, id, name, params, None);
         }
         Some(id)
     }
@@ -647,7 +649,7 @@ impl Hub {
         up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
         up.state = State::Ready;
         up.last_error = None;
-        self.notify_upstream(u, Method::Initialized, None);
+        upward::notification(&mut self.out, u, Method::Initialized, None);
         let msg = format!("server '{name}' ready ({})", rev.as_str());
         self.log(Level::Info, msg);
         self.read_lists(u);
@@ -712,7 +714,7 @@ impl Hub {
     }
 
     fn start_listing(&mut self, u: UpstreamId, k: Kind) {
-        if self.is_instance(u) {
+        if self.starts.is_instance(u) {
             return; // its catalog is its template's (`isolation`)
         }
         if let Some(l) = self.ups[u].listing[k.idx()].as_mut() {
@@ -819,7 +821,8 @@ impl Hub {
         if self.ups[u].is_ready() {
             self.report_lists(u);
             self.ups[u].start_awaited = false;
-            self.release_parked(u);
+            let fx = self.starts.release(u);
+            self.apply_starts(fx);
         }
     }
 
@@ -827,10 +830,10 @@ impl Hub {
     /// (`Output::ListsRead`) once per start and then whenever a re-read
     /// changed them, never for an instance (its lists are its template's).
     fn report_lists(&mut self, u: UpstreamId) {
-        if self.is_instance(u) {
+        if self.starts.is_instance(u) {
             return;
         }
-        let Some(lists) = self.lists_json(u) else { return };
+        let Some(lists) = self.upstream_lists(u) else { return };
         let mut h = DefaultHasher::new();
         serde_json::to_vec(&lists).unwrap_or_default().hash(&mut h);
         let digest = h.finish();
@@ -893,7 +896,7 @@ impl Hub {
         if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
             return;
         }
-        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect();
+        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect();
         for c in ids {
             self.notify_client(c, Method::LogMessage, &p);
         }
@@ -912,7 +915,7 @@ impl Hub {
         }
         let reached = self.notify_listens_updated(u, &exposed, &out);
         // Subscribers asked for these: no need to wait for a list.
-        let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.may_reach(u, *c)).collect();
+        let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.starts.may_reach(u, *c, &self.clients)).collect();
         for c in to {
             self.notify_client(c, Method::ResourcesUpdated, &out);
         }
@@ -1000,11 +1003,13 @@ impl Hub {
                 self.fall_asleep(u);
             } else {
                 // A start asked for by a request did not come up.
-                self.wake_failed(u, reason);
+                let fx = self.starts.wake_failed(&mut self.ups[u], u, reason);
+                self.apply_starts(fx);
             }
             return;
         }
-        self.wake_failed(u, reason);
+        let fx = self.starts.wake_failed(&mut self.ups[u], u, reason);
+        self.apply_starts(fx);
         let name = self.ups[u].spec.name.clone();
         let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
         let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
@@ -1099,7 +1104,8 @@ impl Hub {
         let name = up.spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; restarting it with its new entry"));
         self.upstream_gone(u, why);
-        self.instances_removed(u, why);
+        let fx = self.starts.remove_instances(u, why);
+        self.apply_starts(fx);
         let old = &mut self.ups[u];
         up.state = State::Replacing;
         up.start_awaited = true;
@@ -1123,7 +1129,7 @@ impl Hub {
     /// its lists known and `current`, for what its new entry runs, and no
     /// request waiting).
     pub(super) fn on_upstream_replaced(&mut self, u: UpstreamId, current: bool) -> bool {
-        let waiting = self.parked_for(u);
+        let waiting = self.starts.parked_for(u);
         let Some(up) = self.ups.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
         if up.spec.lazy && current && up.caps.is_some() && !waiting {
             up.state = State::Asleep { stopping: false };
@@ -1165,7 +1171,8 @@ impl Hub {
         let name = self.ups[u].spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; stopping it"));
         self.upstream_gone(u, why);
-        self.instances_removed(u, why);
+        let fx = self.starts.remove_instances(u, why);
+        self.apply_starts(fx);
         for k in Kind::ALL {
             self.set_items(u, k, Vec::new());
         }
@@ -1265,8 +1272,8 @@ impl Hub {
         self.apply_task_effects(fx);
         self.release_held_inits();
         self.ping_tick();
-        self.lazy_tick();
-        self.isolation_tick();
+        let fx = self.starts.tick(self.now_ms, &self.ups, &self.clients, &|u| self.pending.busy(u));
+        self.apply_starts(fx);
         let clients = &self.clients;
         let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
         self.apply_shared(effects);
@@ -1379,12 +1386,12 @@ impl Hub {
     pub(super) fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
         if self.ups[u].is_up() {
             let p = json!({ "requestId": id, "reason": reason });
-            self.notify_upstream(u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
+            upward::notification(&mut self.out, u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
         }
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks.deadline(), self.isolation_deadline(), self.shared.deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
     }
 
     /// The configured servers that are not ready (starting, restarting,
@@ -1392,7 +1399,7 @@ impl Hub {
     /// ([`super::NOT_READY_META`]): name, state, and whether their tools are
     /// known (listed as they last ran) or not yet.
     pub(super) fn servers_not_ready(&self) -> Vec<Value> {
-        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !self.is_instance(*i);
+        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !self.starts.is_instance(*i);
         self.ups.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
     }
 
