@@ -598,7 +598,7 @@ pub enum Output {
 /// The hub state machine. See the module documentation.
 pub struct Hub {
     opts: HubOptions,
-    ups: Vec<upstream::Upstream>,
+    ups: upstream::Upstreams,
     clients: client::Clients,
     catalog: catalog::Catalog,
     pending: pending::Pending,
@@ -631,7 +631,7 @@ pub struct Hub {
 impl Hub {
     /// Checks the configuration and builds a hub with every upstream down.
     pub fn new(upstreams: Vec<UpstreamSpec>, opts: HubOptions) -> Result<Hub, ConfigError> {
-        let ups = upstream::validate(upstreams, &opts)?;
+        let ups = upstream::Upstreams::new(upstreams, &opts)?;
         let relays = relay::Relays::new(&opts);
         let tasks = tasks::Tasks::new(&opts);
         let policy = policy::HubPolicy::new(&opts)?;

@@ -195,25 +195,101 @@ impl Upstream {
     }
 }
 
-/// Checks the configuration.
-pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Vec<Upstream>, ConfigError> {
-    if opts.separator.is_empty() || !opts.separator.bytes().all(names::is_separator_byte) {
-        return Err(ConfigError::BadSeparator(opts.separator.clone()));
+/// The configured upstreams, by id (configuration order; slots a reload
+/// removed stay, free for the next added server). Ids are stable for the
+/// life of the hub.
+pub(super) struct Upstreams(Vec<Upstream>);
+
+impl Upstreams {
+    /// Checks the configuration and gives every server a slot, down.
+    pub fn new(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Upstreams, ConfigError> {
+        if opts.separator.is_empty() || !opts.separator.bytes().all(names::is_separator_byte) {
+            return Err(ConfigError::BadSeparator(opts.separator.clone()));
+        }
+        // Requirement: roots-uri-must-be-file-scheme
+        if let Some(roots) = &opts.roots {
+            let list = roots.get("roots").unwrap_or(roots);
+            let items = list.as_array().ok_or_else(|| ConfigError::BadRoot(list.to_string()))?;
+            if let Some(bad) = items.iter().find(|r| !r.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("file://"))) {
+                return Err(ConfigError::BadRoot(bad.to_string()));
+            }
+        }
+        let mut out = Upstreams(Vec::new());
+        for spec in specs {
+            let up = check_spec(spec, &out.0, None, opts)?;
+            out.0.push(up);
+        }
+        Ok(out)
     }
-    // Requirement: roots-uri-must-be-file-scheme
-    if let Some(roots) = &opts.roots {
-        let list = roots.get("roots").unwrap_or(roots);
-        let items = list.as_array().ok_or_else(|| ConfigError::BadRoot(list.to_string()))?;
-        if let Some(bad) = items.iter().find(|r| !r.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("file://"))) {
-            return Err(ConfigError::BadRoot(bad.to_string()));
+
+    /// How many slots there are (removed ones included): ids are `0..len()`.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn get(&self, u: UpstreamId) -> Option<&Upstream> {
+        self.0.get(u)
+    }
+
+    pub fn get_mut(&mut self, u: UpstreamId) -> Option<&mut Upstream> {
+        self.0.get_mut(u)
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Upstream> {
+        self.0.iter()
+    }
+
+    /// Is `u` a slot still in the configuration?
+    pub fn is_live(&self, u: UpstreamId) -> bool {
+        self.0.get(u).is_some_and(|up| !up.is_removed())
+    }
+
+    /// A fresh id for a request to `u`.
+    pub fn next_request_id(&mut self, u: UpstreamId) -> u64 {
+        self.0[u].next_request_id()
+    }
+
+    /// A new slot at the end (the catalog needs one too).
+    pub fn push(&mut self, up: Upstream) -> UpstreamId {
+        self.0.push(up);
+        self.0.len() - 1
+    }
+
+    /// Checks `spec` against the live servers (but `replaced`'s own slot)
+    /// and builds its upstream, down.
+    pub fn check(&self, spec: UpstreamSpec, replaced: Option<UpstreamId>, opts: &HubOptions) -> Result<Upstream, ConfigError> {
+        check_spec(spec, &self.0, replaced, opts)
+    }
+
+    /// Puts `up` in the first slot a removal freed, or a new one (`true`:
+    /// a new slot, the catalog needs one too).
+    pub fn add(&mut self, up: Upstream) -> (UpstreamId, bool) {
+        match self.0.iter().position(Upstream::is_removed) {
+            Some(free) => {
+                self.0[free] = up;
+                (free, false)
+            }
+            None => (self.push(up), true),
         }
     }
-    let mut out: Vec<Upstream> = Vec::new();
-    for spec in specs {
-        let up = check_spec(spec, &out, None, opts)?;
-        out.push(up);
+
+    /// Puts `up` in slot `u` in place of what was there.
+    pub fn replace(&mut self, u: UpstreamId, up: Upstream) -> Upstream {
+        std::mem::replace(&mut self.0[u], up)
     }
-    Ok(out)
+}
+
+impl std::ops::Index<UpstreamId> for Upstreams {
+    type Output = Upstream;
+    fn index(&self, u: UpstreamId) -> &Upstream {
+        &self.0[u]
+    }
+}
+
+impl std::ops::IndexMut<UpstreamId> for Upstreams {
+    fn index_mut(&mut self, u: UpstreamId) -> &mut Upstream {
+        &mut self.0[u]
+    }
 }
 
 /// Checks one server's spec against the others (`existing`, removed slots
@@ -306,7 +382,7 @@ impl Hub {
             self.log(Level::Warn, msg);
             return None;
         }
-        let id = self.ups[u].next_request_id();
+        let id = self.ups.next_request_id(u);
         self.pending.open_own(u, id, origin, self.now_ms, timeout, self.opts.max_timeout_ms);
         if self.ups[u].is_modern() || method == Method::ServerDiscover {
             // Requirement: meta-request-params-meta-required (every modern request carries _meta)
@@ -1062,22 +1138,22 @@ impl Hub {
     /// as its new entry filters and names it): clients are told of a change
     /// only if that, or its listing once it runs again, really changed.
     pub(super) fn on_replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str) -> Result<(), ConfigError> {
-        if self.ups.get(u).is_none_or(Upstream::is_removed) {
+        if !self.ups.is_live(u) {
             return Err(ConfigError::NotRunning(spec.name));
         }
-        let mut up = check_spec(spec, &self.ups, Some(u), &self.opts)?;
+        let mut up = self.ups.check(spec, Some(u), &self.opts)?;
         let name = up.spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; restarting it with its new entry"));
         self.upstream_gone(u, why);
         self.instances_removed(u, why);
-        let old = &mut self.ups[u];
         up.state = State::Replacing;
         up.start_awaited = true;
-        up.caps = old.caps.take();
-        up.instructions = old.instructions.take();
+        let old = self.ups.replace(u, up);
+        let up = &mut self.ups[u];
+        up.caps = old.caps;
+        up.instructions = old.instructions;
         up.settled = old.settled;
         up.starts = old.starts;
-        self.ups[u] = up;
         for k in Kind::ALL {
             let mut items = self.catalog.items(u, k).to_vec();
             if k == Kind::Tools {
@@ -1107,19 +1183,12 @@ impl Hub {
     /// A server added by a config reload: checked against the servers there
     /// are, then given the first free slot (one a removal left) or a new one.
     pub(super) fn on_add_upstream(&mut self, spec: UpstreamSpec) -> Result<UpstreamId, ConfigError> {
-        let up = check_spec(spec, &self.ups, None, &self.opts)?;
+        let up = self.ups.check(spec, None, &self.opts)?;
         let name = up.spec.name.clone();
-        let u = match self.ups.iter().position(Upstream::is_removed) {
-            Some(free) => {
-                self.ups[free] = up;
-                free
-            }
-            None => {
-                self.ups.push(up);
-                self.catalog.add_slot();
-                self.ups.len() - 1
-            }
-        };
+        let (u, new_slot) = self.ups.add(up);
+        if new_slot {
+            self.catalog.add_slot();
+        }
         self.log(Level::Info, format!("server '{name}' added to the configuration"));
         Ok(u)
     }
@@ -1129,7 +1198,7 @@ impl Hub {
     /// offered leaves the catalog (clients get `list_changed`), and its slot
     /// is free once the runtime has stopped its process.
     pub(super) fn on_remove_upstream(&mut self, u: UpstreamId, why: &str) {
-        if u >= self.ups.len() || self.ups[u].is_removed() {
+        if !self.ups.is_live(u) {
             return;
         }
         let name = self.ups[u].spec.name.clone();
@@ -1171,7 +1240,7 @@ impl Hub {
     /// request it answers (read from its edges) is failed now, naming the
     /// size and the limit, instead of waiting for its timeout.
     pub(super) fn on_upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
-        if u >= self.ups.len() || self.ups[u].is_removed() {
+        if !self.ups.is_live(u) {
             return;
         }
         self.ups[u].garbage += 1;
@@ -1213,7 +1282,7 @@ impl Hub {
     }
 
     pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
-        if u >= self.ups.len() || self.ups[u].is_removed() {
+        if !self.ups.is_live(u) {
             return;
         }
         self.ups[u].garbage += 1;
