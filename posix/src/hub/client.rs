@@ -591,8 +591,8 @@ impl Hub {
         self.relay_drop_client(c);
         self.tasks_client_gone(c);
         self.unsubscribe_all(c);
-        self.policy_client_gone(c);
-        self.shared_drop_client(c);
+        self.policy.client_gone(c);
+        self.shared.drop_client(c);
     }
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
@@ -840,7 +840,8 @@ impl Hub {
             span.start..span.end
         });
         debug_assert!(id.as_ref().is_none_or(|r| bytes.get(r.clone()).is_some()));
-        self.policy_answered(c, id.clone().map(|r| &bytes[r]), bytes.len(), outcome);
+        let line = self.policy.answered(c, id.clone().map(|r| &bytes[r]), bytes.len(), outcome, self.now_ms);
+        self.apply_policy(line);
         self.emit_client(c, bytes, About::Reply { id, outcome });
     }
 

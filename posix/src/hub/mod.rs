@@ -688,7 +688,9 @@ impl Hub {
     /// An unknown or late ticket is ignored.
     pub fn shared_answered(&mut self, ticket: u64, answer: shared::Answer, now_ms: u64) {
         self.now(now_ms);
-        self.on_shared_answered(ticket, answer);
+        let clients = &self.clients;
+        let effects = self.shared.answered(ticket, answer, &self.opts.cluster, |c| clients.contains_key(&c));
+        self.apply_shared(effects);
     }
 
     /// The runtime finished `Output::Forward` of client `c`'s request
@@ -697,7 +699,8 @@ impl Hub {
     /// refused the hop): the client gets an error saying so.
     pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, now_ms: u64) {
         self.now(now_ms);
-        self.on_forward_done(c, request, result);
+        let effect = self.shared.forward_done(c, request, result, shared::At::of(&self.opts, self.now_ms));
+        self.apply_shared(effect);
     }
 
     /// One framed message from a client (a request, notification or
@@ -997,7 +1000,7 @@ impl Hub {
     /// negotiated revision, restarts, last error and tool count; the clients.
     pub fn status(&self) -> serde_json::Value {
         let mut v = self.status_json();
-        if let Some(m) = self.metrics_json() {
+        if let Some(m) = self.policy.metrics_json() {
             v["metrics"] = m;
         }
         v
@@ -1014,5 +1017,35 @@ impl Hub {
 
     fn log(&mut self, level: Level, msg: String) {
         self.out.push_back(Output::Log(level, msg));
+    }
+
+    /// Log one `debug` line per call, relayed sampling and elicitation
+    /// request (the runtime turns it on while its log level is debug).
+    pub fn set_call_log(&mut self, on: bool) {
+        self.policy.set_call_log(on);
+    }
+
+    /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).
+    pub fn metrics_text(&mut self, sessions: usize, connections: usize) -> Option<String> {
+        let ups = self.ups.iter().map(|u| (u.spec.name.as_str(), u.is_ready(), u64::from(u.starts.saturating_sub(1))));
+        let queues = [("pending", self.pending.len()), ("output", self.out.len())];
+        self.policy.metrics_text(ups, sessions, connections, &queues)
+    }
+
+    /// The policy principal of client `c` (`""` once it is gone).
+    fn policy_principal(&self, c: ClientId) -> &str {
+        self.clients.get(&c).map_or("", |cl| policy::principal_name(&cl.principal))
+    }
+
+    /// The policy beside the name of server `u`, for a call that takes it.
+    fn policy_with(&mut self, u: UpstreamId) -> (&mut policy::HubPolicy, &str) {
+        (&mut self.policy, &self.ups[u].spec.name)
+    }
+
+    /// Writes the lines a policy call asked for, in order.
+    fn apply_policy(&mut self, lines: impl IntoIterator<Item = policy::Line>) {
+        for (level, msg) in lines {
+            self.log(level, msg);
+        }
     }
 }

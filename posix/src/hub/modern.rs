@@ -367,7 +367,8 @@ impl Hub {
 
     /// Routes modern request `m` with its context.
     fn route_view(&mut self, c: ClientId, m: &Msg, ctx: ReqCtx) {
-        if let Err(super::request::Refusal(code, msg, data)) = self.route_or_park(c, m, Some(&ctx)) {
+        let routed = self.route(c, m, Some(&ctx));
+        if let Err(super::request::Refusal(code, msg, data)) = self.shared.routed(c, m, Some(&ctx), routed) {
             self.modern_error(c, m.id_bytes().unwrap_or(b"null"), code, &msg, data);
         }
     }

@@ -18,16 +18,17 @@ use std::ops::Range;
 
 use serde_json::{json, Value};
 
-use crate::policy::ratelimit::{Class, Notification, NotificationBudget};
+use crate::policy::ratelimit::{self, Notification, NotificationBudget};
 use crate::policy::search::{self, Index, MetaCall};
 use crate::policy::{audit, metrics, OutputCheck, Policy, UntrustedAnnotations};
 
 use super::catalog::{Entry, Kind};
 use super::request::Refusal;
-use super::Level;
+use super::pending::Pending;
 use super::shape::{self, Rev, RevExt};
 use super::wire::{self, Msg};
-use super::{ClientId, ConfigError, Hub, HubOptions, IdKey, UpstreamId};
+use super::Level;
+use super::{ClientId, ConfigError, HubOptions, IdKey, UpstreamId, UpstreamSpec};
 
 /// The `_meta` key carrying an untrusted server's name on its tools
 /// (`tools-annotations-untrusted`).
@@ -148,9 +149,13 @@ impl HubPolicy {
         self.log_calls || self.p.audit.is_some() || self.p.metrics.is_some() || self.p.validate.as_ref().is_some_and(|v| v.output != OutputCheck::Off)
     }
 
-    /// The Prometheus text of the metrics (`None` with `"metrics": false`).
-    pub fn metrics_text(&mut self, sessions: usize, connections: usize, queues: &[(&str, usize)]) -> Option<String> {
+    /// The Prometheus text of the metrics (`None` with `"metrics": false`):
+    /// each upstream's (name, up, restarts), the load and the queues.
+    pub fn metrics_text<'a>(&mut self, upstreams: impl Iterator<Item = (&'a str, bool, u64)>, sessions: usize, connections: usize, queues: &[(&str, usize)]) -> Option<String> {
         let m = self.p.metrics.as_mut()?;
+        for (name, up, restarts) in upstreams {
+            m.upstream(name, up, restarts);
+        }
         m.load(sessions, connections, queues);
         Some(m.registry.render())
     }
@@ -178,113 +183,176 @@ impl ToolCall {
     }
 }
 
-impl Hub {
-    pub(super) fn policy_principal(&self, c: ClientId) -> &str {
-        self.clients.get(&c).map_or("", |cl| principal_name(&cl.principal))
+/// A line for mcpx's log that a policy call asks the hub to write (before
+/// what the hub writes next).
+pub(super) type Line = (Level, String);
+
+/// What policy knows of an upstream server: its configured name, and
+/// whether its tool annotations are trusted.
+#[derive(Clone, Copy)]
+pub(super) struct Server<'a> {
+    pub name: &'a str,
+    pub trusted: bool,
+}
+
+impl<'a> Server<'a> {
+    pub fn of(spec: &'a UpstreamSpec) -> Server<'a> {
+        Server { name: &spec.name, trusted: spec.trusted }
+    }
+}
+
+/// Who a tracked request is from or for: its principal and the revision
+/// its audit line names.
+#[derive(Clone, Copy)]
+pub(super) struct Who<'a> {
+    pub principal: &'a str,
+    pub revision: &'static str,
+}
+
+/// A `tools/call` of a tool-search client, after the meta-tools.
+pub(super) enum MetaTool {
+    /// A call to forward (a plain one, or one through `mcpx_call_tool`).
+    Call(ToolCall),
+    /// A meta-tool answered here (`tool`: its name, for the rate limits),
+    /// or the reason its arguments are wrong.
+    Here { tool: String, asked: Result<Meta, String> },
+}
+
+/// A meta-tool call answered by the hub.
+pub(super) enum Meta {
+    Search { query: String, limit: usize },
+    Describe { name: String },
+}
+
+/// The tools a tool-search client's index is built from: the catalog's
+/// tools view, its generation, and the upstream servers by id.
+pub(super) struct ToolsView<'a, S> {
+    pub entries: &'a [Entry],
+    pub generation: u32,
+    pub server: S,
+}
+
+/// An upstream's notification under the per-request caps: `admitted` or
+/// dropped, and the warnings to log (a request's first drop).
+pub(super) struct Capped {
+    pub admitted: bool,
+    pub warns: Vec<Line>,
+}
+
+impl HubPolicy {
+    /// Does `principal` get the tool-search meta-tools instead of the list?
+    pub fn tool_search(&self, principal: &str) -> bool {
+        self.restricts && self.p.catalogs.tool_search(principal)
     }
 
-    /// Does client `c` get the tool-search meta-tools instead of the list?
-    pub(super) fn tool_search(&self, c: ClientId) -> bool {
-        self.policy.restricts && self.policy.p.catalogs.tool_search(self.policy_principal(c))
+    /// May `principal` see tool `original` of `server`?
+    pub fn tool_visible(&self, principal: &str, server: &str, original: &str) -> bool {
+        !self.restricts || self.p.catalogs.visible(principal, server, original)
     }
 
-    /// The tool-search meta-tools, for a client listed those instead of
+    /// May `principal` see the prompts, resources and templates of `server`?
+    pub fn server_visible(&self, principal: &str, server: &str) -> bool {
+        !self.restricts || self.p.catalogs.server_visible(principal, server)
+    }
+
+    /// The tool-search meta-tools, for a principal listed those instead of
     /// its tools.
-    pub(super) fn meta_listing(&self, c: ClientId, k: Kind, rev: Rev) -> Option<Vec<Value>> {
-        if k != Kind::Tools || !self.tool_search(c) {
+    pub fn meta_listing(&self, principal: &str, k: Kind, rev: Rev) -> Option<Vec<Value>> {
+        if k != Kind::Tools || !self.tool_search(principal) {
             return None;
         }
         let Value::Array(tools) = search::meta_tools() else { return None };
         Some(tools.iter().map(|t| shape::item(t, &rev.features())).collect())
     }
 
-    /// Catalog entry `e` as a client on `rev` is listed it.
-    pub(super) fn listed_item(&self, e: &Entry, rev: Rev) -> Value {
+    /// Catalog entry `e` of `server` as a client on `rev` is listed it.
+    pub fn listed_item(&self, e: &Entry, server: Server<'_>, rev: Rev) -> Value {
         let f = rev.features();
         let mut item = e.listed(&f);
-        self.mark_trust(e, &mut item, f.item_meta);
+        self.mark_trust(server, &mut item, f.item_meta);
         item
     }
 
     /// An untrusted server's tool annotations carry its name in `_meta`, or
     /// are removed: when so configured, and for a revision whose items
     /// have no `_meta` (requirement: tools-annotations-untrusted).
-    fn mark_trust(&self, e: &Entry, item: &mut Value, has_meta: bool) {
-        if self.ups[e.up].spec.trusted || item.get("annotations").is_none() {
+    fn mark_trust(&self, server: Server<'_>, item: &mut Value, has_meta: bool) {
+        if server.trusted || item.get("annotations").is_none() {
             return;
         }
         let Some(o) = item.as_object_mut() else { return };
-        if self.policy.untrusted == UntrustedAnnotations::Remove || !has_meta {
+        if self.untrusted == UntrustedAnnotations::Remove || !has_meta {
             o.remove("annotations");
             return;
         }
         if let Some(m) = o.entry("_meta").or_insert_with(|| json!({})).as_object_mut() {
-            m.insert(PROVENANCE_KEY.into(), json!({ "server": self.ups[e.up].spec.name, "trusted": false }));
+            m.insert(PROVENANCE_KEY.into(), json!({ "server": server.name, "trusted": false }));
         }
     }
 
-    /// Step 1 of a `tools/call`: a meta-tool call of a tool-search client
-    /// is answered here (`None`) or turned into the call of the tool it
-    /// names.
-    pub(super) fn policy_meta_tool(&mut self, c: ClientId, m: &Msg, name_at: Range<usize>, name: String) -> Result<Option<ToolCall>, Refusal> {
+    /// Step 1 of a `tools/call` of `principal`: a meta-tool call of a
+    /// tool-search client is answered here ([`MetaTool::Here`]) or turned
+    /// into the call of the tool it names.
+    pub fn tool_call<'p>(&self, principal: impl FnOnce() -> &'p str, m: &Msg, name_at: Range<usize>, name: String) -> MetaTool {
         let plain = ToolCall { name, name_at, arguments: None };
-        if !self.tool_search(c) || !plain.name.starts_with("mcpx_") {
-            return Ok(Some(plain));
+        if !self.restricts || !plain.name.starts_with("mcpx_") || !self.tool_search(principal()) {
+            return MetaTool::Call(plain);
         }
         let args = m.param(&["arguments"]).and_then(|r| serde_json::from_slice::<Value>(&m.raw[r]).ok()).unwrap_or_else(|| json!({}));
-        let Some(parsed) = MetaCall::parse(&plain.name, &args) else { return Ok(Some(plain)) };
-        // A call through the meta-tool is admitted as the call of the tool
-        // it names (`stages`); one answered here is admitted here.
-        if !matches!(parsed, Ok(MetaCall::Call { .. })) {
-            let id = m.id_bytes().unwrap_or(b"null");
-            self.admit(c, id, Class::ToolCall, None, &plain.name)?;
-        }
-        let result = match parsed {
-            Err(why) => return Err(Refusal(ErrorCode::InvalidParams, format!("Invalid params: {why}"), None)),
-            Ok(MetaCall::Call { name, .. }) => {
+        let asked = match MetaCall::parse(&plain.name, &args) {
+            None => return MetaTool::Call(plain),
+            Some(Ok(MetaCall::Call { name, .. })) => {
                 let inner = m.param(&["arguments", "arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec());
                 let outer = m.param(&["arguments"]).expect("parsed above");
-                return Ok(Some(ToolCall { name: name.to_string(), name_at: plain.name_at, arguments: Some((outer, inner)) }));
+                return MetaTool::Call(ToolCall { name: name.to_string(), name_at: plain.name_at, arguments: Some((outer, inner)) });
             }
-            Ok(MetaCall::Search { query, limit }) => {
-                let index = self.search_index(c);
-                index.result(&index.search(query, limit))
-            }
-            Ok(MetaCall::Describe { name }) => match self.search_index(c).describe(name) {
+            Some(Ok(MetaCall::Search { query, limit })) => Ok(Meta::Search { query: query.to_string(), limit }),
+            Some(Ok(MetaCall::Describe { name })) => Ok(Meta::Describe { name: name.to_string() }),
+            Some(Err(why)) => Err(why),
+        };
+        MetaTool::Here { tool: plain.name, asked }
+    }
+
+    /// The result of a meta-tool answered here for `principal` (after its
+    /// rate limits), over the tools it may see.
+    pub fn meta_answer<'s>(&mut self, principal: &str, asked: Result<Meta, String>, tools: ToolsView<'_, impl Fn(UpstreamId) -> Server<'s>>) -> Result<Vec<u8>, Refusal> {
+        let asked = asked.map_err(|why| Refusal(ErrorCode::InvalidParams, format!("Invalid params: {why}"), None))?;
+        let index = self.search_index(principal, tools);
+        let result = match asked {
+            Meta::Search { query, limit } => index.result(&index.search(&query, limit)),
+            Meta::Describe { name } => match index.describe(&name) {
                 Some(tool) => json!({ "content": [{ "type": "text", "text": tool.to_string() }], "structuredContent": tool }),
                 None => json!({ "content": [{ "type": "text", "text": format!("Unknown tool: {name} (search with {})", search::SEARCH) }], "isError": true }),
             },
         };
-        self.answer_result(c, m.id_bytes().unwrap_or(b"null"), &serde_json::to_vec(&result).unwrap_or_default());
-        Ok(None)
+        Ok(serde_json::to_vec(&result).unwrap_or_default())
     }
 
-    /// The tool-search index of client `c`'s catalog, rebuilt when the
+    /// The tool-search index of `principal`'s catalog, rebuilt when the
     /// tools changed.
-    fn search_index(&mut self, c: ClientId) -> &Index {
-        let entry = self.policy.p.catalogs.index_of(self.policy_principal(c)).unwrap_or(usize::MAX);
-        let generation = self.catalog.generation[Kind::Tools.idx()];
-        if self.policy.indexes.get(&entry).is_none_or(|(g, _)| *g != generation) {
-            let tools: Vec<Value> = self
-                .visible_view(c, Kind::Tools)
-                .into_iter()
+    fn search_index<'s>(&mut self, principal: &str, tools: ToolsView<'_, impl Fn(UpstreamId) -> Server<'s>>) -> &Index {
+        let entry = self.p.catalogs.index_of(principal).unwrap_or(usize::MAX);
+        if self.indexes.get(&entry).is_none_or(|(g, _)| *g != tools.generation) {
+            let items: Vec<Value> = tools
+                .entries
+                .iter()
+                .filter(|e| self.tool_visible(principal, (tools.server)(e.up).name, &e.original))
                 .map(|e| {
                     let mut item = e.item.clone();
-                    self.mark_trust(e, &mut item, true);
+                    self.mark_trust((tools.server)(e.up), &mut item, true);
                     item
                 })
                 .collect();
-            self.policy.indexes.insert(entry, (generation, Index::new(&tools)));
+            self.indexes.insert(entry, (tools.generation, Index::new(&items)));
         }
-        &self.policy.indexes[&entry].1
+        &self.indexes[&entry].1
     }
 
-    /// Stage *validate* of a `tools/call` to tool `original` of `u`: its
-    /// arguments against the tool's `inputSchema`.
+    /// Stage *validate* of a `tools/call` to tool `original` of `server`:
+    /// its arguments against the tool's `inputSchema`.
     #[cfg(feature = "validate")]
-    pub(super) fn check_arguments(&mut self, m: &Msg, call: &ToolCall, u: UpstreamId, original: &str) -> Result<(), Refusal> {
-        let server = &self.ups[u].spec.name;
-        if !self.policy.p.validate.as_ref().is_some_and(|v| v.arguments) || !self.policy.p.validates(server) {
+    pub fn check_arguments(&self, m: &Msg, call: &ToolCall, server: &str, original: &str) -> Result<(), Refusal> {
+        if !self.p.validate.as_ref().is_some_and(|v| v.arguments) || !self.p.validates(server) {
             return Ok(());
         }
         let at = match &call.arguments {
@@ -293,75 +361,73 @@ impl Hub {
         };
         // Requirement: tools-server-sec-validate-inputs
         let args = at.and_then(|b| serde_json::from_slice::<Value>(b).ok()).unwrap_or_else(|| json!({}));
-        self.policy.p.validators.check_arguments(server, original, &args).map_err(|f| {
+        self.p.validators.check_arguments(server, original, &args).map_err(|f| {
             Refusal(crate::policy::validate::Failure::CODE, format!("{}: {f}", call.name), Some(f.data()))
         })
     }
 
     #[cfg(not(feature = "validate"))]
-    pub(super) fn check_arguments(&mut self, _: &Msg, _: &ToolCall, _: UpstreamId, _: &str) -> Result<(), Refusal> {
+    pub fn check_arguments(&self, _: &Msg, _: &ToolCall, _: &str, _: &str) -> Result<(), Refusal> {
         Ok(())
     }
 
     /// A tool result `res` for client `c`'s call `id`: its
-    /// `structuredContent` against the tool's `outputSchema` when validated;
-    /// a mismatch is logged, or (`"output": "refuse"`) the result replaced
-    /// by a tool error naming it.
+    /// `structuredContent` against the tool's `outputSchema` when validated.
+    /// A mismatch is a warning to log, and (`"output": "refuse"`) the
+    /// result to send instead: a tool error naming it.
     #[cfg(feature = "validate")]
-    pub(super) fn policy_check_output(&mut self, c: ClientId, id: &[u8], res: &[u8]) -> Option<Vec<u8>> {
-        let check = self.policy.p.validate.as_ref().map_or(OutputCheck::Off, |v| v.output);
+    pub fn check_output(&self, c: ClientId, id: &[u8], res: &[u8]) -> Option<(Line, Option<Vec<u8>>)> {
+        let check = self.p.validate.as_ref().map_or(OutputCheck::Off, |v| v.output);
         if check == OutputCheck::Off {
             return None;
         }
-        let o = self.policy.open.get(&(c, IdKey::new(id)))?;
-        if !self.policy.p.validates(&o.server) {
+        let o = self.open.get(&(c, IdKey::new(id)))?;
+        if !self.p.validates(&o.server) {
             return None;
         }
         let r = wire::find(res, 0..res.len(), &["structuredContent"])?;
         let content: Value = serde_json::from_slice(&res[r]).ok()?;
-        let f = self.policy.p.validators.check_structured(&o.server, &o.original, &content).err()?;
+        let f = self.p.validators.check_structured(&o.server, &o.original, &content).err()?;
         let msg = format!("server '{}': tool '{}' returned {f}", o.server, o.original);
-        self.log(super::Level::Warn, msg.clone());
-        (check == OutputCheck::Refuse).then(|| serde_json::to_vec(&json!({ "content": [{ "type": "text", "text": msg }], "isError": true })).unwrap_or_default())
+        let instead = (check == OutputCheck::Refuse).then(|| serde_json::to_vec(&json!({ "content": [{ "type": "text", "text": msg }], "isError": true })).unwrap_or_default());
+        Some(((Level::Warn, msg), instead))
     }
 
     #[cfg(not(feature = "validate"))]
-    pub(super) fn policy_check_output(&mut self, _: ClientId, _: &[u8], _: &[u8]) -> Option<Vec<u8>> {
+    pub fn check_output(&self, _: ClientId, _: &[u8], _: &[u8]) -> Option<(Line, Option<Vec<u8>>)> {
         None
     }
 
-    /// Upstream `u` listed `k`: compile its tools' schemas when validated.
-    pub(super) fn policy_listed(&mut self, u: UpstreamId, k: Kind) {
+    /// `server` listed `k` (`items`): its tools' schemas compiled when
+    /// validated; the warnings about schemas that cannot be.
+    pub fn listed(&mut self, server: &str, k: Kind, items: &[Value]) -> Vec<Line> {
         #[cfg(feature = "validate")]
-        if k == Kind::Tools && self.policy.p.validates(&self.ups[u].spec.name) {
-            let server = self.ups[u].spec.name.clone();
-            let problems = self.policy.p.validators.listed(&server, self.catalog.items(u, k));
-            for (tool, target, e) in problems {
-                self.log(super::Level::Warn, format!("server '{server}': tool '{tool}': its {} {e}; its calls will be refused", target.schema_key()));
-            }
+        if k == Kind::Tools && self.p.validates(server) {
+            let problems = self.p.validators.listed(server, items);
+            return problems.into_iter().map(|(tool, target, e)| (Level::Warn, format!("server '{server}': tool '{tool}': its {} {e}; its calls will be refused", target.schema_key()))).collect();
         }
-        let _ = (u, k);
+        let _ = (server, k, items);
+        Vec::new()
     }
 
-    /// A sampling, elicitation or roots request `m` of upstream `u`, before
-    /// it is relayed: its rate limits (principal: the client it goes to,
-    /// `c`, when known). The refusal's text is the error `u` gets, and it
-    /// is audited; an admitted request is tracked until `u`'s answer.
-    pub(super) fn policy_admit_server_request(&mut self, u: UpstreamId, c: Option<ClientId>, m: &Msg) -> Result<(), String> {
-        let r = self.limit(c, Class::ServerRequest, Some(u), "");
-        let Some(method) = Some(m.call).filter(|c| audited_relay(*c)).and_then(|c| c.name()) else { return r.map_err(|r| r.to_string()) };
-        let audited = self.policy.p.audit.is_some() || self.policy.p.metrics.is_some();
-        let validated = m.call == Method::ElicitationCreate && self.policy.p.validate.as_ref().is_some_and(|v| v.elicitation) && self.policy.p.validates(&self.ups[u].spec.name);
+    /// A sampling, elicitation or roots request `m` of upstream `u`
+    /// (`server`), before it is relayed, with the verdict `limited` of its
+    /// rate limits (principal: the client it goes to, `who`, when known).
+    /// The refusal's text is the error `u` gets, and it is audited; an
+    /// admitted request is tracked until `u`'s answer.
+    pub fn server_request(&mut self, u: UpstreamId, server: &str, who: Option<Who<'_>>, m: &Msg, limited: Result<(), ratelimit::Refusal>, now: u64) -> Result<(), (String, Option<Line>)> {
+        let Some(method) = Some(m.call).filter(|c| audited_relay(*c)).and_then(|c| c.name()) else { return limited.map_err(|r| (r.to_string(), None)) };
+        let audited = self.p.audit.is_some() || self.p.metrics.is_some();
+        let validated = m.call == Method::ElicitationCreate && self.p.validate.as_ref().is_some_and(|v| v.elicitation) && self.p.validates(server);
         if !audited && !validated {
-            return r.map_err(|r| r.to_string());
+            return limited.map_err(|r| (r.to_string(), None));
         }
-        let cl = c.and_then(|c| self.clients.get(&c));
         let open = Open {
-            start_ms: self.now_ms,
+            start_ms: now,
             method,
-            principal: cl.map_or("", |cl| principal_name(&cl.principal)).to_string(),
-            revision: cl.map_or("", |cl| if cl.is_modern() { super::request::MODERN.as_str() } else { cl.rev().as_str() }),
-            server: self.ups[u].spec.name.clone(),
+            principal: who.map_or("", |w| w.principal).to_string(),
+            revision: who.map_or("", |w| w.revision),
+            server: server.to_string(),
             name: String::new(),
             original: String::new(),
             arguments: None,
@@ -370,20 +436,19 @@ impl Hub {
             stage: None,
         };
         let schema = validated.then(|| m.param(&["requestedSchema"]).and_then(|r| serde_json::from_slice(&m.raw[r]).ok())).flatten();
-        match r {
+        match limited {
             Ok(()) => {
-                let relays = &mut self.policy.relays;
-                if relays.len() >= self.policy.cap {
-                    if let Some(k) = relays.iter().min_by_key(|(_, (o, _))| o.start_ms).map(|(k, _)| k.clone()) {
-                        relays.remove(&k);
+                if self.relays.len() >= self.cap {
+                    if let Some(k) = self.relays.iter().min_by_key(|(_, (o, _))| o.start_ms).map(|(k, _)| k.clone()) {
+                        self.relays.remove(&k);
                     }
                 }
-                relays.insert((u, m.id_bytes().unwrap_or(b"null").to_vec()), (open, schema));
+                self.relays.insert((u, m.id_bytes().unwrap_or(b"null").to_vec()), (open, schema));
                 Ok(())
             }
             Err(refusal) => {
-                self.record(&open, audit::Outcome::Refused { limit: &refusal.limit }, 0);
-                Err(refusal.to_string())
+                let line = self.record(&open, audit::Outcome::Refused { limit: &refusal.limit }, 0, now);
+                Err((refusal.to_string(), line))
             }
         }
     }
@@ -393,45 +458,50 @@ impl Hub {
     /// content is checked against its `requestedSchema` — an invalid one
     /// is replaced by an error naming the failing property (a valid one
     /// passes as it is). Only looked into while a relay of `u` is open.
-    pub(super) fn policy_to_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) -> Vec<u8> {
-        if self.policy.relays.is_empty() {
-            return bytes;
+    /// The bytes to send, and the lines to log.
+    pub fn answer_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>, now: u64) -> (Vec<u8>, Vec<Line>) {
+        if self.relays.is_empty() {
+            return (bytes, Vec::new());
         }
         let all = 0..bytes.len();
         if wire::find(&bytes, all.clone(), &["method"]).is_some() {
-            return bytes;
+            return (bytes, Vec::new());
         }
-        let Some(id) = wire::find(&bytes, all.clone(), &["id"]) else { return bytes };
-        let Some((open, schema)) = self.policy.relays.remove(&(u, bytes[id.clone()].to_vec())) else { return bytes };
+        let Some(id) = wire::find(&bytes, all.clone(), &["id"]) else { return (bytes, Vec::new()) };
+        let Some((open, schema)) = self.relays.remove(&(u, bytes[id.clone()].to_vec())) else { return (bytes, Vec::new()) };
+        let mut lines = Vec::new();
         let bytes = match schema.and_then(|schema| self.check_elicitation_answer(&open.server, &schema, &bytes)) {
-            Some(error) => wire::error(Some(&bytes[id]), error.0, &error.1, error.2),
+            Some((line, error)) => {
+                lines.push(line);
+                wire::error(Some(&bytes[id]), error.0, &error.1, error.2)
+            }
             None => bytes,
         };
         let code = wire::find(&bytes, all, &["error", "code"]).and_then(|r| std::str::from_utf8(&bytes[r]).ok()?.parse::<i64>().ok());
         let outcome = code.map_or(audit::Outcome::Result, |code| audit::Outcome::Error { code });
-        self.record(&open, outcome, bytes.len() as u64);
-        bytes
+        lines.extend(self.record(&open, outcome, bytes.len() as u64, now));
+        (bytes, lines)
     }
 
-    /// The error an elicitation answer `bytes` to `server` gets instead, if
-    /// its accepted content breaks the `requestedSchema` `schema`.
+    /// The error an elicitation answer `bytes` to `server` gets instead (and
+    /// the warning to log), if its accepted content breaks the
+    /// `requestedSchema` `schema`.
     #[cfg(feature = "validate")]
-    fn check_elicitation_answer(&mut self, server: &str, schema: &Value, bytes: &[u8]) -> Option<Refusal> {
+    fn check_elicitation_answer(&self, server: &str, schema: &Value, bytes: &[u8]) -> Option<(Line, Refusal)> {
         let all = 0..bytes.len();
         if wire::find(bytes, all.clone(), &["result", "action"]).is_none_or(|r| &bytes[r] != b"\"accept\"") {
             return None;
         }
         let content = wire::find(bytes, all, &["result", "content"]).and_then(|r| serde_json::from_slice(&bytes[r]).ok()).unwrap_or_else(|| json!({}));
-        self.check_accepted(schema, &content).map(|f| self.elicitation_refusal(&format!("the client's answer to server '{server}'"), f))
+        self.check_accepted(schema, &content).map(|f| elicitation_refusal(&format!("the client's answer to server '{server}'"), f))
     }
 
-    /// The elicitation schemas of a 2026-07-28 server's `inputRequests`
+    /// The elicitation schemas of a 2026-07-28 `server`'s `inputRequests`
     /// whose answers are checked (`"validate": {"elicitation": true}` for
-    /// `u`): `{"server", "schemas": {key: requestedSchema}}`, or `None`.
+    /// it): `{"server", "schemas": {key: requestedSchema}}`, or `None`.
     #[cfg(feature = "validate")]
-    pub(super) fn policy_elicitation_schemas(&self, u: UpstreamId, requests: &Value) -> Option<Value> {
-        let server = &self.ups[u].spec.name;
-        if !(self.policy.p.validate.as_ref().is_some_and(|v| v.elicitation) && self.policy.p.validates(server)) {
+    pub fn elicitation_schemas(&self, server: &str, requests: &Value) -> Option<Value> {
+        if !(self.p.validate.as_ref().is_some_and(|v| v.elicitation) && self.p.validates(server)) {
             return None;
         }
         let schemas: serde_json::Map<String, Value> = requests
@@ -443,12 +513,13 @@ impl Hub {
         (!schemas.is_empty()).then(|| json!({ "server": server, "schemas": schemas }))
     }
 
-    /// The error a retry gets instead of reaching its server when one of its
-    /// `inputResponses` accepts content that breaks the requestedSchema it
-    /// answers (`schemas` from [`Self::policy_elicitation_schemas`]).
+    /// The error a retry gets instead of reaching its server (and the
+    /// warning to log) when one of its `inputResponses` accepts content
+    /// that breaks the requestedSchema it answers (`schemas` from
+    /// [`Self::elicitation_schemas`]).
     #[cfg(feature = "validate")]
-    pub(super) fn policy_check_input_responses(&mut self, schemas: &Value, responses: Option<&Value>) -> Option<Refusal> {
-        let server = schemas.get("server").and_then(Value::as_str).unwrap_or_default().to_string();
+    pub fn check_input_responses(&self, schemas: &Value, responses: Option<&Value>) -> Option<(Line, Refusal)> {
+        let server = schemas.get("server").and_then(Value::as_str).unwrap_or_default();
         for (key, schema) in schemas.get("schemas").and_then(Value::as_object)? {
             let Some(answer) = responses.and_then(|r| r.get(key)) else { continue };
             if answer.get("action").and_then(Value::as_str) != Some("accept") {
@@ -457,122 +528,111 @@ impl Hub {
             let content = answer.get("content").cloned().unwrap_or_else(|| json!({}));
             if let Some(f) = self.check_accepted(schema, &content) {
                 let what = format!("inputResponses.{key}, the client's answer to server '{server}',");
-                let Refusal(code, msg, data) = self.elicitation_refusal(&what, f);
+                let (line, Refusal(code, msg, data)) = elicitation_refusal(&what, f);
                 let msg = format!("Invalid params: {msg}; nothing was sent to the server. Send the request again without requestState to start over");
-                return Some(Refusal(code, msg, data));
+                return Some((line, Refusal(code, msg, data)));
             }
         }
         None
-    }
-
-    #[cfg(feature = "validate")]
-    fn elicitation_refusal(&mut self, what: &str, f: crate::policy::validate::Failure) -> Refusal {
-        let msg = format!("{what} broke its requestedSchema: {f}");
-        self.log(super::Level::Warn, msg.clone());
-        Refusal(crate::policy::validate::Failure::CODE, msg, Some(f.data()))
     }
 
     /// Where accepted elicitation `content` breaks `schema`.
     // Requirement: elicitation-both-validate-against-schema, elicitation-client-validate-responses
     #[cfg(feature = "validate")]
-    fn check_accepted(&mut self, schema: &Value, content: &Value) -> Option<crate::policy::validate::Failure> {
-        self.policy.p.validators.check_once(crate::policy::validate::Target::ElicitationAnswer, schema, content).err()
+    fn check_accepted(&self, schema: &Value, content: &Value) -> Option<crate::policy::validate::Failure> {
+        self.p.validators.check_once(crate::policy::validate::Target::ElicitationAnswer, schema, content).err()
     }
 
     #[cfg(not(feature = "validate"))]
-    fn check_elicitation_answer(&mut self, _: &str, _: &Value, _: &[u8]) -> Option<Refusal> {
+    fn check_elicitation_answer(&self, _: &str, _: &Value, _: &[u8]) -> Option<(Line, Refusal)> {
         None
     }
 
     #[cfg(not(feature = "validate"))]
-    pub(super) fn policy_elicitation_schemas(&self, _: UpstreamId, _: &Value) -> Option<Value> {
+    pub fn elicitation_schemas(&self, _: &str, _: &Value) -> Option<Value> {
         None
     }
 
     #[cfg(not(feature = "validate"))]
-    pub(super) fn policy_check_input_responses(&mut self, _: &Value, _: Option<&Value>) -> Option<Refusal> {
+    pub fn check_input_responses(&self, _: &Value, _: Option<&Value>) -> Option<(Line, Refusal)> {
         None
     }
 
-    /// A progress notification of upstream `u` for its request `id`: within
-    /// `progressPerRequest`, or dropped.
-    pub(super) fn policy_admit_progress(&mut self, u: UpstreamId, id: u64) -> bool {
-        if self.policy.p.limiter.config().progress_per_request.is_none() {
-            return true;
+    /// A progress notification of upstream `u` (`server`) for its request
+    /// `id`: within `progressPerRequest`, or dropped.
+    pub fn admit_progress(&mut self, u: UpstreamId, server: &str, id: u64, pending: &Pending) -> Capped {
+        if self.p.limiter.config().progress_per_request.is_none() {
+            return Capped { admitted: true, warns: Vec::new() };
         }
-        let admitted = self.admit_notification(u, id, Notification::Progress);
-        self.notification_verdict(u, Notification::Progress, admitted)
+        let (admitted, warn) = self.admit_notification(u, server, id, Notification::Progress, pending);
+        self.notification_verdict(server, Notification::Progress, Capped { admitted, warns: warn.into_iter().collect() })
     }
 
-    /// A log message of upstream `u`. The wire does not say which request
-    /// it is about, so it counts against every client request of `u` in
-    /// flight, and is dropped once all of them are over `logsPerRequest`
-    /// (`logging-impl-validate-control`). A message while none is in
-    /// flight is no request's and is not capped here.
-    pub(super) fn policy_admit_log(&mut self, u: UpstreamId) -> bool {
-        if self.policy.p.limiter.config().logs_per_request.is_none() {
-            return true;
+    /// A log message of upstream `u` (`server`). The wire does not say
+    /// which request it is about, so it counts against every client
+    /// request of `u` in flight, and is dropped once all of them are over
+    /// `logsPerRequest` (`logging-impl-validate-control`). A message while
+    /// none is in flight is no request's and is not capped here.
+    pub fn admit_log(&mut self, u: UpstreamId, server: &str, pending: &Pending) -> Capped {
+        if self.p.limiter.config().logs_per_request.is_none() {
+            return Capped { admitted: true, warns: Vec::new() };
         }
-        let ids: Vec<u64> = self.pending.calls_to(u).map(|(id, _, _)| id).collect();
-        let mut admitted = ids.is_empty();
+        let ids: Vec<u64> = pending.calls_to(u).map(|(id, _, _)| id).collect();
+        let mut capped = Capped { admitted: ids.is_empty(), warns: Vec::new() };
         for id in ids {
-            admitted |= self.admit_notification(u, id, Notification::Log);
+            let (admitted, warn) = self.admit_notification(u, server, id, Notification::Log, pending);
+            capped.admitted |= admitted;
+            capped.warns.extend(warn);
         }
-        self.notification_verdict(u, Notification::Log, admitted)
+        self.notification_verdict(server, Notification::Log, capped)
     }
 
     /// Counts one notification of `kind` against `u`'s request `id`: false
-    /// when over its cap (logged once per request).
-    fn admit_notification(&mut self, u: UpstreamId, id: u64, kind: Notification) -> bool {
-        let budgets = &mut self.policy.budgets;
-        if budgets.len() >= self.policy.cap {
+    /// when over its cap, with a warning the first time for the request.
+    fn admit_notification(&mut self, u: UpstreamId, server: &str, id: u64, kind: Notification, pending: &Pending) -> (bool, Option<Line>) {
+        if self.budgets.len() >= self.cap {
             // Requests no longer pending need no count (ids never repeat).
-            let pending = &self.pending;
-            budgets.retain(|(u, id), _| pending.contains(*u, *id));
+            self.budgets.retain(|(u, id), _| pending.contains(*u, *id));
         }
-        let cfg = self.policy.p.limiter.config();
-        let Err(d) = budgets.entry((u, id)).or_default().admit(kind, cfg) else { return true };
-        if d.first {
-            let server = &self.ups[u].spec.name;
-            let what = notification_label(kind);
-            self.out.push_back(super::Output::Log(super::Level::Warn, format!("server '{server}': {what} notifications of one request over {}; the rest is dropped", d.limit)));
-        }
-        false
+        let cfg = self.p.limiter.config();
+        let Err(d) = self.budgets.entry((u, id)).or_default().admit(kind, cfg) else { return (true, None) };
+        let what = notification_label(kind);
+        (false, d.first.then(|| (Level::Warn, format!("server '{server}': {what} notifications of one request over {}; the rest is dropped", d.limit))))
     }
 
-    /// A dropped notification is counted in the metrics; `admitted` as is.
-    fn notification_verdict(&mut self, u: UpstreamId, kind: Notification, admitted: bool) -> bool {
-        if let (false, Some(m)) = (admitted, &mut self.policy.p.metrics) {
-            m.notification_dropped(&self.ups[u].spec.name, notification_label(kind));
+    /// A dropped notification is counted in the metrics; `capped` as is.
+    fn notification_verdict(&mut self, server: &str, kind: Notification, capped: Capped) -> Capped {
+        if let (false, Some(m)) = (capped.admitted, &mut self.p.metrics) {
+            m.notification_dropped(server, notification_label(kind));
         }
-        admitted
+        capped
     }
 
-    /// A tracked request arrives (before it is routed).
-    pub(super) fn policy_begin(&mut self, c: ClientId, m: &Msg, modern: bool) {
+    /// A tracked request `m` of client `c` arrives (before it is routed);
+    /// `who`: its principal and revision (`None`: the client is gone).
+    pub fn begin<'w>(&mut self, c: ClientId, m: &Msg, now: u64, who: impl FnOnce() -> Option<Who<'w>>) {
         let Some(method) = Some(m.call).filter(|c| tracked(*c)).and_then(|c| c.name()) else { return };
-        if !self.policy.tracking() {
+        if !self.tracking() {
             return;
         }
         let Some(id) = m.id_bytes() else { return };
-        if self.policy.open.len() >= self.policy.cap {
-            if let Some(k) = self.policy.open.iter().min_by_key(|(_, o)| o.start_ms).map(|(k, _)| k.clone()) {
-                self.policy.open.remove(&k);
+        if self.open.len() >= self.cap {
+            if let Some(k) = self.open.iter().min_by_key(|(_, o)| o.start_ms).map(|(k, _)| k.clone()) {
+                self.open.remove(&k);
             }
         }
-        let Some(cl) = self.clients.get(&c) else { return };
-        let revision = if modern { super::request::MODERN.as_str() } else { cl.rev().as_str() };
+        let Some(who) = who() else { return };
         // Kept for the audit line's digest only: metrics alone need no copy.
-        let audited = self.policy.p.audit.is_some() && m.call == Method::ToolsCall;
+        let audited = self.p.audit.is_some() && m.call == Method::ToolsCall;
         let arguments = audited.then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));
         let open = Open {
-            start_ms: self.now_ms,
+            start_ms: now,
             method,
-            principal: principal_name(&cl.principal).to_string(),
-            revision,
+            principal: who.principal.to_string(),
+            revision: who.revision,
             server: String::new(),
             // What was asked, so that a refusal's line names it; the exposed
-            // name once resolved (`policy_resolved`).
+            // name once resolved (`resolved`).
             name: asked(m),
             original: String::new(),
             arguments,
@@ -580,30 +640,30 @@ impl Hub {
             refused: None,
             stage: None,
         };
-        self.policy.open.insert((c, IdKey::new(id)), open);
+        self.open.insert((c, IdKey::new(id)), open);
     }
 
     /// Request `id` of client `c` was refused by `limit` (stage *admit*).
-    pub(super) fn policy_refused_by(&mut self, c: ClientId, id: &[u8], limit: &str) {
-        if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
+    pub fn refused_by(&mut self, c: ClientId, id: &[u8], limit: &str) {
+        if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
             o.refused = Some(limit.to_string());
         }
     }
 
     /// Request `id` of client `c` was refused at `stage`: its audit line
     /// names the stage.
-    pub(super) fn policy_refused_at(&mut self, c: ClientId, id: &[u8], stage: audit::Stage) {
-        if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
+    pub fn refused_at(&mut self, c: ClientId, id: &[u8], stage: audit::Stage) {
+        if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
             o.stage = Some(stage);
         }
     }
 
-    /// A tracked request was resolved to `original` of upstream `u`,
-    /// exposed as `name`.
-    pub(super) fn policy_resolved(&mut self, c: ClientId, m: &Msg, u: UpstreamId, name: &str, original: &str) {
+    /// A tracked request was resolved to `original` of `server`, exposed
+    /// as `name`.
+    pub fn resolved(&mut self, c: ClientId, m: &Msg, server: &str, name: &str, original: &str) {
         let Some(id) = m.id_bytes() else { return };
-        if let Some(o) = self.policy.open.get_mut(&(c, IdKey::new(id))) {
-            o.server.clone_from(&self.ups[u].spec.name);
+        if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
+            server.clone_into(&mut o.server);
             o.name = name.to_string();
             o.original = original.to_string();
         }
@@ -612,29 +672,30 @@ impl Hub {
     /// The answer (`len` bytes, saying `outcome`) to client `c`'s request
     /// `id` is written: a tracked request gets its audit line and metric
     /// sample, from what the hub knows of the answer (its bytes are not
-    /// read again).
-    pub(super) fn policy_answered(&mut self, c: ClientId, id: Option<&[u8]>, len: usize, outcome: super::Outcome) {
-        if self.policy.open.is_empty() {
-            return;
+    /// read again); the debug line to log, if any.
+    pub fn answered(&mut self, c: ClientId, id: Option<&[u8]>, len: usize, outcome: super::Outcome, now: u64) -> Option<Line> {
+        if self.open.is_empty() {
+            return None;
         }
-        let Some(o) = id.and_then(|id| self.policy.open.remove(&(c, IdKey::new(id)))) else { return };
+        let o = id.and_then(|id| self.open.remove(&(c, IdKey::new(id))))?;
         let outcome = match (&o.refused, outcome) {
             (Some(limit), _) => audit::Outcome::Refused { limit },
             (None, super::Outcome::Error { code, .. }) => audit::Outcome::Error { code },
             (None, super::Outcome::ToolError) => audit::Outcome::ToolError,
             (None, super::Outcome::Result) => audit::Outcome::Result,
         };
-        self.record(&o, outcome, len as u64);
+        self.record(&o, outcome, len as u64, now)
     }
 
-    /// The metric sample and audit line of tracked request `o`.
-    fn record(&mut self, o: &Open, outcome: audit::Outcome<'_>, bytes_out: u64) {
-        let duration_ms = self.now_ms.saturating_sub(o.start_ms);
-        if let Some(m) = &mut self.policy.p.metrics {
+    /// The metric sample and audit line of tracked request `o`; its debug
+    /// line to log (while calls are logged).
+    fn record(&mut self, o: &Open, outcome: audit::Outcome<'_>, bytes_out: u64, now: u64) -> Option<Line> {
+        let duration_ms = now.saturating_sub(o.start_ms);
+        if let Some(m) = &mut self.p.metrics {
             m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
         }
         let record = audit::Record {
-            time_ms: self.policy.epoch_ms + o.start_ms,
+            time_ms: self.epoch_ms + o.start_ms,
             method: o.method,
             principal: &o.principal,
             client_revision: o.revision,
@@ -648,40 +709,28 @@ impl Hub {
             bytes_in: o.bytes_in,
             bytes_out,
         };
-        self.policy.p.audit(&record);
-        if self.policy.log_calls {
-            let line = record.summary();
-            self.log(Level::Debug, line);
-        }
+        self.p.audit(&record);
+        self.log_calls.then(|| (Level::Debug, record.summary()))
     }
 
     /// Log one `debug` line per call, relayed sampling and elicitation
     /// request (the runtime turns it on while its log level is debug).
     pub fn set_call_log(&mut self, on: bool) {
-        self.policy.log_calls = on;
+        self.log_calls = on;
     }
 
     /// Client `c` is gone: forget its tracked requests.
-    pub(super) fn policy_client_gone(&mut self, c: ClientId) {
-        if !self.policy.open.is_empty() {
-            self.policy.open.retain(|(x, _), _| *x != c);
+    pub fn client_gone(&mut self, c: ClientId) {
+        if !self.open.is_empty() {
+            self.open.retain(|(x, _), _| *x != c);
         }
     }
+}
 
-    /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).
-    pub fn metrics_text(&mut self, sessions: usize, connections: usize) -> Option<String> {
-        let ups: Vec<(String, bool, u64)> = self.ups.iter().map(|u| (u.spec.name.clone(), u.is_ready(), u64::from(u.starts.saturating_sub(1)))).collect();
-        if let Some(m) = &mut self.policy.p.metrics {
-            for (name, up, restarts) in &ups {
-                m.upstream(name, *up, *restarts);
-            }
-        }
-        let queues = [("pending", self.pending.len()), ("output", self.out.len())];
-        self.policy.metrics_text(sessions, connections, &queues)
-    }
-
-    /// The metrics as JSON, for `/status`.
-    pub(super) fn metrics_json(&self) -> Option<Value> {
-        self.policy.metrics_json()
-    }
+/// The refusal of an elicitation answer (`what`) that broke its schema,
+/// and the warning naming it.
+#[cfg(feature = "validate")]
+fn elicitation_refusal(what: &str, f: crate::policy::validate::Failure) -> (Line, Refusal) {
+    let msg = format!("{what} broke its requestedSchema: {f}");
+    ((Level::Warn, msg.clone()), Refusal(crate::policy::validate::Failure::CODE, msg, Some(f.data())))
 }

@@ -454,7 +454,13 @@ impl Hub {
     fn relay_request(&mut self, u: UpstreamId, m: &Msg, link: &Link) {
         // Policy: the server-request rate limits (hub/policy.rs).
         let to = self.cause_client(u, link);
-        if let Err(why) = self.policy_admit_server_request(u, to, m) {
+        let limited = self.limit(to, crate::policy::ratelimit::Class::ServerRequest, Some(u), "");
+        let who = to.and_then(|c| self.clients.get(&c)).map(|cl| super::policy::Who {
+            principal: super::policy::principal_name(&cl.principal),
+            revision: if cl.is_modern() { super::request::MODERN.as_str() } else { cl.rev().as_str() },
+        });
+        if let Err((why, line)) = self.policy.server_request(u, &self.ups[u].spec.name, who, m, limited, self.now_ms) {
+            self.apply_policy(line);
             return self.refuse_upstream(u, m.id_bytes().unwrap_or(b"null"), &m.method, crate::policy::ratelimit::Refusal::CODE, why);
         }
         // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
@@ -910,7 +916,8 @@ impl Hub {
                 };
                 let schemas: Value = serde_json::from_slice(schemas).unwrap_or(Value::Null);
                 // Requirement: elicitation-server-validate-received-data (for the server, which gets only valid answers)
-                if let Some(super::request::Refusal(code, msg, data)) = self.policy_check_input_responses(&schemas, responses.as_ref()) {
+                if let Some((line, super::request::Refusal(code, msg, data))) = self.policy.check_input_responses(&schemas, responses.as_ref()) {
+                    self.apply_policy([line]);
                     return self.answer_error(c, Some(id), code, &msg, data);
                 }
                 let inner = inner.to_vec();
@@ -995,7 +1002,7 @@ impl Hub {
         // The answers come back in the retry, to this server's own state:
         // the schemas they are checked against travel sealed with it.
         let pin = pinned_to(self.opts.cluster.replica.as_deref(), self.ups[u].spec.remote);
-        let checked = v.get("inputRequests").and_then(|r| self.policy_elicitation_schemas(u, r)).map(|schemas| {
+        let checked = v.get("inputRequests").and_then(|r| self.policy.elicitation_schemas(&self.ups[u].spec.name, r)).map(|schemas| {
             let schemas = serde_json::to_vec(&schemas).unwrap_or_default();
             let mut with = pin.clone();
             with.push(INNER_CHECKED);

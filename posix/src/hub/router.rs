@@ -12,14 +12,17 @@ use mcpx_core::error::PeerCaps;
 use mcpx_core::method::Method;
 use serde_json::{json, Value};
 
+use crate::policy::ratelimit::Class;
+
 use super::catalog::Kind;
 use super::pending::Origin;
+use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
 use super::tasks::Plan;
 use super::wire::{self, Msg};
-use super::{ClientId, Hub, Outcome, UpstreamId};
+use super::{shared, ClientId, Hub, Outcome, Output, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
 pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -83,7 +86,10 @@ impl Hub {
         if self.is_modern_request(c, m) {
             return self.on_modern_request(c, m);
         }
-        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| self.route_or_park(c, m, None)) {
+        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| {
+            let routed = self.route(c, m, None);
+            self.shared.routed(c, m, None, routed)
+        }) {
             // The core error table decides which code this client may get.
             let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
             self.answer_error(c, Some(m.id_bytes().unwrap_or(b"null")), code, &msg, data);
@@ -94,7 +100,12 @@ impl Hub {
     /// context `ctx`): one handler per method.
     pub(super) fn route(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         use Method::*;
-        self.policy_begin(c, m, ctx.is_some());
+        let clients = &self.clients;
+        self.policy.begin(c, m, self.now_ms, || {
+            let cl = clients.get(&c)?;
+            let revision = if ctx.is_some() { super::request::MODERN.as_str() } else { cl.rev().as_str() };
+            Some(super::policy::Who { principal: super::policy::principal_name(&cl.principal), revision })
+        });
         if matches!(m.call, TasksGet | TasksResult | TasksList | TasksCancel | TasksUpdate) {
             self.admit_task_request(c, m)?;
         }
@@ -137,7 +148,21 @@ impl Hub {
     fn tools_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
         // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
-        let Some(mut call) = self.policy_meta_tool(c, m, r, name)? else { return Ok(()) };
+        let mut call = match self.policy.tool_call(|| self.policy_principal(c), m, r, name) {
+            MetaTool::Call(call) => call,
+            // A call through the meta-tool is admitted as the call of the
+            // tool it names (`stages`); one answered here is admitted here.
+            MetaTool::Here { tool, asked } => {
+                let id = m.id_bytes().unwrap_or(b"null");
+                self.admit(c, id, Class::ToolCall, None, &tool)?;
+                let principal = self.policy_principal(c).to_string();
+                let ups = &self.ups;
+                let tools = ToolsView { entries: self.catalog.view(Kind::Tools), generation: self.catalog.generation[Kind::Tools.idx()], server: |u: UpstreamId| Server::of(&ups[u].spec) };
+                let result = self.policy.meta_answer(&principal, asked, tools)?;
+                self.answer_result(c, id, &result);
+                return Ok(());
+            }
+        };
         // A name no server listed yet may wait for its server (`lazy`).
         let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
         let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
@@ -171,14 +196,14 @@ impl Hub {
     fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
         let (u, orig) = self.prompt_stages(c, m, &name)?;
-        self.policy_resolved(c, m, u, &name, &orig);
+        self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
         self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
     }
 
     fn resources_read(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
         let (u, orig) = self.resource_stages(c, m, &uri, false)?;
-        self.policy_resolved(c, m, u, &uri, &orig);
+        self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
         let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
         self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
     }
@@ -192,7 +217,7 @@ impl Hub {
                 let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
                 self.admit_completion(c, m, known)?;
                 let (u, orig) = self.prompt_stages(c, m, &name)?;
-                self.policy_resolved(c, m, u, &name, &orig);
+                self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "ref/resource" => {
@@ -200,7 +225,7 @@ impl Hub {
                 let known = self.catalog.route_template(&uri).or_else(|| self.route_uri(&uri)).map(|(u, _)| u);
                 self.admit_completion(c, m, known)?;
                 let (u, orig) = self.resource_stages(c, m, &uri, true)?;
-                self.policy_resolved(c, m, u, &uri, &orig);
+                self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
                 self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
             }
             _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
@@ -387,13 +412,13 @@ impl Hub {
         let offer_tasks = !modern && k == Kind::Tools && self.client_declared_tasks(c);
         // Policy (hub/policy.rs): the tool-search meta-tools, or the
         // principal's own catalog with trust marks.
-        let (items, more) = match self.meta_listing(c, k, rev) {
+        let (items, more) = match self.policy.meta_listing(self.policy_principal(c), k, rev) {
             Some(items) => (items, None),
             None => {
                 let view = self.visible_view(c, k);
                 let end = (pos + page).min(view.len());
                 let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| {
-                    let mut item = self.listed_item(e, rev);
+                    let mut item = self.policy.listed_item(e, Server::of(&self.ups[e.up].spec), rev);
                     if offer_tasks {
                         super::tasks::offer(&mut item);
                     }
@@ -551,7 +576,11 @@ impl Hub {
         let capped = if call == Some(Method::CompletionComplete) { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
         // Policy: structuredContent against the tool's outputSchema.
-        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy_check_output(c, &id, r)) } else { None };
+        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy.check_output(c, &id, r)) } else { None };
+        let checked = checked.and_then(|(line, instead)| {
+            self.apply_policy([line]);
+            instead
+        });
         let res = checked.as_deref().or(res);
         if let Some(res) = res {
             // The result's view: the message's own when nothing above
@@ -774,5 +803,108 @@ fn error_for(err: &[u8], rev: shape::Rev, caps: PeerCaps) -> (Vec<u8>, i64) {
         (err.to_vec(), code)
     } else {
         (wire::splice(err, vec![(r, to.to_string().into_bytes())]), to)
+    }
+}
+
+/// Between the shared state (`shared`) and the rest of the hub.
+impl Hub {
+    /// A modern retry carrying `requestState` `token`: verified here, then
+    /// continued here (used once: in the store when one is shared, else in
+    /// this hub's set), or forwarded to the replica holding its call,
+    /// which makes the claim itself.
+    pub(super) fn redeem_state(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, token: &str, responses: Option<Value>) {
+        let v = match self.verify_state(token, &m.method, &ctx) {
+            Ok(v) => v,
+            Err(e) => return self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+        };
+        let at = shared::At::of(&self.opts, self.now_ms);
+        if let Some(to) = self.held_elsewhere(&v.inner) {
+            let e = self.shared.forward_state(c, m.env.bytes(), id, &ctx.principal, to, at);
+            return self.apply_shared([e]);
+        }
+        if at.cluster.shared {
+            let op = shared::Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.claim_ttl_ms(&v) };
+            let e = self.shared.claim(c, m, id, ctx, op, v.inner, responses, at);
+            return self.apply_shared([e]);
+        }
+        match self.claim_state(&v, &ctx.principal) {
+            Ok(()) => self.resume(c, m, id, ctx, &v.inner, responses),
+            Err(e) => self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+        }
+    }
+
+    /// A modern `tasks/*` request naming a task another replica runs:
+    /// forwarded to it (true), else false.
+    pub(super) fn task_elsewhere(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8]) -> bool {
+        let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
+        let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
+        // A task taken over from a replica that is gone is this one's now.
+        if self.has_task(&task) {
+            return false;
+        }
+        let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
+        let to = owner.to_string();
+        let e = self.shared.forward_task(c, m, id, principal, to, task, shared::At::of(&self.opts, self.now_ms));
+        self.apply_shared([e]);
+        true
+    }
+
+    /// Task `id` runs here: its owner (this replica) and record (the task
+    /// state file's) published in the store, for another replica to take
+    /// over should this one be gone.
+    pub(super) fn publish_task(&mut self, id: &str) {
+        let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
+        let Some((record, ttl_ms)) = self.task_record_now(id) else { return };
+        self.out.push_back(Output::Shared(shared::publish(me, id, record, ttl_ms)));
+    }
+
+    /// Does what the shared state asked, in order.
+    pub(super) fn apply_shared(&mut self, effects: impl IntoIterator<Item = shared::Effect>) {
+        use shared::Effect;
+        for e in effects {
+            match e {
+                Effect::Out(o) => self.out.push_back(o),
+                Effect::Refuse(c, id, Refusal(code, msg, data)) => self.answer_error(c, Some(&id), code, &msg, data),
+                Effect::RefuseState(c, id, e) => {
+                    let (code, msg, data) = self.state_refusal(e);
+                    self.answer_error(c, Some(&id), code, &msg, data);
+                }
+                Effect::Resume { c, id, msg, ctx, inner, responses } => {
+                    if let Ok(m) = wire::parse(&msg) {
+                        self.resume(c, &m, &id, ctx, &inner, responses);
+                    }
+                }
+                Effect::Route { c, msg, ctx: Some(ctx) } => self.route_normalized(c, &msg, ctx),
+                Effect::Route { c, msg, ctx: None } => {
+                    if let Ok(m) = wire::parse(&msg) {
+                        self.on_client_request(c, &m);
+                    }
+                }
+                Effect::Limited(c, id, r) => self.policy_refused_shared(c, &id, &r),
+                Effect::Closed(c, id) => {
+                    if let Some(cl) = self.clients.get_mut(&c) {
+                        cl.open.remove(id.as_slice());
+                    }
+                }
+                Effect::Forward(c, id, task) => {
+                    let principal = self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default();
+                    let e = self.shared.forward_again(c, &id, &principal, task, shared::At::of(&self.opts, self.now_ms));
+                    self.apply_shared([e]);
+                }
+                Effect::TakeOver { c, id, task, from, why, record, msg } => {
+                    if self.restore_one(&record, self.now_ms, Some(&from)).is_none() {
+                        self.apply_shared([shared::not_taken_over(c, &id, &from, &why)]);
+                        continue;
+                    }
+                    self.log(super::Level::Warn, format!("task {task} taken over from mcpx replica '{from}', which could not answer ({why})"));
+                    self.publish_task(&task);
+                    self.tasks_save();
+                    self.tasks_refollow_ready();
+                    if let Ok(m) = wire::parse(&msg) {
+                        self.on_modern_request(c, &m);
+                    }
+                }
+            }
+        }
     }
 }

@@ -48,8 +48,8 @@ use mcpx_core::request_state::{OpenError, NONCE_LEN};
 use serde_json::Value;
 
 use super::request::{Refusal, ReqCtx};
-use super::wire::{self, Msg};
-use super::{ClientId, Hub, IdKey, Level, Output};
+use super::wire::Msg;
+use super::{ClientId, IdKey, Output};
 
 pub use super::replica::{valid_replica_id, ReplicaId, MAX_REPLICA_LEN};
 
@@ -202,7 +202,7 @@ pub(super) struct Shared {
     waiting: HashMap<u64, Waiter>,
     forwards: HashMap<(ClientId, IdKey), Forwarded>,
     /// Set when routing a request asked the store for its rate limits
-    /// ([`Hub::admit_shared`]): the ticket it now waits for.
+    /// ([`Shared::admit`]): the ticket it now waits for.
     parking: Option<u64>,
     /// Buckets the store granted to a request routed again.
     granted: HashMap<(ClientId, IdKey), Vec<String>>,
@@ -221,7 +221,7 @@ enum Wait {
     Claim { msg: Vec<u8>, ctx: ReqCtx, inner: Vec<u8>, responses: Option<Value> },
     /// A request's rate-limit buckets (`limits`: their config names). `msg`
     /// and `ctx`: what to route again once granted (set when routing gave
-    /// up on it, [`Hub::route_or_park`]).
+    /// up on it, [`Shared::routed`]).
     Admit { msg: Vec<u8>, ctx: Option<ReqCtx>, buckets: Vec<String>, limits: String },
     /// The record of a task whose owner could not answer `why`.
     Adopt { task: ForwardedTask, why: String },
@@ -244,7 +244,7 @@ impl Forwarded {
 
 /// A `tasks/*` request forwarded to the replica running its task.
 #[derive(Clone, Debug)]
-struct ForwardedTask {
+pub(super) struct ForwardedTask {
     to: ReplicaId,
     task: String,
     /// The client's request, to serve here should this replica take the
@@ -255,278 +255,294 @@ struct ForwardedTask {
     looked_up: bool,
 }
 
-impl Hub {
-    /// A modern retry carrying `requestState` `token`: verified here, then
-    /// continued here (used once: in the store when one is shared, else in
-    /// this hub's set), or forwarded to the replica holding its call,
-    /// which makes the claim itself.
-    pub(super) fn redeem_state(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, token: &str, responses: Option<Value>) {
-        let v = match self.verify_state(token, &m.method, &ctx) {
-            Ok(v) => v,
-            Err(e) => return self.refuse_state(c, id, e),
-        };
-        if let Some(to) = self.held_elsewhere(&v.inner) {
-            return self.forward_to_owner(c, m.env.bytes(), id, &ctx.principal, Forwarded::State(to));
-        }
-        if self.opts.cluster.shared {
-            let op = Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.claim_ttl_ms(&v) };
-            let wait = Wait::Claim { msg: m.env.bytes().to_vec(), ctx, inner: v.inner, responses };
-            return self.ask_for(c, id, op, wait);
-        }
-        match self.claim_state(&v, &ctx.principal) {
-            Ok(()) => self.resume(c, m, id, ctx, &v.inner, responses),
-            Err(e) => self.refuse_state(c, id, e),
-        }
+/// What the shared state asks the hub to do, in order.
+pub(super) enum Effect {
+    /// Write this output: an ask for the store, a forward to a replica.
+    Out(Output),
+    /// Answer client `c`'s request `id` with this error.
+    Refuse(ClientId, Vec<u8>, Refusal),
+    /// Answer a retry whose `requestState` is refused as the relay words it.
+    RefuseState(ClientId, Vec<u8>, OpenError),
+    /// Continue retry `msg` (its nonce claimed in the store).
+    Resume { c: ClientId, id: Vec<u8>, msg: Vec<u8>, ctx: ReqCtx, inner: Vec<u8>, responses: Option<Value> },
+    /// Route request `msg` again (its rate limits granted in the store;
+    /// `ctx`: a modern one's context).
+    Route { c: ClientId, msg: Vec<u8>, ctx: Option<ReqCtx> },
+    /// The store refused request `id` by this limit: audited and counted
+    /// as a local refusal is (the answer follows).
+    Limited(ClientId, Vec<u8>, crate::policy::ratelimit::Refusal),
+    /// The owner's answer to forwarded request `id` reached the client:
+    /// the request is closed.
+    Closed(ClientId, Vec<u8>),
+    /// Forward request `id` to the replica that now runs its task (the
+    /// client's principal is the hub's to give).
+    Forward(ClientId, Vec<u8>, ForwardedTask),
+    /// Take task `task` over from its owner `from`, gone (`why`), from
+    /// its `record`; then serve the request `msg`.
+    TakeOver { c: ClientId, id: Vec<u8>, task: String, from: ReplicaId, why: String, record: Value, msg: Vec<u8> },
+}
+
+/// What the shared state acts under: the cluster options, the cap on
+/// requests forwarded or parked (`maxPending`), and the hub's time.
+#[derive(Clone, Copy)]
+pub(super) struct At<'a> {
+    pub cluster: &'a ClusterOptions,
+    pub max_pending: usize,
+    pub now: u64,
+}
+
+impl<'a> At<'a> {
+    pub fn of(opts: &'a super::HubOptions, now: u64) -> At<'a> {
+        At { cluster: &opts.cluster, max_pending: opts.max_pending, now }
+    }
+}
+
+impl Effect {
+    fn refuse(c: ClientId, id: &[u8], code: ErrorCode, msg: String) -> Effect {
+        Effect::Refuse(c, id.to_vec(), Refusal(code, msg, None))
+    }
+}
+
+impl Shared {
+    /// A retry whose `requestState` verified, held by replica `to`:
+    /// forwarded there, which makes the claim itself.
+    pub fn forward_state(&mut self, c: ClientId, msg: &[u8], id: &[u8], principal: &[u8], to: ReplicaId, at: At<'_>) -> Effect {
+        self.forward(c, msg, id, principal, Forwarded::State(to), at)
     }
 
-    fn refuse_state(&mut self, c: ClientId, id: &[u8], e: OpenError) {
-        let (code, msg, data) = self.state_refusal(e);
-        self.answer_error(c, Some(id), code, &msg, data);
+    /// A retry whose `requestState` verified: its nonce claimed in the store
+    /// (parked until it answers).
+    pub fn claim(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, claim: Op, inner: Vec<u8>, responses: Option<Value>, at: At<'_>) -> Effect {
+        let wait = Wait::Claim { msg: m.env.bytes().to_vec(), ctx, inner, responses };
+        self.ask_for(c, id, claim, wait, at)
     }
 
-    /// A modern `tasks/*` request naming a task another replica runs:
-    /// forwarded to it (true), else false.
-    pub(super) fn task_elsewhere(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8]) -> bool {
-        let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
-        let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
-        // A task taken over from a replica that is gone is this one's now.
-        if self.has_task(&task) {
-            return false;
-        }
-        let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
-        let to = owner.to_string();
+    /// A modern `tasks/*` request naming task `task`, which replica `to`
+    /// runs: forwarded to it.
+    pub fn forward_task(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8], to: ReplicaId, task: String, at: At<'_>) -> Effect {
         let what = ForwardedTask { to, task, msg: m.env.bytes().to_vec(), looked_up: false };
-        self.forward_to_owner(c, m.env.bytes(), id, principal, Forwarded::Task(what));
-        true
+        self.forward(c, m.env.bytes(), id, principal, Forwarded::Task(what), at)
+    }
+
+    /// Sends client `c`'s task request to the replica that now runs it.
+    pub fn forward_again(&mut self, c: ClientId, id: &[u8], principal: &[u8], mut t: ForwardedTask, at: At<'_>) -> Effect {
+        let msg = std::mem::take(&mut t.msg);
+        self.forward(c, &msg, id, principal, Forwarded::Task(t), at)
     }
 
     /// Sends client `c`'s request `msg` to the replica that owns what it
     /// continues, or answers why it cannot.
-    fn forward_to_owner(&mut self, c: ClientId, msg: &[u8], id: &[u8], principal: &[u8], what: Forwarded) {
+    fn forward(&mut self, c: ClientId, msg: &[u8], id: &[u8], principal: &[u8], what: Forwarded, at: At<'_>) -> Effect {
         let to = what.to().clone();
-        if !self.opts.cluster.peers.contains(&to) {
-            return self.answer_unforwarded(c, id, &what, "is not among this replica's peers (cluster.peers)");
+        if !at.cluster.peers.contains(&to) {
+            return unforwarded(c, id, &what, "is not among this replica's peers (cluster.peers)");
         }
-        if self.shared.forwards.len() >= self.opts.max_pending {
-            let msg = format!("mcpx is at its limit of {} requests in flight (maxPending); retry later", self.opts.max_pending);
-            return self.answer_error(c, Some(id), ErrorCode::InternalError, &msg, None);
+        if self.forwards.len() >= at.max_pending {
+            return Effect::refuse(c, id, ErrorCode::InternalError, format!("mcpx is at its limit of {} requests in flight (maxPending); retry later", at.max_pending));
         }
-        self.shared.forwards.insert((c, IdKey::new(id)), what);
-        self.out.push_back(Output::Forward { client: c, request: IdKey::new(id), msg: msg.to_vec(), principal: principal.to_vec(), to });
+        self.forwards.insert((c, IdKey::new(id)), what);
+        Effect::Out(Output::Forward { client: c, request: IdKey::new(id), msg: msg.to_vec(), principal: principal.to_vec(), to })
     }
 
-    /// The start-over error of a request whose owner cannot serve it.
-    fn answer_unforwarded(&mut self, c: ClientId, id: &[u8], what: &Forwarded, why: &str) {
-        // Requirement: mrtr-requeststate-attacker-controlled (a state that cannot be resumed is refused, never guessed at)
-        let msg = match what {
-            Forwarded::State(to) => format!("Invalid params: requestState refers to a request held by mcpx replica '{to}', which {why}; nothing was sent to the server. Send the request again without requestState to start over"),
-            Forwarded::Task(t) => format!("Invalid params: the task is run by mcpx replica '{}', which {why}; its outcome cannot be fetched through this replica", t.to),
-        };
-        self.answer_error(c, Some(id), ErrorCode::InvalidParams, &msg, None);
-    }
-
-    pub(super) fn on_forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>) {
-        let Some(what) = self.shared.forwards.remove(&(c, IdKey::new(request))) else { return };
-        match result {
-            Ok(()) => {
-                // The owner's answer went to the client: the request is closed.
-                if let Some(cl) = self.clients.get_mut(&c) {
-                    cl.open.remove(request);
-                }
-            }
+    /// The runtime finished forwarding client `c`'s request `request`.
+    pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, at: At<'_>) -> Option<Effect> {
+        let what = self.forwards.remove(&(c, IdKey::new(request)))?;
+        Some(match result {
+            // The owner's answer went to the client: the request is closed.
+            Ok(()) => Effect::Closed(c, request.to_vec()),
             // The owner is gone: the task's record tells whether this
             // replica can take it over.
             Err(why) => match what {
-                Forwarded::Task(task) if self.opts.cluster.shared && !task.looked_up => {
+                Forwarded::Task(task) if at.cluster.shared && !task.looked_up => {
                     let op = Op::Get { key: task_key(&task.task) };
-                    self.ask_for(c, request, op, Wait::Adopt { task, why });
+                    self.ask_for(c, request, op, Wait::Adopt { task, why }, at)
                 }
-                what => self.answer_unforwarded(c, request, &what, &format!("could not answer ({why})")),
+                what => unforwarded(c, request, &what, &format!("could not answer ({why})")),
             },
-        }
+        })
     }
 
     /// Parks client `c`'s request `id` until the store answers `op`.
-    fn ask_for(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait) {
-        if let Err(msg) = self.ask_ticket(c, id, op, wait) {
-            self.answer_error(c, Some(id), ErrorCode::InternalError, &msg, None);
+    fn ask_for(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait, at: At<'_>) -> Effect {
+        match self.ask_ticket(c, id, op, wait, at) {
+            Ok((_, ask)) => Effect::Out(Output::Shared(ask)),
+            Err(msg) => Effect::refuse(c, id, ErrorCode::InternalError, msg),
         }
     }
 
     /// Asks `op` for client `c`'s request `id`, parked as `wait`: its
-    /// ticket, or (over the cap of parked requests) the error to answer.
-    fn ask_ticket(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait) -> Result<u64, String> {
-        if self.shared.waiting.len() >= self.opts.max_pending {
-            return Err(format!("mcpx is at its limit of {} requests waiting for its shared state store (maxPending); retry later", self.opts.max_pending));
+    /// ticket and the ask, or (over the cap of parked requests) the error
+    /// to answer.
+    fn ask_ticket(&mut self, c: ClientId, id: &[u8], op: Op, wait: Wait, at: At<'_>) -> Result<(u64, Ask), String> {
+        if self.waiting.len() >= at.max_pending {
+            return Err(format!("mcpx is at its limit of {} requests waiting for its shared state store (maxPending); retry later", at.max_pending));
         }
-        self.shared.next_ticket += 1;
-        let ticket = self.shared.next_ticket;
-        let deadline = self.now_ms.saturating_add(self.opts.cluster.answer_timeout_ms.max(1));
-        self.shared.waiting.insert(ticket, Waiter { client: c, id: id.to_vec(), deadline, wait });
-        self.out.push_back(Output::Shared(Ask { ticket, op }));
-        Ok(ticket)
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        let deadline = at.now.saturating_add(at.cluster.answer_timeout_ms.max(1));
+        self.waiting.insert(ticket, Waiter { client: c, id: id.to_vec(), deadline, wait });
+        Ok((ticket, Ask { ticket, op }))
     }
 
-    pub(super) fn on_shared_answered(&mut self, ticket: u64, answer: Answer) {
-        let Some(w) = self.shared.waiting.remove(&ticket) else { return };
-        if !self.clients.contains_key(&w.client) {
-            return;
+    /// The store answered `ticket`: what the request parked for it does
+    /// (nothing when its client is gone, `live` says).
+    pub fn answered(&mut self, ticket: u64, answer: Answer, cluster: &ClusterOptions, live: impl Fn(ClientId) -> bool) -> Vec<Effect> {
+        let Some(w) = self.waiting.remove(&ticket) else { return Vec::new() };
+        if !live(w.client) {
+            return Vec::new();
         }
-        self.store_answered(w, answer);
+        self.store_answered(w, answer, cluster)
     }
 
-    fn store_answered(&mut self, w: Waiter, answer: Answer) {
+    fn store_answered(&mut self, w: Waiter, answer: Answer, cluster: &ClusterOptions) -> Vec<Effect> {
         let Waiter { client: c, id, wait, .. } = w;
+        let refuse = |msg: String| vec![Effect::refuse(c, &id, ErrorCode::InternalError, msg)];
         match (wait, answer) {
-            (Wait::Adopt { task, why }, Answer::Value(Some(v))) => self.adopt_task(c, &id, task, &why, &v),
+            (Wait::Adopt { task, why }, Answer::Value(Some(v))) => vec![adopt(c, id, task, why, &v, cluster.replica.as_ref())],
             (Wait::Adopt { task, why }, answer) => {
                 let more = match answer {
                     Answer::Value(None) => "the shared state store has no record of it (ended, expired or unknown)".to_string(),
                     a => format!("the shared state store could not be asked for its record ({})", a.failure()),
                 };
-                self.answer_unforwarded(c, &id, &Forwarded::Task(task), &format!("could not answer ({why}), and {more}"));
+                vec![unforwarded(c, &id, &Forwarded::Task(task), &format!("could not answer ({why}), and {more}"))]
             }
-            (Wait::Claim { msg, ctx, inner, responses }, Answer::Granted) => {
-                if let Ok(m) = wire::parse(&msg) {
-                    self.resume(c, &m, &id, ctx, &inner, responses);
-                }
-            }
+            (Wait::Claim { msg, ctx, inner, responses }, Answer::Granted) => vec![Effect::Resume { c, id, msg, ctx, inner, responses }],
             // Requirement: mrtr-single-use-enforced (used on any replica: refused on every other)
-            (Wait::Claim { .. }, Answer::Refused { .. }) => self.refuse_state(c, &id, OpenError::Replayed),
+            (Wait::Claim { .. }, Answer::Refused { .. }) => vec![Effect::RefuseState(c, id, OpenError::Replayed)],
             (Wait::Claim { .. }, a @ (Answer::Unavailable(_) | Answer::Value(_))) => {
                 let why = a.failure();
-                let msg = format!("mcpx could not ask its shared state store ({why}), so this requestState could not be checked for single use: it was refused, not accepted, and nothing was sent to the server. Send the same request again later (should that be refused as already used, send it without requestState to start over)");
-                self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, None);
+                refuse(format!("mcpx could not ask its shared state store ({why}), so this requestState could not be checked for single use: it was refused, not accepted, and nothing was sent to the server. Send the same request again later (should that be refused as already used, send it without requestState to start over)"))
             }
             (Wait::Admit { msg, ctx, buckets, .. }, Answer::Granted) => {
                 // Routed again, as it came: these buckets are not asked twice.
-                self.shared.granted.insert((c, IdKey::new(&id)), buckets);
-                match ctx {
-                    Some(ctx) => self.route_normalized(c, &msg, ctx),
-                    None => {
-                        if let Ok(m) = wire::parse(&msg) {
-                            self.on_client_request(c, &m);
-                        }
-                    }
-                }
+                self.granted.insert((c, IdKey::new(&id)), buckets);
+                vec![Effect::Route { c, msg, ctx }]
             }
             (Wait::Admit { limits, .. }, Answer::Refused { retry_after_ms }) => {
                 let r = crate::policy::ratelimit::Refusal { limit: limits, retry_after_ms };
-                self.policy_refused_shared(c, &id, &r);
-                self.answer_error(c, Some(&id), crate::policy::ratelimit::Refusal::CODE, &format!("{r} (a limit the replicas share)"), Some(r.data()));
+                let refusal = Refusal(crate::policy::ratelimit::Refusal::CODE, format!("{r} (a limit the replicas share)"), Some(r.data()));
+                vec![Effect::Limited(c, id.clone(), r), Effect::Refuse(c, id, refusal)]
             }
             (Wait::Admit { .. }, a @ (Answer::Unavailable(_) | Answer::Value(_))) => {
                 let why = a.failure();
-                let msg = format!("mcpx could not ask its shared state store ({why}), so this request's rate limits could not be checked: it was refused and nothing was sent to the server; retry later");
-                self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, None);
+                refuse(format!("mcpx could not ask its shared state store ({why}), so this request's rate limits could not be checked: it was refused and nothing was sent to the server; retry later"))
             }
         }
     }
 
-    /// Requests whose store answer is overdue get the store's error: never
-    /// a hang.
-    pub(super) fn shared_tick(&mut self) {
-        let now = self.now_ms;
-        let mut due: Vec<u64> = self.shared.waiting.iter().filter(|(_, w)| w.deadline <= now).map(|(t, _)| *t).collect();
+    /// Requests whose store answer is overdue (at `now`) get the store's
+    /// error: never a hang.
+    pub fn tick(&mut self, now: u64, cluster: &ClusterOptions, live: impl Fn(ClientId) -> bool) -> Vec<Effect> {
+        let mut due: Vec<u64> = self.waiting.iter().filter(|(_, w)| w.deadline <= now).map(|(t, _)| *t).collect();
         due.sort_unstable();
-        let bound = self.opts.cluster.answer_timeout_ms;
+        let bound = cluster.answer_timeout_ms;
+        let mut effects = Vec::new();
         for t in due {
-            let Some(w) = self.shared.waiting.remove(&t) else { continue };
-            if self.clients.contains_key(&w.client) {
-                self.store_answered(w, Answer::Unavailable(format!("it did not answer within {bound} ms")));
+            let Some(w) = self.waiting.remove(&t) else { continue };
+            if live(w.client) {
+                effects.extend(self.store_answered(w, Answer::Unavailable(format!("it did not answer within {bound} ms")), cluster));
             }
         }
+        effects
     }
 
-    pub(super) fn shared_deadline(&self) -> Option<u64> {
-        self.shared.waiting.values().map(|w| w.deadline).min()
-    }
-
-    /// Task `id` runs here: its owner (this replica) and record (the task
-    /// state file's) published in the store until it expires, for another
-    /// replica to take over should this one be gone; nobody waits for it.
-    pub(super) fn publish_task(&mut self, id: &str) {
-        let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
-        let Some((record, ttl_ms)) = self.task_record_now(id) else { return };
-        let value = serde_json::to_vec(&serde_json::json!({ "owner": me, "task": record })).unwrap_or_default();
-        let op = Op::Put { key: task_key(id), value, ttl_ms };
-        self.out.push_back(Output::Shared(Ask { ticket: 0, op }));
-    }
-
-    /// The record `v` of task `t.task`, whose owner `t.to` could not answer
-    /// (`why`): the task is taken over here (answered as if it had always
-    /// run here) unless another replica took it over already (then the
-    /// request goes there).
-    fn adopt_task(&mut self, c: ClientId, id: &[u8], mut t: ForwardedTask, why: &str, v: &[u8]) {
-        let read = serde_json::from_slice::<Value>(v).ok().and_then(|mut v| Some((v.get("owner")?.as_str()?.to_string(), v.get_mut("task")?.take())));
-        let Some((owner, record)) = read else {
-            let why = format!("could not answer ({why}), and the task's record in the shared state store is unreadable");
-            return self.answer_unforwarded(c, id, &Forwarded::Task(t), &why);
-        };
-        t.looked_up = true;
-        if owner != t.to && self.opts.cluster.replica.as_ref() != Some(&owner) {
-            let principal = self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default();
-            let msg = std::mem::take(&mut t.msg);
-            t.to = owner;
-            return self.forward_to_owner(c, &msg, id, &principal, Forwarded::Task(t));
-        }
-        if self.restore_one(&record, self.now_ms, Some(&t.to)).is_none() {
-            let why = format!("could not answer ({why}), and its task cannot be taken over here (expired, of a server not configured here, or over the task limit)");
-            return self.answer_unforwarded(c, id, &Forwarded::Task(t), &why);
-        }
-        self.log(Level::Warn, format!("task {} taken over from mcpx replica '{}', which could not answer ({why})", t.task, t.to));
-        self.publish_task(&t.task);
-        self.tasks_save();
-        self.tasks_refollow_ready();
-        if let Ok(m) = wire::parse(&t.msg) {
-            self.on_modern_request(c, &m);
-        }
+    pub fn deadline(&self) -> Option<u64> {
+        self.waiting.values().map(|w| w.deadline).min()
     }
 
     /// Client `c` is gone: nothing of it waits for the store or a replica.
-    pub(super) fn shared_drop_client(&mut self, c: ClientId) {
-        self.shared.waiting.retain(|_, w| w.client != c);
-        self.shared.forwards.retain(|(fc, _), _| *fc != c);
-        self.shared.granted.retain(|(gc, _), _| *gc != c);
+    pub fn drop_client(&mut self, c: ClientId) {
+        self.waiting.retain(|_, w| w.client != c);
+        self.forwards.retain(|(fc, _), _| *fc != c);
+        self.granted.retain(|(gc, _), _| *gc != c);
     }
 
-    /// Routes request `m` of client `c`; a request that now waits for the
-    /// store's rate limits ([`Hub::admit_shared`]) is parked, not refused.
-    pub(super) fn route_or_park(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let r = self.route(c, m, ctx);
+    /// Routing client `c`'s request `m` ended with `routed`: a request that
+    /// now waits for the store's rate limits ([`Shared::admit`]) is
+    /// parked, not refused.
+    pub fn routed(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, routed: Result<(), Refusal>) -> Result<(), Refusal> {
         let id = IdKey::new(m.id_bytes().unwrap_or(b"null"));
-        let parked = self.shared.parking.take();
-        self.shared.granted.remove(&(c, id));
-        match parked.and_then(|t| self.shared.waiting.get_mut(&t)) {
-            Some(Waiter { wait: Wait::Admit { msg, ctx: parked_ctx, .. }, .. }) if r.is_err() => {
+        let parked = self.parking.take();
+        self.granted.remove(&(c, id));
+        match parked.and_then(|t| self.waiting.get_mut(&t)) {
+            Some(Waiter { wait: Wait::Admit { msg, ctx: parked_ctx, .. }, .. }) if routed.is_err() => {
                 *msg = m.env.bytes().to_vec();
                 *parked_ctx = ctx.cloned();
                 Ok(())
             }
-            _ => r,
+            _ => routed,
         }
     }
 
     /// With a shared store, the per-principal limit of client `c`'s
     /// request `id` (`limit`: its name for errors) is taken in the store,
     /// so it holds across the replicas. Granted already (the request routed
-    /// again): `Ok`. Else the store is asked and `Err` stops the routing:
-    /// the request waits ([`Hub::route_or_park`]).
-    pub(super) fn admit_shared(&mut self, c: ClientId, id: &[u8], bucket: Bucket, limit: String) -> Result<(), Refusal> {
+    /// again): `Ok`. Else the store is asked (the ask to write) and the
+    /// refusal stops the routing: the request waits ([`Shared::routed`]).
+    pub fn admit(&mut self, c: ClientId, id: &[u8], bucket: Bucket, limit: String, at: At<'_>) -> Result<(), (Refusal, Option<Effect>)> {
         let key = (c, IdKey::new(id));
-        if self.shared.granted.get(&key).is_some_and(|g| g.contains(&bucket.name)) {
+        if self.granted.get(&key).is_some_and(|g| g.contains(&bucket.name)) {
             return Ok(());
         }
-        let mut names = self.shared.granted.get(&key).cloned().unwrap_or_default();
+        let mut names = self.granted.get(&key).cloned().unwrap_or_default();
         names.push(bucket.name.clone());
         let wait = Wait::Admit { msg: Vec::new(), ctx: None, buckets: names, limits: limit };
-        match self.ask_ticket(c, id, Op::TakeTokens { buckets: vec![bucket] }, wait) {
-            Ok(ticket) => {
-                self.shared.parking = Some(ticket);
-                // Not an answer: `route_or_park` parks the request instead.
-                Err(Refusal(ErrorCode::InternalError, "waiting for the shared state store".to_string(), None))
+        match self.ask_ticket(c, id, Op::TakeTokens { buckets: vec![bucket] }, wait, at) {
+            Ok((ticket, ask)) => {
+                self.parking = Some(ticket);
+                // Not an answer: `routed` parks the request instead.
+                Err((Refusal(ErrorCode::InternalError, "waiting for the shared state store".to_string(), None), Some(Effect::Out(Output::Shared(ask)))))
             }
-            Err(msg) => Err(Refusal(ErrorCode::InternalError, msg, None)),
+            Err(msg) => Err((Refusal(ErrorCode::InternalError, msg, None), None)),
         }
     }
+}
+
+/// The ask that publishes task `id`'s owner `me` and `record` in the store
+/// until it expires (`ttl_ms`), for another replica to take over should
+/// this one be gone; nobody waits for it (ticket 0).
+pub(super) fn publish(me: &ReplicaId, id: &str, record: Value, ttl_ms: u64) -> Ask {
+    let value = serde_json::to_vec(&serde_json::json!({ "owner": me, "task": record })).unwrap_or_default();
+    Ask { ticket: 0, op: Op::Put { key: task_key(id), value, ttl_ms } }
+}
+
+/// The start-over error of a request whose owner cannot serve it.
+fn unforwarded(c: ClientId, id: &[u8], what: &Forwarded, why: &str) -> Effect {
+    // Requirement: mrtr-requeststate-attacker-controlled (a state that cannot be resumed is refused, never guessed at)
+    let msg = match what {
+        Forwarded::State(to) => format!("Invalid params: requestState refers to a request held by mcpx replica '{to}', which {why}; nothing was sent to the server. Send the request again without requestState to start over"),
+        Forwarded::Task(t) => return task_unforwarded(c, id, &t.to, why),
+    };
+    Effect::refuse(c, id, ErrorCode::InvalidParams, msg)
+}
+
+/// The record `v` of task `t.task`, whose owner `t.to` could not answer
+/// (`why`): the task is taken over here (answered as if it had always run
+/// here) unless another replica took it over already (then the request
+/// goes there).
+fn adopt(c: ClientId, id: Vec<u8>, mut t: ForwardedTask, why: String, v: &[u8], me: Option<&ReplicaId>) -> Effect {
+    let read = serde_json::from_slice::<Value>(v).ok().and_then(|mut v| Some((v.get("owner")?.as_str()?.to_string(), v.get_mut("task")?.take())));
+    let Some((owner, record)) = read else {
+        let why = format!("could not answer ({why}), and the task's record in the shared state store is unreadable");
+        return unforwarded(c, &id, &Forwarded::Task(t), &why);
+    };
+    t.looked_up = true;
+    if owner != t.to && me != Some(&owner) {
+        t.to = owner;
+        return Effect::Forward(c, id, t);
+    }
+    Effect::TakeOver { c, id, task: t.task, from: t.to, why, record, msg: t.msg }
+}
+
+/// A task that cannot be taken over here from replica `from` (`why`):
+/// its request's error.
+pub(super) fn not_taken_over(c: ClientId, id: &[u8], from: &ReplicaId, why: &str) -> Effect {
+    let why = format!("could not answer ({why}), and its task cannot be taken over here (expired, of a server not configured here, or over the task limit)");
+    task_unforwarded(c, id, from, &why)
+}
+
+/// The error of a task request whose owner `to` cannot serve it (`why`).
+fn task_unforwarded(c: ClientId, id: &[u8], to: &ReplicaId, why: &str) -> Effect {
+    let msg = format!("Invalid params: the task is run by mcpx replica '{to}', which {why}; its outcome cannot be fetched through this replica");
+    Effect::refuse(c, id, ErrorCode::InvalidParams, msg)
 }

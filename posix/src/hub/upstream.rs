@@ -738,7 +738,8 @@ impl Hub {
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
         let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
         let (changed, renamed) = self.catalog.set(u, k, items, &naming, &sep);
-        self.policy_listed(u, k);
+        let lines = self.policy.listed(&self.ups[u].spec.name, k, self.catalog.items(u, k));
+        self.apply_policy(lines);
         let server = &self.ups[u].spec.name;
         let lines: Vec<String> = renamed.iter().map(|r| {
             let why = match r.change {
@@ -930,7 +931,9 @@ impl Hub {
     /// level admits it, the logger prefixed with the server's name.
     fn upstream_log(&mut self, u: UpstreamId, m: &Msg) {
         // Policy: the log cap per request (hub/policy.rs).
-        if !self.policy_admit_log(u) {
+        let capped = self.policy.admit_log(u, &self.ups[u].spec.name, &self.pending);
+        self.apply_policy(capped.warns);
+        if !capped.admitted {
             return;
         }
         let mut p = m.params_value();
@@ -1022,7 +1025,9 @@ impl Hub {
             _ => return,
         };
         // Policy: the progress cap per request (hub/policy.rs).
-        if !self.policy_admit_progress(u, id) {
+        let capped = self.policy.admit_progress(u, &self.ups[u].spec.name, id, &self.pending);
+        self.apply_policy(capped.warns);
+        if !capped.admitted {
             return;
         }
         let Some(cl) = self.clients.get(&c) else { return };
@@ -1301,7 +1306,9 @@ impl Hub {
         self.ping_tick();
         self.lazy_tick();
         self.isolation_tick();
-        self.shared_tick();
+        let clients = &self.clients;
+        let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
+        self.apply_shared(effects);
     }
 
     /// When the next health-check ping is due, if pings are on.
@@ -1412,7 +1419,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline(), self.shared_deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline(), self.shared.deadline()].into_iter().flatten().min()
     }
 
     /// The configured servers that are not ready (starting, restarting,

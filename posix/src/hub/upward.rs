@@ -57,7 +57,8 @@ impl Hub {
     /// Sends an answer (result or error, `bytes`) to one of `u`'s requests.
     pub(super) fn emit_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) {
         // Policy: audit and elicitation-answer check of relayed requests (hub/policy.rs).
-        let bytes = self.policy_to_upstream(u, bytes);
+        let (bytes, lines) = self.policy.answer_upstream(u, bytes, self.now_ms);
+        self.apply_policy(lines);
         self.out.push_back(Output::ToUpstream(u, bytes, Upward::Answer));
     }
 

@@ -25,7 +25,10 @@ impl Hub {
             // The principal's limit is the replicas' one, in the store (`shared`).
             let key = limit_key(&self.clients, &self.ups, Some(c), class, u, tool);
             if let Some((bucket, limit)) = self.policy.p.limiter.shared_bucket(key) {
-                self.admit_shared(c, id, bucket, limit)?;
+                if let Err((refusal, ask)) = self.shared.admit(c, id, bucket, limit, super::super::shared::At::of(&self.opts, self.now_ms)) {
+                    self.apply_shared(ask);
+                    return Err(refusal);
+                }
             }
         }
         let r = self.limit_of(Some(c), class, u, tool, shared).err();
@@ -47,8 +50,8 @@ impl Hub {
 
     /// Request `id` of client `c` was refused by limit `r`: so it is audited.
     fn mark_refused(&mut self, c: ClientId, id: &[u8], r: &ratelimit::Refusal) {
-        self.policy_refused_by(c, id, &r.limit);
-        self.policy_refused_at(c, id, Stage::Admit);
+        self.policy.refused_by(c, id, &r.limit);
+        self.policy.refused_at(c, id, Stage::Admit);
     }
 
     /// The shared store refused request `id` of client `c` by limit `r`:

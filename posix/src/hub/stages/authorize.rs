@@ -14,14 +14,14 @@ impl Hub {
     /// May client `c` see entry `e` of the `k` view?
     pub(in crate::hub) fn visible(&self, c: ClientId, k: Kind, e: &Entry) -> bool {
         match k {
-            Kind::Tools => !self.policy.restricts || self.policy.p.catalogs.visible(self.policy_principal(c), &self.ups[e.up].spec.name, &e.original),
+            Kind::Tools => self.policy.tool_visible(self.policy_principal(c), &self.ups[e.up].spec.name, &e.original),
             Kind::Prompts | Kind::Resources | Kind::Templates => self.server_visible(c, e.up),
         }
     }
 
     /// May client `c` see the prompts, resources and templates of `u`?
     pub(in crate::hub) fn server_visible(&self, c: ClientId, u: UpstreamId) -> bool {
-        !self.policy.restricts || self.policy.p.catalogs.server_visible(self.policy_principal(c), &self.ups[u].spec.name)
+        self.policy.server_visible(self.policy_principal(c), &self.ups[u].spec.name)
     }
 
     /// The `k` view entries client `c` may see.

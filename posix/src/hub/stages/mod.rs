@@ -93,7 +93,8 @@ impl Hub {
         // limits never tell whether the name exists.
         let up = match &lookup {
             Lookup::Visible(r) => {
-                self.policy_resolved(c, m, r.up, &call.name, &r.original);
+                let (policy, server) = self.policy_with(r.up);
+                policy.resolved(c, m, server, &call.name, &r.original);
                 Some(r.up)
             }
             Lookup::Hidden | Lookup::NotListed => None,
@@ -105,7 +106,8 @@ impl Hub {
             Lookup::Hidden => return Err(self.refused_at(c, id, Stage::Authorize, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
             Lookup::NotListed => return Err(self.refused_at(c, id, Stage::Route, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
         };
-        if let Err(Refusal(code, msg, data)) = self.check_arguments(m, call, route.up, &route.original) {
+        let (policy, server) = self.policy_with(route.up);
+        if let Err(Refusal(code, msg, data)) = policy.check_arguments(m, call, server, &route.original) {
             return Err(self.refused_at(c, id, Stage::Validate, code, msg, data));
         }
         Ok(Some(route))
@@ -145,7 +147,7 @@ impl Hub {
     /// Request `id` of client `c` is refused at `stage`: so its audit
     /// line says; the refusal to answer.
     fn refused_at(&mut self, c: ClientId, id: &[u8], stage: Stage, code: ErrorCode, msg: String, data: Option<Value>) -> Refusal {
-        self.policy_refused_at(c, id, stage);
+        self.policy.refused_at(c, id, stage);
         Refusal(code, msg, data)
     }
 }
