@@ -47,7 +47,7 @@ const MAX_MAX_INSTANCES: u64 = 256;
 
 /// `"isolation": "shared" | "client"` (default shared) and `"maxInstances"`
 /// (with `"client"`; default 8): one process for every client, or one per
-/// client principal (`hub::isolation`). A remote server's key is refused:
+/// client principal (`hub::starts::isolation`). A remote server's key is refused:
 /// mcpx's one session with it cannot be split per client.
 pub(super) fn parse_isolation(cx: &mut Ctx<'_>, at: &Path, obj: &Object, local: bool) -> Isolation {
     let mode = obj.get("isolation").and_then(|v| cx.string(&at.key("isolation"), v));

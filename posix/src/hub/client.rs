@@ -41,6 +41,7 @@ use serde_json::{json, Map, Value};
 
 use super::catalog::Channel;
 use super::shape::{self, Rev, RevExt};
+use super::upward;
 use super::wire::{self, Bad, Kind};
 use super::{About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize};
 
@@ -589,7 +590,7 @@ impl Hub {
             self.cancel_upstream(u, id, "the client disconnected");
         }
         self.relay_drop_client(c);
-        self.tasks_client_gone(c);
+        self.tasks.client_gone(c);
         self.unsubscribe_all(c);
         self.policy.client_gone(c);
         self.shared.drop_client(c);
@@ -636,7 +637,7 @@ impl Hub {
         if let Some((u, id)) = self.pending.by_client(c, rid) {
             // A call the server was asked to run as its task: its
             // task is cancelled once the answer names it.
-            if self.task_ask_cancelled(u, id) {
+            if self.tasks.ask_cancelled(u, id) && self.pending.set_origin(u, id, super::pending::Origin::TaskCancelled) {
                 self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
                 return;
             }
@@ -658,7 +659,7 @@ impl Hub {
     fn client_roots_changed(&mut self) {
         for u in 0..self.ups.len() {
             if self.ups[u].is_ready() {
-                self.notify_upstream(u, Method::RootsListChanged, None);
+                upward::notification(&mut self.out, u, Method::RootsListChanged, None);
             }
         }
     }
@@ -730,7 +731,7 @@ impl Hub {
         let f = &rev.features();
         let mut caps = self.union_capabilities();
         // Requirement: tasks-declare-capability
-        if self.client_declared_tasks(c) {
+        if super::tasks::declared_legacy(rev, self.clients[&c].caps()) {
             caps.insert("tasks".into(), super::tasks::capability());
         }
         let caps = shape::server_capabilities(caps, f);

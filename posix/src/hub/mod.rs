@@ -83,8 +83,6 @@
 
 mod catalog;
 mod client;
-mod isolation;
-mod lazy;
 mod modern;
 pub(crate) mod param_headers;
 mod pending;
@@ -95,6 +93,7 @@ mod request;
 mod router;
 mod shape;
 mod stages;
+mod starts;
 pub mod shared;
 mod tasks;
 mod upstream;
@@ -126,10 +125,9 @@ use mcpx_core::envelope::Envelope;
 
 #[cfg(feature = "cluster")]
 pub use client::Snapshot;
-pub use isolation::{Isolation, DEFAULT_MAX_INSTANCES};
-pub use lazy::Power;
+pub use starts::{Isolation, Power, DEFAULT_MAX_INSTANCES};
 pub use shared::{ClusterOptions, ReplicaId};
-pub use tasks::TaskOptions;
+pub use tasks::{TaskOptions, TASK_STATE_MAX};
 pub use wire::batch_array;
 #[cfg(test)]
 pub(crate) use upward::modern_headers;
@@ -614,10 +612,9 @@ pub struct Hub {
     /// Modern requests that came while upstreams were still starting: served
     /// once startup has settled, as a legacy client's `initialize` is held.
     early: VecDeque<(ClientId, Vec<u8>)>,
-    /// Requests waiting for a sleeping server to start (see `lazy`).
-    parked: Vec<lazy::Parked>,
-    /// Per-client instances of isolated servers (see `isolation`).
-    instances: isolation::Instances,
+    /// Requests parked for a server's start, and the per-client instances
+    /// of isolated servers (see `starts`).
+    starts: starts::Starts,
     /// Set by the runtime (`set_config_status`), shown in `status()`.
     config_status: serde_json::Value,
     /// Set by [`Hub::shutdown`]: new client requests are refused.
@@ -635,6 +632,7 @@ impl Hub {
         let relays = relay::Relays::new(&opts);
         let tasks = tasks::Tasks::new(&opts);
         let policy = policy::HubPolicy::new(&opts)?;
+        let starts = starts::Starts::new(&opts);
         Ok(Hub {
             policy,
             catalog: catalog::Catalog::new(ups.len()),
@@ -650,8 +648,7 @@ impl Hub {
             started_ms: None,
             now_ms: 0,
             early: VecDeque::new(),
-            parked: Vec::new(),
-            instances: Default::default(),
+            starts,
             config_status: serde_json::Value::Null,
             draining: false,
             shared: Default::default(),
@@ -813,14 +810,32 @@ impl Hub {
     /// which a server that starts in time replaces before anyone sees them);
     /// else they are answered at once (another replica's).
     pub fn seed_lists(&mut self, u: UpstreamId, lists: &serde_json::Value, hold: bool) {
-        self.on_seed_lists(u, lists, hold);
+        let Some(up) = self.ups.get_mut(u) else { return };
+        let fx = starts::seed(up, u, lists, hold);
+        self.apply_starts(fx);
     }
 
     /// What upstream `u` offers (capabilities, instructions, its lists as
     /// listed and filtered), for the runtime to keep for a lazy start;
     /// `None` while it was never initialized.
     pub fn upstream_lists(&self, u: UpstreamId) -> Option<serde_json::Value> {
-        self.lists_json(u)
+        starts::lists(u, self.ups.get(u)?, &self.catalog)
+    }
+
+    /// The server slot `u` is an instance of (`None`: a configured server).
+    pub fn upstream_template(&self, u: UpstreamId) -> Option<UpstreamId> {
+        self.starts.template_of(u)
+    }
+
+    /// The instance slots of server `u` (to stop with it).
+    pub fn upstream_instances(&self, u: UpstreamId) -> Vec<UpstreamId> {
+        self.starts.instances_of(u)
+    }
+
+    /// How many instances of server `u` have an owner. (Test observer.)
+    #[cfg(test)]
+    pub fn upstream_instances_owned(&self, u: UpstreamId) -> usize {
+        self.starts.owned(u)
     }
 
     /// Is upstream `u` asleep (lazy start, idle stop)? A runtime acts on an
@@ -982,6 +997,21 @@ impl Hub {
         self.catalog.item_of(u, catalog::Kind::Tools, name)?.get("inputSchema")
     }
 
+    /// The 2026-07-28 headers of modern request `msg` to `u`, built again
+    /// (the transport retries a request once after the server answered
+    /// -32020 and the hub listed its tools again: the annotations may have
+    /// changed). `None` when `msg` is not a request.
+    pub fn upstream_headers_again(&self, u: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
+        upward::headers_again(msg, &|tool| self.upstream_tool_schema(u, tool))
+    }
+
+    /// The 2026-07-28 headers a client of the hub sends with its request
+    /// `msg` (one forwarded to another replica, which checks them as any
+    /// request's): `None` when `msg` is not a request.
+    pub fn client_request_headers(&self, msg: &[u8]) -> Option<ModernHeaders> {
+        upward::headers_again(msg, &|tool| self.catalog.get(catalog::Kind::Tools, tool)?.item.get("inputSchema"))
+    }
+
     /// The `inputSchema` of the tool clients know as `exposed` (as listed to
     /// them): where an HTTP server transport finds the `x-mcp-header`
     /// annotations whose `Mcp-Param-*` headers it must check.
@@ -994,6 +1024,70 @@ impl Hub {
     pub fn relist_upstream(&mut self, u: UpstreamId, now_ms: u64) {
         self.now(now_ms);
         self.relist_all(u);
+    }
+
+    /// From now on the hub's tasks are saved (`Output::SaveTasks`) whenever
+    /// one is created or ends; `saved` is the state file of the last run,
+    /// if any (at most [`TASK_STATE_MAX`] bytes). Returns how many of its
+    /// tasks came back (`tasks::persist`).
+    pub fn restore_tasks(&mut self, saved: Option<&[u8]>, now_ms: u64) -> usize {
+        let (restored, fx) = self.tasks.restore(saved, &task_ups(&self.ups), now_ms.max(self.now_ms));
+        self.apply_task_effects(fx);
+        let fx = self.tasks.refollow_ready(&task_ups(&self.ups), self.now_ms);
+        self.apply_task_effects(fx);
+        restored
+    }
+
+    /// What the tasks subsystem asked for, done in its order: each effect
+    /// becomes the hub's own call (`tasks::Effect`).
+    fn apply_task_effects(&mut self, fx: Vec<tasks::Effect>) {
+        use tasks::Effect::*;
+        for e in fx {
+            match e {
+                Answer { client, id, result, outcome } => {
+                    let body = match result {
+                        tasks::Reply::Bytes(b) => b,
+                        tasks::Reply::Stamped(mut v) => {
+                            self.stamp(&mut v, None);
+                            serde_json::to_vec(&v).unwrap_or_default()
+                        }
+                    };
+                    self.answer_result_as(client, &id, &body, outcome);
+                }
+                AnswerRaw { client, id, error, outcome } => self.answer_raw_error(client, &id, &error, outcome),
+                Refuse { client, id, refusal: request::Refusal(code, msg, data) } => self.answer_error(client, Some(&id), code, &msg, data),
+                StatusToCreator { client, params } => {
+                    if self.clients.get(&client).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps())) {
+                        self.emit_notification(client, mcpx_core::method::Method::TasksStatus, Some(&params));
+                    }
+                }
+                NotifyListens { principal, id, task } => self.notify_listens_task(&principal, &id, &task),
+                Ask { u, method, params, task, timeout } => {
+                    let origin = task.clone().map_or(pending::Origin::Fire, pending::Origin::Task);
+                    let sent = self.send_upstream(u, method, Some(&params), origin, timeout);
+                    if let Some(id) = task {
+                        self.tasks.calling(&id, sent.map(|s| (u, s)));
+                    }
+                }
+                ToUpstream { u, msg } => self.emit_upstream(u, msg),
+                RefuseUpstream { u, id, method, code, why } => self.refuse_upstream(u, &id, &method, code, why),
+                EndCall { u, id, why } => {
+                    self.pending.take(u, id);
+                    if let Some(why) = why {
+                        self.cancel_upstream(u, id, why);
+                    }
+                }
+                Log(level, msg) => self.log(level, msg),
+                Save => {
+                    let (file, warning) = self.tasks.state_file(&task_ups(&self.ups));
+                    if let Some(w) = warning {
+                        self.log(Level::Warn, w);
+                    }
+                    self.out.push_back(Output::SaveTasks(file));
+                }
+                Publish(id) => self.publish_task(&id),
+            }
+        }
     }
 
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,
@@ -1048,4 +1142,77 @@ impl Hub {
             self.log(level, msg);
         }
     }
+
+    /// Writes an answer (result or error, `bytes`) to one of `u`'s
+    /// requests, after the policy's audit and elicitation-answer check of
+    /// relayed requests (`policy`).
+    fn emit_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) {
+        let (bytes, lines) = self.policy.answer_upstream(u, bytes, self.now_ms);
+        self.apply_policy(lines);
+        upward::answer(&mut self.out, u, bytes);
+    }
+
+    /// Does what the starts subsystem answered (`starts`), in order.
+    fn apply_starts(&mut self, fx: Vec<starts::Effect>) {
+        use starts::Effect;
+        for e in fx {
+            match e {
+                Effect::Log(level, line) => self.log(level, line),
+                Effect::Start(u) => self.out.push_back(Output::Power(u, Power::Start)),
+                Effect::Sleep(u, line) => {
+                    if self.ups[u].stop_to_sleep() {
+                        self.log(Level::Info, line);
+                        self.out.push_back(Output::Power(u, Power::Stop));
+                    }
+                }
+                Effect::Serve { c, raw, ctx } if self.clients.contains_key(&c) => match ctx {
+                    None => self.on_client_message(c, &raw),
+                    Some(ctx) => self.route_normalized(c, &raw, ctx),
+                },
+                Effect::Serve { .. } => {}
+                Effect::Fail { c, id, msg, data } => self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, Some(data)),
+                Effect::NewSlot(up) => {
+                    self.ups.push(*up);
+                    self.catalog.add_slot();
+                }
+                Effect::Remove(u, why) => {
+                    self.upstream_gone(u, &why);
+                    let up = &mut self.ups[u];
+                    up.state = upstream::State::Removed;
+                    up.settled = true;
+                }
+                Effect::Listed(u, k, items) => self.set_items(u, k, items),
+                Effect::Settled => self.release_held_inits(),
+            }
+        }
+    }
+}
+
+/// What the tasks subsystem knows of upstream `u` (`tasks::Up`).
+fn task_up(u: UpstreamId, x: &upstream::Upstream) -> tasks::Up<'_> {
+    let modern = x.is_modern();
+    let (legacy_tasks, ext_tasks) = tasks::support(x.rev, modern, x.caps.as_ref());
+    tasks::Up { id: u, name: &x.spec.name, modern, ready: x.is_ready(), legacy_tasks, ext_tasks, timeout_ms: x.spec.timeout_ms, rev: x.rev.unwrap_or(shape::Rev::LATEST_LEGACY), remote: x.spec.remote }
+}
+
+/// [`task_up`] of every upstream, by id.
+fn task_ups(ups: &[upstream::Upstream]) -> Vec<tasks::Up<'_>> {
+    ups.iter().enumerate().map(|(u, x)| task_up(u, x)).collect()
+}
+
+/// The owner of what client `c` asks for as a task (`tasks::Owner`): of a
+/// modern request's principal, else of the connection's.
+fn task_owner<'a>(c: ClientId, ctx: Option<&'a request::ReqCtx>, clients: &'a client::Clients) -> tasks::Owner<'a> {
+    let principal = match ctx {
+        Some(x) => &x.principal[..],
+        None => clients.get(&c).map_or(&[][..], |cl| &cl.principal[..]),
+    };
+    tasks::Owner::of(c, principal, ctx.is_some())
+}
+
+/// Client `c`'s request `id` (`ctx`: a modern one's context), as the tasks
+/// subsystem sees who asks (`tasks::Caller`).
+fn task_caller<'a>(c: ClientId, id: &'a [u8], ctx: Option<&'a request::ReqCtx>, clients: &'a client::Clients) -> tasks::Caller<'a> {
+    let rev = clients.get(&c).map_or(shape::Rev::LATEST_LEGACY, |cl| cl.rev());
+    tasks::Caller { client: c, owner: task_owner(c, ctx, clients), id, rev, ctx }
 }

@@ -267,7 +267,7 @@ impl Hub {
             SubscriptionsListen => self.listen(c, &id, &m.params_value(), &ctx),
             ToolsCall | PromptsGet | ResourcesRead => self.modern_call(c, m, &id, ctx),
             ToolsList | ResourcesList | ResourcesTemplatesList | PromptsList | CompletionComplete => self.route_modern(c, m, None, ctx),
-            TasksGet | TasksUpdate | TasksCancel if super::tasks::declared(&ctx.caps) && self.task_upstream(m, &ctx).is_some() => self.route_modern(c, m, Some(None), ctx),
+            TasksGet | TasksUpdate | TasksCancel if super::tasks::declared(&ctx.caps) && self.tasks.upstream_of(m, &ctx.principal, &super::task_ups(&self.ups)).is_some() => self.route_modern(c, m, Some(None), ctx),
             TasksGet | TasksUpdate | TasksCancel => self.modern_task_request(c, m, &id, &ctx),
             _ => self.modern_error(c, &id, ErrorCode::MethodNotFound, &format!("Method not found: {}", m.method), None),
         }
@@ -281,7 +281,7 @@ impl Hub {
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel` of a task the hub runs.
     fn modern_task_request(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: &ReqCtx) {
-        if let Err(super::request::Refusal(code, msg, data)) = self.task_request(c, id, m.call, &m.params_value(), Some(ctx)) {
+        if let Err(super::request::Refusal(code, msg, data)) = self.task_request(c, id, m, Some(ctx)) {
             self.modern_error(c, id, code, &msg, data);
         }
     }
@@ -418,7 +418,7 @@ impl Hub {
             None => None,
             Some(Value::Array(ids)) if super::tasks::declared(&ctx.caps) => {
                 let asked: Vec<String> = ids.iter().filter_map(Value::as_str).map(str::to_string).collect();
-                Some(self.listenable_tasks(&ctx.principal, &asked))
+                Some(self.tasks.listenable(&ctx.principal, &asked, &super::task_ups(&self.ups)))
             }
             Some(Value::Array(_)) => {
                 let super::request::Refusal(code, msg, data) = super::tasks::missing_extension("subscriptions/listen with taskIds");
@@ -535,7 +535,7 @@ impl Hub {
     /// (an isolated instance: its owner's only). Returns the clients reached.
     pub(super) fn notify_listens_updated(&mut self, u: UpstreamId, exposed: &str, params: &Value) -> Vec<ClientId> {
         let mut out = Vec::new();
-        for (c, cl) in self.clients.iter().filter(|(c, _)| self.may_reach(u, **c)) {
+        for (c, cl) in self.clients.iter().filter(|(c, _)| self.starts.may_reach(u, **c, &self.clients)) {
             for l in cl.listens.iter().filter(|l| l.uris.iter().any(|x| x == exposed)) {
                 out.push((*c, l.id.clone()));
             }
@@ -570,7 +570,7 @@ impl Hub {
         // Requirement: meta-loglevel-per-request (no logLevel → no log notifications)
         let level = p.get("level").and_then(Value::as_str).and_then(level_index).unwrap_or(0);
         let mut to: Vec<ClientId> = self.pending.modern_log_clients(u, level);
-        to.retain(|c| self.may_reach(u, *c));
+        to.retain(|c| self.starts.may_reach(u, *c, &self.clients));
         to.sort();
         to.dedup();
         for c in to {

@@ -59,9 +59,11 @@ use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
 use serde_json::{json, Map, Value};
 
 use super::request::{ReqCtx, MODERN};
+use super::tasks::InputTo;
 use super::pending::Origin;
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
+use super::upward;
 use super::wire::{self, Msg};
 use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
 
@@ -464,8 +466,18 @@ impl Hub {
             return self.refuse_upstream(u, m.id_bytes().unwrap_or(b"null"), &m.method, crate::policy::ratelimit::Refusal::CODE, why);
         }
         // Input for a task the upstream runs goes to the task's creator (`tasks::legacy`).
-        if !self.task_input(u, m) {
-            self.relay_to_client(u, m, link)
+        match self.tasks.input_to(&super::task_up(u, &self.ups[u]), m) {
+            InputTo::Relay => self.relay_to_client(u, m, link),
+            InputTo::Creator(c, _) if self.clients.contains_key(&c) => self.relay_request_to(c, u, m),
+            InputTo::Creator(_, id) => {
+                let fx = self.tasks.creator_gone(u, &id, m);
+                self.apply_task_effects(fx);
+            }
+            InputTo::Task(id) => {
+                let asked = self.input_request(u, m).map(|p| (self.new_key(u), p));
+                let fx = self.tasks.keep_input(u, &id, m, asked, self.now_ms);
+                self.apply_task_effects(fx);
+            }
         }
     }
 
@@ -551,7 +563,7 @@ impl Hub {
     /// with that call's `requestState` resumes it. (Counting it made one
     /// client look like several as soon as a call was left held.)
     fn cause_of(&self, u: UpstreamId, link: &Link) -> Cause {
-        if let Some((creator, _)) = link.task.as_deref().and_then(|t| self.task_owner_of(u, t)) {
+        if let Some(creator) = link.task.as_deref().and_then(|t| self.tasks.creator_of(u, t)) {
             return Cause::Task(creator);
         }
         for t in [link.stream, link.progress].into_iter().flatten() {
@@ -620,7 +632,7 @@ impl Hub {
             // that has not read a list yet: the oldest SDK clients hang on a
             // message they did not ask for before that.
             // An instance's only client of its owner (`isolation`).
-            Cause::None => match self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
+            Cause::None => match self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect::<Vec<_>>()[..] {
                 [only] => Some(only),
                 _ => None,
             },
@@ -650,7 +662,7 @@ impl Hub {
             (cl.rev(), cl.caps_value())
         };
         let mut params = m.params_value();
-        self.rename_related_task(u, &mut params);
+        self.tasks.rename_related(u, &mut params);
         params = context_for(&method, params, &caps);
         if let Err(miss) = declared(&method, &params, &caps) {
             return self.refuse_upstream(u, &id, &method, ErrorCode::MethodNotFound, miss.why);
@@ -1136,8 +1148,8 @@ impl Hub {
         let origin = Origin::Client { client: col.client, id: col.id, progress: col.progress, method: col.method.clone(), renamed_uri: col.renamed_uri, modern: None, sent: Some(sent.clone()) };
         self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         // Requirement: mrtr-new-id-on-retry
-        let modern = self.ups[u].is_modern();
-        self.request_upstream(u, up_id, &col.method, Some(&sent), modern);
+        let modern = self.ups[u].is_modern().then(|| upward::written_headers(&col.method, Some(&sent), &|tool| self.upstream_tool_schema(u, tool)));
+        upward::request(&mut self.out, u, up_id, &col.method, Some(&sent), modern);
     }
 
     fn fail_collect(&mut self, handle: u64, why: &str) {
@@ -1223,7 +1235,7 @@ impl Hub {
                 if let Some(x) = reason {
                     p["reason"] = Value::String(x.to_string());
                 }
-                self.notify_upstream(r.up, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
+                upward::notification(&mut self.out, r.up, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
             }
         }
     }

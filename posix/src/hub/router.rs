@@ -20,7 +20,8 @@ use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
-use super::tasks::Plan;
+use super::tasks::{self, Plan};
+use super::upward;
 use super::wire::{self, Msg};
 use super::{shared, ClientId, Hub, Outcome, Output, UpstreamId};
 
@@ -119,7 +120,7 @@ impl Hub {
             ToolsCall => self.tools_call(c, m, ctx),
             // A task an upstream runs (modern requests only, see `modern`).
             TasksGet | TasksUpdate | TasksCancel if ctx.is_some() => self.upstream_task(c, m, ctx),
-            TasksGet | TasksResult | TasksList | TasksCancel => self.task_request(c, m.id_bytes().unwrap_or(b"null"), m.call, &m.params_value(), ctx),
+            TasksGet | TasksResult | TasksList | TasksCancel => self.task_request(c, m.id_bytes().unwrap_or(b"null"), m, ctx),
             PromptsGet => self.prompts_get(c, m, ctx),
             ResourcesRead => self.resources_read(c, m, ctx),
             ResourcesSubscribe | ResourcesUnsubscribe => self.subscription(c, m, ctx),
@@ -165,31 +166,50 @@ impl Hub {
         };
         // A name no server listed yet may wait for its server (`lazy`).
         let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
-        let plan = self.task_plan(c, m, ctx, u, support.as_deref())?;
+        let declared = || self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
+        let up = super::task_up(u, &self.ups[u]);
+        let plan = self.tasks.plan(m, ctx, declared, &up, support.as_deref())?;
         if plan != Plan::Plain {
-            self.task_room(c, ctx)?;
+            self.tasks.room(super::task_owner(c, ctx, &self.clients).principal)?;
         }
         // The upstream may run it as its task: a 2025 one is asked to,
         // a 2026 one is told mcpx takes tasks (`tasks::poll`). What it
         // can do is known from the configured server, whose list this is.
         let ask = match plan {
             Plan::Upstream(ttl) => Some(ttl),
-            Plan::Hub(ttl) if self.upstream_has_tasks(u) => Some(ttl),
+            Plan::Hub(ttl) if up.ext_tasks => Some(ttl),
             _ => None,
         };
         // The task follows the call to its instance (`isolation`).
-        let u = self.instance_for(c, u)?;
+        let (u, fx) = self.starts.instance_for(c, u, &self.ups, &self.clients)?;
+        self.apply_starts(fx);
         self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
-        if let Plan::Hub(ttl) = plan {
-            self.task_start(c, m, ctx, u, ttl);
-        }
+        let Plan::Hub(ttl) = plan else { return Ok(()) };
+        // The call's `pending` entry becomes the task's: it outlives the
+        // per-request timeout, not mcpx's hard cap.
+        let Some((to, up_id)) = self.pending.by_client(c, m.id_bytes().unwrap_or(b"null")).filter(|k| k.0 == u) else { return Ok(()) };
+        let id = self.tasks.new_id();
+        let Some(progress) = self.pending.make_task(to, up_id, id.clone()) else { return Ok(()) };
+        let who = super::task_caller(c, m.id_bytes().unwrap_or(b"null"), ctx, &self.clients);
+        let fx = self.tasks.start(id, who, &m.method, &super::task_up(u, &self.ups[u]), (up_id, progress), ttl, self.now_ms);
+        self.apply_task_effects(fx);
+        Ok(())
+    }
+
+    /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` (2025-11-25,
+    /// `ctx` None) and `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28)
+    /// of a task the hub holds: the tasks subsystem's to answer.
+    pub(super) fn task_request(&mut self, c: ClientId, rid: &[u8], m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let who = super::task_caller(c, rid, ctx, &self.clients);
+        let fx = self.tasks.request(who, m.call, &m.params_value(), &super::task_ups(&self.ups), self.now_ms)?;
+        self.apply_task_effects(fx);
         Ok(())
     }
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel` of a modern request for a
     /// task an upstream runs: forwarded with the upstream's task id.
     fn upstream_task(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let (u, up, r) = ctx.and_then(|x| self.task_upstream(m, x)).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
+        let (u, up, r) = ctx.and_then(|x| self.tasks.upstream_of(m, &x.principal, &super::task_ups(&self.ups))).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
         self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
     }
 
@@ -409,7 +429,7 @@ impl Hub {
         }
         let rev = if modern { super::request::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
-        let offer_tasks = !modern && k == Kind::Tools && self.client_declared_tasks(c);
+        let offer_tasks = !modern && k == Kind::Tools && self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
         // Policy (hub/policy.rs): the tool-search meta-tools, or the
         // principal's own catalog with trust marks.
         let (items, more) = match self.policy.meta_listing(self.policy_principal(c), k, rev) {
@@ -420,7 +440,7 @@ impl Hub {
                 let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| {
                     let mut item = self.policy.listed_item(e, Server::of(&self.ups[e.up].spec), rev);
                     if offer_tasks {
-                        super::tasks::offer(&mut item);
+                        tasks::offer(&mut item);
                     }
                     item
                 }).collect();
@@ -467,8 +487,10 @@ impl Hub {
         renamed_uri: Option<(String, String)>,
         task_ttl: Option<u64>,
     ) -> Result<(), Refusal> {
-        let u = self.instance_for(c, u)?;
-        if self.park_if_asleep(u, c, m, ctx) {
+        let (u, fx) = self.starts.instance_for(c, u, &self.ups, &self.clients)?;
+        self.apply_starts(fx);
+        if let Some(fx) = self.starts.park_if_asleep(&mut self.ups[u], u, c, m, ctx, self.now_ms) {
+            self.apply_starts(fx);
             return Ok(());
         }
         if !self.ups[u].is_ready() {
@@ -511,7 +533,7 @@ impl Hub {
                 Some((_, renamed)) => wire::string_at(renamed, 0..renamed.len()),
                 None => wire::string_at(m.raw, r),
             });
-            self.forwarded_headers(u, &m.method, name, m.env.params())
+            upward::forwarded_headers(&m.method, name, m.env.params(), &|tool| self.upstream_tool_schema(u, tool))
         });
         let body = wire::upstream_params(m.env.params(), edits, token, |k| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX), &add);
         // A client's `task` member never reaches the upstream as it is: the
@@ -530,9 +552,10 @@ impl Hub {
         let origin = Origin::Client { client: c, id: cid.to_vec(), progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
         self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         if task_ttl.is_some() && !self.ups[u].is_modern() {
-            self.task_asked(u, up_id);
+            let pending = &self.pending;
+            self.tasks.asked(u, up_id, |u, id| pending.contains(u, id));
         }
-        self.request_upstream_headed(u, up_id, &m.method, Some(&body), headers);
+        upward::request(&mut self.out, u, up_id, &m.method, Some(&body), headers);
         Ok(())
     }
 
@@ -544,7 +567,7 @@ impl Hub {
     fn upstream_context(&self, c: ClientId, ctx: Option<&ReqCtx>, task: bool) -> serde_json::Map<String, Value> {
         let mut caps = self.caps_for_upstream(c, ctx);
         if task {
-            caps["extensions"] = json!({ super::tasks::EXT: {} });
+            caps["extensions"] = json!({ tasks::EXT: {} });
         }
         let mut meta = self.modern_meta(caps);
         let legacy_level = || self.clients.get(&c).filter(|cl| cl.log_level.is_some()).and(self.log_level.as_deref()).and_then(super::request::level_index);
@@ -565,8 +588,12 @@ impl Hub {
         let Some(cl) = self.clients.get(&c) else { return };
         let rev = if modern.is_some() { super::request::MODERN } else { cl.rev() };
         let call = Method::known(&method);
-        if let Some(task) = m.result_bytes().filter(|_| call == Some(Method::ToolsCall)).and_then(|r| self.legacy_created(u, r)) {
-            return self.task_adopt(u, c, &id, modern.as_deref(), task);
+        if call == Some(Method::ToolsCall) {
+            let up = super::task_up(u, &self.ups[u]);
+            if let Some(task) = m.result_bytes().and_then(|r| tasks::Tasks::legacy_created(&up, r)) {
+                let fx = self.tasks.adopt(&up, c, &id, super::task_owner(c, modern.as_deref(), &self.clients), modern.is_some(), task, self.now_ms);
+                return self.apply_task_effects(fx);
+            }
         }
         let renamed = match (&renamed_uri, m.result_bytes()) {
             (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, orig, exposed)),
@@ -600,7 +627,7 @@ impl Hub {
             if self.ups[u].is_modern() {
                 match text("resultType").as_deref() {
                     None | Some("complete") => {}
-                    Some("task") if modern.is_some() && self.upstream_has_tasks(u) => {}
+                    Some("task") if modern.is_some() && super::task_up(u, &self.ups[u]).ext_tasks => {}
                     Some("input_required") => {
                         // The relay keeps the input requests as a value (`relay`).
                         let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
@@ -631,7 +658,9 @@ impl Hub {
                 let Some(view) = view.filter(|v| v.kind() == mcpx_core::json::Kind::Object) else {
                     return self.answer_result_as(c, &id, res, outcome);
                 };
-                let tasked = match self.task_reply(u, c, &method, &view, ctx) {
+                let (tasked, fx) = self.tasks.reply(&super::task_up(u, &self.ups[u]), c, &method, &view, &ctx.principal, self.now_ms);
+                self.apply_task_effects(fx);
+                let tasked = match tasked {
                     Ok(t) => t,
                     Err(Refusal(code, msg, data)) => return self.answer_error(c, Some(&id), code, &msg, data),
                 };
@@ -696,15 +725,16 @@ impl Hub {
             out.insert("roots".into(), json!({}));
         }
         // The tasks extension, for an upstream that may answer with a task (`tasks::relay`).
-        if ctx.is_some_and(|x| super::tasks::declared(&x.caps)) {
-            out.insert("extensions".into(), json!({ super::tasks::EXT: {} }));
+        if ctx.is_some_and(|x| tasks::declared(&x.caps)) {
+            out.insert("extensions".into(), json!({ tasks::EXT: {} }));
         }
         Value::Object(out)
     }
 
     /// An upstream became ready: restore subscriptions and the log level.
     pub(super) fn after_ready(&mut self, u: UpstreamId) {
-        self.tasks_refollow(u);
+        let fx = self.tasks.refollow(&super::task_up(u, &self.ups[u]), self.now_ms);
+        self.apply_task_effects(fx);
         if let Some(level) = self.log_level.clone() {
             if self.ups[u].has_cap("logging") {
                 self.send_set_level(u, &level);
@@ -839,7 +869,7 @@ impl Hub {
         let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
         let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
         // A task taken over from a replica that is gone is this one's now.
-        if self.has_task(&task) {
+        if self.tasks.has(&task) {
             return false;
         }
         let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
@@ -854,7 +884,7 @@ impl Hub {
     /// over should this one be gone.
     pub(super) fn publish_task(&mut self, id: &str) {
         let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
-        let Some((record, ttl_ms)) = self.task_record_now(id) else { return };
+        let Some((record, ttl_ms)) = self.tasks.record_now(id, &super::task_ups(&self.ups), self.now_ms) else { return };
         self.out.push_back(Output::Shared(shared::publish(me, id, record, ttl_ms)));
     }
 
@@ -892,14 +922,13 @@ impl Hub {
                     self.apply_shared([e]);
                 }
                 Effect::TakeOver { c, id, task, from, why, record, msg } => {
-                    if self.restore_one(&record, self.now_ms, Some(&from)).is_none() {
+                    if self.tasks.restore_one(&record, &super::task_ups(&self.ups), self.now_ms, Some(&from)).is_none() {
                         self.apply_shared([shared::not_taken_over(c, &id, &from, &why)]);
                         continue;
                     }
                     self.log(super::Level::Warn, format!("task {task} taken over from mcpx replica '{from}', which could not answer ({why})"));
-                    self.publish_task(&task);
-                    self.tasks_save();
-                    self.tasks_refollow_ready();
+                    let fx = self.tasks.taken_over(task, &super::task_ups(&self.ups), self.now_ms);
+                    self.apply_task_effects(fx);
                     if let Ok(m) = wire::parse(&msg) {
                         self.on_modern_request(c, &m);
                     }

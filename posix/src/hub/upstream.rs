@@ -39,6 +39,7 @@ use super::catalog::{Kind, Naming};
 use super::request::Refusal;
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
+use super::upward;
 use super::wire::{self, Kind as MsgKind, Msg};
 use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, Oversize, UpstreamId, UpstreamSpec};
 
@@ -222,23 +223,6 @@ impl Upstreams {
         Ok(out)
     }
 
-    /// How many slots there are (removed ones included): ids are `0..len()`.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn get(&self, u: UpstreamId) -> Option<&Upstream> {
-        self.0.get(u)
-    }
-
-    pub fn get_mut(&mut self, u: UpstreamId) -> Option<&mut Upstream> {
-        self.0.get_mut(u)
-    }
-
-    pub fn iter(&self) -> std::slice::Iter<'_, Upstream> {
-        self.0.iter()
-    }
-
     /// Is `u` a slot still in the configuration?
     pub fn is_live(&self, u: UpstreamId) -> bool {
         self.0.get(u).is_some_and(|up| !up.is_removed())
@@ -279,16 +263,18 @@ impl Upstreams {
     }
 }
 
-impl std::ops::Index<UpstreamId> for Upstreams {
-    type Output = Upstream;
-    fn index(&self, u: UpstreamId) -> &Upstream {
-        &self.0[u]
+/// Read and changed in place as the slice of slots it is (ids are its
+/// indices); slots come and go only through its own methods.
+impl std::ops::Deref for Upstreams {
+    type Target = [Upstream];
+    fn deref(&self) -> &[Upstream] {
+        &self.0
     }
 }
 
-impl std::ops::IndexMut<UpstreamId> for Upstreams {
-    fn index_mut(&mut self, u: UpstreamId) -> &mut Upstream {
-        &mut self.0[u]
+impl std::ops::DerefMut for Upstreams {
+    fn deref_mut(&mut self) -> &mut [Upstream] {
+        &mut self.0
     }
 }
 
@@ -390,9 +376,10 @@ impl Hub {
             let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
             let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
             let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
-            self.request_upstream(u, id, name, Some(&p), true);
+            let headers = upward::written_headers(name, Some(&p), &|tool| self.upstream_tool_schema(u, tool));
+            upward::request(&mut self.out, u, id, name, Some(&p), Some(headers));
         } else {
-            self.request_upstream(u, id, name, params, false);
+            upward::request(&mut self.out, u, id, name, params, None);
         }
         Some(id)
     }
@@ -637,7 +624,7 @@ impl Hub {
                     self.log(Level::Debug, msg);
                     return;
                 };
-                self.task_ask_done(u, id);
+                self.tasks.ask_done(u, id);
                 match f.origin {
                     o @ Origin::Client { .. } => {
                         // An answer ends a use: the idle time counts from here.
@@ -645,12 +632,18 @@ impl Hub {
                         self.answer_client(u, o, &m)
                     }
                     Origin::Held(h) => self.held_answered(h, &m),
-                    Origin::Task(t) => self.task_answered(u, &t, &m),
+                    Origin::Task(t) => {
+                        let fx = self.tasks.answered(&super::task_up(u, &self.ups[u]), &t, &m, self.now_ms);
+                        self.apply_task_effects(fx);
+                    }
                     Origin::Discover => self.on_discover_answer(u, &m),
                     Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
                     Origin::Initialize => self.on_initialize_answer(u, &m),
                     Origin::List(k) => self.on_list_page(u, k, &m),
-                    Origin::TaskCancelled => self.task_cancelled_answered(u, &m),
+                    Origin::TaskCancelled => {
+                        let fx = self.tasks.cancelled_answered(&super::task_up(u, &self.ups[u]), &m);
+                        self.apply_task_effects(fx);
+                    }
                     Origin::Fire | Origin::Ping => {}
                 }
             }
@@ -711,7 +704,7 @@ impl Hub {
         up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
         up.state = State::Ready;
         up.last_error = None;
-        self.notify_upstream(u, Method::Initialized, None);
+        upward::notification(&mut self.out, u, Method::Initialized, None);
         let msg = format!("server '{name}' ready ({})", rev.as_str());
         self.log(Level::Info, msg);
         self.read_lists(u);
@@ -776,7 +769,7 @@ impl Hub {
     }
 
     fn start_listing(&mut self, u: UpstreamId, k: Kind) {
-        if self.is_instance(u) {
+        if self.starts.is_instance(u) {
             return; // its catalog is its template's (`isolation`)
         }
         if let Some(l) = self.ups[u].listing[k.idx()].as_mut() {
@@ -883,7 +876,8 @@ impl Hub {
         if self.ups[u].is_ready() {
             self.report_lists(u);
             self.ups[u].start_awaited = false;
-            self.release_parked(u);
+            let fx = self.starts.release(u);
+            self.apply_starts(fx);
         }
     }
 
@@ -891,10 +885,10 @@ impl Hub {
     /// (`Output::ListsRead`) once per start and then whenever a re-read
     /// changed them, never for an instance (its lists are its template's).
     fn report_lists(&mut self, u: UpstreamId) {
-        if self.is_instance(u) {
+        if self.starts.is_instance(u) {
             return;
         }
-        let Some(lists) = self.lists_json(u) else { return };
+        let Some(lists) = self.upstream_lists(u) else { return };
         let mut h = DefaultHasher::new();
         serde_json::to_vec(&lists).unwrap_or_default().hash(&mut h);
         let digest = h.finish();
@@ -915,7 +909,10 @@ impl Hub {
         match m.call {
             SubscriptionsAcknowledged => {}
             Progress => self.upstream_progress(u, m),
-            TasksStatus => self.task_status_from_upstream(u, &m.params_value()),
+            TasksStatus => {
+                let fx = self.tasks.status_from_upstream(&super::task_up(u, &self.ups[u]), &m.params_value(), self.now_ms);
+                self.apply_task_effects(fx);
+            }
             LogMessage => self.upstream_log(u, m),
             ToolsListChanged => self.relist(u, &[Kind::Tools]),
             PromptsListChanged => self.relist(u, &[Kind::Prompts]),
@@ -950,7 +947,7 @@ impl Hub {
         if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
             return;
         }
-        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.may_reach(u, **k)).map(|(k, _)| *k).collect();
+        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect();
         for c in ids {
             self.notify_client(c, Method::LogMessage, &p);
         }
@@ -969,7 +966,7 @@ impl Hub {
         }
         let reached = self.notify_listens_updated(u, &exposed, &out);
         // Subscribers asked for these: no need to wait for a list.
-        let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.may_reach(u, *c)).collect();
+        let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.starts.may_reach(u, *c, &self.clients)).collect();
         for c in to {
             self.notify_client(c, Method::ResourcesUpdated, &out);
         }
@@ -1019,7 +1016,7 @@ impl Hub {
             // longer on its stream.
             Origin::Task(t) => {
                 let t = t.clone();
-                let Some((c, token)) = self.task_progress_to(&t) else { return };
+                let Some((c, token)) = self.tasks.progress_to(&t).filter(|(c, _)| self.clients.contains_key(c)) else { return };
                 (c, token, About::Notification { unsolicited: false, related: None })
             }
             _ => return,
@@ -1056,11 +1053,13 @@ impl Hub {
                 self.fall_asleep(u);
             } else {
                 // A start asked for by a request did not come up.
-                self.wake_failed(u, reason);
+                let fx = self.starts.wake_failed(&mut self.ups[u], u, reason);
+                self.apply_starts(fx);
             }
             return;
         }
-        self.wake_failed(u, reason);
+        let fx = self.starts.wake_failed(&mut self.ups[u], u, reason);
+        self.apply_starts(fx);
         let name = self.ups[u].spec.name.clone();
         let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
         let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
@@ -1105,7 +1104,10 @@ impl Hub {
                     let msg = format!("server '{name}' exited before answering {method} ({reason})");
                     self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
                 }
-                Origin::Task(t) => self.task_lost(&t, format!("server '{name}' exited before the task finished ({reason})")),
+                Origin::Task(t) => {
+                    let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({reason})"), self.now_ms);
+                    self.apply_task_effects(fx);
+                }
                 _ => {}
             }
         }
@@ -1150,7 +1152,8 @@ impl Hub {
         let name = up.spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; restarting it with its new entry"));
         self.upstream_gone(u, why);
-        self.instances_removed(u, why);
+        let fx = self.starts.remove_instances(u, why);
+        self.apply_starts(fx);
         up.state = State::Replacing;
         up.start_awaited = true;
         let old = self.ups.replace(u, up);
@@ -1174,7 +1177,7 @@ impl Hub {
     /// its lists known and `current`, for what its new entry runs, and no
     /// request waiting).
     pub(super) fn on_upstream_replaced(&mut self, u: UpstreamId, current: bool) -> bool {
-        let waiting = self.parked_for(u);
+        let waiting = self.starts.parked_for(u);
         let Some(up) = self.ups.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
         if up.spec.lazy && current && up.caps.is_some() && !waiting {
             up.state = State::Asleep { stopping: false };
@@ -1209,7 +1212,8 @@ impl Hub {
         let name = self.ups[u].spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; stopping it"));
         self.upstream_gone(u, why);
-        self.instances_removed(u, why);
+        let fx = self.starts.remove_instances(u, why);
+        self.apply_starts(fx);
         for k in Kind::ALL {
             self.set_items(u, k, Vec::new());
         }
@@ -1269,7 +1273,8 @@ impl Hub {
             }
             (Some(id), Some(Origin::Task(_))) => {
                 let Some(Fwd { origin: Origin::Task(t), .. }) = self.pending.take(u, id) else { return };
-                self.task_lost(&t, format!("server '{name}' answered with {len} bytes, over {limit}; the answer was dropped"));
+                let fx = self.tasks.lost(&t, format!("server '{name}' answered with {len} bytes, over {limit}; the answer was dropped"), self.now_ms);
+                self.apply_task_effects(fx);
             }
             (Some(id), Some(_)) => {
                 // The hub's own request (a list page, a probe): its timeout decides.
@@ -1301,11 +1306,14 @@ impl Hub {
             self.on_timeout(u, id, f);
         }
         self.relay_tick();
-        self.tasks_tick();
+        let fx = self.tasks.poll(&super::task_ups(&self.ups), self.now_ms);
+        self.apply_task_effects(fx);
+        let fx = self.tasks.expire(&super::task_ups(&self.ups), self.now_ms);
+        self.apply_task_effects(fx);
         self.release_held_inits();
         self.ping_tick();
-        self.lazy_tick();
-        self.isolation_tick();
+        let fx = self.starts.tick(self.now_ms, &self.ups, &self.clients, &|u| self.pending.busy(u));
+        self.apply_starts(fx);
         let clients = &self.clients;
         let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
         self.apply_shared(effects);
@@ -1336,7 +1344,7 @@ impl Hub {
     }
 
     fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
-        self.task_ask_done(u, id);
+        self.tasks.ask_done(u, id);
         let name = self.ups[u].spec.name.clone();
         let sent_ms = f.sent_ms();
         let waited = self.now_ms.saturating_sub(sent_ms);
@@ -1364,7 +1372,8 @@ impl Hub {
             Origin::Held(h) => self.held_expired(u, id, h),
             Origin::Task(t) => {
                 self.cancel_upstream(u, id, "timed out");
-                self.task_lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"));
+                let fx = self.tasks.lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"), self.now_ms);
+                self.apply_task_effects(fx);
             }
             Origin::Discover => {
                 if let Some(LateProbe::Waiting { id: late, .. }) = self.ups[u].late {
@@ -1414,12 +1423,12 @@ impl Hub {
     pub(super) fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
         if self.ups[u].is_up() {
             let p = json!({ "requestId": id, "reason": reason });
-            self.notify_upstream(u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
+            upward::notification(&mut self.out, u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
         }
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.lazy_deadline(), self.tasks_deadline(), self.isolation_deadline(), self.shared.deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
     }
 
     /// The configured servers that are not ready (starting, restarting,
@@ -1427,7 +1436,7 @@ impl Hub {
     /// ([`super::NOT_READY_META`]): name, state, and whether their tools are
     /// known (listed as they last ran) or not yet.
     pub(super) fn servers_not_ready(&self) -> Vec<Value> {
-        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !self.is_instance(*i);
+        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !self.starts.is_instance(*i);
         self.ups.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
     }
 
@@ -1482,7 +1491,7 @@ impl Hub {
             "pending": self.pending.len(),
             "relays": self.relays.len(),
             "config": self.config_status,
-            "tasks": self.tasks_status(),
+            "tasks": self.tasks.status(),
         })
     }
 }

@@ -11,9 +11,15 @@
 //! `inputSchema`, as last listed, annotates with `x-mcp-header`). They are
 //! read from those params with core's span scanner, values go through
 //! core's header codec (the Base64 sentinel when not plain ASCII).
+//!
+//! The writers are functions over the hub's output queue, one per kind of
+//! message; the hub runs its policy on an answer before it is written
+//! (`Hub::emit_upstream`), and gives the headers its tools' schemas.
 
+use std::collections::VecDeque;
 use std::io::Write as _;
 
+use mcpx_core::envelope::{self, Envelope};
 use mcpx_core::headers;
 use mcpx_core::json::{self, JsonValue, Kind};
 use mcpx_core::method::Method;
@@ -21,80 +27,57 @@ use serde_json::Value;
 
 use super::request::MODERN;
 use super::wire;
-use super::{Hub, IdKey, ModernHeaders, Output, Upward, UpstreamId};
+use super::{IdKey, ModernHeaders, Output, Upward, UpstreamId};
 
-impl Hub {
-    /// Sends the hub's request `id` (`method`, `params` as written) to `u`;
-    /// `modern`: it is a 2026-07-28 request, whose headers are built here.
-    pub(super) fn request_upstream(&mut self, u: UpstreamId, id: u64, method: &str, params: Option<&[u8]>, modern: bool) {
-        let modern = modern.then(|| self.modern_headers_of(u, method, params));
-        self.request_upstream_headed(u, id, method, params, modern);
-    }
+/// A tool's `inputSchema` by its name (the upstream's, or as exposed).
+pub(crate) type Schema<'s> = dyn Fn(&str) -> Option<&'s Value> + 's;
 
-    /// [`Hub::request_upstream`] with the headers of a 2026-07-28 request
-    /// already built (from the view the params were written from).
-    pub(super) fn request_upstream_headed(&mut self, u: UpstreamId, id: u64, method: &str, params: Option<&[u8]>, modern: Option<ModernHeaders>) {
-        let bytes = wire::request(id, method, params);
-        let about = Upward::Request { id: id_key(id), method: Method::known(method), modern };
-        self.out.push_back(Output::ToUpstream(u, bytes, about));
-    }
+/// Writes the hub's request `id` (`method`, `params` as written) to `u`;
+/// `modern`: for a 2026-07-28 request, its headers.
+pub(super) fn request(out: &mut VecDeque<Output>, u: UpstreamId, id: u64, method: &str, params: Option<&[u8]>, modern: Option<ModernHeaders>) {
+    let bytes = wire::request(id, method, params);
+    let about = Upward::Request { id: id_key(id), method: Method::known(method), modern };
+    out.push_back(Output::ToUpstream(u, bytes, about));
+}
 
-    /// The 2026-07-28 headers of a client's request `params` (a view into
-    /// its message) forwarded to `u` under `name` (the upstream's name of
-    /// the tool, prompt or resource): read from the client's view, not from
-    /// the bytes written for `u`.
-    pub(super) fn forwarded_headers(&self, u: UpstreamId, method: &str, name: Option<String>, params: Option<JsonValue<'_>>) -> ModernHeaders {
-        let schema = |tool: &str| self.upstream_tool_schema(u, tool);
-        headers_named(method, name, params.and_then(|p| p.get("arguments")), &schema)
-    }
+/// Writes the hub's notification `method` (with `params`) to `u`.
+pub(super) fn notification(out: &mut VecDeque<Output>, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>) {
+    let bytes = wire::notification(method, params);
+    out.push_back(Output::ToUpstream(u, bytes, Upward::Notification { method: Some(method) }));
+}
 
-    /// Sends the hub's notification `method` (with `params`) to `u`.
-    pub(super) fn notify_upstream(&mut self, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>) {
-        let bytes = wire::notification(method, params);
-        self.out.push_back(Output::ToUpstream(u, bytes, Upward::Notification { method: Some(method) }));
-    }
+/// Writes an answer (result or error, `bytes`) to one of `u`'s requests.
+pub(super) fn answer(out: &mut VecDeque<Output>, u: UpstreamId, bytes: Vec<u8>) {
+    out.push_back(Output::ToUpstream(u, bytes, Upward::Answer));
+}
 
-    /// Sends an answer (result or error, `bytes`) to one of `u`'s requests.
-    pub(super) fn emit_upstream(&mut self, u: UpstreamId, bytes: Vec<u8>) {
-        // Policy: audit and elicitation-answer check of relayed requests (hub/policy.rs).
-        let (bytes, lines) = self.policy.answer_upstream(u, bytes, self.now_ms);
-        self.apply_policy(lines);
-        self.out.push_back(Output::ToUpstream(u, bytes, Upward::Answer));
-    }
+/// The 2026-07-28 headers of the hub's request of `method` with `params`
+/// as written (parsed again here: the hub's own requests, and a retry's).
+pub(super) fn written_headers(method: &str, params: Option<&[u8]>, schema: &Schema<'_>) -> ModernHeaders {
+    modern_headers(method, params.and_then(|p| json::parse(p).ok()), schema)
+}
 
-    /// The 2026-07-28 headers of modern request `msg` to `u`, built again
-    /// (the transport retries a request once after the server answered
-    /// -32020 and the hub listed its tools again: the annotations may have
-    /// changed). `None` when `msg` is not a request. This reads `msg`
-    /// again, on that retry only.
-    pub fn upstream_headers_again(&self, u: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
-        let env = mcpx_core::envelope::Envelope::parse(msg).ok()?;
-        if env.kind() != mcpx_core::envelope::Kind::Request {
-            return None;
-        }
-        let method = String::from_utf8(env.method()?.decoded().collect()).ok()?;
-        let schema = |tool: &str| self.upstream_tool_schema(u, tool);
-        Some(modern_headers(&method, env.params(), &schema))
-    }
+/// The 2026-07-28 headers of a client's request `params` (a view into its
+/// message) forwarded under `name` (the upstream's name of the tool,
+/// prompt or resource): read from the client's view, not from the bytes
+/// written for the upstream.
+pub(super) fn forwarded_headers(method: &str, name: Option<String>, params: Option<JsonValue<'_>>, schema: &Schema<'_>) -> ModernHeaders {
+    headers_named(method, name, params.and_then(|p| p.get("arguments")), schema)
+}
 
-    /// The 2026-07-28 headers a client of the hub sends with its request
-    /// `msg` (one forwarded to another replica, which checks them as any
-    /// request's): `None` when `msg` is not a request.
-    pub fn client_request_headers(&self, msg: &[u8]) -> Option<ModernHeaders> {
-        let env = mcpx_core::envelope::Envelope::parse(msg).ok()?;
-        if env.kind() != mcpx_core::envelope::Kind::Request {
-            return None;
-        }
-        let method = String::from_utf8(env.method()?.decoded().collect()).ok()?;
-        let schema = |tool: &str| self.catalog.get(super::catalog::Kind::Tools, tool)?.item.get("inputSchema");
-        Some(modern_headers(&method, env.params(), &schema))
+/// The 2026-07-28 headers of request `msg`, built again: for an upstream
+/// (the transport retries a request once after the server answered -32020
+/// and the hub listed its tools again: the annotations may have changed;
+/// `msg` is read again, on that retry only), or as a client of the hub
+/// sends them (a request forwarded to another replica, which checks them
+/// as any request's). `None` when `msg` is not a request.
+pub(super) fn headers_again(msg: &[u8], schema: &Schema<'_>) -> Option<ModernHeaders> {
+    let env = Envelope::parse(msg).ok()?;
+    if env.kind() != envelope::Kind::Request {
+        return None;
     }
-
-    fn modern_headers_of(&self, u: UpstreamId, method: &str, params: Option<&[u8]>) -> ModernHeaders {
-        let params = params.and_then(|p| json::parse(p).ok());
-        let schema = |tool: &str| self.upstream_tool_schema(u, tool);
-        modern_headers(method, params, &schema)
-    }
+    let method = String::from_utf8(env.method()?.decoded().collect()).ok()?;
+    Some(modern_headers(&method, env.params(), schema))
 }
 
 /// The id of the hub's request `id` as its JSON bytes, without allocating.
@@ -121,14 +104,14 @@ fn encoded(value: &str) -> Vec<u8> {
 /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*`
 /// mirrors of the arguments that `schema` (a tool's `inputSchema` by the
 /// upstream's name of the tool) annotates with `x-mcp-header`.
-pub(crate) fn modern_headers<'s>(method: &str, params: Option<JsonValue<'_>>, schema: &dyn Fn(&str) -> Option<&'s Value>) -> ModernHeaders {
+pub(crate) fn modern_headers(method: &str, params: Option<JsonValue<'_>>, schema: &Schema<'_>) -> ModernHeaders {
     let name = headers::name_source(method).and_then(|s| params?.get(s.field())).and_then(text);
     headers_named(method, name, params.and_then(|p| p.get("arguments")), schema)
 }
 
 /// [`modern_headers`] of a request whose `Mcp-Name` is `name` and whose
 /// `params.arguments` are `args`.
-fn headers_named<'s>(method: &str, name: Option<String>, args: Option<JsonValue<'_>>, schema: &dyn Fn(&str) -> Option<&'s Value>) -> ModernHeaders {
+fn headers_named(method: &str, name: Option<String>, args: Option<JsonValue<'_>>, schema: &Schema<'_>) -> ModernHeaders {
     let lower = |s: &str| s.to_ascii_lowercase();
     // Requirement: streamable-http-standard-headers-required, streamable-http-client-sends-metadata-headers, streamable-http-mcp-name-base64
     let mut h = vec![

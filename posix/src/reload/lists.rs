@@ -12,7 +12,7 @@
 //! within the store's timeout, with a warning) from the disk; without
 //! either, a lazy server is started once to learn them. A server that is
 //! not lazy starts anyway; known lists let mcpx list it before it is up
-//! (a slow start, another replica's), and its calls wait for it (`hub::lazy`).
+//! (a slow start, another replica's), and its calls wait for it (`hub::starts::lazy`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -17,7 +17,7 @@
 //! log and applies at the next start.
 //!
 //! The same task starts and stops the processes of lazy servers when the hub
-//! asks (`Output::Power`: lazy start, idle stop; see `hub::lazy`), and keeps
+//! asks (`Output::Power`: lazy start, idle stop; see `hub::starts::lazy`), and keeps
 //! servers' lists when they are read (`Output::ListsRead`), on disk for the
 //! next start of mcpx and in the shared store for other replicas ([`lists`]).
 //!
@@ -376,7 +376,7 @@ impl State {
     /// The hub asks for server `u`'s process to start (a request waits for
     /// it) or to stop (idle; its lists are saved first).
     ///
-    /// An instance of an isolated server (`hub::isolation`) runs its
+    /// An instance of an isolated server (`hub::starts::isolation`) runs its
     /// server's entry, under the name `NAME#ID` in logs; its lists are its
     /// server's, not saved.
     async fn power(&self, u: UpstreamId, p: Power) {

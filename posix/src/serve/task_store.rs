@@ -14,7 +14,7 @@ use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
 use crate::config::{self, EnvLookup, Source};
-use crate::hub::Hub;
+use crate::hub::TASK_STATE_MAX;
 
 /// The state file of the hub listening on `addr` with the config from `source`.
 pub fn path(env: EnvLookup<'_>, source: &Source, addr: SocketAddr) -> Option<PathBuf> {
@@ -27,7 +27,7 @@ pub fn path(env: EnvLookup<'_>, source: &Source, addr: SocketAddr) -> Option<Pat
     Some(config::state_dir(env)?.join("tasks").join(format!("{name}.json")))
 }
 
-/// The file's content, if there is one (at most `Hub::TASK_STATE_MAX` + 1
+/// The file's content, if there is one (at most `TASK_STATE_MAX` + 1
 /// bytes are read: the hub refuses a larger one).
 pub fn load(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     let f = match std::fs::File::open(path) {
@@ -36,7 +36,7 @@ pub fn load(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
         Err(e) => return Err(e),
     };
     let mut bytes = Vec::new();
-    f.take(Hub::TASK_STATE_MAX as u64 + 1).read_to_end(&mut bytes)?;
+    f.take(TASK_STATE_MAX as u64 + 1).read_to_end(&mut bytes)?;
     Ok(Some(bytes))
 }
 

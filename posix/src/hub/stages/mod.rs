@@ -81,9 +81,10 @@ impl Hub {
                 Lookup::Visible(ToolRoute { up: e.up, original: e.original.clone(), task_support })
             }
         };
-        let unlisted = matches!(lookup, Lookup::NotListed).then(|| self.unlisted_owner(&call.name)).flatten();
+        let unlisted = matches!(lookup, Lookup::NotListed).then(|| self.starts.unlisted_owner(&call.name, &self.ups)).flatten();
         if let Some(u) = unlisted {
-            if self.park_for_start(u, c, m, ctx) {
+            if let Some(fx) = self.starts.park(&mut self.ups[u], u, c, m, ctx, self.now_ms) {
+                self.apply_starts(fx);
                 return Ok(None);
             }
             self.admit(c, id, Class::ToolCall, None, &call.name)?;

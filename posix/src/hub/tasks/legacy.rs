@@ -25,30 +25,34 @@
 //!   brings the answers (`input`).
 
 use mcpx_core::error::ErrorCode;
+use mcpx_core::meta::RELATED_TASK_KEY;
 use mcpx_core::method::Method;
-use mcpx_core::revision::Feature;
 use serde_json::{json, Value};
 
 use super::table::{Input, Status, Task};
-use super::TaskView;
-use crate::hub::request::ReqCtx;
-use crate::hub::pending::Origin;
+use super::{Effect, Owner, Tasks, Up};
 use crate::hub::shape;
 use crate::hub::wire::{self, Msg};
-use mcpx_core::meta::RELATED_TASK_KEY;
-use crate::hub::{ClientId, Hub, Level, UpstreamId};
+use crate::hub::{ClientId, Level, UpstreamId};
 
-impl Hub {
-    /// Does legacy upstream `u` run `tools/call` as tasks (2025-11-25)?
-    pub(in crate::hub) fn upstream_has_legacy_tasks(&self, u: UpstreamId) -> bool {
-        let up = &self.ups[u];
-        !up.is_modern() && up.rev.is_some_and(|r| r.supports(Feature::CoreTasks)) && up.caps.as_ref().and_then(|c| crate::hub::value_at(c, &["tasks", "requests", "tools", "call"])).is_some_and(Value::is_object)
-    }
+/// Where an upstream's request for input goes, by the task it names
+/// ([`Tasks::input_to`]).
+pub(in crate::hub) enum InputTo {
+    /// It belongs to no task the hub relays: the relay's.
+    Relay,
+    /// To the 2025-11-25 connection that created the task (its id), as a
+    /// wire request if it is connected ([`Tasks::creator_gone`] if not).
+    Creator(ClientId, String),
+    /// Kept in the 2026 task (its id) until `tasks/update` brings the
+    /// answer ([`Tasks::keep_input`]).
+    Task(String),
+}
 
-    /// The task of `result`, an answer of legacy upstream `u` to a
-    /// `tools/call`, when it is a `CreateTaskResult`.
-    pub(in crate::hub) fn legacy_created(&self, u: UpstreamId, result: &[u8]) -> Option<Value> {
-        if !self.upstream_has_legacy_tasks(u) {
+impl Tasks {
+    /// The task of `result`, an answer of upstream `up` to a `tools/call`,
+    /// when it is a 2025-11-25 server's `CreateTaskResult`.
+    pub fn legacy_created(up: &Up, result: &[u8]) -> Option<Value> {
+        if !up.legacy_tasks {
             return None;
         }
         let v: Value = serde_json::from_slice(result).ok()?;
@@ -57,176 +61,175 @@ impl Hub {
         Some(task.clone())
     }
 
-    /// Legacy upstream `u` created `task` for request `rid` of client `c`
-    /// (`ctx`: a 2026 request): the hub's task for it, answered at once.
+    /// Legacy upstream `up` created `task` for request `rid` of client `c`
+    /// of `owner` (`modern`: a 2026 request): the hub's task for it,
+    /// answered at once.
     // Requirement: tasks-return-createtaskresult, tasks-id-string-receiver-unique
-    pub(in crate::hub) fn task_adopt(&mut self, u: UpstreamId, c: ClientId, rid: &[u8], ctx: Option<&ReqCtx>, task: Value) {
-        let up = task["taskId"].as_str().unwrap_or_default().to_string();
-        let owner = self.principal_of(c, ctx);
-        if let Err(e) = self.tasks.table.make_room(&owner, &self.opts.tasks) {
-            self.cancel_upstream_task(u, &up);
-            return self.answer_error(c, Some(rid), ErrorCode::InternalError, &e.to_string(), None);
+    pub fn adopt(&mut self, up: &Up, c: ClientId, rid: &[u8], owner: Owner, modern: bool, task: Value, now: u64) -> Vec<Effect> {
+        let up_task = task["taskId"].as_str().unwrap_or_default().to_string();
+        if let Err(e) = self.table.make_room(owner.principal, &self.opts) {
+            self.cancel_upstream_task(up, &up_task);
+            self.out.push(Effect::Refuse { client: c, id: rid.to_vec(), refusal: crate::hub::request::Refusal(ErrorCode::InternalError, e.to_string(), None) });
+            return self.effects();
         }
-        let o = &self.opts.tasks;
+        let o = &self.opts;
         let ttl_ms = task.get("ttl").and_then(Value::as_u64).unwrap_or(o.default_ttl_ms).min(o.max_ttl_ms);
-        let id = self.tasks.ids.next();
-        let now = self.now_ms;
-        // The outcome: the upstream's `tasks/result`, held open for the TTL.
-        let held = self.ask_upstream_task(u, Method::TasksResult, &up, Origin::Task(id.clone()), ttl_ms);
+        let id = self.ids.next();
+        // The outcome: the upstream's `tasks/result`, held open for the TTL
+        // (the task's `call` once it went out).
+        self.ask_upstream_task(up, Method::TasksResult, &up_task, Some(id.clone()), ttl_ms);
         let status = task.get("status").and_then(Value::as_str).and_then(Status::parse).filter(|s| !s.is_terminal()).unwrap_or(Status::Working);
-        let mut t = Task::new(owner, c, ctx.is_some(), "tools/call", now, ttl_ms);
+        let mut t = Task::new(owner, c, modern, "tools/call", now, ttl_ms);
         t.status = status;
         t.message = task.get("statusMessage").and_then(Value::as_str).map(str::to_string);
-        t.call = held.map(|h| (u, h));
-        t.relayed = Some((u, up.clone()));
-        let server = self.ups[u].spec.name.clone();
+        t.relayed = Some((up.id, up_task.clone()));
         // Requirement: tasks-audit
-        self.log(Level::Info, format!("task {id} created: server '{server}' runs it as its task {up}, for client {c}"));
-        let body = self.task_body(&id, &t, TaskView::Created);
-        self.tasks.table.insert(id.clone(), t);
-        self.publish_task(&id);
-        self.tasks_save();
-        self.answer_result(c, rid, &body);
+        self.log(Level::Info, format!("task {id} created: server '{}' runs it as its task {up_task}, for client {c}", up.name));
+        self.created(id, t, c, rid.to_vec())
     }
 
-    /// `tasks/*` request `method` about upstream `u`'s task `up` (a 2026
-    /// upstream is told mcpx speaks the extension), answered to `origin`.
-    pub(in crate::hub) fn ask_upstream_task(&mut self, u: UpstreamId, method: Method<'static>, up: &str, origin: Origin, timeout: u64) -> Option<u64> {
-        let mut p = json!({ "taskId": up });
-        if self.ups[u].is_modern() {
+    /// `tasks/*` request `method` about upstream `up`'s task `up_task` (a
+    /// 2026 upstream is told mcpx speaks the extension), answered to task
+    /// `task` (else nobody waits for it).
+    pub(super) fn ask_upstream_task(&mut self, up: &Up, method: Method<'static>, up_task: &str, task: Option<String>, timeout: u64) {
+        let mut p = json!({ "taskId": up_task });
+        if up.modern {
             p["_meta"] = json!({ mcpx_core::meta::CLIENT_CAPABILITIES_KEY: { "extensions": { super::EXT: {} } } });
         }
-        let p = serde_json::to_vec(&p).unwrap_or_default();
-        self.send_upstream(u, method, Some(&p), origin, timeout)
+        let params = serde_json::to_vec(&p).unwrap_or_default();
+        self.out.push(Effect::Ask { u: up.id, method, params, task, timeout });
     }
 
-    /// Asks upstream `u` to cancel its task `up` (nobody waits for the answer).
-    // Requirement: cancellation-task-use-tasks-cancel
-    /// Request `id` to upstream `u` asks it to run the call as its task.
-    pub(in crate::hub) fn task_asked(&mut self, u: UpstreamId, id: u64) {
-        if self.tasks.asked.len() >= self.opts.max_pending {
-            let pending = &self.pending;
-            self.tasks.asked.retain(|(u, id)| pending.contains(*u, *id));
+    /// Request `id` to upstream `u` asks it to run the call as its task;
+    /// `in_flight` says which requests are still pending.
+    pub fn asked(&mut self, u: UpstreamId, id: u64, in_flight: impl Fn(UpstreamId, u64) -> bool) {
+        if self.asked.len() >= self.max_pending {
+            self.asked.retain(|(u, id)| in_flight(*u, *id));
         }
-        self.tasks.asked.insert((u, id));
+        self.asked.insert((u, id));
     }
 
     /// Request `id` to `u` was answered or is gone.
-    pub(in crate::hub) fn task_ask_done(&mut self, u: UpstreamId, id: u64) {
-        if !self.tasks.asked.is_empty() {
-            self.tasks.asked.remove(&(u, id));
+    pub fn ask_done(&mut self, u: UpstreamId, id: u64) {
+        if !self.asked.is_empty() {
+            self.asked.remove(&(u, id));
         }
     }
 
-    /// The client cancelled request `id` to `u`: when it asked `u` to run
-    /// a task, the call waits for the answer instead, whose task is then
-    /// cancelled with `tasks/cancel`, never `notifications/cancelled`. True
-    /// when so.
+    /// The client cancelled request `id` to `u`: true when it asked `u` to
+    /// run a task. The call then waits for the answer instead
+    /// (`Origin::TaskCancelled`), whose task is cancelled with
+    /// `tasks/cancel`, never `notifications/cancelled`.
     // Requirement: cancellation-task-use-tasks-cancel
-    pub(in crate::hub) fn task_ask_cancelled(&mut self, u: UpstreamId, id: u64) -> bool {
-        if self.tasks.asked.is_empty() || !self.tasks.asked.remove(&(u, id)) {
-            return false;
-        }
-        self.pending.set_origin(u, id, Origin::TaskCancelled)
+    pub fn ask_cancelled(&mut self, u: UpstreamId, id: u64) -> bool {
+        !self.asked.is_empty() && self.asked.remove(&(u, id))
     }
 
-    /// `u`'s answer `m` to a cancelled task-augmented call: its task, if
+    /// `up`'s answer `m` to a cancelled task-augmented call: its task, if
     /// one was made, is cancelled; nobody waits for the rest.
-    pub(in crate::hub) fn task_cancelled_answered(&mut self, u: UpstreamId, m: &Msg) {
-        let Some(task) = m.result_bytes().and_then(|r| self.legacy_created(u, r)) else { return };
-        let up = task["taskId"].as_str().unwrap_or_default().to_string();
-        let server = self.ups[u].spec.name.clone();
-        self.log(Level::Info, format!("server '{server}' made task {up} for a call its client had cancelled; cancelling it"));
-        self.cancel_upstream_task(u, &up);
+    pub fn cancelled_answered(&mut self, up: &Up, m: &Msg) -> Vec<Effect> {
+        if let Some(task) = m.result_bytes().and_then(|r| Tasks::legacy_created(up, r)) {
+            let up_task = task["taskId"].as_str().unwrap_or_default();
+            self.log(Level::Info, format!("server '{}' made task {up_task} for a call its client had cancelled; cancelling it", up.name));
+            self.cancel_upstream_task(up, up_task);
+        }
+        self.effects()
     }
 
-    pub(in crate::hub) fn cancel_upstream_task(&mut self, u: UpstreamId, up: &str) {
-        if self.ups[u].is_ready() {
-            let t = self.ups[u].spec.timeout_ms;
-            self.ask_upstream_task(u, Method::TasksCancel, up, Origin::Fire, t);
+    /// Asks upstream `up` to cancel its task `up_task` (nobody waits for the answer).
+    // Requirement: cancellation-task-use-tasks-cancel
+    pub(super) fn cancel_upstream_task(&mut self, up: &Up, up_task: &str) {
+        if up.ready {
+            self.ask_upstream_task(up, Method::TasksCancel, up_task, None, up.timeout_ms);
         }
     }
 
-    /// Upstream `u`'s `notifications/tasks/status` about one of its tasks
+    /// Upstream `up`'s `notifications/tasks/status` about one of its tasks
     /// the hub relays.
     // Requirement: tasks-status-notification-optional, tasks-cancelled-sticky
-    pub(in crate::hub) fn task_status_from_upstream(&mut self, u: UpstreamId, p: &Value) {
-        let Some(up) = p.get("taskId").and_then(Value::as_str) else { return };
-        let Some(id) = self.tasks.table.by_upstream(u, up) else { return };
-        let Some(status) = p.get("status").and_then(Value::as_str).and_then(Status::parse) else { return };
+    pub fn status_from_upstream(&mut self, up: &Up, p: &Value, now: u64) -> Vec<Effect> {
+        let Some(up_task) = p.get("taskId").and_then(Value::as_str) else { return self.effects() };
+        let Some(id) = self.table.by_upstream(up.id, up_task) else { return self.effects() };
+        let Some(status) = p.get("status").and_then(Value::as_str).and_then(Status::parse) else { return self.effects() };
         let message = p.get("statusMessage").and_then(Value::as_str).map(str::to_string);
-        let now = self.now_ms;
         match status {
             Status::Cancelled => {
-                let Some(call) = self.tasks.table.get(&id).and_then(|t| t.call) else { return };
-                if self.tasks.table.cancel(&id, now) {
-                    self.pending.take(call.0, call.1);
-                    self.set_message(&id, message.unwrap_or_else(|| format!("cancelled by server '{}'", self.ups[u].spec.name)));
-                    self.task_settled(&id);
+                let Some((u, call)) = self.table.get(&id).and_then(|t| t.call) else { return self.effects() };
+                if self.table.cancel(&id, now) {
+                    self.out.push(Effect::EndCall { u, id: call, why: None });
+                    self.set_message(&id, message.unwrap_or_else(|| format!("cancelled by server '{}'", up.name)));
+                    self.settled(&id);
                 }
             }
             // The held `tasks/result` brings the outcome; the status is the server's.
             Status::Completed | Status::Failed => {
-                if let Some(t) = self.tasks.table.get_mut(&id) {
+                if let Some(t) = self.table.get_mut(&id) {
                     t.reported = Some(status);
                 }
             }
             Status::Working | Status::InputRequired => {
-                let Some(t) = self.tasks.table.get_mut(&id).filter(|t| !t.status.is_terminal() && t.status != status) else { return };
+                let Some(t) = self.table.get_mut(&id).filter(|t| !t.status.is_terminal() && t.status != status) else { return self.effects() };
                 t.status = status;
                 t.message = message;
                 t.updated_ms = now;
                 self.notify_status(&id);
             }
         }
+        self.effects()
     }
-
 
     /// The hub's id of the task `params` (of a request of upstream `u`) name
     /// in their related-task `_meta`, if the hub relays it.
     fn related_task(&self, u: UpstreamId, params: &Value) -> Option<String> {
         let up = params.pointer("/_meta")?.get(RELATED_TASK_KEY)?.get("taskId")?.as_str()?;
-        self.tasks.table.by_upstream(u, up)
+        self.table.by_upstream(u, up)
     }
 
     /// The related task named in `params` of upstream `u`'s request becomes
     /// the hub's id (the client never sees the upstream's).
     // Requirement: tasks-input-request-related-task
-    pub(in crate::hub) fn rename_related_task(&self, u: UpstreamId, params: &mut Value) {
+    pub fn rename_related(&self, u: UpstreamId, params: &mut Value) {
         if let Some(id) = self.related_task(u, params) {
             params["_meta"][RELATED_TASK_KEY] = json!({ "taskId": id });
         }
     }
 
-    /// Upstream `u`'s request `m` for input, when it belongs to a task the
-    /// hub relays: to a 2025-11-25 creator as a wire request; for a 2026
-    /// creator kept in the task (`input_required`) until `tasks/update`.
-    /// False when it belongs to no such task.
+    /// Upstream `up`'s request `m` for input: where it goes when it
+    /// belongs to a task the hub relays (to a 2025-11-25 creator as a wire
+    /// request; for a 2026 creator kept in the task, [`Tasks::keep_input`]).
     // Requirement: tasks-input-required-move
-    pub(in crate::hub) fn task_input(&mut self, u: UpstreamId, m: &Msg) -> bool {
+    pub fn input_to(&self, up: &Up, m: &Msg) -> InputTo {
         // The envelope view's related task: no parse of the params for it.
-        let Some(id) = m.related_task_id().and_then(|up| self.tasks.table.by_upstream(u, &up)) else { return false };
-        let Some(t) = self.tasks.table.get(&id) else { return false };
-        // A 2026 client's task of a 2026 server: its `tasks/get` goes to the
-        // server, which asks there; a wire request is the relay's to refuse.
-        if t.modern && self.ups[u].is_modern() {
-            return false;
+        let Some(id) = m.related_task_id().and_then(|t| self.table.by_upstream(up.id, &t)) else { return InputTo::Relay };
+        match self.table.get(&id) {
+            // A 2026 client's task of a 2026 server: its `tasks/get` goes to the
+            // server, which asks there; a wire request is the relay's to refuse.
+            Some(t) if t.modern && up.modern => InputTo::Relay,
+            Some(t) if t.modern => InputTo::Task(id),
+            Some(t) => InputTo::Creator(t.creator, id),
+            None => InputTo::Relay,
         }
+    }
+
+    /// Upstream `u`'s request `m` for the input of task `id`, whose
+    /// creator is not connected: refused.
+    pub fn creator_gone(&mut self, u: UpstreamId, id: &str, m: &Msg) -> Vec<Effect> {
+        let why = format!("the client that created task {id} is not connected to mcpx");
+        self.out.push(Effect::RefuseUpstream { u, id: m.id_bytes().unwrap_or(b"null").to_vec(), method: m.method.to_string(), code: ErrorCode::InternalError, why });
+        self.effects()
+    }
+
+    /// Upstream `u`'s request `m` for input inside 2026 task `id`, as the
+    /// client sees it (`asked`: its key in `inputRequests` and its params,
+    /// or why it cannot be asked): kept in the task (`input_required`)
+    /// until `tasks/update` answers it.
+    pub fn keep_input(&mut self, u: UpstreamId, id: &str, m: &Msg, asked: Result<(String, Value), String>, now: u64) -> Vec<Effect> {
         let up_id = m.id_bytes().unwrap_or(b"null").to_vec();
-        if !t.modern {
-            let c = t.creator;
-            if self.clients.contains_key(&c) {
-                self.relay_request_to(c, u, m);
-            } else {
-                self.refuse_upstream(u, &up_id, &m.method, ErrorCode::InternalError, format!("the client that created task {id} is not connected to mcpx"));
-            }
-            return true;
-        }
-        let mut params = match self.input_request(u, m) {
-            Ok(p) => p,
+        let (key, mut params) = match asked {
+            Ok(a) => a,
             Err(why) => {
-                self.refuse_upstream(u, &up_id, &m.method, ErrorCode::MethodNotFound, why);
-                return true;
+                self.out.push(Effect::RefuseUpstream { u, id: up_id, method: m.method.to_string(), code: ErrorCode::MethodNotFound, why });
+                return self.effects();
             }
         };
         if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
@@ -235,35 +238,34 @@ impl Hub {
                 params.as_object_mut().map(|o| o.remove("_meta"));
             }
         }
-        let key = self.new_key(u);
-        let now = self.now_ms;
-        let Some(t) = self.tasks.table.get_mut(&id) else { return true };
-        t.inputs.push(Input { key, up_id, method: m.method.to_string(), params });
-        if !t.status.is_terminal() {
-            t.status = Status::InputRequired;
-            t.updated_ms = now;
+        if let Some(t) = self.table.get_mut(id) {
+            t.inputs.push(Input { key, up_id, method: m.method.to_string(), params });
+            if !t.status.is_terminal() {
+                t.status = Status::InputRequired;
+                t.updated_ms = now;
+            }
         }
-        true
+        self.effects()
     }
 
     /// A 2026 `tasks/update` of task `id`: each of `responses` answers the
     /// upstream's request under its key (unknown keys are ignored); with
     /// none left the task is working again.
     // Requirement: ext-tasks-update, tasks-leave-input-required
-    pub(in crate::hub) fn task_update(&mut self, id: &str, responses: &serde_json::Map<String, Value>) {
-        let Some(t) = self.tasks.table.get_mut(id) else { return };
+    pub(super) fn update(&mut self, id: &str, responses: &serde_json::Map<String, Value>, ups: &[Up], now: u64) {
+        let Some(t) = self.table.get_mut(id) else { return };
         let Some((u, _)) = t.relayed.clone() else { return };
         let (answered, kept): (Vec<Input>, Vec<Input>) = std::mem::take(&mut t.inputs).into_iter().partition(|i| responses.get(&i.key).is_some_and(Value::is_object));
         t.inputs = kept;
         if t.inputs.is_empty() && t.status == Status::InputRequired {
             t.status = Status::Working;
-            t.updated_ms = self.now_ms;
+            t.updated_ms = now;
         }
-        let up_rev = self.ups[u].rev.unwrap_or(shape::Rev::LATEST_LEGACY);
+        let up_rev = ups.get(u).map_or(shape::Rev::LATEST_LEGACY, |x| x.rev);
         for i in answered {
             let raw = serde_json::to_vec(&responses[&i.key]).unwrap_or_default();
             let out = shape::result(&i.method, &raw, up_rev).unwrap_or(raw);
-            self.emit_upstream(u, wire::result(&i.up_id, &out));
+            self.out.push(Effect::ToUpstream { u, msg: wire::result(&i.up_id, &out) });
         }
     }
 }

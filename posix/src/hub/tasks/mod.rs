@@ -25,7 +25,7 @@
 //!   creation and terminal states go to mcpx's log.
 //!
 //! Who runs a client's task, by the client's era and the upstream's tasks
-//! (`Plan`, [`Hub::task_plan`]):
+//! (`Plan`, [`Tasks::plan`]):
 //!
 //! | client \ upstream | no tasks | 2025-11-25 tasks ([`legacy`]) | 2026-07-28 extension |
 //! |---|---|---|---|
@@ -36,6 +36,14 @@
 //! extension for a tool that runs only as a task is -32021. mcpx answers
 //! every `tasks/*` from its own table except a relayed 2026 task's, which
 //! goes to its upstream.
+//!
+//! The subsystem owns its table and answers with effects: a step takes
+//! what it needs of the rest of the hub as plain values (the caller's
+//! [`Owner`], `now`, an upstream's [`Up`]) and returns what it wants done
+//! elsewhere (answers, requests upstream, notifications, log lines, the
+//! state file) as [`Effect`]s, which the hub applies in order
+//! (`Hub::apply_task_effects`). The `pending` entries of task calls
+//! (`Origin::Task`) stay `pending`'s.
 //!
 //! Parts: [`table`] (the data and its caps), [`ids`] (unguessable ids),
 //! [`persist`] (the task state file across restarts),
@@ -60,13 +68,15 @@ use mcpx_core::method::Method;
 
 use super::request::ReqCtx;
 use super::request::Refusal;
-use super::shape::{self, RevExt};
+use super::shape::{self, Rev, RevExt};
 use super::wire::{self, Msg};
-use super::{ClientId, Hub, HubOptions, Level, UpstreamId};
+use super::{ClientId, HubOptions, Level, UpstreamId};
 use table::{Full, Outcome, Status, Table, Task};
 
 pub(super) use mcpx_core::task::EXTENSION as EXT;
 pub(super) use ids::owner;
+pub(super) use legacy::InputTo;
+pub use persist::TASK_STATE_MAX;
 
 /// `Cursor::list` of `tasks/list` pages (the catalog's lists use 0..4).
 const LIST_CURSOR: u8 = 0x7a;
@@ -113,7 +123,7 @@ impl Default for TaskOptions {
     }
 }
 
-/// How a `tools/call` meets tasks ([`Hub::task_plan`]).
+/// How a `tools/call` meets tasks ([`Tasks::plan`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Plan {
     /// A plain call (which a 2026 server may still answer with its own task, `relay`).
@@ -124,10 +134,105 @@ pub(super) enum Plan {
     Upstream(u64),
 }
 
-/// The hub's tasks: the table and the id source.
+/// Who a task belongs to: the caller's principal (the connection's, as
+/// every quota, limit and audit line of the hub reads it), and for a
+/// legacy session without any credential that session too: the anonymous
+/// principal is everyone's, so such a session's tasks are its own
+/// (tasks-unidentified-no-list) while they count against the anonymous
+/// principal's share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Owner<'a> {
+    pub principal: &'a [u8],
+    pub session: Option<ClientId>,
+}
+
+impl<'a> Owner<'a> {
+    /// The owner of what connection `c` asks for with `principal` (a
+    /// modern request's `ReqCtx::principal`, else the connection's).
+    pub fn of(c: ClientId, principal: &'a [u8], modern: bool) -> Owner<'a> {
+        let session = (!modern && principal == super::ANONYMOUS_PRINCIPAL).then_some(c);
+        Owner { principal, session }
+    }
+}
+
+/// What a task step knows of one upstream (the hub fills it in).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Up<'a> {
+    pub id: UpstreamId,
+    pub name: &'a str,
+    /// Of the 2026-07-28 era.
+    pub modern: bool,
+    pub ready: bool,
+    /// A 2025-11-25 server that runs `tools/call` as tasks (`legacy`).
+    pub legacy_tasks: bool,
+    /// A 2026-07-28 server with the tasks extension (`relay`).
+    pub ext_tasks: bool,
+    pub timeout_ms: u64,
+    /// Its revision (the newest legacy one before it answered).
+    pub rev: Rev,
+    /// A remote server, which every replica reaches (`persist`).
+    pub remote: bool,
+}
+
+/// What an upstream of revision `rev` (`modern`: of the 2026-07-28 era)
+/// with capabilities `caps` runs as tasks: (`Up::legacy_tasks`, `Up::ext_tasks`).
+pub(super) fn support(rev: Option<Rev>, modern: bool, caps: Option<&Value>) -> (bool, bool) {
+    let legacy = !modern && rev.is_some_and(|r| r.supports(mcpx_core::revision::Feature::CoreTasks)) && caps.and_then(|c| super::value_at(c, &["tasks", "requests", "tools", "call"])).is_some_and(Value::is_object);
+    let ext = modern && caps.and_then(|c| c.get("extensions")).and_then(|e| e.get(EXT)).is_some_and(Value::is_object);
+    (legacy, ext)
+}
+
+/// A result answered to a client.
+pub(super) enum Reply {
+    Bytes(Vec<u8>),
+    /// A 2026-07-28 result the hub stamps (`Hub::stamp`) before it goes.
+    Stamped(Value),
+}
+
+/// What a task step wants done outside the tasks subsystem; the hub
+/// applies them in order (`Hub::apply_task_effects`).
+pub(super) enum Effect {
+    /// Answer client request `id` with a result.
+    Answer { client: ClientId, id: Vec<u8>, result: Reply, outcome: super::Outcome },
+    /// Answer it with an error object kept raw.
+    AnswerRaw { client: ClientId, id: Vec<u8>, error: Vec<u8>, outcome: super::Outcome },
+    /// Answer it with an error.
+    Refuse { client: ClientId, id: Vec<u8>, refusal: Refusal },
+    /// `notifications/tasks/status` with `params` to the 2025-11-25
+    /// connection that created the task, if it declared tasks (one that
+    /// did not gets none: a server may have made the task unasked).
+    StatusToCreator { client: ClientId, params: Vec<u8> },
+    /// `notifications/tasks` with `task` to the listen streams of
+    /// `principal` that follow task `id`.
+    NotifyListens { principal: Vec<u8>, id: String, task: Value },
+    /// A request to upstream `u`: with `task`, its answer is that task's
+    /// (`Origin::Task`) and the request is the task's call; else nobody
+    /// waits for it (`Origin::Fire`).
+    Ask { u: UpstreamId, method: Method<'static>, params: Vec<u8>, task: Option<String>, timeout: u64 },
+    /// A message to upstream `u` (an answer to its request).
+    ToUpstream { u: UpstreamId, msg: Vec<u8> },
+    /// Refuse upstream `u`'s request `id`.
+    RefuseUpstream { u: UpstreamId, id: Vec<u8>, method: String, code: ErrorCode, why: String },
+    /// A task's call `id` to `u` ends: out of `pending`, and cancelled
+    /// there (`notifications/cancelled`) when there is a `why`.
+    EndCall { u: UpstreamId, id: u64, why: Option<&'static str> },
+    Log(Level, String),
+    /// The table changed: the state file is written (`persist`).
+    Save,
+    /// Task `id` is published to the shared store (`shared`).
+    Publish(String),
+}
+
+/// The hub's tasks: the table, the id source, and what they answer with.
 pub(super) struct Tasks {
     table: Table,
     ids: ids::Ids,
+    opts: TaskOptions,
+    /// Items per `tasks/list` page, and the key of its cursors.
+    page_size: usize,
+    cursor_key: u64,
+    /// Bound of `asked` (the hub's requests in flight).
+    max_pending: usize,
     /// Saved to the state file on every change (`persist`).
     saving: bool,
     /// (upstream, request id) of calls a 2025-11-25 server was asked to run
@@ -136,17 +241,19 @@ pub(super) struct Tasks {
     /// Tasks of the last run that mcpx follows itself (`legacy`, `poll`),
     /// taken up again when their server is ready (`persist`).
     refollow: Vec<String>,
-}
-
-impl Tasks {
-    pub fn new(opts: &HubOptions) -> Tasks {
-        Tasks { table: Table::default(), ids: ids::Ids::new(opts.secret_seed, opts.cluster.replica.as_deref()), saving: false, asked: HashSet::new(), refollow: Vec::new() }
-    }
+    /// Effects of the step under way, handed out at its end.
+    out: Vec<Effect>,
 }
 
 /// Did a modern request declare the tasks extension in its client capabilities?
 pub(super) fn declared(caps: &Value) -> bool {
     caps.get("extensions").and_then(|e| e.get(EXT)).is_some_and(Value::is_object)
+}
+
+/// Has a legacy client of revision `rev` with capabilities `caps` declared
+/// tasks on a revision that has them?
+pub(super) fn declared_legacy(rev: Rev, caps: Option<&Value>) -> bool {
+    rev.features().tasks && caps.and_then(|c| c.get("tasks")).is_some_and(Value::is_object)
 }
 
 /// The 2025-11-25 `tasks` server capability: mcpx lists, cancels and runs
@@ -175,18 +282,51 @@ pub(super) fn missing_extension(method: &str) -> Refusal {
     Refusal(ErrorCode::MissingRequiredClientCapability, format!("{method} needs the client capability extensions[\"{EXT}\"]"), Some(json!({ "requiredCapabilities": { "extensions": { EXT: {} } } })))
 }
 
-impl Hub {
-    /// Has legacy client `c` declared tasks on a revision that has them?
-    pub(super) fn client_declared_tasks(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.rev().features().tasks && cl.caps().and_then(|caps| caps.get("tasks")).is_some_and(Value::is_object))
+/// A client request that makes or asks about a task: who asks, and which
+/// request it is.
+pub(super) struct Caller<'a> {
+    pub client: ClientId,
+    pub owner: Owner<'a>,
+    /// The request's id, raw JSON.
+    pub id: &'a [u8],
+    /// The client's revision (its `tasks/result` is shaped for it).
+    pub rev: Rev,
+    /// A modern request's context.
+    pub ctx: Option<&'a ReqCtx>,
+}
+
+impl Tasks {
+    pub fn new(opts: &HubOptions) -> Tasks {
+        Tasks {
+            table: Table::default(),
+            ids: ids::Ids::new(opts.secret_seed, opts.cluster.replica.as_deref()),
+            opts: opts.tasks.clone(),
+            page_size: opts.page_size,
+            cursor_key: opts.cursor_key,
+            max_pending: opts.max_pending,
+            saving: false,
+            asked: HashSet::new(),
+            refollow: Vec::new(),
+            out: Vec::new(),
+        }
     }
 
-    /// How `tools/call` request `m` to `u`, of a tool its server lists with
-    /// `support` (`execution.taskSupport`), meets tasks.
-    pub(super) fn task_plan(&self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, support: Option<&str>) -> Result<Plan, Refusal> {
-        let o = &self.opts.tasks;
+    /// The effects of the step just taken.
+    fn effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.out)
+    }
+
+    fn log(&mut self, level: Level, msg: String) {
+        self.out.push(Effect::Log(level, msg));
+    }
+
+    /// How `tools/call` request `m` to `up`, of a tool its server lists with
+    /// `support` (`execution.taskSupport`), meets tasks; `declared_tasks`:
+    /// did the (legacy) client declare tasks (asked only when it matters).
+    pub fn plan(&self, m: &Msg, ctx: Option<&ReqCtx>, declared_tasks: impl FnOnce() -> bool, up: &Up, support: Option<&str>) -> Result<Plan, Refusal> {
+        let o = &self.opts;
         // Only a 2025-11-25 server with tasks for tools/call runs its tools as tasks.
-        let support = support.filter(|s| matches!(*s, "optional" | "required") && self.upstream_has_legacy_tasks(u));
+        let support = support.filter(|s| matches!(*s, "optional" | "required") && up.legacy_tasks);
         let ttl = match ctx {
             Some(x) if !declared(&x.caps) => {
                 // Requirement: ext-tasks-never-unsolicited (a task-only tool is -32021, never a task)
@@ -198,10 +338,10 @@ impl Hub {
             // Requirement: ext-tasks-server-decides, ext-tasks-never-unsolicited
             // (a 2026 server answers with its own task, `relay`; a tool its
             // 2025 server runs synchronously stays synchronous)
-            Some(_) if self.upstream_has_tasks(u) || (support.is_none() && self.upstream_has_legacy_tasks(u)) => return Ok(Plan::Plain),
+            Some(_) if up.ext_tasks || (support.is_none() && up.legacy_tasks) => return Ok(Plan::Plain),
             Some(_) => o.default_ttl_ms,
             None => {
-                let Some(r) = m.param(&["task"]).filter(|_| self.client_declared_tasks(c)) else { return Ok(Plan::Plain) };
+                let Some(r) = m.param(&["task"]).filter(|_| declared_tasks()) else { return Ok(Plan::Plain) };
                 let asked = mcpx_core::json::parse(&m.raw[r]).ok().and_then(|v| v.get("ttl")).and_then(|t| std::str::from_utf8(t.bytes()).ok()?.parse::<u64>().ok());
                 asked.unwrap_or(o.default_ttl_ms)
             }
@@ -211,89 +351,77 @@ impl Hub {
         Ok(if support.is_some() { Plan::Upstream(ttl) } else { Plan::Hub(ttl) })
     }
 
-    /// Is there room for another task of the principal of `c` / `ctx`?
-    pub(super) fn task_room(&mut self, c: ClientId, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let owner = self.principal_of(c, ctx);
-        self.tasks.table.make_room(&owner, &self.opts.tasks).map_err(|e: Full| Refusal(ErrorCode::InternalError, e.to_string(), None))
+    /// Is there room for another task of `principal`?
+    pub fn room(&mut self, principal: &[u8]) -> Result<(), Refusal> {
+        self.table.make_room(principal, &self.opts).map_err(|e: Full| Refusal(ErrorCode::InternalError, e.to_string(), None))
     }
 
-    fn principal_of(&self, c: ClientId, ctx: Option<&ReqCtx>) -> Vec<u8> {
-        match ctx {
-            Some(x) => x.principal.clone(),
-            // A session with no credential at all is its own requestor:
-            // the anonymous principal is everyone's (tasks-unidentified-no-list).
-            None => match self.clients.get(&c).map(|cl| &cl.principal[..]) {
-                Some(super::ANONYMOUS_PRINCIPAL) => format!("{}{c}", table::ANONYMOUS_SESSION).into_bytes(),
-                Some(p) => p.to_vec(),
-                None => Vec::new(),
-            },
-        }
+    /// A fresh task id.
+    pub fn new_id(&mut self) -> String {
+        self.ids.next()
     }
 
-    /// Client request `m` was just forwarded to `u`: it becomes a task the
-    /// hub holds, and the client gets the task at once.
+    /// `who`'s request of `method` was just forwarded to `up` as `call`
+    /// (its upstream id and the creator's progress token), whose `pending`
+    /// entry is task `id`'s now: the task is the hub's, and the client gets
+    /// it at once.
     // Requirement: tasks-return-createtaskresult, tasks-begin-working, ext-tasks-createtaskresult-shape
-    pub(super) fn task_start(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, ttl_ms: u64) {
-        let cid = m.id_bytes().unwrap_or(b"null").to_vec();
-        let Some((to, up_id)) = self.pending.by_client(c, &cid).filter(|k| k.0 == u) else { return };
-        let id = self.tasks.ids.next();
-        // A task outlives the per-request timeout, not mcpx's hard cap.
-        let Some(progress) = self.pending.make_task(to, up_id, id.clone()) else { return };
-        let now = self.now_ms;
-        let mut t = Task::new(self.principal_of(c, ctx), c, ctx.is_some(), &m.method, now, ttl_ms);
-        t.call = Some((to, up_id));
-        t.progress = progress;
-        let server = self.ups[u].spec.name.clone();
+    pub fn start(&mut self, id: String, who: Caller, method: &str, up: &Up, call: (u64, Option<Vec<u8>>), ttl_ms: u64, now: u64) -> Vec<Effect> {
+        let c = who.client;
+        let mut t = Task::new(who.owner, c, who.ctx.is_some(), method, now, ttl_ms);
+        t.call = Some((up.id, call.0));
+        t.progress = call.1;
         // Requirement: tasks-audit
-        self.log(Level::Info, format!("task {id} created: {} on server '{server}' for client {c}", m.method));
-        let body = self.task_body(&id, &t, TaskView::Created);
-        self.tasks.table.insert(id.clone(), t);
-        self.publish_task(&id);
-        self.tasks_save();
-        self.answer_result(c, &cid, &body);
+        self.log(Level::Info, format!("task {id} created: {method} on server '{}' for client {c}", up.name));
+        self.created(id, t, c, who.id.to_vec())
+    }
+
+    /// New task `t` goes into the table, and request `rid` of client `c`
+    /// that made it is answered with it.
+    fn created(&mut self, id: String, t: Task, c: ClientId, rid: Vec<u8>) -> Vec<Effect> {
+        let result = self.task_body(&id, &t, TaskView::Created);
+        self.table.insert(id.clone(), t);
+        self.out.push(Effect::Publish(id));
+        self.save();
+        self.out.push(Effect::Answer { client: c, id: rid, result, outcome: super::Outcome::Result });
+        self.effects()
     }
 
     /// The creator of task `tid` and its progress token, while the task
-    /// runs and the creator is connected: progress of the task's call goes
-    /// there under the token of the original request, after the
-    /// CreateTaskResult too, and stops at a terminal status.
+    /// runs (progress goes there if the creator is connected): progress of
+    /// the task's call goes there under the token of the original request,
+    /// after the CreateTaskResult too, and stops at a terminal status.
     // Requirement: progress-task-token-lives-with-task, progress-task-same-token, progress-task-stop-at-terminal
-    pub(super) fn task_progress_to(&self, tid: &str) -> Option<(ClientId, Vec<u8>)> {
-        let t = self.tasks.table.get(tid).filter(|t| !t.status.is_terminal())?;
-        Some((t.creator, t.progress.clone()?)).filter(|(c, _)| self.clients.contains_key(c))
+    pub fn progress_to(&self, tid: &str) -> Option<(ClientId, Vec<u8>)> {
+        let t = self.table.get(tid).filter(|t| !t.status.is_terminal())?;
+        Some((t.creator, t.progress.clone()?))
     }
 
     /// What task `id` looks like in the answer to `view`, for the era it was
     /// created in.
-    fn task_body(&self, id: &str, t: &Task, view: TaskView) -> Vec<u8> {
-        let o = &self.opts.tasks;
-        let v = if t.modern {
+    fn task_body(&self, id: &str, t: &Task, view: TaskView) -> Reply {
+        let o = &self.opts;
+        if t.modern {
             let mut v = era::modern(id, t, o.epoch_ms, o.poll_ms, view == TaskView::Get);
             if view == TaskView::Created {
                 v["resultType"] = json!("task");
             }
-            self.stamp(&mut v, None);
-            v
-        } else {
-            let v = era::legacy(id, t, o.epoch_ms, o.poll_ms);
-            if view == TaskView::Created {
-                json!({ "task": v })
-            } else {
-                v
-            }
-        };
-        serde_json::to_vec(&v).unwrap_or_default()
+            return Reply::Stamped(v);
+        }
+        let v = era::legacy(id, t, o.epoch_ms, o.poll_ms);
+        let v = if view == TaskView::Created { json!({ "task": v }) } else { v };
+        Reply::Bytes(serde_json::to_vec(&v).unwrap_or_default())
     }
 
-    /// The upstream answered task `id`'s request.
-    pub(super) fn task_answered(&mut self, u: UpstreamId, id: &str, m: &Msg) {
-        if self.ups[u].is_modern() && self.task_polled(u, id, m) {
-            return;
+    /// Upstream `up` answered task `id`'s request with `m`.
+    pub fn answered(&mut self, up: &Up, id: &str, m: &Msg, now: u64) -> Vec<Effect> {
+        if up.modern && self.polled(up, id, m, now) {
+            return self.effects();
         }
-        let Some((method, reported)) = self.tasks.table.get(id).map(|t| (t.method.clone(), t.reported)) else { return };
-        let server = self.ups[u].spec.name.clone();
+        let Some((method, reported)) = self.table.get(id).map(|t| (t.method.clone(), t.reported)) else { return self.effects() };
+        let server = up.name;
         let (status, outcome, message) = match (m.result_bytes(), m.error_bytes()) {
-            (Some(_), _) if self.ups[u].is_modern() && m.env.result().and_then(|v| v.get("resultType")).is_some_and(|t| t.bytes() != b"\"complete\"") => {
+            (Some(_), _) if up.modern && m.env.result().and_then(|v| v.get("resultType")).is_some_and(|t| t.bytes() != b"\"complete\"") => {
                 let why = format!("server '{server}' asked for input or answered with another resultType; mcpx cannot relay that inside a task it runs");
                 (Status::Failed, error_object(ErrorCode::InternalError, &why), Some(why))
             }
@@ -304,53 +432,66 @@ impl Hub {
                 let msg = mcpx_core::json::parse(e).ok().and_then(|v| v.get("message")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()));
                 (Status::Failed, Outcome::Error(e.to_vec()), msg)
             }
-            (None, None) => return,
+            (None, None) => return self.effects(),
         };
-        self.task_end(id, status, outcome, message);
+        self.end(id, status, outcome, message, now);
+        self.effects()
     }
 
     /// Task `id`'s request will never be answered (`why`: timeout, exit).
-    pub(super) fn task_lost(&mut self, id: &str, why: String) {
-        self.task_end(id, Status::Failed, error_object(ErrorCode::InternalError, &why), Some(why));
+    pub fn lost(&mut self, id: &str, why: String, now: u64) -> Vec<Effect> {
+        self.fail(id, why, now);
+        self.effects()
+    }
+
+    fn fail(&mut self, id: &str, why: String, now: u64) {
+        self.end(id, Status::Failed, error_object(ErrorCode::InternalError, &why), Some(why), now);
     }
 
     /// Task `id` ends: status, outcome (if it fits the memory cap), the
     /// creator told, waiting `tasks/result` requests answered.
-    fn task_end(&mut self, id: &str, status: Status, outcome: Outcome, message: Option<String>) {
-        let now = self.now_ms;
-        let max = self.opts.tasks.max_result_bytes;
-        if let Err(big) = self.tasks.table.finish(id, status, outcome, now, max) {
+    fn end(&mut self, id: &str, status: Status, outcome: Outcome, message: Option<String>, now: u64) {
+        let max = self.opts.max_result_bytes;
+        if let Err(big) = self.table.finish(id, status, outcome, now, max) {
             let why = format!("the task's result ({} bytes) does not fit mcpx's task memory ({max} bytes in all, task_max_result_bytes); call the tool without a task", big.len());
-            let _ = self.tasks.table.finish(id, Status::Failed, error_object(ErrorCode::InternalError, &why), now, usize::MAX);
+            let _ = self.table.finish(id, Status::Failed, error_object(ErrorCode::InternalError, &why), now, usize::MAX);
             self.set_message(id, why);
         } else if let Some(msg) = message {
             self.set_message(id, msg);
         }
-        self.task_settled(id);
+        self.settled(id);
     }
 
     fn set_message(&mut self, id: &str, msg: String) {
-        if let Some(t) = self.tasks.table.get_mut(id) {
+        if let Some(t) = self.table.get_mut(id) {
             t.message = Some(msg);
         }
     }
 
     /// After a status change of task `id`.
-    fn task_settled(&mut self, id: &str) {
-        let Some(t) = self.tasks.table.get_mut(id) else { return };
+    fn settled(&mut self, id: &str) {
+        let Some(t) = self.table.get_mut(id) else { return };
         let (waiters, status) = (std::mem::take(&mut t.waiters), t.status);
         let (inputs, relayed) = (std::mem::take(&mut t.inputs), t.relayed.clone());
-        self.tasks_save();
+        self.save();
         self.log(Level::Info, format!("task {id} {}", status.as_str()));
         // Input the upstream still waits for will never come.
         if let Some((u, _)) = relayed {
             for i in inputs {
-                self.refuse_upstream(u, &i.up_id, &i.method, ErrorCode::InternalError, format!("task {id} is {} before the client answered", status.as_str()));
+                let why = format!("task {id} is {} before the client answered", status.as_str());
+                self.out.push(Effect::RefuseUpstream { u, id: i.up_id, method: i.method, code: ErrorCode::InternalError, why });
             }
         }
         self.notify_status(id);
-        for (c, rid) in waiters {
-            self.deliver_result(c, &rid, id);
+        for w in waiters {
+            self.deliver_result(w.client, w.id, w.rev, id);
+        }
+    }
+
+    /// The state file is to be written (when tasks are saved at all).
+    fn save(&mut self) {
+        if self.saving {
+            self.out.push(Effect::Save);
         }
     }
 
@@ -359,25 +500,24 @@ impl Hub {
     /// listen streams that asked for it.
     // Requirement: tasks-status-notification-optional, tasks-status-notification-no-related-task
     fn notify_status(&mut self, id: &str) {
-        let Some(t) = self.tasks.table.get(id) else { return };
-        if t.modern {
-            let o = &self.opts.tasks;
-            let (owner, v) = (t.owner.clone(), era::modern(id, t, o.epoch_ms, o.poll_ms, true));
-            self.notify_listens_task(&owner, id, &v);
-        } else if self.client_declared_tasks(t.creator) {
-            let o = &self.opts.tasks;
-            let p = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
-            let creator = t.creator;
-            self.emit_notification(creator, Method::TasksStatus, Some(&p));
-        }
+        let Some(t) = self.table.get(id) else { return };
+        let o = &self.opts;
+        let e = if t.modern {
+            Effect::NotifyListens { principal: t.principal.clone(), id: id.to_string(), task: era::modern(id, t, o.epoch_ms, o.poll_ms, true) }
+        } else {
+            let params = serde_json::to_vec(&era::legacy(id, t, o.epoch_ms, o.poll_ms)).unwrap_or_default();
+            Effect::StatusToCreator { client: t.creator, params }
+        };
+        self.out.push(e);
     }
 
     /// The ids of `asked` that a listen stream of `principal` may follow: its
     /// own 2026-07-28 tasks whose status mcpx knows (a 2026 upstream's own
     /// task changes out of its sight: it is polled with `tasks/get`).
     // Requirement: ext-tasks-notifications-via-listen
-    pub(super) fn listenable_tasks(&self, principal: &[u8], asked: &[String]) -> Vec<String> {
-        let followed = |id: &String| self.tasks.table.owned(id, principal).is_some_and(|t| t.modern && !t.relayed.as_ref().is_some_and(|(u, _)| self.ups[*u].is_modern()));
+    pub fn listenable(&self, principal: &[u8], asked: &[String], ups: &[Up]) -> Vec<String> {
+        let owner = Owner { principal, session: None };
+        let followed = |id: &String| self.table.owned(id, owner).is_some_and(|t| t.modern && !t.relayed.as_ref().is_some_and(|(u, _)| ups.get(*u).is_some_and(|x| x.modern)));
         let mut ids: Vec<String> = asked.iter().filter(|id| followed(id)).cloned().collect();
         ids.dedup();
         ids
@@ -385,82 +525,86 @@ impl Hub {
 
     /// A task stops before its end (`why`): its `call` upstream goes
     /// (cancelled there), or the upstream's own task (`relayed`) is cancelled.
-    fn stop_upstream(&mut self, call: Option<(UpstreamId, u64)>, relayed: Option<(UpstreamId, String)>, why: &str) {
-        if let Some((u, up)) = call {
-            self.pending.take(u, up);
-            if relayed.is_none() {
-                self.cancel_upstream(u, up, why);
-            }
+    fn stop_upstream(&mut self, call: Option<(UpstreamId, u64)>, relayed: Option<(UpstreamId, String)>, why: &'static str, ups: &[Up]) {
+        if let Some((u, id)) = call {
+            self.out.push(Effect::EndCall { u, id, why: relayed.is_none().then_some(why) });
         }
         if let Some((u, up)) = relayed {
-            self.cancel_upstream_task(u, &up);
+            if let Some(x) = ups.get(u) {
+                self.cancel_upstream_task(x, &up);
+            }
         }
     }
 
-    /// Answers `tasks/result` request `rid` of client `c` with terminal task `id`'s outcome.
+    /// Answers `tasks/result` request `rid` of client `c` (of revision
+    /// `rev`) with terminal task `id`'s outcome.
     // Requirement: tasks-result-terminal-final, tasks-result-exact, tasks-result-same-error, tasks-result-response-related-task
-    fn deliver_result(&mut self, c: ClientId, rid: &[u8], id: &str) {
-        let Some(t) = self.tasks.table.get(id) else {
-            let Refusal(code, msg, data) = not_found(id);
-            return self.answer_error(c, Some(rid), code, &msg, data);
+    fn deliver_result(&mut self, c: ClientId, rid: Vec<u8>, rev: Rev, id: &str) {
+        let Some(t) = self.table.get(id) else {
+            return self.out.push(Effect::Refuse { client: c, id: rid, refusal: not_found(id) });
         };
-        let rev = self.clients.get(&c).map(|cl| cl.rev()).unwrap_or(shape::Rev::LATEST_LEGACY);
-        match &t.outcome {
+        let e = match &t.outcome {
             Some(Outcome::Result(r)) => {
                 let shaped = shape::result(&t.method, r, rev).unwrap_or_else(|| r.clone());
                 let body = wire::set_meta(&shaped, &era::related(id), |_| false);
                 // A tool error fails its task (`era`): its status says so.
                 let outcome = if t.status == Status::Failed { super::Outcome::ToolError } else { super::Outcome::Result };
-                self.answer_result_as(c, rid, &body, outcome);
+                Effect::Answer { client: c, id: rid, result: Reply::Bytes(body), outcome }
             }
             Some(Outcome::Error(e)) => {
-                let e = e.clone();
                 // A stored error (the server's, kept until asked for) is read
                 // here once: its outcome was not kept beside it.
-                let outcome = super::Outcome::of_error(mcpx_core::json::parse(&e).ok());
-                self.answer_raw_error(c, rid, &e, outcome);
+                let outcome = super::Outcome::of_error(mcpx_core::json::parse(e).ok());
+                Effect::AnswerRaw { client: c, id: rid, error: e.clone(), outcome }
             }
             None => {
                 let data = json!({ "taskId": id, "_meta": era::related(id) });
-                self.answer_error(c, Some(rid), ErrorCode::InternalError, &format!("task {id} was cancelled"), Some(data));
+                Effect::Refuse { client: c, id: rid, refusal: Refusal(ErrorCode::InternalError, format!("task {id} was cancelled"), Some(data)) }
             }
-        }
+        };
+        self.out.push(e);
     }
 
     /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` (2025-11-25,
     /// `ctx` None) and `tasks/get`, `tasks/update`, `tasks/cancel` (2026-07-28,
-    /// with the request's context).
-    pub(super) fn task_request(&mut self, c: ClientId, rid: &[u8], call: Method<'_>, p: &Value, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+    /// with the request's context) of `who`; `ups` for a task an upstream runs.
+    pub fn request(&mut self, who: Caller, call: Method<'_>, p: &Value, ups: &[Up], now: u64) -> Result<Vec<Effect>, Refusal> {
+        let r = self.request_step(&who, call, p, ups, now);
+        let fx = self.effects();
+        r.map(|()| fx)
+    }
+
+    fn request_step(&mut self, who: &Caller, call: Method<'_>, p: &Value, ups: &[Up], now: u64) -> Result<(), Refusal> {
         let method = call.as_str().unwrap_or_default();
-        if ctx.is_some_and(|x| !declared(&x.caps)) {
+        if who.ctx.is_some_and(|x| !declared(&x.caps)) {
             return Err(missing_extension(method));
         }
-        let owner = self.principal_of(c, ctx);
-        if call == Method::TasksList && ctx.is_none() {
-            return self.task_list(c, rid, &owner, p);
+        let (c, rid) = (who.client, who.id);
+        if call == Method::TasksList && who.ctx.is_none() {
+            return self.list(c, rid, who.owner, p);
         }
         // Requirement: tasks-taskid-param-authoritative
         let id = p.get("taskId").and_then(Value::as_str).ok_or_else(|| Refusal(ErrorCode::InvalidParams, format!("Invalid params: {method} needs a string \"taskId\""), None))?;
         // Requirement: tasks-bound-reject-foreign, tasks-bind-auth-context
-        let t = self.tasks.table.owned(id, &owner).ok_or_else(|| not_found(id))?;
+        let t = self.table.owned(id, who.owner).ok_or_else(|| not_found(id))?;
         let id = id.to_string();
-        match (call, ctx.is_some()) {
+        match (call, who.ctx.is_some()) {
             // Requirement: tasks-no-related-task-in-get-list-cancel-results
             (Method::TasksGet, _) => {
-                let body = self.task_body(&id, t, TaskView::Get);
-                self.answer_result(c, rid, &body);
+                let result = self.task_body(&id, t, TaskView::Get);
+                self.out.push(Effect::Answer { client: c, id: rid.to_vec(), result, outcome: super::Outcome::Result });
             }
             (Method::TasksResult, false) => {
                 if t.status.is_terminal() {
-                    self.deliver_result(c, rid, &id);
+                    self.deliver_result(c, rid.to_vec(), who.rev, &id);
                 } else {
                     // Requirement: tasks-result-blocks
-                    let max = self.opts.tasks.max_waiters;
-                    let t = self.tasks.table.get_mut(&id).expect("owned above");
+                    let max = self.opts.max_waiters;
+                    let t = self.table.get_mut(&id).expect("owned above");
                     if t.waiters.len() >= max {
                         return Err(Refusal(ErrorCode::InternalError, format!("task {id} has {max} tasks/result requests waiting (mcpx's limit); poll with tasks/get"), None));
                     }
-                    t.waiters.push((c, rid.to_vec()));
+                    t.waiters.push(table::Waiter { client: c, id: rid.to_vec(), rev: who.rev });
                 }
             }
             (Method::TasksCancel, modern) => {
@@ -470,13 +614,13 @@ impl Hub {
                 }
                 let (call, relayed) = (t.call, t.relayed.clone());
                 // Requirement: ext-tasks-cancel-cooperative
-                if self.tasks.table.cancel(&id, self.now_ms) {
-                    self.stop_upstream(call, relayed, "the client cancelled the task");
+                if self.table.cancel(&id, now) {
+                    self.stop_upstream(call, relayed, "the client cancelled the task", ups);
                 }
-                let t = self.tasks.table.get(&id).expect("owned above");
-                let body = if modern { self.stamped_empty() } else { self.task_body(&id, t, TaskView::Get) };
-                self.answer_result(c, rid, &body);
-                self.task_settled(&id);
+                let t = self.table.get(&id).expect("owned above");
+                let result = if modern { Reply::Stamped(json!({})) } else { self.task_body(&id, t, TaskView::Get) };
+                self.out.push(Effect::Answer { client: c, id: rid.to_vec(), result, outcome: super::Outcome::Result });
+                self.settled(&id);
             }
             // Requirement: ext-tasks-update (mcpx's own tasks never wait for
             // input; a 2025 upstream's may, `legacy`)
@@ -484,25 +628,18 @@ impl Hub {
                 let Some(responses) = p.get("inputResponses").and_then(Value::as_object) else {
                     return Err(Refusal(ErrorCode::InvalidParams, "Invalid params: tasks/update needs an \"inputResponses\" object".into(), None));
                 };
-                self.task_update(&id, responses);
-                let body = self.stamped_empty();
-                self.answer_result(c, rid, &body);
+                self.update(&id, responses, ups, now);
+                self.out.push(Effect::Answer { client: c, id: rid.to_vec(), result: Reply::Stamped(json!({})), outcome: super::Outcome::Result });
             }
             _ => return Err(Refusal(ErrorCode::MethodNotFound, format!("Method not found: {method}"), None)),
         }
         Ok(())
     }
 
-    fn stamped_empty(&self) -> Vec<u8> {
-        let mut v = json!({});
-        self.stamp(&mut v, None);
-        serde_json::to_vec(&v).unwrap_or_default()
-    }
-
     /// One page of the caller's tasks.
     // Requirement: tasks-list-paginate, tasks-get-implies-list
-    fn task_list(&mut self, c: ClientId, rid: &[u8], owner: &[u8], p: &Value) -> Result<(), Refusal> {
-        let key = self.opts.cursor_key.to_le_bytes();
+    fn list(&mut self, c: ClientId, rid: &[u8], owner: Owner, p: &Value) -> Result<(), Refusal> {
+        let key = self.cursor_key.to_le_bytes();
         let pos = match p.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(Value::String(s)) => match cursor::decode(s, &key) {
@@ -511,49 +648,56 @@ impl Hub {
             },
             Some(_) => return Err(Refusal(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into(), None)),
         };
-        let ids = self.tasks.table.of_owner(owner);
-        let end = (pos + self.opts.page_size.max(1)).min(ids.len());
-        let o = &self.opts.tasks;
-        let items: Vec<Value> = ids.get(pos.min(end)..end).unwrap_or(&[]).iter().filter_map(|id| Some(era::legacy(id, self.tasks.table.get(id)?, o.epoch_ms, o.poll_ms))).collect();
+        let ids = self.table.of_owner(owner);
+        let end = (pos + self.page_size.max(1)).min(ids.len());
+        let o = &self.opts;
+        let items: Vec<Value> = ids.get(pos.min(end)..end).unwrap_or(&[]).iter().filter_map(|id| Some(era::legacy(id, self.table.get(id)?, o.epoch_ms, o.poll_ms))).collect();
         let mut v = json!({ "tasks": items });
         if end < ids.len() {
             let next = Cursor { list: LIST_CURSOR, position: end as u32, generation: 0 };
             v["nextCursor"] = json!(cursor::encode(&next, &key).as_str());
         }
-        self.answer_result(c, rid, &serde_json::to_vec(&v).unwrap_or_default());
+        let result = Reply::Bytes(serde_json::to_vec(&v).unwrap_or_default());
+        self.out.push(Effect::Answer { client: c, id: rid.to_vec(), result, outcome: super::Outcome::Result });
         Ok(())
     }
 
     /// Tasks past their TTL are dropped; one still working is cancelled
-    /// upstream and its waiters told.
-    pub(super) fn tasks_tick(&mut self) {
-        self.tasks_poll();
-        for id in self.tasks.table.expired(self.now_ms) {
-            let Some(t) = self.tasks.table.remove(&id) else { continue };
+    /// upstream and its waiters told (after the due polls went out, `poll`).
+    pub fn expire(&mut self, ups: &[Up], now: u64) -> Vec<Effect> {
+        for id in self.table.expired(now) {
+            let Some(t) = self.table.remove(&id) else { continue };
             if !t.status.is_terminal() {
-                self.stop_upstream(t.call, t.relayed.clone(), "the task's ttl ran out");
+                self.stop_upstream(t.call, t.relayed.clone(), "the task's ttl ran out", ups);
             }
             self.log(Level::Info, format!("task {id} expired ({})", t.status.as_str()));
-            for (c, rid) in t.waiters {
-                let Refusal(code, msg, data) = not_found(&id);
-                self.answer_error(c, Some(&rid), code, &msg, data);
+            for w in t.waiters {
+                self.out.push(Effect::Refuse { client: w.client, id: w.id, refusal: not_found(&id) });
             }
         }
+        self.effects()
     }
 
-    pub(super) fn tasks_deadline(&self) -> Option<u64> {
-        self.tasks.table.next_expiry()
+    pub fn deadline(&self) -> Option<u64> {
+        self.table.next_expiry()
     }
 
     /// Client `c` is gone: its waiting `tasks/result` requests go; its
     /// tasks stay (another connection of its principal may fetch them).
-    pub(super) fn tasks_client_gone(&mut self, c: ClientId) {
-        self.tasks.table.drop_waiters_of(c);
+    pub fn client_gone(&mut self, c: ClientId) {
+        self.table.drop_waiters_of(c);
     }
 
     /// For `status`: tasks kept and bytes of their outcomes.
-    pub(super) fn tasks_status(&self) -> Value {
-        json!({ "kept": self.tasks.table.len(), "resultBytes": self.tasks.table.bytes() })
+    pub fn status(&self) -> Value {
+        json!({ "kept": self.table.len(), "resultBytes": self.table.bytes() })
+    }
+
+    /// Task `id`'s request to `u` went out as `call` (`None`: it could not).
+    pub fn calling(&mut self, id: &str, call: Option<(UpstreamId, u64)>) {
+        if let Some(t) = self.table.get_mut(id) {
+            t.call = call;
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::TaskOptions;
+use super::{Owner, TaskOptions};
+use crate::hub::shape::Rev;
 use crate::hub::{ClientId, UpstreamId};
 
 pub(crate) use mcpx_core::task::TaskStatus as Status;
@@ -28,8 +29,12 @@ impl Outcome {
 /// One task run by the hub.
 #[derive(Debug)]
 pub(crate) struct Task {
-    /// The principal that created it: the only one that may see it.
-    pub owner: Vec<u8>,
+    /// The principal that created it: the only one that may see it, and
+    /// whose share it counts against.
+    pub principal: Vec<u8>,
+    /// The legacy session without any credential that created it: the only
+    /// one of its principal that may see it ([`Owner`]).
+    pub session: Option<ClientId>,
     /// The connection that created it (status notifications go there).
     pub creator: ClientId,
     /// Created by a 2026-07-28 request (the tasks extension) rather than a
@@ -49,8 +54,8 @@ pub(crate) struct Task {
     /// The underlying request's method (for shaping its result).
     pub method: String,
     pub outcome: Option<Outcome>,
-    /// `tasks/result` requests waiting for a terminal status: (client, raw id).
-    pub waiters: Vec<(ClientId, Vec<u8>)>,
+    /// `tasks/result` requests waiting for a terminal status.
+    pub waiters: Vec<Waiter>,
     /// Requests for input the upstream made inside the task, waiting for a
     /// 2026 client's `tasks/update` (`legacy`).
     pub inputs: Vec<Input>,
@@ -75,12 +80,23 @@ pub(crate) struct Input {
     pub params: serde_json::Value,
 }
 
+/// A `tasks/result` request waiting for its task to end.
+#[derive(Debug)]
+pub(crate) struct Waiter {
+    pub client: ClientId,
+    /// The request's id, raw JSON.
+    pub id: Vec<u8>,
+    /// The client's revision, which the outcome is shaped for.
+    pub rev: Rev,
+}
+
 impl Task {
     /// A working task of `owner`, made by connection `creator` at `now` for
     /// a request of `method`; where it runs is for the caller to set.
-    pub fn new(owner: Vec<u8>, creator: ClientId, modern: bool, method: &str, now: u64, ttl_ms: u64) -> Task {
+    pub fn new(owner: Owner, creator: ClientId, modern: bool, method: &str, now: u64, ttl_ms: u64) -> Task {
         Task {
-            owner,
+            principal: owner.principal.to_vec(),
+            session: owner.session,
             creator,
             modern,
             status: Status::Working,
@@ -102,6 +118,11 @@ impl Task {
 
     pub fn expires_ms(&self) -> u64 {
         self.created_ms.saturating_add(self.ttl_ms)
+    }
+
+    /// Does the task belong to `owner`?
+    pub fn owned_by(&self, owner: Owner) -> bool {
+        self.principal == owner.principal && self.session == owner.session
     }
 }
 
@@ -146,17 +167,16 @@ impl Table {
 
     /// The task `id` if `owner` may see it: another principal's task is
     /// "not found" (`tasks-bound-reject-foreign`).
-    pub fn owned(&self, id: &str, owner: &[u8]) -> Option<&Task> {
-        self.tasks.get(id).filter(|t| t.owner == owner)
+    pub fn owned(&self, id: &str, owner: Owner) -> Option<&Task> {
+        self.tasks.get(id).filter(|t| t.owned_by(owner))
     }
 
-    /// Room for a new task of `owner` (within its principal's share,
-    /// [`share_of`]): over the total, the oldest finished
-    /// task is dropped first; working tasks are never dropped for room.
+    /// Room for a new task of `principal` (within its share, whatever
+    /// session of it asks): over the total, the oldest finished task is
+    /// dropped first; working tasks are never dropped for room.
     // Requirement: tasks-resource-limits
-    pub fn make_room(&mut self, owner: &[u8], o: &TaskOptions) -> Result<(), Full> {
-        let share = share_of(owner);
-        let live = self.tasks.values().filter(|t| share_of(&t.owner) == share && !t.status.is_terminal()).count();
+    pub fn make_room(&mut self, principal: &[u8], o: &TaskOptions) -> Result<(), Full> {
+        let live = self.tasks.values().filter(|t| t.principal == principal && !t.status.is_terminal()).count();
         if live >= o.max_live_per_principal {
             return Err(Full::Principal(live));
         }
@@ -219,8 +239,8 @@ impl Table {
     }
 
     /// Ids of `owner`'s tasks, oldest first.
-    pub fn of_owner(&self, owner: &[u8]) -> Vec<String> {
-        let mut v: Vec<(&String, &Task)> = self.tasks.iter().filter(|(_, t)| t.owner == owner).collect();
+    pub fn of_owner(&self, owner: Owner) -> Vec<String> {
+        let mut v: Vec<(&String, &Task)> = self.tasks.iter().filter(|(_, t)| t.owned_by(owner)).collect();
         v.sort_by(|a, b| (a.1.created_ms, a.0).cmp(&(b.1.created_ms, b.0)));
         v.into_iter().map(|(id, _)| id.clone()).collect()
     }
@@ -244,7 +264,7 @@ impl Table {
     /// Every waiting `tasks/result` of client `c` is dropped (it is gone).
     pub fn drop_waiters_of(&mut self, c: ClientId) {
         for t in self.tasks.values_mut() {
-            t.waiters.retain(|w| w.0 != c);
+            t.waiters.retain(|w| w.client != c);
         }
     }
 
@@ -257,27 +277,12 @@ impl Table {
     }
 }
 
-/// The owner of an anonymous legacy session's tasks is that session (only
-/// it may see them: tasks-unidentified-no-list), `anonymous-session:<id>`.
-pub(super) const ANONYMOUS_SESSION: &str = "anonymous-session:";
-
-/// The principal whose share a task of `owner` counts against: an
-/// anonymous session's tasks are the principal `anonymous`'s, so opening
-/// sessions buys no new share.
-fn share_of(owner: &[u8]) -> &[u8] {
-    if owner.starts_with(ANONYMOUS_SESSION.as_bytes()) {
-        crate::hub::ANONYMOUS_PRINCIPAL
-    } else {
-        owner
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn task(owner: &[u8], now: u64) -> Task {
-        Task::new(owner.to_vec(), 1, false, "tools/call", now, 1000)
+        Task::new(Owner { principal: owner, session: None }, 1, false, "tools/call", now, 1000)
     }
 
     fn opts(live: usize, total: usize) -> TaskOptions {
@@ -290,14 +295,18 @@ mod tests {
     fn anonymous_sessions_share_the_anonymous_principals_count() {
         let mut t = Table::default();
         let o = opts(2, 10);
-        for (i, who) in [&b"anonymous-session:1"[..], b"anonymous-session:2"].iter().enumerate() {
-            t.make_room(who, &o).unwrap();
-            t.insert(format!("t{i}"), task(who, i as u64));
+        let anonymous = crate::hub::ANONYMOUS_PRINCIPAL;
+        for c in [1, 2] {
+            let who = Owner::of(c, anonymous, false);
+            t.make_room(who.principal, &o).unwrap();
+            t.insert(format!("t{c}"), Task::new(who, c, false, "tools/call", c, 1000));
         }
-        assert_eq!(t.make_room(b"anonymous-session:3", &o), Err(Full::Principal(2)));
-        assert_eq!(t.make_room(b"anonymous", &o), Err(Full::Principal(2)), "a 2026-07-28 anonymous request too");
+        assert_eq!(t.make_room(Owner::of(3, anonymous, false).principal, &o), Err(Full::Principal(2)));
+        assert_eq!(t.make_room(Owner::of(3, anonymous, true).principal, &o), Err(Full::Principal(2)), "a 2026-07-28 anonymous request too");
         t.make_room(b"token:alice", &o).unwrap();
-        assert!(t.owned("t0", b"anonymous-session:2").is_none(), "each session sees its own only");
+        assert!(t.owned("t1", Owner::of(2, anonymous, false)).is_none(), "each session sees its own only");
+        assert!(t.owned("t1", Owner::of(1, anonymous, false)).is_some());
+        assert!(t.owned("t1", Owner::of(1, anonymous, true)).is_none(), "an anonymous modern request is no session");
     }
 
     #[test]
@@ -328,7 +337,8 @@ mod tests {
         assert!(!t.cancel("x", 2), "a terminal task is not cancelled again");
         t.finish("x", Status::Completed, Outcome::Result(b"{}".to_vec()), 3, 10).unwrap();
         assert_eq!(t.get("x").unwrap().status, Status::Cancelled, "cancelled stays cancelled");
-        assert!(t.owned("x", b"b").is_none() && t.owned("x", b"a").is_some());
+        let by = |p: &'static [u8]| Owner { principal: p, session: None };
+        assert!(t.owned("x", by(b"b")).is_none() && t.owned("x", by(b"a")).is_some());
         assert_eq!(t.expired(999), Vec::<String>::new());
         assert_eq!(t.expired(1000), vec!["x".to_string()]);
     }

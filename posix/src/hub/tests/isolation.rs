@@ -1,11 +1,11 @@
-//! Pair tests of `"isolation": "client"` (`hub::isolation`): one instance of
+//! Pair tests of `"isolation": "client"` (`hub::starts::isolation`): one instance of
 //! a server per client principal, so a server's request for input is for
 //! exactly one client (issue 11 item 1).
 
 use serde_json::{json, Value};
 
 use super::*;
-use crate::hub::isolation::LINGER_MS;
+use crate::hub::starts::LINGER_MS;
 
 const CAPS: &str = r#"{ "sampling": {}, "elicitation": {} }"#;
 

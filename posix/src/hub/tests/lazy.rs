@@ -1,4 +1,4 @@
-//! Pair tests of lazy start and idle stop (`hub::lazy`).
+//! Pair tests of lazy start and idle stop (`hub::starts::lazy`).
 
 use serde_json::json;
 

@@ -286,7 +286,7 @@ fn clients_that_did_not_declare_tasks_get_plain_calls() {
     assert_eq!(p.take(c)["result"]["content"][0]["text"], "plain");
     // Before 2025-11-25 there are no tasks, declared or not.
     let old = p.client("2025-06-18", json!({ "tasks": {} }));
-    let init_caps = p.hub.client_declared_tasks(old);
+    let init_caps = p.hub.clients.get(&old).is_some_and(|cl| crate::hub::tasks::declared_legacy(cl.rev(), cl.caps()));
     assert!(!init_caps);
 }
 
