@@ -797,7 +797,8 @@ impl Hub {
     /// and `current`: its new entry runs what they were listed from).
     pub fn upstream_replaced(&mut self, u: UpstreamId, current: bool, now_ms: u64) -> bool {
         self.now(now_ms);
-        self.on_upstream_replaced(u, current)
+        let waiting = self.starts.parked_for(u);
+        self.ups.replaced(u, current, waiting, self.now_ms)
     }
 
     /// The lists server `u` offered when it last ran (as

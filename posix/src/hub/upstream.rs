@@ -261,6 +261,63 @@ impl Upstreams {
     pub fn replace(&mut self, u: UpstreamId, up: Upstream) -> Upstream {
         std::mem::replace(&mut self.0[u], up)
     }
+
+    /// How each server is named in the catalog (its name and prefix).
+    pub fn naming(&self) -> Vec<Naming<'_>> {
+        self.0.iter().map(|u| Naming { name: &u.spec.name, prefix: &u.spec.prefix }).collect()
+    }
+
+    /// The replaced server `u`'s old process is gone: true when its new
+    /// entry is to be started now; false when it sleeps until used (lazy,
+    /// its lists known and `current`, for what its new entry runs, and no
+    /// request `waiting` for it).
+    pub fn replaced(&mut self, u: UpstreamId, current: bool, waiting: bool, now: u64) -> bool {
+        let Some(up) = self.0.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
+        if up.spec.lazy && current && up.caps.is_some() && !waiting {
+            up.state = State::Asleep { stopping: false };
+            up.start_awaited = false;
+            return false;
+        }
+        up.state = State::Down { retry_at_ms: Some(now) };
+        true
+    }
+
+    /// The legacy servers a health-check ping is for (ready, not already
+    /// `pinging`): pings are every `every` ms of silence, none when 0.
+    fn pingable(&self, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> impl Iterator<Item = (UpstreamId, &Upstream)> {
+        self.0.iter().enumerate().filter(move |(u, up)| every != 0 && up.is_ready() && !up.is_modern() && !pinging(*u))
+    }
+
+    /// When the next health-check ping is due, if pings are on.
+    pub fn next_ping(&self, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Option<u64> {
+        self.pingable(every, pinging).map(|(_, up)| up.last_heard_ms + every).min()
+    }
+
+    // Requirement: ping-periodic-pings
+    // Requirement: ping-frequency-configurable
+    /// The pings due at `now`.
+    pub fn pings(&self, now: u64, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Vec<Effect> {
+        self.pingable(every, pinging)
+            .filter(|(_, up)| now >= up.last_heard_ms + every)
+            .map(|(u, up)| Effect::Send { u, method: Method::Ping, origin: Origin::Ping, timeout: up.spec.timeout_ms })
+            .collect()
+    }
+
+    /// The configured servers that are not ready (starting, restarting,
+    /// failed; not those asleep, nor `instance` slots), as clients are told
+    /// in `initialize` ([`super::NOT_READY_META`]): name, state, and whether
+    /// their tools are known (listed as they last ran) or not yet.
+    pub fn not_ready(&self, instance: impl Fn(UpstreamId) -> bool) -> Vec<Value> {
+        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !instance(*i);
+        self.0.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
+    }
+}
+
+/// What the upstreams ask the hub to do, in order.
+pub(super) enum Effect {
+    /// Send request `method` (no params) to upstream `u`, for `origin`,
+    /// answered within `timeout` ms.
+    Send { u: UpstreamId, method: Method<'static>, origin: Origin, timeout: u64 },
 }
 
 /// Read and changed in place as the slice of slots it is (ids are its
@@ -356,10 +413,6 @@ fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
 }
 
 impl Hub {
-    pub(super) fn naming(&self) -> Vec<Naming<'_>> {
-        self.ups.iter().map(|u| Naming { name: &u.spec.name, prefix: &u.spec.prefix }).collect()
-    }
-
     /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
     pub(super) fn send_upstream(&mut self, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
         let name = method.name().unwrap_or_default();
@@ -1172,22 +1225,6 @@ impl Hub {
         Ok(())
     }
 
-    /// The replaced server `u`'s old process is gone: true when its new
-    /// entry is to be started now; false when it sleeps until used (lazy,
-    /// its lists known and `current`, for what its new entry runs, and no
-    /// request waiting).
-    pub(super) fn on_upstream_replaced(&mut self, u: UpstreamId, current: bool) -> bool {
-        let waiting = self.starts.parked_for(u);
-        let Some(up) = self.ups.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
-        if up.spec.lazy && current && up.caps.is_some() && !waiting {
-            up.state = State::Asleep { stopping: false };
-            up.start_awaited = false;
-            return false;
-        }
-        up.state = State::Down { retry_at_ms: Some(self.now_ms) };
-        true
-    }
-
     /// A server added by a config reload: checked against the servers there
     /// are, then given the first free slot (one a removal left) or a new one.
     pub(super) fn on_add_upstream(&mut self, spec: UpstreamSpec) -> Result<UpstreamId, ConfigError> {
@@ -1311,36 +1348,14 @@ impl Hub {
         let fx = self.tasks.expire(&super::task_ups(&self.ups), self.now_ms);
         self.apply_task_effects(fx);
         self.release_held_inits();
-        self.ping_tick();
+        let pending = &self.pending;
+        let pings = self.ups.pings(self.now_ms, self.opts.ping_interval_ms, |u| pending.pinging(u));
+        self.apply_upstream(pings);
         let fx = self.starts.tick(self.now_ms, &self.ups, &self.clients, &|u| self.pending.busy(u));
         self.apply_starts(fx);
         let clients = &self.clients;
         let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
         self.apply_shared(effects);
-    }
-
-    /// When the next health-check ping is due, if pings are on.
-    fn next_ping(&self) -> Option<u64> {
-        let every = self.opts.ping_interval_ms;
-        if every == 0 {
-            return None;
-        }
-        (0..self.ups.len()).filter(|&u| self.ups[u].is_ready() && !self.ups[u].is_modern() && !self.pending.pinging(u)).map(|u| self.ups[u].last_heard_ms + every).min()
-    }
-
-    // Requirement: ping-periodic-pings
-    // Requirement: ping-frequency-configurable
-    fn ping_tick(&mut self) {
-        let every = self.opts.ping_interval_ms;
-        if every == 0 {
-            return;
-        }
-        for u in 0..self.ups.len() {
-            if self.ups[u].is_ready() && !self.ups[u].is_modern() && self.now_ms >= self.ups[u].last_heard_ms + every && !self.pending.pinging(u) {
-                let t = self.ups[u].spec.timeout_ms;
-                self.send_upstream(u, Method::Ping, None, Origin::Ping, t);
-            }
-        }
     }
 
     fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
@@ -1428,16 +1443,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
-    }
-
-    /// The configured servers that are not ready (starting, restarting,
-    /// failed; not those asleep), as clients are told in `initialize`
-    /// ([`super::NOT_READY_META`]): name, state, and whether their tools are
-    /// known (listed as they last ran) or not yet.
-    pub(super) fn servers_not_ready(&self) -> Vec<Value> {
-        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !self.starts.is_instance(*i);
-        self.ups.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
     }
 
     pub(super) fn status_json(&self) -> Value {
