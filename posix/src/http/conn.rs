@@ -18,6 +18,7 @@ use mcpx_core::error::ErrorCode;
 use smol::future;
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::decide::Refusal;
 use super::limits::{Limits, MAX_HEADERS};
 use super::mailbox::{self, Item};
 use super::refusals::Refusals;
@@ -521,9 +522,9 @@ impl Conn {
         self.error_with(status, &[], id, code, msg, data, keep).await
     }
 
-    /// [`Conn::error`] with extra response headers (e.g. `Retry-After`).
+    /// [`Conn::error`] with extra response headers (`Retry-After`).
     #[allow(clippy::too_many_arguments)]
-    pub async fn error_with(
+    async fn error_with(
         &mut self,
         status: u16,
         extra: &[(&str, &str)],
@@ -541,6 +542,15 @@ impl Conn {
             hs.push(("WWW-Authenticate", "Bearer realm=\"mcpx\""));
         }
         self.respond(status, &hs, &body, keep).await
+    }
+
+    /// Answers a request the listener refused (`decide`), keeping the
+    /// connection.
+    pub async fn refuse(&mut self, r: &Refusal<'_>) -> bool {
+        let retry = r.retry_after_s.map(|s| s.to_string());
+        let extra = retry.as_deref().map(|s| ("Retry-After", s));
+        let data = r.data.as_deref().map(str::as_bytes);
+        self.error_with(r.status, extra.as_slice(), r.id, r.code, &r.message, data, true).await
     }
 
     /// An Invalid Request error (-32600) with no id or data, keeping the

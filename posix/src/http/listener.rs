@@ -14,13 +14,12 @@ use std::time::Duration;
 
 use async_io::{Async, Timer};
 use mcpx_core::error::ErrorCode;
-use mcpx_core::frame::http::Version;
 use smol::future;
 use smol::LocalExecutor;
 
 use super::cluster_hop;
 use super::conn::Conn;
-use super::origin;
+use super::decide::{self, Target};
 use super::request::Request;
 use super::routes;
 use super::session::{self, Shared};
@@ -176,19 +175,8 @@ async fn handle(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
 }
 
 async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
-    let http11 = req.version == Version::Http11;
-    if let Some(why) = origin::field_lines_error(req.header_count("host"), req.header_count("origin"), http11) {
-        return conn.reject(400, why).await;
-    }
-    // Requirement rows streamable-http-server-validate-origin, streamable-http-server-403-invalid-origin,
-    // http-sse-server-validate-origin
-    if !sh.guard.host_ok(req.header("host")) {
-        let host = req.header_str("host").unwrap_or("").to_string();
-        return conn.reject(403, &format!("Forbidden: Host '{host}' is not allowed (DNS rebinding protection)")).await;
-    }
-    if !sh.guard.origin_ok(req.header("origin")) {
-        let origin = req.header_str("origin").unwrap_or("").to_string();
-        return conn.reject(403, &format!("Forbidden: Origin '{origin}' is not allowed")).await;
+    if let Some(r) = decide::front_door(req, &sh.guard) {
+        return conn.refuse(&r).await;
     }
     if let Some(keep) = sh.auth.metadata(conn, req).await {
         return keep;
@@ -197,10 +185,10 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     if req.path() == crate::cluster::hop_auth::PATH {
         return cluster_hop::handle(sh, conn, req).await;
     }
-    let Some(target) = routes::Target::of(req.path(), &sh.cfg) else {
+    let Some(target) = Target::of(req.path(), &sh.cfg) else {
         return conn.reject(404, &format!("Not found: the MCP endpoint is {}", sh.cfg.path)).await;
     };
-    if target == routes::Target::Health {
+    if target == Target::Health {
         return match req.method() {
             "GET" => {
                 conn.respond(200, &[("Content-Type", "text/plain")], b"ok", true)

@@ -67,7 +67,7 @@
 //!   the session.
 //!
 //! # Eras
-//! A POST is classified once in [`routes`] (`classify`): legacy (session or
+//! A POST is classified once in [`decide`] (`classify`): legacy (session or
 //! `initialize`) vs modern stateless (2026-07-28), per the rule in the
 //! conformance notes: no `Mcp-Session-Id`, and a `MCP-Protocol-Version`
 //! header or a `params._meta` protocol version, except a header naming a
@@ -94,7 +94,9 @@
 //! # Layers
 //! A module uses only modules of the layers below its own:
 //! 1. leaves: `limits`, `few`, `origin`, `refusals`, `request` (a request
-//!    head as read), `mailbox` (a stream's queue and its `Item`);
+//!    head as read), `mailbox` (a stream's queue and its `Item`), then
+//!    `decide` (the listener's rules: a request and what was looked up
+//!    about it in, a decision out; no I/O);
 //! 2. `conn`: one connection's reads and writes, and what the connections
 //!    of the listener share (`conn::Common`: limits, clock, log, refusals);
 //! 3. `auth` (who sent a request) and `sse_stream` (SSE framing, the
@@ -115,6 +117,7 @@
 mod auth;
 pub(crate) mod cluster_hop;
 mod conn;
+mod decide;
 #[cfg(feature = "cluster")]
 mod dir_queue;
 mod few;

@@ -1,28 +1,25 @@
 //! The endpoints of an authenticated request (the `listener` checked it):
 //! `/mcp` (POST, GET, DELETE), `/status`, `/metrics`, and the 2024-11-05
-//! `/sse` + `/messages`; first a session of another principal (404), then
-//! the method (405).
+//! `/sse` + `/messages`. Each reads what it needs, asks `decide` what to
+//! do (the rules live there), and acts: sessions, the hub, the answer.
 
 use mcpx_core::error::ErrorCode;
 use std::time::{Duration, Instant};
 
 use mcpx_core::envelope::{Envelope, Kind as MsgKind, Message};
 use mcpx_core::frame::http::Version;
-use mcpx_core::revision::{self, Era as RevEra, EraHints, Revision, Revisions};
+use mcpx_core::revision::Revision;
 
 use super::auth::Principal;
-use crate::hub::{IdKey, Level, Outcome};
+use crate::hub::{IdKey, Level};
 use super::conn::{Conn, Wake};
+use super::decide::{self, Endpoint, Facts, Known, Post, Refusal, Route, Target};
 use super::request::Request;
 use super::session::{self, Kind, Shared};
 use super::few::Few;
 use super::mailbox::{Item, Receiver};
 use super::sse_stream::{Attach, SseOut, StreamId};
 
-/// The refusal of a request that needs a session but names none.
-const NO_SESSION_ID: &str = "Bad Request: Mcp-Session-Id header is required";
-
-/// Handles one request; false when the connection must close.
 /// A client's request in a legacy session of this replica that another
 /// replica passed on over the hop (`cluster_hop`), as principal `who`:
 /// served as if the client had come here, never passed on again.
@@ -37,54 +34,32 @@ pub(super) async fn serve_relayed(sh: &Shared, conn: &mut Conn, req: &mut Reques
     }
 }
 
-/// An authenticated request to `target`: the session owner check, then the
-/// method.
+/// An authenticated request to `target`: to its endpoint (`decide::route`).
 pub(super) async fn serve(sh: &Shared, conn: &mut Conn, req: &mut Request, target: Target, who: &Principal) -> bool {
-    let named = session_of(req).or_else(|| (target == Target::Messages).then(|| legacy_session_of(req)));
-    if named.is_some_and(|sid| !session::usable_by(sh, sid, who)) {
-        return conn.reject(404, "Not found: unknown or ended session").await;
-    }
-    match (target, req.method()) {
-        (Target::Status, "GET") => super::status_page::get(sh, conn, req, who).await,
-        (Target::Status, _) => conn.method_not_allowed("GET").await,
-        (Target::Metrics, "GET") => metrics(sh, conn).await,
-        (Target::Metrics, _) => conn.method_not_allowed("GET").await,
-        (Target::Sse, "GET") => legacy_sse(sh, conn, req, who).await,
-        (Target::Sse, _) => conn.method_not_allowed("GET").await,
-        (Target::Messages, "POST") => legacy_messages(sh, conn, req).await,
-        (Target::Messages, _) => conn.method_not_allowed("POST").await,
-        (_, "POST") => post(sh, conn, req, who).await,
-        (_, "GET") => get(sh, conn, req).await,
-        (_, "DELETE") => delete(sh, conn, req).await,
-        _ => conn.method_not_allowed("GET, POST, DELETE").await,
+    let named = decide::session_of(req).or_else(|| (target == Target::Messages).then(|| decide::legacy_session_of(req)));
+    let foreign = named.is_some_and(|sid| !session::usable_by(sh, sid, who));
+    match decide::route(target, req.method(), foreign) {
+        Route::Refuse(r) => conn.refuse(&r).await,
+        Route::NotAllowed(allow) => conn.method_not_allowed(allow).await,
+        Route::Serve(Endpoint::Status) => super::status_page::get(sh, conn, req, who).await,
+        Route::Serve(Endpoint::Metrics) => metrics(sh, conn).await,
+        Route::Serve(Endpoint::Sse) => legacy_sse(sh, conn, req, who).await,
+        Route::Serve(Endpoint::Messages) => legacy_messages(sh, conn, req).await,
+        Route::Serve(Endpoint::Post) => post(sh, conn, req, who).await,
+        Route::Serve(Endpoint::Get) => get(sh, conn, req).await,
+        Route::Serve(Endpoint::Delete) => delete(sh, conn, req).await,
     }
 }
 
-/// What a request's path names.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Target {
-    Health,
-    Status,
-    Metrics,
-    /// 2024-11-05 HTTP+SSE (when served).
-    Sse,
-    Messages,
-    /// The MCP endpoint.
-    Mcp,
-}
+/// What the listener's decisions look up: its sessions, the hub's tools.
+impl Facts for Shared {
+    fn session(&self, sid: &str) -> Known {
+        let st = self.state.borrow();
+        st.sessions.by_id.get(sid).filter(|s| s.kind == Kind::Streamable).map_or(Known::Unknown, |s| Known::Live(s.rev))
+    }
 
-impl Target {
-    pub(super) fn of(path: &str, cfg: &super::HttpConfig) -> Option<Target> {
-        let legacy = cfg.legacy_sse;
-        Some(match path {
-            "/health" => Target::Health,
-            "/status" => Target::Status,
-            "/metrics" => Target::Metrics,
-            "/sse" if legacy => Target::Sse,
-            "/messages" if legacy => Target::Messages,
-            p if p == cfg.path => Target::Mcp,
-            _ => return None,
-        })
+    fn tool_schema(&self, name: &str) -> Option<serde_json::Value> {
+        self.link.call(|hub, _| hub.tool_input_schema(name))
     }
 }
 
@@ -103,56 +78,66 @@ async fn metrics(sh: &Shared, conn: &mut Conn) -> bool {
     }
 }
 
-/// Reads a JSON body; answers 415/413 itself (`None` then carries keep-alive).
+/// Reads a JSON body; answers 415/413 itself (`Err` then carries keep-alive).
 async fn json_body(conn: &mut Conn, req: &mut Request) -> Result<Vec<u8>, bool> {
-    let ct = req.header_str("content-type").unwrap_or("");
-    if !ct.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")) {
-        return Err(conn.reject(415, "Unsupported media type: POST a JSON-RPC message as application/json").await);
+    if let Some(r) = decide::json_body(req) {
+        return Err(conn.refuse(&r).await);
     }
     conn.body(req).await
 }
 
-/// Which era a POST belongs to (conformance notes §1.6): decided once, by
-/// core's one classification.
-fn classify(has_session: bool, version_header: Option<&str>, msg: &Message<'_>) -> RevEra {
-    let single = match msg {
-        Message::Single(env) => Some(env),
-        Message::Batch(_) => None,
-    };
-    let hints = EraHints { session: has_session, version_header, modern_connection: false };
-    revision::request_era(single, hints)
-}
-
-fn supported_json() -> String {
-    let list: Vec<String> = Revisions::LEGACY
-        .iter()
-        .map(|r| format!("\"{}\"", r.as_str()))
-        .collect();
-    format!("[{}]", list.join(","))
-}
-
-/// POST /mcp.
+/// POST /mcp: read, decide (`decide::post`), act.
 async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     let body = match json_body(conn, req).await {
         Ok(b) => b,
         Err(keep) => return keep,
     };
     let posted = match Message::parse(&body) {
-        Ok(msg) => {
-            let req = &*req;
-            let sid = session_of(req);
-            let pv = req.header_str("mcp-protocol-version").map(str::trim);
-            match classify(sid.is_some(), pv, &msg) {
-                RevEra::Modern => post_modern(sh, conn, req, &msg, who).await,
-                RevEra::Legacy => post_legacy(sh, conn, req, sid, pv, &msg, who).await,
-            }
-        }
-        Err(e) => Posted::Done(conn.error(400, e.id_bytes(), e.error_code(), e.message(), None, true).await),
+        Ok(msg) => act(sh, conn, req, decide::post(req, &msg, sh), &msg, who).await,
+        Err(e) => Posted::Done(conn.refuse(&Refusal::unparsed(&e)).await),
     };
     // The hub has the messages: the body is not kept while their answers
     // are awaited (64 clients posting 64 KiB would hold 4 MiB).
     conn.recycle_body(body);
     posted.finish(sh, conn).await
+}
+
+/// A 2026-07-28 POST, classified already (here, or by the replica that
+/// passed it on): served by the hub as one request of a client that lives
+/// as long as the POST (no session, no `Mcp-Session-Id`). A
+/// `subscriptions/listen` POST stays open as its stream.
+pub(super) async fn post_modern(sh: &Shared, conn: &mut Conn, req: &Request, msg: &Message<'_>, who: &Principal) -> Posted {
+    act(sh, conn, req, decide::modern(req, msg, sh), msg, who).await
+}
+
+/// Does what was decided for a POST whose messages are `msg`.
+async fn act<'b>(sh: &Shared, conn: &mut Conn, req: &Request, decided: Post<'_, 'b>, msg: &Message<'b>, who: &Principal) -> Posted {
+    let batch = matches!(msg, Message::Batch(_));
+    let (sse_ok, http10) = (decide::sse_ok(req), req.version == Version::Http10);
+    let reply = Reply { batch, sse_ok, http10, set_session: false, modern: false };
+    match decided {
+        Post::Refuse(r) => Posted::Done(conn.refuse(&r).await),
+        Post::Accepted => Posted::Done(conn.respond(202, &[], b"", true).await),
+        Post::Modern(env) => open(sh, conn, env, Kind::Modern, who, Reply { modern: true, ..reply }).await,
+        Post::Open(env) => open(sh, conn, env, Kind::Streamable, who, Reply { set_session: true, ..reply }).await,
+        Post::InSession { sid } => in_session(sh, conn, sid, msg, reply).await,
+    }
+}
+
+/// Opens a session of `kind` for the one request `env` and passes it on.
+async fn open(sh: &Shared, conn: &mut Conn, env: Envelope<'_>, kind: Kind, who: &Principal, reply: Reply) -> Posted {
+    let id = env.id_bytes().unwrap_or(b"null");
+    let (sid, c) = match session::open(sh, kind, who) {
+        Ok(x) => x,
+        Err(r) => return Posted::Done(r.answer(conn, Some(id)).await),
+    };
+    // Before the answer: the client's next request may reach any replica.
+    #[cfg(feature = "cluster")]
+    if kind == Kind::Streamable {
+        super::session_dir::publish(sh, &sid).await;
+    }
+    let x = Exchange { sid: &sid, c, pending: Few::one(IdKey::new(id)), msgs: Few::one(env), prefilled: Few::Empty, reply };
+    exchange(sh, conn, x).await
 }
 
 /// A POST once its messages are with the hub (or it was answered), its
@@ -174,199 +159,28 @@ impl Posted {
     }
 }
 
-/// The `HeaderMismatchError` (-32020) for a modern POST whose headers do not
-/// mirror its body, if any (checked only once `_meta` itself is valid: a
-/// missing field is the hub's -32602 first, conformance notes §3.1).
-fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
-    use mcpx_core::headers::{self, HeaderField, ParamValue};
-    let meta_version = env.protocol_version()?.as_str()?;
-    let version = String::from_utf8_lossy(meta_version.raw()).into_owned();
-    if env.meta().and_then(|m| m.get(mcpx_core::meta::CLIENT_CAPABILITIES_KEY)).is_none() {
-        return None;
-    }
-    let method = env.method_str().unwrap_or("");
-    let name = headers::name_source(method).and_then(|s| env.params()?.get(s.field()));
-    let name = name.and_then(|v| v.as_str()).map(|s| String::from_utf8_lossy(s.raw()).into_owned());
-    let checks = [
-        (HeaderField::ProtocolVersion, req.header("mcp-protocol-version"), Some(version.as_str())),
-        (HeaderField::Method, req.header("mcp-method"), Some(method)),
-        (HeaderField::Name, req.header("mcp-name"), name.as_deref()),
-    ];
-    for (field, header, body) in checks {
-        if let Err(e) = headers::check(field, header, body.map(ParamValue::Str)) {
-            return Some(format!("Header mismatch: {field} {:?} (the headers must mirror the body)", e.kind));
-        }
-    }
-    None
-}
-
-/// The -32020 for a modern `tools/call` whose `Mcp-Param-*` headers do not
-/// mirror the arguments annotated with `x-mcp-header`, if any.
-fn param_mismatch(sh: &Shared, req: &Request, env: &Envelope<'_>) -> Option<String> {
-    use mcpx_core::headers::{self, HeaderField, ParamValue};
-    if !env.method_is("tools/call") {
-        return None;
-    }
-    let name = env.name()?.as_str()?;
-    let name = String::from_utf8_lossy(name.raw()).into_owned();
-    let schema = sh.link.call(|hub, _| hub.tool_input_schema(&name))?;
-    let args: serde_json::Value = env.param("arguments").and_then(|a| serde_json::from_slice(a.bytes()).ok()).unwrap_or(serde_json::Value::Null);
-    for (h, path) in crate::hub::param_headers::annotations(&schema) {
-        let mut v = &args;
-        for k in &path {
-            v = v.get(k).unwrap_or(&serde_json::Value::Null);
-        }
-        let text;
-        let body = match v {
-            serde_json::Value::String(s) => Some(ParamValue::Str(s)),
-            serde_json::Value::Bool(b) => Some(ParamValue::Bool(*b)),
-            serde_json::Value::Number(n) => {
-                text = n.to_string();
-                Some(ParamValue::Number(&text))
-            }
-            _ => None,
-        };
-        let header = req.header(&format!("mcp-param-{}", h.to_ascii_lowercase()));
-        // Requirement rows streamable-http-server-validates-param-headers, streamable-http-server-decodes-before-compare
-        if let Err(e) = headers::check(HeaderField::Param(&h), header, body) {
-            return Some(format!("Header mismatch: Mcp-Param-{h} {:?} (it must mirror the argument {})", e.kind, path.join(".")));
-        }
-    }
-    None
-}
-
-/// A 2026-07-28 (stateless) request: served by the hub as one request of a
-/// client that lives as long as the POST (no session, no `Mcp-Session-Id`).
-/// A `subscriptions/listen` POST stays open as its stream.
-pub(super) async fn post_modern(sh: &Shared, conn: &mut Conn, req: &Request, msg: &Message<'_>, who: &Principal) -> Posted {
-    let Message::Single(env) = msg else {
-        let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";
-        return Posted::Done(conn.error(400, None, ErrorCode::InvalidRequest, text, None, true).await);
-    };
-    if env.kind() != MsgKind::Request {
-        // Stateless: nothing to route a notification or response to (a
-        // request is cancelled by closing its stream).
-        return Posted::Done(conn.respond(202, &[], b"", true).await);
-    }
-    let id = env.id_bytes().unwrap_or(b"null");
-    // Requirement rows streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
-    if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(sh, req, env)) {
-        return Posted::Done(conn.error(400, Some(id), ErrorCode::HeaderMismatch, &text, None, true).await);
-    }
-    let (sid, c) = match session::open(sh, Kind::Modern, who) {
-        Ok(x) => x,
-        Err(r) => return Posted::Done(r.answer(conn, Some(id)).await),
-    };
-    let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
-    let x = Exchange {
-        sid: &sid,
-        c,
-        pending: Few::one(IdKey::new(id)),
-        msgs: Few::one(*env),
-        prefilled: Few::Empty,
-        reply: Reply { batch: false, sse_ok, http10: req.version == Version::Http10, set_session: false, modern: true },
-    };
-    exchange(sh, conn, x).await
-}
-
-/// A legacy POST: `initialize` (new session) or a message in a session.
-async fn post_legacy(
-    sh: &Shared, conn: &mut Conn,
-    req: &Request,
-    sid: Option<&str>,
-    pv: Option<&str>,
-    msg: &Message<'_>,
-    who: &Principal,
-) -> Posted {
-    let first_id = match msg {
-        Message::Single(e) => e.id_bytes(),
-        Message::Batch(_) => None,
-    };
-    // Requirement rows streamable-http-server-400-unsupported-version-header, streamable-http-server-assumes-2025-03-26
-    let header_rev = match pv {
-        None => None,
-        Some(v) => match Revision::parse(v).filter(|r| r.era() == RevEra::Legacy) {
-            Some(r) => Some(r),
-            None => {
-                let data = format!(
-                    "{{\"supported\":{},\"requested\":{}}}",
-                    supported_json(),
-                    serde_json::Value::from(v)
-                );
-                let text = format!("Bad Request: unsupported MCP-Protocol-Version '{v}'");
-                let data = Some(data.as_bytes());
-                return Posted::Done(conn.error(400, first_id, ErrorCode::InvalidRequest, &text, data, true).await);
-            }
-        },
-    };
-    let sse_ok = !req.headers_present("accept") || req.accepts("text/event-stream");
-    let http10 = req.version == Version::Http10;
-    let Some(sid) = sid else {
-        // Requirement rows streamable-http-server-may-assign-session, streamable-http-server-400-missing-session
-        let Message::Single(env) = msg else {
-            return Posted::Done(conn.reject(400, NO_SESSION_ID).await);
-        };
-        if !(env.kind() == MsgKind::Request && env.method_is("initialize")) {
-            return Posted::Done(conn.error(400, first_id, ErrorCode::InvalidRequest, "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)", None, true).await);
-        }
-        let (sid, c) = match session::open(sh, Kind::Streamable, who) {
-            Ok(x) => x,
-            Err(r) => return Posted::Done(r.answer(conn, first_id).await),
-        };
-        // Before the answer: the client's next request may reach any replica.
-        #[cfg(feature = "cluster")]
-        super::session_dir::publish(sh, &sid).await;
-        let id = env.id_bytes().unwrap_or(b"null");
-        let x = Exchange {
-            sid: &sid,
-            c,
-            pending: Few::one(IdKey::new(id)),
-            msgs: Few::one(*env),
-            prefilled: Few::Empty,
-            reply: Reply { batch: false, sse_ok, http10, set_session: true, modern: false },
-        };
-        return exchange(sh, conn, x).await;
-    };
-    // Requirement rows streamable-http-server-404-terminated-session
+/// The messages of a live session: requests go to the hub once each (a
+/// duplicate id is refused here), the rest are fed.
+async fn in_session(sh: &Shared, conn: &mut Conn, sid: &str, msg: &Message<'_>, reply: Reply) -> Posted {
     let Some(c) = sh.touch(sid, Kind::Streamable) else {
-        let text = "Not found: unknown or ended session; initialize a new one";
-        return Posted::Done(conn.error(404, first_id, ErrorCode::InvalidRequest, text, None, true).await);
+        let first_id = match msg {
+            Message::Single(e) => e.id_bytes(),
+            Message::Batch(_) => None,
+        };
+        return Posted::Done(conn.refuse(&decide::unknown_session(first_id)).await);
     };
-    let negotiated = session::session_rev(sh, sid);
-    // Requirement rows streamable-http-server-400-unsupported-version-header: a session
-    // speaks the revision its initialize negotiated, no other.
-    if let Some((h, n)) = header_rev.zip(negotiated).filter(|(h, n)| h != n) {
-        let data = format!("{{\"supported\":[\"{}\"],\"requested\":\"{}\"}}", n.as_str(), h.as_str());
-        let text = format!(
-            "Bad Request: MCP-Protocol-Version '{}' is not the revision this session negotiated ({})",
-            h.as_str(),
-            n.as_str()
-        );
-        return Posted::Done(conn.error(400, first_id, ErrorCode::InvalidRequest, &text, Some(data.as_bytes()), true).await);
-    }
-    let rev = header_rev.or(negotiated).unwrap_or(Revision::V2025_03_26);
     let (single, elements) = match msg {
         Message::Single(e) => (Some(Ok(*e)), None),
-        Message::Batch(b) => {
-            // Requirement rows streamable-http-post-body-may-batch (2025-03-26 only)
-            if !mcpx_core::envelope::Batch::allowed_in(rev) {
-                let text = format!(
-                    "Invalid request: JSON-RPC batches are not supported in protocol revision {}",
-                    rev.as_str()
-                );
-                return Posted::Done(conn.reject(400, &text).await);
-            }
-            (None, Some(b.elements()))
-        }
+        Message::Batch(b) => (None, Some(b.elements())),
     };
-    let batch = matches!(msg, Message::Batch(_));
+    let batch = reply.batch;
     let mut x = Exchange {
         sid,
         c,
         pending: Few::Empty,
         msgs: Few::Empty,
         prefilled: Few::Empty,
-        reply: Reply { batch, sse_ok, http10, set_session: false, modern: false },
+        reply,
     };
     for el in single.into_iter().chain(elements.into_iter().flatten()) {
         match el {
@@ -402,11 +216,10 @@ async fn post_legacy(
     if x.pending.is_empty() {
         sh.feed_views(x.c, x.msgs.as_slice());
         if x.prefilled.is_empty() {
-            // Requirement rows streamable-http-server-202-for-non-request
-            return Posted::Done(conn.respond(202, &[], b"", true).await);
+            return Posted::Done(conn.respond(decide::without_requests(false, batch), &[], b"", true).await);
         }
+        let status = decide::without_requests(true, batch);
         let body = join(x.prefilled, batch);
-        let status = if batch { 200 } else { 400 };
         return Posted::Done(conn.respond(status, &[("Content-Type", "application/json")], &body, true).await);
     }
     exchange(sh, conn, x).await
@@ -590,16 +403,8 @@ impl Waiting {
         match sse {
             Some(s) => s.finish(conn).await,
             None if ended_early => {
-                if sh.touch(sid, Kind::Streamable).is_none() {
-                    let msg = "Not found: the session ended before the request was answered";
-                    conn.reject(404, msg).await
-                } else {
-                    let max = sh.cfg.limits.stream_queue;
-                    let msg = format!(
-                        "mcpx dropped this request's answer: over {max} messages were waiting for it"
-                    );
-                    conn.error(500, None, ErrorCode::InternalError, &msg, None, true).await
-                }
+                let live = sh.touch(sid, Kind::Streamable).is_some();
+                conn.refuse(&decide::unanswered(live, sh.cfg.limits.stream_queue)).await
             }
             None => {
                 let mut bodies = Few::Empty;
@@ -607,19 +412,8 @@ impl Waiting {
                     bodies.push(r);
                 }
                 let body = join(bodies, batch);
-                let error = match outcome {
-                    Some(Outcome::Error { code, retry_after_s }) if !batch => Some((code, retry_after_s)),
-                    _ => None,
-                };
-                let mut status = 200;
-                if modern {
-                    // Requirement rows streamable-http-unsupported-version-400, streamable-http-unknown-method-404
-                    status = error.map_or(200, |(code, _)| mcpx_core::error::http_status(code));
-                }
-                // A rate-limit refusal: `Retry-After`, and 429 where the status
-                // follows the error (2026-07-28); legacy SDK clients read
-                // JSON-RPC errors only from a 200.
-                let retry = error.and_then(|(_, retry)| retry).map(|s| s.to_string());
+                let (status, retry) = decide::answer_status(modern, batch, outcome);
+                let retry = retry.map(|s| s.to_string());
                 let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
                 let mut k = 1;
                 for h in extra {
@@ -629,9 +423,6 @@ impl Waiting {
                 if let Some(secs) = &retry {
                     hs[k] = ("Retry-After", secs);
                     k += 1;
-                    if modern {
-                        status = 429;
-                    }
                 }
                 conn.respond(status, &hs[..k], &body, !http10).await
             }
@@ -667,60 +458,50 @@ async fn start_sse(
     Some(s)
 }
 
-fn session_of(req: &Request) -> Option<&str> {
-    req.header_str("mcp-session-id").map(str::trim)
-}
-
 /// The legacy session a request to the MCP endpoint (`Mcp-Session-Id`) or
 /// to `/messages` (`sessionId`) names.
 #[cfg(feature = "cluster")]
 pub(super) fn named_session<'r>(req: &'r Request, cfg: &super::HttpConfig) -> Option<&'r str> {
     match Target::of(req.path(), cfg)? {
-        Target::Mcp => session_of(req),
-        Target::Messages => Some(legacy_session_of(req)),
+        Target::Mcp => decide::session_of(req),
+        Target::Messages => Some(decide::legacy_session_of(req)),
         _ => None,
     }
 }
 
 /// GET /mcp: the session's standalone stream (rows `streamable-http-get-sse-or-405`,
 /// `streamable-http-get-no-responses`: only notifications and requests reach it).
-async fn get(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
-    if !req.accepts("text/event-stream") {
-        return conn.reject(406, "Not acceptable: GET opens an SSE stream; send Accept: text/event-stream").await;
-    }
-    let Some(sid) = session_of(req) else {
-        return conn.reject(400, NO_SESSION_ID).await;
+async fn get(sh: &Shared, conn: &mut Conn, req: &Request) -> bool {
+    let (sid, last, prime) = match decide::get(req, sh) {
+        Ok(open) => (open.sid, open.last_event_id, open.prime),
+        Err(r) => return conn.refuse(&r).await,
     };
-    if sh.touch(&sid, Kind::Streamable).is_none() {
-        return conn.reject(404, "Not found: unknown or ended session; initialize a new one").await;
-    }
+    sh.touch(sid, Kind::Streamable);
     let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let seq = sh.next_seq();
-    let last = req.header_str("last-event-id").map(str::to_string);
     // Requirement rows streamable-http-client-resume-with-last-event-id: a POST's stream is
     // resumed by GET too; it carries the rest of that stream and ends after its last answer.
-    let resumed = last.as_deref().and_then(|l| session::resume_exchange(sh, &sid, l, seq, tx.clone()));
+    let resumed = last.and_then(|l| session::resume_exchange(sh, sid, l, seq, tx.clone()));
     if let Some(att) = resumed {
         drop(tx);
         let stream = att.stream.seq;
         lost_events(sh, &att);
         let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, false))).await;
-        session::leave_exchange(sh, &sid, stream, seq, true);
+        session::leave_exchange(sh, sid, stream, seq, true);
         return keep;
     }
     // A POST's stream on the replica this session was taken over from: its
     // answer is gone with it.
     #[cfg(feature = "cluster")]
-    if let Some(lost) = last.as_deref().and_then(|l| super::session_dir::lost_stream(sh, &sid, l)) {
-        return super::session_dir::answer_lost(sh, conn, req, &sid, lost).await;
+    if let Some(lost) = last.and_then(|l| super::session_dir::lost_stream(sh, sid, l)) {
+        return super::session_dir::answer_lost(sh, conn, req, sid, lost).await;
     }
-    let Some(att) = session::set_get_resumable(sh, &sid, seq, tx, last.as_deref()) else {
+    let Some(att) = session::set_get_resumable(sh, sid, seq, tx, last) else {
         return conn.reject(409, "Conflict: this session already has an open GET stream").await;
     };
     lost_events(sh, &att);
-    let prime = session::session_rev(sh, &sid).is_some_and(|r| r >= Revision::V2025_11_25);
     let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, prime))).await;
-    session::clear_get(sh, &sid, seq);
+    session::clear_get(sh, sid, seq);
     keep
 }
 
@@ -799,11 +580,13 @@ async fn delete(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
             return keep;
         }
     }
-    let Some(sid) = session_of(req) else {
-        return conn.reject(400, NO_SESSION_ID).await;
+    let sid = match decide::delete(req, sh) {
+        Ok(sid) => sid,
+        Err(r) => return conn.refuse(&r).await,
     };
-    if sh.touch(&sid, Kind::Streamable).is_none() || !session::end(sh, &sid, true) {
-        return conn.reject(404, "Not found: unknown or ended session").await;
+    sh.touch(sid, Kind::Streamable);
+    if !session::end(sh, sid, true) {
+        return conn.refuse(&decide::ended()).await;
     }
     conn.respond(204, &[], b"", true).await
 }
@@ -813,8 +596,8 @@ async fn delete(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
 /// `http-sse-server-two-endpoints`, `http-sse-server-endpoint-event`,
 /// `http-sse-server-messages-as-sse-events`).
 async fn legacy_sse(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
-    if req.headers_present("accept") && !req.accepts("text/event-stream") {
-        return conn.reject(406, "Not acceptable: send Accept: text/event-stream").await;
+    if let Some(r) = decide::legacy_sse(req) {
+        return conn.refuse(&r).await;
     }
     let (sid, _c) = match session::open(sh, Kind::LegacySse, who) {
         Ok(x) => x,
@@ -841,14 +624,9 @@ async fn legacy_sse(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Princ
     keep
 }
 
-/// The `sessionId` of a 2024-11-05 `/messages?sessionId=…` POST.
-fn legacy_session_of(req: &Request) -> &str {
-    req.query().split('&').find_map(|kv| kv.strip_prefix("sessionId=")).unwrap_or("")
-}
-
 /// POST /messages?sessionId=… (2024-11-05): 202, the answer comes on the stream.
 async fn legacy_messages(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
-    let sid = legacy_session_of(req);
+    let sid = decide::legacy_session_of(req);
     let Some(c) = sh.touch(&sid, Kind::LegacySse) else {
         if req.has_body() {
             if let Err(keep) = conn.body(req).await {
@@ -864,45 +642,9 @@ async fn legacy_messages(sh: &Shared, conn: &mut Conn, req: &mut Request) -> boo
     let msgs: Vec<Envelope<'_>> = match Message::parse(&body) {
         Ok(Message::Single(e)) => vec![e],
         Ok(Message::Batch(b)) => b.elements().filter_map(Result::ok).collect(),
-        Err(e) => {
-            return conn
-                .error(400, e.id_bytes(), e.error_code(), e.message(), None, true)
-                .await
-        }
+        Err(e) => return conn.refuse(&Refusal::unparsed(&e)).await,
     };
     sh.feed_views(c, &msgs);
     conn.respond(202, &[("Content-Type", "text/plain")], b"Accepted", true)
         .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn era(session: bool, header: Option<&str>, body: &str) -> &'static str {
-        let msg = Message::parse(body.as_bytes()).unwrap();
-        match classify(session, header, &msg) {
-            RevEra::Legacy => "legacy",
-            RevEra::Modern => "modern",
-        }
-    }
-
-    #[test]
-    fn a_post_is_classified_once_by_session_header_and_meta() {
-        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
-        let modern = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-        // The SDK's initialize: no header, no _meta.
-        assert_eq!(era(false, None, init), "legacy");
-        // Raw probes: a dated legacy header without _meta.
-        assert_eq!(era(false, Some("2025-11-25"), init), "legacy");
-        assert_eq!(era(false, Some("2024-11-05"), init), "legacy");
-        // The 2026 wire: header or per-request _meta.
-        assert_eq!(era(false, Some("2026-07-28"), init), "modern");
-        assert_eq!(era(false, Some("v999.0.0"), init), "modern");
-        assert_eq!(era(false, None, modern), "modern");
-        assert_eq!(era(false, Some("2025-11-25"), modern), "modern");
-        // A session decides it.
-        assert_eq!(era(true, Some("2026-07-28"), modern), "legacy");
-        assert_eq!(era(false, None, &format!("[{init}]")), "legacy");
-    }
 }

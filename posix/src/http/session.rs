@@ -15,6 +15,7 @@ use smol::channel::{self, Receiver};
 
 use super::auth::{Authenticator, Principal};
 use super::conn::{Common, Conn};
+use super::decide;
 use super::few::Few;
 use super::mailbox::{Item, Sender};
 use super::sse_stream::{self, Attach, Replay, StreamId};
@@ -269,12 +270,16 @@ impl SessionRefused {
         SessionRefused { status: 503, message, data: serde_json::json!({ "limit": "sessions" }) }
     }
 
-    /// Answers the request whose session could not be opened: the
+    /// The refusal of the request whose session could not be opened: the
     /// status, `Retry-After` and a JSON-RPC error naming the limit.
+    pub fn refusal(self, id: Option<&[u8]>) -> decide::Refusal<'_> {
+        let data = Some(self.data.to_string());
+        decide::Refusal { status: self.status, code: Self::CODE, id, message: self.message.into(), data, retry_after_s: Some(Self::RETRY_AFTER_S) }
+    }
+
+    /// Answers the request whose session could not be opened.
     pub async fn answer(self, conn: &mut Conn, id: Option<&[u8]>) -> bool {
-        let retry = Self::RETRY_AFTER_S.to_string();
-        let data = self.data.to_string();
-        conn.error_with(self.status, &[("Retry-After", &retry)], id, Self::CODE, &self.message, Some(data.as_bytes()), true).await
+        conn.refuse(&self.refusal(id)).await
     }
 }
 
@@ -333,7 +338,7 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
     let c = insert(shared, &sid, kind, owner, |hub, now| {
         let c = hub.client_connected(now);
         hub.set_client_principal(c, owner.bytes());
-        // The era this listener decided for the request (`routes::classify`)
+        // The era this listener decided for the request (`decide::classify`)
         // is the hub's too: decided once.
         if kind == Kind::Modern {
             hub.set_client_modern(c);

@@ -26,6 +26,7 @@ use mcpx_core::error::ErrorCode;
 
 use super::auth::Principal;
 use super::conn::Conn;
+use super::decide::Refusal;
 use super::dir_queue::{Job, TakenOver};
 use super::request::Request;
 use super::session::{self, Kind, Shared};
@@ -229,9 +230,9 @@ async fn relay(conn: &mut Conn, req: &Request, dir: &Directory, to: &str, who: &
 /// client drop it and start over for nothing, so the answer is "not now"
 /// (503, Retry-After), as for any request that needs Redis.
 async fn unavailable(conn: &mut Conn, why: &str) -> bool {
-    let retry = UNAVAILABLE_RETRY_AFTER_S.to_string();
     let text = format!("Service unavailable: cannot find which replica holds this session ({why}); retry shortly");
-    conn.error_with(503, &[("Retry-After", &retry)], None, ErrorCode::InternalError, &text, None, true).await
+    let r = Refusal { code: ErrorCode::InternalError, retry_after_s: Some(UNAVAILABLE_RETRY_AFTER_S), ..Refusal::invalid(503, text) };
+    conn.refuse(&r).await
 }
 
 async fn not_found(conn: &mut Conn, why: &str) -> bool {

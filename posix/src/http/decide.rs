@@ -1,0 +1,447 @@
+//! The listener's rules as functions: what a request says (its head, the
+//! views of its body) and what the caller looked up about it (its session,
+//! a tool's schema) go in, a decision comes out. No I/O here: `routes`
+//! reads, asks here, then acts; the table tests in `decide_tests` are the
+//! rules, without sockets.
+
+use std::borrow::Cow;
+
+use mcpx_core::envelope::{Batch, Envelope, EnvelopeError, Kind as MsgKind, Message};
+use mcpx_core::error::{self, ErrorCode};
+use mcpx_core::frame::http::Version;
+use mcpx_core::revision::{self, Era, EraHints, Revision, Revisions};
+
+use super::origin::{self, Guard};
+use super::request::Request;
+use crate::hub::Outcome;
+
+/// The refusal of a request that needs a session but names none.
+const NO_SESSION_ID: &str = "Bad Request: Mcp-Session-Id header is required";
+
+/// A request answered with an error of the listener's own: the HTTP status,
+/// the JSON-RPC error (code, the id it echoes, message, raw JSON `data`),
+/// and when to retry (`Retry-After`).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Refusal<'a> {
+    pub status: u16,
+    pub code: ErrorCode,
+    pub id: Option<&'a [u8]>,
+    pub message: Cow<'static, str>,
+    pub data: Option<String>,
+    pub retry_after_s: Option<u64>,
+}
+
+impl<'a> Refusal<'a> {
+    /// An Invalid Request error (-32600) with no id or data: how the
+    /// transport refuses a request it cannot take.
+    pub fn invalid(status: u16, message: impl Into<Cow<'static, str>>) -> Refusal<'a> {
+        Refusal { status, code: ErrorCode::InvalidRequest, id: None, message: message.into(), data: None, retry_after_s: None }
+    }
+
+    fn echoing(self, id: Option<&'a [u8]>) -> Refusal<'a> {
+        Refusal { id, ..self }
+    }
+
+    fn with_data(self, data: String) -> Refusal<'a> {
+        Refusal { data: Some(data), ..self }
+    }
+
+    /// A body that is not JSON-RPC (400, with the id when one could be read).
+    pub fn unparsed(e: &EnvelopeError<'a>) -> Refusal<'a> {
+        Refusal { code: e.error_code(), ..Refusal::invalid(400, e.message()).echoing(e.id_bytes()) }
+    }
+}
+
+/// What the caller knows of a streamable session a request names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Known {
+    /// Never opened, ended (DELETE, idle expiry) or not a streamable one.
+    Unknown,
+    /// Open; the revision its `initialize` negotiated, once answered.
+    Live(Option<Revision>),
+}
+
+/// What a decision may need to look up.
+pub(crate) trait Facts {
+    /// The streamable session `sid`, as the listener knows it now.
+    fn session(&self, sid: &str) -> Known;
+    /// The input schema of tool `name`, if the hub has the tool.
+    fn tool_schema(&self, name: &str) -> Option<serde_json::Value>;
+}
+
+/// What a request's path names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    Health,
+    Status,
+    Metrics,
+    /// 2024-11-05 HTTP+SSE (when served).
+    Sse,
+    Messages,
+    /// The MCP endpoint.
+    Mcp,
+}
+
+impl Target {
+    pub fn of(path: &str, cfg: &super::HttpConfig) -> Option<Target> {
+        let legacy = cfg.legacy_sse;
+        Some(match path {
+            "/health" => Target::Health,
+            "/status" => Target::Status,
+            "/metrics" => Target::Metrics,
+            "/sse" if legacy => Target::Sse,
+            "/messages" if legacy => Target::Messages,
+            p if p == cfg.path => Target::Mcp,
+            _ => return None,
+        })
+    }
+}
+
+/// The checks every request passes first (rows
+/// `streamable-http-server-validate-origin`, `streamable-http-server-403-invalid-origin`,
+/// `http-sse-server-validate-origin`): one `Host` and at most one `Origin`
+/// (400), both allowed (403).
+pub(crate) fn front_door(req: &Request, guard: &Guard) -> Option<Refusal<'static>> {
+    let http11 = req.version == Version::Http11;
+    if let Some(why) = origin::field_lines_error(req.header_count("host"), req.header_count("origin"), http11) {
+        return Some(Refusal::invalid(400, why));
+    }
+    if !guard.host_ok(req.header("host")) {
+        let host = req.header_str("host").unwrap_or("");
+        return Some(Refusal::invalid(403, format!("Forbidden: Host '{host}' is not allowed (DNS rebinding protection)")));
+    }
+    if !guard.origin_ok(req.header("origin")) {
+        let origin = req.header_str("origin").unwrap_or("");
+        return Some(Refusal::invalid(403, format!("Forbidden: Origin '{origin}' is not allowed")));
+    }
+    None
+}
+
+/// An endpoint of an authenticated request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    Status,
+    Metrics,
+    Sse,
+    Messages,
+    Post,
+    Get,
+    Delete,
+}
+
+/// Where an authenticated request goes.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Route {
+    Serve(Endpoint),
+    Refuse(Refusal<'static>),
+    /// 405, with the methods the target allows.
+    NotAllowed(&'static str),
+}
+
+/// The endpoint of `method` on `target`: first a session of another
+/// principal (`foreign`: treated as unknown, 404), then the method (405).
+pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
+    if foreign {
+        return Route::Refuse(ended());
+    }
+    let (endpoint, allow) = match (target, method) {
+        (Target::Status, "GET") => (Some(Endpoint::Status), ""),
+        (Target::Metrics, "GET") => (Some(Endpoint::Metrics), ""),
+        (Target::Sse, "GET") => (Some(Endpoint::Sse), ""),
+        (Target::Status | Target::Metrics | Target::Sse, _) => (None, "GET"),
+        (Target::Messages, "POST") => (Some(Endpoint::Messages), ""),
+        (Target::Messages, _) => (None, "POST"),
+        (_, "POST") => (Some(Endpoint::Post), ""),
+        (_, "GET") => (Some(Endpoint::Get), ""),
+        (_, "DELETE") => (Some(Endpoint::Delete), ""),
+        _ => (None, "GET, POST, DELETE"),
+    };
+    endpoint.map_or(Route::NotAllowed(allow), Route::Serve)
+}
+
+/// The session a request to the MCP endpoint names (`Mcp-Session-Id`).
+pub(crate) fn session_of(req: &Request) -> Option<&str> {
+    req.header_str("mcp-session-id").map(str::trim)
+}
+
+/// The `sessionId` of a 2024-11-05 `/messages?sessionId=…` POST.
+pub(crate) fn legacy_session_of(req: &Request) -> &str {
+    req.query().split('&').find_map(|kv| kv.strip_prefix("sessionId=")).unwrap_or("")
+}
+
+/// 415 unless the body is declared `application/json`.
+pub(crate) fn json_body(req: &Request) -> Option<Refusal<'static>> {
+    let ct = req.header_str("content-type").unwrap_or("");
+    let json = ct.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
+    (!json).then(|| Refusal::invalid(415, "Unsupported media type: POST a JSON-RPC message as application/json"))
+}
+
+/// May a POST's answer be an SSE stream? Unless its `Accept` names
+/// other types only.
+pub(crate) fn sse_ok(req: &Request) -> bool {
+    !req.headers_present("accept") || req.accepts("text/event-stream")
+}
+
+/// Which era a POST belongs to (conformance notes §1.6): decided once, by
+/// core's one classification.
+pub(crate) fn classify(has_session: bool, version_header: Option<&str>, msg: &Message<'_>) -> Era {
+    let single = match msg {
+        Message::Single(env) => Some(env),
+        Message::Batch(_) => None,
+    };
+    let hints = EraHints { session: has_session, version_header, modern_connection: false };
+    revision::request_era(single, hints)
+}
+
+/// What to do with a POST to the MCP endpoint.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Post<'r, 'b> {
+    Refuse(Refusal<'b>),
+    /// A 2026-07-28 notification or response: nothing to route it to (202).
+    Accepted,
+    /// A 2026-07-28 request: one request of a client that lives as long as
+    /// the POST.
+    Modern(Envelope<'b>),
+    /// `initialize` without a session: a new session.
+    Open(Envelope<'b>),
+    /// The messages of the live session `sid`.
+    InSession { sid: &'r str },
+}
+
+/// A POST's era, then the rules of that era.
+pub(crate) fn post<'r, 'b>(req: &'r Request, msg: &Message<'b>, facts: &impl Facts) -> Post<'r, 'b> {
+    let sid = session_of(req);
+    let pv = req.header_str("mcp-protocol-version").map(str::trim);
+    match classify(sid.is_some(), pv, msg) {
+        Era::Modern => modern(req, msg, facts),
+        Era::Legacy => legacy(sid, pv, msg, facts),
+    }
+}
+
+/// A 2026-07-28 POST (also one another replica classified and passed on):
+/// one request, its headers mirroring its body.
+pub(crate) fn modern<'r, 'b>(req: &'r Request, msg: &Message<'b>, facts: &impl Facts) -> Post<'r, 'b> {
+    let Message::Single(env) = msg else {
+        let text = "Invalid request: JSON-RPC batches are not part of protocol revision 2026-07-28";
+        return Post::Refuse(Refusal::invalid(400, text));
+    };
+    if env.kind() != MsgKind::Request {
+        // Stateless: nothing to route a notification or response to (a
+        // request is cancelled by closing its stream).
+        return Post::Accepted;
+    }
+    // Requirement rows streamable-http-server-rejects-header-body-mismatch, streamable-http-header-mismatch-400-jsonrpc
+    if let Some(text) = header_mismatch(req, env).or_else(|| param_mismatch(req, env, facts)) {
+        let id = env.id_bytes().unwrap_or(b"null");
+        return Post::Refuse(Refusal { code: ErrorCode::HeaderMismatch, ..Refusal::invalid(400, text).echoing(Some(id)) });
+    }
+    Post::Modern(*env)
+}
+
+/// A legacy POST: `initialize` (a new session) or messages of a session.
+fn legacy<'r, 'b>(sid: Option<&'r str>, pv: Option<&str>, msg: &Message<'b>, facts: &impl Facts) -> Post<'r, 'b> {
+    let first_id = match msg {
+        Message::Single(e) => e.id_bytes(),
+        Message::Batch(_) => None,
+    };
+    let header_rev = match pv.map(|v| (v, Revision::parse(v).filter(|r| r.era() == Era::Legacy))) {
+        None => None,
+        Some((_, Some(r))) => Some(r),
+        // Requirement rows streamable-http-server-400-unsupported-version-header, streamable-http-server-assumes-2025-03-26
+        Some((v, None)) => {
+            let data = format!("{{\"supported\":{},\"requested\":{}}}", supported_json(), serde_json::Value::from(v));
+            let text = format!("Bad Request: unsupported MCP-Protocol-Version '{v}'");
+            return Post::Refuse(Refusal::invalid(400, text).echoing(first_id).with_data(data));
+        }
+    };
+    let Some(sid) = sid else {
+        // Requirement rows streamable-http-server-may-assign-session, streamable-http-server-400-missing-session
+        let Message::Single(env) = msg else {
+            return Post::Refuse(Refusal::invalid(400, NO_SESSION_ID));
+        };
+        if !(env.kind() == MsgKind::Request && env.method_is("initialize")) {
+            let text = "Bad Request: Mcp-Session-Id header is required (send initialize first to open a session)";
+            return Post::Refuse(Refusal::invalid(400, text).echoing(first_id));
+        }
+        return Post::Open(*env);
+    };
+    // Requirement rows streamable-http-server-404-terminated-session
+    let Known::Live(negotiated) = facts.session(sid) else {
+        return Post::Refuse(unknown_session(first_id));
+    };
+    // Requirement rows streamable-http-server-400-unsupported-version-header: a session
+    // speaks the revision its initialize negotiated, no other.
+    if let Some((h, n)) = header_rev.zip(negotiated).filter(|(h, n)| h != n) {
+        let data = format!("{{\"supported\":[\"{}\"],\"requested\":\"{}\"}}", n.as_str(), h.as_str());
+        let text = format!(
+            "Bad Request: MCP-Protocol-Version '{}' is not the revision this session negotiated ({})",
+            h.as_str(),
+            n.as_str()
+        );
+        return Post::Refuse(Refusal::invalid(400, text).echoing(first_id).with_data(data));
+    }
+    let rev = header_rev.or(negotiated).unwrap_or(Revision::V2025_03_26);
+    // Requirement rows streamable-http-post-body-may-batch (2025-03-26 only)
+    if matches!(msg, Message::Batch(_)) && !Batch::allowed_in(rev) {
+        let text = format!("Invalid request: JSON-RPC batches are not supported in protocol revision {}", rev.as_str());
+        return Post::Refuse(Refusal::invalid(400, text));
+    }
+    Post::InSession { sid }
+}
+
+/// The 404 of a POST naming a session this listener does not have (any more).
+pub(crate) fn unknown_session(id: Option<&[u8]>) -> Refusal<'_> {
+    Refusal::invalid(404, "Not found: unknown or ended session; initialize a new one").echoing(id)
+}
+
+fn supported_json() -> String {
+    let list: Vec<String> = Revisions::LEGACY.iter().map(|r| format!("\"{}\"", r.as_str())).collect();
+    format!("[{}]", list.join(","))
+}
+
+/// The `HeaderMismatchError` (-32020) for a modern POST whose headers do not
+/// mirror its body, if any (checked only once `_meta` itself is valid: a
+/// missing field is the hub's -32602 first, conformance notes §3.1).
+fn header_mismatch(req: &Request, env: &Envelope<'_>) -> Option<String> {
+    use mcpx_core::headers::{self, HeaderField, ParamValue};
+    let meta_version = env.protocol_version()?.as_str()?;
+    let version = String::from_utf8_lossy(meta_version.raw()).into_owned();
+    env.meta().and_then(|m| m.get(mcpx_core::meta::CLIENT_CAPABILITIES_KEY))?;
+    let method = env.method_str().unwrap_or("");
+    let name = headers::name_source(method).and_then(|s| env.params()?.get(s.field()));
+    let name = name.and_then(|v| v.as_str()).map(|s| String::from_utf8_lossy(s.raw()).into_owned());
+    let checks = [
+        (HeaderField::ProtocolVersion, req.header("mcp-protocol-version"), Some(version.as_str())),
+        (HeaderField::Method, req.header("mcp-method"), Some(method)),
+        (HeaderField::Name, req.header("mcp-name"), name.as_deref()),
+    ];
+    for (field, header, body) in checks {
+        if let Err(e) = headers::check(field, header, body.map(ParamValue::Str)) {
+            return Some(format!("Header mismatch: {field} {:?} (the headers must mirror the body)", e.kind));
+        }
+    }
+    None
+}
+
+/// The -32020 for a modern `tools/call` whose `Mcp-Param-*` headers do not
+/// mirror the arguments annotated with `x-mcp-header`, if any.
+fn param_mismatch(req: &Request, env: &Envelope<'_>, facts: &impl Facts) -> Option<String> {
+    use mcpx_core::headers::{self, HeaderField, ParamValue};
+    if !env.method_is("tools/call") {
+        return None;
+    }
+    let name = env.name()?.as_str()?;
+    let name = String::from_utf8_lossy(name.raw()).into_owned();
+    let schema = facts.tool_schema(&name)?;
+    let args: serde_json::Value = env.param("arguments").and_then(|a| serde_json::from_slice(a.bytes()).ok()).unwrap_or(serde_json::Value::Null);
+    for (h, path) in crate::hub::param_headers::annotations(&schema) {
+        let mut v = &args;
+        for k in &path {
+            v = v.get(k).unwrap_or(&serde_json::Value::Null);
+        }
+        let text;
+        let body = match v {
+            serde_json::Value::String(s) => Some(ParamValue::Str(s)),
+            serde_json::Value::Bool(b) => Some(ParamValue::Bool(*b)),
+            serde_json::Value::Number(n) => {
+                text = n.to_string();
+                Some(ParamValue::Number(&text))
+            }
+            _ => None,
+        };
+        let header = req.header(&format!("mcp-param-{}", h.to_ascii_lowercase()));
+        // Requirement rows streamable-http-server-validates-param-headers, streamable-http-server-decodes-before-compare
+        if let Err(e) = headers::check(HeaderField::Param(&h), header, body) {
+            return Some(format!("Header mismatch: Mcp-Param-{h} {:?} (it must mirror the argument {})", e.kind, path.join(".")));
+        }
+    }
+    None
+}
+
+/// How a POST that carried no request is answered, given the errors
+/// decided for it (invalid batch elements, duplicate ids): 202 with none
+/// (row `streamable-http-server-202-for-non-request`), else 200 for a
+/// batch's array, 400 for a single message's error.
+pub(crate) fn without_requests(errors: bool, batch: bool) -> u16 {
+    match (errors, batch) {
+        (false, _) => 202,
+        (true, true) => 200,
+        (true, false) => 400,
+    }
+}
+
+/// The status and `Retry-After` of a POST's JSON answer, from what the hub
+/// said of its (single) response. A 2026-07-28 answer's status follows its
+/// error code (rows `streamable-http-unsupported-version-400`,
+/// `streamable-http-unknown-method-404`); a rate-limit refusal gets
+/// `Retry-After`, and 429 where the status follows the error (legacy SDK
+/// clients read JSON-RPC errors only from a 200).
+pub(crate) fn answer_status(modern: bool, batch: bool, outcome: Option<Outcome>) -> (u16, Option<u64>) {
+    let (code, retry) = match outcome {
+        Some(Outcome::Error { code, retry_after_s }) if !batch => (code, retry_after_s),
+        _ => return (200, None),
+    };
+    let status = match (modern, retry) {
+        (false, _) => 200,
+        (true, Some(_)) => 429,
+        (true, None) => error::http_status(code),
+    };
+    (status, retry)
+}
+
+/// A POST whose answers never all came (its queue closed): its session
+/// ended meanwhile (404), else the queue overflowed (500).
+pub(crate) fn unanswered(session_live: bool, queue_cap: usize) -> Refusal<'static> {
+    if !session_live {
+        return Refusal::invalid(404, "Not found: the session ended before the request was answered");
+    }
+    let msg = format!("mcpx dropped this request's answer: over {queue_cap} messages were waiting for it");
+    Refusal { code: ErrorCode::InternalError, ..Refusal::invalid(500, msg) }
+}
+
+/// A GET that opens (or resumes) a session's standalone stream.
+#[derive(Debug, PartialEq)]
+pub(crate) struct OpenStream<'r> {
+    pub sid: &'r str,
+    pub last_event_id: Option<&'r str>,
+    /// A new stream begins with a priming event (2025-11-25 on).
+    pub prime: bool,
+}
+
+/// GET /mcp: the session's standalone stream (rows `streamable-http-get-sse-or-405`,
+/// `streamable-http-get-no-responses`).
+pub(crate) fn get<'r>(req: &'r Request, facts: &impl Facts) -> Result<OpenStream<'r>, Refusal<'static>> {
+    if !req.accepts("text/event-stream") {
+        return Err(Refusal::invalid(406, "Not acceptable: GET opens an SSE stream; send Accept: text/event-stream"));
+    }
+    let sid = session_of(req).ok_or_else(|| Refusal::invalid(400, NO_SESSION_ID))?;
+    let Known::Live(rev) = facts.session(sid) else {
+        return Err(unknown_session(None));
+    };
+    let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
+    Ok(OpenStream { sid, last_event_id: req.header_str("last-event-id"), prime })
+}
+
+/// DELETE /mcp: the session to end (rows `streamable-http-client-delete-session`,
+/// `streamable-http-server-may-405-delete`).
+pub(crate) fn delete<'r>(req: &'r Request, facts: &impl Facts) -> Result<&'r str, Refusal<'static>> {
+    let sid = session_of(req).ok_or_else(|| Refusal::invalid(400, NO_SESSION_ID))?;
+    match facts.session(sid) {
+        Known::Live(_) => Ok(sid),
+        Known::Unknown => Err(ended()),
+    }
+}
+
+/// The 404 of a session that is not there to end, or to serve.
+pub(crate) fn ended() -> Refusal<'static> {
+    Refusal::invalid(404, "Not found: unknown or ended session")
+}
+
+/// GET /sse (2024-11-05): 406 unless the client may take an SSE stream.
+pub(crate) fn legacy_sse(req: &Request) -> Option<Refusal<'static>> {
+    (!sse_ok(req)).then(|| Refusal::invalid(406, "Not acceptable: send Accept: text/event-stream"))
+}
+
+#[cfg(test)]
+#[path = "tests_decide.rs"]
+mod tests;
