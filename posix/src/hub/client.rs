@@ -747,7 +747,7 @@ impl Hub {
             "serverInfo": info,
             "instructions": self.instructions(f),
         });
-        let waiting = self.servers_not_ready();
+        let waiting = self.ups.not_ready(|u| self.starts.is_instance(u));
         if !waiting.is_empty() {
             result["_meta"] = json!({ super::NOT_READY_META: waiting });
         }

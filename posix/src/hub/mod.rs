@@ -596,7 +596,7 @@ pub enum Output {
 /// The hub state machine. See the module documentation.
 pub struct Hub {
     opts: HubOptions,
-    ups: Vec<upstream::Upstream>,
+    ups: upstream::Upstreams,
     clients: client::Clients,
     catalog: catalog::Catalog,
     pending: pending::Pending,
@@ -628,7 +628,7 @@ pub struct Hub {
 impl Hub {
     /// Checks the configuration and builds a hub with every upstream down.
     pub fn new(upstreams: Vec<UpstreamSpec>, opts: HubOptions) -> Result<Hub, ConfigError> {
-        let ups = upstream::validate(upstreams, &opts)?;
+        let ups = upstream::Upstreams::new(upstreams, &opts)?;
         let relays = relay::Relays::new(&opts);
         let tasks = tasks::Tasks::new(&opts);
         let policy = policy::HubPolicy::new(&opts)?;
@@ -797,7 +797,8 @@ impl Hub {
     /// and `current`: its new entry runs what they were listed from).
     pub fn upstream_replaced(&mut self, u: UpstreamId, current: bool, now_ms: u64) -> bool {
         self.now(now_ms);
-        self.on_upstream_replaced(u, current)
+        let waiting = self.starts.parked_for(u);
+        self.ups.replaced(u, current, waiting, self.now_ms)
     }
 
     /// The lists server `u` offered when it last ran (as

@@ -499,7 +499,7 @@ impl Hub {
     /// routing), whoever asks.
     pub(super) fn route_uri(&self, uri: &str) -> Option<(UpstreamId, String)> {
         let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
-        self.catalog.route_uri(uri, &self.naming(), &resource_ups)
+        self.catalog.route_uri(uri, &self.ups.naming(), &resource_ups)
     }
 
     /// One page of an aggregated list.
@@ -989,6 +989,18 @@ impl Hub {
         let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
         let Some((record, ttl_ms)) = self.tasks.record_now(id, &super::task_ups(&self.ups), self.now_ms) else { return };
         self.out.push_back(Output::Shared(shared::publish(me, id, record, ttl_ms)));
+    }
+
+    /// Does what the upstreams asked, in order.
+    pub(super) fn apply_upstream(&mut self, effects: impl IntoIterator<Item = super::upstream::Effect>) {
+        use super::upstream::Effect;
+        for e in effects {
+            match e {
+                Effect::Send { u, method, origin, timeout } => {
+                    self.send_upstream(u, method, None, origin, timeout);
+                }
+            }
+        }
     }
 
     /// Does what the shared state asked, in order.

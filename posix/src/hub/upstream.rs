@@ -196,25 +196,143 @@ impl Upstream {
     }
 }
 
-/// Checks the configuration.
-pub(super) fn validate(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Vec<Upstream>, ConfigError> {
-    if opts.separator.is_empty() || !opts.separator.bytes().all(names::is_separator_byte) {
-        return Err(ConfigError::BadSeparator(opts.separator.clone()));
+/// The configured upstreams, by id (configuration order; slots a reload
+/// removed stay, free for the next added server). Ids are stable for the
+/// life of the hub.
+pub(super) struct Upstreams(Vec<Upstream>);
+
+impl Upstreams {
+    /// Checks the configuration and gives every server a slot, down.
+    pub fn new(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Upstreams, ConfigError> {
+        if opts.separator.is_empty() || !opts.separator.bytes().all(names::is_separator_byte) {
+            return Err(ConfigError::BadSeparator(opts.separator.clone()));
+        }
+        // Requirement: roots-uri-must-be-file-scheme
+        if let Some(roots) = &opts.roots {
+            let list = roots.get("roots").unwrap_or(roots);
+            let items = list.as_array().ok_or_else(|| ConfigError::BadRoot(list.to_string()))?;
+            if let Some(bad) = items.iter().find(|r| !r.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("file://"))) {
+                return Err(ConfigError::BadRoot(bad.to_string()));
+            }
+        }
+        let mut out = Upstreams(Vec::new());
+        for spec in specs {
+            let up = check_spec(spec, &out.0, None, opts)?;
+            out.0.push(up);
+        }
+        Ok(out)
     }
-    // Requirement: roots-uri-must-be-file-scheme
-    if let Some(roots) = &opts.roots {
-        let list = roots.get("roots").unwrap_or(roots);
-        let items = list.as_array().ok_or_else(|| ConfigError::BadRoot(list.to_string()))?;
-        if let Some(bad) = items.iter().find(|r| !r.get("uri").and_then(Value::as_str).is_some_and(|u| u.starts_with("file://"))) {
-            return Err(ConfigError::BadRoot(bad.to_string()));
+
+    /// Is `u` a slot still in the configuration?
+    pub fn is_live(&self, u: UpstreamId) -> bool {
+        self.0.get(u).is_some_and(|up| !up.is_removed())
+    }
+
+    /// A fresh id for a request to `u`.
+    pub fn next_request_id(&mut self, u: UpstreamId) -> u64 {
+        self.0[u].next_request_id()
+    }
+
+    /// A new slot at the end (the catalog needs one too).
+    pub fn push(&mut self, up: Upstream) -> UpstreamId {
+        self.0.push(up);
+        self.0.len() - 1
+    }
+
+    /// Checks `spec` against the live servers (but `replaced`'s own slot)
+    /// and builds its upstream, down.
+    pub fn check(&self, spec: UpstreamSpec, replaced: Option<UpstreamId>, opts: &HubOptions) -> Result<Upstream, ConfigError> {
+        check_spec(spec, &self.0, replaced, opts)
+    }
+
+    /// Puts `up` in the first slot a removal freed, or a new one (`true`:
+    /// a new slot, the catalog needs one too).
+    pub fn add(&mut self, up: Upstream) -> (UpstreamId, bool) {
+        match self.0.iter().position(Upstream::is_removed) {
+            Some(free) => {
+                self.0[free] = up;
+                (free, false)
+            }
+            None => (self.push(up), true),
         }
     }
-    let mut out: Vec<Upstream> = Vec::new();
-    for spec in specs {
-        let up = check_spec(spec, &out, None, opts)?;
-        out.push(up);
+
+    /// Puts `up` in slot `u` in place of what was there.
+    pub fn replace(&mut self, u: UpstreamId, up: Upstream) -> Upstream {
+        std::mem::replace(&mut self.0[u], up)
     }
-    Ok(out)
+
+    /// How each server is named in the catalog (its name and prefix).
+    pub fn naming(&self) -> Vec<Naming<'_>> {
+        self.0.iter().map(|u| Naming { name: &u.spec.name, prefix: &u.spec.prefix }).collect()
+    }
+
+    /// The replaced server `u`'s old process is gone: true when its new
+    /// entry is to be started now; false when it sleeps until used (lazy,
+    /// its lists known and `current`, for what its new entry runs, and no
+    /// request `waiting` for it).
+    pub fn replaced(&mut self, u: UpstreamId, current: bool, waiting: bool, now: u64) -> bool {
+        let Some(up) = self.0.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
+        if up.spec.lazy && current && up.caps.is_some() && !waiting {
+            up.state = State::Asleep { stopping: false };
+            up.start_awaited = false;
+            return false;
+        }
+        up.state = State::Down { retry_at_ms: Some(now) };
+        true
+    }
+
+    /// The legacy servers a health-check ping is for (ready, not already
+    /// `pinging`): pings are every `every` ms of silence, none when 0.
+    fn pingable(&self, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> impl Iterator<Item = (UpstreamId, &Upstream)> {
+        self.0.iter().enumerate().filter(move |(u, up)| every != 0 && up.is_ready() && !up.is_modern() && !pinging(*u))
+    }
+
+    /// When the next health-check ping is due, if pings are on.
+    pub fn next_ping(&self, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Option<u64> {
+        self.pingable(every, pinging).map(|(_, up)| up.last_heard_ms + every).min()
+    }
+
+    // Requirement: ping-periodic-pings
+    // Requirement: ping-frequency-configurable
+    /// The pings due at `now`.
+    pub fn pings(&self, now: u64, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Vec<Effect> {
+        self.pingable(every, pinging)
+            .filter(|(_, up)| now >= up.last_heard_ms + every)
+            .map(|(u, up)| Effect::Send { u, method: Method::Ping, origin: Origin::Ping, timeout: up.spec.timeout_ms })
+            .collect()
+    }
+
+    /// The configured servers that are not ready (starting, restarting,
+    /// failed; not those asleep, nor `instance` slots), as clients are told
+    /// in `initialize` ([`super::NOT_READY_META`]): name, state, and whether
+    /// their tools are known (listed as they last ran) or not yet.
+    pub fn not_ready(&self, instance: impl Fn(UpstreamId) -> bool) -> Vec<Value> {
+        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !instance(*i);
+        self.0.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
+    }
+}
+
+/// What the upstreams ask the hub to do, in order.
+pub(super) enum Effect {
+    /// Send request `method` (no params) to upstream `u`, for `origin`,
+    /// answered within `timeout` ms.
+    Send { u: UpstreamId, method: Method<'static>, origin: Origin, timeout: u64 },
+}
+
+/// Read and changed in place as the slice of slots it is (ids are its
+/// indices); slots come and go only through its own methods.
+impl std::ops::Deref for Upstreams {
+    type Target = [Upstream];
+    fn deref(&self) -> &[Upstream] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Upstreams {
+    fn deref_mut(&mut self) -> &mut [Upstream] {
+        &mut self.0
+    }
 }
 
 /// Checks one server's spec against the others (`existing`, removed slots
@@ -295,10 +413,6 @@ fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
 }
 
 impl Hub {
-    pub(super) fn naming(&self) -> Vec<Naming<'_>> {
-        self.ups.iter().map(|u| Naming { name: &u.spec.name, prefix: &u.spec.prefix }).collect()
-    }
-
     /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
     pub(super) fn send_upstream(&mut self, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
         let name = method.name().unwrap_or_default();
@@ -307,7 +421,7 @@ impl Hub {
             self.log(Level::Warn, msg);
             return None;
         }
-        let id = self.ups[u].next_request_id();
+        let id = self.ups.next_request_id(u);
         self.pending.open_own(u, id, origin, self.now_ms, timeout, self.opts.max_timeout_ms);
         if self.ups[u].is_modern() || method == Method::ServerDiscover {
             // Requirement: meta-request-params-meta-required (every modern request carries _meta)
@@ -1097,23 +1211,23 @@ impl Hub {
     /// as its new entry filters and names it): clients are told of a change
     /// only if that, or its listing once it runs again, really changed.
     pub(super) fn on_replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str) -> Result<(), ConfigError> {
-        if self.ups.get(u).is_none_or(Upstream::is_removed) {
+        if !self.ups.is_live(u) {
             return Err(ConfigError::NotRunning(spec.name));
         }
-        let mut up = check_spec(spec, &self.ups, Some(u), &self.opts)?;
+        let mut up = self.ups.check(spec, Some(u), &self.opts)?;
         let name = up.spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; restarting it with its new entry"));
         self.upstream_gone(u, why);
         let fx = self.starts.remove_instances(u, why);
         self.apply_starts(fx);
-        let old = &mut self.ups[u];
         up.state = State::Replacing;
         up.start_awaited = true;
-        up.caps = old.caps.take();
-        up.instructions = old.instructions.take();
+        let old = self.ups.replace(u, up);
+        let up = &mut self.ups[u];
+        up.caps = old.caps;
+        up.instructions = old.instructions;
         up.settled = old.settled;
         up.starts = old.starts;
-        self.ups[u] = up;
         for k in Kind::ALL {
             let mut items = self.catalog.items(u, k).to_vec();
             if k == Kind::Tools {
@@ -1124,38 +1238,15 @@ impl Hub {
         Ok(())
     }
 
-    /// The replaced server `u`'s old process is gone: true when its new
-    /// entry is to be started now; false when it sleeps until used (lazy,
-    /// its lists known and `current`, for what its new entry runs, and no
-    /// request waiting).
-    pub(super) fn on_upstream_replaced(&mut self, u: UpstreamId, current: bool) -> bool {
-        let waiting = self.starts.parked_for(u);
-        let Some(up) = self.ups.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
-        if up.spec.lazy && current && up.caps.is_some() && !waiting {
-            up.state = State::Asleep { stopping: false };
-            up.start_awaited = false;
-            return false;
-        }
-        up.state = State::Down { retry_at_ms: Some(self.now_ms) };
-        true
-    }
-
     /// A server added by a config reload: checked against the servers there
     /// are, then given the first free slot (one a removal left) or a new one.
     pub(super) fn on_add_upstream(&mut self, spec: UpstreamSpec) -> Result<UpstreamId, ConfigError> {
-        let up = check_spec(spec, &self.ups, None, &self.opts)?;
+        let up = self.ups.check(spec, None, &self.opts)?;
         let name = up.spec.name.clone();
-        let u = match self.ups.iter().position(Upstream::is_removed) {
-            Some(free) => {
-                self.ups[free] = up;
-                free
-            }
-            None => {
-                self.ups.push(up);
-                self.catalog.add_slot();
-                self.ups.len() - 1
-            }
-        };
+        let (u, new_slot) = self.ups.add(up);
+        if new_slot {
+            self.catalog.add_slot();
+        }
         self.log(Level::Info, format!("server '{name}' added to the configuration"));
         Ok(u)
     }
@@ -1165,7 +1256,7 @@ impl Hub {
     /// offered leaves the catalog (clients get `list_changed`), and its slot
     /// is free once the runtime has stopped its process.
     pub(super) fn on_remove_upstream(&mut self, u: UpstreamId, why: &str) {
-        if u >= self.ups.len() || self.ups[u].is_removed() {
+        if !self.ups.is_live(u) {
             return;
         }
         let name = self.ups[u].spec.name.clone();
@@ -1208,7 +1299,7 @@ impl Hub {
     /// request it answers (read from its edges) is failed now, naming the
     /// size and the limit, instead of waiting for its timeout.
     pub(super) fn on_upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
-        if u >= self.ups.len() || self.ups[u].is_removed() {
+        if !self.ups.is_live(u) {
             return;
         }
         self.ups[u].garbage += 1;
@@ -1251,7 +1342,7 @@ impl Hub {
     }
 
     pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
-        if u >= self.ups.len() || self.ups[u].is_removed() {
+        if !self.ups.is_live(u) {
             return;
         }
         self.ups[u].garbage += 1;
@@ -1271,36 +1362,14 @@ impl Hub {
         let fx = self.tasks.expire(&super::task_ups(&self.ups), self.now_ms);
         self.apply_task_effects(fx);
         self.release_held_inits();
-        self.ping_tick();
+        let pending = &self.pending;
+        let pings = self.ups.pings(self.now_ms, self.opts.ping_interval_ms, |u| pending.pinging(u));
+        self.apply_upstream(pings);
         let fx = self.starts.tick(self.now_ms, &self.ups, &self.clients, &|u| self.pending.busy(u));
         self.apply_starts(fx);
         let clients = &self.clients;
         let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
         self.apply_shared(effects);
-    }
-
-    /// When the next health-check ping is due, if pings are on.
-    fn next_ping(&self) -> Option<u64> {
-        let every = self.opts.ping_interval_ms;
-        if every == 0 {
-            return None;
-        }
-        (0..self.ups.len()).filter(|&u| self.ups[u].is_ready() && !self.ups[u].is_modern() && !self.pending.pinging(u)).map(|u| self.ups[u].last_heard_ms + every).min()
-    }
-
-    // Requirement: ping-periodic-pings
-    // Requirement: ping-frequency-configurable
-    fn ping_tick(&mut self) {
-        let every = self.opts.ping_interval_ms;
-        if every == 0 {
-            return;
-        }
-        for u in 0..self.ups.len() {
-            if self.ups[u].is_ready() && !self.ups[u].is_modern() && self.now_ms >= self.ups[u].last_heard_ms + every && !self.pending.pinging(u) {
-                let t = self.ups[u].spec.timeout_ms;
-                self.send_upstream(u, Method::Ping, None, Origin::Ping, t);
-            }
-        }
     }
 
     fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
@@ -1391,16 +1460,7 @@ impl Hub {
     }
 
     pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.next_ping(), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
-    }
-
-    /// The configured servers that are not ready (starting, restarting,
-    /// failed; not those asleep), as clients are told in `initialize`
-    /// ([`super::NOT_READY_META`]): name, state, and whether their tools are
-    /// known (listed as they last ran) or not yet.
-    pub(super) fn servers_not_ready(&self) -> Vec<Value> {
-        let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !self.starts.is_instance(*i);
-        self.ups.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
     }
 
     pub(super) fn status_json(&self) -> Value {

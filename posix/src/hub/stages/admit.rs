@@ -10,7 +10,7 @@ use crate::policy::ratelimit::{self, Class, Key};
 use super::super::client::Clients;
 use super::super::policy::principal_name;
 use super::super::request::Refusal;
-use super::super::upstream::Upstream;
+use super::super::upstream::Upstreams;
 use super::super::wire::Msg;
 use super::super::{ClientId, Hub, UpstreamId};
 use crate::policy::audit::Stage;
@@ -84,7 +84,7 @@ impl Hub {
 
 /// The rate-limit key of a request from or to client `c` for upstream `u`
 /// (over the hub's fields, so the limiter can be borrowed beside it).
-fn limit_key<'a>(clients: &'a Clients, ups: &'a [Upstream], c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &'a str) -> Key<'a> {
+fn limit_key<'a>(clients: &'a Clients, ups: &'a Upstreams, c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &'a str) -> Key<'a> {
     let principal = c.and_then(|c| clients.get(&c)).map_or("", |cl| principal_name(&cl.principal));
     let server = u.map_or("", |u| ups[u].spec.name.as_str());
     Key { class, principal, server, tool }
