@@ -2,7 +2,7 @@
 # Fails when a stripped mcpx-edge binary is over budget; prints the sizes.
 #   budget: x86_64 and aarch64 musl ≤ 2.1 MiB; built with TLS (EDGE_FEATURES
 #   containing "tls"; without the embedded benchmark and private-key JWT
-#   signing; the rest of the OAuth client is in every build) ≤ 2.7 MiB.
+#   signing; the rest of the OAuth client is in every build) ≤ 2.75 MiB.
 #   armv7 is reported, not judged.
 # Builds first unless EDGE_NO_BUILD=1 (then it checks what is there).
 set -euo pipefail
@@ -14,7 +14,7 @@ if [ "${EDGE_NO_BUILD:-0}" != 1 ]; then
     bash edge/build.sh "${judged[@]}"
 fi
 case ",${EDGE_FEATURES:-}," in
-    *,tls,*) budget=$((2764 * 1024)); label="2.7 MiB (with tls and OAuth)" ;;
+    *,tls,*) budget=$((2816 * 1024)); label="2.75 MiB (with tls and OAuth)" ;;
     *) budget=$((2150 * 1024)); label="2.1 MiB" ;;
 esac
 fail=0
