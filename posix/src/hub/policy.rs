@@ -65,6 +65,7 @@ fn metrics_outcome(o: &audit::Outcome<'_>) -> metrics::Outcome {
 }
 
 /// A request being audited or metered until its answer.
+#[derive(Default)]
 struct Open {
     start_ms: u64,
     method: &'static str,
@@ -81,20 +82,30 @@ struct Open {
     stage: Option<audit::Stage>,
 }
 
-/// The name, or URI, a tracked request `m` asks for.
-fn asked(m: &Msg) -> String {
+/// The name, or URI, a tracked request `m` asks for, written into `out`
+/// (whose room is reused: no allocation unless the name is escaped).
+fn asked_into(m: &Msg, out: &mut String) {
+    out.clear();
     let at: &[&[&str]] = match m.call {
         Method::ResourcesRead => &[&["uri"]],
         Method::CompletionComplete => &[&["ref", "name"], &["ref", "uri"]],
         _ => &[&["name"]],
     };
-    at.iter().find_map(|path| m.param(path).and_then(|r| wire::string_at(m.raw, r))).unwrap_or_default()
+    let Some(r) = at.iter().find_map(|path| m.param(path)) else { return };
+    match mcpx_core::json::parse(&m.raw[r.clone()]).ok().and_then(|v| v.as_str()).map(|s| s.as_str()) {
+        Some(Some(plain)) => out.push_str(plain),
+        Some(None) => out.push_str(&wire::string_at(m.raw, r).unwrap_or_default()),
+        None => {}
+    }
 }
 
 /// Relayed requests that get an audit line.
 fn audited_relay(m: Method<'_>) -> bool {
     matches!(m, Method::SamplingCreateMessage | Method::ElicitationCreate)
 }
+
+/// Finished records kept for reuse (requests in flight at once, typically).
+const SPARE_RECORDS: usize = 16;
 
 /// Methods that get an audit line and a metric sample.
 fn tracked(m: Method<'_>) -> bool {
@@ -109,6 +120,8 @@ pub(super) struct HubPolicy {
     untrusted: UntrustedAnnotations,
     /// Open tracked requests (bounded by `cap`; the oldest is dropped).
     open: HashMap<(ClientId, IdKey), Open>,
+    /// Finished requests' records, kept for the room of their strings.
+    spare: Vec<Open>,
     cap: usize,
     /// Unix ms at hub time 0, for audit timestamps.
     epoch_ms: u64,
@@ -134,6 +147,7 @@ impl HubPolicy {
             untrusted: opts.policy.untrusted_annotations,
             p,
             open: HashMap::new(),
+            spare: Vec::new(),
             cap: opts.max_pending.saturating_mul(2).max(16),
             epoch_ms,
             indexes: HashMap::new(),
@@ -625,21 +639,21 @@ impl HubPolicy {
         // Kept for the audit line's digest only: metrics alone need no copy.
         let audited = self.p.audit.is_some() && m.call == Method::ToolsCall;
         let arguments = audited.then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));
-        let open = Open {
-            start_ms: now,
-            method,
-            principal: who.principal.to_string(),
-            revision: who.revision,
-            server: String::new(),
-            // What was asked, so that a refusal's line names it; the exposed
-            // name once resolved (`resolved`).
-            name: asked(m),
-            original: String::new(),
-            arguments,
-            bytes_in: m.raw.len() as u64,
-            refused: None,
-            stage: None,
-        };
+        // A finished request's record, its strings' room reused.
+        let mut open = self.spare.pop().unwrap_or_default();
+        open.start_ms = now;
+        open.method = method;
+        who.principal.clone_into(&mut open.principal);
+        open.revision = who.revision;
+        open.server.clear();
+        // What was asked, so that a refusal's line names it; the exposed
+        // name once resolved (`resolved`).
+        asked_into(m, &mut open.name);
+        open.original.clear();
+        open.arguments = arguments;
+        open.bytes_in = m.raw.len() as u64;
+        open.refused = None;
+        open.stage = None;
         self.open.insert((c, IdKey::new(id)), open);
     }
 
@@ -664,8 +678,8 @@ impl HubPolicy {
         let Some(id) = m.id_bytes() else { return };
         if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
             server.clone_into(&mut o.server);
-            o.name = name.to_string();
-            o.original = original.to_string();
+            name.clone_into(&mut o.name);
+            original.clone_into(&mut o.original);
         }
     }
 
@@ -684,7 +698,11 @@ impl HubPolicy {
             (None, super::Outcome::ToolError) => audit::Outcome::ToolError,
             (None, super::Outcome::Result) => audit::Outcome::Result,
         };
-        self.record(&o, outcome, len as u64, now)
+        let line = self.record(&o, outcome, len as u64, now);
+        if self.spare.len() < SPARE_RECORDS {
+            self.spare.push(o);
+        }
+        line
     }
 
     /// The metric sample and audit line of tracked request `o`; its debug

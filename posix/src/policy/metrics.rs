@@ -10,6 +10,8 @@
 //! past that, new label sets are counted in one series whose every label
 //! is `"_other"`, so a client sending made-up names cannot grow the table.
 
+use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -51,6 +53,59 @@ struct Family {
 pub struct Registry {
     families: Vec<Family>,
     max_series: usize,
+}
+
+/// A series' label values, however held: the table's own (`Vec<String>`)
+/// or a caller's (`[&str]`), compared as the vectors are, so a lookup
+/// borrows the caller's values instead of copying them.
+trait LabelKey {
+    fn at(&self, i: usize) -> Option<&str>;
+}
+
+impl LabelKey for Vec<String> {
+    fn at(&self, i: usize) -> Option<&str> {
+        self.get(i).map(String::as_str)
+    }
+}
+
+impl LabelKey for &[&str] {
+    fn at(&self, i: usize) -> Option<&str> {
+        self.get(i).copied()
+    }
+}
+
+impl Ord for dyn LabelKey + '_ {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Element by element, then the shorter first (`None < Some`).
+        let mut i = 0;
+        loop {
+            match (self.at(i), other.at(i)) {
+                (None, None) => return Ordering::Equal,
+                (a, b) if a != b => return a.cmp(&b),
+                _ => i += 1,
+            }
+        }
+    }
+}
+
+impl PartialOrd for dyn LabelKey + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for dyn LabelKey + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for dyn LabelKey + '_ {}
+
+impl<'a> Borrow<dyn LabelKey + 'a> for Vec<String> {
+    fn borrow(&self) -> &(dyn LabelKey + 'a) {
+        self
+    }
 }
 
 impl Registry {
@@ -97,21 +152,22 @@ impl Registry {
         if values.len() != f.labels.len() {
             return None;
         }
-        let mut key: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-        if !f.series.contains_key(&key) && f.series.len() >= max {
-            key = vec![OTHER.to_string(); values.len()];
-        }
         let kind = f.kind;
-        Some(f.series.entry(key).or_insert_with(|| match kind {
+        let new = || match kind {
             Kind::Histogram(b) => Series::Histogram { counts: vec![0; b.len() + 1], sum: 0.0 },
             _ => Series::Value(0.0),
-        }))
+        };
+        // Looked up by the borrowed values: a series is copied in once, when made.
+        if !f.series.contains_key(&values as &dyn LabelKey) {
+            let key = if f.series.len() >= max { vec![OTHER.to_string(); values.len()] } else { values.iter().map(|v| v.to_string()).collect() };
+            return Some(f.series.entry(key).or_insert_with(new));
+        }
+        f.series.get_mut(&values as &dyn LabelKey)
     }
 
     /// A counter's or gauge's value (tests and `/status`).
     pub fn value(&self, id: FamilyId, values: &[&str]) -> Option<f64> {
-        let key: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-        match self.families[id.0].series.get(&key)? {
+        match self.families[id.0].series.get(&values as &dyn LabelKey)? {
             Series::Value(v) => Some(*v),
             Series::Histogram { .. } => None,
         }

@@ -235,12 +235,21 @@ impl Dims {
     const UNSHARED: Dims = Dims { principal: false, rest: true };
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Scope {
-    Principal(Box<str>),
-    Server(Box<str>),
-    /// Index of the `perTool` glob and the exposed name.
-    Tool(usize, Box<str>),
+/// Which bucket of a class: a limit's dimension and the name it counts
+/// (borrowed from the request: a bucket's name is copied in once, when the
+/// bucket is made).
+#[derive(Clone, Copy)]
+struct Scope<'a> {
+    dim: Dim,
+    name: &'a str,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Dim {
+    Principal,
+    Server,
+    /// Index of the `perTool` glob (the name is the exposed tool's).
+    Tool(usize),
 }
 
 /// One rate-limit bucket kept by a store the replicas share: `capacity`
@@ -292,13 +301,15 @@ impl Bucket {
 #[derive(Debug)]
 pub struct RateLimiter {
     cfg: RateLimitConfig,
-    buckets: HashMap<(Class, Scope), Bucket>,
+    /// Per class and dimension, by name; `len` buckets in all.
+    buckets: HashMap<(Class, Dim), HashMap<Box<str>, Bucket>>,
+    len: usize,
     evictions: u64,
 }
 
 impl RateLimiter {
     pub fn new(cfg: RateLimitConfig) -> Self {
-        RateLimiter { cfg, buckets: HashMap::new(), evictions: 0 }
+        RateLimiter { cfg, buckets: HashMap::new(), len: 0, evictions: 0 }
     }
 
     pub fn config(&self) -> &RateLimitConfig {
@@ -321,25 +332,25 @@ impl RateLimiter {
 
     fn check_of(&mut self, key: Key<'_>, now_ms: u64, dims: Dims) -> Result<(), Refusal> {
         let applicable = self.applicable(key, dims);
-        let mut longest: Option<(&Scope, Rate, u64)> = None;
+        let mut longest: Option<(Scope<'_>, Rate, u64)> = None;
         for (scope, rate) in applicable.iter().flatten() {
-            let wait = self.bucket(key.class, scope, *rate, now_ms).wait_ms();
+            let wait = self.bucket(key.class, *scope, *rate, now_ms).wait_ms();
             if wait > 0 && longest.map_or(true, |(_, _, w)| wait > w) {
-                longest = Some((scope, *rate, wait));
+                longest = Some((*scope, *rate, wait));
             }
         }
         if let Some((scope, rate, wait)) = longest {
             return Err(Refusal { limit: self.limit_name(key.class, scope, rate), retry_after_ms: wait });
         }
         for (scope, rate) in applicable.iter().flatten() {
-            self.bucket(key.class, scope, *rate, now_ms).units -= rate.per_ms;
+            self.bucket(key.class, *scope, *rate, now_ms).units -= rate.per_ms;
         }
         Ok(())
     }
 
     /// The buckets that apply to `key` (at most three; nothing allocated
     /// when no limit applies).
-    fn applicable(&self, key: Key<'_>, dims: Dims) -> [Option<(Scope, Rate)>; 3] {
+    fn applicable<'k>(&self, key: Key<'k>, dims: Dims) -> [Option<(Scope<'k>, Rate)>; 3] {
         let limits = self.cfg.class(key.class);
         let tool_rule = match key.tool {
             "" => None,
@@ -347,18 +358,18 @@ impl RateLimiter {
             _ => None,
         };
         [
-            limits.per_principal.filter(|_| dims.principal).map(|r| (Scope::Principal(key.principal.into()), r)),
-            limits.per_server.filter(|_| dims.rest).map(|r| (Scope::Server(key.server.into()), r)),
-            tool_rule.map(|i| (Scope::Tool(i, key.tool.into()), limits.per_tool[i].1)),
+            limits.per_principal.filter(|_| dims.principal).map(|r| (Scope { dim: Dim::Principal, name: key.principal }, r)),
+            limits.per_server.filter(|_| dims.rest).map(|r| (Scope { dim: Dim::Server, name: key.server }, r)),
+            tool_rule.map(|i| (Scope { dim: Dim::Tool(i), name: key.tool }, limits.per_tool[i].1)),
         ]
     }
 
     /// `policy.rateLimits.toolCalls.perPrincipal (20/s)`.
-    fn limit_name(&self, class: Class, scope: &Scope, rate: Rate) -> String {
-        let dim = match scope {
-            Scope::Principal(_) => "perPrincipal".to_string(),
-            Scope::Server(_) => "perServer".to_string(),
-            Scope::Tool(i, _) => format!("perTool[{:?}]", self.cfg.class(class).per_tool[*i].0),
+    fn limit_name(&self, class: Class, scope: Scope<'_>, rate: Rate) -> String {
+        let dim = match scope.dim {
+            Dim::Principal => "perPrincipal".to_string(),
+            Dim::Server => "perServer".to_string(),
+            Dim::Tool(i) => format!("perTool[{:?}]", self.cfg.class(class).per_tool[i].0),
         };
         format!("policy.rateLimits.{}.{dim} ({rate})", class.key())
     }
@@ -373,16 +384,16 @@ impl RateLimiter {
         let [Some((scope, rate)), ..] = self.applicable(key, Dims::SHARED) else { return None };
         let name = format!("{}.perPrincipal.{rate}:{}", key.class.key(), key.principal);
         let bucket = SharedBucket { name, capacity: rate.count, period_ms: rate.per_ms };
-        Some((bucket, self.limit_name(key.class, &scope, rate)))
+        Some((bucket, self.limit_name(key.class, scope, rate)))
     }
 
     /// Buckets in the table (at most `max_buckets`).
     pub fn len(&self) -> usize {
-        self.buckets.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.buckets.is_empty()
+        self.len == 0
     }
 
     /// Buckets evicted to make room so far.
@@ -391,12 +402,19 @@ impl RateLimiter {
     }
 
     /// The bucket of (class, scope), refilled to `now_ms` and marked used.
-    fn bucket(&mut self, class: Class, scope: &Scope, rate: Rate, now_ms: u64) -> &mut Bucket {
-        let id = (class, scope.clone());
-        if !self.buckets.contains_key(&id) && self.buckets.len() >= self.cfg.max_buckets.max(1) {
-            self.evict(now_ms);
+    fn bucket(&mut self, class: Class, scope: Scope<'_>, rate: Rate, now_ms: u64) -> &mut Bucket {
+        let known = self.buckets.get(&(class, scope.dim)).is_some_and(|m| m.contains_key(scope.name));
+        if !known {
+            if self.len >= self.cfg.max_buckets.max(1) {
+                self.evict(now_ms);
+            }
+            self.len += 1;
         }
-        let b = self.buckets.entry(id).or_insert_with(|| Bucket::full(rate, now_ms));
+        let m = self.buckets.entry((class, scope.dim)).or_default();
+        if !known {
+            m.insert(scope.name.into(), Bucket::full(rate, now_ms));
+        }
+        let b = m.get_mut(scope.name).expect("the bucket was just found or made");
         b.refill(now_ms);
         b.used_ms = b.used_ms.max(now_ms);
         b
@@ -408,10 +426,14 @@ impl RateLimiter {
         let victim = self
             .buckets
             .iter()
-            .min_by_key(|(_, b)| (!b.idle(now_ms), b.used_ms))
-            .map(|(id, _)| id.clone());
-        if let Some(id) = victim {
-            self.buckets.remove(&id);
+            .flat_map(|(kind, m)| m.iter().map(move |(name, b)| (kind, name, b)))
+            .min_by_key(|(_, _, b)| (!b.idle(now_ms), b.used_ms))
+            .map(|(kind, name, _)| (*kind, name.clone()));
+        if let Some((kind, name)) = victim {
+            if let Some(m) = self.buckets.get_mut(&kind) {
+                m.remove(&name);
+            }
+            self.len -= 1;
             self.evictions += 1;
         }
     }
