@@ -1129,8 +1129,11 @@ impl Hub {
     }
 
     /// Routes modern request `m` normalized (`modern::normalized`) with its
-    /// context.
+    /// context: from its view when it is normal already.
     pub(super) fn route_modern(&mut self, c: ClientId, m: &Msg, upstream_state: Option<Option<String>>, ctx: ReqCtx) {
+        if modern::is_normal(m, upstream_state.as_ref()) {
+            return self.route_view(c, m, ctx);
+        }
         self.route_normalized(c, &modern::normalized(m, upstream_state), ctx);
     }
 

@@ -40,7 +40,7 @@ use mcpx_core::meta::{self, validate_request_meta};
 use mcpx_core::revision::{self, Era, Revisions};
 use serde_json::{json, Value};
 
-use super::request::{Refusal, MODERN};
+use super::request::{Refusal, Salient, MODERN};
 use super::wire::{self, Edit, Msg};
 use super::Outcome;
 
@@ -97,24 +97,35 @@ pub(super) fn request_meta(m: &Msg, id: &[u8], supported: Revisions) -> Result<(
     Ok((caps, log_level))
 }
 
-/// The salient params of request `m`, whose `requestState` must match on
-/// the retry: the method's identifying params, canonical (key order is the
-/// client's to change, so they are read as a value; only these methods'
-/// params are).
-pub(super) fn salient(m: &Msg) -> Vec<u8> {
-    let p = match m.call {
-        Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => m.params_value(),
-        _ => Value::Null,
-    };
-    let v = match m.call {
-        Method::ToolsCall | Method::PromptsGet => json!({
-            "name": p.get("name").cloned().unwrap_or(Value::Null),
-            "arguments": p.get("arguments").cloned().unwrap_or_else(|| json!({})),
-        }),
-        Method::ResourcesRead => json!({ "uri": p.get("uri").cloned().unwrap_or(Value::Null) }),
-        _ => Value::Null,
-    };
-    wire::canonical(&v)
+/// What `requestState` is bound to of request `m`: its params when its
+/// method has salient ones, as bytes (nothing is read of them here).
+pub(super) fn salient(m: &Msg) -> Salient {
+    Salient(match m.call {
+        Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead => {
+            let params = m.params.clone().map_or(&b"{}"[..], |p| &m.raw[p]);
+            Some((params.to_vec(), m.call == Method::ResourcesRead))
+        }
+        _ => None,
+    })
+}
+
+impl Salient {
+    /// The salient params, whose `requestState` must match on the retry:
+    /// the method's identifying params, canonical (key order is the
+    /// client's to change, so they are read as a value; only these
+    /// methods' params are).
+    pub(super) fn canonical(&self) -> Vec<u8> {
+        let Some((raw, by_uri)) = &self.0 else { return wire::canonical(&Value::Null) };
+        let p: Value = serde_json::from_slice(raw).unwrap_or_else(|_| json!({}));
+        let v = match by_uri {
+            true => json!({ "uri": p.get("uri").cloned().unwrap_or(Value::Null) }),
+            false => json!({
+                "name": p.get("name").cloned().unwrap_or(Value::Null),
+                "arguments": p.get("arguments").cloned().unwrap_or_else(|| json!({})),
+            }),
+        };
+        wire::canonical(&v)
+    }
 }
 
 /// What a `tools/call`, `prompts/get` or `resources/read` is.
@@ -148,6 +159,18 @@ pub(super) fn call(m: &Msg) -> Result<Call, Refusal> {
             Ok(Call::Retry(state, responses))
         }
         Some(_) => Err(bad_state()),
+    }
+}
+
+/// Is modern request `m` in the form [`normalized`] gives (with
+/// `upstream_state`) already: params with nothing to remove or replace?
+/// Then it is routed from its view, never written again.
+pub(super) fn is_normal(m: &Msg, upstream_state: Option<&Option<String>>) -> bool {
+    let Some(p) = m.env.params() else { return false };
+    match upstream_state {
+        None => p.get("inputResponses").is_none() && p.get("requestState").is_none(),
+        Some(None) => p.get("requestState").is_none(),
+        Some(Some(_)) => false,
     }
 }
 
