@@ -68,6 +68,11 @@ impl Subscriptions {
     }
 }
 
+/// Can upstream `up` notify updates of its resources (`resources.subscribe`)?
+fn notifies_updates(up: &super::upstream::Upstream) -> bool {
+    up.caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true))
+}
+
 fn refuse(code: ErrorCode, msg: String) -> Refusal {
     Refusal(code, msg, None)
 }
@@ -366,8 +371,7 @@ impl Hub {
         let id = m.id_bytes().unwrap_or(b"null");
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
         let (u, orig) = self.resource_stages(c, m, &uri, false)?;
-        let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
-        if !subscribable {
+        if !notifies_updates(&self.ups[u]) {
             let name = &self.ups[u].spec.name;
             return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
         }
@@ -1180,8 +1184,7 @@ impl Hub {
     /// May client `c` subscribe to resource `uri`: its upstream can notify
     /// its updates and `c` may see it (`stages::authorize`)?
     fn subscribable(&self, c: ClientId, uri: &str) -> bool {
-        let Some((u, _)) = self.route_uri(uri).filter(|(u, _)| self.server_visible(c, *u)) else { return false };
-        self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true))
+        self.route_uri(uri).filter(|(u, _)| self.server_visible(c, *u)).is_some_and(|(u, _)| notifies_updates(&self.ups[u]))
     }
 
     /// Ends listen stream `id` of client `c` (the client cancelled it); true

@@ -50,8 +50,7 @@ impl Hub {
         if !self.policy.restricts {
             return [0; 3];
         }
-        let rev = self.clients.get(&c).map_or(Rev::LATEST_LEGACY, |cl| cl.rev());
-        [Channel::Tools, Channel::Resources, Channel::Prompts].map(|ch| self.visible_fingerprint(c, ch, rev))
+        Channel::ALL.map(|ch| self.listen_fingerprint(c, ch))
     }
 
     /// What client `c` sees on `ch` now, for its listen streams: with
