@@ -59,8 +59,6 @@ pub(super) struct Client {
     pub connected_ms: u64,
     /// Bound into `requestState` tokens (see `Hub::set_client_principal`).
     pub principal: Vec<u8>,
-    /// Open `subscriptions/listen` streams (modern).
-    pub listens: Vec<super::modern::Listen>,
     /// Ids of the client's requests not yet answered (at most
     /// [`MAX_OPEN`]): what a runtime waits for at end of input, and what a
     /// transport checks a new request's id against.
@@ -303,7 +301,6 @@ impl Client {
             log_level: None,
             connected_ms,
             principal: b"mcpx-local".to_vec(),
-            listens: Vec::new(),
             open: HashSet::new(),
             batches: Vec::new(),
         }
@@ -596,6 +593,7 @@ impl Hub {
         self.apply_relay(fx);
         self.tasks.client_gone(c);
         self.unsubscribe_all(c);
+        self.listens.client_gone(c);
         self.policy.client_gone(c);
         self.shared.drop_client(c);
     }
@@ -724,7 +722,7 @@ impl Hub {
     }
 
     pub(super) fn held_init_deadline(&self) -> Option<u64> {
-        if self.clients.values().any(Client::held_init) || !self.early.is_empty() {
+        if self.clients.values().any(Client::held_init) || self.listens.any_early() {
             self.started_ms.map(|s| s + self.opts.startup_wait_ms)
         } else {
             None

@@ -609,9 +609,9 @@ pub struct Hub {
     /// Time of the first `upstream_started`/`client_connected`, for the startup wait.
     started_ms: Option<u64>,
     now_ms: u64,
-    /// Modern requests that came while upstreams were still starting: served
-    /// once startup has settled, as a legacy client's `initialize` is held.
-    early: VecDeque<(ClientId, Vec<u8>)>,
+    /// Modern clients' listen streams, and their requests that came while
+    /// upstreams were still starting (`modern`).
+    listens: modern::Listens,
     /// Requests parked for a server's start, and the per-client instances
     /// of isolated servers (see `starts`).
     starts: starts::Starts,
@@ -633,6 +633,7 @@ impl Hub {
         let tasks = tasks::Tasks::new(&opts);
         let policy = policy::HubPolicy::new(&opts)?;
         let starts = starts::Starts::new(&opts);
+        let listens = modern::Listens::new(&opts);
         Ok(Hub {
             policy,
             catalog: catalog::Catalog::new(ups.len()),
@@ -647,7 +648,7 @@ impl Hub {
             out: VecDeque::new(),
             started_ms: None,
             now_ms: 0,
-            early: VecDeque::new(),
+            listens,
             starts,
             config_status: serde_json::Value::Null,
             draining: false,
@@ -1049,7 +1050,7 @@ impl Hub {
                     let body = match result {
                         tasks::Reply::Bytes(b) => b,
                         tasks::Reply::Stamped(mut v) => {
-                            self.stamp(&mut v, None);
+                            modern::stamp(&self.opts, &mut v, None);
                             serde_json::to_vec(&v).unwrap_or_default()
                         }
                     };

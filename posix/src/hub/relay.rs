@@ -514,7 +514,8 @@ impl Relays {
 
     /// A `requestState` for `method`, bound to the request in `ctx`.
     pub fn seal(&mut self, method: &str, ctx: &ReqCtx, inner: &[u8], now: u64) -> Result<String, String> {
-        let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
+        let salient = ctx.salient.canonical();
+        let b = Binding { principal: &ctx.principal, method, params: &salient };
         let nonce = self.seeded.nonce();
         let mut out = vec![0u8; rs::sealed_len(method.len(), inner.len())];
         let now = self.state_clock(now);
@@ -526,7 +527,8 @@ impl Relays {
     /// which check failed.
     pub fn verify_state(&self, token: &str, method: &str, ctx: &ReqCtx, now: u64) -> Result<Verified, rs::OpenError> {
         // Requirement: mrtr-requeststate-attacker-controlled, mrtr-requeststate-replay-fields
-        let b = Binding { principal: &ctx.principal, method, params: &ctx.salient };
+        let salient = ctx.salient.canonical();
+        let b = Binding { principal: &ctx.principal, method, params: &salient };
         let mut scratch = vec![0u8; token.len() + 4];
         let o = self.keys.verify(token, &b, self.state_clock(now), &mut scratch)?;
         Ok(Verified { inner: o.inner.to_vec(), key_id: o.key_id, expires_at_ms: o.expires_at_ms, nonce: o.nonce })

@@ -24,9 +24,17 @@ pub(super) struct ReqCtx {
     pub log_level: Option<usize>,
     /// The client's principal (bound into `requestState`).
     pub principal: Vec<u8>,
-    /// Canonical salient params (method-specific; bound into `requestState`).
-    pub salient: Vec<u8>,
+    /// The params bound into `requestState` (`Salient::canonical`).
+    pub salient: Salient,
 }
+
+/// The params of a `tools/call`, `prompts/get` or `resources/read` as the
+/// client wrote them (a copy of the bytes, read only when a `requestState`
+/// is sealed or checked: `modern`), and whether it is a `resources/read`
+/// (bound by its `uri`, the others by `name` and `arguments`); `None` for
+/// any other method.
+#[derive(Clone, Debug)]
+pub(super) struct Salient(pub Option<(Vec<u8>, bool)>);
 
 /// An error answer to a client request.
 pub(super) struct Refusal(pub ErrorCode, pub String, pub Option<Value>);

@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 
 use crate::policy::ratelimit::Class;
 
-use super::catalog::Kind;
+use super::catalog::{Channel, Kind};
+use super::modern::{self, Grant};
 use super::pending::Origin;
 use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
@@ -65,6 +66,11 @@ impl Subscriptions {
     fn uris(&self) -> Vec<String> {
         self.by_uri.keys().cloned().collect()
     }
+}
+
+/// Can upstream `up` notify updates of its resources (`resources.subscribe`)?
+fn notifies_updates(up: &super::upstream::Upstream) -> bool {
+    up.caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true))
 }
 
 fn refuse(code: ErrorCode, msg: String) -> Refusal {
@@ -147,7 +153,7 @@ impl Hub {
                 NotifyClient(c, method, params) => self.notify_client(c, method, &params),
                 AnswerError { client, id, code, msg, data } => self.answer_error(client, Some(&id), code, &msg, data),
                 InputRequired { client, id, mut result } => {
-                    self.stamp(&mut result, None);
+                    modern::stamp(&self.opts, &mut result, None);
                     self.answer_result(client, &id, &serde_json::to_vec(&result).unwrap_or_default());
                 }
                 Answer(u, origin, m) => self.answer_client(u, origin, m),
@@ -178,7 +184,7 @@ impl Hub {
     }
 
     pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
-        if self.is_modern_request(c, m) {
+        if modern::is_modern_request(self.clients.get(&c).is_some_and(|cl| cl.is_modern()), m) {
             return self.on_modern_request(c, m);
         }
         if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| {
@@ -365,8 +371,7 @@ impl Hub {
         let id = m.id_bytes().unwrap_or(b"null");
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
         let (u, orig) = self.resource_stages(c, m, &uri, false)?;
-        let subscribable = self.ups[u].caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true));
-        if !subscribable {
+        if !notifies_updates(&self.ups[u]) {
             let name = &self.ups[u].spec.name;
             return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
         }
@@ -460,7 +465,7 @@ impl Hub {
 
     /// Client `c` no longer wants `uri` (unless another of its streams does).
     pub(super) fn unsubscribe_uri(&mut self, c: ClientId, uri: &str) {
-        if self.clients.get(&c).is_some_and(|cl| cl.listens.iter().any(|l| l.uris.iter().any(|x| x == uri))) {
+        if self.listens.wants_uri(c, uri) {
             return;
         }
         if self.subs.remove(uri, c) {
@@ -549,7 +554,7 @@ impl Hub {
         let mut page = serde_json::to_vec(&result).unwrap_or_default();
         if modern {
             // Requirement: caching-server-must-hint
-            page = self.stamped_list(&page, k);
+            page = modern::stamped_list(&self.opts, &self.ups, &page, k);
         } else if cur.is_none() {
             let ch = k.channel();
             let fp = self.visible_fingerprint(c, ch, rev);
@@ -764,10 +769,10 @@ impl Hub {
                     Ok(t) => t,
                     Err(Refusal(code, msg, data)) => return self.answer_error(c, Some(&id), code, &msg, data),
                 };
-                let hints = (call == Some(Method::ResourcesRead)).then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
+                let hints = (call == Some(Method::ResourcesRead)).then(|| read_hints.unwrap_or_else(|| modern::up_hints(&self.opts, &self.ups[u], None)));
                 let out = match tasked {
-                    Some(t) => self.stamped(&t, hints),
-                    None => self.stamped_view(&view, hints),
+                    Some(t) => modern::stamped(&self.opts, &t, hints),
+                    None => modern::stamped_view(&self.opts, &view, hints),
                 };
                 return self.answer_result_as(c, &id, &out, outcome);
             }
@@ -1050,6 +1055,203 @@ impl Hub {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Modern (2026-07-28) requests: what routes between their rules
+/// (`modern`), the listen streams (`modern::Listens`) and the rest of the
+/// hub.
+impl Hub {
+    /// A modern request from client `c`.
+    pub(super) fn on_modern_request(&mut self, c: ClientId, m: &Msg) {
+        // No handshake to hold: the request itself waits (up to
+        // `startup_wait_ms`) so that what it sees covers every upstream.
+        if !self.startup_settled() && self.listens.hold(c, m.env.bytes()) {
+            return;
+        }
+        let id = m.id_bytes().unwrap_or(b"null").to_vec();
+        let (caps, log_level) = match modern::request_meta(m, &id, self.opts.client_revisions) {
+            Ok(meta) => meta,
+            Err((answer, outcome)) => return self.emit_reply(c, Some(&id), answer, outcome),
+        };
+        let Some(cl) = self.clients.get_mut(&c) else { return };
+        cl.spoke_modern();
+        let ctx = ReqCtx { caps, log_level, principal: cl.principal.clone(), salient: modern::salient(m) };
+        use Method::*;
+        let done = match m.call {
+            ServerDiscover => {
+                let f = shape::Features::of(super::request::MODERN);
+                let body = modern::discover(&self.opts, &self.ups, &f, self.union_capabilities(), self.instructions(&f), tasks::declared(&ctx.caps));
+                self.answer_result(c, &id, &body);
+                Ok(())
+            }
+            // A task another replica runs is its to answer (`shared`).
+            TasksGet | TasksUpdate | TasksCancel if self.task_elsewhere(c, m, &id, &ctx.principal) => Ok(()),
+            // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
+            Initialize | Ping | LoggingSetLevel | ResourcesSubscribe | ResourcesUnsubscribe => Err(modern::legacy_only(m)),
+            SubscriptionsListen => self.listen(c, &id, &m.params_value(), &ctx),
+            ToolsCall | PromptsGet | ResourcesRead => modern::call(m).map(|call| match call {
+                modern::Call::First => self.route_view(c, m, ctx),
+                modern::Call::Answers => self.route_modern(c, m, None, ctx),
+                modern::Call::Retry(state, responses) => self.redeem_state(c, m, &id, ctx, &state, responses),
+            }),
+            ToolsList | ResourcesList | ResourcesTemplatesList | PromptsList | CompletionComplete => {
+                self.route_modern(c, m, None, ctx);
+                Ok(())
+            }
+            TasksGet | TasksUpdate | TasksCancel if tasks::declared(&ctx.caps) && self.tasks.upstream_of(m, &ctx.principal, &super::task_ups(&self.ups)).is_some() => {
+                self.route_modern(c, m, Some(None), ctx);
+                Ok(())
+            }
+            // `tasks/get`, `tasks/update`, `tasks/cancel` of a task the hub runs.
+            TasksGet | TasksUpdate | TasksCancel => self.task_request(c, &id, m, Some(&ctx)),
+            _ => Err(modern::not_found(m)),
+        };
+        if let Err(r) = done {
+            self.refuse_modern(c, &id, r);
+        }
+    }
+
+    /// An error answer to a modern request.
+    fn refuse_modern(&mut self, c: ClientId, id: &[u8], Refusal(code, msg, data): Refusal) {
+        self.answer_error(c, Some(id), modern::error_code(code), &msg, data);
+    }
+
+    /// Serves the modern requests that waited for startup, in order.
+    pub(super) fn release_early(&mut self) {
+        if !self.startup_settled() {
+            return;
+        }
+        while let Some((c, raw)) = self.listens.next_early() {
+            if self.clients.contains_key(&c) {
+                if let Ok(m) = wire::parse(&raw) {
+                    self.on_modern_request(c, &m);
+                }
+            }
+        }
+    }
+
+    /// Routes modern request `m` normalized (`modern::normalized`) with its
+    /// context: from its view when it is normal already.
+    pub(super) fn route_modern(&mut self, c: ClientId, m: &Msg, upstream_state: Option<Option<String>>, ctx: ReqCtx) {
+        if modern::is_normal(m, upstream_state.as_ref()) {
+            return self.route_view(c, m, ctx);
+        }
+        self.route_normalized(c, &modern::normalized(m, upstream_state), ctx);
+    }
+
+    /// Routes modern request `bytes`, already normalized, with its context
+    /// (also once more when it waited for its server to start, `lazy`).
+    pub(super) fn route_normalized(&mut self, c: ClientId, bytes: &[u8], ctx: ReqCtx) {
+        let Ok(m) = wire::parse(bytes) else { return };
+        self.route_view(c, &m, ctx);
+    }
+
+    /// Routes modern request `m` with its context.
+    fn route_view(&mut self, c: ClientId, m: &Msg, ctx: ReqCtx) {
+        let routed = self.route(c, m, Some(&ctx));
+        if let Err(r) = self.shared.routed(c, m, Some(&ctx), routed) {
+            self.refuse_modern(c, m.id_bytes().unwrap_or(b"null"), r);
+        }
+    }
+
+    /// `subscriptions/listen` (params `p`): what the stream may be granted.
+    fn listen(&mut self, c: ClientId, id: &[u8], p: &Value, ctx: &ReqCtx) -> Result<(), Refusal> {
+        let Some(filter) = p.get("notifications").filter(|f| f.is_object()) else {
+            return Err(refuse(ErrorCode::InvalidParams, "Invalid params: subscriptions/listen needs a \"notifications\" object".into()));
+        };
+        self.listens.may_open(c, id)?;
+        // Tasks extension: `taskIds` needs the extension declared on this request.
+        let task_ids = match filter.get("taskIds") {
+            None => None,
+            Some(Value::Array(ids)) if tasks::declared(&ctx.caps) => {
+                let asked: Vec<String> = ids.iter().filter_map(Value::as_str).map(str::to_string).collect();
+                Some(self.tasks.listenable(&ctx.principal, &asked, &super::task_ups(&self.ups)))
+            }
+            Some(Value::Array(_)) => return Err(tasks::missing_extension("subscriptions/listen with taskIds")),
+            Some(_) => return Err(refuse(ErrorCode::InvalidParams, "Invalid params: notifications.taskIds must be an array of task ids".into())),
+        };
+        let caps = self.union_capabilities();
+        let fps = self.listen_fingerprints(c);
+        let asked = filter.get("resourceSubscriptions").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
+        let uris = asked.filter(|uri| self.subscribable(c, uri)).map(str::to_string).collect();
+        let fx = self.listens.open(c, id, filter, Grant { caps, uris, task_ids, fps });
+        self.apply_listens(fx);
+        Ok(())
+    }
+
+    /// May client `c` subscribe to resource `uri`: its upstream can notify
+    /// its updates and `c` may see it (`stages::authorize`)?
+    fn subscribable(&self, c: ClientId, uri: &str) -> bool {
+        self.route_uri(uri).filter(|(u, _)| self.server_visible(c, *u)).is_some_and(|(u, _)| notifies_updates(&self.ups[u]))
+    }
+
+    /// Ends listen stream `id` of client `c` (the client cancelled it); true
+    /// when there was one.
+    pub(super) fn end_listen(&mut self, c: ClientId, id: &[u8]) -> bool {
+        let Some(fx) = self.listens.end(c, id) else { return false };
+        self.apply_listens(fx);
+        true
+    }
+
+    /// Graceful end of every listen stream of `c`: each listen request is
+    /// answered.
+    pub(super) fn end_listens(&mut self, c: ClientId) {
+        let fx = self.listens.end_all(c, &self.opts);
+        self.apply_listens(fx);
+    }
+
+    /// A list changed: the listen streams that asked for it are told.
+    pub(super) fn notify_listens(&mut self, ch: Channel) {
+        let seen = self.policy.restricts.then(|| self.listens.wanting(ch).into_iter().map(|c| (c, self.listen_fingerprint(c, ch))).collect::<Vec<_>>());
+        let fx = self.listens.list_changed(ch, seen.as_deref());
+        self.apply_listens(fx);
+    }
+
+    /// A resource of upstream `u` was updated: the listen streams
+    /// subscribed to its exposed URI are told when `u` may reach their
+    /// client. Returns the clients reached.
+    pub(super) fn notify_listens_updated(&mut self, u: UpstreamId, exposed: &str, params: &Value) -> Vec<ClientId> {
+        let (starts, clients) = (&self.starts, &self.clients);
+        let fx = self.listens.updated(exposed, params, |c| starts.may_reach(u, c, clients));
+        let reached = fx.iter().filter_map(|e| if let modern::Effect::Notify(c, ..) = e { Some(*c) } else { None }).collect();
+        self.apply_listens(fx);
+        reached
+    }
+
+    /// Task `id` of principal `owner` changed: its listen streams are told.
+    pub(super) fn notify_listens_task(&mut self, owner: &[u8], id: &str, task: &Value) {
+        let clients = &self.clients;
+        let fx = self.listens.task(id, task, |c| clients.get(&c).is_some_and(|cl| cl.principal == owner));
+        self.apply_listens(fx);
+    }
+
+    /// Does what the listen streams asked, in order.
+    fn apply_listens(&mut self, fx: Vec<modern::Effect>) {
+        use modern::Effect;
+        for e in fx {
+            match e {
+                Effect::Notify(c, method, params) => self.emit_notification(c, method, Some(&params)),
+                Effect::Answer(c, id, result) => self.answer_result(c, &id, &result),
+                Effect::Subscribe(c, uri) => self.subscribe_uri(c, &uri),
+                Effect::Unsubscribe(c, uri) => self.unsubscribe_uri(c, &uri),
+            }
+        }
+    }
+
+    /// A log message of upstream `u` for modern clients: only those with a
+    /// request to `u` in flight whose `logLevel` admits it (and, for an
+    /// isolated instance, of its owner).
+    pub(super) fn modern_logs(&mut self, u: UpstreamId, p: &Value) {
+        // Requirement: meta-loglevel-per-request (no logLevel → no log notifications)
+        let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
+        let mut to: Vec<ClientId> = self.pending.modern_log_clients(u, level);
+        to.retain(|c| self.starts.may_reach(u, *c, &self.clients));
+        to.sort();
+        to.dedup();
+        for c in to {
+            self.emit_notification(c, Method::LogMessage, Some(&serde_json::to_vec(p).unwrap_or_default()));
         }
     }
 }

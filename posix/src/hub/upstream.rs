@@ -1500,7 +1500,7 @@ impl Hub {
                     "id": id,
                     "revision": c.session().map(|s| s.rev.as_str()),
                     "era": c.era_name(),
-                    "listens": c.listens.len(),
+                    "listens": self.listens.count(*id),
                     "clientInfo": c.session().map(|s| &s.info),
                     "initialized": c.initialized(),
                     "subscriptions": c.subs,

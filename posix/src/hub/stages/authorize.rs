@@ -50,20 +50,15 @@ impl Hub {
         if !self.policy.restricts {
             return [0; 3];
         }
-        let rev = self.clients.get(&c).map_or(Rev::LATEST_LEGACY, |cl| cl.rev());
-        [Channel::Tools, Channel::Resources, Channel::Prompts].map(|ch| self.visible_fingerprint(c, ch, rev))
+        Channel::ALL.map(|ch| self.listen_fingerprint(c, ch))
     }
 
-    /// Is listen stream `i` of client `c` told of a change on `ch`? With
-    /// per-principal catalogs, only when what its principal sees on `ch`
-    /// changed: a change it cannot see does not leak the others'.
-    pub(in crate::hub) fn listen_sees(&mut self, c: ClientId, i: usize, ch: Channel) -> bool {
-        if !self.policy.restricts {
-            return true;
-        }
+    /// What client `c` sees on `ch` now, for its listen streams: with
+    /// per-principal catalogs, a stream is told of a change only when what
+    /// its principal sees changed (a change it cannot see does not leak the
+    /// others').
+    pub(in crate::hub) fn listen_fingerprint(&mut self, c: ClientId, ch: Channel) -> u64 {
         let rev = self.clients.get(&c).map_or(Rev::LATEST_LEGACY, |cl| cl.rev());
-        let fp = self.visible_fingerprint(c, ch, rev);
-        let Some(l) = self.clients.get_mut(&c).and_then(|cl| cl.listens.get_mut(i)) else { return false };
-        std::mem::replace(&mut l.fps[ch.idx()], fp) != fp
+        self.visible_fingerprint(c, ch, rev)
     }
 }

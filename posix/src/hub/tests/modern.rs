@@ -1227,7 +1227,7 @@ fn a_modern_result_passes_byte_exact_with_integers_beyond_64_bits() {
 fn stamping_splices_the_members_of_a_modern_result() {
     let p = Pair::new(specs(&["a"]), HubOptions::default());
     let st = |res: &str, hints| -> Value {
-        let out = p.hub.stamped(res.as_bytes(), hints);
+        let out = super::super::modern::stamped(&p.hub.opts, res.as_bytes(), hints);
         serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{res}: {e}: {}", String::from_utf8_lossy(&out)))
     };
     let info = json!({ "name": "mcpx", "version": p.hub.opts.server_version });
@@ -1241,5 +1241,5 @@ fn stamping_splices_the_members_of_a_modern_result() {
         json!({ "resultType": "task", "_meta": { "k": "v", "io.modelcontextprotocol/serverInfo": info }, "ttlMs": 30, "cacheScope": "private" })
     );
     // Not an object: as it is.
-    assert_eq!(p.hub.stamped(b"[1]", None), b"[1]");
+    assert_eq!(super::super::modern::stamped(&p.hub.opts, b"[1]", None), b"[1]");
 }
