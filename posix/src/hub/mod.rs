@@ -732,7 +732,8 @@ impl Hub {
     /// The upstream process is up: the hub sends `initialize`.
     pub fn upstream_started(&mut self, u: UpstreamId, now_ms: u64) {
         self.now(now_ms);
-        self.on_upstream_started(u);
+        let fx = self.ups.on_started(u, self.now_ms, &self.opts);
+        self.apply_upstream(fx);
     }
 
     /// One framed message (a stdout line) from an upstream.
@@ -1177,7 +1178,8 @@ impl Hub {
                     self.catalog.add_slot();
                 }
                 Effect::Remove(u, why) => {
-                    self.upstream_gone(u, &why);
+                    let gone = self.ups.gone(u, &why);
+                    self.apply_upstream([gone]);
                     let up = &mut self.ups[u];
                     up.state = upstream::State::Removed;
                     up.settled = true;

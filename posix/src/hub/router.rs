@@ -996,9 +996,37 @@ impl Hub {
         use super::upstream::Effect;
         for e in effects {
             match e {
-                Effect::Send { u, method, origin, timeout } => {
-                    self.send_upstream(u, method, None, origin, timeout);
+                Effect::Send { u, method, params, origin, timeout } => {
+                    self.send_upstream(u, method, params.as_deref(), origin, timeout);
                 }
+                Effect::Initialized(u) => upward::notification(&mut self.out, u, Method::Initialized, None),
+                Effect::Log(level, line) => self.log(level, line),
+                Effect::Restart(u, short) => self.out.push_back(Output::RestartUpstream(u, short)),
+                Effect::Settled => self.release_held_inits(),
+                Effect::Ready(u) => {
+                    self.read_lists(u);
+                    self.after_ready(u);
+                    self.check_settled(u);
+                }
+                Effect::Gone(u, reason) => {
+                    let name = self.ups[u].spec.name.clone();
+                    for (_, f) in self.pending.drain_upstream(u) {
+                        match f.origin {
+                            Origin::Client { client, id, method, .. } => {
+                                let msg = format!("server '{name}' exited before answering {method} ({reason})");
+                                self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
+                            }
+                            Origin::Task(t) => {
+                                let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({reason})"), self.now_ms);
+                                self.apply_task_effects(fx);
+                            }
+                            _ => {}
+                        }
+                    }
+                    let fx = self.relays.drop_upstream(u, &name);
+                    self.apply_relay(fx);
+                }
+                Effect::KeepOpen { u, id, f, until } => self.pending.keep_until(u, id, f, until),
             }
         }
     }

@@ -31,7 +31,7 @@ use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::meta;
 use mcpx_core::method::Method;
 use mcpx_core::names;
-use mcpx_core::revision::{self, Era, Feature, Revisions};
+use mcpx_core::revision::{Era, Revisions};
 
 use super::request::MODERN;
 
@@ -40,6 +40,8 @@ use super::request::Refusal;
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
 use super::upward;
+
+mod handshake;
 use super::wire::{self, Kind as MsgKind, Msg};
 use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, Oversize, UpstreamId, UpstreamSpec};
 
@@ -190,6 +192,13 @@ impl Upstream {
             State::Replacing => "restarting",
         }
     }
+    /// Its process went (`reason`): down, no list being read; what was in
+    /// flight to it goes too.
+    fn gone(&mut self, u: UpstreamId, reason: &str) -> Effect {
+        self.state = State::Down { retry_at_ms: None };
+        self.listing = Default::default();
+        Effect::Gone(u, reason.to_string())
+    }
     fn tool_allowed(&self, name: &str) -> bool {
         let allow = self.spec.tools_allow.is_empty() || self.spec.tools_allow.iter().any(|p| names::glob_match(p, name));
         allow && !self.spec.tools_deny.iter().any(|p| names::glob_match(p, name))
@@ -282,6 +291,11 @@ impl Upstreams {
         true
     }
 
+    /// `u`'s process went (`reason`), see [`Upstream::gone`].
+    pub fn gone(&mut self, u: UpstreamId, reason: &str) -> Effect {
+        self.0[u].gone(u, reason)
+    }
+
     /// The legacy servers a health-check ping is for (ready, not already
     /// `pinging`): pings are every `every` ms of silence, none when 0.
     fn pingable(&self, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> impl Iterator<Item = (UpstreamId, &Upstream)> {
@@ -299,7 +313,7 @@ impl Upstreams {
     pub fn pings(&self, now: u64, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Vec<Effect> {
         self.pingable(every, pinging)
             .filter(|(_, up)| now >= up.last_heard_ms + every)
-            .map(|(u, up)| Effect::Send { u, method: Method::Ping, origin: Origin::Ping, timeout: up.spec.timeout_ms })
+            .map(|(u, up)| Effect::Send { u, method: Method::Ping, params: None, origin: Origin::Ping, timeout: up.spec.timeout_ms })
             .collect()
     }
 
@@ -315,9 +329,25 @@ impl Upstreams {
 
 /// What the upstreams ask the hub to do, in order.
 pub(super) enum Effect {
-    /// Send request `method` (no params) to upstream `u`, for `origin`,
-    /// answered within `timeout` ms.
-    Send { u: UpstreamId, method: Method<'static>, origin: Origin, timeout: u64 },
+    /// Send request `method` with `params` (raw JSON; `None`: none) to
+    /// upstream `u`, for `origin`, answered within `timeout` ms.
+    Send { u: UpstreamId, method: Method<'static>, params: Option<Vec<u8>>, origin: Origin, timeout: u64 },
+    /// Tell `u` `notifications/initialized`.
+    Initialized(UpstreamId),
+    Log(Level, String),
+    /// Its process is of no use: the runtime restarts it
+    /// (`Output::RestartUpstream`, with this short reason).
+    Restart(UpstreamId, &'static str),
+    /// A server settled (its start failed or it is gone for now): clients
+    /// held in `initialize` may go on.
+    Settled,
+    /// `u` is ready: its lists are read, what it had restored.
+    Ready(UpstreamId),
+    /// `u`'s process went (`reason`): what was in flight to it is answered
+    /// with an error naming it, relayed requests from it dropped.
+    Gone(UpstreamId, String),
+    /// Keep the hub's request `id` to `u` (expired, `f`) open until `until`.
+    KeepOpen { u: UpstreamId, id: u64, f: Fwd, until: u64 },
 }
 
 /// Read and changed in place as the slice of slots it is (ids are its
@@ -493,166 +523,6 @@ impl Hub {
         }
     }
 
-    /// Sends `initialize`, offering the newest legacy revision allowed.
-    fn send_initialize(&mut self, u: UpstreamId) {
-        self.send_initialize_from(u, None);
-    }
-
-    /// Sends `initialize`, offering the newest legacy revision allowed and,
-    /// when `listed` is given, also in that list (an upstream's `supported`).
-    fn send_initialize_from(&mut self, u: UpstreamId, listed: Option<&[String]>) {
-        let pick = self.ups[u].allowed.iter().rev().copied().find(|r| r.era() == Era::Legacy && listed.is_none_or(|l| l.iter().any(|s| s == r.as_str())));
-        let Some(rev) = pick else {
-            let why = match listed {
-                Some(l) => format!("answered server/discover with UnsupportedProtocolVersionError (supported: {}); none of them is allowed with it", l.join(", ")),
-                None => "answered server/discover without 2026-07-28, and no legacy revision is allowed with it".to_string(),
-            };
-            self.log(Level::Error, format!("server '{}': {why}", self.ups[u].spec.name));
-            let up = &mut self.ups[u];
-            up.last_error = Some(why);
-            up.state = State::Failed;
-            up.settled = true;
-            self.out.push_back(Output::RestartUpstream(u, "no common protocol revision"));
-            self.release_held_inits();
-            return;
-        };
-        let elicitation = if rev.supports(Feature::ElicitationUrlMode) { json!({ "form": {}, "url": {} }) } else { json!({}) };
-        // Tool use in sampling is relayed to clients that declare it (and
-        // refused to the upstream otherwise), like URL elicitation.
-        let sampling = if rev.supports(Feature::SamplingTools) { json!({ "tools": {} }) } else { json!({}) };
-        let params = json!({
-            "protocolVersion": rev.as_str(),
-            "capabilities": { "roots": { "listChanged": true }, "sampling": sampling, "elicitation": elicitation },
-            "clientInfo": { "name": self.opts.server_name, "version": self.opts.server_version },
-        });
-        let t = self.opts.init_timeout_ms;
-        self.send_upstream(u, Method::Initialize, Some(&serde_json::to_vec(&params).unwrap_or_default()), Origin::Initialize, t);
-    }
-
-    /// The answer to the `server/discover` probe: modern when it lists
-    /// 2026-07-28, else (any error, any other answer) `initialize`.
-    fn on_discover_answer(&mut self, u: UpstreamId, m: &Msg) {
-        let name = self.ups[u].spec.name.clone();
-        let v: Value = m.result_bytes().and_then(|r| serde_json::from_slice(r).ok()).unwrap_or(Value::Null);
-        let modern = v.get("supportedVersions").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x.as_str() == Some(MODERN.as_str()))) && self.ups[u].allowed.contains(&MODERN);
-        if let Some(LateProbe::Waiting { id, .. }) = self.ups[u].late {
-            if m.id_u64() == Some(id) {
-                return self.on_late_discover_answer(u, modern.then_some(v));
-            }
-        }
-        if !modern {
-            let err: Value = m.error_bytes().and_then(|e| serde_json::from_slice(e).ok()).unwrap_or(Value::Null);
-            let code = err.get("code").and_then(Value::as_i64).and_then(ErrorCode::from_code);
-            // Requirement: versioning-fallback-not-keyed-to-one-code: any
-            // error but a modern server's UnsupportedProtocolVersionError is
-            // the expected answer of a legacy server.
-            if m.error_bytes().is_some() && code != Some(ErrorCode::UnsupportedProtocolVersion) {
-                self.log(Level::Debug, format!("server '{name}' is a legacy server; using initialize"));
-                self.ups[u].era_cache = Some(Era::Legacy);
-                return self.send_initialize(u);
-            }
-            let why = match m.error_bytes() {
-                Some(e) => format!("answered server/discover with an error ({})", String::from_utf8_lossy(e)),
-                None => "does not list 2026-07-28 in supportedVersions".to_string(),
-            };
-            // Requirement: stdio-no-fallback-on-modern-error: an
-            // UnsupportedProtocolVersionError is a modern server's answer; only
-            // a version it lists is used, so `initialize` only with a listed
-            // legacy revision, never as a blind fallback.
-            if code == Some(ErrorCode::UnsupportedProtocolVersion) {
-                if let Some(list) = err.pointer("/data/supported").and_then(Value::as_array) {
-                    let list: Vec<String> = list.iter().filter_map(Value::as_str).map(str::to_string).collect();
-                    // Requirement: versioning-client-retry-with-supported: a
-                    // version both sides speak is retried, the modern one first.
-                    let up = &mut self.ups[u];
-                    if list.iter().any(|s| s == MODERN.as_str()) && up.allowed.contains(&MODERN) && !up.reprobed {
-                        up.reprobed = true;
-                        self.log(Level::Info, format!("server '{name}' {why}; retrying server/discover with {}", MODERN.as_str()));
-                        let t = self.opts.probe_timeout_ms;
-                        self.send_upstream(u, Method::ServerDiscover, None, Origin::Discover, t);
-                        return;
-                    }
-                    self.log(Level::Info, format!("server '{name}' {why}; choosing from its supported versions"));
-                    self.ups[u].era_cache = None;
-                    return self.send_initialize_from(u, Some(&list));
-                }
-            }
-            self.log(Level::Info, format!("server '{name}' {why}; using initialize"));
-            self.ups[u].era_cache = Some(Era::Legacy);
-            return self.send_initialize(u);
-        }
-        self.become_modern(u, &v);
-    }
-
-    /// The probe's answer after the fallback to `initialize` (`modern`: its
-    /// DiscoverResult when it lists 2026-07-28).
-    fn on_late_discover_answer(&mut self, u: UpstreamId, modern: Option<Value>) {
-        let name = self.ups[u].spec.name.clone();
-        let Some(LateProbe::Waiting { refused, .. }) = self.ups[u].late.take() else { return };
-        match (modern, refused) {
-            _ if self.ups[u].state != State::Initializing => {
-                self.log(Level::Debug, format!("server '{name}' answered server/discover late, after initialize; ignored"));
-            }
-            (Some(v), Some((why, _))) => {
-                self.log(Level::Info, format!("server '{name}' {why}, then answered server/discover late; using {}", MODERN.as_str()));
-                self.become_modern(u, &v);
-            }
-            (Some(v), None) => self.ups[u].late = Some(LateProbe::Modern(v)),
-            (None, Some((why, short))) => {
-                // Requirement: the next start does not repeat this sequence unchanged.
-                self.ups[u].patient = true;
-                self.initialize_refused(u, why, short);
-            }
-            (None, None) => {}
-        }
-    }
-
-    /// `u` is spoken to in 2026-07-28 from its DiscoverResult `v`.
-    fn become_modern(&mut self, u: UpstreamId, v: &Value) {
-        let name = self.ups[u].spec.name.clone();
-        let up = &mut self.ups[u];
-        up.late = None;
-        up.patient = false;
-        up.era_cache = Some(Era::Modern);
-        up.rev = Some(MODERN);
-        up.caps = Some(v.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({})));
-        up.info = v.pointer(&format!("/_meta/{}", meta::SERVER_INFO_KEY.replace('/', "~1"))).cloned().unwrap_or(Value::Null);
-        up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
-        up.state = State::Ready;
-        up.last_error = None;
-        self.log(Level::Info, format!("server '{name}' ready ({})", MODERN.as_str()));
-        self.read_lists(u);
-        self.after_ready(u);
-        self.check_settled(u);
-    }
-
-    pub(super) fn on_upstream_started(&mut self, u: UpstreamId) {
-        if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
-            return;
-        }
-        if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. } | State::Asleep { .. }) {
-            self.upstream_gone(u, "restarted");
-        }
-        let up = &mut self.ups[u];
-        up.state = State::Initializing;
-        up.starts += 1;
-        up.last_start_ms = self.now_ms;
-        up.last_heard_ms = self.now_ms;
-        up.rev = None;
-        up.listen = None;
-        up.level_sent = None;
-        up.reprobed = false;
-        up.late = None;
-        // Requirement: versioning-dual-era-client-probe-discover-first-stdio, versioning-era-cache
-        let probe = up.allowed.contains(&MODERN) && up.era_cache != Some(Era::Legacy);
-        if probe {
-            let t = if up.patient { self.opts.init_timeout_ms } else { self.opts.probe_timeout_ms };
-            self.send_upstream(u, Method::ServerDiscover, None, Origin::Discover, t);
-        } else {
-            self.send_initialize(u);
-        }
-    }
-
     /// `stream`: the hub's request on whose response stream it came, if any.
     pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8], stream: Option<u64>) {
         if u >= self.ups.len() || !self.ups[u].is_up() {
@@ -695,9 +565,15 @@ impl Hub {
                         let fx = self.tasks.answered(&super::task_up(u, &self.ups[u]), &t, &m, self.now_ms);
                         self.apply_task_effects(fx);
                     }
-                    Origin::Discover => self.on_discover_answer(u, &m),
+                    Origin::Discover => {
+                        let fx = self.ups.on_discover_answer(u, &m, &self.opts);
+                        self.apply_upstream(fx);
+                    }
                     Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
-                    Origin::Initialize => self.on_initialize_answer(u, &m),
+                    Origin::Initialize => {
+                        let fx = self.ups.on_initialize_answer(u, &m);
+                        self.apply_upstream(fx);
+                    }
                     Origin::List(k) => self.on_list_page(u, k, &m),
                     Origin::TaskCancelled => {
                         let fx = self.tasks.cancelled_answered(&super::task_up(u, &self.ups[u]), &m);
@@ -709,71 +585,9 @@ impl Hub {
         }
     }
 
-    /// `u` failed to come up: logged, `Failed`, and restarted.
-    fn start_failed(&mut self, u: UpstreamId, why: String, short: &'static str) {
-        self.log(Level::Error, format!("server '{}': {why}", self.ups[u].spec.name));
-        let up = &mut self.ups[u];
-        up.last_error = Some(why);
-        up.state = State::Failed;
-        up.settled = true;
-        self.out.push_back(Output::RestartUpstream(u, short));
-        self.release_held_inits();
-    }
-
-    /// `u`'s answer to `initialize` is of no use (`why`): a late modern
-    /// answer to the probe wins, a probe still open is waited for, else the
-    /// start failed.
-    fn initialize_refused(&mut self, u: UpstreamId, why: String, short: &'static str) {
-        let name = self.ups[u].spec.name.clone();
-        match self.ups[u].late.take() {
-            Some(LateProbe::Modern(v)) => {
-                self.log(Level::Info, format!("server '{name}' {why} after answering server/discover late; using {}", MODERN.as_str()));
-                return self.become_modern(u, &v);
-            }
-            Some(LateProbe::Waiting { id, refused: None }) => {
-                self.log(Level::Info, format!("server '{name}' {why}; waiting for its answer to server/discover"));
-                self.ups[u].late = Some(LateProbe::Waiting { id, refused: Some((why, short)) });
-                return;
-            }
-            _ => {}
-        }
-        // The era assumption may be wrong: probe again on the next start.
-        self.ups[u].era_cache = None;
-        self.start_failed(u, why, short);
-    }
-
-    fn on_initialize_answer(&mut self, u: UpstreamId, m: &Msg) {
-        let name = self.ups[u].spec.name.clone();
-        let Some(res) = m.result_bytes() else {
-            let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default());
-            return self.initialize_refused(u, format!("initialize failed: {e}"), "initialize failed");
-        };
-        let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
-        let pv = v.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
-        let allowed: Revisions = self.ups[u].allowed.iter().copied().collect();
-        let Ok(rev) = revision::negotiate_client(pv, allowed) else {
-            // Requirement: lifecycle-client-disconnects-on-unsupported-version
-            return self.initialize_refused(u, format!("answered initialize with protocol version '{pv}', which mcpx does not speak with it"), "unsupported protocol version");
-        };
-        let up = &mut self.ups[u];
-        up.patient = false;
-        up.rev = Some(rev);
-        up.caps = Some(v.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({})));
-        up.info = v.get("serverInfo").cloned().unwrap_or(Value::Null);
-        up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
-        up.state = State::Ready;
-        up.last_error = None;
-        upward::notification(&mut self.out, u, Method::Initialized, None);
-        let msg = format!("server '{name}' ready ({})", rev.as_str());
-        self.log(Level::Info, msg);
-        self.read_lists(u);
-        self.after_ready(u);
-        self.check_settled(u);
-    }
-
     /// `u` is ready: the lists its capabilities announce are read; what it
     /// offered before of the others (kept while it was down) leaves the catalog.
-    fn read_lists(&mut self, u: UpstreamId) {
+    pub(super) fn read_lists(&mut self, u: UpstreamId) {
         self.ups[u].reported = None;
         for k in Kind::ALL {
             if self.ups[u].has_cap(k.capability()) {
@@ -924,7 +738,7 @@ impl Hub {
         self.check_settled(u);
     }
 
-    fn check_settled(&mut self, u: UpstreamId) {
+    pub(super) fn check_settled(&mut self, u: UpstreamId) {
         if self.ups[u].listing.iter().any(Option::is_some) {
             return;
         }
@@ -1129,7 +943,8 @@ impl Hub {
         let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
         self.log(Level::Warn, format!("server '{name}' exited: {err}"));
         self.ups[u].last_error = Some(err);
-        self.upstream_gone(u, reason);
+        let gone = self.ups.gone(u, reason);
+        self.apply_upstream([gone]);
         let now = self.now_ms;
         self.ups[u].state = match next {
             Next::Stop => State::Down { retry_at_ms: None },
@@ -1156,28 +971,6 @@ impl Hub {
         let fx = self.relays.drop_upstream(u, &self.ups[u].spec.name);
         self.apply_relay(fx);
         self.log(Level::Info, format!("server '{name}' stopped (idle); it starts again when used"));
-    }
-
-    /// Everything that goes when an upstream process goes.
-    pub(super) fn upstream_gone(&mut self, u: UpstreamId, reason: &str) {
-        let name = self.ups[u].spec.name.clone();
-        self.ups[u].state = State::Down { retry_at_ms: None };
-        self.ups[u].listing = Default::default();
-        for (_, f) in self.pending.drain_upstream(u) {
-            match f.origin {
-                Origin::Client { client, id, method, .. } => {
-                    let msg = format!("server '{name}' exited before answering {method} ({reason})");
-                    self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
-                }
-                Origin::Task(t) => {
-                    let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({reason})"), self.now_ms);
-                    self.apply_task_effects(fx);
-                }
-                _ => {}
-            }
-        }
-        let fx = self.relays.drop_upstream(u, &self.ups[u].spec.name);
-        self.apply_relay(fx);
     }
 
     /// The answer to a request for `u`'s tool (prompt, resource) while `u`
@@ -1217,7 +1010,8 @@ impl Hub {
         let mut up = self.ups.check(spec, Some(u), &self.opts)?;
         let name = up.spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; restarting it with its new entry"));
-        self.upstream_gone(u, why);
+        let gone = self.ups.gone(u, why);
+        self.apply_upstream([gone]);
         let fx = self.starts.remove_instances(u, why);
         self.apply_starts(fx);
         up.state = State::Replacing;
@@ -1261,7 +1055,8 @@ impl Hub {
         }
         let name = self.ups[u].spec.name.clone();
         self.log(Level::Info, format!("server '{name}': {why}; stopping it"));
-        self.upstream_gone(u, why);
+        let gone = self.ups.gone(u, why);
+        self.apply_upstream([gone]);
         let fx = self.starts.remove_instances(u, why);
         self.apply_starts(fx);
         for k in Kind::ALL {
@@ -1379,14 +1174,8 @@ impl Hub {
         let waited = self.now_ms.saturating_sub(sent_ms);
         match f.origin {
             Origin::Initialize => {
-                // Requirement: lifecycle-cancel-not-initialize (no notifications/cancelled)
-                let why = format!("did not answer initialize within {} ms", self.opts.init_timeout_ms);
-                self.log(Level::Error, format!("server '{name}' {why}"));
-                let up = &mut self.ups[u];
-                up.last_error = Some(why);
-                up.state = State::Failed;
-                up.settled = true;
-                self.out.push_back(Output::RestartUpstream(u, "initialize timed out"));
+                let fx = self.ups.on_initialize_timeout(u, &self.opts);
+                self.apply_upstream(fx);
             }
             Origin::List(k) => {
                 self.cancel_upstream(u, id, "timed out");
@@ -1408,22 +1197,8 @@ impl Hub {
                 self.apply_task_effects(fx);
             }
             Origin::Discover => {
-                if let Some(LateProbe::Waiting { id: late, .. }) = self.ups[u].late {
-                    if late == id {
-                        // The late window closed too: `initialize` decides.
-                        return self.on_late_discover_answer(u, None);
-                    }
-                }
-                // Requirement: versioning-dual-era-client-probe-discover-first-stdio (fall back on a timeout)
-                self.log(Level::Info, format!("server '{name}' did not answer server/discover within {waited} ms; using initialize"));
-                self.ups[u].era_cache = Some(Era::Legacy);
-                // The probe stays open as long as start-up may take.
-                let until = sent_ms + self.opts.init_timeout_ms;
-                if until > self.now_ms {
-                    self.pending.keep_until(u, id, f, until);
-                    self.ups[u].late = Some(LateProbe::Waiting { id, refused: None });
-                }
-                self.send_initialize(u);
+                let fx = self.ups.on_probe_timeout(u, id, f, self.now_ms, &self.opts);
+                self.apply_upstream(fx);
             }
             Origin::Listen => {
                 self.cancel_upstream(u, id, "renewed");
@@ -1431,13 +1206,8 @@ impl Hub {
                 self.open_listen(u);
             }
             Origin::Ping => {
-                // Requirement: ping-timeout-is-connection-failure
-                let why = format!("did not answer ping within {waited} ms");
-                self.log(Level::Error, format!("server '{name}' {why}; restarting it"));
-                let up = &mut self.ups[u];
-                up.last_error = Some(why);
-                up.state = State::Failed;
-                self.out.push_back(Output::RestartUpstream(u, "ping timed out"));
+                let fx = self.ups.on_ping_timeout(u, waited);
+                self.apply_upstream(fx);
             }
             Origin::Client { client, id: cid, method, .. } => {
                 // Requirement: lifecycle-timeouts-cancel-on-expiry
