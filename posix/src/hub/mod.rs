@@ -757,7 +757,8 @@ impl Hub {
     /// answered "restarting, retry in N s" (or "stopped" once given up).
     pub fn upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now_ms: u64) {
         self.now(now_ms);
-        self.on_upstream_exited(u, reason, stderr_tail, next);
+        let fx = self.ups.on_exited(u, reason, stderr_tail, next, self.now_ms);
+        self.apply_upstream(fx);
     }
 
     /// Adds a server (a config reload): checked as [`Hub::new`] checks
@@ -767,7 +768,9 @@ impl Hub {
     /// process is gone.
     pub fn add_upstream(&mut self, spec: UpstreamSpec, now_ms: u64) -> Result<UpstreamId, ConfigError> {
         self.now(now_ms);
-        self.on_add_upstream(spec)
+        let (u, fx) = self.ups.on_add(spec, &self.opts)?;
+        self.apply_upstream(fx);
+        Ok(u)
     }
 
     /// Removes server `u` (a config reload; `why` is for the log and the
@@ -777,7 +780,8 @@ impl Hub {
     /// process; reports about it are ignored from now on.
     pub fn remove_upstream(&mut self, u: UpstreamId, why: &str, now_ms: u64) {
         self.now(now_ms);
-        self.on_remove_upstream(u, why);
+        let fx = self.ups.on_remove(u, why);
+        self.apply_upstream(fx);
     }
 
     /// Server `u`'s entry changed (a config reload) to `spec` (checked as
@@ -789,7 +793,9 @@ impl Hub {
     /// [`Hub::upstream_replaced`].
     pub fn replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str, now_ms: u64) -> Result<(), ConfigError> {
         self.now(now_ms);
-        self.on_replace_upstream(u, spec, why)
+        let fx = self.ups.on_replace(u, spec, why, &self.catalog, &self.opts)?;
+        self.apply_upstream(fx);
+        Ok(())
     }
 
     /// The old process of server `u`, replaced, is gone: true when the
@@ -1025,7 +1031,8 @@ impl Hub {
     /// tool annotations may have changed); clients are told if they changed.
     pub fn relist_upstream(&mut self, u: UpstreamId, now_ms: u64) {
         self.now(now_ms);
-        self.relist_all(u);
+        let fx = self.ups.relist(u, &catalog::Kind::ALL, self.starts.is_instance(u));
+        self.apply_upstream(fx);
     }
 
     /// From now on the hub's tasks are saved (`Output::SaveTasks`) whenever

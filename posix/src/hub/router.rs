@@ -519,7 +519,9 @@ impl Hub {
             }
         };
         if cur.is_none() {
-            self.refresh_stale(k);
+            let starts = &self.starts;
+            let fx = self.ups.refresh_stale(k, self.now_ms, |u| starts.is_instance(u));
+            self.apply_upstream(fx);
         }
         let rev = if modern { super::request::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
@@ -997,27 +999,37 @@ impl Hub {
         for e in effects {
             match e {
                 Effect::Send { u, method, params, origin, timeout } => {
-                    self.send_upstream(u, method, params.as_deref(), origin, timeout);
+                    let page = if let Origin::List(k) = origin { Some(k) } else { None };
+                    let sent = self.send_upstream(u, method, params.as_deref(), origin, timeout);
+                    if let Some(k) = page {
+                        self.ups.page_sent(u, k, sent);
+                    }
                 }
+                Effect::Listed(u, k, items) => self.set_items(u, k, items),
+                Effect::CheckSettled(u) => self.check_settled(u),
+                Effect::Cancel { u, id, reason } => self.cancel_upstream(u, id, reason),
                 Effect::Initialized(u) => upward::notification(&mut self.out, u, Method::Initialized, None),
                 Effect::Log(level, line) => self.log(level, line),
                 Effect::Restart(u, short) => self.out.push_back(Output::RestartUpstream(u, short)),
                 Effect::Settled => self.release_held_inits(),
                 Effect::Ready(u) => {
-                    self.read_lists(u);
+                    let fx = self.ups.read_lists(u, self.starts.is_instance(u), &self.catalog);
+                    self.apply_upstream(fx);
                     self.after_ready(u);
                     self.check_settled(u);
                 }
-                Effect::Gone(u, reason) => {
-                    let name = self.ups[u].spec.name.clone();
+                Effect::Gone { u, name, reason } => {
                     for (_, f) in self.pending.drain_upstream(u) {
-                        match f.origin {
-                            Origin::Client { client, id, method, .. } => {
-                                let msg = format!("server '{name}' exited before answering {method} ({reason})");
+                        match (f.origin, &reason) {
+                            (Origin::Client { client, id, method, .. }, _) => {
+                                let msg = match &reason {
+                                    Some(r) => format!("server '{name}' exited before answering {method} ({r})"),
+                                    None => format!("server '{name}' stopped before answering {method} (idle stop)"),
+                                };
                                 self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
                             }
-                            Origin::Task(t) => {
-                                let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({reason})"), self.now_ms);
+                            (Origin::Task(t), Some(r)) => {
+                                let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({r})"), self.now_ms);
                                 self.apply_task_effects(fx);
                             }
                             _ => {}
@@ -1025,6 +1037,15 @@ impl Hub {
                     }
                     let fx = self.relays.drop_upstream(u, &name);
                     self.apply_relay(fx);
+                }
+                Effect::WakeFailed(u, reason) => {
+                    let fx = self.starts.wake_failed(&mut self.ups[u], u, &reason);
+                    self.apply_starts(fx);
+                }
+                Effect::NewSlot => self.catalog.add_slot(),
+                Effect::RemoveInstances(u, why) => {
+                    let fx = self.starts.remove_instances(u, &why);
+                    self.apply_starts(fx);
                 }
                 Effect::KeepOpen { u, id, f, until } => self.pending.keep_until(u, id, f, until),
             }

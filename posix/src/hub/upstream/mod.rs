@@ -41,13 +41,12 @@ use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
 use super::upward;
 
+mod exit;
 mod handshake;
+mod listing;
+mod reload;
 use super::wire::{self, Kind as MsgKind, Msg};
-use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, Oversize, UpstreamId, UpstreamSpec};
-
-/// Most pages read from one upstream list before the hub stops following
-/// `nextCursor` (a server that loops on its cursor).
-const MAX_PAGES: u32 = 1000;
+use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Output, Oversize, UpstreamId, UpstreamSpec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum State {
@@ -197,7 +196,7 @@ impl Upstream {
     fn gone(&mut self, u: UpstreamId, reason: &str) -> Effect {
         self.state = State::Down { retry_at_ms: None };
         self.listing = Default::default();
-        Effect::Gone(u, reason.to_string())
+        Effect::Gone { u, name: self.spec.name.clone(), reason: Some(reason.to_string()) }
     }
     fn tool_allowed(&self, name: &str) -> bool {
         let allow = self.spec.tools_allow.is_empty() || self.spec.tools_allow.iter().any(|p| names::glob_match(p, name));
@@ -332,6 +331,12 @@ pub(super) enum Effect {
     /// Send request `method` with `params` (raw JSON; `None`: none) to
     /// upstream `u`, for `origin`, answered within `timeout` ms.
     Send { u: UpstreamId, method: Method<'static>, params: Option<Vec<u8>>, origin: Origin, timeout: u64 },
+    /// Give the catalog `u`'s items of kind `k` (clients are told of a change).
+    Listed(UpstreamId, Kind, Vec<Value>),
+    /// `u` may have settled: no list is being read any more.
+    CheckSettled(UpstreamId),
+    /// Tell `u` the hub no longer waits for its request `id`.
+    Cancel { u: UpstreamId, id: u64, reason: &'static str },
     /// Tell `u` `notifications/initialized`.
     Initialized(UpstreamId),
     Log(Level, String),
@@ -343,9 +348,17 @@ pub(super) enum Effect {
     Settled,
     /// `u` is ready: its lists are read, what it had restored.
     Ready(UpstreamId),
-    /// `u`'s process went (`reason`): what was in flight to it is answered
-    /// with an error naming it, relayed requests from it dropped.
-    Gone(UpstreamId, String),
+    /// `u`'s process (server `name`) went, exiting (`reason`) or stopped
+    /// idle (`None`): what was in flight to it is answered with an error
+    /// saying so (tasks lost on an exit), relayed requests from it dropped.
+    Gone { u: UpstreamId, name: String, reason: Option<String> },
+    /// A start a request asked for did not come up (`reason`): requests
+    /// parked for it fail.
+    WakeFailed(UpstreamId, String),
+    /// A server got a new slot: the catalog needs one too.
+    NewSlot,
+    /// Server `u`'s instances go (`isolation`), saying why.
+    RemoveInstances(UpstreamId, String),
     /// Keep the hub's request `id` to `u` (expired, `f`) open until `until`.
     KeepOpen { u: UpstreamId, id: u64, f: Fwd, until: u64 },
 }
@@ -574,26 +587,16 @@ impl Hub {
                         let fx = self.ups.on_initialize_answer(u, &m);
                         self.apply_upstream(fx);
                     }
-                    Origin::List(k) => self.on_list_page(u, k, &m),
+                    Origin::List(k) => {
+                        let fx = self.ups.on_list_page(u, k, &m, self.now_ms, self.starts.is_instance(u), &self.opts);
+                        self.apply_upstream(fx);
+                    }
                     Origin::TaskCancelled => {
                         let fx = self.tasks.cancelled_answered(&super::task_up(u, &self.ups[u]), &m);
                         self.apply_task_effects(fx);
                     }
                     Origin::Fire | Origin::Ping => {}
                 }
-            }
-        }
-    }
-
-    /// `u` is ready: the lists its capabilities announce are read; what it
-    /// offered before of the others (kept while it was down) leaves the catalog.
-    pub(super) fn read_lists(&mut self, u: UpstreamId) {
-        self.ups[u].reported = None;
-        for k in Kind::ALL {
-            if self.ups[u].has_cap(k.capability()) {
-                self.start_listing(u, k);
-            } else if self.catalog.count(u, k) > 0 {
-                self.set_items(u, k, Vec::new());
             }
         }
     }
@@ -621,121 +624,6 @@ impl Hub {
         if changed {
             self.announce(k.channel());
         }
-    }
-
-    /// A client reads list `k`: modern upstreams that announce no changes of
-    /// it and whose `ttlMs` for it has run out are read again (the client is
-    /// answered from what the hub has, and told if the list changed).
-    pub(super) fn refresh_stale(&mut self, k: Kind) {
-        for u in 0..self.ups.len() {
-            let up = &self.ups[u];
-            if !up.is_modern() || !up.has_cap(k.capability()) || up.listing[k.idx()].is_some() {
-                continue;
-            }
-            let announces = up.caps.as_ref().and_then(|c| c.pointer(&format!("/{}/listChanged", k.capability()))) == Some(&Value::Bool(true));
-            let Some((ttl, _)) = up.hints[k.idx()] else { continue };
-            // Requirement: caching-stale-refetch
-            if !announces && self.now_ms >= up.listed_ms[k.idx()].saturating_add(ttl) {
-                self.start_listing(u, k);
-            }
-        }
-    }
-
-    fn start_listing(&mut self, u: UpstreamId, k: Kind) {
-        if self.starts.is_instance(u) {
-            return; // its catalog is its template's (`isolation`)
-        }
-        if let Some(l) = self.ups[u].listing[k.idx()].as_mut() {
-            l.again = true;
-            return;
-        }
-        self.ups[u].listing[k.idx()] = Some(Listing::default());
-        self.request_page(u, k, None);
-    }
-
-    fn request_page(&mut self, u: UpstreamId, k: Kind, cursor: Option<&str>) {
-        let params = cursor.map(|c| serde_json::to_vec(&json!({ "cursor": c })).unwrap_or_default());
-        let t = self.ups[u].spec.timeout_ms;
-        if self.send_upstream(u, k.list_method(), params.as_deref(), Origin::List(k), t).is_none() {
-            self.ups[u].listing[k.idx()] = None;
-        }
-    }
-
-    fn on_list_page(&mut self, u: UpstreamId, k: Kind, m: &Msg) {
-        let name = self.ups[u].spec.name.clone();
-        let Some(mut listing) = self.ups[u].listing[k.idx()].take() else { return };
-        let Some(res) = m.result_bytes() else {
-            let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
-            self.log(Level::Warn, format!("server '{name}': {} failed: {e}", k.list_method()));
-            return self.list_done(u, k, listing.acc, listing.again);
-        };
-        let mut v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
-        if self.ups[u].is_modern() {
-            if let Some(rt) = v.get("resultType").and_then(Value::as_str).filter(|r| *r != "complete") {
-                self.log(Level::Warn, format!("server '{name}': {} answered resultType '{rt}', which mcpx does not accept there", k.list_method()));
-                return self.list_done(u, k, listing.acc, listing.again);
-            }
-            {
-                // Requirement: caching-client-honour-hints (aggregated into the hub's own hints)
-                // Requirement: caching-ttl-absent-zero, caching-ttl-negative-zero: an absent,
-                // negative or unreadable ttlMs is 0, immediately stale.
-                let t = v.get("ttlMs").and_then(Value::as_f64).filter(|t| t.is_finite() && *t > 0.0).map_or(0, |t| t as u64);
-                let public = v.get("cacheScope").and_then(Value::as_str) == Some("public");
-                let h = self.ups[u].hints[k.idx()].map_or((t, public), |(t0, p0)| (t0.min(t), p0 && public));
-                self.ups[u].hints[k.idx()] = Some(if listing.pages == 0 { (t, public) } else { h });
-            }
-        }
-        if let Some(Value::Array(items)) = v.get_mut(k.result_key()).map(Value::take) {
-            for it in items {
-                if listing.acc.len() >= self.opts.max_list_items {
-                    let msg = format!("server '{name}': {} has over {} items; the rest are ignored", k.list_method(), self.opts.max_list_items);
-                    self.log(Level::Warn, msg);
-                    break;
-                }
-                if k == Kind::Tools {
-                    let n = it.get("name").and_then(Value::as_str).unwrap_or("");
-                    if !self.ups[u].tool_allowed(n) {
-                        continue;
-                    }
-                    // Requirement: tools-inputschema-valid-not-null (what clients
-                    // get must be a JSON Schema object with an object root)
-                    if it.get("inputSchema").and_then(|x| x.get("type")).and_then(Value::as_str) != Some("object") {
-                        self.log(Level::Warn, format!("server '{name}': tool '{n}' dropped: its inputSchema is not a JSON Schema object of type \"object\""));
-                        continue;
-                    }
-                    if let Some(schema) = it.get("inputSchema") {
-                        let raw = serde_json::to_vec(schema).unwrap_or_default();
-                        if let Err(e) = mcpx_core::headers::validate_input_schema(&raw) {
-                            // Requirement: streamable-http-client-rejects-invalid-x-mcp-header
-                            self.log(Level::Warn, format!("server '{name}': tool '{n}' dropped: its inputSchema has an invalid x-mcp-header annotation ({e:?})"));
-                            continue;
-                        }
-                    }
-                }
-                listing.acc.push(it);
-            }
-        }
-        listing.pages += 1;
-        let next = v.get("nextCursor").and_then(Value::as_str).map(str::to_string);
-        match next {
-            Some(c) if listing.pages < MAX_PAGES && listing.acc.len() < self.opts.max_list_items => {
-                self.ups[u].listing[k.idx()] = Some(listing);
-                self.request_page(u, k, Some(&c));
-            }
-            _ => self.list_done(u, k, listing.acc, listing.again),
-        }
-    }
-
-    fn list_done(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, again: bool) {
-        if !self.ups[u].is_ready() {
-            return;
-        }
-        self.ups[u].listed_ms[k.idx()] = self.now_ms;
-        self.set_items(u, k, items);
-        if again {
-            self.start_listing(u, k);
-        }
-        self.check_settled(u);
     }
 
     pub(super) fn check_settled(&mut self, u: UpstreamId) {
@@ -787,9 +675,15 @@ impl Hub {
                 self.apply_task_effects(fx);
             }
             LogMessage => self.upstream_log(u, m),
-            ToolsListChanged => self.relist(u, &[Kind::Tools]),
-            PromptsListChanged => self.relist(u, &[Kind::Prompts]),
-            ResourcesListChanged => self.relist(u, &[Kind::Resources, Kind::Templates]),
+            ToolsListChanged | PromptsListChanged | ResourcesListChanged => {
+                let kinds: &[Kind] = match m.call {
+                    ToolsListChanged => &[Kind::Tools],
+                    PromptsListChanged => &[Kind::Prompts],
+                    _ => &[Kind::Resources, Kind::Templates],
+                };
+                let fx = self.ups.relist(u, kinds, self.starts.is_instance(u));
+                self.apply_upstream(fx);
+            }
             ResourcesUpdated => self.upstream_resource_updated(u, m),
             ElicitationComplete => {
                 let url_ok = |c: super::ClientId| self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode));
@@ -861,21 +755,6 @@ impl Hub {
         self.apply_relay(fx);
     }
 
-    pub(super) fn relist_all(&mut self, u: UpstreamId) {
-        self.relist(u, &Kind::ALL);
-    }
-
-    fn relist(&mut self, u: UpstreamId, kinds: &[Kind]) {
-        if !self.ups[u].is_ready() {
-            return;
-        }
-        for k in kinds {
-            if self.ups[u].has_cap(k.capability()) {
-                self.start_listing(u, *k);
-            }
-        }
-    }
-
     /// How a client sees upstream `u`'s resource URI.
     pub(super) fn exposed_uri(&self, u: UpstreamId, uri: &str) -> String {
         self.catalog.exposed_of(Kind::Resources, u, uri).map(str::to_string).unwrap_or_else(|| uri.to_string())
@@ -920,59 +799,6 @@ impl Hub {
         self.emit_client(c, wire::notification(Method::Progress, Some(&body)), about);
     }
 
-    pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next) {
-        // A replaced server's old process: what it had in flight was answered.
-        if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
-            return;
-        }
-        if let State::Asleep { stopping } = &mut self.ups[u].state {
-            if std::mem::take(stopping) {
-                // Stopped for being idle: what it offered stays known.
-                self.fall_asleep(u);
-            } else {
-                // A start asked for by a request did not come up.
-                let fx = self.starts.wake_failed(&mut self.ups[u], u, reason);
-                self.apply_starts(fx);
-            }
-            return;
-        }
-        let fx = self.starts.wake_failed(&mut self.ups[u], u, reason);
-        self.apply_starts(fx);
-        let name = self.ups[u].spec.name.clone();
-        let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
-        let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
-        self.log(Level::Warn, format!("server '{name}' exited: {err}"));
-        self.ups[u].last_error = Some(err);
-        let gone = self.ups.gone(u, reason);
-        self.apply_upstream([gone]);
-        let now = self.now_ms;
-        self.ups[u].state = match next {
-            Next::Stop => State::Down { retry_at_ms: None },
-            Next::Now => State::Down { retry_at_ms: Some(now) },
-            Next::After(d) => State::Down { retry_at_ms: Some(now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))) },
-            Next::GaveUp { attempts } => State::GaveUp { attempts },
-        };
-        self.ups[u].settled = true;
-        self.release_held_inits();
-    }
-
-    /// What goes when an idle server's process goes: the hub's own requests
-    /// to it and relayed ones; its catalog stays.
-    fn fall_asleep(&mut self, u: UpstreamId) {
-        let name = self.ups[u].spec.name.clone();
-        self.ups[u].listing = Default::default();
-        self.ups[u].listen = None;
-        for (_, f) in self.pending.drain_upstream(u) {
-            if let Origin::Client { client, id, method, .. } = f.origin {
-                let msg = format!("server '{name}' stopped before answering {method} (idle stop)");
-                self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
-            }
-        }
-        let fx = self.relays.drop_upstream(u, &self.ups[u].spec.name);
-        self.apply_relay(fx);
-        self.log(Level::Info, format!("server '{name}' stopped (idle); it starts again when used"));
-    }
-
     /// The answer to a request for `u`'s tool (prompt, resource) while `u`
     /// is not ready: what it is doing and when to retry, or that it was given
     /// up and why.
@@ -995,79 +821,6 @@ impl Hub {
             }
         };
         Refusal(ErrorCode::InternalError, msg, Some(data))
-    }
-
-    /// A changed entry of server `u` (a config reload): its requests in
-    /// flight are answered with an error saying `why`, its instances go,
-    /// and it is `Replacing` until the runtime has stopped its process
-    /// ([`Hub::on_upstream_replaced`]). What it offered stays listed (kept
-    /// as its new entry filters and names it): clients are told of a change
-    /// only if that, or its listing once it runs again, really changed.
-    pub(super) fn on_replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str) -> Result<(), ConfigError> {
-        if !self.ups.is_live(u) {
-            return Err(ConfigError::NotRunning(spec.name));
-        }
-        let mut up = self.ups.check(spec, Some(u), &self.opts)?;
-        let name = up.spec.name.clone();
-        self.log(Level::Info, format!("server '{name}': {why}; restarting it with its new entry"));
-        let gone = self.ups.gone(u, why);
-        self.apply_upstream([gone]);
-        let fx = self.starts.remove_instances(u, why);
-        self.apply_starts(fx);
-        up.state = State::Replacing;
-        up.start_awaited = true;
-        let old = self.ups.replace(u, up);
-        let up = &mut self.ups[u];
-        up.caps = old.caps;
-        up.instructions = old.instructions;
-        up.settled = old.settled;
-        up.starts = old.starts;
-        for k in Kind::ALL {
-            let mut items = self.catalog.items(u, k).to_vec();
-            if k == Kind::Tools {
-                items.retain(|t| self.ups[u].tool_allowed(t.get("name").and_then(Value::as_str).unwrap_or("")));
-            }
-            self.set_items(u, k, items);
-        }
-        Ok(())
-    }
-
-    /// A server added by a config reload: checked against the servers there
-    /// are, then given the first free slot (one a removal left) or a new one.
-    pub(super) fn on_add_upstream(&mut self, spec: UpstreamSpec) -> Result<UpstreamId, ConfigError> {
-        let up = self.ups.check(spec, None, &self.opts)?;
-        let name = up.spec.name.clone();
-        let (u, new_slot) = self.ups.add(up);
-        if new_slot {
-            self.catalog.add_slot();
-        }
-        self.log(Level::Info, format!("server '{name}' added to the configuration"));
-        Ok(u)
-    }
-
-    /// A server taken out by a config reload (or about to be replaced): its
-    /// requests in flight are answered with an error saying so, what it
-    /// offered leaves the catalog (clients get `list_changed`), and its slot
-    /// is free once the runtime has stopped its process.
-    pub(super) fn on_remove_upstream(&mut self, u: UpstreamId, why: &str) {
-        if !self.ups.is_live(u) {
-            return;
-        }
-        let name = self.ups[u].spec.name.clone();
-        self.log(Level::Info, format!("server '{name}': {why}; stopping it"));
-        let gone = self.ups.gone(u, why);
-        self.apply_upstream([gone]);
-        let fx = self.starts.remove_instances(u, why);
-        self.apply_starts(fx);
-        for k in Kind::ALL {
-            self.set_items(u, k, Vec::new());
-        }
-        let up = &mut self.ups[u];
-        up.state = State::Removed;
-        up.settled = true;
-        up.caps = None;
-        up.instructions = None;
-        self.release_held_inits();
     }
 
     pub(super) fn on_upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str) {
@@ -1178,11 +931,8 @@ impl Hub {
                 self.apply_upstream(fx);
             }
             Origin::List(k) => {
-                self.cancel_upstream(u, id, "timed out");
-                self.log(Level::Warn, format!("server '{name}' did not answer {} within {waited} ms", k.list_method()));
-                if let Some(l) = self.ups[u].listing[k.idx()].take() {
-                    self.list_done(u, k, l.acc, false);
-                }
+                let fx = self.ups.on_list_timeout(u, k, id, waited, self.now_ms);
+                self.apply_upstream(fx);
             }
             Origin::Fire => self.cancel_upstream(u, id, "timed out"),
             // No task id to cancel, and no notifications/cancelled for it.
