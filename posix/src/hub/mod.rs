@@ -883,7 +883,8 @@ impl Hub {
     /// The upstream wrote something that is not a JSON-RPC message (a non-JSON
     /// stdout line, a line over the runtime's limit). Logged; counted in status.
     pub fn upstream_garbage(&mut self, u: UpstreamId, what: &str) {
-        self.on_upstream_garbage(u, what);
+        let fx = self.ups.on_garbage(u, what);
+        self.apply_upstream(fx);
     }
 
     /// Time passed: fires timeouts due at or before `now_ms`.

@@ -1006,7 +1006,16 @@ impl Hub {
                     }
                 }
                 Effect::Listed(u, k, items) => self.set_items(u, k, items),
-                Effect::CheckSettled(u) => self.check_settled(u),
+                Effect::CheckSettled(u) => {
+                    let catalog = &self.catalog;
+                    let fx = self.ups.check_settled(u, self.starts.is_instance(u), |up| super::starts::lists(u, up, catalog));
+                    self.apply_upstream(fx);
+                }
+                Effect::ListsRead(u) => self.out.push_back(Output::ListsRead(u)),
+                Effect::Release(u) => {
+                    let fx = self.starts.release(u);
+                    self.apply_starts(fx);
+                }
                 Effect::Cancel { u, id, reason } => self.cancel_upstream(u, id, reason),
                 Effect::Initialized(u) => upward::notification(&mut self.out, u, Method::Initialized, None),
                 Effect::Log(level, line) => self.log(level, line),
@@ -1016,7 +1025,7 @@ impl Hub {
                     let fx = self.ups.read_lists(u, self.starts.is_instance(u), &self.catalog);
                     self.apply_upstream(fx);
                     self.after_ready(u);
-                    self.check_settled(u);
+                    self.apply_upstream([Effect::CheckSettled(u)]);
                 }
                 Effect::Gone { u, name, reason } => {
                     for (_, f) in self.pending.drain_upstream(u) {

@@ -2,6 +2,9 @@
 //! most [`MAX_PAGES`] pages and `max_list_items` items), filtered as its
 //! entry says; what was read goes to the catalog ([`Effect::Listed`]).
 
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
 use serde_json::{json, Value};
 
 use super::super::catalog::{Catalog, Kind};
@@ -72,6 +75,36 @@ impl Upstreams {
         if sent.is_none() {
             self.0[u].listing[k.idx()] = None;
         }
+    }
+
+    /// `u` may have settled (no list of it is being read): the first time,
+    /// clients held in `initialize` may go on. When it is ready, requests
+    /// parked for its start go on, and the runtime is told its `lists` (as
+    /// kept for a lazy start) once per start and then whenever a re-read
+    /// changed them, never for an `instance` (its lists are its template's).
+    pub fn check_settled(&mut self, u: UpstreamId, instance: bool, lists: impl FnOnce(&Upstream) -> Option<Value>) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let up = &mut self.0[u];
+        if up.listing.iter().any(Option::is_some) {
+            return fx;
+        }
+        if !up.settled {
+            up.settled = true;
+            fx.push(Effect::Settled);
+        }
+        if up.is_ready() {
+            if let Some(lists) = if instance { None } else { lists(up) } {
+                let mut h = DefaultHasher::new();
+                serde_json::to_vec(&lists).unwrap_or_default().hash(&mut h);
+                let digest = h.finish();
+                if up.reported.replace(digest) != Some(digest) {
+                    fx.push(Effect::ListsRead(u));
+                }
+            }
+            up.start_awaited = false;
+            fx.push(Effect::Release(u));
+        }
+        fx
     }
 
     /// A page `m` of `u`'s list `k`.

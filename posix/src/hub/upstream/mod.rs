@@ -19,10 +19,19 @@
 //! On exit requests in flight to it are answered with an error naming it;
 //! what it offered stays in the catalog until it lists again (or comes up
 //! without the capability), so a call meanwhile is told the server is
-//! restarting and when to retry, or that it was given up ([`Hub::unavailable`]).
-
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
+//! restarting and when to retry, or that it was given up
+//! ([`Upstreams::unavailable`]).
+//!
+//! [`Upstreams`] owns the links and their life: the handshake
+//! (`handshake`), reading lists (`listing`), exits and idle stops (`exit`),
+//! a reload's changes (`reload`) and what is told about a server
+//! (`status`). Each step changes the link and answers with [`Effect`]s
+//! (send a request upward, log, restart it, give the catalog its items,
+//! answer what was in flight to a process that went, ...) that
+//! `Hub::apply_upstream` applies in order. What stays on the hub here is
+//! where upstream messages meet the other subsystems: the dispatch of
+//! answers and notifications to clients, relays and tasks, timeouts of
+//! requests in flight, and the hub's own requests as written upward.
 
 use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
@@ -45,8 +54,9 @@ mod exit;
 mod handshake;
 mod listing;
 mod reload;
+mod status;
 use super::wire::{self, Kind as MsgKind, Msg};
-use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Output, Oversize, UpstreamId, UpstreamSpec};
+use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Oversize, UpstreamId, UpstreamSpec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum State {
@@ -295,6 +305,14 @@ impl Upstreams {
         self.0[u].gone(u, reason)
     }
 
+    /// `u` wrote something that is not a JSON-RPC message (`what`): counted
+    /// and logged.
+    pub fn on_garbage(&mut self, u: UpstreamId, what: &str) -> Vec<Effect> {
+        let Some(up) = self.0.get_mut(u).filter(|up| !up.is_removed()) else { return Vec::new() };
+        up.garbage += 1;
+        vec![Effect::Log(Level::Warn, format!("server '{}' wrote something that is not a JSON-RPC message: {what}", up.spec.name))]
+    }
+
     /// The legacy servers a health-check ping is for (ready, not already
     /// `pinging`): pings are every `every` ms of silence, none when 0.
     fn pingable(&self, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> impl Iterator<Item = (UpstreamId, &Upstream)> {
@@ -335,6 +353,10 @@ pub(super) enum Effect {
     Listed(UpstreamId, Kind, Vec<Value>),
     /// `u` may have settled: no list is being read any more.
     CheckSettled(UpstreamId),
+    /// Tell the runtime `u`'s lists were read (`Output::ListsRead`).
+    ListsRead(UpstreamId),
+    /// `u` is up with its lists read: requests parked for its start go on.
+    Release(UpstreamId),
     /// Tell `u` the hub no longer waits for its request `id`.
     Cancel { u: UpstreamId, id: u64, reason: &'static str },
     /// Tell `u` `notifications/initialized`.
@@ -626,38 +648,6 @@ impl Hub {
         }
     }
 
-    pub(super) fn check_settled(&mut self, u: UpstreamId) {
-        if self.ups[u].listing.iter().any(Option::is_some) {
-            return;
-        }
-        if !self.ups[u].settled {
-            self.ups[u].settled = true;
-            self.release_held_inits();
-        }
-        if self.ups[u].is_ready() {
-            self.report_lists(u);
-            self.ups[u].start_awaited = false;
-            let fx = self.starts.release(u);
-            self.apply_starts(fx);
-        }
-    }
-
-    /// `u` is ready with its lists read: the runtime is told
-    /// (`Output::ListsRead`) once per start and then whenever a re-read
-    /// changed them, never for an instance (its lists are its template's).
-    fn report_lists(&mut self, u: UpstreamId) {
-        if self.starts.is_instance(u) {
-            return;
-        }
-        let Some(lists) = self.upstream_lists(u) else { return };
-        let mut h = DefaultHasher::new();
-        serde_json::to_vec(&lists).unwrap_or_default().hash(&mut h);
-        let digest = h.finish();
-        if self.ups[u].reported.replace(digest) != Some(digest) {
-            self.out.push_back(Output::ListsRead(u));
-        }
-    }
-
     fn on_upstream_notification(&mut self, u: UpstreamId, m: &Msg) {
         if let Some(r) = m.param(&["_meta", meta::SUBSCRIPTION_ID_KEY]) {
             // Requirement: subscriptions-stdio-client-correlate
@@ -799,28 +789,10 @@ impl Hub {
         self.emit_client(c, wire::notification(Method::Progress, Some(&body)), about);
     }
 
-    /// The answer to a request for `u`'s tool (prompt, resource) while `u`
-    /// is not ready: what it is doing and when to retry, or that it was given
-    /// up and why.
+    /// The answer to a request for `u`'s tool while it is not ready
+    /// ([`Upstreams::unavailable`]).
     pub(super) fn unavailable(&self, u: UpstreamId) -> Refusal {
-        let up = &self.ups[u];
-        let name = &up.spec.name;
-        let last = up.last_error.as_deref().unwrap_or("no error recorded");
-        let (msg, data) = match up.state {
-            State::Down { retry_at_ms: Some(at) } => restarting(name, at.saturating_sub(self.now_ms), &format!("it exited: {last}")),
-            State::Replacing => restarting(name, RETRY_STARTING_MS, "its configuration changed"),
-            State::GaveUp { attempts } => (
-                format!("server '{name}' is stopped after {attempts} failed starts: {last}"),
-                json!({ "server": name, "state": "stopped", "attempts": attempts, "lastError": last }),
-            ),
-            State::Removed => (format!("server '{name}' was removed from the configuration"), json!({ "server": name, "state": "removed" })),
-            State::Initializing | State::Failed | State::Asleep { .. } => starting(up),
-            State::Down { retry_at_ms: None } if up.starts == 0 => starting(up),
-            State::Down { retry_at_ms: None } | State::Ready => {
-                (format!("server '{name}' is not running ({last}); try again later"), json!({ "server": name, "state": up.state_name() }))
-            }
-        };
-        Refusal(ErrorCode::InternalError, msg, Some(data))
+        self.ups.unavailable(u, self.now_ms)
     }
 
     pub(super) fn on_upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str) {
@@ -887,15 +859,6 @@ impl Hub {
                 self.ups[u].clipped = Some((self.now_ms, what));
             }
         }
-    }
-
-    pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
-        if !self.ups.is_live(u) {
-            return;
-        }
-        self.ups[u].garbage += 1;
-        let msg = format!("server '{}' wrote something that is not a JSON-RPC message: {what}", self.ups[u].spec.name);
-        self.log(Level::Warn, msg);
     }
 
     pub(super) fn on_tick(&mut self) {
@@ -984,34 +947,8 @@ impl Hub {
     }
 
     pub(super) fn status_json(&self) -> Value {
-        let ups: Vec<Value> = self
-            .ups
-            .iter()
-            .enumerate()
-            .filter(|(_, u)| !u.is_removed())
-            .map(|(i, u)| {
-                json!({
-                    "name": u.spec.name,
-                    "prefix": u.spec.prefix,
-                    "state": u.state_name(),
-                    "revision": u.rev.map(Rev::as_str),
-                    "era": match u.era_cache { Some(Era::Modern) => "modern", Some(Era::Legacy) => "legacy", None => "unknown" },
-                    "serverInfo": u.info,
-                    "starts": u.starts,
-                    "restarts": u.starts.saturating_sub(1),
-                    "lastError": u.last_error,
-                    "retryInMs": match u.state { State::Down { retry_at_ms: Some(at) } => Some(at.saturating_sub(self.now_ms)), _ => None },
-                    "gaveUpAfter": match u.state { State::GaveUp { attempts } => Some(attempts), _ => None },
-                    "garbageLines": u.garbage,
-                    "toolsKnown": u.caps.is_some(),
-                    "tools": self.catalog.count(i, Kind::Tools),
-                    "resources": self.catalog.count(i, Kind::Resources),
-                    "resourceTemplates": self.catalog.count(i, Kind::Templates),
-                    "prompts": self.catalog.count(i, Kind::Prompts),
-                    "instanceOf": self.upstream_template(i),
-                })
-            })
-            .collect();
+        let starts = &self.starts;
+        let ups = self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u));
         let clients: Vec<Value> = self
             .clients
             .iter()
@@ -1037,24 +974,4 @@ impl Hub {
             "tasks": self.tasks.status(),
         })
     }
-}
-
-/// When a client is told to retry a request for a server that is starting
-/// (or whose new entry is about to start): its start takes about this long.
-const RETRY_STARTING_MS: u64 = 1000;
-
-/// "restarting, retry in N s" (`why` it went), the one answer for a server
-/// that is down and about to start again, whatever stopped it.
-fn restarting(name: &str, ms: u64, why: &str) -> (String, Value) {
-    let secs = ms.div_ceil(1000).max(1);
-    (format!("server '{name}' is restarting, retry in {secs} s ({why})"), json!({ "server": name, "state": "restarting", "retryAfterMs": ms }))
-}
-
-/// "starting, retry in N s", saying whether its tools are known yet.
-fn starting(up: &Upstream) -> (String, Value) {
-    let name = &up.spec.name;
-    let secs = RETRY_STARTING_MS / 1000;
-    let known = if up.caps.is_some() { "" } else { "; its tools are not known yet" };
-    let msg = format!("server '{name}' is starting{known}, retry in {secs} s");
-    (msg, json!({ "server": name, "state": "starting", "retryAfterMs": RETRY_STARTING_MS }))
 }
