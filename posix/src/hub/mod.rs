@@ -1119,6 +1119,75 @@ impl Hub {
         }
     }
 
+    /// Does what the upstreams asked, in order.
+    fn apply_upstream(&mut self, effects: impl IntoIterator<Item = upstream::Effect>) {
+        use pending::Origin;
+        use upstream::Effect;
+        for e in effects {
+            match e {
+                Effect::Send { u, method, params, origin, timeout } => {
+                    let page = if let Origin::List(k) = origin { Some(k) } else { None };
+                    let sent = self.send_upstream(u, method, params.as_deref(), origin, timeout);
+                    if let Some(k) = page {
+                        self.ups.page_sent(u, k, sent);
+                    }
+                }
+                Effect::Listed(u, k, items) => self.set_items(u, k, items),
+                Effect::CheckSettled(u) => {
+                    let catalog = &self.catalog;
+                    let fx = self.ups.check_settled(u, self.starts.is_instance(u), |up| starts::lists(u, up, catalog));
+                    self.apply_upstream(fx);
+                }
+                Effect::ListsRead(u) => self.out.push_back(Output::ListsRead(u)),
+                Effect::Release(u) => {
+                    let fx = self.starts.release(u);
+                    self.apply_starts(fx);
+                }
+                Effect::Cancel { u, id, reason } => self.cancel_upstream(u, id, reason),
+                Effect::Initialized(u) => upward::notification(&mut self.out, u, mcpx_core::method::Method::Initialized, None),
+                Effect::Log(level, line) => self.log(level, line),
+                Effect::Restart(u, short) => self.out.push_back(Output::RestartUpstream(u, short)),
+                Effect::Settled => self.release_held_inits(),
+                Effect::Ready(u) => {
+                    let fx = self.ups.read_lists(u, self.starts.is_instance(u), &self.catalog);
+                    self.apply_upstream(fx);
+                    self.after_ready(u);
+                    self.apply_upstream([Effect::CheckSettled(u)]);
+                }
+                Effect::Gone { u, name, reason } => {
+                    for (_, f) in self.pending.drain_upstream(u) {
+                        match (f.origin, &reason) {
+                            (Origin::Client { client, id, method, .. }, _) => {
+                                let msg = match &reason {
+                                    Some(r) => format!("server '{name}' exited before answering {method} ({r})"),
+                                    None => format!("server '{name}' stopped before answering {method} (idle stop)"),
+                                };
+                                self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
+                            }
+                            (Origin::Task(t), Some(r)) => {
+                                let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({r})"), self.now_ms);
+                                self.apply_task_effects(fx);
+                            }
+                            _ => {}
+                        }
+                    }
+                    let fx = self.relays.drop_upstream(u, &name);
+                    self.apply_relay(fx);
+                }
+                Effect::WakeFailed(u, reason) => {
+                    let fx = self.starts.wake_failed(&mut self.ups[u], u, &reason);
+                    self.apply_starts(fx);
+                }
+                Effect::NewSlot => self.catalog.add_slot(),
+                Effect::RemoveInstances(u, why) => {
+                    let fx = self.starts.remove_instances(u, &why);
+                    self.apply_starts(fx);
+                }
+                Effect::KeepOpen { u, id, f, until } => self.pending.keep_until(u, id, f, until),
+            }
+        }
+    }
+
     fn log(&mut self, level: Level, msg: String) {
         self.out.push_back(Output::Log(level, msg));
     }
