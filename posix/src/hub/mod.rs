@@ -1126,10 +1126,10 @@ impl Hub {
         for e in effects {
             match e {
                 Effect::Send { u, method, params, origin, timeout } => {
-                    let page = if let Origin::List(k) = origin { Some(k) } else { None };
+                    let own = matches!(origin, Origin::List(_) | Origin::Listen).then(|| origin.clone());
                     let sent = self.send_upstream(u, method, params.as_deref(), origin, timeout);
-                    if let Some(k) = page {
-                        self.ups.page_sent(u, k, sent);
+                    if let Some(origin) = own {
+                        self.ups.sent(u, &origin, sent);
                     }
                 }
                 Effect::Listed(u, k, items) => self.set_items(u, k, items),
@@ -1144,6 +1144,12 @@ impl Hub {
                     self.apply_starts(fx);
                 }
                 Effect::Cancel { u, id, reason } => self.cancel_upstream(u, id, reason),
+                Effect::Close { u, id, reason } => {
+                    if self.pending.take(u, id).is_some() {
+                        self.cancel_upstream(u, id, reason);
+                    }
+                }
+                Effect::OpenListen(u) => self.open_listen(u),
                 Effect::Initialized(u) => upward::notification(&mut self.out, u, mcpx_core::method::Method::Initialized, None),
                 Effect::Log(level, line) => self.log(level, line),
                 Effect::Restart(u, short) => self.out.push_back(Output::RestartUpstream(u, short)),

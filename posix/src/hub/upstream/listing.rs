@@ -69,14 +69,6 @@ impl Upstreams {
         fx
     }
 
-    /// The hub's request for a page of `u`'s list `k` went out (`sent`:
-    /// its id) or not (the cap on requests in flight): the reading stops.
-    pub fn page_sent(&mut self, u: UpstreamId, k: Kind, sent: Option<u64>) {
-        if sent.is_none() {
-            self.0[u].listing[k.idx()] = None;
-        }
-    }
-
     /// `u` may have settled (no list of it is being read): the first time,
     /// clients held in `initialize` may go on. When it is ready, requests
     /// parked for its start go on, and the runtime is told its `lists` (as

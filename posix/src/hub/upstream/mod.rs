@@ -52,6 +52,7 @@ use super::upward;
 
 mod exit;
 mod handshake;
+mod listen;
 mod listing;
 mod reload;
 mod status;
@@ -359,6 +360,10 @@ pub(super) enum Effect {
     Release(UpstreamId),
     /// Tell `u` the hub no longer waits for its request `id`.
     Cancel { u: UpstreamId, id: u64, reason: &'static str },
+    /// Close the hub's request `id` to `u`, if still open, telling it why.
+    Close { u: UpstreamId, id: u64, reason: &'static str },
+    /// (Re)open the hub's listen stream to `u`.
+    OpenListen(UpstreamId),
     /// Tell `u` `notifications/initialized`.
     Initialized(UpstreamId),
     Log(Level, String),
@@ -512,50 +517,15 @@ impl Hub {
     }
 
     /// Opens (or reopens, with the current filter) the hub's listen stream
-    /// to modern upstream `u`: list changes it announces and the resources
-    /// the hub's clients subscribed to.
+    /// to modern upstream `u` ([`Upstreams::open_listen`]), with the
+    /// resources of it the hub's clients subscribed to.
     pub(super) fn open_listen(&mut self, u: UpstreamId) {
-        if !self.ups[u].is_ready() || !self.ups[u].is_modern() {
+        if !self.ups[u].listens() {
             return;
-        }
-        if let Some(old) = self.ups[u].listen.take() {
-            if self.pending.take(u, old).is_some() {
-                self.cancel_upstream(u, old, "subscription replaced");
-            }
-        }
-        let caps = self.ups[u].caps.clone().unwrap_or_else(|| json!({}));
-        let mut filter = serde_json::Map::new();
-        for (cap, key) in [("tools", "toolsListChanged"), ("prompts", "promptsListChanged"), ("resources", "resourcesListChanged")] {
-            if caps.pointer(&format!("/{cap}/listChanged")) == Some(&Value::Bool(true)) {
-                filter.insert(key.into(), json!(true));
-            }
         }
         let uris = self.subscribed_uris_of(u);
-        if !uris.is_empty() {
-            filter.insert("resourceSubscriptions".into(), json!(uris));
-        }
-        if filter.is_empty() {
-            return;
-        }
-        let p = serde_json::to_vec(&json!({ "notifications": filter })).unwrap_or_default();
-        let t = self.opts.max_timeout_ms;
-        self.ups[u].listen = self.send_upstream(u, Method::SubscriptionsListen, Some(&p), Origin::Listen, t);
-    }
-
-    /// The upstream ended the hub's listen stream (a result: graceful, so
-    /// it is opened again; an error: logged).
-    fn on_listen_end(&mut self, u: UpstreamId, id: Option<u64>, m: &Msg) {
-        if id.is_none() || id != self.ups[u].listen {
-            return;
-        }
-        self.ups[u].listen = None;
-        match m.error_bytes() {
-            Some(e) => {
-                let msg = format!("server '{}' ended the hub's subscriptions/listen with an error: {}", self.ups[u].spec.name, String::from_utf8_lossy(e));
-                self.log(Level::Info, msg);
-            }
-            None => self.open_listen(u),
-        }
+        let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
+        self.apply_upstream(fx);
     }
 
     /// `stream`: the hub's request on whose response stream it came, if any.
@@ -604,7 +574,10 @@ impl Hub {
                         let fx = self.ups.on_discover_answer(u, &m, &self.opts);
                         self.apply_upstream(fx);
                     }
-                    Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
+                    Origin::Listen => {
+                        let fx = self.ups.on_listen_end(u, &m);
+                        self.apply_upstream(fx);
+                    }
                     Origin::Initialize => {
                         let fx = self.ups.on_initialize_answer(u, &m);
                         self.apply_upstream(fx);
@@ -914,9 +887,8 @@ impl Hub {
                 self.apply_upstream(fx);
             }
             Origin::Listen => {
-                self.cancel_upstream(u, id, "renewed");
-                self.ups[u].listen = None;
-                self.open_listen(u);
+                let fx = self.ups.on_listen_timeout(u, id);
+                self.apply_upstream(fx);
             }
             Origin::Ping => {
                 let fx = self.ups.on_ping_timeout(u, waited);
