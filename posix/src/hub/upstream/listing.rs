@@ -102,7 +102,10 @@ impl Upstreams {
     /// A page `m` of `u`'s list `k`.
     pub fn on_list_page(&mut self, u: UpstreamId, k: Kind, m: &Msg, now: u64, instance: bool, opts: &HubOptions) -> Vec<Effect> {
         let mut fx = Vec::new();
-        self.0[u].list_page(u, k, m, now, instance, opts, &mut fx);
+        let up = &mut self.0[u];
+        if let Some((items, again)) = up.list_page(u, k, m, opts, &mut fx) {
+            up.list_done(u, k, items, again && !instance, now, &mut fx);
+        }
         fx
     }
 
@@ -113,7 +116,7 @@ impl Upstreams {
         let mut fx = vec![Effect::Cancel { u, id, reason: "timed out" }];
         fx.push(Effect::Log(Level::Warn, format!("server '{}' did not answer {} within {waited} ms", up.spec.name, k.list_method())));
         if let Some(l) = up.listing[k.idx()].take() {
-            up.list_done(u, k, l.acc, false, now, false, &mut fx);
+            up.list_done(u, k, l.acc, false, now, &mut fx);
         }
         fx
     }
@@ -137,20 +140,21 @@ impl Upstream {
         fx.push(Effect::Send { u, method: k.list_method(), params, origin: Origin::List(k), timeout: self.spec.timeout_ms });
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn list_page(&mut self, u: UpstreamId, k: Kind, m: &Msg, now: u64, instance: bool, opts: &HubOptions, fx: &mut Vec<Effect>) {
-        let Some(mut listing) = self.listing[k.idx()].take() else { return };
+    /// Takes page `m` of list `k`: the next one is asked for, or the list
+    /// is done (its items, and whether it is to be read again).
+    fn list_page(&mut self, u: UpstreamId, k: Kind, m: &Msg, opts: &HubOptions, fx: &mut Vec<Effect>) -> Option<(Vec<Value>, bool)> {
+        let mut listing = self.listing[k.idx()].take()?;
         let name = &self.spec.name;
         let Some(res) = m.result_bytes() else {
             let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
             fx.push(Effect::Log(Level::Warn, format!("server '{name}': {} failed: {e}", k.list_method())));
-            return self.list_done(u, k, listing.acc, listing.again, now, instance, fx);
+            return Some((listing.acc, listing.again));
         };
         let mut v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
         if self.is_modern() {
             if let Some(rt) = v.get("resultType").and_then(Value::as_str).filter(|r| *r != "complete") {
                 fx.push(Effect::Log(Level::Warn, format!("server '{name}': {} answered resultType '{rt}', which mcpx does not accept there", k.list_method())));
-                return self.list_done(u, k, listing.acc, listing.again, now, instance, fx);
+                return Some((listing.acc, listing.again));
             }
             {
                 // Requirement: caching-client-honour-hints (aggregated into the hub's own hints)
@@ -196,22 +200,23 @@ impl Upstream {
             Some(c) if listing.pages < MAX_PAGES && listing.acc.len() < opts.max_list_items => {
                 self.request_page(u, k, Some(c), fx);
                 self.listing[k.idx()] = Some(listing);
+                None
             }
-            _ => self.list_done(u, k, listing.acc, listing.again, now, instance, fx),
+            _ => Some((listing.acc, listing.again)),
         }
     }
 
     /// List `k` is read (`items`; `again`: a change was announced
-    /// meanwhile, so it is read once more): to the catalog, if still ready.
-    #[allow(clippy::too_many_arguments)]
-    fn list_done(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, again: bool, now: u64, instance: bool, fx: &mut Vec<Effect>) {
+    /// meanwhile, so it is read once more, never for an instance): to the
+    /// catalog, if still ready.
+    fn list_done(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, again: bool, now: u64, fx: &mut Vec<Effect>) {
         if !self.is_ready() {
             return;
         }
         self.listed_ms[k.idx()] = now;
         fx.push(Effect::Listed(u, k, items));
         if again {
-            self.start_listing(u, k, instance, fx);
+            self.start_listing(u, k, false, fx);
         }
         fx.push(Effect::CheckSettled(u));
     }
