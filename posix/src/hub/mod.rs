@@ -733,7 +733,8 @@ impl Hub {
     /// The upstream process is up: the hub sends `initialize`.
     pub fn upstream_started(&mut self, u: UpstreamId, now_ms: u64) {
         self.now(now_ms);
-        self.on_upstream_started(u);
+        let fx = self.ups.on_started(u, self.now_ms, &self.opts);
+        self.apply_upstream(fx);
     }
 
     /// One framed message (a stdout line) from an upstream.
@@ -757,7 +758,8 @@ impl Hub {
     /// answered "restarting, retry in N s" (or "stopped" once given up).
     pub fn upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now_ms: u64) {
         self.now(now_ms);
-        self.on_upstream_exited(u, reason, stderr_tail, next);
+        let fx = self.ups.on_exited(u, reason, stderr_tail, next, self.now_ms);
+        self.apply_upstream(fx);
     }
 
     /// Adds a server (a config reload): checked as [`Hub::new`] checks
@@ -767,7 +769,9 @@ impl Hub {
     /// process is gone.
     pub fn add_upstream(&mut self, spec: UpstreamSpec, now_ms: u64) -> Result<UpstreamId, ConfigError> {
         self.now(now_ms);
-        self.on_add_upstream(spec)
+        let (u, fx) = self.ups.on_add(spec, &self.opts)?;
+        self.apply_upstream(fx);
+        Ok(u)
     }
 
     /// Removes server `u` (a config reload; `why` is for the log and the
@@ -777,7 +781,8 @@ impl Hub {
     /// process; reports about it are ignored from now on.
     pub fn remove_upstream(&mut self, u: UpstreamId, why: &str, now_ms: u64) {
         self.now(now_ms);
-        self.on_remove_upstream(u, why);
+        let fx = self.ups.on_remove(u, why);
+        self.apply_upstream(fx);
     }
 
     /// Server `u`'s entry changed (a config reload) to `spec` (checked as
@@ -789,7 +794,9 @@ impl Hub {
     /// [`Hub::upstream_replaced`].
     pub fn replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str, now_ms: u64) -> Result<(), ConfigError> {
         self.now(now_ms);
-        self.on_replace_upstream(u, spec, why)
+        let fx = self.ups.on_replace(u, spec, why, &self.catalog, &self.opts)?;
+        self.apply_upstream(fx);
+        Ok(())
     }
 
     /// The old process of server `u`, replaced, is gone: true when the
@@ -877,7 +884,8 @@ impl Hub {
     /// The upstream wrote something that is not a JSON-RPC message (a non-JSON
     /// stdout line, a line over the runtime's limit). Logged; counted in status.
     pub fn upstream_garbage(&mut self, u: UpstreamId, what: &str) {
-        self.on_upstream_garbage(u, what);
+        let fx = self.ups.on_garbage(u, what);
+        self.apply_upstream(fx);
     }
 
     /// Time passed: fires timeouts due at or before `now_ms`.
@@ -1025,7 +1033,8 @@ impl Hub {
     /// tool annotations may have changed); clients are told if they changed.
     pub fn relist_upstream(&mut self, u: UpstreamId, now_ms: u64) {
         self.now(now_ms);
-        self.relist_all(u);
+        let fx = self.ups.relist(u, &catalog::Kind::ALL, self.starts.is_instance(u));
+        self.apply_upstream(fx);
     }
 
     /// From now on the hub's tasks are saved (`Output::SaveTasks`) whenever
@@ -1111,6 +1120,81 @@ impl Hub {
         }
     }
 
+    /// Does what the upstreams asked, in order.
+    fn apply_upstream(&mut self, effects: impl IntoIterator<Item = upstream::Effect>) {
+        use pending::Origin;
+        use upstream::Effect;
+        for e in effects {
+            match e {
+                Effect::Send { u, method, params, origin, timeout } => {
+                    let own = matches!(origin, Origin::List(_) | Origin::Listen).then(|| origin.clone());
+                    let sent = self.send_upstream(u, method, params.as_deref(), origin, timeout);
+                    if let Some(origin) = own {
+                        self.ups.sent(u, &origin, sent);
+                    }
+                }
+                Effect::Listed(u, k, items) => self.set_items(u, k, items),
+                Effect::CheckSettled(u) => {
+                    let catalog = &self.catalog;
+                    let fx = self.ups.check_settled(u, self.starts.is_instance(u), |up| starts::lists(u, up, catalog));
+                    self.apply_upstream(fx);
+                }
+                Effect::ListsRead(u) => self.out.push_back(Output::ListsRead(u)),
+                Effect::Release(u) => {
+                    let fx = self.starts.release(u);
+                    self.apply_starts(fx);
+                }
+                Effect::Cancel { u, id, reason } => self.cancel_upstream(u, id, reason),
+                Effect::Close { u, id, reason } => {
+                    if self.pending.take(u, id).is_some() {
+                        self.cancel_upstream(u, id, reason);
+                    }
+                }
+                Effect::OpenListen(u) => self.open_listen(u),
+                Effect::Initialized(u) => upward::notification(&mut self.out, u, mcpx_core::method::Method::Initialized, None),
+                Effect::Log(level, line) => self.log(level, line),
+                Effect::Restart(u, short) => self.out.push_back(Output::RestartUpstream(u, short)),
+                Effect::Settled => self.release_held_inits(),
+                Effect::Ready(u) => {
+                    let fx = self.ups.read_lists(u, self.starts.is_instance(u), &self.catalog);
+                    self.apply_upstream(fx);
+                    self.after_ready(u);
+                    self.apply_upstream([Effect::CheckSettled(u)]);
+                }
+                Effect::Gone { u, name, reason } => {
+                    for (_, f) in self.pending.drain_upstream(u) {
+                        match (f.origin, &reason) {
+                            (Origin::Client { client, id, method, .. }, _) => {
+                                let msg = match &reason {
+                                    Some(r) => format!("server '{name}' exited before answering {method} ({r})"),
+                                    None => format!("server '{name}' stopped before answering {method} (idle stop)"),
+                                };
+                                self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
+                            }
+                            (Origin::Task(t), Some(r)) => {
+                                let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({r})"), self.now_ms);
+                                self.apply_task_effects(fx);
+                            }
+                            _ => {}
+                        }
+                    }
+                    let fx = self.relays.drop_upstream(u, &name);
+                    self.apply_relay(fx);
+                }
+                Effect::WakeFailed(u, reason) => {
+                    let fx = self.starts.wake_failed(&mut self.ups[u], u, &reason);
+                    self.apply_starts(fx);
+                }
+                Effect::NewSlot => self.catalog.add_slot(),
+                Effect::RemoveInstances(u, why) => {
+                    let fx = self.starts.remove_instances(u, &why);
+                    self.apply_starts(fx);
+                }
+                Effect::KeepOpen { u, id, f, until } => self.pending.keep_until(u, id, f, until),
+            }
+        }
+    }
+
     fn log(&mut self, level: Level, msg: String) {
         self.out.push_back(Output::Log(level, msg));
     }
@@ -1178,7 +1262,8 @@ impl Hub {
                     self.catalog.add_slot();
                 }
                 Effect::Remove(u, why) => {
-                    self.upstream_gone(u, &why);
+                    let gone = self.ups.gone(u, &why);
+                    self.apply_upstream([gone]);
                     let up = &mut self.ups[u];
                     up.state = upstream::State::Removed;
                     up.settled = true;

@@ -524,7 +524,9 @@ impl Hub {
             }
         };
         if cur.is_none() {
-            self.refresh_stale(k);
+            let starts = &self.starts;
+            let fx = self.ups.refresh_stale(k, self.now_ms, |u| starts.is_instance(u));
+            self.apply_upstream(fx);
         }
         let rev = if modern { super::request::MODERN } else { self.clients[&c].rev() };
         let page = self.opts.page_size.max(1);
@@ -994,18 +996,6 @@ impl Hub {
         let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
         let Some((record, ttl_ms)) = self.tasks.record_now(id, &super::task_ups(&self.ups), self.now_ms) else { return };
         self.out.push_back(Output::Shared(shared::publish(me, id, record, ttl_ms)));
-    }
-
-    /// Does what the upstreams asked, in order.
-    pub(super) fn apply_upstream(&mut self, effects: impl IntoIterator<Item = super::upstream::Effect>) {
-        use super::upstream::Effect;
-        for e in effects {
-            match e {
-                Effect::Send { u, method, origin, timeout } => {
-                    self.send_upstream(u, method, None, origin, timeout);
-                }
-            }
-        }
     }
 
     /// Does what the shared state asked, in order.

@@ -19,10 +19,19 @@
 //! On exit requests in flight to it are answered with an error naming it;
 //! what it offered stays in the catalog until it lists again (or comes up
 //! without the capability), so a call meanwhile is told the server is
-//! restarting and when to retry, or that it was given up ([`Hub::unavailable`]).
-
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
+//! restarting and when to retry, or that it was given up
+//! ([`Upstreams::unavailable`]).
+//!
+//! [`Upstreams`] owns the links and their life: the handshake
+//! (`handshake`), reading lists (`listing`), exits and idle stops (`exit`),
+//! a reload's changes (`reload`) and what is told about a server
+//! (`status`). Each step changes the link and answers with [`Effect`]s
+//! (send a request upward, log, restart it, give the catalog its items,
+//! answer what was in flight to a process that went, ...) that
+//! `Hub::apply_upstream` applies in order. What stays on the hub here is
+//! where upstream messages meet the other subsystems: the dispatch of
+//! answers and notifications to clients, relays and tasks, timeouts of
+//! requests in flight, and the hub's own requests as written upward.
 
 use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
@@ -31,7 +40,7 @@ use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::meta;
 use mcpx_core::method::Method;
 use mcpx_core::names;
-use mcpx_core::revision::{self, Era, Feature, Revisions};
+use mcpx_core::revision::{Era, Revisions};
 
 use super::request::MODERN;
 
@@ -40,12 +49,15 @@ use super::request::Refusal;
 use super::pending::{Fwd, Origin};
 use super::shape::{Rev, RevExt};
 use super::upward;
-use super::wire::{self, Kind as MsgKind, Msg};
-use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Next, Output, Oversize, UpstreamId, UpstreamSpec};
 
-/// Most pages read from one upstream list before the hub stops following
-/// `nextCursor` (a server that loops on its cursor).
-const MAX_PAGES: u32 = 1000;
+mod exit;
+mod handshake;
+mod listen;
+mod listing;
+mod reload;
+mod status;
+use super::wire::{self, Kind as MsgKind, Msg};
+use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Oversize, UpstreamId, UpstreamSpec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum State {
@@ -190,6 +202,13 @@ impl Upstream {
             State::Replacing => "restarting",
         }
     }
+    /// Its process went (`reason`): down, no list being read; what was in
+    /// flight to it goes too.
+    fn gone(&mut self, u: UpstreamId, reason: &str) -> Effect {
+        self.state = State::Down { retry_at_ms: None };
+        self.listing = Default::default();
+        Effect::Gone { u, name: self.spec.name.clone(), reason: Some(reason.to_string()) }
+    }
     fn tool_allowed(&self, name: &str) -> bool {
         let allow = self.spec.tools_allow.is_empty() || self.spec.tools_allow.iter().any(|p| names::glob_match(p, name));
         allow && !self.spec.tools_deny.iter().any(|p| names::glob_match(p, name))
@@ -282,6 +301,19 @@ impl Upstreams {
         true
     }
 
+    /// `u`'s process went (`reason`), see [`Upstream::gone`].
+    pub fn gone(&mut self, u: UpstreamId, reason: &str) -> Effect {
+        self.0[u].gone(u, reason)
+    }
+
+    /// `u` wrote something that is not a JSON-RPC message (`what`): counted
+    /// and logged.
+    pub fn on_garbage(&mut self, u: UpstreamId, what: &str) -> Vec<Effect> {
+        let Some(up) = self.0.get_mut(u).filter(|up| !up.is_removed()) else { return Vec::new() };
+        up.garbage += 1;
+        vec![Effect::Log(Level::Warn, format!("server '{}' wrote something that is not a JSON-RPC message: {what}", up.spec.name))]
+    }
+
     /// The legacy servers a health-check ping is for (ready, not already
     /// `pinging`): pings are every `every` ms of silence, none when 0.
     fn pingable(&self, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> impl Iterator<Item = (UpstreamId, &Upstream)> {
@@ -299,7 +331,7 @@ impl Upstreams {
     pub fn pings(&self, now: u64, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Vec<Effect> {
         self.pingable(every, pinging)
             .filter(|(_, up)| now >= up.last_heard_ms + every)
-            .map(|(u, up)| Effect::Send { u, method: Method::Ping, origin: Origin::Ping, timeout: up.spec.timeout_ms })
+            .map(|(u, up)| Effect::Send { u, method: Method::Ping, params: None, origin: Origin::Ping, timeout: up.spec.timeout_ms })
             .collect()
     }
 
@@ -315,9 +347,47 @@ impl Upstreams {
 
 /// What the upstreams ask the hub to do, in order.
 pub(super) enum Effect {
-    /// Send request `method` (no params) to upstream `u`, for `origin`,
-    /// answered within `timeout` ms.
-    Send { u: UpstreamId, method: Method<'static>, origin: Origin, timeout: u64 },
+    /// Send request `method` with `params` (raw JSON; `None`: none) to
+    /// upstream `u`, for `origin`, answered within `timeout` ms.
+    Send { u: UpstreamId, method: Method<'static>, params: Option<Vec<u8>>, origin: Origin, timeout: u64 },
+    /// Give the catalog `u`'s items of kind `k` (clients are told of a change).
+    Listed(UpstreamId, Kind, Vec<Value>),
+    /// `u` may have settled: no list is being read any more.
+    CheckSettled(UpstreamId),
+    /// Tell the runtime `u`'s lists were read (`Output::ListsRead`).
+    ListsRead(UpstreamId),
+    /// `u` is up with its lists read: requests parked for its start go on.
+    Release(UpstreamId),
+    /// Tell `u` the hub no longer waits for its request `id`.
+    Cancel { u: UpstreamId, id: u64, reason: &'static str },
+    /// Close the hub's request `id` to `u`, if still open, telling it why.
+    Close { u: UpstreamId, id: u64, reason: &'static str },
+    /// (Re)open the hub's listen stream to `u`.
+    OpenListen(UpstreamId),
+    /// Tell `u` `notifications/initialized`.
+    Initialized(UpstreamId),
+    Log(Level, String),
+    /// Its process is of no use: the runtime restarts it
+    /// (`Output::RestartUpstream`, with this short reason).
+    Restart(UpstreamId, &'static str),
+    /// A server settled (its start failed or it is gone for now): clients
+    /// held in `initialize` may go on.
+    Settled,
+    /// `u` is ready: its lists are read, what it had restored.
+    Ready(UpstreamId),
+    /// `u`'s process (server `name`) went, exiting (`reason`) or stopped
+    /// idle (`None`): what was in flight to it is answered with an error
+    /// saying so (tasks lost on an exit), relayed requests from it dropped.
+    Gone { u: UpstreamId, name: String, reason: Option<String> },
+    /// A start a request asked for did not come up (`reason`): requests
+    /// parked for it fail.
+    WakeFailed(UpstreamId, String),
+    /// A server got a new slot: the catalog needs one too.
+    NewSlot,
+    /// Server `u`'s instances go (`isolation`), saying why.
+    RemoveInstances(UpstreamId, String),
+    /// Keep the hub's request `id` to `u` (expired, `f`) open until `until`.
+    KeepOpen { u: UpstreamId, id: u64, f: Fwd, until: u64 },
 }
 
 /// Read and changed in place as the slice of slots it is (ids are its
@@ -447,210 +517,15 @@ impl Hub {
     }
 
     /// Opens (or reopens, with the current filter) the hub's listen stream
-    /// to modern upstream `u`: list changes it announces and the resources
-    /// the hub's clients subscribed to.
+    /// to modern upstream `u` ([`Upstreams::open_listen`]), with the
+    /// resources of it the hub's clients subscribed to.
     pub(super) fn open_listen(&mut self, u: UpstreamId) {
-        if !self.ups[u].is_ready() || !self.ups[u].is_modern() {
+        if !self.ups[u].listens() {
             return;
-        }
-        if let Some(old) = self.ups[u].listen.take() {
-            if self.pending.take(u, old).is_some() {
-                self.cancel_upstream(u, old, "subscription replaced");
-            }
-        }
-        let caps = self.ups[u].caps.clone().unwrap_or_else(|| json!({}));
-        let mut filter = serde_json::Map::new();
-        for (cap, key) in [("tools", "toolsListChanged"), ("prompts", "promptsListChanged"), ("resources", "resourcesListChanged")] {
-            if caps.pointer(&format!("/{cap}/listChanged")) == Some(&Value::Bool(true)) {
-                filter.insert(key.into(), json!(true));
-            }
         }
         let uris = self.subscribed_uris_of(u);
-        if !uris.is_empty() {
-            filter.insert("resourceSubscriptions".into(), json!(uris));
-        }
-        if filter.is_empty() {
-            return;
-        }
-        let p = serde_json::to_vec(&json!({ "notifications": filter })).unwrap_or_default();
-        let t = self.opts.max_timeout_ms;
-        self.ups[u].listen = self.send_upstream(u, Method::SubscriptionsListen, Some(&p), Origin::Listen, t);
-    }
-
-    /// The upstream ended the hub's listen stream (a result: graceful, so
-    /// it is opened again; an error: logged).
-    fn on_listen_end(&mut self, u: UpstreamId, id: Option<u64>, m: &Msg) {
-        if id.is_none() || id != self.ups[u].listen {
-            return;
-        }
-        self.ups[u].listen = None;
-        match m.error_bytes() {
-            Some(e) => {
-                let msg = format!("server '{}' ended the hub's subscriptions/listen with an error: {}", self.ups[u].spec.name, String::from_utf8_lossy(e));
-                self.log(Level::Info, msg);
-            }
-            None => self.open_listen(u),
-        }
-    }
-
-    /// Sends `initialize`, offering the newest legacy revision allowed.
-    fn send_initialize(&mut self, u: UpstreamId) {
-        self.send_initialize_from(u, None);
-    }
-
-    /// Sends `initialize`, offering the newest legacy revision allowed and,
-    /// when `listed` is given, also in that list (an upstream's `supported`).
-    fn send_initialize_from(&mut self, u: UpstreamId, listed: Option<&[String]>) {
-        let pick = self.ups[u].allowed.iter().rev().copied().find(|r| r.era() == Era::Legacy && listed.is_none_or(|l| l.iter().any(|s| s == r.as_str())));
-        let Some(rev) = pick else {
-            let why = match listed {
-                Some(l) => format!("answered server/discover with UnsupportedProtocolVersionError (supported: {}); none of them is allowed with it", l.join(", ")),
-                None => "answered server/discover without 2026-07-28, and no legacy revision is allowed with it".to_string(),
-            };
-            self.log(Level::Error, format!("server '{}': {why}", self.ups[u].spec.name));
-            let up = &mut self.ups[u];
-            up.last_error = Some(why);
-            up.state = State::Failed;
-            up.settled = true;
-            self.out.push_back(Output::RestartUpstream(u, "no common protocol revision"));
-            self.release_held_inits();
-            return;
-        };
-        let elicitation = if rev.supports(Feature::ElicitationUrlMode) { json!({ "form": {}, "url": {} }) } else { json!({}) };
-        // Tool use in sampling is relayed to clients that declare it (and
-        // refused to the upstream otherwise), like URL elicitation.
-        let sampling = if rev.supports(Feature::SamplingTools) { json!({ "tools": {} }) } else { json!({}) };
-        let params = json!({
-            "protocolVersion": rev.as_str(),
-            "capabilities": { "roots": { "listChanged": true }, "sampling": sampling, "elicitation": elicitation },
-            "clientInfo": { "name": self.opts.server_name, "version": self.opts.server_version },
-        });
-        let t = self.opts.init_timeout_ms;
-        self.send_upstream(u, Method::Initialize, Some(&serde_json::to_vec(&params).unwrap_or_default()), Origin::Initialize, t);
-    }
-
-    /// The answer to the `server/discover` probe: modern when it lists
-    /// 2026-07-28, else (any error, any other answer) `initialize`.
-    fn on_discover_answer(&mut self, u: UpstreamId, m: &Msg) {
-        let name = self.ups[u].spec.name.clone();
-        let v: Value = m.result_bytes().and_then(|r| serde_json::from_slice(r).ok()).unwrap_or(Value::Null);
-        let modern = v.get("supportedVersions").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x.as_str() == Some(MODERN.as_str()))) && self.ups[u].allowed.contains(&MODERN);
-        if let Some(LateProbe::Waiting { id, .. }) = self.ups[u].late {
-            if m.id_u64() == Some(id) {
-                return self.on_late_discover_answer(u, modern.then_some(v));
-            }
-        }
-        if !modern {
-            let err: Value = m.error_bytes().and_then(|e| serde_json::from_slice(e).ok()).unwrap_or(Value::Null);
-            let code = err.get("code").and_then(Value::as_i64).and_then(ErrorCode::from_code);
-            // Requirement: versioning-fallback-not-keyed-to-one-code: any
-            // error but a modern server's UnsupportedProtocolVersionError is
-            // the expected answer of a legacy server.
-            if m.error_bytes().is_some() && code != Some(ErrorCode::UnsupportedProtocolVersion) {
-                self.log(Level::Debug, format!("server '{name}' is a legacy server; using initialize"));
-                self.ups[u].era_cache = Some(Era::Legacy);
-                return self.send_initialize(u);
-            }
-            let why = match m.error_bytes() {
-                Some(e) => format!("answered server/discover with an error ({})", String::from_utf8_lossy(e)),
-                None => "does not list 2026-07-28 in supportedVersions".to_string(),
-            };
-            // Requirement: stdio-no-fallback-on-modern-error: an
-            // UnsupportedProtocolVersionError is a modern server's answer; only
-            // a version it lists is used, so `initialize` only with a listed
-            // legacy revision, never as a blind fallback.
-            if code == Some(ErrorCode::UnsupportedProtocolVersion) {
-                if let Some(list) = err.pointer("/data/supported").and_then(Value::as_array) {
-                    let list: Vec<String> = list.iter().filter_map(Value::as_str).map(str::to_string).collect();
-                    // Requirement: versioning-client-retry-with-supported: a
-                    // version both sides speak is retried, the modern one first.
-                    let up = &mut self.ups[u];
-                    if list.iter().any(|s| s == MODERN.as_str()) && up.allowed.contains(&MODERN) && !up.reprobed {
-                        up.reprobed = true;
-                        self.log(Level::Info, format!("server '{name}' {why}; retrying server/discover with {}", MODERN.as_str()));
-                        let t = self.opts.probe_timeout_ms;
-                        self.send_upstream(u, Method::ServerDiscover, None, Origin::Discover, t);
-                        return;
-                    }
-                    self.log(Level::Info, format!("server '{name}' {why}; choosing from its supported versions"));
-                    self.ups[u].era_cache = None;
-                    return self.send_initialize_from(u, Some(&list));
-                }
-            }
-            self.log(Level::Info, format!("server '{name}' {why}; using initialize"));
-            self.ups[u].era_cache = Some(Era::Legacy);
-            return self.send_initialize(u);
-        }
-        self.become_modern(u, &v);
-    }
-
-    /// The probe's answer after the fallback to `initialize` (`modern`: its
-    /// DiscoverResult when it lists 2026-07-28).
-    fn on_late_discover_answer(&mut self, u: UpstreamId, modern: Option<Value>) {
-        let name = self.ups[u].spec.name.clone();
-        let Some(LateProbe::Waiting { refused, .. }) = self.ups[u].late.take() else { return };
-        match (modern, refused) {
-            _ if self.ups[u].state != State::Initializing => {
-                self.log(Level::Debug, format!("server '{name}' answered server/discover late, after initialize; ignored"));
-            }
-            (Some(v), Some((why, _))) => {
-                self.log(Level::Info, format!("server '{name}' {why}, then answered server/discover late; using {}", MODERN.as_str()));
-                self.become_modern(u, &v);
-            }
-            (Some(v), None) => self.ups[u].late = Some(LateProbe::Modern(v)),
-            (None, Some((why, short))) => {
-                // Requirement: the next start does not repeat this sequence unchanged.
-                self.ups[u].patient = true;
-                self.initialize_refused(u, why, short);
-            }
-            (None, None) => {}
-        }
-    }
-
-    /// `u` is spoken to in 2026-07-28 from its DiscoverResult `v`.
-    fn become_modern(&mut self, u: UpstreamId, v: &Value) {
-        let name = self.ups[u].spec.name.clone();
-        let up = &mut self.ups[u];
-        up.late = None;
-        up.patient = false;
-        up.era_cache = Some(Era::Modern);
-        up.rev = Some(MODERN);
-        up.caps = Some(v.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({})));
-        up.info = v.pointer(&format!("/_meta/{}", meta::SERVER_INFO_KEY.replace('/', "~1"))).cloned().unwrap_or(Value::Null);
-        up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
-        up.state = State::Ready;
-        up.last_error = None;
-        self.log(Level::Info, format!("server '{name}' ready ({})", MODERN.as_str()));
-        self.read_lists(u);
-        self.after_ready(u);
-        self.check_settled(u);
-    }
-
-    pub(super) fn on_upstream_started(&mut self, u: UpstreamId) {
-        if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
-            return;
-        }
-        if !matches!(self.ups[u].state, State::Down { .. } | State::GaveUp { .. } | State::Asleep { .. }) {
-            self.upstream_gone(u, "restarted");
-        }
-        let up = &mut self.ups[u];
-        up.state = State::Initializing;
-        up.starts += 1;
-        up.last_start_ms = self.now_ms;
-        up.last_heard_ms = self.now_ms;
-        up.rev = None;
-        up.listen = None;
-        up.level_sent = None;
-        up.reprobed = false;
-        up.late = None;
-        // Requirement: versioning-dual-era-client-probe-discover-first-stdio, versioning-era-cache
-        let probe = up.allowed.contains(&MODERN) && up.era_cache != Some(Era::Legacy);
-        if probe {
-            let t = if up.patient { self.opts.init_timeout_ms } else { self.opts.probe_timeout_ms };
-            self.send_upstream(u, Method::ServerDiscover, None, Origin::Discover, t);
-        } else {
-            self.send_initialize(u);
-        }
+        let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
+        self.apply_upstream(fx);
     }
 
     /// `stream`: the hub's request on whose response stream it came, if any.
@@ -695,91 +570,28 @@ impl Hub {
                         let fx = self.tasks.answered(&super::task_up(u, &self.ups[u]), &t, &m, self.now_ms);
                         self.apply_task_effects(fx);
                     }
-                    Origin::Discover => self.on_discover_answer(u, &m),
-                    Origin::Listen => self.on_listen_end(u, m.id_u64(), &m),
-                    Origin::Initialize => self.on_initialize_answer(u, &m),
-                    Origin::List(k) => self.on_list_page(u, k, &m),
+                    Origin::Discover => {
+                        let fx = self.ups.on_discover_answer(u, &m, &self.opts);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::Listen => {
+                        let fx = self.ups.on_listen_end(u, &m);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::Initialize => {
+                        let fx = self.ups.on_initialize_answer(u, &m);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::List(k) => {
+                        let fx = self.ups.on_list_page(u, k, &m, self.now_ms, self.starts.is_instance(u), &self.opts);
+                        self.apply_upstream(fx);
+                    }
                     Origin::TaskCancelled => {
                         let fx = self.tasks.cancelled_answered(&super::task_up(u, &self.ups[u]), &m);
                         self.apply_task_effects(fx);
                     }
                     Origin::Fire | Origin::Ping => {}
                 }
-            }
-        }
-    }
-
-    /// `u` failed to come up: logged, `Failed`, and restarted.
-    fn start_failed(&mut self, u: UpstreamId, why: String, short: &'static str) {
-        self.log(Level::Error, format!("server '{}': {why}", self.ups[u].spec.name));
-        let up = &mut self.ups[u];
-        up.last_error = Some(why);
-        up.state = State::Failed;
-        up.settled = true;
-        self.out.push_back(Output::RestartUpstream(u, short));
-        self.release_held_inits();
-    }
-
-    /// `u`'s answer to `initialize` is of no use (`why`): a late modern
-    /// answer to the probe wins, a probe still open is waited for, else the
-    /// start failed.
-    fn initialize_refused(&mut self, u: UpstreamId, why: String, short: &'static str) {
-        let name = self.ups[u].spec.name.clone();
-        match self.ups[u].late.take() {
-            Some(LateProbe::Modern(v)) => {
-                self.log(Level::Info, format!("server '{name}' {why} after answering server/discover late; using {}", MODERN.as_str()));
-                return self.become_modern(u, &v);
-            }
-            Some(LateProbe::Waiting { id, refused: None }) => {
-                self.log(Level::Info, format!("server '{name}' {why}; waiting for its answer to server/discover"));
-                self.ups[u].late = Some(LateProbe::Waiting { id, refused: Some((why, short)) });
-                return;
-            }
-            _ => {}
-        }
-        // The era assumption may be wrong: probe again on the next start.
-        self.ups[u].era_cache = None;
-        self.start_failed(u, why, short);
-    }
-
-    fn on_initialize_answer(&mut self, u: UpstreamId, m: &Msg) {
-        let name = self.ups[u].spec.name.clone();
-        let Some(res) = m.result_bytes() else {
-            let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default());
-            return self.initialize_refused(u, format!("initialize failed: {e}"), "initialize failed");
-        };
-        let v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
-        let pv = v.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
-        let allowed: Revisions = self.ups[u].allowed.iter().copied().collect();
-        let Ok(rev) = revision::negotiate_client(pv, allowed) else {
-            // Requirement: lifecycle-client-disconnects-on-unsupported-version
-            return self.initialize_refused(u, format!("answered initialize with protocol version '{pv}', which mcpx does not speak with it"), "unsupported protocol version");
-        };
-        let up = &mut self.ups[u];
-        up.patient = false;
-        up.rev = Some(rev);
-        up.caps = Some(v.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({})));
-        up.info = v.get("serverInfo").cloned().unwrap_or(Value::Null);
-        up.instructions = v.get("instructions").and_then(Value::as_str).map(str::to_string);
-        up.state = State::Ready;
-        up.last_error = None;
-        upward::notification(&mut self.out, u, Method::Initialized, None);
-        let msg = format!("server '{name}' ready ({})", rev.as_str());
-        self.log(Level::Info, msg);
-        self.read_lists(u);
-        self.after_ready(u);
-        self.check_settled(u);
-    }
-
-    /// `u` is ready: the lists its capabilities announce are read; what it
-    /// offered before of the others (kept while it was down) leaves the catalog.
-    fn read_lists(&mut self, u: UpstreamId) {
-        self.ups[u].reported = None;
-        for k in Kind::ALL {
-            if self.ups[u].has_cap(k.capability()) {
-                self.start_listing(u, k);
-            } else if self.catalog.count(u, k) > 0 {
-                self.set_items(u, k, Vec::new());
             }
         }
     }
@@ -809,153 +621,6 @@ impl Hub {
         }
     }
 
-    /// A client reads list `k`: modern upstreams that announce no changes of
-    /// it and whose `ttlMs` for it has run out are read again (the client is
-    /// answered from what the hub has, and told if the list changed).
-    pub(super) fn refresh_stale(&mut self, k: Kind) {
-        for u in 0..self.ups.len() {
-            let up = &self.ups[u];
-            if !up.is_modern() || !up.has_cap(k.capability()) || up.listing[k.idx()].is_some() {
-                continue;
-            }
-            let announces = up.caps.as_ref().and_then(|c| c.pointer(&format!("/{}/listChanged", k.capability()))) == Some(&Value::Bool(true));
-            let Some((ttl, _)) = up.hints[k.idx()] else { continue };
-            // Requirement: caching-stale-refetch
-            if !announces && self.now_ms >= up.listed_ms[k.idx()].saturating_add(ttl) {
-                self.start_listing(u, k);
-            }
-        }
-    }
-
-    fn start_listing(&mut self, u: UpstreamId, k: Kind) {
-        if self.starts.is_instance(u) {
-            return; // its catalog is its template's (`isolation`)
-        }
-        if let Some(l) = self.ups[u].listing[k.idx()].as_mut() {
-            l.again = true;
-            return;
-        }
-        self.ups[u].listing[k.idx()] = Some(Listing::default());
-        self.request_page(u, k, None);
-    }
-
-    fn request_page(&mut self, u: UpstreamId, k: Kind, cursor: Option<&str>) {
-        let params = cursor.map(|c| serde_json::to_vec(&json!({ "cursor": c })).unwrap_or_default());
-        let t = self.ups[u].spec.timeout_ms;
-        if self.send_upstream(u, k.list_method(), params.as_deref(), Origin::List(k), t).is_none() {
-            self.ups[u].listing[k.idx()] = None;
-        }
-    }
-
-    fn on_list_page(&mut self, u: UpstreamId, k: Kind, m: &Msg) {
-        let name = self.ups[u].spec.name.clone();
-        let Some(mut listing) = self.ups[u].listing[k.idx()].take() else { return };
-        let Some(res) = m.result_bytes() else {
-            let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
-            self.log(Level::Warn, format!("server '{name}': {} failed: {e}", k.list_method()));
-            return self.list_done(u, k, listing.acc, listing.again);
-        };
-        let mut v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
-        if self.ups[u].is_modern() {
-            if let Some(rt) = v.get("resultType").and_then(Value::as_str).filter(|r| *r != "complete") {
-                self.log(Level::Warn, format!("server '{name}': {} answered resultType '{rt}', which mcpx does not accept there", k.list_method()));
-                return self.list_done(u, k, listing.acc, listing.again);
-            }
-            {
-                // Requirement: caching-client-honour-hints (aggregated into the hub's own hints)
-                // Requirement: caching-ttl-absent-zero, caching-ttl-negative-zero: an absent,
-                // negative or unreadable ttlMs is 0, immediately stale.
-                let t = v.get("ttlMs").and_then(Value::as_f64).filter(|t| t.is_finite() && *t > 0.0).map_or(0, |t| t as u64);
-                let public = v.get("cacheScope").and_then(Value::as_str) == Some("public");
-                let h = self.ups[u].hints[k.idx()].map_or((t, public), |(t0, p0)| (t0.min(t), p0 && public));
-                self.ups[u].hints[k.idx()] = Some(if listing.pages == 0 { (t, public) } else { h });
-            }
-        }
-        if let Some(Value::Array(items)) = v.get_mut(k.result_key()).map(Value::take) {
-            for it in items {
-                if listing.acc.len() >= self.opts.max_list_items {
-                    let msg = format!("server '{name}': {} has over {} items; the rest are ignored", k.list_method(), self.opts.max_list_items);
-                    self.log(Level::Warn, msg);
-                    break;
-                }
-                if k == Kind::Tools {
-                    let n = it.get("name").and_then(Value::as_str).unwrap_or("");
-                    if !self.ups[u].tool_allowed(n) {
-                        continue;
-                    }
-                    // Requirement: tools-inputschema-valid-not-null (what clients
-                    // get must be a JSON Schema object with an object root)
-                    if it.get("inputSchema").and_then(|x| x.get("type")).and_then(Value::as_str) != Some("object") {
-                        self.log(Level::Warn, format!("server '{name}': tool '{n}' dropped: its inputSchema is not a JSON Schema object of type \"object\""));
-                        continue;
-                    }
-                    if let Some(schema) = it.get("inputSchema") {
-                        let raw = serde_json::to_vec(schema).unwrap_or_default();
-                        if let Err(e) = mcpx_core::headers::validate_input_schema(&raw) {
-                            // Requirement: streamable-http-client-rejects-invalid-x-mcp-header
-                            self.log(Level::Warn, format!("server '{name}': tool '{n}' dropped: its inputSchema has an invalid x-mcp-header annotation ({e:?})"));
-                            continue;
-                        }
-                    }
-                }
-                listing.acc.push(it);
-            }
-        }
-        listing.pages += 1;
-        let next = v.get("nextCursor").and_then(Value::as_str).map(str::to_string);
-        match next {
-            Some(c) if listing.pages < MAX_PAGES && listing.acc.len() < self.opts.max_list_items => {
-                self.ups[u].listing[k.idx()] = Some(listing);
-                self.request_page(u, k, Some(&c));
-            }
-            _ => self.list_done(u, k, listing.acc, listing.again),
-        }
-    }
-
-    fn list_done(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, again: bool) {
-        if !self.ups[u].is_ready() {
-            return;
-        }
-        self.ups[u].listed_ms[k.idx()] = self.now_ms;
-        self.set_items(u, k, items);
-        if again {
-            self.start_listing(u, k);
-        }
-        self.check_settled(u);
-    }
-
-    fn check_settled(&mut self, u: UpstreamId) {
-        if self.ups[u].listing.iter().any(Option::is_some) {
-            return;
-        }
-        if !self.ups[u].settled {
-            self.ups[u].settled = true;
-            self.release_held_inits();
-        }
-        if self.ups[u].is_ready() {
-            self.report_lists(u);
-            self.ups[u].start_awaited = false;
-            let fx = self.starts.release(u);
-            self.apply_starts(fx);
-        }
-    }
-
-    /// `u` is ready with its lists read: the runtime is told
-    /// (`Output::ListsRead`) once per start and then whenever a re-read
-    /// changed them, never for an instance (its lists are its template's).
-    fn report_lists(&mut self, u: UpstreamId) {
-        if self.starts.is_instance(u) {
-            return;
-        }
-        let Some(lists) = self.upstream_lists(u) else { return };
-        let mut h = DefaultHasher::new();
-        serde_json::to_vec(&lists).unwrap_or_default().hash(&mut h);
-        let digest = h.finish();
-        if self.ups[u].reported.replace(digest) != Some(digest) {
-            self.out.push_back(Output::ListsRead(u));
-        }
-    }
-
     fn on_upstream_notification(&mut self, u: UpstreamId, m: &Msg) {
         if let Some(r) = m.param(&["_meta", meta::SUBSCRIPTION_ID_KEY]) {
             // Requirement: subscriptions-stdio-client-correlate
@@ -973,9 +638,15 @@ impl Hub {
                 self.apply_task_effects(fx);
             }
             LogMessage => self.upstream_log(u, m),
-            ToolsListChanged => self.relist(u, &[Kind::Tools]),
-            PromptsListChanged => self.relist(u, &[Kind::Prompts]),
-            ResourcesListChanged => self.relist(u, &[Kind::Resources, Kind::Templates]),
+            ToolsListChanged | PromptsListChanged | ResourcesListChanged => {
+                let kinds: &[Kind] = match m.call {
+                    ToolsListChanged => &[Kind::Tools],
+                    PromptsListChanged => &[Kind::Prompts],
+                    _ => &[Kind::Resources, Kind::Templates],
+                };
+                let fx = self.ups.relist(u, kinds, self.starts.is_instance(u));
+                self.apply_upstream(fx);
+            }
             ResourcesUpdated => self.upstream_resource_updated(u, m),
             ElicitationComplete => {
                 let url_ok = |c: super::ClientId| self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode));
@@ -1047,21 +718,6 @@ impl Hub {
         self.apply_relay(fx);
     }
 
-    pub(super) fn relist_all(&mut self, u: UpstreamId) {
-        self.relist(u, &Kind::ALL);
-    }
-
-    fn relist(&mut self, u: UpstreamId, kinds: &[Kind]) {
-        if !self.ups[u].is_ready() {
-            return;
-        }
-        for k in kinds {
-            if self.ups[u].has_cap(k.capability()) {
-                self.start_listing(u, *k);
-            }
-        }
-    }
-
     /// How a client sees upstream `u`'s resource URI.
     pub(super) fn exposed_uri(&self, u: UpstreamId, uri: &str) -> String {
         self.catalog.exposed_of(Kind::Resources, u, uri).map(str::to_string).unwrap_or_else(|| uri.to_string())
@@ -1106,173 +762,10 @@ impl Hub {
         self.emit_client(c, wire::notification(Method::Progress, Some(&body)), about);
     }
 
-    pub(super) fn on_upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next) {
-        // A replaced server's old process: what it had in flight was answered.
-        if u >= self.ups.len() || matches!(self.ups[u].state, State::Removed | State::Replacing) {
-            return;
-        }
-        if let State::Asleep { stopping } = &mut self.ups[u].state {
-            if std::mem::take(stopping) {
-                // Stopped for being idle: what it offered stays known.
-                self.fall_asleep(u);
-            } else {
-                // A start asked for by a request did not come up.
-                let fx = self.starts.wake_failed(&mut self.ups[u], u, reason);
-                self.apply_starts(fx);
-            }
-            return;
-        }
-        let fx = self.starts.wake_failed(&mut self.ups[u], u, reason);
-        self.apply_starts(fx);
-        let name = self.ups[u].spec.name.clone();
-        let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
-        let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
-        self.log(Level::Warn, format!("server '{name}' exited: {err}"));
-        self.ups[u].last_error = Some(err);
-        self.upstream_gone(u, reason);
-        let now = self.now_ms;
-        self.ups[u].state = match next {
-            Next::Stop => State::Down { retry_at_ms: None },
-            Next::Now => State::Down { retry_at_ms: Some(now) },
-            Next::After(d) => State::Down { retry_at_ms: Some(now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))) },
-            Next::GaveUp { attempts } => State::GaveUp { attempts },
-        };
-        self.ups[u].settled = true;
-        self.release_held_inits();
-    }
-
-    /// What goes when an idle server's process goes: the hub's own requests
-    /// to it and relayed ones; its catalog stays.
-    fn fall_asleep(&mut self, u: UpstreamId) {
-        let name = self.ups[u].spec.name.clone();
-        self.ups[u].listing = Default::default();
-        self.ups[u].listen = None;
-        for (_, f) in self.pending.drain_upstream(u) {
-            if let Origin::Client { client, id, method, .. } = f.origin {
-                let msg = format!("server '{name}' stopped before answering {method} (idle stop)");
-                self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
-            }
-        }
-        let fx = self.relays.drop_upstream(u, &self.ups[u].spec.name);
-        self.apply_relay(fx);
-        self.log(Level::Info, format!("server '{name}' stopped (idle); it starts again when used"));
-    }
-
-    /// Everything that goes when an upstream process goes.
-    pub(super) fn upstream_gone(&mut self, u: UpstreamId, reason: &str) {
-        let name = self.ups[u].spec.name.clone();
-        self.ups[u].state = State::Down { retry_at_ms: None };
-        self.ups[u].listing = Default::default();
-        for (_, f) in self.pending.drain_upstream(u) {
-            match f.origin {
-                Origin::Client { client, id, method, .. } => {
-                    let msg = format!("server '{name}' exited before answering {method} ({reason})");
-                    self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
-                }
-                Origin::Task(t) => {
-                    let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({reason})"), self.now_ms);
-                    self.apply_task_effects(fx);
-                }
-                _ => {}
-            }
-        }
-        let fx = self.relays.drop_upstream(u, &self.ups[u].spec.name);
-        self.apply_relay(fx);
-    }
-
-    /// The answer to a request for `u`'s tool (prompt, resource) while `u`
-    /// is not ready: what it is doing and when to retry, or that it was given
-    /// up and why.
+    /// The answer to a request for `u`'s tool while it is not ready
+    /// ([`Upstreams::unavailable`]).
     pub(super) fn unavailable(&self, u: UpstreamId) -> Refusal {
-        let up = &self.ups[u];
-        let name = &up.spec.name;
-        let last = up.last_error.as_deref().unwrap_or("no error recorded");
-        let (msg, data) = match up.state {
-            State::Down { retry_at_ms: Some(at) } => restarting(name, at.saturating_sub(self.now_ms), &format!("it exited: {last}")),
-            State::Replacing => restarting(name, RETRY_STARTING_MS, "its configuration changed"),
-            State::GaveUp { attempts } => (
-                format!("server '{name}' is stopped after {attempts} failed starts: {last}"),
-                json!({ "server": name, "state": "stopped", "attempts": attempts, "lastError": last }),
-            ),
-            State::Removed => (format!("server '{name}' was removed from the configuration"), json!({ "server": name, "state": "removed" })),
-            State::Initializing | State::Failed | State::Asleep { .. } => starting(up),
-            State::Down { retry_at_ms: None } if up.starts == 0 => starting(up),
-            State::Down { retry_at_ms: None } | State::Ready => {
-                (format!("server '{name}' is not running ({last}); try again later"), json!({ "server": name, "state": up.state_name() }))
-            }
-        };
-        Refusal(ErrorCode::InternalError, msg, Some(data))
-    }
-
-    /// A changed entry of server `u` (a config reload): its requests in
-    /// flight are answered with an error saying `why`, its instances go,
-    /// and it is `Replacing` until the runtime has stopped its process
-    /// ([`Hub::on_upstream_replaced`]). What it offered stays listed (kept
-    /// as its new entry filters and names it): clients are told of a change
-    /// only if that, or its listing once it runs again, really changed.
-    pub(super) fn on_replace_upstream(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str) -> Result<(), ConfigError> {
-        if !self.ups.is_live(u) {
-            return Err(ConfigError::NotRunning(spec.name));
-        }
-        let mut up = self.ups.check(spec, Some(u), &self.opts)?;
-        let name = up.spec.name.clone();
-        self.log(Level::Info, format!("server '{name}': {why}; restarting it with its new entry"));
-        self.upstream_gone(u, why);
-        let fx = self.starts.remove_instances(u, why);
-        self.apply_starts(fx);
-        up.state = State::Replacing;
-        up.start_awaited = true;
-        let old = self.ups.replace(u, up);
-        let up = &mut self.ups[u];
-        up.caps = old.caps;
-        up.instructions = old.instructions;
-        up.settled = old.settled;
-        up.starts = old.starts;
-        for k in Kind::ALL {
-            let mut items = self.catalog.items(u, k).to_vec();
-            if k == Kind::Tools {
-                items.retain(|t| self.ups[u].tool_allowed(t.get("name").and_then(Value::as_str).unwrap_or("")));
-            }
-            self.set_items(u, k, items);
-        }
-        Ok(())
-    }
-
-    /// A server added by a config reload: checked against the servers there
-    /// are, then given the first free slot (one a removal left) or a new one.
-    pub(super) fn on_add_upstream(&mut self, spec: UpstreamSpec) -> Result<UpstreamId, ConfigError> {
-        let up = self.ups.check(spec, None, &self.opts)?;
-        let name = up.spec.name.clone();
-        let (u, new_slot) = self.ups.add(up);
-        if new_slot {
-            self.catalog.add_slot();
-        }
-        self.log(Level::Info, format!("server '{name}' added to the configuration"));
-        Ok(u)
-    }
-
-    /// A server taken out by a config reload (or about to be replaced): its
-    /// requests in flight are answered with an error saying so, what it
-    /// offered leaves the catalog (clients get `list_changed`), and its slot
-    /// is free once the runtime has stopped its process.
-    pub(super) fn on_remove_upstream(&mut self, u: UpstreamId, why: &str) {
-        if !self.ups.is_live(u) {
-            return;
-        }
-        let name = self.ups[u].spec.name.clone();
-        self.log(Level::Info, format!("server '{name}': {why}; stopping it"));
-        self.upstream_gone(u, why);
-        let fx = self.starts.remove_instances(u, why);
-        self.apply_starts(fx);
-        for k in Kind::ALL {
-            self.set_items(u, k, Vec::new());
-        }
-        let up = &mut self.ups[u];
-        up.state = State::Removed;
-        up.settled = true;
-        up.caps = None;
-        up.instructions = None;
-        self.release_held_inits();
+        self.ups.unavailable(u, self.now_ms)
     }
 
     pub(super) fn on_upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str) {
@@ -1341,15 +834,6 @@ impl Hub {
         }
     }
 
-    pub(super) fn on_upstream_garbage(&mut self, u: UpstreamId, what: &str) {
-        if !self.ups.is_live(u) {
-            return;
-        }
-        self.ups[u].garbage += 1;
-        let msg = format!("server '{}' wrote something that is not a JSON-RPC message: {what}", self.ups[u].spec.name);
-        self.log(Level::Warn, msg);
-    }
-
     pub(super) fn on_tick(&mut self) {
         for (u, id) in self.pending.expired(self.now_ms) {
             let Some(f) = self.pending.take(u, id) else { continue };
@@ -1379,21 +863,12 @@ impl Hub {
         let waited = self.now_ms.saturating_sub(sent_ms);
         match f.origin {
             Origin::Initialize => {
-                // Requirement: lifecycle-cancel-not-initialize (no notifications/cancelled)
-                let why = format!("did not answer initialize within {} ms", self.opts.init_timeout_ms);
-                self.log(Level::Error, format!("server '{name}' {why}"));
-                let up = &mut self.ups[u];
-                up.last_error = Some(why);
-                up.state = State::Failed;
-                up.settled = true;
-                self.out.push_back(Output::RestartUpstream(u, "initialize timed out"));
+                let fx = self.ups.on_initialize_timeout(u, &self.opts);
+                self.apply_upstream(fx);
             }
             Origin::List(k) => {
-                self.cancel_upstream(u, id, "timed out");
-                self.log(Level::Warn, format!("server '{name}' did not answer {} within {waited} ms", k.list_method()));
-                if let Some(l) = self.ups[u].listing[k.idx()].take() {
-                    self.list_done(u, k, l.acc, false);
-                }
+                let fx = self.ups.on_list_timeout(u, k, id, waited, self.now_ms);
+                self.apply_upstream(fx);
             }
             Origin::Fire => self.cancel_upstream(u, id, "timed out"),
             // No task id to cancel, and no notifications/cancelled for it.
@@ -1408,36 +883,16 @@ impl Hub {
                 self.apply_task_effects(fx);
             }
             Origin::Discover => {
-                if let Some(LateProbe::Waiting { id: late, .. }) = self.ups[u].late {
-                    if late == id {
-                        // The late window closed too: `initialize` decides.
-                        return self.on_late_discover_answer(u, None);
-                    }
-                }
-                // Requirement: versioning-dual-era-client-probe-discover-first-stdio (fall back on a timeout)
-                self.log(Level::Info, format!("server '{name}' did not answer server/discover within {waited} ms; using initialize"));
-                self.ups[u].era_cache = Some(Era::Legacy);
-                // The probe stays open as long as start-up may take.
-                let until = sent_ms + self.opts.init_timeout_ms;
-                if until > self.now_ms {
-                    self.pending.keep_until(u, id, f, until);
-                    self.ups[u].late = Some(LateProbe::Waiting { id, refused: None });
-                }
-                self.send_initialize(u);
+                let fx = self.ups.on_probe_timeout(u, id, f, self.now_ms, &self.opts);
+                self.apply_upstream(fx);
             }
             Origin::Listen => {
-                self.cancel_upstream(u, id, "renewed");
-                self.ups[u].listen = None;
-                self.open_listen(u);
+                let fx = self.ups.on_listen_timeout(u, id);
+                self.apply_upstream(fx);
             }
             Origin::Ping => {
-                // Requirement: ping-timeout-is-connection-failure
-                let why = format!("did not answer ping within {waited} ms");
-                self.log(Level::Error, format!("server '{name}' {why}; restarting it"));
-                let up = &mut self.ups[u];
-                up.last_error = Some(why);
-                up.state = State::Failed;
-                self.out.push_back(Output::RestartUpstream(u, "ping timed out"));
+                let fx = self.ups.on_ping_timeout(u, waited);
+                self.apply_upstream(fx);
             }
             Origin::Client { client, id: cid, method, .. } => {
                 // Requirement: lifecycle-timeouts-cancel-on-expiry
@@ -1464,34 +919,8 @@ impl Hub {
     }
 
     pub(super) fn status_json(&self) -> Value {
-        let ups: Vec<Value> = self
-            .ups
-            .iter()
-            .enumerate()
-            .filter(|(_, u)| !u.is_removed())
-            .map(|(i, u)| {
-                json!({
-                    "name": u.spec.name,
-                    "prefix": u.spec.prefix,
-                    "state": u.state_name(),
-                    "revision": u.rev.map(Rev::as_str),
-                    "era": match u.era_cache { Some(Era::Modern) => "modern", Some(Era::Legacy) => "legacy", None => "unknown" },
-                    "serverInfo": u.info,
-                    "starts": u.starts,
-                    "restarts": u.starts.saturating_sub(1),
-                    "lastError": u.last_error,
-                    "retryInMs": match u.state { State::Down { retry_at_ms: Some(at) } => Some(at.saturating_sub(self.now_ms)), _ => None },
-                    "gaveUpAfter": match u.state { State::GaveUp { attempts } => Some(attempts), _ => None },
-                    "garbageLines": u.garbage,
-                    "toolsKnown": u.caps.is_some(),
-                    "tools": self.catalog.count(i, Kind::Tools),
-                    "resources": self.catalog.count(i, Kind::Resources),
-                    "resourceTemplates": self.catalog.count(i, Kind::Templates),
-                    "prompts": self.catalog.count(i, Kind::Prompts),
-                    "instanceOf": self.upstream_template(i),
-                })
-            })
-            .collect();
+        let starts = &self.starts;
+        let ups = self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u));
         let clients: Vec<Value> = self
             .clients
             .iter()
@@ -1517,24 +946,4 @@ impl Hub {
             "tasks": self.tasks.status(),
         })
     }
-}
-
-/// When a client is told to retry a request for a server that is starting
-/// (or whose new entry is about to start): its start takes about this long.
-const RETRY_STARTING_MS: u64 = 1000;
-
-/// "restarting, retry in N s" (`why` it went), the one answer for a server
-/// that is down and about to start again, whatever stopped it.
-fn restarting(name: &str, ms: u64, why: &str) -> (String, Value) {
-    let secs = ms.div_ceil(1000).max(1);
-    (format!("server '{name}' is restarting, retry in {secs} s ({why})"), json!({ "server": name, "state": "restarting", "retryAfterMs": ms }))
-}
-
-/// "starting, retry in N s", saying whether its tools are known yet.
-fn starting(up: &Upstream) -> (String, Value) {
-    let name = &up.spec.name;
-    let secs = RETRY_STARTING_MS / 1000;
-    let known = if up.caps.is_some() { "" } else { "; its tools are not known yet" };
-    let msg = format!("server '{name}' is starting{known}, retry in {secs} s");
-    (msg, json!({ "server": name, "state": "starting", "retryAfterMs": RETRY_STARTING_MS }))
 }

@@ -1,0 +1,49 @@
+//! An upstream's process going: it exited (restarted as the runtime's
+//! restart loop says, or given up), was stopped for being idle (asleep,
+//! its catalog kept), or did not come up when a request woke it.
+
+use super::super::{Level, Next, UpstreamId};
+use super::{Effect, State, Upstream, Upstreams};
+
+impl Upstreams {
+    /// `u`'s process is gone (`reason`: exit status or spawn error;
+    /// `stderr_tail`: its last stderr lines; `next`: what the restart loop
+    /// does now). A replaced or removed server's old process is ignored:
+    /// what it had in flight was answered.
+    pub fn on_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now: u64) -> Vec<Effect> {
+        let Some(up) = self.0.get_mut(u).filter(|up| !matches!(up.state, State::Removed | State::Replacing)) else { return Vec::new() };
+        if let State::Asleep { stopping } = &mut up.state {
+            if std::mem::take(stopping) {
+                // Stopped for being idle: what it offered stays known.
+                return up.fall_asleep(u);
+            }
+            // A start asked for by a request did not come up.
+            return vec![Effect::WakeFailed(u, reason.to_string())];
+        }
+        let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
+        let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
+        let mut fx = vec![Effect::WakeFailed(u, reason.to_string()), Effect::Log(Level::Warn, format!("server '{}' exited: {err}", up.spec.name))];
+        up.last_error = Some(err);
+        fx.push(up.gone(u, reason));
+        up.state = match next {
+            Next::Stop => State::Down { retry_at_ms: None },
+            Next::Now => State::Down { retry_at_ms: Some(now) },
+            Next::After(d) => State::Down { retry_at_ms: Some(now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))) },
+            Next::GaveUp { attempts } => State::GaveUp { attempts },
+        };
+        up.settled = true;
+        fx.push(Effect::Settled);
+        fx
+    }
+}
+
+impl Upstream {
+    /// What goes when an idle server's process goes: the hub's own requests
+    /// to it and relayed ones; its catalog stays.
+    fn fall_asleep(&mut self, u: UpstreamId) -> Vec<Effect> {
+        self.listing = Default::default();
+        self.listen = None;
+        let gone = Effect::Gone { u, name: self.spec.name.clone(), reason: None };
+        vec![gone, Effect::Log(Level::Info, format!("server '{}' stopped (idle); it starts again when used", self.spec.name))]
+    }
+}
