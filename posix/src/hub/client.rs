@@ -36,14 +36,13 @@ use mcpx_core::envelope::{Batch, Message};
 use mcpx_core::method::Method;
 use mcpx_core::names;
 use mcpx_core::revision;
-use mcpx_core::rewrite;
 use serde_json::{json, Map, Value};
 
 use super::catalog::Channel;
 use super::shape::{self, Rev, RevExt};
 use super::upward;
 use super::wire::{self, Bad, Kind};
-use super::{About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize};
+use super::{About, ClientId, Hub, IdKey, Level, Output, Oversize};
 
 pub(super) struct Client {
     /// Where the client is in its life, and what that stage knows.
@@ -466,7 +465,7 @@ impl Hub {
             }
             Err(Bad { code, message, id }) => {
                 let id = id.or_else(|| self.unreadable_id(c).map(<[u8]>::to_vec));
-                self.answer_error(c, id.as_deref(), code, message, None);
+                self.downward().error(c, id.as_deref(), code, message, None);
             }
             Ok(Message::Single(env)) => self.on_client_view(c, &wire::view(env)),
             Ok(Message::Batch(b)) => self.on_client_batch(c, b),
@@ -487,7 +486,7 @@ impl Hub {
         };
         if let Some(msg) = refusal {
             let id = self.unreadable_id(c);
-            return self.answer_error(c, id, ErrorCode::InvalidRequest, &msg, None);
+            return self.downward().error(c, id, ErrorCode::InvalidRequest, &msg, None);
         }
         let mut batch = PendingBatch { waiting: Vec::new(), answers: Vec::new() };
         let mut views = Vec::new();
@@ -534,7 +533,7 @@ impl Hub {
                 }
                 if self.draining {
                     let msg = "mcpx is shutting down: it takes no new requests";
-                    return self.answer_error(c, m.id_bytes(), ErrorCode::InternalError, msg, None);
+                    return self.downward().error(c, m.id_bytes(), ErrorCode::InternalError, msg, None);
                 }
                 self.on_client_request(c, m)
             }
@@ -582,7 +581,7 @@ impl Hub {
         };
         let Oversize { len, max, limit, .. } = *big;
         let msg = format!("Invalid request: the message is {len} bytes, over {limit}; it was dropped");
-        self.answer_error(c, id, ErrorCode::InvalidRequest, &msg, Some(json!({ "bytes": len, "limitBytes": max })));
+        self.downward().error(c, id, ErrorCode::InvalidRequest, &msg, Some(json!({ "bytes": len, "limitBytes": max })));
     }
 
     pub(super) fn on_client_disconnected(&mut self, c: ClientId) {
@@ -624,7 +623,7 @@ impl Hub {
             s.step = Step::Ready;
         }
         for (b, about) in held {
-            self.emit_client(c, b, about);
+            self.downward().emit(c, b, about);
         }
         self.session_changed(c);
     }
@@ -674,7 +673,7 @@ impl Hub {
         if let Some((field, len, max)) = KEPT_LIMITS.iter().find_map(|&(f, max)| m.param(&[f]).map(|r| (f, r.len(), max)).filter(|x| x.1 > max)) {
             let msg = format!("Invalid params: {field} is {len} bytes, over mcpx's limit of {max} bytes for what a session keeps; send a smaller one");
             let data = json!({ "field": field, "bytes": len, "limitBytes": max });
-            self.answer_error(c, m.id_bytes(), ErrorCode::InvalidParams, &msg, Some(data));
+            self.downward().error(c, m.id_bytes(), ErrorCode::InvalidParams, &msg, Some(data));
             self.on_client_disconnected(c);
             self.out.push_back(Output::CloseClient(c));
             return;
@@ -756,7 +755,7 @@ impl Hub {
                 s.step = if ready { Step::Ready } else { Step::Answered(Vec::new()) };
             }
         }
-        self.answer_result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
+        self.downward().result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
         self.out.push_back(Output::ClientInitialized(c, rev));
         self.session_changed(c);
     }
@@ -825,73 +824,6 @@ impl Hub {
         s
     }
 
-    /// A request to a client (see [`Clients::request`]).
-    pub(super) fn request_client(&mut self, c: ClientId, hid: u64, method: &str, params: &[u8]) {
-        let hid = hid.to_string();
-        let bytes = wire::request_raw(hid.as_bytes(), method, Some(params));
-        let span = rewrite::written_id_span(hid.len());
-        self.clients.request(&mut self.out, c, bytes, About::Request { id: span.start..span.end });
-    }
-
-    /// Queues a message for client `c` (see [`Clients::emit`]).
-    pub(super) fn emit_client(&mut self, c: ClientId, bytes: Vec<u8>, about: About) {
-        self.clients.emit(&mut self.out, c, bytes, about);
-    }
-
-    /// A response written by core's writers with id `id` (`None`, or
-    /// `null`: the request's id could not be read), saying `outcome`.
-    pub(super) fn emit_reply(&mut self, c: ClientId, id: Option<&[u8]>, bytes: Vec<u8>, outcome: Outcome) {
-        let id = id.filter(|id| *id != b"null").map(|id| {
-            let span = rewrite::written_id_span(id.len());
-            span.start..span.end
-        });
-        debug_assert!(id.as_ref().is_none_or(|r| bytes.get(r.clone()).is_some()));
-        let line = self.policy.answered(c, id.clone().map(|r| &bytes[r]), bytes.len(), outcome, self.now_ms);
-        self.apply_policy(line);
-        self.emit_client(c, bytes, About::Reply { id, outcome });
-    }
-
-    /// A result the hub wrote answering request `id` of client `c`.
-    pub(super) fn answer_result(&mut self, c: ClientId, id: &[u8], result: &[u8]) {
-        self.answer_result_as(c, id, result, Outcome::Result);
-    }
-
-    /// A result answering request `id` of client `c` (an upstream's,
-    /// passed on: `outcome` from its view).
-    pub(super) fn answer_result_as(&mut self, c: ClientId, id: &[u8], result: &[u8], outcome: Outcome) {
-        self.emit_reply(c, Some(id), wire::result(id, result), outcome);
-    }
-
-    /// An error answering request `id` of client `c`: the one error writer
-    /// of the hub.
-    pub(super) fn answer_error(&mut self, c: ClientId, id: Option<&[u8]>, code: ErrorCode, message: &str, data: Option<Value>) {
-        let field = |k: &str| data.as_ref().and_then(|d| d.get(k));
-        let code_n = i64::from(code.code());
-        let retry_after_s = crate::policy::ratelimit::retry_after(code_n, field("limit").and_then(Value::as_str), field("retryAfterMs").and_then(Value::as_u64));
-        self.emit_reply(c, id, wire::error(id, code, message, data), Outcome::Error { code: code_n, retry_after_s });
-    }
-
-    /// An error answering request `id` of client `c` with an error object
-    /// given as raw JSON (an upstream's, passed on: `outcome` from its view).
-    pub(super) fn answer_raw_error(&mut self, c: ClientId, id: &[u8], error: &[u8], outcome: Outcome) {
-        self.emit_reply(c, Some(id), wire::error_raw(Some(id), error), outcome);
-    }
-
-    /// A notification that relates to no request of the client.
-    pub(super) fn emit_notification(&mut self, c: ClientId, method: Method<'static>, params: Option<&[u8]>) {
-        let unsolicited = method.is_unsolicited();
-        self.emit_client(c, wire::notification(method, params), About::Notification { unsolicited, related: None });
-    }
-
-    /// A notification to one client, shaped for its revision.
-    pub(super) fn notify_client(&mut self, c: ClientId, method: Method<'static>, params: &Value) {
-        let Some(cl) = self.clients.get(&c) else { return };
-        let mut p = params.clone();
-        shape::notification_params(method, &mut p, &cl.rev().features());
-        let body = serde_json::to_vec(&p).unwrap_or_default();
-        self.emit_notification(c, method, Some(&body));
-    }
-
     /// After a catalog change: tell each client that has read the list and
     /// whose view of it really changed (legacy), and every listen stream
     /// that asked for the channel (modern).
@@ -911,7 +843,7 @@ impl Hub {
                 if let Some(cl) = self.clients.get_mut(&c) {
                     cl.known_fp[ch.idx()] = fp;
                 }
-                self.emit_notification(c, ch.notification(), None);
+                self.downward().notification(c, ch.notification(), None);
             }
         }
     }

@@ -35,7 +35,8 @@
 //! - The hub alone tracks what is in flight: each client's open request ids
 //!   (`client_open_requests`, `client_request_open`, `client_initializing`)
 //!   and the pending table of forwarded requests.
-//! - One error writer (`answer_error`, over `crate::bytes::written::error` and
+//! - One writer per kind of message toward clients (`downward`), among
+//!   them one error writer (`Downward::error`, over `crate::bytes::written::error` and
 //!   core's `rewrite::write_error`), with typed codes from core's error table
 //!   (`ErrorCode::for_peer`, revision- and capability-aware; `code_for` for
 //!   an upstream's code passed on).
@@ -83,6 +84,7 @@
 
 mod catalog;
 mod client;
+mod downward;
 mod modern;
 pub(crate) mod param_headers;
 mod pending;
@@ -940,7 +942,7 @@ impl Hub {
                 self.cancel_upstream(u, id, "mcpx is shutting down");
                 let name = self.ups[u].spec.name.clone();
                 let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");
-                self.answer_error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
+                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
             }
         }
     }
@@ -1053,13 +1055,13 @@ impl Hub {
                             serde_json::to_vec(&v).unwrap_or_default()
                         }
                     };
-                    self.answer_result_as(client, &id, &body, outcome);
+                    self.downward().result_as(client, &id, &body, outcome);
                 }
-                AnswerRaw { client, id, error, outcome } => self.answer_raw_error(client, &id, &error, outcome),
-                Refuse { client, id, refusal: request::Refusal(code, msg, data) } => self.answer_error(client, Some(&id), code, &msg, data),
+                AnswerRaw { client, id, error, outcome } => self.downward().raw_error(client, &id, &error, outcome),
+                Refuse { client, id, refusal: request::Refusal(code, msg, data) } => self.downward().error(client, Some(&id), code, &msg, data),
                 StatusToCreator { client, params } => {
                     if self.clients.get(&client).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps())) {
-                        self.emit_notification(client, mcpx_core::method::Method::TasksStatus, Some(&params));
+                        self.downward().notification(client, mcpx_core::method::Method::TasksStatus, Some(&params));
                     }
                 }
                 NotifyListens { principal, id, task } => self.notify_listens_task(&principal, &id, &task),
@@ -1112,6 +1114,12 @@ impl Hub {
 
     fn log(&mut self, level: Level, msg: String) {
         self.out.push_back(Output::Log(level, msg));
+    }
+
+    /// The writers toward clients, over the output queue, the clients and
+    /// the policy.
+    fn downward(&mut self) -> downward::Downward<'_> {
+        downward::Downward { out: &mut self.out, clients: &mut self.clients, policy: &mut self.policy, now_ms: self.now_ms }
     }
 
     /// Log one `debug` line per call, relayed sampling and elicitation
@@ -1171,7 +1179,7 @@ impl Hub {
                     Some(ctx) => self.route_normalized(c, &raw, ctx),
                 },
                 Effect::Serve { .. } => {}
-                Effect::Fail { c, id, msg, data } => self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, Some(data)),
+                Effect::Fail { c, id, msg, data } => self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(data)),
                 Effect::NewSlot(up) => {
                     self.ups.push(*up);
                     self.catalog.add_slot();

@@ -114,7 +114,7 @@ impl Hub {
     /// `result` / `error` shaping for a modern client.
     fn modern_error(&mut self, c: ClientId, id: &[u8], code: ErrorCode, msg: &str, data: Option<Value>) {
         let code = code.for_peer(MODERN, PeerCaps::default());
-        self.answer_error(c, Some(id), code, msg, data);
+        self.downward().error(c, Some(id), code, msg, data);
     }
 
     /// Result `res` (a JSON object) for a modern client: `resultType`
@@ -248,7 +248,7 @@ impl Hub {
                 };
                 buf.truncate(n);
                 let outcome = super::Outcome::Error { code: i64::from(e.error_code().code()), retry_after_s: None };
-                return self.emit_reply(c, Some(&id), buf, outcome);
+                return self.downward().reply(c, Some(&id), buf, outcome);
             }
         };
         let caps: Value = serde_json::from_slice(rm.client_capabilities.bytes()).unwrap_or_else(|_| json!({}));
@@ -391,7 +391,7 @@ impl Hub {
         });
         let hints = self.agg_hints(&[]);
         let out = self.stamped(&serde_json::to_vec(&v).unwrap_or_default(), Some(hints));
-        self.answer_result(c, id, &out);
+        self.downward().result(c, id, &out);
     }
 
     /// List page `page` for a modern client, with its result members.
@@ -466,7 +466,7 @@ impl Hub {
         // Requirement: subscriptions-ack-first-with-id
         let idv: Value = serde_json::from_slice(id).unwrap_or(Value::Null);
         let ack = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv }, "notifications": agreed });
-        self.emit_notification(c, Method::SubscriptionsAcknowledged, Some(&serde_json::to_vec(&ack).unwrap_or_default()));
+        self.downward().notification(c, Method::SubscriptionsAcknowledged, Some(&serde_json::to_vec(&ack).unwrap_or_default()));
         for (uri, _) in uris {
             self.subscribe_uri(c, &uri);
         }
@@ -502,10 +502,10 @@ impl Hub {
             let idv: Value = serde_json::from_slice(&l.id).unwrap_or(Value::Null);
             let v = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });
             let out = self.stamped(&serde_json::to_vec(&v).unwrap_or_default(), None);
-            self.answer_result(c, &l.id, &out);
+            self.downward().result(c, &l.id, &out);
             // Requirement: cancellation-server-must-send-cancelled-on-listen-teardown, cancellation-server-only-for-listen
             let p = json!({ "requestId": idv, "reason": "mcpx is shutting down" });
-            self.emit_notification(c, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
+            self.downward().notification(c, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
             for uri in l.uris {
                 self.unsubscribe_uri(c, &uri);
             }
@@ -526,7 +526,7 @@ impl Hub {
                 continue;
             }
             // Requirement: subscriptions-tag-every-notification
-            self.emit_notification(c, ch.notification(), Some(&tagged(&json!({}), &id)));
+            self.downward().notification(c, ch.notification(), Some(&tagged(&json!({}), &id)));
         }
     }
 
@@ -542,7 +542,7 @@ impl Hub {
         }
         let mut reached = Vec::new();
         for (c, id) in out {
-            self.emit_notification(c, Method::ResourcesUpdated, Some(&tagged(params, &id)));
+            self.downward().notification(c, Method::ResourcesUpdated, Some(&tagged(params, &id)));
             reached.push(c);
         }
         reached
@@ -559,7 +559,7 @@ impl Hub {
             }
         }
         for (c, sub) in out {
-            self.emit_notification(c, Method::Tasks, Some(&tagged(task, &sub)));
+            self.downward().notification(c, Method::Tasks, Some(&tagged(task, &sub)));
         }
     }
 
@@ -574,7 +574,7 @@ impl Hub {
         to.sort();
         to.dedup();
         for c in to {
-            self.emit_notification(c, Method::LogMessage, Some(&serde_json::to_vec(p).unwrap_or_default()));
+            self.downward().notification(c, Method::LogMessage, Some(&serde_json::to_vec(p).unwrap_or_default()));
         }
     }
 }

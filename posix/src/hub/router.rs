@@ -89,7 +89,7 @@ impl Hub {
                 Forget(u, call) => drop(self.pending.take(u, call)),
                 Hold { up, call, h, until } => self.pending.hold(up, call, h, until),
                 Resume { up, call, origin } => self.pending.resume(up, call, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms),
-                AskClient { client, hid, method, params } => self.request_client(client, hid, &method, &params),
+                AskClient { client, hid, method, params } => self.downward().request(client, hid, &method, &params),
                 Admit { up, msg, link } => {
                     // Policy: the server-request rate limits (hub/policy.rs).
                     let owner = link.task.as_deref().and_then(|t| self.tasks.creator_of(up, t));
@@ -137,18 +137,18 @@ impl Hub {
                 Check { client, msg, id, ctx, schemas, inner, responses } => match self.policy.check_input_responses(&schemas, responses.as_ref()) {
                     Some((line, Refusal(code, text, data))) => {
                         self.apply_policy([line]);
-                        self.answer_error(client, Some(&id), code, &text, data);
+                        self.downward().error(client, Some(&id), code, &text, data);
                     }
                     None => {
                         let fx = self.relays.resume(&self.ups, &self.pending, client, msg, &id, ctx, &inner, responses, self.now_ms);
                         self.apply_relay(fx);
                     }
                 },
-                NotifyClient(c, method, params) => self.notify_client(c, method, &params),
-                AnswerError { client, id, code, msg, data } => self.answer_error(client, Some(&id), code, &msg, data),
+                NotifyClient(c, method, params) => self.downward().notify(c, method, &params),
+                AnswerError { client, id, code, msg, data } => self.downward().error(client, Some(&id), code, &msg, data),
                 InputRequired { client, id, mut result } => {
                     self.stamp(&mut result, None);
-                    self.answer_result(client, &id, &serde_json::to_vec(&result).unwrap_or_default());
+                    self.downward().result(client, &id, &serde_json::to_vec(&result).unwrap_or_default());
                 }
                 Answer(u, origin, m) => self.answer_client(u, origin, m),
                 AnswerKept(u, origin, raw) => {
@@ -187,7 +187,7 @@ impl Hub {
         }) {
             // The core error table decides which code this client may get.
             let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
-            self.answer_error(c, Some(m.id_bytes().unwrap_or(b"null")), code, &msg, data);
+            self.downward().error(c, Some(m.id_bytes().unwrap_or(b"null")), code, &msg, data);
         }
     }
 
@@ -225,7 +225,7 @@ impl Hub {
     }
 
     fn ping(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
-        self.answer_result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
+        self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
         Ok(())
     }
 
@@ -254,7 +254,7 @@ impl Hub {
                 let ups = &self.ups;
                 let tools = ToolsView { entries: self.catalog.view(Kind::Tools), generation: self.catalog.generation[Kind::Tools.idx()], server: |u: UpstreamId| Server::of(&ups[u].spec) };
                 let result = self.policy.meta_answer(&principal, asked, tools)?;
-                self.answer_result(c, id, &result);
+                self.downward().result(c, id, &result);
                 return Ok(());
             }
         };
@@ -353,7 +353,7 @@ impl Hub {
             return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
         };
         self.set_log_level(c, level);
-        self.answer_result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
+        self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
         Ok(())
     }
 
@@ -373,7 +373,7 @@ impl Hub {
         let subscribe = m.call == Method::ResourcesSubscribe;
         if self.subs.has(&uri, c) == subscribe {
             // Already (un)subscribed: nothing changes.
-            self.answer_result(c, id, b"{}");
+            self.downward().result(c, id, b"{}");
             return Ok(());
         }
         let upstream_told = if subscribe {
@@ -395,7 +395,7 @@ impl Hub {
             if self.ups[u].is_modern() {
                 self.open_listen(u);
             }
-            self.answer_result(c, id, b"{}");
+            self.downward().result(c, id, b"{}");
             return Ok(());
         }
         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
@@ -561,7 +561,7 @@ impl Hub {
                 self.session_changed(c);
             }
         }
-        self.answer_result(c, id, &page);
+        self.downward().result(c, id, &page);
         Ok(())
     }
 
@@ -742,7 +742,7 @@ impl Hub {
                     Some(other) => {
                         let msg = format!("server '{server}' answered {method} with resultType '{other}', which mcpx does not know");
                         self.log(super::Level::Warn, msg.clone());
-                        return self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
+                        return self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
                     }
                 }
                 if call == Some(Method::ResourcesRead) {
@@ -756,24 +756,24 @@ impl Hub {
             if let Some(ctx) = &modern {
                 // Spliced, never read into a value: ids and numbers pass byte for byte.
                 let Some(view) = view.filter(|v| v.kind() == mcpx_core::json::Kind::Object) else {
-                    return self.answer_result_as(c, &id, res, outcome);
+                    return self.downward().result_as(c, &id, res, outcome);
                 };
                 let (tasked, fx) = self.tasks.reply(&super::task_up(u, &self.ups[u]), c, &method, &view, &ctx.principal, self.now_ms);
                 self.apply_task_effects(fx);
                 let tasked = match tasked {
                     Ok(t) => t,
-                    Err(Refusal(code, msg, data)) => return self.answer_error(c, Some(&id), code, &msg, data),
+                    Err(Refusal(code, msg, data)) => return self.downward().error(c, Some(&id), code, &msg, data),
                 };
                 let hints = (call == Some(Method::ResourcesRead)).then(|| read_hints.unwrap_or_else(|| self.up_hints(u, None)));
                 let out = match tasked {
                     Some(t) => self.stamped(&t, hints),
                     None => self.stamped_view(&view, hints),
                 };
-                return self.answer_result_as(c, &id, &out, outcome);
+                return self.downward().result_as(c, &id, &out, outcome);
             }
             return match m.env.result().and_then(|v| shape::result_view(&method, v, rev)) {
-                Some(shaped) => self.answer_result_as(c, &id, &shaped, outcome),
-                None => self.answer_result_as(c, &id, res, outcome),
+                Some(shaped) => self.downward().result_as(c, &id, &shaped, outcome),
+                None => self.downward().result_as(c, &id, res, outcome),
             };
         }
         if let Some(err) = m.error_bytes() {
@@ -789,7 +789,7 @@ impl Hub {
                 Outcome::Error { retry_after_s, .. } => Outcome::Error { code, retry_after_s },
                 other => other,
             };
-            self.answer_raw_error(c, &id, &out, outcome);
+            self.downward().raw_error(c, &id, &out, outcome);
         }
     }
 
@@ -1009,10 +1009,10 @@ impl Hub {
         for e in effects {
             match e {
                 Effect::Out(o) => self.out.push_back(o),
-                Effect::Refuse(c, id, Refusal(code, msg, data)) => self.answer_error(c, Some(&id), code, &msg, data),
+                Effect::Refuse(c, id, Refusal(code, msg, data)) => self.downward().error(c, Some(&id), code, &msg, data),
                 Effect::RefuseState(c, id, e) => {
                     let (code, msg, data) = self.relays.state_refusal(e, self.now_ms);
-                    self.answer_error(c, Some(&id), code, &msg, data);
+                    self.downward().error(c, Some(&id), code, &msg, data);
                 }
                 Effect::Resume { c, id, msg, ctx, inner, responses } => {
                     if let Ok(m) = wire::parse(&msg) {
