@@ -669,7 +669,7 @@ impl Hub {
     /// `initialize` is answered.
     #[cfg(feature = "cluster")]
     pub fn client_snapshot(&self, c: ClientId) -> Option<Snapshot> {
-        self.snapshot_of(c)
+        self.clients.snapshot(c, || self.subs.of_client(c))
     }
 
     /// A new client going on from `s`, the session of a replica that is
@@ -1159,6 +1159,23 @@ impl Hub {
         let (bytes, lines) = self.policy.answer_upstream(u, bytes, self.now_ms);
         self.apply_policy(lines);
         upward::answer(&mut self.out, u, bytes);
+    }
+
+    /// Does what the client handshake answered (`client`), in order.
+    fn apply_clients(&mut self, fx: Vec<client::Effect>) {
+        use client::Effect;
+        for e in fx {
+            match e {
+                Effect::Answer { c, id, result } => self.downward().result(c, &id, &result),
+                Effect::Refuse { c, id, refusal: request::Refusal(code, msg, data) } => self.downward().error(c, id.as_deref(), code, &msg, data),
+                Effect::Send(c, bytes, about) => self.downward().emit(c, bytes, about),
+                Effect::Drop(c) => {
+                    self.on_client_disconnected(c);
+                    self.out.push_back(Output::CloseClient(c));
+                }
+                Effect::Out(o) => self.out.push_back(o),
+            }
+        }
     }
 
     /// Does what the starts subsystem answered (`starts`), in order.

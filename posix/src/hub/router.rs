@@ -181,7 +181,7 @@ impl Hub {
         if self.is_modern_request(c, m) {
             return self.on_modern_request(c, m);
         }
-        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| {
+        if let Err(Refusal(code, msg, data)) = self.clients.before_initialize(c, m).and_then(|()| {
             let routed = self.route(c, m, None);
             self.shared.routed(c, m, None, routed)
         }) {
@@ -390,7 +390,7 @@ impl Hub {
             }
             self.subs.remove(&uri, c)
         };
-        self.session_changed(c);
+        self.out.extend(self.clients.session_changed(c));
         if !upstream_told || self.ups[u].is_modern() {
             if self.ups[u].is_modern() {
                 self.open_listen(u);
@@ -413,7 +413,7 @@ impl Hub {
             }
         }
         if changed {
-            self.session_changed(c);
+            self.out.extend(self.clients.session_changed(c));
         }
     }
 
@@ -558,7 +558,7 @@ impl Hub {
                 !std::mem::replace(&mut cl.listed[ch.idx()], true)
             });
             if first {
-                self.session_changed(c);
+                self.out.extend(self.clients.session_changed(c));
             }
         }
         self.downward().result(c, id, &page);

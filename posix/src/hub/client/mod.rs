@@ -1,5 +1,8 @@
-//! Downstream connections: the server side of the handshake, and what each
-//! client has seen (its revision, capabilities, which lists it has read).
+//! Downstream connections: what each client has seen (its revision,
+//! capabilities, which lists it has read), what the hub owes it on the way
+//! out, and the messages that come from it. The server side of the
+//! handshake is `handshake` (methods of [`Clients`] answering with
+//! effects); messages toward clients are written by `super::downward`.
 //!
 //! Decisions (see the requirement rows named in the tests):
 //! - `initialize`: the client's version is echoed when the hub speaks it, else
@@ -34,15 +37,17 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::envelope::{Batch, Message};
 use mcpx_core::method::Method;
-use mcpx_core::names;
 use mcpx_core::revision;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::catalog::Channel;
-use super::shape::{self, Rev, RevExt};
+use super::shape::{Rev, RevExt};
 use super::upward;
 use super::wire::{self, Bad, Kind};
 use super::{About, ClientId, Hub, IdKey, Level, Output, Oversize};
+
+mod handshake;
+pub(super) use handshake::{capabilities, instructions, Effect, Offer};
 
 pub(super) struct Client {
     /// Where the client is in its life, and what that stage knows.
@@ -401,24 +406,6 @@ impl Hub {
         }
     }
 
-    /// What legacy client `c`'s session keeps ([`Snapshot`]), once its
-    /// `initialize` is answered.
-    #[cfg(feature = "cluster")]
-    pub(super) fn snapshot_of(&self, c: ClientId) -> Option<Snapshot> {
-        let cl = self.clients.get(&c)?;
-        let s = cl.session().filter(|_| cl.initialized())?;
-        Some(Snapshot {
-            rev: s.rev,
-            caps: s.caps.clone(),
-            info: s.info.clone(),
-            principal: cl.principal.clone(),
-            ready: matches!(s.step, Step::Ready),
-            log_level: cl.log_level,
-            listed: cl.listed,
-            subscriptions: self.subs.of_client(c),
-        })
-    }
-
     /// A client that goes on from `s`: initialized as it was, its log level
     /// and subscriptions asked again as the client asked them (upstreams
     /// get `logging/setLevel` and `resources/subscribe`), the lists it read
@@ -426,33 +413,22 @@ impl Hub {
     #[cfg(feature = "cluster")]
     pub(super) fn on_adopt_client(&mut self, s: &Snapshot) -> ClientId {
         let c = self.on_client_connected();
-        let Some(cl) = self.clients.get_mut(&c) else { return c };
-        let step = if s.ready { Step::Ready } else { Step::Answered(Vec::new()) };
-        cl.stage = Stage::Legacy(Session { rev: s.rev, caps: s.caps.clone(), info: s.info.clone(), step });
-        cl.principal = s.principal.clone();
-        cl.listed = s.listed;
-        cl.log_level = s.log_level;
-        for ch in Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
-            let fp = self.visible_fingerprint(c, ch, s.rev);
-            if let Some(cl) = self.clients.get_mut(&c) {
-                cl.known_fp[ch.idx()] = fp;
-            }
+        if !self.clients.contains_key(&c) {
+            return c;
         }
+        let mut fps = [0; 3];
+        for ch in Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
+            fps[ch.idx()] = self.visible_fingerprint(c, ch, s.rev);
+        }
+        self.clients.adopt(c, s, |ch| fps[ch.idx()]);
         if let Some(level) = s.log_level {
             self.set_log_level(c, level);
         }
         for uri in s.subscriptions.iter().take(self.opts.max_subscriptions) {
             self.resubscribe(c, uri);
         }
-        self.session_changed(c);
+        self.out.extend(self.clients.session_changed(c));
         c
-    }
-
-    /// What client `c`'s session keeps ([`Snapshot`]) changed.
-    pub(super) fn session_changed(&mut self, c: ClientId) {
-        if self.clients.get(&c).is_some_and(|cl| cl.session().is_some()) {
-            self.out.push_back(Output::SessionChanged(c));
-        }
     }
 
     pub(super) fn on_client_message(&mut self, c: ClientId, bytes: &[u8]) {
@@ -545,18 +521,6 @@ impl Hub {
         }
     }
 
-    /// A legacy request of a client that has not sent `initialize`: only
-    /// `initialize` and `ping` are taken.
-    /// Requirement: lifecycle-initialization-first-interaction, lifecycle-client-no-requests-before-init-response
-    pub(super) fn before_initialize(&self, c: ClientId, m: &wire::Msg) -> Result<(), super::request::Refusal> {
-        let uninitialized = self.clients.get(&c).is_some_and(|cl| cl.session().is_none());
-        if !uninitialized || matches!(m.call, Method::Initialize | Method::Ping) {
-            return Ok(());
-        }
-        let msg = format!("Invalid request: '{}' before initialize; send initialize first (only ping is answered before it)", m.method);
-        Err(super::request::Refusal(ErrorCode::InvalidRequest, msg, None))
-    }
-
     /// The id member for an error whose request id could not be read: left
     /// out on 2025-11-25, `null` (JSON-RPC 2.0) for older clients.
     fn unreadable_id(&self, c: ClientId) -> Option<&'static [u8]> {
@@ -601,31 +565,14 @@ impl Hub {
 
     fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
         match m.call {
-            Method::Initialized => self.client_initialized(c),
+            Method::Initialized => {
+                let fx = self.clients.initialized(c);
+                self.apply_clients(fx);
+            }
             Method::Cancelled => self.client_cancelled(c, m),
             Method::RootsListChanged if self.opts.roots.is_none() => self.client_roots_changed(),
             _ => {} // notifications/progress for relayed requests etc.: nothing to do
         }
-    }
-
-    /// `notifications/initialized`: the requests held until it are sent.
-    fn client_initialized(&mut self, c: ClientId) {
-        let Some(Stage::Legacy(s)) = self.clients.get_mut(&c).map(|cl| &mut cl.stage) else { return };
-        let held = match &mut s.step {
-            Step::Ready => return,
-            Step::Held { ready, .. } => {
-                *ready = true;
-                Vec::new()
-            }
-            Step::Answered(held) => std::mem::take(held),
-        };
-        if !matches!(s.step, Step::Held { .. }) {
-            s.step = Step::Ready;
-        }
-        for (b, about) in held {
-            self.downward().emit(c, b, about);
-        }
-        self.session_changed(c);
     }
 
     /// `notifications/cancelled` from a client: of a request it sent, or of
@@ -670,31 +617,10 @@ impl Hub {
 
     /// `initialize` from a client.
     pub(super) fn client_initialize(&mut self, c: ClientId, m: &wire::Msg) {
-        if let Some((field, len, max)) = KEPT_LIMITS.iter().find_map(|&(f, max)| m.param(&[f]).map(|r| (f, r.len(), max)).filter(|x| x.1 > max)) {
-            let msg = format!("Invalid params: {field} is {len} bytes, over mcpx's limit of {max} bytes for what a session keeps; send a smaller one");
-            let data = json!({ "field": field, "bytes": len, "limitBytes": max });
-            self.downward().error(c, m.id_bytes(), ErrorCode::InvalidParams, &msg, Some(data));
-            self.on_client_disconnected(c);
-            self.out.push_back(Output::CloseClient(c));
-            return;
-        }
-        let p = m.params_value();
-        let asked = p.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
-        // Requirement: lifecycle-server-echoes-supported-version, lifecycle-server-counteroffers-latest
-        let rev = revision::negotiate_server(asked, self.opts.client_revisions).unwrap_or(Rev::LATEST_LEGACY);
-        let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        let Some(cl) = self.clients.get_mut(&c) else { return };
-        let caps = p.get("capabilities").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
-        let info = p.get("clientInfo").cloned().unwrap_or(Value::Null);
-        // A second `initialize` is answered at once, its handshake kept.
-        let (step, again) = match std::mem::replace(&mut cl.stage, Stage::New) {
-            Stage::Legacy(s) if !matches!(s.step, Step::Held { .. }) => (s.step, true),
-            _ => (Step::Held { id: id.clone(), ready: false }, false),
-        };
-        cl.stage = Stage::Legacy(Session { rev, caps, info, step });
-        if again || self.startup_settled() {
-            self.answer_initialize(c, &id);
-        }
+        let settled = self.startup_settled();
+        let offer = Offer { ups: &self.ups, catalog: &self.catalog, starts: &self.starts, opts: &self.opts };
+        let fx = self.clients.initialize(c, m, &offer, settled);
+        self.apply_clients(fx);
     }
 
     /// Have upstreams had their chance to come up (or the wait run out)?
@@ -708,120 +634,18 @@ impl Hub {
         if !self.startup_settled() {
             return;
         }
-        let held: Vec<(ClientId, Vec<u8>)> = self
-            .clients
-            .iter()
-            .filter_map(|(k, cl)| match &cl.session()?.step {
-                Step::Held { id, .. } => Some((*k, id.clone())),
-                _ => None,
-            })
-            .collect();
-        for (c, id) in held {
-            self.answer_initialize(c, &id);
-        }
+        let offer = Offer { ups: &self.ups, catalog: &self.catalog, starts: &self.starts, opts: &self.opts };
+        let fx = self.clients.release_held(&offer);
+        self.apply_clients(fx);
         self.release_early();
     }
 
     pub(super) fn held_init_deadline(&self) -> Option<u64> {
-        if self.clients.values().any(Client::held_init) || !self.early.is_empty() {
+        if self.clients.any_held() || !self.early.is_empty() {
             self.started_ms.map(|s| s + self.opts.startup_wait_ms)
         } else {
             None
         }
-    }
-
-    fn answer_initialize(&mut self, c: ClientId, id: &[u8]) {
-        let rev = self.clients[&c].rev();
-        let f = &rev.features();
-        let mut caps = self.union_capabilities();
-        // Requirement: tasks-declare-capability
-        if super::tasks::declared_legacy(rev, self.clients[&c].caps()) {
-            caps.insert("tasks".into(), super::tasks::capability());
-        }
-        let caps = shape::server_capabilities(caps, f);
-        let info = shape::implementation(json!({ "name": self.opts.server_name, "version": self.opts.server_version }), f);
-        let mut result = json!({
-            "protocolVersion": rev.as_str(),
-            "capabilities": caps,
-            "serverInfo": info,
-            "instructions": self.instructions(f),
-        });
-        let waiting = self.ups.not_ready(|u| self.starts.is_instance(u));
-        if !waiting.is_empty() {
-            result["_meta"] = json!({ super::NOT_READY_META: waiting });
-        }
-        if let Some(Stage::Legacy(s)) = self.clients.get_mut(&c).map(|cl| &mut cl.stage) {
-            if let Step::Held { ready, .. } = s.step {
-                s.step = if ready { Step::Ready } else { Step::Answered(Vec::new()) };
-            }
-        }
-        self.downward().result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
-        self.out.push_back(Output::ClientInitialized(c, rev));
-        self.session_changed(c);
-    }
-
-    /// What the hub offers clients: the union of what its upstreams offered
-    /// when they last initialized. Lists always announce `listChanged` (the
-    /// hub's lists change as upstreams come and go). With no upstream ever
-    /// initialized, `tools` is offered so the client asks later.
-    pub(super) fn union_capabilities(&self) -> Map<String, Value> {
-        let mut caps = Map::new();
-        let known: Vec<&Value> = self.ups.iter().filter_map(|u| u.caps.as_ref()).collect();
-        let has = |k: &str| known.iter().any(|c| c.get(k).is_some_and(|v| !v.is_null()));
-        if has("tools") || known.is_empty() {
-            caps.insert("tools".into(), json!({ "listChanged": true }));
-        }
-        if has("resources") {
-            let sub = known.iter().any(|c| c.pointer("/resources/subscribe") == Some(&Value::Bool(true)));
-            let mut r = json!({ "listChanged": true });
-            if sub {
-                r["subscribe"] = Value::Bool(true);
-            }
-            caps.insert("resources".into(), r);
-        }
-        if has("prompts") {
-            caps.insert("prompts".into(), json!({ "listChanged": true }));
-        }
-        if has("logging") {
-            caps.insert("logging".into(), json!({}));
-        }
-        if has("completions") {
-            caps.insert("completions".into(), json!({}));
-        }
-        caps
-    }
-
-    /// The `instructions` for a client with features `f`: the separator and
-    /// prefixes as that client's names have them.
-    pub(super) fn instructions(&self, f: &shape::Features) -> String {
-        let sep = &self.opts.separator;
-        let legacy = names::legacy_separator(sep);
-        let shown_sep = if f.dotted_names { sep.as_str() } else { legacy };
-        let mut s = format!(
-            "This is mcpx, a hub serving the tools, resources and prompts of {} MCP server(s). \
-             Names are prefixed with the server's prefix and '{shown_sep}'.\n",
-            self.ups.iter().filter(|u| !u.is_removed()).count(),
-        );
-        for (i, u) in self.ups.iter().enumerate().filter(|(_, u)| !u.is_removed()) {
-            // The prefixes as applied to its names (a long one is shortened
-            // on long names; invalid characters are replaced).
-            let mut applied = self.catalog.applied_prefixes(i, f);
-            let fallback = names::expose_detail(&u.spec.prefix, legacy, "", 0);
-            let fallback = names::respell(&fallback, shown_sep).unwrap_or(fallback);
-            if applied.is_empty() {
-                applied.push(fallback.applied_prefix());
-            }
-            let prefix = if u.spec.prefix.is_empty() { "(unprefixed)".to_string() } else { applied.join(" or ") };
-            s.push_str(&format!("- {} {}: {}", u.spec.name, prefix, u.state_name()));
-            if let Some(i) = u.instructions.as_deref().filter(|i| !i.trim().is_empty()) {
-                // The server's words, never mcpx's (tools-annotations-untrusted).
-                let short: String = i.trim().chars().take(2000).collect();
-                let vetted = if u.spec.trusted { "" } else { " (not verified by mcpx)" };
-                s.push_str(&format!("\n  Instructions from server '{}'{vetted}:\n  {}", u.spec.name, short.replace('\n', "\n  ")));
-            }
-            s.push('\n');
-        }
-        s
     }
 
     /// After a catalog change: tell each client that has read the list and
