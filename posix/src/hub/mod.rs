@@ -86,6 +86,7 @@ mod catalog;
 mod client;
 mod downward;
 mod modern;
+mod offer;
 pub(crate) mod param_headers;
 mod pending;
 mod policy;

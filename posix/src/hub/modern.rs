@@ -379,7 +379,7 @@ impl Hub {
         // Requirement: versioning-server-must-implement-discover, discover-supportedversions, discover-capabilities, discover-serverinfo-in-meta, discover-cacheable, discover-resulttype
         let versions: Vec<&str> = self.opts.client_revisions.iter().rev().map(Revision::as_str).collect();
         let f = shape::Features::of(MODERN);
-        let mut caps = shape::server_capabilities(super::client::capabilities(&self.ups), &f);
+        let mut caps = shape::server_capabilities(self.ups.capabilities(), &f);
         // Requirement: ext-tasks-server-advertise-discover
         if tasks {
             caps.insert("extensions".into(), json!({ super::tasks::EXT: {} }));
@@ -387,7 +387,7 @@ impl Hub {
         let v = json!({
             "supportedVersions": versions,
             "capabilities": caps,
-            "instructions": super::client::instructions(&self.ups, &self.catalog, &self.opts.separator, &f),
+            "instructions": self.ups.instructions(&self.catalog, &self.opts.separator, &f),
         });
         let hints = self.agg_hints(&[]);
         let out = self.stamped(&serde_json::to_vec(&v).unwrap_or_default(), Some(hints));
@@ -426,7 +426,7 @@ impl Hub {
             }
             Some(_) => return self.modern_error(c, id, ErrorCode::InvalidParams, "Invalid params: notifications.taskIds must be an array of task ids", None),
         };
-        let caps = super::client::capabilities(&self.ups);
+        let caps = self.ups.capabilities();
         let asked = |k: &str| filter.get(k) == Some(&Value::Bool(true));
         // Requirement: subscriptions-ack-reports-agreed-subset, subscriptions-only-requested-types
         let listen = Listen {

@@ -9,16 +9,15 @@
 
 use mcpx_core::error::ErrorCode;
 use mcpx_core::method::Method;
-use mcpx_core::names;
 use mcpx_core::revision;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{Clients, Session, Stage, Step, KEPT_LIMITS};
 use crate::hub::catalog::Catalog;
-use crate::hub::request::Refusal;
-use crate::hub::shape::{self, Rev, RevExt};
 use crate::hub::starts::Starts;
 use crate::hub::upstream::Upstreams;
+use crate::hub::request::Refusal;
+use crate::hub::shape::{self, Rev, RevExt};
 use crate::hub::wire;
 use crate::hub::{tasks, About, ClientId, HubOptions, Output, NOT_READY_META};
 #[cfg(feature = "cluster")]
@@ -105,7 +104,7 @@ impl Clients {
         let Some(cl) = self.get_mut(&c) else { return };
         let rev = cl.rev();
         let f = &rev.features();
-        let mut caps = capabilities(offer.ups);
+        let mut caps = offer.ups.capabilities();
         // Requirement: tasks-declare-capability
         if tasks::declared_legacy(rev, cl.caps()) {
             caps.insert("tasks".into(), tasks::capability());
@@ -116,7 +115,7 @@ impl Clients {
             "protocolVersion": rev.as_str(),
             "capabilities": caps,
             "serverInfo": info,
-            "instructions": instructions(offer.ups, offer.catalog, &offer.opts.separator, f),
+            "instructions": offer.ups.instructions(offer.catalog, &offer.opts.separator, f),
         });
         let waiting = offer.ups.not_ready(|u| offer.starts.is_instance(u));
         if !waiting.is_empty() {
@@ -204,67 +203,4 @@ impl Clients {
             cl.known_fp[ch.idx()] = fingerprint(ch);
         }
     }
-}
-
-/// What the hub offers clients: the union of what its upstreams offered
-/// when they last initialized. Lists always announce `listChanged` (the
-/// hub's lists change as upstreams come and go). With no upstream ever
-/// initialized, `tools` is offered so the client asks later.
-pub(in crate::hub) fn capabilities(ups: &Upstreams) -> Map<String, Value> {
-    let mut caps = Map::new();
-    let known: Vec<&Value> = ups.iter().filter_map(|u| u.caps.as_ref()).collect();
-    let has = |k: &str| known.iter().any(|c| c.get(k).is_some_and(|v| !v.is_null()));
-    if has("tools") || known.is_empty() {
-        caps.insert("tools".into(), json!({ "listChanged": true }));
-    }
-    if has("resources") {
-        let sub = known.iter().any(|c| c.pointer("/resources/subscribe") == Some(&Value::Bool(true)));
-        let mut r = json!({ "listChanged": true });
-        if sub {
-            r["subscribe"] = Value::Bool(true);
-        }
-        caps.insert("resources".into(), r);
-    }
-    if has("prompts") {
-        caps.insert("prompts".into(), json!({ "listChanged": true }));
-    }
-    if has("logging") {
-        caps.insert("logging".into(), json!({}));
-    }
-    if has("completions") {
-        caps.insert("completions".into(), json!({}));
-    }
-    caps
-}
-
-/// The `instructions` for a client with features `f`: the separator and
-/// prefixes as that client's names have them.
-pub(in crate::hub) fn instructions(ups: &Upstreams, catalog: &Catalog, sep: &str, f: &shape::Features) -> String {
-    let legacy = names::legacy_separator(sep);
-    let shown_sep = if f.dotted_names { sep } else { legacy };
-    let mut s = format!(
-        "This is mcpx, a hub serving the tools, resources and prompts of {} MCP server(s). \
-         Names are prefixed with the server's prefix and '{shown_sep}'.\n",
-        ups.iter().filter(|u| !u.is_removed()).count(),
-    );
-    for (i, u) in ups.iter().enumerate().filter(|(_, u)| !u.is_removed()) {
-        // The prefixes as applied to its names (a long one is shortened
-        // on long names; invalid characters are replaced).
-        let mut applied = catalog.applied_prefixes(i, f);
-        let fallback = names::expose_detail(&u.spec.prefix, legacy, "", 0);
-        let fallback = names::respell(&fallback, shown_sep).unwrap_or(fallback);
-        if applied.is_empty() {
-            applied.push(fallback.applied_prefix());
-        }
-        let prefix = if u.spec.prefix.is_empty() { "(unprefixed)".to_string() } else { applied.join(" or ") };
-        s.push_str(&format!("- {} {}: {}", u.spec.name, prefix, u.state_name()));
-        if let Some(i) = u.instructions.as_deref().filter(|i| !i.trim().is_empty()) {
-            // The server's words, never mcpx's (tools-annotations-untrusted).
-            let short: String = i.trim().chars().take(2000).collect();
-            let vetted = if u.spec.trusted { "" } else { " (not verified by mcpx)" };
-            s.push_str(&format!("\n  Instructions from server '{}'{vetted}:\n  {}", u.spec.name, short.replace('\n', "\n  ")));
-        }
-        s.push('\n');
-    }
-    s
 }

@@ -47,7 +47,8 @@ use super::wire::{self, Bad, Kind};
 use super::{About, ClientId, Hub, IdKey, Level, Output, Oversize};
 
 mod handshake;
-pub(super) use handshake::{capabilities, instructions, Effect, Offer};
+pub(super) use handshake::Effect;
+use handshake::Offer;
 
 pub(super) struct Client {
     /// Where the client is in its life, and what that stage knows.
