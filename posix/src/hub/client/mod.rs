@@ -34,19 +34,20 @@
 use mcpx_core::error::ErrorCode;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
-use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::envelope::{Batch, Message};
 use mcpx_core::method::Method;
 use mcpx_core::revision;
 use serde_json::{json, Value};
 
 use super::catalog::Channel;
-use super::shape::{Rev, RevExt};
+use super::shape::Rev;
 use super::upward;
 use super::wire::{self, Bad, Kind};
+use super::request::Refusal;
 use super::{About, ClientId, Hub, IdKey, Level, Output, Oversize};
 
 mod handshake;
+mod inbound;
 pub(super) use handshake::Effect;
 use handshake::Offer;
 
@@ -441,7 +442,7 @@ impl Hub {
                 self.log(Level::Debug, format!("client {c}: invalid notification dropped: {message}"));
             }
             Err(Bad { code, message, id }) => {
-                let id = id.or_else(|| self.unreadable_id(c).map(<[u8]>::to_vec));
+                let id = id.or_else(|| self.clients.unreadable_id(c).map(<[u8]>::to_vec));
                 self.downward().error(c, id.as_deref(), code, message, None);
             }
             Ok(Message::Single(env)) => self.on_client_view(c, &wire::view(env)),
@@ -449,65 +450,28 @@ impl Hub {
         }
     }
 
-    /// A JSON-RPC batch from client `c` (a stream transport's frame; the
-    /// HTTP listener answers its own batches per POST).
+    /// A JSON-RPC batch from client `c` (see [`Clients::batch`]).
     fn on_client_batch(&mut self, c: ClientId, b: Batch<'_>) {
-        let rev = self.clients.get(&c).and_then(Client::session).map(|s| s.rev);
-        // Requirement: messages-batch-may-send-must-receive, stdio-message-may-be-batch (2025-03-26 only)
-        let refusal = match rev {
-            None => Some("Invalid request: a JSON-RPC batch cannot come before initialize".to_string()),
-            Some(rev) if !Batch::allowed_in(rev) => {
-                Some(format!("Invalid request: JSON-RPC batches are not supported in protocol revision {}", rev.as_str()))
-            }
-            Some(_) => None,
-        };
-        if let Some(msg) = refusal {
-            let id = self.unreadable_id(c);
-            return self.downward().error(c, id, ErrorCode::InvalidRequest, &msg, None);
-        }
-        let mut batch = PendingBatch { waiting: Vec::new(), answers: Vec::new() };
-        let mut views = Vec::new();
-        for (raw, el) in b.value().elements().zip(b.elements()) {
-            match el {
-                // Requirement: lifecycle-initialize-not-in-batch
-                Ok(env) if env.kind() == Kind::Request && env.call() == Some(Method::Initialize) => {
-                    let msg = "Invalid request: initialize must not be part of a JSON-RPC batch";
-                    batch.answers.push(wire::error(env.id_bytes().or(Some(b"null")), ErrorCode::InvalidRequest, msg, None));
-                }
-                Ok(env) => {
-                    if let Some(id) = env.id_bytes().filter(|_| env.kind() == Kind::Request) {
-                        batch.waiting.push(IdKey::new(id));
-                    }
-                    views.push(env);
-                }
-                Err(_) if wire::notification_shaped(&raw) => {}
-                Err(e) => {
-                    let Bad { code, message, id } = wire::bad(&e);
-                    batch.answers.push(wire::error(id.as_deref().or(Some(b"null")), code, message, None));
+        match self.clients.batch(&mut self.out, c, b) {
+            Ok(views) => {
+                for env in views {
+                    self.on_client_view(c, &wire::view(env));
                 }
             }
-        }
-        let done = batch.waiting.is_empty();
-        if done && batch.answers.is_empty() {
-            // Notifications and responses only: nothing to answer.
-        } else if done {
-            self.out.push_back(Output::ToClient(c, wire::batch_array(&batch.answers), About::Batch));
-        } else if let Some(cl) = self.clients.get_mut(&c) {
-            cl.batches.push(batch);
-        }
-        for env in views {
-            self.on_client_view(c, &wire::view(env));
+            Err(msg) => {
+                let id = self.clients.unreadable_id(c);
+                self.downward().error(c, id, ErrorCode::InvalidRequest, &msg, None);
+            }
         }
     }
 
     /// One checked message from client `c`: the only way in.
     pub(super) fn on_client_view(&mut self, c: ClientId, m: &wire::Msg) {
-        let Some(cl) = self.clients.get_mut(&c) else { return };
+        if !self.clients.opened(c, m) {
+            return;
+        }
         match m.kind {
             Kind::Request => {
-                if let Some(id) = m.id_bytes().filter(|_| cl.open.len() < MAX_OPEN) {
-                    cl.open.insert(IdKey::new(id));
-                }
                 if self.draining {
                     let msg = "mcpx is shutting down: it takes no new requests";
                     return self.downward().error(c, m.id_bytes(), ErrorCode::InternalError, msg, None);
@@ -522,31 +486,10 @@ impl Hub {
         }
     }
 
-    /// The id member for an error whose request id could not be read: left
-    /// out on 2025-11-25, `null` (JSON-RPC 2.0) for older clients.
-    fn unreadable_id(&self, c: ClientId) -> Option<&'static [u8]> {
-        let rev = self.clients.get(&c).map(|cl| cl.rev()).unwrap_or(Rev::LATEST_LEGACY);
-        if rev.features().error_id_optional {
-            None
-        } else {
-            Some(b"null")
-        }
-    }
-
     pub(super) fn on_client_frame_too_large(&mut self, c: ClientId, big: &Oversize<'_>) {
-        if !self.clients.contains_key(&c) {
-            return;
+        if let Some((id, Refusal(code, msg, data))) = self.clients.too_large(c, big) {
+            self.downward().error(c, id, code, &msg, data);
         }
-        // The request's own id when the message's first bytes hold it
-        // (messages-error-response-same-id-unless-unreadable).
-        let id = match clipped::classify(big.head, big.tail) {
-            Clipped::Request { id: Some(id) } => Some(id),
-            Clipped::Request { id: None } => return, // a notification: no answer
-            _ => self.unreadable_id(c),
-        };
-        let Oversize { len, max, limit, .. } = *big;
-        let msg = format!("Invalid request: the message is {len} bytes, over {limit}; it was dropped");
-        self.downward().error(c, id, ErrorCode::InvalidRequest, &msg, Some(json!({ "bytes": len, "limitBytes": max })));
     }
 
     pub(super) fn on_client_disconnected(&mut self, c: ClientId) {
