@@ -2,19 +2,28 @@
 //! forwarded to the upstream that owns the name, URI or reference, with the
 //! name mapped back, a fresh upstream id and a progress token unique per
 //! upstream. Answers come back through `answer_client`, shaped for the client.
+//!
+//! It is also the way in from clients: connections, frames and batches,
+//! notifications, answers to relayed requests, and the hub's side of the
+//! handshake and of list announcements. What a client is and has seen, and
+//! the handshake's logic, are `client`'s ([`super::client::Clients`]).
 
 use mcpx_core::error::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use mcpx_core::cursor::{self, Cursor};
+use mcpx_core::envelope::{Batch, Message};
 use mcpx_core::error::PeerCaps;
 use mcpx_core::method::Method;
 use serde_json::{json, Value};
 
 use crate::policy::ratelimit::Class;
 
-use super::catalog::Kind;
+use super::catalog::{Channel, Kind};
+#[cfg(feature = "cluster")]
+use super::client::Snapshot;
+use super::client::Offer;
 use super::pending::Origin;
 use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
@@ -22,8 +31,8 @@ use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
 use super::tasks::{self, InputTo, Plan};
 use super::upward;
-use super::wire::{self, Msg};
-use super::{shared, ClientId, Hub, Outcome, Output, UpstreamId};
+use super::wire::{self, Bad, Msg};
+use super::{shared, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
 pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -1049,6 +1058,231 @@ impl Hub {
                         self.on_modern_request(c, &m);
                     }
                 }
+            }
+        }
+    }
+}
+
+/// The way in from clients: connections, frames, the messages in them
+/// (requests to the router above, notifications, answers to relayed
+/// requests), and the hub's side of the handshake (`client`).
+impl Hub {
+    pub(super) fn on_client_connected(&mut self) -> ClientId {
+        match self.clients.connect(self.now_ms) {
+            Ok(c) => c,
+            Err(c) => {
+                let msg = format!("mcpx refused a client connection: {} clients are connected (its limit)", self.clients.max());
+                self.log(Level::Warn, msg);
+                self.out.push_back(Output::CloseClient(c));
+                c
+            }
+        }
+    }
+
+    /// A client that goes on from `s`: initialized as it was, its log level
+    /// and subscriptions asked again as the client asked them (upstreams
+    /// get `logging/setLevel` and `resources/subscribe`), the lists it read
+    /// taken as shown now. Refused at `max_clients` as any client is.
+    #[cfg(feature = "cluster")]
+    pub(super) fn on_adopt_client(&mut self, s: &Snapshot) -> ClientId {
+        let c = self.on_client_connected();
+        if !self.clients.contains_key(&c) {
+            return c;
+        }
+        let mut fps = [0; 3];
+        for ch in Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
+            fps[ch.idx()] = self.visible_fingerprint(c, ch, s.rev);
+        }
+        self.clients.adopt(c, s, |ch| fps[ch.idx()]);
+        if let Some(level) = s.log_level {
+            self.set_log_level(c, level);
+        }
+        for uri in s.subscriptions.iter().take(self.opts.max_subscriptions) {
+            self.resubscribe(c, uri);
+        }
+        self.out.extend(self.clients.session_changed(c));
+        c
+    }
+
+    pub(super) fn on_client_message(&mut self, c: ClientId, bytes: &[u8]) {
+        if !self.clients.contains_key(&c) {
+            return;
+        }
+        match wire::parse_frame(bytes) {
+            Err(Bad { message, .. }) if wire::is_notification_shaped(bytes) => {
+                self.log(Level::Debug, format!("client {c}: invalid notification dropped: {message}"));
+            }
+            Err(Bad { code, message, id }) => {
+                let id = id.or_else(|| self.clients.unreadable_id(c).map(<[u8]>::to_vec));
+                self.downward().error(c, id.as_deref(), code, message, None);
+            }
+            Ok(Message::Single(env)) => self.on_client_view(c, &wire::view(env)),
+            Ok(Message::Batch(b)) => self.on_client_batch(c, b),
+        }
+    }
+
+    /// A JSON-RPC batch from client `c` (see [`Clients::batch`]).
+    fn on_client_batch(&mut self, c: ClientId, b: Batch<'_>) {
+        match self.clients.batch(&mut self.out, c, b) {
+            Ok(views) => {
+                for env in views {
+                    self.on_client_view(c, &wire::view(env));
+                }
+            }
+            Err(msg) => {
+                let id = self.clients.unreadable_id(c);
+                self.downward().error(c, id, ErrorCode::InvalidRequest, &msg, None);
+            }
+        }
+    }
+
+    /// One checked message from client `c`: the only way in.
+    pub(super) fn on_client_view(&mut self, c: ClientId, m: &wire::Msg) {
+        if !self.clients.opened(c, m) {
+            return;
+        }
+        match m.kind {
+            wire::Kind::Request => {
+                if self.draining {
+                    let msg = "mcpx is shutting down: it takes no new requests";
+                    return self.downward().error(c, m.id_bytes(), ErrorCode::InternalError, msg, None);
+                }
+                self.on_client_request(c, m)
+            }
+            wire::Kind::Notification => self.on_client_notification(c, m),
+            wire::Kind::Result | wire::Kind::Error => {
+                let fx = self.relays.on_client_response(&self.ups, c, m);
+                self.apply_relay(fx)
+            }
+        }
+    }
+
+    pub(super) fn on_client_frame_too_large(&mut self, c: ClientId, big: &Oversize<'_>) {
+        if let Some((id, Refusal(code, msg, data))) = self.clients.too_large(c, big) {
+            self.downward().error(c, id, code, &msg, data);
+        }
+    }
+
+    pub(super) fn on_client_disconnected(&mut self, c: ClientId) {
+        if self.clients.remove(&c).is_none() {
+            return;
+        }
+        for (u, id, _) in self.pending.drain_client(c) {
+            self.cancel_upstream(u, id, "the client disconnected");
+        }
+        let fx = self.relays.drop_client(&self.ups, c);
+        self.apply_relay(fx);
+        self.tasks.client_gone(c);
+        self.unsubscribe_all(c);
+        self.policy.client_gone(c);
+        self.shared.drop_client(c);
+    }
+
+    fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
+        match m.call {
+            Method::Initialized => {
+                let fx = self.clients.initialized(c);
+                self.apply_clients(fx);
+            }
+            Method::Cancelled => self.client_cancelled(c, m),
+            Method::RootsListChanged if self.opts.roots.is_none() => self.client_roots_changed(),
+            _ => {} // notifications/progress for relayed requests etc.: nothing to do
+        }
+    }
+
+    /// `notifications/cancelled` from a client: of a request it sent, or of
+    /// one relayed to it.
+    fn client_cancelled(&mut self, c: ClientId, m: &wire::Msg) {
+        let Some(r) = m.param(&["requestId"]) else { return };
+        let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
+        let rid = &m.raw[r];
+        if self.end_listen(c, rid) {
+            return;
+        }
+        if let Some((u, id)) = self.pending.by_client(c, rid) {
+            // A call the server was asked to run as its task: its
+            // task is cancelled once the answer names it.
+            if self.tasks.ask_cancelled(u, id) && self.pending.set_origin(u, id, super::pending::Origin::TaskCancelled) {
+                self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
+                return;
+            }
+            // Requirement: cancellation-ref-same-direction-in-progress
+            self.pending.take(u, id);
+            // A cancelled request gets no answer: its batch does not wait for one.
+            self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
+            // Requirement: cancellation-log-reasons
+            let server = self.ups[u].spec.name.clone();
+            self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
+            self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
+        } else if let Some(hid) = wire::id_u64(rid) {
+            let fx = self.relays.cancelled_by_client(&self.ups, c, hid, reason.as_deref());
+            self.apply_relay(fx);
+        }
+    }
+
+    /// `notifications/roots/list_changed` from a client, when the roots are
+    /// the client's (none configured): told to every ready upstream.
+    fn client_roots_changed(&mut self) {
+        for u in 0..self.ups.len() {
+            if self.ups[u].is_ready() {
+                upward::notification(&mut self.out, u, Method::RootsListChanged, None);
+            }
+        }
+    }
+
+    /// `initialize` from a client.
+    pub(super) fn client_initialize(&mut self, c: ClientId, m: &wire::Msg) {
+        let settled = self.startup_settled();
+        let offer = Offer { ups: &self.ups, catalog: &self.catalog, starts: &self.starts, opts: &self.opts };
+        let fx = self.clients.initialize(c, m, &offer, settled);
+        self.apply_clients(fx);
+    }
+
+    /// Have upstreams had their chance to come up (or the wait run out)?
+    pub(super) fn startup_settled(&self) -> bool {
+        self.ups.iter().all(|u| u.settled)
+            || self.started_ms.is_none_or(|s| self.now_ms >= s + self.opts.startup_wait_ms)
+    }
+
+    /// Answers held `initialize` requests once startup has settled.
+    pub(super) fn release_held_inits(&mut self) {
+        if !self.startup_settled() {
+            return;
+        }
+        let offer = Offer { ups: &self.ups, catalog: &self.catalog, starts: &self.starts, opts: &self.opts };
+        let fx = self.clients.release_held(&offer);
+        self.apply_clients(fx);
+        self.release_early();
+    }
+
+    pub(super) fn held_init_deadline(&self) -> Option<u64> {
+        if self.clients.any_held() || !self.early.is_empty() {
+            self.started_ms.map(|s| s + self.opts.startup_wait_ms)
+        } else {
+            None
+        }
+    }
+
+    /// After a catalog change: tell each client that has read the list and
+    /// whose view of it really changed (legacy), and every listen stream
+    /// that asked for the channel (modern).
+    pub(super) fn announce(&mut self, ch: Channel) {
+        self.notify_listens(ch);
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for c in ids {
+            let (listed, rev, known) = {
+                let cl = &self.clients[&c];
+                (cl.listed[ch.idx()] && cl.initialized(), cl.rev(), cl.known_fp[ch.idx()])
+            };
+            if !listed {
+                continue;
+            }
+            let fp = self.visible_fingerprint(c, ch, rev);
+            if fp != known {
+                if let Some(cl) = self.clients.get_mut(&c) {
+                    cl.known_fp[ch.idx()] = fp;
+                }
+                self.downward().notification(c, ch.notification(), None);
             }
         }
     }
