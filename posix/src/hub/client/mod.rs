@@ -33,9 +33,11 @@
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
+#[cfg(feature = "cluster")]
 use mcpx_core::revision;
 use serde_json::{json, Value};
 
+#[cfg(feature = "cluster")]
 use super::catalog::Channel;
 use super::shape::Rev;
 use super::wire;
