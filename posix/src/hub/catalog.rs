@@ -111,7 +111,6 @@ pub(super) enum Channel {
 }
 
 impl Channel {
-    #[cfg(feature = "cluster")]
     pub const ALL: [Channel; 3] = [Channel::Tools, Channel::Resources, Channel::Prompts];
 
     pub fn idx(self) -> usize {

@@ -35,7 +35,8 @@
 //! - The hub alone tracks what is in flight: each client's open request ids
 //!   (`client_open_requests`, `client_request_open`, `client_initializing`)
 //!   and the pending table of forwarded requests.
-//! - One error writer (`answer_error`, over `crate::bytes::written::error` and
+//! - One writer per kind of message toward clients (`downward`), among
+//!   them one error writer (`Downward::error`, over `crate::bytes::written::error` and
 //!   core's `rewrite::write_error`), with typed codes from core's error table
 //!   (`ErrorCode::for_peer`, revision- and capability-aware; `code_for` for
 //!   an upstream's code passed on).
@@ -83,7 +84,9 @@
 
 mod catalog;
 mod client;
+mod downward;
 mod modern;
+mod offer;
 pub(crate) mod param_headers;
 mod pending;
 mod policy;
@@ -668,7 +671,7 @@ impl Hub {
     /// `initialize` is answered.
     #[cfg(feature = "cluster")]
     pub fn client_snapshot(&self, c: ClientId) -> Option<Snapshot> {
-        self.snapshot_of(c)
+        self.clients.snapshot(c, || self.subs.of_client(c))
     }
 
     /// A new client going on from `s`, the session of a replica that is
@@ -949,7 +952,7 @@ impl Hub {
                 self.cancel_upstream(u, id, "mcpx is shutting down");
                 let name = self.ups[u].spec.name.clone();
                 let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");
-                self.answer_error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
+                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
             }
         }
     }
@@ -1063,13 +1066,13 @@ impl Hub {
                             serde_json::to_vec(&v).unwrap_or_default()
                         }
                     };
-                    self.answer_result_as(client, &id, &body, outcome);
+                    self.downward().result_as(client, &id, &body, outcome);
                 }
-                AnswerRaw { client, id, error, outcome } => self.answer_raw_error(client, &id, &error, outcome),
-                Refuse { client, id, refusal: request::Refusal(code, msg, data) } => self.answer_error(client, Some(&id), code, &msg, data),
+                AnswerRaw { client, id, error, outcome } => self.downward().raw_error(client, &id, &error, outcome),
+                Refuse { client, id, refusal: request::Refusal(code, msg, data) } => self.downward().error(client, Some(&id), code, &msg, data),
                 StatusToCreator { client, params } => {
                     if self.clients.get(&client).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps())) {
-                        self.emit_notification(client, mcpx_core::method::Method::TasksStatus, Some(&params));
+                        self.downward().notification(client, mcpx_core::method::Method::TasksStatus, Some(&params));
                     }
                 }
                 NotifyListens { principal, id, task } => self.notify_listens_task(&principal, &id, &task),
@@ -1169,7 +1172,7 @@ impl Hub {
                                     Some(r) => format!("server '{name}' exited before answering {method} ({r})"),
                                     None => format!("server '{name}' stopped before answering {method} (idle stop)"),
                                 };
-                                self.answer_error(client, Some(&id), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
+                                self.downward().error(client, Some(&id), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
                             }
                             (Origin::Task(t), Some(r)) => {
                                 let fx = self.tasks.lost(&t, format!("server '{name}' exited before the task finished ({r})"), self.now_ms);
@@ -1197,6 +1200,12 @@ impl Hub {
 
     fn log(&mut self, level: Level, msg: String) {
         self.out.push_back(Output::Log(level, msg));
+    }
+
+    /// The writers toward clients, over the output queue, the clients and
+    /// the policy.
+    fn downward(&mut self) -> downward::Downward<'_> {
+        downward::Downward { out: &mut self.out, clients: &mut self.clients, policy: &mut self.policy, now_ms: self.now_ms }
     }
 
     /// Log one `debug` line per call, relayed sampling and elicitation
@@ -1238,6 +1247,23 @@ impl Hub {
         upward::answer(&mut self.out, u, bytes);
     }
 
+    /// Does what the client handshake answered (`client`), in order.
+    fn apply_clients(&mut self, fx: Vec<client::Effect>) {
+        use client::Effect;
+        for e in fx {
+            match e {
+                Effect::Answer { c, id, result } => self.downward().result(c, &id, &result),
+                Effect::Refuse { c, id, refusal: request::Refusal(code, msg, data) } => self.downward().error(c, id.as_deref(), code, &msg, data),
+                Effect::Send(c, bytes, about) => self.downward().emit(c, bytes, about),
+                Effect::Drop(c) => {
+                    self.on_client_disconnected(c);
+                    self.out.push_back(Output::CloseClient(c));
+                }
+                Effect::Out(o) => self.out.push_back(o),
+            }
+        }
+    }
+
     /// Does what the starts subsystem answered (`starts`), in order.
     fn apply_starts(&mut self, fx: Vec<starts::Effect>) {
         use starts::Effect;
@@ -1256,7 +1282,7 @@ impl Hub {
                     Some(ctx) => self.route_normalized(c, &raw, ctx),
                 },
                 Effect::Serve { .. } => {}
-                Effect::Fail { c, id, msg, data } => self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, Some(data)),
+                Effect::Fail { c, id, msg, data } => self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(data)),
                 Effect::NewSlot(up) => {
                     self.ups.push(*up);
                     self.catalog.add_slot();

@@ -2,12 +2,18 @@
 //! forwarded to the upstream that owns the name, URI or reference, with the
 //! name mapped back, a fresh upstream id and a progress token unique per
 //! upstream. Answers come back through `answer_client`, shaped for the client.
+//!
+//! It is also the way in from clients: connections, frames and batches,
+//! notifications, answers to relayed requests, and the hub's side of the
+//! handshake and of list announcements. What a client is and has seen, and
+//! the handshake's logic, are `client`'s ([`super::client::Clients`]).
 
 use mcpx_core::error::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use mcpx_core::cursor::{self, Cursor};
+use mcpx_core::envelope::{Batch, Message};
 use mcpx_core::error::PeerCaps;
 use mcpx_core::method::Method;
 use serde_json::{json, Value};
@@ -15,6 +21,9 @@ use serde_json::{json, Value};
 use crate::policy::ratelimit::Class;
 
 use super::catalog::{Channel, Kind};
+#[cfg(feature = "cluster")]
+use super::client::Snapshot;
+use super::client::Offer;
 use super::modern::{self, Grant};
 use super::pending::Origin;
 use super::policy::{MetaTool, Server, ToolsView};
@@ -23,8 +32,8 @@ use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
 use super::tasks::{self, InputTo, Plan};
 use super::upward;
-use super::wire::{self, Msg};
-use super::{shared, ClientId, Hub, Outcome, Output, UpstreamId};
+use super::wire::{self, Bad, Msg};
+use super::{shared, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
 pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -95,7 +104,7 @@ impl Hub {
                 Forget(u, call) => drop(self.pending.take(u, call)),
                 Hold { up, call, h, until } => self.pending.hold(up, call, h, until),
                 Resume { up, call, origin } => self.pending.resume(up, call, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms),
-                AskClient { client, hid, method, params } => self.request_client(client, hid, &method, &params),
+                AskClient { client, hid, method, params } => self.downward().request(client, hid, &method, &params),
                 Admit { up, msg, link } => {
                     // Policy: the server-request rate limits (hub/policy.rs).
                     let owner = link.task.as_deref().and_then(|t| self.tasks.creator_of(up, t));
@@ -143,18 +152,18 @@ impl Hub {
                 Check { client, msg, id, ctx, schemas, inner, responses } => match self.policy.check_input_responses(&schemas, responses.as_ref()) {
                     Some((line, Refusal(code, text, data))) => {
                         self.apply_policy([line]);
-                        self.answer_error(client, Some(&id), code, &text, data);
+                        self.downward().error(client, Some(&id), code, &text, data);
                     }
                     None => {
                         let fx = self.relays.resume(&self.ups, &self.pending, client, msg, &id, ctx, &inner, responses, self.now_ms);
                         self.apply_relay(fx);
                     }
                 },
-                NotifyClient(c, method, params) => self.notify_client(c, method, &params),
-                AnswerError { client, id, code, msg, data } => self.answer_error(client, Some(&id), code, &msg, data),
+                NotifyClient(c, method, params) => self.downward().notify(c, method, &params),
+                AnswerError { client, id, code, msg, data } => self.downward().error(client, Some(&id), code, &msg, data),
                 InputRequired { client, id, mut result } => {
                     modern::stamp(&self.opts, &mut result, None);
-                    self.answer_result(client, &id, &serde_json::to_vec(&result).unwrap_or_default());
+                    self.downward().result(client, &id, &serde_json::to_vec(&result).unwrap_or_default());
                 }
                 Answer(u, origin, m) => self.answer_client(u, origin, m),
                 AnswerKept(u, origin, raw) => {
@@ -187,13 +196,13 @@ impl Hub {
         if modern::is_modern_request(self.clients.get(&c).is_some_and(|cl| cl.is_modern()), m) {
             return self.on_modern_request(c, m);
         }
-        if let Err(Refusal(code, msg, data)) = self.before_initialize(c, m).and_then(|()| {
+        if let Err(Refusal(code, msg, data)) = self.clients.before_initialize(c, m).and_then(|()| {
             let routed = self.route(c, m, None);
             self.shared.routed(c, m, None, routed)
         }) {
             // The core error table decides which code this client may get.
             let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
-            self.answer_error(c, Some(m.id_bytes().unwrap_or(b"null")), code, &msg, data);
+            self.downward().error(c, Some(m.id_bytes().unwrap_or(b"null")), code, &msg, data);
         }
     }
 
@@ -231,7 +240,7 @@ impl Hub {
     }
 
     fn ping(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
-        self.answer_result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
+        self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
         Ok(())
     }
 
@@ -260,7 +269,7 @@ impl Hub {
                 let ups = &self.ups;
                 let tools = ToolsView { entries: self.catalog.view(Kind::Tools), generation: self.catalog.generation[Kind::Tools.idx()], server: |u: UpstreamId| Server::of(&ups[u].spec) };
                 let result = self.policy.meta_answer(&principal, asked, tools)?;
-                self.answer_result(c, id, &result);
+                self.downward().result(c, id, &result);
                 return Ok(());
             }
         };
@@ -359,7 +368,7 @@ impl Hub {
             return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
         };
         self.set_log_level(c, level);
-        self.answer_result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
+        self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
         Ok(())
     }
 
@@ -378,7 +387,7 @@ impl Hub {
         let subscribe = m.call == Method::ResourcesSubscribe;
         if self.subs.has(&uri, c) == subscribe {
             // Already (un)subscribed: nothing changes.
-            self.answer_result(c, id, b"{}");
+            self.downward().result(c, id, b"{}");
             return Ok(());
         }
         let upstream_told = if subscribe {
@@ -395,12 +404,12 @@ impl Hub {
             }
             self.subs.remove(&uri, c)
         };
-        self.session_changed(c);
+        self.out.extend(self.clients.session_changed(c));
         if !upstream_told || self.ups[u].is_modern() {
             if self.ups[u].is_modern() {
                 self.open_listen(u);
             }
-            self.answer_result(c, id, b"{}");
+            self.downward().result(c, id, b"{}");
             return Ok(());
         }
         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
@@ -418,7 +427,7 @@ impl Hub {
             }
         }
         if changed {
-            self.session_changed(c);
+            self.out.extend(self.clients.session_changed(c));
         }
     }
 
@@ -565,10 +574,10 @@ impl Hub {
                 !std::mem::replace(&mut cl.listed[ch.idx()], true)
             });
             if first {
-                self.session_changed(c);
+                self.out.extend(self.clients.session_changed(c));
             }
         }
-        self.answer_result(c, id, &page);
+        self.downward().result(c, id, &page);
         Ok(())
     }
 
@@ -749,7 +758,7 @@ impl Hub {
                     Some(other) => {
                         let msg = format!("server '{server}' answered {method} with resultType '{other}', which mcpx does not know");
                         self.log(super::Level::Warn, msg.clone());
-                        return self.answer_error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
+                        return self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
                     }
                 }
                 if call == Some(Method::ResourcesRead) {
@@ -763,24 +772,24 @@ impl Hub {
             if let Some(ctx) = &modern {
                 // Spliced, never read into a value: ids and numbers pass byte for byte.
                 let Some(view) = view.filter(|v| v.kind() == mcpx_core::json::Kind::Object) else {
-                    return self.answer_result_as(c, &id, res, outcome);
+                    return self.downward().result_as(c, &id, res, outcome);
                 };
                 let (tasked, fx) = self.tasks.reply(&super::task_up(u, &self.ups[u]), c, &method, &view, &ctx.principal, self.now_ms);
                 self.apply_task_effects(fx);
                 let tasked = match tasked {
                     Ok(t) => t,
-                    Err(Refusal(code, msg, data)) => return self.answer_error(c, Some(&id), code, &msg, data),
+                    Err(Refusal(code, msg, data)) => return self.downward().error(c, Some(&id), code, &msg, data),
                 };
                 let hints = (call == Some(Method::ResourcesRead)).then(|| read_hints.unwrap_or_else(|| modern::up_hints(&self.opts, &self.ups[u], None)));
                 let out = match tasked {
                     Some(t) => modern::stamped(&self.opts, &t, hints),
                     None => modern::stamped_view(&self.opts, &view, hints),
                 };
-                return self.answer_result_as(c, &id, &out, outcome);
+                return self.downward().result_as(c, &id, &out, outcome);
             }
             return match m.env.result().and_then(|v| shape::result_view(&method, v, rev)) {
-                Some(shaped) => self.answer_result_as(c, &id, &shaped, outcome),
-                None => self.answer_result_as(c, &id, res, outcome),
+                Some(shaped) => self.downward().result_as(c, &id, &shaped, outcome),
+                None => self.downward().result_as(c, &id, res, outcome),
             };
         }
         if let Some(err) = m.error_bytes() {
@@ -796,7 +805,7 @@ impl Hub {
                 Outcome::Error { retry_after_s, .. } => Outcome::Error { code, retry_after_s },
                 other => other,
             };
-            self.answer_raw_error(c, &id, &out, outcome);
+            self.downward().raw_error(c, &id, &out, outcome);
         }
     }
 
@@ -1004,10 +1013,10 @@ impl Hub {
         for e in effects {
             match e {
                 Effect::Out(o) => self.out.push_back(o),
-                Effect::Refuse(c, id, Refusal(code, msg, data)) => self.answer_error(c, Some(&id), code, &msg, data),
+                Effect::Refuse(c, id, Refusal(code, msg, data)) => self.downward().error(c, Some(&id), code, &msg, data),
                 Effect::RefuseState(c, id, e) => {
                     let (code, msg, data) = self.relays.state_refusal(e, self.now_ms);
-                    self.answer_error(c, Some(&id), code, &msg, data);
+                    self.downward().error(c, Some(&id), code, &msg, data);
                 }
                 Effect::Resume { c, id, msg, ctx, inner, responses } => {
                     if let Ok(m) = wire::parse(&msg) {
@@ -1063,7 +1072,7 @@ impl Hub {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let (caps, log_level) = match modern::request_meta(m, &id, self.opts.client_revisions) {
             Ok(meta) => meta,
-            Err((answer, outcome)) => return self.emit_reply(c, Some(&id), answer, outcome),
+            Err((answer, outcome)) => return self.downward().reply(c, Some(&id), answer, outcome),
         };
         let Some(cl) = self.clients.get_mut(&c) else { return };
         cl.spoke_modern();
@@ -1072,8 +1081,8 @@ impl Hub {
         let done = match m.call {
             ServerDiscover => {
                 let f = shape::Features::of(super::request::MODERN);
-                let body = modern::discover(&self.opts, &self.ups, &f, self.union_capabilities(), self.instructions(&f), tasks::declared(&ctx.caps));
-                self.answer_result(c, &id, &body);
+                let body = modern::discover(&self.opts, &self.ups, &f, self.ups.capabilities(), self.ups.instructions(&self.catalog, &self.opts.separator, &f), tasks::declared(&ctx.caps));
+                self.downward().result(c, &id, &body);
                 Ok(())
             }
             // A task another replica runs is its to answer (`shared`).
@@ -1105,7 +1114,7 @@ impl Hub {
 
     /// An error answer to a modern request.
     fn refuse_modern(&mut self, c: ClientId, id: &[u8], Refusal(code, msg, data): Refusal) {
-        self.answer_error(c, Some(id), modern::error_code(code), &msg, data);
+        self.downward().error(c, Some(id), modern::error_code(code), &msg, data);
     }
 
     /// Serves the modern requests that waited for startup, in order.
@@ -1162,7 +1171,7 @@ impl Hub {
             Some(Value::Array(_)) => return Err(tasks::missing_extension("subscriptions/listen with taskIds")),
             Some(_) => return Err(refuse(ErrorCode::InvalidParams, "Invalid params: notifications.taskIds must be an array of task ids".into())),
         };
-        let caps = self.union_capabilities();
+        let caps = self.ups.capabilities();
         let fps = self.listen_fingerprints(c);
         let asked = filter.get("resourceSubscriptions").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
         let uris = asked.filter(|uri| self.subscribable(c, uri)).map(str::to_string).collect();
@@ -1222,8 +1231,8 @@ impl Hub {
         use modern::Effect;
         for e in fx {
             match e {
-                Effect::Notify(c, method, params) => self.emit_notification(c, method, Some(&params)),
-                Effect::Answer(c, id, result) => self.answer_result(c, &id, &result),
+                Effect::Notify(c, method, params) => self.downward().notification(c, method, Some(&params)),
+                Effect::Answer(c, id, result) => self.downward().result(c, &id, &result),
                 Effect::Subscribe(c, uri) => self.subscribe_uri(c, &uri),
                 Effect::Unsubscribe(c, uri) => self.unsubscribe_uri(c, &uri),
             }
@@ -1241,7 +1250,233 @@ impl Hub {
         to.sort();
         to.dedup();
         for c in to {
-            self.emit_notification(c, Method::LogMessage, Some(&serde_json::to_vec(p).unwrap_or_default()));
+            self.downward().notification(c, Method::LogMessage, Some(&serde_json::to_vec(p).unwrap_or_default()));
+        }
+    }
+}
+
+/// The way in from clients: connections, frames, the messages in them
+/// (requests to the router above, notifications, answers to relayed
+/// requests), and the hub's side of the handshake (`client`).
+impl Hub {
+    pub(super) fn on_client_connected(&mut self) -> ClientId {
+        match self.clients.connect(self.now_ms) {
+            Ok(c) => c,
+            Err(c) => {
+                let msg = format!("mcpx refused a client connection: {} clients are connected (its limit)", self.clients.max());
+                self.log(Level::Warn, msg);
+                self.out.push_back(Output::CloseClient(c));
+                c
+            }
+        }
+    }
+
+    /// A client that goes on from `s`: initialized as it was, its log level
+    /// and subscriptions asked again as the client asked them (upstreams
+    /// get `logging/setLevel` and `resources/subscribe`), the lists it read
+    /// taken as shown now. Refused at `max_clients` as any client is.
+    #[cfg(feature = "cluster")]
+    pub(super) fn on_adopt_client(&mut self, s: &Snapshot) -> ClientId {
+        let c = self.on_client_connected();
+        if !self.clients.contains_key(&c) {
+            return c;
+        }
+        let mut fps = [0; 3];
+        for ch in Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
+            fps[ch.idx()] = self.visible_fingerprint(c, ch, s.rev);
+        }
+        self.clients.adopt(c, s, |ch| fps[ch.idx()]);
+        if let Some(level) = s.log_level {
+            self.set_log_level(c, level);
+        }
+        for uri in s.subscriptions.iter().take(self.opts.max_subscriptions) {
+            self.resubscribe(c, uri);
+        }
+        self.out.extend(self.clients.session_changed(c));
+        c
+    }
+
+    pub(super) fn on_client_message(&mut self, c: ClientId, bytes: &[u8]) {
+        if !self.clients.contains_key(&c) {
+            return;
+        }
+        match wire::parse_frame(bytes) {
+            Err(Bad { message, .. }) if wire::is_notification_shaped(bytes) => {
+                self.log(Level::Debug, format!("client {c}: invalid notification dropped: {message}"));
+            }
+            Err(Bad { code, message, id }) => {
+                let id = id.or_else(|| self.clients.unreadable_id(c).map(<[u8]>::to_vec));
+                self.downward().error(c, id.as_deref(), code, message, None);
+            }
+            Ok(Message::Single(env)) => self.on_client_view(c, &wire::view(env)),
+            Ok(Message::Batch(b)) => self.on_client_batch(c, b),
+        }
+    }
+
+    /// A JSON-RPC batch from client `c` (see [`Clients::batch`]).
+    fn on_client_batch(&mut self, c: ClientId, b: Batch<'_>) {
+        match self.clients.batch(&mut self.out, c, b) {
+            Ok(views) => {
+                for env in views {
+                    self.on_client_view(c, &wire::view(env));
+                }
+            }
+            Err(msg) => {
+                let id = self.clients.unreadable_id(c);
+                self.downward().error(c, id, ErrorCode::InvalidRequest, &msg, None);
+            }
+        }
+    }
+
+    /// One checked message from client `c`: the only way in.
+    pub(super) fn on_client_view(&mut self, c: ClientId, m: &wire::Msg) {
+        if !self.clients.opened(c, m) {
+            return;
+        }
+        match m.kind {
+            wire::Kind::Request => {
+                if self.draining {
+                    let msg = "mcpx is shutting down: it takes no new requests";
+                    return self.downward().error(c, m.id_bytes(), ErrorCode::InternalError, msg, None);
+                }
+                self.on_client_request(c, m)
+            }
+            wire::Kind::Notification => self.on_client_notification(c, m),
+            wire::Kind::Result | wire::Kind::Error => {
+                let fx = self.relays.on_client_response(&self.ups, c, m);
+                self.apply_relay(fx)
+            }
+        }
+    }
+
+    pub(super) fn on_client_frame_too_large(&mut self, c: ClientId, big: &Oversize<'_>) {
+        if let Some((id, Refusal(code, msg, data))) = self.clients.too_large(c, big) {
+            self.downward().error(c, id, code, &msg, data);
+        }
+    }
+
+    pub(super) fn on_client_disconnected(&mut self, c: ClientId) {
+        if self.clients.remove(&c).is_none() {
+            return;
+        }
+        for (u, id, _) in self.pending.drain_client(c) {
+            self.cancel_upstream(u, id, "the client disconnected");
+        }
+        let fx = self.relays.drop_client(&self.ups, c);
+        self.apply_relay(fx);
+        self.tasks.client_gone(c);
+        self.unsubscribe_all(c);
+        self.listens.client_gone(c);
+        self.policy.client_gone(c);
+        self.shared.drop_client(c);
+    }
+
+    fn on_client_notification(&mut self, c: ClientId, m: &wire::Msg) {
+        match m.call {
+            Method::Initialized => {
+                let fx = self.clients.initialized(c);
+                self.apply_clients(fx);
+            }
+            Method::Cancelled => self.client_cancelled(c, m),
+            Method::RootsListChanged if self.opts.roots.is_none() => self.client_roots_changed(),
+            _ => {} // notifications/progress for relayed requests etc.: nothing to do
+        }
+    }
+
+    /// `notifications/cancelled` from a client: of a request it sent, or of
+    /// one relayed to it.
+    fn client_cancelled(&mut self, c: ClientId, m: &wire::Msg) {
+        let Some(r) = m.param(&["requestId"]) else { return };
+        let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
+        let rid = &m.raw[r];
+        if self.end_listen(c, rid) {
+            return;
+        }
+        if let Some((u, id)) = self.pending.by_client(c, rid) {
+            // A call the server was asked to run as its task: its
+            // task is cancelled once the answer names it.
+            if self.tasks.ask_cancelled(u, id) && self.pending.set_origin(u, id, super::pending::Origin::TaskCancelled) {
+                self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
+                return;
+            }
+            // Requirement: cancellation-ref-same-direction-in-progress
+            self.pending.take(u, id);
+            // A cancelled request gets no answer: its batch does not wait for one.
+            self.clients.unanswered(&mut self.out, c, &IdKey::new(rid));
+            // Requirement: cancellation-log-reasons
+            let server = self.ups[u].spec.name.clone();
+            self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
+            self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
+        } else if let Some(hid) = wire::id_u64(rid) {
+            let fx = self.relays.cancelled_by_client(&self.ups, c, hid, reason.as_deref());
+            self.apply_relay(fx);
+        }
+    }
+
+    /// `notifications/roots/list_changed` from a client, when the roots are
+    /// the client's (none configured): told to every ready upstream.
+    fn client_roots_changed(&mut self) {
+        for u in 0..self.ups.len() {
+            if self.ups[u].is_ready() {
+                upward::notification(&mut self.out, u, Method::RootsListChanged, None);
+            }
+        }
+    }
+
+    /// `initialize` from a client.
+    pub(super) fn client_initialize(&mut self, c: ClientId, m: &wire::Msg) {
+        let settled = self.startup_settled();
+        let offer = Offer { ups: &self.ups, catalog: &self.catalog, starts: &self.starts, opts: &self.opts };
+        let fx = self.clients.initialize(c, m, &offer, settled);
+        self.apply_clients(fx);
+    }
+
+    /// Have upstreams had their chance to come up (or the wait run out)?
+    pub(super) fn startup_settled(&self) -> bool {
+        self.ups.iter().all(|u| u.settled)
+            || self.started_ms.is_none_or(|s| self.now_ms >= s + self.opts.startup_wait_ms)
+    }
+
+    /// Answers held `initialize` requests once startup has settled.
+    pub(super) fn release_held_inits(&mut self) {
+        if !self.startup_settled() {
+            return;
+        }
+        let offer = Offer { ups: &self.ups, catalog: &self.catalog, starts: &self.starts, opts: &self.opts };
+        let fx = self.clients.release_held(&offer);
+        self.apply_clients(fx);
+        self.release_early();
+    }
+
+    pub(super) fn held_init_deadline(&self) -> Option<u64> {
+        if self.clients.any_held() || self.listens.any_early() {
+            self.started_ms.map(|s| s + self.opts.startup_wait_ms)
+        } else {
+            None
+        }
+    }
+
+    /// After a catalog change: tell each client that has read the list and
+    /// whose view of it really changed (legacy), and every listen stream
+    /// that asked for the channel (modern).
+    pub(super) fn announce(&mut self, ch: Channel) {
+        self.notify_listens(ch);
+        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
+        for c in ids {
+            let (listed, rev, known) = {
+                let cl = &self.clients[&c];
+                (cl.listed[ch.idx()] && cl.initialized(), cl.rev(), cl.known_fp[ch.idx()])
+            };
+            if !listed {
+                continue;
+            }
+            let fp = self.visible_fingerprint(c, ch, rev);
+            if fp != known {
+                if let Some(cl) = self.clients.get_mut(&c) {
+                    cl.known_fp[ch.idx()] = fp;
+                }
+                self.downward().notification(c, ch.notification(), None);
+            }
         }
     }
 }

@@ -683,7 +683,7 @@ impl Hub {
         }
         let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect();
         for c in ids {
-            self.notify_client(c, Method::LogMessage, &p);
+            self.downward().notify(c, Method::LogMessage, &p);
         }
     }
 
@@ -702,7 +702,7 @@ impl Hub {
         // Subscribers asked for these: no need to wait for a list.
         let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.starts.may_reach(u, *c, &self.clients)).collect();
         for c in to {
-            self.notify_client(c, Method::ResourcesUpdated, &out);
+            self.downward().notify(c, Method::ResourcesUpdated, &out);
         }
     }
 
@@ -759,7 +759,7 @@ impl Hub {
             let rel = (tr.start - p.start)..(tr.end - p.start);
             wire::splice(params, vec![(rel, token)])
         };
-        self.emit_client(c, wire::notification(Method::Progress, Some(&body)), about);
+        self.downward().emit(c, wire::notification(Method::Progress, Some(&body)), about);
     }
 
     /// The answer to a request for `u`'s tool while it is not ready
@@ -785,7 +785,7 @@ impl Hub {
             return;
         };
         let text = format!("server '{name}' cannot take {method} now: {why}");
-        self.answer_error(client, Some(&cid), ErrorCode::InternalError, &text, Some(json!({ "server": name })));
+        self.downward().error(client, Some(&cid), ErrorCode::InternalError, &text, Some(json!({ "server": name })));
     }
 
     /// A message from `u` over its transport's cap was skipped: the
@@ -812,7 +812,7 @@ impl Hub {
                 let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
                 let text = format!("server '{name}' answered {method} with {len} bytes, over {limit}; the answer was dropped");
                 self.log(Level::Warn, format!("{text} (request {id})"));
-                self.answer_error(client, Some(&cid), ErrorCode::InternalError, &text, data());
+                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &text, data());
             }
             (Some(id), Some(Origin::Task(_))) => {
                 let Some(Fwd { origin: Origin::Task(t), .. }) = self.pending.take(u, id) else { return };
@@ -901,7 +901,7 @@ impl Hub {
                 if let Some((_, what)) = self.ups[u].clipped.as_ref().filter(|(at, _)| *at >= sent_ms) {
                     msg.push_str(&format!(" ({what} meanwhile, dropped: it may have been the answer)"));
                 }
-                self.answer_error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
+                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
             }
         }
     }

@@ -1,0 +1,389 @@
+//! Downstream connections: what each client has seen (its revision,
+//! capabilities, which lists it has read), what the hub owes it on the way
+//! out, and the messages that come from it. The server side of the
+//! handshake is `handshake` (methods of [`Clients`] answering with
+//! effects); messages toward clients are written by `super::downward`.
+//!
+//! Decisions (see the requirement rows named in the tests):
+//! - `initialize`: the client's version is echoed when the hub speaks it, else
+//!   the latest legacy revision is offered (`lifecycle-server-echoes-supported-version`,
+//!   `lifecycle-server-counteroffers-latest`). While upstreams are still
+//!   starting the answer is held (up to `startup_wait_ms`) so the capabilities
+//!   cover them; they are the union of what upstreams offer.
+//! - A legacy request before `initialize` other than `ping` is refused
+//!   (`lifecycle-initialization-first-interaction`,
+//!   `lifecycle-client-no-requests-before-init-response`): the session has no
+//!   revision yet, so nothing could be shaped for it. Modern (2026-07-28)
+//!   requests carry their revision and need no handshake.
+//! - A JSON-RPC batch is taken on a session negotiated at 2025-03-26, the only
+//!   revision that has them, and answered with one array once every request
+//!   in it is answered (`messages-batch-may-send-must-receive`,
+//!   `stdio-message-may-be-batch`); on any other revision it is refused.
+//! - Unsolicited notifications (list_changed, log messages, resource updates)
+//!   go to a client only after it has read a list: the oldest Python SDK
+//!   client deadlocks on one that arrives before its first `tools/list`.
+//! - What a session keeps of its `initialize` is bounded ([`KEPT_LIMITS`]):
+//!   one over a limit is refused with -32602 naming it, and the client is
+//!   forgotten (an HTTP session is not opened), so a client cannot make mcpx
+//!   hold megabytes per session.
+//! - What a legacy session needs to go on is a value ([`Snapshot`]), so that
+//!   a replica can take over the session of one that is gone: the hub says
+//!   when it changes (`Output::SessionChanged`), gives it
+//!   (`Hub::client_snapshot`) and makes a client of it (`Hub::adopt_client`).
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+
+#[cfg(feature = "cluster")]
+use mcpx_core::revision;
+use serde_json::{json, Value};
+
+#[cfg(feature = "cluster")]
+use super::catalog::Channel;
+use super::shape::Rev;
+use super::wire;
+use super::{About, ClientId, IdKey, Output};
+
+mod handshake;
+mod inbound;
+pub(super) use handshake::{Effect, Offer};
+
+pub(super) struct Client {
+    /// Where the client is in its life, and what that stage knows.
+    pub stage: Stage,
+    /// Per channel: has read the list (first page) at least once.
+    pub listed: [bool; 3],
+    /// Per channel: fingerprint of the list as last shown or announced.
+    pub known_fp: [u64; 3],
+    /// Subscribed resource URIs (exposed).
+    pub subs: usize,
+    /// The level of its last `logging/setLevel`; `None`: it sent none.
+    pub log_level: Option<&'static str>,
+    pub connected_ms: u64,
+    /// Bound into `requestState` tokens (see `Hub::set_client_principal`).
+    pub principal: Vec<u8>,
+    /// Ids of the client's requests not yet answered (at most
+    /// [`MAX_OPEN`]): what a runtime waits for at end of input, and what a
+    /// transport checks a new request's id against.
+    pub open: HashSet<IdKey>,
+    /// JSON-RPC batches with requests still unanswered.
+    pub batches: Vec<PendingBatch>,
+}
+
+/// A client's era and handshake, decided once: by its `initialize`
+/// (legacy), or by a first 2026-07-28 request or the transport's word
+/// (modern). Only a legacy session has a negotiated revision, capabilities
+/// and `clientInfo`; a modern client's come with each request.
+pub(super) enum Stage {
+    /// Connected; neither `initialize` nor a 2026-07-28 request yet.
+    New,
+    Legacy(Session),
+    Modern,
+}
+
+/// What a legacy client's `initialize` settled, and where its handshake is.
+pub(super) struct Session {
+    pub rev: Rev,
+    pub caps: Value,
+    pub info: Value,
+    pub step: Step,
+}
+
+/// The legacy handshake after `initialize`.
+pub(super) enum Step {
+    /// The answer is held while upstreams start (the client's raw id);
+    /// `ready`: `notifications/initialized` came early all the same.
+    Held { id: Vec<u8>, ready: bool },
+    /// Answered; requests to the client wait here for
+    /// `notifications/initialized`
+    /// (requirement: lifecycle-server-no-requests-before-initialized).
+    Answered(Vec<(Vec<u8>, About)>),
+    /// `notifications/initialized` came.
+    Ready,
+}
+
+/// The connected clients: their ids, the cap on how many, and what the hub
+/// owes each on the way out (its open requests, the batches waiting for
+/// answers, the requests held until its handshake ends).
+pub(super) struct Clients {
+    map: BTreeMap<ClientId, Client>,
+    next: ClientId,
+    max: usize,
+}
+
+impl Clients {
+    pub fn new(max: usize) -> Clients {
+        Clients { map: BTreeMap::new(), next: 1, max }
+    }
+
+    /// A new client, or `Err` with its id spent when `max` are connected.
+    pub fn connect(&mut self, now_ms: u64) -> Result<ClientId, ClientId> {
+        let c = self.next;
+        self.next += 1;
+        if self.map.len() >= self.max {
+            return Err(c);
+        }
+        self.map.insert(c, Client::new(now_ms));
+        Ok(c)
+    }
+
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    pub fn get(&self, c: &ClientId) -> Option<&Client> {
+        self.map.get(c)
+    }
+
+    pub fn get_mut(&mut self, c: &ClientId) -> Option<&mut Client> {
+        self.map.get_mut(c)
+    }
+
+    pub fn contains_key(&self, c: &ClientId) -> bool {
+        self.map.contains_key(c)
+    }
+
+    pub fn remove(&mut self, c: &ClientId) -> Option<Client> {
+        self.map.remove(c)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &ClientId> {
+        self.map.keys()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&ClientId, &Client)> {
+        self.map.iter()
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Client> {
+        self.map.values()
+    }
+
+    /// Queues a message for client `c`, saying what it is. A reply closes
+    /// the client's request in the open set, and waits for the rest of
+    /// its batch when it is part of one.
+    pub fn emit(&mut self, out: &mut VecDeque<Output>, c: ClientId, mut bytes: Vec<u8>, about: About) {
+        let Some(cl) = self.map.get_mut(&c) else { return };
+        if let About::Reply { id: Some(r), .. } = &about {
+            let id = IdKey::new(&bytes[r.clone()]);
+            cl.open.remove(id.bytes());
+            match cl.batch_take(out, c, &id, Some(bytes)) {
+                Some(b) => bytes = b,
+                None => return,
+            }
+        }
+        out.push_back(Output::ToClient(c, bytes, about));
+    }
+
+    /// A request to client `c`: held while the client has had its
+    /// `initialize` answered but has not yet sent
+    /// `notifications/initialized`
+    /// (requirement: lifecycle-server-no-requests-before-initialized).
+    pub fn request(&mut self, out: &mut VecDeque<Output>, c: ClientId, bytes: Vec<u8>, about: About) {
+        if let Some(Stage::Legacy(Session { step: Step::Answered(held), .. })) = self.map.get_mut(&c).map(|cl| &mut cl.stage) {
+            held.push((bytes, about));
+            return;
+        }
+        self.emit(out, c, bytes, about);
+    }
+
+    /// Request `id` of client `c` will get no answer (cancelled): its
+    /// batch does not wait for one.
+    pub fn unanswered(&mut self, out: &mut VecDeque<Output>, c: ClientId, id: &IdKey) {
+        if let Some(cl) = self.map.get_mut(&c) {
+            cl.batch_take(out, c, id, None);
+        }
+    }
+}
+
+impl std::ops::Index<&ClientId> for Clients {
+    type Output = Client;
+    fn index(&self, c: &ClientId) -> &Client {
+        &self.map[c]
+    }
+}
+
+/// The answers to one batch of a client's, held until its last request is
+/// answered (then written as one array, [`About::Batch`]).
+pub(super) struct PendingBatch {
+    /// Ids of the batch's requests not yet answered (twice if sent twice).
+    waiting: Vec<IdKey>,
+    /// The answers so far, in the order they came.
+    answers: Vec<Vec<u8>>,
+}
+
+/// The most a session keeps of each `initialize` parameter, in bytes as
+/// the client sent it: `clientInfo` (a name, a version, a title and a few
+/// icons fit) and `capabilities`.
+pub(super) const KEPT_LIMITS: [(&str, usize); 2] = [("clientInfo", 4 << 10), ("capabilities", 16 << 10)];
+
+/// Requests tracked per client in [`Client::open`]; past this many the
+/// newest are not tracked (they are still served).
+pub(super) const MAX_OPEN: usize = 4096;
+
+/// What a legacy session needs to go on where its replica is gone (issue
+/// 25): what its `initialize` settled (revision, capabilities and
+/// `clientInfo`, within [`KEPT_LIMITS`]), whose it is, whether
+/// `notifications/initialized` came, the log level it asked for, the
+/// resources it subscribed to (exposed URIs) and which lists it has read
+/// (so that list_changed notifications keep coming). Requests in flight are
+/// not in it: they are lost with their replica. (Replicas share it through
+/// Redis: feature `cluster`.)
+#[cfg(feature = "cluster")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    pub rev: Rev,
+    pub caps: Value,
+    pub info: Value,
+    pub principal: Vec<u8>,
+    pub ready: bool,
+    pub log_level: Option<&'static str>,
+    pub listed: [bool; 3],
+    pub subscriptions: Vec<String>,
+}
+
+#[cfg(feature = "cluster")]
+impl Snapshot {
+    /// The JSON a store keeps.
+    pub fn to_json(&self) -> Value {
+        let listed: Vec<&str> = Channel::ALL.iter().filter(|ch| self.listed[ch.idx()]).map(|ch| ch.name()).collect();
+        json!({
+            "protocolVersion": self.rev.as_str(),
+            "capabilities": self.caps,
+            "clientInfo": self.info,
+            "principal": super::shared::hex(&self.principal),
+            "initialized": self.ready,
+            "logLevel": self.log_level,
+            "listed": listed,
+            "subscriptions": self.subscriptions,
+        })
+    }
+
+    /// What [`Snapshot::to_json`] wrote; why not when it is not that.
+    pub fn from_json(v: &Value) -> Result<Snapshot, String> {
+        let field = |k: &str| v.get(k).ok_or_else(|| format!("no \"{k}\""));
+        let text = |k: &str| field(k)?.as_str().ok_or_else(|| format!("\"{k}\" is not a string"));
+        let strings = |k: &str| -> Result<Vec<&str>, String> {
+            let a = field(k)?.as_array().ok_or_else(|| format!("\"{k}\" is not an array"))?;
+            a.iter().map(|x| x.as_str().ok_or_else(|| format!("\"{k}\" holds a non-string"))).collect()
+        };
+        let rev = Rev::parse(text("protocolVersion")?).filter(|r| r.era() == revision::Era::Legacy).ok_or("not a legacy protocolVersion")?;
+        let caps = field("capabilities")?.clone();
+        if !caps.is_object() {
+            return Err("\"capabilities\" is not an object".into());
+        }
+        let log_level = match field("logLevel")? {
+            Value::Null => None,
+            l => Some(*mcpx_core::meta::LOG_LEVELS.iter().find(|x| l.as_str() == Some(**x)).ok_or("an unknown \"logLevel\"")?),
+        };
+        let mut listed = [false; 3];
+        for name in strings("listed")? {
+            let ch = Channel::ALL.into_iter().find(|ch| ch.name() == name).ok_or_else(|| format!("an unknown list {name:?}"))?;
+            listed[ch.idx()] = true;
+        }
+        Ok(Snapshot {
+            rev,
+            caps,
+            info: field("clientInfo")?.clone(),
+            principal: super::shared::unhex(text("principal")?).ok_or("\"principal\" is not hex")?,
+            ready: field("initialized")?.as_bool().ok_or("\"initialized\" is not a boolean")?,
+            log_level,
+            listed,
+            subscriptions: strings("subscriptions")?.into_iter().map(String::from).collect(),
+        })
+    }
+}
+
+impl Client {
+    fn new(connected_ms: u64) -> Client {
+        Client {
+            stage: Stage::New,
+            listed: [false; 3],
+            known_fp: [0; 3],
+            subs: 0,
+            log_level: None,
+            connected_ms,
+            principal: b"mcpx-local".to_vec(),
+            open: HashSet::new(),
+            batches: Vec::new(),
+        }
+    }
+
+    /// The legacy session, once `initialize` came.
+    pub fn session(&self) -> Option<&Session> {
+        match &self.stage {
+            Stage::Legacy(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The revision to shape for: the negotiated one, else the latest
+    /// legacy one.
+    pub fn rev(&self) -> Rev {
+        self.session().map_or(Rev::LATEST_LEGACY, |s| s.rev)
+    }
+
+    /// The capabilities its `initialize` declared (legacy only).
+    pub fn caps(&self) -> Option<&Value> {
+        self.session().map(|s| &s.caps)
+    }
+
+    /// A copy of those capabilities; `{}` without them.
+    pub fn caps_value(&self) -> Value {
+        self.caps().cloned().unwrap_or_else(|| json!({}))
+    }
+
+    pub fn is_modern(&self) -> bool {
+        matches!(self.stage, Stage::Modern)
+    }
+
+    /// A 2026-07-28 request came: it decides a new client's era (a legacy
+    /// session stays legacy).
+    pub fn spoke_modern(&mut self) {
+        if matches!(self.stage, Stage::New) {
+            self.stage = Stage::Modern;
+        }
+    }
+
+    /// Its era as `/status` names it.
+    pub fn era_name(&self) -> &'static str {
+        match self.stage {
+            Stage::New => "unknown",
+            Stage::Legacy(_) => "legacy",
+            Stage::Modern => "modern",
+        }
+    }
+
+    /// Has its `initialize` been answered?
+    pub fn initialized(&self) -> bool {
+        self.session().is_some_and(|s| !matches!(s.step, Step::Held { .. }))
+    }
+
+    /// Is its `initialize` held while upstreams start?
+    pub fn held_init(&self) -> bool {
+        self.session().is_some_and(|s| matches!(s.step, Step::Held { .. }))
+    }
+
+    /// May this client get notifications it did not ask for?
+    pub fn may_notify(&self) -> bool {
+        self.listed.iter().any(|l| *l) || self.log_level.is_some()
+    }
+
+    /// Request `id` is answered with `answer`, or (`None`) will not be
+    /// (cancelled): the batch waiting for it takes it, and is written once
+    /// nothing in it waits any more. The answer comes back when no batch
+    /// waits for it.
+    fn batch_take(&mut self, out: &mut VecDeque<Output>, c: ClientId, id: &IdKey, answer: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let found = self.batches.iter().enumerate().find_map(|(i, b)| Some(i).zip(b.waiting.iter().position(|w| w == id)));
+        let Some((i, w)) = found else { return answer };
+        let b = &mut self.batches[i];
+        b.waiting.swap_remove(w);
+        b.answers.extend(answer);
+        if b.waiting.is_empty() {
+            let b = self.batches.remove(i);
+            if !b.answers.is_empty() {
+                out.push_back(Output::ToClient(c, wire::batch_array(&b.answers), About::Batch));
+            }
+        }
+        None
+    }
+}
