@@ -5,6 +5,7 @@
 //! rules, without sockets.
 
 use std::borrow::Cow;
+use std::time::{Duration, Instant};
 
 use mcpx_core::envelope::{Batch, Envelope, EnvelopeError, Kind as MsgKind, Message};
 use mcpx_core::error::{self, ErrorCode};
@@ -397,6 +398,128 @@ pub(crate) fn unanswered(session_live: bool, queue_cap: usize) -> Refusal<'stati
     }
     let msg = format!("mcpx dropped this request's answer: over {queue_cap} messages were waiting for it");
     Refusal { code: ErrorCode::InternalError, ..Refusal::invalid(500, msg) }
+}
+
+/// How long a POST whose client takes JSON only waits between wake-ups
+/// while no keep-alive can flow.
+const QUIET: Duration = Duration::from_secs(3600);
+
+/// A POST's answer while its requests are with the hub: what to do with
+/// each thing that comes (rows `streamable-http-server-json-or-sse-for-request`,
+/// `streamable-http-sse-includes-response`,
+/// `streamable-http-server-terminates-sse-after-response`). JSON when the
+/// responses come first; an SSE stream when something else must go first,
+/// or a call is long (so that keep-alives can flow).
+#[derive(Debug)]
+pub(crate) struct Answering {
+    /// Responses still awaited.
+    awaited: usize,
+    /// The client takes an SSE answer.
+    sse_ok: bool,
+    /// A 2026-07-28 request (its status follows its error).
+    modern: bool,
+    batch: bool,
+    /// The answer is an SSE stream already.
+    streaming: bool,
+    /// What the hub said of the last response.
+    outcome: Option<Outcome>,
+}
+
+/// What came while a POST waits for its answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Came {
+    /// A response to one of its requests.
+    Response(Outcome),
+    /// A message that is not a response (a notification, a server request).
+    Other,
+    /// The queue closed: no more will come.
+    Closed,
+    /// The keep-alive time, at `now`.
+    Tick(Instant),
+    /// The client went away.
+    PeerGone,
+}
+
+/// What to do with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Keep the message for the JSON answer.
+    Hold,
+    /// Send the message on the stream; `start`: begin the stream first
+    /// (its priming event, then what was held).
+    Stream { start: bool },
+    /// Send a keep-alive; `start`: begin the stream first.
+    Ping { start: bool },
+    /// Nothing can flow (the client takes JSON only): wake next at this time.
+    Sleep(Instant),
+    /// The client went away (the call goes on, row
+    /// `streamable-http-disconnect-not-cancel`).
+    Leave,
+    /// The answer ends.
+    End(End),
+}
+
+/// How a POST's answer ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The end of its SSE stream.
+    Stream,
+    /// The JSON answer, with its status and `Retry-After`.
+    Json { status: u16, retry_after_s: Option<u64> },
+    /// Not every answer came and nothing streamed ([`unanswered`]).
+    Unanswered,
+}
+
+impl Answering {
+    pub fn new(awaited: usize, sse_ok: bool, modern: bool, batch: bool) -> Answering {
+        Answering { awaited, sse_ok, modern, batch, streaming: false, outcome: None }
+    }
+
+    /// The end, once every response came.
+    pub fn done(&self) -> Option<End> {
+        (self.awaited == 0).then(|| self.end(false))
+    }
+
+    /// What to do with what came.
+    pub fn on(&mut self, came: Came) -> Step {
+        match came {
+            Came::PeerGone => Step::Leave,
+            Came::Closed => Step::End(self.end(true)),
+            Came::Response(o) => {
+                self.outcome = Some(o);
+                self.awaited = self.awaited.saturating_sub(1);
+                self.message(false)
+            }
+            Came::Other => self.message(true),
+            Came::Tick(now) if !self.streaming && !self.sse_ok => Step::Sleep(now + QUIET),
+            Came::Tick(_) => Step::Ping { start: self.stream() },
+        }
+    }
+
+    /// A message: held while the answer can still be JSON; anything but a
+    /// response starts the stream.
+    fn message(&mut self, other: bool) -> Step {
+        if !self.streaming && !other {
+            return Step::Hold;
+        }
+        Step::Stream { start: self.stream() }
+    }
+
+    /// Streams from now on; true when that starts the stream.
+    fn stream(&mut self) -> bool {
+        !std::mem::replace(&mut self.streaming, true)
+    }
+
+    fn end(&self, early: bool) -> End {
+        match (self.streaming, early) {
+            (true, _) => End::Stream,
+            (false, true) => End::Unanswered,
+            (false, false) => {
+                let (status, retry_after_s) = answer_status(self.modern, self.batch, self.outcome);
+                End::Json { status, retry_after_s }
+            }
+        }
+    }
 }
 
 /// A GET that opens (or resumes) a session's standalone stream.

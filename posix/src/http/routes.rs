@@ -13,7 +13,7 @@ use mcpx_core::revision::Revision;
 use super::auth::Principal;
 use crate::hub::{IdKey, Level};
 use super::conn::{Conn, Wake};
-use super::decide::{self, Endpoint, Facts, Known, Post, Refusal, Route, Target};
+use super::decide::{self, Came, End, Endpoint, Facts, Known, Post, Refusal, Route, Step, Target};
 use super::request::Request;
 use super::session::{self, Kind, Shared};
 use super::few::Few;
@@ -311,109 +311,68 @@ impl Waiting {
         keep
     }
 
+    /// Moves the answer's bytes as `decide::Answering` says.
     async fn wait(self, sh: &Shared, conn: &mut Conn) -> bool {
         let Waiting { sid, stream, rx, expected, prefilled, reply: Reply { batch, sse_ok, http10, set_session, modern } } = self;
         let sid = sid.as_str();
         let seq = stream.id.seq;
-        // The connection is gone: a stream the client has ids of waits for it.
-        let gone = |sse: &Option<SseOut>| session::leave_exchange(sh, sid, seq, seq, sse.is_some());
         let session_hdr = [("Mcp-Session-Id", sid)];
         let extra: &[(&str, &str)] = if set_session { &session_hdr } else { &[] };
-        let version = if http10 {
-            Version::Http10
-        } else {
-            Version::Http11
-        };
-        let mut responses: Few<(Option<u64>, Vec<u8>)> = Few::Empty;
+        let version = if http10 { Version::Http10 } else { Version::Http11 };
+        let mut out = Answer { stream, version, extra, held: Few::Empty, sse: None };
         for r in prefilled {
-            responses.push((None, r));
+            out.held.push((None, r));
         }
-        let mut got = 0usize;
-        // What the (last) response says: the hub wrote it (`Outcome`).
-        let mut outcome = None;
-        let mut sse: Option<SseOut> = None;
-        let mut ping_at =
-            Instant::now() + Duration::from_millis(sh.cfg.limits.sse_keepalive_ms.max(10));
-        let ended_early = loop {
-            if got >= expected {
-                break false;
+        let mut decided = decide::Answering::new(expected, sse_ok, modern, batch);
+        let mut ping_at = Instant::now() + Duration::from_millis(sh.cfg.limits.sse_keepalive_ms.max(10));
+        let end = loop {
+            if let Some(end) = decided.done() {
+                break end;
             }
-            let wake = conn.wait(&rx, ping_at).await;
-            match wake {
-                Wake::PeerGone => {
-                    // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its
-                    // result is dropped, or kept for a client that resumes the stream
-                    gone(&sse);
-                    return false;
+            let (came, msg) = match conn.wait(&rx, ping_at).await {
+                Wake::PeerGone => (Came::PeerGone, None),
+                Wake::Item(None) => (Came::Closed, None),
+                Wake::Item(Some(Item::Response(n, b, o))) => (Came::Response(o), Some((n, b))),
+                Wake::Item(Some(Item::Other(n, b))) => (Came::Other, Some((n, b))),
+                Wake::Tick => (Came::Tick(Instant::now()), None),
+            };
+            let sent = match decided.on(came) {
+                Step::Hold => {
+                    if let Some(m) = msg {
+                        out.held.push(m);
+                    }
+                    true
                 }
-                Wake::Item(None) => break true,
-                Wake::Item(Some(item)) => {
-                    let (n, bytes, is_response) = match item {
-                        Item::Response(n, b, o) => {
-                            outcome = Some(o);
-                            (n, b, true)
-                        }
-                        Item::Other(n, b) => (n, b, false),
-                    };
-                    if is_response {
-                        got += 1;
-                    }
-                    if sse.is_none() && !is_response {
-                        let Some(s) = start_sse(conn, version, extra, &stream, &mut responses).await else {
-                            gone(&sse);
-                            return false;
-                        };
-                        sse = Some(s);
-                    }
-                    match sse.as_mut() {
-                        Some(s) => {
-                            if !s.message(conn, &stream.id, n, &bytes).await {
-                                gone(&sse);
-                                return false;
-                            }
-                            ping_at = s.next_ping;
-                        }
-                        None => responses.push((n, bytes)),
-                    }
+                Step::Stream { start } => out.send(conn, start, msg).await,
+                Step::Ping { start } => out.send(conn, start, None).await,
+                Step::Sleep(until) => {
+                    ping_at = until;
+                    true
                 }
-                Wake::Tick => {
-                    if sse.is_none() {
-                        if !sse_ok {
-                            ping_at = Instant::now() + Duration::from_secs(3600);
-                            continue;
-                        }
-                        // A long call: stream, so that keep-alives can flow.
-                        let Some(s) = start_sse(conn, version, extra, &stream, &mut responses).await else {
-                            gone(&sse);
-                            return false;
-                        };
-                        sse = Some(s);
-                    }
-                    let s = sse.as_mut().expect("started");
-                    if !s.ping(conn).await {
-                        gone(&sse);
-                        return false;
-                    }
-                    ping_at = s.next_ping;
-                }
+                Step::Leave => false,
+                Step::End(end) => break end,
+            };
+            if !sent {
+                // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its
+                // result is dropped, or kept for a client that resumes the stream
+                session::leave_exchange(sh, sid, seq, seq, out.sse.is_some());
+                return false;
+            }
+            if let Some(s) = &out.sse {
+                ping_at = s.next_ping;
             }
         };
         session::leave_exchange(sh, sid, seq, seq, false);
         conn.spare_queue = Some(rx);
-        match sse {
-            Some(s) => s.finish(conn).await,
-            None if ended_early => {
-                let live = sh.touch(sid, Kind::Streamable).is_some();
-                conn.refuse(&decide::unanswered(live, sh.cfg.limits.stream_queue)).await
-            }
-            None => {
+        match (end, out.sse) {
+            (_, Some(s)) => s.finish(conn).await,
+            (End::Json { status, retry_after_s }, None) => {
                 let mut bodies = Few::Empty;
-                for (_, r) in responses {
+                for (_, r) in out.held {
                     bodies.push(r);
                 }
                 let body = join(bodies, batch);
-                let (status, retry) = decide::answer_status(modern, batch, outcome);
-                let retry = retry.map(|s| s.to_string());
+                let retry = retry_after_s.map(|s| s.to_string());
                 let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
                 let mut k = 1;
                 for h in extra {
@@ -426,6 +385,38 @@ impl Waiting {
                 }
                 conn.respond(status, &hs[..k], &body, !http10).await
             }
+            (_, None) => {
+                let live = sh.touch(sid, Kind::Streamable).is_some();
+                conn.refuse(&decide::unanswered(live, sh.cfg.limits.stream_queue)).await
+            }
+        }
+    }
+}
+
+/// The bytes of a POST's answer: the messages held for a JSON answer, or
+/// its SSE stream once begun.
+struct Answer<'a> {
+    stream: Stream,
+    version: Version,
+    extra: &'a [(&'a str, &'a str)],
+    held: Few<(Option<u64>, Vec<u8>)>,
+    sse: Option<SseOut>,
+}
+
+impl Answer<'_> {
+    /// Sends `msg` on the stream, or a keep-alive when there is none,
+    /// beginning the stream first when `start`; false when the peer is gone.
+    async fn send(&mut self, conn: &mut Conn, start: bool, msg: Option<(Option<u64>, Vec<u8>)>) -> bool {
+        if start {
+            let Some(s) = start_sse(conn, self.version, self.extra, &self.stream, &mut self.held).await else {
+                return false;
+            };
+            self.sse = Some(s);
+        }
+        let Some(s) = self.sse.as_mut() else { return false };
+        match msg {
+            Some((n, bytes)) => s.message(conn, &self.stream.id, n, &bytes).await,
+            None => s.ping(conn).await,
         }
     }
 }

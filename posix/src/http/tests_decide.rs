@@ -334,3 +334,37 @@ fn the_status_of_an_answer_follows_its_error_in_2026_only() {
     let over = unanswered(true, 8);
     assert_eq!((over.status, over.code, over.message.contains("over 8 messages")), (500, ErrorCode::InternalError, true));
 }
+
+// covers: streamable-http-server-json-or-sse-for-request, streamable-http-sse-includes-response, streamable-http-server-terminates-sse-after-response, streamable-http-disconnect-not-cancel
+#[test]
+fn a_posts_answer_is_json_until_something_must_stream() {
+    let t0 = Instant::now();
+    let ok = Came::Response(Outcome::Result);
+    let limited = Came::Response(Outcome::Error { code: -32600, retry_after_s: Some(7) });
+    let json = |status| End::Json { status, retry_after_s: None };
+    let (hold, stream, more) = (Step::Hold, Step::Stream { start: true }, Step::Stream { start: false });
+    // (what, responses awaited, SSE accepted, modern, batch, what comes) →
+    // the steps, then the end (`None`: still waiting).
+    type Row<'a> = (&'a str, usize, bool, bool, bool, &'a [Came], &'a [Step], Option<End>);
+    let rows: &[Row] = &[
+        ("one response", 1, true, false, false, &[ok], &[hold], Some(json(200))),
+        ("a batch's two", 2, true, false, true, &[ok, ok], &[hold, hold], Some(json(200))),
+        ("one of two so far", 2, true, false, true, &[ok], &[hold], None),
+        ("a notification first streams", 1, true, false, false, &[Came::Other, ok], &[stream, more], Some(End::Stream)),
+        ("streams even to a JSON-only client", 1, false, false, false, &[Came::Other], &[stream], None),
+        ("held, then streamed with the rest", 2, true, false, true, &[ok, Came::Other, ok], &[hold, stream, more], Some(End::Stream)),
+        ("a long call streams its keep-alives", 1, true, false, false, &[Came::Tick(t0), Came::Tick(t0), ok], &[Step::Ping { start: true }, Step::Ping { start: false }, more], Some(End::Stream)),
+        ("a JSON-only client sleeps", 1, false, false, false, &[Came::Tick(t0), ok], &[Step::Sleep(t0 + QUIET), hold], Some(json(200))),
+        ("the queue closed first", 2, true, false, true, &[ok, Came::Closed], &[hold, Step::End(End::Unanswered)], None),
+        ("the queue closed while streaming", 2, true, false, true, &[Came::Other, Came::Closed], &[stream, Step::End(End::Stream)], None),
+        ("the client left", 1, true, false, false, &[Came::PeerGone], &[Step::Leave], None),
+        ("a 2026 limit refusal", 1, true, true, false, &[limited], &[hold], Some(End::Json { status: 429, retry_after_s: Some(7) })),
+        ("a legacy limit refusal", 1, true, false, false, &[limited], &[hold], Some(End::Json { status: 200, retry_after_s: Some(7) })),
+        ("a 2026 unknown method", 1, true, true, false, &[Came::Response(Outcome::Error { code: -32601, retry_after_s: None })], &[hold], Some(json(404))),
+    ];
+    for (what, awaited, sse_ok, modern, batch, came, steps, end) in rows {
+        let mut a = Answering::new(*awaited, *sse_ok, *modern, *batch);
+        let got: Vec<Step> = came.iter().map(|c| a.on(*c)).collect();
+        assert_eq!((got.as_slice(), a.done()), (*steps, *end), "{what}");
+    }
+}
