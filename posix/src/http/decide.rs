@@ -98,6 +98,41 @@ impl Target {
     }
 }
 
+/// The target of a request's path: 404 for any other path.
+pub(crate) fn target(path: &str, cfg: &super::HttpConfig) -> Result<Target, Refusal<'static>> {
+    Target::of(path, cfg).ok_or_else(|| Refusal::invalid(404, format!("Not found: the MCP endpoint is {}", cfg.path)))
+}
+
+/// `/health` (no authentication): 200 with the body "ok" (`HEAD`: none), or
+/// 405 with the methods allowed.
+pub(crate) fn health(method: &str) -> Result<&'static [u8], &'static str> {
+    match method {
+        "GET" => Ok(b"ok"),
+        "HEAD" => Ok(b""),
+        _ => Err("GET, HEAD"),
+    }
+}
+
+/// What a request another replica passed on may target: the MCP endpoint
+/// and `/messages` (the sessions), nothing else (404).
+pub(crate) fn relayed(target: Option<Target>) -> Result<Target, Refusal<'static>> {
+    match target {
+        Some(t @ (Target::Mcp | Target::Messages)) => Ok(t),
+        _ => Err(Refusal::invalid(404, "Not found: the hop carries requests to the MCP endpoint and /messages only")),
+    }
+}
+
+/// The 404 of a request to the hop's path on a listener that is no
+/// cluster replica.
+pub(crate) fn not_a_replica() -> Refusal<'static> {
+    Refusal::invalid(404, "Not found: this mcpx is not a cluster replica (no \"cluster\" and shared state key)")
+}
+
+/// The methods allowed (405) when a request to a POST-only path is no POST.
+pub(crate) fn post_only(method: &str) -> Option<&'static str> {
+    (method != "POST").then_some("POST")
+}
+
 /// The checks every request passes first (rows
 /// `streamable-http-server-validate-origin`, `streamable-http-server-403-invalid-origin`,
 /// `http-sse-server-validate-origin`): one `Host` and at most one `Origin`
@@ -558,6 +593,26 @@ pub(crate) fn delete<'r>(req: &'r Request, facts: &impl Facts) -> Result<&'r str
 /// The 404 of a session that is not there to end, or to serve.
 pub(crate) fn ended() -> Refusal<'static> {
     Refusal::invalid(404, "Not found: unknown or ended session")
+}
+
+/// The 404 of a POST whose session ended while it was being registered.
+pub(crate) fn ended_meanwhile() -> Refusal<'static> {
+    Refusal::invalid(404, "Not found: the session ended")
+}
+
+/// The 409 of a GET for a session whose standalone stream is open already.
+pub(crate) fn second_stream() -> Refusal<'static> {
+    Refusal::invalid(409, "Conflict: this session already has an open GET stream")
+}
+
+/// The 404 of `GET /metrics` when the hub keeps none.
+pub(crate) fn metrics_off() -> Refusal<'static> {
+    Refusal::invalid(404, "Not found: metrics are off (\"policy\": {\"metrics\": false})")
+}
+
+/// The 404 of a `POST /messages` naming no 2024-11-05 session of this listener.
+pub(crate) fn unknown_legacy_session() -> Refusal<'static> {
+    Refusal::invalid(404, "Not found: unknown or ended session; reconnect to /sse")
 }
 
 /// GET /sse (2024-11-05): 406 unless the client may take an SSE stream.

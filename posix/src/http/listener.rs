@@ -185,20 +185,14 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     if req.path() == crate::cluster::hop_auth::PATH {
         return cluster_hop::handle(sh, conn, req).await;
     }
-    let Some(target) = Target::of(req.path(), &sh.cfg) else {
-        return conn.reject(404, &format!("Not found: the MCP endpoint is {}", sh.cfg.path)).await;
+    let target = match decide::target(req.path(), &sh.cfg) {
+        Ok(t) => t,
+        Err(r) => return conn.refuse(&r).await,
     };
     if target == Target::Health {
-        return match req.method() {
-            "GET" => {
-                conn.respond(200, &[("Content-Type", "text/plain")], b"ok", true)
-                    .await
-            }
-            "HEAD" => {
-                conn.respond(200, &[("Content-Type", "text/plain")], b"", true)
-                    .await
-            }
-            _ => conn.method_not_allowed("GET, HEAD").await,
+        return match decide::health(req.method()) {
+            Ok(body) => conn.respond(200, &[("Content-Type", "text/plain")], body, true).await,
+            Err(allow) => conn.method_not_allowed(allow).await,
         };
     }
     let who = match sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await {

@@ -28,9 +28,9 @@ pub(super) async fn serve_relayed(sh: &Shared, conn: &mut Conn, req: &mut Reques
     if let Some(sid) = named_session(req, &sh.cfg) {
         super::session_dir::forget_unknown(sh, sid).await;
     }
-    match Target::of(req.path(), &sh.cfg) {
-        Some(target @ (Target::Mcp | Target::Messages)) => serve(sh, conn, req, target, who).await,
-        _ => conn.reject(404, "Not found: the hop carries requests to the MCP endpoint and /messages only").await,
+    match decide::relayed(Target::of(req.path(), &sh.cfg)) {
+        Ok(target) => serve(sh, conn, req, target, who).await,
+        Err(r) => conn.refuse(&r).await,
     }
 }
 
@@ -74,7 +74,7 @@ async fn metrics(sh: &Shared, conn: &mut Conn) -> bool {
             let hs = [("Content-Type", crate::policy::metrics::CONTENT_TYPE), ("Cache-Control", "no-cache")];
             conn.respond(200, &hs, text.as_bytes(), true).await
         }
-        None => conn.reject(404, "Not found: metrics are off (\"policy\": {\"metrics\": false})").await,
+        None => conn.refuse(&decide::metrics_off()).await,
     }
 }
 
@@ -274,7 +274,7 @@ async fn exchange(sh: &Shared, conn: &mut Conn, x: Exchange<'_>) -> Posted {
         if x.reply.modern {
             session::end(sh, x.sid, true);
         }
-        return Posted::Done(conn.reject(404, "Not found: the session ended").await);
+        return Posted::Done(conn.refuse(&decide::ended_meanwhile()).await);
     };
     sh.feed_views(x.c, x.msgs.as_slice());
     Posted::Waiting(Waiting {
@@ -488,7 +488,7 @@ async fn get(sh: &Shared, conn: &mut Conn, req: &Request) -> bool {
         return super::session_dir::answer_lost(sh, conn, req, sid, lost).await;
     }
     let Some(att) = session::set_get_resumable(sh, sid, seq, tx, last) else {
-        return conn.reject(409, "Conflict: this session already has an open GET stream").await;
+        return conn.refuse(&decide::second_stream()).await;
     };
     lost_events(sh, &att);
     let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, prime))).await;
@@ -624,7 +624,7 @@ async fn legacy_messages(sh: &Shared, conn: &mut Conn, req: &mut Request) -> boo
                 return keep;
             }
         }
-        return conn.reject(404, "Not found: unknown or ended session; reconnect to /sse").await;
+        return conn.refuse(&decide::unknown_legacy_session()).await;
     };
     let body = match json_body(conn, req).await {
         Ok(b) => b,

@@ -368,3 +368,50 @@ fn a_posts_answer_is_json_until_something_must_stream() {
         assert_eq!((got.as_slice(), a.done()), (*steps, *end), "{what}");
     }
 }
+
+#[test]
+fn paths_health_and_the_hop_before_authentication() {
+    let cfg = crate::http::HttpConfig::new("127.0.0.1:0".parse().unwrap());
+    let rows: &[(&str, Result<Target, u16>)] = &[
+        ("/mcp", Ok(Target::Mcp)),
+        ("/health", Ok(Target::Health)),
+        ("/metrics", Ok(Target::Metrics)),
+        ("/other", Err(404)),
+        ("/mcp/", Err(404)),
+    ];
+    for (path, want) in rows {
+        assert_eq!(target(path, &cfg).map_err(|r| r.status), *want, "{path}");
+    }
+    assert_eq!(target("/x", &cfg).unwrap_err().message, "Not found: the MCP endpoint is /mcp");
+    let rows: &[(&str, Result<&[u8], &str>)] = &[("GET", Ok(b"ok")), ("HEAD", Ok(b"")), ("POST", Err("GET, HEAD")), ("DELETE", Err("GET, HEAD"))];
+    for (method, want) in rows {
+        assert_eq!(health(method), *want, "{method}");
+    }
+    // What another replica may pass on: the sessions' endpoints only.
+    let rows: &[(Option<Target>, Result<Target, u16>)] = &[
+        (Some(Target::Mcp), Ok(Target::Mcp)),
+        (Some(Target::Messages), Ok(Target::Messages)),
+        (Some(Target::Status), Err(404)),
+        (Some(Target::Health), Err(404)),
+        (None, Err(404)),
+    ];
+    for (t, want) in rows {
+        assert_eq!(relayed(*t).map_err(|r| r.status), *want, "{t:?}");
+    }
+    assert_eq!([post_only("POST"), post_only("GET")], [None, Some("POST")]);
+    assert_eq!(not_a_replica().status, 404);
+}
+
+#[test]
+fn the_listeners_own_refusals() {
+    let rows: &[(Refusal<'static>, u16, &str)] = &[
+        (ended_meanwhile(), 404, "Not found: the session ended"),
+        (second_stream(), 409, "Conflict: this session already has an open GET stream"),
+        (metrics_off(), 404, "Not found: metrics are off (\"policy\": {\"metrics\": false})"),
+        (unknown_legacy_session(), 404, "Not found: unknown or ended session; reconnect to /sse"),
+        (ended(), 404, "Not found: unknown or ended session"),
+    ];
+    for (r, status, message) in rows {
+        assert_eq!((r.status, r.code, r.message.as_ref(), r.id, r.retry_after_s), (*status, ErrorCode::InvalidRequest, *message, None, None));
+    }
+}
