@@ -415,3 +415,47 @@ fn the_listeners_own_refusals() {
         assert_eq!((r.status, r.code, r.message.as_ref(), r.id, r.retry_after_s), (*status, ErrorCode::InvalidRequest, *message, None, None));
     }
 }
+
+// covers: authz-401-www-authenticate, authz-insufficient-scope-403, authz-all-scopes-single-challenge
+#[test]
+fn refused_credentials_are_answered_with_their_challenge() {
+    use crate::http::auth::{denial, Denial, OAuthSettings, Reject};
+    let oauth = OAuthSettings { issuer: "https://as.example".into(), audience: "https://mcp.example/mcp".into(), scopes: vec!["read".into()], ..Default::default() };
+    let prm = "resource_metadata=\"https://mcp.example/.well-known/oauth-protected-resource/mcp\"";
+    let why = |s: &str| s.to_string();
+    let deny = |status, message: &str, challenge: Option<String>, retry_after_s| Denial { status, message: message.into(), challenge, retry_after_s };
+    // (refusal, OAuth on) → the answer.
+    let rows: &[(Reject, bool, Denial)] = &[
+        (Reject::BadRequest("Bad request: two"), false, deny(400, "Bad request: two", None, None)),
+        (
+            Reject::Unauthorized { invalid: false, why: why("send a token") },
+            false,
+            deny(401, "Unauthorized: send a token", Some("Bearer realm=\"mcpx\"".into()), None),
+        ),
+        (
+            Reject::Unauthorized { invalid: true, why: why("expired") },
+            false,
+            deny(401, "Unauthorized: expired", Some("Bearer realm=\"mcpx\", error=\"invalid_token\", error_description=\"expired\"".into()), None),
+        ),
+        (
+            Reject::Unauthorized { invalid: false, why: why("send a token") },
+            true,
+            deny(401, "Unauthorized: send a token", Some(format!("Bearer {prm}, scope=\"read\"")), None),
+        ),
+        (
+            Reject::InsufficientScope { need: vec!["read".into(), "write".into()], why: why("needs \"write\"") },
+            true,
+            deny(
+                403,
+                "Forbidden: needs \"write\"",
+                Some(format!("Bearer {prm}, scope=\"read write\", error=\"insufficient_scope\", error_description=\"needs 'write'\"")),
+                None,
+            ),
+        ),
+        (Reject::Unavailable(why("no keys")), true, deny(503, "Service unavailable: no keys", None, None)),
+        (Reject::Throttled { retry_after_s: 30, why: why("slow down") }, true, deny(429, "Too many requests: slow down", None, Some(30))),
+    ];
+    for (r, on, want) in rows {
+        assert_eq!(denial(r, on.then_some(&oauth)), *want, "{r:?} oauth {on}");
+    }
+}
