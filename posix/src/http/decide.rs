@@ -615,6 +615,59 @@ pub(crate) fn unknown_legacy_session() -> Refusal<'static> {
     Refusal::invalid(404, "Not found: unknown or ended session; reconnect to /sse")
 }
 
+/// Which replica the directory names as holding a session this replica
+/// does not hold.
+#[cfg(feature = "cluster")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holder<'a> {
+    /// This replica (it took the session over meanwhile).
+    Me,
+    /// A replica among the peers: the request is relayed to it.
+    Peer(&'a str),
+    /// No entry, or a replica not among the peers: served here, which
+    /// answers 404 unless the session is here (row
+    /// `streamable-http-server-404-terminated-session`).
+    Nobody,
+}
+
+/// The holder of a session whose entry names `owner`, for replica `me`
+/// whose peers are those `peer` knows.
+#[cfg(feature = "cluster")]
+pub(crate) fn holder<'a>(owner: Option<&'a str>, me: &str, peer: impl Fn(&str) -> bool) -> Holder<'a> {
+    match owner {
+        Some(o) if o == me => Holder::Me,
+        Some(o) if peer(o) => Holder::Peer(o),
+        _ => Holder::Nobody,
+    }
+}
+
+/// May a request go on with a session whose replica is gone, here? A POST
+/// or GET to the MCP endpoint (a 2024-11-05 session ends with its stream),
+/// by the principal the session's kept state names.
+#[cfg(feature = "cluster")]
+pub(crate) fn may_take_over(method: &str, mcp: bool) -> bool {
+    matches!(method, "POST" | "GET") && mcp
+}
+
+/// The 503 of a request for a session whose replica cannot be looked up:
+/// the session may well be alive there, and a 404 would make the client
+/// start over for nothing; the directory reconnects within seconds.
+#[cfg(feature = "cluster")]
+pub(crate) fn directory_unavailable(why: &str) -> Refusal<'static> {
+    let text = format!("Service unavailable: cannot find which replica holds this session ({why}); retry shortly");
+    Refusal { code: ErrorCode::InternalError, retry_after_s: Some(DIRECTORY_RETRY_AFTER_S), ..Refusal::invalid(503, text) }
+}
+
+/// `Retry-After` of [`directory_unavailable`].
+#[cfg(feature = "cluster")]
+const DIRECTORY_RETRY_AFTER_S: u64 = 2;
+
+/// The 404 of a request for a session whose replica does not answer.
+#[cfg(feature = "cluster")]
+pub(crate) fn holder_gone(why: &str) -> Refusal<'static> {
+    Refusal::invalid(404, format!("Not found: unknown or ended session ({why}); initialize a new one"))
+}
+
 /// GET /sse (2024-11-05): 406 unless the client may take an SSE stream.
 pub(crate) fn legacy_sse(req: &Request) -> Option<Refusal<'static>> {
     (!sse_ok(req)).then(|| Refusal::invalid(406, "Not acceptable: send Accept: text/event-stream"))

@@ -459,3 +459,32 @@ fn refused_credentials_are_answered_with_their_challenge() {
         assert_eq!(denial(r, on.then_some(&oauth)), *want, "{r:?} oauth {on}");
     }
 }
+
+// covers: streamable-http-server-404-terminated-session
+#[cfg(feature = "cluster")]
+#[test]
+fn a_session_held_elsewhere_is_relayed_to_a_known_peer_only() {
+    let peers = |r: &str| matches!(r, "b" | "c");
+    // (the replica the entry names) → who serves the request; this replica is "a".
+    let rows: &[(Option<&str>, Holder)] = &[
+        (None, Holder::Nobody),
+        (Some("a"), Holder::Me),
+        (Some("b"), Holder::Peer("b")),
+        (Some("c"), Holder::Peer("c")),
+        (Some("z"), Holder::Nobody),
+        (Some(""), Holder::Nobody),
+    ];
+    for (owner, want) in rows {
+        assert_eq!(holder(*owner, "a", peers), *want, "{owner:?}");
+    }
+    // A gone replica's session goes on here for a POST or GET to the MCP endpoint only.
+    let rows: &[(&str, bool, bool)] = &[("POST", true, true), ("GET", true, true), ("DELETE", true, false), ("POST", false, false), ("GET", false, false)];
+    for (method, mcp, want) in rows {
+        assert_eq!(may_take_over(method, *mcp), *want, "{method} mcp {mcp}");
+    }
+    let r = directory_unavailable("down");
+    assert_eq!((r.status, r.code, r.retry_after_s), (503, ErrorCode::InternalError, Some(2)));
+    assert_eq!(r.message, "Service unavailable: cannot find which replica holds this session (down); retry shortly");
+    let r = holder_gone("x");
+    assert_eq!((r.status, r.code, r.message.as_ref()), (404, ErrorCode::InvalidRequest, "Not found: unknown or ended session (x); initialize a new one"));
+}
