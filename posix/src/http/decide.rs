@@ -394,6 +394,41 @@ fn param_mismatch(req: &Request, env: &Envelope<'_>, facts: &impl Facts) -> Opti
     None
 }
 
+/// What becomes of one message of a POST in a live session.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Sorted<'b> {
+    /// A request for the hub, whose response is awaited.
+    Request(Envelope<'b>),
+    /// A notification or response for the hub.
+    Feed(Envelope<'b>),
+    /// Answered here with this error: a request whose id is in flight
+    /// already, or a message that is not JSON-RPC.
+    Answer(Vec<u8>),
+    /// Not answered: an invalid batch element without an id (it may have
+    /// been a notification).
+    Drop,
+}
+
+/// Sorts message `el` of a POST (`batch`: an element of its batch);
+/// `in_flight` says whether a request id is in flight in the session.
+pub(crate) fn sort<'b>(el: Result<Envelope<'b>, EnvelopeError<'b>>, batch: bool, in_flight: impl FnOnce(&[u8]) -> bool) -> Sorted<'b> {
+    use crate::bytes::written;
+    match el {
+        Ok(env) if env.kind() == MsgKind::Request => {
+            let id = env.id_bytes().unwrap_or(b"null");
+            if in_flight(id) {
+                let text = "Invalid request: this request id is already in flight";
+                return Sorted::Answer(written::error(Some(id), ErrorCode::InvalidRequest, text, None));
+            }
+            Sorted::Request(env)
+        }
+        Ok(env) => Sorted::Feed(env),
+        // Only answer what could be a request (never a notification).
+        Err(e) if e.id_bytes().is_some() || !batch => Sorted::Answer(written::error(e.id_bytes(), e.error_code(), e.message(), None)),
+        Err(_) => Sorted::Drop,
+    }
+}
+
 /// How a POST that carried no request is answered, given the errors
 /// decided for it (invalid batch elements, duplicate ids): 202 with none
 /// (row `streamable-http-server-202-for-non-request`), else 200 for a

@@ -3,17 +3,16 @@
 //! `/sse` + `/messages`. Each reads what it needs, asks `decide` what to
 //! do (the rules live there), and acts: sessions, the hub, the answer.
 
-use mcpx_core::error::ErrorCode;
 use std::time::{Duration, Instant};
 
-use mcpx_core::envelope::{Envelope, Kind as MsgKind, Message};
+use mcpx_core::envelope::{Envelope, Message};
 use mcpx_core::frame::http::Version;
 use mcpx_core::revision::Revision;
 
 use super::auth::Principal;
 use crate::hub::{IdKey, Level};
 use super::conn::{Conn, Wake};
-use super::decide::{self, Came, End, Endpoint, Facts, Known, Post, Refusal, Route, Step, Target};
+use super::decide::{self, Came, End, Endpoint, Facts, Known, Post, Refusal, Route, Sorted, Step, Target};
 use super::request::Request;
 use super::session::{self, Kind, Shared};
 use super::few::Few;
@@ -183,34 +182,19 @@ async fn in_session(sh: &Shared, conn: &mut Conn, sid: &str, msg: &Message<'_>, 
         reply,
     };
     for el in single.into_iter().chain(elements.into_iter().flatten()) {
-        match el {
-            Ok(env) if env.kind() == MsgKind::Request => {
-                let id = env.id_bytes().unwrap_or(b"null");
-                let open = sh.link.call(|hub, _| hub.client_request_open(x.c, id));
-                if x.pending.iter().any(|p| p.bytes() == id) || open {
-                    x.prefilled.push(crate::bytes::written::error(
-                        Some(id),
-                        ErrorCode::InvalidRequest,
-                        "Invalid request: this request id is already in flight",
-                        None,
-                    ));
-                    continue;
-                }
-                x.pending.push(IdKey::new(id));
+        let (pending, c) = (&x.pending, x.c);
+        let in_flight = |id: &[u8]| {
+            let open = sh.link.call(|hub, _| hub.client_request_open(c, id));
+            pending.iter().any(|p| p.bytes() == id) || open
+        };
+        match decide::sort(el, batch, in_flight) {
+            Sorted::Request(env) => {
+                x.pending.push(IdKey::new(env.id_bytes().unwrap_or(b"null")));
                 x.msgs.push(env);
             }
-            Ok(env) => x.msgs.push(env),
-            Err(e) => {
-                // Only answer what could be a request (never a notification).
-                if e.id_bytes().is_some() || !batch {
-                    x.prefilled.push(crate::bytes::written::error(
-                        e.id_bytes(),
-                        e.error_code(),
-                        e.message(),
-                        None,
-                    ));
-                }
-            }
+            Sorted::Feed(env) => x.msgs.push(env),
+            Sorted::Answer(error) => x.prefilled.push(error),
+            Sorted::Drop => {}
         }
     }
     if x.pending.is_empty() {

@@ -488,3 +488,43 @@ fn a_session_held_elsewhere_is_relayed_to_a_known_peer_only() {
     let r = holder_gone("x");
     assert_eq!((r.status, r.code, r.message.as_ref()), (404, ErrorCode::InvalidRequest, "Not found: unknown or ended session (x); initialize a new one"));
 }
+
+// covers: streamable-http-post-body-may-batch
+#[test]
+fn the_messages_of_a_post_in_a_session_are_sorted() {
+    let sorted = |s: Sorted<'_>| match s {
+        Sorted::Request(env) => format!("request {}", env.method_str().unwrap_or("")),
+        Sorted::Feed(env) => format!("feed {}", env.method_str().unwrap_or("")),
+        Sorted::Answer(error) => format!("answer {}", String::from_utf8_lossy(&error)),
+        Sorted::Drop => "drop".into(),
+    };
+    let in_flight_error = r#"answer {"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid request: this request id is already in flight"}}"#;
+    // (the POST's body, the ids in flight) → what becomes of each message.
+    let rows: &[(&str, &[&[u8]], &[&str])] = &[
+        (LIST, &[], &["request tools/list"]),
+        (LIST, &[b"2"], &[in_flight_error]),
+        (LIST, &[b"7"], &["request tools/list"]),
+        (NOTE, &[], &["feed notifications/initialized"]),
+        (r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &[], &["feed "]),
+        (BATCH, &[], &["request tools/list", "feed notifications/initialized"]),
+        (BATCH, &[b"2"], &[in_flight_error, "feed notifications/initialized"]),
+    ];
+    for (body, in_flight, want) in rows {
+        let msg = Message::parse(body.as_bytes()).expect("a JSON-RPC body");
+        let batch = matches!(msg, Message::Batch(_));
+        let els: Vec<_> = match &msg {
+            Message::Single(e) => vec![Ok(*e)],
+            Message::Batch(b) => b.elements().collect(),
+        };
+        let got: Vec<String> = els.into_iter().map(|el| sorted(sort(el, batch, |id| in_flight.contains(&id)))).collect();
+        assert_eq!(got, *want, "{body} in flight {in_flight:?}");
+    }
+    // Invalid elements of a batch: answered when they carry an id, else
+    // dropped (they may have been notifications); a single one always.
+    let msg = Message::parse(br#"[{"jsonrpc":"2.0","id":9},{"jsonrpc":"2.0"},1]"#).expect("a batch");
+    let Message::Batch(b) = msg else { panic!("a batch") };
+    let got: Vec<bool> = b.elements().map(|el| matches!(sort(el, true, |_| false), Sorted::Answer(_))).collect();
+    assert_eq!(got, [true, false, false]);
+    let got: Vec<bool> = b.elements().map(|el| matches!(sort(el, false, |_| false), Sorted::Answer(_))).collect();
+    assert_eq!(got, [true, true, true]);
+}
