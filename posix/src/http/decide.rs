@@ -592,6 +592,21 @@ impl Answering {
     }
 }
 
+/// Does a new stream of a session that negotiated `rev` begin with a
+/// priming event? From 2025-11-25 on (row `streamable-http-sse-priming-event`).
+fn primes(rev: Option<Revision>) -> bool {
+    rev.is_some_and(|r| r >= Revision::V2025_11_25)
+}
+
+/// The SSE answer a POST of a session that negotiated `rev` would get:
+/// (resumable, begins with a priming event). Resumable from 2025-03-26 on
+/// (row `streamable-http-server-may-resume`); neither for a 2026-07-28
+/// request (`modern`) nor for a client that takes no SSE answer.
+pub(crate) fn post_stream(rev: Option<Revision>, modern: bool, sse_ok: bool) -> (bool, bool) {
+    let rev = rev.filter(|_| !modern && sse_ok);
+    (rev.is_some_and(|r| r >= Revision::V2025_03_26), primes(rev))
+}
+
 /// A GET that opens (or resumes) a session's standalone stream.
 #[derive(Debug, PartialEq)]
 pub(crate) struct OpenStream<'r> {
@@ -611,8 +626,7 @@ pub(crate) fn get<'r>(req: &'r Request, facts: &impl Facts) -> Result<OpenStream
     let Known::Live(rev) = facts.session(sid) else {
         return Err(unknown_session(None));
     };
-    let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
-    Ok(OpenStream { sid, last_event_id: req.header_str("last-event-id"), prime })
+    Ok(OpenStream { sid, last_event_id: req.header_str("last-event-id"), prime: primes(rev) })
 }
 
 /// DELETE /mcp: the session to end (rows `streamable-http-client-delete-session`,

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use mcpx_core::envelope::{Envelope, Message};
 use mcpx_core::frame::http::Version;
-use mcpx_core::revision::Revision;
 
 use super::auth::Principal;
 use crate::hub::{IdKey, Level};
@@ -248,12 +247,7 @@ struct Reply {
 async fn exchange(sh: &Shared, conn: &mut Conn, x: Exchange<'_>) -> Posted {
     let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let expected = x.pending.len();
-    // Requirement rows streamable-http-server-may-resume: the SSE answer of a
-    // 2025-03-26..2025-11-25 session is resumable; a 2025-11-25 client gets
-    // its priming event (streamable-http-sse-priming-event).
-    let rev = session::session_rev(sh, x.sid).filter(|_| !x.reply.modern && x.reply.sse_ok);
-    let resumable = rev.is_some_and(|r| r >= Revision::V2025_03_26);
-    let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
+    let (resumable, prime) = decide::post_stream(session::session_rev(sh, x.sid), x.reply.modern, x.reply.sse_ok);
     let Some(id) = session::add_exchange(sh, x.sid, x.pending, x.reply.sse_ok, resumable, tx) else {
         if x.reply.modern {
             session::end(sh, x.sid, true);

@@ -335,7 +335,6 @@ fn the_status_of_an_answer_follows_its_error_in_2026_only() {
     assert_eq!((over.status, over.code, over.message.contains("over 8 messages")), (500, ErrorCode::InternalError, true));
 }
 
-// covers: streamable-http-server-json-or-sse-for-request, streamable-http-sse-includes-response, streamable-http-server-terminates-sse-after-response, streamable-http-disconnect-not-cancel
 #[test]
 fn a_posts_answer_is_json_until_something_must_stream() {
     let t0 = Instant::now();
@@ -416,7 +415,6 @@ fn the_listeners_own_refusals() {
     }
 }
 
-// covers: authz-401-www-authenticate, authz-insufficient-scope-403, authz-all-scopes-single-challenge
 #[test]
 fn refused_credentials_are_answered_with_their_challenge() {
     use crate::http::auth::{denial, Denial, OAuthSettings, Reject};
@@ -460,7 +458,6 @@ fn refused_credentials_are_answered_with_their_challenge() {
     }
 }
 
-// covers: streamable-http-server-404-terminated-session
 #[cfg(feature = "cluster")]
 #[test]
 fn a_session_held_elsewhere_is_relayed_to_a_known_peer_only() {
@@ -489,7 +486,6 @@ fn a_session_held_elsewhere_is_relayed_to_a_known_peer_only() {
     assert_eq!((r.status, r.code, r.message.as_ref()), (404, ErrorCode::InvalidRequest, "Not found: unknown or ended session (x); initialize a new one"));
 }
 
-// covers: streamable-http-post-body-may-batch
 #[test]
 fn the_messages_of_a_post_in_a_session_are_sorted() {
     let sorted = |s: Sorted<'_>| match s {
@@ -527,4 +523,23 @@ fn the_messages_of_a_post_in_a_session_are_sorted() {
     assert_eq!(got, [true, false, false]);
     let got: Vec<bool> = b.elements().map(|el| matches!(sort(el, false, |_| false), Sorted::Answer(_))).collect();
     assert_eq!(got, [true, true, true]);
+}
+
+#[test]
+fn a_posts_stream_is_resumable_from_2025_03_26_and_primed_from_2025_11_25() {
+    let old = Some(Revision::V2024_11_05);
+    let (r0326, r1125) = (Some(Revision::V2025_03_26), Some(Revision::V2025_11_25));
+    // (the session's revision, modern, SSE accepted) → (resumable, priming).
+    let rows: &[(Option<Revision>, bool, bool, (bool, bool))] = &[
+        (None, false, true, (false, false)),
+        (old, false, true, (false, false)),
+        (r0326, false, true, (true, false)),
+        (Some(Revision::V2025_06_18), false, true, (true, false)),
+        (r1125, false, true, (true, true)),
+        (r1125, false, false, (false, false)),
+        (r1125, true, true, (false, false)),
+    ];
+    for (rev, modern, sse_ok, want) in rows {
+        assert_eq!(post_stream(*rev, *modern, *sse_ok), *want, "{rev:?} modern {modern} sse {sse_ok}");
+    }
 }
