@@ -342,27 +342,9 @@ impl Waiting {
         };
         session::leave_exchange(sh, sid, seq, seq, false);
         conn.spare_queue = Some(rx);
-        match (end, out.sse) {
+        match (end, out.sse.take()) {
             (_, Some(s)) => s.finish(conn).await,
-            (End::Json { status, retry_after_s }, None) => {
-                let mut bodies = Few::Empty;
-                for (_, r) in out.held {
-                    bodies.push(r);
-                }
-                let body = join(bodies, batch);
-                let retry = retry_after_s.map(|s| s.to_string());
-                let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
-                let mut k = 1;
-                for h in extra {
-                    hs[k] = *h;
-                    k += 1;
-                }
-                if let Some(secs) = &retry {
-                    hs[k] = ("Retry-After", secs);
-                    k += 1;
-                }
-                conn.respond(status, &hs[..k], &body, !http10).await
-            }
+            (End::Json { status, retry_after_s }, None) => out.json(conn, status, retry_after_s, batch, !http10).await,
             (_, None) => {
                 let live = sh.touch(sid, Kind::Streamable).is_some();
                 conn.refuse(&decide::unanswered(live, sh.cfg.limits.stream_queue)).await
@@ -382,6 +364,27 @@ struct Answer<'a> {
 }
 
 impl Answer<'_> {
+    /// Writes the JSON answer: the held messages, one or the batch of them.
+    async fn json(self, conn: &mut Conn, status: u16, retry_after_s: Option<u64>, batch: bool, keep: bool) -> bool {
+        let mut bodies = Few::Empty;
+        for (_, r) in self.held {
+            bodies.push(r);
+        }
+        let body = join(bodies, batch);
+        let retry = retry_after_s.map(|s| s.to_string());
+        let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
+        let mut k = 1;
+        for h in self.extra {
+            hs[k] = *h;
+            k += 1;
+        }
+        if let Some(secs) = &retry {
+            hs[k] = ("Retry-After", secs);
+            k += 1;
+        }
+        conn.respond(status, &hs[..k], &body, keep).await
+    }
+
     /// Sends `msg` on the stream, or a keep-alive when there is none,
     /// beginning the stream first when `start`; false when the peer is gone.
     async fn send(&mut self, conn: &mut Conn, start: bool, msg: Option<(Option<u64>, Vec<u8>)>) -> bool {
