@@ -175,12 +175,12 @@ pub(crate) async fn relay_elsewhere(sh: &Shared, conn: &mut Conn, req: &mut Requ
     } else {
         Vec::new()
     };
-    let why = match relay(conn, req, &dir, &owner, who, &body).await {
+    let why = match relay(conn, req, &dir, owner, who, &body).await {
         Ok(keep) => return Some(keep),
         Err(why) => why,
     };
     sh.log(Level::Info, format!("session directory: replica {owner:?} holding a session does not answer ({why})"));
-    match take_over(sh, conn, req, sid, who, &dir, &owner).await {
+    match take_over(sh, conn, req, sid, who, &dir, owner).await {
         TakeOver::Here => {}
         // Another replica took it over first: it serves it (no second
         // take-over if it is gone too).
@@ -194,7 +194,7 @@ pub(crate) async fn relay_elsewhere(sh: &Shared, conn: &mut Conn, req: &mut Requ
         // Gone with its replica: the entry goes if it still names that
         // replica, and the client gets the 404 to start over.
         TakeOver::Lost => {
-            let _ = dir.forget_if(sid, &owner).await;
+            let _ = dir.forget_if(sid, owner).await;
         }
         TakeOver::NotYours => {}
     }

@@ -496,7 +496,8 @@ fn the_messages_of_a_post_in_a_session_are_sorted() {
     };
     let in_flight_error = r#"answer {"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid request: this request id is already in flight"}}"#;
     // (the POST's body, the ids in flight) → what becomes of each message.
-    let rows: &[(&str, &[&[u8]], &[&str])] = &[
+    type Row<'a> = (&'a str, &'a [&'a [u8]], &'a [&'a str]);
+    let rows: &[Row] = &[
         (LIST, &[], &["request tools/list"]),
         (LIST, &[b"2"], &[in_flight_error]),
         (LIST, &[b"7"], &["request tools/list"]),
@@ -530,7 +531,8 @@ fn a_posts_stream_is_resumable_from_2025_03_26_and_primed_from_2025_11_25() {
     let old = Some(Revision::V2024_11_05);
     let (r0326, r1125) = (Some(Revision::V2025_03_26), Some(Revision::V2025_11_25));
     // (the session's revision, modern, SSE accepted) → (resumable, priming).
-    let rows: &[(Option<Revision>, bool, bool, (bool, bool))] = &[
+    type Row = (Option<Revision>, bool, bool, (bool, bool));
+    let rows: &[Row] = &[
         (None, false, true, (false, false)),
         (old, false, true, (false, false)),
         (r0326, false, true, (true, false)),
