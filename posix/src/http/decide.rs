@@ -133,6 +133,38 @@ pub(crate) fn post_only(method: &str) -> Option<&'static str> {
     (method != "POST").then_some("POST")
 }
 
+/// A connection over the listener's `max` connections: refused with 503
+/// and closed; said at warning level at most every 10 s since the last
+/// such warning at `last_warn` (a flood would drown the log).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Overloaded {
+    pub refusal: Refusal<'static>,
+    pub warn: bool,
+}
+
+/// How a connection over the limit is refused, at `now` (ms).
+pub(crate) fn overloaded(max: usize, last_warn: Option<u64>, now: u64) -> Overloaded {
+    let text = format!("mcpx has {max} HTTP connections open (its limit); retry later");
+    Overloaded {
+        refusal: Refusal { code: ErrorCode::InternalError, ..Refusal::invalid(503, text) },
+        warn: last_warn.is_none_or(|t| now >= t + 10_000),
+    }
+}
+
+/// Does a refused connection linger before it closes (so that its peer
+/// reads the answer), with `conns` open of `max`? Not under a flood (over
+/// twice `max`): then it closes at once rather than hold sockets open.
+pub(crate) fn linger_when_over(conns: usize, max: usize) -> bool {
+    conns <= 2 * max
+}
+
+/// May the connection carry another request once this one is answered?
+/// Only if the answer and the request allow it, and the request's body
+/// was read (an unread body would be taken for the next request).
+pub(crate) fn keep_connection(answered: bool, keep_alive: bool, body_read: bool, has_body: bool) -> bool {
+    answered && keep_alive && (body_read || !has_body)
+}
+
 /// The checks every request passes first (rows
 /// `streamable-http-server-validate-origin`, `streamable-http-server-403-invalid-origin`,
 /// `http-sse-server-validate-origin`): one `Host` and at most one `Origin`

@@ -545,3 +545,27 @@ fn a_posts_stream_is_resumable_from_2025_03_26_and_primed_from_2025_11_25() {
         assert_eq!(post_stream(*rev, *modern, *sse_ok), *want, "{rev:?} modern {modern} sse {sse_ok}");
     }
 }
+
+#[test]
+fn connections_kept_and_refused_over_the_limit() {
+    // (answered keeping it, the request's keep-alive, body read, has a body) → kept.
+    let rows: &[((bool, bool, bool, bool), bool)] = &[
+        ((true, true, false, false), true),
+        ((true, true, true, true), true),
+        ((true, true, false, true), false),
+        ((true, false, true, true), false),
+        ((false, true, true, true), false),
+    ];
+    for ((answered, keep_alive, read, has), want) in rows {
+        assert_eq!(keep_connection(*answered, *keep_alive, *read, *has), *want, "{answered} {keep_alive} {read} {has}");
+    }
+    // (the last warning, now) → warn again.
+    let rows: &[(Option<u64>, u64, bool)] = &[(None, 5, true), (Some(1_000), 10_999, false), (Some(1_000), 11_000, true)];
+    for (last, now, warn) in rows {
+        let o = overloaded(64, *last, *now);
+        assert_eq!(o.warn, *warn, "{last:?} {now}");
+        assert_eq!((o.refusal.status, o.refusal.code), (503, ErrorCode::InternalError));
+        assert_eq!(o.refusal.message, "mcpx has 64 HTTP connections open (its limit); retry later");
+    }
+    assert_eq!([linger_when_over(128, 64), linger_when_over(129, 64)], [true, false]);
+}
