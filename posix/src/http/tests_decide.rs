@@ -549,7 +549,8 @@ fn a_posts_stream_is_resumable_from_2025_03_26_and_primed_from_2025_11_25() {
 #[test]
 fn connections_kept_and_refused_over_the_limit() {
     // (answered keeping it, the request's keep-alive, body read, has a body) → kept.
-    let rows: &[((bool, bool, bool, bool), bool)] = &[
+    type Row = ((bool, bool, bool, bool), bool);
+    let rows: &[Row] = &[
         ((true, true, false, false), true),
         ((true, true, true, true), true),
         ((true, true, false, true), false),
