@@ -203,39 +203,23 @@ impl Authenticator {
         found
     }
 
-    /// Answers a refused request: 401/403 with `WWW-Authenticate` (RFC 6750,
-    /// with `resource_metadata` per RFC 9728 when OAuth is on), or 503.
+    /// Answers a refused request as [`denial`] says.
     pub async fn refuse(&self, conn: &mut Conn, r: &Reject) -> bool {
-        let oauth = self.settings.oauth.as_ref();
-        let mut retry = String::new();
-        let (status, text, challenge) = match r {
-            Reject::BadRequest(why) => (400, why.to_string(), String::new()),
-            Reject::Unauthorized { invalid, why } => {
-                let error = invalid.then_some(("invalid_token", why.as_str()));
-                (401, format!("Unauthorized: {why}"), prm::challenge(oauth, error, None))
-            }
-            Reject::InsufficientScope { need, why } => {
-                (403, format!("Forbidden: {why}"), prm::challenge(oauth, Some(("insufficient_scope", why)), Some(need)))
-            }
-            Reject::Unavailable(why) => {
-                conn.common.log(crate::hub::Level::Warn, format!("http: a request was refused (503): {why}"));
-                (503, format!("Service unavailable: {why}"), String::new())
-            }
-            Reject::Throttled { retry_after_s, why } => {
-                retry = retry_after_s.to_string();
-                (429, format!("Too many requests: {why}"), String::new())
-            }
-        };
-        conn.common.refused(status, &text);
-        let body = crate::bytes::written::error(None, ErrorCode::InvalidRequest, &text, None);
+        if let Reject::Unavailable(why) = r {
+            conn.common.log(crate::hub::Level::Warn, format!("http: a request was refused (503): {why}"));
+        }
+        let d = denial(r, self.settings.oauth.as_ref());
+        conn.common.refused(d.status, &d.message);
+        let body = crate::bytes::written::error(None, ErrorCode::InvalidRequest, &d.message, None);
+        let retry = d.retry_after_s.map(|s| s.to_string());
         let mut hs = vec![("Content-Type", "application/json")];
-        if !challenge.is_empty() {
-            hs.push(("WWW-Authenticate", &challenge));
+        if let Some(c) = &d.challenge {
+            hs.push(("WWW-Authenticate", c));
         }
-        if !retry.is_empty() {
-            hs.push(("Retry-After", &retry));
+        if let Some(r) = &retry {
+            hs.push(("Retry-After", r));
         }
-        conn.respond(status, &hs, &body, true).await
+        conn.respond(d.status, &hs, &body, true).await
     }
 
     /// The Protected Resource Metadata (RFC 9728) request at `path`, if it is one.
@@ -246,6 +230,37 @@ impl Authenticator {
         }
         Some(prm::respond(o, conn, req).await)
     }
+}
+
+/// The answer to a request whose credentials were refused: its status, the
+/// message of its JSON-RPC error, its `WWW-Authenticate` challenge and its
+/// `Retry-After`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Denial {
+    pub status: u16,
+    pub message: String,
+    pub challenge: Option<String>,
+    pub retry_after_s: Option<u64>,
+}
+
+/// How refusal `r` is answered: 401/403 with `WWW-Authenticate` (RFC 6750,
+/// with `resource_metadata` per RFC 9728 when `oauth` is on), 429 with
+/// `Retry-After`, 400 or 503.
+pub(crate) fn denial(r: &Reject, oauth: Option<&OAuthSettings>) -> Denial {
+    let (status, message, challenge, retry_after_s) = match r {
+        Reject::BadRequest(why) => (400, why.to_string(), None, None),
+        Reject::Unauthorized { invalid, why } => {
+            let error = invalid.then_some(("invalid_token", why.as_str()));
+            (401, format!("Unauthorized: {why}"), Some(prm::challenge(oauth, error, None)), None)
+        }
+        Reject::InsufficientScope { need, why } => {
+            let challenge = prm::challenge(oauth, Some(("insufficient_scope", why)), Some(need));
+            (403, format!("Forbidden: {why}"), Some(challenge), None)
+        }
+        Reject::Unavailable(why) => (503, format!("Service unavailable: {why}"), None, None),
+        Reject::Throttled { retry_after_s, why } => (429, format!("Too many requests: {why}"), None, Some(*retry_after_s)),
+    };
+    Denial { status, message, challenge, retry_after_s }
 }
 
 /// The token of `Authorization: Bearer <token>`, if that is what it is.

@@ -15,6 +15,7 @@ use mcpx_core::envelope::Message;
 
 use super::auth::Principal;
 use super::conn::Conn;
+use super::decide;
 use super::request::Request;
 use super::routes;
 use super::session::Shared;
@@ -38,10 +39,10 @@ impl HopConfig {
 
 pub(super) async fn handle(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     let Some(hop) = &sh.cfg.hop else {
-        return conn.reject(404, "Not found: this mcpx is not a cluster replica (no \"cluster\" and shared state key)").await;
+        return conn.refuse(&decide::not_a_replica()).await;
     };
-    if req.method() != "POST" {
-        return conn.method_not_allowed("POST").await;
+    if let Some(allow) = decide::post_only(req.method()) {
+        return conn.method_not_allowed(allow).await;
     }
     let body = match conn.body(req).await {
         Ok(b) => b,

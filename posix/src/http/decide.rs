@@ -5,6 +5,7 @@
 //! rules, without sockets.
 
 use std::borrow::Cow;
+use std::time::{Duration, Instant};
 
 use mcpx_core::envelope::{Batch, Envelope, EnvelopeError, Kind as MsgKind, Message};
 use mcpx_core::error::{self, ErrorCode};
@@ -95,6 +96,73 @@ impl Target {
             _ => return None,
         })
     }
+}
+
+/// The target of a request's path: 404 for any other path.
+pub(crate) fn target(path: &str, cfg: &super::HttpConfig) -> Result<Target, Refusal<'static>> {
+    Target::of(path, cfg).ok_or_else(|| Refusal::invalid(404, format!("Not found: the MCP endpoint is {}", cfg.path)))
+}
+
+/// `/health` (no authentication): 200 with the body "ok" (`HEAD`: none), or
+/// 405 with the methods allowed.
+pub(crate) fn health(method: &str) -> Result<&'static [u8], &'static str> {
+    match method {
+        "GET" => Ok(b"ok"),
+        "HEAD" => Ok(b""),
+        _ => Err("GET, HEAD"),
+    }
+}
+
+/// What a request another replica passed on may target: the MCP endpoint
+/// and `/messages` (the sessions), nothing else (404).
+pub(crate) fn relayed(target: Option<Target>) -> Result<Target, Refusal<'static>> {
+    match target {
+        Some(t @ (Target::Mcp | Target::Messages)) => Ok(t),
+        _ => Err(Refusal::invalid(404, "Not found: the hop carries requests to the MCP endpoint and /messages only")),
+    }
+}
+
+/// The 404 of a request to the hop's path on a listener that is no
+/// cluster replica.
+pub(crate) fn not_a_replica() -> Refusal<'static> {
+    Refusal::invalid(404, "Not found: this mcpx is not a cluster replica (no \"cluster\" and shared state key)")
+}
+
+/// The methods allowed (405) when a request to a POST-only path is no POST.
+pub(crate) fn post_only(method: &str) -> Option<&'static str> {
+    (method != "POST").then_some("POST")
+}
+
+/// A connection over the listener's `max` connections: refused with 503
+/// and closed; said at warning level at most every 10 s since the last
+/// such warning at `last_warn` (a flood would drown the log).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Overloaded {
+    pub refusal: Refusal<'static>,
+    pub warn: bool,
+}
+
+/// How a connection over the limit is refused, at `now` (ms).
+pub(crate) fn overloaded(max: usize, last_warn: Option<u64>, now: u64) -> Overloaded {
+    let text = format!("mcpx has {max} HTTP connections open (its limit); retry later");
+    Overloaded {
+        refusal: Refusal { code: ErrorCode::InternalError, ..Refusal::invalid(503, text) },
+        warn: last_warn.is_none_or(|t| now >= t + 10_000),
+    }
+}
+
+/// Does a refused connection linger before it closes (so that its peer
+/// reads the answer), with `conns` open of `max`? Not under a flood (over
+/// twice `max`): then it closes at once rather than hold sockets open.
+pub(crate) fn linger_when_over(conns: usize, max: usize) -> bool {
+    conns <= 2 * max
+}
+
+/// May the connection carry another request once this one is answered?
+/// Only if the answer and the request allow it, and the request's body
+/// was read (an unread body would be taken for the next request).
+pub(crate) fn keep_connection(answered: bool, keep_alive: bool, body_read: bool, has_body: bool) -> bool {
+    answered && keep_alive && (body_read || !has_body)
 }
 
 /// The checks every request passes first (rows
@@ -358,6 +426,41 @@ fn param_mismatch(req: &Request, env: &Envelope<'_>, facts: &impl Facts) -> Opti
     None
 }
 
+/// What becomes of one message of a POST in a live session.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Sorted<'b> {
+    /// A request for the hub, whose response is awaited.
+    Request(Envelope<'b>),
+    /// A notification or response for the hub.
+    Feed(Envelope<'b>),
+    /// Answered here with this error: a request whose id is in flight
+    /// already, or a message that is not JSON-RPC.
+    Answer(Vec<u8>),
+    /// Not answered: an invalid batch element without an id (it may have
+    /// been a notification).
+    Drop,
+}
+
+/// Sorts message `el` of a POST (`batch`: an element of its batch);
+/// `in_flight` says whether a request id is in flight in the session.
+pub(crate) fn sort<'b>(el: Result<Envelope<'b>, EnvelopeError<'b>>, batch: bool, in_flight: impl FnOnce(&[u8]) -> bool) -> Sorted<'b> {
+    use crate::bytes::written;
+    match el {
+        Ok(env) if env.kind() == MsgKind::Request => {
+            let id = env.id_bytes().unwrap_or(b"null");
+            if in_flight(id) {
+                let text = "Invalid request: this request id is already in flight";
+                return Sorted::Answer(written::error(Some(id), ErrorCode::InvalidRequest, text, None));
+            }
+            Sorted::Request(env)
+        }
+        Ok(env) => Sorted::Feed(env),
+        // Only answer what could be a request (never a notification).
+        Err(e) if e.id_bytes().is_some() || !batch => Sorted::Answer(written::error(e.id_bytes(), e.error_code(), e.message(), None)),
+        Err(_) => Sorted::Drop,
+    }
+}
+
 /// How a POST that carried no request is answered, given the errors
 /// decided for it (invalid batch elements, duplicate ids): 202 with none
 /// (row `streamable-http-server-202-for-non-request`), else 200 for a
@@ -399,6 +502,143 @@ pub(crate) fn unanswered(session_live: bool, queue_cap: usize) -> Refusal<'stati
     Refusal { code: ErrorCode::InternalError, ..Refusal::invalid(500, msg) }
 }
 
+/// How long a POST whose client takes JSON only waits between wake-ups
+/// while no keep-alive can flow.
+const QUIET: Duration = Duration::from_secs(3600);
+
+/// A POST's answer while its requests are with the hub: what to do with
+/// each thing that comes (rows `streamable-http-server-json-or-sse-for-request`,
+/// `streamable-http-sse-includes-response`,
+/// `streamable-http-server-terminates-sse-after-response`). JSON when the
+/// responses come first; an SSE stream when something else must go first,
+/// or a call is long (so that keep-alives can flow).
+#[derive(Debug)]
+pub(crate) struct Answering {
+    /// Responses still awaited.
+    awaited: usize,
+    /// The client takes an SSE answer.
+    sse_ok: bool,
+    /// A 2026-07-28 request (its status follows its error).
+    modern: bool,
+    batch: bool,
+    /// The answer is an SSE stream already.
+    streaming: bool,
+    /// What the hub said of the last response.
+    outcome: Option<Outcome>,
+}
+
+/// What came while a POST waits for its answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Came {
+    /// A response to one of its requests.
+    Response(Outcome),
+    /// A message that is not a response (a notification, a server request).
+    Other,
+    /// The queue closed: no more will come.
+    Closed,
+    /// The keep-alive time, at `now`.
+    Tick(Instant),
+    /// The client went away.
+    PeerGone,
+}
+
+/// What to do with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Keep the message for the JSON answer.
+    Hold,
+    /// Send the message on the stream; `start`: begin the stream first
+    /// (its priming event, then what was held).
+    Stream { start: bool },
+    /// Send a keep-alive; `start`: begin the stream first.
+    Ping { start: bool },
+    /// Nothing can flow (the client takes JSON only): wake next at this time.
+    Sleep(Instant),
+    /// The client went away (the call goes on, row
+    /// `streamable-http-disconnect-not-cancel`).
+    Leave,
+    /// The answer ends.
+    End(End),
+}
+
+/// How a POST's answer ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The end of its SSE stream.
+    Stream,
+    /// The JSON answer, with its status and `Retry-After`.
+    Json { status: u16, retry_after_s: Option<u64> },
+    /// Not every answer came and nothing streamed ([`unanswered`]).
+    Unanswered,
+}
+
+impl Answering {
+    pub fn new(awaited: usize, sse_ok: bool, modern: bool, batch: bool) -> Answering {
+        Answering { awaited, sse_ok, modern, batch, streaming: false, outcome: None }
+    }
+
+    /// The end, once every response came.
+    pub fn done(&self) -> Option<End> {
+        (self.awaited == 0).then(|| self.end(false))
+    }
+
+    /// What to do with what came.
+    pub fn on(&mut self, came: Came) -> Step {
+        match came {
+            Came::PeerGone => Step::Leave,
+            Came::Closed => Step::End(self.end(true)),
+            Came::Response(o) => {
+                self.outcome = Some(o);
+                self.awaited = self.awaited.saturating_sub(1);
+                self.message(false)
+            }
+            Came::Other => self.message(true),
+            Came::Tick(now) if !self.streaming && !self.sse_ok => Step::Sleep(now + QUIET),
+            Came::Tick(_) => Step::Ping { start: self.stream() },
+        }
+    }
+
+    /// A message: held while the answer can still be JSON; anything but a
+    /// response starts the stream.
+    fn message(&mut self, other: bool) -> Step {
+        if !self.streaming && !other {
+            return Step::Hold;
+        }
+        Step::Stream { start: self.stream() }
+    }
+
+    /// Streams from now on; true when that starts the stream.
+    fn stream(&mut self) -> bool {
+        !std::mem::replace(&mut self.streaming, true)
+    }
+
+    fn end(&self, early: bool) -> End {
+        match (self.streaming, early) {
+            (true, _) => End::Stream,
+            (false, true) => End::Unanswered,
+            (false, false) => {
+                let (status, retry_after_s) = answer_status(self.modern, self.batch, self.outcome);
+                End::Json { status, retry_after_s }
+            }
+        }
+    }
+}
+
+/// Does a new stream of a session that negotiated `rev` begin with a
+/// priming event? From 2025-11-25 on (row `streamable-http-sse-priming-event`).
+fn primes(rev: Option<Revision>) -> bool {
+    rev.is_some_and(|r| r >= Revision::V2025_11_25)
+}
+
+/// The SSE answer a POST of a session that negotiated `rev` would get:
+/// (resumable, begins with a priming event). Resumable from 2025-03-26 on
+/// (row `streamable-http-server-may-resume`); neither for a 2026-07-28
+/// request (`modern`) nor for a client that takes no SSE answer.
+pub(crate) fn post_stream(rev: Option<Revision>, modern: bool, sse_ok: bool) -> (bool, bool) {
+    let rev = rev.filter(|_| !modern && sse_ok);
+    (rev.is_some_and(|r| r >= Revision::V2025_03_26), primes(rev))
+}
+
 /// A GET that opens (or resumes) a session's standalone stream.
 #[derive(Debug, PartialEq)]
 pub(crate) struct OpenStream<'r> {
@@ -418,8 +658,7 @@ pub(crate) fn get<'r>(req: &'r Request, facts: &impl Facts) -> Result<OpenStream
     let Known::Live(rev) = facts.session(sid) else {
         return Err(unknown_session(None));
     };
-    let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
-    Ok(OpenStream { sid, last_event_id: req.header_str("last-event-id"), prime })
+    Ok(OpenStream { sid, last_event_id: req.header_str("last-event-id"), prime: primes(rev) })
 }
 
 /// DELETE /mcp: the session to end (rows `streamable-http-client-delete-session`,
@@ -435,6 +674,79 @@ pub(crate) fn delete<'r>(req: &'r Request, facts: &impl Facts) -> Result<&'r str
 /// The 404 of a session that is not there to end, or to serve.
 pub(crate) fn ended() -> Refusal<'static> {
     Refusal::invalid(404, "Not found: unknown or ended session")
+}
+
+/// The 404 of a POST whose session ended while it was being registered.
+pub(crate) fn ended_meanwhile() -> Refusal<'static> {
+    Refusal::invalid(404, "Not found: the session ended")
+}
+
+/// The 409 of a GET for a session whose standalone stream is open already.
+pub(crate) fn second_stream() -> Refusal<'static> {
+    Refusal::invalid(409, "Conflict: this session already has an open GET stream")
+}
+
+/// The 404 of `GET /metrics` when the hub keeps none.
+pub(crate) fn metrics_off() -> Refusal<'static> {
+    Refusal::invalid(404, "Not found: metrics are off (\"policy\": {\"metrics\": false})")
+}
+
+/// The 404 of a `POST /messages` naming no 2024-11-05 session of this listener.
+pub(crate) fn unknown_legacy_session() -> Refusal<'static> {
+    Refusal::invalid(404, "Not found: unknown or ended session; reconnect to /sse")
+}
+
+/// Which replica the directory names as holding a session this replica
+/// does not hold.
+#[cfg(feature = "cluster")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holder<'a> {
+    /// This replica (it took the session over meanwhile).
+    Me,
+    /// A replica among the peers: the request is relayed to it.
+    Peer(&'a str),
+    /// No entry, or a replica not among the peers: served here, which
+    /// answers 404 unless the session is here (row
+    /// `streamable-http-server-404-terminated-session`).
+    Nobody,
+}
+
+/// The holder of a session whose entry names `owner`, for replica `me`
+/// whose peers are those `peer` knows.
+#[cfg(feature = "cluster")]
+pub(crate) fn holder<'a>(owner: Option<&'a str>, me: &str, peer: impl Fn(&str) -> bool) -> Holder<'a> {
+    match owner {
+        Some(o) if o == me => Holder::Me,
+        Some(o) if peer(o) => Holder::Peer(o),
+        _ => Holder::Nobody,
+    }
+}
+
+/// May a request go on with a session whose replica is gone, here? A POST
+/// or GET to the MCP endpoint (a 2024-11-05 session ends with its stream),
+/// by the principal the session's kept state names.
+#[cfg(feature = "cluster")]
+pub(crate) fn may_take_over(method: &str, mcp: bool) -> bool {
+    matches!(method, "POST" | "GET") && mcp
+}
+
+/// The 503 of a request for a session whose replica cannot be looked up:
+/// the session may well be alive there, and a 404 would make the client
+/// start over for nothing; the directory reconnects within seconds.
+#[cfg(feature = "cluster")]
+pub(crate) fn directory_unavailable(why: &str) -> Refusal<'static> {
+    let text = format!("Service unavailable: cannot find which replica holds this session ({why}); retry shortly");
+    Refusal { code: ErrorCode::InternalError, retry_after_s: Some(DIRECTORY_RETRY_AFTER_S), ..Refusal::invalid(503, text) }
+}
+
+/// `Retry-After` of [`directory_unavailable`].
+#[cfg(feature = "cluster")]
+const DIRECTORY_RETRY_AFTER_S: u64 = 2;
+
+/// The 404 of a request for a session whose replica does not answer.
+#[cfg(feature = "cluster")]
+pub(crate) fn holder_gone(why: &str) -> Refusal<'static> {
+    Refusal::invalid(404, format!("Not found: unknown or ended session ({why}); initialize a new one"))
 }
 
 /// GET /sse (2024-11-05): 406 unless the client may take an SSE stream.

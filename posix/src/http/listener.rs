@@ -85,23 +85,20 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
                     let _guard = guard;
                     let mut conn = conn;
                     let max = shared.cfg.limits.max_connections;
-                    let msg =
-                        format!("mcpx has {max} HTTP connections open (its limit); retry later");
-                    // Warn at most every 10 s; a flood would drown the log.
                     let now = shared.now();
-                    let warn = {
+                    let decided = {
                         let mut st = shared.state.borrow_mut();
-                        let due = st.last_cap_warn.is_none_or(|t| now >= t + 10_000);
-                        if due {
+                        let decided = decide::overloaded(max, st.last_cap_warn, now);
+                        if decided.warn {
                             st.last_cap_warn = Some(now);
                         }
-                        due
+                        decided
                     };
-                    let level = if warn { Level::Warn } else { Level::Debug };
-                    shared.log(level, format!("http: {msg}"));
-                    let _ = conn.error(503, None, ErrorCode::InternalError, &msg, None, false).await;
-                    // Under a flood, close at once rather than hold sockets open.
-                    if shared.state.borrow().conns <= 2 * max {
+                    let level = if decided.warn { Level::Warn } else { Level::Debug };
+                    let r = &decided.refusal;
+                    shared.log(level, format!("http: {}", r.message));
+                    let _ = conn.error(r.status, None, r.code, &r.message, None, false).await;
+                    if decide::linger_when_over(shared.state.borrow().conns, max) {
                         conn.linger_close().await;
                     }
                 })
@@ -170,8 +167,7 @@ async fn connection(sh: &Rc<Shared>, mut conn: Conn) {
 /// Answers one request; true when the connection may carry another.
 async fn handle(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     let keep = dispatch(sh, conn, req).await;
-    // An unread body would be taken for the next request: close instead.
-    keep && req.keep_alive && (req.body_read || !req.has_body())
+    decide::keep_connection(keep, req.keep_alive, req.body_read, req.has_body())
 }
 
 async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
@@ -185,20 +181,14 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     if req.path() == crate::cluster::hop_auth::PATH {
         return cluster_hop::handle(sh, conn, req).await;
     }
-    let Some(target) = Target::of(req.path(), &sh.cfg) else {
-        return conn.reject(404, &format!("Not found: the MCP endpoint is {}", sh.cfg.path)).await;
+    let target = match decide::target(req.path(), &sh.cfg) {
+        Ok(t) => t,
+        Err(r) => return conn.refuse(&r).await,
     };
     if target == Target::Health {
-        return match req.method() {
-            "GET" => {
-                conn.respond(200, &[("Content-Type", "text/plain")], b"ok", true)
-                    .await
-            }
-            "HEAD" => {
-                conn.respond(200, &[("Content-Type", "text/plain")], b"", true)
-                    .await
-            }
-            _ => conn.method_not_allowed("GET, HEAD").await,
+        return match decide::health(req.method()) {
+            Ok(body) => conn.respond(200, &[("Content-Type", "text/plain")], body, true).await,
+            Err(allow) => conn.method_not_allowed(allow).await,
         };
     }
     let who = match sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await {

@@ -3,17 +3,15 @@
 //! `/sse` + `/messages`. Each reads what it needs, asks `decide` what to
 //! do (the rules live there), and acts: sessions, the hub, the answer.
 
-use mcpx_core::error::ErrorCode;
 use std::time::{Duration, Instant};
 
-use mcpx_core::envelope::{Envelope, Kind as MsgKind, Message};
+use mcpx_core::envelope::{Envelope, Message};
 use mcpx_core::frame::http::Version;
-use mcpx_core::revision::Revision;
 
 use super::auth::Principal;
 use crate::hub::{IdKey, Level};
 use super::conn::{Conn, Wake};
-use super::decide::{self, Endpoint, Facts, Known, Post, Refusal, Route, Target};
+use super::decide::{self, Came, End, Endpoint, Facts, Known, Post, Refusal, Route, Sorted, Step, Target};
 use super::request::Request;
 use super::session::{self, Kind, Shared};
 use super::few::Few;
@@ -28,9 +26,9 @@ pub(super) async fn serve_relayed(sh: &Shared, conn: &mut Conn, req: &mut Reques
     if let Some(sid) = named_session(req, &sh.cfg) {
         super::session_dir::forget_unknown(sh, sid).await;
     }
-    match Target::of(req.path(), &sh.cfg) {
-        Some(target @ (Target::Mcp | Target::Messages)) => serve(sh, conn, req, target, who).await,
-        _ => conn.reject(404, "Not found: the hop carries requests to the MCP endpoint and /messages only").await,
+    match decide::relayed(Target::of(req.path(), &sh.cfg)) {
+        Ok(target) => serve(sh, conn, req, target, who).await,
+        Err(r) => conn.refuse(&r).await,
     }
 }
 
@@ -74,7 +72,7 @@ async fn metrics(sh: &Shared, conn: &mut Conn) -> bool {
             let hs = [("Content-Type", crate::policy::metrics::CONTENT_TYPE), ("Cache-Control", "no-cache")];
             conn.respond(200, &hs, text.as_bytes(), true).await
         }
-        None => conn.reject(404, "Not found: metrics are off (\"policy\": {\"metrics\": false})").await,
+        None => conn.refuse(&decide::metrics_off()).await,
     }
 }
 
@@ -183,34 +181,19 @@ async fn in_session(sh: &Shared, conn: &mut Conn, sid: &str, msg: &Message<'_>, 
         reply,
     };
     for el in single.into_iter().chain(elements.into_iter().flatten()) {
-        match el {
-            Ok(env) if env.kind() == MsgKind::Request => {
-                let id = env.id_bytes().unwrap_or(b"null");
-                let open = sh.link.call(|hub, _| hub.client_request_open(x.c, id));
-                if x.pending.iter().any(|p| p.bytes() == id) || open {
-                    x.prefilled.push(crate::bytes::written::error(
-                        Some(id),
-                        ErrorCode::InvalidRequest,
-                        "Invalid request: this request id is already in flight",
-                        None,
-                    ));
-                    continue;
-                }
-                x.pending.push(IdKey::new(id));
+        let (pending, c) = (&x.pending, x.c);
+        let in_flight = |id: &[u8]| {
+            let open = sh.link.call(|hub, _| hub.client_request_open(c, id));
+            pending.iter().any(|p| p.bytes() == id) || open
+        };
+        match decide::sort(el, batch, in_flight) {
+            Sorted::Request(env) => {
+                x.pending.push(IdKey::new(env.id_bytes().unwrap_or(b"null")));
                 x.msgs.push(env);
             }
-            Ok(env) => x.msgs.push(env),
-            Err(e) => {
-                // Only answer what could be a request (never a notification).
-                if e.id_bytes().is_some() || !batch {
-                    x.prefilled.push(crate::bytes::written::error(
-                        e.id_bytes(),
-                        e.error_code(),
-                        e.message(),
-                        None,
-                    ));
-                }
-            }
+            Sorted::Feed(env) => x.msgs.push(env),
+            Sorted::Answer(error) => x.prefilled.push(error),
+            Sorted::Drop => {}
         }
     }
     if x.pending.is_empty() {
@@ -264,17 +247,12 @@ struct Reply {
 async fn exchange(sh: &Shared, conn: &mut Conn, x: Exchange<'_>) -> Posted {
     let (tx, rx) = conn.queue(sh.cfg.limits.stream_queue);
     let expected = x.pending.len();
-    // Requirement rows streamable-http-server-may-resume: the SSE answer of a
-    // 2025-03-26..2025-11-25 session is resumable; a 2025-11-25 client gets
-    // its priming event (streamable-http-sse-priming-event).
-    let rev = session::session_rev(sh, x.sid).filter(|_| !x.reply.modern && x.reply.sse_ok);
-    let resumable = rev.is_some_and(|r| r >= Revision::V2025_03_26);
-    let prime = rev.is_some_and(|r| r >= Revision::V2025_11_25);
+    let (resumable, prime) = decide::post_stream(session::session_rev(sh, x.sid), x.reply.modern, x.reply.sse_ok);
     let Some(id) = session::add_exchange(sh, x.sid, x.pending, x.reply.sse_ok, resumable, tx) else {
         if x.reply.modern {
             session::end(sh, x.sid, true);
         }
-        return Posted::Done(conn.reject(404, "Not found: the session ended").await);
+        return Posted::Done(conn.refuse(&decide::ended_meanwhile()).await);
     };
     sh.feed_views(x.c, x.msgs.as_slice());
     Posted::Waiting(Waiting {
@@ -311,121 +289,115 @@ impl Waiting {
         keep
     }
 
+    /// Moves the answer's bytes as `decide::Answering` says.
     async fn wait(self, sh: &Shared, conn: &mut Conn) -> bool {
         let Waiting { sid, stream, rx, expected, prefilled, reply: Reply { batch, sse_ok, http10, set_session, modern } } = self;
         let sid = sid.as_str();
         let seq = stream.id.seq;
-        // The connection is gone: a stream the client has ids of waits for it.
-        let gone = |sse: &Option<SseOut>| session::leave_exchange(sh, sid, seq, seq, sse.is_some());
         let session_hdr = [("Mcp-Session-Id", sid)];
         let extra: &[(&str, &str)] = if set_session { &session_hdr } else { &[] };
-        let version = if http10 {
-            Version::Http10
-        } else {
-            Version::Http11
-        };
-        let mut responses: Few<(Option<u64>, Vec<u8>)> = Few::Empty;
+        let version = if http10 { Version::Http10 } else { Version::Http11 };
+        let mut out = Answer { stream, version, extra, held: Few::Empty, sse: None };
         for r in prefilled {
-            responses.push((None, r));
+            out.held.push((None, r));
         }
-        let mut got = 0usize;
-        // What the (last) response says: the hub wrote it (`Outcome`).
-        let mut outcome = None;
-        let mut sse: Option<SseOut> = None;
-        let mut ping_at =
-            Instant::now() + Duration::from_millis(sh.cfg.limits.sse_keepalive_ms.max(10));
-        let ended_early = loop {
-            if got >= expected {
-                break false;
+        let mut decided = decide::Answering::new(expected, sse_ok, modern, batch);
+        let mut ping_at = Instant::now() + Duration::from_millis(sh.cfg.limits.sse_keepalive_ms.max(10));
+        let end = loop {
+            if let Some(end) = decided.done() {
+                break end;
             }
-            let wake = conn.wait(&rx, ping_at).await;
-            match wake {
-                Wake::PeerGone => {
-                    // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its
-                    // result is dropped, or kept for a client that resumes the stream
-                    gone(&sse);
-                    return false;
+            let (came, msg) = match conn.wait(&rx, ping_at).await {
+                Wake::PeerGone => (Came::PeerGone, None),
+                Wake::Item(None) => (Came::Closed, None),
+                Wake::Item(Some(Item::Response(n, b, o))) => (Came::Response(o), Some((n, b))),
+                Wake::Item(Some(Item::Other(n, b))) => (Came::Other, Some((n, b))),
+                Wake::Tick => (Came::Tick(Instant::now()), None),
+            };
+            let sent = match decided.on(came) {
+                Step::Hold => {
+                    if let Some(m) = msg {
+                        out.held.push(m);
+                    }
+                    true
                 }
-                Wake::Item(None) => break true,
-                Wake::Item(Some(item)) => {
-                    let (n, bytes, is_response) = match item {
-                        Item::Response(n, b, o) => {
-                            outcome = Some(o);
-                            (n, b, true)
-                        }
-                        Item::Other(n, b) => (n, b, false),
-                    };
-                    if is_response {
-                        got += 1;
-                    }
-                    if sse.is_none() && !is_response {
-                        let Some(s) = start_sse(conn, version, extra, &stream, &mut responses).await else {
-                            gone(&sse);
-                            return false;
-                        };
-                        sse = Some(s);
-                    }
-                    match sse.as_mut() {
-                        Some(s) => {
-                            if !s.message(conn, &stream.id, n, &bytes).await {
-                                gone(&sse);
-                                return false;
-                            }
-                            ping_at = s.next_ping;
-                        }
-                        None => responses.push((n, bytes)),
-                    }
+                Step::Stream { start } => out.send(conn, start, msg).await,
+                Step::Ping { start } => out.send(conn, start, None).await,
+                Step::Sleep(until) => {
+                    ping_at = until;
+                    true
                 }
-                Wake::Tick => {
-                    if sse.is_none() {
-                        if !sse_ok {
-                            ping_at = Instant::now() + Duration::from_secs(3600);
-                            continue;
-                        }
-                        // A long call: stream, so that keep-alives can flow.
-                        let Some(s) = start_sse(conn, version, extra, &stream, &mut responses).await else {
-                            gone(&sse);
-                            return false;
-                        };
-                        sse = Some(s);
-                    }
-                    let s = sse.as_mut().expect("started");
-                    if !s.ping(conn).await {
-                        gone(&sse);
-                        return false;
-                    }
-                    ping_at = s.next_ping;
-                }
+                Step::Leave => false,
+                Step::End(end) => break end,
+            };
+            if !sent {
+                // Requirement rows streamable-http-disconnect-not-cancel: the call goes on, its
+                // result is dropped, or kept for a client that resumes the stream
+                session::leave_exchange(sh, sid, seq, seq, out.sse.is_some());
+                return false;
+            }
+            if let Some(s) = &out.sse {
+                ping_at = s.next_ping;
             }
         };
         session::leave_exchange(sh, sid, seq, seq, false);
         conn.spare_queue = Some(rx);
-        match sse {
-            Some(s) => s.finish(conn).await,
-            None if ended_early => {
+        match (end, out.sse.take()) {
+            (_, Some(s)) => s.finish(conn).await,
+            (End::Json { status, retry_after_s }, None) => out.json(conn, status, retry_after_s, batch, !http10).await,
+            (_, None) => {
                 let live = sh.touch(sid, Kind::Streamable).is_some();
                 conn.refuse(&decide::unanswered(live, sh.cfg.limits.stream_queue)).await
             }
-            None => {
-                let mut bodies = Few::Empty;
-                for (_, r) in responses {
-                    bodies.push(r);
-                }
-                let body = join(bodies, batch);
-                let (status, retry) = decide::answer_status(modern, batch, outcome);
-                let retry = retry.map(|s| s.to_string());
-                let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
-                let mut k = 1;
-                for h in extra {
-                    hs[k] = *h;
-                    k += 1;
-                }
-                if let Some(secs) = &retry {
-                    hs[k] = ("Retry-After", secs);
-                    k += 1;
-                }
-                conn.respond(status, &hs[..k], &body, !http10).await
-            }
+        }
+    }
+}
+
+/// The bytes of a POST's answer: the messages held for a JSON answer, or
+/// its SSE stream once begun.
+struct Answer<'a> {
+    stream: Stream,
+    version: Version,
+    extra: &'a [(&'a str, &'a str)],
+    held: Few<(Option<u64>, Vec<u8>)>,
+    sse: Option<SseOut>,
+}
+
+impl Answer<'_> {
+    /// Writes the JSON answer: the held messages, one or the batch of them.
+    async fn json(self, conn: &mut Conn, status: u16, retry_after_s: Option<u64>, batch: bool, keep: bool) -> bool {
+        let mut bodies = Few::Empty;
+        for (_, r) in self.held {
+            bodies.push(r);
+        }
+        let body = join(bodies, batch);
+        let retry = retry_after_s.map(|s| s.to_string());
+        let mut hs = [("Content-Type", "application/json"), ("", ""), ("", "")];
+        let mut k = 1;
+        for h in self.extra {
+            hs[k] = *h;
+            k += 1;
+        }
+        if let Some(secs) = &retry {
+            hs[k] = ("Retry-After", secs);
+            k += 1;
+        }
+        conn.respond(status, &hs[..k], &body, keep).await
+    }
+
+    /// Sends `msg` on the stream, or a keep-alive when there is none,
+    /// beginning the stream first when `start`; false when the peer is gone.
+    async fn send(&mut self, conn: &mut Conn, start: bool, msg: Option<(Option<u64>, Vec<u8>)>) -> bool {
+        if start {
+            let Some(s) = start_sse(conn, self.version, self.extra, &self.stream, &mut self.held).await else {
+                return false;
+            };
+            self.sse = Some(s);
+        }
+        let Some(s) = self.sse.as_mut() else { return false };
+        match msg {
+            Some((n, bytes)) => s.message(conn, &self.stream.id, n, &bytes).await,
+            None => s.ping(conn).await,
         }
     }
 }
@@ -497,7 +469,7 @@ async fn get(sh: &Shared, conn: &mut Conn, req: &Request) -> bool {
         return super::session_dir::answer_lost(sh, conn, req, sid, lost).await;
     }
     let Some(att) = session::set_get_resumable(sh, sid, seq, tx, last) else {
-        return conn.reject(409, "Conflict: this session already has an open GET stream").await;
+        return conn.refuse(&decide::second_stream()).await;
     };
     lost_events(sh, &att);
     let keep = stream_out(conn, req.version, &rx, &[], None, Some((att, prime))).await;
@@ -633,7 +605,7 @@ async fn legacy_messages(sh: &Shared, conn: &mut Conn, req: &mut Request) -> boo
                 return keep;
             }
         }
-        return conn.reject(404, "Not found: unknown or ended session; reconnect to /sse").await;
+        return conn.refuse(&decide::unknown_legacy_session()).await;
     };
     let body = match json_body(conn, req).await {
         Ok(b) => b,

@@ -26,7 +26,7 @@ use mcpx_core::error::ErrorCode;
 
 use super::auth::Principal;
 use super::conn::Conn;
-use super::decide::Refusal;
+use super::decide::{self, Holder};
 use super::dir_queue::{Job, TakenOver};
 use super::request::Request;
 use super::session::{self, Kind, Shared};
@@ -36,10 +36,6 @@ use crate::cluster::forward::RelayError;
 use crate::cluster::hop_auth::Route;
 use crate::cluster::store::Unavailable;
 use crate::hub::{ClientId, Level, Snapshot};
-
-/// `Retry-After` of a request refused because the directory could not be
-/// asked: Redis reconnects within seconds.
-const UNAVAILABLE_RETRY_AFTER_S: u64 = 2;
 
 /// Largest JSON answer relayed.
 const MAX_JSON: usize = 16 << 20;
@@ -163,13 +159,14 @@ pub(crate) fn held_elsewhere(sh: &Shared, sid: &str) -> bool {
 /// no loop.
 pub(crate) async fn relay_elsewhere(sh: &Shared, conn: &mut Conn, req: &mut Request, sid: &str, who: &Principal) -> Option<bool> {
     let dir = sh.dir.get()?;
-    let owner = match dir.owner(sid).await {
-        Ok(owner) => owner?,
+    let found = match dir.owner(sid).await {
+        Ok(found) => found,
         Err(Unavailable(why)) => return Some(unavailable(conn, &why).await),
     };
-    if owner == dir.hop().me() || !dir.hop().knows(&owner) {
-        return None;
-    }
+    let owner = match decide::holder(found.as_deref(), dir.hop().me(), |r| dir.hop().knows(r)) {
+        Holder::Peer(owner) => owner,
+        Holder::Me | Holder::Nobody => return None,
+    };
     let body = if req.has_body() {
         match conn.body(req).await {
             Ok(b) => b,
@@ -178,26 +175,26 @@ pub(crate) async fn relay_elsewhere(sh: &Shared, conn: &mut Conn, req: &mut Requ
     } else {
         Vec::new()
     };
-    let why = match relay(conn, req, &dir, &owner, who, &body).await {
+    let why = match relay(conn, req, &dir, owner, who, &body).await {
         Ok(keep) => return Some(keep),
         Err(why) => why,
     };
     sh.log(Level::Info, format!("session directory: replica {owner:?} holding a session does not answer ({why})"));
-    match take_over(sh, conn, req, sid, who, &dir, &owner).await {
+    match take_over(sh, conn, req, sid, who, &dir, owner).await {
         TakeOver::Here => {}
         // Another replica took it over first: it serves it (no second
         // take-over if it is gone too).
         TakeOver::There(to) => {
             return Some(match relay(conn, req, &dir, &to, who, &body).await {
                 Ok(keep) => keep,
-                Err(why) => not_found(conn, &format!("replica {to:?}, which holds this session now, does not answer ({why})")).await,
+                Err(why) => conn.refuse(&decide::holder_gone(&format!("replica {to:?}, which holds this session now, does not answer ({why})"))).await,
             })
         }
         TakeOver::Answered(keep) => return Some(keep),
         // Gone with its replica: the entry goes if it still names that
         // replica, and the client gets the 404 to start over.
         TakeOver::Lost => {
-            let _ = dir.forget_if(sid, &owner).await;
+            let _ = dir.forget_if(sid, owner).await;
         }
         TakeOver::NotYours => {}
     }
@@ -226,18 +223,9 @@ async fn relay(conn: &mut Conn, req: &Request, dir: &Directory, to: &str, who: &
     }
 }
 
-/// The session may well be alive on its replica: a 404 would make the
-/// client drop it and start over for nothing, so the answer is "not now"
-/// (503, Retry-After), as for any request that needs Redis.
+/// "Not now" (503, Retry-After), as for any request that needs Redis.
 async fn unavailable(conn: &mut Conn, why: &str) -> bool {
-    let text = format!("Service unavailable: cannot find which replica holds this session ({why}); retry shortly");
-    let r = Refusal { code: ErrorCode::InternalError, retry_after_s: Some(UNAVAILABLE_RETRY_AFTER_S), ..Refusal::invalid(503, text) };
-    conn.refuse(&r).await
-}
-
-async fn not_found(conn: &mut Conn, why: &str) -> bool {
-    let text = format!("Not found: unknown or ended session ({why}); initialize a new one");
-    conn.error(404, None, ErrorCode::InvalidRequest, &text, None, true).await
+    conn.refuse(&decide::directory_unavailable(why)).await
 }
 
 /// What came of taking a session over.
@@ -259,7 +247,7 @@ enum TakeOver {
 /// the owner kept its state (a Streamable HTTP session; a 2024-11-05 one
 /// ends with its stream).
 async fn take_over(sh: &Shared, conn: &mut Conn, req: &Request, sid: &str, who: &Principal, dir: &Directory, owner: &str) -> TakeOver {
-    if !matches!(req.method(), "POST" | "GET") || req.path() != sh.cfg.path {
+    if !decide::may_take_over(req.method(), req.path() == sh.cfg.path) {
         return TakeOver::Lost;
     }
     let kept = match dir.kept(sid).await {
@@ -288,13 +276,16 @@ async fn take_over(sh: &Shared, conn: &mut Conn, req: &Request, sid: &str, who: 
     match claimed {
         Ok(true) => {}
         Ok(false) => {
-            return match dir.owner(sid).await {
-                Ok(Some(to)) if to != dir.hop().me() && dir.hop().knows(&to) => TakeOver::There(to),
+            let found = match dir.owner(sid).await {
+                Ok(found) => found,
+                Err(Unavailable(why)) => return TakeOver::Answered(unavailable(conn, &why).await),
+            };
+            return match decide::holder(found.as_deref(), dir.hop().me(), |r| dir.hop().knows(r)) {
+                Holder::Peer(to) => TakeOver::There(to.to_string()),
                 // Taken over here meanwhile, by a request before this one.
-                Ok(Some(to)) if to == dir.hop().me() => TakeOver::Here,
-                Ok(_) => TakeOver::Lost,
-                Err(Unavailable(why)) => TakeOver::Answered(unavailable(conn, &why).await),
-            }
+                Holder::Me => TakeOver::Here,
+                Holder::Nobody => TakeOver::Lost,
+            };
         }
         Err(Unavailable(why)) => return TakeOver::Answered(unavailable(conn, &why).await),
     }

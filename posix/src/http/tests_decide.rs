@@ -334,3 +334,239 @@ fn the_status_of_an_answer_follows_its_error_in_2026_only() {
     let over = unanswered(true, 8);
     assert_eq!((over.status, over.code, over.message.contains("over 8 messages")), (500, ErrorCode::InternalError, true));
 }
+
+#[test]
+fn a_posts_answer_is_json_until_something_must_stream() {
+    let t0 = Instant::now();
+    let ok = Came::Response(Outcome::Result);
+    let limited = Came::Response(Outcome::Error { code: -32600, retry_after_s: Some(7) });
+    let json = |status| End::Json { status, retry_after_s: None };
+    let (hold, stream, more) = (Step::Hold, Step::Stream { start: true }, Step::Stream { start: false });
+    // (what, responses awaited, SSE accepted, modern, batch, what comes) →
+    // the steps, then the end (`None`: still waiting).
+    type Row<'a> = (&'a str, usize, bool, bool, bool, &'a [Came], &'a [Step], Option<End>);
+    let rows: &[Row] = &[
+        ("one response", 1, true, false, false, &[ok], &[hold], Some(json(200))),
+        ("a batch's two", 2, true, false, true, &[ok, ok], &[hold, hold], Some(json(200))),
+        ("one of two so far", 2, true, false, true, &[ok], &[hold], None),
+        ("a notification first streams", 1, true, false, false, &[Came::Other, ok], &[stream, more], Some(End::Stream)),
+        ("streams even to a JSON-only client", 1, false, false, false, &[Came::Other], &[stream], None),
+        ("held, then streamed with the rest", 2, true, false, true, &[ok, Came::Other, ok], &[hold, stream, more], Some(End::Stream)),
+        ("a long call streams its keep-alives", 1, true, false, false, &[Came::Tick(t0), Came::Tick(t0), ok], &[Step::Ping { start: true }, Step::Ping { start: false }, more], Some(End::Stream)),
+        ("a JSON-only client sleeps", 1, false, false, false, &[Came::Tick(t0), ok], &[Step::Sleep(t0 + QUIET), hold], Some(json(200))),
+        ("the queue closed first", 2, true, false, true, &[ok, Came::Closed], &[hold, Step::End(End::Unanswered)], None),
+        ("the queue closed while streaming", 2, true, false, true, &[Came::Other, Came::Closed], &[stream, Step::End(End::Stream)], None),
+        ("the client left", 1, true, false, false, &[Came::PeerGone], &[Step::Leave], None),
+        ("a 2026 limit refusal", 1, true, true, false, &[limited], &[hold], Some(End::Json { status: 429, retry_after_s: Some(7) })),
+        ("a legacy limit refusal", 1, true, false, false, &[limited], &[hold], Some(End::Json { status: 200, retry_after_s: Some(7) })),
+        ("a 2026 unknown method", 1, true, true, false, &[Came::Response(Outcome::Error { code: -32601, retry_after_s: None })], &[hold], Some(json(404))),
+    ];
+    for (what, awaited, sse_ok, modern, batch, came, steps, end) in rows {
+        let mut a = Answering::new(*awaited, *sse_ok, *modern, *batch);
+        let got: Vec<Step> = came.iter().map(|c| a.on(*c)).collect();
+        assert_eq!((got.as_slice(), a.done()), (*steps, *end), "{what}");
+    }
+}
+
+#[test]
+fn paths_health_and_the_hop_before_authentication() {
+    let cfg = crate::http::HttpConfig::new("127.0.0.1:0".parse().unwrap());
+    let rows: &[(&str, Result<Target, u16>)] = &[
+        ("/mcp", Ok(Target::Mcp)),
+        ("/health", Ok(Target::Health)),
+        ("/metrics", Ok(Target::Metrics)),
+        ("/other", Err(404)),
+        ("/mcp/", Err(404)),
+    ];
+    for (path, want) in rows {
+        assert_eq!(target(path, &cfg).map_err(|r| r.status), *want, "{path}");
+    }
+    assert_eq!(target("/x", &cfg).unwrap_err().message, "Not found: the MCP endpoint is /mcp");
+    let rows: &[(&str, Result<&[u8], &str>)] = &[("GET", Ok(b"ok")), ("HEAD", Ok(b"")), ("POST", Err("GET, HEAD")), ("DELETE", Err("GET, HEAD"))];
+    for (method, want) in rows {
+        assert_eq!(health(method), *want, "{method}");
+    }
+    // What another replica may pass on: the sessions' endpoints only.
+    let rows: &[(Option<Target>, Result<Target, u16>)] = &[
+        (Some(Target::Mcp), Ok(Target::Mcp)),
+        (Some(Target::Messages), Ok(Target::Messages)),
+        (Some(Target::Status), Err(404)),
+        (Some(Target::Health), Err(404)),
+        (None, Err(404)),
+    ];
+    for (t, want) in rows {
+        assert_eq!(relayed(*t).map_err(|r| r.status), *want, "{t:?}");
+    }
+    assert_eq!([post_only("POST"), post_only("GET")], [None, Some("POST")]);
+    assert_eq!(not_a_replica().status, 404);
+}
+
+#[test]
+fn the_listeners_own_refusals() {
+    let rows: &[(Refusal<'static>, u16, &str)] = &[
+        (ended_meanwhile(), 404, "Not found: the session ended"),
+        (second_stream(), 409, "Conflict: this session already has an open GET stream"),
+        (metrics_off(), 404, "Not found: metrics are off (\"policy\": {\"metrics\": false})"),
+        (unknown_legacy_session(), 404, "Not found: unknown or ended session; reconnect to /sse"),
+        (ended(), 404, "Not found: unknown or ended session"),
+    ];
+    for (r, status, message) in rows {
+        assert_eq!((r.status, r.code, r.message.as_ref(), r.id, r.retry_after_s), (*status, ErrorCode::InvalidRequest, *message, None, None));
+    }
+}
+
+#[test]
+fn refused_credentials_are_answered_with_their_challenge() {
+    use crate::http::auth::{denial, Denial, OAuthSettings, Reject};
+    let oauth = OAuthSettings { issuer: "https://as.example".into(), audience: "https://mcp.example/mcp".into(), scopes: vec!["read".into()], ..Default::default() };
+    let prm = "resource_metadata=\"https://mcp.example/.well-known/oauth-protected-resource/mcp\"";
+    let why = |s: &str| s.to_string();
+    let deny = |status, message: &str, challenge: Option<String>, retry_after_s| Denial { status, message: message.into(), challenge, retry_after_s };
+    // (refusal, OAuth on) → the answer.
+    let rows: &[(Reject, bool, Denial)] = &[
+        (Reject::BadRequest("Bad request: two"), false, deny(400, "Bad request: two", None, None)),
+        (
+            Reject::Unauthorized { invalid: false, why: why("send a token") },
+            false,
+            deny(401, "Unauthorized: send a token", Some("Bearer realm=\"mcpx\"".into()), None),
+        ),
+        (
+            Reject::Unauthorized { invalid: true, why: why("expired") },
+            false,
+            deny(401, "Unauthorized: expired", Some("Bearer realm=\"mcpx\", error=\"invalid_token\", error_description=\"expired\"".into()), None),
+        ),
+        (
+            Reject::Unauthorized { invalid: false, why: why("send a token") },
+            true,
+            deny(401, "Unauthorized: send a token", Some(format!("Bearer {prm}, scope=\"read\"")), None),
+        ),
+        (
+            Reject::InsufficientScope { need: vec!["read".into(), "write".into()], why: why("needs \"write\"") },
+            true,
+            deny(
+                403,
+                "Forbidden: needs \"write\"",
+                Some(format!("Bearer {prm}, scope=\"read write\", error=\"insufficient_scope\", error_description=\"needs 'write'\"")),
+                None,
+            ),
+        ),
+        (Reject::Unavailable(why("no keys")), true, deny(503, "Service unavailable: no keys", None, None)),
+        (Reject::Throttled { retry_after_s: 30, why: why("slow down") }, true, deny(429, "Too many requests: slow down", None, Some(30))),
+    ];
+    for (r, on, want) in rows {
+        assert_eq!(denial(r, on.then_some(&oauth)), *want, "{r:?} oauth {on}");
+    }
+}
+
+#[cfg(feature = "cluster")]
+#[test]
+fn a_session_held_elsewhere_is_relayed_to_a_known_peer_only() {
+    let peers = |r: &str| matches!(r, "b" | "c");
+    // (the replica the entry names) → who serves the request; this replica is "a".
+    let rows: &[(Option<&str>, Holder)] = &[
+        (None, Holder::Nobody),
+        (Some("a"), Holder::Me),
+        (Some("b"), Holder::Peer("b")),
+        (Some("c"), Holder::Peer("c")),
+        (Some("z"), Holder::Nobody),
+        (Some(""), Holder::Nobody),
+    ];
+    for (owner, want) in rows {
+        assert_eq!(holder(*owner, "a", peers), *want, "{owner:?}");
+    }
+    // A gone replica's session goes on here for a POST or GET to the MCP endpoint only.
+    let rows: &[(&str, bool, bool)] = &[("POST", true, true), ("GET", true, true), ("DELETE", true, false), ("POST", false, false), ("GET", false, false)];
+    for (method, mcp, want) in rows {
+        assert_eq!(may_take_over(method, *mcp), *want, "{method} mcp {mcp}");
+    }
+    let r = directory_unavailable("down");
+    assert_eq!((r.status, r.code, r.retry_after_s), (503, ErrorCode::InternalError, Some(2)));
+    assert_eq!(r.message, "Service unavailable: cannot find which replica holds this session (down); retry shortly");
+    let r = holder_gone("x");
+    assert_eq!((r.status, r.code, r.message.as_ref()), (404, ErrorCode::InvalidRequest, "Not found: unknown or ended session (x); initialize a new one"));
+}
+
+#[test]
+fn the_messages_of_a_post_in_a_session_are_sorted() {
+    let sorted = |s: Sorted<'_>| match s {
+        Sorted::Request(env) => format!("request {}", env.method_str().unwrap_or("")),
+        Sorted::Feed(env) => format!("feed {}", env.method_str().unwrap_or("")),
+        Sorted::Answer(error) => format!("answer {}", String::from_utf8_lossy(&error)),
+        Sorted::Drop => "drop".into(),
+    };
+    let in_flight_error = r#"answer {"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid request: this request id is already in flight"}}"#;
+    // (the POST's body, the ids in flight) → what becomes of each message.
+    type Row<'a> = (&'a str, &'a [&'a [u8]], &'a [&'a str]);
+    let rows: &[Row] = &[
+        (LIST, &[], &["request tools/list"]),
+        (LIST, &[b"2"], &[in_flight_error]),
+        (LIST, &[b"7"], &["request tools/list"]),
+        (NOTE, &[], &["feed notifications/initialized"]),
+        (r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, &[], &["feed "]),
+        (BATCH, &[], &["request tools/list", "feed notifications/initialized"]),
+        (BATCH, &[b"2"], &[in_flight_error, "feed notifications/initialized"]),
+    ];
+    for (body, in_flight, want) in rows {
+        let msg = Message::parse(body.as_bytes()).expect("a JSON-RPC body");
+        let batch = matches!(msg, Message::Batch(_));
+        let els: Vec<_> = match &msg {
+            Message::Single(e) => vec![Ok(*e)],
+            Message::Batch(b) => b.elements().collect(),
+        };
+        let got: Vec<String> = els.into_iter().map(|el| sorted(sort(el, batch, |id| in_flight.contains(&id)))).collect();
+        assert_eq!(got, *want, "{body} in flight {in_flight:?}");
+    }
+    // Invalid elements of a batch: answered when they carry an id, else
+    // dropped (they may have been notifications); a single one always.
+    let msg = Message::parse(br#"[{"jsonrpc":"2.0","id":9},{"jsonrpc":"2.0"},1]"#).expect("a batch");
+    let Message::Batch(b) = msg else { panic!("a batch") };
+    let got: Vec<bool> = b.elements().map(|el| matches!(sort(el, true, |_| false), Sorted::Answer(_))).collect();
+    assert_eq!(got, [true, false, false]);
+    let got: Vec<bool> = b.elements().map(|el| matches!(sort(el, false, |_| false), Sorted::Answer(_))).collect();
+    assert_eq!(got, [true, true, true]);
+}
+
+#[test]
+fn a_posts_stream_is_resumable_from_2025_03_26_and_primed_from_2025_11_25() {
+    let old = Some(Revision::V2024_11_05);
+    let (r0326, r1125) = (Some(Revision::V2025_03_26), Some(Revision::V2025_11_25));
+    // (the session's revision, modern, SSE accepted) → (resumable, priming).
+    type Row = (Option<Revision>, bool, bool, (bool, bool));
+    let rows: &[Row] = &[
+        (None, false, true, (false, false)),
+        (old, false, true, (false, false)),
+        (r0326, false, true, (true, false)),
+        (Some(Revision::V2025_06_18), false, true, (true, false)),
+        (r1125, false, true, (true, true)),
+        (r1125, false, false, (false, false)),
+        (r1125, true, true, (false, false)),
+    ];
+    for (rev, modern, sse_ok, want) in rows {
+        assert_eq!(post_stream(*rev, *modern, *sse_ok), *want, "{rev:?} modern {modern} sse {sse_ok}");
+    }
+}
+
+#[test]
+fn connections_kept_and_refused_over_the_limit() {
+    // (answered keeping it, the request's keep-alive, body read, has a body) → kept.
+    type Row = ((bool, bool, bool, bool), bool);
+    let rows: &[Row] = &[
+        ((true, true, false, false), true),
+        ((true, true, true, true), true),
+        ((true, true, false, true), false),
+        ((true, false, true, true), false),
+        ((false, true, true, true), false),
+    ];
+    for ((answered, keep_alive, read, has), want) in rows {
+        assert_eq!(keep_connection(*answered, *keep_alive, *read, *has), *want, "{answered} {keep_alive} {read} {has}");
+    }
+    // (the last warning, now) → warn again.
+    let rows: &[(Option<u64>, u64, bool)] = &[(None, 5, true), (Some(1_000), 10_999, false), (Some(1_000), 11_000, true)];
+    for (last, now, warn) in rows {
+        let o = overloaded(64, *last, *now);
+        assert_eq!(o.warn, *warn, "{last:?} {now}");
+        assert_eq!((o.refusal.status, o.refusal.code), (503, ErrorCode::InternalError));
+        assert_eq!(o.refusal.message, "mcpx has 64 HTTP connections open (its limit); retry later");
+    }
+    assert_eq!([linger_when_over(128, 64), linger_when_over(129, 64)], [true, false]);
+}
