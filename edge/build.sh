@@ -3,7 +3,8 @@
 # profile `edge` (opt-level z, fat LTO, panic=abort, stripped):
 #   x86_64-unknown-linux-musl      static, linked with rust-lld
 #   aarch64-unknown-linux-musl     static, linked with rust-lld
-#   (the musl ones static-pie with packed relocations, no unwind tables)
+#   (the musl ones static-pie with packed relocations, no unwind tables;
+#   x86_64 with LLVM's machine outliner)
 #   armv7-unknown-linux-gnueabihf  static glibc (+crt-static), linked by
 #                                  Debian's gcc-arm-linux-gnueabihf
 # Results: target/<triple>/edge/mcpx-edge.
