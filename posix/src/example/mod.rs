@@ -185,7 +185,9 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let ex = Rc::new(LocalExecutor::new());
-    if let Some(addr) = cfg.http {
+    // Without the fixtures `Config::parse` refuses `--http`, and this
+    // leaves the HTTP server out of the binary.
+    if let Some(addr) = cfg.http.filter(|_| cfg!(feature = "example-fixtures")) {
         return smol::block_on(ex.run(http::serve(cfg, ex.clone(), addr)));
     }
     // Pipes and sockets are polled by the reactor (about half the round-trip

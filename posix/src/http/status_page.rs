@@ -49,11 +49,11 @@ pub(crate) fn negotiate(accept: Option<&str>, query: &str) -> Result<Format, Str
     }
 }
 
-/// The q-value `accept` gives `ty` (RFC 9110 §12.5.1: the most specific
-/// matching range decides; no match is 0).
-fn quality(accept: &str, ty: &str) -> f32 {
+/// The q-value `accept` gives `ty`, in thousandths (RFC 9110 §12.5.1: the
+/// most specific matching range decides; no match is 0).
+fn quality(accept: &str, ty: &str) -> u16 {
     let major = ty.split('/').next().unwrap_or("");
-    let mut best: Option<(u8, f32)> = None;
+    let mut best: Option<(u8, u16)> = None;
     for entry in accept.split(',') {
         let mut parts = entry.split(';');
         let range = parts.next().unwrap_or("").trim().to_ascii_lowercase();
@@ -68,13 +68,30 @@ fn quality(accept: &str, ty: &str) -> f32 {
         };
         let q = parts
             .filter_map(|p| p.trim().strip_prefix("q="))
-            .find_map(|q| q.trim().parse::<f32>().ok())
-            .unwrap_or(1.0);
+            .find_map(|q| qvalue(q.trim()))
+            .unwrap_or(1000);
         if best.is_none_or(|(s, _)| specificity > s) {
             best = Some((specificity, q));
         }
     }
-    best.map_or(0.0, |(_, q)| q)
+    best.map_or(0, |(_, q)| q)
+}
+
+/// A `qvalue` (RFC 9110 §12.4.2: `0` or `1`, then up to three decimals,
+/// at most 1) in thousandths; `None` for anything else, which is skipped
+/// like a missing weight. Parsed by hand: a float parser would bring its
+/// tables into the binary for this one header.
+fn qvalue(q: &str) -> Option<u16> {
+    let (int, frac) = q.split_once('.').unwrap_or((q, ""));
+    if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let thousandths = frac.bytes().chain(std::iter::repeat(b'0')).take(3).fold(0, |n, d| n * 10 + u16::from(d - b'0'));
+    match int {
+        "0" => Some(thousandths),
+        "1" if thousandths == 0 => Some(1000),
+        _ => None,
+    }
 }
 
 /// The build this binary is: version, enabled features, target.
@@ -187,6 +204,23 @@ mod tests {
         assert_eq!(negotiate(Some("application/json;q=0.1, TEXT/HTML"), ""), Ok(Format::Html));
         // An explicit q=0 refuses HTML even under */*.
         assert_eq!(negotiate(Some("text/html;q=0, */*"), ""), Ok(Format::Json));
+    }
+
+    #[test]
+    fn q_values_are_read_to_the_thousandth() {
+        assert_eq!(negotiate(Some("application/json;q=0.999, text/html;q=1.000"), ""), Ok(Format::Html));
+        assert_eq!(negotiate(Some("application/json;q=0.001, text/html;q=0.002"), ""), Ok(Format::Html));
+        assert_eq!(negotiate(Some("application/json;q=0.5, text/html;q=0.50"), ""), Ok(Format::Json));
+        assert_eq!(negotiate(Some("application/json;q=0.1, text/html;q=0."), ""), Ok(Format::Json));
+        for q in ["0", "0.", "0.5", "0.05", "0.125", "1", "1.", "1.0", "1.000"] {
+            let f: f32 = q.parse().unwrap();
+            assert_eq!(qvalue(q), Some((f * 1000.0).round() as u16), "{q}");
+        }
+        // Not a qvalue: skipped, as a weight that does not parse.
+        for q in ["", ".5", "0.1234", "1.001", "2", "0x1", "-0", "+1", "1e0", "nan"] {
+            assert_eq!(qvalue(q), None, "{q:?}");
+        }
+        assert_eq!(quality("text/html;q=oops;q=0.2", "text/html"), 200);
     }
 
     #[test]
