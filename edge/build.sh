@@ -3,8 +3,7 @@
 # profile `edge` (opt-level z, fat LTO, panic=abort, stripped):
 #   x86_64-unknown-linux-musl      static, linked with rust-lld
 #   aarch64-unknown-linux-musl     static, linked with rust-lld
-#   (the musl ones static-pie with packed relocations, no unwind tables;
-#   x86_64 with LLVM's machine outliner)
+#   (the musl ones static-pie with packed relocations, no unwind tables)
 #   armv7-unknown-linux-gnueabihf  static glibc (+crt-static), linked by
 #                                  Debian's gcc-arm-linux-gnueabihf
 # Results: target/<triple>/edge/mcpx-edge.
@@ -49,10 +48,6 @@ for t in "${targets[@]}"; do
             # (RELR, musl >= 1.2.4) and no unwind tables: with panic=abort
             # nothing unwinds, and a stripped binary's backtrace names nothing.
             flags="-C linker=rust-lld -C target-feature=+crt-static -C link-arg=-zpack-relative-relocs -C link-arg=--icf=all -C link-arg=-T$root/edge/no-unwind.ld"
-            # LLVM's machine outliner moves repeated instruction sequences
-            # into shared functions; AArch64 runs it by default on size-
-            # optimised code, x86_64 only when asked (about 70 KiB less).
-            case "$t" in x86_64-*) flags+=" -C llvm-args=-enable-machine-outliner=always" ;; esac
             if [ "$needs_cc" = 1 ]; then
                 case "$t" in
                     x86_64-*) cc=musl-gcc; pkg=musl-tools ;;
