@@ -1223,12 +1223,31 @@ impl Hub {
 
     /// The policy principal of client `c` (`""` once it is gone).
     fn policy_principal(&self, c: ClientId) -> &str {
-        self.clients.get(&c).map_or("", |cl| policy::principal_name(&cl.principal))
+        self.clients.principal_name(c)
     }
 
-    /// The policy beside the name of server `u`, for a call that takes it.
-    fn policy_with(&mut self, u: UpstreamId) -> (&mut policy::HubPolicy, &str) {
-        (&mut self.policy, &self.ups[u].spec.name)
+    /// Runs `step` of the request pipeline over the parts of the hub it
+    /// borrows (`stages`), then does what it left to do, in order.
+    fn stages<T>(&mut self, step: impl FnOnce(&mut stages::Pipeline<'_>) -> T) -> T {
+        let mut p = stages::Pipeline {
+            policy: &mut self.policy,
+            shared: &mut self.shared,
+            starts: &mut self.starts,
+            ups: &mut self.ups,
+            clients: &self.clients,
+            catalog: &self.catalog,
+            opts: &self.opts,
+            now_ms: self.now_ms,
+            effects: Vec::new(),
+        };
+        let r = step(&mut p);
+        for e in p.effects {
+            match e {
+                stages::Effect::Shared(e) => self.apply_shared([e]),
+                stages::Effect::Starts(fx) => self.apply_starts(fx),
+            }
+        }
+        r
     }
 
     /// Writes the lines a policy call asked for, in order.

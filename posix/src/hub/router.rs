@@ -29,7 +29,7 @@ use super::pending::Origin;
 use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
-use super::stages::ToolRoute;
+use super::stages::{self, ToolRoute};
 use super::tasks::{self, InputTo, Plan};
 use super::upward;
 use super::wire::{self, Bad, Msg};
@@ -109,7 +109,7 @@ impl Hub {
                     // Policy: the server-request rate limits (hub/policy.rs).
                     let owner = link.task.as_deref().and_then(|t| self.tasks.creator_of(up, t));
                     let to = self.relays.cause_client(&self.pending, owner, up, &link);
-                    let limited = self.limit(to, crate::policy::ratelimit::Class::ServerRequest, Some(up), "");
+                    let limited = self.stages(|p| p.limit(to, crate::policy::ratelimit::Class::ServerRequest, Some(up), ""));
                     let who = to.and_then(|c| self.clients.get(&c)).map(|cl| super::policy::Who {
                         principal: super::policy::principal_name(&cl.principal),
                         revision: if cl.is_modern() { super::request::MODERN.as_str() } else { cl.rev().as_str() },
@@ -217,7 +217,7 @@ impl Hub {
             Some(super::policy::Who { principal: super::policy::principal_name(&cl.principal), revision })
         });
         if matches!(m.call, TasksGet | TasksResult | TasksList | TasksCancel | TasksUpdate) {
-            self.admit_task_request(c, m)?;
+            self.stages(|p| p.admit_task_request(c, m))?;
         }
         match m.call {
             Initialize => {
@@ -264,7 +264,7 @@ impl Hub {
             // tool it names (`stages`); one answered here is admitted here.
             MetaTool::Here { tool, asked } => {
                 let id = m.id_bytes().unwrap_or(b"null");
-                self.admit(c, id, Class::ToolCall, None, &tool)?;
+                self.stages(|p| p.admit(c, id, Class::ToolCall, None, &tool))?;
                 let principal = self.policy_principal(c).to_string();
                 let ups = &self.ups;
                 let tools = ToolsView { entries: self.catalog.view(Kind::Tools), generation: self.catalog.generation[Kind::Tools.idx()], server: |u: UpstreamId| Server::of(&ups[u].spec) };
@@ -274,7 +274,7 @@ impl Hub {
             }
         };
         // A name no server listed yet may wait for its server (`lazy`).
-        let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
+        let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.stages(|p| p.tool(c, m, ctx, &mut call))? else { return Ok(()) };
         let declared = || self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
         let up = super::task_up(u, &self.ups[u]);
         let plan = self.tasks.plan(m, ctx, declared, &up, support.as_deref())?;
@@ -324,14 +324,14 @@ impl Hub {
 
     fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
-        let (u, orig) = self.prompt_stages(c, m, &name)?;
+        let (u, orig) = self.stages(|p| p.prompt(c, m, &name))?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
         self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
     }
 
     fn resources_read(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
-        let (u, orig) = self.resource_stages(c, m, &uri, false)?;
+        let (u, orig) = self.stages(|p| p.resource(c, m, &uri, false))?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
         let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
         self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
@@ -344,16 +344,16 @@ impl Hub {
                 let (r, name) = string_param(m, &["ref", "name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/prompt needs a \"name\"".into()))?;
                 // Requirement: completion-security
                 let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
-                self.admit_completion(c, m, known)?;
-                let (u, orig) = self.prompt_stages(c, m, &name)?;
+                self.stages(|p| p.admit_completion(c, m, known))?;
+                let (u, orig) = self.stages(|p| p.prompt(c, m, &name))?;
                 self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "ref/resource" => {
                 let (r, uri) = string_param(m, &["ref", "uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/resource needs a \"uri\"".into()))?;
-                let known = self.catalog.route_template(&uri).or_else(|| self.route_uri(&uri)).map(|(u, _)| u);
-                self.admit_completion(c, m, known)?;
-                let (u, orig) = self.resource_stages(c, m, &uri, true)?;
+                let known = self.catalog.route_template(&uri).or_else(|| self.ups.route_uri(&self.catalog, &uri)).map(|(u, _)| u);
+                self.stages(|p| p.admit_completion(c, m, known))?;
+                let (u, orig) = self.stages(|p| p.resource(c, m, &uri, true))?;
                 self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
                 self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
             }
@@ -379,7 +379,7 @@ impl Hub {
     fn subscription(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
-        let (u, orig) = self.resource_stages(c, m, &uri, false)?;
+        let (u, orig) = self.stages(|p| p.resource(c, m, &uri, false))?;
         if !notifies_updates(&self.ups[u]) {
             let name = &self.ups[u].spec.name;
             return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
@@ -506,14 +506,7 @@ impl Hub {
 
     fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
         // Requirement: resources-not-found-32002
-        self.route_uri(uri).ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
-    }
-
-    /// The upstream serving resource `uri` and its URI there (`catalog`'s
-    /// routing), whoever asks.
-    pub(super) fn route_uri(&self, uri: &str) -> Option<(UpstreamId, String)> {
-        let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
-        self.catalog.route_uri(uri, &self.ups.naming(), &resource_ups)
+        self.ups.route_uri(&self.catalog, uri).ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
     }
 
     /// One page of an aggregated list.
@@ -545,7 +538,7 @@ impl Hub {
         let (items, more) = match self.policy.meta_listing(self.policy_principal(c), k, rev) {
             Some(items) => (items, None),
             None => {
-                let view = self.visible_view(c, k);
+                let view = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).view(&self.catalog, k);
                 let end = (pos + page).min(view.len());
                 let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| {
                     let mut item = self.policy.listed_item(e, Server::of(&self.ups[e.up].spec), rev);
@@ -568,7 +561,7 @@ impl Hub {
             page = modern::stamped_list(&self.opts, &self.ups, &page, k);
         } else if cur.is_none() {
             let ch = k.channel();
-            let fp = self.visible_fingerprint(c, ch, rev);
+            let fp = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, rev);
             let first = self.clients.get_mut(&c).is_some_and(|cl| {
                 cl.known_fp[ch.idx()] = fp;
                 !std::mem::replace(&mut cl.listed[ch.idx()], true)
@@ -1030,7 +1023,7 @@ impl Hub {
                         self.on_client_request(c, &m);
                     }
                 }
-                Effect::Limited(c, id, r) => self.policy_refused_shared(c, &id, &r),
+                Effect::Limited(c, id, r) => stages::refused_shared(&mut self.policy, c, &id, &r),
                 Effect::Closed(c, id) => {
                     if let Some(cl) = self.clients.get_mut(&c) {
                         cl.open.remove(id.as_slice());
@@ -1172,7 +1165,7 @@ impl Hub {
             Some(_) => return Err(refuse(ErrorCode::InvalidParams, "Invalid params: notifications.taskIds must be an array of task ids".into())),
         };
         let caps = self.ups.capabilities();
-        let fps = self.listen_fingerprints(c);
+        let fps = stages::listen_fingerprints(&self.policy, &self.clients, &self.ups, &mut self.catalog, c);
         let asked = filter.get("resourceSubscriptions").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
         let uris = asked.filter(|uri| self.subscribable(c, uri)).map(str::to_string).collect();
         let fx = self.listens.open(c, id, filter, Grant { caps, uris, task_ids, fps });
@@ -1183,7 +1176,7 @@ impl Hub {
     /// May client `c` subscribe to resource `uri`: its upstream can notify
     /// its updates and `c` may see it (`stages::authorize`)?
     fn subscribable(&self, c: ClientId, uri: &str) -> bool {
-        self.route_uri(uri).filter(|(u, _)| self.server_visible(c, *u)).is_some_and(|(u, _)| notifies_updates(&self.ups[u]))
+        self.ups.route_uri(&self.catalog, uri).filter(|(u, _)| stages::Sight::of(&self.policy, &self.clients, &self.ups, c).server_visible(*u)).is_some_and(|(u, _)| notifies_updates(&self.ups[u]))
     }
 
     /// Ends listen stream `id` of client `c` (the client cancelled it); true
@@ -1203,7 +1196,7 @@ impl Hub {
 
     /// A list changed: the listen streams that asked for it are told.
     pub(super) fn notify_listens(&mut self, ch: Channel) {
-        let seen = self.policy.restricts.then(|| self.listens.wanting(ch).into_iter().map(|c| (c, self.listen_fingerprint(c, ch))).collect::<Vec<_>>());
+        let seen = self.policy.restricts.then(|| self.listens.wanting(ch).into_iter().map(|c| (c, stages::listen_fingerprint(&self.policy, &self.clients, &self.ups, &mut self.catalog, c, ch))).collect::<Vec<_>>());
         let fx = self.listens.list_changed(ch, seen.as_deref());
         self.apply_listens(fx);
     }
@@ -1283,7 +1276,7 @@ impl Hub {
         }
         let mut fps = [0; 3];
         for ch in Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
-            fps[ch.idx()] = self.visible_fingerprint(c, ch, s.rev);
+            fps[ch.idx()] = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, s.rev);
         }
         self.clients.adopt(c, s, |ch| fps[ch.idx()]);
         if let Some(level) = s.log_level {
@@ -1470,7 +1463,7 @@ impl Hub {
             if !listed {
                 continue;
             }
-            let fp = self.visible_fingerprint(c, ch, rev);
+            let fp = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, rev);
             if fp != known {
                 if let Some(cl) = self.clients.get_mut(&c) {
                     cl.known_fp[ch.idx()] = fp;

@@ -286,6 +286,13 @@ impl Upstreams {
         self.0.iter().map(|u| Naming { name: &u.spec.name, prefix: &u.spec.prefix }).collect()
     }
 
+    /// The upstream serving resource `uri` and its URI there (`catalog`'s
+    /// routing), whoever asks.
+    pub fn route_uri(&self, catalog: &super::catalog::Catalog, uri: &str) -> Option<(UpstreamId, String)> {
+        let resource_ups: Vec<UpstreamId> = (0..self.len()).filter(|&u| self.0[u].has_cap("resources")).collect();
+        catalog.route_uri(uri, &self.naming(), &resource_ups)
+    }
+
     /// The replaced server `u`'s old process is gone: true when its new
     /// entry is to be started now; false when it sleeps until used (lazy,
     /// its lists known and `current`, for what its new entry runs, and no
