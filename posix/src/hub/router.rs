@@ -12,28 +12,31 @@ use mcpx_core::error::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
+use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::cursor::{self, Cursor};
 use mcpx_core::envelope::{Batch, Message};
 use mcpx_core::error::PeerCaps;
+use mcpx_core::meta;
 use mcpx_core::method::Method;
+use mcpx_core::names;
 use serde_json::{json, Value};
 
 use crate::policy::ratelimit::Class;
 
-use super::catalog::{Channel, Kind};
+use super::catalog::{Channel, Kind, Naming};
 #[cfg(feature = "cluster")]
 use super::client::Snapshot;
 use super::client::Offer;
 use super::modern::{self, Grant};
-use super::pending::Origin;
+use super::pending::{Fwd, Origin};
 use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
 use super::stages::{self, ToolRoute};
 use super::tasks::{self, InputTo, Plan};
 use super::upward;
-use super::wire::{self, Bad, Msg};
-use super::{shared, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
+use super::wire::{self, Bad, Kind as MsgKind, Msg};
+use super::{shared, About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
 pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -1469,6 +1472,340 @@ impl Hub {
                     cl.known_fp[ch.idx()] = fp;
                 }
                 self.downward().notification(c, ch.notification(), None);
+            }
+        }
+    }
+}
+
+/// The upstreams' messages, routed to the subsystems they concern.
+impl Hub {
+    /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
+    pub(super) fn send_upstream(&mut self, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
+        let name = method.name().unwrap_or_default();
+        if self.pending.full(self.opts.max_pending) {
+            let msg = format!("server '{}': {name} not sent: {} requests in flight (mcpx's limit)", self.ups[u].spec.name, self.opts.max_pending);
+            self.log(Level::Warn, msg);
+            return None;
+        }
+        let id = self.ups.next_request_id(u);
+        self.pending.open_own(u, id, origin, self.now_ms, timeout, self.opts.max_timeout_ms);
+        if self.ups[u].is_modern() || method == Method::ServerDiscover {
+            // Requirement: meta-request-params-meta-required (every modern request carries _meta)
+            // (with the client capabilities `params` declare, if any: `tasks` polls)
+            let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
+            let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
+            let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
+            let headers = upward::written_headers(name, Some(&p), &|tool| self.upstream_tool_schema(u, tool));
+            upward::request(&mut self.out, u, id, name, Some(&p), Some(headers));
+        } else {
+            upward::request(&mut self.out, u, id, name, params, None);
+        }
+        Some(id)
+    }
+
+    /// Opens (or reopens, with the current filter) the hub's listen stream
+    /// to modern upstream `u` ([`Upstreams::open_listen`]), with the
+    /// resources of it the hub's clients subscribed to.
+    pub(super) fn open_listen(&mut self, u: UpstreamId) {
+        if !self.ups[u].listens() {
+            return;
+        }
+        let uris = self.subscribed_uris_of(u);
+        let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
+        self.apply_upstream(fx);
+    }
+
+    /// `stream`: the hub's request on whose response stream it came, if any.
+    pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8], stream: Option<u64>) {
+        if u >= self.ups.len() || !self.ups[u].is_up() {
+            return;
+        }
+        self.ups[u].last_heard_ms = self.now_ms;
+        let m = match wire::parse(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                self.ups[u].garbage += 1;
+                let msg = format!("server '{}' sent an invalid message: {}", self.ups[u].spec.name, e.message);
+                self.log(Level::Warn, msg);
+                return;
+            }
+        };
+        match m.kind {
+            MsgKind::Request => {
+                let fx = self.relays.on_upstream_request(&self.ups, u, &m, stream);
+                self.apply_relay(fx)
+            }
+            MsgKind::Notification => self.on_upstream_notification(u, &m),
+            MsgKind::Result | MsgKind::Error => {
+                let Some((id, f)) = m.id_u64().and_then(|id| Some((id, self.pending.take(u, id)?))) else {
+                    let msg = format!("server '{}': answer to an unknown or expired request ignored", self.ups[u].spec.name);
+                    self.log(Level::Debug, msg);
+                    return;
+                };
+                self.tasks.ask_done(u, id);
+                match f.origin {
+                    o @ Origin::Client { .. } => {
+                        // An answer ends a use: the idle time counts from here.
+                        self.ups[u].last_used_ms = self.now_ms;
+                        self.answer_client(u, o, &m)
+                    }
+                    Origin::Held(h) => {
+                        let fx = self.relays.held_answered(&self.ups, h, &m, self.now_ms);
+                        self.apply_relay(fx)
+                    }
+                    Origin::Task(t) => {
+                        let fx = self.tasks.answered(&super::task_up(u, &self.ups[u]), &t, &m, self.now_ms);
+                        self.apply_task_effects(fx);
+                    }
+                    Origin::Discover => {
+                        let fx = self.ups.on_discover_answer(u, &m, &self.opts);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::Listen => {
+                        let fx = self.ups.on_listen_end(u, &m);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::Initialize => {
+                        let fx = self.ups.on_initialize_answer(u, &m);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::List(k) => {
+                        let fx = self.ups.on_list_page(u, k, &m, self.now_ms, self.starts.is_instance(u), &self.opts);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::TaskCancelled => {
+                        let fx = self.tasks.cancelled_answered(&super::task_up(u, &self.ups[u]), &m);
+                        self.apply_task_effects(fx);
+                    }
+                    Origin::Fire | Origin::Ping => {}
+                }
+            }
+        }
+    }
+
+    /// Replaces `u`'s items of kind `k` in the catalog, announcing a change.
+    pub(super) fn set_items(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>) {
+        let sep = self.opts.separator.clone();
+        let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
+        let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
+        let (changed, renamed) = self.catalog.set(u, k, items, &naming, &sep);
+        let lines = self.policy.listed(&self.ups[u].spec.name, k, self.catalog.items(u, k));
+        self.apply_policy(lines);
+        let server = &self.ups[u].spec.name;
+        let lines: Vec<String> = renamed.iter().map(|r| {
+            let why = match r.change {
+                names::Change::Shortened => format!("prefix, separator and name are over {} characters", names::MAX_LEN),
+                names::Change::Replaced => "it has characters outside [A-Za-z0-9_-]".to_string(),
+                names::Change::Salted | names::Change::Kept => "another item has the same exposed name".to_string(),
+            };
+            format!("server '{server}': {} '{}' is exposed as '{}' ({why})", k.item_word(), r.original, r.exposed)
+        }).collect();
+        for l in lines {
+            self.log(Level::Info, l);
+        }
+        if changed {
+            self.announce(k.channel());
+        }
+    }
+
+    fn on_upstream_notification(&mut self, u: UpstreamId, m: &Msg) {
+        if let Some(r) = m.param(&["_meta", meta::SUBSCRIPTION_ID_KEY]) {
+            // Requirement: subscriptions-stdio-client-correlate
+            let current = self.ups[u].listen;
+            if wire::id_u64(&m.raw[r]).is_none_or(|id| Some(id) != current) {
+                return;
+            }
+        }
+        use Method::*;
+        match m.call {
+            SubscriptionsAcknowledged => {}
+            Progress => self.upstream_progress(u, m),
+            TasksStatus => {
+                let fx = self.tasks.status_from_upstream(&super::task_up(u, &self.ups[u]), &m.params_value(), self.now_ms);
+                self.apply_task_effects(fx);
+            }
+            LogMessage => self.upstream_log(u, m),
+            ToolsListChanged | PromptsListChanged | ResourcesListChanged => {
+                let kinds: &[Kind] = match m.call {
+                    ToolsListChanged => &[Kind::Tools],
+                    PromptsListChanged => &[Kind::Prompts],
+                    _ => &[Kind::Resources, Kind::Templates],
+                };
+                let fx = self.ups.relist(u, kinds, self.starts.is_instance(u));
+                self.apply_upstream(fx);
+            }
+            ResourcesUpdated => self.upstream_resource_updated(u, m),
+            ElicitationComplete => {
+                let url_ok = |c: super::ClientId| self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode));
+                let fx = self.relays.elicitation_complete(u, m, url_ok);
+                self.apply_relay(fx)
+            }
+            Cancelled => self.upstream_cancelled(u, m),
+            _ => {}
+        }
+    }
+
+    /// `notifications/message` from upstream `u`: to the clients whose
+    /// level admits it, the logger prefixed with the server's name.
+    fn upstream_log(&mut self, u: UpstreamId, m: &Msg) {
+        // Policy: the log cap per request (hub/policy.rs).
+        let capped = self.policy.admit_log(u, &self.ups[u].spec.name, &self.pending);
+        self.apply_policy(capped.warns);
+        if !capped.admitted {
+            return;
+        }
+        let mut p = m.params_value();
+        let server = &self.ups[u].spec.name;
+        let logger = match p.get("logger").and_then(Value::as_str) {
+            Some(l) => format!("{server}/{l}"),
+            None => server.clone(),
+        };
+        p["logger"] = Value::String(logger);
+        self.modern_logs(u, &p);
+        // Legacy clients get what the level they set admits (a modern
+        // request may have lowered the upstream's level below it).
+        let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
+        if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
+            return;
+        }
+        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect();
+        for c in ids {
+            self.downward().notify(c, Method::LogMessage, &p);
+        }
+    }
+
+    /// `notifications/resources/updated` from upstream `u`: to the
+    /// subscribers of the URI (as clients see it).
+    fn upstream_resource_updated(&mut self, u: UpstreamId, m: &Msg) {
+        let p = m.params_value();
+        let Some(uri) = p.get("uri").and_then(Value::as_str) else { return };
+        let exposed = self.catalog.exposed_of(Kind::Resources, u, uri).map_or_else(|| uri.to_string(), str::to_string);
+        let mut out = p.clone();
+        out["uri"] = Value::String(exposed.clone());
+        if let Some(o) = out.as_object_mut() {
+            o.remove("_meta");
+        }
+        let reached = self.notify_listens_updated(u, &exposed, &out);
+        // Subscribers asked for these: no need to wait for a list.
+        let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.starts.may_reach(u, *c, &self.clients)).collect();
+        for c in to {
+            self.downward().notify(c, Method::ResourcesUpdated, &out);
+        }
+    }
+
+    /// `notifications/cancelled` from upstream `u`: of a request it relayed.
+    fn upstream_cancelled(&mut self, u: UpstreamId, m: &Msg) {
+        let Some(r) = m.param(&["requestId"]) else { return };
+        let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
+        let rid = m.raw[r].to_vec();
+        // Requirement: cancellation-log-reasons
+        let server = self.ups[u].spec.name.clone();
+        self.log(Level::Debug, format!("server '{server}' cancelled its request {}: {}", String::from_utf8_lossy(&rid), reason.as_deref().unwrap_or("no reason given")));
+        let fx = self.relays.cancelled_by_upstream(u, &rid, reason.as_deref());
+        self.apply_relay(fx);
+    }
+
+    fn upstream_progress(&mut self, u: UpstreamId, m: &Msg) {
+        let Some(p) = m.params.clone() else { return };
+        let Some(tr) = m.param(&["progressToken"]) else { return };
+        let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
+        let now = self.now_ms;
+        // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
+        let Some(origin) = self.pending.progressed(u, id, now) else { return };
+        let (c, token, about) = match origin {
+            Origin::Client { client, id: cid, progress: Some(token), .. } => (*client, token.clone(), About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) }),
+            // The request was answered with its task: progress is no
+            // longer on its stream.
+            Origin::Task(t) => {
+                let t = t.clone();
+                let Some((c, token)) = self.tasks.progress_to(&t).filter(|(c, _)| self.clients.contains_key(c)) else { return };
+                (c, token, About::Notification { unsolicited: false, related: None })
+            }
+            _ => return,
+        };
+        // Policy: the progress cap per request (hub/policy.rs).
+        let capped = self.policy.admit_progress(u, &self.ups[u].spec.name, id, &self.pending);
+        self.apply_policy(capped.warns);
+        if !capped.admitted {
+            return;
+        }
+        let Some(cl) = self.clients.get(&c) else { return };
+        let f = &cl.rev().features();
+        let params = &m.raw[p.clone()];
+        let body = if !f.progress_message && m.param(&["message"]).is_some() {
+            let mut v: Value = serde_json::from_slice(params).unwrap_or(Value::Null);
+            v["progressToken"] = serde_json::from_slice(&token).unwrap_or(Value::Null);
+            super::shape::notification_params(Method::Progress, &mut v, f);
+            serde_json::to_vec(&v).unwrap_or_default()
+        } else {
+            let rel = (tr.start - p.start)..(tr.end - p.start);
+            wire::splice(params, vec![(rel, token)])
+        };
+        self.downward().emit(c, wire::notification(Method::Progress, Some(&body)), about);
+    }
+
+    pub(super) fn on_upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str) {
+        if u >= self.ups.len() {
+            return;
+        }
+        let name = self.ups[u].spec.name.clone();
+        let Ok(m) = wire::parse(msg) else { return };
+        let Some(id) = m.id_u64().filter(|_| matches!(m.kind, MsgKind::Request)) else {
+            self.log(Level::Warn, format!("server '{name}': message to it dropped: {why}"));
+            return;
+        };
+        // Only client requests are failed here; the hub's own requests keep
+        // their timeouts (and what they do on expiry).
+        let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take_if(u, id, |o| matches!(o, Origin::Client { .. })) else {
+            self.log(Level::Warn, format!("server '{name}': request to it dropped: {why}"));
+            return;
+        };
+        let text = format!("server '{name}' cannot take {method} now: {why}");
+        self.downward().error(client, Some(&cid), ErrorCode::InternalError, &text, Some(json!({ "server": name })));
+    }
+
+    /// A message from `u` over its transport's cap was skipped: the
+    /// request it answers (read from its edges) is failed now, naming the
+    /// size and the limit, instead of waiting for its timeout.
+    pub(super) fn on_upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
+        if !self.ups.is_live(u) {
+            return;
+        }
+        self.ups[u].garbage += 1;
+        let name = self.ups[u].spec.name.clone();
+        let Oversize { len, max, limit, .. } = *big;
+        let data = || Some(json!({ "server": name, "bytes": len, "limitBytes": max }));
+        let id = match clipped::classify(big.head, big.tail) {
+            Clipped::Request { .. } => {
+                let msg = format!("server '{name}' sent a request or notification of {len} bytes, over {limit}; dropped");
+                return self.log(Level::Warn, msg);
+            }
+            c => c.answers(on).and_then(wire::id_u64),
+        };
+        let origin = id.and_then(|id| self.pending.origin(u, id));
+        match (id, origin) {
+            (Some(id), Some(Origin::Client { .. })) => {
+                let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
+                let text = format!("server '{name}' answered {method} with {len} bytes, over {limit}; the answer was dropped");
+                self.log(Level::Warn, format!("{text} (request {id})"));
+                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &text, data());
+            }
+            (Some(id), Some(Origin::Task(_))) => {
+                let Some(Fwd { origin: Origin::Task(t), .. }) = self.pending.take(u, id) else { return };
+                let fx = self.tasks.lost(&t, format!("server '{name}' answered with {len} bytes, over {limit}; the answer was dropped"), self.now_ms);
+                self.apply_task_effects(fx);
+            }
+            (Some(id), Some(_)) => {
+                // The hub's own request (a list page, a probe): its timeout decides.
+                self.log(Level::Warn, format!("server '{name}' answered mcpx's request {id} with {len} bytes, over {limit}; dropped"));
+            }
+            (Some(id), None) => {
+                self.log(Level::Warn, format!("server '{name}' sent a {len}-byte answer to request {id}, which is not open, over {limit}; dropped"));
+            }
+            (None, _) => {
+                let what = format!("server '{name}' wrote a message of {len} bytes, over {limit}");
+                self.log(Level::Warn, format!("{what}; its id is not in its first or last bytes, so the request it answers gets its timeout"));
+                self.ups.note_clipped(u, self.now_ms, what);
             }
         }
     }
