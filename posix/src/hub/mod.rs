@@ -1227,11 +1227,6 @@ impl Hub {
         self.policy.metrics_text(ups, sessions, connections, &queues)
     }
 
-    /// The policy principal of client `c` (`""` once it is gone).
-    fn policy_principal(&self, c: ClientId) -> &str {
-        self.clients.principal_name(c)
-    }
-
     /// Runs `step` of the request pipeline over the parts of the hub it
     /// borrows (`stages`), then does what it left to do, in order.
     fn stages<T>(&mut self, step: impl FnOnce(&mut stages::Pipeline<'_>) -> T) -> T {
@@ -1239,8 +1234,8 @@ impl Hub {
             policy: &mut self.policy,
             shared: &mut self.shared,
             starts: &mut self.starts,
-            ups: &mut self.ups,
-            clients: &self.clients,
+            upstreams: &mut self.ups,
+            principals: &self.clients,
             catalog: &self.catalog,
             opts: &self.opts,
             now_ms: self.now_ms,

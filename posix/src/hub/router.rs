@@ -261,14 +261,14 @@ impl Hub {
     fn tools_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
         // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
-        let mut call = match self.policy.tool_call(|| self.policy_principal(c), m, r, name) {
+        let mut call = match self.policy.tool_call(|| self.clients.principal_name(c), m, r, name) {
             MetaTool::Call(call) => call,
             // A call through the meta-tool is admitted as the call of the
             // tool it names (`stages`); one answered here is admitted here.
             MetaTool::Here { tool, asked } => {
                 let id = m.id_bytes().unwrap_or(b"null");
                 self.stages(|p| p.admit(c, id, Class::ToolCall, None, &tool))?;
-                let principal = self.policy_principal(c).to_string();
+                let principal = self.clients.principal_name(c).to_string();
                 let ups = &self.ups;
                 let tools = ToolsView { entries: self.catalog.view(Kind::Tools), generation: self.catalog.generation[Kind::Tools.idx()], server: |u: UpstreamId| Server::of(&ups[u].spec) };
                 let result = self.policy.meta_answer(&principal, asked, tools)?;
@@ -538,7 +538,7 @@ impl Hub {
         let offer_tasks = !modern && k == Kind::Tools && self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
         // Policy (hub/policy.rs): the tool-search meta-tools, or the
         // principal's own catalog with trust marks.
-        let (items, more) = match self.policy.meta_listing(self.policy_principal(c), k, rev) {
+        let (items, more) = match self.policy.meta_listing(self.clients.principal_name(c), k, rev) {
             Some(items) => (items, None),
             None => {
                 let view = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).view(&self.catalog, k);
@@ -1517,18 +1517,9 @@ impl Hub {
 
     /// `stream`: the hub's request on whose response stream it came, if any.
     pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8], stream: Option<u64>) {
-        if u >= self.ups.len() || !self.ups[u].is_up() {
-            return;
-        }
-        self.ups[u].last_heard_ms = self.now_ms;
-        let m = match wire::parse(bytes) {
+        let m = match self.ups.heard(u, bytes, self.now_ms) {
             Ok(m) => m,
-            Err(e) => {
-                self.ups[u].garbage += 1;
-                let msg = format!("server '{}' sent an invalid message: {}", self.ups[u].spec.name, e.message);
-                self.log(Level::Warn, msg);
-                return;
-            }
+            Err(fx) => return self.apply_upstream(fx),
         };
         match m.kind {
             MsgKind::Request => {
@@ -1768,11 +1759,7 @@ impl Hub {
     /// request it answers (read from its edges) is failed now, naming the
     /// size and the limit, instead of waiting for its timeout.
     pub(super) fn on_upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
-        if !self.ups.is_live(u) {
-            return;
-        }
-        self.ups[u].garbage += 1;
-        let name = self.ups[u].spec.name.clone();
+        let Some(name) = self.ups.oversized(u) else { return };
         let Oversize { len, max, limit, .. } = *big;
         let data = || Some(json!({ "server": name, "bytes": len, "limitBytes": max }));
         let id = match clipped::classify(big.head, big.tail) {

@@ -25,7 +25,7 @@ impl Pipeline<'_> {
         let shared = self.opts.cluster.shared;
         if shared {
             // The principal's limit is the replicas' one, in the store (`shared`).
-            let key = limit_key(self.clients, self.ups, Some(c), class, u, tool);
+            let key = limit_key(self.principals, self.upstreams, Some(c), class, u, tool);
             if let Some((bucket, limit)) = self.policy.p.limiter.shared_bucket(key) {
                 if let Err((refusal, ask)) = self.shared.admit(c, id, bucket, limit, At::of(self.opts, self.now_ms)) {
                     self.effects.extend(ask.map(Effect::Shared));
@@ -58,7 +58,7 @@ impl Pipeline<'_> {
 
     /// [`Pipeline::limit`]; `unshared`: only the limits the replicas do not share.
     fn limit_of(&mut self, c: Option<ClientId>, class: Class, u: Option<UpstreamId>, tool: &str, unshared: bool) -> Result<(), ratelimit::Refusal> {
-        let key = limit_key(self.clients, self.ups, c, class, u, tool);
+        let key = limit_key(self.principals, self.upstreams, c, class, u, tool);
         let now = self.now_ms;
         let limiter = &mut self.policy.p.limiter;
         let r = if unshared { limiter.check_unshared(key, now) } else { limiter.check(key, now) };

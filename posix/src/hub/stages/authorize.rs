@@ -18,27 +18,27 @@ use super::super::{ClientId, UpstreamId};
 pub(in crate::hub) struct Sight<'a> {
     policy: &'a HubPolicy,
     principal: &'a str,
-    ups: &'a Upstreams,
+    upstreams: &'a Upstreams,
 }
 
 impl<'a> Sight<'a> {
     /// The sight of client `c` (nothing is hidden from a client that is
     /// gone but what hides from every principal).
     pub fn of(policy: &'a HubPolicy, clients: &'a Clients, ups: &'a Upstreams, c: ClientId) -> Sight<'a> {
-        Sight { policy, principal: clients.principal_name(c), ups }
+        Sight { policy, principal: clients.principal_name(c), upstreams: ups }
     }
 
     /// May it see entry `e` of the `k` view?
     pub fn visible(&self, k: Kind, e: &Entry) -> bool {
         match k {
-            Kind::Tools => self.policy.tool_visible(self.principal, &self.ups[e.up].spec.name, &e.original),
+            Kind::Tools => self.policy.tool_visible(self.principal, &self.upstreams[e.up].spec.name, &e.original),
             Kind::Prompts | Kind::Resources | Kind::Templates => self.server_visible(e.up),
         }
     }
 
     /// May it see the prompts, resources and templates of `u`?
     pub fn server_visible(&self, u: UpstreamId) -> bool {
-        self.policy.server_visible(self.principal, &self.ups[u].spec.name)
+        self.policy.server_visible(self.principal, &self.upstreams[u].spec.name)
     }
 
     /// The `k` view entries it may see.

@@ -85,8 +85,9 @@ pub(super) struct Pipeline<'a> {
     pub policy: &'a mut HubPolicy,
     pub shared: &'a mut Shared,
     pub starts: &'a mut Starts,
-    pub ups: &'a mut Upstreams,
-    pub clients: &'a Clients,
+    pub upstreams: &'a mut Upstreams,
+    /// For the principal's name of a client.
+    pub principals: &'a Clients,
     pub catalog: &'a Catalog,
     pub opts: &'a HubOptions,
     pub now_ms: u64,
@@ -97,7 +98,7 @@ pub(super) struct Pipeline<'a> {
 impl Pipeline<'_> {
     /// What client `c`'s principal may see (`authorize`).
     fn sight(&self, c: ClientId) -> Sight<'_> {
-        Sight::of(self.policy, self.clients, self.ups, c)
+        Sight::of(self.policy, self.principals, self.upstreams, c)
     }
 
     /// Admit, authorize and validate a `tools/call` of client `c` for the
@@ -120,20 +121,20 @@ impl Pipeline<'_> {
                 Lookup::Visible(ToolRoute { up: e.up, original: e.original.clone(), task_support })
             }
         };
-        let unlisted = matches!(lookup, Lookup::NotListed).then(|| self.starts.unlisted_owner(&call.name, self.ups)).flatten();
+        let unlisted = matches!(lookup, Lookup::NotListed).then(|| self.starts.unlisted_owner(&call.name, self.upstreams)).flatten();
         if let Some(u) = unlisted {
-            if let Some(fx) = self.starts.park(&mut self.ups[u], u, c, m, ctx, self.now_ms) {
+            if let Some(fx) = self.starts.park(&mut self.upstreams[u], u, c, m, ctx, self.now_ms) {
                 self.effects.push(Effect::Starts(fx));
                 return Ok(None);
             }
             self.admit(c, id, Class::ToolCall, None, &call.name)?;
-            return Err(self.ups.unavailable(u, self.now_ms));
+            return Err(self.upstreams.unavailable(u, self.now_ms));
         }
         // A hidden or unknown tool is charged to the principal alone: its
         // limits never tell whether the name exists.
         let up = match &lookup {
             Lookup::Visible(r) => {
-                self.policy.resolved(c, m, &self.ups[r.up].spec.name, &call.name, &r.original);
+                self.policy.resolved(c, m, &self.upstreams[r.up].spec.name, &call.name, &r.original);
                 Some(r.up)
             }
             Lookup::Hidden | Lookup::NotListed => None,
@@ -145,7 +146,7 @@ impl Pipeline<'_> {
             Lookup::Hidden => return Err(self.refused_at(c, id, Stage::Authorize, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
             Lookup::NotListed => return Err(self.refused_at(c, id, Stage::Route, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
         };
-        if let Err(Refusal(code, msg, data)) = self.policy.check_arguments(m, call, &self.ups[route.up].spec.name, &route.original) {
+        if let Err(Refusal(code, msg, data)) = self.policy.check_arguments(m, call, &self.upstreams[route.up].spec.name, &route.original) {
             return Err(self.refused_at(c, id, Stage::Validate, code, msg, data));
         }
         Ok(Some(route))
@@ -171,7 +172,7 @@ impl Pipeline<'_> {
     /// its upstream and the upstream's URI.
     pub fn resource(&mut self, c: ClientId, m: &Msg, uri: &str, template: bool) -> Result<(UpstreamId, String), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
-        let routed = template.then(|| self.catalog.route_template(uri)).flatten().or_else(|| self.ups.route_uri(self.catalog, uri));
+        let routed = template.then(|| self.catalog.route_template(uri)).flatten().or_else(|| self.upstreams.route_uri(self.catalog, uri));
         match routed {
             Some((u, original)) if self.sight(c).server_visible(u) => Ok((u, original)),
             other => {

@@ -50,6 +50,7 @@ mod listen;
 mod listing;
 mod reload;
 mod status;
+use super::wire::{self, Msg};
 use super::{ConfigError, HubOptions, Level, UpstreamId, UpstreamSpec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,6 +278,26 @@ impl Upstreams {
     /// How each server is named in the catalog (its name and prefix).
     pub fn naming(&self) -> Vec<Naming<'_>> {
         self.0.iter().map(|u| Naming { name: &u.spec.name, prefix: &u.spec.prefix }).collect()
+    }
+
+    /// A message from `u`, heard at `now`: its view; `Err` when it is to
+    /// be dropped (`u` is not up, or it is no JSON-RPC message: counted and
+    /// warned of).
+    pub fn heard<'b>(&mut self, u: UpstreamId, bytes: &'b [u8], now: u64) -> Result<Msg<'b>, Option<Effect>> {
+        let Some(up) = self.0.get_mut(u).filter(|up| up.is_up()) else { return Err(None) };
+        up.last_heard_ms = now;
+        wire::parse(bytes).map_err(|e| {
+            up.garbage += 1;
+            Some(Effect::Log(Level::Warn, format!("server '{}' sent an invalid message: {}", up.spec.name, e.message)))
+        })
+    }
+
+    /// A message from `u` over its transport's cap was skipped: counted;
+    /// the server's name, `None` when `u` is gone.
+    pub fn oversized(&mut self, u: UpstreamId) -> Option<String> {
+        let up = self.0.get_mut(u).filter(|up| !up.is_removed())?;
+        up.garbage += 1;
+        Some(up.spec.name.clone())
     }
 
     /// `u` wrote `what` (a message over its transport's cap, whose id could
