@@ -65,7 +65,7 @@
 //!   same integer); client ids and tokens are restored byte for byte (`pending`).
 //! - Timeouts: per server `timeout_ms`, reset by progress, capped by
 //!   `max_timeout_ms`; on expiry the upstream gets `notifications/cancelled`
-//!   and the client -32603 naming the server (`upstream`).
+//!   and the client -32603 naming the server (`Hub::on_timeout`).
 //! - Unsolicited notifications reach a client only after it read a list
 //!   (`client`); server→client requests reach the client whose call is in
 //!   flight, only if it declared the capability (`relay`).

@@ -1519,7 +1519,8 @@ impl Hub {
     pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8], stream: Option<u64>) {
         let m = match self.ups.heard(u, bytes, self.now_ms) {
             Ok(m) => m,
-            Err(fx) => return self.apply_upstream(fx),
+            Err(None) => return,
+            Err(Some(warning)) => return self.log(Level::Warn, warning),
         };
         match m.kind {
             MsgKind::Request => {

@@ -28,10 +28,11 @@
 //! (`status`). Each step changes the link and answers with [`Effect`]s
 //! (send a request upward, log, restart it, give the catalog its items,
 //! answer what was in flight to a process that went, ...) that
-//! `Hub::apply_upstream` applies in order. What stays on the hub here is
-//! where upstream messages meet the other subsystems: the dispatch of
-//! answers and notifications to clients, relays and tasks, timeouts of
-//! requests in flight, and the hub's own requests as written upward.
+//! `Hub::apply_upstream` applies in order. Where upstream messages meet
+//! the other subsystems is the hub's routing shell, not here: the dispatch
+//! of answers and notifications to clients, relays and tasks, and the hub's
+//! own requests as written upward (`router`); timeouts of requests in
+//! flight and the tick over every subsystem (`Hub::on_tick`).
 
 use serde_json::{json, Value};
 
@@ -281,14 +282,14 @@ impl Upstreams {
     }
 
     /// A message from `u`, heard at `now`: its view; `Err` when it is to
-    /// be dropped (`u` is not up, or it is no JSON-RPC message: counted and
-    /// warned of).
-    pub fn heard<'b>(&mut self, u: UpstreamId, bytes: &'b [u8], now: u64) -> Result<Msg<'b>, Option<Effect>> {
+    /// be dropped (`u` is not up; or it is no JSON-RPC message: counted,
+    /// with the warning to log).
+    pub fn heard<'b>(&mut self, u: UpstreamId, bytes: &'b [u8], now: u64) -> Result<Msg<'b>, Option<String>> {
         let Some(up) = self.0.get_mut(u).filter(|up| up.is_up()) else { return Err(None) };
         up.last_heard_ms = now;
         wire::parse(bytes).map_err(|e| {
             up.garbage += 1;
-            Some(Effect::Log(Level::Warn, format!("server '{}' sent an invalid message: {}", up.spec.name, e.message)))
+            Some(format!("server '{}' sent an invalid message: {}", up.spec.name, e.message))
         })
     }
 
