@@ -1242,13 +1242,19 @@ impl Hub {
             effects: Vec::new(),
         };
         let r = step(&mut p);
-        for e in p.effects {
+        let effects = p.effects;
+        self.apply_stages(effects);
+        r
+    }
+
+    /// Does what the stages left to do, in order.
+    fn apply_stages(&mut self, effects: Vec<stages::Effect>) {
+        for e in effects {
             match e {
                 stages::Effect::Shared(e) => self.apply_shared([e]),
                 stages::Effect::Starts(fx) => self.apply_starts(fx),
             }
         }
-        r
     }
 
     /// Writes the lines a policy call asked for, in order.
