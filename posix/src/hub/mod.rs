@@ -65,7 +65,7 @@
 //!   same integer); client ids and tokens are restored byte for byte (`pending`).
 //! - Timeouts: per server `timeout_ms`, reset by progress, capped by
 //!   `max_timeout_ms`; on expiry the upstream gets `notifications/cancelled`
-//!   and the client -32603 naming the server (`upstream`).
+//!   and the client -32603 naming the server (`Hub::on_timeout`).
 //! - Unsolicited notifications reach a client only after it read a list
 //!   (`client`); server→client requests reach the client whose call is in
 //!   flight, only if it declared the capability (`relay`).
@@ -107,7 +107,13 @@ mod wire;
 mod tests;
 
 use mcpx_core::error::ErrorCode;
+use mcpx_core::meta;
+use mcpx_core::method::Method;
+use serde_json::{json, Value};
 use std::collections::VecDeque;
+
+use pending::{Fwd, Origin};
+use request::{Refusal, MODERN};
 
 /// What the runtime's restart loop does after an upstream exited, as the
 /// hub is told with the exit.
@@ -1221,14 +1227,34 @@ impl Hub {
         self.policy.metrics_text(ups, sessions, connections, &queues)
     }
 
-    /// The policy principal of client `c` (`""` once it is gone).
-    fn policy_principal(&self, c: ClientId) -> &str {
-        self.clients.get(&c).map_or("", |cl| policy::principal_name(&cl.principal))
+    /// Runs `step` of the request pipeline over the parts of the hub it
+    /// borrows (`stages`), then does what it left to do, in order.
+    fn stages<T>(&mut self, step: impl FnOnce(&mut stages::Pipeline<'_>) -> T) -> T {
+        let mut p = stages::Pipeline {
+            policy: &mut self.policy,
+            shared: &mut self.shared,
+            starts: &mut self.starts,
+            upstreams: &mut self.ups,
+            principals: &self.clients,
+            catalog: &self.catalog,
+            opts: &self.opts,
+            now_ms: self.now_ms,
+            effects: Vec::new(),
+        };
+        let r = step(&mut p);
+        let effects = p.effects;
+        self.apply_stages(effects);
+        r
     }
 
-    /// The policy beside the name of server `u`, for a call that takes it.
-    fn policy_with(&mut self, u: UpstreamId) -> (&mut policy::HubPolicy, &str) {
-        (&mut self.policy, &self.ups[u].spec.name)
+    /// Does what the stages left to do, in order.
+    fn apply_stages(&mut self, effects: Vec<stages::Effect>) {
+        for e in effects {
+            match e {
+                stages::Effect::Shared(e) => self.apply_shared([e]),
+                stages::Effect::Starts(fx) => self.apply_starts(fx),
+            }
+        }
     }
 
     /// Writes the lines a policy call asked for, in order.
@@ -1328,4 +1354,136 @@ fn task_owner<'a>(c: ClientId, ctx: Option<&'a request::ReqCtx>, clients: &'a cl
 fn task_caller<'a>(c: ClientId, id: &'a [u8], ctx: Option<&'a request::ReqCtx>, clients: &'a client::Clients) -> tasks::Caller<'a> {
     let rev = clients.get(&c).map_or(shape::Rev::LATEST_LEGACY, |cl| cl.rev());
     tasks::Caller { client: c, owner: task_owner(c, ctx, clients), id, rev, ctx }
+}
+
+/// The hub's clock and status: the tick and the deadline over every
+/// subsystem, their status rows, and the hub's own upstream requests.
+impl Hub {
+    fn on_tick(&mut self) {
+        for (u, id) in self.pending.expired(self.now_ms) {
+            let Some(f) = self.pending.take(u, id) else { continue };
+            self.on_timeout(u, id, f);
+        }
+        let fx = self.relays.tick(&self.ups, self.now_ms);
+        self.apply_relay(fx);
+        let fx = self.tasks.poll(&task_ups(&self.ups), self.now_ms);
+        self.apply_task_effects(fx);
+        let fx = self.tasks.expire(&task_ups(&self.ups), self.now_ms);
+        self.apply_task_effects(fx);
+        self.release_held_inits();
+        let pending = &self.pending;
+        let pings = self.ups.pings(self.now_ms, self.opts.ping_interval_ms, |u| pending.pinging(u));
+        self.apply_upstream(pings);
+        let fx = self.starts.tick(self.now_ms, &self.ups, &self.clients, &|u| self.pending.busy(u));
+        self.apply_starts(fx);
+        let clients = &self.clients;
+        let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
+        self.apply_shared(effects);
+    }
+
+    fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
+        self.tasks.ask_done(u, id);
+        let name = self.ups[u].spec.name.clone();
+        let sent_ms = f.sent_ms();
+        let waited = self.now_ms.saturating_sub(sent_ms);
+        match f.origin {
+            Origin::Initialize => {
+                let fx = self.ups.on_initialize_timeout(u, &self.opts);
+                self.apply_upstream(fx);
+            }
+            Origin::List(k) => {
+                let fx = self.ups.on_list_timeout(u, k, id, waited, self.now_ms);
+                self.apply_upstream(fx);
+            }
+            Origin::Fire => self.cancel_upstream(u, id, "timed out"),
+            // No task id to cancel, and no notifications/cancelled for it.
+            Origin::TaskCancelled => {}
+            Origin::Held(h) => {
+                let fx = self.relays.held_expired(u, id, h);
+                self.apply_relay(fx)
+            }
+            Origin::Task(t) => {
+                self.cancel_upstream(u, id, "timed out");
+                let fx = self.tasks.lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"), self.now_ms);
+                self.apply_task_effects(fx);
+            }
+            Origin::Discover => {
+                let fx = self.ups.on_probe_timeout(u, id, f, self.now_ms, &self.opts);
+                self.apply_upstream(fx);
+            }
+            Origin::Listen => {
+                let fx = self.ups.on_listen_timeout(u, id);
+                self.apply_upstream(fx);
+            }
+            Origin::Ping => {
+                let fx = self.ups.on_ping_timeout(u, waited);
+                self.apply_upstream(fx);
+            }
+            Origin::Client { client, id: cid, method, .. } => {
+                // Requirement: lifecycle-timeouts-cancel-on-expiry
+                self.cancel_upstream(u, id, "timed out");
+                let mut msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
+                if let Some(what) = self.ups.clipped_since(u, sent_ms) {
+                    msg.push_str(&format!(" ({what} meanwhile, dropped: it may have been the answer)"));
+                }
+                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
+            }
+        }
+    }
+
+    fn deadline(&self) -> Option<u64> {
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
+    }
+
+    fn status_json(&self) -> Value {
+        let starts = &self.starts;
+        let ups = self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u));
+        let clients: Vec<Value> = self
+            .clients
+            .iter()
+            .map(|(id, c)| {
+                json!({
+                    "id": id,
+                    "revision": c.session().map(|s| s.rev.as_str()),
+                    "era": c.era_name(),
+                    "listens": self.listens.count(*id),
+                    "clientInfo": c.session().map(|s| &s.info),
+                    "initialized": c.initialized(),
+                    "subscriptions": c.subs,
+                    "connectedMs": c.connected_ms,
+                })
+            })
+            .collect();
+        json!({
+            "upstreams": ups,
+            "clients": clients,
+            "pending": self.pending.len(),
+            "relays": self.relays.len(),
+            "config": self.config_status,
+            "tasks": self.tasks.status(),
+        })
+    }
+
+    /// Tells `u` the hub no longer waits for its request `id`.
+    fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
+        if self.ups[u].is_up() {
+            let p = json!({ "requestId": id, "reason": reason });
+            upward::notification(&mut self.out, u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
+        }
+    }
+
+    /// The per-request `_meta` of a modern request the hub sends upstream.
+    fn modern_meta(&self, caps: Value) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        m.insert(meta::PROTOCOL_VERSION_KEY.into(), json!(MODERN.as_str()));
+        m.insert(meta::CLIENT_CAPABILITIES_KEY.into(), caps);
+        m.insert(meta::CLIENT_INFO_KEY.into(), json!({ "name": self.opts.server_name, "version": self.opts.server_version }));
+        m
+    }
+
+    /// The answer to a request for `u`'s tool while it is not ready
+    /// ([`Upstreams::unavailable`]).
+    fn unavailable(&self, u: UpstreamId) -> Refusal {
+        self.ups.unavailable(u, self.now_ms)
+    }
 }

@@ -12,28 +12,31 @@ use mcpx_core::error::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
+use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::cursor::{self, Cursor};
 use mcpx_core::envelope::{Batch, Message};
 use mcpx_core::error::PeerCaps;
+use mcpx_core::meta;
 use mcpx_core::method::Method;
+use mcpx_core::names;
 use serde_json::{json, Value};
 
 use crate::policy::ratelimit::Class;
 
-use super::catalog::{Channel, Kind};
+use super::catalog::{Channel, Kind, Naming};
 #[cfg(feature = "cluster")]
 use super::client::Snapshot;
 use super::client::Offer;
 use super::modern::{self, Grant};
-use super::pending::Origin;
+use super::pending::{Fwd, Origin};
 use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
-use super::stages::ToolRoute;
+use super::stages::{self, ToolRoute};
 use super::tasks::{self, InputTo, Plan};
 use super::upward;
-use super::wire::{self, Bad, Msg};
-use super::{shared, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
+use super::wire::{self, Bad, Kind as MsgKind, Msg};
+use super::{shared, About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
 pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -109,7 +112,7 @@ impl Hub {
                     // Policy: the server-request rate limits (hub/policy.rs).
                     let owner = link.task.as_deref().and_then(|t| self.tasks.creator_of(up, t));
                     let to = self.relays.cause_client(&self.pending, owner, up, &link);
-                    let limited = self.limit(to, crate::policy::ratelimit::Class::ServerRequest, Some(up), "");
+                    let limited = self.stages(|p| p.limit(to, crate::policy::ratelimit::Class::ServerRequest, Some(up), ""));
                     let who = to.and_then(|c| self.clients.get(&c)).map(|cl| super::policy::Who {
                         principal: super::policy::principal_name(&cl.principal),
                         revision: if cl.is_modern() { super::request::MODERN.as_str() } else { cl.rev().as_str() },
@@ -217,7 +220,7 @@ impl Hub {
             Some(super::policy::Who { principal: super::policy::principal_name(&cl.principal), revision })
         });
         if matches!(m.call, TasksGet | TasksResult | TasksList | TasksCancel | TasksUpdate) {
-            self.admit_task_request(c, m)?;
+            self.stages(|p| p.admit_task_request(c, m))?;
         }
         match m.call {
             Initialize => {
@@ -258,14 +261,14 @@ impl Hub {
     fn tools_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
         // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
-        let mut call = match self.policy.tool_call(|| self.policy_principal(c), m, r, name) {
+        let mut call = match self.policy.tool_call(|| self.clients.principal_name(c), m, r, name) {
             MetaTool::Call(call) => call,
             // A call through the meta-tool is admitted as the call of the
             // tool it names (`stages`); one answered here is admitted here.
             MetaTool::Here { tool, asked } => {
                 let id = m.id_bytes().unwrap_or(b"null");
-                self.admit(c, id, Class::ToolCall, None, &tool)?;
-                let principal = self.policy_principal(c).to_string();
+                self.stages(|p| p.admit(c, id, Class::ToolCall, None, &tool))?;
+                let principal = self.clients.principal_name(c).to_string();
                 let ups = &self.ups;
                 let tools = ToolsView { entries: self.catalog.view(Kind::Tools), generation: self.catalog.generation[Kind::Tools.idx()], server: |u: UpstreamId| Server::of(&ups[u].spec) };
                 let result = self.policy.meta_answer(&principal, asked, tools)?;
@@ -274,7 +277,7 @@ impl Hub {
             }
         };
         // A name no server listed yet may wait for its server (`lazy`).
-        let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.tool_stages(c, m, ctx, &mut call)? else { return Ok(()) };
+        let Some(ToolRoute { up: u, original: orig, task_support: support }) = self.stages(|p| p.tool(c, m, ctx, &mut call))? else { return Ok(()) };
         let declared = || self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
         let up = super::task_up(u, &self.ups[u]);
         let plan = self.tasks.plan(m, ctx, declared, &up, support.as_deref())?;
@@ -324,14 +327,14 @@ impl Hub {
 
     fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
-        let (u, orig) = self.prompt_stages(c, m, &name)?;
+        let (u, orig) = self.stages(|p| p.prompt(c, m, &name))?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
         self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
     }
 
     fn resources_read(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
-        let (u, orig) = self.resource_stages(c, m, &uri, false)?;
+        let (u, orig) = self.stages(|p| p.resource(c, m, &uri, false))?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
         let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
         self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
@@ -344,16 +347,16 @@ impl Hub {
                 let (r, name) = string_param(m, &["ref", "name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/prompt needs a \"name\"".into()))?;
                 // Requirement: completion-security
                 let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
-                self.admit_completion(c, m, known)?;
-                let (u, orig) = self.prompt_stages(c, m, &name)?;
+                self.stages(|p| p.admit_completion(c, m, known))?;
+                let (u, orig) = self.stages(|p| p.prompt(c, m, &name))?;
                 self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
                 self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
             }
             "ref/resource" => {
                 let (r, uri) = string_param(m, &["ref", "uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/resource needs a \"uri\"".into()))?;
-                let known = self.catalog.route_template(&uri).or_else(|| self.route_uri(&uri)).map(|(u, _)| u);
-                self.admit_completion(c, m, known)?;
-                let (u, orig) = self.resource_stages(c, m, &uri, true)?;
+                let known = self.catalog.route_template(&uri).or_else(|| self.ups.route_uri(&self.catalog, &uri)).map(|(u, _)| u);
+                self.stages(|p| p.admit_completion(c, m, known))?;
+                let (u, orig) = self.stages(|p| p.resource(c, m, &uri, true))?;
                 self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
                 self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
             }
@@ -379,7 +382,7 @@ impl Hub {
     fn subscription(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
-        let (u, orig) = self.resource_stages(c, m, &uri, false)?;
+        let (u, orig) = self.stages(|p| p.resource(c, m, &uri, false))?;
         if !notifies_updates(&self.ups[u]) {
             let name = &self.ups[u].spec.name;
             return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
@@ -506,14 +509,7 @@ impl Hub {
 
     fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
         // Requirement: resources-not-found-32002
-        self.route_uri(uri).ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
-    }
-
-    /// The upstream serving resource `uri` and its URI there (`catalog`'s
-    /// routing), whoever asks.
-    pub(super) fn route_uri(&self, uri: &str) -> Option<(UpstreamId, String)> {
-        let resource_ups: Vec<UpstreamId> = (0..self.ups.len()).filter(|&u| self.ups[u].has_cap("resources")).collect();
-        self.catalog.route_uri(uri, &self.ups.naming(), &resource_ups)
+        self.ups.route_uri(&self.catalog, uri).ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
     }
 
     /// One page of an aggregated list.
@@ -542,10 +538,10 @@ impl Hub {
         let offer_tasks = !modern && k == Kind::Tools && self.clients.get(&c).is_some_and(|cl| tasks::declared_legacy(cl.rev(), cl.caps()));
         // Policy (hub/policy.rs): the tool-search meta-tools, or the
         // principal's own catalog with trust marks.
-        let (items, more) = match self.policy.meta_listing(self.policy_principal(c), k, rev) {
+        let (items, more) = match self.policy.meta_listing(self.clients.principal_name(c), k, rev) {
             Some(items) => (items, None),
             None => {
-                let view = self.visible_view(c, k);
+                let view = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).view(&self.catalog, k);
                 let end = (pos + page).min(view.len());
                 let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| {
                     let mut item = self.policy.listed_item(e, Server::of(&self.ups[e.up].spec), rev);
@@ -568,7 +564,7 @@ impl Hub {
             page = modern::stamped_list(&self.opts, &self.ups, &page, k);
         } else if cur.is_none() {
             let ch = k.channel();
-            let fp = self.visible_fingerprint(c, ch, rev);
+            let fp = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, rev);
             let first = self.clients.get_mut(&c).is_some_and(|cl| {
                 cl.known_fp[ch.idx()] = fp;
                 !std::mem::replace(&mut cl.listed[ch.idx()], true)
@@ -1030,7 +1026,7 @@ impl Hub {
                         self.on_client_request(c, &m);
                     }
                 }
-                Effect::Limited(c, id, r) => self.policy_refused_shared(c, &id, &r),
+                Effect::Limited(c, id, r) => stages::refused_shared(&mut self.policy, c, &id, &r),
                 Effect::Closed(c, id) => {
                     if let Some(cl) = self.clients.get_mut(&c) {
                         cl.open.remove(id.as_slice());
@@ -1172,7 +1168,7 @@ impl Hub {
             Some(_) => return Err(refuse(ErrorCode::InvalidParams, "Invalid params: notifications.taskIds must be an array of task ids".into())),
         };
         let caps = self.ups.capabilities();
-        let fps = self.listen_fingerprints(c);
+        let fps = stages::listen_fingerprints(&self.policy, &self.clients, &self.ups, &mut self.catalog, c);
         let asked = filter.get("resourceSubscriptions").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
         let uris = asked.filter(|uri| self.subscribable(c, uri)).map(str::to_string).collect();
         let fx = self.listens.open(c, id, filter, Grant { caps, uris, task_ids, fps });
@@ -1183,7 +1179,7 @@ impl Hub {
     /// May client `c` subscribe to resource `uri`: its upstream can notify
     /// its updates and `c` may see it (`stages::authorize`)?
     fn subscribable(&self, c: ClientId, uri: &str) -> bool {
-        self.route_uri(uri).filter(|(u, _)| self.server_visible(c, *u)).is_some_and(|(u, _)| notifies_updates(&self.ups[u]))
+        self.ups.route_uri(&self.catalog, uri).filter(|(u, _)| stages::Sight::of(&self.policy, &self.clients, &self.ups, c).server_visible(*u)).is_some_and(|(u, _)| notifies_updates(&self.ups[u]))
     }
 
     /// Ends listen stream `id` of client `c` (the client cancelled it); true
@@ -1203,7 +1199,7 @@ impl Hub {
 
     /// A list changed: the listen streams that asked for it are told.
     pub(super) fn notify_listens(&mut self, ch: Channel) {
-        let seen = self.policy.restricts.then(|| self.listens.wanting(ch).into_iter().map(|c| (c, self.listen_fingerprint(c, ch))).collect::<Vec<_>>());
+        let seen = self.policy.restricts.then(|| self.listens.wanting(ch).into_iter().map(|c| (c, stages::listen_fingerprint(&self.policy, &self.clients, &self.ups, &mut self.catalog, c, ch))).collect::<Vec<_>>());
         let fx = self.listens.list_changed(ch, seen.as_deref());
         self.apply_listens(fx);
     }
@@ -1283,7 +1279,7 @@ impl Hub {
         }
         let mut fps = [0; 3];
         for ch in Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
-            fps[ch.idx()] = self.visible_fingerprint(c, ch, s.rev);
+            fps[ch.idx()] = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, s.rev);
         }
         self.clients.adopt(c, s, |ch| fps[ch.idx()]);
         if let Some(level) = s.log_level {
@@ -1470,12 +1466,334 @@ impl Hub {
             if !listed {
                 continue;
             }
-            let fp = self.visible_fingerprint(c, ch, rev);
+            let fp = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, rev);
             if fp != known {
                 if let Some(cl) = self.clients.get_mut(&c) {
                     cl.known_fp[ch.idx()] = fp;
                 }
                 self.downward().notification(c, ch.notification(), None);
+            }
+        }
+    }
+}
+
+/// The upstreams' messages, routed to the subsystems they concern.
+impl Hub {
+    /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
+    pub(super) fn send_upstream(&mut self, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
+        let name = method.name().unwrap_or_default();
+        if self.pending.full(self.opts.max_pending) {
+            let msg = format!("server '{}': {name} not sent: {} requests in flight (mcpx's limit)", self.ups[u].spec.name, self.opts.max_pending);
+            self.log(Level::Warn, msg);
+            return None;
+        }
+        let id = self.ups.next_request_id(u);
+        self.pending.open_own(u, id, origin, self.now_ms, timeout, self.opts.max_timeout_ms);
+        if self.ups[u].is_modern() || method == Method::ServerDiscover {
+            // Requirement: meta-request-params-meta-required (every modern request carries _meta)
+            // (with the client capabilities `params` declare, if any: `tasks` polls)
+            let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
+            let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
+            let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
+            let headers = upward::written_headers(name, Some(&p), &|tool| self.upstream_tool_schema(u, tool));
+            upward::request(&mut self.out, u, id, name, Some(&p), Some(headers));
+        } else {
+            upward::request(&mut self.out, u, id, name, params, None);
+        }
+        Some(id)
+    }
+
+    /// Opens (or reopens, with the current filter) the hub's listen stream
+    /// to modern upstream `u` ([`Upstreams::open_listen`]), with the
+    /// resources of it the hub's clients subscribed to.
+    pub(super) fn open_listen(&mut self, u: UpstreamId) {
+        if !self.ups[u].listens() {
+            return;
+        }
+        let uris = self.subscribed_uris_of(u);
+        let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
+        self.apply_upstream(fx);
+    }
+
+    /// `stream`: the hub's request on whose response stream it came, if any.
+    pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8], stream: Option<u64>) {
+        let m = match self.ups.heard(u, bytes, self.now_ms) {
+            Ok(m) => m,
+            Err(None) => return,
+            Err(Some(warning)) => return self.log(Level::Warn, warning),
+        };
+        match m.kind {
+            MsgKind::Request => {
+                let fx = self.relays.on_upstream_request(&self.ups, u, &m, stream);
+                self.apply_relay(fx)
+            }
+            MsgKind::Notification => self.on_upstream_notification(u, &m),
+            MsgKind::Result | MsgKind::Error => {
+                let Some((id, f)) = m.id_u64().and_then(|id| Some((id, self.pending.take(u, id)?))) else {
+                    let msg = format!("server '{}': answer to an unknown or expired request ignored", self.ups[u].spec.name);
+                    self.log(Level::Debug, msg);
+                    return;
+                };
+                self.tasks.ask_done(u, id);
+                match f.origin {
+                    o @ Origin::Client { .. } => {
+                        // An answer ends a use: the idle time counts from here.
+                        self.ups[u].last_used_ms = self.now_ms;
+                        self.answer_client(u, o, &m)
+                    }
+                    Origin::Held(h) => {
+                        let fx = self.relays.held_answered(&self.ups, h, &m, self.now_ms);
+                        self.apply_relay(fx)
+                    }
+                    Origin::Task(t) => {
+                        let fx = self.tasks.answered(&super::task_up(u, &self.ups[u]), &t, &m, self.now_ms);
+                        self.apply_task_effects(fx);
+                    }
+                    Origin::Discover => {
+                        let fx = self.ups.on_discover_answer(u, &m, &self.opts);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::Listen => {
+                        let fx = self.ups.on_listen_end(u, &m);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::Initialize => {
+                        let fx = self.ups.on_initialize_answer(u, &m);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::List(k) => {
+                        let fx = self.ups.on_list_page(u, k, &m, self.now_ms, self.starts.is_instance(u), &self.opts);
+                        self.apply_upstream(fx);
+                    }
+                    Origin::TaskCancelled => {
+                        let fx = self.tasks.cancelled_answered(&super::task_up(u, &self.ups[u]), &m);
+                        self.apply_task_effects(fx);
+                    }
+                    Origin::Fire | Origin::Ping => {}
+                }
+            }
+        }
+    }
+
+    /// Replaces `u`'s items of kind `k` in the catalog, announcing a change.
+    pub(super) fn set_items(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>) {
+        let sep = self.opts.separator.clone();
+        let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
+        let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
+        let (changed, renamed) = self.catalog.set(u, k, items, &naming, &sep);
+        let lines = self.policy.listed(&self.ups[u].spec.name, k, self.catalog.items(u, k));
+        self.apply_policy(lines);
+        let server = &self.ups[u].spec.name;
+        let lines: Vec<String> = renamed.iter().map(|r| {
+            let why = match r.change {
+                names::Change::Shortened => format!("prefix, separator and name are over {} characters", names::MAX_LEN),
+                names::Change::Replaced => "it has characters outside [A-Za-z0-9_-]".to_string(),
+                names::Change::Salted | names::Change::Kept => "another item has the same exposed name".to_string(),
+            };
+            format!("server '{server}': {} '{}' is exposed as '{}' ({why})", k.item_word(), r.original, r.exposed)
+        }).collect();
+        for l in lines {
+            self.log(Level::Info, l);
+        }
+        if changed {
+            self.announce(k.channel());
+        }
+    }
+
+    fn on_upstream_notification(&mut self, u: UpstreamId, m: &Msg) {
+        if let Some(r) = m.param(&["_meta", meta::SUBSCRIPTION_ID_KEY]) {
+            // Requirement: subscriptions-stdio-client-correlate
+            let current = self.ups[u].listen;
+            if wire::id_u64(&m.raw[r]).is_none_or(|id| Some(id) != current) {
+                return;
+            }
+        }
+        use Method::*;
+        match m.call {
+            SubscriptionsAcknowledged => {}
+            Progress => self.upstream_progress(u, m),
+            TasksStatus => {
+                let fx = self.tasks.status_from_upstream(&super::task_up(u, &self.ups[u]), &m.params_value(), self.now_ms);
+                self.apply_task_effects(fx);
+            }
+            LogMessage => self.upstream_log(u, m),
+            ToolsListChanged | PromptsListChanged | ResourcesListChanged => {
+                let kinds: &[Kind] = match m.call {
+                    ToolsListChanged => &[Kind::Tools],
+                    PromptsListChanged => &[Kind::Prompts],
+                    _ => &[Kind::Resources, Kind::Templates],
+                };
+                let fx = self.ups.relist(u, kinds, self.starts.is_instance(u));
+                self.apply_upstream(fx);
+            }
+            ResourcesUpdated => self.upstream_resource_updated(u, m),
+            ElicitationComplete => {
+                let url_ok = |c: super::ClientId| self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode));
+                let fx = self.relays.elicitation_complete(u, m, url_ok);
+                self.apply_relay(fx)
+            }
+            Cancelled => self.upstream_cancelled(u, m),
+            _ => {}
+        }
+    }
+
+    /// `notifications/message` from upstream `u`: to the clients whose
+    /// level admits it, the logger prefixed with the server's name.
+    fn upstream_log(&mut self, u: UpstreamId, m: &Msg) {
+        // Policy: the log cap per request (hub/policy.rs).
+        let capped = self.policy.admit_log(u, &self.ups[u].spec.name, &self.pending);
+        self.apply_policy(capped.warns);
+        if !capped.admitted {
+            return;
+        }
+        let mut p = m.params_value();
+        let server = &self.ups[u].spec.name;
+        let logger = match p.get("logger").and_then(Value::as_str) {
+            Some(l) => format!("{server}/{l}"),
+            None => server.clone(),
+        };
+        p["logger"] = Value::String(logger);
+        self.modern_logs(u, &p);
+        // Legacy clients get what the level they set admits (a modern
+        // request may have lowered the upstream's level below it).
+        let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
+        if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
+            return;
+        }
+        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect();
+        for c in ids {
+            self.downward().notify(c, Method::LogMessage, &p);
+        }
+    }
+
+    /// `notifications/resources/updated` from upstream `u`: to the
+    /// subscribers of the URI (as clients see it).
+    fn upstream_resource_updated(&mut self, u: UpstreamId, m: &Msg) {
+        let p = m.params_value();
+        let Some(uri) = p.get("uri").and_then(Value::as_str) else { return };
+        let exposed = self.catalog.exposed_of(Kind::Resources, u, uri).map_or_else(|| uri.to_string(), str::to_string);
+        let mut out = p.clone();
+        out["uri"] = Value::String(exposed.clone());
+        if let Some(o) = out.as_object_mut() {
+            o.remove("_meta");
+        }
+        let reached = self.notify_listens_updated(u, &exposed, &out);
+        // Subscribers asked for these: no need to wait for a list.
+        let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.starts.may_reach(u, *c, &self.clients)).collect();
+        for c in to {
+            self.downward().notify(c, Method::ResourcesUpdated, &out);
+        }
+    }
+
+    /// `notifications/cancelled` from upstream `u`: of a request it relayed.
+    fn upstream_cancelled(&mut self, u: UpstreamId, m: &Msg) {
+        let Some(r) = m.param(&["requestId"]) else { return };
+        let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
+        let rid = m.raw[r].to_vec();
+        // Requirement: cancellation-log-reasons
+        let server = self.ups[u].spec.name.clone();
+        self.log(Level::Debug, format!("server '{server}' cancelled its request {}: {}", String::from_utf8_lossy(&rid), reason.as_deref().unwrap_or("no reason given")));
+        let fx = self.relays.cancelled_by_upstream(u, &rid, reason.as_deref());
+        self.apply_relay(fx);
+    }
+
+    fn upstream_progress(&mut self, u: UpstreamId, m: &Msg) {
+        let Some(p) = m.params.clone() else { return };
+        let Some(tr) = m.param(&["progressToken"]) else { return };
+        let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
+        let now = self.now_ms;
+        // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
+        let Some(origin) = self.pending.progressed(u, id, now) else { return };
+        let (c, token, about) = match origin {
+            Origin::Client { client, id: cid, progress: Some(token), .. } => (*client, token.clone(), About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) }),
+            // The request was answered with its task: progress is no
+            // longer on its stream.
+            Origin::Task(t) => {
+                let t = t.clone();
+                let Some((c, token)) = self.tasks.progress_to(&t).filter(|(c, _)| self.clients.contains_key(c)) else { return };
+                (c, token, About::Notification { unsolicited: false, related: None })
+            }
+            _ => return,
+        };
+        // Policy: the progress cap per request (hub/policy.rs).
+        let capped = self.policy.admit_progress(u, &self.ups[u].spec.name, id, &self.pending);
+        self.apply_policy(capped.warns);
+        if !capped.admitted {
+            return;
+        }
+        let Some(cl) = self.clients.get(&c) else { return };
+        let f = &cl.rev().features();
+        let params = &m.raw[p.clone()];
+        let body = if !f.progress_message && m.param(&["message"]).is_some() {
+            let mut v: Value = serde_json::from_slice(params).unwrap_or(Value::Null);
+            v["progressToken"] = serde_json::from_slice(&token).unwrap_or(Value::Null);
+            super::shape::notification_params(Method::Progress, &mut v, f);
+            serde_json::to_vec(&v).unwrap_or_default()
+        } else {
+            let rel = (tr.start - p.start)..(tr.end - p.start);
+            wire::splice(params, vec![(rel, token)])
+        };
+        self.downward().emit(c, wire::notification(Method::Progress, Some(&body)), about);
+    }
+
+    pub(super) fn on_upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str) {
+        if u >= self.ups.len() {
+            return;
+        }
+        let name = self.ups[u].spec.name.clone();
+        let Ok(m) = wire::parse(msg) else { return };
+        let Some(id) = m.id_u64().filter(|_| matches!(m.kind, MsgKind::Request)) else {
+            self.log(Level::Warn, format!("server '{name}': message to it dropped: {why}"));
+            return;
+        };
+        // Only client requests are failed here; the hub's own requests keep
+        // their timeouts (and what they do on expiry).
+        let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take_if(u, id, |o| matches!(o, Origin::Client { .. })) else {
+            self.log(Level::Warn, format!("server '{name}': request to it dropped: {why}"));
+            return;
+        };
+        let text = format!("server '{name}' cannot take {method} now: {why}");
+        self.downward().error(client, Some(&cid), ErrorCode::InternalError, &text, Some(json!({ "server": name })));
+    }
+
+    /// A message from `u` over its transport's cap was skipped: the
+    /// request it answers (read from its edges) is failed now, naming the
+    /// size and the limit, instead of waiting for its timeout.
+    pub(super) fn on_upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
+        let Some(name) = self.ups.oversized(u) else { return };
+        let Oversize { len, max, limit, .. } = *big;
+        let data = || Some(json!({ "server": name, "bytes": len, "limitBytes": max }));
+        let id = match clipped::classify(big.head, big.tail) {
+            Clipped::Request { .. } => {
+                let msg = format!("server '{name}' sent a request or notification of {len} bytes, over {limit}; dropped");
+                return self.log(Level::Warn, msg);
+            }
+            c => c.answers(on).and_then(wire::id_u64),
+        };
+        let origin = id.and_then(|id| self.pending.origin(u, id));
+        match (id, origin) {
+            (Some(id), Some(Origin::Client { .. })) => {
+                let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
+                let text = format!("server '{name}' answered {method} with {len} bytes, over {limit}; the answer was dropped");
+                self.log(Level::Warn, format!("{text} (request {id})"));
+                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &text, data());
+            }
+            (Some(id), Some(Origin::Task(_))) => {
+                let Some(Fwd { origin: Origin::Task(t), .. }) = self.pending.take(u, id) else { return };
+                let fx = self.tasks.lost(&t, format!("server '{name}' answered with {len} bytes, over {limit}; the answer was dropped"), self.now_ms);
+                self.apply_task_effects(fx);
+            }
+            (Some(id), Some(_)) => {
+                // The hub's own request (a list page, a probe): its timeout decides.
+                self.log(Level::Warn, format!("server '{name}' answered mcpx's request {id} with {len} bytes, over {limit}; dropped"));
+            }
+            (Some(id), None) => {
+                self.log(Level::Warn, format!("server '{name}' sent a {len}-byte answer to request {id}, which is not open, over {limit}; dropped"));
+            }
+            (None, _) => {
+                let what = format!("server '{name}' wrote a message of {len} bytes, over {limit}");
+                self.log(Level::Warn, format!("{what}; its id is not in its first or last bytes, so the request it answers gets its timeout"));
+                self.ups.note_clipped(u, self.now_ms, what);
             }
         }
     }

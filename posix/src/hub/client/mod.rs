@@ -138,6 +138,11 @@ impl Clients {
         self.map.get_mut(c)
     }
 
+    /// The policy principal of client `c` (`""` once it is gone).
+    pub fn principal_name(&self, c: ClientId) -> &str {
+        self.map.get(&c).map_or("", |cl| super::policy::principal_name(&cl.principal))
+    }
+
     pub fn contains_key(&self, c: &ClientId) -> bool {
         self.map.contains_key(c)
     }

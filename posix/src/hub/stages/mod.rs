@@ -24,12 +24,19 @@
 //!    request (`policy`: `policy_begin` … `policy_answered`), naming what
 //!    was asked and, for a refusal, the stage that refused it.
 //!
+//! The stages are [`Pipeline`]'s steps: they borrow only the parts of the
+//! hub they read or charge (policy, shared store, lazy starts, upstreams,
+//! clients, catalog) and leave what the hub is to do after them (a shared
+//! store request, a parked call's starts) as [`Effect`]s the hub applies.
 //! A new cross-cutting rule (approvals, pinning, tracing) is a new stage
-//! module here and one call in [`Hub::tool_stages`] / [`Hub::prompt_stages`]
-//! / [`Hub::resource_stages`].
+//! module here and one call in [`Pipeline::tool`] / [`Pipeline::prompt`]
+//! / [`Pipeline::resource`].
 
 mod admit;
 mod authorize;
+
+pub(super) use admit::refused_shared;
+pub(super) use authorize::{listen_fingerprint, listen_fingerprints, Sight};
 
 use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
@@ -37,12 +44,16 @@ use serde_json::{json, Value};
 use crate::policy::audit::Stage;
 use crate::policy::ratelimit::Class;
 
-use super::catalog::Kind;
-use super::policy::ToolCall;
+use super::catalog::{Catalog, Kind};
+use super::client::Clients;
+use super::policy::{HubPolicy, ToolCall};
 use super::request::Refusal;
 use super::request::ReqCtx;
+use super::shared::Shared;
+use super::starts::Starts;
+use super::upstream::Upstreams;
 use super::wire::Msg;
-use super::{ClientId, Hub, UpstreamId};
+use super::{ClientId, HubOptions, UpstreamId};
 
 /// A `tools/call` through the stages: its upstream, the tool's upstream
 /// name, and its `execution.taskSupport`.
@@ -60,17 +71,46 @@ enum Lookup {
     NotListed,
 }
 
-impl Hub {
+/// What the stages leave the hub to do, in order.
+pub(super) enum Effect {
+    /// A request to the shared store (a shared rate limit asked).
+    Shared(super::shared::Effect),
+    /// A call parked for its server's start.
+    Starts(Vec<super::starts::Effect>),
+}
+
+/// The parts of the hub the stages read and charge, borrowed for one
+/// request.
+pub(super) struct Pipeline<'a> {
+    pub policy: &'a mut HubPolicy,
+    pub shared: &'a mut Shared,
+    pub starts: &'a mut Starts,
+    pub upstreams: &'a mut Upstreams,
+    /// For the principal's name of a client.
+    pub principals: &'a Clients,
+    pub catalog: &'a Catalog,
+    pub opts: &'a HubOptions,
+    pub now_ms: u64,
+    /// What the hub is to do once the stages are through.
+    pub effects: Vec<Effect>,
+}
+
+impl Pipeline<'_> {
+    /// What client `c`'s principal may see (`authorize`).
+    fn sight(&self, c: ClientId) -> Sight<'_> {
+        Sight::of(self.policy, self.principals, self.upstreams, c)
+    }
+
     /// Admit, authorize and validate a `tools/call` of client `c` for the
     /// tool `call` names (a meta-tool's call already resolved to the tool
     /// it names); `call.name` becomes the exposed spelling. `None`: the
     /// name is of a server whose tools are not known yet, and the call
     /// waits for it (`lazy`), to pass the stages when routed again.
-    pub(super) fn tool_stages(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, call: &mut ToolCall) -> Result<Option<ToolRoute>, Refusal> {
+    pub fn tool(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, call: &mut ToolCall) -> Result<Option<ToolRoute>, Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
         let lookup = match self.catalog.get(Kind::Tools, &call.name) {
             None => Lookup::NotListed,
-            Some(e) if !self.visible(c, Kind::Tools, e) => Lookup::Hidden,
+            Some(e) if !self.sight(c).visible(Kind::Tools, e) => Lookup::Hidden,
             Some(e) => {
                 // Either spelling of a name (dotted or not): limits and the
                 // audit log see the one every client can be shown.
@@ -81,21 +121,20 @@ impl Hub {
                 Lookup::Visible(ToolRoute { up: e.up, original: e.original.clone(), task_support })
             }
         };
-        let unlisted = matches!(lookup, Lookup::NotListed).then(|| self.starts.unlisted_owner(&call.name, &self.ups)).flatten();
+        let unlisted = matches!(lookup, Lookup::NotListed).then(|| self.starts.unlisted_owner(&call.name, self.upstreams)).flatten();
         if let Some(u) = unlisted {
-            if let Some(fx) = self.starts.park(&mut self.ups[u], u, c, m, ctx, self.now_ms) {
-                self.apply_starts(fx);
+            if let Some(fx) = self.starts.park(&mut self.upstreams[u], u, c, m, ctx, self.now_ms) {
+                self.effects.push(Effect::Starts(fx));
                 return Ok(None);
             }
             self.admit(c, id, Class::ToolCall, None, &call.name)?;
-            return Err(self.unavailable(u));
+            return Err(self.upstreams.unavailable(u, self.now_ms));
         }
         // A hidden or unknown tool is charged to the principal alone: its
         // limits never tell whether the name exists.
         let up = match &lookup {
             Lookup::Visible(r) => {
-                let (policy, server) = self.policy_with(r.up);
-                policy.resolved(c, m, server, &call.name, &r.original);
+                self.policy.resolved(c, m, &self.upstreams[r.up].spec.name, &call.name, &r.original);
                 Some(r.up)
             }
             Lookup::Hidden | Lookup::NotListed => None,
@@ -107,8 +146,7 @@ impl Hub {
             Lookup::Hidden => return Err(self.refused_at(c, id, Stage::Authorize, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
             Lookup::NotListed => return Err(self.refused_at(c, id, Stage::Route, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
         };
-        let (policy, server) = self.policy_with(route.up);
-        if let Err(Refusal(code, msg, data)) = policy.check_arguments(m, call, server, &route.original) {
+        if let Err(Refusal(code, msg, data)) = self.policy.check_arguments(m, call, &self.upstreams[route.up].spec.name, &route.original) {
             return Err(self.refused_at(c, id, Stage::Validate, code, msg, data));
         }
         Ok(Some(route))
@@ -116,9 +154,9 @@ impl Hub {
 
     /// Authorize a prompt `name` for client `c` (`prompts/get`, a
     /// completion's `ref/prompt`): its upstream and upstream name.
-    pub(super) fn prompt_stages(&mut self, c: ClientId, m: &Msg, name: &str) -> Result<(UpstreamId, String), Refusal> {
+    pub fn prompt(&mut self, c: ClientId, m: &Msg, name: &str) -> Result<(UpstreamId, String), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
-        let found = self.catalog.get(Kind::Prompts, name).map(|e| (self.visible(c, Kind::Prompts, e), e.up, e.original.clone()));
+        let found = self.catalog.get(Kind::Prompts, name).map(|e| (self.sight(c).visible(Kind::Prompts, e), e.up, e.original.clone()));
         match found {
             Some((true, u, original)) => Ok((u, original)),
             // Requirement: prompts-errors-32602-32603
@@ -132,11 +170,11 @@ impl Hub {
     /// Authorize a resource `uri` for client `c` (a read, a subscription, a
     /// completion's `ref/resource`; `template`: a template may serve it):
     /// its upstream and the upstream's URI.
-    pub(super) fn resource_stages(&mut self, c: ClientId, m: &Msg, uri: &str, template: bool) -> Result<(UpstreamId, String), Refusal> {
+    pub fn resource(&mut self, c: ClientId, m: &Msg, uri: &str, template: bool) -> Result<(UpstreamId, String), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
-        let routed = template.then(|| self.catalog.route_template(uri)).flatten().or_else(|| self.route_uri(uri));
+        let routed = template.then(|| self.catalog.route_template(uri)).flatten().or_else(|| self.upstreams.route_uri(self.catalog, uri));
         match routed {
-            Some((u, original)) if self.server_visible(c, u) => Ok((u, original)),
+            Some((u, original)) if self.sight(c).server_visible(u) => Ok((u, original)),
             other => {
                 let stage = if other.is_some() { Stage::Authorize } else { Stage::Route };
                 // Requirement: resources-not-found-32002

@@ -28,27 +28,22 @@
 //! (`status`). Each step changes the link and answers with [`Effect`]s
 //! (send a request upward, log, restart it, give the catalog its items,
 //! answer what was in flight to a process that went, ...) that
-//! `Hub::apply_upstream` applies in order. What stays on the hub here is
-//! where upstream messages meet the other subsystems: the dispatch of
-//! answers and notifications to clients, relays and tasks, timeouts of
-//! requests in flight, and the hub's own requests as written upward.
+//! `Hub::apply_upstream` applies in order. Where upstream messages meet
+//! the other subsystems is the hub's routing shell, not here: the dispatch
+//! of answers and notifications to clients, relays and tasks, and the hub's
+//! own requests as written upward (`router`); timeouts of requests in
+//! flight and the tick over every subsystem (`Hub::on_tick`).
 
-use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
 
-use mcpx_core::clipped::{self, Clipped};
-use mcpx_core::meta;
 use mcpx_core::method::Method;
 use mcpx_core::names;
 use mcpx_core::revision::{Era, Revisions};
 
-use super::request::MODERN;
 
 use super::catalog::{Kind, Naming};
-use super::request::Refusal;
 use super::pending::{Fwd, Origin};
-use super::shape::{Rev, RevExt};
-use super::upward;
+use super::shape::Rev;
 
 mod exit;
 mod handshake;
@@ -56,8 +51,8 @@ mod listen;
 mod listing;
 mod reload;
 mod status;
-use super::wire::{self, Kind as MsgKind, Msg};
-use super::{About, ClientId, ConfigError, Hub, HubOptions, IdKey, Level, Oversize, UpstreamId, UpstreamSpec};
+use super::wire::{self, Msg};
+use super::{ConfigError, HubOptions, Level, UpstreamId, UpstreamSpec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum State {
@@ -286,6 +281,45 @@ impl Upstreams {
         self.0.iter().map(|u| Naming { name: &u.spec.name, prefix: &u.spec.prefix }).collect()
     }
 
+    /// A message from `u`, heard at `now`: its view; `Err` when it is to
+    /// be dropped (`u` is not up; or it is no JSON-RPC message: counted,
+    /// with the warning to log).
+    pub fn heard<'b>(&mut self, u: UpstreamId, bytes: &'b [u8], now: u64) -> Result<Msg<'b>, Option<String>> {
+        let Some(up) = self.0.get_mut(u).filter(|up| up.is_up()) else { return Err(None) };
+        up.last_heard_ms = now;
+        wire::parse(bytes).map_err(|e| {
+            up.garbage += 1;
+            Some(format!("server '{}' sent an invalid message: {}", up.spec.name, e.message))
+        })
+    }
+
+    /// A message from `u` over its transport's cap was skipped: counted;
+    /// the server's name, `None` when `u` is gone.
+    pub fn oversized(&mut self, u: UpstreamId) -> Option<String> {
+        let up = self.0.get_mut(u).filter(|up| !up.is_removed())?;
+        up.garbage += 1;
+        Some(up.spec.name.clone())
+    }
+
+    /// `u` wrote `what` (a message over its transport's cap, whose id could
+    /// not be read) at `now`: a timeout after it names it.
+    pub fn note_clipped(&mut self, u: UpstreamId, now: u64, what: String) {
+        self.0[u].clipped = Some((now, what));
+    }
+
+    /// What `u` wrote over its cap since `since`, if anything: it may have
+    /// been the answer a request timed out waiting for.
+    pub fn clipped_since(&self, u: UpstreamId, since: u64) -> Option<&str> {
+        self.0[u].clipped.as_ref().filter(|(at, _)| *at >= since).map(|(_, what)| what.as_str())
+    }
+
+    /// The upstream serving resource `uri` and its URI there (`catalog`'s
+    /// routing), whoever asks.
+    pub fn route_uri(&self, catalog: &super::catalog::Catalog, uri: &str) -> Option<(UpstreamId, String)> {
+        let resource_ups: Vec<UpstreamId> = (0..self.len()).filter(|&u| self.0[u].has_cap("resources")).collect();
+        catalog.route_uri(uri, &self.naming(), &resource_ups)
+    }
+
     /// The replaced server `u`'s old process is gone: true when its new
     /// entry is to be started now; false when it sleeps until used (lazy,
     /// its lists known and `current`, for what its new entry runs, and no
@@ -479,471 +513,5 @@ fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
         clipped: None,
         reported: None,
         start_awaited: false,
-    }
-}
-
-impl Hub {
-    /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
-    pub(super) fn send_upstream(&mut self, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
-        let name = method.name().unwrap_or_default();
-        if self.pending.full(self.opts.max_pending) {
-            let msg = format!("server '{}': {name} not sent: {} requests in flight (mcpx's limit)", self.ups[u].spec.name, self.opts.max_pending);
-            self.log(Level::Warn, msg);
-            return None;
-        }
-        let id = self.ups.next_request_id(u);
-        self.pending.open_own(u, id, origin, self.now_ms, timeout, self.opts.max_timeout_ms);
-        if self.ups[u].is_modern() || method == Method::ServerDiscover {
-            // Requirement: meta-request-params-meta-required (every modern request carries _meta)
-            // (with the client capabilities `params` declare, if any: `tasks` polls)
-            let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
-            let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
-            let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
-            let headers = upward::written_headers(name, Some(&p), &|tool| self.upstream_tool_schema(u, tool));
-            upward::request(&mut self.out, u, id, name, Some(&p), Some(headers));
-        } else {
-            upward::request(&mut self.out, u, id, name, params, None);
-        }
-        Some(id)
-    }
-
-    /// The per-request `_meta` of a modern request the hub sends upstream.
-    pub(super) fn modern_meta(&self, caps: Value) -> serde_json::Map<String, Value> {
-        let mut m = serde_json::Map::new();
-        m.insert(meta::PROTOCOL_VERSION_KEY.into(), json!(MODERN.as_str()));
-        m.insert(meta::CLIENT_CAPABILITIES_KEY.into(), caps);
-        m.insert(meta::CLIENT_INFO_KEY.into(), json!({ "name": self.opts.server_name, "version": self.opts.server_version }));
-        m
-    }
-
-    /// Opens (or reopens, with the current filter) the hub's listen stream
-    /// to modern upstream `u` ([`Upstreams::open_listen`]), with the
-    /// resources of it the hub's clients subscribed to.
-    pub(super) fn open_listen(&mut self, u: UpstreamId) {
-        if !self.ups[u].listens() {
-            return;
-        }
-        let uris = self.subscribed_uris_of(u);
-        let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
-        self.apply_upstream(fx);
-    }
-
-    /// `stream`: the hub's request on whose response stream it came, if any.
-    pub(super) fn on_upstream_message(&mut self, u: UpstreamId, bytes: &[u8], stream: Option<u64>) {
-        if u >= self.ups.len() || !self.ups[u].is_up() {
-            return;
-        }
-        self.ups[u].last_heard_ms = self.now_ms;
-        let m = match wire::parse(bytes) {
-            Ok(m) => m,
-            Err(e) => {
-                self.ups[u].garbage += 1;
-                let msg = format!("server '{}' sent an invalid message: {}", self.ups[u].spec.name, e.message);
-                self.log(Level::Warn, msg);
-                return;
-            }
-        };
-        match m.kind {
-            MsgKind::Request => {
-                let fx = self.relays.on_upstream_request(&self.ups, u, &m, stream);
-                self.apply_relay(fx)
-            }
-            MsgKind::Notification => self.on_upstream_notification(u, &m),
-            MsgKind::Result | MsgKind::Error => {
-                let Some((id, f)) = m.id_u64().and_then(|id| Some((id, self.pending.take(u, id)?))) else {
-                    let msg = format!("server '{}': answer to an unknown or expired request ignored", self.ups[u].spec.name);
-                    self.log(Level::Debug, msg);
-                    return;
-                };
-                self.tasks.ask_done(u, id);
-                match f.origin {
-                    o @ Origin::Client { .. } => {
-                        // An answer ends a use: the idle time counts from here.
-                        self.ups[u].last_used_ms = self.now_ms;
-                        self.answer_client(u, o, &m)
-                    }
-                    Origin::Held(h) => {
-                        let fx = self.relays.held_answered(&self.ups, h, &m, self.now_ms);
-                        self.apply_relay(fx)
-                    }
-                    Origin::Task(t) => {
-                        let fx = self.tasks.answered(&super::task_up(u, &self.ups[u]), &t, &m, self.now_ms);
-                        self.apply_task_effects(fx);
-                    }
-                    Origin::Discover => {
-                        let fx = self.ups.on_discover_answer(u, &m, &self.opts);
-                        self.apply_upstream(fx);
-                    }
-                    Origin::Listen => {
-                        let fx = self.ups.on_listen_end(u, &m);
-                        self.apply_upstream(fx);
-                    }
-                    Origin::Initialize => {
-                        let fx = self.ups.on_initialize_answer(u, &m);
-                        self.apply_upstream(fx);
-                    }
-                    Origin::List(k) => {
-                        let fx = self.ups.on_list_page(u, k, &m, self.now_ms, self.starts.is_instance(u), &self.opts);
-                        self.apply_upstream(fx);
-                    }
-                    Origin::TaskCancelled => {
-                        let fx = self.tasks.cancelled_answered(&super::task_up(u, &self.ups[u]), &m);
-                        self.apply_task_effects(fx);
-                    }
-                    Origin::Fire | Origin::Ping => {}
-                }
-            }
-        }
-    }
-
-    /// Replaces `u`'s items of kind `k` in the catalog, announcing a change.
-    pub(super) fn set_items(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>) {
-        let sep = self.opts.separator.clone();
-        let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
-        let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();
-        let (changed, renamed) = self.catalog.set(u, k, items, &naming, &sep);
-        let lines = self.policy.listed(&self.ups[u].spec.name, k, self.catalog.items(u, k));
-        self.apply_policy(lines);
-        let server = &self.ups[u].spec.name;
-        let lines: Vec<String> = renamed.iter().map(|r| {
-            let why = match r.change {
-                names::Change::Shortened => format!("prefix, separator and name are over {} characters", names::MAX_LEN),
-                names::Change::Replaced => "it has characters outside [A-Za-z0-9_-]".to_string(),
-                names::Change::Salted | names::Change::Kept => "another item has the same exposed name".to_string(),
-            };
-            format!("server '{server}': {} '{}' is exposed as '{}' ({why})", k.item_word(), r.original, r.exposed)
-        }).collect();
-        for l in lines {
-            self.log(Level::Info, l);
-        }
-        if changed {
-            self.announce(k.channel());
-        }
-    }
-
-    fn on_upstream_notification(&mut self, u: UpstreamId, m: &Msg) {
-        if let Some(r) = m.param(&["_meta", meta::SUBSCRIPTION_ID_KEY]) {
-            // Requirement: subscriptions-stdio-client-correlate
-            let current = self.ups[u].listen;
-            if wire::id_u64(&m.raw[r]).is_none_or(|id| Some(id) != current) {
-                return;
-            }
-        }
-        use Method::*;
-        match m.call {
-            SubscriptionsAcknowledged => {}
-            Progress => self.upstream_progress(u, m),
-            TasksStatus => {
-                let fx = self.tasks.status_from_upstream(&super::task_up(u, &self.ups[u]), &m.params_value(), self.now_ms);
-                self.apply_task_effects(fx);
-            }
-            LogMessage => self.upstream_log(u, m),
-            ToolsListChanged | PromptsListChanged | ResourcesListChanged => {
-                let kinds: &[Kind] = match m.call {
-                    ToolsListChanged => &[Kind::Tools],
-                    PromptsListChanged => &[Kind::Prompts],
-                    _ => &[Kind::Resources, Kind::Templates],
-                };
-                let fx = self.ups.relist(u, kinds, self.starts.is_instance(u));
-                self.apply_upstream(fx);
-            }
-            ResourcesUpdated => self.upstream_resource_updated(u, m),
-            ElicitationComplete => {
-                let url_ok = |c: super::ClientId| self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode));
-                let fx = self.relays.elicitation_complete(u, m, url_ok);
-                self.apply_relay(fx)
-            }
-            Cancelled => self.upstream_cancelled(u, m),
-            _ => {}
-        }
-    }
-
-    /// `notifications/message` from upstream `u`: to the clients whose
-    /// level admits it, the logger prefixed with the server's name.
-    fn upstream_log(&mut self, u: UpstreamId, m: &Msg) {
-        // Policy: the log cap per request (hub/policy.rs).
-        let capped = self.policy.admit_log(u, &self.ups[u].spec.name, &self.pending);
-        self.apply_policy(capped.warns);
-        if !capped.admitted {
-            return;
-        }
-        let mut p = m.params_value();
-        let server = &self.ups[u].spec.name;
-        let logger = match p.get("logger").and_then(Value::as_str) {
-            Some(l) => format!("{server}/{l}"),
-            None => server.clone(),
-        };
-        p["logger"] = Value::String(logger);
-        self.modern_logs(u, &p);
-        // Legacy clients get what the level they set admits (a modern
-        // request may have lowered the upstream's level below it).
-        let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
-        if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
-            return;
-        }
-        let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect();
-        for c in ids {
-            self.downward().notify(c, Method::LogMessage, &p);
-        }
-    }
-
-    /// `notifications/resources/updated` from upstream `u`: to the
-    /// subscribers of the URI (as clients see it).
-    fn upstream_resource_updated(&mut self, u: UpstreamId, m: &Msg) {
-        let p = m.params_value();
-        let Some(uri) = p.get("uri").and_then(Value::as_str) else { return };
-        let exposed = self.exposed_uri(u, uri);
-        let mut out = p.clone();
-        out["uri"] = Value::String(exposed.clone());
-        if let Some(o) = out.as_object_mut() {
-            o.remove("_meta");
-        }
-        let reached = self.notify_listens_updated(u, &exposed, &out);
-        // Subscribers asked for these: no need to wait for a list.
-        let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.starts.may_reach(u, *c, &self.clients)).collect();
-        for c in to {
-            self.downward().notify(c, Method::ResourcesUpdated, &out);
-        }
-    }
-
-    /// `notifications/cancelled` from upstream `u`: of a request it relayed.
-    fn upstream_cancelled(&mut self, u: UpstreamId, m: &Msg) {
-        let Some(r) = m.param(&["requestId"]) else { return };
-        let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
-        let rid = m.raw[r].to_vec();
-        // Requirement: cancellation-log-reasons
-        let server = self.ups[u].spec.name.clone();
-        self.log(Level::Debug, format!("server '{server}' cancelled its request {}: {}", String::from_utf8_lossy(&rid), reason.as_deref().unwrap_or("no reason given")));
-        let fx = self.relays.cancelled_by_upstream(u, &rid, reason.as_deref());
-        self.apply_relay(fx);
-    }
-
-    /// How a client sees upstream `u`'s resource URI.
-    pub(super) fn exposed_uri(&self, u: UpstreamId, uri: &str) -> String {
-        self.catalog.exposed_of(Kind::Resources, u, uri).map(str::to_string).unwrap_or_else(|| uri.to_string())
-    }
-
-    fn upstream_progress(&mut self, u: UpstreamId, m: &Msg) {
-        let Some(p) = m.params.clone() else { return };
-        let Some(tr) = m.param(&["progressToken"]) else { return };
-        let Some(id) = wire::id_u64(&m.raw[tr.clone()]) else { return };
-        let now = self.now_ms;
-        // Requirement: lifecycle-timeouts-may-reset-on-progress, lifecycle-timeouts-max-regardless-of-progress
-        let Some(origin) = self.pending.progressed(u, id, now) else { return };
-        let (c, token, about) = match origin {
-            Origin::Client { client, id: cid, progress: Some(token), .. } => (*client, token.clone(), About::Notification { unsolicited: false, related: Some(IdKey::new(cid)) }),
-            // The request was answered with its task: progress is no
-            // longer on its stream.
-            Origin::Task(t) => {
-                let t = t.clone();
-                let Some((c, token)) = self.tasks.progress_to(&t).filter(|(c, _)| self.clients.contains_key(c)) else { return };
-                (c, token, About::Notification { unsolicited: false, related: None })
-            }
-            _ => return,
-        };
-        // Policy: the progress cap per request (hub/policy.rs).
-        let capped = self.policy.admit_progress(u, &self.ups[u].spec.name, id, &self.pending);
-        self.apply_policy(capped.warns);
-        if !capped.admitted {
-            return;
-        }
-        let Some(cl) = self.clients.get(&c) else { return };
-        let f = &cl.rev().features();
-        let params = &m.raw[p.clone()];
-        let body = if !f.progress_message && m.param(&["message"]).is_some() {
-            let mut v: Value = serde_json::from_slice(params).unwrap_or(Value::Null);
-            v["progressToken"] = serde_json::from_slice(&token).unwrap_or(Value::Null);
-            super::shape::notification_params(Method::Progress, &mut v, f);
-            serde_json::to_vec(&v).unwrap_or_default()
-        } else {
-            let rel = (tr.start - p.start)..(tr.end - p.start);
-            wire::splice(params, vec![(rel, token)])
-        };
-        self.downward().emit(c, wire::notification(Method::Progress, Some(&body)), about);
-    }
-
-    /// The answer to a request for `u`'s tool while it is not ready
-    /// ([`Upstreams::unavailable`]).
-    pub(super) fn unavailable(&self, u: UpstreamId) -> Refusal {
-        self.ups.unavailable(u, self.now_ms)
-    }
-
-    pub(super) fn on_upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str) {
-        if u >= self.ups.len() {
-            return;
-        }
-        let name = self.ups[u].spec.name.clone();
-        let Ok(m) = wire::parse(msg) else { return };
-        let Some(id) = m.id_u64().filter(|_| matches!(m.kind, MsgKind::Request)) else {
-            self.log(Level::Warn, format!("server '{name}': message to it dropped: {why}"));
-            return;
-        };
-        // Only client requests are failed here; the hub's own requests keep
-        // their timeouts (and what they do on expiry).
-        let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take_if(u, id, |o| matches!(o, Origin::Client { .. })) else {
-            self.log(Level::Warn, format!("server '{name}': request to it dropped: {why}"));
-            return;
-        };
-        let text = format!("server '{name}' cannot take {method} now: {why}");
-        self.downward().error(client, Some(&cid), ErrorCode::InternalError, &text, Some(json!({ "server": name })));
-    }
-
-    /// A message from `u` over its transport's cap was skipped: the
-    /// request it answers (read from its edges) is failed now, naming the
-    /// size and the limit, instead of waiting for its timeout.
-    pub(super) fn on_upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
-        if !self.ups.is_live(u) {
-            return;
-        }
-        self.ups[u].garbage += 1;
-        let name = self.ups[u].spec.name.clone();
-        let Oversize { len, max, limit, .. } = *big;
-        let data = || Some(json!({ "server": name, "bytes": len, "limitBytes": max }));
-        let id = match clipped::classify(big.head, big.tail) {
-            Clipped::Request { .. } => {
-                let msg = format!("server '{name}' sent a request or notification of {len} bytes, over {limit}; dropped");
-                return self.log(Level::Warn, msg);
-            }
-            c => c.answers(on).and_then(wire::id_u64),
-        };
-        let origin = id.and_then(|id| self.pending.origin(u, id));
-        match (id, origin) {
-            (Some(id), Some(Origin::Client { .. })) => {
-                let Some(Fwd { origin: Origin::Client { client, id: cid, method, .. }, .. }) = self.pending.take(u, id) else { return };
-                let text = format!("server '{name}' answered {method} with {len} bytes, over {limit}; the answer was dropped");
-                self.log(Level::Warn, format!("{text} (request {id})"));
-                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &text, data());
-            }
-            (Some(id), Some(Origin::Task(_))) => {
-                let Some(Fwd { origin: Origin::Task(t), .. }) = self.pending.take(u, id) else { return };
-                let fx = self.tasks.lost(&t, format!("server '{name}' answered with {len} bytes, over {limit}; the answer was dropped"), self.now_ms);
-                self.apply_task_effects(fx);
-            }
-            (Some(id), Some(_)) => {
-                // The hub's own request (a list page, a probe): its timeout decides.
-                self.log(Level::Warn, format!("server '{name}' answered mcpx's request {id} with {len} bytes, over {limit}; dropped"));
-            }
-            (Some(id), None) => {
-                self.log(Level::Warn, format!("server '{name}' sent a {len}-byte answer to request {id}, which is not open, over {limit}; dropped"));
-            }
-            (None, _) => {
-                let what = format!("server '{name}' wrote a message of {len} bytes, over {limit}");
-                self.log(Level::Warn, format!("{what}; its id is not in its first or last bytes, so the request it answers gets its timeout"));
-                self.ups[u].clipped = Some((self.now_ms, what));
-            }
-        }
-    }
-
-    pub(super) fn on_tick(&mut self) {
-        for (u, id) in self.pending.expired(self.now_ms) {
-            let Some(f) = self.pending.take(u, id) else { continue };
-            self.on_timeout(u, id, f);
-        }
-        let fx = self.relays.tick(&self.ups, self.now_ms);
-        self.apply_relay(fx);
-        let fx = self.tasks.poll(&super::task_ups(&self.ups), self.now_ms);
-        self.apply_task_effects(fx);
-        let fx = self.tasks.expire(&super::task_ups(&self.ups), self.now_ms);
-        self.apply_task_effects(fx);
-        self.release_held_inits();
-        let pending = &self.pending;
-        let pings = self.ups.pings(self.now_ms, self.opts.ping_interval_ms, |u| pending.pinging(u));
-        self.apply_upstream(pings);
-        let fx = self.starts.tick(self.now_ms, &self.ups, &self.clients, &|u| self.pending.busy(u));
-        self.apply_starts(fx);
-        let clients = &self.clients;
-        let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
-        self.apply_shared(effects);
-    }
-
-    fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {
-        self.tasks.ask_done(u, id);
-        let name = self.ups[u].spec.name.clone();
-        let sent_ms = f.sent_ms();
-        let waited = self.now_ms.saturating_sub(sent_ms);
-        match f.origin {
-            Origin::Initialize => {
-                let fx = self.ups.on_initialize_timeout(u, &self.opts);
-                self.apply_upstream(fx);
-            }
-            Origin::List(k) => {
-                let fx = self.ups.on_list_timeout(u, k, id, waited, self.now_ms);
-                self.apply_upstream(fx);
-            }
-            Origin::Fire => self.cancel_upstream(u, id, "timed out"),
-            // No task id to cancel, and no notifications/cancelled for it.
-            Origin::TaskCancelled => {}
-            Origin::Held(h) => {
-                let fx = self.relays.held_expired(u, id, h);
-                self.apply_relay(fx)
-            }
-            Origin::Task(t) => {
-                self.cancel_upstream(u, id, "timed out");
-                let fx = self.tasks.lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"), self.now_ms);
-                self.apply_task_effects(fx);
-            }
-            Origin::Discover => {
-                let fx = self.ups.on_probe_timeout(u, id, f, self.now_ms, &self.opts);
-                self.apply_upstream(fx);
-            }
-            Origin::Listen => {
-                let fx = self.ups.on_listen_timeout(u, id);
-                self.apply_upstream(fx);
-            }
-            Origin::Ping => {
-                let fx = self.ups.on_ping_timeout(u, waited);
-                self.apply_upstream(fx);
-            }
-            Origin::Client { client, id: cid, method, .. } => {
-                // Requirement: lifecycle-timeouts-cancel-on-expiry
-                self.cancel_upstream(u, id, "timed out");
-                let mut msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
-                if let Some((_, what)) = self.ups[u].clipped.as_ref().filter(|(at, _)| *at >= sent_ms) {
-                    msg.push_str(&format!(" ({what} meanwhile, dropped: it may have been the answer)"));
-                }
-                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
-            }
-        }
-    }
-
-    /// Tells `u` the hub no longer waits for its request `id`.
-    pub(super) fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
-        if self.ups[u].is_up() {
-            let p = json!({ "requestId": id, "reason": reason });
-            upward::notification(&mut self.out, u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
-        }
-    }
-
-    pub(super) fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
-    }
-
-    pub(super) fn status_json(&self) -> Value {
-        let starts = &self.starts;
-        let ups = self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u));
-        let clients: Vec<Value> = self
-            .clients
-            .iter()
-            .map(|(id, c)| {
-                json!({
-                    "id": id,
-                    "revision": c.session().map(|s| s.rev.as_str()),
-                    "era": c.era_name(),
-                    "listens": self.listens.count(*id),
-                    "clientInfo": c.session().map(|s| &s.info),
-                    "initialized": c.initialized(),
-                    "subscriptions": c.subs,
-                    "connectedMs": c.connected_ms,
-                })
-            })
-            .collect();
-        json!({
-            "upstreams": ups,
-            "clients": clients,
-            "pending": self.pending.len(),
-            "relays": self.relays.len(),
-            "config": self.config_status,
-            "tasks": self.tasks.status(),
-        })
     }
 }
