@@ -621,7 +621,7 @@ impl Hub {
         // Requirement: progress-token-unique-sender
         let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
         let mut digits = [0u8; 20];
-        let token = decimal(up_id, &mut digits);
+        let token = wire::decimal(up_id, &mut digits);
         let ctx = ctx.cloned().map(Box::new);
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
             self.lower_level_for(u, l);
@@ -645,27 +645,31 @@ impl Hub {
             });
             upward::forwarded_headers(&m.method, name, m.env.params(), &|tool| self.upstream_tool_schema(u, tool))
         });
-        let body = wire::upstream_params(m.env.params(), edits, token, |k| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX), &add);
+        let drop = |k: &str| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX);
+        let len = m.params.as_ref().map_or(0, Range::len) + token.len() + edits.iter().map(|(_, v)| v).chain(add.iter().map(|(_, v)| v)).map(|v| v.len() + 16).sum::<usize>() + 32;
         // A client's `task` member never reaches the upstream as it is: the
         // hub runs the task itself, or asks a 2025-11-25 server with tasks to
         // run it (`task_ttl`, the TTL mcpx grants, `tasks::legacy`), or the
         // request is processed as a plain one.
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
-        let body = match (m.param(&["task"]), task_ttl.filter(|_| !modern_up)) {
-            (None, None) => body,
+        let (bytes, params) = match (m.param(&["task"]), task_ttl.filter(|_| !modern_up)) {
+            (None, None) => wire::request_with(up_id, &m.method, len, |out| wire::upstream_params(out, m.env.params(), edits, token, drop, &add)),
             (_, ttl) => {
+                let mut body = Vec::with_capacity(len);
+                wire::upstream_params(&mut body, m.env.params(), edits, token, drop, &add);
                 let ask: Vec<(&str, Vec<u8>)> = ttl.map(|t| ("task", format!("{{\"ttl\":{t}}}").into_bytes())).into_iter().collect();
-                wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &ask)
+                let body = wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &ask);
+                wire::request_with(up_id, &m.method, body.len(), |out| out.extend_from_slice(&body))
             }
         };
-        let sent = modern_up.then(|| body.clone());
+        let sent = modern_up.then(|| bytes[params].to_vec());
         let origin = Origin::Client { client: c, id: cid.to_vec(), progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
         self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         if task_ttl.is_some() && !self.ups[u].is_modern() {
             let pending = &self.pending;
             self.tasks.asked(u, up_id, |u, id| pending.contains(u, id));
         }
-        upward::request(&mut self.out, u, up_id, &m.method, Some(&body), headers);
+        upward::written_request(&mut self.out, u, up_id, &m.method, bytes, headers);
         Ok(())
     }
 
@@ -732,7 +736,6 @@ impl Hub {
             // other results are not walked for it.
             let outcome = if call == Some(Method::ToolsCall) { Outcome::of_result(view) } else { Outcome::Result };
             let text = |k: &str| member(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
-            let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
             if self.ups[u].is_modern() {
                 match text("resultType").as_deref() {
@@ -756,6 +759,7 @@ impl Hub {
                         };
                     }
                     Some(other) => {
+                        let server = self.ups[u].spec.name.clone();
                         let msg = format!("server '{server}' answered {method} with resultType '{other}', which mcpx does not know");
                         self.log(super::Level::Warn, msg.clone());
                         return self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
@@ -884,14 +888,6 @@ impl Hub {
             }
         }
     }
-}
-
-/// `v` in decimal, written into `buf` (no allocation on the call path).
-fn decimal(v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut w = &mut buf[..];
-    let _ = std::io::Write::write_fmt(&mut w, format_args!("{v}"));
-    let n = 20 - w.len();
-    &buf[..n]
 }
 
 /// Replaces the URI at `r` when the upstream knows it by another name.
