@@ -32,7 +32,7 @@ use super::request::{Refusal, ReqCtx};
 use super::stages::ToolRoute;
 use super::tasks::{self, InputTo, Plan};
 use super::upward;
-use super::wire::{self, Bad, Msg};
+use super::wire::{self, Bad, Msg, With};
 use super::{shared, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
@@ -292,7 +292,7 @@ impl Hub {
         // The task follows the call to its instance (`isolation`).
         let (u, fx) = self.starts.instance_for(c, u, &self.ups, &self.clients)?;
         self.apply_starts(fx);
-        self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
+        call.forwarded(&orig, |edits| self.forward_renamed(c, m, ctx, u, edits, None, ask))?;
         let Plan::Hub(ttl) = plan else { return Ok(()) };
         // The call's `pending` entry becomes the task's: it outlives the
         // per-request timeout, not mcpx's hard cap.
@@ -319,14 +319,14 @@ impl Hub {
     /// task an upstream runs: forwarded with the upstream's task id.
     fn upstream_task(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (u, up, r) = ctx.and_then(|x| self.tasks.upstream_of(m, &x.principal, &super::task_ups(&self.ups))).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
-        self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
+        self.forward(c, m, ctx, u, &mut [(r, With::Str(&up))])
     }
 
     fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
         let (u, orig) = self.prompt_stages(c, m, &name)?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
-        self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
+        self.forward(c, m, ctx, u, &mut [(r, With::Str(&orig))])
     }
 
     fn resources_read(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
@@ -334,7 +334,7 @@ impl Hub {
         let (u, orig) = self.resource_stages(c, m, &uri, false)?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
         let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
-        self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
+        self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice(), renamed, None)
     }
 
     fn completion_complete(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
@@ -347,7 +347,7 @@ impl Hub {
                 self.admit_completion(c, m, known)?;
                 let (u, orig) = self.prompt_stages(c, m, &name)?;
                 self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
-                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
+                self.forward(c, m, ctx, u, &mut [(r, With::Str(&orig))])
             }
             "ref/resource" => {
                 let (r, uri) = string_param(m, &["ref", "uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/resource needs a \"uri\"".into()))?;
@@ -355,7 +355,7 @@ impl Hub {
                 self.admit_completion(c, m, known)?;
                 let (u, orig) = self.resource_stages(c, m, &uri, true)?;
                 self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
-                self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
+                self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
             }
             _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
         }
@@ -412,7 +412,7 @@ impl Hub {
             self.downward().result(c, id, b"{}");
             return Ok(());
         }
-        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
+        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
     }
 
     /// Client `c` asks for log messages at `level` and up: the hub's level
@@ -583,7 +583,7 @@ impl Hub {
 
     /// Forwards client request `m` to upstream `u`, with `edits` (absolute
     /// ranges in `m.raw`, inside params) applied.
-    fn forward(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
+    fn forward(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, edits: &mut [(Range<usize>, With<'_>)]) -> Result<(), Refusal> {
         self.forward_renamed(c, m, ctx, u, edits, None, None)
     }
 
@@ -593,7 +593,7 @@ impl Hub {
         m: &Msg,
         ctx: Option<&ReqCtx>,
         u: UpstreamId,
-        edits: Vec<(Range<usize>, Vec<u8>)>,
+        edits: &mut [(Range<usize>, With<'_>)],
         renamed_uri: Option<(String, String)>,
         task_ttl: Option<u64>,
     ) -> Result<(), Refusal> {
@@ -640,13 +640,13 @@ impl Hub {
         // the client's view, with the upstream's name where the hub renamed.
         let headers = modern_up.then(|| {
             let name = mcpx_core::headers::name_source(&m.method).and_then(|s| m.param(&[s.field()])).and_then(|r| match edits.iter().find(|(e, _)| *e == r) {
-                Some((_, renamed)) => wire::string_at(renamed, 0..renamed.len()),
+                Some((_, renamed)) => renamed.text(),
                 None => wire::string_at(m.raw, r),
             });
             upward::forwarded_headers(&m.method, name, m.env.params(), &|tool| self.upstream_tool_schema(u, tool))
         });
         let drop = |k: &str| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX);
-        let len = m.params.as_ref().map_or(0, Range::len) + token.len() + edits.iter().map(|(_, v)| v).chain(add.iter().map(|(_, v)| v)).map(|v| v.len() + 16).sum::<usize>() + 32;
+        let len = m.params.as_ref().map_or(0, Range::len) + token.len() + edits.iter().map(|(_, w)| w.size() + 16).chain(add.iter().map(|(_, v)| v.len() + 16)).sum::<usize>() + 32;
         // A client's `task` member never reaches the upstream as it is: the
         // hub runs the task itself, or asks a 2025-11-25 server with tasks to
         // run it (`task_ttl`, the TTL mcpx grants, `tasks::legacy`), or the
@@ -912,12 +912,8 @@ fn cap_completion(res: &[u8]) -> Option<Vec<u8>> {
     serde_json::to_vec(&v).ok()
 }
 
-fn uri_edit(r: Range<usize>, exposed: &str, orig: &str) -> Vec<(Range<usize>, Vec<u8>)> {
-    if exposed == orig {
-        Vec::new()
-    } else {
-        vec![(r, wire::quote(orig))]
-    }
+fn uri_edit<'a>(r: Range<usize>, exposed: &str, orig: &'a str) -> Option<(Range<usize>, With<'a>)> {
+    (exposed != orig).then_some((r, With::Str(orig)))
 }
 
 /// A `ReadResourceResult` with contents of URI `orig` shown as `exposed`

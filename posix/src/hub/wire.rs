@@ -219,6 +219,40 @@ pub(super) fn splice_within(v: &json::JsonValue<'_>, splices: &mut [Splice<'_>])
     apply(v.bytes(), splices)
 }
 
+/// What goes in place of a span of a client's message: raw JSON, or a
+/// string (quoted and escaped as it is written, so a name that needs no
+/// escaping is never copied first).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum With<'a> {
+    Raw(&'a [u8]),
+    Str(&'a str),
+}
+
+impl With<'_> {
+    fn write(self, out: &mut Vec<u8>) {
+        match self {
+            With::Raw(b) => out.extend_from_slice(b),
+            With::Str(s) => push_string(out, s),
+        }
+    }
+
+    /// About how many bytes it writes.
+    pub fn size(self) -> usize {
+        match self {
+            With::Raw(b) => b.len(),
+            With::Str(s) => s.len() + 2,
+        }
+    }
+
+    /// The string it writes, unescaped.
+    pub fn text(self) -> Option<String> {
+        match self {
+            With::Raw(b) => string_at(b, 0..b.len()),
+            With::Str(s) => Some(s.to_string()),
+        }
+    }
+}
+
 /// The params of a request forwarded upstream, from the client's `params`
 /// (a view into its message; `None`: it sent none), appended to `out`:
 /// `edits` applied (ranges in the message's buffer, inside `params`, none
@@ -229,7 +263,7 @@ pub(super) fn splice_within(v: &json::JsonValue<'_>, splices: &mut [Splice<'_>])
 pub(super) fn upstream_params(
     out: &mut Vec<u8>,
     params: Option<json::JsonValue<'_>>,
-    mut edits: Vec<(Range<usize>, Vec<u8>)>,
+    edits: &mut [(Range<usize>, With<'_>)],
     token: &[u8],
     drop: impl Fn(&str) -> bool,
     add: &[(&str, Vec<u8>)],
@@ -269,7 +303,7 @@ pub(super) fn upstream_params(
     };
     for (r, with) in &edits[..at] {
         copy_to(out, rel(r));
-        out.extend_from_slice(with);
+        with.write(out);
     }
     copy_to(out, meta.clone());
     if meta.is_empty() {
@@ -281,7 +315,7 @@ pub(super) fn upstream_params(
     }
     for (r, with) in &edits[at..] {
         copy_to(out, rel(r));
-        out.extend_from_slice(with);
+        with.write(out);
     }
     out.extend_from_slice(&src[pos..]);
 }
@@ -560,7 +594,7 @@ mod tests {
     #[test]
     fn forwarded_params_get_the_upstreams_token_and_context_in_meta() {
         let io = |k: &str| k.starts_with("io.modelcontextprotocol/");
-        let fwd = |p: Option<&[u8]>, edits: Vec<(Range<usize>, Vec<u8>)>, drop: bool, add: &[(&str, Vec<u8>)]| -> serde_json::Value {
+        let fwd = |p: Option<&[u8]>, edits: &mut [(Range<usize>, With<'_>)], drop: bool, add: &[(&str, Vec<u8>)]| -> serde_json::Value {
             let mut out = Vec::new();
             upstream_params(&mut out, p.map(|p| json::parse(p).unwrap()), edits, b"9", |k| drop && io(k), add);
             serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
@@ -580,11 +614,11 @@ mod tests {
             (Some(ctx), true, &[("io.modelcontextprotocol/clientInfo", b"{\"name\":\"mcpx\"}".to_vec()), ("k", b"2".to_vec())], json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9, "k": 2, "io.modelcontextprotocol/clientInfo": { "name": "mcpx" } } })),
         ];
         for (i, (p, drop, add, want)) in table.into_iter().enumerate() {
-            let edits = match p {
-                Some(p) if p.len() > 2 => vec![(name(p), b"\"b\"".to_vec())],
+            let mut edits = match p {
+                Some(p) if p.len() > 2 => vec![(name(p), With::Str("b"))],
                 _ => vec![],
             };
-            assert_eq!(fwd(p, edits, drop, add), want, "row {i}");
+            assert_eq!(fwd(p, &mut edits, drop, add), want, "row {i}");
         }
     }
 
