@@ -447,6 +447,13 @@ impl IdKey {
     }
 }
 
+impl std::ops::Deref for IdKey {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
 impl std::borrow::Borrow<[u8]> for IdKey {
     fn borrow(&self) -> &[u8] {
         self.bytes()

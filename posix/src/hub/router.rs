@@ -25,7 +25,7 @@ use super::catalog::{Channel, Kind};
 use super::client::Snapshot;
 use super::client::Offer;
 use super::modern::{self, Grant};
-use super::pending::Origin;
+use super::pending::{Called, Origin};
 use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
@@ -663,7 +663,7 @@ impl Hub {
             }
         };
         let sent = modern_up.then(|| bytes[params].to_vec());
-        let origin = Origin::Client { client: c, id: cid.to_vec(), progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
+        let origin = Origin::Client { client: c, id: IdKey::new(cid), progress, method: Called::new(&m.method), renamed_uri, modern: ctx, sent };
         self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         if task_ttl.is_some() && !self.ups[u].is_modern() {
             let pending = &self.pending;
@@ -701,7 +701,7 @@ impl Hub {
         let Origin::Client { client: c, id, progress, method, renamed_uri, modern, sent } = o else { return };
         let Some(cl) = self.clients.get(&c) else { return };
         let rev = if modern.is_some() { super::request::MODERN } else { cl.rev() };
-        let call = Method::known(&method);
+        let call = method.known();
         if call == Some(Method::ToolsCall) {
             let up = super::task_up(u, &self.ups[u]);
             if let Some(task) = m.result_bytes().and_then(|r| tasks::Tasks::legacy_created(&up, r)) {
@@ -751,7 +751,7 @@ impl Hub {
                                 self.apply_relay(fx)
                             }
                             None => {
-                                let col = super::relay::Collect { up: u, client: c, id, progress, method, renamed_uri, sent: sent.unwrap_or_else(|| b"{}".to_vec()), state: None, waiting: 0, responses: Default::default() };
+                                let col = super::relay::Collect { up: u, client: c, id: id.to_vec(), progress, method: method.to_string(), renamed_uri, sent: sent.unwrap_or_else(|| b"{}".to_vec()), state: None, waiting: 0, responses: Default::default() };
                                 let peer = self.clients.get(&c).map(|cl| (cl.rev(), cl.caps_value()));
                                 let fx = self.relays.collect_input_required(&self.ups, peer, col, v, self.now_ms);
                                 self.apply_relay(fx)
