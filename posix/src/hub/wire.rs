@@ -561,6 +561,21 @@ mod tests {
         assert!(r.starts_with(br#"{"jsonrpc":"2.0","id":"id-1","result":7"#) && r.ends_with(b"7}"));
     }
 
+    // A forwarded call wrote its params, its `_meta` and its envelope in
+    // four buffers: one, sized once, is the whole request.
+    #[test]
+    fn a_forwarded_request_is_written_in_one_buffer() {
+        let p = br#"{"name":"a","arguments":{"text":"0123456789abcdef"}}"#;
+        let name = find(p, 0..p.len(), &["name"]).unwrap();
+        let (out, params) = request_with(7, "tools/call", p.len() + 64, |out| {
+            upstream_params(out, json::parse(p).ok(), &mut [(name, With::Str("b\"c"))], b"7", |_| false, &[("k", b"1".to_vec())]);
+        });
+        let want = br#"{"_meta":{"progressToken":7,"k":1},"name":"b\"c","arguments":{"text":"0123456789abcdef"}}"#;
+        assert_eq!(String::from_utf8_lossy(&out[params]), String::from_utf8_lossy(want));
+        assert!(out.starts_with(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta""#) && out.ends_with(b"}}}"));
+        assert_eq!(out.capacity(), 64 + 1 + "tools/call".len() + p.len() + 64 + 12, "sized once, never grown");
+    }
+
     #[test]
     fn classifies_and_keeps_raw_ids() {
         let m = parse(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"x"}}"#).unwrap();
