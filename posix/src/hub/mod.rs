@@ -113,7 +113,7 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 
 use pending::{Fwd, Origin};
-use request::{Refusal, MODERN};
+use request::MODERN;
 
 /// What the runtime's restart loop does after an upstream exited, as the
 /// hub is told with the exit.
@@ -450,6 +450,13 @@ impl IdKey {
             IdKey::Inline(n, b) => &b[..*n as usize],
             IdKey::Heap(b) => b,
         }
+    }
+}
+
+impl std::ops::Deref for IdKey {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
     }
 }
 
@@ -1479,11 +1486,5 @@ impl Hub {
         m.insert(meta::CLIENT_CAPABILITIES_KEY.into(), caps);
         m.insert(meta::CLIENT_INFO_KEY.into(), json!({ "name": self.opts.server_name, "version": self.opts.server_version }));
         m
-    }
-
-    /// The answer to a request for `u`'s tool while it is not ready
-    /// ([`Upstreams::unavailable`]).
-    fn unavailable(&self, u: UpstreamId) -> Refusal {
-        self.ups.unavailable(u, self.now_ms)
     }
 }

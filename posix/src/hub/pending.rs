@@ -13,6 +13,8 @@
 
 use std::collections::HashMap;
 
+use mcpx_core::method::Method;
+
 use super::catalog::Kind;
 use super::request::ReqCtx;
 use super::{ClientId, IdKey, UpstreamId};
@@ -23,11 +25,11 @@ pub(super) enum Origin {
     /// Forwarded for a client.
     Client {
         client: ClientId,
-        /// The client's id, raw JSON.
-        id: Vec<u8>,
+        /// The client's id, raw JSON (inline when short).
+        id: IdKey,
         /// The client's `_meta.progressToken`, raw JSON.
         progress: Option<Vec<u8>>,
-        method: String,
+        method: Called,
         /// (upstream URI, exposed URI) when the hub renamed a resource URI:
         /// URIs in the answer are renamed back.
         renamed_uri: Option<(String, String)>,
@@ -58,6 +60,48 @@ pub(super) enum Origin {
     Fire,
     /// The hub's health-check `ping`.
     Ping,
+}
+
+/// The method of a client's request in flight: typed when the hub knows
+/// it (nothing to copy), else its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Called {
+    Known(Method<'static>),
+    Other(String),
+}
+
+impl Called {
+    pub fn new(name: &str) -> Called {
+        // Typed only where the type gives the name back (an alias stays text).
+        match Method::known(name).filter(|m| m.name() == Some(name)) {
+            Some(m) => Called::Known(m),
+            None => Called::Other(name.to_string()),
+        }
+    }
+
+    /// The method, when the hub knows it.
+    pub fn known(&self) -> Option<Method<'static>> {
+        match self {
+            Called::Known(m) => Some(*m),
+            Called::Other(_) => None,
+        }
+    }
+}
+
+impl std::ops::Deref for Called {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Called::Known(m) => m.name().unwrap_or_default(),
+            Called::Other(s) => s,
+        }
+    }
+}
+
+impl std::fmt::Display for Called {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
 }
 
 /// One request in flight: who waits, and its clock, which only [`Pending`]
@@ -110,7 +154,7 @@ impl Pending {
     /// per upstream, and a request is taken before it is filed again).
     fn insert(&mut self, u: UpstreamId, id: u64, f: Fwd) {
         if let Origin::Client { client, id: cid, .. } = &f.origin {
-            self.by_client.insert((*client, IdKey::new(cid)), (u, id));
+            self.by_client.insert((*client, cid.clone()), (u, id));
         }
         self.map.insert((u, id), f);
     }
@@ -142,7 +186,7 @@ impl Pending {
     pub fn take(&mut self, u: UpstreamId, id: u64) -> Option<Fwd> {
         let f = self.map.remove(&(u, id))?;
         if let Origin::Client { client, id: cid, .. } = &f.origin {
-            self.by_client.remove(&(*client, IdKey::new(cid)));
+            self.by_client.remove(&(*client, cid.clone()));
         }
         Some(f)
     }

@@ -189,11 +189,14 @@ pub(super) struct ToolCall {
 }
 
 impl ToolCall {
-    /// The edits forwarding this call to the upstream's tool `original`.
-    pub fn edits(self, original: &str) -> Vec<(Range<usize>, Vec<u8>)> {
-        let mut e = vec![(self.name_at, wire::quote(original))];
-        e.extend(self.arguments);
-        e
+    /// `send` with the edits forwarding this call to the upstream's tool
+    /// `original` (on the stack: the name is written as it is forwarded).
+    pub fn forwarded<R>(&self, original: &str, send: impl FnOnce(&mut [(Range<usize>, wire::With<'_>)]) -> R) -> R {
+        let name = (self.name_at.clone(), wire::With::Str(original));
+        match &self.arguments {
+            Some((r, inner)) => send(&mut [name, (r.clone(), wire::With::Raw(inner))]),
+            None => send(&mut [name]),
+        }
     }
 }
 

@@ -59,12 +59,12 @@ use mcpx_core::request_state::{self as rs, Binding, Keys, ReplaySet, Seeded};
 use serde_json::{json, Map, Value};
 
 use super::request::{ReqCtx, MODERN};
-use super::pending::{Origin, Pending};
+use super::pending::{Called, Origin, Pending};
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
 use super::upstream::Upstream;
-use super::{ClientId, HubOptions, Level, UpstreamId, UpstreamSpec};
+use super::{ClientId, HubOptions, IdKey, Level, UpstreamId, UpstreamSpec};
 
 /// Tokens redeemed within one `input_ttl_ms` that the replay set remembers.
 const REPLAY_CAP: usize = 4096;
@@ -664,7 +664,7 @@ impl Relays {
             append.push(("requestState", wire::quote(s)));
         }
         let body = wire::edit_object(&col.sent, 0..col.sent.len(), |k, _| if k == "inputResponses" || k == "requestState" { wire::Edit::Drop } else { wire::Edit::Keep }, &append);
-        let origin = Origin::Client { client: col.client, id: col.id, progress: col.progress, method: col.method.clone(), renamed_uri: col.renamed_uri, modern: None, sent: None };
+        let origin = Origin::Client { client: col.client, id: IdKey::new(&col.id), progress: col.progress, method: Called::new(&col.method), renamed_uri: col.renamed_uri, modern: None, sent: None };
         // Requirement: mrtr-new-id-on-retry
         fx.push(Effect::Retry { up: u, origin, method: col.method, body });
     }
@@ -803,7 +803,7 @@ impl Relays {
                 let why = a.refused.as_ref().map(|x| x.why.clone()).unwrap_or_default();
                 refuse_at(&mut fx, Level::Info, &ups[held.up].spec.name, held.up, &a.up_id, &a.method, ErrorCode::MethodNotFound, why);
             }
-            let origin = Origin::Client { client: w.client, id: w.id, progress: w.progress, method: held.method, renamed_uri: held.renamed_uri, modern: Some(w.ctx), sent: None };
+            let origin = Origin::Client { client: w.client, id: IdKey::new(&w.id), progress: w.progress, method: Called::new(&held.method), renamed_uri: held.renamed_uri, modern: Some(w.ctx), sent: None };
             fx.push(Effect::Answer(held.up, origin, m));
             return fx;
         }
@@ -1086,7 +1086,7 @@ impl Relays {
         let params = context_for(&m.method, params, &ctx.caps);
         // Requirement: mrtr-only-declared-capabilities (an undeclared one is never asked)
         let refused = declared(&m.method, &params, &ctx.caps).err();
-        let mut held = Held { up: u, principal: ctx.principal.clone(), call, method, renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
+        let mut held = Held { up: u, principal: ctx.principal.clone(), call, method: method.to_string(), renamed_uri, asks: Vec::new(), caps: ctx.caps.clone(), done: None, deadline: None, answer_to: None, due: 0 };
         let key = self.new_key(server);
         held.asks.push(Ask { key, up_id, method: m.method.to_string(), params, asked: false, refused });
         if self.len() >= self.set.max_relays {
@@ -1167,7 +1167,7 @@ impl Relays {
         let Some(mut held) = self.held.remove(&h) else { return fx };
         let (u, call) = (held.up, held.call);
         if let Some(done) = held.done.take() {
-            let origin = Origin::Client { client: c, id: id.to_vec(), progress: None, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx)), sent: None };
+            let origin = Origin::Client { client: c, id: IdKey::new(id), progress: None, method: Called::new(&held.method), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx)), sent: None };
             fx.push(Effect::AnswerKept(u, origin, done));
             return fx;
         }
@@ -1194,7 +1194,7 @@ impl Relays {
         }
         let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
         let progress_again = progress.clone();
-        let origin = Origin::Client { client: c, id: id.to_vec(), progress, method: held.method.clone(), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx.clone())), sent: None };
+        let origin = Origin::Client { client: c, id: IdKey::new(id), progress, method: Called::new(&held.method), renamed_uri: held.renamed_uri.clone(), modern: Some(Box::new(ctx.clone())), sent: None };
         fx.push(Effect::Resume { up: u, call, origin });
         // Requests still unanswered are asked again, if this request declares them.
         held.caps = ctx.caps.clone();

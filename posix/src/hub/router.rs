@@ -28,14 +28,14 @@ use super::catalog::{Channel, Kind, Naming};
 use super::client::Snapshot;
 use super::client::Offer;
 use super::modern::{self, Grant};
-use super::pending::{Fwd, Origin};
+use super::pending::{Called, Fwd, Origin};
 use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
 use super::request::{Refusal, ReqCtx};
 use super::stages::{self, ToolRoute};
 use super::tasks::{self, InputTo, Plan};
 use super::upward;
-use super::wire::{self, Bad, Kind as MsgKind, Msg};
+use super::wire::{self, Bad, Kind as MsgKind, Msg, With};
 use super::{shared, About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
 
 /// Log levels of `logging/setLevel`.
@@ -295,7 +295,7 @@ impl Hub {
         // The task follows the call to its instance (`isolation`).
         let (u, fx) = self.starts.instance_for(c, u, &self.ups, &self.clients)?;
         self.apply_starts(fx);
-        self.forward_renamed(c, m, ctx, u, call.edits(&orig), None, ask)?;
+        call.forwarded(&orig, |edits| self.forward_renamed(c, m, ctx, u, edits, None, ask))?;
         let Plan::Hub(ttl) = plan else { return Ok(()) };
         // The call's `pending` entry becomes the task's: it outlives the
         // per-request timeout, not mcpx's hard cap.
@@ -322,14 +322,14 @@ impl Hub {
     /// task an upstream runs: forwarded with the upstream's task id.
     fn upstream_task(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (u, up, r) = ctx.and_then(|x| self.tasks.upstream_of(m, &x.principal, &super::task_ups(&self.ups))).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
-        self.forward(c, m, ctx, u, vec![(r, wire::quote(&up))])
+        self.forward(c, m, ctx, u, &mut [(r, With::Str(&up))])
     }
 
     fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
         let (u, orig) = self.stages(|p| p.prompt(c, m, &name))?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
-        self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
+        self.forward(c, m, ctx, u, &mut [(r, With::Str(&orig))])
     }
 
     fn resources_read(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
@@ -337,7 +337,7 @@ impl Hub {
         let (u, orig) = self.stages(|p| p.resource(c, m, &uri, false))?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
         let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
-        self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig), renamed, None)
+        self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice(), renamed, None)
     }
 
     fn completion_complete(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
@@ -350,7 +350,7 @@ impl Hub {
                 self.stages(|p| p.admit_completion(c, m, known))?;
                 let (u, orig) = self.stages(|p| p.prompt(c, m, &name))?;
                 self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
-                self.forward(c, m, ctx, u, vec![(r, wire::quote(&orig))])
+                self.forward(c, m, ctx, u, &mut [(r, With::Str(&orig))])
             }
             "ref/resource" => {
                 let (r, uri) = string_param(m, &["ref", "uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/resource needs a \"uri\"".into()))?;
@@ -358,7 +358,7 @@ impl Hub {
                 self.stages(|p| p.admit_completion(c, m, known))?;
                 let (u, orig) = self.stages(|p| p.resource(c, m, &uri, true))?;
                 self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
-                self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
+                self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
             }
             _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),
         }
@@ -415,7 +415,7 @@ impl Hub {
             self.downward().result(c, id, b"{}");
             return Ok(());
         }
-        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig))
+        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
     }
 
     /// Client `c` asks for log messages at `level` and up: the hub's level
@@ -579,7 +579,7 @@ impl Hub {
 
     /// Forwards client request `m` to upstream `u`, with `edits` (absolute
     /// ranges in `m.raw`, inside params) applied.
-    fn forward(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, edits: Vec<(Range<usize>, Vec<u8>)>) -> Result<(), Refusal> {
+    fn forward(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, u: UpstreamId, edits: &mut [(Range<usize>, With<'_>)]) -> Result<(), Refusal> {
         self.forward_renamed(c, m, ctx, u, edits, None, None)
     }
 
@@ -589,7 +589,7 @@ impl Hub {
         m: &Msg,
         ctx: Option<&ReqCtx>,
         u: UpstreamId,
-        edits: Vec<(Range<usize>, Vec<u8>)>,
+        edits: &mut [(Range<usize>, With<'_>)],
         renamed_uri: Option<(String, String)>,
         task_ttl: Option<u64>,
     ) -> Result<(), Refusal> {
@@ -600,7 +600,7 @@ impl Hub {
             return Ok(());
         }
         if !self.ups[u].is_ready() {
-            return Err(self.unavailable(u));
+            return Err(self.ups.unavailable(u, self.now_ms));
         }
         if self.pending.full(self.opts.max_pending) {
             return Err(refuse(ErrorCode::InternalError, format!("mcpx has {} requests in flight (its limit); try again later", self.opts.max_pending)));
@@ -617,7 +617,7 @@ impl Hub {
         // Requirement: progress-token-unique-sender
         let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
         let mut digits = [0u8; 20];
-        let token = decimal(up_id, &mut digits);
+        let token = wire::decimal(up_id, &mut digits);
         let ctx = ctx.cloned().map(Box::new);
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
             self.lower_level_for(u, l);
@@ -636,32 +636,36 @@ impl Hub {
         // the client's view, with the upstream's name where the hub renamed.
         let headers = modern_up.then(|| {
             let name = mcpx_core::headers::name_source(&m.method).and_then(|s| m.param(&[s.field()])).and_then(|r| match edits.iter().find(|(e, _)| *e == r) {
-                Some((_, renamed)) => wire::string_at(renamed, 0..renamed.len()),
+                Some((_, renamed)) => renamed.text(),
                 None => wire::string_at(m.raw, r),
             });
             upward::forwarded_headers(&m.method, name, m.env.params(), &|tool| self.upstream_tool_schema(u, tool))
         });
-        let body = wire::upstream_params(m.env.params(), edits, token, |k| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX), &add);
+        let drop = |k: &str| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX);
+        let len = m.params.as_ref().map_or(0, Range::len) + token.len() + edits.iter().map(|(_, w)| w.size() + 16).chain(add.iter().map(|(_, v)| v.len() + 16)).sum::<usize>() + 32;
         // A client's `task` member never reaches the upstream as it is: the
         // hub runs the task itself, or asks a 2025-11-25 server with tasks to
         // run it (`task_ttl`, the TTL mcpx grants, `tasks::legacy`), or the
         // request is processed as a plain one.
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
-        let body = match (m.param(&["task"]), task_ttl.filter(|_| !modern_up)) {
-            (None, None) => body,
+        let (bytes, params) = match (m.param(&["task"]), task_ttl.filter(|_| !modern_up)) {
+            (None, None) => wire::request_with(up_id, &m.method, len, |out| wire::upstream_params(out, m.env.params(), edits, token, drop, &add)),
             (_, ttl) => {
+                let mut body = Vec::with_capacity(len);
+                wire::upstream_params(&mut body, m.env.params(), edits, token, drop, &add);
                 let ask: Vec<(&str, Vec<u8>)> = ttl.map(|t| ("task", format!("{{\"ttl\":{t}}}").into_bytes())).into_iter().collect();
-                wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &ask)
+                let body = wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &ask);
+                wire::request_with(up_id, &m.method, body.len(), |out| out.extend_from_slice(&body))
             }
         };
-        let sent = modern_up.then(|| body.clone());
-        let origin = Origin::Client { client: c, id: cid.to_vec(), progress, method: m.method.to_string(), renamed_uri, modern: ctx, sent };
+        let sent = modern_up.then(|| bytes[params].to_vec());
+        let origin = Origin::Client { client: c, id: IdKey::new(cid), progress, method: Called::new(&m.method), renamed_uri, modern: ctx, sent };
         self.pending.open_call(u, up_id, origin, self.now_ms, self.ups[u].spec.timeout_ms, self.opts.max_timeout_ms);
         if task_ttl.is_some() && !self.ups[u].is_modern() {
             let pending = &self.pending;
             self.tasks.asked(u, up_id, |u, id| pending.contains(u, id));
         }
-        upward::request(&mut self.out, u, up_id, &m.method, Some(&body), headers);
+        upward::written_request(&mut self.out, u, up_id, &m.method, bytes, headers);
         Ok(())
     }
 
@@ -693,7 +697,7 @@ impl Hub {
         let Origin::Client { client: c, id, progress, method, renamed_uri, modern, sent } = o else { return };
         let Some(cl) = self.clients.get(&c) else { return };
         let rev = if modern.is_some() { super::request::MODERN } else { cl.rev() };
-        let call = Method::known(&method);
+        let call = method.known();
         if call == Some(Method::ToolsCall) {
             let up = super::task_up(u, &self.ups[u]);
             if let Some(task) = m.result_bytes().and_then(|r| tasks::Tasks::legacy_created(&up, r)) {
@@ -728,7 +732,6 @@ impl Hub {
             // other results are not walked for it.
             let outcome = if call == Some(Method::ToolsCall) { Outcome::of_result(view) } else { Outcome::Result };
             let text = |k: &str| member(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
-            let server = self.ups[u].spec.name.clone();
             let mut read_hints = None;
             if self.ups[u].is_modern() {
                 match text("resultType").as_deref() {
@@ -744,7 +747,7 @@ impl Hub {
                                 self.apply_relay(fx)
                             }
                             None => {
-                                let col = super::relay::Collect { up: u, client: c, id, progress, method, renamed_uri, sent: sent.unwrap_or_else(|| b"{}".to_vec()), state: None, waiting: 0, responses: Default::default() };
+                                let col = super::relay::Collect { up: u, client: c, id: id.to_vec(), progress, method: method.to_string(), renamed_uri, sent: sent.unwrap_or_else(|| b"{}".to_vec()), state: None, waiting: 0, responses: Default::default() };
                                 let peer = self.clients.get(&c).map(|cl| (cl.rev(), cl.caps_value()));
                                 let fx = self.relays.collect_input_required(&self.ups, peer, col, v, self.now_ms);
                                 self.apply_relay(fx)
@@ -752,6 +755,7 @@ impl Hub {
                         };
                     }
                     Some(other) => {
+                        let server = self.ups[u].spec.name.clone();
                         let msg = format!("server '{server}' answered {method} with resultType '{other}', which mcpx does not know");
                         self.log(super::Level::Warn, msg.clone());
                         return self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server })));
@@ -882,14 +886,6 @@ impl Hub {
     }
 }
 
-/// `v` in decimal, written into `buf` (no allocation on the call path).
-fn decimal(v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut w = &mut buf[..];
-    let _ = std::io::Write::write_fmt(&mut w, format_args!("{v}"));
-    let n = 20 - w.len();
-    &buf[..n]
-}
-
 /// Replaces the URI at `r` when the upstream knows it by another name.
 /// A completion result with over 100 values, cut to the first 100 (the
 /// schema's maximum) with `hasMore` set and `total` kept or added; `None`
@@ -912,12 +908,8 @@ fn cap_completion(res: &[u8]) -> Option<Vec<u8>> {
     serde_json::to_vec(&v).ok()
 }
 
-fn uri_edit(r: Range<usize>, exposed: &str, orig: &str) -> Vec<(Range<usize>, Vec<u8>)> {
-    if exposed == orig {
-        Vec::new()
-    } else {
-        vec![(r, wire::quote(orig))]
-    }
+fn uri_edit<'a>(r: Range<usize>, exposed: &str, orig: &'a str) -> Option<(Range<usize>, With<'a>)> {
+    (exposed != orig).then_some((r, With::Str(orig)))
 }
 
 /// A `ReadResourceResult` with contents of URI `orig` shown as `exposed`

@@ -17,7 +17,6 @@
 //! (`Hub::emit_upstream`), and gives the headers its tools' schemas.
 
 use std::collections::VecDeque;
-use std::io::Write as _;
 
 use mcpx_core::envelope::{self, Envelope};
 use mcpx_core::headers;
@@ -35,7 +34,12 @@ pub(crate) type Schema<'s> = dyn Fn(&str) -> Option<&'s Value> + 's;
 /// Writes the hub's request `id` (`method`, `params` as written) to `u`;
 /// `modern`: for a 2026-07-28 request, its headers.
 pub(super) fn request(out: &mut VecDeque<Output>, u: UpstreamId, id: u64, method: &str, params: Option<&[u8]>, modern: Option<ModernHeaders>) {
-    let bytes = wire::request(id, method, params);
+    written_request(out, u, id, method, wire::request(id, method, params), modern);
+}
+
+/// Sends the hub's request `id` (`method`), written as `bytes` by
+/// `wire::request_with`, to `u`.
+pub(super) fn written_request(out: &mut VecDeque<Output>, u: UpstreamId, id: u64, method: &str, bytes: Vec<u8>, modern: Option<ModernHeaders>) {
     let about = Upward::Request { id: id_key(id), method: Method::known(method), modern };
     out.push_back(Output::ToUpstream(u, bytes, about));
 }
@@ -82,11 +86,7 @@ pub(super) fn headers_again(msg: &[u8], schema: &Schema<'_>) -> Option<ModernHea
 
 /// The id of the hub's request `id` as its JSON bytes, without allocating.
 fn id_key(id: u64) -> IdKey {
-    let mut buf = [0u8; 20];
-    let mut w = &mut buf[..];
-    let _ = write!(w, "{id}");
-    let n = 20 - w.len();
-    IdKey::new(&buf[..n])
+    IdKey::new(wire::decimal(id, &mut [0u8; 20]))
 }
 
 /// The decoded text of a JSON string value.

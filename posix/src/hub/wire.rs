@@ -219,48 +219,114 @@ pub(super) fn splice_within(v: &json::JsonValue<'_>, splices: &mut [Splice<'_>])
     apply(v.bytes(), splices)
 }
 
+/// What goes in place of a span of a client's message: raw JSON, or a
+/// string (quoted and escaped as it is written, so a name that needs no
+/// escaping is never copied first).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum With<'a> {
+    Raw(&'a [u8]),
+    Str(&'a str),
+}
+
+impl With<'_> {
+    fn write(self, out: &mut Vec<u8>) {
+        match self {
+            With::Raw(b) => out.extend_from_slice(b),
+            With::Str(s) => push_string(out, s),
+        }
+    }
+
+    /// About how many bytes it writes.
+    pub fn size(self) -> usize {
+        match self {
+            With::Raw(b) => b.len(),
+            With::Str(s) => s.len() + 2,
+        }
+    }
+
+    /// The string it writes, unescaped.
+    pub fn text(self) -> Option<String> {
+        match self {
+            With::Raw(b) => string_at(b, 0..b.len()),
+            With::Str(s) => Some(s.to_string()),
+        }
+    }
+}
+
 /// The params of a request forwarded upstream, from the client's `params`
-/// (a view into its message; `None`: it sent none): `edits` applied (ranges
-/// in the message's buffer, inside `params`, none inside its `_meta`), and
-/// `_meta` rebuilt from the view: `progressToken` set to `token`, the members
-/// `drop` selects left out, `add` (keys and raw values) set. One splice pass
-/// over the client's bytes: nothing in them is scanned again.
+/// (a view into its message; `None`: it sent none), appended to `out`:
+/// `edits` applied (ranges in the message's buffer, inside `params`, none
+/// inside its `_meta`), and `_meta` rebuilt from the view and written in
+/// place: `progressToken` set to `token`, the members `drop` selects left
+/// out, `add` (keys and raw values) set. One pass over the client's bytes,
+/// nothing in them scanned again, nothing written twice.
 pub(super) fn upstream_params(
+    out: &mut Vec<u8>,
     params: Option<json::JsonValue<'_>>,
-    mut edits: Vec<(Range<usize>, Vec<u8>)>,
+    edits: &mut [(Range<usize>, With<'_>)],
     token: &[u8],
     drop: impl Fn(&str) -> bool,
     add: &[(&str, Vec<u8>)],
-) -> Vec<u8> {
+) {
     let Some(params) = params.filter(|p| p.kind() == json::Kind::Object) else {
-        let meta = rebuilt_meta(None, token, &drop, add);
-        return [&b"{\"_meta\":"[..], &meta, b"}"].concat();
+        out.extend_from_slice(b"{\"_meta\":");
+        write_meta(out, None, token, &drop, add);
+        out.push(b'}');
+        return;
     };
     let old = params.get("_meta").filter(|m| m.kind() == json::Kind::Object);
-    let meta = rebuilt_meta(old.as_ref(), token, &drop, add);
+    let src = params.bytes();
     let base = params.span().start;
     edits.sort_by_key(|(r, _)| r.start);
-    let rel = |r: &Range<usize>| Span::new(r.start - base, r.end - base);
-    let mut splices: Vec<Splice> = edits.iter().map(|(r, with)| Splice::raw(rel(r), with)).collect();
-    let mut set = match params.get("_meta") {
-        Some(m) => Splice::raw(m.span(), &meta),
-        None => Splice::insert_member(&params, "_meta", &meta),
+    // Where `_meta` goes: in place of the client's, else first (an empty span).
+    let (meta, comma) = match params.get("_meta") {
+        Some(m) => (m.span().start - base..m.span().end - base, false),
+        None => (1..1, params.members().next().is_some()),
     };
-    set.span = Span::new(set.span.start - base, set.span.end - base);
-    let at = splices.partition_point(|s| s.span.start < set.span.start || (s.span.start == set.span.start && s.span.is_empty()));
-    splices.insert(at, set);
-    apply(params.bytes(), &splices)
+    let rel = |r: &Range<usize>| r.start - base..r.end - base;
+    // The meta goes after the edits before it and the insertions at its start.
+    let at = edits.partition_point(|(r, _)| r.start - base < meta.start || (r.start - base == meta.start && r.is_empty()));
+    let spans = || edits[..at].iter().map(|(r, _)| rel(r)).chain([meta.clone()]).chain(edits[at..].iter().map(|(r, _)| rel(r)));
+    let mut prev = 0;
+    if !spans().all(|r| {
+        let ok = r.start >= prev && r.end >= r.start && r.end <= src.len();
+        prev = r.end;
+        ok
+    }) {
+        // Spans that do not fit the params: they pass as they came.
+        return out.extend_from_slice(src);
+    }
+    let mut pos = 0;
+    let mut copy_to = |out: &mut Vec<u8>, r: Range<usize>| {
+        out.extend_from_slice(&src[pos..r.start]);
+        pos = r.end;
+    };
+    for (r, with) in &edits[..at] {
+        copy_to(out, rel(r));
+        with.write(out);
+    }
+    copy_to(out, meta.clone());
+    if meta.is_empty() {
+        out.extend_from_slice(b"\"_meta\":");
+    }
+    write_meta(out, old.as_ref(), token, &drop, add);
+    if comma {
+        out.push(b',');
+    }
+    for (r, with) in &edits[at..] {
+        copy_to(out, rel(r));
+        with.write(out);
+    }
+    out.extend_from_slice(&src[pos..]);
 }
 
-/// `_meta` of a forwarded request: the client's members (`old`) but
-/// `progressToken`, those `drop` selects and those `add` sets; then
-/// `"progressToken":token` and `add`.
-fn rebuilt_meta(old: Option<&json::JsonValue<'_>>, token: &[u8], drop: &impl Fn(&str) -> bool, add: &[(&str, Vec<u8>)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(32 + token.len() + old.map_or(0, |o| o.bytes().len()));
+/// `_meta` of a forwarded request, appended to `out`: the client's members
+/// (`old`) but `progressToken`, those `drop` selects and those `add` sets;
+/// then `"progressToken":token` and `add`.
+fn write_meta(out: &mut Vec<u8>, old: Option<&json::JsonValue<'_>>, token: &[u8], drop: &impl Fn(&str) -> bool, add: &[(&str, Vec<u8>)]) {
     out.extend_from_slice(b"{\"progressToken\":");
     out.extend_from_slice(token);
-    let Some(old) = old else { return close_meta(out, add) };
-    for m in old.members() {
+    for m in old.into_iter().flat_map(|o| o.members()) {
         // A key with escapes is judged by what it says.
         let decoded: String;
         let key = match m.key.as_str() {
@@ -272,22 +338,16 @@ fn rebuilt_meta(old: Option<&json::JsonValue<'_>>, token: &[u8], drop: &impl Fn(
         };
         if key != "progressToken" && !drop(key) && !add.iter().any(|(a, _)| *a == key) {
             out.push(b',');
-            out.extend_from_slice(&old.buf()[m.key_span.start..m.value.span().end]);
+            out.extend_from_slice(&m.value.buf()[m.key_span.start..m.value.span().end]);
         }
     }
-    close_meta(out, add)
-}
-
-/// `out`, an open `_meta`, with `add` set and closed.
-fn close_meta(mut out: Vec<u8>, add: &[(&str, Vec<u8>)]) -> Vec<u8> {
     for (k, v) in add {
         out.push(b',');
-        out.extend_from_slice(&quote(k));
+        push_string(out, k);
         out.push(b':');
         out.extend_from_slice(v);
     }
     out.push(b'}');
-    out
 }
 
 /// A JSON string literal for `s`.
@@ -295,9 +355,54 @@ pub(super) fn quote(s: &str) -> Vec<u8> {
     grow(s.len() + 8, |out| rewrite::write_json_string(s, out))
 }
 
+/// `s` as a JSON string literal, appended to `out`.
+fn push_string(out: &mut Vec<u8>, s: &str) {
+    let at = out.len();
+    out.resize(at + s.len() + 2, 0);
+    let n = match rewrite::write_json_string(s, &mut out[at..]) {
+        Ok(n) => n,
+        Err(o) => {
+            out.resize(at + o.needed, 0);
+            rewrite::write_json_string(s, &mut out[at..]).expect("sized by the first pass")
+        }
+    };
+    out.truncate(at + n);
+}
+
+/// `v` in decimal, written into `buf` (no allocation on the call path).
+pub(super) fn decimal(v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut w = &mut buf[..];
+    let _ = std::io::Write::write_fmt(&mut w, format_args!("{v}"));
+    let n = 20 - w.len();
+    &buf[..n]
+}
+
+/// A request of the hub's (its id `id`) without params, or with `params`.
 pub(super) fn request(id: u64, method: &str, params: Option<&[u8]>) -> Vec<u8> {
-    let id = id.to_string();
-    grow(64 + method.len() + params.map_or(0, <[u8]>::len), |out| rewrite::write_request(id.as_bytes(), method, params, out))
+    let len = params.map_or(0, <[u8]>::len);
+    request_with(id, method, len, |out| out.extend_from_slice(params.unwrap_or_default())).0
+}
+
+/// A request of the hub's in one buffer: the envelope, then the params
+/// `params` appends (about `len` bytes; none when it appends nothing);
+/// with the range of the params in it.
+pub(super) fn request_with(id: u64, method: &str, len: usize, params: impl FnOnce(&mut Vec<u8>)) -> (Vec<u8>, Range<usize>) {
+    let mut digits = [0u8; 20];
+    let id = decimal(id, &mut digits);
+    // `,"params":` and the closing brace after what core writes.
+    let room = len + 12;
+    let mut out = grow(64 + id.len() + method.len() + room, |out| rewrite::write_request(id, method, None, out));
+    out.pop();
+    let open = out.len();
+    out.extend_from_slice(b",\"params\":");
+    let at = out.len();
+    params(&mut out);
+    if out.len() == at {
+        out.truncate(open);
+    }
+    let range = at.min(out.len())..out.len();
+    out.push(b'}');
+    (out, range)
 }
 
 /// A request with a raw id (a client's, restored byte for byte).
@@ -456,6 +561,21 @@ mod tests {
         assert!(r.starts_with(br#"{"jsonrpc":"2.0","id":"id-1","result":7"#) && r.ends_with(b"7}"));
     }
 
+    // A forwarded call wrote its params, its `_meta` and its envelope in
+    // four buffers: one, sized once, is the whole request.
+    #[test]
+    fn a_forwarded_request_is_written_in_one_buffer() {
+        let p = br#"{"name":"a","arguments":{"text":"0123456789abcdef"}}"#;
+        let name = find(p, 0..p.len(), &["name"]).unwrap();
+        let (out, params) = request_with(7, "tools/call", p.len() + 64, |out| {
+            upstream_params(out, json::parse(p).ok(), &mut [(name, With::Str("b\"c"))], b"7", |_| false, &[("k", b"1".to_vec())]);
+        });
+        let want = br#"{"_meta":{"progressToken":7,"k":1},"name":"b\"c","arguments":{"text":"0123456789abcdef"}}"#;
+        assert_eq!(String::from_utf8_lossy(&out[params]), String::from_utf8_lossy(want));
+        assert!(out.starts_with(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta""#) && out.ends_with(b"}}}"));
+        assert_eq!(out.capacity(), 64 + 1 + "tools/call".len() + p.len() + 64 + 12, "sized once, never grown");
+    }
+
     #[test]
     fn classifies_and_keeps_raw_ids() {
         let m = parse(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"x"}}"#).unwrap();
@@ -489,8 +609,9 @@ mod tests {
     #[test]
     fn forwarded_params_get_the_upstreams_token_and_context_in_meta() {
         let io = |k: &str| k.starts_with("io.modelcontextprotocol/");
-        let fwd = |p: Option<&[u8]>, edits: Vec<(Range<usize>, Vec<u8>)>, drop: bool, add: &[(&str, Vec<u8>)]| -> serde_json::Value {
-            let out = upstream_params(p.map(|p| json::parse(p).unwrap()), edits, b"9", |k| drop && io(k), add);
+        let fwd = |p: Option<&[u8]>, edits: &mut [(Range<usize>, With<'_>)], drop: bool, add: &[(&str, Vec<u8>)]| -> serde_json::Value {
+            let mut out = Vec::new();
+            upstream_params(&mut out, p.map(|p| json::parse(p).unwrap()), edits, b"9", |k| drop && io(k), add);
             serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
         };
         use serde_json::json;
@@ -508,11 +629,11 @@ mod tests {
             (Some(ctx), true, &[("io.modelcontextprotocol/clientInfo", b"{\"name\":\"mcpx\"}".to_vec()), ("k", b"2".to_vec())], json!({ "name": "b", "arguments": {}, "_meta": { "progressToken": 9, "k": 2, "io.modelcontextprotocol/clientInfo": { "name": "mcpx" } } })),
         ];
         for (i, (p, drop, add, want)) in table.into_iter().enumerate() {
-            let edits = match p {
-                Some(p) if p.len() > 2 => vec![(name(p), b"\"b\"".to_vec())],
+            let mut edits = match p {
+                Some(p) if p.len() > 2 => vec![(name(p), With::Str("b"))],
                 _ => vec![],
             };
-            assert_eq!(fwd(p, edits, drop, add), want, "row {i}");
+            assert_eq!(fwd(p, &mut edits, drop, add), want, "row {i}");
         }
     }
 
