@@ -339,11 +339,8 @@ impl Hub {
             let name = &self.ups[u].spec.name;
             return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
         }
-        let held = self.clients.get(&c).map_or(0, |cl| cl.subs);
-        let (fx, verdict) = self
-            .subs
-            .toggle(&self.ups, c, u, &uri, m.call == Method::ResourcesSubscribe, held, self.opts.max_subscriptions)
-            .map_err(|max| refuse(ErrorCode::InternalError, format!("this client has {max} subscriptions (mcpx's limit)")))?;
+        let full = self.clients.get(&c).is_some_and(|cl| cl.subs >= self.opts.max_subscriptions);
+        let (fx, verdict) = self.subs.toggle(&self.ups, c, u, &uri, m.call == Method::ResourcesSubscribe, full);
         self.apply_subscriptions(fx);
         match verdict {
             Verdict::Answer => {
@@ -351,6 +348,7 @@ impl Hub {
                 Ok(())
             }
             Verdict::Forward => self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice()),
+            Verdict::Full => Err(refuse(ErrorCode::InternalError, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions))),
         }
     }
 

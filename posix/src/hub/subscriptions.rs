@@ -39,6 +39,8 @@ pub(super) enum Verdict {
     Answer,
     /// Forward it to the upstream (its first subscriber or its last).
     Forward,
+    /// Refuse it: the client holds as many subscriptions as it may.
+    Full,
 }
 
 /// Exposed URI → clients, and the level asked for last.
@@ -135,17 +137,17 @@ impl Subscriptions {
     }
 
     /// Client `c`'s `resources/subscribe` (`subscribe`) or
-    /// `resources/unsubscribe` of exposed `uri` on upstream `u`, `held`
-    /// subscriptions of the `max` it may hold: counted per client; the
+    /// `resources/unsubscribe` of exposed `uri` on upstream `u` (`full`: it
+    /// holds as many subscriptions as it may): counted per client; the
     /// upstream is asked for the first subscriber and told after the last
     /// (a 2026-07-28 upstream: its listen stream opened instead).
-    pub fn toggle(&mut self, ups: &Upstreams, c: ClientId, u: UpstreamId, uri: &str, subscribe: bool, held: usize, max: usize) -> Result<(Vec<Effect>, Verdict), usize> {
+    pub fn toggle(&mut self, ups: &Upstreams, c: ClientId, u: UpstreamId, uri: &str, subscribe: bool, full: bool) -> (Vec<Effect>, Verdict) {
         if self.has(uri, c) == subscribe {
             // Already (un)subscribed: nothing changes.
-            return Ok((Vec::new(), Verdict::Answer));
+            return (Vec::new(), Verdict::Answer);
         }
-        if subscribe && held >= max {
-            return Err(max);
+        if subscribe && full {
+            return (Vec::new(), Verdict::Full);
         }
         let upstream_told = if subscribe { self.add(uri, c) } else { self.remove(uri, c) };
         let mut fx = vec![Effect::Count(c, subscribe), Effect::SessionChanged(c)];
@@ -153,9 +155,9 @@ impl Subscriptions {
             if ups[u].is_modern() {
                 fx.push(Effect::Listen(u));
             }
-            return Ok((fx, Verdict::Answer));
+            return (fx, Verdict::Answer);
         }
-        Ok((fx, Verdict::Forward))
+        (fx, Verdict::Forward)
     }
 
     /// Client `c` (a listen stream of it) subscribes to exposed `uri`; the
