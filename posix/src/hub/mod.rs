@@ -96,6 +96,7 @@ mod request;
 mod router;
 mod shape;
 mod stages;
+mod subscriptions;
 mod starts;
 pub mod shared;
 mod tasks;
@@ -617,10 +618,9 @@ pub struct Hub {
     catalog: catalog::Catalog,
     pending: pending::Pending,
     relays: relay::Relays,
-    subs: router::Subscriptions,
+    /// Resource subscriptions and the last `logging/setLevel` from a client.
+    subs: subscriptions::Subscriptions,
     tasks: tasks::Tasks,
-    /// The last `logging/setLevel` from a client, replayed to upstreams that start later.
-    log_level: Option<String>,
     out: VecDeque<Output>,
     /// Time of the first `upstream_started`/`client_connected`, for the startup wait.
     started_ms: Option<u64>,
@@ -658,9 +658,8 @@ impl Hub {
             opts,
             pending: pending::Pending::default(),
             relays,
-            subs: router::Subscriptions::default(),
+            subs: subscriptions::Subscriptions::default(),
             tasks,
-            log_level: None,
             out: VecDeque::new(),
             started_ms: None,
             now_ms: 0,

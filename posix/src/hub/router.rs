@@ -9,7 +9,6 @@
 //! the handshake's logic, are `client`'s ([`super::client::Clients`]).
 
 use mcpx_core::error::ErrorCode;
-use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use mcpx_core::clipped::{self, Clipped};
@@ -31,59 +30,13 @@ use super::modern::{self, Grant};
 use super::pending::{Called, Fwd, Origin};
 use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
+use super::subscriptions::{self, notifies_updates, Verdict, LEVELS};
 use super::request::{Refusal, ReqCtx};
 use super::stages::{self, ToolRoute};
 use super::tasks::{self, InputTo, Plan};
 use super::upward;
 use super::wire::{self, Bad, Kind as MsgKind, Msg, With};
 use super::{shared, About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
-
-/// Log levels of `logging/setLevel`.
-pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
-
-/// Resource subscriptions: exposed URI → clients. The upstream is asked to
-/// subscribe for the first client and to unsubscribe after the last.
-#[derive(Default)]
-pub(super) struct Subscriptions {
-    by_uri: BTreeMap<String, BTreeSet<ClientId>>,
-}
-
-impl Subscriptions {
-    pub fn clients_of(&self, uri: &str) -> Vec<ClientId> {
-        self.by_uri.get(uri).map(|s| s.iter().copied().collect()).unwrap_or_default()
-    }
-    /// Adds; true when it is the URI's first subscriber.
-    fn add(&mut self, uri: &str, c: ClientId) -> bool {
-        let s = self.by_uri.entry(uri.to_string()).or_default();
-        let first = s.is_empty();
-        s.insert(c);
-        first
-    }
-    /// Removes; true when the URI has no subscriber left (and had this one).
-    fn remove(&mut self, uri: &str, c: ClientId) -> bool {
-        let Some(s) = self.by_uri.get_mut(uri) else { return false };
-        let had = s.remove(&c);
-        if s.is_empty() {
-            self.by_uri.remove(uri);
-            return had;
-        }
-        false
-    }
-    fn has(&self, uri: &str, c: ClientId) -> bool {
-        self.by_uri.get(uri).is_some_and(|s| s.contains(&c))
-    }
-    pub fn of_client(&self, c: ClientId) -> Vec<String> {
-        self.by_uri.iter().filter(|(_, s)| s.contains(&c)).map(|(u, _)| u.clone()).collect()
-    }
-    fn uris(&self) -> Vec<String> {
-        self.by_uri.keys().cloned().collect()
-    }
-}
-
-/// Can upstream `up` notify updates of its resources (`resources.subscribe`)?
-fn notifies_updates(up: &super::upstream::Upstream) -> bool {
-    up.caps.as_ref().and_then(|c| c.pointer("/resources/subscribe")) == Some(&Value::Bool(true))
-}
 
 fn refuse(code: ErrorCode, msg: String) -> Refusal {
     Refusal(code, msg, None)
@@ -370,15 +323,14 @@ impl Hub {
         let Some(level) = LEVELS.iter().find(|l| **l == level) else {
             return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
         };
-        self.set_log_level(c, level);
+        let fx = self.subs.set_log_level(&self.ups, c, level);
+        self.apply_subscriptions(fx);
         self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
         Ok(())
     }
 
-    /// `resources/subscribe` and `resources/unsubscribe` of client `c`:
-    /// counted per client; the upstream is asked for the first subscriber
-    /// and told after the last (a 2026-07-28 upstream: its listen stream
-    /// opened instead).
+    /// `resources/subscribe` and `resources/unsubscribe` of client `c`
+    /// ([`subscriptions::Subscriptions::toggle`]).
     fn subscription(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
@@ -387,129 +339,47 @@ impl Hub {
             let name = &self.ups[u].spec.name;
             return Err(refuse(ErrorCode::MethodNotFound, format!("server '{name}' does not support resource subscriptions")));
         }
-        let subscribe = m.call == Method::ResourcesSubscribe;
-        if self.subs.has(&uri, c) == subscribe {
-            // Already (un)subscribed: nothing changes.
-            self.downward().result(c, id, b"{}");
-            return Ok(());
-        }
-        let upstream_told = if subscribe {
-            if self.clients[&c].subs >= self.opts.max_subscriptions {
-                return Err(refuse(ErrorCode::InternalError, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions)));
+        let full = self.clients.get(&c).is_some_and(|cl| cl.subs >= self.opts.max_subscriptions);
+        let (fx, verdict) = self.subs.toggle(&self.ups, c, u, &uri, m.call == Method::ResourcesSubscribe, full);
+        self.apply_subscriptions(fx);
+        match verdict {
+            Verdict::Answer => {
+                self.downward().result(c, id, b"{}");
+                Ok(())
             }
-            if let Some(cl) = self.clients.get_mut(&c) {
-                cl.subs += 1;
-            }
-            self.subs.add(&uri, c)
-        } else {
-            if let Some(cl) = self.clients.get_mut(&c) {
-                cl.subs -= 1;
-            }
-            self.subs.remove(&uri, c)
-        };
-        self.out.extend(self.clients.session_changed(c));
-        if !upstream_told || self.ups[u].is_modern() {
-            if self.ups[u].is_modern() {
-                self.open_listen(u);
-            }
-            self.downward().result(c, id, b"{}");
-            return Ok(());
-        }
-        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
-    }
-
-    /// Client `c` asks for log messages at `level` and up: the hub's level
-    /// is the one asked last (each upstream has one), sent to every
-    /// upstream that logs.
-    pub(super) fn set_log_level(&mut self, c: ClientId, level: &'static str) {
-        let changed = self.clients.get_mut(&c).is_some_and(|cl| cl.log_level.replace(level) != Some(level));
-        self.log_level = Some(level.to_string());
-        for u in 0..self.ups.len() {
-            if self.ups[u].has_cap("logging") {
-                self.send_set_level(u, level);
-            }
-        }
-        if changed {
-            self.out.extend(self.clients.session_changed(c));
+            Verdict::Forward => self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice()),
+            Verdict::Full => Err(refuse(ErrorCode::InternalError, format!("this client has {} subscriptions (mcpx's limit)", self.opts.max_subscriptions))),
         }
     }
 
-    fn send_set_level(&mut self, u: UpstreamId, level: &str) {
-        if self.ups[u].is_modern() {
-            return; // modern servers take the level per request
-        }
-        self.ups[u].level_sent = super::request::level_index(level);
-        let p = serde_json::to_vec(&json!({ "level": level })).unwrap_or_default();
-        let t = self.ups[u].spec.timeout_ms;
-        self.send_upstream(u, Method::LoggingSetLevel, Some(&p), Origin::Fire, t);
-    }
-
-    /// A modern request with `logLevel` index `l` goes to legacy upstream
-    /// `u`: its process-wide level is lowered when needed so the request's
-    /// messages are sent at all (the hub filters them per request).
-    fn lower_level_for(&mut self, u: UpstreamId, l: usize) {
-        if self.ups[u].is_modern() || !self.ups[u].has_cap("logging") || self.ups[u].level_sent.is_some_and(|x| x <= l) {
-            return;
-        }
-        self.send_set_level(u, LEVELS[l]);
-    }
-
-    /// Client `c` (a listen stream of it) subscribes to exposed `uri`; the
-    /// upstream is asked for the first subscriber.
-    pub(super) fn subscribe_uri(&mut self, c: ClientId, uri: &str) {
-        if self.subs.has(uri, c) || !self.subs.add(uri, c) {
-            return;
-        }
-        if let Ok((u, orig)) = self.route_resource(uri) {
-            self.upstream_subscription(u, &orig, true);
-        }
-    }
-
-    /// Client `c` (taken over from another replica) is subscribed to `uri`
-    /// again, counted as its own `resources/subscribe` is.
-    #[cfg(feature = "cluster")]
-    pub(super) fn resubscribe(&mut self, c: ClientId, uri: &str) {
-        if let Some(cl) = self.clients.get_mut(&c) {
-            cl.subs += 1;
-        }
-        self.subscribe_uri(c, uri);
-    }
-
-    /// Client `c` no longer wants `uri` (unless another of its streams does).
-    pub(super) fn unsubscribe_uri(&mut self, c: ClientId, uri: &str) {
-        if self.listens.wants_uri(c, uri) {
-            return;
-        }
-        if self.subs.remove(uri, c) {
-            if let Ok((u, orig)) = self.route_resource(uri) {
-                self.upstream_subscription(u, &orig, false);
+    /// Carries out what a subscription or log-level step answered, in order.
+    pub(super) fn apply_subscriptions(&mut self, fx: Vec<subscriptions::Effect>) {
+        use subscriptions::Effect::*;
+        for e in fx {
+            match e {
+                LevelSent(u, l) => self.ups[u].level_sent = l,
+                Send(u, method, p) => {
+                    let t = self.ups[u].spec.timeout_ms;
+                    self.send_upstream(u, method, Some(&p), Origin::Fire, t);
+                }
+                Listen(u) => self.open_listen(u),
+                Count(c, more) => {
+                    if let Some(cl) = self.clients.get_mut(&c) {
+                        if more {
+                            cl.subs += 1;
+                        } else {
+                            cl.subs -= 1;
+                        }
+                    }
+                }
+                ClientLevel(c, level) => {
+                    if self.clients.get_mut(&c).is_some_and(|cl| cl.log_level.replace(level) != Some(level)) {
+                        self.out.extend(self.clients.session_changed(c));
+                    }
+                }
+                SessionChanged(c) => self.out.extend(self.clients.session_changed(c)),
             }
         }
-    }
-
-    /// Tells `u` about a change of the hub's interest in its resource `orig`.
-    fn upstream_subscription(&mut self, u: UpstreamId, orig: &str, on: bool) {
-        if !self.ups[u].is_ready() {
-            return;
-        }
-        if self.ups[u].is_modern() {
-            return self.open_listen(u);
-        }
-        let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
-        let t = self.ups[u].spec.timeout_ms;
-        let method = if on { Method::ResourcesSubscribe } else { Method::ResourcesUnsubscribe };
-        self.send_upstream(u, method, Some(&p), Origin::Fire, t);
-    }
-
-    /// Resource URIs (the upstream's own) the hub's clients want updates of
-    /// from `u`.
-    pub(super) fn subscribed_uris_of(&self, u: UpstreamId) -> Vec<String> {
-        self.subs.uris().into_iter().filter_map(|uri| self.route_resource(&uri).ok()).filter(|(to, _)| *to == u).map(|(_, o)| o).collect()
-    }
-
-    fn route_resource(&self, uri: &str) -> Result<(UpstreamId, String), Refusal> {
-        // Requirement: resources-not-found-32002
-        self.ups.route_uri(&self.catalog, uri).ok_or_else(|| Refusal(ErrorCode::ResourceNotFound, format!("Resource not found: {uri}"), Some(json!({ "uri": uri }))))
     }
 
     /// One page of an aggregated list.
@@ -620,7 +490,8 @@ impl Hub {
         let token = wire::decimal(up_id, &mut digits);
         let ctx = ctx.cloned().map(Box::new);
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
-            self.lower_level_for(u, l);
+            let fx = subscriptions::lower_level_for(&self.ups, u, l);
+            self.apply_subscriptions(fx);
         }
         let modern_up = self.ups[u].is_modern();
         // A 2026-07-28 upstream gets the hub's request context in `_meta`.
@@ -680,7 +551,7 @@ impl Hub {
             caps["extensions"] = json!({ tasks::EXT: {} });
         }
         let mut meta = self.modern_meta(caps);
-        let legacy_level = || self.clients.get(&c).filter(|cl| cl.log_level.is_some()).and(self.log_level.as_deref()).and_then(super::request::level_index);
+        let legacy_level = || self.clients.get(&c).filter(|cl| cl.log_level.is_some()).and(self.subs.level()).and_then(super::request::level_index);
         let level = match ctx {
             Some(x) => x.log_level,
             None => legacy_level(),
@@ -851,38 +722,8 @@ impl Hub {
     pub(super) fn after_ready(&mut self, u: UpstreamId) {
         let fx = self.tasks.refollow(&super::task_up(u, &self.ups[u]), self.now_ms);
         self.apply_task_effects(fx);
-        if let Some(level) = self.log_level.clone() {
-            if self.ups[u].has_cap("logging") {
-                self.send_set_level(u, &level);
-            }
-        }
-        if self.ups[u].is_modern() {
-            return self.open_listen(u);
-        }
-        for uri in self.subs.uris() {
-            if let Ok((to, orig)) = self.route_resource(&uri) {
-                if to == u {
-                    let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
-                    let t = self.ups[u].spec.timeout_ms;
-                    self.send_upstream(u, Method::ResourcesSubscribe, Some(&p), Origin::Fire, t);
-                }
-            }
-        }
-    }
-
-    /// A gone client's subscriptions: unsubscribe upstream where it was the last.
-    pub(super) fn unsubscribe_all(&mut self, c: ClientId) {
-        for uri in self.subs.of_client(c) {
-            if self.subs.remove(&uri, c) {
-                if let Ok((u, orig)) = self.route_resource(&uri) {
-                    if self.ups[u].is_ready() {
-                        let p = serde_json::to_vec(&json!({ "uri": orig })).unwrap_or_default();
-                        let t = self.ups[u].spec.timeout_ms;
-                        self.send_upstream(u, Method::ResourcesUnsubscribe, Some(&p), Origin::Fire, t);
-                    }
-                }
-            }
-        }
+        let fx = self.subs.restore(&self.ups, &self.catalog, u);
+        self.apply_subscriptions(fx);
     }
 }
 
@@ -1221,8 +1062,16 @@ impl Hub {
             match e {
                 Effect::Notify(c, method, params) => self.downward().notification(c, method, Some(&params)),
                 Effect::Answer(c, id, result) => self.downward().result(c, &id, &result),
-                Effect::Subscribe(c, uri) => self.subscribe_uri(c, &uri),
-                Effect::Unsubscribe(c, uri) => self.unsubscribe_uri(c, &uri),
+                Effect::Subscribe(c, uri) => {
+                    let fx = self.subs.subscribe(&self.ups, &self.catalog, c, &uri);
+                    self.apply_subscriptions(fx);
+                }
+                // Unless another stream of the client still wants it.
+                Effect::Unsubscribe(c, uri) if !self.listens.wants_uri(c, &uri) => {
+                    let fx = self.subs.unsubscribe(&self.ups, &self.catalog, c, &uri);
+                    self.apply_subscriptions(fx);
+                }
+                Effect::Unsubscribe(..) => {}
             }
         }
     }
@@ -1275,10 +1124,12 @@ impl Hub {
         }
         self.clients.adopt(c, s, |ch| fps[ch.idx()]);
         if let Some(level) = s.log_level {
-            self.set_log_level(c, level);
+            let fx = self.subs.set_log_level(&self.ups, c, level);
+            self.apply_subscriptions(fx);
         }
         for uri in s.subscriptions.iter().take(self.opts.max_subscriptions) {
-            self.resubscribe(c, uri);
+            let fx = self.subs.resubscribe(&self.ups, &self.catalog, c, uri);
+            self.apply_subscriptions(fx);
         }
         self.out.extend(self.clients.session_changed(c));
         c
@@ -1353,7 +1204,8 @@ impl Hub {
         let fx = self.relays.drop_client(&self.ups, c);
         self.apply_relay(fx);
         self.tasks.client_gone(c);
-        self.unsubscribe_all(c);
+        let fx = self.subs.drop_client(&self.ups, &self.catalog, c);
+        self.apply_subscriptions(fx);
         self.listens.client_gone(c);
         self.policy.client_gone(c);
         self.shared.drop_client(c);
@@ -1502,7 +1354,7 @@ impl Hub {
         if !self.ups[u].listens() {
             return;
         }
-        let uris = self.subscribed_uris_of(u);
+        let uris = self.subs.uris_of(&self.ups, &self.catalog, u);
         let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
         self.apply_upstream(fx);
     }
@@ -1649,7 +1501,7 @@ impl Hub {
         // Legacy clients get what the level they set admits (a modern
         // request may have lowered the upstream's level below it).
         let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
-        if self.log_level.as_deref().and_then(super::request::level_index).is_some_and(|l| level < l) {
+        if self.subs.level().and_then(super::request::level_index).is_some_and(|l| level < l) {
             return;
         }
         let ids: Vec<_> = self.clients.iter().filter(|(k, c)| c.initialized() && c.may_notify() && self.starts.may_reach(u, **k, &self.clients)).map(|(k, _)| *k).collect();
