@@ -33,7 +33,7 @@
 //!   notification, answer) and carries the 2026-07-28 headers of a modern
 //!   request (`upward`). No runtime or transport reads hub output to route it.
 //! - The hub alone tracks what is in flight: each client's open request ids
-//!   (`client_open_requests`, `client_request_open`, `client_initializing`)
+//!   (`Clients::open_requests`, `Clients::request_open`, `Clients::initializing`)
 //!   and the pending table of forwarded requests.
 //! - One writer per kind of message toward clients (`downward`), among
 //!   them one error writer (`Downward::error`, over `crate::bytes::written::error` and
@@ -847,29 +847,6 @@ impl Hub {
         starts::lists(u, self.ups.get(u)?, &self.catalog)
     }
 
-    /// The server slot `u` is an instance of (`None`: a configured server).
-    pub fn upstream_template(&self, u: UpstreamId) -> Option<UpstreamId> {
-        self.starts.template_of(u)
-    }
-
-    /// The instance slots of server `u` (to stop with it).
-    pub fn upstream_instances(&self, u: UpstreamId) -> Vec<UpstreamId> {
-        self.starts.instances_of(u)
-    }
-
-    /// How many instances of server `u` have an owner. (Test observer.)
-    #[cfg(test)]
-    pub fn upstream_instances_owned(&self, u: UpstreamId) -> usize {
-        self.starts.owned(u)
-    }
-
-    /// Is upstream `u` asleep (lazy start, idle stop)? A runtime acts on an
-    /// `Output::Power` only while this still holds: a reload may have given
-    /// the slot to another server meanwhile.
-    pub fn upstream_asleep(&self, u: UpstreamId) -> bool {
-        self.ups.get(u).is_some_and(upstream::Upstream::is_asleep)
-    }
-
     /// What the runtime knows about the configuration (file, reloads, the
     /// last refused one), shown as `config` in [`Hub::status`].
     pub fn set_config_status(&mut self, v: serde_json::Value) {
@@ -912,7 +889,23 @@ impl Hub {
 
     /// The earliest time at which `tick` has something to do, if any.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.deadline()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
+    }
+
+    /// The connected clients, to ask about (read only).
+    pub fn clients(&self) -> &client::Clients {
+        &self.clients
+    }
+
+    /// The upstream slots, to ask about (read only).
+    pub fn upstreams(&self) -> &upstream::Upstreams {
+        &self.ups
+    }
+
+    /// The lazy starts and isolated servers' instances, to ask about (read
+    /// only).
+    pub fn starts(&self) -> &starts::Starts {
+        &self.starts
     }
 
     /// The next thing for the runtime to do, in order.
@@ -968,50 +961,6 @@ impl Hub {
                 self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
             }
         }
-    }
-
-    /// Requests of all clients not answered yet (what a shutdown waits for).
-    pub fn open_requests(&self) -> usize {
-        self.clients.values().map(|cl| cl.open.len()).sum()
-    }
-
-    /// How many of client `c`'s requests are not answered yet. (Test observer.)
-    #[cfg(test)]
-    pub fn client_open_requests(&self, c: ClientId) -> usize {
-        self.clients.get(&c).map_or(0, |cl| cl.open.len())
-    }
-
-    /// Is a request of client `c` with this id (raw JSON) still unanswered?
-    pub fn client_request_open(&self, c: ClientId, id: &[u8]) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.open.contains(id))
-    }
-
-    /// Is client `c`'s `initialize` held (waiting for upstreams to start)?
-    /// A stream transport holds the client's next messages meanwhile.
-    pub fn client_initializing(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(client::Client::held_init)
-    }
-
-    /// Has client `c` spoken the modern era (per-request `_meta`) rather than
-    /// `initialize`? (Test observer.)
-    #[cfg(test)]
-    pub fn client_is_modern(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(client::Client::is_modern)
-    }
-
-    /// The revision negotiated with client `c` (`None` before its
-    /// `initialize`, or for an unknown client). (Test observer: runtimes
-    /// learn it from `Output::ClientInitialized`.)
-    #[cfg(test)]
-    pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
-        self.clients.get(&c)?.session().map(|s| s.rev.as_str())
-    }
-
-    /// The revision spoken with upstream `u` (`None` while it is not ready).
-    /// (Test observer.)
-    #[cfg(test)]
-    pub fn upstream_revision(&self, u: UpstreamId) -> Option<&'static str> {
-        self.ups.get(u)?.rev.map(|r| r.as_str())
     }
 
     /// The `inputSchema` of upstream `u`'s tool `name` (its own name, as in
@@ -1436,10 +1385,6 @@ impl Hub {
                 self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
             }
         }
-    }
-
-    fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
     }
 
     fn status_json(&self) -> Value {
