@@ -57,7 +57,7 @@ impl Facts for Shared {
     }
 
     fn tool_schema(&self, name: &str) -> Option<serde_json::Value> {
-        self.link.call(|hub, _| hub.tool_input_schema(name))
+        self.link.call(|hub, _| hub.catalog().tool_input_schema(name))
     }
 }
 

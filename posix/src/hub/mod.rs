@@ -908,6 +908,11 @@ impl Hub {
         &self.starts
     }
 
+    /// The tools, prompts and resources as listed, to ask about (read only).
+    pub fn catalog(&self) -> &catalog::Catalog {
+        &self.catalog
+    }
+
     /// The next thing for the runtime to do, in order.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
@@ -963,35 +968,10 @@ impl Hub {
         }
     }
 
-    /// The `inputSchema` of upstream `u`'s tool `name` (its own name, as in
-    /// the `tools/call` the hub sends it), as last listed: where the headers
-    /// of a modern request (`upward`) find the `x-mcp-header` annotations to
-    /// mirror as `Mcp-Param-*` headers. Tools with invalid annotations are
-    /// never listed.
-    pub fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&serde_json::Value> {
-        self.catalog.item_of(u, catalog::Kind::Tools, name)?.get("inputSchema")
-    }
-
-    /// The 2026-07-28 headers of modern request `msg` to `u`, built again
-    /// (the transport retries a request once after the server answered
-    /// -32020 and the hub listed its tools again: the annotations may have
-    /// changed). `None` when `msg` is not a request.
-    pub fn upstream_headers_again(&self, u: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
-        upward::headers_again(msg, &|tool| self.upstream_tool_schema(u, tool))
-    }
-
-    /// The 2026-07-28 headers a client of the hub sends with its request
-    /// `msg` (one forwarded to another replica, which checks them as any
-    /// request's): `None` when `msg` is not a request.
-    pub fn client_request_headers(&self, msg: &[u8]) -> Option<ModernHeaders> {
-        upward::headers_again(msg, &|tool| self.catalog.get(catalog::Kind::Tools, tool)?.item.get("inputSchema"))
-    }
-
-    /// The `inputSchema` of the tool clients know as `exposed` (as listed to
-    /// them): where an HTTP server transport finds the `x-mcp-header`
-    /// annotations whose `Mcp-Param-*` headers it must check.
-    pub fn tool_input_schema(&self, exposed: &str) -> Option<serde_json::Value> {
-        self.catalog.get(catalog::Kind::Tools, exposed)?.item.get("inputSchema").cloned()
+    /// The `inputSchema` of upstream `u`'s tool `name`, as last listed
+    /// ([`catalog::Catalog::upstream_tool_schema`]).
+    fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&serde_json::Value> {
+        self.catalog.upstream_tool_schema(u, name)
     }
 
     /// Reads upstream `u`'s lists again (e.g. after it answered -32020, its

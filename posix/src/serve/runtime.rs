@@ -171,7 +171,7 @@ impl Runtime {
     /// The MCP headers of a modern request forwarded over the hop (as a
     /// client of the owner would send them).
     pub(crate) fn modern_headers(&self, msg: &[u8]) -> Vec<(String, Vec<u8>)> {
-        self.hub.borrow().client_request_headers(msg).unwrap_or_default()
+        self.hub.borrow().catalog().client_request_headers(msg).unwrap_or_default()
     }
 
     /// One message of the owner's answer to client `c`'s forwarded request

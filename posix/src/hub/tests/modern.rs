@@ -764,8 +764,8 @@ fn tools_with_invalid_x_mcp_header_annotations_are_dropped() {
     assert!(p.logs.iter().any(|(_, l)| l.contains("'bad' dropped")));
     // What an HTTP upstream transport reads to mirror x-mcp-header parameters.
     assert_eq!(p.hub.upstreams().revision(0), Some(MODERN));
-    assert_eq!(p.hub.upstream_tool_schema(0, "fine").unwrap()["properties"]["a"]["x-mcp-header"], "Region");
-    assert!(p.hub.upstream_tool_schema(0, "bad").is_none());
+    assert_eq!(p.hub.catalog().upstream_tool_schema(0, "fine").unwrap()["properties"]["a"]["x-mcp-header"], "Region");
+    assert!(p.hub.catalog().upstream_tool_schema(0, "bad").is_none());
     p.hub.relist_upstream(0, p.now);
     p.pump();
     assert_eq!(p.names(c), ["m__good", "m__fine"]);
@@ -1194,7 +1194,7 @@ fn the_hub_describes_each_message_to_an_upstream_with_the_headers_of_a_modern_re
     assert_eq!(h["mcp-protocol-version"], MODERN);
     // Built again (the transport's retry after -32020): the same headers.
     let bytes = serde_json::to_vec(&v).unwrap();
-    assert_eq!(p.hub.upstream_headers_again(0, &bytes).map(|h| header_map(&h)), Some(h));
+    assert_eq!(p.hub.catalog().upstream_headers_again(0, &bytes).map(|h| header_map(&h)), Some(h));
     // The legacy upstream: a request with no modern headers.
     let (_, _, about) = call(1);
     assert!(matches!(about, Upward::Request { modern: None, .. }), "{about:?}");
