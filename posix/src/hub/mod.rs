@@ -1049,7 +1049,15 @@ impl Hub {
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,
     /// negotiated revision, restarts, last error and tool count; the clients.
     pub fn status(&self) -> serde_json::Value {
-        let mut v = self.status_json();
+        let starts = &self.starts;
+        let mut v = json!({
+            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u)),
+            "clients": self.clients.status(|c| self.listens.count(c)),
+            "pending": self.pending.len(),
+            "relays": self.relays.len(),
+            "config": self.config_status,
+            "tasks": self.tasks.status(),
+        });
         if let Some(m) = self.policy.metrics_json() {
             v["metrics"] = m;
         }
@@ -1365,35 +1373,6 @@ impl Hub {
                 self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
             }
         }
-    }
-
-    fn status_json(&self) -> Value {
-        let starts = &self.starts;
-        let ups = self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u));
-        let clients: Vec<Value> = self
-            .clients
-            .iter()
-            .map(|(id, c)| {
-                json!({
-                    "id": id,
-                    "revision": c.session().map(|s| s.rev.as_str()),
-                    "era": c.era_name(),
-                    "listens": self.listens.count(*id),
-                    "clientInfo": c.session().map(|s| &s.info),
-                    "initialized": c.initialized(),
-                    "subscriptions": c.subs,
-                    "connectedMs": c.connected_ms,
-                })
-            })
-            .collect();
-        json!({
-            "upstreams": ups,
-            "clients": clients,
-            "pending": self.pending.len(),
-            "relays": self.relays.len(),
-            "config": self.config_status,
-            "tasks": self.tasks.status(),
-        })
     }
 
     /// Tells `u` the hub no longer waits for its request `id`.

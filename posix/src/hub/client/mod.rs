@@ -163,6 +163,26 @@ impl Clients {
         self.map.values()
     }
 
+    /// Each client as `mcpx status` shows it; `listens` counts a client's
+    /// open `subscriptions/listen` streams.
+    pub(in crate::hub) fn status(&self, listens: impl Fn(ClientId) -> usize) -> Vec<Value> {
+        self.map
+            .iter()
+            .map(|(&id, c)| {
+                json!({
+                    "id": id,
+                    "revision": c.session().map(|s| s.rev.as_str()),
+                    "era": c.era_name(),
+                    "listens": listens(id),
+                    "clientInfo": c.session().map(|s| &s.info),
+                    "initialized": c.initialized(),
+                    "subscriptions": c.subs,
+                    "connectedMs": c.connected_ms,
+                })
+            })
+            .collect()
+    }
+
     /// Queues a message for client `c`, saying what it is. A reply closes
     /// the client's request in the open set, and waits for the rest of
     /// its batch when it is part of one.
