@@ -57,7 +57,7 @@ impl Facts for Shared {
     }
 
     fn tool_schema(&self, name: &str) -> Option<serde_json::Value> {
-        self.link.call(|hub, _| hub.tool_input_schema(name))
+        self.link.call(|hub, _| hub.catalog().tool_input_schema(name))
     }
 }
 
@@ -183,7 +183,7 @@ async fn in_session(sh: &Shared, conn: &mut Conn, sid: &str, msg: &Message<'_>, 
     for el in single.into_iter().chain(elements.into_iter().flatten()) {
         let (pending, c) = (&x.pending, x.c);
         let in_flight = |id: &[u8]| {
-            let open = sh.link.call(|hub, _| hub.client_request_open(c, id));
+            let open = sh.link.call(|hub, _| hub.clients().request_open(c, id));
             pending.iter().any(|p| p.bytes() == id) || open
         };
         match decide::sort(el, batch, in_flight) {

@@ -344,7 +344,7 @@ pub(crate) async fn answer_lost(sh: &Shared, conn: &mut Conn, req: &Request, sid
         lost.from
     );
     let c = sh.state.borrow().sessions.by_id.get(sid).map(|s| s.client);
-    let request = lost.request.filter(|id| c.is_some_and(|c| !sh.link.call(|hub, _| hub.client_request_open(c, id))));
+    let request = lost.request.filter(|id| c.is_some_and(|c| !sh.link.call(|hub, _| hub.clients().request_open(c, id))));
     sh.log(Level::Info, format!("http: a client came back for a stream of replica {:?}, whose session this replica took over: {}", lost.from, if request.is_some() { "its request is answered with an error" } else { "410" }));
     let Some(id) = request else {
         return conn.error(410, None, ErrorCode::InternalError, &format!("Gone: this stream was on {text}"), None, true).await;

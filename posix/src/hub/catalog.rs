@@ -22,7 +22,7 @@ use mcpx_core::names;
 use serde_json::Value;
 
 use super::shape::{self, Features, Rev, RevExt};
-use super::UpstreamId;
+use super::{upward, ModernHeaders, UpstreamId};
 
 /// Scheme of URIs rewritten to stay unique.
 pub(super) const MCPX_URI: &str = "mcpx://";
@@ -194,7 +194,7 @@ pub(super) struct Naming<'a> {
     pub prefix: &'a str,
 }
 
-pub(super) struct Catalog {
+pub struct Catalog {
     /// Items per upstream and kind, as listed (after filters).
     per_up: Vec<[Vec<Value>; 4]>,
     views: [Vec<Entry>; 4],
@@ -209,7 +209,7 @@ pub(super) struct Catalog {
 }
 
 impl Catalog {
-    pub fn new(n: usize) -> Catalog {
+    pub(in crate::hub) fn new(n: usize) -> Catalog {
         Catalog {
             per_up: (0..n).map(|_| Default::default()).collect(),
             views: Default::default(),
@@ -221,42 +221,42 @@ impl Catalog {
     }
 
     /// Room for one more upstream (added by a config reload), with no items.
-    pub fn add_slot(&mut self) {
+    pub(in crate::hub) fn add_slot(&mut self) {
         self.per_up.push(Default::default());
     }
 
-    pub fn view(&self, k: Kind) -> &[Entry] {
+    pub(in crate::hub) fn view(&self, k: Kind) -> &[Entry] {
         &self.views[k.idx()]
     }
 
     /// Upstream `u`'s items of kind `k`, as listed (after filters).
-    pub fn items(&self, u: UpstreamId, k: Kind) -> &[Value] {
+    pub(in crate::hub) fn items(&self, u: UpstreamId, k: Kind) -> &[Value] {
         &self.per_up[u][k.idx()]
     }
 
-    pub fn count(&self, u: UpstreamId, k: Kind) -> usize {
+    pub(in crate::hub) fn count(&self, u: UpstreamId, k: Kind) -> usize {
         self.per_up[u][k.idx()].len()
     }
 
     /// Upstream `u`'s own item of kind `k` named (or with URI) `original`, as listed.
-    pub fn item_of(&self, u: UpstreamId, k: Kind, original: &str) -> Option<&Value> {
+    pub(in crate::hub) fn item_of(&self, u: UpstreamId, k: Kind, original: &str) -> Option<&Value> {
         self.per_up.get(u)?[k.idx()].iter().find(|it| it.get(k.key_field()).and_then(Value::as_str) == Some(original))
     }
 
     /// Entry by exposed key.
-    pub fn get(&self, k: Kind, exposed: &str) -> Option<&Entry> {
+    pub(in crate::hub) fn get(&self, k: Kind, exposed: &str) -> Option<&Entry> {
         self.index[k.idx()].get(exposed).map(|&i| &self.views[k.idx()][i])
     }
 
     /// Exposed key of an upstream's item, if listed.
-    pub fn exposed_of(&self, k: Kind, u: UpstreamId, original: &str) -> Option<&str> {
+    pub(in crate::hub) fn exposed_of(&self, k: Kind, u: UpstreamId, original: &str) -> Option<&str> {
         let i = *self.reverse[k.idx()].get(&(u, original.to_string()))?;
         Some(&self.views[k.idx()][i].exposed)
     }
 
     /// Replaces upstream `u`'s items of kind `k`; returns whether the view
     /// changed, and the names changed that were not changed so before.
-    pub fn set(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, naming: &[Naming], sep: &str) -> (bool, Vec<Renamed>) {
+    pub(in crate::hub) fn set(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, naming: &[Naming], sep: &str) -> (bool, Vec<Renamed>) {
         self.per_up[u][k.idx()] = items;
         self.rebuild(k, naming, sep)
     }
@@ -264,7 +264,7 @@ impl Catalog {
     /// The prefixes (with the separator) applied to upstream `u`'s tools
     /// and prompts, each once, in catalog order, as a client with features
     /// `f` sees them.
-    pub fn applied_prefixes(&self, u: UpstreamId, f: &Features) -> Vec<&str> {
+    pub(in crate::hub) fn applied_prefixes(&self, u: UpstreamId, f: &Features) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for k in [Kind::Tools, Kind::Prompts] {
             for e in self.views[k.idx()].iter().filter(|e| e.up == u) {
@@ -344,7 +344,7 @@ impl Catalog {
     }
 
     /// Fingerprint of what a client on `rev` sees on `ch`.
-    pub fn fingerprint(&mut self, ch: Channel, rev: Rev) -> u64 {
+    pub(in crate::hub) fn fingerprint(&mut self, ch: Channel, rev: Rev) -> u64 {
         if let Some(fp) = self.fp_cache.get(&(ch, rev)) {
             return *fp;
         }
@@ -355,7 +355,7 @@ impl Catalog {
 
     /// Fingerprint of the items of `ch` that `keep` accepts (a principal's
     /// own catalog), uncached.
-    pub fn fingerprint_where(&self, ch: Channel, rev: Rev, keep: impl Fn(Kind, &Entry) -> bool) -> u64 {
+    pub(in crate::hub) fn fingerprint_where(&self, ch: Channel, rev: Rev, keep: impl Fn(Kind, &Entry) -> bool) -> u64 {
         let mut parts: Vec<Vec<u8>> = Vec::new();
         for &k in ch.kinds() {
             parts.push(k.result_key().as_bytes().to_vec());
@@ -371,7 +371,7 @@ impl Catalog {
     /// Listed URIs by index; `mcpx://<server>/...` by server; otherwise the
     /// template with the longest literal prefix matching the URI; otherwise the
     /// only upstream offering resources (`resource_ups`).
-    pub fn route_uri(&self, uri: &str, naming: &[Naming], resource_ups: &[UpstreamId]) -> Option<(UpstreamId, String)> {
+    pub(in crate::hub) fn route_uri(&self, uri: &str, naming: &[Naming], resource_ups: &[UpstreamId]) -> Option<(UpstreamId, String)> {
         if let Some(e) = self.get(Kind::Resources, uri) {
             return Some((e.up, e.original.clone()));
         }
@@ -399,8 +399,42 @@ impl Catalog {
     }
 
     /// Routes a completion `ref/resource` URI template.
-    pub fn route_template(&self, t: &str) -> Option<(UpstreamId, String)> {
+    pub(in crate::hub) fn route_template(&self, t: &str) -> Option<(UpstreamId, String)> {
         self.get(Kind::Templates, t).map(|e| (e.up, e.original.clone()))
+    }
+}
+
+/// What the runtime may ask about the tools as listed (`Hub::catalog`).
+impl Catalog {
+    /// The `inputSchema` of upstream `u`'s tool `name` (its own name, as in
+    /// the `tools/call` the hub sends it), as last listed: where the headers
+    /// of a modern request (`upward`) find the `x-mcp-header` annotations to
+    /// mirror as `Mcp-Param-*` headers. Tools with invalid annotations are
+    /// never listed.
+    pub fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&Value> {
+        self.item_of(u, Kind::Tools, name)?.get("inputSchema")
+    }
+
+    /// The 2026-07-28 headers of modern request `msg` to `u`, built again
+    /// (the transport retries a request once after the server answered
+    /// -32020 and the hub listed its tools again: the annotations may have
+    /// changed). `None` when `msg` is not a request.
+    pub fn upstream_headers_again(&self, u: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
+        upward::headers_again(msg, &|tool| self.upstream_tool_schema(u, tool))
+    }
+
+    /// The 2026-07-28 headers a client of the hub sends with its request
+    /// `msg` (one forwarded to another replica, which checks them as any
+    /// request's): `None` when `msg` is not a request.
+    pub fn client_request_headers(&self, msg: &[u8]) -> Option<ModernHeaders> {
+        upward::headers_again(msg, &|tool| self.get(Kind::Tools, tool)?.item.get("inputSchema"))
+    }
+
+    /// The `inputSchema` of the tool clients know as `exposed` (as listed to
+    /// them): where an HTTP server transport finds the `x-mcp-header`
+    /// annotations whose `Mcp-Param-*` headers it must check.
+    pub fn tool_input_schema(&self, exposed: &str) -> Option<Value> {
+        self.get(Kind::Tools, exposed)?.item.get("inputSchema").cloned()
     }
 }
 

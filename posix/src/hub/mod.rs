@@ -33,7 +33,7 @@
 //!   notification, answer) and carries the 2026-07-28 headers of a modern
 //!   request (`upward`). No runtime or transport reads hub output to route it.
 //! - The hub alone tracks what is in flight: each client's open request ids
-//!   (`client_open_requests`, `client_request_open`, `client_initializing`)
+//!   (`Clients::open_requests`, `Clients::request_open`, `Clients::initializing`)
 //!   and the pending table of forwarded requests.
 //! - One writer per kind of message toward clients (`downward`), among
 //!   them one error writer (`Downward::error`, over `crate::bytes::written::error` and
@@ -846,29 +846,6 @@ impl Hub {
         starts::lists(u, self.ups.get(u)?, &self.catalog)
     }
 
-    /// The server slot `u` is an instance of (`None`: a configured server).
-    pub fn upstream_template(&self, u: UpstreamId) -> Option<UpstreamId> {
-        self.starts.template_of(u)
-    }
-
-    /// The instance slots of server `u` (to stop with it).
-    pub fn upstream_instances(&self, u: UpstreamId) -> Vec<UpstreamId> {
-        self.starts.instances_of(u)
-    }
-
-    /// How many instances of server `u` have an owner. (Test observer.)
-    #[cfg(test)]
-    pub fn upstream_instances_owned(&self, u: UpstreamId) -> usize {
-        self.starts.owned(u)
-    }
-
-    /// Is upstream `u` asleep (lazy start, idle stop)? A runtime acts on an
-    /// `Output::Power` only while this still holds: a reload may have given
-    /// the slot to another server meanwhile.
-    pub fn upstream_asleep(&self, u: UpstreamId) -> bool {
-        self.ups.get(u).is_some_and(upstream::Upstream::is_asleep)
-    }
-
     /// What the runtime knows about the configuration (file, reloads, the
     /// last refused one), shown as `config` in [`Hub::status`].
     pub fn set_config_status(&mut self, v: serde_json::Value) {
@@ -911,7 +888,28 @@ impl Hub {
 
     /// The earliest time at which `tick` has something to do, if any.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.deadline()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
+    }
+
+    /// The connected clients, to ask about (read only).
+    pub fn clients(&self) -> &client::Clients {
+        &self.clients
+    }
+
+    /// The upstream slots, to ask about (read only).
+    pub fn upstreams(&self) -> &upstream::Upstreams {
+        &self.ups
+    }
+
+    /// The lazy starts and isolated servers' instances, to ask about (read
+    /// only).
+    pub fn starts(&self) -> &starts::Starts {
+        &self.starts
+    }
+
+    /// The tools, prompts and resources as listed, to ask about (read only).
+    pub fn catalog(&self) -> &catalog::Catalog {
+        &self.catalog
     }
 
     /// The next thing for the runtime to do, in order.
@@ -969,79 +967,10 @@ impl Hub {
         }
     }
 
-    /// Requests of all clients not answered yet (what a shutdown waits for).
-    pub fn open_requests(&self) -> usize {
-        self.clients.values().map(|cl| cl.open.len()).sum()
-    }
-
-    /// How many of client `c`'s requests are not answered yet. (Test observer.)
-    #[cfg(test)]
-    pub fn client_open_requests(&self, c: ClientId) -> usize {
-        self.clients.get(&c).map_or(0, |cl| cl.open.len())
-    }
-
-    /// Is a request of client `c` with this id (raw JSON) still unanswered?
-    pub fn client_request_open(&self, c: ClientId, id: &[u8]) -> bool {
-        self.clients.get(&c).is_some_and(|cl| cl.open.contains(id))
-    }
-
-    /// Is client `c`'s `initialize` held (waiting for upstreams to start)?
-    /// A stream transport holds the client's next messages meanwhile.
-    pub fn client_initializing(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(client::Client::held_init)
-    }
-
-    /// Has client `c` spoken the modern era (per-request `_meta`) rather than
-    /// `initialize`? (Test observer.)
-    #[cfg(test)]
-    pub fn client_is_modern(&self, c: ClientId) -> bool {
-        self.clients.get(&c).is_some_and(client::Client::is_modern)
-    }
-
-    /// The revision negotiated with client `c` (`None` before its
-    /// `initialize`, or for an unknown client). (Test observer: runtimes
-    /// learn it from `Output::ClientInitialized`.)
-    #[cfg(test)]
-    pub fn client_revision(&self, c: ClientId) -> Option<&'static str> {
-        self.clients.get(&c)?.session().map(|s| s.rev.as_str())
-    }
-
-    /// The revision spoken with upstream `u` (`None` while it is not ready).
-    /// (Test observer.)
-    #[cfg(test)]
-    pub fn upstream_revision(&self, u: UpstreamId) -> Option<&'static str> {
-        self.ups.get(u)?.rev.map(|r| r.as_str())
-    }
-
-    /// The `inputSchema` of upstream `u`'s tool `name` (its own name, as in
-    /// the `tools/call` the hub sends it), as last listed: where the headers
-    /// of a modern request (`upward`) find the `x-mcp-header` annotations to
-    /// mirror as `Mcp-Param-*` headers. Tools with invalid annotations are
-    /// never listed.
-    pub fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&serde_json::Value> {
-        self.catalog.item_of(u, catalog::Kind::Tools, name)?.get("inputSchema")
-    }
-
-    /// The 2026-07-28 headers of modern request `msg` to `u`, built again
-    /// (the transport retries a request once after the server answered
-    /// -32020 and the hub listed its tools again: the annotations may have
-    /// changed). `None` when `msg` is not a request.
-    pub fn upstream_headers_again(&self, u: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
-        upward::headers_again(msg, &|tool| self.upstream_tool_schema(u, tool))
-    }
-
-    /// The 2026-07-28 headers a client of the hub sends with its request
-    /// `msg` (one forwarded to another replica, which checks them as any
-    /// request's): `None` when `msg` is not a request.
-    pub fn client_request_headers(&self, msg: &[u8]) -> Option<ModernHeaders> {
-        upward::headers_again(msg, &|tool| self.catalog.get(catalog::Kind::Tools, tool)?.item.get("inputSchema"))
-    }
-
-    /// The `inputSchema` of the tool clients know as `exposed` (as listed to
-    /// them): where an HTTP server transport finds the `x-mcp-header`
-    /// annotations whose `Mcp-Param-*` headers it must check.
-    pub fn tool_input_schema(&self, exposed: &str) -> Option<serde_json::Value> {
-        self.catalog.get(catalog::Kind::Tools, exposed)?.item.get("inputSchema").cloned()
+    /// The `inputSchema` of upstream `u`'s tool `name`, as last listed
+    /// ([`catalog::Catalog::upstream_tool_schema`]).
+    fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&serde_json::Value> {
+        self.catalog.upstream_tool_schema(u, name)
     }
 
     /// Reads upstream `u`'s lists again (e.g. after it answered -32020, its
@@ -1119,7 +1048,15 @@ impl Hub {
     /// A JSON snapshot for `mcpx status` and logs: every upstream's state,
     /// negotiated revision, restarts, last error and tool count; the clients.
     pub fn status(&self) -> serde_json::Value {
-        let mut v = self.status_json();
+        let starts = &self.starts;
+        let mut v = json!({
+            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u)),
+            "clients": self.clients.status(|c| self.listens.count(c)),
+            "pending": self.pending.len(),
+            "relays": self.relays.len(),
+            "config": self.config_status,
+            "tasks": self.tasks.status(),
+        });
         if let Some(m) = self.policy.metrics_json() {
             v["metrics"] = m;
         }
@@ -1435,39 +1372,6 @@ impl Hub {
                 self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
             }
         }
-    }
-
-    fn deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
-    }
-
-    fn status_json(&self) -> Value {
-        let starts = &self.starts;
-        let ups = self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u));
-        let clients: Vec<Value> = self
-            .clients
-            .iter()
-            .map(|(id, c)| {
-                json!({
-                    "id": id,
-                    "revision": c.session().map(|s| s.rev.as_str()),
-                    "era": c.era_name(),
-                    "listens": self.listens.count(*id),
-                    "clientInfo": c.session().map(|s| &s.info),
-                    "initialized": c.initialized(),
-                    "subscriptions": c.subs,
-                    "connectedMs": c.connected_ms,
-                })
-            })
-            .collect();
-        json!({
-            "upstreams": ups,
-            "clients": clients,
-            "pending": self.pending.len(),
-            "relays": self.relays.len(),
-            "config": self.config_status,
-            "tasks": self.tasks.status(),
-        })
     }
 
     /// Tells `u` the hub no longer waits for its request `id`.

@@ -15,7 +15,7 @@ impl Upstreams {
     /// when they last initialized. Lists always announce `listChanged` (the
     /// hub's lists change as upstreams come and go). With no upstream ever
     /// initialized, `tools` is offered so the client asks later.
-    pub fn capabilities(&self) -> Map<String, Value> {
+    pub(in crate::hub) fn capabilities(&self) -> Map<String, Value> {
         let mut caps = Map::new();
         let known: Vec<&Value> = self.iter().filter_map(|u| u.caps.as_ref()).collect();
         let has = |k: &str| known.iter().any(|c| c.get(k).is_some_and(|v| !v.is_null()));
@@ -44,7 +44,7 @@ impl Upstreams {
 
     /// The `instructions` for a client with features `f`: the separator and
     /// prefixes as that client's names have them.
-    pub fn instructions(&self, catalog: &Catalog, sep: &str, f: &shape::Features) -> String {
+    pub(in crate::hub) fn instructions(&self, catalog: &Catalog, sep: &str, f: &shape::Features) -> String {
         let legacy = names::legacy_separator(sep);
         let shown_sep = if f.dotted_names { sep } else { legacy };
         let mut s = format!(

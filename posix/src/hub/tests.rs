@@ -375,7 +375,7 @@ fn client_handshake_echoes_each_supported_revision() {
         let c = p.connect();
         let r = p.request(c, json!(1), "initialize", json!({ "protocolVersion": rev, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
         assert_eq!(r["result"]["protocolVersion"], rev);
-        assert_eq!(p.hub.client_revision(c), Some(rev));
+        assert_eq!(p.hub.clients().revision(c), Some(rev));
         assert_eq!(r["result"]["serverInfo"]["name"], "mcpx");
         assert!(r["result"]["instructions"].as_str().unwrap().contains("fs fs__: ready"));
         schema_check(rev, "JSONRPCResponse", &r);
@@ -435,8 +435,8 @@ fn initialize_is_held_until_upstreams_have_started() {
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }));
     assert!(p.client_quiet(c), "held while b starts");
     // The hub alone tracks what is unanswered: the runtime asks it.
-    assert!(p.hub.client_initializing(c) && p.hub.client_request_open(c, b"1"));
-    assert_eq!((p.hub.client_open_requests(c), p.initialized.len()), (1, 0));
+    assert!(p.hub.clients().initializing(c) && p.hub.clients().request_open(c, b"1"));
+    assert_eq!((p.hub.clients().open_requests_of(c), p.initialized.len()), (1, 0));
     let init = p.take_up(1);
     assert_eq!(init["method"], "initialize");
     p.fakes[1] = Some(Fake::tools(&["y"]));
@@ -444,7 +444,7 @@ fn initialize_is_held_until_upstreams_have_started() {
     p.upstream_says(1, answer);
     let r = p.take(c);
     assert_eq!(r["id"], 1);
-    assert!(!p.hub.client_initializing(c) && !p.hub.client_request_open(c, b"1"));
+    assert!(!p.hub.clients().initializing(c) && !p.hub.clients().request_open(c, b"1"));
     assert_eq!(p.initialized, [(c, mcpx_core::revision::Revision::V2025_11_25)]);
     assert_eq!(p.names(c), ["a__x", "b__y"]);
 }

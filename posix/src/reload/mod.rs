@@ -380,10 +380,10 @@ impl State {
     /// server's entry, under the name `NAME#ID` in logs; its lists are its
     /// server's, not saved.
     async fn power(&self, u: UpstreamId, p: Power) {
-        let template = self.rt.hub().upstream_template(u);
+        let template = self.rt.hub().starts().template_of(u);
         let name = self.rt.name(template.unwrap_or(u));
         let Some(s) = self.current.servers.iter().find(|s| s.name == name) else { return };
-        if !self.rt.hub().upstream_asleep(u) || self.rt.has_process(u) != (p == Power::Stop) {
+        if !self.rt.hub().upstreams().asleep(u) || self.rt.has_process(u) != (p == Power::Stop) {
             return; // no longer what the hub wants (a reload came between)
         }
         match (p, template) {

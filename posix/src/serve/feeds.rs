@@ -46,7 +46,7 @@ pub(super) struct HubCatalog(pub(super) Rc<Runtime>);
 
 impl remote::Catalog for HubCatalog {
     fn headers_again(&self, id: UpstreamId, msg: &[u8]) -> Option<ModernHeaders> {
-        self.0.hub.borrow().upstream_headers_again(id, msg)
+        self.0.hub.borrow().catalog().upstream_headers_again(id, msg)
     }
     fn relist(&self, id: UpstreamId) {
         if !self.0.closing.get() {

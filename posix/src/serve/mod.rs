@@ -176,7 +176,7 @@ enum Drained {
 /// signal ends the wait.
 async fn drain_requests(rt: &Runtime, stdio: Option<ClientId>, stop_rx: &Receiver<Stop>, limit: Duration) -> Drained {
     let deadline = Instant::now() + limit;
-    let open = || rt.hub.borrow().open_requests() + rt.http.borrow().as_ref().map_or(0, Http::answering);
+    let open = || rt.hub.borrow().clients().open_requests() + rt.http.borrow().as_ref().map_or(0, Http::answering);
     if open() > 0 {
         info!("waiting up to {} ms for the answers to {} request(s) in flight", limit.as_millis(), open());
     }
@@ -398,7 +398,7 @@ where
         rt.client_disconnected(c);
     }
     let drained = drain_requests(&rt, stdio_id, &stop_rx, limit).await;
-    let open = rt.hub.borrow().open_requests();
+    let open = rt.hub.borrow().clients().open_requests();
     if open > 0 {
         warn!("shutting down: answering {open} request(s) still in flight with an error");
         rt.feed(|h, _| h.abandon_requests(limit.as_millis() as u64));

@@ -171,7 +171,7 @@ impl Runtime {
     /// The MCP headers of a modern request forwarded over the hop (as a
     /// client of the owner would send them).
     pub(crate) fn modern_headers(&self, msg: &[u8]) -> Vec<(String, Vec<u8>)> {
-        self.hub.borrow().client_request_headers(msg).unwrap_or_default()
+        self.hub.borrow().catalog().client_request_headers(msg).unwrap_or_default()
     }
 
     /// One message of the owner's answer to client `c`'s forwarded request
@@ -258,7 +258,7 @@ impl Runtime {
     /// that its slot can be given to another server.
     /// Its instances (`"isolation": "client"`) go with it.
     pub(crate) async fn stop_upstream(&self, u: UpstreamId, why: &str) {
-        let instances = self.hub().upstream_instances(u);
+        let instances = self.hub().starts().instances_of(u);
         self.feed(|h, now| h.remove_upstream(u, why, now));
         self.stop_slots(std::iter::once(u).chain(instances)).await;
     }
@@ -269,7 +269,7 @@ impl Runtime {
     /// stopped. True when its new entry is to be started now, false when
     /// it sleeps until used (`current`: its lists are for what it runs now).
     pub(crate) async fn replace_upstream(&self, u: UpstreamId, spec: UpstreamSpec, why: &str, current: bool) -> Result<bool, hub::ConfigError> {
-        let instances = self.hub().upstream_instances(u);
+        let instances = self.hub().starts().instances_of(u);
         self.feed(|h, now| h.replace_upstream(u, spec, why, now))?;
         self.stop_process(u).await;
         self.stop_slots(instances).await;
@@ -459,7 +459,7 @@ impl Runtime {
     /// waits for that answer anyway, and one that pipelines (`printf ... |
     /// mcpx serve`) gets its lists once the servers are up, not before.
     pub fn initializing(&self, c: ClientId) -> bool {
-        !self.closing.get() && self.hub.borrow().client_initializing(c)
+        !self.closing.get() && self.hub.borrow().clients().initializing(c)
     }
 
     /// Completes once [`Runtime::initializing`] turns false, or after `limit`.

@@ -51,7 +51,7 @@ impl Clients {
     /// `initialize` from client `c`: answered at once when `settled`
     /// (upstreams have had their chance to come up) or when it is a second
     /// one (its handshake kept), else held.
-    pub fn initialize(&mut self, c: ClientId, m: &wire::Msg, offer: &Offer<'_>, settled: bool) -> Vec<Effect> {
+    pub(in crate::hub) fn initialize(&mut self, c: ClientId, m: &wire::Msg, offer: &Offer<'_>, settled: bool) -> Vec<Effect> {
         if let Some((field, len, max)) = KEPT_LIMITS.iter().find_map(|&(f, max)| m.param(&[f]).map(|r| (f, r.len(), max)).filter(|x| x.1 > max)) {
             let msg = format!("Invalid params: {field} is {len} bytes, over mcpx's limit of {max} bytes for what a session keeps; send a smaller one");
             let data = json!({ "field": field, "bytes": len, "limitBytes": max });
@@ -80,7 +80,7 @@ impl Clients {
     }
 
     /// Startup has settled: the `initialize` requests held are answered.
-    pub fn release_held(&mut self, offer: &Offer<'_>) -> Vec<Effect> {
+    pub(in crate::hub) fn release_held(&mut self, offer: &Offer<'_>) -> Vec<Effect> {
         let held: Vec<(ClientId, Vec<u8>)> = self
             .iter()
             .filter_map(|(k, cl)| match &cl.session()?.step {
@@ -96,7 +96,7 @@ impl Clients {
     }
 
     /// Is an `initialize` held while upstreams start?
-    pub fn any_held(&self) -> bool {
+    pub(in crate::hub) fn any_held(&self) -> bool {
         self.values().any(super::Client::held_init)
     }
 
@@ -133,7 +133,7 @@ impl Clients {
 
     /// `notifications/initialized` from client `c`: the requests held
     /// until it are sent.
-    pub fn initialized(&mut self, c: ClientId) -> Vec<Effect> {
+    pub(in crate::hub) fn initialized(&mut self, c: ClientId) -> Vec<Effect> {
         let Some(Stage::Legacy(s)) = self.get_mut(&c).map(|cl| &mut cl.stage) else { return Vec::new() };
         let held = match &mut s.step {
             Step::Ready => return Vec::new(),
@@ -153,14 +153,14 @@ impl Clients {
 
     /// What client `c`'s session keeps ([`Snapshot`]) changed: the output
     /// saying so, for a legacy session.
-    pub fn session_changed(&self, c: ClientId) -> Option<Output> {
+    pub(in crate::hub) fn session_changed(&self, c: ClientId) -> Option<Output> {
         self.get(&c).is_some_and(|cl| cl.session().is_some()).then_some(Output::SessionChanged(c))
     }
 
     /// A legacy request of a client that has not sent `initialize`: only
     /// `initialize` and `ping` are taken.
     /// Requirement: lifecycle-initialization-first-interaction, lifecycle-client-no-requests-before-init-response
-    pub fn before_initialize(&self, c: ClientId, m: &wire::Msg) -> Result<(), Refusal> {
+    pub(in crate::hub) fn before_initialize(&self, c: ClientId, m: &wire::Msg) -> Result<(), Refusal> {
         let uninitialized = self.get(&c).is_some_and(|cl| cl.session().is_none());
         if !uninitialized || matches!(m.call, Method::Initialize | Method::Ping) {
             return Ok(());
@@ -173,7 +173,7 @@ impl Clients {
     /// `initialize` is answered; `subscriptions`: the resources it
     /// subscribed to (exposed URIs).
     #[cfg(feature = "cluster")]
-    pub fn snapshot(&self, c: ClientId, subscriptions: impl FnOnce() -> Vec<String>) -> Option<Snapshot> {
+    pub(in crate::hub) fn snapshot(&self, c: ClientId, subscriptions: impl FnOnce() -> Vec<String>) -> Option<Snapshot> {
         let cl = self.get(&c)?;
         let s = cl.session().filter(|_| cl.initialized())?;
         Some(Snapshot {
@@ -192,7 +192,7 @@ impl Clients {
     /// principal, log level and the lists it read; `fingerprint`: of a
     /// list as the client sees it now.
     #[cfg(feature = "cluster")]
-    pub fn adopt(&mut self, c: ClientId, s: &Snapshot, mut fingerprint: impl FnMut(Channel) -> u64) {
+    pub(in crate::hub) fn adopt(&mut self, c: ClientId, s: &Snapshot, mut fingerprint: impl FnMut(Channel) -> u64) {
         let Some(cl) = self.get_mut(&c) else { return };
         let step = if s.ready { Step::Ready } else { Step::Answered(Vec::new()) };
         cl.stage = Stage::Legacy(Session { rev: s.rev, caps: s.caps.clone(), info: s.info.clone(), step });

@@ -23,7 +23,7 @@ impl Clients {
     /// HTTP listener answers its own batches per POST): the messages in it
     /// to take one by one, its answers to wait for; `Err`: why the batch is
     /// refused as a whole.
-    pub fn batch<'a>(&mut self, out: &mut VecDeque<Output>, c: ClientId, b: Batch<'a>) -> Result<Vec<Envelope<'a>>, String> {
+    pub(in crate::hub) fn batch<'a>(&mut self, out: &mut VecDeque<Output>, c: ClientId, b: Batch<'a>) -> Result<Vec<Envelope<'a>>, String> {
         let rev = self.get(&c).and_then(Client::session).map(|s| s.rev);
         // Requirement: messages-batch-may-send-must-receive, stdio-message-may-be-batch (2025-03-26 only)
         match rev {
@@ -68,7 +68,7 @@ impl Clients {
 
     /// Request `m` of client `c` is open until answered (tracked up to
     /// [`MAX_OPEN`]); `false`: no such client.
-    pub fn opened(&mut self, c: ClientId, m: &wire::Msg) -> bool {
+    pub(in crate::hub) fn opened(&mut self, c: ClientId, m: &wire::Msg) -> bool {
         let Some(cl) = self.get_mut(&c) else { return false };
         if let Some(id) = m.id_bytes().filter(|_| m.kind == Kind::Request && cl.open.len() < MAX_OPEN) {
             cl.open.insert(IdKey::new(id));
@@ -78,7 +78,7 @@ impl Clients {
 
     /// The id member for an error whose request id could not be read: left
     /// out on 2025-11-25, `null` (JSON-RPC 2.0) for older clients.
-    pub fn unreadable_id(&self, c: ClientId) -> Option<&'static [u8]> {
+    pub(in crate::hub) fn unreadable_id(&self, c: ClientId) -> Option<&'static [u8]> {
         let rev = self.get(&c).map(|cl| cl.rev()).unwrap_or(Rev::LATEST_LEGACY);
         if rev.features().error_id_optional {
             None
@@ -90,7 +90,7 @@ impl Clients {
     /// A message of client `c` over the size limit, dropped: the error
     /// that answers it and the id it carries; `None` when nothing does (an
     /// unknown client, a notification).
-    pub fn too_large<'b>(&self, c: ClientId, big: &Oversize<'b>) -> Option<(Option<&'b [u8]>, Refusal)> {
+    pub(in crate::hub) fn too_large<'b>(&self, c: ClientId, big: &Oversize<'b>) -> Option<(Option<&'b [u8]>, Refusal)> {
         if !self.contains_key(&c) {
             return None;
         }

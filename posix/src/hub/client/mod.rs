@@ -47,26 +47,26 @@ mod handshake;
 mod inbound;
 pub(super) use handshake::{Effect, Offer};
 
-pub(super) struct Client {
+pub struct Client {
     /// Where the client is in its life, and what that stage knows.
-    pub stage: Stage,
+    pub(in crate::hub) stage: Stage,
     /// Per channel: has read the list (first page) at least once.
-    pub listed: [bool; 3],
+    pub(in crate::hub) listed: [bool; 3],
     /// Per channel: fingerprint of the list as last shown or announced.
-    pub known_fp: [u64; 3],
+    pub(in crate::hub) known_fp: [u64; 3],
     /// Subscribed resource URIs (exposed).
-    pub subs: usize,
+    pub(in crate::hub) subs: usize,
     /// The level of its last `logging/setLevel`; `None`: it sent none.
-    pub log_level: Option<&'static str>,
-    pub connected_ms: u64,
+    pub(in crate::hub) log_level: Option<&'static str>,
+    pub(in crate::hub) connected_ms: u64,
     /// Bound into `requestState` tokens (see `Hub::set_client_principal`).
-    pub principal: Vec<u8>,
+    pub(in crate::hub) principal: Vec<u8>,
     /// Ids of the client's requests not yet answered (at most
     /// [`MAX_OPEN`]): what a runtime waits for at end of input, and what a
     /// transport checks a new request's id against.
-    pub open: HashSet<IdKey>,
+    pub(in crate::hub) open: HashSet<IdKey>,
     /// JSON-RPC batches with requests still unanswered.
-    pub batches: Vec<PendingBatch>,
+    pub(in crate::hub) batches: Vec<PendingBatch>,
 }
 
 /// A client's era and handshake, decided once: by its `initialize`
@@ -104,19 +104,19 @@ pub(super) enum Step {
 /// The connected clients: their ids, the cap on how many, and what the hub
 /// owes each on the way out (its open requests, the batches waiting for
 /// answers, the requests held until its handshake ends).
-pub(super) struct Clients {
+pub struct Clients {
     map: BTreeMap<ClientId, Client>,
     next: ClientId,
     max: usize,
 }
 
 impl Clients {
-    pub fn new(max: usize) -> Clients {
+    pub(in crate::hub) fn new(max: usize) -> Clients {
         Clients { map: BTreeMap::new(), next: 1, max }
     }
 
     /// A new client, or `Err` with its id spent when `max` are connected.
-    pub fn connect(&mut self, now_ms: u64) -> Result<ClientId, ClientId> {
+    pub(in crate::hub) fn connect(&mut self, now_ms: u64) -> Result<ClientId, ClientId> {
         let c = self.next;
         self.next += 1;
         if self.map.len() >= self.max {
@@ -126,47 +126,67 @@ impl Clients {
         Ok(c)
     }
 
-    pub fn max(&self) -> usize {
+    pub(in crate::hub) fn max(&self) -> usize {
         self.max
     }
 
-    pub fn get(&self, c: &ClientId) -> Option<&Client> {
+    pub(in crate::hub) fn get(&self, c: &ClientId) -> Option<&Client> {
         self.map.get(c)
     }
 
-    pub fn get_mut(&mut self, c: &ClientId) -> Option<&mut Client> {
+    pub(in crate::hub) fn get_mut(&mut self, c: &ClientId) -> Option<&mut Client> {
         self.map.get_mut(c)
     }
 
     /// The policy principal of client `c` (`""` once it is gone).
-    pub fn principal_name(&self, c: ClientId) -> &str {
+    pub(in crate::hub) fn principal_name(&self, c: ClientId) -> &str {
         self.map.get(&c).map_or("", |cl| super::policy::principal_name(&cl.principal))
     }
 
-    pub fn contains_key(&self, c: &ClientId) -> bool {
+    pub(in crate::hub) fn contains_key(&self, c: &ClientId) -> bool {
         self.map.contains_key(c)
     }
 
-    pub fn remove(&mut self, c: &ClientId) -> Option<Client> {
+    pub(in crate::hub) fn remove(&mut self, c: &ClientId) -> Option<Client> {
         self.map.remove(c)
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &ClientId> {
+    pub(in crate::hub) fn keys(&self) -> impl Iterator<Item = &ClientId> {
         self.map.keys()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&ClientId, &Client)> {
+    pub(in crate::hub) fn iter(&self) -> impl Iterator<Item = (&ClientId, &Client)> {
         self.map.iter()
     }
 
-    pub fn values(&self) -> impl Iterator<Item = &Client> {
+    pub(in crate::hub) fn values(&self) -> impl Iterator<Item = &Client> {
         self.map.values()
+    }
+
+    /// Each client as `mcpx status` shows it; `listens` counts a client's
+    /// open `subscriptions/listen` streams.
+    pub(in crate::hub) fn status(&self, listens: impl Fn(ClientId) -> usize) -> Vec<Value> {
+        self.map
+            .iter()
+            .map(|(&id, c)| {
+                json!({
+                    "id": id,
+                    "revision": c.session().map(|s| s.rev.as_str()),
+                    "era": c.era_name(),
+                    "listens": listens(id),
+                    "clientInfo": c.session().map(|s| &s.info),
+                    "initialized": c.initialized(),
+                    "subscriptions": c.subs,
+                    "connectedMs": c.connected_ms,
+                })
+            })
+            .collect()
     }
 
     /// Queues a message for client `c`, saying what it is. A reply closes
     /// the client's request in the open set, and waits for the rest of
     /// its batch when it is part of one.
-    pub fn emit(&mut self, out: &mut VecDeque<Output>, c: ClientId, mut bytes: Vec<u8>, about: About) {
+    pub(in crate::hub) fn emit(&mut self, out: &mut VecDeque<Output>, c: ClientId, mut bytes: Vec<u8>, about: About) {
         let Some(cl) = self.map.get_mut(&c) else { return };
         if let About::Reply { id: Some(r), .. } = &about {
             let id = IdKey::new(&bytes[r.clone()]);
@@ -183,7 +203,7 @@ impl Clients {
     /// `initialize` answered but has not yet sent
     /// `notifications/initialized`
     /// (requirement: lifecycle-server-no-requests-before-initialized).
-    pub fn request(&mut self, out: &mut VecDeque<Output>, c: ClientId, bytes: Vec<u8>, about: About) {
+    pub(in crate::hub) fn request(&mut self, out: &mut VecDeque<Output>, c: ClientId, bytes: Vec<u8>, about: About) {
         if let Some(Stage::Legacy(Session { step: Step::Answered(held), .. })) = self.map.get_mut(&c).map(|cl| &mut cl.stage) {
             held.push((bytes, about));
             return;
@@ -193,10 +213,50 @@ impl Clients {
 
     /// Request `id` of client `c` will get no answer (cancelled): its
     /// batch does not wait for one.
-    pub fn unanswered(&mut self, out: &mut VecDeque<Output>, c: ClientId, id: &IdKey) {
+    pub(in crate::hub) fn unanswered(&mut self, out: &mut VecDeque<Output>, c: ClientId, id: &IdKey) {
         if let Some(cl) = self.map.get_mut(&c) {
             cl.batch_take(out, c, id, None);
         }
+    }
+}
+
+/// What the runtime may ask about the clients (`Hub::clients`).
+impl Clients {
+    /// Requests of all clients not answered yet (what a shutdown waits for).
+    pub fn open_requests(&self) -> usize {
+        self.map.values().map(|cl| cl.open.len()).sum()
+    }
+
+    /// How many of client `c`'s requests are not answered yet. (Test observer.)
+    #[cfg(test)]
+    pub fn open_requests_of(&self, c: ClientId) -> usize {
+        self.map.get(&c).map_or(0, |cl| cl.open.len())
+    }
+
+    /// Is a request of client `c` with this id (raw JSON) still unanswered?
+    pub fn request_open(&self, c: ClientId, id: &[u8]) -> bool {
+        self.map.get(&c).is_some_and(|cl| cl.open.contains(id))
+    }
+
+    /// Is client `c`'s `initialize` held (waiting for upstreams to start)?
+    /// A stream transport holds the client's next messages meanwhile.
+    pub fn initializing(&self, c: ClientId) -> bool {
+        self.map.get(&c).is_some_and(Client::held_init)
+    }
+
+    /// Has client `c` spoken the modern era (per-request `_meta`) rather than
+    /// `initialize`? (Test observer.)
+    #[cfg(test)]
+    pub fn is_modern(&self, c: ClientId) -> bool {
+        self.map.get(&c).is_some_and(Client::is_modern)
+    }
+
+    /// The revision negotiated with client `c` (`None` before its
+    /// `initialize`, or for an unknown client). (Test observer: runtimes
+    /// learn it from `Output::ClientInitialized`.)
+    #[cfg(test)]
+    pub fn revision(&self, c: ClientId) -> Option<&'static str> {
+        self.map.get(&c)?.session().map(|s| s.rev.as_str())
     }
 }
 
@@ -314,7 +374,7 @@ impl Client {
     }
 
     /// The legacy session, once `initialize` came.
-    pub fn session(&self) -> Option<&Session> {
+    pub(in crate::hub) fn session(&self) -> Option<&Session> {
         match &self.stage {
             Stage::Legacy(s) => Some(s),
             _ => None,
@@ -323,34 +383,34 @@ impl Client {
 
     /// The revision to shape for: the negotiated one, else the latest
     /// legacy one.
-    pub fn rev(&self) -> Rev {
+    pub(in crate::hub) fn rev(&self) -> Rev {
         self.session().map_or(Rev::LATEST_LEGACY, |s| s.rev)
     }
 
     /// The capabilities its `initialize` declared (legacy only).
-    pub fn caps(&self) -> Option<&Value> {
+    pub(in crate::hub) fn caps(&self) -> Option<&Value> {
         self.session().map(|s| &s.caps)
     }
 
     /// A copy of those capabilities; `{}` without them.
-    pub fn caps_value(&self) -> Value {
+    pub(in crate::hub) fn caps_value(&self) -> Value {
         self.caps().cloned().unwrap_or_else(|| json!({}))
     }
 
-    pub fn is_modern(&self) -> bool {
+    pub(in crate::hub) fn is_modern(&self) -> bool {
         matches!(self.stage, Stage::Modern)
     }
 
     /// A 2026-07-28 request came: it decides a new client's era (a legacy
     /// session stays legacy).
-    pub fn spoke_modern(&mut self) {
+    pub(in crate::hub) fn spoke_modern(&mut self) {
         if matches!(self.stage, Stage::New) {
             self.stage = Stage::Modern;
         }
     }
 
     /// Its era as `/status` names it.
-    pub fn era_name(&self) -> &'static str {
+    pub(in crate::hub) fn era_name(&self) -> &'static str {
         match self.stage {
             Stage::New => "unknown",
             Stage::Legacy(_) => "legacy",
@@ -359,17 +419,17 @@ impl Client {
     }
 
     /// Has its `initialize` been answered?
-    pub fn initialized(&self) -> bool {
+    pub(in crate::hub) fn initialized(&self) -> bool {
         self.session().is_some_and(|s| !matches!(s.step, Step::Held { .. }))
     }
 
     /// Is its `initialize` held while upstreams start?
-    pub fn held_init(&self) -> bool {
+    pub(in crate::hub) fn held_init(&self) -> bool {
         self.session().is_some_and(|s| matches!(s.step, Step::Held { .. }))
     }
 
     /// May this client get notifications it did not ask for?
-    pub fn may_notify(&self) -> bool {
+    pub(in crate::hub) fn may_notify(&self) -> bool {
         self.listed.iter().any(|l| *l) || self.log_level.is_some()
     }
 

@@ -157,18 +157,18 @@ impl Starts {
     }
 
     /// The server slot `u` is an instance of (`None`: a configured server).
-    pub(in crate::hub) fn template_of(&self, u: UpstreamId) -> Option<UpstreamId> {
+    pub fn template_of(&self, u: UpstreamId) -> Option<UpstreamId> {
         self.instances.get(&u).map(|i| i.template)
     }
 
     /// The instance slots of server `u` (to stop with it).
-    pub(in crate::hub) fn instances_of(&self, u: UpstreamId) -> Vec<UpstreamId> {
+    pub fn instances_of(&self, u: UpstreamId) -> Vec<UpstreamId> {
         self.instances.iter().filter(|(_, i)| i.template == u).map(|(&iu, _)| iu).collect()
     }
 
-    /// How many instances of server `u` have an owner.
+    /// How many instances of server `u` have an owner. (Test observer.)
     #[cfg(test)]
-    pub(in crate::hub) fn owned(&self, u: UpstreamId) -> usize {
+    pub fn owned(&self, u: UpstreamId) -> usize {
         self.instances.values().filter(|i| i.template == u && i.owner.is_some()).count()
     }
 

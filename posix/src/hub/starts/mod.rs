@@ -29,7 +29,7 @@ pub use lazy::Power;
 pub(super) use lazy::{lists, seed};
 
 /// Requests parked for a start, and the instance slots of isolated servers.
-pub(super) struct Starts {
+pub struct Starts {
     parked: Vec<lazy::Parked>,
     instances: BTreeMap<UpstreamId, isolation::Instance>,
     /// The hub's cap on requests in flight, which bounds the parked ones.

@@ -190,7 +190,7 @@ fn a_continuation_held_by_another_replica_is_forwarded_to_it_and_claimed_there_o
     let (fc, fid, msg, principal, to) = r2.forwards.pop().expect("a forward");
     assert_eq!((fc, fid.as_slice(), principal.as_slice(), to.as_str()), (c2, &b"2"[..], &b"user:alice"[..], "r1"));
     assert_eq!(serde_json::from_slice::<Value>(&msg).unwrap(), retry, "the client's own request travels");
-    assert!(r2.hub.client_request_open(c2, b"2"), "open until the runtime reports the forward done");
+    assert!(r2.hub.clients().request_open(c2, b"2"), "open until the runtime reports the forward done");
 
     // Replica 1 serves the hop: it claims the nonce in the store and resumes its held call.
     let h = r1.hop(&mut store, &principal, &msg);
@@ -202,7 +202,7 @@ fn a_continuation_held_by_another_replica_is_forwarded_to_it_and_claimed_there_o
     assert_eq!((done["id"].clone(), done["result"]["content"][0]["text"].clone()), (json!(2), json!("hi Alice")), "{done}");
     r2.hub.forward_done(c2, b"2", Ok(()), r2.now);
     r2.pump();
-    assert!(!r2.hub.client_request_open(c2, b"2") && r2.client_quiet(c2), "the owner's answer was the answer");
+    assert!(!r2.hub.clients().request_open(c2, b"2") && r2.client_quiet(c2), "the owner's answer was the answer");
 
     // Replayed through replica 3: forwarded to the owner, refused there.
     let c3 = alice(&mut r3);
@@ -245,7 +245,7 @@ fn a_continuation_whose_owner_is_gone_is_answered_start_over() {
     assert_eq!((r["id"].clone(), err_code(&r)), (json!(3), -32602), "{r}");
     let msg = error_message(&r);
     assert!(msg.contains("could not answer (connection refused)") && msg.contains("start over"), "{msg}");
-    assert!(!r2.hub.client_request_open(c2, b"3"));
+    assert!(!r2.hub.clients().request_open(c2, b"3"));
     // A forged state naming another owner does not even verify.
     r2.send(c2, ask_retry(4, &format!("{state}x")));
     assert_eq!(err_code(&r2.take(c2)), -32602);
@@ -373,7 +373,7 @@ fn a_state_the_store_cannot_check_is_refused_never_accepted() {
     r1.send(c, read_retry(3, &state));
     let late = r1.asks.back().map(|a| a.ticket).expect("a claim asked");
     r1.serve(&mut store);
-    assert!(r1.client_quiet(c) && r1.hub.client_request_open(c, b"3"));
+    assert!(r1.client_quiet(c) && r1.hub.clients().request_open(c, b"3"));
     let bound = r1.hub.next_deadline().expect("a deadline for the answer");
     assert!(bound <= r1.now + crate::hub::shared::DEFAULT_ANSWER_TIMEOUT_MS, "{bound}");
     r1.advance(crate::hub::shared::DEFAULT_ANSWER_TIMEOUT_MS);

@@ -126,7 +126,7 @@ fn sessions_of_one_principal_share_its_instance_and_anonymous_sessions_do_not() 
     call(&mut p, y, 1, "fs__read");
     let iy = started(&mut p);
     assert_eq!([ia, ix, iy].iter().collect::<std::collections::BTreeSet<_>>().len(), 3);
-    assert_eq!(p.hub.upstream_instances_owned(0), 3);
+    assert_eq!(p.hub.starts().owned(0), 3);
 }
 
 /// Alice's call 1 in flight on her instance of `fs` (at most `max`), as
@@ -172,7 +172,7 @@ fn an_instance_stops_after_its_owner_has_gone_and_its_slot_serves_the_next() {
     p.advance(LINGER_MS);
     assert_eq!(p.power, [(ia, Power::Stop)]);
     p.power.clear();
-    assert_eq!(p.hub.upstream_instances_owned(0), 0);
+    assert_eq!(p.hub.starts().owned(0), 0);
     p.hub.upstream_exited(ia, "stopped", "", Next::Stop, p.now);
     p.pump();
     // The cap is free again: bob's call takes the same slot.
@@ -203,15 +203,15 @@ fn a_call_as_a_task_runs_on_the_owners_instance_and_is_still_a_task() {
 #[test]
 fn removing_an_isolated_server_ends_its_instances_calls_and_frees_their_slots() {
     let (mut p, a, ia, _) = alice_on_her_instance(8);
-    assert_eq!(p.hub.upstream_instances(0), [ia]);
+    assert_eq!(p.hub.starts().instances_of(0), [ia]);
     p.hub.remove_upstream(0, "removed from the configuration", p.now);
     p.pump();
     // Alice's call in flight on her instance is answered, naming why.
     let e = p.take(a);
     assert_eq!(e["id"], 1);
     assert!(e["error"]["message"].as_str().unwrap().contains("removed from the configuration"), "{e}");
-    assert!(p.hub.upstream_instances(0).is_empty());
-    assert_eq!(p.hub.upstream_template(ia), None);
+    assert!(p.hub.starts().instances_of(0).is_empty());
+    assert_eq!(p.hub.starts().template_of(ia), None);
     // Both slots are free for a server a reload adds.
     let u = p.hub.add_upstream(UpstreamSpec::new("other"), p.now).unwrap();
     assert!(u == 0 || u == ia, "{u}");

@@ -112,8 +112,8 @@ fn discover_answers_versions_capabilities_and_hints() {
     assert_eq!(res["ttlMs"], 60_000);
     assert_eq!(res["cacheScope"], "private");
     assert!(res.get("serverInfo").is_none(), "serverInfo lives in _meta");
-    assert_eq!(p.hub.client_revision(c), None, "no session for a modern client");
-    assert!(p.hub.client_is_modern(c));
+    assert_eq!(p.hub.clients().revision(c), None, "no session for a modern client");
+    assert!(p.hub.clients().is_modern(c));
 }
 
 // covers: meta-server-rejects-missing-required-field, meta-request-params-meta-required, meta-request-required-fields
@@ -161,7 +161,7 @@ fn legacy_only_methods_are_not_found_for_modern_requests_and_both_eras_are_serve
     assert!(p.up_quiet(0));
     // A legacy client on another connection at the same time.
     let l = p.client("2025-06-18", json!({}));
-    assert_eq!(p.hub.client_revision(l), Some("2025-06-18"));
+    assert_eq!(p.hub.clients().revision(l), Some("2025-06-18"));
     assert_eq!(p.request(l, json!(1), "ping", json!({}))["result"], json!({}));
     let r = p.request(l, json!(2), "tools/list", json!({}));
     assert!(r["result"].get("resultType").is_none() && r["result"].get("ttlMs").is_none(), "{r}");
@@ -763,9 +763,9 @@ fn tools_with_invalid_x_mcp_header_annotations_are_dropped() {
     assert_eq!(p.names(c), ["m__good", "m__fine"]);
     assert!(p.logs.iter().any(|(_, l)| l.contains("'bad' dropped")));
     // What an HTTP upstream transport reads to mirror x-mcp-header parameters.
-    assert_eq!(p.hub.upstream_revision(0), Some(MODERN));
-    assert_eq!(p.hub.upstream_tool_schema(0, "fine").unwrap()["properties"]["a"]["x-mcp-header"], "Region");
-    assert!(p.hub.upstream_tool_schema(0, "bad").is_none());
+    assert_eq!(p.hub.upstreams().revision(0), Some(MODERN));
+    assert_eq!(p.hub.catalog().upstream_tool_schema(0, "fine").unwrap()["properties"]["a"]["x-mcp-header"], "Region");
+    assert!(p.hub.catalog().upstream_tool_schema(0, "bad").is_none());
     p.hub.relist_upstream(0, p.now);
     p.pump();
     assert_eq!(p.names(c), ["m__good", "m__fine"]);
@@ -1194,7 +1194,7 @@ fn the_hub_describes_each_message_to_an_upstream_with_the_headers_of_a_modern_re
     assert_eq!(h["mcp-protocol-version"], MODERN);
     // Built again (the transport's retry after -32020): the same headers.
     let bytes = serde_json::to_vec(&v).unwrap();
-    assert_eq!(p.hub.upstream_headers_again(0, &bytes).map(|h| header_map(&h)), Some(h));
+    assert_eq!(p.hub.catalog().upstream_headers_again(0, &bytes).map(|h| header_map(&h)), Some(h));
     // The legacy upstream: a request with no modern headers.
     let (_, _, about) = call(1);
     assert!(matches!(about, Upward::Request { modern: None, .. }), "{about:?}");

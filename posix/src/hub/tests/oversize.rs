@@ -150,5 +150,5 @@ fn an_oversized_request_from_the_server_fails_no_call() {
     too_large(&mut p, 0, &req);
     assert!(p.client_quiet(a) && p.client_quiet(b));
     assert!(p.logs.iter().any(|(_, s)| s.contains("sent a request or notification")), "{:?}", p.logs);
-    assert!(p.hub.client_request_open(a, br#""call-0""#));
+    assert!(p.hub.clients().request_open(a, br#""call-0""#));
 }

@@ -329,7 +329,7 @@ fn modern_requests_stand_alone_and_state_travels_in_the_request() {
     let fin = p.take(d);
     assert_eq!((fin["id"].clone(), fin["result"]["resultType"].clone()), (json!(3), json!("complete")), "{fin}");
     assert!(p.client_quiet(c));
-    assert_eq!(p.hub.client_revision(c), None, "no session was made");
+    assert_eq!(p.hub.clients().revision(c), None, "no session was made");
 }
 
 // ---------------------------------------------------------------- _meta

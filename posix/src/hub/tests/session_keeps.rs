@@ -36,7 +36,7 @@ fn initialize_over_what_a_session_keeps_is_refused_and_the_client_forgotten() {
             assert!(msg.contains(field) && msg.contains(&format!("limit of {max} bytes")), "{msg}");
             assert_eq!(r["error"]["data"], json!({ "field": field, "bytes": len, "limitBytes": max }));
             assert!(p.closed.contains(&c), "the refused client is closed");
-            assert_eq!(p.hub.client_revision(c), None, "nothing is kept of it");
+            assert_eq!(p.hub.clients().revision(c), None, "nothing is kept of it");
             let status = p.hub.status();
             let ids: Vec<u64> = status["clients"].as_array().unwrap().iter().filter_map(|c| c["id"].as_u64()).collect();
             assert!(!ids.contains(&c), "the client is forgotten: {status}");
@@ -145,7 +145,7 @@ mod snapshot {
         ok_up(&mut p, 0, &sub);
         assert!(p.client_quiet(a), "nothing for the client itself");
         assert_eq!(p.hub.client_snapshot(a), Some(s), "it keeps what it kept");
-        assert_eq!(p.hub.client_revision(a), Some("2025-06-18"));
+        assert_eq!(p.hub.clients().revision(a), Some("2025-06-18"));
         // Initialized: requests are served without a new handshake.
         let r = p.request(a, json!(7), "tools/list", json!({}));
         assert_eq!(r["result"]["tools"][0]["name"], "fs__read", "{r}");

@@ -71,7 +71,7 @@ fn a_legacy_client_runs_any_tool_as_a_task_and_fetches_the_result() {
     // tasks/result blocks until the task is terminal.
     p.send(c, json!({ "jsonrpc": "2.0", "id": 7, "method": "tasks/result", "params": { "taskId": id } }));
     assert!(p.client_quiet(c));
-    assert!(p.hub.client_request_open(c, b"7"));
+    assert!(p.hub.clients().request_open(c, b"7"));
 
     // An integer wider than 64 bits, which only byte-exact keeping preserves.
     let answer = r#"{"content":[{"type":"text","text":"done"}],"structuredContent":{"big":123456789012345678901234567890}}"#;

@@ -10,7 +10,7 @@ impl Upstreams {
     /// `stderr_tail`: its last stderr lines; `next`: what the restart loop
     /// does now). A replaced or removed server's old process is ignored:
     /// what it had in flight was answered.
-    pub fn on_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now: u64) -> Vec<Effect> {
+    pub(in crate::hub) fn on_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now: u64) -> Vec<Effect> {
         let Some(up) = self.0.get_mut(u).filter(|up| !matches!(up.state, State::Removed | State::Replacing)) else { return Vec::new() };
         if let State::Asleep { stopping } = &mut up.state {
             if std::mem::take(stopping) {

@@ -19,7 +19,7 @@ impl Upstreams {
     /// `u`'s process is up: a process it replaced without an exit is gone,
     /// and the handshake begins (the probe, or `initialize` for a server
     /// known to be legacy or allowed no modern revision).
-    pub fn on_started(&mut self, u: UpstreamId, now: u64, opts: &HubOptions) -> Vec<Effect> {
+    pub(in crate::hub) fn on_started(&mut self, u: UpstreamId, now: u64, opts: &HubOptions) -> Vec<Effect> {
         let mut fx = Vec::new();
         let Some(up) = self.0.get_mut(u).filter(|up| !matches!(up.state, State::Removed | State::Replacing)) else { return fx };
         if !matches!(up.state, State::Down { .. } | State::GaveUp { .. } | State::Asleep { .. }) {
@@ -47,14 +47,14 @@ impl Upstreams {
 
     /// The answer `m` to the `server/discover` probe: modern when it lists
     /// 2026-07-28, else (any error, any other answer) `initialize`.
-    pub fn on_discover_answer(&mut self, u: UpstreamId, m: &Msg, opts: &HubOptions) -> Vec<Effect> {
+    pub(in crate::hub) fn on_discover_answer(&mut self, u: UpstreamId, m: &Msg, opts: &HubOptions) -> Vec<Effect> {
         let mut fx = Vec::new();
         self.0[u].discover_answered(u, m, opts, &mut fx);
         fx
     }
 
     /// The answer `m` to `initialize`.
-    pub fn on_initialize_answer(&mut self, u: UpstreamId, m: &Msg) -> Vec<Effect> {
+    pub(in crate::hub) fn on_initialize_answer(&mut self, u: UpstreamId, m: &Msg) -> Vec<Effect> {
         let mut fx = Vec::new();
         self.0[u].initialize_answered(u, m, &mut fx);
         fx
@@ -63,7 +63,7 @@ impl Upstreams {
     /// The probe `f` (request `id`, `waited` ms) got no answer in time:
     /// `initialize` now, the probe kept open as long as start-up may take;
     /// or, when that late window closed too, `initialize` decides.
-    pub fn on_probe_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd, now: u64, opts: &HubOptions) -> Vec<Effect> {
+    pub(in crate::hub) fn on_probe_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd, now: u64, opts: &HubOptions) -> Vec<Effect> {
         let mut fx = Vec::new();
         let up = &mut self.0[u];
         if let Some(LateProbe::Waiting { id: late, .. }) = up.late {
@@ -88,7 +88,7 @@ impl Upstreams {
 
     /// `u` did not answer `initialize` within `init_timeout_ms`: its start
     /// failed (no `notifications/cancelled` for it).
-    pub fn on_initialize_timeout(&mut self, u: UpstreamId, opts: &HubOptions) -> Vec<Effect> {
+    pub(in crate::hub) fn on_initialize_timeout(&mut self, u: UpstreamId, opts: &HubOptions) -> Vec<Effect> {
         // Requirement: lifecycle-cancel-not-initialize (no notifications/cancelled)
         let why = format!("did not answer initialize within {} ms", opts.init_timeout_ms);
         let up = &mut self.0[u];
@@ -100,7 +100,7 @@ impl Upstreams {
     }
 
     /// `u` did not answer a health-check ping within `waited` ms: restarted.
-    pub fn on_ping_timeout(&mut self, u: UpstreamId, waited: u64) -> Vec<Effect> {
+    pub(in crate::hub) fn on_ping_timeout(&mut self, u: UpstreamId, waited: u64) -> Vec<Effect> {
         // Requirement: ping-timeout-is-connection-failure
         let why = format!("did not answer ping within {waited} ms");
         let up = &mut self.0[u];

@@ -13,7 +13,7 @@ use super::{Effect, Upstream, Upstreams};
 
 impl Upstream {
     /// It takes a listen stream (modern, ready).
-    pub fn listens(&self) -> bool {
+    pub(in crate::hub) fn listens(&self) -> bool {
         self.is_ready() && self.is_modern()
     }
 }
@@ -22,7 +22,7 @@ impl Upstreams {
     /// Opens (or reopens, with the current filter) the hub's listen stream
     /// to `u` if it takes one; `uris`: the resources of it the hub's clients
     /// subscribed to. Answered within `timeout` ms.
-    pub fn open_listen(&mut self, u: UpstreamId, uris: Vec<String>, timeout: u64) -> Vec<Effect> {
+    pub(in crate::hub) fn open_listen(&mut self, u: UpstreamId, uris: Vec<String>, timeout: u64) -> Vec<Effect> {
         let mut fx = Vec::new();
         let up = &mut self.0[u];
         if !up.listens() {
@@ -51,7 +51,7 @@ impl Upstreams {
     /// The hub's request `origin` to `u` went out (`sent`: its id) or not
     /// (the cap on requests in flight): a listen stream is known by its id,
     /// a list whose page was not asked for stops being read.
-    pub fn sent(&mut self, u: UpstreamId, origin: &Origin, sent: Option<u64>) {
+    pub(in crate::hub) fn sent(&mut self, u: UpstreamId, origin: &Origin, sent: Option<u64>) {
         let up = &mut self.0[u];
         match origin {
             Origin::Listen => up.listen = sent,
@@ -62,7 +62,7 @@ impl Upstreams {
 
     /// `u` ended the hub's listen stream with `m` (a result: graceful, so
     /// it is opened again; an error: logged).
-    pub fn on_listen_end(&mut self, u: UpstreamId, m: &Msg) -> Vec<Effect> {
+    pub(in crate::hub) fn on_listen_end(&mut self, u: UpstreamId, m: &Msg) -> Vec<Effect> {
         let up = &mut self.0[u];
         if m.id_u64().is_none() || m.id_u64() != up.listen {
             return Vec::new();
@@ -75,7 +75,7 @@ impl Upstreams {
     }
 
     /// The listen stream `id` to `u` reached its timeout: renewed.
-    pub fn on_listen_timeout(&mut self, u: UpstreamId, id: u64) -> Vec<Effect> {
+    pub(in crate::hub) fn on_listen_timeout(&mut self, u: UpstreamId, id: u64) -> Vec<Effect> {
         self.0[u].listen = None;
         vec![Effect::Cancel { u, id, reason: "renewed" }, Effect::OpenListen(u)]
     }

@@ -22,7 +22,7 @@ impl Upstreams {
     /// catalog is its template's): the lists its capabilities announce are
     /// read; what it offered before of the others (kept while it was down)
     /// leaves the catalog.
-    pub fn read_lists(&mut self, u: UpstreamId, instance: bool, catalog: &Catalog) -> Vec<Effect> {
+    pub(in crate::hub) fn read_lists(&mut self, u: UpstreamId, instance: bool, catalog: &Catalog) -> Vec<Effect> {
         let mut fx = Vec::new();
         let up = &mut self.0[u];
         up.reported = None;
@@ -37,7 +37,7 @@ impl Upstreams {
     }
 
     /// `u` said its lists of `kinds` changed: read again, if it is ready.
-    pub fn relist(&mut self, u: UpstreamId, kinds: &[Kind], instance: bool) -> Vec<Effect> {
+    pub(in crate::hub) fn relist(&mut self, u: UpstreamId, kinds: &[Kind], instance: bool) -> Vec<Effect> {
         let mut fx = Vec::new();
         let up = &mut self.0[u];
         if up.is_ready() {
@@ -53,7 +53,7 @@ impl Upstreams {
     /// A client reads list `k`: modern upstreams that announce no changes of
     /// it and whose `ttlMs` for it has run out are read again (the client is
     /// answered from what the hub has, and told if the list changed).
-    pub fn refresh_stale(&mut self, k: Kind, now: u64, instance: impl Fn(UpstreamId) -> bool) -> Vec<Effect> {
+    pub(in crate::hub) fn refresh_stale(&mut self, k: Kind, now: u64, instance: impl Fn(UpstreamId) -> bool) -> Vec<Effect> {
         let mut fx = Vec::new();
         for (u, up) in self.0.iter_mut().enumerate() {
             if !up.is_modern() || !up.has_cap(k.capability()) || up.listing[k.idx()].is_some() {
@@ -74,7 +74,7 @@ impl Upstreams {
     /// parked for its start go on, and the runtime is told its `lists` (as
     /// kept for a lazy start) once per start and then whenever a re-read
     /// changed them, never for an `instance` (its lists are its template's).
-    pub fn check_settled(&mut self, u: UpstreamId, instance: bool, lists: impl FnOnce(&Upstream) -> Option<Value>) -> Vec<Effect> {
+    pub(in crate::hub) fn check_settled(&mut self, u: UpstreamId, instance: bool, lists: impl FnOnce(&Upstream) -> Option<Value>) -> Vec<Effect> {
         let mut fx = Vec::new();
         let up = &mut self.0[u];
         if up.listing.iter().any(Option::is_some) {
@@ -100,7 +100,7 @@ impl Upstreams {
     }
 
     /// A page `m` of `u`'s list `k`.
-    pub fn on_list_page(&mut self, u: UpstreamId, k: Kind, m: &Msg, now: u64, instance: bool, opts: &HubOptions) -> Vec<Effect> {
+    pub(in crate::hub) fn on_list_page(&mut self, u: UpstreamId, k: Kind, m: &Msg, now: u64, instance: bool, opts: &HubOptions) -> Vec<Effect> {
         let mut fx = Vec::new();
         let up = &mut self.0[u];
         if let Some((items, again)) = up.list_page(u, k, m, opts, &mut fx) {
@@ -111,7 +111,7 @@ impl Upstreams {
 
     /// `u` did not answer the hub's request `id` for a page of list `k`
     /// within `waited` ms: cancelled, and what was read is kept.
-    pub fn on_list_timeout(&mut self, u: UpstreamId, k: Kind, id: u64, waited: u64, now: u64) -> Vec<Effect> {
+    pub(in crate::hub) fn on_list_timeout(&mut self, u: UpstreamId, k: Kind, id: u64, waited: u64, now: u64) -> Vec<Effect> {
         let up = &mut self.0[u];
         let mut fx = vec![Effect::Cancel { u, id, reason: "timed out" }];
         fx.push(Effect::Log(Level::Warn, format!("server '{}' did not answer {} within {waited} ms", up.spec.name, k.list_method())));

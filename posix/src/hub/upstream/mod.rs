@@ -94,28 +94,28 @@ struct Listing {
     again: bool,
 }
 
-pub(super) struct Upstream {
-    pub spec: UpstreamSpec,
+pub struct Upstream {
+    pub(in crate::hub) spec: UpstreamSpec,
     /// Revisions allowed with this server, oldest first.
-    pub allowed: Vec<Rev>,
-    pub state: State,
-    pub rev: Option<Rev>,
+    pub(in crate::hub) allowed: Vec<Rev>,
+    pub(in crate::hub) state: State,
+    pub(in crate::hub) rev: Option<Rev>,
     /// Capabilities from its last successful `initialize` (kept while down).
-    pub caps: Option<Value>,
-    pub info: Value,
-    pub instructions: Option<String>,
+    pub(in crate::hub) caps: Option<Value>,
+    pub(in crate::hub) info: Value,
+    pub(in crate::hub) instructions: Option<String>,
     next_id: u64,
-    pub starts: u32,
-    pub last_error: Option<String>,
-    pub garbage: u64,
+    pub(in crate::hub) starts: u32,
+    pub(in crate::hub) last_error: Option<String>,
+    pub(in crate::hub) garbage: u64,
     /// When it last wrote a message (for health-check pings).
-    pub last_heard_ms: u64,
+    pub(in crate::hub) last_heard_ms: u64,
     /// Has had its chance at startup (ready with lists read, or failed).
-    pub settled: bool,
+    pub(in crate::hub) settled: bool,
     listing: [Option<Listing>; 4],
     /// Its era as last detected, kept for the life of the process
     /// (`versioning-era-cache`); `None`: probe with `server/discover`.
-    pub era_cache: Option<Era>,
+    pub(in crate::hub) era_cache: Option<Era>,
     /// The probe was already repeated after an UnsupportedProtocolVersionError
     /// naming 2026-07-28 (once per start, so a confused server cannot loop us).
     reprobed: bool,
@@ -126,24 +126,24 @@ pub(super) struct Upstream {
     patient: bool,
     /// Caching hints of its last list results, per list kind, and of its
     /// last `resources/read`: (`ttlMs`, public).
-    pub hints: [Option<(u64, bool)>; 4],
-    pub read_hints: Option<(u64, bool)>,
+    pub(in crate::hub) hints: [Option<(u64, bool)>; 4],
+    pub(in crate::hub) read_hints: Option<(u64, bool)>,
     /// The hub's `subscriptions/listen` request to it (modern), by id.
-    pub listen: Option<u64>,
+    pub(in crate::hub) listen: Option<u64>,
     /// Index of the log level last set on it with `logging/setLevel` (legacy).
-    pub level_sent: Option<usize>,
+    pub(in crate::hub) level_sent: Option<usize>,
     /// When each list was last read (for its `ttlMs`).
-    pub listed_ms: [u64; 4],
+    pub(in crate::hub) listed_ms: [u64; 4],
     /// When a request was last forwarded to it, and when it last started
     /// (for its idle stop).
-    pub last_used_ms: u64,
-    pub last_start_ms: u64,
+    pub(in crate::hub) last_used_ms: u64,
+    pub(in crate::hub) last_start_ms: u64,
     /// A digest of the lists last given as `Output::ListsRead` since it
     /// started (`None`: not yet this start).
     reported: Option<u64>,
     /// A start is awaited with its catalog known (see `lazy`): requests for
     /// it are parked until it is up or fails.
-    pub start_awaited: bool,
+    pub(in crate::hub) start_awaited: bool,
     /// Its last message over the frame cap whose request could not be told
     /// (when, and what it was), named in the timeout errors of requests
     /// sent before it.
@@ -151,26 +151,26 @@ pub(super) struct Upstream {
 }
 
 impl Upstream {
-    pub fn is_ready(&self) -> bool {
+    pub(in crate::hub) fn is_ready(&self) -> bool {
         self.state == State::Ready
     }
     /// Spoken to in the modern era (after a successful `server/discover`).
-    pub fn is_modern(&self) -> bool {
+    pub(in crate::hub) fn is_modern(&self) -> bool {
         self.rev.is_some_and(|r| r.era() == Era::Modern)
     }
     /// Its process is running (messages may be written to it).
-    pub fn is_up(&self) -> bool {
+    pub(in crate::hub) fn is_up(&self) -> bool {
         matches!(self.state, State::Initializing | State::Ready)
     }
-    pub fn is_removed(&self) -> bool {
+    pub(in crate::hub) fn is_removed(&self) -> bool {
         self.state == State::Removed
     }
-    pub fn is_asleep(&self) -> bool {
+    pub(in crate::hub) fn is_asleep(&self) -> bool {
         matches!(self.state, State::Asleep { .. })
     }
     /// Puts it to sleep: true when its process ran and is to be stopped
     /// (its exit is then expected, not a failed start).
-    pub fn stop_to_sleep(&mut self) -> bool {
+    pub(in crate::hub) fn stop_to_sleep(&mut self) -> bool {
         if self.is_asleep() {
             return false;
         }
@@ -179,14 +179,14 @@ impl Upstream {
     }
     /// The id of the next request to it (fresh per upstream; also the
     /// progress token it is given).
-    pub fn next_request_id(&mut self) -> u64 {
+    pub(in crate::hub) fn next_request_id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
     }
-    pub fn has_cap(&self, cap: &str) -> bool {
+    pub(in crate::hub) fn has_cap(&self, cap: &str) -> bool {
         self.is_ready() && self.caps.as_ref().and_then(|c| c.get(cap)).is_some_and(|v| !v.is_null())
     }
-    pub fn state_name(&self) -> &'static str {
+    pub(in crate::hub) fn state_name(&self) -> &'static str {
         match self.state {
             State::Down { .. } => "down",
             State::Initializing => "starting",
@@ -213,11 +213,11 @@ impl Upstream {
 /// The configured upstreams, by id (configuration order; slots a reload
 /// removed stay, free for the next added server). Ids are stable for the
 /// life of the hub.
-pub(super) struct Upstreams(Vec<Upstream>);
+pub struct Upstreams(Vec<Upstream>);
 
 impl Upstreams {
     /// Checks the configuration and gives every server a slot, down.
-    pub fn new(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Upstreams, ConfigError> {
+    pub(in crate::hub) fn new(specs: Vec<UpstreamSpec>, opts: &HubOptions) -> Result<Upstreams, ConfigError> {
         if opts.separator.is_empty() || !opts.separator.bytes().all(names::is_separator_byte) {
             return Err(ConfigError::BadSeparator(opts.separator.clone()));
         }
@@ -238,30 +238,30 @@ impl Upstreams {
     }
 
     /// Is `u` a slot still in the configuration?
-    pub fn is_live(&self, u: UpstreamId) -> bool {
+    pub(in crate::hub) fn is_live(&self, u: UpstreamId) -> bool {
         self.0.get(u).is_some_and(|up| !up.is_removed())
     }
 
     /// A fresh id for a request to `u`.
-    pub fn next_request_id(&mut self, u: UpstreamId) -> u64 {
+    pub(in crate::hub) fn next_request_id(&mut self, u: UpstreamId) -> u64 {
         self.0[u].next_request_id()
     }
 
     /// A new slot at the end (the catalog needs one too).
-    pub fn push(&mut self, up: Upstream) -> UpstreamId {
+    pub(in crate::hub) fn push(&mut self, up: Upstream) -> UpstreamId {
         self.0.push(up);
         self.0.len() - 1
     }
 
     /// Checks `spec` against the live servers (but `replaced`'s own slot)
     /// and builds its upstream, down.
-    pub fn check(&self, spec: UpstreamSpec, replaced: Option<UpstreamId>, opts: &HubOptions) -> Result<Upstream, ConfigError> {
+    pub(in crate::hub) fn check(&self, spec: UpstreamSpec, replaced: Option<UpstreamId>, opts: &HubOptions) -> Result<Upstream, ConfigError> {
         check_spec(spec, &self.0, replaced, opts)
     }
 
     /// Puts `up` in the first slot a removal freed, or a new one (`true`:
     /// a new slot, the catalog needs one too).
-    pub fn add(&mut self, up: Upstream) -> (UpstreamId, bool) {
+    pub(in crate::hub) fn add(&mut self, up: Upstream) -> (UpstreamId, bool) {
         match self.0.iter().position(Upstream::is_removed) {
             Some(free) => {
                 self.0[free] = up;
@@ -272,19 +272,19 @@ impl Upstreams {
     }
 
     /// Puts `up` in slot `u` in place of what was there.
-    pub fn replace(&mut self, u: UpstreamId, up: Upstream) -> Upstream {
+    pub(in crate::hub) fn replace(&mut self, u: UpstreamId, up: Upstream) -> Upstream {
         std::mem::replace(&mut self.0[u], up)
     }
 
     /// How each server is named in the catalog (its name and prefix).
-    pub fn naming(&self) -> Vec<Naming<'_>> {
+    pub(in crate::hub) fn naming(&self) -> Vec<Naming<'_>> {
         self.0.iter().map(|u| Naming { name: &u.spec.name, prefix: &u.spec.prefix }).collect()
     }
 
     /// A message from `u`, heard at `now`: its view; `Err` when it is to
     /// be dropped (`u` is not up; or it is no JSON-RPC message: counted,
     /// with the warning to log).
-    pub fn heard<'b>(&mut self, u: UpstreamId, bytes: &'b [u8], now: u64) -> Result<Msg<'b>, Option<String>> {
+    pub(in crate::hub) fn heard<'b>(&mut self, u: UpstreamId, bytes: &'b [u8], now: u64) -> Result<Msg<'b>, Option<String>> {
         let Some(up) = self.0.get_mut(u).filter(|up| up.is_up()) else { return Err(None) };
         up.last_heard_ms = now;
         wire::parse(bytes).map_err(|e| {
@@ -295,7 +295,7 @@ impl Upstreams {
 
     /// A message from `u` over its transport's cap was skipped: counted;
     /// the server's name, `None` when `u` is gone.
-    pub fn oversized(&mut self, u: UpstreamId) -> Option<String> {
+    pub(in crate::hub) fn oversized(&mut self, u: UpstreamId) -> Option<String> {
         let up = self.0.get_mut(u).filter(|up| !up.is_removed())?;
         up.garbage += 1;
         Some(up.spec.name.clone())
@@ -303,19 +303,19 @@ impl Upstreams {
 
     /// `u` wrote `what` (a message over its transport's cap, whose id could
     /// not be read) at `now`: a timeout after it names it.
-    pub fn note_clipped(&mut self, u: UpstreamId, now: u64, what: String) {
+    pub(in crate::hub) fn note_clipped(&mut self, u: UpstreamId, now: u64, what: String) {
         self.0[u].clipped = Some((now, what));
     }
 
     /// What `u` wrote over its cap since `since`, if anything: it may have
     /// been the answer a request timed out waiting for.
-    pub fn clipped_since(&self, u: UpstreamId, since: u64) -> Option<&str> {
+    pub(in crate::hub) fn clipped_since(&self, u: UpstreamId, since: u64) -> Option<&str> {
         self.0[u].clipped.as_ref().filter(|(at, _)| *at >= since).map(|(_, what)| what.as_str())
     }
 
     /// The upstream serving resource `uri` and its URI there (`catalog`'s
     /// routing), whoever asks.
-    pub fn route_uri(&self, catalog: &super::catalog::Catalog, uri: &str) -> Option<(UpstreamId, String)> {
+    pub(in crate::hub) fn route_uri(&self, catalog: &super::catalog::Catalog, uri: &str) -> Option<(UpstreamId, String)> {
         let resource_ups: Vec<UpstreamId> = (0..self.len()).filter(|&u| self.0[u].has_cap("resources")).collect();
         catalog.route_uri(uri, &self.naming(), &resource_ups)
     }
@@ -324,7 +324,7 @@ impl Upstreams {
     /// entry is to be started now; false when it sleeps until used (lazy,
     /// its lists known and `current`, for what its new entry runs, and no
     /// request `waiting` for it).
-    pub fn replaced(&mut self, u: UpstreamId, current: bool, waiting: bool, now: u64) -> bool {
+    pub(in crate::hub) fn replaced(&mut self, u: UpstreamId, current: bool, waiting: bool, now: u64) -> bool {
         let Some(up) = self.0.get_mut(u).filter(|up| up.state == State::Replacing) else { return false };
         if up.spec.lazy && current && up.caps.is_some() && !waiting {
             up.state = State::Asleep { stopping: false };
@@ -336,13 +336,13 @@ impl Upstreams {
     }
 
     /// `u`'s process went (`reason`), see [`Upstream::gone`].
-    pub fn gone(&mut self, u: UpstreamId, reason: &str) -> Effect {
+    pub(in crate::hub) fn gone(&mut self, u: UpstreamId, reason: &str) -> Effect {
         self.0[u].gone(u, reason)
     }
 
     /// `u` wrote something that is not a JSON-RPC message (`what`): counted
     /// and logged.
-    pub fn on_garbage(&mut self, u: UpstreamId, what: &str) -> Vec<Effect> {
+    pub(in crate::hub) fn on_garbage(&mut self, u: UpstreamId, what: &str) -> Vec<Effect> {
         let Some(up) = self.0.get_mut(u).filter(|up| !up.is_removed()) else { return Vec::new() };
         up.garbage += 1;
         vec![Effect::Log(Level::Warn, format!("server '{}' wrote something that is not a JSON-RPC message: {what}", up.spec.name))]
@@ -355,14 +355,14 @@ impl Upstreams {
     }
 
     /// When the next health-check ping is due, if pings are on.
-    pub fn next_ping(&self, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Option<u64> {
+    pub(in crate::hub) fn next_ping(&self, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Option<u64> {
         self.pingable(every, pinging).map(|(_, up)| up.last_heard_ms + every).min()
     }
 
     // Requirement: ping-periodic-pings
     // Requirement: ping-frequency-configurable
     /// The pings due at `now`.
-    pub fn pings(&self, now: u64, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Vec<Effect> {
+    pub(in crate::hub) fn pings(&self, now: u64, every: u64, pinging: impl Fn(UpstreamId) -> bool) -> Vec<Effect> {
         self.pingable(every, pinging)
             .filter(|(_, up)| now >= up.last_heard_ms + every)
             .map(|(u, up)| Effect::Send { u, method: Method::Ping, params: None, origin: Origin::Ping, timeout: up.spec.timeout_ms })
@@ -373,7 +373,7 @@ impl Upstreams {
     /// failed; not those asleep, nor `instance` slots), as clients are told
     /// in `initialize` ([`super::NOT_READY_META`]): name, state, and whether
     /// their tools are known (listed as they last ran) or not yet.
-    pub fn not_ready(&self, instance: impl Fn(UpstreamId) -> bool) -> Vec<Value> {
+    pub(in crate::hub) fn not_ready(&self, instance: impl Fn(UpstreamId) -> bool) -> Vec<Value> {
         let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !instance(*i);
         self.0.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
     }
@@ -422,6 +422,23 @@ pub(super) enum Effect {
     RemoveInstances(UpstreamId, String),
     /// Keep the hub's request `id` to `u` (expired, `f`) open until `until`.
     KeepOpen { u: UpstreamId, id: u64, f: Fwd, until: u64 },
+}
+
+/// What the runtime may ask about the upstreams (`Hub::upstreams`).
+impl Upstreams {
+    /// Is upstream `u` asleep (lazy start, idle stop)? A runtime acts on an
+    /// `Output::Power` only while this still holds: a reload may have given
+    /// the slot to another server meanwhile.
+    pub fn asleep(&self, u: UpstreamId) -> bool {
+        self.0.get(u).is_some_and(Upstream::is_asleep)
+    }
+
+    /// The revision spoken with upstream `u` (`None` while it is not ready).
+    /// (Test observer.)
+    #[cfg(test)]
+    pub fn revision(&self, u: UpstreamId) -> Option<&'static str> {
+        self.0.get(u)?.rev.map(|r| r.as_str())
+    }
 }
 
 /// Read and changed in place as the slice of slots it is (ids are its

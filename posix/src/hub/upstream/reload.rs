@@ -11,7 +11,7 @@ use super::{Effect, State, Upstreams};
 impl Upstreams {
     /// A server added: checked against the servers there are, then given
     /// the first free slot (one a removal left) or a new one.
-    pub fn on_add(&mut self, spec: UpstreamSpec, opts: &HubOptions) -> Result<(UpstreamId, Vec<Effect>), ConfigError> {
+    pub(in crate::hub) fn on_add(&mut self, spec: UpstreamSpec, opts: &HubOptions) -> Result<(UpstreamId, Vec<Effect>), ConfigError> {
         let up = self.check(spec, None, opts)?;
         let log = Effect::Log(Level::Info, format!("server '{}' added to the configuration", up.spec.name));
         let (u, new_slot) = self.add(up);
@@ -23,7 +23,7 @@ impl Upstreams {
     /// `Replacing` until the runtime has stopped its process. What it
     /// offered (in `catalog`) stays listed, as its new entry filters and
     /// names it.
-    pub fn on_replace(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str, catalog: &Catalog, opts: &HubOptions) -> Result<Vec<Effect>, ConfigError> {
+    pub(in crate::hub) fn on_replace(&mut self, u: UpstreamId, spec: UpstreamSpec, why: &str, catalog: &Catalog, opts: &HubOptions) -> Result<Vec<Effect>, ConfigError> {
         if !self.is_live(u) {
             return Err(ConfigError::NotRunning(spec.name));
         }
@@ -52,7 +52,7 @@ impl Upstreams {
     /// Server `u` taken out (`why`): its requests in flight are answered
     /// with an error saying so, what it offered leaves the catalog, and its
     /// slot is free once the runtime has stopped its process.
-    pub fn on_remove(&mut self, u: UpstreamId, why: &str) -> Vec<Effect> {
+    pub(in crate::hub) fn on_remove(&mut self, u: UpstreamId, why: &str) -> Vec<Effect> {
         if !self.is_live(u) {
             return Vec::new();
         }

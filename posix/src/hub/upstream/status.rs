@@ -15,7 +15,7 @@ impl Upstreams {
     /// The answer to a request for `u`'s tool (prompt, resource) while `u`
     /// is not ready: what it is doing and when to retry, or that it was given
     /// up and why.
-    pub fn unavailable(&self, u: UpstreamId, now: u64) -> Refusal {
+    pub(in crate::hub) fn unavailable(&self, u: UpstreamId, now: u64) -> Refusal {
         let up = &self.0[u];
         let name = &up.spec.name;
         let last = up.last_error.as_deref().unwrap_or("no error recorded");
@@ -38,7 +38,7 @@ impl Upstreams {
 
     /// One status row per configured server (what it offers counted in
     /// `catalog`; `template`: the server a slot is an instance of).
-    pub fn status(&self, now: u64, catalog: &Catalog, template: impl Fn(UpstreamId) -> Option<UpstreamId>) -> Vec<Value> {
+    pub(in crate::hub) fn status(&self, now: u64, catalog: &Catalog, template: impl Fn(UpstreamId) -> Option<UpstreamId>) -> Vec<Value> {
         self.0
             .iter()
             .enumerate()
