@@ -7,6 +7,32 @@
 //! current time (`now_ms`, any monotonic millisecond clock) and drains
 //! [`Output`]s with [`Hub::poll_output`] after every call.
 //!
+//! # Who owns what
+//!
+//! The `Hub` is a routing shell (this file: the public entry points, the
+//! tick, status; `router`: the dispatch per method and the glue between
+//! subsystems). Each subsystem owns its tables and answers with effects
+//! that one `Hub::apply_*` method carries out in order, so no subsystem
+//! reaches into another's map:
+//! - `client::Clients` — connections, their era and handshake
+//!   (`Stage::New | Legacy(Session) | Modern`), open request ids;
+//! - `upstream::Upstreams` — links to servers: start, handshake, listing,
+//!   exits, reload, status;
+//! - `pending::Pending` — requests forwarded and not yet answered;
+//! - `relay::Relays` — requests from servers to clients, input rounds,
+//!   sealed `requestState`;
+//! - `tasks::Tasks`, `starts::Starts` (lazy starts, per-client instances),
+//!   `modern::Listens` (listen streams, early 2026-07-28 requests),
+//!   `subscriptions::Subscriptions` (resource subscriptions, the log level),
+//!   `policy::HubPolicy` (limits, catalogs, audit, metrics), `shared::Shared`
+//!   (state across replicas);
+//! - `stages` — the request pipeline (identify, admit, authorize, validate,
+//!   route, shape, observe) on a `Pipeline` of narrow borrows;
+//! - `downward` / `upward` — one writer per kind of message each way.
+//!
+//! The runtime reads state through read-only views (`Hub::clients`,
+//! `Hub::upstreams`, `Hub::starts`, `Hub::catalog`).
+//!
 //! # The one way a message travels
 //!
 //! ```text
