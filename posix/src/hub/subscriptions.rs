@@ -81,7 +81,11 @@ fn tell_upstream(fx: &mut Vec<Effect>, ups: &Upstreams, u: UpstreamId, orig: &st
         return;
     }
     if ups[u].is_modern() {
-        return fx.push(Effect::Listen(u));
+        // One reopened stream carries every change of a step.
+        if !fx.iter().any(|e| matches!(e, Effect::Listen(x) if *x == u)) {
+            fx.push(Effect::Listen(u));
+        }
+        return;
     }
     let method = if on { Method::ResourcesSubscribe } else { Method::ResourcesUnsubscribe };
     fx.push(Effect::Send(u, method, uri_params(orig)));
@@ -224,9 +228,7 @@ impl Subscriptions {
         for uri in self.of_client(c) {
             if self.remove(&uri, c) {
                 if let Some((u, orig)) = ups.route_uri(catalog, &uri) {
-                    if ups[u].is_ready() {
-                        fx.push(Effect::Send(u, Method::ResourcesUnsubscribe, uri_params(&orig)));
-                    }
+                    tell_upstream(&mut fx, ups, u, &orig, false);
                 }
             }
         }

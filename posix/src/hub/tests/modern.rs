@@ -1243,3 +1243,26 @@ fn stamping_splices_the_members_of_a_modern_result() {
     // Not an object: as it is.
     assert_eq!(super::super::modern::stamped(&p.hub.opts, b"[1]", None), b"[1]");
 }
+
+/// A gone client's subscription to a resource of a 2026-07-28 upstream is
+/// taken out of the hub's listen stream to it, which is opened again with
+/// the new filter: that revision has no `resources/unsubscribe`.
+#[test]
+fn a_gone_clients_subscription_to_a_modern_upstream_leaves_its_listen_stream() {
+    let (mut p, _) = modern_up();
+    let l = p.client("2025-11-25", json!({}));
+    p.list_all(l, "resources/list", "resources");
+    assert_eq!(p.request(l, json!(1), "resources/subscribe", json!({ "uri": "file:///a.txt" }))["result"], json!({}));
+    let listens = |p: &Pair, from: usize| -> Vec<Value> {
+        p.upward[from..].iter().filter(|(u, v, _)| *u == 0 && v["method"] == "subscriptions/listen").map(|(_, v, _)| v["params"]["notifications"].clone()).collect()
+    };
+    assert_eq!(listens(&p, 0).last().expect("a listen stream")["resourceSubscriptions"], json!(["file:///a.txt"]));
+    let mark = p.upward.len();
+    p.hub.client_disconnected(l);
+    p.pump();
+    let methods: Vec<&Value> = p.upward[mark..].iter().filter(|(u, _, _)| *u == 0).map(|(_, v, _)| &v["method"]).collect();
+    assert!(!methods.contains(&&json!("resources/unsubscribe")), "sent {methods:?}");
+    let reopened = listens(&p, mark);
+    assert_eq!(reopened.len(), 1, "sent {methods:?}");
+    assert!(reopened[0].get("resourceSubscriptions").is_none(), "{}", reopened[0]);
+}
