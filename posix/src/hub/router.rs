@@ -30,7 +30,7 @@ use super::modern::{self, Grant};
 use super::pending::{Called, Fwd, Origin};
 use super::policy::{MetaTool, Server, ToolsView};
 use super::shape::{self, RevExt};
-use super::subscriptions::{self, notifies_updates, Verdict, LEVELS};
+use super::subscriptions::{self, notifies_updates, Verdict};
 use super::request::{Refusal, ReqCtx};
 use super::stages::{self, ToolRoute};
 use super::tasks::{self, InputTo, Plan};
@@ -320,7 +320,7 @@ impl Hub {
     fn logging_set_level(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
         let level = string_param(m, &["level"]).map(|x| x.1).unwrap_or_default();
         // Requirement: logging-errors-setlevel
-        let Some(level) = LEVELS.iter().find(|l| **l == level) else {
+        let Some(level) = mcpx_core::meta::LOG_LEVELS.iter().find(|l| **l == level) else {
             return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
         };
         let fx = self.subs.set_log_level(&self.ups, c, level);

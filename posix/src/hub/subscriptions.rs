@@ -14,9 +14,6 @@ use super::request::level_index;
 use super::upstream::{Upstream, Upstreams};
 use super::{ClientId, UpstreamId};
 
-/// Log levels of `logging/setLevel`.
-pub(super) const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
-
 /// What a subscription or log-level step wants done, in order.
 pub(super) enum Effect {
     /// Upstream `u` now runs at this log level (recorded before it is told).
@@ -70,7 +67,7 @@ fn set_level(fx: &mut Vec<Effect>, ups: &Upstreams, u: UpstreamId, level: &str) 
 pub(super) fn lower_level_for(ups: &Upstreams, u: UpstreamId, l: usize) -> Vec<Effect> {
     let mut fx = Vec::new();
     if !(ups[u].is_modern() || !ups[u].has_cap("logging") || ups[u].level_sent.is_some_and(|x| x <= l)) {
-        set_level(&mut fx, ups, u, LEVELS[l]);
+        set_level(&mut fx, ups, u, mcpx_core::meta::LOG_LEVELS[l]);
     }
     fx
 }
