@@ -9,16 +9,24 @@ use mcpx_core::rewrite::{self, Overflow};
 /// The output of `f` in a buffer of `estimate` bytes, grown once to the
 /// size core reports when it was too small.
 pub(crate) fn grow(estimate: usize, f: impl Fn(&mut [u8]) -> Result<usize, Overflow>) -> Vec<u8> {
-    let mut buf = vec![0u8; estimate];
-    let n = match f(&mut buf) {
+    let mut buf = Vec::new();
+    grow_into(&mut buf, estimate, f);
+    buf
+}
+
+/// The output of `f` appended to `out`, with room for `estimate` bytes
+/// first and grown once to the size core reports when that was too small.
+pub(crate) fn grow_into(out: &mut Vec<u8>, estimate: usize, f: impl Fn(&mut [u8]) -> Result<usize, Overflow>) {
+    let at = out.len();
+    out.resize(at + estimate, 0);
+    let n = match f(&mut out[at..]) {
         Ok(n) => n,
         Err(Overflow { needed }) => {
-            buf.resize(needed, 0);
-            f(&mut buf).expect("sized by the first pass")
+            out.resize(at + needed, 0);
+            f(&mut out[at..]).expect("sized by the first pass")
         }
     };
-    buf.truncate(n);
-    buf
+    out.truncate(at + n);
 }
 
 /// An error response: `id` the raw id to echo (`None` leaves the member

@@ -16,7 +16,7 @@ use mcpx_core::method::Method;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::rewrite::{self, Splice};
 
-use crate::bytes::written::{self, grow};
+use crate::bytes::written::{self, grow, grow_into};
 
 pub(super) use mcpx_core::envelope::Kind;
 
@@ -357,16 +357,7 @@ pub(super) fn quote(s: &str) -> Vec<u8> {
 
 /// `s` as a JSON string literal, appended to `out`.
 fn push_string(out: &mut Vec<u8>, s: &str) {
-    let at = out.len();
-    out.resize(at + s.len() + 2, 0);
-    let n = match rewrite::write_json_string(s, &mut out[at..]) {
-        Ok(n) => n,
-        Err(o) => {
-            out.resize(at + o.needed, 0);
-            rewrite::write_json_string(s, &mut out[at..]).expect("sized by the first pass")
-        }
-    };
-    out.truncate(at + n);
+    grow_into(out, s.len() + 2, |b| rewrite::write_json_string(s, b));
 }
 
 /// `v` in decimal, written into `buf` (no allocation on the call path).
