@@ -27,16 +27,24 @@ fn mcpx_in(dir: &Path, args: &[&str], env: &[(&str, &str)], input: &str) -> Out 
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("MCPX_TOKEN")
         .env_remove("GITHUB_TOKEN")
-        .env_remove("MCPX_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env_remove("MCPX_LOG");
     for (k, v) in env {
         cmd.env(k, v);
     }
+    run(cmd, input)
+}
+
+/// Runs `cmd` typing `input`; a program that exits without reading its
+/// input (refusing before it asks) closes the pipe, which is its answer,
+/// not the test's failure.
+fn run(mut cmd: Command, input: &str) -> Out {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
     use std::io::Write as _;
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    match child.stdin.take().unwrap().write_all(input.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("writing to mcpx: {e}"),
+        _ => {}
+    }
     let out = child.wait_with_output().unwrap();
     Out { code: out.status.code(), stdout: String::from_utf8_lossy(&out.stdout).into(), stderr: String::from_utf8_lossy(&out.stderr).into() }
 }
@@ -49,12 +57,7 @@ fn on_terminal(dir: &Path, args: &[&str], input: &str) -> Out {
         .collect();
     let mut cmd = Command::new("/usr/bin/script");
     cmd.args(["-qec", &quoted.join(" "), "/dev/null"]).current_dir(dir).env("HOME", dir).env_remove("MCPX_TOKEN");
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    use std::io::Write as _;
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    Out { code: out.status.code(), stdout: String::from_utf8_lossy(&out.stdout).into(), stderr: String::from_utf8_lossy(&out.stderr).into() }
+    run(cmd, input)
 }
 
 fn package(extra: Value) -> Value {
