@@ -4,7 +4,7 @@
 //! The hub is drained synchronously, so a full queue cannot push back on it:
 //! at the cap (messages or bytes) `push` fails with [`Full`] and the caller
 //! reports it, naming the peer. `try_push` hands the refused message back:
-//! for a server's queue, `serve` gives it to `Hub::upstream_refused`, which
+//! for a server's queue, `serve` gives it to `Input::UpstreamRefused`, which
 //! answers a client request in it with an error at once.
 //!
 //! An answer to a client's own request is never refused

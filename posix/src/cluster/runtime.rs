@@ -1,7 +1,7 @@
 //! The runtime side of a replica: executes the hub's `Output::Shared` in
 //! the store and its `Output::Forward` over the hop, each as its own task,
-//! and gives the answers back to the hub (`Hub::shared_answered`,
-//! `Hub::forward_done`). Every job is bounded in time (the store's
+//! and gives the answers back to the hub (`Input::SharedAnswered`,
+//! `Input::ForwardDone`). Every job is bounded in time (the store's
 //! `OP_TIMEOUT`, the hop's timeouts), and at most [`MAX_IN_FLIGHT`] run at
 //! once: beyond that a job is answered at once as unavailable.
 
@@ -13,6 +13,7 @@ use smol::LocalExecutor;
 
 use super::forward::Hop;
 use crate::config::ClusterSettings;
+use crate::hub::Input;
 use crate::hub::shared::{Answer, Ask};
 use crate::serve::cluster_jobs::{refuse, Job, MAX_IN_FLIGHT};
 use crate::serve::runtime::Runtime;
@@ -117,7 +118,7 @@ impl Cluster {
             Job::Ask(ask) => {
                 let answer = self.execute(&ask).await;
                 if ask.ticket != 0 {
-                    rt.feed(|hub, now| hub.shared_answered(ask.ticket, answer, now));
+                    rt.feed(|hub, now| hub.handle(Input::SharedAnswered { ticket: ask.ticket, answer: answer }, now));
                 } else if let Answer::Unavailable(why) = answer {
                     warn!("shared state: {why}");
                 }
@@ -134,7 +135,7 @@ impl Cluster {
                 if let Err(why) = &result {
                     warn!("cluster hop: {why}");
                 }
-                rt.feed(|hub, now| hub.forward_done(client, request.bytes(), result, now));
+                rt.feed(|hub, now| hub.handle(Input::ForwardDone { client: client, request: request.bytes(), result: result }, now));
             }
         }
     }

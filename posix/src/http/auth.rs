@@ -16,7 +16,7 @@
 //!
 //! stdio clients keep the hub's own principal (`mcpx-local`), which no HTTP
 //! principal can equal. The principal of a request is what its hub client
-//! is bound to (`Hub::set_client_principal`: `requestState`, held requests),
+//! is bound to (`Input::ClientPrincipal`: `requestState`, held requests),
 //! and the owner of the session it opens: another principal naming that
 //! session gets 404, as for a session that does not exist.
 //!

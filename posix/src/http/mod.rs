@@ -36,7 +36,7 @@
 //! - One session = one hub `ClientId`, minted at `initialize` with a 128-bit
 //!   id from a ChaCha20 CSPRNG seeded by the OS (32 lowercase hex digits).
 //!   Ended (DELETE, idle expiry, hub `CloseClient`) or unknown ids get 404;
-//!   ending a session calls `Hub::client_disconnected`.
+//!   ending a session calls `Input::ClientDisconnected`.
 //! - A POST disconnect is not cancellation (legacy revisions, row
 //!   `streamable-http-disconnect-not-cancel`): the hub's call runs to
 //!   completion. On a 2025-03-26..2025-11-25 session a POST answered by SSE

@@ -21,7 +21,7 @@ use super::mailbox::{Item, Sender};
 use super::sse_stream::{self, Attach, Replay, StreamId};
 use super::origin::Guard;
 use super::{HttpConfig, HubLink};
-use crate::hub::{About, ClientId, IdKey, Level, Outcome};
+use crate::hub::{About, ClientId, IdKey, Input, Level, Outcome};
 use crate::policy::ratelimit::{Quota, QuotaRefusal, Refusal};
 
 /// Most server→client requests waiting to be refused back to the hub.
@@ -189,7 +189,7 @@ impl Shared {
     pub fn feed(&self, c: ClientId, msgs: &[&[u8]]) {
         self.link.call(|hub, now| {
             for m in msgs {
-                hub.client_message(c, m, now);
+                hub.handle(Input::ClientMessage(c, m), now);
             }
         });
     }
@@ -198,7 +198,7 @@ impl Shared {
     pub fn feed_views(&self, c: ClientId, msgs: &[Envelope<'_>]) {
         self.link.call(|hub, now| {
             for m in msgs {
-                hub.client_envelope(c, m, now);
+                hub.handle(Input::ClientEnvelope(c, m), now);
             }
         });
     }
@@ -337,11 +337,11 @@ pub(crate) fn open(shared: &Shared, kind: Kind, owner: &Principal) -> Result<(St
     let sid = mint_id(&mut shared.state.borrow_mut().rng);
     let c = insert(shared, &sid, kind, owner, |hub, now| {
         let c = hub.client_connected(now);
-        hub.set_client_principal(c, owner.bytes());
+        hub.handle(Input::ClientPrincipal(c, owner.bytes()), now);
         // The era this listener decided for the request (`decide::classify`)
         // is the hub's too: decided once.
         if kind == Kind::Modern {
-            hub.set_client_modern(c);
+            hub.handle(Input::ClientModern(c), now);
         }
         c
     })?;
@@ -411,7 +411,7 @@ pub(crate) fn end(shared: &Shared, sid: &str, tell_hub: bool) -> bool {
     drop(s.exchanges);
     drop(s.get);
     if tell_hub {
-        shared.link.call(|hub, _| hub.client_disconnected(s.client));
+        shared.link.call(|hub, now| hub.handle(Input::ClientDisconnected(s.client), now));
     }
     true
 }

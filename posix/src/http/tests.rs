@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use smol::LocalExecutor;
 
 use super::*;
-use crate::hub::{HubOptions, Output, UpstreamSpec};
+use crate::hub::{HubOptions, Input, Output, UpstreamSpec};
 
 #[path = "tests_resume.rs"]
 mod resume;
@@ -295,7 +295,7 @@ fn start_full(
                 let mut lines = smol::io::BufReader::new(stdout).lines();
                 use smol::stream::StreamExt;
                 while let Some(Ok(line)) = lines.next().await {
-                    hub.borrow_mut().upstream_message(0, line.as_bytes(), now());
+                    hub.borrow_mut().handle(Input::UpstreamMessage { up: 0, msg: line.as_bytes(), on: None }, now());
                     drain();
                 }
                 let _ = child;
@@ -320,7 +320,7 @@ fn start_full(
                         let (hub, drain, now) = (hub.clone(), drain.clone(), now.clone());
                         let bytes = serde_json::to_vec(&reply).unwrap();
                         let feed = move || {
-                            hub.borrow_mut().upstream_message(0, &bytes, now());
+                            hub.borrow_mut().handle(Input::UpstreamMessage { up: 0, msg: &bytes, on: None }, now());
                             drain();
                         };
                         if delay == 0 {
@@ -350,13 +350,13 @@ fn start_full(
                         .min(t + 100)
                         .max(t + 1);
                     Timer::after(Duration::from_millis(next - t)).await;
-                    hub.borrow_mut().tick(now());
+                    hub.borrow_mut().handle(Input::Tick, now());
                     drain();
                 }
             })
             .detach();
         }
-        hub.borrow_mut().upstream_started(0, now());
+        hub.borrow_mut().handle(Input::UpstreamStarted(0), now());
         drain();
         smol::block_on(ex.run(server));
     });

@@ -4,13 +4,14 @@
 //! of them to MCP clients ("clients", downstream connections) as one MCP server.
 //! This module is the heart of it, written sans-IO in the style of `quinn-proto`:
 //! no I/O, no clock, no threads. The runtime feeds it framed messages and the
-//! current time (`now_ms`, any monotonic millisecond clock) and drains
-//! [`Output`]s with [`Hub::poll_output`] after every call.
+//! current time (`now_ms`, any monotonic millisecond clock) as [`Input`]s
+//! to [`Hub::handle`], and drains [`Output`]s with [`Hub::poll_output`]
+//! after every call.
 //!
 //! # Who owns what
 //!
-//! The `Hub` is a routing shell (this file: the public entry points, the
-//! tick, status; `router`: the dispatch per method and the glue between
+//! The `Hub` is a routing shell (this file: the one way in, `Hub::handle`
+//! of an [`Input`], the tick, status; `router`: the dispatch per method and the glue between
 //! subsystems). Each subsystem owns its tables and answers with effects
 //! that one `Hub::apply_*` method carries out in order, so no subsystem
 //! reaches into another's map:
@@ -38,16 +39,16 @@
 //! ```text
 //!  bytes ─► frame (runtime: stdio line, HTTP body, SSE event)
 //!        ─► Envelope view (core, parsed once: kind, id, typed Method, spans, _meta keys)
-//!        ─► client_message / client_envelope / upstream_message
+//!        ─► Input::ClientMessage / ClientEnvelope / UpstreamMessage
 //!        ─► era (core revision::request_era) ─► normalize a modern request (view + ReqCtx)
 //!        ─► router ─► local answer | pending ─► Output::ToUpstream(u, bytes, Upward)
 //!  upstream answer ─► view ─► pending ─► shape (byte splices, core Feature table)
 //!        ─► Output::ToClient(c, bytes, About::Reply { id span })
 //! ```
 //!
-//! - A stdio runtime hands the hub the framed bytes (`client_message`); the
+//! - A stdio runtime hands the hub the framed bytes (`Input::ClientMessage`); the
 //!   hub parses them once. A transport that had to parse a body itself (HTTP
-//!   POST, batch elements) hands the hub its views (`client_envelope`), so
+//!   POST, batch elements) hands the hub its views (`Input::ClientEnvelope`), so
 //!   the bytes are never parsed twice. Every later lookup is a span of the
 //!   view (`wire::Msg::param`); messages are changed only by splicing bytes
 //!   through core's `rewrite`.
@@ -68,14 +69,14 @@
 //!   an upstream's code passed on).
 //!
 //! Contract with the runtime:
-//! - Every `*_message` call carries exactly one framed JSON-RPC message (one stdio
+//! - Every `*Message` input carries exactly one framed JSON-RPC message (one stdio
 //!   line without its newline, or one HTTP body). Outputs carry one message each,
 //!   without a trailing newline: the runtime frames them.
 //! - After any call, drain `poll_output` until `None`, then arm a timer for
-//!   `next_deadline()` and call `tick(now_ms)` when it fires.
+//!   `next_deadline()` and hand the hub `Input::Tick` when it fires.
 //! - Process supervision (spawn, backoff, kill) is the runtime's. Call
-//!   `upstream_started` each time a child is up (its stdin/stdout are open),
-//!   `upstream_exited` each time it is gone. `Output::RestartUpstream` asks the
+//!   `Input::UpstreamStarted` each time a child is up (its stdin/stdout are open),
+//!   `Input::UpstreamExited` each time it is gone. `Output::RestartUpstream` asks the
 //!   runtime to kill and respawn a child the hub judged broken.
 //! - The hub never blocks and every table in it is bounded (see [`HubOptions`]);
 //!   at a cap the request in hand is answered with an error saying which limit.
@@ -107,10 +108,10 @@
 //! combinations (wire requests, `InputRequiredResult` with sealed
 //! `requestState`), is `relay`; shaping per revision is `shape`.
 
-
 mod catalog;
 mod client;
 mod downward;
+mod input;
 mod modern;
 mod offer;
 pub(crate) mod param_headers;
@@ -156,8 +157,7 @@ pub enum Next {
     GaveUp { attempts: u32 },
 }
 
-
-use mcpx_core::envelope::Envelope;
+pub use input::Input;
 
 #[cfg(feature = "cluster")]
 pub use client::Snapshot;
@@ -216,7 +216,7 @@ pub struct UpstreamSpec {
     /// empty = every revision the hub speaks. The hub offers the newest one.
     pub revisions: Vec<String>,
     /// Started at its first use, not with the hub: give its last lists with
-    /// [`Hub::seed_lists`] (see `lazy`).
+    /// [`Input::SeedLists`] (see `lazy`).
     pub lazy: bool,
     /// Stopped (`Output::Power`) after this long without a request; 0 = never.
     pub idle_ms: u64,
@@ -607,12 +607,12 @@ pub enum Output {
     /// server's transport); [`Upward`] says what it is.
     ToUpstream(UpstreamId, Vec<u8>, Upward),
     /// Kill and respawn this upstream (hung or broken); the reason is for logs.
-    /// The runtime then reports `upstream_exited` and later `upstream_started`.
+    /// The runtime then reports `Input::UpstreamExited` and later `Input::UpstreamStarted`.
     RestartUpstream(UpstreamId, &'static str),
     /// Close this client connection (after writing what was queued before it).
     CloseClient(ClientId),
     /// Start or stop this upstream's process (lazy start, idle stop); the
-    /// runtime then reports `upstream_started` / `upstream_exited` as usual.
+    /// runtime then reports `Input::UpstreamStarted` / `Input::UpstreamExited` as usual.
     Power(UpstreamId, Power),
     /// Upstream `u`'s lists were read (at its start, or again after a
     /// change): the runtime may keep them ([`Hub::upstream_lists`]) for the
@@ -625,13 +625,13 @@ pub enum Output {
     /// routing the outputs that follow (see `tasks::persist`).
     SaveTasks(Vec<u8>),
     /// Ask the shared store (`state.url`); answer with
-    /// [`Hub::shared_answered`] under the ask's ticket (none for ticket 0).
+    /// [`Input::SharedAnswered`] under the ask's ticket (none for ticket 0).
     Shared(shared::Ask),
     /// Client `client`'s request `request` (its id, raw JSON), whose bytes
     /// are `msg`, is for replica `to`, which owns what it continues: send
     /// `msg` over the internal hop as from `principal`, and write that
     /// replica's answer (and the notifications before it) to the client as
-    /// this request's. Report the end with [`Hub::forward_done`]; the hub
+    /// this request's. Report the end with [`Input::ForwardDone`]; the hub
     /// sends nothing upstream for it.
     Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: ReplicaId },
 }
@@ -648,7 +648,7 @@ pub struct Hub {
     subs: subscriptions::Subscriptions,
     tasks: tasks::Tasks,
     out: VecDeque<Output>,
-    /// Time of the first `upstream_started`/`client_connected`, for the startup wait.
+    /// Time of the first `Input::UpstreamStarted`/`client_connected`, for the startup wait.
     started_ms: Option<u64>,
     now_ms: u64,
     /// Modern clients' listen streams, and their requests that came while
@@ -657,9 +657,9 @@ pub struct Hub {
     /// Requests parked for a server's start, and the per-client instances
     /// of isolated servers (see `starts`).
     starts: starts::Starts,
-    /// Set by the runtime (`set_config_status`), shown in `status()`.
+    /// Set by the runtime (`Input::ConfigStatus`), shown in `status()`.
     config_status: serde_json::Value,
-    /// Set by [`Hub::shutdown`]: new client requests are refused.
+    /// Set by [`Input::Shutdown`]: new client requests are refused.
     draining: bool,
     /// Rate limits, catalogs, validation, audit and metrics (`policy`).
     policy: policy::HubPolicy,
@@ -701,7 +701,123 @@ impl Hub {
     /// Over `max_clients`, the connection is closed at once (`CloseClient`).
     pub fn client_connected(&mut self, now_ms: u64) -> ClientId {
         self.now(now_ms);
-        self.on_client_connected()
+        match self.clients.connect(self.now_ms) {
+            Ok(c) => c,
+            Err(c) => {
+                let msg = format!("mcpx refused a client connection: {} clients are connected (its limit)", self.clients.max());
+                self.log(Level::Warn, msg);
+                self.out.push_back(Output::CloseClient(c));
+                c
+            }
+        }
+    }
+
+    /// A new client going on from `s`, the session of a replica that is
+    /// gone: initialized as it was, its log level and subscriptions asked
+    /// again of the upstreams (`logging/setLevel`, `resources/subscribe`),
+    /// the lists it read taken as shown now. Over `max_clients` it is
+    /// closed at once, as [`Hub::client_connected`] does.
+    #[cfg(feature = "cluster")]
+    pub fn adopt_client(&mut self, s: &Snapshot, now_ms: u64) -> ClientId {
+        let c = self.client_connected(now_ms);
+        if !self.clients.contains_key(&c) {
+            return c;
+        }
+        let mut fps = [0; 3];
+        for ch in catalog::Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
+            fps[ch.idx()] = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, s.rev);
+        }
+        self.clients.adopt(c, s, |ch| fps[ch.idx()]);
+        if let Some(level) = s.log_level {
+            let fx = self.subs.set_log_level(&self.ups, c, level);
+            self.apply_subscriptions(fx);
+        }
+        for uri in s.subscriptions.iter().take(self.opts.max_subscriptions) {
+            let fx = self.subs.resubscribe(&self.ups, &self.catalog, c, uri);
+            self.apply_subscriptions(fx);
+        }
+        self.out.extend(self.clients.session_changed(c));
+        c
+    }
+
+    /// Acts on what happened at `now_ms` (any monotonic millisecond clock):
+    /// the one way in ([`Input`]). Drain [`Hub::poll_output`] after it.
+    pub fn handle(&mut self, input: Input<'_>, now_ms: u64) {
+        self.now(now_ms);
+        match input {
+            Input::ClientMessage(c, bytes) => self.on_client_message(c, bytes),
+            Input::ClientEnvelope(c, env) => self.on_client_view(c, &wire::view(*env)),
+            Input::ClientFrameTooLarge(c, big) => {
+                if let Some((id, request::Refusal(code, msg, data))) = self.clients.too_large(c, big) {
+                    self.downward().error(c, id, code, &msg, data);
+                }
+            }
+            Input::ClientDisconnected(c) => self.on_client_disconnected(c),
+            Input::ClientPrincipal(c, principal) => {
+                if let Some(cl) = self.clients.get_mut(&c) {
+                    cl.principal = principal.to_vec();
+                }
+            }
+            Input::ClientModern(c) => {
+                if let Some(cl) = self.clients.get_mut(&c) {
+                    cl.stage = client::Stage::Modern;
+                }
+            }
+            Input::UpstreamStarted(u) => {
+                let fx = self.ups.on_started(u, self.now_ms, &self.opts);
+                self.apply_upstream(fx);
+            }
+            Input::UpstreamMessage { up, msg, on } => self.on_upstream_message(up, msg, on.and_then(wire::id_u64)),
+            Input::UpstreamExited { up, reason, stderr_tail, next } => {
+                let fx = self.ups.on_exited(up, reason, stderr_tail, next, self.now_ms);
+                self.apply_upstream(fx);
+            }
+            Input::UpstreamRefused { up, msg, why } => self.on_upstream_refused(up, msg, why),
+            Input::UpstreamTooLarge { up, big, on } => self.on_upstream_too_large(up, big, on),
+            Input::UpstreamGarbage(u, what) => {
+                let fx = self.ups.on_garbage(u, what);
+                self.apply_upstream(fx);
+            }
+            Input::Relist(u) => {
+                let fx = self.ups.relist(u, &catalog::Kind::ALL, self.starts.is_instance(u));
+                self.apply_upstream(fx);
+            }
+            Input::UpstreamRemoved { up, why } => {
+                let fx = self.ups.on_remove(up, why);
+                self.apply_upstream(fx);
+            }
+            Input::SeedLists { up, lists, hold } => {
+                let Some(x) = self.ups.get_mut(up) else { return };
+                let fx = starts::seed(x, up, lists, hold);
+                self.apply_starts(fx);
+            }
+            Input::SharedAnswered { ticket, answer } => {
+                let clients = &self.clients;
+                let effects = self.shared.answered(ticket, answer, &self.opts.cluster, |c| clients.contains_key(&c));
+                self.apply_shared(effects);
+            }
+            Input::ForwardDone { client, request, result } => {
+                let effect = self.shared.forward_done(client, request, result, shared::At::of(&self.opts, self.now_ms));
+                self.apply_shared(effect);
+            }
+            Input::Tick => self.on_tick(),
+            Input::Shutdown => {
+                self.draining = true;
+                let fx = self.listens.end_every(&self.opts);
+                self.apply_listens(fx);
+            }
+            Input::AbandonRequests { grace_ms } => {
+                for (u, id, f) in self.pending.drain_clients() {
+                    let Origin::Client { client, id: cid, method, .. } = f.origin else { continue };
+                    self.cancel_upstream(u, id, "mcpx is shutting down");
+                    let name = self.ups[u].spec.name.clone();
+                    let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");
+                    self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
+                }
+            }
+            Input::ConfigStatus(v) => self.config_status = v,
+            Input::CallLog(on) => self.policy.set_call_log(on),
+        }
     }
 
     /// What legacy client `c`'s session needs to go on on another replica
@@ -712,100 +828,9 @@ impl Hub {
         self.clients.snapshot(c, || self.subs.of_client(c))
     }
 
-    /// A new client going on from `s`, the session of a replica that is
-    /// gone: initialized, its log level and subscriptions asked again of
-    /// the upstreams. Over `max_clients` it is closed at once, as
-    /// [`Hub::client_connected`] does.
-    #[cfg(feature = "cluster")]
-    pub fn adopt_client(&mut self, s: &Snapshot, now_ms: u64) -> ClientId {
-        self.now(now_ms);
-        self.on_adopt_client(s)
-    }
-
-    /// The store's answer to `Output::Shared` with this ticket: the
-    /// request parked for it goes on (or gets an error saying why not).
-    /// An unknown or late ticket is ignored.
-    pub fn shared_answered(&mut self, ticket: u64, answer: shared::Answer, now_ms: u64) {
-        self.now(now_ms);
-        let clients = &self.clients;
-        let effects = self.shared.answered(ticket, answer, &self.opts.cluster, |c| clients.contains_key(&c));
-        self.apply_shared(effects);
-    }
-
-    /// The runtime finished `Output::Forward` of client `c`'s request
-    /// `request`: `Ok` when the owner's answer was written to the client;
-    /// `Err(why)` when no answer came (the owner is gone, unreachable,
-    /// refused the hop): the client gets an error saying so.
-    pub fn forward_done(&mut self, c: ClientId, request: &[u8], result: Result<(), String>, now_ms: u64) {
-        self.now(now_ms);
-        let effect = self.shared.forward_done(c, request, result, shared::At::of(&self.opts, self.now_ms));
-        self.apply_shared(effect);
-    }
-
-    /// One framed message from a client (a request, notification or
-    /// response): parsed here, once. Invalid messages are answered.
-    pub fn client_message(&mut self, c: ClientId, msg: &[u8], now_ms: u64) {
-        self.now(now_ms);
-        self.on_client_message(c, msg);
-    }
-
-    /// One message from a client that the transport has parsed already
-    /// (an HTTP body, a batch element): the hub reads spans of this view and
-    /// never parses the bytes again.
-    pub fn client_envelope(&mut self, c: ClientId, msg: &Envelope<'_>, now_ms: u64) {
-        self.now(now_ms);
-        self.on_client_view(c, &wire::view(*msg));
-    }
-
-    /// The client sent a frame longer than the runtime accepts, which it
-    /// skipped. The hub answers an invalid-request error naming the limit
-    /// (with the request's id when the frame's first bytes hold it; a
-    /// notification is not answered); the session goes on.
-    pub fn client_frame_too_large(&mut self, c: ClientId, big: &Oversize<'_>) {
-        self.on_client_frame_too_large(c, big);
-    }
-
-    /// The client is gone: its in-flight requests are cancelled upstream, its
-    /// subscriptions dropped, relayed requests to it answered with an error.
-    pub fn client_disconnected(&mut self, c: ClientId) {
-        self.on_client_disconnected(c);
-    }
-
-    /// The upstream process is up: the hub sends `initialize`.
-    pub fn upstream_started(&mut self, u: UpstreamId, now_ms: u64) {
-        self.now(now_ms);
-        let fx = self.ups.on_started(u, self.now_ms, &self.opts);
-        self.apply_upstream(fx);
-    }
-
-    /// One framed message (a stdout line) from an upstream.
-    pub fn upstream_message(&mut self, u: UpstreamId, msg: &[u8], now_ms: u64) {
-        self.now(now_ms);
-        self.on_upstream_message(u, msg, None);
-    }
-
-    /// One message from an HTTP upstream that arrived on the response
-    /// stream of the hub's request `request` (its JSON-RPC id, raw JSON):
-    /// a server request there belongs to that request's client, exactly.
-    pub fn upstream_message_on(&mut self, u: UpstreamId, msg: &[u8], request: &[u8], now_ms: u64) {
-        self.now(now_ms);
-        self.on_upstream_message(u, msg, wire::id_u64(request));
-    }
-
-    /// The upstream process is gone (`reason`: exit status or spawn error;
-    /// `stderr_tail`: its last stderr lines, may be empty; `next`: what the
-    /// restart loop does now). Requests in flight to it are answered with an
-    /// error naming the server; its tools stay listed and calls to them are
-    /// answered "restarting, retry in N s" (or "stopped" once given up).
-    pub fn upstream_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now_ms: u64) {
-        self.now(now_ms);
-        let fx = self.ups.on_exited(u, reason, stderr_tail, next, self.now_ms);
-        self.apply_upstream(fx);
-    }
-
     /// Adds a server (a config reload): checked as [`Hub::new`] checks
     /// each one, against the servers there are. Returns its id, whose
-    /// process the runtime then starts (`upstream_started` as usual). The id
+    /// process the runtime then starts (`Input::UpstreamStarted` as usual). The id
     /// may be one a removed server had: start it only after that server's
     /// process is gone.
     pub fn add_upstream(&mut self, spec: UpstreamSpec, now_ms: u64) -> Result<UpstreamId, ConfigError> {
@@ -813,17 +838,6 @@ impl Hub {
         let (u, fx) = self.ups.on_add(spec, &self.opts)?;
         self.apply_upstream(fx);
         Ok(u)
-    }
-
-    /// Removes server `u` (a config reload; `why` is for the log and the
-    /// errors): its requests in flight are answered with an error naming it
-    /// and `why`, its tools, resources and prompts leave the catalog (clients
-    /// are told), and nothing is sent to it any more. The runtime stops its
-    /// process; reports about it are ignored from now on.
-    pub fn remove_upstream(&mut self, u: UpstreamId, why: &str, now_ms: u64) {
-        self.now(now_ms);
-        let fx = self.ups.on_remove(u, why);
-        self.apply_upstream(fx);
     }
 
     /// Server `u`'s entry changed (a config reload) to `spec` (checked as
@@ -841,7 +855,7 @@ impl Hub {
     }
 
     /// The old process of server `u`, replaced, is gone: true when the
-    /// runtime is to start its new entry now (`upstream_started` as usual),
+    /// runtime is to start its new entry now (`Input::UpstreamStarted` as usual),
     /// false when it sleeps until used (a lazy server whose lists are known
     /// and `current`: its new entry runs what they were listed from).
     pub fn upstream_replaced(&mut self, u: UpstreamId, current: bool, now_ms: u64) -> bool {
@@ -850,66 +864,11 @@ impl Hub {
         self.ups.replaced(u, current, waiting, self.now_ms)
     }
 
-    /// The lists server `u` offered when it last ran (as
-    /// [`Hub::upstream_lists`] gave them, from the runtime's caches): its
-    /// tools are known at once. A lazy server sleeps until a request needs
-    /// it; another one's requests wait for its first start (give the lists
-    /// before starting it). Ignored once `u` was started. `hold`: clients'
-    /// `initialize` still waits for it to come up (up to `startup_wait_ms`),
-    /// as for a server whose lists are not known (lists kept by this mcpx,
-    /// which a server that starts in time replaces before anyone sees them);
-    /// else they are answered at once (another replica's).
-    pub fn seed_lists(&mut self, u: UpstreamId, lists: &serde_json::Value, hold: bool) {
-        let Some(up) = self.ups.get_mut(u) else { return };
-        let fx = starts::seed(up, u, lists, hold);
-        self.apply_starts(fx);
-    }
-
     /// What upstream `u` offers (capabilities, instructions, its lists as
     /// listed and filtered), for the runtime to keep for a lazy start;
     /// `None` while it was never initialized.
     pub fn upstream_lists(&self, u: UpstreamId) -> Option<serde_json::Value> {
         starts::lists(u, self.ups.get(u)?, &self.catalog)
-    }
-
-    /// What the runtime knows about the configuration (file, reloads, the
-    /// last refused one), shown as `config` in [`Hub::status`].
-    pub fn set_config_status(&mut self, v: serde_json::Value) {
-        self.config_status = v;
-    }
-
-    /// The runtime could not deliver `msg` (as given in `Output::ToUpstream`)
-    /// to upstream `u`, e.g. its output queue is full (`why` says so). A
-    /// client request in it is answered at once with an error naming the
-    /// server and `why`, instead of waiting for its timeout.
-    pub fn upstream_refused(&mut self, u: UpstreamId, msg: &[u8], why: &str, now_ms: u64) {
-        self.now(now_ms);
-        self.on_upstream_refused(u, msg, why);
-    }
-
-    /// Upstream `u` wrote a message over its transport's cap, which the
-    /// runtime skipped; `on`: the hub's request on whose response stream it
-    /// came (an HTTP upstream's POST stream), if any. If its edges show the
-    /// request it answers (or show a reply without its id, on `on`'s
-    /// stream), that request is answered now with an error naming the size
-    /// and the limit; otherwise the limit is named in that request's
-    /// timeout error.
-    pub fn upstream_too_large(&mut self, u: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>, now_ms: u64) {
-        self.now(now_ms);
-        self.on_upstream_too_large(u, big, on);
-    }
-
-    /// The upstream wrote something that is not a JSON-RPC message (a non-JSON
-    /// stdout line, a line over the runtime's limit). Logged; counted in status.
-    pub fn upstream_garbage(&mut self, u: UpstreamId, what: &str) {
-        let fx = self.ups.on_garbage(u, what);
-        self.apply_upstream(fx);
-    }
-
-    /// Time passed: fires timeouts due at or before `now_ms`.
-    pub fn tick(&mut self, now_ms: u64) {
-        self.now(now_ms);
-        self.on_tick();
     }
 
     /// The earliest time at which `tick` has something to do, if any.
@@ -943,68 +902,10 @@ impl Hub {
         self.out.pop_front()
     }
 
-    /// Who client `c` is, for binding `requestState` tokens: any stable bytes
-    /// (for HTTP a digest of the bearer token; stdio keeps the default, one
-    /// constant per process). A retry may come on another connection of the
-    /// same principal.
-    pub fn set_client_principal(&mut self, c: ClientId, principal: &[u8]) {
-        if let Some(cl) = self.clients.get_mut(&c) {
-            cl.principal = principal.to_vec();
-        }
-    }
-
-    /// The transport decided client `c` speaks 2026-07-28 (an HTTP POST
-    /// classified so by its `MCP-Protocol-Version` header, its `_meta` or
-    /// its method): the hub serves its requests in that era, and does not
-    /// decide again on fewer facts (`stages`: identify). A legacy era is
-    /// decided by `initialize` alone.
-    pub fn set_client_modern(&mut self, c: ClientId) {
-        if let Some(cl) = self.clients.get_mut(&c) {
-            cl.stage = client::Stage::Modern;
-        }
-    }
-
-    /// The server is shutting down: every open `subscriptions/listen` stream
-    /// gets its graceful end (a result answering the listen request), and
-    /// from now on new client requests are answered with an error at once;
-    /// requests in flight go on (their answers, and the clients' own
-    /// answers and notifications, still flow).
-    pub fn shutdown(&mut self) {
-        self.draining = true;
-        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
-        for c in ids {
-            self.end_listens(c);
-        }
-    }
-
-    /// The shutdown's grace period is over: every client request still
-    /// waiting on a server is answered with an error naming the server and
-    /// cancelled upstream.
-    pub fn abandon_requests(&mut self, grace_ms: u64) {
-        let ids: Vec<ClientId> = self.clients.keys().copied().collect();
-        for c in ids {
-            for (u, id, f) in self.pending.drain_client(c) {
-                let pending::Origin::Client { client, id: cid, method, .. } = f.origin else { continue };
-                self.cancel_upstream(u, id, "mcpx is shutting down");
-                let name = self.ups[u].spec.name.clone();
-                let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");
-                self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(serde_json::json!({ "server": name })));
-            }
-        }
-    }
-
     /// The `inputSchema` of upstream `u`'s tool `name`, as last listed
     /// ([`catalog::Catalog::upstream_tool_schema`]).
     fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&serde_json::Value> {
         self.catalog.upstream_tool_schema(u, name)
-    }
-
-    /// Reads upstream `u`'s lists again (e.g. after it answered -32020, its
-    /// tool annotations may have changed); clients are told if they changed.
-    pub fn relist_upstream(&mut self, u: UpstreamId, now_ms: u64) {
-        self.now(now_ms);
-        let fx = self.ups.relist(u, &catalog::Kind::ALL, self.starts.is_instance(u));
-        self.apply_upstream(fx);
     }
 
     /// From now on the hub's tasks are saved (`Output::SaveTasks`) whenever
@@ -1181,12 +1082,6 @@ impl Hub {
     /// the policy.
     fn downward(&mut self) -> downward::Downward<'_> {
         downward::Downward { out: &mut self.out, clients: &mut self.clients, policy: &mut self.policy, now_ms: self.now_ms }
-    }
-
-    /// Log one `debug` line per call, relayed sampling and elicitation
-    /// request (the runtime turns it on while its log level is debug).
-    pub fn set_call_log(&mut self, on: bool) {
-        self.policy.set_call_log(on);
     }
 
     /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).

@@ -280,6 +280,14 @@ impl Pending {
         keys.into_iter().filter_map(|(u, id)| Some((u, id, self.take(u, id)?))).collect()
     }
 
+    /// Everything every client is waiting on, taken: by client, each
+    /// client's oldest key first.
+    pub fn drain_clients(&mut self) -> Vec<(UpstreamId, u64, Fwd)> {
+        let mut keys: Vec<_> = self.by_client.iter().map(|(k, v)| (k.0, *v)).collect();
+        keys.sort();
+        keys.into_iter().filter_map(|(_, (u, id))| Some((u, id, self.take(u, id)?))).collect()
+    }
+
     /// Calls to `u` made for clients, in flight or held for a modern
     /// client's retry: (the hub's id, when sent, who is waiting).
     pub fn calls_to(&self, u: UpstreamId) -> impl Iterator<Item = (u64, u64, &Origin)> + '_ {

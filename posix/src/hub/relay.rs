@@ -318,7 +318,7 @@ enum Cause {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Link {
     /// The hub's request on whose HTTP response stream it came (the
-    /// transport says so: `Hub::upstream_message_on`).
+    /// transport says so: `Input::UpstreamMessage`).
     stream: Option<u64>,
     /// The progress token it carries (the token the hub sends is the
     /// call's upstream id).

@@ -23,8 +23,6 @@ use serde_json::{json, Value};
 use crate::policy::ratelimit::Class;
 
 use super::catalog::{Channel, Kind, Naming};
-#[cfg(feature = "cluster")]
-use super::client::Snapshot;
 use super::client::Offer;
 use super::modern::{self, Grant};
 use super::pending::{Called, Fwd, Origin};
@@ -140,7 +138,6 @@ impl Hub {
             }
         }
     }
-
 
     /// What client `c` declared that the error table depends on.
     pub(super) fn peer_caps(&self, c: ClientId) -> PeerCaps {
@@ -1023,13 +1020,6 @@ impl Hub {
         true
     }
 
-    /// Graceful end of every listen stream of `c`: each listen request is
-    /// answered.
-    pub(super) fn end_listens(&mut self, c: ClientId) {
-        let fx = self.listens.end_all(c, &self.opts);
-        self.apply_listens(fx);
-    }
-
     /// A list changed: the listen streams that asked for it are told.
     pub(super) fn notify_listens(&mut self, ch: Channel) {
         let seen = self.policy.restricts.then(|| self.listens.wanting(ch).into_iter().map(|c| (c, stages::listen_fingerprint(&self.policy, &self.clients, &self.ups, &mut self.catalog, c, ch))).collect::<Vec<_>>());
@@ -1056,7 +1046,7 @@ impl Hub {
     }
 
     /// Does what the listen streams asked, in order.
-    fn apply_listens(&mut self, fx: Vec<modern::Effect>) {
+    pub(super) fn apply_listens(&mut self, fx: Vec<modern::Effect>) {
         use modern::Effect;
         for e in fx {
             match e {
@@ -1096,44 +1086,6 @@ impl Hub {
 /// (requests to the router above, notifications, answers to relayed
 /// requests), and the hub's side of the handshake (`client`).
 impl Hub {
-    pub(super) fn on_client_connected(&mut self) -> ClientId {
-        match self.clients.connect(self.now_ms) {
-            Ok(c) => c,
-            Err(c) => {
-                let msg = format!("mcpx refused a client connection: {} clients are connected (its limit)", self.clients.max());
-                self.log(Level::Warn, msg);
-                self.out.push_back(Output::CloseClient(c));
-                c
-            }
-        }
-    }
-
-    /// A client that goes on from `s`: initialized as it was, its log level
-    /// and subscriptions asked again as the client asked them (upstreams
-    /// get `logging/setLevel` and `resources/subscribe`), the lists it read
-    /// taken as shown now. Refused at `max_clients` as any client is.
-    #[cfg(feature = "cluster")]
-    pub(super) fn on_adopt_client(&mut self, s: &Snapshot) -> ClientId {
-        let c = self.on_client_connected();
-        if !self.clients.contains_key(&c) {
-            return c;
-        }
-        let mut fps = [0; 3];
-        for ch in Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
-            fps[ch.idx()] = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, s.rev);
-        }
-        self.clients.adopt(c, s, |ch| fps[ch.idx()]);
-        if let Some(level) = s.log_level {
-            let fx = self.subs.set_log_level(&self.ups, c, level);
-            self.apply_subscriptions(fx);
-        }
-        for uri in s.subscriptions.iter().take(self.opts.max_subscriptions) {
-            let fx = self.subs.resubscribe(&self.ups, &self.catalog, c, uri);
-            self.apply_subscriptions(fx);
-        }
-        self.out.extend(self.clients.session_changed(c));
-        c
-    }
 
     pub(super) fn on_client_message(&mut self, c: ClientId, bytes: &[u8]) {
         if !self.clients.contains_key(&c) {
@@ -1185,12 +1137,6 @@ impl Hub {
                 let fx = self.relays.on_client_response(&self.ups, c, m);
                 self.apply_relay(fx)
             }
-        }
-    }
-
-    pub(super) fn on_client_frame_too_large(&mut self, c: ClientId, big: &Oversize<'_>) {
-        if let Some((id, Refusal(code, msg, data))) = self.clients.too_large(c, big) {
-            self.downward().error(c, id, code, &msg, data);
         }
     }
 

@@ -4,7 +4,7 @@
 //! replicas behind one load balancer share a few things through a store
 //! (Redis or Valkey: `"state": {"url": ..}`), which the hub cannot reach
 //! itself (sans-IO): it asks the runtime with [`Output::Shared`]`(`[`Ask`]`)`
-//! and the runtime answers with [`Hub::shared_answered`] under the ask's
+//! and the runtime answers with [`Input::SharedAnswered`] under the ask's
 //! ticket. What is asked:
 //!
 //! - [`Op::ClaimNonce`]: the single-use set of `requestState` nonces
@@ -33,12 +33,12 @@
 //! something another replica owns is [`Output::Forward`]ed to it: the
 //! runtime sends the client's request over the internal hop to that
 //! replica, which serves it as a client of the same principal (its
-//! runtime sets it, `Hub::set_client_principal`), and streams its answer
+//! runtime sets it, `Input::ClientPrincipal`), and streams its answer
 //! back.
 //!
 //! [`Output::Shared`]: super::Output::Shared
 //! [`Output::Forward`]: super::Output::Forward
-//! [`Hub::shared_answered`]: super::Hub::shared_answered
+//! [`Input::SharedAnswered`]: super::Input::SharedAnswered
 
 use std::collections::HashMap;
 use std::fmt;
@@ -95,7 +95,7 @@ impl fmt::Debug for ClusterOptions {
 }
 
 /// A question for the shared store; answer it with
-/// [`Hub::shared_answered`](super::Hub::shared_answered)`(ticket, ..)`.
+/// [`Input::SharedAnswered`](super::Input::SharedAnswered)`(ticket, ..)`.
 /// Ticket 0: fire and forget, no answer wanted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ask {

@@ -154,7 +154,7 @@ impl Pair {
             self.fakes.resize(u + 1, None); // an instance slot (`isolation`)
         }
         self.fakes[u] = Some(f);
-        self.hub.upstream_started(u, self.now);
+        self.hub.handle(Input::UpstreamStarted(u), self.now);
         self.pump();
     }
 
@@ -194,7 +194,7 @@ impl Pair {
                 return;
             }
             for (u, r) in replies {
-                self.hub.upstream_message(u, r.to_string().as_bytes(), self.now);
+                self.hub.handle(Input::UpstreamMessage { up: u, msg: r.to_string().as_bytes(), on: None }, self.now);
             }
         }
     }
@@ -215,7 +215,7 @@ impl Pair {
     }
 
     fn send_raw(&mut self, c: ClientId, b: &[u8]) {
-        self.hub.client_message(c, b, self.now);
+        self.hub.handle(Input::ClientMessage(c, b), self.now);
         self.pump();
     }
 
@@ -250,19 +250,19 @@ impl Pair {
     }
 
     fn upstream_says(&mut self, u: UpstreamId, v: Value) {
-        self.hub.upstream_message(u, v.to_string().as_bytes(), self.now);
+        self.hub.handle(Input::UpstreamMessage { up: u, msg: v.to_string().as_bytes(), on: None }, self.now);
         self.pump();
     }
 
     /// `v` from HTTP upstream `u`, on the response stream of the hub's request `request`.
     fn upstream_says_on(&mut self, u: UpstreamId, v: Value, request: &Value) {
-        self.hub.upstream_message_on(u, v.to_string().as_bytes(), request.to_string().as_bytes(), self.now);
+        self.hub.handle(Input::UpstreamMessage { up: u, msg: v.to_string().as_bytes(), on: Some(request.to_string().as_bytes()) }, self.now);
         self.pump();
     }
 
     fn advance(&mut self, ms: u64) {
         self.now += ms;
-        self.hub.tick(self.now);
+        self.hub.handle(Input::Tick, self.now);
         self.pump();
     }
 
@@ -426,8 +426,8 @@ fn initialize_is_held_until_upstreams_have_started() {
     let mut p = Pair::new(legacy_specs(&["a", "b"]), HubOptions::default());
     p.fakes[0] = Some(Fake::tools(&["x"]));
     p.fakes[1] = Some(Fake::tools(&["y"]));
-    p.hub.upstream_started(0, p.now);
-    p.hub.upstream_started(1, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
+    p.hub.handle(Input::UpstreamStarted(1), p.now);
     // Upstream b is slow: hold its initialize answer by taking the fake away.
     p.fakes[1] = None;
     p.pump();
@@ -452,7 +452,7 @@ fn initialize_is_held_until_upstreams_have_started() {
 #[test]
 fn initialize_is_answered_after_the_startup_wait() {
     let mut p = Pair::new(legacy_specs(&["slow"]), HubOptions { startup_wait_ms: 5000, ..HubOptions::default() });
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let c = p.connect();
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }));
@@ -470,8 +470,8 @@ fn upstream_handshake_offers_the_newest_allowed_revision() {
     let mut spec = UpstreamSpec::new("old");
     spec.revisions = vec!["2024-11-05".into(), "2025-03-26".into()];
     let mut p = Pair::new(vec![spec, legacy_specs(&["new"]).remove(0)], HubOptions::default());
-    p.hub.upstream_started(0, p.now);
-    p.hub.upstream_started(1, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
+    p.hub.handle(Input::UpstreamStarted(1), p.now);
     p.pump();
     let a = p.take_up(0);
     let b = p.take_up(1);
@@ -490,7 +490,7 @@ fn upstream_handshake_offers_the_newest_allowed_revision() {
 #[test]
 fn upstream_answering_an_unsupported_revision_is_restarted() {
     let mut p = Pair::new(legacy_specs(&["odd"]), HubOptions::default());
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let init = p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": init["id"], "result": { "protocolVersion": "2099-01-01", "capabilities": { "tools": {} }, "serverInfo": { "name": "o", "version": "1" } } }));
@@ -506,7 +506,7 @@ fn upstream_answering_an_unsupported_revision_is_restarted() {
 #[test]
 fn upstream_initialize_timeout_restarts_without_cancelling() {
     let mut p = Pair::new(legacy_specs(&["mute"]), HubOptions { init_timeout_ms: 3000, ..HubOptions::default() });
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     assert_eq!(p.take_up(0)["method"], "initialize");
     assert_eq!(p.hub.next_deadline(), Some(4000));
@@ -688,7 +688,7 @@ fn arguments_are_forwarded_untouched() {
     // (serde_json parses the big number as a float in the harness; the hub
     // itself never parsed it: see the byte check below.)
     let mut hub = Hub::new(legacy_specs(&["fs"]), HubOptions::default()).unwrap();
-    hub.upstream_started(0, 0);
+    hub.handle(Input::UpstreamStarted(0), 0);
     let init = loop {
         match hub.poll_output() {
             Some(Output::ToUpstream(0, b, _)) => break b,
@@ -698,12 +698,12 @@ fn arguments_are_forwarded_untouched() {
     };
     let init: Value = serde_json::from_slice(&init).unwrap();
     let ans = json!({ "jsonrpc": "2.0", "id": init["id"], "result": { "protocolVersion": "2025-11-25", "capabilities": { "tools": {} }, "serverInfo": { "name": "f", "version": "1" } } });
-    hub.upstream_message(0, ans.to_string().as_bytes(), 0);
-    hub.upstream_message(0, br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}}"#, 0);
+    hub.handle(Input::UpstreamMessage { up: 0, msg: ans.to_string().as_bytes(), on: None }, 0);
+    hub.handle(Input::UpstreamMessage { up: 0, msg: br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}}"#, on: None }, 0);
     let c = hub.client_connected(0);
     let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
-    hub.client_message(c, init.to_string().as_bytes(), 0);
-    hub.client_message(c, msg, 0);
+    hub.handle(Input::ClientMessage(c, init.to_string().as_bytes()), 0);
+    hub.handle(Input::ClientMessage(c, msg), 0);
     let mut found = false;
     while let Some(o) = hub.poll_output() {
         if let Output::ToUpstream(0, b, _) = o {
@@ -1061,7 +1061,7 @@ fn an_upstream_exiting_mid_call_fails_the_call_and_comes_back() {
     assert_eq!(p.names(c), ["fs__read", "web__fetch"]);
     p.send(c, json!({ "jsonrpc": "2.0", "id": "call-1", "method": "tools/call", "params": { "name": "web__fetch" } }));
     p.take_up(1);
-    p.hub.upstream_exited(1, "exit status 1", "Traceback ...\nValueError: boom", Next::Now, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 1, reason: "exit status 1", stderr_tail: "Traceback ...\nValueError: boom", next: Next::Now }, p.now);
     p.pump();
     let e = p.take(c);
     assert_eq!(e["id"], "call-1");
@@ -1183,7 +1183,7 @@ fn bad_input_gets_json_rpc_errors_and_the_session_goes_on() {
     assert!(p.client_quiet(c));
     let e = p.request(c, json!(5), "tools/frobnicate", json!({}));
     assert_eq!((err_code(&e), e["id"].clone()), (-32601, json!(5)));
-    p.hub.client_frame_too_large(c, &Oversize { len: 20_000_000, max: 16 << 20, limit: "the limit", head: b"", tail: b"" });
+    p.hub.handle(Input::ClientFrameTooLarge(c, &Oversize { len: 20_000_000, max: 16 << 20, limit: "the limit", head: b"", tail: b"" }), p.now);
     p.pump();
     let e = p.take(c);
     assert_eq!(err_code(&e), -32600);
@@ -1263,7 +1263,7 @@ fn resource_updates_reach_subscribers_only() {
     assert_eq!(p.request(c1, json!(3), "resources/unsubscribe", json!({ "uri": "mem://a" }))["result"], json!({}));
     assert!(p.up_quiet(0));
     // The last one leaving (by disconnecting) unsubscribes upstream.
-    p.hub.client_disconnected(c2);
+    p.hub.handle(Input::ClientDisconnected(c2), p.now);
     p.pump();
     assert_eq!(p.take_up(0)["method"], "resources/unsubscribe");
 }
@@ -1286,7 +1286,7 @@ fn a_client_leaving_cancels_its_calls() {
     let (mut p, c) = one("2025-11-25", json!({}));
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__slow" } }));
     let up = p.take_up(0);
-    p.hub.client_disconnected(c);
+    p.hub.handle(Input::ClientDisconnected(c), p.now);
     p.pump();
     let n = p.take_up(0);
     assert_eq!(n["method"], "notifications/cancelled");
@@ -1329,7 +1329,7 @@ fn results_pass_through_as_the_upstreams_bytes() {
     schema_check("2025-11-25", "CallToolRequest", &up);
     let result = r#"{ "isError" : false,"content":[ {"type":"text","text":"a\u0041"} ] }"#;
     let msg = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, up["id"]);
-    p.hub.upstream_message(0, msg.as_bytes(), p.now);
+    p.hub.handle(Input::UpstreamMessage { up: 0, msg: msg.as_bytes(), on: None }, p.now);
     p.pump();
     let (_, raw) = p.take_raw(c);
     assert_eq!(String::from_utf8(raw).unwrap(), format!(r#"{{"jsonrpc":"2.0","id":"k","result":{result}}}"#));
@@ -1362,7 +1362,7 @@ fn upstream_errors_pass_through_with_codes_the_client_knows() {
         p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read" } }));
         let up = p.take_up(0);
         let msg = format!(r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32042,"message":"URL elicitation required","data":{{"x":1}}}}}}"#, up["id"]);
-        p.hub.upstream_message(0, msg.as_bytes(), p.now);
+        p.hub.handle(Input::UpstreamMessage { up: 0, msg: msg.as_bytes(), on: None }, p.now);
         p.pump();
         let e = p.take(c);
         assert_eq!((err_code(&e), e["error"]["data"].clone()), (want, json!({ "x": 1 })), "{rev}");
@@ -1544,8 +1544,8 @@ fn silent_upstreams_are_pinged_and_restarted_when_hung() {
 #[test]
 fn upstream_garbage_is_counted_and_logged() {
     let (mut p, c) = one("2025-11-25", json!({}));
-    p.hub.upstream_garbage(0, "a line of 20000000 bytes");
-    p.hub.upstream_message(0, b"Starting server...", p.now);
+    p.hub.handle(Input::UpstreamGarbage(0, "a line of 20000000 bytes"), p.now);
+    p.hub.handle(Input::UpstreamMessage { up: 0, msg: b"Starting server...", on: None }, p.now);
     p.pump();
     assert_eq!(p.hub.status()["upstreams"][0]["garbageLines"], 2);
     assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains("'fs'") && m.contains("20000000")));
@@ -1653,7 +1653,7 @@ fn integers_beyond_64_bits_pass_byte_exact_through_reshaping() {
     p.send_raw(c, format!(r#"{{"jsonrpc":"2.0","id":{big},"method":"tools/call","params":{{"name":"fs__read","arguments":{{}}}}}}"#).as_bytes());
     let sent = p.take_up(0);
     let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":"t","_meta":{{"k":{big}}}}}],"structuredContent":{{"n":{big}}},"n":-{big}}}}}"#, sent["id"]);
-    p.hub.upstream_message(0, answer.as_bytes(), p.now);
+    p.hub.handle(Input::UpstreamMessage { up: 0, msg: answer.as_bytes(), on: None }, p.now);
     p.pump();
     let (_, raw) = p.take_raw(c);
     let raw = String::from_utf8(raw).unwrap();

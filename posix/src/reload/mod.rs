@@ -38,7 +38,7 @@ use smol::future::FutureExt as _;
 use smol::Timer;
 
 use crate::config::{self, Config, ServerConfig, Source};
-use crate::hub::{Power, UpstreamId};
+use crate::hub::{Input, Power, UpstreamId};
 use crate::log;
 use crate::serve::runtime::{Runtime, ServerAsk};
 use crate::serve::spawner::Spawner;
@@ -179,7 +179,7 @@ fn bring_up(rt: &Runtime, spawner: &Spawner, known: Option<(serde_json::Value, l
                 lists::Whence::Disk => "from when it last ran",
             };
             // Its own last run's lists: clients' initialize waits for it as usual.
-            rt.feed(|h, _| h.seed_lists(id, &lists, from == lists::Whence::Disk));
+            rt.feed(|h, now| h.handle(Input::SeedLists { up: id, lists: &lists, hold: from == lists::Whence::Disk }, now));
             if s.power.lazy {
                 info!("server {}: lazy; its lists are known {whence}, it starts when used", s.name);
                 spawner.reserve(rt, id, s);
@@ -323,7 +323,7 @@ impl State {
                 (true, _) => info!("logLevel changed; the level given on the command line or in MCPX_LOG stays"),
                 (false, l) => {
                     log::set_level(l.unwrap_or(log::Level::Info));
-                    self.rt.feed(|h, _| h.set_call_log(log::enabled(log::Level::Debug)));
+                    self.rt.feed(|h, now| h.handle(Input::CallLog(log::enabled(log::Level::Debug)), now));
                 }
             }
         }
@@ -469,7 +469,7 @@ impl State {
             "refused": self.refused,
             "notApplied": self.not_applied,
         });
-        self.rt.feed(|h, _| h.set_config_status(v));
+        self.rt.feed(|h, now| h.handle(Input::ConfigStatus(v), now));
     }
 }
 

@@ -4,7 +4,7 @@
 //! cluster task need not import each other.
 
 use crate::hub::shared::{Answer, Ask};
-use crate::hub::{ClientId, Hub, IdKey};
+use crate::hub::{ClientId, Hub, IdKey, Input};
 
 /// Jobs running at once, at most.
 pub const MAX_IN_FLIGHT: usize = 1024;
@@ -19,8 +19,8 @@ pub enum Job {
 /// forward.
 pub fn refuse(hub: &mut Hub, job: Job, answer: Answer, result: Result<(), String>, now: u64) {
     match job {
-        Job::Ask(ask) if ask.ticket != 0 => hub.shared_answered(ask.ticket, answer, now),
+        Job::Ask(ask) if ask.ticket != 0 => hub.handle(Input::SharedAnswered { ticket: ask.ticket, answer: answer }, now),
         Job::Ask(_) => {}
-        Job::Forward { client, request, .. } => hub.forward_done(client, request.bytes(), result, now),
+        Job::Forward { client, request, .. } => hub.handle(Input::ForwardDone { client: client, request: request.bytes(), result: result }, now),
     }
 }

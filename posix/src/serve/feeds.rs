@@ -8,7 +8,7 @@ use smol::future::FutureExt as _;
 use smol::Timer;
 
 use super::runtime::Runtime;
-use crate::hub::{ModernHeaders, Oversize, UpstreamId};
+use crate::hub::{Input, ModernHeaders, Oversize, UpstreamId};
 use crate::remote;
 use crate::servers::events::Events;
 
@@ -18,26 +18,26 @@ pub(super) struct HubEvents(pub(super) Rc<Runtime>);
 impl Events for HubEvents {
     fn started(&self, id: UpstreamId) {
         debug!("server {}: started", self.0.name(id));
-        self.0.feed(|h, now| h.upstream_started(id, now));
+        self.0.feed(|h, now| h.handle(Input::UpstreamStarted(id), now));
     }
     fn message(&self, id: UpstreamId, line: &[u8]) {
-        self.0.feed(|h, now| h.upstream_message(id, line, now));
+        self.0.feed(|h, now| h.handle(Input::UpstreamMessage { up: id, msg: line, on: None }, now));
     }
     fn message_on(&self, id: UpstreamId, line: &[u8], request: &[u8]) {
-        self.0.feed(|h, now| h.upstream_message_on(id, line, request, now));
+        self.0.feed(|h, now| h.handle(Input::UpstreamMessage { up: id, msg: line, on: Some(request) }, now));
     }
     fn garbage(&self, id: UpstreamId, what: &str) {
-        self.0.feed(|h, _| h.upstream_garbage(id, what));
+        self.0.feed(|h, now| h.handle(Input::UpstreamGarbage(id, what), now));
     }
     fn too_large(&self, id: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
-        self.0.feed(|h, now| h.upstream_too_large(id, big, on, now));
+        self.0.feed(|h, now| h.handle(Input::UpstreamTooLarge { up: id, big: big, on: on }, now));
     }
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: crate::hub::Next) {
         if self.0.closing.get() {
             // Stopped by us at shutdown: nothing left for the hub to do about it.
             return;
         }
-        self.0.feed(|h, now| h.upstream_exited(id, reason, stderr_tail, next, now));
+        self.0.feed(|h, now| h.handle(Input::UpstreamExited { up: id, reason: reason, stderr_tail: stderr_tail, next: next }, now));
     }
 }
 
@@ -50,7 +50,7 @@ impl remote::Catalog for HubCatalog {
     }
     fn relist(&self, id: UpstreamId) {
         if !self.0.closing.get() {
-            self.0.feed(|h, now| h.relist_upstream(id, now));
+            self.0.feed(|h, now| h.handle(Input::Relist(id), now));
         }
     }
 }
@@ -86,7 +86,7 @@ pub(super) async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
         };
         if fire.or(woken).await {
             last_tick = Some(rt.feed(|h, now| {
-                h.tick(now);
+                h.handle(Input::Tick, now);
                 now
             }));
         }

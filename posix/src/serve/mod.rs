@@ -33,7 +33,7 @@ use crate::cmd::cli::ServeArgs;
 use crate::cluster::runtime as cluster;
 use crate::config::{self, Config, Source};
 use crate::http::{self, Http, HttpConfig, HubLink};
-use crate::hub::{ClientId, Hub};
+use crate::hub::{ClientId, Hub, Input};
 use crate::log::{self, Level};
 use crate::stdio::StdioClient;
 use crate::process::supervise;
@@ -124,7 +124,7 @@ pub fn main(args: ServeArgs) -> i32 {
 
     let hub = match options::build_hub(&cfg) {
         Ok(mut h) => {
-            h.set_call_log(log::enabled(Level::Debug));
+            h.handle(Input::CallLog(log::enabled(Level::Debug)), 0); // the runtime's clock starts at 0
             h
         }
         Err(e) => {
@@ -170,7 +170,7 @@ enum Drained {
 }
 
 /// The drain every shutdown starts with: the hub already refuses new
-/// requests (`Hub::shutdown`); this waits up to `limit` until every open
+/// requests (`Input::Shutdown`); this waits up to `limit` until every open
 /// request of every client is answered and every HTTP answer written. A
 /// closed stdout ends the stdio client (its requests are cancelled); a
 /// signal ends the wait.
@@ -390,7 +390,7 @@ where
     // requests are answered (and their `notifications/cancelled` sent)
     // first, while the clients and servers are still there: nothing else
     // would answer them, and the drain would wait for them in vain.
-    rt.feed(|h, _| h.shutdown());
+    rt.feed(|h, now| h.handle(Input::Shutdown, now));
     let stdio_id = client.as_ref().map(|cl| cl.id);
     let (limit, code) = drain_limit(&stop, input_limit, grace);
     if let (Some(c), Ok(Stop::OutputClosed | Stop::OutputError(_))) = (stdio_id, &stop) {
@@ -401,7 +401,7 @@ where
     let open = rt.hub.borrow().clients().open_requests();
     if open > 0 {
         warn!("shutting down: answering {open} request(s) still in flight with an error");
-        rt.feed(|h, _| h.abandon_requests(limit.as_millis() as u64));
+        rt.feed(|h, now| h.handle(Input::AbandonRequests { grace_ms: limit.as_millis() as u64 }, now));
     }
     let hurry = drained == Drained::Hurry;
     // Even in a hurry the answers just given get a moment to be written.

@@ -14,7 +14,7 @@ use smol::{Task, Timer};
 use super::cluster_jobs::{self as cluster, Job};
 use crate::config::{self, Config};
 use crate::http::Http;
-use crate::hub::{self, About, ClientId, Hub, IdKey, Outcome, Output, Power, UpstreamId, UpstreamSpec, Upward};
+use crate::hub::{self, About, ClientId, Hub, IdKey, Input, Outcome, Output, Power, UpstreamId, UpstreamSpec, Upward};
 use crate::log::{self, Level};
 use crate::bytes::outbox::{Outbox, PushError};
 use crate::remote;
@@ -259,7 +259,7 @@ impl Runtime {
     /// Its instances (`"isolation": "client"`) go with it.
     pub(crate) async fn stop_upstream(&self, u: UpstreamId, why: &str) {
         let instances = self.hub().starts().instances_of(u);
-        self.feed(|h, now| h.remove_upstream(u, why, now));
+        self.feed(|h, now| h.handle(Input::UpstreamRemoved { up: u, why: why }, now));
         self.stop_slots(std::iter::once(u).chain(instances)).await;
     }
 
@@ -387,7 +387,7 @@ impl Runtime {
                     // answer next.
                     warn!("server {}: message to it refused: {why}", self.name(u));
                     let now = self.now_ms();
-                    self.hub.borrow_mut().upstream_refused(u, &msg, &why, now);
+                    self.hub.borrow_mut().handle(Input::UpstreamRefused { up: u, msg: &msg, why: &why }, now);
                 }
             }
             Output::RestartUpstream(u, why) => {
@@ -451,7 +451,7 @@ impl Runtime {
 
     /// One framed message from a stdio client: the hub parses it (once).
     pub fn client_message(&self, c: ClientId, msg: &[u8]) {
-        self.feed(|h, now| h.client_message(c, msg, now));
+        self.feed(|h, now| h.handle(Input::ClientMessage(c, msg), now));
     }
 
     /// Whether the client's `initialize` is still unanswered. A stream
@@ -490,11 +490,11 @@ impl Runtime {
         warn!("client sent a message of {len} bytes, over the limit; answered with an error");
         let limit = crate::limits::line_limit();
         let big = crate::hub::Oversize { len, max: crate::limits::max_line(), limit: &limit, head, tail };
-        self.feed(|h, _| h.client_frame_too_large(c, &big));
+        self.feed(|h, now| h.handle(Input::ClientFrameTooLarge(c, &big), now));
     }
 
     pub fn client_disconnected(&self, c: ClientId) {
-        self.feed(|h, _| h.client_disconnected(c));
+        self.feed(|h, now| h.handle(Input::ClientDisconnected(c), now));
         if let Some(conn) = self.clients.borrow_mut().remove(&c) {
             conn.out.close();
         }

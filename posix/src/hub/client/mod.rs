@@ -59,7 +59,7 @@ pub struct Client {
     /// The level of its last `logging/setLevel`; `None`: it sent none.
     pub(in crate::hub) log_level: Option<&'static str>,
     pub(in crate::hub) connected_ms: u64,
-    /// Bound into `requestState` tokens (see `Hub::set_client_principal`).
+    /// Bound into `requestState` tokens (see `Input::ClientPrincipal`).
     pub(in crate::hub) principal: Vec<u8>,
     /// Ids of the client's requests not yet answered (at most
     /// [`MAX_OPEN`]): what a runtime waits for at end of input, and what a

@@ -178,11 +178,11 @@ impl Listens {
         Some(l.uris.into_iter().map(|uri| Effect::Unsubscribe(c, uri)).collect())
     }
 
-    /// Graceful end of every stream of client `c`: each listen request is
-    /// answered (`opts`: the `serverInfo` its result carries).
-    pub fn end_all(&mut self, c: ClientId, opts: &HubOptions) -> Vec<Effect> {
+    /// Graceful end of every stream (mcpx is shutting down): each listen
+    /// request is answered (`opts`: the `serverInfo` its result carries).
+    pub fn end_every(&mut self, opts: &HubOptions) -> Vec<Effect> {
         let mut fx = Vec::new();
-        for l in self.by_client.remove(&c).unwrap_or_default() {
+        for (c, l) in std::mem::take(&mut self.by_client).into_iter().flat_map(|(c, ls)| ls.into_iter().map(move |l| (c, l))) {
             // Requirement: subscriptions-server-teardown-respond, subscriptions-listen-result-meta
             let idv: Value = serde_json::from_slice(&l.id).unwrap_or(Value::Null);
             let v = json!({ "_meta": { SUBSCRIPTION_ID_KEY: idv } });

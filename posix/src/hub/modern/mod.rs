@@ -26,7 +26,7 @@
 //! - `subscriptions/listen`: any number of streams per client (up to
 //!   `max_subscriptions`), acknowledged first with the agreed subset, every
 //!   notification tagged with the listen request's id; a client's
-//!   `notifications/cancelled` ends one; `Hub::shutdown` answers them all.
+//!   `notifications/cancelled` ends one; `Input::Shutdown` answers them all.
 //!
 //! Here: the per-request rules as free functions (era, context, error
 //! codes, what a `tools/call` is), stamping (`stamp`) and the listen streams

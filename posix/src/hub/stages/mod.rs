@@ -3,9 +3,9 @@
 //! pipeline"):
 //!
 //! 1. **identify** — who asks and in which era, decided once: the
-//!    principal is the transport's (`Hub::set_client_principal`; HTTP's
+//!    principal is the transport's (`Input::ClientPrincipal`; HTTP's
 //!    one definition is `http::auth`, stdio is `mcpx-local`), the era is the
-//!    transport's when it decided one (`Hub::set_client_modern`), else core's
+//!    transport's when it decided one (`Input::ClientModern`), else core's
 //!    `revision::request_era` on the message (`modern`).
 //! 2. **admit** ([`admit`]) — rate limits, charged for every request of a
 //!    limited class, known name or not, visible or not, before anything is

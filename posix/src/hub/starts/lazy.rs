@@ -3,7 +3,7 @@
 //!
 //! A sleeping server (`State::Asleep`) keeps what it offered in the catalog:
 //! its last listing, given by the runtime from its caches (the disk, the
-//! replicas' shared store: `Hub::seed_lists`) or kept when the hub put it
+//! replicas' shared store: `Input::SeedLists`) or kept when the hub put it
 //! to sleep. The runtime keeps them when told (`Output::ListsRead`). A request
 //! routed to it is parked and the hub asks the runtime to start it
 //! (`Output::Power(u, Power::Start)`). Once it is up and its lists are read,
@@ -35,9 +35,9 @@ use super::{ClientId, Effect, Level, Starts, UpstreamId};
 /// What the hub asks the runtime to do with a server's process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Power {
-    /// Start it (a request is waiting for it); then `upstream_started`.
+    /// Start it (a request is waiting for it); then `Input::UpstreamStarted`.
     Start,
-    /// Stop it (idle); then `upstream_exited`. Save its lists first
+    /// Stop it (idle); then `Input::UpstreamExited`. Save its lists first
     /// (`Hub::upstream_lists`) to know its tools at the next start of mcpx.
     Stop,
 }

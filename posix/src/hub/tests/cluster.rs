@@ -91,7 +91,7 @@ impl Pair {
             }
             let answer = store.answer(&ask.op);
             if ask.ticket != 0 {
-                self.hub.shared_answered(ask.ticket, answer, self.now);
+                self.hub.handle(Input::SharedAnswered { ticket: ask.ticket, answer: answer }, self.now);
                 self.pump();
             }
         }
@@ -102,7 +102,7 @@ impl Pair {
     /// by this replica as a client of that principal; returns that client.
     fn hop(&mut self, store: &mut Store, principal: &[u8], msg: &[u8]) -> ClientId {
         let h = self.hub.client_connected(self.now);
-        self.hub.set_client_principal(h, principal);
+        self.hub.handle(Input::ClientPrincipal(h, principal), self.now);
         self.send_raw(h, msg);
         self.serve(store);
         h
@@ -136,7 +136,7 @@ fn modern_replica(replica: &str, peers: &[&str]) -> Pair {
 
 fn alice(p: &mut Pair) -> ClientId {
     let c = p.connect();
-    p.hub.set_client_principal(c, b"user:alice");
+    p.hub.handle(Input::ClientPrincipal(c, b"user:alice"), p.now);
     c
 }
 
@@ -200,7 +200,7 @@ fn a_continuation_held_by_another_replica_is_forwarded_to_it_and_claimed_there_o
     r1.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [{ "type": "text", "text": "hi Alice" }] } }));
     let done = r1.take(h);
     assert_eq!((done["id"].clone(), done["result"]["content"][0]["text"].clone()), (json!(2), json!("hi Alice")), "{done}");
-    r2.hub.forward_done(c2, b"2", Ok(()), r2.now);
+    r2.hub.handle(Input::ForwardDone { client: c2, request: b"2", result: Ok(()) }, r2.now);
     r2.pump();
     assert!(!r2.hub.clients().request_open(c2, b"2") && r2.client_quiet(c2), "the owner's answer was the answer");
 
@@ -239,7 +239,7 @@ fn a_continuation_whose_owner_is_gone_is_answered_start_over() {
     let c2 = alice(&mut r2);
     r2.send(c2, ask_retry(3, &state));
     assert_eq!(r2.forwards.len(), 1);
-    r2.hub.forward_done(c2, b"3", Err("connection refused".to_string()), r2.now);
+    r2.hub.handle(Input::ForwardDone { client: c2, request: b"3", result: Err("connection refused".to_string()) }, r2.now);
     r2.pump();
     let r = r2.take(c2);
     assert_eq!((r["id"].clone(), err_code(&r)), (json!(3), -32602), "{r}");
@@ -381,7 +381,7 @@ fn a_state_the_store_cannot_check_is_refused_never_accepted() {
     assert_eq!((r["id"].clone(), err_code(&r)), (json!(3), -32603), "{r}");
     assert!(error_message(&r).contains("did not answer within 1000 ms"), "{r}");
     // A late answer changes nothing.
-    r1.hub.shared_answered(late, Answer::Granted, r1.now);
+    r1.hub.handle(Input::SharedAnswered { ticket: late, answer: Answer::Granted }, r1.now);
     r1.pump();
     assert!(r1.client_quiet(c) && r1.up_quiet(0));
 
@@ -422,7 +422,7 @@ fn rate_limit_buckets_are_shared_by_the_replicas() {
     assert!(r1.up_quiet(0));
     // Another principal has its own bucket; time refills alice's.
     let b = r2.connect();
-    r2.hub.set_client_principal(b, b"user:bob");
+    r2.hub.handle(Input::ClientPrincipal(b, b"user:bob"), r2.now);
     r2.send(b, call(4));
     r2.serve(&mut store);
     assert_eq!(r2.take_up(0)["params"]["name"], "read");
@@ -536,7 +536,7 @@ fn get_with_owner_gone(p: &mut Pair, store: &mut Store, c: ClientId, n: i64, id:
     p.serve(store);
     let (fc, fid, _, _, fto) = p.forwards.pop().expect("forwarded to the task's owner");
     assert_eq!(fto, to);
-    p.hub.forward_done(fc, &fid, Err("connection refused".to_string()), p.now);
+    p.hub.handle(Input::ForwardDone { client: fc, request: &fid, result: Err("connection refused".to_string()) }, p.now);
     p.pump();
     p.serve(store);
 }
@@ -558,7 +558,7 @@ fn a_remote_servers_task_is_taken_over_when_its_replica_is_gone_and_stays_its_pr
 
     let mut r2 = tasks_replica("r2", &["r1", "r3"], true);
     let b2 = r2.connect();
-    r2.hub.set_client_principal(b2, b"user:bob");
+    r2.hub.handle(Input::ClientPrincipal(b2, b"user:bob"), r2.now);
     get_with_owner_gone(&mut r2, &mut store, b2, 2, &id, "r1");
     assert_eq!(err_code(&r2.take(b2)), -32602, "not bob's task");
     assert!(r2.up_quiet(0), "nothing of it reached the server for bob");
@@ -582,7 +582,7 @@ fn a_remote_servers_task_is_taken_over_when_its_replica_is_gone_and_stays_its_pr
     let (_, fid, _, principal, to) = r3.forwards.pop().expect("sent on to the new owner");
     assert_eq!((fid.as_slice(), to.as_str(), principal.as_slice()), (&b"4"[..], "r2", &b"user:alice"[..]));
     // Should r2 fail too, r3 says so: a request follows one record only.
-    r3.hub.forward_done(a3, &fid, Err("connection refused".to_string()), r3.now);
+    r3.hub.handle(Input::ForwardDone { client: a3, request: &fid, result: Err("connection refused".to_string()) }, r3.now);
     r3.pump();
     let r = r3.take(a3);
     assert!(error_message(&r).contains("replica 'r2'"), "{r}");

@@ -22,7 +22,7 @@ fn isolated(max: usize) -> Pair {
 /// A legacy client of principal `who`, initialized and having read the tools.
 fn client_of(p: &mut Pair, who: &str) -> ClientId {
     let c = p.client("2025-11-25", serde_json::from_str(CAPS).unwrap());
-    p.hub.set_client_principal(c, who.as_bytes());
+    p.hub.handle(Input::ClientPrincipal(c, who.as_bytes()), p.now);
     assert_eq!(p.names(c), ["fs__read", "fs__ask"]);
     c
 }
@@ -165,7 +165,7 @@ fn an_instance_stops_after_its_owner_has_gone_and_its_slot_serves_the_next() {
     // Still connected: never stopped, however long unused.
     p.advance(60_000);
     assert!(p.power.is_empty());
-    p.hub.client_disconnected(a);
+    p.hub.handle(Input::ClientDisconnected(a), p.now);
     p.pump();
     // Gone: stopped once it lingered unused.
     assert!(p.hub.next_deadline().is_some_and(|at| at <= p.now + LINGER_MS));
@@ -173,7 +173,7 @@ fn an_instance_stops_after_its_owner_has_gone_and_its_slot_serves_the_next() {
     assert_eq!(p.power, [(ia, Power::Stop)]);
     p.power.clear();
     assert_eq!(p.hub.starts().owned(0), 0);
-    p.hub.upstream_exited(ia, "stopped", "", Next::Stop, p.now);
+    p.hub.handle(Input::UpstreamExited { up: ia, reason: "stopped", stderr_tail: "", next: Next::Stop }, p.now);
     p.pump();
     // The cap is free again: bob's call takes the same slot.
     let b = client_of(&mut p, "token:bob");
@@ -187,7 +187,7 @@ fn an_instance_stops_after_its_owner_has_gone_and_its_slot_serves_the_next() {
 fn a_call_as_a_task_runs_on_the_owners_instance_and_is_still_a_task() {
     let mut p = isolated(8);
     let c = p.client("2025-11-25", json!({ "tasks": {} }));
-    p.hub.set_client_principal(c, b"token:alice");
+    p.hub.handle(Input::ClientPrincipal(c, b"token:alice"), p.now);
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read", "task": { "ttl": 60000 } } }));
     let iu = started(&mut p);
     p.start(iu, Fake::tools(&["read", "ask"]));
@@ -204,7 +204,7 @@ fn a_call_as_a_task_runs_on_the_owners_instance_and_is_still_a_task() {
 fn removing_an_isolated_server_ends_its_instances_calls_and_frees_their_slots() {
     let (mut p, a, ia, _) = alice_on_her_instance(8);
     assert_eq!(p.hub.starts().instances_of(0), [ia]);
-    p.hub.remove_upstream(0, "removed from the configuration", p.now);
+    p.hub.handle(Input::UpstreamRemoved { up: 0, why: "removed from the configuration" }, p.now);
     p.pump();
     // Alice's call in flight on her instance is answered, naming why.
     let e = p.take(a);
@@ -222,7 +222,7 @@ fn removing_an_isolated_server_ends_its_instances_calls_and_frees_their_slots() 
 /// call waited for the instance to start); returns it and the instance.
 fn listening_principal(p: &mut Pair, who: &str) -> (ClientId, UpstreamId) {
     let l = p.connect();
-    p.hub.set_client_principal(l, who.as_bytes());
+    p.hub.handle(Input::ClientPrincipal(l, who.as_bytes()), p.now);
     p.msend(l, json!("l"), "subscriptions/listen", json!({ "notifications": { "resourceSubscriptions": ["file:///a.txt"] } }), &json!({}));
     assert_eq!(p.take(l)["method"], "notifications/subscriptions/acknowledged");
     while !p.up_quiet(0) {

@@ -29,7 +29,7 @@ fn state(p: &Pair, name: &str) -> String {
 fn a_sleeping_server_is_listed_started_by_a_call_and_answers_it() {
     let mut p = Pair::new(vec![UpstreamSpec::new("a"), lazy("z", 0)], HubOptions::default());
     p.start(0, Fake::tools(&["x"]));
-    p.hub.seed_lists(1, &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }), false);
+    p.hub.handle(Input::SeedLists { up: 1, lists: &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }), hold: false }, p.now);
     p.pump();
     // Known at once, without its process: the handshake does not wait for it.
     let c = p.client("2025-11-25", json!({}));
@@ -57,7 +57,7 @@ fn a_call_to_a_server_that_does_not_start_in_time_fails_naming_it() {
     let mut spec = lazy("z", 0);
     spec.timeout_ms = 500;
     let mut p = Pair::new(vec![spec], HubOptions::default());
-    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), false);
+    p.hub.handle(Input::SeedLists { up: 0, lists: &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), hold: false }, p.now);
     let c = p.client("2025-06-18", json!({}));
     call(&mut p, c, 1, "z__y");
     assert_eq!(p.power, [(0, Power::Start)]);
@@ -69,7 +69,7 @@ fn a_call_to_a_server_that_does_not_start_in_time_fails_naming_it() {
     assert!(e["error"]["message"].as_str().unwrap().contains("'z' did not start within 500 ms"), "{e}");
     // A start that fails outright fails its calls at once.
     call(&mut p, c, 2, "z__y");
-    p.hub.upstream_exited(0, "exited with status 127", "command not found", Next::Now, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "exited with status 127", stderr_tail: "command not found", next: Next::Now }, p.now);
     p.pump();
     let e = p.take(c);
     assert_eq!(e["id"], 2);
@@ -95,7 +95,7 @@ fn an_idle_server_sleeps_keeping_its_tools_but_not_while_a_call_is_open() {
     assert_eq!(p.power, [(0, Power::Stop)]);
     assert_eq!(state(&p, "a"), "asleep");
     // Its process goes; its tools stay, and nobody is told of a change.
-    p.hub.upstream_exited(0, "stopped", "", Next::Now, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "stopped", stderr_tail: "", next: Next::Now }, p.now);
     p.pump();
     assert_eq!(p.names(c), ["a__x", "b__y"]);
     assert!(p.client_quiet(c));
@@ -113,7 +113,7 @@ fn an_idle_server_sleeps_keeping_its_tools_but_not_while_a_call_is_open() {
 #[test]
 fn lists_are_reported_once_per_start_and_again_only_when_a_re_read_changed_them() {
     let mut p = Pair::new(vec![UpstreamSpec::new("a"), lazy("z", 0)], HubOptions::default());
-    p.hub.seed_lists(1, &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }), false);
+    p.hub.handle(Input::SeedLists { up: 1, lists: &json!({ "capabilities": { "tools": { "listChanged": true } }, "tools": [tool("y")] }), hold: false }, p.now);
     p.pump();
     assert!(p.lists_read.is_empty(), "seeded lists were not read from the server");
     p.start(0, Fake::tools(&["x"]));
@@ -126,7 +126,7 @@ fn lists_are_reported_once_per_start_and_again_only_when_a_re_read_changed_them(
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
     assert_eq!(p.lists_read, [0, 0]);
     // A new start reports its lists even when they are the same.
-    p.hub.upstream_exited(0, "exit status 1", "", Next::Now, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "exit status 1", stderr_tail: "", next: Next::Now }, p.now);
     p.pump();
     assert_eq!(p.lists_read, [0, 0]);
     p.start(0, Fake::tools(&["x", "w"]));
@@ -143,7 +143,7 @@ fn lists_are_reported_once_per_start_and_again_only_when_a_re_read_changed_them(
 fn a_server_listed_before_its_first_start_has_its_calls_wait_for_it() {
     let mut p = Pair::new(vec![UpstreamSpec::new("a")], HubOptions::default());
     // Not lazy: its lists are given (another replica's), then it is started.
-    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), false);
+    p.hub.handle(Input::SeedLists { up: 0, lists: &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), hold: false }, p.now);
     p.pump();
     let c = p.client("2025-11-25", json!({}));
     assert_eq!(p.names(c), ["a__y"], "listed before it is up");
@@ -159,15 +159,15 @@ fn a_server_listed_before_its_first_start_has_its_calls_wait_for_it() {
 #[test]
 fn calls_waiting_for_a_start_fail_with_it_and_later_ones_are_not_held() {
     let mut p = Pair::new(vec![UpstreamSpec::new("a")], HubOptions::default());
-    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), false);
+    p.hub.handle(Input::SeedLists { up: 0, lists: &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), hold: false }, p.now);
     let c = p.client("2025-11-25", json!({}));
     p.names(c);
     // Its process runs but has not answered yet: still waited for.
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     call(&mut p, c, 1, "a__y");
     assert!(p.client_quiet(c));
-    p.hub.upstream_exited(0, "exit status 1", "", Next::Now, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "exit status 1", stderr_tail: "", next: Next::Now }, p.now);
     p.pump();
     let e = p.take(c);
     assert!(e["error"]["message"].as_str().unwrap().contains("'a' could not be started"), "{e}");
@@ -181,17 +181,17 @@ fn calls_waiting_for_a_start_fail_with_it_and_later_ones_are_not_held() {
 #[test]
 fn a_call_while_a_woken_server_initializes_waits_for_it_too() {
     let mut p = Pair::new(vec![lazy("z", 0)], HubOptions::default());
-    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), false);
+    p.hub.handle(Input::SeedLists { up: 0, lists: &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), hold: false }, p.now);
     let c = p.client("2025-11-25", json!({}));
     call(&mut p, c, 1, "z__y");
     assert_eq!(p.power, [(0, Power::Start)]);
     // Started, not yet up: a second call is parked as well, and asks nothing more.
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     call(&mut p, c, 2, "z__y");
     assert!(p.client_quiet(c));
     assert_eq!(p.power, [(0, Power::Start)]);
-    p.hub.upstream_exited(0, "exit status 1", "", Next::Now, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "exit status 1", stderr_tail: "", next: Next::Now }, p.now);
     p.pump();
     for id in [1, 2] {
         let e = p.take(c);
@@ -222,7 +222,7 @@ fn a_server_slower_than_the_startup_wait_is_named_and_its_calls_wait_for_it() {
     let mut p = Pair::new(vec![UpstreamSpec::new("a"), UpstreamSpec::new("calc")], opts);
     p.start(0, Fake::tools(&["x"]));
     // calc's process is up but it does not answer yet (nothing known of it).
-    p.hub.upstream_started(1, p.now);
+    p.hub.handle(Input::UpstreamStarted(1), p.now);
     p.pump();
     // The answer, after the startup wait, names the server that is not ready yet.
     let (c, r) = held_client(&mut p);
@@ -265,12 +265,12 @@ fn a_call_for_a_server_not_known_yet_that_cannot_wait_is_told_to_retry() {
     spec.timeout_ms = 300;
     let mut p = Pair::new(vec![UpstreamSpec { prefix: String::new(), ..UpstreamSpec::new("a") }, spec], opts);
     p.start(0, Fake::tools(&["x"]));
-    p.hub.upstream_started(1, p.now);
+    p.hub.handle(Input::UpstreamStarted(1), p.now);
     p.pump();
     let c = p.client("2025-11-25", json!({}));
     // Its start fails outright: the waiting call is told at once.
     call(&mut p, c, 1, "calc__add");
-    p.hub.upstream_exited(1, "exited with status 1", "boom", Next::After(std::time::Duration::from_millis(2000)), p.now);
+    p.hub.handle(Input::UpstreamExited { up: 1, reason: "exited with status 1", stderr_tail: "boom", next: Next::After(std::time::Duration::from_millis(2000)) }, p.now);
     p.pump();
     let e = p.take(c);
     assert!(e["error"]["message"].as_str().unwrap().contains("'calc' could not be started"), "{e}");
@@ -280,7 +280,7 @@ fn a_call_for_a_server_not_known_yet_that_cannot_wait_is_told_to_retry() {
     assert!(r["error"]["message"].as_str().unwrap().starts_with("server 'calc' is restarting, retry in 2 s"), "{r}");
     // Starting again: a call waits for it, up to its timeoutMs.
     p.advance(2000);
-    p.hub.upstream_started(1, p.now);
+    p.hub.handle(Input::UpstreamStarted(1), p.now);
     p.pump();
     call(&mut p, c, 2, "calc__add");
     assert!(p.client_quiet(c));
@@ -298,8 +298,8 @@ fn a_call_for_a_server_not_known_yet_that_cannot_wait_is_told_to_retry() {
 fn a_server_known_from_its_last_run_holds_initialize_as_usual_then_is_listed_while_it_starts() {
     let opts = HubOptions { startup_wait_ms: 1000, ..HubOptions::default() };
     let mut p = Pair::new(vec![UpstreamSpec::new("calc")], opts);
-    p.hub.seed_lists(0, &json!({ "capabilities": { "tools": {} }, "tools": [tool("add")] }), true);
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::SeedLists { up: 0, lists: &json!({ "capabilities": { "tools": {} }, "tools": [tool("add")] }), hold: true }, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     // Held as without known lists.
     let (c, r) = held_client(&mut p);

@@ -310,7 +310,7 @@ fn listen_streams_are_acknowledged_tagged_filtered_and_ended() {
     assert_eq!(p.take_up(0)["method"], "resources/unsubscribe");
     assert!(p.client_quiet(c));
     // Shutdown ends stream 7 gracefully: a result with the subscription id, then the cancellation.
-    p.hub.shutdown();
+    p.hub.handle(Input::Shutdown, p.now);
     p.pump();
     let end = p.take(c);
     check(&end, "SubscriptionsListenResultResponse");
@@ -332,7 +332,7 @@ fn listen_limits_and_duplicates() {
     let r = p.mreq(c, json!(2), "subscriptions/listen", json!({ "notifications": {} }), &json!({}));
     assert_eq!(err_code(&r), -32600);
     // State dies with the connection.
-    p.hub.client_disconnected(c);
+    p.hub.handle(Input::ClientDisconnected(c), p.now);
     p.pump();
     assert_eq!(p.hub.status()["clients"].as_array().unwrap().len(), 0);
 }
@@ -469,7 +469,7 @@ fn tampered_replayed_expired_and_foreign_states_reach_nothing() {
     assert!(r["error"]["message"].as_str().unwrap().contains("different method"), "{r}");
     // Another principal.
     let d = p.connect();
-    p.hub.set_client_principal(d, b"someone else");
+    p.hub.handle(Input::ClientPrincipal(d, b"someone else"), p.now);
     let r = retry(&mut p, d, 5, json!({ "q": 1 }), &s);
     assert!(r["error"]["message"].as_str().unwrap().contains("different principal"), "{r}");
     assert!(p.up_quiet(0), "nothing reached the upstream");
@@ -565,7 +565,7 @@ fn an_upstream_answer_before_the_retry_goes_to_the_retry() {
 fn modern_upstreams_are_probed_and_spoken_to_with_meta() {
     let mut p = Pair::new(specs(&["m"]), HubOptions::default());
     p.fakes[0] = None;
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let probe = p.take_up(0);
     assert_eq!(probe["method"], "server/discover");
@@ -592,20 +592,20 @@ fn modern_upstreams_are_probed_and_spoken_to_with_meta() {
 fn legacy_upstreams_fall_back_to_initialize_and_the_era_is_cached() {
     for answer in [json!({ "code": -32601, "message": "Method not found" }), json!({ "code": -32602, "message": "Invalid params" }), json!({ "code": -32600, "message": "not initialized" })] {
         let mut p = Pair::new(specs(&["old"]), HubOptions::default());
-        p.hub.upstream_started(0, p.now);
+        p.hub.handle(Input::UpstreamStarted(0), p.now);
         p.pump();
         let probe = p.take_up(0);
         p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": probe["id"], "error": answer }));
         assert_eq!(p.take_up(0)["method"], "initialize");
         // The era is remembered: the next start sends initialize at once.
-        p.hub.upstream_exited(0, "exit 1", "", Next::Now, p.now);
-        p.hub.upstream_started(0, p.now);
+        p.hub.handle(Input::UpstreamExited { up: 0, reason: "exit 1", stderr_tail: "", next: Next::Now }, p.now);
+        p.hub.handle(Input::UpstreamStarted(0), p.now);
         p.pump();
         assert_eq!(p.take_up(0)["method"], "initialize");
     }
     // A probe that is never answered falls back after probe_timeout_ms.
     let mut p = Pair::new(specs(&["mute"]), HubOptions { probe_timeout_ms: 2000, ..HubOptions::default() });
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     assert_eq!(p.take_up(0)["method"], "server/discover");
     p.advance(2000);
@@ -613,14 +613,14 @@ fn legacy_upstreams_fall_back_to_initialize_and_the_era_is_cached() {
     assert!(p.restarts.is_empty());
     // A failed initialize forgets the era: the next start probes again.
     let mut p = Pair::new(specs(&["x"]), HubOptions::default());
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let probe = p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": probe["id"], "error": { "code": -32601, "message": "no" } }));
     let init = p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": init["id"], "error": { "code": -32603, "message": "boom" } }));
-    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "killed", stderr_tail: "", next: Next::Now }, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     assert_eq!(p.take_up(0)["method"], "server/discover");
 }
@@ -629,7 +629,7 @@ fn legacy_upstreams_fall_back_to_initialize_and_the_era_is_cached() {
 #[test]
 fn a_legacy_answer_to_the_probe_is_a_debug_line_not_an_error() {
     let mut p = Pair::new(specs(&["old"]), HubOptions::default());
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let probe = p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": probe["id"], "error": { "code": -32601, "message": "Method not found" } }));
@@ -642,7 +642,7 @@ fn a_legacy_answer_to_the_probe_is_a_debug_line_not_an_error() {
 /// got `initialize`; returns the pair, the probe and the initialize.
 fn slow_start() -> (Pair, Value, Value) {
     let mut p = Pair::new(specs(&["slow"]), HubOptions::default());
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let probe = p.take_up(0);
     assert_eq!(probe["method"], "server/discover");
@@ -706,8 +706,8 @@ fn a_probe_left_unanswered_with_initialize_refused_is_given_longer_on_the_next_s
     p.advance(1);
     assert_eq!(p.restarts, vec![(0, "initialize failed")]);
     // The next start does not repeat the 3 s fallback: the probe gets the whole init_timeout_ms.
-    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "killed", stderr_tail: "", next: Next::Now }, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let probe = p.take_up(0);
     assert_eq!(probe["method"], "server/discover");
@@ -766,7 +766,7 @@ fn tools_with_invalid_x_mcp_header_annotations_are_dropped() {
     assert_eq!(p.hub.upstreams().revision(0), Some(MODERN));
     assert_eq!(p.hub.catalog().upstream_tool_schema(0, "fine").unwrap()["properties"]["a"]["x-mcp-header"], "Region");
     assert!(p.hub.catalog().upstream_tool_schema(0, "bad").is_none());
-    p.hub.relist_upstream(0, p.now);
+    p.hub.handle(Input::Relist(0), p.now);
     p.pump();
     assert_eq!(p.names(c), ["m__good", "m__fine"]);
 }
@@ -902,7 +902,7 @@ fn modern_upstream_requests_the_legacy_client_cannot_answer_fail_the_call() {
 #[test]
 fn modern_requests_wait_for_upstreams_to_start_like_initialize() {
     let mut p = Pair::new(legacy_specs(&["a"]), HubOptions::default());
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let c = p.connect();
     p.msend(c, json!(1), "tools/list", json!({}), &json!({}));
@@ -927,8 +927,8 @@ fn a_modern_upstream_that_stops_accepting_2026_is_negotiated_again() {
     assert_eq!(p.restarts, vec![(0, "protocol version no longer supported")]);
     // The next start probes again; a legacy answer now leads to initialize.
     p.fakes[0] = None;
-    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "killed", stderr_tail: "", next: Next::Now }, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let probe = p.take_up(0);
     assert_eq!(probe["method"], "server/discover");
@@ -1000,7 +1000,7 @@ fn everything_a_modern_client_gets_fits_the_2026_schema() {
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": comp["id"], "result": { "completion": { "values": ["ab"] } } }));
     ask(&mut p, json!(35), "tools/call", json!({ "name": "nope", "arguments": {} }));
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": "file:///a.txt" } }));
-    p.hub.shutdown();
+    p.hub.handle(Input::Shutdown, p.now);
     p.pump();
     let by_id: std::collections::HashMap<String, &str> = sent.iter().map(|(id, m)| (id.to_string(), *m)).collect();
     let mut n = 0;
@@ -1097,9 +1097,9 @@ fn redeemed(p: &mut Pair, c: ClientId, id: u64, state: &str) -> Value {
 #[test]
 fn one_principal_filling_its_replay_share_does_not_lock_out_another() {
     let (mut p, a) = modern_up();
-    p.hub.set_client_principal(a, b"user:alice");
+    p.hub.handle(Input::ClientPrincipal(a, b"user:alice"), p.now);
     let b = p.connect();
-    p.hub.set_client_principal(b, b"user:bob");
+    p.hub.handle(Input::ClientPrincipal(b, b"user:bob"), p.now);
     let bobs = minted_state(&mut p, b, 1);
     let share = 4096 / 8;
     // Two calls a round, within the default tool-call rate limit (100/s).
@@ -1213,7 +1213,7 @@ fn a_modern_result_passes_byte_exact_with_integers_beyond_64_bits() {
         let up = p.take_up(0);
         let kept = r#""structuredContent":{"n":123456789012345678901234567890,"f":1.50e3,"s":"\u00e9"}"#;
         let raw = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[],{kept},"_meta":{{"x":-0}}}}}}"#, up["id"]);
-        p.hub.upstream_message(0, raw.as_bytes(), p.now);
+        p.hub.handle(Input::UpstreamMessage { up: 0, msg: raw.as_bytes(), on: None }, p.now);
         p.pump();
         let (v, b) = p.take_raw(c);
         let s = String::from_utf8(b).unwrap();
@@ -1258,7 +1258,7 @@ fn a_gone_clients_subscription_to_a_modern_upstream_leaves_its_listen_stream() {
     };
     assert_eq!(listens(&p, 0).last().expect("a listen stream")["resourceSubscriptions"], json!(["file:///a.txt"]));
     let mark = p.upward.len();
-    p.hub.client_disconnected(l);
+    p.hub.handle(Input::ClientDisconnected(l), p.now);
     p.pump();
     let methods: Vec<&Value> = p.upward[mark..].iter().filter(|(u, _, _)| *u == 0).map(|(_, v, _)| &v["method"]).collect();
     assert!(!methods.contains(&&json!("resources/unsubscribe")), "sent {methods:?}");

@@ -20,7 +20,7 @@ fn too_large(p: &mut Pair, u: UpstreamId, msg: &str) {
 fn too_large_on(p: &mut Pair, u: UpstreamId, msg: &str, on: Option<u64>) {
     let LineEvent::TooLarge { len, head, tail } = LineEvent::over_long(msg.as_bytes()) else { unreachable!() };
     let big = Oversize { len, max: 1 << 20, limit: LIMIT, head, tail };
-    p.hub.upstream_too_large(u, &big, on.map(|id| id.to_string()).as_deref().map(str::as_bytes), p.now);
+    p.hub.handle(Input::UpstreamTooLarge { up: u, big: &big, on: on.map(|id| id.to_string()).as_deref().map(str::as_bytes) }, p.now);
     p.pump();
 }
 
@@ -100,7 +100,7 @@ fn a_clients_request_over_the_cap_is_answered_with_its_own_id() {
     let (mut p, c) = one("2025-11-25", json!({}));
     let client_too_large = |p: &mut Pair, msg: &str| {
         let LineEvent::TooLarge { len, head, tail } = LineEvent::over_long(msg.as_bytes()) else { unreachable!() };
-        p.hub.client_frame_too_large(c, &Oversize { len, max: 1 << 20, limit: LIMIT, head, tail });
+        p.hub.handle(Input::ClientFrameTooLarge(c, &Oversize { len, max: 1 << 20, limit: LIMIT, head, tail }), p.now);
         p.pump();
     };
     let req = format!(r#"{{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{{"name":"fs__read","arguments":{{"x":"{}"}}}}}}"#, big_text());

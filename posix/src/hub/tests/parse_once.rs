@@ -27,9 +27,9 @@ fn through(p: &mut Pair, c: ClientId, call: &[u8], as_view: bool) -> [(usize, us
     scan_count::watch_marker(MARKER.as_bytes());
     if as_view {
         let env = Envelope::parse(call).unwrap();
-        p.hub.client_envelope(c, &env, p.now);
+        p.hub.handle(Input::ClientEnvelope(c, &env), p.now);
     } else {
-        p.hub.client_message(c, call, p.now);
+        p.hub.handle(Input::ClientMessage(c, call), p.now);
     }
     let of_call = scan_count::get();
     p.pump();
@@ -37,7 +37,7 @@ fn through(p: &mut Pair, c: ClientId, call: &[u8], as_view: bool) -> [(usize, us
     assert_eq!(sent["method"], "tools/call", "forwarded: {sent}");
     let answer = answer_to(&sent);
     scan_count::watch_marker(MARKER.as_bytes());
-    p.hub.upstream_message(0, &answer, p.now);
+    p.hub.handle(Input::UpstreamMessage { up: 0, msg: &answer, on: None }, p.now);
     let of_answer = scan_count::get();
     p.pump();
     let got = p.take(c);

@@ -37,9 +37,9 @@ fn two_principals_see_their_own_catalogs_and_list_changed() {
     }}));
     let mut p = Pair::with(vec![("a", Fake::tools(&["open", "secret_x"])), ("b", Fake::tools(&["y"]))], opts);
     let alice = p.client("2025-11-25", json!({}));
-    p.hub.set_client_principal(alice, b"token:alice");
+    p.hub.handle(Input::ClientPrincipal(alice, b"token:alice"), p.now);
     let bob = p.client("2025-11-25", json!({}));
-    p.hub.set_client_principal(bob, b"token:bob");
+    p.hub.handle(Input::ClientPrincipal(bob, b"token:bob"), p.now);
     let stdio = p.client("2025-11-25", json!({}));
     assert_eq!(p.names(alice), ["a__open", "a__secret_x"]);
     assert_eq!(p.names(bob), ["a__open", "b__y"]);
@@ -330,9 +330,9 @@ fn a_listen_stream_hears_only_of_tool_changes_its_principal_sees() {
     let opts = with_policy(json!({ "catalogs": { "alice": { "allow": ["a"] } } }));
     let mut p = Pair::with(vec![("a", Fake::tools(&["x"])), ("b", Fake::tools(&["y"]))], opts);
     let alice = p.connect();
-    p.hub.set_client_principal(alice, b"token:alice");
+    p.hub.handle(Input::ClientPrincipal(alice, b"token:alice"), p.now);
     let bob = p.connect();
-    p.hub.set_client_principal(bob, b"token:bob");
+    p.hub.handle(Input::ClientPrincipal(bob, b"token:bob"), p.now);
     for c in [alice, bob] {
         p.send(c, json!({ "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": { "notifications": { "toolsListChanged": true }, "_meta": modern_meta(json!({})) } }));
         assert_eq!(p.take(c)["method"], "notifications/subscriptions/acknowledged");
@@ -493,13 +493,13 @@ fn at_debug_level_each_call_gets_one_line_with_its_outcome() {
     let opts = HubOptions { startup_wait_ms: 0, policy: crate::policy::PolicyConfig { metrics: false, ..Default::default() }, ..HubOptions::default() };
     let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
     let c = p.client("2025-06-18", json!({}));
-    p.hub.set_client_principal(c, b"token:alice");
+    p.hub.handle(Input::ClientPrincipal(c, b"token:alice"), p.now);
     let lines = |p: &Pair| p.logs.iter().filter(|(l, s)| *l == Level::Debug && s.starts_with("tools/call")).map(|(_, s)| s.clone()).collect::<Vec<_>>();
     assert!(call(&mut p, c, 1, "a__x", json!({})).is_null());
     answer_up(&mut p, 0);
     assert_eq!(p.take(c)["id"], 1);
     assert!(lines(&p).is_empty(), "no call lines unless asked: {:?}", p.logs);
-    p.hub.set_call_log(true);
+    p.hub.handle(Input::CallLog(true), p.now);
     assert!(call(&mut p, c, 2, "a__x", json!({})).is_null());
     p.now += 7;
     answer_up(&mut p, 0);
@@ -558,9 +558,9 @@ fn task_requests_have_their_own_limit_per_principal() {
     let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
     let tasks = json!({ "tasks": { "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } } });
     let alice = p.client("2025-11-25", tasks.clone());
-    p.hub.set_client_principal(alice, b"token:alice");
+    p.hub.handle(Input::ClientPrincipal(alice, b"token:alice"), p.now);
     let bob = p.client("2025-11-25", tasks);
-    p.hub.set_client_principal(bob, b"token:bob");
+    p.hub.handle(Input::ClientPrincipal(bob, b"token:bob"), p.now);
     for id in 1..=2 {
         let r = p.request(alice, json!(id), "tasks/list", json!({}));
         assert!(r["result"]["tasks"].is_array(), "{r}");

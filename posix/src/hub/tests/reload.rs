@@ -32,7 +32,7 @@ fn servers_come_and_go_while_a_client_stays() {
     // Removed with a call in flight: the call is answered at once, saying why.
     p.send(c, json!({ "jsonrpc": "2.0", "id": "in-flight", "method": "tools/call", "params": { "name": "a__x" } }));
     p.take_up(0);
-    p.hub.remove_upstream(0, "removed from the configuration", p.now);
+    p.hub.handle(Input::UpstreamRemoved { up: 0, why: "removed from the configuration" }, p.now);
     p.pump();
     let e = p.take(c);
     assert_eq!(e["id"], "in-flight");
@@ -47,8 +47,8 @@ fn servers_come_and_go_while_a_client_stays() {
 
     // Reports about the removed server's process are ignored, and nothing
     // is sent to it.
-    p.hub.upstream_exited(0, "stopped", "", Next::Now, p.now);
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "stopped", stderr_tail: "", next: Next::Now }, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     assert!(p.up_quiet(0));
     assert!(p.client_quiet(c));
@@ -73,7 +73,7 @@ fn an_added_server_is_checked_against_the_others() {
     clash.prefix = "a".into();
     assert_eq!(p.hub.add_upstream(clash.clone(), p.now), Err(ConfigError::PrefixCollision("a".into(), "other".into())));
     // Once `a` is gone, its name and prefix are free.
-    p.hub.remove_upstream(0, "removed from the configuration", p.now);
+    p.hub.handle(Input::UpstreamRemoved { up: 0, why: "removed from the configuration" }, p.now);
     assert_eq!(p.hub.add_upstream(clash, p.now), Ok(0));
     assert_eq!(p.hub.add_upstream(UpstreamSpec::new("a"), p.now).map_err(|_| ()), Err(()), "prefix 'a' is taken by 'other'");
 }
@@ -89,7 +89,7 @@ fn replace_b(p: &mut Pair, spec: UpstreamSpec) -> bool {
     p.hub.replace_upstream(1, spec, "its configuration changed", p.now).expect("the changed entry is valid");
     p.pump();
     // The old process's exit is no crash: nothing more is answered or announced.
-    p.hub.upstream_exited(1, "stopped (exited with status 0)", "", Next::Stop, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 1, reason: "stopped (exited with status 0)", stderr_tail: "", next: Next::Stop }, p.now);
     p.pump();
     p.hub.upstream_replaced(1, true, p.now)
 }
@@ -114,7 +114,7 @@ fn a_changed_server_stays_listed_across_its_restart_and_its_calls_wait_for_it() 
     assert_eq!(p.hub.status()["upstreams"][1]["state"], "restarting");
     // A call while it restarts is no unknown tool: it waits for it.
     call(&mut p, c, 2, "b__z");
-    p.hub.upstream_exited(1, "stopped (exited with status 0)", "", Next::Stop, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 1, reason: "stopped (exited with status 0)", stderr_tail: "", next: Next::Stop }, p.now);
     p.pump();
     assert!(p.client_quiet(c), "the old process's exit answers nothing");
     assert!(p.hub.upstream_replaced(1, true, p.now), "started at once");

@@ -11,7 +11,7 @@ fn down_with(next: Next) -> (Pair, ClientId) {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"])), ("web", Fake::tools(&["fetch"]))], HubOptions::default());
     let c = p.client("2025-11-25", json!({}));
     assert_eq!(p.names(c), ["fs__read", "web__fetch"]);
-    p.hub.upstream_exited(1, "exited with status 1", "ImportError: no module named x", next, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 1, reason: "exited with status 1", stderr_tail: "ImportError: no module named x", next: next }, p.now);
     p.pump();
     (p, c)
 }
@@ -39,7 +39,7 @@ fn a_call_during_the_restart_backoff_says_when_to_retry() {
     assert_eq!(p.take_up(0)["method"], "tools/call");
     // While it starts again, calls are told so; once ready they go through.
     assert!(p.fakes[1].is_some());
-    p.hub.upstream_started(1, p.now);
+    p.hub.handle(Input::UpstreamStarted(1), p.now);
     let r = p.request(c, json!(4), "tools/call", json!({ "name": "web__fetch" }));
     assert_eq!(r["error"]["data"]["state"], "starting", "{r}");
     // (The fake upstream has answered the handshake meanwhile.)

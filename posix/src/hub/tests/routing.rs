@@ -163,13 +163,13 @@ fn answer_of(method: &str) -> Value {
 fn left_held(p: &mut Pair, principal: &[u8], up_id: &str) -> (ClientId, Value) {
     let caps = json!({ "sampling": {}, "elicitation": {}, "roots": {} });
     let m = p.connect();
-    p.hub.set_client_principal(m, principal);
+    p.hub.handle(Input::ClientPrincipal(m, principal), p.now);
     p.modern_call(m, json!(1), json!({ "name": "fs__read", "arguments": { "who": up_id } }), &caps);
     p.take_up(0);
     p.upstream_says(0, with_id(ask("elicitation/create", None), up_id));
     let irr = p.take(m);
     assert_eq!(irr["result"]["resultType"], "input_required", "{irr}");
-    p.hub.client_disconnected(m);
+    p.hub.handle(Input::ClientDisconnected(m), p.now);
     p.pump();
     (m, irr)
 }
@@ -210,7 +210,7 @@ fn a_call_left_held_does_not_compete_with_the_live_caller() {
         p.send(legacy, json!({ "jsonrpc": "2.0", "id": q["id"], "result": answer_of(method) }));
         p.take_up(0);
         let bob = p.connect();
-        p.hub.set_client_principal(bob, b"bob");
+        p.hub.handle(Input::ClientPrincipal(bob, b"bob"), p.now);
         p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": legacy_call["id"], "result": { "content": [] } }));
         assert_eq!(p.take(legacy)["id"], 1, "{method}");
         p.modern_call(bob, json!(7), json!({ "name": "fs__read" }), &json!({ "sampling": {}, "elicitation": {}, "roots": {} }));
@@ -232,7 +232,7 @@ fn held_calls_of_one_principal_take_a_late_request_in_their_next_round_those_of_
     let state = irr["result"]["requestState"].as_str().unwrap().to_string();
     let key = irr["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
     let retry = p.connect();
-    p.hub.set_client_principal(retry, b"alice");
+    p.hub.handle(Input::ClientPrincipal(retry, b"alice"), p.now);
     let caps = json!({ "sampling": {}, "elicitation": {}, "roots": {} });
     let params = json!({ "name": "fs__read", "arguments": { "who": "held-1" }, "inputResponses": { key: answer_of("elicitation/create") }, "requestState": state });
     p.modern_call(retry, json!(1), params, &caps);
@@ -240,7 +240,7 @@ fn held_calls_of_one_principal_take_a_late_request_in_their_next_round_those_of_
     let irr2 = p.take(retry);
     let asks = irr2["result"]["inputRequests"].as_object().unwrap();
     assert_eq!(asks.values().map(|a| a["method"].clone()).collect::<Vec<_>>(), [json!("sampling/createMessage")], "{irr2}");
-    p.hub.client_disconnected(retry);
+    p.hub.handle(Input::ClientDisconnected(retry), p.now);
     p.pump();
     // Now bob's call is held too: two principals, nothing live, nothing names one.
     left_held(&mut p, b"bob", "held-2");
@@ -286,7 +286,7 @@ fn one_principal_cannot_hold_more_than_its_share_and_is_told_the_limit() {
     left_held(&mut p, b"alice", "a-2");
     let caps = json!({ "elicitation": {} });
     let m = p.connect();
-    p.hub.set_client_principal(m, b"alice");
+    p.hub.handle(Input::ClientPrincipal(m, b"alice"), p.now);
     p.modern_call(m, json!(3), json!({ "name": "fs__read", "arguments": { "who": "a-3" } }), &caps);
     let call = p.take_up(0);
     p.upstream_says(0, with_id(ask("elicitation/create", None), "a-3"));
@@ -318,7 +318,7 @@ fn one_principal_cannot_hold_more_than_its_share_and_is_told_the_limit() {
 fn a_task_and_another_caller() -> (Pair, ClientId, ClientId) {
     let mut p = Pair::with(vec![("m", tasks_upstream())], HubOptions::default());
     let alice = p.connect();
-    p.hub.set_client_principal(alice, b"alice");
+    p.hub.handle(Input::ClientPrincipal(alice, b"alice"), p.now);
     p.msend(alice, json!(1), "tools/call", json!({ "name": "m__job" }), &ext_caps());
     let up = p.take_up(0);
     let task = json!({ "resultType": "task", "taskId": "up-7", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 60_000, "pollIntervalMs": 100 });
@@ -345,7 +345,7 @@ fn a_request_naming_a_task_goes_to_its_creator_and_never_to_another_caller() {
     assert_eq!((e["id"].clone(), err_code(&e)), (json!("s-1"), -32603), "{e}");
     assert!(e["error"]["message"].as_str().unwrap().contains("tasks/get"), "{e}");
     assert!(p.client_quiet(bob) && p.client_quiet(alice), "nobody else is asked the task's question");
-    p.hub.client_disconnected(alice);
+    p.hub.handle(Input::ClientDisconnected(alice), p.now);
     p.pump();
     p.upstream_says(0, ask("elicitation/create", related));
     let e = p.take_up(0);

@@ -129,7 +129,7 @@ fn the_meta_key_rule_itself() {
 fn legacy_traffic_is_json_rpc_with_fresh_ids_both_ways() {
     let mut p = Pair::new(legacy_specs(&["fs"]), HubOptions::default());
     p.fakes[0] = None;
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     // The handshake: initialize alone (not a batch), offering a revision mcpx speaks.
     let init = p.take_up(0);
@@ -443,7 +443,7 @@ fn a_cancelled_modern_request_gets_nothing_more_and_timeouts_are_errors_not_canc
 #[test]
 fn a_modern_upstream_is_never_sent_initialize_after_a_modern_error() {
     let mut p = Pair::new(specs(&["m"]), HubOptions::default());
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let probe = p.take_up(0);
     assert_eq!(probe["method"], "server/discover");
@@ -457,8 +457,8 @@ fn a_modern_upstream_is_never_sent_initialize_after_a_modern_error() {
     assert!(p.drain_up(0).iter().all(|m| m["method"] != "initialize"));
     assert_eq!(p.restarts, vec![(0, "no common protocol revision")]);
     // Listing a legacy revision: initialize with exactly that one.
-    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "killed", stderr_tail: "", next: Next::Now }, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let probe = p.take_up(0);
     assert_eq!(probe["method"], "server/discover");
@@ -687,7 +687,7 @@ fn a_legacy_upstreams_32002_is_accepted() {
 #[test]
 fn nothing_but_initialize_before_the_upstream_answers_it() {
     let mut p = Pair::new(legacy_specs(&["fs"]), HubOptions::default());
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let c = p.connect();
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} }));
@@ -714,7 +714,7 @@ fn zero_negative_and_absent_ttls_are_stale_at_once() {
         let c = p.client("2025-11-25", json!({}));
         // Re-list by hand with the TTL under test.
         p.fakes[0] = None;
-        p.hub.relist_upstream(0, p.now);
+        p.hub.handle(Input::Relist(0), p.now);
         p.pump();
         let l = p.take_up(0);
         assert_eq!(l["method"], "tools/list");
@@ -808,7 +808,7 @@ fn interleaved_conversations_on_one_connection_stay_apart() {
 #[test]
 fn a_32022_naming_the_modern_version_is_retried_once() {
     let mut p = Pair::new(specs(&["m"]), HubOptions::default());
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let refuse = |p: &mut Pair, id: &Value| {
         p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32022, "message": "Unsupported protocol version", "data": { "supported": [MODERN, "2025-06-18"], "requested": MODERN } } }));

@@ -421,7 +421,7 @@ fn manual() -> Pair {
 }
 
 fn boot(p: &mut Pair) {
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let init = p.take_up(0);
     assert_eq!(init["method"], "initialize", "{init}");
@@ -453,7 +453,7 @@ fn upstream_cursors_do_not_outlive_its_session() {
     let l2 = p.take_up(0);
     assert_eq!(l2["params"]["cursor"], "page-2");
     // The upstream goes away before answering; the next session lists from the start.
-    p.hub.upstream_exited(0, "exit 1", "", Next::Now, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "exit 1", stderr_tail: "", next: Next::Now }, p.now);
     p.pump();
     while !p.up_quiet(0) {
         p.take_up(0);

@@ -30,7 +30,7 @@ fn upstream_initialize(newest: &str) -> Value {
     let mut s = legacy_specs(&["fs"]);
     s[0].revisions.retain(|r| r.as_str() <= newest);
     let mut p = Pair::new(s, HubOptions::default());
-    p.hub.upstream_started(0, p.now);
+    p.hub.handle(Input::UpstreamStarted(0), p.now);
     p.pump();
     let init = p.take_up(0);
     assert_eq!(init["method"], "initialize");
@@ -454,7 +454,7 @@ fn declines_cancels_and_client_failures_reach_the_upstream() {
     // A client that leaves: likewise.
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 8, "method": "elicitation/create", "params": form }));
     p.take(c);
-    p.hub.client_disconnected(c);
+    p.hub.handle(Input::ClientDisconnected(c), p.now);
     p.pump();
     let e = p.up.get_mut(&0).unwrap().iter().find(|m| m["id"] == 8).cloned().expect("an answer for 8");
     assert!(e.get("error").is_some());
@@ -481,7 +481,7 @@ fn elicitation_state_is_bound_to_the_client_and_its_principal() {
     // retry (even naming the same session) reaches nothing.
     let (mut p, _) = one("2025-11-25", json!({}));
     let m = p.connect();
-    p.hub.set_client_principal(m, b"alice");
+    p.hub.handle(Input::ClientPrincipal(m, b"alice"), p.now);
     p.modern_call(m, json!(1), json!({ "name": "fs__read" }), &json!({ "elicitation": {} }));
     p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "q", "method": "elicitation/create", "params": form }));
@@ -490,7 +490,7 @@ fn elicitation_state_is_bound_to_the_client_and_its_principal() {
     let key = irr["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
     assert!(!state.contains("alice"), "the state is opaque");
     let mallory = p.connect();
-    p.hub.set_client_principal(mallory, b"mallory");
+    p.hub.handle(Input::ClientPrincipal(mallory, b"mallory"), p.now);
     let retry = json!({ "name": "fs__read", "inputResponses": { key: { "action": "accept", "content": { "pin": "forged" } } }, "requestState": state });
     p.modern_call(mallory, json!(2), retry.clone(), &json!({ "elicitation": {} }));
     let r = p.take(mallory);

@@ -83,7 +83,7 @@ mod snapshot {
         let mut p = Pair::with(vec![("fs", logging_fake())], HubOptions::default());
         let c = p.connect();
         assert_eq!(p.hub.client_snapshot(c), None, "nothing before initialize");
-        p.hub.set_client_principal(c, b"token:alice");
+        p.hub.handle(Input::ClientPrincipal(c, b"token:alice"), p.now);
         p.request(c, json!(0), "initialize", json!({ "protocolVersion": "2025-06-18", "capabilities": { "sampling": {} }, "clientInfo": { "name": "t", "version": "1" } }));
         assert_eq!(p.changed, [c], "said once initialize is answered");
         p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
@@ -122,7 +122,7 @@ mod snapshot {
         }
         // A modern client has no session to keep.
         let m = p.connect();
-        p.hub.set_client_modern(m);
+        p.hub.handle(Input::ClientModern(m), p.now);
         assert_eq!(p.hub.client_snapshot(m), None);
     }
 
@@ -155,7 +155,7 @@ mod snapshot {
         p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": { "level": "error", "data": "x" } }));
         assert_eq!(p.take(a)["method"], "notifications/message");
         // Leaving, it unsubscribes as any client does.
-        p.hub.client_disconnected(a);
+        p.hub.handle(Input::ClientDisconnected(a), p.now);
         p.pump();
         assert_eq!(p.take_up(0)["method"], "resources/unsubscribe");
     }

@@ -177,7 +177,7 @@ impl Sim {
             }
             None => (PRINCIPALS[self.rng.below(2)], format!("t{}", self.fresh()), None),
         };
-        self.p.hub.set_client_principal(m, principal);
+        self.p.hub.handle(Input::ClientPrincipal(m, principal), self.p.now);
         let mut params = json!({ "name": "fs__read", "arguments": { "tag": tag } });
         if let Some((responses, state)) = extra {
             params["inputResponses"] = Value::Object(responses);
@@ -277,13 +277,13 @@ impl Sim {
             r.exempt = true;
         }
         self.modern.remove(&c);
-        self.p.hub.client_disconnected(c);
+        self.p.hub.handle(Input::ClientDisconnected(c), self.p.now);
         self.p.pump();
     }
 
     fn crash(&mut self) {
         self.calls.clear();
-        self.p.hub.upstream_exited(0, "exit 1", "", Next::Now, self.p.now);
+        self.p.hub.handle(Input::UpstreamExited { up: 0, reason: "exit 1", stderr_tail: "", next: Next::Now }, self.p.now);
         self.p.pump();
         self.p.start(0, Fake::tools(&["read"]));
     }
@@ -350,7 +350,7 @@ impl Sim {
             }
         }
         // Its answer came: the connection ends, as a modern HTTP POST does.
-        self.p.hub.client_disconnected(c);
+        self.p.hub.handle(Input::ClientDisconnected(c), self.p.now);
         self.p.pump();
     }
 

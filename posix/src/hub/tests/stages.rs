@@ -36,7 +36,7 @@ fn calls_to_unknown_or_hidden_tools_are_charged_by_the_rate_limits() {
     }));
     let mut p = Pair::with(vec![("a", Fake::tools(&["x", "hidden"]))], opts);
     let c = p.client("2025-11-25", json!({}));
-    p.hub.set_client_principal(c, b"token:alice");
+    p.hub.handle(Input::ClientPrincipal(c, b"token:alice"), p.now);
     for (id, name) in [(1, "a__nope"), (2, "a__hidden"), (3, "a__nope")] {
         let r = call(&mut p, c, id, name);
         assert_eq!(r["error"]["message"], format!("Unknown tool: {name}"), "{r}");
@@ -63,7 +63,7 @@ fn a_catalog_covers_prompts_resources_templates_completions_and_subscriptions() 
     let opts = with_policy(json!({ "catalogs": { "alice": { "allow": ["a/x"] } } }));
     let mut p = Pair::with(vec![("a", everything("x")), ("b", everything("y"))], opts);
     let alice = p.client("2025-11-25", json!({}));
-    p.hub.set_client_principal(alice, b"token:alice");
+    p.hub.handle(Input::ClientPrincipal(alice, b"token:alice"), p.now);
     let stdio = p.client("2025-11-25", json!({}));
 
     // Lists: alice sees a's prompts, resources and templates, none of b's.
@@ -105,7 +105,7 @@ fn a_prompt_list_change_alice_cannot_see_sends_her_nothing() {
     b.caps = json!({ "tools": {}, "prompts": { "listChanged": true }, "resources": {} });
     let mut p = Pair::with(vec![("a", everything("x")), ("b", b)], opts);
     let alice = p.client("2025-11-25", json!({}));
-    p.hub.set_client_principal(alice, b"token:alice");
+    p.hub.handle(Input::ClientPrincipal(alice, b"token:alice"), p.now);
     let stdio = p.client("2025-11-25", json!({}));
     for c in [alice, stdio] {
         p.list_all(c, "prompts/list", "prompts");

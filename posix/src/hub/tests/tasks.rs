@@ -76,7 +76,7 @@ fn a_legacy_client_runs_any_tool_as_a_task_and_fetches_the_result() {
     // An integer wider than 64 bits, which only byte-exact keeping preserves.
     let answer = r#"{"content":[{"type":"text","text":"done"}],"structuredContent":{"big":123456789012345678901234567890}}"#;
     let raw_answer = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{answer}}}"#, up["id"]);
-    p.hub.upstream_message(0, raw_answer.as_bytes(), p.now);
+    p.hub.handle(Input::UpstreamMessage { up: 0, msg: raw_answer.as_bytes(), on: None }, p.now);
     p.pump();
     let status = p.take(c);
     assert_eq!(status["method"], "notifications/tasks/status", "{status}");
@@ -107,9 +107,9 @@ fn a_legacy_client_runs_any_tool_as_a_task_and_fetches_the_result() {
 fn a_task_belongs_to_its_principal_on_any_connection_and_to_no_one_else() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
     let alice = task_client(&mut p);
-    p.hub.set_client_principal(alice, b"alice");
+    p.hub.handle(Input::ClientPrincipal(alice, b"alice"), p.now);
     let bob = task_client(&mut p);
-    p.hub.set_client_principal(bob, b"bob");
+    p.hub.handle(Input::ClientPrincipal(bob, b"bob"), p.now);
     let (created, up) = call_as_task(&mut p, alice, 1, 60_000);
     let id = task_id(&created);
     for (i, method) in ["tasks/get", "tasks/result", "tasks/cancel"].iter().enumerate() {
@@ -120,12 +120,12 @@ fn a_task_belongs_to_its_principal_on_any_connection_and_to_no_one_else() {
     let bobs = p.request(bob, json!(9), "tasks/list", json!({}));
     assert_eq!(bobs["result"]["tasks"], json!([]));
     // Alice leaves; the task goes on and is hers on a new connection.
-    p.hub.client_disconnected(alice);
+    p.hub.handle(Input::ClientDisconnected(alice), p.now);
     p.pump();
     assert!(p.up_quiet(0), "the task's call is not cancelled with the connection");
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": ok_text("hers") }));
     let again = task_client(&mut p);
-    p.hub.set_client_principal(again, b"alice");
+    p.hub.handle(Input::ClientPrincipal(again, b"alice"), p.now);
     let list = p.request(again, json!(1), "tasks/list", json!({}));
     assert_eq!(list["result"]["tasks"][0]["taskId"], id.as_str());
     let r = p.request(again, json!(2), "tasks/result", json!({ "taskId": id }));
@@ -170,9 +170,9 @@ fn a_tasks_progress_keeps_its_token_after_the_create_result_and_stops_at_its_end
 fn sessions_without_credentials_each_have_their_own_tasks() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
     let a = task_client(&mut p);
-    p.hub.set_client_principal(a, crate::hub::ANONYMOUS_PRINCIPAL);
+    p.hub.handle(Input::ClientPrincipal(a, crate::hub::ANONYMOUS_PRINCIPAL), p.now);
     let b = task_client(&mut p);
-    p.hub.set_client_principal(b, crate::hub::ANONYMOUS_PRINCIPAL);
+    p.hub.handle(Input::ClientPrincipal(b, crate::hub::ANONYMOUS_PRINCIPAL), p.now);
     let (created, up) = call_as_task(&mut p, a, 1, 60_000);
     let id = task_id(&created);
     assert_eq!(p.request(b, json!(2), "tasks/list", json!({}))["result"]["tasks"], json!([]));
@@ -265,7 +265,7 @@ fn tasks_are_capped_per_principal_in_memory_and_in_time() {
 #[test]
 fn a_task_whose_server_exits_fails_with_a_clear_status() {
     let (mut p, c, id, _) = one_task(HubOptions::default(), 60_000);
-    p.hub.upstream_exited(0, "killed", "", Next::Now, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 0, reason: "killed", stderr_tail: "", next: Next::Now }, p.now);
     p.pump();
     let status = p.take(c);
     assert_eq!(status["params"]["status"], "failed");
@@ -349,9 +349,9 @@ pub(super) fn tasks_upstream() -> Fake {
 fn an_upstreams_task_is_relayed_under_an_id_of_the_hubs_and_only_to_its_principal() {
     let mut p = Pair::with(vec![("m", tasks_upstream())], HubOptions::default());
     let alice = p.connect();
-    p.hub.set_client_principal(alice, b"alice");
+    p.hub.handle(Input::ClientPrincipal(alice, b"alice"), p.now);
     let bob = p.connect();
-    p.hub.set_client_principal(bob, b"bob");
+    p.hub.handle(Input::ClientPrincipal(bob, b"bob"), p.now);
     p.msend(alice, json!(1), "tools/call", json!({ "name": "m__job" }), &ext_caps());
     let up = p.take_up(0);
     assert_eq!(up["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], ext_caps()["extensions"], "the upstream decides: {up}");
@@ -427,9 +427,9 @@ fn relayed_job(p: &mut Pair, c: ClientId, id: i64, up: &str, modern: bool) -> (V
 fn a_legacy_upstreams_task_reaches_a_legacy_client_under_an_id_of_the_hubs() {
     let mut p = Pair::with(vec![("fs", legacy_tasks_upstream())], HubOptions::default());
     let alice = p.client(REV, json!({ "tasks": {}, "elicitation": {} }));
-    p.hub.set_client_principal(alice, b"alice");
+    p.hub.handle(Input::ClientPrincipal(alice, b"alice"), p.now);
     let bob = task_client(&mut p);
-    p.hub.set_client_principal(bob, b"bob");
+    p.hub.handle(Input::ClientPrincipal(bob, b"bob"), p.now);
     let tools = p.list_all(alice, "tools/list", "tools");
     let job = tools.iter().find(|t| t["name"] == "fs__job").expect("job listed");
     assert_eq!(job["execution"]["taskSupport"], "required", "{job}");
@@ -512,7 +512,7 @@ fn a_legacy_servers_task_is_followed_again_after_a_restart() {
     let mut p = Pair::with(vec![("fs", legacy_tasks_upstream())], HubOptions::default());
     p.hub.restore_tasks(None, p.now);
     let c = task_client(&mut p);
-    p.hub.set_client_principal(c, b"alice");
+    p.hub.handle(Input::ClientPrincipal(c, b"alice"), p.now);
     let (created, _held) = relayed_job(&mut p, c, 1, "up-1", false);
     let id = task_id(&created);
     let state = p.saved.last().expect("saved before the answer").clone();
@@ -523,10 +523,10 @@ fn a_legacy_servers_task_is_followed_again_after_a_restart() {
     let held = q.take_up(0);
     assert_eq!((held["method"].clone(), held["params"]["taskId"].clone()), (json!("tasks/result"), json!("up-1")), "followed again: {held}");
     let bob = task_client(&mut q);
-    q.hub.set_client_principal(bob, b"bob");
+    q.hub.handle(Input::ClientPrincipal(bob, b"bob"), q.now);
     assert_eq!(q.request(bob, json!(1), "tasks/get", json!({ "taskId": id }))["error"]["code"], -32602);
     let alice = task_client(&mut q);
-    q.hub.set_client_principal(alice, b"alice");
+    q.hub.handle(Input::ClientPrincipal(alice, b"alice"), q.now);
     assert_eq!(q.request(alice, json!(2), "tasks/get", json!({ "taskId": id }))["result"]["status"], "working");
     let mut done = ok_text("after the restart");
     done["_meta"] = json!({ RELATED: { "taskId": "up-1" } });
@@ -656,7 +656,7 @@ fn a_legacy_clients_task_on_a_2026_task_upstream_is_polled_to_its_result() {
 /// A connection of principal `who`.
 fn principal(p: &mut Pair, who: &str) -> ClientId {
     let c = p.connect();
-    p.hub.set_client_principal(c, who.as_bytes());
+    p.hub.handle(Input::ClientPrincipal(c, who.as_bytes()), p.now);
     c
 }
 

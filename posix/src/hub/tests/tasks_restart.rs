@@ -24,13 +24,13 @@ fn saving_hub(epoch_ms: u64, saved: Option<&[u8]>) -> Pair {
 
 fn legacy_client(p: &mut Pair, principal: &[u8]) -> ClientId {
     let c = p.client(REV, json!({ "tasks": {} }));
-    p.hub.set_client_principal(c, principal);
+    p.hub.handle(Input::ClientPrincipal(c, principal), p.now);
     c
 }
 
 fn modern_client(p: &mut Pair, principal: &[u8]) -> ClientId {
     let c = p.connect();
-    p.hub.set_client_principal(c, principal);
+    p.hub.handle(Input::ClientPrincipal(c, principal), p.now);
     c
 }
 
@@ -48,7 +48,7 @@ fn a_task_the_hub_ran_is_saved_before_it_is_answered_and_fails_clearly_after_a_r
     let mut p = saving_hub(epoch, None);
     let alice = legacy_client(&mut p, b"alice");
     let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read", "arguments": {}, "task": { "ttl": 60_000 } } });
-    p.hub.client_message(alice, call.to_string().as_bytes(), p.now);
+    p.hub.handle(Input::ClientMessage(alice, call.to_string().as_bytes()), p.now);
     let mut order = vec![];
     while let Some(o) = p.hub.poll_output() {
         match o {

@@ -1,7 +1,7 @@
 //! Upstream connections: the client side of the handshake, listing, and what
 //! an upstream says on its own (notifications, exits).
 //!
-//! Life of an upstream: `Down` → (`upstream_started`) `Initializing` → the hub
+//! Life of an upstream: `Down` → (`Input::UpstreamStarted`) `Initializing` → the hub
 //! sends `initialize` offering the newest revision allowed for it → on a good
 //! answer `notifications/initialized` and `Ready`, then the lists its
 //! capabilities announce are read, following `nextCursor`. A version the hub
