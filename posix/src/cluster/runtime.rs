@@ -118,7 +118,7 @@ impl Cluster {
             Job::Ask(ask) => {
                 let answer = self.execute(&ask).await;
                 if ask.ticket != 0 {
-                    rt.feed(|hub, now| hub.handle(Input::SharedAnswered { ticket: ask.ticket, answer: answer }, now));
+                    rt.feed(|hub, now| hub.handle(Input::SharedAnswered { ticket: ask.ticket, answer }, now));
                 } else if let Answer::Unavailable(why) = answer {
                     warn!("shared state: {why}");
                 }
@@ -135,7 +135,7 @@ impl Cluster {
                 if let Err(why) = &result {
                     warn!("cluster hop: {why}");
                 }
-                rt.feed(|hub, now| hub.handle(Input::ForwardDone { client: client, request: request.bytes(), result: result }, now));
+                rt.feed(|hub, now| hub.handle(Input::ForwardDone { client, request: request.bytes(), result }, now));
             }
         }
     }

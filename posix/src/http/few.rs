@@ -3,17 +3,12 @@
 //! kept inline, so a plain request allocates no list for it.
 
 /// Empty, one element inline, or more in a `Vec`.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) enum Few<T> {
+    #[default]
     Empty,
     One(T),
     Many(Vec<T>),
-}
-
-impl<T> Default for Few<T> {
-    fn default() -> Few<T> {
-        Few::Empty
-    }
 }
 
 impl<T> Few<T> {

@@ -599,7 +599,7 @@ async fn legacy_sse(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Princ
 /// POST /messages?sessionId=… (2024-11-05): 202, the answer comes on the stream.
 async fn legacy_messages(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     let sid = decide::legacy_session_of(req);
-    let Some(c) = sh.touch(&sid, Kind::LegacySse) else {
+    let Some(c) = sh.touch(sid, Kind::LegacySse) else {
         if req.has_body() {
             if let Err(keep) = conn.body(req).await {
                 return keep;

@@ -873,7 +873,7 @@ impl Hub {
 
     /// The earliest time at which `tick` has something to do, if any.
     pub fn next_deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.held_init_deadline(), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.started_ms.filter(|_| self.clients.any_held() || self.listens.any_early()).map(|s| s + self.opts.startup_wait_ms), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
     }
 
     /// The connected clients, to ask about (read only).
@@ -900,12 +900,6 @@ impl Hub {
     /// The next thing for the runtime to do, in order.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
-    }
-
-    /// The `inputSchema` of upstream `u`'s tool `name`, as last listed
-    /// ([`catalog::Catalog::upstream_tool_schema`]).
-    fn upstream_tool_schema(&self, u: UpstreamId, name: &str) -> Option<&serde_json::Value> {
-        self.catalog.upstream_tool_schema(u, name)
     }
 
     /// From now on the hub's tasks are saved (`Output::SaveTasks`) whenever
@@ -943,7 +937,11 @@ impl Hub {
                         self.downward().notification(client, mcpx_core::method::Method::TasksStatus, Some(&params));
                     }
                 }
-                NotifyListens { principal, id, task } => self.notify_listens_task(&principal, &id, &task),
+                NotifyListens { principal, id, task } => {
+                    let clients = &self.clients;
+                    let fx = self.listens.task(&id, &task, |c| clients.get(&c).is_some_and(|cl| cl.principal == principal));
+                    self.apply_listens(fx);
+                }
                 Ask { u, method, params, task, timeout } => {
                     let origin = task.clone().map_or(pending::Origin::Fire, pending::Origin::Task);
                     let sent = self.send_upstream(u, method, Some(&params), origin, timeout);
@@ -967,7 +965,12 @@ impl Hub {
                     }
                     self.out.push_back(Output::SaveTasks(file));
                 }
-                Publish(id) => self.publish_task(&id),
+                // Published for the other replicas, when they share a store.
+                Publish(id) => {
+                    let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { continue };
+                    let Some((record, ttl_ms)) = self.tasks.record_now(&id, &task_ups(&self.ups), self.now_ms) else { continue };
+                    self.out.push_back(Output::Shared(shared::publish(me, &id, record, ttl_ms)));
+                }
             }
         }
     }
@@ -1037,7 +1040,11 @@ impl Hub {
                 Effect::Ready(u) => {
                     let fx = self.ups.read_lists(u, self.starts.is_instance(u), &self.catalog);
                     self.apply_upstream(fx);
-                    self.after_ready(u);
+                    // Its tasks followed again, its subscriptions asked again.
+                    let fx = self.tasks.refollow(&task_up(u, &self.ups[u]), self.now_ms);
+                    self.apply_task_effects(fx);
+                    let fx = self.subs.restore(&self.ups, &self.catalog, u);
+                    self.apply_subscriptions(fx);
                     self.apply_upstream([Effect::CheckSettled(u)]);
                 }
                 Effect::Gone { u, name, reason } => {
@@ -1106,19 +1113,13 @@ impl Hub {
             effects: Vec::new(),
         };
         let r = step(&mut p);
-        let effects = p.effects;
-        self.apply_stages(effects);
-        r
-    }
-
-    /// Does what the stages left to do, in order.
-    fn apply_stages(&mut self, effects: Vec<stages::Effect>) {
-        for e in effects {
+        for e in p.effects {
             match e {
                 stages::Effect::Shared(e) => self.apply_shared([e]),
                 stages::Effect::Starts(fx) => self.apply_starts(fx),
             }
         }
+        r
     }
 
     /// Writes the lines a policy call asked for, in order.

@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use mcpx_core::clipped::{self, Clipped};
 use mcpx_core::cursor::{self, Cursor};
-use mcpx_core::envelope::{Batch, Message};
+use mcpx_core::envelope::Message;
 use mcpx_core::error::PeerCaps;
 use mcpx_core::meta;
 use mcpx_core::method::Method;
@@ -34,7 +34,7 @@ use super::stages::{self, ToolRoute};
 use super::tasks::{self, InputTo, Plan};
 use super::upward;
 use super::wire::{self, Bad, Kind as MsgKind, Msg, With};
-use super::{shared, About, ClientId, Hub, IdKey, Level, Outcome, Output, Oversize, UpstreamId};
+use super::{shared, About, ClientId, Hub, IdKey, Level, Outcome, Oversize, UpstreamId};
 
 fn refuse(code: ErrorCode, msg: String) -> Refusal {
     Refusal(code, msg, None)
@@ -132,17 +132,11 @@ impl Hub {
                         *sent = Some(body.clone());
                     }
                     self.pending.open_call(up, up_id, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms);
-                    let modern = self.ups[up].is_modern().then(|| upward::written_headers(&method, Some(&body), &|tool| self.upstream_tool_schema(up, tool)));
+                    let modern = self.ups[up].is_modern().then(|| upward::written_headers(&method, Some(&body), &|tool| self.catalog.upstream_tool_schema(up, tool)));
                     upward::request(&mut self.out, up, up_id, &method, Some(&body), modern);
                 }
             }
         }
-    }
-
-    /// What client `c` declared that the error table depends on.
-    pub(super) fn peer_caps(&self, c: ClientId) -> PeerCaps {
-        let url_elicitation = self.clients.get(&c).and_then(|cl| cl.caps()).is_some_and(|caps| caps.pointer("/elicitation/url").is_some());
-        PeerCaps { url_elicitation }
     }
 
     pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
@@ -154,7 +148,7 @@ impl Hub {
             self.shared.routed(c, m, None, routed)
         }) {
             // The core error table decides which code this client may get.
-            let code = code.for_peer(self.clients[&c].rev(), self.peer_caps(c));
+            let code = code.for_peer(self.clients[&c].rev(), self.clients.peer_caps(c));
             self.downward().error(c, Some(m.id_bytes().unwrap_or(b"null")), code, &msg, data);
         }
     }
@@ -174,14 +168,23 @@ impl Hub {
         }
         match m.call {
             Initialize => {
-                self.client_initialize(c, m);
+                let offer = Offer { ups: &self.ups, catalog: &self.catalog, starts: &self.starts, opts: &self.opts };
+                let fx = self.clients.initialize(c, m, &offer, self.startup_settled());
+                self.apply_clients(fx);
                 Ok(())
             }
-            Ping => self.ping(c, m),
+            Ping => {
+                self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
+                Ok(())
+            }
             ToolsList | ResourcesList | ResourcesTemplatesList | PromptsList => self.list(c, m, ctx),
             ToolsCall => self.tools_call(c, m, ctx),
             // A task an upstream runs (modern requests only, see `modern`).
-            TasksGet | TasksUpdate | TasksCancel if ctx.is_some() => self.upstream_task(c, m, ctx),
+            // forwarded with the upstream's task id.
+            TasksGet | TasksUpdate | TasksCancel if ctx.is_some() => {
+                let (u, up, r) = ctx.and_then(|x| self.tasks.upstream_of(m, &x.principal, &super::task_ups(&self.ups))).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
+                self.forward(c, m, ctx, u, &mut [(r, With::Str(&up))])
+            }
             TasksGet | TasksResult | TasksList | TasksCancel => self.task_request(c, m.id_bytes().unwrap_or(b"null"), m, ctx),
             PromptsGet => self.prompts_get(c, m, ctx),
             ResourcesRead => self.resources_read(c, m, ctx),
@@ -190,11 +193,6 @@ impl Hub {
             LoggingSetLevel => self.logging_set_level(c, m),
             _ => Err(refuse(ErrorCode::MethodNotFound, format!("Method not found: {}", m.method))),
         }
-    }
-
-    fn ping(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
-        self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
-        Ok(())
     }
 
     /// `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`.
@@ -266,13 +264,6 @@ impl Hub {
         let fx = self.tasks.request(who, m.call, &m.params_value(), &super::task_ups(&self.ups), self.now_ms)?;
         self.apply_task_effects(fx);
         Ok(())
-    }
-
-    /// `tasks/get`, `tasks/update`, `tasks/cancel` of a modern request for a
-    /// task an upstream runs: forwarded with the upstream's task id.
-    fn upstream_task(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let (u, up, r) = ctx.and_then(|x| self.tasks.upstream_of(m, &x.principal, &super::task_ups(&self.ups))).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: no such task".into()))?;
-        self.forward(c, m, ctx, u, &mut [(r, With::Str(&up))])
     }
 
     fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
@@ -507,7 +498,7 @@ impl Hub {
                 Some((_, renamed)) => renamed.text(),
                 None => wire::string_at(m.raw, r),
             });
-            upward::forwarded_headers(&m.method, name, m.env.params(), &|tool| self.upstream_tool_schema(u, tool))
+            upward::forwarded_headers(&m.method, name, m.env.params(), &|tool| self.catalog.upstream_tool_schema(u, tool))
         });
         let drop = |k: &str| modern_client && k.starts_with(mcpx_core::meta::keys::RESERVED_PREFIX);
         let len = m.params.as_ref().map_or(0, Range::len) + token.len() + edits.iter().map(|(_, w)| w.size() + 16).chain(add.iter().map(|(_, v)| v.len() + 16)).sum::<usize>() + 32;
@@ -543,7 +534,7 @@ impl Hub {
     /// request's own; for a legacy client that set one with
     /// `logging/setLevel`, that one: modern servers log per request).
     fn upstream_context(&self, c: ClientId, ctx: Option<&ReqCtx>, task: bool) -> serde_json::Map<String, Value> {
-        let mut caps = self.caps_for_upstream(c, ctx);
+        let mut caps = self.clients.caps_for_upstream(c, ctx, self.opts.roots.is_some());
         if task {
             caps["extensions"] = json!({ tasks::EXT: {} });
         }
@@ -668,7 +659,7 @@ impl Hub {
                 self.ups[u].era_cache = None;
                 self.out.push_back(super::Output::RestartUpstream(u, "protocol version no longer supported"));
             }
-            let (out, code) = error_for(err, rev, self.peer_caps(c));
+            let (out, code) = error_for(err, rev, self.clients.peer_caps(c));
             let outcome = match Outcome::of_error(m.env.error()) {
                 Outcome::Error { retry_after_s, .. } => Outcome::Error { code, retry_after_s },
                 other => other,
@@ -677,51 +668,6 @@ impl Hub {
         }
     }
 
-    /// Client capabilities the hub declares to a modern upstream on behalf
-    /// of client `c` (whose request has context `ctx` when modern): what the
-    /// hub can satisfy for it, i.e. what the client declared of sampling,
-    /// elicitation and roots (roots always when the configuration gives them).
-    pub(super) fn caps_for_upstream(&self, c: ClientId, ctx: Option<&super::request::ReqCtx>) -> Value {
-        let declared = match ctx {
-            Some(x) => x.caps.clone(),
-            None => self.clients.get(&c).map(|cl| {
-                let mut caps = cl.caps_value();
-                let f = cl.rev().features();
-                if !f.elicitation {
-                    if let Some(o) = caps.as_object_mut() {
-                        o.remove("elicitation");
-                    }
-                }
-                caps
-            }).unwrap_or_else(|| json!({})),
-        };
-        let mut out = serde_json::Map::new();
-        for k in ["sampling", "elicitation", "roots"] {
-            if let Some(v) = declared.get(k).filter(|v| v.is_object()) {
-                let mut v = v.clone();
-                if k == "roots" {
-                    v = json!({});
-                }
-                out.insert(k.into(), v);
-            }
-        }
-        if self.opts.roots.is_some() {
-            out.insert("roots".into(), json!({}));
-        }
-        // The tasks extension, for an upstream that may answer with a task (`tasks::relay`).
-        if ctx.is_some_and(|x| tasks::declared(&x.caps)) {
-            out.insert("extensions".into(), json!({ tasks::EXT: {} }));
-        }
-        Value::Object(out)
-    }
-
-    /// An upstream became ready: restore subscriptions and the log level.
-    pub(super) fn after_ready(&mut self, u: UpstreamId) {
-        let fx = self.tasks.refollow(&super::task_up(u, &self.ups[u]), self.now_ms);
-        self.apply_task_effects(fx);
-        let fx = self.subs.restore(&self.ups, &self.catalog, u);
-        self.apply_subscriptions(fx);
-    }
 }
 
 /// Replaces the URI at `r` when the upstream knows it by another name.
@@ -824,15 +770,6 @@ impl Hub {
         true
     }
 
-    /// Task `id` runs here: its owner (this replica) and record (the task
-    /// state file's) published in the store, for another replica to take
-    /// over should this one be gone.
-    pub(super) fn publish_task(&mut self, id: &str) {
-        let Some(me) = self.opts.cluster.replica.as_ref().filter(|_| self.opts.cluster.shared) else { return };
-        let Some((record, ttl_ms)) = self.tasks.record_now(id, &super::task_ups(&self.ups), self.now_ms) else { return };
-        self.out.push_back(Output::Shared(shared::publish(me, id, record, ttl_ms)));
-    }
-
     /// Does what the shared state asked, in order.
     pub(super) fn apply_shared(&mut self, effects: impl IntoIterator<Item = shared::Effect>) {
         use shared::Effect;
@@ -933,27 +870,8 @@ impl Hub {
             TasksGet | TasksUpdate | TasksCancel => self.task_request(c, &id, m, Some(&ctx)),
             _ => Err(modern::not_found(m)),
         };
-        if let Err(r) = done {
-            self.refuse_modern(c, &id, r);
-        }
-    }
-
-    /// An error answer to a modern request.
-    fn refuse_modern(&mut self, c: ClientId, id: &[u8], Refusal(code, msg, data): Refusal) {
-        self.downward().error(c, Some(id), modern::error_code(code), &msg, data);
-    }
-
-    /// Serves the modern requests that waited for startup, in order.
-    pub(super) fn release_early(&mut self) {
-        if !self.startup_settled() {
-            return;
-        }
-        while let Some((c, raw)) = self.listens.next_early() {
-            if self.clients.contains_key(&c) {
-                if let Ok(m) = wire::parse(&raw) {
-                    self.on_modern_request(c, &m);
-                }
-            }
+        if let Err(Refusal(code, msg, data)) = done {
+            self.downward().error(c, Some(&id), modern::error_code(code), &msg, data);
         }
     }
 
@@ -976,8 +894,8 @@ impl Hub {
     /// Routes modern request `m` with its context.
     fn route_view(&mut self, c: ClientId, m: &Msg, ctx: ReqCtx) {
         let routed = self.route(c, m, Some(&ctx));
-        if let Err(r) = self.shared.routed(c, m, Some(&ctx), routed) {
-            self.refuse_modern(c, m.id_bytes().unwrap_or(b"null"), r);
+        if let Err(Refusal(code, msg, data)) = self.shared.routed(c, m, Some(&ctx), routed) {
+            self.downward().error(c, Some(m.id_bytes().unwrap_or(b"null")), modern::error_code(code), &msg, data);
         }
     }
 
@@ -1000,49 +918,12 @@ impl Hub {
         let caps = self.ups.capabilities();
         let fps = stages::listen_fingerprints(&self.policy, &self.clients, &self.ups, &mut self.catalog, c);
         let asked = filter.get("resourceSubscriptions").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
-        let uris = asked.filter(|uri| self.subscribable(c, uri)).map(str::to_string).collect();
+        // Those whose upstream can notify updates and that `c` may see (`stages::authorize`).
+        let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c);
+        let uris = asked.filter(|uri| self.ups.route_uri(&self.catalog, uri).is_some_and(|(u, _)| sight.server_visible(u) && notifies_updates(&self.ups[u]))).map(str::to_string).collect();
         let fx = self.listens.open(c, id, filter, Grant { caps, uris, task_ids, fps });
         self.apply_listens(fx);
         Ok(())
-    }
-
-    /// May client `c` subscribe to resource `uri`: its upstream can notify
-    /// its updates and `c` may see it (`stages::authorize`)?
-    fn subscribable(&self, c: ClientId, uri: &str) -> bool {
-        self.ups.route_uri(&self.catalog, uri).filter(|(u, _)| stages::Sight::of(&self.policy, &self.clients, &self.ups, c).server_visible(*u)).is_some_and(|(u, _)| notifies_updates(&self.ups[u]))
-    }
-
-    /// Ends listen stream `id` of client `c` (the client cancelled it); true
-    /// when there was one.
-    pub(super) fn end_listen(&mut self, c: ClientId, id: &[u8]) -> bool {
-        let Some(fx) = self.listens.end(c, id) else { return false };
-        self.apply_listens(fx);
-        true
-    }
-
-    /// A list changed: the listen streams that asked for it are told.
-    pub(super) fn notify_listens(&mut self, ch: Channel) {
-        let seen = self.policy.restricts.then(|| self.listens.wanting(ch).into_iter().map(|c| (c, stages::listen_fingerprint(&self.policy, &self.clients, &self.ups, &mut self.catalog, c, ch))).collect::<Vec<_>>());
-        let fx = self.listens.list_changed(ch, seen.as_deref());
-        self.apply_listens(fx);
-    }
-
-    /// A resource of upstream `u` was updated: the listen streams
-    /// subscribed to its exposed URI are told when `u` may reach their
-    /// client. Returns the clients reached.
-    pub(super) fn notify_listens_updated(&mut self, u: UpstreamId, exposed: &str, params: &Value) -> Vec<ClientId> {
-        let (starts, clients) = (&self.starts, &self.clients);
-        let fx = self.listens.updated(exposed, params, |c| starts.may_reach(u, c, clients));
-        let reached = fx.iter().filter_map(|e| if let modern::Effect::Notify(c, ..) = e { Some(*c) } else { None }).collect();
-        self.apply_listens(fx);
-        reached
-    }
-
-    /// Task `id` of principal `owner` changed: its listen streams are told.
-    pub(super) fn notify_listens_task(&mut self, owner: &[u8], id: &str, task: &Value) {
-        let clients = &self.clients;
-        let fx = self.listens.task(id, task, |c| clients.get(&c).is_some_and(|cl| cl.principal == owner));
-        self.apply_listens(fx);
     }
 
     /// Does what the listen streams asked, in order.
@@ -1066,20 +947,6 @@ impl Hub {
         }
     }
 
-    /// A log message of upstream `u` for modern clients: only those with a
-    /// request to `u` in flight whose `logLevel` admits it (and, for an
-    /// isolated instance, of its owner).
-    pub(super) fn modern_logs(&mut self, u: UpstreamId, p: &Value) {
-        // Requirement: meta-loglevel-per-request (no logLevel → no log notifications)
-        let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
-        let mut to: Vec<ClientId> = self.pending.modern_log_clients(u, level);
-        to.retain(|c| self.starts.may_reach(u, *c, &self.clients));
-        to.sort();
-        to.dedup();
-        for c in to {
-            self.downward().notification(c, Method::LogMessage, Some(&serde_json::to_vec(p).unwrap_or_default()));
-        }
-    }
 }
 
 /// The way in from clients: connections, frames, the messages in them
@@ -1100,22 +967,18 @@ impl Hub {
                 self.downward().error(c, id.as_deref(), code, message, None);
             }
             Ok(Message::Single(env)) => self.on_client_view(c, &wire::view(env)),
-            Ok(Message::Batch(b)) => self.on_client_batch(c, b),
-        }
-    }
-
-    /// A JSON-RPC batch from client `c` (see [`Clients::batch`]).
-    fn on_client_batch(&mut self, c: ClientId, b: Batch<'_>) {
-        match self.clients.batch(&mut self.out, c, b) {
-            Ok(views) => {
-                for env in views {
-                    self.on_client_view(c, &wire::view(env));
+            // A JSON-RPC batch (see [`Clients::batch`]).
+            Ok(Message::Batch(b)) => match self.clients.batch(&mut self.out, c, b) {
+                Ok(views) => {
+                    for env in views {
+                        self.on_client_view(c, &wire::view(env));
+                    }
                 }
-            }
-            Err(msg) => {
-                let id = self.clients.unreadable_id(c);
-                self.downward().error(c, id, ErrorCode::InvalidRequest, &msg, None);
-            }
+                Err(msg) => {
+                    let id = self.clients.unreadable_id(c);
+                    self.downward().error(c, id, ErrorCode::InvalidRequest, &msg, None);
+                }
+            },
         }
     }
 
@@ -1164,7 +1027,12 @@ impl Hub {
                 self.apply_clients(fx);
             }
             Method::Cancelled => self.client_cancelled(c, m),
-            Method::RootsListChanged if self.opts.roots.is_none() => self.client_roots_changed(),
+            // The roots are the client's (none configured): every ready upstream is told.
+            Method::RootsListChanged if self.opts.roots.is_none() => {
+                for u in (0..self.ups.len()).filter(|u| self.ups[*u].is_ready()) {
+                    upward::notification(&mut self.out, u, Method::RootsListChanged, None);
+                }
+            }
             _ => {} // notifications/progress for relayed requests etc.: nothing to do
         }
     }
@@ -1175,8 +1043,9 @@ impl Hub {
         let Some(r) = m.param(&["requestId"]) else { return };
         let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
         let rid = &m.raw[r];
-        if self.end_listen(c, rid) {
-            return;
+        // A listen stream the client ends (`modern::Listens`).
+        if let Some(fx) = self.listens.end(c, rid) {
+            return self.apply_listens(fx);
         }
         if let Some((u, id)) = self.pending.by_client(c, rid) {
             // A call the server was asked to run as its task: its
@@ -1199,31 +1068,14 @@ impl Hub {
         }
     }
 
-    /// `notifications/roots/list_changed` from a client, when the roots are
-    /// the client's (none configured): told to every ready upstream.
-    fn client_roots_changed(&mut self) {
-        for u in 0..self.ups.len() {
-            if self.ups[u].is_ready() {
-                upward::notification(&mut self.out, u, Method::RootsListChanged, None);
-            }
-        }
-    }
-
-    /// `initialize` from a client.
-    pub(super) fn client_initialize(&mut self, c: ClientId, m: &wire::Msg) {
-        let settled = self.startup_settled();
-        let offer = Offer { ups: &self.ups, catalog: &self.catalog, starts: &self.starts, opts: &self.opts };
-        let fx = self.clients.initialize(c, m, &offer, settled);
-        self.apply_clients(fx);
-    }
-
     /// Have upstreams had their chance to come up (or the wait run out)?
     pub(super) fn startup_settled(&self) -> bool {
         self.ups.iter().all(|u| u.settled)
             || self.started_ms.is_none_or(|s| self.now_ms >= s + self.opts.startup_wait_ms)
     }
 
-    /// Answers held `initialize` requests once startup has settled.
+    /// Answers held `initialize` requests, and serves the modern requests
+    /// that waited, once startup has settled.
     pub(super) fn release_held_inits(&mut self) {
         if !self.startup_settled() {
             return;
@@ -1231,14 +1083,11 @@ impl Hub {
         let offer = Offer { ups: &self.ups, catalog: &self.catalog, starts: &self.starts, opts: &self.opts };
         let fx = self.clients.release_held(&offer);
         self.apply_clients(fx);
-        self.release_early();
-    }
-
-    pub(super) fn held_init_deadline(&self) -> Option<u64> {
-        if self.clients.any_held() || self.listens.any_early() {
-            self.started_ms.map(|s| s + self.opts.startup_wait_ms)
-        } else {
-            None
+        // The modern requests that waited, in order.
+        while let Some((c, raw)) = self.listens.next_early() {
+            if let Some(m) = self.clients.contains_key(&c).then(|| wire::parse(&raw).ok()).flatten() {
+                self.on_modern_request(c, &m);
+            }
         }
     }
 
@@ -1246,7 +1095,10 @@ impl Hub {
     /// whose view of it really changed (legacy), and every listen stream
     /// that asked for the channel (modern).
     pub(super) fn announce(&mut self, ch: Channel) {
-        self.notify_listens(ch);
+        // The listen streams that asked for the channel (seen through each one's catalog).
+        let seen = self.policy.restricts.then(|| self.listens.wanting(ch).into_iter().map(|c| (c, stages::listen_fingerprint(&self.policy, &self.clients, &self.ups, &mut self.catalog, c, ch))).collect::<Vec<_>>());
+        let fx = self.listens.list_changed(ch, seen.as_deref());
+        self.apply_listens(fx);
         let ids: Vec<ClientId> = self.clients.keys().copied().collect();
         for c in ids {
             let (listed, rev, known) = {
@@ -1285,7 +1137,7 @@ impl Hub {
             let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
             let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
             let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
-            let headers = upward::written_headers(name, Some(&p), &|tool| self.upstream_tool_schema(u, tool));
+            let headers = upward::written_headers(name, Some(&p), &|tool| self.catalog.upstream_tool_schema(u, tool));
             upward::request(&mut self.out, u, id, name, Some(&p), Some(headers));
         } else {
             upward::request(&mut self.out, u, id, name, params, None);
@@ -1422,7 +1274,18 @@ impl Hub {
                 let fx = self.relays.elicitation_complete(u, m, url_ok);
                 self.apply_relay(fx)
             }
-            Cancelled => self.upstream_cancelled(u, m),
+            // Of a request it relayed.
+            Cancelled => {
+                let Some(r) = m.param(&["requestId"]) else { return };
+                let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
+                let rid = &m.raw[r];
+                // Requirement: cancellation-log-reasons
+                let server = &self.ups[u].spec.name;
+                let line = format!("server '{server}' cancelled its request {}: {}", String::from_utf8_lossy(rid), reason.as_deref().unwrap_or("no reason given"));
+                self.log(Level::Debug, line);
+                let fx = self.relays.cancelled_by_upstream(u, rid, reason.as_deref());
+                self.apply_relay(fx);
+            }
             _ => {}
         }
     }
@@ -1443,10 +1306,20 @@ impl Hub {
             None => server.clone(),
         };
         p["logger"] = Value::String(logger);
-        self.modern_logs(u, &p);
+        // Modern clients: only those with a request to `u` in flight whose
+        // `logLevel` admits it (and, for an isolated instance, its owner).
+        // Requirement: meta-loglevel-per-request (no logLevel → no log notifications)
+        let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
+        let mut to: Vec<ClientId> = self.pending.modern_log_clients(u, level);
+        to.retain(|c| self.starts.may_reach(u, *c, &self.clients));
+        to.sort();
+        to.dedup();
+        let body = serde_json::to_vec(&p).unwrap_or_default();
+        for c in to {
+            self.downward().notification(c, Method::LogMessage, Some(&body));
+        }
         // Legacy clients get what the level they set admits (a modern
         // request may have lowered the upstream's level below it).
-        let level = p.get("level").and_then(Value::as_str).and_then(super::request::level_index).unwrap_or(0);
         if self.subs.level().and_then(super::request::level_index).is_some_and(|l| level < l) {
             return;
         }
@@ -1467,24 +1340,16 @@ impl Hub {
         if let Some(o) = out.as_object_mut() {
             o.remove("_meta");
         }
-        let reached = self.notify_listens_updated(u, &exposed, &out);
+        // The listen streams subscribed to it, when `u` may reach their client.
+        let (starts, clients) = (&self.starts, &self.clients);
+        let fx = self.listens.updated(&exposed, &out, |c| starts.may_reach(u, c, clients));
+        let reached: Vec<ClientId> = fx.iter().filter_map(|e| if let modern::Effect::Notify(c, ..) = e { Some(*c) } else { None }).collect();
+        self.apply_listens(fx);
         // Subscribers asked for these: no need to wait for a list.
         let to: Vec<ClientId> = self.subs.clients_of(&exposed).into_iter().filter(|c| !reached.contains(c) && self.starts.may_reach(u, *c, &self.clients)).collect();
         for c in to {
             self.downward().notify(c, Method::ResourcesUpdated, &out);
         }
-    }
-
-    /// `notifications/cancelled` from upstream `u`: of a request it relayed.
-    fn upstream_cancelled(&mut self, u: UpstreamId, m: &Msg) {
-        let Some(r) = m.param(&["requestId"]) else { return };
-        let reason = m.param(&["reason"]).and_then(|r| wire::string_at(m.raw, r));
-        let rid = m.raw[r].to_vec();
-        // Requirement: cancellation-log-reasons
-        let server = self.ups[u].spec.name.clone();
-        self.log(Level::Debug, format!("server '{server}' cancelled its request {}: {}", String::from_utf8_lossy(&rid), reason.as_deref().unwrap_or("no reason given")));
-        let fx = self.relays.cancelled_by_upstream(u, &rid, reason.as_deref());
-        self.apply_relay(fx);
     }
 
     fn upstream_progress(&mut self, u: UpstreamId, m: &Msg) {

@@ -188,7 +188,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// The bytes [`hex`] wrote as `s`; `None` for anything else.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()

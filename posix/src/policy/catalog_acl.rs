@@ -85,13 +85,13 @@ impl Catalogs {
     /// upstream's own name. A tool hidden here must be absent from the
     /// principal's lists and answered as unknown when called.
     pub fn visible(&self, principal: &str, server: &str, tool: &str) -> bool {
-        self.of(principal).map_or(true, |c| c.visible(server, tool))
+        self.of(principal).is_none_or(|c| c.visible(server, tool))
     }
 
     /// May `principal` see `server`'s prompts, resources and templates
     /// ([`Catalog::server_visible`])?
     pub fn server_visible(&self, principal: &str, server: &str) -> bool {
-        self.of(principal).map_or(true, |c| c.server_visible(server))
+        self.of(principal).is_none_or(|c| c.server_visible(server))
     }
 
     /// Keeps the items `principal` may see; `key` gives an item's (server,

@@ -335,7 +335,7 @@ impl RateLimiter {
         let mut longest: Option<(Scope<'_>, Rate, u64)> = None;
         for (scope, rate) in applicable.iter().flatten() {
             let wait = self.bucket(key.class, *scope, *rate, now_ms).wait_ms();
-            if wait > 0 && longest.map_or(true, |(_, _, w)| wait > w) {
+            if wait > 0 && longest.is_none_or(|(_, _, w)| wait > w) {
                 longest = Some((*scope, *rate, wait));
             }
         }

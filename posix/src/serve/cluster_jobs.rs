@@ -19,8 +19,8 @@ pub enum Job {
 /// forward.
 pub fn refuse(hub: &mut Hub, job: Job, answer: Answer, result: Result<(), String>, now: u64) {
     match job {
-        Job::Ask(ask) if ask.ticket != 0 => hub.handle(Input::SharedAnswered { ticket: ask.ticket, answer: answer }, now),
+        Job::Ask(ask) if ask.ticket != 0 => hub.handle(Input::SharedAnswered { ticket: ask.ticket, answer }, now),
         Job::Ask(_) => {}
-        Job::Forward { client, request, .. } => hub.handle(Input::ForwardDone { client: client, request: request.bytes(), result: result }, now),
+        Job::Forward { client, request, .. } => hub.handle(Input::ForwardDone { client, request: request.bytes(), result }, now),
     }
 }

@@ -30,14 +30,14 @@ impl Events for HubEvents {
         self.0.feed(|h, now| h.handle(Input::UpstreamGarbage(id, what), now));
     }
     fn too_large(&self, id: UpstreamId, big: &Oversize<'_>, on: Option<&[u8]>) {
-        self.0.feed(|h, now| h.handle(Input::UpstreamTooLarge { up: id, big: big, on: on }, now));
+        self.0.feed(|h, now| h.handle(Input::UpstreamTooLarge { up: id, big, on }, now));
     }
     fn exited(&self, id: UpstreamId, reason: &str, stderr_tail: &str, next: crate::hub::Next) {
         if self.0.closing.get() {
             // Stopped by us at shutdown: nothing left for the hub to do about it.
             return;
         }
-        self.0.feed(|h, now| h.handle(Input::UpstreamExited { up: id, reason: reason, stderr_tail: stderr_tail, next: next }, now));
+        self.0.feed(|h, now| h.handle(Input::UpstreamExited { up: id, reason, stderr_tail, next }, now));
     }
 }
 

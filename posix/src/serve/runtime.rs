@@ -259,7 +259,7 @@ impl Runtime {
     /// Its instances (`"isolation": "client"`) go with it.
     pub(crate) async fn stop_upstream(&self, u: UpstreamId, why: &str) {
         let instances = self.hub().starts().instances_of(u);
-        self.feed(|h, now| h.handle(Input::UpstreamRemoved { up: u, why: why }, now));
+        self.feed(|h, now| h.handle(Input::UpstreamRemoved { up: u, why }, now));
         self.stop_slots(std::iter::once(u).chain(instances)).await;
     }
 

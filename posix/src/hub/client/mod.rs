@@ -34,12 +34,15 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 #[cfg(feature = "cluster")]
+use mcpx_core::error::PeerCaps;
 use mcpx_core::revision;
 use serde_json::{json, Value};
 
 #[cfg(feature = "cluster")]
 use super::catalog::Channel;
-use super::shape::Rev;
+use super::request::ReqCtx;
+use super::tasks;
+use super::shape::{Rev, RevExt};
 use super::wire;
 use super::{About, ClientId, IdKey, Output};
 
@@ -141,6 +144,51 @@ impl Clients {
     /// The policy principal of client `c` (`""` once it is gone).
     pub(in crate::hub) fn principal_name(&self, c: ClientId) -> &str {
         self.map.get(&c).map_or("", |cl| super::policy::principal_name(&cl.principal))
+    }
+
+    /// What client `c` declared that the error table depends on.
+    pub(in crate::hub) fn peer_caps(&self, c: ClientId) -> PeerCaps {
+        let url_elicitation = self.get(&c).and_then(|cl| cl.caps()).is_some_and(|caps| caps.pointer("/elicitation/url").is_some());
+        PeerCaps { url_elicitation }
+    }
+
+    /// Client capabilities the hub declares to a modern upstream on behalf
+    /// of client `c` (whose request has context `ctx` when modern): what the
+    /// hub can satisfy for it, i.e. what the client declared of sampling,
+    /// elicitation and roots (roots always when the configuration gives
+    /// them: `roots_configured`).
+    pub(in crate::hub) fn caps_for_upstream(&self, c: ClientId, ctx: Option<&ReqCtx>, roots_configured: bool) -> Value {
+        let declared = match ctx {
+            Some(x) => x.caps.clone(),
+            None => self.get(&c).map(|cl| {
+                let mut caps = cl.caps_value();
+                let f = cl.rev().features();
+                if !f.elicitation {
+                    if let Some(o) = caps.as_object_mut() {
+                        o.remove("elicitation");
+                    }
+                }
+                caps
+            }).unwrap_or_else(|| json!({})),
+        };
+        let mut out = serde_json::Map::new();
+        for k in ["sampling", "elicitation", "roots"] {
+            if let Some(v) = declared.get(k).filter(|v| v.is_object()) {
+                let mut v = v.clone();
+                if k == "roots" {
+                    v = json!({});
+                }
+                out.insert(k.into(), v);
+            }
+        }
+        if roots_configured {
+            out.insert("roots".into(), json!({}));
+        }
+        // The tasks extension, for an upstream that may answer with a task (`tasks::relay`).
+        if ctx.is_some_and(|x| tasks::declared(&x.caps)) {
+            out.insert("extensions".into(), json!({ tasks::EXT: {} }));
+        }
+        Value::Object(out)
     }
 
     pub(in crate::hub) fn contains_key(&self, c: &ClientId) -> bool {

@@ -91,7 +91,7 @@ impl Pair {
             }
             let answer = store.answer(&ask.op);
             if ask.ticket != 0 {
-                self.hub.handle(Input::SharedAnswered { ticket: ask.ticket, answer: answer }, self.now);
+                self.hub.handle(Input::SharedAnswered { ticket: ask.ticket, answer }, self.now);
                 self.pump();
             }
         }

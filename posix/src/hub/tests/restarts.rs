@@ -11,7 +11,7 @@ fn down_with(next: Next) -> (Pair, ClientId) {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"])), ("web", Fake::tools(&["fetch"]))], HubOptions::default());
     let c = p.client("2025-11-25", json!({}));
     assert_eq!(p.names(c), ["fs__read", "web__fetch"]);
-    p.hub.handle(Input::UpstreamExited { up: 1, reason: "exited with status 1", stderr_tail: "ImportError: no module named x", next: next }, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 1, reason: "exited with status 1", stderr_tail: "ImportError: no module named x", next }, p.now);
     p.pump();
     (p, c)
 }
