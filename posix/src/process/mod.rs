@@ -1,4 +1,5 @@
-//! The runtime's process plumbing: starting and supervising the servers'
+//! The runtime's process plumbing: the [`alarm`] its timed tasks sleep on,
+//! starting and supervising the servers'
 //! processes ([`supervise`]) with the environment they get ([`childenv`]),
 //! what is left of them when they or mcpx end (the subreaper [`reaper`], a
 //! cgroup per server [`cgroup`], the [`watcher`] that outlives a killed
@@ -6,6 +7,7 @@
 //! descriptors it borrows ([`stdfd`]). Below the runtime (`serve`) and the
 //! command-line tools, which start servers through it.
 
+pub mod alarm;
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 pub mod childenv;

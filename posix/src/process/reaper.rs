@@ -42,9 +42,15 @@ pub fn start_sweeping(ex: &smol::LocalExecutor<'static>) {
     if !ENABLED.load(Ordering::Relaxed) || SWEEPING.with(|s| s.replace(true)) {
         return;
     }
-    ex.spawn(async {
+    // An alarm of its own, not a reactor timer (see `alarm`).
+    let alarm = match super::alarm::Alarm::new() {
+        Ok(a) => a,
+        Err(e) => return debug!("cannot sweep orphans: no timer: {e}"),
+    };
+    ex.spawn(async move {
         loop {
-            smol::Timer::after(REAP_EVERY).await;
+            alarm.set(Some(std::time::Instant::now() + REAP_EVERY));
+            alarm.rung().await;
             reap_orphans();
         }
     })

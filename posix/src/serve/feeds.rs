@@ -3,9 +3,6 @@
 
 use std::rc::Rc;
 
-use smol::channel::Receiver;
-use smol::future::FutureExt as _;
-use smol::Timer;
 
 use super::runtime::Runtime;
 use crate::hub::{Input, ModernHeaders, Oversize, UpstreamId};
@@ -55,40 +52,13 @@ impl remote::Catalog for HubCatalog {
     }
 }
 
-/// Sleeps until the hub's next deadline (or until woken because an earlier
-/// one came, see `Runtime::drain`) and calls `tick`.
-pub(super) async fn timer_task(rt: Rc<Runtime>, wake: Receiver<()>) {
-    // A deadline that `tick` did not move must not turn into a busy loop.
-    let mut last_tick = None;
+/// Sleeps on the runtime's alarm, set to the hub's next deadline (see
+/// `Runtime::drain`), and ticks the hub when it rings.
+pub(super) async fn timer_task(rt: Rc<Runtime>) {
     loop {
-        // A wake-up the last `tick` asked for is answered by this pass.
-        while wake.try_recv().is_ok() {}
-        let deadline = rt.hub.borrow().next_deadline();
-        rt.armed.set(deadline);
-        let fire = async {
-            match deadline {
-                Some(ms) => {
-                    let ms = match last_tick {
-                        Some(t) if ms <= t => t + 1,
-                        _ => ms,
-                    };
-                    Timer::at(rt.instant_at(ms)).await;
-                    true
-                }
-                None => smol::future::pending().await,
-            }
-        };
-        let woken = async {
-            if wake.recv().await.is_err() {
-                smol::future::pending::<()>().await;
-            }
-            false
-        };
-        if fire.or(woken).await {
-            last_tick = Some(rt.feed(|h, now| {
-                h.handle(Input::Tick, now);
-                now
-            }));
-        }
+        rt.alarm.rung().await;
+        // It rang: the tick's drain sets it again.
+        rt.armed.set(None);
+        rt.feed(|h, now| h.handle(Input::Tick, now));
     }
 }

@@ -350,7 +350,13 @@ where
     W: smol::io::AsyncWrite + Unpin + 'static,
 {
     let names = cfg.servers.iter().map(|s| s.name.clone()).collect();
-    let (rt, tick_rx, stop_rx) = Runtime::new(hub, names);
+    let (rt, stop_rx) = match Runtime::new(hub, names) {
+        Ok(x) => x,
+        Err(e) => {
+            error!("cannot make the runtime's timer: {e}");
+            return 1;
+        }
+    };
     let events: Rc<dyn Events> = Rc::new(HubEvents(rt.clone()));
     let catalog: Rc<dyn crate::remote::Catalog> = Rc::new(HubCatalog(rt.clone()));
     // First, so that signals are ours before any child runs.
@@ -375,7 +381,7 @@ where
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
     crate::reload::start_servers(&rt, &spawner, cfg, &lists).await;
     let reloads = ex.spawn(crate::reload::run(rt.clone(), spawner, cfg.clone(), transports.reload, lists));
-    let _timer = ex.spawn(timer_task(rt.clone(), tick_rx));
+    let _timer = ex.spawn(timer_task(rt.clone()));
     let client = transports.stdio.then(|| crate::stdio::start(&ex, &rt, input, output));
 
     // End of input waits as long as a request can stay unanswered (the hub

@@ -5,6 +5,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::io;
 use std::time::{Duration, Instant};
 
 use smol::channel::{self, Receiver, Sender};
@@ -18,6 +19,7 @@ use crate::hub::{self, About, ClientId, Hub, IdKey, Input, Outcome, Output, Powe
 use crate::log::{self, Level};
 use crate::bytes::outbox::{Outbox, PushError};
 use crate::remote;
+use crate::process::alarm::Alarm;
 use crate::process::supervise;
 
 /// What the hub asks of the task that runs the servers, for one of them.
@@ -111,9 +113,9 @@ pub struct Runtime {
     pub(super) clients: RefCell<BTreeMap<ClientId, ClientConn>>,
     /// The HTTP server, when `--http` is given: its sessions are hub clients too.
     pub(super) http: RefCell<Option<Http>>,
-    /// Wakes the timer task: the hub's next deadline comes before `armed`.
-    pub(super) tick_wake: Sender<()>,
-    /// The hub deadline the timer task sleeps until (`None`: no deadline).
+    /// What the timer task sleeps on, set to the hub's next deadline.
+    pub(super) alarm: Alarm,
+    /// The hub deadline the alarm is set to (`None`: none, or it rang).
     pub(super) armed: Cell<Option<u64>>,
     /// The hub's `Output::Power` and `Output::ListsRead`, for the task that
     /// runs the servers (`reload`).
@@ -128,8 +130,7 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new(hub: Hub, names: Vec<String>) -> (Rc<Runtime>, Receiver<()>, Receiver<Stop>) {
-        let (tick_wake, tick_rx) = channel::bounded(1);
+    pub fn new(hub: Hub, names: Vec<String>) -> io::Result<(Rc<Runtime>, Receiver<Stop>)> {
         let (stop, stop_rx) = channel::bounded(16);
         let rt = Runtime {
             hub: RefCell::new(hub),
@@ -139,7 +140,7 @@ impl Runtime {
             names: RefCell::new(names),
             clients: RefCell::new(BTreeMap::new()),
             http: RefCell::new(None),
-            tick_wake,
+            alarm: Alarm::new()?,
             armed: Cell::new(None),
             server_asks: channel::bounded(256),
             stop,
@@ -147,7 +148,7 @@ impl Runtime {
             tasks_file: RefCell::new(None),
             cluster_jobs: RefCell::new(None),
         };
-        (Rc::new(rt), tick_rx, stop_rx)
+        Ok((Rc::new(rt), stop_rx))
     }
 
     /// Queues `job` for the cluster task (`cluster::runtime`); without one,
@@ -225,14 +226,17 @@ impl Runtime {
                 None => break,
             }
         }
-        // The timer task is woken only for a deadline before the one it
-        // sleeps until: a later one (a new call's timeout) waits, and one
-        // that went away (an answered call) costs one early `tick` that
-        // finds nothing due. So no timer is set or reset per message.
+        // The alarm is moved only for a deadline before the one it is set
+        // to: a later one (a new call's timeout) waits, and one that went
+        // away (an answered call) costs one early tick that finds nothing
+        // due. So the alarm is not set per message.
         if let Some(d) = self.hub.borrow().next_deadline() {
             if self.armed.get().is_none_or(|a| d < a) {
+                // A deadline already due rings a millisecond from now: one
+                // the tick did not move must not turn into a busy loop.
+                let d = d.max(self.now_ms() + 1);
                 self.armed.set(Some(d));
-                let _ = self.tick_wake.try_send(());
+                self.alarm.set(Some(self.instant_at(d)));
             }
         }
     }

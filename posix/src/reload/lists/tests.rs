@@ -29,7 +29,7 @@ struct Replica {
 fn replica(ex: &Rc<LocalExecutor<'static>>, redis: &Redis, dir: &PathBuf) -> (Replica, smol::Task<()>) {
     let settings = ClusterSettings { state_url: Some(redis.url()), state_key: Some(StateKey(KEY)), ..ClusterSettings::default() };
     let cl = Rc::new(Cluster::new(&settings).unwrap().expect("a cluster with a store"));
-    let (rt, _, _) = Runtime::new(Hub::new(Vec::new(), HubOptions::default()).unwrap(), Vec::new());
+    let (rt, _) = Runtime::new(Hub::new(Vec::new(), HubOptions::default()).unwrap(), Vec::new()).unwrap();
     let state = dir.display().to_string();
     let env = move |k: &str| (k == "XDG_STATE_HOME").then(|| state.clone());
     let task = crate::serve::run_cluster(&rt, ex, cl.clone());
