@@ -15,6 +15,7 @@
 //! is the server's name made valid as a tool name; the hub routes such URIs
 //! (and anything the client expands from such a template) by that segment.
 
+use std::rc::Rc;
 use std::collections::HashMap;
 
 use mcpx_core::method::Method;
@@ -147,8 +148,9 @@ pub(super) struct Entry {
     pub up: UpstreamId,
     /// Exposed name / URI / template.
     pub exposed: String,
-    /// The upstream's own name / URI / template.
-    pub original: String,
+    /// The upstream's own name / URI / template (shared with the calls
+    /// routed to it, which take it without a copy).
+    pub original: Rc<str>,
     /// The item as the client sees it (exposed key substituted).
     pub item: Value,
     /// Bytes of `exposed` that are the prefix and separator as applied
@@ -328,7 +330,7 @@ impl Catalog {
                     index.insert(d.name.as_str().to_string(), view.len());
                 }
                 reverse.insert((u, original.to_string()), view.len());
-                view.push(Entry { up: u, exposed, original: original.to_string(), item, prefix_len, dotted });
+                view.push(Entry { up: u, exposed, original: Rc::from(original), item, prefix_len, dotted });
             }
         }
         let same = view.len() == self.views[k.idx()].len()
@@ -373,7 +375,7 @@ impl Catalog {
     /// only upstream offering resources (`resource_ups`).
     pub(in crate::hub) fn route_uri(&self, uri: &str, naming: &[Naming], resource_ups: &[UpstreamId]) -> Option<(UpstreamId, String)> {
         if let Some(e) = self.get(Kind::Resources, uri) {
-            return Some((e.up, e.original.clone()));
+            return Some((e.up, e.original.to_string()));
         }
         if let Some(rest) = uri.strip_prefix(MCPX_URI) {
             if let Some((seg, orig)) = rest.split_once('/') {
@@ -400,7 +402,7 @@ impl Catalog {
 
     /// Routes a completion `ref/resource` URI template.
     pub(in crate::hub) fn route_template(&self, t: &str) -> Option<(UpstreamId, String)> {
-        self.get(Kind::Templates, t).map(|e| (e.up, e.original.clone()))
+        self.get(Kind::Templates, t).map(|e| (e.up, e.original.to_string()))
     }
 }
 

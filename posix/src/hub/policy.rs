@@ -13,6 +13,7 @@
 
 use mcpx_core::error::ErrorCode;
 use mcpx_core::method::Method;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -181,14 +182,16 @@ impl HubPolicy {
 
 /// A `tools/call` after the meta-tools: the exposed name to call, and the
 /// edit of the message that makes it a plain call of that tool.
-pub(super) struct ToolCall {
-    pub name: String,
+pub(super) struct ToolCall<'m> {
+    /// As the message spells it (borrowed from it unless escaped), or the
+    /// name the catalog lists it under.
+    pub name: Cow<'m, str>,
     name_at: Range<usize>,
     /// `mcpx_call_tool`: the outer `arguments` replaced by the inner ones.
     arguments: Option<(Range<usize>, Vec<u8>)>,
 }
 
-impl ToolCall {
+impl ToolCall<'_> {
     /// `send` with the edits forwarding this call to the upstream's tool
     /// `original` (on the stack: the name is written as it is forwarded).
     pub fn forwarded<R>(&self, original: &str, send: impl FnOnce(&mut [(Range<usize>, wire::With<'_>)]) -> R) -> R {
@@ -227,9 +230,9 @@ pub(super) struct Who<'a> {
 }
 
 /// A `tools/call` of a tool-search client, after the meta-tools.
-pub(super) enum MetaTool {
+pub(super) enum MetaTool<'m> {
     /// A call to forward (a plain one, or one through `mcpx_call_tool`).
-    Call(ToolCall),
+    Call(ToolCall<'m>),
     /// A meta-tool answered here (`tool`: its name, for the rate limits),
     /// or the reason its arguments are wrong.
     Here { tool: String, asked: Result<Meta, String> },
@@ -310,7 +313,7 @@ impl HubPolicy {
     /// Step 1 of a `tools/call` of `principal`: a meta-tool call of a
     /// tool-search client is answered here ([`MetaTool::Here`]) or turned
     /// into the call of the tool it names.
-    pub fn tool_call<'p>(&self, principal: impl FnOnce() -> &'p str, m: &Msg, name_at: Range<usize>, name: String) -> MetaTool {
+    pub fn tool_call<'p, 'm>(&self, principal: impl FnOnce() -> &'p str, m: &Msg, name_at: Range<usize>, name: Cow<'m, str>) -> MetaTool<'m> {
         let plain = ToolCall { name, name_at, arguments: None };
         if !self.restricts || !plain.name.starts_with("mcpx_") || !self.tool_search(principal()) {
             return MetaTool::Call(plain);
@@ -321,13 +324,13 @@ impl HubPolicy {
             Some(Ok(MetaCall::Call { name, .. })) => {
                 let inner = m.param(&["arguments", "arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec());
                 let outer = m.param(&["arguments"]).expect("parsed above");
-                return MetaTool::Call(ToolCall { name: name.to_string(), name_at: plain.name_at, arguments: Some((outer, inner)) });
+                return MetaTool::Call(ToolCall { name: Cow::Owned(name.to_string()), name_at: plain.name_at, arguments: Some((outer, inner)) });
             }
             Some(Ok(MetaCall::Search { query, limit })) => Ok(Meta::Search { query: query.to_string(), limit }),
             Some(Ok(MetaCall::Describe { name })) => Ok(Meta::Describe { name: name.to_string() }),
             Some(Err(why)) => Err(why),
         };
-        MetaTool::Here { tool: plain.name, asked }
+        MetaTool::Here { tool: plain.name.into_owned(), asked }
     }
 
     /// The result of a meta-tool answered here for `principal` (after its

@@ -9,6 +9,7 @@
 //! the handshake's logic, are `client`'s ([`super::client::Clients`]).
 
 use mcpx_core::error::ErrorCode;
+use std::borrow::Cow;
 use std::ops::Range;
 
 use mcpx_core::clipped::{self, Clipped};
@@ -40,9 +41,10 @@ fn refuse(code: ErrorCode, msg: String) -> Refusal {
     Refusal(code, msg, None)
 }
 
-/// The string param at `path` of request `m`: its span and its value.
-fn string_param(m: &Msg, path: &[&str]) -> Option<(Range<usize>, String)> {
-    m.param(path).and_then(|r| wire::string_at(m.raw, r.clone()).map(|s| (r, s)))
+/// The string param at `path` of request `m`: its span and its value
+/// (borrowed from `m` unless escaped).
+fn string_param<'m>(m: &Msg<'m>, path: &[&str]) -> Option<(Range<usize>, Cow<'m, str>)> {
+    m.param(path).and_then(|r| wire::str_at(m.raw, r.clone()).map(|s| (r, s)))
 }
 
 impl Hub {
@@ -277,13 +279,13 @@ impl Hub {
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
         let (u, orig) = self.stages(|p| p.resource(c, m, &uri, false))?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
-        let renamed = (orig != uri).then(|| (orig.clone(), uri.clone()));
+        let renamed = (orig != uri).then(|| (orig.clone(), uri.to_string()));
         self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice(), renamed, None)
     }
 
     fn completion_complete(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let ty = string_param(m, &["ref", "type"]).map(|x| x.1).unwrap_or_default();
-        match ty.as_str() {
+        match &*ty {
             "ref/prompt" => {
                 let (r, name) = string_param(m, &["ref", "name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: ref/prompt needs a \"name\"".into()))?;
                 // Requirement: completion-security

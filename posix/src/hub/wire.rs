@@ -187,6 +187,15 @@ pub(super) fn string_at(b: &[u8], r: Range<usize>) -> Option<String> {
     serde_json::from_slice(&b[r]).ok()
 }
 
+/// The JSON string at `r` of `b`, borrowed when nothing in it needs
+/// decoding (no escape, no control character: the common name or URI).
+pub(super) fn str_at(b: &[u8], r: Range<usize>) -> Option<Cow<'_, str>> {
+    match &b[r.clone()] {
+        [b'"', inner @ .., b'"'] if inner.iter().all(|c| *c >= 0x20 && *c != b'\\') => std::str::from_utf8(inner).ok().map(Cow::Borrowed),
+        _ => string_at(b, r).map(Cow::Owned),
+    }
+}
+
 /// `b` with each range replaced by its bytes (ranges must not overlap).
 pub(super) fn splice(b: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>) -> Vec<u8> {
     edits.sort_by_key(|(r, _)| r.start);
@@ -550,6 +559,26 @@ mod tests {
         assert_eq!(r.len(), RESULT_FRAME + 6 + payload.len());
         assert_eq!(r.capacity(), r.len(), "sized right the first time, never grown");
         assert!(r.starts_with(br#"{"jsonrpc":"2.0","id":"id-1","result":7"#) && r.ends_with(b"7}"));
+    }
+
+    // A tool name or URI read into a String cost every call one
+    // allocation: a string with nothing to decode is the message's own.
+    #[test]
+    fn a_string_param_is_borrowed_unless_it_needs_decoding() {
+        let cases: [(&[u8], Option<&str>, bool); 7] = [
+            (br#""echo__echo""#, Some("echo__echo"), true),
+            (br#""caf\u00e9""#, Some("café"), false),
+            (br#""a\"b""#, Some("a\"b"), false),
+            ("\"né\"".as_bytes(), Some("né"), true),
+            (b"\"a\tb\"", None, false),
+            (b"42", None, false),
+            (b"\"\"", Some(""), true),
+        ];
+        for (json, want, borrowed) in cases {
+            let got = str_at(json, 0..json.len());
+            assert_eq!(got.as_deref(), want, "{}", String::from_utf8_lossy(json));
+            assert_eq!(matches!(got, Some(Cow::Borrowed(_))), borrowed, "{}", String::from_utf8_lossy(json));
+        }
     }
 
     // A forwarded call wrote its params, its `_meta` and its envelope in

@@ -31,7 +31,7 @@ pub mod lists;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
@@ -40,6 +40,7 @@ use smol::Timer;
 use crate::config::{self, Config, ServerConfig, Source};
 use crate::hub::{Input, Power, UpstreamId};
 use crate::log;
+use crate::process::alarm::Alarm;
 use crate::serve::runtime::{Runtime, ServerAsk};
 use crate::serve::spawner::Spawner;
 use lists::Lists;
@@ -219,6 +220,9 @@ pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, sett
     let asks = state.rt.server_asks();
     // A request left over from an earlier `serve` in this process is stale.
     while requests.try_recv().is_ok() {}
+    // The file's poll, on an alarm of its own (not a reactor timer, see
+    // `process::alarm`); without one the file is read on requests only.
+    let poll = Alarm::new().map_err(|e| warn!("the config file is not watched: no timer: {e}")).ok();
     while !state.rt.closing() {
         let asked = async {
             match requests.recv().await {
@@ -233,7 +237,13 @@ pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, sett
             }
         };
         let tick = async {
-            Timer::after(POLL).await;
+            match &poll {
+                Some(alarm) => {
+                    alarm.set(Some(Instant::now() + POLL));
+                    alarm.rung().await;
+                }
+                None => smol::future::pending().await,
+            }
             Wake::Tick
         };
         // The hub's asks first: a reload after them sees their effect.

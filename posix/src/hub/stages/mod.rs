@@ -38,6 +38,9 @@ mod authorize;
 pub(super) use admit::refused_shared;
 pub(super) use authorize::{listen_fingerprint, listen_fingerprints, Sight};
 
+use std::borrow::Cow;
+use std::rc::Rc;
+
 use mcpx_core::error::ErrorCode;
 use serde_json::{json, Value};
 
@@ -59,7 +62,7 @@ use super::{ClientId, HubOptions, UpstreamId};
 /// name, and its `execution.taskSupport`.
 pub(super) struct ToolRoute {
     pub up: UpstreamId,
-    pub original: String,
+    pub original: Rc<str>,
     pub task_support: Option<String>,
 }
 
@@ -115,7 +118,7 @@ impl Pipeline<'_> {
                 // Either spelling of a name (dotted or not): limits and the
                 // audit log see the one every client can be shown.
                 if call.name != e.exposed {
-                    call.name.clone_from(&e.exposed);
+                    call.name = Cow::Owned(e.exposed.clone());
                 }
                 let task_support = super::value_at(&e.item, &["execution", "taskSupport"]).and_then(Value::as_str).map(str::to_string);
                 Lookup::Visible(ToolRoute { up: e.up, original: e.original.clone(), task_support })
@@ -158,7 +161,7 @@ impl Pipeline<'_> {
         let id = m.id_bytes().unwrap_or(b"null");
         let found = self.catalog.get(Kind::Prompts, name).map(|e| (self.sight(c).visible(Kind::Prompts, e), e.up, e.original.clone()));
         match found {
-            Some((true, u, original)) => Ok((u, original)),
+            Some((true, u, original)) => Ok((u, original.to_string())),
             // Requirement: prompts-errors-32602-32603
             other => {
                 let stage = if other.is_some() { Stage::Authorize } else { Stage::Route };
