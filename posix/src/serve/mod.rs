@@ -3,9 +3,11 @@
 //! Everything runs on one thread, on a `smol::LocalExecutor`. The pure
 //! [`Hub`] is shared as `Rc<RefCell<_>>`; every input (a client line, a
 //! server line, a process start or exit, a timer) goes through
-//! [`Runtime::feed`], which reads the clock once, calls the hub, and routes
-//! everything `poll_output` returns before anyone else touches the hub.
-//! One timer task sleeps until `next_deadline()` and calls `tick`.
+//! [`Runtime::feed`], which reads the clock once, hands the hub the
+//! [`crate::hub::Input`], and routes everything `poll_output` returns
+//! before anyone else touches the hub. One timer task sleeps on an alarm
+//! set to `next_deadline()` (`process::alarm`) and hands the hub
+//! `Input::Tick`.
 //!
 //! Shutdown (end of stdin, a closed stdout, SIGINT/SIGTERM) is one
 //! drain: the hub refuses new requests; the requests in flight of every
