@@ -38,7 +38,8 @@ mod imp {
             let left = at.map(|at| at.saturating_duration_since(Instant::now()));
             // A zero it_value disarms: a time already past rings in 1 ns.
             let value = left.map_or(libc::timespec { tv_sec: 0, tv_nsec: 0 }, |d| libc::timespec {
-                tv_sec: d.as_secs().try_into().unwrap_or(libc::time_t::MAX),
+                // Up to 68 years, which any time_t holds.
+                tv_sec: d.as_secs().min(i32::MAX as u64) as _,
                 tv_nsec: d.subsec_nanos().max(u32::from(d.is_zero())).into(),
             });
             let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };

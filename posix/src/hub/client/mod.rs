@@ -33,8 +33,8 @@
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
-#[cfg(feature = "cluster")]
 use mcpx_core::error::PeerCaps;
+#[cfg(feature = "cluster")]
 use mcpx_core::revision;
 use serde_json::{json, Value};
 
