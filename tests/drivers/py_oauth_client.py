@@ -13,6 +13,7 @@ then lists the tools and calls TOOL. One-line JSON report on stdout:
 import asyncio
 import json
 import sys
+import traceback
 from urllib.parse import parse_qs, urlparse
 
 from mcp import ClientSession
@@ -86,9 +87,16 @@ async def main(url, tool, args):
     return {"ok": True, "tools": tools, "text": text}
 
 
+def leaves(e):
+    """The exceptions a task group's ExceptionGroup wraps, innermost."""
+    inner = getattr(e, "exceptions", None)
+    return [x for sub in inner for x in leaves(sub)] if inner else [e]
+
+
 try:
     report = asyncio.run(main(sys.argv[1], sys.argv[2], json.loads(sys.argv[3])))
 except BaseException as e:  # noqa: BLE001 - the report says what failed
-    report = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+    traceback.print_exception(e, file=sys.stderr)
+    report = {"ok": False, "error": "; ".join(f"{type(x).__name__}: {x}" for x in leaves(e))}
 print(json.dumps(report))
 sys.exit(0 if report["ok"] else 1)
