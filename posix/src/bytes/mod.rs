@@ -1,6 +1,7 @@
 //! Bytes on their way in and out, below every transport: newline framing
 //! ([`lines`]), the bounded queues of outgoing messages ([`outbox`]),
-//! buffers sized to what core's writers write ([`written`]), large buffers
+//! buffers sized to what core's writers write ([`written`]), reused once
+//! queued ([`spare`]), large buffers
 //! given back to the system ([`heap`]), and positions in JSON text for
 //! error messages ([`jsonpos`]).
 
@@ -8,4 +9,5 @@ pub mod heap;
 pub mod jsonpos;
 pub mod lines;
 pub mod outbox;
+pub mod spare;
 pub mod written;

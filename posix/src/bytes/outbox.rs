@@ -132,6 +132,7 @@ impl Outbox {
         one_line(&mut q.lines[at..]);
         q.lines.push(b'\n');
         q.msgs += 1;
+        super::spare::give(msg);
         if let Some(w) = q.writer.take() {
             w.wake();
         }

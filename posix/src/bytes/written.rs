@@ -6,10 +6,11 @@
 use mcpx_core::error::ErrorCode;
 use mcpx_core::rewrite::{self, Overflow};
 
-/// The output of `f` in a buffer of `estimate` bytes, grown once to the
-/// size core reports when it was too small.
+/// The output of `f` in a buffer of `estimate` bytes (a spare one when
+/// there is one, [`super::spare`]), grown once to the size core reports
+/// when it was too small.
 pub(crate) fn grow(estimate: usize, f: impl Fn(&mut [u8]) -> Result<usize, Overflow>) -> Vec<u8> {
-    let mut buf = Vec::new();
+    let mut buf = super::spare::take();
     grow_into(&mut buf, estimate, f);
     buf
 }
