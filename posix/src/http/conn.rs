@@ -93,6 +93,11 @@ pub(crate) struct Conn {
     pub peer: Option<std::net::IpAddr>,
     /// The request being answered allows the connection to persist.
     pub persist: bool,
+    /// The request being answered has a body not read yet: answered so,
+    /// the connection closes after the answer (`decide::keep_connection`),
+    /// and the answer says `Connection: close` (RFC 9112 §9.6), so the
+    /// client does not send its next request on it.
+    pub body_pending: bool,
     /// Bytes read since this connection last yielded the thread.
     pub unyielded: usize,
     /// Every deadline of the connection.
@@ -257,6 +262,7 @@ impl Conn {
             common,
             peer,
             persist: true,
+            body_pending: false,
             unyielded: 0,
             alarm: Alarm::new(),
             spare_head: None,
@@ -352,6 +358,7 @@ impl Conn {
         let max = self.common.limits.max_body;
         let until = deadline(self.common.limits.body_timeout_ms);
         req.body_read = true;
+        self.body_pending = false;
         if let Some(body) = req.take_preread() {
             return Ok(body);
         }
@@ -480,7 +487,7 @@ impl Conn {
         body: &[u8],
         keep: bool,
     ) -> bool {
-        let keep = keep && self.persist;
+        let keep = keep && self.persist && !self.body_pending;
         let mut hs = [Header { name: "", value: b"" }; MAX_RESPONSE_FIELDS];
         if headers.len() >= MAX_RESPONSE_FIELDS {
             return false;

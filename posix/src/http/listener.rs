@@ -152,6 +152,7 @@ async fn connection(sh: &Rc<Shared>, mut conn: Conn) {
         };
         first = false;
         conn.persist = req.keep_alive;
+        conn.body_pending = req.has_body();
         let busy = BusyGuard::enter(sh);
         let mut req = req;
         let keep = handle(sh, &mut conn, &mut req).await;

@@ -980,6 +980,30 @@ fn foreign_origin_and_host_are_403() {
     assert_eq!(read_resp(&mut s, &mut Vec::new()).status, 403);
 }
 
+// A POST refused before its body was read closes its connection: the
+// answer said keep-alive, so a client that sent its next request on it at
+// once (an SDK's discovery GET after a 401) got no answer at all.
+#[test]
+fn an_answer_before_the_body_is_read_says_the_connection_closes() {
+    let t = start(|c| c.token = Some("s3cret-token".into()));
+    let body = serde_json::to_vec(&initialize_body("2025-11-25")).unwrap();
+    let mut s = connect(t.addr);
+    let mut buf = Vec::new();
+    // No body: refused, and the connection goes on.
+    write_req(&mut s, t.addr, "GET", "/status", &[], b"");
+    let r = read_resp(&mut s, &mut buf);
+    assert_eq!((r.status, r.header("connection")), (401, None));
+    // A body the refusal does not read: refused, and the answer says so.
+    write_req(&mut s, t.addr, "POST", "/mcp", &[ACCEPT, JSON], &body);
+    let r = read_resp(&mut s, &mut buf);
+    assert_eq!((r.status, r.header("connection")), (401, Some("close")));
+    // A body read: the connection goes on (a new one, the last is closed).
+    let mut s = connect(t.addr);
+    write_req(&mut s, t.addr, "POST", "/mcp", &[ACCEPT, JSON, ("Authorization", "Bearer s3cret-token")], &body);
+    let r = read_resp(&mut s, &mut buf);
+    assert_eq!((r.status, r.header("connection")), (200, None));
+}
+
 // covers: streamable-http-server-authenticate
 // covers: http-sse-server-authenticate
 // covers: authz-no-token-passthrough
