@@ -275,15 +275,19 @@ impl Pending {
 
     /// Everything a client is waiting on, taken, oldest key first.
     pub fn drain_client(&mut self, c: ClientId) -> Vec<(UpstreamId, u64, Fwd)> {
-        let mut keys: Vec<_> = self.by_client.iter().filter(|(k, _)| k.0 == c).map(|(_, v)| *v).collect();
-        keys.sort();
-        keys.into_iter().filter_map(|(u, id)| Some((u, id, self.take(u, id)?))).collect()
+        self.drain_where(|k| k == c)
     }
 
     /// Everything every client is waiting on, taken: by client, each
     /// client's oldest key first.
     pub fn drain_clients(&mut self) -> Vec<(UpstreamId, u64, Fwd)> {
-        let mut keys: Vec<_> = self.by_client.iter().map(|(k, v)| (k.0, *v)).collect();
+        self.drain_where(|_| true)
+    }
+
+    /// What the clients `which` picks wait on, taken: by client, each
+    /// client's oldest key first.
+    fn drain_where(&mut self, which: impl Fn(ClientId) -> bool) -> Vec<(UpstreamId, u64, Fwd)> {
+        let mut keys: Vec<_> = self.by_client.iter().filter(|(k, _)| which(k.0)).map(|(k, v)| (k.0, *v)).collect();
         keys.sort();
         keys.into_iter().filter_map(|(_, (u, id))| Some((u, id, self.take(u, id)?))).collect()
     }
