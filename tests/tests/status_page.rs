@@ -42,7 +42,12 @@ impl Response {
 
 /// One request on a fresh connection (`Connection: close`), read to its end.
 fn request(server: &HttpServer, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
-    let port = server.url.split(':').nth(2).and_then(|p| p.split('/').next()).unwrap();
+    request_at(&server.url, method, path, headers, body)
+}
+
+/// [`request`] to the server at `url`.
+fn request_at(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
+    let port = url.split(':').nth(2).and_then(|p| p.split('/').next()).unwrap();
     let mut s = TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
@@ -63,14 +68,14 @@ fn get(server: &HttpServer, path: &str, headers: &[(&str, &str)]) -> Response {
     request(server, "GET", path, headers, "")
 }
 
-/// Opens a Streamable HTTP session of revision `rev` (left open).
-fn open_session(server: &HttpServer, rev: &str) {
+/// Opens a Streamable HTTP session of revision `rev` (left open); its id.
+fn open_session(server: &HttpServer, rev: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": rev, "capabilities": {}, "clientInfo": {"name": "status-page-test", "version": "1"}}});
     let headers = [("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json")];
     let r = request(server, "POST", "/mcp", &headers, &init.to_string());
     assert_eq!(r.status, 200, "{}\n{}", r.head, r.body);
-    assert!(r.header("mcp-session-id").is_some(), "{}", r.head);
+    r.header("mcp-session-id").unwrap_or_else(|| panic!("no session id: {}", r.head)).to_string()
 }
 
 /// A server that exits at once with `INJECTED` on its stderr.
@@ -258,7 +263,7 @@ fn chromium_shows_the_healthy_and_the_crashing_server() {
     // A refusal whose message quotes what a client sent.
     let r = get(&server, "/status", &[("Origin", "http://evil.example/<img src=x onerror=alert(1)>")]);
     assert_eq!(r.status, 403);
-    open_session(&server, "2025-06-18");
+    let _ = open_session(&server, "2025-06-18");
 
     let url = server.url.replace("/mcp", "/status");
     let dom = headless(&url, &["--dump-dom".to_string()]);
@@ -297,4 +302,113 @@ fn chromium_shows_the_healthy_and_the_crashing_server() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     screenshot(&url, &dir.join("status-page-phone.png"), (412, 1400));
     screenshot(&url, &dir.join("status-page-desktop.png"), (1280, 900));
+}
+
+// covers: tools-human-in-loop-deny, tools-client-sec
+#[test]
+fn a_call_waiting_for_approval_is_shown_by_chromium_and_decided_by_its_form() {
+    let _ = chromium();
+    let dir = TempDir::new();
+    let told = dir.path().join("told");
+    let hook = format!("printf '%s' \"$MCPX_APPROVAL_PATH\" > {}", told.display());
+    let policy = json!({ "approve": [{ "tools": ["demo/echo"], "via": ["page"] }],
+                         "approvals": { "notify": { "command": ["/bin/sh", "-c", hook] } } });
+    let (_hub, server) = hub(Some(("policy", policy)));
+    let _ = settled(&server, &[]);
+    let sid = open_session(&server, "2025-06-18");
+    let headers = |sid: &str| {
+        vec![
+            (
+                "Accept".to_string(),
+                "application/json, text/event-stream".to_string(),
+            ),
+            ("Content-Type".into(), "application/json".into()),
+            ("Mcp-Session-Id".into(), sid.to_string()),
+            ("MCP-Protocol-Version".into(), "2025-06-18".into()),
+        ]
+    };
+    let h = headers(&sid);
+    let h: Vec<(&str, &str)> = h.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let r = request(
+        &server,
+        "POST",
+        "/mcp",
+        &h,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+    );
+    assert_eq!(r.status, 202, "{}", r.head);
+
+    // The call waits: nothing answers it until someone decides.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "demo__echo", "arguments": {"text": "<img src=x onerror=alert(1)>"}}});
+    let url = server.url.clone();
+    let waiting = std::thread::spawn(move || {
+        let h = headers(&sid);
+        let h: Vec<(&str, &str)> = h.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        request_at(&url, "POST", "/mcp", &h, &call.to_string())
+    });
+    let start = Instant::now();
+    while !told.exists() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let path = std::fs::read_to_string(&told).expect("the notify hook ran with the link");
+    let (n, key) = path
+        .strip_prefix("/approvals/")
+        .and_then(|p| p.split_once("?key="))
+        .unwrap_or_else(|| panic!("{path}"));
+    // The list is the caller's (anonymous on this open listener) to see.
+    let list = get(&server, "/approvals?format=json", &[]).json();
+    assert_eq!(list["waiting"][0]["tool"], "echo", "{list}");
+
+    // The link, as a phone's browser opens it: the exact call, as text.
+    let base = server.url.replace("/mcp", "");
+    let dom = headless(&format!("{base}{path}"), &["--dump-dom".to_string()]);
+    assert!(dom.contains("<h2>demo / echo</h2>"), "{dom}");
+    assert!(
+        dom.contains("&lt;img src=x onerror=alert(1)&gt;") && !dom.contains("<img"),
+        "{dom}"
+    );
+    assert!(dom.contains(&format!("action=\"/approvals/{n}\"")), "{dom}");
+    screenshot(
+        &format!("{base}{path}"),
+        &dir.path().join("approval.png"),
+        (412, 915),
+    );
+
+    // A wrong key decides nothing; the form's post (as the browser sends it) does.
+    let form = [
+        ("Content-Type", "application/x-www-form-urlencoded"),
+        ("Origin", base.as_str()),
+    ];
+    let r = request(
+        &server,
+        "POST",
+        &format!("/approvals/{n}"),
+        &form,
+        "key=00&decision=approve",
+    );
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = request(
+        &server,
+        "POST",
+        &format!("/approvals/{n}"),
+        &form,
+        &format!("key={key}&decision=approve"),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("Approved"), "{}", r.body);
+    let answer = waiting.join().unwrap();
+    assert!(
+        answer.body.contains("<img src=x onerror=alert(1)>"),
+        "the echo ran: {}",
+        answer.body
+    );
+    // Once: the link is spent.
+    let r = request(
+        &server,
+        "POST",
+        &format!("/approvals/{n}"),
+        &form,
+        &format!("key={key}&decision=approve"),
+    );
+    assert_eq!(r.status, 404, "{}", r.body);
 }

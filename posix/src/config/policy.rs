@@ -14,7 +14,7 @@ pub(super) fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Policy
     let mut out = PolicyConfig::default();
     let at = top.key("policy");
     let Some(p) = cx.block(&at, obj.get("policy"), "") else { return out };
-    cx.unknown_keys(&at, p, &["rateLimits", "catalogs", "validate", "audit", "metrics", "untrustedAnnotations"]);
+    cx.unknown_keys(&at, p, &["rateLimits", "catalogs", "validate", "audit", "metrics", "untrustedAnnotations", "approve", "approvals"]);
     match p.get("rateLimits") {
         None | Some(Value::Bool(true)) => {}
         Some(Value::Bool(false)) => out.rate_limits = RateLimitConfig::off(),
@@ -39,6 +39,7 @@ pub(super) fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Policy
     if let Some(v) = p.get("metrics") {
         out.metrics = cx.bool(&at.key("metrics"), v).unwrap_or(true);
     }
+    super::approvals::parse(cx, &at, p, &mut out.approvals);
     if let Some(v) = p.get("untrustedAnnotations") {
         match cx.string(&at.key("untrustedAnnotations"), v).as_deref() {
             Some("mark") => out.untrusted_annotations = UntrustedAnnotations::Mark,

@@ -76,6 +76,11 @@ pub(crate) enum Target {
     Health,
     Status,
     Metrics,
+    /// `/approvals`: the calls waiting for approval (`approvals_page`).
+    Approvals,
+    /// `/approvals/N`: one of them, by its one-time link's key (no other
+    /// credential).
+    Approval(u64),
     /// 2024-11-05 HTTP+SSE (when served).
     Sse,
     Messages,
@@ -90,6 +95,10 @@ impl Target {
             "/health" => Target::Health,
             "/status" => Target::Status,
             "/metrics" => Target::Metrics,
+            p if p.starts_with("/approvals") => match super::approvals_page::Page::of(p)? {
+                super::approvals_page::Page::List => Target::Approvals,
+                super::approvals_page::Page::One(n) => Target::Approval(n),
+            },
             "/sse" if legacy => Target::Sse,
             "/messages" if legacy => Target::Messages,
             p if p == cfg.path => Target::Mcp,
@@ -189,6 +198,7 @@ pub(crate) fn front_door(req: &Request, guard: &Guard) -> Option<Refusal<'static
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Endpoint {
     Status,
+    Approvals,
     Metrics,
     Sse,
     Messages,
@@ -214,6 +224,10 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
     }
     let (endpoint, allow) = match (target, method) {
         (Target::Status, "GET") => (Some(Endpoint::Status), ""),
+        (Target::Approvals, "GET") => (Some(Endpoint::Approvals), ""),
+        (Target::Approvals, _) => (None, "GET"),
+        // Served before authentication (`listener`), never routed here.
+        (Target::Approval(_), _) => (None, "GET, POST"),
         (Target::Metrics, "GET") => (Some(Endpoint::Metrics), ""),
         (Target::Sse, "GET") => (Some(Endpoint::Sse), ""),
         (Target::Status | Target::Metrics | Target::Sse, _) => (None, "GET"),

@@ -17,6 +17,7 @@ use mcpx_core::error::ErrorCode;
 use smol::future;
 use smol::LocalExecutor;
 
+use super::approvals_page;
 use super::cluster_hop;
 use super::conn::Conn;
 use super::decide::{self, Target};
@@ -191,6 +192,10 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
             Ok(body) => conn.respond(200, &[("Content-Type", "text/plain")], body, true).await,
             Err(allow) => conn.method_not_allowed(allow).await,
         };
+    }
+    // A one-time approval link is its own credential.
+    if let Target::Approval(n) = target {
+        return approvals_page::one(sh, conn, req, n).await;
     }
     let who = match sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await {
         Ok(p) => p,

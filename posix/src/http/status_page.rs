@@ -11,7 +11,7 @@
 //! principal that owns its session; every other principal sees that it is
 //! there, its revision and state, but not its name ([`hide_others`]).
 
-mod render;
+pub(crate) mod render;
 
 use serde_json::{json, Value};
 

@@ -37,11 +37,10 @@ impl Downward<'_> {
         self.clients.emit(self.out, c, bytes, about);
     }
 
-    /// The hub's request `hid` to client `c` (see [`Clients::request`]).
-    pub fn request(&mut self, c: ClientId, hid: u64, method: &str, params: &[u8]) {
-        let hid = hid.to_string();
-        let bytes = wire::request_raw(hid.as_bytes(), method, Some(params));
-        let span = rewrite::written_id_span(hid.len());
+    /// The hub's request `id` (raw JSON) to client `c` (see [`Clients::request`]).
+    pub fn request(&mut self, c: ClientId, id: &[u8], method: &str, params: &[u8]) {
+        let bytes = wire::request_raw(id, method, Some(params));
+        let span = rewrite::written_id_span(id.len());
         self.clients.request(self.out, c, bytes, About::Request { id: span.start..span.end });
     }
 

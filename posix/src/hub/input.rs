@@ -108,4 +108,7 @@ pub enum Input<'a> {
     /// Log one `debug` line per call, relayed sampling and elicitation
     /// request (the runtime turns it on while its log level is debug).
     CallLog(bool),
+    /// An HTTP listener serves the `/approvals` page (calls that need
+    /// approval may wait for it).
+    ApprovalPage(bool),
 }

@@ -108,6 +108,7 @@
 //! combinations (wire requests, `InputRequiredResult` with sealed
 //! `requestState`), is `relay`; shaping per revision is `shape`.
 
+pub mod approvals;
 mod catalog;
 mod client;
 mod downward;
@@ -634,6 +635,10 @@ pub enum Output {
     /// this request's. Report the end with [`Input::ForwardDone`]; the hub
     /// sends nothing upstream for it.
     Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: ReplicaId },
+    /// Run `command` with `env` added to mcpx's environment, not waiting
+    /// for it (the notify hook of a call waiting for approval,
+    /// `policy.approvals.notify`); a failure to start it is logged.
+    Run { command: Vec<String>, env: Vec<(&'static str, String)> },
 }
 
 /// The hub state machine. See the module documentation.
@@ -665,6 +670,8 @@ pub struct Hub {
     policy: policy::HubPolicy,
     /// Requests waiting for the shared store or another replica (`shared`).
     shared: shared::Shared,
+    /// Calls waiting for a person's approval (`approvals`).
+    approvals: approvals::Approvals,
 }
 
 impl Hub {
@@ -676,7 +683,9 @@ impl Hub {
         let policy = policy::HubPolicy::new(&opts)?;
         let starts = starts::Starts::new(&opts);
         let listens = modern::Listens::new(&opts);
+        let approvals = approvals::Approvals::new(&opts.policy.approvals, opts.secret_seed);
         Ok(Hub {
+            approvals,
             policy,
             catalog: catalog::Catalog::new(ups.len()),
             ups,
@@ -817,6 +826,7 @@ impl Hub {
             }
             Input::ConfigStatus(v) => self.config_status = v,
             Input::CallLog(on) => self.policy.set_call_log(on),
+            Input::ApprovalPage(on) => self.approvals.set_page(on),
         }
     }
 
@@ -873,7 +883,21 @@ impl Hub {
 
     /// The earliest time at which `tick` has something to do, if any.
     pub fn next_deadline(&self) -> Option<u64> {
-        [self.pending.next_deadline(), self.relays.next_deadline(), self.started_ms.filter(|_| self.clients.any_held() || self.listens.any_early()).map(|s| s + self.opts.startup_wait_ms), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline()].into_iter().flatten().min()
+        [self.pending.next_deadline(), self.relays.next_deadline(), self.started_ms.filter(|_| self.clients.any_held() || self.listens.any_early()).map(|s| s + self.opts.startup_wait_ms), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline(), self.approvals.deadline()].into_iter().flatten().min()
+    }
+
+    /// The calls waiting for approval that `who` may see and decide
+    /// (the `/approvals` page).
+    pub fn approvals_waiting(&self, who: approvals::Decider<'_>) -> Vec<Value> {
+        self.approvals.visible(who)
+    }
+
+    /// A decision on waiting call `n` taken on the `/approvals` page.
+    pub fn decide_approval(&mut self, who: approvals::Decider<'_>, n: u64, approve: bool, now_ms: u64) -> Result<(), approvals::NotDecided> {
+        self.now(now_ms);
+        let fx = self.approvals.decide_on_page(who, n, approve, self.now_ms)?;
+        self.apply_approvals(fx);
+        Ok(())
     }
 
     /// The connected clients, to ask about (read only).
@@ -986,6 +1010,7 @@ impl Hub {
             "relays": self.relays.len(),
             "config": self.config_status,
             "tasks": self.tasks.status(),
+            "approvalsWaiting": self.approvals.len(),
         });
         if let Some(m) = self.policy.metrics_json() {
             v["metrics"] = m;
@@ -1106,6 +1131,7 @@ impl Hub {
             shared: &mut self.shared,
             starts: &mut self.starts,
             upstreams: &mut self.ups,
+            approvals: &mut self.approvals,
             principals: &self.clients,
             catalog: &self.catalog,
             opts: &self.opts,
@@ -1117,6 +1143,7 @@ impl Hub {
             match e {
                 stages::Effect::Shared(e) => self.apply_shared([e]),
                 stages::Effect::Starts(fx) => self.apply_starts(fx),
+                stages::Effect::Approvals(fx) => self.apply_approvals(fx),
             }
         }
         r
@@ -1190,6 +1217,33 @@ impl Hub {
             }
         }
     }
+
+    /// Does what [`approvals::Approvals`] asked, in order.
+    fn apply_approvals(&mut self, fx: Vec<approvals::Effect>) {
+        use approvals::Effect;
+        for e in fx {
+            match e {
+                Effect::Ask { client, id, params } => self.downward().request(client, &id, "elicitation/create", &params),
+                Effect::Unask { client, id, reason } => {
+                    let params = json!({ "requestId": serde_json::from_slice::<Value>(&id).unwrap_or(Value::Null), "reason": reason });
+                    self.downward().notify(client, Method::Cancelled, &params);
+                }
+                Effect::Serve { client, raw, ctx } if self.clients.contains_key(&client) => match ctx {
+                    None => self.on_client_message(client, &raw),
+                    Some(ctx) => self.route_normalized(client, &raw, ctx),
+                },
+                Effect::Serve { .. } => {}
+                Effect::Decline { client, id, text, note } => {
+                    self.policy.approval(client, &id, note);
+                    self.policy.refused_at(client, &id, crate::policy::audit::Stage::Approve);
+                    let result = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
+                    self.downward().result_as(client, &id, &serde_json::to_vec(&result).unwrap_or_default(), Outcome::ToolError);
+                }
+                Effect::Notify { command, env } => self.out.push_back(Output::Run { command, env }),
+                Effect::Log(level, line) => self.log(level, line),
+            }
+        }
+    }
 }
 
 /// What the tasks subsystem knows of upstream `u` (`tasks::Up`).
@@ -1244,6 +1298,8 @@ impl Hub {
         let clients = &self.clients;
         let effects = self.shared.tick(self.now_ms, &self.opts.cluster, |c| clients.contains_key(&c));
         self.apply_shared(effects);
+        let fx = self.approvals.tick(self.now_ms);
+        self.apply_approvals(fx);
     }
 
     fn on_timeout(&mut self, u: UpstreamId, id: u64, f: Fwd) {

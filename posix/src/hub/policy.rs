@@ -81,6 +81,8 @@ struct Open {
     refused: Option<String>,
     /// The pipeline stage that refused it (`stages`).
     stage: Option<audit::Stage>,
+    /// The decision on it, when it needed approval (`stages::approve`).
+    approval: Option<String>,
 }
 
 /// The name, or URI, a tracked request `m` asks for, written into `out`
@@ -192,6 +194,15 @@ pub(super) struct ToolCall<'m> {
 }
 
 impl ToolCall<'_> {
+    /// The call's arguments as sent upstream (the inner ones of a
+    /// meta-tool's call), raw JSON; `None`: none given.
+    pub fn arguments<'a>(&'a self, m: &'a Msg) -> Option<&'a [u8]> {
+        match &self.arguments {
+            Some((_, inner)) => Some(inner.as_slice()),
+            None => m.param(&["arguments"]).map(|r| &m.raw[r]),
+        }
+    }
+
     /// `send` with the edits forwarding this call to the upstream's tool
     /// `original` (on the stack: the name is written as it is forwarded).
     pub fn forwarded<R>(&self, original: &str, send: impl FnOnce(&mut [(Range<usize>, wire::With<'_>)]) -> R) -> R {
@@ -375,12 +386,8 @@ impl HubPolicy {
         if !self.p.validate.as_ref().is_some_and(|v| v.arguments) || !self.p.validates(server) {
             return Ok(());
         }
-        let at = match &call.arguments {
-            Some((_, inner)) => Some(inner.as_slice()),
-            None => m.param(&["arguments"]).map(|r| &m.raw[r]),
-        };
         // Requirement: tools-server-sec-validate-inputs
-        let args = at.and_then(|b| serde_json::from_slice::<Value>(b).ok()).unwrap_or_else(|| json!({}));
+        let args = call.arguments(m).and_then(|b| serde_json::from_slice::<Value>(b).ok()).unwrap_or_else(|| json!({}));
         self.p.validators.check_arguments(server, original, &args).map_err(|f| {
             Refusal(crate::policy::validate::Failure::CODE, format!("{}: {f}", call.name), Some(f.data()))
         })
@@ -454,6 +461,7 @@ impl HubPolicy {
             bytes_in: m.raw.len() as u64,
             refused: None,
             stage: None,
+            approval: None,
         };
         let schema = validated.then(|| m.param(&["requestedSchema"]).and_then(|r| serde_json::from_slice(&m.raw[r]).ok())).flatten();
         match limited {
@@ -660,6 +668,7 @@ impl HubPolicy {
         open.bytes_in = m.raw.len() as u64;
         open.refused = None;
         open.stage = None;
+        open.approval = None;
         self.open.insert((c, IdKey::new(id)), open);
     }
 
@@ -675,6 +684,14 @@ impl HubPolicy {
     pub fn refused_at(&mut self, c: ClientId, id: &[u8], stage: audit::Stage) {
         if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
             o.stage = Some(stage);
+        }
+    }
+
+    /// The decision on request `id` of client `c`, which needed approval,
+    /// for its audit line.
+    pub fn approval(&mut self, c: ClientId, id: &[u8], note: String) {
+        if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
+            o.approval = Some(note);
         }
     }
 
@@ -729,6 +746,7 @@ impl HubPolicy {
             arguments: o.arguments.as_deref(),
             outcome,
             stage: o.stage,
+            approval: o.approval.as_deref(),
             duration_ms,
             bytes_in: o.bytes_in,
             bytes_out,

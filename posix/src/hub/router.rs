@@ -60,7 +60,7 @@ impl Hub {
                 Forget(u, call) => drop(self.pending.take(u, call)),
                 Hold { up, call, h, until } => self.pending.hold(up, call, h, until),
                 Resume { up, call, origin } => self.pending.resume(up, call, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms),
-                AskClient { client, hid, method, params } => self.downward().request(client, hid, &method, &params),
+                AskClient { client, hid, method, params } => self.downward().request(client, hid.to_string().as_bytes(), &method, &params),
                 Admit { up, msg, link } => {
                     // Policy: the server-request rate limits (hub/policy.rs).
                     let owner = link.task.as_deref().and_then(|t| self.tasks.creator_of(up, t));
@@ -999,6 +999,10 @@ impl Hub {
             }
             wire::Kind::Notification => self.on_client_notification(c, m),
             wire::Kind::Result | wire::Kind::Error => {
+                let answer = || serde_json::from_slice::<Value>(m.raw).ok().and_then(|mut v| v.get_mut("result").map(Value::take));
+                if let Some(fx) = m.id_bytes().and_then(|id| self.approvals.on_client_answer(c, id, answer, self.now_ms)) {
+                    return self.apply_approvals(fx);
+                }
                 let fx = self.relays.on_client_response(&self.ups, c, m);
                 self.apply_relay(fx)
             }
@@ -1014,6 +1018,8 @@ impl Hub {
         }
         let fx = self.relays.drop_client(&self.ups, c);
         self.apply_relay(fx);
+        let fx = self.approvals.withdraw(c, None);
+        self.apply_approvals(fx);
         self.tasks.client_gone(c);
         let fx = self.subs.drop_client(&self.ups, &self.catalog, c);
         self.apply_subscriptions(fx);
@@ -1048,6 +1054,10 @@ impl Hub {
         // A listen stream the client ends (`modern::Listens`).
         if let Some(fx) = self.listens.end(c, rid) {
             return self.apply_listens(fx);
+        }
+        let fx = self.approvals.withdraw(c, Some(rid));
+        if !fx.is_empty() {
+            return self.apply_approvals(fx);
         }
         if let Some((u, id)) = self.pending.by_client(c, rid) {
             // A call the server was asked to run as its task: its

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::*;
 
+mod approvals;
 mod modern;
 mod isolation;
 mod lazy;
@@ -94,7 +95,12 @@ struct Pair {
     asks: VecDeque<shared::Ask>,
     /// `Forward`s to other replicas: (client, request id, msg, principal, to).
     forwards: Vec<(ClientId, Vec<u8>, Vec<u8>, Vec<u8>, ReplicaId)>,
+    /// Commands the hub asked to run (`Output::Run`): argv, environment.
+    runs: Vec<Run>,
 }
+
+/// A command the hub asked to run and its environment (`Output::Run`).
+type Run = (Vec<String>, Vec<(&'static str, String)>);
 
 fn specs(names: &[&str]) -> Vec<UpstreamSpec> {
     names.iter().map(|n| UpstreamSpec::new(n)).collect()
@@ -136,6 +142,7 @@ impl Pair {
             upward: vec![],
             asks: VecDeque::new(),
             forwards: vec![],
+            runs: vec![],
         }
     }
 
@@ -188,6 +195,7 @@ impl Pair {
                     Output::SaveTasks(b) => self.saved.push(b),
                     Output::Shared(a) => self.asks.push_back(a),
                     Output::Forward { client, request, msg, principal, to } => self.forwards.push((client, request.bytes().to_vec(), msg, principal, to)),
+                    Output::Run { command, env } => self.runs.push((command, env)),
                 }
             }
             if replies.is_empty() {

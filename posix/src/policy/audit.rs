@@ -49,6 +49,8 @@ pub enum Stage {
     Authorize,
     /// Arguments against the tool's `inputSchema`.
     Validate,
+    /// Not approved: declined, not decided in time, nobody to ask.
+    Approve,
     /// No such tool, prompt or resource.
     Route,
 }
@@ -59,6 +61,7 @@ impl Stage {
             Stage::Admit => "admit",
             Stage::Authorize => "authorize",
             Stage::Validate => "validate",
+            Stage::Approve => "approve",
             Stage::Route => "route",
         }
     }
@@ -82,6 +85,9 @@ pub struct Record<'a> {
     pub outcome: Outcome<'a>,
     /// The stage that refused it, if one did.
     pub stage: Option<Stage>,
+    /// The decision on a call that needed approval: who, how, when, for
+    /// which arguments digest.
+    pub approval: Option<&'a str>,
     pub duration_ms: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -112,8 +118,9 @@ impl Record<'_> {
             (name, original) => format!(" {name} (its '{original}')"),
         };
         let stage = self.stage.map_or(String::new(), |s| format!(", refused at stage {}", s.as_str()));
+        let approval = self.approval.map_or(String::new(), |a| format!(", {a}"));
         format!(
-            "{}{name} of '{}' ({}) to server '{}': {outcome} in {} ms, {} B in, {} B out{stage}",
+            "{}{name} of '{}' ({}) to server '{}': {outcome} in {} ms, {} B in, {} B out{stage}{approval}",
             self.method, self.principal, self.client_revision, self.server, self.duration_ms, self.bytes_in, self.bytes_out
         )
     }
@@ -155,6 +162,9 @@ impl Record<'_> {
         }
         if let Some(stage) = self.stage {
             o.insert("stage".into(), s(stage.as_str()));
+        }
+        if let Some(a) = self.approval {
+            o.insert("approval".into(), s(a));
         }
         o.insert("durationMs".into(), self.duration_ms.into());
         o.insert("bytesIn".into(), self.bytes_in.into());
@@ -360,6 +370,7 @@ mod tests {
             arguments: args,
             outcome,
             stage: None,
+            approval: None,
             duration_ms: 12,
             bytes_in: 80,
             bytes_out: 412,

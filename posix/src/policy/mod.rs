@@ -67,6 +67,7 @@
 //!    sessions): take a [`ratelimit::Quota`] unit per principal before
 //!    inserting, release it on removal; its refusal names the limit.
 
+pub mod approval;
 pub mod audit;
 pub mod catalog_acl;
 pub mod metrics;

@@ -19,6 +19,8 @@ pub struct PolicyConfig {
     pub metrics: bool,
     /// What the tool annotations of servers not `"trusted"` get.
     pub untrusted_annotations: UntrustedAnnotations,
+    /// `"approve"` and `"approvals"`: the calls a person approves first.
+    pub approvals: super::approval::ApprovalConfig,
 }
 
 /// `policy.untrustedAnnotations` (requirement tools-annotations-untrusted).
@@ -40,6 +42,7 @@ impl Default for PolicyConfig {
             audit: None,
             metrics: true,
             untrusted_annotations: UntrustedAnnotations::Mark,
+            approvals: Default::default(),
         }
     }
 }

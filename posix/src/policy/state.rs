@@ -99,6 +99,7 @@ mod tests {
             original_name: "x",
             arguments: Some(b"{}"),
             stage: None,
+            approval: None,
             outcome: audit::Outcome::Result,
             duration_ms: 1,
             bytes_in: 2,

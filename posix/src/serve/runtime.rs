@@ -417,6 +417,18 @@ impl Runtime {
             Output::Forward { client, request, msg, principal, to } => {
                 self.cluster_job(Job::Forward { client, request, msg, principal, to })
             }
+            Output::Run { command, env } => {
+                let Some((program, args)) = command.split_first() else { return };
+                let started = smol::process::Command::new(program)
+                    .args(args)
+                    .envs(env)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .spawn();
+                if let Err(e) = started {
+                    error!("cannot run the approvals notify command {program}: {e}");
+                }
+            }
             Output::SaveTasks(bytes) => {
                 if let Some(p) = self.tasks_file.borrow().as_deref() {
                     if let Err(e) = crate::serve::task_store::save(p, &bytes) {

@@ -17,10 +17,12 @@
 //!    item is answered exactly as an unknown one.
 //! 4. **validate** — arguments against the tool's `inputSchema`
 //!    (`policy`).
-//! 5. **route** — the hub's own answer or the upstream that owns the name
+//! 5. **approve** ([`approve`]) — a call `policy.approve` covers waits for
+//!    a person's decision on that exact call (`approvals`).
+//! 6. **route** — the hub's own answer or the upstream that owns the name
 //!    (`router`); an unknown name is refused here.
-//! 6. **shape** — the answer shaped for the client's revision (`shape`).
-//! 7. **observe** — the audit line, metric sample and debug line of the
+//! 7. **shape** — the answer shaped for the client's revision (`shape`).
+//! 8. **observe** — the audit line, metric sample and debug line of the
 //!    request (`policy`: `policy_begin` … `policy_answered`), naming what
 //!    was asked and, for a refusal, the stage that refused it.
 //!
@@ -33,6 +35,7 @@
 //! / [`Pipeline::resource`].
 
 mod admit;
+mod approve;
 mod authorize;
 
 pub(super) use admit::refused_shared;
@@ -47,6 +50,7 @@ use serde_json::{json, Value};
 use crate::policy::audit::Stage;
 use crate::policy::ratelimit::Class;
 
+use super::approvals::Approvals;
 use super::catalog::{Catalog, Kind};
 use super::client::Clients;
 use super::policy::{HubPolicy, ToolCall};
@@ -80,6 +84,8 @@ pub(super) enum Effect {
     Shared(super::shared::Effect),
     /// A call parked for its server's start.
     Starts(Vec<super::starts::Effect>),
+    /// A call held for a person's approval, or declined.
+    Approvals(Vec<super::approvals::Effect>),
 }
 
 /// The parts of the hub the stages read and charge, borrowed for one
@@ -89,6 +95,7 @@ pub(super) struct Pipeline<'a> {
     pub shared: &'a mut Shared,
     pub starts: &'a mut Starts,
     pub upstreams: &'a mut Upstreams,
+    pub approvals: &'a mut Approvals,
     /// For the principal's name of a client.
     pub principals: &'a Clients,
     pub catalog: &'a Catalog,
@@ -104,11 +111,12 @@ impl Pipeline<'_> {
         Sight::of(self.policy, self.principals, self.upstreams, c)
     }
 
-    /// Admit, authorize and validate a `tools/call` of client `c` for the
-    /// tool `call` names (a meta-tool's call already resolved to the tool
+    /// Admit, authorize, validate and approve a `tools/call` of client `c`
+    /// for the tool `call` names (a meta-tool's call already resolved to the tool
     /// it names); `call.name` becomes the exposed spelling. `None`: the
     /// name is of a server whose tools are not known yet, and the call
-    /// waits for it (`lazy`), to pass the stages when routed again.
+    /// waits for it (`lazy`), or the call waits for a person's approval
+    /// (`approve`), to pass the stages when routed again.
     pub fn tool(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, call: &mut ToolCall) -> Result<Option<ToolRoute>, Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
         let lookup = match self.catalog.get(Kind::Tools, &call.name) {
@@ -151,6 +159,9 @@ impl Pipeline<'_> {
         };
         if let Err(Refusal(code, msg, data)) = self.policy.check_arguments(m, call, &self.upstreams[route.up].spec.name, &route.original) {
             return Err(self.refused_at(c, id, Stage::Validate, code, msg, data));
+        }
+        if !self.approve(c, m, ctx, call, &route) {
+            return Ok(None);
         }
         Ok(Some(route))
     }

@@ -1,0 +1,245 @@
+//! `/approvals`: the calls waiting for a person's approval (`hub::approvals`),
+//! as a page that needs no script and fits a phone.
+//!
+//! - `GET /approvals` (authenticated like `/status`): the waiting calls the
+//!   principal may decide (its own; every one for `policy.approvals.approvers`),
+//!   each with its approve and deny buttons; JSON for programs (`Accept`,
+//!   `?format=`, as `/status`).
+//! - `GET /approvals/N?key=K`: the one call of a notification's one-time
+//!   link. `POST /approvals/N` with the form fields `key` and `decision`
+//!   (`approve` or `deny`) decides it. The key is the credential here (the
+//!   link of a phone's notification carries no token): 128 random bits,
+//!   good for that call only, until it is decided or expires. A wrong key
+//!   and a decided call are one answer, 404.
+
+use serde_json::Value;
+
+use super::auth::Principal;
+use super::conn::Conn;
+use super::request::Request;
+use super::session::Shared;
+use super::status_page::render::Esc;
+use super::status_page::{negotiate, Format};
+use crate::hub::approvals::Decider;
+
+/// The page loads nothing, runs nothing, and posts only to itself.
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:48rem;padding:.8rem 1rem 2rem}\
+article{border:1px solid #d0d7de;border-radius:.4rem;padding:.6rem .8rem;margin:.8rem 0}\
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:rgba(127,127,127,.13);padding:.4rem .5rem;border-radius:.3rem;font-size:.85rem}\
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem}dt{color:#6e7781}dd{margin:0;overflow-wrap:anywhere}\
+button{font-size:1rem;padding:.5rem 1.2rem;margin:.3rem .6rem 0 0}.mute{color:#6e7781}";
+
+/// What a path under `/approvals` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Page {
+    /// `/approvals`: the list.
+    List,
+    /// `/approvals/N`: one call, by its link's key.
+    One(u64),
+}
+
+impl Page {
+    pub(crate) fn of(path: &str) -> Option<Page> {
+        match path.strip_prefix("/approvals")? {
+            "" | "/" => Some(Page::List),
+            rest => rest.strip_prefix('/')?.parse().ok().map(Page::One),
+        }
+    }
+}
+
+/// The value of `name` in a query string or form body
+/// (`application/x-www-form-urlencoded`; the values mcpx reads are plain
+/// hex and words, so nothing needs decoding).
+pub(crate) fn field<'a>(form: &'a str, name: &str) -> Option<&'a str> {
+    form.split('&')
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// `GET /approvals`, authenticated as `who`.
+pub(crate) async fn list(sh: &Shared, conn: &mut Conn, req: &Request, who: &Principal) -> bool {
+    let format = match negotiate(req.header_str("accept"), req.query()) {
+        Ok(f) => f,
+        Err(why) => return conn.reject(400, &why).await,
+    };
+    let waiting = sh
+        .link
+        .call(|hub, _| hub.approvals_waiting(Decider::Principal(who.bytes())));
+    match format {
+        Format::Json => {
+            let body =
+                serde_json::to_vec(&serde_json::json!({ "waiting": waiting })).unwrap_or_default();
+            conn.respond(
+                200,
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Cache-Control", "no-store"),
+                ],
+                &body,
+                true,
+            )
+            .await
+        }
+        Format::Html => {
+            html(
+                conn,
+                200,
+                &page(&waiting, "No call is waiting for your approval."),
+            )
+            .await
+        }
+    }
+}
+
+/// `GET` or `POST /approvals/N`: the one-time link (no other credential).
+pub(crate) async fn one(sh: &Shared, conn: &mut Conn, req: &mut Request, n: u64) -> bool {
+    match req.method() {
+        "GET" => {
+            let key = field(req.query(), "key").unwrap_or("");
+            let waiting = sh
+                .link
+                .call(|hub, _| hub.approvals_waiting(Decider::Link(key)));
+            match waiting.iter().find(|w| w["id"] == n) {
+                Some(w) => html(conn, 200, &page(std::slice::from_ref(w), "")).await,
+                None => html(conn, 404, &done("This call is not waiting any more (decided, withdrawn or expired), or the link is wrong.")).await,
+            }
+        }
+        "POST" => {
+            let body = match conn.body(req).await {
+                Ok(b) => b,
+                Err(keep) => return keep,
+            };
+            let form = String::from_utf8_lossy(&body);
+            let approve = match field(&form, "decision") {
+                Some("approve") => true,
+                Some("deny") => false,
+                _ => {
+                    return conn
+                        .reject(
+                            400,
+                            "Bad Request: the form needs decision=approve or decision=deny",
+                        )
+                        .await
+                }
+            };
+            let key = field(&form, "key").unwrap_or("").to_string();
+            let decided = sh
+                .link
+                .call(|hub, now| hub.decide_approval(Decider::Link(&key), n, approve, now));
+            match decided {
+                Ok(()) if approve => html(conn, 200, &done("Approved: the call runs now.")).await,
+                Ok(()) => html(conn, 200, &done("Declined: the caller is told not to retry it unchanged.")).await,
+                Err(_) => html(conn, 404, &done("This call is not waiting any more (decided, withdrawn or expired), or the link is wrong.")).await,
+            }
+        }
+        _ => conn.method_not_allowed("GET, POST").await,
+    }
+}
+
+async fn html(conn: &mut Conn, status: u16, body: &str) -> bool {
+    let headers = [
+        ("Content-Type", "text/html; charset=utf-8"),
+        ("Cache-Control", "no-store"),
+        ("Content-Security-Policy", CSP),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+    ];
+    conn.respond(status, &headers, body.as_bytes(), true).await
+}
+
+fn document(title: &str, main: &str) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>{}</title><style>{STYLE}</style></head><body><h1>{}</h1>{main}</body></html>",
+        Esc(title),
+        Esc(title)
+    )
+}
+
+fn done(text: &str) -> String {
+    document("mcpx approvals", &format!("<p>{}</p>", Esc(text)))
+}
+
+/// The waiting calls, each with what it is and its two buttons.
+fn page(waiting: &[Value], none: &str) -> String {
+    if waiting.is_empty() {
+        return document(
+            "mcpx approvals",
+            &format!("<p class=\"mute\">{}</p>", Esc(none)),
+        );
+    }
+    let s = |w: &Value, k: &str| w[k].as_str().unwrap_or("").to_string();
+    let mut main = String::new();
+    for w in waiting {
+        let n = w["id"].as_u64().unwrap_or(0);
+        let client = match s(w, "client").as_str() {
+            "" => String::new(),
+            c => format!(" ({})", Esc(c)),
+        };
+        main.push_str(&format!(
+            "<article data-approval=\"{n}\"><h2>{} / {}</h2><dl><dt>asked by</dt><dd>{}{client}</dd><dt>called as</dt><dd>{}</dd>\
+             <dt>arguments sha256</dt><dd><code>{}</code></dd></dl><pre class=\"arguments\">{}</pre>\
+             <details><summary class=\"mute\">tool description (from the server, untrusted)</summary><pre>{}</pre></details>\
+             <form method=\"post\" action=\"/approvals/{n}\"><input type=\"hidden\" name=\"key\" value=\"{}\">\
+             <button name=\"decision\" value=\"approve\">Approve</button><button name=\"decision\" value=\"deny\">Deny</button></form></article>",
+            Esc(&s(w, "server")),
+            Esc(&s(w, "tool")),
+            Esc(&s(w, "principal")),
+            Esc(&s(w, "exposed")),
+            Esc(&s(w, "digest")),
+            Esc(&s(w, "arguments")),
+            Esc(&s(w, "description")),
+            Esc(&s(w, "key")),
+        ));
+    }
+    document(
+        &format!("mcpx: {} call(s) waiting for approval", waiting.len()),
+        &main,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn paths_and_form_fields() {
+        let table: &[(&str, Option<Page>)] = &[
+            ("/approvals", Some(Page::List)),
+            ("/approvals/", Some(Page::List)),
+            ("/approvals/12", Some(Page::One(12))),
+            ("/approvals/x", None),
+            ("/approvals/1/2", None),
+            ("/approvalsx", None),
+        ];
+        for (path, want) in table {
+            assert_eq!(Page::of(path), *want, "{path}");
+        }
+        assert_eq!(
+            field("key=ab12&decision=approve", "decision"),
+            Some("approve")
+        );
+        assert_eq!(field("key=ab12&decision=approve", "key"), Some("ab12"));
+        assert_eq!(field("xkey=1", "key"), None);
+    }
+
+    #[test]
+    fn what_a_server_or_client_wrote_is_shown_as_text() {
+        let w = json!({ "id": 3, "key": "k", "server": "<b>s</b>", "tool": "t", "principal": "p", "client": "<script>x</script>",
+                        "exposed": "e", "digest": "d", "arguments": "{\"a\": \"<img src=x>\"}", "description": "<IMPORTANT>" });
+        let html = page(&[w], "");
+        assert!(
+            !html.contains("<b>s")
+                && !html.contains("<script>x")
+                && !html.contains("<img")
+                && !html.contains("<IMPORTANT>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("&lt;img src=x&gt;") && html.contains("action=\"/approvals/3\""),
+            "{html}"
+        );
+    }
+}

@@ -1,0 +1,787 @@
+//! Calls waiting for a person's approval: the state of the pipeline's
+//! *approve* stage (`stages::approve`, after *validate*, before *route*).
+//!
+//! A call a rule of `policy.approve` covers waits here with its exact
+//! bytes until someone decides it: the calling client's user, asked
+//! through an `elicitation/create` (a legacy client that declared
+//! elicitation), or an approver on the HTTP listener's `/approvals` page
+//! (or the one-time link a notification carries). What they are shown is
+//! the call itself: server, tool, who asked, the arguments and their
+//! digest, the tool's description ([`Shown`]).
+//!
+//! An approval is a [`Grant`] bound to the principal, server, tool and
+//! arguments digest, used once (or, when the rule says `rememberMs`, for
+//! the same call again within that time); the call is then served again
+//! from its bytes and passes the stage with it. A denial, a timeout, or no
+//! way to ask anyone answers the call with a tool error a model can act
+//! on, never a transport error. Waiting calls are bounded in all and per
+//! principal ([`Quota`]); a client that cancels its call or goes away
+//! withdraws it.
+
+use std::collections::BTreeMap;
+
+use mcpx_core::request_state::{self as rs, Seeded};
+use serde_json::{json, Value};
+
+use super::request::ReqCtx;
+use super::ClientId;
+use crate::policy::approval::{hex, ApprovalConfig, Rule, Via};
+use crate::policy::ratelimit::{Quota, QuotaRefusal};
+
+/// The id prefix of the hub's `elicitation/create` asking for approval:
+/// the client's answer is told apart from a relayed request's by it.
+const ASK_PREFIX: &str = "mcpx-approval-";
+
+/// What an approver is shown of a waiting call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shown {
+    pub server: String,
+    /// The upstream's name of the tool, and the name the client called.
+    pub tool: String,
+    pub exposed: String,
+    pub principal: String,
+    /// The client's `clientInfo.name`, when it gave one.
+    pub client: String,
+    /// Pretty-printed, long values cut ([`shown_args`]).
+    pub arguments: String,
+    /// SHA-256 of the exact arguments, hex.
+    pub digest: String,
+    pub description: String,
+}
+
+/// One call waiting for a decision.
+#[derive(Debug)]
+struct Waiting {
+    client: ClientId,
+    /// The client's request id, raw JSON.
+    id: Vec<u8>,
+    /// The request, served again once approved.
+    raw: Vec<u8>,
+    ctx: Option<ReqCtx>,
+    shown: Shown,
+    digest: [u8; 32],
+    remember_ms: u64,
+    via: Via,
+    /// The one-time link's secret (`/approvals/N?key=..`).
+    key: String,
+    since_ms: u64,
+    expires_ms: u64,
+}
+
+/// A decision that lets one call (or, remembered, the same call again) by.
+#[derive(Debug)]
+struct Grant {
+    principal: String,
+    server: String,
+    tool: String,
+    digest: [u8; 32],
+    until_ms: u64,
+    once: bool,
+    /// Who decided, over which channel: the audit line's note.
+    note: String,
+}
+
+/// A call the stage holds: what the hub knows of it.
+pub(super) struct Hold<'a> {
+    pub client: ClientId,
+    pub id: &'a [u8],
+    pub raw: &'a [u8],
+    pub ctx: Option<&'a ReqCtx>,
+    pub shown: Shown,
+    pub digest: [u8; 32],
+    pub rule: &'a Rule,
+    /// The client is legacy and declared form elicitation.
+    pub can_elicit: bool,
+}
+
+/// Who decides on the page: a principal (as the transport bound it:
+/// `token:alice`, `mcpx-local`), or whoever holds a link's key.
+pub enum Decider<'a> {
+    Principal(&'a [u8]),
+    Link(&'a str),
+}
+
+impl Decider<'_> {
+    /// May this decider see and decide `w`?
+    fn may(&self, w: &Waiting, cfg: &ApprovalConfig) -> bool {
+        match self {
+            Decider::Principal(p) => {
+                let p = super::policy::principal_name(p);
+                p == w.shown.principal || cfg.is_approver(p)
+            }
+            Decider::Link(k) => constant_time_eq(k.as_bytes(), w.key.as_bytes()),
+        }
+    }
+}
+
+/// Why a decision on the page was not taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotDecided {
+    /// No such call waiting (decided, withdrawn, expired, or never), or
+    /// not one this decider may see: the two are not told apart.
+    Unknown,
+}
+
+/// What the hub does for [`Approvals`], in order.
+pub(super) enum Effect {
+    /// Write this `elicitation/create` (id `id`, raw JSON) to client `client`.
+    Ask {
+        client: ClientId,
+        id: Vec<u8>,
+        params: Vec<u8>,
+    },
+    /// Withdraw the elicitation `id` sent to `client` (its call was
+    /// decided elsewhere or withdrawn).
+    Unask {
+        client: ClientId,
+        id: Vec<u8>,
+        reason: &'static str,
+    },
+    /// The call is approved: serve it again (it passes with its grant).
+    Serve {
+        client: ClientId,
+        raw: Vec<u8>,
+        ctx: Option<ReqCtx>,
+    },
+    /// Answer the call with a tool error; the audit note says why.
+    Decline {
+        client: ClientId,
+        id: Vec<u8>,
+        text: String,
+        note: String,
+    },
+    /// A call waits for the page: run the notify hook's `command` with
+    /// these environment variables.
+    Notify {
+        command: Vec<String>,
+        env: Vec<(&'static str, String)>,
+    },
+    /// A line for mcpx's log.
+    Log(super::Level, String),
+}
+
+/// Calls waiting for approval, and the grants decisions left.
+pub(super) struct Approvals {
+    cfg: ApprovalConfig,
+    waiting: BTreeMap<u64, Waiting>,
+    grants: Vec<Grant>,
+    quota: Quota,
+    next: u64,
+    keys: Seeded,
+    /// An HTTP listener serves `/approvals`.
+    page: bool,
+}
+
+/// Grants kept at once (the oldest remembered ones go first).
+const MAX_GRANTS: usize = 1024;
+
+impl Approvals {
+    pub(super) fn new(cfg: &ApprovalConfig, secret_seed: [u8; 32]) -> Approvals {
+        let mut seed = secret_seed.to_vec();
+        seed.extend_from_slice(b"mcpx/approvals");
+        Approvals {
+            quota: Quota::new(
+                "calls waiting for approval",
+                cfg.max_waiting,
+                cfg.max_waiting / 8,
+            ),
+            cfg: cfg.clone(),
+            waiting: BTreeMap::new(),
+            grants: Vec::new(),
+            next: 0,
+            keys: Seeded::new(rs::digest(&seed)),
+            page: false,
+        }
+    }
+
+    pub(super) fn config(&self) -> &ApprovalConfig {
+        &self.cfg
+    }
+
+    /// Whether the page can be used (an HTTP listener runs).
+    pub(super) fn set_page(&mut self, on: bool) {
+        self.page = on;
+    }
+
+    /// The grant for this exact call, used (once) if there is one: the
+    /// audit note of its decision.
+    pub(super) fn take_grant(
+        &mut self,
+        principal: &str,
+        server: &str,
+        tool: &str,
+        digest: &[u8; 32],
+        now: u64,
+    ) -> Option<String> {
+        self.grants.retain(|g| g.until_ms > now);
+        let i = self.grants.iter().position(|g| {
+            g.principal == principal && g.server == server && g.tool == tool && &g.digest == digest
+        })?;
+        if self.grants[i].once {
+            return Some(self.grants.remove(i).note);
+        }
+        Some(self.grants[i].note.clone())
+    }
+
+    /// Hold a call for a decision: ask the client's user or announce it
+    /// on the page, by the rule's order; with neither, or over the bounds,
+    /// it is declined at once.
+    pub(super) fn hold(&mut self, h: Hold<'_>, now: u64) -> Vec<Effect> {
+        let via = h.rule.via.iter().copied().find(|v| match v {
+            Via::Client => h.can_elicit,
+            Via::Page => self.page,
+        });
+        let Some(via) = via else {
+            let asked: Vec<&str> = h.rule.via.iter().map(|v| v.name()).collect();
+            let text = format!(
+                "This call needs a person's approval and nobody could be asked ({} not available). Do not retry it unchanged; ask the user to approve it another way.",
+                asked.join(", ")
+            );
+            return vec![Effect::Decline {
+                client: h.client,
+                id: h.id.to_vec(),
+                text,
+                note: "no approver available".into(),
+            }];
+        };
+        if let Err(r) = self.quota.acquire(&h.shown.principal) {
+            return vec![decline_over(h.client, h.id, &r)];
+        }
+        self.next += 1;
+        let n = self.next;
+        let key = hex(&self.keys.nonce());
+        let mut fx = Vec::new();
+        match via {
+            Via::Client => {
+                let params = elicitation(&h.shown);
+                fx.push(Effect::Ask {
+                    client: h.client,
+                    id: ask_id(n),
+                    params: serde_json::to_vec(&params).unwrap_or_default(),
+                });
+            }
+            Via::Page => fx.extend(self.cfg.notify.as_ref().map(|nf| Effect::Notify {
+                command: nf.command.clone(),
+                env: notify_env(n, &key, &h.shown),
+            })),
+        }
+        fx.push(Effect::Log(
+            super::Level::Info,
+            format!(
+                "approval {n}: {} asks {}/{} (arguments sha256 {}); waiting for the {}",
+                h.shown.principal,
+                h.shown.server,
+                h.shown.tool,
+                &h.shown.digest[..16],
+                via.name()
+            ),
+        ));
+        self.waiting.insert(
+            n,
+            Waiting {
+                client: h.client,
+                id: h.id.to_vec(),
+                raw: h.raw.to_vec(),
+                ctx: h.ctx.cloned(),
+                shown: h.shown,
+                digest: h.digest,
+                remember_ms: h.rule.remember_ms,
+                via,
+                key,
+                since_ms: now,
+                expires_ms: now + self.cfg.timeout_ms,
+            },
+        );
+        fx
+    }
+
+    /// Client `c`'s answer `m` (a result or error), if it answers one of
+    /// the hub's approval requests.
+    /// `answer` reads the result (`None`: an error answer).
+    pub(super) fn on_client_answer(
+        &mut self,
+        c: ClientId,
+        id: &[u8],
+        answer: impl FnOnce() -> Option<Value>,
+        now: u64,
+    ) -> Option<Vec<Effect>> {
+        let n = parse_ask_id(id)?;
+        if self
+            .waiting
+            .get(&n)
+            .is_none_or(|w| w.client != c || w.via != Via::Client)
+        {
+            return Some(Vec::new());
+        }
+        let result = answer();
+        let result = result.as_ref();
+        let approved = result.is_some_and(|r| {
+            r["action"] == "accept" && r["content"]["approve"] == Value::Bool(true)
+        });
+        let action = result.and_then(|r| r["action"].as_str()).unwrap_or("error");
+        let by = format!(
+            "{} via the client ({action})",
+            self.waiting[&n].shown.principal
+        );
+        Some(self.decide(n, approved, &by, false, now))
+    }
+
+    /// A decision taken on the page.
+    pub(super) fn decide_on_page(
+        &mut self,
+        who: Decider<'_>,
+        n: u64,
+        approve: bool,
+        now: u64,
+    ) -> Result<Vec<Effect>, NotDecided> {
+        if !self.waiting.get(&n).is_some_and(|w| who.may(w, &self.cfg)) {
+            return Err(NotDecided::Unknown);
+        }
+        let by = match who {
+            Decider::Principal(p) => format!("{} on the page", super::policy::principal_name(p)),
+            Decider::Link(_) => "the holder of the link".to_string(),
+        };
+        Ok(self.decide(n, approve, &by, true, now))
+    }
+
+    fn decide(
+        &mut self,
+        n: u64,
+        approve: bool,
+        by: &str,
+        elsewhere: bool,
+        now: u64,
+    ) -> Vec<Effect> {
+        let Some(w) = self.waiting.remove(&n) else {
+            return Vec::new();
+        };
+        self.quota.release(&w.shown.principal);
+        let mut fx = Vec::new();
+        if elsewhere && w.via == Via::Client {
+            fx.push(Effect::Unask {
+                client: w.client,
+                id: ask_id(n),
+                reason: "decided elsewhere",
+            });
+        }
+        let verdict = if approve { "approved" } else { "declined" };
+        let note = format!(
+            "{verdict} by {by} after {} ms, arguments sha256 {}",
+            now.saturating_sub(w.since_ms),
+            w.shown.digest
+        );
+        fx.push(Effect::Log(
+            super::Level::Info,
+            format!(
+                "approval {n}: {}/{} for {}: {note}",
+                w.shown.server, w.shown.tool, w.shown.principal
+            ),
+        ));
+        if approve {
+            if self.grants.len() >= MAX_GRANTS {
+                self.grants.remove(0);
+            }
+            let remember = w.remember_ms > 0;
+            self.grants.push(Grant {
+                principal: w.shown.principal.clone(),
+                server: w.shown.server.clone(),
+                tool: w.shown.tool.clone(),
+                digest: w.digest,
+                until_ms: now
+                    + if remember {
+                        w.remember_ms
+                    } else {
+                        self.cfg.timeout_ms
+                    },
+                once: !remember,
+                note,
+            });
+            fx.push(Effect::Serve {
+                client: w.client,
+                raw: w.raw,
+                ctx: w.ctx,
+            });
+        } else {
+            let text = format!(
+                "The user declined this call ({}/{} with these arguments). Do not retry it unchanged; ask the user what to do instead.",
+                w.shown.server, w.shown.tool
+            );
+            fx.push(Effect::Decline {
+                client: w.client,
+                id: w.id,
+                text,
+                note,
+            });
+        }
+        fx
+    }
+
+    /// When [`Approvals::tick`] has something to do.
+    pub(super) fn deadline(&self) -> Option<u64> {
+        self.waiting.values().map(|w| w.expires_ms).min()
+    }
+
+    /// Calls whose time ran out are declined.
+    pub(super) fn tick(&mut self, now: u64) -> Vec<Effect> {
+        let due: Vec<u64> = self
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.expires_ms <= now)
+            .map(|(n, _)| *n)
+            .collect();
+        let mut fx = Vec::new();
+        for n in due {
+            let Some(w) = self.waiting.remove(&n) else {
+                continue;
+            };
+            self.quota.release(&w.shown.principal);
+            if w.via == Via::Client {
+                fx.push(Effect::Unask {
+                    client: w.client,
+                    id: ask_id(n),
+                    reason: "the approval timed out",
+                });
+            }
+            let secs = self.cfg.timeout_ms / 1000;
+            let text = format!("Nobody approved this call within {secs} s ({}/{}); it did not run. Do not retry it unchanged without asking the user.", w.shown.server, w.shown.tool);
+            fx.push(Effect::Decline {
+                client: w.client,
+                id: w.id,
+                text,
+                note: format!(
+                    "not decided within {secs} s, arguments sha256 {}",
+                    w.shown.digest
+                ),
+            });
+        }
+        fx
+    }
+
+    /// Client `c` cancelled its request `id`, or (`None`) went away: its
+    /// waiting calls are withdrawn (nothing is answered).
+    pub(super) fn withdraw(&mut self, c: ClientId, id: Option<&[u8]>) -> Vec<Effect> {
+        let gone: Vec<u64> = self
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.client == c && id.is_none_or(|id| w.id == id))
+            .map(|(n, _)| *n)
+            .collect();
+        let mut fx = Vec::new();
+        for n in gone {
+            let Some(w) = self.waiting.remove(&n) else {
+                continue;
+            };
+            self.quota.release(&w.shown.principal);
+            if id.is_some() && w.via == Via::Client {
+                fx.push(Effect::Unask {
+                    client: c,
+                    id: ask_id(n),
+                    reason: "the call was cancelled",
+                });
+            }
+            fx.push(Effect::Log(
+                super::Level::Info,
+                format!(
+                    "approval {n}: withdrawn ({}/{} for {})",
+                    w.shown.server, w.shown.tool, w.shown.principal
+                ),
+            ));
+        }
+        fx
+    }
+
+    /// The calls waiting that `who` may see and decide, oldest first.
+    pub fn visible(&self, who: Decider<'_>) -> Vec<Value> {
+        self.waiting
+            .iter()
+            .filter(|(_, w)| who.may(w, &self.cfg))
+            .map(|(n, w)| {
+                let s = &w.shown;
+                json!({
+                    "id": n, "key": w.key, "server": s.server, "tool": s.tool, "exposed": s.exposed,
+                    "principal": s.principal, "client": s.client, "arguments": s.arguments,
+                    "digest": s.digest, "description": s.description, "via": w.via.name(),
+                    "sinceMs": w.since_ms, "expiresMs": w.expires_ms,
+                })
+            })
+            .collect()
+    }
+
+    /// How many calls wait.
+    pub(super) fn len(&self) -> usize {
+        self.waiting.len()
+    }
+}
+
+fn decline_over(client: ClientId, id: &[u8], r: &QuotaRefusal) -> Effect {
+    let text = format!("This call needs approval and cannot wait for it: {r}. It did not run.");
+    Effect::Decline {
+        client,
+        id: id.to_vec(),
+        text,
+        note: r.to_string(),
+    }
+}
+
+/// The hub's id of the elicitation for waiting call `n`, raw JSON.
+fn ask_id(n: u64) -> Vec<u8> {
+    format!("\"{ASK_PREFIX}{n}\"").into_bytes()
+}
+
+fn parse_ask_id(id: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(id)
+        .ok()?
+        .strip_prefix('"')?
+        .strip_suffix('"')?;
+    s.strip_prefix(ASK_PREFIX)?.parse().ok()
+}
+
+/// The `elicitation/create` asking the client's user: the exact call in
+/// the message, one boolean to confirm (requirement
+/// elicitation-client-show-requesting-server: mcpx is the one asking).
+fn elicitation(s: &Shown) -> Value {
+    let client = if s.client.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", s.client)
+    };
+    let description = if s.description.is_empty() {
+        "(none)".to_string()
+    } else {
+        s.description.clone()
+    };
+    let message = format!(
+        "[mcpx] Approve this tool call?\n\nserver: {}\ntool: {} (called as {})\nasked by: {}{client}\narguments:\n{}\narguments sha256: {}\n\ntool description (as the server gives it, untrusted):\n{description}",
+        s.server, s.tool, s.exposed, s.principal, s.arguments, s.digest
+    );
+    json!({
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": { "approve": { "type": "boolean", "title": "Run this call", "description": "Run it exactly as shown" } },
+            "required": ["approve"]
+        }
+    })
+}
+
+/// What the notify hook is told of waiting call `n` (see
+/// `policy::approval::Notify`).
+fn notify_env(n: u64, key: &str, s: &Shown) -> Vec<(&'static str, String)> {
+    let text = format!(
+        "{} asks to run {}/{} (arguments sha256 {}):\n{}",
+        s.principal,
+        s.server,
+        s.tool,
+        &s.digest[..16],
+        s.arguments
+    );
+    vec![
+        ("MCPX_APPROVAL_ID", n.to_string()),
+        ("MCPX_APPROVAL_PATH", format!("/approvals/{n}?key={key}")),
+        ("MCPX_APPROVAL_SERVER", s.server.clone()),
+        ("MCPX_APPROVAL_TOOL", s.tool.clone()),
+        ("MCPX_APPROVAL_PRINCIPAL", s.principal.clone()),
+        ("MCPX_APPROVAL_SHA256", s.digest.clone()),
+        ("MCPX_APPROVAL_TEXT", text),
+    ]
+}
+
+/// Equal bytes, in time that does not depend on where they differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::catalog_acl::Pattern;
+
+    fn shown(principal: &str) -> Shown {
+        Shown {
+            server: "files".into(),
+            tool: "delete".into(),
+            exposed: "files__delete".into(),
+            principal: principal.into(),
+            client: "cli".into(),
+            arguments: "{\"path\": \"/a\"}".into(),
+            digest: "ab".repeat(32),
+            description: "Deletes a file".into(),
+        }
+    }
+
+    fn approvals() -> Approvals {
+        let mut a = Approvals::new(
+            &ApprovalConfig {
+                approvers: vec!["admin".into()],
+                timeout_ms: 1000,
+                ..Default::default()
+            },
+            [7; 32],
+        );
+        a.set_page(true);
+        a
+    }
+
+    fn hold(
+        a: &mut Approvals,
+        principal: &str,
+        rule: &Rule,
+        digest: [u8; 32],
+        can_elicit: bool,
+    ) -> Vec<Effect> {
+        let h = Hold {
+            client: 1,
+            id: b"5",
+            raw: b"{}",
+            ctx: None,
+            shown: shown(principal),
+            digest,
+            rule,
+            can_elicit,
+        };
+        a.hold(h, 0)
+    }
+
+    #[test]
+    fn a_page_decision_is_for_the_caller_an_approver_or_the_link() {
+        let rule = Rule::pattern(Pattern::parse("files/*").unwrap());
+        let mut a = approvals();
+        hold(&mut a, "alice", &rule, [1; 32], false);
+        assert_eq!(a.visible(Decider::Principal(b"token:bob")).len(), 0);
+        assert_eq!(a.visible(Decider::Principal(b"token:alice")).len(), 1);
+        assert_eq!(a.visible(Decider::Principal(b"token:admin")).len(), 1);
+        let key = a.visible(Decider::Principal(b"token:admin"))[0]["key"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(matches!(
+            a.decide_on_page(Decider::Principal(b"token:bob"), 1, true, 10),
+            Err(NotDecided::Unknown)
+        ));
+        assert!(matches!(
+            a.decide_on_page(Decider::Link("00"), 1, true, 10),
+            Err(NotDecided::Unknown)
+        ));
+        let fx = a.decide_on_page(Decider::Link(&key), 1, true, 10).unwrap();
+        assert!(fx
+            .iter()
+            .any(|e| matches!(e, Effect::Serve { client: 1, .. })));
+        // Decided once: the link is spent.
+        assert!(matches!(
+            a.decide_on_page(Decider::Link(&key), 1, true, 10),
+            Err(NotDecided::Unknown)
+        ));
+        // The grant is for that digest, once.
+        assert!(a
+            .take_grant("alice", "files", "delete", &[2; 32], 20)
+            .is_none());
+        assert!(a
+            .take_grant("bob", "files", "delete", &[1; 32], 20)
+            .is_none());
+        assert!(a
+            .take_grant("alice", "files", "delete", &[1; 32], 20)
+            .is_some());
+        assert!(a
+            .take_grant("alice", "files", "delete", &[1; 32], 20)
+            .is_none());
+    }
+
+    #[test]
+    fn a_remembered_approval_covers_the_same_call_until_it_expires() {
+        let rule = Rule {
+            remember_ms: 500,
+            ..Rule::pattern(Pattern::parse("files/*").unwrap())
+        };
+        let mut a = approvals();
+        hold(&mut a, "alice", &rule, [1; 32], false);
+        a.decide_on_page(Decider::Principal(b"token:alice"), 1, true, 100)
+            .unwrap();
+        assert!(a
+            .take_grant("alice", "files", "delete", &[1; 32], 200)
+            .is_some());
+        assert!(a
+            .take_grant("alice", "files", "delete", &[1; 32], 599)
+            .is_some());
+        assert!(a
+            .take_grant("alice", "files", "delete", &[1; 32], 600)
+            .is_none());
+    }
+
+    #[test]
+    fn the_client_is_asked_first_and_its_answer_decides() {
+        let rule = Rule::pattern(Pattern::parse("files/*").unwrap());
+        let mut a = approvals();
+        let fx = hold(&mut a, "alice", &rule, [1; 32], true);
+        let Effect::Ask { id, params, .. } = &fx[0] else {
+            panic!("asks the client first")
+        };
+        assert_eq!(id, b"\"mcpx-approval-1\"");
+        let p: Value = serde_json::from_slice(params).unwrap();
+        assert!(
+            p["message"].as_str().unwrap().contains("\"path\": \"/a\""),
+            "{p}"
+        );
+        // Another client's answer, or one that does not say approve, is no approval.
+        assert!(a
+            .on_client_answer(
+                2,
+                id,
+                || Some(json!({ "action": "accept", "content": { "approve": true } })),
+                5
+            )
+            .unwrap()
+            .is_empty());
+        let fx = a
+            .on_client_answer(
+                1,
+                id,
+                || Some(json!({ "action": "accept", "content": {} })),
+                5,
+            )
+            .unwrap();
+        assert!(matches!(&fx[1], Effect::Decline { text, .. } if text.contains("declined")));
+        assert!(
+            a.on_client_answer(1, b"7", || None, 5).is_none(),
+            "not an approval's id"
+        );
+    }
+
+    #[test]
+    fn time_and_bounds_decline_and_a_cancel_withdraws() {
+        let rule = Rule::pattern(Pattern::parse("files/*").unwrap());
+        let mut a = Approvals::new(
+            &ApprovalConfig {
+                max_waiting: 8,
+                timeout_ms: 1000,
+                ..Default::default()
+            },
+            [7; 32],
+        );
+        a.set_page(true);
+        // A principal holds an eighth of the places: its second call waits not.
+        hold(&mut a, "alice", &rule, [1; 32], false);
+        let fx = hold(&mut a, "alice", &rule, [2; 32], false);
+        assert!(matches!(&fx[0], Effect::Decline { text, .. } if text.contains("cannot wait")));
+        assert!(matches!(
+            hold(&mut a, "bob", &rule, [3; 32], false)[0],
+            Effect::Log(..)
+        ));
+        assert_eq!(a.deadline(), Some(1000));
+        let fx = a.tick(1000);
+        assert_eq!(
+            fx.iter()
+                .filter(|e| matches!(e, Effect::Decline { .. }))
+                .count(),
+            2
+        );
+        hold(&mut a, "alice", &rule, [1; 32], false);
+        assert_eq!(a.len(), 1);
+        a.withdraw(1, Some(b"5"));
+        assert_eq!(a.len(), 0);
+        // Without a page and a client that cannot be asked: declined at once.
+        a.set_page(false);
+        assert!(
+            matches!(&hold(&mut a, "alice", &rule, [1; 32], false)[0], Effect::Decline { text, .. } if text.contains("nobody could be asked"))
+        );
+    }
+}

@@ -1,0 +1,235 @@
+//! The pipeline's *approve* stage (`stages::approve`, `approvals`): a call
+//! a rule covers runs only once a person approved that exact call; a
+//! denial, a timeout or nobody to ask is a tool error, never a transport
+//! error; approvals are bound to the principal, tool and arguments.
+
+use super::*;
+use crate::hub::approvals::{Decider, NotDecided};
+
+fn with_policy(policy: Value) -> HubOptions {
+    let src = json!({ "mcpServers": {}, "policy": policy }).to_string();
+    let env = |_: &str| None;
+    let cfg = crate::config::parse(&src, "mcpx.json", std::path::Path::new("/cfg"), &env)
+        .expect("a valid policy");
+    HubOptions {
+        policy: cfg.policy,
+        startup_wait_ms: 0,
+        ..HubOptions::default()
+    }
+}
+
+fn call(p: &mut Pair, c: ClientId, id: u64, name: &str, args: Value) {
+    p.send(c, json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": args } }));
+}
+
+fn files() -> Pair {
+    let opts = with_policy(
+        json!({ "approve": ["files/delete_*"], "approvals": { "timeoutMs": 60000, "approvers": ["admin"] } }),
+    );
+    Pair::with(
+        vec![("files", Fake::tools(&["delete_file", "read_file"]))],
+        opts,
+    )
+}
+
+const ELICITS: fn() -> Value = || json!({ "elicitation": { "form": {} } });
+
+// covers: tools-human-in-loop-deny, tools-client-sec
+#[test]
+fn the_callers_user_is_shown_the_exact_call_and_its_yes_runs_it_once() {
+    let mut p = files();
+    let c = p.client("2025-06-18", ELICITS());
+    // A call no rule covers runs at once.
+    call(&mut p, c, 1, "files__read_file", json!({ "path": "/a" }));
+    assert_eq!(p.take_up(0)["params"]["name"], "read_file");
+
+    call(
+        &mut p,
+        c,
+        2,
+        "files__delete_file",
+        json!({ "path": "/etc/passwd" }),
+    );
+    assert!(
+        p.up_quiet(0),
+        "nothing reaches the server before the decision"
+    );
+    let ask = p.take(c);
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    let message = ask["params"]["message"].as_str().unwrap();
+    for shown in [
+        "server: files",
+        "tool: delete_file",
+        "\"path\": \"/etc/passwd\"",
+        "arguments sha256: ",
+        "the delete_file tool",
+        "asked by: stdio",
+    ] {
+        assert!(message.contains(shown), "{shown:?} not in {message}");
+    }
+    p.send(c, json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept", "content": { "approve": true } } }));
+    let up = p.take_up(0);
+    assert_eq!(
+        (up["params"]["name"].as_str(), &up["params"]["arguments"]),
+        (Some("delete_file"), &json!({ "path": "/etc/passwd" }))
+    );
+    // Once: the same call again is asked again.
+    call(
+        &mut p,
+        c,
+        3,
+        "files__delete_file",
+        json!({ "path": "/etc/passwd" }),
+    );
+    assert_eq!(p.take(c)["method"], "elicitation/create");
+    assert!(p.up_quiet(0));
+}
+
+#[test]
+fn a_no_a_timeout_or_nobody_to_ask_is_a_tool_error_the_model_can_read() {
+    let mut p = files();
+    let c = p.client("2025-06-18", ELICITS());
+    call(&mut p, c, 1, "files__delete_file", json!({ "path": "/a" }));
+    let ask = p.take(c);
+    p.send(
+        c,
+        json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "decline" } }),
+    );
+    let r = p.take(c);
+    assert_eq!(r["id"], 1);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("declined this call"),
+        "{r}"
+    );
+
+    call(&mut p, c, 2, "files__delete_file", json!({ "path": "/a" }));
+    p.take(c);
+    p.advance(60_000);
+    // The question is withdrawn, then the call answered.
+    assert_eq!(p.take(c)["method"], "notifications/cancelled");
+    let r = p.take(c);
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Nobody approved this call within 60 s"),
+        "{r}"
+    );
+
+    // A client that cannot be asked, and no page: declined at once.
+    let plain = p.client("2025-06-18", json!({}));
+    call(
+        &mut p,
+        plain,
+        3,
+        "files__delete_file",
+        json!({ "path": "/a" }),
+    );
+    let r = p.take(plain);
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("nobody could be asked"),
+        "{r}"
+    );
+    assert!(p.up_quiet(0));
+}
+
+#[test]
+fn on_the_page_each_principal_sees_its_own_calls_and_an_approver_all() {
+    let mut p = files();
+    p.hub.handle(Input::ApprovalPage(true), p.now);
+    let alice = p.client("2025-06-18", json!({}));
+    p.hub
+        .handle(Input::ClientPrincipal(alice, b"token:alice"), p.now);
+    let bob = p.client("2025-06-18", json!({}));
+    p.hub
+        .handle(Input::ClientPrincipal(bob, b"token:bob"), p.now);
+    call(
+        &mut p,
+        alice,
+        1,
+        "files__delete_file",
+        json!({ "path": "/alice" }),
+    );
+    call(
+        &mut p,
+        bob,
+        1,
+        "files__delete_file",
+        json!({ "path": "/bob" }),
+    );
+    let waiting = |p: &Pair, who: &str| {
+        p.hub
+            .approvals_waiting(Decider::Principal(format!("token:{who}").as_bytes()))
+            .iter()
+            .map(|w| w["principal"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(waiting(&p, "alice"), ["alice"]);
+    assert_eq!(waiting(&p, "bob"), ["bob"]);
+    assert_eq!(waiting(&p, "admin"), ["alice", "bob"]);
+    let alices = p.hub.approvals_waiting(Decider::Principal(b"token:alice"))[0]["id"]
+        .as_u64()
+        .unwrap();
+    // Bob cannot decide alice's call, nor tell it exists.
+    assert_eq!(
+        p.hub
+            .decide_approval(Decider::Principal(b"token:bob"), alices, true, p.now),
+        Err(NotDecided::Unknown)
+    );
+    p.hub
+        .decide_approval(Decider::Principal(b"token:admin"), alices, true, p.now)
+        .unwrap();
+    p.pump();
+    assert_eq!(p.take_up(0)["params"]["arguments"]["path"], "/alice");
+    assert!(p.up_quiet(0), "bob's call still waits");
+    // A cancel withdraws bob's.
+    p.send(bob, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1 } }));
+    assert!(waiting(&p, "admin").is_empty());
+}
+
+#[test]
+fn a_notify_hook_is_given_the_call_and_its_one_time_link() {
+    let opts = with_policy(
+        json!({ "approve": [{ "tools": ["files/*"], "via": ["page"] }], "approvals": { "notify": { "command": ["notify-me", "--now"] } } }),
+    );
+    let mut p = Pair::with(vec![("files", Fake::tools(&["delete_file"]))], opts);
+    p.hub.handle(Input::ApprovalPage(true), p.now);
+    let c = p.client("2025-06-18", ELICITS());
+    call(&mut p, c, 1, "files__delete_file", json!({ "path": "/a" }));
+    assert!(p.client_quiet(c), "the rule asks the page only");
+    let (command, env) = p.runs.pop().expect("the hook runs");
+    assert_eq!(command, ["notify-me", "--now"]);
+    let var = |k: &str| {
+        env.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.clone())
+            .unwrap()
+    };
+    let path = var("MCPX_APPROVAL_PATH");
+    let key = path.split("key=").nth(1).unwrap();
+    assert_eq!(var("MCPX_APPROVAL_TOOL"), "delete_file");
+    assert!(var("MCPX_APPROVAL_TEXT").contains("\"path\": \"/a\""));
+    let n: u64 = var("MCPX_APPROVAL_ID").parse().unwrap();
+    // The link decides once; a wrong key nothing.
+    assert_eq!(
+        p.hub
+            .decide_approval(Decider::Link("not-the-key"), n, true, p.now),
+        Err(NotDecided::Unknown)
+    );
+    p.hub
+        .decide_approval(Decider::Link(key), n, false, p.now)
+        .unwrap();
+    p.pump();
+    assert_eq!(p.take(c)["result"]["isError"], true);
+    assert_eq!(
+        p.hub.decide_approval(Decider::Link(key), n, true, p.now),
+        Err(NotDecided::Unknown)
+    );
+}
