@@ -116,6 +116,7 @@ mod modern;
 mod offer;
 pub(crate) mod param_headers;
 mod pending;
+pub(crate) mod pins;
 mod policy;
 mod relay;
 mod replica;
