@@ -108,4 +108,8 @@ pub enum Input<'a> {
     /// Log one `debug` line per call, relayed sampling and elicitation
     /// request (the runtime turns it on while its log level is debug).
     CallLog(bool),
+    /// The pin files as read (at start, and whenever they change on disk):
+    /// the state folder's and the configured lock file (`None`: absent or
+    /// unreadable). See `pins`.
+    PinFiles { state: Option<&'a [u8]>, lock: Option<&'a [u8]> },
 }

@@ -194,7 +194,7 @@ impl PinFile {
     }
 
     /// Number of pins.
-    pub fn len(&self) -> usize {
+    pub fn pinned(&self) -> usize {
         self.pins.len()
     }
 }
@@ -238,7 +238,7 @@ mod tests {
         assert!(f.changes.is_empty() && f.seen.contains(&("b".to_string(), Kind::Tools)));
         let mut lock = PinFile::default();
         lock.take_pins(&f, &["b/u".to_string()]);
-        assert_eq!(lock.len(), 1);
-        assert_eq!(f.lock().len(), 3);
+        assert_eq!(lock.pinned(), 1);
+        assert_eq!(f.lock().pinned(), 3);
     }
 }

@@ -24,7 +24,7 @@ use crate::policy::{PinSettings, Quarantine};
 
 use super::catalog::Kind;
 use super::Level;
-pub use file::{FileError, PinFile};
+pub use file::PinFile;
 use file::{Change, Key, Pin, PINNED};
 
 /// What the hub is to do after a pins call, in order.
@@ -192,7 +192,7 @@ impl Pins {
         Some(json!({
             "mode": mode(s.mode), "findings": mode(s.findings),
             "lockFile": s.lock_file.as_ref().map(|p| p.display().to_string()),
-            "pinned": self.file.len(), "changes": changes,
+            "pinned": self.file.pinned(), "changes": changes,
         }))
     }
 }

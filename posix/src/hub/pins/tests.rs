@@ -51,7 +51,7 @@ fn listings_after_the_first_against_the_pins() {
         let mut p = pins(*mode, *mode);
         let (first, fx) = p.listed("a", Kind::Tools, vec![tool("t", "adds"), tool("u", "subtracts")]);
         assert_eq!(names(&first), ["t", "u"], "{case}");
-        assert_eq!(saved(&fx).map(|f| f.len()), Some(2), "{case}: pinned on first use");
+        assert_eq!(saved(&fx).map(|f| f.pinned()), Some(2), "{case}: pinned on first use");
         let (got, fx) = p.listed("a", Kind::Tools, second.clone());
         assert_eq!(names(&got), *shown, "{case}");
         let l = logs(&fx);
