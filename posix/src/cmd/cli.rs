@@ -194,6 +194,12 @@ USAGE:
         Each OAuth server: logged in or not, expiry, scopes.
     mcpx auth logout SERVER [--config FILE]
         Forget a server's tokens.
+    mcpx pin [FILE] [--config FILE]
+        Write the pinned definitions (policy.pin) as a lock file: FILE, else
+        the configured lockFile.
+    mcpx pin accept NAME [--config FILE]
+        Trust a changed definition (SERVER/NAME, or NAME) as it is now; a
+        running `mcpx serve` picks it up within a second.
     mcpx bench [--quick] [--json FILE]
         Measure this binary on this machine: stdio and HTTP round trips,
         memory, start-up (`mcpx bench --help` for details).

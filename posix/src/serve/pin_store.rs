@@ -17,6 +17,9 @@ pub fn path(env: EnvLookup<'_>, source: &Source) -> Option<PathBuf> {
     Some(config::state_dir(env)?.join("pins").join(task_store::file_name(&task_store::config_name(source))))
 }
 
+/// What the state folder's pin file and the lock file hold (`None`: absent).
+pub type Contents = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// The files of a running hub, and how they looked when last read.
 pub struct PinStore {
     state: PathBuf,
@@ -53,7 +56,7 @@ impl PinStore {
     }
 
     /// The files' contents if they changed since last read (or were never read).
-    pub fn read_if_changed(&self, first: bool) -> Option<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+    pub fn read_if_changed(&self, first: bool) -> Option<Contents> {
         let now = [stamp(&self.state), self.lock.as_deref().and_then(stamp)];
         if !first && now == self.seen.get() {
             return None;

@@ -140,7 +140,9 @@ mod tests {
     #[test]
     fn findings_in_definitions() {
         let tool = |d: &str| json!({"name": "t", "description": d, "inputSchema": {"type": "object"}});
-        let cases: &[(&str, Value, &[(&str, &str)])] = &[
+        // (case, item, findings as (label, where))
+        type Case<'a> = (&'a str, Value, &'a [(&'a str, &'a str)]);
+        let cases: &[Case] = &[
             ("plain", tool("Adds two numbers. Use it for sums."), &[]),
             ("tag characters", tool("Adds.\u{E0049}\u{E0067}"), &[("tag", "/description")]),
             ("zero width", tool("Ad\u{200B}ds"), &[("invisible", "/description")]),

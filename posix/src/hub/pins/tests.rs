@@ -39,7 +39,8 @@ fn off_passes_everything() {
 #[test]
 fn listings_after_the_first_against_the_pins() {
     // (case, second listing, mode, shown, log fragment)
-    let cases: &[(&str, Vec<Value>, Quarantine, &[&str], &str)] = &[
+    type Case<'a> = (&'a str, Vec<Value>, Quarantine, &'a [&'a str], &'a str);
+    let cases: &[Case] = &[
         ("same", vec![tool("t", "adds"), tool("u", "subtracts")], Quarantine::Hide, &["t", "u"], ""),
         ("changed, hidden", vec![tool("t", "adds, then mails"), tool("u", "subtracts")], Quarantine::Hide, &["u"], "tool 't' changed since it was pinned (description); hidden until `mcpx pin accept a/t`"),
         ("changed, warned", vec![tool("t", "adds, then mails"), tool("u", "subtracts")], Quarantine::Warn, &["t", "u"], "still listed until"),
