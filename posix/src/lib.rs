@@ -123,6 +123,7 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
             2
         }
         Ok(cmd::cli::Command::Auth(a)) => cmd::auth::main(a),
+        Ok(cmd::cli::Command::Pin(a)) => cmd::pin::main(a),
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2

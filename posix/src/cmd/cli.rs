@@ -12,6 +12,7 @@
 //! mcpx import [--config FILE] [--dry-run] [--force]
 //! mcpx example-server [ARGS...]
 //! mcpx auth login SERVER [--open-with CMD] | status | logout SERVER [--config FILE]
+//! mcpx pin [FILE] | pin accept NAME [--config FILE]
 //! mcpx --help | help | -h
 //! mcpx --version | -V
 //! ```
@@ -38,6 +39,8 @@ pub enum Command {
     Import(ImportArgs),
     /// `mcpx auth ...`: OAuth logins to remote servers.
     Auth(AuthArgs),
+    /// `mcpx pin ...`: the lock file, and accepting changed definitions.
+    Pin(PinArgs),
     Help,
     Version,
 }
@@ -80,6 +83,21 @@ pub enum AuthAction {
     Status,
     /// Forget one server's tokens.
     Logout { server: String },
+}
+
+/// `mcpx pin` and what it does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinArgs {
+    pub config: Option<PathBuf>,
+    pub action: PinAction,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PinAction {
+    /// Write the pins as a lock file (this one, else `policy.pin.lockFile`).
+    Lock(Option<PathBuf>),
+    /// Trust a changed definition as it is now (`SERVER/NAME` or `NAME`).
+    Accept(String),
 }
 
 /// `--http` values: `HOST:PORT` with an IP host, `localhost:PORT`, `:PORT`
@@ -176,6 +194,12 @@ USAGE:
         Each OAuth server: logged in or not, expiry, scopes.
     mcpx auth logout SERVER [--config FILE]
         Forget a server's tokens.
+    mcpx pin [FILE] [--config FILE]
+        Write the pinned definitions (policy.pin) as a lock file: FILE, else
+        the configured lockFile.
+    mcpx pin accept NAME [--config FILE]
+        Trust a changed definition (SERVER/NAME, or NAME) as it is now; a
+        running `mcpx serve` picks it up within a second.
     mcpx bench [--quick] [--json FILE]
         Measure this binary on this machine: stdio and HTTP round trips,
         memory, start-up (`mcpx bench --help` for details).
@@ -374,6 +398,7 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "remove" => parse_remove(&args[1..]),
         "import" => parse_import(&args[1..]).map(Command::Import),
         "auth" => parse_auth(&args[1..]).map(Command::Auth),
+        "pin" => parse_pin(&args[1..]).map(Command::Pin),
         s if s.starts_with('-') => Err(UsageError(format!("unknown option `{s}` (expected a command first)"))),
         s => Err(UsageError(format!("unknown command `{s}`"))),
     }
@@ -420,6 +445,26 @@ fn parse_auth(args: &[String]) -> Result<AuthArgs, UsageError> {
         _ => return Err(usage()),
     };
     Ok(AuthArgs { config, action })
+}
+
+fn parse_pin(args: &[String]) -> Result<PinArgs, UsageError> {
+    let mut it = args.iter();
+    let (mut config, mut words) = (None, Vec::new());
+    while let Some(arg) = it.next() {
+        match flag_name(arg) {
+            "--config" | "-c" => config_flag(&mut config, arg, &mut it)?,
+            s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx pin`"))),
+            s => words.push(s.to_string()),
+        }
+    }
+    let action = match words.as_slice() {
+        [] => PinAction::Lock(None),
+        [verb, name] if verb == "accept" => PinAction::Accept(name.clone()),
+        [verb] if verb == "accept" => return Err(UsageError("`mcpx pin accept` needs a name (SERVER/NAME or NAME)".into())),
+        [file] => PinAction::Lock(Some(PathBuf::from(file))),
+        _ => return Err(UsageError("usage: mcpx pin [FILE] | pin accept NAME  [--config FILE]".into())),
+    };
+    Ok(PinArgs { config, action })
 }
 
 fn parse_serve(args: &[String]) -> Result<ServeArgs, UsageError> {
@@ -753,6 +798,17 @@ mod tests {
         assert!(e(&["auth", "status", "x"]).contains("unexpected argument `x`"));
         assert!(e(&["auth", "logout", "--open-with", "x", "s"]).contains("unknown option `--open-with`"));
         assert!(e(&["auth", "login", "s", "--open-with", " "]).contains("needs a command"));
+    }
+
+    #[test]
+    fn pin_commands() {
+        let a = |config: Option<&str>, action| Ok(Command::Pin(PinArgs { config: config.map(PathBuf::from), action }));
+        assert_eq!(p(&["pin"]), a(None, PinAction::Lock(None)));
+        assert_eq!(p(&["pin", "pins.json", "--config", "c.json"]), a(Some("c.json"), PinAction::Lock(Some("pins.json".into()))));
+        assert_eq!(p(&["pin", "accept", "gh/create_issue"]), a(None, PinAction::Accept("gh/create_issue".into())));
+        assert!(e(&["pin", "accept"]).contains("needs a name"));
+        assert!(e(&["pin", "a", "b", "c"]).contains("usage: mcpx pin"));
+        assert!(e(&["pin", "--force"]).contains("unknown option `--force`"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! `"policy"`: rate limits, catalogs, validation, audit, metrics and the
-//! marks of untrusted annotations, mapped into [`PolicyConfig`] (the
+//! `"policy"`: rate limits, catalogs, validation, audit, metrics, the
+//! marks of untrusted annotations and the pinning of definitions, mapped into [`PolicyConfig`] (the
 //! options `crate::policy` takes).
 
 use serde_json::Value;
@@ -8,13 +8,13 @@ use super::ctx::{Ctx, Object};
 use crate::bytes::jsonpos::Path;
 use crate::policy::catalog_acl::{Catalog, Catalogs, Pattern};
 use crate::policy::ratelimit::{ClassLimits, Rate, RateLimitConfig};
-use crate::policy::{AuditSettings, OutputCheck, PolicyConfig, UntrustedAnnotations, ValidateSettings};
+use crate::policy::{AuditSettings, OutputCheck, PinSettings, PolicyConfig, Quarantine, UntrustedAnnotations, ValidateSettings};
 
 pub(super) fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> PolicyConfig {
     let mut out = PolicyConfig::default();
     let at = top.key("policy");
     let Some(p) = cx.block(&at, obj.get("policy"), "") else { return out };
-    cx.unknown_keys(&at, p, &["rateLimits", "catalogs", "validate", "audit", "metrics", "untrustedAnnotations", "approve", "approvals"]);
+    cx.unknown_keys(&at, p, &["rateLimits", "catalogs", "validate", "audit", "metrics", "untrustedAnnotations", "pin", "approve", "approvals"]);
     match p.get("rateLimits") {
         None | Some(Value::Bool(true)) => {}
         Some(Value::Bool(false)) => out.rate_limits = RateLimitConfig::off(),
@@ -48,7 +48,49 @@ pub(super) fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Policy
             None => {}
         }
     }
+    match p.get("pin") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+        Some(v) => out.pin = parse_pin(cx, &at.key("pin"), v),
+    }
     out
+}
+
+/// `"pin": "warn" | "hide" | {"mode", "findings", "lockFile"}`.
+fn parse_pin(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<PinSettings> {
+    if v.is_string() {
+        let mode = quarantine(cx, at, v)?;
+        return Some(PinSettings { mode, findings: mode, lock_file: None });
+    }
+    let o = cx.object(at, v, "{\"mode\": \"hide\"}")?;
+    cx.unknown_keys(at, o, &["mode", "findings", "lockFile"]);
+    let mode = match o.get("mode") {
+        Some(v) => quarantine(cx, &at.key("mode"), v)?,
+        None => Quarantine::Warn,
+    };
+    let findings = match o.get("findings") {
+        Some(v) => quarantine(cx, &at.key("findings"), v)?,
+        None => mode,
+    };
+    let lock_file = match o.get("lockFile") {
+        Some(v) => {
+            let f = cx.string(&at.key("lockFile"), v)?;
+            Some(cx.path(&at.key("lockFile"), &f)?)
+        }
+        None => None,
+    };
+    Some(PinSettings { mode, findings, lock_file })
+}
+
+/// `"warn"` or `"hide"`.
+fn quarantine(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<Quarantine> {
+    match cx.string(at, v)?.as_str() {
+        "warn" => Some(Quarantine::Warn),
+        "hide" => Some(Quarantine::Hide),
+        other => {
+            cx.err(at, format!("{other:?} is not \"warn\" or \"hide\""));
+            None
+        }
+    }
 }
 
 /// A rate string, or null for off.

@@ -28,7 +28,7 @@ use super::{upward, ModernHeaders, UpstreamId};
 /// Scheme of URIs rewritten to stay unique.
 pub(super) const MCPX_URI: &str = "mcpx://";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(super) enum Kind {
     Tools,
     Resources,

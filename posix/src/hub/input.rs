@@ -111,4 +111,8 @@ pub enum Input<'a> {
     /// An HTTP listener serves the `/approvals` page (calls that need
     /// approval may wait for it).
     ApprovalPage(bool),
+    /// The pin files as read (at start, and whenever they change on disk):
+    /// the state folder's and the configured lock file (`None`: absent or
+    /// unreadable). See `pins`.
+    PinFiles { state: Option<&'a [u8]>, lock: Option<&'a [u8]> },
 }

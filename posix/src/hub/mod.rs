@@ -117,6 +117,7 @@ mod modern;
 mod offer;
 pub(crate) mod param_headers;
 mod pending;
+pub mod pins;
 mod policy;
 mod relay;
 mod replica;
@@ -625,6 +626,9 @@ pub enum Output {
     /// The hub's tasks changed: write this as the task state file, before
     /// routing the outputs that follow (see `tasks::persist`).
     SaveTasks(Vec<u8>),
+    /// The pins changed: write this as the pin file in the state folder
+    /// (see `pins`).
+    SavePins(Vec<u8>),
     /// Ask the shared store (`state.url`); answer with
     /// [`Input::SharedAnswered`] under the ask's ticket (none for ticket 0).
     Shared(shared::Ask),
@@ -672,6 +676,8 @@ pub struct Hub {
     shared: shared::Shared,
     /// Calls waiting for a person's approval (`approvals`).
     approvals: approvals::Approvals,
+    /// The pinned definitions and what changed (`pins`).
+    pins: pins::Pins,
 }
 
 impl Hub {
@@ -686,6 +692,7 @@ impl Hub {
         let approvals = approvals::Approvals::new(&opts.policy.approvals, opts.secret_seed);
         Ok(Hub {
             approvals,
+            pins: pins::Pins::new(opts.policy.pin.clone()),
             policy,
             catalog: catalog::Catalog::new(ups.len()),
             ups,
@@ -827,6 +834,7 @@ impl Hub {
             Input::ConfigStatus(v) => self.config_status = v,
             Input::CallLog(on) => self.policy.set_call_log(on),
             Input::ApprovalPage(on) => self.approvals.set_page(on),
+            Input::PinFiles { state, lock } => self.pin_files(state, lock),
         }
     }
 
@@ -1015,6 +1023,9 @@ impl Hub {
         if let Some(m) = self.policy.metrics_json() {
             v["metrics"] = m;
         }
+        if let Some(p) = self.pins.status() {
+            v["pins"] = p;
+        }
         v
     }
 
@@ -1147,6 +1158,38 @@ impl Hub {
             }
         }
         r
+    }
+
+    /// The pin files as read ([`Input::PinFiles`]): one that cannot be read
+    /// as a pin file is logged, and counts as absent.
+    fn pin_files(&mut self, state: Option<&[u8]>, lock: Option<&[u8]>) {
+        if !self.pins.on() {
+            return;
+        }
+        let mut parse = |what: &str, bytes: Option<&[u8]>| {
+            let r = pins::PinFile::parse(bytes?);
+            r.map_err(|e| self.out.push_back(Output::Log(Level::Error, format!("the {what} cannot be used: {e}")))).ok()
+        };
+        let (state, lock) = (parse("pin file in the state folder", state), parse("pin lock file", lock));
+        let fx = self.pins.load(state, lock);
+        self.apply_pins(fx);
+    }
+
+    /// Does what a pins call asked for, in order.
+    fn apply_pins(&mut self, fx: Vec<pins::Effect>) {
+        for e in fx {
+            match e {
+                pins::Effect::Save(bytes) => self.out.push_back(Output::SavePins(bytes)),
+                pins::Effect::Log(level, line) => self.log(level, line),
+                pins::Effect::Changed { server, kind } => self.policy.pin_changed(&server, kind.result_key()),
+                pins::Effect::Found { server, finding } => self.policy.pin_finding(&server, finding),
+                pins::Effect::Relist { server, kind, items } => {
+                    if let Some(u) = self.ups.iter().position(|x| x.spec.name == server) {
+                        self.set_items(u, kind, items);
+                    }
+                }
+            }
+        }
     }
 
     /// Writes the lines a policy call asked for, in order.

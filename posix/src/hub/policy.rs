@@ -177,6 +177,20 @@ impl HubPolicy {
         Some(m.registry.render())
     }
 
+    /// A pinned definition of `server` changed (`kind`: its list).
+    pub fn pin_changed(&mut self, server: &str, kind: &str) {
+        if let Some(m) = &mut self.p.metrics {
+            m.pin_changed(server, kind);
+        }
+    }
+
+    /// The inspection of a definition of `server` found `finding`.
+    pub fn pin_finding(&mut self, server: &str, finding: &str) {
+        if let Some(m) = &mut self.p.metrics {
+            m.pin_finding(server, finding);
+        }
+    }
+
     pub fn metrics_json(&self) -> Option<Value> {
         self.p.metrics.as_ref().map(|m| m.registry.to_json())
     }

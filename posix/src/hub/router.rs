@@ -1229,8 +1229,11 @@ impl Hub {
         }
     }
 
-    /// Replaces `u`'s items of kind `k` in the catalog, announcing a change.
+    /// Replaces `u`'s items of kind `k` in the catalog (those its pins let
+    /// through), announcing a change.
     pub(super) fn set_items(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>) {
+        let (items, fx) = self.pins.listed(&self.ups[u].spec.name, k, items);
+        self.apply_pins(fx);
         let sep = self.opts.separator.clone();
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();
         let naming: Vec<Naming> = naming.iter().map(|(n, p)| Naming { name: n, prefix: p }).collect();

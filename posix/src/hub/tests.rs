@@ -15,6 +15,7 @@ mod lazy;
 mod naming;
 mod oversize;
 mod parse_once;
+mod pins;
 mod policy;
 mod stages;
 mod reload;
@@ -86,6 +87,8 @@ struct Pair {
     logs: Vec<(Level, String)>,
     /// `SaveTasks` contents, oldest first.
     saved: Vec<Vec<u8>>,
+    /// `SavePins` contents, oldest first.
+    pins_saved: Vec<Vec<u8>>,
     /// Progress tokens (raw JSON) that may arrive related to no request:
     /// a task's, after its request was answered with the task.
     task_tokens: Vec<Value>,
@@ -138,6 +141,7 @@ impl Pair {
             changed: vec![],
             logs: vec![],
             saved: vec![],
+            pins_saved: vec![],
             task_tokens: vec![],
             upward: vec![],
             asks: VecDeque::new(),
@@ -193,6 +197,7 @@ impl Pair {
                     Output::CloseClient(c) => self.closed.push(c),
                     Output::Log(l, s) => self.logs.push((l, s)),
                     Output::SaveTasks(b) => self.saved.push(b),
+                    Output::SavePins(b) => self.pins_saved.push(b),
                     Output::Shared(a) => self.asks.push_back(a),
                     Output::Forward { client, request, msg, principal, to } => self.forwards.push((client, request.bytes().to_vec(), msg, principal, to)),
                     Output::Run { command, env } => self.runs.push((command, env)),

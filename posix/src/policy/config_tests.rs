@@ -108,3 +108,24 @@ fn errors_point_at_the_line_and_column() {
     let c = parse(r#"{"limits": {}}"#).unwrap();
     assert!(c.warnings.iter().any(|w| w.to_string().contains("unknown key \"limits\" ignored")), "{:?}", c.warnings);
 }
+
+#[test]
+fn pin_is_one_line_or_an_object() {
+    use crate::policy::{PinSettings, Quarantine};
+    let cases: &[(&str, Option<PinSettings>)] = &[
+        ("false", None),
+        (r#""warn""#, Some(PinSettings { mode: Quarantine::Warn, findings: Quarantine::Warn, lock_file: None })),
+        (r#""hide""#, Some(PinSettings { mode: Quarantine::Hide, findings: Quarantine::Hide, lock_file: None })),
+        (
+            r#"{"mode": "hide", "findings": "warn", "lockFile": "~/pins.json"}"#,
+            Some(PinSettings { mode: Quarantine::Hide, findings: Quarantine::Warn, lock_file: Some(PathBuf::from("/home/u/pins.json")) }),
+        ),
+        (r#"{"lockFile": "pins.json"}"#, Some(PinSettings { mode: Quarantine::Warn, findings: Quarantine::Warn, lock_file: Some(PathBuf::from("/cfg/pins.json")) })),
+    ];
+    for (pin, want) in cases {
+        let c = parse(&format!(r#"{{"pin": {pin}}}"#)).unwrap();
+        assert_eq!(&c.policy.pin, want, "{pin}");
+    }
+    let e = parse(r#"{"pin": "ask"}"#).unwrap_err();
+    assert!(e.contains("\"ask\" is not \"warn\" or \"hide\""), "{e}");
+}

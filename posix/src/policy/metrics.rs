@@ -322,6 +322,8 @@ pub struct HubMetrics {
     queue_depth: FamilyId,
     audit_dropped: FamilyId,
     notifications_dropped: FamilyId,
+    pin_changes: FamilyId,
+    pin_findings: FamilyId,
 }
 
 impl HubMetrics {
@@ -339,8 +341,18 @@ impl HubMetrics {
             queue_depth: r.register("mcpx_queue_depth", "Messages waiting, per queue.", Kind::Gauge, &["queue"]),
             audit_dropped: r.register("mcpx_audit_dropped_lines_total", "Audit lines dropped because the writer fell behind.", Kind::Counter, &[]),
             notifications_dropped: r.register("mcpx_notifications_dropped_total", "Upstream notifications dropped over a per-request cap, per server and kind.", Kind::Counter, &["server", "kind"]),
+            pin_changes: r.register("mcpx_pin_changes_total", "Definitions that differ from their pin (changed, new, renamed), per server and list.", Kind::Counter, &["server", "kind"]),
+            pin_findings: r.register("mcpx_pin_findings_total", "Findings of the inspection of definitions, per server and finding.", Kind::Counter, &["server", "finding"]),
             registry: r,
         }
+    }
+
+    pub fn pin_changed(&mut self, server: &str, kind: &str) {
+        self.registry.add(self.pin_changes, &[server, kind], 1.0);
+    }
+
+    pub fn pin_finding(&mut self, server: &str, finding: &str) {
+        self.registry.add(self.pin_findings, &[server, finding], 1.0);
     }
 
     /// One answered request: counts, latency, bytes.

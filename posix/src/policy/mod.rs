@@ -78,7 +78,7 @@ mod state;
 #[cfg(feature = "validate")]
 pub mod validate;
 
-pub use options::{AuditSettings, OutputCheck, PolicyConfig, UntrustedAnnotations, ValidateSettings};
+pub use options::{AuditSettings, OutputCheck, PinSettings, PolicyConfig, Quarantine, UntrustedAnnotations, ValidateSettings};
 pub use state::Policy;
 
 #[cfg(test)]

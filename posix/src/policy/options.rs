@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// `"policy"`:
 /// `{"rateLimits": {..} | false, "catalogs": {PRINCIPAL: {..}},
 /// "validate": {..}, "audit": {..}, "metrics": true,
-/// "untrustedAnnotations": "mark" | "remove"}`.
+/// "untrustedAnnotations": "mark" | "remove", "pin": ..}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolicyConfig {
     pub rate_limits: super::ratelimit::RateLimitConfig,
@@ -21,6 +21,8 @@ pub struct PolicyConfig {
     pub untrusted_annotations: UntrustedAnnotations,
     /// `"approve"` and `"approvals"`: the calls a person approves first.
     pub approvals: super::approval::ApprovalConfig,
+    /// `None`: tool definitions are not pinned.
+    pub pin: Option<PinSettings>,
 }
 
 /// `policy.untrustedAnnotations` (requirement tools-annotations-untrusted).
@@ -43,6 +45,7 @@ impl Default for PolicyConfig {
             metrics: true,
             untrusted_annotations: UntrustedAnnotations::Mark,
             approvals: Default::default(),
+            pin: None,
         }
     }
 }
@@ -78,4 +81,27 @@ pub struct AuditSettings {
     pub files: u32,
     pub content: super::audit::Content,
     pub queue: usize,
+}
+
+/// `"pin": "warn" | "hide" | {"mode", "findings", "lockFile"}`: the
+/// definitions of tools, prompts and resource templates are pinned (trusted
+/// on first use, or from a lock file), and what changes is quarantined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinSettings {
+    /// What a changed (or new, or renamed) definition gets.
+    pub mode: Quarantine,
+    /// What a definition with inspection findings gets (default: `mode`).
+    pub findings: Quarantine,
+    /// Only the pins in this file are trusted (none on first use).
+    pub lock_file: Option<PathBuf>,
+}
+
+/// What a quarantined definition gets until it is accepted. (A mode
+/// "callable only with approval" belongs to approvals, not here.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quarantine {
+    /// Listed and callable; logged, counted and shown on `/status`.
+    Warn,
+    /// Absent from every list and answered as unknown.
+    Hide,
 }

@@ -139,13 +139,13 @@ impl HttpLimits {
 
 /// What identifies one version of the config file on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     mtime: Option<SystemTime>,
     len: u64,
     ino: u64,
 }
 
-fn stamp(path: &std::path::Path) -> Option<Stamp> {
+pub(crate) fn stamp(path: &std::path::Path) -> Option<Stamp> {
     use std::os::unix::fs::MetadataExt as _;
     let m = std::fs::metadata(path).ok()?;
     Some(Stamp { mtime: m.modified().ok(), len: m.len(), ino: m.ino() })
@@ -263,6 +263,7 @@ pub(crate) async fn run(rt: Rc<Runtime>, spawner: Spawner, current: Config, sett
             Wake::Asked => true,
             Wake::Tick => false,
         };
+        state.rt.read_pins(false);
         let now = state.watched().and_then(|p| stamp(&p));
         if asked {
             info!("reloading the config (asked for)");

@@ -44,6 +44,7 @@ use crate::servers::events::Events;
 pub(crate) mod cluster_jobs;
 mod feeds;
 pub(crate) mod options;
+pub(crate) mod pin_store;
 pub(crate) mod runtime;
 pub(crate) mod spawner;
 pub(crate) mod task_store;
@@ -381,6 +382,8 @@ where
     let spawner = Spawner { ex: ex.clone(), sup_opts, events, catalog };
     // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
+    // The pins before the first listing.
+    rt.keep_pins(cfg);
     crate::reload::start_servers(&rt, &spawner, cfg, &lists).await;
     let reloads = ex.spawn(crate::reload::run(rt.clone(), spawner, cfg.clone(), transports.reload, lists));
     let _timer = ex.spawn(timer_task(rt.clone()));

@@ -124,6 +124,8 @@ pub struct Runtime {
     pub(super) closing: Cell<bool>,
     /// The task state file (`task_store`), with an HTTP listener.
     pub(super) tasks_file: RefCell<Option<std::path::PathBuf>>,
+    /// The pin files (`pin_store`), with `policy.pin`.
+    pub(super) pins: RefCell<Option<crate::serve::pin_store::PinStore>>,
     /// The queue of the cluster task (`cluster::runtime`), with a store or
     /// a hop configured.
     pub(super) cluster_jobs: RefCell<Option<Sender<Job>>>,
@@ -146,6 +148,7 @@ impl Runtime {
             stop,
             closing: Cell::new(false),
             tasks_file: RefCell::new(None),
+            pins: RefCell::new(None),
             cluster_jobs: RefCell::new(None),
         };
         Ok((Rc::new(rt), stop_rx))
@@ -429,6 +432,11 @@ impl Runtime {
                     error!("cannot run the approvals notify command {program}: {e}");
                 }
             }
+            Output::SavePins(bytes) => {
+                if let Some(store) = self.pins.borrow().as_ref() {
+                    store.save(&bytes);
+                }
+            }
             Output::SaveTasks(bytes) => {
                 if let Some(p) = self.tasks_file.borrow().as_deref() {
                     if let Err(e) = crate::serve::task_store::save(p, &bytes) {
@@ -453,6 +461,20 @@ impl Runtime {
         debug!("task state file: {}", p.display());
         *self.tasks_file.borrow_mut() = Some(p);
         self.feed(|h, now| h.restore_tasks(saved.as_deref(), now));
+    }
+
+    /// Keeps the hub's pins in their files from now on (`pin_store`), and
+    /// gives the hub what they hold.
+    pub(super) fn keep_pins(&self, cfg: &Config) {
+        *self.pins.borrow_mut() = crate::serve::pin_store::PinStore::of(cfg);
+        self.read_pins(true);
+    }
+
+    /// Gives the hub the pin files again if they changed on disk (or
+    /// `first`); the config's task calls it every second.
+    pub(crate) fn read_pins(&self, first: bool) {
+        let Some((state, lock)) = self.pins.borrow().as_ref().and_then(|s| s.read_if_changed(first)) else { return };
+        self.feed(|h, now| h.handle(Input::PinFiles { state: state.as_deref(), lock: lock.as_deref() }, now));
     }
 
     /// Registers a client whose messages go to `out`.

@@ -18,13 +18,22 @@ use crate::hub::TASK_STATE_MAX;
 
 /// The state file of the hub listening on `addr` with the config from `source`.
 pub fn path(env: EnvLookup<'_>, source: &Source, addr: SocketAddr) -> Option<PathBuf> {
-    let config = match source {
+    Some(config::state_dir(env)?.join("tasks").join(file_name(&format!("{addr}\n{}", config_name(source)))))
+}
+
+/// The config file `source` names, as one line.
+pub fn config_name(source: &Source) -> String {
+    match source {
         Source::File(p) => std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()).display().to_string(),
         Source::BuiltIn => "built-in".to_string(),
-    };
-    let key = mcpx_core::request_state::digest(format!("{addr}\n{config}").as_bytes());
+    }
+}
+
+/// A state file's name for `what` (a digest: any text is a safe name).
+pub fn file_name(what: &str) -> String {
+    let key = mcpx_core::request_state::digest(what.as_bytes());
     let name: String = key[..8].iter().map(|b| format!("{b:02x}")).collect();
-    Some(config::state_dir(env)?.join("tasks").join(format!("{name}.json")))
+    format!("{name}.json")
 }
 
 /// The file's content, if there is one (at most `TASK_STATE_MAX` + 1

@@ -108,10 +108,11 @@ pub(crate) fn page(v: &Value) -> String {
          <title>mcpx: {summary}</title><style>{STYLE}</style></head>\n<body>\
          {header}\
          <section id=\"servers\"><h2>Servers <span class=\"mute\" id=\"summary\">{summary}</span></h2>{servers}</section>\
-         {config}{sessions}{refusals}\
+         {pins}{config}{sessions}{refusals}\
          <footer class=\"mute\">Reloads every {REFRESH_S} s. The same as JSON: <a href=\"?format=json\">?format=json</a>.</footer>\
          </body></html>\n",
         header = header(v),
+        pins = pins(&v["pins"]),
         config = config(&v["config"]),
         sessions = sessions(v),
         refusals = refusals(&v["http"]["refusals"]),
@@ -234,6 +235,45 @@ fn config(c: &Value) -> String {
     )
 }
 
+/// The pinned definitions that changed (with `policy.pin`): each with what
+/// changed, before and after, and the inspection's findings.
+fn pins(p: &Value) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    let shown = |v: &Value| match v {
+        Value::String(s) => Esc(s).to_string(),
+        Value::Null => "<span class=\"mute\">(none)</span>".to_string(),
+        other => Esc(&other.to_string()).to_string(),
+    };
+    let items: String = list(&p["changes"])
+        .iter()
+        .map(|c| {
+            let state = if c["hidden"] == true { "hidden" } else { "listed, with a warning" };
+            let from = c["renamedFrom"].as_str().map(|f| format!(" from {}", Esc(f))).unwrap_or_default();
+            let diff: String = list(&c["diff"])
+                .iter()
+                .map(|d| format!("<tr><th>{}</th><td><del>{}</del></td><td><ins>{}</ins></td></tr>", Esc(text(&d["field"])), shown(&d["before"]), shown(&d["after"])))
+                .collect();
+            let diff = if diff.is_empty() { format!("<p>{}</p>", shown(&c["description"])) } else { format!("<table><tr><th></th><th>before</th><th>now</th></tr>{diff}</table>") };
+            let findings: String = list(&c["findings"]).iter().map(|f| format!("<li class=\"error\">{}</li>", Esc(text(f)))).collect();
+            format!(
+                "<li><b>{}/{}</b> <span class=\"mute\">{} {}{from} · {state}</span>{diff}<ul>{findings}</ul></li>",
+                Esc(text(&c["server"])),
+                Esc(text(&c["name"])),
+                Esc(text(&c["kind"])),
+                Esc(text(&c["change"])),
+            )
+        })
+        .collect();
+    let body = items_or(items, "No changes since the pins.", |i| format!("<ul>{i}</ul><p class=\"mute\">Accept one with <code>mcpx pin accept SERVER/NAME</code>.</p>"));
+    format!(
+        "<section id=\"pins\"><h2>Pinned definitions <span class=\"mute\">{} pinned · changes {}</span></h2>{body}</section>",
+        count(&p["pinned"]),
+        Esc(text(&p["mode"]))
+    )
+}
+
 fn refusals(r: &Value) -> String {
     let recent = list(&r["recent"]);
     let by_status: Vec<String> = r["byStatus"]
@@ -300,6 +340,23 @@ mod tests {
         assert!(html.contains(&format!("keeps serving: mcpx.json:4:7: {EVIL_ESCAPED}</p>")), "{html}");
         assert!(html.contains("Applied at the next start: separator"), "{html}");
         assert!(!page(&snapshot()).contains("id=\"config\""), "no section without a config status");
+    }
+
+    #[test]
+    fn changed_definitions_show_their_diff_escaped() {
+        let mut v = snapshot();
+        v["pins"] = json!({"mode": "hide", "pinned": 3, "changes": [
+            {"server": "a", "kind": "tools", "name": "t", "change": "changed", "hidden": true, "renamedFrom": null,
+             "diff": [{"field": "description", "before": "adds", "after": format!("adds {EVIL}")}],
+             "findings": ["text addressed to the model (\"<important>\") at /description"]},
+            {"server": "a", "kind": "tools", "name": "w", "change": "renamed", "hidden": false, "renamedFrom": "u", "diff": [], "description": "subtracts", "findings": []}
+        ]});
+        let html = page(&v);
+        assert!(html.contains("<h2>Pinned definitions <span class=\"mute\">3 pinned · changes hide</span></h2>"), "{html}");
+        assert!(html.contains(&format!("<tr><th>description</th><td><del>adds</del></td><td><ins>adds {EVIL_ESCAPED}</ins></td></tr>")), "{html}");
+        assert!(html.contains("tools renamed from u · listed, with a warning"), "{html}");
+        assert!(html.contains("(&quot;&lt;important&gt;&quot;)"), "{html}");
+        assert!(!page(&snapshot()).contains("Pinned definitions"));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::*;
 
 /// Hub options with the `"policy"` block `policy` (parsed as a config file
 /// would be).
-fn with_policy(policy: Value) -> HubOptions {
+pub(super) fn with_policy(policy: Value) -> HubOptions {
     let src = json!({ "mcpServers": {}, "policy": policy }).to_string();
     let env = |_: &str| None;
     let cfg = crate::config::parse(&src, "mcpx.json", std::path::Path::new("/cfg"), &env).expect("a valid policy");

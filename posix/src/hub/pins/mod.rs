@@ -1,0 +1,201 @@
+//! Pinning of definitions (README: "Pinning tools"): the first listing of
+//! a server's tools, prompts and resource templates is trusted (or only a
+//! lock file is), each definition by the digest of what reaches the model
+//! ([`digest`]); a definition that differs later (changed, new, renamed) is
+//! a change, quarantined per `policy.pin`: hidden (absent from the
+//! catalog, so unknown everywhere) or listed with a warning, until
+//! accepted (`mcpx pin accept`). Definitions are inspected ([`inspect`]);
+//! findings are reported, and quarantine per `policy.pin.findings`.
+//!
+//! The hub hands every listing through [`Pins::listed`] before the
+//! catalog; [`Pins::load`] takes the pin files as the runtime reads them
+//! (at start, and when they change on disk). Both answer with
+//! [`Effect`]s.
+
+mod digest;
+mod file;
+mod inspect;
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{json, Value};
+
+use crate::policy::{PinSettings, Quarantine};
+
+use super::catalog::Kind;
+use super::Level;
+pub use file::PinFile;
+use file::{Change, Key, Pin, PINNED};
+
+/// What the hub is to do after a pins call, in order.
+#[derive(Debug, PartialEq)]
+pub(super) enum Effect {
+    /// Write this as the state folder's pin file (`Output::SavePins`).
+    Save(Vec<u8>),
+    Log(Level, String),
+    /// A change of a server's definition of a kind, for `/metrics`.
+    Changed { server: String, kind: Kind },
+    /// An inspection finding (its label), for `/metrics`.
+    Found { server: String, finding: &'static str },
+    /// A hidden definition was accepted: list these items of the server
+    /// again (its last listing).
+    Relist { server: String, kind: Kind, items: Vec<Value> },
+}
+
+pub(super) struct Pins {
+    /// `None`: nothing is pinned.
+    settings: Option<PinSettings>,
+    file: PinFile,
+    /// The last listing of a (server, kind) with hidden items, listed
+    /// again when one is accepted.
+    withheld: HashMap<(String, Kind), Vec<Value>>,
+}
+
+impl Pins {
+    pub fn new(settings: Option<PinSettings>) -> Pins {
+        Pins { settings, file: PinFile::default(), withheld: HashMap::new() }
+    }
+
+    pub fn on(&self) -> bool {
+        self.settings.is_some()
+    }
+
+    /// Server `server` listed `items` of kind `k`: those to show, and what
+    /// to do.
+    pub fn listed(&mut self, server: &str, k: Kind, items: Vec<Value>) -> (Vec<Value>, Vec<Effect>) {
+        let mut fx = Vec::new();
+        let Some(s) = self.settings.as_ref().filter(|_| PINNED.contains(&k)) else { return (items, fx) };
+        let f = &mut self.file;
+        // Trust on first use, unless a lock file is the only trust.
+        let first = s.lock_file.is_none() && f.seen.insert((server.to_string(), k));
+        let mut dirty = first;
+        let listed: BTreeSet<&str> = items.iter().filter_map(|it| it.get(k.key_field()).and_then(Value::as_str)).collect();
+        let mut shown = Vec::with_capacity(items.len());
+        let mut hidden_any = false;
+        for item in &items {
+            let Some(name) = item.get(k.key_field()).and_then(Value::as_str) else {
+                shown.push(item.clone());
+                continue;
+            };
+            let key = Key { server: server.to_string(), kind: k, name: name.to_string() };
+            let digest = digest::of(k, item);
+            if f.pins.get(&key).is_some_and(|p| p.digest == digest) {
+                dirty |= f.changes.remove(&key).is_some();
+                shown.push(item.clone());
+                continue;
+            }
+            let findings = inspect::inspect(k, item);
+            let hide_findings = !findings.is_empty() && s.findings == Quarantine::Hide;
+            if first && !hide_findings {
+                for x in &findings {
+                    fx.push(Effect::Log(Level::Warn, format!("server '{server}': {} '{name}': {x}", k.item_word())));
+                    fx.push(Effect::Found { server: server.to_string(), finding: x.what.label() });
+                }
+                f.pins.insert(key, Pin { digest, item: item.clone() });
+                shown.push(item.clone());
+                continue;
+            }
+            let hidden = s.mode == Quarantine::Hide || hide_findings;
+            if f.changes.get(&key).is_none_or(|c| c.digest != digest || c.hidden != hidden) {
+                let previous = f.pins.get(&key).map(|p| (name.to_string(), p.item.clone())).or_else(|| {
+                    let body = digest::body(k, item);
+                    f.pins.iter().find(|(pk, p)| pk.server == server && pk.kind == k && !listed.contains(pk.name.as_str()) && digest::body(k, &p.item) == body).map(|(pk, p)| (pk.name.clone(), p.item.clone()))
+                });
+                let what = match &previous {
+                    Some((from, p)) if from == name => format!("changed since it was pinned ({})", digest::changed_fields(k, p, item).join(", ")),
+                    Some((from, _)) => format!("is '{from}' renamed"),
+                    None if first => "has findings".to_string(),
+                    None => "is new since the pin".to_string(),
+                };
+                let then = if hidden { "hidden" } else { "still listed" };
+                fx.push(Effect::Log(Level::Warn, format!("server '{server}': {} '{name}' {what}; {then} until `mcpx pin accept {key}`", k.item_word())));
+                if previous.is_some() || !first {
+                    fx.push(Effect::Changed { server: server.to_string(), kind: k });
+                }
+                for x in &findings {
+                    fx.push(Effect::Log(Level::Warn, format!("server '{server}': {} '{name}': {x}", k.item_word())));
+                    fx.push(Effect::Found { server: server.to_string(), finding: x.what.label() });
+                }
+                let findings = findings.iter().map(ToString::to_string).collect();
+                f.changes.insert(key, Change { digest, item: item.clone(), previous, findings, hidden });
+                dirty = true;
+            }
+            if hidden {
+                hidden_any = true;
+            } else {
+                shown.push(item.clone());
+            }
+        }
+        // A change no longer listed is gone with it.
+        let before = f.changes.len();
+        f.changes.retain(|key, _| key.server != server || key.kind != k || listed.contains(key.name.as_str()));
+        dirty |= f.changes.len() != before;
+        if hidden_any {
+            self.withheld.insert((server.to_string(), k), items);
+        } else {
+            self.withheld.remove(&(server.to_string(), k));
+        }
+        if dirty {
+            fx.push(Effect::Save(self.file.to_bytes()));
+        }
+        (shown, fx)
+    }
+
+    /// The pin files as read: the state folder's (`state`) and the lock
+    /// file (`lock`, when one is configured; unreadable or absent: nothing
+    /// is trusted). Hidden changes now trusted are listed again.
+    pub fn load(&mut self, state: Option<PinFile>, lock: Option<PinFile>) -> Vec<Effect> {
+        let Some(s) = &self.settings else { return Vec::new() };
+        let state = state.unwrap_or_default();
+        self.file.pins = if s.lock_file.is_some() { lock.unwrap_or_default().pins } else { state.pins };
+        self.file.seen = state.seen;
+        let mut fx = Vec::new();
+        let pins = &self.file.pins;
+        let accepted: Vec<Key> = self.file.changes.iter().filter(|(k, c)| pins.get(*k).is_some_and(|p| p.digest == c.digest)).map(|(k, _)| k.clone()).collect();
+        for key in &accepted {
+            if let Some(c) = self.file.changes.remove(key) {
+                fx.push(Effect::Log(Level::Info, format!("server '{}': {} '{}' accepted", key.server, key.kind.item_word(), key.name)));
+                if let Some(items) = c.hidden.then(|| self.withheld.remove(&(key.server.clone(), key.kind))).flatten() {
+                    fx.push(Effect::Relist { server: key.server.clone(), kind: key.kind, items });
+                }
+            }
+        }
+        if !accepted.is_empty() {
+            fx.push(Effect::Save(self.file.to_bytes()));
+        }
+        fx
+    }
+
+    /// For `/status`: the settings, the number of pins, and every change
+    /// with what differs (`diff`: each changed member, before and after).
+    pub fn status(&self) -> Option<Value> {
+        let s = self.settings.as_ref()?;
+        let mode = |q: Quarantine| match q {
+            Quarantine::Warn => "warn",
+            Quarantine::Hide => "hide",
+        };
+        let changes: Vec<Value> = self.file.changes.iter().map(|(key, c)| {
+            let (what, diff) = match &c.previous {
+                Some((from, p)) => {
+                    let diff: Vec<Value> = digest::changed_fields(key.kind, p, &c.item).into_iter().filter(|f| *f != "name" || *from == key.name).map(|f| json!({ "field": f, "before": p.get(f), "after": c.item.get(f) })).collect();
+                    (if *from == key.name { "changed" } else { "renamed" }, diff)
+                }
+                None => (if c.findings.is_empty() { "new" } else { "findings" }, Vec::new()),
+            };
+            json!({
+                "server": key.server, "kind": key.kind.result_key(), "name": key.name, "change": what,
+                "renamedFrom": c.previous.as_ref().map(|(n, _)| n).filter(|n| **n != key.name),
+                "hidden": c.hidden, "diff": diff, "findings": c.findings,
+                "description": c.item.get("description"),
+            })
+        }).collect();
+        Some(json!({
+            "mode": mode(s.mode), "findings": mode(s.findings),
+            "lockFile": s.lock_file.as_ref().map(|p| p.display().to_string()),
+            "pinned": self.file.pinned(), "changes": changes,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,103 @@
+//! Pinning of tool definitions (README: "Pinning tools"), through the real
+//! binary over HTTP with the Python SDK's client, against
+//! `py_pin_server.py` (FastMCP, mcp 1.30.0), whose tools change when asked:
+//! with `"pin": "hide"` a rug pull (a description gaining a tag character
+//! and an `<IMPORTANT>` block) leaves the list and is unknown to calls,
+//! `/status` shows the diff and the findings, `mcpx pin accept` brings it
+//! back; a tool that appears later and a rename are held back too.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mcpx_tests::*;
+use serde_json::{json, Value};
+
+fn pin_server() -> Upstream {
+    let script = driver("py_pin_server.py");
+    Upstream { name: "pin".into(), cmd: Cmd::new(python("1.30.0"), &[script.to_str().unwrap()]) }
+}
+
+fn list(expect: &[&str], absent: &[&str]) -> Value {
+    json!({"op": "list_tools", "expect_tools": expect, "expect_absent": absent, "retry_for": 15})
+}
+
+fn call(tool: &str, args: Value, expect: &str, text: &str) -> Value {
+    json!({"op": "call", "tool": tool, "args": args, "expect": expect, "expect_text": text})
+}
+
+fn wait_file(p: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !p.exists() {
+        assert!(Instant::now() < deadline, "the client never reached {}", p.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `mcpx ARGS --config CONFIG` with the hub's state folder: its stdout.
+fn mcpx_pin(hub: &Hub, state: &Path, args: &[&str]) -> String {
+    let out = Command::new(mcpx()).args(args).arg("--config").arg(&hub.config).env("XDG_STATE_HOME", state).output().expect("run mcpx");
+    assert!(out.status.success(), "mcpx {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn change<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["pins"]["changes"].as_array().and_then(|a| a.iter().find(|c| c["name"] == name)).unwrap_or_else(|| panic!("no change {name} in {status:#}"))
+}
+
+#[test]
+fn a_rug_pull_is_hidden_shown_on_status_and_accepted() {
+    let hub = HubConfig::new().upstream(pin_server()).set("policy", json!({"pin": "hide"})).write();
+    let state = TempDir::new();
+    let server = hub.serve_http_with_state(state.path());
+    let status_url = server.url.replace("/mcp", "/status");
+    let (hidden, accepted, done) = (state.path().join("hidden"), state.path().join("accepted"), state.path().join("done"));
+    let p = |f: &Path| f.to_str().unwrap().to_string();
+    let steps = json!([
+        list(&["pin__add", "pin__sub", "pin__mutate"], &[]),
+        call("pin__mutate", json!({"what": "describe"}), "ok", "mutated describe"),
+        list(&["pin__sub"], &["pin__add"]),
+        call("pin__add", json!({"a": 1, "b": 2}), "error", "Unknown tool: pin__add"),
+        {"op": "signal", "path": p(&hidden)},
+        {"op": "wait_file", "path": p(&accepted), "timeout": 60},
+        list(&["pin__add", "pin__sub"], &[]),
+        call("pin__add", json!({"a": 1, "b": 2}), "ok", "3"),
+        call("pin__mutate", json!({"what": "new"}), "ok", "mutated new"),
+        call("pin__mutate", json!({"what": "rename"}), "ok", "mutated rename"),
+        list(&["pin__add"], &["pin__extra", "pin__sub", "pin__subtract"]),
+        {"op": "signal", "path": p(&done)},
+    ]);
+    let url = server.url.clone();
+    let client = std::thread::spawn(move || Client::Py("1.30.0").run_url(&["script", &steps.to_string()], &url));
+
+    wait_file(&hidden);
+    let status = http(&status_url, &[], None).json;
+    let add = change(&status, "add");
+    assert_eq!((add["change"].clone(), add["hidden"].clone()), (json!("changed"), json!(true)), "{status:#}");
+    assert_eq!(add["diff"][0]["field"], "description", "{add}");
+    assert_eq!(add["diff"][0]["before"], "Adds two numbers.", "{add}");
+    let findings = add["findings"].to_string();
+    assert!(findings.contains("Unicode tag characters at /description") && findings.contains("<important>"), "{findings}");
+    let metrics = http(&server.url.replace("/mcp", "/metrics"), &[], None).text;
+    assert!(metrics.contains("mcpx_pin_changes_total{server=\"pin\",kind=\"tools\"} 1"), "{metrics}");
+    assert!(metrics.contains("mcpx_pin_findings_total{server=\"pin\",finding=\"tag\"} 1"), "{metrics}");
+    assert!(mcpx_pin(&hub, state.path(), &["pin", "accept", "add"]).contains("accepted pin/add"));
+    std::fs::write(&accepted, "").unwrap();
+
+    wait_file(&done);
+    let status = http(&status_url, &[], None).json;
+    assert_eq!(change(&status, "extra")["change"], "new", "{status:#}");
+    let renamed = change(&status, "subtract");
+    assert_eq!((renamed["change"].clone(), renamed["renamedFrom"].clone()), (json!("renamed"), json!("sub")), "{renamed}");
+    assert!(status["pins"]["changes"].as_array().is_some_and(|a| a.len() == 2), "add was accepted: {status:#}");
+    let r = client.join().unwrap();
+    r.assert_ok();
+
+    // The pins as a lock file: add as accepted, sub and mutate.
+    let lock = hub.dir().join("pins.lock.json");
+    assert!(mcpx_pin(&hub, state.path(), &["pin", lock.to_str().unwrap()]).contains("3 definitions pinned"));
+    let file: Value = serde_json::from_slice(&std::fs::read(&lock).unwrap()).unwrap();
+    let names: Vec<&str> = file["pins"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(names, ["add", "mutate", "sub"]);
+    assert!(file["pins"][0]["definition"]["description"].as_str().unwrap().contains("<IMPORTANT>"), "accepted as it is now");
+}
