@@ -55,7 +55,7 @@ pub(super) fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Policy
     out
 }
 
-/// `"pin": "warn" | "hide" | {"mode", "findings", "lockFile"}`.
+/// `"pin": "warn" | "approve" | "hide" | {"mode", "findings", "lockFile"}`.
 fn parse_pin(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<PinSettings> {
     if v.is_string() {
         let mode = quarantine(cx, at, v)?;
@@ -81,13 +81,14 @@ fn parse_pin(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<PinSettings> {
     Some(PinSettings { mode, findings, lock_file })
 }
 
-/// `"warn"` or `"hide"`.
+/// `"warn"`, `"approve"` or `"hide"`.
 fn quarantine(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<Quarantine> {
     match cx.string(at, v)?.as_str() {
         "warn" => Some(Quarantine::Warn),
+        "approve" => Some(Quarantine::Approve),
         "hide" => Some(Quarantine::Hide),
         other => {
-            cx.err(at, format!("{other:?} is not \"warn\" or \"hide\""));
+            cx.err(at, format!("{other:?} is not \"warn\", \"approve\" or \"hide\""));
             None
         }
     }

@@ -1143,6 +1143,7 @@ impl Hub {
             starts: &mut self.starts,
             upstreams: &mut self.ups,
             approvals: &mut self.approvals,
+            pins: &self.pins,
             principals: &self.clients,
             catalog: &self.catalog,
             opts: &self.opts,

@@ -96,12 +96,14 @@ pub struct PinSettings {
     pub lock_file: Option<PathBuf>,
 }
 
-/// What a quarantined definition gets until it is accepted. (A mode
-/// "callable only with approval" belongs to approvals, not here.)
+/// What a quarantined definition gets until it is accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Quarantine {
     /// Listed and callable; logged, counted and shown on `/status`.
     Warn,
+    /// Listed; each call of a changed tool waits for a person's approval,
+    /// as one a `policy.approve` rule covers (`hub::approvals`).
+    Approve,
     /// Absent from every list and answered as unknown.
     Hide,
 }

@@ -107,7 +107,12 @@ impl Pins {
                     None if first => "has findings".to_string(),
                     None => "is new since the pin".to_string(),
                 };
-                let then = if hidden { "hidden" } else { "still listed" };
+                let gated = s.mode == Quarantine::Approve || (!findings.is_empty() && s.findings == Quarantine::Approve);
+                let then = match (hidden, gated && k == Kind::Tools) {
+                    (true, _) => "hidden",
+                    (false, true) => "each call needs approval",
+                    (false, false) => "still listed",
+                };
                 fx.push(Effect::Log(Level::Warn, format!("server '{server}': {} '{name}' {what}; {then} until `mcpx pin accept {key}`", k.item_word())));
                 if previous.is_some() || !first {
                     fx.push(Effect::Changed { server: server.to_string(), kind: k });
@@ -166,12 +171,21 @@ impl Pins {
         fx
     }
 
+    /// Does a call of `server`'s tool `name` need a person's approval,
+    /// its definition having changed in mode `approve`?
+    pub fn gated(&self, server: &str, name: &str) -> bool {
+        let Some(s) = self.settings.as_ref().filter(|_| !self.file.changes.is_empty()) else { return false };
+        let key = Key { server: server.to_string(), kind: Kind::Tools, name: name.to_string() };
+        self.file.changes.get(&key).is_some_and(|c| !c.hidden && (s.mode == Quarantine::Approve || (!c.findings.is_empty() && s.findings == Quarantine::Approve)))
+    }
+
     /// For `/status`: the settings, the number of pins, and every change
     /// with what differs (`diff`: each changed member, before and after).
     pub fn status(&self) -> Option<Value> {
         let s = self.settings.as_ref()?;
         let mode = |q: Quarantine| match q {
             Quarantine::Warn => "warn",
+            Quarantine::Approve => "approve",
             Quarantine::Hide => "hide",
         };
         let changes: Vec<Value> = self.file.changes.iter().map(|(key, c)| {
@@ -185,7 +199,7 @@ impl Pins {
             json!({
                 "server": key.server, "kind": key.kind.result_key(), "name": key.name, "change": what,
                 "renamedFrom": c.previous.as_ref().map(|(n, _)| n).filter(|n| **n != key.name),
-                "hidden": c.hidden, "diff": diff, "findings": c.findings,
+                "hidden": c.hidden, "approval": self.gated(&key.server, &key.name), "diff": diff, "findings": c.findings,
                 "description": c.item.get("description"),
             })
         }).collect();

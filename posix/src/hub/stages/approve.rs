@@ -1,12 +1,14 @@
-//! *approve*: a call a rule of `policy.approve` covers runs only once a
-//! person approved that exact call (`hub::approvals`). After *validate*
+//! *approve*: a call a rule of `policy.approve` covers, or a call of a tool
+//! changed since it was pinned in mode `"approve"` (`pins`), runs only once
+//! a person approved that exact call (`hub::approvals`). After *validate*
 //! (only a call that could run is shown to anyone), before *route*.
 //! Requirements: tools-human-in-loop-deny, tools-client-sec (mcpx takes
 //! them on for every client: the inputs are shown before the call runs).
 
 use serde_json::{json, Value};
 
-use crate::policy::approval::{args_digest, hex, shown_args};
+use crate::policy::approval::{args_digest, hex, shown_args, Rule};
+use crate::policy::catalog_acl::Pattern;
 
 use super::super::approvals::{Hold, Shown};
 use super::super::catalog::Kind;
@@ -19,76 +21,42 @@ use super::{Effect, Pipeline, ToolRoute};
 impl Pipeline<'_> {
     /// Does client `c`'s call pass? `false`: it waits for a decision, or
     /// was declined (the effects answer it).
-    pub(super) fn approve(
-        &mut self,
-        c: ClientId,
-        m: &Msg,
-        ctx: Option<&ReqCtx>,
-        call: &ToolCall,
-        route: &ToolRoute,
-    ) -> bool {
-        if self.approvals.config().rules.is_empty() {
+    pub(super) fn approve(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, call: &ToolCall, route: &ToolRoute) -> bool {
+        let server = &self.upstreams[route.up].spec.name;
+        let changed = self.pins.gated(server, &route.original);
+        if self.approvals.config().rules.is_empty() && !changed {
             return true;
         }
         let (clients, catalog) = (self.principals, self.catalog);
         let principal = clients.principal_name(c);
-        let server = &self.upstreams[route.up].spec.name;
-        let Some(def) = catalog.get(Kind::Tools, &call.name).map(|e| &e.item) else {
-            return true;
+        let Some(def) = catalog.get(Kind::Tools, &call.name).map(|e| &e.item) else { return true };
+        let rule = match self.approvals.config().rule_for(principal, server, &route.original, def) {
+            Some(r) => r.clone(),
+            None if changed => Rule::pattern(Pattern { server: "*".into(), tool: "*".into() }),
+            None => return true,
         };
-        let Some(rule) = self
-            .approvals
-            .config()
-            .rule_for(principal, server, &route.original, def)
-            .cloned()
-        else {
-            return true;
-        };
-        let args = call
-            .arguments(m)
-            .and_then(|b| serde_json::from_slice::<Value>(b).ok())
-            .unwrap_or_else(|| json!({}));
+        let args = call.arguments(m).and_then(|b| serde_json::from_slice::<Value>(b).ok()).unwrap_or_else(|| json!({}));
         let digest = args_digest(&args);
         let id = m.id_bytes().unwrap_or(b"null");
-        if let Some(note) =
-            self.approvals
-                .take_grant(principal, server, &route.original, &digest, self.now_ms)
-        {
+        if let Some(note) = self.approvals.take_grant(principal, server, &route.original, &digest, self.now_ms) {
             self.policy.approval(c, id, note);
             return true;
         }
         let client = clients.get(&c);
         // Requirement: elicitation-empty-capability-means-form-only
-        let can_elicit = ctx.is_none()
-            && client
-                .and_then(|cl| cl.caps())
-                .and_then(|caps| caps.get("elicitation"))
-                .filter(|e| !e.is_null())
-                .is_some_and(|e| e.get("form").is_some() || e.get("url").is_none());
+        let can_elicit = ctx.is_none() && client.and_then(|cl| cl.caps()).and_then(|caps| caps.get("elicitation")).filter(|e| !e.is_null()).is_some_and(|e| e.get("form").is_some() || e.get("url").is_none());
+        let description = def["description"].as_str().unwrap_or("");
         let shown = Shown {
             server: server.clone(),
             tool: route.original.to_string(),
             exposed: call.name.to_string(),
             principal: principal.to_string(),
-            client: client
-                .and_then(|cl| cl.session())
-                .and_then(|s| s.info["name"].as_str())
-                .unwrap_or("")
-                .to_string(),
+            client: client.and_then(|cl| cl.session()).and_then(|s| s.info["name"].as_str()).unwrap_or("").to_string(),
             arguments: shown_args(&args),
             digest: hex(&digest),
-            description: def["description"].as_str().unwrap_or("").to_string(),
+            description: if changed { format!("(changed since it was pinned: see /status) {description}") } else { description.to_string() },
         };
-        let hold = Hold {
-            client: c,
-            id,
-            raw: m.raw,
-            ctx,
-            shown,
-            digest,
-            rule: &rule,
-            can_elicit,
-        };
+        let hold = Hold { client: c, id, raw: m.raw, ctx, shown, digest, rule: &rule, can_elicit };
         let fx = self.approvals.hold(hold, self.now_ms);
         self.effects.push(Effect::Approvals(fx));
         false

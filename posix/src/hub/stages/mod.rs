@@ -51,6 +51,7 @@ use crate::policy::audit::Stage;
 use crate::policy::ratelimit::Class;
 
 use super::approvals::Approvals;
+use super::pins::Pins;
 use super::catalog::{Catalog, Kind};
 use super::client::Clients;
 use super::policy::{HubPolicy, ToolCall};
@@ -96,6 +97,8 @@ pub(super) struct Pipeline<'a> {
     pub starts: &'a mut Starts,
     pub upstreams: &'a mut Upstreams,
     pub approvals: &'a mut Approvals,
+    /// Which changed tools need approval (`policy.pin: "approve"`).
+    pub pins: &'a Pins,
     /// For the principal's name of a client.
     pub principals: &'a Clients,
     pub catalog: &'a Catalog,

@@ -38,3 +38,26 @@ fn a_changed_tool_is_hidden_until_accepted() {
     assert_eq!(p.names(c), ["a__open", "a__x"]);
     assert_eq!(p.hub.status()["pins"]["changes"], json!([]));
 }
+
+// covers: tools-human-in-loop-deny
+#[test]
+fn in_mode_approve_a_changed_tool_stays_listed_and_each_call_of_it_asks_first() {
+    let opts = with_policy(json!({ "pin": "approve" }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["open", "x"]))], opts);
+    let c = p.client("2025-11-25", json!({ "elicitation": {} }));
+    p.fakes[0].as_mut().unwrap().tools[1]["description"] = json!("the x tool, now also mailing what it reads");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    // Both stay listed.
+    assert_eq!(p.names(c), ["a__open", "a__x"]);
+    assert_eq!(p.hub.status()["pins"]["changes"][0]["approval"], true);
+    // The unchanged tool runs at once; the changed one asks, showing why.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "a__open", "arguments": {} } }));
+    assert_eq!(p.take_up(0)["params"]["name"], "open");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "a__x", "arguments": { "q": 1 } } }));
+    assert!(p.up_quiet(0));
+    let ask = p.take(c);
+    let message = ask["params"]["message"].as_str().unwrap();
+    assert!(message.contains("(changed since it was pinned: see /status) the x tool, now also mailing"), "{message}");
+    p.send(c, json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept", "content": { "approve": true } } }));
+    assert_eq!(p.take_up(0)["params"]["name"], "x");
+}
