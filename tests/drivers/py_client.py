@@ -40,6 +40,8 @@ Options:
   --expect-text S     (repeatable) S must occur in the result's text
   --expect-tool N     (repeatable) list: tool N must be listed
   --expect-error      call: the result must be an error (isError or JSON-RPC error)
+  --elicit A          declare elicitation in every scenario and answer each
+                      elicitation/create with A: accept (fixed valid answers) or decline
   --timeout SECONDS   whole-run limit (default 60)
   --cancel-after S    cancel: seconds to wait before cancelling (default 1.0)
   --mode M            mcp 2.x only: legacy | auto | 2026-07-28 (default legacy)
@@ -181,6 +183,8 @@ class Callbacks:
         self.progress: list[dict] = []
         self.progress_token: Any = None
         self.got_notification = anyio.Event()
+        # --elicit decline: every elicitation is declined.
+        self.decline = False
 
     async def sampling(self, context: Any, params: Any) -> Any:
         self.report["server_requests"].append({"method": "sampling/createMessage", "params": wire(params)})
@@ -194,6 +198,8 @@ class Callbacks:
     async def elicitation(self, context: Any, params: Any) -> Any:
         p = wire(params)
         self.report["server_requests"].append({"method": "elicitation/create", "params": p})
+        if self.decline:
+            return types.ElicitResult(action="decline")
         props = (p.get("requestedSchema") or {}).get("properties") or {}
         content = {k: answer_for(v) for k, v in props.items()}
         content = {k: v for k, v in content.items() if v is not None}
@@ -356,8 +362,9 @@ class Conn:
 
 async def connect_and_run(opts: argparse.Namespace, report: Report, body) -> None:
     cb = Callbacks(report)
-    want_elicitation = opts.scenario in ("elicitation", "script")
-    if opts.scenario == "elicitation" and not HAS_ELICITATION:
+    cb.decline = opts.elicit == "decline"
+    want_elicitation = opts.scenario in ("elicitation", "script") or opts.elicit is not None
+    if (opts.scenario == "elicitation" or opts.elicit) and not HAS_ELICITATION:
         raise Unsupported(f"mcp {SDK_VERSION} has no elicitation support")
 
     callbacks: dict[str, Any] = {
@@ -705,6 +712,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--expect-text", action="append", default=[])
     p.add_argument("--expect-tool", action="append", default=[])
     p.add_argument("--expect-error", action="store_true")
+    p.add_argument("--elicit", choices=["accept", "decline"])
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--cancel-after", type=float, default=1.0)
     p.add_argument("--mode", default="legacy")

@@ -37,7 +37,7 @@ function usage(msg) {
 function parseArgs(argv) {
   const o = {
     sdk: "v1", prefix: "", url: null, expectText: [], expectTool: [], expectError: false,
-    timeout: 60, cancelAfter: 1.0, mode: "legacy", env: {}, command: [], scenario: null, args: [],
+    timeout: 60, cancelAfter: 1.0, mode: "legacy", env: {}, command: [], scenario: null, args: [], elicit: null,
   };
   const dd = argv.indexOf("--");
   if (dd >= 0) {
@@ -60,6 +60,8 @@ function parseArgs(argv) {
       case "--timeout": o.timeout = Number(val()); break;
       case "--cancel-after": o.cancelAfter = Number(val()); break;
       case "--mode": o.mode = val(); break;
+      // Declare elicitation in every scenario; answer each with accept or decline.
+      case "--elicit": o.elicit = val(); break;
       case "--env": { const [k, ...v] = val().split("="); o.env[k] = v.join("="); break; }
       default:
         if (a.startsWith("--")) usage(`unknown option ${a}`);
@@ -233,7 +235,7 @@ class Conn {
 
 async function connect(o, report, sdk) {
   const capabilities = { sampling: {}, roots: { listChanged: true } };
-  if (o.scenario === "elicitation" || o.scenario === "script") capabilities.elicitation = {};
+  if (o.scenario === "elicitation" || o.scenario === "script" || o.elicit) capabilities.elicitation = {};
   const client = new sdk.Client({ name: "mcpx-ts-test-client", version: "1.0.0" },
     { capabilities, ...sdk.clientOptions(o) });
   const conn = new Conn(sdk, client, report);
@@ -245,6 +247,7 @@ async function connect(o, report, sdk) {
   if (capabilities.elicitation) {
     sdk.handle(client, "elicitation/create", async (req) => {
       report.data.server_requests.push({ method: "elicitation/create", params: req.params });
+      if (o.elicit === "decline") return { action: "decline" };
       const props = req.params?.requestedSchema?.properties || {};
       const content = {};
       for (const [k, s] of Object.entries(props)) {

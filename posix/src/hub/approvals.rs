@@ -4,8 +4,11 @@
 //! A call a rule of `policy.approve` covers waits here with its exact
 //! bytes until someone decides it: the calling client's user, asked
 //! through an `elicitation/create` (a legacy client that declared
-//! elicitation), or an approver on the HTTP listener's `/approvals` page
-//! (or the one-time link a notification carries). What they are shown is
+//! elicitation; a 2026-07-28 client that declares it on the request gets
+//! it in an `InputRequiredResult` whose sealed `requestState` carries the
+//! call to the retry, [`Approvals::on_retry`]), or an approver on the
+//! HTTP listener's `/approvals` page (or the one-time link a notification
+//! carries). What they are shown is
 //! the call itself: server, tool, who asked, the arguments and their
 //! digest, the tool's description ([`Shown`]).
 //!
@@ -31,6 +34,10 @@ use crate::policy::ratelimit::{Quota, QuotaRefusal};
 /// The id prefix of the hub's `elicitation/create` asking for approval:
 /// the client's answer is told apart from a relayed request's by it.
 const ASK_PREFIX: &str = "mcpx-approval-";
+
+/// The key of the approval question in a modern client's `inputRequests`
+/// and `inputResponses`.
+pub(super) const INPUT_KEY: &str = "mcpx-approval";
 
 /// What an approver is shown of a waiting call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,11 +132,12 @@ pub enum NotDecided {
 /// What the hub does for [`Approvals`], in order.
 pub(super) enum Effect {
     /// Write this `elicitation/create` (id `id`, raw JSON) to client `client`.
-    Ask {
-        client: ClientId,
-        id: Vec<u8>,
-        params: Vec<u8>,
-    },
+    Ask { client: ClientId, id: Vec<u8>, params: Vec<u8> },
+    /// Answer modern client `client`'s call `id` with an
+    /// `InputRequiredResult` asking this `elicitation/create` under
+    /// [`INPUT_KEY`], its `requestState` sealed to the call (`ctx`); the
+    /// retry brings the decision ([`Approvals::on_retry`]).
+    InputRequired { client: ClientId, id: Vec<u8>, ctx: Box<ReqCtx>, params: Value },
     /// Withdraw the elicitation `id` sent to `client` (its call was
     /// decided elsewhere or withdrawn).
     Unask {
@@ -170,6 +178,9 @@ pub(super) struct Approvals {
     keys: Seeded,
     /// An HTTP listener serves `/approvals`.
     page: bool,
+    /// The modern retry being routed now, approved by its user, and the
+    /// note of that decision (taken by the stage, [`Approvals::take_pass`]).
+    pass: Option<(ClientId, Vec<u8>, String)>,
 }
 
 /// Grants kept at once (the oldest remembered ones go first).
@@ -191,6 +202,7 @@ impl Approvals {
             next: 0,
             keys: Seeded::new(rs::digest(&seed)),
             page: false,
+            pass: None,
         }
     }
 
@@ -244,6 +256,12 @@ impl Approvals {
                 note: "no approver available".into(),
             }];
         };
+        // A modern client is asked in its call's answer: nothing waits here,
+        // the sealed `requestState` carries the call to the retry.
+        if let (Via::Client, Some(ctx)) = (via, h.ctx) {
+            let line = format!("approval: {} asks {}/{} (arguments sha256 {}); asked in an input round", h.shown.principal, h.shown.server, h.shown.tool, &h.shown.digest[..16]);
+            return vec![Effect::Log(super::Level::Info, line), Effect::InputRequired { client: h.client, id: h.id.to_vec(), ctx: Box::new(ctx.clone()), params: elicitation(&h.shown) }];
+        }
         if let Err(r) = self.quota.acquire(&h.shown.principal) {
             return vec![decline_over(h.client, h.id, &r)];
         }
@@ -324,6 +342,36 @@ impl Approvals {
             self.waiting[&n].shown.principal
         );
         Some(self.decide(n, approved, &by, false, now))
+    }
+
+    /// Modern client `c`'s retry `id` of a call whose user was asked
+    /// ([`Effect::InputRequired`]), from `principal`, with `responses`:
+    /// approved, it passes the stage once routed ([`Approvals::passes`]);
+    /// else it is declined.
+    pub(super) fn on_retry(&mut self, c: ClientId, id: &[u8], principal: &str, responses: Option<&Value>) -> Vec<Effect> {
+        let answer = responses.and_then(|r| r.get(INPUT_KEY));
+        let approved = answer.is_some_and(|r| r["action"] == "accept" && r["content"]["approve"] == Value::Bool(true));
+        let action = answer.and_then(|r| r["action"].as_str()).unwrap_or("no answer");
+        let note = format!("{} by {principal} via the client ({action}, input round)", if approved { "approved" } else { "declined" });
+        if approved {
+            self.pass = Some((c, id.to_vec(), note));
+            return Vec::new();
+        }
+        let text = "The user declined this call. Do not retry it unchanged; ask the user what to do instead.".to_string();
+        vec![Effect::Decline { client: c, id: id.to_vec(), text, note }]
+    }
+
+    /// Is client `c`'s request `id` the approved retry being routed?
+    pub(super) fn passes(&self, c: ClientId, id: &[u8]) -> bool {
+        self.pass.as_ref().is_some_and(|(x, i, _)| *x == c && i == id)
+    }
+
+    /// The approved retry's decision, taken once by the stage.
+    pub(super) fn take_pass(&mut self, c: ClientId, id: &[u8]) -> Option<String> {
+        if !self.passes(c, id) {
+            return None;
+        }
+        self.pass.take().map(|(_, _, note)| note)
     }
 
     /// A decision taken on the page.

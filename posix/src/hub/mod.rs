@@ -1268,6 +1268,14 @@ impl Hub {
         for e in fx {
             match e {
                 Effect::Ask { client, id, params } => self.downward().request(client, &id, "elicitation/create", &params),
+                Effect::InputRequired { client, id, ctx, params } => match self.relays.seal("tools/call", &ctx, &[relay::INNER_APPROVAL], self.now_ms) {
+                    Ok(state) => {
+                        let mut result = json!({ "resultType": "input_required", "inputRequests": { approvals::INPUT_KEY: { "method": "elicitation/create", "params": params } }, "requestState": state });
+                        modern::stamp(&self.opts, &mut result, None);
+                        self.downward().result(client, &id, &serde_json::to_vec(&result).unwrap_or_default());
+                    }
+                    Err(why) => self.downward().error(client, Some(&id), ErrorCode::InternalError, &why, None),
+                },
                 Effect::Unask { client, id, reason } => {
                     let params = json!({ "requestId": serde_json::from_slice::<Value>(&id).unwrap_or(Value::Null), "reason": reason });
                     self.downward().notify(client, Method::Cancelled, &params);
@@ -1280,7 +1288,10 @@ impl Hub {
                 Effect::Decline { client, id, text, note } => {
                     self.policy.approval(client, &id, note);
                     self.policy.refused_at(client, &id, crate::policy::audit::Stage::Approve);
-                    let result = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
+                    let mut result = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
+                    if self.clients.is_modern(client) {
+                        modern::stamp(&self.opts, &mut result, None);
+                    }
                     self.downward().result_as(client, &id, &serde_json::to_vec(&result).unwrap_or_default(), Outcome::ToolError);
                 }
                 Effect::Notify { command, env } => self.out.push_back(Output::Run { command, env }),

@@ -89,6 +89,9 @@ const INNER_CHECKED: u8 = 4;
 /// `requestState` opens with it only, so a retry reaching another replica
 /// is forwarded there (`shared`), which claims the nonce.
 const INNER_ON_REPLICA: u8 = 5;
+/// A modern client's call that waits for its user's approval
+/// (`approvals`): the retry's `inputResponses` carry the decision.
+pub(super) const INNER_APPROVAL: u8 = 6;
 
 /// A `requestState` that verified, not yet used ([`Relays::claim_state`]).
 #[derive(Clone, Debug)]
@@ -445,6 +448,9 @@ pub(super) enum Effect<'m> {
     RelayTo(ClientId, UpstreamId, &'m Msg<'m>),
     /// The retry `msg`, routed again with the upstream's own state.
     Route { client: ClientId, msg: &'m Msg<'m>, upstream_state: Option<Option<String>>, ctx: ReqCtx },
+    /// The retry `msg` of a call that asked its user for approval, with
+    /// the answers (`approvals`).
+    Approval { client: ClientId, msg: &'m Msg<'m>, ctx: ReqCtx, responses: Option<Value> },
     /// The retry `msg`'s `inputResponses`, checked against `schemas`
     /// (`policy`) before it resumes with `inner`.
     Check { client: ClientId, msg: &'m Msg<'m>, id: Vec<u8>, ctx: ReqCtx, schemas: Value, inner: Vec<u8>, responses: Option<Value> },
@@ -1428,6 +1434,7 @@ impl Relays {
                 vec![Effect::Route { client: c, msg: m, upstream_state: Some(Some(s)), ctx }]
             }
             Some((&INNER_UPSTREAM_NO_STATE, _)) => vec![Effect::Route { client: c, msg: m, upstream_state: Some(None), ctx }],
+            Some((&INNER_APPROVAL, _)) => vec![Effect::Approval { client: c, msg: m, ctx, responses }],
             Some((&INNER_ON_REPLICA, rest)) if on_replica(rest).is_some() => {
                 let inner = on_replica(rest).map(|(_, inner)| inner.to_vec()).unwrap_or_default();
                 self.resume(ups, pending, c, m, id, ctx, &inner, responses, now)

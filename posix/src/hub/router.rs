@@ -105,6 +105,16 @@ impl Hub {
                     self.apply_relay(fx);
                 }
                 Route { client, msg, upstream_state, ctx } => self.route_modern(client, msg, upstream_state, ctx),
+                Approval { client, msg, ctx, responses } => {
+                    let principal = super::policy::principal_name(&ctx.principal).to_string();
+                    let id = msg.id_bytes().unwrap_or(b"null").to_vec();
+                    let fx = self.approvals.on_retry(client, &id, &principal, responses.as_ref());
+                    self.apply_approvals(fx);
+                    // The answers were mcpx's: neither they nor the state go on.
+                    if self.approvals.passes(client, &id) {
+                        self.route_modern(client, msg, None, ctx);
+                    }
+                }
                 Check { client, msg, id, ctx, schemas, inner, responses } => match self.policy.check_input_responses(&schemas, responses.as_ref()) {
                     Some((line, Refusal(code, text, data))) => {
                         self.apply_policy([line]);

@@ -127,5 +127,38 @@ fn pin_is_one_line_or_an_object() {
         assert_eq!(&c.policy.pin, want, "{pin}");
     }
     let e = parse(r#"{"pin": "ask"}"#).unwrap_err();
-    assert!(e.contains("\"ask\" is not \"warn\" or \"hide\""), "{e}");
+    assert!(e.contains("\"ask\" is not \"warn\", \"approve\" or \"hide\""), "{e}");
+    assert_eq!(parse(r#"{"pin": "approve"}"#).unwrap().policy.pin.map(|p| p.mode), Some(Quarantine::Approve));
+}
+
+#[test]
+fn approve_rules_and_their_errors_point_at_the_line() {
+    use crate::policy::approval::{Notify, Via};
+    let c = parse(r#"{"approve": ["files/delete_*", {"annotations": ["destructiveHint"], "via": ["page"], "rememberMs": 60000}],
+                      "approvals": {"timeoutMs": 30000, "approvers": ["alice"], "notify": {"command": ["ntfy-send", "--now"]}}}"#)
+    .unwrap();
+    let a = &c.policy.approvals;
+    assert_eq!(a.rules.len(), 2);
+    assert_eq!(a.rules[0].tools, [Pattern::parse("files/delete_*").unwrap()]);
+    assert_eq!((a.rules[1].via.as_slice(), a.rules[1].remember_ms), ([Via::Page].as_slice(), 60_000));
+    assert_eq!((a.timeout_ms, a.approvers.as_slice()), (30_000, ["alice".to_string()].as_slice()));
+    assert_eq!(a.notify, Some(Notify { command: vec!["ntfy-send".into(), "--now".into()] }));
+    // (policy, what the error says): each at its line of the file.
+    let bad = [
+        (r#"{"approve": "files/*"}"#, "mcpx.json:3:14: policy.approve: expected an array like"),
+        (r#"{"approve": ["files"]}"#, ""),
+        (r#"{"approve": ["/x"]}"#, "\"/x\" is not a pattern"),
+        (r#"{"approve": [{"via": ["page"]}]}"#, "a rule needs \"tools\" patterns or \"annotations\""),
+        (r#"{"approve": [{"annotations": ["readOnlyHint"]}]}"#, "\"readOnlyHint\" is not one of [\"destructiveHint\", \"openWorldHint\"] (annotations can require approval, never waive it)"),
+        (r#"{"approve": [{"tools": ["a/*"], "via": ["email"]}]}"#, "\"email\" is not \"client\" or \"page\""),
+        (r#"{"approvals": {"notify": {"command": []}}}"#, "expected a command and its arguments"),
+        (r#"{"approvals": {"timeoutMs": 0}}"#, "expected a positive whole number"),
+    ];
+    for (policy, want) in bad {
+        match parse(policy) {
+            Ok(_) if want.is_empty() => {}
+            Ok(_) => panic!("{policy} parsed"),
+            Err(e) => assert!(!want.is_empty() && e.contains(want) && e.contains("mcpx.json:3:"), "{policy}: {e}"),
+        }
+    }
 }

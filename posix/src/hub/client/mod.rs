@@ -293,8 +293,7 @@ impl Clients {
     }
 
     /// Has client `c` spoken the modern era (per-request `_meta`) rather than
-    /// `initialize`? (Test observer.)
-    #[cfg(test)]
+    /// `initialize`?
     pub fn is_modern(&self, c: ClientId) -> bool {
         self.map.get(&c).is_some_and(Client::is_modern)
     }

@@ -38,13 +38,16 @@ impl Pipeline<'_> {
         let args = call.arguments(m).and_then(|b| serde_json::from_slice::<Value>(b).ok()).unwrap_or_else(|| json!({}));
         let digest = args_digest(&args);
         let id = m.id_bytes().unwrap_or(b"null");
-        if let Some(note) = self.approvals.take_grant(principal, server, &route.original, &digest, self.now_ms) {
+        let granted = self.approvals.take_pass(c, id).or_else(|| self.approvals.take_grant(principal, server, &route.original, &digest, self.now_ms));
+        if let Some(note) = granted {
             self.policy.approval(c, id, note);
             return true;
         }
         let client = clients.get(&c);
         // Requirement: elicitation-empty-capability-means-form-only
-        let can_elicit = ctx.is_none() && client.and_then(|cl| cl.caps()).and_then(|caps| caps.get("elicitation")).filter(|e| !e.is_null()).is_some_and(|e| e.get("form").is_some() || e.get("url").is_none());
+        // (a modern client declares it on each request).
+        let caps = ctx.map(|x| &x.caps).or_else(|| client.and_then(|cl| cl.caps()));
+        let can_elicit = caps.and_then(|caps| caps.get("elicitation")).filter(|e| !e.is_null()).is_some_and(|e| e.get("form").is_some() || e.get("url").is_none());
         let description = def["description"].as_str().unwrap_or("");
         let shown = Shown {
             server: server.clone(),

@@ -233,3 +233,40 @@ fn a_notify_hook_is_given_the_call_and_its_one_time_link() {
         Err(NotDecided::Unknown)
     );
 }
+
+// covers: tools-human-in-loop-deny, mrtr-requeststate-replay-fields, mrtr-single-use-enforced
+#[test]
+fn a_modern_client_is_asked_in_an_input_round_bound_to_the_exact_call() {
+    let mut p = files();
+    let c = p.connect();
+    let caps = json!({ "elicitation": {} });
+    let call = |path: &str, state: Option<&str>| {
+        let mut params = json!({ "name": "files__delete_file", "arguments": { "path": path } });
+        if let Some(s) = state {
+            params["inputResponses"] = json!({ "mcpx-approval": { "action": "accept", "content": { "approve": true } } });
+            params["requestState"] = json!(s);
+        }
+        params
+    };
+    let r = p.mreq(c, json!(1), "tools/call", call("/a", None), &caps);
+    schema_check("2026-07-28", "InputRequiredResult", &r["result"]);
+    let ask = &r["result"]["inputRequests"]["mcpx-approval"];
+    assert_eq!(ask["method"], "elicitation/create", "{r}");
+    assert!(ask["params"]["message"].as_str().unwrap().contains("\"path\": \"/a\""), "{r}");
+    let state = r["result"]["requestState"].as_str().unwrap().to_string();
+    assert!(p.up_quiet(0));
+    // The yes is for that call only: other arguments with it are refused.
+    let r = p.mreq(c, json!(2), "tools/call", call("/b", Some(&state)), &caps);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(p.up_quiet(0));
+    // The exact call with the yes runs it, once.
+    p.msend(c, json!(3), "tools/call", call("/a", Some(&state)), &caps);
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["arguments"], json!({ "path": "/a" }));
+    assert!(up["params"].get("requestState").is_none() && up["params"].get("inputResponses").is_none(), "{up}");
+    let r = p.mreq(c, json!(4), "tools/call", call("/a", Some(&state)), &caps);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    // Without elicitation on the request and no page, nobody can be asked.
+    let r = p.mreq(c, json!(5), "tools/call", call("/a", None), &json!({}));
+    assert_eq!((r["result"]["isError"].clone(), r["result"]["resultType"].clone()), (json!(true), json!("complete")), "{r}");
+}
