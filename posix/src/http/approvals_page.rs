@@ -21,6 +21,7 @@ use super::session::Shared;
 use super::status_page::render::Esc;
 use super::status_page::{negotiate, Format};
 use crate::hub::approvals::Decider;
+use crate::hub::Input;
 
 /// The page loads nothing, runs nothing, and posts only to itself.
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -30,24 +31,6 @@ article{border:1px solid #d0d7de;border-radius:.4rem;padding:.6rem .8rem;margin:
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:rgba(127,127,127,.13);padding:.4rem .5rem;border-radius:.3rem;font-size:.85rem}\
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem}dt{color:#6e7781}dd{margin:0;overflow-wrap:anywhere}\
 button{font-size:1rem;padding:.5rem 1.2rem;margin:.3rem .6rem 0 0}.mute{color:#6e7781}";
-
-/// What a path under `/approvals` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Page {
-    /// `/approvals`: the list.
-    List,
-    /// `/approvals/N`: one call, by its link's key.
-    One(u64),
-}
-
-impl Page {
-    pub(crate) fn of(path: &str) -> Option<Page> {
-        match path.strip_prefix("/approvals")? {
-            "" | "/" => Some(Page::List),
-            rest => rest.strip_prefix('/')?.parse().ok().map(Page::One),
-        }
-    }
-}
 
 /// The value of `name` in a query string or form body
 /// (`application/x-www-form-urlencoded`; the values mcpx reads are plain
@@ -65,7 +48,7 @@ pub(crate) async fn list(sh: &Shared, conn: &mut Conn, req: &Request, who: &Prin
     };
     let waiting = sh
         .link
-        .call(|hub, _| hub.approvals_waiting(Decider::Principal(who.bytes())));
+        .call(|hub, _| hub.approvals().visible(Decider::Principal(who.bytes())));
     match format {
         Format::Json => {
             let body =
@@ -99,7 +82,7 @@ pub(crate) async fn one(sh: &Shared, conn: &mut Conn, req: &mut Request, n: u64)
             let key = field(req.query(), "key").unwrap_or("");
             let waiting = sh
                 .link
-                .call(|hub, _| hub.approvals_waiting(Decider::Link(key)));
+                .call(|hub, _| hub.approvals().visible(Decider::Link(key)));
             match waiting.iter().find(|w| w["id"] == n) {
                 Some(w) => html(conn, 200, &page(std::slice::from_ref(w), "")).await,
                 None => html(conn, 404, &done("This call is not waiting any more (decided, withdrawn or expired), or the link is wrong.")).await,
@@ -124,13 +107,18 @@ pub(crate) async fn one(sh: &Shared, conn: &mut Conn, req: &mut Request, n: u64)
                 }
             };
             let key = field(&form, "key").unwrap_or("").to_string();
-            let decided = sh
-                .link
-                .call(|hub, now| hub.decide_approval(Decider::Link(&key), n, approve, now));
+            // Decided only by a key that shows it; else the one 404.
+            let decided = sh.link.call(|hub, now| {
+                let known = hub.approvals().visible(Decider::Link(&key)).iter().any(|w| w["id"] == n);
+                if known {
+                    hub.handle(Input::ApprovalDecided { who: Decider::Link(&key), n, approve }, now);
+                }
+                known
+            });
             match decided {
-                Ok(()) if approve => html(conn, 200, &done("Approved: the call runs now.")).await,
-                Ok(()) => html(conn, 200, &done("Declined: the caller is told not to retry it unchanged.")).await,
-                Err(_) => html(conn, 404, &done("This call is not waiting any more (decided, withdrawn or expired), or the link is wrong.")).await,
+                true if approve => html(conn, 200, &done("Approved: the call runs now.")).await,
+                true => html(conn, 200, &done("Declined: the caller is told not to retry it unchanged.")).await,
+                false => html(conn, 404, &done("This call is not waiting any more (decided, withdrawn or expired), or the link is wrong.")).await,
             }
         }
         _ => conn.method_not_allowed("GET, POST").await,
@@ -205,22 +193,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn paths_and_form_fields() {
-        let table: &[(&str, Option<Page>)] = &[
-            ("/approvals", Some(Page::List)),
-            ("/approvals/", Some(Page::List)),
-            ("/approvals/12", Some(Page::One(12))),
-            ("/approvals/x", None),
-            ("/approvals/1/2", None),
-            ("/approvalsx", None),
-        ];
-        for (path, want) in table {
-            assert_eq!(Page::of(path), *want, "{path}");
-        }
-        assert_eq!(
-            field("key=ab12&decision=approve", "decision"),
-            Some("approve")
-        );
+    fn form_fields() {
         assert_eq!(field("key=ab12&decision=approve", "key"), Some("ab12"));
         assert_eq!(field("xkey=1", "key"), None);
     }

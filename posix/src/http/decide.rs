@@ -95,10 +95,8 @@ impl Target {
             "/health" => Target::Health,
             "/status" => Target::Status,
             "/metrics" => Target::Metrics,
-            p if p.starts_with("/approvals") => match super::approvals_page::Page::of(p)? {
-                super::approvals_page::Page::List => Target::Approvals,
-                super::approvals_page::Page::One(n) => Target::Approval(n),
-            },
+            "/approvals" | "/approvals/" => Target::Approvals,
+            p if p.starts_with("/approvals/") => Target::Approval(p["/approvals/".len()..].parse().ok()?),
             "/sse" if legacy => Target::Sse,
             "/messages" if legacy => Target::Messages,
             p if p == cfg.path => Target::Mcp,

@@ -103,6 +103,7 @@ pub(super) struct Hold<'a> {
 
 /// Who decides on the page: a principal (as the transport bound it:
 /// `token:alice`, `mcpx-local`), or whoever holds a link's key.
+#[derive(Clone, Copy, Debug)]
 pub enum Decider<'a> {
     Principal(&'a [u8]),
     Link(&'a str),
@@ -169,7 +170,7 @@ pub(super) enum Effect {
 }
 
 /// Calls waiting for approval, and the grants decisions left.
-pub(super) struct Approvals {
+pub struct Approvals {
     cfg: ApprovalConfig,
     waiting: BTreeMap<u64, Waiting>,
     grants: Vec<Grant>,

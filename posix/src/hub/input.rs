@@ -111,6 +111,10 @@ pub enum Input<'a> {
     /// An HTTP listener serves the `/approvals` page (calls that need
     /// approval may wait for it).
     ApprovalPage(bool),
+    /// A decision on waiting call `n` taken on the `/approvals` page by
+    /// `who` (nothing happens unless `who` may see it there,
+    /// `approvals::Approvals::visible`).
+    ApprovalDecided { who: super::approvals::Decider<'a>, n: u64, approve: bool },
     /// The pin files as read (at start, and whenever they change on disk):
     /// the state folder's and the configured lock file (`None`: absent or
     /// unreadable). See `pins`.

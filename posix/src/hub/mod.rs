@@ -137,13 +137,11 @@ mod wire;
 mod tests;
 
 use mcpx_core::error::ErrorCode;
-use mcpx_core::meta;
 use mcpx_core::method::Method;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 
 use pending::{Fwd, Origin};
-use request::MODERN;
 
 /// What the runtime's restart loop does after an upstream exited, as the
 /// hub is told with the exit.
@@ -834,7 +832,16 @@ impl Hub {
             Input::ConfigStatus(v) => self.config_status = v,
             Input::CallLog(on) => self.policy.set_call_log(on),
             Input::ApprovalPage(on) => self.approvals.set_page(on),
-            Input::PinFiles { state, lock } => self.pin_files(state, lock),
+            Input::ApprovalDecided { who, n, approve } => {
+                // One `who` may not decide is not told apart from one decided.
+                if let Ok(fx) = self.approvals.decide_on_page(who, n, approve, self.now_ms) {
+                    self.apply_approvals(fx);
+                }
+            }
+            Input::PinFiles { state, lock } => {
+                let fx = self.pins.read(state, lock);
+                self.apply_pins(fx);
+            }
         }
     }
 
@@ -894,18 +901,10 @@ impl Hub {
         [self.pending.next_deadline(), self.relays.next_deadline(), self.started_ms.filter(|_| self.clients.any_held() || self.listens.any_early()).map(|s| s + self.opts.startup_wait_ms), self.ups.next_ping(self.opts.ping_interval_ms, |u| self.pending.pinging(u)), self.starts.deadline(&self.ups, &self.clients, &|u| self.pending.busy(u)), self.tasks.deadline(), self.shared.deadline(), self.approvals.deadline()].into_iter().flatten().min()
     }
 
-    /// The calls waiting for approval that `who` may see and decide
-    /// (the `/approvals` page).
-    pub fn approvals_waiting(&self, who: approvals::Decider<'_>) -> Vec<Value> {
-        self.approvals.visible(who)
-    }
-
-    /// A decision on waiting call `n` taken on the `/approvals` page.
-    pub fn decide_approval(&mut self, who: approvals::Decider<'_>, n: u64, approve: bool, now_ms: u64) -> Result<(), approvals::NotDecided> {
-        self.now(now_ms);
-        let fx = self.approvals.decide_on_page(who, n, approve, self.now_ms)?;
-        self.apply_approvals(fx);
-        Ok(())
+    /// The calls waiting for approval, to ask about (read only; the
+    /// `/approvals` page shows [`approvals::Approvals::visible`]).
+    pub fn approvals(&self) -> &approvals::Approvals {
+        &self.approvals
     }
 
     /// The connected clients, to ask about (read only).
@@ -1161,21 +1160,6 @@ impl Hub {
         r
     }
 
-    /// The pin files as read ([`Input::PinFiles`]): one that cannot be read
-    /// as a pin file is logged, and counts as absent.
-    fn pin_files(&mut self, state: Option<&[u8]>, lock: Option<&[u8]>) {
-        if !self.pins.on() {
-            return;
-        }
-        let mut parse = |what: &str, bytes: Option<&[u8]>| {
-            let r = pins::PinFile::parse(bytes?);
-            r.map_err(|e| self.out.push_back(Output::Log(Level::Error, format!("the {what} cannot be used: {e}")))).ok()
-        };
-        let (state, lock) = (parse("pin file in the state folder", state), parse("pin lock file", lock));
-        let fx = self.pins.load(state, lock);
-        self.apply_pins(fx);
-    }
-
     /// Does what a pins call asked for, in order.
     fn apply_pins(&mut self, fx: Vec<pins::Effect>) {
         for e in fx {
@@ -1413,14 +1397,5 @@ impl Hub {
             let p = json!({ "requestId": id, "reason": reason });
             upward::notification(&mut self.out, u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
         }
-    }
-
-    /// The per-request `_meta` of a modern request the hub sends upstream.
-    fn modern_meta(&self, caps: Value) -> serde_json::Map<String, Value> {
-        let mut m = serde_json::Map::new();
-        m.insert(meta::PROTOCOL_VERSION_KEY.into(), json!(MODERN.as_str()));
-        m.insert(meta::CLIENT_CAPABILITIES_KEY.into(), caps);
-        m.insert(meta::CLIENT_INFO_KEY.into(), json!({ "name": self.opts.server_name, "version": self.opts.server_version }));
-        m
     }
 }

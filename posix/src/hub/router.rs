@@ -550,7 +550,7 @@ impl Hub {
         if task {
             caps["extensions"] = json!({ tasks::EXT: {} });
         }
-        let mut meta = self.modern_meta(caps);
+        let mut meta = modern::upstream_meta(&self.opts, caps);
         let legacy_level = || self.clients.get(&c).filter(|cl| cl.log_level.is_some()).and(self.subs.level()).and_then(super::request::level_index);
         let level = match ctx {
             Some(x) => x.log_level,
@@ -1157,7 +1157,7 @@ impl Hub {
             // Requirement: meta-request-params-meta-required (every modern request carries _meta)
             // (with the client capabilities `params` declare, if any: `tasks` polls)
             let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
-            let meta = self.modern_meta(declared.unwrap_or_else(|| json!({})));
+            let meta = modern::upstream_meta(&self.opts, declared.unwrap_or_else(|| json!({})));
             let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
             let headers = upward::written_headers(name, Some(&p), &|tool| self.catalog.upstream_tool_schema(u, tool));
             upward::request(&mut self.out, u, id, name, Some(&p), Some(headers));

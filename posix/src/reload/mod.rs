@@ -31,13 +31,14 @@ pub mod lists;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
 use smol::Timer;
 
 use crate::config::{self, Config, ServerConfig, Source};
+use crate::host::file_stamp::stamp;
 use crate::hub::{Input, Power, UpstreamId};
 use crate::log;
 use crate::process::alarm::Alarm;
@@ -135,20 +136,6 @@ impl HttpLimits {
         let h = &c.http;
         HttpLimits([h.max_body, h.max_sessions, h.max_connections, h.session_idle_ms])
     }
-}
-
-/// What identifies one version of the config file on disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Stamp {
-    mtime: Option<SystemTime>,
-    len: u64,
-    ino: u64,
-}
-
-pub(crate) fn stamp(path: &std::path::Path) -> Option<Stamp> {
-    use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path).ok()?;
-    Some(Stamp { mtime: m.modified().ok(), len: m.len(), ino: m.ino() })
 }
 
 /// The file a config came from, if any.
@@ -519,25 +506,5 @@ mod tests {
             let new = cfg(&format!(r#"{{"mcpServers": {{"a": {{"command": "x", {entry}}}}}}}"#));
             assert_eq!(diff(&old, &new).changed, ["a"], "{entry}");
         }
-    }
-
-    #[test]
-    fn stamps_see_rewrites_and_replacements() {
-        let dir = std::env::temp_dir().join(format!("mcpx-reload-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("mcpx.json");
-        std::fs::write(&p, "{}").unwrap();
-        let a = stamp(&p).unwrap();
-        std::fs::write(&p, "{ }").unwrap();
-        assert_ne!(stamp(&p), Some(a), "a different size");
-        let b = stamp(&p).unwrap();
-        // An editor's save: a new file renamed over the old one.
-        let tmp = dir.join("mcpx.json.tmp");
-        std::fs::write(&tmp, "{ }").unwrap();
-        std::fs::rename(&tmp, &p).unwrap();
-        assert_ne!(stamp(&p), Some(b), "a new inode");
-        std::fs::remove_file(&p).unwrap();
-        assert_eq!(stamp(&p), None);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

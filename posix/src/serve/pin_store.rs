@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::path::PathBuf;
 
 use crate::config::{self, Config, EnvLookup, Source};
-use crate::reload::{stamp, Stamp};
+use crate::host::file_stamp::{stamp, Stamp};
 use crate::serve::task_store;
 
 /// The pin file in the state folder of the config from `source`.

@@ -50,6 +50,16 @@ mod stamp;
 pub(super) use listens::{Effect, Grant, Listens};
 pub(super) use stamp::{discover, stamp, stamped, stamped_list, stamped_view, up_hints};
 
+/// The per-request `_meta` of a modern request the hub sends upstream:
+/// the revision, the capabilities `caps` it declares, mcpx as the client.
+pub(super) fn upstream_meta(opts: &super::HubOptions, caps: Value) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert(meta::PROTOCOL_VERSION_KEY.into(), json!(MODERN.as_str()));
+    m.insert(meta::CLIENT_CAPABILITIES_KEY.into(), caps);
+    m.insert(meta::CLIENT_INFO_KEY.into(), json!({ "name": opts.server_name, "version": opts.server_version }));
+    m
+}
+
 /// Is request `m` served in the modern era? `modern_connection`: its
 /// client has been modern (and never sent `initialize`).
 pub(super) fn is_modern_request(modern_connection: bool, m: &Msg) -> bool {

@@ -146,6 +146,22 @@ impl Pins {
         (shown, fx)
     }
 
+    /// The pin files' bytes as the runtime read them ([`Pins::load`]): one
+    /// that cannot be read as a pin file is logged, and counts as absent.
+    pub fn read(&mut self, state: Option<&[u8]>, lock: Option<&[u8]>) -> Vec<Effect> {
+        if !self.on() {
+            return Vec::new();
+        }
+        let mut fx = Vec::new();
+        let mut parse = |what: &str, bytes: Option<&[u8]>| {
+            let r = PinFile::parse(bytes?);
+            r.map_err(|e| fx.push(Effect::Log(Level::Error, format!("the {what} cannot be used: {e}")))).ok()
+        };
+        let (state, lock) = (parse("pin file in the state folder", state), parse("pin lock file", lock));
+        fx.extend(self.load(state, lock));
+        fx
+    }
+
     /// The pin files as read: the state folder's (`state`) and the lock
     /// file (`lock`, when one is configured; unreadable or absent: nothing
     /// is trusted). Hidden changes now trusted are listed again.

@@ -4,7 +4,16 @@
 //! error; approvals are bound to the principal, tool and arguments.
 
 use super::*;
-use crate::hub::approvals::{Decider, NotDecided};
+use crate::hub::approvals::Decider;
+
+/// `who` decides waiting call `n` on the page, as the page does: only a
+/// call `who` may see is decided. Was it?
+fn decide(p: &mut Pair, who: Decider<'_>, n: u64, approve: bool) -> bool {
+    let known = p.hub.approvals().visible(who).iter().any(|w| w["id"] == n);
+    p.hub.handle(Input::ApprovalDecided { who, n, approve }, p.now);
+    p.pump();
+    known
+}
 
 fn with_policy(policy: Value) -> HubOptions {
     let src = json!({ "mcpServers": {}, "policy": policy }).to_string();
@@ -166,7 +175,8 @@ fn on_the_page_each_principal_sees_its_own_calls_and_an_approver_all() {
     );
     let waiting = |p: &Pair, who: &str| {
         p.hub
-            .approvals_waiting(Decider::Principal(format!("token:{who}").as_bytes()))
+            .approvals()
+            .visible(Decider::Principal(format!("token:{who}").as_bytes()))
             .iter()
             .map(|w| w["principal"].as_str().unwrap().to_string())
             .collect::<Vec<_>>()
@@ -174,19 +184,13 @@ fn on_the_page_each_principal_sees_its_own_calls_and_an_approver_all() {
     assert_eq!(waiting(&p, "alice"), ["alice"]);
     assert_eq!(waiting(&p, "bob"), ["bob"]);
     assert_eq!(waiting(&p, "admin"), ["alice", "bob"]);
-    let alices = p.hub.approvals_waiting(Decider::Principal(b"token:alice"))[0]["id"]
+    let alices = p.hub.approvals().visible(Decider::Principal(b"token:alice"))[0]["id"]
         .as_u64()
         .unwrap();
     // Bob cannot decide alice's call, nor tell it exists.
-    assert_eq!(
-        p.hub
-            .decide_approval(Decider::Principal(b"token:bob"), alices, true, p.now),
-        Err(NotDecided::Unknown)
-    );
-    p.hub
-        .decide_approval(Decider::Principal(b"token:admin"), alices, true, p.now)
-        .unwrap();
-    p.pump();
+    assert!(!decide(&mut p, Decider::Principal(b"token:bob"), alices, true));
+    assert!(p.up_quiet(0));
+    assert!(decide(&mut p, Decider::Principal(b"token:admin"), alices, true));
     assert_eq!(p.take_up(0)["params"]["arguments"]["path"], "/alice");
     assert!(p.up_quiet(0), "bob's call still waits");
     // A cancel withdraws bob's.
@@ -218,20 +222,11 @@ fn a_notify_hook_is_given_the_call_and_its_one_time_link() {
     assert!(var("MCPX_APPROVAL_TEXT").contains("\"path\": \"/a\""));
     let n: u64 = var("MCPX_APPROVAL_ID").parse().unwrap();
     // The link decides once; a wrong key nothing.
-    assert_eq!(
-        p.hub
-            .decide_approval(Decider::Link("not-the-key"), n, true, p.now),
-        Err(NotDecided::Unknown)
-    );
-    p.hub
-        .decide_approval(Decider::Link(key), n, false, p.now)
-        .unwrap();
-    p.pump();
+    assert!(!decide(&mut p, Decider::Link("not-the-key"), n, true));
+    assert!(p.client_quiet(c));
+    assert!(decide(&mut p, Decider::Link(key), n, false));
     assert_eq!(p.take(c)["result"]["isError"], true);
-    assert_eq!(
-        p.hub.decide_approval(Decider::Link(key), n, true, p.now),
-        Err(NotDecided::Unknown)
-    );
+    assert!(!decide(&mut p, Decider::Link(key), n, true));
 }
 
 // covers: tools-human-in-loop-deny, mrtr-requeststate-replay-fields, mrtr-single-use-enforced
