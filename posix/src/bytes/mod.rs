@@ -2,10 +2,13 @@
 //! ([`lines`]), the bounded queues of outgoing messages ([`outbox`]),
 //! buffers sized to what core's writers write ([`written`]), reused once
 //! queued ([`spare`]), large buffers
-//! given back to the system ([`heap`]), and positions in JSON text for
-//! error messages ([`jsonpos`]).
+//! given back to the system ([`heap`]), positions in JSON text for
+//! error messages ([`jsonpos`]), JSON in canonical form for digests
+//! ([`canonical`]) and hex ([`hex`]).
 
+pub mod canonical;
 pub mod heap;
+pub mod hex;
 pub mod jsonpos;
 pub mod lines;
 pub mod outbox;

@@ -158,7 +158,7 @@ pub(crate) fn event_id(stream: &StreamId, n: u64) -> String {
     if !stream.post {
         return format!("{}-{n}", stream.seq);
     }
-    let request = stream.request.as_ref().map(|r| crate::hub::shared::hex(r.bytes())).unwrap_or_default();
+    let request = stream.request.as_ref().map(|r| crate::bytes::hex::hex(r.bytes())).unwrap_or_default();
     format!("{}.{request}-{n}", stream.seq)
 }
 
@@ -175,7 +175,7 @@ pub(crate) fn parse_id(s: &str) -> Option<(u64, u64)> {
 pub(crate) fn post_request(s: &str) -> Option<Option<Vec<u8>>> {
     let (a, _) = s.trim().split_once('-')?;
     let (_, request) = a.split_once('.')?;
-    Some(crate::hub::shared::unhex(request).filter(|r| !r.is_empty() && r.len() <= MAX_NAMED_REQUEST))
+    Some(crate::bytes::hex::unhex(request).filter(|r| !r.is_empty() && r.len() <= MAX_NAMED_REQUEST))
 }
 
 impl SseOut {

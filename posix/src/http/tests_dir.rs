@@ -401,7 +401,7 @@ fn a_session_keeps_its_state_beside_its_entry_until_it_ends() {
     let state = || smol::block_on(store.get(&state_key(&sid))).unwrap().map(|v| serde_json::from_slice::<Value>(&v).unwrap());
     eventually(Duration::from_secs(2), "its state written", || state().is_some_and(|s| s["initialized"] == true));
     let s = state().unwrap();
-    assert_eq!((s["protocolVersion"].clone(), s["principal"].clone()), (json!("2025-11-25"), json!(crate::hub::shared::hex(b"token:alice"))));
+    assert_eq!((s["protocolVersion"].clone(), s["principal"].clone()), (json!("2025-11-25"), json!(crate::bytes::hex::hex(b"token:alice"))));
     let set = json!({ "jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": { "level": "error" } });
     assert_eq!(in_session(r1.addr, "POST", &sid, "ta", Some(&set)).status, 200);
     eventually(Duration::from_secs(2), "the level kept", || state().is_some_and(|s| s["logLevel"] == "error"));

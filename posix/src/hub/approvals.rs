@@ -28,7 +28,8 @@ use serde_json::{json, Value};
 
 use super::request::ReqCtx;
 use super::ClientId;
-use crate::policy::approval::{hex, ApprovalConfig, Rule, Via};
+use crate::bytes::hex::hex;
+use crate::policy::approval::{ApprovalConfig, Rule, Via};
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 
 /// The id prefix of the hub's `elicitation/create` asking for approval:

@@ -48,6 +48,7 @@ use mcpx_core::request_state::{OpenError, NONCE_LEN};
 use serde_json::Value;
 
 use super::request::{Refusal, ReqCtx};
+use crate::bytes::hex::hex;
 use super::wire::Msg;
 use super::{ClientId, IdKey, Output};
 
@@ -181,18 +182,6 @@ pub fn lists_key(name: &str) -> String {
     format!("{KEY_PREFIX}lists:{}", hex(name.as_bytes()))
 }
 
-/// `bytes` as lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The bytes [`hex`] wrote as `s`; `None` for anything else.
-pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
-}
 
 
 /// What the hub waits for from the store, and the forwards in flight.

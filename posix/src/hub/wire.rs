@@ -481,43 +481,6 @@ pub(super) fn set_meta(p: &[u8], meta: &serde_json::Map<String, serde_json::Valu
     }
 }
 
-/// A JSON value with object keys sorted at every level and no whitespace:
-/// the canonical form digests are taken of.
-pub(super) fn canonical(v: &serde_json::Value) -> Vec<u8> {
-    fn go(v: &serde_json::Value, out: &mut Vec<u8>) {
-        match v {
-            serde_json::Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push(b'{');
-                for (i, k) in keys.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(&serde_json::to_vec(k).unwrap_or_default());
-                    out.push(b':');
-                    go(&m[k.as_str()], out);
-                }
-                out.push(b'}');
-            }
-            serde_json::Value::Array(a) => {
-                out.push(b'[');
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    go(x, out);
-                }
-                out.push(b']');
-            }
-            x => out.extend_from_slice(&serde_json::to_vec(x).unwrap_or_default()),
-        }
-    }
-    let mut out = Vec::new();
-    go(v, &mut out);
-    out
-}
-
 /// A notification of the hub's own.
 pub(super) fn notification(method: Method<'static>, params: Option<&[u8]>) -> Vec<u8> {
     let method = method.name().unwrap_or_default();
@@ -668,8 +631,6 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["_meta"], serde_json::json!({ "progressToken": 5, "k": true }));
         assert_eq!(set_meta(b"{}", &meta, |_| false), br#"{"_meta":{"k":true}}"#);
-        let c = canonical(&serde_json::json!({ "b": [1, { "z": 1, "a": 2 }], "a": "x" }));
-        assert_eq!(c, br#"{"a":"x","b":[1,{"a":2,"z":1}]}"#);
     }
 
     #[test]

@@ -13,12 +13,12 @@
 //! An approval is bound to the exact call: principal, server, tool and
 //! [`args_digest`], the SHA-256 of its arguments in a canonical form.
 
-use std::fmt::Write as _;
-
 use mcpx_core::names::glob_match;
 use serde_json::Value;
 
 use super::catalog_acl::Pattern;
+use crate::bytes::canonical::canonical;
+use crate::bytes::hex::hex;
 
 /// Who may approve a call, in a rule's order of preference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,49 +155,7 @@ impl ApprovalConfig {
 /// sorted at every level, no whitespace): the same arguments written
 /// differently have the same digest, different ones never.
 pub fn args_digest(args: &Value) -> [u8; 32] {
-    let mut out = Vec::new();
-    canonical(args, &mut out);
-    mcpx_core::request_state::digest(&out)
-}
-
-fn canonical(v: &Value, out: &mut Vec<u8>) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(&serde_json::to_vec(k).unwrap_or_default());
-                out.push(b':');
-                canonical(&m[k], out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                canonical(x, out);
-            }
-            out.push(b']');
-        }
-        other => out.extend_from_slice(&serde_json::to_vec(other).unwrap_or_default()),
-    }
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    mcpx_core::request_state::digest(&canonical(args))
 }
 
 /// Strings longer than this are shown cut, with the length and digest of

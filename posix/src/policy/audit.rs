@@ -27,6 +27,8 @@ use std::thread::JoinHandle;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::bytes::hex::hex;
+
 /// How a request ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome<'a> {
@@ -189,10 +191,6 @@ fn redact(v: &mut Value, names: &[String]) {
         Value::Array(a) => a.iter_mut().for_each(|x| redact(x, names)),
         _ => {}
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// RFC 3339 UTC with milliseconds for a Unix time in ms.

@@ -52,7 +52,7 @@ pub fn lists_in(entry: &[u8], s: &ServerConfig) -> Option<Value> {
 
 /// The file of server `name`: its name in hex, so any name is a safe file name.
 fn file(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{}.json", crate::hub::shared::hex(name.as_bytes())))
+    dir.join(format!("{}.json", crate::bytes::hex::hex(name.as_bytes())))
 }
 
 /// Server `s`'s lists as last saved, if they are for what it runs now.

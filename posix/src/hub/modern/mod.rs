@@ -125,7 +125,7 @@ impl Salient {
     /// client's to change, so they are read as a value; only these
     /// methods' params are).
     pub(super) fn canonical(&self) -> Vec<u8> {
-        let Some((raw, by_uri)) = &self.0 else { return wire::canonical(&Value::Null) };
+        let Some((raw, by_uri)) = &self.0 else { return crate::bytes::canonical::canonical(&Value::Null) };
         let p: Value = serde_json::from_slice(raw).unwrap_or_else(|_| json!({}));
         let v = match by_uri {
             true => json!({ "uri": p.get("uri").cloned().unwrap_or(Value::Null) }),
@@ -134,7 +134,7 @@ impl Salient {
                 "arguments": p.get("arguments").cloned().unwrap_or_else(|| json!({})),
             }),
         };
-        wire::canonical(&v)
+        crate::bytes::canonical::canonical(&v)
     }
 }
 

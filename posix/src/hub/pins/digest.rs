@@ -3,8 +3,11 @@
 //! Anything else a server lists (icons, a resource's size) may change
 //! without a change of the pin.
 
-use sha2::{Digest, Sha256};
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::bytes::canonical::canonical;
+use crate::bytes::hex::hex;
 
 use super::super::catalog::Kind;
 
@@ -51,42 +54,7 @@ pub(super) fn changed_fields(k: Kind, a: &Value, b: &Value) -> Vec<&'static str>
 }
 
 fn hex_digest(v: &Value) -> String {
-    let mut bytes = Vec::new();
-    canonical(v, &mut bytes);
-    let d = Sha256::digest(&bytes);
-    let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
-
-/// `v` as JSON with its object keys sorted at every depth.
-fn canonical(v: &Value, out: &mut Vec<u8>) {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend(serde_json::to_vec(k).unwrap_or_default());
-                out.push(b':');
-                canonical(&o[k], out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                canonical(x, out);
-            }
-            out.push(b']');
-        }
-        other => out.extend(serde_json::to_vec(other).unwrap_or_default()),
-    }
+    format!("sha256:{}", hex(&Sha256::digest(canonical(v))))
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 
 use serde_json::{json, Value};
 
-use crate::policy::approval::{args_digest, hex, shown_args, Rule};
+use crate::bytes::hex::hex;
+use crate::policy::approval::{args_digest, shown_args, Rule};
 use crate::policy::catalog_acl::Pattern;
 
 use super::super::approvals::{Hold, Shown};

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use super::error_object;
 use super::table::{Status, Task};
 use super::{Effect, Owner, Tasks, Up};
-use crate::hub::shared::{hex, unhex};
+use crate::bytes::hex::{hex, unhex};
 use crate::hub::{ClientId, Level, UpstreamId};
 
 /// Largest task state file mcpx writes or reads (bytes).
