@@ -317,25 +317,12 @@ fn a_call_waiting_for_approval_is_shown_by_chromium_and_decided_by_its_form() {
     let _ = settled(&server, &[]);
     let sid = open_session(&server, "2025-06-18");
     let headers = |sid: &str| {
-        vec![
-            (
-                "Accept".to_string(),
-                "application/json, text/event-stream".to_string(),
-            ),
-            ("Content-Type".into(), "application/json".into()),
-            ("Mcp-Session-Id".into(), sid.to_string()),
-            ("MCP-Protocol-Version".into(), "2025-06-18".into()),
-        ]
+        let accept = ("Accept".to_string(), "application/json, text/event-stream".to_string());
+        vec![accept, ("Content-Type".into(), "application/json".into()), ("Mcp-Session-Id".into(), sid.to_string()), ("MCP-Protocol-Version".into(), "2025-06-18".into())]
     };
     let h = headers(&sid);
     let h: Vec<(&str, &str)> = h.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    let r = request(
-        &server,
-        "POST",
-        "/mcp",
-        &h,
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
-    );
+    let r = request(&server, "POST", "/mcp", &h, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
     assert_eq!(r.status, 202, "{}", r.head);
 
     // The call waits: nothing answers it until someone decides.
@@ -351,10 +338,7 @@ fn a_call_waiting_for_approval_is_shown_by_chromium_and_decided_by_its_form() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let path = std::fs::read_to_string(&told).expect("the notify hook ran with the link");
-    let (n, key) = path
-        .strip_prefix("/approvals/")
-        .and_then(|p| p.split_once("?key="))
-        .unwrap_or_else(|| panic!("{path}"));
+    let (n, key) = path.strip_prefix("/approvals/").and_then(|p| p.split_once("?key=")).unwrap_or_else(|| panic!("{path}"));
     // The list is the caller's (anonymous on this open listener) to see.
     let list = get(&server, "/approvals?format=json", &[]).json();
     assert_eq!(list["waiting"][0]["tool"], "echo", "{list}");
@@ -363,52 +347,21 @@ fn a_call_waiting_for_approval_is_shown_by_chromium_and_decided_by_its_form() {
     let base = server.url.replace("/mcp", "");
     let dom = headless(&format!("{base}{path}"), &["--dump-dom".to_string()]);
     assert!(dom.contains("<h2>demo / echo</h2>"), "{dom}");
-    assert!(
-        dom.contains("&lt;img src=x onerror=alert(1)&gt;") && !dom.contains("<img"),
-        "{dom}"
-    );
+    assert!(dom.contains("&lt;img src=x onerror=alert(1)&gt;") && !dom.contains("<img"), "{dom}");
     assert!(dom.contains(&format!("action=\"/approvals/{n}\"")), "{dom}");
-    screenshot(
-        &format!("{base}{path}"),
-        &dir.path().join("approval.png"),
-        (412, 915),
-    );
+    screenshot(&format!("{base}{path}"), &dir.path().join("approval.png"), (412, 915));
 
     // A wrong key decides nothing; the form's post (as the browser sends it) does.
-    let form = [
-        ("Content-Type", "application/x-www-form-urlencoded"),
-        ("Origin", base.as_str()),
-    ];
-    let r = request(
-        &server,
-        "POST",
-        &format!("/approvals/{n}"),
-        &form,
-        "key=00&decision=approve",
-    );
+    let form = [("Content-Type", "application/x-www-form-urlencoded"), ("Origin", base.as_str())];
+    let decide = |key: &str| request(&server, "POST", &format!("/approvals/{n}"), &form, &format!("key={key}&decision=approve"));
+    let r = decide("00");
     assert_eq!(r.status, 404, "{}", r.body);
-    let r = request(
-        &server,
-        "POST",
-        &format!("/approvals/{n}"),
-        &form,
-        &format!("key={key}&decision=approve"),
-    );
+    let r = decide(key);
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("Approved"), "{}", r.body);
     let answer = waiting.join().unwrap();
-    assert!(
-        answer.body.contains("<img src=x onerror=alert(1)>"),
-        "the echo ran: {}",
-        answer.body
-    );
+    assert!(answer.body.contains("<img src=x onerror=alert(1)>"), "the echo ran: {}", answer.body);
     // Once: the link is spent.
-    let r = request(
-        &server,
-        "POST",
-        &format!("/approvals/{n}"),
-        &form,
-        &format!("key={key}&decision=approve"),
-    );
+    let r = decide(key);
     assert_eq!(r.status, 404, "{}", r.body);
 }

@@ -232,80 +232,17 @@ mod tests {
         let says_harmless = json!({ "name": "x", "annotations": { "destructiveHint": false } });
         // (rule, principal, server, tool, definition, covered)
         let table = [
-            (
-                json!({ "tools": ["*/delete_*"] }),
-                "alice",
-                "files",
-                "delete_file",
-                &plain,
-                true,
-            ),
-            (
-                json!({ "tools": ["*/delete_*"] }),
-                "alice",
-                "files",
-                "read_file",
-                &plain,
-                false,
-            ),
+            (json!({ "tools": ["*/delete_*"] }), "alice", "files", "delete_file", &plain, true),
+            (json!({ "tools": ["*/delete_*"] }), "alice", "files", "read_file", &plain, false),
             // A pattern's rule holds whatever the tool says of itself.
-            (
-                json!({ "tools": ["files/*"] }),
-                "alice",
-                "files",
-                "read_file",
-                &says_harmless,
-                true,
-            ),
-            (
-                json!({ "tools": ["files/*"], "principals": ["bot-*"] }),
-                "alice",
-                "files",
-                "read_file",
-                &plain,
-                false,
-            ),
-            (
-                json!({ "tools": ["files/*"], "principals": ["bot-*"] }),
-                "bot-7",
-                "files",
-                "read_file",
-                &plain,
-                true,
-            ),
+            (json!({ "tools": ["files/*"] }), "alice", "files", "read_file", &says_harmless, true),
+            (json!({ "tools": ["files/*"], "principals": ["bot-*"] }), "alice", "files", "read_file", &plain, false),
+            (json!({ "tools": ["files/*"], "principals": ["bot-*"] }), "bot-7", "files", "read_file", &plain, true),
             // An annotation rule: the spec's default (absent) is true.
-            (
-                json!({ "annotations": ["destructiveHint"] }),
-                "alice",
-                "any",
-                "x",
-                &plain,
-                true,
-            ),
-            (
-                json!({ "annotations": ["destructiveHint"] }),
-                "alice",
-                "any",
-                "x",
-                &destructive,
-                true,
-            ),
-            (
-                json!({ "annotations": ["destructiveHint"] }),
-                "alice",
-                "any",
-                "x",
-                &says_harmless,
-                false,
-            ),
-            (
-                json!({ "tools": ["files/*"], "annotations": ["destructiveHint"] }),
-                "alice",
-                "web",
-                "x",
-                &destructive,
-                false,
-            ),
+            (json!({ "annotations": ["destructiveHint"] }), "alice", "any", "x", &plain, true),
+            (json!({ "annotations": ["destructiveHint"] }), "alice", "any", "x", &destructive, true),
+            (json!({ "annotations": ["destructiveHint"] }), "alice", "any", "x", &says_harmless, false),
+            (json!({ "tools": ["files/*"], "annotations": ["destructiveHint"] }), "alice", "web", "x", &destructive, false),
         ];
         for (r, principal, server, tool, def, want) in table {
             assert_eq!(
