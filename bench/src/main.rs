@@ -20,7 +20,7 @@ mcpx-bench — mcpx against a direct pipe, a byte relay and peer HTTP bridges
                      (default: bench/.peers)
     --no-peers       skip the peer bridges
     --rounds N, --quick, --json FILE, --only LIST, --upstream echo|example,
-    --policy off|on,
+    --policy off|on|approve,
     --verbose        as for `mcpx bench` (default upstream: echo)
 ";
 

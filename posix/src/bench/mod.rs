@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! mcpx bench [--rounds N] [--quick] [--json FILE] [--only SECTIONS]
-//!            [--upstream echo|example] [--policy off|on] [--verbose]
+//!            [--upstream echo|example] [--policy off|on|approve] [--verbose]
 //! mcpx bench echo            the bench's echo upstream on stdio
 //! mcpx bench relay -- CMD..  the bare byte relay in front of CMD
 //! ```
@@ -125,6 +125,9 @@ pub enum Policy {
     /// Rate limits (too high to refuse anything), validation of every call,
     /// an audit line per call into a small rotated file, metrics.
     On,
+    /// As `Off`, plus approval rules and pinning that no benched call
+    /// meets: what the approve stage costs a call that needs no approval.
+    Approve,
 }
 
 impl Policy {
@@ -132,6 +135,7 @@ impl Policy {
         match self {
             Policy::Off => "off",
             Policy::On => "on",
+            Policy::Approve => "approve",
         }
     }
 
@@ -139,6 +143,10 @@ impl Policy {
     fn block(self, audit: &Path) -> serde_json::Value {
         match self {
             Policy::Off => serde_json::json!({"rateLimits": false, "metrics": false}),
+            Policy::Approve => serde_json::json!({
+                "rateLimits": false, "metrics": false, "pin": "approve",
+                "approve": ["nothing-here/*", {"tools": ["*/delete_*"], "annotations": ["destructiveHint"]}]
+            }),
             Policy::On => serde_json::json!({
                 "rateLimits": {
                     "toolCalls": {"perPrincipal": "1000000/s", "perServer": "1000000/s", "perTool": {"*": "1000000/s"}},
@@ -286,7 +294,7 @@ pub const USAGE: &str = "\
 mcpx bench — measure this binary on this machine (loopback and pipes only)
 
     mcpx bench [--rounds N] [--quick] [--json FILE] [--only SECTIONS]
-               [--upstream echo|example] [--policy off|on] [--verbose]
+               [--upstream echo|example] [--policy off|on|approve] [--verbose]
 
     --rounds N       repeat every scenario N times (default 3, at least 1),
                      rotating their order; the table shows medians
@@ -298,7 +306,8 @@ mcpx bench — measure this binary on this machine (loopback and pipes only)
                      for `mcpx bench`)
     --policy P       off (default): mcpx with no rate limit, metrics,
                      validation or audit; on: all of them (limits too high
-                     to refuse, every call validated and audited)
+                     to refuse, every call validated and audited); approve:
+                     off plus approval rules and pinning no call meets
     --verbose        progress and the children's stderr on stderr
 
     MCPX_BENCH_EXE   how to start this binary again, e.g. through an
@@ -336,7 +345,8 @@ pub fn parse_common<'a>(
         "--policy" => match value("--policy")?.as_str() {
             "off" => plan.policy = Policy::Off,
             "on" => plan.policy = Policy::On,
-            other => return Err(format!("unknown policy `{other}` (off or on)")),
+            "approve" => plan.policy = Policy::Approve,
+            other => return Err(format!("unknown policy `{other}` (off, on or approve)")),
         },
         _ => return Ok(false),
     }
