@@ -50,7 +50,7 @@ fn write(path: &Path, f: &PinFile) -> Result<(), String> {
 /// The state folder's pin file of `cfg`: its path and contents.
 fn state(cfg: &Config) -> Result<(std::path::PathBuf, PinFile), String> {
     if cfg.policy.pin.is_none() {
-        return Err(format!("{}: nothing is pinned: add \"pin\": \"warn\" (or \"hide\") to \"policy\"", cfg.source));
+        return Err(format!("{}: nothing is pinned: add \"pin\": \"warn\" (or \"approve\", \"hide\") to \"policy\"", cfg.source));
     }
     let path = pin_store::path(&config::process_env, &cfg.source).ok_or("no state folder ($XDG_STATE_HOME or $HOME)")?;
     let f = read(&path)?.ok_or_else(|| format!("nothing pinned yet for {} (run `mcpx serve` with it first)", cfg.source))?;

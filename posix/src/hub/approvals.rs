@@ -74,7 +74,14 @@ struct Waiting {
     key: String,
     since_ms: u64,
     expires_ms: u64,
+    /// The call's progress token (raw JSON), and when the next progress
+    /// notification saying it still waits is due ([`KEEPALIVE_MS`]).
+    progress: Option<(Vec<u8>, u64)>,
 }
+
+/// How often a waiting call whose request has a progress token is told it
+/// still waits: a client that resets its timeout on progress keeps waiting.
+pub(super) const KEEPALIVE_MS: u64 = 10_000;
 
 /// A decision that lets one call (or, remembered, the same call again) by.
 #[derive(Debug)]
@@ -95,6 +102,8 @@ pub(super) struct Hold<'a> {
     pub id: &'a [u8],
     pub raw: &'a [u8],
     pub ctx: Option<&'a ReqCtx>,
+    /// `_meta.progressToken` of the request, raw JSON.
+    pub progress: Option<&'a [u8]>,
     pub shown: Shown,
     pub digest: [u8; 32],
     pub rule: &'a Rule,
@@ -166,6 +175,9 @@ pub(super) enum Effect {
         command: Vec<String>,
         env: Vec<(&'static str, String)>,
     },
+    /// Tell client `client` its call `id` (progress token `token`, both
+    /// raw JSON) still waits.
+    Progress { client: ClientId, id: Vec<u8>, token: Vec<u8>, progress: u64, message: String },
     /// A line for mcpx's log.
     Log(super::Level, String),
 }
@@ -310,6 +322,7 @@ impl Approvals {
                 key,
                 since_ms: now,
                 expires_ms: now + self.cfg.timeout_ms,
+                progress: h.progress.map(|t| (t.to_vec(), now + KEEPALIVE_MS)),
             },
         );
         fx
@@ -468,18 +481,26 @@ impl Approvals {
 
     /// When [`Approvals::tick`] has something to do.
     pub(super) fn deadline(&self) -> Option<u64> {
-        self.waiting.values().map(|w| w.expires_ms).min()
+        self.waiting.values().map(|w| w.progress.as_ref().map_or(w.expires_ms, |(_, at)| w.expires_ms.min(*at))).min()
     }
 
-    /// Calls whose time ran out are declined.
+    /// Calls whose time ran out are declined; the others with a progress
+    /// token due are told they still wait.
     pub(super) fn tick(&mut self, now: u64) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        for w in self.waiting.values_mut().filter(|w| w.expires_ms > now) {
+            if let Some((token, at)) = w.progress.as_mut().filter(|(_, at)| *at <= now) {
+                *at = now + KEEPALIVE_MS;
+                let waited = now.saturating_sub(w.since_ms);
+                fx.push(Effect::Progress { client: w.client, id: w.id.clone(), token: token.clone(), progress: waited / KEEPALIVE_MS, message: format!("waiting for a person to approve this call ({} s so far)", waited / 1000) });
+            }
+        }
         let due: Vec<u64> = self
             .waiting
             .iter()
             .filter(|(_, w)| w.expires_ms <= now)
             .map(|(n, _)| *n)
             .collect();
-        let mut fx = Vec::new();
         for n in due {
             let Some(w) = self.waiting.remove(&n) else {
                 continue;
@@ -684,6 +705,7 @@ mod tests {
             id: b"5",
             raw: b"{}",
             ctx: None,
+            progress: Some(b"7"),
             shown: shown(principal),
             digest,
             rule,
@@ -794,6 +816,25 @@ mod tests {
             a.on_client_answer(1, b"7", || None, 5).is_none(),
             "not an approval's id"
         );
+    }
+
+    #[test]
+    fn a_waiting_call_with_a_progress_token_is_told_it_still_waits() {
+        let rule = Rule::pattern(Pattern::parse("files/*").unwrap());
+        let mut a = Approvals::new(&ApprovalConfig { timeout_ms: 25_000, ..Default::default() }, [7; 32]);
+        a.set_page(true);
+        hold(&mut a, "alice", &rule, [1; 32], false);
+        assert_eq!(a.deadline(), Some(KEEPALIVE_MS));
+        let beats: Vec<u64> = (1..=2)
+            .flat_map(|i| a.tick(i * KEEPALIVE_MS))
+            .filter_map(|e| match e {
+                Effect::Progress { token, progress, .. } if token == b"7" => Some(progress),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(beats, [1, 2]);
+        assert_eq!(a.deadline(), Some(25_000));
+        assert!(matches!(a.tick(25_000).last(), Some(Effect::Decline { .. })));
     }
 
     #[test]

@@ -1249,6 +1249,7 @@ impl Hub {
     /// Does what [`approvals::Approvals`] asked, in order.
     fn apply_approvals(&mut self, fx: Vec<approvals::Effect>) {
         use approvals::Effect;
+        use shape::RevExt as _;
         for e in fx {
             match e {
                 Effect::Ask { client, id, params } => self.downward().request(client, &id, "elicitation/create", &params),
@@ -1279,6 +1280,16 @@ impl Hub {
                     self.downward().result_as(client, &id, &serde_json::to_vec(&result).unwrap_or_default(), Outcome::ToolError);
                 }
                 Effect::Notify { command, env } => self.out.push_back(Output::Run { command, env }),
+                Effect::Progress { client, id, token, progress, message } => {
+                    let Some(f) = self.clients.get(&client).map(|cl| cl.rev().features()) else { continue };
+                    let token: Value = serde_json::from_slice(&token).unwrap_or(Value::Null);
+                    let mut v = json!({ "progressToken": token, "progress": progress, "message": message });
+                    shape::notification_params(Method::Progress, &mut v, &f);
+                    let body = serde_json::to_vec(&v).unwrap_or_default();
+                    // On the call's own stream (HTTP), with its answer to come.
+                    let about = About::Notification { unsolicited: false, related: Some(IdKey::new(&id)) };
+                    self.downward().emit(client, wire::notification(Method::Progress, Some(&body)), about);
+                }
                 Effect::Log(level, line) => self.log(level, line),
             }
         }

@@ -60,7 +60,8 @@ impl Pipeline<'_> {
             digest: hex(&digest),
             description: if changed { format!("(changed since it was pinned: see /status) {description}") } else { description.to_string() },
         };
-        let hold = Hold { client: c, id, raw: m.raw, ctx, shown, digest, rule: &rule, can_elicit };
+        let progress = m.param(&["_meta", "progressToken"]).map(|r| &m.raw[r]);
+        let hold = Hold { client: c, id, raw: m.raw, ctx, progress, shown, digest, rule: &rule, can_elicit };
         let fx = self.approvals.hold(hold, self.now_ms);
         self.effects.push(Effect::Approvals(fx));
         false

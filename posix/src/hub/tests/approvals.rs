@@ -265,3 +265,17 @@ fn a_modern_client_is_asked_in_an_input_round_bound_to_the_exact_call() {
     let r = p.mreq(c, json!(5), "tools/call", call("/a", None), &json!({}));
     assert_eq!((r["result"]["isError"].clone(), r["result"]["resultType"].clone()), (json!(true), json!("complete")), "{r}");
 }
+
+#[test]
+fn a_call_with_a_progress_token_hears_that_it_still_waits() {
+    let mut p = files();
+    let c = p.client("2025-06-18", ELICITS());
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "files__delete_file", "arguments": { "path": "/a" }, "_meta": { "progressToken": "t-1" } } }));
+    assert_eq!(p.take(c)["method"], "elicitation/create");
+    p.advance(10_000);
+    let beat = p.take(c);
+    assert_eq!((beat["method"].as_str(), &beat["params"]["progressToken"], &beat["params"]["progress"]), (Some("notifications/progress"), &json!("t-1"), &json!(1)), "{beat}");
+    assert!(beat["params"]["message"].as_str().unwrap().contains("waiting for a person to approve this call (10 s so far)"), "{beat}");
+    p.advance(10_000);
+    assert_eq!(p.take(c)["params"]["progress"], 2);
+}
