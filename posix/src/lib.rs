@@ -123,7 +123,13 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
             2
         }
         Ok(cmd::cli::Command::Auth(a)) => cmd::auth::main(a),
+        #[cfg(feature = "consent")]
         Ok(cmd::cli::Command::Pin(a)) => cmd::pin::main(a),
+        #[cfg(not(feature = "consent"))]
+        Ok(cmd::cli::Command::Pin(_)) => {
+            eprintln!("mcpx: this build has no `pin` (built without the `consent` feature)");
+            2
+        }
         Err(e) => {
             eprintln!("mcpx: {e}\nTry `mcpx --help`.");
             2

@@ -4,6 +4,7 @@
 //! All but `serve --check` are the `cli` feature (left out of mcpx-edge).
 
 pub mod auth;
+#[cfg(feature = "consent")]
 pub mod pin;
 mod check;
 pub mod cli;

@@ -61,6 +61,7 @@ use std::path::{Path as FsPath, PathBuf};
 use crate::bytes::jsonpos::{self, Path};
 use crate::log::Level;
 
+#[cfg(feature = "consent")]
 mod approvals;
 mod cluster;
 mod ctx;

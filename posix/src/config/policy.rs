@@ -8,7 +8,9 @@ use super::ctx::{Ctx, Object};
 use crate::bytes::jsonpos::Path;
 use crate::policy::catalog_acl::{Catalog, Catalogs, Pattern};
 use crate::policy::ratelimit::{ClassLimits, Rate, RateLimitConfig};
-use crate::policy::{AuditSettings, OutputCheck, PinSettings, PolicyConfig, Quarantine, UntrustedAnnotations, ValidateSettings};
+use crate::policy::{AuditSettings, OutputCheck, PolicyConfig, UntrustedAnnotations, ValidateSettings};
+#[cfg(feature = "consent")]
+use crate::policy::{PinSettings, Quarantine};
 
 pub(super) fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> PolicyConfig {
     let mut out = PolicyConfig::default();
@@ -39,7 +41,12 @@ pub(super) fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Policy
     if let Some(v) = p.get("metrics") {
         out.metrics = cx.bool(&at.key("metrics"), v).unwrap_or(true);
     }
+    #[cfg(feature = "consent")]
     super::approvals::parse(cx, &at, p, &mut out.approvals);
+    #[cfg(not(feature = "consent"))]
+    for key in ["approve", "approvals", "pin"].into_iter().filter(|k| p.contains_key(*k)) {
+        cx.err(&at.key(key), "this build has no approvals and pinning (built without the `consent` feature)");
+    }
     if let Some(v) = p.get("untrustedAnnotations") {
         match cx.string(&at.key("untrustedAnnotations"), v).as_deref() {
             Some("mark") => out.untrusted_annotations = UntrustedAnnotations::Mark,
@@ -48,6 +55,7 @@ pub(super) fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Policy
             None => {}
         }
     }
+    #[cfg(feature = "consent")]
     match p.get("pin") {
         None | Some(Value::Null) | Some(Value::Bool(false)) => {}
         Some(v) => out.pin = parse_pin(cx, &at.key("pin"), v),
@@ -56,6 +64,7 @@ pub(super) fn parse_policy(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Policy
 }
 
 /// `"pin": "warn" | "approve" | "hide" | {"mode", "findings", "lockFile"}`.
+#[cfg(feature = "consent")]
 fn parse_pin(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<PinSettings> {
     if v.is_string() {
         let mode = quarantine(cx, at, v)?;
@@ -82,6 +91,7 @@ fn parse_pin(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<PinSettings> {
 }
 
 /// `"warn"`, `"approve"` or `"hide"`.
+#[cfg(feature = "consent")]
 fn quarantine(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<Quarantine> {
     match cx.string(at, v)?.as_str() {
         "warn" => Some(Quarantine::Warn),

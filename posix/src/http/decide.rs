@@ -77,9 +77,11 @@ pub(crate) enum Target {
     Status,
     Metrics,
     /// `/approvals`: the calls waiting for approval (`approvals_page`).
+    #[cfg(feature = "consent")]
     Approvals,
     /// `/approvals/N`: one of them, by its one-time link's key (no other
     /// credential).
+    #[cfg(feature = "consent")]
     Approval(u64),
     /// 2024-11-05 HTTP+SSE (when served).
     Sse,
@@ -95,7 +97,9 @@ impl Target {
             "/health" => Target::Health,
             "/status" => Target::Status,
             "/metrics" => Target::Metrics,
+            #[cfg(feature = "consent")]
             "/approvals" | "/approvals/" => Target::Approvals,
+            #[cfg(feature = "consent")]
             p if p.starts_with("/approvals/") => Target::Approval(p["/approvals/".len()..].parse().ok()?),
             "/sse" if legacy => Target::Sse,
             "/messages" if legacy => Target::Messages,
@@ -196,6 +200,7 @@ pub(crate) fn front_door(req: &Request, guard: &Guard) -> Option<Refusal<'static
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Endpoint {
     Status,
+    #[cfg(feature = "consent")]
     Approvals,
     Metrics,
     Sse,
@@ -222,9 +227,12 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
     }
     let (endpoint, allow) = match (target, method) {
         (Target::Status, "GET") => (Some(Endpoint::Status), ""),
+        #[cfg(feature = "consent")]
         (Target::Approvals, "GET") => (Some(Endpoint::Approvals), ""),
+        #[cfg(feature = "consent")]
         (Target::Approvals, _) => (None, "GET"),
         // Served before authentication (`listener`), never routed here.
+        #[cfg(feature = "consent")]
         (Target::Approval(_), _) => (None, "GET, POST"),
         (Target::Metrics, "GET") => (Some(Endpoint::Metrics), ""),
         (Target::Sse, "GET") => (Some(Endpoint::Sse), ""),

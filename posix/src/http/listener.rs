@@ -17,6 +17,7 @@ use mcpx_core::error::ErrorCode;
 use smol::future;
 use smol::LocalExecutor;
 
+#[cfg(feature = "consent")]
 use super::approvals_page;
 use super::cluster_hop;
 use super::conn::Conn;
@@ -194,6 +195,7 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
         };
     }
     // A one-time approval link is its own credential.
+    #[cfg(feature = "consent")]
     if let Target::Approval(n) = target {
         return approvals_page::one(sh, conn, req, n).await;
     }

@@ -114,6 +114,7 @@
 //! This module holds the configuration and the runtime's handle (`Http`);
 //! `session::Shared` reaches the endpoints as a parameter, not through the
 //! connection.
+#[cfg(feature = "consent")]
 mod approvals_page;
 mod auth;
 pub(crate) mod cluster_hop;
@@ -332,6 +333,7 @@ pub fn bind(cfg: HttpConfig, link: HubLink) -> io::Result<(Http, impl Future<Out
     let local_addr = listener.get_ref().local_addr()?;
     let shared = Rc::new(session::Shared::new(cfg, link, local_addr));
     // Calls that need approval may wait for the `/approvals` page now.
+    #[cfg(feature = "consent")]
     shared.link.call(|hub, now| hub.handle(crate::hub::Input::ApprovalPage(true), now));
     let http = Http {
         shared: shared.clone(),

@@ -234,8 +234,6 @@ fn routes_by_target_and_method() {
         (Target::Sse, "POST", false, Route::NotAllowed("GET")),
         (Target::Messages, "POST", false, Route::Serve(Messages)),
         (Target::Messages, "GET", false, Route::NotAllowed("POST")),
-        (Target::Approvals, "GET", false, Route::Serve(Approvals)),
-        (Target::Approvals, "POST", false, Route::NotAllowed("GET")),
         // Another principal's session is unknown, whatever the method.
         (Target::Mcp, "PUT", true, Route::Refuse(ended())),
         (Target::Messages, "POST", true, Route::Refuse(ended())),
@@ -243,20 +241,29 @@ fn routes_by_target_and_method() {
     for (target, method, foreign, want) in rows {
         assert_eq!(route(*target, method, *foreign), *want, "{target:?} {method} foreign {foreign}");
     }
+    #[cfg(feature = "consent")]
+    for (method, want) in [("GET", Route::Serve(Approvals)), ("POST", Route::NotAllowed("GET"))] {
+        assert_eq!(route(Target::Approvals, method, false), want, "/approvals {method}");
+    }
     let cfg = crate::http::HttpConfig::new("127.0.0.1:0".parse().unwrap());
     let paths = [
         ("/mcp", Some(Target::Mcp)),
         ("/health", Some(Target::Health)),
         ("/sse", Some(Target::Sse)),
         ("/other", None),
+    ];
+    for (path, want) in paths {
+        assert_eq!(Target::of(path, &cfg), want, "{path}");
+    }
+    #[cfg(feature = "consent")]
+    for (path, want) in [
         ("/approvals", Some(Target::Approvals)),
         ("/approvals/", Some(Target::Approvals)),
         ("/approvals/12", Some(Target::Approval(12))),
         ("/approvals/x", None),
         ("/approvals/1/2", None),
         ("/approvalsx", None),
-    ];
-    for (path, want) in paths {
+    ] {
         assert_eq!(Target::of(path, &cfg), want, "{path}");
     }
     let no_sse = crate::http::HttpConfig { legacy_sse: false, ..cfg };

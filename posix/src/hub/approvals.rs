@@ -21,6 +21,9 @@
 //! principal ([`Quota`]); a client that cancels its call or goes away
 //! withdraws it.
 
+// Without the feature nothing asks for approval: the page's side is unused.
+#![cfg_attr(not(feature = "consent"), allow(dead_code))]
+
 use std::collections::BTreeMap;
 
 use mcpx_core::request_state::{self as rs, Seeded};
@@ -338,6 +341,9 @@ impl Approvals {
         answer: impl FnOnce() -> Option<Value>,
         now: u64,
     ) -> Option<Vec<Effect>> {
+        if cfg!(not(feature = "consent")) {
+            return None;
+        }
         let n = parse_ask_id(id)?;
         if self
             .waiting
@@ -364,6 +370,9 @@ impl Approvals {
     /// approved, it passes the stage once routed ([`Approvals::passes`]);
     /// else it is declined.
     pub(super) fn on_retry(&mut self, c: ClientId, id: &[u8], principal: &str, responses: Option<&Value>) -> Vec<Effect> {
+        if cfg!(not(feature = "consent")) {
+            return Vec::new();
+        }
         let answer = responses.and_then(|r| r.get(INPUT_KEY));
         let approved = answer.is_some_and(|r| r["action"] == "accept" && r["content"]["approve"] == Value::Bool(true));
         let action = answer.and_then(|r| r["action"].as_str()).unwrap_or("no answer");
@@ -481,12 +490,18 @@ impl Approvals {
 
     /// When [`Approvals::tick`] has something to do.
     pub(super) fn deadline(&self) -> Option<u64> {
+        if cfg!(not(feature = "consent")) {
+            return None;
+        }
         self.waiting.values().map(|w| w.progress.as_ref().map_or(w.expires_ms, |(_, at)| w.expires_ms.min(*at))).min()
     }
 
     /// Calls whose time ran out are declined; the others with a progress
     /// token due are told they still wait.
     pub(super) fn tick(&mut self, now: u64) -> Vec<Effect> {
+        if cfg!(not(feature = "consent")) {
+            return Vec::new();
+        }
         let mut fx = Vec::new();
         for w in self.waiting.values_mut().filter(|w| w.expires_ms > now) {
             if let Some((token, at)) = w.progress.as_mut().filter(|(_, at)| *at <= now) {
@@ -531,6 +546,9 @@ impl Approvals {
     /// Client `c` cancelled its request `id`, or (`None`) went away: its
     /// waiting calls are withdrawn (nothing is answered).
     pub(super) fn withdraw(&mut self, c: ClientId, id: Option<&[u8]>) -> Vec<Effect> {
+        if cfg!(not(feature = "consent")) {
+            return Vec::new();
+        }
         let gone: Vec<u64> = self
             .waiting
             .iter()

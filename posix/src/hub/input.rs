@@ -110,10 +110,12 @@ pub enum Input<'a> {
     CallLog(bool),
     /// An HTTP listener serves the `/approvals` page (calls that need
     /// approval may wait for it).
+    #[cfg(feature = "consent")]
     ApprovalPage(bool),
     /// A decision on waiting call `n` taken on the `/approvals` page by
     /// `who` (nothing happens unless `who` may see it there,
     /// `approvals::Approvals::visible`).
+    #[cfg(feature = "consent")]
     ApprovalDecided { who: super::approvals::Decider<'a>, n: u64, approve: bool },
     /// The pin files as read (at start, and whenever they change on disk):
     /// the state folder's and the configured lock file (`None`: absent or

@@ -831,7 +831,9 @@ impl Hub {
             }
             Input::ConfigStatus(v) => self.config_status = v,
             Input::CallLog(on) => self.policy.set_call_log(on),
+            #[cfg(feature = "consent")]
             Input::ApprovalPage(on) => self.approvals.set_page(on),
+            #[cfg(feature = "consent")]
             Input::ApprovalDecided { who, n, approve } => {
                 // One `who` may not decide is not told apart from one decided.
                 if let Ok(fx) = self.approvals.decide_on_page(who, n, approve, self.now_ms) {
@@ -903,6 +905,7 @@ impl Hub {
 
     /// The calls waiting for approval, to ask about (read only; the
     /// `/approvals` page shows [`approvals::Approvals::visible`]).
+    #[cfg(feature = "consent")]
     pub fn approvals(&self) -> &approvals::Approvals {
         &self.approvals
     }

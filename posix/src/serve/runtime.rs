@@ -466,6 +466,9 @@ impl Runtime {
     /// Keeps the hub's pins in their files from now on (`pin_store`), and
     /// gives the hub what they hold.
     pub(super) fn keep_pins(&self, cfg: &Config) {
+        if cfg!(not(feature = "consent")) {
+            return;
+        }
         *self.pins.borrow_mut() = crate::serve::pin_store::PinStore::of(cfg);
         self.read_pins(true);
     }
@@ -473,6 +476,9 @@ impl Runtime {
     /// Gives the hub the pin files again if they changed on disk (or
     /// `first`); the config's task calls it every second.
     pub(crate) fn read_pins(&self, first: bool) {
+        if cfg!(not(feature = "consent")) {
+            return;
+        }
         let Some((state, lock)) = self.pins.borrow().as_ref().and_then(|s| s.read_if_changed(first)) else { return };
         self.feed(|h, now| h.handle(Input::PinFiles { state: state.as_deref(), lock: lock.as_deref() }, now));
     }

@@ -63,6 +63,9 @@ impl Pins {
     /// Server `server` listed `items` of kind `k`: those to show, and what
     /// to do.
     pub fn listed(&mut self, server: &str, k: Kind, items: Vec<Value>) -> (Vec<Value>, Vec<Effect>) {
+        if cfg!(not(feature = "consent")) {
+            return (items, Vec::new());
+        }
         let mut fx = Vec::new();
         let Some(s) = self.settings.as_ref().filter(|_| PINNED.contains(&k)) else { return (items, fx) };
         let f = &mut self.file;
@@ -149,7 +152,7 @@ impl Pins {
     /// The pin files' bytes as the runtime read them ([`Pins::load`]): one
     /// that cannot be read as a pin file is logged, and counts as absent.
     pub fn read(&mut self, state: Option<&[u8]>, lock: Option<&[u8]>) -> Vec<Effect> {
-        if !self.on() {
+        if cfg!(not(feature = "consent")) || !self.on() {
             return Vec::new();
         }
         let mut fx = Vec::new();
@@ -198,6 +201,9 @@ impl Pins {
     /// For `/status`: the settings, the number of pins, and every change
     /// with what differs (`diff`: each changed member, before and after).
     pub fn status(&self) -> Option<Value> {
+        if cfg!(not(feature = "consent")) {
+            return None;
+        }
         let s = self.settings.as_ref()?;
         let mode = |q: Quarantine| match q {
             Quarantine::Warn => "warn",

@@ -23,6 +23,10 @@ impl Pipeline<'_> {
     /// Does client `c`'s call pass? `false`: it waits for a decision, or
     /// was declined (the effects answer it).
     pub(super) fn approve(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, call: &ToolCall, route: &ToolRoute) -> bool {
+        // Without the feature the config has no rules and no pins.
+        if cfg!(not(feature = "consent")) {
+            return true;
+        }
         let server = &self.upstreams[route.up].spec.name;
         let changed = self.pins.gated(server, &route.original);
         if self.approvals.config().rules.is_empty() && !changed {
