@@ -17,15 +17,33 @@ fn hub() -> Hub {
 const ARGS: &str = r#"{"text":"rm -rf / (just kidding)"}"#;
 
 /// `client` answers mcpx's question with `answer`: the question shows the
-/// call, and the result is the tool's (accept) or a tool error (decline).
+/// call, and the result is the tool's (accept) or a tool error (decline);
+/// over stdio.
 fn approve(client: Client, answer: &str) {
+    let hub = hub();
+    check(&client.run(&args(answer), &hub.serve()));
+}
+
+/// [`approve`] over Streamable HTTP (`mcpx serve --http`).
+fn approve_over_http(client: Client, answer: &str) {
+    let hub = hub();
+    let server = hub.serve_http();
+    check(&client.run_url(&args(answer), &server.url));
+}
+
+/// The driver's arguments: call `echo` with [`ARGS`], answering `answer`.
+fn args(answer: &str) -> Vec<&str> {
     let mut args = vec!["--prefix", "demo__", "--elicit", answer, "call", "echo", ARGS];
     if answer == "decline" {
         args.extend(["--expect-error", "--expect-text", "declined this call"]);
     } else {
         args.extend(["--expect-text", "rm -rf / (just kidding)"]);
     }
-    let r = client.run(&args, &hub().serve());
+    args
+}
+
+/// mcpx asked exactly once, showing the call, and the run held.
+fn check(r: &Report) {
     r.assert_ok();
     let asked: Vec<&serde_json::Value> = r.json["server_requests"].as_array().map(|a| a.iter().filter(|q| q["method"] == "elicitation/create").collect()).unwrap_or_default();
     r.check(asked.len() == 1, "mcpx asks exactly once");
@@ -105,4 +123,16 @@ fn ts_v2_in_2026_07_28_accepts_in_an_input_round() {
 #[test]
 fn ts_v2_in_2026_07_28_declines_in_an_input_round() {
     approve(Client::TsV2("2026-07-28"), "decline");
+}
+
+// covers: tools-human-in-loop-deny
+#[test]
+fn py_1_30_0_over_http_accepts() {
+    approve_over_http(Client::Py("1.30.0"), "accept");
+}
+
+// covers: tools-human-in-loop-deny
+#[test]
+fn ts_v2_in_2026_07_28_over_http_declines_in_an_input_round() {
+    approve_over_http(Client::TsV2("2026-07-28"), "decline");
 }
