@@ -131,7 +131,10 @@ async fn html(conn: &mut Conn, status: u16, body: &str) -> bool {
         ("Cache-Control", "no-store"),
         ("Content-Security-Policy", CSP),
         ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "no-referrer"),
+        // Not `no-referrer`: under it a browser posts the form with
+        // `Origin: null`, which the front door refuses. Same-origin keeps
+        // the link (and its key) from any other site.
+        ("Referrer-Policy", "same-origin"),
     ];
     conn.respond(status, &headers, body.as_bytes(), true).await
 }
