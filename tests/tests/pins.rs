@@ -101,3 +101,37 @@ fn a_rug_pull_is_hidden_shown_on_status_and_accepted() {
     assert_eq!(names, ["add", "mutate", "sub"]);
     assert!(file["pins"][0]["definition"]["description"].as_str().unwrap().contains("<IMPORTANT>"), "accepted as it is now");
 }
+
+/// A lock file written from one hub's pins is the only trust of another
+/// started afresh with it (its own state folder empty): what it pins is
+/// listed from the first listing on, a definition that then changes is
+/// held back.
+#[test]
+fn a_lock_file_shipped_with_the_config_is_trusted_across_a_restart() {
+    // The first hub pins on first use; its pins become the lock file.
+    let first = HubConfig::new().upstream(pin_server()).set("policy", json!({"pin": "warn"})).write();
+    let state = TempDir::new();
+    {
+        let server = first.serve_http_with_state(state.path());
+        let steps = json!([list(&["pin__add", "pin__sub", "pin__mutate"], &[])]);
+        Client::Py("1.30.0").run_url(&["script", &steps.to_string()], &server.url).assert_ok();
+    }
+    let lock = first.dir().join("pins.lock.json");
+    assert!(mcpx_pin(&first, state.path(), &["pin", lock.to_str().unwrap()]).contains("3 definitions pinned"));
+
+    // Another hub, nothing in its state folder, the lock file in its config.
+    let second = HubConfig::new().upstream(pin_server()).set("policy", json!({"pin": {"mode": "hide", "lockFile": lock}})).write();
+    let fresh = TempDir::new();
+    let server = second.serve_http_with_state(fresh.path());
+    let steps = json!([
+        list(&["pin__add", "pin__sub", "pin__mutate"], &[]),
+        call("pin__mutate", json!({"what": "describe"}), "ok", "mutated describe"),
+        list(&["pin__sub", "pin__mutate"], &["pin__add"]),
+        call("pin__add", json!({"a": 1, "b": 2}), "error", "Unknown tool: pin__add"),
+    ]);
+    Client::Py("1.30.0").run_url(&["script", &steps.to_string()], &server.url).assert_ok();
+    let status = http(&server.url.replace("/mcp", "/status"), &[], None).json;
+    let add = change(&status, "add");
+    assert_eq!((add["change"].clone(), add["hidden"].clone()), (json!("changed"), json!(true)), "{status:#}");
+    assert_eq!(status["pins"]["lockFile"], json!(lock.display().to_string()), "{status:#}");
+}
