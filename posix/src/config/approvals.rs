@@ -81,13 +81,7 @@ fn rule(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<Rule> {
         o,
         &["tools", "annotations", "principals", "via", "rememberMs"],
     );
-    let mut r = Rule {
-        tools: Vec::new(),
-        ..Rule::pattern(Pattern {
-            server: "*".into(),
-            tool: "*".into(),
-        })
-    };
+    let mut r = Rule::default();
     if let Some(v) = o.get("tools") {
         for (i, s) in cx
             .strings(&at.key("tools"), v)

@@ -424,18 +424,8 @@ impl Approvals {
         elsewhere: bool,
         now: u64,
     ) -> Vec<Effect> {
-        let Some(w) = self.waiting.remove(&n) else {
-            return Vec::new();
-        };
-        self.quota.release(&w.shown.principal);
         let mut fx = Vec::new();
-        if elsewhere && w.via == Via::Client {
-            fx.push(Effect::Unask {
-                client: w.client,
-                id: ask_id(n),
-                reason: "decided elsewhere",
-            });
-        }
+        let Some(w) = self.take(n, elsewhere.then_some("decided elsewhere"), &mut fx) else { return fx };
         let verdict = if approve { "approved" } else { "declined" };
         let note = format!(
             "{verdict} by {by} after {} ms, arguments sha256 {}",
@@ -517,17 +507,7 @@ impl Approvals {
             .map(|(n, _)| *n)
             .collect();
         for n in due {
-            let Some(w) = self.waiting.remove(&n) else {
-                continue;
-            };
-            self.quota.release(&w.shown.principal);
-            if w.via == Via::Client {
-                fx.push(Effect::Unask {
-                    client: w.client,
-                    id: ask_id(n),
-                    reason: "the approval timed out",
-                });
-            }
+            let Some(w) = self.take(n, Some("the approval timed out"), &mut fx) else { continue };
             let secs = self.cfg.timeout_ms / 1000;
             let text = format!("Nobody approved this call within {secs} s ({}/{}); it did not run. Do not retry it unchanged without asking the user.", w.shown.server, w.shown.tool);
             fx.push(Effect::Decline {
@@ -557,17 +537,8 @@ impl Approvals {
             .collect();
         let mut fx = Vec::new();
         for n in gone {
-            let Some(w) = self.waiting.remove(&n) else {
-                continue;
-            };
-            self.quota.release(&w.shown.principal);
-            if id.is_some() && w.via == Via::Client {
-                fx.push(Effect::Unask {
-                    client: c,
-                    id: ask_id(n),
-                    reason: "the call was cancelled",
-                });
-            }
+            // A client that went away is asked nothing more.
+            let Some(w) = self.take(n, id.map(|_| "the call was cancelled"), &mut fx) else { continue };
             fx.push(Effect::Log(
                 super::Level::Info,
                 format!(
@@ -577,6 +548,18 @@ impl Approvals {
             ));
         }
         fx
+    }
+
+    /// Waiting call `n`, no longer waiting: its place in the quota given
+    /// back and, when it was asked of its client and `unask` says why, the
+    /// question withdrawn there. The one way a call stops waiting.
+    fn take(&mut self, n: u64, unask: Option<&'static str>, fx: &mut Vec<Effect>) -> Option<Waiting> {
+        let w = self.waiting.remove(&n)?;
+        self.quota.release(&w.shown.principal);
+        if let Some(reason) = unask.filter(|_| w.via == Via::Client) {
+            fx.push(Effect::Unask { client: w.client, id: ask_id(n), reason });
+        }
+        Some(w)
     }
 
     /// The calls waiting that `who` may see and decide, oldest first.

@@ -56,17 +56,18 @@ pub struct Rule {
     pub remember_ms: u64,
 }
 
+/// A rule's defaults: for every principal, approved once, by the client's
+/// user or on the page; it names no tool yet.
+impl Default for Rule {
+    fn default() -> Rule {
+        Rule { tools: Vec::new(), annotations: Vec::new(), principals: Vec::new(), via: vec![Via::Client, Via::Page], remember_ms: 0 }
+    }
+}
+
 impl Rule {
-    /// A rule from a bare pattern: approved once, by the client's user or
-    /// on the page.
+    /// A rule from a bare pattern, with the defaults.
     pub fn pattern(p: Pattern) -> Rule {
-        Rule {
-            tools: vec![p],
-            annotations: Vec::new(),
-            principals: Vec::new(),
-            via: vec![Via::Client, Via::Page],
-            remember_ms: 0,
-        }
+        Rule { tools: vec![p], ..Rule::default() }
     }
 
     /// Does this rule cover `principal` calling `server`'s tool `tool`,

@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 
 use crate::bytes::hex::hex;
 use crate::policy::approval::{args_digest, shown_args, Rule};
-use crate::policy::catalog_acl::Pattern;
 
 use super::super::approvals::{Hold, Shown};
 use super::super::catalog::Kind;
@@ -37,7 +36,8 @@ impl Pipeline<'_> {
         let Some(def) = catalog.get(Kind::Tools, &call.name).map(|e| &e.item) else { return true };
         let rule = match self.approvals.config().rule_for(principal, server, &route.original, def) {
             Some(r) => r.clone(),
-            None if changed => Rule::pattern(Pattern { server: "*".into(), tool: "*".into() }),
+            // The stage asks with the defaults: who approves, once.
+            None if changed => Rule::default(),
             None => return true,
         };
         let args = call.arguments(m).and_then(|b| serde_json::from_slice::<Value>(b).ok()).unwrap_or_else(|| json!({}));
