@@ -2,8 +2,8 @@
 """A 2025-11-25 task client on the official Python SDK's experimental tasks
 API (mcp 1.30.0: session.experimental), for end-to-end tests of mcpx.
 
-  py_task_client.py [--header 'N: V']... [--foreign 'N: V'] TOOL ARGS_JSON --url URL
-  py_task_client.py [--foreign ...] TOOL ARGS_JSON -- COMMAND [ARGS...]
+  py_task_client.py [--header 'N: V']... [--foreign 'N: V'] [--elicit accept|decline] TOOL ARGS_JSON --url URL
+  py_task_client.py [--foreign ...] [--elicit ...] TOOL ARGS_JSON -- COMMAND [ARGS...]
 
 It declares the tasks capability (a tasks/list handler), lists the tools
 (TOOL's execution.taskSupport is reported), calls TOOL as a task (ttl 60 s),
@@ -12,10 +12,14 @@ and finds the task in tasks/list. With --foreign (HTTP only) a second
 session with that header instead (another principal) asks tasks/get and
 tasks/result about the task; each must be refused.
 
+With --elicit it declares form elicitation and answers every
+elicitation/create with {approve: true} and that action (an approval mcpx
+asks for); the report's `asked` lists the questions' related-task ids.
+
 Prints a one-line JSON report: {ok, taskSupport, created, taskId, statuses,
-text, listed, foreign: [error messages], error}. Exit 0 when the task was
-created at once and its result fetched (and every foreign request refused),
-1 otherwise, 2 on bad usage.
+text, isError, listed, asked, foreign: [error messages], error}. Exit 0 when
+the task was created at once and its result fetched (and every foreign
+request refused), 1 otherwise, 2 on bad usage.
 """
 
 from __future__ import annotations
@@ -52,11 +56,19 @@ def transport(opts, headers):
     return stdio_client(mcp.StdioServerParameters(command=opts.command[0], args=opts.command[1:]))
 
 
-async def session_do(opts, headers, work):
+async def session_do(opts, headers, work, report):
+    async def elicit(ctx, params):
+        meta = params.meta.model_dump(by_alias=True) if params.meta else {}
+        report.setdefault("asked", []).append((meta.get("io.modelcontextprotocol/related-task") or {}).get("taskId"))
+        if opts.elicit == "accept":
+            return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="decline")
+
     async with transport(opts, headers) as streams:
         read, write = streams[0], streams[1]
         handlers = ExperimentalTaskHandlers(list_tasks=no_tasks_of_ours)
-        async with mcp.ClientSession(read, write, experimental_task_handlers=handlers) as s:
+        callback = elicit if opts.elicit else None
+        async with mcp.ClientSession(read, write, experimental_task_handlers=handlers, elicitation_callback=callback) as s:
             await s.initialize()
             return await work(s)
 
@@ -79,10 +91,11 @@ async def run(opts, report):
             await anyio.sleep(min((got.pollInterval or 100) / 1000, 0.5))
         result = await s.experimental.get_task_result(task_id, types.CallToolResult)
         report["text"] = " ".join(c.text for c in result.content if isinstance(c, types.TextContent))
+        report["isError"] = result.isError
         listed = await s.experimental.list_tasks()
         report["listed"] = any(t.taskId == task_id for t in listed.tasks)
 
-    await session_do(opts, headers_of(opts.header), create_and_poll)
+    await session_do(opts, headers_of(opts.header), create_and_poll, report)
     if opts.foreign:
         async def ask_foreign(s):
             report["foreign"] = []
@@ -93,9 +106,10 @@ async def run(opts, report):
                 except McpError as e:
                     report["foreign"].append(e.error.message)
 
-        await session_do(opts, headers_of(opts.header + [opts.foreign]), ask_foreign)
+        await session_do(opts, headers_of(opts.header + [opts.foreign]), ask_foreign, report)
     foreign_ok = not opts.foreign or (len(report["foreign"]) == 2 and None not in report["foreign"])
-    report["ok"] = report.get("created") == "working" and "text" in report and foreign_ok
+    created_ok = report.get("created") == ("input_required" if opts.elicit else "working")
+    report["ok"] = created_ok and "text" in report and foreign_ok
 
 
 def main():
@@ -109,6 +123,7 @@ def main():
     p.add_argument("--header", action="append", default=[])
     p.add_argument("--foreign", help="a header of another principal (HTTP)")
     p.add_argument("--timeout", type=float, default=60)
+    p.add_argument("--elicit", choices=["accept", "decline"])
     p.add_argument("tool")
     p.add_argument("args")
     opts = p.parse_args(argv)

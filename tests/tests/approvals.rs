@@ -136,3 +136,65 @@ fn py_1_30_0_over_http_accepts() {
 fn ts_v2_in_2026_07_28_over_http_declines_in_an_input_round() {
     approve_over_http(Client::TsV2("2026-07-28"), "decline");
 }
+
+/// The Python SDK 1.30's task client (`py_task_client.py --elicit
+/// ANSWER`) calls `echo` as a 2025-11-25 task through `serve`'s transport
+/// (`--url URL` or `-- COMMAND`): its report.
+fn task_approval(answer: &str, transport: Vec<String>) -> serde_json::Value {
+    let py = python("1.30.0").to_string_lossy().into_owned();
+    let mut argv = vec![py, driver("py_task_client.py").to_string_lossy().into_owned(), "--elicit".into(), answer.into()];
+    if transport[0] == "--url" {
+        argv.extend(transport.iter().cloned());
+        argv.extend(["demo__echo".to_string(), ARGS.to_string()]);
+    } else {
+        argv.extend(["demo__echo".to_string(), ARGS.to_string()]);
+        argv.extend(transport.iter().cloned());
+    }
+    let run = run_argv(&argv, std::time::Duration::from_secs(90));
+    assert_eq!(run.code, Some(0), "{run}");
+    run.json
+}
+
+/// The task came at once `input_required`, mcpx's question named it, and
+/// it ended as the answer says: the tool's result, or (declined) a failed
+/// task whose result is the tool error.
+fn check_task(r: &serde_json::Value, answer: &str) {
+    assert_eq!(r["created"], "input_required", "{r}");
+    assert_eq!(r["asked"], json!([r["taskId"]]), "one question, naming the task: {r}");
+    let last = r["statuses"].as_array().and_then(|s| s.last()).cloned();
+    if answer == "accept" {
+        assert_eq!(last, Some(json!("completed")), "{r}");
+        assert!(r["text"].as_str().is_some_and(|t| t.contains("rm -rf / (just kidding)")), "{r}");
+    } else {
+        assert_eq!(last, Some(json!("failed")), "{r}");
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(r["text"].as_str().is_some_and(|t| t.contains("declined this call")), "{r}");
+    }
+}
+
+fn serve_argv(hub: &Hub) -> Vec<String> {
+    let serve = hub.serve();
+    let mut argv = vec!["--".to_string(), serve.program.to_string_lossy().into_owned()];
+    argv.extend(serve.args);
+    argv
+}
+
+// covers: tasks-input-required-move, tasks-input-request-related-task, elicitation-task-related-id-shared
+#[test]
+fn py_1_30_0_task_client_accepts_while_its_task_is_input_required() {
+    let hub = hub();
+    check_task(&task_approval("accept", serve_argv(&hub)), "accept");
+}
+
+#[test]
+fn py_1_30_0_task_client_declines_while_its_task_is_input_required() {
+    let hub = hub();
+    check_task(&task_approval("decline", serve_argv(&hub)), "decline");
+}
+
+#[test]
+fn py_1_30_0_task_client_over_http_accepts_while_its_task_is_input_required() {
+    let hub = hub();
+    let server = hub.serve_http();
+    check_task(&task_approval("accept", vec!["--url".into(), server.url.clone()]), "accept");
+}

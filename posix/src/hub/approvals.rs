@@ -80,6 +80,9 @@ struct Waiting {
     /// The call's progress token (raw JSON), and when the next progress
     /// notification saying it still waits is due ([`KEEPALIVE_MS`]).
     progress: Option<(Vec<u8>, u64)>,
+    /// The task the call was answered with (a 2025-11-25 task-augmented
+    /// call, [`Effect::Task`]), once the hub made it.
+    task: Option<String>,
 }
 
 /// How often a waiting call whose request has a progress token is told it
@@ -112,6 +115,8 @@ pub(super) struct Hold<'a> {
     pub rule: &'a Rule,
     /// The client is legacy and declared form elicitation.
     pub can_elicit: bool,
+    /// A 2025-11-25 task-augmented call: the TTL it asked for (ms).
+    pub task_ttl: Option<u64>,
 }
 
 /// Who decides on the page: a principal (as the transport bound it:
@@ -152,6 +157,12 @@ pub(super) enum Effect {
     /// [`INPUT_KEY`], its `requestState` sealed to the call (`ctx`); the
     /// retry brings the decision ([`Approvals::on_retry`]).
     InputRequired { client: ClientId, id: Vec<u8>, ctx: Box<ReqCtx>, params: Value },
+    /// Answer client `client`'s task-augmented call `id` with a task now
+    /// (`tasks::Tasks::waiting`, `input_required` when `ask` is there),
+    /// bind it to waiting call `n` ([`Approvals::bind_task`]) and, with
+    /// `ask`, send that `elicitation/create` (its id, its params) tagged
+    /// with the task (requirement tasks-input-request-related-task).
+    Task { client: ClientId, id: Vec<u8>, n: u64, ttl_ms: u64, ask: Option<(Vec<u8>, Value)> },
     /// Withdraw the elicitation `id` sent to `client` (its call was
     /// decided elsewhere or withdrawn).
     Unask {
@@ -286,7 +297,12 @@ impl Approvals {
         let n = self.next;
         let key = hex(&self.keys.nonce());
         let mut fx = Vec::new();
+        if let Some(ttl_ms) = h.task_ttl {
+            let ask = (via == Via::Client).then(|| (ask_id(n), elicitation(&h.shown)));
+            fx.push(Effect::Task { client: h.client, id: h.id.to_vec(), n, ttl_ms, ask });
+        }
         match via {
+            Via::Client if h.task_ttl.is_some() => {}
             Via::Client => {
                 let params = elicitation(&h.shown);
                 fx.push(Effect::Ask {
@@ -325,9 +341,36 @@ impl Approvals {
                 key,
                 since_ms: now,
                 expires_ms: now + self.cfg.timeout_ms,
-                progress: h.progress.map(|t| (t.to_vec(), now + KEEPALIVE_MS)),
+                progress: h.progress.filter(|_| h.task_ttl.is_none()).map(|t| (t.to_vec(), now + KEEPALIVE_MS)),
+                task: None,
             },
         );
+        fx
+    }
+
+    /// Waiting call `n` was answered with task `task` ([`Effect::Task`]).
+    pub(super) fn bind_task(&mut self, n: u64, task: String) {
+        if let Some(w) = self.waiting.get_mut(&n) {
+            w.task = Some(task);
+        }
+    }
+
+    /// Waiting call `n` could not be given a task: it waits no longer (the
+    /// hub answers it with why).
+    pub(super) fn no_task(&mut self, n: u64) {
+        let mut fx = Vec::new();
+        self.take(n, None, &mut fx);
+    }
+
+    /// The waiting calls whose task is no longer live (`live`: cancelled
+    /// with `tasks/cancel`, expired) are withdrawn.
+    pub(super) fn withdraw_ended_tasks(&mut self, live: impl Fn(&str) -> bool) -> Vec<Effect> {
+        let ended: Vec<u64> = self.waiting.iter().filter(|(_, w)| w.task.as_deref().is_some_and(|t| !live(t))).map(|(n, _)| *n).collect();
+        let mut fx = Vec::new();
+        for n in ended {
+            let Some(w) = self.take(n, Some("the task was cancelled"), &mut fx) else { continue };
+            fx.push(Effect::Log(super::Level::Info, format!("approval {n}: withdrawn, its task ended ({}/{} for {})", w.shown.server, w.shown.tool, w.shown.principal)));
+        }
         fx
     }
 
@@ -524,7 +567,9 @@ impl Approvals {
     }
 
     /// Client `c` cancelled its request `id`, or (`None`) went away: its
-    /// waiting calls are withdrawn (nothing is answered).
+    /// waiting calls are withdrawn (nothing is answered, but a task's call,
+    /// whose request was answered with the task and which is cancelled
+    /// with `tasks/cancel`: gone with its client, it ends declined).
     pub(super) fn withdraw(&mut self, c: ClientId, id: Option<&[u8]>) -> Vec<Effect> {
         if cfg!(not(feature = "consent")) {
             return Vec::new();
@@ -532,13 +577,17 @@ impl Approvals {
         let gone: Vec<u64> = self
             .waiting
             .iter()
-            .filter(|(_, w)| w.client == c && id.is_none_or(|id| w.id == id))
+            .filter(|(_, w)| w.client == c && id.is_none_or(|id| w.id == id && w.task.is_none()))
             .map(|(n, _)| *n)
             .collect();
         let mut fx = Vec::new();
         for n in gone {
             // A client that went away is asked nothing more.
             let Some(w) = self.take(n, id.map(|_| "the call was cancelled"), &mut fx) else { continue };
+            if w.task.is_some() {
+                let text = format!("The connection that asked for this call closed before anyone approved it ({}/{}); it did not run.", w.shown.server, w.shown.tool);
+                fx.push(Effect::Decline { client: c, id: w.id.clone(), text, note: "withdrawn: its connection closed".into() });
+            }
             fx.push(Effect::Log(
                 super::Level::Info,
                 format!(
@@ -711,6 +760,7 @@ mod tests {
             digest,
             rule,
             can_elicit,
+            task_ttl: None,
         };
         a.hold(h, 0)
     }

@@ -758,6 +758,15 @@ impl Hub {
     /// the one way in ([`Input`]). Drain [`Hub::poll_output`] after it.
     pub fn handle(&mut self, input: Input<'_>, now_ms: u64) {
         self.now(now_ms);
+        self.step(input);
+        // Answers the hub wrote to calls a task stands for (`approvals`).
+        for (task, answer) in self.clients.take_task_answers() {
+            let fx = self.tasks.answer_of_call(&task, &answer, self.now_ms);
+            self.apply_task_effects(fx);
+        }
+    }
+
+    fn step(&mut self, input: Input<'_>) {
         match input {
             Input::ClientMessage(c, bytes) => self.on_client_message(c, bytes),
             Input::ClientEnvelope(c, env) => self.on_client_view(c, &wire::view(*env)),
@@ -1249,6 +1258,13 @@ impl Hub {
         }
     }
 
+    /// Waiting calls whose task ended (cancelled, expired) wait no longer.
+    fn withdraw_ended_tasks(&mut self) {
+        let tasks = &self.tasks;
+        let fx = self.approvals.withdraw_ended_tasks(|t| tasks.live(t));
+        self.apply_approvals(fx);
+    }
+
     /// Does what [`approvals::Approvals`] asked, in order.
     fn apply_approvals(&mut self, fx: Vec<approvals::Effect>) {
         use approvals::Effect;
@@ -1263,6 +1279,21 @@ impl Hub {
                         self.downward().result(client, &id, &serde_json::to_vec(&result).unwrap_or_default());
                     }
                     Err(why) => self.downward().error(client, Some(&id), ErrorCode::InternalError, &why, None),
+                },
+                Effect::Task { client, id, n, ttl_ms, ask } => match self.tasks.waiting(task_caller(client, &id, None, &self.clients), ttl_ms, ask.is_some(), self.now_ms) {
+                    Ok((task, fx)) => {
+                        self.approvals.bind_task(n, task.clone());
+                        self.apply_task_effects(fx);
+                        self.clients.answer_into_task(client, &id, task.clone());
+                        if let Some((ask_id, mut params)) = ask {
+                            params["_meta"] = json!({ mcpx_core::meta::RELATED_TASK_KEY: { "taskId": task } });
+                            self.downward().request(client, &ask_id, "elicitation/create", &serde_json::to_vec(&params).unwrap_or_default());
+                        }
+                    }
+                    Err(request::Refusal(code, msg, data)) => {
+                        self.approvals.no_task(n);
+                        self.downward().error(client, Some(&id), code, &msg, data);
+                    }
                 },
                 Effect::Unask { client, id, reason } => {
                     let params = json!({ "requestId": serde_json::from_slice::<Value>(&id).unwrap_or(Value::Null), "reason": reason });
@@ -1342,6 +1373,7 @@ impl Hub {
         self.apply_task_effects(fx);
         let fx = self.tasks.expire(&task_ups(&self.ups), self.now_ms);
         self.apply_task_effects(fx);
+        self.withdraw_ended_tasks();
         self.release_held_inits();
         let pending = &self.pending;
         let pings = self.ups.pings(self.now_ms, self.opts.ping_interval_ms, |u| pending.pinging(u));

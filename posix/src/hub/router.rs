@@ -260,11 +260,12 @@ impl Hub {
         // The call's `pending` entry becomes the task's: it outlives the
         // per-request timeout, not mcpx's hard cap.
         let Some((to, up_id)) = self.pending.by_client(c, m.id_bytes().unwrap_or(b"null")).filter(|k| k.0 == u) else { return Ok(()) };
-        let id = self.tasks.new_id();
+        let id = task_id_for(&self.clients, &mut self.tasks, c, m.id_bytes().unwrap_or(b"null"));
         let Some(progress) = self.pending.make_task(to, up_id, id.clone()) else { return Ok(()) };
         let who = super::task_caller(c, m.id_bytes().unwrap_or(b"null"), ctx, &self.clients);
         let fx = self.tasks.start(id, who, &m.method, &super::task_up(u, &self.ups[u]), (up_id, progress), ttl, self.now_ms);
         self.apply_task_effects(fx);
+        self.clients.answered_into(c, m.id_bytes().unwrap_or(b"null"));
         Ok(())
     }
 
@@ -275,6 +276,7 @@ impl Hub {
         let who = super::task_caller(c, rid, ctx, &self.clients);
         let fx = self.tasks.request(who, m.call, &m.params_value(), &super::task_ups(&self.ups), self.now_ms)?;
         self.apply_task_effects(fx);
+        self.withdraw_ended_tasks();
         Ok(())
     }
 
@@ -572,8 +574,11 @@ impl Hub {
         if call == Some(Method::ToolsCall) {
             let up = super::task_up(u, &self.ups[u]);
             if let Some(task) = m.result_bytes().and_then(|r| tasks::Tasks::legacy_created(&up, r)) {
-                let fx = self.tasks.adopt(&up, c, &id, super::task_owner(c, modern.as_deref(), &self.clients), modern.is_some(), task, self.now_ms);
-                return self.apply_task_effects(fx);
+                let tid = task_id_for(&self.clients, &mut self.tasks, c, &id);
+                let fx = self.tasks.adopt(&up, tid, c, &id, super::task_owner(c, modern.as_deref(), &self.clients), modern.is_some(), task, self.now_ms);
+                self.apply_task_effects(fx);
+                self.clients.answered_into(c, &id);
+                return;
             }
         }
         let renamed = match (&renamed_uri, m.result_bytes()) {
@@ -1477,4 +1482,11 @@ impl Hub {
             }
         }
     }
+}
+
+/// The id of the task client `c`'s request `rid` runs as: the one it was
+/// answered with while it waited for approval (its answer goes to the task
+/// until `Clients::answered_into`), else a new one.
+fn task_id_for(clients: &super::client::Clients, tasks: &mut tasks::Tasks, c: ClientId, rid: &[u8]) -> String {
+    clients.answers_into(c, rid).map_or_else(|| tasks.new_id(), str::to_string)
 }

@@ -31,7 +31,7 @@
 //!   when it changes (`Output::SessionChanged`), gives it
 //!   (`Hub::client_snapshot`) and makes a client of it (`Hub::adopt_client`).
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use mcpx_core::error::PeerCaps;
 #[cfg(feature = "cluster")]
@@ -111,11 +111,18 @@ pub struct Clients {
     map: BTreeMap<ClientId, Client>,
     next: ClientId,
     max: usize,
+    /// Requests already answered with a task the hub made while the call
+    /// waited (`approvals`): their own answer, when it comes, is that
+    /// task's outcome, never a second answer to the client.
+    to_task: HashMap<(ClientId, IdKey), String>,
+    /// Answers taken for their tasks, for the hub to settle
+    /// ([`Clients::take_task_answers`]).
+    task_answers: Vec<(String, Vec<u8>)>,
 }
 
 impl Clients {
     pub(in crate::hub) fn new(max: usize) -> Clients {
-        Clients { map: BTreeMap::new(), next: 1, max }
+        Clients { map: BTreeMap::new(), next: 1, max, to_task: HashMap::new(), task_answers: Vec::new() }
     }
 
     /// A new client, or `Err` with its id spent when `max` are connected.
@@ -235,6 +242,12 @@ impl Clients {
     /// the client's request in the open set, and waits for the rest of
     /// its batch when it is part of one.
     pub(in crate::hub) fn emit(&mut self, out: &mut VecDeque<Output>, c: ClientId, mut bytes: Vec<u8>, about: About) {
+        if let About::Reply { id: Some(r), .. } = &about {
+            if let Some(task) = self.to_task.remove(&(c, IdKey::new(&bytes[r.clone()]))) {
+                self.task_answers.push((task, bytes));
+                return;
+            }
+        }
         let Some(cl) = self.map.get_mut(&c) else { return };
         if let About::Reply { id: Some(r), .. } = &about {
             let id = IdKey::new(&bytes[r.clone()]);
@@ -245,6 +258,30 @@ impl Clients {
             }
         }
         out.push_back(Output::ToClient(c, bytes, about));
+    }
+
+    /// Client `c`'s request `id` was answered with task `task`: its own
+    /// answer is the task's outcome ([`Clients::take_task_answers`]).
+    pub(in crate::hub) fn answer_into_task(&mut self, c: ClientId, id: &[u8], task: String) {
+        self.to_task.insert((c, IdKey::new(id)), task);
+    }
+
+    /// The task client `c`'s request `id` was answered with, while its
+    /// answer is still to come.
+    pub(in crate::hub) fn answers_into(&self, c: ClientId, id: &[u8]) -> Option<&str> {
+        self.to_task.get(&(c, IdKey::new(id))).map(String::as_str)
+    }
+
+    /// Request `id` of client `c` is its task's call now: its answer comes
+    /// to the task some other way.
+    pub(in crate::hub) fn answered_into(&mut self, c: ClientId, id: &[u8]) {
+        self.to_task.remove(&(c, IdKey::new(id)));
+    }
+
+    /// The answers taken for their tasks since the last call: (task, the
+    /// answer as it would have gone to the client).
+    pub(in crate::hub) fn take_task_answers(&mut self) -> Vec<(String, Vec<u8>)> {
+        std::mem::take(&mut self.task_answers)
     }
 
     /// A request to client `c`: held while the client has had its

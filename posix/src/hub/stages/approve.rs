@@ -14,6 +14,7 @@ use super::super::approvals::{Hold, Shown};
 use super::super::catalog::Kind;
 use super::super::policy::ToolCall;
 use super::super::request::ReqCtx;
+use super::super::tasks;
 use super::super::wire::Msg;
 use super::super::ClientId;
 use super::{Effect, Pipeline, ToolRoute};
@@ -65,7 +66,10 @@ impl Pipeline<'_> {
             description: if changed { format!("(changed since it was pinned: see /status) {description}") } else { description.to_string() },
         };
         let progress = m.param(&["_meta", "progressToken"]).map(|r| &m.raw[r]);
-        let hold = Hold { client: c, id, raw: m.raw, ctx, progress, shown, digest, rule: &rule, can_elicit };
+        // A 2025-11-25 call that asks for a task gets one at once, which
+        // waits (`tasks::Tasks::waiting`).
+        let task_ttl = client.filter(|_| ctx.is_none()).and_then(|cl| tasks::legacy_ttl(m, || tasks::declared_legacy(cl.rev(), cl.caps()), &self.opts.tasks));
+        let hold = Hold { client: c, id, raw: m.raw, ctx, progress, shown, digest, rule: &rule, can_elicit, task_ttl };
         let fx = self.approvals.hold(hold, self.now_ms);
         self.effects.push(Effect::Approvals(fx));
         false

@@ -62,10 +62,10 @@ impl Tasks {
     }
 
     /// Legacy upstream `up` created `task` for request `rid` of client `c`
-    /// of `owner` (`modern`: a 2026 request): the hub's task for it,
+    /// of `owner` (`modern`: a 2026 request): the hub's task `id` for it,
     /// answered at once.
     // Requirement: tasks-return-createtaskresult, tasks-id-string-receiver-unique
-    pub fn adopt(&mut self, up: &Up, c: ClientId, rid: &[u8], owner: Owner, modern: bool, task: Value, now: u64) -> Vec<Effect> {
+    pub fn adopt(&mut self, up: &Up, id: String, c: ClientId, rid: &[u8], owner: Owner, modern: bool, task: Value, now: u64) -> Vec<Effect> {
         let up_task = task["taskId"].as_str().unwrap_or_default().to_string();
         if let Err(e) = self.table.make_room(owner.principal, &self.opts) {
             self.cancel_upstream_task(up, &up_task);
@@ -74,7 +74,6 @@ impl Tasks {
         }
         let o = &self.opts;
         let ttl_ms = task.get("ttl").and_then(Value::as_u64).unwrap_or(o.default_ttl_ms).min(o.max_ttl_ms);
-        let id = self.ids.next();
         // The outcome: the upstream's `tasks/result`, held open for the TTL
         // (the task's `call` once it went out).
         self.ask_upstream_task(up, Method::TasksResult, &up_task, Some(id.clone()), ttl_ms);

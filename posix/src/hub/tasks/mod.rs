@@ -250,6 +250,15 @@ pub(super) fn declared(caps: &Value) -> bool {
     caps.get("extensions").and_then(|e| e.get(EXT)).is_some_and(Value::is_object)
 }
 
+/// The TTL a legacy request `m` asks for its task (`params.task`, whose
+/// `ttl` defaults to `o`'s), when it asks for one and its client
+/// `declared` tasks.
+pub(super) fn legacy_ttl(m: &Msg, declared: impl FnOnce() -> bool, o: &TaskOptions) -> Option<u64> {
+    let r = m.param(&["task"]).filter(|_| declared())?;
+    let asked = mcpx_core::json::parse(&m.raw[r]).ok().and_then(|v| v.get("ttl")).and_then(|t| std::str::from_utf8(t.bytes()).ok()?.parse::<u64>().ok());
+    Some(asked.unwrap_or(o.default_ttl_ms))
+}
+
 /// Has a legacy client of revision `rev` with capabilities `caps` declared
 /// tasks on a revision that has them?
 pub(super) fn declared_legacy(rev: Rev, caps: Option<&Value>) -> bool {
@@ -341,9 +350,8 @@ impl Tasks {
             Some(_) if up.ext_tasks || (support.is_none() && up.legacy_tasks) => return Ok(Plan::Plain),
             Some(_) => o.default_ttl_ms,
             None => {
-                let Some(r) = m.param(&["task"]).filter(|_| declared_tasks()) else { return Ok(Plan::Plain) };
-                let asked = mcpx_core::json::parse(&m.raw[r]).ok().and_then(|v| v.get("ttl")).and_then(|t| std::str::from_utf8(t.bytes()).ok()?.parse::<u64>().ok());
-                asked.unwrap_or(o.default_ttl_ms)
+                let Some(ttl) = legacy_ttl(m, declared_tasks, o) else { return Ok(Plan::Plain) };
+                ttl
             }
         };
         // Requirement: tasks-ttl-override-report, tasks-resource-limits
@@ -377,14 +385,67 @@ impl Tasks {
     }
 
     /// New task `t` goes into the table, and request `rid` of client `c`
-    /// that made it is answered with it.
-    fn created(&mut self, id: String, t: Task, c: ClientId, rid: Vec<u8>) -> Vec<Effect> {
+    /// that made it is answered with it; a task made while the call waited
+    /// ([`Tasks::waiting`]) was answered then, and now runs.
+    fn created(&mut self, id: String, mut t: Task, c: ClientId, rid: Vec<u8>) -> Vec<Effect> {
+        if let Some(w) = self.table.get_mut(&id) {
+            t.created_ms = w.created_ms;
+            t.ttl_ms = w.ttl_ms;
+            *w = t;
+            self.settled(&id);
+            return self.effects();
+        }
         let result = self.task_body(&id, &t, TaskView::Created);
         self.table.insert(id.clone(), t);
         self.out.push(Effect::Publish(id));
         self.save();
         self.out.push(Effect::Answer { client: c, id: rid, result, outcome: super::Outcome::Result });
         self.effects()
+    }
+
+    /// `who`'s `tools/call` waits for a person's approval (`approvals`):
+    /// a task for it now, answered at once, `input_required` while its
+    /// client's user is asked (`asking`), else working with a message
+    /// saying what it waits for. Once approved the call runs as this task
+    /// ([`Tasks::created`]); the call's own answer, if the hub writes one
+    /// (a decline, a refusal), is its outcome ([`Tasks::answer_of_call`]).
+    // Requirement: tasks-input-required-move
+    pub fn waiting(&mut self, who: Caller, ttl_ms: u64, asking: bool, now: u64) -> Result<(String, Vec<Effect>), Refusal> {
+        self.room(who.owner.principal)?;
+        let ttl_ms = ttl_ms.clamp(1, self.opts.max_ttl_ms.max(1));
+        let mut t = Task::new(who.owner, who.client, false, "tools/call", now, ttl_ms);
+        t.status = if asking { Status::InputRequired } else { Status::Working };
+        t.message = Some(if asking { "waiting for the user to approve this call" } else { "waiting for a person to approve this call on mcpx's approvals page" }.into());
+        let id = self.ids.next();
+        // Requirement: tasks-audit
+        self.log(Level::Info, format!("task {id} created: tools/call for client {}, waiting for approval", who.client));
+        let fx = self.created(id.clone(), t, who.client, who.id.to_vec());
+        Ok((id, fx))
+    }
+
+    /// The call of task `id` was answered by the hub itself (`answer`, the
+    /// whole response): its outcome, as an upstream's answer would be.
+    pub fn answer_of_call(&mut self, id: &str, answer: &[u8], now: u64) -> Vec<Effect> {
+        let Ok(m) = wire::parse(answer) else { return self.effects() };
+        if self.table.get(id).is_some_and(|t| !t.status.is_terminal() && t.call.is_none() && t.relayed.is_none()) {
+            let (status, outcome, message) = match (m.result_bytes(), m.error_bytes()) {
+                (Some(r), _) => {
+                    // Requirement: tasks-failed-status-message (a tool error's first text)
+                    let status = era::status_of_result("tools/call", r);
+                    let text = (status == Status::Failed).then(|| serde_json::from_slice::<Value>(r).ok()).flatten().and_then(|v| v.pointer("/content/0/text").and_then(Value::as_str).map(str::to_string));
+                    (status, Outcome::Result(r.to_vec()), text)
+                }
+                (None, Some(e)) => (Status::Failed, Outcome::Error(e.to_vec()), error_message(e)),
+                (None, None) => return self.effects(),
+            };
+            self.end(id, status, outcome, message, now);
+        }
+        self.effects()
+    }
+
+    /// Is task `id` there and not ended?
+    pub fn live(&self, id: &str) -> bool {
+        self.table.get(id).is_some_and(|t| !t.status.is_terminal())
     }
 
     /// The creator of task `tid` and its progress token, while the task
@@ -428,10 +489,7 @@ impl Tasks {
             // An upstream's own task: its `tasks/result` names the task by the
             // upstream's id, which the client never sees.
             (Some(r), _) => (reported.unwrap_or_else(|| era::status_of_result(&method, r)), Outcome::Result(wire::set_meta(r, &Default::default(), |k| k == RELATED_TASK_KEY)), None),
-            (None, Some(e)) => {
-                let msg = mcpx_core::json::parse(e).ok().and_then(|v| v.get("message")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()));
-                (Status::Failed, Outcome::Error(e.to_vec()), msg)
-            }
+            (None, Some(e)) => (Status::Failed, Outcome::Error(e.to_vec()), error_message(e)),
             (None, None) => return self.effects(),
         };
         self.end(id, status, outcome, message, now);
@@ -706,6 +764,11 @@ impl Tasks {
 enum TaskView {
     Created,
     Get,
+}
+
+/// The `message` of error object `e` (raw JSON).
+fn error_message(e: &[u8]) -> Option<String> {
+    mcpx_core::json::parse(e).ok().and_then(|v| v.get("message")).and_then(|v| wire::string_at(v.bytes(), 0..v.bytes().len()))
 }
 
 fn error_object(code: ErrorCode, message: &str) -> Outcome {

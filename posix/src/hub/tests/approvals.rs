@@ -279,3 +279,86 @@ fn a_call_with_a_progress_token_hears_that_it_still_waits() {
     p.advance(10_000);
     assert_eq!(p.take(c)["params"]["progress"], 2);
 }
+
+/// A 2025-11-25 client that declared tasks and form elicitation.
+fn task_client(p: &mut Pair) -> ClientId {
+    p.client("2025-11-25", json!({ "tasks": {}, "elicitation": { "form": {} } }))
+}
+
+const RELATED: &str = "io.modelcontextprotocol/related-task";
+
+// covers: tasks-input-required-move, tasks-input-request-related-task, elicitation-task-related-id-shared
+#[test]
+fn a_call_asked_as_a_task_gets_its_task_at_once_input_required_while_its_user_decides() {
+    let mut p = files();
+    let c = task_client(&mut p);
+    let params = json!({ "name": "files__delete_file", "arguments": { "path": "/a" }, "task": { "ttl": 60_000 } });
+    let created = p.request(c, json!(1), "tools/call", params.clone());
+    schema_check("2025-11-25", "CreateTaskResult", &created["result"]);
+    let task = created["result"]["task"]["taskId"].as_str().unwrap().to_string();
+    assert_eq!(created["result"]["task"]["status"], "input_required", "{created}");
+    let ask = p.take(c);
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["_meta"][RELATED]["taskId"], task.as_str(), "the question names the task: {ask}");
+    assert!(p.up_quiet(0), "nothing runs before the decision");
+    let got = p.request(c, json!(2), "tasks/get", json!({ "taskId": task }));
+    assert_eq!(got["result"]["status"], "input_required", "{got}");
+
+    p.send(c, json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept", "content": { "approve": true } } }));
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["name"], "delete_file");
+    assert!(up["params"].get("task").is_none(), "mcpx runs the task: {up}");
+    let status = p.take(c);
+    assert_eq!((status["method"].as_str(), status["params"]["status"].as_str()), (Some("notifications/tasks/status"), Some("working")), "{status}");
+    assert!(p.client_quiet(c), "no second answer to the call");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [{ "type": "text", "text": "deleted" }] } }));
+    assert_eq!(p.take(c)["params"]["status"], "completed");
+    let result = p.request(c, json!(3), "tasks/result", json!({ "taskId": task }));
+    assert_eq!(result["result"]["content"][0]["text"], "deleted", "{result}");
+
+    // Declined: the task completes with the tool error, and nothing runs.
+    let created = p.request(c, json!(4), "tools/call", params);
+    let task = created["result"]["task"]["taskId"].as_str().unwrap().to_string();
+    let ask = p.take(c);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "decline" } }));
+    // A tool error is a failed 2025-11-25 task, its message the error's.
+    let status = p.take(c);
+    assert_eq!(status["params"]["status"], "failed", "{status}");
+    assert!(status["params"]["statusMessage"].as_str().unwrap().contains("declined this call"), "{status}");
+    assert!(p.client_quiet(c) && p.up_quiet(0));
+    let result = p.request(c, json!(5), "tasks/result", json!({ "taskId": task }));
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    assert!(result["result"]["content"][0]["text"].as_str().unwrap().contains("declined this call"), "{result}");
+}
+
+#[test]
+fn a_waiting_task_cancelled_withdraws_its_question_and_one_for_the_page_is_working() {
+    let opts = with_policy(json!({ "approve": [{ "tools": ["files/delete_*"], "via": ["page"] }], "approvals": { "timeoutMs": 60000 } }));
+    let mut p = Pair::with(vec![("files", Fake::tools(&["delete_file"]))], opts);
+    p.hub.handle(Input::ApprovalPage(true), p.now);
+    let c = task_client(&mut p);
+    let params = json!({ "name": "files__delete_file", "arguments": { "path": "/a" }, "task": {} });
+    let created = p.request(c, json!(1), "tools/call", params.clone());
+    assert_eq!(created["result"]["task"]["status"], "working", "the page decides: {created}");
+    assert!(created["result"]["task"]["statusMessage"].as_str().unwrap().contains("approvals page"), "{created}");
+    let task = created["result"]["task"]["taskId"].as_str().unwrap().to_string();
+    assert_eq!(p.hub.approvals().len(), 1);
+    let cancelled = p.request(c, json!(2), "tasks/cancel", json!({ "taskId": task }));
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    assert_eq!(p.take(c)["method"], "notifications/tasks/status");
+    assert_eq!(p.hub.approvals().len(), 0, "the call waits no longer");
+    assert!(p.up_quiet(0));
+
+    // Approved on the page, it runs as its task.
+    let created = p.request(c, json!(3), "tools/call", params);
+    let task = created["result"]["task"]["taskId"].as_str().unwrap().to_string();
+    let n = p.hub.approvals().visible(Decider::Principal(b"mcpx-local"))[0]["id"].as_u64().unwrap();
+    assert!(decide(&mut p, Decider::Principal(b"mcpx-local"), n, true));
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["name"], "delete_file");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [{ "type": "text", "text": "deleted" }] } }));
+    let statuses: Vec<Value> = std::iter::from_fn(|| (!p.client_quiet(c)).then(|| p.take(c))).map(|m| m["params"]["status"].clone()).collect();
+    assert_eq!(statuses, [json!("working"), json!("completed")]);
+    let got = p.request(c, json!(4), "tasks/get", json!({ "taskId": task }));
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+}
