@@ -232,6 +232,8 @@ impl Hub {
                 let ups = &self.ups;
                 let tools = ToolsView { entries: self.catalog.view(Kind::Tools), generation: self.catalog.generation[Kind::Tools.idx()], server: |u: UpstreamId| Server::of(&ups[u].spec) };
                 let result = self.policy.meta_answer(&principal, asked, tools)?;
+                // A 2026-07-28 request's answer is complete, from mcpx.
+                let result = if ctx.is_some() { modern::stamped(&self.opts, &result, None) } else { result };
                 self.downward().result(c, id, &result);
                 return Ok(());
             }

@@ -574,3 +574,16 @@ fn task_requests_have_their_own_limit_per_principal() {
     assert!(p.request(alice, json!(5), "tasks/list", json!({}))["result"]["tasks"].is_array());
     assert!(p.up_quiet(0));
 }
+
+// covers: messages-resulttype-required, messages-resulttype-server-must-include
+#[test]
+fn a_meta_tools_answer_to_a_2026_client_is_a_complete_result_of_mcpx() {
+    let opts = with_policy(json!({ "catalogs": { "stdio": { "toolSearch": true } } }));
+    let mut p = Pair::with(vec![("a", Fake::tools(&["op"]))], opts);
+    let c = p.connect();
+    let caps = json!({});
+    let r = p.mreq(c, json!(1), "tools/call", json!({ "name": "mcpx_search_tools", "arguments": { "query": "op" } }), &caps);
+    schema_check("2026-07-28", "CallToolResultResponse", &r);
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_eq!(r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpx", "{r}");
+}
