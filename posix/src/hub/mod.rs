@@ -1062,7 +1062,7 @@ impl Hub {
                         self.ups.sent(u, &origin, sent);
                     }
                 }
-                Effect::Listed(u, k, items) => self.set_items(u, k, items),
+                Effect::Listed(u, k, items) => self.set_items(u, k, items, false),
                 Effect::CheckSettled(u) => {
                     let catalog = &self.catalog;
                     let fx = self.ups.check_settled(u, self.starts.is_instance(u), |up| starts::lists(u, up, catalog));
@@ -1182,7 +1182,7 @@ impl Hub {
                 pins::Effect::Found { server, finding } => self.policy.pin_finding(&server, finding),
                 pins::Effect::Relist { server, kind, items } => {
                     if let Some(u) = self.ups.iter().position(|x| x.spec.name == server) {
-                        self.set_items(u, kind, items);
+                        self.set_items(u, kind, items, false);
                     }
                 }
             }
@@ -1252,7 +1252,7 @@ impl Hub {
                     up.state = upstream::State::Removed;
                     up.settled = true;
                 }
-                Effect::Listed(u, k, items) => self.set_items(u, k, items),
+                Effect::Listed(u, k, items) => self.set_items(u, k, items, true),
                 Effect::Settled => self.release_held_inits(),
             }
         }

@@ -1247,9 +1247,9 @@ impl Hub {
     }
 
     /// Replaces `u`'s items of kind `k` in the catalog (those its pins let
-    /// through), announcing a change.
-    pub(super) fn set_items(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>) {
-        let (items, fx) = self.pins.listed(&self.ups[u].spec.name, k, items);
+    /// through; `cached`: its lists kept on disk), announcing a change.
+    pub(super) fn set_items(&mut self, u: UpstreamId, k: Kind, items: Vec<Value>, cached: bool) {
+        let (items, fx) = self.pins.listed(&self.ups[u].spec.name, k, items, cached);
         self.apply_pins(fx);
         let sep = self.opts.separator.clone();
         let naming: Vec<(String, String)> = self.ups.iter().map(|x| (x.spec.name.clone(), x.spec.prefix.clone())).collect();

@@ -60,15 +60,21 @@ impl Pins {
         self.settings.is_some()
     }
 
-    /// Server `server` listed `items` of kind `k`: those to show, and what
+    /// Server `server` listed `items` of kind `k` (`cached`: its lists as
+    /// last kept on disk, seeded before it runs): those to show, and what
     /// to do.
-    pub fn listed(&mut self, server: &str, k: Kind, items: Vec<Value>) -> (Vec<Value>, Vec<Effect>) {
+    pub fn listed(&mut self, server: &str, k: Kind, items: Vec<Value>, cached: bool) -> (Vec<Value>, Vec<Effect>) {
         if cfg!(not(feature = "consent")) {
             return (items, Vec::new());
         }
         let mut fx = Vec::new();
         let Some(s) = self.settings.as_ref().filter(|_| PINNED.contains(&k)) else { return (items, fx) };
         let f = &mut self.file;
+        // Trust is given to the server's own first listing: a kept one (the
+        // cache is per server command, not per config) pins nothing.
+        if cached && s.lock_file.is_none() && !f.seen.contains(&(server.to_string(), k)) {
+            return (items, fx);
+        }
         // Trust on first use, unless a lock file is the only trust.
         let first = s.lock_file.is_none() && f.seen.insert((server.to_string(), k));
         let mut dirty = first;
