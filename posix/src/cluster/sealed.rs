@@ -40,7 +40,7 @@ pub struct Kind {
 }
 
 /// Every kind of value mcpx writes, with its bound.
-pub const KINDS: [Kind; 4] = [
+pub const KINDS: [Kind; 5] = [
     Kind { prefix: "mcpx:lists:", what: "a server's listing", max_len: 1 << 20 },
     Kind { prefix: "mcpx:task:", what: "a task's record", max_len: 64 << 10 },
     // A replica id (at most `hub::shared::MAX_REPLICA_LEN`).
@@ -48,6 +48,8 @@ pub const KINDS: [Kind; 4] = [
     // What a session keeps (`hub::Snapshot`): its `initialize` within
     // `KEPT_LIMITS` (20 KiB) and room for its subscriptions.
     Kind { prefix: "mcpx:session-state:", what: "a session's state", max_len: 64 << 10 },
+    // Its audit note: who decided, how, after how long, the digest.
+    Kind { prefix: "mcpx:approval:", what: "a remembered approval", max_len: 4 << 10 },
 ];
 
 /// The kind of store key `key`; `None`: not a key mcpx writes values to.
@@ -209,16 +211,17 @@ mod tests {
     #[test]
     fn each_kind_is_bounded_when_written() {
         let bounds: Vec<(&str, usize)> = KINDS.iter().map(|k| (k.prefix, k.max_len)).collect();
-        assert_eq!(bounds, [("mcpx:lists:", 1 << 20), ("mcpx:task:", 64 << 10), ("mcpx:session:", 64), ("mcpx:session-state:", 64 << 10)]);
+        assert_eq!(bounds, [("mcpx:lists:", 1 << 20), ("mcpx:task:", 64 << 10), ("mcpx:session:", 64), ("mcpx:session-state:", 64 << 10), ("mcpx:approval:", 4 << 10)]);
         // The keys the store is given are of these kinds.
         let keys = [
             crate::hub::shared::lists_key("x"),
             crate::hub::shared::task_key("x"),
             crate::cluster::directory::key("x"),
             crate::cluster::directory::state_key("x"),
+            crate::hub::shared::approval_key("p", "s", "t", &[0; 32]),
         ];
         let kinds: Vec<Option<&str>> = keys.iter().map(|k| kind(k).map(|k| k.prefix)).collect();
-        assert_eq!(kinds, [Some("mcpx:lists:"), Some("mcpx:task:"), Some("mcpx:session:"), Some("mcpx:session-state:")]);
+        assert_eq!(kinds, [Some("mcpx:lists:"), Some("mcpx:task:"), Some("mcpx:session:"), Some("mcpx:session-state:"), Some("mcpx:approval:")]);
         for kind in KINDS {
             let key = format!("{}x", kind.prefix);
             assert!(k().seal(&key, &vec![b'x'; kind.max_len]).is_ok(), "{}", kind.what);

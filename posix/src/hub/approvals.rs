@@ -192,6 +192,9 @@ pub(super) enum Effect {
     /// Tell client `client` its call `id` (progress token `token`, both
     /// raw JSON) still waits.
     Progress { client: ClientId, id: Vec<u8>, token: Vec<u8>, progress: u64, message: String },
+    /// An approval to remember for `ttl_ms` on every replica (with a shared
+    /// store, under `shared::approval_key`; the value is its `note`).
+    Remember { principal: String, server: String, tool: String, digest: [u8; 32], ttl_ms: u64, note: String },
     /// A line for mcpx's log.
     Log(super::Level, String),
 }
@@ -483,24 +486,13 @@ impl Approvals {
             ),
         ));
         if approve {
-            if self.grants.len() >= MAX_GRANTS {
-                self.grants.remove(0);
+            let s = &w.shown;
+            if w.remember_ms > 0 {
+                fx.push(self.remember(&s.principal, &s.server, &s.tool, w.digest, w.remember_ms, note, now));
+            } else {
+                // Used once, by the call served again now.
+                self.grant(Grant { principal: s.principal.clone(), server: s.server.clone(), tool: s.tool.clone(), digest: w.digest, until_ms: now + self.cfg.timeout_ms, once: true, note });
             }
-            let remember = w.remember_ms > 0;
-            self.grants.push(Grant {
-                principal: w.shown.principal.clone(),
-                server: w.shown.server.clone(),
-                tool: w.shown.tool.clone(),
-                digest: w.digest,
-                until_ms: now
-                    + if remember {
-                        w.remember_ms
-                    } else {
-                        self.cfg.timeout_ms
-                    },
-                once: !remember,
-                note,
-            });
             fx.push(Effect::Serve {
                 client: w.client,
                 raw: w.raw,
@@ -519,6 +511,21 @@ impl Approvals {
             });
         }
         fx
+    }
+
+    /// An approval of `principal` calling `server`'s `tool` with the
+    /// arguments of `digest`, remembered for `ttl_ms`: here, and (the
+    /// effect) on every replica.
+    pub(super) fn remember(&mut self, principal: &str, server: &str, tool: &str, digest: [u8; 32], ttl_ms: u64, note: String, now: u64) -> Effect {
+        self.grant(Grant { principal: principal.into(), server: server.into(), tool: tool.into(), digest, until_ms: now + ttl_ms, once: false, note: note.clone() });
+        Effect::Remember { principal: principal.into(), server: server.into(), tool: tool.into(), digest, ttl_ms, note }
+    }
+
+    fn grant(&mut self, g: Grant) {
+        if self.grants.len() >= MAX_GRANTS {
+            self.grants.remove(0);
+        }
+        self.grants.push(g);
     }
 
     /// When [`Approvals::tick`] has something to do.

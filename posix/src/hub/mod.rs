@@ -1324,6 +1324,11 @@ impl Hub {
                     let about = About::Notification { unsolicited: false, related: Some(IdKey::new(&id)) };
                     self.downward().emit(client, wire::notification(Method::Progress, Some(&body)), about);
                 }
+                Effect::Remember { principal, server, tool, digest, ttl_ms, note } if self.opts.cluster.shared => {
+                    let key = shared::approval_key(&principal, &server, &tool, &digest);
+                    self.out.push_back(Output::Shared(shared::Ask { ticket: 0, op: shared::Op::Put { key, value: note.into_bytes(), ttl_ms } }));
+                }
+                Effect::Remember { .. } => {}
                 Effect::Log(level, line) => self.log(level, line),
             }
         }

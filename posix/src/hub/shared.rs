@@ -176,6 +176,18 @@ pub fn task_key(id: &str) -> String {
     format!("{KEY_PREFIX}task:{id}")
 }
 
+/// The store key of a remembered approval: of `principal` calling
+/// `server`'s `tool` with the arguments of `digest` (all hashed: the key
+/// names no one).
+pub fn approval_key(principal: &str, server: &str, tool: &str, digest: &[u8; 32]) -> String {
+    let mut what = Vec::with_capacity(principal.len() + server.len() + tool.len() + 35);
+    for part in [principal.as_bytes(), server.as_bytes(), tool.as_bytes(), digest] {
+        what.extend_from_slice(part);
+        what.push(0);
+    }
+    format!("{KEY_PREFIX}approval:{}", hex(&mcpx_core::request_state::digest(&what)))
+}
+
 /// The store key of server `name`'s cached lists (its name in hex, so any
 /// name is a safe key).
 pub fn lists_key(name: &str) -> String {
@@ -195,6 +207,9 @@ pub(super) struct Shared {
     parking: Option<u64>,
     /// Buckets the store granted to a request routed again.
     granted: HashMap<(ClientId, IdKey), Vec<String>>,
+    /// What the store said of a call's remembered approval, for the call
+    /// routed again: the approval's note, or none.
+    approvals: HashMap<(ClientId, IdKey), Option<String>>,
 }
 
 /// A client request parked until the store answers.
@@ -214,6 +229,9 @@ enum Wait {
     Admit { msg: Vec<u8>, ctx: Option<ReqCtx>, buckets: Vec<String>, limits: String },
     /// The record of a task whose owner could not answer `why`.
     Adopt { task: ForwardedTask, why: String },
+    /// A call's remembered approval; `msg` and `ctx`: the call, routed
+    /// again with the answer ([`Shared::approval`]).
+    Approval { msg: Vec<u8>, ctx: Option<ReqCtx> },
 }
 
 /// What a forwarded request continues, for its error.
@@ -412,6 +430,15 @@ impl Shared {
                 let refusal = Refusal(crate::policy::ratelimit::Refusal::CODE, format!("{r} (a limit the replicas share)"), Some(r.data()));
                 vec![Effect::Limited(c, id.clone(), r), Effect::Refuse(c, id, refusal)]
             }
+            // No approval found, or none could be asked for: a person is asked.
+            (Wait::Approval { msg, ctx }, answer) => {
+                let note = match answer {
+                    Answer::Value(Some(v)) => Some(String::from_utf8_lossy(&v).into_owned()),
+                    _ => None,
+                };
+                self.approvals.insert((c, IdKey::new(&id)), note);
+                vec![Effect::Route { c, msg, ctx }]
+            }
             (Wait::Admit { .. }, a @ (Answer::Unavailable(_) | Answer::Value(_))) => {
                 let why = a.failure();
                 refuse(format!("mcpx could not ask its shared state store ({why}), so this request's rate limits could not be checked: it was refused and nothing was sent to the server; retry later"))
@@ -444,6 +471,24 @@ impl Shared {
         self.waiting.retain(|_, w| w.client != c);
         self.forwards.retain(|(fc, _), _| *fc != c);
         self.granted.retain(|(gc, _), _| *gc != c);
+        self.approvals.retain(|(ac, _), _| *ac != c);
+    }
+
+    /// With a shared store, an approval remembered on any replica for
+    /// client `c`'s call `m` (its `key`, [`approval_key`]): asked of the
+    /// store (`Err`: the ask to write; the call waits and is routed again),
+    /// then, routed again, what it said (`Ok`: the approval's audit note,
+    /// or none). Over the cap of parked requests nothing is asked.
+    pub fn approval(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, key: String, at: At<'_>) -> Result<Option<String>, Effect> {
+        let id = m.id_bytes().unwrap_or(b"null");
+        if let Some(note) = self.approvals.remove(&(c, IdKey::new(id))) {
+            return Ok(note);
+        }
+        let wait = Wait::Approval { msg: m.env.bytes().to_vec(), ctx: ctx.cloned() };
+        match self.ask_ticket(c, id, Op::Get { key }, wait, at) {
+            Ok((_, ask)) => Err(Effect::Out(Output::Shared(ask))),
+            Err(_) => Ok(None),
+        }
     }
 
     /// Routing client `c`'s request `m` ended with `routed`: a request that

@@ -14,6 +14,7 @@ use super::super::approvals::{Hold, Shown};
 use super::super::catalog::Kind;
 use super::super::policy::ToolCall;
 use super::super::request::ReqCtx;
+use super::super::shared::{self, At};
 use super::super::tasks;
 use super::super::wire::Msg;
 use super::super::ClientId;
@@ -44,7 +45,27 @@ impl Pipeline<'_> {
         let args = call.arguments(m).and_then(|b| serde_json::from_slice::<Value>(b).ok()).unwrap_or_else(|| json!({}));
         let digest = args_digest(&args);
         let id = m.id_bytes().unwrap_or(b"null");
-        let granted = self.approvals.take_pass(c, id).or_else(|| self.approvals.take_grant(principal, server, &route.original, &digest, self.now_ms));
+        if let Some(note) = self.approvals.take_pass(c, id) {
+            // A 2026-07-28 client's user approved it in an input round.
+            if rule.remember_ms > 0 {
+                let fx = self.approvals.remember(principal, server, &route.original, digest, rule.remember_ms, note.clone(), self.now_ms);
+                self.effects.push(Effect::Approvals(vec![fx]));
+            }
+            self.policy.approval(c, id, note);
+            return true;
+        }
+        let mut granted = self.approvals.take_grant(principal, server, &route.original, &digest, self.now_ms);
+        if granted.is_none() && rule.remember_ms > 0 && self.opts.cluster.shared {
+            // Remembered on another replica?
+            let key = shared::approval_key(principal, server, &route.original, &digest);
+            match self.shared.approval(c, m, ctx, key, At::of(self.opts, self.now_ms)) {
+                Ok(note) => granted = note,
+                Err(ask) => {
+                    self.effects.push(Effect::Shared(ask));
+                    return false;
+                }
+            }
+        }
         if let Some(note) = granted {
             self.policy.approval(c, id, note);
             return true;

@@ -624,3 +624,54 @@ fn a_gone_replicas_task_without_its_record_is_answered_clearly() {
     let r = r2.take(a2);
     assert!(error_message(&r).contains("could not be asked for its record"), "{r}");
 }
+
+/// A replica whose calls of `m/read` need approval, remembered a minute.
+fn approving_replica(replica: &str) -> Pair {
+    let mut o = opts(replica, &[]);
+    let src = json!({ "mcpServers": {}, "policy": { "approve": [{ "tools": ["m/read"], "rememberMs": 60_000 }] } }).to_string();
+    o.policy = crate::config::parse(&src, "mcpx.json", std::path::Path::new("/cfg"), &|_: &str| None).expect("a valid policy").policy;
+    Pair::with(vec![("m", Fake::modern(&["read"]))], o)
+}
+
+// An approval remembered on one replica (a 2026-07-28 client's user said
+// yes in an input round) lets the same call by the same principal through
+// on another, whose store lookup finds it; another argument set is asked.
+// covers: tools-human-in-loop-deny
+#[test]
+fn an_approval_remembered_on_one_replica_holds_on_another() {
+    let mut store = Store::default();
+    let (mut r1, mut r2) = (approving_replica("r1"), approving_replica("r2"));
+    let call = |id: i64, path: &str, extra: Value| {
+        let mut params = json!({ "name": "m__read", "arguments": { "path": path } });
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        modern_request(id, "tools/call", params)
+    };
+    let c1 = alice(&mut r1);
+    r1.send(c1, call(1, "/a", json!({})));
+    r1.serve(&mut store);
+    let irr = r1.take(c1);
+    assert_eq!(irr["result"]["resultType"], "input_required", "{irr} {:?}", r1.asks);
+    let yes = json!({ "mcpx-approval": { "action": "accept", "content": { "approve": true } } });
+    r1.send(c1, call(2, "/a", json!({ "inputResponses": yes, "requestState": irr["result"]["requestState"] })));
+    r1.serve(&mut store);
+    assert_eq!(r1.take_up(0)["params"]["arguments"], json!({ "path": "/a" }));
+    assert_eq!(store.puts.keys().filter(|k| k.starts_with("mcpx:approval:")).count(), 1, "remembered in the store: {:?}", store.puts.keys());
+
+    // Replica 2 asks the store, finds it: the call runs without a question.
+    let c2 = alice(&mut r2);
+    r2.send(c2, call(3, "/a", json!({})));
+    assert!(r2.up_quiet(0), "nothing runs before the store answered");
+    r2.serve(&mut store);
+    assert_eq!(r2.take_up(0)["params"]["arguments"], json!({ "path": "/a" }));
+    assert!(r2.client_quiet(c2));
+    // Other arguments, or another principal: asked.
+    r2.send(c2, call(4, "/b", json!({})));
+    r2.serve(&mut store);
+    assert_eq!(r2.take(c2)["result"]["resultType"], "input_required");
+    let bob = r2.connect();
+    r2.hub.handle(Input::ClientPrincipal(bob, b"user:bob"), r2.now);
+    r2.send(bob, call(5, "/a", json!({})));
+    r2.serve(&mut store);
+    assert_eq!(r2.take(bob)["result"]["resultType"], "input_required");
+    assert!(r2.up_quiet(0));
+}
