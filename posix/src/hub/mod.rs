@@ -760,6 +760,9 @@ impl Hub {
         self.now(now_ms);
         self.step(input);
         // Answers the hub wrote to calls a task stands for (`approvals`).
+        if cfg!(not(feature = "consent")) {
+            return;
+        }
         for (task, answer) in self.clients.take_task_answers() {
             let fx = self.tasks.answer_of_call(&task, &answer, self.now_ms);
             self.apply_task_effects(fx);
@@ -1269,6 +1272,10 @@ impl Hub {
     fn apply_approvals(&mut self, fx: Vec<approvals::Effect>) {
         use approvals::Effect;
         use shape::RevExt as _;
+        // Without the feature nothing is held (`stages::approve`).
+        if cfg!(not(feature = "consent")) {
+            return;
+        }
         for e in fx {
             match e {
                 Effect::Ask { client, id, params } => self.downward().request(client, &id, "elicitation/create", &params),

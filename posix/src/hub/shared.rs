@@ -209,6 +209,7 @@ pub(super) struct Shared {
     granted: HashMap<(ClientId, IdKey), Vec<String>>,
     /// What the store said of a call's remembered approval, for the call
     /// routed again: the approval's note, or none.
+    #[cfg(feature = "consent")]
     approvals: HashMap<(ClientId, IdKey), Option<String>>,
 }
 
@@ -231,6 +232,7 @@ enum Wait {
     Adopt { task: ForwardedTask, why: String },
     /// A call's remembered approval; `msg` and `ctx`: the call, routed
     /// again with the answer ([`Shared::approval`]).
+    #[cfg(feature = "consent")]
     Approval { msg: Vec<u8>, ctx: Option<ReqCtx> },
 }
 
@@ -431,6 +433,7 @@ impl Shared {
                 vec![Effect::Limited(c, id.clone(), r), Effect::Refuse(c, id, refusal)]
             }
             // No approval found, or none could be asked for: a person is asked.
+            #[cfg(feature = "consent")]
             (Wait::Approval { msg, ctx }, answer) => {
                 let note = match answer {
                     Answer::Value(Some(v)) => Some(String::from_utf8_lossy(&v).into_owned()),
@@ -471,6 +474,7 @@ impl Shared {
         self.waiting.retain(|_, w| w.client != c);
         self.forwards.retain(|(fc, _), _| *fc != c);
         self.granted.retain(|(gc, _), _| *gc != c);
+        #[cfg(feature = "consent")]
         self.approvals.retain(|(ac, _), _| *ac != c);
     }
 
@@ -479,6 +483,7 @@ impl Shared {
     /// store (`Err`: the ask to write; the call waits and is routed again),
     /// then, routed again, what it said (`Ok`: the approval's audit note,
     /// or none). Over the cap of parked requests nothing is asked.
+    #[cfg(feature = "consent")]
     pub fn approval(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, key: String, at: At<'_>) -> Result<Option<String>, Effect> {
         let id = m.id_bytes().unwrap_or(b"null");
         if let Some(note) = self.approvals.remove(&(c, IdKey::new(id))) {

@@ -242,7 +242,8 @@ impl Clients {
     /// the client's request in the open set, and waits for the rest of
     /// its batch when it is part of one.
     pub(in crate::hub) fn emit(&mut self, out: &mut VecDeque<Output>, c: ClientId, mut bytes: Vec<u8>, about: About) {
-        if let About::Reply { id: Some(r), .. } = &about {
+        // Only calls held for approval are answered with a task early.
+        if let (About::Reply { id: Some(r), .. }, true) = (&about, cfg!(feature = "consent") && !self.to_task.is_empty()) {
             if let Some(task) = self.to_task.remove(&(c, IdKey::new(&bytes[r.clone()]))) {
                 self.task_answers.push((task, bytes));
                 return;
@@ -269,12 +270,18 @@ impl Clients {
     /// The task client `c`'s request `id` was answered with, while its
     /// answer is still to come.
     pub(in crate::hub) fn answers_into(&self, c: ClientId, id: &[u8]) -> Option<&str> {
+        if cfg!(not(feature = "consent")) || self.to_task.is_empty() {
+            return None;
+        }
         self.to_task.get(&(c, IdKey::new(id))).map(String::as_str)
     }
 
     /// Request `id` of client `c` is its task's call now: its answer comes
     /// to the task some other way.
     pub(in crate::hub) fn answered_into(&mut self, c: ClientId, id: &[u8]) {
+        if cfg!(not(feature = "consent")) || self.to_task.is_empty() {
+            return;
+        }
         self.to_task.remove(&(c, IdKey::new(id)));
     }
 

@@ -14,6 +14,7 @@ use super::super::approvals::{Hold, Shown};
 use super::super::catalog::Kind;
 use super::super::policy::ToolCall;
 use super::super::request::ReqCtx;
+#[cfg(feature = "consent")]
 use super::super::shared::{self, At};
 use super::super::tasks;
 use super::super::wire::Msg;
@@ -54,7 +55,9 @@ impl Pipeline<'_> {
             self.policy.approval(c, id, note);
             return true;
         }
+        #[allow(unused_mut)] // without the feature no store is asked
         let mut granted = self.approvals.take_grant(principal, server, &route.original, &digest, self.now_ms);
+        #[cfg(feature = "consent")]
         if granted.is_none() && rule.remember_ms > 0 && self.opts.cluster.shared {
             // Remembered on another replica?
             let key = shared::approval_key(principal, server, &route.original, &digest);
