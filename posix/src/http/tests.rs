@@ -247,7 +247,7 @@ fn start_full(
                     Output::ToUpstream(_, m, _) => {
                         let _ = up_tx.try_send(m);
                     }
-                    Output::RestartUpstream(..) | Output::Power(..) | Output::ListsRead(..) | Output::SaveTasks(..) | Output::SavePins(..) | Output::Shared(..) | Output::Forward { .. } | Output::Run { .. } => {}
+                    Output::RestartUpstream(..) | Output::Power(..) | Output::ListsRead(..) | Output::SaveTasks(..) | Output::SavePins(..) | Output::Shared(..) | Output::Forward { .. } | Output::Notify(..) => {}
                     Output::Log(..) => {}
                 }
             })
