@@ -4,6 +4,8 @@
 use serde_json::Value;
 
 use super::ctx::{Ctx, Object};
+use super::HttpSettings;
+use crate::policy::PolicyConfig;
 use crate::bytes::jsonpos::Path;
 use crate::policy::approval::{ApprovalConfig, Carrier, Format, Notify, Post, Rule, Via};
 use crate::remote::url::{Scheme, Url};
@@ -236,6 +238,20 @@ fn link_base(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<String> {
             cx.err(at, format!("{example}: {e}"));
             None
         }
+    }
+}
+
+/// Warns when the listener would refuse the `Origin` of `linkBase`: the
+/// page's Approve and Deny buttons post from it.
+pub(super) fn check_link_origin(cx: &mut Ctx<'_>, top: &Path, http: &HttpSettings, policy: &PolicyConfig) {
+    let Some(base) = policy.approvals.notify.as_ref().and_then(|n| n.link_base.as_deref()) else { return };
+    let Ok(u) = Url::parse(base) else { return };
+    let full = u.to_string();
+    let origin = &full[..full.len() - u.target.len()];
+    let guard = crate::http::origin::Guard::new(&http.allowed_origins, &[], std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    if !guard.origin_ok(Some(origin.as_bytes())) {
+        let at = top.key("policy").key("approvals").key("notify").key("linkBase");
+        cx.warn(&at, format!("the page's Approve and Deny buttons post from {origin}, which the listener refuses: add it to \"http\": {{\"allowedOrigins\": [..]}}"));
     }
 }
 

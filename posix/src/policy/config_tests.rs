@@ -210,3 +210,14 @@ fn a_notify_hook_is_a_command_or_a_url_and_its_link_can_be_absolute() {
         }
     }
 }
+
+#[test]
+fn a_link_base_the_listener_would_refuse_is_warned_about() {
+    let cfg = |http: &str| {
+        let src = format!(r#"{{"mcpServers": {{}}, {http} "policy": {{"approvals": {{"notify": {{"command": ["x"], "linkBase": "https://mcpx.example.net"}}}}}}}}"#);
+        config::parse(&src, "mcpx.json", Path::new("/cfg"), &env).unwrap()
+    };
+    let refused = |c: &config::Config| c.warnings.iter().any(|w| w.to_string().contains("post from https://mcpx.example.net, which the listener refuses"));
+    assert!(refused(&cfg("")));
+    assert!(!refused(&cfg(r#""http": {"allowedOrigins": ["https://mcpx.example.net"]},"#)));
+}
