@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 use super::request::ReqCtx;
 use super::ClientId;
 use crate::bytes::hex::hex;
-use crate::policy::approval::{ApprovalConfig, Carrier, Notice, Rule, Via, NOTICE_TEXT};
+use crate::policy::approval::{ApprovalConfig, Notice, Rule, Via, NOTICE_TEXT};
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 
 /// The id prefix of the hub's `elicitation/create` asking for approval:
@@ -173,8 +173,10 @@ pub(super) enum Effect {
         note: String,
     },
     /// A call waits for the page: tell the notify hook of it, over the
-    /// carrier (boxed: most effects are small).
-    Notify(Box<(Carrier, Notice)>),
+    /// carrier (boxed: most effects are small). Not in a build without
+    /// `consent`, where nothing waits.
+    #[cfg(feature = "consent")]
+    Notify(Box<(crate::policy::approval::Carrier, Notice)>),
     /// Tell client `client` its call `id` (progress token `token`, both
     /// raw JSON) still waits.
     Progress { client: ClientId, id: Vec<u8>, token: Vec<u8>, progress: u64, message: String },
@@ -292,9 +294,12 @@ impl Approvals {
                     params: serde_json::to_vec(&params).unwrap_or_default(),
                 });
             }
+            #[cfg(feature = "consent")]
             Via::Page => fx.extend(self.cfg.notify.as_ref().map(|nf| {
                 Effect::Notify(Box::new((nf.carrier.clone(), notice(n, &key, &h.shown, nf.link_base.as_deref()))))
             })),
+            #[cfg(not(feature = "consent"))]
+            Via::Page => {}
         }
         fx.push(Effect::Log(
             super::Level::Info,

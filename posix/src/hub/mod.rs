@@ -641,7 +641,8 @@ pub enum Output {
     /// (`policy.approvals.notify`) of it over the carrier (run its command,
     /// or POST to its URL), not waiting for it; a failure is logged, never
     /// retried, and the call waits on regardless. Boxed: every output
-    /// would be as large.
+    /// would be as large. Not in a build without `consent`.
+    #[cfg(feature = "consent")]
     Notify(Box<(crate::policy::approval::Carrier, crate::policy::approval::Notice)>),
 }
 
@@ -1284,6 +1285,7 @@ impl Hub {
                     }
                     self.downward().result_as(client, &id, &serde_json::to_vec(&result).unwrap_or_default(), Outcome::ToolError);
                 }
+                #[cfg(feature = "consent")]
                 Effect::Notify(n) => self.out.push_back(Output::Notify(n)),
                 Effect::Progress { client, id, token, progress, message } => {
                     let Some(f) = self.clients.get(&client).map(|cl| cl.rev().features()) else { continue };

@@ -198,6 +198,7 @@ impl Pair {
                     Output::SavePins(b) => self.pins_saved.push(b),
                     Output::Shared(a) => self.asks.push_back(a),
                     Output::Forward { client, request, msg, principal, to } => self.forwards.push((client, request.bytes().to_vec(), msg, principal, to)),
+                    #[cfg(feature = "consent")]
                     Output::Notify(n) => self.notices.push(*n),
                 }
             }

@@ -430,9 +430,6 @@ impl Runtime {
                 let (to, notice) = *n;
                 super::notify::notify(to, &notice, self.notices.borrow().as_ref())
             }
-            // Nothing waits for approval in a build without it.
-            #[cfg(not(feature = "consent"))]
-            Output::Notify(..) => {}
             Output::SavePins(bytes) => {
                 if let Some(store) = self.pins.borrow().as_ref() {
                     store.save(&bytes);
