@@ -988,27 +988,37 @@ impl Resp {
 }
 
 /// One HTTP/1.1 exchange on a fresh connection (`Connection: close`); a
-/// POST when `body` is given, else a GET.
+/// POST of JSON `body` when it is given, else a GET.
 pub fn http(url: &str, headers: &[(&str, &str)], body: Option<&Value>) -> Resp {
+    match body {
+        Some(b) => {
+            let mut h = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+            h.extend_from_slice(headers);
+            http_request(url, "POST", &h, &serde_json::to_vec(b).unwrap())
+        }
+        None => http_request(url, "GET", headers, b""),
+    }
+}
+
+/// One HTTP/1.1 `method` exchange on a fresh connection (`Connection:
+/// close`) with `headers` and `body` (a `Content-Length` unless a GET
+/// without one).
+pub fn http_request(url: &str, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
     let rest = url.strip_prefix("http://").expect("an http URL");
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let mut s = std::net::TcpStream::connect(authority).expect("connect");
     s.set_read_timeout(Some(HTTP_WAIT)).unwrap();
-    let body = body.map(|b| serde_json::to_vec(b).unwrap());
-    let mut head = match &body {
-        Some(b) => format!(
-            "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-            b.len()
-        ),
-        None => format!("GET {path} HTTP/1.1\r\n"),
-    };
+    let mut head = format!("{method} {path} HTTP/1.1\r\n");
+    if method != "GET" || !body.is_empty() {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
     head.push_str(&format!("Host: {authority}\r\nConnection: close\r\n"));
     for (n, v) in headers {
         head.push_str(&format!("{n}: {v}\r\n"));
     }
     head.push_str("\r\n");
     s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_deref().unwrap_or_default()).unwrap();
+    s.write_all(body).unwrap();
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     let all = String::from_utf8_lossy(&raw).into_owned();

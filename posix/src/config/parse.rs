@@ -45,6 +45,8 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     let power = parse_power(&mut cx, &top, obj, Power::default());
     let http = parse_http(&mut cx, &top, obj);
     let policy = parse_policy(&mut cx, &top, obj);
+    #[cfg(feature = "consent")]
+    super::approvals::check_link_origin(&mut cx, &top, &http, &policy);
     let tasks = parse_tasks(&mut cx, &top, obj);
     let cluster = parse_cluster(&mut cx, &top, obj);
     let separator = parse_separator(&mut cx, &top, obj.get("separator"));

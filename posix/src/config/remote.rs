@@ -80,27 +80,7 @@ pub(super) fn parse_remote(
         }
         Some(u) => cx.string(&uat, u),
     };
-    let mut headers = Vec::new();
-    match obj.get("headers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            let hat = at.key("headers");
-            for (k, _) in cx.keys_in_order(&hat) {
-                let Some(val) = m.get(&k) else { continue };
-                if headers.iter().any(|(h, _): &(String, String)| h.eq_ignore_ascii_case(&k)) {
-                    cx.err(&hat.key(&k), "header given twice");
-                    continue;
-                }
-                if let Some(v) = cx.string(&hat.key(&k), val) {
-                    headers.push((k, v));
-                }
-            }
-        }
-        Some(other) => cx.err(
-            &at.key("headers"),
-            format!("expected an object of strings, found {}", type_name(other)),
-        ),
-    }
+    let headers = parse_headers(cx, at, obj);
     let ca_file = match obj.get("caFile") {
         None | Some(Value::Null) => None,
         Some(c) => cx.string(&at.key("caFile"), c).and_then(|s| cx.path(&at.key("caFile"), &s)),
@@ -127,6 +107,33 @@ pub(super) fn parse_remote(
         return None;
     }
     Some(RemoteServer { url, headers, ca_file, mode, oauth })
+}
+
+/// `"headers": {"Name": "value or ${VAR}", ..}` of `obj`, in the file's
+/// order (checked as sent by `RemoteSpec::check`).
+pub(super) fn parse_headers(cx: &mut Ctx<'_>, at: &Path, obj: &Object) -> Vec<(String, String)> {
+    let mut headers = Vec::new();
+    match obj.get("headers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            let hat = at.key("headers");
+            for (k, _) in cx.keys_in_order(&hat) {
+                let Some(val) = m.get(&k) else { continue };
+                if headers.iter().any(|(h, _): &(String, String)| h.eq_ignore_ascii_case(&k)) {
+                    cx.err(&hat.key(&k), "header given twice");
+                    continue;
+                }
+                if let Some(v) = cx.string(&hat.key(&k), val) {
+                    headers.push((k, v));
+                }
+            }
+        }
+        Some(other) => cx.err(
+            &at.key("headers"),
+            format!("expected an object of strings, found {}", type_name(other)),
+        ),
+    }
+    headers
 }
 
 const OAUTH_KEYS: &[&str] =

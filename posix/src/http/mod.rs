@@ -126,7 +126,7 @@ mod few;
 mod limits;
 mod listener;
 mod mailbox;
-mod origin;
+pub(crate) mod origin;
 mod refusals;
 mod request;
 mod routes;

@@ -247,7 +247,9 @@ fn start_full(
                     Output::ToUpstream(_, m, _) => {
                         let _ = up_tx.try_send(m);
                     }
-                    Output::RestartUpstream(..) | Output::Power(..) | Output::ListsRead(..) | Output::SaveTasks(..) | Output::SavePins(..) | Output::Shared(..) | Output::Forward { .. } | Output::Run { .. } => {}
+                    Output::RestartUpstream(..) | Output::Power(..) | Output::ListsRead(..) | Output::SaveTasks(..) | Output::SavePins(..) | Output::Shared(..) | Output::Forward { .. } => {}
+                    #[cfg(feature = "consent")]
+                    Output::Notify(..) => {}
                     Output::Log(..) => {}
                 }
             })

@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 use super::request::ReqCtx;
 use super::ClientId;
 use crate::bytes::hex::hex;
-use crate::policy::approval::{ApprovalConfig, Rule, Via};
+use crate::policy::approval::{ApprovalConfig, Notice, Rule, Via, NOTICE_TEXT};
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 
 /// The id prefix of the hub's `elicitation/create` asking for approval:
@@ -183,12 +183,11 @@ pub(super) enum Effect {
         text: String,
         note: String,
     },
-    /// A call waits for the page: run the notify hook's `command` with
-    /// these environment variables.
-    Notify {
-        command: Vec<String>,
-        env: Vec<(&'static str, String)>,
-    },
+    /// A call waits for the page: tell the notify hook of it, over the
+    /// carrier (boxed: most effects are small). Not in a build without
+    /// `consent`, where nothing waits.
+    #[cfg(feature = "consent")]
+    Notify(Box<(crate::policy::approval::Carrier, Notice)>),
     /// Tell client `client` its call `id` (progress token `token`, both
     /// raw JSON) still waits.
     Progress { client: ClientId, id: Vec<u8>, token: Vec<u8>, progress: u64, message: String },
@@ -314,10 +313,12 @@ impl Approvals {
                     params: serde_json::to_vec(&params).unwrap_or_default(),
                 });
             }
-            Via::Page => fx.extend(self.cfg.notify.as_ref().map(|nf| Effect::Notify {
-                command: nf.command.clone(),
-                env: notify_env(n, &key, &h.shown),
+            #[cfg(feature = "consent")]
+            Via::Page => fx.extend(self.cfg.notify.as_ref().map(|nf| {
+                Effect::Notify(Box::new((nf.carrier.clone(), notice(n, &key, &h.shown, nf.link_base.as_deref()))))
             })),
+            #[cfg(not(feature = "consent"))]
+            Via::Page => {}
         }
         fx.push(Effect::Log(
             super::Level::Info,
@@ -692,26 +693,43 @@ fn elicitation(s: &Shown) -> Value {
     })
 }
 
-/// What the notify hook is told of waiting call `n` (see
-/// `policy::approval::Notify`).
-fn notify_env(n: u64, key: &str, s: &Shown) -> Vec<(&'static str, String)> {
-    let text = format!(
-        "{} asks to run {}/{} (arguments sha256 {}):\n{}",
-        s.principal,
-        s.server,
-        s.tool,
-        &s.digest[..16],
-        s.arguments
-    );
-    vec![
-        ("MCPX_APPROVAL_ID", n.to_string()),
-        ("MCPX_APPROVAL_PATH", format!("/approvals/{n}?key={key}")),
-        ("MCPX_APPROVAL_SERVER", s.server.clone()),
-        ("MCPX_APPROVAL_TOOL", s.tool.clone()),
-        ("MCPX_APPROVAL_PRINCIPAL", s.principal.clone()),
-        ("MCPX_APPROVAL_SHA256", s.digest.clone()),
-        ("MCPX_APPROVAL_TEXT", text),
-    ]
+/// What the notify hook is told of waiting call `n`, whatever carries it
+/// (see `policy::approval::Notice`): the link is `base` and the path of
+/// the page's one-time link with `key`.
+fn notice(n: u64, key: &str, s: &Shown, base: Option<&str>) -> Notice {
+    let path = format!("/approvals/{n}?key={key}");
+    let link = format!("{}{path}", base.unwrap_or(""));
+    let title = format!("{} asks to run {}/{}", s.principal, s.server, s.tool);
+    let head = format!("{title} (arguments sha256 {}):\n", &s.digest[..16]);
+    let tail = format!("\n\nApprove or deny: {link}");
+    let room = NOTICE_TEXT.saturating_sub(head.len() + tail.len());
+    let text = format!("{head}{}{tail}", cut(&s.arguments, room));
+    Notice {
+        id: n,
+        path,
+        link,
+        server: s.server.clone(),
+        tool: s.tool.clone(),
+        principal: s.principal.clone(),
+        sha256: s.digest.clone(),
+        arguments: s.arguments.clone(),
+        title,
+        text,
+    }
+}
+
+/// `s`, or its longest head (whole characters) that fits in `max` bytes
+/// with a mark saying it was cut.
+fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    const MARK: &str = "\n… (cut: the arguments are longer; their digest is above)";
+    if s.len() <= max {
+        return s.into();
+    }
+    let mut end = max.saturating_sub(MARK.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{MARK}", &s[..end]).into()
 }
 
 /// Equal bytes, in time that does not depend on where they differ.

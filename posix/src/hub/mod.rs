@@ -637,10 +637,13 @@ pub enum Output {
     /// this request's. Report the end with [`Input::ForwardDone`]; the hub
     /// sends nothing upstream for it.
     Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: ReplicaId },
-    /// Run `command` with `env` added to mcpx's environment, not waiting
-    /// for it (the notify hook of a call waiting for approval,
-    /// `policy.approvals.notify`); a failure to start it is logged.
-    Run { command: Vec<String>, env: Vec<(&'static str, String)> },
+    /// A call waits for the approvals page: tell the notify hook
+    /// (`policy.approvals.notify`) of it over the carrier (run its command,
+    /// or POST to its URL), not waiting for it; a failure is logged, never
+    /// retried, and the call waits on regardless. Boxed: every output
+    /// would be as large. Not in a build without `consent`.
+    #[cfg(feature = "consent")]
+    Notify(Box<(crate::policy::approval::Carrier, crate::policy::approval::Notice)>),
 }
 
 /// The hub state machine. See the module documentation.
@@ -1320,7 +1323,8 @@ impl Hub {
                     }
                     self.downward().result_as(client, &id, &serde_json::to_vec(&result).unwrap_or_default(), Outcome::ToolError);
                 }
-                Effect::Notify { command, env } => self.out.push_back(Output::Run { command, env }),
+                #[cfg(feature = "consent")]
+                Effect::Notify(n) => self.out.push_back(Output::Notify(n)),
                 Effect::Progress { client, id, token, progress, message } => {
                     let Some(f) = self.clients.get(&client).map(|cl| cl.rev().features()) else { continue };
                     let token: Value = serde_json::from_slice(&token).unwrap_or(Value::Null);

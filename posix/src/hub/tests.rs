@@ -7,6 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{json, Value};
 
 use super::*;
+use crate::policy::approval::{Carrier, Notice};
 
 mod approvals;
 mod modern;
@@ -98,12 +99,9 @@ struct Pair {
     asks: VecDeque<shared::Ask>,
     /// `Forward`s to other replicas: (client, request id, msg, principal, to).
     forwards: Vec<(ClientId, Vec<u8>, Vec<u8>, Vec<u8>, ReplicaId)>,
-    /// Commands the hub asked to run (`Output::Run`): argv, environment.
-    runs: Vec<Run>,
+    /// What the hub asked to tell the notify hook (`Output::Notify`).
+    notices: Vec<(Carrier, Notice)>,
 }
-
-/// A command the hub asked to run and its environment (`Output::Run`).
-type Run = (Vec<String>, Vec<(&'static str, String)>);
 
 fn specs(names: &[&str]) -> Vec<UpstreamSpec> {
     names.iter().map(|n| UpstreamSpec::new(n)).collect()
@@ -146,7 +144,7 @@ impl Pair {
             upward: vec![],
             asks: VecDeque::new(),
             forwards: vec![],
-            runs: vec![],
+            notices: vec![],
         }
     }
 
@@ -200,7 +198,8 @@ impl Pair {
                     Output::SavePins(b) => self.pins_saved.push(b),
                     Output::Shared(a) => self.asks.push_back(a),
                     Output::Forward { client, request, msg, principal, to } => self.forwards.push((client, request.bytes().to_vec(), msg, principal, to)),
-                    Output::Run { command, env } => self.runs.push((command, env)),
+                    #[cfg(feature = "consent")]
+                    Output::Notify(n) => self.notices.push(*n),
                 }
             }
             if replies.is_empty() {

@@ -107,15 +107,77 @@ pub struct ApprovalConfig {
     pub notify: Option<Notify>,
 }
 
-/// Where a call waiting for the page is announced: a command run with
-/// the call in `MCPX_APPROVAL_*` environment variables (`ID`, `PATH` — the
-/// one-time link's path and query, `/approvals/N?key=..` —, `SERVER`,
-/// `TOOL`, `PRINCIPAL`, `SHA256`, `TEXT`), e.g. a script that posts to
-/// ntfy or a chat webhook.
+/// Where a call waiting for the page is announced, with its one-time
+/// link (`policy.approvals.notify`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Notify {
-    pub command: Vec<String>,
+    pub carrier: Carrier,
+    /// The URL an approver's browser reaches the hub's listener at
+    /// (`linkBase`, no trailing slash): the link sent is this and the
+    /// path; `None`: the path only.
+    pub link_base: Option<String>,
 }
+
+/// How a [`Notice`] is carried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Carrier {
+    /// `command`: run with the notice in `MCPX_APPROVAL_*` environment
+    /// variables, e.g. a script that posts to ntfy or a chat webhook.
+    Command(Vec<String>),
+    /// `url`: an HTTP POST of the notice.
+    Post(Post),
+}
+
+/// `{"url", "format", "headers"}`: where and how the notice is posted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Post {
+    /// An absolute http(s) URL without user info (checked by the config).
+    pub url: String,
+    pub format: Format,
+    /// Sent with the POST (`Authorization`, ntfy's `Priority`), `${VAR}`
+    /// already expanded; one named like a header of the format's replaces it.
+    pub headers: Vec<(String, String)>,
+}
+
+/// What the POST's body is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// `application/json`: the notice's fields, its text under `text`
+    /// (what Slack and Mattermost incoming webhooks show).
+    #[default]
+    Json,
+    /// ntfy's publish format: the text as a plain-text body, the title in
+    /// `Title`, the link (when absolute) in `Click`.
+    Ntfy,
+}
+
+/// What a notification says of one waiting call: built once by the hub,
+/// carried as environment variables or a POST body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    /// The call's number on the page.
+    pub id: u64,
+    /// The one-time link's path and query, `/approvals/N?key=..`.
+    pub path: String,
+    /// The link to send: `linkBase` and the path, or the path alone.
+    pub link: String,
+    pub server: String,
+    pub tool: String,
+    pub principal: String,
+    /// SHA-256 of the exact arguments, hex.
+    pub sha256: String,
+    /// The arguments as an approver sees them ([`shown_args`]).
+    pub arguments: String,
+    /// One line: who asks to run what.
+    pub title: String,
+    /// The title, the arguments and the link, at most [`NOTICE_TEXT`]
+    /// bytes (the arguments cut first; the link never).
+    pub text: String,
+}
+
+/// The longest [`Notice::text`], in bytes: under ntfy's message limit
+/// (4096 bytes; a longer body becomes an attachment).
+pub const NOTICE_TEXT: usize = 4000;
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub const DEFAULT_MAX_WAITING: usize = 256;

@@ -8,7 +8,11 @@ use crate::policy::catalog_acl::Pattern;
 use crate::policy::ratelimit::{Rate, RateLimitConfig};
 
 fn env(name: &str) -> Option<String> {
-    (name == "HOME").then(|| "/home/u".to_string())
+    match name {
+        "HOME" => Some("/home/u".to_string()),
+        "NTFY_TOKEN" => Some("tk_secret".to_string()),
+        _ => None,
+    }
 }
 
 fn parse(policy: &str) -> Result<config::Config, String> {
@@ -133,7 +137,7 @@ fn pin_is_one_line_or_an_object() {
 
 #[test]
 fn approve_rules_and_their_errors_point_at_the_line() {
-    use crate::policy::approval::{Notify, Via};
+    use crate::policy::approval::{Carrier, Notify, Via};
     let c = parse(r#"{"approve": ["files/delete_*", {"annotations": ["destructiveHint"], "via": ["page"], "rememberMs": 60000}],
                       "approvals": {"timeoutMs": 30000, "approvers": ["alice"], "notify": {"command": ["ntfy-send", "--now"]}}}"#)
     .unwrap();
@@ -142,7 +146,7 @@ fn approve_rules_and_their_errors_point_at_the_line() {
     assert_eq!(a.rules[0].tools, [Pattern::parse("files/delete_*").unwrap()]);
     assert_eq!((a.rules[1].via.as_slice(), a.rules[1].remember_ms), ([Via::Page].as_slice(), 60_000));
     assert_eq!((a.timeout_ms, a.approvers.as_slice()), (30_000, ["alice".to_string()].as_slice()));
-    assert_eq!(a.notify, Some(Notify { command: vec!["ntfy-send".into(), "--now".into()] }));
+    assert_eq!(a.notify, Some(Notify { carrier: Carrier::Command(vec!["ntfy-send".into(), "--now".into()]), link_base: None }));
     // (policy, what the error says): each at its line of the file.
     let bad = [
         (r#"{"approve": "files/*"}"#, "mcpx.json:3:14: policy.approve: expected an array like"),
@@ -161,4 +165,59 @@ fn approve_rules_and_their_errors_point_at_the_line() {
             Err(e) => assert!(!want.is_empty() && e.contains(want) && e.contains("mcpx.json:3:"), "{policy}: {e}"),
         }
     }
+}
+
+#[test]
+fn a_notify_hook_is_a_command_or_a_url_and_its_link_can_be_absolute() {
+    use crate::policy::approval::{Carrier, Format, Notify, Post};
+    let notify = |n: &str| parse(&format!(r#"{{"approvals": {{"notify": {n}}}}}"#));
+    let c = notify(r#"{"url": "https://ntfy.sh/mcpx-test", "format": "ntfy", "headers": {"Authorization": "Bearer ${NTFY_TOKEN}", "Priority": "high"}, "linkBase": "https://mcpx.example.net/"}"#).unwrap();
+    let post = Post {
+        url: "https://ntfy.sh/mcpx-test".into(),
+        format: Format::Ntfy,
+        headers: vec![("Authorization".into(), "Bearer tk_secret".into()), ("Priority".into(), "high".into())],
+    };
+    assert_eq!(c.policy.approvals.notify, Some(Notify { carrier: Carrier::Post(post), link_base: Some("https://mcpx.example.net".into()) }));
+    // JSON is the default format; plain http (a LAN receiver) too, with a warning off loopback.
+    let c = notify(r#"{"url": "http://127.0.0.1:9000/hook"}"#).unwrap();
+    assert!(matches!(&c.policy.approvals.notify, Some(Notify { carrier: Carrier::Post(Post { format: Format::Json, .. }), link_base: None })));
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    let c = notify(r#"{"url": "http://192.168.1.5/hook"}"#).unwrap();
+    assert!(c.warnings.iter().any(|w| w.to_string().contains("travels unencrypted")), "{:?}", c.warnings);
+    // A link base under a path keeps it.
+    let c = notify(r#"{"command": ["notify-me"], "linkBase": "http://192.168.1.10:8765/mcpx"}"#).unwrap();
+    assert_eq!(c.policy.approvals.notify.unwrap().link_base.as_deref(), Some("http://192.168.1.10:8765/mcpx"));
+    // (notify, what the error says)
+    let bad = [
+        (r#"{"command": ["x"], "url": "https://ntfy.sh/t"}"#, "give \"command\" or \"url\", not both"),
+        (r#"{}"#, "expected {\"url\": \"https://ntfy.sh/TOPIC\", \"format\": \"ntfy\"} or {\"command\""),
+        (r#"{"linkBase": "https://mcpx.example.net"}"#, "expected {\"url\""),
+        (r#"{"url": "ntfy.sh/topic"}"#, "not an absolute URL"),
+        (r#"{"url": "ftp://ntfy.sh/topic"}"#, "unsupported URL scheme \"ftp\""),
+        (r#"{"url": "https://me:pw@ntfy.sh/topic"}"#, "user info in the URL is not supported: put credentials in \"headers\""),
+        (r#"{"url": "https://ntfy.sh/a b"}"#, "policy.approvals.notify.url"),
+        (r#"{"url": "https://ntfy.sh/t", "format": "xml"}"#, "\"xml\" is not \"json\" or \"ntfy\""),
+        (r#"{"url": "https://ntfy.sh/t", "headers": {"Content-Type": "text/plain"}}"#, "header \"Content-Type\" is set by mcpx itself"),
+        (r#"{"url": "https://ntfy.sh/t", "headers": {"X-Token": "${UNSET_TOKEN}"}}"#, "UNSET_TOKEN"),
+        (r#"{"command": ["x"], "format": "ntfy"}"#, "\"format\" goes with \"url\""),
+        (r#"{"url": "https://ntfy.sh/t", "linkBase": "/approvals"}"#, "expected the URL an approver's browser reaches this hub at"),
+        (r#"{"url": "https://ntfy.sh/t", "linkBase": "https://mcpx.example.net/?a=1"}"#, "(no query or fragment)"),
+    ];
+    for (n, want) in bad {
+        match notify(n) {
+            Ok(_) => panic!("{n} parsed"),
+            Err(e) => assert!(e.contains(want) && e.contains("policy.approvals.notify"), "{n}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_link_base_the_listener_would_refuse_is_warned_about() {
+    let cfg = |http: &str| {
+        let src = format!(r#"{{"mcpServers": {{}}, {http} "policy": {{"approvals": {{"notify": {{"command": ["x"], "linkBase": "https://mcpx.example.net"}}}}}}}}"#);
+        config::parse(&src, "mcpx.json", Path::new("/cfg"), &env).unwrap()
+    };
+    let refused = |c: &config::Config| c.warnings.iter().any(|w| w.to_string().contains("post from https://mcpx.example.net, which the listener refuses"));
+    assert!(refused(&cfg("")));
+    assert!(!refused(&cfg(r#""http": {"allowedOrigins": ["https://mcpx.example.net"]},"#)));
 }

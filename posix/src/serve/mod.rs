@@ -43,6 +43,8 @@ use crate::servers::events::Events;
 
 pub(crate) mod cluster_jobs;
 mod feeds;
+#[cfg(feature = "consent")]
+pub(crate) mod notify;
 pub(crate) mod options;
 pub(crate) mod pin_store;
 pub(crate) mod runtime;
@@ -374,6 +376,12 @@ where
         }
     };
     let _cluster = cluster.clone().map(|cl| run_cluster(&rt, &ex, cl));
+    #[cfg(feature = "consent")]
+    let _notify = {
+        let (posts, task) = notify::start(&ex);
+        *rt.notices.borrow_mut() = Some(posts);
+        task
+    };
     let mut _http_server = match transports.http.map(|hc| start_http(&ex, &rt, cfg, hc, cluster.as_ref())) {
         Some(Err(())) => return 1,
         started => started.and_then(Result::ok),

@@ -129,6 +129,9 @@ pub struct Runtime {
     /// The queue of the cluster task (`cluster::runtime`), with a store or
     /// a hop configured.
     pub(super) cluster_jobs: RefCell<Option<Sender<Job>>>,
+    /// The queue of the task that POSTs approval notifications (`notify`).
+    #[cfg(feature = "consent")]
+    pub(super) notices: RefCell<Option<Sender<super::notify::Job>>>,
 }
 
 impl Runtime {
@@ -150,6 +153,8 @@ impl Runtime {
             tasks_file: RefCell::new(None),
             pins: RefCell::new(None),
             cluster_jobs: RefCell::new(None),
+            #[cfg(feature = "consent")]
+            notices: RefCell::new(None),
         };
         Ok((Rc::new(rt), stop_rx))
     }
@@ -420,17 +425,10 @@ impl Runtime {
             Output::Forward { client, request, msg, principal, to } => {
                 self.cluster_job(Job::Forward { client, request, msg, principal, to })
             }
-            Output::Run { command, env } => {
-                let Some((program, args)) = command.split_first() else { return };
-                let started = smol::process::Command::new(program)
-                    .args(args)
-                    .envs(env)
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .spawn();
-                if let Err(e) = started {
-                    error!("cannot run the approvals notify command {program}: {e}");
-                }
+            #[cfg(feature = "consent")]
+            Output::Notify(n) => {
+                let (to, notice) = *n;
+                super::notify::notify(to, &notice, self.notices.borrow().as_ref())
             }
             Output::SavePins(bytes) => {
                 if let Some(store) = self.pins.borrow().as_ref() {

@@ -4,7 +4,9 @@
 //! error; approvals are bound to the principal, tool and arguments.
 
 use super::*;
+use crate::bytes::hex::hex;
 use crate::hub::approvals::Decider;
+use crate::policy::approval::{args_digest, shown_args, Format, NOTICE_TEXT};
 
 /// `who` decides waiting call `n` on the page, as the page does: only a
 /// call `who` may see is decided. Was it?
@@ -208,25 +210,52 @@ fn a_notify_hook_is_given_the_call_and_its_one_time_link() {
     let c = p.client("2025-06-18", ELICITS());
     call(&mut p, c, 1, "files__delete_file", json!({ "path": "/a" }));
     assert!(p.client_quiet(c), "the rule asks the page only");
-    let (command, env) = p.runs.pop().expect("the hook runs");
-    assert_eq!(command, ["notify-me", "--now"]);
-    let var = |k: &str| {
-        env.iter()
-            .find(|(n, _)| *n == k)
-            .map(|(_, v)| v.clone())
-            .unwrap()
-    };
-    let path = var("MCPX_APPROVAL_PATH");
-    let key = path.split("key=").nth(1).unwrap();
-    assert_eq!(var("MCPX_APPROVAL_TOOL"), "delete_file");
-    assert!(var("MCPX_APPROVAL_TEXT").contains("\"path\": \"/a\""));
-    let n: u64 = var("MCPX_APPROVAL_ID").parse().unwrap();
+    let (to, notice) = p.notices.pop().expect("the hook is told");
+    assert_eq!(to, Carrier::Command(vec!["notify-me".into(), "--now".into()]));
+    let key = notice.path.split("key=").nth(1).unwrap();
+    // Without a linkBase the link is the path.
+    assert_eq!(notice.link, notice.path);
+    assert_eq!(notice.tool, "delete_file");
+    assert!(notice.text.contains("\"path\": \"/a\""));
+    let n = notice.id;
     // The link decides once; a wrong key nothing.
     assert!(!decide(&mut p, Decider::Link("not-the-key"), n, true));
     assert!(p.client_quiet(c));
     assert!(decide(&mut p, Decider::Link(key), n, false));
     assert_eq!(p.take(c)["result"]["isError"], true);
     assert!(!decide(&mut p, Decider::Link(key), n, true));
+}
+
+#[test]
+fn a_posted_notice_has_the_call_and_the_whole_link_and_its_text_fits_ntfy() {
+    let notify = json!({ "url": "https://ntfy.sh/mcpx-test", "format": "ntfy", "linkBase": "https://mcpx.example.net" });
+    let opts = with_policy(json!({ "approve": [{ "tools": ["files/*"], "via": ["page"] }], "approvals": { "notify": notify } }));
+    let mut p = Pair::with(vec![("files", Fake::tools(&["delete_file"]))], opts);
+    p.hub.handle(Input::ApprovalPage(true), p.now);
+    let c = p.client("2025-06-18", ELICITS());
+    // Arguments far longer than a notification: many long strings, each cut
+    // on the page's rules, and the whole then cut to fit.
+    let many: Vec<String> = (0..100).map(|i| format!("{i} {}", "é".repeat(300))).collect();
+    let args = json!({ "paths": many });
+    call(&mut p, c, 1, "files__delete_file", args.clone());
+    let (to, n) = p.notices.pop().expect("the hook is told");
+    assert!(matches!(&to, Carrier::Post(post) if post.url == "https://ntfy.sh/mcpx-test" && post.format == Format::Ntfy), "{to:?}");
+    let (num, key) = n.path.strip_prefix("/approvals/").and_then(|p| p.split_once("?key=")).unwrap();
+    assert_eq!(num, n.id.to_string());
+    assert_eq!(key.len(), 32, "128 bits, hex");
+    assert_eq!(n.link, format!("https://mcpx.example.net/approvals/{}?key={key}", n.id));
+    assert_eq!((n.server.as_str(), n.tool.as_str(), n.principal.as_str()), ("files", "delete_file", "stdio"));
+    assert_eq!(n.sha256, hex(&args_digest(&args)));
+    assert_eq!(n.title, "stdio asks to run files/delete_file");
+    assert_eq!(n.arguments, shown_args(&args));
+    // The text: who asks, the arguments cut, and the link, never cut.
+    assert!(n.text.len() <= NOTICE_TEXT, "{}", n.text.len());
+    assert!(n.text.starts_with(&format!("stdio asks to run files/delete_file (arguments sha256 {}):\n{{", &n.sha256[..16])), "{}", n.text);
+    assert!(n.text.contains("… (cut: the arguments are longer; their digest is above)"), "{}", n.text);
+    assert!(n.text.ends_with(&format!("\n\nApprove or deny: {}", n.link)), "{}", n.text);
+    // The link is the page's: it decides the call.
+    assert!(decide(&mut p, Decider::Link(key), n.id, true));
+    assert_eq!(p.take_up(0)["params"]["arguments"], args);
 }
 
 // covers: tools-human-in-loop-deny, mrtr-requeststate-replay-fields, mrtr-single-use-enforced
