@@ -1266,6 +1266,9 @@ impl Hub {
 
     /// Waiting calls whose task ended (cancelled, expired) wait no longer.
     fn withdraw_ended_tasks(&mut self) {
+        if cfg!(not(feature = "consent")) {
+            return;
+        }
         let tasks = &self.tasks;
         let fx = self.approvals.withdraw_ended_tasks(|t| tasks.live(t));
         self.apply_approvals(fx);
