@@ -127,6 +127,8 @@ pub enum Policy {
     On,
     /// As `Off`, plus approval rules and pinning that no benched call
     /// meets: what the approve stage costs a call that needs no approval.
+    /// The stdio rounds measure the hub both ways, `Off` and this, in the
+    /// same round (report `HUB_APPROVE`), for the ratio of the two.
     Approve,
 }
 
@@ -461,6 +463,8 @@ enum StdioTarget {
     Direct,
     Relay,
     Mcpx,
+    /// The hub with approval rules no call meets (`Policy::Approve`).
+    McpxApprove,
 }
 
 impl StdioTarget {
@@ -469,14 +473,27 @@ impl StdioTarget {
             StdioTarget::Direct => report::DIRECT,
             StdioTarget::Relay => report::RELAY,
             StdioTarget::Mcpx => report::HUB,
+            StdioTarget::McpxApprove => report::HUB_APPROVE,
+        }
+    }
+
+    /// The policy the hub runs under for this target.
+    fn policy(self, plan: &Plan) -> Policy {
+        match (self, plan.policy) {
+            (StdioTarget::McpxApprove, _) => Policy::Approve,
+            (_, Policy::Approve) => Policy::Off,
+            (_, p) => p,
         }
     }
 }
 
 fn stdio_round(plan: &Plan, round: usize, report: &mut Report) {
-    let targets = [StdioTarget::Direct, StdioTarget::Relay, StdioTarget::Mcpx];
+    let mut targets = vec![StdioTarget::Direct, StdioTarget::Relay, StdioTarget::Mcpx];
+    if plan.policy == Policy::Approve {
+        targets.push(StdioTarget::McpxApprove);
+    }
     for target in rotated(&targets, round) {
-        let config = match Config::new(&plan.upstream_cmd(), 1, plan.policy) {
+        let config = match Config::new(&plan.upstream_cmd(), 1, target.policy(plan)) {
             Ok(c) => c,
             Err(e) => {
                 report.fail(
@@ -495,7 +512,7 @@ fn stdio_round(plan: &Plan, round: usize, report: &mut Report) {
                 .chain(plan.upstream_cmd().iter())
                 .cloned()
                 .collect(),
-            StdioTarget::Mcpx => plan
+            StdioTarget::Mcpx | StdioTarget::McpxApprove => plan
                 .hub
                 .iter()
                 .cloned()

@@ -191,6 +191,8 @@ const MCPX_HTTP: &str = "mcpx serve --http";
 pub(super) const DIRECT: &str = "direct";
 pub(super) const RELAY: &str = "byte relay";
 pub(super) const HUB: &str = "mcpx serve";
+/// The hub with approval rules and pinning no call meets (`--policy approve`).
+pub(super) const HUB_APPROVE: &str = "mcpx serve + approve";
 
 /// One of the project's performance targets against this run.
 #[derive(Debug)]
@@ -413,8 +415,11 @@ impl Report {
             for &w in &WINDOWS {
                 let relay = self.get(&Key::stdio(RELAY, p, w));
                 let direct = self.get(&Key::stdio(DIRECT, p, w));
-                for target in [DIRECT, RELAY, HUB] {
+                for target in [DIRECT, RELAY, HUB, HUB_APPROVE] {
                     let key = Key::stdio(target, p, w);
+                    if target == HUB_APPROVE && self.get(&key).is_none() {
+                        continue;
+                    }
                     let mut cells = vec![payload_name(p), w.to_string(), target.to_string()];
                     match self.get(&key) {
                         Some(m) => cells.extend([
@@ -633,6 +638,16 @@ impl Report {
                 cpu.map(|c| (format!("{c:.1} µs"), c <= 10.0)),
             );
         }
+        // Requirement of issue "Consent": calls that need no approval pay
+        // nothing measurable for the stage.
+        for w in WINDOWS {
+            let with = figure(Key::stdio(HUB_APPROVE, small, w), |m| m.cpu_us_per_req);
+            let without = figure(Key::stdio(HUB, small, w), |m| m.cpu_us_per_req);
+            if let Some((a, b)) = pair(with, without) {
+                let measured = (format!("{:.2}× ({a:.1} vs {b:.1} µs)", a / b), a <= 1.05 * b);
+                add(format!("hub CPU with approve rules ÷ without (16 B, {w} in flight)"), "≤ 1.05×", Some(measured));
+            }
+        }
         for w in WINDOWS {
             let hub = figure(Key::stdio(HUB, large, w), |m| m.cpu_us_per_req);
             let relay = figure(Key::stdio(RELAY, large, w), |m| m.cpu_us_per_req);
@@ -790,6 +805,8 @@ mod tests {
         r.add(Key::stdio(RELAY, 16, 8), 0, p50(10.0, 2.0));
         r.add(Key::stdio(HUB, 65536, 1), 0, p50(140.0, 300.0));
         r.add(Key::stdio(RELAY, 65536, 1), 0, p50(100.0, 100.0));
+        r.add(Key::stdio(HUB_APPROVE, 16, 1), 0, p50(11.0, 9.4));
+        r.add(Key::stdio(HUB_APPROVE, 16, 8), 0, p50(13.0, 12.7));
         let http = |rps: f64| Metrics {
             rps: Some(rps),
             ..Metrics::default()
@@ -810,6 +827,9 @@ mod tests {
             verdict("hub CPU per stdio call ÷ relay CPU (64 KiB, 1 in flight)"),
             "MISSED"
         );
+        assert_eq!(verdict("hub CPU with approve rules ÷ without (16 B, 1 in flight)"), "met");
+        assert_eq!(verdict("hub CPU with approve rules ÷ without (16 B, 8 in flight)"), "MISSED");
+        assert!(v.iter().all(|v| !v.target.contains("(16 B, 16 in flight)") || !v.target.contains("approve")), "a comparison not measured is not listed");
         assert_eq!(verdict("HTTP req/s ÷ best peer's (16 B, 8 clients)"), "MISSED");
         assert_eq!(verdict("HTTP req/s ÷ best peer's (64 KiB, 8 clients)"), "met");
         // The figure is shown beside its bound.
