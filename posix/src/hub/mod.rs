@@ -1186,9 +1186,10 @@ impl Hub {
                 pins::Effect::Log(level, line) => self.log(level, line),
                 pins::Effect::Changed { server, kind } => self.policy.pin_changed(&server, kind.result_key()),
                 pins::Effect::Found { server, finding } => self.policy.pin_finding(&server, finding),
-                pins::Effect::Relist { server, kind, items } => {
+                pins::Effect::Relist { server, kind, items, cached } => {
                     if let Some(u) = self.ups.iter().position(|x| x.spec.name == server) {
-                        self.set_items(u, kind, items, false);
+                        let items = items.unwrap_or_else(|| self.catalog.items(u, kind).to_vec());
+                        self.set_items(u, kind, items, cached);
                     }
                 }
             }
