@@ -9,12 +9,15 @@
 //!
 //! The hub hands every listing through [`Pins::listed`] before the
 //! catalog; [`Pins::load`] takes the pin files as the runtime reads them
-//! (at start, and when they change on disk). Both answer with
+//! (at start, when they change on disk, and with replicas whenever the
+//! pins shared in the store change: [`share`]). Both answer with
 //! [`Effect`]s.
 
 mod digest;
 mod file;
 mod inspect;
+#[cfg(feature = "cluster")]
+mod share;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -26,6 +29,8 @@ use super::catalog::Kind;
 use super::Level;
 pub use file::PinFile;
 use file::{Change, Key, Pin, PINNED};
+#[cfg(feature = "cluster")]
+pub use share::{Shared, Theirs};
 
 /// What the hub is to do after a pins call, in order.
 #[derive(Debug, PartialEq)]
