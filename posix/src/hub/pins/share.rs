@@ -174,13 +174,14 @@ impl Shared {
     /// on it; when another writer came first, read again and call this
     /// again: the edits are applied onto that).
     pub fn stored(&mut self, theirs: Theirs) -> Option<PinFile> {
-        let theirs = match theirs {
-            Theirs::Same => self.known.clone(),
-            Theirs::Now(Some(t)) => t,
-            // Nothing usable: everything this replica has is its to write.
-            Theirs::Now(None) => PinFile::default(),
+        let (base, theirs) = match theirs {
+            Theirs::Same => (self.known.clone(), self.known.clone()),
+            Theirs::Now(Some(t)) => (std::mem::take(&mut self.known), t),
+            // Nothing usable: everything this replica has is its to write
+            // (nothing of it was removed there).
+            Theirs::Now(None) => (PinFile::default(), PinFile::default()),
         };
-        let merged = merge(&self.known, &self.local, &theirs);
+        let merged = merge(&base, &self.local, &theirs);
         self.known = theirs;
         if merged != self.local {
             self.local = merged;

@@ -210,18 +210,22 @@ fn concurrent_first_listings_merge_and_the_first_written_digest_wins() {
 fn an_unusable_stored_value_leaves_the_local_pins_in_force_and_is_replaced() {
     let mut store = None;
     let mut a = Replica::new(None, None);
-    a.list(vec![tool("t", "adds")]);
+    a.list(vec![tool("t", "adds"), tool("u", "subtracts")]);
     a.sync(&mut store);
-    // The value cannot be used (forged, over the bound, not a pin file): as if absent.
-    assert!(a.shared.stored(Theirs::Now(None)).is_some_and(|w| w.pinned() == 1), "this replica's pins, to write over it");
+    assert_eq!(a.list(vec![tool("t", "adds"), tool("u", "subtracts, then mails")]), ["t"]);
+    a.sync(&mut store);
+    // The value cannot be used (forged, over the bound, not a pin file, or
+    // Redis flushed): as if absent.
+    let w = a.shared.stored(Theirs::Now(None)).expect("this replica's pins, to write over it");
+    assert_eq!((w.pinned(), changes_of(&w)), (2, pairs(&[("u", &a.pins.file.changes[&key("u")].digest)])), "pins and changes");
     a.feed();
-    assert_eq!(a.list(vec![tool("t", "adds, then mails")]), Vec::<String>::new(), "t's pin still in force");
+    assert_eq!(a.list(vec![tool("t", "adds, then mails"), tool("u", "subtracts")]), ["u"], "t's pin still in force");
     // A replica started afresh against it trusts its own state file.
     let mut replaced = None;
     let mut b = Replica::new(None, a.file.clone());
     b.sync(&mut replaced);
     assert_eq!(b.list(vec![tool("t", "adds, then mails")]), Vec::<String>::new());
-    assert_eq!(replaced.as_ref().map(PinFile::pinned), Some(1), "its pins written over it");
+    assert_eq!(replaced.as_ref().map(PinFile::pinned), Some(2), "its pins written over it");
 }
 
 #[test]
