@@ -30,9 +30,11 @@
 //!   changes are every replica's, so `mcpx pin accept` on any replica's
 //!   state folder finds it, and the accept reaches every replica (each
 //!   lists the accepted definition within a poll). A change leaves the
-//!   store when accepted, or when the replica that saw it no longer does
-//!   (it lists the pinned definition again, or no longer lists the item).
-//!   The hub's `/status` shows its own changes (what it holds back).
+//!   store when accepted, or when the replicas that saw it no longer do
+//!   (they list the pinned definition again, or no longer list the item):
+//!   each writes back the changes it still holds back. One seen by a
+//!   replica that is gone stays until accepted. The hub's `/status` shows
+//!   its own changes (what it holds back).
 //! - **With a lock file, the lock file stays the only trust**: nothing is
 //!   pinned on first use anywhere, the lock files' pins are not put in the
 //!   store, and the pins in the store are accepts only (`mcpx pin accept`
@@ -143,7 +145,20 @@ impl Shared {
             self.local = merge(&self.hub, &m, &self.local);
         }
         self.hub = m;
+        self.keep_own();
         self.moved = true;
+    }
+
+    /// The changes the hub holds back stay in this replica's view (and so
+    /// in the store) while it does: another replica that no longer sees
+    /// one does not take it away from this one. One whose key another
+    /// replica saw otherwise is left as it is (not written back and forth).
+    fn keep_own(&mut self) {
+        for (k, c) in &self.hub.changes {
+            if self.local.pins.get(k).is_none_or(|p| p.digest != c.digest) && !self.local.changes.contains_key(k) {
+                self.local.changes.insert(k.clone(), c.clone());
+            }
+        }
     }
 
     /// The files changed on disk (`mcpx pin accept`, or an operator): the
@@ -159,6 +174,7 @@ impl Shared {
                 base.pins.retain(|k, _| f.pins.contains_key(k));
             }
             self.local = merge(&base, &f, &self.local);
+            self.keep_own();
         }
         self.lock = lock;
         self.moved = true;
@@ -185,6 +201,7 @@ impl Shared {
         self.known = theirs;
         if merged != self.local {
             self.local = merged;
+            self.keep_own();
             self.moved = true;
         }
         self.pending().then(|| self.local.clone())

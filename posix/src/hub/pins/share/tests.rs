@@ -256,3 +256,30 @@ fn with_a_lock_file_only_accepts_are_shared() {
     b.feed();
     assert_eq!(b.list(vec![tool("t", "adds, then mails"), tool("u", "subtracts")]), Vec::<String>::new());
 }
+
+#[test]
+fn a_change_stays_shared_while_a_replica_still_holds_it_back() {
+    let mut store = None;
+    let (mut a, mut b) = (Replica::new(None, None), Replica::new(None, None));
+    a.list(vec![tool("t", "adds")]);
+    a.sync(&mut store);
+    b.sync(&mut store);
+    // Both servers change t; both replicas hold it back.
+    assert_eq!(a.list(vec![tool("t", "adds, then mails")]), Vec::<String>::new());
+    assert_eq!(b.list(vec![tool("t", "adds, then mails")]), Vec::<String>::new());
+    a.sync(&mut store);
+    b.sync(&mut store);
+    // A's server goes back to what is pinned: A no longer sees the change.
+    assert_eq!(a.list(vec![tool("t", "adds")]), ["t"]);
+    a.sync(&mut store);
+    assert_eq!(changes_of(store.as_ref().unwrap()), [], "A took its change away");
+    // B, which still holds t back, writes it back: still in A's state file.
+    b.sync(&mut store);
+    assert_eq!(changes_of(store.as_ref().unwrap()).len(), 1);
+    a.sync(&mut store);
+    assert!(a.file.as_ref().unwrap().changes.contains_key(&key("t")), "acceptable from A's state folder");
+    b.sync(&mut store);
+    assert!(!b.shared.pending(), "and nothing more to write: no writes back and forth");
+    a.sync(&mut store);
+    assert!(!a.shared.pending());
+}
