@@ -1178,8 +1178,12 @@ impl Hub {
         r
     }
 
-    /// Does what a pins call asked for, in order.
+    /// Does what a pins call asked for, in order (nothing is pinned
+    /// without the consent feature: no effects).
     fn apply_pins(&mut self, fx: Vec<pins::Effect>) {
+        if cfg!(not(feature = "consent")) {
+            return;
+        }
         for e in fx {
             match e {
                 pins::Effect::Save(bytes) => self.out.push_back(Output::SavePins(bytes)),
