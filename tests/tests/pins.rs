@@ -4,7 +4,11 @@
 //! with `"pin": "hide"` a rug pull (a description gaining a tag character
 //! and an `<IMPORTANT>` block) leaves the list and is unknown to calls,
 //! `/status` shows the diff and the findings, `mcpx pin accept` brings it
-//! back; a tool that appears later and a rename are held back too.
+//! back; a tool that appears later and a rename are held back too. Trust
+//! on first use holds across a restart; a lock file shipped with the
+//! config is the only trust of another hub; with replicas sharing the
+//! pins through Redis, what one pinned first is the trust of another, and
+//! an accept on one reaches the other.
 
 use std::path::Path;
 use std::process::Command;
@@ -16,6 +20,18 @@ use serde_json::{json, Value};
 fn pin_server() -> Upstream {
     let script = driver("py_pin_server.py");
     Upstream { name: "pin".into(), cmd: Cmd::new(python("1.30.0"), &[script.to_str().unwrap()]) }
+}
+
+/// The pin server, its changes kept in the file `changes`: every process of
+/// it lists the definitions as changed so far (`PIN_SERVER_CHANGES`).
+fn pin_server_sharing(changes: &Path) -> Upstream {
+    let (script, python) = (driver("py_pin_server.py"), python("1.30.0"));
+    let env = format!("PIN_SERVER_CHANGES={}", changes.display());
+    Upstream { name: "pin".into(), cmd: Cmd::new("env", &[&env, python.to_str().unwrap(), script.to_str().unwrap()]) }
+}
+
+fn script(url: &str, steps: Value) {
+    Client::Py("1.30.0").run_url(&["script", &steps.to_string()], url).assert_ok();
 }
 
 fn list(expect: &[&str], absent: &[&str]) -> Value {
@@ -134,4 +150,82 @@ fn a_lock_file_shipped_with_the_config_is_trusted_across_a_restart() {
     let add = change(&status, "add");
     assert_eq!((add["change"].clone(), add["hidden"].clone()), (json!("changed"), json!(true)), "{status:#}");
     assert_eq!(status["pins"]["lockFile"], json!(lock.display().to_string()), "{status:#}");
+}
+
+/// Trust on first use is kept in the state folder: mcpx restarted after
+/// the server's definition changed (while it was down) holds it back.
+#[test]
+fn trust_on_first_use_holds_across_a_restart() {
+    let dir = TempDir::new();
+    let changes = dir.path().join("changes");
+    let hub = HubConfig::new().upstream(pin_server_sharing(&changes)).set("policy", json!({"pin": "hide"})).write();
+    let state = TempDir::new();
+    let mut server = hub.serve_http_with_state(state.path());
+    script(&server.url, json!([list(&["pin__add", "pin__sub", "pin__mutate"], &[])]));
+    server.kill();
+    std::fs::write(&changes, "describe\n").unwrap();
+    server.restart();
+    script(&server.url, json!([
+        list(&["pin__sub", "pin__mutate"], &["pin__add"]),
+        call("pin__add", json!({"a": 1, "b": 2}), "error", "Unknown tool: pin__add"),
+    ]));
+    let status = http(&server.url.replace("/mcp", "/status"), &[], None).json;
+    let add = change(&status, "add");
+    assert_eq!((add["change"].clone(), add["hidden"].clone()), (json!("changed"), json!(true)), "{status:#}");
+    assert_eq!(add["diff"][0]["before"], "Adds two numbers.", "{add}");
+}
+
+/// Two replicas sharing the pins through Redis (`state.url` and the same
+/// key), each with its own state folder and its own process of the
+/// server: what A pinned on first use is B's trust, though B never listed
+/// before; the server's rug pull is held back on B from its first listing;
+/// `mcpx pin accept` on A's state folder lists it on B.
+#[test]
+fn replicas_share_pins_a_rug_pull_is_held_back_on_a_replica_that_never_listed_until_accepted_on_another() {
+    let (_redis, port) = redis_server();
+    let dir = TempDir::new();
+    let key = dir.path().join("state.key");
+    std::fs::write(&key, "2a".repeat(32)).unwrap();
+    let changes = dir.path().join("changes");
+    let replica = || {
+        HubConfig::new()
+            .upstream(pin_server_sharing(&changes))
+            .set("policy", json!({"pin": "hide"}))
+            .set("state", json!({"url": format!("redis://127.0.0.1:{port}/0"), "keyFile": key}))
+            .write()
+    };
+    let (hub_a, hub_b) = (replica(), replica());
+    let (state_a, state_b) = (TempDir::new(), TempDir::new());
+    let a = hub_a.serve_http_with_state(state_a.path());
+    // A lists first: pinned for every replica. Then the server changes add
+    // (its processes behind both replicas), which A holds back.
+    script(&a.url, json!([
+        list(&["pin__add", "pin__sub", "pin__mutate"], &[]),
+        call("pin__mutate", json!({"what": "describe"}), "ok", "mutated describe"),
+        list(&["pin__sub", "pin__mutate"], &["pin__add"]),
+    ]));
+    // B starts now: its first listing has the changed add, and A's pins.
+    let b = hub_b.serve_http_with_state(state_b.path());
+    script(&b.url, json!([
+        list(&["pin__sub", "pin__mutate"], &["pin__add"]),
+        call("pin__add", json!({"a": 1, "b": 2}), "error", "Unknown tool: pin__add"),
+    ]));
+    let status_b = b.url.replace("/mcp", "/status");
+    let status = http(&status_b, &[], None).json;
+    let add = change(&status, "add");
+    assert_eq!((add["change"].clone(), add["hidden"].clone()), (json!("changed"), json!(true)), "{status:#}");
+    assert_eq!(add["diff"][0]["before"], "Adds two numbers.", "A's pin: {add}");
+    assert_eq!(status["pins"]["pinned"], 3, "{status:#}");
+    // Accepted on A's state folder: listed on B within a poll.
+    assert!(mcpx_pin(&hub_a, state_a.path(), &["pin", "accept", "add"]).contains("accepted pin/add"));
+    script(&b.url, json!([
+        list(&["pin__add", "pin__sub", "pin__mutate"], &[]),
+        call("pin__add", json!({"a": 1, "b": 2}), "ok", "3"),
+    ]));
+    assert_eq!(http(&status_b, &[], None).json["pins"]["changes"], json!([]));
+    // B's state folder holds the shared pins: `mcpx pin` there writes them as a lock file.
+    let lock = hub_b.dir().join("pins.lock.json");
+    assert!(mcpx_pin(&hub_b, state_b.path(), &["pin", lock.to_str().unwrap()]).contains("3 definitions pinned"));
+    let file: Value = serde_json::from_slice(&std::fs::read(&lock).unwrap()).unwrap();
+    assert!(file["pins"][0]["definition"]["description"].as_str().unwrap().contains("<IMPORTANT>"), "add as accepted on A: {file}");
 }

@@ -40,7 +40,7 @@ pub struct Kind {
 }
 
 /// Every kind of value mcpx writes, with its bound.
-pub const KINDS: [Kind; 5] = [
+pub const KINDS: [Kind; 6] = [
     Kind { prefix: "mcpx:lists:", what: "a server's listing", max_len: 1 << 20 },
     Kind { prefix: "mcpx:task:", what: "a task's record", max_len: 64 << 10 },
     // A replica id (at most `hub::shared::MAX_REPLICA_LEN`).
@@ -50,6 +50,9 @@ pub const KINDS: [Kind; 5] = [
     Kind { prefix: "mcpx:session-state:", what: "a session's state", max_len: 64 << 10 },
     // Its audit note: who decided, how, after how long, the digest.
     Kind { prefix: "mcpx:approval:", what: "a remembered approval", max_len: 4 << 10 },
+    // The pin file every replica shares (`hub::pins::share`): definitions
+    // of every server, and the changes seen.
+    Kind { prefix: "mcpx:pins", what: "the pins", max_len: 4 << 20 },
 ];
 
 /// The kind of store key `key`; `None`: not a key mcpx writes values to.
@@ -211,7 +214,7 @@ mod tests {
     #[test]
     fn each_kind_is_bounded_when_written() {
         let bounds: Vec<(&str, usize)> = KINDS.iter().map(|k| (k.prefix, k.max_len)).collect();
-        assert_eq!(bounds, [("mcpx:lists:", 1 << 20), ("mcpx:task:", 64 << 10), ("mcpx:session:", 64), ("mcpx:session-state:", 64 << 10), ("mcpx:approval:", 4 << 10)]);
+        assert_eq!(bounds, [("mcpx:lists:", 1 << 20), ("mcpx:task:", 64 << 10), ("mcpx:session:", 64), ("mcpx:session-state:", 64 << 10), ("mcpx:approval:", 4 << 10), ("mcpx:pins", 4 << 20)]);
         // The keys the store is given are of these kinds.
         let keys = [
             crate::hub::shared::lists_key("x"),
@@ -219,9 +222,10 @@ mod tests {
             crate::cluster::directory::key("x"),
             crate::cluster::directory::state_key("x"),
             crate::hub::shared::approval_key("p", "s", "t", &[0; 32]),
+            crate::hub::shared::PINS_KEY.to_string(),
         ];
         let kinds: Vec<Option<&str>> = keys.iter().map(|k| kind(k).map(|k| k.prefix)).collect();
-        assert_eq!(kinds, [Some("mcpx:lists:"), Some("mcpx:task:"), Some("mcpx:session:"), Some("mcpx:session-state:"), Some("mcpx:approval:")]);
+        assert_eq!(kinds, [Some("mcpx:lists:"), Some("mcpx:task:"), Some("mcpx:session:"), Some("mcpx:session-state:"), Some("mcpx:approval:"), Some("mcpx:pins")]);
         for kind in KINDS {
             let key = format!("{}x", kind.prefix);
             assert!(k().seal(&key, &vec![b'x'; kind.max_len]).is_ok(), "{}", kind.what);

@@ -12,7 +12,12 @@
 //! - for the runtime's own use (not the hub's): a get of several keys at
 //!   once (one round trip), and, each one Lua script, a delete only while a
 //!   key still holds a value and a put only while a key (the same or
-//!   another) holds one: a compare-and-set.
+//!   another) holds one: a compare-and-set;
+//! - for a value every replica edits (the shared pins), a read that
+//!   answers "the same" without fetching the value while it still holds the
+//!   one known (its MAC, and its length, are compared in Redis), and a
+//!   compare-and-set on whatever the read found: nothing, that value, or
+//!   one that does not verify (replaced, having been ignored).
 //!
 //! The key names are the hub's (`hub::shared`). Every value is sealed when
 //! put and checked when got ([`super::sealed`]): a get fetches only values
@@ -142,6 +147,69 @@ end
 return 0
 "#;
 
+/// The key's value (KEYS[1]) unless it holds the one known: ARGV[1] is the
+/// bound (stored), ARGV[2] the start of the value known as stored (its tag
+/// and MAC; '' for none) and ARGV[3] its length. {0}: absent; {1}: the one
+/// known; {2, value}; {3, length}: over the bound (not fetched); {4}: not
+/// a string.
+const READ_LUA: &str = r#"
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t == 'none' then
+  return {0}
+end
+if t ~= 'string' then
+  return {4}
+end
+local n = redis.call('STRLEN', KEYS[1])
+if ARGV[2] ~= '' and n == tonumber(ARGV[3]) and redis.call('GETRANGE', KEYS[1], 0, #ARGV[2] - 1) == ARGV[2] then
+  return {1}
+end
+if n > tonumber(ARGV[1]) then
+  return {3, n}
+end
+return {2, redis.call('GET', KEYS[1])}
+"#;
+
+/// Sets KEYS[1] to ARGV[3] (no expiry) only while it holds what a read
+/// found: ARGV[1] 'absent' (nothing), 'value' (ARGV[2], as stored) or
+/// 'over' (a value over the bound ARGV[2], or not a string); 1 when it did.
+const SWAP_LUA: &str = r#"
+local t = redis.call('TYPE', KEYS[1])['ok']
+local ok = false
+if ARGV[1] == 'absent' then
+  ok = t == 'none'
+elseif ARGV[1] == 'value' then
+  ok = t == 'string' and redis.call('GET', KEYS[1]) == ARGV[2]
+else
+  ok = t ~= 'none' and (t ~= 'string' or redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[2]))
+end
+if ok then
+  redis.call('SET', KEYS[1], ARGV[3])
+  return 1
+end
+return 0
+"#;
+
+/// What a key held when read ([`Store::read`]): the expectation of a
+/// [`Store::swap`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Held {
+    Absent,
+    /// A value a replica sealed, opened.
+    Value(Vec<u8>),
+    /// One that does not verify (ignored, with a warning), as stored;
+    /// `None` when it was not fetched (over the bound, or not a string).
+    Rejected(Option<Vec<u8>>),
+}
+
+/// What [`Store::read`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read {
+    /// The value known, still.
+    Same,
+    Now(Held),
+}
+
 /// Redis could not be asked: the reason, for the affected request's error
 /// ([`Answer::Unavailable`]).
 #[derive(Debug)]
@@ -178,6 +246,8 @@ pub struct Store {
     delete_if: redis::Script,
     put_if: redis::Script,
     get_bounded: redis::Script,
+    read: redis::Script,
+    swap: redis::Script,
     /// Seals and checks the values.
     seal: ValueKey,
     /// The keys whose value was rejected and warned about.
@@ -203,6 +273,8 @@ impl Store {
             delete_if: redis::Script::new(DELETE_IF_LUA),
             put_if: redis::Script::new(PUT_IF_LUA),
             get_bounded: redis::Script::new(GET_BOUNDED_LUA),
+            read: redis::Script::new(READ_LUA),
+            swap: redis::Script::new(SWAP_LUA),
             seal: ValueKey::derive(state_key),
             warned: RefCell::new(HashSet::new()),
             rejected: Cell::new(0),
@@ -305,6 +377,66 @@ impl Store {
             })
             .await?;
         Ok(keys.iter().zip(got).map(|(k, v)| self.opened(k, v)).collect())
+    }
+
+    /// What `key` holds, unless it still holds `known` (a value read or
+    /// written before: [`Read::Same`], and the value is not fetched). A
+    /// value that does not verify is ignored with a warning, as by a get.
+    pub async fn read(&self, key: &str, known: Option<&[u8]>) -> Result<Read, Unavailable> {
+        let max = sealed::max_stored(key);
+        let (head, len) = match known.map(|v| self.seal.seal(key, v)) {
+            Some(Ok(stored)) => (stored[..sealed::OVERHEAD].to_vec(), stored.len()),
+            _ => (Vec::new(), 0),
+        };
+        let got: Vec<Value> = self
+            .ask(|mut c| async move { self.read.key(key).arg(max).arg(head).arg(len).invoke_async(&mut c).await })
+            .await?;
+        let held = match got.as_slice() {
+            [Value::Int(0)] => Held::Absent,
+            [Value::Int(1)] => return Ok(Read::Same),
+            [Value::Int(2), Value::BulkString(stored)] => match self.seal.open(key, stored) {
+                Ok(v) => Held::Value(v.to_vec()),
+                Err(why) => {
+                    self.reject(key, &why);
+                    Held::Rejected(Some(stored.clone()))
+                }
+            },
+            other => {
+                let why = match other {
+                    [Value::Int(3), Value::Int(n)] => Rejected::TooLarge { len: *n as usize, max: max.saturating_sub(sealed::OVERHEAD) },
+                    _ => Rejected::NotAString,
+                };
+                self.reject(key, &why);
+                Held::Rejected(None)
+            }
+        };
+        Ok(Read::Now(held))
+    }
+
+    /// Sets `key` to `value` (no expiry) if it still holds what a read
+    /// found (`held`); true when it did. A value over its kind's bound is
+    /// not written (false, and a warning).
+    pub async fn swap(&self, key: &str, held: &Held, value: &[u8]) -> Result<bool, Unavailable> {
+        let Some(value) = self.sealed_or_warn(key, value) else { return Ok(false) };
+        let (was, expected) = match held {
+            Held::Absent => ("absent", Vec::new()),
+            Held::Value(v) => match self.seal.seal(key, v) {
+                Ok(stored) => ("value", stored),
+                Err(_) => return Ok(false),
+            },
+            Held::Rejected(Some(stored)) => ("value", stored.clone()),
+            Held::Rejected(None) => ("over", sealed::max_stored(key).to_string().into_bytes()),
+        };
+        let set: i64 = self
+            .ask(|mut c| async move { self.swap.key(key).arg(was).arg(expected).arg(value).invoke_async(&mut c).await })
+            .await?;
+        Ok(set == 1)
+    }
+
+    /// Values rejected so far (read as absent).
+    #[cfg(test)]
+    pub fn rejected(&self) -> u64 {
+        self.rejected.get()
     }
 
     /// What `key` held (`v`, as the bounded get answered), if it verifies.

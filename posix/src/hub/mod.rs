@@ -1178,17 +1178,22 @@ impl Hub {
         r
     }
 
-    /// Does what a pins call asked for, in order.
+    /// Does what a pins call asked for, in order (nothing is pinned
+    /// without the consent feature: no effects).
     fn apply_pins(&mut self, fx: Vec<pins::Effect>) {
+        if cfg!(not(feature = "consent")) {
+            return;
+        }
         for e in fx {
             match e {
                 pins::Effect::Save(bytes) => self.out.push_back(Output::SavePins(bytes)),
                 pins::Effect::Log(level, line) => self.log(level, line),
                 pins::Effect::Changed { server, kind } => self.policy.pin_changed(&server, kind.result_key()),
                 pins::Effect::Found { server, finding } => self.policy.pin_finding(&server, finding),
-                pins::Effect::Relist { server, kind, items } => {
+                pins::Effect::Relist { server, kind, items, cached } => {
                     if let Some(u) = self.ups.iter().position(|x| x.spec.name == server) {
-                        self.set_items(u, kind, items, false);
+                        let items = items.unwrap_or_else(|| self.catalog.items(u, kind).to_vec());
+                        self.set_items(u, kind, items, cached);
                     }
                 }
             }

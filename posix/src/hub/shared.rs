@@ -194,6 +194,10 @@ pub fn lists_key(name: &str) -> String {
     format!("{KEY_PREFIX}lists:{}", hex(name.as_bytes()))
 }
 
+/// The store key of the pins every replica shares (`hub::pins::share`).
+#[cfg(feature = "cluster")]
+pub const PINS_KEY: &str = "mcpx:pins";
+
 
 
 /// What the hub waits for from the store, and the forwards in flight.

@@ -46,6 +46,8 @@ mod feeds;
 #[cfg(feature = "consent")]
 pub(crate) mod notify;
 pub(crate) mod options;
+#[cfg(feature = "cluster")]
+pub(crate) mod pin_share;
 pub(crate) mod pin_store;
 pub(crate) mod runtime;
 pub(crate) mod spawner;
@@ -390,7 +392,10 @@ where
     let spawner = Spawner { ex: ex.clone(), sup_opts, events, catalog };
     // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
-    // The pins before the first listing.
+    // The pins before the first listing (with a store: every replica's).
+    #[cfg(feature = "cluster")]
+    let _pins = pin_share::start(&rt, &ex, cfg, cluster.as_ref()).await;
+    #[cfg(not(feature = "cluster"))]
     rt.keep_pins(cfg);
     crate::reload::start_servers(&rt, &spawner, cfg, &lists).await;
     let reloads = ex.spawn(crate::reload::run(rt.clone(), spawner, cfg.clone(), transports.reload, lists));

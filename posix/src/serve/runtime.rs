@@ -126,6 +126,10 @@ pub struct Runtime {
     pub(super) tasks_file: RefCell<Option<std::path::PathBuf>>,
     /// The pin files (`pin_store`), with `policy.pin`.
     pub(super) pins: RefCell<Option<crate::serve::pin_store::PinStore>>,
+    /// The pins shared with the other replicas (`pin_share`), with
+    /// `policy.pin` and a store.
+    #[cfg(feature = "cluster")]
+    pub(super) pin_share: RefCell<Option<Rc<crate::serve::pin_share::PinShare>>>,
     /// The queue of the cluster task (`cluster::runtime`), with a store or
     /// a hop configured.
     pub(super) cluster_jobs: RefCell<Option<Sender<Job>>>,
@@ -152,6 +156,8 @@ impl Runtime {
             closing: Cell::new(false),
             tasks_file: RefCell::new(None),
             pins: RefCell::new(None),
+            #[cfg(feature = "cluster")]
+            pin_share: RefCell::new(None),
             cluster_jobs: RefCell::new(None),
             #[cfg(feature = "consent")]
             notices: RefCell::new(None),
@@ -431,6 +437,11 @@ impl Runtime {
                 super::notify::notify(to, &notice, self.notices.borrow().as_ref())
             }
             Output::SavePins(bytes) => {
+                #[cfg(feature = "cluster")]
+                if let Some(share) = self.pin_share.borrow().clone() {
+                    share.hub_saved(self, &bytes);
+                    return;
+                }
                 if let Some(store) = self.pins.borrow().as_ref() {
                     store.save(&bytes);
                 }
@@ -462,7 +473,8 @@ impl Runtime {
     }
 
     /// Keeps the hub's pins in their files from now on (`pin_store`), and
-    /// gives the hub what they hold.
+    /// gives the hub what they hold (with replicas sharing the pins, the
+    /// share does once it read the store: `pin_share::start`).
     pub(super) fn keep_pins(&self, cfg: &Config) {
         if cfg!(not(feature = "consent")) {
             return;
@@ -472,12 +484,18 @@ impl Runtime {
     }
 
     /// Gives the hub the pin files again if they changed on disk (or
-    /// `first`); the config's task calls it every second.
+    /// `first`); the config's task calls it every second. With replicas
+    /// sharing the pins, they go through the share (`pin_share`).
     pub(crate) fn read_pins(&self, first: bool) {
         if cfg!(not(feature = "consent")) {
             return;
         }
         let Some((state, lock)) = self.pins.borrow().as_ref().and_then(|s| s.read_if_changed(first)) else { return };
+        #[cfg(feature = "cluster")]
+        if let Some(share) = self.pin_share.borrow().clone() {
+            share.files_read(self, state, lock, first);
+            return;
+        }
         self.feed(|h, now| h.handle(Input::PinFiles { state: state.as_deref(), lock: lock.as_deref() }, now));
     }
 

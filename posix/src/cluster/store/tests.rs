@@ -2,9 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Store, OP_TIMEOUT};
+use super::{Held, Read, Store, OP_TIMEOUT};
 use crate::cluster::test_redis::Redis;
-use crate::hub::shared::{Answer, Bucket, Op};
+use crate::hub::shared::{Answer, Bucket, Op, PINS_KEY};
 
 /// The replicas' shared state key.
 const KEY: [u8; 32] = [3; 32];
@@ -242,4 +242,68 @@ fn a_compare_and_set_is_won_by_one_replica_and_a_guarded_put_needs_its_guard() {
         a.put(entry, b"r1", 60_000).await.unwrap();
         assert!(!a.put_if(entry, b"r1", state, &vec![b'x'; (64 << 10) + 1], 60_000).await.unwrap());
     });
+}
+
+/// The read and compare-and-set of a value every replica edits (the pins):
+/// "the same" without the value while it holds the one known; a swap
+/// only onto what the read found, by one of two replicas at once.
+#[test]
+fn a_read_answers_the_same_and_a_swap_needs_what_the_read_found() {
+    let r = Redis::start();
+    let (a, b) = two_replicas(&r);
+    smol::block_on(async {
+        assert_eq!(a.read(PINS_KEY, None).await.unwrap(), Read::Now(Held::Absent));
+        let (x, y) = smol::future::zip(a.swap(PINS_KEY, &Held::Absent, b"a1"), b.swap(PINS_KEY, &Held::Absent, b"b1")).await;
+        assert_ne!(x.unwrap(), y.unwrap(), "one creates it");
+        let Read::Now(Held::Value(v)) = b.read(PINS_KEY, None).await.unwrap() else { panic!("a value") };
+        assert_eq!(a.read(PINS_KEY, Some(&v)).await.unwrap(), Read::Same);
+        assert_eq!(a.read(PINS_KEY, Some(b"older")).await.unwrap(), Read::Now(Held::Value(v.clone())));
+        let held = Held::Value(v.clone());
+        let (x, y) = smol::future::zip(a.swap(PINS_KEY, &held, b"a2"), b.swap(PINS_KEY, &held, b"b2")).await;
+        assert_ne!(x.unwrap(), y.unwrap(), "one swaps it");
+        assert!(!a.swap(PINS_KEY, &held, b"a3").await.unwrap(), "not onto a value read before");
+        assert!(!a.swap(PINS_KEY, &Held::Absent, b"a3").await.unwrap(), "not onto nothing");
+        let Read::Now(now) = a.read(PINS_KEY, None).await.unwrap() else { panic!("a value") };
+        assert!(!a.swap(PINS_KEY, &now, &vec![b'x'; (4 << 20) + 1]).await.unwrap(), "over the bound: not written");
+        assert_eq!(b.read(PINS_KEY, None).await.unwrap(), Read::Now(now));
+    });
+    let mut c = redis::Client::open(r.url()).unwrap().get_connection().unwrap();
+    let ttl: i64 = redis::cmd("PTTL").arg(PINS_KEY).query(&mut c).unwrap();
+    assert_eq!(ttl, -1, "no expiry");
+}
+
+/// A value that does not verify is read as rejected (warned about once,
+/// counted) and replaced by a swap onto it; not once a replica wrote a
+/// valid one meanwhile.
+#[test]
+fn a_rejected_value_is_replaced_by_a_swap_onto_it() {
+    let r = Redis::start();
+    let s = Store::new(&r.url(), &KEY).unwrap();
+    let mut c = redis::Client::open(r.url()).unwrap().get_connection().unwrap();
+    // (case, how it is written, fetched?)
+    let cases: &[(&str, fn(&mut redis::Connection), bool)] = &[
+        ("unsealed", |c| redis::cmd("SET").arg(PINS_KEY).arg(r#"{"version":1,"pins":[]}"#).exec(c).unwrap(), true),
+        ("sealed with another key", |c| {
+            let v = crate::cluster::sealed::ValueKey::derive(&[9; 32]).seal(PINS_KEY, b"{}").unwrap();
+            redis::cmd("SET").arg(PINS_KEY).arg(v).exec(c).unwrap()
+        }, true),
+        ("over the bound", |c| redis::cmd("SET").arg(PINS_KEY).arg(vec![b'x'; 5 << 20]).exec(c).unwrap(), false),
+        ("not a string", |c| redis::cmd("HSET").arg(PINS_KEY).arg("f").arg("v").exec(c).unwrap(), false),
+    ];
+    for (i, (case, write, fetched)) in cases.iter().enumerate() {
+        redis::cmd("DEL").arg(PINS_KEY).exec(&mut c).unwrap();
+        write(&mut c);
+        let t0 = Instant::now();
+        let Read::Now(Held::Rejected(raw)) = smol::block_on(s.read(PINS_KEY, Some(b"mine"))).unwrap() else { panic!("{case}") };
+        assert!(t0.elapsed() < OP_TIMEOUT, "{case}: {:?}", t0.elapsed());
+        assert_eq!(raw.is_some(), *fetched, "{case}");
+        assert_eq!(s.rejected(), i as u64 + 1, "{case}: counted");
+        let held = Held::Rejected(raw);
+        let other = Store::new(&r.url(), &KEY).unwrap();
+        smol::block_on(async {
+            assert!(s.swap(PINS_KEY, &held, b"mine").await.unwrap(), "{case}: replaced");
+            assert_eq!(other.read(PINS_KEY, None).await.unwrap(), Read::Now(Held::Value(b"mine".to_vec())), "{case}");
+            assert!(!other.swap(PINS_KEY, &held, b"theirs").await.unwrap(), "{case}: a valid value is not replaced");
+        });
+    }
 }

@@ -9,14 +9,17 @@
 //!
 //! The hub hands every listing through [`Pins::listed`] before the
 //! catalog; [`Pins::load`] takes the pin files as the runtime reads them
-//! (at start, and when they change on disk). Both answer with
+//! (at start, when they change on disk, and with replicas whenever the
+//! pins shared in the store change: [`share`]). Both answer with
 //! [`Effect`]s.
 
 mod digest;
 mod file;
 mod inspect;
+#[cfg(feature = "cluster")]
+mod share;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{json, Value};
 
@@ -26,6 +29,8 @@ use super::catalog::Kind;
 use super::Level;
 pub use file::PinFile;
 use file::{Change, Key, Pin, PINNED};
+#[cfg(feature = "cluster")]
+pub use share::{Shared, Theirs};
 
 /// What the hub is to do after a pins call, in order.
 #[derive(Debug, PartialEq)]
@@ -37,9 +42,12 @@ pub(super) enum Effect {
     Changed { server: String, kind: Kind },
     /// An inspection finding (its label), for `/metrics`.
     Found { server: String, finding: &'static str },
-    /// A hidden definition was accepted: list these items of the server
-    /// again (its last listing).
-    Relist { server: String, kind: Kind, items: Vec<Value> },
+    /// The pins a listing is held against changed (a hidden definition
+    /// accepted, another pinned by another replica or in a new lock file):
+    /// list the server's items of a kind again, these (its last listing,
+    /// when items were withheld from it) or those in the catalog, which
+    /// are `cached` (seeded, not the server's own listing) or not.
+    Relist { server: String, kind: Kind, items: Option<Vec<Value>>, cached: bool },
 }
 
 pub(super) struct Pins {
@@ -49,11 +57,15 @@ pub(super) struct Pins {
     /// The last listing of a (server, kind) with hidden items, listed
     /// again when one is accepted.
     withheld: HashMap<(String, Kind), Vec<Value>>,
+    /// The (server, kind) listed since mcpx started, and whether that was
+    /// a cached listing: only those are listed again when their pins change
+    /// (one never listed is not first seen empty), as they were.
+    listings: HashMap<(String, Kind), bool>,
 }
 
 impl Pins {
     pub fn new(settings: Option<PinSettings>) -> Pins {
-        Pins { settings, file: PinFile::default(), withheld: HashMap::new() }
+        Pins { settings, file: PinFile::default(), withheld: HashMap::new(), listings: HashMap::new() }
     }
 
     pub fn on(&self) -> bool {
@@ -69,6 +81,7 @@ impl Pins {
         }
         let mut fx = Vec::new();
         let Some(s) = self.settings.as_ref().filter(|_| PINNED.contains(&k)) else { return (items, fx) };
+        self.listings.insert((server.to_string(), k), cached);
         let f = &mut self.file;
         // Trust is given to the server's own first listing: a kept one (the
         // cache is per server command, not per config) pins nothing.
@@ -173,25 +186,37 @@ impl Pins {
 
     /// The pin files as read: the state folder's (`state`) and the lock
     /// file (`lock`, when one is configured; unreadable or absent: nothing
-    /// is trusted). Hidden changes now trusted are listed again.
+    /// is trusted). Changes now trusted are accepted; every listing held
+    /// against a pin that differs now is looked at again (listed again
+    /// when it was hidden, hidden when it is no longer trusted).
     pub fn load(&mut self, state: Option<PinFile>, lock: Option<PinFile>) -> Vec<Effect> {
         let Some(s) = &self.settings else { return Vec::new() };
         let state = state.unwrap_or_default();
-        self.file.pins = if s.lock_file.is_some() { lock.unwrap_or_default().pins } else { state.pins };
+        let pins = if s.lock_file.is_some() { lock.unwrap_or_default().pins } else { state.pins };
+        let before = std::mem::replace(&mut self.file.pins, pins);
         self.file.seen = state.seen;
         let mut fx = Vec::new();
         let pins = &self.file.pins;
         let accepted: Vec<Key> = self.file.changes.iter().filter(|(k, c)| pins.get(*k).is_some_and(|p| p.digest == c.digest)).map(|(k, _)| k.clone()).collect();
         for key in &accepted {
-            if let Some(c) = self.file.changes.remove(key) {
+            if self.file.changes.remove(key).is_some() {
                 fx.push(Effect::Log(Level::Info, format!("server '{}': {} '{}' accepted", key.server, key.kind.item_word(), key.name)));
-                if let Some(items) = c.hidden.then(|| self.withheld.remove(&(key.server.clone(), key.kind))).flatten() {
-                    fx.push(Effect::Relist { server: key.server.clone(), kind: key.kind, items });
-                }
             }
         }
+        // Saved before the listings are looked at again, which save what
+        // they change after it.
         if !accepted.is_empty() {
             fx.push(Effect::Save(self.file.to_bytes()));
+        }
+        let differ = |a: &BTreeMap<Key, Pin>, b: &BTreeMap<Key, Pin>| -> Vec<(String, Kind)> {
+            a.iter().filter(|(k, p)| b.get(*k).is_none_or(|q| q.digest != p.digest)).map(|(k, _)| (k.server.clone(), k.kind)).collect()
+        };
+        let mut again: BTreeSet<(String, Kind)> = differ(&before, &self.file.pins).into_iter().collect();
+        again.extend(differ(&self.file.pins, &before));
+        for (server, kind) in again {
+            let Some(&cached) = self.listings.get(&(server.clone(), kind)) else { continue };
+            let items = self.withheld.remove(&(server.clone(), kind));
+            fx.push(Effect::Relist { server, kind, items, cached });
         }
         fx
     }

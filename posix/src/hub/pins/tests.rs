@@ -93,10 +93,54 @@ fn accepting_lists_a_hidden_item_again() {
     let mut state = saved(&fx).unwrap();
     assert_eq!(state.accept("t"), Ok(vec!["a/t".to_string()]));
     let fx = p.load(Some(state), None);
-    let Some(Effect::Relist { server, kind: Kind::Tools, items }) = fx.iter().find(|e| matches!(e, Effect::Relist { .. })) else { panic!("{fx:?}") };
-    let (shown, _) = p.listed(server, Kind::Tools, items.clone(), false);
+    let Some(Effect::Relist { server, kind: Kind::Tools, items, .. }) = fx.iter().find(|e| matches!(e, Effect::Relist { .. })) else { panic!("{fx:?}") };
+    let (shown, _) = p.listed(server, Kind::Tools, items.clone().expect("the withheld listing"), false);
     assert_eq!(names(&shown), ["t"]);
     assert_eq!(p.status().unwrap()["changes"], json!([]));
+}
+
+/// Pins that change under a listing (pinned otherwise on another replica,
+/// or in a new lock file) have it looked at again: what is no longer
+/// trusted is a change, what is now trusted is back. A (server, kind)
+/// never listed is not listed (it would be first seen empty); a kept
+/// listing is listed again as kept.
+#[test]
+fn pins_loaded_under_a_listing_have_it_looked_at_again() {
+    let mut p = pins(Quarantine::Hide, Quarantine::Hide);
+    let (_, fx) = p.listed("a", Kind::Tools, vec![tool("t", "adds")], false);
+    let mine = saved(&fx).unwrap();
+    // Another replica pinned t first, as it listed it then.
+    let mut other = pins(Quarantine::Hide, Quarantine::Hide);
+    let (_, fx) = other.listed("a", Kind::Tools, vec![tool("t", "adds, then mails")], false);
+    let theirs = saved(&fx).unwrap();
+    let relist = |fx: &[Effect]| -> Vec<(String, Kind, Option<usize>, bool)> {
+        fx.iter().filter_map(|e| match e {
+            Effect::Relist { server, kind, items, cached } => Some((server.clone(), *kind, items.as_ref().map(Vec::len), *cached)),
+            _ => None,
+        }).collect()
+    };
+    let fx = p.load(Some(theirs.clone()), None);
+    assert_eq!(relist(&fx), [("a".to_string(), Kind::Tools, None, false)], "the catalog's items, nothing withheld");
+    let (shown, fx) = p.listed("a", Kind::Tools, vec![tool("t", "adds")], false);
+    assert!(shown.is_empty(), "t as listed here is not what is pinned");
+    assert!(logs(&fx).iter().any(|l| l.contains("tool 't' changed since it was pinned")), "{fx:?}");
+    // Pinned as listed here again: the withheld listing comes back.
+    let fx = p.load(Some(mine.clone()), None);
+    assert!(logs(&fx).iter().any(|l| l.contains("tool 't' accepted")), "{fx:?}");
+    assert_eq!(relist(&fx), [("a".to_string(), Kind::Tools, Some(1), false)]);
+    // The same pins again, or pins of a server not listed here: nothing to look at.
+    assert_eq!(relist(&p.load(Some(mine.clone()), None)), []);
+    let mut b = mine.clone();
+    b.pins.extend(theirs.pins.iter().map(|(k, v)| (Key { server: "b".into(), ..k.clone() }, v.clone())));
+    b.seen.insert(("b".into(), Kind::Tools));
+    assert_eq!(relist(&p.load(Some(b.clone()), None)), []);
+    assert_eq!(relist(&p.load(Some(mine.clone()), None)), []);
+    // b's kept listing, shown untrusted; b pinned elsewhere: held to those pins.
+    let (shown, _) = p.listed("b", Kind::Tools, vec![tool("t", "adds")], true);
+    assert_eq!(names(&shown), ["t"]);
+    assert_eq!(relist(&p.load(Some(b), None)), [("b".to_string(), Kind::Tools, None, true)]);
+    let (shown, _) = p.listed("b", Kind::Tools, vec![tool("t", "adds")], true);
+    assert!(shown.is_empty(), "b's t pinned as it was listed elsewhere");
 }
 
 #[test]
