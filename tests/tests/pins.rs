@@ -8,7 +8,9 @@
 //! on first use holds across a restart; a lock file shipped with the
 //! config is the only trust of another hub; with replicas sharing the
 //! pins through Redis, what one pinned first is the trust of another, and
-//! an accept on one reaches the other.
+//! an accept on one reaches the other. Over stdio and HTTP, clients of
+//! both eras (the Python SDK 1.30 and 2.3 in 2026-07-28 mode, the
+//! TypeScript SDK v2 in 2026-07-28 mode) see the changes held back.
 
 use std::path::Path;
 use std::process::Command;
@@ -228,4 +230,41 @@ fn replicas_share_pins_a_rug_pull_is_held_back_on_a_replica_that_never_listed_un
     assert!(mcpx_pin(&hub_b, state_b.path(), &["pin", lock.to_str().unwrap()]).contains("3 definitions pinned"));
     let file: Value = serde_json::from_slice(&std::fs::read(&lock).unwrap()).unwrap();
     assert!(file["pins"][0]["definition"]["description"].as_str().unwrap().contains("<IMPORTANT>"), "add as accepted on A: {file}");
+}
+
+/// `client` over stdio (or Streamable HTTP): the first listing is
+/// trusted, then each change is held back. (Lists carry no caching hint here: a 2026-07-28 client keeps
+/// a list for its `ttlMs` and hears of changes only on a listen stream,
+/// which the driver does not open; a call is refused either way.)
+fn changes_are_held_back(client: Client, http: bool) {
+    let hub = HubConfig::new().upstream(pin_server()).set("policy", json!({"pin": "hide"})).set("cacheTtlMs", json!(0)).write();
+    let steps = json!([
+        list(&["pin__add", "pin__sub", "pin__mutate"], &[]),
+        call("pin__add", json!({"a": 1, "b": 2}), "ok", "3"),
+        call("pin__mutate", json!({"what": "describe"}), "ok", "mutated describe"),
+        list(&["pin__sub"], &["pin__add"]),
+        call("pin__add", json!({"a": 1, "b": 2}), "error", "Unknown tool: pin__add"),
+        call("pin__mutate", json!({"what": "new"}), "ok", "mutated new"),
+        call("pin__mutate", json!({"what": "rename"}), "ok", "mutated rename"),
+        list(&["pin__mutate"], &["pin__add", "pin__extra", "pin__sub", "pin__subtract"]),
+        call("pin__subtract", json!({"a": 3, "b": 1}), "error", "Unknown tool: pin__subtract"),
+    ]);
+    let steps = steps.to_string();
+    let report = if http { client.run_url(&["script", &steps], &hub.serve_http().url) } else { client.run(&["script", &steps], &hub.serve()) };
+    report.assert_ok();
+}
+
+#[test]
+fn py_1_30_0_on_stdio_sees_changes_held_back() {
+    changes_are_held_back(Client::Py("1.30.0"), false);
+}
+
+#[test]
+fn py_2_3_0_in_2026_07_28_on_stdio_sees_changes_held_back() {
+    changes_are_held_back(Client::Py2Mode("2026-07-28"), false);
+}
+
+#[test]
+fn ts_v2_in_2026_07_28_over_http_sees_changes_held_back() {
+    changes_are_held_back(Client::TsV2("2026-07-28"), true);
 }
