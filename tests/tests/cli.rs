@@ -324,7 +324,8 @@ fn add_and_remove_keep_the_rest_of_the_file() {
 fn serve_check_validates_and_points_at_the_problem() {
     let dir = TempDir::new();
     std::fs::write(dir.path().join("good.json"), HAND_WRITTEN).unwrap();
-    let good = mcpx_in(dir.path(), &["serve", "--check", "--config", "good.json"]);
+    let path = path_with_stubs(dir.path(), &["mcpx-example"]);
+    let good = run_in(dir.path(), mcpx(), &["serve", "--check", "--config", "good.json"], &[("PATH", &path)], "");
     assert!(good.ok().stdout.contains("good.json: OK (2 server(s), 0 disabled)"), "{}", good.stdout);
 
     let clash = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\", \"prefix\": \"p\"},\n    \"b\": {\"command\": \"y\", \"prefix\": \"p\"}\n  }\n}\n";
@@ -365,6 +366,8 @@ fn adds_from(file: &str, extra: &[&str], name: &str, want: Value, to_set: &[&str
     out.ok();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("mcpx.json")).unwrap()).unwrap();
     assert_eq!(v["mcpServers"][name], want);
+    let path = path_with_stubs(dir.path(), &["npx", "uvx", "docker"]);
+    let env: Vec<(&str, &str)> = env.into_iter().chain([("PATH", path.as_str())]).collect();
     run_in(dir.path(), mcpx(), &["serve", "--check", "--config", "mcpx.json"], &env, "").ok();
     dir
 }
@@ -451,8 +454,12 @@ fn import_reads_the_clients_configs() {
     let again = run_in(&project, mcpx(), &["import", "--config", c, "--yes"], &env, "");
     again.ok();
     assert!(again.stderr.contains("skipped memory from Claude Desktop") && again.stderr.contains("already in"), "{}", again.stderr);
-    let check = run_in(&project, mcpx(), &["serve", "--check", "--config", c], &[("API_TOKEN", "t"), ("USER", "u")], "");
-    check.ok();
+    let path = path_with_stubs(out_dir.path(), &["npx", "uvx", "node"]);
+    let check = run_in(&project, mcpx(), &["serve", "--check", "--config", c], &[("API_TOKEN", "t"), ("USER", "u"), ("PATH", &path)], "");
+    // Every command is there but the project's own `./bin/db-mcp` (not in the fixture): refused by name.
+    assert_eq!(check.code, Some(1), "{}", check.stderr);
+    assert_eq!(check.stderr.lines().count(), 1, "{}", check.stderr);
+    assert!(check.stderr.contains("server 'project-db': command './bin/db-mcp' not found"), "{}", check.stderr);
 }
 
 #[test]
