@@ -305,6 +305,11 @@ fn add_and_remove_keep_the_rest_of_the_file() {
     assert!(bad.stderr.contains("not written") && bad.stderr.contains("mcpServers.x"), "{}", bad.stderr);
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
 
+    // Nor one whose header refers to an unset variable (the README's `add api`): `serve --check` would refuse it.
+    let header = mcpx_in(dir.path(), &["add", "api", "--config", c, "--url", "https://mcp.example.com/mcp", "--header", "Authorization=Bearer ${API_TOKEN_UNSET_HERE}"]);
+    assert_eq!(header.code, Some(1), "{}", header.stderr);
+    assert!(header.stderr.contains("not written: mcpServers.api refers to ${API_TOKEN_UNSET_HERE} but it is not set"), "{}", header.stderr);
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
     // One whose variable is unset is not written either: it says which, and how to set it.
     let later = mcpx_in(dir.path(), &["add", "later", "--config", c, "--url", "${LATER_URL}"]);
     assert_eq!(later.code, Some(1), "{}", later.stderr);
