@@ -134,7 +134,7 @@ fn tools_call_prompts_and_status_against_a_running_hub() {
 fn speaks_to_an_sdk_server_directly() {
     let server = py_server_http();
     let dir = TempDir::new();
-    let tools = names(&mcpx_in(dir.path(), &["tools", "--url", &server.url, "--json"]).ok().json());
+    let tools = names(&mcpx_in(dir.path(), &["tools", "--url", &server.url, "--json", "--token", ""]).ok().json());
     assert!(tools.contains(&"greet".to_string()) && tools.contains(&"multiply".to_string()), "{tools:?}");
     let out = mcpx_in(dir.path(), &["call", "multiply", r#"{"a": 6, "b": 7}"#, "--url", &server.url]);
     assert_eq!(out.ok().stdout, "42\n");
@@ -149,7 +149,16 @@ fn a_protected_hub_needs_the_token() {
     let server = HttpServer::start(&cmd, port, "/mcp");
     let without = mcpx_in(hub.dir(), &["tools", "--url", &server.url]);
     assert_eq!(without.code, Some(2), "{}", without.stderr);
-    assert!(without.stderr.contains("401") && without.stderr.contains("--token"), "{}", without.stderr);
+    assert!(without.stderr.contains("401") && without.stderr.contains("(the hub wants a token: give it with --token or MCPX_TOKEN)"), "{}", without.stderr);
+    // The advice is for this hop, not an upstream's headers.
+    assert!(!without.stderr.contains("headers") && !without.stderr.contains("is `mcpx serve --http` running there?"), "{}", without.stderr);
+    // An empty token is none (`--token "$MCPX_TOKEN"` with the variable unset): the same 401, not a usage error.
+    let empty = mcpx_in(hub.dir(), &["tools", "--url", &server.url, "--token", ""]);
+    assert_eq!(empty.code, Some(2), "{}", empty.stderr);
+    assert!(empty.stderr.contains("the hub wants a token"), "{}", empty.stderr);
+    let wrong = mcpx_in(hub.dir(), &["tools", "--url", &server.url, "--token", "nope"]);
+    assert_eq!(wrong.code, Some(2), "{}", wrong.stderr);
+    assert!(wrong.stderr.contains("(the hub refused the token: check --token or MCPX_TOKEN)"), "{}", wrong.stderr);
     let with = run_in(hub.dir(), mcpx(), &["call", "demo__greet", r#"{"name":"T"}"#, "--url", &server.url], &[("MCPX_TOKEN", "s3cret")], "");
     assert_eq!(with.ok().stdout, "Hello, T!\n");
 }
