@@ -56,6 +56,16 @@ fn state_and_cluster_settings() {
     let b64 = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc";
     let c = with_env(cfg, &[("MCPX_STATE_KEY", b64), ("MCPX_REPLICA", "r9"), ("MCPX_STATE_URL", "redis://10.0.0.1:6379/2")]).unwrap();
     assert_eq!((c.cluster.replica.as_deref(), c.cluster.state_url.as_deref(), c.cluster.state_key), (Some("r9"), Some("redis://10.0.0.1:6379/2"), Some(StateKey([7; 32]))));
+    // One file for every replica: its peers name them all, MCPX_REPLICA says which this is, and it is skipped.
+    let shared = r#"{"mcpServers": {}, "state": {"url": "redis://127.0.0.1:6379/0"},
+            "cluster": {"peers": {"r1": "http://10.0.0.1:7402", "r2": "http://10.0.0.2:7402", "r3": "http://10.0.0.3:7402"}}}"#;
+    for (me, others) in [("r1", ["r2", "r3"]), ("r2", ["r1", "r3"]), ("r3", ["r1", "r2"])] {
+        let c = with_env(shared, &[("MCPX_STATE_KEY", &hex), ("MCPX_REPLICA", me)]).unwrap();
+        let o = c.cluster.hub_options();
+        assert_eq!((o.replica.as_deref(), o.peers.as_slice()), (Some(me), &others.map(String::from)[..]), "{me}");
+    }
+    let c = with_env(&cfg.replace("\"r2\": \"http", "\"r1\": \"http://127.0.0.1:7401\", \"r2\": \"http"), &[("MCPX_STATE_KEY", &hex)]).unwrap();
+    assert_eq!(c.cluster.hub_options().peers, ["r2", "r3"], "cluster.replica is skipped in its own peers too");
     // A key file: hex text or 32 raw bytes.
     let dir = std::env::temp_dir().join(format!("mcpx-statekey-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
