@@ -415,7 +415,7 @@ fn warnings_for_unknown_keys_and_transports() {
         [
             "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, startupWaitMs, policy, tasks, lazy, idleStopMs, state, cluster)",
             "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
-            "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted, isolation, maxInstances)",
+            "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted, isolation, maxInstances, required)",
             "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
             "cfg.json:5:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
         ]
@@ -569,4 +569,14 @@ fn problems_are_typed_with_their_key_path() {
     let e = load(Some(FsPath::new("/nonexistent/mcpx.json")), &env).unwrap_err();
     assert!(matches!(&e.0[..], [Problem { line: None, kind: ProblemKind::Unreadable(_), .. }]), "{e:?}");
     assert!(e.to_string().starts_with("/nonexistent/mcpx.json: cannot read config file: "), "{e}");
+}
+
+#[test]
+fn required_servers_for_ready() {
+    let c = ok(r#"{"mcpServers": {"a": {"command": "x", "required": true}, "b": {"command": "y"}}}"#);
+    let req: Vec<(&str, bool)> = c.servers.iter().map(|s| (s.name.as_str(), s.required)).collect();
+    assert_eq!(req, [("a", true), ("b", false)]);
+    assert!(crate::serve::options::upstream_spec(&c.servers[0]).required);
+    let e = with_env(r#"{"mcpServers": {"a": {"command": "x", "required": "yes"}}}"#, &[]).expect_err("refused");
+    assert!(e.contains("mcpServers.a.required"), "{e}");
 }
