@@ -1080,3 +1080,18 @@ pub fn post_modern(url: &str, token: &str, msg: &Value) -> Value {
     assert_eq!(r.status == 200, r.json.get("result").is_some(), "{method}: {} {}", r.status, r.text);
     r.json
 }
+
+/// A `PATH` value with a folder of do-nothing programs named `names` (in
+/// `dir`) before this process's own: for `serve --check` of configs whose
+/// commands (npx, uvx, docker...) need not be installed where tests run.
+pub fn path_with_stubs(dir: &Path, names: &[&str]) -> String {
+    use std::os::unix::fs::PermissionsExt as _;
+    let bin = dir.join("stub-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for n in names {
+        let p = bin.join(n);
+        std::fs::write(&p, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+}

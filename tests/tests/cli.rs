@@ -134,7 +134,7 @@ fn tools_call_prompts_and_status_against_a_running_hub() {
 fn speaks_to_an_sdk_server_directly() {
     let server = py_server_http();
     let dir = TempDir::new();
-    let tools = names(&mcpx_in(dir.path(), &["tools", "--url", &server.url, "--json"]).ok().json());
+    let tools = names(&mcpx_in(dir.path(), &["tools", "--url", &server.url, "--json", "--token", ""]).ok().json());
     assert!(tools.contains(&"greet".to_string()) && tools.contains(&"multiply".to_string()), "{tools:?}");
     let out = mcpx_in(dir.path(), &["call", "multiply", r#"{"a": 6, "b": 7}"#, "--url", &server.url]);
     assert_eq!(out.ok().stdout, "42\n");
@@ -149,7 +149,16 @@ fn a_protected_hub_needs_the_token() {
     let server = HttpServer::start(&cmd, port, "/mcp");
     let without = mcpx_in(hub.dir(), &["tools", "--url", &server.url]);
     assert_eq!(without.code, Some(2), "{}", without.stderr);
-    assert!(without.stderr.contains("401") && without.stderr.contains("--token"), "{}", without.stderr);
+    assert!(without.stderr.contains("401") && without.stderr.contains("(the hub wants a token: give it with --token or MCPX_TOKEN)"), "{}", without.stderr);
+    // The advice is for this hop, not an upstream's headers.
+    assert!(!without.stderr.contains("headers") && !without.stderr.contains("is `mcpx serve --http` running there?"), "{}", without.stderr);
+    // An empty token is none (`--token "$MCPX_TOKEN"` with the variable unset): the same 401, not a usage error.
+    let empty = mcpx_in(hub.dir(), &["tools", "--url", &server.url, "--token", ""]);
+    assert_eq!(empty.code, Some(2), "{}", empty.stderr);
+    assert!(empty.stderr.contains("the hub wants a token"), "{}", empty.stderr);
+    let wrong = mcpx_in(hub.dir(), &["tools", "--url", &server.url, "--token", "nope"]);
+    assert_eq!(wrong.code, Some(2), "{}", wrong.stderr);
+    assert!(wrong.stderr.contains("(the hub refused the token: check --token or MCPX_TOKEN)"), "{}", wrong.stderr);
     let with = run_in(hub.dir(), mcpx(), &["call", "demo__greet", r#"{"name":"T"}"#, "--url", &server.url], &[("MCPX_TOKEN", "s3cret")], "");
     assert_eq!(with.ok().stdout, "Hello, T!\n");
 }
@@ -305,6 +314,11 @@ fn add_and_remove_keep_the_rest_of_the_file() {
     assert!(bad.stderr.contains("not written") && bad.stderr.contains("mcpServers.x"), "{}", bad.stderr);
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
 
+    // Nor one whose header refers to an unset variable (the README's `add api`): `serve --check` would refuse it.
+    let header = mcpx_in(dir.path(), &["add", "api", "--config", c, "--url", "https://mcp.example.com/mcp", "--header", "Authorization=Bearer ${API_TOKEN_UNSET_HERE}"]);
+    assert_eq!(header.code, Some(1), "{}", header.stderr);
+    assert!(header.stderr.contains("not written: mcpServers.api refers to ${API_TOKEN_UNSET_HERE} but it is not set"), "{}", header.stderr);
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
     // One whose variable is unset is not written either: it says which, and how to set it.
     let later = mcpx_in(dir.path(), &["add", "later", "--config", c, "--url", "${LATER_URL}"]);
     assert_eq!(later.code, Some(1), "{}", later.stderr);
@@ -324,7 +338,8 @@ fn add_and_remove_keep_the_rest_of_the_file() {
 fn serve_check_validates_and_points_at_the_problem() {
     let dir = TempDir::new();
     std::fs::write(dir.path().join("good.json"), HAND_WRITTEN).unwrap();
-    let good = mcpx_in(dir.path(), &["serve", "--check", "--config", "good.json"]);
+    let path = path_with_stubs(dir.path(), &["mcpx-example"]);
+    let good = run_in(dir.path(), mcpx(), &["serve", "--check", "--config", "good.json"], &[("PATH", &path)], "");
     assert!(good.ok().stdout.contains("good.json: OK (2 server(s), 0 disabled)"), "{}", good.stdout);
 
     let clash = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\", \"prefix\": \"p\"},\n    \"b\": {\"command\": \"y\", \"prefix\": \"p\"}\n  }\n}\n";
@@ -365,6 +380,8 @@ fn adds_from(file: &str, extra: &[&str], name: &str, want: Value, to_set: &[&str
     out.ok();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("mcpx.json")).unwrap()).unwrap();
     assert_eq!(v["mcpServers"][name], want);
+    let path = path_with_stubs(dir.path(), &["npx", "uvx", "docker"]);
+    let env: Vec<(&str, &str)> = env.into_iter().chain([("PATH", path.as_str())]).collect();
     run_in(dir.path(), mcpx(), &["serve", "--check", "--config", "mcpx.json"], &env, "").ok();
     dir
 }
@@ -451,8 +468,12 @@ fn import_reads_the_clients_configs() {
     let again = run_in(&project, mcpx(), &["import", "--config", c, "--yes"], &env, "");
     again.ok();
     assert!(again.stderr.contains("skipped memory from Claude Desktop") && again.stderr.contains("already in"), "{}", again.stderr);
-    let check = run_in(&project, mcpx(), &["serve", "--check", "--config", c], &[("API_TOKEN", "t"), ("USER", "u")], "");
-    check.ok();
+    let path = path_with_stubs(out_dir.path(), &["npx", "uvx", "node"]);
+    let check = run_in(&project, mcpx(), &["serve", "--check", "--config", c], &[("API_TOKEN", "t"), ("USER", "u"), ("PATH", &path)], "");
+    // Every command is there but the project's own `./bin/db-mcp` (not in the fixture): refused by name.
+    assert_eq!(check.code, Some(1), "{}", check.stderr);
+    assert_eq!(check.stderr.lines().count(), 1, "{}", check.stderr);
+    assert!(check.stderr.contains("server 'project-db': command './bin/db-mcp' not found"), "{}", check.stderr);
 }
 
 #[test]

@@ -117,3 +117,31 @@ fn progress_over_http_py_1_30_0() {
         "expected the 4 progress notifications",
     );
 }
+
+/// `/ready`: 200 once every server marked `"required"` is ready, 503 (with
+/// only the count) while one is not; without authentication, as `/health`,
+/// which stays 200 either way.
+#[test]
+fn ready_waits_for_the_required_servers_only() {
+    let ready_at = |url: &str| http(&url.replace("/mcp", "/ready"), &[], None);
+    let ok = json!({"command": mcpx().to_str().unwrap(), "args": ["example-server", "--name", "ok"], "required": true});
+    // A required server that cannot start: 503 for as long as it is down.
+    let dead = json!({"command": "/nonexistent/mcp-server", "required": true});
+    for (entries, want) in [(vec![("ok", ok.clone())], 200), (vec![("ok", ok.clone()), ("dead", dead)], 503)] {
+        let hub = entries.into_iter().fold(HubConfig::new(), |h, (n, e)| h.remote(n, e)).write();
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let cmd = Cmd::new(mcpx(), &["serve", "--config", hub.config.to_str().unwrap(), "--http", &addr, "--token", "s3cret"]);
+        let server = HttpServer::start(&cmd, port, "/mcp");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(if want == 200 { 20 } else { 2 });
+        let mut r = ready_at(&server.url);
+        while r.status != 200 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            r = ready_at(&server.url);
+        }
+        assert_eq!(r.status, want, "{}", r.text);
+        let not_ready = if want == 200 { 0 } else { 1 };
+        assert_eq!(r.json, json!({"ready": want == 200, "requiredNotReady": not_ready}), "{}", r.text);
+        assert_eq!(http(&server.url.replace("/mcp", "/health"), &[], None).status, 200);
+    }
+}

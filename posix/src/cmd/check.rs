@@ -28,8 +28,8 @@ pub fn main(args: &ServeArgs) -> i32 {
         for w in &lint.warnings {
             eprintln!("warning: {w}");
         }
-        if !lint.errors.is_empty() {
-            for e in &lint.errors {
+        if !lint.errors.is_empty() || !lint.not_installed.is_empty() {
+            for e in lint.errors.iter().chain(&lint.not_installed) {
                 eprintln!("{e}");
             }
             return 1;

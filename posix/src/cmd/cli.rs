@@ -153,7 +153,8 @@ USAGE:
     TARGET:
         --url URL         A running hub (`mcpx serve --http`), e.g.
                           http://127.0.0.1:8765/mcp (also MCPX_URL).
-        --token TOKEN     Its bearer token (also MCPX_TOKEN).
+        --token TOKEN     Its bearer token (also MCPX_TOKEN); an empty
+                          TOKEN is none.
         --config FILE     Without --url: run this config's servers for the
                           one command (default: the config `serve` reads).
         --timeout SECONDS How long to wait for the hub and each answer
@@ -610,7 +611,12 @@ fn parse_client(command: &str, args: &[String]) -> Result<ClientArgs, UsageError
     while let Some(arg) = it.next() {
         match flag_name(arg) {
             "--url" => target.url = Some(required(arg, &mut it, "the hub's URL, e.g. http://127.0.0.1:8765/mcp")?.to_string()),
-            "--token" => target.token = Some(required(arg, &mut it, "a token")?.to_string()),
+            "--token" => {
+                // Empty is none (`--token "$MCPX_TOKEN"` with the variable unset, against an open hub).
+                let (f, v) = flag_value(arg, &mut it);
+                let v = v.ok_or_else(|| UsageError(format!("`{f}` needs a token")))?;
+                target.token = (!v.is_empty()).then(|| v.to_string());
+            }
             "--config" | "-c" => config_flag(&mut target.config, arg, &mut it)?,
             "--json" => json = true,
             "--timeout" => {
@@ -842,6 +848,12 @@ mod tests {
         assert_eq!(e(&["tools", "--url", "u", "--config", "c"]), "give `--url` (a running hub) or `--config` (run its servers), not both");
         assert_eq!(e(&["prompts", "--timeout", "0"]), "`--timeout`: `0` is not a positive number of seconds");
         assert_eq!(e(&["resources", "--bogus"]), "unknown option `--bogus` for `mcpx resources`");
+        // An empty token is none; a missing one is a mistake.
+        let Ok(Command::Client(a)) = p(&["tools", "--url", "http://h/mcp", "--token", ""]) else { panic!() };
+        assert_eq!(a.target.token, None);
+        let Ok(Command::Client(a)) = p(&["tools", "--token=", "--url", "http://h/mcp"]) else { panic!() };
+        assert_eq!(a.target.token, None);
+        assert_eq!(e(&["tools", "--url", "u", "--token"]), "`--token` needs a token");
     }
 
     #[test]

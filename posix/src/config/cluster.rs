@@ -91,6 +91,10 @@ pub(super) fn parse_cluster(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Clust
         out.state_key = read_key(cx, &top.key("state"), env_key, key_file);
     }
     check_replica(cx, &top.key("cluster"), &out, cluster.is_some());
+    // One file for every replica: the peers may name this one too (MCPX_REPLICA says which it is).
+    if let Some(r) = &out.replica {
+        out.peers.retain(|(id, _)| id != r);
+    }
     out
 }
 
@@ -165,9 +169,6 @@ fn check_replica(cx: &mut Ctx<'_>, at: &Path, out: &ClusterSettings, has_block: 
     };
     if !valid_replica_id(r) {
         cx.err(&at.key("replica"), format!("{r:?} is not a replica id (1 to {MAX_REPLICA_LEN} of A-Z a-z 0-9 _ -; from \"cluster.replica\" or MCPX_REPLICA)"));
-    }
-    if out.peers.iter().any(|(id, _)| id == r) {
-        cx.err(&at.key("peers").key(r), format!("names this replica itself ({r:?})"));
     }
     if out.state_url.is_none() {
         cx.err(at, "replicas need shared state: set \"state\": {\"url\": \"redis://HOST:PORT/DB\"} (or MCPX_STATE_URL), or a requestState redeemed on one replica could be replayed on another");

@@ -219,6 +219,7 @@ pub fn builtin_default() -> Config {
         prefix: name.to_string(),
         revisions: None,
         trusted: false,
+        required: false,
         remote: None,
         env_policy: Default::default(),
         max_restarts: crate::servers::backoff::DEFAULT_MAX_RESTARTS,

@@ -36,6 +36,8 @@ pub struct ServerConfig {
     /// they are; an untrusted server's carry its name in `_meta` (or are
     /// removed, `policy.untrustedAnnotations`).
     pub trusted: bool,
+    /// `"required"` (default false): `/ready` answers 503 while it is not ready.
+    pub required: bool,
     /// Set for a remote server (`"url"`); `command`, `args`, `env` and
     /// `cwd` are then empty.
     pub remote: Option<RemoteServer>,
@@ -62,7 +64,7 @@ pub(super) enum Parsed {
 const SERVER_KEYS: &[&str] = &[
     "command", "args", "env", "cwd", "disabled", "timeoutMs", "tools", "prefix", "revisions", "url",
     "headers", "caFile", "type", "transport", "inheritEnv", "envAllow", "maxRestarts", "oauth",
-    "lazy", "idleStopMs", "trusted", "isolation", "maxInstances",
+    "lazy", "idleStopMs", "trusted", "isolation", "maxInstances", "required",
 ];
 
 /// Server `name`'s entry `v` at `at`; `sep` is the file's separator and
@@ -126,6 +128,7 @@ pub(super) fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, s
     let power = parse_power(cx, at, obj, power);
     let trusted = obj.get("trusted").and_then(|v| cx.bool(&at.key("trusted"), v)).unwrap_or(false);
     let isolation = parse_isolation(cx, at, obj, local);
+    let required = obj.get("required").and_then(|v| cx.bool(&at.key("required"), v)).unwrap_or(false);
 
     if cx.errors.len() > n_errors {
         return Parsed::Invalid;
@@ -142,6 +145,7 @@ pub(super) fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, s
         prefix,
         revisions,
         trusted,
+        required,
         remote,
         env_policy,
         max_restarts,

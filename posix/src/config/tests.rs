@@ -56,6 +56,16 @@ fn state_and_cluster_settings() {
     let b64 = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc";
     let c = with_env(cfg, &[("MCPX_STATE_KEY", b64), ("MCPX_REPLICA", "r9"), ("MCPX_STATE_URL", "redis://10.0.0.1:6379/2")]).unwrap();
     assert_eq!((c.cluster.replica.as_deref(), c.cluster.state_url.as_deref(), c.cluster.state_key), (Some("r9"), Some("redis://10.0.0.1:6379/2"), Some(StateKey([7; 32]))));
+    // One file for every replica: its peers name them all, MCPX_REPLICA says which this is, and it is skipped.
+    let shared = r#"{"mcpServers": {}, "state": {"url": "redis://127.0.0.1:6379/0"},
+            "cluster": {"peers": {"r1": "http://10.0.0.1:7402", "r2": "http://10.0.0.2:7402", "r3": "http://10.0.0.3:7402"}}}"#;
+    for (me, others) in [("r1", ["r2", "r3"]), ("r2", ["r1", "r3"]), ("r3", ["r1", "r2"])] {
+        let c = with_env(shared, &[("MCPX_STATE_KEY", &hex), ("MCPX_REPLICA", me)]).unwrap();
+        let o = c.cluster.hub_options();
+        assert_eq!((o.replica.as_deref(), o.peers.as_slice()), (Some(me), &others.map(String::from)[..]), "{me}");
+    }
+    let c = with_env(&cfg.replace("\"r2\": \"http", "\"r1\": \"http://127.0.0.1:7401\", \"r2\": \"http"), &[("MCPX_STATE_KEY", &hex)]).unwrap();
+    assert_eq!(c.cluster.hub_options().peers, ["r2", "r3"], "cluster.replica is skipped in its own peers too");
     // A key file: hex text or 32 raw bytes.
     let dir = std::env::temp_dir().join(format!("mcpx-statekey-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -405,7 +415,7 @@ fn warnings_for_unknown_keys_and_transports() {
         [
             "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, startupWaitMs, policy, tasks, lazy, idleStopMs, state, cluster)",
             "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
-            "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted, isolation, maxInstances)",
+            "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted, isolation, maxInstances, required)",
             "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
             "cfg.json:5:25: mcpServers.local.tools.allow: an empty allow list allows every tool; use \"deny\": [\"*\"] to hide them all",
         ]
@@ -559,4 +569,14 @@ fn problems_are_typed_with_their_key_path() {
     let e = load(Some(FsPath::new("/nonexistent/mcpx.json")), &env).unwrap_err();
     assert!(matches!(&e.0[..], [Problem { line: None, kind: ProblemKind::Unreadable(_), .. }]), "{e:?}");
     assert!(e.to_string().starts_with("/nonexistent/mcpx.json: cannot read config file: "), "{e}");
+}
+
+#[test]
+fn required_servers_for_ready() {
+    let c = ok(r#"{"mcpServers": {"a": {"command": "x", "required": true}, "b": {"command": "y"}}}"#);
+    let req: Vec<(&str, bool)> = c.servers.iter().map(|s| (s.name.as_str(), s.required)).collect();
+    assert_eq!(req, [("a", true), ("b", false)]);
+    assert!(crate::serve::options::upstream_spec(&c.servers[0]).required);
+    let e = with_env(r#"{"mcpServers": {"a": {"command": "x", "required": "yes"}}}"#, &[]).expect_err("refused");
+    assert!(e.contains("mcpServers.a.required"), "{e}");
 }

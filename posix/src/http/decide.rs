@@ -74,6 +74,8 @@ pub(crate) trait Facts {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Target {
     Health,
+    /// `/ready`: unauthenticated, as `/health`.
+    Ready,
     Status,
     Metrics,
     /// `/approvals`: the calls waiting for approval (`approvals_page`).
@@ -95,6 +97,7 @@ impl Target {
         let legacy = cfg.legacy_sse;
         Some(match path {
             "/health" => Target::Health,
+            "/ready" => Target::Ready,
             "/status" => Target::Status,
             "/metrics" => Target::Metrics,
             #[cfg(feature = "consent")]
@@ -120,6 +123,19 @@ pub(crate) fn health(method: &str) -> Result<&'static [u8], &'static str> {
     match method {
         "GET" => Ok(b"ok"),
         "HEAD" => Ok(b""),
+        _ => Err("GET, HEAD"),
+    }
+}
+
+/// `/ready` (no authentication) with `not_ready` servers marked `"required"`
+/// not ready: 200 when none, else 503; the body gives only the count (the
+/// names are for `/status`, behind authentication). `HEAD`: no body. Else
+/// 405 with the methods allowed.
+pub(crate) fn ready(method: &str, not_ready: usize) -> Result<(u16, String), &'static str> {
+    let status = if not_ready == 0 { 200 } else { 503 };
+    match method {
+        "GET" => Ok((status, format!("{{\"ready\":{},\"requiredNotReady\":{not_ready}}}", not_ready == 0))),
+        "HEAD" => Ok((status, String::new())),
         _ => Err("GET, HEAD"),
     }
 }

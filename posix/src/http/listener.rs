@@ -194,6 +194,13 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
             Err(allow) => conn.method_not_allowed(allow).await,
         };
     }
+    if target == Target::Ready {
+        let not_ready = sh.link.call(|hub, _| hub.required_not_ready());
+        return match decide::ready(req.method(), not_ready) {
+            Ok((status, body)) => conn.respond(status, &[("Content-Type", "application/json")], body.as_bytes(), true).await,
+            Err(allow) => conn.method_not_allowed(allow).await,
+        };
+    }
     // A one-time approval link is its own credential.
     #[cfg(feature = "consent")]
     if let Target::Approval(n) = target {

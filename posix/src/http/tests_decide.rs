@@ -406,6 +406,18 @@ fn paths_health_and_the_hop_before_authentication() {
     for (method, want) in rows {
         assert_eq!(health(method), *want, "{method}");
     }
+    // `/ready`: 503 while a required server is not ready; only the count, without authentication.
+    assert_eq!(target("/ready", &cfg).map_err(|r| r.status), Ok(Target::Ready));
+    let rows: &[(&str, usize, Result<(u16, &str), &str>)] = &[
+        ("GET", 0, Ok((200, r#"{"ready":true,"requiredNotReady":0}"#))),
+        ("GET", 2, Ok((503, r#"{"ready":false,"requiredNotReady":2}"#))),
+        ("HEAD", 0, Ok((200, ""))),
+        ("HEAD", 1, Ok((503, ""))),
+        ("POST", 0, Err("GET, HEAD")),
+    ];
+    for (method, n, want) in rows {
+        assert_eq!(ready(method, *n).as_ref().map(|(s, b)| (*s, b.as_str())).map_err(|e| *e), *want, "{method} {n}");
+    }
     // What another replica may pass on: the sessions' endpoints only.
     let rows: &[(Option<Target>, Result<Target, u16>)] = &[
         (Some(Target::Mcp), Ok(Target::Mcp)),

@@ -231,6 +231,8 @@ pub struct UpstreamSpec {
     /// one, so a task it runs outlives the replica that created it (see
     /// `shared`). A local process is each replica's own.
     pub remote: bool,
+    /// `"required"`: `/ready` waits for it (`Hub::required_not_ready`).
+    pub required: bool,
 }
 
 impl UpstreamSpec {
@@ -249,6 +251,7 @@ impl UpstreamSpec {
             trusted: false,
             isolation: Isolation::Shared,
             remote: false,
+            required: false,
         }
     }
 }
@@ -928,6 +931,12 @@ impl Hub {
     /// The connected clients, to ask about (read only).
     pub fn clients(&self) -> &client::Clients {
         &self.clients
+    }
+
+    /// How many servers marked `"required"` are not ready (`/ready`): a
+    /// lazy one asleep is ready (it starts on demand); instances are not counted.
+    pub fn required_not_ready(&self) -> usize {
+        self.ups.required_not_ready(|u| self.starts.is_instance(u))
     }
 
     /// The upstream slots, to ask about (read only).

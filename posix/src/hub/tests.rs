@@ -46,6 +46,8 @@ struct Fake {
     /// Items per page of its own lists.
     page: usize,
     instructions: Option<&'static str>,
+    /// Answers `resources/templates/list` with -32601 (a server without templates).
+    no_templates: bool,
 }
 
 impl Fake {
@@ -59,6 +61,7 @@ impl Fake {
             prompts: vec![],
             page: 100,
             instructions: None,
+            no_templates: false,
         }
     }
 }
@@ -340,6 +343,9 @@ impl Fake {
             "notifications/initialized" => return Some(None),
             "tools/list" => page(&self.tools, "tools"),
             "resources/list" => page(&self.resources, "resources"),
+            "resources/templates/list" if self.no_templates => {
+                return Some(Some(json!({ "jsonrpc": "2.0", "id": id?, "error": { "code": -32601, "message": "Method not found" } })));
+            }
             "resources/templates/list" => page(&self.templates, "resourceTemplates"),
             "prompts/list" => page(&self.prompts, "prompts"),
             _ => return None,
@@ -1670,4 +1676,18 @@ fn integers_beyond_64_bits_pass_byte_exact_through_reshaping() {
     let (_, raw) = p.take_raw(c);
     let raw = String::from_utf8(raw).unwrap();
     assert_eq!(raw, format!(r#"{{"jsonrpc":"2.0","id":{big},"result":{{"content":[{{"type":"text","text":"t"}}],"n":-{big}}}}}"#));
+}
+
+/// A server with resources but no templates answers their list with
+/// "Method not found": said at debug, not warned; another failure still warns.
+#[test]
+fn a_server_without_templates_is_not_warned_about() {
+    let mut f = Fake::tools(&["read"]);
+    f.caps = json!({ "tools": {}, "resources": {} });
+    f.resources = vec![json!({ "uri": "file:///a", "name": "a" })];
+    f.no_templates = true;
+    let p = Pair::with(vec![("fs", f)], HubOptions::default());
+    let about = |l: &Level| p.logs.iter().filter(|(lv, s)| lv == l && s.contains("resources/templates/list")).count();
+    assert_eq!(about(&Level::Warn), 0, "{:?}", p.logs);
+    assert_eq!(about(&Level::Debug), 1, "{:?}", p.logs);
 }

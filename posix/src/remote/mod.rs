@@ -60,6 +60,8 @@ pub mod oauth;
 #[cfg(feature = "tls")]
 pub(crate) mod roots;
 mod session_error;
+#[cfg(feature = "cli")]
+pub use session_error::AUTH_HINT;
 pub mod url;
 
 #[cfg(test)]

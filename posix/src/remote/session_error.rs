@@ -127,10 +127,13 @@ impl fmt::Display for SessionError {
 
 impl std::error::Error for SessionError {}
 
-/// What to check after a 401 or 403.
+/// What to check after a 401 or 403 from an upstream (the CLI, talking
+/// to the hub itself, gives its own advice in its place).
+pub const AUTH_HINT: &str = " (check the server's \"headers\" in the config, e.g. Authorization, or give it an \"oauth\" block)";
+
 fn auth_hint(status: u16) -> &'static str {
     match status {
-        401 | 403 => " (check the server's \"headers\" in the config, e.g. Authorization, or give it an \"oauth\" block)",
+        401 | 403 => AUTH_HINT,
         _ => "",
     }
 }

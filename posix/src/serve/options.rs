@@ -107,6 +107,7 @@ pub(crate) fn upstream_spec(s: &config::ServerConfig) -> UpstreamSpec {
         u.revisions = r.clone();
     }
     u.trusted = s.trusted;
+    u.required = s.required;
     u.isolation = s.isolation;
     u.remote = s.remote.is_some();
     u

@@ -230,7 +230,8 @@ pub fn validate(text: &str, path: &Path) -> Verdict {
     unset.sort();
     unset.dedup();
     match checked {
-        Ok(lint) if lint.errors.is_empty() => Verdict::Valid(lint.warnings),
+        // A command not installed yet is said, not refused: it may be installed next.
+        Ok(lint) if lint.errors.is_empty() => Verdict::Valid(lint.warnings.into_iter().chain(lint.not_installed).collect()),
         // What `serve --check` refuses beyond `serve` does not depend on values.
         Ok(lint) => Verdict::Invalid(lint.errors.join("\n")),
         Err(problems) if unset.is_empty() => Verdict::Invalid(problems),

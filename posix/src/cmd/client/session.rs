@@ -89,7 +89,7 @@ impl Hub {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let url = t.url.clone().or_else(|| if t.config.is_none() { env("MCPX_URL") } else { None });
         match url {
-            Some(url) => Hub::Url { url, token: t.token.clone().or_else(|| env("MCPX_TOKEN")) },
+            Some(url) => Hub::Url { url, token: t.token.clone().or_else(|| env("MCPX_TOKEN")).filter(|t| !t.is_empty()) },
             None => {
                 let mut args = vec!["serve".to_string()];
                 if let Some(c) = &t.config {
@@ -206,7 +206,11 @@ impl Session {
 
     /// Waits for the transport, then `initialize` and `notifications/initialized`.
     async fn handshake(&mut self, hub: &Hub) -> Result<(), Failure> {
-        let cannot = |why: String| Failure::Unreachable(format!("{why} ({})", hub.hint()));
+        let cannot = |why: String| match hub {
+            // The hub itself refused: the advice for an upstream's headers is for the wrong hop.
+            Hub::Url { token, .. } if why.contains(remote::AUTH_HINT) => Failure::Unreachable(why.replace(remote::AUTH_HINT, hub_refused(token.is_some(), &why))),
+            _ => Failure::Unreachable(format!("{why} ({})", hub.hint())),
+        };
         match self.next(Instant::now() + self.timeout).await {
             Some(Ok(Event::Started)) => {}
             Some(Ok(Event::Exited { reason, stderr })) => return Err(cannot(exit_text(&self.what, &reason, &stderr))),
@@ -427,6 +431,15 @@ fn answer(method: &str, msg: Value) -> Result<Value, Failure> {
 }
 
 /// Why the hub went away, with the end of its stderr.
+/// What to check when the hub answers 401 (or 403) to the CLI itself.
+fn hub_refused(sent_token: bool, why: &str) -> &'static str {
+    match (why.contains("HTTP 401"), sent_token) {
+        (true, false) => " (the hub wants a token: give it with --token or MCPX_TOKEN)",
+        (true, true) => " (the hub refused the token: check --token or MCPX_TOKEN)",
+        (false, _) => " (the hub refused this client: check --token or MCPX_TOKEN, and that this token's principal may connect)",
+    }
+}
+
 fn exit_text(what: &str, reason: &str, stderr: &str) -> String {
     let tail: Vec<&str> = stderr.lines().rev().take(10).collect();
     let mut s = format!("{what}: {reason}");

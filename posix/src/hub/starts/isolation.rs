@@ -138,7 +138,8 @@ impl Starts {
             }
         };
         self.instances.insert(iu, Instance { template: u, owner: Some(owner) });
-        fx.push(Effect::Log(Level::Info, format!("server '{name}': instance {iu} taken for client {c} (isolation)")));
+        let who = clients.principal_name(c);
+        fx.push(Effect::Log(Level::Info, format!("server '{name}': instance {iu} taken for principal '{who}' (client {c}, isolation)")));
         Ok((iu, fx))
     }
 

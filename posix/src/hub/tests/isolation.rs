@@ -55,6 +55,9 @@ fn each_principal_gets_its_own_instance_and_only_its_own_questions() {
     call(&mut p, b, 1, "fs__ask");
     let ib = started(&mut p);
     assert!(ia != 0 && ib != 0 && ia != ib, "{ia} {ib}");
+    // The log names whose instance it is.
+    let taken = format!("server 'fs': instance {ia} taken for principal 'alice' (client {a}, isolation)");
+    assert!(p.logs.iter().any(|(l, s)| *l == Level::Info && *s == taken), "{:?}", p.logs);
     assert!(p.up_quiet(0), "the template gets no call");
     p.start(ia, Fake::tools(&["read", "ask"]));
     p.start(ib, Fake::tools(&["read", "ask"]));

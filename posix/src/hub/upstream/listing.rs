@@ -146,8 +146,11 @@ impl Upstream {
         let mut listing = self.listing[k.idx()].take()?;
         let name = &self.spec.name;
         let Some(res) = m.result_bytes() else {
-            let e = String::from_utf8_lossy(m.error_bytes().unwrap_or_default()).into_owned();
-            fx.push(Effect::Log(Level::Warn, format!("server '{name}': {} failed: {e}", k.list_method())));
+            let bytes = m.error_bytes().unwrap_or_default();
+            // Method not found: a server without that list (many have no resource templates) is no fault.
+            let absent = serde_json::from_slice::<Value>(bytes).ok().and_then(|e| e.get("code")?.as_i64()) == Some(-32601);
+            let e = String::from_utf8_lossy(bytes).into_owned();
+            fx.push(Effect::Log(if absent { Level::Debug } else { Level::Warn }, format!("server '{name}': {} failed: {e}", k.list_method())));
             return Some((listing.acc, listing.again));
         };
         let mut v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);

@@ -377,6 +377,11 @@ impl Upstreams {
         let waiting = |(i, u): &(usize, &Upstream)| !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !instance(*i);
         self.0.iter().enumerate().filter(waiting).map(|(_, u)| json!({ "server": u.spec.name, "state": u.state_name(), "toolsKnown": u.caps.is_some() })).collect()
     }
+
+    /// How many of those are marked `"required"` (`/ready`).
+    pub(in crate::hub) fn required_not_ready(&self, instance: impl Fn(UpstreamId) -> bool) -> usize {
+        self.0.iter().enumerate().filter(|(i, u)| u.spec.required && !matches!(u.state, State::Ready | State::Asleep { .. } | State::Removed) && !instance(*i)).count()
+    }
 }
 
 /// What the upstreams ask the hub to do, in order.
