@@ -394,7 +394,7 @@ where
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
     // The pins before the first listing (with a store: every replica's).
     #[cfg(feature = "cluster")]
-    let _pins = pin_share::start(&rt, &ex, cfg, cluster.as_ref()).await;
+    let _pins = pin_share::start(&rt, &ex, cfg, cluster.as_ref().and_then(|c| c.store())).await;
     #[cfg(not(feature = "cluster"))]
     rt.keep_pins(cfg);
     crate::reload::start_servers(&rt, &spawner, cfg, &lists).await;

@@ -17,14 +17,11 @@ use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
 use smol::{LocalExecutor, Task, Timer};
 
-use super::runtime::Runtime;
-use crate::cluster::runtime::Cluster;
 use crate::cluster::sealed;
 use crate::cluster::store::{Held, Read, Store, Unavailable};
 use crate::config::Config;
 use crate::hub::pins::{PinFile, Shared, Theirs};
 use crate::hub::shared::PINS_KEY;
-use crate::hub::Input;
 
 /// How often the store is looked at.
 pub const POLL: Duration = Duration::from_secs(2);
@@ -50,24 +47,40 @@ pub struct PinShare {
     bad: Cell<bool>,
 }
 
-/// Shares the pins of `cfg` through the store of `cluster`, if it has one
-/// and pins are on: reads the store (within its timeout) and gives the hub
-/// what is trusted before the first listing, and returns the task that
-/// keeps them in step (running while it is held). Either way the pin
-/// files are read (`Runtime::keep_pins`).
-pub(super) async fn start(rt: &Rc<Runtime>, ex: &LocalExecutor<'static>, cfg: &Config, cluster: Option<&Rc<Cluster>>) -> Option<Task<()>> {
-    let share = match (cfg!(feature = "consent"), &cfg.policy.pin, cluster.and_then(|c| c.store())) {
+/// What the share needs of the runtime (`serve::runtime::Runtime`): the
+/// pin files read and given to the hub, the state folder's pin file, and
+/// whether it is closing.
+pub(super) trait Host {
+    /// Reads the pin files and keeps them read (the share, when there is
+    /// one, is given them first).
+    fn keep_pins(&self, cfg: &Config);
+    /// The share the runtime gives what it reads and what the hub saves.
+    fn set_pin_share(&self, share: Rc<PinShare>);
+    /// Gives the hub these pin files as read.
+    fn pins_to_hub(&self, state: &[u8], lock: Option<&[u8]>);
+    /// Writes the state folder's pin file.
+    fn save_pin_file(&self, bytes: &[u8]);
+    fn closing(&self) -> bool;
+}
+
+/// Shares the pins of `cfg` through `store`, if there is one and pins are
+/// on: reads the store (within its timeout) and gives the hub what is
+/// trusted before the first listing, and returns the task that keeps them
+/// in step (running while it is held). Either way the pin files are read
+/// (`Host::keep_pins`).
+pub(super) async fn start<H: Host + 'static>(rt: &Rc<H>, ex: &LocalExecutor<'static>, cfg: &Config, store: Option<Rc<Store>>) -> Option<Task<()>> {
+    let share = match (cfg!(feature = "consent"), &cfg.policy.pin, store) {
         (true, Some(pin), Some(store)) => Rc::new(PinShare::new(store, pin.lock_file.is_some())),
         _ => {
             rt.keep_pins(cfg);
             return None;
         }
     };
-    *rt.pin_share.borrow_mut() = Some(share.clone());
+    rt.set_pin_share(share.clone());
     rt.keep_pins(cfg);
     info!("pins: shared with the other replicas in Redis ({PINS_KEY}), looked at every {} s", POLL.as_secs());
     share.sync().await;
-    share.apply(rt);
+    share.apply(&**rt);
     Some(ex.spawn(share.run(rt.clone())))
 }
 
@@ -91,7 +104,7 @@ impl PinShare {
     }
 
     /// The pin files as read (`first`: at start; else they changed on disk).
-    pub(super) fn files_read(&self, rt: &Runtime, state: Option<Vec<u8>>, lock: Option<Vec<u8>>, first: bool) {
+    pub(super) fn files_read(&self, rt: &impl Host, state: Option<Vec<u8>>, lock: Option<Vec<u8>>, first: bool) {
         let state = parse("pin file in the state folder", state.as_deref());
         let lock = parse("pin lock file", lock.as_deref());
         if first {
@@ -105,27 +118,27 @@ impl PinShare {
 
     /// The hub saved its pins (`Output::SavePins`): kept in the state file
     /// now, written to the store by the task.
-    pub(super) fn hub_saved(&self, rt: &Runtime, bytes: &[u8]) {
+    pub(super) fn hub_saved(&self, rt: &impl Host, bytes: &[u8]) {
         let Some(m) = parse("pin file the hub saved", Some(bytes)) else { return };
         let mut rules = self.rules.borrow_mut();
         rules.hub_saved(m);
         if let Some(b) = rules.file_todo() {
-            save_file(rt, &b);
+            rt.save_pin_file(&b);
         }
         drop(rules);
         let _ = self.kick.0.try_send(());
     }
 
     /// Writes the state file and gives the hub what it is to trust, when they changed.
-    fn apply(&self, rt: &Runtime) {
-        let todo = self.rules.borrow_mut().hub_todo(|b| save_file(rt, b));
+    fn apply(&self, rt: &impl Host) {
+        let todo = self.rules.borrow_mut().hub_todo(|b| rt.save_pin_file(b));
         if let Some((state, lock)) = todo {
-            rt.feed(|h, now| h.handle(Input::PinFiles { state: Some(&state), lock: lock.as_deref() }, now));
+            rt.pins_to_hub(&state, lock.as_deref());
         }
     }
 
     /// Looks at the store every [`POLL`], and when kicked.
-    async fn run(self: Rc<Self>, rt: Rc<Runtime>) {
+    async fn run<H: Host>(self: Rc<Self>, rt: Rc<H>) {
         loop {
             let kicked = async {
                 let _ = self.kick.1.recv().await;
@@ -138,7 +151,7 @@ impl PinShare {
                 return;
             }
             self.sync().await;
-            self.apply(&rt);
+            self.apply(&*rt);
         }
     }
 
@@ -218,13 +231,6 @@ impl PinShare {
         if self.down.replace(false) {
             info!("pins: the pins shared in Redis are read and written again");
         }
-    }
-}
-
-/// Writes the state folder's pin file.
-fn save_file(rt: &Runtime, bytes: &[u8]) {
-    if let Some(store) = rt.pins.borrow().as_ref() {
-        store.save(bytes);
     }
 }
 

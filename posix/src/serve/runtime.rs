@@ -574,3 +574,29 @@ pub(super) fn log_level(level: hub::Level) -> Level {
         hub::Level::Debug => Level::Debug,
     }
 }
+
+/// The runtime's side of the pins shared with the other replicas.
+#[cfg(feature = "cluster")]
+impl crate::serve::pin_share::Host for Runtime {
+    fn keep_pins(&self, cfg: &Config) {
+        Runtime::keep_pins(self, cfg);
+    }
+
+    fn set_pin_share(&self, share: Rc<crate::serve::pin_share::PinShare>) {
+        *self.pin_share.borrow_mut() = Some(share);
+    }
+
+    fn pins_to_hub(&self, state: &[u8], lock: Option<&[u8]>) {
+        self.feed(|h, now| h.handle(crate::hub::Input::PinFiles { state: Some(state), lock }, now));
+    }
+
+    fn save_pin_file(&self, bytes: &[u8]) {
+        if let Some(store) = self.pins.borrow().as_ref() {
+            store.save(bytes);
+        }
+    }
+
+    fn closing(&self) -> bool {
+        Runtime::closing(self)
+    }
+}

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::*;
 use crate::cluster::test_redis::Redis;
-use crate::hub::{Hub, HubOptions};
+use crate::hub::{Hub, HubOptions, Input};
+use crate::serve::runtime::Runtime;
 use crate::policy::{PinSettings, Quarantine};
 
 /// The replicas' shared state key.
@@ -50,27 +51,27 @@ fn pins_saved_on_one_replica_are_trusted_on_another_and_an_unusable_value_change
         pin(&ra, &a, &["t"]);
         a.sync().await;
         b.sync().await;
-        b.apply(&rb);
+        b.apply(&*rb);
         assert_eq!(hub_pins(&rb), 1, "A's pin, trusted on B");
         // B pins u: the union, on A at its next poll.
         pin(&rb, &b, &["t", "u"]);
         b.sync().await;
         a.sync().await;
-        a.apply(&ra);
+        a.apply(&*ra);
         assert_eq!(hub_pins(&ra), 2);
         // Whoever writes to Redis without the key: ignored with a warning
         // (counted by the store), the pins stay, and are written over it.
         for (i, (case, value)) in [("unsealed", pinned(&["t", "u", "evil"])), ("8 MiB", vec![b'{'; 8 << 20])].into_iter().enumerate() {
             set(&redis, value);
             b.sync().await;
-            b.apply(&rb);
+            b.apply(&*rb);
             assert_eq!(b.store.rejected(), i as u64 + 1, "{case}: warned about");
             assert_eq!(hub_pins(&rb), 2, "{case}: B's pins stay in force");
             let stored = Store::new(&redis.url(), &KEY).unwrap().read(PINS_KEY, None).await.unwrap();
             let Read::Now(Held::Value(v)) = stored else { panic!("{case}: {stored:?}") };
             assert_eq!(PinFile::parse(&v).unwrap().pinned(), 2, "{case}: B's pins written over it");
             a.sync().await;
-            a.apply(&ra);
+            a.apply(&*ra);
             assert_eq!(hub_pins(&ra), 2, "{case}");
         }
         // A sealed value that is not a pin file: the same.
@@ -103,7 +104,7 @@ fn without_redis_the_pins_stay_and_are_written_once_it_answers() {
             a.sync().await;
         }
         b.sync().await;
-        b.apply(&rb);
+        b.apply(&*rb);
         assert_eq!(hub_pins(&rb), 1);
     });
 }
