@@ -369,6 +369,9 @@ impl Approvals {
     /// The waiting calls whose task is no longer live (`live`: cancelled
     /// with `tasks/cancel`, expired) are withdrawn.
     pub(super) fn withdraw_ended_tasks(&mut self, live: impl Fn(&str) -> bool) -> Vec<Effect> {
+        if cfg!(not(feature = "consent")) || self.waiting.is_empty() {
+            return Vec::new();
+        }
         let ended: Vec<u64> = self.waiting.iter().filter(|(_, w)| w.task.as_deref().is_some_and(|t| !live(t))).map(|(n, _)| *n).collect();
         let mut fx = Vec::new();
         for n in ended {

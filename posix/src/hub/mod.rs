@@ -764,18 +764,6 @@ impl Hub {
     /// the one way in ([`Input`]). Drain [`Hub::poll_output`] after it.
     pub fn handle(&mut self, input: Input<'_>, now_ms: u64) {
         self.now(now_ms);
-        self.step(input);
-        // Answers the hub wrote to calls a task stands for (`approvals`).
-        if cfg!(not(feature = "consent")) {
-            return;
-        }
-        for (task, answer) in self.clients.take_task_answers() {
-            let fx = self.tasks.answer_of_call(&task, &answer, self.now_ms);
-            self.apply_task_effects(fx);
-        }
-    }
-
-    fn step(&mut self, input: Input<'_>) {
         match input {
             Input::ClientMessage(c, bytes) => self.on_client_message(c, bytes),
             Input::ClientEnvelope(c, env) => self.on_client_view(c, &wire::view(*env)),
@@ -819,9 +807,10 @@ impl Hub {
                 self.apply_upstream(fx);
             }
             Input::SeedLists { up, lists, hold } => {
-                let Some(x) = self.ups.get_mut(up) else { return };
-                let fx = starts::seed(x, up, lists, hold);
-                self.apply_starts(fx);
+                if let Some(x) = self.ups.get_mut(up) {
+                    let fx = starts::seed(x, up, lists, hold);
+                    self.apply_starts(fx);
+                }
             }
             Input::SharedAnswered { ticket, answer } => {
                 let clients = &self.clients;
@@ -861,6 +850,13 @@ impl Hub {
             Input::PinFiles { state, lock } => {
                 let fx = self.pins.read(state, lock);
                 self.apply_pins(fx);
+            }
+        }
+        // Answers the hub wrote to calls a task stands for (`approvals`).
+        if cfg!(feature = "consent") {
+            for (task, answer) in self.clients.take_task_answers() {
+                let fx = self.tasks.answer_of_call(&task, &answer, self.now_ms);
+                self.apply_task_effects(fx);
             }
         }
     }
@@ -1278,16 +1274,6 @@ impl Hub {
         }
     }
 
-    /// Waiting calls whose task ended (cancelled, expired) wait no longer.
-    fn withdraw_ended_tasks(&mut self) {
-        if cfg!(not(feature = "consent")) {
-            return;
-        }
-        let tasks = &self.tasks;
-        let fx = self.approvals.withdraw_ended_tasks(|t| tasks.live(t));
-        self.apply_approvals(fx);
-    }
-
     /// Does what [`approvals::Approvals`] asked, in order.
     fn apply_approvals(&mut self, fx: Vec<approvals::Effect>) {
         use approvals::Effect;
@@ -1406,7 +1392,10 @@ impl Hub {
         self.apply_task_effects(fx);
         let fx = self.tasks.expire(&task_ups(&self.ups), self.now_ms);
         self.apply_task_effects(fx);
-        self.withdraw_ended_tasks();
+        // Calls waiting for approval whose task expired wait no longer.
+        let tasks = &self.tasks;
+        let fx = self.approvals.withdraw_ended_tasks(|t| tasks.live(t));
+        self.apply_approvals(fx);
         self.release_held_inits();
         let pending = &self.pending;
         let pings = self.ups.pings(self.now_ms, self.opts.ping_interval_ms, |u| pending.pinging(u));

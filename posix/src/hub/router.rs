@@ -278,7 +278,10 @@ impl Hub {
         let who = super::task_caller(c, rid, ctx, &self.clients);
         let fx = self.tasks.request(who, m.call, &m.params_value(), &super::task_ups(&self.ups), self.now_ms)?;
         self.apply_task_effects(fx);
-        self.withdraw_ended_tasks();
+        // A call waiting for approval whose task was cancelled waits no longer.
+        let tasks = &self.tasks;
+        let fx = self.approvals.withdraw_ended_tasks(|t| tasks.live(t));
+        self.apply_approvals(fx);
         Ok(())
     }
 
