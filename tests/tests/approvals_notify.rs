@@ -89,6 +89,17 @@ fn hub(port: u16, notify: Value, log: &Path) -> (Hub, HttpServer) {
     (hub, server)
 }
 
+/// A hub whose notify hook is `notify(base)` (`base`: the hub's address,
+/// the link base), with its log at `log`, and a call of `echo` waiting
+/// for approval: the hub, its server and the waiting call.
+fn waiting_call(log: &Path, notify: impl FnOnce(&str) -> Value) -> (Hub, HttpServer, String, JoinHandle<Resp>) {
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let (hub, server) = hub(port, notify(&base), log);
+    let waiting = call_echo(&server);
+    (hub, server, base, waiting)
+}
+
 /// alice opens a session and calls `echo` in a thread: the call's answer
 /// (which comes once the call is decided).
 fn call_echo(server: &HttpServer) -> JoinHandle<Resp> {
@@ -140,12 +151,8 @@ fn sha256(bytes: &[u8]) -> String {
 #[test]
 fn a_json_webhook_gets_the_call_and_its_link_and_the_link_approves_it() {
     let (hook_port, got) = receiver();
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
     let dir = TempDir::new();
-    let notify = json!({ "url": format!("http://127.0.0.1:{hook_port}/hooks/T0/secret"), "headers": { "Authorization": "Bearer ${HOOK_TOKEN}" }, "linkBase": base });
-    let (_hub, server) = hub(port, notify, &dir.path().join("mcpx.log"));
-    let waiting = call_echo(&server);
+    let (_hub, _server, base, waiting) = waiting_call(&dir.path().join("mcpx.log"), |base| json!({ "url": format!("http://127.0.0.1:{hook_port}/hooks/T0/secret"), "headers": { "Authorization": "Bearer ${HOOK_TOKEN}" }, "linkBase": base }));
 
     let r = got.recv_timeout(Duration::from_secs(20)).expect("the receiver is notified");
     assert!(r.head.starts_with("POST /hooks/T0/secret HTTP/1.1\r\n"), "{}", r.head);
@@ -176,12 +183,8 @@ fn a_json_webhook_gets_the_call_and_its_link_and_the_link_approves_it() {
 #[test]
 fn ntfy_gets_the_text_with_a_title_and_the_link_to_open() {
     let (hook_port, got) = receiver();
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
     let dir = TempDir::new();
-    let notify = json!({ "url": format!("http://127.0.0.1:{hook_port}/mcpx-approvals"), "format": "ntfy", "headers": { "Priority": "high" }, "linkBase": base });
-    let (_hub, server) = hub(port, notify, &dir.path().join("mcpx.log"));
-    let waiting = call_echo(&server);
+    let (_hub, _server, base, waiting) = waiting_call(&dir.path().join("mcpx.log"), |base| json!({ "url": format!("http://127.0.0.1:{hook_port}/mcpx-approvals"), "format": "ntfy", "headers": { "Priority": "high" }, "linkBase": base }));
 
     let r = got.recv_timeout(Duration::from_secs(20)).expect("the receiver is notified");
     assert!(r.head.starts_with("POST /mcpx-approvals HTTP/1.1\r\n"), "{}", r.head);
@@ -201,13 +204,9 @@ fn ntfy_gets_the_text_with_a_title_and_the_link_to_open() {
 fn an_unreachable_receiver_is_logged_once_and_the_call_still_waits_for_the_page() {
     // A port nothing listens on.
     let dead = free_port();
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
     let dir = TempDir::new();
     let log = dir.path().join("mcpx.log");
-    let notify = json!({ "url": format!("http://127.0.0.1:{dead}/secret-topic"), "linkBase": base });
-    let (_hub, server) = hub(port, notify, &log);
-    let waiting = call_echo(&server);
+    let (_hub, _server, base, waiting) = waiting_call(&log, |base| json!({ "url": format!("http://127.0.0.1:{dead}/secret-topic"), "linkBase": base }));
 
     let failed = |log: &str| log.lines().filter(|l| l.contains("the notification to")).count();
     let start = Instant::now();
