@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use mcpx_tests::*;
 use serde_json::{json, Value};
 
-/// alice's token on the hub's listener.
+/// alice's and bob's tokens on the hub's listener.
 const ALICE: &str = "alice-token";
+const BOB: &str = "bob-token";
 /// The arguments of the held call.
 const TEXT: &str = "rm -rf / (just kidding)";
 
@@ -77,11 +78,15 @@ fn receiver() -> (u16, mpsc::Receiver<Received>) {
 }
 
 /// A hub on `port` serving `demo`, whose `echo` waits for the page, told by
-/// `notify`; alice has a token. Its stderr goes to `log`; `HOOK_TOKEN` is
-/// in its environment.
-fn hub(port: u16, notify: Value, log: &Path) -> (Hub, HttpServer) {
+/// `notify`; alice and bob have tokens; `extra` is more of its config. Its
+/// stderr goes to `log`; `HOOK_TOKEN` is in its environment.
+fn hub(port: u16, notify: Value, log: &Path, extra: &[(&str, Value)]) -> (Hub, HttpServer) {
     let policy = json!({ "approve": [{ "tools": ["demo/echo"], "via": ["page"] }], "approvals": { "notify": notify } });
-    let hub = HubConfig::new().upstream(example_server("demo")).set("policy", policy).set("auth", json!({ "tokens": { "alice": ALICE } })).write();
+    let mut cfg = HubConfig::new().upstream(example_server("demo")).set("policy", policy).set("auth", json!({ "tokens": { "alice": ALICE, "bob": BOB } }));
+    for (k, v) in extra {
+        cfg = cfg.set(k, v.clone());
+    }
+    let hub = cfg.write();
     let script = r#"HOOK_TOKEN=hook-secret exec "$0" serve --config "$1" --http "$2" 2>"$3""#;
     let addr = format!("127.0.0.1:{port}");
     let args = ["-c", script, mcpx().to_str().unwrap(), hub.config.to_str().unwrap(), &addr, log.to_str().unwrap()];
@@ -95,7 +100,7 @@ fn hub(port: u16, notify: Value, log: &Path) -> (Hub, HttpServer) {
 fn waiting_call(log: &Path, notify: impl FnOnce(&str) -> Value) -> (Hub, HttpServer, String, JoinHandle<Resp>) {
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
-    let (hub, server) = hub(port, notify(&base), log);
+    let (hub, server) = hub(port, notify(&base), log, &[]);
     let waiting = call_echo(&server);
     (hub, server, base, waiting)
 }
@@ -232,4 +237,62 @@ fn an_unreachable_receiver_is_logged_once_and_the_call_still_waits_for_the_page(
     // Tried once, never again.
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(failed(&text), 1, "{text}");
+}
+
+/// Two replicas sharing Redis and a state key: alice's call waits on A,
+/// and the notification's link points at B (where a load balancer may
+/// send a phone). B's page lists the call to alice and not to bob; B
+/// passes the link and its form to A over the hop, and the call runs on
+/// A. A key that is not the call's is B's 404 too.
+#[test]
+fn a_call_waiting_on_one_replica_is_listed_and_approved_on_another() {
+    let (hook_port, got) = receiver();
+    let (_redis, redis_port) = redis_server();
+    let dir = TempDir::new();
+    let key = dir.path().join("state.key");
+    std::fs::write(&key, "2a".repeat(32)).unwrap();
+    let (port_a, port_b) = (free_port(), free_port());
+    let (base_a, base_b) = (format!("http://127.0.0.1:{port_a}"), format!("http://127.0.0.1:{port_b}"));
+    let replica = |me: &str, port: u16, peer: &str, peer_base: &str| {
+        let notify = json!({ "url": format!("http://127.0.0.1:{hook_port}/hook"), "linkBase": base_b });
+        let extra = [
+            ("state", json!({ "url": format!("redis://127.0.0.1:{redis_port}/0"), "keyFile": key })),
+            ("cluster", json!({ "replica": me, "peers": { peer: peer_base } })),
+        ];
+        hub(port, notify, &dir.path().join(format!("{me}.log")), &extra)
+    };
+    let (_hub_a, a) = replica("a", port_a, "b", &base_b);
+    let (_hub_b, _b) = replica("b", port_b, "a", &base_a);
+    let waiting = call_echo(&a);
+
+    let r = got.recv_timeout(Duration::from_secs(20)).expect("the receiver is notified");
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    let link = v["link"].as_str().unwrap();
+    assert!(link.starts_with(&format!("{base_b}/approvals/")), "{link}");
+    // B lists A's call to alice, with its link's key; to bob, nothing.
+    let list = |base: &str, token: &str| http(&format!("{base}/approvals?format=json"), &[("Authorization", &format!("Bearer {token}"))], None).json;
+    let start = Instant::now();
+    let mut l = list(&base_b, ALICE);
+    while l["waiting"] == json!([]) && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+        l = list(&base_b, ALICE);
+    }
+    let w = &l["waiting"][0];
+    assert_eq!((w["replica"].as_str(), w["tool"].as_str(), w["principal"].as_str()), (Some("a"), Some("echo"), Some("alice")), "{l:#}");
+    assert!(link.ends_with(&format!("/approvals/{}?key={}", w["id"], w["key"].as_str().unwrap())), "{link} {l:#}");
+    assert_eq!(list(&base_b, BOB)["waiting"], json!([]));
+    // A wrong key, through B: the same 404 as a decided call, and the call waits on.
+    let n = w["id"].as_u64().unwrap();
+    let form = [("Content-Type", "application/x-www-form-urlencoded"), ("Origin", base_b.as_str())];
+    let wrong = http_request(&format!("{base_b}/approvals/{n}"), "POST", &form, format!("key={}&decision=approve", "0".repeat(32)).as_bytes());
+    assert_eq!(wrong.status, 404, "{}", wrong.text);
+    assert!(!waiting.is_finished());
+
+    approve_by_link(&base_b, link);
+    assert_echoed(waiting.join().unwrap());
+    // Decided: gone from the lists, A's own and B's of A.
+    std::thread::sleep(Duration::from_millis(300));
+    for base in [&base_a, &base_b] {
+        assert_eq!(list(base, ALICE)["waiting"], json!([]), "{base}");
+    }
 }

@@ -98,6 +98,14 @@ impl Directory {
         self.forget_if(sid, self.hop.me()).await
     }
 
+    /// The lists of calls waiting for approval the other replicas announced
+    /// (`hub::approvals`), as each wrote it.
+    #[cfg(feature = "consent")]
+    pub async fn waiting_elsewhere(&self) -> Result<Vec<Vec<u8>>, Unavailable> {
+        let keys: Vec<String> = self.hop.peers().map(crate::hub::shared::waiting_key).collect();
+        Ok(self.store.get_all(&keys).await?.into_iter().flatten().collect())
+    }
+
     /// Drops the entry and state of `sid` if the entry still names `owner`
     /// (a replica that is gone, or that no longer has the session).
     pub async fn forget_if(&self, sid: &str, owner: &str) -> Result<(), Unavailable> {

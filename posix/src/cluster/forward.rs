@@ -130,6 +130,12 @@ impl Hop {
         self.peers.iter().any(|p| p.id == id)
     }
 
+    /// The other replicas' ids.
+    #[cfg(all(feature = "cluster", feature = "consent"))]
+    pub fn peers(&self) -> impl Iterator<Item = &str> {
+        self.peers.iter().map(|p| p.id.as_str())
+    }
+
     /// This replica's id.
     #[cfg(feature = "cluster")]
     pub fn me(&self) -> &str {

@@ -46,9 +46,9 @@ pub(crate) async fn list(sh: &Shared, conn: &mut Conn, req: &Request, who: &Prin
         Ok(f) => f,
         Err(why) => return conn.reject(400, &why).await,
     };
-    let waiting = sh
-        .link
-        .call(|hub, _| hub.approvals().visible(Decider::Principal(who.bytes())));
+    let who = Decider::Principal(who.bytes());
+    let mut waiting = sh.link.call(|hub, _| hub.approvals().visible(who));
+    waiting.extend(elsewhere(sh, who).await);
     match format {
         Format::Json => {
             let body =
@@ -76,16 +76,20 @@ pub(crate) async fn list(sh: &Shared, conn: &mut Conn, req: &Request, who: &Prin
 }
 
 /// `GET` or `POST /approvals/N`: the one-time link (no other credential).
-pub(crate) async fn one(sh: &Shared, conn: &mut Conn, req: &mut Request, n: u64) -> bool {
+/// A call another replica holds is passed to it over the hop (`relayed`:
+/// this request came that way, and is not passed on again).
+pub(crate) async fn one(sh: &Shared, conn: &mut Conn, req: &mut Request, n: u64, relayed: bool) -> bool {
+    const GONE: &str = "This call is not waiting any more (decided, withdrawn or expired), or the link is wrong.";
     match req.method() {
         "GET" => {
-            let key = field(req.query(), "key").unwrap_or("");
-            let waiting = sh
-                .link
-                .call(|hub, _| hub.approvals().visible(Decider::Link(key)));
-            match waiting.iter().find(|w| w["id"] == n) {
-                Some(w) => html(conn, 200, &page(std::slice::from_ref(w), "")).await,
-                None => html(conn, 404, &done("This call is not waiting any more (decided, withdrawn or expired), or the link is wrong.")).await,
+            let key = field(req.query(), "key").unwrap_or("").to_string();
+            let waiting = sh.link.call(|hub, _| hub.approvals().visible(Decider::Link(&key)));
+            if let Some(w) = waiting.iter().find(|w| w["id"] == n) {
+                return html(conn, 200, &page(std::slice::from_ref(w), "")).await;
+            }
+            match pass_on(sh, conn, req, n, &key, Vec::new(), relayed).await {
+                Some(keep) => keep,
+                None => html(conn, 404, &done(GONE)).await,
             }
         }
         "POST" => {
@@ -118,11 +122,50 @@ pub(crate) async fn one(sh: &Shared, conn: &mut Conn, req: &mut Request, n: u64)
             match decided {
                 true if approve => html(conn, 200, &done("Approved: the call runs now.")).await,
                 true => html(conn, 200, &done("Declined: the caller is told not to retry it unchanged.")).await,
-                false => html(conn, 404, &done("This call is not waiting any more (decided, withdrawn or expired), or the link is wrong.")).await,
+                false => match pass_on(sh, conn, req, n, &key, body, relayed).await {
+                    Some(keep) => keep,
+                    None => html(conn, 404, &done(GONE)).await,
+                },
             }
         }
         _ => conn.method_not_allowed("GET, POST").await,
     }
+}
+
+/// The calls waiting on the other replicas that `who` may decide, as they
+/// announced them in the store (none when replicas share none, or it does
+/// not answer: then said in the log).
+async fn elsewhere(sh: &Shared, who: Decider<'_>) -> Vec<Value> {
+    #[cfg(feature = "cluster")]
+    if let Some(dir) = sh.dir.get() {
+        match dir.waiting_elsewhere().await {
+            Ok(lists) => return sh.link.call(|hub, _| hub.approvals().visible_elsewhere(who, &lists)),
+            Err(why) => sh.log(crate::hub::Level::Warn, format!("approvals: the calls waiting on other replicas could not be read: {}", why.0)),
+        }
+    }
+    let _ = (sh, who);
+    Vec::new()
+}
+
+/// Call `n` of the link with `key`, if another replica holds it: the
+/// request (its `body` read already) passed to that replica over the hop,
+/// and its answer copied (`Some(keep)`); `None`: no replica holds it.
+async fn pass_on(sh: &Shared, conn: &mut Conn, req: &Request, n: u64, key: &str, body: Vec<u8>, relayed: bool) -> Option<bool> {
+    if relayed {
+        return None;
+    }
+    let w = elsewhere(sh, Decider::Link(key)).await.into_iter().find(|w| w["id"] == n)?;
+    let to = w["replica"].as_str()?;
+    #[cfg(feature = "cluster")]
+    if let Some(dir) = sh.dir.get() {
+        let who = super::auth::Principal::asserted(b"approval-link".to_vec());
+        return Some(match super::session_dir::relay(conn, req, &dir, to, &who, &body, "holds this call").await {
+            Ok(keep) => keep,
+            Err(why) => html(conn, 404, &done(&format!("The replica holding this call ({to}) does not answer ({why}); the call is lost with it."))).await,
+        });
+    }
+    let _ = (conn, req, to, body);
+    None
 }
 
 async fn html(conn: &mut Conn, status: u16, body: &str) -> bool {
@@ -171,7 +214,7 @@ fn page(waiting: &[Value], none: &str) -> String {
         main.push_str(&format!(
             "<article data-approval=\"{n}\"><h2>{} / {}</h2><dl><dt>asked by</dt><dd>{}{client}</dd><dt>called as</dt><dd>{}</dd>\
              <dt>arguments sha256</dt><dd><code>{}</code></dd></dl><pre class=\"arguments\">{}</pre>\
-             <details><summary class=\"mute\">tool description (from the server, untrusted)</summary><pre>{}</pre></details>\
+             {}\
              <form method=\"post\" action=\"/approvals/{n}\"><input type=\"hidden\" name=\"key\" value=\"{}\">\
              <button name=\"decision\" value=\"approve\">Approve</button><button name=\"decision\" value=\"deny\">Deny</button></form></article>",
             Esc(&s(w, "server")),
@@ -180,7 +223,7 @@ fn page(waiting: &[Value], none: &str) -> String {
             Esc(&s(w, "exposed")),
             Esc(&s(w, "digest")),
             Esc(&s(w, "arguments")),
-            Esc(&s(w, "description")),
+            descriptions(&s(w, "description"), w["pinned"].as_str()),
             Esc(&s(w, "key")),
         ));
     }
@@ -190,10 +233,34 @@ fn page(waiting: &[Value], none: &str) -> String {
     )
 }
 
+/// The tool's description as pinned and, when the server's differs now,
+/// that one too (as `hub::approvals` words them for a client's user).
+fn descriptions(now: &str, pinned: Option<&str>) -> String {
+    let one = |what: &str, text: &str| format!("<details><summary class=\"mute\">{what}</summary><pre>{}</pre></details>", Esc(text));
+    match pinned {
+        Some(p) if p == now => one("tool description (as pinned; the server's text, untrusted)", p),
+        Some(p) => format!(
+            "<p><strong>The tool's description changed since it was pinned.</strong></p>{}{}",
+            one("tool description as pinned (untrusted)", p),
+            one("the server's description now (untrusted)", now)
+        ),
+        None => one("tool description (from the server, untrusted)", now),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_description_as_pinned_and_the_changed_one_beside_it() {
+        let same = descriptions("adds", Some("adds"));
+        assert!(same.contains("as pinned") && !same.contains("changed"), "{same}");
+        let changed = descriptions("adds <IMPORTANT>", Some("adds"));
+        assert!(changed.contains("changed since it was pinned") && changed.contains("<pre>adds</pre>") && changed.contains("adds &lt;IMPORTANT&gt;"), "{changed}");
+        assert!(descriptions("adds", None).contains("from the server, untrusted"));
+    }
 
     #[test]
     fn form_fields() {

@@ -141,11 +141,14 @@ pub(crate) fn ready(method: &str, not_ready: usize) -> Result<(u16, String), &'s
 }
 
 /// What a request another replica passed on may target: the MCP endpoint
-/// and `/messages` (the sessions), nothing else (404).
+/// and `/messages` (the sessions), a call waiting for approval here (its
+/// one-time link), nothing else (404).
 pub(crate) fn relayed(target: Option<Target>) -> Result<Target, Refusal<'static>> {
     match target {
         Some(t @ (Target::Mcp | Target::Messages)) => Ok(t),
-        _ => Err(Refusal::invalid(404, "Not found: the hop carries requests to the MCP endpoint and /messages only")),
+        #[cfg(feature = "consent")]
+        Some(t @ Target::Approval(_)) => Ok(t),
+        _ => Err(Refusal::invalid(404, "Not found: the hop carries requests to the MCP endpoint, /messages and approval links only")),
     }
 }
 

@@ -204,7 +204,7 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     // A one-time approval link is its own credential.
     #[cfg(feature = "consent")]
     if let Target::Approval(n) = target {
-        return approvals_page::one(sh, conn, req, n).await;
+        return approvals_page::one(sh, conn, req, n, false).await;
     }
     let who = match sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await {
         Ok(p) => p,

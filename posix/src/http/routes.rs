@@ -27,6 +27,9 @@ pub(super) async fn serve_relayed(sh: &Shared, conn: &mut Conn, req: &mut Reques
         super::session_dir::forget_unknown(sh, sid).await;
     }
     match decide::relayed(Target::of(req.path(), &sh.cfg)) {
+        // A one-time approval link to a call this replica holds.
+        #[cfg(feature = "consent")]
+        Ok(Target::Approval(n)) => super::approvals_page::one(sh, conn, req, n, true).await,
         Ok(target) => serve(sh, conn, req, target, who).await,
         Err(r) => conn.refuse(&r).await,
     }

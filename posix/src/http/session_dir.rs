@@ -175,7 +175,7 @@ pub(crate) async fn relay_elsewhere(sh: &Shared, conn: &mut Conn, req: &mut Requ
     } else {
         Vec::new()
     };
-    let why = match relay(conn, req, &dir, owner, who, &body).await {
+    let why = match relay(conn, req, &dir, owner, who, &body, HOLDS).await {
         Ok(keep) => return Some(keep),
         Err(why) => why,
     };
@@ -185,7 +185,7 @@ pub(crate) async fn relay_elsewhere(sh: &Shared, conn: &mut Conn, req: &mut Requ
         // Another replica took it over first: it serves it (no second
         // take-over if it is gone too).
         TakeOver::There(to) => {
-            return Some(match relay(conn, req, &dir, &to, who, &body).await {
+            return Some(match relay(conn, req, &dir, &to, who, &body, HOLDS).await {
                 Ok(keep) => keep,
                 Err(why) => conn.refuse(&decide::holder_gone(&format!("replica {to:?}, which holds this session now, does not answer ({why})"))).await,
             })
@@ -202,11 +202,14 @@ pub(crate) async fn relay_elsewhere(sh: &Shared, conn: &mut Conn, req: &mut Requ
     None
 }
 
+/// What a replica a session's request is passed to holds (the 502's words).
+const HOLDS: &str = "holds this session";
+
 /// Passes the request (its `body` read already) over the hop to replica
-/// `to` and copies its answer to the client: `Ok(keep)` once answered
-/// (a 502 when `to` failed to answer); `Err(why)` when `to` does not accept
-/// a connection (it is gone).
-async fn relay(conn: &mut Conn, req: &Request, dir: &Directory, to: &str, who: &Principal, body: &[u8]) -> Result<bool, String> {
+/// `to`, which `holds` what it is for, and copies its answer to the
+/// client: `Ok(keep)` once answered (a 502 when `to` failed to answer);
+/// `Err(why)` when `to` does not accept a connection (it is gone).
+pub(crate) async fn relay(conn: &mut Conn, req: &Request, dir: &Directory, to: &str, who: &Principal, body: &[u8], holds: &str) -> Result<bool, String> {
     let target = match req.query() {
         "" => req.path().to_string(),
         q => format!("{}?{q}", req.path()),
@@ -214,10 +217,10 @@ async fn relay(conn: &mut Conn, req: &Request, dir: &Directory, to: &str, who: &
     let route = Route { method: req.method(), target: &target };
     let headers: Vec<(&str, &[u8])> = RELAYED.iter().filter_map(|n| Some((*n, req.header(n)?))).collect();
     match dir.hop().relay(to, &route, who.bytes(), &headers, body).await {
-        Ok(resp) => Ok(copy_answer(conn, req, dir, to, resp).await),
+        Ok(resp) => Ok(copy_answer(conn, req, dir, to, resp, holds).await),
         Err(RelayError::Unreachable(why)) => Err(why),
         Err(e) => {
-            let text = format!("Bad gateway: replica {to:?}, which holds this session, failed to answer: {e}");
+            let text = format!("Bad gateway: replica {to:?}, which {holds}, failed to answer: {e}");
             Ok(conn.error(502, None, ErrorCode::InternalError, &text, None, true).await)
         }
     }
@@ -368,7 +371,7 @@ pub(crate) async fn forget_unknown(sh: &Shared, sid: &str) {
 /// Copies the owner's answer to the client: a JSON (or empty) body whole,
 /// an SSE stream as its bytes come, with status, content type and
 /// `Retry-After`.
-async fn copy_answer(conn: &mut Conn, req: &Request, dir: &Directory, owner: &str, mut resp: crate::remote::http::Response) -> bool {
+async fn copy_answer(conn: &mut Conn, req: &Request, dir: &Directory, owner: &str, mut resp: crate::remote::http::Response, holds: &str) -> bool {
     if resp.content_type == "text/event-stream" {
         let Some(mut out) = SseOut::start(conn, req.version, &[]).await else { return false };
         loop {
@@ -390,7 +393,7 @@ async fn copy_answer(conn: &mut Conn, req: &Request, dir: &Directory, owner: &st
     let body = match resp.body.read_all(MAX_JSON).await {
         Ok(b) => b,
         Err(e) => {
-            let text = format!("Bad gateway: replica {owner:?}, which holds this session, broke off its answer: {e}");
+            let text = format!("Bad gateway: replica {owner:?}, which {holds}, broke off its answer: {e}");
             return conn.error(502, None, ErrorCode::InternalError, &text, None, true).await;
         }
     };

@@ -418,10 +418,15 @@ fn paths_health_and_the_hop_before_authentication() {
     for (method, n, want) in rows {
         assert_eq!(ready(method, *n).as_ref().map(|(s, b)| (*s, b.as_str())).map_err(|e| *e), *want, "{method} {n}");
     }
-    // What another replica may pass on: the sessions' endpoints only.
+    // What another replica may pass on: the sessions' endpoints and the
+    // calls waiting for approval here.
     let rows: &[(Option<Target>, Result<Target, u16>)] = &[
         (Some(Target::Mcp), Ok(Target::Mcp)),
         (Some(Target::Messages), Ok(Target::Messages)),
+        #[cfg(feature = "consent")]
+        (Some(Target::Approval(3)), Ok(Target::Approval(3))),
+        #[cfg(feature = "consent")]
+        (Some(Target::Approvals), Err(404)),
         (Some(Target::Status), Err(404)),
         (Some(Target::Health), Err(404)),
         (None, Err(404)),

@@ -57,7 +57,10 @@ pub struct Shown {
     pub arguments: String,
     /// SHA-256 of the exact arguments, hex.
     pub digest: String,
+    /// The tool's description as the server gives it now.
     pub description: String,
+    /// Its description as pinned (`policy.pin`), when it has a pin.
+    pub pinned: Option<String>,
 }
 
 /// One call waiting for a decision.
@@ -73,7 +76,9 @@ struct Waiting {
     digest: [u8; 32],
     remember_ms: u64,
     via: Via,
-    /// The one-time link's secret (`/approvals/N?key=..`).
+    /// The nonce the one-time link's secret is made from, hex, and that
+    /// secret (`/approvals/N?key=..`, [`Approvals::link_key`]).
+    nonce: String,
     key: String,
     since_ms: u64,
     expires_ms: u64,
@@ -129,13 +134,15 @@ pub enum Decider<'a> {
 
 impl Decider<'_> {
     /// May this decider see and decide `w`?
-    fn may(&self, w: &Waiting, cfg: &ApprovalConfig) -> bool {
+    /// May this decider see and decide a call `principal` asked for, whose
+    /// link's secret is `key`?
+    fn may(&self, principal: &str, key: &str, cfg: &ApprovalConfig) -> bool {
         match self {
             Decider::Principal(p) => {
                 let p = super::policy::principal_name(p);
-                p == w.shown.principal || cfg.is_approver(p)
+                p == principal || cfg.is_approver(p)
             }
-            Decider::Link(k) => constant_time_eq(k.as_bytes(), w.key.as_bytes()),
+            Decider::Link(k) => constant_time_eq(k.as_bytes(), key.as_bytes()),
         }
     }
 }
@@ -205,7 +212,15 @@ pub struct Approvals {
     grants: Vec<Grant>,
     quota: Quota,
     next: u64,
+    /// The links' nonces (this process's own).
     keys: Seeded,
+    /// What the links' secrets are derived from: the same on every replica
+    /// (the shared state key), so that any of them can check a link.
+    link_seed: [u8; 32],
+    /// This replica, when replicas share a store: its waiting calls are
+    /// announced there (`shared::waiting_key`), for the others' pages.
+    replica: Option<String>,
+    announce: Announce,
     /// An HTTP listener serves `/approvals`.
     page: bool,
     /// The modern retry being routed now, approved by its user, and the
@@ -216,8 +231,22 @@ pub struct Approvals {
 /// Grants kept at once (the oldest remembered ones go first).
 const MAX_GRANTS: usize = 1024;
 
+/// The largest list of waiting calls announced to the other replicas (the
+/// store's bound for it): calls past it are shown on this replica's page only.
+pub const MAX_ANNOUNCED: usize = 1 << 20;
+
+/// Where the announcement of the waiting calls stands: one write at a time
+/// is in flight, so that an older list never lands after a newer one.
+#[derive(Debug, Default)]
+struct Announce {
+    changed: bool,
+    in_flight: bool,
+}
+
 impl Approvals {
-    pub(super) fn new(cfg: &ApprovalConfig, secret_seed: [u8; 32]) -> Approvals {
+    /// `link_seed`: the secret every replica shares; `replica`: this one,
+    /// when they share a store.
+    pub(super) fn new(cfg: &ApprovalConfig, secret_seed: [u8; 32], link_seed: [u8; 32], replica: Option<String>) -> Approvals {
         let mut seed = secret_seed.to_vec();
         seed.extend_from_slice(b"mcpx/approvals");
         Approvals {
@@ -231,6 +260,9 @@ impl Approvals {
             grants: Vec::new(),
             next: 0,
             keys: Seeded::new(rs::digest(&seed)),
+            link_seed,
+            replica,
+            announce: Announce::default(),
             page: false,
             pass: None,
         }
@@ -297,7 +329,9 @@ impl Approvals {
         }
         self.next += 1;
         let n = self.next;
-        let key = hex(&self.keys.nonce());
+        let nonce = hex(&self.keys.nonce());
+        let key = self.link_key(self.replica.as_deref().unwrap_or(""), n, &nonce);
+        self.announce.changed = true;
         let mut fx = Vec::new();
         if let Some(ttl_ms) = h.task_ttl {
             let ask = (via == Via::Client).then(|| (ask_id(n), elicitation(&h.shown)));
@@ -342,6 +376,7 @@ impl Approvals {
                 digest: h.digest,
                 remember_ms: h.rule.remember_ms,
                 via,
+                nonce,
                 key,
                 since_ms: now,
                 expires_ms: now + self.cfg.timeout_ms,
@@ -456,7 +491,7 @@ impl Approvals {
         approve: bool,
         now: u64,
     ) -> Result<Vec<Effect>, NotDecided> {
-        if !self.waiting.get(&n).is_some_and(|w| who.may(w, &self.cfg)) {
+        if !self.waiting.get(&n).is_some_and(|w| who.may(&w.shown.principal, &w.key, &self.cfg)) {
             return Err(NotDecided::Unknown);
         }
         let by = match who {
@@ -615,6 +650,7 @@ impl Approvals {
     /// question withdrawn there. The one way a call stops waiting.
     fn take(&mut self, n: u64, unask: Option<&'static str>, fx: &mut Vec<Effect>) -> Option<Waiting> {
         let w = self.waiting.remove(&n)?;
+        self.announce.changed = true;
         self.quota.release(&w.shown.principal);
         if let Some(reason) = unask.filter(|_| w.via == Via::Client) {
             fx.push(Effect::Unask { client: w.client, id: ask_id(n), reason });
@@ -626,23 +662,100 @@ impl Approvals {
     pub fn visible(&self, who: Decider<'_>) -> Vec<Value> {
         self.waiting
             .iter()
-            .filter(|(_, w)| who.may(w, &self.cfg))
+            .filter(|(_, w)| who.may(&w.shown.principal, &w.key, &self.cfg))
             .map(|(n, w)| {
-                let s = &w.shown;
-                json!({
-                    "id": n, "key": w.key, "server": s.server, "tool": s.tool, "exposed": s.exposed,
-                    "principal": s.principal, "client": s.client, "arguments": s.arguments,
-                    "digest": s.digest, "description": s.description, "via": w.via.name(),
-                    "sinceMs": w.since_ms, "expiresMs": w.expires_ms,
-                })
+                let mut e = entry(*n, w, self.replica.as_deref());
+                e["key"] = w.key.clone().into();
+                e
             })
             .collect()
+    }
+
+    /// The calls waiting on the other replicas that `who` may see and
+    /// decide, from the lists they announced (`lists`, each as read from
+    /// the store), with their links' secrets.
+    #[cfg(feature = "cluster")]
+    pub fn visible_elsewhere(&self, who: Decider<'_>, lists: &[Vec<u8>]) -> Vec<Value> {
+        let me = self.replica.as_deref();
+        let mut out = Vec::new();
+        for list in lists {
+            let Ok(Value::Array(entries)) = serde_json::from_slice::<Value>(list) else { continue };
+            for mut e in entries {
+                let (Some(replica), Some(n), Some(nonce), Some(principal)) = (e["replica"].as_str(), e["id"].as_u64(), e["nonce"].as_str(), e["principal"].as_str()) else { continue };
+                if Some(replica) == me {
+                    continue;
+                }
+                let key = self.link_key(replica, n, nonce);
+                if who.may(principal, &key, &self.cfg) {
+                    e["key"] = key.into();
+                    out.push(e);
+                }
+            }
+        }
+        out
+    }
+
+    /// The secret of the one-time link to call `n` of `replica` (`""`
+    /// alone): the first 128 bits of SHA-256 over the shared seed, the
+    /// replica, the number and the call's random `nonce`. Whoever holds the
+    /// state key can check it; nobody else can make one.
+    fn link_key(&self, replica: &str, n: u64, nonce: &str) -> String {
+        let mut m = Vec::with_capacity(96 + replica.len() + nonce.len());
+        m.extend_from_slice(b"mcpx/approval-link\0");
+        m.extend_from_slice(&self.link_seed);
+        m.extend_from_slice(replica.as_bytes());
+        m.push(0);
+        m.extend_from_slice(&n.to_be_bytes());
+        m.extend_from_slice(nonce.as_bytes());
+        hex(&rs::digest(&m)[..16])
+    }
+
+    /// The list of waiting calls to announce to the other replicas, if it
+    /// changed and no announcement is in flight (then one is, until
+    /// [`Approvals::announced`]): a JSON array, within [`MAX_ANNOUNCED`].
+    pub(super) fn announcement(&mut self) -> Option<Vec<u8>> {
+        let replica = self.replica.as_deref()?;
+        if !self.announce.changed || self.announce.in_flight {
+            return None;
+        }
+        self.announce = Announce { changed: false, in_flight: true };
+        let mut out = b"[".to_vec();
+        for (n, w) in &self.waiting {
+            let e = serde_json::to_vec(&entry(*n, w, Some(replica))).unwrap_or_default();
+            if out.len() + e.len() + 2 > MAX_ANNOUNCED {
+                break;
+            }
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&e);
+        }
+        out.push(b']');
+        Some(out)
+    }
+
+    /// The last announcement was written (or failed: the next change tries
+    /// again).
+    pub(super) fn announced(&mut self) {
+        self.announce.in_flight = false;
     }
 
     /// How many calls wait.
     pub(super) fn len(&self) -> usize {
         self.waiting.len()
     }
+}
+
+/// Waiting call `n` as the page shows it (and other replicas read it), but
+/// for its link's secret.
+fn entry(n: u64, w: &Waiting, replica: Option<&str>) -> Value {
+    let s = &w.shown;
+    json!({
+        "id": n, "replica": replica, "nonce": w.nonce, "server": s.server, "tool": s.tool, "exposed": s.exposed,
+        "principal": s.principal, "client": s.client, "arguments": s.arguments, "digest": s.digest,
+        "description": s.description, "pinned": s.pinned, "via": w.via.name(),
+        "sinceMs": w.since_ms, "expiresMs": w.expires_ms,
+    })
 }
 
 fn decline_over(client: ClientId, id: &[u8], r: &QuotaRefusal) -> Effect {
@@ -677,14 +790,9 @@ fn elicitation(s: &Shown) -> Value {
     } else {
         format!(" ({})", s.client)
     };
-    let description = if s.description.is_empty() {
-        "(none)".to_string()
-    } else {
-        s.description.clone()
-    };
     let message = format!(
-        "[mcpx] Approve this tool call?\n\nserver: {}\ntool: {} (called as {})\nasked by: {}{client}\narguments:\n{}\narguments sha256: {}\n\ntool description (as the server gives it, untrusted):\n{description}",
-        s.server, s.tool, s.exposed, s.principal, s.arguments, s.digest
+        "[mcpx] Approve this tool call?\n\nserver: {}\ntool: {} (called as {})\nasked by: {}{client}\narguments:\n{}\narguments sha256: {}\n\n{}",
+        s.server, s.tool, s.exposed, s.principal, s.arguments, s.digest, descriptions(s)
     );
     json!({
         "message": message,
@@ -694,6 +802,21 @@ fn elicitation(s: &Shown) -> Value {
             "required": ["approve"]
         }
     })
+}
+
+/// The tool's description as pinned and, when the server's differs now,
+/// that one too: both untrusted text.
+fn descriptions(s: &Shown) -> String {
+    let or_none = |d: &str| if d.is_empty() { "(none)".to_string() } else { d.to_string() };
+    match &s.pinned {
+        Some(p) if *p == s.description => format!("tool description (as pinned; the server's text, untrusted):\n{}", or_none(p)),
+        Some(p) => format!(
+            "tool description as pinned (the server's text, untrusted):\n{}\n\nthe server's description now (changed since pinned):\n{}",
+            or_none(p),
+            or_none(&s.description)
+        ),
+        None => format!("tool description (as the server gives it, untrusted):\n{}", or_none(&s.description)),
+    }
 }
 
 /// What the notify hook is told of waiting call `n`, whatever carries it
@@ -755,6 +878,7 @@ mod tests {
             arguments: "{\"path\": \"/a\"}".into(),
             digest: "ab".repeat(32),
             description: "Deletes a file".into(),
+            pinned: None,
         }
     }
 
@@ -766,6 +890,8 @@ mod tests {
                 ..Default::default()
             },
             [7; 32],
+            [7; 32],
+            None,
         );
         a.set_page(true);
         a
@@ -837,6 +963,56 @@ mod tests {
             .is_none());
     }
 
+    /// A replica sharing a store with `other`: the same link seed, its own nonces.
+    #[cfg(feature = "cluster")]
+    fn replica(me: &str, seed: u8) -> Approvals {
+        let cfg = ApprovalConfig { approvers: vec!["admin".into()], timeout_ms: 1000, ..Default::default() };
+        let mut a = Approvals::new(&cfg, [seed; 32], [9; 32], Some(me.into()));
+        a.set_page(true);
+        a
+    }
+
+    #[test]
+    #[cfg(feature = "cluster")]
+    fn another_replica_lists_a_waiting_call_to_whom_may_see_it_and_checks_its_link() {
+        let rule = Rule::pattern(Pattern::parse("files/*").unwrap());
+        let (mut a, b) = (replica("a", 1), replica("b", 2));
+        assert_eq!(a.announcement(), None, "nothing changed yet");
+        hold(&mut a, "alice", &rule, [1; 32], false);
+        let list = a.announcement().expect("the call is announced");
+        // One write in flight: a change waits for it.
+        hold(&mut a, "alice", &rule, [2; 32], false);
+        assert_eq!(a.announcement(), None);
+        a.announced();
+        let list2 = a.announcement().expect("the second call too");
+        let lists = [list2.clone()];
+        let key_a = a.visible(Decider::Principal(b"token:alice"))[0]["key"].clone();
+        // B shows A's calls to alice and the approvers, with A's keys; not to bob.
+        let seen = b.visible_elsewhere(Decider::Principal(b"token:alice"), &lists);
+        assert_eq!((seen.len(), &seen[0]["key"], &seen[0]["replica"]), (2, &key_a, &json!("a")));
+        assert_eq!(b.visible_elsewhere(Decider::Principal(b"token:admin"), &lists).len(), 2);
+        assert_eq!(b.visible_elsewhere(Decider::Principal(b"token:bob"), &lists).len(), 0);
+        // The link's key is checked on B as on A; a key of another call is not it.
+        assert_eq!(b.visible_elsewhere(Decider::Link(key_a.as_str().unwrap()), &lists).len(), 1);
+        assert_eq!(b.visible_elsewhere(Decider::Link(&"0".repeat(32)), &lists).len(), 0);
+        // A replica skips its own list; a list that is not one is ignored.
+        assert_eq!(a.visible_elsewhere(Decider::Principal(b"token:admin"), &lists).len(), 0);
+        assert_eq!(b.visible_elsewhere(Decider::Principal(b"token:admin"), &[list, b"{\"x\":1}".to_vec()]).len(), 1);
+        // A replica that shares no store announces nothing.
+        let mut alone = approvals();
+        hold(&mut alone, "alice", &rule, [1; 32], false);
+        assert_eq!(alone.announcement(), None);
+    }
+
+    #[test]
+    fn the_user_is_shown_the_description_as_pinned_and_a_change_beside_it() {
+        let ask = |pinned: Option<&str>| elicitation(&Shown { pinned: pinned.map(str::to_string), ..shown("alice") })["message"].as_str().unwrap().to_string();
+        assert!(ask(None).contains("as the server gives it, untrusted):\nDeletes a file"));
+        assert!(ask(Some("Deletes a file")).contains("(as pinned; the server's text, untrusted):\nDeletes a file"));
+        let changed = ask(Some("Lists files"));
+        assert!(changed.contains("as pinned (the server's text, untrusted):\nLists files") && changed.contains("(changed since pinned):\nDeletes a file"), "{changed}");
+    }
+
     #[test]
     fn a_remembered_approval_covers_the_same_call_until_it_expires() {
         let rule = Rule {
@@ -900,7 +1076,7 @@ mod tests {
     #[test]
     fn a_waiting_call_with_a_progress_token_is_told_it_still_waits() {
         let rule = Rule::pattern(Pattern::parse("files/*").unwrap());
-        let mut a = Approvals::new(&ApprovalConfig { timeout_ms: 25_000, ..Default::default() }, [7; 32]);
+        let mut a = Approvals::new(&ApprovalConfig { timeout_ms: 25_000, ..Default::default() }, [7; 32], [7; 32], None);
         a.set_page(true);
         hold(&mut a, "alice", &rule, [1; 32], false);
         assert_eq!(a.deadline(), Some(KEEPALIVE_MS));
@@ -926,6 +1102,8 @@ mod tests {
                 ..Default::default()
             },
             [7; 32],
+            [7; 32],
+            None,
         );
         a.set_page(true);
         // A principal holds an eighth of the places: its second call waits not.

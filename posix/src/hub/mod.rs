@@ -693,7 +693,8 @@ impl Hub {
         let policy = policy::HubPolicy::new(&opts)?;
         let starts = starts::Starts::new(&opts);
         let listens = modern::Listens::new(&opts);
-        let approvals = approvals::Approvals::new(&opts.policy.approvals, opts.secret_seed);
+        let announce = opts.cluster.replica.as_ref().filter(|_| opts.cluster.shared).map(|r| r.to_string());
+        let approvals = approvals::Approvals::new(&opts.policy.approvals, opts.secret_seed, opts.cluster.state_key.unwrap_or(opts.secret_seed), announce);
         Ok(Hub {
             approvals,
             pins: pins::Pins::new(opts.policy.pin.clone()),
@@ -811,6 +812,10 @@ impl Hub {
                     let fx = starts::seed(x, up, lists, hold);
                     self.apply_starts(fx);
                 }
+            }
+            Input::SharedAnswered { ticket: shared::ANNOUNCE_TICKET, .. } => {
+                self.approvals.announced();
+                self.announce_waiting();
             }
             Input::SharedAnswered { ticket, answer } => {
                 let clients = &self.clients;
@@ -1346,6 +1351,15 @@ impl Hub {
                 Effect::Log(level, line) => self.log(level, line),
             }
         }
+        self.announce_waiting();
+    }
+
+    /// Tells the other replicas (through the store) which calls wait here,
+    /// when that changed (`approvals::Approvals::announcement`).
+    fn announce_waiting(&mut self) {
+        let (Some(value), Some(replica)) = (self.approvals.announcement(), &self.opts.cluster.replica) else { return };
+        let op = shared::Op::Put { key: shared::waiting_key(replica), value, ttl_ms: self.opts.policy.approvals.timeout_ms + shared::ANNOUNCE_SLACK_MS };
+        self.out.push_back(Output::Shared(shared::Ask { ticket: shared::ANNOUNCE_TICKET, op }));
     }
 }
 

@@ -188,6 +188,21 @@ pub fn approval_key(principal: &str, server: &str, tool: &str, digest: &[u8; 32]
     format!("{KEY_PREFIX}approval:{}", hex(&mcpx_core::request_state::digest(&what)))
 }
 
+/// The store key under which replica `replica` announces the calls waiting
+/// there for approval (`approvals::Approvals::announcement`).
+pub fn waiting_key(replica: &str) -> String {
+    format!("{KEY_PREFIX}approvals-waiting:{replica}")
+}
+
+/// The ticket of the announcement's write: its answer goes to the
+/// approvals, not to a parked request (whose tickets count up from 1).
+pub const ANNOUNCE_TICKET: u64 = u64::MAX;
+
+/// How long an announcement outlives the last of its calls' expiry (each
+/// expires within `policy.approvals.timeoutMs` of the write): a replica
+/// that died leaves no list behind for longer.
+pub const ANNOUNCE_SLACK_MS: u64 = 5_000;
+
 /// The store key of server `name`'s cached lists (its name in hex, so any
 /// name is a safe key).
 pub fn lists_key(name: &str) -> String {

@@ -229,6 +229,19 @@ impl Pins {
         self.file.changes.get(&key).is_some_and(|c| !c.hidden && (s.mode == Quarantine::Approve || (!c.findings.is_empty() && s.findings == Quarantine::Approve)))
     }
 
+    /// The description of `server`'s tool `name` as pinned: its pin's, or
+    /// the one its change replaces; `None` when it has none (pins off, or a
+    /// tool new since the pins).
+    pub fn pinned_description(&self, server: &str, name: &str) -> Option<String> {
+        self.settings.as_ref()?;
+        let key = Key { server: server.to_string(), kind: Kind::Tools, name: name.to_string() };
+        let item = match self.file.changes.get(&key) {
+            Some(c) => &c.previous.as_ref()?.1,
+            None => &self.file.pins.get(&key)?.item,
+        };
+        Some(item.get("description").and_then(Value::as_str).unwrap_or("").to_string())
+    }
+
     /// For `/status`: the settings, the number of pins, and every change
     /// with what differs (`diff`: each changed member, before and after).
     pub fn status(&self) -> Option<Value> {

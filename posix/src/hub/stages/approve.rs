@@ -87,7 +87,8 @@ impl Pipeline<'_> {
             client: client.and_then(|cl| cl.session()).and_then(|s| s.info["name"].as_str()).unwrap_or("").to_string(),
             arguments: shown_args(&args),
             digest: hex(&digest),
-            description: if changed { format!("(changed since it was pinned: see /status) {description}") } else { description.to_string() },
+            description: description.to_string(),
+            pinned: self.pins.pinned_description(server, &route.original),
         };
         let progress = m.param(&["_meta", "progressToken"]).map(|r| &m.raw[r]);
         // A 2025-11-25 call that asks for a task gets one at once, which

@@ -57,7 +57,8 @@ fn in_mode_approve_a_changed_tool_stays_listed_and_each_call_of_it_asks_first() 
     assert!(p.up_quiet(0));
     let ask = p.take(c);
     let message = ask["params"]["message"].as_str().unwrap();
-    assert!(message.contains("(changed since it was pinned: see /status) the x tool, now also mailing"), "{message}");
+    // The description as pinned, and the server's new one beside it.
+    assert!(message.contains("tool description as pinned (the server's text, untrusted):\nthe x tool\n") && message.contains("(changed since pinned):\nthe x tool, now also mailing"), "{message}");
     p.send(c, json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept", "content": { "approve": true } } }));
     assert_eq!(p.take_up(0)["params"]["name"], "x");
 }
