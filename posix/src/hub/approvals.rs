@@ -734,10 +734,11 @@ impl Approvals {
         Some(out)
     }
 
-    /// The last announcement was written (or failed: the next change tries
-    /// again).
-    pub(super) fn announced(&mut self) {
+    /// The last announcement was written, or (`failed`) not: then the list
+    /// is announced again when asked next.
+    pub(super) fn announced(&mut self, failed: bool) {
         self.announce.in_flight = false;
+        self.announce.changed |= failed;
     }
 
     /// How many calls wait.
@@ -983,7 +984,7 @@ mod tests {
         // One write in flight: a change waits for it.
         hold(&mut a, "alice", &rule, [2; 32], false);
         assert_eq!(a.announcement(), None);
-        a.announced();
+        a.announced(false);
         let list2 = a.announcement().expect("the second call too");
         let lists = [list2.clone()];
         let key_a = a.visible(Decider::Principal(b"token:alice"))[0]["key"].clone();
@@ -998,6 +999,9 @@ mod tests {
         // A replica skips its own list; a list that is not one is ignored.
         assert_eq!(a.visible_elsewhere(Decider::Principal(b"token:admin"), &lists).len(), 0);
         assert_eq!(b.visible_elsewhere(Decider::Principal(b"token:admin"), &[list, b"{\"x\":1}".to_vec()]).len(), 1);
+        // A write that failed is made again when asked next.
+        a.announced(true);
+        assert_eq!(a.announcement().as_ref(), Some(&list2));
         // A replica that shares no store announces nothing.
         let mut alone = approvals();
         hold(&mut alone, "alice", &rule, [1; 32], false);

@@ -813,9 +813,13 @@ impl Hub {
                     self.apply_starts(fx);
                 }
             }
-            Input::SharedAnswered { ticket: shared::ANNOUNCE_TICKET, .. } => {
-                self.approvals.announced();
-                self.announce_waiting();
+            Input::SharedAnswered { ticket: shared::ANNOUNCE_TICKET, answer } => {
+                // A failed write is tried again with the next change or tick.
+                let failed = matches!(answer, shared::Answer::Unavailable(_));
+                self.approvals.announced(failed);
+                if !failed {
+                    self.announce_waiting();
+                }
             }
             Input::SharedAnswered { ticket, answer } => {
                 let clients = &self.clients;
