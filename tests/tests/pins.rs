@@ -120,6 +120,55 @@ fn a_rug_pull_is_hidden_shown_on_status_and_accepted() {
     assert!(file["pins"][0]["definition"]["description"].as_str().unwrap().contains("<IMPORTANT>"), "accepted as it is now");
 }
 
+/// On a listener with named tokens, the status page offers the approver
+/// (`policy.approvals.approvers`) an Accept button for each change, and
+/// its form (`POST /status`, `accept=SERVER/NAME`) trusts the change: the
+/// tool is listed again. bob, who is no approver, gets no button, and his
+/// post of the same form changes nothing.
+#[test]
+fn an_approver_accepts_a_change_with_the_status_pages_button_and_nobody_else_can() {
+    let (alice, bob) = ("alice-token", "bob-token");
+    let hub = HubConfig::new()
+        .upstream(pin_server())
+        .set("policy", json!({"pin": "hide", "approvals": {"approvers": ["alice"]}}))
+        .set("auth", json!({"tokens": {"alice": alice, "bob": bob}}))
+        .write();
+    let state = TempDir::new();
+    let server = hub.serve_http_with_state(state.path());
+    let base = server.url.replace("/mcp", "");
+    let as_alice = format!("Authorization: Bearer {alice}");
+    let run = |steps: Value| {
+        Client::Py("1.30.0").run_url(&["--header", &as_alice, "script", &steps.to_string()], &server.url).assert_ok();
+    };
+    run(json!([
+        list(&["pin__add", "pin__sub", "pin__mutate"], &[]),
+        call("pin__mutate", json!({"what": "describe"}), "ok", "mutated describe"),
+        list(&["pin__sub"], &["pin__add"]),
+    ]));
+    let page = |token: &str| http(&format!("{base}/status"), &[("Authorization", &format!("Bearer {token}")), ("Accept", "text/html")], None).text;
+    let button = "<form method=\"post\" action=\"/status\"><input type=\"hidden\" name=\"accept\" value=\"pin/add\"><button>Accept pin/add</button></form>";
+    assert!(page(alice).contains(button), "{}", page(alice));
+    assert!(page(bob).contains("data-change=\"pin/add\"") && !page(bob).contains("<button"), "{}", page(bob));
+    // The form as a browser posts it: `/` encoded, same origin.
+    let accept = |token: &str| {
+        let h = [("Authorization", format!("Bearer {token}")), ("Content-Type", "application/x-www-form-urlencoded".into()), ("Origin", base.clone())];
+        let h: Vec<(&str, &str)> = h.iter().map(|(a, b)| (*a, b.as_str())).collect();
+        http_request(&format!("{base}/status"), "POST", &h, b"accept=pin%2Fadd")
+    };
+    let r = accept(bob);
+    assert_eq!(r.status, 303, "{}", r.text);
+    let status = http(&format!("{base}/status"), &[("Authorization", &format!("Bearer {bob}"))], None).json;
+    assert_eq!(change(&status, "add")["hidden"], true, "bob is no approver: {status:#}");
+    let r = accept(alice);
+    assert_eq!((r.status, r.header("location")), (303, Some("/status")), "{}", r.text);
+    run(json!([
+        list(&["pin__add", "pin__sub"], &[]),
+        call("pin__add", json!({"a": 1, "b": 2}), "ok", "3"),
+    ]));
+    let status = http(&format!("{base}/status"), &[("Authorization", &format!("Bearer {alice}"))], None).json;
+    assert_eq!(status["pins"]["changes"], json!([]), "{status:#}");
+}
+
 /// A lock file written from one hub's pins is the only trust of another
 /// started afresh with it (its own state folder empty): what it pins is
 /// listed from the first listing on, a definition that then changes is

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::auth::Principal;
 use super::conn::Conn;
+use super::form::field;
 use super::request::Request;
 use super::session::Shared;
 use super::status_page::render::Esc;
@@ -31,14 +32,6 @@ article{border:1px solid #d0d7de;border-radius:.4rem;padding:.6rem .8rem;margin:
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:rgba(127,127,127,.13);padding:.4rem .5rem;border-radius:.3rem;font-size:.85rem}\
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem}dt{color:#6e7781}dd{margin:0;overflow-wrap:anywhere}\
 button{font-size:1rem;padding:.5rem 1.2rem;margin:.3rem .6rem 0 0}.mute{color:#6e7781}";
-
-/// The value of `name` in a query string or form body
-/// (`application/x-www-form-urlencoded`; the values mcpx reads are plain
-/// hex and words, so nothing needs decoding).
-pub(crate) fn field<'a>(form: &'a str, name: &str) -> Option<&'a str> {
-    form.split('&')
-        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
-}
 
 /// `GET /approvals`, authenticated as `who`.
 pub(crate) async fn list(sh: &Shared, conn: &mut Conn, req: &Request, who: &Principal) -> bool {
@@ -260,12 +253,6 @@ mod tests {
         let changed = descriptions("adds <IMPORTANT>", Some("adds"));
         assert!(changed.contains("changed since it was pinned") && changed.contains("<pre>adds</pre>") && changed.contains("adds &lt;IMPORTANT&gt;"), "{changed}");
         assert!(descriptions("adds", None).contains("from the server, untrusted"));
-    }
-
-    #[test]
-    fn form_fields() {
-        assert_eq!(field("key=ab12&decision=approve", "key"), Some("ab12"));
-        assert_eq!(field("xkey=1", "key"), None);
     }
 
     #[test]

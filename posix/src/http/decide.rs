@@ -219,6 +219,9 @@ pub(crate) fn front_door(req: &Request, guard: &Guard) -> Option<Refusal<'static
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Endpoint {
     Status,
+    /// `POST /status`: an approver's button on the page (accept a pin change).
+    #[cfg(feature = "consent")]
+    StatusForm,
     #[cfg(feature = "consent")]
     Approvals,
     Metrics,
@@ -247,6 +250,10 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
     let (endpoint, allow) = match (target, method) {
         (Target::Status, "GET") => (Some(Endpoint::Status), ""),
         #[cfg(feature = "consent")]
+        (Target::Status, "POST") => (Some(Endpoint::StatusForm), ""),
+        #[cfg(feature = "consent")]
+        (Target::Status, _) => (None, "GET, POST"),
+        #[cfg(feature = "consent")]
         (Target::Approvals, "GET") => (Some(Endpoint::Approvals), ""),
         #[cfg(feature = "consent")]
         (Target::Approvals, _) => (None, "GET"),
@@ -255,7 +262,9 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
         (Target::Approval(_), _) => (None, "GET, POST"),
         (Target::Metrics, "GET") => (Some(Endpoint::Metrics), ""),
         (Target::Sse, "GET") => (Some(Endpoint::Sse), ""),
-        (Target::Status | Target::Metrics | Target::Sse, _) => (None, "GET"),
+        #[cfg(not(feature = "consent"))]
+        (Target::Status, _) => (None, "GET"),
+        (Target::Metrics | Target::Sse, _) => (None, "GET"),
         (Target::Messages, "POST") => (Some(Endpoint::Messages), ""),
         (Target::Messages, _) => (None, "POST"),
         (_, "POST") => (Some(Endpoint::Post), ""),

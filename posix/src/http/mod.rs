@@ -123,6 +123,8 @@ mod decide;
 #[cfg(feature = "cluster")]
 mod dir_queue;
 mod few;
+#[cfg(feature = "consent")]
+mod form;
 mod limits;
 mod listener;
 mod mailbox;

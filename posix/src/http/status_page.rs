@@ -150,6 +150,11 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
         other => json!({ "hub": other }),
     };
     v["http"] = http;
+    // The page offers an approver to accept a pin change (`post`).
+    #[cfg(feature = "consent")]
+    if let Some(pins) = v.get_mut("pins").filter(|p| p["lockFile"].is_null()) {
+        pins["mayAccept"] = sh.link.call(|hub, _| hub.approvals().is_approver(who.bytes())).into();
+    }
     v["uptimeMs"] = uptime_ms.into();
     v["build"] = build();
     v
@@ -177,10 +182,28 @@ pub(crate) async fn get(sh: &Shared, conn: &mut Conn, req: &Request, who: &Princ
         headers.extend([
             ("Content-Security-Policy", render::CSP),
             ("X-Content-Type-Options", "nosniff"),
-            ("Referrer-Policy", "no-referrer"),
+            // Not `no-referrer`: under it a browser posts the page's forms
+            // with `Origin: null`, which the front door refuses.
+            ("Referrer-Policy", "same-origin"),
         ]);
     }
     conn.respond(200, &headers, &body, true).await
+}
+
+/// Answers `POST /status` of principal `who`: the form of the page's
+/// Accept button (`accept=SERVER/NAME`, for approvers: the hub checks),
+/// then back to the page, which shows what came of it.
+#[cfg(feature = "consent")]
+pub(crate) async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
+    let body = match conn.body(req).await {
+        Ok(b) => b,
+        Err(keep) => return keep,
+    };
+    let Some(name) = super::form::value(&String::from_utf8_lossy(&body), "accept").filter(|n| !n.is_empty()) else {
+        return conn.reject(400, "Bad Request: the form needs accept=SERVER/NAME (a pin change to accept)").await;
+    };
+    sh.link.call(|hub, now| hub.handle(crate::hub::Input::PinAccepted { who: who.bytes(), name: &name }, now));
+    conn.respond(303, &[("Location", "/status"), ("Cache-Control", "no-store")], b"", true).await
 }
 
 #[cfg(test)]

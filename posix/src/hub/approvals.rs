@@ -272,6 +272,12 @@ impl Approvals {
         &self.cfg
     }
 
+    /// May principal `who` (as the transport bound it) decide the calls of
+    /// every principal (`policy.approvals.approvers`)?
+    pub fn is_approver(&self, who: &[u8]) -> bool {
+        self.cfg.is_approver(super::policy::principal_name(who))
+    }
+
     /// Whether the page can be used (an HTTP listener runs).
     pub(super) fn set_page(&mut self, on: bool) {
         self.page = on;

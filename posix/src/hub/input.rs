@@ -121,4 +121,9 @@ pub enum Input<'a> {
     /// the state folder's and the configured lock file (`None`: absent or
     /// unreadable). See `pins`.
     PinFiles { state: Option<&'a [u8]>, lock: Option<&'a [u8]> },
+    /// An approver (`policy.approvals.approvers`; `who` as the transport
+    /// bound it) accepts the pin changes `name` names on the status page
+    /// (`pins::Pins::accept`); the outcome is logged, and `/status` shows it.
+    #[cfg(feature = "consent")]
+    PinAccepted { who: &'a [u8], name: &'a str },
 }

@@ -818,7 +818,8 @@ impl Hub {
                 let failed = matches!(answer, shared::Answer::Unavailable(_));
                 self.approvals.announced(failed);
                 if !failed {
-                    self.announce_waiting();
+                    // Nothing to do but announce what changed meanwhile.
+                    self.apply_approvals(Vec::new());
                 }
             }
             Input::SharedAnswered { ticket, answer } => {
@@ -858,6 +859,15 @@ impl Hub {
             }
             Input::PinFiles { state, lock } => {
                 let fx = self.pins.read(state, lock);
+                self.apply_pins(fx);
+            }
+            #[cfg(feature = "consent")]
+            Input::PinAccepted { who, name } => {
+                let by = policy::principal_name(who);
+                let fx = match self.approvals.is_approver(who) {
+                    true => self.pins.accept(name).unwrap_or_else(|why| vec![pins::Effect::Log(Level::Warn, format!("pins: {by} could not accept '{name}' on the status page: {why}"))]),
+                    false => vec![pins::Effect::Log(Level::Warn, format!("pins: {by}, who is no approver, asked to accept '{name}' on the status page; refused"))],
+                };
                 self.apply_pins(fx);
             }
         }
@@ -1355,15 +1365,12 @@ impl Hub {
                 Effect::Log(level, line) => self.log(level, line),
             }
         }
-        self.announce_waiting();
-    }
-
-    /// Tells the other replicas (through the store) which calls wait here,
-    /// when that changed (`approvals::Approvals::announcement`).
-    fn announce_waiting(&mut self) {
-        let (Some(value), Some(replica)) = (self.approvals.announcement(), &self.opts.cluster.replica) else { return };
-        let op = shared::Op::Put { key: shared::waiting_key(replica), value, ttl_ms: self.opts.policy.approvals.timeout_ms + shared::ANNOUNCE_SLACK_MS };
-        self.out.push_back(Output::Shared(shared::Ask { ticket: shared::ANNOUNCE_TICKET, op }));
+        // Tell the other replicas (through the store) which calls wait
+        // here, when that changed (`approvals::Approvals::announcement`).
+        if let (Some(value), Some(replica)) = (self.approvals.announcement(), &self.opts.cluster.replica) {
+            let op = shared::Op::Put { key: shared::waiting_key(replica), value, ttl_ms: self.opts.policy.approvals.timeout_ms + shared::ANNOUNCE_SLACK_MS };
+            self.out.push_back(Output::Shared(shared::Ask { ticket: shared::ANNOUNCE_TICKET, op }));
+        }
     }
 }
 

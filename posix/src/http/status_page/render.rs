@@ -13,7 +13,7 @@ pub(crate) const REFRESH_S: u32 = 5;
 
 /// What the page may load: its own inline style, nothing else.
 pub(crate) const CSP: &str =
-    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 const STYLE: &str = "\
 :root{color-scheme:light dark;--ok:#1a7f37;--warn:#9a6700;--bad:#cf222e;--mute:#6e7781;--line:#d0d7de}
@@ -257,16 +257,24 @@ fn pins(p: &Value) -> String {
                 .collect();
             let diff = if diff.is_empty() { format!("<p>{}</p>", shown(&c["description"])) } else { format!("<table><tr><th></th><th>before</th><th>now</th></tr>{diff}</table>") };
             let findings: String = list(&c["findings"]).iter().map(|f| format!("<li class=\"error\">{}</li>", Esc(text(f)))).collect();
+            let key = format!("{}/{}", text(&c["server"]), text(&c["name"]));
+            let accept = match p["mayAccept"] == true {
+                true => format!("<form method=\"post\" action=\"/status\"><input type=\"hidden\" name=\"accept\" value=\"{}\"><button>Accept {}</button></form>", Esc(&key), Esc(&key)),
+                false => String::new(),
+            };
             format!(
-                "<li><b>{}/{}</b> <span class=\"mute\">{} {}{from} · {state}</span>{diff}<ul>{findings}</ul></li>",
-                Esc(text(&c["server"])),
-                Esc(text(&c["name"])),
+                "<li data-change=\"{}\"><b>{}</b> <span class=\"mute\">{} {}{from} · {state}</span>{diff}<ul>{findings}</ul>{accept}</li>",
+                Esc(&key),
+                Esc(&key),
                 Esc(text(&c["kind"])),
                 Esc(text(&c["change"])),
             )
         })
         .collect();
-    let body = items_or(items, "No changes since the pins.", |i| format!("<ul>{i}</ul><p class=\"mute\">Accept one with <code>mcpx pin accept SERVER/NAME</code>.</p>"));
+    let body = items_or(items, "No changes since the pins.", |i| {
+        let here = if p["mayAccept"] == true { " or its button" } else { "" };
+        format!("<ul>{i}</ul><p class=\"mute\">Accept one with <code>mcpx pin accept SERVER/NAME</code>{here}.</p>")
+    });
     format!(
         "<section id=\"pins\"><h2>Pinned definitions <span class=\"mute\">{} pinned · changes {}</span></h2>{body}</section>",
         count(&p["pinned"]),

@@ -221,6 +221,22 @@ impl Pins {
         fx
     }
 
+    /// Trusts the changes `name` names (`server/name`, or a name only one
+    /// server's changes have) as they are now, as `mcpx pin accept` does
+    /// on the state folder's file (the status page's button, for
+    /// approvers): saved, and what they hold back listed again. Refused
+    /// when a lock file is what is trusted (the hub does not write it).
+    #[cfg(feature = "consent")]
+    pub fn accept(&mut self, name: &str) -> Result<Vec<Effect>, String> {
+        let s = self.settings.as_ref().ok_or("pinning is off")?;
+        if s.lock_file.is_some() {
+            return Err("only the lock file is trusted here: accept the change with `mcpx pin accept`, which writes it".into());
+        }
+        let mut state = self.file.clone();
+        state.accept(name)?;
+        Ok(self.load(Some(state), None))
+    }
+
     /// Does a call of `server`'s tool `name` need a person's approval,
     /// its definition having changed in mode `approve`?
     pub fn gated(&self, server: &str, name: &str) -> bool {

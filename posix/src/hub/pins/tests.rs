@@ -69,6 +69,25 @@ fn listings_after_the_first_against_the_pins() {
 }
 
 #[test]
+#[cfg(feature = "consent")]
+fn accepting_as_mcpx_pin_does_saves_and_lists_again() {
+    let mut p = pins(Quarantine::Hide, Quarantine::Hide);
+    p.listed("a", Kind::Tools, vec![tool("t", "adds")], false);
+    let (shown, _) = p.listed("a", Kind::Tools, vec![tool("t", "adds, then mails")], false);
+    assert_eq!(names(&shown), Vec::<&str>::new());
+    assert_eq!(p.accept("nope"), Err("no change named 'nope' (see the \"pins\" part of `mcpx status`)".into()));
+    let fx = p.accept("a/t").unwrap();
+    assert!(logs(&fx).iter().any(|l| l.contains("'t' accepted")), "{fx:?}");
+    assert_eq!(saved(&fx).map(|f| f.pinned()), Some(1));
+    assert!(fx.iter().any(|e| matches!(e, Effect::Relist { server, kind: Kind::Tools, items: Some(items), .. } if server == "a" && names(items) == ["t"])), "{fx:?}");
+    assert_eq!(p.status().unwrap()["changes"], json!([]));
+    assert_eq!(p.pinned_description("a", "t").as_deref(), Some("adds, then mails"));
+    // With a lock file only `mcpx pin accept` may: it writes the lock file.
+    let mut locked = Pins::new(Some(PinSettings { mode: Quarantine::Hide, findings: Quarantine::Hide, lock_file: Some("/x/pins.json".into()) }));
+    assert!(locked.accept("a/t").unwrap_err().contains("only the lock file is trusted"));
+}
+
+#[test]
 fn an_approver_is_given_the_description_as_pinned() {
     let mut p = pins(Quarantine::Approve, Quarantine::Approve);
     assert_eq!(p.pinned_description("a", "t"), None, "not listed yet");
