@@ -35,6 +35,10 @@ pub fn main(args: &ServeArgs) -> i32 {
             return 1;
         }
     }
-    println!("{}: OK ({} server(s), {} disabled)", cfg.source, cfg.servers.len(), cfg.disabled.len());
+    let disabled = match cfg.disabled.as_slice() {
+        [] => String::new(),
+        names => format!(": {}", names.join(", ")),
+    };
+    println!("{}: OK ({} server(s), {} disabled{disabled})", cfg.source, cfg.servers.len(), cfg.disabled.len());
     0
 }

@@ -9,6 +9,8 @@
 //! mcpx add NAME --url URL [--header K=V]... [--transport http|sse] [--config FILE] [--force]
 //! mcpx add [NAME] --from FILE-OR-URL [--remote] [--config FILE] [--force]
 //! mcpx remove NAME [--config FILE]
+//! mcpx disable|enable NAME [--config FILE]
+//! mcpx restart NAME [--url URL [--token TOKEN]] [--timeout SECONDS]
 //! mcpx import [--config FILE] [--dry-run] [--force]
 //! mcpx example-server [ARGS...]
 //! mcpx auth login SERVER [--open-with CMD] | status | logout SERVER [--config FILE]
@@ -35,6 +37,9 @@ pub enum Command {
     Add(AddArgs),
     /// `remove NAME`: a server entry out of the config file.
     Remove { config: Option<PathBuf>, name: String },
+    /// `disable NAME` / `enable NAME`: a server's `"disabled"` in the
+    /// config file (`true`, or taken out).
+    Disable { config: Option<PathBuf>, name: String, disabled: bool },
     /// `import`: servers of other MCP clients into the config file.
     Import(ImportArgs),
     /// `mcpx auth ...`: OAuth logins to remote servers.
@@ -150,6 +155,11 @@ USAGE:
         are asked on the terminal; Ctrl-C cancels it. Exit 1 when the
         tool or the hub reports an error, 2 when the hub cannot be
         reached, 130 after Ctrl-C.
+    mcpx restart NAME [--url URL] [--token TOKEN]
+        Restart one server of a running hub at once (its backoff starts
+        over; a server mcpx gave up on tries again). Takes an operator's
+        token: the hub's own (--token, auth.bearer) or that of a principal
+        in \"auth\": {\"operators\"}.
     TARGET:
         --url URL         A running hub (`mcpx serve --http`), e.g.
                           http://127.0.0.1:8765/mcp (also MCPX_URL).
@@ -174,13 +184,18 @@ USAGE:
         after a yes on the terminal, or with --yes.
     mcpx remove NAME
         Remove a server from the config file.
+    mcpx disable NAME
+    mcpx enable NAME
+        Set \"disabled\": true on a server in the config file, or take it
+        out: a running `mcpx serve` stops the server at its next reload
+        (its tools leave the list), or starts it again.
     mcpx import [--dry-run] [--force] [--yes]
         Add the servers configured in Claude Desktop, Claude Code, Cursor,
         VS Code and Windsurf (their usual files under $HOME and in the
         current folder) to the config file; --dry-run prints the result.
         The servers are shown and written after a yes on the terminal, or
         with --yes; literal secrets copied are warned about.
-    add, remove and import edit --config FILE, else the first config file
+    add, remove, disable, enable and import edit --config FILE, else the first config file
     `serve` would read, else create ~/.config/mcpx/config.json.
 
     mcpx example-server [--demo] [--name NAME] [--revisions LIST] [--page-size N]
@@ -389,14 +404,17 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "example-server" => Ok(Command::ExampleServer(args[1..].to_vec())),
         "serve" if args[1..].iter().any(|a| a == "--help" || a == "-h") => Ok(Command::Help),
         "serve" => parse_serve(&args[1..]).map(Command::Serve),
-        "tools" | "call" | "resources" | "prompts" | "status" | "add" | "remove" | "import"
+        "tools" | "call" | "resources" | "prompts" | "status" | "restart" | "add" | "remove" | "disable" | "enable" | "import"
             if args[1..].iter().take_while(|a| *a != "--").any(|a| a == "--help" || a == "-h") =>
         {
             Ok(Command::Help)
         }
-        "tools" | "call" | "resources" | "prompts" | "status" => parse_client(first, &args[1..]).map(Command::Client),
+        "tools" | "call" | "resources" | "prompts" | "status" | "restart" => parse_client(first, &args[1..]).map(Command::Client),
         "add" => parse_add(&args[1..]).map(Command::Add),
-        "remove" => parse_remove(&args[1..]),
+        "remove" => parse_named(first, &args[1..]).map(|(config, name)| Command::Remove { config, name }),
+        "disable" | "enable" => {
+            parse_named(first, &args[1..]).map(|(config, name)| Command::Disable { config, name, disabled: first == "disable" })
+        }
         "import" => parse_import(&args[1..]).map(Command::Import),
         "auth" => parse_auth(&args[1..]).map(Command::Auth),
         "pin" => parse_pin(&args[1..]).map(Command::Pin),
@@ -528,6 +546,8 @@ pub enum ClientCommand {
     Resources,
     Prompts,
     Status,
+    /// `restart NAME`: one server of a running hub.
+    Restart { name: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -638,6 +658,10 @@ fn parse_client(command: &str, args: &[String]) -> Result<ClientArgs, UsageError
             let name = positional.next().ok_or_else(|| UsageError("`mcpx call` needs a tool name".into()))?;
             ClientCommand::Call { name, args: positional.next() }
         }
+        "restart" => {
+            let name = positional.next().ok_or_else(|| UsageError("`mcpx restart` needs the server's NAME".into()))?;
+            ClientCommand::Restart { name }
+        }
         "tools" => ClientCommand::Tools,
         "resources" => ClientCommand::Resources,
         "prompts" => ClientCommand::Prompts,
@@ -704,19 +728,20 @@ fn parse_add(args: &[String]) -> Result<AddArgs, UsageError> {
     Ok(AddArgs { config, name, force, env, source, yes })
 }
 
-fn parse_remove(args: &[String]) -> Result<Command, UsageError> {
+/// `mcpx VERB NAME [--config FILE]` (`remove`, `disable`, `enable`).
+fn parse_named(verb: &str, args: &[String]) -> Result<(Option<PathBuf>, String), UsageError> {
     let (mut config, mut name) = (None, None);
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match flag_name(arg) {
             "--config" | "-c" => config_flag(&mut config, arg, &mut it)?,
-            s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx remove`"))),
+            s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx {verb}`"))),
             s if name.is_none() => name = Some(s.to_string()),
-            s => return Err(UsageError(format!("unexpected argument `{s}` for `mcpx remove`"))),
+            s => return Err(UsageError(format!("unexpected argument `{s}` for `mcpx {verb}`"))),
         }
     }
-    let name = name.ok_or_else(|| UsageError("`mcpx remove` needs the server's NAME".into()))?;
-    Ok(Command::Remove { config, name })
+    let name = name.ok_or_else(|| UsageError(format!("`mcpx {verb}` needs the server's NAME")))?;
+    Ok((config, name))
 }
 
 fn parse_import(args: &[String]) -> Result<ImportArgs, UsageError> {
@@ -854,6 +879,9 @@ mod tests {
         let Ok(Command::Client(a)) = p(&["tools", "--token=", "--url", "http://h/mcp"]) else { panic!() };
         assert_eq!(a.target.token, None);
         assert_eq!(e(&["tools", "--url", "u", "--token"]), "`--token` needs a token");
+        let Ok(Command::Client(a)) = p(&["restart", "calc", "--url", "http://h/mcp"]) else { panic!() };
+        assert_eq!((a.command, a.target.url.as_deref()), (ClientCommand::Restart { name: "calc".into() }, Some("http://h/mcp")));
+        assert_eq!(e(&["restart"]), "`mcpx restart` needs the server's NAME");
     }
 
     #[test]
@@ -874,6 +902,10 @@ mod tests {
         assert_eq!(e(&["add", "x", "--"]), "`--` needs the command to run");
         assert_eq!(p(&["remove", "gh", "-c", "f.json"]), Ok(Command::Remove { config: Some("f.json".into()), name: "gh".into() }));
         assert_eq!(e(&["remove"]), "`mcpx remove` needs the server's NAME");
+        assert_eq!(p(&["disable", "gh"]), Ok(Command::Disable { config: None, name: "gh".into(), disabled: true }));
+        assert_eq!(p(&["enable", "--config=f.json", "gh"]), Ok(Command::Disable { config: Some("f.json".into()), name: "gh".into(), disabled: false }));
+        assert_eq!(e(&["enable"]), "`mcpx enable` needs the server's NAME");
+        assert_eq!(e(&["disable", "a", "b"]), "unexpected argument `b` for `mcpx disable`");
         assert_eq!(p(&["import", "--dry-run"]), Ok(Command::Import(ImportArgs { dry_run: true, ..ImportArgs::default() })));
         let Ok(Command::Serve(a)) = p(&["serve", "--check", "--config", "f"]) else { panic!() };
         assert!(a.check);

@@ -112,7 +112,7 @@ pub fn diff(old: &Config, new: &Config) -> Diff {
         ("cacheTtlMs", old.cache_ttl_ms != new.cache_ttl_ms),
         ("cachePublic", old.cache_public != new.cache_public),
         ("inputTtlMs", old.input_ttl_ms != new.input_ttl_ms),
-        ("auth", old.http.bearer != new.http.bearer || old.http.auth != new.http.auth),
+        ("auth", old.http.bearer != new.http.bearer || old.http.auth != new.http.auth || old.http.operators != new.http.operators),
         (
             "http",
             HttpLimits::of(old) != HttpLimits::of(new)
@@ -338,13 +338,21 @@ impl State {
         self.publish();
     }
 
-    /// Stops what went, restarts what changed, then starts what came.
+    /// Stops what went, restarts what changed, then starts what came; one
+    /// line in the log for each.
     async fn apply(&self, d: &Diff, new: &Config) {
         for name in &d.removed {
-            self.stop(name, "removed from the configuration").await;
+            let how = if new.disabled.contains(name) { "disabled in the configuration" } else { "removed from the configuration" };
+            info!("server {name}: {how}; stopping it");
+            self.stop(name, how).await;
         }
         let mut starting: Vec<&ServerConfig> = new.servers.iter().filter(|s| d.added.contains(&s.name)).collect();
+        for s in &starting {
+            let how = if self.current.disabled.contains(&s.name) { "enabled" } else { "added to the configuration" };
+            info!("server {}: {how}", s.name);
+        }
         for s in new.servers.iter().filter(|s| d.changed.contains(&s.name)) {
+            info!("server {}: its configuration changed; restarting it with its new configuration", s.name);
             if !self.restart(s).await {
                 starting.push(s);
             }
@@ -444,7 +452,7 @@ impl State {
                 self.spawner.reserve(&self.rt, u, s);
             }
             Err(e) => {
-                warn!("server {}: not restarted in place ({e}); stopping it", s.name);
+                debug!("server {}: not restarted in its slot ({e}): stopped, and started as a new one", s.name);
                 self.stop(&s.name, WHY).await;
                 return false;
             }
@@ -463,6 +471,7 @@ impl State {
         let v = serde_json::json!({
             "file": file_of(&self.current).map(|p| p.display().to_string()),
             "servers": self.current.servers.len(),
+            "disabled": self.current.disabled,
             "reloads": self.reloads,
             "refused": self.refused,
             "notApplied": self.not_applied,
