@@ -143,8 +143,8 @@ USAGE:
         good, else 1 with each problem as file:line:col. Also refused: a
         server referring to mcpx's own secrets (${MCPX_TOKEN}, the auth
         tokens' variables), an npx/uvx/pipx/dnx package position holding
-        an option, an absolute command that does not exist; a command not
-        in PATH is a warning.
+        an option, a command that is not installed (not in PATH, or an
+        absolute path that does not exist). Disabled servers are named.
 
     mcpx tools | resources | prompts | status [--json] [TARGET]
         List the hub's tools, resources (and templates) or prompts as a
@@ -175,7 +175,9 @@ USAGE:
     mcpx add [NAME] --from FILE-OR-URL [--remote] [--yes]
         Add a server to the config file, editing it in place (the rest of
         the file stays as it is); --force replaces one of the same name.
-        An entry whose ${VAR} is unset is not written (set VAR first).
+        What `serve --check` would refuse is not written, said as it says
+        it (e.g. a ${VAR} that is unset: set VAR first; a command that is
+        not installed).
         --from reads an MCP Registry server.json (npm, PyPI, OCI and NuGet
         packages become npx or uvx/pipx, docker/podman and dnx commands in
         a fixed shape; --remote takes its remote endpoint instead); its

@@ -19,6 +19,6 @@ mod vet;
 
 pub use check::main as check;
 #[cfg(feature = "cli")]
-pub use lint::lint;
+pub use check::verdict;
 #[cfg(feature = "cli")]
 pub use client::{add, client, disable, import, remove};

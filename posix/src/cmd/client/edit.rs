@@ -223,48 +223,13 @@ pub fn target_file(explicit: Option<&Path>) -> PathBuf {
     candidates.iter().find(|p| p.is_file()).or(candidates.last()).cloned().unwrap_or_else(|| PathBuf::from("mcpx.json"))
 }
 
-/// What validating an edited config found.
-#[derive(Debug, PartialEq)]
-pub enum Verdict {
-    /// Accepted, with `serve --check`'s warnings.
-    Valid(Vec<String>),
-    /// Refused by `serve` (`file:line:col: message` lines).
-    Invalid(String),
-    /// Refused, but with these `${VAR}`s unset (they may be set later, and
-    /// their values may be what is missing), so not surely wrong.
-    Unsure { unset: Vec<String>, problems: String },
-}
-
-/// Whether `serve --check` would accept the text, the environment as it is.
-pub fn validate(text: &str, path: &Path) -> Verdict {
+/// Whether `serve --check` would accept the text, the environment as it
+/// is (`cmd::verdict`, the one rule): its warnings, or why not.
+pub fn validate(text: &str, path: &Path) -> Result<Vec<String>, String> {
     let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let unset = std::cell::RefCell::new(Vec::new());
-    let env = |k: &str| {
-        config::process_env(k).or_else(|| {
-            // An unset setting is no setting; an unset `${VAR}` may be set at `serve`.
-            if config::SETTING_VARS.contains(&k) {
-                return None;
-            }
-            unset.borrow_mut().push(k.to_string());
-            Some(String::new())
-        })
-    };
-    let checked = config::parse(text, &path.display().to_string(), base, &env).map_err(|e| e.to_string()).and_then(|mut cfg| {
-        cfg.source = config::Source::File(path.to_path_buf());
-        crate::serve::options::build_hub(&cfg)?;
-        Ok(crate::cmd::lint(&cfg))
-    });
-    let mut unset = unset.into_inner();
-    unset.sort();
-    unset.dedup();
-    match checked {
-        // A command not installed yet is said, not refused: it may be installed next.
-        Ok(lint) if lint.errors.is_empty() => Verdict::Valid(lint.warnings.into_iter().chain(lint.not_installed).collect()),
-        // What `serve --check` refuses beyond `serve` does not depend on values.
-        Ok(lint) => Verdict::Invalid(lint.errors.join("\n")),
-        Err(problems) if unset.is_empty() => Verdict::Invalid(problems),
-        Err(problems) => Verdict::Unsure { unset, problems },
-    }
+    let mut cfg = config::parse(text, &path.display().to_string(), base, &config::process_env).map_err(|e| e.to_string())?;
+    cfg.source = config::Source::File(path.to_path_buf());
+    crate::cmd::verdict(&cfg)
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder
