@@ -337,6 +337,9 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                                  that audience (mcpx's URL), with those
                                  scopes; metadata at
                                  /.well-known/oauth-protected-resource
+      \"auth\": {\"operators\": [\"token:alice\"]}   principals (globs) that may
+                                 `mcpx restart` (default: bearer, the
+                                 holder of the hub's own token)
       \"http\": {\"allowedOrigins\": [\"https://app.example.com\"],
                \"allowedHosts\": [], \"maxBodyBytes\": 33554432,
                \"maxSessions\": 1024, \"maxConnections\": 256,
@@ -371,7 +374,8 @@ A server never inherits mcpx's own variables (MCPX_*, such as MCPX_TOKEN) or
 the variables \"auth\" and remote servers' entries read; its own \"env\" applies.
 A server that crashes is restarted with backoff (250 ms doubling to 30 s);
 a remote server that cannot be reached is retried the same way. After
-\"maxRestarts\" failures in a row it is given up (\"failed: ...\" in /status).
+\"maxRestarts\" failures in a row it is given up (\"failed: ...\" in /status)
+until `mcpx restart NAME` or a change to its entry.
 Processes a server leaves outside its process group are stopped with mcpx.
 Log records start with a UTC timestamp; text from servers is escaped.
 The config is reloaded while serving when its file changes (checked every
