@@ -18,7 +18,9 @@ pub struct HttpSettings {
     /// `"auth": {"tokens": {..}, "oauth": {..}}`.
     pub auth: AuthSettings,
     /// `"auth": {"operators": [..]}`: the principals (globs) that may
-    /// restart a server (`POST /restart`); `None`: the default, `bearer`.
+    /// restart a server (`POST /restart`, feature `cli`); `None`: the
+    /// default, `bearer`.
+    #[cfg(feature = "cli")]
     pub operators: Option<Vec<String>>,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
@@ -56,6 +58,8 @@ fn parse_auth(cx: &mut Ctx<'_>, at: &Path, a: &Object, out: &mut HttpSettings) {
     if let Some(v) = a.get("oauth") {
         out.auth.oauth = parse_resource_server(cx, &at.key("oauth"), v);
     }
+    // Known to every build, read by the one that serves `/restart`.
+    #[cfg(feature = "cli")]
     if let Some(v) = a.get("operators") {
         out.operators = cx.strings(&at.key("operators"), v);
     }

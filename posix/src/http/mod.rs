@@ -167,6 +167,7 @@ pub struct HttpConfig {
     /// Allow a non-loopback address without a token.
     pub insecure_no_auth: bool,
     /// The principals (globs) that may restart a server (`operator`).
+    #[cfg(feature = "cli")]
     pub operators: Vec<String>,
     /// Allowed `Origin` values besides the loopback defaults: exact
     /// (`https://app.example.com`) or any port (`https://app.example.com:*`).
@@ -192,6 +193,7 @@ impl HttpConfig {
             token: None,
             auth: AuthSettings::default(),
             insecure_no_auth: false,
+            #[cfg(feature = "cli")]
             operators: vec!["bearer".to_string()],
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),

@@ -106,13 +106,17 @@ pub fn diff(old: &Config, new: &Config) -> Diff {
         }
     }
     d.removed = old.servers.iter().filter(|s| find(new, &s.name).is_none()).map(|s| s.name.clone()).collect();
+    #[cfg(feature = "cli")]
+    let operators = old.http.operators != new.http.operators;
+    #[cfg(not(feature = "cli"))]
+    let operators = false;
     let fixed: [(&'static str, bool); 9] = [
         ("separator", old.separator != new.separator),
         ("roots", old.roots != new.roots),
         ("cacheTtlMs", old.cache_ttl_ms != new.cache_ttl_ms),
         ("cachePublic", old.cache_public != new.cache_public),
         ("inputTtlMs", old.input_ttl_ms != new.input_ttl_ms),
-        ("auth", old.http.bearer != new.http.bearer || old.http.auth != new.http.auth || old.http.operators != new.http.operators),
+        ("auth", old.http.bearer != new.http.bearer || old.http.auth != new.http.auth || operators),
         (
             "http",
             HttpLimits::of(old) != HttpLimits::of(new)

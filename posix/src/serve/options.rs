@@ -14,6 +14,7 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
     h.token = args.token.clone().or_else(|| cfg.http.bearer.clone());
     h.auth = cfg.http.auth.clone();
     h.insecure_no_auth = args.insecure_no_auth;
+    #[cfg(feature = "cli")]
     if let Some(ops) = &cfg.http.operators {
         h.operators = ops.clone();
     }

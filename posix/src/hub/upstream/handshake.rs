@@ -198,8 +198,8 @@ impl Upstream {
             _ if self.state != State::Initializing => {
                 fx.push(Effect::Log(Level::Debug, format!("server '{name}' answered server/discover late, after initialize; ignored")));
             }
-            (Some(v), Some((why, _))) => {
-                era_learned_late(name, &why, fx);
+            (Some(v), Some(_)) => {
+                fx.push(era_learned_late(name));
                 self.become_modern(u, &v, fx);
             }
             (Some(v), None) => self.late = Some(LateProbe::Modern(v)),
@@ -243,7 +243,7 @@ impl Upstream {
     fn initialize_refused(&mut self, u: UpstreamId, why: String, short: &'static str, fx: &mut Vec<Effect>) {
         match self.late.take() {
             Some(LateProbe::Modern(v)) => {
-                era_learned_late(&self.spec.name, &why, fx);
+                fx.push(era_learned_late(&self.spec.name));
                 return self.become_modern(u, &v, fx);
             }
             Some(LateProbe::Waiting { id, refused: None }) => {
@@ -285,9 +285,7 @@ impl Upstream {
 
 /// A slow 2026-07-28 server's first start, said once: its answer to
 /// `server/discover` came after the probe's wait, and `initialize` was
-/// refused meanwhile (`why`, for the debug log) as such a server refuses it.
-fn era_learned_late(name: &str, why: &str, fx: &mut Vec<Effect>) {
-    fx.push(Effect::Log(Level::Debug, format!("server '{name}' {why}")));
-    let msg = format!("server '{name}' speaks {} (learned from its late answer to server/discover)", MODERN.as_str());
-    fx.push(Effect::Log(Level::Info, msg));
+/// refused meanwhile, as such a server refuses it.
+fn era_learned_late(name: &str) -> Effect {
+    Effect::Log(Level::Info, format!("server '{name}' speaks {} (learned from its late answer to server/discover)", MODERN.as_str()))
 }
