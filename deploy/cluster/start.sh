@@ -81,14 +81,14 @@ supervise() {
     trap '' INT
     trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; [ -z "$pid" ] || wait "$pid" 2>/dev/null; exit 0' TERM
     while :; do
-        MCPX_REPLICA="$name" setsid "$mcpx" serve --http "127.0.0.1:$port" --config "$dir/mcpx.json" >>"$dir/$name.log" 2>&1 &
+        MCPX_REPLICA="$name" setsid "$mcpx" serve --http "127.0.0.1:$port" --config "$dir/mcpx.json" >>"$dir/$name.log" 2>&1 3>&- &
         pid=$!
         echo "$pid" >"$dir/$name.pid"
         local status=0
         wait "$pid" || status=$?
         pid=""
         echo "start.sh: replica $name ended (status $status); starting it again in $delay s" >&3
-        sleep "$delay" &
+        sleep "$delay" 3>&- &
         wait $! || true
         echo "start.sh: replica $name started again" >&3
     done
