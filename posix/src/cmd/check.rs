@@ -31,11 +31,8 @@ pub fn main(args: &ServeArgs) -> i32 {
             return 1;
         }
     }
-    let disabled = match cfg.disabled.as_slice() {
-        [] => String::new(),
-        names => format!(": {}", names.join(", ")),
-    };
-    println!("{}: OK ({} server(s), {} disabled{disabled})", cfg.source, cfg.servers.len(), cfg.disabled.len());
+    let sep = if cfg.disabled.is_empty() { "" } else { ": " };
+    println!("{}: OK ({} server(s), {} disabled{sep}{})", cfg.source, cfg.servers.len(), cfg.disabled.len(), cfg.disabled.join(", "));
     0
 }
 

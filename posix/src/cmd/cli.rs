@@ -143,8 +143,8 @@ USAGE:
         good, else 1 with each problem as file:line:col. Also refused: a
         server referring to mcpx's own secrets (${MCPX_TOKEN}, the auth
         tokens' variables), an npx/uvx/pipx/dnx package position holding
-        an option, a command that is not installed (not in PATH, or an
-        absolute path that does not exist). Disabled servers are named.
+        an option, a command that is not installed. It names disabled
+        servers.
 
     mcpx tools | resources | prompts | status [--json] [TARGET]
         List the hub's tools, resources (and templates) or prompts as a
@@ -155,11 +155,9 @@ USAGE:
         are asked on the terminal; Ctrl-C cancels it. Exit 1 when the
         tool or the hub reports an error, 2 when the hub cannot be
         reached, 130 after Ctrl-C.
-    mcpx restart NAME [--url URL] [--token TOKEN]
-        Restart one server of a running hub at once (its backoff starts
-        over; a server mcpx gave up on tries again). Takes an operator's
-        token: the hub's own (--token, auth.bearer) or that of a principal
-        in \"auth\": {\"operators\"}.
+    mcpx restart NAME [TARGET]
+        Restart one server of a running hub now (one given up on too);
+        needs an operator's token (\"operators\" below).
     TARGET:
         --url URL         A running hub (`mcpx serve --http`), e.g.
                           http://127.0.0.1:8765/mcp (also MCPX_URL).
@@ -175,9 +173,8 @@ USAGE:
     mcpx add [NAME] --from FILE-OR-URL [--remote] [--yes]
         Add a server to the config file, editing it in place (the rest of
         the file stays as it is); --force replaces one of the same name.
-        What `serve --check` would refuse is not written, said as it says
-        it (e.g. a ${VAR} that is unset: set VAR first; a command that is
-        not installed).
+        What `serve --check` refuses is not written (an unset ${VAR}: set
+        it first; a command not installed).
         --from reads an MCP Registry server.json (npm, PyPI, OCI and NuGet
         packages become npx or uvx/pipx, docker/podman and dnx commands in
         a fixed shape; --remote takes its remote endpoint instead); its
@@ -186,19 +183,18 @@ USAGE:
         after a yes on the terminal, or with --yes.
     mcpx remove NAME
         Remove a server from the config file.
-    mcpx disable NAME
-    mcpx enable NAME
-        Set \"disabled\": true on a server in the config file, or take it
-        out: a running `mcpx serve` stops the server at its next reload
-        (its tools leave the list), or starts it again.
+    mcpx disable NAME | enable NAME
+        Set or clear \"disabled\" on a server in the config file: a
+        running `mcpx serve` stops it, or starts it again.
     mcpx import [--dry-run] [--force] [--yes]
         Add the servers configured in Claude Desktop, Claude Code, Cursor,
         VS Code and Windsurf (their usual files under $HOME and in the
         current folder) to the config file; --dry-run prints the result.
         The servers are shown and written after a yes on the terminal, or
         with --yes; literal secrets copied are warned about.
-    add, remove, disable, enable and import edit --config FILE, else the first config file
-    `serve` would read, else create ~/.config/mcpx/config.json.
+    add, remove, disable, enable and import edit --config FILE, else the
+    first config file `serve` would read, else create
+    ~/.config/mcpx/config.json.
 
     mcpx example-server [--demo] [--name NAME] [--revisions LIST] [--page-size N]
         Run the built-in example MCP server on stdin/stdout
@@ -337,9 +333,8 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                                  that audience (mcpx's URL), with those
                                  scopes; metadata at
                                  /.well-known/oauth-protected-resource
-      \"auth\": {\"operators\": [\"token:alice\"]}   principals (globs) that may
-                                 `mcpx restart` (default: bearer, the
-                                 holder of the hub's own token)
+      \"auth\": {\"operators\": [\"token:alice\"]}   who may `mcpx restart`
+                                 (globs; default: bearer, the hub's token)
       \"http\": {\"allowedOrigins\": [\"https://app.example.com\"],
                \"allowedHosts\": [], \"maxBodyBytes\": 33554432,
                \"maxSessions\": 1024, \"maxConnections\": 256,

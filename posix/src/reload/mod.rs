@@ -455,8 +455,9 @@ impl State {
                 info!("server {}: lazy; its new entry starts when used", s.name);
                 self.spawner.reserve(&self.rt, u, s);
             }
-            Err(e) => {
-                debug!("server {}: not restarted in its slot ({e}): stopped, and started as a new one", s.name);
+            // Started anew instead (its new entry clashed with the old
+            // slot's, e.g. prefixes swapped between two servers).
+            Err(_) => {
                 self.stop(&s.name, WHY).await;
                 return false;
             }
