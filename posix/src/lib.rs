@@ -116,9 +116,17 @@ pub fn run_with(args: Vec<String>, limits: Limits) -> i32 {
         #[cfg(feature = "cli")]
         Ok(cmd::cli::Command::Remove { config, name }) => cmd::remove(config.as_deref(), &name),
         #[cfg(feature = "cli")]
+        Ok(cmd::cli::Command::Disable { config, name, disabled }) => cmd::disable(config.as_deref(), &name, disabled),
+        #[cfg(feature = "cli")]
         Ok(cmd::cli::Command::Import(args)) => cmd::import(args),
         #[cfg(not(feature = "cli"))]
-        Ok(cmd::cli::Command::Client(_) | cmd::cli::Command::Add(_) | cmd::cli::Command::Remove { .. } | cmd::cli::Command::Import(_)) => {
+        Ok(
+            cmd::cli::Command::Client(_)
+            | cmd::cli::Command::Add(_)
+            | cmd::cli::Command::Remove { .. }
+            | cmd::cli::Command::Disable { .. }
+            | cmd::cli::Command::Import(_),
+        ) => {
             eprintln!("mcpx: this build has no `{}` (built without the `cli` feature)", args[0]);
             2
         }

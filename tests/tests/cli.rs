@@ -276,12 +276,14 @@ fn add_and_remove_keep_the_rest_of_the_file() {
 
     let add_gh = ["add", "gh", "--config", c, "--env", "GITHUB_TOKEN=${GITHUB_TOKEN}", "--", "npx", "-y", "@modelcontextprotocol/server-github"];
     // Not written while the variable it refers to is unset (`serve --check` would refuse it).
-    let unset = Command::new(mcpx()).args(add_gh).current_dir(dir.path()).env_remove("GITHUB_TOKEN").output().unwrap();
+    // The config as written is good here (its `mcpx-example` installed).
+    let path = path_with_stubs(dir.path(), &["npx", "mcpx-example"]);
+    let unset = Command::new(mcpx()).args(add_gh).current_dir(dir.path()).env_remove("GITHUB_TOKEN").env("PATH", &path).output().unwrap();
     let said = String::from_utf8_lossy(&unset.stderr);
     assert_eq!(unset.status.code(), Some(1), "{said}");
-    assert!(said.contains("refers to ${GITHUB_TOKEN} but it is not set; set it (e.g. `export GITHUB_TOKEN=...`)"), "{said}");
+    assert!(said.contains("environment variable GITHUB_TOKEN is not set (referenced as `${GITHUB_TOKEN}`; set it"), "{said}");
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
-    let added = run_in(dir.path(), mcpx(), &add_gh, &[("GITHUB_TOKEN", "t")], "");
+    let added = run_in(dir.path(), mcpx(), &add_gh, &[("GITHUB_TOKEN", "t"), ("PATH", &path)], "");
     added.ok();
     let text = std::fs::read_to_string(&cfg).unwrap();
     let at = HAND_WRITTEN.find("\n    },\n    \"separator\"").unwrap();
@@ -297,32 +299,27 @@ fn add_and_remove_keep_the_rest_of_the_file() {
     assert!(again.stderr.contains("already there (--force replaces it)"), "{}", again.stderr);
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), want, "a refused add changed the file");
 
-    let url = run_in(dir.path(), mcpx(), &["add", "gh", "--force", "--config", c, "--url", "https://api.example.com/mcp", "--header", "Authorization=Bearer ${TOKEN}"], &[("TOKEN", "t")], "");
+    let url = run_in(dir.path(), mcpx(), &["add", "gh", "--force", "--config", c, "--url", "https://api.example.com/mcp", "--header", "Authorization=Bearer ${TOKEN}"], &[("TOKEN", "t"), ("PATH", &path)], "");
     assert!(url.ok().stdout.contains("replaced server gh"), "{}", url.stdout);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
     assert_eq!(v["mcpServers"]["gh"], json!({"url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}));
 
-    mcpx_in(dir.path(), &["remove", "gh", "--config", c]).ok();
+    run_in(dir.path(), mcpx(), &["remove", "gh", "--config", c], &[("PATH", &path)], "").ok();
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN, "add then remove must give the file back byte for byte");
     let missing = mcpx_in(dir.path(), &["remove", "gh", "--config", c]);
     assert_eq!(missing.code, Some(1));
     assert!(missing.stderr.contains("no server named \"gh\""), "{}", missing.stderr);
 
     // An entry the hub would refuse is not written.
-    let bad = mcpx_in(dir.path(), &["add", "x", "--config", c, "--url", "ftp://example.com"]);
+    let bad = run_in(dir.path(), mcpx(), &["add", "x", "--config", c, "--url", "ftp://example.com"], &[("PATH", &path)], "");
     assert_eq!(bad.code, Some(1), "{}", bad.stderr);
     assert!(bad.stderr.contains("not written") && bad.stderr.contains("mcpServers.x"), "{}", bad.stderr);
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
 
-    // Nor one whose header refers to an unset variable (the README's `add api`): `serve --check` would refuse it.
-    let header = mcpx_in(dir.path(), &["add", "api", "--config", c, "--url", "https://mcp.example.com/mcp", "--header", "Authorization=Bearer ${API_TOKEN_UNSET_HERE}"]);
-    assert_eq!(header.code, Some(1), "{}", header.stderr);
-    assert!(header.stderr.contains("not written: mcpServers.api refers to ${API_TOKEN_UNSET_HERE} but it is not set"), "{}", header.stderr);
-    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
     // One whose variable is unset is not written either: it says which, and how to set it.
-    let later = mcpx_in(dir.path(), &["add", "later", "--config", c, "--url", "${LATER_URL}"]);
+    let later = run_in(dir.path(), mcpx(), &["add", "later", "--config", c, "--url", "${LATER_URL}"], &[("PATH", &path)], "");
     assert_eq!(later.code, Some(1), "{}", later.stderr);
-    assert!(later.stderr.contains("mcpServers.later refers to ${LATER_URL} but it is not set; set it (e.g. `export LATER_URL=...`)"), "{}", later.stderr);
+    assert!(later.stderr.contains("mcpServers.later.url: environment variable LATER_URL is not set (referenced as `${LATER_URL}`; set it"), "{}", later.stderr);
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN);
 
     // Without --config: the file `serve` would read (here ./mcpx.json), then a new user config.
@@ -332,6 +329,40 @@ fn add_and_remove_keep_the_rest_of_the_file() {
     mcpx_in(fresh.path(), &["add", "first", "--", "true"]).ok();
     let created = std::fs::read_to_string(fresh.path().join(".config/mcpx/config.json")).unwrap();
     assert_eq!(created, "{\n  \"mcpServers\": {\n    \"first\": {\n      \"command\": \"true\",\n      \"args\": []\n    }\n  }\n}\n");
+}
+
+/// `mcpx add` refuses what `serve --check` refuses, with its very message
+/// (issue 28): a header whose `${VAR}` is unset (the README's `add api`),
+/// a command that is not installed. Nothing is written.
+#[test]
+fn add_refuses_what_serve_check_refuses_in_its_words() {
+    let dir = TempDir::new();
+    let cfg = dir.path().join("mcpx.json");
+    std::fs::write(&cfg, HAND_WRITTEN).unwrap();
+    let path = path_with_stubs(dir.path(), &["mcpx-example"]);
+    let env = [("PATH", path.as_str())];
+    let cases: &[(&[&str], Value)] = &[
+        (
+            &["--url", "https://mcp.example.com/mcp", "--header", "Authorization=Bearer ${API_TOKEN_UNSET_HERE}"],
+            json!({"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN_UNSET_HERE}"}}),
+        ),
+        (&["--", "no-such-mcp-server-here"], json!({"command": "no-such-mcp-server-here", "args": []})),
+    ];
+    for (how, entry) in cases {
+        let args: Vec<&str> = ["add", "api", "--config", "mcpx.json"].iter().chain(how.iter()).copied().collect();
+        let add = run_in(dir.path(), mcpx(), &args, &env, "");
+        assert_eq!(add.code, Some(1), "{how:?}: {}", add.stderr);
+        assert_eq!(std::fs::read_to_string(&cfg).unwrap(), HAND_WRITTEN, "{how:?}");
+        let mut v: Value = serde_json::from_str(HAND_WRITTEN).unwrap();
+        v["mcpServers"]["api"] = entry.clone();
+        std::fs::write(dir.path().join("check.json"), serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let check = run_in(dir.path(), mcpx(), &["serve", "--check", "--config", "check.json"], &env, "");
+        assert_eq!(check.code, Some(1), "{how:?}: {}", check.stderr);
+        // The same message, past the `file:line:col: ` of each file.
+        let said = |text: &str| text.lines().filter_map(|l| l.split_once(": mcpServers.").map(|(_, m)| m.to_string())).collect::<Vec<_>>();
+        assert!(!said(&check.stderr).is_empty(), "{}", check.stderr);
+        assert_eq!(said(&add.stderr), said(&check.stderr), "{how:?}\nadd: {}\ncheck: {}", add.stderr, check.stderr);
+    }
 }
 
 #[test]
@@ -370,18 +401,17 @@ fn adds_from(file: &str, extra: &[&str], name: &str, want: Value, to_set: &[&str
     let from = fixture(&format!("registry/{file}"));
     let mut args = vec!["add", "--from", from.to_str().unwrap(), "--config", "mcpx.json", "--yes"];
     args.extend(extra);
-    let unset = mcpx_in(dir.path(), &args);
+    let path = path_with_stubs(dir.path(), &["npx", "uvx", "docker"]);
+    let unset = run_in(dir.path(), mcpx(), &args, &[("PATH", &path)], "");
     assert_eq!(unset.code, Some(1), "{}", unset.stderr);
-    assert!(unset.stderr.contains(&format!("refers to ${{{}}}", to_set[0])) && unset.stderr.contains("not set"), "{}", unset.stderr);
+    assert!(unset.stderr.contains(&format!("environment variable {} is not set", to_set[0])), "{}", unset.stderr);
     assert!(!dir.path().join("mcpx.json").exists(), "written with {} unset", to_set[0]);
 
-    let env: Vec<(&str, &str)> = to_set.iter().map(|v| (*v, "set-by-test")).collect();
+    let env: Vec<(&str, &str)> = to_set.iter().map(|v| (*v, "set-by-test")).chain([("PATH", path.as_str())]).collect();
     let out = run_in(dir.path(), mcpx(), &args, &env, "");
     out.ok();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("mcpx.json")).unwrap()).unwrap();
     assert_eq!(v["mcpServers"][name], want);
-    let path = path_with_stubs(dir.path(), &["npx", "uvx", "docker"]);
-    let env: Vec<(&str, &str)> = env.into_iter().chain([("PATH", path.as_str())]).collect();
     run_in(dir.path(), mcpx(), &["serve", "--check", "--config", "mcpx.json"], &env, "").ok();
     dir
 }
@@ -487,7 +517,8 @@ fn add_from_a_server_json_url() {
     let files = HttpServer::start(&serve_files, port, "");
     let out_dir = TempDir::new();
     let url = format!("{}/pypi.server.json", files.url);
-    run_in(out_dir.path(), mcpx(), &["add", "--from", &url, "--config", "mcpx.json", "--yes"], &[("NOTES_TOKEN", "t")], "").ok();
+    let path = path_with_stubs(out_dir.path(), &["uvx"]);
+    run_in(out_dir.path(), mcpx(), &["add", "--from", &url, "--config", "mcpx.json", "--yes"], &[("NOTES_TOKEN", "t"), ("PATH", &path)], "").ok();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("mcpx.json")).unwrap()).unwrap();
     assert_eq!(v["mcpServers"]["notes"]["command"], "uvx");
     let missing = mcpx_in(out_dir.path(), &["add", "--from", &format!("{}/nope.json", files.url), "--config", "mcpx.json"]);

@@ -207,6 +207,13 @@ fn a_session_stays_open_across_three_reloads_while_calling() {
     assert!(stderr.contains("config reloaded: added extra"), "{stderr}");
     assert!(stderr.contains("restarted extra"), "{stderr}");
     assert!(stderr.contains("removed extra"), "{stderr}");
+    // One line for each server, saying what happens to it (issue 28).
+    let about: Vec<&str> = stderr.lines().filter_map(|l| l.split_once("info: server extra: ").map(|(_, m)| m)).collect();
+    assert_eq!(
+        about,
+        ["added to the configuration", "its configuration changed; restarting it with its new configuration", "removed from the configuration; stopping it"],
+        "{stderr}"
+    );
 }
 
 #[test]

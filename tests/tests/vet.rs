@@ -80,7 +80,8 @@ fn config(dir: &Path) -> Value {
 fn add_from(dir: &Path, server: &Value) -> Out {
     let file = write_json(&dir.join("server.json"), server);
     let _ = std::fs::remove_file(dir.join("mcpx.json"));
-    mcpx_in(dir, &["add", "--from", file.to_str().unwrap(), "--config", "mcpx.json", "--yes"], &[], "")
+    let path = path_with_stubs(dir, &["npx", "uvx", "docker", "dnx", "pipx"]);
+    mcpx_in(dir, &["add", "--from", file.to_str().unwrap(), "--config", "mcpx.json", "--yes"], &[("PATH", &path)], "")
 }
 
 #[test]
@@ -208,7 +209,12 @@ fn serve_check_refuses_the_same_entries_and_names_missing_commands() {
     let add = mcpx_in(d, &["add", "s3", "--config", "mcpx.json", "--", "/nonexistent/mcp-server"], &env, "");
     assert_eq!(add.code, Some(1), "{}", add.stderr);
     assert!(add.stderr.contains("command /nonexistent/mcp-server does not exist"), "{}", add.stderr);
-    assert!(!std::fs::read_to_string(d.join("mcpx.json")).unwrap().contains("s3"));
+    // Nor one whose command is not installed: refused as `serve --check` refuses it.
+    let add = mcpx_in(d, &["add", "s4", "--config", "mcpx.json", "--", "no-such-mcp-server-here"], &env, "");
+    assert_eq!(add.code, Some(1), "{}", add.stderr);
+    assert!(add.stderr.contains("server 's4': command 'no-such-mcp-server-here' not found in PATH"), "{}", add.stderr);
+    let text = std::fs::read_to_string(d.join("mcpx.json")).unwrap();
+    assert!(!text.contains("s3") && !text.contains("s4"), "{text}");
 }
 
 #[test]
@@ -236,7 +242,8 @@ fn import_copies_literally_skips_what_check_refuses_and_warns_of_secrets() {
     assert_eq!(out.code, Some(1), "no terminal and no --yes: {}", out.stderr);
     assert!(out.stderr.contains("run again with --yes") && !cfg.exists(), "{}", out.stderr);
 
-    let out = mcpx_in(h, &["import", "--config", c, "--yes"], &[("MCPX_TOKEN", "hub-secret")], "");
+    let path = path_with_stubs(h, &["npx"]);
+    let out = mcpx_in(h, &["import", "--config", c, "--yes"], &[("MCPX_TOKEN", "hub-secret"), ("PATH", &path)], "");
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
     let mut names: Vec<&str> = v["mcpServers"].as_object().unwrap().keys().map(String::as_str).collect();

@@ -9,6 +9,8 @@
 //! mcpx add NAME --url URL [--header K=V]... [--transport http|sse] [--config FILE] [--force]
 //! mcpx add [NAME] --from FILE-OR-URL [--remote] [--config FILE] [--force]
 //! mcpx remove NAME [--config FILE]
+//! mcpx disable|enable NAME [--config FILE]
+//! mcpx restart NAME [--url URL [--token TOKEN]] [--timeout SECONDS]
 //! mcpx import [--config FILE] [--dry-run] [--force]
 //! mcpx example-server [ARGS...]
 //! mcpx auth login SERVER [--open-with CMD] | status | logout SERVER [--config FILE]
@@ -35,6 +37,9 @@ pub enum Command {
     Add(AddArgs),
     /// `remove NAME`: a server entry out of the config file.
     Remove { config: Option<PathBuf>, name: String },
+    /// `disable NAME` / `enable NAME`: a server's `"disabled"` in the
+    /// config file (`true`, or taken out).
+    Disable { config: Option<PathBuf>, name: String, disabled: bool },
     /// `import`: servers of other MCP clients into the config file.
     Import(ImportArgs),
     /// `mcpx auth ...`: OAuth logins to remote servers.
@@ -138,8 +143,8 @@ USAGE:
         good, else 1 with each problem as file:line:col. Also refused: a
         server referring to mcpx's own secrets (${MCPX_TOKEN}, the auth
         tokens' variables), an npx/uvx/pipx/dnx package position holding
-        an option, an absolute command that does not exist; a command not
-        in PATH is a warning.
+        an option, a command that is not installed. It names disabled
+        servers.
 
     mcpx tools | resources | prompts | status [--json] [TARGET]
         List the hub's tools, resources (and templates) or prompts as a
@@ -150,6 +155,9 @@ USAGE:
         are asked on the terminal; Ctrl-C cancels it. Exit 1 when the
         tool or the hub reports an error, 2 when the hub cannot be
         reached, 130 after Ctrl-C.
+    mcpx restart NAME [TARGET]
+        Restart one server of a running hub now (one given up on too);
+        needs an operator's token (\"operators\" below).
     TARGET:
         --url URL         A running hub (`mcpx serve --http`), e.g.
                           http://127.0.0.1:8765/mcp (also MCPX_URL).
@@ -165,7 +173,8 @@ USAGE:
     mcpx add [NAME] --from FILE-OR-URL [--remote] [--yes]
         Add a server to the config file, editing it in place (the rest of
         the file stays as it is); --force replaces one of the same name.
-        An entry whose ${VAR} is unset is not written (set VAR first).
+        What `serve --check` refuses is not written (an unset ${VAR}: set
+        it first; a command not installed).
         --from reads an MCP Registry server.json (npm, PyPI, OCI and NuGet
         packages become npx or uvx/pipx, docker/podman and dnx commands in
         a fixed shape; --remote takes its remote endpoint instead); its
@@ -174,14 +183,18 @@ USAGE:
         after a yes on the terminal, or with --yes.
     mcpx remove NAME
         Remove a server from the config file.
+    mcpx disable NAME | enable NAME
+        Set or clear \"disabled\" on a server in the config file: a
+        running `mcpx serve` stops it, or starts it again.
     mcpx import [--dry-run] [--force] [--yes]
         Add the servers configured in Claude Desktop, Claude Code, Cursor,
         VS Code and Windsurf (their usual files under $HOME and in the
         current folder) to the config file; --dry-run prints the result.
         The servers are shown and written after a yes on the terminal, or
         with --yes; literal secrets copied are warned about.
-    add, remove and import edit --config FILE, else the first config file
-    `serve` would read, else create ~/.config/mcpx/config.json.
+    add, remove, disable, enable and import edit --config FILE, else the
+    first config file `serve` would read, else create
+    ~/.config/mcpx/config.json.
 
     mcpx example-server [--demo] [--name NAME] [--revisions LIST] [--page-size N]
         Run the built-in example MCP server on stdin/stdout
@@ -320,6 +333,8 @@ CONFIG (Claude Desktop's format, plus optional mcpx keys):
                                  that audience (mcpx's URL), with those
                                  scopes; metadata at
                                  /.well-known/oauth-protected-resource
+      \"auth\": {\"operators\": [\"token:alice\"]}   who may `mcpx restart`
+                                 (globs; default: bearer, the hub's token)
       \"http\": {\"allowedOrigins\": [\"https://app.example.com\"],
                \"allowedHosts\": [], \"maxBodyBytes\": 33554432,
                \"maxSessions\": 1024, \"maxConnections\": 256,
@@ -354,7 +369,8 @@ A server never inherits mcpx's own variables (MCPX_*, such as MCPX_TOKEN) or
 the variables \"auth\" and remote servers' entries read; its own \"env\" applies.
 A server that crashes is restarted with backoff (250 ms doubling to 30 s);
 a remote server that cannot be reached is retried the same way. After
-\"maxRestarts\" failures in a row it is given up (\"failed: ...\" in /status).
+\"maxRestarts\" failures in a row it is given up (\"failed: ...\" in /status)
+until `mcpx restart NAME` or a change to its entry.
 Processes a server leaves outside its process group are stopped with mcpx.
 Log records start with a UTC timestamp; text from servers is escaped.
 The config is reloaded while serving when its file changes (checked every
@@ -389,14 +405,17 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
         "example-server" => Ok(Command::ExampleServer(args[1..].to_vec())),
         "serve" if args[1..].iter().any(|a| a == "--help" || a == "-h") => Ok(Command::Help),
         "serve" => parse_serve(&args[1..]).map(Command::Serve),
-        "tools" | "call" | "resources" | "prompts" | "status" | "add" | "remove" | "import"
+        "tools" | "call" | "resources" | "prompts" | "status" | "restart" | "add" | "remove" | "disable" | "enable" | "import"
             if args[1..].iter().take_while(|a| *a != "--").any(|a| a == "--help" || a == "-h") =>
         {
             Ok(Command::Help)
         }
-        "tools" | "call" | "resources" | "prompts" | "status" => parse_client(first, &args[1..]).map(Command::Client),
+        "tools" | "call" | "resources" | "prompts" | "status" | "restart" => parse_client(first, &args[1..]).map(Command::Client),
         "add" => parse_add(&args[1..]).map(Command::Add),
-        "remove" => parse_remove(&args[1..]),
+        "remove" => parse_named(first, &args[1..]).map(|(config, name)| Command::Remove { config, name }),
+        "disable" | "enable" => {
+            parse_named(first, &args[1..]).map(|(config, name)| Command::Disable { config, name, disabled: first == "disable" })
+        }
         "import" => parse_import(&args[1..]).map(Command::Import),
         "auth" => parse_auth(&args[1..]).map(Command::Auth),
         "pin" => parse_pin(&args[1..]).map(Command::Pin),
@@ -528,6 +547,8 @@ pub enum ClientCommand {
     Resources,
     Prompts,
     Status,
+    /// `restart NAME`: one server of a running hub.
+    Restart { name: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -638,6 +659,10 @@ fn parse_client(command: &str, args: &[String]) -> Result<ClientArgs, UsageError
             let name = positional.next().ok_or_else(|| UsageError("`mcpx call` needs a tool name".into()))?;
             ClientCommand::Call { name, args: positional.next() }
         }
+        "restart" => {
+            let name = positional.next().ok_or_else(|| UsageError("`mcpx restart` needs the server's NAME".into()))?;
+            ClientCommand::Restart { name }
+        }
         "tools" => ClientCommand::Tools,
         "resources" => ClientCommand::Resources,
         "prompts" => ClientCommand::Prompts,
@@ -704,19 +729,20 @@ fn parse_add(args: &[String]) -> Result<AddArgs, UsageError> {
     Ok(AddArgs { config, name, force, env, source, yes })
 }
 
-fn parse_remove(args: &[String]) -> Result<Command, UsageError> {
+/// `mcpx VERB NAME [--config FILE]` (`remove`, `disable`, `enable`).
+fn parse_named(verb: &str, args: &[String]) -> Result<(Option<PathBuf>, String), UsageError> {
     let (mut config, mut name) = (None, None);
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match flag_name(arg) {
             "--config" | "-c" => config_flag(&mut config, arg, &mut it)?,
-            s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx remove`"))),
+            s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx {verb}`"))),
             s if name.is_none() => name = Some(s.to_string()),
-            s => return Err(UsageError(format!("unexpected argument `{s}` for `mcpx remove`"))),
+            s => return Err(UsageError(format!("unexpected argument `{s}` for `mcpx {verb}`"))),
         }
     }
-    let name = name.ok_or_else(|| UsageError("`mcpx remove` needs the server's NAME".into()))?;
-    Ok(Command::Remove { config, name })
+    let name = name.ok_or_else(|| UsageError(format!("`mcpx {verb}` needs the server's NAME")))?;
+    Ok((config, name))
 }
 
 fn parse_import(args: &[String]) -> Result<ImportArgs, UsageError> {
@@ -854,6 +880,9 @@ mod tests {
         let Ok(Command::Client(a)) = p(&["tools", "--token=", "--url", "http://h/mcp"]) else { panic!() };
         assert_eq!(a.target.token, None);
         assert_eq!(e(&["tools", "--url", "u", "--token"]), "`--token` needs a token");
+        let Ok(Command::Client(a)) = p(&["restart", "calc", "--url", "http://h/mcp"]) else { panic!() };
+        assert_eq!((a.command, a.target.url.as_deref()), (ClientCommand::Restart { name: "calc".into() }, Some("http://h/mcp")));
+        assert_eq!(e(&["restart"]), "`mcpx restart` needs the server's NAME");
     }
 
     #[test]
@@ -874,6 +903,10 @@ mod tests {
         assert_eq!(e(&["add", "x", "--"]), "`--` needs the command to run");
         assert_eq!(p(&["remove", "gh", "-c", "f.json"]), Ok(Command::Remove { config: Some("f.json".into()), name: "gh".into() }));
         assert_eq!(e(&["remove"]), "`mcpx remove` needs the server's NAME");
+        assert_eq!(p(&["disable", "gh"]), Ok(Command::Disable { config: None, name: "gh".into(), disabled: true }));
+        assert_eq!(p(&["enable", "--config=f.json", "gh"]), Ok(Command::Disable { config: Some("f.json".into()), name: "gh".into(), disabled: false }));
+        assert_eq!(e(&["enable"]), "`mcpx enable` needs the server's NAME");
+        assert_eq!(e(&["disable", "a", "b"]), "unexpected argument `b` for `mcpx disable`");
         assert_eq!(p(&["import", "--dry-run"]), Ok(Command::Import(ImportArgs { dry_run: true, ..ImportArgs::default() })));
         let Ok(Command::Serve(a)) = p(&["serve", "--check", "--config", "f"]) else { panic!() };
         assert!(a.check);

@@ -13,21 +13,19 @@ use crate::config::{self, Config};
 /// What [`lint`] found, `file:line:col: message` each.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Lint {
-    /// `serve --check` refuses the config (and `mcpx add` and `import` do not write it).
+    /// `serve --check` refuses the config (and `mcpx add` and `import` do
+    /// not write it), a command not in this `PATH` included: this is the
+    /// environment it checks.
     pub errors: Vec<String>,
     pub warnings: Vec<String>,
-    /// Local servers' commands not found in this `PATH`: `serve --check`
-    /// refuses them (this is the environment it checks); `mcpx add` and
-    /// `import` write them with a warning (the program may be installed next).
-    pub not_installed: Vec<String>,
 }
 
 /// The vetting rules (`vet`) on a config `serve` accepts: a server entry
 /// that refers to mcpx's own secrets or runs a package runner with an
 /// option where the package goes is an error (`serve` still runs it: a
 /// hand-over written on purpose keeps working); a local server's command
-/// that does not exist is an error for an absolute path; a name not in this
-/// `PATH` is listed apart (`Lint::not_installed`).
+/// that does not exist (an absolute path, or a name not in this `PATH`) is
+/// an error.
 pub fn lint(cfg: &Config) -> Lint {
     let mut out = Lint::default();
     let Ok(root) = serde_json::from_str::<Value>(&cfg.text) else { return out };
@@ -52,11 +50,7 @@ pub fn lint(cfg: &Config) -> Lint {
         let cwd = s.cwd.as_deref().unwrap_or(Path::new("."));
         if let Some(fault) = vet::command_fault(&s.command, path, cwd, &runnable) {
             let p = entry.key("command");
-            let line = format!("{}: {p}: server '{}': {fault}", at(&p), s.name);
-            match fault {
-                vet::CommandFault::Missing(_) => out.errors.push(line),
-                vet::CommandFault::NotInPath(_) => out.not_installed.push(line),
-            }
+            out.errors.push(format!("{}: {p}: server '{}': {fault}", at(&p), s.name));
         }
     }
     out

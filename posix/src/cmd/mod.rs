@@ -1,6 +1,6 @@
 //! The commands beyond `serve`: a command-line MCP client (`tools`, `call`,
-//! `resources`, `prompts`, `status`), config editing (`add`, `remove`,
-//! `import`, with MCP Registry `server.json` files) and `serve --check`.
+//! `resources`, `prompts`, `status`, `restart`), config editing (`add`,
+//! `remove`, `disable`, `enable`, `import`, with MCP Registry `server.json` files) and `serve --check`.
 //! All but `serve --check` are the `cli` feature (left out of mcpx-edge).
 
 pub mod auth;
@@ -19,6 +19,6 @@ mod vet;
 
 pub use check::main as check;
 #[cfg(feature = "cli")]
-pub use lint::lint;
+pub use check::verdict;
 #[cfg(feature = "cli")]
-pub use client::{add, client, import, remove};
+pub use client::{add, client, disable, import, remove};

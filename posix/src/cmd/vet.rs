@@ -26,28 +26,6 @@ pub fn literal(s: &str) -> String {
     s.replace("${", "$${")
 }
 
-/// The variables `s` refers to without a default that `env` has no value for.
-pub fn unset_vars(s: &str, env: crate::config::EnvLookup<'_>) -> Vec<String> {
-    let missing = std::cell::RefCell::new(Vec::<String>::new());
-    let last = std::cell::RefCell::new(None);
-    // `expand` stops at the first variable it cannot fill: the last one it
-    // asked for; taken as set, the next pass finds the next.
-    let lookup = |k: &str| {
-        env(k).or_else(|| match missing.borrow().iter().any(|m| m == k) {
-            true => Some("set".into()),
-            false => {
-                *last.borrow_mut() = Some(k.to_string());
-                None
-            }
-        })
-    };
-    while crate::config::expand(s, &lookup).is_err() {
-        let Some(var) = last.borrow_mut().take() else { break };
-        missing.borrow_mut().push(var);
-    }
-    missing.into_inner()
-}
-
 /// What an entry from a file may not be or hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -442,22 +420,6 @@ mod tests {
         assert_eq!(vars, ["ALICE_TOKEN", "MCPX_TOKEN", "MCPX_STATE_KEY"], "{found:?}");
         assert_eq!(found[0].0, "mcpServers.s.args[0]");
         assert_eq!(found[1].0, "mcpServers.s.env.A");
-    }
-
-    #[test]
-    fn unset_variables_without_a_default() {
-        let env = |k: &str| (k == "SET").then(|| "v".to_string());
-        let cases: &[(&str, &[&str])] = &[
-            ("plain", &[]),
-            ("${SET}", &[]),
-            ("${A} and ${B}", &["A", "B"]),
-            ("${A:-d} ${B:-} ${C}", &["C"]),
-            ("$${A} ${SET}", &[]),
-            ("Bearer ${API_TOKEN}${API_TOKEN}", &["API_TOKEN"]),
-        ];
-        for (s, want) in cases {
-            assert_eq!(unset_vars(s, &env), *want, "{s}");
-        }
     }
 
     #[test]

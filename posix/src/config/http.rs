@@ -9,7 +9,7 @@ use crate::bytes::jsonpos::Path;
 /// Settings for serving MCP over HTTP (`mcpx serve --http ADDR`):
 /// `"auth": {"bearer": "${MCPX_TOKEN}", "tokens": {"alice": "${ALICE_TOKEN}"},
 /// "oauth": {"issuer", "audience", "scopes", "jwksUrl", "introspectionUrl",
-/// "clientId", "clientSecret"}}` and
+/// "clientId", "clientSecret"}, "operators": ["token:alice"]}` and
 /// `"http": {"allowedOrigins": [..], "allowedHosts": [..], "maxBodyBytes": n,
 /// "maxSessions": n, "maxConnections": n, "sessionIdleMs": n}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -17,6 +17,11 @@ pub struct HttpSettings {
     pub bearer: Option<String>,
     /// `"auth": {"tokens": {..}, "oauth": {..}}`.
     pub auth: AuthSettings,
+    /// `"auth": {"operators": [..]}`: the principals (globs) that may
+    /// restart a server (`POST /restart`, feature `cli`); `None`: the
+    /// default, `bearer`.
+    #[cfg(feature = "cli")]
+    pub operators: Option<Vec<String>>,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
     pub max_body: Option<u64>,
@@ -37,9 +42,9 @@ pub(super) fn parse_http(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> HttpSett
     out
 }
 
-/// `"auth": {"bearer", "tokens", "oauth"}` into `out`.
+/// `"auth": {"bearer", "tokens", "oauth", "operators"}` into `out`.
 fn parse_auth(cx: &mut Ctx<'_>, at: &Path, a: &Object, out: &mut HttpSettings) {
-    cx.unknown_keys(at, a, &["bearer", "tokens", "oauth"]);
+    cx.unknown_keys(at, a, &["bearer", "tokens", "oauth", "operators"]);
     if let Some(v) = a.get("bearer") {
         match cx.string(&at.key("bearer"), v) {
             Some(t) if t.is_empty() => cx.err(&at.key("bearer"), "the token is empty"),
@@ -52,6 +57,11 @@ fn parse_auth(cx: &mut Ctx<'_>, at: &Path, a: &Object, out: &mut HttpSettings) {
     }
     if let Some(v) = a.get("oauth") {
         out.auth.oauth = parse_resource_server(cx, &at.key("oauth"), v);
+    }
+    // Known to every build, read by the one that serves `/restart`.
+    #[cfg(feature = "cli")]
+    if let Some(v) = a.get("operators") {
+        out.operators = cx.strings(&at.key("operators"), v);
     }
 }
 

@@ -81,10 +81,8 @@ mod tests;
 pub use cluster::ClusterSettings;
 #[cfg(test)]
 pub(crate) use cluster::StateKey;
-#[cfg(feature = "cli")]
+#[cfg(all(test, feature = "cli"))]
 pub use expand::expand;
-#[cfg(feature = "cli")]
-pub use cluster::SETTING_VARS;
 pub use error::{ConfigError, Problem, ProblemKind};
 pub use http::HttpSettings;
 pub use parse::parse;

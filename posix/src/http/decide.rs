@@ -85,6 +85,9 @@ pub(crate) enum Target {
     /// credential).
     #[cfg(feature = "consent")]
     Approval(u64),
+    /// `/restart`: an operator restarts a server (`operator`).
+    #[cfg(feature = "cli")]
+    Restart,
     /// 2024-11-05 HTTP+SSE (when served).
     Sse,
     Messages,
@@ -100,6 +103,8 @@ impl Target {
             "/ready" => Target::Ready,
             "/status" => Target::Status,
             "/metrics" => Target::Metrics,
+            #[cfg(feature = "cli")]
+            "/restart" => Target::Restart,
             #[cfg(feature = "consent")]
             "/approvals" | "/approvals/" => Target::Approvals,
             #[cfg(feature = "consent")]
@@ -222,6 +227,8 @@ pub(crate) enum Endpoint {
     /// `POST /status`: an approver's button on the page (accept a pin change).
     #[cfg(feature = "consent")]
     StatusForm,
+    #[cfg(feature = "cli")]
+    Restart,
     #[cfg(feature = "consent")]
     Approvals,
     Metrics,
@@ -260,6 +267,10 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
         // Served before authentication (`listener`), never routed here.
         #[cfg(feature = "consent")]
         (Target::Approval(_), _) => (None, "GET, POST"),
+        #[cfg(feature = "cli")]
+        (Target::Restart, "POST") => (Some(Endpoint::Restart), ""),
+        #[cfg(feature = "cli")]
+        (Target::Restart, _) => (None, "POST"),
         (Target::Metrics, "GET") => (Some(Endpoint::Metrics), ""),
         (Target::Sse, "GET") => (Some(Endpoint::Sse), ""),
         #[cfg(not(feature = "consent"))]

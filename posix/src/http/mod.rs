@@ -128,6 +128,8 @@ mod form;
 mod limits;
 mod listener;
 mod mailbox;
+#[cfg(feature = "cli")]
+mod operator;
 pub(crate) mod origin;
 mod refusals;
 mod request;
@@ -166,6 +168,9 @@ pub struct HttpConfig {
     pub auth: AuthSettings,
     /// Allow a non-loopback address without a token.
     pub insecure_no_auth: bool,
+    /// The principals (globs) that may restart a server (`operator`).
+    #[cfg(feature = "cli")]
+    pub operators: Vec<String>,
     /// Allowed `Origin` values besides the loopback defaults: exact
     /// (`https://app.example.com`) or any port (`https://app.example.com:*`).
     pub allowed_origins: Vec<String>,
@@ -190,6 +195,8 @@ impl HttpConfig {
             token: None,
             auth: AuthSettings::default(),
             insecure_no_auth: false,
+            #[cfg(feature = "cli")]
+            operators: vec!["bearer".to_string()],
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             legacy_sse: true,

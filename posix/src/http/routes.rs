@@ -47,6 +47,8 @@ pub(super) async fn serve(sh: &Shared, conn: &mut Conn, req: &mut Request, targe
         Route::Serve(Endpoint::StatusForm) => super::status_page::post(sh, conn, req, who).await,
         #[cfg(feature = "consent")]
         Route::Serve(Endpoint::Approvals) => super::approvals_page::list(sh, conn, req, who).await,
+        #[cfg(feature = "cli")]
+        Route::Serve(Endpoint::Restart) => super::operator::restart(sh, conn, req, who).await,
         Route::Serve(Endpoint::Metrics) => metrics(sh, conn).await,
         Route::Serve(Endpoint::Sse) => legacy_sse(sh, conn, req, who).await,
         Route::Serve(Endpoint::Messages) => legacy_messages(sh, conn, req).await,

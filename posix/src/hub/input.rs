@@ -108,6 +108,11 @@ pub enum Input<'a> {
     /// Log one `debug` line per call, relayed sampling and elicitation
     /// request (the runtime turns it on while its log level is debug).
     CallLog(bool),
+    /// An operator asked for server `u`'s restart (`mcpx restart`): the
+    /// runtime restarts it at once, as no failure (its backoff starts over,
+    /// one that gave up tries again).
+    #[cfg(feature = "cli")]
+    RestartAsked(UpstreamId),
     /// An HTTP listener serves the `/approvals` page (calls that need
     /// approval may wait for it).
     #[cfg(feature = "consent")]

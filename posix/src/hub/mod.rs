@@ -444,6 +444,10 @@ pub enum Level {
     Debug,
 }
 
+/// The reason of an `Output::RestartUpstream` an operator asked for
+/// (`Input::RestartAsked`): no failure, said at `info`.
+pub const RESTART_ASKED: &str = "an operator asked for it";
+
 /// The principal of HTTP clients that sent no credential at all: shared by
 /// all of them, so what must be one requestor's is bound to the session.
 pub const ANONYMOUS_PRINCIPAL: &[u8] = b"anonymous";
@@ -848,6 +852,8 @@ impl Hub {
             }
             Input::ConfigStatus(v) => self.config_status = v,
             Input::CallLog(on) => self.policy.set_call_log(on),
+            #[cfg(feature = "cli")]
+            Input::RestartAsked(u) => self.out.push_back(Output::RestartUpstream(u, RESTART_ASKED)),
             #[cfg(feature = "consent")]
             Input::ApprovalPage(on) => self.approvals.set_page(on),
             #[cfg(feature = "consent")]
@@ -1053,7 +1059,7 @@ impl Hub {
     pub fn status(&self) -> serde_json::Value {
         let starts = &self.starts;
         let mut v = json!({
-            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u)),
+            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u), &self.config_status),
             "clients": self.clients.status(|c| self.listens.count(c)),
             "pending": self.pending.len(),
             "relays": self.relays.len(),

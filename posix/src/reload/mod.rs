@@ -106,13 +106,17 @@ pub fn diff(old: &Config, new: &Config) -> Diff {
         }
     }
     d.removed = old.servers.iter().filter(|s| find(new, &s.name).is_none()).map(|s| s.name.clone()).collect();
+    #[cfg(feature = "cli")]
+    let operators = old.http.operators != new.http.operators;
+    #[cfg(not(feature = "cli"))]
+    let operators = false;
     let fixed: [(&'static str, bool); 9] = [
         ("separator", old.separator != new.separator),
         ("roots", old.roots != new.roots),
         ("cacheTtlMs", old.cache_ttl_ms != new.cache_ttl_ms),
         ("cachePublic", old.cache_public != new.cache_public),
         ("inputTtlMs", old.input_ttl_ms != new.input_ttl_ms),
-        ("auth", old.http.bearer != new.http.bearer || old.http.auth != new.http.auth),
+        ("auth", old.http.bearer != new.http.bearer || old.http.auth != new.http.auth || operators),
         (
             "http",
             HttpLimits::of(old) != HttpLimits::of(new)
@@ -338,13 +342,21 @@ impl State {
         self.publish();
     }
 
-    /// Stops what went, restarts what changed, then starts what came.
+    /// Stops what went, restarts what changed, then starts what came; one
+    /// line in the log for each.
     async fn apply(&self, d: &Diff, new: &Config) {
         for name in &d.removed {
-            self.stop(name, "removed from the configuration").await;
+            let how = if new.disabled.contains(name) { "disabled in the configuration" } else { "removed from the configuration" };
+            info!("server {name}: {how}; stopping it");
+            self.stop(name, how).await;
         }
         let mut starting: Vec<&ServerConfig> = new.servers.iter().filter(|s| d.added.contains(&s.name)).collect();
+        for s in &starting {
+            let how = if self.current.disabled.contains(&s.name) { "enabled" } else { "added to the configuration" };
+            info!("server {}: {how}", s.name);
+        }
         for s in new.servers.iter().filter(|s| d.changed.contains(&s.name)) {
+            info!("server {}: its configuration changed; restarting it with its new configuration", s.name);
             if !self.restart(s).await {
                 starting.push(s);
             }
@@ -443,8 +455,9 @@ impl State {
                 info!("server {}: lazy; its new entry starts when used", s.name);
                 self.spawner.reserve(&self.rt, u, s);
             }
-            Err(e) => {
-                warn!("server {}: not restarted in place ({e}); stopping it", s.name);
+            // Started anew instead (its new entry clashed with the old
+            // slot's, e.g. prefixes swapped between two servers).
+            Err(_) => {
                 self.stop(&s.name, WHY).await;
                 return false;
             }
@@ -463,6 +476,7 @@ impl State {
         let v = serde_json::json!({
             "file": file_of(&self.current).map(|p| p.display().to_string()),
             "servers": self.current.servers.len(),
+            "disabled": self.current.disabled,
             "reloads": self.reloads,
             "refused": self.refused,
             "notApplied": self.not_applied,

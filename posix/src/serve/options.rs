@@ -14,6 +14,10 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
     h.token = args.token.clone().or_else(|| cfg.http.bearer.clone());
     h.auth = cfg.http.auth.clone();
     h.insecure_no_auth = args.insecure_no_auth;
+    #[cfg(feature = "cli")]
+    if let Some(ops) = &cfg.http.operators {
+        h.operators = ops.clone();
+    }
     h.allowed_origins = cfg.http.allowed_origins.clone();
     h.allowed_hosts = cfg.http.allowed_hosts.clone();
     h.limits = http_limits(cfg);

@@ -412,7 +412,9 @@ impl Runtime {
                 if self.closing.get() {
                     return;
                 }
-                warn!("server {}: restarting it: {why}", self.name(u));
+                let asked = cfg!(feature = "cli") && why == hub::RESTART_ASKED;
+                let level = if asked { Level::Info } else { Level::Warn };
+                log::write(level, format_args!("server {}: restarting it: {why}", self.name(u)));
                 if let Some(Some(up)) = self.upstreams.borrow().get(u) {
                     up.restart(why);
                 }

@@ -4,8 +4,8 @@
 //! after a bounded number of failures in a row.
 //!
 //! A server that gave up stays down, with a `failed: ...` reason the hub
-//! shows in its status, until a restart is asked for (or mcpx restarts with
-//! a changed config).
+//! shows in its status, until a restart is asked for (`mcpx restart NAME`,
+//! or a change to its entry in the config).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -146,7 +146,7 @@ pub async fn run<F, Fut>(
         }
         failures += 1;
         if failures > policy.max_restarts {
-            warn!("server {name}: gave up after {failures} failed attempt(s) in a row: {reason}; fix the server or its config and restart mcpx");
+            warn!("server {name}: gave up after {failures} failed attempt(s) in a row: {reason}; once it is fixed, `mcpx restart {name}` starts it again (so does a change to its entry in the config)");
             events.exited(id, &reason, &tail, Next::GaveUp { attempts: failures });
             match ctl.recv().await {
                 Ok(Ctl::Restart(why)) => {

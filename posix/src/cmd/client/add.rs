@@ -1,17 +1,19 @@
 //! `mcpx add` and `mcpx remove`: one server entry in or out of the config
 //! file, edited in place.
 //!
-//! What `serve --check` would refuse is not written: an entry referring to
-//! mcpx's own secrets or running a runner with an option for its package
-//! (`vet`), one whose `${VAR}` is unset, one the hub refuses. An entry from
-//! a `server.json` is shown and written after a yes (or `--yes`).
+//! What `serve --check` would refuse is not written (`cmd::verdict`, its
+//! message as it says it): an entry referring to mcpx's own secrets or
+//! running a runner with an option for its package (`vet`, said before
+//! anything else), one whose `${VAR}` is unset or whose command is not
+//! installed, one the hub refuses. An entry from a `server.json` is shown
+//! and written after a yes (or `--yes`).
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::edit::{self, Entry, Verdict};
+use super::edit::{self, Entry};
 use super::{get, registry, term, Failure};
 use crate::cmd::cli::{AddArgs, AddSource};
 use crate::cmd::vet::{self, OwnSecrets};
@@ -59,11 +61,6 @@ pub fn add(args: AddArgs) -> Result<(), Failure> {
     };
     let old = read_existing(&path)?;
     vet_entry(old.as_deref(), &name, &entry).map_err(|e| Failure::Failed(format!("not written: {e}")))?;
-    if let Some(from) = from_file {
-        let shown = serde_json::to_string_pretty(&entry_value(&entry)).expect("a Value serializes");
-        eprintln!("server {name} from {from}:\n{shown}");
-        confirm(&format!("Write it to {}?", path.display()), args.yes)?;
-    }
     let replaced = match &old {
         Some(text) => edit::has_server(text, &name).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))?,
         None => false,
@@ -73,9 +70,15 @@ pub fn add(args: AddArgs) -> Result<(), Failure> {
     }
     let text = match &old {
         Some(t) => edit::upsert_server(t, &name, &entry).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))?,
-        None => edit::new_config(&[(name.clone(), entry)]),
+        None => edit::new_config(&[(name.clone(), entry.clone())]),
     };
-    save(&path, old.as_deref(), &text)?;
+    admit(&path, old.as_deref(), &text)?;
+    if let Some(from) = from_file {
+        let shown = serde_json::to_string_pretty(&entry_value(&entry)).expect("a Value serializes");
+        eprintln!("server {name} from {from}:\n{shown}");
+        confirm(&format!("Write it to {}?", path.display()), args.yes)?;
+    }
+    edit::write(&path, &text).map_err(Failure::Failed)?;
     println!("{} server {name} in {}", if replaced { "replaced" } else { "added" }, path.display());
     Ok(())
 }
@@ -84,30 +87,14 @@ fn entry_value(e: &Entry) -> Value {
     Value::Object(e.0.iter().cloned().collect())
 }
 
-/// What `serve --check` would refuse in `entry` itself, checked before the
-/// rest: a reference to mcpx's own secrets (of the config `old`, if any),
-/// a runner with an option for its package, a `${VAR}` that is unset.
+/// What `serve --check` would refuse in `entry` itself, said first (it
+/// holds no value worth checking further): a reference to mcpx's own
+/// secrets (of the config `old`, if any), a runner with an option for its
+/// package.
 fn vet_entry(old: Option<&str>, name: &str, entry: &Entry) -> Result<(), String> {
     let root = old.and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or(Value::Null);
     let at = jsonpos::Path::root().key("mcpServers").key(name);
-    let v = entry_value(entry);
-    if let Some(fault) = vet::entry_fault(&OwnSecrets::of(&root), &at, &v) {
-        return Err(fault);
-    }
-    let mut unset = Vec::new();
-    vet::strings(&at, &v, &mut |_, s| unset.extend(vet::unset_vars(s, &config::process_env)));
-    unset.sort();
-    unset.dedup();
-    match unset.as_slice() {
-        [] => Ok(()),
-        vars => Err(format!(
-            "{at} refers to {} but {} not set; set {} (e.g. `export {}=...`) and run this again, or write ${{NAME:-default}}",
-            vars.iter().map(|v| format!("${{{v}}}")).collect::<Vec<_>>().join(", "),
-            if vars.len() == 1 { "it is" } else { "they are" },
-            if vars.len() == 1 { "it" } else { "them" },
-            vars[0]
-        )),
-    }
+    vet::entry_fault(&OwnSecrets::of(&root), &at, &entry_value(entry)).map_or(Ok(()), Err)
 }
 
 /// Asks before writing what came from a file: `yes` (`--yes`), else a yes
@@ -151,24 +138,28 @@ pub fn read_existing(path: &Path) -> Result<Option<String>, Failure> {
     }
 }
 
-/// Writes `text` unless it makes a valid config invalid (a config that was
-/// invalid before is written with a warning: the user may be fixing it).
+/// Writes `text` if [`admit`] lets it replace `old`.
 pub fn save(path: &Path, old: Option<&str>, text: &str) -> Result<(), Failure> {
+    admit(path, old, text)?;
+    edit::write(path, text).map_err(Failure::Failed)
+}
+
+/// Whether `text` may replace `old`: yes when `serve --check` accepts it
+/// (its warnings said), no when it refuses it (said as it says it), unless
+/// it refused `old` too (the user may be fixing it: a warning).
+fn admit(path: &Path, old: Option<&str>, text: &str) -> Result<(), Failure> {
     match edit::validate(text, path) {
-        Verdict::Valid(warnings) => {
+        Ok(warnings) => {
             for w in warnings {
                 eprintln!("warning: {w}");
             }
         }
-        Verdict::Invalid(e) if old.is_none_or(|o| matches!(edit::validate(o, path), Verdict::Valid(_))) => {
-            return Err(Failure::Failed(format!("not written: the config would be invalid:\n{e}")));
+        Err(e) if old.is_none_or(|o| edit::validate(o, path).is_ok()) => {
+            return Err(Failure::Failed(format!("not written: `mcpx serve --check` would refuse it:\n{e}")));
         }
-        Verdict::Invalid(e) => eprintln!("warning: the config has problems (it had them before):\n{e}"),
-        Verdict::Unsure { unset, problems } => {
-            eprintln!("warning: with {} unset, `mcpx serve` would refuse the config:\n{problems}", unset.join(", "))
-        }
+        Err(e) => eprintln!("warning: the config has problems (it had them before):\n{e}"),
     }
-    edit::write(path, text).map_err(Failure::Failed)
+    Ok(())
 }
 
 /// A `server.json` from a file or an http(s) URL.

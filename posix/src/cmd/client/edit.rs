@@ -162,18 +162,46 @@ pub fn remove_server(src: &str, name: &str) -> Result<Option<String>, String> {
     let mut removed = false;
     while let Some(obj) = servers(&text)? {
         let Some(i) = obj.members.iter().position(|m| m.key == name) else { break };
-        let ms = &obj.members;
-        let (from, to) = if i + 1 < ms.len() {
-            (ms[i].key_off, ms[i + 1].key_off)
-        } else if i > 0 {
-            (ms[i - 1].val_end, ms[i].val_end)
-        } else {
-            (obj.open + 1, obj.close)
-        };
-        text.replace_range(from..to, "");
+        text.replace_range(member_span(&obj, i), "");
         removed = true;
     }
     Ok(removed.then_some(text))
+}
+
+/// The text that removing member `i` of `obj` removes: up to the next
+/// member, else from the one before, else all inside the braces.
+fn member_span(obj: &Object, i: usize) -> std::ops::Range<usize> {
+    let ms = &obj.members;
+    if i + 1 < ms.len() {
+        ms[i].key_off..ms[i + 1].key_off
+    } else if i > 0 {
+        ms[i - 1].val_end..ms[i].val_end
+    } else {
+        obj.open + 1..obj.close
+    }
+}
+
+/// `src` with server `name`'s `"disabled"` set to `true` (first in its
+/// entry) or taken out; `None` when there is no such server.
+pub fn set_disabled(src: &str, name: &str, disabled: bool) -> Result<Option<String>, String> {
+    if !has_server(src, name)? {
+        return Ok(None);
+    }
+    let entry = jsonpos::object(src, &servers_path().key(name)).ok_or_else(|| format!("server {name:?} is not an object"))?;
+    let mut text = src.to_string();
+    match (entry.members.iter().rposition(|m| m.key == "disabled"), disabled) {
+        (Some(i), true) => text.replace_range(entry.members[i].val_off..entry.members[i].val_end, "true"),
+        (Some(i), false) => text.replace_range(member_span(&entry, i), ""),
+        (None, true) => match entry.members.first() {
+            Some(first) => {
+                let gap = own_line_indent(src, first.key_off).map_or(" ".to_string(), |ind| format!("\n{ind}"));
+                text.insert_str(first.key_off, &line_ends_of(src, format!("\"disabled\": true,{gap}")));
+            }
+            None => text.replace_range(entry.open..=entry.close, "{\"disabled\": true}"),
+        },
+        (None, false) => {}
+    }
+    Ok(Some(text))
 }
 
 /// A new config file holding only `entries`.
@@ -195,48 +223,13 @@ pub fn target_file(explicit: Option<&Path>) -> PathBuf {
     candidates.iter().find(|p| p.is_file()).or(candidates.last()).cloned().unwrap_or_else(|| PathBuf::from("mcpx.json"))
 }
 
-/// What validating an edited config found.
-#[derive(Debug, PartialEq)]
-pub enum Verdict {
-    /// Accepted, with `serve --check`'s warnings.
-    Valid(Vec<String>),
-    /// Refused by `serve` (`file:line:col: message` lines).
-    Invalid(String),
-    /// Refused, but with these `${VAR}`s unset (they may be set later, and
-    /// their values may be what is missing), so not surely wrong.
-    Unsure { unset: Vec<String>, problems: String },
-}
-
-/// Whether `serve --check` would accept the text, the environment as it is.
-pub fn validate(text: &str, path: &Path) -> Verdict {
+/// Whether `serve --check` would accept the text, the environment as it
+/// is (`cmd::verdict`, the one rule): its warnings, or why not.
+pub fn validate(text: &str, path: &Path) -> Result<Vec<String>, String> {
     let base = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let unset = std::cell::RefCell::new(Vec::new());
-    let env = |k: &str| {
-        config::process_env(k).or_else(|| {
-            // An unset setting is no setting; an unset `${VAR}` may be set at `serve`.
-            if config::SETTING_VARS.contains(&k) {
-                return None;
-            }
-            unset.borrow_mut().push(k.to_string());
-            Some(String::new())
-        })
-    };
-    let checked = config::parse(text, &path.display().to_string(), base, &env).map_err(|e| e.to_string()).and_then(|mut cfg| {
-        cfg.source = config::Source::File(path.to_path_buf());
-        crate::serve::options::build_hub(&cfg)?;
-        Ok(crate::cmd::lint(&cfg))
-    });
-    let mut unset = unset.into_inner();
-    unset.sort();
-    unset.dedup();
-    match checked {
-        // A command not installed yet is said, not refused: it may be installed next.
-        Ok(lint) if lint.errors.is_empty() => Verdict::Valid(lint.warnings.into_iter().chain(lint.not_installed).collect()),
-        // What `serve --check` refuses beyond `serve` does not depend on values.
-        Ok(lint) => Verdict::Invalid(lint.errors.join("\n")),
-        Err(problems) if unset.is_empty() => Verdict::Invalid(problems),
-        Err(problems) => Verdict::Unsure { unset, problems },
-    }
+    let mut cfg = config::parse(text, &path.display().to_string(), base, &config::process_env).map_err(|e| e.to_string())?;
+    cfg.source = config::Source::File(path.to_path_buf());
+    crate::cmd::verdict(&cfg)
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder
@@ -324,6 +317,32 @@ mod tests {
         assert_eq!(remove_server(SRC, "zz").unwrap(), None);
         let dup = r#"{"mcpServers": {"a": 1, "b": 2, "a": 3}}"#;
         assert_eq!(remove_server(dup, "a").unwrap().unwrap(), r#"{"mcpServers": {"b": 2}}"#);
+    }
+
+    #[test]
+    fn disables_and_enables_in_place() {
+        let cases: &[(&str, &str, bool, Option<&str>)] = &[
+            (SRC, "a", true, Some("        \"a\": {\"disabled\": true, \"command\": \"a\"},\n")),
+            (SRC, "b", true, Some("        \"b\": {\n            \"disabled\": true,\n            \"command\": \"b\"\n        }\n")),
+            (r#"{"mcpServers": {"e": {}}}"#, "e", true, Some(r#"{"mcpServers": {"e": {"disabled": true}}}"#)),
+            (r#"{"mcpServers": {"e": {"disabled": false, "command": "x"}}}"#, "e", true, Some(r#"{"mcpServers": {"e": {"disabled": true, "command": "x"}}}"#)),
+            (r#"{"mcpServers": {"e": {"command": "x", "disabled": true}}}"#, "e", false, Some(r#"{"mcpServers": {"e": {"command": "x"}}}"#)),
+            (r#"{"mcpServers": {"e": {"command": "x"}}}"#, "e", false, Some(r#"{"mcpServers": {"e": {"command": "x"}}}"#)),
+            (SRC, "zz", true, None),
+        ];
+        for (src, name, disabled, want) in cases {
+            let got = set_disabled(src, name, *disabled).unwrap();
+            match want {
+                Some(w) if w.starts_with('{') => assert_eq!(got.as_deref(), Some(*w), "{name} {disabled}"),
+                Some(w) => assert!(got.as_deref().unwrap().contains(w), "{name} {disabled}: {got:?}"),
+                None => assert_eq!(got, None),
+            }
+        }
+        // Enabling what disabling wrote gives the file back.
+        for name in ["a", "b"] {
+            let off = set_disabled(SRC, name, true).unwrap().unwrap();
+            assert_eq!(set_disabled(&off, name, false).unwrap().as_deref(), Some(SRC), "{name}");
+        }
     }
 
     #[test]

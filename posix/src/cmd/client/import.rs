@@ -22,13 +22,15 @@
 //! (a reference to mcpx's own secrets, a runner with an option for its
 //! package) is skipped, saying why; a literal value that looks like a
 //! secret is warned about. The servers are shown and written after a yes
-//! (or `--yes`).
+//! (or `--yes`), with what else `serve --check` says (a variable to set, a
+//! program to install) as a warning: unlike `add`, import moves a setup
+//! that runs elsewhere, to be completed here.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::add::{confirm, read_existing, save};
+use super::add::{confirm, read_existing};
 use super::edit::{self, Entry};
 use super::Failure;
 use crate::cmd::cli::ImportArgs;
@@ -256,7 +258,14 @@ pub fn run(args: ImportArgs) -> Result<(), Failure> {
         let names: Vec<&str> = added.iter().map(|(n, _)| n.as_str()).collect();
         eprintln!("servers to import: {} (`--dry-run` prints the whole config)", names.join(", "));
         confirm(&format!("Write them to {}?", path.display()), args.yes)?;
-        save(&path, old.as_deref(), &text)?;
+        // Servers that run in another client may need variables set or
+        // programs installed here first: written, with what `serve --check`
+        // says until then.
+        match edit::validate(&text, &path) {
+            Ok(warnings) => warnings.iter().for_each(|w| eprintln!("warning: {w}")),
+            Err(e) => eprintln!("warning: `mcpx serve --check` refuses the config until this is done:\n{e}"),
+        }
+        edit::write(&path, &text).map_err(Failure::Failed)?;
     }
     for (name, from) in &added {
         eprintln!("{} {name} from {from}", if args.dry_run { "would import" } else { "imported" });

@@ -3,11 +3,13 @@
 
 mod add;
 mod call;
+mod disable;
 mod edit;
 mod get;
 mod import;
 mod list;
 mod registry;
+mod restart;
 mod session;
 mod status;
 mod term;
@@ -74,8 +76,10 @@ pub fn client(args: ClientArgs) -> i32 {
     let ex = Rc::new(LocalExecutor::new());
     let (interrupt, _watch) = session::watch_interrupts(&ex);
     let run = async {
-        if args.command == ClientCommand::Status {
-            return status::run(&ex, hub, timeout, interrupt, args.json).await;
+        match &args.command {
+            ClientCommand::Status => return status::run(&ex, hub, timeout, interrupt, args.json).await,
+            ClientCommand::Restart { name } => return restart::run(hub, name, timeout).await,
+            _ => {}
         }
         let call_args = match &args.command {
             ClientCommand::Call { args, .. } => call::parse_args(args.as_deref())?,
@@ -87,7 +91,7 @@ pub fn client(args: ClientArgs) -> i32 {
             ClientCommand::Resources => list::resources(&mut s, args.json).await,
             ClientCommand::Prompts => list::prompts(&mut s, args.json).await,
             ClientCommand::Call { name, .. } => call::run(&mut s, name, call_args, args.json).await,
-            ClientCommand::Status => unreachable!("handled above"),
+            ClientCommand::Status | ClientCommand::Restart { .. } => unreachable!("handled above"),
         };
         s.close().await;
         r
@@ -103,6 +107,11 @@ pub fn add(args: AddArgs) -> i32 {
 /// `mcpx remove NAME`.
 pub fn remove(config: Option<&std::path::Path>, name: &str) -> i32 {
     exit_code(add::remove(config, name))
+}
+
+/// `mcpx disable NAME` (`disabled`) or `mcpx enable NAME`.
+pub fn disable(config: Option<&std::path::Path>, name: &str, disabled: bool) -> i32 {
+    exit_code(disable::run(config, name, disabled))
 }
 
 /// `mcpx import`.

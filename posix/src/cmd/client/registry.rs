@@ -288,12 +288,29 @@ mod tests {
         Value::Object(e.0.iter().cloned().collect())
     }
 
-    /// The variables the entry needs that `env` does not set, sorted.
+    /// The variables the entry needs that `env` does not set, sorted: each
+    /// string expanded, every variable it stops at taken as missing.
     fn unset(r: &Resolved, env: &[(&str, &str)]) -> Vec<String> {
-        let mut out = Vec::new();
+        let missing = std::cell::RefCell::new(Vec::<String>::new());
+        let last = std::cell::RefCell::new(None);
+        let lookup = |k: &str| {
+            let known = env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
+            known.or_else(|| match missing.borrow().iter().any(|m| m == k) {
+                true => Some("set".into()),
+                false => {
+                    *last.borrow_mut() = Some(k.to_string());
+                    None
+                }
+            })
+        };
         let at = crate::bytes::jsonpos::Path::root();
-        let lookup = |k: &str| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
-        vet::strings(&at, &fields(&r.entry), &mut |_, s| out.extend(vet::unset_vars(s, &lookup)));
+        vet::strings(&at, &fields(&r.entry), &mut |_, s| {
+            while crate::config::expand(s, &lookup).is_err() {
+                let Some(var) = last.borrow_mut().take() else { break };
+                missing.borrow_mut().push(var);
+            }
+        });
+        let mut out = missing.into_inner();
         out.sort();
         out.dedup();
         out

@@ -684,6 +684,7 @@ fn a_late_modern_answer_to_the_probe_wins_over_a_refused_initialize() {
     assert_up_modern(&mut p);
     p.advance(60_000);
     assert!(p.restarts.is_empty(), "{:?}", p.restarts);
+    assert_era_learned_once(&p.logs);
     // The refusal first: the probe is waited for.
     let (mut p, probe, init) = slow_start();
     let (discover, refusal) = modern_answers(&probe, &init);
@@ -692,6 +693,16 @@ fn a_late_modern_answer_to_the_probe_wins_over_a_refused_initialize() {
     p.advance(1000);
     p.upstream_says(0, discover);
     assert_up_modern(&mut p);
+    assert_era_learned_once(&p.logs);
+}
+
+/// The normal way of learning a slow modern server's era reads as that:
+/// one info line naming the era, the steps on the way at debug only.
+fn assert_era_learned_once(logs: &[(Level, String)]) {
+    let start = |m: &str| ["discover", "initialize", "ready"].iter().any(|w| m.contains(w));
+    let info: Vec<&str> = logs.iter().filter(|(l, m)| *l != Level::Debug && start(m)).map(|(_, m)| m.as_str()).collect();
+    assert_eq!(info, ["server 'slow' speaks 2026-07-28 (learned from its late answer to server/discover)", "server 'slow' ready (2026-07-28)"], "{logs:?}");
+    assert!(logs.iter().any(|(l, m)| *l == Level::Debug && m.contains("did not answer server/discover")), "{logs:?}");
 }
 
 // covers: versioning-dual-era-client-probe-discover-first-stdio

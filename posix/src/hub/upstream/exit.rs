@@ -22,7 +22,9 @@ impl Upstreams {
         }
         let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
         let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
-        let mut fx = vec![Effect::WakeFailed(u, reason.to_string()), Effect::Log(Level::Warn, format!("server '{}' exited: {err}", up.spec.name))];
+        // A restart asked for (by the hub, which said why, or an operator) is expected.
+        let level = if matches!(next, Next::Now) { Level::Info } else { Level::Warn };
+        let mut fx = vec![Effect::WakeFailed(u, reason.to_string()), Effect::Log(level, format!("server '{}' exited: {err}", up.spec.name))];
         up.last_error = Some(err);
         fx.push(up.gone(u, reason));
         up.state = match next {

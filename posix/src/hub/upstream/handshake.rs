@@ -75,7 +75,9 @@ impl Upstreams {
         let sent_ms = f.sent_ms();
         let waited = now.saturating_sub(sent_ms);
         // Requirement: versioning-dual-era-client-probe-discover-first-stdio (fall back on a timeout)
-        fx.push(Effect::Log(Level::Info, format!("server '{}' did not answer server/discover within {waited} ms; using initialize", up.spec.name)));
+        // The usual way a slow 2026-07-28 server's era is learned: said once
+        // it is known (`era_learned_late`), not as a fault on the way.
+        fx.push(Effect::Log(Level::Debug, format!("server '{}' did not answer server/discover within {waited} ms; trying initialize", up.spec.name)));
         up.era_cache = Some(Era::Legacy);
         let until = sent_ms + opts.init_timeout_ms;
         if until > now {
@@ -196,8 +198,8 @@ impl Upstream {
             _ if self.state != State::Initializing => {
                 fx.push(Effect::Log(Level::Debug, format!("server '{name}' answered server/discover late, after initialize; ignored")));
             }
-            (Some(v), Some((why, _))) => {
-                fx.push(Effect::Log(Level::Info, format!("server '{name}' {why}, then answered server/discover late; using {}", MODERN.as_str())));
+            (Some(v), Some(_)) => {
+                fx.push(era_learned_late(name));
                 self.become_modern(u, &v, fx);
             }
             (Some(v), None) => self.late = Some(LateProbe::Modern(v)),
@@ -241,11 +243,11 @@ impl Upstream {
     fn initialize_refused(&mut self, u: UpstreamId, why: String, short: &'static str, fx: &mut Vec<Effect>) {
         match self.late.take() {
             Some(LateProbe::Modern(v)) => {
-                fx.push(Effect::Log(Level::Info, format!("server '{}' {why} after answering server/discover late; using {}", self.spec.name, MODERN.as_str())));
+                fx.push(era_learned_late(&self.spec.name));
                 return self.become_modern(u, &v, fx);
             }
             Some(LateProbe::Waiting { id, refused: None }) => {
-                fx.push(Effect::Log(Level::Info, format!("server '{}' {why}; waiting for its answer to server/discover", self.spec.name)));
+                fx.push(Effect::Log(Level::Debug, format!("server '{}' {why}; waiting for its answer to server/discover", self.spec.name)));
                 self.late = Some(LateProbe::Waiting { id, refused: Some((why, short)) });
                 return;
             }
@@ -279,4 +281,11 @@ impl Upstream {
         fx.push(Effect::Log(Level::Info, format!("server '{}' ready ({})", self.spec.name, rev.as_str())));
         fx.push(Effect::Ready(u));
     }
+}
+
+/// A slow 2026-07-28 server's first start, said once: its answer to
+/// `server/discover` came after the probe's wait, and `initialize` was
+/// refused meanwhile, as such a server refuses it.
+fn era_learned_late(name: &str) -> Effect {
+    Effect::Log(Level::Info, format!("server '{name}' speaks {} (learned from its late answer to server/discover)", MODERN.as_str()))
 }

@@ -438,6 +438,13 @@ impl Upstreams {
         self.0.get(u).is_some_and(Upstream::is_asleep)
     }
 
+    /// The slot of server `name` still configured, its own (not one of
+    /// its `instance`s).
+    #[cfg(feature = "cli")]
+    pub fn named(&self, name: &str, instance: impl Fn(UpstreamId) -> bool) -> Option<UpstreamId> {
+        (0..self.0.len()).find(|&u| !self.0[u].is_removed() && self.0[u].spec.name == name && !instance(u))
+    }
+
     /// The revision spoken with upstream `u` (`None` while it is not ready).
     /// (Test observer.)
     #[cfg(test)]

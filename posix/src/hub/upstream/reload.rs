@@ -1,11 +1,12 @@
 //! A config reload's changes to the servers: one added (a free slot or a
 //! new one), one whose entry changed (`Replacing` until its old process is
-//! gone, its catalog kept as the new entry filters it), one removed.
+//! gone, its catalog kept as the new entry filters it), one removed. The
+//! reload (`crate::reload`) says in the log what happens to each server.
 
 use serde_json::Value;
 
 use super::super::catalog::{Catalog, Kind};
-use super::super::{ConfigError, HubOptions, Level, UpstreamId, UpstreamSpec};
+use super::super::{ConfigError, HubOptions, UpstreamId, UpstreamSpec};
 use super::{Effect, State, Upstreams};
 
 impl Upstreams {
@@ -13,9 +14,8 @@ impl Upstreams {
     /// the first free slot (one a removal left) or a new one.
     pub(in crate::hub) fn on_add(&mut self, spec: UpstreamSpec, opts: &HubOptions) -> Result<(UpstreamId, Vec<Effect>), ConfigError> {
         let up = self.check(spec, None, opts)?;
-        let log = Effect::Log(Level::Info, format!("server '{}' added to the configuration", up.spec.name));
         let (u, new_slot) = self.add(up);
-        Ok((u, if new_slot { vec![Effect::NewSlot, log] } else { vec![log] }))
+        Ok((u, if new_slot { vec![Effect::NewSlot] } else { Vec::new() }))
     }
 
     /// Server `u`'s entry changed to `spec` (`why`): its requests in flight
@@ -28,8 +28,7 @@ impl Upstreams {
             return Err(ConfigError::NotRunning(spec.name));
         }
         let mut up = self.check(spec, Some(u), opts)?;
-        let mut fx = vec![Effect::Log(Level::Info, format!("server '{}': {why}; restarting it with its new entry", up.spec.name))];
-        fx.push(self.gone(u, why));
+        let mut fx = vec![self.gone(u, why)];
         fx.push(Effect::RemoveInstances(u, why.to_string()));
         up.state = State::Replacing;
         up.start_awaited = true;
@@ -57,8 +56,7 @@ impl Upstreams {
             return Vec::new();
         }
         let up = &mut self.0[u];
-        let mut fx = vec![Effect::Log(Level::Info, format!("server '{}': {why}; stopping it", up.spec.name))];
-        fx.push(up.gone(u, why));
+        let mut fx = vec![up.gone(u, why)];
         fx.push(Effect::RemoveInstances(u, why.to_string()));
         fx.extend(Kind::ALL.into_iter().map(|k| Effect::Listed(u, k, Vec::new())));
         up.state = State::Removed;

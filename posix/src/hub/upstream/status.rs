@@ -37,8 +37,10 @@ impl Upstreams {
     }
 
     /// One status row per configured server (what it offers counted in
-    /// `catalog`; `template`: the server a slot is an instance of).
-    pub(in crate::hub) fn status(&self, now: u64, catalog: &Catalog, template: impl Fn(UpstreamId) -> Option<UpstreamId>) -> Vec<Value> {
+    /// `catalog`; `template`: the server a slot is an instance of), then
+    /// one per server `config` (`Input::ConfigStatus`) names `disabled`.
+    pub(in crate::hub) fn status(&self, now: u64, catalog: &Catalog, template: impl Fn(UpstreamId) -> Option<UpstreamId>, config: &Value) -> Vec<Value> {
+        let disabled = config["disabled"].as_array().into_iter().flatten().map(|n| json!({ "name": n, "state": "disabled" }));
         self.0
             .iter()
             .enumerate()
@@ -65,6 +67,7 @@ impl Upstreams {
                     "instanceOf": template(i),
                 })
             })
+            .chain(disabled)
             .collect()
     }
 }

@@ -1,0 +1,126 @@
+//! `POST /restart` with `{"server": "NAME"}`: an operator restarts one
+//! server (`mcpx restart NAME`) at once, as no failure: its backoff starts
+//! over, and one the restart loop gave up on tries again.
+//!
+//! Only for a principal that authenticated with a token (never
+//! `anonymous`) and matches `"auth": {"operators": [..]}` (globs; default
+//! `bearer`, the holder of the hub's own token). Answers are JSON: 200
+//! `{"server", "restarting": true}`, else `{"error"}` with 400 (no name),
+//! 403 (no operator), 404 (no such server) or 409 (asleep: it starts when
+//! used). Part of the desktop build (feature `cli`, as the command).
+
+use mcpx_core::names::glob_match;
+use serde_json::{json, Value};
+
+use super::auth::Principal;
+use super::conn::Conn;
+use super::request::Request;
+use super::session::Shared;
+use crate::hub::{Input, ANONYMOUS_PRINCIPAL};
+
+/// May `principal` restart servers, `operators` being the globs allowed?
+pub(crate) fn may_operate(operators: &[String], principal: &[u8]) -> bool {
+    let Ok(p) = std::str::from_utf8(principal) else {
+        return false;
+    };
+    principal != ANONYMOUS_PRINCIPAL && operators.iter().any(|o| glob_match(o, p))
+}
+
+/// What became of a restart asked for.
+enum Asked {
+    Restarting,
+    Asleep,
+    Unknown,
+}
+
+/// `POST /restart`, authenticated as `who`.
+pub(crate) async fn restart(
+    sh: &Shared,
+    conn: &mut Conn,
+    req: &mut Request,
+    who: &Principal,
+) -> bool {
+    if !may_operate(&sh.cfg.operators, who.bytes()) {
+        let why = "restarting a server takes an operator's token: the hub's own (--token, \"auth\": {\"bearer\"}) or one of a principal in \"auth\": {\"operators\"}";
+        return answer(conn, 403, json!({ "error": why })).await;
+    }
+    let body = match conn.body(req).await {
+        Ok(b) => b,
+        Err(keep) => return keep,
+    };
+    let named = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| Some(v.get("server")?.as_str()?.to_string()));
+    let Some(name) = named else {
+        return answer(
+            conn,
+            400,
+            json!({ "error": "the body is {\"server\": \"NAME\"}" }),
+        )
+        .await;
+    };
+    let asked = sh.link.call(|hub, now| {
+        let starts = hub.starts();
+        match hub
+            .upstreams()
+            .named(&name, |u| starts.template_of(u).is_some())
+        {
+            None => Asked::Unknown,
+            Some(u) if hub.upstreams().asleep(u) => Asked::Asleep,
+            Some(u) => {
+                hub.handle(Input::RestartAsked(u), now);
+                Asked::Restarting
+            }
+        }
+    });
+    match asked {
+        Asked::Restarting => answer(conn, 200, json!({ "server": name, "restarting": true })).await,
+        Asked::Asleep => answer(conn, 409, json!({ "error": format!("server '{name}' is asleep (lazy, or stopped while idle): it starts when it is used") })).await,
+        Asked::Unknown => answer(conn, 404, json!({ "error": format!("no server named '{name}' is running here (a disabled one is enabled with `mcpx enable {name}`)") })).await,
+    }
+}
+
+async fn answer(conn: &mut Conn, status: u16, v: Value) -> bool {
+    let body = serde_json::to_vec(&v).unwrap_or_default();
+    conn.respond(
+        status,
+        &[
+            ("Content-Type", "application/json"),
+            ("Cache-Control", "no-store"),
+        ],
+        &body,
+        true,
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operators_are_token_holders_that_match() {
+        let ops = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cases: &[(&[&str], &[u8], bool)] = &[
+            (&["bearer"], b"bearer", true),
+            (&["bearer"], b"token:alice", false),
+            (&["token:*"], b"token:alice", true),
+            (
+                &["token:alice", "oauth:https://as.example.com *"],
+                b"oauth:https://as.example.com bob",
+                true,
+            ),
+            (&["*"], b"anonymous", false),
+            (&["*"], b"token:\xff", false),
+            (&[], b"bearer", false),
+        ];
+        for (o, p, want) in cases {
+            assert_eq!(
+                may_operate(&ops(o), p),
+                *want,
+                "{o:?} {:?}",
+                String::from_utf8_lossy(p)
+            );
+        }
+    }
+}
