@@ -748,6 +748,9 @@ impl HubPolicy {
         let duration_ms = now.saturating_sub(o.start_ms);
         if let Some(m) = &mut self.p.metrics {
             m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
+            if o.method == "tools/call" {
+                m.tool_call(&o.name, &o.principal, metrics_outcome(&outcome));
+            }
         }
         let record = audit::Record {
             time_ms: self.epoch_ms + o.start_ms,

@@ -12,7 +12,7 @@
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 /// The `Content-Type` of [`Registry::render`]'s output.
@@ -324,6 +324,39 @@ pub struct HubMetrics {
     notifications_dropped: FamilyId,
     pin_changes: FamilyId,
     pin_findings: FamilyId,
+    tool_calls: FamilyId,
+    tools: Capped,
+    principals: Capped,
+}
+
+/// Tools and principals given a label value of their own in
+/// `mcpx_tool_calls_total`, the first seen; the others count as [`OTHER`].
+pub const TOOLS_LABELLED: usize = 64;
+pub const PRINCIPALS_LABELLED: usize = 32;
+
+/// The values of one label kept as themselves, at most `max` (the first
+/// seen: a counter's series keeps its labels); the rest are [`OTHER`].
+#[derive(Debug)]
+struct Capped {
+    kept: BTreeSet<String>,
+    max: usize,
+}
+
+impl Capped {
+    fn new(max: usize) -> Capped {
+        Capped { kept: BTreeSet::new(), max }
+    }
+
+    fn of<'a>(&mut self, v: &'a str) -> &'a str {
+        if self.kept.contains(v) {
+            return v;
+        }
+        if self.kept.len() < self.max {
+            self.kept.insert(v.to_string());
+            return v;
+        }
+        OTHER
+    }
 }
 
 impl HubMetrics {
@@ -343,6 +376,9 @@ impl HubMetrics {
             notifications_dropped: r.register("mcpx_notifications_dropped_total", "Upstream notifications dropped over a per-request cap, per server and kind.", Kind::Counter, &["server", "kind"]),
             pin_changes: r.register("mcpx_pin_changes_total", "Definitions that differ from their pin (changed, new, renamed), per server and list.", Kind::Counter, &["server", "kind"]),
             pin_findings: r.register("mcpx_pin_findings_total", "Findings of the inspection of definitions, per server and finding.", Kind::Counter, &["server", "finding"]),
+            tool_calls: r.register("mcpx_tool_calls_total", "Tool calls answered, by tool (as the client named it), principal and outcome; the tools and principals past the first 64 and 32 seen count as _other.", Kind::Counter, &["tool", "principal", "outcome"]),
+            tools: Capped::new(TOOLS_LABELLED),
+            principals: Capped::new(PRINCIPALS_LABELLED),
             registry: r,
         }
     }
@@ -363,6 +399,12 @@ impl HubMetrics {
         r.observe(self.latency, &[server], duration_ms as f64 / 1000.0);
         r.add(self.bytes, &[server, "in"], bytes_in as f64);
         r.add(self.bytes, &[server, "out"], bytes_out as f64);
+    }
+
+    /// One answered `tools/call` of `tool` by `principal`: who calls what.
+    pub fn tool_call(&mut self, tool: &str, principal: &str, outcome: Outcome) {
+        let labels = [self.tools.of(tool), self.principals.of(principal), outcome.label()];
+        self.registry.add(self.tool_calls, &labels, 1.0);
     }
 
     pub fn refused(&mut self, limit: &str) {
@@ -525,5 +567,25 @@ print(json.dumps(out))
             m.request(&format!("x/{i}"), "s", Outcome::Error, 1, 0, 0);
         }
         assert_eq!(m.registry.value(m.requests, &["other", "s", "error"]), Some(50.0));
+    }
+
+    #[test]
+    fn tool_calls_by_tool_and_principal_keep_the_first_seen_and_count_the_rest_as_other() {
+        let mut m = HubMetrics::new(100_000);
+        for i in 0..TOOLS_LABELLED + 10 {
+            m.tool_call(&format!("gh__t{i}"), "alice", Outcome::Result);
+        }
+        for i in 0..PRINCIPALS_LABELLED + 5 {
+            m.tool_call("gh__t0", &format!("p{i}"), Outcome::ToolError);
+        }
+        let v = |t: &str, p: &str, o: Outcome| m.registry.value(m.tool_calls, &[t, p, o.label()]);
+        assert_eq!(v("gh__t0", "alice", Outcome::Result), Some(1.0));
+        assert_eq!(v(&format!("gh__t{}", TOOLS_LABELLED - 1), "alice", Outcome::Result), Some(1.0));
+        assert_eq!(v(OTHER, "alice", Outcome::Result), Some(10.0));
+        // alice is the first principal seen: 31 more, then other.
+        assert_eq!(v("gh__t0", &format!("p{}", PRINCIPALS_LABELLED - 2), Outcome::ToolError), Some(1.0));
+        assert_eq!(v("gh__t0", OTHER, Outcome::ToolError), Some(6.0));
+        let text = m.registry.render();
+        assert!(text.contains("mcpx_tool_calls_total{tool=\"gh__t0\",principal=\"alice\",outcome=\"result\"} 1"), "{text}");
     }
 }
