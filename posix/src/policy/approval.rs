@@ -71,23 +71,18 @@ impl Rule {
     }
 
     /// Does this rule cover `principal` calling `server`'s tool `tool`,
-    /// listed as `def`?
-    pub fn covers(&self, principal: &str, server: &str, tool: &str, def: &Value) -> bool {
+    /// listed as `def` (looked up only when an annotation decides)?
+    pub fn covers<'d>(&self, principal: &str, server: &str, tool: &str, def: impl FnOnce() -> Option<&'d Value>) -> bool {
         if !self.principals.is_empty() && !self.principals.iter().any(|p| glob_match(p, principal))
         {
             return false;
         }
         let named = self.tools.iter().any(|p| p.matches(server, tool));
-        let in_scope = self.tools.is_empty() || named;
-        let annotated = self
-            .annotations
-            .iter()
-            .any(|a| def.get("annotations").and_then(|x| x.get(a)) != Some(&Value::Bool(false)));
         if self.annotations.is_empty() {
-            named
-        } else {
-            in_scope && annotated
+            return named;
         }
+        let in_scope = self.tools.is_empty() || named;
+        in_scope && def().is_some_and(|def| self.annotations.iter().any(|a| def.get("annotations").and_then(|x| x.get(a)) != Some(&Value::Bool(false))))
     }
 }
 
@@ -196,16 +191,16 @@ impl Default for ApprovalConfig {
 
 impl ApprovalConfig {
     /// The rule covering this call, if one does.
-    pub fn rule_for(
+    pub fn rule_for<'d>(
         &self,
         principal: &str,
         server: &str,
         tool: &str,
-        def: &Value,
+        def: impl Fn() -> Option<&'d Value>,
     ) -> Option<&Rule> {
         self.rules
             .iter()
-            .find(|r| r.covers(principal, server, tool, def))
+            .find(|r| r.covers(principal, server, tool, &def))
     }
 
     /// May `principal` decide calls of other principals?
@@ -309,7 +304,7 @@ mod tests {
         ];
         for (r, principal, server, tool, def, want) in table {
             assert_eq!(
-                rule(r.clone()).covers(principal, server, tool, def),
+                rule(r.clone()).covers(principal, server, tool, || Some(def)),
                 want,
                 "{r} {principal} {server}/{tool} {def}"
             );
