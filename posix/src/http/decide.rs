@@ -85,6 +85,11 @@ pub(crate) enum Target {
     /// credential).
     #[cfg(feature = "consent")]
     Approval(u64),
+    /// `/signin`, `/signout`: the status pages' sign-in (`signin`).
+    #[cfg(feature = "signin")]
+    SignIn,
+    #[cfg(feature = "signin")]
+    SignOut,
     /// 2024-11-05 HTTP+SSE (when served).
     Sse,
     Messages,
@@ -104,6 +109,10 @@ impl Target {
             "/approvals" | "/approvals/" => Target::Approvals,
             #[cfg(feature = "consent")]
             p if p.starts_with("/approvals/") => Target::Approval(p["/approvals/".len()..].parse().ok()?),
+            #[cfg(feature = "signin")]
+            "/signin" => Target::SignIn,
+            #[cfg(feature = "signin")]
+            "/signout" => Target::SignOut,
             "/sse" if legacy => Target::Sse,
             "/messages" if legacy => Target::Messages,
             p if p == cfg.path => Target::Mcp,
@@ -253,6 +262,8 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
         // Served before authentication (`listener`), never routed here.
         #[cfg(feature = "consent")]
         (Target::Approval(_), _) => (None, "GET, POST"),
+        #[cfg(feature = "signin")]
+        (Target::SignIn | Target::SignOut, _) => (None, "GET, POST"),
         (Target::Metrics, "GET") => (Some(Endpoint::Metrics), ""),
         (Target::Sse, "GET") => (Some(Endpoint::Sse), ""),
         (Target::Status | Target::Metrics | Target::Sse, _) => (None, "GET"),

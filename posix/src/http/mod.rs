@@ -133,6 +133,8 @@ mod routes;
 mod session;
 #[cfg(feature = "cluster")]
 mod session_dir;
+#[cfg(feature = "signin")]
+mod signin;
 mod sse_stream;
 mod status_page;
 
@@ -177,6 +179,14 @@ pub struct HttpConfig {
     /// The internal hop between replicas (`cluster_hop`); `None`: not in a
     /// cluster, the hop's path is not served.
     pub hop: Option<cluster_hop::HopConfig>,
+    /// `http.statusPrincipals`: the principals with the status role (they
+    /// may sign in, `signin`, and see whose each isolated instance is).
+    pub status_principals: Vec<String>,
+    /// The key replicas share (`state.keyFile`), which sign-in cookies are
+    /// sealed under so that one works on every replica; `None`: a key of
+    /// this process.
+    #[cfg(feature = "signin")]
+    pub shared_key: Option<[u8; 32]>,
 }
 
 impl HttpConfig {
@@ -193,6 +203,9 @@ impl HttpConfig {
             legacy_sse: true,
             limits: Limits::default(),
             hop: None,
+            status_principals: Vec::new(),
+            #[cfg(feature = "signin")]
+            shared_key: None,
         }
     }
 

@@ -167,6 +167,7 @@ pub use tasks::{TaskOptions, TASK_STATE_MAX};
 pub use wire::batch_array;
 #[cfg(test)]
 pub(crate) use upward::modern_headers;
+pub(crate) use policy::principal_name;
 
 /// The `_meta` key of an `initialize` result naming the servers that are
 /// not ready yet (`[{"server", "state", "toolsKnown"}]`; absent when all are).

@@ -15,6 +15,11 @@ pub(crate) const REFRESH_S: u32 = 5;
 pub(crate) const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/// What the pages with a form may load and do: their inline style, and
+/// posting to this origin (`/approvals`, `/signin`).
+#[cfg(any(feature = "consent", feature = "signin"))]
+pub(crate) const FORM_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 const STYLE: &str = "\
 :root{color-scheme:light dark;--ok:#1a7f37;--warn:#9a6700;--bad:#cf222e;--mute:#6e7781;--line:#d0d7de}
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:64rem;padding:.8rem 1rem 2rem}

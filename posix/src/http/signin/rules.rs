@@ -1,0 +1,80 @@
+//! The sign-in's rules as functions (no I/O): which credential a request
+//! is taken by, where a sign-in leads, who is sent to the form.
+
+use super::super::auth::Reject;
+use super::super::decide::Target;
+
+/// The pages a sign-in leads to, the only ones its cookie opens.
+pub(crate) const PAGES: [&str; 2] = ["/status", "/approvals"];
+
+/// What a request is authenticated by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Credential {
+    /// Its `Authorization` field (or the lack of one).
+    Header,
+    /// Its sign-in cookie.
+    Cookie,
+}
+
+/// The cookie stands for its principal only when no `Authorization` is
+/// sent, on a GET of `/status` or `/approvals`: never on the MCP endpoint,
+/// `/metrics` or a POST, which a page of another site could make the
+/// browser send with the cookie.
+pub(crate) fn credential(method: &str, target: Target, authorization: bool) -> Credential {
+    let read = method == "GET";
+    let page = match target {
+        Target::Status => true,
+        #[cfg(feature = "consent")]
+        Target::Approvals => true,
+        _ => false,
+    };
+    if read && page && !authorization {
+        Credential::Cookie
+    } else {
+        Credential::Header
+    }
+}
+
+/// Where a sign-in leads: `next` when it is one of [`PAGES`] (a path of
+/// this origin, nothing else: no `//host`, no scheme), else `/status`.
+pub(crate) fn next(asked: Option<&str>) -> &'static str {
+    PAGES.into_iter().find(|p| asked == Some(*p)).unwrap_or(PAGES[0])
+}
+
+/// Is a refused request sent to the sign-in form (303) instead of the
+/// 401 JSON? A browser's GET of a page (`html`: it prefers HTML) that the
+/// cookie opens, refused for want of credentials; not a throttled one nor
+/// one the authorization server could not check.
+pub(crate) fn to_signin(r: &Reject, method: &str, target: Target, html: bool) -> bool {
+    matches!(r, Reject::Unauthorized { .. }) && html && credential(method, target, false) == Credential::Cookie
+}
+
+/// Did the browser reach the listener over https (a proxy in front):
+/// then the cookie is `Secure`. `origin`: the form POST's `Origin`.
+pub(crate) fn secure(origin: Option<&str>) -> bool {
+    origin.is_some_and(|o| o.len() > 8 && o[..8].eq_ignore_ascii_case("https://"))
+}
+
+/// The value of `name` in a form body or query string
+/// (`application/x-www-form-urlencoded`), decoded: `+` is a space, `%XX`
+/// a byte. `None` when absent or not UTF-8 once decoded.
+pub(crate) fn form_value(form: &str, name: &str) -> Option<String> {
+    let raw = form.split('&').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))?;
+    let b = raw.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |j: usize| b.get(j).and_then(|c| (*c as char).to_digit(16));
+        match (b[i], hex(i + 1), hex(i + 2)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+            (b'+', ..) => out.push(b' '),
+            (c, ..) => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}

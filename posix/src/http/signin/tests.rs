@@ -1,0 +1,97 @@
+//! The sign-in's rules as tables.
+
+use super::rules::{credential, form_value, next, secure, to_signin, Credential};
+use crate::http::auth::Reject;
+use crate::http::decide::Target;
+
+#[test]
+fn the_cookie_opens_the_status_pages_only() {
+    use Credential::{Cookie, Header};
+    // (method, target, Authorization sent, taken by)
+    #[cfg_attr(not(feature = "consent"), allow(unused_mut))]
+    let mut table = vec![
+        ("GET", Target::Status, false, Cookie),
+        ("HEAD", Target::Status, false, Header),
+        ("GET", Target::Status, true, Header),
+        ("POST", Target::Status, false, Header),
+        ("POST", Target::Mcp, false, Header),
+        ("GET", Target::Mcp, false, Header),
+        ("DELETE", Target::Mcp, false, Header),
+        ("GET", Target::Metrics, false, Header),
+        ("GET", Target::Sse, false, Header),
+        ("POST", Target::Messages, false, Header),
+    ];
+    #[cfg(feature = "consent")]
+    table.extend([("GET", Target::Approvals, false, Cookie), ("POST", Target::Approvals, false, Header), ("GET", Target::Approval(1), false, Header)]);
+    for (method, target, authorization, by) in table {
+        assert_eq!(credential(method, target, authorization), by, "{method} {target:?} authorization={authorization}");
+    }
+}
+
+#[test]
+fn next_is_a_status_page_of_this_origin() {
+    // (asked, where the sign-in leads)
+    let table = [
+        (Some("/status"), "/status"),
+        (Some("/approvals"), "/approvals"),
+        (None, "/status"),
+        (Some(""), "/status"),
+        (Some("//evil.example/status"), "/status"),
+        (Some("http://evil.example/status"), "/status"),
+        (Some("https://evil.example"), "/status"),
+        (Some("/status/../mcp"), "/status"),
+        (Some("/statusx"), "/status"),
+        (Some("/mcp"), "/status"),
+        (Some("/\\evil.example"), "/status"),
+        (Some("/status?format=json"), "/status"),
+    ];
+    for (asked, to) in table {
+        assert_eq!(next(asked), to, "{asked:?}");
+    }
+}
+
+#[test]
+fn a_browser_refused_a_status_page_is_sent_to_the_form() {
+    let unauthorized = Reject::Unauthorized { invalid: false, why: "x".into() };
+    let throttled = Reject::Throttled { retry_after_s: 3, why: "x".into() };
+    let unavailable = Reject::Unavailable("x".into());
+    // (refusal, method, target, prefers HTML, to the form)
+    let table = [
+        (&unauthorized, "GET", Target::Status, true, true),
+        (&unauthorized, "GET", Target::Status, false, false),
+        (&unauthorized, "POST", Target::Status, true, false),
+        (&unauthorized, "GET", Target::Mcp, true, false),
+        (&unauthorized, "GET", Target::Metrics, true, false),
+        (&throttled, "GET", Target::Status, true, false),
+        (&unavailable, "GET", Target::Status, true, false),
+    ];
+    for (r, method, target, html, sent) in table {
+        assert_eq!(to_signin(r, method, target, html), sent, "{r:?} {method} {target:?} html={html}");
+    }
+}
+
+#[test]
+fn the_cookie_is_secure_behind_https() {
+    let table = [(Some("https://hub.example.com"), true), (Some("HTTPS://hub.example.com"), true), (Some("http://127.0.0.1:8765"), false), (Some("null"), false), (Some("https://"), false), (None, false)];
+    for (origin, is) in table {
+        assert_eq!(secure(origin), is, "{origin:?}");
+    }
+}
+
+#[test]
+fn form_values_are_decoded() {
+    // (form, name, value)
+    let table = [
+        ("token=abc&next=%2Fstatus", "next", Some("/status")),
+        ("token=a%2Bb%3D%3D+c&next=x", "token", Some("a+b== c")),
+        ("xtoken=1&token=2", "token", Some("2")),
+        ("token=", "token", Some("")),
+        ("next=/approvals", "token", None),
+        ("token=%zz%4", "token", Some("%zz%4")),
+        ("token=%C3%A9", "token", Some("é")),
+        ("token=%FF", "token", None),
+    ];
+    for (form, name, value) in table {
+        assert_eq!(form_value(form, name).as_deref(), value, "{form} {name}");
+    }
+}
