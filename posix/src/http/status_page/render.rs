@@ -164,7 +164,7 @@ fn server(u: &Value) -> String {
         None => String::new(),
     };
     let (error, tail) = match u["lastError"].as_str() {
-        Some(e) => match e.split_once("; stderr: ") {
+        Some(e) => match e.split_once(crate::servers::stderr::SEPARATOR) {
             Some((e, tail)) => (Some(e), Some(tail)),
             None => (Some(e), None),
         },

@@ -3,6 +3,7 @@
 //! its catalog kept), or did not come up when a request woke it.
 
 use super::super::{Level, Next, UpstreamId};
+use crate::servers::stderr;
 use super::{Effect, State, Upstream, Upstreams};
 
 impl Upstreams {
@@ -20,8 +21,8 @@ impl Upstreams {
             // A start asked for by a request did not come up.
             return vec![Effect::WakeFailed(u, reason.to_string())];
         }
-        let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
-        let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
+        let tail = stderr::excerpt(stderr_tail, 500);
+        let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}{}{tail}", stderr::SEPARATOR) };
         let mut fx = vec![Effect::WakeFailed(u, reason.to_string()), Effect::Log(Level::Warn, format!("server '{}' exited: {err}", up.spec.name))];
         up.last_error = Some(err);
         fx.push(up.gone(u, reason));
