@@ -1161,7 +1161,7 @@ impl Hub {
 
     /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).
     pub fn metrics_text(&mut self, sessions: usize, connections: usize) -> Option<String> {
-        let ups = self.ups.iter().map(|u| (u.spec.name.as_str(), u.is_ready(), u64::from(u.starts.saturating_sub(1))));
+        let ups = self.ups.iter().map(|u| (u.spec.name.as_str(), u.is_ready(), u64::from(u.restarts)));
         let queues = [("pending", self.pending.len()), ("output", self.out.len())];
         self.policy.metrics_text(ups, sessions, connections, &queues)
     }

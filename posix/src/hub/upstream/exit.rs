@@ -13,6 +13,13 @@ impl Upstreams {
     /// what it had in flight was answered.
     pub(in crate::hub) fn on_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now: u64) -> Vec<Effect> {
         let Some(up) = self.0.get_mut(u).filter(|up| !matches!(up.state, State::Removed | State::Replacing)) else { return Vec::new() };
+        // The loop tries again: the restart its log tells of, even for a
+        // process that never came up (a missing command); never a stop
+        // for being idle.
+        let idle = matches!(up.state, State::Asleep { stopping: true });
+        if !idle && matches!(next, Next::Now | Next::After(_)) {
+            up.restarts += 1;
+        }
         if let State::Asleep { stopping } = &mut up.state {
             if std::mem::take(stopping) {
                 // Stopped for being idle: what it offered stays known.

@@ -52,7 +52,7 @@ impl Upstreams {
                     "era": match u.era_cache { Some(Era::Modern) => "modern", Some(Era::Legacy) => "legacy", None => "unknown" },
                     "serverInfo": u.info,
                     "starts": u.starts,
-                    "restarts": u.starts.saturating_sub(1),
+                    "restarts": u.restarts,
                     "lastError": u.last_error,
                     "retryInMs": match u.state { State::Down { retry_at_ms: Some(at) } => Some(at.saturating_sub(now)), _ => None },
                     "gaveUpAfter": match u.state { State::GaveUp { attempts } => Some(attempts), _ => None },
