@@ -1044,7 +1044,7 @@ impl Hub {
     pub fn status(&self) -> serde_json::Value {
         let starts = &self.starts;
         let mut v = json!({
-            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u)),
+            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| (starts.template_of(u), starts.owner_name(u, &self.clients))),
             "clients": self.clients.status(|c| self.listens.count(c)),
             "pending": self.pending.len(),
             "relays": self.relays.len(),

@@ -37,13 +37,15 @@ impl Upstreams {
     }
 
     /// One status row per configured server (what it offers counted in
-    /// `catalog`; `template`: the server a slot is an instance of).
-    pub(in crate::hub) fn status(&self, now: u64, catalog: &Catalog, template: impl Fn(UpstreamId) -> Option<UpstreamId>) -> Vec<Value> {
+    /// `catalog`; `instance`: the server a slot is an instance of, and the
+    /// principal it runs for).
+    pub(in crate::hub) fn status<'a>(&self, now: u64, catalog: &Catalog, instance: impl Fn(UpstreamId) -> (Option<UpstreamId>, Option<&'a str>)) -> Vec<Value> {
         self.0
             .iter()
             .enumerate()
             .filter(|(_, u)| !u.is_removed())
             .map(|(i, u)| {
+                let (template, owner) = instance(i);
                 json!({
                     "name": u.spec.name,
                     "prefix": u.spec.prefix,
@@ -62,7 +64,8 @@ impl Upstreams {
                     "resources": catalog.count(i, Kind::Resources),
                     "resourceTemplates": catalog.count(i, Kind::Templates),
                     "prompts": catalog.count(i, Kind::Prompts),
-                    "instanceOf": template(i),
+                    "instanceOf": template,
+                    "owner": owner,
                 })
             })
             .collect()
