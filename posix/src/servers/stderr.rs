@@ -39,7 +39,9 @@ fn cut_front(line: &str, max: usize) -> String {
     format!("…{}", end.trim_start())
 }
 
-/// A last error on one line: its reason, and the last line of its stderr.
+/// A last error on one line: its reason, and the last line of its stderr
+/// (`mcpx status`).
+#[cfg(feature = "cli")]
 pub fn headline(last_error: &str) -> String {
     let (reason, tail) = last_error.split_once(SEPARATOR).unwrap_or((last_error, ""));
     let reason = reason.lines().next().unwrap_or("");
@@ -77,6 +79,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "cli")]
     #[test]
     fn the_headline_is_the_reason_and_the_last_line() {
         let err = format!("exited with status 1{SEPARATOR}{}", excerpt(TRACEBACK, 500));
