@@ -217,7 +217,9 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     let who = match principal(sh, conn, req, target).await {
         Ok(p) => p,
         #[cfg(feature = "signin")]
-        Err(r) if signin::rules::to_signin(&r, req.method(), target, prefers_html(req)) => return signin::redirect(conn, target).await,
+        Err(r) if signin::rules::to_signin(&r, req.method(), target, req.headers_present("authorization"), prefers_html(req)) => {
+            return signin::redirect(conn, target).await;
+        }
         Err(r) => return sh.auth.refuse(conn, &r).await,
     };
     // A session another replica holds: served there (issue 16).

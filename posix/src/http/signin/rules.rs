@@ -43,10 +43,11 @@ pub(crate) fn next(asked: Option<&str>) -> &'static str {
 
 /// Is a refused request sent to the sign-in form (303) instead of the
 /// 401 JSON? A browser's GET of a page (`html`: it prefers HTML) that the
-/// cookie opens, refused for want of credentials; not a throttled one nor
-/// one the authorization server could not check.
-pub(crate) fn to_signin(r: &Reject, method: &str, target: Target, html: bool) -> bool {
-    matches!(r, Reject::Unauthorized { .. }) && html && credential(method, target, false) == Credential::Cookie
+/// cookie opens, refused for want of credentials; not one that sent
+/// `Authorization` (a program's), nor a throttled one or one the
+/// authorization server could not check.
+pub(crate) fn to_signin(r: &Reject, method: &str, target: Target, authorization: bool, html: bool) -> bool {
+    matches!(r, Reject::Unauthorized { .. }) && html && credential(method, target, authorization) == Credential::Cookie
 }
 
 /// Did the browser reach the listener over https (a proxy in front):

@@ -55,18 +55,19 @@ fn a_browser_refused_a_status_page_is_sent_to_the_form() {
     let unauthorized = Reject::Unauthorized { invalid: false, why: "x".into() };
     let throttled = Reject::Throttled { retry_after_s: 3, why: "x".into() };
     let unavailable = Reject::Unavailable("x".into());
-    // (refusal, method, target, prefers HTML, to the form)
+    // (refusal, method, target, Authorization sent, prefers HTML, to the form)
     let table = [
-        (&unauthorized, "GET", Target::Status, true, true),
-        (&unauthorized, "GET", Target::Status, false, false),
-        (&unauthorized, "POST", Target::Status, true, false),
-        (&unauthorized, "GET", Target::Mcp, true, false),
-        (&unauthorized, "GET", Target::Metrics, true, false),
-        (&throttled, "GET", Target::Status, true, false),
-        (&unavailable, "GET", Target::Status, true, false),
+        (&unauthorized, "GET", Target::Status, false, true, true),
+        (&unauthorized, "GET", Target::Status, false, false, false),
+        (&unauthorized, "GET", Target::Status, true, true, false),
+        (&unauthorized, "POST", Target::Status, false, true, false),
+        (&unauthorized, "GET", Target::Mcp, false, true, false),
+        (&unauthorized, "GET", Target::Metrics, false, true, false),
+        (&throttled, "GET", Target::Status, false, true, false),
+        (&unavailable, "GET", Target::Status, false, true, false),
     ];
-    for (r, method, target, html, sent) in table {
-        assert_eq!(to_signin(r, method, target, html), sent, "{r:?} {method} {target:?} html={html}");
+    for (r, method, target, authorization, html, sent) in table {
+        assert_eq!(to_signin(r, method, target, authorization, html), sent, "{r:?} {method} {target:?} authorization={authorization} html={html}");
     }
 }
 
