@@ -169,8 +169,12 @@ fn the_page_is_behind_the_origin_check_and_the_token() {
     let (_hub, server) = hub(&[("auth", json!({ "bearer": token }))]);
     let bearer = format!("Bearer {token}");
     let auth = [("Authorization", bearer.as_str()), ("Accept", BROWSER_ACCEPT)];
-    // Without the token: refused, and no server detail leaks.
+    // Without the token: refused, and no server detail leaks; a browser
+    // is sent to the sign-in form, a program gets the 401.
     let r = get(&server, "/status", &[("Accept", BROWSER_ACCEPT)]);
+    assert_eq!((r.status, r.header("location")), (303, Some("/signin?next=/status")), "{}", r.head);
+    assert!(!r.body.contains("crashy"), "{}", r.body);
+    let r = get(&server, "/status", &[]);
     assert_eq!(r.status, 401, "{}", r.head);
     assert!(!r.body.contains("crashy"), "{}", r.body);
     let r = get(&server, "/status?format=html", &[("Authorization", "Bearer wrong")]);
@@ -255,14 +259,13 @@ fn png_size(png: &[u8]) -> (u32, u32) {
 }
 
 /// Takes a `w`×`h` screenshot of `url` into `file` and checks it is a
-/// picture of that size with content: at least `min` bytes (a blank page
-/// compresses to ~1 KiB).
-fn screenshot(url: &str, file: &Path, (w, h): (u32, u32), min: usize) {
+/// picture of that size with content (a blank page compresses to ~1 KiB).
+fn screenshot(url: &str, file: &Path, (w, h): (u32, u32)) {
     let _ = std::fs::remove_file(file);
     headless(url, &[format!("--screenshot={}", file.display()), format!("--window-size={w},{h}")]);
     let png = std::fs::read(file).unwrap_or_else(|e| panic!("no screenshot at {}: {e}", file.display()));
     assert_eq!(png_size(&png), (w, h), "{}", file.display());
-    assert!(png.len() > min, "{} is {} bytes: an empty page?", file.display(), png.len());
+    assert!(png.len() > 20_000, "{} is {} bytes: an empty page?", file.display(), png.len());
 }
 
 /// The `<article>` of server `name` in the dumped DOM.
@@ -321,8 +324,8 @@ fn chromium_shows_the_healthy_and_the_crashing_server() {
 
     // Phone and desktop widths; kept under target/tmp to look at.
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    screenshot(&url, &dir.join("status-page-phone.png"), (412, 1400), 20_000);
-    screenshot(&url, &dir.join("status-page-desktop.png"), (1280, 900), 20_000);
+    screenshot(&url, &dir.join("status-page-phone.png"), (412, 1400));
+    screenshot(&url, &dir.join("status-page-desktop.png"), (1280, 900));
 }
 
 // covers: tools-human-in-loop-deny, tools-client-sec
@@ -370,7 +373,7 @@ fn a_call_waiting_for_approval_is_shown_by_chromium_and_decided_by_its_form() {
     assert!(dom.contains("<h2>demo / echo</h2>"), "{dom}");
     assert!(dom.contains("&lt;img src=x onerror=alert(1)&gt;") && !dom.contains("<img"), "{dom}");
     assert!(dom.contains(&format!("action=\"/approvals/{n}\"")), "{dom}");
-    screenshot(&format!("{base}{path}"), &dir.path().join("approval.png"), (412, 915), 20_000);
+    screenshot(&format!("{base}{path}"), &dir.path().join("approval.png"), (412, 915));
 
     // A wrong key decides nothing.
     let form = [("Content-Type", "application/x-www-form-urlencoded"), ("Origin", base.as_str())];
@@ -423,7 +426,7 @@ fn chromium_is_sent_to_the_sign_in_form_and_signs_in_with_a_token() {
     assert!(dom.contains("name=\"next\" value=\"/status\""), "{dom}");
     assert!(!dom.contains("crashy") && !dom.contains("<script"), "{dom}");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    screenshot(&url, &dir.join("signin-phone.png"), (412, 915), 8_000);
+    screenshot(&url, &dir.join("signin-phone.png"), (412, 915));
     // A person types alice's token and presses the button: the browser
     // posts the form, keeps the cookie, follows the 303 to /status.
     let page = click(&url, &[("#token", ALICE)], "button[type=submit]");
@@ -431,7 +434,7 @@ fn chromium_is_sent_to_the_sign_in_form_and_signs_in_with_a_token() {
     assert!(page.contains("data-name=\"demo\" data-state=\"ready\""), "{page}");
     // Bob's token is good for MCP, not for these pages.
     let page = click(&url, &[("#token", BOB)], "button[type=submit]");
-    assert!(page.contains("Principal &#39;bob&#39; may not open the status pages"), "{page}");
+    assert!(page.contains("Principal 'bob' may not open the status pages"), "{page}");
     assert!(!page.contains("data-name=\"demo\""), "{page}");
 }
 
@@ -495,4 +498,107 @@ fn the_sign_in_cookie_opens_the_status_pages_only() {
     let r = request(&server, "POST", "/signout", &[("Cookie", &cookie)], "");
     assert_eq!((r.status, r.header("location")), (303, Some("/signin")), "{}", r.head);
     assert!(r.header("set-cookie").unwrap().starts_with("mcpx_session=; ") && r.header("set-cookie").unwrap().contains("Max-Age=0"), "{}", r.head);
+}
+
+// ------------------------------------------------------------------ views by principal
+
+/// Opens a session as the principal of `token`, calling itself `name`, and
+/// sends `notifications/initialized`; its headers for what follows.
+fn session_as(server: &HttpServer, token: &str, name: &str) -> Vec<(String, String)> {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}});
+    let mut h = vec![
+        ("Authorization".to_string(), format!("Bearer {token}")),
+        ("Accept".into(), "application/json, text/event-stream".into()),
+        ("Content-Type".into(), "application/json".into()),
+    ];
+    let post = |h: &[(String, String)], body: &Value| {
+        let h: Vec<(&str, &str)> = h.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        request(server, "POST", "/mcp", &h, &body.to_string())
+    };
+    let r = post(&h, &init);
+    assert_eq!(r.status, 200, "{}\n{}", r.head, r.body);
+    h.push(("Mcp-Session-Id".into(), r.header("mcp-session-id").unwrap().to_string()));
+    h.push(("MCP-Protocol-Version".into(), "2025-06-18".into()));
+    let r = post(&h, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(r.status, 202, "{}", r.head);
+    h
+}
+
+#[test]
+fn client_names_and_instance_owners_are_shown_by_principal() {
+    let notes = example_server_cmd("notes");
+    let tokens = json!({ "alice": "alice-t", "bob": "bob-t", "ops": "ops-t" });
+    let hub = HubConfig::new()
+        .remote("notes", json!({ "command": notes.program, "args": notes.args, "isolation": "client" }))
+        .set("auth", json!({ "tokens": tokens }))
+        .set("http", json!({ "statusPrincipals": ["ops"] }))
+        .write();
+    let server = hub.serve_http();
+    let alice = session_as(&server, "alice-t", "alice-laptop");
+    let _bob = session_as(&server, "bob-t", "bob-phone");
+    // Alice's call starts her instance of notes.
+    let h: Vec<(&str, &str)> = alice.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "notes__echo", "arguments": {"text": "hi"}}});
+    let r = request(&server, "POST", "/mcp", &h, &call.to_string());
+    assert!(r.status == 200 && r.body.contains("hi"), "{}\n{}", r.head, r.body);
+    let view = |token: &str| {
+        let v = get(&server, "/status", &[("Authorization", &format!("Bearer {token}"))]).json();
+        let names: Vec<String> = v["clients"].as_array().unwrap().iter().filter_map(|c| c["clientInfo"]["name"].as_str().map(String::from)).collect();
+        let instances: Vec<Value> = v["upstreams"].as_array().unwrap().iter().filter(|u| !u["instanceOf"].is_null()).cloned().collect();
+        assert_eq!(v["clients"].as_array().unwrap().len(), 2, "every session is listed: {v:#}");
+        assert_eq!(instances.len(), 1, "{v:#}");
+        (names, instances[0].get("owner").cloned())
+    };
+    // (viewer, client names seen, instance owner seen)
+    let table = [
+        ("alice-t", vec!["alice-laptop"], Some(json!("alice"))),
+        ("bob-t", vec!["bob-phone"], None),
+        ("ops-t", vec![], Some(json!("alice"))),
+    ];
+    for (token, names, owner) in table {
+        assert_eq!(view(token), (names.into_iter().map(String::from).collect(), owner), "as {token}");
+    }
+}
+
+#[test]
+fn mcpx_status_shows_the_line_that_explains_an_exit_and_restarts_without_a_start() {
+    // A traceback longer than the hub keeps, ending in the line that says why.
+    let frames: String = (0..40).map(|i| format!("  File \"/srv/app/module_{i:02}.py\", line {i}, in handler_{i:02}\\n")).collect();
+    let script = format!("printf 'Traceback (most recent call last):\\n{frames}AttributeError: '\\''NoneType'\\'' object has no attribute '\\''load'\\''\\n' >&2; exit 1");
+    let hub = HubConfig::new()
+        .upstream(Upstream { name: "broken".into(), cmd: Cmd::new("/bin/sh", &["-c", &script]) })
+        .upstream(Upstream { name: "missing".into(), cmd: Cmd::new("/nonexistent/mcpx-test-server", &[]) })
+        .set("auth", json!({ "bearer": "t" }))
+        .write();
+    let server = hub.serve_http();
+    let auth = [("Authorization", "Bearer t")];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let v = loop {
+        let v = get(&server, "/status", &auth).json();
+        let (broken, missing) = (upstream(&v, "broken"), upstream(&v, "missing"));
+        if broken["lastError"].is_string() && missing["restarts"].as_u64() >= Some(3) {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "no restarts in 30 s: {v:#}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // Never started, yet restarted as often as the loop tried again.
+    let missing = upstream(&v, "missing");
+    assert_eq!(missing["starts"], 0, "{missing:#}");
+    // The kept stderr starts at a line and ends with the explaining one.
+    let err = upstream(&v, "broken")["lastError"].as_str().unwrap().to_string();
+    let (reason, tail) = err.split_once("; stderr: ").unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(reason, "exited with status 1");
+    assert!(tail.starts_with("  File \"/srv/app/module_") && tail.chars().count() <= 500, "{tail}");
+    assert!(tail.ends_with("AttributeError: 'NoneType' object has no attribute 'load'"), "{tail}");
+    // mcpx status: that line on the server's row.
+    let argv = [mcpx().to_string_lossy().into_owned(), "status".into(), "--url".into(), server.url.clone(), "--token".into(), "t".into()];
+    let r = run_argv(&argv, Duration::from_secs(30));
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let row = r.stdout.lines().find(|l| l.starts_with("broken ")).unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(row.ends_with("exited with status 1: AttributeError: 'NoneType' object has no attribute 'load'"), "{row}");
+    let row = r.stdout.lines().find(|l| l.starts_with("missing ")).unwrap_or_else(|| panic!("{}", r.stdout));
+    let restarts: u64 = row.split_whitespace().nth(4).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{row}"));
+    assert!(restarts >= 3, "{row}");
 }
