@@ -173,6 +173,15 @@ fn environment_and_restart_keys() {
 }
 
 #[test]
+fn status_principals() {
+    let c = ok(r#"{"mcpServers": {}, "http": {"statusPrincipals": ["alice", "ops-*"]}}"#);
+    assert_eq!(c.http.status_principals, ["alice", "ops-*"]);
+    assert!(ok(r#"{"mcpServers": {}}"#).http.status_principals.is_empty(), "none by default: nobody signs in");
+    let e = err(r#"{"mcpServers": {}, "http": {"statusPrincipals": "alice"}}"#);
+    assert!(e.contains("http.statusPrincipals"), "{e}");
+}
+
+#[test]
 fn expansion() {
     assert_eq!(expand("a ${TOKEN} b", &env).unwrap(), "a t0k b");
     assert_eq!(expand("$${TOKEN}", &env).unwrap(), "${TOKEN}");

@@ -106,7 +106,8 @@
 //!    hub output, and the listener's state (`Shared`, `State`);
 //! 5. `session_dir`: sessions in the shared directory, requests passed to
 //!    the replica that holds their session, sessions taken over;
-//! 6. `status_page`, then `routes`: the endpoints;
+//! 6. `status_page`, `signin` (the status pages' sign-in), then `routes`:
+//!    the endpoints;
 //! 7. `cluster_hop`: requests another replica passed on, served by `routes`;
 //! 8. `listener`: the accept loop, each connection's requests in turn, and
 //!    the checks every request passes before `routes`.
