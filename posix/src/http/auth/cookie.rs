@@ -111,6 +111,9 @@ mod tests {
 
     const NOW: u64 = 1_800_000_000;
 
+    /// What a value opens to, in the tables.
+    type Opened = Result<&'static [u8], CookieError>;
+
     #[test]
     fn a_sealed_cookie_opens_until_it_ends() {
         let k = CookieKey::derive(&[7; 32]);
@@ -122,7 +125,7 @@ mod tests {
         let alice_mac = rest.split_once('.').unwrap().1;
         let bob_who = bob.split('.').nth(1).unwrap();
         // (value, at, opened)
-        let table: [(String, u64, Result<&[u8], CookieError>); 10] = [
+        let table: [(String, u64, Opened); 10] = [
             (v.clone(), NOW, Ok(b"token:alice")),
             (v.clone(), NOW + 59, Ok(b"token:alice")),
             (v.clone(), NOW + 60, Err(CookieError::Expired)),
