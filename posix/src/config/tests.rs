@@ -172,6 +172,7 @@ fn environment_and_restart_keys() {
     assert!(e.contains("mcpServers.r.inheritEnv: \"inheritEnv\" is for local servers"), "{e}");
 }
 
+#[cfg(feature = "signin")]
 #[test]
 fn status_principals() {
     let c = ok(r#"{"mcpServers": {}, "http": {"statusPrincipals": ["alice", "ops-*"]}}"#);

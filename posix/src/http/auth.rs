@@ -43,6 +43,7 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::frame::http::trim_ows;
+#[cfg(feature = "signin")]
 use mcpx_core::names::glob_match;
 
 use super::conn::Conn;
@@ -78,6 +79,7 @@ impl Principal {
 
 /// Has `who` the status role: does its name (`token:alice` is `alice`, as
 /// in `policy.approvals.approvers`) match one of `http.statusPrincipals`?
+#[cfg(feature = "signin")]
 pub(crate) fn status_role(patterns: &[String], who: &Principal) -> bool {
     let name = crate::hub::principal_name(who.bytes());
     patterns.iter().any(|p| glob_match(p, name))

@@ -214,7 +214,11 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     if matches!(target, Target::SignIn | Target::SignOut) {
         return signin::serve(sh, conn, req, target).await;
     }
-    let who = match principal(sh, conn, req, target).await {
+    let who = match signed_in(sh, req, target) {
+        Some(r) => r,
+        None => sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await,
+    };
+    let who = match who {
         Ok(p) => p,
         #[cfg(feature = "signin")]
         Err(r) if signin::rules::to_signin(&r, req.method(), target, req.headers_present("authorization"), prefers_html(req)) => {
@@ -232,15 +236,15 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     routes::serve(sh, conn, req, target, &who).await
 }
 
-/// Who sent a request to `target`: its `Authorization`, or where it counts
-/// (`signin::rules::credential`) its sign-in cookie.
-async fn principal(sh: &Shared, conn: &Conn, req: &Request, target: Target) -> Result<Principal, Reject> {
+/// Who sent a request to `target` by its sign-in cookie, where that is
+/// what counts (`signin::rules::credential`); `None`: by `Authorization`.
+fn signed_in(sh: &Shared, req: &Request, target: Target) -> Option<Result<Principal, Reject>> {
     #[cfg(feature = "signin")]
     if signin::rules::credential(req.method(), target, req.headers_present("authorization")) == signin::rules::Credential::Cookie {
-        return sh.auth.signed_in(req.all("cookie"), unix_now());
+        return Some(sh.auth.signed_in(req.all("cookie"), unix_now()));
     }
-    let _ = target;
-    sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await
+    let _ = (sh, req, target);
+    None
 }
 
 /// Does the request prefer an HTML page (a browser's navigation)?

@@ -181,7 +181,8 @@ pub struct HttpConfig {
     /// cluster, the hop's path is not served.
     pub hop: Option<cluster_hop::HopConfig>,
     /// `http.statusPrincipals`: the principals with the status role (they
-    /// may sign in, `signin`, and see whose each isolated instance is).
+    /// may sign in and see whose each isolated instance is).
+    #[cfg(feature = "signin")]
     pub status_principals: Vec<String>,
     /// The key replicas share (`state.keyFile`), which sign-in cookies are
     /// sealed under so that one works on every replica; `None`: a key of
@@ -204,6 +205,7 @@ impl HttpConfig {
             legacy_sse: true,
             limits: Limits::default(),
             hop: None,
+            #[cfg(feature = "signin")]
             status_principals: Vec::new(),
             #[cfg(feature = "signin")]
             shared_key: None,

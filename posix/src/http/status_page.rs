@@ -10,15 +10,17 @@
 //! A client's `clientInfo` (what it calls itself) is shown only to the
 //! principal that owns its session; every other principal sees that it is
 //! there, its revision and state, but not its name ([`hide_others`]).
-//! Whose an isolated server's instance is (`owner`) is shown to that
-//! principal and to those with the status role, `http.statusPrincipals`
-//! ([`hide_owners`]).
+//! Whose an isolated server's instance is (`owner`, feature `signin`) is
+//! shown to that principal and to those with the status role,
+//! `http.statusPrincipals` ([`hide_owners`]).
 
 pub(crate) mod render;
 
 use serde_json::{json, Value};
 
-use super::auth::{status_role, Principal};
+#[cfg(feature = "signin")]
+use super::auth::status_role;
+use super::auth::Principal;
 use super::conn::Conn;
 use super::request::Request;
 use super::session::Shared;
@@ -131,6 +133,7 @@ fn hide_others(status: &mut Value, own: impl Fn(u64) -> bool) {
 
 /// Removes `owner` from each instance of `status.upstreams` whose owner's
 /// name `sees` says the viewer may not see.
+#[cfg(feature = "signin")]
 fn hide_owners(status: &mut Value, sees: impl Fn(&str) -> bool) {
     let Some(ups) = status.get_mut("upstreams").and_then(Value::as_array_mut) else { return };
     for u in ups {
@@ -150,8 +153,11 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
     // The runtime's clock counts from mcpx's start: `now` is its uptime.
     let (mut hub, uptime_ms) = sh.link.call(|hub, now| (hub.status(), now));
     hide_others(&mut hub, |c| own.contains(&c));
-    let (me, role) = (crate::hub::principal_name(who.bytes()), status_role(&sh.cfg.status_principals, who));
-    hide_owners(&mut hub, |owner| role || owner == me);
+    #[cfg(feature = "signin")]
+    {
+        let (me, role) = (crate::hub::principal_name(who.bytes()), status_role(&sh.cfg.status_principals, who));
+        hide_owners(&mut hub, |owner| role || owner == me);
+    }
     let http = {
         let st = sh.state.borrow();
         json!({
@@ -273,6 +279,7 @@ mod tests {
 
     /// An instance's owner is shown to that principal and to the status
     /// role only; the instance itself to everyone.
+    #[cfg(feature = "signin")]
     #[test]
     fn instance_owners_are_shown_to_themselves_and_the_status_role() {
         let status = json!({"upstreams": [

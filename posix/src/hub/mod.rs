@@ -167,6 +167,7 @@ pub use tasks::{TaskOptions, TASK_STATE_MAX};
 pub use wire::batch_array;
 #[cfg(test)]
 pub(crate) use upward::modern_headers;
+#[cfg(feature = "signin")]
 pub(crate) use policy::principal_name;
 
 /// The `_meta` key of an `initialize` result naming the servers that are
@@ -1044,7 +1045,8 @@ impl Hub {
     pub fn status(&self) -> serde_json::Value {
         let starts = &self.starts;
         let mut v = json!({
-            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| (starts.template_of(u), starts.owner_name(u, &self.clients))),
+            // Whose an instance is: the status role's view (feature `signin`).
+            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| (starts.template_of(u), cfg!(feature = "signin").then(|| starts.owner_name(u, &self.clients)).flatten())),
             "clients": self.clients.status(|c| self.listens.count(c)),
             "pending": self.pending.len(),
             "relays": self.relays.len(),

@@ -163,7 +163,7 @@ fn server(u: &Value) -> String {
         Some(name) => format!("<dt>server</dt><dd>{} {}</dd>", Esc(name), Esc(text(&info["version"]))),
         None => String::new(),
     };
-    if let Some(owner) = u["owner"].as_str() {
+    if let Some(owner) = u["owner"].as_str().filter(|_| cfg!(feature = "signin")) {
         info.push_str(&format!("<dt>runs for</dt><dd class=\"owner\">{}</dd>", Esc(owner)));
     }
     let (error, tail) = match u["lastError"].as_str() {
