@@ -2,10 +2,12 @@
 // Clicks an element of a page in headless Chromium, as a person would, and
 // prints the page the click led to.
 //
-//   node cdp_click.mjs CHROMIUM PROFILE_DIR URL SELECTOR
+//   node cdp_click.mjs CHROMIUM PROFILE_DIR URL SELECTOR [FIELD TEXT]...
 //
 // Starts CHROMIUM headless with the DevTools protocol on a free port,
-// opens URL, presses and releases the mouse at the centre of the first
+// opens URL, types each TEXT into the element FIELD matches (focused, then
+// Input.insertText: as a person types, no page script), presses and
+// releases the mouse at the centre of the first
 // element SELECTOR matches (Input.dispatchMouseEvent: the browser itself
 // submits the form, with its own headers), waits for the next page to load
 // and prints its HTML on stdout. Exit 0 on success, 1 on any failure (what
@@ -13,9 +15,9 @@
 
 import { spawn } from "node:child_process";
 
-const [chromium, profile, url, selector] = process.argv.slice(2);
-if (!selector) {
-  process.stderr.write("usage: cdp_click.mjs CHROMIUM PROFILE_DIR URL SELECTOR\n");
+const [chromium, profile, url, selector, ...typed] = process.argv.slice(2);
+if (!selector || typed.length % 2) {
+  process.stderr.write("usage: cdp_click.mjs CHROMIUM PROFILE_DIR URL SELECTOR [FIELD TEXT]...\n");
   process.exit(2);
 }
 const fail = (why) => {
@@ -84,6 +86,12 @@ try {
   await s("Page.navigate", { url });
   await loaded;
   const { root } = await s("DOM.getDocument");
+  for (let i = 0; i < typed.length; i += 2) {
+    const field = await s("DOM.querySelector", { nodeId: root.nodeId, selector: typed[i] });
+    if (!field.nodeId) fail(`no element matches ${typed[i]}`);
+    await s("DOM.focus", { nodeId: field.nodeId });
+    await s("Input.insertText", { text: typed[i + 1] });
+  }
   const { nodeId } = await s("DOM.querySelector", { nodeId: root.nodeId, selector });
   if (!nodeId) fail(`no element matches ${selector}`);
   await s("DOM.scrollIntoViewIfNeeded", { nodeId });

@@ -84,11 +84,12 @@ fn crashing(name: &str) -> Upstream {
     Upstream { name: name.into(), cmd: Cmd::new("/bin/sh", &["-c", &script]) }
 }
 
-/// `demo` (healthy) and `crashy` (exits at once), served over HTTP.
-fn hub(extra: Option<(&str, Value)>) -> (Hub, HttpServer) {
+/// `demo` (healthy) and `crashy` (exits at once), served over HTTP, with
+/// these top-level config keys.
+fn hub(extra: &[(&str, Value)]) -> (Hub, HttpServer) {
     let mut cfg = HubConfig::new().upstream(example_server("demo")).upstream(crashing("crashy"));
-    if let Some((k, v)) = extra {
-        cfg = cfg.set(k, v);
+    for (k, v) in extra {
+        cfg = cfg.set(k, v.clone());
     }
     let hub = cfg.write();
     let server = hub.serve_http();
@@ -122,7 +123,7 @@ fn settled(server: &HttpServer, headers: &[(&str, &str)]) -> Value {
 
 #[test]
 fn programs_get_json_and_browsers_html() {
-    let (_hub, server) = hub(None);
+    let (_hub, server) = hub(&[]);
     let v = settled(&server, &[]);
     // curl and scripts: JSON, as before, now with uptime, build and refusals.
     for accept in [None, Some("*/*"), Some("application/json")] {
@@ -165,11 +166,15 @@ fn programs_get_json_and_browsers_html() {
 #[test]
 fn the_page_is_behind_the_origin_check_and_the_token() {
     let token = "status-page-token";
-    let (_hub, server) = hub(Some(("auth", json!({ "bearer": token }))));
+    let (_hub, server) = hub(&[("auth", json!({ "bearer": token }))]);
     let bearer = format!("Bearer {token}");
     let auth = [("Authorization", bearer.as_str()), ("Accept", BROWSER_ACCEPT)];
-    // Without the token: refused, and no server detail leaks.
+    // Without the token: refused, and no server detail leaks; a browser
+    // is sent to the sign-in form, a program gets the 401.
     let r = get(&server, "/status", &[("Accept", BROWSER_ACCEPT)]);
+    assert_eq!((r.status, r.header("location")), (303, Some("/signin?next=/status")), "{}", r.head);
+    assert!(!r.body.contains("crashy"), "{}", r.body);
+    let r = get(&server, "/status", &[]);
     assert_eq!(r.status, 401, "{}", r.head);
     assert!(!r.body.contains("crashy"), "{}", r.body);
     let r = get(&server, "/status?format=html", &[("Authorization", "Bearer wrong")]);
@@ -227,12 +232,12 @@ fn headless(url: &str, args: &[String]) -> String {
     r.stdout
 }
 
-/// Clicks the element `selector` of the page at `url` in headless Chromium
-/// (tests/drivers/cdp_click.mjs, over the DevTools protocol) and returns
-/// the page the click led to.
-fn click(url: &str, selector: &str) -> String {
+/// Types each (field, text) of `typed` into the page at `url` in headless
+/// Chromium, then clicks the element `selector` (tests/drivers/cdp_click.mjs,
+/// over the DevTools protocol) and returns the page the click led to.
+fn click(url: &str, typed: &[(&str, &str)], selector: &str) -> String {
     let profile = TempDir::new();
-    let argv = [
+    let mut argv = vec![
         node().to_string_lossy().into_owned(),
         driver("cdp_click.mjs").to_string_lossy().into_owned(),
         chromium().to_string_lossy().into_owned(),
@@ -240,6 +245,7 @@ fn click(url: &str, selector: &str) -> String {
         url.to_string(),
         selector.to_string(),
     ];
+    argv.extend(typed.iter().flat_map(|(f, t)| [f.to_string(), t.to_string()]));
     let r = run_argv(&argv, Duration::from_secs(90));
     assert!(!r.timed_out && r.code == Some(0), "the click failed ({:?}): {argv:?}\n{}", r.code, r.stderr);
     r.stdout
@@ -272,7 +278,7 @@ fn card<'a>(dom: &'a str, name: &str) -> &'a str {
 #[test]
 fn chromium_shows_the_healthy_and_the_crashing_server() {
     let _ = chromium(); // before anything starts: fail at once without it
-    let (_hub, server) = hub(None);
+    let (_hub, server) = hub(&[]);
     let status = settled(&server, &[]);
     let demo = upstream(&status, "demo");
     let tools = demo["tools"].as_u64().unwrap();
@@ -331,7 +337,7 @@ fn a_call_waiting_for_approval_is_shown_by_chromium_and_decided_by_its_form() {
     let hook = format!("printf '%s' \"$MCPX_APPROVAL_PATH\" > {}", told.display());
     let policy = json!({ "approve": [{ "tools": ["demo/echo"], "via": ["page"] }],
                          "approvals": { "notify": { "command": ["/bin/sh", "-c", hook] } } });
-    let (_hub, server) = hub(Some(("policy", policy)));
+    let (_hub, server) = hub(&[("policy", policy)]);
     let _ = settled(&server, &[]);
     let sid = open_session(&server, "2025-06-18");
     let headers = |sid: &str| {
@@ -375,11 +381,224 @@ fn a_call_waiting_for_approval_is_shown_by_chromium_and_decided_by_its_form() {
     let r = decide("00");
     assert_eq!(r.status, 404, "{}", r.body);
     // A person's click on Approve, in the browser: it posts the form itself.
-    let page = click(&format!("{base}{path}"), "button[value=approve]");
+    let page = click(&format!("{base}{path}"), &[], "button[value=approve]");
     assert!(page.contains("Approved: the call runs now."), "{page}");
     let answer = waiting.join().unwrap();
     assert!(answer.body.contains("<img src=x onerror=alert(1)>"), "the echo ran: {}", answer.body);
     // Once: the link is spent.
     let r = decide(key);
     assert_eq!(r.status, 404, "{}", r.body);
+}
+
+// ------------------------------------------------------------------ sign-in
+
+const ALICE: &str = "alice-status-token";
+const BOB: &str = "bob-mcp-only-token";
+
+/// The hub of [`hub`] behind named tokens for alice and bob; alice has the
+/// status role (`http.statusPrincipals`), bob does not.
+fn signed_hub() -> (Hub, HttpServer) {
+    hub(&[("auth", json!({ "tokens": { "alice": ALICE, "bob": BOB } })), ("http", json!({ "statusPrincipals": ["alice", "ops-*"] }))])
+}
+
+/// `POST /signin` with this form body.
+fn sign_in(server: &HttpServer, form: &str) -> Response {
+    request(server, "POST", "/signin", &[("Content-Type", "application/x-www-form-urlencoded")], form)
+}
+
+/// The `mcpx_session=...` pair of a sign-in's `Set-Cookie`.
+fn session_cookie(r: &Response) -> String {
+    let set = r.header("set-cookie").unwrap_or_else(|| panic!("no cookie: {}", r.head));
+    set.split(';').next().unwrap().to_string()
+}
+
+// covers: streamable-http-server-authenticate
+#[test]
+fn chromium_is_sent_to_the_sign_in_form_and_signs_in_with_a_token() {
+    let _ = chromium();
+    let (_hub, server) = signed_hub();
+    let _ = settled(&server, &[("Authorization", &format!("Bearer {ALICE}"))]);
+    let url = server.url.replace("/mcp", "/status");
+    // No credentials: the form, which comes back to /status.
+    let dom = headless(&url, &["--dump-dom".to_string()]);
+    assert!(dom.contains("<title>mcpx: sign in</title>"), "{dom}");
+    assert!(dom.contains("<form method=\"post\" action=\"/signin\">"), "{dom}");
+    assert!(dom.contains("name=\"next\" value=\"/status\""), "{dom}");
+    assert!(!dom.contains("crashy") && !dom.contains("<script"), "{dom}");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    screenshot(&url, &dir.join("signin-phone.png"), (412, 915));
+    // A person types alice's token and presses the button: the browser
+    // posts the form, keeps the cookie, follows the 303 to /status.
+    let page = click(&url, &[("#token", ALICE)], "button[type=submit]");
+    assert!(page.contains("<h1>mcpx status</h1>"), "{page}");
+    assert!(page.contains("data-name=\"demo\" data-state=\"ready\""), "{page}");
+    // Bob's token is good for MCP, not for these pages.
+    let page = click(&url, &[("#token", BOB)], "button[type=submit]");
+    assert!(page.contains("Principal 'bob' may not open the status pages"), "{page}");
+    assert!(!page.contains("data-name=\"demo\""), "{page}");
+}
+
+// covers: streamable-http-server-authenticate
+#[test]
+fn the_sign_in_cookie_opens_the_status_pages_only() {
+    let (_hub, server) = signed_hub();
+    let json = [("Accept", "application/json")];
+    // Wrong token, or one without the status role: no cookie.
+    let r = sign_in(&server, "token=nope&next=/status");
+    assert_eq!(r.status, 401, "{}", r.head);
+    assert!(r.header("set-cookie").is_none() && r.body.contains("That token is not valid."), "{}\n{}", r.head, r.body);
+    let r = sign_in(&server, &format!("token={BOB}"));
+    assert_eq!(r.status, 403, "{}", r.head);
+    assert!(r.header("set-cookie").is_none(), "{}", r.head);
+    // Alice's: a cookie (no token in it), and back to a page of this
+    // origin whatever next asked for.
+    for (next, to) in [("%2Fapprovals", "/approvals"), ("//evil.example/status", "/status"), ("http%3A%2F%2Fevil.example", "/status")] {
+        let r = sign_in(&server, &format!("token={ALICE}&next={next}"));
+        assert_eq!((r.status, r.header("location")), (303, Some(to)), "{}", r.head);
+    }
+    let r = sign_in(&server, &format!("token={ALICE}"));
+    let set = r.header("set-cookie").unwrap();
+    assert!(set.ends_with("; Path=/; HttpOnly; SameSite=Strict; Max-Age=28800"), "{set}");
+    assert!(!set.contains(ALICE), "{set}");
+    let cookie = session_cookie(&r);
+    let with = |extra: (&'static str, &'static str)| vec![("Cookie", cookie.as_str()), extra];
+    // It opens /status, as JSON and as the page.
+    let r = get(&server, "/status", &with(json[0]));
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(r.json()["upstreams"].is_array());
+    let r = get(&server, "/status", &with(("Accept", BROWSER_ACCEPT)));
+    assert!(r.status == 200 && r.body.contains("data-name=\"demo\""), "{}\n{}", r.head, r.body);
+    // Nothing else: /metrics, and the MCP endpoint, which stays bearer-only.
+    let r = get(&server, "/metrics", &with(json[0]));
+    assert_eq!(r.status, 401, "{}", r.head);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "cookie", "version": "1"}}});
+    let mcp = [("Cookie", cookie.as_str()), ("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json")];
+    let r = request(&server, "POST", "/mcp", &mcp, &init.to_string());
+    assert_eq!(r.status, 401, "{}", r.head);
+    // A cookie altered (another principal, a later end) is no credential:
+    // a browser is sent to the form, a program gets the 401.
+    let (exp, rest) = cookie["mcpx_session=".len()..].split_once('.').unwrap();
+    let forged = [
+        format!("mcpx_session={}.{rest}", exp.parse::<u64>().unwrap() + 3600),
+        format!("mcpx_session={exp}.dG9rZW46Ym9i.{}", rest.split_once('.').unwrap().1),
+        "mcpx_session=1.dG9rZW46YWxpY2U.AAAA".to_string(),
+    ];
+    for f in &forged {
+        let r = get(&server, "/status", &[("Cookie", f), ("Accept", BROWSER_ACCEPT)]);
+        assert_eq!((r.status, r.header("location")), (303, Some("/signin?next=/status")), "{f}: {}", r.head);
+        let r = get(&server, "/status", &[("Cookie", f)]);
+        assert_eq!(r.status, 401, "{f}: {}", r.head);
+    }
+    // Headers work as before, bob's included; a bearer header wins over a cookie.
+    let bob = format!("Bearer {BOB}");
+    assert_eq!(get(&server, "/status", &[("Authorization", &bob)]).status, 200);
+    assert_eq!(get(&server, "/status", &[("Authorization", "Bearer wrong"), ("Cookie", &cookie)]).status, 401);
+    // Signing out clears it.
+    let r = request(&server, "POST", "/signout", &[("Cookie", &cookie)], "");
+    assert_eq!((r.status, r.header("location")), (303, Some("/signin")), "{}", r.head);
+    assert!(r.header("set-cookie").unwrap().starts_with("mcpx_session=; ") && r.header("set-cookie").unwrap().contains("Max-Age=0"), "{}", r.head);
+}
+
+// ------------------------------------------------------------------ views by principal
+
+/// Opens a session as the principal of `token`, calling itself `name`, and
+/// sends `notifications/initialized`; its headers for what follows.
+fn session_as(server: &HttpServer, token: &str, name: &str) -> Vec<(String, String)> {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}});
+    let mut h = vec![
+        ("Authorization".to_string(), format!("Bearer {token}")),
+        ("Accept".into(), "application/json, text/event-stream".into()),
+        ("Content-Type".into(), "application/json".into()),
+    ];
+    let post = |h: &[(String, String)], body: &Value| {
+        let h: Vec<(&str, &str)> = h.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        request(server, "POST", "/mcp", &h, &body.to_string())
+    };
+    let r = post(&h, &init);
+    assert_eq!(r.status, 200, "{}\n{}", r.head, r.body);
+    h.push(("Mcp-Session-Id".into(), r.header("mcp-session-id").unwrap().to_string()));
+    h.push(("MCP-Protocol-Version".into(), "2025-06-18".into()));
+    let r = post(&h, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(r.status, 202, "{}", r.head);
+    h
+}
+
+#[test]
+fn client_names_and_instance_owners_are_shown_by_principal() {
+    let notes = example_server_cmd("notes");
+    let tokens = json!({ "alice": "alice-t", "bob": "bob-t", "ops": "ops-t" });
+    let hub = HubConfig::new()
+        .remote("notes", json!({ "command": notes.program, "args": notes.args, "isolation": "client" }))
+        .set("auth", json!({ "tokens": tokens }))
+        .set("http", json!({ "statusPrincipals": ["ops"] }))
+        .write();
+    let server = hub.serve_http();
+    let alice = session_as(&server, "alice-t", "alice-laptop");
+    let _bob = session_as(&server, "bob-t", "bob-phone");
+    // Alice's call starts her instance of notes.
+    let h: Vec<(&str, &str)> = alice.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "notes__echo", "arguments": {"text": "hi"}}});
+    let r = request(&server, "POST", "/mcp", &h, &call.to_string());
+    assert!(r.status == 200 && r.body.contains("hi"), "{}\n{}", r.head, r.body);
+    let view = |token: &str| {
+        let v = get(&server, "/status", &[("Authorization", &format!("Bearer {token}"))]).json();
+        let names: Vec<String> = v["clients"].as_array().unwrap().iter().filter_map(|c| c["clientInfo"]["name"].as_str().map(String::from)).collect();
+        let instances: Vec<Value> = v["upstreams"].as_array().unwrap().iter().filter(|u| !u["instanceOf"].is_null()).cloned().collect();
+        assert_eq!(v["clients"].as_array().unwrap().len(), 2, "every session is listed: {v:#}");
+        assert_eq!(instances.len(), 1, "{v:#}");
+        (names, instances[0].get("owner").cloned())
+    };
+    // (viewer, client names seen, instance owner seen)
+    let table = [
+        ("alice-t", vec!["alice-laptop"], Some(json!("alice"))),
+        ("bob-t", vec!["bob-phone"], None),
+        ("ops-t", vec![], Some(json!("alice"))),
+    ];
+    for (token, names, owner) in table {
+        assert_eq!(view(token), (names.into_iter().map(String::from).collect(), owner), "as {token}");
+    }
+}
+
+#[test]
+fn mcpx_status_shows_the_line_that_explains_an_exit_and_restarts_without_a_start() {
+    // A traceback longer than the hub keeps, ending in the line that says why.
+    let frames: String = (0..40).map(|i| format!("  File \"/srv/app/module_{i:02}.py\", line {i}, in handler_{i:02}\\n")).collect();
+    let script = format!("printf 'Traceback (most recent call last):\\n{frames}AttributeError: '\\''NoneType'\\'' object has no attribute '\\''load'\\''\\n' >&2; exit 1");
+    let hub = HubConfig::new()
+        .upstream(Upstream { name: "broken".into(), cmd: Cmd::new("/bin/sh", &["-c", &script]) })
+        .upstream(Upstream { name: "missing".into(), cmd: Cmd::new("/nonexistent/mcpx-test-server", &[]) })
+        .set("auth", json!({ "bearer": "t" }))
+        .write();
+    let server = hub.serve_http();
+    let auth = [("Authorization", "Bearer t")];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let v = loop {
+        let v = get(&server, "/status", &auth).json();
+        let (broken, missing) = (upstream(&v, "broken"), upstream(&v, "missing"));
+        if broken["lastError"].is_string() && missing["restarts"].as_u64() >= Some(3) {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "no restarts in 30 s: {v:#}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // Never started, yet restarted as often as the loop tried again.
+    let missing = upstream(&v, "missing");
+    assert_eq!(missing["starts"], 0, "{missing:#}");
+    // The kept stderr starts at a line and ends with the explaining one.
+    let err = upstream(&v, "broken")["lastError"].as_str().unwrap().to_string();
+    let (reason, tail) = err.split_once("; stderr: ").unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(reason, "exited with status 1");
+    assert!(tail.starts_with("  File \"/srv/app/module_") && tail.chars().count() <= 500, "{tail}");
+    assert!(tail.ends_with("AttributeError: 'NoneType' object has no attribute 'load'"), "{tail}");
+    // mcpx status: that line on the server's row.
+    let argv = [mcpx().to_string_lossy().into_owned(), "status".into(), "--url".into(), server.url.clone(), "--token".into(), "t".into()];
+    let r = run_argv(&argv, Duration::from_secs(30));
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let row = r.stdout.lines().find(|l| l.starts_with("broken ")).unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(row.ends_with("exited with status 1: AttributeError: 'NoneType' object has no attribute 'load'"), "{row}");
+    let row = r.stdout.lines().find(|l| l.starts_with("missing ")).unwrap_or_else(|| panic!("{}", r.stdout));
+    let restarts: u64 = row.split_whitespace().nth(4).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{row}"));
+    assert!(restarts >= 3, "{row}");
 }

@@ -11,7 +11,8 @@ use crate::bytes::jsonpos::Path;
 /// "oauth": {"issuer", "audience", "scopes", "jwksUrl", "introspectionUrl",
 /// "clientId", "clientSecret"}, "operators": ["token:alice"]}` and
 /// `"http": {"allowedOrigins": [..], "allowedHosts": [..], "maxBodyBytes": n,
-/// "maxSessions": n, "maxConnections": n, "sessionIdleMs": n}`.
+/// "maxSessions": n, "maxConnections": n, "sessionIdleMs": n,
+/// "statusPrincipals": [..]}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HttpSettings {
     pub bearer: Option<String>,
@@ -28,6 +29,9 @@ pub struct HttpSettings {
     pub max_sessions: Option<u64>,
     pub max_connections: Option<u64>,
     pub session_idle_ms: Option<u64>,
+    /// Principal name patterns with the status role (sign-in, instance owners).
+    #[cfg(feature = "signin")]
+    pub status_principals: Vec<String>,
 }
 
 /// `"auth"` and `"http"` (see [`HttpSettings`]).
@@ -68,12 +72,19 @@ fn parse_auth(cx: &mut Ctx<'_>, at: &Path, a: &Object, out: &mut HttpSettings) {
 /// `"http": {"allowedOrigins", "allowedHosts", and the limits}` into `out`.
 fn parse_listener(cx: &mut Ctx<'_>, at: &Path, h: &Object, out: &mut HttpSettings) {
     let nums = ["maxBodyBytes", "maxSessions", "maxConnections", "sessionIdleMs"];
-    cx.unknown_keys(at, h, &["allowedOrigins", "allowedHosts", "maxBodyBytes", "maxSessions", "maxConnections", "sessionIdleMs"]);
+    // `statusPrincipals` (last) is the status role's (feature `signin`):
+    // unknown, so ignored with a warning, in a build without it.
+    const KEYS: [&str; 7] = ["allowedOrigins", "allowedHosts", "maxBodyBytes", "maxSessions", "maxConnections", "sessionIdleMs", "statusPrincipals"];
+    cx.unknown_keys(at, h, &KEYS[..KEYS.len() - usize::from(!cfg!(feature = "signin"))]);
     if let Some(v) = h.get("allowedOrigins") {
         out.allowed_origins = cx.strings(&at.key("allowedOrigins"), v).unwrap_or_default();
     }
     if let Some(v) = h.get("allowedHosts") {
         out.allowed_hosts = cx.strings(&at.key("allowedHosts"), v).unwrap_or_default();
+    }
+    #[cfg(feature = "signin")]
+    if let Some(v) = h.get("statusPrincipals") {
+        out.status_principals = cx.strings(&at.key("statusPrincipals"), v).unwrap_or_default();
     }
     for key in nums {
         let Some(v) = h.get(key) else { continue };

@@ -172,6 +172,16 @@ fn environment_and_restart_keys() {
     assert!(e.contains("mcpServers.r.inheritEnv: \"inheritEnv\" is for local servers"), "{e}");
 }
 
+#[cfg(feature = "signin")]
+#[test]
+fn status_principals() {
+    let c = ok(r#"{"mcpServers": {}, "http": {"statusPrincipals": ["alice", "ops-*"]}}"#);
+    assert_eq!(c.http.status_principals, ["alice", "ops-*"]);
+    assert!(ok(r#"{"mcpServers": {}}"#).http.status_principals.is_empty(), "none by default: nobody signs in");
+    let e = err(r#"{"mcpServers": {}, "http": {"statusPrincipals": "alice"}}"#);
+    assert!(e.contains("http.statusPrincipals"), "{e}");
+}
+
 #[test]
 fn expansion() {
     assert_eq!(expand("a ${TOKEN} b", &env).unwrap(), "a t0k b");

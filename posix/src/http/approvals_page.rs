@@ -19,13 +19,10 @@ use super::conn::Conn;
 use super::form::field;
 use super::request::Request;
 use super::session::Shared;
-use super::status_page::render::Esc;
+use super::status_page::render::{Esc, FORM_CSP as CSP};
 use super::status_page::{negotiate, Format};
 use crate::hub::approvals::Decider;
 use crate::hub::Input;
-
-/// The page loads nothing, runs nothing, and posts only to itself.
-const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:48rem;padding:.8rem 1rem 2rem}\
 article{border:1px solid #d0d7de;border-radius:.4rem;padding:.6rem .8rem;margin:.8rem 0}\

@@ -14,6 +14,10 @@
 //! - OAuth 2.1 resource server (`"auth": {"oauth": …}`, feature `oauth`):
 //!   see [`oauth`]; principal `oauth:<issuer> <subject or client>`.
 //!
+//! - A sign-in cookie (feature `signin`, [`cookie`]): on GET `/status` and
+//!   `/approvals` only, for a principal with the status role
+//!   ([`status_role`]); see `signin`.
+//!
 //! stdio clients keep the hub's own principal (`mcpx-local`), which no HTTP
 //! principal can equal. The principal of a request is what its hub client
 //! is bound to (`Input::ClientPrincipal`: `requestState`, held requests),
@@ -24,6 +28,8 @@
 //! body reaches the hub, so a client's token can never be passed upstream
 //! (row `authz-no-token-passthrough`), and no token is ever logged.
 
+#[cfg(feature = "signin")]
+pub(crate) mod cookie;
 #[cfg(feature = "oauth")]
 mod fetch;
 #[cfg(feature = "oauth")]
@@ -37,6 +43,8 @@ use std::borrow::Cow;
 use std::net::IpAddr;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::frame::http::trim_ows;
+#[cfg(feature = "signin")]
+use mcpx_core::names::glob_match;
 
 use super::conn::Conn;
 use super::request::Request;
@@ -62,6 +70,24 @@ impl Principal {
     pub fn asserted(bytes: Vec<u8>) -> Principal {
         Principal(Cow::Owned(bytes))
     }
+
+    /// Every client of a listener that asks for no credentials.
+    fn anonymous() -> Principal {
+        Principal(Cow::Borrowed(crate::hub::ANONYMOUS_PRINCIPAL))
+    }
+}
+
+/// Has `who` the status role: does its name (`token:alice` is `alice`, as
+/// in `policy.approvals.approvers`) match one of `http.statusPrincipals`?
+#[cfg(feature = "signin")]
+pub(crate) fn status_role(patterns: &[String], who: &Principal) -> bool {
+    let name = crate::hub::principal_name(who.bytes());
+    patterns.iter().any(|p| glob_match(p, name))
+}
+
+/// Wall-clock seconds, for token and cookie expiry.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// `"auth"` beyond the single bearer token (which stays `HttpConfig::token`).
@@ -152,6 +178,11 @@ pub(crate) struct Authenticator {
     settings: AuthSettings,
     #[cfg(feature = "oauth")]
     oauth: Option<oauth::Verifier>,
+    /// Seals and opens sign-in cookies.
+    #[cfg(feature = "signin")]
+    pub cookies: cookie::CookieKey,
+    #[cfg(feature = "signin")]
+    status_principals: Vec<String>,
 }
 
 impl Authenticator {
@@ -161,7 +192,37 @@ impl Authenticator {
             settings: cfg.auth.clone(),
             #[cfg(feature = "oauth")]
             oauth: cfg.auth.oauth.clone().map(oauth::Verifier::new),
+            #[cfg(feature = "signin")]
+            cookies: cookie::CookieKey::derive(&cfg.shared_key.unwrap_or_else(|| {
+                let mut k = [0u8; 32];
+                nanorand::Rng::fill_bytes(&mut nanorand::ChaCha20::new(), &mut k);
+                k
+            })),
+            #[cfg(feature = "signin")]
+            status_principals: cfg.status_principals.clone(),
         }
+    }
+
+    /// Does the listener ask for credentials?
+    pub fn required(&self) -> bool {
+        self.settings.required(self.token.as_deref())
+    }
+
+    /// The principal of a request's sign-in cookie (its `Cookie` fields)
+    /// at `now_s`: sealed here, not expired, and with the status role
+    /// still. Asked only where the cookie counts (`signin::rules`).
+    #[cfg(feature = "signin")]
+    pub fn signed_in<'a>(&self, cookies: impl Iterator<Item = &'a [u8]>, now_s: u64) -> Result<Principal, Reject> {
+        if !self.required() {
+            return Ok(Principal::anonymous());
+        }
+        let refuse = |why: String| Reject::Unauthorized { invalid: false, why };
+        let value = cookie::find(cookies).ok_or_else(|| refuse("send Authorization: Bearer <token>, or sign in at /signin".into()))?;
+        let who = self.cookies.open(value, now_s).map(Principal::asserted).map_err(|e| refuse(format!("the sign-in cookie is {e}: sign in again at /signin")))?;
+        if !status_role(&self.status_principals, &who) {
+            return Err(refuse("the signed-in principal has no status role any more (http.statusPrincipals)".into()));
+        }
+        Ok(who)
     }
 
     /// The principal of a request with these `Authorization` fields (see
@@ -169,9 +230,9 @@ impl Authenticator {
     /// seconds, for token expiry).
     pub async fn authenticate<'a>(&self, fields: impl Iterator<Item = &'a [u8]>, peer: Option<IpAddr>, now_s: u64) -> Result<Principal, Reject> {
         let authorization = one_authorization(fields)?;
-        if !self.settings.required(self.token.as_deref()) {
+        if !self.required() {
             // An unchecked `Authorization` value is no identity.
-            return Ok(Principal(Cow::Borrowed(crate::hub::ANONYMOUS_PRINCIPAL)));
+            return Ok(Principal::anonymous());
         }
         let Some(token) = bearer(authorization) else {
             return Err(Reject::Unauthorized { invalid: false, why: "send Authorization: Bearer <token>".into() });

@@ -88,6 +88,11 @@ pub(crate) enum Target {
     /// `/restart`: an operator restarts a server (`operator`).
     #[cfg(feature = "cli")]
     Restart,
+    /// `/signin`, `/signout`: the status pages' sign-in (`signin`).
+    #[cfg(feature = "signin")]
+    SignIn,
+    #[cfg(feature = "signin")]
+    SignOut,
     /// 2024-11-05 HTTP+SSE (when served).
     Sse,
     Messages,
@@ -109,6 +114,10 @@ impl Target {
             "/approvals" | "/approvals/" => Target::Approvals,
             #[cfg(feature = "consent")]
             p if p.starts_with("/approvals/") => Target::Approval(p["/approvals/".len()..].parse().ok()?),
+            #[cfg(feature = "signin")]
+            "/signin" => Target::SignIn,
+            #[cfg(feature = "signin")]
+            "/signout" => Target::SignOut,
             "/sse" if legacy => Target::Sse,
             "/messages" if legacy => Target::Messages,
             p if p == cfg.path => Target::Mcp,
@@ -271,6 +280,8 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
         (Target::Restart, "POST") => (Some(Endpoint::Restart), ""),
         #[cfg(feature = "cli")]
         (Target::Restart, _) => (None, "POST"),
+        #[cfg(feature = "signin")]
+        (Target::SignIn | Target::SignOut, _) => (None, "GET, POST"),
         (Target::Metrics, "GET") => (Some(Endpoint::Metrics), ""),
         (Target::Sse, "GET") => (Some(Endpoint::Sse), ""),
         #[cfg(not(feature = "consent"))]

@@ -48,6 +48,9 @@ mod tests {
             ("accept=%zz%4", "accept", Some("%zz%4"), Some("%zz%4")),
             ("accept=%C3%A9", "accept", Some("%C3%A9"), Some("é")),
             ("accept=%FF", "accept", Some("%FF"), None),
+            ("token=a%2Bb%3D%3D+c&next=x", "token", Some("a%2Bb%3D%3D+c"), Some("a+b== c")),
+            ("xtoken=1&token=2", "token", Some("2"), Some("2")),
+            ("token=", "token", Some(""), Some("")),
         ];
         for (form, name, raw, decoded) in rows {
             assert_eq!(field(form, name), *raw, "{form}");

@@ -4,7 +4,8 @@
 //! Checks run in this order on every request: `Host` and `Origin` (403),
 //! Protected Resource Metadata (served without credentials), the hop
 //! between replicas (its own MAC), path (404), authentication (401/403,
-//! not for `/health`; `auth`), a session another replica holds
+//! not for `/health`; `auth`; a browser's GET of a status page may be sent
+//! to `/signin` instead, `signin`), a session another replica holds
 //! (`session_dir`); then `routes`: a session of another principal (404),
 //! method (405).
 
@@ -25,6 +26,9 @@ use super::decide::{self, Target};
 use super::request::Request;
 use super::routes;
 use super::session::{self, Shared};
+#[cfg(feature = "signin")]
+use super::signin;
+use super::auth::{unix_now, Principal, Reject};
 #[cfg(feature = "cluster")]
 use super::session_dir;
 use crate::hub::Level;
@@ -206,8 +210,20 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     if let Target::Approval(n) = target {
         return approvals_page::one(sh, conn, req, n, false).await;
     }
-    let who = match sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await {
+    #[cfg(feature = "signin")]
+    if matches!(target, Target::SignIn | Target::SignOut) {
+        return signin::serve(sh, conn, req, target).await;
+    }
+    let who = match signed_in(sh, req, target) {
+        Some(r) => r,
+        None => sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await,
+    };
+    let who = match who {
         Ok(p) => p,
+        #[cfg(feature = "signin")]
+        Err(r) if signin::rules::to_signin(&r, req.method(), target, req.headers_present("authorization"), prefers_html(req)) => {
+            return signin::redirect(conn, target).await;
+        }
         Err(r) => return sh.auth.refuse(conn, &r).await,
     };
     // A session another replica holds: served there (issue 16).
@@ -220,7 +236,19 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     routes::serve(sh, conn, req, target, &who).await
 }
 
-/// Wall-clock seconds, for token expiry.
-fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+/// Who sent a request to `target` by its sign-in cookie, where that is
+/// what counts (`signin::rules::credential`); `None`: by `Authorization`.
+fn signed_in(sh: &Shared, req: &Request, target: Target) -> Option<Result<Principal, Reject>> {
+    #[cfg(feature = "signin")]
+    if signin::rules::credential(req.method(), target, req.headers_present("authorization")) == signin::rules::Credential::Cookie {
+        return Some(sh.auth.signed_in(req.all("cookie"), unix_now()));
+    }
+    let _ = (sh, req, target);
+    None
+}
+
+/// Does the request prefer an HTML page (a browser's navigation)?
+#[cfg(feature = "signin")]
+fn prefers_html(req: &Request) -> bool {
+    super::status_page::negotiate(req.header_str("accept"), req.query()) == Ok(super::status_page::Format::Html)
 }

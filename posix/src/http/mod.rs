@@ -106,7 +106,8 @@
 //!    hub output, and the listener's state (`Shared`, `State`);
 //! 5. `session_dir`: sessions in the shared directory, requests passed to
 //!    the replica that holds their session, sessions taken over;
-//! 6. `status_page`, then `routes`: the endpoints;
+//! 6. `status_page`, `signin` (the status pages' sign-in), then `routes`:
+//!    the endpoints;
 //! 7. `cluster_hop`: requests another replica passed on, served by `routes`;
 //! 8. `listener`: the accept loop, each connection's requests in turn, and
 //!    the checks every request passes before `routes`.
@@ -123,7 +124,7 @@ mod decide;
 #[cfg(feature = "cluster")]
 mod dir_queue;
 mod few;
-#[cfg(feature = "consent")]
+#[cfg(any(feature = "consent", feature = "signin"))]
 mod form;
 mod limits;
 mod listener;
@@ -137,6 +138,8 @@ mod routes;
 mod session;
 #[cfg(feature = "cluster")]
 mod session_dir;
+#[cfg(feature = "signin")]
+mod signin;
 mod sse_stream;
 mod status_page;
 
@@ -184,6 +187,15 @@ pub struct HttpConfig {
     /// The internal hop between replicas (`cluster_hop`); `None`: not in a
     /// cluster, the hop's path is not served.
     pub hop: Option<cluster_hop::HopConfig>,
+    /// `http.statusPrincipals`: the principals with the status role (they
+    /// may sign in and see whose each isolated instance is).
+    #[cfg(feature = "signin")]
+    pub status_principals: Vec<String>,
+    /// The key replicas share (`state.keyFile`), which sign-in cookies are
+    /// sealed under so that one works on every replica; `None`: a key of
+    /// this process.
+    #[cfg(feature = "signin")]
+    pub shared_key: Option<[u8; 32]>,
 }
 
 impl HttpConfig {
@@ -202,6 +214,10 @@ impl HttpConfig {
             legacy_sse: true,
             limits: Limits::default(),
             hop: None,
+            #[cfg(feature = "signin")]
+            status_principals: Vec::new(),
+            #[cfg(feature = "signin")]
+            shared_key: None,
         }
     }
 

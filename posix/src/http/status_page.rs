@@ -10,11 +10,16 @@
 //! A client's `clientInfo` (what it calls itself) is shown only to the
 //! principal that owns its session; every other principal sees that it is
 //! there, its revision and state, but not its name ([`hide_others`]).
+//! Whose an isolated server's instance is (`owner`, feature `signin`) is
+//! shown to that principal and to those with the status role,
+//! `http.statusPrincipals` ([`hide_owners`]).
 
 pub(crate) mod render;
 
 use serde_json::{json, Value};
 
+#[cfg(feature = "signin")]
+use super::auth::status_role;
 use super::auth::Principal;
 use super::conn::Conn;
 use super::request::Request;
@@ -126,6 +131,19 @@ fn hide_others(status: &mut Value, own: impl Fn(u64) -> bool) {
     }
 }
 
+/// Removes `owner` from each instance of `status.upstreams` whose owner's
+/// name `sees` says the viewer may not see.
+#[cfg(feature = "signin")]
+fn hide_owners(status: &mut Value, sees: impl Fn(&str) -> bool) {
+    let Some(ups) = status.get_mut("upstreams").and_then(Value::as_array_mut) else { return };
+    for u in ups {
+        let Some(o) = u.as_object_mut() else { continue };
+        if o.get("owner").is_some_and(|owner| !owner.as_str().is_some_and(&sees)) {
+            o.remove("owner");
+        }
+    }
+}
+
 /// The hub's status as principal `who` may see it, plus what the listener
 /// knows (address, sessions, connections, recent refusals), mcpx's uptime
 /// and its build.
@@ -135,6 +153,11 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
     // The runtime's clock counts from mcpx's start: `now` is its uptime.
     let (mut hub, uptime_ms) = sh.link.call(|hub, now| (hub.status(), now));
     hide_others(&mut hub, |c| own.contains(&c));
+    #[cfg(feature = "signin")]
+    {
+        let (me, role) = (crate::hub::principal_name(who.bytes()), status_role(&sh.cfg.status_principals, who));
+        hide_owners(&mut hub, |owner| role || owner == me);
+    }
     let http = {
         let st = sh.state.borrow();
         json!({
@@ -274,6 +297,30 @@ mod tests {
             let names: Vec<&str> = clients.iter().filter_map(|c| c["clientInfo"]["name"].as_str()).collect();
             assert_eq!(names, shown, "viewer of {mine:?}");
             assert_eq!(clients[1]["revision"], "2025-06-18");
+        }
+    }
+
+    /// An instance's owner is shown to that principal and to the status
+    /// role only; the instance itself to everyone.
+    #[cfg(feature = "signin")]
+    #[test]
+    fn instance_owners_are_shown_to_themselves_and_the_status_role() {
+        let status = json!({"upstreams": [
+            {"name": "notes", "instanceOf": null},
+            {"name": "notes#2", "instanceOf": 0, "owner": "alice"},
+            {"name": "notes#3", "instanceOf": 0, "owner": "bob"},
+            {"name": "notes#4", "instanceOf": 0, "owner": null},
+        ]});
+        // (viewer, status role, owners shown)
+        let table: [(&str, bool, &[&str]); 4] = [("alice", false, &["alice"]), ("bob", false, &["bob"]), ("carol", false, &[]), ("ops", true, &["alice", "bob"])];
+        for (me, role, shown) in table {
+            let mut v = status.clone();
+            hide_owners(&mut v, |o| role || o == me);
+            let ups = v["upstreams"].as_array().unwrap();
+            assert_eq!(ups.len(), 4, "every instance is listed");
+            let owners: Vec<&str> = ups.iter().filter_map(|u| u["owner"].as_str()).collect();
+            assert_eq!(owners, shown, "viewer {me}");
+            assert!(ups.iter().all(|u| u.get("owner").is_none_or(|o| o.is_string())), "{v}");
         }
     }
 

@@ -167,6 +167,8 @@ pub use tasks::{TaskOptions, TASK_STATE_MAX};
 pub use wire::batch_array;
 #[cfg(test)]
 pub(crate) use upward::modern_headers;
+#[cfg(feature = "signin")]
+pub(crate) use policy::principal_name;
 
 /// The `_meta` key of an `initialize` result naming the servers that are
 /// not ready yet (`[{"server", "state", "toolsKnown"}]`; absent when all are).
@@ -1059,7 +1061,8 @@ impl Hub {
     pub fn status(&self) -> serde_json::Value {
         let starts = &self.starts;
         let mut v = json!({
-            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| starts.template_of(u), &self.config_status),
+            // Whose an instance is: the status role's view (feature `signin`).
+            "upstreams": self.ups.status(self.now_ms, &self.catalog, |u| (starts.template_of(u), cfg!(feature = "signin").then(|| starts.owner_name(u, &self.clients)).flatten()), &self.config_status),
             "clients": self.clients.status(|c| self.listens.count(c)),
             "pending": self.pending.len(),
             "relays": self.relays.len(),
@@ -1176,7 +1179,7 @@ impl Hub {
 
     /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).
     pub fn metrics_text(&mut self, sessions: usize, connections: usize) -> Option<String> {
-        let ups = self.ups.iter().map(|u| (u.spec.name.as_str(), u.is_ready(), u64::from(u.starts.saturating_sub(1))));
+        let ups = self.ups.iter().map(|u| (u.spec.name.as_str(), u.is_ready(), u64::from(u.restarts)));
         let queues = [("pending", self.pending.len()), ("output", self.out.len())];
         self.policy.metrics_text(ups, sessions, connections, &queues)
     }

@@ -37,7 +37,7 @@ pub(super) const PROVENANCE_KEY: &str = "io.github.mcpx/provenance";
 
 /// The policy principal of a hub client: `"stdio"` for the stdio client,
 /// a static token's name, else the HTTP layer's principal as it is.
-pub(super) fn principal_name(bound: &[u8]) -> &str {
+pub(crate) fn principal_name(bound: &[u8]) -> &str {
     match bound {
         b"mcpx-local" => "stdio",
         p => {

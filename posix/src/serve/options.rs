@@ -22,6 +22,11 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
     h.allowed_hosts = cfg.http.allowed_hosts.clone();
     h.limits = http_limits(cfg);
     h.hop = cluster::hop_config(&cfg.cluster);
+    #[cfg(feature = "signin")]
+    {
+        h.status_principals = cfg.http.status_principals.clone();
+        h.shared_key = cfg.cluster.state_key.as_ref().map(|k| k.0);
+    }
     Some(h)
 }
 

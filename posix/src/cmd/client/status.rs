@@ -66,8 +66,7 @@ fn summary(v: &Value) -> String {
     let rows: Vec<Vec<String>> = servers
         .iter()
         .map(|s| {
-            let err = cell(s, "lastError");
-            let err = err.lines().next().unwrap_or("").to_string();
+            let err = crate::servers::stderr::headline(&cell(s, "lastError"));
             vec![cell(s, "name"), cell(s, "state"), cell(s, "revision"), cell(s, "tools"), cell(s, "restarts"), err]
         })
         .collect();
@@ -90,7 +89,9 @@ mod tests {
         let v = serde_json::json!({
             "upstreams": [
                 {"name": "a", "state": "ready", "revision": "2025-11-25", "tools": 3, "restarts": 0, "lastError": null},
-                {"name": "b", "state": "backoff", "revision": null, "tools": 0, "restarts": 2, "lastError": "exited with 1\nmore"}
+                {"name": "b", "state": "backoff", "revision": null, "tools": 0, "restarts": 2, "lastError": "exited with 1\nmore"},
+                {"name": "py", "state": "down", "revision": null, "tools": 0, "restarts": 6,
+                 "lastError": "exited with status 1; stderr: Traceback (most recent call last):\n  File \"s.py\", line 3, in <module>\nAttributeError: 'NoneType' object has no attribute 'run'"}
             ],
             "clients": [{}],
             "http": {"sessions": 0}
@@ -100,7 +101,8 @@ mod tests {
             "SERVER  STATE    REVISION    TOOLS  RESTARTS  LAST ERROR\n\
              a       ready    2025-11-25  3      0         -\n\
              b       backoff  -           0      2         exited with 1\n\
-             2 server(s), 1 client(s), 0 HTTP session(s)\n"
+             py      down     -           0      6         exited with status 1: AttributeError: 'NoneType' object has no attribute 'run'\n\
+             3 server(s), 1 client(s), 0 HTTP session(s)\n"
         );
     }
 }

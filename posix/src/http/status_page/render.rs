@@ -15,6 +15,11 @@ pub(crate) const REFRESH_S: u32 = 5;
 pub(crate) const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/// What the pages with a form may load and do: their inline style, and
+/// posting to this origin (`/approvals`, `/signin`).
+#[cfg(any(feature = "consent", feature = "signin"))]
+pub(crate) const FORM_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 const STYLE: &str = "\
 :root{color-scheme:light dark;--ok:#1a7f37;--warn:#9a6700;--bad:#cf222e;--mute:#6e7781;--line:#d0d7de}
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:64rem;padding:.8rem 1rem 2rem}
@@ -154,12 +159,15 @@ fn server(u: &Value) -> String {
         None => "<span class=\"mute\">not negotiated</span>".to_string(),
     };
     let info = &u["serverInfo"];
-    let info = match info["name"].as_str() {
+    let mut info = match info["name"].as_str() {
         Some(name) => format!("<dt>server</dt><dd>{} {}</dd>", Esc(name), Esc(text(&info["version"]))),
         None => String::new(),
     };
+    if let Some(owner) = u["owner"].as_str().filter(|_| cfg!(feature = "signin")) {
+        info.push_str(&format!("<dt>runs for</dt><dd class=\"owner\">{}</dd>", Esc(owner)));
+    }
     let (error, tail) = match u["lastError"].as_str() {
-        Some(e) => match e.split_once("; stderr: ") {
+        Some(e) => match e.split_once(crate::servers::stderr::SEPARATOR) {
             Some((e, tail)) => (Some(e), Some(tail)),
             None => (Some(e), None),
         },
@@ -326,7 +334,8 @@ mod tests {
                  "tools": 14, "resources": 2, "resourceTemplates": 1, "prompts": 3},
                 {"name": format!("crashy{EVIL}"), "state": "down", "revision": null, "era": "unknown",
                  "serverInfo": null, "restarts": 4, "tools": 0,
-                 "lastError": format!("exited with status 3; stderr: boom {EVIL}")}
+                 "lastError": format!("exited with status 3; stderr: boom {EVIL}")},
+                {"name": "notes#2", "state": "ready", "instanceOf": 0, "owner": format!("alice{EVIL}"), "tools": 1}
             ],
             "clients": [
                 {"id": 1, "revision": "2025-11-25"}, {"id": 2, "revision": "2025-11-25"},
@@ -379,15 +388,17 @@ mod tests {
         let html = page(&snapshot());
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains(EVIL), "{html}");
-        // The server name (text and attribute), the stderr tail, the refusal.
-        assert_eq!(html.matches(EVIL_ESCAPED).count(), 4, "{html}");
+        // The server name (text and attribute), the stderr tail, the
+        // refusal, an instance's owner.
+        assert_eq!(html.matches(EVIL_ESCAPED).count(), 5, "{html}");
         assert!(html.contains(&format!("<pre class=\"stderr\">boom {EVIL_ESCAPED}</pre>")), "{html}");
     }
 
     #[test]
     fn shows_each_servers_state_counts_and_last_error() {
         let html = page(&snapshot());
-        assert!(html.contains("<title>mcpx: 1 of 2 servers ready</title>"), "{html}");
+        assert!(html.contains("<title>mcpx: 2 of 3 servers ready</title>"), "{html}");
+        assert!(html.contains(&format!("<dt>runs for</dt><dd class=\"owner\">alice{EVIL_ESCAPED}</dd>")), "{html}");
         assert!(html.contains("data-name=\"demo\" data-state=\"ready\""), "{html}");
         assert!(html.contains("<dd class=\"tools\">14</dd>"), "{html}");
         assert!(html.contains("2025-11-25 (legacy)"), "{html}");

@@ -162,6 +162,15 @@ impl Starts {
         self.instances.get(&u).map(|i| i.template)
     }
 
+    /// The name of the principal whose instance slot `u` is (`None`: not
+    /// an instance, or free).
+    pub(in crate::hub) fn owner_name<'a>(&'a self, u: UpstreamId, clients: &'a Clients) -> Option<&'a str> {
+        match self.instances.get(&u)?.owner.as_ref()? {
+            Owner::Principal(p) => Some(super::super::policy::principal_name(p)),
+            Owner::Session(c) => Some(clients.principal_name(*c)),
+        }
+    }
+
     /// The instance slots of server `u` (to stop with it).
     pub fn instances_of(&self, u: UpstreamId) -> Vec<UpstreamId> {
         self.instances.iter().filter(|(_, i)| i.template == u).map(|(&iu, _)| iu).collect()

@@ -61,6 +61,10 @@ fn each_principal_gets_its_own_instance_and_only_its_own_questions() {
     assert!(p.up_quiet(0), "the template gets no call");
     p.start(ia, Fake::tools(&["read", "ask"]));
     p.start(ib, Fake::tools(&["read", "ask"]));
+    // The status names whose each instance is; the template is no one's.
+    let ups = p.hub.status()["upstreams"].clone();
+    assert_eq!([&ups[0]["owner"], &ups[ia]["owner"], &ups[ib]["owner"]], [&Value::Null, &json!("alice"), &json!("bob")], "{ups:#}");
+    assert_eq!([&ups[ia]["instanceOf"], &ups[ib]["instanceOf"]], [&json!(0), &json!(0)], "{ups:#}");
     // Instances' lists are their template's: only the template's are kept.
     assert_eq!(p.lists_read, [0]);
     // Each call reached its owner's instance; both are in flight at once.

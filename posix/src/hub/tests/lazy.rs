@@ -108,6 +108,9 @@ fn an_idle_server_sleeps_keeping_its_tools_but_not_while_a_call_is_open() {
     p.start(0, Fake::tools(&["x"]));
     answer_call(&mut p, 0);
     assert_eq!(p.take(c)["id"], 2);
+    // Two starts, no restart: a wake is not one.
+    let a = &p.hub.status()["upstreams"][0];
+    assert_eq!((&a["starts"], &a["restarts"]), (&json!(2), &json!(0)), "{a}");
 }
 
 #[test]

@@ -82,3 +82,27 @@ fn tools_a_restarted_server_no_longer_offers_leave_the_list() {
     let r = p.request(c, json!(1), "tools/call", json!({ "name": "web__fetch" }));
     assert_eq!(err_code(&r), -32602, "{r}");
 }
+
+/// The restart count is the restart loop's: a server whose command never
+/// started counts each new attempt the loop logs ("attempt N of M"); one
+/// that sleeps when idle and wakes counts none.
+#[test]
+fn restarts_are_the_loops_new_attempts_and_never_a_wake() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"])), ("web", Fake::tools(&["fetch"]))], HubOptions::default());
+    let restarts = |p: &Pair| p.hub.status()["upstreams"][1]["restarts"].clone();
+    assert_eq!(restarts(&p), 0);
+    // Never up: 6 failed spawns, each followed by another attempt (the 7th
+    // is "attempt 7 of 11" in the log), then one asked-for restart.
+    for _ in 0..6 {
+        let failed = Input::UpstreamExited { up: 1, reason: "could not start: No such file or directory", stderr_tail: "", next: Next::After(Duration::from_millis(250)) };
+        p.hub.handle(failed, p.now);
+    }
+    assert_eq!(restarts(&p), 6);
+    p.hub.handle(Input::UpstreamExited { up: 1, reason: "restart asked", stderr_tail: "", next: Next::Now }, p.now);
+    assert_eq!(restarts(&p), 7);
+    // Given up or stopped: no attempt follows, none counted.
+    p.hub.handle(Input::UpstreamExited { up: 1, reason: "failed", stderr_tail: "", next: Next::GaveUp { attempts: 11 } }, p.now);
+    p.hub.handle(Input::UpstreamExited { up: 1, reason: "stopped", stderr_tail: "", next: Next::Stop }, p.now);
+    assert_eq!(restarts(&p), 7);
+    assert_eq!(p.hub.status()["upstreams"][1]["starts"], 1, "the one start of the pair");
+}

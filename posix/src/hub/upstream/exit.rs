@@ -3,6 +3,7 @@
 //! its catalog kept), or did not come up when a request woke it.
 
 use super::super::{Level, Next, UpstreamId};
+use crate::servers::stderr;
 use super::{Effect, State, Upstream, Upstreams};
 
 impl Upstreams {
@@ -12,6 +13,13 @@ impl Upstreams {
     /// what it had in flight was answered.
     pub(in crate::hub) fn on_exited(&mut self, u: UpstreamId, reason: &str, stderr_tail: &str, next: Next, now: u64) -> Vec<Effect> {
         let Some(up) = self.0.get_mut(u).filter(|up| !matches!(up.state, State::Removed | State::Replacing)) else { return Vec::new() };
+        // The loop tries again: the restart its log tells of, even for a
+        // process that never came up (a missing command); never a stop
+        // for being idle.
+        let idle = matches!(up.state, State::Asleep { stopping: true });
+        if !idle && matches!(next, Next::Now | Next::After(_)) {
+            up.restarts += 1;
+        }
         if let State::Asleep { stopping } = &mut up.state {
             if std::mem::take(stopping) {
                 // Stopped for being idle: what it offered stays known.
@@ -20,8 +28,8 @@ impl Upstreams {
             // A start asked for by a request did not come up.
             return vec![Effect::WakeFailed(u, reason.to_string())];
         }
-        let tail: String = stderr_tail.trim().chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
-        let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}; stderr: {tail}") };
+        let tail = stderr::excerpt(stderr_tail, 500);
+        let err = if tail.is_empty() { reason.to_string() } else { format!("{reason}{}{tail}", stderr::SEPARATOR) };
         // A restart asked for (by the hub, which said why, or an operator) is expected.
         let level = if matches!(next, Next::Now) { Level::Info } else { Level::Warn };
         let mut fx = vec![Effect::WakeFailed(u, reason.to_string()), Effect::Log(level, format!("server '{}' exited: {err}", up.spec.name))];

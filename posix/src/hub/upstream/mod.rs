@@ -105,7 +105,12 @@ pub struct Upstream {
     pub(in crate::hub) info: Value,
     pub(in crate::hub) instructions: Option<String>,
     next_id: u64,
+    /// Processes started, wakes from idle included.
     pub(in crate::hub) starts: u32,
+    /// New attempts the restart loop made after an attempt ended (it
+    /// failed, or a restart was asked for): each one the loop logs as
+    /// "restarting in … (attempt N of M)". Never a wake from idle.
+    pub(in crate::hub) restarts: u32,
     pub(in crate::hub) last_error: Option<String>,
     pub(in crate::hub) garbage: u64,
     /// When it last wrote a message (for health-check pings).
@@ -523,6 +528,7 @@ fn fresh(spec: UpstreamSpec, allowed: Vec<Rev>) -> Upstream {
         instructions: None,
         next_id: 0,
         starts: 0,
+        restarts: 0,
         last_error: None,
         garbage: 0,
         last_heard_ms: 0,

@@ -38,6 +38,7 @@ impl Upstreams {
         up.instructions = old.instructions;
         up.settled = old.settled;
         up.starts = old.starts;
+        up.restarts = old.restarts;
         for k in Kind::ALL {
             let mut items = catalog.items(u, k).to_vec();
             if k == Kind::Tools {

@@ -37,15 +37,17 @@ impl Upstreams {
     }
 
     /// One status row per configured server (what it offers counted in
-    /// `catalog`; `template`: the server a slot is an instance of), then
-    /// one per server `config` (`Input::ConfigStatus`) names `disabled`.
-    pub(in crate::hub) fn status(&self, now: u64, catalog: &Catalog, template: impl Fn(UpstreamId) -> Option<UpstreamId>, config: &Value) -> Vec<Value> {
+    /// `catalog`; `instance`: the server a slot is an instance of, and the
+    /// principal it runs for), then one per server `config`
+    /// (`Input::ConfigStatus`) names `disabled`.
+    pub(in crate::hub) fn status<'a>(&self, now: u64, catalog: &Catalog, instance: impl Fn(UpstreamId) -> (Option<UpstreamId>, Option<&'a str>), config: &Value) -> Vec<Value> {
         let disabled = config["disabled"].as_array().into_iter().flatten().map(|n| json!({ "name": n, "state": "disabled" }));
         self.0
             .iter()
             .enumerate()
             .filter(|(_, u)| !u.is_removed())
             .map(|(i, u)| {
+                let (template, owner) = instance(i);
                 json!({
                     "name": u.spec.name,
                     "prefix": u.spec.prefix,
@@ -54,7 +56,7 @@ impl Upstreams {
                     "era": match u.era_cache { Some(Era::Modern) => "modern", Some(Era::Legacy) => "legacy", None => "unknown" },
                     "serverInfo": u.info,
                     "starts": u.starts,
-                    "restarts": u.starts.saturating_sub(1),
+                    "restarts": u.restarts,
                     "lastError": u.last_error,
                     "retryInMs": match u.state { State::Down { retry_at_ms: Some(at) } => Some(at.saturating_sub(now)), _ => None },
                     "gaveUpAfter": match u.state { State::GaveUp { attempts } => Some(attempts), _ => None },
@@ -64,7 +66,8 @@ impl Upstreams {
                     "resources": catalog.count(i, Kind::Resources),
                     "resourceTemplates": catalog.count(i, Kind::Templates),
                     "prompts": catalog.count(i, Kind::Prompts),
-                    "instanceOf": template(i),
+                    "instanceOf": template,
+                    "owner": owner,
                 })
             })
             .chain(disabled)

@@ -1,0 +1,60 @@
+//! The sign-in's rules as functions (no I/O): which credential a request
+//! is taken by, where a sign-in leads, who is sent to the form.
+
+use super::super::auth::Reject;
+use super::super::decide::Target;
+
+/// The pages a sign-in leads to, the only ones its cookie opens.
+pub(crate) const PAGES: [&str; 2] = ["/status", "/approvals"];
+
+/// What a request is authenticated by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Credential {
+    /// Its `Authorization` field (or the lack of one).
+    Header,
+    /// Its sign-in cookie.
+    Cookie,
+}
+
+/// The cookie stands for its principal only when no `Authorization` is
+/// sent, on a GET of `/status` or `/approvals`, and on the status page's
+/// own form (a POST to `/status`: an approver's Accept button; the cookie
+/// is `SameSite=Strict` and the front door checks `Origin`, so another
+/// site's page cannot send it): never on the MCP endpoint, `/metrics` or
+/// any other POST.
+pub(crate) fn credential(method: &str, target: Target, authorization: bool) -> Credential {
+    let page = match (method, target) {
+        ("GET", Target::Status) => true,
+        #[cfg(feature = "consent")]
+        ("POST", Target::Status) => true,
+        #[cfg(feature = "consent")]
+        ("GET", Target::Approvals) => true,
+        _ => false,
+    };
+    if page && !authorization {
+        Credential::Cookie
+    } else {
+        Credential::Header
+    }
+}
+
+/// Where a sign-in leads: `next` when it is one of [`PAGES`] (a path of
+/// this origin, nothing else: no `//host`, no scheme), else `/status`.
+pub(crate) fn next(asked: Option<&str>) -> &'static str {
+    PAGES.into_iter().find(|p| asked == Some(*p)).unwrap_or(PAGES[0])
+}
+
+/// Is a refused request sent to the sign-in form (303) instead of the
+/// 401 JSON? A browser's GET of a page (`html`: it prefers HTML) that the
+/// cookie opens, refused for want of credentials; not one that sent
+/// `Authorization` (a program's), nor a throttled one or one the
+/// authorization server could not check.
+pub(crate) fn to_signin(r: &Reject, method: &str, target: Target, authorization: bool, html: bool) -> bool {
+    matches!(r, Reject::Unauthorized { .. }) && html && credential(method, target, authorization) == Credential::Cookie
+}
+
+/// Did the browser reach the listener over https (a proxy in front):
+/// then the cookie is `Secure`. `origin`: the form POST's `Origin`.
+pub(crate) fn secure(origin: Option<&str>) -> bool {
+    origin.is_some_and(|o| o.len() > 8 && o[..8].eq_ignore_ascii_case("https://"))
+}
