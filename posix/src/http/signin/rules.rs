@@ -50,7 +50,7 @@ pub(crate) fn next(asked: Option<&str>) -> &'static str {
 /// `Authorization` (a program's), nor a throttled one or one the
 /// authorization server could not check.
 pub(crate) fn to_signin(r: &Reject, method: &str, target: Target, authorization: bool, html: bool) -> bool {
-    matches!(r, Reject::Unauthorized { .. }) && html && credential(method, target, authorization) == Credential::Cookie
+    matches!(r, Reject::Unauthorized { .. }) && html && method == "GET" && credential(method, target, authorization) == Credential::Cookie
 }
 
 /// Did the browser reach the listener over https (a proxy in front):
