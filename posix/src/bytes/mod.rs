@@ -4,13 +4,14 @@
 //! queued ([`spare`]), large buffers
 //! given back to the system ([`heap`]), positions in JSON text for
 //! error messages ([`jsonpos`]), JSON in canonical form for digests
-//! ([`canonical`]) and hex ([`hex`]).
+//! ([`canonical`]), hex ([`hex`]) and keys for MACs ([`mac_key`]).
 
 pub mod canonical;
 pub mod heap;
 pub mod hex;
 pub mod jsonpos;
 pub mod lines;
+pub mod mac_key;
 pub mod outbox;
 pub mod spare;
 pub mod written;

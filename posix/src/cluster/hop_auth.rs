@@ -19,8 +19,9 @@
 
 use std::collections::HashMap;
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use hmac::Mac;
+
+use crate::bytes::mac_key::{HmacSha256, MacKey};
 
 /// The hop's path on every replica's HTTP listener.
 pub const PATH: &str = "/.mcpx/hop";
@@ -58,7 +59,6 @@ pub const NONCE_LEN: usize = 16;
 /// The derivation label of the hop key.
 const DOMAIN: &[u8] = b"mcpx cluster hop v2";
 
-type HmacSha256 = Hmac<Sha256>;
 
 /// The wall clock in Unix ms, the hop's time base.
 pub fn unix_ms() -> u64 {
@@ -66,14 +66,8 @@ pub fn unix_ms() -> u64 {
 }
 
 /// The hop key of a cluster (from its shared state key).
-#[derive(Clone)]
-pub struct HopKey([u8; 32]);
-
-impl std::fmt::Debug for HopKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HopKey(<secret>)")
-    }
-}
+#[derive(Clone, Debug)]
+pub struct HopKey(MacKey);
 
 /// The request a hop carries: a continuation of a modern request
 /// ([`Route::CONTINUATION`]), or a client's request in a legacy session
@@ -157,7 +151,7 @@ pub fn mac(key: &HopKey, s: &Signed<'_>) -> [u8; 32] {
 }
 
 fn hmac_of(key: &HopKey, s: &Signed<'_>) -> HmacSha256 {
-    let mut m = HmacSha256::new_from_slice(&key.0).expect("HMAC takes any key length");
+    let mut m = key.0.mac();
     let mut part = |p: &[u8]| {
         m.update(&(p.len() as u64).to_be_bytes());
         m.update(p);
@@ -178,9 +172,7 @@ fn hmac_of(key: &HopKey, s: &Signed<'_>) -> HmacSha256 {
 
 impl HopKey {
     pub fn derive(state_key: &[u8; 32]) -> HopKey {
-        let mut m = HmacSha256::new_from_slice(state_key).expect("HMAC takes any key length");
-        m.update(DOMAIN);
-        HopKey(m.finalize().into_bytes().into())
+        HopKey(MacKey::derive(state_key, DOMAIN))
     }
 
     /// The hop's own headers (name, value) for `s` (its relayed fields go
@@ -409,7 +401,7 @@ mod tests {
         // Another cluster's key; the state key itself is not the hop key.
         let other = HopKey::derive(&[8; 32]);
         assert_eq!(Wire::of(&signed(&f)).check(&other, NOW).map_err(|r| r.status), Err(403));
-        assert!(HopKey::derive(&KEY).0 != KEY);
+        assert!(*HopKey::derive(&KEY).0.bytes() != KEY);
     }
 
     #[test]

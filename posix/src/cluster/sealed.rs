@@ -15,10 +15,10 @@
 //! entries, or put back an older sealed value of the same key.
 
 use base64::Engine as _;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use hmac::Mac;
 
-type HmacSha256 = Hmac<Sha256>;
+use crate::bytes::mac_key::{HmacSha256, MacKey};
+
 
 /// The derivation label of the value key.
 const DOMAIN: &[u8] = b"mcpx store value v1";
@@ -94,24 +94,16 @@ impl std::fmt::Display for Rejected {
 }
 
 /// The key that seals values (from the shared state key).
-#[derive(Clone)]
-pub struct ValueKey([u8; 32]);
-
-impl std::fmt::Debug for ValueKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ValueKey(<secret>)")
-    }
-}
+#[derive(Clone, Debug)]
+pub struct ValueKey(MacKey);
 
 impl ValueKey {
     pub fn derive(state_key: &[u8; 32]) -> ValueKey {
-        let mut m = HmacSha256::new_from_slice(state_key).expect("HMAC takes any key length");
-        m.update(DOMAIN);
-        ValueKey(m.finalize().into_bytes().into())
+        ValueKey(MacKey::derive(state_key, DOMAIN))
     }
 
     fn mac(&self, key: &str, value: &[u8]) -> HmacSha256 {
-        let mut m = HmacSha256::new_from_slice(&self.0).expect("HMAC takes any key length");
+        let mut m = self.0.mac();
         for part in [key.as_bytes(), value] {
             m.update(&(part.len() as u64).to_be_bytes());
             m.update(part);

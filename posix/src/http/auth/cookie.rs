@@ -5,8 +5,9 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use hmac::Mac;
+
+use crate::bytes::mac_key::{HmacSha256, MacKey};
 
 /// The cookie's name.
 pub const NAME: &str = "mcpx_session";
@@ -15,17 +16,10 @@ pub const TTL_S: u64 = 8 * 3600;
 /// The derivation label of the cookie key (no other MAC can stand for it).
 const DOMAIN: &[u8] = b"mcpx sign-in cookie v1";
 
-type HmacSha256 = Hmac<Sha256>;
 
 /// The key cookies are sealed with.
-#[derive(Clone)]
-pub struct CookieKey([u8; 32]);
-
-impl std::fmt::Debug for CookieKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CookieKey(<secret>)")
-    }
-}
+#[derive(Clone, Debug)]
+pub struct CookieKey(MacKey);
 
 /// Why a cookie is no credential.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,13 +46,11 @@ impl CookieKey {
     /// The key from `secret`: the shared state key (a cookie then works on
     /// every replica) or the process's own random one.
     pub fn derive(secret: &[u8; 32]) -> CookieKey {
-        let mut m = HmacSha256::new_from_slice(secret).expect("HMAC takes any key length");
-        m.update(DOMAIN);
-        CookieKey(m.finalize().into_bytes().into())
+        CookieKey(MacKey::derive(secret, DOMAIN))
     }
 
     fn mac(&self, exp: &str, principal: &[u8]) -> HmacSha256 {
-        let mut m = HmacSha256::new_from_slice(&self.0).expect("HMAC takes any key length");
+        let mut m = self.0.mac();
         m.update(exp.as_bytes());
         m.update(b".");
         m.update(principal);
