@@ -14,6 +14,8 @@
 //! the later one is exposed as `mcpx://<server>/<original>`, where `<server>`
 //! is the server's name made valid as a tool name; the hub routes such URIs
 //! (and anything the client expands from such a template) by that segment.
+//! A `ui://` URI (MCP Apps) is always shown with its server's segment as
+//! its authority (`apps`), so it keeps its scheme.
 
 use std::rc::Rc;
 use std::collections::HashMap;
@@ -22,6 +24,7 @@ use mcpx_core::method::Method;
 use mcpx_core::names;
 use serde_json::Value;
 
+use super::apps;
 use super::shape::{self, Features, Rev, RevExt};
 use super::{upward, ModernHeaders, UpstreamId};
 
@@ -160,6 +163,8 @@ pub(super) struct Entry {
     /// clients whose revision allows it (`names::respell`); a call may use
     /// either spelling.
     pub dotted: Option<names::Exposed>,
+    /// A tool for apps alone (`apps::app_only`).
+    pub app_only: bool,
 }
 
 impl Entry {
@@ -208,6 +213,10 @@ pub struct Catalog {
     pub generation: [u32; 4],
     /// Fingerprint of each channel as seen by a client on each revision.
     fp_cache: HashMap<(Channel, Rev), u64>,
+    /// Tools for apps alone, and items of apps (UI resources and the
+    /// tools that link them), in the views.
+    pub(in crate::hub) app_only: usize,
+    of_apps: [usize; 4],
 }
 
 impl Catalog {
@@ -219,6 +228,8 @@ impl Catalog {
             reverse: Default::default(),
             generation: [0; 4],
             fp_cache: HashMap::new(),
+            app_only: 0,
+            of_apps: [0; 4],
         }
     }
 
@@ -286,6 +297,7 @@ impl Catalog {
         let mut view: Vec<Entry> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut reverse = HashMap::new();
+        let (mut apps_of, mut app_only_n) = (0, 0);
         for (u, lists) in self.per_up.iter().enumerate() {
             for item in &lists[k.idx()] {
                 let Some(original) = item.get(key).and_then(Value::as_str) else { continue };
@@ -312,7 +324,13 @@ impl Catalog {
                         exposed
                     }
                     Kind::Resources | Kind::Templates => {
-                        if !index.contains_key(original) {
+                        let ui = if apps::is_ui(original) { apps::expose(naming[u].name, original) } else { None };
+                        if let Some(ui) = ui {
+                            if index.contains_key(&ui) {
+                                continue; // the same server lists the same URI twice
+                            }
+                            ui
+                        } else if !index.contains_key(original) {
                             original.to_string()
                         } else {
                             let alt = format!("{MCPX_URI}{}/{original}", server_segment(naming[u].name));
@@ -325,17 +343,24 @@ impl Catalog {
                 };
                 let mut item = item.clone();
                 item[key] = Value::String(exposed.clone());
+                apps::expose_meta(&mut item, naming[u].name);
+                let app_only = k == Kind::Tools && apps::app_only(&item);
+                (apps_of, app_only_n) = (apps_of + usize::from(apps::of_app(&item)), app_only_n + usize::from(app_only));
                 index.insert(exposed.clone(), view.len());
                 if let Some(d) = &dotted {
                     index.insert(d.name.as_str().to_string(), view.len());
                 }
                 reverse.insert((u, original.to_string()), view.len());
-                view.push(Entry { up: u, exposed, original: Rc::from(original), item, prefix_len, dotted });
+                view.push(Entry { up: u, exposed, original: Rc::from(original), item, prefix_len, dotted, app_only });
             }
         }
         let same = view.len() == self.views[k.idx()].len()
             && view.iter().zip(&self.views[k.idx()]).all(|(a, b)| a.up == b.up && a.item == b.item);
         self.views[k.idx()] = view;
+        self.of_apps[k.idx()] = apps_of;
+        if k == Kind::Tools {
+            self.app_only = app_only_n;
+        }
         self.index[k.idx()] = index;
         self.reverse[k.idx()] = reverse;
         if !same {
@@ -374,6 +399,10 @@ impl Catalog {
     /// template with the longest literal prefix matching the URI; otherwise the
     /// only upstream offering resources (`resource_ups`).
     pub(in crate::hub) fn route_uri(&self, uri: &str, naming: &[Naming], resource_ups: &[UpstreamId]) -> Option<(UpstreamId, String)> {
+        if apps::is_ui(uri) {
+            let (seg, orig) = apps::split(uri)?;
+            return naming.iter().position(|n| server_segment(n.name) == seg).map(|u| (u, orig));
+        }
         if let Some(e) = self.get(Kind::Resources, uri) {
             return Some((e.up, e.original.to_string()));
         }
@@ -398,6 +427,18 @@ impl Catalog {
             [u] => Some((*u, uri.to_string())),
             _ => None,
         }
+    }
+
+    /// The entries of kind `k` whose upstream name is `original`, in
+    /// catalog order (an app's call by its server's own name, `apps`).
+    #[cfg(feature = "apps")]
+    pub(in crate::hub) fn by_original(&self, k: Kind, original: &str) -> Vec<&Entry> {
+        self.views[k.idx()].iter().filter(|e| &*e.original == original).collect()
+    }
+
+    /// Does an upstream serve apps: a UI resource, or a tool linking one?
+    pub(in crate::hub) fn serves_apps(&self) -> bool {
+        self.of_apps.iter().any(|n| *n > 0)
     }
 
     /// Routes a completion `ref/resource` URI template.
@@ -441,6 +482,6 @@ impl Catalog {
 }
 
 /// A server's name as one URI path segment (and valid tool-name characters).
-pub(super) fn server_segment(name: &str) -> String {
+pub(in crate::hub) fn server_segment(name: &str) -> String {
     names::expose("", "", name, 0).as_str().to_string()
 }

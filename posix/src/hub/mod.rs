@@ -109,6 +109,7 @@
 //! `requestState`), is `relay`; shaping per revision is `shape`.
 
 pub mod approvals;
+mod apps;
 mod catalog;
 mod client;
 mod downward;
@@ -752,7 +753,7 @@ impl Hub {
         }
         let mut fps = [0; 3];
         for ch in catalog::Channel::ALL.into_iter().filter(|ch| s.listed[ch.idx()]) {
-            fps[ch.idx()] = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, s.rev);
+            fps[ch.idx()] = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, None).fingerprint(&mut self.catalog, ch, s.rev);
         }
         self.clients.adopt(c, s, |ch| fps[ch.idx()]);
         if let Some(level) = s.log_level {

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 
 use crate::policy::ratelimit::Class;
 
+use super::apps;
 use super::catalog::{Channel, Kind, Naming};
 use super::client::Offer;
 use super::modern::{self, Grant};
@@ -215,7 +216,7 @@ impl Hub {
             Some(r) if &m.raw[r.clone()] == b"null" => None,
             Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into()))?),
         };
-        self.list_page(c, m.id_bytes().unwrap_or(b"null"), k, cursor.as_deref(), ctx.is_some())
+        self.list_page(c, m.id_bytes().unwrap_or(b"null"), k, cursor.as_deref(), ctx)
     }
 
     fn tools_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
@@ -296,7 +297,8 @@ impl Hub {
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
         let (u, orig) = self.stages(|p| p.resource(c, m, &uri, false))?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
-        let renamed = (orig != uri).then(|| (orig.clone(), uri.to_string()));
+        // A UI URI's contents are shown by `apps` (with the rest of the result).
+        let renamed = (orig != uri && !apps::is_ui(&orig)).then(|| (orig.clone(), uri.to_string()));
         self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice(), renamed, None)
     }
 
@@ -390,7 +392,8 @@ impl Hub {
     }
 
     /// One page of an aggregated list.
-    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>, modern: bool) -> Result<(), Refusal> {
+    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let modern = ctx.is_some();
         let key = self.opts.cursor_key.to_le_bytes();
         let pos = match cur {
             None => 0,
@@ -418,7 +421,7 @@ impl Hub {
         let (items, more) = match self.policy.meta_listing(self.clients.principal_name(c), k, rev) {
             Some(items) => (items, None),
             None => {
-                let view = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).view(&self.catalog, k);
+                let view = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, ctx).view(&self.catalog, k);
                 let end = (pos + page).min(view.len());
                 let items: Vec<Value> = view.get(pos.min(view.len())..end).unwrap_or(&[]).iter().map(|e| {
                     let mut item = self.policy.listed_item(e, Server::of(&self.ups[e.up].spec), rev);
@@ -441,7 +444,7 @@ impl Hub {
             page = modern::stamped_list(&self.opts, &self.ups, &page, k);
         } else if cur.is_none() {
             let ch = k.channel();
-            let fp = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, rev);
+            let fp = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, None).fingerprint(&mut self.catalog, ch, rev);
             let first = self.clients.get_mut(&c).is_some_and(|cl| {
                 cl.known_fp[ch.idx()] = fp;
                 !std::mem::replace(&mut cl.listed[ch.idx()], true)
@@ -554,8 +557,8 @@ impl Hub {
     /// `logging/setLevel`, that one: modern servers log per request).
     fn upstream_context(&self, c: ClientId, ctx: Option<&ReqCtx>, task: bool) -> serde_json::Map<String, Value> {
         let mut caps = self.clients.caps_for_upstream(c, ctx, self.opts.roots.is_some());
-        if task {
-            caps["extensions"] = json!({ tasks::EXT: {} });
+        if let (true, Some(o)) = (task, caps.as_object_mut()) {
+            apps::add_extension(o, tasks::EXT, json!({}));
         }
         let mut meta = modern::upstream_meta(&self.opts, caps);
         let legacy_level = || self.clients.get(&c).filter(|cl| cl.log_level.is_some()).and(self.subs.level()).and_then(super::request::level_index);
@@ -591,6 +594,12 @@ impl Hub {
             _ => None,
         };
         let res = renamed.as_deref().or(m.result_bytes());
+        // MCP Apps: the result's UI URIs as the client knows them (`apps`).
+        let ui = match call {
+            Some(Method::ToolsCall | Method::ResourcesRead) => res.and_then(|r| apps::exposed_result(r, &self.ups[u].spec.name)),
+            _ => None,
+        };
+        let res = ui.as_deref().or(res);
         let capped = if call == Some(Method::CompletionComplete) { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
         // Policy: structuredContent against the tool's outputSchema.
@@ -668,7 +677,7 @@ impl Hub {
                 };
                 return self.downward().result_as(c, &id, &out, outcome);
             }
-            return match m.env.result().and_then(|v| shape::result_view(&method, v, rev)) {
+            return match view.and_then(|v| shape::result_view(&method, v, rev)) {
                 Some(shaped) => self.downward().result_as(c, &id, &shaped, outcome),
                 None => self.downward().result_as(c, &id, res, outcome),
             };
@@ -866,7 +875,7 @@ impl Hub {
         let done = match m.call {
             ServerDiscover => {
                 let f = shape::Features::of(super::request::MODERN);
-                let body = modern::discover(&self.opts, &self.ups, &f, self.ups.capabilities(), self.ups.instructions(&self.catalog, &self.opts.separator, &f), tasks::declared(&ctx.caps));
+                let body = modern::discover(&self.opts, &self.ups, &f, self.ups.capabilities_for(&self.catalog, &ctx.caps), self.ups.instructions(&self.catalog, &self.opts.separator, &f), tasks::declared(&ctx.caps));
                 self.downward().result(c, &id, &body);
                 Ok(())
             }
@@ -941,7 +950,7 @@ impl Hub {
         let fps = stages::listen_fingerprints(&self.policy, &self.clients, &self.ups, &mut self.catalog, c);
         let asked = filter.get("resourceSubscriptions").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
         // Those whose upstream can notify updates and that `c` may see (`stages::authorize`).
-        let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c);
+        let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, None);
         let uris = asked.filter(|uri| self.ups.route_uri(&self.catalog, uri).is_some_and(|(u, _)| sight.server_visible(u) && notifies_updates(&self.ups[u]))).map(str::to_string).collect();
         let fx = self.listens.open(c, id, filter, Grant { caps, uris, task_ids, fps });
         self.apply_listens(fx);
@@ -1140,7 +1149,7 @@ impl Hub {
             if !listed {
                 continue;
             }
-            let fp = stages::Sight::of(&self.policy, &self.clients, &self.ups, c).fingerprint(&mut self.catalog, ch, rev);
+            let fp = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, None).fingerprint(&mut self.catalog, ch, rev);
             if fp != known {
                 if let Some(cl) = self.clients.get_mut(&c) {
                     cl.known_fp[ch.idx()] = fp;
@@ -1167,7 +1176,11 @@ impl Hub {
             // Requirement: meta-request-params-meta-required (every modern request carries _meta)
             // (with the client capabilities `params` declare, if any: `tasks` polls)
             let declared = params.and_then(|p| wire::find(p, 0..p.len(), &["_meta", meta::CLIENT_CAPABILITIES_KEY]).and_then(|r| serde_json::from_slice(&p[r]).ok()));
-            let meta = modern::upstream_meta(&self.opts, declared.unwrap_or_else(|| json!({})));
+            let mut declared = declared.filter(Value::is_object).unwrap_or_else(|| json!({}));
+            if let Some(o) = declared.as_object_mut() {
+                apps::declare(o);
+            }
+            let meta = modern::upstream_meta(&self.opts, declared);
             let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
             let headers = upward::written_headers(name, Some(&p), &|tool| self.catalog.upstream_tool_schema(u, tool));
             upward::request(&mut self.out, u, id, name, Some(&p), Some(headers));
@@ -1369,7 +1382,11 @@ impl Hub {
     fn upstream_resource_updated(&mut self, u: UpstreamId, m: &Msg) {
         let p = m.params_value();
         let Some(uri) = p.get("uri").and_then(Value::as_str) else { return };
-        let exposed = self.catalog.exposed_of(Kind::Resources, u, uri).map_or_else(|| uri.to_string(), str::to_string);
+        let exposed = match self.catalog.exposed_of(Kind::Resources, u, uri) {
+            Some(e) => e.to_string(),
+            // A UI resource need not be listed.
+            None => apps::expose(&self.ups[u].spec.name, uri).unwrap_or_else(|| uri.to_string()),
+        };
         let mut out = p.clone();
         out["uri"] = Value::String(exposed.clone());
         if let Some(o) = out.as_object_mut() {

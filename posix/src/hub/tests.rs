@@ -10,6 +10,8 @@ use super::*;
 use crate::policy::approval::{Carrier, Notice};
 
 mod approvals;
+#[cfg(feature = "apps")]
+mod apps;
 mod modern;
 mod isolation;
 mod lazy;
@@ -358,6 +360,13 @@ impl Fake {
         }
         Some(Some(json!({ "jsonrpc": "2.0", "id": id?, "result": result })))
     }
+}
+
+/// The capabilities mcpx declares to a 2026-07-28 upstream for a client
+/// that declared `caps`: those, and MCP Apps, which mcpx answers for it.
+fn relayed_caps(mut caps: Value) -> Value {
+    caps["extensions"]["io.modelcontextprotocol/ui"] = json!({ "mimeTypes": ["text/html;profile=mcp-app"] });
+    caps
 }
 
 /// Validates `instance` against definition `def` of `rev`'s schema.json, found

@@ -104,7 +104,7 @@ impl Clients {
         let Some(cl) = self.get_mut(&c) else { return };
         let rev = cl.rev();
         let f = &rev.features();
-        let mut caps = offer.ups.capabilities();
+        let mut caps = offer.ups.capabilities_for(offer.catalog, cl.caps().unwrap_or(&Value::Null));
         // Requirement: tasks-declare-capability
         if tasks::declared_legacy(rev, cl.caps()) {
             caps.insert("tasks".into(), tasks::capability());

@@ -193,8 +193,10 @@ impl Clients {
         }
         // The tasks extension, for an upstream that may answer with a task (`tasks::relay`).
         if ctx.is_some_and(|x| tasks::declared(&x.caps)) {
-            out.insert("extensions".into(), json!({ tasks::EXT: {} }));
+            super::apps::add_extension(&mut out, tasks::EXT, json!({}));
         }
+        // MCP Apps, which mcpx answers for every client (`apps`).
+        super::apps::declare(&mut out);
         Value::Object(out)
     }
 

@@ -140,7 +140,7 @@ pub(in crate::hub) fn discover(opts: &HubOptions, ups: &[Upstream], f: &shape::F
     let mut caps = shape::server_capabilities(union, f);
     // Requirement: ext-tasks-server-advertise-discover
     if tasks {
-        caps.insert("extensions".into(), json!({ super::super::tasks::EXT: {} }));
+        super::super::apps::add_extension(&mut caps, super::super::tasks::EXT, json!({}));
     }
     let v = json!({
         "supportedVersions": versions,

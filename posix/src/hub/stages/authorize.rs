@@ -4,9 +4,12 @@
 //! templates, and so completions and subscriptions on them, follow the
 //! grant of the server. What a principal may not see is absent from its
 //! lists, answered as unknown when asked for, and changes to it send the
-//! principal no `list_changed`.
+//! principal no `list_changed`. A tool for apps alone (MCP Apps,
+//! `hub::apps`) is hidden the same way from a client that is no app host.
 
+use super::super::apps;
 use super::super::catalog::{Catalog, Channel, Entry, Kind};
+use super::super::request::ReqCtx;
 use super::super::client::Clients;
 use super::super::policy::HubPolicy;
 use super::super::shape::Rev;
@@ -14,23 +17,43 @@ use super::super::upstream::Upstreams;
 use super::super::{ClientId, UpstreamId};
 
 /// What one client's principal may see: the policy's catalogs over the
-/// upstreams' names.
+/// upstreams' names; and whether the client hosts apps.
 pub(in crate::hub) struct Sight<'a> {
     policy: &'a HubPolicy,
     principal: &'a str,
     upstreams: &'a Upstreams,
+    /// It declared MCP Apps (its session's capabilities, or a 2026-07-28
+    /// request's own): tools for apps alone are its too.
+    apps: bool,
 }
 
 impl<'a> Sight<'a> {
     /// The sight of client `c` (nothing is hidden from a client that is
-    /// gone but what hides from every principal).
-    pub fn of(policy: &'a HubPolicy, clients: &'a Clients, ups: &'a Upstreams, c: ClientId) -> Sight<'a> {
-        Sight { policy, principal: clients.principal_name(c), upstreams: ups }
+    /// gone but what hides from every principal), for its request with
+    /// context `ctx` (a 2026-07-28 request declares its capabilities).
+    pub fn of(policy: &'a HubPolicy, clients: &'a Clients, ups: &'a Upstreams, c: ClientId, ctx: Option<&ReqCtx>) -> Sight<'a> {
+        let apps = match ctx {
+            Some(x) => apps::declared(&x.caps),
+            None => clients.get(&c).and_then(|cl| cl.caps()).is_some_and(apps::declared),
+        };
+        Sight { policy, principal: clients.principal_name(c), upstreams: ups, apps }
+    }
+
+    /// Is it an app host (never without the `apps` feature)?
+    pub fn apps(&self) -> bool {
+        cfg!(feature = "apps") && self.apps
+    }
+
+    /// Does it see less than the whole catalog?
+    fn filters(&self, catalog: &Catalog) -> bool {
+        self.policy.restricts || (!self.apps() && catalog.app_only > 0)
     }
 
     /// May it see entry `e` of the `k` view?
     pub fn visible(&self, k: Kind, e: &Entry) -> bool {
         match k {
+            // ext-apps: a host must not list to the model a tool whose visibility lacks "model".
+            Kind::Tools if e.app_only && !self.apps() => false,
             Kind::Tools => self.policy.tool_visible(self.principal, &self.upstreams[e.up].spec.name, &e.original),
             Kind::Prompts | Kind::Resources | Kind::Templates => self.server_visible(e.up),
         }
@@ -44,7 +67,7 @@ impl<'a> Sight<'a> {
     /// The `k` view entries it may see.
     pub fn view<'c>(&self, catalog: &'c Catalog, k: Kind) -> Vec<&'c Entry> {
         let view = catalog.view(k);
-        if !self.policy.restricts {
+        if !self.filters(catalog) {
             return view.iter().collect();
         }
         view.iter().filter(|e| self.visible(k, e)).collect()
@@ -54,7 +77,7 @@ impl<'a> Sight<'a> {
     /// catalogs, only what it may see counts, so a change it cannot see
     /// sends it no `list_changed`.
     pub fn fingerprint(&self, catalog: &mut Catalog, ch: Channel, rev: Rev) -> u64 {
-        if !self.policy.restricts {
+        if !self.filters(catalog) {
             return catalog.fingerprint(ch, rev);
         }
         catalog.fingerprint_where(ch, rev, |k, e| self.visible(k, e))
@@ -77,5 +100,5 @@ pub(in crate::hub) fn listen_fingerprints(policy: &HubPolicy, clients: &Clients,
 /// others').
 pub(in crate::hub) fn listen_fingerprint(policy: &HubPolicy, clients: &Clients, ups: &Upstreams, catalog: &mut Catalog, c: ClientId, ch: Channel) -> u64 {
     let rev = clients.get(&c).map_or(Rev::LATEST_LEGACY, |cl| cl.rev());
-    Sight::of(policy, clients, ups, c).fingerprint(catalog, ch, rev)
+    Sight::of(policy, clients, ups, c, None).fingerprint(catalog, ch, rev)
 }

@@ -72,11 +72,14 @@ pub(super) struct ToolRoute {
 }
 
 /// A tool name looked up for client `c`: the answer to a hidden name is
-/// the unknown one's, the audit line tells them apart.
+/// the unknown one's, the audit line tells them apart. `Ambiguous`: an
+/// app's own name that several servers' tools have (their exposed names).
 enum Lookup {
     Visible(ToolRoute),
     Hidden,
     NotListed,
+    #[cfg(feature = "apps")]
+    Ambiguous(String),
 }
 
 /// What the stages leave the hub to do, in order.
@@ -110,8 +113,8 @@ pub(super) struct Pipeline<'a> {
 
 impl Pipeline<'_> {
     /// What client `c`'s principal may see (`authorize`).
-    fn sight(&self, c: ClientId) -> Sight<'_> {
-        Sight::of(self.policy, self.principals, self.upstreams, c)
+    fn sight(&self, c: ClientId, ctx: Option<&ReqCtx>) -> Sight<'_> {
+        Sight::of(self.policy, self.principals, self.upstreams, c, ctx)
     }
 
     /// Admit, authorize, validate and approve a `tools/call` of client `c`
@@ -122,18 +125,38 @@ impl Pipeline<'_> {
     /// (`approve`), to pass the stages when routed again.
     pub fn tool(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, call: &mut ToolCall) -> Result<Option<ToolRoute>, Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
-        let lookup = match self.catalog.get(Kind::Tools, &call.name) {
-            None => Lookup::NotListed,
-            Some(e) if !self.sight(c).visible(Kind::Tools, e) => Lookup::Hidden,
-            Some(e) => {
-                // Either spelling of a name (dotted or not): limits and the
-                // audit log see the one every client can be shown.
+        let sight = self.sight(c, ctx);
+        let found = match self.catalog.get(Kind::Tools, &call.name) {
+            Some(e) if sight.visible(Kind::Tools, e) => Ok(e),
+            Some(_) => Err(Lookup::Hidden),
+            // An app calls its server's tools by the server's own names (`apps`).
+            #[cfg(feature = "apps")]
+            None if sight.apps() => {
+                let owners = self.catalog.by_original(Kind::Tools, &call.name);
+                let mut owners = owners.into_iter().filter(|e| sight.visible(Kind::Tools, e));
+                match (owners.next(), owners.next()) {
+                    (Some(e), None) => Ok(e),
+                    (Some(a), Some(b)) => {
+                        let names: Vec<&str> = [a, b].into_iter().chain(owners).map(|e| e.exposed.as_str()).collect();
+                        Err(Lookup::Ambiguous(names.join(", ")))
+                    }
+                    _ => Err(Lookup::NotListed),
+                }
+            }
+            None => Err(Lookup::NotListed),
+        };
+        let lookup = match found {
+            Ok(e) => {
+                // Either spelling of a name (dotted or not), or an app's
+                // own: limits and the audit log see the one every client
+                // can be shown.
                 if call.name != e.exposed {
                     call.name = Cow::Owned(e.exposed.clone());
                 }
                 let task_support = super::value_at(&e.item, &["execution", "taskSupport"]).and_then(Value::as_str).map(str::to_string);
                 Lookup::Visible(ToolRoute { up: e.up, original: e.original.clone(), task_support })
             }
+            Err(l) => l,
         };
         let unlisted = matches!(lookup, Lookup::NotListed).then(|| self.starts.unlisted_owner(&call.name, self.upstreams)).flatten();
         if let Some(u) = unlisted {
@@ -151,7 +174,7 @@ impl Pipeline<'_> {
                 self.policy.resolved(c, m, &self.upstreams[r.up].spec.name, &call.name, &r.original);
                 Some(r.up)
             }
-            Lookup::Hidden | Lookup::NotListed => None,
+            _ => None,
         };
         self.admit(c, id, Class::ToolCall, up, &call.name)?;
         // Requirement: tools-error-unknown-tool-protocol
@@ -159,6 +182,11 @@ impl Pipeline<'_> {
             Lookup::Visible(r) => r,
             Lookup::Hidden => return Err(self.refused_at(c, id, Stage::Authorize, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
             Lookup::NotListed => return Err(self.refused_at(c, id, Stage::Route, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
+            #[cfg(feature = "apps")]
+            Lookup::Ambiguous(names) => {
+                let msg = format!("Tool {} is a tool of more than one server ({names}); mcpx cannot tell which app called it: call it by one of those names", call.name);
+                return Err(self.refused_at(c, id, Stage::Route, ErrorCode::InvalidParams, msg, Some(json!({ "candidates": names.split(", ").collect::<Vec<_>>() }))));
+            }
         };
         if let Err(Refusal(code, msg, data)) = self.policy.check_arguments(m, call, &self.upstreams[route.up].spec.name, &route.original) {
             return Err(self.refused_at(c, id, Stage::Validate, code, msg, data));
@@ -173,7 +201,7 @@ impl Pipeline<'_> {
     /// completion's `ref/prompt`): its upstream and upstream name.
     pub fn prompt(&mut self, c: ClientId, m: &Msg, name: &str) -> Result<(UpstreamId, String), Refusal> {
         let id = m.id_bytes().unwrap_or(b"null");
-        let found = self.catalog.get(Kind::Prompts, name).map(|e| (self.sight(c).visible(Kind::Prompts, e), e.up, e.original.clone()));
+        let found = self.catalog.get(Kind::Prompts, name).map(|e| (self.sight(c, None).visible(Kind::Prompts, e), e.up, e.original.clone()));
         match found {
             Some((true, u, original)) => Ok((u, original.to_string())),
             // Requirement: prompts-errors-32602-32603
@@ -191,7 +219,7 @@ impl Pipeline<'_> {
         let id = m.id_bytes().unwrap_or(b"null");
         let routed = template.then(|| self.catalog.route_template(uri)).flatten().or_else(|| self.upstreams.route_uri(self.catalog, uri));
         match routed {
-            Some((u, original)) if self.sight(c).server_visible(u) => Ok((u, original)),
+            Some((u, original)) if self.sight(c, None).server_visible(u) => Ok((u, original)),
             other => {
                 let stage = if other.is_some() { Stage::Authorize } else { Stage::Route };
                 // Requirement: resources-not-found-32002

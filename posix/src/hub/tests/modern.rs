@@ -755,7 +755,7 @@ fn modern_upstream_results_pass_with_known_result_types_only() {
     assert_eq!(p.request(l, json!(9), "logging/setLevel", json!({ "level": "notice" }))["result"], json!({}));
     p.send(l, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "m__read", "arguments": {} } }));
     let up = p.take_up(0);
-    assert_eq!(up["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"], json!({}));
+    assert_eq!(up["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"], relayed_caps(json!({})));
     assert_eq!(up["params"]["_meta"]["io.modelcontextprotocol/logLevel"], "notice");
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "resultType": "complete", "content": [], "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "m", "version": "1" } } } }));
     let r = p.take(l);

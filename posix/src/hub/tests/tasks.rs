@@ -354,7 +354,7 @@ fn an_upstreams_task_is_relayed_under_an_id_of_the_hubs_and_only_to_its_principa
     p.hub.handle(Input::ClientPrincipal(bob, b"bob"), p.now);
     p.msend(alice, json!(1), "tools/call", json!({ "name": "m__job" }), &ext_caps());
     let up = p.take_up(0);
-    assert_eq!(up["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], ext_caps()["extensions"], "the upstream decides: {up}");
+    assert_eq!(up["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], relayed_caps(ext_caps())["extensions"], "the upstream decides: {up}");
     let big = HubOptions::default().tasks.max_ttl_ms * 2;
     let task = json!({ "resultType": "task", "taskId": "up-7", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": big, "pollIntervalMs": 3_600_000 });
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": task }));
@@ -623,7 +623,7 @@ fn a_legacy_clients_task_on_a_2026_task_upstream_is_polled_to_its_result() {
     let id = task_id(&created);
     let call = p.take_up(0);
     assert!(call["params"].get("task").is_none(), "{call}");
-    assert_eq!(call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], ext_caps()["extensions"], "mcpx takes the upstream's task: {call}");
+    assert_eq!(call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"], relayed_caps(ext_caps())["extensions"], "mcpx takes the upstream's task: {call}");
     p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": { "taskId": id } }));
     let working = |poll: u64| json!({ "resultType": "task", "taskId": "up-9", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 60_000, "pollIntervalMs": poll });
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": call["id"], "result": working(200) }));

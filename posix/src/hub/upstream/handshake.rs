@@ -129,9 +129,13 @@ impl Upstream {
         // Tool use in sampling is relayed to clients that declare it (and
         // refused to the upstream otherwise), like URL elicitation.
         let sampling = if rev.supports(Feature::SamplingTools) { json!({ "tools": {} }) } else { json!({}) };
+        let mut caps = json!({ "roots": { "listChanged": true }, "sampling": sampling, "elicitation": elicitation });
+        if let Some(o) = caps.as_object_mut() {
+            super::super::apps::declare(o);
+        }
         let params = json!({
             "protocolVersion": rev.as_str(),
-            "capabilities": { "roots": { "listChanged": true }, "sampling": sampling, "elicitation": elicitation },
+            "capabilities": caps,
             "clientInfo": { "name": opts.server_name, "version": opts.server_version },
         });
         let params = Some(serde_json::to_vec(&params).unwrap_or_default());
