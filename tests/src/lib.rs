@@ -77,11 +77,23 @@ pub fn node() -> PathBuf {
     )
 }
 
-fn node_package(pkg: &str, file: &str) -> PathBuf {
+pub fn node_package(pkg: &str, file: &str) -> PathBuf {
     require(
         &format!("npm package {pkg}"),
         peers_dir().join("node/node_modules").join(pkg).join(file),
     )
+}
+
+/// Debian's `chromium` (`MCPX_CHROMIUM` may name another binary).
+pub fn chromium() -> PathBuf {
+    let path = std::env::var_os("MCPX_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    assert!(
+        path.exists(),
+        "Chromium is not installed (looked for {}): `apt-get install -y chromium` \
+         (what .ci/run does), or set MCPX_CHROMIUM",
+        path.display()
+    );
+    path
 }
 
 /// A file under `tests/drivers/`.

@@ -195,18 +195,6 @@ fn the_page_is_behind_the_origin_check_and_the_token() {
 
 // ------------------------------------------------------------------ Chromium
 
-/// Debian's `chromium` (`MCPX_CHROMIUM` may name another binary).
-fn chromium() -> PathBuf {
-    let path = std::env::var_os("MCPX_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    assert!(
-        path.exists(),
-        "Chromium is not installed (looked for {}): `apt-get install -y chromium` \
-         (what .ci/run does), or set MCPX_CHROMIUM",
-        path.display()
-    );
-    path
-}
-
 /// Runs headless Chromium on `url` with `args` (a fresh profile each time,
 /// nothing reaching beyond loopback) and returns its stdout.
 fn headless(url: &str, args: &[String]) -> String {

@@ -9,7 +9,9 @@
 //! Common options: `--root DIR` (the workspace; default: the nearest parent of
 //! the current directory whose Cargo.toml has a [workspace]) and
 //! `--requirements FILE` (default: `$MCPX_SHARED/requirements/mcp-normative-requirements.md`,
-//! MCPX_SHARED defaulting to the `shared` folder beside the workspace).
+//! MCPX_SHARED defaulting to the `shared` folder beside the workspace). The
+//! rows of the official extensions that list does not carry yet follow it,
+//! from `tests/conformance/extensions.md`.
 //!
 //! See `tests/conformance/matrix.toml` for the file's rules.
 
@@ -92,14 +94,21 @@ fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+fn extensions_path(root: &Path) -> PathBuf {
+    root.join("tests").join("conformance").join("extensions.md")
+}
+
 fn matrix_path(root: &Path) -> PathBuf {
     root.join("tests").join("conformance").join("matrix.toml")
 }
 
 fn run() -> Result<bool, String> {
     let o = parse_args()?;
-    let parsed = reqs::parse(&read(&o.requirements)?)
-        .map_err(|e| format!("{}: {e}", o.requirements.display()))?;
+    // The shared list, then the extension rows it does not carry yet.
+    let ext = extensions_path(&o.root);
+    let text = format!("{}\n{}", read(&o.requirements)?, read(&ext)?);
+    let parsed = reqs::parse(&text)
+        .map_err(|e| format!("{} + {}: {e}", o.requirements.display(), ext.display()))?;
     let reqs = parsed.reqs;
     let mpath = matrix_path(&o.root);
     let matrix =
