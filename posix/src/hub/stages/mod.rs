@@ -184,7 +184,7 @@ impl Pipeline<'_> {
             Lookup::NotListed => return Err(self.refused_at(c, id, Stage::Route, ErrorCode::InvalidParams, format!("Unknown tool: {}", call.name), None)),
             #[cfg(feature = "apps")]
             Lookup::Ambiguous(names) => {
-                let msg = format!("Tool {} is a tool of more than one server ({names}); mcpx cannot tell which app called it: call it by one of those names", call.name);
+                let msg = format!("Tool '{}' is offered by more than one server ({names}), and mcpx cannot tell which app called it: call it by one of those names", call.name);
                 return Err(self.refused_at(c, id, Stage::Route, ErrorCode::InvalidParams, msg, Some(json!({ "candidates": names.split(", ").collect::<Vec<_>>() }))));
             }
         };

@@ -52,7 +52,7 @@ fn through(p: &mut Pair, c: ClientId, u: UpstreamId, m: Value, result: Value) ->
     (up, p.take(c))
 }
 
-// covers: ext-apps-ui-uri-scheme, ext-apps-host-reads-resource-uri
+// covers: ext-apps-ui-uri-scheme, ext-apps-resource-exists
 #[test]
 fn two_servers_apps_keep_ui_uris_that_never_collide_and_route_back() {
     let mut p = Pair::with(vec![("clock", clock(false)), ("clock2", clock(true))], HubOptions::default());
@@ -90,7 +90,6 @@ fn two_servers_apps_keep_ui_uris_that_never_collide_and_route_back() {
     assert_eq!(err_code(&r), -32002, "the server's own URI names server 'get-time', which is not configured: {r}");
 }
 
-// covers: ext-apps-updated-ui-resource
 #[test]
 fn an_unlisted_ui_resource_updates_its_subscribers_under_its_shown_uri() {
     let mut p = Pair::with(vec![("clock", clock(false)), ("clock2", clock(true))], HubOptions::default());
@@ -132,7 +131,6 @@ fn tools_for_apps_alone_are_listed_and_called_by_app_hosts_only_in_every_era() {
     assert_eq!(p.take_up(0)["params"]["name"], "poll");
 }
 
-// covers: ext-apps-app-calls-own-names
 #[test]
 fn an_apps_own_tool_name_reaches_its_server_and_a_shared_one_is_refused_naming_both() {
     let mut p = Pair::with(vec![("clock", clock(false)), ("clock2", clock(true)), ("mon", monitor())], HubOptions::default());
@@ -148,7 +146,7 @@ fn an_apps_own_tool_name_reaches_its_server_and_a_shared_one_is_refused_naming_b
     assert!(r["error"]["message"].as_str().unwrap().contains("Unknown tool"), "only an app host calls by a server's own name: {r}");
 }
 
-// covers: ext-apps-negotiated
+// covers: ext-apps-negotiated, ext-apps-client-mimetypes
 #[test]
 fn the_extension_is_offered_to_app_hosts_when_a_server_serves_apps_and_declared_upstream() {
     let mut p = Pair::with(vec![("mon", monitor())], HubOptions::default());
