@@ -136,7 +136,7 @@ mod on {
     /// with its UI URIs shown as clients see them; `None` when it names none
     /// (most results: one scan of the bytes tells).
     pub(in crate::hub) fn exposed_result(res: &[u8], server: &str) -> Option<Vec<u8>> {
-        if !res.windows(SCHEME.len()).any(|w| w == SCHEME.as_bytes()) {
+        if memchr::memmem::find(res, SCHEME.as_bytes()).is_none() {
             return None;
         }
         let mut v: Value = serde_json::from_slice(res).ok()?;
