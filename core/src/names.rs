@@ -129,6 +129,12 @@ impl Exposed {
     }
 }
 
+/// Server `name` as one URI path segment, in valid tool-name characters
+/// (a hub's `mcpx://<segment>/…` and `ui://<segment>/…` URIs).
+pub fn segment(name: &str) -> Name {
+    expose("", "", name, 0)
+}
+
 /// The exposed name of upstream name `name` under `prefix` and `separator`.
 /// See the module documentation for the rule.
 pub fn expose(prefix: &str, separator: &str, name: &str, salt: u32) -> Name {

@@ -2,7 +2,7 @@
 //! 2026-01-26) through the hub: many servers' apps behind one server.
 //!
 //! - **Names.** Server S's `ui://` URI `ui://<rest>` is shown as
-//!   `ui://<S>/<rest>` (S as a URI segment, `catalog::server_segment`): the
+//!   `ui://<S>/<rest>` (S as a URI segment, `names::segment`): the
 //!   scheme stays `ui://`, as the extension requires, and two servers' URIs
 //!   never collide. A client's `ui://` URI is routed by its first segment
 //!   alone, so a UI resource a server leaves out of `resources/list` (the
@@ -67,7 +67,7 @@ pub(super) use off::*;
 mod on {
     use serde_json::{json, Map, Value};
 
-    use super::super::catalog::server_segment;
+    use mcpx_core::names;
     use super::{add_extension, EXT};
 
     const SCHEME: &str = "ui://";
@@ -90,7 +90,7 @@ mod on {
 
     /// `orig`, a `ui://` URI of server `server`, as clients see it.
     pub(in crate::hub) fn expose(server: &str, orig: &str) -> Option<String> {
-        orig.strip_prefix(SCHEME).map(|rest| format!("{SCHEME}{}/{rest}", server_segment(server)))
+        orig.strip_prefix(SCHEME).map(|rest| format!("{SCHEME}{}/{rest}", names::segment(server).as_str()))
     }
 
     /// A client's `ui://` URI: the server segment, and the upstream's URI.
@@ -197,7 +197,7 @@ mod off {
 
 #[cfg(all(test, feature = "apps"))]
 mod tests {
-    use super::super::catalog::server_segment;
+    use mcpx_core::names;
     use super::*;
 
     #[test]
@@ -209,7 +209,7 @@ mod tests {
         ];
         for (server, orig, shown) in rows {
             assert_eq!(expose(server, orig).as_deref(), Some(shown), "{orig}");
-            assert_eq!(split(shown), Some((server_segment(server).as_str(), orig.to_string())), "{shown}");
+            assert_eq!(split(shown), Some((names::segment(server).as_str(), orig.to_string())), "{shown}");
         }
         assert_eq!(expose("clock", "file:///x"), None);
         assert_eq!(split("ui://clock"), None, "no server segment");

@@ -333,7 +333,7 @@ impl Catalog {
                         } else if !index.contains_key(original) {
                             original.to_string()
                         } else {
-                            let alt = format!("{MCPX_URI}{}/{original}", server_segment(naming[u].name));
+                            let alt = format!("{MCPX_URI}{}/{original}", names::segment(naming[u].name).as_str());
                             if index.contains_key(&alt) {
                                 continue; // the same server lists the same URI twice
                             }
@@ -401,14 +401,14 @@ impl Catalog {
     pub(in crate::hub) fn route_uri(&self, uri: &str, naming: &[Naming], resource_ups: &[UpstreamId]) -> Option<(UpstreamId, String)> {
         if apps::is_ui(uri) {
             let (seg, orig) = apps::split(uri)?;
-            return naming.iter().position(|n| server_segment(n.name) == seg).map(|u| (u, orig));
+            return naming.iter().position(|n| names::segment(n.name).as_str() == seg).map(|u| (u, orig));
         }
         if let Some(e) = self.get(Kind::Resources, uri) {
             return Some((e.up, e.original.to_string()));
         }
         if let Some(rest) = uri.strip_prefix(MCPX_URI) {
             if let Some((seg, orig)) = rest.split_once('/') {
-                if let Some(u) = naming.iter().position(|n| server_segment(n.name) == seg) {
+                if let Some(u) = naming.iter().position(|n| names::segment(n.name).as_str() == seg) {
                     return Some((u, orig.to_string()));
                 }
             }
@@ -481,7 +481,3 @@ impl Catalog {
     }
 }
 
-/// A server's name as one URI path segment (and valid tool-name characters).
-pub(in crate::hub) fn server_segment(name: &str) -> String {
-    names::expose("", "", name, 0).as_str().to_string()
-}

@@ -588,7 +588,7 @@ impl Relays {
     /// in the hub, so keys never repeat within a call, across its rounds.
     pub fn new_key(&mut self, server: &str) -> String {
         self.next_key += 1;
-        format!("{}-{}", super::catalog::server_segment(server), self.next_key)
+        format!("{}-{}", mcpx_core::names::segment(server).as_str(), self.next_key)
     }
 }
 
