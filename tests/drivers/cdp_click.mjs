@@ -10,7 +10,9 @@
 // releases the mouse at the centre of the first
 // element SELECTOR matches (Input.dispatchMouseEvent: the browser itself
 // submits the form, with its own headers), waits for the next page to load
-// and prints its HTML on stdout. Exit 0 on success, 1 on any failure (what
+// and prints its HTML on stdout; with CDP_THEN=SELECTOR in the environment it
+// presses that element on the page the first click led to, and prints the
+// page after it. Exit 0 on success, 1 on any failure (what
 // failed on stderr). Node 22's WebSocket; nothing else.
 
 import { spawn } from "node:child_process";
@@ -92,18 +94,25 @@ try {
     await s("DOM.focus", { nodeId: field.nodeId });
     await s("Input.insertText", { text: typed[i + 1] });
   }
-  const { nodeId } = await s("DOM.querySelector", { nodeId: root.nodeId, selector });
-  if (!nodeId) fail(`no element matches ${selector}`);
-  await s("DOM.scrollIntoViewIfNeeded", { nodeId });
-  const { model } = await s("DOM.getBoxModel", { nodeId });
-  const q = model.content;
-  const x = (q[0] + q[2] + q[4] + q[6]) / 4;
-  const y = (q[1] + q[3] + q[5] + q[7]) / 4;
-  loaded = event("Page.loadEventFired", sessionId);
-  for (const type of ["mousePressed", "mouseReleased"]) {
-    await s("Input.dispatchMouseEvent", { type, x, y, button: "left", clickCount: 1 });
-  }
-  await loaded;
+  // Presses and releases the mouse on the first element `sel` matches in
+  // the document `doc`, and waits for the page that leads to.
+  const press = async (doc, sel) => {
+    const { nodeId } = await s("DOM.querySelector", { nodeId: doc.nodeId, selector: sel });
+    if (!nodeId) fail(`no element matches ${sel}`);
+    await s("DOM.scrollIntoViewIfNeeded", { nodeId });
+    const { model } = await s("DOM.getBoxModel", { nodeId });
+    const q = model.content;
+    const x = (q[0] + q[2] + q[4] + q[6]) / 4;
+    const y = (q[1] + q[3] + q[5] + q[7]) / 4;
+    loaded = event("Page.loadEventFired", sessionId);
+    for (const type of ["mousePressed", "mouseReleased"]) {
+      await s("Input.dispatchMouseEvent", { type, x, y, button: "left", clickCount: 1 });
+    }
+    await loaded;
+  };
+  await press(root, selector);
+  // CDP_THEN: a second element to press on the page the first led to.
+  if (process.env.CDP_THEN) await press((await s("DOM.getDocument")).root, process.env.CDP_THEN);
   const doc = await s("DOM.getDocument");
   const { outerHTML } = await s("DOM.getOuterHTML", { nodeId: doc.root.nodeId });
   process.stdout.write(outerHTML);

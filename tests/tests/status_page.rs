@@ -224,8 +224,16 @@ fn headless(url: &str, args: &[String]) -> String {
 /// Chromium, then clicks the element `selector` (tests/drivers/cdp_click.mjs,
 /// over the DevTools protocol) and returns the page the click led to.
 fn click(url: &str, typed: &[(&str, &str)], selector: &str) -> String {
+    click_then(url, typed, selector, None)
+}
+
+/// [`click`], then (`then`) a click on that element of the page it led to
+/// (`CDP_THEN`); the page that second click led to.
+fn click_then(url: &str, typed: &[(&str, &str)], selector: &str, then: Option<&str>) -> String {
     let profile = TempDir::new();
     let mut argv = vec![
+        "env".to_string(),
+        format!("CDP_THEN={}", then.unwrap_or("")),
         node().to_string_lossy().into_owned(),
         driver("cdp_click.mjs").to_string_lossy().into_owned(),
         chromium().to_string_lossy().into_owned(),
@@ -424,6 +432,38 @@ fn chromium_is_sent_to_the_sign_in_form_and_signs_in_with_a_token() {
     let page = click(&url, &[("#token", BOB)], "button[type=submit]");
     assert!(page.contains("Principal 'bob' may not open the status pages"), "{page}");
     assert!(!page.contains("data-name=\"demo\""), "{page}");
+}
+
+#[test]
+fn an_operator_restarts_a_server_with_the_pages_button_and_no_one_else_gets_one() {
+    let _ = chromium();
+    let auth = json!({ "tokens": { "alice": ALICE, "bob": BOB }, "operators": ["token:alice"] });
+    let (_hub, server) = hub(&[("auth", auth), ("http", json!({ "statusPrincipals": ["alice", "bob"] }))]);
+    let bearer = format!("Bearer {ALICE}");
+    let json = [("Authorization", bearer.as_str()), ("Accept", "application/json")];
+    let starts = upstream(&settled(&server, &json), "demo")["starts"].as_u64().unwrap();
+    let url = server.url.replace("/mcp", "/status");
+    // Bob may open the page, and is no operator: no button.
+    let page = click(&url, &[("#token", BOB)], "button[type=submit]");
+    assert!(page.contains("data-name=\"demo\"") && !page.contains("name=\"restart\""), "{page}");
+    // Alice signs in and presses Restart demo: back on the page, demo starts again.
+    let page = click_then(&url, &[("#token", ALICE)], "button[type=submit]", Some("form.restart input[value=demo] + button"));
+    assert!(page.contains("<h1>mcpx status</h1>") && page.contains("<button>Restart demo</button>"), "{page}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let demo = upstream(&get(&server, "/status", &json).json(), "demo").clone();
+        if demo["state"] == "ready" && demo["starts"].as_u64().unwrap() > starts {
+            break;
+        }
+        assert!(Instant::now() < deadline, "demo was not started again: {demo}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Bob's cookie posting the form himself: refused, nothing restarted.
+    let cookie = session_cookie(&sign_in(&server, &format!("token={BOB}")));
+    let form = [("Cookie", cookie.as_str()), ("Content-Type", "application/x-www-form-urlencoded")];
+    let r = request(&server, "POST", "/status", &form, "restart=demo");
+    assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+    assert!(r.body.contains("takes an operator's token"), "{}", r.body);
 }
 
 // covers: streamable-http-server-authenticate

@@ -233,8 +233,9 @@ pub(crate) fn front_door(req: &Request, guard: &Guard) -> Option<Refusal<'static
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Endpoint {
     Status,
-    /// `POST /status`: an approver's button on the page (accept a pin change).
-    #[cfg(feature = "consent")]
+    /// `POST /status`: a button on the page (an approver's accept of a pin
+    /// change, an operator's restart of a server).
+    #[cfg(any(feature = "consent", feature = "cli"))]
     StatusForm,
     #[cfg(feature = "cli")]
     Restart,
@@ -265,9 +266,9 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
     }
     let (endpoint, allow) = match (target, method) {
         (Target::Status, "GET") => (Some(Endpoint::Status), ""),
-        #[cfg(feature = "consent")]
+        #[cfg(any(feature = "consent", feature = "cli"))]
         (Target::Status, "POST") => (Some(Endpoint::StatusForm), ""),
-        #[cfg(feature = "consent")]
+        #[cfg(any(feature = "consent", feature = "cli"))]
         (Target::Status, _) => (None, "GET, POST"),
         #[cfg(feature = "consent")]
         (Target::Approvals, "GET") => (Some(Endpoint::Approvals), ""),
@@ -284,7 +285,7 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
         (Target::SignIn | Target::SignOut, _) => (None, "GET, POST"),
         (Target::Metrics, "GET") => (Some(Endpoint::Metrics), ""),
         (Target::Sse, "GET") => (Some(Endpoint::Sse), ""),
-        #[cfg(not(feature = "consent"))]
+        #[cfg(not(any(feature = "consent", feature = "cli")))]
         (Target::Status, _) => (None, "GET"),
         (Target::Metrics | Target::Sse, _) => (None, "GET"),
         (Target::Messages, "POST") => (Some(Endpoint::Messages), ""),

@@ -124,7 +124,7 @@ mod decide;
 #[cfg(feature = "cluster")]
 mod dir_queue;
 mod few;
-#[cfg(any(feature = "consent", feature = "signin"))]
+#[cfg(any(feature = "consent", feature = "signin", feature = "cli"))]
 mod form;
 mod limits;
 mod listener;

@@ -1,6 +1,7 @@
 //! `POST /restart` with `{"server": "NAME"}`: an operator restarts one
 //! server (`mcpx restart NAME`) at once, as no failure: its backoff starts
-//! over, and one the restart loop gave up on tries again.
+//! over, and one the restart loop gave up on tries again. The status
+//! page's Restart button (`status_page::post`) is the same restart.
 //!
 //! Only for a principal that authenticated with a token (never
 //! `anonymous`) and matches `"auth": {"operators": [..]}` (globs; default
@@ -27,10 +28,41 @@ pub(crate) fn may_operate(operators: &[String], principal: &[u8]) -> bool {
 }
 
 /// What became of a restart asked for.
-enum Asked {
+pub(crate) enum Asked {
     Restarting,
     Asleep,
     Unknown,
+}
+
+/// Restarts server `name` unless it is asleep or unknown; what came of it.
+pub(crate) fn restart_named(sh: &Shared, name: &str) -> Asked {
+    sh.link.call(|hub, now| {
+        let starts = hub.starts();
+        match hub.upstreams().named(name, |u| starts.template_of(u).is_some()) {
+            None => Asked::Unknown,
+            Some(u) if hub.upstreams().asleep(u) => Asked::Asleep,
+            Some(u) => {
+                hub.handle(Input::RestartAsked(u), now);
+                Asked::Restarting
+            }
+        }
+    })
+}
+
+/// Why an operator's restart of `name` did not happen, and its status.
+pub(crate) fn not_restarted(asked: &Asked, name: &str) -> Option<(u16, String)> {
+    match asked {
+        Asked::Restarting => None,
+        Asked::Asleep => Some((409, format!("server '{name}' is asleep (lazy, or stopped while idle): it starts when it is used"))),
+        Asked::Unknown => Some((404, format!("no server named '{name}' is running here (a disabled one is enabled with `mcpx enable {name}`)"))),
+    }
+}
+
+/// Why `who` may not restart servers, if it may not.
+pub(crate) fn refused(sh: &Shared, who: &Principal) -> Option<&'static str> {
+    (!may_operate(&sh.cfg.operators, who.bytes())).then_some(
+        "restarting a server takes an operator's token: the hub's own (--token, \"auth\": {\"bearer\"}) or one of a principal in \"auth\": {\"operators\"}",
+    )
 }
 
 /// `POST /restart`, authenticated as `who`.
@@ -40,8 +72,7 @@ pub(crate) async fn restart(
     req: &mut Request,
     who: &Principal,
 ) -> bool {
-    if !may_operate(&sh.cfg.operators, who.bytes()) {
-        let why = "restarting a server takes an operator's token: the hub's own (--token, \"auth\": {\"bearer\"}) or one of a principal in \"auth\": {\"operators\"}";
+    if let Some(why) = refused(sh, who) {
         return answer(conn, 403, json!({ "error": why })).await;
     }
     let body = match conn.body(req).await {
@@ -59,24 +90,9 @@ pub(crate) async fn restart(
         )
         .await;
     };
-    let asked = sh.link.call(|hub, now| {
-        let starts = hub.starts();
-        match hub
-            .upstreams()
-            .named(&name, |u| starts.template_of(u).is_some())
-        {
-            None => Asked::Unknown,
-            Some(u) if hub.upstreams().asleep(u) => Asked::Asleep,
-            Some(u) => {
-                hub.handle(Input::RestartAsked(u), now);
-                Asked::Restarting
-            }
-        }
-    });
-    match asked {
-        Asked::Restarting => answer(conn, 200, json!({ "server": name, "restarting": true })).await,
-        Asked::Asleep => answer(conn, 409, json!({ "error": format!("server '{name}' is asleep (lazy, or stopped while idle): it starts when it is used") })).await,
-        Asked::Unknown => answer(conn, 404, json!({ "error": format!("no server named '{name}' is running here (a disabled one is enabled with `mcpx enable {name}`)") })).await,
+    match not_restarted(&restart_named(sh, &name), &name) {
+        None => answer(conn, 200, json!({ "server": name, "restarting": true })).await,
+        Some((status, why)) => answer(conn, status, json!({ "error": why })).await,
     }
 }
 

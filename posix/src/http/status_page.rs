@@ -173,6 +173,11 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
         other => json!({ "hub": other }),
     };
     v["http"] = http;
+    // The page offers an operator to restart a server (`post`).
+    #[cfg(feature = "cli")]
+    {
+        v["mayOperate"] = super::operator::may_operate(&sh.cfg.operators, who.bytes()).into();
+    }
     // The page offers an approver to accept a pin change (`post`).
     #[cfg(feature = "consent")]
     if let Some(pins) = v.get_mut("pins").filter(|p| p["lockFile"].is_null()) {
@@ -213,19 +218,39 @@ pub(crate) async fn get(sh: &Shared, conn: &mut Conn, req: &Request, who: &Princ
     conn.respond(200, &headers, &body, true).await
 }
 
-/// Answers `POST /status` of principal `who`: the form of the page's
-/// Accept button (`accept=SERVER/NAME`, for approvers: the hub checks),
-/// then back to the page, which shows what came of it.
-#[cfg(feature = "consent")]
+/// Answers `POST /status` of principal `who`: the form of one of the
+/// page's buttons, then back to the page, which shows what came of it:
+/// Accept (`accept=SERVER/NAME`, for approvers: the hub checks) and
+/// Restart (`restart=NAME`, for operators, as `POST /restart`).
+#[cfg(any(feature = "consent", feature = "cli"))]
 pub(crate) async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     let body = match conn.body(req).await {
         Ok(b) => b,
         Err(keep) => return keep,
     };
-    let Some(name) = super::form::value(&String::from_utf8_lossy(&body), "accept").filter(|n| !n.is_empty()) else {
-        return conn.reject(400, "Bad Request: the form needs accept=SERVER/NAME (a pin change to accept)").await;
-    };
-    sh.link.call(|hub, now| hub.handle(crate::hub::Input::PinAccepted { who: who.bytes(), name: &name }, now));
+    let form = String::from_utf8_lossy(&body);
+    let field = |k: &str| super::form::value(&form, k).filter(|n| !n.is_empty());
+    #[cfg(feature = "cli")]
+    if let Some(name) = field("restart") {
+        if let Some(why) = super::operator::refused(sh, who) {
+            return conn.reject(403, &format!("Forbidden: {why}")).await;
+        }
+        if let Some((status, why)) = super::operator::not_restarted(&super::operator::restart_named(sh, &name), &name) {
+            return conn.reject(status, &why).await;
+        }
+        return back(conn).await;
+    }
+    #[cfg(feature = "consent")]
+    if let Some(name) = field("accept") {
+        sh.link.call(|hub, now| hub.handle(crate::hub::Input::PinAccepted { who: who.bytes(), name: &name }, now));
+        return back(conn).await;
+    }
+    conn.reject(400, "Bad Request: the form names what its button does (accept=SERVER/NAME: a pin change to accept; restart=NAME: a server to restart)").await
+}
+
+/// Back to the page (303: the browser loads it with GET).
+#[cfg(any(feature = "consent", feature = "cli"))]
+async fn back(conn: &mut Conn) -> bool {
     conn.respond(303, &[("Location", "/status"), ("Cache-Control", "no-store")], b"", true).await
 }
 

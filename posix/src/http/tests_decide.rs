@@ -227,11 +227,11 @@ fn routes_by_target_and_method() {
         (Target::Mcp, "DELETE", false, Route::Serve(Delete)),
         (Target::Mcp, "PUT", false, Route::NotAllowed("GET, POST, DELETE")),
         (Target::Status, "GET", false, Route::Serve(Status)),
-        #[cfg(feature = "consent")]
+        #[cfg(any(feature = "consent", feature = "cli"))]
         (Target::Status, "POST", false, Route::Serve(StatusForm)),
-        #[cfg(feature = "consent")]
+        #[cfg(any(feature = "consent", feature = "cli"))]
         (Target::Status, "PUT", false, Route::NotAllowed("GET, POST")),
-        #[cfg(not(feature = "consent"))]
+        #[cfg(not(any(feature = "consent", feature = "cli")))]
         (Target::Status, "POST", false, Route::NotAllowed("GET")),
         (Target::Metrics, "GET", false, Route::Serve(Metrics)),
         (Target::Metrics, "DELETE", false, Route::NotAllowed("GET")),

@@ -104,7 +104,8 @@ pub(crate) fn page(v: &Value) -> String {
     let ups = list(&v["upstreams"]);
     let ready = ups.iter().filter(|u| u["state"] == "ready").count();
     let summary = format!("{ready} of {} servers ready", ups.len());
-    let servers: String = ups.iter().map(server).collect();
+    let operate = v["mayOperate"] == true;
+    let servers: String = ups.iter().map(|u| server(u, operate)).collect();
     let servers = items_or(servers, "No servers configured.", |s| format!("<div class=\"servers\">{s}</div>"));
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -144,7 +145,8 @@ fn header(v: &Value) -> String {
 
 /// One server's card. The hub appends an exit's stderr tail to its error
 /// as `…; stderr: TAIL` (hub `on_upstream_exited`); the page shows it apart.
-fn server(u: &Value) -> String {
+/// An operator (`operate`) gets its Restart button (`status_page::post`).
+fn server(u: &Value, operate: bool) -> String {
     let state = text(&u["state"]);
     let restarts = count(&u["restarts"]);
     // A local server that exited is restarted with backoff, a remote one
@@ -184,7 +186,7 @@ fn server(u: &Value) -> String {
          <dt>tools</dt><dd class=\"tools\">{tools}</dd>\
          <dt>resources</dt><dd>{resources} (+{templates} templates)</dd>\
          <dt>prompts</dt><dd>{prompts}</dd>\
-         <dt>restarts</dt><dd class=\"restarts\">{restarts}</dd>{info}</dl>{error}{tail}</article>",
+         <dt>restarts</dt><dd class=\"restarts\">{restarts}</dd>{info}</dl>{error}{tail}{restart}</article>",
         cls = Esc(state),
         name = Esc(text(&u["name"])),
         label = Esc(&label),
@@ -192,6 +194,11 @@ fn server(u: &Value) -> String {
         resources = count(&u["resources"]),
         templates = count(&u["resourceTemplates"]),
         prompts = count(&u["prompts"]),
+        restart = if operate {
+            format!("<form class=\"restart\" method=\"post\" action=\"/status\"><input type=\"hidden\" name=\"restart\" value=\"{n}\"><button>Restart {n}</button></form>", n = Esc(text(&u["name"])))
+        } else {
+            String::new()
+        },
     )
 }
 
@@ -406,6 +413,17 @@ mod tests {
         assert!(html.contains("<dd class=\"restarts\">4</dd>"), "{html}");
         assert!(html.contains("<span class=\"last-error\">exited with status 3</span>"), "{html}");
         assert!(html.contains(&format!("http-equiv=\"refresh\" content=\"{REFRESH_S}\"")));
+    }
+
+    #[test]
+    fn an_operator_gets_a_restart_button_per_server_and_no_one_else_does() {
+        let mut v = snapshot();
+        assert!(!page(&v).contains("name=\"restart\""));
+        v["mayOperate"] = json!(true);
+        let html = page(&v);
+        assert_eq!(html.matches("<form class=\"restart\" method=\"post\" action=\"/status\">").count(), 3, "{html}");
+        assert!(html.contains("<input type=\"hidden\" name=\"restart\" value=\"demo\"><button>Restart demo</button>"), "{html}");
+        assert!(!html.contains(EVIL), "names are escaped in the button too: {html}");
     }
 
     #[test]
