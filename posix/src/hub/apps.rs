@@ -136,7 +136,9 @@ mod on {
     /// with its UI URIs shown as clients see them; `None` when it names none
     /// (most results: one scan of the bytes tells).
     pub(in crate::hub) fn exposed_result(res: &[u8], server: &str) -> Option<Vec<u8>> {
-        if memchr::memmem::find(res, SCHEME.as_bytes()).is_none() {
+        // One searcher for every result, built once.
+        static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+        if FINDER.get_or_init(|| memchr::memmem::Finder::new(SCHEME.as_bytes())).find(res).is_none() {
             return None;
         }
         let mut v: Value = serde_json::from_slice(res).ok()?;
