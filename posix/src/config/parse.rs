@@ -22,6 +22,7 @@ use crate::log::Level;
 const TOP_KEYS: &[&str] = &[
     "mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs",
     "shutdownGraceMs", "startupWaitMs", "policy", "tasks", "lazy", "idleStopMs", "state", "cluster",
+    "traces",
 ];
 
 /// Parses config text. `file` names it in messages; `base` resolves relative
@@ -49,6 +50,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     super::approvals::check_link_origin(&mut cx, &top, &http, &policy);
     let tasks = parse_tasks(&mut cx, &top, obj);
     let cluster = parse_cluster(&mut cx, &top, obj);
+    let traces = super::traces::parse_traces(&mut cx, &top, obj);
     let separator = parse_separator(&mut cx, &top, obj.get("separator"));
     let log_level = obj.get("logLevel").and_then(|v| parse_level(&mut cx, &top.key("logLevel"), v));
     let mut ms = |key: &str, min: u64| millis(&mut cx, &top.key(key), obj.get(key), min);
@@ -86,6 +88,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         policy,
         tasks,
         cluster,
+        traces,
         warnings: cx.warnings,
         text: src.to_string(),
     })

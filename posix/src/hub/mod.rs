@@ -1201,6 +1201,7 @@ impl Hub {
 
     /// Is tracing on (`"traces"`)? The transport then hands over the
     /// trace context of HTTP requests (`Input::ClientTrace`).
+    #[cfg(feature = "traces")]
     pub fn tracing(&self) -> bool {
         self.trace.on()
     }
