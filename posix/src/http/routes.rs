@@ -100,7 +100,7 @@ async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) 
         Err(keep) => return keep,
     };
     let posted = match Message::parse(&body) {
-        Ok(msg) => act(sh, conn, req, decide::post(req, &msg, sh), &msg, who).await,
+        Ok(msg) => act(sh, conn, req, decide::post(req, &msg, sh), &msg, who, false).await,
         Err(e) => Posted::Done(conn.refuse(&Refusal::unparsed(&e)).await),
     };
     // The hub has the messages: the body is not kept while their answers
@@ -114,20 +114,21 @@ async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) 
 /// as long as the POST (no session, no `Mcp-Session-Id`). A
 /// `subscriptions/listen` POST stays open as its stream.
 pub(super) async fn post_modern(sh: &Shared, conn: &mut Conn, req: &Request, msg: &Message<'_>, who: &Principal) -> Posted {
-    act(sh, conn, req, decide::modern(req, msg, sh), msg, who).await
+    act(sh, conn, req, decide::modern(req, msg, sh), msg, who, true).await
 }
 
 /// Does what was decided for a POST whose messages are `msg`.
-async fn act<'b>(sh: &Shared, conn: &mut Conn, req: &Request, decided: Post<'_, 'b>, msg: &Message<'b>, who: &Principal) -> Posted {
+/// `hop`: it came from another replica over the internal hop.
+async fn act<'b>(sh: &Shared, conn: &mut Conn, req: &Request, decided: Post<'_, 'b>, msg: &Message<'b>, who: &Principal, hop: bool) -> Posted {
     let batch = matches!(msg, Message::Batch(_));
     let (sse_ok, http10) = (decide::sse_ok(req), req.version == Version::Http10);
     let reply = Reply { batch, sse_ok, http10, set_session: false, modern: false };
     match decided {
         Post::Refuse(r) => Posted::Done(conn.refuse(&r).await),
         Post::Accepted => Posted::Done(conn.respond(202, &[], b"", true).await),
-        Post::Modern(env) => open(sh, conn, env, Kind::Modern, who, Reply { modern: true, ..reply }, TraceIn::of(sh, req)).await,
-        Post::Open(env) => open(sh, conn, env, Kind::Streamable, who, Reply { set_session: true, ..reply }, TraceIn::of(sh, req)).await,
-        Post::InSession { sid } => in_session(sh, conn, sid, msg, reply, TraceIn::of(sh, req)).await,
+        Post::Modern(env) => open(sh, conn, env, Kind::Modern, who, Reply { modern: true, ..reply }, TraceIn::of(sh, req, hop)).await,
+        Post::Open(env) => open(sh, conn, env, Kind::Streamable, who, Reply { set_session: true, ..reply }, TraceIn::of(sh, req, hop)).await,
+        Post::InSession { sid } => in_session(sh, conn, sid, msg, reply, TraceIn::of(sh, req, hop)).await,
     }
 }
 
@@ -620,7 +621,7 @@ async fn legacy_messages(sh: &Shared, conn: &mut Conn, req: &mut Request) -> boo
         }
         return conn.refuse(&decide::unknown_legacy_session()).await;
     };
-    let trace = TraceIn::of(sh, req);
+    let trace = TraceIn::of(sh, req, false);
     let body = match json_body(conn, req).await {
         Ok(b) => b,
         Err(keep) => return keep,

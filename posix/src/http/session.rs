@@ -201,7 +201,7 @@ impl Shared {
         self.link.call(|hub, now| {
             #[cfg(feature = "traces")]
             if hub.tracing() {
-                hub.handle(Input::ClientTrace { client: c, traceparent: trace.parent.as_deref(), tracestate: trace.state.as_deref(), session: sid }, now);
+                hub.handle(Input::ClientTrace { client: c, traceparent: trace.parent.as_deref(), tracestate: trace.state.as_deref(), session: sid, hop: trace.hop }, now);
             }
             #[cfg(not(feature = "traces"))]
             let _ = (trace, sid);
@@ -234,25 +234,29 @@ impl Shared {
 }
 
 /// The W3C trace context headers of an HTTP request (`traceparent`,
-/// `tracestate`), copied only when tracing is on and the request has them.
+/// `tracestate`), copied only when tracing is on and the request has them;
+/// `hop`: the request came from another replica over the internal hop.
 #[derive(Default)]
 pub(crate) struct TraceIn {
     #[cfg(feature = "traces")]
     parent: Option<Vec<u8>>,
     #[cfg(feature = "traces")]
     state: Option<Vec<u8>>,
+    /// From another replica over the hop: its context is the parent.
+    #[cfg(feature = "traces")]
+    hop: bool,
 }
 
 impl TraceIn {
-    pub(crate) fn of(sh: &Shared, req: &super::request::Request) -> TraceIn {
+    pub(crate) fn of(sh: &Shared, req: &super::request::Request, hop: bool) -> TraceIn {
         #[cfg(feature = "traces")]
         if let Some(p) = req.header("traceparent") {
             if sh.link.call(|h, _| h.tracing()) {
-                return TraceIn { parent: Some(p.to_vec()), state: req.header("tracestate").map(<[u8]>::to_vec) };
+                return TraceIn { parent: Some(p.to_vec()), state: req.header("tracestate").map(<[u8]>::to_vec), hop };
             }
         }
         #[cfg(not(feature = "traces"))]
-        let _ = (sh, req);
+        let _ = (sh, req, hop);
         TraceIn::default()
     }
 }

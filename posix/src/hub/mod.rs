@@ -875,7 +875,7 @@ impl Hub {
             Input::ConfigStatus(v) => self.config_status = v,
             Input::CallLog(on) => self.policy.set_call_log(on),
             #[cfg(feature = "traces")]
-            Input::ClientTrace { client, traceparent, tracestate, session } => self.trace.transport(client, traceparent, tracestate, session),
+            Input::ClientTrace { client, traceparent, tracestate, session, hop } => self.trace.transport(client, traceparent, tracestate, session, hop),
             #[cfg(feature = "cli")]
             Input::RestartAsked(u) => self.out.push_back(Output::RestartUpstream(u, RESTART_ASKED)),
             #[cfg(feature = "consent")]
@@ -1210,6 +1210,14 @@ impl Hub {
     #[cfg(feature = "traces")]
     pub fn take_spans(&mut self) -> Vec<trace::Span> {
         self.trace.take()
+    }
+
+    /// The trace context for another replica that continues client `c`'s
+    /// request `id` (`Output::Forward`): this replica's span as the
+    /// parent; `None` when it is not traced.
+    #[cfg(feature = "traces")]
+    pub fn trace_context(&self, c: ClientId, id: &[u8]) -> Option<[u8; mcpx_core::trace_context::LEN]> {
+        self.trace.context(c, id)
     }
 
     /// The exporter sent `n` spans taken with [`Hub::take_spans`] (`ok`),

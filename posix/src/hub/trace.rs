@@ -105,6 +105,8 @@ struct Incoming {
     parent: Option<TraceParent>,
     tracestate: Option<String>,
     session: Option<String>,
+    /// From another replica: `parent` wins over `_meta`'s.
+    hop: bool,
 }
 
 /// A request being traced.
@@ -178,11 +180,11 @@ impl Trace {
 
     /// The transport's trace context and session for client `c`'s next
     /// requests (HTTP headers; `Input::ClientTrace`).
-    pub fn transport(&mut self, c: ClientId, traceparent: Option<&[u8]>, tracestate: Option<&[u8]>, session: Option<&str>) {
+    pub fn transport(&mut self, c: ClientId, traceparent: Option<&[u8]>, tracestate: Option<&[u8]>, session: Option<&str>, hop: bool) {
         let Some(t) = &mut self.0 else { return };
         let parent = traceparent.and_then(TraceParent::parse);
         let tracestate = tracestate.filter(|s| parent.is_some() && !s.is_empty() && s.len() <= MAX_TRACESTATE).and_then(|s| std::str::from_utf8(s).ok()).map(str::to_string);
-        t.next = Some((c, Incoming { parent, tracestate, session: session.map(str::to_string) }));
+        t.next = Some((c, Incoming { parent, tracestate, session: session.map(str::to_string), hop }));
     }
 
     /// Client `c`'s request `m` arrived (`rev`: the revision it speaks).
@@ -263,6 +265,15 @@ impl Trace {
         }
     }
 
+    /// The context that continues client `c`'s open request `id`
+    /// elsewhere (another replica): its span as the parent.
+    pub fn context(&self, c: ClientId, id: &[u8]) -> Option<[u8; LEN]> {
+        let o = self.0.as_ref()?.open.get(&(c, IdKey::new(id)))?;
+        let mut tp = [0u8; LEN];
+        TraceParent::write(&o.span.trace_id, &o.span.span_id, SAMPLED, &mut tp);
+        Some(tp)
+    }
+
     /// The finished spans, for the exporter.
     pub fn take(&mut self) -> Vec<Span> {
         self.0.as_mut().map(|t| std::mem::take(&mut t.done)).unwrap_or_default()
@@ -304,7 +315,8 @@ impl Tracer {
         let incoming = self.next.as_ref().filter(|(n, _)| *n == c).map(|(_, i)| i);
         // The request's own `_meta` first, then the transport's headers.
         let meta = m.env.meta();
-        let from_meta = meta.and_then(|mt| mt.get("traceparent")).and_then(text).and_then(|s| TraceParent::parse(s.as_bytes()));
+        // A context from another replica's span beats the client's own.
+        let from_meta = meta.and_then(|mt| mt.get("traceparent")).and_then(text).and_then(|s| TraceParent::parse(s.as_bytes())).filter(|_| !incoming.is_some_and(|i| i.hop && i.parent.is_some()));
         let (parent, tracestate) = match from_meta {
             Some(p) => (Some(p), meta.and_then(|mt| mt.get("tracestate")).and_then(text).filter(|s| !s.is_empty() && s.len() <= MAX_TRACESTATE)),
             None => (incoming.and_then(|i| i.parent), incoming.and_then(|i| i.tracestate.clone())),

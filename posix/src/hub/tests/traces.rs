@@ -117,7 +117,7 @@ fn the_transports_headers_are_the_parent_when_meta_has_none() {
     let c = p.client("2025-06-18", json!({}));
     p.hub.take_spans(); // its initialize's
     let other = "00-11111111111111111111111111111111-2222222222222222-01";
-    p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(other.as_bytes()), tracestate: Some(b"k=v"), session: Some("abc") }, p.now);
+    p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(other.as_bytes()), tracestate: Some(b"k=v"), session: Some("abc"), hop: false }, p.now);
     let up = call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
     let s = spans(&mut p);
     assert_eq!(hex(&s[1].trace_id), "11111111111111111111111111111111");
@@ -125,11 +125,11 @@ fn the_transports_headers_are_the_parent_when_meta_has_none() {
     assert_eq!(attr(&s[1], "mcp.session.id"), Some("abc"));
     assert_eq!(up["params"]["_meta"]["tracestate"], "k=v");
     // `_meta` wins over the headers.
-    p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(other.as_bytes()), tracestate: None, session: None }, p.now);
+    p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(other.as_bytes()), tracestate: None, session: None, hop: false }, p.now);
     call(&mut p, c, 0, "fs__read", json!({ "traceparent": TP }), json!({ "content": [] }));
     assert_eq!(hex(&spans(&mut p)[1].trace_id), TRACE_ID);
     // A malformed header is no context: a new trace.
-    p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(b"00-xyz"), tracestate: None, session: None }, p.now);
+    p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(b"00-xyz"), tracestate: None, session: None, hop: false }, p.now);
     call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
     assert_eq!(spans(&mut p)[1].parent, None);
 }
@@ -206,4 +206,32 @@ fn a_remote_upstream_gets_the_trace_as_a_header_too() {
     assert_eq!(header.as_deref(), up["params"]["_meta"]["traceparent"].as_str());
     let s = spans(&mut p);
     assert_eq!(attr(&s[0], "mcpx.upstream.transport"), Some("http"));
+}
+
+#[test]
+fn another_replica_continues_the_trace_under_this_ones_span() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": { "name": "fs__read", "arguments": {}, "_meta": { "traceparent": TP } } }));
+    let up = p.take_up(0);
+    // What a Forward of this request carries: this span as the parent.
+    let ctx = String::from_utf8(p.hub.trace_context(c, b"9").unwrap().to_vec()).unwrap();
+    assert!(ctx.starts_with(&format!("00-{TRACE_ID}-")) && ctx.ends_with("-01"), "{ctx}");
+    assert!(p.hub.trace_context(c, b"10").is_none());
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    p.take(c);
+    let server = spans(&mut p).pop().unwrap();
+    assert_eq!(&ctx[36..52], hex(&server.span_id));
+
+    // On the replica that gets it, the hop's context wins over the
+    // client's own in `_meta`.
+    let mut q = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
+    let d = q.client("2025-06-18", json!({}));
+    q.hub.take_spans();
+    q.hub.handle(Input::ClientTrace { client: d, traceparent: Some(ctx.as_bytes()), tracestate: None, session: None, hop: true }, q.now);
+    call(&mut q, d, 0, "fs__read", json!({ "traceparent": TP }), json!({ "content": [] }));
+    let s = spans(&mut q);
+    assert_eq!(hex(&s[1].trace_id), TRACE_ID);
+    assert_eq!(s[1].parent, Some(server.span_id));
 }
