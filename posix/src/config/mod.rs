@@ -75,7 +75,9 @@ mod remote;
 mod roots;
 mod server;
 mod tasks;
+#[cfg(feature = "traces")]
 mod traces;
+#[cfg(feature = "traces")]
 pub use traces::TraceSettings;
 #[cfg(test)]
 mod tests;
@@ -147,6 +149,7 @@ pub struct Config {
     /// `"state"` and `"cluster"`: replicas sharing state (see [`ClusterSettings`]).
     pub cluster: ClusterSettings,
     /// `"traces"`: OpenTelemetry export (see [`TraceSettings`]); `None`: off.
+    #[cfg(feature = "traces")]
     pub traces: Option<TraceSettings>,
     /// Non-fatal problems (each shown `file:line:col: path: message`).
     pub warnings: Vec<Problem>,
@@ -244,6 +247,7 @@ pub fn builtin_default() -> Config {
         policy: Default::default(),
         tasks: TaskSettings::default(),
         cluster: ClusterSettings::default(),
+        #[cfg(feature = "traces")]
         traces: None,
         warnings: Vec::new(),
         text: String::new(),

@@ -28,10 +28,6 @@ impl Eq for TraceSettings {}
 pub(super) fn parse_traces(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Option<TraceSettings> {
     let at = top.key("traces");
     let t = cx.block(&at, obj.get("traces"), r#"{"endpoint": "http://127.0.0.1:4318"}"#)?;
-    if !cfg!(feature = "traces") {
-        cx.warn(&at, "this build of mcpx has no tracing (feature `traces`): ignored");
-        return None;
-    }
     cx.unknown_keys(&at, t, &["endpoint", "sampleRatio", "serviceName", "maxQueue", "headers"]);
     let Some(endpoint) = t.get("endpoint").and_then(|v| cx.string(&at.key("endpoint"), v)) else {
         if t.get("endpoint").is_none() {

@@ -198,13 +198,13 @@ impl Shared {
     /// of one HTTP request, with its trace context headers and its session
     /// (`sid`) for the hub's spans when tracing is on.
     pub fn feed_traced(&self, c: ClientId, msgs: &[Envelope<'_>], trace: &TraceIn, sid: Option<&str>) {
+        #[cfg(not(feature = "traces"))]
+        let _ = (trace, sid);
         self.link.call(|hub, now| {
             #[cfg(feature = "traces")]
             if hub.tracing() {
                 hub.handle(Input::ClientTrace { client: c, traceparent: trace.parent.as_deref(), tracestate: trace.state.as_deref(), session: sid, hop: trace.hop }, now);
             }
-            #[cfg(not(feature = "traces"))]
-            let _ = (trace, sid);
             for m in msgs {
                 hub.handle(Input::ClientEnvelope(c, m), now);
             }

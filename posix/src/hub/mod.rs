@@ -582,8 +582,15 @@ pub enum Upward {
     /// written); `method`: its method when known to core's table; `modern`:
     /// for a 2026-07-28 request, the HTTP headers that revision requires.
     /// `traceparent`: the W3C trace context of a traced request (its
-    /// parent is the hub's span of the call), for a remote server's header.
-    Request { id: IdKey, method: Option<mcpx_core::method::Method<'static>>, modern: Option<ModernHeaders>, traceparent: Option<Box<[u8; mcpx_core::trace_context::LEN]>> },
+    /// parent is the hub's span of the call), for a remote server's header
+    /// (only in a build with `traces`).
+    Request {
+        id: IdKey,
+        method: Option<mcpx_core::method::Method<'static>>,
+        modern: Option<ModernHeaders>,
+        #[cfg(feature = "traces")]
+        traceparent: Option<TraceHeader>,
+    },
     /// A notification (`method` as for a request).
     Notification { method: Option<mcpx_core::method::Method<'static>> },
     /// An answer (result or error) to one of the upstream's requests.
@@ -605,6 +612,27 @@ impl Upward {
             Upward::Request { method: m, .. } | Upward::Notification { method: m } => *m == Some(method),
             Upward::Answer => false,
         }
+    }
+}
+
+/// The `traceparent` of a traced request to an upstream, for a remote
+/// server's header ([`Upward::Request`]; `TraceHeader::bytes`).
+#[cfg(feature = "traces")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceHeader(pub Box<[u8; mcpx_core::trace_context::LEN]>);
+
+/// Never made in a build without `traces`: nothing of it is compiled.
+#[cfg(not(feature = "traces"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceHeader {}
+
+impl TraceHeader {
+    /// The header's value.
+    pub fn bytes(&self) -> &[u8] {
+        #[cfg(feature = "traces")]
+        return &self.0[..];
+        #[cfg(not(feature = "traces"))]
+        match *self {}
     }
 }
 

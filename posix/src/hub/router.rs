@@ -512,10 +512,9 @@ impl Hub {
         };
         let mut add: Vec<(&str, Vec<u8>)> = context.iter().map(|(k, v)| (k.as_str(), serde_json::to_vec(v).unwrap_or_default())).collect();
         // A traced call carries the trace on, its parent the hub's span (`trace`).
-        let traced = self.trace.call(c, cid, up_id, &self.ups[u].spec.name, self.ups[u].spec.remote, self.ups[u].rev.map(|r| r.as_str()), self.now_ms);
+        let traced = self.trace.call(c, cid, up_id, || (&self.ups[u].spec.name, self.ups[u].spec.remote, self.ups[u].rev.map(|r| r.as_str())), self.now_ms);
         if let Some(t) = &traced {
-            add.push(("traceparent", [&b"\""[..], &t.traceparent, b"\""].concat()));
-            add.extend(t.tracestate.as_ref().map(|s| ("tracestate", serde_json::to_vec(s).unwrap_or_default())));
+            add.extend(t.meta());
         }
         // A 2026-07-28 client's own request context (`io.modelcontextprotocol/*`
         // in `_meta`) is the hub's to act on: it is never passed on.
@@ -553,7 +552,7 @@ impl Hub {
             let pending = &self.pending;
             self.tasks.asked(u, up_id, |u, id| pending.contains(u, id));
         }
-        upward::traced_request(&mut self.out, u, up_id, &m.method, bytes, headers, traced.map(|t| Box::new(t.traceparent)));
+        upward::traced_request(&mut self.out, u, up_id, &m.method, bytes, headers, traced.map(|t| t.header()));
         Ok(())
     }
 

@@ -122,6 +122,20 @@ pub(super) struct Outgoing {
     pub tracestate: Option<String>,
 }
 
+impl Outgoing {
+    /// The `_meta` members (key, raw JSON) of the forwarded request.
+    pub fn meta(&self) -> Vec<(&'static str, Vec<u8>)> {
+        let mut m = vec![("traceparent", [&b"\""[..], &self.traceparent, b"\""].concat())];
+        m.extend(self.tracestate.as_ref().map(|s| ("tracestate", serde_json::to_vec(s).unwrap_or_default())));
+        m
+    }
+
+    /// The `traceparent` header for a remote server.
+    pub fn header(&self) -> super::TraceHeader {
+        super::TraceHeader(Box::new(self.traceparent))
+    }
+}
+
 /// The hub's tracer; `None` inside when `"traces"` is off.
 #[derive(Default)]
 pub(super) struct Trace(Option<Box<Tracer>>);
@@ -193,12 +207,13 @@ impl Trace {
         t.request(c, m, rev, now);
     }
 
-    /// Client `c`'s request `id` is forwarded to upstream `server`
-    /// (`remote`: its transport, `rev`: its revision) as the hub's request
-    /// `up_id`: the trace context to send with it, when traced.
-    #[allow(clippy::too_many_arguments)]
-    pub fn call(&mut self, c: ClientId, id: &[u8], up_id: u64, server: &str, remote: bool, rev: Option<&str>, now: u64) -> Option<Outgoing> {
+    /// Client `c`'s request `id` is forwarded as the hub's request `up_id`
+    /// to the upstream `up` says (its name, whether it is remote, the
+    /// revision spoken with it): the trace context to send with it, when
+    /// traced.
+    pub fn call<'s>(&mut self, c: ClientId, id: &[u8], up_id: u64, up: impl FnOnce() -> (&'s str, bool, Option<&'static str>), now: u64) -> Option<Outgoing> {
         let t = self.0.as_mut()?;
+        let (server, remote, rev) = up();
         let (span_id, trace_id, flags, tracestate) = {
             let span_id = t.id8();
             let o = t.open.get_mut(&(c, IdKey::new(id)))?;

@@ -5,9 +5,16 @@ use super::wire::Msg;
 use super::{ClientId, Outcome};
 
 /// Never made: a build without `traces` has no trace context to send.
-pub(super) struct Outgoing {
-    pub traceparent: [u8; mcpx_core::trace_context::LEN],
-    pub tracestate: Option<String>,
+pub(super) enum Outgoing {}
+
+impl Outgoing {
+    pub fn meta(&self) -> Vec<(&'static str, Vec<u8>)> {
+        match *self {}
+    }
+
+    pub fn header(&self) -> super::TraceHeader {
+        match *self {}
+    }
 }
 
 #[derive(Default)]
@@ -17,8 +24,7 @@ impl Trace {
     #[inline(always)]
     pub fn request(&mut self, _: ClientId, _: &Msg<'_>, _: Option<&str>, _: u64) {}
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn call(&mut self, _: ClientId, _: &[u8], _: u64, _: &str, _: bool, _: Option<&str>, _: u64) -> Option<Outgoing> {
+    pub fn call<'s>(&mut self, _: ClientId, _: &[u8], _: u64, _: impl FnOnce() -> (&'s str, bool, Option<&'static str>), _: u64) -> Option<Outgoing> {
         None
     }
     #[inline(always)]

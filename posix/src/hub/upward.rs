@@ -45,8 +45,16 @@ pub(super) fn written_request(out: &mut VecDeque<Output>, u: UpstreamId, id: u64
 
 /// [`written_request`] of a traced request: `traceparent` for a remote
 /// server's header (the same as in its `_meta`).
-pub(super) fn traced_request(out: &mut VecDeque<Output>, u: UpstreamId, id: u64, method: &str, bytes: Vec<u8>, modern: Option<ModernHeaders>, traceparent: Option<Box<[u8; mcpx_core::trace_context::LEN]>>) {
-    let about = Upward::Request { id: id_key(id), method: Method::known(method), modern, traceparent };
+pub(super) fn traced_request(out: &mut VecDeque<Output>, u: UpstreamId, id: u64, method: &str, bytes: Vec<u8>, modern: Option<ModernHeaders>, traceparent: Option<super::TraceHeader>) {
+    #[cfg(not(feature = "traces"))]
+    let _ = traceparent;
+    let about = Upward::Request {
+        id: id_key(id),
+        method: Method::known(method),
+        modern,
+        #[cfg(feature = "traces")]
+        traceparent,
+    };
     out.push_back(Output::ToUpstream(u, bytes, about));
 }
 

@@ -899,8 +899,14 @@ impl Session {
         };
         // A `subscriptions/listen` stream may stay silent for long.
         let listen = about.is(Method::SubscriptionsListen);
+        #[cfg(feature = "traces")]
         let (mut modern, traceparent) = match about {
             Upward::Request { modern, traceparent, .. } => (modern, traceparent),
+            _ => (None, None),
+        };
+        #[cfg(not(feature = "traces"))]
+        let (mut modern, traceparent) = match about {
+            Upward::Request { modern, .. } => (modern, None::<crate::hub::TraceHeader>),
             _ => (None, None),
         };
         let mut retried = false;
@@ -908,7 +914,7 @@ impl Session {
         let mut written = written;
         loop {
             let generation = self.generation.get();
-            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), traceparent.as_deref().map(|t| &t[..]), listen, Step::Message).await;
+            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), traceparent.as_ref().map(crate::hub::TraceHeader::bytes), listen, Step::Message).await;
             written = None;
             let failure = match r {
                 Ok(resp) => match self.handle_post_response(resp, request_id.as_deref()).await {

@@ -200,7 +200,7 @@ fn a_remote_upstream_gets_the_trace_as_a_header_too() {
     p.hub.take_spans(); // its initialize's
     let up = call(&mut p, c, 0, "web__get", json!({ "traceparent": TP }), json!({ "content": [] }));
     let header = p.upward.iter().rev().find_map(|(_, v, about)| match about {
-        Upward::Request { traceparent: Some(t), .. } if v["method"] == "tools/call" => Some(String::from_utf8(t.to_vec()).unwrap()),
+        Upward::Request { traceparent: Some(t), .. } if v["method"] == "tools/call" => Some(String::from_utf8(t.bytes().to_vec()).unwrap()),
         _ => None,
     });
     assert_eq!(header.as_deref(), up["params"]["_meta"]["traceparent"].as_str());
