@@ -48,3 +48,4 @@ pub mod request_state;
 pub mod revision;
 pub mod rewrite;
 pub mod task;
+pub mod trace_context;

@@ -11,6 +11,8 @@
 #   .peers/py/mcp-<version>/     one venv per tests/peers/python/mcp-<version>.txt
 #   .peers/py/prom/              tests/peers/python/prom.txt (prometheus_client,
 #                                the Prometheus text parser the metrics test uses)
+#   .peers/py/otel/              tests/peers/python/otel.txt (opentelemetry-proto and
+#                                protobuf: the OTLP receiver of the traces test)
 # plus the Rust target thumbv7em-none-eabihf (mcpx-core must build for it).
 #
 # Idempotent: each part records a stamp (sha256 of its pinned input) and is
@@ -103,6 +105,8 @@ for req in "$here"/python/mcp-*.txt; do
     pids+=($!)
 done
 install_py "$here/python/prom.txt" prometheus_client.parser &
+pids+=($!)
+install_py "$here/python/otel.txt" opentelemetry.proto.collector.trace.v1.trace_service_pb2 &
 pids+=($!)
 failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done

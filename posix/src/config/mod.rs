@@ -75,6 +75,10 @@ mod remote;
 mod roots;
 mod server;
 mod tasks;
+#[cfg(feature = "traces")]
+mod traces;
+#[cfg(feature = "traces")]
+pub use traces::TraceSettings;
 #[cfg(test)]
 mod tests;
 
@@ -144,6 +148,9 @@ pub struct Config {
     pub tasks: TaskSettings,
     /// `"state"` and `"cluster"`: replicas sharing state (see [`ClusterSettings`]).
     pub cluster: ClusterSettings,
+    /// `"traces"`: OpenTelemetry export (see [`TraceSettings`]); `None`: off.
+    #[cfg(feature = "traces")]
+    pub traces: Option<TraceSettings>,
     /// Non-fatal problems (each shown `file:line:col: path: message`).
     pub warnings: Vec<Problem>,
     /// The file's text, to point at problems found later (empty if built in).
@@ -240,6 +247,8 @@ pub fn builtin_default() -> Config {
         policy: Default::default(),
         tasks: TaskSettings::default(),
         cluster: ClusterSettings::default(),
+        #[cfg(feature = "traces")]
+        traces: None,
         warnings: Vec::new(),
         text: String::new(),
     }

@@ -19,9 +19,13 @@ use crate::host::dirs::EnvLookup;
 use crate::bytes::jsonpos::Path;
 use crate::log::Level;
 
+// `"traces"` only in a build with tracing: elsewhere it is an unknown key
+// (a warning), at no cost to a small build.
 const TOP_KEYS: &[&str] = &[
     "mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs",
     "shutdownGraceMs", "startupWaitMs", "policy", "tasks", "lazy", "idleStopMs", "state", "cluster",
+    #[cfg(feature = "traces")]
+    "traces",
 ];
 
 /// Parses config text. `file` names it in messages; `base` resolves relative
@@ -49,6 +53,8 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     super::approvals::check_link_origin(&mut cx, &top, &http, &policy);
     let tasks = parse_tasks(&mut cx, &top, obj);
     let cluster = parse_cluster(&mut cx, &top, obj);
+    #[cfg(feature = "traces")]
+    let traces = super::traces::parse_traces(&mut cx, &top, obj);
     let separator = parse_separator(&mut cx, &top, obj.get("separator"));
     let log_level = obj.get("logLevel").and_then(|v| parse_level(&mut cx, &top.key("logLevel"), v));
     let mut ms = |key: &str, min: u64| millis(&mut cx, &top.key(key), obj.get(key), min);
@@ -86,6 +92,8 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         policy,
         tasks,
         cluster,
+        #[cfg(feature = "traces")]
+        traces,
         warnings: cx.warnings,
         text: src.to_string(),
     })

@@ -423,7 +423,7 @@ fn warnings_for_unknown_keys_and_transports() {
     assert_eq!(
         c.warnings.iter().map(Problem::to_string).collect::<Vec<_>>(),
         [
-            "cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, startupWaitMs, policy, tasks, lazy, idleStopMs, state, cluster)",
+            &format!("cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, startupWaitMs, policy, tasks, lazy, idleStopMs, state, cluster{})", if cfg!(feature = "traces") { ", traces" } else { "" }),
             "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
             "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted, isolation, maxInstances, required)",
             "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
@@ -589,4 +589,35 @@ fn required_servers_for_ready() {
     assert!(crate::serve::options::upstream_spec(&c.servers[0]).required);
     let e = with_env(r#"{"mcpServers": {"a": {"command": "x", "required": "yes"}}}"#, &[]).expect_err("refused");
     assert!(e.contains("mcpServers.a.required"), "{e}");
+}
+
+#[test]
+fn traces_are_read_with_their_defaults_and_checked() {
+    let c = ok(r#"{"mcpServers": {}, "traces": {"endpoint": "http://127.0.0.1:4318"}}"#);
+    #[cfg(not(feature = "traces"))]
+    assert!(c.warnings.iter().any(|w| w.to_string().contains("unknown key \"traces\"")));
+    #[cfg(feature = "traces")]
+    assert_eq!(ok(r#"{"mcpServers": {}}"#).traces, None);
+    #[cfg(feature = "traces")]
+    assert_eq!(
+        c.traces,
+        Some(TraceSettings { endpoint: "http://127.0.0.1:4318".into(), sample_ratio: 1.0, service_name: "mcpx".into(), max_queue: 2048, headers: vec![] })
+    );
+    #[cfg(feature = "traces")]
+    {
+        let c = ok(r#"{"mcpServers": {}, "traces": {"endpoint": "https://otel.example:4318/", "sampleRatio": 0.25, "serviceName": "gw", "maxQueue": 10, "headers": {"x-api-key": "k"}}}"#);
+        let t = c.traces.unwrap();
+        assert_eq!((t.sample_ratio, t.service_name.as_str(), t.max_queue), (0.25, "gw", 10));
+        assert_eq!(t.headers, [("x-api-key".to_string(), "k".to_string())]);
+        for (src, says) in [
+            (r#"{"traces": {}}"#, "traces.endpoint: missing"),
+            (r#"{"traces": {"endpoint": "ftp://x"}}"#, "is not an http:// or https:// URL"),
+            (r#"{"traces": {"endpoint": "http://x:4318", "sampleRatio": 2}}"#, "traces.sampleRatio: expected a number from 0 to 1"),
+            (r#"{"traces": {"endpoint": "http://x:4318", "maxQueue": 0}}"#, "traces.maxQueue"),
+        ] {
+            let src = src.replacen('{', r#"{"mcpServers": {}, "#, 1);
+            let e = err(&src);
+            assert!(e.contains(says), "{src}: {e}");
+        }
+    }
 }

@@ -13,7 +13,7 @@ use crate::hub::{IdKey, Level};
 use super::conn::{Conn, Wake};
 use super::decide::{self, Came, End, Endpoint, Facts, Known, Post, Refusal, Route, Sorted, Step, Target};
 use super::request::Request;
-use super::session::{self, Kind, Shared};
+use super::session::{self, Kind, Shared, TraceIn};
 use super::few::Few;
 use super::mailbox::{Item, Receiver};
 use super::sse_stream::{Attach, SseOut, StreamId};
@@ -100,7 +100,7 @@ async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) 
         Err(keep) => return keep,
     };
     let posted = match Message::parse(&body) {
-        Ok(msg) => act(sh, conn, req, decide::post(req, &msg, sh), &msg, who).await,
+        Ok(msg) => act(sh, conn, req, decide::post(req, &msg, sh), &msg, who, false).await,
         Err(e) => Posted::Done(conn.refuse(&Refusal::unparsed(&e)).await),
     };
     // The hub has the messages: the body is not kept while their answers
@@ -114,25 +114,26 @@ async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) 
 /// as long as the POST (no session, no `Mcp-Session-Id`). A
 /// `subscriptions/listen` POST stays open as its stream.
 pub(super) async fn post_modern(sh: &Shared, conn: &mut Conn, req: &Request, msg: &Message<'_>, who: &Principal) -> Posted {
-    act(sh, conn, req, decide::modern(req, msg, sh), msg, who).await
+    act(sh, conn, req, decide::modern(req, msg, sh), msg, who, true).await
 }
 
 /// Does what was decided for a POST whose messages are `msg`.
-async fn act<'b>(sh: &Shared, conn: &mut Conn, req: &Request, decided: Post<'_, 'b>, msg: &Message<'b>, who: &Principal) -> Posted {
+/// `hop`: it came from another replica over the internal hop.
+async fn act<'b>(sh: &Shared, conn: &mut Conn, req: &Request, decided: Post<'_, 'b>, msg: &Message<'b>, who: &Principal, hop: bool) -> Posted {
     let batch = matches!(msg, Message::Batch(_));
     let (sse_ok, http10) = (decide::sse_ok(req), req.version == Version::Http10);
     let reply = Reply { batch, sse_ok, http10, set_session: false, modern: false };
     match decided {
         Post::Refuse(r) => Posted::Done(conn.refuse(&r).await),
         Post::Accepted => Posted::Done(conn.respond(202, &[], b"", true).await),
-        Post::Modern(env) => open(sh, conn, env, Kind::Modern, who, Reply { modern: true, ..reply }).await,
-        Post::Open(env) => open(sh, conn, env, Kind::Streamable, who, Reply { set_session: true, ..reply }).await,
-        Post::InSession { sid } => in_session(sh, conn, sid, msg, reply).await,
+        Post::Modern(env) => open(sh, conn, env, Kind::Modern, who, Reply { modern: true, ..reply }, TraceIn::of(sh, req, hop)).await,
+        Post::Open(env) => open(sh, conn, env, Kind::Streamable, who, Reply { set_session: true, ..reply }, TraceIn::of(sh, req, hop)).await,
+        Post::InSession { sid } => in_session(sh, conn, sid, msg, reply, TraceIn::of(sh, req, hop)).await,
     }
 }
 
 /// Opens a session of `kind` for the one request `env` and passes it on.
-async fn open(sh: &Shared, conn: &mut Conn, env: Envelope<'_>, kind: Kind, who: &Principal, reply: Reply) -> Posted {
+async fn open(sh: &Shared, conn: &mut Conn, env: Envelope<'_>, kind: Kind, who: &Principal, reply: Reply, trace: TraceIn) -> Posted {
     let id = env.id_bytes().unwrap_or(b"null");
     let (sid, c) = match session::open(sh, kind, who) {
         Ok(x) => x,
@@ -143,7 +144,7 @@ async fn open(sh: &Shared, conn: &mut Conn, env: Envelope<'_>, kind: Kind, who: 
     if kind == Kind::Streamable {
         super::session_dir::publish(sh, &sid).await;
     }
-    let x = Exchange { sid: &sid, c, pending: Few::one(IdKey::new(id)), msgs: Few::one(env), prefilled: Few::Empty, reply };
+    let x = Exchange { sid: &sid, c, pending: Few::one(IdKey::new(id)), msgs: Few::one(env), prefilled: Few::Empty, reply, trace };
     exchange(sh, conn, x).await
 }
 
@@ -168,7 +169,7 @@ impl Posted {
 
 /// The messages of a live session: requests go to the hub once each (a
 /// duplicate id is refused here), the rest are fed.
-async fn in_session(sh: &Shared, conn: &mut Conn, sid: &str, msg: &Message<'_>, reply: Reply) -> Posted {
+async fn in_session(sh: &Shared, conn: &mut Conn, sid: &str, msg: &Message<'_>, reply: Reply, trace: TraceIn) -> Posted {
     let Some(c) = sh.touch(sid, Kind::Streamable) else {
         let first_id = match msg {
             Message::Single(e) => e.id_bytes(),
@@ -188,6 +189,7 @@ async fn in_session(sh: &Shared, conn: &mut Conn, sid: &str, msg: &Message<'_>, 
         msgs: Few::Empty,
         prefilled: Few::Empty,
         reply,
+        trace,
     };
     for el in single.into_iter().chain(elements.into_iter().flatten()) {
         let (pending, c) = (&x.pending, x.c);
@@ -206,7 +208,7 @@ async fn in_session(sh: &Shared, conn: &mut Conn, sid: &str, msg: &Message<'_>, 
         }
     }
     if x.pending.is_empty() {
-        sh.feed_views(x.c, x.msgs.as_slice());
+        sh.feed_traced(x.c, x.msgs.as_slice(), &x.trace, Some(x.sid));
         if x.prefilled.is_empty() {
             return Posted::Done(conn.respond(decide::without_requests(false, batch), &[], b"", true).await);
         }
@@ -234,6 +236,8 @@ struct Exchange<'b> {
     /// Responses decided here (invalid batch elements, duplicate ids).
     prefilled: Few<Vec<u8>>,
     reply: Reply,
+    /// The request's trace context headers (`"traces"`).
+    trace: TraceIn,
 }
 
 /// How a POST's answer is given.
@@ -263,7 +267,8 @@ async fn exchange(sh: &Shared, conn: &mut Conn, x: Exchange<'_>) -> Posted {
         }
         return Posted::Done(conn.refuse(&decide::ended_meanwhile()).await);
     };
-    sh.feed_views(x.c, x.msgs.as_slice());
+    // A 2026-07-28 request's session is the listener's own, no MCP session.
+    sh.feed_traced(x.c, x.msgs.as_slice(), &x.trace, (!x.reply.modern).then_some(x.sid));
     Posted::Waiting(Waiting {
         sid: x.sid.to_string(),
         stream: Stream { id, prime },
@@ -616,6 +621,7 @@ async fn legacy_messages(sh: &Shared, conn: &mut Conn, req: &mut Request) -> boo
         }
         return conn.refuse(&decide::unknown_legacy_session()).await;
     };
+    let trace = TraceIn::of(sh, req, false);
     let body = match json_body(conn, req).await {
         Ok(b) => b,
         Err(keep) => return keep,
@@ -625,7 +631,7 @@ async fn legacy_messages(sh: &Shared, conn: &mut Conn, req: &mut Request) -> boo
         Ok(Message::Batch(b)) => b.elements().filter_map(Result::ok).collect(),
         Err(e) => return conn.refuse(&Refusal::unparsed(&e)).await,
     };
-    sh.feed_views(c, &msgs);
+    sh.feed_traced(c, &msgs, &trace, None);
     conn.respond(202, &[("Content-Type", "text/plain")], b"Accepted", true)
         .await
 }

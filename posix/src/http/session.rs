@@ -194,9 +194,17 @@ impl Shared {
         });
     }
 
-    /// Feeds messages this transport has parsed: the hub takes the views.
-    pub fn feed_views(&self, c: ClientId, msgs: &[Envelope<'_>]) {
+    /// Feeds messages this transport has parsed (the hub takes the views)
+    /// of one HTTP request, with its trace context headers and its session
+    /// (`sid`) for the hub's spans when tracing is on.
+    pub fn feed_traced(&self, c: ClientId, msgs: &[Envelope<'_>], trace: &TraceIn, sid: Option<&str>) {
+        #[cfg(not(feature = "traces"))]
+        let _ = (trace, sid);
         self.link.call(|hub, now| {
+            #[cfg(feature = "traces")]
+            if hub.tracing() {
+                hub.handle(Input::ClientTrace { client: c, traceparent: trace.parent.as_deref(), tracestate: trace.state.as_deref(), session: sid, hop: trace.hop }, now);
+            }
             for m in msgs {
                 hub.handle(Input::ClientEnvelope(c, m), now);
             }
@@ -222,6 +230,34 @@ impl Shared {
         let s = st.sessions.by_id.get_mut(sid).filter(|s| s.kind == kind)?;
         s.last_seen = now;
         Some(s.client)
+    }
+}
+
+/// The W3C trace context headers of an HTTP request (`traceparent`,
+/// `tracestate`), copied only when tracing is on and the request has them;
+/// `hop`: the request came from another replica over the internal hop.
+#[derive(Default)]
+pub(crate) struct TraceIn {
+    #[cfg(feature = "traces")]
+    parent: Option<Vec<u8>>,
+    #[cfg(feature = "traces")]
+    state: Option<Vec<u8>>,
+    /// From another replica over the hop: its context is the parent.
+    #[cfg(feature = "traces")]
+    hop: bool,
+}
+
+impl TraceIn {
+    pub(crate) fn of(sh: &Shared, req: &super::request::Request, hop: bool) -> TraceIn {
+        #[cfg(feature = "traces")]
+        if let Some(p) = req.header("traceparent") {
+            if sh.link.call(|h, _| h.tracing()) {
+                return TraceIn { parent: Some(p.to_vec()), state: req.header("tracestate").map(<[u8]>::to_vec), hop };
+            }
+        }
+        #[cfg(not(feature = "traces"))]
+        let _ = (sh, req, hop);
+        TraceIn::default()
     }
 }
 

@@ -28,6 +28,7 @@ pub(super) struct Downward<'h> {
     pub out: &'h mut VecDeque<Output>,
     pub clients: &'h mut Clients,
     pub policy: &'h mut HubPolicy,
+    pub trace: &'h mut super::trace::Trace,
     pub now_ms: u64,
 }
 
@@ -47,6 +48,7 @@ impl Downward<'_> {
     /// A response written by core's writers with id `id` (`None`, or
     /// `null`: the request's id could not be read), saying `outcome`.
     pub fn reply(&mut self, c: ClientId, id: Option<&[u8]>, bytes: Vec<u8>, outcome: Outcome) {
+        self.trace.answered(c, id, outcome, self.now_ms);
         let id = id.filter(|id| *id != b"null").map(|id| {
             let span = rewrite::written_id_span(id.len());
             span.start..span.end

@@ -28,6 +28,15 @@ pub enum Input<'a> {
     /// default, one constant per process). A retry may come on another
     /// connection of the same principal.
     ClientPrincipal(ClientId, &'a [u8]),
+    /// The W3C trace context of the HTTP request whose messages come next
+    /// from client `client` (its `traceparent` and `tracestate` headers),
+    /// and the session they belong to (`Mcp-Session-Id`): the parent of
+    /// their spans when they carry none in `_meta`; `hop`: they came from
+    /// another replica over the internal hop, whose context (that
+    /// replica's span) is the parent even when `_meta` has the client's.
+    /// Given only while tracing is on (`Hub::tracing`).
+    #[cfg(feature = "traces")]
+    ClientTrace { client: ClientId, traceparent: Option<&'a [u8]>, tracestate: Option<&'a [u8]>, session: Option<&'a str>, hop: bool },
     /// The transport decided the client speaks 2026-07-28 (an HTTP POST
     /// classified so by its `MCP-Protocol-Version` header, its `_meta` or
     /// its method): the hub serves its requests in that era, and does not

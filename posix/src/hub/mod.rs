@@ -130,6 +130,11 @@ mod subscriptions;
 mod starts;
 pub mod shared;
 mod tasks;
+#[cfg(feature = "traces")]
+pub mod trace;
+#[cfg(not(feature = "traces"))]
+#[path = "trace_off.rs"]
+mod trace;
 mod upstream;
 mod upward;
 mod wire;
@@ -340,6 +345,9 @@ pub struct HubOptions {
     /// Replicas and shared state (`"cluster"`, `"state"`; see `shared`).
     /// The default: alone, everything in memory.
     pub cluster: ClusterOptions,
+    /// OpenTelemetry spans of requests (`"traces"`); `None`: off.
+    #[cfg(feature = "traces")]
+    pub traces: Option<trace::TraceOptions>,
 }
 
 impl Default for HubOptions {
@@ -371,6 +379,8 @@ impl Default for HubOptions {
             tasks: TaskOptions::default(),
             policy: Default::default(),
             cluster: ClusterOptions::default(),
+            #[cfg(feature = "traces")]
+            traces: None,
         }
     }
 }
@@ -572,7 +582,16 @@ pub enum Upward {
     /// A request of the hub's, whose id is `id` (its JSON bytes, as
     /// written); `method`: its method when known to core's table; `modern`:
     /// for a 2026-07-28 request, the HTTP headers that revision requires.
-    Request { id: IdKey, method: Option<mcpx_core::method::Method<'static>>, modern: Option<ModernHeaders> },
+    /// `traceparent`: the W3C trace context of a traced request (its
+    /// parent is the hub's span of the call), for a remote server's header
+    /// (only in a build with `traces`).
+    Request {
+        id: IdKey,
+        method: Option<mcpx_core::method::Method<'static>>,
+        modern: Option<ModernHeaders>,
+        #[cfg(feature = "traces")]
+        traceparent: Option<TraceHeader>,
+    },
     /// A notification (`method` as for a request).
     Notification { method: Option<mcpx_core::method::Method<'static>> },
     /// An answer (result or error) to one of the upstream's requests.
@@ -594,6 +613,27 @@ impl Upward {
             Upward::Request { method: m, .. } | Upward::Notification { method: m } => *m == Some(method),
             Upward::Answer => false,
         }
+    }
+}
+
+/// The `traceparent` of a traced request to an upstream, for a remote
+/// server's header ([`Upward::Request`]; `TraceHeader::bytes`).
+#[cfg(feature = "traces")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceHeader(pub Box<[u8; mcpx_core::trace_context::LEN]>);
+
+/// Never made in a build without `traces`: nothing of it is compiled.
+#[cfg(not(feature = "traces"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceHeader {}
+
+impl TraceHeader {
+    /// The header's value.
+    pub fn bytes(&self) -> &[u8] {
+        #[cfg(feature = "traces")]
+        return &self.0[..];
+        #[cfg(not(feature = "traces"))]
+        match *self {}
     }
 }
 
@@ -689,6 +729,8 @@ pub struct Hub {
     approvals: approvals::Approvals,
     /// The pinned definitions and what changed (`pins`).
     pins: pins::Pins,
+    /// Spans of the requests, when `"traces"` is on (`trace`).
+    trace: trace::Trace,
 }
 
 impl Hub {
@@ -701,6 +743,8 @@ impl Hub {
         let starts = starts::Starts::new(&opts);
         let listens = modern::Listens::new(&opts);
         let announce = opts.cluster.replica.as_ref().filter(|_| opts.cluster.shared).map(|r| r.to_string());
+        #[cfg(feature = "traces")]
+        let (opts_traces, opts_seed) = (opts.traces.clone(), opts.secret_seed);
         let approvals = approvals::Approvals::new(&opts.policy.approvals, opts.secret_seed, opts.cluster.state_key.unwrap_or(opts.secret_seed), announce);
         Ok(Hub {
             approvals,
@@ -722,6 +766,10 @@ impl Hub {
             config_status: serde_json::Value::Null,
             draining: false,
             shared: Default::default(),
+            #[cfg(feature = "traces")]
+            trace: trace::Trace::new(opts_traces.as_ref(), opts_seed),
+            #[cfg(not(feature = "traces"))]
+            trace: trace::Trace,
         })
     }
 
@@ -855,6 +903,8 @@ impl Hub {
             }
             Input::ConfigStatus(v) => self.config_status = v,
             Input::CallLog(on) => self.policy.set_call_log(on),
+            #[cfg(feature = "traces")]
+            Input::ClientTrace { client, traceparent, tracestate, session, hop } => self.trace.transport(client, traceparent, tracestate, session, hop),
             #[cfg(feature = "cli")]
             Input::RestartAsked(u) => self.out.push_back(Output::RestartUpstream(u, RESTART_ASKED)),
             #[cfg(feature = "consent")]
@@ -1175,11 +1225,43 @@ impl Hub {
     /// The writers toward clients, over the output queue, the clients and
     /// the policy.
     fn downward(&mut self) -> downward::Downward<'_> {
-        downward::Downward { out: &mut self.out, clients: &mut self.clients, policy: &mut self.policy, now_ms: self.now_ms }
+        downward::Downward { out: &mut self.out, clients: &mut self.clients, policy: &mut self.policy, trace: &mut self.trace, now_ms: self.now_ms }
+    }
+
+    /// Is tracing on (`"traces"`)? The transport then hands over the
+    /// trace context of HTTP requests (`Input::ClientTrace`).
+    #[cfg(feature = "traces")]
+    pub fn tracing(&self) -> bool {
+        self.trace.on()
+    }
+
+    /// The finished spans, taken for export (none when tracing is off).
+    #[cfg(feature = "traces")]
+    pub fn take_spans(&mut self) -> Vec<trace::Span> {
+        self.trace.take()
+    }
+
+    /// The trace context for another replica that continues client `c`'s
+    /// request `id` (`Output::Forward`): this replica's span as the
+    /// parent; `None` when it is not traced.
+    #[cfg(feature = "traces")]
+    pub fn trace_context(&self, c: ClientId, id: &[u8]) -> Option<[u8; mcpx_core::trace_context::LEN]> {
+        self.trace.context(c, id)
+    }
+
+    /// The exporter sent `n` spans taken with [`Hub::take_spans`] (`ok`),
+    /// or failed to: counted for `/metrics`.
+    #[cfg(feature = "traces")]
+    pub fn spans_exported(&mut self, n: usize, ok: bool) {
+        self.trace.exported(n, ok)
     }
 
     /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).
     pub fn metrics_text(&mut self, sessions: usize, connections: usize) -> Option<String> {
+        #[cfg(feature = "traces")]
+        if let Some(n) = self.trace.counts() {
+            self.policy.trace_counts(n);
+        }
         let ups = self.ups.iter().map(|u| (u.spec.name.as_str(), u.is_ready(), u64::from(u.restarts)));
         let queues = [("pending", self.pending.len()), ("output", self.out.len())];
         self.policy.metrics_text(ups, sessions, connections, &queues)

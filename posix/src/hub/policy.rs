@@ -177,6 +177,14 @@ impl HubPolicy {
         Some(m.registry.render())
     }
 
+    /// The tracer's counts, sampled when `/metrics` is served.
+    #[cfg(feature = "traces")]
+    pub fn trace_counts(&mut self, n: super::trace::TraceCounts) {
+        if let Some(m) = &mut self.p.metrics {
+            m.trace_counts(n.dropped, n.exported, n.failed);
+        }
+    }
+
     /// A pinned definition of `server` changed (`kind`: its list).
     pub fn pin_changed(&mut self, server: &str, kind: &str) {
         if let Some(m) = &mut self.p.metrics {

@@ -153,6 +153,10 @@ impl Hub {
     }
 
     pub(super) fn on_client_request(&mut self, c: ClientId, m: &Msg) {
+        if self.trace.on() {
+            let rev = self.clients.get(&c).map(|cl| if cl.is_modern() { super::request::MODERN.as_str() } else { cl.rev().as_str() });
+            self.trace.request(c, m, rev, self.now_ms);
+        }
         if modern::is_modern_request(self.clients.get(&c).is_some_and(|cl| cl.is_modern()), m) {
             return self.on_modern_request(c, m);
         }
@@ -509,7 +513,12 @@ impl Hub {
             true => self.upstream_context(c, ctx.as_deref(), task_ttl.is_some()),
             false => serde_json::Map::new(),
         };
-        let add: Vec<(&str, Vec<u8>)> = context.iter().map(|(k, v)| (k.as_str(), serde_json::to_vec(v).unwrap_or_default())).collect();
+        let mut add: Vec<(&str, Vec<u8>)> = context.iter().map(|(k, v)| (k.as_str(), serde_json::to_vec(v).unwrap_or_default())).collect();
+        // A traced call carries the trace on, its parent the hub's span (`trace`).
+        let traced = self.trace.call(c, cid, up_id, || (&self.ups[u].spec.name, self.ups[u].spec.remote, self.ups[u].rev.map(|r| r.as_str())), self.now_ms);
+        if let Some(t) = &traced {
+            add.extend(t.meta());
+        }
         // A 2026-07-28 client's own request context (`io.modelcontextprotocol/*`
         // in `_meta`) is the hub's to act on: it is never passed on.
         let modern_client = ctx.is_some();
@@ -546,7 +555,7 @@ impl Hub {
             let pending = &self.pending;
             self.tasks.asked(u, up_id, |u, id| pending.contains(u, id));
         }
-        upward::written_request(&mut self.out, u, up_id, &m.method, bytes, headers);
+        upward::traced_request(&mut self.out, u, up_id, &m.method, bytes, headers, traced.map(|t| t.header()));
         Ok(())
     }
 
@@ -1042,6 +1051,7 @@ impl Hub {
         if self.clients.remove(&c).is_none() {
             return;
         }
+        self.trace.client_gone(c, self.now_ms);
         for (u, id, _) in self.pending.drain_client(c) {
             self.cancel_upstream(u, id, "the client disconnected");
         }

@@ -34,6 +34,8 @@ mod tasks;
 mod tasks_restart;
 mod tasks_rows;
 mod wire_details;
+#[cfg(feature = "traces")]
+mod traces;
 
 /// A scripted upstream: answers `initialize` and list requests by itself;
 /// everything else waits in `Pair::up` for the test.
@@ -1607,8 +1609,13 @@ fn upstream_garbage_is_counted_and_logged() {
 fn check_upward(v: &Value, about: &Upward) {
     let method = v["method"].as_str().and_then(mcpx_core::method::Method::known);
     match about {
-        Upward::Request { id, method: m, modern } => {
+        Upward::Request { id, method: m, modern, .. } => {
             assert_eq!(serde_json::from_slice::<Value>(id.bytes()).ok().as_ref(), v.get("id").filter(|_| v.get("method").is_some()), "{v}");
+            // The header's trace context is the one in `_meta`.
+            #[cfg(feature = "traces")]
+            if let Upward::Request { traceparent: Some(t), .. } = about {
+                assert_eq!(v["params"]["_meta"]["traceparent"].as_str().map(str::as_bytes), Some(t.bytes()), "{v}");
+            }
             assert_eq!(*m, method, "{v}");
             let is_modern = v["params"]["_meta"][mcpx_core::meta::PROTOCOL_VERSION_KEY] == "2026-07-28";
             assert_eq!(modern.is_some(), is_modern, "modern headers exactly for a modern request: {v} {modern:?}");

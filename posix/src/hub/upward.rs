@@ -40,7 +40,21 @@ pub(super) fn request(out: &mut VecDeque<Output>, u: UpstreamId, id: u64, method
 /// Sends the hub's request `id` (`method`), written as `bytes` by
 /// `wire::request_with`, to `u`.
 pub(super) fn written_request(out: &mut VecDeque<Output>, u: UpstreamId, id: u64, method: &str, bytes: Vec<u8>, modern: Option<ModernHeaders>) {
-    let about = Upward::Request { id: id_key(id), method: Method::known(method), modern };
+    traced_request(out, u, id, method, bytes, modern, None);
+}
+
+/// [`written_request`] of a traced request: `traceparent` for a remote
+/// server's header (the same as in its `_meta`).
+pub(super) fn traced_request(out: &mut VecDeque<Output>, u: UpstreamId, id: u64, method: &str, bytes: Vec<u8>, modern: Option<ModernHeaders>, traceparent: Option<super::TraceHeader>) {
+    #[cfg(not(feature = "traces"))]
+    let _ = traceparent;
+    let about = Upward::Request {
+        id: id_key(id),
+        method: Method::known(method),
+        modern,
+        #[cfg(feature = "traces")]
+        traceparent,
+    };
     out.push_back(Output::ToUpstream(u, bytes, about));
 }
 

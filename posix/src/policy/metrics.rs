@@ -325,6 +325,8 @@ pub struct HubMetrics {
     pin_changes: FamilyId,
     pin_findings: FamilyId,
     tool_calls: FamilyId,
+    #[cfg(feature = "traces")]
+    trace_spans: FamilyId,
     tools: Capped,
     principals: Capped,
 }
@@ -377,6 +379,8 @@ impl HubMetrics {
             pin_changes: r.register("mcpx_pin_changes_total", "Definitions that differ from their pin (changed, new, renamed), per server and list.", Kind::Counter, &["server", "kind"]),
             pin_findings: r.register("mcpx_pin_findings_total", "Findings of the inspection of definitions, per server and finding.", Kind::Counter, &["server", "finding"]),
             tool_calls: r.register("mcpx_tool_calls_total", "Tool calls answered, by tool (as the client named it), principal and outcome; the tools and principals past the first 64 and 32 seen count as _other.", Kind::Counter, &["tool", "principal", "outcome"]),
+            #[cfg(feature = "traces")]
+            trace_spans: r.register("mcpx_trace_spans_total", "Finished trace spans: exported, failed (the export failed) or dropped (the queue was full, or too many requests were traced at once).", Kind::Counter, &["outcome"]),
             tools: Capped::new(TOOLS_LABELLED),
             principals: Capped::new(PRINCIPALS_LABELLED),
             registry: r,
@@ -427,6 +431,14 @@ impl HubMetrics {
         self.registry.set(self.connections, &[], connections as f64);
         for (q, n) in queues {
             self.registry.set(self.queue_depth, &[q], *n as f64);
+        }
+    }
+
+    /// The tracer's counts of spans (`"traces"`).
+    #[cfg(feature = "traces")]
+    pub fn trace_counts(&mut self, dropped: u64, exported: u64, failed: u64) {
+        for (outcome, n) in [("dropped", dropped), ("exported", exported), ("failed", failed)] {
+            self.registry.set(self.trace_spans, &[outcome], n as f64);
         }
     }
 

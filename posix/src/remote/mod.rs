@@ -833,11 +833,12 @@ impl Session {
 
     /// One POST of `msg` to the current endpoint; the response head.
     async fn post_raw(&self, msg: &[u8], with_session: bool, step: Step) -> Result<Response, PostError> {
-        self.post_with(msg, with_session, None, None, false, step).await
+        self.post_with(msg, with_session, None, None, None, false, step).await
     }
 
     /// `modern`: the 2026-07-28 headers of a modern request, sent instead
-    /// of the session's (no `Mcp-Session-Id`). `quiet_ok`: the reply may be
+    /// of the session's (no `Mcp-Session-Id`). `traceparent`: a traced
+    /// request's W3C trace context (the same as in its `_meta`). `quiet_ok`: the reply may be
     /// silent for longer than the request timeout (a `subscriptions/listen`
     /// stream, which the hub renews on its own schedule).
     async fn post_with(
@@ -846,9 +847,12 @@ impl Session {
         with_session: bool,
         written: Option<&Sender<()>>,
         modern: Option<&[(String, Vec<u8>)]>,
+        traceparent: Option<&[u8]>,
         quiet_ok: bool,
         step: Step,
     ) -> Result<Response, PostError> {
+        #[cfg(not(feature = "traces"))]
+        let _ = traceparent;
         let mut attempts = 0;
         loop {
             if let Some(a) = &self.auth {
@@ -857,6 +861,8 @@ impl Session {
             // A modern request belongs to no session: no Mcp-Session-Id.
             let mut h = self.headers(b"application/json, text/event-stream", with_session && modern.is_none());
             h.extend(modern.unwrap_or_default().iter().cloned());
+            #[cfg(feature = "traces")]
+            h.extend(traceparent.map(|t| ("traceparent".to_string(), t.to_vec())));
             h.push(("content-type".into(), b"application/json".to_vec()));
             let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
             let url = self.post_url.borrow().clone();
@@ -893,16 +899,22 @@ impl Session {
         };
         // A `subscriptions/listen` stream may stay silent for long.
         let listen = about.is(Method::SubscriptionsListen);
-        let mut modern = match about {
-            Upward::Request { modern, .. } => modern,
-            _ => None,
+        #[cfg(feature = "traces")]
+        let (mut modern, traceparent) = match about {
+            Upward::Request { modern, traceparent, .. } => (modern, traceparent),
+            _ => (None, None),
+        };
+        #[cfg(not(feature = "traces"))]
+        let (mut modern, traceparent) = match about {
+            Upward::Request { modern, .. } => (modern, None::<crate::hub::TraceHeader>),
+            _ => (None, None),
         };
         let mut retried = false;
         let mut relisted = false;
         let mut written = written;
         loop {
             let generation = self.generation.get();
-            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), listen, Step::Message).await;
+            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), traceparent.as_ref().map(crate::hub::TraceHeader::bytes), listen, Step::Message).await;
             written = None;
             let failure = match r {
                 Ok(resp) => match self.handle_post_response(resp, request_id.as_deref()).await {

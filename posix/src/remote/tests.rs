@@ -261,7 +261,7 @@ fn describe(msg: &[u8], schema: Option<&serde_json::Value>) -> Upward {
         Kind::Request => {
             let modern = env.protocol_version().and_then(|v| v.as_str()).is_some_and(|v| v.eq_str(V26)) || method == Some(Method::ServerDiscover);
             let headers = modern.then(|| crate::hub::modern_headers(env.method_str().unwrap(), env.params(), &|_| schema));
-            Upward::Request { id: crate::hub::IdKey::new(env.id_bytes().unwrap()), method, modern: headers }
+            Upward::Request { id: crate::hub::IdKey::new(env.id_bytes().unwrap()), method, modern: headers, #[cfg(feature = "traces")] traceparent: None }
         }
         Kind::Notification => Upward::Notification { method },
         _ => Upward::Answer,
@@ -1112,7 +1112,7 @@ fn the_transport_sends_what_the_hub_describes_not_what_it_reads_in_the_bytes() {
             ("mcp-method".to_string(), b"tools/call".to_vec()),
             ("mcp-name".to_string(), b"described".to_vec()),
         ];
-        let about = Upward::Request { id: crate::hub::IdKey::new(b"7"), method: Some(Method::ToolsCall), modern: Some(headers) };
+        let about = Upward::Request { id: crate::hub::IdKey::new(b"7"), method: Some(Method::ToolsCall), modern: Some(headers), #[cfg(feature = "traces")] traceparent: None };
         r.send(msg, about).unwrap();
         assert!(until(Duration::from_secs(5), || log.answer(7.into()).is_some()).await, "{:?}", log.all());
         r.shutdown();

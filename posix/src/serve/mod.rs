@@ -52,6 +52,8 @@ pub(crate) mod pin_store;
 pub(crate) mod runtime;
 pub(crate) mod spawner;
 pub(crate) mod task_store;
+#[cfg(feature = "traces")]
+pub(crate) mod traces;
 
 use feeds::{timer_task, HubCatalog, HubEvents};
 use options::http_config;
@@ -384,6 +386,18 @@ where
         *rt.notices.borrow_mut() = Some(posts);
         task
     };
+    // `"traces"`: the exporter of the hub's finished spans.
+    #[cfg(feature = "traces")]
+    let exporter = match cfg.traces.as_ref().map(traces::Exporter::new) {
+        Some(Ok(e)) => Some(Rc::new(e)),
+        Some(Err(e)) => {
+            error!("{e}");
+            return 1;
+        }
+        None => None,
+    };
+    #[cfg(feature = "traces")]
+    let _traces = exporter.clone().map(|e| ex.spawn(traces::run(rt.clone(), e)));
     let mut _http_server = match transports.http.map(|hc| start_http(&ex, &rt, cfg, hc, cluster.as_ref())) {
         Some(Err(())) => return 1,
         started => started.and_then(Result::ok),
@@ -431,6 +445,11 @@ where
     // Even in a hurry the answers just given get a moment to be written.
     let flush_limit = Duration::from_millis(if hurry { 200 } else { 2_000 });
     flush_http(&rt, flush_limit).await;
+    // The spans of the last answers.
+    #[cfg(feature = "traces")]
+    if let Some(e) = &exporter {
+        traces::flush(&rt, e, flush_limit).await;
+    }
     rt.closing.set(true);
     // The task that runs the servers ends now (keeping lazy servers' lists).
     crate::reload::request();

@@ -94,6 +94,10 @@ fn hub_parts(cfg: &Config) -> (Vec<UpstreamSpec>, HubOptions) {
     cfg.tasks.apply(&mut opts.tasks);
     opts.policy = cfg.policy.clone();
     opts.cluster = cfg.cluster.hub_options();
+    #[cfg(feature = "traces")]
+    {
+        opts.traces = cfg.traces.as_ref().map(|t| hub::trace::TraceOptions { sample_ratio: t.sample_ratio, max_queue: usize::try_from(t.max_queue).unwrap_or(usize::MAX) });
+    }
     opts.cursor_key = {
         use nanorand::Rng as _;
         nanorand::WyRand::new().generate::<u64>()

@@ -273,7 +273,7 @@ impl Session {
         if method == "tools/call" {
             params["_meta"] = json!({"progressToken": token});
         }
-        let about = Upward::Request { id: IdKey::new(id.to_string().as_bytes()), method: Method::known(method), modern: None };
+        let about = Upward::Request { id: IdKey::new(id.to_string().as_bytes()), method: Method::known(method), modern: None, #[cfg(feature = "traces")] traceparent: None };
         if let Err(e) = self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}), about) {
             return Err(self.why_gone(e).await);
         }

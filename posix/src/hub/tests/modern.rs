@@ -1198,7 +1198,7 @@ fn the_hub_describes_each_message_to_an_upstream_with_the_headers_of_a_modern_re
     let call = |u: UpstreamId| p.upward.iter().find(|(to, v, _)| *to == u && v["method"] == "tools/call").cloned().expect("a call");
     // The modern upstream: its headers, the name as the upstream knows it.
     let (_, v, about) = call(0);
-    let Upward::Request { id, method, modern: Some(h) } = &about else { panic!("{about:?}") };
+    let Upward::Request { id, method, modern: Some(h), .. } = &about else { panic!("{about:?}") };
     assert_eq!((id.bytes(), *method), (v["id"].to_string().as_bytes(), Some(mcpx_core::method::Method::ToolsCall)));
     let h = header_map(h);
     assert_eq!((h["mcp-method"].as_str(), h["mcp-name"].as_str(), h["mcp-param-zone"].as_str()), ("tools/call", "w", "eu"), "{h:?}");

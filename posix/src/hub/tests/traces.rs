@@ -1,0 +1,237 @@
+//! Spans of requests and their upstream calls (`trace`): what the tracer
+//! records, the trace context it takes and passes on, sampling and its
+//! bounds. Deterministic: the hub's clock and seed.
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::hub::trace::{Attr, Span, SpanKind, TraceOptions};
+
+const TP: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+const TRACE_ID: &str = "0af7651916cd43dd8448eb211c80319c";
+
+fn traced(ratio: f64, max_queue: usize) -> HubOptions {
+    HubOptions { traces: Some(TraceOptions { sample_ratio: ratio, max_queue }), ..HubOptions::default() }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn attr<'s>(s: &'s Span, k: &str) -> Option<&'s str> {
+    let Attr::Str(v) = s.attr(k)?;
+    Some(v)
+}
+
+/// A `tools/call` of `name` by `c` with `meta`, answered by upstream `u`
+/// with `answer` (a result or an error object); what the upstream got.
+fn call(p: &mut Pair, c: ClientId, u: UpstreamId, name: &str, meta: Value, answer: Value) -> Value {
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": name, "arguments": {}, "_meta": meta } }));
+    let up = p.take_up(u);
+    let mut a = json!({ "jsonrpc": "2.0", "id": up["id"] });
+    let key = if answer.get("code").is_some() { "error" } else { "result" };
+    a[key] = answer;
+    p.upstream_says(u, a);
+    p.take(c);
+    up
+}
+
+fn spans(p: &mut Pair) -> Vec<Span> {
+    p.hub.take_spans()
+}
+
+#[test]
+fn a_call_is_a_server_span_and_a_client_span_continuing_the_callers_trace() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
+    p.now = 5000;
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans(); // its initialize's
+    let up = call(&mut p, c, 0, "fs__read", json!({ "traceparent": TP, "tracestate": "congo=t61rcWkgMzE", "baggage": "a=1" }), json!({ "content": [] }));
+    let s = spans(&mut p);
+    assert_eq!(s.len(), 2, "{s:?}");
+    let (client, server) = (&s[0], &s[1]);
+    assert_eq!((server.kind, client.kind), (SpanKind::Server, SpanKind::Client));
+    // One trace: the caller's; the server span's parent is the caller's span.
+    assert_eq!(hex(&server.trace_id), TRACE_ID);
+    assert_eq!(hex(&client.trace_id), TRACE_ID);
+    assert_eq!(server.parent.map(|p| hex(&p)).as_deref(), Some("b7ad6b7169203331"));
+    assert_eq!(client.parent, Some(server.span_id));
+    assert_ne!(client.span_id, server.span_id);
+    // The upstream gets the trace with the hub's client span as its parent,
+    // the caller's tracestate, and the other keys as they were.
+    let want = format!("00-{TRACE_ID}-{}-01", hex(&client.span_id));
+    assert_eq!(up["params"]["_meta"]["traceparent"], want.as_str(), "{up}");
+    assert_eq!(up["params"]["_meta"]["tracestate"], "congo=t61rcWkgMzE");
+    assert_eq!(up["params"]["_meta"]["baggage"], "a=1");
+    // Names and attributes of the semantic conventions.
+    assert_eq!(server.name, "tools/call fs__read");
+    assert_eq!(attr(server, "mcp.method.name"), Some("tools/call"));
+    assert_eq!(attr(server, "gen_ai.tool.name"), Some("fs__read"));
+    assert_eq!(attr(server, "gen_ai.operation.name"), Some("execute_tool"));
+    assert_eq!(attr(server, "jsonrpc.request.id"), Some("7"));
+    assert_eq!(attr(server, "mcp.protocol.version"), Some("2025-06-18"));
+    assert_eq!(attr(client, "mcpx.upstream.name"), Some("fs"));
+    assert_eq!(attr(client, "mcpx.upstream.transport"), Some("stdio"));
+    assert_eq!(attr(client, "network.transport"), Some("pipe"));
+    assert_eq!(attr(client, "jsonrpc.request.id"), up["id"].to_string().as_str().into());
+    assert!(attr(client, "mcp.protocol.version").is_some());
+    assert!(server.error.is_none() && client.error.is_none() && server.attr("error.type").is_none());
+    assert_eq!((server.start_ms, server.end_ms), (5000, 5000));
+    // Taken once.
+    assert!(spans(&mut p).is_empty());
+    let m = p.hub.metrics_text(0, 0).unwrap();
+    assert!(m.contains("mcpx_trace_spans_total{outcome=\"dropped\"} 0"), "{m}");
+}
+
+#[test]
+fn without_context_a_trace_starts_here_and_errors_say_their_type() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans(); // its initialize's
+    let up = call(&mut p, c, 0, "fs__read", json!({}), json!({ "code": -32602, "message": "bad" }));
+    let s = spans(&mut p);
+    assert_eq!(s.len(), 2);
+    let (client, server) = (&s[0], &s[1]);
+    assert_eq!(server.parent, None);
+    assert_eq!(client.trace_id, server.trace_id);
+    assert_eq!(up["params"]["_meta"]["traceparent"], format!("00-{}-{}-01", hex(&server.trace_id), hex(&client.span_id)).as_str());
+    for sp in [client, server] {
+        assert_eq!(attr(sp, "error.type"), Some("-32602"), "{sp:?}");
+        assert!(sp.error.is_some());
+    }
+    // A tool's own error is one too.
+    call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [], "isError": true }));
+    let s = spans(&mut p);
+    assert_eq!(attr(&s[1], "error.type"), Some("tool_error"));
+    // A request the hub answers itself is a span of its own.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": "l", "method": "tools/list" }));
+    p.take(c);
+    let s = spans(&mut p);
+    assert_eq!(s.len(), 1);
+    assert_eq!((s[0].name.as_str(), attr(&s[0], "jsonrpc.request.id")), ("tools/list", Some("l")));
+}
+
+#[test]
+fn the_transports_headers_are_the_parent_when_meta_has_none() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans(); // its initialize's
+    let other = "00-11111111111111111111111111111111-2222222222222222-01";
+    p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(other.as_bytes()), tracestate: Some(b"k=v"), session: Some("abc"), hop: false }, p.now);
+    let up = call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
+    let s = spans(&mut p);
+    assert_eq!(hex(&s[1].trace_id), "11111111111111111111111111111111");
+    assert_eq!(s[1].parent.map(|p| hex(&p)).as_deref(), Some("2222222222222222"));
+    assert_eq!(attr(&s[1], "mcp.session.id"), Some("abc"));
+    assert_eq!(up["params"]["_meta"]["tracestate"], "k=v");
+    // `_meta` wins over the headers.
+    p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(other.as_bytes()), tracestate: None, session: None, hop: false }, p.now);
+    call(&mut p, c, 0, "fs__read", json!({ "traceparent": TP }), json!({ "content": [] }));
+    assert_eq!(hex(&spans(&mut p)[1].trace_id), TRACE_ID);
+    // A malformed header is no context: a new trace.
+    p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(b"00-xyz"), tracestate: None, session: None, hop: false }, p.now);
+    call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
+    assert_eq!(spans(&mut p)[1].parent, None);
+}
+
+#[test]
+fn sampling_follows_the_caller_then_the_ratio() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(0.0, 64));
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans(); // its initialize's
+    // Ratio 0: a trace that starts here is not recorded, nothing is added.
+    let up = call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
+    assert!(up["params"]["_meta"].get("traceparent").is_none(), "{up}");
+    assert!(spans(&mut p).is_empty());
+    // A sampled caller is followed whatever the ratio.
+    call(&mut p, c, 0, "fs__read", json!({ "traceparent": TP }), json!({ "content": [] }));
+    assert_eq!(spans(&mut p).len(), 2);
+    // An unsampled one too: nothing recorded, its context passes as it came.
+    let unsampled = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+    let up = call(&mut p, c, 0, "fs__read", json!({ "traceparent": unsampled }), json!({ "content": [] }));
+    assert_eq!(up["params"]["_meta"]["traceparent"], unsampled);
+    assert!(spans(&mut p).is_empty());
+}
+
+#[test]
+fn a_full_queue_drops_spans_and_counts_them() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 3));
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans(); // its initialize's
+    for _ in 0..3 {
+        call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
+    }
+    assert_eq!(spans(&mut p).len(), 3);
+    p.hub.spans_exported(3, true);
+    let m = p.hub.metrics_text(0, 0).unwrap();
+    assert!(m.contains("mcpx_trace_spans_total{outcome=\"dropped\"} 3"), "{m}");
+    assert!(m.contains("mcpx_trace_spans_total{outcome=\"exported\"} 3"), "{m}");
+}
+
+#[test]
+fn a_client_gone_ends_its_spans_and_tracing_off_records_nothing() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans(); // its initialize's
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read", "arguments": {} } }));
+    p.take_up(0);
+    p.hub.handle(Input::ClientDisconnected(c), p.now);
+    let s = spans(&mut p);
+    assert_eq!(s.len(), 2);
+    assert!(s.iter().all(|sp| attr(sp, "error.type") == Some("cancelled")));
+
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
+    assert!(!p.hub.tracing());
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans(); // its initialize's
+    let up = call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
+    assert!(up["params"]["_meta"].get("traceparent").is_none());
+    assert!(spans(&mut p).is_empty());
+    assert!(!p.hub.metrics_text(0, 0).unwrap().contains("mcpx_trace_spans_total{"));
+}
+
+#[test]
+fn a_remote_upstream_gets_the_trace_as_a_header_too() {
+    let mut s = specs(&["web"]);
+    s[0].remote = true;
+    let mut p = Pair::new(s, traced(1.0, 64));
+    p.start(0, Fake::tools(&["get"]));
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans(); // its initialize's
+    let up = call(&mut p, c, 0, "web__get", json!({ "traceparent": TP }), json!({ "content": [] }));
+    let header = p.upward.iter().rev().find_map(|(_, v, about)| match about {
+        Upward::Request { traceparent: Some(t), .. } if v["method"] == "tools/call" => Some(String::from_utf8(t.bytes().to_vec()).unwrap()),
+        _ => None,
+    });
+    assert_eq!(header.as_deref(), up["params"]["_meta"]["traceparent"].as_str());
+    let s = spans(&mut p);
+    assert_eq!(attr(&s[0], "mcpx.upstream.transport"), Some("http"));
+}
+
+#[test]
+fn another_replica_continues_the_trace_under_this_ones_span() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
+    let c = p.client("2025-06-18", json!({}));
+    p.hub.take_spans();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": { "name": "fs__read", "arguments": {}, "_meta": { "traceparent": TP } } }));
+    let up = p.take_up(0);
+    // What a Forward of this request carries: this span as the parent.
+    let ctx = String::from_utf8(p.hub.trace_context(c, b"9").unwrap().to_vec()).unwrap();
+    assert!(ctx.starts_with(&format!("00-{TRACE_ID}-")) && ctx.ends_with("-01"), "{ctx}");
+    assert!(p.hub.trace_context(c, b"10").is_none());
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    p.take(c);
+    let server = spans(&mut p).pop().unwrap();
+    assert_eq!(&ctx[36..52], hex(&server.span_id));
+
+    // On the replica that gets it, the hop's context wins over the
+    // client's own in `_meta`.
+    let mut q = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
+    let d = q.client("2025-06-18", json!({}));
+    q.hub.take_spans();
+    q.hub.handle(Input::ClientTrace { client: d, traceparent: Some(ctx.as_bytes()), tracestate: None, session: None, hop: true }, q.now);
+    call(&mut q, d, 0, "fs__read", json!({ "traceparent": TP }), json!({ "content": [] }));
+    let s = spans(&mut q);
+    assert_eq!(hex(&s[1].trace_id), TRACE_ID);
+    assert_eq!(s[1].parent, Some(server.span_id));
+}
