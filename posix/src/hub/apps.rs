@@ -30,8 +30,8 @@
 //!   offers it to a client that declared it when an upstream serves apps.
 //!
 //! Without the `apps` feature (mcpx-edge's plain build) mcpx neither
-//! declares nor offers the extension: every client is then a model's, and
-//! tools for apps alone are hidden from all of them.
+//! declares nor offers the extension, and passes tools and URIs as the
+//! servers wrote them (a tool for apps alone is listed like any other).
 
 use serde_json::{json, Map, Value};
 
@@ -47,14 +47,6 @@ pub(super) fn add_extension(caps: &mut Map<String, Value>, name: &str, settings:
     }
     if let Some(o) = ext.as_object_mut() {
         o.insert(name.into(), settings);
-    }
-}
-
-/// Is `tool` for apps alone (`visibility` without `"model"`)?
-pub(super) fn app_only(tool: &Value) -> bool {
-    match tool.get("_meta").and_then(|m| m.get("ui")).and_then(|u| u.get("visibility")) {
-        Some(Value::Array(v)) => !v.iter().any(|x| x.as_str() == Some("model")),
-        _ => false,
     }
 }
 
@@ -77,6 +69,14 @@ mod on {
     /// Declares the extension in capabilities `caps` mcpx sends upstream.
     pub(in crate::hub) fn declare(caps: &mut Map<String, Value>) {
         add_extension(caps, EXT, json!({ "mimeTypes": ["text/html;profile=mcp-app"] }));
+    }
+
+    /// Is `tool` for apps alone (`visibility` without `"model"`)?
+    pub(in crate::hub) fn app_only(tool: &Value) -> bool {
+        match tool.get("_meta").and_then(|m| m.get("ui")).and_then(|u| u.get("visibility")) {
+            Some(Value::Array(v)) => !v.iter().any(|x| x.as_str() == Some("model")),
+            _ => false,
+        }
     }
 
     /// Did capabilities `caps` (a client's, or a server's) declare the extension?
@@ -189,6 +189,9 @@ mod off {
         None
     }
     pub(in crate::hub) fn of_app(_: &Value) -> bool {
+        false
+    }
+    pub(in crate::hub) fn app_only(_: &Value) -> bool {
         false
     }
     pub(in crate::hub) fn expose_meta(_: &mut Value, _: &str) {}

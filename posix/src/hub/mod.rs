@@ -627,13 +627,11 @@ pub struct TraceHeader(pub Box<[u8; mcpx_core::trace_context::LEN]>);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceHeader {}
 
+#[cfg(feature = "traces")]
 impl TraceHeader {
     /// The header's value.
     pub fn bytes(&self) -> &[u8] {
-        #[cfg(feature = "traces")]
-        return &self.0[..];
-        #[cfg(not(feature = "traces"))]
-        match *self {}
+        &self.0[..]
     }
 }
 

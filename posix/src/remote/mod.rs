@@ -847,7 +847,7 @@ impl Session {
         with_session: bool,
         written: Option<&Sender<()>>,
         modern: Option<&[(String, Vec<u8>)]>,
-        traceparent: Option<&[u8]>,
+        traceparent: Option<crate::hub::TraceHeader>,
         quiet_ok: bool,
         step: Step,
     ) -> Result<Response, PostError> {
@@ -862,7 +862,7 @@ impl Session {
             let mut h = self.headers(b"application/json, text/event-stream", with_session && modern.is_none());
             h.extend(modern.unwrap_or_default().iter().cloned());
             #[cfg(feature = "traces")]
-            h.extend(traceparent.map(|t| ("traceparent".to_string(), t.to_vec())));
+            h.extend(traceparent.as_ref().map(|t| ("traceparent".to_string(), t.bytes().to_vec())));
             h.push(("content-type".into(), b"application/json".to_vec()));
             let fields: Vec<(&str, &[u8])> = h.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
             let url = self.post_url.borrow().clone();
@@ -914,7 +914,7 @@ impl Session {
         let mut written = written;
         loop {
             let generation = self.generation.get();
-            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), traceparent.as_ref().map(crate::hub::TraceHeader::bytes), listen, Step::Message).await;
+            let r = self.post_with(&msg, true, written.as_ref(), modern.as_deref(), traceparent.clone(), listen, Step::Message).await;
             written = None;
             let failure = match r {
                 Ok(resp) => match self.handle_post_response(resp, request_id.as_deref()).await {

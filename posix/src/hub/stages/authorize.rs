@@ -7,6 +7,7 @@
 //! principal no `list_changed`. A tool for apps alone (MCP Apps,
 //! `hub::apps`) is hidden the same way from a client that is no app host.
 
+#[cfg(feature = "apps")]
 use super::super::apps;
 use super::super::catalog::{Catalog, Channel, Entry, Kind};
 use super::super::request::ReqCtx;
@@ -32,28 +33,36 @@ impl<'a> Sight<'a> {
     /// gone but what hides from every principal), for its request with
     /// context `ctx` (a 2026-07-28 request declares its capabilities).
     pub fn of(policy: &'a HubPolicy, clients: &'a Clients, ups: &'a Upstreams, c: ClientId, ctx: Option<&ReqCtx>) -> Sight<'a> {
+        #[cfg(feature = "apps")]
         let apps = match ctx {
             Some(x) => apps::declared(&x.caps),
             None => clients.get(&c).and_then(|cl| cl.caps()).is_some_and(apps::declared),
         };
+        // Without the feature no client hosts apps.
+        #[cfg(not(feature = "apps"))]
+        let apps = {
+            let _ = ctx;
+            false
+        };
         Sight { policy, principal: clients.principal_name(c), upstreams: ups, apps }
     }
 
-    /// Is it an app host (never without the `apps` feature)?
+    /// Is it an app host?
+    #[cfg(feature = "apps")]
     pub fn apps(&self) -> bool {
         cfg!(feature = "apps") && self.apps
     }
 
     /// Does it see less than the whole catalog?
     fn filters(&self, catalog: &Catalog) -> bool {
-        self.policy.restricts || (!self.apps() && catalog.app_only > 0)
+        self.policy.restricts || (cfg!(feature = "apps") && !self.apps && catalog.app_only > 0)
     }
 
     /// May it see entry `e` of the `k` view?
     pub fn visible(&self, k: Kind, e: &Entry) -> bool {
         match k {
             // ext-apps: a host must not list to the model a tool whose visibility lacks "model".
-            Kind::Tools if e.app_only && !self.apps() => false,
+            Kind::Tools if cfg!(feature = "apps") && e.app_only && !self.apps => false,
             Kind::Tools => self.policy.tool_visible(self.principal, &self.upstreams[e.up].spec.name, &e.original),
             Kind::Prompts | Kind::Resources | Kind::Templates => self.server_visible(e.up),
         }
