@@ -2,11 +2,11 @@
 //! 2026-01-26) through the hub: many servers' apps behind one server.
 //!
 //! - **Names.** Server S's `ui://` URI `ui://<rest>` is shown as
-//!   `ui://<S>/<rest>` (S as a URI segment, `names::segment`): the
-//!   scheme stays `ui://`, as the extension requires, and two servers' URIs
-//!   never collide. A client's `ui://` URI is routed by its first segment
-//!   alone, so a UI resource a server leaves out of `resources/list` (the
-//!   extension allows that) is still read through the hub.
+//!   `ui://<S>/<rest>` (`scoped`): the scheme stays `ui://`, as the
+//!   extension requires, and two servers' URIs never collide. A client's
+//!   `ui://` URI is routed by its first segment alone, so a UI resource a
+//!   server leaves out of `resources/list` (the extension allows that) is
+//!   still read through the hub.
 //! - **Rewrites.** Every place a UI URI appears: a tool's `_meta.ui` (and the
 //!   deprecated `_meta["ui/resourceUri"]`) in `tools/list` and in
 //!   `tools/call` results, resource links and embedded resources of a
@@ -59,7 +59,7 @@ pub(super) use off::*;
 mod on {
     use serde_json::{json, Map, Value};
 
-    use mcpx_core::names;
+    use super::super::scoped;
     use super::{add_extension, EXT};
 
     const SCHEME: &str = "ui://";
@@ -88,15 +88,9 @@ mod on {
         uri.starts_with(SCHEME)
     }
 
-    /// `orig`, a `ui://` URI of server `server`, as clients see it.
+    /// `orig`, a `ui://` URI of server `server`, as clients see it (`scoped`).
     pub(in crate::hub) fn expose(server: &str, orig: &str) -> Option<String> {
-        orig.strip_prefix(SCHEME).map(|rest| format!("{SCHEME}{}/{rest}", names::segment(server).as_str()))
-    }
-
-    /// A client's `ui://` URI: the server segment, and the upstream's URI.
-    pub(in crate::hub) fn split(uri: &str) -> Option<(&str, String)> {
-        let (seg, rest) = uri.strip_prefix(SCHEME)?.split_once('/')?;
-        Some((seg, format!("{SCHEME}{rest}")))
+        is_ui(orig).then(|| scoped::expose(server, orig)).flatten()
     }
 
     /// Does `item` (a tool, or a resource) belong to an app: a UI resource, or
@@ -182,12 +176,6 @@ mod off {
     pub(in crate::hub) fn is_ui(_: &str) -> bool {
         false
     }
-    pub(in crate::hub) fn expose(_: &str, _: &str) -> Option<String> {
-        None
-    }
-    pub(in crate::hub) fn split(_: &str) -> Option<(&'static str, String)> {
-        None
-    }
     pub(in crate::hub) fn of_app(_: &Value) -> bool {
         false
     }
@@ -202,23 +190,7 @@ mod off {
 
 #[cfg(all(test, feature = "apps"))]
 mod tests {
-    use mcpx_core::names;
     use super::*;
-
-    #[test]
-    fn uris_keep_the_scheme_and_route_back_by_their_first_segment() {
-        let rows = [
-            ("clock", "ui://get-time/mcp-app.html", "ui://clock/get-time/mcp-app.html"),
-            ("clock", "ui://dashboard", "ui://clock/dashboard"),
-            ("my clock", "ui:///x", "ui://my_clock_27b36fdd//x"),
-        ];
-        for (server, orig, shown) in rows {
-            assert_eq!(expose(server, orig).as_deref(), Some(shown), "{orig}");
-            assert_eq!(split(shown), Some((names::segment(server).as_str(), orig.to_string())), "{shown}");
-        }
-        assert_eq!(expose("clock", "file:///x"), None);
-        assert_eq!(split("ui://clock"), None, "no server segment");
-    }
 
     #[test]
     fn visibility_without_model_is_for_apps_alone() {

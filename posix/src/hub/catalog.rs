@@ -14,8 +14,8 @@
 //! the later one is exposed as `mcpx://<server>/<original>`, where `<server>`
 //! is the server's name made valid as a tool name; the hub routes such URIs
 //! (and anything the client expands from such a template) by that segment.
-//! A `ui://` URI (MCP Apps) is always shown with its server's segment as
-//! its authority (`apps`), so it keeps its scheme.
+//! A `ui://` URI (MCP Apps) or `skill://` URI (Skills) is always shown with
+//! its server's segment as its authority (`scoped`), so it keeps its scheme.
 
 use std::rc::Rc;
 use std::collections::HashMap;
@@ -24,7 +24,7 @@ use mcpx_core::method::Method;
 use mcpx_core::names;
 use serde_json::Value;
 
-use super::apps;
+use super::{apps, scoped};
 use super::shape::{self, Features, Rev, RevExt};
 use super::{upward, ModernHeaders, UpstreamId};
 
@@ -324,12 +324,11 @@ impl Catalog {
                         exposed
                     }
                     Kind::Resources | Kind::Templates => {
-                        let ui = if apps::is_ui(original) { apps::expose(naming[u].name, original) } else { None };
-                        if let Some(ui) = ui {
-                            if index.contains_key(&ui) {
+                        if let Some(shown) = scoped::expose(naming[u].name, original) {
+                            if index.contains_key(&shown) {
                                 continue; // the same server lists the same URI twice
                             }
-                            ui
+                            shown
                         } else if !index.contains_key(original) {
                             original.to_string()
                         } else {
@@ -399,8 +398,8 @@ impl Catalog {
     /// template with the longest literal prefix matching the URI; otherwise the
     /// only upstream offering resources (`resource_ups`).
     pub(in crate::hub) fn route_uri(&self, uri: &str, naming: &[Naming], resource_ups: &[UpstreamId]) -> Option<(UpstreamId, String)> {
-        if apps::is_ui(uri) {
-            let (seg, orig) = apps::split(uri)?;
+        if scoped::scheme(uri).is_some() {
+            let (seg, orig) = scoped::split(uri)?;
             return naming.iter().position(|n| names::segment(n.name).as_str() == seg).map(|u| (u, orig));
         }
         if let Some(e) = self.get(Kind::Resources, uri) {

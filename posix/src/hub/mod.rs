@@ -124,6 +124,8 @@ mod relay;
 mod replica;
 mod request;
 mod router;
+mod scoped;
+mod skills;
 mod shape;
 mod stages;
 mod subscriptions;
@@ -729,6 +731,8 @@ pub struct Hub {
     pins: pins::Pins,
     /// Spans of the requests, when `"traces"` is on (`trace`).
     trace: trace::Trace,
+    /// The manifests of the skills that passed (`skills`).
+    skills: skills::Skills,
 }
 
 impl Hub {
@@ -766,6 +770,7 @@ impl Hub {
             shared: Default::default(),
             #[cfg(feature = "traces")]
             trace: trace::Trace::new(opts_traces.as_ref(), opts_seed),
+            skills: skills::Skills::default(),
             #[cfg(not(feature = "traces"))]
             trace: trace::Trace,
         })
@@ -968,6 +973,7 @@ impl Hub {
         self.now(now_ms);
         let fx = self.ups.on_replace(u, spec, why, &self.catalog, &self.opts)?;
         self.apply_upstream(fx);
+        self.skills.forget(u);
         Ok(())
     }
 

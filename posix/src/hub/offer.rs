@@ -6,7 +6,7 @@
 use mcpx_core::names;
 use serde_json::{json, Map, Value};
 
-use super::apps;
+use super::{apps, skills};
 use super::catalog::Catalog;
 use super::shape;
 use super::upstream::Upstreams;
@@ -45,12 +45,14 @@ impl Upstreams {
 
     /// [`Upstreams::capabilities`] for a client that declared `declared`:
     /// with MCP Apps for an app host when an upstream serves apps (announces
-    /// the extension, or lists a UI resource or a tool linking one).
+    /// the extension, or lists a UI resource or a tool linking one), and
+    /// with Skills when an upstream declared them (`skills::offer`).
     pub(in crate::hub) fn capabilities_for(&self, catalog: &Catalog, declared: &Value) -> Map<String, Value> {
         let mut caps = self.capabilities();
         if cfg!(feature = "apps") && apps::declared(declared) && (catalog.serves_apps() || self.iter().any(|u| apps::declared(u.caps.as_ref().unwrap_or(&Value::Null)))) {
             apps::add_extension(&mut caps, apps::EXT, json!({}));
         }
+        skills::offer(&mut caps, self.iter().map(|u| skills::declared(u.caps.as_ref())));
         caps
     }
 

@@ -192,6 +192,14 @@ impl HubPolicy {
         }
     }
 
+    /// A read of `server`'s skill file did not match its manifest (`skills`).
+    #[cfg(feature = "skills")]
+    pub fn skill_mismatch(&mut self, server: &str) {
+        if let Some(m) = &mut self.p.metrics {
+            m.skill_mismatch(server);
+        }
+    }
+
     /// The inspection of a definition of `server` found `finding`.
     pub fn pin_finding(&mut self, server: &str, finding: &str) {
         if let Some(m) = &mut self.p.metrics {

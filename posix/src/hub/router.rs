@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use crate::policy::ratelimit::Class;
 
-use super::apps;
+use super::{apps, skills};
 use super::catalog::{Channel, Kind, Naming};
 use super::client::Offer;
 use super::modern::{self, Grant};
@@ -208,8 +208,92 @@ impl Hub {
             ResourcesSubscribe | ResourcesUnsubscribe => self.subscription(c, m, ctx),
             CompletionComplete => self.completion_complete(c, m, ctx),
             LoggingSetLevel => self.logging_set_level(c, m),
-            _ => Err(refuse(ErrorCode::MethodNotFound, format!("Method not found: {}", m.method))),
+            _ => match skills::Call::of(&m.method) {
+                #[cfg(feature = "skills")]
+                Some(k) => self.skills_call(c, m, ctx, k),
+                _ => Err(refuse(ErrorCode::MethodNotFound, format!("Method not found: {}", m.method))),
+            },
         }
+    }
+
+    /// `skills/list`, `skills/get`, `resources/directory/read` (the Skills
+    /// extension, `skills`): to the server of the page or of the URI.
+    #[cfg(feature = "skills")]
+    fn skills_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, k: skills::Call) -> Result<(), Refusal> {
+        let id = m.id_bytes().unwrap_or(b"null");
+        if k == skills::Call::List {
+            let key = self.opts.cursor_key.to_le_bytes();
+            // Requirement: pagination-invalid-cursor-32602
+            let cursor = string_param(m, &["cursor"]);
+            let (from, up_cursor) = match &cursor {
+                None => (0, None),
+                Some((_, s)) => skills::open(s, &key).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: invalid cursor".into()))?,
+            };
+            let Some(u) = self.skill_server_from(c, ctx, from) else {
+                // No server (left) whose skills this principal may see.
+                let empty = br#"{"skills":[]}"#;
+                let out = if ctx.is_some() { modern::stamped(&self.opts, empty, Some((self.opts.cache_ttl_ms, false))) } else { empty.to_vec() };
+                self.downward().result(c, id, &out);
+                return Ok(());
+            };
+            self.policy.resolved(c, m, &self.ups[u].spec.name, "", "");
+            let (Some(_), Some(params)) = (cursor, m.params.clone()) else { return self.forward(c, m, ctx, u, &mut []) };
+            // mcpx's cursor out, the server's in (none: its first page, also
+            // when the cursor's server went).
+            let with: Vec<(&str, Vec<u8>)> = up_cursor.filter(|_| u == from).map(|s| ("cursor", wire::quote(&s))).into_iter().collect();
+            let mut bytes = m.raw[..params.start].to_vec();
+            bytes.extend(wire::edit_object(m.raw, params.clone(), |k, _| if k == "cursor" { wire::Edit::Drop } else { wire::Edit::Keep }, &with));
+            bytes.extend_from_slice(&m.raw[params.end..]);
+            let paged = wire::parse(&bytes).map_err(|_| refuse(ErrorCode::InvalidParams, "Invalid params".into()))?;
+            return self.forward(c, &paged, ctx, u, &mut []);
+        }
+        let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, format!("Invalid params: {} needs a \"uri\"", m.method)))?;
+        let routed = self.stages(|p| p.resource(c, m, &uri, false)).ok();
+        let served = routed.as_ref().and_then(|(u, _)| skills::declared(self.ups[*u].caps.as_ref()));
+        // The extension: an unknown skill or directory is -32602.
+        let (u, orig) = match (k, served, routed) {
+            (skills::Call::Get, Some(_), Some(r)) | (_, Some(true), Some(r)) => r,
+            (skills::Call::Get, ..) => return Err(refuse(ErrorCode::InvalidParams, format!("No skill is served at {uri}"))),
+            (_, _, Some((u, _))) => return Err(refuse(ErrorCode::InvalidParams, format!("{uri} is not a directory mcpx can read: server '{}' does not read directories", self.ups[u].spec.name))),
+            _ => return Err(refuse(ErrorCode::InvalidParams, format!("{uri} is not a directory resource mcpx serves"))),
+        };
+        self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
+        self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
+    }
+
+    /// A Skills result `res` of upstream `u` for client `c` (its request's
+    /// context `ctx`): URIs as the client knows them, manifests kept, and
+    /// for `skills/list` mcpx's cursor to the next page.
+    #[cfg(feature = "skills")]
+    fn skills_passed(&mut self, k: skills::Call, c: ClientId, u: UpstreamId, ctx: Option<&ReqCtx>, res: &[u8]) -> Option<Vec<u8>> {
+        let server = self.ups[u].spec.name.clone();
+        if k == skills::Call::DirectoryRead {
+            return skills::directory(&server, res);
+        }
+        let (mut v, next) = self.skills.passed(k, u, &server, res)?;
+        if k == skills::Call::List {
+            let key = self.opts.cursor_key.to_le_bytes();
+            let next = match next {
+                Some(s) => Some(skills::seal(u, Some(&s), &key)),
+                None => self.skill_server_from(c, ctx, u + 1).map(|n| skills::seal(n, None, &key)),
+            };
+            if let (Some(n), Some(o)) = (next, v.as_object_mut()) {
+                o.insert("nextCursor".into(), Value::String(n));
+            }
+        }
+        serde_json::to_vec(&v).ok()
+    }
+
+    /// The first server from `from` on (configuration order) whose skills
+    /// client `c` may see: it declared the extension, the principal's
+    /// catalog grants it, and it is up or asleep.
+    #[cfg(feature = "skills")]
+    fn skill_server_from(&self, c: ClientId, ctx: Option<&ReqCtx>, from: UpstreamId) -> Option<UpstreamId> {
+        let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, ctx);
+        (from..self.ups.len()).find(|&u| {
+            let up = &self.ups[u];
+            (up.is_ready() || up.is_asleep()) && skills::declared(up.caps.as_ref()).is_some() && sight.server_visible(u)
+        })
     }
 
     /// `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`.
@@ -598,11 +682,28 @@ impl Hub {
                 return;
             }
         }
+        // Requirement: skills-host-verify-digest (a gateway refuses what a host must not use)
+        #[cfg(feature = "skills")]
+        if let Some(Err(x)) = (call == Some(Method::ResourcesRead)).then(|| m.result_bytes().map_or(Ok(()), |r| self.skills.verify(u, r))) {
+            let server = self.ups[u].spec.name.clone();
+            let msg = format!("server '{server}' served {} with {} where its skill's manifest published {}: refused; call skills/get to refresh the skill", x.uri, x.served, x.published);
+            self.log(super::Level::Warn, msg.clone());
+            self.policy.skill_mismatch(&server);
+            return self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server, "published": x.published, "served": x.served })));
+        }
         let renamed = match (&renamed_uri, m.result_bytes()) {
             (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, orig, exposed)),
             _ => None,
         };
         let res = renamed.as_deref().or(m.result_bytes());
+        // Skills: entries' URIs as the client knows them, manifests kept (`skills`).
+        #[cfg(feature = "skills")]
+        let passed = match (skills::Call::of(&method), res) {
+            (Some(k), Some(r)) => self.skills_passed(k, c, u, modern.as_deref(), r),
+            _ => None,
+        };
+        #[cfg(feature = "skills")]
+        let res = passed.as_deref().or(res);
         // MCP Apps: the result's UI URIs as the client knows them (`apps`).
         let ui = match call {
             Some(Method::ToolsCall | Method::ResourcesRead) => res.and_then(|r| apps::exposed_result(r, &self.ups[u].spec.name)),
@@ -679,7 +780,12 @@ impl Hub {
                     Ok(t) => t,
                     Err(Refusal(code, msg, data)) => return self.downward().error(c, Some(&id), code, &msg, data),
                 };
-                let hints = (call == Some(Method::ResourcesRead)).then(|| read_hints.unwrap_or_else(|| modern::up_hints(&self.opts, &self.ups[u], None)));
+                // Skills' results are cacheable (their own hints, else mcpx's);
+                // public only when every principal sees the same.
+                let hints = match skills::Call::cacheable(&method) {
+                    true => Some(member("ttlMs").and_then(|t| t.as_i64()).and_then(|t| u64::try_from(t).ok()).map_or((self.opts.cache_ttl_ms, false), |t| (t, text("cacheScope").as_deref() == Some("public") && !self.policy.restricts))),
+                    false => (call == Some(Method::ResourcesRead)).then(|| read_hints.unwrap_or_else(|| modern::up_hints(&self.opts, &self.ups[u], None))),
+                };
                 let out = match tasked {
                     Some(t) => modern::stamped(&self.opts, &t, hints),
                     None => modern::stamped_view(&self.opts, &view, hints),
@@ -908,6 +1014,11 @@ impl Hub {
             }
             // `tasks/get`, `tasks/update`, `tasks/cancel` of a task the hub runs.
             TasksGet | TasksUpdate | TasksCancel => self.task_request(c, &id, m, Some(&ctx)),
+            // The Skills extension's methods (`skills`).
+            _ if skills::Call::of(&m.method).is_some() => {
+                self.route_modern(c, m, None, ctx);
+                Ok(())
+            }
             _ => Err(modern::not_found(m)),
         };
         if let Err(Refusal(code, msg, data)) = done {
@@ -1394,8 +1505,8 @@ impl Hub {
         let Some(uri) = p.get("uri").and_then(Value::as_str) else { return };
         let exposed = match self.catalog.exposed_of(Kind::Resources, u, uri) {
             Some(e) => e.to_string(),
-            // A UI resource need not be listed.
-            None => apps::expose(&self.ups[u].spec.name, uri).unwrap_or_else(|| uri.to_string()),
+            // A UI resource or a skill's file need not be listed.
+            None => super::scoped::expose(&self.ups[u].spec.name, uri).unwrap_or_else(|| uri.to_string()),
         };
         let mut out = p.clone();
         out["uri"] = Value::String(exposed.clone());

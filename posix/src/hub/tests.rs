@@ -12,6 +12,8 @@ use crate::policy::approval::{Carrier, Notice};
 mod approvals;
 #[cfg(feature = "apps")]
 mod apps;
+#[cfg(feature = "skills")]
+mod skills;
 mod modern;
 mod isolation;
 mod lazy;

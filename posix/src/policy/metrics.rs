@@ -305,6 +305,12 @@ const METHODS: &[&str] = &[
     "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
     "completion/complete", "logging/setLevel", "sampling/createMessage", "elicitation/create", "roots/list",
     "server/discover", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+    #[cfg(feature = "skills")]
+    "skills/list",
+    #[cfg(feature = "skills")]
+    "skills/get",
+    #[cfg(feature = "skills")]
+    "resources/directory/read",
 ];
 
 /// The hub's metric families.
@@ -327,6 +333,8 @@ pub struct HubMetrics {
     tool_calls: FamilyId,
     #[cfg(feature = "traces")]
     trace_spans: FamilyId,
+    #[cfg(feature = "skills")]
+    skill_mismatches: FamilyId,
     tools: Capped,
     principals: Capped,
 }
@@ -381,6 +389,8 @@ impl HubMetrics {
             tool_calls: r.register("mcpx_tool_calls_total", "Tool calls answered, by tool (as the client named it), principal and outcome; the tools and principals past the first 64 and 32 seen count as _other.", Kind::Counter, &["tool", "principal", "outcome"]),
             #[cfg(feature = "traces")]
             trace_spans: r.register("mcpx_trace_spans_total", "Finished trace spans: exported, failed (the export failed) or dropped (the queue was full, or too many requests were traced at once).", Kind::Counter, &["outcome"]),
+            #[cfg(feature = "skills")]
+            skill_mismatches: r.register("mcpx_skill_digest_mismatches_total", "Reads of a skill's file refused because its bytes differ from the digest or size its server published, per server.", Kind::Counter, &["server"]),
             tools: Capped::new(TOOLS_LABELLED),
             principals: Capped::new(PRINCIPALS_LABELLED),
             registry: r,
@@ -389,6 +399,11 @@ impl HubMetrics {
 
     pub fn pin_changed(&mut self, server: &str, kind: &str) {
         self.registry.add(self.pin_changes, &[server, kind], 1.0);
+    }
+
+    #[cfg(feature = "skills")]
+    pub fn skill_mismatch(&mut self, server: &str) {
+        self.registry.add(self.skill_mismatches, &[server], 1.0);
     }
 
     pub fn pin_finding(&mut self, server: &str, finding: &str) {

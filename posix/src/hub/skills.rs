@@ -1,0 +1,290 @@
+//! Skills (`io.modelcontextprotocol/skills`, SEP-2640, final since
+//! 2026-09-13) through the hub: many servers' skills behind one server.
+//!
+//! - **Identity.** A skill is its server and its URI. Server S's
+//!   `skill://<path>` is shown as `skill://<S>/<path>` (`scoped`): one more
+//!   prefix segment, so the last one is still the skill's name and two
+//!   servers' same-named skills both appear, neither shadowing the other.
+//!   The frontmatter and every file's bytes pass unchanged.
+//! - **Methods.** `skills/list` walks the servers that declared the
+//!   extension and that the principal may see (its catalog's grant of the
+//!   server, as for resources), one server per page run, with mcpx's
+//!   sealed cursor carrying the server and that server's own cursor.
+//!   `skills/get` and `resources/directory/read` go to the URI's owner;
+//!   a URI no skill server owns is -32602, as the extension requires.
+//! - **Digests.** The manifests of the entries that pass (`skills/list`,
+//!   `skills/get`) are kept per server. A `resources/read` of a listed
+//!   file whose bytes differ in size or SHA-256 from the manifest is
+//!   refused, logged and counted: a server does not change a file under
+//!   a digest it published. The client refreshes the entry with
+//!   `skills/get` (which updates the manifest), as the extension says.
+//! - **Negotiation.** mcpx offers the extension when an upstream declares
+//!   it, with `directoryRead` when every such upstream reads directories.
+//!
+//! Without the `skills` feature (mcpx-edge's plain build) the methods are
+//! unknown and `skill://` URIs are the catalog's like any other.
+
+#[cfg(feature = "skills")]
+pub(super) use on::*;
+#[cfg(not(feature = "skills"))]
+pub(super) use off::*;
+
+#[cfg(feature = "skills")]
+mod on {
+    use std::collections::HashMap;
+
+    use base64::Engine as _;
+    use mcpx_core::cursor::{self, Cursor};
+    use mcpx_core::names;
+    use serde_json::{json, Map, Value};
+    use sha2::{Digest, Sha256};
+
+    use super::super::{apps, scoped, UpstreamId};
+
+    /// The extension's identifier (`capabilities.extensions` key).
+    pub(in crate::hub) const EXT: &str = "io.modelcontextprotocol/skills";
+
+    /// The extension's methods, typed once (`Call::of`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(in crate::hub) enum Call {
+        List,
+        Get,
+        DirectoryRead,
+    }
+
+    /// Files whose digests are kept per server: 32 skills of the
+    /// extension's 512 files. A server listing more has the rest passed
+    /// unverified.
+    pub(in crate::hub) const FILES_PER_SERVER: usize = 16_384;
+    /// mcpx's cursor's list number for `skills/list` (the catalog's lists
+    /// are 0..4).
+    const CURSOR_LIST: u8 = 8;
+
+    impl Call {
+        pub fn of(method: &str) -> Option<Call> {
+            match method {
+                "skills/list" => Some(Call::List),
+                "skills/get" => Some(Call::Get),
+                "resources/directory/read" => Some(Call::DirectoryRead),
+                _ => None,
+            }
+        }
+
+        /// Is its result cacheable (`ttlMs`, `cacheScope`)?
+        pub fn cacheable(method: &str) -> bool {
+            matches!(Call::of(method), Some(Call::List | Call::Get))
+        }
+    }
+
+    /// What capabilities `caps` (a server's) declare: `None` without the
+    /// extension, else whether it reads directories (`directoryRead`).
+    pub(in crate::hub) fn declared(caps: Option<&Value>) -> Option<bool> {
+        let settings = caps?.get("extensions")?.get(EXT).filter(|s| s.is_object())?;
+        Some(settings.get("directoryRead") == Some(&Value::Bool(true)))
+    }
+
+    /// Offers the extension in `caps` when one of the upstreams' declarations
+    /// (`declared`) has it: reading directories when all of them do.
+    pub(in crate::hub) fn offer(caps: &mut Map<String, Value>, declared: impl Iterator<Item = Option<bool>>) {
+        let mut dirs = None;
+        for d in declared.flatten() {
+            dirs = Some(dirs.unwrap_or(true) && d);
+        }
+        if let Some(d) = dirs {
+            apps::add_extension(caps, EXT, if d { json!({ "directoryRead": true }) } else { json!({}) });
+        }
+    }
+
+    /// mcpx's `skills/list` cursor: the server `u` the next page comes from
+    /// and that server's own cursor (`None`: its first page), sealed.
+    pub(in crate::hub) fn seal(u: UpstreamId, up: Option<&str>, key: &[u8]) -> String {
+        let c = Cursor { list: CURSOR_LIST, position: u as u32, generation: hash32(up) };
+        let mut s = cursor::encode(&c, key).as_str().to_string();
+        if let Some(up) = up {
+            s.push('.');
+            s.push_str(up);
+        }
+        s
+    }
+
+    /// A cursor of [`seal`]: `None` when it is not one (forged, another
+    /// list's, or cut).
+    pub(in crate::hub) fn open(s: &str, key: &[u8]) -> Option<(UpstreamId, Option<String>)> {
+        let (sealed, up) = match s.split_at_checked(cursor::ENCODED_LEN)? {
+            (sealed, "") => (sealed, None),
+            (sealed, rest) => (sealed, Some(rest.strip_prefix('.')?)),
+        };
+        let c = cursor::decode(sealed, key).ok().filter(|c| c.list == CURSOR_LIST && c.generation == hash32(up))?;
+        Some((c.position as UpstreamId, up.map(str::to_string)))
+    }
+
+    fn hash32(up: Option<&str>) -> u32 {
+        up.map_or(0, |s| names::hash(&[b"c", s.as_bytes()]) as u32)
+    }
+
+    /// One file of a manifest: its size and SHA-256.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct File {
+        size: u64,
+        sha256: [u8; 32],
+    }
+
+    impl File {
+        /// A `SkillResource`'s `digest` and `size`; `None` when malformed.
+        fn of(entry: &Value) -> Option<File> {
+            let hex = entry.get("digest")?.as_str()?.strip_prefix("sha256:")?;
+            if hex.len() != 64 || hex.bytes().any(|b| !matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+                return None;
+            }
+            let mut sha256 = [0u8; 32];
+            for (i, d) in sha256.iter_mut().enumerate() {
+                *d = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+            }
+            Some(File { size: entry.get("size")?.as_u64()?, sha256 })
+        }
+
+        fn of_bytes(b: &[u8]) -> File {
+            File { size: b.len() as u64, sha256: Sha256::digest(b).into() }
+        }
+
+        fn shown(&self) -> String {
+            let hex: String = self.sha256.iter().map(|b| format!("{b:02x}")).collect();
+            format!("sha256:{hex} ({} bytes)", self.size)
+        }
+    }
+
+    /// A read whose bytes are not the manifest's.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(in crate::hub) struct Mismatch {
+        /// The file's URI, as the server names it.
+        pub uri: String,
+        pub published: String,
+        pub served: String,
+    }
+
+    /// The manifests of the skills that passed, per server.
+    #[derive(Debug, Default)]
+    pub(in crate::hub) struct Skills {
+        files: HashMap<UpstreamId, HashMap<String, File>>,
+    }
+
+    impl Skills {
+        /// A `skills/list` (`call` List) or `skills/get` result `res` of
+        /// server `server` (upstream `u`): the manifests of its entries
+        /// kept, the result with its URIs as clients see them, and the
+        /// server's `nextCursor`. `None` when it is no such result.
+        pub fn passed(&mut self, call: Call, u: UpstreamId, server: &str, res: &[u8]) -> Option<(Value, Option<String>)> {
+            let mut v: Value = serde_json::from_slice(res).ok()?;
+            let next = v.as_object_mut()?.remove("nextCursor").and_then(|c| c.as_str().map(str::to_string));
+            let entries: Vec<&mut Value> = match call {
+                Call::List => v.get_mut("skills")?.as_array_mut()?.iter_mut().collect(),
+                Call::Get => vec![v.get_mut("skill")?],
+                Call::DirectoryRead => return None,
+            };
+            let kept = self.files.entry(u).or_default();
+            for entry in entries {
+                keep(kept, entry);
+                show(entry, "uri", server);
+                if let Some(Value::Array(files)) = entry.get_mut("resources") {
+                    files.iter_mut().for_each(|f| show(f, "uri", server));
+                }
+            }
+            Some((v, next))
+        }
+
+        /// Is `res`, a `resources/read` result of upstream `u`, what the
+        /// manifest published for each file of it that one lists?
+        pub fn verify(&self, u: UpstreamId, res: &[u8]) -> Result<(), Mismatch> {
+            let Some(kept) = self.files.get(&u).filter(|k| !k.is_empty()) else { return Ok(()) };
+            let Ok(v) = serde_json::from_slice::<Value>(res) else { return Ok(()) };
+            for c in v.get("contents").and_then(Value::as_array).into_iter().flatten() {
+                let Some((uri, published)) = c.get("uri").and_then(Value::as_str).and_then(|uri| kept.get(uri).map(|f| (uri, f))) else { continue };
+                let served = match (c.get("text").and_then(Value::as_str), c.get("blob").and_then(Value::as_str)) {
+                    (Some(t), _) => File::of_bytes(t.as_bytes()),
+                    (None, Some(b)) => match base64::engine::general_purpose::STANDARD.decode(b) {
+                        Ok(bytes) => File::of_bytes(&bytes),
+                        Err(_) => File { size: 0, sha256: [0; 32] },
+                    },
+                    (None, None) => File { size: 0, sha256: [0; 32] },
+                };
+                // The extension: a size that differs is a digest mismatch.
+                if served != *published {
+                    return Err(Mismatch { uri: uri.to_string(), published: published.shown(), served: served.shown() });
+                }
+            }
+            Ok(())
+        }
+
+        /// Server `u` is replaced or gone: its manifests with it.
+        pub fn forget(&mut self, u: UpstreamId) {
+            self.files.remove(&u);
+        }
+    }
+
+    /// Keeps the manifest of skill `entry` (its `resources` array), in
+    /// place of what was kept under its directory; a `"dynamic"` skill's
+    /// files are left unverified (the extension publishes no digests).
+    fn keep(kept: &mut HashMap<String, File>, entry: &Value) {
+        let Some(root) = entry.get("uri").and_then(Value::as_str).and_then(|u| u.strip_suffix("SKILL.md")) else { return };
+        kept.retain(|k, _| !k.starts_with(root));
+        let Some(Value::Array(files)) = entry.get("resources") else { return };
+        for f in files {
+            let (Some(uri), Some(file)) = (f.get("uri").and_then(Value::as_str), File::of(f)) else { continue };
+            // Each uri is the skill's SKILL.md or a file within its directory.
+            if uri.starts_with(root) && (kept.len() < FILES_PER_SERVER || kept.contains_key(uri)) {
+                kept.insert(uri.to_string(), file);
+            }
+        }
+    }
+
+    /// `v[key]`, a URI of `server`, as clients see it.
+    fn show(v: &mut Value, key: &str, server: &str) {
+        if let Some(Value::String(s)) = v.get_mut(key) {
+            if let Some(e) = scoped::expose(server, s) {
+                *s = e;
+            }
+        }
+    }
+
+    /// A `resources/directory/read` result of `server`, its children's
+    /// URIs as clients see them.
+    pub(in crate::hub) fn directory(server: &str, res: &[u8]) -> Option<Vec<u8>> {
+        let mut v: Value = serde_json::from_slice(res).ok()?;
+        for r in v.get_mut("resources")?.as_array_mut()? {
+            show(r, "uri", server);
+        }
+        serde_json::to_vec(&v).ok()
+    }
+}
+
+/// The same answers without the feature: no extension, no methods.
+#[cfg(not(feature = "skills"))]
+mod off {
+    use serde_json::{Map, Value};
+
+    use super::super::UpstreamId;
+
+    /// No method is the extension's.
+    pub(in crate::hub) enum Call {}
+
+    impl Call {
+        pub fn of(_: &str) -> Option<Call> {
+            None
+        }
+        pub fn cacheable(_: &str) -> bool {
+            false
+        }
+    }
+
+    pub(in crate::hub) fn offer(_: &mut Map<String, Value>, _: impl Iterator<Item = Option<bool>>) {}
+    pub(in crate::hub) fn declared(_: Option<&Value>) -> Option<bool> {
+        None
+    }
+
+    #[derive(Debug, Default)]
+    pub(in crate::hub) struct Skills;
+
+    impl Skills {
+        pub fn forget(&mut self, _: UpstreamId) {}
+    }
+}

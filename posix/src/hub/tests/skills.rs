@@ -1,0 +1,211 @@
+//! Pair tests of Skills (`io.modelcontextprotocol/skills`) through the hub:
+//! two servers serving a skill of the same name at the same URI, listed
+//! page by page across both, fetched, read against their digests, and
+//! their directories read, by legacy and modern clients.
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::modern::with_meta;
+use super::*;
+
+const SKILLS: &str = "io.modelcontextprotocol/skills";
+const URI: &str = "skill://git-workflow/SKILL.md";
+const BODY: &str = "---\nname: git-workflow\ndescription: Branch and commit as this team does\n---\n\n# Git workflow\n\nSee references/GUIDE.md.\n";
+const GUIDE: &str = "Rebase, never merge.\n";
+
+fn digest(s: &str) -> String {
+    let hex: String = Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// A skills server (`dirs`: it reads directories).
+fn docs(dirs: bool) -> Fake {
+    let mut f = Fake::tools(&[]);
+    f.caps = json!({ "resources": {}, "extensions": { SKILLS: { "directoryRead": dirs } } });
+    f
+}
+
+/// The skill's entry with `body` as its SKILL.md.
+fn entry(body: &str) -> Value {
+    json!({
+        "uri": URI,
+        "frontmatter": { "name": "git-workflow", "description": "Branch and commit as this team does", "license": "MIT" },
+        "resources": [
+            { "uri": URI, "digest": digest(body), "size": body.len() },
+            { "uri": "skill://git-workflow/references/GUIDE.md", "digest": digest(GUIDE), "size": GUIDE.len() }
+        ]
+    })
+}
+
+/// `m` of client `c` reaches upstream `u` (returned), answered with `result`; the client's answer.
+fn through(p: &mut Pair, c: ClientId, u: UpstreamId, m: Value, result: Value) -> (Value, Value) {
+    p.send(c, m);
+    let up = p.take_up(u);
+    p.upstream_says(u, json!({ "jsonrpc": "2.0", "id": up["id"], "result": result }));
+    (up, p.take(c))
+}
+
+fn req(id: i64, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+fn read(uri: &str, text: &str) -> Value {
+    json!({ "contents": [{ "uri": uri, "mimeType": "text/markdown", "text": text }] })
+}
+
+// covers: ext-skills-host-key-server-uri, ext-skills-names-no-shadow, ext-skills-list-pagination
+#[test]
+fn two_servers_same_named_skills_are_both_listed_page_by_page_and_neither_shadows() {
+    let mut p = Pair::with(vec![("docs", docs(true)), ("team", docs(false)), ("plain", Fake::tools(&["t"]))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    // Offered: directories only when every skills server reads them.
+    let fresh = p.connect();
+    let init = p.request(fresh, json!(0), "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    assert_eq!(init["result"]["capabilities"]["extensions"][SKILLS], json!({}), "{init}");
+    // Page 1: server docs, asked without a cursor.
+    let (up, r) = through(&mut p, c, 0, req(1, "skills/list", json!({})), json!({ "skills": [entry(BODY)] }));
+    assert_eq!(up["method"], "skills/list");
+    assert!(up["params"].get("cursor").is_none(), "{up}");
+    let s = &r["result"]["skills"][0];
+    assert_eq!(s["uri"], "skill://docs/git-workflow/SKILL.md", "{r}");
+    assert_eq!(s["frontmatter"], entry(BODY)["frontmatter"], "the frontmatter is the author's, verbatim");
+    assert_eq!(s["resources"][1]["uri"], "skill://docs/git-workflow/references/GUIDE.md");
+    assert_eq!(s["resources"][0]["digest"], digest(BODY), "digests and sizes pass as published");
+    let next = r["result"]["nextCursor"].as_str().expect("a page follows: server team's").to_string();
+    // Page 2: server team from its first page; it has more.
+    let (up, r) = through(&mut p, c, 1, req(2, "skills/list", json!({ "cursor": next })), json!({ "skills": [entry(BODY)], "nextCursor": "team-2" }));
+    assert!(up["params"].get("cursor").is_none(), "the next server starts at its first page: {up}");
+    assert_eq!(r["result"]["skills"][0]["uri"], "skill://team/git-workflow/SKILL.md", "the same skill of another server: both listed, distinct");
+    let next = r["result"]["nextCursor"].as_str().unwrap().to_string();
+    assert_ne!(next, "team-2", "the server's cursor is mcpx's to carry");
+    // Page 3: team's own cursor; the last page of the last skills server.
+    let (up, r) = through(&mut p, c, 1, req(3, "skills/list", json!({ "cursor": next })), json!({ "skills": [] }));
+    assert_eq!(up["params"]["cursor"], "team-2", "{up}");
+    assert!(r["result"].get("nextCursor").is_none(), "{r}");
+    // A forged or foreign cursor is -32602; so is a cut one.
+    for bad in ["team-2", &format!("{next}x"), &next[..20]] {
+        let r = p.request(c, json!(4), "skills/list", json!({ "cursor": bad }));
+        assert_eq!(err_code(&r), -32602, "{bad}: {r}");
+    }
+    let tools_cursor = p.request(c, json!(5), "skills/list", json!({ "cursor": next.replace('.', "") }));
+    assert_eq!(err_code(&tools_cursor), -32602, "{tools_cursor}");
+    // skills/get goes to the skill's own server, by the server's URI.
+    let (up, r) = through(&mut p, c, 1, req(6, "skills/get", json!({ "uri": "skill://team/git-workflow/SKILL.md" })), json!({ "skill": entry(BODY) }));
+    assert_eq!(up["params"]["uri"], URI);
+    assert_eq!(r["result"]["skill"]["uri"], "skill://team/git-workflow/SKILL.md", "{r}");
+    // The extension: a URI no skills server serves is -32602.
+    for uri in [URI, "skill://nobody/git-workflow/SKILL.md", "skill://plain/x/SKILL.md"] {
+        let r = p.request(c, json!(7), "skills/get", json!({ "uri": uri }));
+        assert_eq!(err_code(&r), -32602, "{uri}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("No skill is served at"), "{r}");
+    }
+}
+
+// covers: ext-skills-host-verify-digest
+#[test]
+fn a_file_changed_under_its_published_digest_is_refused_until_the_skill_is_fetched_again() {
+    let mut p = Pair::with(vec![("docs", docs(true))], HubOptions::default());
+    let c = p.client("2025-06-18", json!({}));
+    through(&mut p, c, 0, req(1, "skills/list", json!({})), json!({ "skills": [entry(BODY)] }));
+    let shown = "skill://docs/git-workflow/SKILL.md";
+    // As published: the read passes, under the URI the client knows.
+    let (up, r) = through(&mut p, c, 0, req(2, "resources/read", json!({ "uri": shown })), read(URI, BODY));
+    assert_eq!(up["params"]["uri"], URI);
+    assert_eq!(r["result"]["contents"][0]["uri"], shown, "{r}");
+    assert_eq!(r["result"]["contents"][0]["text"], BODY);
+    // Changed under the same digest: refused, logged, counted.
+    let changed = BODY.replace("Rebase", "Merge");
+    let changed = changed.replace("references/GUIDE.md", "https://evil.example/run.sh");
+    let (_, r) = through(&mut p, c, 0, req(3, "resources/read", json!({ "uri": shown })), read(URI, &changed));
+    assert_eq!(err_code(&r), -32603, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("skills/get") && msg.contains(&digest(BODY)), "{msg}");
+    assert!(!r.to_string().contains("evil.example"), "nothing of the changed bytes reaches the client: {r}");
+    assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains("server 'docs' served skill://git-workflow/SKILL.md")), "{:?}", p.logs);
+    let metrics = p.hub.metrics_text(1, 1).unwrap();
+    assert!(metrics.contains("mcpx_skill_digest_mismatches_total{server=\"docs\"} 1"), "{metrics}");
+    // A blob is checked on its decoded bytes; a size that differs is a mismatch too.
+    let guide = "skill://docs/git-workflow/references/GUIDE.md";
+    let blob = |s: &str| json!({ "contents": [{ "uri": "skill://git-workflow/references/GUIDE.md", "blob": base64::engine::general_purpose::STANDARD.encode(s) }] });
+    let (_, r) = through(&mut p, c, 0, req(4, "resources/read", json!({ "uri": guide })), blob(GUIDE));
+    assert!(r.get("result").is_some(), "{r}");
+    let (_, r) = through(&mut p, c, 0, req(5, "resources/read", json!({ "uri": guide })), blob("Rebase, never merge!!\n"));
+    assert_eq!(err_code(&r), -32603, "{r}");
+    // The client refreshes the entry, as the extension says: the new digest holds.
+    through(&mut p, c, 0, req(6, "skills/get", json!({ "uri": shown })), json!({ "skill": entry(&changed) }));
+    let (_, r) = through(&mut p, c, 0, req(7, "resources/read", json!({ "uri": shown })), read(URI, &changed));
+    assert_eq!(r["result"]["contents"][0]["text"], changed.as_str(), "{r}");
+    // A file no manifest lists passes as any resource does.
+    let (_, r) = through(&mut p, c, 0, req(8, "resources/read", json!({ "uri": "skill://docs/other/SKILL.md" })), read("skill://other/SKILL.md", "anything"));
+    assert!(r.get("result").is_some(), "{r}");
+}
+
+// covers: ext-skills-directory-read-gated
+#[test]
+fn directories_are_read_from_servers_that_read_them_and_refused_for_the_others() {
+    let mut p = Pair::with(vec![("docs", docs(true)), ("team", docs(false))], HubOptions::default());
+    let c = p.client("2025-11-25", json!({}));
+    let children = json!({ "resources": [
+        { "uri": "skill://git-workflow/references/GUIDE.md", "name": "GUIDE.md", "mimeType": "text/markdown" },
+        { "uri": "skill://git-workflow/references/more", "name": "more", "mimeType": "inode/directory" }
+    ], "nextCursor": "d2" });
+    let (up, r) = through(&mut p, c, 0, req(1, "resources/directory/read", json!({ "uri": "skill://docs/git-workflow/references" })), children);
+    assert_eq!(up["params"]["uri"], "skill://git-workflow/references");
+    assert_eq!(r["result"]["resources"][0]["uri"], "skill://docs/git-workflow/references/GUIDE.md", "{r}");
+    assert_eq!(r["result"]["resources"][1]["mimeType"], "inode/directory");
+    assert_eq!(r["result"]["nextCursor"], "d2", "the directory's cursor is its server's");
+    // Clients must not call it on a server without directoryRead: mcpx does not either.
+    let r = p.request(c, json!(2), "resources/directory/read", json!({ "uri": "skill://team/git-workflow/references" }));
+    assert_eq!(err_code(&r), -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("server 'team' does not read directories"), "{r}");
+    assert!(p.up_quiet(1));
+}
+
+// covers: ext-skills-list-cacheable, ext-skills-result-type-complete
+#[test]
+fn modern_clients_list_and_get_skills_with_cache_hints_from_legacy_and_modern_servers() {
+    let mut modern = docs(false);
+    modern.rev = "2026-07-28";
+    let mut p = Pair::with(vec![("old", docs(false)), ("new", modern)], HubOptions::default());
+    let c = p.connect();
+    let caps = json!({});
+    let discover = p.mreq(c, json!(0), "server/discover", json!({}), &caps);
+    assert_eq!(discover["result"]["capabilities"]["extensions"][SKILLS], json!({}), "{discover}");
+    p.send(c, req(1, "skills/list", with_meta(json!({}), &caps)));
+    let up = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "skills": [entry(BODY)] } }));
+    let r = p.take(c);
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert!(r["result"]["ttlMs"].is_u64() && r["result"]["cacheScope"].is_string(), "the extension: ttlMs and cacheScope are required: {r}");
+    let next = r["result"]["nextCursor"].as_str().unwrap().to_string();
+    p.send(c, req(2, "skills/list", with_meta(json!({ "cursor": next }), &caps)));
+    let up = p.take_up(1);
+    assert!(up["params"].get("cursor").is_none(), "{up}");
+    assert!(up["params"]["_meta"].is_object(), "a modern server gets the hub's request context: {up}");
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "resultType": "complete", "skills": [entry(BODY)], "ttlMs": 300000, "cacheScope": "public" } }));
+    let r = p.take(c);
+    assert_eq!(r["result"]["skills"][0]["uri"], "skill://new/git-workflow/SKILL.md", "{r}");
+    assert_eq!(r["result"]["ttlMs"], 300000, "the server's hint kept: {r}");
+    assert_eq!(r["result"]["cacheScope"], "public");
+    p.send(c, req(3, "skills/get", with_meta(json!({ "uri": "skill://old/git-workflow/SKILL.md" }), &caps)));
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["uri"], URI);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "skill": entry(BODY) } }));
+    let r = p.take(c);
+    assert_eq!(r["result"]["skill"]["uri"], "skill://old/git-workflow/SKILL.md", "{r}");
+    assert!(r["result"]["ttlMs"].is_u64(), "{r}");
+}
+
+#[test]
+fn no_skills_server_no_extension_and_an_empty_list() {
+    let mut p = Pair::with(vec![("plain", Fake::tools(&["t"]))], HubOptions::default());
+    let c = p.connect();
+    let init = p.request(c, json!(0), "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    assert!(init["result"]["capabilities"].get("extensions").is_none(), "{init}");
+    p.send(c, json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let r = p.request(c, json!(1), "skills/list", json!({}));
+    assert_eq!(r["result"]["skills"], json!([]), "{r}");
+    assert!(p.up_quiet(0));
+}
