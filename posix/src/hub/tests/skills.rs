@@ -56,6 +56,9 @@ fn read(uri: &str, text: &str) -> Value {
 }
 
 // covers: ext-skills-host-key-server-uri, ext-skills-names-no-shadow, ext-skills-list-pagination
+// covers: ext-skills-server-implements-methods, ext-skills-server-declares-resources, ext-skills-skill-path-final-segment
+// covers: ext-skills-frontmatter-identical, ext-skills-get-unknown-32602, ext-skills-get-unlisted, ext-skills-client-after-declaration
+// covers: ext-skills-authority-no-resolution
 #[test]
 fn two_servers_same_named_skills_are_both_listed_page_by_page_and_neither_shadows() {
     let mut p = Pair::with(vec![("docs", docs(true)), ("team", docs(false)), ("plain", Fake::tools(&["t"]))], HubOptions::default());
@@ -64,6 +67,7 @@ fn two_servers_same_named_skills_are_both_listed_page_by_page_and_neither_shadow
     let fresh = p.connect();
     let init = p.request(fresh, json!(0), "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
     assert_eq!(init["result"]["capabilities"]["extensions"][SKILLS], json!({}), "{init}");
+    assert!(init["result"]["capabilities"]["resources"].is_object(), "a server with skills declares resources: {init}");
     // Page 1: server docs, asked without a cursor.
     let (up, r) = through(&mut p, c, 0, req(1, "skills/list", json!({})), json!({ "skills": [entry(BODY)] }));
     assert_eq!(up["method"], "skills/list");
@@ -95,6 +99,13 @@ fn two_servers_same_named_skills_are_both_listed_page_by_page_and_neither_shadow
     let (up, r) = through(&mut p, c, 1, req(6, "skills/get", json!({ "uri": "skill://team/git-workflow/SKILL.md" })), json!({ "skill": entry(BODY) }));
     assert_eq!(up["params"]["uri"], URI);
     assert_eq!(r["result"]["skill"]["uri"], "skill://team/git-workflow/SKILL.md", "{r}");
+    // A skill no listing showed is fetched by its URI all the same.
+    let (up, r) = through(&mut p, c, 0, req(8, "skills/get", json!({ "uri": "skill://docs/acme/billing/refunds/SKILL.md" })), json!({ "skill": { "uri": "skill://acme/billing/refunds/SKILL.md", "frontmatter": { "name": "refunds", "description": "d" }, "resources": "dynamic" } }));
+    assert_eq!(up["params"]["uri"], "skill://acme/billing/refunds/SKILL.md");
+    assert_eq!(r["result"]["skill"]["uri"], "skill://docs/acme/billing/refunds/SKILL.md", "{r}");
+    assert_eq!(r["result"]["skill"]["resources"], "dynamic");
+    // Only servers that declared the extension were asked.
+    assert!(p.up_quiet(2));
     // The extension: a URI no skills server serves is -32602.
     for uri in [URI, "skill://nobody/git-workflow/SKILL.md", "skill://plain/x/SKILL.md"] {
         let r = p.request(c, json!(7), "skills/get", json!({ "uri": uri }));
@@ -142,7 +153,7 @@ fn a_file_changed_under_its_published_digest_is_refused_until_the_skill_is_fetch
     assert!(r.get("result").is_some(), "{r}");
 }
 
-// covers: ext-skills-directory-read-gated
+// covers: ext-skills-directory-read-gated, ext-skills-directory-32602
 #[test]
 fn directories_are_read_from_servers_that_read_them_and_refused_for_the_others() {
     let mut p = Pair::with(vec![("docs", docs(true)), ("team", docs(false))], HubOptions::default());
@@ -161,6 +172,13 @@ fn directories_are_read_from_servers_that_read_them_and_refused_for_the_others()
     assert_eq!(err_code(&r), -32602, "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("server 'team' does not read directories"), "{r}");
     assert!(p.up_quiet(1));
+    let r = p.request(c, json!(3), "resources/directory/read", json!({ "uri": "skill://nobody/git-workflow" }));
+    assert_eq!(err_code(&r), -32602, "{r}");
+    // Offered with directoryRead when every skills server reads directories.
+    let mut p = Pair::with(vec![("docs", docs(true)), ("docs2", docs(true))], HubOptions::default());
+    let c = p.connect();
+    let init = p.request(c, json!(0), "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
+    assert_eq!(init["result"]["capabilities"]["extensions"][SKILLS], json!({ "directoryRead": true }), "{init}");
 }
 
 // covers: ext-skills-list-cacheable, ext-skills-result-type-complete
