@@ -229,7 +229,8 @@ impl Hub {
                 None => (0, None),
                 Some((_, s)) => skills::open(s, &key).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: invalid cursor".into()))?,
             };
-            let Some(u) = self.skill_server_from(c, ctx, from) else {
+            let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, ctx);
+            let Some(u) = skills::server_from(&self.ups, &sight, from) else {
                 // No server (left) whose skills this principal may see.
                 let empty = br#"{"skills":[]}"#;
                 let out = if ctx.is_some() { modern::stamped(&self.opts, empty, Some((self.opts.cache_ttl_ms, false))) } else { empty.to_vec() };
@@ -261,40 +262,6 @@ impl Hub {
         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
     }
 
-    /// A Skills result `res` of upstream `u` for client `c` (its request's
-    /// context `ctx`): URIs as the client knows them, manifests kept, and
-    /// for `skills/list` mcpx's cursor to the next page.
-    #[cfg(feature = "skills")]
-    fn skills_passed(&mut self, k: skills::Call, c: ClientId, u: UpstreamId, ctx: Option<&ReqCtx>, res: &[u8]) -> Option<Vec<u8>> {
-        let server = self.ups[u].spec.name.clone();
-        if k == skills::Call::DirectoryRead {
-            return skills::directory(&server, res);
-        }
-        let (mut v, next) = self.skills.passed(k, u, &server, res)?;
-        if k == skills::Call::List {
-            let key = self.opts.cursor_key.to_le_bytes();
-            let next = match next {
-                Some(s) => Some(skills::seal(u, Some(&s), &key)),
-                None => self.skill_server_from(c, ctx, u + 1).map(|n| skills::seal(n, None, &key)),
-            };
-            if let (Some(n), Some(o)) = (next, v.as_object_mut()) {
-                o.insert("nextCursor".into(), Value::String(n));
-            }
-        }
-        serde_json::to_vec(&v).ok()
-    }
-
-    /// The first server from `from` on (configuration order) whose skills
-    /// client `c` may see: it declared the extension, the principal's
-    /// catalog grants it, and it is up or asleep.
-    #[cfg(feature = "skills")]
-    fn skill_server_from(&self, c: ClientId, ctx: Option<&ReqCtx>, from: UpstreamId) -> Option<UpstreamId> {
-        let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, ctx);
-        (from..self.ups.len()).find(|&u| {
-            let up = &self.ups[u];
-            (up.is_ready() || up.is_asleep()) && skills::declared(up.caps.as_ref()).is_some() && sight.server_visible(u)
-        })
-    }
 
     /// `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`.
     fn list(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
@@ -699,7 +666,10 @@ impl Hub {
         // Skills: entries' URIs as the client knows them, manifests kept (`skills`).
         #[cfg(feature = "skills")]
         let passed = match (skills::Call::of(&method), res) {
-            (Some(k), Some(r)) => self.skills_passed(k, c, u, modern.as_deref(), r),
+            (Some(k), Some(r)) => {
+                let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, modern.as_deref());
+                self.skills.answer(k, u, &self.ups, |from| skills::server_from(&self.ups, &sight, from), &self.opts.cursor_key.to_le_bytes(), r)
+            }
             _ => None,
         };
         #[cfg(feature = "skills")]

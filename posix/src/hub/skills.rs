@@ -39,6 +39,8 @@ mod on {
     use serde_json::{json, Map, Value};
     use sha2::{Digest, Sha256};
 
+    use super::super::stages::Sight;
+    use super::super::upstream::Upstreams;
     use super::super::{apps, scoped, UpstreamId};
 
     /// The extension's identifier (`capabilities.extensions` key).
@@ -93,6 +95,16 @@ mod on {
         if let Some(d) = dirs {
             apps::add_extension(caps, EXT, if d { json!({ "directoryRead": true }) } else { json!({}) });
         }
+    }
+
+    /// The first server from `from` on (configuration order) whose skills
+    /// a client of `sight` may see: it declared the extension, the
+    /// principal's catalog grants it, and it is up or asleep.
+    pub(in crate::hub) fn server_from(ups: &Upstreams, sight: &Sight<'_>, from: UpstreamId) -> Option<UpstreamId> {
+        (from..ups.len()).find(|&u| {
+            let up = &ups[u];
+            (up.is_ready() || up.is_asleep()) && declared(up.caps.as_ref()).is_some() && sight.server_visible(u)
+        })
     }
 
     /// mcpx's `skills/list` cursor: the server `u` the next page comes from
@@ -169,11 +181,34 @@ mod on {
     }
 
     impl Skills {
+        /// A result `res` of upstream `u` to a Skills request (`call`), as
+        /// the client gets it: URIs as it knows them, manifests kept, and
+        /// for `skills/list` mcpx's cursor to the next page (`next`: the
+        /// next server from one on whose skills the client may see;
+        /// `key`: the cursors' key).
+        pub fn answer(&mut self, call: Call, u: UpstreamId, ups: &Upstreams, next: impl FnOnce(UpstreamId) -> Option<UpstreamId>, key: &[u8], res: &[u8]) -> Option<Vec<u8>> {
+            let server = &ups[u].spec.name;
+            if call == Call::DirectoryRead {
+                return directory(server, res);
+            }
+            let (mut v, up_next) = self.passed(call, u, server, res)?;
+            if call == Call::List {
+                let next = match up_next {
+                    Some(s) => Some(seal(u, Some(&s), key)),
+                    None => next(u + 1).map(|n| seal(n, None, key)),
+                };
+                if let (Some(n), Some(o)) = (next, v.as_object_mut()) {
+                    o.insert("nextCursor".into(), Value::String(n));
+                }
+            }
+            serde_json::to_vec(&v).ok()
+        }
+
         /// A `skills/list` (`call` List) or `skills/get` result `res` of
         /// server `server` (upstream `u`): the manifests of its entries
         /// kept, the result with its URIs as clients see them, and the
         /// server's `nextCursor`. `None` when it is no such result.
-        pub fn passed(&mut self, call: Call, u: UpstreamId, server: &str, res: &[u8]) -> Option<(Value, Option<String>)> {
+        fn passed(&mut self, call: Call, u: UpstreamId, server: &str, res: &[u8]) -> Option<(Value, Option<String>)> {
             let mut v: Value = serde_json::from_slice(res).ok()?;
             let next = v.as_object_mut()?.remove("nextCursor").and_then(|c| c.as_str().map(str::to_string));
             let entries: Vec<&mut Value> = match call {
@@ -248,7 +283,7 @@ mod on {
 
     /// A `resources/directory/read` result of `server`, its children's
     /// URIs as clients see them.
-    pub(in crate::hub) fn directory(server: &str, res: &[u8]) -> Option<Vec<u8>> {
+    fn directory(server: &str, res: &[u8]) -> Option<Vec<u8>> {
         let mut v: Value = serde_json::from_slice(res).ok()?;
         for r in v.get_mut("resources")?.as_array_mut()? {
             show(r, "uri", server);
