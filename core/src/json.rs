@@ -909,6 +909,12 @@ impl<'a> JsonStr<'a> {
     /// The empty string.
     pub const EMPTY: JsonStr<'static> = JsonStr { raw: b"", escaped: false };
 
+    /// `s`, which has nothing JSON escapes (no quote, backslash or control
+    /// character), as a string's contents: a method name of an extension.
+    pub const fn plain(s: &'a str) -> JsonStr<'a> {
+        JsonStr { raw: s.as_bytes(), escaped: false }
+    }
+
     /// The escaped contents, without the quotes, exactly as in the input.
     pub fn raw(&self) -> &'a [u8] {
         self.raw

@@ -31,7 +31,8 @@ impl Upstreams {
             }
             caps.insert("resources".into(), r);
         }
-        if has("prompts") {
+        // Skills are shown as prompts to clients without the extension.
+        if has("prompts") || self.iter().any(|u| skills::declared(u.caps.as_ref()).is_some()) {
             caps.insert("prompts".into(), json!({ "listChanged": true }));
         }
         if has("logging") {

@@ -68,6 +68,11 @@ pub(super) enum Origin {
 pub(super) enum Called {
     Known(Method<'static>),
     Other(String),
+    /// A `prompts/get` of a prompt that shows a skill (`skills`), asked of
+    /// its server as a `resources/read` of the skill's URI (as clients know
+    /// it, held here).
+    #[cfg(feature = "skills")]
+    SkillPrompt(Box<str>),
 }
 
 impl Called {
@@ -84,6 +89,8 @@ impl Called {
         match self {
             Called::Known(m) => Some(*m),
             Called::Other(_) => None,
+            #[cfg(feature = "skills")]
+            Called::SkillPrompt(_) => Some(Method::PromptsGet),
         }
     }
 }
@@ -94,6 +101,8 @@ impl std::ops::Deref for Called {
         match self {
             Called::Known(m) => m.name().unwrap_or_default(),
             Called::Other(s) => s,
+            #[cfg(feature = "skills")]
+            Called::SkillPrompt(_) => "prompts/get",
         }
     }
 }

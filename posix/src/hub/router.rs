@@ -345,6 +345,34 @@ impl Hub {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
         let (u, orig) = self.stages(|p| p.prompt(c, m, &name))?;
         self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
+        // A skill shown as a prompt (`skills`): its SKILL.md, read from its
+        // server, is the answer. While the server starts, the request waits
+        // whole, and comes here again.
+        #[cfg(feature = "skills")]
+        if let Some(shown) = self.catalog.get(Kind::Prompts, &name).and_then(|e| skills::prompt_uri(&e.item)).map(str::to_string) {
+            if let Some(fx) = self.starts.park_if_asleep(&mut self.ups[u], u, c, m, ctx, self.now_ms) {
+                self.apply_starts(fx);
+                return Ok(());
+            }
+            let id = m.id_bytes().unwrap_or(b"null");
+            let uri = super::scoped::split(&shown).map_or_else(|| shown.clone(), |(_, orig)| orig);
+            let params = m.params.clone().unwrap_or(0..0);
+            let mut read = br#"{"jsonrpc":"2.0","id":"#.to_vec();
+            read.extend_from_slice(id);
+            read.extend_from_slice(br#","method":"resources/read","params":"#);
+            read.extend(wire::edit_object(m.raw, params, |k, _| if matches!(k, "name" | "arguments") { wire::Edit::Drop } else { wire::Edit::Keep }, &[("uri", wire::quote(&uri))]));
+            read.push(b'}');
+            let read = wire::parse(&read).map_err(|_| refuse(ErrorCode::InvalidParams, "Invalid params".into()))?;
+            self.forward(c, &read, ctx, u, &mut [])?;
+            // Answered as the prompt it was asked as.
+            if let Some((pu, up_id)) = self.pending.by_client(c, id) {
+                if let Some(Origin::Client { client, id, progress, renamed_uri, modern, sent, .. }) = self.pending.origin(pu, up_id).cloned() {
+                    let method = Called::SkillPrompt(shown.into());
+                    self.pending.set_origin(pu, up_id, Origin::Client { client, id, progress, method, renamed_uri, modern, sent });
+                }
+            }
+            return Ok(());
+        }
         self.forward(c, m, ctx, u, &mut [(r, With::Str(&orig))])
     }
 
@@ -651,9 +679,15 @@ impl Hub {
         }
         // Requirement: skills-host-verify-digest (a gateway refuses what a host must not use)
         #[cfg(feature = "skills")]
-        if let Some(Err(x)) = (call == Some(Method::ResourcesRead)).then(|| m.result_bytes().map_or(Ok(()), |r| self.skills.verify(u, r))) {
+        let shown_skill = match &method {
+            Called::SkillPrompt(shown) => Some(shown.clone()),
+            _ => None,
+        };
+        #[cfg(feature = "skills")]
+        if let Some(Err(x)) = (call == Some(Method::ResourcesRead) || shown_skill.is_some()).then(|| m.result_bytes().map_or(Ok(()), |r| self.skills.verify(u, r))) {
             let server = self.ups[u].spec.name.clone();
-            let msg = format!("server '{server}' served {} with {} where its skill's manifest published {}: refused; call skills/get to refresh the skill", x.uri, x.served, x.published);
+            let uri = super::scoped::expose(&server, &x.uri).unwrap_or(x.uri);
+            let msg = format!("server '{server}' served {uri} with {} where its skill's manifest published {}: refused; call skills/get to refresh the skill", x.served, x.published);
             self.log(super::Level::Warn, msg.clone());
             self.policy.skill_mismatch(&server);
             return self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server, "published": x.published, "served": x.served })));
@@ -674,6 +708,20 @@ impl Hub {
         };
         #[cfg(feature = "skills")]
         let res = passed.as_deref().or(res);
+        // A skill shown as a prompt: the prompt's result (`skills`).
+        #[cfg(feature = "skills")]
+        let prompt = match (shown_skill, res) {
+            (Some(shown), Some(r)) => match self.skills.prompt_result(u, &self.ups[u].spec.name, &shown, r) {
+                Some(p) => Some(p),
+                None => {
+                    let msg = format!("server '{}' answered the read of {shown} without its contents", self.ups[u].spec.name);
+                    return self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, None);
+                }
+            },
+            _ => None,
+        };
+        #[cfg(feature = "skills")]
+        let res = prompt.as_deref().or(res);
         // MCP Apps: the result's UI URIs as the client knows them (`apps`).
         let ui = match call {
             Some(Method::ToolsCall | Method::ResourcesRead) => res.and_then(|r| apps::exposed_result(r, &self.ups[u].spec.name)),
@@ -1255,7 +1303,7 @@ impl Hub {
 impl Hub {
     /// Sends a request of the hub's own to `u`; returns its id, or `None` at the cap.
     pub(super) fn send_upstream(&mut self, u: UpstreamId, method: Method<'static>, params: Option<&[u8]>, origin: Origin, timeout: u64) -> Option<u64> {
-        let name = method.name().unwrap_or_default();
+        let name = method.as_str().unwrap_or_default();
         if self.pending.full(self.opts.max_pending) {
             let msg = format!("server '{}': {name} not sent: {} requests in flight (mcpx's limit)", self.ups[u].spec.name, self.opts.max_pending);
             self.log(Level::Warn, msg);

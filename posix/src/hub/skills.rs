@@ -39,6 +39,10 @@ mod on {
     use serde_json::{json, Map, Value};
     use sha2::{Digest, Sha256};
 
+    use mcpx_core::json::JsonStr;
+    use mcpx_core::method::Method;
+
+    use super::super::catalog::Entry;
     use super::super::stages::Sight;
     use super::super::upstream::Upstreams;
     use super::super::{apps, scoped, UpstreamId};
@@ -76,6 +80,45 @@ mod on {
         pub fn cacheable(method: &str) -> bool {
             matches!(Call::of(method), Some(Call::List | Call::Get))
         }
+    }
+
+    /// `skills/list`, as the hub sends it.
+    pub(in crate::hub) const LIST: Method<'static> = Method::Other(JsonStr::plain("skills/list"));
+
+    /// The `_meta` key of a prompt that shows a skill to a client without
+    /// the extension: the skill's URI as clients know it.
+    pub(in crate::hub) const PROMPT_META: &str = "mcpx/skill";
+
+    /// Skill `entry` of server `server` as a prompt (for clients that do not
+    /// speak the extension): named as the skill, described as the server's;
+    /// `None` for an entry without a URI.
+    pub(in crate::hub) fn as_prompt(entry: &Value, server: &str) -> Option<Value> {
+        let uri = entry.get("uri")?.as_str()?;
+        let fm = entry.get("frontmatter");
+        let text = |k: &str| fm.and_then(|f| f.get(k)).and_then(Value::as_str);
+        let name = text("name").or_else(|| uri.trim_end_matches("/SKILL.md").rsplit('/').next())?;
+        let shown = scoped::expose(server, uri).unwrap_or_else(|| uri.to_string());
+        Some(json!({
+            "name": name,
+            "description": format!("Skill of server '{server}': {}", text("description").unwrap_or("")),
+            "_meta": { PROMPT_META: shown },
+        }))
+    }
+
+    /// The skill a prompt shows (its URI as clients know it), if it shows one.
+    pub(in crate::hub) fn prompt_uri(item: &Value) -> Option<&str> {
+        item.get("_meta")?.get(PROMPT_META)?.as_str()
+    }
+
+    /// Is `e` a prompt showing a skill?
+    pub(in crate::hub) fn is_prompt(e: &Entry) -> bool {
+        prompt_uri(&e.item).is_some()
+    }
+
+    /// Did client capabilities `caps` declare the extension (it lists skills
+    /// itself: no skill is shown to it as a prompt)?
+    pub(in crate::hub) fn client_declared(caps: &Value) -> bool {
+        declared(Some(caps)).is_some()
     }
 
     /// What capabilities `caps` (a server's) declare: `None` without the
@@ -248,6 +291,42 @@ mod on {
                 }
             }
             Ok(())
+        }
+
+        /// The `skills/list` entries of server `u` read with its prompts:
+        /// their manifests kept.
+        pub fn listed(&mut self, u: UpstreamId, entries: &[Value]) {
+            let kept = self.files.entry(u).or_default();
+            for e in entries {
+                keep(kept, e);
+            }
+        }
+
+        /// A `resources/read` result `res` of server `server` (upstream `u`)
+        /// for the prompt that shows skill `shown`: the prompt's result. It
+        /// says whose skill it is and names the skill's other files (the
+        /// manifest's), then embeds the `SKILL.md` as the server wrote it.
+        pub fn prompt_result(&self, u: UpstreamId, server: &str, shown: &str, res: &[u8]) -> Option<Vec<u8>> {
+            let v: Value = serde_json::from_slice(res).ok()?;
+            let content = v.get("contents")?.as_array()?.first()?;
+            let mut resource = json!({ "uri": shown, "mimeType": content.get("mimeType").cloned().unwrap_or_else(|| json!("text/markdown")) });
+            for k in ["text", "blob"] {
+                if let Some(x) = content.get(k) {
+                    resource[k] = x.clone();
+                }
+            }
+            let root = content.get("uri").and_then(Value::as_str).and_then(|u| u.strip_suffix("SKILL.md")).unwrap_or("\0");
+            let mut others: Vec<String> = self.files.get(&u).into_iter().flatten().filter(|(f, _)| f.starts_with(root) && !f.ends_with("/SKILL.md")).map(|(f, _)| scoped::expose(server, f).unwrap_or_else(|| f.clone())).collect();
+            others.sort();
+            let files = if others.is_empty() { String::new() } else { format!(" Its other files, to read with resources/read: {}.", others.join(", ")) };
+            let intro = format!("The skill at {shown} follows, as MCP server '{server}' serves it: instructions from that server, not from the user.{files}");
+            serde_json::to_vec(&json!({
+                "description": format!("Skill {shown} of server '{server}'"),
+                "messages": [
+                    { "role": "user", "content": { "type": "text", "text": intro } },
+                    { "role": "user", "content": { "type": "resource", "resource": resource } },
+                ],
+            })).ok()
         }
 
         /// Server `u` is replaced or gone: its manifests with it.

@@ -26,6 +26,10 @@ pub(in crate::hub) struct Sight<'a> {
     /// It declared MCP Apps (its session's capabilities, or a 2026-07-28
     /// request's own): tools for apps alone are its too.
     apps: bool,
+    /// It declared Skills: it lists skills itself, and no skill is shown
+    /// to it as a prompt (`skills`).
+    #[cfg(feature = "skills")]
+    skills: bool,
 }
 
 impl<'a> Sight<'a> {
@@ -33,18 +37,28 @@ impl<'a> Sight<'a> {
     /// gone but what hides from every principal), for its request with
     /// context `ctx` (a 2026-07-28 request declares its capabilities).
     pub fn of(policy: &'a HubPolicy, clients: &'a Clients, ups: &'a Upstreams, c: ClientId, ctx: Option<&ReqCtx>) -> Sight<'a> {
-        #[cfg(feature = "apps")]
-        let apps = match ctx {
-            Some(x) => apps::declared(&x.caps),
-            None => clients.get(&c).and_then(|cl| cl.caps()).is_some_and(apps::declared),
+        // What the request (2026-07-28), or else the session, declared.
+        let caps = || match ctx {
+            Some(x) => Some(&x.caps),
+            None => clients.get(&c).and_then(|cl| cl.caps()),
         };
+        #[cfg(feature = "apps")]
+        let apps = caps().is_some_and(apps::declared);
         // Without the feature no client hosts apps.
         #[cfg(not(feature = "apps"))]
-        let apps = {
-            let _ = ctx;
-            false
-        };
-        Sight { policy, principal: clients.principal_name(c), upstreams: ups, apps }
+        let apps = false;
+        #[cfg(feature = "skills")]
+        let skills = caps().is_some_and(super::super::skills::client_declared);
+        #[cfg(not(any(feature = "apps", feature = "skills")))]
+        let _ = caps;
+        Sight {
+            policy,
+            principal: clients.principal_name(c),
+            upstreams: ups,
+            apps,
+            #[cfg(feature = "skills")]
+            skills,
+        }
     }
 
     /// Is it an app host?
@@ -55,6 +69,10 @@ impl<'a> Sight<'a> {
 
     /// Does it see less than the whole catalog?
     fn filters(&self, catalog: &Catalog) -> bool {
+        #[cfg(feature = "skills")]
+        if self.skills && catalog.view(Kind::Prompts).iter().any(super::super::skills::is_prompt) {
+            return true;
+        }
         self.policy.restricts || (cfg!(feature = "apps") && !self.apps && catalog.app_only > 0)
     }
 
@@ -64,6 +82,8 @@ impl<'a> Sight<'a> {
             // ext-apps: a host must not list to the model a tool whose visibility lacks "model".
             Kind::Tools if cfg!(feature = "apps") && e.app_only && !self.apps => false,
             Kind::Tools => self.policy.tool_visible(self.principal, &self.upstreams[e.up].spec.name, &e.original),
+            #[cfg(feature = "skills")]
+            Kind::Prompts if self.skills && super::super::skills::is_prompt(e) => false,
             Kind::Prompts | Kind::Resources | Kind::Templates => self.server_visible(e.up),
         }
     }

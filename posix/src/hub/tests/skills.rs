@@ -39,6 +39,22 @@ fn entry(body: &str) -> Value {
     })
 }
 
+/// A hub over `fakes`, each skills server's own `skills/list` (read with
+/// its prompts, to show them to clients without the extension) answered
+/// with its entries in `entries` (by position).
+fn hub(fakes: Vec<(&str, Fake)>, entries: &[Vec<Value>]) -> Pair {
+    let skills: Vec<bool> = fakes.iter().map(|(_, f)| f.caps["extensions"].get(SKILLS).is_some()).collect();
+    let mut p = Pair::with(fakes, HubOptions::default());
+    for (u, serves) in skills.into_iter().enumerate() {
+        if serves {
+            let own = p.take_up(u);
+            assert_eq!(own["method"], "skills/list", "{own}");
+            p.upstream_says(u, json!({ "jsonrpc": "2.0", "id": own["id"], "result": { "skills": entries.get(u).cloned().unwrap_or_default() } }));
+        }
+    }
+    p
+}
+
 /// `m` of client `c` reaches upstream `u` (returned), answered with `result`; the client's answer.
 fn through(p: &mut Pair, c: ClientId, u: UpstreamId, m: Value, result: Value) -> (Value, Value) {
     p.send(c, m);
@@ -61,7 +77,7 @@ fn read(uri: &str, text: &str) -> Value {
 // covers: ext-skills-authority-no-resolution
 #[test]
 fn two_servers_same_named_skills_are_both_listed_page_by_page_and_neither_shadows() {
-    let mut p = Pair::with(vec![("docs", docs(true)), ("team", docs(false)), ("plain", Fake::tools(&["t"]))], HubOptions::default());
+    let mut p = hub(vec![("docs", docs(true)), ("team", docs(false)), ("plain", Fake::tools(&["t"]))], &[]);
     let c = p.client("2025-11-25", json!({}));
     // Offered: directories only when every skills server reads them.
     let fresh = p.connect();
@@ -117,7 +133,7 @@ fn two_servers_same_named_skills_are_both_listed_page_by_page_and_neither_shadow
 // covers: ext-skills-host-verify-digest
 #[test]
 fn a_file_changed_under_its_published_digest_is_refused_until_the_skill_is_fetched_again() {
-    let mut p = Pair::with(vec![("docs", docs(true))], HubOptions::default());
+    let mut p = hub(vec![("docs", docs(true))], &[]);
     let c = p.client("2025-06-18", json!({}));
     through(&mut p, c, 0, req(1, "skills/list", json!({})), json!({ "skills": [entry(BODY)] }));
     let shown = "skill://docs/git-workflow/SKILL.md";
@@ -134,7 +150,7 @@ fn a_file_changed_under_its_published_digest_is_refused_until_the_skill_is_fetch
     let msg = r["error"]["message"].as_str().unwrap();
     assert!(msg.contains("skills/get") && msg.contains(&digest(BODY)), "{msg}");
     assert!(!r.to_string().contains("evil.example"), "nothing of the changed bytes reaches the client: {r}");
-    assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains("server 'docs' served skill://git-workflow/SKILL.md")), "{:?}", p.logs);
+    assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains("server 'docs' served skill://docs/git-workflow/SKILL.md")), "{:?}", p.logs);
     let metrics = p.hub.metrics_text(1, 1).unwrap();
     assert!(metrics.contains("mcpx_skill_digest_mismatches_total{server=\"docs\"} 1"), "{metrics}");
     // A blob is checked on its decoded bytes; a size that differs is a mismatch too.
@@ -156,7 +172,7 @@ fn a_file_changed_under_its_published_digest_is_refused_until_the_skill_is_fetch
 // covers: ext-skills-directory-read-gated, ext-skills-directory-32602
 #[test]
 fn directories_are_read_from_servers_that_read_them_and_refused_for_the_others() {
-    let mut p = Pair::with(vec![("docs", docs(true)), ("team", docs(false))], HubOptions::default());
+    let mut p = hub(vec![("docs", docs(true)), ("team", docs(false))], &[]);
     let c = p.client("2025-11-25", json!({}));
     let children = json!({ "resources": [
         { "uri": "skill://git-workflow/references/GUIDE.md", "name": "GUIDE.md", "mimeType": "text/markdown" },
@@ -175,7 +191,7 @@ fn directories_are_read_from_servers_that_read_them_and_refused_for_the_others()
     let r = p.request(c, json!(3), "resources/directory/read", json!({ "uri": "skill://nobody/git-workflow" }));
     assert_eq!(err_code(&r), -32602, "{r}");
     // Offered with directoryRead when every skills server reads directories.
-    let mut p = Pair::with(vec![("docs", docs(true)), ("docs2", docs(true))], HubOptions::default());
+    let mut p = hub(vec![("docs", docs(true)), ("docs2", docs(true))], &[]);
     let c = p.connect();
     let init = p.request(c, json!(0), "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
     assert_eq!(init["result"]["capabilities"]["extensions"][SKILLS], json!({ "directoryRead": true }), "{init}");
@@ -186,7 +202,7 @@ fn directories_are_read_from_servers_that_read_them_and_refused_for_the_others()
 fn modern_clients_list_and_get_skills_with_cache_hints_from_legacy_and_modern_servers() {
     let mut modern = docs(false);
     modern.rev = "2026-07-28";
-    let mut p = Pair::with(vec![("old", docs(false)), ("new", modern)], HubOptions::default());
+    let mut p = hub(vec![("old", docs(false)), ("new", modern)], &[]);
     let c = p.connect();
     let caps = json!({});
     let discover = p.mreq(c, json!(0), "server/discover", json!({}), &caps);
@@ -218,7 +234,7 @@ fn modern_clients_list_and_get_skills_with_cache_hints_from_legacy_and_modern_se
 
 #[test]
 fn no_skills_server_no_extension_and_an_empty_list() {
-    let mut p = Pair::with(vec![("plain", Fake::tools(&["t"]))], HubOptions::default());
+    let mut p = hub(vec![("plain", Fake::tools(&["t"]))], &[]);
     let c = p.connect();
     let init = p.request(c, json!(0), "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
     assert!(init["result"]["capabilities"].get("extensions").is_none(), "{init}");
@@ -226,4 +242,70 @@ fn no_skills_server_no_extension_and_an_empty_list() {
     let r = p.request(c, json!(1), "skills/list", json!({}));
     assert_eq!(r["result"]["skills"], json!([]), "{r}");
     assert!(p.up_quiet(0));
+}
+
+/// A client that does not speak the extension: each skill is a prompt,
+/// whose answer is the skill's SKILL.md, read from its server (checked
+/// against its digest), saying whose it is and naming its other files.
+#[test]
+fn clients_without_the_extension_get_each_skill_as_a_prompt_of_its_server() {
+    let mut with_prompts = docs(false);
+    with_prompts.caps["prompts"] = json!({});
+    with_prompts.prompts = vec![json!({ "name": "greet" })];
+    let mut p = hub(vec![("docs", docs(true)), ("team", with_prompts)], &[vec![entry(BODY)], vec![entry(BODY)]]);
+    for rev in ALL_REVS {
+        let c = p.client(rev, json!({}));
+        let prompts = p.list_all(c, "prompts/list", "prompts");
+        let names: Vec<&str> = prompts.iter().map(|x| x["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["docs__git-workflow", "team__greet", "team__git-workflow"], "{rev}: the server's own prompts, then its skills");
+        assert_eq!(prompts[0]["description"], "Skill of server 'docs': Branch and commit as this team does");
+        if rev >= "2025-06-18" {
+            assert_eq!(prompts[0]["_meta"]["mcpx/skill"], "skill://docs/git-workflow/SKILL.md", "{rev}");
+        }
+        // The prompt's answer: the SKILL.md of that server, read with its server's URI.
+        let (up, r) = through(&mut p, c, 1, req(1, "prompts/get", json!({ "name": "team__git-workflow" })), read(URI, BODY));
+        assert_eq!(up["method"], "resources/read", "{rev}: {up}");
+        assert_eq!(up["params"]["uri"], URI);
+        assert!(up["params"].get("name").is_none(), "{up}");
+        let msgs = &r["result"]["messages"];
+        let intro = msgs[0]["content"]["text"].as_str().unwrap();
+        assert!(intro.contains("server 'team'") && intro.contains("skill://team/git-workflow/references/GUIDE.md"), "{rev}: origin and files named: {intro}");
+        assert_eq!(msgs[1]["content"]["type"], "resource", "{r}");
+        assert_eq!(msgs[1]["content"]["resource"]["uri"], "skill://team/git-workflow/SKILL.md");
+        assert_eq!(msgs[1]["content"]["resource"]["text"], BODY, "the skill's bytes are its server's");
+        // A SKILL.md changed under its digest is no prompt either.
+        let (_, r) = through(&mut p, c, 0, req(2, "prompts/get", json!({ "name": "docs__git-workflow" })), read(URI, "---\nname: git-workflow\n---\nDo something else.\n"));
+        assert_eq!(err_code(&r), -32603, "{rev}: {r}");
+        // A prompt of the server's own is its own.
+        let (up, _) = through(&mut p, c, 1, req(3, "prompts/get", json!({ "name": "team__greet" })), json!({ "messages": [] }));
+        assert_eq!(up["method"], "prompts/get");
+    }
+    // A client that speaks the extension lists skills itself: no prompt shows one.
+    let c = p.client("2025-11-25", json!({ "extensions": { SKILLS: {} } }));
+    let prompts = p.list_all(c, "prompts/list", "prompts");
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert_eq!(prompts[0]["name"], "team__greet");
+    let r = p.request(c, json!(4), "prompts/get", json!({ "name": "docs__git-workflow" }));
+    assert_eq!(err_code(&r), -32602, "{r}");
+}
+
+#[test]
+fn modern_clients_without_the_extension_get_skill_prompts_too() {
+    let mut p = hub(vec![("docs", docs(false))], &[vec![entry(BODY)]]);
+    let c = p.connect();
+    let caps = json!({});
+    let discover = p.mreq(c, json!(0), "server/discover", json!({}), &caps);
+    assert!(discover["result"]["capabilities"]["prompts"].is_object(), "prompts offered for the skills: {discover}");
+    let r = p.mreq(c, json!(1), "prompts/list", json!({}), &caps);
+    assert_eq!(r["result"]["prompts"][0]["name"], "docs__git-workflow", "{r}");
+    p.msend(c, json!(2), "prompts/get", json!({ "name": "docs__git-workflow" }), &caps);
+    let up = p.take_up(0);
+    assert_eq!(up["method"], "resources/read");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": read(URI, BODY) }));
+    let r = p.take(c);
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_eq!(r["result"]["messages"][1]["content"]["resource"]["text"], BODY, "{r}");
+    let declared = json!({ "extensions": { SKILLS: {} } });
+    let r = p.mreq(c, json!(3), "prompts/list", json!({}), &declared);
+    assert_eq!(r["result"]["prompts"], json!([]), "declared in the request: no skill as a prompt: {r}");
 }

@@ -27,7 +27,7 @@ impl Upstreams {
         let up = &mut self.0[u];
         up.reported = None;
         for k in Kind::ALL {
-            if up.has_cap(k.capability()) {
+            if up.lists(k) {
                 up.start_listing(u, k, instance, &mut fx);
             } else if catalog.count(u, k) > 0 {
                 fx.push(Effect::Listed(u, k, Vec::new()));
@@ -42,7 +42,7 @@ impl Upstreams {
         let up = &mut self.0[u];
         if up.is_ready() {
             for k in kinds {
-                if up.has_cap(k.capability()) {
+                if up.lists(*k) {
                     up.start_listing(u, *k, instance, &mut fx);
                 }
             }
@@ -56,7 +56,7 @@ impl Upstreams {
     pub(in crate::hub) fn refresh_stale(&mut self, k: Kind, now: u64, instance: impl Fn(UpstreamId) -> bool) -> Vec<Effect> {
         let mut fx = Vec::new();
         for (u, up) in self.0.iter_mut().enumerate() {
-            if !up.is_modern() || !up.has_cap(k.capability()) || up.listing[k.idx()].is_some() {
+            if !up.is_modern() || !up.lists(k) || up.listing[k.idx()].is_some() {
                 continue;
             }
             let announces = up.caps.as_ref().and_then(|c| c.pointer(&format!("/{}/listChanged", k.capability()))) == Some(&Value::Bool(true));
@@ -114,11 +114,45 @@ impl Upstreams {
     pub(in crate::hub) fn on_list_timeout(&mut self, u: UpstreamId, k: Kind, id: u64, waited: u64, now: u64) -> Vec<Effect> {
         let up = &mut self.0[u];
         let mut fx = vec![Effect::Cancel { u, id, reason: "timed out" }];
-        fx.push(Effect::Log(Level::Warn, format!("server '{}' did not answer {} within {waited} ms", up.spec.name, k.list_method())));
+        let method = up.listing[k.idx()].as_ref().map_or(k.list_method(), |l| l.method(k));
+        fx.push(Effect::Log(Level::Warn, format!("server '{}' did not answer {method} within {waited} ms", up.spec.name)));
         if let Some(l) = up.listing[k.idx()].take() {
-            up.list_done(u, k, l.acc, false, now, &mut fx);
+            let (items, _) = l.done(u, &mut fx);
+            up.list_done(u, k, items, false, now, &mut fx);
         }
         fx
+    }
+}
+
+impl Listing {
+    /// Read to its end, or as far as it got: its items, and whether to read
+    /// it again; the skills entries read go to the hub (`skills`).
+    fn done(self, u: UpstreamId, fx: &mut Vec<Effect>) -> (Vec<Value>, bool) {
+        #[cfg(feature = "skills")]
+        if let Some(entries) = self.skills {
+            fx.push(Effect::SkillsListed(u, entries));
+        }
+        #[cfg(not(feature = "skills"))]
+        let _ = (u, fx);
+        (self.acc, self.again)
+    }
+
+    /// The method of its phase.
+    fn method(&self, k: Kind) -> mcpx_core::method::Method<'static> {
+        #[cfg(feature = "skills")]
+        if self.skills.is_some() {
+            return super::super::skills::LIST;
+        }
+        k.list_method()
+    }
+
+    /// The member of its phase's result holding the items.
+    fn result_key(&self, k: Kind) -> &'static str {
+        #[cfg(feature = "skills")]
+        if self.skills.is_some() {
+            return "skills";
+        }
+        k.result_key()
     }
 }
 
@@ -131,13 +165,52 @@ impl Upstream {
             l.again = true;
             return;
         }
-        self.listing[k.idx()] = Some(Listing::default());
-        self.request_page(u, k, None, fx);
+        let listing = Listing::default();
+        // A server with skills and no prompts of its own: its skills alone.
+        #[cfg(feature = "skills")]
+        if k == Kind::Prompts && !self.has_cap(k.capability()) {
+            self.listing[k.idx()] = self.next_phase(u, k, listing, fx).err();
+            return;
+        }
+        self.request_page(u, k, &listing, None, fx);
+        self.listing[k.idx()] = Some(listing);
     }
 
-    fn request_page(&self, u: UpstreamId, k: Kind, cursor: Option<&str>, fx: &mut Vec<Effect>) {
+    /// Asks for a page of list `k` (in `listing`'s phase: the server's
+    /// skills, past its prompts).
+    fn request_page(&self, u: UpstreamId, k: Kind, listing: &Listing, cursor: Option<&str>, fx: &mut Vec<Effect>) {
         let params = cursor.map(|c| serde_json::to_vec(&json!({ "cursor": c })).unwrap_or_default());
-        fx.push(Effect::Send { u, method: k.list_method(), params, origin: Origin::List(k), timeout: self.spec.timeout_ms });
+        fx.push(Effect::Send { u, method: listing.method(k), params, origin: Origin::List(k), timeout: self.spec.timeout_ms });
+    }
+
+    /// List `k` read to its end: done (its items, and whether to read it
+    /// again), or (`Err`) read on in its next phase: the prompts of a
+    /// server with skills go on with its `skills/list` (`skills`), whose
+    /// entries are shown as prompts.
+    #[cfg(feature = "skills")]
+    fn next_phase(&self, u: UpstreamId, k: Kind, mut listing: Listing, fx: &mut Vec<Effect>) -> Result<(Vec<Value>, bool), Listing> {
+        if listing.skills.is_some() || k != Kind::Prompts || super::super::skills::declared(self.caps.as_ref()).is_none() {
+            return Ok(listing.done(u, fx));
+        }
+        listing.skills = Some(Vec::new());
+        self.request_page(u, k, &listing, None, fx);
+        Err(listing)
+    }
+
+    #[cfg(not(feature = "skills"))]
+    fn next_phase(&self, u: UpstreamId, _: Kind, listing: Listing, fx: &mut Vec<Effect>) -> Result<(Vec<Value>, bool), Listing> {
+        Ok(listing.done(u, fx))
+    }
+
+    /// [`Upstream::next_phase`], the listing kept while it goes on.
+    fn finish(&mut self, u: UpstreamId, k: Kind, listing: Listing, fx: &mut Vec<Effect>) -> Option<(Vec<Value>, bool)> {
+        match self.next_phase(u, k, listing, fx) {
+            Ok(done) => Some(done),
+            Err(on) => {
+                self.listing[k.idx()] = Some(on);
+                None
+            }
+        }
     }
 
     /// Takes page `m` of list `k`: the next one is asked for, or the list
@@ -150,14 +223,14 @@ impl Upstream {
             // Method not found: a server without that list (many have no resource templates) is no fault.
             let absent = serde_json::from_slice::<Value>(bytes).ok().and_then(|e| e.get("code")?.as_i64()) == Some(-32601);
             let e = String::from_utf8_lossy(bytes).into_owned();
-            fx.push(Effect::Log(if absent { Level::Debug } else { Level::Warn }, format!("server '{name}': {} failed: {e}", k.list_method())));
-            return Some((listing.acc, listing.again));
+            fx.push(Effect::Log(if absent { Level::Debug } else { Level::Warn }, format!("server '{name}': {} failed: {e}", listing.method(k))));
+            return self.finish(u, k, listing, fx);
         };
         let mut v: Value = serde_json::from_slice(res).unwrap_or(Value::Null);
         if self.is_modern() {
             if let Some(rt) = v.get("resultType").and_then(Value::as_str).filter(|r| *r != "complete") {
-                fx.push(Effect::Log(Level::Warn, format!("server '{name}': {} answered resultType '{rt}', which mcpx does not accept there", k.list_method())));
-                return Some((listing.acc, listing.again));
+                fx.push(Effect::Log(Level::Warn, format!("server '{name}': {} answered resultType '{rt}', which mcpx does not accept there", listing.method(k))));
+                return self.finish(u, k, listing, fx);
             }
             {
                 // Requirement: caching-client-honour-hints (aggregated into the hub's own hints)
@@ -169,11 +242,20 @@ impl Upstream {
                 self.hints[k.idx()] = Some(if listing.pages == 0 { (t, public) } else { h });
             }
         }
-        if let Some(Value::Array(items)) = v.get_mut(k.result_key()).map(Value::take) {
+        if let Some(Value::Array(items)) = v.get_mut(listing.result_key(k)).map(Value::take) {
             for it in items {
                 if listing.acc.len() >= opts.max_list_items {
-                    fx.push(Effect::Log(Level::Warn, format!("server '{name}': {} has over {} items; the rest are ignored", k.list_method(), opts.max_list_items)));
+                    fx.push(Effect::Log(Level::Warn, format!("server '{name}': {} has over {} items; the rest are ignored", listing.method(k), opts.max_list_items)));
                     break;
+                }
+                // A skill is shown as a prompt (`skills`); its entry is kept.
+                #[cfg(feature = "skills")]
+                if let Some(entries) = listing.skills.as_mut() {
+                    if let Some(p) = super::super::skills::as_prompt(&it, name) {
+                        listing.acc.push(p);
+                        entries.push(it);
+                    }
+                    continue;
                 }
                 if k == Kind::Tools {
                     let n = it.get("name").and_then(Value::as_str).unwrap_or("");
@@ -201,11 +283,11 @@ impl Upstream {
         listing.pages += 1;
         match v.get("nextCursor").and_then(Value::as_str) {
             Some(c) if listing.pages < MAX_PAGES && listing.acc.len() < opts.max_list_items => {
-                self.request_page(u, k, Some(c), fx);
+                self.request_page(u, k, &listing, Some(c), fx);
                 self.listing[k.idx()] = Some(listing);
                 None
             }
-            _ => Some((listing.acc, listing.again)),
+            _ => self.finish(u, k, listing, fx),
         }
     }
 

@@ -92,6 +92,10 @@ struct Listing {
     pages: u32,
     /// A `list_changed` arrived meanwhile: read again when done.
     again: bool,
+    /// Reading the prompts of a server with skills, past its own prompts:
+    /// its `skills/list` entries so far (shown as prompts, `skills`).
+    #[cfg(feature = "skills")]
+    skills: Option<Vec<Value>>,
 }
 
 pub struct Upstream {
@@ -190,6 +194,12 @@ impl Upstream {
     }
     pub(in crate::hub) fn has_cap(&self, cap: &str) -> bool {
         self.is_ready() && self.caps.as_ref().and_then(|c| c.get(cap)).is_some_and(|v| !v.is_null())
+    }
+    /// Does the hub read its list `k`: one its capabilities announce, and
+    /// the prompts of a server with skills (shown as prompts to clients
+    /// without the extension, `skills`).
+    pub(in crate::hub) fn lists(&self, k: Kind) -> bool {
+        self.has_cap(k.capability()) || (k == Kind::Prompts && self.is_ready() && super::skills::declared(self.caps.as_ref()).is_some())
     }
     pub(in crate::hub) fn state_name(&self) -> &'static str {
         match self.state {
@@ -396,6 +406,9 @@ pub(super) enum Effect {
     Send { u: UpstreamId, method: Method<'static>, params: Option<Vec<u8>>, origin: Origin, timeout: u64 },
     /// Give the catalog `u`'s items of kind `k` (clients are told of a change).
     Listed(UpstreamId, Kind, Vec<Value>),
+    /// The `skills/list` entries read with the prompts of `u` (`skills`).
+    #[cfg(feature = "skills")]
+    SkillsListed(UpstreamId, Vec<Value>),
     /// `u` may have settled: no list is being read any more.
     CheckSettled(UpstreamId),
     /// Tell the runtime `u`'s lists were read (`Output::ListsRead`).
