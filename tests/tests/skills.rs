@@ -418,6 +418,8 @@ fn wait_ready(url: &str) {
 
 // ------------------------------------------------------------------ tests
 
+// covers: ext-skills-host-key-server-uri, ext-skills-names-no-shadow, ext-skills-list-pagination, ext-skills-host-verify-digest
+// covers: ext-skills-get-unknown-32602, ext-skills-directory-read-gated, ext-skills-frontmatter-identical
 #[test]
 fn skills_of_two_servers_through_stdio_and_a_changed_file_refused_until_fetched_again() {
     let s = setup();
@@ -427,10 +429,12 @@ fn skills_of_two_servers_through_stdio_and_a_changed_file_refused_until_fetched_
     check_tampered(&mut c, None, &s, &listed, None);
     let Via::Stdio(session) = &mut c.via else { unreachable!() };
     let log = session.finish();
-    let warned = "warn: server 'py' served skill://git-workflow/SKILL.md with sha256:";
+    let warned = "warn: server 'py' served skill://py/git-workflow/SKILL.md with sha256:";
     assert_eq!(log.matches(warned).count(), 1, "the refusal is logged, once:\n{log}");
 }
 
+// covers: ext-skills-host-key-server-uri, ext-skills-names-no-shadow, ext-skills-list-cacheable, ext-skills-result-type-complete
+// covers: ext-skills-host-verify-digest, ext-skills-server-implements-methods
 #[test]
 fn skills_of_two_servers_over_http_in_both_eras_and_a_changed_file_counted_on_metrics() {
     let s = setup();
@@ -462,6 +466,7 @@ fn sdk_host(url: &str, mode: &str) -> Value {
     r.json
 }
 
+// covers: ext-skills-frontmatter-identical, ext-skills-host-verify-digest, ext-skills-get-unknown-32602
 #[test]
 fn the_sdk_skills_client_verifies_every_file_through_mcpx_in_both_eras() {
     let s = setup();
@@ -493,5 +498,36 @@ fn the_sdk_skills_client_verifies_every_file_through_mcpx_in_both_eras() {
             assert_eq!(&r["got"][uri], entry, "skills/get of {uri}");
         }
         assert_eq!(r["unknown"]["code"], -32602, "{r}");
+    }
+}
+
+/// Clients that do not speak the extension, the official Python SDK at
+/// 2024-11-05 (mcp 1.3.0) and 2025-06-18 (mcp 1.12.4) over stdio: each
+/// skill is a prompt of its server, and getting it gives the SKILL.md that
+/// server serves, byte for byte, with its origin said.
+#[test]
+fn clients_without_the_extension_read_each_skill_as_a_prompt_of_its_server() {
+    let s = setup();
+    let direct = direct_entries(&s);
+    for client in [Client::Py("1.3.0"), Client::Py("1.12.4")] {
+        let r = client.run(&["list"], &s.hub.serve());
+        r.assert_ok();
+        let prompts = strings(&r.json["prompts"]);
+        for want in ["py__git-workflow", "ts__git-workflow", "py__refunds"] {
+            r.check(prompts.iter().any(|p| p == want), &format!("{client:?}: prompt {want} missing from {prompts:?}"));
+        }
+        for (server, name) in [("py", "py__git-workflow"), ("ts", "ts__git-workflow")] {
+            let r = client.run(&["prompt", name], &s.hub.serve());
+            r.assert_ok();
+            let msgs = &r.json["result"]["messages"];
+            let shown = format!("skill://{server}/git-workflow/SKILL.md");
+            let intro = msgs[0]["content"]["text"].as_str().unwrap_or_default();
+            r.check(intro.contains(&format!("server '{server}'")) && intro.contains(&shown), &format!("{client:?}: the origin is said: {intro}"));
+            let resource = &msgs[1]["content"]["resource"];
+            r.check(resource["uri"] == shown.as_str(), &format!("{client:?}: {resource}"));
+            let text = resource["text"].as_str().unwrap_or_default();
+            let published = direct[&shown]["resources"].as_array().unwrap().iter().find(|f| f["uri"] == shown.as_str()).expect("SKILL.md in its manifest");
+            r.check(published["digest"] == digest(text.as_bytes()).as_str() && published["size"] == text.len(), &format!("{client:?}: {name} is the SKILL.md {server} published: {published} vs {} bytes", text.len()));
+        }
     }
 }
