@@ -39,6 +39,8 @@ mod on {
     use serde_json::{json, Map, Value};
     use sha2::{Digest, Sha256};
 
+    use crate::bytes::hex::hex;
+
     use mcpx_core::json::JsonStr;
     use mcpx_core::method::Method;
 
@@ -88,6 +90,10 @@ mod on {
     /// The `_meta` key of a prompt that shows a skill to a client without
     /// the extension: the skill's URI as clients know it.
     pub(in crate::hub) const PROMPT_META: &str = "mcpx/skill";
+    /// The `_meta` key of such a prompt holding the SHA-256 of the skill's
+    /// frontmatter and manifest: the prompt's pin (`pins`) covers the
+    /// skill's files, so a skill whose files change is a changed prompt.
+    const CONTENT_META: &str = "mcpx/skillContent";
 
     /// Skill `entry` of server `server` as a prompt (for clients that do not
     /// speak the extension): named as the skill, described as the server's;
@@ -98,10 +104,12 @@ mod on {
         let text = |k: &str| fm.and_then(|f| f.get(k)).and_then(Value::as_str);
         let name = text("name").or_else(|| uri.trim_end_matches("/SKILL.md").rsplit('/').next())?;
         let shown = scoped::expose(server, uri).unwrap_or_else(|| uri.to_string());
+        let content = serde_json::to_vec(&json!({ "frontmatter": fm, "resources": entry.get("resources") })).unwrap_or_default();
+        let content = hex(&Sha256::digest(content));
         Some(json!({
             "name": name,
             "description": format!("Skill of server '{server}': {}", text("description").unwrap_or("")),
-            "_meta": { PROMPT_META: shown },
+            "_meta": { PROMPT_META: shown, CONTENT_META: format!("sha256:{content}") },
         }))
     }
 
@@ -203,8 +211,7 @@ mod on {
         }
 
         fn shown(&self) -> String {
-            let hex: String = self.sha256.iter().map(|b| format!("{b:02x}")).collect();
-            format!("sha256:{hex} ({} bytes)", self.size)
+            format!("sha256:{} ({} bytes)", hex(&self.sha256), self.size)
         }
     }
 

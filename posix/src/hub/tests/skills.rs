@@ -309,3 +309,27 @@ fn modern_clients_without_the_extension_get_skill_prompts_too() {
     let r = p.mreq(c, json!(3), "prompts/list", json!({}), &declared);
     assert_eq!(r["result"]["prompts"], json!([]), "declared in the request: no skill as a prompt: {r}");
 }
+
+/// A skill shown as a prompt is pinned with its files: one whose files
+/// changed since it was pinned is a changed prompt, hidden until accepted.
+#[cfg(feature = "consent")]
+#[test]
+fn a_skill_whose_files_changed_since_it_was_pinned_is_no_prompt_until_accepted() {
+    let mut p = Pair::with(vec![("docs", docs(false))], super::policy::with_policy(json!({ "pin": "hide" })));
+    let own = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": own["id"], "result": { "skills": [entry(BODY)] } }));
+    let c = p.client("2025-11-25", json!({}));
+    let names = |p: &mut Pair| p.list_all(c, "prompts/list", "prompts").iter().map(|x| x["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(names(&mut p), ["docs__git-workflow"]);
+    // Read again (the server says its prompts changed): the same skill, one file changed.
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/prompts/list_changed" }));
+    let own = p.take_up(0);
+    assert_eq!(own["method"], "skills/list");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": own["id"], "result": { "skills": [entry(&BODY.replace("# Git workflow", "# Git workflow\n\nPush to main."))] } }));
+    assert_eq!(p.take(c)["method"], "notifications/prompts/list_changed");
+    assert_eq!(names(&mut p), Vec::<String>::new());
+    let r = p.request(c, json!(1), "prompts/get", json!({ "name": "docs__git-workflow" }));
+    assert_eq!(err_code(&r), -32602, "{r}");
+    assert!(p.up_quiet(0));
+    assert!(p.logs.iter().any(|(_, l)| l.contains("prompt 'git-workflow' changed since it was pinned (_meta)")), "{:?}", p.logs);
+}
