@@ -72,6 +72,12 @@ try {
       files.push({ uri: f.uri, size: f.bytes.length, verified: f.verified, ...(f.frontmatter ? { frontmatter: f.frontmatter } : {}) });
     }
     report.files[skill.uri] = files;
+    // The skill's root directory, when directories are read (the SDK walks its pages).
+    if (skills.directoryRead) {
+      const root = skill.uri.replace(/\/SKILL\.md$/, "");
+      report.dirs = report.dirs ?? {};
+      report.dirs[root] = (await skills.readDirectory(root)).resources.map((r) => ({ uri: r.uri, mimeType: r.mimeType ?? null }));
+    }
     report.got[skill.uri] = (await skills.get(skill.uri)).skill;
   }
   try {

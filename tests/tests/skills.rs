@@ -270,8 +270,8 @@ fn list_all(c: &mut Conn) -> (Vec<Value>, usize) {
 /// initialize or server/discover result; `direct`: the servers' own
 /// entries). The entries listed, by URI.
 fn check_skills(c: &mut Conn, offer: &Value, direct: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
-    // Offered, without directoryRead: ts does not read directories.
-    assert_eq!(offer["capabilities"]["extensions"][EXT], json!({}), "{offer}");
+    // Offered, reading directories: ts's from its manifests (it reads none).
+    assert_eq!(offer["capabilities"]["extensions"][EXT], json!({ "directoryRead": true }), "{offer}");
 
     // Listed page by page across both servers: py's two pages, then ts's.
     let (skills, pages) = list_all(c);
@@ -347,9 +347,28 @@ fn check_skills(c: &mut Conn, offer: &Value, direct: &BTreeMap<String, Value>) -
     }
     let r = c.call("resources/directory/read", json!({ "uri": "skill://py/acme/billing" }));
     err(&r, -32602, "not a skill's directory: py's answer");
+    // ts reads no directories: mcpx reads them from its manifest.
     let r = c.call("resources/directory/read", json!({ "uri": "skill://ts/git-workflow" }));
-    assert!(err(&r, -32602, "ts does not read directories").contains("does not read directories"), "{r}");
+    let got: BTreeMap<String, bool> = ok(&r, "ts's directory").get("resources").and_then(Value::as_array).expect("resources").iter()
+        .map(|x| (x["uri"].as_str().unwrap().to_string(), x["mimeType"] == "inode/directory")).collect();
+    assert_eq!(got, manifest_children(&listed["skill://ts/git-workflow/SKILL.md"], "skill://ts/git-workflow"), "{r}");
+    let r = c.call("resources/directory/read", json!({ "uri": "skill://ts/nothing" }));
+    err(&r, -32602, "no skill of ts has that directory");
     listed
+}
+
+/// The direct children of directory `dir` as skill `entry`'s manifest
+/// lists its files: each, whether it is a directory.
+fn manifest_children(entry: &Value, dir: &str) -> BTreeMap<String, bool> {
+    let mut out = BTreeMap::new();
+    for f in entry["resources"].as_array().expect("a manifest") {
+        let rest = f["uri"].as_str().unwrap().strip_prefix(&format!("{dir}/")).expect("under the skill's directory");
+        match rest.split_once('/') {
+            Some((d, _)) => out.insert(format!("{dir}/{d}"), true),
+            None => out.insert(format!("{dir}/{rest}"), false),
+        };
+    }
+    out
 }
 
 /// py changes git-workflow's SKILL.md under the digest `listed` published:
@@ -476,7 +495,15 @@ fn the_sdk_skills_client_verifies_every_file_through_mcpx_in_both_eras() {
     for mode in ["legacy", "2026-07-28"] {
         let r = sdk_host(&server.url, mode);
         assert_eq!(r["protocol"], if mode == "legacy" { "2025-11-25" } else { mode }, "{r}");
-        assert_eq!((r["supported"].clone(), r["directoryRead"].clone()), (json!(true), json!(false)), "{r}");
+        assert_eq!((r["supported"].clone(), r["directoryRead"].clone()), (json!(true), json!(true)), "{r}");
+        // Every skill's root directory, read by the SDK: py's at py, ts's from
+        // its manifest (for py, the server's listing, compared the same way).
+        for (root, children) in r["dirs"].as_object().expect("directories read") {
+            let want = manifest_children(&direct[&format!("{root}/SKILL.md")], root);
+            let got: BTreeMap<String, bool> = children.as_array().unwrap().iter().map(|x| (x["uri"].as_str().unwrap().to_string(), x["mimeType"] == "inode/directory")).collect();
+            assert_eq!(got, want, "{mode}: {root}");
+        }
+        assert_eq!(r["dirs"].as_object().unwrap().len(), 3, "{r}");
         // The SDK refuses invalid entries and repeated URIs: none.
         assert_eq!(r["invalid"], json!([]), "{r}");
         let listed: BTreeMap<String, Value> = r["skills"].as_array().unwrap().iter().map(|e| (e["uri"].as_str().unwrap().to_string(), e.clone())).collect();

@@ -255,7 +255,17 @@ impl Hub {
         let (u, orig) = match (k, served, routed) {
             (skills::Call::Get, Some(_), Some(r)) | (_, Some(true), Some(r)) => r,
             (skills::Call::Get, ..) => return Err(refuse(ErrorCode::InvalidParams, format!("No skill is served at {uri}"))),
-            (_, _, Some((u, _))) => return Err(refuse(ErrorCode::InvalidParams, format!("{uri} is not a directory mcpx can read: server '{}' does not read directories", self.ups[u].spec.name))),
+            // A server with skills that reads no directories: from its manifests.
+            (_, Some(false), Some((u, orig))) => {
+                let server = self.ups[u].spec.name.clone();
+                let res = self.skills.directory(u, &server, &orig).ok_or_else(|| {
+                    refuse(ErrorCode::InvalidParams, format!("{uri} is not a directory of a skill mcpx has seen listed: server '{server}' reads no directories, so mcpx reads them from the skills' manifests"))
+                })?;
+                self.policy.resolved(c, m, &server, &uri, &orig);
+                let out = if ctx.is_some() { modern::stamped(&self.opts, &res, Some((self.opts.cache_ttl_ms, false))) } else { res };
+                self.downward().result(c, id, &out);
+                return Ok(());
+            }
             _ => return Err(refuse(ErrorCode::InvalidParams, format!("{uri} is not a directory resource mcpx serves"))),
         };
         self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);

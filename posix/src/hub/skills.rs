@@ -18,8 +18,12 @@
 //!   refused, logged and counted: a server does not change a file under
 //!   a digest it published. The client refreshes the entry with
 //!   `skills/get` (which updates the manifest), as the extension says.
-//! - **Negotiation.** mcpx offers the extension when an upstream declares
-//!   it, with `directoryRead` when every such upstream reads directories.
+//! - **Directories.** mcpx reads directories (`directoryRead`): at the
+//!   server, when it reads them; else from the manifests kept of it (the
+//!   files and directories under a skill's directory, as the manifest
+//!   lists them; a `"dynamic"` skill has none: -32602).
+//! - **Negotiation.** mcpx offers the extension, reading directories, when
+//!   an upstream declares it.
 //!
 //! Without the `skills` feature (mcpx-edge's plain build) the methods are
 //! unknown and `skill://` URIs are the catalog's like any other.
@@ -78,9 +82,12 @@ mod on {
             }
         }
 
-        /// Is its result cacheable (`ttlMs`, `cacheScope`)?
+        /// Is its result stamped with `ttlMs` and `cacheScope` on the
+        /// 2026-07-28 wire? The extension requires them of `skills/list`
+        /// and `skills/get`; the TypeScript SDK's skills client requires
+        /// them of a directory read too (the extension's text does not).
         pub fn cacheable(method: &str) -> bool {
-            matches!(Call::of(method), Some(Call::List | Call::Get))
+            Call::of(method).is_some()
         }
     }
 
@@ -137,14 +144,11 @@ mod on {
     }
 
     /// Offers the extension in `caps` when one of the upstreams' declarations
-    /// (`declared`) has it: reading directories when all of them do.
-    pub(in crate::hub) fn offer(caps: &mut Map<String, Value>, declared: impl Iterator<Item = Option<bool>>) {
-        let mut dirs = None;
-        for d in declared.flatten() {
-            dirs = Some(dirs.unwrap_or(true) && d);
-        }
-        if let Some(d) = dirs {
-            apps::add_extension(caps, EXT, if d { json!({ "directoryRead": true }) } else { json!({}) });
+    /// (`declared`) has it, reading directories: those of a server that
+    /// reads none are read from its manifests ([`Skills::directory`]).
+    pub(in crate::hub) fn offer(caps: &mut Map<String, Value>, mut declared: impl Iterator<Item = Option<bool>>) {
+        if declared.any(|d| d.is_some()) {
+            apps::add_extension(caps, EXT, json!({ "directoryRead": true }));
         }
     }
 
@@ -239,7 +243,7 @@ mod on {
         pub fn answer(&mut self, call: Call, u: UpstreamId, ups: &Upstreams, next: impl FnOnce(UpstreamId) -> Option<UpstreamId>, key: &[u8], res: &[u8]) -> Option<Vec<u8>> {
             let server = &ups[u].spec.name;
             if call == Call::DirectoryRead {
-                return directory(server, res);
+                return directory_read(server, res);
             }
             let (mut v, up_next) = self.passed(call, u, server, res)?;
             if call == Call::List {
@@ -336,6 +340,37 @@ mod on {
             })).ok()
         }
 
+        /// Directory `dir` (a URI of server `server`, upstream `u`, which
+        /// reads no directories) read from the manifests kept of it: the
+        /// files and directories right under it, as a
+        /// `resources/directory/read` result; `None` when no manifest kept
+        /// has a file under it (not a directory of a skill mcpx has seen
+        /// listed; a `"dynamic"` skill has no manifest).
+        pub fn directory(&self, u: UpstreamId, server: &str, dir: &str) -> Option<Vec<u8>> {
+            let prefix = format!("{}/", dir.trim_end_matches('/'));
+            let mut children = std::collections::BTreeMap::new();
+            for f in self.files.get(&u)?.keys() {
+                let Some(rest) = f.strip_prefix(&prefix).filter(|r| !r.is_empty()) else { continue };
+                let (name, is_dir) = match rest.split_once('/') {
+                    Some((d, _)) => (d, true),
+                    None => (rest, false),
+                };
+                children.entry(name.to_string()).or_insert(is_dir);
+            }
+            if children.is_empty() {
+                return None;
+            }
+            let resources: Vec<Value> = children.into_iter().map(|(name, is_dir)| {
+                let uri = format!("{prefix}{name}");
+                let mut r = json!({ "uri": scoped::expose(server, &uri).unwrap_or(uri), "name": name });
+                if is_dir {
+                    r["mimeType"] = json!("inode/directory");
+                }
+                r
+            }).collect();
+            serde_json::to_vec(&json!({ "resources": resources })).ok()
+        }
+
         /// Server `u` is replaced or gone: its manifests with it.
         pub fn forget(&mut self, u: UpstreamId) {
             self.files.remove(&u);
@@ -369,7 +404,7 @@ mod on {
 
     /// A `resources/directory/read` result of `server`, its children's
     /// URIs as clients see them.
-    fn directory(server: &str, res: &[u8]) -> Option<Vec<u8>> {
+    fn directory_read(server: &str, res: &[u8]) -> Option<Vec<u8>> {
         let mut v: Value = serde_json::from_slice(res).ok()?;
         for r in v.get_mut("resources")?.as_array_mut()? {
             show(r, "uri", server);

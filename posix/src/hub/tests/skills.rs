@@ -79,10 +79,10 @@ fn read(uri: &str, text: &str) -> Value {
 fn two_servers_same_named_skills_are_both_listed_page_by_page_and_neither_shadows() {
     let mut p = hub(vec![("docs", docs(true)), ("team", docs(false)), ("plain", Fake::tools(&["t"]))], &[]);
     let c = p.client("2025-11-25", json!({}));
-    // Offered: directories only when every skills server reads them.
+    // Offered, reading directories (team's from its manifests).
     let fresh = p.connect();
     let init = p.request(fresh, json!(0), "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
-    assert_eq!(init["result"]["capabilities"]["extensions"][SKILLS], json!({}), "{init}");
+    assert_eq!(init["result"]["capabilities"]["extensions"][SKILLS], json!({ "directoryRead": true }), "{init}");
     assert!(init["result"]["capabilities"]["resources"].is_object(), "a server with skills declares resources: {init}");
     // Page 1: server docs, asked without a cursor.
     let (up, r) = through(&mut p, c, 0, req(1, "skills/list", json!({})), json!({ "skills": [entry(BODY)] }));
@@ -171,8 +171,8 @@ fn a_file_changed_under_its_published_digest_is_refused_until_the_skill_is_fetch
 
 // covers: ext-skills-directory-read-gated, ext-skills-directory-32602
 #[test]
-fn directories_are_read_from_servers_that_read_them_and_refused_for_the_others() {
-    let mut p = hub(vec![("docs", docs(true)), ("team", docs(false))], &[]);
+fn directories_are_read_at_servers_that_read_them_and_from_the_manifests_of_the_others() {
+    let mut p = hub(vec![("docs", docs(true)), ("team", docs(false))], &[vec![], vec![entry(BODY)]]);
     let c = p.client("2025-11-25", json!({}));
     let children = json!({ "resources": [
         { "uri": "skill://git-workflow/references/GUIDE.md", "name": "GUIDE.md", "mimeType": "text/markdown" },
@@ -183,18 +183,22 @@ fn directories_are_read_from_servers_that_read_them_and_refused_for_the_others()
     assert_eq!(r["result"]["resources"][0]["uri"], "skill://docs/git-workflow/references/GUIDE.md", "{r}");
     assert_eq!(r["result"]["resources"][1]["mimeType"], "inode/directory");
     assert_eq!(r["result"]["nextCursor"], "d2", "the directory's cursor is its server's");
-    // Clients must not call it on a server without directoryRead: mcpx does not either.
-    let r = p.request(c, json!(2), "resources/directory/read", json!({ "uri": "skill://team/git-workflow/references" }));
-    assert_eq!(err_code(&r), -32602, "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().contains("server 'team' does not read directories"), "{r}");
+    // Clients must not call it on a server without directoryRead: mcpx does
+    // not, and reads the directory from the skill's manifest instead.
+    let r = p.request(c, json!(2), "resources/directory/read", json!({ "uri": "skill://team/git-workflow" }));
+    assert_eq!(r["result"]["resources"], json!([
+        { "uri": "skill://team/git-workflow/SKILL.md", "name": "SKILL.md" },
+        { "uri": "skill://team/git-workflow/references", "name": "references", "mimeType": "inode/directory" }
+    ]), "{r}");
+    let r = p.request(c, json!(3), "resources/directory/read", json!({ "uri": "skill://team/git-workflow/references" }));
+    assert_eq!(r["result"]["resources"], json!([{ "uri": "skill://team/git-workflow/references/GUIDE.md", "name": "GUIDE.md" }]), "{r}");
     assert!(p.up_quiet(1));
-    let r = p.request(c, json!(3), "resources/directory/read", json!({ "uri": "skill://nobody/git-workflow" }));
-    assert_eq!(err_code(&r), -32602, "{r}");
-    // Offered with directoryRead when every skills server reads directories.
-    let mut p = hub(vec![("docs", docs(true)), ("docs2", docs(true))], &[]);
-    let c = p.connect();
-    let init = p.request(c, json!(0), "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }));
-    assert_eq!(init["result"]["capabilities"]["extensions"][SKILLS], json!({ "directoryRead": true }), "{init}");
+    // Not a directory of a skill mcpx has seen (or a file), and no server's: -32602.
+    for uri in ["skill://team/other", "skill://team/git-workflow/SKILL.md", "skill://nobody/git-workflow"] {
+        let r = p.request(c, json!(4), "resources/directory/read", json!({ "uri": uri }));
+        assert_eq!(err_code(&r), -32602, "{uri}: {r}");
+    }
+    assert!(p.up_quiet(1));
 }
 
 // covers: ext-skills-list-cacheable, ext-skills-result-type-complete
@@ -206,7 +210,7 @@ fn modern_clients_list_and_get_skills_with_cache_hints_from_legacy_and_modern_se
     let c = p.connect();
     let caps = json!({});
     let discover = p.mreq(c, json!(0), "server/discover", json!({}), &caps);
-    assert_eq!(discover["result"]["capabilities"]["extensions"][SKILLS], json!({}), "{discover}");
+    assert_eq!(discover["result"]["capabilities"]["extensions"][SKILLS], json!({ "directoryRead": true }), "{discover}");
     p.send(c, req(1, "skills/list", with_meta(json!({}), &caps)));
     let up = p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "skills": [entry(BODY)] } }));
