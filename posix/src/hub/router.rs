@@ -712,7 +712,29 @@ impl Hub {
         let passed = match (skills::Call::of(&method), res) {
             (Some(k), Some(r)) => {
                 let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, modern.as_deref());
-                self.skills.answer(k, u, &self.ups, |from| skills::server_from(&self.ups, &sight, from), &self.opts.cursor_key.to_le_bytes(), r)
+                // With pinning, a skill is as its prompt was pinned (`pins`);
+                // one the catalog lists otherwise makes the hub read the
+                // server's prompts again, for the pins to see the change.
+                let (server, prompts) = (self.ups[u].spec.name.clone(), self.catalog.view(Kind::Prompts));
+                let mut stale = false;
+                let hold = |e: &Value| {
+                    let held = skills::as_prompt(e, &server).is_some_and(|p| self.pins.hides(&server, Kind::Prompts, &p));
+                    stale |= held && skills::listed_otherwise(prompts, &server, e);
+                    held
+                };
+                let a = self.skills.answer(k, u, &self.ups, |from| skills::server_from(&self.ups, &sight, from), &self.opts.cursor_key.to_le_bytes(), hold, r);
+                if let Some(shown) = a.as_ref().and_then(|a| a.held.first()) {
+                    let msg = format!("server '{server}': skill {shown} is not as it was pinned; held back until `mcpx pin accept` (see /status)");
+                    self.log(if stale { Level::Warn } else { Level::Debug }, msg.clone());
+                    if stale {
+                        let fx = self.ups.relist(u, &[Kind::Prompts], self.starts.is_instance(u));
+                        self.apply_upstream(fx);
+                    }
+                    if k == skills::Call::Get {
+                        return self.downward().error(c, Some(&id), ErrorCode::InvalidParams, &msg, Some(json!({ "server": server, "uri": shown })));
+                    }
+                }
+                a.map(|a| a.bytes)
             }
             _ => None,
         };

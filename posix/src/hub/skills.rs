@@ -111,13 +111,26 @@ mod on {
         let text = |k: &str| fm.and_then(|f| f.get(k)).and_then(Value::as_str);
         let name = text("name").or_else(|| uri.trim_end_matches("/SKILL.md").rsplit('/').next())?;
         let shown = scoped::expose(server, uri).unwrap_or_else(|| uri.to_string());
-        let content = serde_json::to_vec(&json!({ "frontmatter": fm, "resources": entry.get("resources") })).unwrap_or_default();
-        let content = hex(&Sha256::digest(content));
         Some(json!({
             "name": name,
             "description": format!("Skill of server '{server}': {}", text("description").unwrap_or("")),
-            "_meta": { PROMPT_META: shown, CONTENT_META: format!("sha256:{content}") },
+            "_meta": { PROMPT_META: shown, CONTENT_META: content(entry) },
         }))
+    }
+
+    /// The SHA-256 of skill `entry`'s frontmatter and manifest (as its
+    /// server wrote them): what its prompt's pin covers.
+    fn content(entry: &Value) -> String {
+        let v = serde_json::to_vec(&json!({ "frontmatter": entry.get("frontmatter"), "resources": entry.get("resources") })).unwrap_or_default();
+        format!("sha256:{}", hex(&Sha256::digest(v)))
+    }
+
+    /// Is skill `entry` of `server` listed in the catalog's `prompts` with
+    /// other contents (the hub's listing of it is older than the entry)?
+    pub(in crate::hub) fn listed_otherwise(prompts: &[Entry], server: &str, entry: &Value) -> bool {
+        let Some(p) = as_prompt(entry, server) else { return false };
+        let shown = prompt_uri(&p);
+        prompts.iter().filter(|e| prompt_uri(&e.item) == shown).any(|e| e.item.get("_meta") != p.get("_meta"))
     }
 
     /// The skill a prompt shows (its URI as clients know it), if it shows one.
@@ -219,6 +232,13 @@ mod on {
         }
     }
 
+    /// A Skills result as the client gets it, and the skills held back
+    /// (their URIs as shown): changed since they were pinned.
+    pub(in crate::hub) struct Answered {
+        pub bytes: Vec<u8>,
+        pub held: Vec<String>,
+    }
+
     /// A read whose bytes are not the manifest's.
     #[derive(Debug, PartialEq, Eq)]
     pub(in crate::hub) struct Mismatch {
@@ -240,12 +260,16 @@ mod on {
         /// for `skills/list` mcpx's cursor to the next page (`next`: the
         /// next server from one on whose skills the client may see;
         /// `key`: the cursors' key).
-        pub fn answer(&mut self, call: Call, u: UpstreamId, ups: &Upstreams, next: impl FnOnce(UpstreamId) -> Option<UpstreamId>, key: &[u8], res: &[u8]) -> Option<Vec<u8>> {
+        ///
+        /// The entries `held` says so of (an entry as its server wrote it)
+        /// are held back: left out of a listing (a `skills/get` of one is
+        /// the hub's to refuse), and named in `held` (URIs as shown).
+        pub fn answer(&mut self, call: Call, u: UpstreamId, ups: &Upstreams, next: impl FnOnce(UpstreamId) -> Option<UpstreamId>, key: &[u8], held: impl FnMut(&Value) -> bool, res: &[u8]) -> Option<Answered> {
             let server = &ups[u].spec.name;
             if call == Call::DirectoryRead {
-                return directory_read(server, res);
+                return directory_read(server, res).map(|bytes| Answered { bytes, held: Vec::new() });
             }
-            let (mut v, up_next) = self.passed(call, u, server, res)?;
+            let (mut v, up_next, held) = self.passed(call, u, server, held, res)?;
             if call == Call::List {
                 let next = match up_next {
                     Some(s) => Some(seal(u, Some(&s), key)),
@@ -255,14 +279,14 @@ mod on {
                     o.insert("nextCursor".into(), Value::String(n));
                 }
             }
-            serde_json::to_vec(&v).ok()
+            Some(Answered { bytes: serde_json::to_vec(&v).ok()?, held })
         }
 
         /// A `skills/list` (`call` List) or `skills/get` result `res` of
         /// server `server` (upstream `u`): the manifests of its entries
         /// kept, the result with its URIs as clients see them, and the
         /// server's `nextCursor`. `None` when it is no such result.
-        fn passed(&mut self, call: Call, u: UpstreamId, server: &str, res: &[u8]) -> Option<(Value, Option<String>)> {
+        fn passed(&mut self, call: Call, u: UpstreamId, server: &str, mut hold: impl FnMut(&Value) -> bool, res: &[u8]) -> Option<(Value, Option<String>, Vec<String>)> {
             let mut v: Value = serde_json::from_slice(res).ok()?;
             let next = v.as_object_mut()?.remove("nextCursor").and_then(|c| c.as_str().map(str::to_string));
             let entries: Vec<&mut Value> = match call {
@@ -271,14 +295,22 @@ mod on {
                 Call::DirectoryRead => return None,
             };
             let kept = self.files.entry(u).or_default();
+            let mut held = Vec::new();
             for entry in entries {
                 keep(kept, entry);
+                let hold = hold(entry);
                 show(entry, "uri", server);
                 if let Some(Value::Array(files)) = entry.get_mut("resources") {
                     files.iter_mut().for_each(|f| show(f, "uri", server));
                 }
+                if hold {
+                    held.push(entry.get("uri").and_then(Value::as_str).unwrap_or_default().to_string());
+                }
             }
-            Some((v, next))
+            if let Some(Value::Array(list)) = v.get_mut("skills") {
+                list.retain(|e| !held.iter().any(|h| e.get("uri").and_then(Value::as_str) == Some(h)));
+            }
+            Some((v, next, held))
         }
 
         /// Is `res`, a `resources/read` result of upstream `u`, what the

@@ -237,6 +237,20 @@ impl Pins {
         Ok(self.load(Some(state), None))
     }
 
+    /// Is `item`, a `k` definition of `server` met outside a listing (a
+    /// skill, as its prompt), one to hide: pins on in mode `hide`, the
+    /// server's `k` trusted once already, and `item` not as pinned.
+    #[cfg(feature = "skills")]
+    pub fn hides(&self, server: &str, k: Kind, item: &Value) -> bool {
+        let Some(s) = self.settings.as_ref().filter(|s| s.mode == Quarantine::Hide && PINNED.contains(&k)) else { return false };
+        let Some(name) = item.get(k.key_field()).and_then(Value::as_str) else { return false };
+        if s.lock_file.is_none() && !self.file.seen.contains(&(server.to_string(), k)) {
+            return false; // trust on first use: its first listing pins it
+        }
+        let key = Key { server: server.to_string(), kind: k, name: name.to_string() };
+        self.file.pins.get(&key).is_none_or(|p| p.digest != digest::of(k, item))
+    }
+
     /// Does a call of `server`'s tool `name` need a person's approval,
     /// its definition having changed in mode `approve`?
     pub fn gated(&self, server: &str, name: &str) -> bool {

@@ -314,11 +314,12 @@ fn modern_clients_without_the_extension_get_skill_prompts_too() {
     assert_eq!(r["result"]["prompts"], json!([]), "declared in the request: no skill as a prompt: {r}");
 }
 
-/// A skill shown as a prompt is pinned with its files: one whose files
-/// changed since it was pinned is a changed prompt, hidden until accepted.
+/// A skill is pinned with its files (as its prompt): one whose files
+/// changed since it was pinned is hidden until accepted, as a prompt and
+/// from clients that speak the extension.
 #[cfg(feature = "consent")]
 #[test]
-fn a_skill_whose_files_changed_since_it_was_pinned_is_no_prompt_until_accepted() {
+fn a_skill_whose_files_changed_since_it_was_pinned_is_held_back_until_accepted() {
     let mut p = Pair::with(vec![("docs", docs(false))], super::policy::with_policy(json!({ "pin": "hide" })));
     let own = p.take_up(0);
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": own["id"], "result": { "skills": [entry(BODY)] } }));
@@ -336,4 +337,48 @@ fn a_skill_whose_files_changed_since_it_was_pinned_is_no_prompt_until_accepted()
     assert_eq!(err_code(&r), -32602, "{r}");
     assert!(p.up_quiet(0));
     assert!(p.logs.iter().any(|(_, l)| l.contains("prompt 'git-workflow' changed since it was pinned (_meta)")), "{:?}", p.logs);
+    // A client that speaks the extension: held back from its listing, refused by skills/get.
+    let changed = entry(&BODY.replace("# Git workflow", "# Git workflow\n\nPush to main."));
+    let host = p.client("2025-11-25", json!({ "extensions": { SKILLS: {} } }));
+    let (_, r) = through(&mut p, host, 0, req(2, "skills/list", json!({})), json!({ "skills": [changed.clone()] }));
+    assert_eq!(r["result"]["skills"], json!([]), "{r}");
+    let (_, r) = through(&mut p, host, 0, req(3, "skills/get", json!({ "uri": "skill://docs/git-workflow/SKILL.md" })), json!({ "skill": changed.clone() }));
+    assert_eq!(err_code(&r), -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("not as it was pinned"), "{r}");
+    // The unchanged skill passes.
+    let (_, r) = through(&mut p, host, 0, req(4, "skills/list", json!({})), json!({ "skills": [entry(BODY)] }));
+    assert_eq!(r["result"]["skills"][0]["uri"], "skill://docs/git-workflow/SKILL.md", "{r}");
+    // Accepted (`mcpx pin accept`): the new contents are the pin.
+    let mut file = crate::hub::pins::PinFile::parse(p.pins_saved.last().unwrap()).unwrap();
+    file.accept("git-workflow").unwrap();
+    p.hub.handle(Input::PinFiles { state: Some(&file.to_bytes()), lock: None }, p.now);
+    p.pump();
+    assert_eq!(p.take(c)["method"], "notifications/prompts/list_changed", "its prompt is back");
+    assert_eq!(names(&mut p), ["docs__git-workflow"]);
+    let (_, r) = through(&mut p, host, 0, req(5, "skills/list", json!({})), json!({ "skills": [changed] }));
+    assert_eq!(r["result"]["skills"][0]["uri"], "skill://docs/git-workflow/SKILL.md", "{r}");
+}
+
+/// A skill that changed since the hub last read it, met first in a client's
+/// listing: held back, and the hub reads the server's skills again so that
+/// the pins (and /status) have the change.
+#[cfg(feature = "consent")]
+#[test]
+fn a_changed_skill_first_met_in_a_clients_listing_is_held_and_read_again_for_the_pins() {
+    let mut p = Pair::with(vec![("docs", docs(false))], super::policy::with_policy(json!({ "pin": "hide" })));
+    let own = p.take_up(0);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": own["id"], "result": { "skills": [entry(BODY)] } }));
+    let host = p.client("2025-11-25", json!({ "extensions": { SKILLS: {} } }));
+    let changed = entry(&BODY.replace("# Git workflow", "# Git workflow\n\nPush to main."));
+    let (_, r) = through(&mut p, host, 0, req(1, "skills/list", json!({})), json!({ "skills": [changed.clone()] }));
+    assert_eq!(r["result"]["skills"], json!([]), "{r}");
+    let again = p.take_up(0);
+    assert_eq!(again["method"], "skills/list", "read again: {again}");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": again["id"], "result": { "skills": [changed] } }));
+    assert!(p.logs.iter().any(|(l, m)| *l == Level::Warn && m.contains("prompt 'git-workflow' changed since it was pinned")), "{:?}", p.logs);
+    assert_eq!(p.hub.status()["pins"]["changes"][0]["name"], "git-workflow");
+    // Known to the pins now: the next listing holds it back without reading again.
+    let (_, r) = through(&mut p, host, 0, req(2, "skills/list", json!({})), json!({ "skills": [entry(&BODY.replace("# Git workflow", "# Git workflow\n\nPush to main."))] }));
+    assert_eq!(r["result"]["skills"], json!([]), "{r}");
+    assert!(p.up_quiet(0));
 }
