@@ -283,10 +283,25 @@ fn chromium_shows_the_healthy_and_the_crashing_server() {
     // A refusal whose message quotes what a client sent.
     let r = get(&server, "/status", &[("Origin", "http://evil.example/<img src=x onerror=alert(1)>")]);
     assert_eq!(r.status, 403);
-    let _ = open_session(&server, "2025-06-18");
+    let sid = open_session(&server, "2025-06-18");
+    // A tool call, for the activity's sparklines.
+    let h = [
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    for body in [json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "demo__echo", "arguments": {"text": "hi"}}})] {
+        let r = request(&server, "POST", "/mcp", &h, &body.to_string());
+        assert!(r.status == 202 || r.body.contains("hi"), "{}\n{}", r.head, r.body);
+    }
 
     let url = server.url.replace("/mcp", "/status");
     let dom = headless(&url, &["--dump-dom".to_string()]);
+    let activity = dom.split("data-name=\"demo\"><th>demo</th>").nth(1).unwrap_or_else(|| panic!("no activity row: {dom}"));
+    assert!(activity.contains("<svg class=\"spark req\"") && activity.contains("<polyline"), "{activity}");
+    assert!(dom.contains("<td>demo/demo__echo</td><td>result</td>"), "{dom}");
     assert!(dom.contains("<title>mcpx: 1 of 2 servers ready</title>"), "{dom}");
 
     let demo = card(&dom, "demo");
@@ -629,4 +644,79 @@ fn mcpx_status_shows_the_line_that_explains_an_exit_and_restarts_without_a_start
     let row = r.stdout.lines().find(|l| l.starts_with("missing ")).unwrap_or_else(|| panic!("{}", r.stdout));
     let restarts: u64 = row.split_whitespace().nth(4).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{row}"));
     assert!(restarts >= 3, "{row}");
+}
+
+// ------------------------------------------------------------------ activity
+
+// The page's activity: each server's last minutes and the last tool calls,
+// the calls shown to their own principal and to the status role only.
+#[test]
+fn activity_counts_each_servers_calls_and_shows_each_principal_its_own() {
+    let tokens = json!({ "alice": "alice-t", "bob": "bob-t", "ops": "ops-t" });
+    // demo speaks 2025-11-25 with mcpx: its input requests are the hub's to
+    // hold for a 2026-07-28 client's retry.
+    let demo = example_server_cmd("demo");
+    let hub = HubConfig::new()
+        .remote("demo", json!({ "command": demo.program, "args": demo.args, "revisions": ["2025-11-25"] }))
+        .set("auth", json!({ "tokens": tokens }))
+        .set("http", json!({ "statusPrincipals": ["ops"] }))
+        .write();
+    let server = hub.serve_http();
+    let call = |who: &[(String, String)], id: u64, tool: &str| {
+        let h: Vec<(&str, &str)> = who.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {"text": "hi"}}});
+        let r = request(&server, "POST", "/mcp", &h, &body.to_string());
+        assert_eq!(r.status, 200, "{}\n{}", r.head, r.body);
+    };
+    let alice = session_as(&server, "alice-t", "alice-laptop");
+    let bob = session_as(&server, "bob-t", "bob-phone");
+    call(&alice, 2, "demo__echo");
+    call(&alice, 3, "demo__echo");
+    call(&bob, 2, "demo__test_error_handling");
+    let status = |token: &str| get(&server, "/status", &[("Authorization", &format!("Bearer {token}"))]).json();
+
+    let v = status("ops-t");
+    let minutes = v["activity"]["minutes"]["demo"].as_array().unwrap_or_else(|| panic!("no activity for demo: {v:#}"));
+    assert_eq!(minutes.len(), 15, "{v:#}");
+    // Summed over the minutes, as the calls may straddle one's end.
+    let sum = |k: &str| minutes.iter().map(|m| m[k].as_u64().unwrap_or(0)).sum::<u64>();
+    assert!(sum("requests") >= 3 && sum("errors") >= 1, "{v:#}");
+    assert!(minutes.iter().any(|m| m["p99Ms"].as_u64().is_some()), "{v:#}");
+    let calls = |v: &Value| -> Vec<(String, String, String)> {
+        v["activity"]["lastCalls"].as_array().unwrap().iter().map(|c| {
+            (c["principal"].as_str().unwrap().into(), c["tool"].as_str().unwrap().into(), c["outcome"].as_str().unwrap().into())
+        }).collect()
+    };
+    let (a, b) = (
+        ("alice".to_string(), "demo__echo".to_string(), "result".to_string()),
+        ("bob".to_string(), "demo__test_error_handling".to_string(), "tool_error".to_string()),
+    );
+    assert_eq!(calls(&v), [b.clone(), a.clone(), a.clone()], "the status role sees every call, newest first");
+    assert_eq!(calls(&status("alice-t")), [a.clone(), a], "alice sees her own");
+    assert_eq!(calls(&status("bob-t")), [b], "bob sees his own");
+    // A 2026-07-28 call waiting for its user's answer: an input request of
+    // demo's, held for the retry, is waiting until it comes.
+    let ask = |more: Value| {
+        let mut params = json!({"name": "demo__ask_user", "arguments": {"message": "Delete everything?"}});
+        for (k, v) in more.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        post_modern(&server.url, "alice-t", &modern_request(9, "tools/call", params, json!({"elicitation": {"form": {}}})))
+    };
+    let first = ask(json!({}));
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert_eq!(status("ops-t")["activity"]["waiting"], json!({"demo": 1}));
+    let key = first["result"]["inputRequests"].as_object().and_then(|m| m.keys().next().cloned()).unwrap();
+    let answer = json!({"action": "accept", "content": {"answer": "yes"}});
+    let done = ask(json!({"inputResponses": {key: answer}, "requestState": first["result"]["requestState"]}));
+    assert!(done["result"]["resultType"] != "input_required", "{done}");
+    assert_eq!(status("ops-t")["activity"]["waiting"], json!({}));
+
+    // Bob's page: the sparklines and his call only.
+    let page = get(&server, "/status", &[("Accept", BROWSER_ACCEPT), ("Authorization", "Bearer bob-t")]);
+    assert_eq!(page.status, 200, "{}\n{}", page.head, page.body);
+    assert_eq!(page.body.matches("<svg class=\"spark").count(), 3, "{}", page.body);
+    assert!(page.body.contains("<td class=\"waiting\">0</td>"), "{}", page.body);
+    let last = page.body.split("id=\"last-calls\"").nth(1).unwrap_or_else(|| panic!("no last calls: {}", page.body));
+    assert!(last.contains("demo/demo__test_error_handling") && !last.contains("demo__echo"), "{last}");
 }

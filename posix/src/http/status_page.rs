@@ -14,6 +14,8 @@
 //! shown to that principal and to those with the status role,
 //! `http.statusPrincipals` ([`hide_owners`]).
 
+#[cfg(feature = "activity")]
+mod activity;
 pub(crate) mod render;
 
 use serde_json::{json, Value};
@@ -105,6 +107,13 @@ fn build() -> Value {
         ("tls", cfg!(feature = "tls")),
         ("bench", cfg!(feature = "bench")),
         ("cluster", cfg!(feature = "cluster")),
+        ("oauth", cfg!(feature = "oauth")),
+        ("consent", cfg!(feature = "consent")),
+        ("signin", cfg!(feature = "signin")),
+        ("apps", cfg!(feature = "apps")),
+        ("skills", cfg!(feature = "skills")),
+        ("traces", cfg!(feature = "traces")),
+        ("activity", cfg!(feature = "activity")),
         ("count-alloc", cfg!(feature = "count-alloc")),
     ]
     .into_iter()
@@ -182,6 +191,21 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
     #[cfg(feature = "consent")]
     if let Some(pins) = v.get_mut("pins").filter(|p| p["lockFile"].is_null()) {
         pins["mayAccept"] = sh.link.call(|hub, _| hub.approvals().is_approver(who.bytes())).into();
+    }
+    // The last calls: a status principal's or an operator's to see all of;
+    // anyone else sees its own.
+    #[cfg(feature = "activity")]
+    if let Some(calls) = v.pointer_mut("/activity/lastCalls").and_then(Value::as_array_mut) {
+        let me = crate::hub::principal_name(who.bytes()).to_string();
+        #[cfg(feature = "signin")]
+        let all = status_role(&sh.cfg.status_principals, who);
+        #[cfg(not(feature = "signin"))]
+        let all = false;
+        #[cfg(feature = "cli")]
+        let all = all || super::operator::may_operate(&sh.cfg.operators, who.bytes());
+        if !all {
+            calls.retain(|c| c["principal"] == me.as_str());
+        }
     }
     v["uptimeMs"] = uptime_ms.into();
     v["build"] = build();
@@ -357,5 +381,6 @@ mod tests {
         assert_eq!(features.contains(&"tls"), cfg!(feature = "tls"));
         assert_eq!(features.contains(&"bench"), cfg!(feature = "bench"));
         assert_eq!(features.contains(&"cluster"), cfg!(feature = "cluster"));
+        assert_eq!(features.contains(&"activity"), cfg!(feature = "activity"));
     }
 }

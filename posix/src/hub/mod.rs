@@ -175,7 +175,7 @@ pub use tasks::{TaskOptions, TASK_STATE_MAX};
 pub use wire::batch_array;
 #[cfg(test)]
 pub(crate) use upward::modern_headers;
-#[cfg(feature = "signin")]
+#[cfg(any(feature = "signin", feature = "activity"))]
 pub(crate) use policy::principal_name;
 
 /// The `_meta` key of an `initialize` result naming the servers that are
@@ -1130,6 +1130,16 @@ impl Hub {
         }
         if let Some(p) = self.pins.status() {
             v["pins"] = p;
+        }
+        #[cfg(feature = "activity")]
+        {
+            let mut waiting = std::collections::BTreeMap::<&str, usize>::new();
+            for (u, n) in self.relays.waiting() {
+                let u = starts.template_of(u).unwrap_or(u);
+                *waiting.entry(&self.ups[u].spec.name).or_default() += n;
+            }
+            v["activity"] = self.policy.activity_json(self.now_ms);
+            v["activity"]["waiting"] = json!(waiting);
         }
         v
     }

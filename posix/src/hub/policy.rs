@@ -139,6 +139,9 @@ pub(super) struct HubPolicy {
     relays: HashMap<(UpstreamId, Vec<u8>), (Open, Option<Value>)>,
     /// One `debug` line per tracked request (while mcpx logs at debug).
     log_calls: bool,
+    /// Each server's last minutes and the last tool calls (the page's).
+    #[cfg(feature = "activity")]
+    activity: crate::policy::activity::Activity,
 }
 
 impl HubPolicy {
@@ -157,6 +160,8 @@ impl HubPolicy {
             budgets: HashMap::new(),
             relays: HashMap::new(),
             log_calls: false,
+            #[cfg(feature = "activity")]
+            activity: Default::default(),
         })
     }
 
@@ -209,6 +214,12 @@ impl HubPolicy {
 
     pub fn metrics_json(&self) -> Option<Value> {
         self.p.metrics.as_ref().map(|m| m.registry.to_json())
+    }
+
+    /// Each server's last minutes and the last tool calls, at `now`.
+    #[cfg(feature = "activity")]
+    pub fn activity_json(&self, now: u64) -> Value {
+        self.activity.to_json(now)
     }
 }
 
@@ -784,6 +795,13 @@ impl HubPolicy {
             bytes_in: o.bytes_in,
             bytes_out,
         };
+        #[cfg(feature = "activity")]
+        {
+            use crate::policy::activity::Call;
+            let error = !matches!(record.outcome, audit::Outcome::Result);
+            let call = (o.method == "tools/call").then(|| Call { time_ms: record.time_ms, principal: o.principal.clone(), server: o.server.clone(), tool: o.name.clone(), outcome: metrics_outcome(&record.outcome).label(), duration_ms });
+            self.activity.record(&o.server, error, duration_ms, now, call);
+        }
         self.p.audit(&record);
         self.log_calls.then(|| (Level::Debug, record.summary()))
     }

@@ -290,6 +290,16 @@ impl Relays {
     pub fn len(&self) -> usize {
         self.map.len() + self.held.len()
     }
+    /// Input requests of each upstream waiting for a client: relayed to
+    /// one, or held for a modern client's retry.
+    #[cfg(feature = "activity")]
+    pub fn waiting(&self) -> HashMap<UpstreamId, usize> {
+        let mut n = HashMap::new();
+        for up in self.map.values().map(|r| r.up).chain(self.held.iter().map(|(_, h)| h.up)) {
+            *n.entry(up).or_default() += 1;
+        }
+        n
+    }
     pub fn next_deadline(&self) -> Option<u64> {
         let held = self.held.values().filter_map(|h| if h.answer_to.is_some() { Some(h.due) } else { h.deadline });
         self.map.values().map(|r| r.deadline).chain(held).min()

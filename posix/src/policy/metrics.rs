@@ -288,7 +288,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    const fn label(self) -> &'static str {
+    pub const fn label(self) -> &'static str {
         match self {
             Outcome::Result => "result",
             Outcome::ToolError => "tool_error",

@@ -67,6 +67,8 @@
 //!    sessions): take a [`ratelimit::Quota`] unit per principal before
 //!    inserting, release it on removal; its refusal names the limit.
 
+#[cfg(feature = "activity")]
+pub mod activity;
 pub mod approval;
 pub mod audit;
 pub mod catalog_acl;

@@ -107,18 +107,27 @@ pub(crate) fn page(v: &Value) -> String {
     let operate = v["mayOperate"] == true;
     let servers: String = ups.iter().map(|u| server(u, operate)).collect();
     let servers = items_or(servers, "No servers configured.", |s| format!("<div class=\"servers\">{s}</div>"));
+    // The sections after the servers' (their activity first, feature `activity`).
+    #[allow(unused_mut)]
+    let mut sections = pins(&v["pins"]);
+    #[cfg(feature = "activity")]
+    sections.insert_str(0, &super::activity::section(v));
+    #[cfg(feature = "activity")]
+    let more_style = super::activity::STYLE;
+    #[cfg(not(feature = "activity"))]
+    let more_style = "";
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta http-equiv=\"refresh\" content=\"{REFRESH_S}\">\
-         <title>mcpx: {summary}</title><style>{STYLE}</style></head>\n<body>\
+         <title>mcpx: {summary}</title><style>{STYLE}{more_style}</style></head>\n<body>\
          {header}\
          <section id=\"servers\"><h2>Servers <span class=\"mute\" id=\"summary\">{summary}</span></h2>{servers}</section>\
          {pins}{config}{sessions}{refusals}\
          <footer class=\"mute\">Reloads every {REFRESH_S} s. The same as JSON: <a href=\"?format=json\">?format=json</a>.</footer>\
          </body></html>\n",
         header = header(v),
-        pins = pins(&v["pins"]),
+        pins = sections,
         config = config(&v["config"]),
         sessions = sessions(v),
         refusals = refusals(&v["http"]["refusals"]),
