@@ -2,7 +2,9 @@
 """A client on the official Python SDK (mcp 1.30.0) that starts traces, for
 the traces test: over Streamable HTTP with a `traceparent` header on every
 request, it calls each tool named with `_meta.traceparent` (and
-`tracestate`) as an instrumented application sends them, or without.
+`tracestate`) as an instrumented application sends them, or without. It
+accepts every elicitation, filling each field (`true` for a boolean, "Ada"
+for text).
 
     python py_trace_client.py URL HEADER_TRACEPARENT CALLS_JSON
 
@@ -16,8 +18,14 @@ import json
 import sys
 
 import anyio
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.streamable_http import streamablehttp_client
+
+
+async def elicited(_context, params: types.ElicitRequestParams) -> types.ElicitResult:
+    props = (getattr(params, "requestedSchema", None) or {}).get("properties", {})
+    content = {k: True if p.get("type") == "boolean" else "Ada" for k, p in props.items()}
+    return types.ElicitResult(action="accept", content=content)
 
 
 async def main() -> None:
@@ -29,7 +37,7 @@ async def run() -> None:
     url, header, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     results = []
     async with streamablehttp_client(url, headers={"traceparent": header}) as (read, write, _):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, elicitation_callback=elicited) as session:
             await session.initialize()
             for c in calls:
                 r = await session.call_tool(c["tool"], {}, meta=c.get("meta"))

@@ -9,6 +9,7 @@ Tool:
                               "tracestate": _meta.tracestate,
                               "header": the traceparent header of the HTTP
                               request that carried it (over --http)}
+  ask_name()    -> asks the user their name (elicitation) and greets them
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 
 from mcp.server.fastmcp import Context, FastMCP
+from pydantic import BaseModel
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--name", default="trace-upstream")
@@ -34,6 +36,19 @@ def trace_seen(ctx: Context) -> str:
     request = getattr(rc, "request", None)
     header = request.headers.get("traceparent") if request is not None else None
     return json.dumps({"meta": meta.get("traceparent"), "tracestate": meta.get("tracestate"), "header": header})
+
+
+class Name(BaseModel):
+    name: str
+
+
+@app.tool()
+async def ask_name(ctx: Context) -> str:
+    """Asks the user's name, then greets them."""
+    answer = await ctx.elicit("What is your name?", schema=Name)
+    if answer.action != "accept":
+        return f"no name ({answer.action})"
+    return f"hello {answer.data.name}"
 
 
 if opts.http:

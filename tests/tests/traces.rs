@@ -217,3 +217,41 @@ fn without_traces_nothing_is_added_to_what_upstreams_get() {
     let m = http(&format!("{}/metrics", server.url.trim_end_matches("/mcp")), &[], None);
     assert!(!m.text.contains("mcpx_trace_spans_total{"), "{}", m.text);
 }
+
+// A call that waits for the user's approval, then for the user's answer to
+// the server's question: the wait and the input round reach the collector
+// as spans of their own, the round under mcpx's span of the call.
+#[test]
+fn an_approval_wait_and_an_input_round_are_spans_in_the_trace() {
+    let rx = receiver();
+    let hub = HubConfig::new()
+        .upstream(Upstream { name: "local".into(), cmd: trace_server("local") })
+        .set("policy", json!({ "approve": ["local/ask_name"], "approvals": { "timeoutMs": 30000 } }))
+        .set("traces", json!({ "endpoint": format!("http://127.0.0.1:{}", rx.port) }))
+        .write();
+    let server = hub.serve_http();
+    let header = format!("00-{HEADER_TRACE}-{HEADER_PARENT}-01");
+    let calls = json!([{ "tool": "local__ask_name", "meta": null }]);
+    let out = Command::new(python("1.30.0"))
+        .args([driver("py_trace_client.py").to_str().unwrap(), &server.url, &header, &calls.to_string()])
+        .output()
+        .expect("run the SDK client");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("client said {:?} ({e}); stderr {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["results"], json!(["hello Ada"]), "{report}");
+
+    let name = "tools/call local__ask_name";
+    let spans = spans_until(&rx, |s| span(s, HEADER_TRACE, name, 2).is_some() && span(s, HEADER_TRACE, "approval", 1).is_some() && span(s, HEADER_TRACE, "elicitation/create", 3).is_some());
+    let srv = span(&spans, HEADER_TRACE, name, 2).unwrap();
+    let call = span(&spans, HEADER_TRACE, name, 3).unwrap();
+    let wait = span(&spans, HEADER_TRACE, "approval", 1).unwrap();
+    let round = span(&spans, HEADER_TRACE, "elicitation/create", 3).unwrap();
+    assert_eq!(wait["parentSpanId"], srv["spanId"], "{wait}");
+    assert_eq!(wait["attributes"]["mcpx.wait"], "approval", "{wait}");
+    assert_eq!(call["parentSpanId"], srv["spanId"], "{call}");
+    assert_eq!(round["parentSpanId"], call["spanId"], "{round}");
+    assert_eq!(round["attributes"]["mcp.method.name"], "elicitation/create", "{round}");
+    let t = |s: &Value, k: &str| s[k].as_u64().unwrap_or_else(|| panic!("no {k}: {s}"));
+    // The approval comes before the call, the round inside it.
+    assert!(t(srv, "start") <= t(wait, "start") && t(wait, "end") <= t(call, "start"), "{wait} {call}");
+    assert!(t(call, "start") <= t(round, "start") && t(round, "end") <= t(call, "end"), "{call} {round}");
+}

@@ -1305,6 +1305,8 @@ impl Hub {
                 stages::Effect::Shared(e) => self.apply_shared([e]),
                 stages::Effect::Starts(fx) => self.apply_starts(fx),
                 stages::Effect::Approvals(fx) => self.apply_approvals(fx),
+                #[cfg(feature = "traces")]
+                stages::Effect::Waits(c, id, wait) => self.trace.wait(c, &id, wait, self.now_ms),
             }
         }
         r
@@ -1372,6 +1374,8 @@ impl Hub {
             match e {
                 Effect::Log(level, line) => self.log(level, line),
                 Effect::Start(u) => self.out.push_back(Output::Power(u, Power::Start)),
+                #[cfg(feature = "traces")]
+                Effect::Parked { c, id } => self.trace.wait(c, &id, stages::Wait::Start, self.now_ms),
                 Effect::Sleep(u, line) => {
                     if self.ups[u].stop_to_sleep() {
                         self.log(Level::Info, line);

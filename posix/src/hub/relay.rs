@@ -185,6 +185,21 @@ pub(super) struct Relayed {
     pub collect: Option<(u64, String)>,
 }
 
+/// The client's request that an input request is asked for, kept for its
+/// span (`hub::trace`); nothing in a build without `traces`.
+#[cfg(feature = "traces")]
+pub(super) type Asker = Option<IdKey>;
+#[cfg(not(feature = "traces"))]
+pub(super) type Asker = ();
+
+/// The [`Asker`] of the client's request `id`.
+#[cfg(feature = "traces")]
+fn asker(id: &[u8]) -> Asker {
+    Some(IdKey::new(id))
+}
+#[cfg(not(feature = "traces"))]
+fn asker(_: &[u8]) -> Asker {}
+
 /// One principal may hold this fraction of `max_relays` calls for retries
 /// (issue 11 item 3: one client must not lock the others out).
 const HELD_SHARE_DIVISOR: usize = 8;
@@ -448,14 +463,16 @@ pub(super) enum Effect<'m> {
     Hold { up: UpstreamId, call: u64, h: u64, until: u64 },
     /// The hub's call to the upstream continues as the retry of `origin`.
     Resume { up: UpstreamId, call: u64, origin: Origin },
-    /// A request to the client under the hub's id.
-    AskClient { client: ClientId, hid: u64, method: String, params: Vec<u8> },
+    /// A request to the client under the hub's id; `cause`: the client's
+    /// request it is asked for, when known (an input round, traced).
+    AskClient { client: ClientId, hid: u64, method: String, params: Vec<u8>, cause: Asker },
     /// Upstream request `msg` for a client, once policy admits it and no
     /// task takes it as its own input; then `Relays::relay_to_client`.
     Admit { up: UpstreamId, msg: &'m Msg<'m>, link: Link },
-    /// Upstream `u`'s request to client `c` as a wire request, once its
-    /// related task is renamed; then `Relays::relay_request_to`.
-    RelayTo(ClientId, UpstreamId, &'m Msg<'m>),
+    /// Upstream `u`'s request to client `c` (for its request `cause`, when
+    /// known) as a wire request, once its related task is renamed; then
+    /// `Relays::relay_request_to`.
+    RelayTo(ClientId, UpstreamId, &'m Msg<'m>, Asker),
     /// The retry `msg`, routed again with the upstream's own state.
     Route { client: ClientId, msg: &'m Msg<'m>, upstream_state: Option<Option<String>>, ctx: ReqCtx },
     /// The retry `msg` of a call that asked its user for approval, with
@@ -1057,12 +1074,13 @@ impl Relays {
         col.waiting = sends.len();
         let up = col.up;
         let done = sends.is_empty();
+        let asker = asker(&col.id);
         self.collects.insert(handle, col);
         for (key, method, p) in sends {
             self.next_id += 1;
             let hid = self.next_id;
             self.map.insert((c, hid), Relayed { up, up_id: Vec::new(), method: method.clone(), deadline, collect: Some((handle, key)) });
-            fx.push(Effect::AskClient { client: c, hid, method, params: serde_json::to_vec(&p).unwrap_or_default() });
+            fx.push(Effect::AskClient { client: c, hid, method, params: serde_json::to_vec(&p).unwrap_or_default(), cause: asker.clone() });
         }
         if done {
             self.retry_collected(&mut fx, ups, handle);
@@ -1353,12 +1371,16 @@ impl Relays {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
         let server = &ups[u].spec.name;
+        let mut cause = Asker::default();
         let target = match self.cause_of(pending, owner, u, link) {
             // A modern client's call in flight (or held) gets it the modern way.
             Cause::Call(call) => match pending.origin(u, call) {
                 Some(Origin::Held(h)) => return self.held_add(server, *h, u, m),
                 Some(Origin::Client { modern: Some(_), .. }) => return self.park(ups, pending, u, call, m, now),
-                Some(Origin::Client { client, .. }) => Some(*client).filter(|c| modern(*c).is_some()),
+                Some(Origin::Client { client, id, .. }) => {
+                    cause = asker(id.bytes());
+                    Some(*client).filter(|c| modern(*c).is_some())
+                }
                 _ => None,
             },
             // A task's own question: its creator's, or nobody's.
@@ -1390,7 +1412,7 @@ impl Relays {
             }
         };
         match target {
-            Some(c) => vec![Effect::RelayTo(c, u, m)],
+            Some(c) => vec![Effect::RelayTo(c, u, m, cause)],
             None => refuse(server, u, &id, &method, ErrorCode::InternalError, format!("no client connected to mcpx can answer {method}")),
         }
     }
@@ -1399,7 +1421,7 @@ impl Relays {
     /// capabilities `peer`) as a wire request; `params`: its params, the
     /// related task renamed (`tasks`).
     #[allow(clippy::too_many_arguments)]
-    pub fn relay_request_to(&mut self, ups: &[Upstream], c: ClientId, peer: (shape::Rev, Value), u: UpstreamId, m: &Msg, params: Value, now: u64) -> Vec<Effect<'static>> {
+    pub fn relay_request_to(&mut self, ups: &[Upstream], c: ClientId, peer: (shape::Rev, Value), u: UpstreamId, m: &Msg, params: Value, cause: Asker, now: u64) -> Vec<Effect<'static>> {
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
         let method = m.method.to_string();
         let server = &ups[u].spec.name;
@@ -1427,7 +1449,7 @@ impl Relays {
         self.map.insert((c, hid), Relayed { up: u, up_id: id, method: method.clone(), deadline, collect: None });
         self.remember_url(u, &params, c);
         let body = serde_json::to_vec(&params).unwrap_or_default();
-        vec![Effect::AskClient { client: c, hid, method, params: body }]
+        vec![Effect::AskClient { client: c, hid, method, params: body, cause }]
     }
 
     /// A retry whose `requestState` opened to `inner`.

@@ -61,7 +61,10 @@ impl Hub {
                 Forget(u, call) => drop(self.pending.take(u, call)),
                 Hold { up, call, h, until } => self.pending.hold(up, call, h, until),
                 Resume { up, call, origin } => self.pending.resume(up, call, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms),
-                AskClient { client, hid, method, params } => self.downward().request(client, hid.to_string().as_bytes(), &method, &params),
+                AskClient { client, hid, method, params, cause } => {
+                    self.trace.round(client, &cause, hid, &method, self.now_ms);
+                    self.downward().request(client, hid.to_string().as_bytes(), &method, &params);
+                }
                 Admit { up, msg, link } => {
                     // Policy: the server-request rate limits (hub/policy.rs).
                     let owner = link.task.as_deref().and_then(|t| self.tasks.creator_of(up, t));
@@ -85,7 +88,7 @@ impl Hub {
                             let fx = self.relays.relay_to_client(&self.ups, &self.pending, modern, owner, &alone, up, msg, &link, self.now_ms);
                             self.apply_relay(fx);
                         }
-                        InputTo::Creator(c, _) if self.clients.contains_key(&c) => self.apply_relay(vec![RelayTo(c, up, msg)]),
+                        InputTo::Creator(c, _) if self.clients.contains_key(&c) => self.apply_relay(vec![RelayTo(c, up, msg, Default::default())]),
                         InputTo::Creator(_, id) => {
                             let fx = self.tasks.creator_gone(up, &id, msg);
                             self.apply_task_effects(fx);
@@ -98,11 +101,11 @@ impl Hub {
                         }
                     }
                 }
-                RelayTo(c, u, msg) => {
+                RelayTo(c, u, msg, cause) => {
                     let mut params = msg.params_value();
                     self.tasks.rename_related(u, &mut params);
                     let Some(peer) = self.clients.get(&c).map(|cl| (cl.rev(), cl.caps_value())) else { continue };
-                    let fx = self.relays.relay_request_to(&self.ups, c, peer, u, msg, params, self.now_ms);
+                    let fx = self.relays.relay_request_to(&self.ups, c, peer, u, msg, params, cause, self.now_ms);
                     self.apply_relay(fx);
                 }
                 Route { client, msg, upstream_state, ctx } => self.route_modern(client, msg, upstream_state, ctx),
@@ -1201,6 +1204,9 @@ impl Hub {
                 let answer = || serde_json::from_slice::<Value>(m.raw).ok().and_then(|mut v| v.get_mut("result").map(Value::take));
                 if let Some(fx) = m.id_bytes().and_then(|id| self.approvals.on_client_answer(c, id, answer, self.now_ms)) {
                     return self.apply_approvals(fx);
+                }
+                if let Some(hid) = m.id_u64().filter(|_| self.trace.on()) {
+                    self.trace.round_answered(c, hid, m.env.error_code(), self.now_ms);
                 }
                 let fx = self.relays.on_client_response(&self.ups, c, m);
                 self.apply_relay(fx)

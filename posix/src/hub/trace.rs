@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use mcpx_core::trace_context::{TraceParent, LEN, SAMPLED};
 use nanorand::{Rng as _, WyRand};
 
+use super::stages::Wait;
 use super::wire::Msg;
 use super::{ClientId, IdKey, Outcome};
 
@@ -55,8 +56,8 @@ impl Default for TraceOptions {
 pub const DEFAULT_MAX_QUEUE: usize = 2048;
 /// Requests traced at once; a request past it is not traced (counted as dropped).
 const MAX_OPEN: usize = 8192;
-/// Upstream calls recorded per request (input rounds retry a call).
-const MAX_CALLS: usize = 8;
+/// Child spans recorded per request (input rounds retry a call).
+const MAX_CHILDREN: usize = 16;
 /// `tracestate` kept from a caller, in bytes (the specification's 32
 /// members of at most 256 bytes fit 512 in practice).
 const MAX_TRACESTATE: usize = 512;
@@ -64,8 +65,19 @@ const MAX_TRACESTATE: usize = 512;
 /// A span's kind (OTLP's numbering).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpanKind {
+    Internal = 1,
     Server = 2,
     Client = 3,
+}
+
+impl Wait {
+    fn name(self) -> &'static str {
+        match self {
+            Wait::Admission => "admission",
+            Wait::Approval => "approval",
+            Wait::Start => "server start",
+        }
+    }
 }
 
 /// An attribute's value.
@@ -109,10 +121,28 @@ struct Incoming {
     hop: bool,
 }
 
-/// A request being traced.
+/// A request being traced: its span and its children's.
 struct Open {
     span: Span,
-    calls: Vec<Span>,
+    children: Vec<Child>,
+}
+
+/// A child span and what it is of the request.
+struct Child {
+    span: Span,
+    role: Role,
+    /// Still going: it ends with the request if nothing ends it before.
+    open: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A call to an upstream (CLIENT).
+    Call,
+    Wait,
+    /// A server's request for input relayed to the client (CLIENT), by
+    /// the hub's id of it.
+    Round(u64),
 }
 
 /// The trace context an upstream gets for one call: `traceparent` (its
@@ -214,15 +244,14 @@ impl Trace {
     pub fn call<'s>(&mut self, c: ClientId, id: &[u8], up_id: u64, up: impl FnOnce() -> (&'s str, bool, Option<&'static str>), now: u64) -> Option<Outgoing> {
         let t = self.0.as_mut()?;
         let (server, remote, rev) = up();
-        let (span_id, trace_id, flags, tracestate) = {
-            let span_id = t.id8();
-            let o = t.open.get_mut(&(c, IdKey::new(id)))?;
-            if o.calls.len() >= MAX_CALLS {
-                return None;
-            }
-            (span_id, o.span.trace_id, SAMPLED, o.span.tracestate.clone())
-        };
+        let span_id = t.id8();
         let o = t.open.get_mut(&(c, IdKey::new(id)))?;
+        if o.children.len() >= MAX_CHILDREN {
+            return None;
+        }
+        // Forwarded: whatever it waited for is over.
+        o.end_waits(now);
+        let (trace_id, tracestate) = (o.span.trace_id, o.span.tracestate.clone());
         let target = match o.span.attr("gen_ai.tool.name").or(o.span.attr("gen_ai.prompt.name")) {
             Some(_) => o.span.name.clone(),
             None => o.span.attr("mcp.method.name").map(|Attr::Str(s)| s.clone()).unwrap_or_default(),
@@ -235,22 +264,55 @@ impl Trace {
         if let Some(r) = rev {
             attrs.push(("mcp.protocol.version", Attr::Str(r.to_string())));
         }
-        o.calls.push(Span {
-            trace_id,
-            span_id,
-            parent: Some(o.span.span_id),
-            tracestate: tracestate.clone(),
-            name: target,
-            kind: SpanKind::Client,
-            start_ms: now,
-            end_ms: now,
-            attrs,
-            error: None,
-            events: Vec::new(),
-        });
+        o.push(Role::Call, child(&o.span, span_id, target, SpanKind::Client, attrs, now));
         let mut traceparent = [0u8; LEN];
-        TraceParent::write(&trace_id, &span_id, flags, &mut traceparent);
+        TraceParent::write(&trace_id, &span_id, SAMPLED, &mut traceparent);
         Some(Outgoing { traceparent, tracestate })
+    }
+
+    /// Client `c`'s request `id` waits for `wait` from now (one wait at a
+    /// time: the one before it is over).
+    pub fn wait(&mut self, c: ClientId, id: &[u8], wait: Wait, now: u64) {
+        let Some(t) = &mut self.0 else { return };
+        let span_id = t.id8();
+        let Some(o) = t.open.get_mut(&(c, IdKey::new(id))) else { return };
+        if o.children.len() >= MAX_CHILDREN || o.children.iter().any(|ch| ch.open && ch.role == Role::Wait && ch.span.name == wait.name()) {
+            return;
+        }
+        o.end_waits(now);
+        let attrs = vec![("mcpx.wait", Attr::Str(wait.name().into()))];
+        o.push(Role::Wait, child(&o.span, span_id, wait.name().into(), SpanKind::Internal, attrs, now));
+    }
+
+    /// The hub asks client `c` (its request `hid`) for input an upstream
+    /// needs for `c`'s request `cause`: an input round, a child of the
+    /// call that asked, until the client answers ([`Trace::round_answered`]).
+    pub fn round(&mut self, c: ClientId, cause: &super::relay::Asker, hid: u64, method: &str, now: u64) {
+        let (Some(t), Some(cause)) = (&mut self.0, cause) else { return };
+        let span_id = t.id8();
+        let Some(o) = t.open.get_mut(&(c, cause.clone())) else { return };
+        if o.children.len() >= MAX_CHILDREN {
+            return;
+        }
+        let parent = o.children.iter().rev().find(|ch| ch.role == Role::Call).map_or(&o.span, |ch| &ch.span);
+        let attrs = vec![("mcp.method.name", Attr::Str(method.into())), ("jsonrpc.request.id", Attr::Str(hid.to_string()))];
+        let span = child(parent, span_id, method.into(), SpanKind::Client, attrs, now);
+        o.push(Role::Round(hid), span);
+    }
+
+    /// Client `c` answered the hub's request `hid` (`error`: with an
+    /// error, its code): the input round's end.
+    pub fn round_answered(&mut self, c: ClientId, hid: u64, error: Option<i64>, now: u64) {
+        let Some(t) = &mut self.0 else { return };
+        let round = t.open.iter_mut().filter(|(k, _)| k.0 == c).flat_map(|(_, o)| o.children.iter_mut()).find(|ch| ch.open && ch.role == Role::Round(hid));
+        if let Some(ch) = round {
+            ch.open = false;
+            ch.span.end_ms = now;
+            if let Some(code) = error {
+                ch.span.attrs.push(("error.type", Attr::Str(code.to_string())));
+                ch.span.error = Some(format!("JSON-RPC error {code}"));
+            }
+        }
     }
 
     /// Client `c`'s request `id` was answered, saying `outcome`: its span
@@ -397,35 +459,55 @@ impl Tracer {
         };
         // A request id used again while the first is open: the first one
         // is answered by the hub as a duplicate; keep tracing the first.
-        self.open.entry((c, IdKey::new(id))).or_insert(Open { span, calls: Vec::new() });
+        self.open.entry((c, IdKey::new(id))).or_insert(Open { span, children: Vec::new() });
     }
 
     fn finish(&mut self, o: Open, now: u64, error: Option<(String, String)>) {
-        let Open { mut span, calls } = o;
-        for mut call in calls.into_iter().chain(std::iter::once({
-            span.end_ms = now;
-            if let Some((ty, msg)) = &error {
-                span.attrs.push(("error.type", Attr::Str(ty.clone())));
-                span.error = Some(msg.clone());
-            }
-            std::mem::replace(&mut span, empty())
-        })) {
-            if call.kind == SpanKind::Client {
-                call.end_ms = now;
-                if let Some((ty, msg)) = &error {
-                    call.attrs.push(("error.type", Attr::Str(ty.clone())));
-                    call.error = Some(msg.clone());
+        let Open { mut span, children } = o;
+        span.end_ms = now;
+        if let Some((ty, msg)) = &error {
+            span.attrs.push(("error.type", Attr::Str(ty.clone())));
+            span.error = Some(msg.clone());
+        }
+        // What is still going ends with the request: a call shares its
+        // outcome, a wait or a round was cut short by it.
+        for Child { mut span, role, open } in children {
+            if open {
+                span.end_ms = now;
+                if let Some((ty, msg)) = error.as_ref().filter(|_| role == Role::Call) {
+                    span.attrs.push(("error.type", Attr::Str(ty.clone())));
+                    span.error = Some(msg.clone());
                 }
             }
-            if self.done.len() >= self.max_queue {
-                self.dropped += 1;
-            } else {
-                self.done.push(call);
-            }
+            self.queue(span);
+        }
+        self.queue(span);
+    }
+
+    fn queue(&mut self, span: Span) {
+        if self.done.len() >= self.max_queue {
+            self.dropped += 1;
+        } else {
+            self.done.push(span);
         }
     }
 }
 
-fn empty() -> Span {
-    Span { trace_id: [0; 16], span_id: [0; 8], parent: None, tracestate: None, name: String::new(), kind: SpanKind::Server, start_ms: 0, end_ms: 0, attrs: Vec::new(), error: None, events: Vec::new() }
+impl Open {
+    fn push(&mut self, role: Role, span: Span) {
+        self.children.push(Child { span, role, open: true });
+    }
+
+    /// The request moves on: what it waited for is over.
+    fn end_waits(&mut self, now: u64) {
+        for ch in self.children.iter_mut().filter(|ch| ch.open && ch.role == Role::Wait) {
+            ch.open = false;
+            ch.span.end_ms = now;
+        }
+    }
+}
+
+/// A child span of `parent` starting `now`.
+fn child(parent: &Span, span_id: [u8; 8], name: String, kind: SpanKind, attrs: Vec<(&'static str, Attr)>, now: u64) -> Span {
+    Span { trace_id: parent.trace_id, span_id, parent: Some(parent.span_id), tracestate: parent.tracestate.clone(), name, kind, start_ms: now, end_ms: now, attrs, error: None, events: Vec::new() }
 }

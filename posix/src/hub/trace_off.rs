@@ -28,6 +28,10 @@ impl Trace {
         None
     }
     #[inline(always)]
+    pub fn round(&mut self, _: ClientId, _: &super::relay::Asker, _: u64, _: &str, _: u64) {}
+    #[inline(always)]
+    pub fn round_answered(&mut self, _: ClientId, _: u64, _: Option<i64>, _: u64) {}
+    #[inline(always)]
     pub fn answered(&mut self, _: ClientId, _: Option<&[u8]>, _: Outcome, _: u64) {}
     #[inline(always)]
     pub fn client_gone(&mut self, _: ClientId, _: u64) {}

@@ -28,6 +28,10 @@ impl Pipeline<'_> {
             let key = limit_key(self.principals, self.upstreams, Some(c), class, u, tool);
             if let Some((bucket, limit)) = self.policy.p.limiter.shared_bucket(key) {
                 if let Err((refusal, ask)) = self.shared.admit(c, id, bucket, limit, At::of(self.opts, self.now_ms)) {
+                    #[cfg(feature = "traces")]
+                    if ask.is_some() {
+                        self.effects.push(Effect::Waits(c, id.to_vec(), super::Wait::Admission));
+                    }
                     self.effects.extend(ask.map(Effect::Shared));
                     return Err(refusal);
                 }

@@ -98,6 +98,8 @@ impl Pipeline<'_> {
         let task_ttl = client.filter(|_| ctx.is_none()).and_then(|cl| tasks::legacy_ttl(m, || tasks::declared_legacy(cl.rev(), cl.caps()), &self.opts.tasks));
         let hold = Hold { client: c, id, raw: m.raw, ctx, progress, shown, digest, rule: &rule, can_elicit, task_ttl };
         let fx = self.approvals.hold(hold, self.now_ms);
+        #[cfg(feature = "traces")]
+        self.effects.push(Effect::Waits(c, id.to_vec(), super::Wait::Approval));
         self.effects.push(Effect::Approvals(fx));
         false
     }

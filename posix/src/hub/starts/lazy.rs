@@ -87,8 +87,10 @@ impl Starts {
             }
         }
         let id = m.id_bytes().unwrap_or(b"null").to_vec();
-        self.parked.push(Parked { u, c, raw: m.env.bytes().to_vec(), id, deadline, ctx: ctx.cloned() });
         let mut fx = Vec::new();
+        #[cfg(feature = "traces")]
+        fx.push(Effect::Parked { c, id: id.clone() });
+        self.parked.push(Parked { u, c, raw: m.env.bytes().to_vec(), id, deadline, ctx: ctx.cloned() });
         if up.is_asleep() && !waking {
             let name = &up.spec.name;
             fx.push(Effect::Log(Level::Info, format!("server '{name}': starting it for a request (lazy start)")));

@@ -45,6 +45,9 @@ pub(super) enum Effect {
     Log(Level, String),
     /// Ask the runtime to start `u` (a request waits for it).
     Start(UpstreamId),
+    /// Client `c`'s request `id` waits for its server's start (traced).
+    #[cfg(feature = "traces")]
+    Parked { c: ClientId, id: Vec<u8> },
     /// Put `u` to sleep: if its process runs, log the line and ask the
     /// runtime to stop it.
     Sleep(UpstreamId, String),

@@ -235,3 +235,84 @@ fn another_replica_continues_the_trace_under_this_ones_span() {
     assert_eq!(hex(&s[1].trace_id), TRACE_ID);
     assert_eq!(s[1].parent, Some(server.span_id));
 }
+
+/// The span named `name` of `s`.
+fn named<'s>(s: &'s [Span], name: &str) -> &'s Span {
+    s.iter().find(|x| x.name == name).unwrap_or_else(|| panic!("no span {name:?} in {s:#?}"))
+}
+
+// A call waiting for a person's approval, then for its user's answer to
+// the server's question: the wait and the input round are spans of their
+// own, the round a child of the call that asked.
+#[cfg(feature = "consent")]
+#[test]
+fn an_approval_wait_and_an_input_round_are_spans_of_their_own() {
+    let src = json!({ "mcpServers": {}, "policy": { "approve": ["fs/write"], "approvals": { "timeoutMs": 60000 } } }).to_string();
+    let cfg = crate::config::parse(&src, "mcpx.json", std::path::Path::new("/cfg"), &|_: &str| None).expect("a valid policy");
+    let opts = HubOptions { policy: cfg.policy, startup_wait_ms: 0, ..traced(1.0, 64) };
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["write"]))], opts);
+    p.now = 1000;
+    let c = p.client("2025-06-18", json!({ "elicitation": { "form": {} } }));
+    p.hub.take_spans();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": "fs__write", "arguments": {} } }));
+    let ask = p.take(c);
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    p.now = 1500;
+    p.send(c, json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept", "content": { "approve": true } } }));
+    let up = p.take_up(0);
+    assert_eq!(up["method"], "tools/call");
+    p.now = 1700;
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "mode": "form", "message": "Which file?", "requestedSchema": { "type": "object", "properties": {} } } }));
+    let q = p.take(c);
+    p.now = 2000;
+    p.send(c, json!({ "jsonrpc": "2.0", "id": q["id"], "result": { "action": "accept", "content": {} } }));
+    assert_eq!(p.take_up(0)["id"], "e1");
+    p.now = 2100;
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    assert_eq!(p.take(c)["id"], 7);
+
+    let s = spans(&mut p);
+    assert_eq!(s.len(), 4, "{s:#?}");
+    let server = s.iter().find(|x| x.kind == SpanKind::Server).unwrap();
+    let wait = named(&s, "approval");
+    let round = named(&s, "elicitation/create");
+    let call = s.iter().find(|x| x.kind == SpanKind::Client && x.name == "tools/call fs__write").unwrap();
+    assert_eq!((server.kind, server.start_ms, server.end_ms), (SpanKind::Server, 1000, 2100));
+    assert_eq!((wait.kind, wait.start_ms, wait.end_ms, wait.parent), (SpanKind::Internal, 1000, 1500, Some(server.span_id)));
+    assert_eq!(attr(wait, "mcpx.wait"), Some("approval"));
+    assert_eq!((call.start_ms, call.end_ms, call.parent), (1500, 2100, Some(server.span_id)));
+    assert_eq!((round.kind, round.start_ms, round.end_ms, round.parent), (SpanKind::Client, 1700, 2000, Some(call.span_id)));
+    assert_eq!(attr(round, "mcp.method.name"), Some("elicitation/create"));
+    assert!(s.iter().all(|x| x.trace_id == server.trace_id && x.error.is_none()), "{s:#?}");
+}
+
+// A call to a sleeping server waits for its start; a client that leaves
+// while its input round is open cuts the round short with its request.
+#[test]
+fn a_start_wait_is_a_span_and_an_open_round_ends_with_its_request() {
+    let spec = UpstreamSpec { lazy: true, ..UpstreamSpec::new("z") };
+    let mut p = Pair::new(vec![spec], traced(1.0, 64));
+    p.hub.handle(Input::SeedLists { up: 0, lists: &json!({ "capabilities": { "tools": {} }, "tools": [tool("y")] }), hold: false }, p.now);
+    p.pump();
+    p.now = 1100;
+    let c = p.client("2025-11-25", json!({ "elicitation": {} }));
+    p.hub.take_spans();
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "z__y" } }));
+    p.now = 1400;
+    p.start(0, Fake::tools(&["y"]));
+    let up = p.take_up(0);
+    assert_eq!(up["method"], "tools/call");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": { "mode": "form", "message": "?", "requestedSchema": { "type": "object", "properties": {} } } }));
+    assert_eq!(p.take(c)["method"], "elicitation/create");
+    p.now = 1900;
+    p.hub.handle(Input::ClientDisconnected(c), p.now);
+    p.pump();
+    let s = spans(&mut p);
+    let server = s.iter().find(|x| x.kind == SpanKind::Server).unwrap();
+    let wait = named(&s, "server start");
+    let round = named(&s, "elicitation/create");
+    assert_eq!((wait.kind, wait.start_ms, wait.end_ms, wait.parent), (SpanKind::Internal, 1100, 1400, Some(server.span_id)));
+    assert_eq!((round.start_ms, round.end_ms), (1400, 1900));
+    assert_eq!(attr(server, "error.type"), Some("cancelled"));
+    assert!(round.error.is_none() && wait.error.is_none(), "a wait or round cut short is not the error: {s:#?}");
+}
