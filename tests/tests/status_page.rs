@@ -87,13 +87,18 @@ fn crashing(name: &str) -> Upstream {
 /// `demo` (healthy) and `crashy` (exits at once), served over HTTP, with
 /// these top-level config keys.
 fn hub(extra: &[(&str, Value)]) -> (Hub, HttpServer) {
+    let hub = config(extra);
+    let server = hub.serve_http();
+    (hub, server)
+}
+
+/// The config file of [`hub`].
+fn config(extra: &[(&str, Value)]) -> Hub {
     let mut cfg = HubConfig::new().upstream(example_server("demo")).upstream(crashing("crashy"));
     for (k, v) in extra {
         cfg = cfg.set(k, v.clone());
     }
-    let hub = cfg.write();
-    let server = hub.serve_http();
-    (hub, server)
+    cfg.write()
 }
 
 fn upstream<'a>(status: &'a Value, name: &str) -> &'a Value {
@@ -479,6 +484,67 @@ fn an_operator_restarts_a_server_with_the_pages_button_and_no_one_else_gets_one(
     let r = request(&server, "POST", "/status", &form, "restart=demo");
     assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
     assert!(r.body.contains("takes an operator's token"), "{}", r.body);
+}
+
+#[test]
+fn an_operator_disables_and_enables_a_server_with_the_pages_buttons_and_no_one_else_may() {
+    let _ = chromium();
+    let auth = json!({ "tokens": { "alice": ALICE, "bob": BOB }, "operators": ["token:alice"] });
+    let hub = config(&[("auth", auth), ("http", json!({ "statusPrincipals": ["alice", "bob"] }))]);
+    // The hub's log, to see what it says of the edit.
+    let log = hub.dir().join("hub.log");
+    let port = free_port();
+    let script = format!("exec \"$0\" serve --config '{}' --http 127.0.0.1:{port} 2>'{}'", hub.config.display(), log.display());
+    let server = HttpServer::start(&Cmd::new("/bin/sh", &["-c", &script, mcpx().to_str().unwrap()]), port, "/mcp");
+    let (alice, bob) = (format!("Bearer {ALICE}"), format!("Bearer {BOB}"));
+    let json = [("Authorization", alice.as_str()), ("Accept", "application/json")];
+    let _ = settled(&server, &json);
+    let written = std::fs::read_to_string(&hub.config).unwrap();
+    let demo_on_disk = || serde_json::from_str::<Value>(&std::fs::read_to_string(&hub.config).unwrap()).unwrap()["mcpServers"]["demo"].clone();
+    let demo_becomes = |state: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let demo = upstream(&get(&server, "/status", &json).json(), "demo").clone();
+            if demo["state"] == state {
+                break;
+            }
+            assert!(Instant::now() < deadline, "demo did not become {state}: {demo}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    // Alice signs in and presses Disable demo: back on the page; the file
+    // says so, and the hub reloads it at once.
+    let url = server.url.replace("/mcp", "/status");
+    let page = click_then(&url, &[("#token", ALICE)], "button[type=submit]", Some("form.disable input[value=demo] + button"));
+    assert!(page.contains("<h1>mcpx status</h1>"), "{page}");
+    assert_eq!(demo_on_disk()["disabled"], true, "{}", std::fs::read_to_string(&hub.config).unwrap());
+    demo_becomes("disabled");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains(&format!("http: operator 'alice' disabled server 'demo' in {}", hub.config.display())), "{logged}");
+    assert!(logged.contains("reloading the config (asked for)"), "{logged}");
+    // Its card has the Enable button now; the form it posts brings demo back,
+    // and the file as it was written.
+    let html = get(&server, "/status", &[("Authorization", alice.as_str()), ("Accept", BROWSER_ACCEPT)]).body;
+    assert!(card(&html, "demo").contains("<input type=\"hidden\" name=\"enable\" value=\"demo\"><button>Enable demo</button>"), "{html}");
+    let post = |bearer: &str, form: &str| {
+        request(&server, "POST", "/status", &[("Authorization", bearer), ("Content-Type", "application/x-www-form-urlencoded")], form)
+    };
+    let r = post(&alice, "enable=demo");
+    assert_eq!((r.status, r.header("location")), (303, Some("/status")), "{}\n{}", r.head, r.body);
+    assert!(demo_on_disk().get("disabled").is_none(), "{}", std::fs::read_to_string(&hub.config).unwrap());
+    assert_eq!(std::fs::read_to_string(&hub.config).unwrap(), written);
+    demo_becomes("ready");
+    // Bob is no operator: refused, the file untouched; no server of the
+    // file by that name: 404.
+    for form in ["disable=demo", "enable=demo"] {
+        let r = post(&bob, form);
+        assert_eq!(r.status, 403, "{}\n{}", r.head, r.body);
+        assert!(r.body.contains("takes an operator's token"), "{}", r.body);
+    }
+    let r = post(&alice, "disable=nope");
+    assert_eq!(r.status, 404, "{}\n{}", r.head, r.body);
+    assert!(r.body.contains("has no server named 'nope'"), "{}", r.body);
+    assert_eq!(std::fs::read_to_string(&hub.config).unwrap(), written);
 }
 
 // covers: streamable-http-server-authenticate

@@ -22,3 +22,6 @@ pub use check::main as check;
 pub use check::verdict;
 #[cfg(feature = "cli")]
 pub use client::{add, client, disable, import, remove};
+// The status page's Disable and Enable buttons edit the file as `disable` does.
+#[cfg(feature = "cli")]
+pub(crate) use client::{disable_in_file, Disabling};

@@ -171,9 +171,15 @@ pub struct HttpConfig {
     pub auth: AuthSettings,
     /// Allow a non-loopback address without a token.
     pub insecure_no_auth: bool,
-    /// The principals (globs) that may restart a server (`operator`).
+    /// The principals (globs) that may restart, disable and enable a server
+    /// (`operator`).
     #[cfg(feature = "cli")]
     pub operators: Vec<String>,
+    /// The config file the hub was started from, which the status page's
+    /// Disable and Enable buttons edit (`operator::disable`); `None`: the
+    /// built-in default, no file.
+    #[cfg(feature = "cli")]
+    pub config_file: Option<std::path::PathBuf>,
     /// Allowed `Origin` values besides the loopback defaults: exact
     /// (`https://app.example.com`) or any port (`https://app.example.com:*`).
     pub allowed_origins: Vec<String>,
@@ -209,6 +215,8 @@ impl HttpConfig {
             insecure_no_auth: false,
             #[cfg(feature = "cli")]
             operators: vec!["bearer".to_string()],
+            #[cfg(feature = "cli")]
+            config_file: None,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             legacy_sse: true,

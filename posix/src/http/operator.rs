@@ -1,7 +1,9 @@
 //! `POST /restart` with `{"server": "NAME"}`: an operator restarts one
 //! server (`mcpx restart NAME`) at once, as no failure: its backoff starts
 //! over, and one the restart loop gave up on tries again. The status
-//! page's Restart button (`status_page::post`) is the same restart.
+//! page's Restart button (`status_page::post`) is the same restart; its
+//! Disable and Enable buttons edit the hub's config file as `mcpx disable`
+//! and `mcpx enable` do, then reload it ([`disable`]).
 //!
 //! Only for a principal that authenticated with a token (never
 //! `anonymous`) and matches `"auth": {"operators": [..]}` (globs; default
@@ -17,7 +19,8 @@ use super::auth::Principal;
 use super::conn::Conn;
 use super::request::Request;
 use super::session::Shared;
-use crate::hub::{Input, ANONYMOUS_PRINCIPAL};
+use crate::cmd::{disable_in_file, Disabling};
+use crate::hub::{principal_name, Input, Level, ANONYMOUS_PRINCIPAL};
 
 /// May `principal` restart servers, `operators` being the globs allowed?
 pub(crate) fn may_operate(operators: &[String], principal: &[u8]) -> bool {
@@ -58,11 +61,45 @@ pub(crate) fn not_restarted(asked: &Asked, name: &str) -> Option<(u16, String)> 
     }
 }
 
-/// Why `who` may not restart servers, if it may not.
+/// Why `who` may not restart, disable or enable servers, if it may not.
 pub(crate) fn refused(sh: &Shared, who: &Principal) -> Option<&'static str> {
     (!may_operate(&sh.cfg.operators, who.bytes())).then_some(
-        "restarting a server takes an operator's token: the hub's own (--token, \"auth\": {\"bearer\"}) or one of a principal in \"auth\": {\"operators\"}",
+        "restarting, disabling or enabling a server takes an operator's token: the hub's own (--token, \"auth\": {\"bearer\"}) or one of a principal in \"auth\": {\"operators\"}",
     )
+}
+
+/// Operator `who` sets server `name`'s `"disabled"` in the config file the
+/// hub was started from, as `mcpx disable NAME` (`disabled`) or `mcpx
+/// enable NAME` does (`cmd::disable_in_file`, off the event loop, one edit
+/// at a time), then reloads the config at once (as SIGHUP does); why not,
+/// and its status: 409 without a file or when it cannot be edited, 404 when
+/// it has no such server (an instance of an isolated server is not one).
+pub(crate) async fn disable(sh: &Shared, who: &Principal, name: &str, disabled: bool) -> Option<(u16, String)> {
+    let Some(path) = sh.cfg.config_file.clone() else {
+        return Some((409, "this hub was started without a config file (it serves the built-in default): there is none to edit; use the commands `mcpx disable NAME` and `mcpx enable NAME`".into()));
+    };
+    // Two edits at once would each write the file as it was before the other.
+    static EDITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let (file, server) = (path.clone(), name.to_string());
+    let edited = smol::unblock(move || {
+        let _one = EDITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        disable_in_file(&file, &server, disabled)
+    })
+    .await;
+    match edited {
+        Err(why) => Some((409, why)),
+        Ok(Disabling::NoServer) => Some((404, format!("{} has no server named '{name}'", path.display()))),
+        Ok(Disabling::Already) => None,
+        Ok(Disabling::Written(warnings)) => {
+            for w in warnings {
+                sh.log(Level::Warn, format!("{}: {w}", path.display()));
+            }
+            let done = if disabled { "disabled" } else { "enabled" };
+            sh.log(Level::Info, format!("http: operator '{}' {done} server '{name}' in {}; reloading the config", principal_name(who.bytes()), path.display()));
+            crate::reload::request();
+            None
+        }
+    }
 }
 
 /// `POST /restart`, authenticated as `who`.

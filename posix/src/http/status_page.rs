@@ -182,7 +182,7 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
         other => json!({ "hub": other }),
     };
     v["http"] = http;
-    // The page offers an operator to restart a server (`post`).
+    // The page offers an operator to restart, disable and enable servers (`post`).
     #[cfg(feature = "cli")]
     {
         v["mayOperate"] = super::operator::may_operate(&sh.cfg.operators, who.bytes()).into();
@@ -244,8 +244,10 @@ pub(crate) async fn get(sh: &Shared, conn: &mut Conn, req: &Request, who: &Princ
 
 /// Answers `POST /status` of principal `who`: the form of one of the
 /// page's buttons, then back to the page, which shows what came of it:
-/// Accept (`accept=SERVER/NAME`, for approvers: the hub checks) and
-/// Restart (`restart=NAME`, for operators, as `POST /restart`).
+/// Accept (`accept=SERVER/NAME`, for approvers: the hub checks); for
+/// operators Restart (`restart=NAME`, as `POST /restart`), Disable and
+/// Enable (`disable=NAME`, `enable=NAME`: the config file edited as `mcpx
+/// disable` and `mcpx enable` do, and reloaded).
 #[cfg(any(feature = "consent", feature = "cli"))]
 pub(crate) async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     let body = match conn.body(req).await {
@@ -255,11 +257,16 @@ pub(crate) async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &
     let form = String::from_utf8_lossy(&body);
     let field = |k: &str| super::form::value(&form, k).filter(|n| !n.is_empty());
     #[cfg(feature = "cli")]
-    if let Some(name) = field("restart") {
-        if let Some(why) = super::operator::refused(sh, who) {
+    if let Some((op, name)) = ["restart", "disable", "enable"].into_iter().find_map(|op| Some((op, field(op)?))) {
+        use super::operator;
+        if let Some(why) = operator::refused(sh, who) {
             return conn.reject(403, &format!("Forbidden: {why}")).await;
         }
-        if let Some((status, why)) = super::operator::not_restarted(&super::operator::restart_named(sh, &name), &name) {
+        let not_done = match op {
+            "restart" => operator::not_restarted(&operator::restart_named(sh, &name), &name),
+            _ => operator::disable(sh, who, &name, op == "disable").await,
+        };
+        if let Some((status, why)) = not_done {
             return conn.reject(status, &why).await;
         }
         return back(conn).await;
@@ -269,7 +276,7 @@ pub(crate) async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &
         sh.link.call(|hub, now| hub.handle(crate::hub::Input::PinAccepted { who: who.bytes(), name: &name }, now));
         return back(conn).await;
     }
-    conn.reject(400, "Bad Request: the form names what its button does (accept=SERVER/NAME: a pin change to accept; restart=NAME: a server to restart)").await
+    conn.reject(400, "Bad Request: the form names what its button does (accept=SERVER/NAME: a pin change to accept; restart=NAME, disable=NAME, enable=NAME: a server to restart, disable or enable)").await
 }
 
 /// Back to the page (303: the browser loads it with GET).

@@ -175,7 +175,7 @@ pub use tasks::{TaskOptions, TASK_STATE_MAX};
 pub use wire::batch_array;
 #[cfg(test)]
 pub(crate) use upward::modern_headers;
-#[cfg(any(feature = "signin", feature = "activity"))]
+#[cfg(any(feature = "signin", feature = "activity", feature = "cli"))]
 pub(crate) use policy::principal_name;
 
 /// The `_meta` key of an `initialize` result naming the servers that are

@@ -143,7 +143,7 @@ impl HttpLimits {
 }
 
 /// The file a config came from, if any.
-fn file_of(cfg: &Config) -> Option<PathBuf> {
+pub(crate) fn file_of(cfg: &Config) -> Option<PathBuf> {
     match &cfg.source {
         Source::File(p) => Some(p.clone()),
         Source::BuiltIn => None,

@@ -15,8 +15,11 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
     h.auth = cfg.http.auth.clone();
     h.insecure_no_auth = args.insecure_no_auth;
     #[cfg(feature = "cli")]
-    if let Some(ops) = &cfg.http.operators {
-        h.operators = ops.clone();
+    {
+        if let Some(ops) = &cfg.http.operators {
+            h.operators = ops.clone();
+        }
+        h.config_file = crate::reload::file_of(cfg);
     }
     h.allowed_origins = cfg.http.allowed_origins.clone();
     h.allowed_hosts = cfg.http.allowed_hosts.clone();

@@ -59,7 +59,7 @@ pub fn add(args: AddArgs) -> Result<(), Failure> {
             (args.name.unwrap_or(r.name), r.entry)
         }
     };
-    let old = read_existing(&path)?;
+    let old = read_existing(&path).map_err(Failure::Failed)?;
     vet_entry(old.as_deref(), &name, &entry).map_err(|e| Failure::Failed(format!("not written: {e}")))?;
     let replaced = match &old {
         Some(text) => edit::has_server(text, &name).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))?,
@@ -72,7 +72,9 @@ pub fn add(args: AddArgs) -> Result<(), Failure> {
         Some(t) => edit::upsert_server(t, &name, &entry).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))?,
         None => edit::new_config(&[(name.clone(), entry.clone())]),
     };
-    admit(&path, old.as_deref(), &text)?;
+    for w in admit(&path, old.as_deref(), &text).map_err(Failure::Failed)? {
+        eprintln!("warning: {w}");
+    }
     if let Some(from) = from_file {
         let shown = serde_json::to_string_pretty(&entry_value(&entry)).expect("a Value serializes");
         eprintln!("server {name} from {from}:\n{shown}");
@@ -114,7 +116,7 @@ pub fn confirm(question: &str, yes: bool) -> Result<(), Failure> {
 
 pub fn remove(config: Option<&Path>, name: &str) -> Result<(), Failure> {
     let path = edit::target_file(config);
-    let old = read_existing(&path)?.ok_or_else(|| Failure::Failed(format!("{}: no such config file", path.display())))?;
+    let old = read_existing(&path).map_err(Failure::Failed)?.ok_or_else(|| Failure::Failed(format!("{}: no such config file", path.display())))?;
     match edit::remove_server(&old, name).map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))? {
         Some(text) => {
             edit::write(&path, &text).map_err(Failure::Failed)?;
@@ -130,36 +132,32 @@ fn pairs(kv: Vec<(String, String)>) -> Map<String, Value> {
 }
 
 /// The file's text, `None` when it does not exist.
-pub fn read_existing(path: &Path) -> Result<Option<String>, Failure> {
+pub fn read_existing(path: &Path) -> Result<Option<String>, String> {
     match std::fs::read_to_string(path) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Failure::Failed(format!("cannot read {}: {e}", path.display()))),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
     }
 }
 
-/// Writes `text` if [`admit`] lets it replace `old`.
-pub fn save(path: &Path, old: Option<&str>, text: &str) -> Result<(), Failure> {
-    admit(path, old, text)?;
-    edit::write(path, text).map_err(Failure::Failed)
+/// Writes `text` if [`admit`] lets it replace `old`; its warnings.
+pub fn save(path: &Path, old: Option<&str>, text: &str) -> Result<Vec<String>, String> {
+    let warnings = admit(path, old, text)?;
+    edit::write(path, text)?;
+    Ok(warnings)
 }
 
 /// Whether `text` may replace `old`: yes when `serve --check` accepts it
-/// (its warnings said), no when it refuses it (said as it says it), unless
+/// (with its warnings), no when it refuses it (said as it says it), unless
 /// it refused `old` too (the user may be fixing it: a warning).
-fn admit(path: &Path, old: Option<&str>, text: &str) -> Result<(), Failure> {
+fn admit(path: &Path, old: Option<&str>, text: &str) -> Result<Vec<String>, String> {
     match edit::validate(text, path) {
-        Ok(warnings) => {
-            for w in warnings {
-                eprintln!("warning: {w}");
-            }
-        }
+        Ok(warnings) => Ok(warnings),
         Err(e) if old.is_none_or(|o| edit::validate(o, path).is_ok()) => {
-            return Err(Failure::Failed(format!("not written: `mcpx serve --check` would refuse it:\n{e}")));
+            Err(format!("not written: `mcpx serve --check` would refuse it:\n{e}"))
         }
-        Err(e) => eprintln!("warning: the config has problems (it had them before):\n{e}"),
+        Err(e) => Ok(vec![format!("the config has problems (it had them before):\n{e}")]),
     }
-    Ok(())
 }
 
 /// A `server.json` from a file or an http(s) URL.

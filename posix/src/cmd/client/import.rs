@@ -214,7 +214,7 @@ pub fn run(args: ImportArgs) -> Result<(), Failure> {
     let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).ok_or_else(|| Failure::Failed("HOME is not set".into()))?;
     let cwd = std::env::current_dir().map_err(|e| Failure::Failed(format!("no current folder: {e}")))?;
     let path = edit::target_file(args.config.as_deref());
-    let old = read_existing(&path)?;
+    let old = read_existing(&path).map_err(Failure::Failed)?;
     let mut to_set = Vec::new();
     let (found, mut notes) = collect(&home, &cwd, &mut to_set);
     let mut text = old.clone().unwrap_or_else(|| edit::new_config(&[]));

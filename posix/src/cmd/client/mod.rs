@@ -23,6 +23,8 @@ use crate::cmd::cli::{AddArgs, ClientArgs, ClientCommand, ImportArgs};
 use crate::log::{self, Level};
 use session::{Hub, Session};
 
+pub(crate) use disable::{disable_in_file, Disabling};
+
 /// How long the client waits for the hub and for each answer by default.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 

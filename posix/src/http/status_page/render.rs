@@ -154,7 +154,7 @@ fn header(v: &Value) -> String {
 
 /// One server's card. The hub appends an exit's stderr tail to its error
 /// as `…; stderr: TAIL` (hub `on_upstream_exited`); the page shows it apart.
-/// An operator (`operate`) gets its Restart button (`status_page::post`).
+/// An operator (`operate`) gets its [`buttons`].
 fn server(u: &Value, operate: bool) -> String {
     let state = text(&u["state"]);
     let restarts = count(&u["restarts"]);
@@ -195,7 +195,7 @@ fn server(u: &Value, operate: bool) -> String {
          <dt>tools</dt><dd class=\"tools\">{tools}</dd>\
          <dt>resources</dt><dd>{resources} (+{templates} templates)</dd>\
          <dt>prompts</dt><dd>{prompts}</dd>\
-         <dt>restarts</dt><dd class=\"restarts\">{restarts}</dd>{info}</dl>{error}{tail}{restart}</article>",
+         <dt>restarts</dt><dd class=\"restarts\">{restarts}</dd>{info}</dl>{error}{tail}{buttons}</article>",
         cls = Esc(state),
         name = Esc(text(&u["name"])),
         label = Esc(&label),
@@ -203,12 +203,30 @@ fn server(u: &Value, operate: bool) -> String {
         resources = count(&u["resources"]),
         templates = count(&u["resourceTemplates"]),
         prompts = count(&u["prompts"]),
-        restart = if operate {
-            format!("<form class=\"restart\" method=\"post\" action=\"/status\"><input type=\"hidden\" name=\"restart\" value=\"{n}\"><button>Restart {n}</button></form>", n = Esc(text(&u["name"])))
-        } else {
-            String::new()
-        },
+        buttons = buttons(u, operate),
     )
+}
+
+/// An operator's buttons on server card `u` (`status_page::post`, feature
+/// `cli`): Enable on a disabled server's card, else Restart, and Disable
+/// unless it is an instance of an isolated server (the config has its
+/// server, not it). Each is a form posting `FIELD=NAME` to `/status`.
+fn buttons(u: &Value, operate: bool) -> String {
+    if cfg!(not(feature = "cli")) || !operate {
+        return String::new();
+    }
+    let forms: &[(&str, &str)] = match (text(&u["state"]), u["instanceOf"].is_null()) {
+        ("disabled", _) => &[("enable", "Enable")],
+        (_, true) => &[("restart", "Restart"), ("disable", "Disable")],
+        (_, false) => &[("restart", "Restart")],
+    };
+    let name = Esc(text(&u["name"]));
+    forms
+        .iter()
+        .map(|(field, label)| {
+            format!("<form class=\"{field}\" method=\"post\" action=\"/status\"><input type=\"hidden\" name=\"{field}\" value=\"{name}\"><button>{label} {name}</button></form>")
+        })
+        .collect()
 }
 
 /// The hub's clients by negotiated revision, and the listener's counts.
@@ -424,6 +442,7 @@ mod tests {
         assert!(html.contains(&format!("http-equiv=\"refresh\" content=\"{REFRESH_S}\"")));
     }
 
+    #[cfg(feature = "cli")]
     #[test]
     fn an_operator_gets_a_restart_button_per_server_and_no_one_else_does() {
         let mut v = snapshot();
@@ -433,6 +452,38 @@ mod tests {
         assert_eq!(html.matches("<form class=\"restart\" method=\"post\" action=\"/status\">").count(), 3, "{html}");
         assert!(html.contains("<input type=\"hidden\" name=\"restart\" value=\"demo\"><button>Restart demo</button>"), "{html}");
         assert!(!html.contains(EVIL), "names are escaped in the button too: {html}");
+    }
+
+    /// Server `name`'s card (as escaped) in `html`.
+    #[cfg(feature = "cli")]
+    fn card<'a>(html: &'a str, name: &str) -> &'a str {
+        let from = html.find(&format!("data-name=\"{name}\"")).unwrap_or_else(|| panic!("no card {name}: {html}"));
+        let len = html[from..].find("</article>").unwrap();
+        &html[from..from + len]
+    }
+
+    #[cfg(feature = "cli")]
+    #[test]
+    fn an_operator_gets_disable_on_each_server_and_enable_on_each_disabled_one() {
+        let mut v = snapshot();
+        v["upstreams"].as_array_mut().unwrap().push(json!({"name": format!("off{EVIL}"), "state": "disabled"}));
+        assert!(!page(&v).contains("<form"), "no buttons but an operator's");
+        v["mayOperate"] = json!(true);
+        let html = page(&v);
+        assert!(!html.contains(EVIL), "names are escaped in the buttons: {html}");
+        let form = |field: &str, name: &str, label: &str| {
+            format!("<form class=\"{field}\" method=\"post\" action=\"/status\"><input type=\"hidden\" name=\"{field}\" value=\"{name}\"><button>{label} {name}</button></form>")
+        };
+        let crashy = format!("crashy{EVIL_ESCAPED}");
+        assert!(card(&html, "demo").ends_with(&(form("restart", "demo", "Restart") + &form("disable", "demo", "Disable"))), "{html}");
+        assert!(card(&html, &crashy).contains(&form("disable", &crashy, "Disable")), "{html}");
+        // An instance of an isolated server is no entry of the config.
+        assert!(!card(&html, "notes#2").contains("name=\"disable\""), "{html}");
+        // A disabled server's card: Enable, and nothing else to do.
+        let off = format!("off{EVIL_ESCAPED}");
+        assert!(card(&html, &off).ends_with(&form("enable", &off, "Enable")), "{html}");
+        assert!(!card(&html, &off).contains("name=\"restart\"") && !card(&html, &off).contains("name=\"disable\""), "{html}");
+        assert_eq!((html.matches("name=\"disable\"").count(), html.matches("name=\"enable\"").count()), (2, 1), "{html}");
     }
 
     #[test]
