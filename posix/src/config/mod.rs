@@ -109,6 +109,16 @@ pub enum Source {
     BuiltIn,
 }
 
+impl Source {
+    /// The file a config came from, if any.
+    pub fn file(&self) -> Option<PathBuf> {
+        match self {
+            Source::File(p) => Some(p.clone()),
+            Source::BuiltIn => None,
+        }
+    }
+}
+
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

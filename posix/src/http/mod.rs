@@ -124,6 +124,7 @@ mod decide;
 #[cfg(feature = "cluster")]
 mod dir_queue;
 mod few;
+mod html;
 #[cfg(any(feature = "consent", feature = "signin", feature = "cli"))]
 mod form;
 mod limits;

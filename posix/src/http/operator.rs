@@ -96,7 +96,7 @@ pub(crate) async fn disable(sh: &Shared, who: &Principal, name: &str, disabled: 
             }
             let done = if disabled { "disabled" } else { "enabled" };
             sh.log(Level::Info, format!("http: operator '{}' {done} server '{name}' in {}; reloading the config", principal_name(who.bytes()), path.display()));
-            crate::reload::request();
+            crate::reload::wake::request();
             None
         }
     }

@@ -24,7 +24,8 @@ use super::form;
 use super::decide::Target;
 use super::request::Request;
 use super::session::Shared;
-use super::status_page::render::{Esc, FORM_CSP};
+use super::html::Esc;
+use super::status_page::render::FORM_CSP;
 use crate::hub::Level;
 
 const STYLE: &str = "body{font:16px/1.45 system-ui,sans-serif;margin:0 auto;max-width:26rem;padding:1.5rem 1rem}\

@@ -1375,7 +1375,7 @@ impl Hub {
                 Effect::Log(level, line) => self.log(level, line),
                 Effect::Start(u) => self.out.push_back(Output::Power(u, Power::Start)),
                 #[cfg(feature = "traces")]
-                Effect::Parked { c, id } => self.trace.wait(c, &id, stages::Wait::Start, self.now_ms),
+                Effect::Parked { c, id } => self.trace.wait(c, &id, trace::Wait::Start, self.now_ms),
                 Effect::Sleep(u, line) => {
                     if self.ups[u].stop_to_sleep() {
                         self.log(Level::Info, line);

@@ -63,6 +63,7 @@ use super::pending::{Called, Origin, Pending};
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
 use super::wire::{self, Msg};
+use super::trace::{asker, Asker};
 use super::upstream::Upstream;
 use super::{ClientId, HubOptions, IdKey, Level, UpstreamId, UpstreamSpec};
 
@@ -184,21 +185,6 @@ pub(super) struct Relayed {
     /// Part of a `Collect`: (its handle, the input request's key).
     pub collect: Option<(u64, String)>,
 }
-
-/// The client's request that an input request is asked for, kept for its
-/// span (`hub::trace`); nothing in a build without `traces`.
-#[cfg(feature = "traces")]
-pub(super) type Asker = Option<IdKey>;
-#[cfg(not(feature = "traces"))]
-pub(super) type Asker = ();
-
-/// The [`Asker`] of the client's request `id`.
-#[cfg(feature = "traces")]
-fn asker(id: &[u8]) -> Asker {
-    Some(IdKey::new(id))
-}
-#[cfg(not(feature = "traces"))]
-fn asker(_: &[u8]) -> Asker {}
 
 /// One principal may hold this fraction of `max_relays` calls for retries
 /// (issue 11 item 3: one client must not lock the others out).

@@ -32,7 +32,6 @@ use std::collections::HashMap;
 use mcpx_core::trace_context::{TraceParent, LEN, SAMPLED};
 use nanorand::{Rng as _, WyRand};
 
-use super::stages::Wait;
 use super::wire::Msg;
 use super::{ClientId, IdKey, Outcome};
 
@@ -68,6 +67,20 @@ pub enum SpanKind {
     Internal = 1,
     Server = 2,
     Client = 3,
+}
+
+/// What a request can wait for before it goes upstream: each a span of
+/// its own (kind INTERNAL, a child of the request's), from the stage that
+/// parks it until the request moves on (it is forwarded, waits for
+/// something else, or is answered).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Wait {
+    /// The shared store's answer to the principal's rate limit (replicas).
+    Admission,
+    /// A person's approval of the call (`policy.approve`).
+    Approval,
+    /// The server's start (lazy start, an idle one woken).
+    Start,
 }
 
 impl Wait {
@@ -164,6 +177,15 @@ impl Outgoing {
     pub fn header(&self) -> super::TraceHeader {
         super::TraceHeader(Box::new(self.traceparent))
     }
+}
+
+/// The client's request that an input request is asked for, kept for its
+/// span ([`Trace::round`]); `()` in a build without `traces`.
+pub(super) type Asker = Option<IdKey>;
+
+/// The [`Asker`] of the client's request `id`.
+pub(super) fn asker(id: &[u8]) -> Asker {
+    Some(IdKey::new(id))
 }
 
 /// The hub's tracer; `None` inside when `"traces"` is off.
@@ -287,7 +309,7 @@ impl Trace {
     /// The hub asks client `c` (its request `hid`) for input an upstream
     /// needs for `c`'s request `cause`: an input round, a child of the
     /// call that asked, until the client answers ([`Trace::round_answered`]).
-    pub fn round(&mut self, c: ClientId, cause: &super::relay::Asker, hid: u64, method: &str, now: u64) {
+    pub fn round(&mut self, c: ClientId, cause: &Asker, hid: u64, method: &str, now: u64) {
         let (Some(t), Some(cause)) = (&mut self.0, cause) else { return };
         let span_id = t.id8();
         let Some(o) = t.open.get_mut(&(c, cause.clone())) else { return };

@@ -4,6 +4,11 @@
 use super::wire::Msg;
 use super::{ClientId, Outcome};
 
+/// Nothing: a build without `traces` keeps no asking request.
+pub(super) type Asker = ();
+
+pub(super) fn asker(_: &[u8]) -> Asker {}
+
 /// Never made: a build without `traces` has no trace context to send.
 pub(super) enum Outgoing {}
 
@@ -28,7 +33,7 @@ impl Trace {
         None
     }
     #[inline(always)]
-    pub fn round(&mut self, _: ClientId, _: &super::relay::Asker, _: u64, _: &str, _: u64) {}
+    pub fn round(&mut self, _: ClientId, _: &Asker, _: u64, _: &str, _: u64) {}
     #[inline(always)]
     pub fn round_answered(&mut self, _: ClientId, _: u64, _: Option<i64>, _: u64) {}
     #[inline(always)]

@@ -27,17 +27,19 @@
 
 mod cache;
 pub mod lists;
+pub mod wake;
+
+pub use wake::request;
+use wake::wake;
 
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
 use smol::Timer;
 
-use crate::config::{self, Config, ServerConfig, Source};
+use crate::config::{self, Config, ServerConfig};
 use crate::host::file_stamp::stamp;
 use crate::hub::{Input, Power, UpstreamId};
 use crate::log;
@@ -62,17 +64,6 @@ pub struct Settings {
     pub level_fixed: bool,
 }
 
-/// The wake-up of the reload task: [`request`] may come from any thread.
-fn wake() -> &'static (Sender<()>, Receiver<()>) {
-    static WAKE: OnceLock<(Sender<()>, Receiver<()>)> = OnceLock::new();
-    WAKE.get_or_init(|| channel::bounded(1))
-}
-
-/// Asks the running `serve` to reload its config now (what SIGHUP does).
-/// Requests made while one is pending are one reload.
-pub fn request() {
-    let _ = wake().0.try_send(());
-}
 
 /// What changed between two configs.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -142,13 +133,6 @@ impl HttpLimits {
     }
 }
 
-/// The file a config came from, if any.
-pub(crate) fn file_of(cfg: &Config) -> Option<PathBuf> {
-    match &cfg.source {
-        Source::File(p) => Some(p.clone()),
-        Source::BuiltIn => None,
-    }
-}
 
 /// Starts the configured servers as upstreams 0, 1, ...: each at once,
 /// except a lazy one whose lists are known ([`Lists::known`]), which sleeps;
@@ -289,7 +273,7 @@ impl State {
     /// The file watched: the one the running config came from, else the
     /// one named on the command line (which may appear later).
     fn watched(&self) -> Option<PathBuf> {
-        file_of(&self.current).or_else(|| self.settings.explicit.clone())
+        self.current.source.file().or_else(|| self.settings.explicit.clone())
     }
 
     async fn reload(&mut self) {
@@ -474,7 +458,7 @@ impl State {
     /// What `/status` shows under `config`.
     fn publish(&self) {
         let v = serde_json::json!({
-            "file": file_of(&self.current).map(|p| p.display().to_string()),
+            "file": self.current.source.file().map(|p| p.display().to_string()),
             "servers": self.current.servers.len(),
             "disabled": self.current.disabled,
             "reloads": self.reloads,

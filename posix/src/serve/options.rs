@@ -19,7 +19,7 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
         if let Some(ops) = &cfg.http.operators {
             h.operators = ops.clone();
         }
-        h.config_file = crate::reload::file_of(cfg);
+        h.config_file = cfg.source.file();
     }
     h.allowed_origins = cfg.http.allowed_origins.clone();
     h.allowed_hosts = cfg.http.allowed_hosts.clone();

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::render::Esc;
+use crate::http::html::Esc;
 
 /// The section's rules, after the page's.
 pub(crate) const STYLE: &str =

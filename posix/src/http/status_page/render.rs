@@ -4,9 +4,10 @@
 //! through [`Esc`]: server names, errors and stderr are not trusted.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde_json::Value;
+
+use crate::http::html::Esc;
 
 /// Seconds between reloads (`<meta http-equiv="refresh">`).
 pub(crate) const REFRESH_S: u32 = 5;
@@ -44,27 +45,6 @@ th{font-weight:600;color:var(--mute)}
 ul{padding-left:1.1rem;margin:.3rem 0}li{overflow-wrap:anywhere}
 footer{margin-top:1.6rem;font-size:.85rem}
 ";
-
-/// HTML-escapes text for element content and quoted attribute values.
-pub(crate) struct Esc<'a>(pub &'a str);
-
-impl fmt::Display for Esc<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut rest = self.0;
-        while let Some(i) = rest.find(['&', '<', '>', '"', '\'']) {
-            f.write_str(&rest[..i])?;
-            f.write_str(match rest.as_bytes()[i] {
-                b'&' => "&amp;",
-                b'<' => "&lt;",
-                b'>' => "&gt;",
-                b'"' => "&quot;",
-                _ => "&#39;",
-            })?;
-            rest = &rest[i + 1..];
-        }
-        f.write_str(rest)
-    }
-}
 
 fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("")
@@ -409,12 +389,6 @@ mod tests {
         assert!(html.contains("tools renamed from u · listed, with a warning"), "{html}");
         assert!(html.contains("(&quot;&lt;important&gt;&quot;)"), "{html}");
         assert!(!page(&snapshot()).contains("Pinned definitions"));
-    }
-
-    #[test]
-    fn escapes_the_five_characters() {
-        assert_eq!(Esc(EVIL).to_string(), EVIL_ESCAPED);
-        assert_eq!(Esc("plain é text").to_string(), "plain é text");
     }
 
     #[test]

@@ -30,7 +30,7 @@ impl Pipeline<'_> {
                 if let Err((refusal, ask)) = self.shared.admit(c, id, bucket, limit, At::of(self.opts, self.now_ms)) {
                     #[cfg(feature = "traces")]
                     if ask.is_some() {
-                        self.effects.push(Effect::Waits(c, id.to_vec(), super::Wait::Admission));
+                        self.effects.push(Effect::Waits(c, id.to_vec(), crate::hub::trace::Wait::Admission));
                     }
                     self.effects.extend(ask.map(Effect::Shared));
                     return Err(refusal);

@@ -99,7 +99,7 @@ impl Pipeline<'_> {
         let hold = Hold { client: c, id, raw: m.raw, ctx, progress, shown, digest, rule: &rule, can_elicit, task_ttl };
         let fx = self.approvals.hold(hold, self.now_ms);
         #[cfg(feature = "traces")]
-        self.effects.push(Effect::Waits(c, id.to_vec(), super::Wait::Approval));
+        self.effects.push(Effect::Waits(c, id.to_vec(), crate::hub::trace::Wait::Approval));
         self.effects.push(Effect::Approvals(fx));
         false
     }

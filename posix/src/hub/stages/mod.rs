@@ -92,22 +92,7 @@ pub(super) enum Effect {
     Approvals(Vec<super::approvals::Effect>),
     /// Client `c`'s request `id` waits (traced: `hub::trace`).
     #[cfg(feature = "traces")]
-    Waits(ClientId, Vec<u8>, Wait),
-}
-
-/// What a request can wait for before it goes upstream: each a span of
-/// its own (kind INTERNAL, a child of the request's), from the stage that
-/// parks it until the request moves on (it is forwarded, waits for
-/// something else, or is answered).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg(feature = "traces")]
-pub(super) enum Wait {
-    /// The shared store's answer to the principal's rate limit (replicas).
-    Admission,
-    /// A person's approval of the call (`policy.approve`).
-    Approval,
-    /// The server's start (lazy start, an idle one woken).
-    Start,
+    Waits(ClientId, Vec<u8>, super::trace::Wait),
 }
 
 
