@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! mcpx bench [--rounds N] [--quick] [--json FILE] [--only SECTIONS]
-//!            [--upstream echo|example] [--policy off|on|approve] [--verbose]
+//!            [--upstream echo|example] [--policy off|on|approve|traces] [--verbose]
 //! mcpx bench echo            the bench's echo upstream on stdio
 //! mcpx bench relay -- CMD..  the bare byte relay in front of CMD
 //! ```
@@ -19,6 +19,8 @@ pub mod relay;
 mod report;
 pub mod stdio;
 pub mod sys;
+#[cfg(feature = "traces")]
+mod trace_sink;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -118,7 +120,7 @@ pub struct Plan {
 }
 
 /// `--policy`: what the hub enforces while it is measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Policy {
     /// No rate limit, no metrics, no validation, no audit: the hub's own cost.
     Off,
@@ -130,6 +132,11 @@ pub enum Policy {
     /// The stdio rounds measure the hub both ways, `Off` and this, in the
     /// same round (report `HUB_APPROVE`), for the ratio of the two.
     Approve,
+    /// As `Off`, plus traces: every call sampled, its spans exported over
+    /// OTLP/HTTP to a sink in the bench (`trace_sink`). Measured as
+    /// `Approve` is, beside `Off` in each round (report `HUB_TRACES`).
+    #[cfg(feature = "traces")]
+    Traces,
 }
 
 impl Policy {
@@ -138,6 +145,18 @@ impl Policy {
             Policy::Off => "off",
             Policy::On => "on",
             Policy::Approve => "approve",
+            #[cfg(feature = "traces")]
+            Policy::Traces => "traces",
+        }
+    }
+
+    /// The stdio row of a policy measured beside `Off` in each round.
+    fn paired_row(self) -> Option<&'static str> {
+        match self {
+            Policy::Approve => Some(report::HUB_APPROVE),
+            #[cfg(feature = "traces")]
+            Policy::Traces => Some(report::HUB_TRACES),
+            Policy::Off | Policy::On => None,
         }
     }
 
@@ -145,6 +164,8 @@ impl Policy {
     fn block(self, audit: &Path) -> serde_json::Value {
         match self {
             Policy::Off => serde_json::json!({"rateLimits": false, "metrics": false}),
+            #[cfg(feature = "traces")]
+            Policy::Traces => Policy::Off.block(audit),
             Policy::Approve => serde_json::json!({
                 "rateLimits": false, "metrics": false, "pin": "approve",
                 "approve": ["nothing-here/*", {"tools": ["*/delete_*"], "annotations": ["destructiveHint"]}]
@@ -165,7 +186,13 @@ impl Policy {
 
 /// A hub config serving `servers`, with `policy` (an audit file next to `path`).
 fn hub_doc(servers: serde_json::Value, policy: Policy, path: &Path) -> serde_json::Value {
-    serde_json::json!({"mcpServers": servers, "logLevel": "warn", "policy": policy.block(&audit_path(path))})
+    #[allow(unused_mut)]
+    let mut doc = serde_json::json!({"mcpServers": servers, "logLevel": "warn", "policy": policy.block(&audit_path(path))});
+    #[cfg(feature = "traces")]
+    if policy == Policy::Traces {
+        doc["traces"] = serde_json::json!({"endpoint": trace_sink::url(), "sampleRatio": 1.0});
+    }
+    doc
 }
 
 fn audit_path(config: &Path) -> PathBuf {
@@ -296,7 +323,7 @@ pub const USAGE: &str = "\
 mcpx bench — measure this binary on this machine (loopback and pipes only)
 
     mcpx bench [--rounds N] [--quick] [--json FILE] [--only SECTIONS]
-               [--upstream echo|example] [--policy off|on|approve] [--verbose]
+               [--upstream echo|example] [--policy off|on|approve|traces] [--verbose]
 
     --rounds N       repeat every scenario N times (default 3, at least 1),
                      rotating their order; the table shows medians
@@ -309,7 +336,9 @@ mcpx bench — measure this binary on this machine (loopback and pipes only)
     --policy P       off (default): mcpx with no rate limit, metrics,
                      validation or audit; on: all of them (limits too high
                      to refuse, every call validated and audited); approve:
-                     off plus approval rules and pinning no call meets
+                     off plus approval rules and pinning no call meets;
+                     traces: off plus every call traced (both measured
+                     beside off)
     --verbose        progress and the children's stderr on stderr
 
     MCPX_BENCH_EXE   how to start this binary again, e.g. through an
@@ -348,7 +377,9 @@ pub fn parse_common<'a>(
             "off" => plan.policy = Policy::Off,
             "on" => plan.policy = Policy::On,
             "approve" => plan.policy = Policy::Approve,
-            other => return Err(format!("unknown policy `{other}` (off, on or approve)")),
+            #[cfg(feature = "traces")]
+            "traces" => plan.policy = Policy::Traces,
+            other => return Err(format!("unknown policy `{other}` (off, on, approve or traces)")),
         },
         _ => return Ok(false),
     }
@@ -463,8 +494,9 @@ enum StdioTarget {
     Direct,
     Relay,
     Mcpx,
-    /// The hub with approval rules no call meets (`Policy::Approve`).
-    McpxApprove,
+    /// The hub under a policy measured beside `Off` in each round
+    /// (`Policy::paired_row`): approval rules no call meets, or traces.
+    McpxWith(Policy),
 }
 
 impl StdioTarget {
@@ -473,15 +505,15 @@ impl StdioTarget {
             StdioTarget::Direct => report::DIRECT,
             StdioTarget::Relay => report::RELAY,
             StdioTarget::Mcpx => report::HUB,
-            StdioTarget::McpxApprove => report::HUB_APPROVE,
+            StdioTarget::McpxWith(p) => p.paired_row().unwrap_or(report::HUB),
         }
     }
 
     /// The policy the hub runs under for this target.
     fn policy(self, plan: &Plan) -> Policy {
         match (self, plan.policy) {
-            (StdioTarget::McpxApprove, _) => Policy::Approve,
-            (_, Policy::Approve) => Policy::Off,
+            (StdioTarget::McpxWith(p), _) => p,
+            (_, p) if p.paired_row().is_some() => Policy::Off,
             (_, p) => p,
         }
     }
@@ -489,8 +521,8 @@ impl StdioTarget {
 
 fn stdio_round(plan: &Plan, round: usize, report: &mut Report) {
     let mut targets = vec![StdioTarget::Direct, StdioTarget::Relay, StdioTarget::Mcpx];
-    if plan.policy == Policy::Approve {
-        targets.push(StdioTarget::McpxApprove);
+    if plan.policy.paired_row().is_some() {
+        targets.push(StdioTarget::McpxWith(plan.policy));
     }
     for target in rotated(&targets, round) {
         let config = match Config::new(&plan.upstream_cmd(), 1, target.policy(plan)) {
@@ -512,7 +544,7 @@ fn stdio_round(plan: &Plan, round: usize, report: &mut Report) {
                 .chain(plan.upstream_cmd().iter())
                 .cloned()
                 .collect(),
-            StdioTarget::Mcpx | StdioTarget::McpxApprove => plan
+            StdioTarget::Mcpx | StdioTarget::McpxWith(_) => plan
                 .hub
                 .iter()
                 .cloned()
@@ -545,6 +577,11 @@ fn stdio_round(plan: &Plan, round: usize, report: &mut Report) {
             }
         }
         peer.close();
+        // Traced for the figure, or the figure is not of tracing.
+        #[cfg(feature = "traces")]
+        if target == StdioTarget::McpxWith(Policy::Traces) && trace_sink::exports() == 0 {
+            report.fail(Key::stdio(target.name(), 0, 0), "no export reached the trace sink: the hub did not trace".into());
+        }
     }
 }
 

@@ -193,6 +193,10 @@ pub(super) const RELAY: &str = "byte relay";
 pub(super) const HUB: &str = "mcpx serve";
 /// The hub with approval rules and pinning no call meets (`--policy approve`).
 pub(super) const HUB_APPROVE: &str = "mcpx serve + approve";
+/// The hub with traces, every call sampled and exported (`--policy traces`).
+#[cfg(feature = "traces")]
+pub(super) const HUB_TRACES: &str = "mcpx serve + traces";
+
 
 /// One of the project's performance targets against this run.
 #[derive(Debug)]
@@ -408,8 +412,29 @@ impl Report {
                 render(self, &mut out);
             }
         }
+        #[cfg(feature = "traces")]
+        self.traces_cost(&mut out);
         self.targets_table(&mut out);
         out
+    }
+
+    /// What tracing every call costs the hub (`--policy traces`), measured
+    /// beside the plain hub in each round; no bound (issue: "in the bench").
+    #[cfg(feature = "traces")]
+    fn traces_cost(&self, out: &mut String) {
+        let small = PAYLOADS[0];
+        let cpu = |m: &Metrics| m.cpu_us_per_req;
+        let mut t = Table::new(&["traces on ÷ off", "hub CPU per call", "rounds"], 1);
+        for w in WINDOWS {
+            let (with, without) = (Key::stdio(HUB_TRACES, small, w), Key::stdio(HUB, small, w));
+            let (Some((ratio, rounds)), Some(a), Some(b)) = (self.paired_ratio(&with, &without, cpu), self.get(&with).and_then(|m| cpu(&m)), self.get(&without).and_then(|m| cpu(&m))) else { continue };
+            t.row(vec![format!("16 B, {w} in flight"), format!("{ratio:.2}× ({a:.1} vs {b:.1} µs)"), rounds.to_string()]);
+        }
+        if !t.rows.is_empty() {
+            let _ = writeln!(out, "traces: every call sampled and exported to a local OTLP sink, the median of each round's ratio");
+            t.render(out);
+            out.push('\n');
+        }
     }
 
     /// The stdio hop: each payload and window through direct, relay and hub.
@@ -433,9 +458,9 @@ impl Report {
             for &w in &WINDOWS {
                 let relay = self.get(&Key::stdio(RELAY, p, w));
                 let direct = self.get(&Key::stdio(DIRECT, p, w));
-                for target in [DIRECT, RELAY, HUB, HUB_APPROVE] {
+                for target in [DIRECT, RELAY, HUB, HUB_APPROVE, #[cfg(feature = "traces")] HUB_TRACES] {
                     let key = Key::stdio(target, p, w);
-                    if target == HUB_APPROVE && self.get(&key).is_none() {
+                    if ![DIRECT, RELAY, HUB].contains(&target) && self.get(&key).is_none() {
                         continue;
                     }
                     let mut cells = vec![payload_name(p), w.to_string(), target.to_string()];
@@ -868,5 +893,16 @@ mod tests {
         let m = find(&v, "hub CPU with approve rules ÷ without (16 B, 1 in flight)");
         assert_eq!(m.verdict(), "met");
         assert!(m.measured.as_ref().unwrap().0.starts_with("1.02× (median of 3 rounds' ratios; 10.2 vs 13.0 µs)"), "{:?}", m.measured);
+        // Tracing's cost is shown the same way, with no bound.
+        #[cfg(feature = "traces")]
+        {
+            for (round, with, without) in [(0, 12.0, 10.0), (1, 30.0, 20.0), (2, 13.0, 10.0)] {
+                r.add(Key::stdio(HUB_TRACES, 16, 8), round, p50(1.0, with));
+                r.add(Key::stdio(HUB, 16, 8), round, p50(1.0, without));
+            }
+            let table = r.table();
+            assert!(table.contains("traces on ÷ off") && table.contains("16 B, 8 in flight  1.30× (13.0 vs 10.0 µs)       3"), "{table}");
+            assert!(!table.contains("16 B, 1 in flight   1."), "only what was measured: {table}");
+        }
     }
 }
