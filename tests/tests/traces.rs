@@ -255,3 +255,35 @@ fn an_approval_wait_and_an_input_round_are_spans_in_the_trace() {
     assert!(t(srv, "start") <= t(wait, "start") && t(wait, "end") <= t(call, "start"), "{wait} {call}");
     assert!(t(call, "start") <= t(round, "start") && t(round, "end") <= t(call, "end"), "{call} {round}");
 }
+
+// A 2025-11-25 client's call made as a task (mcpx runs it: the FastMCP
+// server knows no tasks): the task reaches the collector as a span of its
+// own, under the request that created it, ending when the task completes.
+#[test]
+fn a_task_is_a_span_in_the_trace() {
+    let rx = receiver();
+    let hub = HubConfig::new()
+        .upstream(Upstream { name: "local".into(), cmd: trace_server("local") })
+        .set("traces", json!({ "endpoint": format!("http://127.0.0.1:{}", rx.port) }))
+        .write();
+    let mut s = RawSession::spawn(&hub.serve());
+    s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"tasks": {}}, "clientInfo": {"name": "traces-test", "version": "1"}}}));
+    s.response_to(1, Duration::from_secs(20));
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let tp = format!("00-{META_TRACE}-{META_PARENT}-01");
+    s.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "local__trace_seen", "arguments": {}, "task": {"ttl": 60000}, "_meta": {"traceparent": tp}}}));
+    let created = s.response_to(2, Duration::from_secs(20));
+    let task = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("not a task: {created}")).to_string();
+    let name = "tools/call local__trace_seen";
+    let spans = spans_until(&rx, |sp| span(sp, META_TRACE, &format!("task {name}"), 1).is_some());
+    let srv = span(&spans, META_TRACE, name, 2).unwrap_or_else(|| panic!("{spans:#?}"));
+    let t = span(&spans, META_TRACE, &format!("task {name}"), 1).unwrap();
+    assert_eq!(t["parentSpanId"], srv["spanId"], "{t}");
+    assert_eq!(t["attributes"]["mcpx.task.id"], task.as_str(), "{t}");
+    assert_eq!(t["attributes"]["mcpx.task.status"], "completed", "{t}");
+    assert!(t["attributes"].get("error.type").is_none(), "{t}");
+    assert!(srv["end"].as_u64() <= t["end"].as_u64(), "the task outlives its request: {srv} {t}");
+    s.finish();
+}

@@ -1086,6 +1086,8 @@ impl Hub {
                     }
                 }
                 ToUpstream { u, msg } => self.emit_upstream(u, msg),
+                #[cfg(feature = "traces")]
+                Traced { task, started_by, status } => self.trace.task(&task, started_by, status.map(|s| s.as_str()), self.now_ms),
                 RefuseUpstream { u, id, method, code, why } => self.apply_relay(relay::refuse(&self.ups[u].spec.name, u, &id, &method, code, why)),
                 EndCall { u, id, why } => {
                     self.pending.take(u, id);

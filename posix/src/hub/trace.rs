@@ -57,6 +57,8 @@ pub const DEFAULT_MAX_QUEUE: usize = 2048;
 const MAX_OPEN: usize = 8192;
 /// Child spans recorded per request (input rounds retry a call).
 const MAX_CHILDREN: usize = 16;
+/// Tasks traced at once; one past it is not traced (counted as dropped).
+const MAX_TASKS: usize = 1024;
 /// `tracestate` kept from a caller, in bytes (the specification's 32
 /// members of at most 256 bytes fit 512 in practice).
 const MAX_TRACESTATE: usize = 512;
@@ -198,6 +200,8 @@ struct Tracer {
     max_queue: usize,
     rng: WyRand,
     open: HashMap<(ClientId, IdKey), Open>,
+    /// The spans of tasks not ended yet, by task id.
+    tasks: HashMap<String, Span>,
     next: Option<(ClientId, Incoming)>,
     done: Vec<Span>,
     dropped: u64,
@@ -231,6 +235,7 @@ impl Trace {
             max_queue: o.max_queue.max(1),
             rng,
             open: HashMap::new(),
+            tasks: HashMap::new(),
             next: None,
             done: Vec::new(),
             dropped: 0,
@@ -348,6 +353,47 @@ impl Trace {
             Outcome::Error { code, .. } => Some((code.to_string(), format!("JSON-RPC error {code}"))),
         };
         t.finish(o, now, error);
+    }
+
+    /// Task `task` started for client `started_by`'s request (a span of
+    /// kind INTERNAL under the request's, until the task ends), or its
+    /// status is now `status` (`None`: it expired): a final one ends the
+    /// span (an error unless completed), `input_required` is an event.
+    pub fn task(&mut self, task: &str, started_by: Option<(ClientId, Vec<u8>)>, status: Option<&str>, now: u64) {
+        let Some(t) = &mut self.0 else { return };
+        if let Some((c, rid)) = started_by {
+            let span_id = t.id8();
+            let Some(o) = t.open.get(&(c, IdKey::new(&rid))) else { return };
+            if t.tasks.len() >= MAX_TASKS {
+                t.dropped += 1;
+                return;
+            }
+            let attrs = vec![("mcpx.task.id", Attr::Str(task.to_string()))];
+            let span = child(&o.span, span_id, format!("task {}", o.span.name), SpanKind::Internal, attrs, now);
+            t.tasks.insert(task.to_string(), span);
+        }
+        let Some(span) = t.tasks.get_mut(task) else { return };
+        match status {
+            Some("working") => {}
+            Some("input_required") => span.events.push(("input_required", now)),
+            Some(end) => {
+                let mut span = t.tasks.remove(task).expect("just found");
+                span.end_ms = now;
+                span.attrs.push(("mcpx.task.status", Attr::Str(end.to_string())));
+                if end != "completed" {
+                    span.attrs.push(("error.type", Attr::Str(end.to_string())));
+                    span.error = Some(format!("the task ended {end}"));
+                }
+                t.queue(span);
+            }
+            None => {
+                let mut span = t.tasks.remove(task).expect("just found");
+                span.end_ms = now;
+                span.attrs.push(("error.type", Attr::Str("expired".into())));
+                span.error = Some("the task's ttl ran out before it ended".into());
+                t.queue(span);
+            }
+        }
     }
 
     /// Client `c` is gone: what it waited for ends unanswered.

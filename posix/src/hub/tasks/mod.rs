@@ -221,6 +221,11 @@ pub(super) enum Effect {
     Save,
     /// Task `id` is published to the shared store (`shared`).
     Publish(String),
+    /// For task `task`'s span (`hub::trace`): it started for client
+    /// `started_by`'s request, or its status is now `status` (`None`: it
+    /// expired).
+    #[cfg(feature = "traces")]
+    Traced { task: String, started_by: Option<(ClientId, Vec<u8>)>, status: Option<Status> },
 }
 
 /// The hub's tasks: the table, the id source, and what they answer with.
@@ -396,6 +401,8 @@ impl Tasks {
             return self.effects();
         }
         let result = self.task_body(&id, &t, TaskView::Created);
+        #[cfg(feature = "traces")]
+        self.out.push(Effect::Traced { task: id.clone(), started_by: Some((c, rid.clone())), status: Some(t.status) });
         self.table.insert(id.clone(), t);
         self.out.push(Effect::Publish(id));
         self.save();
@@ -533,6 +540,8 @@ impl Tasks {
         let (inputs, relayed) = (std::mem::take(&mut t.inputs), t.relayed.clone());
         self.save();
         self.log(Level::Info, format!("task {id} {}", status.as_str()));
+        #[cfg(feature = "traces")]
+        self.out.push(Effect::Traced { task: id.to_string(), started_by: None, status: Some(status) });
         // Input the upstream still waits for will never come.
         if let Some((u, _)) = relayed {
             for i in inputs {
@@ -729,6 +738,8 @@ impl Tasks {
                 self.stop_upstream(t.call, t.relayed.clone(), "the task's ttl ran out", ups);
             }
             self.log(Level::Info, format!("task {id} expired ({})", t.status.as_str()));
+            #[cfg(feature = "traces")]
+            self.out.push(Effect::Traced { task: id.clone(), started_by: None, status: None });
             for w in t.waiters {
                 self.out.push(Effect::Refuse { client: w.client, id: w.id, refusal: not_found(&id) });
             }

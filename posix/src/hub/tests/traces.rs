@@ -316,3 +316,37 @@ fn a_start_wait_is_a_span_and_an_open_round_ends_with_its_request() {
     assert_eq!(attr(server, "error.type"), Some("cancelled"));
     assert!(round.error.is_none() && wait.error.is_none(), "a wait or round cut short is not the error: {s:#?}");
 }
+
+// A call made as a task: the task is a span of its own under the request
+// that created it, until it ends (an error when it fails or expires).
+#[test]
+fn a_task_is_a_span_from_its_creation_to_its_end() {
+    let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
+    p.now = 2000;
+    let c = p.client("2025-11-25", json!({ "tasks": {} }));
+    p.hub.take_spans();
+    let created = p.request(c, json!(3), "tools/call", json!({ "name": "fs__read", "arguments": {}, "task": { "ttl": 60000 } }));
+    let task = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+    let up = p.take_up(0);
+    // The request's spans are done; the task's is not.
+    let s = spans(&mut p);
+    let server = s.iter().find(|x| x.kind == SpanKind::Server).unwrap_or_else(|| panic!("{s:#?}"));
+    assert!(s.iter().all(|x| !x.name.starts_with("task ")), "{s:#?}");
+    p.now = 2600;
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [], "isError": true } }));
+    let s = spans(&mut p);
+    let t = named(&s, "task tools/call fs__read");
+    assert_eq!((t.kind, t.start_ms, t.end_ms, t.parent, t.trace_id), (SpanKind::Internal, 2000, 2600, Some(server.span_id), server.trace_id));
+    assert_eq!(attr(t, "mcpx.task.id"), Some(task.as_str()));
+    assert_eq!((attr(t, "mcpx.task.status"), attr(t, "error.type")), (Some("failed"), Some("failed")));
+    assert_eq!(p.take(c)["params"]["status"], "failed", "its status, to its creator");
+    // Another that runs past its ttl.
+    let created = p.request(c, json!(4), "tools/call", json!({ "name": "fs__read", "arguments": {}, "task": { "ttl": 1000 } }));
+    assert!(created["result"]["task"]["taskId"].is_string(), "{created}");
+    p.take_up(0);
+    p.hub.take_spans();
+    p.advance(1500);
+    let s = spans(&mut p);
+    let t = named(&s, "task tools/call fs__read");
+    assert_eq!(attr(t, "error.type"), Some("expired"), "{s:#?}");
+}
