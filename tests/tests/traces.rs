@@ -287,3 +287,72 @@ fn a_task_is_a_span_in_the_trace() {
     assert!(srv["end"].as_u64() <= t["end"].as_u64(), "the task outlives its request: {srv} {t}");
     s.finish();
 }
+
+// Two replicas sharing a real Redis: an input round started on r1 and
+// completed through r2, which forwards the retry over the hop to r1 (the
+// call's owner). One trace: the client's, through r2's span of the retry
+// into r1's, each replica exporting its own spans.
+#[test]
+fn a_request_forwarded_to_another_replica_continues_the_trace_there() {
+    let rx = receiver();
+    let dir = TempDir::new();
+    std::fs::write(dir.path().join("state.key"), "2a".repeat(32)).unwrap();
+    let (_redis, redis_port) = redis_server();
+    let ports = [free_port(), free_port()];
+    let demo = example_server_cmd("demo");
+    let replicas: Vec<HttpServer> = (0..2)
+        .map(|i| {
+            let cfg = json!({
+                // demo speaks 2025-11-25 with mcpx: its question waits in
+                // the replica that holds the call.
+                "mcpServers": {"demo": {"command": demo.program, "args": demo.args, "revisions": ["2025-11-25"]}},
+                "state": {"url": format!("redis://127.0.0.1:{redis_port}/0"), "keyFile": dir.path().join("state.key")},
+                "cluster": {"replica": format!("r{}", i + 1), "peers": {format!("r{}", 2 - i): format!("http://127.0.0.1:{}", ports[1 - i])}},
+                "traces": {"endpoint": format!("http://127.0.0.1:{}", rx.port), "serviceName": format!("mcpx-r{}", i + 1)},
+            });
+            let path = dir.path().join(format!("r{}.json", i + 1));
+            std::fs::write(&path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+            let addr = format!("127.0.0.1:{}", ports[i]);
+            HttpServer::start(&Cmd::new(mcpx(), &["serve", "--http", &addr, "--config", &path.to_string_lossy()]), ports[i], "/mcp")
+        })
+        .collect();
+    let tp = format!("00-{META_TRACE}-{META_PARENT}-01");
+    let ask = |id: i64, more: Value| {
+        let mut params = json!({"name": "demo__ask_user", "arguments": {"message": "Which replica?"}});
+        for (k, v) in more.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        let mut msg = modern_request(id, "tools/call", params, json!({"elicitation": {"form": {}}}));
+        msg["params"]["_meta"]["traceparent"] = json!(tp);
+        msg
+    };
+    let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "demo__ask_user")];
+    // Wait for r1's demo, then start the round there.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let first = loop {
+        let r = post(&replicas[0].url, &headers, &ask(1, json!({})));
+        if r.json["result"]["resultType"] == "input_required" {
+            break r.json;
+        }
+        assert!(Instant::now() < deadline, "no input round from r1: {} {}", r.status, r.text);
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let key = first["result"]["inputRequests"].as_object().and_then(|m| m.keys().next().cloned()).unwrap();
+    let retry = ask(2, json!({"inputResponses": {key: {"action": "accept", "content": {"answer": "yes"}}}, "requestState": first["result"]["requestState"]}));
+    let r = post(&replicas[1].url, &headers, &retry);
+    assert!(r.json["result"]["content"].is_array() && r.json["result"]["resultType"] != "input_required", "the retry through r2: {} {}", r.status, r.text);
+
+    let name = "tools/call demo__ask_user";
+    let of = |s: &Value, svc: &str| s["resource"]["service.name"] == svc;
+    let spans = spans_until(&rx, |s| {
+        s.iter().filter(|v| v["span"]["traceId"] == META_TRACE && v["span"]["name"] == name && v["span"]["kind"] == 2).count() >= 3
+    });
+    let servers: Vec<&Value> = spans.iter().filter(|v| v["span"]["traceId"] == META_TRACE && v["span"]["name"] == name && v["span"]["kind"] == 2).collect();
+    // r2's span of the retry is the client's child; r1's span of the
+    // forwarded retry is r2's.
+    let r2 = servers.iter().find(|v| of(v, "mcpx-r2")).unwrap_or_else(|| panic!("no span of r2: {servers:#?}"));
+    assert_eq!(r2["span"]["parentSpanId"], META_PARENT, "{r2}");
+    let forwarded = servers.iter().find(|v| of(v, "mcpx-r1") && v["span"]["parentSpanId"] == r2["span"]["spanId"]);
+    assert!(forwarded.is_some(), "r1 continues r2's span of the retry: {servers:#?}");
+    drop(replicas);
+}
