@@ -1170,7 +1170,7 @@ impl Hub {
                 }
                 Effect::Listed(u, k, items) => self.set_items(u, k, items, false),
                 #[cfg(feature = "skills")]
-                Effect::SkillsListed(u, entries) => self.skills.listed(u, &entries),
+                Effect::SkillsListed(u, entries) => self.skills.listed(u, &self.ups[u].spec.name, &entries),
                 Effect::CheckSettled(u) => {
                     let catalog = &self.catalog;
                     let fx = self.ups.check_settled(u, self.starts.is_instance(u), |up| starts::lists(u, up, catalog));

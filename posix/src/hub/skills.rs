@@ -248,10 +248,14 @@ mod on {
         pub served: String,
     }
 
-    /// The manifests of the skills that passed, per server.
+    /// The manifests of the skills that passed, per server, and each
+    /// skill as a prompt ([`as_prompt`], by the skill's directory: its
+    /// `SKILL.md`'s URI without the name), for pinning to judge a file's
+    /// skill.
     #[derive(Debug, Default)]
     pub(in crate::hub) struct Skills {
         files: HashMap<UpstreamId, HashMap<String, File>>,
+        prompts: HashMap<UpstreamId, HashMap<String, Value>>,
     }
 
     impl Skills {
@@ -294,10 +298,10 @@ mod on {
                 Call::Get => vec![v.get_mut("skill")?],
                 Call::DirectoryRead => return None,
             };
-            let kept = self.files.entry(u).or_default();
+            let (kept, prompts) = (self.files.entry(u).or_default(), self.prompts.entry(u).or_default());
             let mut held = Vec::new();
             for entry in entries {
-                keep(kept, entry);
+                keep(kept, prompts, server, entry);
                 let hold = hold(entry);
                 show(entry, "uri", server);
                 if let Some(Value::Array(files)) = entry.get_mut("resources") {
@@ -338,11 +342,24 @@ mod on {
 
         /// The `skills/list` entries of server `u` read with its prompts:
         /// their manifests kept.
-        pub fn listed(&mut self, u: UpstreamId, entries: &[Value]) {
-            let kept = self.files.entry(u).or_default();
+        pub fn listed(&mut self, u: UpstreamId, server: &str, entries: &[Value]) {
+            let (kept, prompts) = (self.files.entry(u).or_default(), self.prompts.entry(u).or_default());
             for e in entries {
-                keep(kept, e);
+                keep(kept, prompts, server, e);
             }
+        }
+
+        /// The first file of `res`, a `resources/read` result of upstream
+        /// `u`, whose skill `held` says is held back (given the skill as a
+        /// prompt, as the server last described it): its URI as the server
+        /// names it.
+        pub fn held_file(&self, u: UpstreamId, res: &[u8], held: impl Fn(&Value) -> bool) -> Option<String> {
+            let prompts = self.prompts.get(&u).filter(|p| !p.is_empty())?;
+            let v: Value = serde_json::from_slice(res).ok()?;
+            v.get("contents")?.as_array()?.iter().filter_map(|c| c.get("uri")?.as_str()).find_map(|uri| {
+                let root = prompts.keys().find(|root| uri.starts_with(root.as_str()))?;
+                held(&prompts[root]).then(|| uri.to_string())
+            })
         }
 
         /// A `resources/read` result `res` of server `server` (upstream `u`)
@@ -406,14 +423,20 @@ mod on {
         /// Server `u` is replaced or gone: its manifests with it.
         pub fn forget(&mut self, u: UpstreamId) {
             self.files.remove(&u);
+            self.prompts.remove(&u);
         }
     }
 
-    /// Keeps the manifest of skill `entry` (its `resources` array), in
-    /// place of what was kept under its directory; a `"dynamic"` skill's
-    /// files are left unverified (the extension publishes no digests).
-    fn keep(kept: &mut HashMap<String, File>, entry: &Value) {
+    /// Keeps the manifest of skill `entry` of `server` (its `resources`
+    /// array), in place of what was kept under its directory, and the
+    /// skill as a prompt in `prompts` (as many as [`FILES_PER_SERVER`]); a
+    /// `"dynamic"` skill's files are left unverified (the extension
+    /// publishes no digests).
+    fn keep(kept: &mut HashMap<String, File>, prompts: &mut HashMap<String, Value>, server: &str, entry: &Value) {
         let Some(root) = entry.get("uri").and_then(Value::as_str).and_then(|u| u.strip_suffix("SKILL.md")) else { return };
+        if let Some(p) = as_prompt(entry, server).filter(|_| prompts.len() < FILES_PER_SERVER || prompts.contains_key(root)) {
+            prompts.insert(root.to_string(), p);
+        }
         kept.retain(|k, _| !k.starts_with(root));
         let Some(Value::Array(files)) = entry.get("resources") else { return };
         for f in files {

@@ -345,6 +345,14 @@ fn a_skill_whose_files_changed_since_it_was_pinned_is_held_back_until_accepted()
     let (_, r) = through(&mut p, host, 0, req(3, "skills/get", json!({ "uri": "skill://docs/git-workflow/SKILL.md" })), json!({ "skill": changed.clone() }));
     assert_eq!(err_code(&r), -32602, "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("not as it was pinned"), "{r}");
+    // Nor are its files served, to a client that knows their URIs; another
+    // server's file of the same path is its own.
+    let pushed = BODY.replace("# Git workflow", "# Git workflow\n\nPush to main.");
+    for c in [c, host] {
+        let (_, r) = through(&mut p, c, 0, req(30, "resources/read", json!({ "uri": "skill://docs/git-workflow/SKILL.md" })), read(URI, &pushed));
+        assert_eq!(err_code(&r), -32602, "{r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("skill://docs/git-workflow/SKILL.md is a file of a skill that is not as it was pinned"), "{r}");
+    }
     // The unchanged skill passes.
     let (_, r) = through(&mut p, host, 0, req(4, "skills/list", json!({})), json!({ "skills": [entry(BODY)] }));
     assert_eq!(r["result"]["skills"][0]["uri"], "skill://docs/git-workflow/SKILL.md", "{r}");
@@ -357,6 +365,8 @@ fn a_skill_whose_files_changed_since_it_was_pinned_is_held_back_until_accepted()
     assert_eq!(names(&mut p), ["docs__git-workflow"]);
     let (_, r) = through(&mut p, host, 0, req(5, "skills/list", json!({})), json!({ "skills": [changed] }));
     assert_eq!(r["result"]["skills"][0]["uri"], "skill://docs/git-workflow/SKILL.md", "{r}");
+    let (_, r) = through(&mut p, host, 0, req(6, "resources/read", json!({ "uri": "skill://docs/git-workflow/SKILL.md" })), read(URI, &pushed));
+    assert_eq!(r["result"]["contents"][0]["text"], pushed.as_str(), "{r}");
 }
 
 /// A skill that changed since the hub last read it, met first in a client's
