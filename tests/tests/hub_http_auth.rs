@@ -399,8 +399,9 @@ impl Introspection {
 /// Bogus opaque tokens cannot make mcpx hammer the authorization server:
 /// a token found inactive is answered from memory, a peer gets a small
 /// share of introspections that find nothing (then 429 with Retry-After,
-/// at once), good tokens cost no share; two `Authorization` fields are one
-/// 400 whatever their order, before any token is checked (issue 25 items 8, 12).
+/// at once; the sign-in form too, saying when to try again), good tokens
+/// cost no share; two `Authorization` fields are one 400 whatever their
+/// order, before any token is checked (issue 25 items 8, 12).
 #[test]
 fn introspection_is_cached_when_negative_and_shared_per_peer() {
     let port = free_port();
@@ -448,6 +449,17 @@ fn introspection_is_cached_when_negative_and_shared_per_peer() {
     assert_eq!(x.text, y.text);
     assert!(x.text.contains("more than one Authorization"), "{}", x.text);
     assert_eq!(is.calls(), before, "a head with two Authorization fields was checked");
+    // Bogus tokens typed into the sign-in form share that share: once it
+    // is used up (again), the form answers 429 with Retry-After and says
+    // when to try again.
+    let signin = url.replace("/mcp", "/signin");
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let throttled = (0..30).map(|i| http_request(&signin, "POST", &form, format!("token=typed-{i}").as_bytes())).find(|r| r.status != 401);
+    let r = throttled.expect("30 bogus sign-ins, none throttled");
+    assert_eq!((r.status, r.header("content-type")), (429, Some("text/html; charset=utf-8")), "{}", r.text);
+    let secs = r.header("retry-after").and_then(|v| v.parse::<u64>().ok());
+    assert!(secs.is_some_and(|s| s >= 1), "{:?}", r.headers);
+    assert!(r.text.contains(&format!("try again in {}s.", secs.unwrap())), "{}", r.text);
 }
 
 /// Resident memory of process `pid`, in KiB.

@@ -408,6 +408,16 @@ fn a_call_waiting_for_approval_is_shown_by_chromium_and_decided_by_its_form() {
 
 // ------------------------------------------------------------------ sign-in
 
+/// `mcpx serve` of `hub` over HTTP with its log (stderr) in a file of the
+/// hub's folder: the server and that file.
+fn serve_logged(hub: &Hub) -> (HttpServer, PathBuf) {
+    let log = hub.dir().join("hub.log");
+    let port = free_port();
+    let script = format!("exec \"$0\" serve --config '{}' --http 127.0.0.1:{port} 2>'{}'", hub.config.display(), log.display());
+    let server = HttpServer::start(&Cmd::new("/bin/sh", &["-c", &script, mcpx().to_str().unwrap()]), port, "/mcp");
+    (server, log)
+}
+
 const ALICE: &str = "alice-status-token";
 const BOB: &str = "bob-mcp-only-token";
 
@@ -492,10 +502,7 @@ fn an_operator_disables_and_enables_a_server_with_the_pages_buttons_and_no_one_e
     let auth = json!({ "tokens": { "alice": ALICE, "bob": BOB }, "operators": ["token:alice"] });
     let hub = config(&[("auth", auth), ("http", json!({ "statusPrincipals": ["alice", "bob"] }))]);
     // The hub's log, to see what it says of the edit.
-    let log = hub.dir().join("hub.log");
-    let port = free_port();
-    let script = format!("exec \"$0\" serve --config '{}' --http 127.0.0.1:{port} 2>'{}'", hub.config.display(), log.display());
-    let server = HttpServer::start(&Cmd::new("/bin/sh", &["-c", &script, mcpx().to_str().unwrap()]), port, "/mcp");
+    let (server, log) = serve_logged(&hub);
     let (alice, bob) = (format!("Bearer {ALICE}"), format!("Bearer {BOB}"));
     let json = [("Authorization", alice.as_str()), ("Accept", "application/json")];
     let _ = settled(&server, &json);
@@ -607,6 +614,79 @@ fn the_sign_in_cookie_opens_the_status_pages_only() {
     let r = request(&server, "POST", "/signout", &[("Cookie", &cookie)], "");
     assert_eq!((r.status, r.header("location")), (303, Some("/signin")), "{}", r.head);
     assert!(r.header("set-cookie").unwrap().starts_with("mcpx_session=; ") && r.header("set-cookie").unwrap().contains("Max-Age=0"), "{}", r.head);
+}
+
+/// A cookie past its end (`http.signinTtlMs`, 3 s here) is no credential:
+/// a browser is sent back to the form, a program gets 401.
+#[test]
+fn an_expired_sign_in_cookie_sends_the_browser_back_to_the_form() {
+    let (_hub, server) = hub(&[("auth", json!({ "tokens": { "alice": ALICE } })), ("http", json!({ "statusPrincipals": ["alice"], "signinTtlMs": 3000 }))]);
+    let r = sign_in(&server, &format!("token={ALICE}"));
+    let signed_in = Instant::now();
+    assert!(r.header("set-cookie").is_some_and(|c| c.ends_with("; Max-Age=3")), "{}", r.head);
+    let cookie = session_cookie(&r);
+    let page = [("Cookie", cookie.as_str()), ("Accept", BROWSER_ACCEPT)];
+    let r = get(&server, "/status", &page);
+    assert!(r.status == 200 && r.body.contains("<h1>mcpx status</h1>"), "{}\n{}", r.head, r.body);
+    // Its end is in whole seconds: past within 3 s of the sign-in, 4 s to be sure.
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(signed_in.elapsed()));
+    let r = get(&server, "/status", &page);
+    assert_eq!((r.status, r.header("location")), (303, Some("/signin?next=/status")), "{}", r.head);
+    let r = get(&server, "/status", &[("Cookie", cookie.as_str())]);
+    assert_eq!(r.status, 401, "{}", r.head);
+    assert!(r.body.contains("the sign-in cookie is expired"), "{}", r.body);
+}
+
+/// Rewrites the config file at `path` as `edit` says, the way editors save
+/// (a new file renamed over it): the running hub reloads it.
+fn rewrite_config(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let mut cfg: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    edit(&mut cfg);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// A reload that moves the status role applies without a restart: alice's
+/// cookie, issued while she had the role, opens nothing once the reload
+/// took it from her (the role is checked on every request), and bob, who
+/// was given it, signs in.
+#[test]
+fn a_reload_moves_the_status_role_and_an_earlier_cookie_loses_it() {
+    let hub = config(&[("auth", json!({ "tokens": { "alice": ALICE, "bob": BOB } })), ("http", json!({ "statusPrincipals": ["alice"] }))]);
+    let (server, log) = serve_logged(&hub);
+    let page = |cookie: &str, accept: &str| get(&server, "/status", &[("Cookie", cookie), ("Accept", accept)]);
+    let alice = session_cookie(&sign_in(&server, &format!("token={ALICE}")));
+    let r = page(&alice, BROWSER_ACCEPT);
+    assert!(r.status == 200 && r.body.contains("<h1>mcpx status</h1>"), "{}\n{}", r.head, r.body);
+    assert_eq!(sign_in(&server, &format!("token={BOB}")).status, 403);
+    // The role goes to bob in the file; the hub reloads it within a second.
+    rewrite_config(&hub.config, |cfg| cfg["http"]["statusPrincipals"] = json!(["bob"]));
+    let bob_bearer = format!("Bearer {BOB}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let config = loop {
+        let config = get(&server, "/status", &[("Authorization", &bob_bearer), ("Accept", "application/json")]).json()["config"].clone();
+        if config["reloads"] == 1 {
+            break config;
+        }
+        assert!(Instant::now() < deadline, "the config was not reloaded: {config}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(config["notApplied"], json!([]), "{config}");
+    // Alice's cookie: a browser is sent to the form, a program gets 401.
+    let r = page(&alice, BROWSER_ACCEPT);
+    assert_eq!((r.status, r.header("location")), (303, Some("/signin?next=/status")), "{}", r.head);
+    let r = page(&alice, "application/json");
+    assert_eq!(r.status, 401, "{}", r.head);
+    assert!(r.body.contains("no status role any more"), "{}", r.body);
+    // Alice may not sign in again; bob may, and his cookie opens the page.
+    assert_eq!(sign_in(&server, &format!("token={ALICE}")).status, 403);
+    let bob = session_cookie(&sign_in(&server, &format!("token={BOB}")));
+    let r = page(&bob, BROWSER_ACCEPT);
+    assert!(r.status == 200 && r.body.contains("<h1>mcpx status</h1>"), "{}\n{}", r.head, r.body);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("config reloaded: the sign-in settings (http.statusPrincipals, http.signinTtlMs) applied"), "{logged}");
+    assert!(!logged.contains("not applied until mcpx restarts"), "{logged}");
 }
 
 // ------------------------------------------------------------------ views by principal

@@ -4,6 +4,8 @@ use serde_json::Value;
 
 use super::ctx::{type_name, Ctx, Object};
 use crate::http::{AuthSettings, OAuthSettings};
+#[cfg(feature = "signin")]
+use crate::http::SignInSettings;
 use crate::bytes::jsonpos::Path;
 
 /// Settings for serving MCP over HTTP (`mcpx serve --http ADDR`):
@@ -12,7 +14,7 @@ use crate::bytes::jsonpos::Path;
 /// "clientId", "clientSecret"}, "operators": ["token:alice"]}` and
 /// `"http": {"allowedOrigins": [..], "allowedHosts": [..], "maxBodyBytes": n,
 /// "maxSessions": n, "maxConnections": n, "sessionIdleMs": n,
-/// "statusPrincipals": [..]}`.
+/// "statusPrincipals": [..], "signinTtlMs": n}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HttpSettings {
     pub bearer: Option<String>,
@@ -29,10 +31,16 @@ pub struct HttpSettings {
     pub max_sessions: Option<u64>,
     pub max_connections: Option<u64>,
     pub session_idle_ms: Option<u64>,
-    /// Principal name patterns with the status role (sign-in, instance owners).
+    /// `statusPrincipals` (who has the status role: sign-in, instance
+    /// owners) and `signinTtlMs` (how long a sign-in lasts).
     #[cfg(feature = "signin")]
-    pub status_principals: Vec<String>,
+    pub signin: SignInSettings,
 }
+
+/// The longest sign-in `http.signinTtlMs` may ask for: 400 days, the most a
+/// browser keeps a cookie (RFC 6265bis §5.6.2).
+#[cfg(feature = "signin")]
+const MAX_SIGNIN_TTL_S: u64 = 400 * 86_400;
 
 /// `"auth"` and `"http"` (see [`HttpSettings`]).
 pub(super) fn parse_http(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> HttpSettings {
@@ -72,10 +80,21 @@ fn parse_auth(cx: &mut Ctx<'_>, at: &Path, a: &Object, out: &mut HttpSettings) {
 /// `"http": {"allowedOrigins", "allowedHosts", and the limits}` into `out`.
 fn parse_listener(cx: &mut Ctx<'_>, at: &Path, h: &Object, out: &mut HttpSettings) {
     let nums = ["maxBodyBytes", "maxSessions", "maxConnections", "sessionIdleMs"];
-    // `statusPrincipals` (last) is the status role's (feature `signin`):
-    // unknown, so ignored with a warning, in a build without it.
-    const KEYS: [&str; 7] = ["allowedOrigins", "allowedHosts", "maxBodyBytes", "maxSessions", "maxConnections", "sessionIdleMs", "statusPrincipals"];
-    cx.unknown_keys(at, h, &KEYS[..KEYS.len() - usize::from(!cfg!(feature = "signin"))]);
+    // `statusPrincipals` and `signinTtlMs` are the sign-in's (feature
+    // `signin`): unknown, so ignored with a warning, in a build without it.
+    const KEYS: &[&str] = &[
+        "allowedOrigins",
+        "allowedHosts",
+        "maxBodyBytes",
+        "maxSessions",
+        "maxConnections",
+        "sessionIdleMs",
+        #[cfg(feature = "signin")]
+        "statusPrincipals",
+        #[cfg(feature = "signin")]
+        "signinTtlMs",
+    ];
+    cx.unknown_keys(at, h, KEYS);
     if let Some(v) = h.get("allowedOrigins") {
         out.allowed_origins = cx.strings(&at.key("allowedOrigins"), v).unwrap_or_default();
     }
@@ -84,7 +103,11 @@ fn parse_listener(cx: &mut Ctx<'_>, at: &Path, h: &Object, out: &mut HttpSetting
     }
     #[cfg(feature = "signin")]
     if let Some(v) = h.get("statusPrincipals") {
-        out.status_principals = cx.strings(&at.key("statusPrincipals"), v).unwrap_or_default();
+        out.signin.status_principals = cx.strings(&at.key("statusPrincipals"), v).unwrap_or_default();
+    }
+    #[cfg(feature = "signin")]
+    if let Some(ttl_s) = h.get("signinTtlMs").and_then(|v| signin_ttl_s(cx, &at.key("signinTtlMs"), v)) {
+        out.signin.ttl_s = ttl_s;
     }
     for key in nums {
         let Some(v) = h.get(key) else { continue };
@@ -94,6 +117,19 @@ fn parse_listener(cx: &mut Ctx<'_>, at: &Path, h: &Object, out: &mut HttpSetting
             "maxSessions" => out.max_sessions = n,
             "maxConnections" => out.max_connections = n,
             _ => out.session_idle_ms = n,
+        }
+    }
+}
+
+/// `"http": {"signinTtlMs": n}` (positive, at most [`MAX_SIGNIN_TTL_S`])
+/// in seconds, rounded up: a cookie's end and `Max-Age` are whole seconds.
+#[cfg(feature = "signin")]
+fn signin_ttl_s(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<u64> {
+    match v.as_u64().map(|ms| ms.div_ceil(1000)) {
+        Some(s @ 1..=MAX_SIGNIN_TTL_S) => Some(s),
+        _ => {
+            cx.err(at, format!("expected milliseconds from 1 to {} (400 days, the most a browser keeps a cookie), found {v}", MAX_SIGNIN_TTL_S * 1000));
+            None
         }
     }
 }

@@ -176,10 +176,35 @@ fn environment_and_restart_keys() {
 #[test]
 fn status_principals() {
     let c = ok(r#"{"mcpServers": {}, "http": {"statusPrincipals": ["alice", "ops-*"]}}"#);
-    assert_eq!(c.http.status_principals, ["alice", "ops-*"]);
-    assert!(ok(r#"{"mcpServers": {}}"#).http.status_principals.is_empty(), "none by default: nobody signs in");
+    assert_eq!(c.http.signin.status_principals, ["alice", "ops-*"]);
+    assert!(ok(r#"{"mcpServers": {}}"#).http.signin.status_principals.is_empty(), "none by default: nobody signs in");
     let e = err(r#"{"mcpServers": {}, "http": {"statusPrincipals": "alice"}}"#);
     assert!(e.contains("http.statusPrincipals"), "{e}");
+}
+
+#[cfg(feature = "signin")]
+#[test]
+fn signin_ttl_is_whole_seconds_up_to_400_days() {
+    let ttl = |v: &str| parse(&format!(r#"{{"mcpServers": {{}}, "http": {{"signinTtlMs": {v}}}}}"#), "cfg.json", FsPath::new("/etc/mcpx"), &env);
+    assert_eq!(ok(r#"{"mcpServers": {}}"#).http.signin.ttl_s, 8 * 3600, "a working day by default");
+    // (value, seconds or the error)
+    let table: [(&str, Result<u64, &str>); 8] = [
+        ("3600000", Ok(3600)),
+        ("2000", Ok(2)),
+        ("1500", Ok(2)),
+        ("1", Ok(1)),
+        ("34560000000", Ok(400 * 86_400)),
+        ("34560000001", Err("http.signinTtlMs: expected milliseconds from 1 to 34560000000 (400 days, the most a browser keeps a cookie), found 34560000001")),
+        ("0", Err("found 0")),
+        ("\"1h\"", Err("found \"1h\"")),
+    ];
+    for (v, want) in table {
+        match (ttl(v), want) {
+            (Ok(c), Ok(s)) => assert_eq!(c.http.signin.ttl_s, s, "{v}"),
+            (Err(e), Err(msg)) => assert!(e.to_string().contains(msg), "{v}: {e}"),
+            (got, _) => panic!("{v}: {got:?}"),
+        }
+    }
 }
 
 #[test]

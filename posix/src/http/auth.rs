@@ -16,7 +16,8 @@
 //!
 //! - A sign-in cookie (feature `signin`, [`cookie`]): on GET `/status` and
 //!   `/approvals` only, for a principal with the status role
-//!   ([`status_role`]); see `signin`.
+//!   ([`Authenticator::has_status_role`], checked on every request); see
+//!   `signin`.
 //!
 //! stdio clients keep the hub's own principal (`mcpx-local`), which no HTTP
 //! principal can equal. The principal of a request is what its hub client
@@ -40,6 +41,8 @@ mod prm;
 mod tests;
 
 use std::borrow::Cow;
+#[cfg(feature = "signin")]
+use std::cell::RefCell;
 use std::net::IpAddr;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::frame::http::trim_ows;
@@ -77,12 +80,24 @@ impl Principal {
     }
 }
 
-/// Has `who` the status role: does its name (`token:alice` is `alice`, as
-/// in `policy.approvals.approvers`) match one of `http.statusPrincipals`?
+/// Who may sign in to the status pages, and for how long (feature
+/// `signin`): `http.statusPrincipals` and `http.signinTtlMs`. A config
+/// reload hands the running listener new ones ([`super::Http::set_signin`]).
 #[cfg(feature = "signin")]
-pub(crate) fn status_role(patterns: &[String], who: &Principal) -> bool {
-    let name = crate::hub::principal_name(who.bytes());
-    patterns.iter().any(|p| glob_match(p, name))
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignInSettings {
+    /// Principal name patterns (globs) with the status role: they may sign
+    /// in and see whose each isolated instance is. None: nobody signs in.
+    pub status_principals: Vec<String>,
+    /// How long a sign-in's cookie lasts, in seconds.
+    pub ttl_s: u64,
+}
+
+#[cfg(feature = "signin")]
+impl Default for SignInSettings {
+    fn default() -> SignInSettings {
+        SignInSettings { status_principals: Vec::new(), ttl_s: cookie::DEFAULT_TTL_S }
+    }
 }
 
 /// Wall-clock seconds, for token and cookie expiry.
@@ -181,8 +196,10 @@ pub(crate) struct Authenticator {
     /// Seals and opens sign-in cookies.
     #[cfg(feature = "signin")]
     pub cookies: cookie::CookieKey,
+    /// Who may sign in and for how long: the config's at start, a
+    /// reload's since ([`Authenticator::set_signin`]).
     #[cfg(feature = "signin")]
-    status_principals: Vec<String>,
+    signin: RefCell<SignInSettings>,
 }
 
 impl Authenticator {
@@ -199,8 +216,29 @@ impl Authenticator {
                 k
             })),
             #[cfg(feature = "signin")]
-            status_principals: cfg.status_principals.clone(),
+            signin: RefCell::new(cfg.signin.clone()),
         }
+    }
+
+    /// Has `who` the status role now: does its name (`token:alice` is
+    /// `alice`, as in `policy.approvals.approvers`) match one of
+    /// `http.statusPrincipals`?
+    #[cfg(feature = "signin")]
+    pub fn has_status_role(&self, who: &Principal) -> bool {
+        let name = crate::hub::principal_name(who.bytes());
+        self.signin.borrow().status_principals.iter().any(|p| glob_match(p, name))
+    }
+
+    /// How long a sign-in made now lasts, in seconds.
+    #[cfg(feature = "signin")]
+    pub fn signin_ttl_s(&self) -> u64 {
+        self.signin.borrow().ttl_s
+    }
+
+    /// A config reload's sign-in settings, from the next request on.
+    #[cfg(feature = "signin")]
+    pub fn set_signin(&self, s: SignInSettings) {
+        *self.signin.borrow_mut() = s;
     }
 
     /// Does the listener ask for credentials?
@@ -219,7 +257,7 @@ impl Authenticator {
         let refuse = |why: String| Reject::Unauthorized { invalid: false, why };
         let value = cookie::find(cookies).ok_or_else(|| refuse("send Authorization: Bearer <token>, or sign in at /signin".into()))?;
         let who = self.cookies.open(value, now_s).map(Principal::asserted).map_err(|e| refuse(format!("the sign-in cookie is {e}: sign in again at /signin")))?;
-        if !status_role(&self.status_principals, &who) {
+        if !self.has_status_role(&who) {
             return Err(refuse("the signed-in principal has no status role any more (http.statusPrincipals)".into()));
         }
         Ok(who)
@@ -272,7 +310,7 @@ impl Authenticator {
         let d = denial(r, self.settings.oauth.as_ref());
         conn.common.refused(d.status, &d.message);
         let body = crate::bytes::written::error(None, ErrorCode::InvalidRequest, &d.message, None);
-        let retry = d.retry_after_s.map(|s| s.to_string());
+        let retry = d.retry_after();
         let mut hs = vec![("Content-Type", "application/json")];
         if let Some(c) = &d.challenge {
             hs.push(("WWW-Authenticate", c));
@@ -302,6 +340,13 @@ pub(crate) struct Denial {
     pub message: String,
     pub challenge: Option<String>,
     pub retry_after_s: Option<u64>,
+}
+
+impl Denial {
+    /// Its `Retry-After` field's value, if it has one.
+    pub fn retry_after(&self) -> Option<String> {
+        self.retry_after_s.map(|s| s.to_string())
+    }
 }
 
 /// How refusal `r` is answered: 401/403 with `WWW-Authenticate` (RFC 6750,

@@ -157,6 +157,8 @@ use async_io::Async;
 use crate::hub::{About, ClientId, Hub, Level, Output};
 
 pub use auth::{AuthSettings, OAuthSettings};
+#[cfg(feature = "signin")]
+pub use auth::SignInSettings;
 pub use limits::Limits;
 
 /// Everything `mcpx serve --http` needs to know.
@@ -194,10 +196,12 @@ pub struct HttpConfig {
     /// The internal hop between replicas (`cluster_hop`); `None`: not in a
     /// cluster, the hop's path is not served.
     pub hop: Option<cluster_hop::HopConfig>,
-    /// `http.statusPrincipals`: the principals with the status role (they
-    /// may sign in and see whose each isolated instance is).
+    /// `http.statusPrincipals` and `http.signinTtlMs` at start: who has the
+    /// status role (they may sign in and see whose each isolated instance
+    /// is), and how long a sign-in lasts. A reload changes the listener's
+    /// ([`Http::set_signin`]), not this.
     #[cfg(feature = "signin")]
-    pub status_principals: Vec<String>,
+    pub signin: SignInSettings,
     /// The key replicas share (`state.keyFile`), which sign-in cookies are
     /// sealed under so that one works on every replica; `None`: a key of
     /// this process.
@@ -224,7 +228,7 @@ impl HttpConfig {
             limits: Limits::default(),
             hop: None,
             #[cfg(feature = "signin")]
-            status_principals: Vec::new(),
+            signin: SignInSettings::default(),
             #[cfg(feature = "signin")]
             shared_key: None,
         }
@@ -323,6 +327,14 @@ impl Http {
         let st = self.shared.state.borrow();
         let streams = st.sessions.by_id.values().filter(|s| s.get.as_ref().is_some_and(|(_, tx)| !tx.is_closed())).count();
         st.busy.saturating_sub(streams)
+    }
+
+    /// A config reload's `http.statusPrincipals` and `http.signinTtlMs`,
+    /// taken from the next request on: the status role is checked on every
+    /// request, so a cookie of a principal that lost it opens nothing more.
+    #[cfg(feature = "signin")]
+    pub fn set_signin(&self, s: SignInSettings) {
+        self.shared.auth.set_signin(s);
     }
 
     /// Publishes this listener's legacy sessions in the session directory

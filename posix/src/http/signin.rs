@@ -6,10 +6,11 @@
 //!   elsewhere, fits a phone). A browser refused `/status` or `/approvals`
 //!   for want of credentials is sent here (`rules::to_signin`).
 //! - `POST /signin` (form fields `token`, `next`): the token is checked as
-//!   its bearer header would be (`auth`: same principals, same throttling).
-//!   A principal whose name matches `http.statusPrincipals` gets the cookie
-//!   (`auth::cookie`, for [`cookie::TTL_S`]) and a 303 to `next`; any
-//!   other gets 403. None listed: nobody signs in.
+//!   its bearer header would be (`auth`: same principals, same throttling;
+//!   a throttled one gets the form with 429 and `Retry-After`). A principal
+//!   whose name matches `http.statusPrincipals` gets the cookie
+//!   (`auth::cookie`, for `http.signinTtlMs`, 8 hours by default) and a 303
+//!   to `next`; any other gets 403. None listed: nobody signs in.
 //! - `POST /signout`: the cookie is cleared.
 //!
 //! The cookie opens GET `/status` and `/approvals` only (`rules::credential`).
@@ -18,15 +19,16 @@ pub(crate) mod rules;
 #[cfg(test)]
 mod tests;
 
-use super::auth::{cookie, denial, status_role, unix_now, Reject};
+use super::auth::{cookie, denial, unix_now};
 use super::conn::Conn;
 use super::form;
 use super::decide::Target;
 use super::request::Request;
 use super::session::Shared;
 use super::html::Esc;
-use super::status_page::render::FORM_CSP;
+use super::status_page::render::{duration, FORM_CSP};
 use crate::hub::Level;
+use rules::Refused;
 
 const STYLE: &str = "body{font:16px/1.45 system-ui,sans-serif;margin:0 auto;max-width:26rem;padding:1.5rem 1rem}\
 label{display:block;margin:1rem 0 .3rem;font-weight:600}input{box-sizing:border-box;width:100%;font-size:1rem;padding:.55rem}\
@@ -43,7 +45,7 @@ pub(crate) async fn serve(sh: &Shared, conn: &mut Conn, req: &mut Request, targe
         }
         (Target::SignIn, "GET") => {
             let next = rules::next(form::value(req.query(), "next").as_deref());
-            form(conn, 200, next, None).await
+            form(sh, conn, next, None).await
         }
         (Target::SignIn, "POST") => sign_in(sh, conn, req).await,
         (Target::SignIn, _) => conn.method_not_allowed("GET, POST").await,
@@ -75,22 +77,19 @@ async fn sign_in(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
         Err(r) => {
             let d = denial(&r, None);
             conn.common.refused(d.status, &format!("sign-in: {}", d.message));
-            let text = match r {
-                Reject::Unauthorized { .. } => "That token is not valid.".to_string(),
-                _ => d.message,
-            };
-            return form(conn, d.status, next, Some(&text)).await;
+            return form(sh, conn, next, Some(&rules::refused(&d))).await;
         }
     };
     let name = crate::hub::principal_name(who.bytes());
-    if !status_role(&sh.cfg.status_principals, &who) {
+    if !sh.auth.has_status_role(&who) {
         conn.common.refused(403, &format!("sign-in: principal '{name}' is not in http.statusPrincipals"));
         let text = format!("Principal '{name}' may not open the status pages (it is not in http.statusPrincipals).");
-        return form(conn, 403, next, Some(&text)).await;
+        return form(sh, conn, next, Some(&Refused { status: 403, text, retry_after: None })).await;
     }
-    sh.log(Level::Info, format!("http: principal '{name}' signed in to the status pages for {} h", cookie::TTL_S / 3600));
-    let value = sh.auth.cookies.seal(who.bytes(), now + cookie::TTL_S);
-    let set = cookie::set_cookie(&value, cookie::TTL_S, rules::secure(req.header_str("origin")));
+    let ttl_s = sh.auth.signin_ttl_s();
+    sh.log(Level::Info, format!("http: principal '{name}' signed in to the status pages for {}", duration(ttl_s * 1000)));
+    let value = sh.auth.cookies.seal(who.bytes(), now + ttl_s);
+    let set = cookie::set_cookie(&value, ttl_s, rules::secure(req.header_str("origin")));
     conn.respond(303, &[("Location", next), ("Set-Cookie", &set), ("Cache-Control", "no-store")], b"", true).await
 }
 
@@ -100,10 +99,12 @@ pub(crate) async fn redirect(conn: &mut Conn, target: Target) -> bool {
     conn.respond(303, &[("Location", next), ("Cache-Control", "no-store")], b"", true).await
 }
 
-/// The form, leading to `next`, with `error` said above it.
-async fn form(conn: &mut Conn, status: u16, next: &str, error: Option<&str>) -> bool {
-    let body = page(next, error);
-    let headers = [
+/// The form, leading to `next`: 200, or as `refused` says when the last
+/// try did not sign in (its status, the line above the form, its
+/// `Retry-After`).
+async fn form(sh: &Shared, conn: &mut Conn, next: &str, refused: Option<&Refused>) -> bool {
+    let body = page(next, refused.map(|r| r.text.as_str()), sh.auth.signin_ttl_s());
+    let mut headers = vec![
         ("Content-Type", "text/html; charset=utf-8"),
         ("Cache-Control", "no-store"),
         ("Content-Security-Policy", FORM_CSP),
@@ -111,10 +112,15 @@ async fn form(conn: &mut Conn, status: u16, next: &str, error: Option<&str>) -> 
         // As on /approvals: `no-referrer` would post the form with `Origin: null`.
         ("Referrer-Policy", "same-origin"),
     ];
-    conn.respond(status, &headers, body.as_bytes(), true).await
+    if let Some(r) = refused.and_then(|r| r.retry_after.as_deref()) {
+        headers.push(("Retry-After", r));
+    }
+    conn.respond(refused.map_or(200, |r| r.status), &headers, body.as_bytes(), true).await
 }
 
-fn page(next: &str, error: Option<&str>) -> String {
+/// The form's page, leading to `next`, with `error` said above it; a
+/// sign-in lasts `ttl_s`.
+fn page(next: &str, error: Option<&str>, ttl_s: u64) -> String {
     let error = error.map_or(String::new(), |e| format!("<p class=\"error\" role=\"alert\">{}</p>", Esc(e)));
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
@@ -124,9 +130,9 @@ fn page(next: &str, error: Option<&str>) -> String {
          <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required autofocus>\
          <input type=\"hidden\" name=\"next\" value=\"{}\"><button type=\"submit\">Sign in</button></form>\
          <p class=\"mute\">The token is the one your MCP client sends as <code>Authorization: Bearer</code>. It is checked once and not kept: \
-         this browser gets a cookie for {} hours that opens these pages only.</p>\
+         this browser gets a cookie for {} that opens these pages only.</p>\
          <form method=\"post\" action=\"/signout\"><button type=\"submit\">Sign out</button></form></main></body></html>",
         Esc(next),
-        cookie::TTL_S / 3600
+        duration(ttl_s * 1000)
     )
 }

@@ -20,8 +20,6 @@ pub(crate) mod render;
 
 use serde_json::{json, Value};
 
-#[cfg(feature = "signin")]
-use super::auth::status_role;
 use super::auth::Principal;
 use super::conn::Conn;
 use super::request::Request;
@@ -164,7 +162,7 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
     hide_others(&mut hub, |c| own.contains(&c));
     #[cfg(feature = "signin")]
     {
-        let (me, role) = (crate::hub::principal_name(who.bytes()), status_role(&sh.cfg.status_principals, who));
+        let (me, role) = (crate::hub::principal_name(who.bytes()), sh.auth.has_status_role(who));
         hide_owners(&mut hub, |owner| role || owner == me);
     }
     let http = {
@@ -198,7 +196,7 @@ fn snapshot(sh: &Shared, who: &Principal) -> Value {
     if let Some(calls) = v.pointer_mut("/activity/lastCalls").and_then(Value::as_array_mut) {
         let me = crate::hub::principal_name(who.bytes()).to_string();
         #[cfg(feature = "signin")]
-        let all = status_role(&sh.cfg.status_principals, who);
+        let all = sh.auth.has_status_role(who);
         #[cfg(not(feature = "signin"))]
         let all = false;
         #[cfg(feature = "cli")]

@@ -12,9 +12,11 @@
 //! requests in flight answered with an error saying so), changed ones are
 //! restarted with their new entry (listed meanwhile), added ones started;
 //! unchanged servers and every client session keep running. Clients are told
-//! of the changed lists by the hub's usual `list_changed`. What cannot change
-//! while serving (the hub-wide settings, see [`Diff::fixed`]) is named in the
-//! log and applies at the next start.
+//! of the changed lists by the hub's usual `list_changed`. The log level and
+//! the sign-in settings (`http.statusPrincipals`, `http.signinTtlMs`: the
+//! HTTP listener takes them at once) apply too. What cannot change while
+//! serving (the other hub-wide settings, see [`Diff::fixed`]) is named in
+//! the log and applies at the next start.
 //!
 //! The same task starts and stops the processes of lazy servers when the hub
 //! asks (`Output::Power`: lazy start, idle stop; see `hub::starts::lazy`), and keeps
@@ -77,11 +79,23 @@ pub struct Diff {
     pub fixed: Vec<&'static str>,
     /// `logLevel` changed (applied at once unless fixed on the command line).
     pub log_level: bool,
+    /// `http.statusPrincipals` or `http.signinTtlMs` changed (applied at once).
+    #[cfg(feature = "signin")]
+    pub signin: bool,
 }
 
 impl Diff {
     pub fn servers_changed(&self) -> bool {
         !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
+    }
+
+    /// Nothing changed at all (the reload's log says so).
+    pub fn is_empty(&self) -> bool {
+        #[cfg(feature = "signin")]
+        let signin = self.signin;
+        #[cfg(not(feature = "signin"))]
+        let signin = false;
+        !self.servers_changed() && self.fixed.is_empty() && !self.log_level && !signin
     }
 }
 
@@ -119,6 +133,10 @@ pub fn diff(old: &Config, new: &Config) -> Diff {
     ];
     d.fixed = fixed.into_iter().filter(|(_, changed)| *changed).map(|(k, _)| k).collect();
     d.log_level = old.log_level != new.log_level;
+    #[cfg(feature = "signin")]
+    {
+        d.signin = old.http.signin != new.http.signin;
+    }
     d
 }
 
@@ -313,10 +331,15 @@ impl State {
                 }
             }
         }
+        #[cfg(feature = "signin")]
+        if d.signin {
+            self.rt.set_signin(&new.http.signin);
+            info!("config reloaded: the sign-in settings (http.statusPrincipals, http.signinTtlMs) applied; the status role is checked again on every request");
+        }
         if !d.fixed.is_empty() {
             warn!("changed in the config but not applied until mcpx restarts: {}", d.fixed.join(", "));
         }
-        if !d.servers_changed() && d.fixed.is_empty() && !d.log_level {
+        if d.is_empty() {
             info!("config reloaded: nothing changed");
         }
         self.not_applied = d.fixed;
@@ -491,10 +514,28 @@ mod tests {
         assert_eq!(d.changed, ["b"]);
         assert_eq!(d.fixed, ["separator"]);
         assert!(d.log_level);
-        assert!(d.servers_changed());
+        assert!(d.servers_changed() && !d.is_empty());
         let same = diff(&new, &new);
         assert_eq!(same, Diff::default());
-        assert!(!same.servers_changed());
+        assert!(!same.servers_changed() && same.is_empty());
+    }
+
+    #[cfg(feature = "signin")]
+    #[test]
+    fn the_sign_in_settings_apply_at_once_and_the_listeners_other_settings_at_the_next_start() {
+        let old = cfg(r#"{"mcpServers": {}, "http": {"statusPrincipals": ["alice"]}}"#);
+        // (the new `http`, sign-in changed, fixed)
+        let table: [(&str, bool, &[&str]); 5] = [
+            (r#"{"statusPrincipals": ["alice"]}"#, false, &[]),
+            (r#"{"statusPrincipals": ["bob"]}"#, true, &[]),
+            (r#"{"statusPrincipals": ["alice"], "signinTtlMs": 60000}"#, true, &[]),
+            (r#"{"statusPrincipals": ["alice"], "maxSessions": 5}"#, false, &["http"]),
+            (r#"{"statusPrincipals": [], "allowedHosts": ["hub.example"]}"#, true, &["http"]),
+        ];
+        for (http, signin, fixed) in table {
+            let d = diff(&old, &cfg(&format!(r#"{{"mcpServers": {{}}, "http": {http}}}"#)));
+            assert_eq!((d.signin, d.fixed.as_slice(), d.is_empty()), (signin, fixed, !signin && fixed.is_empty()), "{http}");
+        }
     }
 
     #[test]

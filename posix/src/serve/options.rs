@@ -27,7 +27,7 @@ pub fn http_config(args: &ServeArgs, cfg: &Config) -> Option<HttpConfig> {
     h.hop = cluster::hop_config(&cfg.cluster);
     #[cfg(feature = "signin")]
     {
-        h.status_principals = cfg.http.status_principals.clone();
+        h.signin = cfg.http.signin.clone();
         h.shared_key = cfg.cluster.state_key.as_ref().map(|k| k.0);
     }
     Some(h)

@@ -332,6 +332,15 @@ impl Runtime {
         self.hub.borrow()
     }
 
+    /// A config reload's sign-in settings, to the HTTP listener if there is
+    /// one ([`Http::set_signin`]).
+    #[cfg(feature = "signin")]
+    pub(crate) fn set_signin(&self, s: &crate::http::SignInSettings) {
+        if let Some(h) = self.http.borrow().as_ref() {
+            h.set_signin(s.clone());
+        }
+    }
+
     /// Passes the hub's `ask` for server `u` to the task that runs the servers.
     fn ask_server(&self, u: UpstreamId, ask: ServerAsk) {
         if !self.closing.get() && self.server_asks.0.try_send((u, ask)).is_err() {

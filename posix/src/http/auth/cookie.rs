@@ -11,11 +11,10 @@ use crate::bytes::mac_key::{HmacSha256, MacKey};
 
 /// The cookie's name.
 pub const NAME: &str = "mcpx_session";
-/// How long a sign-in lasts: a working day.
-pub const TTL_S: u64 = 8 * 3600;
+/// How long a sign-in lasts unless `http.signinTtlMs` says: a working day.
+pub const DEFAULT_TTL_S: u64 = 8 * 3600;
 /// The derivation label of the cookie key (no other MAC can stand for it).
 const DOMAIN: &[u8] = b"mcpx sign-in cookie v1";
-
 
 /// The key cookies are sealed with.
 #[derive(Clone, Debug)]

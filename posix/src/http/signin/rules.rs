@@ -1,8 +1,10 @@
 //! The sign-in's rules as functions (no I/O): which credential a request
-//! is taken by, where a sign-in leads, who is sent to the form.
+//! is taken by, where a sign-in leads, who is sent to the form, what the
+//! form answers a refused token.
 
-use super::super::auth::Reject;
+use super::super::auth::{Denial, Reject};
 use super::super::decide::Target;
+use super::super::status_page::render::duration;
 
 /// The pages a sign-in leads to, the only ones its cookie opens.
 pub(crate) const PAGES: [&str; 2] = ["/status", "/approvals"];
@@ -57,4 +59,26 @@ pub(crate) fn to_signin(r: &Reject, method: &str, target: Target, authorization:
 /// then the cookie is `Secure`. `origin`: the form POST's `Origin`.
 pub(crate) fn secure(origin: Option<&str>) -> bool {
     origin.is_some_and(|o| o.len() > 8 && o[..8].eq_ignore_ascii_case("https://"))
+}
+
+/// How the form answers a try that did not sign in.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Refused {
+    pub status: u16,
+    /// The line said above the form.
+    pub text: String,
+    /// Its `Retry-After` (seconds), when trying again later can help.
+    pub retry_after: Option<String>,
+}
+
+/// The form's answer to a token refused with `d`: its status and
+/// `Retry-After`, and a line a person reads: a bad token is just not
+/// valid (no detail for guessing), a throttled one says when to try again.
+pub(crate) fn refused(d: &Denial) -> Refused {
+    let text = match (d.status, d.retry_after_s) {
+        (401, _) => "That token is not valid.".to_string(),
+        (_, Some(s)) => format!("Too many tokens from this address were not valid: try again in {}.", duration(s.saturating_mul(1000))),
+        _ => d.message.clone(),
+    };
+    Refused { status: d.status, text, retry_after: d.retry_after() }
 }

@@ -1,7 +1,7 @@
 //! The sign-in's rules as tables.
 
-use super::rules::{credential, next, secure, to_signin, Credential};
-use crate::http::auth::Reject;
+use super::rules::{credential, next, refused, secure, to_signin, Credential, Refused};
+use crate::http::auth::{denial, Reject};
 use crate::http::decide::Target;
 
 #[test]
@@ -77,5 +77,23 @@ fn the_cookie_is_secure_behind_https() {
     let table = [(Some("https://hub.example.com"), true), (Some("HTTPS://hub.example.com"), true), (Some("http://127.0.0.1:8765"), false), (Some("null"), false), (Some("https://"), false), (None, false)];
     for (origin, is) in table {
         assert_eq!(secure(origin), is, "{origin:?}");
+    }
+}
+
+#[test]
+fn a_refused_token_gets_the_form_saying_why_and_when_to_retry() {
+    let unauthorized = Reject::Unauthorized { invalid: true, why: "the bearer token is not valid".into() };
+    let throttle = |s| Reject::Throttled { retry_after_s: s, why: "slow down".into() };
+    let unavailable = Reject::Unavailable("no keys".into());
+    let answer = |status, text: &str, retry: Option<&str>| Refused { status, text: text.into(), retry_after: retry.map(String::from) };
+    // (refusal, the form's answer)
+    let table = [
+        (unauthorized, answer(401, "That token is not valid.", None)),
+        (throttle(1), answer(429, "Too many tokens from this address were not valid: try again in 1s.", Some("1"))),
+        (throttle(90), answer(429, "Too many tokens from this address were not valid: try again in 1m 30s.", Some("90"))),
+        (unavailable, answer(503, "Service unavailable: no keys", None)),
+    ];
+    for (r, want) in table {
+        assert_eq!(refused(&denial(&r, None)), want, "{r:?}");
     }
 }
