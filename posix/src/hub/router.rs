@@ -696,27 +696,17 @@ impl Hub {
             Called::SkillPrompt(shown) => Some(shown.clone()),
             _ => None,
         };
-        // Pinning: the files of a skill held back (not as its prompt was
-        // pinned) are not served.
         #[cfg(feature = "skills")]
-        if let Some(held) = (call == Some(Method::ResourcesRead)).then(|| m.result_bytes()).flatten().and_then(|r| {
+        if let Some(r) = m.result_bytes().and_then(|res| {
             let server = &self.ups[u].spec.name;
-            self.skills.held_file(u, r, |p| self.pins.hides(server, Kind::Prompts, p))
+            self.skills.refused(u, server, (call == Some(Method::ResourcesRead), shown_skill.is_some()), res, |p| self.pins.hides(server, Kind::Prompts, p))
         }) {
-            let server = self.ups[u].spec.name.clone();
-            let uri = super::scoped::expose(&server, &held).unwrap_or(held);
-            let msg = format!("server '{server}': {uri} is a file of a skill that is not as it was pinned; held back until `mcpx pin accept` (see /status)");
-            self.log(Level::Debug, msg.clone());
-            return self.downward().error(c, Some(&id), ErrorCode::InvalidParams, &msg, Some(json!({ "server": server, "uri": uri })));
-        }
-        #[cfg(feature = "skills")]
-        if let Some(Err(x)) = (call == Some(Method::ResourcesRead) || shown_skill.is_some()).then(|| m.result_bytes().map_or(Ok(()), |r| self.skills.verify(u, r))) {
-            let server = self.ups[u].spec.name.clone();
-            let uri = super::scoped::expose(&server, &x.uri).unwrap_or(x.uri);
-            let msg = format!("server '{server}' served {uri} with {} where its skill's manifest published {}: refused; call skills/get to refresh the skill", x.served, x.published);
-            self.log(super::Level::Warn, msg.clone());
-            self.policy.skill_mismatch(&server);
-            return self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(json!({ "server": server, "published": x.published, "served": x.served })));
+            self.log(r.level, r.msg.clone());
+            if r.level == Level::Warn {
+                let server = self.ups[u].spec.name.clone();
+                self.policy.skill_mismatch(&server);
+            }
+            return self.downward().error(c, Some(&id), r.code, &r.msg, Some(r.data));
         }
         let renamed = match (&renamed_uri, m.result_bytes()) {
             (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, orig, exposed)),

@@ -51,7 +51,8 @@ mod on {
     use super::super::catalog::Entry;
     use super::super::stages::Sight;
     use super::super::upstream::Upstreams;
-    use super::super::{apps, scoped, UpstreamId};
+    use super::super::{apps, scoped, Level, UpstreamId};
+    use mcpx_core::error::ErrorCode;
 
     /// The extension's identifier (`capabilities.extensions` key).
     pub(in crate::hub) const EXT: &str = "io.modelcontextprotocol/skills";
@@ -239,6 +240,15 @@ mod on {
         pub held: Vec<String>,
     }
 
+    /// Why the hub does not serve a read's result: its message, logged at
+    /// `level` (a warning: a digest mismatch, counted), its code and data.
+    pub(in crate::hub) struct Refused {
+        pub level: Level,
+        pub code: ErrorCode,
+        pub msg: String,
+        pub data: Value,
+    }
+
     /// A read whose bytes are not the manifest's.
     #[derive(Debug, PartialEq, Eq)]
     pub(in crate::hub) struct Mismatch {
@@ -319,7 +329,7 @@ mod on {
 
         /// Is `res`, a `resources/read` result of upstream `u`, what the
         /// manifest published for each file of it that one lists?
-        pub fn verify(&self, u: UpstreamId, res: &[u8]) -> Result<(), Mismatch> {
+        fn verify(&self, u: UpstreamId, res: &[u8]) -> Result<(), Mismatch> {
             let Some(kept) = self.files.get(&u).filter(|k| !k.is_empty()) else { return Ok(()) };
             let Ok(v) = serde_json::from_slice::<Value>(res) else { return Ok(()) };
             for c in v.get("contents").and_then(Value::as_array).into_iter().flatten() {
@@ -349,11 +359,30 @@ mod on {
             }
         }
 
+        /// Why `res`, an answer of upstream `u` (server `server`) to a
+        /// `resources/read` or (`kind.1`) to the read behind a skill shown
+        /// as a prompt, is not served: for a `resources/read` (`kind.0`), a
+        /// file of a skill `held` says is held back by pinning (given the
+        /// skill as a prompt); for both, a file not as its manifest
+        /// published (requirement skills-host-verify-digest: a gateway
+        /// refuses what a host must not use).
+        pub fn refused(&self, u: UpstreamId, server: &str, kind: (bool, bool), res: &[u8], held: impl Fn(&Value) -> bool) -> Option<Refused> {
+            if let Some(file) = self.held_file(u, res, held).filter(|_| kind.0) {
+                let uri = scoped::expose(server, &file).unwrap_or(file);
+                let msg = format!("server '{server}': {uri} is a file of a skill that is not as it was pinned; held back until `mcpx pin accept` (see /status)");
+                return Some(Refused { level: Level::Debug, code: ErrorCode::InvalidParams, msg, data: json!({ "server": server, "uri": uri }) });
+            }
+            let x = self.verify(u, res).err().filter(|_| kind.0 || kind.1)?;
+            let uri = scoped::expose(server, &x.uri).unwrap_or(x.uri);
+            let msg = format!("server '{server}' served {uri} with {} where its skill's manifest published {}: refused; call skills/get to refresh the skill", x.served, x.published);
+            Some(Refused { level: Level::Warn, code: ErrorCode::InternalError, msg, data: json!({ "server": server, "published": x.published, "served": x.served }) })
+        }
+
         /// The first file of `res`, a `resources/read` result of upstream
         /// `u`, whose skill `held` says is held back (given the skill as a
         /// prompt, as the server last described it): its URI as the server
         /// names it.
-        pub fn held_file(&self, u: UpstreamId, res: &[u8], held: impl Fn(&Value) -> bool) -> Option<String> {
+        fn held_file(&self, u: UpstreamId, res: &[u8], held: impl Fn(&Value) -> bool) -> Option<String> {
             let prompts = self.prompts.get(&u).filter(|p| !p.is_empty())?;
             let v: Value = serde_json::from_slice(res).ok()?;
             v.get("contents")?.as_array()?.iter().filter_map(|c| c.get("uri")?.as_str()).find_map(|uri| {
