@@ -333,8 +333,10 @@ impl State {
         }
         #[cfg(feature = "signin")]
         if d.signin {
-            self.rt.set_signin(&new.http.signin);
-            info!("config reloaded: the sign-in settings (http.statusPrincipals, http.signinTtlMs) applied; the status role is checked again on every request");
+            match self.rt.set_signin(&new.http.signin) {
+                true => info!("config reloaded: the sign-in settings (http.statusPrincipals, http.signinTtlMs) applied; the status role is checked again on every request"),
+                false => info!("config reloaded: the sign-in settings (http.statusPrincipals, http.signinTtlMs) changed; mcpx serves no HTTP listener to apply them to"),
+            }
         }
         if !d.fixed.is_empty() {
             warn!("changed in the config but not applied until mcpx restarts: {}", d.fixed.join(", "));

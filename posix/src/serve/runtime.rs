@@ -333,12 +333,14 @@ impl Runtime {
     }
 
     /// A config reload's sign-in settings, to the HTTP listener if there is
-    /// one ([`Http::set_signin`]).
+    /// one ([`Http::set_signin`]): was there?
     #[cfg(feature = "signin")]
-    pub(crate) fn set_signin(&self, s: &crate::http::SignInSettings) {
-        if let Some(h) = self.http.borrow().as_ref() {
+    pub(crate) fn set_signin(&self, s: &crate::http::SignInSettings) -> bool {
+        let http = self.http.borrow();
+        if let Some(h) = http.as_ref() {
             h.set_signin(s.clone());
         }
+        http.is_some()
     }
 
     /// Passes the hub's `ask` for server `u` to the task that runs the servers.
