@@ -799,7 +799,7 @@ impl HubPolicy {
         {
             use crate::policy::activity::Call;
             let error = !matches!(record.outcome, audit::Outcome::Result);
-            let call = (o.method == "tools/call").then(|| Call { time_ms: record.time_ms, principal: o.principal.clone(), server: o.server.clone(), tool: o.name.clone(), outcome: metrics_outcome(&record.outcome).label(), duration_ms });
+            let call = (o.method == "tools/call").then(|| Call { time_ms: record.time_ms, principal: o.principal.as_str(), server: o.server.as_str(), tool: o.name.as_str(), outcome: metrics_outcome(&record.outcome).label(), duration_ms });
             self.activity.record(&o.server, error, duration_ms, now, call);
         }
         self.p.audit(&record);

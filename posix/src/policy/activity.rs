@@ -45,38 +45,52 @@ impl Minute {
     }
 }
 
-/// One tool call, as the page lists it.
+/// One tool call, as the page lists it (`S`: how its names are held).
 #[derive(Clone, Debug)]
-pub struct Call {
+pub struct Call<S> {
     /// Unix ms of its arrival.
     pub time_ms: u64,
-    pub principal: String,
-    pub server: String,
-    pub tool: String,
+    pub principal: S,
+    pub server: S,
+    pub tool: S,
     pub outcome: &'static str,
     pub duration_ms: u64,
+}
+
+impl Call<&str> {
+    /// Kept, in `into`'s buffers when it has some (the call it replaces).
+    fn kept(&self, into: Option<Call<String>>) -> Call<String> {
+        let mut c = into.unwrap_or_else(|| Call { time_ms: 0, principal: String::new(), server: String::new(), tool: String::new(), outcome: "", duration_ms: 0 });
+        self.principal.clone_into(&mut c.principal);
+        self.server.clone_into(&mut c.server);
+        self.tool.clone_into(&mut c.tool);
+        (c.time_ms, c.outcome, c.duration_ms) = (self.time_ms, self.outcome, self.duration_ms);
+        c
+    }
 }
 
 #[derive(Debug, Default)]
 pub struct Activity {
     servers: BTreeMap<String, VecDeque<Minute>>,
-    last: VecDeque<Call>,
+    last: VecDeque<Call<String>>,
 }
 
 impl Activity {
     /// A request routed to `server` finished at `now_ms` (hub time) after
-    /// `duration_ms`, an error or not; `call`: it was a tool call.
-    pub fn record(&mut self, server: &str, error: bool, duration_ms: u64, now_ms: u64, call: Option<Call>) {
+    /// `duration_ms`, an error or not; `call`: it was a tool call. Once
+    /// the server and the last calls are there, nothing is allocated.
+    pub fn record(&mut self, server: &str, error: bool, duration_ms: u64, now_ms: u64, call: Option<Call<&str>>) {
         if let Some(c) = call {
-            if self.last.len() == LAST_CALLS {
-                self.last.pop_front();
-            }
-            self.last.push_back(c);
+            let replaced = (self.last.len() == LAST_CALLS).then(|| self.last.pop_front()).flatten();
+            self.last.push_back(c.kept(replaced));
         }
         if server.is_empty() || (!self.servers.contains_key(server) && self.servers.len() >= MAX_SERVERS) {
             return;
         }
-        let minutes = self.servers.entry(server.to_string()).or_default();
+        if !self.servers.contains_key(server) {
+            self.servers.insert(server.to_string(), VecDeque::new());
+        }
+        let minutes = self.servers.get_mut(server).expect("just inserted");
         let at = now_ms / 60_000;
         if minutes.back().is_none_or(|m| m.at != at) {
             minutes.push_back(Minute { at, ..Minute::default() });
@@ -117,8 +131,8 @@ impl Activity {
 mod tests {
     use super::*;
 
-    fn call(tool: &str) -> Option<Call> {
-        Some(Call { time_ms: 1, principal: "alice".into(), server: "s".into(), tool: tool.into(), outcome: "result", duration_ms: 3 })
+    fn call(tool: &str) -> Option<Call<&str>> {
+        Some(Call { time_ms: 1, principal: "alice", server: "s", tool, outcome: "result", duration_ms: 3 })
     }
 
     #[test]
@@ -151,7 +165,8 @@ mod tests {
     fn the_last_calls_are_kept_newest_first_and_bounded() {
         let mut a = Activity::default();
         for i in 0..LAST_CALLS + 5 {
-            a.record("s", false, 3, 0, call(&format!("t{i}")));
+            let tool = format!("t{i}");
+            a.record("s", false, 3, 0, call(&tool));
         }
         let v = a.to_json(0);
         let calls = v["lastCalls"].as_array().unwrap();
