@@ -1208,7 +1208,7 @@ impl Hub {
                 if let Some(fx) = m.id_bytes().and_then(|id| self.approvals.on_client_answer(c, id, answer, self.now_ms)) {
                     return self.apply_approvals(fx);
                 }
-                if let Some(hid) = m.id_u64().filter(|_| self.trace.on()) {
+                if let Some(hid) = self.trace.on().then(|| m.id_u64()).flatten() {
                     self.trace.round_answered(c, hid, m.env.error_code(), self.now_ms);
                 }
                 let fx = self.relays.on_client_response(&self.ups, c, m);

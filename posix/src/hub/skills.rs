@@ -327,11 +327,10 @@ mod on {
             Some((v, next, held))
         }
 
-        /// Is `res`, a `resources/read` result of upstream `u`, what the
+        /// Is `v`, a `resources/read` result of upstream `u`, what the
         /// manifest published for each file of it that one lists?
-        fn verify(&self, u: UpstreamId, res: &[u8]) -> Result<(), Mismatch> {
+        fn verify(&self, u: UpstreamId, v: &Value) -> Result<(), Mismatch> {
             let Some(kept) = self.files.get(&u).filter(|k| !k.is_empty()) else { return Ok(()) };
-            let Ok(v) = serde_json::from_slice::<Value>(res) else { return Ok(()) };
             for c in v.get("contents").and_then(Value::as_array).into_iter().flatten() {
                 let Some((uri, published)) = c.get("uri").and_then(Value::as_str).and_then(|uri| kept.get(uri).map(|f| (uri, f))) else { continue };
                 let served = match (c.get("text").and_then(Value::as_str), c.get("blob").and_then(Value::as_str)) {
@@ -367,24 +366,29 @@ mod on {
         /// published (requirement skills-host-verify-digest: a gateway
         /// refuses what a host must not use).
         pub fn refused(&self, u: UpstreamId, server: &str, kind: (bool, bool), res: &[u8], held: impl Fn(&Value) -> bool) -> Option<Refused> {
-            if let Some(file) = self.held_file(u, res, held).filter(|_| kind.0) {
+            let kept = |m: Option<usize>| m.is_some_and(|n| n > 0);
+            if !(kind.0 || kind.1) || !(kept(self.files.get(&u).map(HashMap::len)) || kept(self.prompts.get(&u).map(HashMap::len))) {
+                return None;
+            }
+            // Parsed once, for both checks.
+            let v: Value = serde_json::from_slice(res).ok()?;
+            if let Some(file) = kind.0.then(|| self.held_file(u, &v, held)).flatten() {
                 let uri = scoped::expose(server, &file).unwrap_or(file);
                 let msg = format!("server '{server}': {uri} is a file of a skill that is not as it was pinned; held back until `mcpx pin accept` (see /status)");
                 return Some(Refused { level: Level::Debug, code: ErrorCode::InvalidParams, msg, data: json!({ "server": server, "uri": uri }) });
             }
-            let x = self.verify(u, res).err().filter(|_| kind.0 || kind.1)?;
+            let x = self.verify(u, &v).err()?;
             let uri = scoped::expose(server, &x.uri).unwrap_or(x.uri);
             let msg = format!("server '{server}' served {uri} with {} where its skill's manifest published {}: refused; call skills/get to refresh the skill", x.served, x.published);
             Some(Refused { level: Level::Warn, code: ErrorCode::InternalError, msg, data: json!({ "server": server, "published": x.published, "served": x.served }) })
         }
 
-        /// The first file of `res`, a `resources/read` result of upstream
+        /// The first file of `v`, a `resources/read` result of upstream
         /// `u`, whose skill `held` says is held back (given the skill as a
         /// prompt, as the server last described it): its URI as the server
         /// names it.
-        fn held_file(&self, u: UpstreamId, res: &[u8], held: impl Fn(&Value) -> bool) -> Option<String> {
+        fn held_file(&self, u: UpstreamId, v: &Value, held: impl Fn(&Value) -> bool) -> Option<String> {
             let prompts = self.prompts.get(&u).filter(|p| !p.is_empty())?;
-            let v: Value = serde_json::from_slice(res).ok()?;
             v.get("contents")?.as_array()?.iter().filter_map(|c| c.get("uri")?.as_str()).find_map(|uri| {
                 let root = prompts.keys().find(|root| uri.starts_with(root.as_str()))?;
                 held(&prompts[root]).then(|| uri.to_string())
