@@ -218,15 +218,16 @@ fn without_traces_nothing_is_added_to_what_upstreams_get() {
     assert!(!m.text.contains("mcpx_trace_spans_total{"), "{}", m.text);
 }
 
-// A call that waits for the user's approval, then for the user's answer to
-// the server's question: the wait and the input round reach the collector
-// as spans of their own, the round under mcpx's span of the call.
+// A call whose arguments are validated, that waits for the user's approval,
+// then for the user's answer to the server's question: the validation, the
+// wait and the input round reach the collector as spans of their own, the
+// round under mcpx's span of the call.
 #[test]
-fn an_approval_wait_and_an_input_round_are_spans_in_the_trace() {
+fn validation_an_approval_wait_and_an_input_round_are_spans_in_the_trace() {
     let rx = receiver();
     let hub = HubConfig::new()
         .upstream(Upstream { name: "local".into(), cmd: trace_server("local") })
-        .set("policy", json!({ "approve": ["local/ask_name"], "approvals": { "timeoutMs": 30000 } }))
+        .set("policy", json!({ "approve": ["local/ask_name"], "approvals": { "timeoutMs": 30000 }, "validate": { "servers": ["local"] } }))
         .set("traces", json!({ "endpoint": format!("http://127.0.0.1:{}", rx.port) }))
         .write();
     let server = hub.serve_http();
@@ -240,18 +241,23 @@ fn an_approval_wait_and_an_input_round_are_spans_in_the_trace() {
     assert_eq!(report["results"], json!(["hello Ada"]), "{report}");
 
     let name = "tools/call local__ask_name";
-    let spans = spans_until(&rx, |s| span(s, HEADER_TRACE, name, 2).is_some() && span(s, HEADER_TRACE, "approval", 1).is_some() && span(s, HEADER_TRACE, "elicitation/create", 3).is_some());
+    let spans = spans_until(&rx, |s| span(s, HEADER_TRACE, name, 2).is_some() && span(s, HEADER_TRACE, "approval", 1).is_some() && span(s, HEADER_TRACE, "elicitation/create", 3).is_some() && span(s, HEADER_TRACE, "validate", 1).is_some());
     let srv = span(&spans, HEADER_TRACE, name, 2).unwrap();
     let call = span(&spans, HEADER_TRACE, name, 3).unwrap();
     let wait = span(&spans, HEADER_TRACE, "approval", 1).unwrap();
     let round = span(&spans, HEADER_TRACE, "elicitation/create", 3).unwrap();
     assert_eq!(wait["parentSpanId"], srv["spanId"], "{wait}");
     assert_eq!(wait["attributes"]["mcpx.wait"], "approval", "{wait}");
+    let valid = span(&spans, HEADER_TRACE, "validate", 1).unwrap();
+    assert_eq!(valid["parentSpanId"], srv["spanId"], "{valid}");
+    assert_eq!(valid["attributes"]["mcpx.stage"], "validate", "{valid}");
+    assert!(valid["status"].get("code").is_none_or(|c| c != 2), "the arguments are valid: {valid}");
     assert_eq!(call["parentSpanId"], srv["spanId"], "{call}");
     assert_eq!(round["parentSpanId"], call["spanId"], "{round}");
     assert_eq!(round["attributes"]["mcp.method.name"], "elicitation/create", "{round}");
     let t = |s: &Value, k: &str| s[k].as_u64().unwrap_or_else(|| panic!("no {k}: {s}"));
-    // The approval comes before the call, the round inside it.
+    // Validation, then the approval, before the call; the round inside it.
+    assert!(t(srv, "start") <= t(valid, "start") && t(valid, "start") <= t(valid, "end") && t(valid, "start") <= t(wait, "start"), "{valid} {wait}");
     assert!(t(srv, "start") <= t(wait, "start") && t(wait, "end") <= t(call, "start"), "{wait} {call}");
     assert!(t(call, "start") <= t(round, "start") && t(round, "end") <= t(call, "end"), "{call} {round}");
 }

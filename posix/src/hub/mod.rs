@@ -1299,6 +1299,8 @@ impl Hub {
             catalog: &self.catalog,
             opts: &self.opts,
             now_ms: self.now_ms,
+            #[cfg(feature = "traces")]
+            traced: self.trace.on(),
             effects: Vec::new(),
         };
         let r = step(&mut p);
@@ -1309,6 +1311,8 @@ impl Hub {
                 stages::Effect::Approvals(fx) => self.apply_approvals(fx),
                 #[cfg(feature = "traces")]
                 stages::Effect::Waits(c, id, wait) => self.trace.wait(c, &id, wait, self.now_ms),
+                #[cfg(feature = "traces")]
+                stages::Effect::Passed(c, id, stage, took, refused) => self.trace.stage(c, &id, stage, took, refused, self.now_ms),
             }
         }
         r

@@ -424,7 +424,7 @@ impl HubPolicy {
     /// its arguments against the tool's `inputSchema`.
     #[cfg(feature = "validate")]
     pub fn check_arguments(&self, m: &Msg, call: &ToolCall, server: &str, original: &str) -> Result<(), Refusal> {
-        if !self.p.validate.as_ref().is_some_and(|v| v.arguments) || !self.p.validates(server) {
+        if !self.validates_arguments(server) {
             return Ok(());
         }
         // Requirement: tools-server-sec-validate-inputs
@@ -437,6 +437,17 @@ impl HubPolicy {
     #[cfg(not(feature = "validate"))]
     pub fn check_arguments(&self, _: &Msg, _: &ToolCall, _: &str, _: &str) -> Result<(), Refusal> {
         Ok(())
+    }
+
+    /// Are `server`'s tool calls' arguments validated (stage *validate*)?
+    #[cfg(feature = "validate")]
+    pub fn validates_arguments(&self, server: &str) -> bool {
+        self.p.validate.as_ref().is_some_and(|v| v.arguments) && self.p.validates(server)
+    }
+
+    #[cfg(all(not(feature = "validate"), feature = "traces"))]
+    pub fn validates_arguments(&self, _: &str) -> bool {
+        false
     }
 
     /// A tool result `res` for client `c`'s call `id`: its

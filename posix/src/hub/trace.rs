@@ -113,6 +113,9 @@ pub struct Span {
     /// On the hub's clock (`now_ms`); the exporter maps it to Unix time.
     pub start_ms: u64,
     pub end_ms: u64,
+    /// Its length when measured finer than the hub's clock (a stage that
+    /// takes microseconds, as validation); else `end_ms - start_ms`.
+    pub length_ns: Option<u64>,
     pub attrs: Vec<(&'static str, Attr)>,
     /// Status error with this description; `None`: unset (OK).
     pub error: Option<String>,
@@ -158,6 +161,8 @@ enum Role {
     /// A server's request for input relayed to the client (CLIENT), by
     /// the hub's id of it.
     Round(u64),
+    /// A stage that ran without waiting (validation), measured.
+    Stage,
 }
 
 /// The trace context an upstream gets for one call: `traceparent` (its
@@ -309,6 +314,25 @@ impl Trace {
         o.end_waits(now);
         let attrs = vec![("mcpx.wait", Attr::Str(wait.name().into()))];
         o.push(Role::Wait, child(&o.span, span_id, wait.name().into(), SpanKind::Internal, attrs, now));
+    }
+
+    /// Client `c`'s request `id` passed the stage `name` in `took`
+    /// (`refused`: the stage refused it, with this error code): a span of
+    /// kind INTERNAL, a child of the request's, with the measured length.
+    pub fn stage(&mut self, c: ClientId, id: &[u8], name: &'static str, took: std::time::Duration, refused: Option<i64>, now: u64) {
+        let Some(t) = &mut self.0 else { return };
+        let span_id = t.id8();
+        let Some(o) = t.open.get_mut(&(c, IdKey::new(id))) else { return };
+        if o.children.len() >= MAX_CHILDREN {
+            return;
+        }
+        let mut span = child(&o.span, span_id, name.into(), SpanKind::Internal, vec![("mcpx.stage", Attr::Str(name.into()))], now);
+        span.length_ns = Some(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+        if let Some(code) = refused {
+            span.attrs.push(("error.type", Attr::Str(code.to_string())));
+            span.error = Some(format!("refused by {name}: JSON-RPC error {code}"));
+        }
+        o.children.push(Child { span, role: Role::Stage, open: false });
     }
 
     /// The hub asks client `c` (its request `hid`) for input an upstream
@@ -521,6 +545,7 @@ impl Tracer {
             kind: SpanKind::Server,
             start_ms: now,
             end_ms: now,
+            length_ns: None,
             attrs,
             error: None,
             events: Vec::new(),
@@ -577,5 +602,5 @@ impl Open {
 
 /// A child span of `parent` starting `now`.
 fn child(parent: &Span, span_id: [u8; 8], name: String, kind: SpanKind, attrs: Vec<(&'static str, Attr)>, now: u64) -> Span {
-    Span { trace_id: parent.trace_id, span_id, parent: Some(parent.span_id), tracestate: parent.tracestate.clone(), name, kind, start_ms: now, end_ms: now, attrs, error: None, events: Vec::new() }
+    Span { trace_id: parent.trace_id, span_id, parent: Some(parent.span_id), tracestate: parent.tracestate.clone(), name, kind, start_ms: now, end_ms: now, length_ns: None, attrs, error: None, events: Vec::new() }
 }

@@ -149,7 +149,10 @@ pub(crate) fn otlp_json(spans: &[Span], service_name: &str, offset_ms: u64) -> V
                 "name": s.name,
                 "kind": s.kind as u8,
                 "startTimeUnixNano": nanos(s.start_ms),
-                "endTimeUnixNano": nanos(s.end_ms),
+                "endTimeUnixNano": match s.length_ns {
+                    Some(ns) => (u128::from(s.start_ms + offset_ms) * 1_000_000 + u128::from(ns)).to_string(),
+                    None => nanos(s.end_ms),
+                },
                 "attributes": s.attrs.iter().map(|(k, v)| attr(k, v)).collect::<Vec<_>>(),
                 "status": match &s.error {
                     Some(m) => json!({ "code": 2, "message": m }),
@@ -199,6 +202,7 @@ mod tests {
             kind: SpanKind::Server,
             start_ms: 10,
             end_ms: 12,
+            length_ns: None,
             attrs: vec![("mcp.method.name", Attr::Str("tools/call".into()))],
             error: Some("JSON-RPC error -32602".into()),
             events: vec![],

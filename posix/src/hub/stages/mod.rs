@@ -93,6 +93,10 @@ pub(super) enum Effect {
     /// Client `c`'s request `id` waits (traced: `hub::trace`).
     #[cfg(feature = "traces")]
     Waits(ClientId, Vec<u8>, super::trace::Wait),
+    /// Client `c`'s request `id` passed a stage that did not wait, in
+    /// this long (refused: with this code): traced as a span of its own.
+    #[cfg(feature = "traces")]
+    Passed(ClientId, Vec<u8>, &'static str, std::time::Duration, Option<i64>),
 }
 
 
@@ -111,6 +115,9 @@ pub(super) struct Pipeline<'a> {
     pub catalog: &'a Catalog,
     pub opts: &'a HubOptions,
     pub now_ms: u64,
+    /// Is the request traced (its stages measured)?
+    #[cfg(feature = "traces")]
+    pub traced: bool,
     /// What the hub is to do once the stages are through.
     pub effects: Vec<Effect>,
 }
@@ -192,7 +199,15 @@ impl Pipeline<'_> {
                 return Err(self.refused_at(c, id, Stage::Route, ErrorCode::InvalidParams, msg, Some(json!({ "candidates": names.split(", ").collect::<Vec<_>>() }))));
             }
         };
-        if let Err(Refusal(code, msg, data)) = self.policy.check_arguments(m, call, &self.upstreams[route.up].spec.name, &route.original) {
+        let server = &self.upstreams[route.up].spec.name;
+        #[cfg(feature = "traces")]
+        let began = (self.traced && self.policy.validates_arguments(server)).then(std::time::Instant::now);
+        let checked = self.policy.check_arguments(m, call, server, &route.original);
+        #[cfg(feature = "traces")]
+        if let Some(t) = began {
+            self.effects.push(Effect::Passed(c, id.to_vec(), "validate", t.elapsed(), checked.as_ref().err().map(|r| i64::from(r.0.code()))));
+        }
+        if let Err(Refusal(code, msg, data)) = checked {
             return Err(self.refused_at(c, id, Stage::Validate, code, msg, data));
         }
         if !self.approve(c, m, ctx, call, &route) {

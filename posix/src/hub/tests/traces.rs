@@ -350,3 +350,41 @@ fn a_task_is_a_span_from_its_creation_to_its_end() {
     let t = named(&s, "task tools/call fs__read");
     assert_eq!(attr(t, "error.type"), Some("expired"), "{s:#?}");
 }
+
+// Stage *validate* is a span of its own (INTERNAL, a child of the
+// request's) with its measured length, and says when it refused the call;
+// a server whose calls are not validated has none.
+#[cfg(feature = "validate")]
+#[test]
+fn validation_is_a_measured_span_that_says_when_it_refused() {
+    let opts = HubOptions { traces: traced(1.0, 64).traces, ..super::policy::with_policy(json!({ "validate": { "servers": ["a"] } })) };
+    let mut f = Fake::tools(&["typed"]);
+    f.tools[0]["inputSchema"] = json!({ "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] });
+    let mut p = Pair::with(vec![("a", f), ("b", Fake::tools(&["free"]))], opts);
+    let c = p.client("2025-11-25", json!({}));
+    p.names(c);
+    p.hub.take_spans();
+    let r = p.request(c, json!(3), "tools/call", json!({ "name": "a__typed", "arguments": { "count": "three" } }));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let s = spans(&mut p);
+    assert_eq!(s.len(), 2, "the request's and its validation's: {s:?}");
+    let (v, req) = (named(&s, "validate"), named(&s, "tools/call a__typed"));
+    assert_eq!((v.kind, v.parent, v.trace_id), (SpanKind::Internal, Some(req.span_id), req.trace_id));
+    assert_eq!(attr(v, "mcpx.stage"), Some("validate"));
+    assert_eq!(attr(v, "error.type"), Some("-32602"));
+    assert!(v.error.as_deref().is_some_and(|e| e.contains("validate")), "{v:?}");
+    assert!(v.length_ns.is_some(), "measured finer than the hub's clock: {v:?}");
+    // Valid arguments: the span says nothing went wrong, and the call goes on.
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": { "name": "a__typed", "arguments": { "count": 3 } } }));
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["name"], "typed");
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
+    p.take(c);
+    let s = spans(&mut p);
+    let v = named(&s, "validate");
+    assert!(v.error.is_none() && v.attr("error.type").is_none() && v.length_ns.is_some(), "{v:?}");
+    assert_eq!(s.len(), 3, "request, validation, upstream call: {s:?}");
+    // Not validated: no span.
+    call(&mut p, c, 1, "b__free", json!({}), json!({ "content": [] }));
+    assert!(spans(&mut p).iter().all(|s| s.name != "validate"));
+}
