@@ -787,7 +787,9 @@ impl HubPolicy {
         if let Some(m) = &mut self.p.metrics {
             m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
             if o.method == "tools/call" {
-                m.tool_call(&o.name, &o.principal, metrics_outcome(&outcome));
+                // A name no visible tool has is the client's own: it earns no series.
+                let tool = if o.server.is_empty() { crate::policy::metrics::UNKNOWN } else { &o.name };
+                m.tool_call(tool, &o.principal, metrics_outcome(&outcome));
             }
         }
         let record = audit::Record {

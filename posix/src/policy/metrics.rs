@@ -20,6 +20,9 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The label value of the overflow series.
 pub const OTHER: &str = "_other";
+/// The `tool` of `mcpx_tool_calls_total` for a call to a name no tool the
+/// client may see has: made-up names never take one of the labelled slots.
+pub const UNKNOWN: &str = "_unknown";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
@@ -358,7 +361,7 @@ impl Capped {
     }
 
     fn of<'a>(&mut self, v: &'a str) -> &'a str {
-        if self.kept.contains(v) {
+        if v == UNKNOWN || self.kept.contains(v) {
             return v;
         }
         if self.kept.len() < self.max {
@@ -386,7 +389,7 @@ impl HubMetrics {
             notifications_dropped: r.register("mcpx_notifications_dropped_total", "Upstream notifications dropped over a per-request cap, per server and kind.", Kind::Counter, &["server", "kind"]),
             pin_changes: r.register("mcpx_pin_changes_total", "Definitions that differ from their pin (changed, new, renamed), per server and list.", Kind::Counter, &["server", "kind"]),
             pin_findings: r.register("mcpx_pin_findings_total", "Findings of the inspection of definitions, per server and finding.", Kind::Counter, &["server", "finding"]),
-            tool_calls: r.register("mcpx_tool_calls_total", "Tool calls answered, by tool (as the client named it), principal and outcome; the tools and principals past the first 64 and 32 seen count as _other.", Kind::Counter, &["tool", "principal", "outcome"]),
+            tool_calls: r.register("mcpx_tool_calls_total", "Tool calls answered, by tool (its exposed name; _unknown: a name no tool the client may see has), principal and outcome; the tools and principals past the first 64 and 32 seen count as _other.", Kind::Counter, &["tool", "principal", "outcome"]),
             #[cfg(feature = "traces")]
             trace_spans: r.register("mcpx_trace_spans_total", "Finished trace spans: exported, failed (the export failed) or dropped (the queue was full, or too many requests were traced at once).", Kind::Counter, &["outcome"]),
             #[cfg(feature = "skills")]

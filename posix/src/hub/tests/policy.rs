@@ -587,3 +587,23 @@ fn a_meta_tools_answer_to_a_2026_client_is_a_complete_result_of_mcpx() {
     assert_eq!(r["result"]["resultType"], "complete", "{r}");
     assert_eq!(r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpx", "{r}");
 }
+
+// Who calls what: a made-up (or hidden) tool name is counted as `_unknown`
+// and takes none of the labelled slots, so a client calling more
+// names that do not exist leaves the real tools their own series.
+#[test]
+fn made_up_tool_names_take_no_labelled_slot_in_tool_call_metrics() {
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], HubOptions { startup_wait_ms: 0, ..HubOptions::default() });
+    let c = p.client("2025-11-25", json!({}));
+    for i in 0..crate::policy::metrics::TOOLS_LABELLED + 20 {
+        let r = call(&mut p, c, i as u64 + 10, &format!("nope{i}"), json!({}));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+    }
+    assert!(call(&mut p, c, 5, "a__x", json!({})).is_null(), "forwarded");
+    answer_up(&mut p, 0);
+    p.take(c);
+    let text = p.hub.metrics_text(0, 0).expect("metrics on by default");
+    assert!(text.contains("mcpx_tool_calls_total{tool=\"_unknown\",principal=\"stdio\",outcome=\"error\"} 84"), "{text}");
+    assert!(text.contains("mcpx_tool_calls_total{tool=\"a__x\",principal=\"stdio\",outcome=\"result\"} 1"), "{text}");
+    assert!(!text.contains("nope"), "{text}");
+}
