@@ -129,10 +129,16 @@ pub fn get() -> Limits {
     *LIMITS.get_or_init(Limits::default)
 }
 
+/// The longest stdio message at most (and a remote server's, and one
+/// passed between replicas): a skill at the extension's limits (16 MiB of
+/// files) may be one file of 16 MiB, read as a base64 `blob` of 21.3 MiB
+/// in its JSON-RPC answer.
+// Requirement: ext-skills-host-limits
+pub const MAX_LINE: usize = 24 << 20;
+
 /// Longest message accepted on a stdio stream (the client's, a server's,
 /// either way), under the process's frame cap.
 pub fn max_line() -> usize {
-    const MAX_LINE: usize = 16 << 20;
     MAX_LINE.min(get().max_frame_bytes)
 }
 
@@ -144,7 +150,7 @@ pub fn line_limit() -> String {
 /// A message cap of `max` bytes on `what` that follows [`max_line`] (a
 /// stdio line, a remote server's response), as errors name it.
 pub fn message_limit(what: &str, max: usize) -> String {
-    format!("the {max}-byte limit of {what} ({}; MCPX_LIMITS=frame=SIZE sets it, up to 16 MiB)", human_size(max))
+    format!("the {max}-byte limit of {what} ({}; MCPX_LIMITS=frame=SIZE sets it, up to {})", human_size(max), human_size(MAX_LINE))
 }
 
 #[cfg(test)]

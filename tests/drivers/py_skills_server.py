@@ -25,6 +25,11 @@ directory of a skill, the skill's own root included), `resources/list`
 base64 `blob`). Digests are SHA-256 of each file's bytes, computed on
 every request from what the file holds then.
 
+--at-limits: a third skill at both of the extension's per-skill limits,
+skill://limits/at-limits/SKILL.md: 512 files (its SKILL.md, 510 small
+notes, one binary file) of 16 MiB together, the binary file holding all but
+a few KiB of it (read as a base64 blob of about 21.3 MiB).
+
 --tamper PATH: while the file PATH exists, git-workflow's SKILL.md has
 one more line (a server changing a file after it published its digest:
 whoever kept the old entry sees bytes that no longer match it; the next
@@ -52,6 +57,7 @@ RESOURCE_NOT_FOUND = -32002
 parser = argparse.ArgumentParser()
 parser.add_argument("--name", default="py-skills")
 parser.add_argument("--tamper", metavar="PATH", help="while PATH exists, git-workflow's SKILL.md is changed")
+parser.add_argument("--at-limits", action="store_true", help="serve a third skill at the extension's limits")
 opts = parser.parse_args()
 
 GIT_SKILL = """---
@@ -100,6 +106,26 @@ SKILLS: list[tuple[str, dict[str, Any]]] = [
         "description": "Issue a refund for an order and tell the customer.",
     }),
 ]
+if opts.at_limits:
+    # The extension's limits: 512 resources, 16 MiB (16,777,216 bytes) in all.
+    LIMIT_FILES, LIMIT_BYTES = 512, 16 * 1024 * 1024
+    FILES["limits/at-limits/SKILL.md"] = b"""---
+name: at-limits
+description: A skill with as many files and bytes as every host must take.
+---
+
+# At the limits
+
+Read assets/big.bin and the notes under notes/.
+"""
+    for i in range(LIMIT_FILES - 2):
+        FILES[f"limits/at-limits/notes/n{i:03}.md"] = f"note {i}\n".encode()
+    rest = LIMIT_BYTES - sum(len(b) for p, b in FILES.items() if p.startswith("limits/"))
+    FILES["limits/at-limits/assets/big.bin"] = (bytes(range(256)) * (rest // 256 + 1))[:rest]
+    SKILLS.append(("limits/at-limits", {
+        "name": "at-limits",
+        "description": "A skill with as many files and bytes as every host must take.",
+    }))
 # What a 2026-07-28 client may cache, and for how long.
 CACHE = {"ttlMs": 30000, "cacheScope": "private"}
 MIME = {".md": "text/markdown", ".png": "image/png"}

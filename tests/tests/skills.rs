@@ -558,3 +558,35 @@ fn clients_without_the_extension_read_each_skill_as_a_prompt_of_its_server() {
         }
     }
 }
+
+// A skill at both of the extension's per-skill limits (512 files, 16 MiB
+// in all, nearly all of it one binary file read as a base64 blob of about
+// 21.3 MiB) passes whole and verified: through stdio, and over HTTP in
+// both eras.
+// covers: ext-skills-host-limits
+#[test]
+fn a_skill_at_the_extensions_limits_passes_whole_through_stdio_and_http() {
+    let script = driver("py_skills_server.py");
+    let py = Cmd::new(python("2.3.0"), &[script.to_str().unwrap(), "--name", "py", "--at-limits"]);
+    let hub = HubConfig::new().remote("py", json!({ "command": py.program, "args": py.args, "required": true })).write();
+    let check = |c: &mut Conn, how: &str| {
+        let r = c.call("skills/get", json!({ "uri": "skill://py/limits/at-limits/SKILL.md" }));
+        let files = ok(&r, how)["skill"]["resources"].as_array().unwrap_or_else(|| panic!("{how}: a manifest: {r}")).clone();
+        assert_eq!(files.len(), 512, "{how}");
+        assert_eq!(files.iter().map(|f| f["size"].as_u64().unwrap()).sum::<u64>(), 16 << 20, "{how}");
+        let wanted = ["SKILL.md", "notes/n000.md", "notes/n509.md", "assets/big.bin"];
+        for f in files.iter().filter(|f| wanted.iter().any(|w| f["uri"].as_str().unwrap().ends_with(w))) {
+            let r = c.call("resources/read", json!({ "uri": f["uri"] }));
+            let got = bytes_of(&ok(&r, how)["contents"][0]);
+            assert_eq!(got.len() as u64, f["size"].as_u64().unwrap(), "{how}: {}", f["uri"]);
+            assert_eq!(digest(&got), f["digest"].as_str().unwrap(), "{how}: {}", f["uri"]);
+        }
+    };
+    let mut s = RawSession::spawn(&hub.serve());
+    s.initialize("2025-11-25");
+    check(&mut Conn { via: Via::Stdio(s), next: 1 }, "stdio");
+    let server = hub.serve_http();
+    wait_ready(&server.url);
+    check(&mut Conn::session(&server.url).0, "HTTP session");
+    check(&mut Conn::modern(&server.url).0, "HTTP, 2026-07-28");
+}

@@ -25,8 +25,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long the owner may stay silent (it streams SSE with keep-alives
 /// while a call runs).
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
-/// Largest answer message passed on.
-const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+/// Largest answer message passed on: what a stdio server may answer.
+const MAX_MESSAGE: usize = crate::limits::MAX_LINE;
 /// Idle connections kept per peer.
 const MAX_IDLE: usize = 8;
 

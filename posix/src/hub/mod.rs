@@ -197,7 +197,7 @@ pub type ClientId = u64;
 pub struct Oversize<'a> {
     pub len: usize,
     pub max: usize,
-    /// The limit for people: "the 16777216-byte limit of one stdio
+    /// The limit for people: "the 25165824-byte limit of one stdio
     /// message (...how to change it)".
     pub limit: &'a str,
     pub head: &'a [u8],
