@@ -11,6 +11,7 @@ use super::*;
 const UI: &str = "io.modelcontextprotocol/ui";
 const URI: &str = "ui://get-time/mcp-app.html";
 const MIME: &str = "text/html;profile=mcp-app";
+const MODERN: &str = "2026-07-28";
 
 fn host_caps() -> Value {
     json!({ "extensions": { UI: { "mimeTypes": [MIME] } } })
@@ -173,4 +174,45 @@ fn the_extension_is_offered_to_app_hosts_when_a_server_serves_apps_and_declared_
     let init = q.take_up(0);
     assert_eq!(init["method"], "initialize");
     assert_eq!(init["params"]["capabilities"]["extensions"][UI]["mimeTypes"], json!([MIME]), "{init}");
+}
+
+// Caching: a UI resource's read keeps the server's caching hints for a
+// 2026-07-28 host (`ttlMs`, `cacheScope`, as the server said them); a
+// changed template reaches the hosts: the server's `resources/list_changed`
+// is passed on and the new list shows the new `ui://` URI rewritten, and
+// the server's `resources/updated` of a read template reaches its
+// subscriber under the URI the host knows.
+// covers: ext-apps-ui-uri-scheme
+#[test]
+fn ui_resources_keep_their_caching_hints_and_changed_templates_reach_the_hosts() {
+    let mut f = clock(false);
+    f.rev = MODERN;
+    let mut p = Pair::with(vec![("clock", f), ("clock2", clock(false))], HubOptions::default());
+    let m = p.connect();
+    let shown = "ui://clock/get-time/mcp-app.html";
+    p.msend(m, json!(1), "resources/read", json!({ "uri": shown }), &host_caps());
+    let up = p.take_up(0);
+    assert_eq!(up["params"]["uri"], URI, "{up}");
+    let contents = json!([{ "uri": URI, "mimeType": MIME, "text": "<!doctype html><p>v1</p>" }]);
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "contents": contents, "ttlMs": 60000, "cacheScope": "public", "resultType": "complete" } }));
+    let r = p.take(m);
+    assert_eq!((&r["result"]["ttlMs"], &r["result"]["cacheScope"]), (&json!(60000), &json!("public")), "the server's hints: {r}");
+    assert_eq!(r["result"]["contents"][0]["uri"], shown);
+    schema_check(MODERN, "ReadResourceResult", &r["result"]);
+
+    // A legacy host lists, reads and subscribes to clock2's template.
+    let h = p.client("2025-11-25", host_caps());
+    let before = p.list_all(h, "resources/list", "resources");
+    assert!(before.iter().any(|r| r["uri"] == "ui://clock2/get-time/mcp-app.html"), "{before:?}");
+    let (_, r) = through(&mut p, h, 1, json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": { "uri": "ui://clock2/get-time/mcp-app.html" } }), json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    // The template changes: its contents (updated) and its list (a second app).
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": URI } }));
+    let n = p.take(h);
+    assert_eq!((n["method"].as_str(), n["params"]["uri"].as_str()), (Some("notifications/resources/updated"), Some("ui://clock2/get-time/mcp-app.html")), "{n}");
+    p.fakes[1].as_mut().unwrap().resources.push(json!({ "uri": "ui://get-date/mcp-app.html", "name": "date", "mimeType": MIME }));
+    p.upstream_says(1, json!({ "jsonrpc": "2.0", "method": "notifications/resources/list_changed" }));
+    assert_eq!(p.take(h)["method"], "notifications/resources/list_changed");
+    let after = p.list_all(h, "resources/list", "resources");
+    assert!(after.iter().any(|r| r["uri"] == "ui://clock2/get-date/mcp-app.html"), "the new template under its shown URI: {after:?}");
 }
