@@ -292,7 +292,7 @@ fn rss_kib(pid: u32) -> u64 {
 /// mcpx → client): afterwards mcpx's RSS is back within 20 % (+ 3 MiB) of
 /// its idle figure. Prints the figures. (Sized for a debug build, which
 /// moves about 1 MB every 2 s through this path; the 40 × 10 MB
-/// would also exceed the 16 MiB upstream line cap, as `echo` answers with
+/// would also exceed the 24 MiB upstream line cap, as `echo` answers with
 /// the text twice.)
 const MESSAGES: u64 = 6;
 const MESSAGE_MB: usize = 2;

@@ -308,7 +308,7 @@ fn an_over_long_line_is_refused_and_the_session_goes_on() {
     let mut s = Session::start(&dir, &["serve", "--config", cfg.to_str().unwrap()]);
     s.initialize();
     let mut big = br#"{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":""#.to_vec();
-    big.resize(17 << 20, b'a');
+    big.resize(25 << 20, b'a');
     big.extend_from_slice(br#""}}"#);
     s.send_raw(&big);
     let line = s.lines.recv_timeout(Duration::from_secs(10)).unwrap();
@@ -316,7 +316,7 @@ fn an_over_long_line_is_refused_and_the_session_goes_on() {
     assert!(v.get("error").is_some(), "{v}");
     // Its id is read from the line's first bytes; the limit is named.
     assert_eq!(v["id"], json!(5), "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("over the 16777216-byte limit of one stdio message (16 MiB"), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("over the 25165824-byte limit of one stdio message (24 MiB"), "{v}");
     let r = s.request(6, "ping", json!({}));
     assert_eq!(r["result"], json!({}), "{r}");
     s.close_stdin();

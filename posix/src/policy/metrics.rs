@@ -20,9 +20,6 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The label value of the overflow series.
 pub const OTHER: &str = "_other";
-/// The `tool` of `mcpx_tool_calls_total` for a call to a name no tool the
-/// client may see has: made-up names never take one of the labelled slots.
-pub const UNKNOWN: &str = "_unknown";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
@@ -338,103 +335,13 @@ pub struct HubMetrics {
     notifications_dropped: FamilyId,
     pin_changes: FamilyId,
     pin_findings: FamilyId,
-    tool_calls: FamilyId,
     #[cfg(feature = "traces")]
     trace_spans: FamilyId,
     #[cfg(feature = "skills")]
     skill_mismatches: FamilyId,
-    tools: TopN,
-    principals: TopN,
-}
-
-/// Tools and principals given a label value of their own in
-/// `mcpx_tool_calls_total` at once; the others count as [`OTHER`].
-pub const TOOLS_LABELLED: usize = 64;
-pub const PRINCIPALS_LABELLED: usize = 32;
-/// Values followed while they count as [`OTHER`], per labelled one.
-const CANDIDATES_PER_SLOT: usize = 4;
-/// Every this many calls the recent counts are halved: "recent" weighs
-/// the last few thousand calls most.
-const HALF_LIFE_CALLS: u64 = 4096;
-/// A value followed as [`OTHER`] takes the slot of the least busy labelled
-/// one when its recent count is this many times that one's (and at least
-/// [`MIN_PROMOTION`]): a slot does not change hands over a few calls.
-const PROMOTION_FACTOR: u64 = 2;
-const MIN_PROMOTION: u64 = 8;
-
-/// The values of one label kept as themselves, the busiest of late, at
-/// most `max`; the rest are [`OTHER`]. A counter never goes down, so no
-/// count moves between series: a value given a slot starts a series of
-/// its own from zero (what it counted before stays in [`OTHER`]), and the
-/// value whose slot it takes has its series removed (Prometheus sees a
-/// series end, and a new one start should it come back). The calls of a
-/// value counting as [`OTHER`] are followed in a bounded table (the
-/// Space-Saving sketch: a full table's least count is replaced).
-#[derive(Debug)]
-struct TopN {
-    /// Labelled values and their recent counts.
-    kept: BTreeMap<String, u64>,
-    /// Values counting as [`OTHER`] and their recent counts (estimates).
-    candidates: BTreeMap<String, u64>,
-    max: usize,
-    calls: u64,
-}
-
-impl TopN {
-    fn new(max: usize) -> TopN {
-        TopN { kept: BTreeMap::new(), candidates: BTreeMap::new(), max, calls: 0 }
-    }
-
-    /// The label of one call of `v`, and the labelled value it displaced.
-    fn of<'a>(&mut self, v: &'a str) -> (&'a str, Option<String>) {
-        self.calls += 1;
-        if self.calls % HALF_LIFE_CALLS == 0 {
-            self.kept.values_mut().chain(self.candidates.values_mut()).for_each(|n| *n /= 2);
-        }
-        if v == UNKNOWN {
-            return (v, None);
-        }
-        if let Some(n) = self.kept.get_mut(v) {
-            *n += 1;
-            return (v, None);
-        }
-        if self.kept.len() < self.max {
-            self.kept.insert(v.to_string(), 1);
-            return (v, None);
-        }
-        let n = match self.candidates.get_mut(v) {
-            Some(n) => {
-                *n += 1;
-                *n
-            }
-            None => {
-                // Space-Saving: a full table gives the least one's place
-                // (and count) to the newcomer.
-                let floor = if self.candidates.len() >= self.max * CANDIDATES_PER_SLOT { least(&self.candidates).map_or(0, |(k, n)| {
-                    self.candidates.remove(&k);
-                    n
-                }) } else { 0 };
-                self.candidates.insert(v.to_string(), floor + 1);
-                floor + 1
-            }
-        };
-        let low_n = self.kept.values().copied().min().unwrap_or(0);
-        if n < MIN_PROMOTION || n < PROMOTION_FACTOR * low_n.max(1) {
-            return (OTHER, None);
-        }
-        let low = least(&self.kept).map(|(k, _)| k);
-        if let Some(k) = &low {
-            self.kept.remove(k);
-        }
-        self.candidates.remove(v);
-        self.kept.insert(v.to_string(), n);
-        (v, low)
-    }
-}
-
-/// The entry with the least count.
-fn least(m: &BTreeMap<String, u64>) -> Option<(String, u64)> {
-    m.iter().min_by_key(|(_, n)| **n).map(|(k, n)| (k.clone(), *n))
+    /// Who calls what (`mcpx_tool_calls_total`).
+    #[cfg(feature = "activity")]
+    pub callers: super::callers::Callers,
 }
 
 impl HubMetrics {
@@ -454,13 +361,12 @@ impl HubMetrics {
             notifications_dropped: r.register("mcpx_notifications_dropped_total", "Upstream notifications dropped over a per-request cap, per server and kind.", Kind::Counter, &["server", "kind"]),
             pin_changes: r.register("mcpx_pin_changes_total", "Definitions that differ from their pin (changed, new, renamed), per server and list.", Kind::Counter, &["server", "kind"]),
             pin_findings: r.register("mcpx_pin_findings_total", "Findings of the inspection of definitions, per server and finding.", Kind::Counter, &["server", "finding"]),
-            tool_calls: r.register("mcpx_tool_calls_total", "Tool calls answered, by tool (its exposed name; _unknown: a name no tool the client may see has), principal and outcome; the 64 tools and 32 principals busiest of late keep their names, the others count as _other.", Kind::Counter, &["tool", "principal", "outcome"]),
             #[cfg(feature = "traces")]
             trace_spans: r.register("mcpx_trace_spans_total", "Finished trace spans: exported, failed (the export failed) or dropped (the queue was full, or too many requests were traced at once).", Kind::Counter, &["outcome"]),
             #[cfg(feature = "skills")]
             skill_mismatches: r.register("mcpx_skill_digest_mismatches_total", "Reads of a skill's file refused because its bytes differ from the digest or size its server published, per server.", Kind::Counter, &["server"]),
-            tools: TopN::new(TOOLS_LABELLED),
-            principals: TopN::new(PRINCIPALS_LABELLED),
+            #[cfg(feature = "activity")]
+            callers: super::callers::Callers::register(&mut r),
             registry: r,
         }
     }
@@ -486,19 +392,6 @@ impl HubMetrics {
         r.observe(self.latency, &[server], duration_ms as f64 / 1000.0);
         r.add(self.bytes, &[server, "in"], bytes_in as f64);
         r.add(self.bytes, &[server, "out"], bytes_out as f64);
-    }
-
-    /// One answered `tools/call` of `tool` by `principal`: who calls what.
-    pub fn tool_call(&mut self, tool: &str, principal: &str, outcome: Outcome) {
-        let (tool, gone) = self.tools.of(tool);
-        if let Some(g) = gone {
-            self.registry.remove(self.tool_calls, 0, &g);
-        }
-        let (principal, gone) = self.principals.of(principal);
-        if let Some(g) = gone {
-            self.registry.remove(self.tool_calls, 1, &g);
-        }
-        self.registry.add(self.tool_calls, &[tool, principal, outcome.label()], 1.0);
     }
 
     pub fn refused(&mut self, limit: &str) {
@@ -671,47 +564,4 @@ print(json.dumps(out))
         assert_eq!(m.registry.value(m.requests, &["other", "s", "error"]), Some(50.0));
     }
 
-    #[test]
-    fn tool_calls_by_tool_and_principal_keep_the_busiest_and_count_the_rest_as_other() {
-        let mut m = HubMetrics::new(100_000);
-        for i in 0..TOOLS_LABELLED + 10 {
-            m.tool_call(&format!("gh__t{i}"), "alice", Outcome::Result);
-        }
-        for i in 0..PRINCIPALS_LABELLED + 5 {
-            m.tool_call("gh__t0", &format!("p{i}"), Outcome::ToolError);
-        }
-        let v = |m: &HubMetrics, t: &str, p: &str, o: Outcome| m.registry.value(m.tool_calls, &[t, p, o.label()]);
-        // Free slots go to the first seen.
-        assert_eq!(v(&m, "gh__t0", "alice", Outcome::Result), Some(1.0));
-        assert_eq!(v(&m, &format!("gh__t{}", TOOLS_LABELLED - 1), "alice", Outcome::Result), Some(1.0));
-        assert_eq!(v(&m, OTHER, "alice", Outcome::Result), Some(10.0));
-        // alice is the first principal seen: 31 more, then other.
-        assert_eq!(v(&m, "gh__t0", &format!("p{}", PRINCIPALS_LABELLED - 2), Outcome::ToolError), Some(1.0));
-        assert_eq!(v(&m, "gh__t0", OTHER, Outcome::ToolError), Some(6.0));
-        let text = m.registry.render();
-        assert!(text.contains("mcpx_tool_calls_total{tool=\"gh__t0\",principal=\"alice\",outcome=\"result\"} 1"), "{text}");
-
-        // A tool counted as other that becomes busy takes the least busy
-        // one's slot: its series starts from zero, what it counted before
-        // stays in other (a counter never goes down), the displaced
-        // tool's series are gone.
-        let busy = format!("gh__t{}", TOOLS_LABELLED + 3);
-        let before = v(&m, OTHER, "alice", Outcome::Result).unwrap();
-        let mut promoted_at = None;
-        for n in 1..=MIN_PROMOTION {
-            m.tool_call(&busy, "alice", Outcome::Result);
-            if promoted_at.is_none() && v(&m, &busy, "alice", Outcome::Result).is_some() {
-                promoted_at = Some(n);
-            }
-        }
-        assert_eq!(promoted_at, Some(MIN_PROMOTION - 1), "its first call was counted as other before");
-        assert_eq!(v(&m, &busy, "alice", Outcome::Result), Some(2.0), "its series counts from the call that gave it a slot");
-        let other = v(&m, OTHER, "alice", Outcome::Result).unwrap();
-        assert_eq!(other, before + (MIN_PROMOTION - 2) as f64, "other only grows");
-        let labelled: std::collections::BTreeSet<String> = m.registry.to_json()["mcpx_tool_calls_total"].as_array().unwrap().iter().map(|s| s["labels"]["tool"].as_str().unwrap().to_string()).collect();
-        assert_eq!(labelled.len(), TOOLS_LABELLED + 1, "64 tools and other: {labelled:?}");
-        // One call of a tool counted as other never displaces anyone.
-        m.tool_call(&format!("gh__t{}", TOOLS_LABELLED + 5), "alice", Outcome::Result);
-        assert_eq!(v(&m, OTHER, "alice", Outcome::Result), Some(other + 1.0));
-    }
 }

@@ -71,6 +71,8 @@
 pub mod activity;
 pub mod approval;
 pub mod audit;
+#[cfg(feature = "activity")]
+pub mod callers;
 pub mod catalog_acl;
 pub mod metrics;
 mod options;

@@ -591,11 +591,12 @@ fn a_meta_tools_answer_to_a_2026_client_is_a_complete_result_of_mcpx() {
 // Who calls what: a made-up (or hidden) tool name is counted as `_unknown`
 // and takes none of the labelled slots, so a client calling more
 // names that do not exist leaves the real tools their own series.
+#[cfg(feature = "activity")]
 #[test]
 fn made_up_tool_names_take_no_labelled_slot_in_tool_call_metrics() {
     let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], HubOptions { startup_wait_ms: 0, ..HubOptions::default() });
     let c = p.client("2025-11-25", json!({}));
-    for i in 0..crate::policy::metrics::TOOLS_LABELLED + 20 {
+    for i in 0..crate::policy::callers::TOOLS_LABELLED + 20 {
         let r = call(&mut p, c, i as u64 + 10, &format!("nope{i}"), json!({}));
         assert_eq!(r["error"]["code"], -32602, "{r}");
     }
