@@ -21,6 +21,8 @@ Tools:
   slow(steps, delay)       sleeps steps*delay seconds, reporting progress each step
   auth_header()            "authorization: VALUE" (or "(none)"): the Authorization
                            header of the HTTP request that carried the call
+  env_var()                with --env-var NAME only: "NAME=VALUE" (or "NAME unset"),
+                           from the process's environment
 Resource:  py://info     (text "py-upstream info")
 Prompt:    py_prompt(topic)
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import SamplingMessage, TextContent
@@ -39,6 +42,7 @@ parser.add_argument("--name", default="py-upstream")
 parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT")
 parser.add_argument("--sse", type=int, metavar="PORT", help="serve HTTP+SSE (2024-11-05) on 127.0.0.1:PORT")
 parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve HTTPS with this certificate and key")
+parser.add_argument("--env-var", metavar="NAME", help="add tool env_var, which reports this variable of the environment")
 opts = parser.parse_args()
 if opts.http and opts.sse:
     parser.error("--http and --sse exclude each other")
@@ -113,6 +117,14 @@ def auth_header(ctx: Context) -> str:
     request = getattr(ctx.request_context, "request", None)
     value = request.headers.get("authorization") if request is not None else None
     return f"authorization: {value or '(none)'}"
+
+
+if opts.env_var:
+    @app.tool()
+    def env_var() -> str:
+        """The value of the environment variable this server was told to report."""
+        value = os.environ.get(opts.env_var)
+        return f"{opts.env_var} unset" if value is None else f"{opts.env_var}={value}"
 
 
 @app.resource("py://info")

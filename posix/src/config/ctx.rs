@@ -6,8 +6,8 @@ use std::path::{Path as FsPath, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::error::{Problem, ProblemKind};
-use super::expand::expand;
+use super::error::{ExpandError, Problem, ProblemKind};
+use super::expand::{expand, expand_keeping_secrets};
 use crate::host::dirs::EnvLookup;
 use crate::bytes::jsonpos::{self, Path};
 
@@ -95,6 +95,16 @@ impl Ctx<'_> {
     }
 
     pub(super) fn string(&mut self, at: &Path, v: &Value) -> Option<String> {
+        self.string_with(at, v, expand)
+    }
+
+    /// A server's `env` or header value: [`Ctx::string`], its
+    /// `${secret:NAME}` references kept for the instance that resolves them.
+    pub(super) fn string_keeping_secrets(&mut self, at: &Path, v: &Value) -> Option<String> {
+        self.string_with(at, v, expand_keeping_secrets)
+    }
+
+    fn string_with(&mut self, at: &Path, v: &Value, expand: fn(&str, EnvLookup<'_>) -> Result<String, ExpandError>) -> Option<String> {
         match v {
             Value::String(s) => match expand(s, self.env) {
                 Ok(s) => Some(s),

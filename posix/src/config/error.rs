@@ -78,6 +78,9 @@ pub enum ExpandError {
     BadReference { body: String },
     /// `${name}` is not set and has no default.
     Unset { name: String },
+    /// `${secret:NAME}` where no per-principal secret can go.
+    #[cfg(feature = "secrets")]
+    SecretHere { body: String },
 }
 
 impl fmt::Display for ExpandError {
@@ -89,6 +92,11 @@ impl fmt::Display for ExpandError {
             ExpandError::BadReference { body } => write!(
                 f,
                 "`${{{body}}}` is not a valid variable reference (use ${{NAME}} or ${{NAME:-default}}; `$${{` for a literal `${{`)"
+            ),
+            #[cfg(feature = "secrets")]
+            ExpandError::SecretHere { body } => write!(
+                f,
+                "`${{{body}}}` names a per-principal secret, which only a server's \"env\" and \"headers\" can use"
             ),
             ExpandError::Unset { name } => write!(
                 f,

@@ -87,10 +87,14 @@ pub use cluster::ClusterSettings;
 pub(crate) use cluster::StateKey;
 #[cfg(all(test, feature = "cli"))]
 pub use expand::expand;
+#[cfg(feature = "secrets")]
+pub use expand::resolve_secrets;
 pub use error::{ConfigError, Problem, ProblemKind};
 pub use http::HttpSettings;
 pub use parse::parse;
 pub use process::Power;
+#[cfg(test)]
+pub use remote::RemoteServer;
 pub use roots::Root;
 pub use server::ServerConfig;
 pub use tasks::TaskSettings;
@@ -135,6 +139,8 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// Names of servers with `"disabled": true`.
     pub disabled: Vec<String>,
+    /// `"secrets"`: the file of each principal's own secrets.
+    pub secrets: Option<PathBuf>,
     pub separator: String,
     pub roots: Vec<Root>,
     pub log_level: Option<Level>,
@@ -245,6 +251,7 @@ pub fn builtin_default() -> Config {
         source: Source::BuiltIn,
         servers: vec![server("demo"), server("notes")],
         disabled: Vec::new(),
+        secrets: None,
         separator: DEFAULT_SEPARATOR.to_string(),
         roots: Vec::new(),
         log_level: None,

@@ -23,7 +23,7 @@ use crate::log::Level;
 // (a warning), at no cost to a small build.
 const TOP_KEYS: &[&str] = &[
     "mcpServers", "separator", "roots", "logLevel", "auth", "http", "cacheTtlMs", "cachePublic", "inputTtlMs",
-    "shutdownGraceMs", "startupWaitMs", "policy", "tasks", "lazy", "idleStopMs", "state", "cluster",
+    "shutdownGraceMs", "startupWaitMs", "policy", "tasks", "lazy", "idleStopMs", "state", "cluster", "secrets",
     #[cfg(feature = "traces")]
     "traces",
 ];
@@ -72,6 +72,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     };
     let (mut servers, disabled) = parse_servers(&mut cx, &top, obj, &separator, power);
     check_prefixes(&mut cx, &top.key("mcpServers"), &servers);
+    let secrets = parse_secrets(&mut cx, &top, obj, &servers);
     if !cx.errors.is_empty() {
         return Err(ConfigError(cx.errors));
     }
@@ -80,6 +81,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
         source: Source::BuiltIn,
         servers,
         disabled,
+        secrets,
         separator,
         roots,
         log_level,
@@ -188,4 +190,22 @@ fn check_prefixes(cx: &mut Ctx<'_>, at: &Path, servers: &[ServerConfig]) {
             }
         }
     }
+}
+
+/// `"secrets": "FILE"`: each principal's own secrets, which a server's
+/// `env` and headers name as `${secret:NAME}` (read when a principal's
+/// instance starts: `reload::secrets`). Required once a server names one.
+fn parse_secrets(cx: &mut Ctx<'_>, top: &Path, obj: &Object, servers: &[ServerConfig]) -> Option<std::path::PathBuf> {
+    let at = top.key("secrets");
+    let file = obj.get("secrets").filter(|v| !v.is_null()).and_then(|v| cx.string(&at, v)).and_then(|s| cx.path(&at, &s));
+    #[cfg(not(feature = "secrets"))]
+    let _ = servers;
+    #[cfg(feature = "secrets")]
+    if file.is_none() {
+        if let Some(s) = servers.iter().find(|s| s.secrets().next().is_some()) {
+            let name = s.secrets().next().unwrap_or_default();
+            cx.err(&top.key("mcpServers").key(&s.name), format!("names the per-principal secret {name} (`${{secret:{name}}}`), but no \"secrets\" file is configured: add \"secrets\": \"secrets.json\" (an object of principals, each an object of secrets)"));
+        }
+    }
+    file
 }

@@ -28,7 +28,7 @@ pub(super) fn parse_env(cx: &mut Ctx<'_>, at: &Path, v: Option<&Value>) -> Vec<(
                     cx.err(&vat, "environment variable names must be non-empty without `=`");
                     continue;
                 }
-                if let Some(s) = cx.string(&vat, val) {
+                if let Some(s) = cx.string_keeping_secrets(&vat, val) {
                     if s.contains('\0') {
                         cx.err(&vat, "must not contain a NUL character");
                     } else {
@@ -47,9 +47,9 @@ const MAX_MAX_INSTANCES: u64 = 256;
 
 /// `"isolation": "shared" | "client"` (default shared) and `"maxInstances"`
 /// (with `"client"`; default 8): one process for every client, or one per
-/// client principal (`hub::starts::isolation`). A remote server's key is refused:
-/// mcpx's one session with it cannot be split per client.
-pub(super) fn parse_isolation(cx: &mut Ctx<'_>, at: &Path, obj: &Object, local: bool) -> Isolation {
+/// client principal (`hub::starts::isolation`); for a remote server, one
+/// session per client principal.
+pub(super) fn parse_isolation(cx: &mut Ctx<'_>, at: &Path, obj: &Object) -> Isolation {
     let mode = obj.get("isolation").and_then(|v| cx.string(&at.key("isolation"), v));
     let max = match obj.get("maxInstances") {
         None => DEFAULT_MAX_INSTANCES,
@@ -66,10 +66,6 @@ pub(super) fn parse_isolation(cx: &mut Ctx<'_>, at: &Path, obj: &Object, local: 
             if obj.contains_key("maxInstances") {
                 cx.err(&at.key("maxInstances"), "only applies with \"isolation\": \"client\"");
             }
-            Isolation::Shared
-        }
-        Some("client") if !local => {
-            cx.err(&at.key("isolation"), "\"client\" isolation is for local (command) servers: mcpx has one session with a remote server; leave it \"shared\"");
             Isolation::Shared
         }
         Some("client") => Isolation::Client { max },

@@ -123,7 +123,7 @@ pub(super) fn parse_headers(cx: &mut Ctx<'_>, at: &Path, obj: &Object) -> Vec<(S
                     cx.err(&hat.key(&k), "header given twice");
                     continue;
                 }
-                if let Some(v) = cx.string(&hat.key(&k), val) {
+                if let Some(v) = cx.string_keeping_secrets(&hat.key(&k), val) {
                     headers.push((k, v));
                 }
             }

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::ctx::{type_name, Ctx, Object};
+#[cfg(feature = "secrets")]
+use super::expand::secret_refs;
 use super::process::{parse_env, parse_isolation, parse_power, parse_process_keys, Power};
 use super::remote::{parse_remote, parse_transport, RemoteServer, Transport};
 use super::MAX_NAME_LEN;
@@ -50,6 +52,15 @@ pub struct ServerConfig {
     pub power: Power,
     /// `"isolation"` and `"maxInstances"`.
     pub isolation: Isolation,
+}
+
+#[cfg(feature = "secrets")]
+impl ServerConfig {
+    /// The per-principal secrets (`${secret:NAME}`) its `env` and headers
+    /// name: each instance gets its owner's.
+    pub fn secrets(&self) -> impl Iterator<Item = &str> {
+        self.env.iter().chain(self.remote.iter().flat_map(|r| &r.headers)).flat_map(|(_, v)| secret_refs(v))
+    }
 }
 
 /// What one entry of `"mcpServers"` gives.
@@ -127,9 +138,16 @@ pub(super) fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, s
     let (env_policy, max_restarts) = parse_process_keys(cx, at, obj, local);
     let power = parse_power(cx, at, obj, power);
     let trusted = obj.get("trusted").and_then(|v| cx.bool(&at.key("trusted"), v)).unwrap_or(false);
-    let isolation = parse_isolation(cx, at, obj, local);
+    let isolation = parse_isolation(cx, at, obj);
     let required = obj.get("required").and_then(|v| cx.bool(&at.key("required"), v)).unwrap_or(false);
 
+    #[cfg(feature = "secrets")]
+    let secrets = env.iter().chain(remote.iter().flat_map(|r| &r.headers)).any(|(_, v)| secret_refs(v).next().is_some());
+    #[cfg(feature = "secrets")]
+    if secrets && isolation == Isolation::Shared {
+        let key = if local { "env" } else { "headers" };
+        cx.err(&at.key(key), "uses a per-principal ${secret:...}: set \"isolation\": \"client\", so that each person's secret goes only to their own process or session");
+    }
     if cx.errors.len() > n_errors {
         return Parsed::Invalid;
     }

@@ -306,7 +306,7 @@ fn missing_pieces() {
 }
 
 #[test]
-fn isolation_is_shared_by_default_client_with_a_cap_and_refused_for_a_remote_server() {
+fn isolation_is_shared_by_default_client_with_a_cap_for_a_local_or_remote_server() {
     use crate::hub::Isolation;
     let c = ok(r#"{"mcpServers": {
     "a": {"command": "x"},
@@ -316,8 +316,9 @@ fn isolation_is_shared_by_default_client_with_a_cap_and_refused_for_a_remote_ser
 }}"#);
     let i: Vec<Isolation> = c.servers.iter().map(|s| s.isolation).collect();
     assert_eq!(i, [Isolation::Shared, Isolation::Shared, Isolation::Client { max: 8 }, Isolation::Client { max: 2 }]);
-    let e = err(r#"{"mcpServers": {"r": {"url": "https://h/mcp", "isolation": "client"}}}"#);
-    assert!(e.contains("mcpServers.r.isolation: \"client\" isolation is for local (command) servers"), "{e}");
+    // A remote server: one session per principal.
+    let c = ok(r#"{"mcpServers": {"r": {"url": "https://h/mcp", "isolation": "client"}}}"#);
+    assert_eq!(c.servers[0].isolation, Isolation::Client { max: 8 });
     let e = err(r#"{"mcpServers": {"a": {"command": "x", "isolation": "user"}}}"#);
     assert!(e.contains("mcpServers.a.isolation: \"user\" is not \"shared\" or \"client\""), "{e}");
     let e = err(r#"{"mcpServers": {"a": {"command": "x", "isolation": "client", "maxInstances": 0}}}"#);
@@ -448,7 +449,7 @@ fn warnings_for_unknown_keys_and_transports() {
     assert_eq!(
         c.warnings.iter().map(Problem::to_string).collect::<Vec<_>>(),
         [
-            &format!("cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, startupWaitMs, policy, tasks, lazy, idleStopMs, state, cluster{})", if cfg!(feature = "traces") { ", traces" } else { "" }),
+            &format!("cfg.json:7:3: extra: unknown key \"extra\" ignored (known keys here: mcpServers, separator, roots, logLevel, auth, http, cacheTtlMs, cachePublic, inputTtlMs, shutdownGraceMs, startupWaitMs, policy, tasks, lazy, idleStopMs, state, cluster, secrets{})", if cfg!(feature = "traces") { ", traces" } else { "" }),
             "cfg.json:3:12: mcpServers.ws.type: transport \"websocket\" is not supported (use \"stdio\", \"http\" or \"sse\"); server \"ws\" is skipped",
             "cfg.json:4:48: mcpServers.local.comand: unknown key \"comand\" ignored (known keys here: command, args, env, cwd, disabled, timeoutMs, tools, prefix, revisions, url, headers, caFile, type, transport, inheritEnv, envAllow, maxRestarts, oauth, lazy, idleStopMs, trusted, isolation, maxInstances, required)",
             "cfg.json:5:38: mcpServers.local.tools.block: unknown key \"block\" ignored (known keys here: allow, deny)",
@@ -645,4 +646,49 @@ fn traces_are_read_with_their_defaults_and_checked() {
             assert!(e.contains(says), "{src}: {e}");
         }
     }
+}
+
+// `${secret:NAME}`: only in a server's env and headers, kept for the
+// instance that resolves it; such a server runs per principal and needs
+// the "secrets" file.
+#[cfg(feature = "secrets")]
+#[test]
+fn per_principal_secrets_are_kept_in_env_and_headers_only_and_need_isolation_and_a_file() {
+    let c = ok(r#"{"secrets": "s.json", "mcpServers": {
+    "w": {"command": "x", "isolation": "client", "env": {"API_KEY": "${secret:API_KEY}", "LIT": "$${secret:X}"}},
+    "r": {"url": "https://h/mcp", "isolation": "client", "headers": {"Authorization": "Bearer ${secret:TOKEN}"}}
+}}"#);
+    assert_eq!(c.secrets.as_deref(), Some(std::path::Path::new("/etc/mcpx/s.json")));
+    assert_eq!(c.servers[0].env, [("API_KEY".to_string(), "${secret:API_KEY}".to_string()), ("LIT".to_string(), "$${secret:X}".to_string())]);
+    assert_eq!(c.servers[0].secrets().collect::<Vec<_>>(), ["API_KEY"], "an escaped one is no reference");
+    assert_eq!(c.servers[1].secrets().collect::<Vec<_>>(), ["TOKEN"]);
+    let e = err(r#"{"secrets": "s.json", "mcpServers": {"w": {"command": "x", "env": {"K": "${secret:K}"}}}}"#);
+    assert!(e.contains("mcpServers.w.env: uses a per-principal ${secret:...}: set \"isolation\": \"client\""), "{e}");
+    let e = err(r#"{"mcpServers": {"w": {"command": "x", "isolation": "client", "env": {"K": "${secret:K}"}}}}"#);
+    assert!(e.contains("mcpServers.w: names the per-principal secret K (`${secret:K}`), but no \"secrets\" file is configured"), "{e}");
+    let e = err(r#"{"secrets": "s.json", "mcpServers": {"w": {"command": "${secret:K}"}}}"#);
+    assert!(e.contains("mcpServers.w.command: `${secret:K}` names a per-principal secret, which only a server's \"env\" and \"headers\" can use"), "{e}");
+    let e = err(r#"{"secrets": "s.json", "mcpServers": {"w": {"command": "x", "isolation": "client", "env": {"K": "${secret:bad-name}"}}}}"#);
+    assert!(e.contains("is not a valid variable reference"), "{e}");
+}
+
+#[cfg(feature = "secrets")]
+#[test]
+fn secrets_resolve_per_instance_and_escapes_become_literal() {
+    use super::expand::{resolve_secrets, secret_refs};
+    let lookup = |k: &str| match k {
+        "A" => Some("alpha"),
+        _ => None,
+    };
+    for (kept, want) in [
+        ("x", Ok("x")),
+        ("${secret:A}", Ok("alpha")),
+        ("Bearer ${secret:A}!", Ok("Bearer alpha!")),
+        ("$${secret:A}", Ok("${secret:A}")),
+        ("${HOME} ${secret:A}", Ok("${HOME} alpha")),
+        ("${secret:B}", Err("B")),
+    ] {
+        assert_eq!(resolve_secrets(kept, lookup), want.map(str::to_string).map_err(str::to_string), "{kept}");
+    }
+    assert_eq!(secret_refs("${secret:A}-$${secret:B}-${secret:C}").collect::<Vec<_>>(), ["A", "C"]);
 }

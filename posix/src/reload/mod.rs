@@ -47,6 +47,7 @@ use crate::hub::{Input, Power, UpstreamId};
 use crate::log;
 use crate::process::alarm::Alarm;
 use crate::serve::runtime::{Runtime, ServerAsk};
+use crate::serve::secrets::For;
 use crate::serve::spawner::Spawner;
 use lists::Lists;
 
@@ -321,6 +322,12 @@ impl State {
             warn!("{w}");
         }
         let d = diff(&self.current, &new);
+        #[cfg(feature = "secrets")]
+        if new.secrets != self.current.secrets {
+            info!("config reloaded: the secrets file is now {}; instances started from now on read it", new.secrets.as_ref().map_or("none".into(), |p| p.display().to_string()));
+        }
+        #[cfg(feature = "secrets")]
+        self.spawner.set_secrets(new.secrets.clone());
         self.apply(&d, &new).await;
         if d.log_level {
             match (self.settings.level_fixed, new.log_level) {
@@ -409,7 +416,9 @@ impl State {
             (Power::Start, None) => self.spawner.start(&self.rt, u, s),
             (Power::Start, Some(_)) => {
                 let instance = ServerConfig { name: format!("{}#{u}", s.name), ..s.clone() };
-                self.spawner.start(&self.rt, u, &instance);
+                let owner = self.rt.hub().starts().owner_principal(u).flatten().map(str::to_string);
+                let who = owner.as_deref().map_or(For::Anonymous, For::Principal);
+                self.spawner.start_for(&self.rt, u, &instance, who);
             }
             (Power::Stop, _) => {
                 if template.is_none() {

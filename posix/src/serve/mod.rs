@@ -50,6 +50,7 @@ pub(crate) mod options;
 pub(crate) mod pin_share;
 pub(crate) mod pin_store;
 pub(crate) mod runtime;
+pub(crate) mod secrets;
 pub(crate) mod spawner;
 pub(crate) mod task_store;
 #[cfg(feature = "traces")]
@@ -403,7 +404,14 @@ where
         started => started.and_then(Result::ok),
     };
 
-    let spawner = Spawner { ex: ex.clone(), sup_opts, events, catalog };
+    let spawner = Spawner {
+        ex: ex.clone(),
+        sup_opts,
+        events,
+        catalog,
+        #[cfg(feature = "secrets")]
+        secrets: std::cell::RefCell::new(cfg.secrets.clone()),
+    };
     // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
     // The pins before the first listing (with a store: every replica's).

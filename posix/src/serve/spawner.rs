@@ -1,12 +1,21 @@
 //! Starting a configured server's transport: a supervised child or a
 //! remote connection (at startup, and for servers a reload adds).
 
+#[cfg(feature = "secrets")]
+use std::cell::RefCell;
+#[cfg(feature = "secrets")]
+use std::path::PathBuf;
 use std::rc::Rc;
 
 use smol::{LocalExecutor, Task};
 
 use super::runtime::{Runtime, Upstream};
 use crate::config;
+#[cfg(feature = "secrets")]
+use super::secrets;
+use super::secrets::For;
+#[cfg(feature = "secrets")]
+use crate::hub::Next;
 use crate::hub::UpstreamId;
 use crate::remote::{self, RemoteSpec};
 use crate::process::supervise::{self, ProcessSpec};
@@ -19,14 +28,46 @@ pub(crate) struct Spawner {
     pub(super) sup_opts: supervise::Options,
     pub(super) events: Rc<dyn Events>,
     pub(super) catalog: Rc<dyn remote::Catalog>,
+    /// The config's `"secrets"` file (a reload's, once one applied).
+    #[cfg(feature = "secrets")]
+    pub(super) secrets: RefCell<Option<PathBuf>>,
 }
 
 impl Spawner {
     /// Starts configured server `s` as upstream `id` (a new id, or the slot
     /// of a server [`Runtime::stop_upstream`] has stopped).
     pub(crate) fn start(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig) {
+        self.start_for(rt, id, s, For::Everyone);
+    }
+
+    /// Starts server `s` as upstream `id` for `who`, with `who`'s secrets
+    /// (`secrets`); one it lacks is reported as the attempt's failure
+    /// (its callers are told why), nothing started.
+    #[cfg(feature = "secrets")]
+    pub(crate) fn start_for(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig, who: For<'_>) {
+        match secrets::resolve(s, self.secrets.borrow().as_deref(), who) {
+            Ok(s) => {
+                let (up, task) = spawn_upstream(self, id, &s);
+                Self::put(rt, id, &s.name, Some(up), Some(task));
+            }
+            Err(r) => {
+                warn!("{}", r.log);
+                self.events.exited(id, &r.caller, "", Next::Stop);
+            }
+        }
+    }
+
+    /// A build without per-principal secrets: as the template.
+    #[cfg(not(feature = "secrets"))]
+    pub(crate) fn start_for(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig, _: For<'_>) {
         let (up, task) = spawn_upstream(self, id, s);
         Self::put(rt, id, &s.name, Some(up), Some(task));
+    }
+
+    /// A reload's `"secrets"` file, for the next starts.
+    #[cfg(feature = "secrets")]
+    pub(crate) fn set_secrets(&self, file: Option<PathBuf>) {
+        *self.secrets.borrow_mut() = file;
     }
 
     /// Gives slot `id` to server `s` without starting it (a lazy server

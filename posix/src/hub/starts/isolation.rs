@@ -1,4 +1,6 @@
-//! `"isolation": "client"`: one instance of a server per client principal.
+//! `"isolation": "client"`: one instance of a server per client principal
+//! (a process of a local server, a session of a remote one; each with its
+//! owner's secrets, `serve::secrets`).
 //!
 //! A shared server (the default) is one process for every client; when it
 //! asks a client for input (sampling, elicitation, roots) with several
@@ -168,6 +170,16 @@ impl Starts {
         match self.instances.get(&u)?.owner.as_ref()? {
             Owner::Principal(p) => Some(super::super::policy::principal_name(p)),
             Owner::Session(c) => Some(clients.principal_name(*c)),
+        }
+    }
+
+    /// Whose instance slot `u` is, for its credentials: `Some(Some(name))`
+    /// a principal's (by its policy name), `Some(None)` an anonymous
+    /// session's, `None` no one's (not an instance, or free).
+    pub fn owner_principal(&self, u: UpstreamId) -> Option<Option<&str>> {
+        match self.instances.get(&u)?.owner.as_ref()? {
+            Owner::Principal(p) => Some(Some(super::super::policy::principal_name(p))),
+            Owner::Session(_) => Some(None),
         }
     }
 
