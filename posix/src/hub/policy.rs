@@ -787,10 +787,10 @@ impl HubPolicy {
         if let Some(m) = &mut self.p.metrics {
             m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
             #[cfg(feature = "activity")]
-            if o.method == "tools/call" {
+            if let Some(callers) = self.p.callers.as_mut().filter(|_| o.method == "tools/call") {
                 // A name no visible tool has is the client's own: it earns no series.
                 let tool = if o.server.is_empty() { crate::policy::callers::UNKNOWN } else { &o.name };
-                m.callers.count(&mut m.registry, tool, &o.principal, metrics_outcome(&outcome));
+                callers.count(&mut m.registry, tool, &o.principal, metrics_outcome(&outcome));
             }
         }
         let record = audit::Record {

@@ -130,20 +130,28 @@ mod tests {
     use super::*;
     use crate::policy::metrics::HubMetrics;
 
-    fn call(m: &mut HubMetrics, tool: &str, principal: &str, o: Outcome) {
+    /// Metrics with the family, and one answered call.
+    struct M {
+        registry: Registry,
+        callers: Callers,
+    }
+
+    fn call(m: &mut M, tool: &str, principal: &str, o: Outcome) {
         m.callers.count(&mut m.registry, tool, principal, o);
     }
 
     #[test]
     fn tool_calls_by_tool_and_principal_keep_the_busiest_and_count_the_rest_as_other() {
-        let mut m = HubMetrics::new(100_000);
+        let mut registry = HubMetrics::new(100_000).registry;
+        let callers = Callers::register(&mut registry);
+        let mut m = M { registry, callers };
         for i in 0..TOOLS_LABELLED + 10 {
             call(&mut m, &format!("gh__t{i}"), "alice", Outcome::Result);
         }
         for i in 0..PRINCIPALS_LABELLED + 5 {
             call(&mut m, "gh__t0", &format!("p{i}"), Outcome::ToolError);
         }
-        let v = |m: &HubMetrics, t: &str, p: &str, o: Outcome| m.registry.value(m.callers.family, &[t, p, o.label()]);
+        let v = |m: &M, t: &str, p: &str, o: Outcome| m.registry.value(m.callers.family, &[t, p, o.label()]);
         // Free slots go to the first seen.
         assert_eq!(v(&m, "gh__t0", "alice", Outcome::Result), Some(1.0));
         assert_eq!(v(&m, &format!("gh__t{}", TOOLS_LABELLED - 1), "alice", Outcome::Result), Some(1.0));

@@ -339,9 +339,6 @@ pub struct HubMetrics {
     trace_spans: FamilyId,
     #[cfg(feature = "skills")]
     skill_mismatches: FamilyId,
-    /// Who calls what (`mcpx_tool_calls_total`).
-    #[cfg(feature = "activity")]
-    pub callers: super::callers::Callers,
 }
 
 impl HubMetrics {
@@ -365,8 +362,6 @@ impl HubMetrics {
             trace_spans: r.register("mcpx_trace_spans_total", "Finished trace spans: exported, failed (the export failed) or dropped (the queue was full, or too many requests were traced at once).", Kind::Counter, &["outcome"]),
             #[cfg(feature = "skills")]
             skill_mismatches: r.register("mcpx_skill_digest_mismatches_total", "Reads of a skill's file refused because its bytes differ from the digest or size its server published, per server.", Kind::Counter, &["server"]),
-            #[cfg(feature = "activity")]
-            callers: super::callers::Callers::register(&mut r),
             registry: r,
         }
     }

@@ -27,6 +27,9 @@ pub struct Policy {
     pub audit: Option<(Writer, audit::Content)>,
     /// Unless `"metrics": false`.
     pub metrics: Option<HubMetrics>,
+    /// Who calls what, a family of [`Policy::metrics`].
+    #[cfg(feature = "activity")]
+    pub callers: Option<super::callers::Callers>,
 }
 
 impl Policy {
@@ -42,6 +45,8 @@ impl Policy {
                 Some((writer, a.content.clone()))
             }
         };
+        #[cfg_attr(not(feature = "activity"), allow(unused_mut))] // the callers' family is added to it
+        let mut metrics = cfg.metrics.then(|| HubMetrics::new(MAX_SERIES));
         Ok(Policy {
             limiter: RateLimiter::new(cfg.rate_limits.clone()),
             catalogs: cfg.catalogs.clone(),
@@ -49,7 +54,9 @@ impl Policy {
             #[cfg(feature = "validate")]
             validators: super::validate::Validators::new(Default::default()),
             audit,
-            metrics: cfg.metrics.then(|| HubMetrics::new(MAX_SERIES)),
+            #[cfg(feature = "activity")]
+            callers: metrics.as_mut().map(|m| super::callers::Callers::register(&mut m.registry)),
+            metrics,
         })
     }
 
