@@ -22,7 +22,7 @@ pub fn main(args: AuthArgs) -> i32 {
     let result = match &args.action {
         AuthAction::Login { server, open_with } => login(&cfg, server, open_with.clone()),
         AuthAction::Status => status(&cfg),
-        AuthAction::Logout { server } => logout(&cfg, server),
+        AuthAction::Logout { server, principal } => logout(&cfg, server, principal.as_deref()),
     };
     match result {
         Ok(()) => 0,
@@ -51,7 +51,7 @@ fn login(cfg: &Config, name: &str, open_with: Option<String>) -> Result<(), Stri
     let a = Authorizer::new(name, url, o.clone(), r.ca_file.clone(), Duration::from_secs(10), Interaction::Login { open_with });
     smol::block_on(a.login()).map_err(|e| format!("auth login {name}: {e}"))?;
     let store = Store { path: o.store.clone() };
-    let t = store.tokens(name).map_err(|e| e.to_string())?.ok_or("the tokens were not stored")?;
+    let t = store.tokens(name, None).map_err(|e| e.to_string())?.ok_or("the tokens were not stored")?;
     println!("{name}: logged in; {} (tokens in {})", describe(&t, now_s()), store.path.display());
     Ok(())
 }
@@ -61,7 +61,7 @@ fn status(cfg: &Config) -> Result<(), String> {
     for (s, o) in oauth_servers(cfg) {
         any = true;
         let url = s.remote.as_ref().map(|r| r.url.as_str()).unwrap_or_default();
-        let stored = Store { path: o.store.clone() }.tokens(&s.name).map_err(|e| e.to_string())?;
+        let stored = Store { path: o.store.clone() }.tokens(&s.name, None).map_err(|e| e.to_string())?;
         let line = match stored {
             Some(t) if t.url == Url::parse(url).map(|u| u.to_string()).unwrap_or_default() => format!("logged in; {}", describe(&t, now_s())),
             Some(t) => format!("not logged in (the stored tokens are for {}, not {url})", t.url),
@@ -76,13 +76,20 @@ fn status(cfg: &Config) -> Result<(), String> {
     Ok(())
 }
 
-fn logout(cfg: &Config, name: &str) -> Result<(), String> {
+fn logout(cfg: &Config, name: &str, principal: Option<&str>) -> Result<(), String> {
     let (_, o) = oauth_server(cfg, name)?;
     let store = Store { path: o.store.clone() };
-    if store.remove_tokens(name).map_err(|e| e.to_string())? {
-        println!("{name}: logged out (tokens removed from {})", store.path.display());
+    let whose = match principal {
+        None => String::new(),
+        Some(_) if o.per_principal.is_none() => {
+            return Err(format!("{}: server {name:?} has no \"perPrincipal\" tokens", cfg.source));
+        }
+        Some(p) => format!(" for principal '{p}'"),
+    };
+    if store.remove_tokens(name, principal).map_err(|e| e.to_string())? {
+        println!("{name}: logged out{whose} (tokens removed from {})", store.path.display());
     } else {
-        println!("{name}: was not logged in");
+        println!("{name}: was not logged in{whose}");
     }
     Ok(())
 }

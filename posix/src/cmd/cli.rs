@@ -13,7 +13,7 @@
 //! mcpx restart NAME [--url URL [--token TOKEN]] [--timeout SECONDS]
 //! mcpx import [--config FILE] [--dry-run] [--force]
 //! mcpx example-server [ARGS...]
-//! mcpx auth login SERVER [--open-with CMD] | status | logout SERVER [--config FILE]
+//! mcpx auth login SERVER [--open-with CMD] | status | logout SERVER [--principal P] [--config FILE]
 //! mcpx pin [FILE] | pin accept NAME [--config FILE]
 //! mcpx --help | help | -h
 //! mcpx --version | -V
@@ -86,8 +86,9 @@ pub enum AuthAction {
     Login { server: String, open_with: Option<String> },
     /// Each OAuth server's state.
     Status,
-    /// Forget one server's tokens.
-    Logout { server: String },
+    /// Forget one server's tokens (`principal`: that principal's own, of a
+    /// `"perPrincipal"` server).
+    Logout { server: String, principal: Option<String> },
 }
 
 /// `mcpx pin` and what it does.
@@ -206,8 +207,8 @@ USAGE:
         tokens (0600, in $XDG_STATE_HOME/mcpx/ or ~/.local/state/mcpx/).
     mcpx auth status [--config FILE]
         Each OAuth server: logged in or not, expiry, scopes.
-    mcpx auth logout SERVER [--config FILE]
-        Forget a server's tokens.
+    mcpx auth logout SERVER [--principal P] [--config FILE]
+        Forget a server's tokens (P's own, of a \"perPrincipal\" server).
     mcpx pin [FILE] [--config FILE]
         Write the pinned definitions (policy.pin) as a lock file: FILE, else
         the configured lockFile.
@@ -439,7 +440,7 @@ fn parse_auth(args: &[String]) -> Result<AuthArgs, UsageError> {
     let usage = || UsageError("usage: mcpx auth login SERVER [--open-with CMD] | status | logout SERVER  [--config FILE]".into());
     let mut it = args.iter();
     let verb = it.next().ok_or_else(usage)?.as_str();
-    let (mut config, mut open_with, mut server) = (None, None, None);
+    let (mut config, mut open_with, mut server, mut principal) = (None, None, None, None);
     while let Some(arg) = it.next() {
         let name = arg.split_once('=').map_or(arg.as_str(), |(f, _)| f);
         match name {
@@ -452,6 +453,10 @@ fn parse_auth(args: &[String]) -> Result<AuthArgs, UsageError> {
                 let v = v.filter(|v| !v.trim().is_empty()).ok_or_else(|| UsageError(format!("`{f}` needs a command")))?;
                 open_with = Some(v.to_string());
             }
+            "--principal" if verb == "logout" && cfg!(feature = "secrets") => {
+                let (f, v) = flag_value(arg, &mut it);
+                principal = Some(v.filter(|v| !v.is_empty()).ok_or_else(|| UsageError(format!("`{f}` needs a principal's name")))?.to_string());
+            }
             s if s.starts_with('-') => return Err(UsageError(format!("unknown option `{s}` for `mcpx auth {verb}`"))),
             s if server.is_none() && verb != "status" => server = Some(s.to_string()),
             s => return Err(UsageError(format!("unexpected argument `{s}` for `mcpx auth {verb}`"))),
@@ -460,7 +465,7 @@ fn parse_auth(args: &[String]) -> Result<AuthArgs, UsageError> {
     let need = |s: Option<String>| s.ok_or_else(|| UsageError(format!("`mcpx auth {verb}` needs the server's name")));
     let action = match verb {
         "login" => AuthAction::Login { server: need(server)?, open_with },
-        "logout" => AuthAction::Logout { server: need(server)? },
+        "logout" => AuthAction::Logout { server: need(server)?, principal },
         "status" => AuthAction::Status,
         _ => return Err(usage()),
     };
@@ -816,7 +821,9 @@ mod tests {
     fn auth_commands() {
         let a = |action| Ok(Command::Auth(AuthArgs { config: None, action }));
         assert_eq!(p(&["auth", "status"]), a(AuthAction::Status));
-        assert_eq!(p(&["auth", "logout", "gh"]), a(AuthAction::Logout { server: "gh".into() }));
+        assert_eq!(p(&["auth", "logout", "gh"]), a(AuthAction::Logout { server: "gh".into(), principal: None }));
+        assert_eq!(p(&["auth", "logout", "gh", "--principal=alice"]), a(AuthAction::Logout { server: "gh".into(), principal: Some("alice".into()) }));
+        assert!(e(&["auth", "login", "gh", "--principal", "alice"]).contains("unknown option `--principal`"));
         assert_eq!(
             p(&["auth", "login", "gh", "--open-with", "curl -sL"]),
             a(AuthAction::Login { server: "gh".into(), open_with: Some("curl -sL".into()) })

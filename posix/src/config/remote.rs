@@ -137,7 +137,7 @@ pub(super) fn parse_headers(cx: &mut Ctx<'_>, at: &Path, obj: &Object) -> Vec<(S
 }
 
 const OAUTH_KEYS: &[&str] =
-    &["clientId", "clientSecret", "clientMetadataUrl", "scopes", "grant", "privateKeyFile", "signingAlg", "openWith"];
+    &["clientId", "clientSecret", "clientMetadataUrl", "scopes", "grant", "privateKeyFile", "signingAlg", "openWith", "perPrincipal", "publicUrl"];
 
 /// A remote server's `"oauth"` block; the token store goes to
 /// `$XDG_STATE_HOME/mcpx/` (or `~/.local/state/mcpx/`, or beside the config).
@@ -196,5 +196,50 @@ fn parse_oauth(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<OAuthSpec> {
             cx.err(&at.key("privateKeyFile"), "this mcpx was built without private-key JWT support (cargo feature `oauth-jwt`)");
         }
     }
+    spec.per_principal = parse_per_principal(cx, at, obj, &spec);
     (cx.errors.len() == n_errors).then_some(spec)
+}
+
+/// `"perPrincipal": true` with `"publicUrl"`: each principal authorizes
+/// for itself in its browser, sent to mcpx's `/connect` page at
+/// `publicUrl` and back to its `/oauth/callback` (the redirect URI to
+/// register with the authorization server).
+#[cfg(feature = "secrets")]
+fn parse_per_principal(cx: &mut Ctx<'_>, at: &Path, obj: &Object, spec: &OAuthSpec) -> Option<String> {
+    let on = obj.get("perPrincipal").filter(|v| !v.is_null()).and_then(|v| cx.bool(&at.key("perPrincipal"), v)).unwrap_or(false);
+    let public = obj.get("publicUrl").filter(|v| !v.is_null()).and_then(|v| cx.string(&at.key("publicUrl"), v));
+    if !on {
+        if public.is_some() {
+            cx.err(&at.key("publicUrl"), "\"publicUrl\" is for \"perPrincipal\": true");
+        }
+        return None;
+    }
+    if spec.grant != GrantKind::AuthorizationCode || spec.open_with.is_some() {
+        cx.err(&at.key("perPrincipal"), "each principal authorizes in its own browser: \"perPrincipal\" goes with the authorization_code grant and without \"openWith\"");
+    }
+    let example = "expected the URL people's browsers reach this hub's HTTP listener at, like \"https://mcpx.example.net\" (the redirect URI is that plus /oauth/callback)";
+    let Some(public) = public else {
+        cx.err(at, format!("\"perPrincipal\" needs \"publicUrl\": {example}"));
+        return None;
+    };
+    match crate::remote::url::Url::parse(&public) {
+        Ok(u) if u.target == "/" && !public.contains('?') && !public.contains('#') => Some(public.trim_end_matches('/').to_string()),
+        Ok(_) => {
+            cx.err(&at.key("publicUrl"), format!("{example} (no path, query or fragment)"));
+            None
+        }
+        Err(e) => {
+            cx.err(&at.key("publicUrl"), format!("{example}: {e}"));
+            None
+        }
+    }
+}
+
+/// A build without per-principal credentials refuses `"perPrincipal"`.
+#[cfg(not(feature = "secrets"))]
+fn parse_per_principal(cx: &mut Ctx<'_>, at: &Path, obj: &Object, _: &OAuthSpec) -> Option<String> {
+    if obj.contains_key("perPrincipal") {
+        cx.err(&at.key("perPrincipal"), "this mcpx was built without per-principal credentials (cargo feature `secrets`)");
+    }
+    None
 }

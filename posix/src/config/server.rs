@@ -148,6 +148,10 @@ pub(super) fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, s
         let key = if local { "env" } else { "headers" };
         cx.err(&at.key(key), "uses a per-principal ${secret:...}: set \"isolation\": \"client\", so that each person's secret goes only to their own process or session");
     }
+    #[cfg(feature = "secrets")]
+    if remote.as_ref().and_then(|r| r.oauth.as_ref()).is_some_and(|o| o.per_principal.is_some()) && isolation == Isolation::Shared {
+        cx.err(&at.key("oauth"), "\"perPrincipal\" tokens: set \"isolation\": \"client\", so that each person's token goes only to their own session");
+    }
     if cx.errors.len() > n_errors {
         return Parsed::Invalid;
     }

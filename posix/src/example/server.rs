@@ -614,7 +614,8 @@ impl Server {
     }
 
     fn instructions(&self) -> &'static str {
-        if self.cfg.demo {
+        // A build without the fixtures serves the demo only.
+        if self.cfg.demo || cfg!(not(feature = "example-fixtures")) {
             super::demo::INSTRUCTIONS
         } else {
             "A built-in test server: conformance fixtures (test_*) plus echo, add, slow, ask_user, ask_model, list_roots, fail, crash and toggle_tool."

@@ -49,6 +49,7 @@ use mcpx_core::frame::http::trim_ows;
 #[cfg(feature = "signin")]
 use mcpx_core::names::glob_match;
 
+use crate::bytes::ct_eq;
 use super::conn::Conn;
 use super::request::Request;
 use super::HttpConfig;
@@ -247,17 +248,18 @@ impl Authenticator {
     }
 
     /// The principal of a request's sign-in cookie (its `Cookie` fields)
-    /// at `now_s`: sealed here, not expired, and with the status role
-    /// still. Asked only where the cookie counts (`signin::rules`).
+    /// at `now_s`: sealed here, not expired, and (`role`) with the status
+    /// role still. Asked only where the cookie counts (`signin::rules`;
+    /// without the role, a person's own authorization page, `connect`).
     #[cfg(feature = "signin")]
-    pub fn signed_in<'a>(&self, cookies: impl Iterator<Item = &'a [u8]>, now_s: u64) -> Result<Principal, Reject> {
+    pub fn signed_in<'a>(&self, cookies: impl Iterator<Item = &'a [u8]>, now_s: u64, role: bool) -> Result<Principal, Reject> {
         if !self.required() {
             return Ok(Principal::anonymous());
         }
         let refuse = |why: String| Reject::Unauthorized { invalid: false, why };
         let value = cookie::find(cookies).ok_or_else(|| refuse("send Authorization: Bearer <token>, or sign in at /signin".into()))?;
         let who = self.cookies.open(value, now_s).map(Principal::asserted).map_err(|e| refuse(format!("the sign-in cookie is {e}: sign in again at /signin")))?;
-        if !self.has_status_role(&who) {
+        if role && !self.has_status_role(&who) {
             return Err(refuse("the signed-in principal has no status role any more (http.statusPrincipals)".into()));
         }
         Ok(who)
@@ -378,14 +380,3 @@ fn bearer(authorization: Option<&[u8]>) -> Option<&[u8]> {
     Some(trim_ows(&v[7..])).filter(|t| !t.is_empty())
 }
 
-/// Constant-time equality: time depends only on the lengths.
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() ^ b.len()) as u64;
-    let n = a.len().max(b.len());
-    for i in 0..n {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0xff);
-        diff |= u64::from(x ^ y);
-    }
-    std::hint::black_box(diff) == 0
-}

@@ -93,6 +93,12 @@ pub(crate) enum Target {
     SignIn,
     #[cfg(feature = "signin")]
     SignOut,
+    /// `/connect/ID`, `/oauth/callback`: a person authorizes a
+    /// `"perPrincipal"` server for themselves (`connect`).
+    #[cfg(feature = "secrets")]
+    Connect,
+    #[cfg(feature = "secrets")]
+    OAuthCallback,
     /// 2024-11-05 HTTP+SSE (when served).
     Sse,
     Messages,
@@ -118,6 +124,10 @@ impl Target {
             "/signin" => Target::SignIn,
             #[cfg(feature = "signin")]
             "/signout" => Target::SignOut,
+            #[cfg(feature = "secrets")]
+            p if p.starts_with("/connect/") => Target::Connect,
+            #[cfg(feature = "secrets")]
+            "/oauth/callback" => Target::OAuthCallback,
             "/sse" if legacy => Target::Sse,
             "/messages" if legacy => Target::Messages,
             p if p == cfg.path => Target::Mcp,

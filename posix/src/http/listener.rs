@@ -214,6 +214,11 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
     if matches!(target, Target::SignIn | Target::SignOut) {
         return signin::serve(sh, conn, req, target).await;
     }
+    // A person's own authorization: the sign-in cookie, the flow's state.
+    #[cfg(feature = "secrets")]
+    if matches!(target, Target::Connect | Target::OAuthCallback) {
+        return super::connect::serve(sh, conn, req, target).await;
+    }
     let who = match signed_in(sh, req, target) {
         Some(r) => r,
         None => sh.auth.authenticate(req.all("authorization"), conn.peer, unix_now()).await,
@@ -241,7 +246,7 @@ async fn dispatch(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
 fn signed_in(sh: &Shared, req: &Request, target: Target) -> Option<Result<Principal, Reject>> {
     #[cfg(feature = "signin")]
     if signin::rules::credential(req.method(), target, req.headers_present("authorization")) == signin::rules::Credential::Cookie {
-        return Some(sh.auth.signed_in(req.all("cookie"), unix_now()));
+        return Some(sh.auth.signed_in(req.all("cookie"), unix_now(), true));
     }
     let _ = (sh, req, target);
     None

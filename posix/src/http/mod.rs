@@ -120,6 +120,8 @@ mod approvals_page;
 mod auth;
 pub(crate) mod cluster_hop;
 mod conn;
+#[cfg(feature = "secrets")]
+mod connect;
 mod decide;
 #[cfg(feature = "cluster")]
 mod dir_queue;
@@ -343,6 +345,13 @@ impl Http {
     #[cfg(feature = "cluster")]
     pub fn use_directory(&self, dir: crate::cluster::directory::Directory) {
         self.shared.dir.set(dir);
+    }
+
+    /// The authorizations principals complete in their browsers
+    /// (`"perPrincipal"` servers): served at `/connect/ID` and `/oauth/callback`.
+    #[cfg(feature = "secrets")]
+    pub fn use_flows(&self, flows: std::rc::Rc<crate::remote::oauth::delegated::Flows>) {
+        let _ = self.shared.flows.set(flows);
     }
 
     /// Shutdown: the directory entries of the sessions still open go, all

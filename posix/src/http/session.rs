@@ -46,6 +46,9 @@ pub(crate) struct Shared {
     /// Wakes the service task when `State::hub_inbox` has work.
     pub wake_tx: channel::Sender<()>,
     pub wake_rx: Receiver<()>,
+    /// The authorizations of `"perPrincipal"` servers (`connect`).
+    #[cfg(feature = "secrets")]
+    pub flows: std::cell::OnceCell<Rc<crate::remote::oauth::delegated::Flows>>,
 }
 
 pub(crate) struct State {
@@ -173,6 +176,8 @@ impl Shared {
             dir: super::dir_queue::SessionDir::new(),
             wake_tx,
             wake_rx,
+            #[cfg(feature = "secrets")]
+            flows: std::cell::OnceCell::new(),
         }
     }
 

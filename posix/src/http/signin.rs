@@ -41,11 +41,11 @@ pub(crate) async fn serve(sh: &Shared, conn: &mut Conn, req: &mut Request, targe
         // A listener without credentials: every page is open already.
         (Target::SignIn, "GET" | "POST") if !required => {
             let next = rules::next(form::value(req.query(), "next").as_deref());
-            conn.respond(303, &[("Location", next)], b"", !req.has_body()).await
+            conn.respond(303, &[("Location", &next)], b"", !req.has_body()).await
         }
         (Target::SignIn, "GET") => {
             let next = rules::next(form::value(req.query(), "next").as_deref());
-            form(sh, conn, next, None).await
+            form(sh, conn, &next, None).await
         }
         (Target::SignIn, "POST") => sign_in(sh, conn, req).await,
         (Target::SignIn, _) => conn.method_not_allowed("GET, POST").await,
@@ -77,20 +77,21 @@ async fn sign_in(sh: &Shared, conn: &mut Conn, req: &mut Request) -> bool {
         Err(r) => {
             let d = denial(&r, None);
             conn.common.refused(d.status, &format!("sign-in: {}", d.message));
-            return form(sh, conn, next, Some(&rules::refused(&d))).await;
+            return form(sh, conn, &next, Some(&rules::refused(&d))).await;
         }
     };
     let name = crate::hub::principal_name(who.bytes());
-    if !sh.auth.has_status_role(&who) {
+    if !rules::may_sign_in(sh.auth.has_status_role(&who), &next) {
         conn.common.refused(403, &format!("sign-in: principal '{name}' is not in http.statusPrincipals"));
         let text = format!("Principal '{name}' may not open the status pages (it is not in http.statusPrincipals).");
-        return form(sh, conn, next, Some(&Refused { status: 403, text, retry_after: None })).await;
+        return form(sh, conn, &next, Some(&Refused { status: 403, text, retry_after: None })).await;
     }
     let ttl_s = sh.auth.signin_ttl_s();
-    sh.log(Level::Info, format!("http: principal '{name}' signed in to the status pages for {}", duration(ttl_s * 1000)));
+    let pages = if next.starts_with("/connect/") { "its authorization page" } else { "the status pages" };
+    sh.log(Level::Info, format!("http: principal '{name}' signed in to {pages} for {}", duration(ttl_s * 1000)));
     let value = sh.auth.cookies.seal(who.bytes(), now + ttl_s);
     let set = cookie::set_cookie(&value, ttl_s, rules::secure(req.header_str("origin")));
-    conn.respond(303, &[("Location", next), ("Set-Cookie", &set), ("Cache-Control", "no-store")], b"", true).await
+    conn.respond(303, &[("Location", &next), ("Set-Cookie", &set), ("Cache-Control", "no-store")], b"", true).await
 }
 
 /// 303 to the form, coming back to `target` once signed in.

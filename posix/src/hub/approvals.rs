@@ -142,7 +142,7 @@ impl Decider<'_> {
                 let p = super::policy::principal_name(p);
                 p == principal || cfg.is_approver(p)
             }
-            Decider::Link(k) => constant_time_eq(k.as_bytes(), key.as_bytes()),
+            Decider::Link(k) => crate::bytes::ct_eq(k.as_bytes(), key.as_bytes()),
         }
     }
 }
@@ -863,11 +863,6 @@ fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
         end -= 1;
     }
     format!("{}{MARK}", &s[..end]).into()
-}
-
-/// Equal bytes, in time that does not depend on where they differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -74,6 +74,14 @@ pub enum Input<'a> {
     /// Read the upstream's lists again (e.g. after it answered -32020, its
     /// tool annotations may have changed); clients are told if they changed.
     Relist(UpstreamId),
+    /// Upstream `up` (a `"perPrincipal"` server's instance) cannot start
+    /// until its principal authorizes at `ask`: the requests waiting for
+    /// it are told so when it exits (`url_ask`).
+    #[cfg(feature = "secrets")]
+    AskedToAuthorize { up: UpstreamId, ask: super::UrlAsk },
+    /// The browser came back from authorizing URL elicitation `id`.
+    #[cfg(feature = "secrets")]
+    Authorized(&'a str),
     /// The server is removed (a config reload; `why` is for the log and the
     /// errors): its requests in flight are answered with an error naming it
     /// and `why`, its tools, resources and prompts leave the catalog (clients

@@ -139,6 +139,8 @@ pub mod trace;
 mod trace;
 mod upstream;
 mod upward;
+#[cfg(feature = "secrets")]
+mod url_ask;
 mod wire;
 
 #[cfg(test)]
@@ -170,6 +172,8 @@ pub use input::Input;
 #[cfg(feature = "cluster")]
 pub use client::Snapshot;
 pub use starts::{Isolation, Power, DEFAULT_MAX_INSTANCES};
+#[cfg(feature = "secrets")]
+pub use url_ask::UrlAsk;
 pub use shared::{ClusterOptions, ReplicaId};
 pub use tasks::{TaskOptions, TASK_STATE_MAX};
 pub use wire::batch_array;
@@ -733,6 +737,9 @@ pub struct Hub {
     trace: trace::Trace,
     /// The manifests of the skills that passed (`skills`).
     skills: skills::Skills,
+    /// The URL elicitations legacy clients were told (`url_ask`).
+    #[cfg(feature = "secrets")]
+    told: url_ask::Told,
 }
 
 impl Hub {
@@ -773,6 +780,8 @@ impl Hub {
             skills: skills::Skills::default(),
             #[cfg(not(feature = "traces"))]
             trace: trace::Trace,
+            #[cfg(feature = "secrets")]
+            told: url_ask::Told::default(),
         })
     }
 
@@ -861,6 +870,10 @@ impl Hub {
                 let fx = self.ups.relist(u, &catalog::Kind::ALL, self.starts.is_instance(u));
                 self.apply_upstream(fx);
             }
+            #[cfg(feature = "secrets")]
+            Input::AskedToAuthorize { up, ask } => self.starts.asked(up, ask),
+            #[cfg(feature = "secrets")]
+            Input::Authorized(id) => self.authorized(id),
             Input::UpstreamRemoved { up, why } => {
                 let fx = self.ups.on_remove(up, why);
                 self.apply_upstream(fx);
@@ -1394,6 +1407,8 @@ impl Hub {
                 },
                 Effect::Serve { .. } => {}
                 Effect::Fail { c, id, msg, data } => self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(data)),
+                #[cfg(feature = "secrets")]
+                Effect::AskUrl { c, id, raw, ctx, ask } => self.ask_to_authorize(c, &id, &raw, ctx, &ask),
                 Effect::NewSlot(up) => {
                     self.ups.push(*up);
                     self.catalog.add_slot();

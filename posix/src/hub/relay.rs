@@ -93,6 +93,10 @@ const INNER_ON_REPLICA: u8 = 5;
 /// A modern client's call that waits for its user's approval
 /// (`approvals`): the retry's `inputResponses` carry the decision.
 pub(super) const INNER_APPROVAL: u8 = 6;
+/// A modern client's call that waited for its principal to authorize a
+/// server (`url_ask`): the retry is routed anew.
+#[cfg(feature = "secrets")]
+pub(super) const INNER_AUTHORIZE: u8 = 7;
 
 /// A `requestState` that verified, not yet used ([`Relays::claim_state`]).
 #[derive(Clone, Debug)]
@@ -1453,6 +1457,8 @@ impl Relays {
             }
             Some((&INNER_UPSTREAM_NO_STATE, _)) => vec![Effect::Route { client: c, msg: m, upstream_state: Some(None), ctx }],
             Some((&INNER_APPROVAL, _)) => vec![Effect::Approval { client: c, msg: m, ctx, responses }],
+            #[cfg(feature = "secrets")]
+            Some((&INNER_AUTHORIZE, _)) => vec![Effect::Route { client: c, msg: m, upstream_state: None, ctx }],
             Some((&INNER_ON_REPLICA, rest)) if on_replica(rest).is_some() => {
                 let inner = on_replica(rest).map(|(_, inner)| inner.to_vec()).unwrap_or_default();
                 self.resume(ups, pending, c, m, id, ctx, &inner, responses, now)

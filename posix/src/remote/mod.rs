@@ -225,6 +225,10 @@ pub struct Options {
     pub max_resumes: u32,
     /// How long the DELETE at shutdown may take.
     pub shutdown_timeout: Duration,
+    /// Who completes an OAuth authorization code flow (a `"perPrincipal"`
+    /// server's instance: its principal, in its browser).
+    #[cfg(feature = "secrets")]
+    pub interaction: oauth::Interaction,
 }
 
 impl Default for Options {
@@ -242,6 +246,8 @@ impl Default for Options {
             sse_retry: Duration::from_secs(1),
             max_resumes: 5,
             shutdown_timeout: Duration::from_secs(2),
+            #[cfg(feature = "secrets")]
+            interaction: oauth::Interaction::Serve,
         }
     }
 }
@@ -330,6 +336,9 @@ pub fn spawn(
             o.clone(),
             spec.ca_file.clone(),
             opts.connect_timeout,
+            #[cfg(feature = "secrets")]
+            opts.interaction.clone(),
+            #[cfg(not(feature = "secrets"))]
             oauth::Interaction::Serve,
         ))),
         _ => None,
@@ -476,11 +485,13 @@ impl Supervisor {
         let up = show_duration(Duration::from_millis(t0.elapsed().as_millis() as u64));
         match result {
             Err(reason) => {
+                // Waiting for a person: no new attempt until a call asks for one.
+                let end = if reason.as_ref().is_some_and(SessionError::waits_for_person) { End::Stopped } else { End::Failed };
                 // The one place a session's failure becomes text.
                 let reason = reason.map(|e| e.to_string()).unwrap_or_default();
                 debug!("server {name}: session lost after {up}: {reason}");
                 sess.client.clear();
-                Ended { end: End::Failed, reason, tail: String::new() }
+                Ended { end, reason, tail: String::new() }
             }
             Ok(ctl) => {
                 let (outcome, why) = match &ctl {
@@ -523,6 +534,10 @@ pub trait Catalog {
     /// Lists server `id`'s tools again (its answers come back through the
     /// transport like any other message).
     fn relist(&self, id: UpstreamId);
+    /// Server `id` (a `"perPrincipal"` server's instance) cannot go on
+    /// until its principal authorizes at `ask`; the session ends next.
+    #[cfg(feature = "secrets")]
+    fn ask_to_authorize(&self, id: UpstreamId, ask: &oauth::delegated::Ask);
 }
 
 /// Whether `body` is a JSON-RPC error answering `id` with code -32020
@@ -883,8 +898,16 @@ impl Session {
                 self.client.recycle(resp.body);
             }
             let version = self.version.borrow().clone();
-            if let Err(e) = auth.challenge(resp.status, www.as_deref(), sent.as_deref(), version.as_deref()).await {
-                return Err(PostError::Failed(SessionError::Auth(e.to_string())));
+            match auth.challenge(resp.status, www.as_deref(), sent.as_deref(), version.as_deref()).await {
+                Ok(()) => {}
+                #[cfg(feature = "secrets")]
+                Err(oauth::Error::AuthorizeAt(ask)) => {
+                    if let Some(c) = &self.catalog {
+                        c.ask_to_authorize(self.id, &ask);
+                    }
+                    return Err(PostError::Failed(SessionError::AuthorizeFirst(ask.principal)));
+                }
+                Err(e) => return Err(PostError::Failed(SessionError::Auth(e.to_string()))),
             }
         }
     }

@@ -73,6 +73,9 @@ pub(crate) enum SessionError {
     ExpiredAgain,
     /// Authorization failed or needs a person (the OAuth module's text).
     Auth(String),
+    /// A principal's own tokens: this principal was asked to authorize.
+    #[cfg(feature = "secrets")]
+    AuthorizeFirst(String),
 }
 
 impl SessionError {
@@ -82,7 +85,16 @@ impl SessionError {
         matches!(
             self,
             SessionError::Http { err: http::Error::Connect(_), .. } | SessionError::Auth(_) | SessionError::Reinitialize(_)
-        )
+        ) || self.waits_for_person()
+    }
+
+    /// Whether the session waits for a person to authorize (no retry
+    /// helps before that).
+    pub(crate) fn waits_for_person(&self) -> bool {
+        #[cfg(feature = "secrets")]
+        return matches!(self, SessionError::AuthorizeFirst(_));
+        #[cfg(not(feature = "secrets"))]
+        false
     }
 }
 
@@ -121,6 +133,8 @@ impl fmt::Display for SessionError {
             SessionError::Reinitialize(e) => write!(f, "session expired and re-initializing failed: {e}"),
             SessionError::ExpiredAgain => f.write_str("session expired again right after re-initializing (HTTP 404)"),
             SessionError::Auth(e) => f.write_str(e),
+            #[cfg(feature = "secrets")]
+            SessionError::AuthorizeFirst(p) => write!(f, "waiting for principal '{p}' to authorize this server in a browser"),
         }
     }
 }

@@ -1071,6 +1071,8 @@ impl Catalog for TestCatalog {
             r.put(modern(900 + n, "tools/list", serde_json::json!({}))).unwrap();
         }
     }
+    #[cfg(feature = "secrets")]
+    fn ask_to_authorize(&self, _: UpstreamId, _: &crate::remote::oauth::delegated::Ask) {}
 }
 
 impl TestCatalog {

@@ -50,6 +50,11 @@ impl remote::Catalog for HubCatalog {
             self.0.feed(|h, now| h.handle(Input::Relist(id), now));
         }
     }
+    #[cfg(feature = "secrets")]
+    fn ask_to_authorize(&self, id: UpstreamId, ask: &remote::oauth::delegated::Ask) {
+        let ask = crate::hub::UrlAsk { id: ask.id.clone(), url: ask.url.clone(), message: ask.message() };
+        self.0.feed(|h, now| h.handle(Input::AskedToAuthorize { up: id, ask }, now));
+    }
 }
 
 /// Sleeps on the runtime's alarm, set to the hub's next deadline (see

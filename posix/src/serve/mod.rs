@@ -404,6 +404,13 @@ where
         started => started.and_then(Result::ok),
     };
 
+    // The authorizations of "perPrincipal" servers, completed on the listener's pages.
+    #[cfg(feature = "secrets")]
+    let flows = Rc::new(crate::remote::oauth::delegated::Flows::default());
+    #[cfg(feature = "secrets")]
+    if let Some(h) = rt.http.borrow().as_ref() {
+        h.use_flows(flows.clone());
+    }
     let spawner = Spawner {
         ex: ex.clone(),
         sup_opts,
@@ -411,6 +418,8 @@ where
         catalog,
         #[cfg(feature = "secrets")]
         secrets: std::cell::RefCell::new(cfg.secrets.clone()),
+        #[cfg(feature = "secrets")]
+        flows,
     };
     // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());

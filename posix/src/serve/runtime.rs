@@ -317,8 +317,10 @@ impl Runtime {
     }
 
     /// Does slot `u` have a process (or connection) running or stopping?
+    /// Not one whose supervisor ended by itself (a remote instance that
+    /// stopped to wait for its principal's authorization).
     pub(crate) fn has_process(&self, u: UpstreamId) -> bool {
-        self.tasks.borrow().get(u).is_some_and(Option::is_some)
+        self.tasks.borrow().get(u).is_some_and(|t| t.as_ref().is_some_and(|t| !t.is_finished()))
     }
 
     /// The hub's requests to start or stop a server's process and to keep

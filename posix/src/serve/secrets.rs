@@ -51,8 +51,12 @@ type Secrets = serde_json::Map<String, serde_json::Value>;
 /// headers replaced by `who`'s `NAME` from `file`.
 #[cfg(feature = "secrets")]
 pub fn resolve(s: &ServerConfig, file: Option<&Path>, who: For<'_>) -> Result<ServerConfig, Refused> {
-    let Some(first) = s.secrets().next() else { return Ok(s.clone()) };
     let name = &s.name;
+    if who == For::Anonymous && s.remote.as_ref().and_then(|r| r.oauth.as_ref()).is_some_and(|o| o.per_principal.is_some()) {
+        let caller = format!("server '{name}' acts as each person with their own authorization, and this session is anonymous: connect with a token of your own");
+        return Err(Refused { log: format!("server '{name}': an anonymous session's instance not started (its tokens are per principal)"), caller });
+    }
+    let Some(first) = s.secrets().next() else { return Ok(s.clone()) };
     let principal = match who {
         For::Principal(p) => p,
         For::Everyone => "*",

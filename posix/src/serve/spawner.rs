@@ -18,6 +18,8 @@ use super::secrets::For;
 use crate::hub::Next;
 use crate::hub::UpstreamId;
 use crate::remote::{self, RemoteSpec};
+#[cfg(feature = "secrets")]
+use crate::remote::oauth::delegated::Flows;
 use crate::process::supervise::{self, ProcessSpec};
 use crate::servers::events::Events;
 
@@ -31,6 +33,10 @@ pub(crate) struct Spawner {
     /// The config's `"secrets"` file (a reload's, once one applied).
     #[cfg(feature = "secrets")]
     pub(super) secrets: RefCell<Option<PathBuf>>,
+    /// The authorizations principals complete in their browsers, for
+    /// `"perPrincipal"` servers (shared with the HTTP listener's pages).
+    #[cfg(feature = "secrets")]
+    pub(super) flows: Rc<Flows>,
 }
 
 impl Spawner {
@@ -47,7 +53,7 @@ impl Spawner {
     pub(crate) fn start_for(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig, who: For<'_>) {
         match secrets::resolve(s, self.secrets.borrow().as_deref(), who) {
             Ok(s) => {
-                let (up, task) = spawn_upstream(self, id, &s);
+                let (up, task) = spawn_upstream(self, id, &s, who);
                 Self::put(rt, id, &s.name, Some(up), Some(task));
             }
             Err(r) => {
@@ -59,8 +65,8 @@ impl Spawner {
 
     /// A build without per-principal secrets: as the template.
     #[cfg(not(feature = "secrets"))]
-    pub(crate) fn start_for(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig, _: For<'_>) {
-        let (up, task) = spawn_upstream(self, id, s);
+    pub(crate) fn start_for(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig, who: For<'_>) {
+        let (up, task) = spawn_upstream(self, id, s, who);
         Self::put(rt, id, &s.name, Some(up), Some(task));
     }
 
@@ -91,8 +97,8 @@ impl Spawner {
     }
 }
 
-/// Starts the transport of configured server `s` as upstream `id`.
-fn spawn_upstream(sp: &Spawner, id: UpstreamId, s: &config::ServerConfig) -> (Upstream, Task<()>) {
+/// Starts the transport of configured server `s` as upstream `id`, for `who`.
+fn spawn_upstream(sp: &Spawner, id: UpstreamId, s: &config::ServerConfig, who: For<'_>) -> (Upstream, Task<()>) {
     let (ex, sup_opts, events, catalog) = (&sp.ex, &sp.sup_opts, &sp.events, &sp.catalog);
     match &s.remote {
         Some(r) => {
@@ -107,6 +113,15 @@ fn spawn_upstream(sp: &Spawner, id: UpstreamId, s: &config::ServerConfig) -> (Up
             };
             let mut opts = remote::Options::default();
             opts.restart.max_restarts = s.max_restarts;
+            // A principal's instance of a "perPrincipal" server: its own tokens.
+            #[cfg(feature = "secrets")]
+            if let (Some(_), For::Principal(p)) = (r.oauth.as_ref().and_then(|o| o.per_principal.as_ref()), who) {
+                // An instance is named `NAME#ID` (reload): its tokens are kept under NAME.
+                let server = s.name.strip_suffix(&format!("#{id}")).unwrap_or(&s.name).to_string();
+                opts.interaction = remote::oauth::Interaction::Delegated { server, principal: p.to_string(), flows: sp.flows.clone() };
+            }
+            #[cfg(not(feature = "secrets"))]
+            let _ = who;
             let (r, task) = remote::spawn(ex, id, spec, opts, events.clone(), Some(catalog.clone()));
             (Upstream::Remote(r), task)
         }

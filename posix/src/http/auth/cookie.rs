@@ -83,10 +83,15 @@ impl CookieKey {
 /// The value of the first `mcpx_session` cookie in a request's `Cookie`
 /// fields (RFC 6265 §5.4: `name=value` pairs joined by `; `).
 pub fn find<'a>(fields: impl Iterator<Item = &'a [u8]>) -> Option<&'a str> {
+    find_named(fields, NAME)
+}
+
+/// The value of the first cookie named `name` in a request's `Cookie` fields.
+pub fn find_named<'a>(fields: impl Iterator<Item = &'a [u8]>, name: &str) -> Option<&'a str> {
     fields
         .filter_map(|f| std::str::from_utf8(f).ok())
         .flat_map(|f| f.split(';'))
-        .find_map(|pair| pair.trim().strip_prefix(NAME)?.strip_prefix('='))
+        .find_map(|pair| pair.trim().strip_prefix(name)?.strip_prefix('='))
 }
 
 /// The `Set-Cookie` value that stores `value` for `max_age_s` (0 clears

@@ -40,10 +40,22 @@ pub(crate) fn credential(method: &str, target: Target, authorization: bool) -> C
     }
 }
 
-/// Where a sign-in leads: `next` when it is one of [`PAGES`] (a path of
-/// this origin, nothing else: no `//host`, no scheme), else `/status`.
-pub(crate) fn next(asked: Option<&str>) -> &'static str {
-    PAGES.into_iter().find(|p| asked == Some(*p)).unwrap_or(PAGES[0])
+/// Where a sign-in leads: `next` when it is one of [`PAGES`] or a
+/// person's authorization page `/connect/ID` (a path of this origin,
+/// nothing else: no `//host`, no scheme), else `/status`.
+pub(crate) fn next(asked: Option<&str>) -> std::borrow::Cow<'static, str> {
+    #[cfg(feature = "secrets")]
+    if let Some(id) = asked.and_then(super::super::connect::flow_id) {
+        return format!("/connect/{id}").into();
+    }
+    PAGES.into_iter().find(|p| asked == Some(*p)).unwrap_or(PAGES[0]).into()
+}
+
+/// May this principal sign in to go to `next`? Anyone with the status
+/// role; anyone at all for its own authorization page (which checks the
+/// flow is theirs).
+pub(crate) fn may_sign_in(status_role: bool, next: &str) -> bool {
+    status_role || (cfg!(feature = "secrets") && next.starts_with("/connect/"))
 }
 
 /// Is a refused request sent to the sign-in form (303) instead of the

@@ -1,6 +1,6 @@
 //! The sign-in's rules as tables.
 
-use super::rules::{credential, next, refused, secure, to_signin, Credential, Refused};
+use super::rules::{credential, may_sign_in, next, refused, secure, to_signin, Credential, Refused};
 use crate::http::auth::{denial, Reject};
 use crate::http::decide::Target;
 
@@ -49,6 +49,26 @@ fn next_is_a_status_page_of_this_origin() {
     for (asked, to) in table {
         assert_eq!(next(asked), to, "{asked:?}");
     }
+}
+
+// A person's own authorization page: any principal signs in for it (the
+// page checks the flow is theirs); its id is a plain word, nothing else.
+#[cfg(feature = "secrets")]
+#[test]
+fn anyone_signs_in_for_their_authorization_page() {
+    let table: [(Option<&str>, &str); 5] = [
+        (Some("/connect/Ab-9_x"), "/connect/Ab-9_x"),
+        (Some("/connect/../status"), "/status"),
+        (Some("/connect/a?b=c"), "/status"),
+        (Some("/connect/"), "/status"),
+        (Some("//evil.example/connect/a"), "/status"),
+    ];
+    for (asked, to) in table {
+        assert_eq!(next(asked), to, "{asked:?}");
+    }
+    assert!(may_sign_in(false, "/connect/Ab-9_x"));
+    assert!(!may_sign_in(false, "/status") && !may_sign_in(false, "/approvals"));
+    assert!(may_sign_in(true, "/status"));
 }
 
 #[test]

@@ -147,7 +147,22 @@ impl Starts {
     /// before it was up); requests from now on are not parked for it.
     pub(in crate::hub) fn wake_failed(&mut self, up: &mut Upstream, u: UpstreamId, reason: &str) -> Vec<Effect> {
         up.start_awaited = false;
+        #[cfg(feature = "secrets")]
+        if let Some(i) = self.asks.iter().position(|(x, _)| *x == u) {
+            let (_, ask) = self.asks.swap_remove(i);
+            // It sleeps: the next call starts it again, with the tokens or asking again.
+            up.state = State::Asleep { stopping: false };
+            let asked = |p: Parked| Effect::AskUrl { c: p.c, id: p.id, raw: p.raw, ctx: p.ctx, ask: ask.clone() };
+            return self.take_parked(|p| p.u == u).into_iter().map(asked).collect();
+        }
         self.fail_parked(u, &up.spec.name, &format!("could not be started ({reason})"))
+    }
+
+    /// Instance `u` cannot start until its principal authorizes at `ask`.
+    #[cfg(feature = "secrets")]
+    pub(in crate::hub) fn asked(&mut self, u: UpstreamId, ask: super::super::UrlAsk) {
+        self.asks.retain(|(x, _)| *x != u);
+        self.asks.push((u, ask));
     }
 
     /// Time passed: parked requests past their deadline fail; idle servers sleep.

@@ -37,6 +37,10 @@ pub struct Starts {
     /// The hub's separator, for the names a server not listed yet would
     /// expose.
     separator: String,
+    /// Instances that cannot start until their principal authorizes (at
+    /// most one ask each), told to their parked requests when they exit.
+    #[cfg(feature = "secrets")]
+    asks: Vec<(UpstreamId, super::UrlAsk)>,
 }
 
 /// What the hub does for [`Starts`], in the order given.
@@ -56,6 +60,10 @@ pub(super) enum Effect {
     Serve { c: ClientId, raw: Vec<u8>, ctx: Option<ReqCtx> },
     /// Answer client `c`'s request `id` with an internal error.
     Fail { c: ClientId, id: Vec<u8>, msg: String, data: Value },
+    /// Client `c`'s parked request (`raw`, `ctx`) is told its principal
+    /// must authorize at `ask` first (`url_ask`).
+    #[cfg(feature = "secrets")]
+    AskUrl { c: ClientId, id: Vec<u8>, raw: Vec<u8>, ctx: Option<ReqCtx>, ask: super::UrlAsk },
     /// A new upstream slot, for an instance (its id is the next one).
     NewSlot(Box<Upstream>),
     /// Instance slot `u` goes with its server: its requests in flight are
@@ -70,7 +78,14 @@ pub(super) enum Effect {
 
 impl Starts {
     pub(super) fn new(opts: &HubOptions) -> Starts {
-        Starts { parked: Vec::new(), instances: BTreeMap::new(), max_pending: opts.max_pending, separator: opts.separator.clone() }
+        Starts {
+            parked: Vec::new(),
+            instances: BTreeMap::new(),
+            max_pending: opts.max_pending,
+            separator: opts.separator.clone(),
+            #[cfg(feature = "secrets")]
+            asks: Vec::new(),
+        }
     }
 
     /// When [`Starts::tick`] has something to do: a parked request's

@@ -18,6 +18,10 @@ use super::token::TokenError;
 pub enum Error {
     /// Only a person can authorize, and `mcpx serve` has no `openWith`.
     NeedsLogin { server: String },
+    /// A principal's own tokens: the principal is asked to authorize at
+    /// mcpx's page (`"perPrincipal"`).
+    #[cfg(feature = "secrets")]
+    AuthorizeAt(super::delegated::Ask),
     /// A 403 that is not `insufficient_scope`.
     Forbidden,
     /// A 403 `insufficient_scope` asking for scopes the token already has.
@@ -56,6 +60,8 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::NeedsLogin { server } => write!(f, "needs login: run `mcpx auth login {server}`"),
+            #[cfg(feature = "secrets")]
+            Error::AuthorizeAt(a) => write!(f, "principal '{}' has not authorized it yet: asked to open {}", a.principal, a.url),
             Error::Forbidden => f.write_str("HTTP 403: the server refuses this request with the token mcpx has"),
             Error::ScopesAlreadyHeld { scopes } => write!(
                 f,

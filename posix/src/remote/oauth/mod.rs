@@ -15,6 +15,8 @@
 //! stored with it), and only mcpx's own tokens go upstream: nothing a
 //! client of mcpx sends is forwarded.
 
+#[cfg(feature = "secrets")]
+pub mod delegated;
 pub mod discovery;
 pub mod error;
 pub(crate) mod form;
@@ -27,6 +29,8 @@ pub mod token;
 
 use std::cell::RefCell;
 use std::path::PathBuf;
+#[cfg(feature = "secrets")]
+use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nanorand::ChaCha20;
@@ -70,15 +74,23 @@ pub struct OAuthSpec {
     pub open_with: Option<String>,
     /// The token store file.
     pub store: PathBuf,
+    /// `"perPrincipal"`: each principal authorizes for itself, through
+    /// mcpx's pages at this public URL (no trailing `/`).
+    pub per_principal: Option<String>,
 }
 
 /// Who completes an authorization code flow.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Interaction {
     /// `mcpx serve`: only with `openWith`; otherwise the server needs login.
     Serve,
     /// `mcpx auth login`: prints the URL and runs `open_with` (or a browser).
     Login { open_with: Option<String> },
+    /// `mcpx serve`, an instance of `"perPrincipal"` server `server` for
+    /// `principal`: the tokens are that principal's own, and the principal
+    /// authorizes in its browser through mcpx's pages (`flows`).
+    #[cfg(feature = "secrets")]
+    Delegated { server: String, principal: String, flows: Rc<delegated::Flows> },
 }
 
 /// Re-authorizations one request may cause (a 401, then a step-up).
@@ -95,6 +107,7 @@ fn now_s() -> u64 {
 }
 
 /// The authorization server found for the server, and how to name it.
+#[derive(Clone)]
 struct Discovered {
     prm: Option<ResourceMetadata>,
     meta: ServerMetadata,
@@ -137,10 +150,29 @@ impl Authorizer {
         Error::NeedsLogin { server: self.name.clone() }
     }
 
+    /// Whose tokens these are: a principal's own (`"perPrincipal"`), or
+    /// the server's (`None`).
+    fn owner(&self) -> Option<&str> {
+        match &self.interaction {
+            #[cfg(feature = "secrets")]
+            Interaction::Delegated { principal, .. } => Some(principal),
+            _ => None,
+        }
+    }
+
+    /// The configured server's name (an instance's is its server's).
+    fn server_name(&self) -> &str {
+        match &self.interaction {
+            #[cfg(feature = "secrets")]
+            Interaction::Delegated { server, .. } => server,
+            _ => &self.name,
+        }
+    }
+
     /// The stored tokens for this server, if they were obtained for its URL.
     fn tokens(&self) -> Option<ServerTokens> {
         if self.current.borrow().is_none() {
-            match self.store.tokens(&self.name) {
+            match self.store.tokens(self.server_name(), self.owner()) {
                 Ok(t) => *self.current.borrow_mut() = t,
                 Err(e) => warn!("server {}: {e}", self.name),
             }
@@ -156,7 +188,7 @@ impl Authorizer {
     }
 
     fn save(&self, t: ServerTokens) -> Result<(), Error> {
-        let r = self.store.put_tokens(&self.name, &t);
+        let r = self.store.put_tokens(self.server_name(), self.owner(), &t);
         *self.current.borrow_mut() = Some(t);
         Ok(r?)
     }
@@ -317,6 +349,13 @@ impl Authorizer {
             return Ok(ClientId { id: url.clone(), secret: None, auth: ClientAuth::None });
         }
         let key = meta.issuer.clone().unwrap_or_else(|| meta.token_endpoint.clone());
+        // A principal's flow comes back to the hub's page, not to a loopback
+        // URI: its registration is its own.
+        let key = match (&self.interaction, redirect_uri) {
+            #[cfg(feature = "secrets")]
+            (Interaction::Delegated { .. }, Some(r)) => format!("{key} {r}"),
+            _ => key,
+        };
         if let Some(r) = self.store.registration(&key)? {
             let auth = ClientAuth::choose(r.auth_method.as_deref(), r.client_secret.is_some(), false, methods);
             return Ok(ClientId { id: r.client_id, secret: r.client_secret, auth });
@@ -330,7 +369,18 @@ impl Authorizer {
         Ok(ClientId { id: r.client_id, secret: r.client_secret, auth })
     }
 
-    /// Dynamic Client Registration (RFC 7591) as a native application.
+    /// What mcpx is to the authorization server: a native application
+    /// (loopback redirect URI), or, for a principal's flow coming back to the
+    /// hub's own page, a web one.
+    fn application_type(&self) -> &'static str {
+        match &self.interaction {
+            #[cfg(feature = "secrets")]
+            Interaction::Delegated { .. } => "web",
+            _ => "native",
+        }
+    }
+
+    /// Dynamic Client Registration (RFC 7591) as a native application (or web: [`Authorizer::application_type`]).
     // Requirement: authz-dcr-may-deprecated, authz-dcr-should, authz-dcr-application-type
     async fn register(&self, endpoint: &str, redirect_uri: &str) -> Result<Registration, Error> {
         let body = serde_json::json!({
@@ -339,7 +389,7 @@ impl Authorizer {
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
-            "application_type": "native",
+            "application_type": self.application_type(),
         })
         .to_string();
         let h: [(&str, &[u8]); 2] = [("content-type", b"application/json"), ("accept", b"application/json")];
@@ -355,47 +405,64 @@ impl Authorizer {
     }
 
     /// The authorization code flow with PKCE S256 through the loopback
-    /// redirect URI.
+    /// redirect URI (or, for a principal's own tokens, its browser).
     async fn authorization_code(&self, d: &Discovered, mut scopes: Vec<String>) -> Result<ServerTokens, Error> {
         let open_with = match &self.interaction {
             Interaction::Serve => Some(self.spec.open_with.clone().ok_or_else(|| self.needs_login())?),
             Interaction::Login { open_with } => open_with.clone().or_else(|| self.spec.open_with.clone()),
+            #[cfg(feature = "secrets")]
+            Interaction::Delegated { principal, flows, .. } => return Err(self.delegate(principal, flows, d, scopes).await),
         };
         if d.meta.authorization_endpoint.is_empty() {
             return Err(Error::NoAuthorizationEndpoint);
         }
         let listener = loopback::Listener::bind().map_err(Error::RedirectListener)?;
         let client = self.client_identity(&d.meta, Some(&listener.redirect_uri)).await?;
-        // Requirement: authz-refresh-tokens (offline_access only where the server lists it)
-        if d.meta.offers_offline_access() && !scopes.iter().any(|s| s == "offline_access") {
-            scopes.push("offline_access".into());
-        }
         let (verifier, state) = {
             let mut rng = self.rng.borrow_mut();
             (pkce::random_token(&mut rng), pkce::random_token(&mut rng))
         };
-        let challenge = pkce::s256_challenge(&verifier);
-        let scope = scopes.join(" ");
-        let mut q: Vec<(&str, &str)> = vec![
-            ("response_type", "code"),
-            ("client_id", &client.id),
-            ("redirect_uri", &listener.redirect_uri),
-            ("code_challenge", &challenge),
-            ("code_challenge_method", "S256"),
-            ("state", &state),
-        ];
-        if !scope.is_empty() {
-            q.push(("scope", &scope));
-        }
-        q.push(("resource", &d.resource));
-        let sep = if d.meta.authorization_endpoint.contains('?') { '&' } else { '?' };
-        let url = format!("{}{sep}{}", d.meta.authorization_endpoint, form::encode(&q));
+        let url = authorization_url(d, &client, &listener.redirect_uri, &mut scopes, &verifier, &state);
         opener::open(&self.name, &url, open_with.as_deref()).map_err(Error::Open)?;
         let params = listener.wait(&state, LOGIN_WAIT).await?;
         let code = check_redirect(&params, &d.meta).map_err(Error::Redirect)?;
         let grant = Grant::Code { code: &code, verifier: &verifier, redirect_uri: &listener.redirect_uri };
         let t = self.token_request(d, &grant, &client, &scopes).await?;
         Ok(self.record(d, &client, t, None))
+    }
+
+    /// `principal` authorizes in its browser: a flow begins (`flows`), and
+    /// the request fails asking the principal to open its page.
+    #[cfg(feature = "secrets")]
+    async fn delegate(&self, principal: &str, flows: &Rc<delegated::Flows>, d: &Discovered, mut scopes: Vec<String>) -> Error {
+        let public_url = self.spec.per_principal.as_deref().unwrap_or_default();
+        if d.meta.authorization_endpoint.is_empty() {
+            return Error::NoAuthorizationEndpoint;
+        }
+        let redirect_uri = delegated::Flows::redirect_uri(public_url);
+        let client = match self.client_identity(&d.meta, Some(&redirect_uri)).await {
+            Ok(c) => c,
+            Err(e) => return e,
+        };
+        let (verifier, state) = (flows.random(), flows.random());
+        let authorization_url = authorization_url(d, &client, &redirect_uri, &mut scopes, &verifier, &state);
+        let request = delegated::Request { authorization_url, state, verifier, redirect_uri, client, discovered: d.clone(), scopes };
+        // The flow finishes with an authorizer of its own (this one goes with its session).
+        let again = Authorizer::new(&self.name, self.server.clone(), self.spec.clone(), self.ca_file.clone(), self.connect_timeout, self.interaction.clone());
+        let ask = flows.begin(Rc::new(again), public_url, principal, self.server_name(), request);
+        info!("server {}: principal '{principal}' is asked to authorize at {}", self.name, ask.url);
+        Error::AuthorizeAt(ask)
+    }
+
+    /// The code of a principal's authorization (`r`, its flow's request)
+    /// exchanged for its tokens, stored as that principal's.
+    #[cfg(feature = "secrets")]
+    async fn exchange(&self, r: &delegated::Request, code: &str) -> Result<(), Error> {
+        let grant = Grant::Code { code, verifier: &r.verifier, redirect_uri: &r.redirect_uri };
+        let t = self.token_request(&r.discovered, &grant, &r.client, &r.scopes).await?;
+        let tokens = self.record(&r.discovered, &r.client, t, None);
+        info!("server {}: principal '{}' authorized (scopes: {})", self.name, self.owner().unwrap_or_default(), tokens.scopes.join(" "));
+        self.save(tokens)
     }
 
     /// Finds the authorization server: Protected Resource Metadata, then
@@ -470,6 +537,31 @@ impl Authorizer {
         let body = resp.body.read_all(MAX_BODY).await.map_err(|e| failed(FetchError::Body(e)))?;
         Ok((resp.status, resp.www_authenticate.take(), body))
     }
+}
+
+/// The authorization request's URL (PKCE S256, `state`, the RFC 8707
+/// `resource`), `offline_access` added to `scopes` where the server lists it.
+fn authorization_url(d: &Discovered, client: &ClientId, redirect_uri: &str, scopes: &mut Vec<String>, verifier: &str, state: &str) -> String {
+    // Requirement: authz-refresh-tokens (offline_access only where the server lists it)
+    if d.meta.offers_offline_access() && !scopes.iter().any(|s| s == "offline_access") {
+        scopes.push("offline_access".into());
+    }
+    let challenge = pkce::s256_challenge(verifier);
+    let scope = scopes.join(" ");
+    let mut q: Vec<(&str, &str)> = vec![
+        ("response_type", "code"),
+        ("client_id", &client.id),
+        ("redirect_uri", redirect_uri),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+        ("state", state),
+    ];
+    if !scope.is_empty() {
+        q.push(("scope", &scope));
+    }
+    q.push(("resource", &d.resource));
+    let sep = if d.meta.authorization_endpoint.contains('?') { '&' } else { '?' };
+    format!("{}{sep}{}", d.meta.authorization_endpoint, form::encode(&q))
 }
 
 fn is_loopback(host: &str) -> bool {

@@ -1,6 +1,7 @@
 //! The token store: one JSON file only the user can read and write (0600,
 //! in a 0700 folder), replaced atomically on every change. It keeps, per
-//! configured server, the tokens and where they came from, and, per
+//! configured server, the tokens and where they came from (and, for a
+//! `"perPrincipal"` server, each principal's own under `principals`), and, per
 //! authorization server (keyed by issuer), the registered client.
 
 use std::fmt;
@@ -148,15 +149,19 @@ impl Store {
     }
 
     fn section<'a>(v: &'a mut Value, name: &str) -> &'a mut Map<String, Value> {
+        Store::section_value(v, name).as_object_mut().expect("an object")
+    }
+
+    /// Member `name` of `v`, made an object (and `v` one) where it is not.
+    fn section_value<'a>(v: &'a mut Value, name: &str) -> &'a mut Value {
         if !v.is_object() {
             *v = json!({});
         }
-        let obj = v.as_object_mut().expect("an object");
-        let s = obj.entry(name).or_insert_with(|| json!({}));
+        let s = v.as_object_mut().expect("an object").entry(name).or_insert_with(|| json!({}));
         if !s.is_object() {
             *s = json!({});
         }
-        s.as_object_mut().expect("an object")
+        s
     }
 
     fn update(&self, f: impl FnOnce(&mut Value)) -> Result<(), StoreError> {
@@ -165,21 +170,37 @@ impl Store {
         self.write(&v)
     }
 
-    pub fn tokens(&self, server: &str) -> Result<Option<ServerTokens>, StoreError> {
-        let v = self.read()?;
-        Ok(v.pointer(&format!("/servers/{}", pointer_escape(server))).map(ServerTokens::from_json))
+    /// The tokens of `who` (a principal's own, `"perPrincipal"`, in a build
+    /// with feature `secrets`) or of everyone (`None`: the operator's `mcpx
+    /// auth login`), by server.
+    fn tokens_of<'a>(v: &'a mut Value, who: Option<&str>) -> &'a mut Map<String, Value> {
+        match who {
+            #[cfg(feature = "secrets")]
+            Some(p) => Store::section(Store::section_value(v, "principals"), p),
+            _ => Store::section(v, "servers"),
+        }
     }
 
-    pub fn put_tokens(&self, server: &str, t: &ServerTokens) -> Result<(), StoreError> {
+    pub fn tokens(&self, server: &str, who: Option<&str>) -> Result<Option<ServerTokens>, StoreError> {
+        let v = self.read()?;
+        let all = match who {
+            #[cfg(feature = "secrets")]
+            Some(p) => v.get("principals").and_then(|s| s.get(p)),
+            _ => v.get("servers"),
+        };
+        Ok(all.and_then(|s| s.get(server)).map(ServerTokens::from_json))
+    }
+
+    pub fn put_tokens(&self, server: &str, who: Option<&str>, t: &ServerTokens) -> Result<(), StoreError> {
         self.update(|v| {
-            Store::section(v, "servers").insert(server.to_string(), t.to_json());
+            Store::tokens_of(v, who).insert(server.to_string(), t.to_json());
         })
     }
 
-    /// Forgets a server's tokens; whether there were any.
-    pub fn remove_tokens(&self, server: &str) -> Result<bool, StoreError> {
+    /// Forgets `who`'s tokens for a server; whether there were any.
+    pub fn remove_tokens(&self, server: &str, who: Option<&str>) -> Result<bool, StoreError> {
         let mut had = false;
-        self.update(|v| had = Store::section(v, "servers").remove(server).is_some())?;
+        self.update(|v| had = Store::tokens_of(v, who).remove(server).is_some())?;
         Ok(had)
     }
 
@@ -219,23 +240,37 @@ mod tests {
     #[test]
     fn only_the_user_can_read_it() {
         let s = temp_store("perm");
-        assert_eq!(s.tokens("a").unwrap(), None);
+        assert_eq!(s.tokens("a", None).unwrap(), None);
         let t = ServerTokens { url: "http://h/mcp".into(), access_token: "at-secret".into(), scopes: vec!["a".into(), "b".into()], ..Default::default() };
-        s.put_tokens("a/b", &t).unwrap();
+        s.put_tokens("a/b", None, &t).unwrap();
         s.put_registration("http://as", &Registration { client_id: "c".into(), client_secret: Some("s".into()), auth_method: None }).unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&s.path), 0o600);
         assert_eq!(mode(s.path.parent().unwrap()), 0o700);
-        assert_eq!(s.tokens("a/b").unwrap(), Some(t));
+        assert_eq!(s.tokens("a/b", None).unwrap(), Some(t.clone()));
+        // A principal's own tokens are apart from the server's and each other's.
+        #[cfg(feature = "secrets")]
+        principals_apart(&s, &t);
         assert_eq!(s.registration("http://as").unwrap().unwrap().client_id, "c");
         assert_eq!(s.registration("http://other-as").unwrap(), None);
-        assert!(s.remove_tokens("a/b").unwrap());
-        assert!(!s.remove_tokens("a/b").unwrap());
+        assert!(s.remove_tokens("a/b", None).unwrap());
+        assert!(!s.remove_tokens("a/b", None).unwrap());
         // A store others can read is refused, not used.
         fs::set_permissions(&s.path, fs::Permissions::from_mode(0o644)).unwrap();
-        let e = s.tokens("a").unwrap_err().to_string();
+        let e = s.tokens("a", None).unwrap_err().to_string();
         assert!(e.contains("can be read by others") && e.contains("chmod 600"), "{e}");
         let _ = fs::remove_dir_all(s.path.parent().unwrap().parent().unwrap().parent().unwrap());
+    }
+
+    #[cfg(feature = "secrets")]
+    fn principals_apart(s: &Store, t: &ServerTokens) {
+        let alice = ServerTokens { access_token: "at-alice".into(), ..t.clone() };
+        s.put_tokens("a/b", Some("al/ice"), &alice).unwrap();
+        assert_eq!(s.tokens("a/b", Some("al/ice")).unwrap(), Some(alice));
+        assert_eq!(s.tokens("a/b", Some("bob")).unwrap(), None);
+        assert_eq!(s.tokens("a/b", None).unwrap(), Some(t.clone()));
+        assert!(s.remove_tokens("a/b", Some("al/ice")).unwrap());
+        assert_eq!(s.tokens("a/b", Some("al/ice")).unwrap(), None);
     }
 
     #[test]

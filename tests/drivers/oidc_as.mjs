@@ -1,0 +1,152 @@
+#!/usr/bin/env node
+// A real OpenID provider for the tests: oidc-provider 9.13.3 (from .peers/node,
+// or MCPX_PEERS_NODE), on loopback over plain http.
+//
+//   node oidc_as.mjs --port PORT --redirect URI [--redirect URI2 ...] [--access-ttl SECONDS]
+//
+// Issuer http://127.0.0.1:PORT. Prints "ready" on stdout when listening; logs
+// to stderr.
+// - Login: the built-in dev form (/interaction/UID, fields `login` and
+//   `password`); the login name becomes `sub`, any password is accepted. The
+//   login name `deny` ends the authorization with `error=access_denied` at the
+//   client's redirect URI. Consent is granted automatically (no consent page).
+//   Cookies: `_interaction` (Path /interaction/UID), `_interaction_resume`
+//   (Path /auth/UID), `_session` (Path /, the SSO session: a second
+//   authorization with the same cookies skips the login form), each with a
+//   `.sig` companion; the interaction ones are cleared with an Expires in 1970.
+// - Client `mcpx`: public (token_endpoint_auth_method none), native (a loopback
+//   --redirect URI matches on any port), the --redirect URIs,
+//   authorization_code + refresh_token, PKCE S256 required. Dynamic
+//   client registration at /reg.
+// - Resource indicators (RFC 8707): any http(s) `resource` gets an RS256 JWT
+//   access token (typ at+jwt, signed with a key made at start, a new kid each
+//   run) with aud = the resource, sub = the login name,
+//   scope = the requested scopes the resource accepts (only `mcp`), lifetime
+//   --access-ttl (default 3600). Without `resource` the access token is opaque
+//   (for userinfo only). An authorization request must ask for some scope
+//   (`mcp`, or `openid`): with none it ends in `error=access_denied` (with no
+//   error_description, unlike `deny`).
+// - Refresh tokens: always issued to clients allowed the refresh_token grant
+//   (offline_access is not needed). They rotate on every use; replaying a used
+//   one revokes the whole grant.
+// - Metadata at /.well-known/openid-configuration and, the same document, at
+//   /.well-known/oauth-authorization-server. Revocation at /token/revocation.
+// - Test-only: GET /test/log lists the token grants issued so far:
+//   [{"grant_type", "client_id", "sub", "aud", "scope", "refresh_token": bool}].
+
+import crypto from "node:crypto";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const peersNode = process.env.MCPX_PEERS_NODE || path.resolve(here, "../../.peers/node");
+const { default: Provider, errors, interactionPolicy } = await import(
+  pathToFileURL(path.join(peersNode, "node_modules/oidc-provider/lib/index.js")).href
+);
+
+const { values: opts } = parseArgs({
+  options: {
+    port: { type: "string" },
+    redirect: { type: "string", multiple: true },
+    "access-ttl": { type: "string", default: "3600" },
+  },
+});
+if (!opts.port || !opts.redirect?.length) {
+  process.stderr.write("usage: oidc_as.mjs --port PORT --redirect URI [--redirect URI ...] [--access-ttl S]\n");
+  process.exit(2);
+}
+const issuer = `http://127.0.0.1:${opts.port}`;
+const accessTtl = Number(opts["access-ttl"]);
+const log = [];
+
+// One RSA signing key, made at start (a new kid on every start).
+const jwk = crypto.generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ format: "jwk" });
+Object.assign(jwk, { kid: crypto.randomBytes(4).toString("hex"), alg: "RS256", use: "sig" });
+
+// Login name "deny": fail the authorization once the login is known.
+const policy = interactionPolicy.base();
+policy.get("login").checks.add(
+  new interactionPolicy.Check("denied", "the End-User denied the authorization", (ctx) => {
+    if (ctx.oidc.session.accountId === "deny") {
+      throw new errors.AccessDenied("the End-User denied the authorization");
+    }
+    return false;
+  }),
+);
+
+const provider = new Provider(issuer, {
+  clients: [{
+    client_id: "mcpx",
+    // Native: a loopback redirect URI matches whatever its port (RFC 8252 §7.3).
+    application_type: "native",
+    token_endpoint_auth_method: "none",
+    redirect_uris: opts.redirect,
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+  }],
+  jwks: { keys: [jwk] },
+  cookies: { keys: [crypto.randomBytes(16).toString("hex")] },
+  scopes: ["openid", "offline_access", "mcp"],
+  claims: { openid: ["sub"] },
+  interactions: { policy },
+  responseTypes: ["code"],
+  ttl: { AccessToken: accessTtl },
+  features: {
+    devInteractions: { enabled: true },
+    registration: { enabled: true },
+    revocation: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      getResourceServerInfo(_ctx, resource) {
+        if (!/^https?:\/\//.test(resource)) throw new errors.InvalidTarget();
+        return { scope: "mcp", audience: resource, accessTokenTTL: accessTtl, accessTokenFormat: "jwt", jwt: { sign: { alg: "RS256" } } };
+      },
+    },
+  },
+  // Consent without a page: grant whatever is asked for.
+  async loadExistingGrant(ctx) {
+    const { oidc } = ctx;
+    if (!oidc.session.accountId) return undefined;
+    const grantId = oidc.result?.consent?.grantId || oidc.session.grantIdFor(oidc.client.clientId);
+    const grant = (grantId && (await oidc.provider.Grant.find(grantId)))
+      || new oidc.provider.Grant({ accountId: oidc.session.accountId, clientId: oidc.client.clientId });
+    grant.addOIDCScope([...oidc.requestParamOIDCScopes].join(" "));
+    for (const [resource, server] of Object.entries(oidc.resourceServers)) {
+      const allowed = new Set(server.scope.split(" "));
+      grant.addResourceScope(resource, [...oidc.requestParamScopes].filter((s) => allowed.has(s)).join(" "));
+    }
+    await grant.save();
+    return grant;
+  },
+  issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
+  expiresWithSession: async () => false,
+});
+
+provider.on("grant.success", (ctx) => {
+  const { access_token: at, refresh_token: rt, scope } = ctx.body ?? {};
+  const claims = at?.split(".").length === 3 ? JSON.parse(Buffer.from(at.split(".")[1], "base64url")) : {};
+  log.push({
+    grant_type: ctx.oidc.params.grant_type,
+    client_id: ctx.oidc.client?.clientId,
+    sub: claims.sub ?? ctx.oidc.entities.Account?.accountId ?? null,
+    aud: claims.aud ?? null,
+    scope: scope ?? null,
+    refresh_token: Boolean(rt),
+  });
+});
+for (const ev of ["server_error", "authorization.error", "grant.error", "interaction.error"]) {
+  provider.on(ev, (_ctx, err) => process.stderr.write(`oidc_as: ${ev}: ${err.message} ${err.error_description ?? ""}\n`));
+}
+
+provider.use(async (ctx, next) => {
+  process.stderr.write(`oidc_as: ${ctx.method} ${ctx.url}\n`);
+  if (ctx.method === "GET" && ctx.path === "/test/log") {
+    ctx.body = log;
+    return;
+  }
+  if (ctx.path === "/.well-known/oauth-authorization-server") ctx.path = "/.well-known/openid-configuration";
+  await next();
+});
+
+provider.listen(Number(opts.port), "127.0.0.1", () => process.stdout.write("ready\n"));

@@ -1,0 +1,217 @@
+//! Each person's own authorization upstream (issue 29): a remote server
+//! with `"oauth": {"perPrincipal": true}` behind mcpx, protected by a real
+//! OpenID provider (oidc-provider 9.13.3 from npm, its dev login form: the
+//! login name is the subject) in front of a protected FastMCP server
+//! (Python SDK 1.30.0, JWT access tokens checked against the provider's
+//! keys, audience the server's URL; its `whoami` tool reports the subject
+//! of the token that carried the call).
+//!
+//! The operator logs in once (`mcpx auth login`, its browser a cookie-
+//! keeping walker without script): the template lists the tools. Then each
+//! principal (mcpx bearer tokens) calling a tool is asked to authorize:
+//! alice over 2025-11-25 with URL elicitation gets -32042 and, once her
+//! browser came back, `notifications/elicitation/complete` on her stream;
+//! bob over 2026-07-28 gets an input round; carol, who declared no URL
+//! elicitation, a tool error with the link. Each opens mcpx's page signed
+//! in as themselves, logs in at the provider, and their next call reaches
+//! the server as their own subject. Another's link, a forged callback and a
+//! denied authorization are refused.
+
+use std::time::Duration;
+
+use mcpx_tests::*;
+use serde_json::{json, Value};
+
+const TOKENS: [(&str, &str); 3] = [("alice", "tok-alice-0123456789"), ("bob", "tok-bob-0123456789"), ("carol", "tok-carol-0123456789")];
+
+fn token(who: &str) -> &'static str {
+    TOKENS.iter().find(|(n, _)| *n == who).map(|(_, t)| *t).unwrap()
+}
+
+/// A 2025-11-25 session of `who` declaring `caps`: its session id.
+fn session(url: &str, who: &str, caps: Value) -> String {
+    let auth = format!("Bearer {}", token(who));
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": { "name": "per-principal-test", "version": "1" } } });
+    let r = post(url, &[("Authorization", &auth)], &init);
+    assert_eq!(r.status, 200, "initialize: {}", r.text);
+    let sid = r.header("mcp-session-id").expect("a session id").to_string();
+    let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    assert_eq!(post(url, &h, &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).status, 202);
+    sid
+}
+
+fn call(url: &str, who: &str, sid: &str, tool: &str) -> Value {
+    let auth = format!("Bearer {}", token(who));
+    let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")];
+    post(url, &h, &json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": tool, "arguments": {} } })).json
+}
+
+/// `browser_login.mjs`: opens `link` signed in to mcpx with `who`'s token,
+/// logs in at the provider as `login`; its JSON report.
+fn browser(link: &str, who: &str, login: &str) -> Report {
+    let argv: Vec<String> = [node().to_str().unwrap(), driver("browser_login.mjs").to_str().unwrap(), link, "--login", login, "--token", token(who)]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    run_argv(&argv, Duration::from_secs(40))
+}
+
+fn text(r: &Value) -> String {
+    r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("a text result: {r}")).to_string()
+}
+
+// covers: authz-no-token-passthrough, elicitation-server-may-return-url-required-error, elicitation-url-required-error-url-mode-with-id, elicitation-complete-only-to-initiating-client, elicitation-complete-must-carry-id, elicitation-url-verify-opening-user, elicitation-url-same-user-start-and-complete
+#[test]
+fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
+    let (as_port, up_port, hub_port) = (free_port(), free_port(), free_port());
+    let public = format!("http://127.0.0.1:{hub_port}");
+    let issuer = format!("http://127.0.0.1:{as_port}");
+    let callback = format!("{public}/oauth/callback");
+    let as_cmd = Cmd::new(node(), &[driver("oidc_as.mjs").to_str().unwrap(), "--port", &as_port.to_string(), "--redirect", &callback, "--redirect", "http://127.0.0.1/callback"]);
+    let _as = HttpServer::start(&as_cmd, as_port, "");
+    let up_cmd = Cmd::new(python("1.30.0"), &[driver("py_protected_server.py").to_str().unwrap(), "--port", &up_port.to_string(), "--issuer", &issuer]);
+    let upstream = HttpServer::start(&up_cmd, up_port, "/mcp");
+
+    let tokens: serde_json::Map<String, Value> = TOKENS.iter().map(|(n, t)| (n.to_string(), json!(t))).collect();
+    let hub = HubConfig::new()
+        .remote("gh", json!({ "url": upstream.url, "isolation": "client",
+            "oauth": { "clientId": "mcpx", "perPrincipal": true, "publicUrl": public } }))
+        .set("auth", json!({ "tokens": tokens }))
+        .write();
+    let state = hub.dir().join("state");
+    let config = hub.config.to_str().unwrap().to_string();
+    let env = format!("XDG_STATE_HOME={}", state.display());
+
+    // The operator logs in once: the template lists the server's tools.
+    let open_with = format!("{} {} --login operator", node().display(), driver("browser_login.mjs").display());
+    let login: Vec<String> = ["env", &env, mcpx().to_str().unwrap(), "auth", "login", "gh", "--config", &config, "--open-with", &open_with].iter().map(|s| s.to_string()).collect();
+    let r = run_argv(&login, Duration::from_secs(60));
+    assert_eq!(r.code, Some(0), "auth login: {}\n{}", r.stdout, r.stderr);
+
+    let addr = format!("127.0.0.1:{hub_port}");
+    let serve = Cmd::new("env", &[&env, mcpx().to_str().unwrap(), "serve", "--config", &config, "--http", &addr]);
+    let server = HttpServer::start(&serve, hub_port, "/mcp");
+    let url = &server.url;
+
+    // alice, 2025-11-25 with URL elicitation: -32042 naming mcpx's page.
+    let a = session(url, "alice", json!({ "elicitation": { "form": {}, "url": {} } }));
+    let r = call(url, "alice", &a, "gh__whoami");
+    assert_eq!(r["error"]["code"], -32042, "{r}");
+    let e = &r["error"]["data"]["elicitations"][0];
+    let (link, eid) = (e["url"].as_str().unwrap().to_string(), e["elicitationId"].as_str().unwrap().to_string());
+    assert_eq!(e["mode"], "url");
+    assert!(link.starts_with(&format!("{public}/connect/")), "{link}");
+    assert!(!link.contains("alice") && !link.contains(&issuer), "the link names neither the user nor the provider: {link}");
+
+    // bob's browser cannot use alice's link; a forged callback is refused.
+    let b = browser(&link, "bob", "bob");
+    assert_eq!(b.json["status"], 403, "{}", b.stdout);
+    let forged = http(&format!("{callback}?state=forged&code=x&iss={issuer}"), &[], None);
+    assert_eq!(forged.status, 400, "{}", forged.text);
+
+    // alice's GET stream hears the completion.
+    let stream = {
+        let (url, sid, auth) = (url.clone(), a.clone(), format!("Bearer {}", token("alice")));
+        std::thread::spawn(move || {
+            let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25"), ("Accept", "text/event-stream")];
+            read_sse_until(&url, &h, "notifications/elicitation/complete", Duration::from_secs(30))
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let done = browser(&link, "alice", "alice");
+    assert_eq!(done.json["status"], 200, "{}\n{}", done.stdout, done.stderr);
+    assert!(done.json["body"].as_str().unwrap_or("").contains("<title>mcpx: Authorized</title>"), "{}", done.stdout);
+    let note = stream.join().unwrap().expect("notifications/elicitation/complete on alice's stream");
+    assert_eq!(note["params"]["elicitationId"], eid.as_str());
+    // The link is used up.
+    assert_eq!(browser(&link, "alice", "alice").json["status"], 404);
+
+    let up_aud = format!("aud={}", upstream.url);
+    assert_eq!(text(&call(url, "alice", &a, "gh__whoami")), format!("sub=alice {up_aud}"));
+
+    // bob, 2026-07-28 with URL elicitation: an input round, then his retry.
+    let caps = json!({ "elicitation": { "url": {} } });
+    let msg = modern_request(1, "tools/call", json!({ "name": "gh__whoami", "arguments": {} }), caps.clone());
+    let r = post_modern(url, token("bob"), &msg);
+    let res = &r["result"];
+    assert_eq!(res["resultType"], "input_required", "{r}");
+    let ask = &res["inputRequests"]["mcpx-authorize"];
+    assert_eq!((ask["method"].as_str(), ask["params"]["mode"].as_str()), (Some("elicitation/create"), Some("url")), "{r}");
+    assert!(ask["params"].get("elicitationId").is_none(), "no elicitationId in 2026-07-28: {ask}");
+    let link = ask["params"]["url"].as_str().unwrap();
+    assert_eq!(browser(link, "bob", "bob").json["status"], 200);
+    let mut params = json!({ "name": "gh__whoami", "arguments": {}, "requestState": res["requestState"],
+        "inputResponses": { "mcpx-authorize": { "action": "accept" } } });
+    params["_meta"] = msg["params"]["_meta"].clone();
+    let retry = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params });
+    let r = post_modern(url, token("bob"), &retry);
+    assert_eq!(r["result"]["content"][0]["text"], format!("sub=bob {up_aud}"), "{r}");
+
+    // carol declared no URL elicitation: a tool error with the link. She
+    // denies at the provider: refused, and she is asked again.
+    let c = session(url, "carol", json!({}));
+    let r = call(url, "carol", &c, "gh__whoami");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let said = text(&r);
+    let link = said.split_whitespace().find(|w| w.starts_with(&format!("{public}/connect/"))).expect("the link in the text").to_string();
+    let denied = browser(&link, "carol", "deny");
+    assert_eq!(denied.json["status"], 400, "{}", denied.stdout);
+    assert!(denied.json["body"].as_str().unwrap_or("").contains("<title>mcpx: Not authorized</title>"), "{}", denied.stdout);
+    let r = call(url, "carol", &c, "gh__whoami");
+    assert_eq!(r["result"]["isError"], true, "asked again: {r}");
+
+    // Each call went with its own principal's token; the provider issued
+    // them for the server's URL only; nothing of a client's token to mcpx went up.
+    let log = http(&format!("{issuer}/test/log"), &[], None).json;
+    let subs: Vec<&str> = log.as_array().unwrap().iter().filter_map(|g| g["sub"].as_str()).collect();
+    for who in ["operator", "alice", "bob"] {
+        assert!(subs.contains(&who), "{who}: {log}");
+    }
+    assert!(!subs.contains(&"carol") && !subs.contains(&"deny"), "{log}");
+    for g in log.as_array().unwrap() {
+        assert_eq!(g["aud"], upstream.url.as_str(), "{g}");
+    }
+    // The token store keeps each principal's apart, owner-only.
+    let store = std::fs::read_to_string(state.join("mcpx/oauth-tokens.json")).unwrap();
+    let v: Value = serde_json::from_str(&store).unwrap();
+    assert!(v["principals"]["alice"]["gh"]["accessToken"].is_string() && v["principals"]["bob"]["gh"]["accessToken"].is_string(), "{v}");
+    assert!(v["principals"].get("carol").is_none());
+    assert!(!store.contains("tok-alice"), "a client's token to mcpx is never kept or sent up");
+
+    // `mcpx auth logout gh --principal alice` forgets hers only.
+    let logout: Vec<String> = ["env", &env, mcpx().to_str().unwrap(), "auth", "logout", "gh", "--principal", "alice", "--config", &config].iter().map(|s| s.to_string()).collect();
+    let r = run_argv(&logout, Duration::from_secs(20));
+    assert!(r.stdout.contains("logged out for principal 'alice'"), "{}\n{}", r.stdout, r.stderr);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(state.join("mcpx/oauth-tokens.json")).unwrap()).unwrap();
+    assert!(v["principals"]["alice"].get("gh").is_none() && v["principals"]["bob"]["gh"].is_object(), "{v}");
+}
+
+/// Reads the SSE stream of a GET to `url` until a message with `method`
+/// (or `limit`): that message.
+fn read_sse_until(url: &str, headers: &[(&str, &str)], method: &str, limit: Duration) -> Option<Value> {
+    use std::io::{BufRead, BufReader, Write};
+    let rest = url.strip_prefix("http://")?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut s = std::net::TcpStream::connect(authority).ok()?;
+    s.set_read_timeout(Some(limit)).ok()?;
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n");
+    for (n, v) in headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).ok()?;
+    let deadline = std::time::Instant::now() + limit;
+    let mut lines = BufReader::new(s).lines();
+    while std::time::Instant::now() < deadline {
+        let line = lines.next()?.ok()?;
+        if let Some(d) = line.strip_prefix("data:") {
+            if let Ok(v) = serde_json::from_str::<Value>(d.trim()) {
+                if v["method"] == method {
+                    return Some(v);
+                }
+            }
+        }
+    }
+    None
+}
