@@ -68,7 +68,8 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     let public = format!("http://127.0.0.1:{hub_port}");
     let issuer = format!("http://127.0.0.1:{as_port}");
     let callback = format!("{public}/oauth/callback");
-    let as_cmd = Cmd::new(node(), &[driver("oidc_as.mjs").to_str().unwrap(), "--port", &as_port.to_string(), "--redirect", &callback, "--redirect", "http://127.0.0.1/callback"]);
+    // Access tokens last 32 s: 2 s later they are within the 30 s mcpx refreshes ahead of expiry.
+    let as_cmd = Cmd::new(node(), &[driver("oidc_as.mjs").to_str().unwrap(), "--port", &as_port.to_string(), "--redirect", &callback, "--redirect", "http://127.0.0.1/callback", "--access-ttl", "32"]);
     let _as = HttpServer::start(&as_cmd, as_port, "");
     let up_cmd = Cmd::new(python("1.30.0"), &[driver("py_protected_server.py").to_str().unwrap(), "--port", &up_port.to_string(), "--issuer", &issuer]);
     let upstream = HttpServer::start(&up_cmd, up_port, "/mcp");
@@ -129,6 +130,7 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
 
     let up_aud = format!("aud={}", upstream.url);
     assert_eq!(text(&call(url, "alice", &a, "gh__whoami")), format!("sub=alice {up_aud}"));
+    let authorized = std::time::Instant::now();
 
     // bob, 2026-07-28 with URL elicitation: an input round, then his retry.
     let caps = json!({ "elicitation": { "url": {} } });
@@ -179,12 +181,23 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     assert!(v["principals"].get("carol").is_none());
     assert!(!store.contains("tok-alice"), "a client's token to mcpx is never kept or sent up");
 
+    // Close to expiry, alice's token is refreshed before her call.
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(authorized.elapsed()));
+    assert_eq!(text(&call(url, "alice", &a, "gh__whoami")), format!("sub=alice {up_aud}"));
+    let log = http(&format!("{issuer}/test/log"), &[], None).json;
+    assert!(log.as_array().unwrap().iter().any(|g| g["grant_type"] == "refresh_token" && g["sub"] == "alice"), "a refresh for alice: {log}");
+
     // `mcpx auth logout gh --principal alice` forgets hers only.
     let logout: Vec<String> = ["env", &env, mcpx().to_str().unwrap(), "auth", "logout", "gh", "--principal", "alice", "--config", &config].iter().map(|s| s.to_string()).collect();
     let r = run_argv(&logout, Duration::from_secs(20));
     assert!(r.stdout.contains("logged out for principal 'alice'"), "{}\n{}", r.stdout, r.stderr);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(state.join("mcpx/oauth-tokens.json")).unwrap()).unwrap();
     assert!(v["principals"]["alice"].get("gh").is_none() && v["principals"]["bob"]["gh"].is_object(), "{v}");
+    // The running hub asks her again at her next call; bob goes on as himself.
+    let r = call(url, "alice", &a, "gh__whoami");
+    assert_eq!(r["error"]["code"], -32042, "asked again after the logout: {r}");
+    let r = post_modern(url, token("bob"), &modern_request(3, "tools/call", json!({ "name": "gh__whoami", "arguments": {} }), caps));
+    assert_eq!(r["result"]["content"][0]["text"], format!("sub=bob {up_aud}"), "{r}");
 }
 
 /// Reads the SSE stream of a GET to `url` until a message with `method`

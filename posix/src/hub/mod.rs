@@ -871,7 +871,7 @@ impl Hub {
                 self.apply_upstream(fx);
             }
             #[cfg(feature = "secrets")]
-            Input::AskedToAuthorize { up, ask } => self.starts.asked(up, ask),
+            Input::AskedToAuthorize { up, ask } => self.asked_to_authorize(up, ask),
             #[cfg(feature = "secrets")]
             Input::Authorized(id) => self.authorized(id),
             Input::UpstreamRemoved { up, why } => {
@@ -1408,7 +1408,10 @@ impl Hub {
                 Effect::Serve { .. } => {}
                 Effect::Fail { c, id, msg, data } => self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, Some(data)),
                 #[cfg(feature = "secrets")]
-                Effect::AskUrl { c, id, raw, ctx, ask } => self.ask_to_authorize(c, &id, &raw, ctx, &ask),
+                Effect::AskUrl { c, id, raw, ctx, ask } => {
+                    let method = mcpx_core::envelope::Envelope::parse(&raw).ok().and_then(|e| e.method_str().map(str::to_string)).unwrap_or_default();
+                    self.ask_to_authorize(c, &id, &method, ctx, &ask);
+                }
                 Effect::NewSlot(up) => {
                     self.ups.push(*up);
                     self.catalog.add_slot();

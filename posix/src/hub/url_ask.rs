@@ -22,8 +22,9 @@ use mcpx_core::method::Method;
 use mcpx_core::revision::Feature;
 use serde_json::{json, Value};
 
+use super::pending::{Fwd, Origin};
 use super::request::ReqCtx;
-use super::{modern, relay, ClientId, Hub, Outcome};
+use super::{modern, relay, ClientId, Hub, Outcome, UpstreamId};
 
 /// Where a principal authorizes a server: mcpx's own page for the flow.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,17 +97,29 @@ impl Told {
 }
 
 impl Hub {
-    /// Client `c`'s parked request `id` (`raw`, with its context when
-    /// modern) needs its principal to authorize at `ask` first.
-    pub(super) fn ask_to_authorize(&mut self, c: ClientId, id: &[u8], raw: &[u8], ctx: Option<ReqCtx>, ask: &UrlAsk) {
+    /// Instance `u` cannot go on until its principal authorizes at `ask`:
+    /// the calls in flight to it (its principal's tokens went, e.g. a
+    /// logout) are told now, those waiting for its start when it exits.
+    pub(super) fn asked_to_authorize(&mut self, u: UpstreamId, ask: UrlAsk) {
+        let calls: Vec<u64> = self.pending.calls_to(u).filter(|(_, _, o)| matches!(o, Origin::Client { .. })).map(|(id, _, _)| id).collect();
+        for n in calls {
+            if let Some(Fwd { origin: Origin::Client { client, id, method, modern, .. }, .. }) = self.pending.take(u, n) {
+                self.ask_to_authorize(client, id.bytes(), &method, modern.map(|m| *m), &ask);
+            }
+        }
+        self.starts.asked(u, ask);
+    }
+
+    /// Client `c`'s request `id` (`method`, with its context when modern)
+    /// needs its principal to authorize at `ask` first.
+    pub(super) fn ask_to_authorize(&mut self, c: ClientId, id: &[u8], method: &str, ctx: Option<ReqCtx>, ask: &UrlAsk) {
         let Some(cl) = self.clients.get(&c) else { return };
-        let method = mcpx_core::envelope::Envelope::parse(raw).ok().and_then(|e| e.method_str().map(str::to_string)).unwrap_or_default();
         let caps = ctx.as_ref().map_or_else(|| cl.caps_value(), |x| x.caps.clone());
         let url_mode = cl.rev().supports(Feature::ElicitationUrlMode);
         match how(ask, method == "tools/call", ctx.is_some(), url_mode, &caps) {
             Asked::Round(params) => {
                 let Some(ctx) = ctx else { return };
-                match self.relays.seal(&method, &ctx, &[relay::INNER_AUTHORIZE], self.now_ms) {
+                match self.relays.seal(method, &ctx, &[relay::INNER_AUTHORIZE], self.now_ms) {
                     Ok(state) => {
                         let mut result = json!({ "resultType": "input_required", "inputRequests": { INPUT_KEY: { "method": "elicitation/create", "params": params } }, "requestState": state });
                         modern::stamp(&self.opts, &mut result, None);

@@ -124,6 +124,11 @@ pub struct Authorizer {
     interaction: Interaction,
     store: Store,
     current: RefCell<Option<ServerTokens>>,
+    /// When the store was last read for a principal's own tokens: read
+    /// again once it changed (`mcpx auth logout NAME --principal P`, or
+    /// another instance's refresh).
+    #[cfg(feature = "secrets")]
+    read_at: std::cell::Cell<Option<SystemTime>>,
     /// One flow at a time; requests that failed meanwhile retry with its result.
     busy: Mutex<()>,
     rng: RefCell<ChaCha20>,
@@ -141,6 +146,8 @@ impl Authorizer {
             interaction,
             store,
             current: RefCell::new(None),
+            #[cfg(feature = "secrets")]
+            read_at: std::cell::Cell::new(None),
             busy: Mutex::new(()),
             rng: RefCell::new(ChaCha20::new()),
         }
@@ -171,6 +178,13 @@ impl Authorizer {
 
     /// The stored tokens for this server, if they were obtained for its URL.
     fn tokens(&self) -> Option<ServerTokens> {
+        #[cfg(feature = "secrets")]
+        if self.owner().is_some() {
+            let changed = std::fs::metadata(&self.store.path).and_then(|m| m.modified()).ok();
+            if changed != self.read_at.replace(changed) {
+                *self.current.borrow_mut() = None;
+            }
+        }
         if self.current.borrow().is_none() {
             match self.store.tokens(self.server_name(), self.owner()) {
                 Ok(t) => *self.current.borrow_mut() = t,
