@@ -12,8 +12,8 @@ runs `CMD ARGS... URL` (the "browser"), waits up to 20 s for
 notifications/elicitation/complete with the same elicitationId, and calls
 TOOL again. One JSON line on stdout:
 {"ok": true, "asked": {"code": -32042, "elicitationId": ..., "url": ...},
- "completed": true|false, "text": "..."} or {"ok": false, "error": "..."}. A first call that succeeds (already
-authorized) gives "asked": null.
+ "completed": true|false, "text": "..."} or {"ok": false, "error": "..."}.
+A first call that succeeds (already authorized) gives "asked": null.
 
 --mode (mcp 2.x only, default legacy) is the Client's version negotiation:
 with auto or 2026-07-28 the server answers input_required instead, the SDK

@@ -22,7 +22,14 @@ use std::time::Duration;
 use mcpx_tests::*;
 use serde_json::{json, Value};
 
-const TOKENS: [(&str, &str); 3] = [("alice", "tok-alice-0123456789"), ("bob", "tok-bob-0123456789"), ("carol", "tok-carol-0123456789")];
+const TOKENS: [(&str, &str); 6] = [
+    ("alice", "tok-alice-0123456789"),
+    ("bob", "tok-bob-0123456789"),
+    ("carol", "tok-carol-0123456789"),
+    ("dave", "tok-dave-0123456789"),
+    ("erin", "tok-erin-0123456789"),
+    ("frank", "tok-frank-0123456789"),
+];
 
 fn token(who: &str) -> &'static str {
     TOKENS.iter().find(|(n, _)| *n == who).map(|(_, t)| *t).unwrap()
@@ -57,6 +64,61 @@ fn browser(link: &str, who: &str, login: &str) -> Report {
     run_argv(&argv, Duration::from_secs(40))
 }
 
+/// The provider, the protected server, and mcpx in front of it with the
+/// operator logged in.
+struct Setup {
+    public: String,
+    issuer: String,
+    env: String,
+    config: String,
+    state: std::path::PathBuf,
+    upstream: HttpServer,
+    hub: HttpServer,
+    _as: HttpServer,
+    _config: Hub,
+}
+
+impl Setup {
+    fn start() -> Setup {
+        let (as_port, up_port, hub_port) = (free_port(), free_port(), free_port());
+        let public = format!("http://127.0.0.1:{hub_port}");
+        let issuer = format!("http://127.0.0.1:{as_port}");
+        let callback = format!("{public}/oauth/callback");
+        // Access tokens last 32 s: 2 s later they are within the 30 s mcpx refreshes ahead of expiry.
+        let as_cmd = Cmd::new(node(), &[driver("oidc_as.mjs").to_str().unwrap(), "--port", &as_port.to_string(), "--redirect", &callback, "--redirect", "http://127.0.0.1/callback", "--access-ttl", "32"]);
+        let _as = HttpServer::start(&as_cmd, as_port, "");
+        let up_cmd = Cmd::new(python("1.30.0"), &[driver("py_protected_server.py").to_str().unwrap(), "--port", &up_port.to_string(), "--issuer", &issuer]);
+        let upstream = HttpServer::start(&up_cmd, up_port, "/mcp");
+
+        let tokens: serde_json::Map<String, Value> = TOKENS.iter().map(|(n, t)| (n.to_string(), json!(t))).collect();
+        let hub = HubConfig::new()
+            .remote("gh", json!({ "url": upstream.url, "isolation": "client",
+                "oauth": { "clientId": "mcpx", "perPrincipal": true, "publicUrl": public } }))
+            .set("auth", json!({ "tokens": tokens }))
+            .write();
+        let state = hub.dir().join("state");
+        let config = hub.config.to_str().unwrap().to_string();
+        let env = format!("XDG_STATE_HOME={}", state.display());
+
+        // The operator logs in once: the template lists the server's tools.
+        let open_with = format!("{} {} --login operator", node().display(), driver("browser_login.mjs").display());
+        let login: Vec<String> = ["env", &env, mcpx().to_str().unwrap(), "auth", "login", "gh", "--config", &config, "--open-with", &open_with].iter().map(|s| s.to_string()).collect();
+        let r = run_argv(&login, Duration::from_secs(60));
+        assert_eq!(r.code, Some(0), "auth login: {}\n{}", r.stdout, r.stderr);
+
+        let addr = format!("127.0.0.1:{hub_port}");
+        let serve = Cmd::new("env", &[&env, mcpx().to_str().unwrap(), "serve", "--config", &config, "--http", &addr]);
+        let server = HttpServer::start(&serve, hub_port, "/mcp");
+        Setup { public, issuer, env, config, state, upstream, hub: server, _as, _config: hub }
+    }
+
+    /// The browser command the SDK drivers run (the URL last): signs in to
+    /// mcpx with `who`'s token and logs in at the provider as `who`.
+    fn browser_cmd(who: &str) -> String {
+        format!("{} {} --login {who} --token {}", node().display(), driver("browser_login.mjs").display(), token(who))
+    }
+}
+
 fn text(r: &Value) -> String {
     r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("a text result: {r}")).to_string()
 }
@@ -64,36 +126,9 @@ fn text(r: &Value) -> String {
 // covers: authz-no-token-passthrough, elicitation-server-may-return-url-required-error, elicitation-url-required-error-url-mode-with-id, elicitation-complete-only-to-initiating-client, elicitation-complete-must-carry-id, elicitation-url-verify-opening-user, elicitation-url-same-user-start-and-complete
 #[test]
 fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
-    let (as_port, up_port, hub_port) = (free_port(), free_port(), free_port());
-    let public = format!("http://127.0.0.1:{hub_port}");
-    let issuer = format!("http://127.0.0.1:{as_port}");
-    let callback = format!("{public}/oauth/callback");
-    // Access tokens last 32 s: 2 s later they are within the 30 s mcpx refreshes ahead of expiry.
-    let as_cmd = Cmd::new(node(), &[driver("oidc_as.mjs").to_str().unwrap(), "--port", &as_port.to_string(), "--redirect", &callback, "--redirect", "http://127.0.0.1/callback", "--access-ttl", "32"]);
-    let _as = HttpServer::start(&as_cmd, as_port, "");
-    let up_cmd = Cmd::new(python("1.30.0"), &[driver("py_protected_server.py").to_str().unwrap(), "--port", &up_port.to_string(), "--issuer", &issuer]);
-    let upstream = HttpServer::start(&up_cmd, up_port, "/mcp");
-
-    let tokens: serde_json::Map<String, Value> = TOKENS.iter().map(|(n, t)| (n.to_string(), json!(t))).collect();
-    let hub = HubConfig::new()
-        .remote("gh", json!({ "url": upstream.url, "isolation": "client",
-            "oauth": { "clientId": "mcpx", "perPrincipal": true, "publicUrl": public } }))
-        .set("auth", json!({ "tokens": tokens }))
-        .write();
-    let state = hub.dir().join("state");
-    let config = hub.config.to_str().unwrap().to_string();
-    let env = format!("XDG_STATE_HOME={}", state.display());
-
-    // The operator logs in once: the template lists the server's tools.
-    let open_with = format!("{} {} --login operator", node().display(), driver("browser_login.mjs").display());
-    let login: Vec<String> = ["env", &env, mcpx().to_str().unwrap(), "auth", "login", "gh", "--config", &config, "--open-with", &open_with].iter().map(|s| s.to_string()).collect();
-    let r = run_argv(&login, Duration::from_secs(60));
-    assert_eq!(r.code, Some(0), "auth login: {}\n{}", r.stdout, r.stderr);
-
-    let addr = format!("127.0.0.1:{hub_port}");
-    let serve = Cmd::new("env", &[&env, mcpx().to_str().unwrap(), "serve", "--config", &config, "--http", &addr]);
-    let server = HttpServer::start(&serve, hub_port, "/mcp");
-    let url = &server.url;
+    let setup = Setup::start();
+    let (public, issuer, callback, url, upstream, state, env, config) =
+        (&setup.public, &setup.issuer, format!("{}/oauth/callback", setup.public), &setup.hub.url, &setup.upstream, &setup.state, &setup.env, &setup.config);
 
     // alice, 2025-11-25 with URL elicitation: -32042 naming mcpx's page.
     let a = session(url, "alice", json!({ "elicitation": { "form": {}, "url": {} } }));
@@ -103,7 +138,7 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     let (link, eid) = (e["url"].as_str().unwrap().to_string(), e["elicitationId"].as_str().unwrap().to_string());
     assert_eq!(e["mode"], "url");
     assert!(link.starts_with(&format!("{public}/connect/")), "{link}");
-    assert!(!link.contains("alice") && !link.contains(&issuer), "the link names neither the user nor the provider: {link}");
+    assert!(!link.contains("alice") && !link.contains(issuer.as_str()), "the link names neither the user nor the provider: {link}");
 
     // bob's browser cannot use alice's link; a forged callback is refused.
     let b = browser(&link, "bob", "bob");
@@ -227,4 +262,43 @@ fn read_sse_until(url: &str, headers: &[(&str, &str)], method: &str, limit: Dura
         }
     }
     None
+}
+
+/// Runs an SDK driver for `who`: its JSON report.
+fn sdk(program: &std::path::Path, script: &str, url: &str, who: &str, extra: &[&str]) -> Report {
+    let mut argv: Vec<String> = [program.to_str().unwrap(), driver(script).to_str().unwrap(), url, token(who), "gh__whoami", "--browser", &Setup::browser_cmd(who)]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    run_argv(&argv, Duration::from_secs(90))
+}
+
+// The official SDKs as clients, each its own person: the Python SDK 1.30.0
+// over 2025-11-25 (-32042, the completion notification, its retry), the
+// Python SDK 2.3.0 and the TypeScript SDK 2.4.0 over 2026-07-28 (an input
+// round whose URL elicitation their handler opens, their own retry).
+// covers: elicitation-server-may-return-url-required-error, elicitation-complete-must-carry-id
+#[test]
+fn the_official_sdks_authorize_through_url_elicitation() {
+    let setup = Setup::start();
+    let url = &setup.hub.url;
+    let aud = format!("aud={}", setup.upstream.url);
+
+    let r = sdk(&python("1.30.0"), "py_url_client.py", url, "dave", &[]);
+    assert_eq!(r.json["ok"], true, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json["asked"]["code"], -32042, "{}", r.stdout);
+    assert!(r.json["asked"]["url"].as_str().unwrap().starts_with(&format!("{}/connect/", setup.public)), "{}", r.stdout);
+    assert_eq!(r.json["completed"], true, "notifications/elicitation/complete reached it: {}", r.stdout);
+    assert_eq!(r.json["text"], format!("sub=dave {aud}"), "{}", r.stdout);
+
+    let r = sdk(&python("2.3.0"), "py_url_client.py", url, "erin", &["--mode", "2026-07-28"]);
+    assert_eq!(r.json["ok"], true, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json["asked"]["mode"], "url", "{}", r.stdout);
+    assert_eq!(r.json["text"], format!("sub=erin {aud}"), "{}", r.stdout);
+
+    let r = sdk(&node(), "ts_url_client.mjs", url, "frank", &[]);
+    assert_eq!(r.json["ok"], true, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json["asked"][0]["mode"], "url", "{}", r.stdout);
+    assert_eq!(r.json["text"], format!("sub=frank {aud}"), "{}", r.stdout);
 }

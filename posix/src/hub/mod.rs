@@ -871,9 +871,23 @@ impl Hub {
                 self.apply_upstream(fx);
             }
             #[cfg(feature = "secrets")]
-            Input::AskedToAuthorize { up, ask } => self.asked_to_authorize(up, ask),
+            Input::AskedToAuthorize { up, ask } => {
+                // Calls in flight to it (its principal's tokens went: a logout) are told now,
+                // those parked for its start when it exits.
+                for (c, id, method, ctx) in self.pending.take_client_calls(up) {
+                    self.ask_to_authorize(c, id.bytes(), &method, ctx.map(|x| *x), &ask);
+                }
+                self.starts.asked(up, ask);
+            }
+            // Requirement: elicitation-complete-only-to-initiating-client, elicitation-complete-must-carry-id
             #[cfg(feature = "secrets")]
-            Input::Authorized(id) => self.authorized(id),
+            Input::Authorized(id) => {
+                for c in self.told.take(id) {
+                    if self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode)) {
+                        self.downward().notify(c, Method::ElicitationComplete, &json!({ "elicitationId": id }));
+                    }
+                }
+            }
             Input::UpstreamRemoved { up, why } => {
                 let fx = self.ups.on_remove(up, why);
                 self.apply_upstream(fx);
@@ -1257,6 +1271,42 @@ impl Hub {
     /// the policy.
     fn downward(&mut self) -> downward::Downward<'_> {
         downward::Downward { out: &mut self.out, clients: &mut self.clients, policy: &mut self.policy, trace: &mut self.trace, now_ms: self.now_ms }
+    }
+
+    /// Client `c`'s request `id` (`method`, with its context when modern)
+    /// needs its principal to authorize at `ask` first (`url_ask`).
+    #[cfg(feature = "secrets")]
+    fn ask_to_authorize(&mut self, c: ClientId, id: &[u8], method: &str, ctx: Option<request::ReqCtx>, ask: &url_ask::UrlAsk) {
+        use url_ask::Asked;
+        let Some(cl) = self.clients.get(&c) else { return };
+        let caps = ctx.as_ref().map_or_else(|| cl.caps_value(), |x| x.caps.clone());
+        let url_mode = cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode);
+        match (url_ask::how(ask, method == "tools/call", ctx.is_some(), url_mode, &caps), ctx) {
+            (Asked::Round(params), Some(ctx)) => match self.relays.seal(method, &ctx, &[relay::INNER_AUTHORIZE], self.now_ms) {
+                Ok(state) => {
+                    let mut result = json!({ "resultType": "input_required", "inputRequests": { url_ask::INPUT_KEY: { "method": "elicitation/create", "params": params } }, "requestState": state });
+                    modern::stamp(&self.opts, &mut result, None);
+                    self.downward().result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
+                }
+                Err(why) => self.downward().error(c, Some(id), ErrorCode::InternalError, &why, None),
+            },
+            (Asked::Required(data), _) => {
+                self.told.remember(&ask.id, c);
+                self.downward().error(c, Some(id), ErrorCode::UrlElicitationRequired, "URL elicitation required: authorize first", Some(data));
+            }
+            (Asked::ToolError(text), ctx) => {
+                let mut result = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
+                if ctx.is_some() {
+                    modern::stamp(&self.opts, &mut result, None);
+                }
+                self.downward().result_as(c, id, &serde_json::to_vec(&result).unwrap_or_default(), Outcome::ToolError);
+            }
+            (Asked::Error(text), _) => {
+                self.downward().error(c, Some(id), ErrorCode::InternalError, &text, Some(json!({ "url": ask.url })));
+            }
+            // A round goes to modern requests only (`how`).
+            (Asked::Round(_), None) => {}
+        }
     }
 
     /// Is tracing on (`"traces"`)? The transport then hands over the

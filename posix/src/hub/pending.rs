@@ -301,6 +301,19 @@ impl Pending {
         keys.into_iter().filter_map(|(_, (u, id))| Some((u, id, self.take(u, id)?))).collect()
     }
 
+    /// The calls in flight to `u` for clients, taken: (client, its id, the
+    /// method, the modern context).
+    #[cfg(feature = "secrets")]
+    pub fn take_client_calls(&mut self, u: UpstreamId) -> Vec<(ClientId, IdKey, Called, Option<Box<ReqCtx>>)> {
+        let ids: Vec<u64> = self.map.iter().filter(|(k, f)| k.0 == u && matches!(f.origin, Origin::Client { .. })).map(|(k, _)| k.1).collect();
+        ids.into_iter()
+            .filter_map(|n| match self.take(u, n)?.origin {
+                Origin::Client { client, id, method, modern, .. } => Some((client, id, method, modern)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Calls to `u` made for clients, in flight or held for a modern
     /// client's retry: (the hub's id, when sent, who is waiting).
     pub fn calls_to(&self, u: UpstreamId) -> impl Iterator<Item = (u64, u64, &Origin)> + '_ {

@@ -2,8 +2,9 @@
 //! browser (a `"perPrincipal"` server's own tokens, feature `secrets`):
 //! the server's instance for that principal could not start without them,
 //! and its transport said where the principal goes ([`UrlAsk`],
-//! `Input::AskedToAuthorize`). Each parked request is answered as its
-//! client can take it ([`how`]):
+//! `Input::AskedToAuthorize`). Each request waiting for it (parked for its
+//! start, or in flight when its tokens went) is answered as its client can
+//! take it ([`how`]; the hub writes the answer):
 //!
 //! - a 2026-07-28 client that declared URL elicitation: an input round
 //!   asking a URL-mode `elicitation/create`, its `requestState` sealed to
@@ -17,14 +18,9 @@
 
 use std::collections::VecDeque;
 
-use mcpx_core::error::ErrorCode;
-use mcpx_core::method::Method;
-use mcpx_core::revision::Feature;
 use serde_json::{json, Value};
 
-use super::pending::{Fwd, Origin};
-use super::request::ReqCtx;
-use super::{modern, relay, ClientId, Hub, Outcome, UpstreamId};
+use super::ClientId;
 
 /// Where a principal authorizes a server: mcpx's own page for the flow.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,7 +77,7 @@ pub(super) fn how(ask: &UrlAsk, tool_call: bool, modern: bool, url_mode: bool, c
 pub(super) struct Told(VecDeque<(String, ClientId)>);
 
 impl Told {
-    fn remember(&mut self, id: &str, c: ClientId) {
+    pub(super) fn remember(&mut self, id: &str, c: ClientId) {
         if self.0.len() >= REMEMBERED {
             self.0.pop_front();
         }
@@ -89,69 +85,10 @@ impl Told {
     }
 
     /// The clients told elicitation `id`, forgotten now.
-    fn take(&mut self, id: &str) -> Vec<ClientId> {
+    pub(super) fn take(&mut self, id: &str) -> Vec<ClientId> {
         let (done, rest): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.0).into_iter().partition(|(x, _)| x == id);
         self.0 = rest;
         done.into_iter().map(|(_, c)| c).collect()
-    }
-}
-
-impl Hub {
-    /// Instance `u` cannot go on until its principal authorizes at `ask`:
-    /// the calls in flight to it (its principal's tokens went, e.g. a
-    /// logout) are told now, those waiting for its start when it exits.
-    pub(super) fn asked_to_authorize(&mut self, u: UpstreamId, ask: UrlAsk) {
-        let calls: Vec<u64> = self.pending.calls_to(u).filter(|(_, _, o)| matches!(o, Origin::Client { .. })).map(|(id, _, _)| id).collect();
-        for n in calls {
-            if let Some(Fwd { origin: Origin::Client { client, id, method, modern, .. }, .. }) = self.pending.take(u, n) {
-                self.ask_to_authorize(client, id.bytes(), &method, modern.map(|m| *m), &ask);
-            }
-        }
-        self.starts.asked(u, ask);
-    }
-
-    /// Client `c`'s request `id` (`method`, with its context when modern)
-    /// needs its principal to authorize at `ask` first.
-    pub(super) fn ask_to_authorize(&mut self, c: ClientId, id: &[u8], method: &str, ctx: Option<ReqCtx>, ask: &UrlAsk) {
-        let Some(cl) = self.clients.get(&c) else { return };
-        let caps = ctx.as_ref().map_or_else(|| cl.caps_value(), |x| x.caps.clone());
-        let url_mode = cl.rev().supports(Feature::ElicitationUrlMode);
-        match how(ask, method == "tools/call", ctx.is_some(), url_mode, &caps) {
-            Asked::Round(params) => {
-                let Some(ctx) = ctx else { return };
-                match self.relays.seal(method, &ctx, &[relay::INNER_AUTHORIZE], self.now_ms) {
-                    Ok(state) => {
-                        let mut result = json!({ "resultType": "input_required", "inputRequests": { INPUT_KEY: { "method": "elicitation/create", "params": params } }, "requestState": state });
-                        modern::stamp(&self.opts, &mut result, None);
-                        self.downward().result(c, id, &serde_json::to_vec(&result).unwrap_or_default());
-                    }
-                    Err(why) => self.downward().error(c, Some(id), ErrorCode::InternalError, &why, None),
-                }
-            }
-            Asked::Required(data) => {
-                self.told.remember(&ask.id, c);
-                self.downward().error(c, Some(id), ErrorCode::UrlElicitationRequired, "URL elicitation required: authorize first", Some(data));
-            }
-            Asked::ToolError(text) => {
-                let mut result = json!({ "content": [{ "type": "text", "text": text }], "isError": true });
-                if ctx.is_some() {
-                    modern::stamp(&self.opts, &mut result, None);
-                }
-                self.downward().result_as(c, id, &serde_json::to_vec(&result).unwrap_or_default(), Outcome::ToolError);
-            }
-            Asked::Error(text) => self.downward().error(c, Some(id), ErrorCode::InternalError, &text, Some(json!({ "url": ask.url }))),
-        }
-    }
-
-    /// The browser came back from authorizing elicitation `id`: the legacy
-    /// clients told it hear so (each only its own).
-    // Requirement: elicitation-complete-only-to-initiating-client, elicitation-complete-must-carry-id
-    pub(super) fn authorized(&mut self, id: &str) {
-        for c in self.told.take(id) {
-            if self.clients.get(&c).is_some_and(|cl| cl.rev().supports(Feature::ElicitationUrlMode)) {
-                self.downward().notify(c, Method::ElicitationComplete, &json!({ "elicitationId": id }));
-            }
-        }
     }
 }
 

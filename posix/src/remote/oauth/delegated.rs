@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use nanorand::ChaCha20;
 
+pub use super::ask::Ask;
 use super::error::{Error, RedirectError};
 use crate::bytes::ct_eq;
 use super::token::ClientId;
@@ -34,25 +35,6 @@ pub const FLOW_TTL: Duration = Duration::from_secs(600);
 pub const MAX_PER_PRINCIPAL: usize = 8;
 /// Flows waiting in all.
 pub const MAX_FLOWS: usize = 256;
-
-/// What the caller is asked to open: the URL-mode elicitation's fields.
-// Requirement: elicitation-url-no-sensitive-user-info, elicitation-url-not-pre-authenticated (the URL names a flow, nothing more)
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ask {
-    /// The flow's id, the elicitation's `elicitationId`.
-    pub id: String,
-    /// mcpx's `/connect/ID` page.
-    pub url: String,
-    pub server: String,
-    pub principal: String,
-}
-
-impl Ask {
-    /// The elicitation's `message`.
-    pub fn message(&self) -> String {
-        format!("Server '{}' acts as each person: open this page to authorize it for you ({}), then try again.", self.server, self.principal)
-    }
-}
 
 /// The authorization request the person's browser is sent to, and what
 /// exchanging its answer needs.

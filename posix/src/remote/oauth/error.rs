@@ -21,7 +21,7 @@ pub enum Error {
     /// A principal's own tokens: the principal is asked to authorize at
     /// mcpx's page (`"perPrincipal"`).
     #[cfg(feature = "secrets")]
-    AuthorizeAt(super::delegated::Ask),
+    AuthorizeAt(super::ask::Ask),
     /// A 403 that is not `insufficient_scope`.
     Forbidden,
     /// A 403 `insufficient_scope` asking for scopes the token already has.

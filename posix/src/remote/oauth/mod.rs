@@ -16,6 +16,8 @@
 //! client of mcpx sends is forwarded.
 
 #[cfg(feature = "secrets")]
+mod ask;
+#[cfg(feature = "secrets")]
 pub mod delegated;
 pub mod discovery;
 pub mod error;
