@@ -1051,6 +1051,28 @@ pub fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> Resp {
     http(url, headers, Some(body))
 }
 
+/// A 2025-11-25 session of bearer `token` declaring `caps` on mcpx at
+/// `url`, initialized: its session id.
+pub fn bearer_session(url: &str, token: &str, caps: Value) -> String {
+    let auth = format!("Bearer {token}");
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": { "name": "mcpx-tests", "version": "1" } } });
+    let r = post(url, &[("Authorization", &auth)], &init);
+    assert_eq!(r.status, 200, "initialize: {}", r.text);
+    let sid = r.header("mcp-session-id").expect("a session id").to_string();
+    let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    assert_eq!(post(url, &h, &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).status, 202);
+    sid
+}
+
+/// `tool` called with no arguments in bearer `token`'s 2025-11-25 session
+/// `sid`: the response.
+pub fn bearer_call(url: &str, token: &str, sid: &str, tool: &str) -> Value {
+    let auth = format!("Bearer {token}");
+    let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")];
+    post(url, &h, &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": tool, "arguments": {} } })).json
+}
+
 fn dechunk(mut s: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = s.split_once("\r\n") {

@@ -37,21 +37,11 @@ fn token(who: &str) -> &'static str {
 
 /// A 2025-11-25 session of `who` declaring `caps`: its session id.
 fn session(url: &str, who: &str, caps: Value) -> String {
-    let auth = format!("Bearer {}", token(who));
-    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": { "name": "per-principal-test", "version": "1" } } });
-    let r = post(url, &[("Authorization", &auth)], &init);
-    assert_eq!(r.status, 200, "initialize: {}", r.text);
-    let sid = r.header("mcp-session-id").expect("a session id").to_string();
-    let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
-    assert_eq!(post(url, &h, &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).status, 202);
-    sid
+    bearer_session(url, token(who), caps)
 }
 
 fn call(url: &str, who: &str, sid: &str, tool: &str) -> Value {
-    let auth = format!("Bearer {}", token(who));
-    let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")];
-    post(url, &h, &json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": tool, "arguments": {} } })).json
+    bearer_call(url, token(who), sid, tool)
 }
 
 /// `browser_login.mjs`: opens `link` signed in to mcpx with `who`'s token,

@@ -13,26 +13,6 @@ use serde_json::{json, Value};
 
 const TOKENS: [(&str, &str); 3] = [("alice", "tok-alice-0123456789"), ("bob", "tok-bob-0123456789"), ("carol", "tok-carol-0123456789")];
 
-/// A 2025-11-25 session of `token` on mcpx at `url`: its session id.
-fn session(url: &str, token: &str) -> String {
-    let auth = format!("Bearer {token}");
-    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "secrets-test", "version": "1" } } });
-    let r = post(url, &[("Authorization", &auth)], &init);
-    assert_eq!(r.status, 200, "initialize: {}", r.text);
-    let sid = r.header("mcp-session-id").expect("a session id").to_string();
-    let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
-    assert_eq!(post(url, &h, &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).status, 202);
-    sid
-}
-
-/// `tool` called with no arguments in `token`'s session `sid`: the response.
-fn call(url: &str, token: &str, sid: &str, tool: &str) -> Value {
-    let auth = format!("Bearer {token}");
-    let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")];
-    post(url, &h, &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": tool, "arguments": {} } })).json
-}
-
 fn text(r: &Value) -> String {
     r["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("a text result: {r}")).to_string()
 }
@@ -64,20 +44,20 @@ fn each_principal_reaches_local_and_remote_servers_with_its_own_secret_only() {
     let url = &server.url;
 
     for (who, token) in &TOKENS[..2] {
-        let sid = session(url, token);
-        assert_eq!(text(&call(url, token, &sid, "loc__env_var")), format!("API_KEY={who}-key"), "{who}'s own key, in its own process");
-        assert_eq!(text(&call(url, token, &sid, "rem__auth_header")), format!("authorization: Bearer {who}-tok"), "{who}'s own token, in its own session");
+        let sid = bearer_session(url, token, json!({}));
+        assert_eq!(text(&bearer_call(url, token, &sid, "loc__env_var")), format!("API_KEY={who}-key"), "{who}'s own key, in its own process");
+        assert_eq!(text(&bearer_call(url, token, &sid, "rem__auth_header")), format!("authorization: Bearer {who}-tok"), "{who}'s own token, in its own session");
     }
     // Again, interleaved: each instance stays its owner's.
-    let (a, b) = (session(url, TOKENS[0].1), session(url, TOKENS[1].1));
-    assert_eq!(text(&call(url, TOKENS[1].1, &b, "loc__env_var")), "API_KEY=bob-key");
-    assert_eq!(text(&call(url, TOKENS[0].1, &a, "loc__env_var")), "API_KEY=alice-key");
+    let (a, b) = (bearer_session(url, TOKENS[0].1, json!({})), bearer_session(url, TOKENS[1].1, json!({})));
+    assert_eq!(text(&bearer_call(url, TOKENS[1].1, &b, "loc__env_var")), "API_KEY=bob-key");
+    assert_eq!(text(&bearer_call(url, TOKENS[0].1, &a, "loc__env_var")), "API_KEY=alice-key");
 
     // carol has no secret: her call fails at once, saying what she lacks and
     // nothing of anyone else's.
-    let sid = session(url, TOKENS[2].1);
+    let sid = bearer_session(url, TOKENS[2].1, json!({}));
     for (tool, secret) in [("loc__env_var", "API_KEY"), ("rem__auth_header", "TOKEN")] {
-        let r = call(url, TOKENS[2].1, &sid, tool);
+        let r = bearer_call(url, TOKENS[2].1, &sid, tool);
         let msg = r["error"]["message"].as_str().unwrap_or_else(|| panic!("{tool}: an error: {r}"));
         assert!(msg.contains(&format!("each person's own {secret}")) && msg.contains("'carol'"), "{tool}: {msg}");
         for other in ["alice", "bob", "list-key", "secrets.json"] {
@@ -88,6 +68,6 @@ fn each_principal_reaches_local_and_remote_servers_with_its_own_secret_only() {
     let mut s = secrets.clone();
     s["carol"] = json!({ "API_KEY": "carol-key", "TOKEN": "carol-tok" });
     std::fs::write(&file, s.to_string()).unwrap();
-    assert_eq!(text(&call(url, TOKENS[2].1, &sid, "loc__env_var")), "API_KEY=carol-key");
-    assert_eq!(text(&call(url, TOKENS[2].1, &sid, "rem__auth_header")), "authorization: Bearer carol-tok");
+    assert_eq!(text(&bearer_call(url, TOKENS[2].1, &sid, "loc__env_var")), "API_KEY=carol-key");
+    assert_eq!(text(&bearer_call(url, TOKENS[2].1, &sid, "rem__auth_header")), "authorization: Bearer carol-tok");
 }
