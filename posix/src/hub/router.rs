@@ -233,7 +233,7 @@ impl Hub {
                 Some((_, s)) => skills::open(s, &key).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: invalid cursor".into()))?,
             };
             let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, ctx);
-            let Some(u) = skills::server_from(&self.ups, &sight, from) else {
+            let Some(u) = skill_server_from(&self.ups, &sight, from) else {
                 // No server (left) whose skills this principal may see.
                 let empty = br#"{"skills":[]}"#;
                 let out = if ctx.is_some() { modern::stamped(&self.opts, empty, Some((self.opts.cache_ttl_ms, false))) } else { empty.to_vec() };
@@ -690,76 +690,20 @@ impl Hub {
                 return;
             }
         }
-        // Requirement: skills-host-verify-digest (a gateway refuses what a host must not use)
-        #[cfg(feature = "skills")]
-        let shown_skill = match &method {
-            Called::SkillPrompt(shown) => Some(shown.clone()),
-            _ => None,
-        };
-        #[cfg(feature = "skills")]
-        if let Some(r) = m.result_bytes().and_then(|res| {
-            let server = &self.ups[u].spec.name;
-            self.skills.refused(u, server, (call == Some(Method::ResourcesRead), shown_skill.is_some()), res, |p| self.pins.hides(server, Kind::Prompts, p))
-        }) {
-            self.log(r.level, r.msg.clone());
-            if r.level == Level::Warn {
-                let server = self.ups[u].spec.name.clone();
-                self.policy.skill_mismatch(&server);
-            }
-            return self.downward().error(c, Some(&id), r.code, &r.msg, Some(r.data));
-        }
         let renamed = match (&renamed_uri, m.result_bytes()) {
             (Some((orig, exposed)), Some(res)) => Some(rename_contents(res, orig, exposed)),
             _ => None,
         };
         let res = renamed.as_deref().or(m.result_bytes());
-        // Skills: entries' URIs as the client knows them, manifests kept (`skills`).
+        // Skills: entries' URIs as the client knows them, manifests kept,
+        // a skill shown as a prompt answered as one (`skills`).
         #[cfg(feature = "skills")]
-        let passed = match (skills::Call::of(&method), res) {
-            (Some(k), Some(r)) => {
-                let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, modern.as_deref());
-                // With pinning, a skill is as its prompt was pinned (`pins`);
-                // one the catalog lists otherwise makes the hub read the
-                // server's prompts again, for the pins to see the change.
-                let (server, prompts) = (self.ups[u].spec.name.clone(), self.catalog.view(Kind::Prompts));
-                let mut stale = false;
-                let hold = |e: &Value| {
-                    let held = skills::as_prompt(e, &server).is_some_and(|p| self.pins.hides(&server, Kind::Prompts, &p));
-                    stale |= held && skills::listed_otherwise(prompts, &server, e);
-                    held
-                };
-                let a = self.skills.answer(k, u, &self.ups, |from| skills::server_from(&self.ups, &sight, from), &self.opts.cursor_key.to_le_bytes(), hold, r);
-                if let Some(shown) = a.as_ref().and_then(|a| a.held.first()) {
-                    let msg = format!("server '{server}': skill {shown} is not as it was pinned; held back until `mcpx pin accept` (see /status)");
-                    self.log(if stale { Level::Warn } else { Level::Debug }, msg.clone());
-                    if stale {
-                        let fx = self.ups.relist(u, &[Kind::Prompts], self.starts.is_instance(u));
-                        self.apply_upstream(fx);
-                    }
-                    if k == skills::Call::Get {
-                        return self.downward().error(c, Some(&id), ErrorCode::InvalidParams, &msg, Some(json!({ "server": server, "uri": shown })));
-                    }
-                }
-                a.map(|a| a.bytes)
-            }
-            _ => None,
+        let skilled = match self.skills_result(u, c, &id, &method, modern.as_deref(), m.result_bytes(), res) {
+            Ok(r) => r,
+            Err(()) => return,
         };
         #[cfg(feature = "skills")]
-        let res = passed.as_deref().or(res);
-        // A skill shown as a prompt: the prompt's result (`skills`).
-        #[cfg(feature = "skills")]
-        let prompt = match (shown_skill, res) {
-            (Some(shown), Some(r)) => match self.skills.prompt_result(u, &self.ups[u].spec.name, &shown, r) {
-                Some(p) => Some(p),
-                None => {
-                    let msg = format!("server '{}' answered the read of {shown} without its contents", self.ups[u].spec.name);
-                    return self.downward().error(c, Some(&id), ErrorCode::InternalError, &msg, None);
-                }
-            },
-            _ => None,
-        };
-        #[cfg(feature = "skills")]
-        let res = prompt.as_deref().or(res);
+        let res = skilled.as_deref().or(res);
         // MCP Apps: the result's UI URIs as the client knows them (`apps`).
         let ui = match call {
             Some(Method::ToolsCall | Method::ResourcesRead) => res.and_then(|r| apps::exposed_result(r, &self.ups[u].spec.name)),
@@ -868,6 +812,78 @@ impl Hub {
             };
             self.downward().raw_error(c, &id, &out, outcome);
         }
+    }
+
+    /// A skills result `res` of server `u` for client `c`'s request `id`
+    /// (`method`, its context when modern): the entries' URIs as the client
+    /// knows them and their manifests kept, a skill shown as a prompt
+    /// answered as one; `None` when it is no skills result; Err when the
+    /// client was answered with an error already (a file whose bytes are
+    /// not those of its server's manifest: `raw`, the result as it came).
+    #[cfg(feature = "skills")]
+    fn skills_result(&mut self, u: UpstreamId, c: ClientId, id: &[u8], method: &Called, modern: Option<&super::request::ReqCtx>, raw: Option<&[u8]>, res: Option<&[u8]>) -> Result<Option<Vec<u8>>, ()> {
+        let shown_skill = match method {
+            Called::SkillPrompt(shown) => Some(shown),
+            _ => None,
+        };
+        // Requirement: skills-host-verify-digest (a gateway refuses what a host must not use)
+        let read = method.known() == Some(Method::ResourcesRead);
+        if let Some(r) = raw.and_then(|res| {
+            let server = &self.ups[u].spec.name;
+            self.skills.refused(u, server, (read, shown_skill.is_some()), res, |p| self.pins.hides(server, Kind::Prompts, p))
+        }) {
+            self.log(r.level, r.msg.clone());
+            if r.level == Level::Warn {
+                let server = self.ups[u].spec.name.clone();
+                self.policy.skill_mismatch(&server);
+            }
+            self.downward().error(c, Some(id), r.code, &r.msg, Some(r.data));
+            return Err(());
+        }
+        let passed = match (skills::Call::of(&method), res) {
+            (Some(k), Some(r)) => {
+                let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, modern);
+                // With pinning, a skill is as its prompt was pinned (`pins`);
+                // one the catalog lists otherwise makes the hub read the
+                // server's prompts again, for the pins to see the change.
+                let (server, prompts) = (self.ups[u].spec.name.clone(), self.catalog.view(Kind::Prompts));
+                let mut stale = false;
+                let hold = |e: &Value| {
+                    let held = skills::as_prompt(e, &server).is_some_and(|p| self.pins.hides(&server, Kind::Prompts, &p));
+                    stale |= held && skills::listed_otherwise(prompts, &server, e);
+                    held
+                };
+                let a = self.skills.answer(k, u, &server, |from| skill_server_from(&self.ups, &sight, from), &self.opts.cursor_key.to_le_bytes(), hold, r);
+                if let Some(shown) = a.as_ref().and_then(|a| a.held.first()) {
+                    let msg = format!("server '{server}': skill {shown} is not as it was pinned; held back until `mcpx pin accept` (see /status)");
+                    self.log(if stale { Level::Warn } else { Level::Debug }, msg.clone());
+                    if stale {
+                        let fx = self.ups.relist(u, &[Kind::Prompts], self.starts.is_instance(u));
+                        self.apply_upstream(fx);
+                    }
+                    if k == skills::Call::Get {
+                        self.downward().error(c, Some(id), ErrorCode::InvalidParams, &msg, Some(json!({ "server": server, "uri": shown })));
+                        return Err(());
+                    }
+                }
+                a.map(|a| a.bytes)
+            }
+            _ => None,
+        };
+        let res = passed.as_deref().or(res);
+        // A skill shown as a prompt: the prompt's result.
+        let prompt = match (shown_skill, res) {
+            (Some(shown), Some(r)) => match self.skills.prompt_result(u, &self.ups[u].spec.name, &shown, r) {
+                Some(p) => Some(p),
+                None => {
+                    let msg = format!("server '{}' answered the read of {shown} without its contents", self.ups[u].spec.name);
+                    self.downward().error(c, Some(id), ErrorCode::InternalError, &msg, None);
+                    return Err(());
+                }
+            },
+            _ => None,
+        };
+        Ok(prompt.or(passed))
     }
 
 }
@@ -1691,4 +1707,15 @@ impl Hub {
 /// until `Clients::answered_into`), else a new one.
 fn task_id_for(clients: &super::client::Clients, tasks: &mut tasks::Tasks, c: ClientId, rid: &[u8]) -> String {
     clients.answers_into(c, rid).map_or_else(|| tasks.new_id(), str::to_string)
+}
+
+/// The first server from `from` on (configuration order) whose skills a
+/// client of `sight` may see: it declared the extension, the principal's
+/// catalog grants it, and it is up or asleep.
+#[cfg(feature = "skills")]
+fn skill_server_from(ups: &super::upstream::Upstreams, sight: &stages::Sight<'_>, from: UpstreamId) -> Option<UpstreamId> {
+    (from..ups.len()).find(|&u| {
+        let up = &ups[u];
+        (up.is_ready() || up.is_asleep()) && skills::declared(up.caps.as_ref()).is_some() && sight.server_visible(u)
+    })
 }

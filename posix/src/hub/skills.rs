@@ -49,8 +49,6 @@ mod on {
     use mcpx_core::method::Method;
 
     use super::super::catalog::Entry;
-    use super::super::stages::Sight;
-    use super::super::upstream::Upstreams;
     use super::super::{apps, scoped, Level, UpstreamId};
     use mcpx_core::error::ErrorCode;
 
@@ -166,16 +164,6 @@ mod on {
         }
     }
 
-    /// The first server from `from` on (configuration order) whose skills
-    /// a client of `sight` may see: it declared the extension, the
-    /// principal's catalog grants it, and it is up or asleep.
-    pub(in crate::hub) fn server_from(ups: &Upstreams, sight: &Sight<'_>, from: UpstreamId) -> Option<UpstreamId> {
-        (from..ups.len()).find(|&u| {
-            let up = &ups[u];
-            (up.is_ready() || up.is_asleep()) && declared(up.caps.as_ref()).is_some() && sight.server_visible(u)
-        })
-    }
-
     /// mcpx's `skills/list` cursor: the server `u` the next page comes from
     /// and that server's own cursor (`None`: its first page), sealed.
     pub(in crate::hub) fn seal(u: UpstreamId, up: Option<&str>, key: &[u8]) -> String {
@@ -278,8 +266,7 @@ mod on {
         /// The entries `held` says so of (an entry as its server wrote it)
         /// are held back: left out of a listing (a `skills/get` of one is
         /// the hub's to refuse), and named in `held` (URIs as shown).
-        pub fn answer(&mut self, call: Call, u: UpstreamId, ups: &Upstreams, next: impl FnOnce(UpstreamId) -> Option<UpstreamId>, key: &[u8], held: impl FnMut(&Value) -> bool, res: &[u8]) -> Option<Answered> {
-            let server = &ups[u].spec.name;
+        pub fn answer(&mut self, call: Call, u: UpstreamId, server: &str, next: impl FnOnce(UpstreamId) -> Option<UpstreamId>, key: &[u8], held: impl FnMut(&Value) -> bool, res: &[u8]) -> Option<Answered> {
             if call == Call::DirectoryRead {
                 return directory_read(server, res).map(|bytes| Answered { bytes, held: Vec::new() });
             }
