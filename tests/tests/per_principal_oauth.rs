@@ -85,6 +85,7 @@ impl Setup {
             .remote("gh", json!({ "url": upstream.url, "isolation": "client",
                 "oauth": { "clientId": "mcpx", "perPrincipal": true, "publicUrl": public } }))
             .set("auth", json!({ "tokens": tokens }))
+            .set("policy", json!({ "audit": { "file": "audit.jsonl" } }))
             .write();
         let state = hub.dir().join("state");
         let config = hub.config.to_str().unwrap().to_string();
@@ -199,6 +200,13 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     for g in log.as_array().unwrap() {
         assert_eq!(g["aud"], upstream.url.as_str(), "{g}");
     }
+    // The audit lines say whose identity reached the server, never a token.
+    let audit = std::fs::read_to_string(setup._config.dir().join("audit.jsonl")).unwrap();
+    let lines: Vec<Value> = audit.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let bobs = lines.iter().find(|l| l["principal"] == "bob" && l["outcome"] == "result" && l["name"] == "gh__whoami").expect("bob's call audited");
+    assert_eq!(bobs["upstreamIdentity"], "principal", "{bobs}");
+    assert!(!audit.contains("eyJ") && !audit.contains("tok-"), "no token in the audit log");
+
     // The token store keeps each principal's apart, owner-only.
     let store = std::fs::read_to_string(state.join("mcpx/oauth-tokens.json")).unwrap();
     let v: Value = serde_json::from_str(&store).unwrap();

@@ -247,6 +247,11 @@ pub struct UpstreamSpec {
     pub remote: bool,
     /// `"required"`: `/ready` waits for it (`Hub::required_not_ready`).
     pub required: bool,
+    /// Each principal's instance reaches the server with that principal's
+    /// own credentials (`${secret:…}`, `"perPrincipal"` OAuth): said in the
+    /// audit lines of its calls.
+    #[cfg(feature = "secrets")]
+    pub own_credentials: bool,
 }
 
 impl UpstreamSpec {
@@ -266,6 +271,8 @@ impl UpstreamSpec {
             isolation: Isolation::Shared,
             remote: false,
             required: false,
+            #[cfg(feature = "secrets")]
+            own_credentials: false,
         }
     }
 }

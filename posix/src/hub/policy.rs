@@ -83,6 +83,9 @@ struct Open {
     stage: Option<audit::Stage>,
     /// The decision on it, when it needed approval (`stages::approve`).
     approval: Option<String>,
+    /// Its server ran it with the principal's own credentials.
+    #[cfg(feature = "secrets")]
+    own_credentials: bool,
 }
 
 /// The name, or URI, a tracked request `m` asks for, written into `out`
@@ -514,6 +517,8 @@ impl HubPolicy {
             refused: None,
             stage: None,
             approval: None,
+            #[cfg(feature = "secrets")]
+            own_credentials: false,
         };
         let schema = validated.then(|| m.param(&["requestedSchema"]).and_then(|r| serde_json::from_slice(&m.raw[r]).ok())).flatten();
         match limited {
@@ -747,12 +752,16 @@ impl HubPolicy {
         }
     }
 
-    /// A tracked request was resolved to `original` of `server`, exposed
-    /// as `name`.
-    pub fn resolved(&mut self, c: ClientId, m: &Msg, server: &str, name: &str, original: &str) {
+    /// A tracked request was resolved to `original` of server `up`,
+    /// exposed as `name`.
+    pub fn resolved(&mut self, c: ClientId, m: &Msg, up: &super::UpstreamSpec, name: &str, original: &str) {
         let Some(id) = m.id_bytes() else { return };
         if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
-            server.clone_into(&mut o.server);
+            up.name.clone_into(&mut o.server);
+            #[cfg(feature = "secrets")]
+            {
+                o.own_credentials = up.own_credentials;
+            }
             name.clone_into(&mut o.name);
             original.clone_into(&mut o.original);
         }
@@ -805,6 +814,8 @@ impl HubPolicy {
             outcome,
             stage: o.stage,
             approval: o.approval.as_deref(),
+            #[cfg(feature = "secrets")]
+            upstream_identity: (!o.server.is_empty()).then_some(if o.own_credentials { "principal" } else { "server" }),
             duration_ms,
             bytes_in: o.bytes_in,
             bytes_out,

@@ -240,7 +240,7 @@ impl Hub {
                 self.downward().result(c, id, &out);
                 return Ok(());
             };
-            self.policy.resolved(c, m, &self.ups[u].spec.name, "", "");
+            self.policy.resolved(c, m, &self.ups[u].spec, "", "");
             let (Some(_), Some(params)) = (cursor, m.params.clone()) else { return self.forward(c, m, ctx, u, &mut []) };
             // mcpx's cursor out, the server's in (none: its first page, also
             // when the cursor's server went).
@@ -264,14 +264,14 @@ impl Hub {
                 let res = self.skills.directory(u, &server, &orig).ok_or_else(|| {
                     refuse(ErrorCode::InvalidParams, format!("{uri} is not a directory of a skill mcpx has seen listed: server '{server}' reads no directories, so mcpx reads them from the skills' manifests"))
                 })?;
-                self.policy.resolved(c, m, &server, &uri, &orig);
+                self.policy.resolved(c, m, &self.ups[u].spec, &uri, &orig);
                 let out = if ctx.is_some() { modern::stamped(&self.opts, &res, Some((self.opts.cache_ttl_ms, false))) } else { res };
                 self.downward().result(c, id, &out);
                 return Ok(());
             }
             _ => return Err(refuse(ErrorCode::InvalidParams, format!("{uri} is not a directory resource mcpx serves"))),
         };
-        self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
+        self.policy.resolved(c, m, &self.ups[u].spec, &uri, &orig);
         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
     }
 
@@ -357,7 +357,7 @@ impl Hub {
     fn prompts_get(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: prompts/get needs a prompt \"name\"".into()))?;
         let (u, orig) = self.stages(|p| p.prompt(c, m, &name))?;
-        self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
+        self.policy.resolved(c, m, &self.ups[u].spec, &name, &orig);
         // A skill shown as a prompt (`skills`): its SKILL.md, read from its
         // server, is the answer. While the server starts, the request waits
         // whole, and comes here again.
@@ -392,7 +392,7 @@ impl Hub {
     fn resources_read(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, uri) = string_param(m, &["uri"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: resources/read needs a \"uri\"".into()))?;
         let (u, orig) = self.stages(|p| p.resource(c, m, &uri, false))?;
-        self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
+        self.policy.resolved(c, m, &self.ups[u].spec, &uri, &orig);
         // A UI URI's contents are shown by `apps` (with the rest of the result).
         let renamed = (orig != uri && !apps::is_ui(&orig)).then(|| (orig.clone(), uri.to_string()));
         self.forward_renamed(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice(), renamed, None)
@@ -407,7 +407,7 @@ impl Hub {
                 let known = self.catalog.get(Kind::Prompts, &name).map(|e| e.up);
                 self.stages(|p| p.admit_completion(c, m, known))?;
                 let (u, orig) = self.stages(|p| p.prompt(c, m, &name))?;
-                self.policy.resolved(c, m, &self.ups[u].spec.name, &name, &orig);
+                self.policy.resolved(c, m, &self.ups[u].spec, &name, &orig);
                 self.forward(c, m, ctx, u, &mut [(r, With::Str(&orig))])
             }
             "ref/resource" => {
@@ -415,7 +415,7 @@ impl Hub {
                 let known = self.catalog.route_template(&uri).or_else(|| self.ups.route_uri(&self.catalog, &uri)).map(|(u, _)| u);
                 self.stages(|p| p.admit_completion(c, m, known))?;
                 let (u, orig) = self.stages(|p| p.resource(c, m, &uri, true))?;
-                self.policy.resolved(c, m, &self.ups[u].spec.name, &uri, &orig);
+                self.policy.resolved(c, m, &self.ups[u].spec, &uri, &orig);
                 self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
             }
             _ => Err(refuse(ErrorCode::InvalidParams, "Invalid params: \"ref\" must be a ref/prompt or a ref/resource".into())),

@@ -13,7 +13,9 @@
 //! "originalName":"create_issue","argumentsSha256":"…","arguments":{…},
 //! "outcome":"result","durationMs":12,"bytesIn":80,"bytesOut":412}`
 //! with `outcome` one of `result`, `toolError`, `error` (plus `errorCode`)
-//! or `refused` (plus `limit`). `arguments` appears only when configured,
+//! or `refused` (plus `limit`), and (feature `secrets`) `upstreamIdentity`:
+//! `principal` when the server ran it with the caller's own credentials,
+//! `server` when with the one every caller shares. `arguments` appears only when configured,
 //! with the named fields (at any depth) replaced by `"[redacted]"`.
 
 use std::fs::{self, File, OpenOptions};
@@ -90,6 +92,10 @@ pub struct Record<'a> {
     /// The decision on a call that needed approval: who, how, when, for
     /// which arguments digest.
     pub approval: Option<&'a str>,
+    /// Whose identity reached the server: `principal` (the caller's own
+    /// credentials) or `server` (the one every caller shares); never a token.
+    #[cfg(feature = "secrets")]
+    pub upstream_identity: Option<&'static str>,
     pub duration_ms: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -167,6 +173,10 @@ impl Record<'_> {
         }
         if let Some(a) = self.approval {
             o.insert("approval".into(), s(a));
+        }
+        #[cfg(feature = "secrets")]
+        if let Some(i) = self.upstream_identity {
+            o.insert("upstreamIdentity".into(), s(i));
         }
         o.insert("durationMs".into(), self.duration_ms.into());
         o.insert("bytesIn".into(), self.bytes_in.into());
@@ -369,6 +379,8 @@ mod tests {
             outcome,
             stage: None,
             approval: None,
+            #[cfg(feature = "secrets")]
+            upstream_identity: None,
             duration_ms: 12,
             bytes_in: 80,
             bytes_out: 412,

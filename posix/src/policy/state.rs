@@ -107,6 +107,8 @@ mod tests {
             arguments: Some(b"{}"),
             stage: None,
             approval: None,
+            #[cfg(feature = "secrets")]
+            upstream_identity: None,
             outcome: audit::Outcome::Result,
             duration_ms: 1,
             bytes_in: 2,

@@ -182,7 +182,7 @@ impl Pipeline<'_> {
         // limits never tell whether the name exists.
         let up = match &lookup {
             Lookup::Visible(r) => {
-                self.policy.resolved(c, m, &self.upstreams[r.up].spec.name, &call.name, &r.original);
+                self.policy.resolved(c, m, &self.upstreams[r.up].spec, &call.name, &r.original);
                 Some(r.up)
             }
             _ => None,
