@@ -13,8 +13,8 @@
 //! principal alone; the call, tried again, goes through.
 //!
 //! A flow lasts [`FLOW_TTL`]; a principal has at most
-//! [`MAX_PER_PRINCIPAL`] at once (one per server, the newest replaces an
-//! unopened one), and the hub at most [`MAX_FLOWS`].
+//! [`MAX_PER_PRINCIPAL`] at once (one unopened per server: asked again, it
+//! is shown again), and the hub at most [`MAX_FLOWS`].
 
 use std::cell::RefCell;
 use std::fmt;
@@ -25,9 +25,9 @@ use nanorand::ChaCha20;
 
 pub use super::ask::Ask;
 use super::error::{Error, RedirectError};
-use crate::bytes::ct_eq;
 use super::token::ClientId;
 use super::{check_redirect, pkce, Authorizer, Discovered};
+use crate::bytes::ct_eq;
 
 /// How long a person has to open the page and authorize.
 pub const FLOW_TTL: Duration = Duration::from_secs(600);
@@ -132,17 +132,21 @@ impl Flows {
     }
 
     /// A flow for `principal` to authorize `request` at server `server`:
-    /// what to show the caller. One not yet opened for the same principal
-    /// and server is replaced (its page is then unknown); over the bounds,
-    /// the oldest of the principal's (or of all) goes.
-    /// `public_url`: where browsers reach the hub.
+    /// what to show the caller (`public_url`: where browsers reach the
+    /// hub). One not yet opened for the same principal and server is shown
+    /// again instead, for another [`FLOW_TTL`] (a link the person was given
+    /// stays good); over the bounds, the oldest of the principal's (or of
+    /// all) goes.
     pub(super) fn begin(&self, authz: Rc<Authorizer>, public_url: &str, principal: &str, server: &str, request: Request) -> Ask {
         let now = Instant::now();
         self.sweep(now);
+        let mut flows = self.flows.borrow_mut();
+        if let Some(f) = flows.iter_mut().find(|f| f.ask.principal == principal && f.ask.server == server && f.browser.is_none()) {
+            f.until = now + FLOW_TTL;
+            return f.ask.clone();
+        }
         let id = self.random();
         let ask = Ask { url: format!("{public_url}/connect/{id}"), id, server: server.to_string(), principal: principal.to_string() };
-        let mut flows = self.flows.borrow_mut();
-        flows.retain(|f| !(f.ask.principal == principal && f.ask.server == server && f.browser.is_none()));
         let mine = flows.iter().filter(|f| f.ask.principal == principal).count();
         if mine >= MAX_PER_PRINCIPAL {
             if let Some(i) = flows.iter().position(|f| f.ask.principal == principal) {
@@ -261,13 +265,17 @@ mod tests {
     }
 
     #[test]
-    fn a_new_ask_replaces_an_unopened_one_and_each_principal_has_a_bound() {
+    fn an_unopened_link_is_given_again_and_each_principal_has_a_bound() {
         let flows = Flows::default();
         let first = flows.begin(authz(), "http://127.0.0.1:8080", "alice", "gh", request("s1"));
-        let second = flows.begin(authz(), "http://127.0.0.1:8080", "alice", "gh", request("s2"));
-        assert_ne!(first.id, second.id);
-        assert_eq!(flows.open(&first.id, "alice", None), Opened::Unknown);
-        assert!(matches!(flows.open(&second.id, "alice", None), Opened::Authorize { secure: false, .. }));
+        let again = flows.begin(authz(), "http://127.0.0.1:8080", "alice", "gh", request("s2"));
+        assert_eq!(first, again, "the link she was given stays good");
+        let Opened::Authorize { url, secure: false, .. } = flows.open(&first.id, "alice", None) else { panic!() };
+        assert!(url.ends_with("state=s1"), "{url}");
+        // Opened, it is hers to finish: a new call gets a link of its own.
+        let third = flows.begin(authz(), "http://127.0.0.1:8080", "alice", "gh", request("s3"));
+        assert_ne!(third.id, first.id);
+        assert!(matches!(flows.open(&first.id, "alice", None), Opened::Authorize { .. }));
         // Opened flows stay; past the bound the principal's oldest goes, no one else's.
         let bob = flows.begin(authz(), "http://127.0.0.1:8080", "bob", "gh", request("s-bob"));
         let mut ids = Vec::new();
