@@ -61,6 +61,18 @@ impl ServerConfig {
     pub fn secrets(&self) -> impl Iterator<Item = &str> {
         self.env.iter().chain(self.remote.iter().flat_map(|r| &r.headers)).flat_map(|(_, v)| secret_refs(v))
     }
+
+    /// Where browsers reach the hub, for a remote server whose OAuth
+    /// tokens are each principal's own (`"perPrincipal"`).
+    pub fn per_principal_oauth(&self) -> Option<&str> {
+        self.remote.as_ref()?.oauth.as_ref()?.per_principal.as_deref()
+    }
+
+    /// Does each principal's instance reach the server with its own
+    /// credentials (secrets, or its own OAuth tokens)?
+    pub fn own_credentials(&self) -> bool {
+        self.secrets().next().is_some() || self.per_principal_oauth().is_some()
+    }
 }
 
 /// What one entry of `"mcpServers"` gives.
@@ -149,7 +161,7 @@ pub(super) fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, s
         cx.err(&at.key(key), "uses a per-principal ${secret:...}: set \"isolation\": \"client\", so that each person's secret goes only to their own process or session");
     }
     #[cfg(feature = "secrets")]
-    if remote.as_ref().and_then(|r| r.oauth.as_ref()).is_some_and(|o| o.per_principal.is_some()) && isolation == Isolation::Shared {
+    if remote.as_ref().and_then(|r| r.oauth.as_ref()?.per_principal.as_ref()).is_some() && isolation == Isolation::Shared {
         cx.err(&at.key("oauth"), "\"perPrincipal\" tokens: set \"isolation\": \"client\", so that each person's token goes only to their own session");
     }
     if cx.errors.len() > n_errors {

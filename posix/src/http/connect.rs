@@ -25,7 +25,7 @@ use super::request::Request;
 use super::session::Shared;
 use super::status_page::render::FORM_CSP;
 use crate::hub::{principal_name, Input, Level};
-use crate::remote::oauth::delegated::{Flows, Opened, Refused, BROWSER_COOKIE, FLOW_TTL};
+use crate::remote::oauth::delegated::{self, Flows, Opened, Refused, BROWSER_COOKIE, FLOW_TTL};
 use crate::remote::oauth::form;
 
 const STYLE: &str = "body{font:16px/1.45 system-ui,sans-serif;margin:0 auto;max-width:30rem;padding:1.5rem 1rem}\
@@ -49,7 +49,7 @@ pub(crate) async fn serve(sh: &Shared, conn: &mut Conn, req: &mut Request, targe
 /// The flow id of a `/connect/ID` path: letters, digits, `-` and `_`.
 pub(crate) fn flow_id(path: &str) -> Option<&str> {
     let id = path.strip_prefix("/connect/")?;
-    (!id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')).then_some(id)
+    (id.len() <= 64 && delegated::is_word(id)).then_some(id)
 }
 
 async fn connect(sh: &Shared, flows: &Rc<Flows>, conn: &mut Conn, req: &Request) -> bool {

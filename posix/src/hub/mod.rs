@@ -888,11 +888,10 @@ impl Hub {
             }
             // Requirement: elicitation-complete-only-to-initiating-client, elicitation-complete-must-carry-id
             #[cfg(feature = "secrets")]
+            // (Only clients that took URL elicitations were told one.)
             Input::Authorized(id) => {
                 for c in self.told.take(id) {
-                    if self.clients.get(&c).is_some_and(|cl| cl.rev().supports(mcpx_core::revision::Feature::ElicitationUrlMode)) {
-                        self.downward().notify(c, Method::ElicitationComplete, &json!({ "elicitationId": id }));
-                    }
+                    self.downward().notify(c, Method::ElicitationComplete, &json!({ "elicitationId": id }));
                 }
             }
             Input::UpstreamRemoved { up, why } => {

@@ -840,7 +840,7 @@ impl Hub {
             self.downward().error(c, Some(id), r.code, &r.msg, Some(r.data));
             return Err(());
         }
-        let passed = match (skills::Call::of(&method), res) {
+        let passed = match (skills::Call::of(method), res) {
             (Some(k), Some(r)) => {
                 let sight = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, modern);
                 // With pinning, a skill is as its prompt was pinned (`pins`);
@@ -873,7 +873,7 @@ impl Hub {
         let res = passed.as_deref().or(res);
         // A skill shown as a prompt: the prompt's result.
         let prompt = match (shown_skill, res) {
-            (Some(shown), Some(r)) => match self.skills.prompt_result(u, &self.ups[u].spec.name, &shown, r) {
+            (Some(shown), Some(r)) => match self.skills.prompt_result(u, &self.ups[u].spec.name, shown, r) {
                 Some(p) => Some(p),
                 None => {
                     let msg = format!("server '{}' answered the read of {shown} without its contents", self.ups[u].spec.name);

@@ -128,7 +128,7 @@ pub(crate) fn upstream_spec(s: &config::ServerConfig) -> UpstreamSpec {
     u.remote = s.remote.is_some();
     #[cfg(feature = "secrets")]
     {
-        u.own_credentials = s.secrets().next().is_some() || s.remote.as_ref().and_then(|r| r.oauth.as_ref()).is_some_and(|o| o.per_principal.is_some());
+        u.own_credentials = s.own_credentials();
     }
     u
 }

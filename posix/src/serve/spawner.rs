@@ -115,7 +115,7 @@ fn spawn_upstream(sp: &Spawner, id: UpstreamId, s: &config::ServerConfig, who: F
             opts.restart.max_restarts = s.max_restarts;
             // A principal's instance of a "perPrincipal" server: its own tokens.
             #[cfg(feature = "secrets")]
-            if let (Some(_), For::Principal(p)) = (r.oauth.as_ref().and_then(|o| o.per_principal.as_ref()), who) {
+            if let (Some(_), For::Principal(p)) = (s.per_principal_oauth(), who) {
                 // An instance is named `NAME#ID` (reload): its tokens are kept under NAME.
                 let server = s.name.strip_suffix(&format!("#{id}")).unwrap_or(&s.name).to_string();
                 opts.interaction = remote::oauth::Interaction::Delegated { server, principal: p.to_string(), flows: sp.flows.clone() };

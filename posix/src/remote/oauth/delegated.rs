@@ -171,7 +171,7 @@ impl Flows {
         if f.ask.principal != who {
             return Opened::NotYours;
         }
-        let held = held.filter(|h| h.len() >= 32 && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        let held = held.filter(|h| h.len() >= 32 && is_word(h));
         let cookie = f.browser.get_or_insert_with(|| held.map_or_else(|| self.random(), str::to_string)).clone();
         Opened::Authorize { url: f.request.authorization_url.clone(), cookie, server: f.ask.server.clone(), secure: f.ask.url.starts_with("https://") }
     }
@@ -197,6 +197,12 @@ impl Flows {
         flow.authz.exchange(&flow.request, &code).await.map_err(Refused::Token)?;
         Ok(flow.ask)
     }
+}
+
+/// Is `s` written as the flows' random values are (base64url: letters,
+/// digits, `-` and `_`), and not empty?
+pub fn is_word(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// The name of the cookie binding a flow to its browser: `SameSite=Lax`,
