@@ -40,7 +40,8 @@ mod imp {
             let value = left.map_or(libc::timespec { tv_sec: 0, tv_nsec: 0 }, |d| libc::timespec {
                 // Up to 68 years, which any time_t holds.
                 tv_sec: d.as_secs().min(i32::MAX as u64) as _,
-                tv_nsec: d.subsec_nanos().max(u32::from(d.is_zero())).into(),
+                // Under 10^9, which a 32-bit c_long (armv7) holds.
+                tv_nsec: d.subsec_nanos().max(u32::from(d.is_zero())) as _,
             });
             let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
             // SAFETY: `spec` is a valid itimerspec; the descriptor is ours.
