@@ -2,7 +2,10 @@
 //! rotated, and prints medians and ratios (see README.md). The measuring
 //! code is `mcpx_posix::bench`, shared with `mcpx bench`; this binary adds
 //! the peer HTTP bridges installed by bench/setup.sh and the sizes of the
-//! edge builds.
+//! edge builds, and the instructions per call counted by callgrind
+//! (`--only instr`, module `instr`).
+
+mod instr;
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +22,14 @@ mcpx-bench — mcpx against a direct pipe, a byte relay and peer HTTP bridges
     --peers DIR      where bench/setup.sh installed the peers
                      (default: bench/.peers)
     --no-peers       skip the peer bridges
-    --rounds N, --quick, --json FILE, --only LIST, --upstream echo|example,
+    --alloc-hub PATH the count-alloc build to count allocations in
+                     (default: `mcpx-bench-hub` next to this program, if
+                     built; an mcpx-edge built with --features count-alloc
+                     works too)
+    --only LIST      as for `mcpx bench`, plus `instr`: instructions per
+                     forwarded call (16 B and 64 KiB, echo upstream),
+                     counted by valgrind's callgrind; only when listed
+    --rounds N, --quick, --json FILE, --upstream echo|example,
     --policy off|on|approve,
     --verbose        as for `mcpx bench` (default upstream: echo)
 ";
@@ -133,6 +143,9 @@ fn main() {
     let mut mcpx = dir.join("mcpx");
     let mut peers_dir = bench_dir.join(".peers");
     let mut with_peers = true;
+    // `--only`: the shared sections, and whether `instr` was listed.
+    let mut others = true;
+    let mut instr = false;
     let hub_alloc = dir.join("mcpx-bench-hub");
     let mut plan = Plan {
         rounds: 3,
@@ -159,6 +172,40 @@ fn main() {
             "--mcpx" => mcpx = it.next().map(PathBuf::from).unwrap_or(mcpx),
             "--peers" => peers_dir = it.next().map(PathBuf::from).unwrap_or(peers_dir),
             "--no-peers" => with_peers = false,
+            "--alloc-hub" => {
+                let Some(path) = it.next().map(PathBuf::from) else {
+                    eprintln!("mcpx-bench: --alloc-hub needs a path");
+                    std::process::exit(2);
+                };
+                if !path.exists() {
+                    eprintln!("mcpx-bench: no count-alloc build at {}", path.display());
+                    std::process::exit(2);
+                }
+                plan.alloc_hub = Some(vec![s(&path)]);
+            }
+            "--only" => {
+                let Some(list) = it.next() else {
+                    eprintln!("mcpx-bench: --only needs a value");
+                    std::process::exit(2);
+                };
+                let rest: Vec<&str> = list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .filter(|&p| {
+                        instr |= p == "instr";
+                        p != "instr"
+                    })
+                    .collect();
+                others = !rest.is_empty() || !instr;
+                match bench::Sections::parse(&rest.join(",")) {
+                    Ok(sections) => plan.sections = sections,
+                    Err(e) => {
+                        eprintln!("mcpx-bench: {e} (or instr)");
+                        std::process::exit(2);
+                    }
+                }
+            }
             _ => match bench::parse_common(&mut plan, a, &mut it) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -198,5 +245,25 @@ fn main() {
             target_dir.join("armv7-unknown-linux-gnueabihf/edge/mcpx-edge"),
         ),
     ];
-    std::process::exit(bench::run(&plan));
+    let mut code = if others { bench::run(&plan) } else { 0 };
+    if instr {
+        let hub = mcpx.to_string_lossy().into_owned();
+        eprintln!("bench: instr: {hub} under callgrind (about a minute)");
+        match instr::measure(&plan.hub, &plan.echo, plan.verbose) {
+            Ok((version, rows)) => {
+                print!("\n{}", instr::table(&hub, &version, &rows));
+                if let Some(path) = &plan.json {
+                    if let Err(e) = instr::write_json(path, others, &hub, &version, &rows) {
+                        eprintln!("mcpx-bench: {e}");
+                        code = code.max(1);
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("mcpx-bench: instr: {e}");
+                code = code.max(1);
+            }
+        }
+    }
+    std::process::exit(code);
 }

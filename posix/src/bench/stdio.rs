@@ -281,17 +281,24 @@ impl Peer {
     }
 
     /// Closes stdin and waits a moment for the process to leave, then kills it.
-    pub fn close(mut self) {
+    pub fn close(self) {
+        self.close_within(std::time::Duration::from_millis(500));
+    }
+
+    /// Closes stdin and waits up to `grace` for the process to leave, then
+    /// kills it. Its exit status if it left by itself.
+    pub fn close_within(mut self, grace: std::time::Duration) -> Option<std::process::ExitStatus> {
         drop(self.tx);
-        let deadline = Instant::now() + std::time::Duration::from_millis(500);
+        let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        None
     }
 }
 
