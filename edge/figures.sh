@@ -108,7 +108,7 @@ def size(name):
     return f"{n:,} B ({n / 1048576:.2f} MiB)"
 
 rows = [
-    ("binary size (stripped)", size, "≤ 2,201,600 B (2150 KiB, the edge budget)"),
+    ("binary size (stripped)", size, "≤ 2,097,152 B (2.0 MiB, the edge budget)"),
     ("start→initialize ms (1 upstream)",
      lambda n: ms(fig(n, "start→initialize", "footprint", 0, 1, "start_to_initialize_ms", "mcpx serve")), "≤ 10 ms"),
     ("start→first call ms (1 upstream)",

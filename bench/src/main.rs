@@ -241,8 +241,8 @@ fn main() {
             target_dir.join("aarch64-unknown-linux-musl/edge/mcpx-edge"),
         ),
         (
-            "mcpx-edge armv7 gnueabihf static".into(),
-            target_dir.join("armv7-unknown-linux-gnueabihf/edge/mcpx-edge"),
+            "mcpx-edge armv7 musleabihf static".into(),
+            target_dir.join("armv7-unknown-linux-musleabihf/edge/mcpx-edge"),
         ),
     ];
     let mut code = if others { bench::run(&plan) } else { 0 };
