@@ -206,6 +206,13 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     let bobs = lines.iter().find(|l| l["principal"] == "bob" && l["outcome"] == "result" && l["name"] == "gh__whoami").expect("bob's call audited");
     assert_eq!(bobs["upstreamIdentity"], "principal", "{bobs}");
     assert!(!audit.contains("eyJ") && !audit.contains("tok-"), "no token in the audit log");
+    // So do the metrics, per server.
+    let auth = format!("Bearer {}", token("bob"));
+    let metrics = http(&url.replace("/mcp", "/metrics"), &[("Authorization", &auth)], None);
+    assert_eq!(metrics.status, 200, "{}", metrics.text);
+    let served = metrics.text.lines().find(|l| l.starts_with("mcpx_upstream_identity_requests_total{server=\"gh\",identity=\"principal\"}"));
+    assert!(served.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).is_some_and(|n| n >= 2.0), "{}", metrics.text);
+    assert!(!metrics.text.contains("identity=\"server\""), "gh is reached only as each principal: {}", metrics.text);
 
     // The token store keeps each principal's apart, owner-only.
     let store = std::fs::read_to_string(state.join("mcpx/oauth-tokens.json")).unwrap();

@@ -793,8 +793,15 @@ impl HubPolicy {
     /// line to log (while calls are logged).
     fn record(&mut self, o: &Open, outcome: audit::Outcome<'_>, bytes_out: u64, now: u64) -> Option<Line> {
         let duration_ms = now.saturating_sub(o.start_ms);
+        // Which identity reached the server: each principal's own credentials or the server's one.
+        #[cfg(feature = "secrets")]
+        let upstream_identity = (!o.server.is_empty()).then_some(if o.own_credentials { "principal" } else { "server" });
         if let Some(m) = &mut self.p.metrics {
             m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
+            #[cfg(feature = "secrets")]
+            if let Some(identity) = upstream_identity {
+                m.upstream_identity(&o.server, identity);
+            }
             #[cfg(feature = "activity")]
             if let Some(callers) = self.p.callers.as_mut().filter(|_| o.method == "tools/call") {
                 // A name no visible tool has is the client's own: it earns no series.
@@ -815,7 +822,7 @@ impl HubPolicy {
             stage: o.stage,
             approval: o.approval.as_deref(),
             #[cfg(feature = "secrets")]
-            upstream_identity: (!o.server.is_empty()).then_some(if o.own_credentials { "principal" } else { "server" }),
+            upstream_identity,
             duration_ms,
             bytes_in: o.bytes_in,
             bytes_out,

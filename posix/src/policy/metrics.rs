@@ -339,6 +339,8 @@ pub struct HubMetrics {
     trace_spans: FamilyId,
     #[cfg(feature = "skills")]
     skill_mismatches: FamilyId,
+    #[cfg(feature = "secrets")]
+    identities: FamilyId,
 }
 
 impl HubMetrics {
@@ -362,6 +364,8 @@ impl HubMetrics {
             trace_spans: r.register("mcpx_trace_spans_total", "Finished trace spans: exported, failed (the export failed) or dropped (the queue was full, or too many requests were traced at once).", Kind::Counter, &["outcome"]),
             #[cfg(feature = "skills")]
             skill_mismatches: r.register("mcpx_skill_digest_mismatches_total", "Reads of a skill's file refused because its bytes differ from the digest or size its server published, per server.", Kind::Counter, &["server"]),
+            #[cfg(feature = "secrets")]
+            identities: r.register("mcpx_upstream_identity_requests_total", "Requests answered by a server, per server and the identity it was reached with: principal (the caller's own credentials: per-principal secrets or OAuth) or server (the one the config gives every caller).", Kind::Counter, &["server", "identity"]),
             registry: r,
         }
     }
@@ -387,6 +391,12 @@ impl HubMetrics {
         r.observe(self.latency, &[server], duration_ms as f64 / 1000.0);
         r.add(self.bytes, &[server, "in"], bytes_in as f64);
         r.add(self.bytes, &[server, "out"], bytes_out as f64);
+    }
+
+    /// One answered request of `server`, reached as `identity` (`principal` or `server`).
+    #[cfg(feature = "secrets")]
+    pub fn upstream_identity(&mut self, server: &str, identity: &str) {
+        self.registry.add(self.identities, &[server, identity], 1.0);
     }
 
     pub fn refused(&mut self, limit: &str) {
