@@ -3,7 +3,9 @@
 # client, two upstreams, a tool call to each, an input request relayed, a
 # crash and restart, SIGTERM with a call in flight) against the built edge
 # binaries as a board runs them: aarch64 and armv7 under qemu user
-# emulation (Debian qemu-user-static), x86_64 natively.
+# emulation (Debian qemu-user-static), x86_64 natively; then a short run of
+# the embedded benchmark (`bench --quick`, stdio rows: under emulation its
+# numbers mean nothing, only that it runs there; ACCEPT_BENCH=0 skips it).
 #
 #   edge/accept.sh [TRIPLE...]   default: all three; build with edge/build.sh first
 set -euo pipefail
@@ -36,7 +38,17 @@ for t in "${targets[@]}"; do
         continue
     fi
     log "$t${run:+ under ${run[*]}}"
-    "$accept" "$bin" "${run[@]}" || fail+=("$t")
+    "$accept" "$bin" "${run[@]}" || { fail+=("$t"); continue; }
+    [ "${ACCEPT_BENCH:-1}" = 1 ] || continue
+    # Under qemu the bench cannot re-execute itself directly: told how.
+    out="$(MCPX_BENCH_EXE="${run[*]} $root/$bin" timeout 300 "${run[@]}" "$bin" bench --quick --rounds 1 --only stdio 2>&1)" || true
+    if grep -Eq 'mcpx serve +[0-9.]+ ' <<<"$out"; then
+        log "$t: bench --quick: ok"
+    else
+        log "$t: bench --quick FAILED; its output:"
+        sed 's/^/    /' <<<"$out" >&2
+        fail+=("$t (bench)")
+    fi
 done
 if [ ${#fail[@]} -gt 0 ]; then
     log "FAILED: ${fail[*]}"
