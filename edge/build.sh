@@ -53,7 +53,7 @@ need_cmd() { # COMMAND PACKAGE
     command -v "$1" >/dev/null || { log "apt-get install $2"; apt_install "$2"; }
 }
 
-rustup component list --installed | grep -q '^rust-src' || { log "rustup component add rust-src"; rustup component add rust-src; }
+rustup component list --installed | grep '^rust-src' >/dev/null || { log "rustup component add rust-src"; rustup component add rust-src; }
 
 # Debian bookworm's musl 1.2.3 for armhf: libc.a and the start files.
 MUSL_ARMHF_DEB=http://deb.debian.org/debian/pool/main/m/musl/musl-dev_1.2.3-1_armhf.deb

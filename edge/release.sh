@@ -44,7 +44,7 @@ for t in "${targets[@]}"; do
     bin="target/$t/edge/mcpx-edge"
     [ -f "$bin" ] || die "$bin missing"
     # The edge profile strips at link time; a symbol table left means it did not.
-    if readelf -SW "$bin" | grep -q '\.symtab'; then die "$bin is not stripped"; fi
+    if readelf -SW "$bin" | grep '\.symtab' >/dev/null; then die "$bin is not stripped"; fi
     name="mcpx-edge-$version-$t"
     dir="$stage/$name"
     mkdir -p "$dir"
