@@ -920,7 +920,7 @@ impl Hub {
             }
             Input::ForwardDone { client, request, result } => {
                 let effect = self.shared.forward_done(client, request, result, shared::At::of(&self.opts, self.now_ms));
-                self.apply_shared(effect);
+                self.apply_shared(effect.into_iter().collect());
             }
             Input::Tick => self.on_tick(),
             Input::Shutdown => {
@@ -1188,8 +1188,9 @@ impl Hub {
         }
     }
 
-    /// Does what the upstreams asked, in order.
-    fn apply_upstream(&mut self, effects: impl IntoIterator<Item = upstream::Effect>) {
+    /// Does what the upstreams asked, in order. (A `Vec`, as every
+    /// applier takes: a generic one is compiled once per argument type.)
+    fn apply_upstream(&mut self, effects: Vec<upstream::Effect>) {
         use pending::Origin;
         use upstream::Effect;
         for e in effects {
@@ -1233,7 +1234,7 @@ impl Hub {
                     self.apply_task_effects(fx);
                     let fx = self.subs.restore(&self.ups, &self.catalog, u);
                     self.apply_subscriptions(fx);
-                    self.apply_upstream([Effect::CheckSettled(u)]);
+                    self.apply_upstream(vec![Effect::CheckSettled(u)]);
                 }
                 Effect::Gone { u, name, reason } => {
                     for (_, f) in self.pending.drain_upstream(u) {
@@ -1375,7 +1376,7 @@ impl Hub {
         let r = step(&mut p);
         for e in p.effects {
             match e {
-                stages::Effect::Shared(e) => self.apply_shared([e]),
+                stages::Effect::Shared(e) => self.apply_shared(vec![e]),
                 stages::Effect::Starts(fx) => self.apply_starts(fx),
                 stages::Effect::Approvals(fx) => self.apply_approvals(fx),
                 #[cfg(feature = "traces")]
@@ -1474,7 +1475,7 @@ impl Hub {
                 }
                 Effect::Remove(u, why) => {
                     let gone = self.ups.gone(u, &why);
-                    self.apply_upstream([gone]);
+                    self.apply_upstream(vec![gone]);
                     let up = &mut self.ups[u];
                     up.state = upstream::State::Removed;
                     up.settled = true;

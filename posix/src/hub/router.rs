@@ -951,24 +951,24 @@ impl Hub {
     pub(super) fn redeem_state(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, token: &str, responses: Option<Value>) {
         let v = match self.relays.verify_state(token, &m.method, &ctx, self.now_ms) {
             Ok(v) => v,
-            Err(e) => return self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+            Err(e) => return self.apply_shared(vec![shared::Effect::RefuseState(c, id.to_vec(), e)]),
         };
         let at = shared::At::of(&self.opts, self.now_ms);
         if let Some(to) = self.relays.held_elsewhere(&v.inner) {
             let e = self.shared.forward_state(c, m.env.bytes(), id, &ctx.principal, to, at);
-            return self.apply_shared([e]);
+            return self.apply_shared(vec![e]);
         }
         if at.cluster.shared {
             let op = shared::Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.relays.claim_ttl_ms(&v, self.now_ms) };
             let e = self.shared.claim(c, m, id, ctx, op, v.inner, responses, at);
-            return self.apply_shared([e]);
+            return self.apply_shared(vec![e]);
         }
         match self.relays.claim_state(&v, &ctx.principal, self.now_ms) {
             Ok(()) => {
                 let fx = self.relays.resume(&self.ups, &self.pending, c, m, id, ctx, &v.inner, responses, self.now_ms);
                 self.apply_relay(fx)
             }
-            Err(e) => self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+            Err(e) => self.apply_shared(vec![shared::Effect::RefuseState(c, id.to_vec(), e)]),
         }
     }
 
@@ -984,12 +984,13 @@ impl Hub {
         let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
         let to = owner.to_string();
         let e = self.shared.forward_task(c, m, id, principal, to, task, shared::At::of(&self.opts, self.now_ms));
-        self.apply_shared([e]);
+        self.apply_shared(vec![e]);
         true
     }
 
-    /// Does what the shared state asked, in order.
-    pub(super) fn apply_shared(&mut self, effects: impl IntoIterator<Item = shared::Effect>) {
+    /// Does what the shared state asked, in order (a `Vec`, as
+    /// `Hub::apply_upstream` says why).
+    pub(super) fn apply_shared(&mut self, effects: Vec<shared::Effect>) {
         use shared::Effect;
         for e in effects {
             match e {
@@ -1020,11 +1021,11 @@ impl Hub {
                 Effect::Forward(c, id, task) => {
                     let principal = self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default();
                     let e = self.shared.forward_again(c, &id, &principal, task, shared::At::of(&self.opts, self.now_ms));
-                    self.apply_shared([e]);
+                    self.apply_shared(vec![e]);
                 }
                 Effect::TakeOver { c, id, task, from, why, record, msg } => {
                     if self.tasks.restore_one(&record, &super::task_ups(&self.ups), self.now_ms, Some(&from)).is_none() {
-                        self.apply_shared([shared::not_taken_over(c, &id, &from, &why)]);
+                        self.apply_shared(vec![shared::not_taken_over(c, &id, &from, &why)]);
                         continue;
                     }
                     self.log(super::Level::Warn, format!("task {task} taken over from mcpx replica '{from}', which could not answer ({why})"));
