@@ -32,7 +32,8 @@
 //! - `downward` / `upward` — one writer per kind of message each way.
 //!
 //! The runtime reads state through read-only views (`Hub::clients`,
-//! `Hub::upstreams`, `Hub::starts`, `Hub::catalog`).
+//! `Hub::upstreams`, `Hub::starts`, `Hub::catalog`), and takes the
+//! finished spans from the tracer (`Hub::trace`).
 //!
 //! # The one way a message travels
 //!
@@ -630,7 +631,8 @@ impl Upward {
 }
 
 /// The `traceparent` of a traced request to an upstream, for a remote
-/// server's header ([`Upward::Request`]; `TraceHeader::bytes`).
+/// server's header ([`Upward::Request`]), or to another replica
+/// ([`Output::Forward`]); `TraceHeader::bytes`.
 #[cfg(feature = "traces")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceHeader(pub Box<[u8; mcpx_core::trace_context::LEN]>);
@@ -645,6 +647,13 @@ impl TraceHeader {
     /// The header's value.
     pub fn bytes(&self) -> &[u8] {
         &self.0[..]
+    }
+}
+
+#[cfg(not(feature = "traces"))]
+impl TraceHeader {
+    pub fn bytes(&self) -> &[u8] {
+        match *self {}
     }
 }
 
@@ -696,8 +705,9 @@ pub enum Output {
     /// `msg` over the internal hop as from `principal`, and write that
     /// replica's answer (and the notifications before it) to the client as
     /// this request's. Report the end with [`Input::ForwardDone`]; the hub
-    /// sends nothing upstream for it.
-    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: ReplicaId },
+    /// sends nothing upstream for it. `traceparent`: the hop's header when
+    /// the request is traced (this replica's span as the parent).
+    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: ReplicaId, traceparent: Option<TraceHeader> },
     /// A call waits for the approvals page: tell the notify hook
     /// (`policy.approvals.notify`) of it over the carrier (run its command,
     /// or POST to its URL), not waiting for it; a failure is logged, never
@@ -1316,32 +1326,13 @@ impl Hub {
         }
     }
 
-    /// Is tracing on (`"traces"`)? The transport then hands over the
-    /// trace context of HTTP requests (`Input::ClientTrace`).
+    /// The tracer (`"traces"`), for the runtime: whether tracing is on
+    /// (the transport then hands over the trace context of HTTP requests,
+    /// `Input::ClientTrace`), the finished spans to take for export, and
+    /// what the exporter did with them ([`trace::Trace::exported`]).
     #[cfg(feature = "traces")]
-    pub fn tracing(&self) -> bool {
-        self.trace.on()
-    }
-
-    /// The finished spans, taken for export (none when tracing is off).
-    #[cfg(feature = "traces")]
-    pub fn take_spans(&mut self) -> Vec<trace::Span> {
-        self.trace.take()
-    }
-
-    /// The trace context for another replica that continues client `c`'s
-    /// request `id` (`Output::Forward`): this replica's span as the
-    /// parent; `None` when it is not traced.
-    #[cfg(feature = "traces")]
-    pub fn trace_context(&self, c: ClientId, id: &[u8]) -> Option<[u8; mcpx_core::trace_context::LEN]> {
-        self.trace.context(c, id)
-    }
-
-    /// The exporter sent `n` spans taken with [`Hub::take_spans`] (`ok`),
-    /// or failed to: counted for `/metrics`.
-    #[cfg(feature = "traces")]
-    pub fn spans_exported(&mut self, n: usize, ok: bool) {
-        self.trace.exported(n, ok)
+    pub fn trace(&mut self) -> &mut trace::Trace {
+        &mut self.trace
     }
 
     /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).

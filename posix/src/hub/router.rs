@@ -994,7 +994,13 @@ impl Hub {
         use shared::Effect;
         for e in effects {
             match e {
-                Effect::Out(o) => self.out.push_back(o),
+                Effect::Out(mut o) => {
+                    // The trace goes on there, this replica's span its parent.
+                    if let super::Output::Forward { client, request, traceparent, .. } = &mut o {
+                        *traceparent = self.trace.context(*client, request);
+                    }
+                    self.out.push_back(o);
+                }
                 Effect::Refuse(c, id, Refusal(code, msg, data)) => self.downward().error(c, Some(&id), code, &msg, data),
                 Effect::RefuseState(c, id, e) => {
                     let (code, msg, data) = self.relays.state_refusal(e, self.now_ms);
