@@ -833,8 +833,8 @@ impl Hub {
             fps[ch.idx()] = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, None).fingerprint(&mut self.catalog, ch, s.rev);
         }
         self.clients.adopt(c, s, |ch| fps[ch.idx()]);
-        if let Some(level) = s.log_level {
-            let fx = self.subs.set_log_level(&self.ups, c, level);
+        // (A snapshot's level is one MCP names: it was read as one.)
+        if let Some(Ok(fx)) = s.log_level.map(|level| self.subs.set_log_level(&self.ups, c, level)) {
             self.apply_subscriptions(fx);
         }
         for uri in s.subscriptions.iter().take(self.opts.max_subscriptions) {
@@ -941,7 +941,7 @@ impl Hub {
             Input::AbandonRequests { grace_ms } => {
                 for (u, id, f) in self.pending.drain_clients() {
                     let Origin::Client { client, id: cid, method, .. } = f.origin else { continue };
-                    self.cancel_upstream(u, id, "mcpx is shutting down");
+                    self.ups.cancel(&mut self.out, u, id, "mcpx is shutting down");
                     let name = self.ups[u].spec.name.clone();
                     let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");
                     self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
@@ -1135,7 +1135,7 @@ impl Hub {
                 EndCall { u, id, why } => {
                     self.pending.take(u, id);
                     if let Some(why) = why {
-                        self.cancel_upstream(u, id, why);
+                        self.ups.cancel(&mut self.out, u, id, why);
                     }
                 }
                 Log(level, msg) => self.log(level, msg),
@@ -1225,13 +1225,19 @@ impl Hub {
                     let fx = self.starts.release(u);
                     self.apply_starts(fx);
                 }
-                Effect::Cancel { u, id, reason } => self.cancel_upstream(u, id, reason),
+                Effect::Cancel { u, id, reason } => self.ups.cancel(&mut self.out, u, id, reason),
                 Effect::Close { u, id, reason } => {
                     if self.pending.take(u, id).is_some() {
-                        self.cancel_upstream(u, id, reason);
+                        self.ups.cancel(&mut self.out, u, id, reason);
                     }
                 }
-                Effect::OpenListen(u) => self.open_listen(u),
+                // With the resources of it the hub's clients subscribed to.
+                Effect::OpenListen(u) if self.ups[u].listens() => {
+                    let uris = self.subs.uris_of(&self.ups, &self.catalog, u);
+                    let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
+                    self.apply_upstream(fx);
+                }
+                Effect::OpenListen(_) => {}
                 Effect::Initialized(u) => upward::notification(&mut self.out, u, mcpx_core::method::Method::Initialized, None),
                 Effect::Log(level, line) => self.log(level, line),
                 Effect::Restart(u, short) => self.out.push_back(Output::RestartUpstream(u, short)),
@@ -1632,7 +1638,7 @@ impl Hub {
                 let fx = self.ups.on_list_timeout(u, k, id, waited, self.now_ms);
                 self.apply_upstream(fx);
             }
-            Origin::Fire => self.cancel_upstream(u, id, "timed out"),
+            Origin::Fire => self.ups.cancel(&mut self.out, u, id, "timed out"),
             // No task id to cancel, and no notifications/cancelled for it.
             Origin::TaskCancelled => {}
             Origin::Held(h) => {
@@ -1640,7 +1646,7 @@ impl Hub {
                 self.apply_relay(fx)
             }
             Origin::Task(t) => {
-                self.cancel_upstream(u, id, "timed out");
+                self.ups.cancel(&mut self.out, u, id, "timed out");
                 let fx = self.tasks.lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"), self.now_ms);
                 self.apply_task_effects(fx);
             }
@@ -1658,21 +1664,13 @@ impl Hub {
             }
             Origin::Client { client, id: cid, method, .. } => {
                 // Requirement: lifecycle-timeouts-cancel-on-expiry
-                self.cancel_upstream(u, id, "timed out");
+                self.ups.cancel(&mut self.out, u, id, "timed out");
                 let mut msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
                 if let Some(what) = self.ups.clipped_since(u, sent_ms) {
                     msg.push_str(&format!(" ({what} meanwhile, dropped: it may have been the answer)"));
                 }
                 self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
             }
-        }
-    }
-
-    /// Tells `u` the hub no longer waits for its request `id`.
-    fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
-        if self.ups[u].is_up() {
-            let p = json!({ "requestId": id, "reason": reason });
-            upward::notification(&mut self.out, u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
         }
     }
 }

@@ -57,7 +57,7 @@ impl Hub {
                 Log(level, line) => self.log(level, line),
                 ToUpstream(u, bytes) => self.emit_upstream(u, bytes),
                 NotifyUpstream(u, method, params) => upward::notification(&mut self.out, u, method, Some(&params)),
-                CancelCall { up, call, why } => self.cancel_upstream(up, call, &why),
+                CancelCall { up, call, why } => self.ups.cancel(&mut self.out, up, call, &why),
                 Forget(u, call) => drop(self.pending.take(u, call)),
                 Hold { up, call, h, until } => self.pending.hold(up, call, h, until),
                 Resume { up, call, origin } => self.pending.resume(up, call, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms),
@@ -210,7 +210,13 @@ impl Hub {
             ResourcesRead => self.resources_read(c, m, ctx),
             ResourcesSubscribe | ResourcesUnsubscribe => self.subscription(c, m, ctx),
             CompletionComplete => self.completion_complete(c, m, ctx),
-            LoggingSetLevel => self.logging_set_level(c, m),
+            LoggingSetLevel => {
+                let level = string_param(m, &["level"]).map(|x| x.1).unwrap_or_default();
+                let fx = self.subs.set_log_level(&self.ups, c, &level)?;
+                self.apply_subscriptions(fx);
+                self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
+                Ok(())
+            }
             _ => match skills::Call::of(&m.method) {
                 #[cfg(feature = "skills")]
                 Some(k) => self.skills_call(c, m, ctx, k),
@@ -422,18 +428,6 @@ impl Hub {
         }
     }
 
-    fn logging_set_level(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
-        let level = string_param(m, &["level"]).map(|x| x.1).unwrap_or_default();
-        // Requirement: logging-errors-setlevel
-        let Some(level) = mcpx_core::meta::LOG_LEVELS.iter().find(|l| **l == level) else {
-            return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
-        };
-        let fx = self.subs.set_log_level(&self.ups, c, level);
-        self.apply_subscriptions(fx);
-        self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
-        Ok(())
-    }
-
     /// `resources/subscribe` and `resources/unsubscribe` of client `c`
     /// ([`subscriptions::Subscriptions::toggle`]).
     fn subscription(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
@@ -467,7 +461,7 @@ impl Hub {
                     let t = self.ups[u].spec.timeout_ms;
                     self.send_upstream(u, method, Some(&p), Origin::Fire, t);
                 }
-                Listen(u) => self.open_listen(u),
+                Listen(u) => self.apply_upstream(vec![super::upstream::Effect::OpenListen(u)]),
                 Count(c, more) => {
                     if let Some(cl) = self.clients.get_mut(&c) {
                         if more {
@@ -602,7 +596,7 @@ impl Hub {
         let modern_up = self.ups[u].is_modern();
         // A 2026-07-28 upstream gets the hub's request context in `_meta`.
         let context = match modern_up {
-            true => self.upstream_context(c, ctx.as_deref(), task_ttl.is_some()),
+            true => self.clients.upstream_context(c, ctx.as_deref(), task_ttl.is_some(), &self.opts, self.subs.level()),
             false => serde_json::Map::new(),
         };
         let mut add: Vec<(&str, Vec<u8>)> = context.iter().map(|(k, v)| (k.as_str(), serde_json::to_vec(v).unwrap_or_default())).collect();
@@ -649,28 +643,6 @@ impl Hub {
         }
         upward::traced_request(&mut self.out, u, up_id, &m.method, bytes, headers, traced.map(|t| t.header()));
         Ok(())
-    }
-
-    /// The request context a 2026-07-28 upstream gets in `_meta` for client
-    /// `c`'s request (`ctx`: a modern client's own): the hub's revision, the
-    /// capabilities it relays, its `clientInfo`, and the log level (the
-    /// request's own; for a legacy client that set one with
-    /// `logging/setLevel`, that one: modern servers log per request).
-    fn upstream_context(&self, c: ClientId, ctx: Option<&ReqCtx>, task: bool) -> serde_json::Map<String, Value> {
-        let mut caps = self.clients.caps_for_upstream(c, ctx, self.opts.roots.is_some());
-        if let (true, Some(o)) = (task, caps.as_object_mut()) {
-            apps::add_extension(o, tasks::EXT, json!({}));
-        }
-        let mut meta = modern::upstream_meta(&self.opts, caps);
-        let legacy_level = || self.clients.get(&c).filter(|cl| cl.log_level.is_some()).and(self.subs.level()).and_then(super::request::level_index);
-        let level = match ctx {
-            Some(x) => x.log_level,
-            None => legacy_level(),
-        };
-        if let Some(l) = level {
-            meta.insert(mcpx_core::meta::LOG_LEVEL_KEY.into(), json!(mcpx_core::meta::LOG_LEVELS[l]));
-        }
-        meta
     }
 
     /// An upstream's answer to a request forwarded for a client (`o` is its
@@ -972,22 +944,6 @@ impl Hub {
         }
     }
 
-    /// A modern `tasks/*` request naming a task another replica runs:
-    /// forwarded to it (true), else false.
-    pub(super) fn task_elsewhere(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8]) -> bool {
-        let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
-        let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
-        // A task taken over from a replica that is gone is this one's now.
-        if self.tasks.has(&task) {
-            return false;
-        }
-        let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
-        let to = owner.to_string();
-        let e = self.shared.forward_task(c, m, id, principal, to, task, shared::At::of(&self.opts, self.now_ms));
-        self.apply_shared(vec![e]);
-        true
-    }
-
     /// Does what the shared state asked, in order (a `Vec`, as
     /// `Hub::apply_upstream` says why).
     pub(super) fn apply_shared(&mut self, effects: Vec<shared::Effect>) {
@@ -1065,6 +1021,11 @@ impl Hub {
         let Some(cl) = self.clients.get_mut(&c) else { return };
         cl.spoke_modern();
         let ctx = ReqCtx { caps, log_level, principal: cl.principal.clone(), salient: modern::salient(m) };
+        // A task another replica runs is its to answer (`shared`).
+        if let Some((to, task)) = self.tasks.elsewhere(m, self.opts.cluster.replica.as_deref()) {
+            let e = self.shared.forward_task(c, m, &id, &ctx.principal, to, task, shared::At::of(&self.opts, self.now_ms));
+            return self.apply_shared(vec![e]);
+        }
         use Method::*;
         let done = match m.call {
             ServerDiscover => {
@@ -1073,8 +1034,6 @@ impl Hub {
                 self.downward().result(c, &id, &body);
                 Ok(())
             }
-            // A task another replica runs is its to answer (`shared`).
-            TasksGet | TasksUpdate | TasksCancel if self.task_elsewhere(c, m, &id, &ctx.principal) => Ok(()),
             // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
             Initialize | Ping | LoggingSetLevel | ResourcesSubscribe | ResourcesUnsubscribe => Err(modern::legacy_only(m)),
             SubscriptionsListen => self.listen(c, &id, &m.params_value(), &ctx),
@@ -1246,7 +1205,7 @@ impl Hub {
         }
         self.trace.client_gone(c, self.now_ms);
         for (u, id, _) in self.pending.drain_client(c) {
-            self.cancel_upstream(u, id, "the client disconnected");
+            self.ups.cancel(&mut self.out, u, id, "the client disconnected");
         }
         let fx = self.relays.drop_client(&self.ups, c);
         self.apply_relay(fx);
@@ -1305,7 +1264,7 @@ impl Hub {
             // Requirement: cancellation-log-reasons
             let server = self.ups[u].spec.name.clone();
             self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
-            self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
+            self.ups.cancel(&mut self.out, u, id, reason.as_deref().unwrap_or("cancelled by the client"));
         } else if let Some(hid) = wire::id_u64(rid) {
             let fx = self.relays.cancelled_by_client(&self.ups, c, hid, reason.as_deref());
             self.apply_relay(fx);
@@ -1391,18 +1350,6 @@ impl Hub {
             upward::request(&mut self.out, u, id, name, params, None);
         }
         Some(id)
-    }
-
-    /// Opens (or reopens, with the current filter) the hub's listen stream
-    /// to modern upstream `u` ([`Upstreams::open_listen`]), with the
-    /// resources of it the hub's clients subscribed to.
-    pub(super) fn open_listen(&mut self, u: UpstreamId) {
-        if !self.ups[u].listens() {
-            return;
-        }
-        let uris = self.subs.uris_of(&self.ups, &self.catalog, u);
-        let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
-        self.apply_upstream(fx);
     }
 
     /// `stream`: the hub's request on whose response stream it came, if any.
