@@ -282,17 +282,6 @@ impl Hub {
     }
 
 
-    /// `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`.
-    fn list(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let k = Kind::of_list(m.call).expect("a list method");
-        let cursor = match m.param(&["cursor"]) {
-            None => None,
-            Some(r) if &m.raw[r.clone()] == b"null" => None,
-            Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into()))?),
-        };
-        self.list_page(c, m.id_bytes().unwrap_or(b"null"), k, cursor.as_deref(), ctx)
-    }
-
     fn tools_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
         // Tool search (hub/policy.rs), then the stages admit → authorize → validate (hub/stages).
@@ -481,8 +470,17 @@ impl Hub {
         }
     }
 
-    /// One page of an aggregated list.
-    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+    /// `tools/list`, `resources/list`, `resources/templates/list`,
+    /// `prompts/list`: one page of the aggregated list.
+    fn list(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let k = Kind::of_list(m.call).expect("a list method");
+        let id = m.id_bytes().unwrap_or(b"null");
+        let cur = match m.param(&["cursor"]) {
+            None => None,
+            Some(r) if &m.raw[r.clone()] == b"null" => None,
+            Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into()))?),
+        };
+        let cur = cur.as_deref();
         let modern = ctx.is_some();
         let key = self.opts.cursor_key.to_le_bytes();
         let pos = match cur {
