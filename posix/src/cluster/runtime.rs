@@ -123,14 +123,12 @@ impl Cluster {
                     warn!("shared state: {why}");
                 }
             }
-            Job::Forward { client, request, msg, principal, to } => {
+            Job::Forward { client, request, msg, principal, to, traceparent } => {
                 let result = match &self.hop {
                     Some(hop) => {
-                        #[allow(unused_mut)]
                         let mut headers = rt.modern_headers(&msg);
                         // The trace goes on there, this replica's span its parent.
-                        #[cfg(feature = "traces")]
-                        headers.extend(rt.hub().trace_context(client, request.bytes()).map(|t| ("traceparent".to_string(), t.to_vec())));
+                        headers.extend(traceparent.map(|t| ("traceparent".to_string(), t.bytes().to_vec())));
                         let deliver = |m: Vec<u8>| rt.deliver_forwarded(client, &request, m);
                         hop.forward(&to, &msg, &principal, &headers, &deliver).await
                     }

@@ -207,7 +207,7 @@ impl Shared {
         let _ = (trace, sid);
         self.link.call(|hub, now| {
             #[cfg(feature = "traces")]
-            if hub.tracing() {
+            if hub.trace().on() {
                 hub.handle(Input::ClientTrace { client: c, traceparent: trace.parent.as_deref(), tracestate: trace.state.as_deref(), session: sid, hop: trace.hop }, now);
             }
             for m in msgs {
@@ -256,7 +256,7 @@ impl TraceIn {
     pub(crate) fn of(sh: &Shared, req: &super::request::Request, hop: bool) -> TraceIn {
         #[cfg(feature = "traces")]
         if let Some(p) = req.header("traceparent") {
-            if sh.link.call(|h, _| h.tracing()) {
+            if sh.link.call(|h, _| h.trace().on()) {
                 return TraceIn { parent: Some(p.to_vec()), state: req.header("tracestate").map(<[u8]>::to_vec), hop };
             }
         }

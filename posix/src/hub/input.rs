@@ -34,7 +34,7 @@ pub enum Input<'a> {
     /// their spans when they carry none in `_meta`; `hop`: they came from
     /// another replica over the internal hop, whose context (that
     /// replica's span) is the parent even when `_meta` has the client's.
-    /// Given only while tracing is on (`Hub::tracing`).
+    /// Given only while tracing is on (`Hub::trace`, `Trace::on`).
     #[cfg(feature = "traces")]
     ClientTrace { client: ClientId, traceparent: Option<&'a [u8]>, tracestate: Option<&'a [u8]>, session: Option<&'a str>, hop: bool },
     /// The transport decided the client speaks 2026-07-28 (an HTTP POST

@@ -32,7 +32,8 @@
 //! - `downward` / `upward` — one writer per kind of message each way.
 //!
 //! The runtime reads state through read-only views (`Hub::clients`,
-//! `Hub::upstreams`, `Hub::starts`, `Hub::catalog`).
+//! `Hub::upstreams`, `Hub::starts`, `Hub::catalog`), and takes the
+//! finished spans from the tracer (`Hub::trace`).
 //!
 //! # The one way a message travels
 //!
@@ -630,7 +631,8 @@ impl Upward {
 }
 
 /// The `traceparent` of a traced request to an upstream, for a remote
-/// server's header ([`Upward::Request`]; `TraceHeader::bytes`).
+/// server's header ([`Upward::Request`]), or to another replica
+/// ([`Output::Forward`]); `TraceHeader::bytes`.
 #[cfg(feature = "traces")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceHeader(pub Box<[u8; mcpx_core::trace_context::LEN]>);
@@ -645,6 +647,13 @@ impl TraceHeader {
     /// The header's value.
     pub fn bytes(&self) -> &[u8] {
         &self.0[..]
+    }
+}
+
+#[cfg(not(feature = "traces"))]
+impl TraceHeader {
+    pub fn bytes(&self) -> &[u8] {
+        match *self {}
     }
 }
 
@@ -696,8 +705,9 @@ pub enum Output {
     /// `msg` over the internal hop as from `principal`, and write that
     /// replica's answer (and the notifications before it) to the client as
     /// this request's. Report the end with [`Input::ForwardDone`]; the hub
-    /// sends nothing upstream for it.
-    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: ReplicaId },
+    /// sends nothing upstream for it. `traceparent`: the hop's header when
+    /// the request is traced (this replica's span as the parent).
+    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: ReplicaId, traceparent: Option<TraceHeader> },
     /// A call waits for the approvals page: tell the notify hook
     /// (`policy.approvals.notify`) of it over the carrier (run its command,
     /// or POST to its URL), not waiting for it; a failure is logged, never
@@ -823,8 +833,8 @@ impl Hub {
             fps[ch.idx()] = stages::Sight::of(&self.policy, &self.clients, &self.ups, c, None).fingerprint(&mut self.catalog, ch, s.rev);
         }
         self.clients.adopt(c, s, |ch| fps[ch.idx()]);
-        if let Some(level) = s.log_level {
-            let fx = self.subs.set_log_level(&self.ups, c, level);
+        // (A snapshot's level is one MCP names: it was read as one.)
+        if let Some(Ok(fx)) = s.log_level.map(|level| self.subs.set_log_level(&self.ups, c, level)) {
             self.apply_subscriptions(fx);
         }
         for uri in s.subscriptions.iter().take(self.opts.max_subscriptions) {
@@ -920,7 +930,7 @@ impl Hub {
             }
             Input::ForwardDone { client, request, result } => {
                 let effect = self.shared.forward_done(client, request, result, shared::At::of(&self.opts, self.now_ms));
-                self.apply_shared(effect);
+                self.apply_shared(effect.into_iter().collect());
             }
             Input::Tick => self.on_tick(),
             Input::Shutdown => {
@@ -931,7 +941,7 @@ impl Hub {
             Input::AbandonRequests { grace_ms } => {
                 for (u, id, f) in self.pending.drain_clients() {
                     let Origin::Client { client, id: cid, method, .. } = f.origin else { continue };
-                    self.cancel_upstream(u, id, "mcpx is shutting down");
+                    self.ups.cancel(&mut self.out, u, id, "mcpx is shutting down");
                     let name = self.ups[u].spec.name.clone();
                     let msg = format!("mcpx is shutting down: server '{name}' did not answer {method} within the {grace_ms} ms grace period");
                     self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name })));
@@ -1125,7 +1135,7 @@ impl Hub {
                 EndCall { u, id, why } => {
                     self.pending.take(u, id);
                     if let Some(why) = why {
-                        self.cancel_upstream(u, id, why);
+                        self.ups.cancel(&mut self.out, u, id, why);
                     }
                 }
                 Log(level, msg) => self.log(level, msg),
@@ -1188,8 +1198,9 @@ impl Hub {
         }
     }
 
-    /// Does what the upstreams asked, in order.
-    fn apply_upstream(&mut self, effects: impl IntoIterator<Item = upstream::Effect>) {
+    /// Does what the upstreams asked, in order. (A `Vec`, as every
+    /// applier takes: a generic one is compiled once per argument type.)
+    fn apply_upstream(&mut self, effects: Vec<upstream::Effect>) {
         use pending::Origin;
         use upstream::Effect;
         for e in effects {
@@ -1214,13 +1225,19 @@ impl Hub {
                     let fx = self.starts.release(u);
                     self.apply_starts(fx);
                 }
-                Effect::Cancel { u, id, reason } => self.cancel_upstream(u, id, reason),
+                Effect::Cancel { u, id, reason } => self.ups.cancel(&mut self.out, u, id, reason),
                 Effect::Close { u, id, reason } => {
                     if self.pending.take(u, id).is_some() {
-                        self.cancel_upstream(u, id, reason);
+                        self.ups.cancel(&mut self.out, u, id, reason);
                     }
                 }
-                Effect::OpenListen(u) => self.open_listen(u),
+                // With the resources of it the hub's clients subscribed to.
+                Effect::OpenListen(u) if self.ups[u].listens() => {
+                    let uris = self.subs.uris_of(&self.ups, &self.catalog, u);
+                    let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
+                    self.apply_upstream(fx);
+                }
+                Effect::OpenListen(_) => {}
                 Effect::Initialized(u) => upward::notification(&mut self.out, u, mcpx_core::method::Method::Initialized, None),
                 Effect::Log(level, line) => self.log(level, line),
                 Effect::Restart(u, short) => self.out.push_back(Output::RestartUpstream(u, short)),
@@ -1233,7 +1250,7 @@ impl Hub {
                     self.apply_task_effects(fx);
                     let fx = self.subs.restore(&self.ups, &self.catalog, u);
                     self.apply_subscriptions(fx);
-                    self.apply_upstream([Effect::CheckSettled(u)]);
+                    self.apply_upstream(vec![Effect::CheckSettled(u)]);
                 }
                 Effect::Gone { u, name, reason } => {
                     for (_, f) in self.pending.drain_upstream(u) {
@@ -1315,32 +1332,13 @@ impl Hub {
         }
     }
 
-    /// Is tracing on (`"traces"`)? The transport then hands over the
-    /// trace context of HTTP requests (`Input::ClientTrace`).
+    /// The tracer (`"traces"`), for the runtime: whether tracing is on
+    /// (the transport then hands over the trace context of HTTP requests,
+    /// `Input::ClientTrace`), the finished spans to take for export, and
+    /// what the exporter did with them ([`trace::Trace::exported`]).
     #[cfg(feature = "traces")]
-    pub fn tracing(&self) -> bool {
-        self.trace.on()
-    }
-
-    /// The finished spans, taken for export (none when tracing is off).
-    #[cfg(feature = "traces")]
-    pub fn take_spans(&mut self) -> Vec<trace::Span> {
-        self.trace.take()
-    }
-
-    /// The trace context for another replica that continues client `c`'s
-    /// request `id` (`Output::Forward`): this replica's span as the
-    /// parent; `None` when it is not traced.
-    #[cfg(feature = "traces")]
-    pub fn trace_context(&self, c: ClientId, id: &[u8]) -> Option<[u8; mcpx_core::trace_context::LEN]> {
-        self.trace.context(c, id)
-    }
-
-    /// The exporter sent `n` spans taken with [`Hub::take_spans`] (`ok`),
-    /// or failed to: counted for `/metrics`.
-    #[cfg(feature = "traces")]
-    pub fn spans_exported(&mut self, n: usize, ok: bool) {
-        self.trace.exported(n, ok)
+    pub fn trace(&mut self) -> &mut trace::Trace {
+        &mut self.trace
     }
 
     /// The Prometheus text for `/metrics` (`None` with `"metrics": false`).
@@ -1375,7 +1373,7 @@ impl Hub {
         let r = step(&mut p);
         for e in p.effects {
             match e {
-                stages::Effect::Shared(e) => self.apply_shared([e]),
+                stages::Effect::Shared(e) => self.apply_shared(vec![e]),
                 stages::Effect::Starts(fx) => self.apply_starts(fx),
                 stages::Effect::Approvals(fx) => self.apply_approvals(fx),
                 #[cfg(feature = "traces")]
@@ -1474,7 +1472,7 @@ impl Hub {
                 }
                 Effect::Remove(u, why) => {
                     let gone = self.ups.gone(u, &why);
-                    self.apply_upstream([gone]);
+                    self.apply_upstream(vec![gone]);
                     let up = &mut self.ups[u];
                     up.state = upstream::State::Removed;
                     up.settled = true;
@@ -1640,7 +1638,7 @@ impl Hub {
                 let fx = self.ups.on_list_timeout(u, k, id, waited, self.now_ms);
                 self.apply_upstream(fx);
             }
-            Origin::Fire => self.cancel_upstream(u, id, "timed out"),
+            Origin::Fire => self.ups.cancel(&mut self.out, u, id, "timed out"),
             // No task id to cancel, and no notifications/cancelled for it.
             Origin::TaskCancelled => {}
             Origin::Held(h) => {
@@ -1648,7 +1646,7 @@ impl Hub {
                 self.apply_relay(fx)
             }
             Origin::Task(t) => {
-                self.cancel_upstream(u, id, "timed out");
+                self.ups.cancel(&mut self.out, u, id, "timed out");
                 let fx = self.tasks.lost(&t, format!("server '{name}' did not finish within {waited} ms (mcpx's max_timeout_ms); mcpx cancelled the request"), self.now_ms);
                 self.apply_task_effects(fx);
             }
@@ -1666,21 +1664,13 @@ impl Hub {
             }
             Origin::Client { client, id: cid, method, .. } => {
                 // Requirement: lifecycle-timeouts-cancel-on-expiry
-                self.cancel_upstream(u, id, "timed out");
+                self.ups.cancel(&mut self.out, u, id, "timed out");
                 let mut msg = format!("server '{name}' did not answer {method} within {waited} ms; mcpx cancelled the request");
                 if let Some(what) = self.ups.clipped_since(u, sent_ms) {
                     msg.push_str(&format!(" ({what} meanwhile, dropped: it may have been the answer)"));
                 }
                 self.downward().error(client, Some(&cid), ErrorCode::InternalError, &msg, Some(json!({ "server": name, "timeoutMs": waited })));
             }
-        }
-    }
-
-    /// Tells `u` the hub no longer waits for its request `id`.
-    fn cancel_upstream(&mut self, u: UpstreamId, id: u64, reason: &str) {
-        if self.ups[u].is_up() {
-            let p = json!({ "requestId": id, "reason": reason });
-            upward::notification(&mut self.out, u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
         }
     }
 }

@@ -57,7 +57,7 @@ impl Hub {
                 Log(level, line) => self.log(level, line),
                 ToUpstream(u, bytes) => self.emit_upstream(u, bytes),
                 NotifyUpstream(u, method, params) => upward::notification(&mut self.out, u, method, Some(&params)),
-                CancelCall { up, call, why } => self.cancel_upstream(up, call, &why),
+                CancelCall { up, call, why } => self.ups.cancel(&mut self.out, up, call, &why),
                 Forget(u, call) => drop(self.pending.take(u, call)),
                 Hold { up, call, h, until } => self.pending.hold(up, call, h, until),
                 Resume { up, call, origin } => self.pending.resume(up, call, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms),
@@ -210,7 +210,13 @@ impl Hub {
             ResourcesRead => self.resources_read(c, m, ctx),
             ResourcesSubscribe | ResourcesUnsubscribe => self.subscription(c, m, ctx),
             CompletionComplete => self.completion_complete(c, m, ctx),
-            LoggingSetLevel => self.logging_set_level(c, m),
+            LoggingSetLevel => {
+                let level = string_param(m, &["level"]).map(|x| x.1).unwrap_or_default();
+                let fx = self.subs.set_log_level(&self.ups, c, &level)?;
+                self.apply_subscriptions(fx);
+                self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
+                Ok(())
+            }
             _ => match skills::Call::of(&m.method) {
                 #[cfg(feature = "skills")]
                 Some(k) => self.skills_call(c, m, ctx, k),
@@ -275,17 +281,6 @@ impl Hub {
         self.forward(c, m, ctx, u, uri_edit(r, &uri, &orig).as_mut_slice())
     }
 
-
-    /// `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`.
-    fn list(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
-        let k = Kind::of_list(m.call).expect("a list method");
-        let cursor = match m.param(&["cursor"]) {
-            None => None,
-            Some(r) if &m.raw[r.clone()] == b"null" => None,
-            Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into()))?),
-        };
-        self.list_page(c, m.id_bytes().unwrap_or(b"null"), k, cursor.as_deref(), ctx)
-    }
 
     fn tools_call(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         let (r, name) = string_param(m, &["name"]).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: tools/call needs a tool \"name\"".into()))?;
@@ -422,18 +417,6 @@ impl Hub {
         }
     }
 
-    fn logging_set_level(&mut self, c: ClientId, m: &Msg) -> Result<(), Refusal> {
-        let level = string_param(m, &["level"]).map(|x| x.1).unwrap_or_default();
-        // Requirement: logging-errors-setlevel
-        let Some(level) = mcpx_core::meta::LOG_LEVELS.iter().find(|l| **l == level) else {
-            return Err(refuse(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{level}'")));
-        };
-        let fx = self.subs.set_log_level(&self.ups, c, level);
-        self.apply_subscriptions(fx);
-        self.downward().result(c, m.id_bytes().unwrap_or(b"null"), b"{}");
-        Ok(())
-    }
-
     /// `resources/subscribe` and `resources/unsubscribe` of client `c`
     /// ([`subscriptions::Subscriptions::toggle`]).
     fn subscription(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
@@ -467,7 +450,7 @@ impl Hub {
                     let t = self.ups[u].spec.timeout_ms;
                     self.send_upstream(u, method, Some(&p), Origin::Fire, t);
                 }
-                Listen(u) => self.open_listen(u),
+                Listen(u) => self.apply_upstream(vec![super::upstream::Effect::OpenListen(u)]),
                 Count(c, more) => {
                     if let Some(cl) = self.clients.get_mut(&c) {
                         if more {
@@ -487,8 +470,17 @@ impl Hub {
         }
     }
 
-    /// One page of an aggregated list.
-    fn list_page(&mut self, c: ClientId, id: &[u8], k: Kind, cur: Option<&str>, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+    /// `tools/list`, `resources/list`, `resources/templates/list`,
+    /// `prompts/list`: one page of the aggregated list.
+    fn list(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
+        let k = Kind::of_list(m.call).expect("a list method");
+        let id = m.id_bytes().unwrap_or(b"null");
+        let cur = match m.param(&["cursor"]) {
+            None => None,
+            Some(r) if &m.raw[r.clone()] == b"null" => None,
+            Some(r) => Some(wire::string_at(m.raw, r).ok_or_else(|| refuse(ErrorCode::InvalidParams, "Invalid params: the cursor must be a string".into()))?),
+        };
+        let cur = cur.as_deref();
         let modern = ctx.is_some();
         let key = self.opts.cursor_key.to_le_bytes();
         let pos = match cur {
@@ -602,7 +594,7 @@ impl Hub {
         let modern_up = self.ups[u].is_modern();
         // A 2026-07-28 upstream gets the hub's request context in `_meta`.
         let context = match modern_up {
-            true => self.upstream_context(c, ctx.as_deref(), task_ttl.is_some()),
+            true => self.clients.upstream_context(c, ctx.as_deref(), task_ttl.is_some(), &self.opts, self.subs.level()),
             false => serde_json::Map::new(),
         };
         let mut add: Vec<(&str, Vec<u8>)> = context.iter().map(|(k, v)| (k.as_str(), serde_json::to_vec(v).unwrap_or_default())).collect();
@@ -649,28 +641,6 @@ impl Hub {
         }
         upward::traced_request(&mut self.out, u, up_id, &m.method, bytes, headers, traced.map(|t| t.header()));
         Ok(())
-    }
-
-    /// The request context a 2026-07-28 upstream gets in `_meta` for client
-    /// `c`'s request (`ctx`: a modern client's own): the hub's revision, the
-    /// capabilities it relays, its `clientInfo`, and the log level (the
-    /// request's own; for a legacy client that set one with
-    /// `logging/setLevel`, that one: modern servers log per request).
-    fn upstream_context(&self, c: ClientId, ctx: Option<&ReqCtx>, task: bool) -> serde_json::Map<String, Value> {
-        let mut caps = self.clients.caps_for_upstream(c, ctx, self.opts.roots.is_some());
-        if let (true, Some(o)) = (task, caps.as_object_mut()) {
-            apps::add_extension(o, tasks::EXT, json!({}));
-        }
-        let mut meta = modern::upstream_meta(&self.opts, caps);
-        let legacy_level = || self.clients.get(&c).filter(|cl| cl.log_level.is_some()).and(self.subs.level()).and_then(super::request::level_index);
-        let level = match ctx {
-            Some(x) => x.log_level,
-            None => legacy_level(),
-        };
-        if let Some(l) = level {
-            meta.insert(mcpx_core::meta::LOG_LEVEL_KEY.into(), json!(mcpx_core::meta::LOG_LEVELS[l]));
-        }
-        meta
     }
 
     /// An upstream's answer to a request forwarded for a client (`o` is its
@@ -951,49 +921,40 @@ impl Hub {
     pub(super) fn redeem_state(&mut self, c: ClientId, m: &Msg, id: &[u8], ctx: ReqCtx, token: &str, responses: Option<Value>) {
         let v = match self.relays.verify_state(token, &m.method, &ctx, self.now_ms) {
             Ok(v) => v,
-            Err(e) => return self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+            Err(e) => return self.apply_shared(vec![shared::Effect::RefuseState(c, id.to_vec(), e)]),
         };
         let at = shared::At::of(&self.opts, self.now_ms);
         if let Some(to) = self.relays.held_elsewhere(&v.inner) {
             let e = self.shared.forward_state(c, m.env.bytes(), id, &ctx.principal, to, at);
-            return self.apply_shared([e]);
+            return self.apply_shared(vec![e]);
         }
         if at.cluster.shared {
             let op = shared::Op::ClaimNonce { nonce: v.nonce, ttl_ms: self.relays.claim_ttl_ms(&v, self.now_ms) };
             let e = self.shared.claim(c, m, id, ctx, op, v.inner, responses, at);
-            return self.apply_shared([e]);
+            return self.apply_shared(vec![e]);
         }
         match self.relays.claim_state(&v, &ctx.principal, self.now_ms) {
             Ok(()) => {
                 let fx = self.relays.resume(&self.ups, &self.pending, c, m, id, ctx, &v.inner, responses, self.now_ms);
                 self.apply_relay(fx)
             }
-            Err(e) => self.apply_shared([shared::Effect::RefuseState(c, id.to_vec(), e)]),
+            Err(e) => self.apply_shared(vec![shared::Effect::RefuseState(c, id.to_vec(), e)]),
         }
     }
 
-    /// A modern `tasks/*` request naming a task another replica runs:
-    /// forwarded to it (true), else false.
-    pub(super) fn task_elsewhere(&mut self, c: ClientId, m: &Msg, id: &[u8], principal: &[u8]) -> bool {
-        let Some(me) = self.opts.cluster.replica.as_deref() else { return false };
-        let Some(task) = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r)) else { return false };
-        // A task taken over from a replica that is gone is this one's now.
-        if self.tasks.has(&task) {
-            return false;
-        }
-        let Some(owner) = super::tasks::owner(&task).filter(|o| *o != me) else { return false };
-        let to = owner.to_string();
-        let e = self.shared.forward_task(c, m, id, principal, to, task, shared::At::of(&self.opts, self.now_ms));
-        self.apply_shared([e]);
-        true
-    }
-
-    /// Does what the shared state asked, in order.
-    pub(super) fn apply_shared(&mut self, effects: impl IntoIterator<Item = shared::Effect>) {
+    /// Does what the shared state asked, in order (a `Vec`, as
+    /// `Hub::apply_upstream` says why).
+    pub(super) fn apply_shared(&mut self, effects: Vec<shared::Effect>) {
         use shared::Effect;
         for e in effects {
             match e {
-                Effect::Out(o) => self.out.push_back(o),
+                Effect::Out(mut o) => {
+                    // The trace goes on there, this replica's span its parent.
+                    if let super::Output::Forward { client, request, traceparent, .. } = &mut o {
+                        *traceparent = self.trace.context(*client, request);
+                    }
+                    self.out.push_back(o);
+                }
                 Effect::Refuse(c, id, Refusal(code, msg, data)) => self.downward().error(c, Some(&id), code, &msg, data),
                 Effect::RefuseState(c, id, e) => {
                     let (code, msg, data) = self.relays.state_refusal(e, self.now_ms);
@@ -1020,11 +981,11 @@ impl Hub {
                 Effect::Forward(c, id, task) => {
                     let principal = self.clients.get(&c).map(|cl| cl.principal.clone()).unwrap_or_default();
                     let e = self.shared.forward_again(c, &id, &principal, task, shared::At::of(&self.opts, self.now_ms));
-                    self.apply_shared([e]);
+                    self.apply_shared(vec![e]);
                 }
                 Effect::TakeOver { c, id, task, from, why, record, msg } => {
                     if self.tasks.restore_one(&record, &super::task_ups(&self.ups), self.now_ms, Some(&from)).is_none() {
-                        self.apply_shared([shared::not_taken_over(c, &id, &from, &why)]);
+                        self.apply_shared(vec![shared::not_taken_over(c, &id, &from, &why)]);
                         continue;
                     }
                     self.log(super::Level::Warn, format!("task {task} taken over from mcpx replica '{from}', which could not answer ({why})"));
@@ -1058,6 +1019,11 @@ impl Hub {
         let Some(cl) = self.clients.get_mut(&c) else { return };
         cl.spoke_modern();
         let ctx = ReqCtx { caps, log_level, principal: cl.principal.clone(), salient: modern::salient(m) };
+        // A task another replica runs is its to answer (`shared`).
+        if let Some((to, task)) = self.tasks.elsewhere(m, self.opts.cluster.replica.as_deref()) {
+            let e = self.shared.forward_task(c, m, &id, &ctx.principal, to, task, shared::At::of(&self.opts, self.now_ms));
+            return self.apply_shared(vec![e]);
+        }
         use Method::*;
         let done = match m.call {
             ServerDiscover => {
@@ -1066,8 +1032,6 @@ impl Hub {
                 self.downward().result(c, &id, &body);
                 Ok(())
             }
-            // A task another replica runs is its to answer (`shared`).
-            TasksGet | TasksUpdate | TasksCancel if self.task_elsewhere(c, m, &id, &ctx.principal) => Ok(()),
             // Requirement: versioning-dual-era-server-selects-by-opening (conformance: legacy-only methods are -32601 on a modern request)
             Initialize | Ping | LoggingSetLevel | ResourcesSubscribe | ResourcesUnsubscribe => Err(modern::legacy_only(m)),
             SubscriptionsListen => self.listen(c, &id, &m.params_value(), &ctx),
@@ -1239,7 +1203,7 @@ impl Hub {
         }
         self.trace.client_gone(c, self.now_ms);
         for (u, id, _) in self.pending.drain_client(c) {
-            self.cancel_upstream(u, id, "the client disconnected");
+            self.ups.cancel(&mut self.out, u, id, "the client disconnected");
         }
         let fx = self.relays.drop_client(&self.ups, c);
         self.apply_relay(fx);
@@ -1298,7 +1262,7 @@ impl Hub {
             // Requirement: cancellation-log-reasons
             let server = self.ups[u].spec.name.clone();
             self.log(super::Level::Debug, format!("a client cancelled its request to server '{server}': {}", reason.as_deref().unwrap_or("no reason given")));
-            self.cancel_upstream(u, id, reason.as_deref().unwrap_or("cancelled by the client"));
+            self.ups.cancel(&mut self.out, u, id, reason.as_deref().unwrap_or("cancelled by the client"));
         } else if let Some(hid) = wire::id_u64(rid) {
             let fx = self.relays.cancelled_by_client(&self.ups, c, hid, reason.as_deref());
             self.apply_relay(fx);
@@ -1384,18 +1348,6 @@ impl Hub {
             upward::request(&mut self.out, u, id, name, params, None);
         }
         Some(id)
-    }
-
-    /// Opens (or reopens, with the current filter) the hub's listen stream
-    /// to modern upstream `u` ([`Upstreams::open_listen`]), with the
-    /// resources of it the hub's clients subscribed to.
-    pub(super) fn open_listen(&mut self, u: UpstreamId) {
-        if !self.ups[u].listens() {
-            return;
-        }
-        let uris = self.subs.uris_of(&self.ups, &self.catalog, u);
-        let fx = self.ups.open_listen(u, uris, self.opts.max_timeout_ms);
-        self.apply_upstream(fx);
     }
 
     /// `stream`: the hub's request on whose response stream it came, if any.

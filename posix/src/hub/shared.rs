@@ -369,7 +369,8 @@ impl Shared {
             return Effect::refuse(c, id, ErrorCode::InternalError, format!("mcpx is at its limit of {} requests in flight (maxPending); retry later", at.max_pending));
         }
         self.forwards.insert((c, IdKey::new(id)), what);
-        Effect::Out(Output::Forward { client: c, request: IdKey::new(id), msg: msg.to_vec(), principal: principal.to_vec(), to })
+        // The hub gives it the request's trace context (`Hub::apply_shared`).
+        Effect::Out(Output::Forward { client: c, request: IdKey::new(id), msg: msg.to_vec(), principal: principal.to_vec(), to, traceparent: None })
     }
 
     /// The runtime finished forwarding client `c`'s request `request`.

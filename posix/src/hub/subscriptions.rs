@@ -6,11 +6,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use mcpx_core::error::ErrorCode;
+use mcpx_core::meta::LOG_LEVELS;
 use mcpx_core::method::Method;
 use serde_json::{json, Value};
 
 use super::catalog::Catalog;
-use super::request::level_index;
+use super::request::{level_index, Refusal};
 use super::upstream::{Upstream, Upstreams};
 use super::{ClientId, UpstreamId};
 
@@ -124,17 +126,22 @@ impl Subscriptions {
         self.by_uri.get(uri).is_some_and(|s| s.contains(&c))
     }
 
-    /// Client `c` asks for log messages at `level` and up: the hub's level
-    /// is the one asked last (each upstream has one), sent to every
-    /// upstream that logs.
-    pub fn set_log_level(&mut self, ups: &Upstreams, c: ClientId, level: &'static str) -> Vec<Effect> {
+    /// Client `c` asks for log messages at `asked` and up
+    /// (`logging/setLevel`): the hub's level is the one asked last (each
+    /// upstream has one), sent to every upstream that logs. A level
+    /// MCP does not name is refused.
+    pub fn set_log_level(&mut self, ups: &Upstreams, c: ClientId, asked: &str) -> Result<Vec<Effect>, Refusal> {
+        // Requirement: logging-errors-setlevel
+        let Some(&level) = LOG_LEVELS.iter().find(|l| **l == asked) else {
+            return Err(Refusal(ErrorCode::InvalidParams, format!("Invalid params: unknown log level '{asked}'"), None));
+        };
         self.level = Some(level);
         let mut fx = Vec::new();
         for u in (0..ups.len()).filter(|u| ups[*u].has_cap("logging")) {
             set_level(&mut fx, ups, u, level);
         }
         fx.push(Effect::ClientLevel(c, level));
-        fx
+        Ok(fx)
     }
 
     /// Client `c`'s `resources/subscribe` (`subscribe`) or

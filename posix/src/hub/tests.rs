@@ -206,7 +206,7 @@ impl Pair {
                     Output::SaveTasks(b) => self.saved.push(b),
                     Output::SavePins(b) => self.pins_saved.push(b),
                     Output::Shared(a) => self.asks.push_back(a),
-                    Output::Forward { client, request, msg, principal, to } => self.forwards.push((client, request.bytes().to_vec(), msg, principal, to)),
+                    Output::Forward { client, request, msg, principal, to, .. } => self.forwards.push((client, request.bytes().to_vec(), msg, principal, to)),
                     #[cfg(feature = "consent")]
                     Output::Notify(n) => self.notices.push(*n),
                 }

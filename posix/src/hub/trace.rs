@@ -22,7 +22,7 @@
 //!
 //! Sans-IO: time is the hub's `now_ms`, span ids come from a WyRand seeded
 //! by the hub's secret seed. Finished spans wait in a bounded buffer that
-//! the runtime drains (`Hub::take_spans`) and exports; a span that finds
+//! the runtime drains (`Hub::trace`, `Trace::take`) and exports; a span that finds
 //! it full is dropped and counted, and so is a request over the cap of
 //! open spans. Without `"traces"` nothing here is built: the hub holds a
 //! `None`, and every hook returns at its first line.
@@ -195,9 +195,11 @@ pub(super) fn asker(id: &[u8]) -> Asker {
     Some(IdKey::new(id))
 }
 
-/// The hub's tracer; `None` inside when `"traces"` is off.
+/// The hub's tracer; `None` inside when `"traces"` is off. The runtime
+/// reaches it through `Hub::trace` for what is its: [`Trace::on`],
+/// [`Trace::take`], [`Trace::exported`]; the rest is the hub's.
 #[derive(Default)]
-pub(super) struct Trace(Option<Box<Tracer>>);
+pub struct Trace(Option<Box<Tracer>>);
 
 struct Tracer {
     /// Sampled when a draw is below this (`u64::MAX`: always).
@@ -227,7 +229,7 @@ fn text(v: mcpx_core::json::JsonValue<'_>) -> Option<String> {
 }
 
 impl Trace {
-    pub fn new(opts: Option<&TraceOptions>, seed: [u8; 32]) -> Trace {
+    pub(super) fn new(opts: Option<&TraceOptions>, seed: [u8; 32]) -> Trace {
         let Some(o) = opts else { return Trace(None) };
         let r = o.sample_ratio.clamp(0.0, 1.0);
         let threshold = if r >= 1.0 { u64::MAX } else { (r * u64::MAX as f64) as u64 };
@@ -256,7 +258,7 @@ impl Trace {
 
     /// The transport's trace context and session for client `c`'s next
     /// requests (HTTP headers; `Input::ClientTrace`).
-    pub fn transport(&mut self, c: ClientId, traceparent: Option<&[u8]>, tracestate: Option<&[u8]>, session: Option<&str>, hop: bool) {
+    pub(super) fn transport(&mut self, c: ClientId, traceparent: Option<&[u8]>, tracestate: Option<&[u8]>, session: Option<&str>, hop: bool) {
         let Some(t) = &mut self.0 else { return };
         let parent = traceparent.and_then(TraceParent::parse);
         let tracestate = tracestate.filter(|s| parent.is_some() && !s.is_empty() && s.len() <= MAX_TRACESTATE).and_then(|s| std::str::from_utf8(s).ok()).map(str::to_string);
@@ -264,7 +266,7 @@ impl Trace {
     }
 
     /// Client `c`'s request `m` arrived (`rev`: the revision it speaks).
-    pub fn request(&mut self, c: ClientId, m: &Msg<'_>, rev: Option<&str>, now: u64) {
+    pub(super) fn request(&mut self, c: ClientId, m: &Msg<'_>, rev: Option<&str>, now: u64) {
         let Some(t) = &mut self.0 else { return };
         t.request(c, m, rev, now);
     }
@@ -273,7 +275,7 @@ impl Trace {
     /// to the upstream `up` says (its name, whether it is remote, the
     /// revision spoken with it): the trace context to send with it, when
     /// traced.
-    pub fn call<'s>(&mut self, c: ClientId, id: &[u8], up_id: u64, up: impl FnOnce() -> (&'s str, bool, Option<&'static str>), now: u64) -> Option<Outgoing> {
+    pub(super) fn call<'s>(&mut self, c: ClientId, id: &[u8], up_id: u64, up: impl FnOnce() -> (&'s str, bool, Option<&'static str>), now: u64) -> Option<Outgoing> {
         let t = self.0.as_mut()?;
         let (server, remote, rev) = up();
         let span_id = t.id8();
@@ -304,7 +306,7 @@ impl Trace {
 
     /// Client `c`'s request `id` waits for `wait` from now (one wait at a
     /// time: the one before it is over).
-    pub fn wait(&mut self, c: ClientId, id: &[u8], wait: Wait, now: u64) {
+    pub(super) fn wait(&mut self, c: ClientId, id: &[u8], wait: Wait, now: u64) {
         let Some(t) = &mut self.0 else { return };
         let span_id = t.id8();
         let Some(o) = t.open.get_mut(&(c, IdKey::new(id))) else { return };
@@ -319,7 +321,7 @@ impl Trace {
     /// Client `c`'s request `id` passed the stage `name` in `took`
     /// (`refused`: the stage refused it, with this error code): a span of
     /// kind INTERNAL, a child of the request's, with the measured length.
-    pub fn stage(&mut self, c: ClientId, id: &[u8], name: &'static str, took: std::time::Duration, refused: Option<i64>, now: u64) {
+    pub(super) fn stage(&mut self, c: ClientId, id: &[u8], name: &'static str, took: std::time::Duration, refused: Option<i64>, now: u64) {
         let Some(t) = &mut self.0 else { return };
         let span_id = t.id8();
         let Some(o) = t.open.get_mut(&(c, IdKey::new(id))) else { return };
@@ -338,7 +340,7 @@ impl Trace {
     /// The hub asks client `c` (its request `hid`) for input an upstream
     /// needs for `c`'s request `cause`: an input round, a child of the
     /// call that asked, until the client answers ([`Trace::round_answered`]).
-    pub fn round(&mut self, c: ClientId, cause: &Asker, hid: u64, method: &str, now: u64) {
+    pub(super) fn round(&mut self, c: ClientId, cause: &Asker, hid: u64, method: &str, now: u64) {
         let (Some(t), Some(cause)) = (&mut self.0, cause) else { return };
         let span_id = t.id8();
         let Some(o) = t.open.get_mut(&(c, cause.clone())) else { return };
@@ -353,7 +355,7 @@ impl Trace {
 
     /// Client `c` answered the hub's request `hid` (`error`: with an
     /// error, its code): the input round's end.
-    pub fn round_answered(&mut self, c: ClientId, hid: u64, error: Option<i64>, now: u64) {
+    pub(super) fn round_answered(&mut self, c: ClientId, hid: u64, error: Option<i64>, now: u64) {
         let Some(t) = &mut self.0 else { return };
         let round = t.open.iter_mut().filter(|(k, _)| k.0 == c).flat_map(|(_, o)| o.children.iter_mut()).find(|ch| ch.open && ch.role == Role::Round(hid));
         if let Some(ch) = round {
@@ -368,7 +370,7 @@ impl Trace {
 
     /// Client `c`'s request `id` was answered, saying `outcome`: its span
     /// and its calls' end.
-    pub fn answered(&mut self, c: ClientId, id: Option<&[u8]>, outcome: Outcome, now: u64) {
+    pub(super) fn answered(&mut self, c: ClientId, id: Option<&[u8]>, outcome: Outcome, now: u64) {
         let Some(t) = &mut self.0 else { return };
         let Some(o) = id.and_then(|id| t.open.remove(&(c, IdKey::new(id)))) else { return };
         let error = match outcome {
@@ -383,7 +385,7 @@ impl Trace {
     /// kind INTERNAL under the request's, until the task ends), or its
     /// status is now `status` (`None`: it expired): a final one ends the
     /// span (an error unless completed), `input_required` is an event.
-    pub fn task(&mut self, task: &str, started_by: Option<(ClientId, Vec<u8>)>, status: Option<&str>, now: u64) {
+    pub(super) fn task(&mut self, task: &str, started_by: Option<(ClientId, Vec<u8>)>, status: Option<&str>, now: u64) {
         let Some(t) = &mut self.0 else { return };
         if let Some((c, rid)) = started_by {
             let span_id = t.id8();
@@ -421,7 +423,7 @@ impl Trace {
     }
 
     /// Client `c` is gone: what it waited for ends unanswered.
-    pub fn client_gone(&mut self, c: ClientId, now: u64) {
+    pub(super) fn client_gone(&mut self, c: ClientId, now: u64) {
         let Some(t) = &mut self.0 else { return };
         if t.next.as_ref().is_some_and(|(n, _)| *n == c) {
             t.next = None;
@@ -435,12 +437,13 @@ impl Trace {
     }
 
     /// The context that continues client `c`'s open request `id`
-    /// elsewhere (another replica): its span as the parent.
-    pub fn context(&self, c: ClientId, id: &[u8]) -> Option<[u8; LEN]> {
+    /// elsewhere (another replica, `Output::Forward`): its span as the
+    /// parent; `None` when it is not traced.
+    pub(super) fn context(&self, c: ClientId, id: &[u8]) -> Option<super::TraceHeader> {
         let o = self.0.as_ref()?.open.get(&(c, IdKey::new(id)))?;
         let mut tp = [0u8; LEN];
         TraceParent::write(&o.span.trace_id, &o.span.span_id, SAMPLED, &mut tp);
-        Some(tp)
+        Some(super::TraceHeader(Box::new(tp)))
     }
 
     /// The finished spans, for the exporter.
@@ -448,7 +451,8 @@ impl Trace {
         self.0.as_mut().map(|t| std::mem::take(&mut t.done)).unwrap_or_default()
     }
 
-    /// The exporter sent `n` spans (`ok`) or failed to.
+    /// The exporter sent `n` spans taken with [`Trace::take`] (`ok`), or
+    /// failed to: counted for `/metrics`.
     pub fn exported(&mut self, n: usize, ok: bool) {
         let Some(t) = &mut self.0 else { return };
         match ok {
@@ -457,7 +461,7 @@ impl Trace {
         }
     }
 
-    pub fn counts(&self) -> Option<TraceCounts> {
+    pub(super) fn counts(&self) -> Option<TraceCounts> {
         self.0.as_ref().map(|t| TraceCounts { dropped: t.dropped, exported: t.exported, failed: t.failed })
     }
 }

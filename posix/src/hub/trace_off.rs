@@ -44,4 +44,8 @@ impl Trace {
     pub fn on(&self) -> bool {
         false
     }
+    #[inline(always)]
+    pub fn context(&self, _: ClientId, _: &[u8]) -> Option<super::TraceHeader> {
+        None
+    }
 }

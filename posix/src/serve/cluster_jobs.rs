@@ -4,7 +4,7 @@
 //! cluster task need not import each other.
 
 use crate::hub::shared::{Answer, Ask};
-use crate::hub::{ClientId, Hub, IdKey, Input};
+use crate::hub::{ClientId, Hub, IdKey, Input, TraceHeader};
 
 /// Jobs running at once, at most.
 pub const MAX_IN_FLIGHT: usize = 1024;
@@ -12,7 +12,7 @@ pub const MAX_IN_FLIGHT: usize = 1024;
 /// A job of the cluster runtime.
 pub enum Job {
     Ask(Ask),
-    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: String },
+    Forward { client: ClientId, request: IdKey, msg: Vec<u8>, principal: Vec<u8>, to: String, traceparent: Option<TraceHeader> },
 }
 
 /// Gives the hub `answer` for an ask (none for ticket 0), `result` for a

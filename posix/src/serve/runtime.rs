@@ -443,8 +443,8 @@ impl Runtime {
             Output::Log(level, msg) => log::write(log_level(level), format_args!("{msg}")),
             // The store and the hop between replicas (issue 16).
             Output::Shared(ask) => self.cluster_job(Job::Ask(ask)),
-            Output::Forward { client, request, msg, principal, to } => {
-                self.cluster_job(Job::Forward { client, request, msg, principal, to })
+            Output::Forward { client, request, msg, principal, to, traceparent } => {
+                self.cluster_job(Job::Forward { client, request, msg, principal, to, traceparent })
             }
             #[cfg(feature = "consent")]
             Output::Notify(n) => {

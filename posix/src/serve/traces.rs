@@ -1,5 +1,5 @@
 //! The exporter of `"traces"`: the spans the hub finished
-//! (`Hub::take_spans`), POSTed as OTLP/HTTP JSON to `<endpoint>/v1/traces`
+//! (`Hub::trace`, `Trace::take`), POSTed as OTLP/HTTP JSON to `<endpoint>/v1/traces`
 //! on the remote transport's HTTP client (http and https).
 //!
 //! Never in a call's way: the hub keeps finished spans in its bounded
@@ -73,7 +73,7 @@ pub(crate) async fn flush(rt: &Rc<Runtime>, ex: &Exporter, limit: Duration) {
 }
 
 async fn export(rt: &Rc<Runtime>, ex: &Exporter) {
-    let spans = rt.feed(|h, _| h.take_spans());
+    let spans = rt.feed(|h, _| h.trace().take());
     if spans.is_empty() {
         return;
     }
@@ -96,7 +96,7 @@ async fn export(rt: &Rc<Runtime>, ex: &Exporter) {
                 false
             }
         };
-        rt.feed(|h, _| h.spans_exported(batch.len(), ok));
+        rt.feed(|h, _| h.trace().exported(batch.len(), ok));
     }
 }
 

@@ -159,12 +159,35 @@ impl Clients {
         PeerCaps { url_elicitation }
     }
 
+    /// The request context a 2026-07-28 upstream gets in `_meta` for
+    /// client `c`'s request (`ctx`: a modern client's own; `task`: the
+    /// upstream is asked to run it as a task): the hub's revision, the
+    /// capabilities it relays, its `clientInfo`, and the log level (the
+    /// request's own; for a legacy client that set one with
+    /// `logging/setLevel`, the last one set, `legacy_level`: modern
+    /// servers log per request).
+    pub(in crate::hub) fn upstream_context(&self, c: ClientId, ctx: Option<&ReqCtx>, task: bool, opts: &super::HubOptions, legacy_level: Option<&str>) -> serde_json::Map<String, Value> {
+        let mut caps = self.caps_for_upstream(c, ctx, opts.roots.is_some());
+        if let (true, Some(o)) = (task, caps.as_object_mut()) {
+            super::apps::add_extension(o, tasks::EXT, json!({}));
+        }
+        let mut meta = super::modern::upstream_meta(opts, caps);
+        let level = match ctx {
+            Some(x) => x.log_level,
+            None => self.get(&c).filter(|cl| cl.log_level.is_some()).and(legacy_level).and_then(super::request::level_index),
+        };
+        if let Some(l) = level {
+            meta.insert(mcpx_core::meta::LOG_LEVEL_KEY.into(), json!(mcpx_core::meta::LOG_LEVELS[l]));
+        }
+        meta
+    }
+
     /// Client capabilities the hub declares to a modern upstream on behalf
     /// of client `c` (whose request has context `ctx` when modern): what the
     /// hub can satisfy for it, i.e. what the client declared of sampling,
     /// elicitation and roots (roots always when the configuration gives
     /// them: `roots_configured`).
-    pub(in crate::hub) fn caps_for_upstream(&self, c: ClientId, ctx: Option<&ReqCtx>, roots_configured: bool) -> Value {
+    fn caps_for_upstream(&self, c: ClientId, ctx: Option<&ReqCtx>, roots_configured: bool) -> Value {
         let declared = match ctx {
             Some(x) => x.caps.clone(),
             None => self.get(&c).map(|cl| {

@@ -74,7 +74,6 @@ use super::{ClientId, HubOptions, Level, UpstreamId};
 use table::{Full, Outcome, Status, Table, Task};
 
 pub(super) use mcpx_core::task::EXTENSION as EXT;
-pub(super) use ids::owner;
 pub(super) use legacy::InputTo;
 pub use persist::TASK_STATE_MAX;
 
@@ -372,6 +371,24 @@ impl Tasks {
     /// A fresh task id.
     pub fn new_id(&mut self) -> String {
         self.ids.next()
+    }
+
+    /// The replica other than `me` that runs the task modern request `m`
+    /// (`tasks/get`, `tasks/update`, `tasks/cancel`) names, and the task's
+    /// id: the request is that replica's to answer (`shared`). `None` for
+    /// a hub alone, for another request, and for a task this hub holds.
+    pub fn elsewhere(&self, m: &Msg, me: Option<&str>) -> Option<(String, String)> {
+        let me = me?;
+        if !matches!(m.call, Method::TasksGet | Method::TasksUpdate | Method::TasksCancel) {
+            return None;
+        }
+        let task = m.param(&["taskId"]).and_then(|r| wire::string_at(m.raw, r))?;
+        // A task taken over from a replica that is gone is this one's now.
+        if self.has(&task) {
+            return None;
+        }
+        let owner = ids::owner(&task).filter(|o| *o != me)?.to_string();
+        Some((owner, task))
     }
 
     /// `who`'s request of `method` was just forwarded to `up` as `call`

@@ -37,7 +37,7 @@ fn call(p: &mut Pair, c: ClientId, u: UpstreamId, name: &str, meta: Value, answe
 }
 
 fn spans(p: &mut Pair) -> Vec<Span> {
-    p.hub.take_spans()
+    p.hub.trace().take()
 }
 
 #[test]
@@ -45,7 +45,7 @@ fn a_call_is_a_server_span_and_a_client_span_continuing_the_callers_trace() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
     p.now = 5000;
     let c = p.client("2025-06-18", json!({}));
-    p.hub.take_spans(); // its initialize's
+    p.hub.trace().take(); // its initialize's
     let up = call(&mut p, c, 0, "fs__read", json!({ "traceparent": TP, "tracestate": "congo=t61rcWkgMzE", "baggage": "a=1" }), json!({ "content": [] }));
     let s = spans(&mut p);
     assert_eq!(s.len(), 2, "{s:?}");
@@ -87,7 +87,7 @@ fn a_call_is_a_server_span_and_a_client_span_continuing_the_callers_trace() {
 fn without_context_a_trace_starts_here_and_errors_say_their_type() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
     let c = p.client("2025-06-18", json!({}));
-    p.hub.take_spans(); // its initialize's
+    p.hub.trace().take(); // its initialize's
     let up = call(&mut p, c, 0, "fs__read", json!({}), json!({ "code": -32602, "message": "bad" }));
     let s = spans(&mut p);
     assert_eq!(s.len(), 2);
@@ -115,7 +115,7 @@ fn without_context_a_trace_starts_here_and_errors_say_their_type() {
 fn the_transports_headers_are_the_parent_when_meta_has_none() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
     let c = p.client("2025-06-18", json!({}));
-    p.hub.take_spans(); // its initialize's
+    p.hub.trace().take(); // its initialize's
     let other = "00-11111111111111111111111111111111-2222222222222222-01";
     p.hub.handle(Input::ClientTrace { client: c, traceparent: Some(other.as_bytes()), tracestate: Some(b"k=v"), session: Some("abc"), hop: false }, p.now);
     let up = call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
@@ -138,7 +138,7 @@ fn the_transports_headers_are_the_parent_when_meta_has_none() {
 fn sampling_follows_the_caller_then_the_ratio() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(0.0, 64));
     let c = p.client("2025-06-18", json!({}));
-    p.hub.take_spans(); // its initialize's
+    p.hub.trace().take(); // its initialize's
     // Ratio 0: a trace that starts here is not recorded, nothing is added.
     let up = call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
     assert!(up["params"]["_meta"].get("traceparent").is_none(), "{up}");
@@ -157,12 +157,12 @@ fn sampling_follows_the_caller_then_the_ratio() {
 fn a_full_queue_drops_spans_and_counts_them() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 3));
     let c = p.client("2025-06-18", json!({}));
-    p.hub.take_spans(); // its initialize's
+    p.hub.trace().take(); // its initialize's
     for _ in 0..3 {
         call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
     }
     assert_eq!(spans(&mut p).len(), 3);
-    p.hub.spans_exported(3, true);
+    p.hub.trace().exported(3, true);
     let m = p.hub.metrics_text(0, 0).unwrap();
     assert!(m.contains("mcpx_trace_spans_total{outcome=\"dropped\"} 3"), "{m}");
     assert!(m.contains("mcpx_trace_spans_total{outcome=\"exported\"} 3"), "{m}");
@@ -172,7 +172,7 @@ fn a_full_queue_drops_spans_and_counts_them() {
 fn a_client_gone_ends_its_spans_and_tracing_off_records_nothing() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
     let c = p.client("2025-06-18", json!({}));
-    p.hub.take_spans(); // its initialize's
+    p.hub.trace().take(); // its initialize's
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "fs__read", "arguments": {} } }));
     p.take_up(0);
     p.hub.handle(Input::ClientDisconnected(c), p.now);
@@ -181,9 +181,9 @@ fn a_client_gone_ends_its_spans_and_tracing_off_records_nothing() {
     assert!(s.iter().all(|sp| attr(sp, "error.type") == Some("cancelled")));
 
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], HubOptions::default());
-    assert!(!p.hub.tracing());
+    assert!(!p.hub.trace().on());
     let c = p.client("2025-06-18", json!({}));
-    p.hub.take_spans(); // its initialize's
+    p.hub.trace().take(); // its initialize's
     let up = call(&mut p, c, 0, "fs__read", json!({}), json!({ "content": [] }));
     assert!(up["params"]["_meta"].get("traceparent").is_none());
     assert!(spans(&mut p).is_empty());
@@ -197,7 +197,7 @@ fn a_remote_upstream_gets_the_trace_as_a_header_too() {
     let mut p = Pair::new(s, traced(1.0, 64));
     p.start(0, Fake::tools(&["get"]));
     let c = p.client("2025-06-18", json!({}));
-    p.hub.take_spans(); // its initialize's
+    p.hub.trace().take(); // its initialize's
     let up = call(&mut p, c, 0, "web__get", json!({ "traceparent": TP }), json!({ "content": [] }));
     let header = p.upward.iter().rev().find_map(|(_, v, about)| match about {
         Upward::Request { traceparent: Some(t), .. } if v["method"] == "tools/call" => Some(String::from_utf8(t.bytes().to_vec()).unwrap()),
@@ -212,13 +212,13 @@ fn a_remote_upstream_gets_the_trace_as_a_header_too() {
 fn another_replica_continues_the_trace_under_this_ones_span() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
     let c = p.client("2025-06-18", json!({}));
-    p.hub.take_spans();
+    p.hub.trace().take();
     p.send(c, json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": { "name": "fs__read", "arguments": {}, "_meta": { "traceparent": TP } } }));
     let up = p.take_up(0);
     // What a Forward of this request carries: this span as the parent.
-    let ctx = String::from_utf8(p.hub.trace_context(c, b"9").unwrap().to_vec()).unwrap();
+    let ctx = String::from_utf8(p.hub.trace().context(c, b"9").unwrap().bytes().to_vec()).unwrap();
     assert!(ctx.starts_with(&format!("00-{TRACE_ID}-")) && ctx.ends_with("-01"), "{ctx}");
-    assert!(p.hub.trace_context(c, b"10").is_none());
+    assert!(p.hub.trace().context(c, b"10").is_none());
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": up["id"], "result": { "content": [] } }));
     p.take(c);
     let server = spans(&mut p).pop().unwrap();
@@ -228,7 +228,7 @@ fn another_replica_continues_the_trace_under_this_ones_span() {
     // client's own in `_meta`.
     let mut q = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
     let d = q.client("2025-06-18", json!({}));
-    q.hub.take_spans();
+    q.hub.trace().take();
     q.hub.handle(Input::ClientTrace { client: d, traceparent: Some(ctx.as_bytes()), tracestate: None, session: None, hop: true }, q.now);
     call(&mut q, d, 0, "fs__read", json!({ "traceparent": TP }), json!({ "content": [] }));
     let s = spans(&mut q);
@@ -253,7 +253,7 @@ fn an_approval_wait_and_an_input_round_are_spans_of_their_own() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["write"]))], opts);
     p.now = 1000;
     let c = p.client("2025-06-18", json!({ "elicitation": { "form": {} } }));
-    p.hub.take_spans();
+    p.hub.trace().take();
     p.send(c, json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": "fs__write", "arguments": {} } }));
     let ask = p.take(c);
     assert_eq!(ask["method"], "elicitation/create", "{ask}");
@@ -296,7 +296,7 @@ fn a_start_wait_is_a_span_and_an_open_round_ends_with_its_request() {
     p.pump();
     p.now = 1100;
     let c = p.client("2025-11-25", json!({ "elicitation": {} }));
-    p.hub.take_spans();
+    p.hub.trace().take();
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "z__y" } }));
     p.now = 1400;
     p.start(0, Fake::tools(&["y"]));
@@ -324,7 +324,7 @@ fn a_task_is_a_span_from_its_creation_to_its_end() {
     let mut p = Pair::with(vec![("fs", Fake::tools(&["read"]))], traced(1.0, 64));
     p.now = 2000;
     let c = p.client("2025-11-25", json!({ "tasks": {} }));
-    p.hub.take_spans();
+    p.hub.trace().take();
     let created = p.request(c, json!(3), "tools/call", json!({ "name": "fs__read", "arguments": {}, "task": { "ttl": 60000 } }));
     let task = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
     let up = p.take_up(0);
@@ -344,7 +344,7 @@ fn a_task_is_a_span_from_its_creation_to_its_end() {
     let created = p.request(c, json!(4), "tools/call", json!({ "name": "fs__read", "arguments": {}, "task": { "ttl": 1000 } }));
     assert!(created["result"]["task"]["taskId"].is_string(), "{created}");
     p.take_up(0);
-    p.hub.take_spans();
+    p.hub.trace().take();
     p.advance(1500);
     let s = spans(&mut p);
     let t = named(&s, "task tools/call fs__read");
@@ -363,7 +363,7 @@ fn validation_is_a_measured_span_that_says_when_it_refused() {
     let mut p = Pair::with(vec![("a", f), ("b", Fake::tools(&["free"]))], opts);
     let c = p.client("2025-11-25", json!({}));
     p.names(c);
-    p.hub.take_spans();
+    p.hub.trace().take();
     let r = p.request(c, json!(3), "tools/call", json!({ "name": "a__typed", "arguments": { "count": "three" } }));
     assert_eq!(r["error"]["code"], -32602, "{r}");
     let s = spans(&mut p);

@@ -34,6 +34,8 @@
 //! own requests as written upward (`router`); timeouts of requests in
 //! flight and the tick over every subsystem (`Hub::on_tick`).
 
+use std::collections::VecDeque;
+
 use serde_json::{json, Value};
 
 use mcpx_core::method::Method;
@@ -52,7 +54,7 @@ mod listing;
 mod reload;
 mod status;
 use super::wire::{self, Msg};
-use super::{ConfigError, HubOptions, Level, UpstreamId, UpstreamSpec};
+use super::{ConfigError, HubOptions, Level, Output, UpstreamId, UpstreamSpec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum State {
@@ -262,6 +264,15 @@ impl Upstreams {
         self.0[u].next_request_id()
     }
 
+    /// Tells `u`, when it is up, that the hub no longer waits for its
+    /// request `id` (`notifications/cancelled`, written to `out`).
+    pub(in crate::hub) fn cancel(&self, out: &mut VecDeque<Output>, u: UpstreamId, id: u64, reason: &str) {
+        if self.0[u].is_up() {
+            let p = json!({ "requestId": id, "reason": reason });
+            super::upward::notification(out, u, Method::Cancelled, Some(&serde_json::to_vec(&p).unwrap_or_default()));
+        }
+    }
+
     /// A new slot at the end (the catalog needs one too).
     pub(in crate::hub) fn push(&mut self, up: Upstream) -> UpstreamId {
         self.0.push(up);
@@ -419,7 +430,9 @@ pub(super) enum Effect {
     Cancel { u: UpstreamId, id: u64, reason: &'static str },
     /// Close the hub's request `id` to `u`, if still open, telling it why.
     Close { u: UpstreamId, id: u64, reason: &'static str },
-    /// (Re)open the hub's listen stream to `u`.
+    /// (Re)open the hub's listen stream to `u` if it takes one, with the
+    /// current filter ([`Upstreams::open_listen`]; also the subscriptions'
+    /// ask when theirs change).
     OpenListen(UpstreamId),
     /// Tell `u` `notifications/initialized`.
     Initialized(UpstreamId),
