@@ -62,7 +62,7 @@ armhf_sysroot() { # prints the folder with libc.a, the start files and mcpx.spec
     local dir="$root/target/edge-sysroot/armv7-musl" lib
     lib="$dir/usr/lib/arm-linux-musleabihf"
     if [ ! -f "$lib/mcpx.specs" ]; then
-        command -v curl >/dev/null || die "curl is needed to fetch musl for armhf"
+        need_cmd curl curl
         mkdir -p "$dir"
         log "fetching $MUSL_ARMHF_DEB"
         curl -fsSL -o "$dir/musl-dev.deb" "$MUSL_ARMHF_DEB" || die "cannot fetch $MUSL_ARMHF_DEB"

@@ -891,8 +891,10 @@ impl Hub {
             Input::AskedToAuthorize { up, ask } => {
                 // Calls in flight to it (its principal's tokens went: a logout) are told now,
                 // those parked for its start when it exits.
-                for (c, id, method, ctx) in self.pending.take_client_calls(up) {
-                    self.ask_to_authorize(c, id.bytes(), &method, ctx.map(|x| *x), &ask);
+                for (_, f) in self.pending.drain_client_calls_to(up) {
+                    if let Origin::Client { client, id, method, modern, .. } = f.origin {
+                        self.ask_to_authorize(client, id.bytes(), &method, modern.map(|x| *x), &ask);
+                    }
                 }
                 self.starts.asked(up, ask);
             }

@@ -274,9 +274,19 @@ impl Pending {
         self.by_client.get(&(c, IdKey::new(id))).copied()
     }
 
-    /// Everything waiting on upstream `u`.
+    /// Everything waiting on upstream `u`, oldest key first.
     pub fn drain_upstream(&mut self, u: UpstreamId) -> Vec<(u64, Fwd)> {
-        let keys: Vec<u64> = self.map.keys().filter(|k| k.0 == u).map(|k| k.1).collect();
+        self.drain_upstream_if(u, |_| true)
+    }
+
+    /// The calls in flight to `u` for clients, taken, oldest key first.
+    #[cfg(feature = "secrets")]
+    pub fn drain_client_calls_to(&mut self, u: UpstreamId) -> Vec<(u64, Fwd)> {
+        self.drain_upstream_if(u, |o| matches!(o, Origin::Client { .. }))
+    }
+
+    fn drain_upstream_if(&mut self, u: UpstreamId, which: impl Fn(&Origin) -> bool) -> Vec<(u64, Fwd)> {
+        let keys: Vec<u64> = self.map.iter().filter(|(k, f)| k.0 == u && which(&f.origin)).map(|(k, _)| k.1).collect();
         let mut out: Vec<(u64, Fwd)> = keys.into_iter().filter_map(|id| Some((id, self.take(u, id)?))).collect();
         out.sort_by_key(|(id, _)| *id);
         out
@@ -299,19 +309,6 @@ impl Pending {
         let mut keys: Vec<_> = self.by_client.iter().filter(|(k, _)| which(k.0)).map(|(k, v)| (k.0, *v)).collect();
         keys.sort();
         keys.into_iter().filter_map(|(_, (u, id))| Some((u, id, self.take(u, id)?))).collect()
-    }
-
-    /// The calls in flight to `u` for clients, taken: (client, its id, the
-    /// method, the modern context).
-    #[cfg(feature = "secrets")]
-    pub fn take_client_calls(&mut self, u: UpstreamId) -> Vec<(ClientId, IdKey, Called, Option<Box<ReqCtx>>)> {
-        let ids: Vec<u64> = self.map.iter().filter(|(k, f)| k.0 == u && matches!(f.origin, Origin::Client { .. })).map(|(k, _)| k.1).collect();
-        ids.into_iter()
-            .filter_map(|n| match self.take(u, n)?.origin {
-                Origin::Client { client, id, method, modern, .. } => Some((client, id, method, modern)),
-                _ => None,
-            })
-            .collect()
     }
 
     /// Calls to `u` made for clients, in flight or held for a modern
