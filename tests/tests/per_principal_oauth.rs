@@ -66,27 +66,62 @@ struct Setup {
     hub: HttpServer,
     _as: HttpServer,
     _config: Hub,
+    /// Where a second replica would listen (its callback is registered).
+    second_port: u16,
+}
+
+/// The state key (a key file: `"state": {"keyFile"}`), with which each
+/// principal's tokens are kept encrypted.
+const STATE_KEY: &str = "5f1c0a9e7d3b2c4a6e8f0d1b3c5a7e9f2d4b6a8c0e1f3a5b7c9d0e2f4a6b8c1d";
+
+/// A config for mcpx at `public` in front of `upstream`; with `redis`, its
+/// state in that Redis.
+fn hub_config(public: &str, upstream: &str, redis: Option<u16>) -> Hub {
+    let tokens: serde_json::Map<String, Value> = TOKENS.iter().map(|(n, t)| (n.to_string(), json!(t))).collect();
+    let mut state = json!({ "keyFile": "state.key" });
+    if let Some(port) = redis {
+        state["url"] = json!(format!("redis://127.0.0.1:{port}/0"));
+    }
+    let hub = HubConfig::new()
+        .remote("gh", json!({ "url": upstream, "isolation": "client",
+            "oauth": { "clientId": "mcpx", "perPrincipal": true, "publicUrl": public } }))
+        .set("auth", json!({ "tokens": tokens }))
+        .set("policy", json!({ "audit": { "file": "audit.jsonl" } }))
+        .set("state", state)
+        .write();
+    std::fs::write(hub.dir().join("state.key"), STATE_KEY).unwrap();
+    hub
+}
+
+/// `mcpx serve --http` of `config` at `port`, its state under `env`.
+fn serve(env: &str, config: &str, port: u16) -> HttpServer {
+    let addr = format!("127.0.0.1:{port}");
+    HttpServer::start(&Cmd::new("env", &[env, mcpx().to_str().unwrap(), "serve", "--config", config, "--http", &addr]), port, "/mcp")
 }
 
 impl Setup {
     fn start() -> Setup {
+        Setup::start_with(None)
+    }
+
+    /// With `redis`: the first replica of several sharing that Redis.
+    fn start_with(redis: Option<u16>) -> Setup {
         let (as_port, up_port, hub_port) = (free_port(), free_port(), free_port());
         let public = format!("http://127.0.0.1:{hub_port}");
         let issuer = format!("http://127.0.0.1:{as_port}");
         let callback = format!("{public}/oauth/callback");
         // Access tokens last 32 s: 2 s later they are within the 30 s mcpx refreshes ahead of expiry.
-        let as_cmd = Cmd::new(node(), &[driver("oidc_as.mjs").to_str().unwrap(), "--port", &as_port.to_string(), "--redirect", &callback, "--redirect", "http://127.0.0.1/callback", "--access-ttl", "32"]);
-        let _as = HttpServer::start(&as_cmd, as_port, "");
+        let mut as_args = vec![driver("oidc_as.mjs").to_str().unwrap().to_string(), "--port".into(), as_port.to_string(), "--redirect".into(), callback];
+        as_args.extend(["--redirect".into(), "http://127.0.0.1/callback".into(), "--access-ttl".into(), "32".into()]);
+        // A second replica's callback, at the next port asked for (registered up front).
+        let second = free_port();
+        as_args.extend(["--redirect".into(), format!("http://127.0.0.1:{second}/oauth/callback")]);
+        let as_args: Vec<&str> = as_args.iter().map(String::as_str).collect();
+        let _as = HttpServer::start(&Cmd::new(node(), &as_args), as_port, "");
         let up_cmd = Cmd::new(python("1.30.0"), &[driver("py_protected_server.py").to_str().unwrap(), "--port", &up_port.to_string(), "--issuer", &issuer]);
         let upstream = HttpServer::start(&up_cmd, up_port, "/mcp");
 
-        let tokens: serde_json::Map<String, Value> = TOKENS.iter().map(|(n, t)| (n.to_string(), json!(t))).collect();
-        let hub = HubConfig::new()
-            .remote("gh", json!({ "url": upstream.url, "isolation": "client",
-                "oauth": { "clientId": "mcpx", "perPrincipal": true, "publicUrl": public } }))
-            .set("auth", json!({ "tokens": tokens }))
-            .set("policy", json!({ "audit": { "file": "audit.jsonl" } }))
-            .write();
+        let hub = hub_config(&public, &upstream.url, redis);
         let state = hub.dir().join("state");
         let config = hub.config.to_str().unwrap().to_string();
         let env = format!("XDG_STATE_HOME={}", state.display());
@@ -97,10 +132,17 @@ impl Setup {
         let r = run_argv(&login, Duration::from_secs(60));
         assert_eq!(r.code, Some(0), "auth login: {}\n{}", r.stdout, r.stderr);
 
-        let addr = format!("127.0.0.1:{hub_port}");
-        let serve = Cmd::new("env", &[&env, mcpx().to_str().unwrap(), "serve", "--config", &config, "--http", &addr]);
-        let server = HttpServer::start(&serve, hub_port, "/mcp");
-        Setup { public, issuer, env, config, state, upstream, hub: server, _as, _config: hub }
+        let server = serve(&env, &config, hub_port);
+        Setup { public, issuer, env, config, state, upstream, hub: server, _as, _config: hub, second_port: second }
+    }
+
+    /// Another replica sharing the first's Redis, state folder and key, at
+    /// its own address (a person's link and callback come back to the
+    /// replica that made the link): its URL and config.
+    fn second_replica(&self, redis: u16) -> (HttpServer, Hub) {
+        let port = self.second_port;
+        let hub = hub_config(&format!("http://127.0.0.1:{port}"), &self.upstream.url, Some(redis));
+        (serve(&self.env, hub.config.to_str().unwrap(), port), hub)
     }
 
     /// The browser command the SDK drivers run (the URL last): signs in to
@@ -214,10 +256,16 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     assert!(served.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).is_some_and(|n| n >= 2.0), "{}", metrics.text);
     assert!(!metrics.text.contains("identity=\"server\""), "gh is reached only as each principal: {}", metrics.text);
 
-    // The token store keeps each principal's apart, owner-only.
+    // The token store keeps each principal's apart, owner-only, encrypted
+    // with the state key (the operator's own login stays readable to `mcpx auth status`).
     let store = std::fs::read_to_string(state.join("mcpx/oauth-tokens.json")).unwrap();
     let v: Value = serde_json::from_str(&store).unwrap();
-    assert!(v["principals"]["alice"]["gh"]["accessToken"].is_string() && v["principals"]["bob"]["gh"]["accessToken"].is_string(), "{v}");
+    for who in ["alice", "bob"] {
+        let kept = v["principals"][who]["gh"].as_str().unwrap_or_else(|| panic!("{who}'s tokens kept: {v}"));
+        assert!(kept.starts_with("v1.") && !kept.contains("eyJ"), "{kept}");
+    }
+    let principals = v["principals"].to_string();
+    assert!(!principals.contains("accessToken") && !principals.contains("eyJ") && !principals.contains("refresh"), "{principals}");
     assert!(v["principals"].get("carol").is_none());
     assert!(!store.contains("tok-alice"), "a client's token to mcpx is never kept or sent up");
 
@@ -232,12 +280,82 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     let r = run_argv(&logout, Duration::from_secs(20));
     assert!(r.stdout.contains("logged out for principal 'alice'"), "{}\n{}", r.stdout, r.stderr);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(state.join("mcpx/oauth-tokens.json")).unwrap()).unwrap();
-    assert!(v["principals"]["alice"].get("gh").is_none() && v["principals"]["bob"]["gh"].is_object(), "{v}");
+    assert!(v["principals"]["alice"].get("gh").is_none() && v["principals"]["bob"]["gh"].is_string(), "{v}");
     // The running hub asks her again at her next call; bob goes on as himself.
     let r = call(url, "alice", &a, "gh__whoami");
     assert_eq!(r["error"]["code"], -32042, "asked again after the logout: {r}");
     let r = post_modern(url, token("bob"), &modern_request(3, "tools/call", json!({ "name": "gh__whoami", "arguments": {} }), caps));
     assert_eq!(r["result"]["content"][0]["text"], format!("sub=bob {up_aud}"), "{r}");
+}
+
+/// The link a -32042 error `r` asks to open.
+fn asked_link(r: &Value) -> String {
+    assert_eq!(r["error"]["code"], -32042, "{r}");
+    r["error"]["data"]["elicitations"][0]["url"].as_str().unwrap().to_string()
+}
+
+/// Two replicas sharing Redis and the state key: each principal's tokens
+/// are kept there, encrypted (and sealed, as every value there is). A person
+/// who authorized through one replica calls as themselves through the
+/// other; bob is asked for his own and never given alice's; a logout holds
+/// on both.
+#[test]
+fn replicas_sharing_redis_keep_each_principals_tokens_for_all() {
+    let (_redis, redis_port) = redis_server();
+    let setup = Setup::start_with(Some(redis_port));
+    let (second, second_config) = setup.second_replica(redis_port);
+    let (a, b) = (&setup.hub.url, &second.url);
+    let up_aud = format!("aud={}", setup.upstream.url);
+    let caps = json!({ "elicitation": { "form": {}, "url": {} } });
+
+    // alice authorizes through replica A, and calls as herself there...
+    let alice_a = session(a, "alice", caps.clone());
+    let link = asked_link(&call(a, "alice", &alice_a, "gh__whoami"));
+    assert!(link.starts_with(&format!("{}/connect/", setup.public)), "{link}");
+    assert_eq!(browser(&link, "alice", "alice").json["status"], 200);
+    assert_eq!(text(&call(a, "alice", &alice_a, "gh__whoami")), format!("sub=alice {up_aud}"));
+    // ... and through replica B at once, not asked again.
+    let alice_b = session(b, "alice", caps.clone());
+    assert_eq!(text(&call(b, "alice", &alice_b, "gh__whoami")), format!("sub=alice {up_aud}"));
+
+    // bob through B is asked for his own, authorizes there, and is himself through A.
+    let bob_b = session(b, "bob", caps.clone());
+    let link = asked_link(&call(b, "bob", &bob_b, "gh__whoami"));
+    assert!(link.starts_with(&format!("http://127.0.0.1:{}/connect/", setup.second_port)), "{link}");
+    assert_eq!(browser(&link, "bob", "bob").json["status"], 200);
+    assert_eq!(text(&call(b, "bob", &bob_b, "gh__whoami")), format!("sub=bob {up_aud}"));
+    let bob_a = session(a, "bob", caps.clone());
+    assert_eq!(text(&call(a, "bob", &bob_a, "gh__whoami")), format!("sub=bob {up_aud}"));
+
+    // Kept in Redis, not in the file; no token readable there.
+    let redis_get = |key: &str| {
+        let out = std::process::Command::new("redis-cli").args(["-p", &redis_port.to_string(), "--raw", "GET", key]).output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    for who in ["alice", "bob"] {
+        let kept = redis_get(&format!("mcpx:oauth-tokens:gh:{who}"));
+        assert!(kept.starts_with("v1.") && kept.len() > 100, "{who}: {kept:?}");
+        assert!(!kept.contains("eyJ") && !kept.contains("accessToken"), "{who}'s tokens are encrypted: {kept}");
+    }
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(setup.state.join("mcpx/oauth-tokens.json")).unwrap()).unwrap();
+    assert!(file.get("principals").is_none(), "{file}");
+
+    // The provider issued alice's and bob's once each, for the server only.
+    let log = http(&format!("{}/test/log", setup.issuer), &[], None).json;
+    let codes = |who: &str| log.as_array().unwrap().iter().filter(|g| g["sub"] == who && g["grant_type"] == "authorization_code").count();
+    assert_eq!((codes("alice"), codes("bob")), (1, 1), "{log}");
+
+    // `mcpx auth logout gh --principal alice` (B's config): both replicas ask her again; bob goes on.
+    let logout: Vec<String> = ["env", &setup.env, mcpx().to_str().unwrap(), "auth", "logout", "gh", "--principal", "alice", "--config", second_config.config.to_str().unwrap()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let r = run_argv(&logout, Duration::from_secs(20));
+    assert!(r.stdout.contains("logged out for principal 'alice' (tokens removed from the shared state store)"), "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(redis_get("mcpx:oauth-tokens:gh:alice"), "");
+    asked_link(&call(a, "alice", &alice_a, "gh__whoami"));
+    asked_link(&call(b, "alice", &alice_b, "gh__whoami"));
+    assert_eq!(text(&call(a, "bob", &bob_a, "gh__whoami")), format!("sub=bob {up_aud}"));
 }
 
 /// Reads the SSE stream of a GET to `url` until a message with `method`

@@ -24,8 +24,9 @@ impl MacKey {
         MacKey(m.finalize().into_bytes().into())
     }
 
-    /// The key itself (tests: it is not the secret).
-    #[cfg(test)]
+    /// The key itself (to key another primitive: an AEAD; tests: it is
+    /// not the secret).
+    #[cfg(any(test, feature = "secrets"))]
     pub fn bytes(&self) -> &[u8; 32] {
         &self.0
     }

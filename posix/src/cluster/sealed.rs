@@ -40,7 +40,7 @@ pub struct Kind {
 }
 
 /// Every kind of value mcpx writes, with its bound.
-pub const KINDS: [Kind; 7] = [
+pub const KINDS: [Kind; 8] = [
     Kind { prefix: "mcpx:lists:", what: "a server's listing", max_len: 1 << 20 },
     Kind { prefix: "mcpx:task:", what: "a task's record", max_len: 64 << 10 },
     // A replica id (at most `hub::shared::MAX_REPLICA_LEN`).
@@ -54,6 +54,8 @@ pub const KINDS: [Kind; 7] = [
     // of every server, and the changes seen.
     Kind { prefix: "mcpx:pins", what: "the pins", max_len: 4 << 20 },
     Kind { prefix: "mcpx:approvals-waiting:", what: "a replica's calls waiting for approval", max_len: crate::hub::approvals::MAX_ANNOUNCED },
+    // Encrypted besides (`remote::oauth::kept`, whose prefix a test holds equal).
+    Kind { prefix: "mcpx:oauth-tokens:", what: "a principal's tokens for a server", max_len: 16 << 10 },
 ];
 
 /// The kind of store key `key`; `None`: not a key mcpx writes values to.
@@ -204,10 +206,15 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "secrets")]
+    const OAUTH_TOKENS: &str = crate::remote::oauth::kept::SHARED_PREFIX;
+    #[cfg(not(feature = "secrets"))]
+    const OAUTH_TOKENS: &str = "mcpx:oauth-tokens:";
+
     #[test]
     fn each_kind_is_bounded_when_written() {
         let bounds: Vec<(&str, usize)> = KINDS.iter().map(|k| (k.prefix, k.max_len)).collect();
-        assert_eq!(bounds, [("mcpx:lists:", 1 << 20), ("mcpx:task:", 64 << 10), ("mcpx:session:", 64), ("mcpx:session-state:", 64 << 10), ("mcpx:approval:", 4 << 10), ("mcpx:pins", 4 << 20), ("mcpx:approvals-waiting:", 1 << 20)]);
+        assert_eq!(bounds, [("mcpx:lists:", 1 << 20), ("mcpx:task:", 64 << 10), ("mcpx:session:", 64), ("mcpx:session-state:", 64 << 10), ("mcpx:approval:", 4 << 10), ("mcpx:pins", 4 << 20), ("mcpx:approvals-waiting:", 1 << 20), ("mcpx:oauth-tokens:", 16 << 10)]);
         // The keys the store is given are of these kinds.
         let keys = [
             crate::hub::shared::lists_key("x"),
@@ -217,9 +224,10 @@ mod tests {
             crate::hub::shared::approval_key("p", "s", "t", &[0; 32]),
             crate::hub::shared::PINS_KEY.to_string(),
             crate::hub::shared::waiting_key("x"),
+            format!("{}x:y", OAUTH_TOKENS),
         ];
         let kinds: Vec<Option<&str>> = keys.iter().map(|k| kind(k).map(|k| k.prefix)).collect();
-        assert_eq!(kinds, [Some("mcpx:lists:"), Some("mcpx:task:"), Some("mcpx:session:"), Some("mcpx:session-state:"), Some("mcpx:approval:"), Some("mcpx:pins"), Some("mcpx:approvals-waiting:")]);
+        assert_eq!(kinds, [Some("mcpx:lists:"), Some("mcpx:task:"), Some("mcpx:session:"), Some("mcpx:session-state:"), Some("mcpx:approval:"), Some("mcpx:pins"), Some("mcpx:approvals-waiting:"), Some("mcpx:oauth-tokens:")]);
         for kind in KINDS {
             let key = format!("{}x", kind.prefix);
             assert!(k().seal(&key, &vec![b'x'; kind.max_len]).is_ok(), "{}", kind.what);

@@ -593,5 +593,26 @@ fn without_credentials(url: &str) -> String {
     }
 }
 
+
+/// Each principal's own tokens (`"perPrincipal"` servers), kept here when
+/// replicas share state: every replica's calls of a person go with them.
+#[cfg(feature = "secrets")]
+impl crate::remote::oauth::kept::Shared for Store {
+    fn get<'a>(&'a self, key: &'a str) -> crate::remote::oauth::kept::Answer<'a, Option<Vec<u8>>> {
+        Box::pin(async move { Store::get(self, key).await.map_err(|Unavailable(why)| why) })
+    }
+
+    fn put<'a>(&'a self, key: &'a str, value: &'a [u8]) -> crate::remote::oauth::kept::Answer<'a, ()> {
+        Box::pin(async move { Store::put(self, key, value, 0).await.map_err(|Unavailable(why)| why) })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> crate::remote::oauth::kept::Answer<'a, bool> {
+        Box::pin(async move {
+            let Some(value) = Store::get(self, key).await.map_err(|Unavailable(why)| why)? else { return Ok(false) };
+            self.delete_if(key, &value, &[]).await.map_err(|Unavailable(why)| why)
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -51,7 +51,7 @@ fn login(cfg: &Config, name: &str, open_with: Option<String>) -> Result<(), Stri
     let a = Authorizer::new(name, url, o.clone(), r.ca_file.clone(), Duration::from_secs(10), Interaction::Login { open_with });
     smol::block_on(a.login()).map_err(|e| format!("auth login {name}: {e}"))?;
     let store = Store { path: o.store.clone() };
-    let t = store.tokens(name, None).map_err(|e| e.to_string())?.ok_or("the tokens were not stored")?;
+    let t = store.tokens(name).map_err(|e| e.to_string())?.ok_or("the tokens were not stored")?;
     println!("{name}: logged in; {} (tokens in {})", describe(&t, now_s()), store.path.display());
     Ok(())
 }
@@ -61,7 +61,7 @@ fn status(cfg: &Config) -> Result<(), String> {
     for (s, o) in oauth_servers(cfg) {
         any = true;
         let url = s.remote.as_ref().map(|r| r.url.as_str()).unwrap_or_default();
-        let stored = Store { path: o.store.clone() }.tokens(&s.name, None).map_err(|e| e.to_string())?;
+        let stored = Store { path: o.store.clone() }.tokens(&s.name).map_err(|e| e.to_string())?;
         let line = match stored {
             Some(t) if t.url == Url::parse(url).map(|u| u.to_string()).unwrap_or_default() => format!("logged in; {}", describe(&t, now_s())),
             Some(t) => format!("not logged in (the stored tokens are for {}, not {url})", t.url),
@@ -79,19 +79,38 @@ fn status(cfg: &Config) -> Result<(), String> {
 fn logout(cfg: &Config, name: &str, principal: Option<&str>) -> Result<(), String> {
     let (_, o) = oauth_server(cfg, name)?;
     let store = Store { path: o.store.clone() };
-    let whose = match principal {
-        None => String::new(),
-        Some(_) if o.per_principal.is_none() => {
-            return Err(format!("{}: server {name:?} has no \"perPrincipal\" tokens", cfg.source));
+    let Some(p) = principal else {
+        if store.remove_tokens(name, None).map_err(|e| e.to_string())? {
+            println!("{name}: logged out (tokens removed from {})", store.path.display());
+        } else {
+            println!("{name}: was not logged in");
         }
-        Some(p) => format!(" for principal '{p}'"),
+        return Ok(());
     };
-    if store.remove_tokens(name, principal).map_err(|e| e.to_string())? {
-        println!("{name}: logged out{whose} (tokens removed from {})", store.path.display());
+    if o.per_principal.is_none() {
+        return Err(format!("{}: server {name:?} has no \"perPrincipal\" tokens", cfg.source));
+    }
+    logout_principal(cfg, name, p)
+}
+
+/// Forgets principal `p`'s tokens for server `name`, where the hub keeps
+/// them (the shared store when replicas share state).
+#[cfg(feature = "secrets")]
+fn logout_principal(cfg: &Config, name: &str, p: &str) -> Result<(), String> {
+    let cluster = crate::cluster::runtime::Cluster::new(&cfg.cluster)?.map(std::rc::Rc::new);
+    let kept = crate::serve::kept_tokens(cfg, cluster.as_ref());
+    let place = kept.file().map_or_else(|| "the shared state store".to_string(), |f| f.path.display().to_string());
+    if smol::block_on(kept.remove(name, p)).map_err(|e| e.to_string())? {
+        println!("{name}: logged out for principal '{p}' (tokens removed from {place})");
     } else {
-        println!("{name}: was not logged in{whose}");
+        println!("{name}: was not logged in for principal '{p}'");
     }
     Ok(())
+}
+
+#[cfg(not(feature = "secrets"))]
+fn logout_principal(_: &Config, _: &str, _: &str) -> Result<(), String> {
+    unreachable!("\"perPrincipal\" is refused by a build without feature `secrets`")
 }
 
 fn now_s() -> u64 {

@@ -73,7 +73,9 @@ impl ClusterSettings {
 /// references of the config): unset, they mean "not configured".
 pub const SETTING_VARS: [&str; 3] = ["MCPX_STATE_URL", "MCPX_STATE_KEY", "MCPX_REPLICA"];
 
-pub(super) fn parse_cluster(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> ClusterSettings {
+/// `keeps_tokens`: a `"perPrincipal"` server keeps each person's tokens,
+/// encrypted with the state key.
+pub(super) fn parse_cluster(cx: &mut Ctx<'_>, top: &Path, obj: &Object, keeps_tokens: bool) -> ClusterSettings {
     let mut out = ClusterSettings::default();
     let env = |k: &str| (cx.env)(k).filter(|v| !v.trim().is_empty());
     let [env_url, env_key, env_replica] = SETTING_VARS.map(env);
@@ -85,10 +87,14 @@ pub(super) fn parse_cluster(cx: &mut Ctx<'_>, top: &Path, obj: &Object) -> Clust
     if let Some(r) = env_replica {
         out.replica = Some(r);
     }
-    // The key is read only when something shares state: without "state"
-    // and "cluster", MCPX_STATE_KEY means nothing to this mcpx.
-    if out.state_url.is_some() || out.replica.is_some() {
+    // The key is read only when something shares state or keeps tokens:
+    // otherwise MCPX_STATE_KEY means nothing to this mcpx.
+    let key_given = env_key.is_some() || key_file.is_some();
+    if out.state_url.is_some() || out.replica.is_some() || keeps_tokens {
         out.state_key = read_key(cx, &top.key("state"), env_key, key_file);
+    }
+    if keeps_tokens && !key_given {
+        cx.err(&top.key("state"), "\"perPrincipal\" servers keep each person's tokens encrypted with the state key: set MCPX_STATE_KEY (64 hex digits, e.g. from `openssl rand -hex 32`) or \"state\": {\"keyFile\": PATH}");
     }
     check_replica(cx, &top.key("cluster"), &out, cluster.is_some());
     // One file for every replica: the peers may name this one too (MCPX_REPLICA says which it is).

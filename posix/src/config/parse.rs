@@ -52,7 +52,6 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     #[cfg(feature = "consent")]
     super::approvals::check_link_origin(&mut cx, &top, &http, &policy);
     let tasks = parse_tasks(&mut cx, &top, obj);
-    let cluster = parse_cluster(&mut cx, &top, obj);
     #[cfg(feature = "traces")]
     let traces = super::traces::parse_traces(&mut cx, &top, obj);
     let separator = parse_separator(&mut cx, &top, obj.get("separator"));
@@ -72,6 +71,11 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     };
     let (mut servers, disabled) = parse_servers(&mut cx, &top, obj, &separator, power);
     check_prefixes(&mut cx, &top.key("mcpServers"), &servers);
+    #[cfg(feature = "secrets")]
+    let keeps_tokens = servers.iter().any(|s| s.per_principal_oauth().is_some());
+    #[cfg(not(feature = "secrets"))]
+    let keeps_tokens = false;
+    let cluster = parse_cluster(&mut cx, &top, obj, keeps_tokens);
     let secrets = parse_secrets(&mut cx, &top, obj, &servers);
     if !cx.errors.is_empty() {
         return Err(ConfigError(cx.errors));

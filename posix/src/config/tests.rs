@@ -692,3 +692,20 @@ fn secrets_resolve_per_instance_and_escapes_become_literal() {
     }
     assert_eq!(secret_refs("${secret:A}-$${secret:B}-${secret:C}").collect::<Vec<_>>(), ["A", "C"]);
 }
+
+/// A "perPrincipal" server keeps each person's tokens encrypted with the
+/// state key: one mcpx without shared state needs the key too.
+#[cfg(feature = "secrets")]
+#[test]
+fn per_principal_tokens_need_the_state_key() {
+    let cfg = r#"{"auth": {"tokens": {"alice": "tok-alice-0123456789"}}, "http": {"allowedHosts": ["hub.example"]},
+        "mcpServers": {"gh": {"url": "https://gh.example/mcp", "isolation": "client",
+            "oauth": {"perPrincipal": true, "publicUrl": "https://hub.example"}}}}"#;
+    let e = with_env(cfg, &[]).unwrap_err();
+    assert!(e.contains("\"perPrincipal\" servers keep each person's tokens encrypted with the state key: set MCPX_STATE_KEY"), "{e}");
+    let c = with_env(cfg, &[("MCPX_STATE_KEY", &"07".repeat(32))]).unwrap();
+    assert_eq!((c.cluster.state_key, c.cluster.state_url.as_deref(), c.cluster.replica.as_deref()), (Some(StateKey([7; 32])), None, None));
+    // A bad key says what is wrong with it, once.
+    let e = with_env(cfg, &[("MCPX_STATE_KEY", "junk")]).unwrap_err();
+    assert!(e.contains("MCPX_STATE_KEY") && !e.contains("keep each person's tokens"), "{e}");
+}

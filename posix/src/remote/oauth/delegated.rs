@@ -25,6 +25,7 @@ use nanorand::ChaCha20;
 
 pub use super::ask::Ask;
 use super::error::{Error, RedirectError};
+use super::kept::Kept;
 use super::token::ClientId;
 use super::{check_redirect, pkce, Authorizer, Discovered};
 use crate::bytes::ct_eq;
@@ -93,12 +94,12 @@ impl fmt::Display for Refused {
     }
 }
 
-/// The flows waiting for their people, shared by every per-principal
-/// server and the HTTP listener's pages.
-#[derive(Default)]
+/// The flows waiting for their people, and the tokens they gave (kept),
+/// shared by every per-principal server and the HTTP listener's pages.
 pub struct Flows {
     flows: RefCell<Vec<Flow>>,
     rng: RefCell<Rng>,
+    kept: Kept,
 }
 
 /// The flows' random source (ids, `state`, verifiers, cookies).
@@ -117,6 +118,15 @@ impl fmt::Debug for Flows {
 }
 
 impl Flows {
+    pub fn new(kept: Kept) -> Flows {
+        Flows { flows: RefCell::default(), rng: RefCell::default(), kept }
+    }
+
+    /// Where each principal's tokens are kept.
+    pub fn kept(&self) -> &Kept {
+        &self.kept
+    }
+
     /// The redirect URI to register with the authorization server, for a
     /// hub that browsers reach at `public_url` (`"publicUrl"`).
     pub fn redirect_uri(public_url: &str) -> String {
@@ -236,6 +246,11 @@ mod tests {
         }
     }
 
+    fn flows() -> Flows {
+        let store = super::super::store::Store { path: std::env::temp_dir().join("mcpx-unused-delegated-kept.json") };
+        Flows::new(Kept::new(&[1; 32], super::super::kept::Shelf::File(store)))
+    }
+
     fn params(p: &[(&str, &str)]) -> Vec<(String, String)> {
         p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
@@ -243,7 +258,7 @@ mod tests {
     // covers: elicitation-url-verify-opening-user, elicitation-url-same-user-start-and-complete, elicitation-url-identity-resilient-to-url-tampering
     #[test]
     fn only_its_principal_opens_a_flow_and_only_that_browser_completes_it() {
-        let flows = Flows::default();
+        let flows = flows();
         let ask = flows.begin(authz(), "https://hub.example", "alice", "gh", request("s-alice"));
         assert_eq!(ask.url, format!("https://hub.example/connect/{}", ask.id));
         assert!(!ask.url.contains("alice") && !ask.url.contains("s-alice"), "nothing of the user or the state in the URL: {}", ask.url);
@@ -272,7 +287,7 @@ mod tests {
 
     #[test]
     fn an_unopened_link_is_given_again_and_each_principal_has_a_bound() {
-        let flows = Flows::default();
+        let flows = flows();
         let first = flows.begin(authz(), "http://127.0.0.1:8080", "alice", "gh", request("s1"));
         let again = flows.begin(authz(), "http://127.0.0.1:8080", "alice", "gh", request("s2"));
         assert_eq!(first, again, "the link she was given stays good");

@@ -23,6 +23,8 @@ pub mod discovery;
 pub mod error;
 pub(crate) mod form;
 pub mod jwt;
+#[cfg(feature = "secrets")]
+pub mod kept;
 mod loopback;
 mod opener;
 mod pkce;
@@ -180,15 +182,9 @@ impl Authorizer {
 
     /// The stored tokens for this server, if they were obtained for its URL.
     fn tokens(&self) -> Option<ServerTokens> {
-        #[cfg(feature = "secrets")]
-        if self.owner().is_some() {
-            let changed = std::fs::metadata(&self.store.path).and_then(|m| m.modified()).ok();
-            if changed != self.read_at.replace(changed) {
-                *self.current.borrow_mut() = None;
-            }
-        }
-        if self.current.borrow().is_none() {
-            match self.store.tokens(self.server_name(), self.owner()) {
+        // A principal's own are read by `reload_own`, before each request.
+        if self.current.borrow().is_none() && self.owner().is_none() {
+            match self.store.tokens(self.server_name()) {
                 Ok(t) => *self.current.borrow_mut() = t,
                 Err(e) => warn!("server {}: {e}", self.name),
             }
@@ -197,14 +193,38 @@ impl Authorizer {
         self.current.borrow().clone().filter(|t| t.url == self.server.to_string() && !t.access_token.is_empty())
     }
 
+    /// A principal's own tokens as kept now: `mcpx auth logout NAME
+    /// --principal P` may have removed them, another instance or replica
+    /// refreshed them. The file is read again once it changed; the shared
+    /// store is asked each time (unavailable: the tokens held go on).
+    #[cfg(feature = "secrets")]
+    async fn reload_own(&self) {
+        let Interaction::Delegated { server, principal, flows } = &self.interaction else { return };
+        let kept = flows.kept();
+        if let Some(file) = kept.file() {
+            let changed = std::fs::metadata(&file.path).and_then(|m| m.modified()).ok();
+            if changed == self.read_at.replace(changed) && self.current.borrow().is_some() {
+                return;
+            }
+        }
+        match kept.get(server, principal).await {
+            Ok(t) => *self.current.borrow_mut() = t,
+            Err(e) => warn!("server {}: {e}", self.name),
+        }
+    }
+
     /// The `Authorization` value for the next request, if there is a token.
     // Requirement: authz-bearer-header, authz-token-every-request, authz-no-token-in-query
     pub fn header(&self) -> Option<Vec<u8>> {
         self.tokens().map(|t| format!("Bearer {}", t.access_token).into_bytes())
     }
 
-    fn save(&self, t: ServerTokens) -> Result<(), Error> {
-        let r = self.store.put_tokens(self.server_name(), self.owner(), &t);
+    async fn save(&self, t: ServerTokens) -> Result<(), Error> {
+        let r = match &self.interaction {
+            #[cfg(feature = "secrets")]
+            Interaction::Delegated { server, principal, flows } => flows.kept().put(server, principal, &t).await,
+            _ => self.store.put_tokens(self.server_name(), &t),
+        };
         *self.current.borrow_mut() = Some(t);
         Ok(r?)
     }
@@ -213,6 +233,8 @@ impl Authorizer {
     /// fail first. A failure is left to the 401 that follows.
     // Requirement: authz-refresh-tokens
     pub async fn refresh_if_expiring(&self) {
+        #[cfg(feature = "secrets")]
+        self.reload_own().await;
         let Some(t) = self.tokens() else { return };
         let expiring = t.expires_at.is_some_and(|e| e <= now_s() + EXPIRY_MARGIN_S);
         if !expiring || t.refresh_token.is_none() {
@@ -238,8 +260,10 @@ impl Authorizer {
     pub async fn challenge(&self, status: u16, www_authenticate: Option<&[u8]>, sent: Option<&[u8]>, version: Option<&[u8]>) -> Result<(), Error> {
         let ch = Challenge::parse(&String::from_utf8_lossy(www_authenticate.unwrap_or_default()));
         let _g = self.busy.lock().await;
+        #[cfg(feature = "secrets")]
+        self.reload_own().await;
         if self.header().as_deref() != sent {
-            return Ok(()); // another request got a new token meanwhile
+            return Ok(()); // another request (or replica) got a new token meanwhile
         }
         let current = self.tokens();
         if status == 403 {
@@ -293,7 +317,7 @@ impl Authorizer {
             GrantKind::AuthorizationCode => self.authorization_code(d, scopes).await?,
         };
         info!("server {}: authorized (scopes: {})", self.name, if tokens.scopes.is_empty() { "-".to_string() } else { tokens.scopes.join(" ") });
-        self.save(tokens)
+        self.save(tokens).await
     }
 
     fn record(&self, d: &Discovered, client: &ClientId, t: token::Tokens, old_refresh: Option<String>) -> ServerTokens {
@@ -329,7 +353,7 @@ impl Authorizer {
         let client = self.client_identity(&d.meta, None).await?;
         let tokens = self.token_request(d, &Grant::Refresh { refresh_token: &rt }, &client, &t.scopes).await?;
         debug!("server {}: token refreshed", self.name);
-        self.save(self.record(d, &client, tokens, Some(rt)))
+        self.save(self.record(d, &client, tokens, Some(rt))).await
     }
 
     fn assertion(&self, d: &Discovered, client_id: &str) -> Result<String, Error> {
@@ -478,7 +502,7 @@ impl Authorizer {
         let t = self.token_request(&r.discovered, &grant, &r.client, &r.scopes).await?;
         let tokens = self.record(&r.discovered, &r.client, t, None);
         info!("server {}: principal '{}' authorized (scopes: {})", self.name, self.owner().unwrap_or_default(), tokens.scopes.join(" "));
-        self.save(tokens)
+        self.save(tokens).await
     }
 
     /// Finds the authorization server: Protected Resource Metadata, then

@@ -1,8 +1,9 @@
 //! The token store: one JSON file only the user can read and write (0600,
 //! in a 0700 folder), replaced atomically on every change. It keeps, per
 //! configured server, the tokens and where they came from (and, for a
-//! `"perPrincipal"` server, each principal's own under `principals`), and, per
-//! authorization server (keyed by issuer), the registered client.
+//! `"perPrincipal"` server, each principal's own under `principals`,
+//! encrypted: [`super::kept`]), and, per authorization server (keyed by
+//! issuer), the registered client.
 
 use std::fmt;
 use std::fs;
@@ -21,6 +22,9 @@ pub enum StoreError {
     Json { path: PathBuf, err: serde_json::Error },
     Folder { path: PathBuf, err: io::Error },
     Write { path: PathBuf, err: io::Error },
+    /// The replicas' shared store did not answer.
+    #[cfg(all(feature = "secrets", feature = "cluster"))]
+    Shared(String),
 }
 
 impl fmt::Display for StoreError {
@@ -34,6 +38,8 @@ impl fmt::Display for StoreError {
             StoreError::Json { path, err } => write!(f, "token store {} is not valid JSON ({err}); remove it and log in again", path.display()),
             StoreError::Folder { path, err } => write!(f, "token store folder {}: {err}", path.display()),
             StoreError::Write { path, err } => write!(f, "cannot write token store {}: {err}", path.display()),
+            #[cfg(all(feature = "secrets", feature = "cluster"))]
+            StoreError::Shared(why) => write!(f, "the shared state store keeps the principals' tokens and is unavailable: {why}"),
         }
     }
 }
@@ -90,7 +96,7 @@ fn text(v: &Value, k: &str) -> String {
 }
 
 impl ServerTokens {
-    fn from_json(v: &Value) -> ServerTokens {
+    pub(super) fn from_json(v: &Value) -> ServerTokens {
         ServerTokens {
             url: text(v, "url"),
             issuer: opt(v, "issuer"),
@@ -104,7 +110,7 @@ impl ServerTokens {
         }
     }
 
-    fn to_json(&self) -> Value {
+    pub(super) fn to_json(&self) -> Value {
         json!({
             "url": self.url, "issuer": self.issuer, "tokenEndpoint": self.token_endpoint,
             "resource": self.resource, "accessToken": self.access_token, "refreshToken": self.refresh_token,
@@ -171,8 +177,8 @@ impl Store {
     }
 
     /// The tokens of `who` (a principal's own, `"perPrincipal"`, in a build
-    /// with feature `secrets`) or of everyone (`None`: the operator's `mcpx
-    /// auth login`), by server.
+    /// with feature `secrets`: kept encrypted) or of everyone (`None`: the
+    /// operator's `mcpx auth login`), by server.
     fn tokens_of<'a>(v: &'a mut Value, who: Option<&str>) -> &'a mut Map<String, Value> {
         match who {
             #[cfg(feature = "secrets")]
@@ -181,19 +187,29 @@ impl Store {
         }
     }
 
-    pub fn tokens(&self, server: &str, who: Option<&str>) -> Result<Option<ServerTokens>, StoreError> {
+    /// The operator's tokens for a server.
+    pub fn tokens(&self, server: &str) -> Result<Option<ServerTokens>, StoreError> {
         let v = self.read()?;
-        let all = match who {
-            #[cfg(feature = "secrets")]
-            Some(p) => v.get("principals").and_then(|s| s.get(p)),
-            _ => v.get("servers"),
-        };
-        Ok(all.and_then(|s| s.get(server)).map(ServerTokens::from_json))
+        Ok(v.get("servers").and_then(|s| s.get(server)).map(ServerTokens::from_json))
     }
 
-    pub fn put_tokens(&self, server: &str, who: Option<&str>, t: &ServerTokens) -> Result<(), StoreError> {
+    pub fn put_tokens(&self, server: &str, t: &ServerTokens) -> Result<(), StoreError> {
         self.update(|v| {
-            Store::tokens_of(v, who).insert(server.to_string(), t.to_json());
+            Store::tokens_of(v, None).insert(server.to_string(), t.to_json());
+        })
+    }
+
+    /// A principal's tokens for a server, as kept (encrypted).
+    #[cfg(feature = "secrets")]
+    pub(super) fn principal_value(&self, server: &str, principal: &str) -> Result<Option<String>, StoreError> {
+        let v = self.read()?;
+        Ok(v.get("principals").and_then(|s| s.get(principal)?.get(server)?.as_str()).map(str::to_string))
+    }
+
+    #[cfg(feature = "secrets")]
+    pub(super) fn put_principal_value(&self, server: &str, principal: &str, kept: String) -> Result<(), StoreError> {
+        self.update(|v| {
+            Store::tokens_of(v, Some(principal)).insert(server.to_string(), Value::String(kept));
         })
     }
 
@@ -240,14 +256,14 @@ mod tests {
     #[test]
     fn only_the_user_can_read_it() {
         let s = temp_store("perm");
-        assert_eq!(s.tokens("a", None).unwrap(), None);
+        assert_eq!(s.tokens("a").unwrap(), None);
         let t = ServerTokens { url: "http://h/mcp".into(), access_token: "at-secret".into(), scopes: vec!["a".into(), "b".into()], ..Default::default() };
-        s.put_tokens("a/b", None, &t).unwrap();
+        s.put_tokens("a/b", &t).unwrap();
         s.put_registration("http://as", &Registration { client_id: "c".into(), client_secret: Some("s".into()), auth_method: None }).unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&s.path), 0o600);
         assert_eq!(mode(s.path.parent().unwrap()), 0o700);
-        assert_eq!(s.tokens("a/b", None).unwrap(), Some(t.clone()));
+        assert_eq!(s.tokens("a/b").unwrap(), Some(t.clone()));
         // A principal's own tokens are apart from the server's and each other's.
         #[cfg(feature = "secrets")]
         principals_apart(&s, &t);
@@ -257,20 +273,19 @@ mod tests {
         assert!(!s.remove_tokens("a/b", None).unwrap());
         // A store others can read is refused, not used.
         fs::set_permissions(&s.path, fs::Permissions::from_mode(0o644)).unwrap();
-        let e = s.tokens("a", None).unwrap_err().to_string();
+        let e = s.tokens("a").unwrap_err().to_string();
         assert!(e.contains("can be read by others") && e.contains("chmod 600"), "{e}");
         let _ = fs::remove_dir_all(s.path.parent().unwrap().parent().unwrap().parent().unwrap());
     }
 
     #[cfg(feature = "secrets")]
     fn principals_apart(s: &Store, t: &ServerTokens) {
-        let alice = ServerTokens { access_token: "at-alice".into(), ..t.clone() };
-        s.put_tokens("a/b", Some("al/ice"), &alice).unwrap();
-        assert_eq!(s.tokens("a/b", Some("al/ice")).unwrap(), Some(alice));
-        assert_eq!(s.tokens("a/b", Some("bob")).unwrap(), None);
-        assert_eq!(s.tokens("a/b", None).unwrap(), Some(t.clone()));
+        s.put_principal_value("a/b", "al/ice", "v1.sealed".into()).unwrap();
+        assert_eq!(s.principal_value("a/b", "al/ice").unwrap().as_deref(), Some("v1.sealed"));
+        assert_eq!(s.principal_value("a/b", "bob").unwrap(), None);
+        assert_eq!(s.tokens("a/b").unwrap(), Some(t.clone()));
         assert!(s.remove_tokens("a/b", Some("al/ice")).unwrap());
-        assert_eq!(s.tokens("a/b", Some("al/ice")).unwrap(), None);
+        assert_eq!(s.principal_value("a/b", "al/ice").unwrap(), None);
     }
 
     #[test]

@@ -162,7 +162,7 @@ fn tokens_refresh_mid_session_step_up_and_rediscovery() {
     let prm: Vec<&Req> = reqs.iter().filter(|q| q.target.starts_with("/.well-known/oauth-protected-resource")).collect();
     assert_eq!(prm.last().unwrap().header("mcp-protocol-version"), Some("2025-06-18"), "{prm:?}");
     // The store keeps the last tokens, readable by the user only.
-    let st = Store { path: store.clone() }.tokens("remote", None).unwrap().unwrap();
+    let st = Store { path: store.clone() }.tokens("remote").unwrap().unwrap();
     assert_eq!((st.access_token.as_str(), st.url.as_str()), ("at-4", url.as_str()));
     assert_eq!(std::fs::metadata(&store).unwrap().permissions().mode() & 0o777, 0o600);
     let _ = std::fs::remove_dir_all(store.parent().unwrap().parent().unwrap());
@@ -178,7 +178,7 @@ fn a_server_that_needs_a_login_says_so() {
     let store = temp_store("login");
     // A token stored for another URL is not sent to this one.
     let other = ServerTokens { url: "http://127.0.0.1:1/mcp".into(), access_token: "foreign-token".into(), ..Default::default() };
-    Store { path: store.clone() }.put_tokens("remote", None, &other).unwrap();
+    Store { path: store.clone() }.put_tokens("remote", &other).unwrap();
     let url = srv.url.clone();
     run(Duration::from_secs(20), |ex| async move {
         let log = Rc::new(Log::default());
