@@ -284,8 +284,35 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     // The running hub asks her again at her next call; bob goes on as himself.
     let r = call(url, "alice", &a, "gh__whoami");
     assert_eq!(r["error"]["code"], -32042, "asked again after the logout: {r}");
-    let r = post_modern(url, token("bob"), &modern_request(3, "tools/call", json!({ "name": "gh__whoami", "arguments": {} }), caps));
+    let r = post_modern(url, token("bob"), &modern_request(3, "tools/call", json!({ "name": "gh__whoami", "arguments": {} }), caps.clone()));
     assert_eq!(r["result"]["content"][0]["text"], format!("sub=bob {up_aud}"), "{r}");
+
+    // On the status page each principal sees its own authorizations only,
+    // and revokes one with its button: bob is asked again at his next call.
+    let status = url.replace("/mcp", "/status");
+    let mine = |who: &str| {
+        let auth = format!("Bearer {}", token(who));
+        let r = http(&format!("{status}?format=json"), &[("Authorization", &auth)], None);
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.json["authorizations"].clone()
+    };
+    let bobs = mine("bob");
+    assert_eq!(bobs.as_array().map(|a| a.iter().map(|x| x["server"].clone()).collect::<Vec<_>>()), Some(vec![json!("gh")]), "{bobs}");
+    assert_eq!(mine("alice"), json!([]), "alice logged out; bob's are not hers to see");
+    let auth = format!("Bearer {}", token("bob"));
+    let form = |body: &str| {
+        let h = [("Authorization", auth.as_str()), ("Content-Type", "application/x-www-form-urlencoded"), ("Origin", public.as_str())];
+        http_request(&status, "POST", &h, body.as_bytes())
+    };
+    let r = form("revoke=nope");
+    assert_eq!(r.status, 400, "{}", r.text);
+    let page = http(&status, &[("Authorization", auth.as_str()), ("Accept", "text/html")], None);
+    assert!(page.text.contains("<button>Revoke gh</button>"), "{}", page.text);
+    let r = form("revoke=gh");
+    assert_eq!(r.status, 303, "{}", r.text);
+    assert_eq!(mine("bob"), json!([]));
+    let r = post_modern(url, token("bob"), &modern_request(4, "tools/call", json!({ "name": "gh__whoami", "arguments": {} }), caps));
+    assert_eq!(r["result"]["resultType"], "input_required", "asked again after revoking: {r}");
 }
 
 /// The link a -32042 error `r` asks to open.

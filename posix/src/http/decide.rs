@@ -245,7 +245,7 @@ pub(crate) enum Endpoint {
     Status,
     /// `POST /status`: a button on the page (an approver's accept of a pin
     /// change, an operator's restart of a server).
-    #[cfg(any(feature = "consent", feature = "cli"))]
+    #[cfg(any(feature = "consent", feature = "cli", feature = "secrets"))]
     StatusForm,
     #[cfg(feature = "cli")]
     Restart,
@@ -276,9 +276,9 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
     }
     let (endpoint, allow) = match (target, method) {
         (Target::Status, "GET") => (Some(Endpoint::Status), ""),
-        #[cfg(any(feature = "consent", feature = "cli"))]
+        #[cfg(any(feature = "consent", feature = "cli", feature = "secrets"))]
         (Target::Status, "POST") => (Some(Endpoint::StatusForm), ""),
-        #[cfg(any(feature = "consent", feature = "cli"))]
+        #[cfg(any(feature = "consent", feature = "cli", feature = "secrets"))]
         (Target::Status, _) => (None, "GET, POST"),
         #[cfg(feature = "consent")]
         (Target::Approvals, "GET") => (Some(Endpoint::Approvals), ""),
@@ -295,7 +295,7 @@ pub(crate) fn route(target: Target, method: &str, foreign: bool) -> Route {
         (Target::SignIn | Target::SignOut, _) => (None, "GET, POST"),
         (Target::Metrics, "GET") => (Some(Endpoint::Metrics), ""),
         (Target::Sse, "GET") => (Some(Endpoint::Sse), ""),
-        #[cfg(not(any(feature = "consent", feature = "cli")))]
+        #[cfg(not(any(feature = "consent", feature = "cli", feature = "secrets")))]
         (Target::Status, _) => (None, "GET"),
         (Target::Metrics | Target::Sse, _) => (None, "GET"),
         (Target::Messages, "POST") => (Some(Endpoint::Messages), ""),

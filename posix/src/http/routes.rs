@@ -43,7 +43,7 @@ pub(super) async fn serve(sh: &Shared, conn: &mut Conn, req: &mut Request, targe
         Route::Refuse(r) => conn.refuse(&r).await,
         Route::NotAllowed(allow) => conn.method_not_allowed(allow).await,
         Route::Serve(Endpoint::Status) => super::status_page::get(sh, conn, req, who).await,
-        #[cfg(any(feature = "consent", feature = "cli"))]
+        #[cfg(any(feature = "consent", feature = "cli", feature = "secrets"))]
         Route::Serve(Endpoint::StatusForm) => super::status_page::post(sh, conn, req, who).await,
         #[cfg(feature = "consent")]
         Route::Serve(Endpoint::Approvals) => super::approvals_page::list(sh, conn, req, who).await,

@@ -216,7 +216,16 @@ pub(crate) async fn get(sh: &Shared, conn: &mut Conn, req: &Request, who: &Princ
         Ok(f) => f,
         Err(why) => return conn.reject(400, &why).await,
     };
-    let v = snapshot(sh, who);
+    #[allow(unused_mut)]
+    let mut v = snapshot(sh, who);
+    // The viewer's own authorizations of "perPrincipal" servers, to revoke.
+    #[cfg(feature = "secrets")]
+    if let Some(flows) = sh.flows.get().cloned() {
+        if let Some(mine) = flows.authorized(crate::hub::principal_name(who.bytes())).await {
+            let mine: Vec<Value> = mine.into_iter().map(|(server, expires_at, scopes)| json!({ "server": server, "expiresAt": expires_at, "scopes": scopes })).collect();
+            v["authorizations"] = mine.into();
+        }
+    }
     let (content_type, body) = match format {
         Format::Json => ("application/json", serde_json::to_vec(&v).unwrap_or_default()),
         Format::Html => ("text/html; charset=utf-8", render::page(&v).into_bytes()),
@@ -245,8 +254,9 @@ pub(crate) async fn get(sh: &Shared, conn: &mut Conn, req: &Request, who: &Princ
 /// Accept (`accept=SERVER/NAME`, for approvers: the hub checks); for
 /// operators Restart (`restart=NAME`, as `POST /restart`), Disable and
 /// Enable (`disable=NAME`, `enable=NAME`: the config file edited as `mcpx
-/// disable` and `mcpx enable` do, and reloaded).
-#[cfg(any(feature = "consent", feature = "cli"))]
+/// disable` and `mcpx enable` do, and reloaded); for anyone, Revoke
+/// (`revoke=NAME`: its own authorization of a `"perPrincipal"` server).
+#[cfg(any(feature = "consent", feature = "cli", feature = "secrets"))]
 pub(crate) async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &Principal) -> bool {
     let body = match conn.body(req).await {
         Ok(b) => b,
@@ -274,11 +284,18 @@ pub(crate) async fn post(sh: &Shared, conn: &mut Conn, req: &mut Request, who: &
         sh.link.call(|hub, now| hub.handle(crate::hub::Input::PinAccepted { who: who.bytes(), name: &name }, now));
         return back(conn).await;
     }
-    conn.reject(400, "Bad Request: the form names what its button does (accept=SERVER/NAME: a pin change to accept; restart=NAME, disable=NAME, enable=NAME: a server to restart, disable or enable)").await
+    #[cfg(feature = "secrets")]
+    if let (Some(server), Some(flows)) = (field("revoke"), sh.flows.get().cloned()) {
+        return match flows.revoke(crate::hub::principal_name(who.bytes()), &server).await {
+            Ok(_) => back(conn).await,
+            Err(why) => conn.reject(400, &format!("Bad Request: {why}")).await,
+        };
+    }
+    conn.reject(400, "Bad Request: the form names what its button does (accept=SERVER/NAME: a pin change to accept; restart=NAME, disable=NAME, enable=NAME: a server to restart, disable or enable; revoke=NAME: your authorization of a server)").await
 }
 
 /// Back to the page (303: the browser loads it with GET).
-#[cfg(any(feature = "consent", feature = "cli"))]
+#[cfg(any(feature = "consent", feature = "cli", feature = "secrets"))]
 async fn back(conn: &mut Conn) -> bool {
     conn.respond(303, &[("Location", "/status"), ("Cache-Control", "no-store")], b"", true).await
 }

@@ -227,11 +227,11 @@ fn routes_by_target_and_method() {
         (Target::Mcp, "DELETE", false, Route::Serve(Delete)),
         (Target::Mcp, "PUT", false, Route::NotAllowed("GET, POST, DELETE")),
         (Target::Status, "GET", false, Route::Serve(Status)),
-        #[cfg(any(feature = "consent", feature = "cli"))]
+        #[cfg(any(feature = "consent", feature = "cli", feature = "secrets"))]
         (Target::Status, "POST", false, Route::Serve(StatusForm)),
-        #[cfg(any(feature = "consent", feature = "cli"))]
+        #[cfg(any(feature = "consent", feature = "cli", feature = "secrets"))]
         (Target::Status, "PUT", false, Route::NotAllowed("GET, POST")),
-        #[cfg(not(any(feature = "consent", feature = "cli")))]
+        #[cfg(not(any(feature = "consent", feature = "cli", feature = "secrets")))]
         (Target::Status, "POST", false, Route::NotAllowed("GET")),
         (Target::Metrics, "GET", false, Route::Serve(Metrics)),
         (Target::Metrics, "DELETE", false, Route::NotAllowed("GET")),

@@ -327,7 +327,7 @@ impl State {
             info!("config reloaded: the secrets file is now {}; instances started from now on read it", new.secrets.as_ref().map_or("none".into(), |p| p.display().to_string()));
         }
         #[cfg(feature = "secrets")]
-        self.spawner.set_secrets(new.secrets.clone());
+        self.spawner.follow(&new);
         self.apply(&d, &new).await;
         if d.log_level {
             match (self.settings.level_fixed, new.log_level) {

@@ -441,10 +441,12 @@ where
         events,
         catalog,
         #[cfg(feature = "secrets")]
-        secrets: std::cell::RefCell::new(cfg.secrets.clone()),
+        secrets: std::cell::RefCell::new(None),
         #[cfg(feature = "secrets")]
         flows,
     };
+    #[cfg(feature = "secrets")]
+    spawner.follow(cfg);
     // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
     // The pins before the first listing (with a store: every replica's).

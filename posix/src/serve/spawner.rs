@@ -70,10 +70,14 @@ impl Spawner {
         Self::put(rt, id, &s.name, Some(up), Some(task));
     }
 
-    /// A reload's `"secrets"` file, for the next starts.
+    /// The per-principal settings of `cfg` (at start, and a reload's): its
+    /// `"secrets"` file, for the next starts, and its `"perPrincipal"`
+    /// servers, whose authorizations a principal sees and revokes on the
+    /// status page.
     #[cfg(feature = "secrets")]
-    pub(crate) fn set_secrets(&self, file: Option<PathBuf>) {
-        *self.secrets.borrow_mut() = file;
+    pub(crate) fn follow(&self, cfg: &config::Config) {
+        *self.secrets.borrow_mut() = cfg.secrets.clone();
+        self.flows.set_servers(cfg.servers.iter().filter(|s| s.per_principal_oauth().is_some()).map(|s| s.name.clone()).collect());
     }
 
     /// Gives slot `id` to server `s` without starting it (a lazy server

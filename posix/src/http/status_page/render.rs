@@ -90,6 +90,7 @@ pub(crate) fn page(v: &Value) -> String {
     // The sections after the servers' (their activity first, feature `activity`).
     #[allow(unused_mut)]
     let mut sections = pins(&v["pins"]);
+    sections.push_str(&authorizations(&v["authorizations"]));
     #[cfg(feature = "activity")]
     sections.insert_str(0, &super::activity::section(v));
     #[cfg(feature = "activity")]
@@ -305,6 +306,25 @@ fn pins(p: &Value) -> String {
     )
 }
 
+/// The viewer's own authorizations of `"perPrincipal"` servers, each with
+/// a button to revoke it (absent: the config has no such server).
+fn authorizations(a: &Value) -> String {
+    if a.is_null() {
+        return String::new();
+    }
+    let items: String = list(a)
+        .iter()
+        .map(|x| {
+            let name = Esc(text(&x["server"]));
+            let scopes: Vec<&str> = list(&x["scopes"]).iter().map(text).collect();
+            let scopes = if scopes.is_empty() { String::new() } else { format!(" · scopes {}", Esc(&scopes.join(" "))) };
+            format!("<li data-authorized=\"{name}\"><b>{name}</b> <span class=\"mute\">your own authorization{scopes}</span><form class=\"revoke\" method=\"post\" action=\"/status\"><input type=\"hidden\" name=\"revoke\" value=\"{name}\"><button>Revoke {name}</button></form></li>")
+        })
+        .collect();
+    let body = items_or(items, "You have authorized no server for yourself; a call to one that needs it asks you to.", |i| format!("<ul>{i}</ul>"));
+    format!("<section id=\"authorizations\"><h2>Your authorizations</h2>{body}</section>")
+}
+
 fn refusals(r: &Value) -> String {
     let recent = list(&r["recent"]);
     let by_status: Vec<String> = r["byStatus"]
@@ -480,6 +500,18 @@ mod tests {
         assert!(html.contains("<b>403</b> <span class=\"mute\">1s ago</span>"), "{html}");
         assert!(html.contains("<dd id=\"uptime\">1h 02m</dd>"), "{html}");
         assert!(html.contains("mcpx 9.9.9 · x86_64-linux · features: tls"), "{html}");
+    }
+
+    #[test]
+    fn a_principal_sees_its_own_authorizations_each_with_a_revoke_button() {
+        let mut v = snapshot();
+        assert!(!page(&v).contains("id=\"authorizations\""), "no section without per-principal servers");
+        v["authorizations"] = json!([]);
+        assert!(page(&v).contains("You have authorized no server for yourself"));
+        v["authorizations"] = json!([{ "server": "gh<x>", "expiresAt": 1, "scopes": ["repo", "read:user"] }]);
+        let html = page(&v);
+        assert!(html.contains("<form class=\"revoke\" method=\"post\" action=\"/status\"><input type=\"hidden\" name=\"revoke\" value=\"gh&lt;x&gt;\"><button>Revoke gh&lt;x&gt;</button></form>"), "{html}");
+        assert!(html.contains("scopes repo read:user"), "{html}");
     }
 
     #[test]

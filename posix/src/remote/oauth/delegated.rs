@@ -100,6 +100,8 @@ pub struct Flows {
     flows: RefCell<Vec<Flow>>,
     rng: RefCell<Rng>,
     kept: Kept,
+    /// The `"perPrincipal"` servers of the config in force.
+    servers: RefCell<Vec<String>>,
 }
 
 /// The flows' random source (ids, `state`, verifiers, cookies).
@@ -119,12 +121,50 @@ impl fmt::Debug for Flows {
 
 impl Flows {
     pub fn new(kept: Kept) -> Flows {
-        Flows { flows: RefCell::default(), rng: RefCell::default(), kept }
+        Flows { flows: RefCell::default(), rng: RefCell::default(), kept, servers: RefCell::default() }
     }
 
     /// Where each principal's tokens are kept.
     pub fn kept(&self) -> &Kept {
         &self.kept
+    }
+
+    pub fn set_servers(&self, names: Vec<String>) {
+        *self.servers.borrow_mut() = names;
+    }
+
+    /// The servers `principal` has authorized (tokens kept for it), with
+    /// when their token expires (Unix seconds) and the scopes granted: what
+    /// the status page shows it, each with a button to revoke.
+    /// `None`: the config has no such server.
+    pub async fn authorized(&self, principal: &str) -> Option<Vec<(String, Option<u64>, Vec<String>)>> {
+        let servers = self.servers.borrow().clone();
+        if servers.is_empty() {
+            return None;
+        }
+        let mut out = Vec::new();
+        for s in servers {
+            match self.kept.get(&s, principal).await {
+                Ok(Some(t)) => out.push((s, t.expires_at, t.scopes)),
+                Ok(None) => {}
+                Err(e) => warn!("status page: {e}"),
+            }
+        }
+        Some(out)
+    }
+
+    /// `principal` revokes its authorization of `server` (the status
+    /// page's button): its tokens are forgotten, and its next call there
+    /// asks it to authorize again. Err: not a `"perPrincipal"` server.
+    pub async fn revoke(&self, principal: &str, server: &str) -> Result<bool, String> {
+        if !self.servers.borrow().iter().any(|s| s == server) {
+            return Err(format!("{server:?} is not a server each person authorizes for themselves"));
+        }
+        let had = self.kept.remove(server, principal).await.map_err(|e| e.to_string())?;
+        if had {
+            info!("server {server}: principal '{principal}' revoked its authorization on the status page");
+        }
+        Ok(had)
     }
 
     /// The redirect URI to register with the authorization server, for a
