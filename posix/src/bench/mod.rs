@@ -125,7 +125,9 @@ pub enum Policy {
     /// No rate limit, no metrics, no validation, no audit: the hub's own cost.
     Off,
     /// Rate limits (too high to refuse anything), validation of every call,
-    /// an audit line per call into a small rotated file, metrics.
+    /// an audit line per call into a small rotated file, metrics: the
+    /// policy machinery on. The stdio rounds measure it beside `Off`
+    /// (report `HUB_POLICY`), for what it costs; HTTP rows run under it.
     On,
     /// As `Off`, plus approval rules and pinning that no benched call
     /// meets: what the approve stage costs a call that needs no approval.
@@ -154,9 +156,10 @@ impl Policy {
     fn paired_row(self) -> Option<&'static str> {
         match self {
             Policy::Approve => Some(report::HUB_APPROVE),
+            Policy::On => Some(report::HUB_POLICY),
             #[cfg(feature = "traces")]
             Policy::Traces => Some(report::HUB_TRACES),
-            Policy::Off | Policy::On => None,
+            Policy::Off => None,
         }
     }
 
@@ -335,9 +338,10 @@ mcpx bench — measure this binary on this machine (loopback and pipes only)
                      for `mcpx bench`)
     --policy P       off (default): mcpx with no rate limit, metrics,
                      validation or audit; on: all of them (limits too high
-                     to refuse, every call validated and audited); approve:
-                     off plus approval rules and pinning no call meets;
-                     traces: off plus every call traced (both measured
+                     to refuse, every call validated and audited; HTTP rows
+                     under it); approve: off plus approval rules and
+                     pinning no call meets; traces: off plus every call
+                     traced (on, approve and traces: stdio rows measured
                      beside off)
     --verbose        progress and the children's stderr on stderr
 
@@ -495,7 +499,8 @@ enum StdioTarget {
     Relay,
     Mcpx,
     /// The hub under a policy measured beside `Off` in each round
-    /// (`Policy::paired_row`): approval rules no call meets, or traces.
+    /// (`Policy::paired_row`): the policy machinery, approval rules no
+    /// call meets, or traces.
     McpxWith(Policy),
 }
 

@@ -191,6 +191,8 @@ const MCPX_HTTP: &str = "mcpx serve --http";
 pub(super) const DIRECT: &str = "direct";
 pub(super) const RELAY: &str = "byte relay";
 pub(super) const HUB: &str = "mcpx serve";
+/// The hub with the policy machinery on (`--policy on`).
+pub(super) const HUB_POLICY: &str = "mcpx serve + policy";
 /// The hub with approval rules and pinning no call meets (`--policy approve`).
 pub(super) const HUB_APPROVE: &str = "mcpx serve + approve";
 /// The hub with traces, every call sampled and exported (`--policy traces`).
@@ -458,7 +460,7 @@ impl Report {
             for &w in &WINDOWS {
                 let relay = self.get(&Key::stdio(RELAY, p, w));
                 let direct = self.get(&Key::stdio(DIRECT, p, w));
-                for target in [DIRECT, RELAY, HUB, HUB_APPROVE, #[cfg(feature = "traces")] HUB_TRACES] {
+                for target in [DIRECT, RELAY, HUB, HUB_POLICY, HUB_APPROVE, #[cfg(feature = "traces")] HUB_TRACES] {
                     let key = Key::stdio(target, p, w);
                     if ![DIRECT, RELAY, HUB].contains(&target) && self.get(&key).is_none() {
                         continue;
@@ -743,6 +745,32 @@ impl Report {
             "≤ 10 ms",
             ms.map(|ms| (format!("{ms:.2} ms"), ms <= 10.0)),
         );
+        // Issue 24 ("One request pipeline") sets its own bounds, beside the
+        // list above; where one equals the list's, it is not repeated.
+        let a = figure(Key::alloc(small), |m| m.allocs_per_req);
+        add("allocations per forwarded stdio call (16 B) [issue 24]".into(), "≤ 4", a.map(|a| (format!("{a:.2}"), a <= 4.0)));
+        let cpu = |key| figure(key, |m| m.cpu_us_per_req);
+        let measured = pair(cpu(Key::stdio(HUB, small, 1)), cpu(Key::stdio(RELAY, small, 1)));
+        let measured = measured.map(|(h, r)| (format!("{:.2}× ({h:.1} vs {r:.1} µs)", h / r), h <= 1.5 * r));
+        add("hub CPU per stdio call ÷ relay CPU (16 B, 1 in flight) [issue 24]".into(), "≤ 1.5×", measured);
+        for (p, bounds) in [(small, [1.3, 1.6, 1.6]), (large, [1.5, 2.5, 2.5])] {
+            for (w, bound) in WINDOWS.into_iter().zip(bounds) {
+                let p50 = |t| figure(Key::stdio(t, p, w), |m| m.p50_us);
+                let measured = pair(p50(HUB), p50(RELAY)).map(|(h, r)| (format!("{:.2}×", h / r), h <= bound * r));
+                add(format!("stdio p50 ÷ relay p50 ({}, {w} in flight) [issue 24]", payload_name(p)), &format!("≤ {bound}×"), measured);
+            }
+        }
+        for (p, times) in [(small, 12.0), (large, 5.0)] {
+            let mcpx = figure(Key::http(MCPX_HTTP, p, 8), |m| m.rps);
+            let measured = mcpx.zip(self.best_peer(p, 8)).filter(|(_, (_, b))| *b > 0.0).map(|(r, (peer, b))| (format!("{:.1}× ({peer})", r / b), r >= times * b));
+            add(format!("HTTP req/s ÷ best peer's ({}, 8 clients) [issue 24]", payload_name(p)), &format!("≥ {times}×"), measured);
+        }
+        // Both measured in each round (`--policy on`): the median of the rounds' ratios.
+        for w in WINDOWS {
+            let (with, without) = (Key::stdio(HUB_POLICY, small, w), Key::stdio(HUB, small, w));
+            let measured = self.paired_ratio(&with, &without, |m| m.cpu_us_per_req).map(|(ratio, rounds)| (format!("{ratio:.2}× (median of {rounds} rounds' ratios)"), ratio <= 1.1));
+            add(format!("hub CPU with the policy on ÷ off (16 B, {w} in flight) [issue 24]"), "≤ 1.1×", measured);
+        }
         v
     }
 
@@ -835,8 +863,9 @@ mod tests {
     #[test]
     fn every_target_is_listed_even_unmeasured() {
         let v = report().verdicts();
-        // 2 alloc + 6 p50 + 3 + 3 CPU + 1 HTTP CPU + 2 req/s + 2 RSS + idle + start-up.
-        assert_eq!(v.len(), 21, "{v:?}");
+        // 2 alloc + 6 p50 + 3 + 3 CPU + 1 HTTP CPU + 2 req/s + 2 RSS + idle + start-up,
+        // and issue 24's: alloc + CPU + 6 p50 + 2 req/s + 3 policy.
+        assert_eq!(v.len(), 21 + 13, "{v:?}");
         assert!(v.iter().all(|v| v.verdict() == "not measured"));
     }
 
@@ -876,6 +905,11 @@ mod tests {
         assert!(v.iter().all(|v| !v.target.contains("(16 B, 16 in flight)") || !v.target.contains("approve")), "a comparison not measured is not listed");
         assert_eq!(verdict("HTTP req/s ÷ best peer's (16 B, 8 clients)"), "MISSED");
         assert_eq!(verdict("HTTP req/s ÷ best peer's (64 KiB, 8 clients)"), "met");
+        // Issue 24's bounds, beside the list's.
+        assert_eq!(verdict("stdio p50 ÷ relay p50 (16 B, 8 in flight) [issue 24]"), "met");
+        assert_eq!(verdict("hub CPU per stdio call ÷ relay CPU (16 B, 1 in flight) [issue 24]"), "MISSED");
+        assert_eq!(verdict("HTTP req/s ÷ best peer's (64 KiB, 8 clients) [issue 24]"), "MISSED");
+        assert_eq!(verdict("hub CPU with the policy on ÷ off (16 B, 1 in flight) [issue 24]"), "not measured");
         // The figure is shown beside its bound.
         let row = find(&v, "stdio p50 ÷ relay p50 (16 B, 8 in flight)");
         assert_eq!(row.bound, "≤ 1.2×");
@@ -893,6 +927,13 @@ mod tests {
         let m = find(&v, "hub CPU with approve rules ÷ without (16 B, 1 in flight)");
         assert_eq!(m.verdict(), "met");
         assert!(m.measured.as_ref().unwrap().0.starts_with("1.02× (median of 3 rounds' ratios; 10.2 vs 13.0 µs)"), "{:?}", m.measured);
+        // So does the policy's (issue 24: at most 1.1×).
+        for (round, with, without) in [(0, 10.5, 10.0), (1, 26.0, 20.0), (2, 10.0, 10.0)] {
+            r.add(Key::stdio(HUB_POLICY, 16, 1), round, p50(1.0, with));
+        }
+        let v = r.verdicts();
+        let m = find(&v, "hub CPU with the policy on ÷ off (16 B, 1 in flight) [issue 24]");
+        assert_eq!((m.verdict(), m.measured.as_ref().unwrap().0.as_str()), ("met", "1.05× (median of 3 rounds' ratios)"));
         // Tracing's cost is shown the same way, with no bound.
         #[cfg(feature = "traces")]
         {
