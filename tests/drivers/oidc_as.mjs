@@ -2,7 +2,7 @@
 // A real OpenID provider for the tests: oidc-provider 9.13.3 (from .peers/node,
 // or MCPX_PEERS_NODE), on loopback over plain http.
 //
-//   node oidc_as.mjs --port PORT --redirect URI [--redirect URI2 ...] [--access-ttl SECONDS]
+//   node oidc_as.mjs --port PORT --redirect URI [--redirect URI2 ...] [--access-ttl SECONDS] [--no-refresh]
 //
 // Issuer http://127.0.0.1:PORT. Prints "ready" on stdout when listening; logs
 // to stderr.
@@ -26,8 +26,8 @@
 //   (for userinfo only). An authorization request must ask for some scope
 //   (`mcp`, or `openid`): with none it ends in `error=access_denied` (with no
 //   error_description, unlike `deny`).
-// - Refresh tokens: always issued to clients allowed the refresh_token grant
-//   (offline_access is not needed). They rotate on every use; replaying a used
+// - Refresh tokens: issued to clients allowed the refresh_token grant
+//   (offline_access is not needed), unless --no-refresh. They rotate on every use; replaying a used
 //   one revokes the whole grant.
 // - Metadata at /.well-known/openid-configuration and, the same document, at
 //   /.well-known/oauth-authorization-server. Revocation at /token/revocation.
@@ -50,10 +50,11 @@ const { values: opts } = parseArgs({
     port: { type: "string" },
     redirect: { type: "string", multiple: true },
     "access-ttl": { type: "string", default: "3600" },
+    "no-refresh": { type: "boolean", default: false },
   },
 });
 if (!opts.port || !opts.redirect?.length) {
-  process.stderr.write("usage: oidc_as.mjs --port PORT --redirect URI [--redirect URI ...] [--access-ttl S]\n");
+  process.stderr.write("usage: oidc_as.mjs --port PORT --redirect URI [--redirect URI ...] [--access-ttl S] [--no-refresh]\n");
   process.exit(2);
 }
 const issuer = `http://127.0.0.1:${opts.port}`;
@@ -119,7 +120,7 @@ const provider = new Provider(issuer, {
     await grant.save();
     return grant;
   },
-  issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
+  issueRefreshToken: async (_ctx, client) => !opts["no-refresh"] && client.grantTypeAllowed("refresh_token"),
   expiresWithSession: async () => false,
 });
 

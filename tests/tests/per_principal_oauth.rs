@@ -101,18 +101,19 @@ fn serve(env: &str, config: &str, port: u16) -> HttpServer {
 
 impl Setup {
     fn start() -> Setup {
-        Setup::start_with(None)
+        Setup::start_with(None, &["--access-ttl", "32"])
     }
 
-    /// With `redis`: the first replica of several sharing that Redis.
-    fn start_with(redis: Option<u16>) -> Setup {
+    /// With `redis`: the first replica of several sharing that Redis;
+    /// `provider`: the provider's options past its port and redirects.
+    fn start_with(redis: Option<u16>, provider: &[&str]) -> Setup {
         let (as_port, up_port, hub_port) = (free_port(), free_port(), free_port());
         let public = format!("http://127.0.0.1:{hub_port}");
         let issuer = format!("http://127.0.0.1:{as_port}");
         let callback = format!("{public}/oauth/callback");
-        // Access tokens last 32 s: 2 s later they are within the 30 s mcpx refreshes ahead of expiry.
         let mut as_args = vec![driver("oidc_as.mjs").to_str().unwrap().to_string(), "--port".into(), as_port.to_string(), "--redirect".into(), callback];
-        as_args.extend(["--redirect".into(), "http://127.0.0.1/callback".into(), "--access-ttl".into(), "32".into()]);
+        as_args.extend(["--redirect".into(), "http://127.0.0.1/callback".into()]);
+        as_args.extend(provider.iter().map(|a| a.to_string()));
         // A second replica's callback, at the next port asked for (registered up front).
         let second = free_port();
         as_args.extend(["--redirect".into(), format!("http://127.0.0.1:{second}/oauth/callback")]);
@@ -159,6 +160,7 @@ fn text(r: &Value) -> String {
 // covers: authz-no-token-passthrough, elicitation-server-may-return-url-required-error, elicitation-url-required-error-url-mode-with-id, elicitation-complete-only-to-initiating-client, elicitation-complete-must-carry-id, elicitation-url-verify-opening-user, elicitation-url-same-user-start-and-complete
 #[test]
 fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
+    // Access tokens last 32 s: 2 s later they are within the 30 s mcpx refreshes ahead of expiry.
     let setup = Setup::start();
     let (public, issuer, callback, url, upstream, state, env, config) =
         (&setup.public, &setup.issuer, format!("{}/oauth/callback", setup.public), &setup.hub.url, &setup.upstream, &setup.state, &setup.env, &setup.config);
@@ -315,6 +317,28 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     assert_eq!(r["result"]["resultType"], "input_required", "asked again after revoking: {r}");
 }
 
+/// A principal's token that expires with no refresh token (the provider
+/// issues none): once the server refuses it, the principal is asked to
+/// authorize again, not served with anyone else's; authorized again, the
+/// call goes through as them.
+#[test]
+fn an_expired_token_without_refresh_asks_its_principal_again() {
+    let setup = Setup::start_with(None, &["--access-ttl", "2", "--no-refresh"]);
+    let (url, up_aud) = (&setup.hub.url, format!("aud={}", setup.upstream.url));
+    let s = session(url, "alice", json!({ "elicitation": { "url": {} } }));
+    let link = asked_link(&call(url, "alice", &s, "gh__whoami"));
+    assert_eq!(browser(&link, "alice", "alice").json["status"], 200);
+    assert_eq!(text(&call(url, "alice", &s, "gh__whoami")), format!("sub=alice {up_aud}"));
+    std::thread::sleep(Duration::from_millis(3_000));
+    let link = asked_link(&call(url, "alice", &s, "gh__whoami"));
+    assert_eq!(browser(&link, "alice", "alice").json["status"], 200);
+    assert_eq!(text(&call(url, "alice", &s, "gh__whoami")), format!("sub=alice {up_aud}"));
+    let log = http(&format!("{}/test/log", setup.issuer), &[], None).json;
+    let alice: Vec<&Value> = log.as_array().unwrap().iter().filter(|g| g["sub"] == "alice").collect();
+    assert_eq!(alice.len(), 2, "authorized twice, nothing refreshed: {log}");
+    assert!(alice.iter().all(|g| g["grant_type"] == "authorization_code" && g["refresh_token"] == false), "{log}");
+}
+
 /// The link a -32042 error `r` asks to open.
 fn asked_link(r: &Value) -> String {
     assert_eq!(r["error"]["code"], -32042, "{r}");
@@ -329,7 +353,7 @@ fn asked_link(r: &Value) -> String {
 #[test]
 fn replicas_sharing_redis_keep_each_principals_tokens_for_all() {
     let (_redis, redis_port) = redis_server();
-    let setup = Setup::start_with(Some(redis_port));
+    let setup = Setup::start_with(Some(redis_port), &[]);
     let (second, second_config) = setup.second_replica(redis_port);
     let (a, b) = (&setup.hub.url, &second.url);
     let up_aud = format!("aud={}", setup.upstream.url);
