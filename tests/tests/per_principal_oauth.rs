@@ -75,16 +75,19 @@ struct Setup {
 const STATE_KEY: &str = "5f1c0a9e7d3b2c4a6e8f0d1b3c5a7e9f2d4b6a8c0e1f3a5b7c9d0e2f4a6b8c1d";
 
 /// A config for mcpx at `public` in front of `upstream`; with `redis`, its
-/// state in that Redis.
-fn hub_config(public: &str, upstream: &str, redis: Option<u16>) -> Hub {
+/// state in that Redis; with `dcr`, no client id: mcpx registers itself.
+fn hub_config(public: &str, upstream: &str, redis: Option<u16>, dcr: bool) -> Hub {
     let tokens: serde_json::Map<String, Value> = TOKENS.iter().map(|(n, t)| (n.to_string(), json!(t))).collect();
     let mut state = json!({ "keyFile": "state.key" });
     if let Some(port) = redis {
         state["url"] = json!(format!("redis://127.0.0.1:{port}/0"));
     }
+    let mut oauth = json!({ "clientId": "mcpx", "perPrincipal": true, "publicUrl": public });
+    if dcr {
+        oauth.as_object_mut().unwrap().remove("clientId");
+    }
     let hub = HubConfig::new()
-        .remote("gh", json!({ "url": upstream, "isolation": "client",
-            "oauth": { "clientId": "mcpx", "perPrincipal": true, "publicUrl": public } }))
+        .remote("gh", json!({ "url": upstream, "isolation": "client", "oauth": oauth }))
         .set("auth", json!({ "tokens": tokens }))
         .set("policy", json!({ "audit": { "file": "audit.jsonl" } }))
         .set("state", state)
@@ -101,12 +104,13 @@ fn serve(env: &str, config: &str, port: u16) -> HttpServer {
 
 impl Setup {
     fn start() -> Setup {
-        Setup::start_with(None, &["--access-ttl", "32"])
+        Setup::start_with(None, &["--access-ttl", "32"], false)
     }
 
     /// With `redis`: the first replica of several sharing that Redis;
-    /// `provider`: the provider's options past its port and redirects.
-    fn start_with(redis: Option<u16>, provider: &[&str]) -> Setup {
+    /// `provider`: the provider's options past its port and redirects;
+    /// `dcr`: mcpx registers itself (Dynamic Client Registration).
+    fn start_with(redis: Option<u16>, provider: &[&str], dcr: bool) -> Setup {
         let (as_port, up_port, hub_port) = (free_port(), free_port(), free_port());
         let public = format!("http://127.0.0.1:{hub_port}");
         let issuer = format!("http://127.0.0.1:{as_port}");
@@ -122,7 +126,7 @@ impl Setup {
         let up_cmd = Cmd::new(python("1.30.0"), &[driver("py_protected_server.py").to_str().unwrap(), "--port", &up_port.to_string(), "--issuer", &issuer]);
         let upstream = HttpServer::start(&up_cmd, up_port, "/mcp");
 
-        let hub = hub_config(&public, &upstream.url, redis);
+        let hub = hub_config(&public, &upstream.url, redis, dcr);
         let state = hub.dir().join("state");
         let config = hub.config.to_str().unwrap().to_string();
         let env = format!("XDG_STATE_HOME={}", state.display());
@@ -142,7 +146,7 @@ impl Setup {
     /// replica that made the link): its URL and config.
     fn second_replica(&self, redis: u16) -> (HttpServer, Hub) {
         let port = self.second_port;
-        let hub = hub_config(&format!("http://127.0.0.1:{port}"), &self.upstream.url, Some(redis));
+        let hub = hub_config(&format!("http://127.0.0.1:{port}"), &self.upstream.url, Some(redis), false);
         (serve(&self.env, hub.config.to_str().unwrap(), port), hub)
     }
 
@@ -320,10 +324,12 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
 /// A principal's token that expires with no refresh token (the provider
 /// issues none): once the server refuses it, the principal is asked to
 /// authorize again, not served with anyone else's; authorized again, the
-/// call goes through as them.
+/// call goes through as them. No client id is configured: mcpx registers
+/// itself for the principals' flows (a web client coming back to its
+/// callback), apart from the operator's (a native one, loopback).
 #[test]
 fn an_expired_token_without_refresh_asks_its_principal_again() {
-    let setup = Setup::start_with(None, &["--access-ttl", "2", "--no-refresh"]);
+    let setup = Setup::start_with(None, &["--access-ttl", "2", "--no-refresh"], true);
     let (url, up_aud) = (&setup.hub.url, format!("aud={}", setup.upstream.url));
     let s = session(url, "alice", json!({ "elicitation": { "url": {} } }));
     let link = asked_link(&call(url, "alice", &s, "gh__whoami"));
@@ -337,6 +343,9 @@ fn an_expired_token_without_refresh_asks_its_principal_again() {
     let alice: Vec<&Value> = log.as_array().unwrap().iter().filter(|g| g["sub"] == "alice").collect();
     assert_eq!(alice.len(), 2, "authorized twice, nothing refreshed: {log}");
     assert!(alice.iter().all(|g| g["grant_type"] == "authorization_code" && g["refresh_token"] == false), "{log}");
+    let clients: std::collections::BTreeSet<&str> = log.as_array().unwrap().iter().filter_map(|g| g["client_id"].as_str()).collect();
+    assert_eq!(clients.len(), 2, "the operator's registration and the principals' flows': {log}");
+    assert!(!clients.contains("mcpx"), "{log}");
 }
 
 /// The link a -32042 error `r` asks to open.
@@ -353,7 +362,7 @@ fn asked_link(r: &Value) -> String {
 #[test]
 fn replicas_sharing_redis_keep_each_principals_tokens_for_all() {
     let (_redis, redis_port) = redis_server();
-    let setup = Setup::start_with(Some(redis_port), &[]);
+    let setup = Setup::start_with(Some(redis_port), &[], false);
     let (second, second_config) = setup.second_replica(redis_port);
     let (a, b) = (&setup.hub.url, &second.url);
     let up_aud = format!("aud={}", setup.upstream.url);
