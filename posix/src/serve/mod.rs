@@ -411,6 +411,13 @@ where
     if let Some(h) = rt.http.borrow().as_ref() {
         h.use_flows(flows.clone());
     }
+    // What "tokenExchange" servers exchange: each principal's verified token to mcpx.
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    let exchanges = Rc::new(crate::remote::oauth::exchange::Exchanges::default());
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    if let Some(h) = rt.http.borrow().as_ref() {
+        h.use_exchanges(exchanges.clone());
+    }
     let spawner = Spawner {
         ex: ex.clone(),
         sup_opts,
@@ -420,6 +427,8 @@ where
         secrets: std::cell::RefCell::new(cfg.secrets.clone()),
         #[cfg(feature = "secrets")]
         flows,
+        #[cfg(all(feature = "secrets", feature = "oauth"))]
+        exchanges,
     };
     // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
