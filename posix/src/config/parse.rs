@@ -73,6 +73,7 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     let (mut servers, disabled) = parse_servers(&mut cx, &top, obj, &separator, power);
     check_prefixes(&mut cx, &top.key("mcpServers"), &servers);
     let secrets = parse_secrets(&mut cx, &top, obj, &servers);
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
     super::remote::check_token_exchange(&mut cx, &top, &http, &servers);
     if !cx.errors.is_empty() {
         return Err(ConfigError(cx.errors));

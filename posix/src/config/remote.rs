@@ -292,6 +292,7 @@ fn parse_token_exchange(cx: &mut Ctx<'_>, at: &Path, v: &Value, spec: &OAuthSpec
 /// A `"tokenExchange"` server needs a subject token for each principal:
 /// its OAuth access token to mcpx, so the HTTP listener must authenticate
 /// with OAuth (`"auth": {"oauth": ...}`).
+#[cfg(all(feature = "secrets", feature = "oauth"))]
 pub(super) fn check_token_exchange(cx: &mut Ctx<'_>, top: &Path, http: &super::http::HttpSettings, servers: &[super::ServerConfig]) {
     if http.auth.oauth.is_some() {
         return;

@@ -67,11 +67,14 @@ pub enum Grant<'a> {
     /// RFC 8693: an access token for this client's target (`resource`,
     /// and `audience` when given) in exchange for `subject_token`, an
     /// access token issued to someone else (a principal's to mcpx).
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
     TokenExchange { subject_token: &'a str, audience: Option<&'a str> },
 }
 
 /// RFC 8693's grant type, and the type of the tokens exchanged both ways.
+#[cfg(all(feature = "secrets", feature = "oauth"))]
 pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+#[cfg(all(feature = "secrets", feature = "oauth"))]
 pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// A token request: the form body and the `Authorization` header, if any.
@@ -92,6 +95,7 @@ pub fn request(grant: &Grant<'_>, client: &ClientId, resource: Option<&str>, sco
         }
         Grant::Refresh { refresh_token } => p.extend([("grant_type", "refresh_token"), ("refresh_token", refresh_token)]),
         Grant::ClientCredentials => p.push(("grant_type", "client_credentials")),
+        #[cfg(all(feature = "secrets", feature = "oauth"))]
         Grant::TokenExchange { subject_token, audience } => {
             p.extend([
                 ("grant_type", TOKEN_EXCHANGE),
@@ -228,6 +232,7 @@ mod tests {
     // RFC 8693 §2.1: the subject token and both token types, the RFC 8707
     // resource, the audience when configured, the scopes; the client
     // authenticates as for any grant.
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
     #[test]
     fn token_exchange_requests() {
         let urn = |s: &str| s.replace(':', "%3A");
