@@ -29,7 +29,8 @@
 //! body reaches the hub, so a client's token can never be passed upstream
 //! (row `authz-no-token-passthrough`), and no token is ever logged. The one
 //! exception is no passthrough either: with features `secrets` and `oauth`,
-//! each OAuth principal's latest verified token is kept in memory
+//! while a configured server exchanges tokens, each OAuth principal's
+//! latest verified token is kept in memory
 //! ([`Authenticator::keep_subjects`]) as the subject token that
 //! `"tokenExchange"` servers exchange, at their authorization server, for
 //! a token of their own (`remote::oauth::exchange`).

@@ -328,6 +328,8 @@ impl State {
         }
         #[cfg(feature = "secrets")]
         self.spawner.set_secrets(new.secrets.clone());
+        #[cfg(all(feature = "secrets", feature = "oauth"))]
+        self.spawner.set_exchanging(&new.servers);
         self.apply(&d, &new).await;
         if d.log_level {
             match (self.settings.level_fixed, new.log_level) {

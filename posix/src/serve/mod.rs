@@ -430,6 +430,8 @@ where
         #[cfg(all(feature = "secrets", feature = "oauth"))]
         exchanges,
     };
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    spawner.set_exchanging(&cfg.servers);
     // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
     // The pins before the first listing (with a store: every replica's).

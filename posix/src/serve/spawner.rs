@@ -76,6 +76,13 @@ impl Spawner {
         Self::put(rt, id, &s.name, Some(up), Some(task));
     }
 
+    /// Whether the servers of the config (at start, or a reload's) include
+    /// a `"tokenExchange"` one: the listener keeps principals' tokens only then.
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    pub(crate) fn set_exchanging(&self, servers: &[config::ServerConfig]) {
+        self.exchanges.set_wanted(servers.iter().any(|s| s.token_exchange().is_some()));
+    }
+
     /// A reload's `"secrets"` file, for the next starts.
     #[cfg(feature = "secrets")]
     pub(crate) fn set_secrets(&self, file: Option<PathBuf>) {

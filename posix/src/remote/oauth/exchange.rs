@@ -5,8 +5,9 @@
 //! one meant for the server (its RFC 8707 `resource`, and the configured
 //! `audience`), authenticating as the configured client.
 //!
-//! [`Exchanges`] holds, in memory only, each principal's latest verified
-//! token to mcpx and the tokens exchanged for it, per (principal, server
+//! [`Exchanges`] holds, in memory only and only while a configured server
+//! exchanges tokens, each principal's latest verified token to mcpx and
+//! the tokens exchanged for it, per (principal, server
 //! URL, audience), until they expire: an instance exchanges again when its
 //! token is within the refresh margin of its expiry, or when the server
 //! answers 401. Nothing here is written to the token store or logged, and
@@ -14,7 +15,7 @@
 //! exchange (no subject token, `invalid_grant`, the authorization server
 //! unreachable) fails the request: there is no other token to fall back to.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
@@ -42,6 +43,8 @@ struct Subject {
 /// every instance of a `"tokenExchange"` server.
 #[derive(Default)]
 pub struct Exchanges {
+    /// Does a configured server exchange tokens? Nothing is kept otherwise.
+    wanted: Cell<bool>,
     subjects: RefCell<HashMap<String, Subject>>,
     issued: RefCell<HashMap<Key, ServerTokens>>,
 }
@@ -53,10 +56,23 @@ impl fmt::Debug for Exchanges {
 }
 
 impl Exchanges {
+    /// Whether a server of the config (at start, or a reload's) exchanges
+    /// tokens; when none does any more, what was held goes.
+    pub fn set_wanted(&self, on: bool) {
+        self.wanted.set(on);
+        if !on {
+            self.subjects.borrow_mut().clear();
+            self.issued.borrow_mut().clear();
+        }
+    }
+
     /// The HTTP listener accepted `token` from `principal` (its signature,
     /// issuer, audience mcpx and expiry checked), good until `expires_at`:
     /// the subject token of that principal's next exchanges.
     pub fn accepted(&self, principal: &str, token: &str, expires_at: Option<u64>) {
+        if !self.wanted.get() {
+            return;
+        }
         let mut subjects = self.subjects.borrow_mut();
         if subjects.get(principal).is_some_and(|s| ct_eq(s.token.as_bytes(), token.as_bytes())) {
             return;
@@ -133,3 +149,29 @@ impl Authorizer {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_held_per_principal_while_wanted_and_until_they_expire() {
+        let x = Exchanges::default();
+        x.accepted("alice", "t-a", None);
+        assert_eq!(x.subject("alice"), None, "no server exchanges tokens: nothing is kept");
+        x.set_wanted(true);
+        x.accepted("alice", "t-a", Some(now_s() + 60));
+        x.accepted("bob", "t-b", Some(now_s() - 1));
+        assert_eq!(x.subject("alice").as_deref(), Some("t-a"));
+        assert_eq!(x.subject("bob"), None, "expired");
+        x.accepted("alice", "t-a2", None);
+        assert_eq!(x.subject("alice").as_deref(), Some("t-a2"), "the latest one");
+        let key = |p: &str| (p.to_string(), "https://s.example/mcp".to_string(), None);
+        x.keep(key("alice"), ServerTokens { access_token: "x-a".into(), ..ServerTokens::default() });
+        assert_eq!(x.held(&key("alice")).map(|t| t.access_token).as_deref(), Some("x-a"));
+        assert_eq!(x.held(&key("bob")), None, "bob never gets alice's");
+        assert!(!format!("{x:?}").contains("t-a2") && !format!("{x:?}").contains("x-a"), "no token in Debug");
+        x.set_wanted(false);
+        assert_eq!((x.subject("alice"), x.held(&key("alice"))), (None, None));
+    }
+}
