@@ -3,6 +3,8 @@
 // or MCPX_PEERS_NODE), on loopback over plain http.
 //
 //   node oidc_as.mjs --port PORT --redirect URI [--redirect URI2 ...] [--access-ttl SECONDS] [--no-refresh]
+//                    [--exchange-secret SECRET --exchange-subject-aud URL
+//                     [--exchange-ttl SECONDS] [--refuse-exchange SUB ...]]
 //
 // Issuer http://127.0.0.1:PORT. Prints "ready" on stdout when listening; logs
 // to stderr.
@@ -31,8 +33,25 @@
 //   one revokes the whole grant.
 // - Metadata at /.well-known/openid-configuration and, the same document, at
 //   /.well-known/oauth-authorization-server. Revocation at /token/revocation.
+// - With --exchange-secret: a confidential client `mcpx-exchange` (that
+//   secret, client_secret_basic, scope `mcp`) allowed the client_credentials
+//   grant and OAuth 2.0 Token Exchange (RFC 8693). oidc-provider has no
+//   token exchange of its own: the grant handler here is ours, registered
+//   with provider.registerGrantType. It takes an access token as the subject
+//   token (subject_token_type and any requested_token_type
+//   urn:ietf:params:oauth:token-type:access_token) and verifies it: a JWT
+//   signed RS256 with this provider's key, `iss` this issuer, not expired,
+//   `aud` exactly --exchange-subject-aud (the service it was issued for). It
+//   needs one http(s) `resource` (an `audience`, if any, must be the same)
+//   and issues an RS256 JWT access token with aud = the resource, sub = the
+//   subject token's sub, scope = the requested scopes among `mcp`, lifetime
+//   --exchange-ttl (default 3600); the answer has issued_token_type. A
+//   subject named by --refuse-exchange is refused with invalid_grant.
 // - Test-only: GET /test/log lists the token grants issued so far:
-//   [{"grant_type", "client_id", "sub", "aud", "scope", "refresh_token": bool}].
+//   [{"grant_type", "client_id", "sub", "aud", "scope", "refresh_token": bool}],
+//   an exchange's with "subject": {"sub", "aud", "client_id"} (the verified
+//   subject token's claims); a refused exchange is listed too, as
+//   {"grant_type", "client_id", "error", "detail", "subject"}.
 
 import crypto from "node:crypto";
 import path from "node:path";
@@ -51,6 +70,10 @@ const { values: opts } = parseArgs({
     redirect: { type: "string", multiple: true },
     "access-ttl": { type: "string", default: "3600" },
     "no-refresh": { type: "boolean", default: false },
+    "exchange-secret": { type: "string" },
+    "exchange-subject-aud": { type: "string" },
+    "exchange-ttl": { type: "string", default: "3600" },
+    "refuse-exchange": { type: "string", multiple: true, default: [] },
   },
 });
 if (!opts.port || !opts.redirect?.length) {
@@ -59,7 +82,10 @@ if (!opts.port || !opts.redirect?.length) {
 }
 const issuer = `http://127.0.0.1:${opts.port}`;
 const accessTtl = Number(opts["access-ttl"]);
+const exchangeTtl = Number(opts["exchange-ttl"]);
 const log = [];
+const TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token";
 
 // One RSA signing key, made at start (a new kid on every start).
 const jwk = crypto.generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ format: "jwk" });
@@ -76,8 +102,19 @@ policy.get("login").checks.add(
   }),
 );
 
+// The client that exchanges tokens (and lists with client credentials).
+const exchangeClient = opts["exchange-secret"] === undefined ? [] : [{
+  client_id: "mcpx-exchange",
+  client_secret: opts["exchange-secret"],
+  token_endpoint_auth_method: "client_secret_basic",
+  grant_types: [TOKEN_EXCHANGE, "client_credentials"],
+  response_types: [],
+  redirect_uris: [],
+  scope: "mcp",
+}];
+
 const provider = new Provider(issuer, {
-  clients: [{
+  clients: [...exchangeClient, {
     client_id: "mcpx",
     // Native: a loopback redirect URI matches whatever its port (RFC 8252 §7.3).
     application_type: "native",
@@ -94,6 +131,7 @@ const provider = new Provider(issuer, {
   responseTypes: ["code"],
   ttl: { AccessToken: accessTtl },
   features: {
+    clientCredentials: { enabled: opts["exchange-secret"] !== undefined },
     devInteractions: { enabled: true },
     registration: { enabled: true },
     revocation: { enabled: true },
@@ -124,6 +162,54 @@ const provider = new Provider(issuer, {
   expiresWithSession: async () => false,
 });
 
+// RFC 8693 token exchange (ours, not oidc-provider's): see the header.
+const publicKey = crypto.createPublicKey({ key: jwk, format: "jwk" });
+
+/// The claims of subject token `token`, once verified; throws invalid_grant.
+function verifySubject(token) {
+  const refuse = (why) => new errors.InvalidGrant(`subject_token: ${why}`);
+  const [h, p, sig, extra] = String(token ?? "").split(".");
+  if (!sig || extra !== undefined) throw refuse("not a JWT");
+  let header;
+  let claims;
+  try {
+    header = JSON.parse(Buffer.from(h, "base64url"));
+    claims = JSON.parse(Buffer.from(p, "base64url"));
+  } catch {
+    throw refuse("not a JWT");
+  }
+  if (header.alg !== "RS256" || header.kid !== jwk.kid) throw refuse("not signed with this provider's key");
+  if (!crypto.verify("RSA-SHA256", Buffer.from(`${h}.${p}`), publicKey, Buffer.from(sig, "base64url"))) throw refuse("bad signature");
+  if (claims.iss !== issuer) throw refuse(`issued by ${claims.iss}, not ${issuer}`);
+  if (!(claims.exp > Date.now() / 1000)) throw refuse("expired");
+  if (claims.aud !== opts["exchange-subject-aud"]) throw refuse(`its audience is ${JSON.stringify(claims.aud)}, not ${opts["exchange-subject-aud"]}`);
+  if (!claims.sub) throw refuse("no sub");
+  return claims;
+}
+
+if (opts["exchange-secret"] !== undefined) {
+  const params = ["subject_token", "subject_token_type", "requested_token_type", "actor_token", "actor_token_type", "audience", "resource", "scope"];
+  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+    const p = ctx.oidc.params;
+    if (p.subject_token_type !== ACCESS_TOKEN_TYPE) throw new errors.InvalidRequest(`subject_token_type must be ${ACCESS_TOKEN_TYPE}`);
+    if (p.requested_token_type !== undefined && p.requested_token_type !== ACCESS_TOKEN_TYPE) {
+      throw new errors.InvalidRequest(`requested_token_type must be ${ACCESS_TOKEN_TYPE}`);
+    }
+    const subject = verifySubject(p.subject_token);
+    ctx.state.subject = { sub: subject.sub, aud: subject.aud, client_id: subject.client_id ?? null };
+    if (opts["refuse-exchange"].includes(subject.sub)) throw new errors.InvalidGrant(`subject ${subject.sub} may not act at the resource`);
+    const resource = p.resource;
+    if (typeof resource !== "string" || !/^https?:\/\//.test(resource)) throw new errors.InvalidTarget("one http(s) resource is required");
+    if (p.audience !== undefined && p.audience !== resource) throw new errors.InvalidTarget("the audience must be the resource");
+    const scope = (p.scope ?? "").split(" ").filter((s) => s === "mcp").join(" ") || undefined;
+    const { AccessToken, ResourceServer } = ctx.oidc.provider;
+    const server = new ResourceServer(resource, { scope: "mcp", audience: resource, accessTokenFormat: "jwt", jwt: { sign: { alg: "RS256" } } });
+    const at = new AccessToken({ accountId: subject.sub, client: ctx.oidc.client, gty: "token-exchange", scope, expiresIn: exchangeTtl, resourceServer: server });
+    const value = await at.save();
+    ctx.body = { access_token: value, issued_token_type: ACCESS_TOKEN_TYPE, token_type: "Bearer", expires_in: at.expiration, scope };
+  }, params);
+}
+
 provider.on("grant.success", (ctx) => {
   const { access_token: at, refresh_token: rt, scope } = ctx.body ?? {};
   const claims = at?.split(".").length === 3 ? JSON.parse(Buffer.from(at.split(".")[1], "base64url")) : {};
@@ -134,10 +220,15 @@ provider.on("grant.success", (ctx) => {
     aud: claims.aud ?? null,
     scope: scope ?? null,
     refresh_token: Boolean(rt),
+    ...(ctx.state.subject && { subject: ctx.state.subject }),
   });
 });
+provider.on("grant.error", (ctx, err) => {
+  if (ctx.oidc?.params?.grant_type !== TOKEN_EXCHANGE) return;
+  log.push({ grant_type: TOKEN_EXCHANGE, client_id: ctx.oidc.client?.clientId ?? null, error: err.error, detail: err.error_detail ?? null, subject: ctx.state.subject ?? null });
+});
 for (const ev of ["server_error", "authorization.error", "grant.error", "interaction.error"]) {
-  provider.on(ev, (_ctx, err) => process.stderr.write(`oidc_as: ${ev}: ${err.message} ${err.error_description ?? ""}\n`));
+  provider.on(ev, (_ctx, err) => process.stderr.write(`oidc_as: ${ev}: ${err.message} ${err.error_description ?? ""} ${err.error_detail ?? ""}\n`));
 }
 
 provider.use(async (ctx, next) => {

@@ -19,11 +19,15 @@ a token without them gets 403 insufficient_scope.
 Tools:
   whoami()    -> "sub=SUB aud=AUD" of the token that carried the call
   echo(text)  -> TEXT
+Test-only: GET /test/seen lists every request to /mcp, accepted or not:
+[{"method", "sha256": hex digest of its bearer token (null without one),
+"sub", "aud": the token's claims, unverified (null when unreadable)}].
 Prints "ready" on stdout once it listens.
 """
 
 import argparse
 import asyncio
+import hashlib
 import sys
 
 import httpx
@@ -33,6 +37,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.fastmcp import FastMCP
+from starlette.responses import JSONResponse
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--port", type=int, required=True)
@@ -40,6 +45,25 @@ ap.add_argument("--issuer", required=True)
 ap.add_argument("--scopes", default="mcp")
 args = ap.parse_args()
 RESOURCE = f"http://127.0.0.1:{args.port}/mcp"
+SEEN = []
+
+
+def recording(app):
+    """`app`, with each request to /mcp listed in SEEN first."""
+
+    async def asgi(scope, receive, send):
+        if scope["type"] == "http" and scope["path"] == "/mcp":
+            auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            token = auth[7:].strip() if auth[:7].lower() == "bearer " else None
+            try:
+                claims = jwt.decode(token, options={"verify_signature": False}) if token else {}
+            except Exception:  # not a JWT
+                claims = {}
+            digest = hashlib.sha256(token.encode()).hexdigest() if token else None
+            SEEN.append({"method": scope["method"], "sha256": digest, "sub": claims.get("sub"), "aud": claims.get("aud")})
+        await app(scope, receive, send)
+
+    return asgi
 
 
 class JwksVerifier:
@@ -111,8 +135,13 @@ def echo(text: str) -> str:
     return text
 
 
+@mcp.custom_route("/test/seen", methods=["GET"])
+async def test_seen(_request):
+    return JSONResponse(SEEN)
+
+
 async def main():
-    config = uvicorn.Config(mcp.streamable_http_app(), host="127.0.0.1", port=args.port, log_level="warning")
+    config = uvicorn.Config(recording(mcp.streamable_http_app()), host="127.0.0.1", port=args.port, log_level="warning")
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
     while not server.started and not serving.done():

@@ -77,6 +77,8 @@ pub fn parse(src: &str, file: &str, base: &FsPath, env: EnvLookup<'_>) -> Result
     let keeps_tokens = false;
     let cluster = parse_cluster(&mut cx, &top, obj, keeps_tokens);
     let secrets = parse_secrets(&mut cx, &top, obj, &servers);
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    super::remote::check_token_exchange(&mut cx, &top, &http, &servers);
     if !cx.errors.is_empty() {
         return Err(ConfigError(cx.errors));
     }

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::ctx::{type_name, Ctx, Object};
 use crate::bytes::jsonpos::Path;
-use crate::remote::oauth::{jwt, store, GrantKind, OAuthSpec};
+use crate::remote::oauth::{jwt, store, GrantKind, OAuthSpec, TokenExchange};
 use crate::remote::{Mode, RemoteSpec};
 
 /// Where and how to reach a remote server.
@@ -136,8 +136,19 @@ pub(super) fn parse_headers(cx: &mut Ctx<'_>, at: &Path, obj: &Object) -> Vec<(S
     headers
 }
 
-const OAUTH_KEYS: &[&str] =
-    &["clientId", "clientSecret", "clientMetadataUrl", "scopes", "grant", "privateKeyFile", "signingAlg", "openWith", "perPrincipal", "publicUrl"];
+const OAUTH_KEYS: &[&str] = &[
+    "clientId",
+    "clientSecret",
+    "clientMetadataUrl",
+    "scopes",
+    "grant",
+    "privateKeyFile",
+    "signingAlg",
+    "openWith",
+    "perPrincipal",
+    "publicUrl",
+    "tokenExchange",
+];
 
 /// A remote server's `"oauth"` block; the token store goes to
 /// `$XDG_STATE_HOME/mcpx/` (or `~/.local/state/mcpx/`, or beside the config).
@@ -197,6 +208,7 @@ fn parse_oauth(cx: &mut Ctx<'_>, at: &Path, v: &Value) -> Option<OAuthSpec> {
         }
     }
     spec.per_principal = parse_per_principal(cx, at, obj, &spec);
+    spec.token_exchange = obj.get("tokenExchange").filter(|v| !v.is_null()).and_then(|v| parse_token_exchange(cx, &at.key("tokenExchange"), v, &spec));
     (cx.errors.len() == n_errors).then_some(spec)
 }
 
@@ -242,4 +254,51 @@ fn parse_per_principal(cx: &mut Ctx<'_>, at: &Path, obj: &Object, _: &OAuthSpec)
         cx.err(&at.key("perPrincipal"), "this mcpx was built without per-principal credentials (cargo feature `secrets`)");
     }
     None
+}
+
+/// `"tokenExchange": true` or `{"audience": "..."}`: each principal's
+/// instance exchanges the principal's OAuth access token to mcpx for one
+/// for this server (RFC 8693), as the configured client; `false`: off. The
+/// HTTP listener must authenticate with OAuth ([`check_token_exchange`]).
+fn parse_token_exchange(cx: &mut Ctx<'_>, at: &Path, v: &Value, spec: &OAuthSpec) -> Option<TokenExchange> {
+    let x = match v {
+        Value::Bool(false) => return None,
+        Value::Bool(true) => TokenExchange::default(),
+        Value::Object(o) => {
+            cx.unknown_keys(at, o, &["audience"]);
+            let audience = o.get("audience").filter(|v| !v.is_null()).and_then(|v| cx.string(&at.key("audience"), v));
+            if audience.as_deref() == Some("") {
+                cx.err(&at.key("audience"), "the audience is empty");
+            }
+            TokenExchange { audience }
+        }
+        other => {
+            cx.err(at, format!("expected true or an object like {{\"audience\": \"https://api.example.com\"}}, found {}", type_name(other)));
+            return None;
+        }
+    };
+    if !cfg!(all(feature = "secrets", feature = "oauth")) {
+        cx.err(at, "this mcpx was built without token exchange (cargo features `secrets` and `oauth`)");
+    }
+    if spec.per_principal.is_some() {
+        cx.err(at, "\"tokenExchange\" and \"perPrincipal\" are two ways to get each principal's own tokens: use one");
+    }
+    if spec.client_id.is_none() {
+        cx.err(at, "\"tokenExchange\" needs \"clientId\" (and \"clientSecret\"): the client mcpx is at the authorization server that exchanges the tokens");
+    }
+    Some(x)
+}
+
+/// A `"tokenExchange"` server needs a subject token for each principal:
+/// its OAuth access token to mcpx, so the HTTP listener must authenticate
+/// with OAuth (`"auth": {"oauth": ...}`).
+#[cfg(all(feature = "secrets", feature = "oauth"))]
+pub(super) fn check_token_exchange(cx: &mut Ctx<'_>, top: &Path, http: &super::http::HttpSettings, servers: &[super::ServerConfig]) {
+    if http.auth.oauth.is_some() {
+        return;
+    }
+    for s in servers.iter().filter(|s| s.token_exchange().is_some()) {
+        let at = top.key("mcpServers").key(&s.name).key("oauth").key("tokenExchange");
+        cx.err(&at, "exchanges each principal's OAuth access token to mcpx, so the HTTP listener must authenticate with OAuth: add \"auth\": {\"oauth\": {\"issuer\": ..., \"audience\": ...}} (a principal with a static token has nothing to exchange)");
+    }
 }

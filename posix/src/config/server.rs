@@ -68,10 +68,16 @@ impl ServerConfig {
         self.remote.as_ref()?.oauth.as_ref()?.per_principal.as_deref()
     }
 
+    /// `"tokenExchange"`: a remote server's OAuth tokens are exchanged for
+    /// each principal's own token to mcpx.
+    pub fn token_exchange(&self) -> Option<&crate::remote::oauth::TokenExchange> {
+        self.remote.as_ref()?.oauth.as_ref()?.token_exchange.as_ref()
+    }
+
     /// Does each principal's instance reach the server with its own
-    /// credentials (secrets, or its own OAuth tokens)?
+    /// credentials (secrets, its own OAuth tokens, or exchanged ones)?
     pub fn own_credentials(&self) -> bool {
-        self.secrets().next().is_some() || self.per_principal_oauth().is_some()
+        self.secrets().next().is_some() || self.per_principal_oauth().is_some() || self.token_exchange().is_some()
     }
 }
 
@@ -163,6 +169,9 @@ pub(super) fn parse_server(cx: &mut Ctx<'_>, at: &Path, name: &str, v: &Value, s
     #[cfg(feature = "secrets")]
     if remote.as_ref().and_then(|r| r.oauth.as_ref()?.per_principal.as_ref()).is_some() && isolation == Isolation::Shared {
         cx.err(&at.key("oauth"), "\"perPrincipal\" tokens: set \"isolation\": \"client\", so that each person's token goes only to their own session");
+    }
+    if remote.as_ref().and_then(|r| r.oauth.as_ref()?.token_exchange.as_ref()).is_some() && isolation == Isolation::Shared {
+        cx.err(&at.key("oauth"), "\"tokenExchange\" tokens are each principal's own: set \"isolation\": \"client\", so that each person's token goes only to their own session");
     }
     if cx.errors.len() > n_errors {
         return Parsed::Invalid;

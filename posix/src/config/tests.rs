@@ -509,6 +509,44 @@ fn oauth_blocks() {
     assert!(e.contains("mcpServers.s.oauth: \"oauth\" is for remote servers"), "{e}");
 }
 
+/// `"tokenExchange"` (feature `secrets` and `oauth`): each case is a
+/// server's `"oauth"` block, its `"isolation"`, the listener's `"auth"`,
+/// and what comes of it: the exchange's audience, or an error's text.
+#[test]
+fn token_exchange_blocks() {
+    use crate::remote::oauth::TokenExchange;
+    const RS: &str = r#"{"oauth": {"issuer": "https://as.example", "audience": "https://hub.example/mcp"}}"#;
+    const STATIC: &str = r#"{"tokens": {"alice": "t-alice"}}"#;
+    let on = cfg!(all(feature = "secrets", feature = "oauth"));
+    let built = |r: Result<Option<&'static str>, &'static str>| if on { r } else { Err("built without token exchange (cargo features `secrets` and `oauth`)") };
+    let cases: [(&str, &str, &str, Result<Option<&str>, &str>); 10] = [
+        (r#"{"clientId": "mcpx", "clientSecret": "s", "tokenExchange": true}"#, "client", RS, built(Ok(None))),
+        (r#"{"clientId": "mcpx", "tokenExchange": {"audience": "https://api.example"}}"#, "client", RS, built(Ok(Some("https://api.example")))),
+        (r#"{"clientId": "mcpx", "tokenExchange": {}}"#, "client", RS, built(Ok(None))),
+        (r#"{"clientId": "mcpx", "tokenExchange": true}"#, "client", STATIC, built(Err("mcpServers.s.oauth.tokenExchange: exchanges each principal's OAuth access token to mcpx, so the HTTP listener must authenticate with OAuth"))),
+        (r#"{"clientId": "mcpx", "tokenExchange": true}"#, "shared", RS, built(Err("mcpServers.s.oauth: \"tokenExchange\" tokens are each principal's own: set \"isolation\": \"client\""))),
+        (r#"{"tokenExchange": true}"#, "client", RS, Err("mcpServers.s.oauth.tokenExchange: \"tokenExchange\" needs \"clientId\"")),
+        (r#"{"clientId": "mcpx", "tokenExchange": true, "perPrincipal": true, "publicUrl": "https://hub.example"}"#, "client", RS, built(Err("\"tokenExchange\" and \"perPrincipal\" are two ways to get each principal's own tokens: use one"))),
+        (r#"{"clientId": "mcpx", "tokenExchange": "yes"}"#, "client", RS, Err("mcpServers.s.oauth.tokenExchange: expected true or an object like {\"audience\": \"https://api.example.com\"}, found a string")),
+        (r#"{"clientId": "mcpx", "tokenExchange": {"audience": ""}}"#, "client", RS, Err("mcpServers.s.oauth.tokenExchange.audience: the audience is empty")),
+        (r#"{"clientId": "mcpx", "tokenExchange": false}"#, "shared", STATIC, Ok(None)),
+    ];
+    for (oauth, isolation, auth, want) in cases {
+        let src = format!(r#"{{"auth": {auth}, "mcpServers": {{"s": {{"url": "https://x.example/mcp", "isolation": "{isolation}", "oauth": {oauth}}}}}}}"#);
+        match (parse(&src, "cfg.json", FsPath::new("/etc/mcpx"), &env), want) {
+            (Ok(c), Ok(audience)) => {
+                let x = c.servers[0].remote.as_ref().and_then(|r| r.oauth.as_ref()?.token_exchange.clone());
+                let off = oauth.contains("false");
+                assert_eq!(x, (!off).then(|| TokenExchange { audience: audience.map(str::to_string) }), "{oauth}");
+                #[cfg(feature = "secrets")]
+                assert_eq!(c.servers[0].own_credentials(), !off, "{oauth}");
+            }
+            (Err(e), Err(part)) => assert!(e.to_string().contains(part), "{oauth}: {e}"),
+            (got, want) => panic!("{oauth} ({isolation}, {auth}): got {got:?}, expected {want:?}"),
+        }
+    }
+}
+
 #[test]
 fn remote_server_errors() {
     let one = |server: &str| err(&format!(r#"{{"mcpServers": {{"s": {server}}}}}"#));

@@ -27,7 +27,13 @@
 //!
 //! The header is only ever read here; nothing from the HTTP request but its
 //! body reaches the hub, so a client's token can never be passed upstream
-//! (row `authz-no-token-passthrough`), and no token is ever logged.
+//! (row `authz-no-token-passthrough`), and no token is ever logged. The one
+//! exception is no passthrough either: with features `secrets` and `oauth`,
+//! while a configured server exchanges tokens, each OAuth principal's
+//! latest verified token is kept in memory
+//! ([`Authenticator::keep_subjects`]) as the subject token that
+//! `"tokenExchange"` servers exchange, at their authorization server, for
+//! a token of their own (`remote::oauth::exchange`).
 
 #[cfg(feature = "signin")]
 pub(crate) mod cookie;
@@ -201,6 +207,9 @@ pub(crate) struct Authenticator {
     /// reload's since ([`Authenticator::set_signin`]).
     #[cfg(feature = "signin")]
     signin: RefCell<SignInSettings>,
+    /// Where each OAuth principal's verified token goes, for token exchange.
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    subjects: std::cell::OnceCell<std::rc::Rc<crate::remote::oauth::exchange::Exchanges>>,
 }
 
 impl Authenticator {
@@ -218,7 +227,17 @@ impl Authenticator {
             })),
             #[cfg(feature = "signin")]
             signin: RefCell::new(cfg.signin.clone()),
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            subjects: std::cell::OnceCell::new(),
         }
+    }
+
+    /// From now on, each OAuth principal's latest verified access token is
+    /// handed to `exchanges` (memory only), the subject token of its
+    /// `"tokenExchange"` servers' exchanges.
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    pub fn keep_subjects(&self, exchanges: std::rc::Rc<crate::remote::oauth::exchange::Exchanges>) {
+        let _ = self.subjects.set(exchanges);
     }
 
     /// Has `who` the status role now: does its name (`token:alice` is
@@ -282,7 +301,14 @@ impl Authenticator {
         }
         #[cfg(feature = "oauth")]
         if let Some(v) = &self.oauth {
-            return v.verify(token, peer, now_s).await;
+            let (who, expires_at) = v.verify(token, peer, now_s).await?;
+            #[cfg(feature = "secrets")]
+            if let (Some(x), Ok(token)) = (self.subjects.get(), std::str::from_utf8(token)) {
+                x.accepted(crate::hub::principal_name(who.bytes()), token, expires_at);
+            }
+            #[cfg(not(feature = "secrets"))]
+            let _ = expires_at;
+            return Ok(who);
         }
         let _ = (peer, now_s);
         Err(Reject::Unauthorized { invalid: true, why: "the bearer token is not valid".into() })

@@ -354,6 +354,13 @@ impl Http {
         let _ = self.shared.flows.set(flows);
     }
 
+    /// Where each OAuth principal's latest verified access token goes: the
+    /// subject token of the exchanges of `"tokenExchange"` servers.
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    pub fn use_exchanges(&self, exchanges: std::rc::Rc<crate::remote::oauth::exchange::Exchanges>) {
+        self.shared.auth.keep_subjects(exchanges);
+    }
+
     /// Shutdown: the directory entries of the sessions still open go, all
     /// within `limit`.
     #[cfg(feature = "cluster")]

@@ -426,14 +426,22 @@ impl Supervisor {
     async fn session(&self, url: Url, connector: Connector) -> Ended {
         let name = &self.spec.name;
         let client = Client::new(connector, self.opts.max_idle);
-        let warm = async { Ok(client.warm(&url).await) };
+        let warm = async {
+            // An instance of a "tokenExchange" server gets its token first:
+            // refused, it ends before it started (a next call starts it again).
+            if let Some(a) = &self.auth {
+                a.refresh_if_expiring().await.map_err(SessionError::auth)?;
+            }
+            client.warm(&url).await.map_err(|err| SessionError::Http { step: Step::Message, err: http::Error::Connect(err) })
+        };
         let ctl = async { Err(self.ctl.recv().await.unwrap_or(Ctl::Shutdown)) };
-        match warm.or(ctl).await {
+        match async { Ok(warm.await) }.or(ctl).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
-                let reason = SessionError::Http { step: Step::Message, err: http::Error::Connect(e) }.to_string();
+                let end = if e.waits_for_caller() { End::Stopped } else { End::Failed };
+                let reason = e.to_string();
                 debug!("server {name}: {reason}");
-                return Ended { end: End::Failed, reason, tail: String::new() };
+                return Ended { end, reason, tail: String::new() };
             }
             Err(Ctl::Restart(r)) => return Ended { end: End::Restart, reason: format!("restarted: {r}"), tail: String::new() },
             Err(Ctl::Shutdown | Ctl::Kill) => return Ended { end: End::Stopped, reason: "stopped".into(), tail: String::new() },
@@ -485,8 +493,8 @@ impl Supervisor {
         let up = show_duration(Duration::from_millis(t0.elapsed().as_millis() as u64));
         match result {
             Err(reason) => {
-                // Waiting for a person: no new attempt until a call asks for one.
-                let end = if reason.as_ref().is_some_and(SessionError::waits_for_person) { End::Stopped } else { End::Failed };
+                // Waiting for its principal: no new attempt until a call asks for one.
+                let end = if reason.as_ref().is_some_and(SessionError::waits_for_caller) { End::Stopped } else { End::Failed };
                 // The one place a session's failure becomes text.
                 let reason = reason.map(|e| e.to_string()).unwrap_or_default();
                 debug!("server {name}: session lost after {up}: {reason}");
@@ -871,7 +879,7 @@ impl Session {
         let mut attempts = 0;
         loop {
             if let Some(a) = &self.auth {
-                a.refresh_if_expiring().await;
+                a.refresh_if_expiring().await.map_err(|e| PostError::Failed(SessionError::auth(e)))?;
             }
             // A modern request belongs to no session: no Mcp-Session-Id.
             let mut h = self.headers(b"application/json, text/event-stream", with_session && modern.is_none());
@@ -907,7 +915,7 @@ impl Session {
                     }
                     return Err(PostError::Failed(SessionError::AuthorizeFirst(ask.principal)));
                 }
-                Err(e) => return Err(PostError::Failed(SessionError::Auth(e.to_string()))),
+                Err(e) => return Err(PostError::Failed(SessionError::auth(e))),
             }
         }
     }

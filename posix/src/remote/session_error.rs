@@ -76,6 +76,10 @@ pub(crate) enum SessionError {
     /// A principal's own tokens: this principal was asked to authorize.
     #[cfg(feature = "secrets")]
     AuthorizeFirst(String),
+    /// A `"tokenExchange"` instance got no token for its principal (the
+    /// OAuth module's text).
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    Exchange(String),
 }
 
 impl SessionError {
@@ -85,16 +89,28 @@ impl SessionError {
         matches!(
             self,
             SessionError::Http { err: http::Error::Connect(_), .. } | SessionError::Auth(_) | SessionError::Reinitialize(_)
-        ) || self.waits_for_person()
+        ) || self.waits_for_caller()
     }
 
-    /// Whether the session waits for a person to authorize (no retry
-    /// helps before that).
-    pub(crate) fn waits_for_person(&self) -> bool {
-        #[cfg(feature = "secrets")]
+    /// Whether the session waits for its principal: to authorize in a
+    /// browser, or to call again after a token exchange failed (a retry
+    /// before that would only ask the authorization server the same).
+    pub(crate) fn waits_for_caller(&self) -> bool {
+        #[cfg(all(feature = "secrets", feature = "oauth"))]
+        return matches!(self, SessionError::AuthorizeFirst(_) | SessionError::Exchange(_));
+        #[cfg(all(feature = "secrets", not(feature = "oauth")))]
         return matches!(self, SessionError::AuthorizeFirst(_));
         #[cfg(not(feature = "secrets"))]
         false
+    }
+
+    /// Why authorizing failed, as the session's error.
+    pub(crate) fn auth(e: super::oauth::Error) -> SessionError {
+        #[cfg(all(feature = "secrets", feature = "oauth"))]
+        if e.of_exchange() {
+            return SessionError::Exchange(e.to_string());
+        }
+        SessionError::Auth(e.to_string())
     }
 }
 
@@ -135,6 +151,8 @@ impl fmt::Display for SessionError {
             SessionError::Auth(e) => f.write_str(e),
             #[cfg(feature = "secrets")]
             SessionError::AuthorizeFirst(p) => write!(f, "waiting for principal '{p}' to authorize this server in a browser"),
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            SessionError::Exchange(e) => f.write_str(e),
         }
     }
 }

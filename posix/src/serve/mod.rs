@@ -435,6 +435,13 @@ where
     if let Some(h) = rt.http.borrow().as_ref() {
         h.use_flows(flows.clone());
     }
+    // What "tokenExchange" servers exchange: each principal's verified token to mcpx.
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    let exchanges = Rc::new(crate::remote::oauth::exchange::Exchanges::default());
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    if let Some(h) = rt.http.borrow().as_ref() {
+        h.use_exchanges(exchanges.clone());
+    }
     let spawner = Spawner {
         ex: ex.clone(),
         sup_opts,
@@ -444,6 +451,8 @@ where
         secrets: std::cell::RefCell::new(None),
         #[cfg(feature = "secrets")]
         flows,
+        #[cfg(all(feature = "secrets", feature = "oauth"))]
+        exchanges,
     };
     #[cfg(feature = "secrets")]
     spawner.follow(cfg);

@@ -52,7 +52,7 @@ type Secrets = serde_json::Map<String, serde_json::Value>;
 #[cfg(feature = "secrets")]
 pub fn resolve(s: &ServerConfig, file: Option<&Path>, who: For<'_>) -> Result<ServerConfig, Refused> {
     let name = &s.name;
-    if who == For::Anonymous && s.per_principal_oauth().is_some() {
+    if who == For::Anonymous && (s.per_principal_oauth().is_some() || s.token_exchange().is_some()) {
         let caller = format!("server '{name}' acts as each person with their own authorization, and this session is anonymous: connect with a token of your own");
         return Err(Refused { log: format!("server '{name}': an anonymous session's instance not started (its tokens are per principal)"), caller });
     }

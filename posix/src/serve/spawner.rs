@@ -20,6 +20,8 @@ use crate::hub::UpstreamId;
 use crate::remote::{self, RemoteSpec};
 #[cfg(feature = "secrets")]
 use crate::remote::oauth::delegated::Flows;
+#[cfg(all(feature = "secrets", feature = "oauth"))]
+use crate::remote::oauth::exchange::Exchanges;
 use crate::process::supervise::{self, ProcessSpec};
 use crate::servers::events::Events;
 
@@ -37,6 +39,10 @@ pub(crate) struct Spawner {
     /// `"perPrincipal"` servers (shared with the HTTP listener's pages).
     #[cfg(feature = "secrets")]
     pub(super) flows: Rc<Flows>,
+    /// Each principal's token to mcpx and the tokens exchanged for it, for
+    /// `"tokenExchange"` servers (the HTTP listener hands over the former).
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    pub(super) exchanges: Rc<Exchanges>,
 }
 
 impl Spawner {
@@ -71,13 +77,16 @@ impl Spawner {
     }
 
     /// The per-principal settings of `cfg` (at start, and a reload's): its
-    /// `"secrets"` file, for the next starts, and its `"perPrincipal"`
-    /// servers, whose authorizations a principal sees and revokes on the
-    /// status page.
+    /// `"secrets"` file, for the next starts; its `"perPrincipal"` servers,
+    /// whose authorizations a principal sees and revokes on the status
+    /// page; whether a server exchanges principals' tokens
+    /// (`"tokenExchange"`: the listener keeps them only then).
     #[cfg(feature = "secrets")]
     pub(crate) fn follow(&self, cfg: &config::Config) {
         *self.secrets.borrow_mut() = cfg.secrets.clone();
         self.flows.set_servers(cfg.servers.iter().filter(|s| s.per_principal_oauth().is_some()).map(|s| s.name.clone()).collect());
+        #[cfg(feature = "oauth")]
+        self.exchanges.set_wanted(cfg.servers.iter().any(|s| s.token_exchange().is_some()));
     }
 
     /// Gives slot `id` to server `s` without starting it (a lazy server
@@ -117,12 +126,21 @@ fn spawn_upstream(sp: &Spawner, id: UpstreamId, s: &config::ServerConfig, who: F
             };
             let mut opts = remote::Options::default();
             opts.restart.max_restarts = s.max_restarts;
-            // A principal's instance of a "perPrincipal" server: its own tokens.
+            // A principal's instance of a "perPrincipal" server: its own
+            // tokens; of a "tokenExchange" one: tokens exchanged for its own.
             #[cfg(feature = "secrets")]
-            if let (Some(_), For::Principal(p)) = (s.per_principal_oauth(), who) {
+            if let For::Principal(p) = who {
                 // An instance is named `NAME#ID` (reload): its tokens are kept under NAME.
                 let server = s.name.strip_suffix(&format!("#{id}")).unwrap_or(&s.name).to_string();
-                opts.interaction = remote::oauth::Interaction::Delegated { server, principal: p.to_string(), flows: sp.flows.clone() };
+                let principal = p.to_string();
+                if s.per_principal_oauth().is_some() {
+                    opts.interaction = remote::oauth::Interaction::Delegated { server, principal, flows: sp.flows.clone() };
+                } else {
+                    #[cfg(feature = "oauth")]
+                    if s.token_exchange().is_some() {
+                        opts.interaction = remote::oauth::Interaction::Exchanged { server, principal, exchanges: sp.exchanges.clone() };
+                    }
+                }
             }
             #[cfg(not(feature = "secrets"))]
             let _ = who;

@@ -83,8 +83,9 @@ impl Verifier {
         Verifier { s, keys: RefCell::new(keys), fetching: smol::lock::Mutex::new(()), throttle: RefCell::default() }
     }
 
-    /// The principal of access token `token`, sent by `peer`, at Unix time `now`.
-    pub async fn verify(&self, token: &[u8], peer: Option<IpAddr>, now: u64) -> Result<Principal, Reject> {
+    /// The principal of access token `token`, sent by `peer`, at Unix time
+    /// `now`, and the token's expiry (`exp`, Unix seconds) if it has one.
+    pub async fn verify(&self, token: &[u8], peer: Option<IpAddr>, now: u64) -> Result<(Principal, Option<u64>), Reject> {
         let token = std::str::from_utf8(token).map_err(|_| invalid("the access token is not text"))?;
         // Requirement rows authz-server-validates-token, authz-accept-only-own-tokens
         let (claims, jwt) = if token.split('.').count() == 3 {
@@ -94,7 +95,10 @@ impl Verifier {
         } else {
             return Err(invalid("the access token is not a JWT, and no introspectionUrl is configured"));
         };
-        check_claims(&self.s, &claims, now, jwt)
+        let who = check_claims(&self.s, &claims, now, jwt)?;
+        // Checked by check_claims: a NumericDate, if there.
+        let expires_at = numeric_date(&claims, "exp").ok().flatten().map(|e| e as u64);
+        Ok((who, expires_at))
     }
 
     /// The claims of a JWT whose signature verifies with an issuer key.

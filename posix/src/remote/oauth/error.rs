@@ -54,6 +54,14 @@ pub enum Error {
     Open(OpenError),
     Token(TokenError),
     Store(StoreError),
+    /// A `"tokenExchange"` instance's principal holds no current OAuth
+    /// access token to mcpx to exchange.
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    NoSubjectToken { principal: String },
+    /// The token exchange failed (refused, or the authorization server
+    /// could not be asked).
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    Exchange(Box<Error>),
 }
 
 impl fmt::Display for Error {
@@ -100,11 +108,26 @@ impl fmt::Display for Error {
             Error::Open(e) => e.fmt(f),
             Error::Token(e) => e.fmt(f),
             Error::Store(e) => e.fmt(f),
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            Error::NoSubjectToken { principal } => write!(
+                f,
+                "principal '{principal}' has no current OAuth access token to mcpx, and this server is reached only with each principal's token exchanged for one of its own (\"tokenExchange\"): connect to mcpx with an access token of its OAuth issuer"
+            ),
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            Error::Exchange(e) => write!(f, "the token exchange (RFC 8693) for this principal failed: {e}"),
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+impl Error {
+    /// Did a token exchange fail (`"tokenExchange"`)?
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    pub fn of_exchange(&self) -> bool {
+        matches!(self, Error::NoSubjectToken { .. } | Error::Exchange(_))
+    }
+}
 
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Error {

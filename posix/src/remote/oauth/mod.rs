@@ -13,7 +13,10 @@
 //!
 //! A token is sent only to the server it was obtained for (its URL is
 //! stored with it), and only mcpx's own tokens go upstream: nothing a
-//! client of mcpx sends is forwarded.
+//! client of mcpx sends is forwarded. A `"tokenExchange"` server's
+//! tokens are exchanged for each principal's own token to mcpx
+//! ([`exchange`], RFC 8693): that token goes to the authorization server
+//! only, and what goes upstream is the token it issued for the server.
 
 #[cfg(feature = "secrets")]
 mod ask;
@@ -21,6 +24,8 @@ mod ask;
 pub mod delegated;
 pub mod discovery;
 pub mod error;
+#[cfg(all(feature = "secrets", feature = "oauth"))]
+pub mod exchange;
 pub(crate) mod form;
 pub mod jwt;
 #[cfg(feature = "secrets")]
@@ -81,6 +86,16 @@ pub struct OAuthSpec {
     /// `"perPrincipal"`: each principal authorizes for itself, through
     /// mcpx's pages at this public URL (no trailing `/`).
     pub per_principal: Option<String>,
+    /// `"tokenExchange"`: each principal's tokens are exchanged for its
+    /// own token to mcpx (RFC 8693).
+    pub token_exchange: Option<TokenExchange>,
+}
+
+/// `"tokenExchange": true` or `{"audience": "..."}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TokenExchange {
+    /// RFC 8693's `audience`, asked for besides the server's `resource`.
+    pub audience: Option<String>,
 }
 
 /// Who completes an authorization code flow.
@@ -95,6 +110,11 @@ pub enum Interaction {
     /// authorizes in its browser through mcpx's pages (`flows`).
     #[cfg(feature = "secrets")]
     Delegated { server: String, principal: String, flows: Rc<delegated::Flows> },
+    /// `mcpx serve`, an instance of `"tokenExchange"` server `server` for
+    /// `principal`: its tokens are exchanged for the principal's own token
+    /// to mcpx, and held in `exchanges` (memory only).
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    Exchanged { server: String, principal: String, exchanges: Rc<exchange::Exchanges> },
 }
 
 /// Re-authorizations one request may cause (a 401, then a step-up).
@@ -176,21 +196,34 @@ impl Authorizer {
         match &self.interaction {
             #[cfg(feature = "secrets")]
             Interaction::Delegated { server, .. } => server,
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            Interaction::Exchanged { server, .. } => server,
             _ => &self.name,
         }
     }
 
-    /// The stored tokens for this server, if they were obtained for its URL.
+    /// The tokens for this server, if they were obtained for its URL: the
+    /// stored ones, or an instance's exchanged ones (never the store's).
     fn tokens(&self) -> Option<ServerTokens> {
-        // A principal's own are read by `reload_own`, before each request.
+        let held = match &self.interaction {
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            Interaction::Exchanged { principal, exchanges, .. } => exchanges.held(&self.exchange_key(principal)),
+            _ => self.stored(),
+        };
+        // Requirement: authz-client-sends-only-own-as-tokens (never to another URL)
+        held.filter(|t| t.url == self.server.to_string() && !t.access_token.is_empty())
+    }
+
+    /// The store's tokens for this server (a principal's own are read by
+    /// `reload_own`, before each request).
+    fn stored(&self) -> Option<ServerTokens> {
         if self.current.borrow().is_none() && self.owner().is_none() {
             match self.store.tokens(self.server_name()) {
                 Ok(t) => *self.current.borrow_mut() = t,
                 Err(e) => warn!("server {}: {e}", self.name),
             }
         }
-        // Requirement: authz-client-sends-only-own-as-tokens (never to another URL)
-        self.current.borrow().clone().filter(|t| t.url == self.server.to_string() && !t.access_token.is_empty())
+        self.current.borrow().clone()
     }
 
     /// A principal's own tokens as kept now: `mcpx auth logout NAME
@@ -223,6 +256,12 @@ impl Authorizer {
         let r = match &self.interaction {
             #[cfg(feature = "secrets")]
             Interaction::Delegated { server, principal, flows } => flows.kept().put(server, principal, &t).await,
+            // Exchanged tokens stay in memory: never written to the store.
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            Interaction::Exchanged { principal, exchanges, .. } => {
+                exchanges.keep(self.exchange_key(principal), t);
+                return Ok(());
+            }
             _ => self.store.put_tokens(self.server_name(), &t),
         };
         *self.current.borrow_mut() = Some(t);
@@ -230,19 +269,24 @@ impl Authorizer {
     }
 
     /// Refreshes a token that is about to expire, so that requests do not
-    /// fail first. A failure is left to the 401 that follows.
+    /// fail first. A failure is left to the 401 that follows; Err only for
+    /// an instance of a `"tokenExchange"` server, which exchanges first
+    /// when it holds no token that lasts: refused, nothing is sent.
     // Requirement: authz-refresh-tokens
-    pub async fn refresh_if_expiring(&self) {
+    pub async fn refresh_if_expiring(&self) -> Result<(), Error> {
+        #[cfg(all(feature = "secrets", feature = "oauth"))]
+        if matches!(self.interaction, Interaction::Exchanged { .. }) {
+            return self.exchange_if_due().await;
+        }
         #[cfg(feature = "secrets")]
         self.reload_own().await;
-        let Some(t) = self.tokens() else { return };
-        let expiring = t.expires_at.is_some_and(|e| e <= now_s() + EXPIRY_MARGIN_S);
-        if !expiring || t.refresh_token.is_none() {
-            return;
+        let Some(t) = self.tokens() else { return Ok(()) };
+        if !expiring(&t) || t.refresh_token.is_none() {
+            return Ok(());
         }
         let _g = self.busy.lock().await;
         if self.tokens().map(|n| n.access_token) != Some(t.access_token.clone()) {
-            return; // refreshed meanwhile
+            return Ok(()); // refreshed meanwhile
         }
         match self.discover(&Challenge::default(), None).await {
             Ok(d) => {
@@ -252,6 +296,7 @@ impl Authorizer {
             }
             Err(e) => debug!("server {}: refreshing the token failed: {e}", self.name),
         }
+        Ok(())
     }
 
     /// A request sent with `sent` (its `Authorization` value) was answered
@@ -310,11 +355,18 @@ impl Authorizer {
         self.obtain(&d, scopes).await
     }
 
-    /// New tokens by the configured grant.
+    /// New tokens by the configured grant (an instance of a
+    /// `"tokenExchange"` server: by exchange).
     async fn obtain(&self, d: &Discovered, scopes: Vec<String>) -> Result<(), Error> {
-        let tokens = match self.spec.grant {
-            GrantKind::ClientCredentials => self.client_credentials(d, &scopes).await?,
-            GrantKind::AuthorizationCode => self.authorization_code(d, scopes).await?,
+        let tokens = match (&self.interaction, self.spec.grant) {
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            (Interaction::Exchanged { principal, exchanges, .. }, _) => {
+                let t = self.token_exchange(d, principal, exchanges, &scopes).await?;
+                info!("server {}: token exchanged for principal '{principal}' (scopes: {})", self.name, t.scopes.join(" "));
+                return self.save(t).await;
+            }
+            (_, GrantKind::ClientCredentials) => self.client_credentials(d, &scopes).await?,
+            (_, GrantKind::AuthorizationCode) => self.authorization_code(d, scopes).await?,
         };
         info!("server {}: authorized (scopes: {})", self.name, if tokens.scopes.is_empty() { "-".to_string() } else { tokens.scopes.join(" ") });
         self.save(tokens).await
@@ -452,6 +504,9 @@ impl Authorizer {
             Interaction::Login { open_with } => open_with.clone().or_else(|| self.spec.open_with.clone()),
             #[cfg(feature = "secrets")]
             Interaction::Delegated { principal, flows, .. } => return Err(self.delegate(principal, flows, d, scopes).await),
+            // Never a person's flow: its tokens come by exchange (`obtain`).
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            Interaction::Exchanged { .. } => return Err(self.needs_login()),
         };
         if d.meta.authorization_endpoint.is_empty() {
             return Err(Error::NoAuthorizationEndpoint);
@@ -577,6 +632,11 @@ impl Authorizer {
         let body = resp.body.read_all(MAX_BODY).await.map_err(|e| failed(FetchError::Body(e)))?;
         Ok((resp.status, resp.www_authenticate.take(), body))
     }
+}
+
+/// Is `t` about to expire (within [`EXPIRY_MARGIN_S`])?
+fn expiring(t: &ServerTokens) -> bool {
+    t.expires_at.is_some_and(|e| e <= now_s() + EXPIRY_MARGIN_S)
 }
 
 /// The authorization request's URL (PKCE S256, `state`, the RFC 8707

@@ -1,5 +1,5 @@
 //! Token endpoint requests (authorization code, refresh, client
-//! credentials), client authentication, and token responses.
+//! credentials, token exchange), client authentication, and token responses.
 
 use std::fmt;
 
@@ -64,7 +64,18 @@ pub enum Grant<'a> {
     Code { code: &'a str, verifier: &'a str, redirect_uri: &'a str },
     Refresh { refresh_token: &'a str },
     ClientCredentials,
+    /// RFC 8693: an access token for this client's target (`resource`,
+    /// and `audience` when given) in exchange for `subject_token`, an
+    /// access token issued to someone else (a principal's to mcpx).
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    TokenExchange { subject_token: &'a str, audience: Option<&'a str> },
 }
+
+/// RFC 8693's grant type, and the type of the tokens exchanged both ways.
+#[cfg(all(feature = "secrets", feature = "oauth"))]
+pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+#[cfg(all(feature = "secrets", feature = "oauth"))]
+pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// A token request: the form body and the `Authorization` header, if any.
 pub struct Request {
@@ -84,6 +95,16 @@ pub fn request(grant: &Grant<'_>, client: &ClientId, resource: Option<&str>, sco
         }
         Grant::Refresh { refresh_token } => p.extend([("grant_type", "refresh_token"), ("refresh_token", refresh_token)]),
         Grant::ClientCredentials => p.push(("grant_type", "client_credentials")),
+        #[cfg(all(feature = "secrets", feature = "oauth"))]
+        Grant::TokenExchange { subject_token, audience } => {
+            p.extend([
+                ("grant_type", TOKEN_EXCHANGE),
+                ("subject_token", subject_token),
+                ("subject_token_type", ACCESS_TOKEN_TYPE),
+                ("requested_token_type", ACCESS_TOKEN_TYPE),
+            ]);
+            p.extend(audience.map(|a| ("audience", a)));
+        }
     }
     if !matches!(grant, Grant::Code { .. }) && !scope.is_empty() {
         p.push(("scope", &scope));
@@ -206,6 +227,38 @@ mod tests {
         assert!(r.body.ends_with("client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer&client_assertion=j.w.t"), "{}", r.body);
         let r = request(&Grant::ClientCredentials, &client(ClientAuth::None), None, &[], None);
         assert_eq!(r.body, "grant_type=client_credentials&client_id=c%20id");
+    }
+
+    // RFC 8693 §2.1: the subject token and both token types, the RFC 8707
+    // resource, the audience when configured, the scopes; the client
+    // authenticates as for any grant.
+    #[cfg(all(feature = "secrets", feature = "oauth"))]
+    #[test]
+    fn token_exchange_requests() {
+        let urn = |s: &str| s.replace(':', "%3A");
+        let (at, te) = (urn(ACCESS_TOKEN_TYPE), urn(TOKEN_EXCHANGE));
+        let cases: [(Option<&str>, &[&str], ClientAuth, String); 3] = [
+            (None, &[], ClientAuth::ClientSecretBasic, format!("grant_type={te}&subject_token=s.t&subject_token_type={at}&requested_token_type={at}&resource=http%3A%2F%2Fh%2Fmcp")),
+            (
+                Some("https://api.example"),
+                &["mcp", "read"],
+                ClientAuth::ClientSecretBasic,
+                format!("grant_type={te}&subject_token=s.t&subject_token_type={at}&requested_token_type={at}&audience=https%3A%2F%2Fapi.example&scope=mcp%20read&resource=http%3A%2F%2Fh%2Fmcp"),
+            ),
+            (
+                None,
+                &["mcp"],
+                ClientAuth::ClientSecretPost,
+                format!("grant_type={te}&subject_token=s.t&subject_token_type={at}&requested_token_type={at}&scope=mcp&resource=http%3A%2F%2Fh%2Fmcp&client_id=c%20id&client_secret=s%3A1"),
+            ),
+        ];
+        for (audience, scopes, auth, body) in cases {
+            let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
+            let g = Grant::TokenExchange { subject_token: "s.t", audience };
+            let r = request(&g, &client(auth), Some("http://h/mcp"), &scopes, None);
+            assert_eq!(r.body, body);
+            assert_eq!(r.authorization.is_some(), auth == ClientAuth::ClientSecretBasic);
+        }
     }
 
     #[test]
