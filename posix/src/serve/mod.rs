@@ -428,34 +428,7 @@ where
         started => started.and_then(Result::ok),
     };
 
-    // The authorizations of "perPrincipal" servers, completed on the listener's pages.
-    #[cfg(feature = "secrets")]
-    let flows = Rc::new(crate::remote::oauth::delegated::Flows::new(kept_tokens(cfg, cluster.as_ref())));
-    #[cfg(feature = "secrets")]
-    if let Some(h) = rt.http.borrow().as_ref() {
-        h.use_flows(flows.clone());
-    }
-    // What "tokenExchange" servers exchange: each principal's verified token to mcpx.
-    #[cfg(all(feature = "secrets", feature = "oauth"))]
-    let exchanges = Rc::new(crate::remote::oauth::exchange::Exchanges::default());
-    #[cfg(all(feature = "secrets", feature = "oauth"))]
-    if let Some(h) = rt.http.borrow().as_ref() {
-        h.use_exchanges(exchanges.clone());
-    }
-    let spawner = Spawner {
-        ex: ex.clone(),
-        sup_opts,
-        events,
-        catalog,
-        #[cfg(feature = "secrets")]
-        secrets: std::cell::RefCell::new(None),
-        #[cfg(feature = "secrets")]
-        flows,
-        #[cfg(all(feature = "secrets", feature = "oauth"))]
-        exchanges,
-    };
-    #[cfg(feature = "secrets")]
-    spawner.follow(cfg);
+    let spawner = Spawner::new(ex.clone(), sup_opts, events, catalog, cfg, rt.http.borrow().as_ref(), cluster.as_ref());
     // The lists of lazy servers, from the shared store (bounded by its timeout) or the disk.
     let lists = crate::reload::lists::Lists::new(&config::process_env, cluster.clone());
     // The pins before the first listing (with a store: every replica's).

@@ -46,6 +46,53 @@ pub(crate) struct Spawner {
 }
 
 impl Spawner {
+    /// The spawner of `cfg`'s servers. Its per-principal parts are shared
+    /// with the HTTP listener `http`: the authorizations of "perPrincipal"
+    /// servers, completed on its pages (their tokens kept as
+    /// `super::kept_tokens` says), and what "tokenExchange" servers
+    /// exchange, each principal's token to mcpx as it verified it.
+    pub(super) fn new(
+        ex: Rc<LocalExecutor<'static>>,
+        sup_opts: supervise::Options,
+        events: Rc<dyn Events>,
+        catalog: Rc<dyn remote::Catalog>,
+        cfg: &config::Config,
+        http: Option<&crate::http::Http>,
+        cluster: Option<&Rc<crate::cluster::runtime::Cluster>>,
+    ) -> Spawner {
+        #[cfg(feature = "secrets")]
+        let flows = Rc::new(Flows::new(super::kept_tokens(cfg, cluster)));
+        #[cfg(all(feature = "secrets", feature = "oauth"))]
+        let exchanges = Rc::new(Exchanges::default());
+        if let Some(h) = http {
+            #[cfg(feature = "secrets")]
+            h.use_flows(flows.clone());
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            h.use_exchanges(exchanges.clone());
+            #[cfg(not(feature = "secrets"))]
+            let _ = h;
+        }
+        #[cfg(not(feature = "secrets"))]
+        let _ = cluster;
+        let spawner = Spawner {
+            ex,
+            sup_opts,
+            events,
+            catalog,
+            #[cfg(feature = "secrets")]
+            secrets: RefCell::new(None),
+            #[cfg(feature = "secrets")]
+            flows,
+            #[cfg(all(feature = "secrets", feature = "oauth"))]
+            exchanges,
+        };
+        #[cfg(feature = "secrets")]
+        spawner.follow(cfg);
+        #[cfg(not(feature = "secrets"))]
+        let _ = cfg;
+        spawner
+    }
+
     /// Starts configured server `s` as upstream `id` (a new id, or the slot
     /// of a server [`Runtime::stop_upstream`] has stopped).
     pub(crate) fn start(&self, rt: &Runtime, id: UpstreamId, s: &config::ServerConfig) {
