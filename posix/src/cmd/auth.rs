@@ -98,7 +98,7 @@ fn logout(cfg: &Config, name: &str, principal: Option<&str>) -> Result<(), Strin
 #[cfg(feature = "secrets")]
 fn logout_principal(cfg: &Config, name: &str, p: &str) -> Result<(), String> {
     let cluster = crate::cluster::runtime::Cluster::new(&cfg.cluster)?.map(std::rc::Rc::new);
-    let kept = crate::serve::kept_tokens(cfg, cluster.as_ref());
+    let kept = crate::serve::kept::kept_tokens(cfg, cluster.as_ref());
     let place = kept.file().map_or_else(|| "the shared state store".to_string(), |f| f.path.display().to_string());
     if smol::block_on(kept.remove(name, p)).map_err(|e| e.to_string())? {
         println!("{name}: logged out for principal '{p}' (tokens removed from {place})");

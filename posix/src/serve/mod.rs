@@ -43,6 +43,8 @@ use crate::servers::events::Events;
 
 pub(crate) mod cluster_jobs;
 mod feeds;
+#[cfg(feature = "secrets")]
+pub(crate) mod kept;
 #[cfg(feature = "consent")]
 pub(crate) mod notify;
 pub(crate) mod options;
@@ -231,30 +233,6 @@ pub(crate) fn run_cluster(rt: &Rc<Runtime>, ex: &Rc<LocalExecutor<'static>>, cl:
     let (tx, rx) = channel::bounded(cluster_jobs::MAX_IN_FLIGHT);
     *rt.cluster_jobs.borrow_mut() = Some(tx);
     ex.spawn(cl.run(ex.clone(), rt.clone(), rx))
-}
-
-/// Where each principal's own tokens are kept: encrypted with the state
-/// key (which the config asks for with any `"perPrincipal"` server; one a
-/// reload adds without it gets a key of this process, so that its tokens
-/// last until mcpx stops), in the shared store when replicas share state,
-/// else in the token store file.
-#[cfg(feature = "secrets")]
-pub(crate) fn kept_tokens(cfg: &Config, cluster: Option<&Rc<cluster::Cluster>>) -> crate::remote::oauth::kept::Kept {
-    use crate::remote::oauth::kept::{Kept, Shelf};
-    let key = cfg.cluster.state_key.as_ref().map(|k| k.0).unwrap_or_else(|| {
-        let mut k = [0u8; 32];
-        nanorand::Rng::fill_bytes(&mut nanorand::ChaCha20::new(), &mut k);
-        k
-    });
-    #[cfg(feature = "cluster")]
-    if let Some(store) = cluster.and_then(|c| c.store()) {
-        return Kept::new(&key, Shelf::Shared(store));
-    }
-    #[cfg(not(feature = "cluster"))]
-    let _ = cluster;
-    // Every server's "oauth" block names the same store (without one, nothing is kept).
-    let path = cfg.servers.iter().find_map(|s| Some(s.remote.as_ref()?.oauth.as_ref()?.store.clone())).unwrap_or_default();
-    Kept::new(&key, Shelf::File(crate::remote::oauth::store::Store { path }))
 }
 
 /// Binds the HTTP listener of `hc` (before any server starts: a busy port

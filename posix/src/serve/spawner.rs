@@ -49,7 +49,7 @@ impl Spawner {
     /// The spawner of `cfg`'s servers. Its per-principal parts are shared
     /// with the HTTP listener `http`: the authorizations of "perPrincipal"
     /// servers, completed on its pages (their tokens kept as
-    /// `super::kept_tokens` says), and what "tokenExchange" servers
+    /// `super::kept` says), and what "tokenExchange" servers
     /// exchange, each principal's token to mcpx as it verified it.
     pub(super) fn new(
         ex: Rc<LocalExecutor<'static>>,
@@ -61,7 +61,7 @@ impl Spawner {
         cluster: Option<&Rc<crate::cluster::runtime::Cluster>>,
     ) -> Spawner {
         #[cfg(feature = "secrets")]
-        let flows = Rc::new(Flows::new(super::kept_tokens(cfg, cluster)));
+        let flows = Rc::new(Flows::new(super::kept::kept_tokens(cfg, cluster)));
         #[cfg(all(feature = "secrets", feature = "oauth"))]
         let exchanges = Rc::new(Exchanges::default());
         if let Some(h) = http {
