@@ -62,18 +62,24 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> Buf<B> {
         floor + self.len() >= self.capacity()
     }
 
-    /// Appends as much of `input` as fits; returns how many bytes were taken.
-    /// `floor` (at most the current `start`) is the reserved prefix.
-    pub(super) fn fill(&mut self, floor: usize, input: &[u8]) -> usize {
-        let cap = self.capacity();
+    /// Moves the pending bytes down to `floor` (at most the current
+    /// `start`) when fewer than `need` bytes are free behind them.
+    fn settle(&mut self, floor: usize, need: usize) {
         if self.start == self.end {
             self.start = floor;
             self.end = floor;
-        } else if cap - self.end < input.len() && self.start > floor {
+        } else if self.capacity() - self.end < need && self.start > floor {
             self.storage.as_mut().copy_within(self.start..self.end, floor);
             self.end = floor + (self.end - self.start);
             self.start = floor;
         }
+    }
+
+    /// Appends as much of `input` as fits; returns how many bytes were taken.
+    /// `floor` (at most the current `start`) is the reserved prefix.
+    pub(super) fn fill(&mut self, floor: usize, input: &[u8]) -> usize {
+        let cap = self.capacity();
+        self.settle(floor, input.len());
         let n = input.len().min(cap.saturating_sub(self.end));
         let end = self.end;
         match (self.storage.as_mut().get_mut(end..end + n), input.get(..n)) {
@@ -84,6 +90,20 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> Buf<B> {
             }
             _ => 0,
         }
+    }
+
+    /// All the free storage behind the pending bytes (moved down to `floor`
+    /// first), for a read to land in without a copy; [`Self::filled`] then
+    /// appends what it wrote.
+    pub(super) fn room(&mut self, floor: usize) -> &mut [u8] {
+        self.settle(floor, usize::MAX);
+        let end = self.end;
+        self.storage.as_mut().get_mut(end..).unwrap_or(&mut [])
+    }
+
+    /// Appends the first `n` bytes of [`Self::room`] (at most all of it).
+    pub(super) fn filled(&mut self, n: usize) {
+        self.end = self.end.saturating_add(n).min(self.capacity());
     }
 
     /// Offset in [`Self::pending`] of the first terminator, where `search`

@@ -68,21 +68,30 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
     /// Takes bytes from `input` and returns how many were taken. Once [`Self::next`]
     /// has returned `None`, a non-empty `input` is always at least partly taken.
     pub fn feed(&mut self, input: &[u8]) -> usize {
-        let Some(dropped) = self.skipping else {
-            return self.buf.fill(0, input);
-        };
-        match memchr::memchr(b'\n', input) {
-            Some(i) => {
-                self.edges.push(&input[..i]);
-                self.skipping = None;
-                self.too_large = Some(dropped.saturating_add(i));
-                i + 1
-            }
-            None => {
-                self.edges.push(input);
-                self.skipping = Some(dropped.saturating_add(input.len()));
-                input.len()
-            }
+        match self.skipping {
+            None => self.buf.fill(0, input),
+            Some(_) => skip(&mut self.skipping, &mut self.too_large, &mut self.edges, input),
+        }
+    }
+
+    /// The free storage, for a read to land in directly instead of being
+    /// copied in by [`Self::feed`]; [`Self::filled`] then takes the bytes it
+    /// wrote. Once [`Self::next`] has returned `None`, it is empty only when
+    /// the bytes held fill the storage ([`Self::replace_storage`] with a
+    /// larger one, or [`Self::next`] reports the line over-long).
+    pub fn room(&mut self) -> &mut [u8] {
+        self.buf.room(0)
+    }
+
+    /// Takes the first `n` bytes of [`Self::room`], as [`Self::feed`] would
+    /// take them from a read buffer.
+    pub fn filled(&mut self, n: usize) {
+        self.buf.filled(n);
+        if self.skipping.is_some() {
+            // Skipping holds no bytes: these are the first pending ones.
+            let LineDecoder { buf, skipping, too_large, edges } = self;
+            let taken = skip(skipping, too_large, edges, buf.pending());
+            buf.consume(taken);
         }
     }
 
@@ -137,6 +146,26 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> LineDecoder<B> {
     }
 }
 
+/// While an over-long line is skipped: takes `input` up to and including its
+/// `\n` (all of it without one), counting its bytes towards the line's length
+/// and edges. On the decoder's fields, so that `input` may be its storage.
+fn skip(skipping: &mut Option<usize>, too_large: &mut Option<usize>, edges: &mut Edges, input: &[u8]) -> usize {
+    let dropped = skipping.unwrap_or(0);
+    match memchr::memchr(b'\n', input) {
+        Some(i) => {
+            edges.push(&input[..i]);
+            *skipping = None;
+            *too_large = Some(dropped.saturating_add(i));
+            i + 1
+        }
+        None => {
+            edges.push(input);
+            *skipping = Some(dropped.saturating_add(input.len()));
+            input.len()
+        }
+    }
+}
+
 /// True when `msg` contains no `\n` or `\r`, so writing it followed by `\n`
 /// frames exactly one message (row `stdio-no-embedded-newlines`).
 pub fn is_single_line(msg: &[u8]) -> bool {
@@ -167,6 +196,31 @@ mod tests {
                 input = &input[n..];
                 stalls = if n == 0 { stalls + 1 } else { 0 };
                 assert!(stalls < 2, "feed made no progress after next was drained");
+                while let Some(ev) = d.next() {
+                    out.push(match ev {
+                        LineEvent::Line(l) => Ev::Line(l.to_vec()),
+                        LineEvent::TooLarge { len, .. } => Ev::TooLarge(len),
+                    });
+                }
+            }
+        }
+        (out, d.buffered())
+    }
+
+    /// As [`decode`], with each read landing in [`LineDecoder::room`] (in
+    /// pieces as large as the room is) and taken by [`LineDecoder::filled`].
+    fn decode_in_place(cap: usize, reads: &[&[u8]]) -> (Vec<Ev>, usize) {
+        let mut d = LineDecoder::new(vec![0u8; cap]);
+        let mut out = Vec::new();
+        for read in reads {
+            let mut input = *read;
+            while !input.is_empty() {
+                let room = d.room();
+                let n = room.len().min(input.len());
+                assert!(n > 0, "no room after next was drained");
+                room[..n].copy_from_slice(&input[..n]);
+                d.filled(n);
+                input = &input[n..];
                 while let Some(ev) = d.next() {
                     out.push(match ev {
                         LineEvent::Line(l) => Ev::Line(l.to_vec()),
@@ -377,6 +431,18 @@ mod tests {
             let reads: Vec<&[u8]> = reads.iter().map(|r| r.as_slice()).collect();
             let (evs, _) = decode(cap, &reads);
             prop_assert_eq!(evs, reference(cap, &s));
+        }
+
+        // row: stdio-no-embedded-newlines
+        #[test]
+        fn reads_into_the_room_yield_the_reference_lines(
+            s in stream(),
+            cuts in prop::collection::vec(any::<usize>(), 0..16),
+            cap in 1usize..24,
+        ) {
+            let reads = split(&s, &cuts);
+            let reads: Vec<&[u8]> = reads.iter().map(|r| r.as_slice()).collect();
+            prop_assert_eq!(decode_in_place(cap, &reads), decode(cap, &reads));
         }
 
         #[test]

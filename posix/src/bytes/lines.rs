@@ -42,6 +42,8 @@ const KEEP: usize = 256 << 10;
 
 /// [`read_lines`] where `f` may return a [`Pause`]: the next line (even one
 /// already read) waits until it completes.
+///
+/// Reads land in the line buffer itself (no read buffer to copy from).
 pub async fn read_lines_paced<R: AsyncRead + Unpin>(
     mut r: R,
     max: usize,
@@ -50,53 +52,57 @@ pub async fn read_lines_paced<R: AsyncRead + Unpin>(
     // Capacity counts a trailing `\r`, and must exceed the line by one.
     let full = max.saturating_add(2);
     let mut dec = LineDecoder::new(vec![0u8; SMALL.min(full)]);
-    let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        let n = match r.read(&mut chunk).await {
-            Ok(0) => break,
+        // The room is never empty here: a full buffer grew, or its line was
+        // reported over-long, which empties it.
+        let n = match r.read(dec.room()).await {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        feed_all(&mut dec, max, full, &chunk[..n], &mut f).await;
+        let end = n == 0;
+        if end {
+            // A last line without `\n` is delivered too.
+            dec.room()[0] = b'\n';
+        }
+        dec.filled(n.max(1));
+        handle(&mut dec, max, full, &mut f).await;
+        if end {
+            return Ok(());
+        }
     }
-    feed_all(&mut dec, max, full, b"\n", &mut f).await;
-    Ok(())
 }
 
-async fn feed_all(
+/// Hands the lines complete in `dec` to `f`, growing the buffer first when
+/// it is full below the cap and shrinking it after a very long line.
+async fn handle(
     dec: &mut LineDecoder<Vec<u8>>,
     max: usize,
     full: usize,
-    mut input: &[u8],
     f: &mut impl FnMut(LineEvent<'_>) -> Option<Pause>,
 ) {
-    while !input.is_empty() {
-        let n = dec.feed(input);
-        input = &input[n..];
-        // A full buffer below the cap grows before the decoder would call
-        // its line over-long. Zeroed storage: the kernel commits its pages
-        // only as the line fills them.
-        if dec.buffered() == dec.capacity() && dec.capacity() < full {
-            let bigger = dec.capacity().saturating_mul(2).min(full);
-            let _ = dec.replace_storage(vec![0u8; bigger]);
+    // A full buffer below the cap grows before the decoder would call its
+    // line over-long. Zeroed storage: the kernel commits its pages only as
+    // the line fills them.
+    if dec.buffered() == dec.capacity() && dec.capacity() < full {
+        let bigger = dec.capacity().saturating_mul(2).min(full);
+        let _ = dec.replace_storage(vec![0u8; bigger]);
+    }
+    loop {
+        let pause = match dec.next() {
+            None => break,
+            // The storage has room for a `\r` too, so a line of `max + 1`
+            // bytes can come through whole.
+            Some(LineEvent::Line(l)) if l.len() > max => f(LineEvent::over_long(l)),
+            Some(ev) => f(ev),
+        };
+        if let Some(p) = pause {
+            p.await;
         }
-        loop {
-            let pause = match dec.next() {
-                None => break,
-                // The storage has room for a `\r` too, so a line of `max + 1`
-                // bytes can come through whole.
-                Some(LineEvent::Line(l)) if l.len() > max => f(LineEvent::over_long(l)),
-                Some(ev) => f(ev),
-            };
-            if let Some(p) = pause {
-                p.await;
-            }
-        }
-        // A very long line is handled: give its memory back.
-        if dec.capacity() > KEEP && dec.buffered() <= SMALL / 2 {
-            let _ = dec.replace_storage(vec![0u8; SMALL]);
-        }
+    }
+    // A very long line is handled: give its memory back.
+    if dec.capacity() > KEEP && dec.buffered() <= SMALL / 2 {
+        let _ = dec.replace_storage(vec![0u8; SMALL]);
     }
 }
 
@@ -115,9 +121,14 @@ mod tests {
                 if self.0.is_empty() {
                     return std::task::Poll::Ready(Ok(0));
                 }
-                let c = self.0.remove(0);
-                buf[..c.len()].copy_from_slice(c);
-                std::task::Poll::Ready(Ok(c.len()))
+                // A read takes what fits; the rest comes next.
+                let n = self.0[0].len().min(buf.len());
+                buf[..n].copy_from_slice(&self.0[0][..n]);
+                self.0[0] = &self.0[0][n..];
+                if self.0[0].is_empty() {
+                    self.0.remove(0);
+                }
+                std::task::Poll::Ready(Ok(n))
             }
         }
         let mut out = Vec::new();

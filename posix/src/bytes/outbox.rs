@@ -14,8 +14,9 @@
 //! queue holds plus those in flight. The writer sends everything queued
 //! when it wakes with one `write_all` of whole lines, so messages never
 //! interleave and a burst costs one write. Single-threaded (`Rc`): a push
-//! appends to the queue's buffer and wakes the writer, no channel, no
-//! allocation per message.
+//! into an empty queue takes the message's buffer as the queue's (no copy;
+//! the sequential case), a push behind others appends to it; either wakes
+//! the writer, no channel, no allocation per message.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -128,11 +129,19 @@ impl Outbox {
             return Err((PushError::Closed, msg));
         }
         let at = q.lines.len();
-        q.lines.extend_from_slice(&msg);
+        // Into an empty queue the message's own buffer goes as it is (the
+        // queue's empty one serves the next message written); behind others
+        // it is copied.
+        let room = if at == 0 {
+            std::mem::replace(&mut q.lines, msg)
+        } else {
+            q.lines.extend_from_slice(&msg);
+            msg
+        };
         one_line(&mut q.lines[at..]);
         q.lines.push(b'\n');
         q.msgs += 1;
-        super::spare::give(msg);
+        super::spare::give(room);
         if let Some(w) = q.writer.take() {
             w.wake();
         }

@@ -1,5 +1,6 @@
 //! Message buffers handed back once their bytes are queued ([`outbox`]
-//! copies each message into its peer's queue), taken again by the next
+//! copies a message into its peer's queue, or takes its buffer as the
+//! queue's and gives back the queue's empty one), taken again by the next
 //! message written ([`written::grow`]): a forwarded call's request and
 //! answer are written into the last call's buffers instead of two new
 //! ones. Per thread (the runtime runs on one), at most [`KEEP`] buffers of

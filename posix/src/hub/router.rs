@@ -623,10 +623,10 @@ impl Hub {
         // request is processed as a plain one.
         // Requirement: tasks-receiver-without-cap-ignore, tasks-tool-no-cap-no-augment
         let (bytes, params) = match (m.param(&["task"]), task_ttl.filter(|_| !modern_up)) {
-            (None, None) => wire::request_with(up_id, &m.method, len, |out| wire::upstream_params(out, m.env.params(), edits, token, drop, &add)),
+            (None, None) => wire::request_with(up_id, &m.method, len, |out| wire::upstream_params(out, m.env.params(), m.env.meta(), edits, token, drop, &add)),
             (_, ttl) => {
                 let mut body = Vec::with_capacity(len);
-                wire::upstream_params(&mut body, m.env.params(), edits, token, drop, &add);
+                wire::upstream_params(&mut body, m.env.params(), m.env.meta(), edits, token, drop, &add);
                 let ask: Vec<(&str, Vec<u8>)> = ttl.map(|t| ("task", format!("{{\"ttl\":{t}}}").into_bytes())).into_iter().collect();
                 let body = wire::edit_object(&body, 0..body.len(), |k, _| if k == "task" { wire::Edit::Drop } else { wire::Edit::Keep }, &ask);
                 wire::request_with(up_id, &m.method, body.len(), |out| out.extend_from_slice(&body))

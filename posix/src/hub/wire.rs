@@ -263,7 +263,8 @@ impl With<'_> {
 }
 
 /// The params of a request forwarded upstream, from the client's `params`
-/// (a view into its message; `None`: it sent none), appended to `out`:
+/// (a view into its message; `None`: it sent none) and their `_meta` (as
+/// the envelope read it), appended to `out`:
 /// `edits` applied (ranges in the message's buffer, inside `params`, none
 /// inside its `_meta`), and `_meta` rebuilt from the view and written in
 /// place: `progressToken` set to `token`, the members `drop` selects left
@@ -272,6 +273,7 @@ impl With<'_> {
 pub(super) fn upstream_params(
     out: &mut Vec<u8>,
     params: Option<json::JsonValue<'_>>,
+    meta: Option<json::JsonValue<'_>>,
     edits: &mut [(Range<usize>, With<'_>)],
     token: &[u8],
     drop: impl Fn(&str) -> bool,
@@ -283,12 +285,12 @@ pub(super) fn upstream_params(
         out.push(b'}');
         return;
     };
-    let old = params.get("_meta").filter(|m| m.kind() == json::Kind::Object);
+    let old = meta.filter(|m| m.kind() == json::Kind::Object);
     let src = params.bytes();
     let base = params.span().start;
     edits.sort_by_key(|(r, _)| r.start);
     // Where `_meta` goes: in place of the client's, else first (an empty span).
-    let (meta, comma) = match params.get("_meta") {
+    let (meta, comma) = match meta {
         Some(m) => (m.span().start - base..m.span().end - base, false),
         None => (1..1, params.members().next().is_some()),
     };
@@ -551,7 +553,7 @@ mod tests {
         let p = br#"{"name":"a","arguments":{"text":"0123456789abcdef"}}"#;
         let name = find(p, 0..p.len(), &["name"]).unwrap();
         let (out, params) = request_with(7, "tools/call", p.len() + 64, |out| {
-            upstream_params(out, json::parse(p).ok(), &mut [(name, With::Str("b\"c"))], b"7", |_| false, &[("k", b"1".to_vec())]);
+            upstream_params(out, json::parse(p).ok(), None, &mut [(name, With::Str("b\"c"))], b"7", |_| false, &[("k", b"1".to_vec())]);
         });
         let want = br#"{"_meta":{"progressToken":7,"k":1},"name":"b\"c","arguments":{"text":"0123456789abcdef"}}"#;
         assert_eq!(String::from_utf8_lossy(&out[params]), String::from_utf8_lossy(want));
@@ -594,7 +596,8 @@ mod tests {
         let io = |k: &str| k.starts_with("io.modelcontextprotocol/");
         let fwd = |p: Option<&[u8]>, edits: &mut [(Range<usize>, With<'_>)], drop: bool, add: &[(&str, Vec<u8>)]| -> serde_json::Value {
             let mut out = Vec::new();
-            upstream_params(&mut out, p.map(|p| json::parse(p).unwrap()), edits, b"9", |k| drop && io(k), add);
+            let params = p.map(|p| json::parse(p).unwrap());
+            upstream_params(&mut out, params, params.and_then(|p| p.get("_meta")), edits, b"9", |k| drop && io(k), add);
             serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out)))
         };
         use serde_json::json;

@@ -3,14 +3,17 @@
 //! processes ([`supervise`]) with the environment they get ([`childenv`]),
 //! what is left of them when they or mcpx end (the subreaper [`reaper`], a
 //! cgroup per server [`cgroup`], the [`watcher`] that outlives a killed
-//! mcpx), the signals `mcpx serve` acts on ([`signals`]) and the standard
-//! descriptors it borrows ([`stdfd`]). Below the runtime (`serve`) and the
+//! mcpx), the signals `mcpx serve` acts on ([`signals`]), the standard
+//! descriptors it borrows ([`stdfd`]) and the size of a server's pipes
+//! ([`pipe_size`]). Below the runtime (`serve`) and the
 //! command-line tools, which start servers through it.
 
 pub mod alarm;
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 pub mod childenv;
+#[cfg(target_os = "linux")]
+pub mod pipe_size;
 pub mod reaper;
 pub mod signals;
 pub mod stdfd;

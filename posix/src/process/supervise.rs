@@ -238,6 +238,11 @@ impl Supervisor {
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
+        #[cfg(target_os = "linux")]
+        {
+            crate::process::pipe_size::widen(&stdin);
+            crate::process::pipe_size::widen(&stdout);
+        }
         let mut status: StatusFuture = Box::pin(child.status());
 
         let (outbox, rx) = outbox::outbox(self.opts.queue_msgs, self.opts.queue_bytes);

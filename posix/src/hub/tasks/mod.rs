@@ -258,7 +258,13 @@ pub(super) fn declared(caps: &Value) -> bool {
 /// `ttl` defaults to `o`'s), when it asks for one and its client
 /// `declared` tasks.
 pub(super) fn legacy_ttl(m: &Msg, declared: impl FnOnce() -> bool, o: &TaskOptions) -> Option<u64> {
-    let r = m.param(&["task"]).filter(|_| declared())?;
+    // Asked first: looking for `task` walks the params (past a call's
+    // arguments, however large), and only a client that declared tasks is
+    // heard on it.
+    if !declared() {
+        return None;
+    }
+    let r = m.param(&["task"])?;
     let asked = mcpx_core::json::parse(&m.raw[r]).ok().and_then(|v| v.get("ttl")).and_then(|t| std::str::from_utf8(t.bytes()).ok()?.parse::<u64>().ok());
     Some(asked.unwrap_or(o.default_ttl_ms))
 }
