@@ -246,9 +246,6 @@ pub struct ServerMetadata {
     pub authorization_endpoint: String,
     pub token_endpoint: String,
     pub registration_endpoint: Option<String>,
-    /// RFC 7009: where a token is revoked (a principal's, when it revokes
-    /// its authorization).
-    pub revocation_endpoint: Option<String>,
     pub scopes_supported: Vec<String>,
     pub grant_types_supported: Vec<String>,
     /// Empty when not given (RFC 8414 default: `client_secret_basic`).
@@ -277,7 +274,6 @@ impl ServerMetadata {
             authorization_endpoint: endpoint("authorization_endpoint").unwrap_or_default(),
             token_endpoint: endpoint("token_endpoint").ok_or(MetadataError::NoTokenEndpoint)?,
             registration_endpoint: endpoint("registration_endpoint"),
-            revocation_endpoint: endpoint("revocation_endpoint"),
             scopes_supported: strings(doc.get("scopes_supported")),
             grant_types_supported: strings(doc.get("grant_types_supported")),
             token_endpoint_auth_methods_supported: strings(doc.get("token_endpoint_auth_methods_supported")),
