@@ -368,24 +368,28 @@ fn replicas_sharing_redis_keep_each_principals_tokens_for_all() {
     let up_aud = format!("aud={}", setup.upstream.url);
     let caps = json!({ "elicitation": { "form": {}, "url": {} } });
 
-    // alice authorizes through replica A, and calls as herself there...
-    let alice_a = session(a, "alice", caps.clone());
-    let link = asked_link(&call(a, "alice", &alice_a, "gh__whoami"));
-    assert!(link.starts_with(&format!("{}/connect/", setup.public)), "{link}");
-    assert_eq!(browser(&link, "alice", "alice").json["status"], 200);
-    assert_eq!(text(&call(a, "alice", &alice_a, "gh__whoami")), format!("sub=alice {up_aud}"));
-    // ... and through replica B at once, not asked again.
-    let alice_b = session(b, "alice", caps.clone());
-    assert_eq!(text(&call(b, "alice", &alice_b, "gh__whoami")), format!("sub=alice {up_aud}"));
-
-    // bob through B is asked for his own, authorizes there, and is himself through A.
-    let bob_b = session(b, "bob", caps.clone());
-    let link = asked_link(&call(b, "bob", &bob_b, "gh__whoami"));
-    assert!(link.starts_with(&format!("http://127.0.0.1:{}/connect/", setup.second_port)), "{link}");
-    assert_eq!(browser(&link, "bob", "bob").json["status"], 200);
-    assert_eq!(text(&call(b, "bob", &bob_b, "gh__whoami")), format!("sub=bob {up_aud}"));
-    let bob_a = session(a, "bob", caps.clone());
-    assert_eq!(text(&call(a, "bob", &bob_a, "gh__whoami")), format!("sub=bob {up_aud}"));
+    // `who` authorizes through the replica at `url` (its links at `public`)
+    // and calls as itself there: that session.
+    let authorize = |url: &str, public: &str, who: &str| {
+        let s = session(url, who, caps.clone());
+        let link = asked_link(&call(url, who, &s, "gh__whoami"));
+        assert!(link.starts_with(&format!("{public}/connect/")), "{link}");
+        assert_eq!(browser(&link, who, who).json["status"], 200);
+        assert_eq!(text(&call(url, who, &s, "gh__whoami")), format!("sub={who} {up_aud}"));
+        s
+    };
+    // A new session of `who` on the replica at `url`, calling as itself at once, not asked.
+    let already = |url: &str, who: &str| {
+        let s = session(url, who, caps.clone());
+        assert_eq!(text(&call(url, who, &s, "gh__whoami")), format!("sub={who} {up_aud}"));
+        s
+    };
+    // alice authorizes through replica A and is herself through B; bob
+    // through B is asked for his own (never given alice's), and is himself through A.
+    let alice_a = authorize(a, &setup.public, "alice");
+    let alice_b = already(b, "alice");
+    authorize(b, &format!("http://127.0.0.1:{}", setup.second_port), "bob");
+    let bob_a = already(a, "bob");
 
     // Kept in Redis, not in the file; no token readable there.
     let redis_get = |key: &str| {
