@@ -30,7 +30,7 @@ mcpx-bench — mcpx against a direct pipe, a byte relay and peer HTTP bridges
                      forwarded call (16 B and 64 KiB, echo upstream),
                      counted by valgrind's callgrind; only when listed
     --rounds N, --quick, --json FILE, --upstream echo|example,
-    --policy off|on|approve,
+    --policy off|default|on|approve|traces,
     --verbose        as for `mcpx bench` (default upstream: echo)
 ";
 

@@ -124,6 +124,11 @@ pub struct Plan {
 pub enum Policy {
     /// No rate limit, no metrics, no validation, no audit: the hub's own cost.
     Off,
+    /// What a config without a `"policy"` block runs: the default rate
+    /// limits (raised too high to refuse anything) and metrics. The stdio
+    /// rounds measure it beside `Off` (report `HUB_DEFAULT`), for what the
+    /// policy machinery costs a call by default; HTTP rows run under it.
+    Default,
     /// Rate limits (too high to refuse anything), validation of every call,
     /// an audit line per call into a small rotated file, metrics: the
     /// policy machinery on. The stdio rounds measure it beside `Off`
@@ -145,6 +150,7 @@ impl Policy {
     pub fn name(self) -> &'static str {
         match self {
             Policy::Off => "off",
+            Policy::Default => "default",
             Policy::On => "on",
             Policy::Approve => "approve",
             #[cfg(feature = "traces")]
@@ -156,6 +162,7 @@ impl Policy {
     fn paired_row(self) -> Option<&'static str> {
         match self {
             Policy::Approve => Some(report::HUB_APPROVE),
+            Policy::Default => Some(report::HUB_DEFAULT),
             Policy::On => Some(report::HUB_POLICY),
             #[cfg(feature = "traces")]
             Policy::Traces => Some(report::HUB_TRACES),
@@ -172,6 +179,15 @@ impl Policy {
             Policy::Approve => serde_json::json!({
                 "rateLimits": false, "metrics": false, "pin": "approve",
                 "approve": ["nothing-here/*", {"tools": ["*/delete_*"], "annotations": ["destructiveHint"]}]
+            }),
+            Policy::Default => serde_json::json!({
+                "rateLimits": {
+                    "toolCalls": {"perPrincipal": "1000000/s", "perServer": "1000000/s"},
+                    "completions": {"perPrincipal": "1000000/s"},
+                    "serverRequests": {"perServer": "1000000/s"},
+                    "taskRequests": {"perPrincipal": "1000000/s"}
+                },
+                "metrics": true
             }),
             Policy::On => serde_json::json!({
                 "rateLimits": {
@@ -337,12 +353,13 @@ mcpx bench — measure this binary on this machine (loopback and pipes only)
                      mcpx-bench); example: `mcpx example-server` (default
                      for `mcpx bench`)
     --policy P       off (default): mcpx with no rate limit, metrics,
-                     validation or audit; on: all of them (limits too high
-                     to refuse, every call validated and audited; HTTP rows
-                     under it); approve: off plus approval rules and
-                     pinning no call meets; traces: off plus every call
-                     traced (on, approve and traces: stdio rows measured
-                     beside off)
+                     validation or audit; default: what a config without
+                     \"policy\" runs (its rate limits, raised too high to
+                     refuse, and metrics); on: all of them (every call
+                     validated and audited too); approve: off plus approval
+                     rules and pinning no call meets; traces: off plus every
+                     call traced (default, on, approve and traces: stdio rows
+                     measured beside off; HTTP rows under default and on)
     --verbose        progress and the children's stderr on stderr
 
     MCPX_BENCH_EXE   how to start this binary again, e.g. through an
@@ -379,6 +396,7 @@ pub fn parse_common<'a>(
         },
         "--policy" => match value("--policy")?.as_str() {
             "off" => plan.policy = Policy::Off,
+            "default" => plan.policy = Policy::Default,
             "on" => plan.policy = Policy::On,
             "approve" => plan.policy = Policy::Approve,
             #[cfg(feature = "traces")]

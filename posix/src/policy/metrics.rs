@@ -121,16 +121,20 @@ impl Registry {
 
     /// Adds `by` to a counter or gauge.
     pub fn add(&mut self, id: FamilyId, values: &[&str], by: f64) {
-        if let Some(Series::Value(v)) = self.series(id, values) {
-            *v += by;
-        }
+        self.update(id, values, |s| {
+            if let Series::Value(v) = s {
+                *v += by;
+            }
+        });
     }
 
     /// Sets a gauge (or a counter kept elsewhere, e.g. dropped audit lines).
     pub fn set(&mut self, id: FamilyId, values: &[&str], to: f64) {
-        if let Some(Series::Value(v)) = self.series(id, values) {
-            *v = to;
-        }
+        self.update(id, values, |s| {
+            if let Series::Value(v) = s {
+                *v = to;
+            }
+        });
     }
 
     /// Removes the series whose label `at` is `value`.
@@ -141,33 +145,36 @@ impl Registry {
     /// Records one observation in a histogram.
     pub fn observe(&mut self, id: FamilyId, values: &[&str], x: f64) {
         let Kind::Histogram(bounds) = self.families[id.0].kind else { return };
-        if let Some(Series::Histogram { counts, sum }) = self.series(id, values) {
-            let i = bounds.iter().position(|b| x <= *b).unwrap_or(bounds.len());
-            counts[i] += 1;
-            *sum += x;
-        }
+        self.update(id, values, |s| {
+            if let Series::Histogram { counts, sum } = s {
+                let i = bounds.iter().position(|b| x <= *b).unwrap_or(bounds.len());
+                counts[i] += 1;
+                *sum += x;
+            }
+        });
     }
 
-    /// The series of `values`, created on first use (the overflow series
-    /// past `max_series`). `None` for a wrong number of values.
-    fn series(&mut self, id: FamilyId, values: &[&str]) -> Option<&mut Series> {
+    /// Applies `op` to the series of `values`, created on first use (the
+    /// overflow series past `max_series`); nothing for a wrong number of
+    /// values.
+    fn update(&mut self, id: FamilyId, values: &[&str], op: impl FnOnce(&mut Series)) {
         let max = self.max_series;
         let f = &mut self.families[id.0];
         debug_assert_eq!(values.len(), f.labels.len(), "labels of {}", f.name);
         if values.len() != f.labels.len() {
-            return None;
+            return;
         }
+        // Looked up by the borrowed values (one hash): a series is copied in once, when made.
+        if let Some(s) = f.series.get_mut(&values as &dyn LabelKey) {
+            return op(s);
+        }
+        let key = if f.series.len() >= max { vec![OTHER.to_string(); values.len()] } else { values.iter().map(|v| v.to_string()).collect() };
         let kind = f.kind;
-        let new = || match kind {
+        let new = move || match kind {
             Kind::Histogram(b) => Series::Histogram { counts: vec![0; b.len() + 1], sum: 0.0 },
             _ => Series::Value(0.0),
         };
-        // Looked up by the borrowed values: a series is copied in once, when made.
-        if !f.series.contains_key(&values as &dyn LabelKey) {
-            let key = if f.series.len() >= max { vec![OTHER.to_string(); values.len()] } else { values.iter().map(|v| v.to_string()).collect() };
-            return Some(f.series.entry(key).or_insert_with(new));
-        }
-        f.series.get_mut(&values as &dyn LabelKey)
+        op(f.series.entry(key).or_insert_with(new));
     }
 
     /// A counter's or gauge's value (tests and `/status`).

@@ -301,15 +301,16 @@ impl Bucket {
 #[derive(Debug)]
 pub struct RateLimiter {
     cfg: RateLimitConfig,
-    /// Per class and dimension, by name; `len` buckets in all.
-    buckets: HashMap<(Class, Dim), HashMap<Box<str>, Bucket>>,
+    /// Per class and dimension (a handful: looked up by a scan), by name;
+    /// `len` buckets in all.
+    buckets: Vec<((Class, Dim), HashMap<Box<str>, Bucket>)>,
     len: usize,
     evictions: u64,
 }
 
 impl RateLimiter {
     pub fn new(cfg: RateLimitConfig) -> Self {
-        RateLimiter { cfg, buckets: HashMap::new(), len: 0, evictions: 0 }
+        RateLimiter { cfg, buckets: Vec::new(), len: 0, evictions: 0 }
     }
 
     pub fn config(&self) -> &RateLimitConfig {
@@ -334,7 +335,7 @@ impl RateLimiter {
         let applicable = self.applicable(key, dims);
         let mut longest: Option<(Scope<'_>, Rate, u64)> = None;
         for (scope, rate) in applicable.iter().flatten() {
-            let wait = self.bucket(key.class, *scope, *rate, now_ms).wait_ms();
+            let wait = self.refill(key.class, *scope, *rate, now_ms);
             if wait > 0 && longest.is_none_or(|(_, _, w)| wait > w) {
                 longest = Some((*scope, *rate, wait));
             }
@@ -342,10 +343,18 @@ impl RateLimiter {
         if let Some((scope, rate, wait)) = longest {
             return Err(Refusal { limit: self.limit_name(key.class, scope, rate), retry_after_ms: wait });
         }
+        // Each bucket was just found or made, and refilled.
         for (scope, rate) in applicable.iter().flatten() {
-            self.bucket(key.class, *scope, *rate, now_ms).units -= rate.per_ms;
+            if let Some(b) = self.table(key.class, scope.dim).and_then(|m| m.get_mut(scope.name)) {
+                b.units -= rate.per_ms;
+            }
         }
         Ok(())
+    }
+
+    /// The buckets of (class, dimension), if any was made.
+    fn table(&mut self, class: Class, dim: Dim) -> Option<&mut HashMap<Box<str>, Bucket>> {
+        self.buckets.iter_mut().find(|(k, _)| *k == (class, dim)).map(|(_, m)| m)
     }
 
     /// The buckets that apply to `key` (at most three; nothing allocated
@@ -401,23 +410,27 @@ impl RateLimiter {
         self.evictions
     }
 
-    /// The bucket of (class, scope), refilled to `now_ms` and marked used.
-    fn bucket(&mut self, class: Class, scope: Scope<'_>, rate: Rate, now_ms: u64) -> &mut Bucket {
-        let known = self.buckets.get(&(class, scope.dim)).is_some_and(|m| m.contains_key(scope.name));
-        if !known {
-            if self.len >= self.cfg.max_buckets.max(1) {
-                self.evict(now_ms);
-            }
-            self.len += 1;
+    /// The bucket of (class, scope), refilled to `now_ms` and marked used
+    /// (made, full, if there was none): how long until it has a token.
+    fn refill(&mut self, class: Class, scope: Scope<'_>, rate: Rate, now_ms: u64) -> u64 {
+        if let Some(b) = self.table(class, scope.dim).and_then(|m| m.get_mut(scope.name)) {
+            b.refill(now_ms);
+            b.used_ms = b.used_ms.max(now_ms);
+            return b.wait_ms();
         }
-        let m = self.buckets.entry((class, scope.dim)).or_default();
-        if !known {
-            m.insert(scope.name.into(), Bucket::full(rate, now_ms));
+        if self.len >= self.cfg.max_buckets.max(1) {
+            self.evict(now_ms);
         }
-        let b = m.get_mut(scope.name).expect("the bucket was just found or made");
-        b.refill(now_ms);
-        b.used_ms = b.used_ms.max(now_ms);
-        b
+        self.len += 1;
+        if self.table(class, scope.dim).is_none() {
+            self.buckets.push(((class, scope.dim), HashMap::new()));
+        }
+        let b = Bucket::full(rate, now_ms);
+        let wait = b.wait_ms();
+        if let Some(m) = self.table(class, scope.dim) {
+            m.insert(scope.name.into(), b);
+        }
+        wait
     }
 
     /// Drops the least recently used idle bucket, or the least recently
@@ -429,8 +442,8 @@ impl RateLimiter {
             .flat_map(|(kind, m)| m.iter().map(move |(name, b)| (kind, name, b)))
             .min_by_key(|(_, _, b)| (!b.idle(now_ms), b.used_ms))
             .map(|(kind, name, _)| (*kind, name.clone()));
-        if let Some((kind, name)) = victim {
-            if let Some(m) = self.buckets.get_mut(&kind) {
+        if let Some(((class, dim), name)) = victim {
+            if let Some(m) = self.table(class, dim) {
                 m.remove(&name);
             }
             self.len -= 1;
