@@ -242,6 +242,9 @@ impl Authorizer {
         }
         match kept.get(server, principal).await {
             Ok(t) => *self.current.borrow_mut() = t,
+            // Redis away: the store has said so (once); asked again at the next request.
+            #[cfg(feature = "cluster")]
+            Err(e @ store::StoreError::Shared(_)) => debug!("server {}: {e}", self.name),
             Err(e) => warn!("server {}: {e}", self.name),
         }
     }
