@@ -66,8 +66,6 @@ struct Setup {
     hub: HttpServer,
     _as: HttpServer,
     _config: Hub,
-    /// Where a second replica would listen (its callback is registered).
-    second_port: u16,
 }
 
 /// The state key (a key file: `"state": {"keyFile"}`), with which each
@@ -118,9 +116,9 @@ impl Setup {
         let mut as_args = vec![driver("oidc_as.mjs").to_str().unwrap().to_string(), "--port".into(), as_port.to_string(), "--redirect".into(), callback];
         as_args.extend(["--redirect".into(), "http://127.0.0.1/callback".into()]);
         as_args.extend(provider.iter().map(|a| a.to_string()));
-        // A second replica's callback, at the next port asked for (registered up front).
-        let second = free_port();
-        as_args.extend(["--redirect".into(), format!("http://127.0.0.1:{second}/oauth/callback")]);
+        // A second replica's callback: a loopback redirect URI matches on any
+        // port (RFC 8252 §7.3), so its port is taken only when it starts.
+        as_args.extend(["--redirect".into(), "http://127.0.0.1/oauth/callback".into()]);
         let as_args: Vec<&str> = as_args.iter().map(String::as_str).collect();
         let _as = HttpServer::start(&Cmd::new(node(), &as_args), as_port, "");
         let up_cmd = Cmd::new(python("1.30.0"), &[driver("py_protected_server.py").to_str().unwrap(), "--port", &up_port.to_string(), "--issuer", &issuer]);
@@ -138,16 +136,17 @@ impl Setup {
         assert_eq!(r.code, Some(0), "auth login: {}\n{}", r.stdout, r.stderr);
 
         let server = serve(&env, &config, hub_port);
-        Setup { public, issuer, env, config, state, upstream, hub: server, _as, _config: hub, second_port: second }
+        Setup { public, issuer, env, config, state, upstream, hub: server, _as, _config: hub }
     }
 
     /// Another replica sharing the first's Redis, state folder and key, at
     /// its own address (a person's link and callback come back to the
-    /// replica that made the link): its URL and config.
-    fn second_replica(&self, redis: u16) -> (HttpServer, Hub) {
-        let port = self.second_port;
-        let hub = hub_config(&format!("http://127.0.0.1:{port}"), &self.upstream.url, Some(redis), false);
-        (serve(&self.env, hub.config.to_str().unwrap(), port), hub)
+    /// replica that made the link): it, its public URL and its config.
+    fn second_replica(&self, redis: u16) -> (HttpServer, String, Hub) {
+        let port = free_port();
+        let public = format!("http://127.0.0.1:{port}");
+        let hub = hub_config(&public, &self.upstream.url, Some(redis), false);
+        (serve(&self.env, hub.config.to_str().unwrap(), port), public, hub)
     }
 
     /// The browser command the SDK drivers run (the URL last): signs in to
@@ -363,7 +362,7 @@ fn asked_link(r: &Value) -> String {
 fn replicas_sharing_redis_keep_each_principals_tokens_for_all() {
     let (_redis, redis_port) = redis_server();
     let setup = Setup::start_with(Some(redis_port), &[], false);
-    let (second, second_config) = setup.second_replica(redis_port);
+    let (second, second_public, second_config) = setup.second_replica(redis_port);
     let (a, b) = (&setup.hub.url, &second.url);
     let up_aud = format!("aud={}", setup.upstream.url);
     let caps = json!({ "elicitation": { "form": {}, "url": {} } });
@@ -388,7 +387,7 @@ fn replicas_sharing_redis_keep_each_principals_tokens_for_all() {
     // through B is asked for his own (never given alice's), and is himself through A.
     let alice_a = authorize(a, &setup.public, "alice");
     let alice_b = already(b, "alice");
-    authorize(b, &format!("http://127.0.0.1:{}", setup.second_port), "bob");
+    authorize(b, &second_public, "bob");
     let bob_a = already(a, "bob");
 
     // Kept in Redis, not in the file; no token readable there.
