@@ -87,10 +87,11 @@ fn logout(cfg: &Config, name: &str, principal: Option<&str>) -> Result<(), Strin
         }
         return Ok(());
     };
-    if o.per_principal.is_none() {
-        return Err(format!("{}: server {name:?} has no \"perPrincipal\" tokens", cfg.source));
+    #[cfg(feature = "secrets")]
+    if o.per_principal.is_some() {
+        return logout_principal(cfg, name, p);
     }
-    logout_principal(cfg, name, p)
+    Err(format!("{}: server {name:?} has no \"perPrincipal\" tokens (none for principal '{p}')", cfg.source))
 }
 
 /// Forgets principal `p`'s tokens for server `name`, where the hub keeps
@@ -106,11 +107,6 @@ fn logout_principal(cfg: &Config, name: &str, p: &str) -> Result<(), String> {
         println!("{name}: was not logged in for principal '{p}'");
     }
     Ok(())
-}
-
-#[cfg(not(feature = "secrets"))]
-fn logout_principal(_: &Config, _: &str, _: &str) -> Result<(), String> {
-    unreachable!("\"perPrincipal\" is refused by a build without feature `secrets`")
 }
 
 fn now_s() -> u64 {
