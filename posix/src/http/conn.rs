@@ -16,9 +16,10 @@ use mcpx_core::frame::http::{
 };
 use mcpx_core::error::ErrorCode;
 use smol::future;
-use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::io::AsyncWriteExt;
 
 use super::decide::Refusal;
+use crate::process::ready_read::ReadyRead;
 use super::limits::{Limits, MAX_HEADERS};
 use super::mailbox::{self, Item};
 use super::refusals::Refusals;
@@ -86,7 +87,7 @@ impl Common {
 }
 
 pub(crate) struct Conn {
-    pub stream: Async<TcpStream>,
+    pub stream: ReadyRead<TcpStream>,
     pub buf: Vec<u8>,
     pub common: Rc<Common>,
     /// The address of the other end, when the socket tells.
@@ -171,7 +172,7 @@ fn deadline(ms: u64) -> Instant {
 /// stdio client and the hub (a plain yield would not do: the executors run
 /// ready tasks before polling for I/O again).
 async fn read_into(
-    stream: &Async<TcpStream>,
+    stream: &ReadyRead<TcpStream>,
     alarm: &mut Alarm,
     unyielded: &mut usize,
     buf: &mut Vec<u8>,
@@ -187,13 +188,10 @@ async fn read_into(
     let start = buf.len();
     buf.resize(start + want, 0);
     let room = &mut buf[start..];
-    let read = async {
-        if pause {
-            stream.readable().await?;
-        }
-        let mut s = stream;
-        s.read(room).await
-    };
+    if pause {
+        stream.wait_next();
+    }
+    let read = stream.read(room);
     let r = future::or(read, alarm.expire(until, "timed out")).await;
     let n = *r.as_ref().unwrap_or(&0);
     buf.truncate(start + n);
@@ -234,7 +232,7 @@ async fn write_parts(stream: &Async<TcpStream>, alarm: &mut Alarm, parts: &[&[u8
 
 /// Waits for bytes from the peer while a response is pending; false when
 /// the peer is gone. Pipelined bytes are kept (up to one head).
-async fn peer_alive(stream: &Async<TcpStream>, buf: &mut Vec<u8>, cap: usize) -> bool {
+async fn peer_alive(stream: &ReadyRead<TcpStream>, buf: &mut Vec<u8>, cap: usize) -> bool {
     // Pipelined bytes are buffered up to one head; past that the peer is
     // left to TCP flow control until the answer is written.
     if buf.len() >= cap {
@@ -243,8 +241,7 @@ async fn peer_alive(stream: &Async<TcpStream>, buf: &mut Vec<u8>, cap: usize) ->
     // A stack buffer, not `buf`'s room: this read is dropped whenever the
     // answer comes first, and must then leave `buf` as it was.
     let mut tmp = [0u8; READ_BYTES];
-    let mut s = stream;
-    match s.read(&mut tmp).await {
+    match stream.read(&mut tmp).await {
         Ok(0) | Err(_) => false,
         Ok(n) => {
             buf.extend_from_slice(&tmp[..n]);
@@ -257,7 +254,7 @@ impl Conn {
     pub fn new(stream: Async<TcpStream>, common: Rc<Common>) -> Conn {
         let peer = stream.get_ref().peer_addr().ok().map(|a| a.ip());
         Conn {
-            stream,
+            stream: ReadyRead::of(stream),
             buf: Vec::new(),
             common,
             peer,
@@ -448,7 +445,7 @@ impl Conn {
     /// Writes all of `bytes` within the write timeout.
     pub async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         let until = deadline(self.common.limits.write_timeout_ms);
-        write_parts(&self.stream, &mut self.alarm, &[bytes], until).await
+        write_parts(self.stream.io(), &mut self.alarm, &[bytes], until).await
     }
 
     /// Writes a block that `build` writes into the connection's buffer of
@@ -460,9 +457,9 @@ impl Conn {
         let until = deadline(self.common.limits.write_timeout_ms);
         let mut h = [0u8; 24];
         let ok = match build(&mut out) {
-            Some(n) if !chunked => write_parts(&self.stream, &mut self.alarm, &[&out[..n]], until).await.is_ok(),
+            Some(n) if !chunked => write_parts(self.stream.io(), &mut self.alarm, &[&out[..n]], until).await.is_ok(),
             Some(n) => match write_chunk_header(n, &mut h) {
-                Ok(k) => write_parts(&self.stream, &mut self.alarm, &[&h[..k], &out[..n], CHUNK_END], until).await.is_ok(),
+                Ok(k) => write_parts(self.stream.io(), &mut self.alarm, &[&h[..k], &out[..n], CHUNK_END], until).await.is_ok(),
                 Err(_) => false,
             },
             None => false,
@@ -506,7 +503,7 @@ impl Conn {
         let written = match write_response_head(status, &hs[..k], BodyFraming::Length(body.len() as u64), &mut out) {
             Ok(n) => {
                 let until = deadline(self.common.limits.write_timeout_ms);
-                write_parts(&self.stream, &mut self.alarm, &[&out[..n], body], until).await.is_ok()
+                write_parts(self.stream.io(), &mut self.alarm, &[&out[..n], body], until).await.is_ok()
             }
             Err(_) => false,
         };
@@ -575,8 +572,8 @@ impl Conn {
     /// Closes gracefully: stops writing, then reads (and discards) what the
     /// peer still sends for a moment, so it sees the response rather than a reset.
     pub async fn linger_close(&mut self) {
-        let _ = self.stream.flush().await;
-        let _ = self.stream.get_ref().shutdown(Shutdown::Write);
+        let _ = self.stream.io().flush().await;
+        let _ = self.stream.io().get_ref().shutdown(Shutdown::Write);
         let until = deadline(1000);
         let mut total = 0usize;
         while total < (4 << 20) {

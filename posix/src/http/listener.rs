@@ -63,11 +63,15 @@ impl Drop for BusyGuard {
 /// refusals fed back to the hub), on one local executor.
 pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
     let ex = Rc::new(LocalExecutor::new());
-    let ex2 = ex.clone();
-    ex.run(async move {
-        ex2.spawn(service(shared.clone())).detach();
-        #[cfg(feature = "cluster")]
-        ex2.spawn(session_dir::run(shared.clone())).detach();
+    ex.spawn(service(shared.clone())).detach();
+    #[cfg(feature = "cluster")]
+    ex.spawn(session_dir::run(shared.clone())).detach();
+    // The accept loop is a task of its own: the executor's `run` future is
+    // polled whenever any connection's task wakes, and an accept there
+    // would cost a failed `accept` per wake-up. It holds its executor
+    // weakly: dropping this future drops the executor and its tasks.
+    let weak = Rc::downgrade(&ex);
+    let accepting = async move {
         loop {
             let stream = match listener.accept().await {
                 Ok((s, _)) => s,
@@ -83,6 +87,7 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
                 st.conns += 1;
                 st.conns > shared.cfg.limits.max_connections
             };
+            let Some(ex2) = weak.upgrade() else { return };
             let guard = ConnGuard(shared.clone());
             let conn = Conn::new(stream, shared.common.clone());
             if over {
@@ -118,8 +123,9 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
                 .detach();
             }
         }
-    })
-    .await
+    };
+    ex.spawn(accepting).detach();
+    ex.run(future::pending::<()>()).await
 }
 
 /// Expires idle sessions and feeds refused relays back to the hub.

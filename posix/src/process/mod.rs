@@ -4,8 +4,8 @@
 //! what is left of them when they or mcpx end (the subreaper [`reaper`], a
 //! cgroup per server [`cgroup`], the [`watcher`] that outlives a killed
 //! mcpx), the signals `mcpx serve` acts on ([`signals`]), the standard
-//! descriptors it borrows ([`stdfd`]) and the size of a server's pipes
-//! ([`pipe_size`]). Below the runtime (`serve`) and the
+//! descriptors it borrows ([`stdfd`]), the size of a server's pipes
+//! ([`pipe_size`]) and how they are read ([`ready_read`]). Below the runtime (`serve`) and the
 //! command-line tools, which start servers through it.
 
 pub mod alarm;
@@ -15,6 +15,7 @@ pub mod childenv;
 #[cfg(target_os = "linux")]
 pub mod pipe_size;
 pub mod reaper;
+pub mod ready_read;
 pub mod signals;
 pub mod stdfd;
 pub mod supervise;

@@ -1,4 +1,5 @@
-//! Room in a server's stdin and stdout pipes for a large message whole.
+//! Room in a server's stdin and stdout pipes, and in mcpx's own when they
+//! are pipes, for a large message whole.
 //!
 //! A pipe holds 64 KiB by default: a message a little larger (a 64 KiB
 //! payload with its envelope) took two writes and two reads, with the

@@ -50,13 +50,16 @@ pub struct Stdio {
 pub fn stdio(cap: usize, buffer_output: bool) -> Stdio {
     let mut restore = Restore(Vec::new());
     let input: Input = match pollable(std::io::stdin().as_fd(), &mut restore) {
-        Some(a) => Box::new(a),
+        Some(f) => match super::ready_read::ReadyRead::new(f) {
+            Ok(r) => Box::new(r),
+            Err(_) => Box::new(smol::Unblock::with_capacity(cap, std::io::stdin())),
+        },
         None => Box::new(smol::Unblock::with_capacity(cap, std::io::stdin())),
     };
-    let output: Output = match pollable(std::io::stdout().as_fd(), &mut restore) {
-        Some(a) if buffer_output => Box::new(smol::io::BufWriter::with_capacity(cap, a)),
-        Some(a) => Box::new(a),
-        None => Box::new(smol::Unblock::with_capacity(cap, std::io::stdout())),
+    let output: Output = match pollable(std::io::stdout().as_fd(), &mut restore).map(async_io::Async::new) {
+        Some(Ok(a)) if buffer_output => Box::new(smol::io::BufWriter::with_capacity(cap, a)),
+        Some(Ok(a)) => Box::new(a),
+        _ => Box::new(smol::Unblock::with_capacity(cap, std::io::stdout())),
     };
     Stdio { input, output, restore }
 }
@@ -65,9 +68,9 @@ fn meta(fd: BorrowedFd<'_>) -> Option<std::fs::Metadata> {
     File::from(fd.try_clone_to_owned().ok()?).metadata().ok()
 }
 
-/// `fd` as a reactor-polled handle, if it is a pipe or socket that is not
-/// also stderr; its original flags go to `restore`.
-fn pollable(fd: BorrowedFd<'_>, restore: &mut Restore) -> Option<async_io::Async<File>> {
+/// A copy of `fd` for the reactor to poll, if it is a pipe or socket that
+/// is not also stderr; its original flags go to `restore`.
+fn pollable(fd: BorrowedFd<'_>, restore: &mut Restore) -> Option<File> {
     let m = meta(fd)?;
     let t = m.file_type();
     if !(t.is_fifo() || t.is_socket()) {
@@ -83,7 +86,13 @@ fn pollable(fd: BorrowedFd<'_>, restore: &mut Restore) -> Option<async_io::Async
         return None;
     }
     let file = File::from(fd.try_clone_to_owned().ok()?);
-    let a = async_io::Async::new(file).ok()?;
     restore.0.push((raw, flags));
-    Some(a)
+    // A large message passes in one read or write, as on a server's pipes
+    // (the pipe's size is not put back: more room changes nothing for
+    // its other holders).
+    #[cfg(target_os = "linux")]
+    if t.is_fifo() {
+        super::pipe_size::widen(&file);
+    }
+    Some(file)
 }

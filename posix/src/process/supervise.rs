@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -31,6 +32,7 @@ use crate::bytes::lines::{read_lines, LineEvent};
 use crate::log::line::{escape_bytes, show_duration, RateLimit, Verdict};
 use crate::bytes::outbox::{self, Outbox, PushError};
 use crate::process::reaper::signal_group;
+use crate::process::ready_read::ReadyRead;
 use crate::servers::events::Events;
 
 /// What to run.
@@ -243,6 +245,7 @@ impl Supervisor {
             crate::process::pipe_size::widen(&stdin);
             crate::process::pipe_size::widen(&stdout);
         }
+        let stdout = ready_stdout(stdout);
         let mut status: StatusFuture = Box::pin(child.status());
 
         let (outbox, rx) = outbox::outbox(self.opts.queue_msgs, self.opts.queue_bytes);
@@ -364,6 +367,19 @@ impl Supervisor {
             }
         };
         Ended { end: outcome, reason, tail }
+    }
+}
+
+/// A child's stdout, read through a copy of its descriptor that waits for
+/// readiness after a short read (`ready_read`); async-process's own handle
+/// is closed. Without a descriptor to spare, that handle is read.
+fn ready_stdout(stdout: smol::process::ChildStdout) -> Box<dyn smol::io::AsyncRead + Unpin> {
+    match stdout.as_fd().try_clone_to_owned().and_then(ReadyRead::new) {
+        Ok(r) => {
+            drop(stdout);
+            Box::new(r)
+        }
+        Err(_) => Box::new(stdout),
     }
 }
 
