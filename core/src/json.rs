@@ -182,8 +182,8 @@ fn decode_escape(buf: &[u8], pos: usize) -> Result<(char, usize), JsonError> {
 /// Scans a string starting at the opening quote at `pos`.
 /// Returns the span including both quotes and whether it contains escapes.
 ///
-/// Plain ASCII is skipped sixteen bytes at a time ([`ascii_run`]) and checked
-/// by that skip alone; only a run holding non-ASCII bytes is validated as
+/// Plain ASCII is skipped sixteen bytes at a time, a long run's end found by
+/// `memchr` ([`ascii_run`]), and checked by that skip alone; only a run holding non-ASCII bytes is validated as
 /// UTF-8, from its first such byte to the quote or backslash that ends it.
 /// Errors are those of the byte-wise scan in `reference`, which this one
 /// must agree with on every input (a property test and the `json_fast` fuzz
@@ -223,13 +223,16 @@ fn scan_string(buf: &[u8], pos: usize) -> Result<(Span, bool), JsonError> {
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
-/// Flags (the high bit of each byte) the bytes of `w` that are `"`, `\` or a
-/// control character. A flag can be wrong only above a right one (a borrow
-/// runs upwards), so the lowest flag is always the first such byte.
+/// Flags (the high bit of each byte) the bytes of `w` below `n`. A flag can
+/// be wrong only above a right one (a borrow runs upwards), so the lowest
+/// flag is always the first such byte.
+const fn below(w: u64, n: u64) -> u64 {
+    w.wrapping_sub(LO * n) & !w & HI
+}
+
+/// Flags the bytes of `w` that are `"`, `\` or a control character (the
+/// lowest flag is right, as in [`below`]).
 const fn special(w: u64) -> u64 {
-    const fn below(w: u64, n: u64) -> u64 {
-        w.wrapping_sub(LO * n) & !w & HI
-    }
     below(w, 0x20) | below(w ^ (LO * b'"' as u64), 1) | below(w ^ (LO * b'\\' as u64), 1)
 }
 
@@ -237,23 +240,39 @@ const fn is_special(b: u8) -> bool {
     matches!(b, b'"' | b'\\' | 0x00..=0x1f)
 }
 
+/// The bytes of a run checked for every stop in one pass; past them, the
+/// run's end (`"` or `\`) is found by `memchr` and the bytes before it are
+/// checked for the other stops only.
+const SHORT: usize = 32;
+
+/// Length of the run at the start of `s` free of `"`, `\`, control
+/// characters and what `extra` (word-wise) and `extra_byte` flag.
+fn run_to_special(s: &[u8], extra: impl Fn(u64) -> u64 + Copy, extra_byte: impl Fn(u8) -> bool + Copy) -> usize {
+    let head = s.get(..SHORT).unwrap_or(s);
+    let n = run_until(head, |w| special(w) | extra(w), |b| is_special(b) || extra_byte(b));
+    if n < head.len() || head.len() == s.len() {
+        return n;
+    }
+    // A long string: its end at memory speed, then one check of what
+    // precedes it.
+    let rest = s.get(n..).unwrap_or(&[]);
+    let end = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    n + run_until(rest.get(..end).unwrap_or(rest), |w| below(w, 0x20) | extra(w), |b| b < 0x20 || extra_byte(b))
+}
+
 /// Length of the run at the start of `s` free of `"`, `\`, control
 /// characters and non-ASCII bytes: what a string scan skips without any
 /// further check.
 fn ascii_run(s: &[u8]) -> usize {
-    run_until(s, |w| special(w) | (w & HI), |b| is_special(b) || !b.is_ascii())
+    run_to_special(s, |w| w & HI, |b| !b.is_ascii())
 }
 
 /// Length of the run at the start of `s` free of `"`, `\` and control
 /// characters.
 fn plain_run(s: &[u8]) -> usize {
-    run_until(s, special, is_special)
+    run_to_special(s, |_| 0, |_| false)
 }
 
-/// Length of the run at the start of `s` before the first byte that `stop`
-/// flags in a little-endian word (see [`special`]) and `stop_byte` names:
-/// sixteen bytes a step, then eight, then byte by byte.
-#[inline(always)]
 fn run_until(s: &[u8], stop: impl Fn(u64) -> u64, stop_byte: impl Fn(u8) -> bool) -> usize {
     fn word(c: &[u8]) -> u64 {
         let mut w = [0u8; 8];
@@ -1119,7 +1138,7 @@ mod tests {
         #[test]
         fn runs_stop_at_the_first_stopping_byte(
             s in prop::collection::vec(scan_byte(), 0..40),
-            pad in 0usize..40,
+            pad in 0usize..100,
         ) {
             let mut v = vec![b'a'; pad];
             v.extend_from_slice(&s);
