@@ -132,7 +132,7 @@ mod tests {
             }
         }
         let mut out = Vec::new();
-        smol::block_on(read_lines(Chunks(chunks.to_vec()), max, |e| {
+        crate::process::reactor::block_on(read_lines(Chunks(chunks.to_vec()), max, |e| {
             out.push(match e {
                 LineEvent::Line(l) => format!("L:{}", String::from_utf8_lossy(l)),
                 LineEvent::TooLarge { len, .. } => format!("BIG:{len}"),
@@ -182,7 +182,7 @@ mod tests {
         let seen = Rc::new(RefCell::new(Vec::new()));
         let data: &[u8] = b"a\nb\nc\n";
         let s2 = seen.clone();
-        smol::block_on(read_lines_paced(data, 10, move |ev| {
+        crate::process::reactor::block_on(read_lines_paced(data, 10, move |ev| {
             let LineEvent::Line(l) = ev else { return None };
             s2.borrow_mut().push(String::from_utf8_lossy(l).into_owned());
             if l == b"a" {

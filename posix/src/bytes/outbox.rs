@@ -273,7 +273,7 @@ mod tests {
         tx.push(b"{}".to_vec()).unwrap();
         tx.close();
         let mut out = Vec::new();
-        smol::block_on(rx.write_to(&mut out)).unwrap();
+        crate::process::reactor::block_on(rx.write_to(&mut out)).unwrap();
         assert_eq!(out, b"{\"a\":   1, \"b\":\"x\\ny\"}\n{}\n");
         let first: serde_json::Value = serde_json::from_slice(out.split(|&b| b == b'\n').next().unwrap()).unwrap();
         assert_eq!(first, serde_json::json!({"a": 1, "b": "x\ny"}));
@@ -287,7 +287,7 @@ mod tests {
         assert_eq!(tx.push(b"c".to_vec()), Err(PushError::Full { msgs: 2, bytes: 3 }));
         tx.close();
         let mut out = Vec::new();
-        smol::block_on(rx.write_to(&mut out)).unwrap();
+        crate::process::reactor::block_on(rx.write_to(&mut out)).unwrap();
         assert_eq!(out, b"a\nbb\n");
         assert_eq!(tx.push(b"d".to_vec()), Err(PushError::Closed));
     }
@@ -302,7 +302,7 @@ mod tests {
         tx.push_answer(b"answer".to_vec()).unwrap();
         let tx2 = tx.clone();
         let mut out = Vec::new();
-        smol::block_on(async {
+        crate::process::reactor::block_on(async {
             let write = async {
                 rx.write_to(&mut out).await.unwrap();
                 false
@@ -338,7 +338,7 @@ mod tests {
     fn what_is_queued_at_a_wake_up_goes_out_in_one_write() {
         let (tx, rx) = outbox(100, 1000);
         let mut w = Writes(Vec::new());
-        smol::block_on(async {
+        crate::process::reactor::block_on(async {
             let write = async {
                 rx.write_to(&mut w).await.unwrap();
             };
@@ -366,7 +366,7 @@ mod tests {
         assert!(tx.is_full());
         drop(rx);
         assert_eq!(tx.push(b"b".to_vec()), Err(PushError::Closed));
-        smol::block_on(tx.room());
+        crate::process::reactor::block_on(tx.room());
     }
 
     #[test]

@@ -49,7 +49,7 @@ fn login(cfg: &Config, name: &str, open_with: Option<String>) -> Result<(), Stri
     let r = s.remote.as_ref().ok_or("not a remote server")?;
     let url = Url::parse(&r.url)?;
     let a = Authorizer::new(name, url, o.clone(), r.ca_file.clone(), Duration::from_secs(10), Interaction::Login { open_with });
-    smol::block_on(a.login()).map_err(|e| format!("auth login {name}: {e}"))?;
+    crate::process::reactor::block_on(a.login()).map_err(|e| format!("auth login {name}: {e}"))?;
     let store = Store { path: o.store.clone() };
     let t = store.tokens(name).map_err(|e| e.to_string())?.ok_or("the tokens were not stored")?;
     println!("{name}: logged in; {} (tokens in {})", describe(&t, now_s()), store.path.display());
@@ -101,7 +101,7 @@ fn logout_principal(cfg: &Config, name: &str, p: &str) -> Result<(), String> {
     let cluster = crate::cluster::runtime::Cluster::new(&cfg.cluster)?.map(std::rc::Rc::new);
     let kept = crate::serve::kept::kept_tokens(cfg, cluster.as_ref());
     let place = kept.file().map_or_else(|| "the shared state store".to_string(), |f| f.path.display().to_string());
-    if smol::block_on(kept.remove(name, p)).map_err(|e| e.to_string())? {
+    if crate::process::reactor::block_on(kept.remove(name, p)).map_err(|e| e.to_string())? {
         println!("{name}: logged out for principal '{p}' (tokens removed from {place})");
     } else {
         println!("{name}: was not logged in for principal '{p}'");

@@ -188,12 +188,12 @@ pub fn main(args: &[String]) -> i32 {
     // Without the fixtures `Config::parse` refuses `--http`, and this
     // leaves the HTTP server out of the binary.
     if let Some(addr) = cfg.http.filter(|_| cfg!(feature = "example-fixtures")) {
-        return smol::block_on(ex.run(http::serve(cfg, ex.clone(), addr)));
+        return crate::process::reactor::block_on(ex.run(http::serve(cfg, ex.clone(), addr)));
     }
     // Pipes and sockets are polled by the reactor (about half the round-trip
     // latency of a helper thread); their flags are restored on return.
     let io = crate::process::stdfd::stdio(64 << 10, true);
-    let status = smol::block_on(ex.run(serve(cfg, ex.clone(), io.input, io.output)));
+    let status = crate::process::reactor::block_on(ex.run(serve(cfg, ex.clone(), io.input, io.output)));
     drop(io.restore);
     status
 }

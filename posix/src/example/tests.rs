@@ -178,7 +178,7 @@ where
         tx: in_tx,
         rx: out_rx,
     };
-    smol::block_on(ex.run(async move {
+    crate::process::reactor::block_on(ex.run(async move {
         test(client).await;
         drop(server);
     }));

@@ -9,7 +9,7 @@ use std::net::{Shutdown, TcpStream};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use async_io::{Async, Timer};
+use async_io::Timer;
 use mcpx_core::frame::http::{
     parse_request, write_chunk_header, write_response_head, BodyFraming, Chunk, ChunkedDecoder, ChunkedError, Header, Status,
     CHUNK_END,
@@ -19,7 +19,7 @@ use smol::future;
 use smol::io::AsyncWriteExt;
 
 use super::decide::Refusal;
-use crate::process::ready_read::ReadyRead;
+use crate::process::reactor::{self, Source};
 use super::limits::{Limits, MAX_HEADERS};
 use super::mailbox::{self, Item};
 use super::refusals::Refusals;
@@ -87,7 +87,7 @@ impl Common {
 }
 
 pub(crate) struct Conn {
-    pub stream: ReadyRead<TcpStream>,
+    pub stream: Source<TcpStream>,
     pub buf: Vec<u8>,
     pub common: Rc<Common>,
     /// The address of the other end, when the socket tells.
@@ -167,30 +167,25 @@ fn deadline(ms: u64) -> Instant {
 
 /// Reads up to `want` more bytes into `buf` (grown for them, zeroed that
 /// far), before `until`. `Ok(0)`: the peer closed. Every [`SLICE_BYTES`]
-/// it first waits for the reactor to report the socket readable anew: a
-/// busy socket then shares the thread with the other connections, the
-/// stdio client and the hub (a plain yield would not do: the executors run
-/// ready tasks before polling for I/O again).
+/// it first lets the reactor take a turn: a busy socket then shares the
+/// thread with the other connections, the stdio client and the hub.
 async fn read_into(
-    stream: &ReadyRead<TcpStream>,
+    stream: &Source<TcpStream>,
     alarm: &mut Alarm,
     unyielded: &mut usize,
     buf: &mut Vec<u8>,
     want: usize,
     until: Instant,
 ) -> io::Result<usize> {
-    let pause = *unyielded >= SLICE_BYTES;
-    if pause {
+    if *unyielded >= SLICE_BYTES {
         *unyielded = 0;
+        reactor::turn().await;
     }
     // Not cancelled midway by its callers (only by the deadline, handled
     // below), so the room made here is always cut back to what was read.
     let start = buf.len();
     buf.resize(start + want, 0);
     let room = &mut buf[start..];
-    if pause {
-        stream.wait_next();
-    }
     let read = stream.read(room);
     let r = future::or(read, alarm.expire(until, "timed out")).await;
     let n = *r.as_ref().unwrap_or(&0);
@@ -201,7 +196,7 @@ async fn read_into(
 
 /// Writes all of `parts`, in order, before `until`: in one vectored write
 /// when the socket takes them (a body is never copied into a response).
-async fn write_parts(stream: &Async<TcpStream>, alarm: &mut Alarm, parts: &[&[u8]], until: Instant) -> io::Result<()> {
+async fn write_parts(stream: &Source<TcpStream>, alarm: &mut Alarm, parts: &[&[u8]], until: Instant) -> io::Result<()> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut done = 0;
     while done < total {
@@ -232,7 +227,7 @@ async fn write_parts(stream: &Async<TcpStream>, alarm: &mut Alarm, parts: &[&[u8
 
 /// Waits for bytes from the peer while a response is pending; false when
 /// the peer is gone. Pipelined bytes are kept (up to one head).
-async fn peer_alive(stream: &ReadyRead<TcpStream>, buf: &mut Vec<u8>, cap: usize) -> bool {
+async fn peer_alive(stream: &Source<TcpStream>, buf: &mut Vec<u8>, cap: usize) -> bool {
     // Pipelined bytes are buffered up to one head; past that the peer is
     // left to TCP flow control until the answer is written.
     if buf.len() >= cap {
@@ -251,10 +246,10 @@ async fn peer_alive(stream: &ReadyRead<TcpStream>, buf: &mut Vec<u8>, cap: usize
 }
 
 impl Conn {
-    pub fn new(stream: Async<TcpStream>, common: Rc<Common>) -> Conn {
+    pub fn new(stream: Source<TcpStream>, common: Rc<Common>) -> Conn {
         let peer = stream.get_ref().peer_addr().ok().map(|a| a.ip());
         Conn {
-            stream: ReadyRead::of(stream),
+            stream,
             buf: Vec::new(),
             common,
             peer,
@@ -445,7 +440,7 @@ impl Conn {
     /// Writes all of `bytes` within the write timeout.
     pub async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         let until = deadline(self.common.limits.write_timeout_ms);
-        write_parts(self.stream.io(), &mut self.alarm, &[bytes], until).await
+        write_parts(&self.stream, &mut self.alarm, &[bytes], until).await
     }
 
     /// Writes a block that `build` writes into the connection's buffer of
@@ -457,9 +452,9 @@ impl Conn {
         let until = deadline(self.common.limits.write_timeout_ms);
         let mut h = [0u8; 24];
         let ok = match build(&mut out) {
-            Some(n) if !chunked => write_parts(self.stream.io(), &mut self.alarm, &[&out[..n]], until).await.is_ok(),
+            Some(n) if !chunked => write_parts(&self.stream, &mut self.alarm, &[&out[..n]], until).await.is_ok(),
             Some(n) => match write_chunk_header(n, &mut h) {
-                Ok(k) => write_parts(self.stream.io(), &mut self.alarm, &[&h[..k], &out[..n], CHUNK_END], until).await.is_ok(),
+                Ok(k) => write_parts(&self.stream, &mut self.alarm, &[&h[..k], &out[..n], CHUNK_END], until).await.is_ok(),
                 Err(_) => false,
             },
             None => false,
@@ -503,7 +498,7 @@ impl Conn {
         let written = match write_response_head(status, &hs[..k], BodyFraming::Length(body.len() as u64), &mut out) {
             Ok(n) => {
                 let until = deadline(self.common.limits.write_timeout_ms);
-                write_parts(self.stream.io(), &mut self.alarm, &[&out[..n], body], until).await.is_ok()
+                write_parts(&self.stream, &mut self.alarm, &[&out[..n], body], until).await.is_ok()
             }
             Err(_) => false,
         };
@@ -572,8 +567,8 @@ impl Conn {
     /// Closes gracefully: stops writing, then reads (and discards) what the
     /// peer still sends for a moment, so it sees the response rather than a reset.
     pub async fn linger_close(&mut self) {
-        let _ = self.stream.io().flush().await;
-        let _ = self.stream.io().get_ref().shutdown(Shutdown::Write);
+        let _ = &self.stream.flush().await;
+        let _ = &self.stream.get_ref().shutdown(Shutdown::Write);
         let until = deadline(1000);
         let mut total = 0usize;
         while total < (4 << 20) {

@@ -13,7 +13,7 @@ use std::net::TcpListener;
 use std::rc::Rc;
 use std::time::Duration;
 
-use async_io::{Async, Timer};
+use async_io::Timer;
 use mcpx_core::error::ErrorCode;
 use smol::future;
 use smol::LocalExecutor;
@@ -32,6 +32,7 @@ use super::auth::{unix_now, Principal, Reject};
 #[cfg(feature = "cluster")]
 use super::session_dir;
 use crate::hub::Level;
+use crate::process::reactor::Source;
 
 /// Decrements the connection count when a connection task ends.
 struct ConnGuard(Rc<Shared>);
@@ -61,7 +62,7 @@ impl Drop for BusyGuard {
 
 /// The accept loop, the connections and the service task (session expiry,
 /// refusals fed back to the hub), on one local executor.
-pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
+pub(crate) async fn serve(shared: Rc<Shared>, listener: Source<TcpListener>) {
     let ex = Rc::new(LocalExecutor::new());
     ex.spawn(service(shared.clone())).detach();
     #[cfg(feature = "cluster")]
@@ -73,8 +74,8 @@ pub(crate) async fn serve(shared: Rc<Shared>, listener: Async<TcpListener>) {
     let weak = Rc::downgrade(&ex);
     let accepting = async move {
         loop {
-            let stream = match listener.accept().await {
-                Ok((s, _)) => s,
+            let stream = match listener.read_with(|l| l.accept()).await.and_then(|(s, _)| Source::new(s)) {
+                Ok(s) => s,
                 Err(e) => {
                     shared.log(Level::Warn, format!("http: accept failed: {e}"));
                     Timer::after(Duration::from_millis(50)).await;

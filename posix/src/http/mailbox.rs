@@ -161,7 +161,7 @@ mod tests {
         assert!(tx2.try_send(item(2)).is_ok());
         assert!(tx.try_send(item(3)).is_err(), "over the cap");
         drop(tx);
-        smol::block_on(async {
+        crate::process::reactor::block_on(async {
             assert_eq!(got(rx.recv().await), Some(1));
             assert_eq!(got(rx.recv().await), Some(2));
             drop(tx2);
@@ -183,7 +183,7 @@ mod tests {
         tx.try_send(item(1)).unwrap();
         drop(tx);
         let (tx, rx) = rx.reuse(1).expect("no sender left");
-        smol::block_on(async {
+        crate::process::reactor::block_on(async {
             tx.try_send(item(5)).unwrap();
             assert!(tx.try_send(item(6)).is_err(), "the new cap");
             assert_eq!(got(rx.recv().await), Some(5), "nothing of the last use");
@@ -195,7 +195,7 @@ mod tests {
         let (tx, rx) = queue(4);
         let ex = smol::LocalExecutor::new();
         let task = ex.spawn(async move { (got(rx.recv().await), rx.recv().await.is_none()) });
-        smol::block_on(ex.run(async {
+        crate::process::reactor::block_on(ex.run(async {
             smol::future::yield_now().await;
             tx.try_send(item(7)).unwrap();
             smol::future::yield_now().await;

@@ -154,7 +154,7 @@ use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::rc::Rc;
 
-use async_io::Async;
+use crate::process::reactor::Source;
 
 use crate::hub::{About, ClientId, Hub, Level, Output};
 
@@ -391,7 +391,7 @@ impl Http {
 pub fn bind(cfg: HttpConfig, link: HubLink) -> io::Result<(Http, impl Future<Output = ()>)> {
     cfg.check()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let listener = Async::<TcpListener>::bind(cfg.addr)?;
+    let listener = Source::new(TcpListener::bind(cfg.addr)?)?;
     let local_addr = listener.get_ref().local_addr()?;
     let shared = Rc::new(session::Shared::new(cfg, link, local_addr));
     // Calls that need approval may wait for the `/approvals` page now.

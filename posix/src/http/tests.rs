@@ -360,7 +360,7 @@ fn start_full(
         }
         hub.borrow_mut().handle(Input::UpstreamStarted(0), now());
         drain();
-        smol::block_on(ex.run(server));
+        crate::process::reactor::block_on(ex.run(server));
     });
     let addr = rx.recv().unwrap();
     TestServer { addr, seen }

@@ -64,7 +64,7 @@ fn init_as(addr: SocketAddr, token: &str) -> String {
 
 /// The directory as Redis has it: who owns `sid`.
 fn owner_of(store: &Store, sid: &str) -> Option<String> {
-    smol::block_on(store.get(&key(sid))).unwrap().map(|v| String::from_utf8(v).unwrap())
+    crate::process::reactor::block_on(store.get(&key(sid))).unwrap().map(|v| String::from_utf8(v).unwrap())
 }
 
 /// Milliseconds `sid`'s entry has left (redis-cli, which comes with redis-server).
@@ -200,7 +200,7 @@ fn a_session_whose_owner_is_gone_or_lost_it_is_404_and_its_entry_dropped() {
     let (a1, a2, dead) = (free_addr(), free_addr(), free_addr());
     let r1 = replica("r1", a1, &redis.url(), &[("r2", a2), ("r3", dead)], 60_000);
     let _r2 = replica("r2", a2, &redis.url(), &[("r1", a1), ("r3", dead)], 60_000);
-    let put = |sid: &str, owner: &str| smol::block_on(store.put(&key(sid), owner.as_bytes(), 60_000)).unwrap();
+    let put = |sid: &str, owner: &str| crate::process::reactor::block_on(store.put(&key(sid), owner.as_bytes(), 60_000)).unwrap();
     let list = |sid: &str| in_session(r1.addr, "POST", sid, "ta", Some(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" })));
     // Owned by a replica that does not answer: 404 within the connect
     // timeout, and the stale entry goes.
@@ -299,7 +299,7 @@ fn kept_by(store: &Store, sid: &str, owner: &str, principal: &[u8]) {
         listed: [true, false, false],
         subscriptions: vec![],
     };
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         store.put(&key(sid), owner.as_bytes(), 60_000).await.unwrap();
         store.put(&state_key(sid), &serde_json::to_vec(&s.to_json()).unwrap(), 60_000).await.unwrap();
     });
@@ -345,7 +345,7 @@ fn a_session_whose_owner_is_gone_is_taken_over_by_one_replica_with_what_it_kept(
     assert!(relayer.seen.lock().unwrap().iter().all(|m| m != "logging/setLevel" && m != "tools/call"));
     let r = in_session(relayer.addr, "POST", sid, "ta", Some(&call(3, "echo", json!({ "text": "after" }))));
     assert_eq!(r.json()["result"]["content"][0]["text"], "after", "{}", r.text());
-    let state = smol::block_on(store.get(&state_key(sid))).unwrap().expect("its state");
+    let state = crate::process::reactor::block_on(store.get(&state_key(sid))).unwrap().expect("its state");
     assert_eq!(serde_json::from_slice::<Value>(&state).unwrap()["logLevel"], "warning");
     // A POST's stream on the gone replica (request 31): its answer is lost;
     // the client coming back for it gets an error for the request, once,
@@ -389,7 +389,7 @@ fn a_gone_replicas_session_whose_state_is_forged_or_another_principals_is_not_ta
     kept_by(&store, "b4b4", "r3", b"token:alice");
     assert_eq!(in_session(r1.addr, "DELETE", "b4b4", "ta", None).status, 404);
     assert_eq!(owner_of(&store, "b4b4"), None);
-    assert_eq!(smol::block_on(store.get(&state_key("b4b4"))).unwrap(), None, "its state goes with its entry");
+    assert_eq!(crate::process::reactor::block_on(store.get(&state_key("b4b4"))).unwrap(), None, "its state goes with its entry");
 }
 
 #[test]
@@ -398,7 +398,7 @@ fn a_session_keeps_its_state_beside_its_entry_until_it_ends() {
     let store = Store::new(&redis.url(), &KEY).unwrap();
     let (r1, _r2) = pair(&redis);
     let sid = init_as(r1.addr, "ta");
-    let state = || smol::block_on(store.get(&state_key(&sid))).unwrap().map(|v| serde_json::from_slice::<Value>(&v).unwrap());
+    let state = || crate::process::reactor::block_on(store.get(&state_key(&sid))).unwrap().map(|v| serde_json::from_slice::<Value>(&v).unwrap());
     eventually(Duration::from_secs(2), "its state written", || state().is_some_and(|s| s["initialized"] == true));
     let s = state().unwrap();
     assert_eq!((s["protocolVersion"].clone(), s["principal"].clone()), (json!("2025-11-25"), json!(crate::bytes::hex::hex(b"token:alice"))));

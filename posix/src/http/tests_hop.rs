@@ -73,7 +73,7 @@ fn a_forward_is_served_and_its_answer_passed_on() {
         got.borrow_mut().push(v);
         response
     };
-    let r = smol::block_on(hop.forward("r2", &msg, b"token:alice", &headers, &deliver));
+    let r = crate::process::reactor::block_on(hop.forward("r2", &msg, b"token:alice", &headers, &deliver));
     assert_eq!(r, Ok(()));
     let got = got.into_inner();
     let last = got.last().expect("the response");
@@ -87,9 +87,9 @@ fn a_forward_to_a_dead_or_unknown_replica_fails_fast() {
     let hop = Hop::new("r1", &KEY, &[("r3".into(), format!("http://127.0.0.1:{port}"))]).unwrap();
     let msg = serde_json::to_vec(&modern_body(json!(1), "tools/list", json!({}), json!({}))).unwrap();
     let t0 = Instant::now();
-    let r = smol::block_on(hop.forward("r3", &msg, b"anonymous", &[], &|_| true));
+    let r = crate::process::reactor::block_on(hop.forward("r3", &msg, b"anonymous", &[], &|_| true));
     assert!(t0.elapsed() < CONNECT_TIMEOUT + Duration::from_millis(500), "took {:?}", t0.elapsed());
     assert!(r.as_ref().is_err_and(|e| e.contains("replica \"r3\" did not answer")), "{r:?}");
-    let r = smol::block_on(hop.forward("r9", &msg, b"anonymous", &[], &|_| true));
+    let r = crate::process::reactor::block_on(hop.forward("r9", &msg, b"anonymous", &[], &|_| true));
     assert!(r.is_err_and(|e| e.contains("not among cluster.peers")));
 }

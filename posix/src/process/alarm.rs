@@ -1,9 +1,10 @@
 //! An alarm clock one task sleeps on and any task may set: the hub's next
-//! deadline, the orphan sweep. On Linux it is a timerfd the reactor polls,
-//! so setting it is one syscall and the reactor's own timer table stays
-//! empty (async-io allocates on every poll while that table holds a timer,
-//! which put four allocations on every forwarded call); elsewhere an
-//! async-io `Timer` that a setter wakes to be set again.
+//! deadline, the orphan sweep. On Linux it is a timerfd the thread's
+//! [`reactor`](super::reactor) polls, so setting it is one syscall and
+//! async-io's timer table stays empty (async-io allocates on every poll
+//! while that table holds a timer, which put four allocations on every
+//! forwarded call); elsewhere an async-io `Timer` that a setter wakes to be
+//! set again.
 
 pub use imp::Alarm;
 
@@ -14,10 +15,10 @@ mod imp {
     use std::os::unix::io::AsRawFd;
     use std::time::Instant;
 
-    use async_io::Async;
+    use crate::process::reactor::Source;
 
     pub struct Alarm {
-        fd: Async<OwnedFd>,
+        fd: Source<OwnedFd>,
     }
 
     impl Alarm {
@@ -29,7 +30,7 @@ mod imp {
                 return Err(io::Error::last_os_error());
             }
             // SAFETY: `fd` is a descriptor this process just opened.
-            Ok(Alarm { fd: Async::new(unsafe { OwnedFd::from_raw_fd(fd) })? })
+            Ok(Alarm { fd: Source::new(unsafe { OwnedFd::from_raw_fd(fd) })? })
         }
 
         /// Rings at `at` (at once when it is past), instead of when it was
@@ -45,7 +46,7 @@ mod imp {
             });
             let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
             // SAFETY: `spec` is a valid itimerspec; the descriptor is ours.
-            unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+            unsafe { libc::timerfd_settime(self.fd.get_ref().as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
         }
 
         /// Waits until it rings.

@@ -5,7 +5,7 @@
 //! cgroup per server [`cgroup`], the [`watcher`] that outlives a killed
 //! mcpx), the signals `mcpx serve` acts on ([`signals`]), the standard
 //! descriptors it borrows ([`stdfd`]), the size of a server's pipes
-//! ([`pipe_size`]) and how they are read ([`ready_read`]). Below the runtime (`serve`) and the
+//! ([`pipe_size`]) and the [`reactor`] that waits on them. Below the runtime (`serve`) and the
 //! command-line tools, which start servers through it.
 
 pub mod alarm;
@@ -14,8 +14,8 @@ pub mod cgroup;
 pub mod childenv;
 #[cfg(target_os = "linux")]
 pub mod pipe_size;
+pub mod reactor;
 pub mod reaper;
-pub mod ready_read;
 pub mod signals;
 pub mod stdfd;
 pub mod supervise;

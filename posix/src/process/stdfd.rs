@@ -1,8 +1,9 @@
 //! Async handles on the process's own stdin and stdout, for `mcpx serve`
 //! and the example server.
 //!
-//! Pipes and sockets are switched to `O_NONBLOCK` and polled by the reactor
-//! (`async_io::Async`): no helper thread, no context switch per message.
+//! Pipes and stream sockets are switched to `O_NONBLOCK` and polled by the
+//! thread's [`reactor`](super::reactor): no helper thread, no context
+//! switch per message.
 //! Anything else (files, terminals) goes through a blocking helper thread
 //! (`smol::Unblock`), as does a pipe or socket that is also stderr: log
 //! lines are written with plain blocking writes and must not meet `EAGAIN`.
@@ -20,6 +21,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
 use smol::io::{AsyncRead, AsyncWrite};
+
+use super::reactor::Source;
 
 pub type Input = Box<dyn AsyncRead + Unpin>;
 pub type Output = Box<dyn AsyncWrite + Unpin>;
@@ -50,13 +53,13 @@ pub struct Stdio {
 pub fn stdio(cap: usize, buffer_output: bool) -> Stdio {
     let mut restore = Restore(Vec::new());
     let input: Input = match pollable(std::io::stdin().as_fd(), &mut restore) {
-        Some(f) => match super::ready_read::ReadyRead::new(f) {
+        Some(f) => match Source::new(f) {
             Ok(r) => Box::new(r),
             Err(_) => Box::new(smol::Unblock::with_capacity(cap, std::io::stdin())),
         },
         None => Box::new(smol::Unblock::with_capacity(cap, std::io::stdin())),
     };
-    let output: Output = match pollable(std::io::stdout().as_fd(), &mut restore).map(async_io::Async::new) {
+    let output: Output = match pollable(std::io::stdout().as_fd(), &mut restore).map(Source::new) {
         Some(Ok(a)) if buffer_output => Box::new(smol::io::BufWriter::with_capacity(cap, a)),
         Some(Ok(a)) => Box::new(a),
         _ => Box::new(smol::Unblock::with_capacity(cap, std::io::stdout())),
@@ -64,16 +67,26 @@ pub fn stdio(cap: usize, buffer_output: bool) -> Stdio {
     Stdio { input, output, restore }
 }
 
+fn stream_socket(fd: BorrowedFd<'_>) -> bool {
+    let mut kind: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: SO_TYPE writes one c_int into `kind`, whose size `len` gives.
+    let r = unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TYPE, (&mut kind as *mut libc::c_int).cast(), &mut len) };
+    r == 0 && kind == libc::SOCK_STREAM
+}
+
 fn meta(fd: BorrowedFd<'_>) -> Option<std::fs::Metadata> {
     File::from(fd.try_clone_to_owned().ok()?).metadata().ok()
 }
 
-/// A copy of `fd` for the reactor to poll, if it is a pipe or socket that
-/// is not also stderr; its original flags go to `restore`.
+/// A copy of `fd` for the reactor to poll, if it is a pipe or stream
+/// socket that is not also stderr; its original flags go to `restore`.
 fn pollable(fd: BorrowedFd<'_>, restore: &mut Restore) -> Option<File> {
     let m = meta(fd)?;
     let t = m.file_type();
-    if !(t.is_fifo() || t.is_socket()) {
+    // A datagram socket may hold more after a short read, which the
+    // reactor takes for drained.
+    if !(t.is_fifo() || t.is_socket() && stream_socket(fd)) {
         return None;
     }
     if meta(std::io::stderr().as_fd()).is_some_and(|e| (e.dev(), e.ino()) == (m.dev(), m.ino())) {

@@ -32,7 +32,7 @@ use crate::bytes::lines::{read_lines, LineEvent};
 use crate::log::line::{escape_bytes, show_duration, RateLimit, Verdict};
 use crate::bytes::outbox::{self, Outbox, PushError};
 use crate::process::reaper::signal_group;
-use crate::process::ready_read::ReadyRead;
+use crate::process::reactor::Source;
 use crate::servers::events::Events;
 
 /// What to run.
@@ -246,6 +246,7 @@ impl Supervisor {
             crate::process::pipe_size::widen(&stdout);
         }
         let stdout = ready_stdout(stdout);
+        let stdin = ready_stdin(stdin);
         let mut status: StatusFuture = Box::pin(child.status());
 
         let (outbox, rx) = outbox::outbox(self.opts.queue_msgs, self.opts.queue_bytes);
@@ -370,17 +371,32 @@ impl Supervisor {
     }
 }
 
-/// A child's stdout, read through a copy of its descriptor that waits for
-/// readiness after a short read (`ready_read`); async-process's own handle
-/// is closed. Without a descriptor to spare, that handle is read.
+/// A child's stdout, read through a copy of its descriptor on the thread's
+/// [`reactor`](crate::process::reactor); async-process's own handle is
+/// closed. Without a descriptor to spare, that handle is read.
 fn ready_stdout(stdout: smol::process::ChildStdout) -> Box<dyn smol::io::AsyncRead + Unpin> {
-    match stdout.as_fd().try_clone_to_owned().and_then(ReadyRead::new) {
+    match own_source(&stdout) {
         Ok(r) => {
             drop(stdout);
             Box::new(r)
         }
         Err(_) => Box::new(stdout),
     }
+}
+
+/// A child's stdin, likewise (closing it is dropping what this returns).
+fn ready_stdin(stdin: smol::process::ChildStdin) -> Box<dyn smol::io::AsyncWrite + Unpin> {
+    match own_source(&stdin) {
+        Ok(w) => {
+            drop(stdin);
+            Box::new(w)
+        }
+        Err(_) => Box::new(stdin),
+    }
+}
+
+fn own_source(pipe: &impl AsFd) -> std::io::Result<Source<std::fs::File>> {
+    Source::new(std::fs::File::from(pipe.as_fd().try_clone_to_owned()?))
 }
 
 /// Lines a child may have logged per second, per stream (stderr, and

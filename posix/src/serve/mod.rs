@@ -1,6 +1,7 @@
 //! `mcpx serve`: the hub on stdio, with its servers supervised.
 //!
-//! Everything runs on one thread, on a `smol::LocalExecutor`. The pure
+//! Everything runs on one thread, on a `smol::LocalExecutor` that waits on
+//! the thread's own reactor (`process::reactor`). The pure
 //! [`Hub`] is shared as `Rc<RefCell<_>>`; every input (a client line, a
 //! server line, a process start or exit, a timer) goes through
 //! [`Runtime::feed`], which reads the clock once, hands the hub the
@@ -152,7 +153,7 @@ pub fn main(args: ServeArgs) -> i32 {
     let reload = crate::reload::Settings { explicit: args.config.clone(), level_fixed: fixed_level.is_some() };
     let transports = Transports { stdio: args.serves_stdio(), http, reload };
     let run = serve(ex.clone(), hub, &cfg, transports, io.input, io.output, supervise::Options::default());
-    let status = smol::block_on(ex.run(run));
+    let status = crate::process::reactor::block_on(ex.run(run));
     drop(io.restore);
     status
 }

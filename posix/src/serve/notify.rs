@@ -284,12 +284,12 @@ mod tests {
     #[test]
     fn a_post_is_bounded_in_time_and_a_refusal_is_an_error_naming_the_answer() {
         let t = std::time::Instant::now();
-        let r = smol::block_on(post(&receiver(b""), Duration::from_millis(300)));
+        let r = crate::process::reactor::block_on(post(&receiver(b""), Duration::from_millis(300)));
         assert!(r.as_ref().is_err_and(|e| e.contains("within")), "{r:?}");
         assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
-        let r = smol::block_on(post(&receiver(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 21\r\n\r\n{\"error\":\"forbidden\"}"), TIMEOUT));
+        let r = crate::process::reactor::block_on(post(&receiver(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 21\r\n\r\n{\"error\":\"forbidden\"}"), TIMEOUT));
         assert_eq!(r, Err("answered HTTP 403: {\"error\":\"forbidden\"}".to_string()));
-        let r = smol::block_on(post(&receiver(b"HTTP/1.1 204 No Content\r\n\r\n"), TIMEOUT));
+        let r = crate::process::reactor::block_on(post(&receiver(b"HTTP/1.1 204 No Content\r\n\r\n"), TIMEOUT));
         assert_eq!(r, Ok(204));
     }
 

@@ -75,7 +75,7 @@ pub fn run<F: Future<Output = ()>>(limit: Duration, body: impl FnOnce(Rc<LocalEx
         Timer::after(limit).await;
         panic!("test took longer than {limit:?}");
     };
-    smol::block_on(ex.run(fut.or(guard)));
+    crate::process::reactor::block_on(ex.run(fut.or(guard)));
 }
 
 /// Whether `cond` held within `limit`, polled every few milliseconds.

@@ -32,7 +32,7 @@ fn is_unavailable(a: &Answer) -> bool {
 fn a_nonce_is_granted_once_across_replicas() {
     let r = Redis::start();
     let (a, b) = two_replicas(&r);
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         assert_eq!(a.execute(&nonce(1, 60_000)).await, Answer::Granted);
         assert_eq!(b.execute(&nonce(1, 60_000)).await, REFUSED, "replayed on another replica");
         assert_eq!(a.execute(&nonce(1, 60_000)).await, REFUSED, "replayed on the same replica");
@@ -44,7 +44,7 @@ fn a_nonce_is_granted_once_across_replicas() {
 fn a_nonce_expires_with_its_ttl() {
     let r = Redis::start();
     let s = Store::new(&r.url(), &KEY).unwrap();
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         assert_eq!(s.execute(&nonce(3, 50)).await, Answer::Granted);
         assert_eq!(s.execute(&nonce(3, 50)).await, REFUSED);
         smol::Timer::after(Duration::from_millis(120)).await;
@@ -56,7 +56,7 @@ fn a_nonce_expires_with_its_ttl() {
 fn token_buckets_are_shared_and_all_or_none() {
     let r = Redis::start();
     let (a, b) = two_replicas(&r);
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         let minute = 60_000;
         assert_eq!(a.execute(&take(&[("alice", 2, minute)])).await, Answer::Granted);
         assert_eq!(b.execute(&take(&[("alice", 2, minute)])).await, Answer::Granted);
@@ -77,7 +77,7 @@ fn token_buckets_are_shared_and_all_or_none() {
 fn a_token_bucket_refills_over_its_period() {
     let r = Redis::start();
     let s = Store::new(&r.url(), &KEY).unwrap();
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         assert_eq!(s.execute(&take(&[("fast", 1, 100)])).await, Answer::Granted);
         match s.execute(&take(&[("fast", 1, 100)])).await {
             Answer::Refused { retry_after_ms } => assert!((1..=100).contains(&retry_after_ms), "{retry_after_ms}"),
@@ -93,14 +93,14 @@ fn put_stores_with_and_without_an_expiry() {
     let r = Redis::start();
     let s = Store::new(&r.url(), &KEY).unwrap();
     let put = |key: &str, ttl_ms| Op::Put { key: key.into(), value: b"replica-2".to_vec(), ttl_ms };
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         assert_eq!(s.execute(&put("mcpx:session:abc", 30_000)).await, Answer::Granted);
         assert_eq!(s.execute(&put("mcpx:task:t1", 0)).await, Answer::Granted);
     });
     let mut c = redis::Client::open(r.url()).unwrap().get_connection().unwrap();
     let v: Vec<u8> = redis::cmd("GET").arg("mcpx:session:abc").query(&mut c).unwrap();
     assert!(v.starts_with(b"v1.") && v.ends_with(b".replica-2"), "sealed: {}", String::from_utf8_lossy(&v));
-    let got = smol::block_on(s.get("mcpx:session:abc")).unwrap();
+    let got = crate::process::reactor::block_on(s.get("mcpx:session:abc")).unwrap();
     assert_eq!(got.as_deref(), Some(&b"replica-2"[..]));
     let ttl: i64 = redis::cmd("PTTL").arg("mcpx:session:abc").query(&mut c).unwrap();
     assert!(ttl > 0 && ttl <= 30_000, "PTTL {ttl}");
@@ -121,7 +121,7 @@ fn values_that_do_not_verify_are_absent() {
     set("mcpx:task:plain", forged);
     set("mcpx:task:big", &vec![b'x'; 8 << 20]);
     let mut sealed_elsewhere = Vec::new();
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         s.put("mcpx:task:moved", forged, 0).await.unwrap();
         other_cluster.put("mcpx:task:other", forged, 0).await.unwrap();
         // A listing within the bound, sealed: read back; one over the bound
@@ -136,11 +136,11 @@ fn values_that_do_not_verify_are_absent() {
     redis::cmd("HSET").arg("mcpx:task:hash").arg("f").arg("v").exec(&mut c).unwrap();
     let keys: Vec<String> = ["plain", "big", "other", "copied", "hash", "absent"].iter().map(|k| format!("mcpx:task:{k}")).collect();
     let t0 = Instant::now();
-    let got = smol::block_on(s.get_all(&keys)).unwrap();
+    let got = crate::process::reactor::block_on(s.get_all(&keys)).unwrap();
     assert!(t0.elapsed() < OP_TIMEOUT, "{:?}", t0.elapsed());
     assert_eq!(got, vec![None; 6], "unsealed, 8 MiB, another cluster's key, moved from another key, not a string, absent");
-    assert_eq!(smol::block_on(s.get("mcpx:task:plain")).unwrap(), None);
-    assert_eq!(smol::block_on(s.get("mcpx:lists:6f6b")).unwrap().as_deref(), Some(&b"{}"[..]));
+    assert_eq!(crate::process::reactor::block_on(s.get("mcpx:task:plain")).unwrap(), None);
+    assert_eq!(crate::process::reactor::block_on(s.get("mcpx:lists:6f6b")).unwrap().as_deref(), Some(&b"{}"[..]));
     let big: Option<Vec<u8>> = redis::cmd("GET").arg("mcpx:lists:626967").query(&mut c).unwrap();
     assert_eq!(big, None, "a listing over 1 MiB is not written");
 }
@@ -149,7 +149,7 @@ fn values_that_do_not_verify_are_absent() {
 fn redis_away_gives_fast_errors_never_a_grant_and_service_resumes() {
     let mut r = Redis::start();
     let s = Store::new(&r.url(), &KEY).unwrap();
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         assert_eq!(s.execute(&nonce(1, 60_000)).await, Answer::Granted);
         r.stop();
         // In flight or next: a clear error, within the bound, never a grant
@@ -179,7 +179,7 @@ fn redis_away_gives_fast_errors_never_a_grant_and_service_resumes() {
 fn an_unreachable_redis_fails_fast() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let s = Store::new(&format!("redis://127.0.0.1:{port}/0"), &KEY).unwrap();
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         let t0 = Instant::now();
         let got = s.execute(&take(&[("b", 1, 1000)])).await;
         assert!(t0.elapsed() <= OP_TIMEOUT + Duration::from_millis(200));
@@ -201,7 +201,7 @@ fn a_bad_url_is_refused_up_front() {
 fn a_value_put_by_one_replica_is_read_and_deleted_by_another_only_while_it_holds_that_value() {
     let r = Redis::start();
     let (a, b) = two_replicas(&r);
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         assert_eq!(b.get("mcpx:session:k").await.unwrap(), None);
         a.put("mcpx:session:k", b"r1", 60_000).await.unwrap();
         assert_eq!(b.get("mcpx:session:k").await.unwrap().as_deref(), Some(&b"r1"[..]));
@@ -219,7 +219,7 @@ fn a_compare_and_set_is_won_by_one_replica_and_a_guarded_put_needs_its_guard() {
     let r = Redis::start();
     let (a, b) = two_replicas(&r);
     let (entry, state) = ("mcpx:session:s", "mcpx:session-state:s");
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         a.put(entry, b"r1", 60_000).await.unwrap();
         // r1 is gone: two replicas take the entry over at once, one does.
         let (x, y) = smol::future::zip(a.put_if(entry, b"r1", entry, b"r2", 60_000), b.put_if(entry, b"r1", entry, b"r3", 60_000)).await;
@@ -251,7 +251,7 @@ fn a_compare_and_set_is_won_by_one_replica_and_a_guarded_put_needs_its_guard() {
 fn a_read_answers_the_same_and_a_swap_needs_what_the_read_found() {
     let r = Redis::start();
     let (a, b) = two_replicas(&r);
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         assert_eq!(a.read(PINS_KEY, None).await.unwrap(), Read::Now(Held::Absent));
         let (x, y) = smol::future::zip(a.swap(PINS_KEY, &Held::Absent, b"a1"), b.swap(PINS_KEY, &Held::Absent, b"b1")).await;
         assert_ne!(x.unwrap(), y.unwrap(), "one creates it");
@@ -294,13 +294,13 @@ fn a_rejected_value_is_replaced_by_a_swap_onto_it() {
         redis::cmd("DEL").arg(PINS_KEY).exec(&mut c).unwrap();
         write(&mut c);
         let t0 = Instant::now();
-        let Read::Now(Held::Rejected(raw)) = smol::block_on(s.read(PINS_KEY, Some(b"mine"))).unwrap() else { panic!("{case}") };
+        let Read::Now(Held::Rejected(raw)) = crate::process::reactor::block_on(s.read(PINS_KEY, Some(b"mine"))).unwrap() else { panic!("{case}") };
         assert!(t0.elapsed() < OP_TIMEOUT, "{case}: {:?}", t0.elapsed());
         assert_eq!(raw.is_some(), *fetched, "{case}");
         assert_eq!(s.rejected(), i as u64 + 1, "{case}: counted");
         let held = Held::Rejected(raw);
         let other = Store::new(&r.url(), &KEY).unwrap();
-        smol::block_on(async {
+        crate::process::reactor::block_on(async {
             assert!(s.swap(PINS_KEY, &held, b"mine").await.unwrap(), "{case}: replaced");
             assert_eq!(other.read(PINS_KEY, None).await.unwrap(), Read::Now(Held::Value(b"mine".to_vec())), "{case}");
             assert!(!other.swap(PINS_KEY, &held, b"theirs").await.unwrap(), "{case}: a valid value is not replaced");

@@ -50,7 +50,7 @@ pub fn add(args: AddArgs) -> Result<(), Failure> {
         AddSource::Registry { from, remote } => {
             let server = read_server_json(&from)?;
             let on_terminal = term::stdin_is_terminal();
-            let mut ask = |q: &str| on_terminal.then(|| smol::block_on(term::ask(q.to_string()))).flatten();
+            let mut ask = |q: &str| on_terminal.then(|| crate::process::reactor::block_on(term::ask(q.to_string()))).flatten();
             let r = registry::resolve(&server, remote, &config::process_env, &mut ask).map_err(|e| Failure::Failed(format!("{from}: {e}")))?;
             for n in &r.notes {
                 eprintln!("note: {from}: {n}");
@@ -108,7 +108,7 @@ pub fn confirm(question: &str, yes: bool) -> Result<(), Failure> {
     if !term::stdin_is_terminal() {
         return Err(Failure::Failed("not written: there is no terminal to confirm it on; check it and run again with --yes".into()));
     }
-    match smol::block_on(term::ask(format!("{question} [y/N] "))) {
+    match crate::process::reactor::block_on(term::ask(format!("{question} [y/N] "))) {
         Some(a) if matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes") => Ok(()),
         _ => Err(Failure::Failed("not written".into())),
     }
@@ -163,7 +163,7 @@ fn admit(path: &Path, old: Option<&str>, text: &str) -> Result<Vec<String>, Stri
 /// A `server.json` from a file or an http(s) URL.
 fn read_server_json(from: &str) -> Result<Value, Failure> {
     let bytes = if from.starts_with("http://") || from.starts_with("https://") {
-        let (status, body) = smol::block_on(get::get(from, &[], MAX_SERVER_JSON, Duration::from_secs(30)))
+        let (status, body) = crate::process::reactor::block_on(get::get(from, &[], MAX_SERVER_JSON, Duration::from_secs(30)))
             .map_err(|e| Failure::Unreachable(format!("GET {from}: {e}")))?;
         if status != 200 {
             return Err(Failure::Unreachable(format!("GET {from}: HTTP {status}")));

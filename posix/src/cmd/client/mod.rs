@@ -98,7 +98,7 @@ pub fn client(args: ClientArgs) -> i32 {
         s.close().await;
         r
     };
-    exit_code(smol::block_on(ex.run(run)))
+    exit_code(crate::process::reactor::block_on(ex.run(run)))
 }
 
 /// `mcpx add`.

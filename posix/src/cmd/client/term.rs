@@ -294,7 +294,7 @@ mod tests {
     // covers: elicitation-client-32602-on-undeclared-mode
     #[test]
     fn refuses_the_url_mode_it_did_not_declare() {
-        let e = smol::block_on(elicit(&json!({"mode": "url", "url": "https://x", "message": "m", "elicitationId": "1"})));
+        let e = crate::process::reactor::block_on(elicit(&json!({"mode": "url", "url": "https://x", "message": "m", "elicitationId": "1"})));
         assert_eq!(e.unwrap_err().0, ErrorCode::InvalidParams);
     }
 

@@ -8,7 +8,7 @@ fn auth(token: Option<&str>, tokens: &[(&str, &str)]) -> Authenticator {
 }
 
 fn who(a: &Authenticator, header: Option<&[u8]>) -> Result<Principal, Reject> {
-    smol::block_on(a.authenticate(header.into_iter(), None, 0))
+    crate::process::reactor::block_on(a.authenticate(header.into_iter(), None, 0))
 }
 
 /// Two `Authorization` fields: one refusal, whatever their order and
@@ -34,7 +34,7 @@ fn one_authorization_field_at_most() {
     // Through authenticate: the same refusal with a token configured or not.
     for a in [auth(Some("s3cret"), &[]), auth(None, &[])] {
         for fields in [[good, bad], [bad, good]] {
-            assert_eq!(smol::block_on(a.authenticate(fields.into_iter(), None, 0)), Err(TWO));
+            assert_eq!(crate::process::reactor::block_on(a.authenticate(fields.into_iter(), None, 0)), Err(TWO));
         }
     }
 }

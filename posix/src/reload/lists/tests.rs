@@ -81,7 +81,7 @@ where
     let dirs = [temp_dir(&format!("{tag}a")), temp_dir(&format!("{tag}b"))];
     let (a, ta) = replica(&ex, &redis.borrow(), &dirs[0]);
     let (b, tb) = replica(&ex, &redis.borrow(), &dirs[1]);
-    smol::block_on(ex.run(test(redis.clone(), [a, b], dirs.clone())));
+    crate::process::reactor::block_on(ex.run(test(redis.clone(), [a, b], dirs.clone())));
     drop((ta, tb));
     for d in dirs {
         let _ = std::fs::remove_dir_all(d);

@@ -307,21 +307,21 @@ mod tests {
         assert_eq!(flows.open("nope", "alice", None), Opened::Unknown);
         // Not opened yet: no redirect completes it, even with the state.
         let answer = params(&[("state", "s-alice"), ("code", "c"), ("iss", "https://as.example")]);
-        assert!(matches!(smol::block_on(flows.finish(&answer, None)), Err(Refused::UnknownState)));
+        assert!(matches!(crate::process::reactor::block_on(flows.finish(&answer, None)), Err(Refused::UnknownState)));
         let Opened::Authorize { url, cookie, server, secure } = flows.open(&ask.id, "alice", None) else { panic!() };
         assert_eq!((url.as_str(), server.as_str(), secure), ("https://as.example/auth?state=s-alice", "gh", true));
         // Opened again, in the same browser: the same binding.
         assert!(matches!(flows.open(&ask.id, "alice", Some(&cookie)), Opened::Authorize { cookie: c, .. } if c == cookie));
         // The redirect in another browser (no cookie, another's) is refused; a forged state is unknown.
-        assert!(matches!(smol::block_on(flows.finish(&answer, None)), Err(Refused::OtherBrowser)));
-        assert!(matches!(smol::block_on(flows.finish(&answer, Some("x".repeat(43).as_str()))), Err(Refused::OtherBrowser)));
+        assert!(matches!(crate::process::reactor::block_on(flows.finish(&answer, None)), Err(Refused::OtherBrowser)));
+        assert!(matches!(crate::process::reactor::block_on(flows.finish(&answer, Some("x".repeat(43).as_str()))), Err(Refused::OtherBrowser)));
         let forged = params(&[("state", "s-forged"), ("code", "c")]);
-        assert!(matches!(smol::block_on(flows.finish(&forged, Some(&cookie))), Err(Refused::UnknownState)));
+        assert!(matches!(crate::process::reactor::block_on(flows.finish(&forged, Some(&cookie))), Err(Refused::UnknownState)));
         // A denial in the right browser ends the flow: it cannot be used again.
         let denied = params(&[("state", "s-alice"), ("error", "access_denied"), ("iss", "https://as.example")]);
-        let e = smol::block_on(flows.finish(&denied, Some(&cookie))).unwrap_err();
+        let e = crate::process::reactor::block_on(flows.finish(&denied, Some(&cookie))).unwrap_err();
         assert_eq!(e.to_string(), "authorization was refused: access_denied");
-        assert!(matches!(smol::block_on(flows.finish(&answer, Some(&cookie))), Err(Refused::UnknownState)));
+        assert!(matches!(crate::process::reactor::block_on(flows.finish(&answer, Some(&cookie))), Err(Refused::UnknownState)));
         assert_eq!(flows.open(&ask.id, "alice", Some(&cookie)), Opened::Unknown);
     }
 

@@ -179,31 +179,31 @@ mod tests {
     fn kept_encrypted_and_opened_in_their_own_place_only() {
         let k = kept("place", 7);
         let t = tokens();
-        smol::block_on(k.put("gh", "alice", &t)).unwrap();
+        crate::process::reactor::block_on(k.put("gh", "alice", &t)).unwrap();
         let path = &k.file().unwrap().path;
         let text = std::fs::read_to_string(path).unwrap();
         assert!(!text.contains("secret") && !text.contains("accessToken"), "{text}");
-        assert_eq!(smol::block_on(k.get("gh", "alice")).unwrap(), Some(t.clone()));
-        assert_eq!(smol::block_on(k.get("gh", "bob")).unwrap(), None);
+        assert_eq!(crate::process::reactor::block_on(k.get("gh", "alice")).unwrap(), Some(t.clone()));
+        assert_eq!(crate::process::reactor::block_on(k.get("gh", "bob")).unwrap(), None);
         // Moved to bob's place, or another server's: it does not open.
         let v: Value = serde_json::from_str(&text).unwrap();
         let sealed = v["principals"]["alice"]["gh"].as_str().unwrap().to_string();
         k.file().unwrap().put_principal_value("gh", "bob", sealed.clone()).unwrap();
         k.file().unwrap().put_principal_value("other", "alice", sealed.clone()).unwrap();
-        assert_eq!(smol::block_on(k.get("gh", "bob")).unwrap(), None);
-        assert_eq!(smol::block_on(k.get("other", "alice")).unwrap(), None);
+        assert_eq!(crate::process::reactor::block_on(k.get("gh", "bob")).unwrap(), None);
+        assert_eq!(crate::process::reactor::block_on(k.get("other", "alice")).unwrap(), None);
         // Under another state key, or altered: it does not open either.
         let other = Kept::new(&[8; 32], Shelf::File(Store { path: path.clone() }));
-        assert_eq!(smol::block_on(other.get("gh", "alice")).unwrap(), None);
+        assert_eq!(crate::process::reactor::block_on(other.get("gh", "alice")).unwrap(), None);
         let mut altered = sealed.into_bytes();
         let last = altered.len() - 2;
         altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
         k.file().unwrap().put_principal_value("gh", "alice", String::from_utf8(altered).unwrap()).unwrap();
-        assert_eq!(smol::block_on(k.get("gh", "alice")).unwrap(), None);
+        assert_eq!(crate::process::reactor::block_on(k.get("gh", "alice")).unwrap(), None);
         // Each sealing has its own nonce.
         assert_ne!(k.seal("gh", "alice", &t), k.seal("gh", "alice", &t));
-        assert!(smol::block_on(k.remove("gh", "bob")).unwrap());
-        assert!(!smol::block_on(k.remove("gh", "bob")).unwrap());
+        assert!(crate::process::reactor::block_on(k.remove("gh", "bob")).unwrap());
+        assert!(!crate::process::reactor::block_on(k.remove("gh", "bob")).unwrap());
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 }

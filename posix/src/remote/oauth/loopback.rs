@@ -183,7 +183,7 @@ mod tests {
                 .collect();
             (forged, get(port, "/callback?code=good&state=s1"))
         });
-        let params = smol::block_on(l.wait("s1", Duration::from_secs(20))).unwrap();
+        let params = crate::process::reactor::block_on(l.wait("s1", Duration::from_secs(20))).unwrap();
         assert_eq!(params, [("code".to_string(), "good".to_string()), ("state".to_string(), "s1".to_string())]);
         let (forged, real) = browser.join().unwrap();
         for f in forged {

@@ -716,7 +716,7 @@ mod tests {
     fn https_endpoints_and_loopback_redirects() {
         let spec = OAuthSpec { store: std::env::temp_dir().join("mcpx-unused-store.json"), ..OAuthSpec::default() };
         let a = Authorizer::new("s", Url::parse("https://mcp.example/mcp").unwrap(), spec, None, Duration::from_secs(1), Interaction::Serve);
-        let e = smol::block_on(a.fetch("GET", "http://as.example/.well-known/oauth-authorization-server", &[], b"")).unwrap_err().to_string();
+        let e = crate::process::reactor::block_on(a.fetch("GET", "http://as.example/.well-known/oauth-authorization-server", &[], b"")).unwrap_err().to_string();
         assert!(e.contains("must use https"), "{e}");
         assert!(is_loopback("127.0.0.1") && is_loopback("localhost") && is_loopback("::1") && !is_loopback("127.example"));
         let l = loopback::Listener::bind().unwrap();

@@ -47,7 +47,7 @@ fn pins_saved_on_one_replica_are_trusted_on_another_and_an_unusable_value_change
     let redis = Redis::start();
     let (ra, a) = replica(&redis);
     let (rb, b) = replica(&redis);
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         pin(&ra, &a, &["t"]);
         a.sync().await;
         b.sync().await;
@@ -90,7 +90,7 @@ fn without_redis_the_pins_stay_and_are_written_once_it_answers() {
     let mut redis = Redis::start();
     let (ra, a) = replica(&redis);
     let (rb, b) = replica(&redis);
-    smol::block_on(async {
+    crate::process::reactor::block_on(async {
         redis.stop();
         pin(&ra, &a, &["t"]);
         a.sync().await;

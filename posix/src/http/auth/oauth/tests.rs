@@ -167,10 +167,10 @@ fn jwts_verify_with_a_published_key_only() {
     let (der, jwk) = key("k1");
     let (other, _) = key("k2");
     let v = verifier(&[jwk]);
-    let verify = |t: String| smol::block_on(v.verify(t.as_bytes(), None, NOW)).map(|(who, _)| who);
+    let verify = |t: String| crate::process::reactor::block_on(v.verify(t.as_bytes(), None, NOW)).map(|(who, _)| who);
     assert_eq!(verify(sign(&der, Some("k1"), Algorithm::ES256, &good())).unwrap().bytes(), b"oauth:https://as.example.com alice");
     // With its expiry (the subject token of a token exchange is held until then).
-    assert_eq!(smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), None, NOW)).unwrap().1, Some(NOW + 60));
+    assert_eq!(crate::process::reactor::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), None, NOW)).unwrap().1, Some(NOW + 60));
     // Without kid, the only key.
     assert!(verify(sign(&der, None, Algorithm::ES256, &good())).is_ok());
     // Signed by another key under a published kid, or an unpublished kid.
@@ -192,7 +192,7 @@ fn a_critical_header_extension_is_refused() {
     use base64::Engine as _;
     let (der, jwk) = key("k1");
     let v = verifier(&[jwk]);
-    let verify = |t: String| smol::block_on(v.verify(t.as_bytes(), None, NOW)).map(|(who, _)| who);
+    let verify = |t: String| crate::process::reactor::block_on(v.verify(t.as_bytes(), None, NOW)).map(|(who, _)| who);
     let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
     for crit in [json!(["exp"]), json!(["http://example.com/x"]), json!([]), json!("b64")] {
         let header = json!({"alg": "ES256", "kid": "k1", "typ": "JWT", "crit": crit, "http://example.com/x": true, "b64": true});
@@ -216,7 +216,7 @@ fn encryption_keys_never_verify() {
     let (der, mut jwk) = key("k1");
     jwk["use"] = json!("enc");
     let v = verifier(&[jwk]);
-    let r = smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), None, NOW)).map(|(who, _)| who);
+    let r = crate::process::reactor::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), None, NOW)).map(|(who, _)| who);
     assert!(why(r).contains("does not publish"));
 }
 
@@ -225,7 +225,7 @@ fn unreachable_keys_are_a_503_not_a_401() {
     let (der, _) = key("k1");
     let v = verifier(&[]);
     v.keys.borrow_mut().error = Some("connection refused".into());
-    match smol::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), None, NOW)) {
+    match crate::process::reactor::block_on(v.verify(sign(&der, Some("k1"), Algorithm::ES256, &good()).as_bytes(), None, NOW)) {
         Err(Reject::Unavailable(why)) => assert!(why.contains("connection refused"), "{why}"),
         other => panic!("{other:?}"),
     }
