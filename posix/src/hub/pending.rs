@@ -12,6 +12,7 @@
 //! a deadline itself.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use mcpx_core::method::Method;
 
@@ -141,9 +142,35 @@ impl Fwd {
     }
 }
 
+/// Hashes the keys the hub makes itself (an upstream and the id it gave a
+/// request): no peer chooses them, so they need no keyed hash against
+/// flooding (a peer's answer only looks one up); a multiply spreads
+/// consecutive ids over the table. Keys with a client's id in them keep
+/// the standard keyed hash.
+#[derive(Default)]
+struct OwnKeys(u64);
+
+impl Hasher for OwnKeys {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|&b| self.write_u64(u64::from(b)));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Pending {
-    map: HashMap<(UpstreamId, u64), Fwd>,
+    map: HashMap<(UpstreamId, u64), Fwd, BuildHasherDefault<OwnKeys>>,
     /// (client, its request id) → the request serving it; short ids are
     /// kept inline, so a call in flight costs this index no allocation.
     by_client: HashMap<(ClientId, IdKey), (UpstreamId, u64)>,

@@ -122,12 +122,19 @@ impl Features {
     }
 
     /// Might `bytes` hold something this revision lacks?
-    /// One pass over the quotes of `bytes` (every trigger starts with one).
+    /// One pass over the quotes of `bytes` (every trigger starts with one);
+    /// only a quote followed by a trigger's first letter is compared.
     pub fn may_need_shaping(&self, bytes: &[u8]) -> bool {
         let triggers = self.triggers();
+        // Second bytes of the triggers that count (all ASCII).
+        let firsts = triggers.iter().filter(|(has, _)| !has).fold(0u128, |m, (_, w)| m | 1 << w[1]);
+        if firsts == 0 {
+            return false;
+        }
         memchr::memchr_iter(b'"', bytes).any(|at| {
             let rest = &bytes[at..];
-            triggers.iter().any(|(has, w)| !has && rest.starts_with(w))
+            rest.get(1).is_some_and(|&b| b < 128 && firsts & 1 << b != 0)
+                && triggers.iter().any(|(has, w)| !has && rest.starts_with(w))
         })
     }
 }
@@ -468,6 +475,20 @@ pub(super) fn input_request(method: &str, params: Value, f: &Features) -> Result
 mod tests {
     use super::*;
     use serde_json::json;
+
+    // Every trigger a revision lacks is found, wherever its quote is, and
+    // a quote followed by another word is not taken for one.
+    #[test]
+    fn each_missing_feature_triggers_shaping() {
+        let old = Rev::V2024_11_05.features();
+        for (has, w) in old.triggers() {
+            let mut bytes = br#"{"a":"x","#.to_vec();
+            bytes.extend_from_slice(w);
+            bytes.extend_from_slice(b":1}");
+            assert_eq!(old.may_need_shaping(&bytes), !has, "{}", String::from_utf8_lossy(w));
+        }
+        assert!(!old.may_need_shaping(br#"{"aud":"titl","_met":"icon","ti""#));
+    }
 
     #[test]
     fn latest_passes_everything_through() {

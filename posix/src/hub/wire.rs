@@ -372,11 +372,17 @@ fn push_string(out: &mut Vec<u8>, s: &str) {
 }
 
 /// `v` in decimal, written into `buf` (no allocation on the call path).
-pub(super) fn decimal(v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut w = &mut buf[..];
-    let _ = std::io::Write::write_fmt(&mut w, format_args!("{v}"));
-    let n = 20 - w.len();
-    &buf[..n]
+pub(super) fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    // Digits from the right: u64::MAX has 20.
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return &buf[at..];
+        }
+    }
 }
 
 /// A request of the hub's (its id `id`) without params, or with `params`.
@@ -514,6 +520,13 @@ pub(super) fn error(id: Option<&[u8]>, code: ErrorCode, message: &str, data: Opt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_writes_every_width() {
+        for v in [0, 7, 10, 99, 1_000_000, u64::MAX / 10, u64::MAX] {
+            assert_eq!(decimal(v, &mut [0u8; 20]), v.to_string().as_bytes());
+        }
+    }
 
     // A 64 KiB result written twice (and its buffer grown once) cost a
     // tenth of a forwarded call: the first pass must fit.
