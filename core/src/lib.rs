@@ -35,6 +35,7 @@
 
 pub mod clipped;
 pub mod cursor;
+pub mod decimal;
 pub mod envelope;
 pub mod error;
 pub mod frame;

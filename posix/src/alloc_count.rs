@@ -51,19 +51,6 @@ pub fn counts() -> (u64, u64, u64) {
     )
 }
 
-/// Formats `v` in decimal at the end of `buf`; returns the start index.
-fn decimal(mut v: u64, buf: &mut [u8; 20]) -> usize {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            return i;
-        }
-    }
-}
-
 extern "C" fn on_signal(_sig: libc::c_int) {
     // Async-signal-safe: no allocation, no locks, one write(2).
     let mut line = [0u8; 128];
@@ -76,14 +63,11 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     let (a, f, b) = counts();
     let mut d = [0u8; 20];
     put(b"mcpx-alloc: allocs=");
-    let i = decimal(a, &mut d);
-    put(&d[i..]);
+    put(mcpx_core::decimal::u64(a, &mut d));
     put(b" frees=");
-    let i = decimal(f, &mut d);
-    put(&d[i..]);
+    put(mcpx_core::decimal::u64(f, &mut d));
     put(b" bytes=");
-    let i = decimal(b, &mut d);
-    put(&d[i..]);
+    put(mcpx_core::decimal::u64(b, &mut d));
     put(b"\n");
     // SAFETY: `line[..n]` is initialised and outlives the call; write(2)
     // only reads it.

@@ -77,16 +77,8 @@ struct DecimalDigits {
 impl DecimalDigits {
     fn new(value: i64) -> Self {
         let mut buf = [0u8; 20];
-        let mut start = buf.len();
-        let mut n = value.unsigned_abs();
-        loop {
-            start -= 1;
-            buf[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
+        // At most 19 digits: room for the sign.
+        let mut start = buf.len() - crate::decimal::u64(value.unsigned_abs(), &mut buf).len();
         if value < 0 {
             start -= 1;
             buf[start] = b'-';

@@ -585,7 +585,7 @@ impl Hub {
         // Requirement: progress-token-unique-sender
         let progress = m.env.progress_token().map(|t| t.bytes().to_vec());
         let mut digits = [0u8; 20];
-        let token = wire::decimal(up_id, &mut digits);
+        let token = mcpx_core::decimal::u64(up_id, &mut digits);
         let ctx = ctx.cloned().map(Box::new);
         if let Some(l) = ctx.as_ref().and_then(|x| x.log_level) {
             let fx = subscriptions::lower_level_for(&self.ups, u, l);

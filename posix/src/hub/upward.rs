@@ -100,7 +100,7 @@ pub(super) fn headers_again(msg: &[u8], schema: &Schema<'_>) -> Option<ModernHea
 
 /// The id of the hub's request `id` as its JSON bytes, without allocating.
 fn id_key(id: u64) -> IdKey {
-    IdKey::new(wire::decimal(id, &mut [0u8; 20]))
+    IdKey::new(mcpx_core::decimal::u64(id, &mut [0u8; 20]))
 }
 
 /// The decoded text of a JSON string value.

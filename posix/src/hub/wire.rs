@@ -371,19 +371,6 @@ fn push_string(out: &mut Vec<u8>, s: &str) {
     grow_into(out, s.len() + 2, |b| rewrite::write_json_string(s, b));
 }
 
-/// `v` in decimal, written into `buf` (no allocation on the call path).
-pub(super) fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    // Digits from the right: u64::MAX has 20.
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            return &buf[at..];
-        }
-    }
-}
 
 /// A request of the hub's (its id `id`) without params, or with `params`.
 pub(super) fn request(id: u64, method: &str, params: Option<&[u8]>) -> Vec<u8> {
@@ -396,7 +383,7 @@ pub(super) fn request(id: u64, method: &str, params: Option<&[u8]>) -> Vec<u8> {
 /// with the range of the params in it.
 pub(super) fn request_with(id: u64, method: &str, len: usize, params: impl FnOnce(&mut Vec<u8>)) -> (Vec<u8>, Range<usize>) {
     let mut digits = [0u8; 20];
-    let id = decimal(id, &mut digits);
+    let id = mcpx_core::decimal::u64(id, &mut digits);
     // `,"params":` and the closing brace after what core writes.
     let room = len + 12;
     let mut out = grow(64 + id.len() + method.len() + room, |out| rewrite::write_request(id, method, None, out));
@@ -521,12 +508,6 @@ pub(super) fn error(id: Option<&[u8]>, code: ErrorCode, message: &str, data: Opt
 mod tests {
     use super::*;
 
-    #[test]
-    fn decimal_writes_every_width() {
-        for v in [0, 7, 10, 99, 1_000_000, u64::MAX / 10, u64::MAX] {
-            assert_eq!(decimal(v, &mut [0u8; 20]), v.to_string().as_bytes());
-        }
-    }
 
     // A 64 KiB result written twice (and its buffer grown once) cost a
     // tenth of a forwarded call: the first pass must fit.

@@ -28,6 +28,35 @@ pub use epoll::{block_on, turn, Source};
 #[cfg(not(target_os = "linux"))]
 pub use fallback::{block_on, turn, Source};
 
+use std::io::{self, IoSlice};
+use std::os::fd::AsFd;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use smol::io::AsyncWrite;
+
+/// An owned source writes through `&Source` (as async-io's `Async` does).
+impl<T: AsFd> AsyncWrite for Source<T>
+where
+    for<'a> &'a Source<T>: AsyncWrite,
+{
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut &*self).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut &*self).poll_write_vectored(cx, bufs)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self).poll_flush(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self).poll_close(cx)
+    }
+}
+
 #[cfg(target_os = "linux")]
 mod epoll {
     use std::cell::{Cell, RefCell};
@@ -403,27 +432,6 @@ mod epoll {
             self.poll_flush(cx)
         }
     }
-
-    impl<T: AsFd> AsyncWrite for Source<T>
-    where
-        for<'a> &'a T: Write,
-    {
-        fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-            Pin::new(&mut &*self).poll_write(cx, buf)
-        }
-
-        fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
-            Pin::new(&mut &*self).poll_write_vectored(cx, bufs)
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut &*self).poll_flush(cx)
-        }
-
-        fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut &*self).poll_close(cx)
-        }
-    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -494,27 +502,6 @@ mod fallback {
 
         fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
             Pin::new(&mut &self.0).poll_close(cx)
-        }
-    }
-
-    impl<T> AsyncWrite for Source<T>
-    where
-        for<'a> &'a T: Write,
-    {
-        fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-            Pin::new(&mut &*self).poll_write(cx, buf)
-        }
-
-        fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<io::Result<usize>> {
-            Pin::new(&mut &*self).poll_write_vectored(cx, bufs)
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut &*self).poll_flush(cx)
-        }
-
-        fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut &*self).poll_close(cx)
         }
     }
 }
