@@ -211,7 +211,8 @@ mod epoll {
         fn wait(&self, block: bool) {
             let s = &self.signal;
             let mut timeout = 0;
-            if block {
+            // A task waiting for a turn is woken after this pass, events or not.
+            if block && self.deferred.borrow().is_empty() {
                 s.asleep.store(true, SeqCst);
                 if !s.woken.load(SeqCst) {
                     timeout = -1;
@@ -583,6 +584,11 @@ mod tests {
             got
         }));
         assert_eq!(got.len(), sent.len());
+    }
+
+    #[test]
+    fn a_turn_comes_with_nothing_else_to_do() {
+        block_on(turn());
     }
 
     #[test]
