@@ -182,9 +182,10 @@ fn decode_escape(buf: &[u8], pos: usize) -> Result<(char, usize), JsonError> {
 /// Scans a string starting at the opening quote at `pos`.
 /// Returns the span including both quotes and whether it contains escapes.
 ///
-/// Plain ASCII is skipped sixteen bytes at a time, a long run's end found by
-/// `memchr` ([`ascii_run`]), and checked by that skip alone; only a run holding non-ASCII bytes is validated as
-/// UTF-8, from its first such byte to the quote or backslash that ends it.
+/// Plain ASCII is skipped sixteen bytes at a time, a long run's end found
+/// by `memchr` ([`ascii_run`]), and checked by that skip alone; only a run
+/// holding non-ASCII bytes is validated as UTF-8, from its first such byte
+/// to the quote or backslash that ends it.
 /// Errors are those of the byte-wise scan in `reference`, which this one
 /// must agree with on every input (a property test and the `json_fast` fuzz
 /// target check it).
@@ -273,6 +274,10 @@ fn plain_run(s: &[u8]) -> usize {
     run_to_special(s, |_| 0, |_| false)
 }
 
+/// Length of the run at the start of `s` before the first byte that `stop`
+/// flags in a little-endian word (see [`special`]) and `stop_byte` names:
+/// sixteen bytes a step, then eight, then byte by byte.
+#[inline(always)]
 fn run_until(s: &[u8], stop: impl Fn(u64) -> u64, stop_byte: impl Fn(u8) -> bool) -> usize {
     fn word(c: &[u8]) -> u64 {
         let mut w = [0u8; 8];

@@ -567,8 +567,8 @@ impl Conn {
     /// Closes gracefully: stops writing, then reads (and discards) what the
     /// peer still sends for a moment, so it sees the response rather than a reset.
     pub async fn linger_close(&mut self) {
-        let _ = &self.stream.flush().await;
-        let _ = &self.stream.get_ref().shutdown(Shutdown::Write);
+        let _ = self.stream.flush().await;
+        let _ = self.stream.get_ref().shutdown(Shutdown::Write);
         let until = deadline(1000);
         let mut total = 0usize;
         while total < (4 << 20) {

@@ -90,10 +90,11 @@ mod epoll {
         }
     }
 
+    /// A source's place; `gen` grows when it is released, so events keyed
+    /// for an earlier source in the same place are ignored.
     #[derive(Default)]
     struct Slot {
         gen: u32,
-        used: bool,
         /// Directions reported ready and not found empty since.
         ready: u8,
         reader: Option<Waker>,
@@ -103,6 +104,28 @@ mod epoll {
     impl Slot {
         fn key(&self, index: usize) -> u64 {
             (u64::from(self.gen) << 32) | index as u64
+        }
+
+        /// Marks what the event `flags` reports ready (or ended) and hands
+        /// back the tasks waiting on it.
+        fn on_event(&mut self, flags: libc::c_int) -> [Option<Waker>; 2] {
+            let gone = flags & (libc::EPOLLHUP | libc::EPOLLERR) != 0;
+            if gone || flags & libc::EPOLLRDHUP != 0 {
+                self.ready |= ended(READ);
+            }
+            if gone {
+                self.ready |= ended(WRITE);
+            }
+            let mut woken = [None, None];
+            if gone || flags & (libc::EPOLLIN | libc::EPOLLRDHUP) != 0 {
+                self.ready |= READ;
+                woken[0] = self.reader.take();
+            }
+            if gone || flags & libc::EPOLLOUT != 0 {
+                self.ready |= WRITE;
+                woken[1] = self.writer.take();
+            }
+            woken
         }
     }
 
@@ -188,7 +211,7 @@ mod epoll {
             });
             let slot = &mut slots[index];
             // Tried at once: an event only reports what changes.
-            *slot = Slot { gen: slot.gen, used: true, ready: READ | WRITE, reader: None, writer: None };
+            *slot = Slot { gen: slot.gen, ready: READ | WRITE, ..Slot::default() };
             let events = libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET;
             if let Err(e) = self.ctl(libc::EPOLL_CTL_ADD, fd, events, slot.key(index)) {
                 drop(slots);
@@ -231,34 +254,12 @@ mod epoll {
                     unsafe { libc::read(s.fd.as_raw_fd(), count.as_mut_ptr().cast(), 8) };
                     continue;
                 }
-                let (reader, writer) = {
-                    let mut slots = self.slots.borrow_mut();
-                    let index = (key & u64::from(u32::MAX)) as usize;
-                    match slots.get_mut(index) {
-                        Some(slot) if slot.used && slot.key(index) == key => {
-                            let mut r = None;
-                            let mut w = None;
-                            let gone = flags & (libc::EPOLLHUP | libc::EPOLLERR) != 0;
-                            if gone || flags & libc::EPOLLRDHUP != 0 {
-                                slot.ready |= ended(READ);
-                            }
-                            if gone {
-                                slot.ready |= ended(WRITE);
-                            }
-                            if gone || flags & (libc::EPOLLIN | libc::EPOLLRDHUP) != 0 {
-                                slot.ready |= READ;
-                                r = slot.reader.take();
-                            }
-                            if gone || flags & libc::EPOLLOUT != 0 {
-                                slot.ready |= WRITE;
-                                w = slot.writer.take();
-                            }
-                            (r, w)
-                        }
-                        _ => continue,
-                    }
+                let index = (key & u64::from(u32::MAX)) as usize;
+                let woken = match self.slots.borrow_mut().get_mut(index) {
+                    Some(slot) if slot.key(index) == key => slot.on_event(flags),
+                    _ => continue,
                 };
-                reader.into_iter().chain(writer).for_each(Waker::wake);
+                woken.into_iter().flatten().for_each(Waker::wake);
             }
             let turn = std::mem::take(&mut *self.deferred.borrow_mut());
             turn.into_iter().for_each(Waker::wake);

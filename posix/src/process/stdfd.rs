@@ -52,12 +52,9 @@ pub struct Stdio {
 /// buffers (and the write buffer, with `buffer_output`, when polled).
 pub fn stdio(cap: usize, buffer_output: bool) -> Stdio {
     let mut restore = Restore(Vec::new());
-    let input: Input = match pollable(std::io::stdin().as_fd(), &mut restore) {
-        Some(f) => match Source::new(f) {
-            Ok(r) => Box::new(r),
-            Err(_) => Box::new(smol::Unblock::with_capacity(cap, std::io::stdin())),
-        },
-        None => Box::new(smol::Unblock::with_capacity(cap, std::io::stdin())),
+    let input: Input = match pollable(std::io::stdin().as_fd(), &mut restore).map(Source::new) {
+        Some(Ok(r)) => Box::new(r),
+        _ => Box::new(smol::Unblock::with_capacity(cap, std::io::stdin())),
     };
     let output: Output = match pollable(std::io::stdout().as_fd(), &mut restore).map(Source::new) {
         Some(Ok(a)) if buffer_output => Box::new(smol::io::BufWriter::with_capacity(cap, a)),

@@ -245,8 +245,8 @@ impl Supervisor {
             crate::process::pipe_size::widen(&stdin);
             crate::process::pipe_size::widen(&stdout);
         }
-        let stdout = ready_stdout(stdout);
-        let stdin = ready_stdin(stdin);
+        let stdout = on_reactor::<_, Box<dyn smol::io::AsyncRead + Unpin>>(stdout, |s| Box::new(s), |p| Box::new(p));
+        let stdin = on_reactor::<_, Box<dyn smol::io::AsyncWrite + Unpin>>(stdin, |s| Box::new(s), |p| Box::new(p));
         let mut status: StatusFuture = Box::pin(child.status());
 
         let (outbox, rx) = outbox::outbox(self.opts.queue_msgs, self.opts.queue_bytes);
@@ -371,32 +371,15 @@ impl Supervisor {
     }
 }
 
-/// A child's stdout, read through a copy of its descriptor on the thread's
-/// [`reactor`](crate::process::reactor); async-process's own handle is
-/// closed. Without a descriptor to spare, that handle is read.
-fn ready_stdout(stdout: smol::process::ChildStdout) -> Box<dyn smol::io::AsyncRead + Unpin> {
-    match own_source(&stdout) {
-        Ok(r) => {
-            drop(stdout);
-            Box::new(r)
-        }
-        Err(_) => Box::new(stdout),
+/// A child's pipe, used through a copy of its descriptor on the thread's
+/// [`reactor`](crate::process::reactor) (`own`); async-process's handle is
+/// then closed (closing the pipe is dropping what this returns). Without a
+/// descriptor to spare, that handle is used (`theirs`).
+fn on_reactor<P: AsFd, B>(pipe: P, own: impl FnOnce(Source<std::fs::File>) -> B, theirs: impl FnOnce(P) -> B) -> B {
+    match pipe.as_fd().try_clone_to_owned().and_then(|fd| Source::new(std::fs::File::from(fd))) {
+        Ok(s) => own(s),
+        Err(_) => theirs(pipe),
     }
-}
-
-/// A child's stdin, likewise (closing it is dropping what this returns).
-fn ready_stdin(stdin: smol::process::ChildStdin) -> Box<dyn smol::io::AsyncWrite + Unpin> {
-    match own_source(&stdin) {
-        Ok(w) => {
-            drop(stdin);
-            Box::new(w)
-        }
-        Err(_) => Box::new(stdin),
-    }
-}
-
-fn own_source(pipe: &impl AsFd) -> std::io::Result<Source<std::fs::File>> {
-    Source::new(std::fs::File::from(pipe.as_fd().try_clone_to_owned()?))
 }
 
 /// Lines a child may have logged per second, per stream (stderr, and
