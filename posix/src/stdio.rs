@@ -57,16 +57,29 @@ where
     let rrt = rt.clone();
     let reader = ex.spawn(async move {
         let r = read_lines_paced(input, crate::limits::max_line(), |ev| {
-            match ev {
+            // Backpressure: while a server has a pipe's worth of this
+            // client's messages not yet taken, the client is not read.
+            let hold = match ev {
                 LineEvent::Line(line) => rrt.client_message(id, line),
-                LineEvent::TooLarge { len, head, tail } => rrt.client_frame_too_large(id, len, head, tail),
+                LineEvent::TooLarge { len, head, tail } => {
+                    rrt.client_frame_too_large(id, len, head, tail);
+                    None
+                }
+            };
+            let wait = if rrt.initializing(id) {
+                Some(wait_initialized(rrt.clone(), id))
+            } else {
+                // A client that does not read its answers is not read
+                // either until they are taken (none is dropped).
+                tx.is_full().then(|| wait_room(tx.clone()))
+            };
+            match (hold, wait) {
+                (Some(hold), Some(wait)) => Some(Box::pin(async move {
+                    hold.await;
+                    wait.await
+                })),
+                (hold, wait) => hold.or(wait),
             }
-            if rrt.initializing(id) {
-                return Some(wait_initialized(rrt.clone(), id));
-            }
-            // Backpressure: a client that does not read its answers is not
-            // read either until they are taken (none is dropped).
-            tx.is_full().then(|| wait_room(tx.clone()))
         })
         .await;
         match r {

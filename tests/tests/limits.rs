@@ -2,7 +2,8 @@
 //! stdio line cap is answered at once with an error naming the server and
 //! the limit (the edge build's 1 MiB cap: a 700 KB text echoed twice), and
 //! the server keeps serving; the same for a remote server's SSE event over
-//! the same cap.
+//! the same cap. A server that stops reading holds the stdio client once,
+//! briefly, not for good.
 
 use mcpx_tests::*;
 use serde_json::{json, Value};
@@ -98,4 +99,55 @@ fn a_remote_servers_sse_reply_over_the_cap_is_an_immediate_error() {
     assert!(texts(&r["result"]).contains("still here"), "{}", brief(&r));
     let err = s.finish();
     assert!(err.contains("over the 1048576-byte limit of one message from a remote server"), "the log names it too:\n{err}");
+}
+
+/// The child of `mcpx` (pid `parent`) started as `example-server --name NAME`.
+fn example_child(parent: u32, name: &str) -> u32 {
+    let want = format!("example-server\0--name\0{name}\0");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if ppid == Some(parent) && String::from_utf8_lossy(&cmdline).ends_with(&want) {
+                return pid;
+            }
+        }
+        assert!(Instant::now() < deadline, "no child `example-server --name {name}` of {parent}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+#[test]
+fn a_server_that_stops_reading_holds_the_stdio_client_once_not_for_good() {
+    // mcpx stops reading its stdio client while a pipe's worth of its
+    // messages waits for a server; a server that takes nothing (stopped
+    // here) holds the client once, briefly: the client's call to another
+    // server is answered at once, and nothing queued for the stopped one is
+    // lost once it reads again.
+    let hub = HubConfig::new().upstream(example_server("stuck")).upstream(example_server("fine")).write();
+    let mut s = session(&hub, "1M");
+    let stuck = example_child(s.pid(), "stuck");
+    signal(stuck, "-STOP");
+    let big = "b".repeat(300_000);
+    // The first is taken by the writer, which then waits on the full pipe;
+    // the second stays queued: a pipe's worth the writer does not take.
+    let first = s.request("tools/call", json!({"name": "stuck__echo", "arguments": {"text": big}}));
+    let second = s.request("tools/call", json!({"name": "stuck__echo", "arguments": {"text": big}}));
+    let (r, took) = call(&mut s, "fine__echo", json!({"text": "not held"}));
+    signal(stuck, "-CONT");
+    assert!(texts(&r["result"]).contains("not held"), "{}", brief(&r));
+    assert!(took < AT_ONCE, "the call to the other server waited {took:?}");
+    for id in [first, second] {
+        let r = s.response_to(id, Duration::from_secs(60));
+        assert!(texts(&r["result"]).contains(&big), "{}", brief(&r));
+    }
+    s.finish();
 }

@@ -17,13 +17,18 @@
 //! into an empty queue takes the message's buffer as the queue's (no copy;
 //! the sequential case), a push behind others appends to it; either wakes
 //! the writer, no channel, no allocation per message.
+//!
+//! A server's queue also pushes back on the stdio client: past a pipe's
+//! worth queued that the writer has not taken, the client is not read
+//! until it takes them ([`Outbox::hold`]), for a bounded time.
 
 use std::cell::RefCell;
 use std::fmt;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
+use std::time::Duration;
 
 use smol::io::{AsyncWrite, AsyncWriteExt};
 
@@ -34,6 +39,13 @@ pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 /// A write buffer larger than this is given back after its write, not kept
 /// for the next batch.
 const KEEP_BYTES: usize = 512 << 10;
+
+/// Bytes queued and not yet taken by the writer past which the sender is
+/// held ([`Outbox::hold`]): a pipe's worth (Linux's default pipe capacity).
+pub const HOLD_BYTES: usize = 64 << 10;
+
+/// Longest one hold lasts ([`Outbox::hold`]).
+pub const HOLD_LIMIT: Duration = Duration::from_millis(50);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PushError {
@@ -69,8 +81,12 @@ struct Queue {
     gone: bool,
     /// The writer, waiting for lines.
     writer: Option<Waker>,
-    /// Waiting for the queue to drop below its caps (`room`).
+    /// Waiting for the queue to drop below its caps (`room`) or for the
+    /// writer to take it (`hold`).
     waiting_room: Vec<Waker>,
+    /// The writer took nothing for a whole hold: no sender is held until it
+    /// takes something.
+    stalled: bool,
 }
 
 impl Queue {
@@ -155,9 +171,44 @@ impl Outbox {
 
     /// Completes once the queue is below its caps again (or its writer is gone).
     pub async fn room(&self) {
+        self.until(|q| !q.full(self.max_msgs, self.max_bytes)).await
+    }
+
+    /// When [`HOLD_BYTES`] or more are queued that the writer has not taken
+    /// yet, a wait until it takes them, of at most [`HOLD_LIMIT`]: the
+    /// client whose message was queued last is not read meanwhile. Requests
+    /// then wait in the client, which can still choose what to send, and
+    /// not in mcpx, where each would only add to every later request's wait
+    /// and to mcpx's memory. A writer that takes nothing within the limit
+    /// is stalled and holds nobody until it takes something again, so a
+    /// peer that stopped reading delays the client's other messages by the
+    /// limit once, not once per message.
+    pub fn hold(&self) -> Option<impl Future<Output = ()> + 'static> {
+        let q = self.q.borrow();
+        if q.stalled || q.gone || q.closed || q.lines.len() < HOLD_BYTES {
+            return None;
+        }
+        let out = self.clone();
+        Some(async move {
+            let taken = async {
+                out.until(|q| q.lines.len() < HOLD_BYTES).await;
+                true
+            };
+            let limit = async {
+                smol::Timer::after(HOLD_LIMIT).await;
+                false
+            };
+            if !smol::future::or(taken, limit).await {
+                out.q.borrow_mut().stalled = true;
+            }
+        })
+    }
+
+    /// Completes once `done` holds for the queue, or its writer is gone.
+    async fn until(&self, done: impl Fn(&Queue) -> bool) {
         poll_fn(|cx| {
             let mut q = self.q.borrow_mut();
-            if q.gone || q.closed || !q.full(self.max_msgs, self.max_bytes) {
+            if q.gone || q.closed || done(&q) {
                 return Poll::Ready(());
             }
             if !q.waiting_room.iter().any(|w| w.will_wake(cx.waker())) {
@@ -221,6 +272,7 @@ impl OutboxRx {
             }
             std::mem::swap(&mut q.lines, batch);
             q.msgs = 0;
+            q.stalled = false;
             for w in q.waiting_room.drain(..) {
                 w.wake();
             }
@@ -316,6 +368,60 @@ mod tests {
             assert!(room.or(write).await, "room completes once the writer took the queue");
         });
         assert_eq!(out, b"a\nb\nanswer\n");
+    }
+
+    #[test]
+    fn a_pipes_worth_not_taken_holds_the_sender_until_the_writer_takes_it() {
+        let (tx, rx) = outbox(100, 1 << 20);
+        tx.push(vec![b'a'; HOLD_BYTES - 2]).unwrap();
+        assert!(tx.hold().is_none(), "less than a pipe's worth holds nobody");
+        tx.push(b"b".to_vec()).unwrap();
+        let hold = tx.hold().expect("a pipe's worth queued holds the sender");
+        let mut out = Vec::new();
+        crate::process::reactor::block_on(async {
+            let write = async {
+                rx.write_to(&mut out).await.unwrap();
+                false
+            };
+            let held = async {
+                hold.await;
+                // Released by the writer's taking the queue, not the limit.
+                let stalled = tx.q.borrow().stalled;
+                tx.close();
+                !stalled
+            };
+            assert!(held.or(write).await, "the hold ends once the writer took the queue");
+        });
+        assert_eq!(out.len(), HOLD_BYTES + 1);
+    }
+
+    #[test]
+    fn a_writer_that_takes_nothing_holds_once_until_it_takes_something() {
+        let (tx, rx) = outbox(100, 1 << 20);
+        tx.push(vec![b'a'; HOLD_BYTES]).unwrap();
+        // Nobody writes: the hold ends at its limit and marks the writer stalled.
+        crate::process::reactor::block_on(tx.hold().expect("held"));
+        assert!(tx.hold().is_none(), "a stalled writer holds nobody again");
+        tx.push(b"b".to_vec()).unwrap();
+        assert!(tx.hold().is_none());
+        // Once it takes the queue, it holds senders again.
+        let mut out = Vec::new();
+        crate::process::reactor::block_on(async {
+            let write = async {
+                rx.write_to(&mut out).await.unwrap();
+            };
+            let refill = async {
+                smol::future::yield_now().await;
+                smol::future::yield_now().await;
+                assert!(!tx.q.borrow().stalled, "taking the queue ends the stall");
+                tx.push(vec![b'c'; HOLD_BYTES]).unwrap();
+                let again = tx.hold().is_some();
+                tx.close();
+                assert!(again, "a writer that took something holds senders again");
+            };
+            smol::future::zip(write, refill).await;
+        });
+        assert_eq!(out.len(), 2 * HOLD_BYTES + 4);
     }
 
     /// Records each write it is given.

@@ -100,6 +100,12 @@ impl Upstream {
         }
     }
 
+    /// A wait for the child to take what is queued for its stdin, when
+    /// that is a pipe's worth or more ([`Outbox::hold`]).
+    pub fn hold(&self) -> Option<impl std::future::Future<Output = ()> + 'static> {
+        self.sh.stdin.borrow().as_ref().and_then(Outbox::hold)
+    }
+
     /// The cap on bytes queued for the child's stdin (0 when not running).
     pub fn queue_bytes(&self) -> usize {
         self.sh.stdin.borrow().as_ref().map_or(0, Outbox::max_bytes)

@@ -17,6 +17,7 @@ use crate::config::{self, Config};
 use crate::http::Http;
 use crate::hub::{self, About, ClientId, Hub, IdKey, Input, Outcome, Output, Power, UpstreamId, UpstreamSpec, Upward};
 use crate::log::{self, Level};
+use crate::bytes::lines::Pause;
 use crate::bytes::outbox::{Outbox, PushError};
 use crate::remote;
 use crate::process::alarm::Alarm;
@@ -122,6 +123,9 @@ pub struct Runtime {
     pub(super) server_asks: (Sender<(UpstreamId, ServerAsk)>, Receiver<(UpstreamId, ServerAsk)>),
     pub(super) stop: Sender<Stop>,
     pub(super) closing: Cell<bool>,
+    /// The hold of the server queue the last message routed went into
+    /// ([`supervise::Upstream::hold`]), for the stdio client that sent it.
+    hold: RefCell<Option<Pause>>,
     /// The task state file (`task_store`), with an HTTP listener.
     pub(super) tasks_file: RefCell<Option<std::path::PathBuf>>,
     /// The pin files (`pin_store`), with `policy.pin`.
@@ -154,6 +158,7 @@ impl Runtime {
             server_asks: channel::bounded(256),
             stop,
             closing: Cell::new(false),
+            hold: RefCell::new(None),
             tasks_file: RefCell::new(None),
             pins: RefCell::new(None),
             #[cfg(feature = "cluster")]
@@ -398,7 +403,14 @@ impl Runtime {
                             Some((format!("the message is {} bytes, over {}", msg.len(), crate::limits::line_limit()), msg))
                         }
                         _ => match up.send(msg, about) {
-                            Ok(()) => None,
+                            Ok(()) => {
+                                if let Upstream::Local(child) = up {
+                                    if let Some(hold) = child.hold() {
+                                        *self.hold.borrow_mut() = Some(Box::pin(hold));
+                                    }
+                                }
+                                None
+                            }
                             Err((PushError::Closed, _)) => {
                                 debug!("server {}: not running; message to it dropped", self.name(u));
                                 None
@@ -525,8 +537,13 @@ impl Runtime {
     }
 
     /// One framed message from a stdio client: the hub parses it (once).
-    pub fn client_message(&self, c: ClientId, msg: &[u8]) {
+    /// Feeds one message of stdio client `c` to the hub; a wait before
+    /// reading the client again when a server's queue it went into holds a
+    /// pipe's worth ([`Outbox::hold`](crate::bytes::outbox::Outbox::hold)).
+    pub fn client_message(&self, c: ClientId, msg: &[u8]) -> Option<Pause> {
+        self.hold.take();
         self.feed(|h, now| h.handle(Input::ClientMessage(c, msg), now));
+        self.hold.take()
     }
 
     /// Whether the client's `initialize` is still unanswered. A stream
