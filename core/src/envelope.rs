@@ -185,6 +185,7 @@ pub struct Envelope<'a> {
     name: Option<JsonValue<'a>>,
     cursor: Option<JsonValue<'a>>,
     uri: Option<JsonValue<'a>>,
+    task: Option<JsonValue<'a>>,
     progress_token: Option<JsonValue<'a>>,
     protocol_version: Option<JsonValue<'a>>,
     related_task: Option<JsonValue<'a>>,
@@ -193,6 +194,10 @@ pub struct Envelope<'a> {
 /// The members of a message the envelope reads, in the order of
 /// [`Envelope::from_lookup`]'s destructuring.
 const MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+
+/// The `params` members of a request or notification read with it, each
+/// of which must be unique: the hub routes and acts on them.
+pub const ROUTED_PARAMS: [&str; 5] = ["_meta", "name", "cursor", "uri", "task"];
 
 /// Validates `buf` as JSON and reads its [`MEMBERS`] in the same pass.
 fn scan(buf: &[u8]) -> Result<(JsonValue<'_>, Lookup<'_, 6>), EnvelopeError<'_>> {
@@ -276,9 +281,10 @@ impl<'a> Envelope<'a> {
         }
         // Routed params are read on requests and notifications only: a stray
         // `params` on a response is not ours to judge.
-        let [meta, name, cursor, uri] = match params.filter(|_| method.is_some()) {
-            Some(p) => p.lookup(["_meta", "name", "cursor", "uri"]).unique(),
-            None => Ok([None; 4]),
+        // `task` too: the hub acts on it, so one reading of it is all.
+        let [meta, name, cursor, uri, task] = match params.filter(|_| method.is_some()) {
+            Some(p) => p.lookup(ROUTED_PARAMS).unique(),
+            None => Ok([None; 5]),
         }
         .map_err(|_| err(Reason::DuplicateParam))?;
         let (mut progress_token, mut protocol_version, mut related_task) = (None, None, None);
@@ -308,6 +314,7 @@ impl<'a> Envelope<'a> {
             name,
             cursor,
             uri,
+            task,
             progress_token,
             protocol_version,
             related_task,
@@ -440,9 +447,22 @@ impl<'a> Envelope<'a> {
         self.related_task
     }
 
-    /// Any other `params` member (first occurrence).
+    /// `params.task` (a task-augmented request), if present.
+    pub fn task(&self) -> Option<JsonValue<'a>> {
+        self.task
+    }
+
+    /// The `params` member `key`: one of [`ROUTED_PARAMS`] as read with the
+    /// message, any other the first occurrence.
     pub fn param(&self, key: &str) -> Option<JsonValue<'a>> {
-        self.params.and_then(|p| p.get(key))
+        match key {
+            "_meta" => self.meta,
+            "name" => self.name,
+            "cursor" => self.cursor,
+            "uri" => self.uri,
+            "task" => self.task,
+            _ => self.params.and_then(|p| p.get(key)),
+        }
     }
 }
 
@@ -536,6 +556,21 @@ mod tests {
 
     fn e(s: &str) -> EnvelopeError<'_> {
         Envelope::parse(s.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn routed_params_are_read_once_and_must_be_unique() {
+        let m = p(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"task":1},"task":{"ttl":5}}}"#);
+        assert_eq!(m.task().unwrap().bytes(), br#"{"ttl":5}"#);
+        assert_eq!(m.param("task"), m.task());
+        assert_eq!(m.param("name"), m.name());
+        assert_eq!(m.param("arguments").unwrap().bytes(), br#"{"task":1}"#);
+        let dup = e(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{},"task":{"ttl":5}}}"#);
+        assert_eq!(dup.reason, Reason::DuplicateParam);
+        assert_eq!(dup.code(), -32602);
+        // A response's params are not read.
+        let r = p(r#"{"jsonrpc":"2.0","id":1,"result":{},"params":{"task":{}}}"#);
+        assert!(r.task().is_none() && r.param("task").is_none());
     }
 
     // covers: messages-request-id-string-or-integer

@@ -70,8 +70,9 @@ impl<'a> Msg<'a> {
     /// The value span of `path` (a chain of keys) inside `params`: a lookup
     /// in the view, no second scan.
     pub fn param(&self, path: &[&str]) -> Option<Range<usize>> {
-        let mut cur = self.env.params()?;
-        for key in path {
+        let (first, rest) = path.split_first()?;
+        let mut cur = self.env.param(first)?;
+        for key in rest {
             cur = cur.get(key)?;
         }
         Some(range(cur.span()))
