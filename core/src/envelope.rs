@@ -186,6 +186,8 @@ pub struct Envelope<'a> {
     cursor: Option<JsonValue<'a>>,
     uri: Option<JsonValue<'a>>,
     task: Option<JsonValue<'a>>,
+    is_error: Option<JsonValue<'a>>,
+    result_type: Option<JsonValue<'a>>,
     progress_token: Option<JsonValue<'a>>,
     protocol_version: Option<JsonValue<'a>>,
     related_task: Option<JsonValue<'a>>,
@@ -199,9 +201,51 @@ const MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "erro
 /// of which must be unique: the hub routes and acts on them.
 pub const ROUTED_PARAMS: [&str; 5] = ["_meta", "name", "cursor", "uri", "task"];
 
-/// Validates `buf` as JSON and reads its [`MEMBERS`] in the same pass.
-fn scan(buf: &[u8]) -> Result<(JsonValue<'_>, Lookup<'_, 6>), EnvelopeError<'_>> {
-    json::parse_lookup(buf, MEMBERS).map_err(|e| EnvelopeError::new(Reason::NotJson(e)))
+/// The `result` members read with a response, first occurrence each: what
+/// the hub learns of every answer (a tool error, a 2026-07-28 result's type).
+pub const RESULT_MEMBERS: [&str; 2] = ["isError", "resultType"];
+
+/// What a message's envelope reads of it: its [`MEMBERS`], and the
+/// [`ROUTED_PARAMS`] of its params and [`RESULT_MEMBERS`] of its result.
+struct Found<'a> {
+    top: Lookup<'a, 6>,
+    params: Lookup<'a, 5>,
+    result: Lookup<'a, 2>,
+}
+
+impl<'a> Found<'a> {
+    fn new() -> Self {
+        Found { top: Lookup::new(), params: Lookup::new(), result: Lookup::new() }
+    }
+
+    /// Takes member `m` (of the member `parent`, or of the message).
+    fn offer(&mut self, parent: Option<json::JsonStr<'a>>, m: json::Member<'a>) {
+        match parent {
+            None => self.top.offer(&MEMBERS, m),
+            Some(p) if p.eq_str("params") => self.params.offer(&ROUTED_PARAMS, m),
+            Some(p) if p.eq_str("result") => self.result.offer(&RESULT_MEMBERS, m),
+            Some(_) => {}
+        }
+    }
+
+    /// The same read from an already scanned message, by walking it.
+    fn walk(msg: JsonValue<'a>) -> Self {
+        let mut found = Found::new();
+        for m in msg.members() {
+            if m.value.kind() == JsonKind::Object && (m.key.eq_str("params") || m.key.eq_str("result")) {
+                m.value.members().for_each(|inner| found.offer(Some(m.key), inner));
+            }
+            found.offer(None, m);
+        }
+        found
+    }
+}
+
+/// Validates `buf` as JSON and reads what [`Found`] holds in the same pass.
+fn scan(buf: &[u8]) -> Result<(JsonValue<'_>, Found<'_>), EnvelopeError<'_>> {
+    let mut found = Found::new();
+    let v = json::parse_members(buf, &mut |parent, m| found.offer(parent, m)).map_err(|e| EnvelopeError::new(Reason::NotJson(e)))?;
+    Ok((v, found))
 }
 
 fn is_valid_id(v: &JsonValue<'_>) -> bool {
@@ -218,11 +262,12 @@ impl<'a> Envelope<'a> {
 
     /// Validates an already scanned value as one message.
     pub fn from_value(msg: JsonValue<'a>) -> Result<Self, EnvelopeError<'a>> {
-        Self::from_lookup(msg, msg.lookup(MEMBERS))
+        Self::from_lookup(msg, Found::walk(msg))
     }
 
-    /// Validates `msg` as one message, given its [`MEMBERS`].
-    fn from_lookup(msg: JsonValue<'a>, found: Lookup<'a, 6>) -> Result<Self, EnvelopeError<'a>> {
+    /// Validates `msg` as one message, given what [`Found`] read of it.
+    fn from_lookup(msg: JsonValue<'a>, read: Found<'a>) -> Result<Self, EnvelopeError<'a>> {
+        let found = read.top;
         match msg.kind() {
             JsonKind::Object => {}
             JsonKind::Array => return Err(EnvelopeError::new(Reason::Batch)),
@@ -283,7 +328,7 @@ impl<'a> Envelope<'a> {
         // `params` on a response is not ours to judge.
         // `task` too: the hub acts on it, so one reading of it is all.
         let [meta, name, cursor, uri, task] = match params.filter(|_| method.is_some()) {
-            Some(p) => p.lookup(ROUTED_PARAMS).unique(),
+            Some(_) => read.params.unique(),
             None => Ok([None; 5]),
         }
         .map_err(|_| err(Reason::DuplicateParam))?;
@@ -300,6 +345,10 @@ impl<'a> Envelope<'a> {
                 mv.lookup([PROTOCOL_VERSION_KEY, RELATED_TASK_KEY]).values;
         }
         let call = method.and_then(|m| m.as_str()).map(Method::parse);
+        let [is_error, result_type] = match result {
+            Some(_) => read.result.values,
+            None => [None; 2],
+        };
         Ok(Envelope {
             msg,
             kind,
@@ -315,6 +364,8 @@ impl<'a> Envelope<'a> {
             cursor,
             uri,
             task,
+            is_error,
+            result_type,
             progress_token,
             protocol_version,
             related_task,
@@ -395,6 +446,16 @@ impl<'a> Envelope<'a> {
     /// `result` (an object) of a result response.
     pub fn result(&self) -> Option<JsonValue<'a>> {
         self.result
+    }
+
+    /// The `result` member `key`: one of [`RESULT_MEMBERS`] as read with
+    /// the message, any other looked up (first occurrence either way).
+    pub fn result_member(&self, key: &str) -> Option<JsonValue<'a>> {
+        match key {
+            "isError" => self.is_error,
+            "resultType" => self.result_type,
+            _ => self.result.and_then(|r| r.get(key)),
+        }
     }
 
     /// `error` (an object) of an error response.

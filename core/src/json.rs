@@ -359,16 +359,19 @@ impl<F: Fn(&[u8], usize) -> Result<(Span, bool), JsonError> + Copy> StringScan f
 /// Scans one value whose first byte is at `pos` (no leading whitespace).
 /// Returns its kind and span. Iterative: containers use a bit stack.
 /// When the value is an object, each of its members is handed to `each` as
-/// soon as the scan has validated it (deeper members are not).
+/// soon as the scan has validated it, and so is each member of a member
+/// that is an object, with that member's key (deeper members are not).
 fn scan_value<'a>(
     buf: &'a [u8],
     pos: usize,
     string: impl StringScan,
-    each: &mut dyn FnMut(Member<'a>),
+    each: &mut dyn FnMut(Option<JsonStr<'a>>, Member<'a>),
 ) -> Result<(Kind, Span), JsonError> {
     let start = pos;
-    // The top-level member being scanned: key span, key escaped, value start.
+    // The top-level member being scanned, and the member of its value being
+    // scanned: key span, key escaped, value start.
     let mut member = (Span::new(0, 0), false, 0);
+    let mut inner = (Span::new(0, 0), false, 0);
     let mut pos = pos;
     // Bit `d` set: the container at depth `d+1` is an object.
     let mut stack: u128 = 0;
@@ -398,8 +401,10 @@ fn scan_value<'a>(
                 } else {
                     if is_obj {
                         let (key, escaped, value) = scan_key(buf, pos, string)?;
-                        if depth == 1 {
-                            member = (key, escaped, value);
+                        match depth {
+                            1 => member = (key, escaped, value),
+                            2 => inner = (key, escaped, value),
+                            _ => {}
                         }
                         pos = value;
                     }
@@ -438,23 +443,33 @@ fn scan_value<'a>(
                 let k = first_kind.unwrap_or(Kind::Null);
                 return Ok((k, Span::new(start, pos)));
             }
-            // A top-level item just ended at `pos`: a member when the top is an object.
-            if depth == 1 && first_kind == Some(Kind::Object) {
-                let (key_span, escaped, value) = member;
-                let raw = Span::new(key_span.start + 1, key_span.end.saturating_sub(1)).slice(buf);
-                let first = buf.get(value).copied().unwrap_or(b'n');
-                let value = JsonValue { buf, kind: kind_of(first), span: Span::new(value, pos) };
-                each(Member { key: JsonStr { raw, escaped }, key_span, value });
+            // A top-level item just ended at `pos`: a member when the top is
+            // an object; an item of one of its members: a member of that
+            // member when both are objects.
+            let in_obj = stack & (1u128 << (depth - 1)) != 0;
+            if in_obj && stack & 1 != 0 {
+                let at = |(key_span, escaped, value): (Span, bool, usize)| {
+                    let raw = Span::new(key_span.start + 1, key_span.end.saturating_sub(1)).slice(buf);
+                    let first = buf.get(value).copied().unwrap_or(b'n');
+                    let value = JsonValue { buf, kind: kind_of(first), span: Span::new(value, pos) };
+                    Member { key: JsonStr { raw, escaped }, key_span, value }
+                };
+                match depth {
+                    1 => each(None, at(member)),
+                    2 => each(Some(at(member).key), at(inner)),
+                    _ => {}
+                }
             }
             pos = skip_ws(buf, pos);
-            let in_obj = stack & (1u128 << (depth - 1)) != 0;
             match byte_at(buf, pos)? {
                 b',' => {
                     pos = skip_ws(buf, pos + 1);
                     if in_obj {
                         let (key, escaped, value) = scan_key(buf, pos, string)?;
-                        if depth == 1 {
-                            member = (key, escaped, value);
+                        match depth {
+                            1 => member = (key, escaped, value),
+                            2 => inner = (key, escaped, value),
+                            _ => {}
                         }
                         pos = value;
                     }
@@ -567,7 +582,18 @@ fn trusted_value(buf: &[u8], pos: usize) -> Option<JsonValue<'_>> {
 pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
     #[cfg(feature = "parse-count")]
     scan_count::note(buf, scan_count::Scan::Parse);
-    parse_with(buf, scan_string, &mut |_| {})
+    parse_with(buf, scan_string, &mut |_, _| {})
+}
+
+/// Validates `buf` as [`parse`] does and, in the same pass, hands each
+/// member of its top-level object to `each` (with `None`), and each member
+/// of such a member whose value is an object (with that member's key), in
+/// document order: what a message's envelope reads, without walking the
+/// message again.
+pub fn parse_members<'a>(buf: &'a [u8], each: &mut dyn FnMut(Option<JsonStr<'a>>, Member<'a>)) -> Result<JsonValue<'a>, JsonError> {
+    #[cfg(feature = "parse-count")]
+    scan_count::note(buf, scan_count::Scan::Parse);
+    parse_with(buf, scan_string, each)
 }
 
 /// Validates `buf` as [`parse`] does and, in the same pass, looks up `keys`
@@ -580,14 +606,18 @@ pub fn parse_lookup<'a, const N: usize>(
     #[cfg(feature = "parse-count")]
     scan_count::note(buf, scan_count::Scan::Parse);
     let mut found = Lookup::new();
-    let v = parse_with(buf, scan_string, &mut |m| found.offer(&keys, m))?;
+    let v = parse_with(buf, scan_string, &mut |parent, m| {
+        if parent.is_none() {
+            found.offer(&keys, m)
+        }
+    })?;
     Ok((v, found))
 }
 
 fn parse_with<'a>(
     buf: &'a [u8],
     string: impl StringScan,
-    each: &mut dyn FnMut(Member<'a>),
+    each: &mut dyn FnMut(Option<JsonStr<'a>>, Member<'a>),
 ) -> Result<JsonValue<'a>, JsonError> {
     let pos = skip_ws(buf, 0);
     let (kind, span) = scan_value(buf, pos, string, each)?;
@@ -608,7 +638,7 @@ pub mod reference {
 
     /// [`super::parse`] with the byte-wise string scan.
     pub fn parse(buf: &[u8]) -> Result<JsonValue<'_>, JsonError> {
-        super::parse_with(buf, scan_string, &mut |_| {})
+        super::parse_with(buf, scan_string, &mut |_, _| {})
     }
 
     /// A string at `pos`, byte by byte: UTF-8 is checked for each run of
@@ -645,7 +675,7 @@ pub fn skip_value(buf: &[u8], pos: usize) -> Result<JsonValue<'_>, JsonError> {
     #[cfg(feature = "parse-count")]
     scan_count::note(buf, scan_count::Scan::Rescan);
     let pos = skip_ws(buf, pos);
-    let (kind, span) = scan_value(buf, pos, scan_string, &mut |_| {})?;
+    let (kind, span) = scan_value(buf, pos, scan_string, &mut |_, _| {})?;
     Ok(JsonValue { buf, kind, span })
 }
 
@@ -778,7 +808,8 @@ pub struct Lookup<'a, const N: usize> {
 }
 
 impl<'a, const N: usize> Lookup<'a, N> {
-    const fn new() -> Self {
+    /// Nothing found yet.
+    pub const fn new() -> Self {
         Lookup {
             values: [None; N],
             duplicate: false,
@@ -786,7 +817,7 @@ impl<'a, const N: usize> Lookup<'a, N> {
     }
 
     /// Takes member `m` of the object looked up in, when its key is one of `keys`.
-    fn offer(&mut self, keys: &[&str; N], m: Member<'a>) {
+    pub fn offer(&mut self, keys: &[&str; N], m: Member<'a>) {
         if let Some((_, slot)) = keys.iter().zip(self.values.iter_mut()).find(|(k, _)| m.key.eq_str(k)) {
             self.duplicate |= slot.is_some();
             slot.get_or_insert(m.value);
@@ -1318,6 +1349,31 @@ mod tests {
         assert!(found.duplicate);
         assert_eq!(found.values.map(|v| v.map(|v| v.bytes())), [Some(&b"1"[..]), Some(br#"{"a":2}"#)]);
         assert_eq!(parse_lookup(br#"{"a":1"#, ["a"]).unwrap_err().kind, ErrorKind::UnexpectedEnd);
+    }
+
+    #[test]
+    fn members_of_members_during_the_scan_match_a_walk_after_it() {
+        let key = |k: JsonStr<'_>| k.decoded().collect::<Vec<u8>>();
+        for doc in [
+            &br#" {"a" : 1, "p":{"x":[{"y":1}],"z":{"w":2}, "x":3}, "q":[{"r":1}] , "\u0070":{}} "#[..],
+            br#"{"params":{"name":"t","arguments":{"text":"x"}},"result":{"content":[],"isError":true}}"#,
+            br#"{}"#,
+            br#"[{"a":{"b":1}}]"#,
+            br#"{"a":"{\"b\":1}"}"#,
+        ] {
+            let v = parse(doc).unwrap();
+            let mut seen = Vec::new();
+            let scanned = parse_members(doc, &mut |parent, m| seen.push((parent.map(key), m.key_span, m.value))).unwrap();
+            assert_eq!(scanned, v);
+            let mut walked = Vec::new();
+            for m in v.members() {
+                if m.value.kind() == Kind::Object {
+                    walked.extend(m.value.members().map(|inner| (Some(key(m.key)), inner.key_span, inner.value)));
+                }
+                walked.push((None, m.key_span, m.value));
+            }
+            assert_eq!(seen, walked, "{}", String::from_utf8_lossy(doc));
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The JSON span scanner: any input either fails with an offset inside the
 //! buffer or yields a value whose spans, members and strings stay in bounds
 //! and agree with `skip_value`; the top-level lookup made during the scan
-//! (`parse_lookup`) agrees with one made afterwards.
+//! (`parse_lookup`) agrees with one made afterwards, and so do the members
+//! of members handed out during the scan (`parse_members`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -46,6 +47,18 @@ fuzz_target!(|data: &[u8]| {
             let (scanned, found) = json::parse_lookup(data, keys).expect("a parsed value parses");
             assert_eq!(scanned, v);
             assert_eq!(found, v.lookup(keys));
+            // So are the members of members handed out during the scan.
+            let key = |k: json::JsonStr<'_>| k.decoded().collect::<Vec<u8>>();
+            let mut seen = Vec::new();
+            json::parse_members(data, &mut |parent, m| seen.push((parent.map(key), m.key_span, m.value))).expect("a parsed value parses");
+            let mut walked = Vec::new();
+            for m in v.members() {
+                if m.value.kind() == json::Kind::Object {
+                    walked.extend(m.value.members().map(|inner| (Some(key(m.key)), inner.key_span, inner.value)));
+                }
+                walked.push((None, m.key_span, m.value));
+            }
+            assert_eq!(seen, walked);
             walk(v, 0);
         }
         Err(e) => assert!(e.offset <= data.len(), "{e:?} past {}", data.len()),

@@ -568,9 +568,9 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The outcome of a result whose view is `result`.
-    pub fn of_result(result: Option<mcpx_core::json::JsonValue<'_>>) -> Outcome {
-        match result.and_then(|r| r.get("isError")) {
+    /// The outcome of a result whose `isError` member is `is_error`.
+    pub fn of_result(is_error: Option<mcpx_core::json::JsonValue<'_>>) -> Outcome {
+        match is_error {
             Some(v) if v.bytes() == b"true" => Outcome::ToolError,
             _ => Outcome::Result,
         }

@@ -691,16 +691,14 @@ impl Hub {
         let res = checked.as_deref().or(res);
         if let Some(res) = res {
             // The result's view: the message's own when nothing above
-            // rewrote it, else one scan of the rewritten bytes.
-            let view = match m.env.result() {
-                Some(v) if std::ptr::eq(v.bytes(), res) => Some(v),
-                _ => mcpx_core::json::parse(res).ok(),
-            };
-            let member = |k: &str| view.as_ref().and_then(|v| v.get(k));
+            // rewrote it (its members read with it), else one scan of the
+            // rewritten bytes.
+            let own = m.env.result().is_some_and(|v| std::ptr::eq(v.bytes(), res));
+            let view = if own { m.env.result() } else { mcpx_core::json::parse(res).ok() };
+            let member = |k: &str| if own { m.env.result_member(k) } else { view.as_ref().and_then(|v| v.get(k)) };
             // What the answer says, from its view (`Outcome`): nothing reads
-            // it again. Only a tool's result can be a tool error (`isError`):
-            // other results are not walked for it.
-            let outcome = if call == Some(Method::ToolsCall) { Outcome::of_result(view) } else { Outcome::Result };
+            // it again. Only a tool's result can be a tool error (`isError`).
+            let outcome = if call == Some(Method::ToolsCall) { Outcome::of_result(member("isError")) } else { Outcome::Result };
             let text = |k: &str| member(k).and_then(|v| v.as_str()).and_then(|s| String::from_utf8(s.decoded().collect()).ok());
             let mut read_hints = None;
             if self.ups[u].is_modern() {

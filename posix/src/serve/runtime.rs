@@ -208,7 +208,7 @@ impl Runtime {
             start..start + id.len()
         });
         let (about, response) = match env.kind() {
-            Kind::Result => (About::Reply { id, outcome: Outcome::of_result(env.result()) }, true),
+            Kind::Result => (About::Reply { id, outcome: Outcome::of_result(env.result_member("isError")) }, true),
             Kind::Error => (About::Reply { id, outcome: Outcome::of_error(env.error()) }, true),
             Kind::Notification => (About::Notification { unsolicited: false, related: Some(request.clone()) }, false),
             Kind::Request => {
