@@ -10,9 +10,7 @@
 //! past that, new label sets are counted in one series whose every label
 //! is `"_other"`, so a client sending made-up names cannot grow the table.
 
-use std::borrow::Borrow;
-use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::cell::Cell;
 use std::fmt::Write;
 
 /// The `Content-Type` of [`Registry::render`]'s output.
@@ -20,6 +18,9 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The label value of the overflow series.
 pub const OTHER: &str = "_other";
+
+/// Labels a family may have at most.
+const MAX_LABELS: usize = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
@@ -46,7 +47,7 @@ struct Family {
     help: &'static str,
     kind: Kind,
     labels: &'static [&'static str],
-    series: BTreeMap<Vec<String>, Series>,
+    series: Table,
 }
 
 #[derive(Debug)]
@@ -55,56 +56,57 @@ pub struct Registry {
     max_series: usize,
 }
 
-/// A series' label values, however held: the table's own (`Vec<String>`)
-/// or a caller's (`[&str]`), compared as the vectors are, so a lookup
-/// borrows the caller's values instead of copying them.
-trait LabelKey {
-    fn at(&self, i: usize) -> Option<&str>;
+/// A family's series in the order of their label values (as a sorted
+/// map keeps them), found by a binary search on the caller's values, which
+/// are copied in once, when their series is made. A request updates the
+/// same few series again and again (its server's in and out bytes side by
+/// side): those next to the last one found are tried first.
+#[derive(Debug, Default)]
+struct Table {
+    series: Vec<(Vec<String>, Series)>,
+    last: Cell<usize>,
 }
 
-impl LabelKey for Vec<String> {
-    fn at(&self, i: usize) -> Option<&str> {
-        self.get(i).map(String::as_str)
-    }
-}
-
-impl LabelKey for &[&str] {
-    fn at(&self, i: usize) -> Option<&str> {
-        self.get(i).copied()
-    }
-}
-
-impl Ord for dyn LabelKey + '_ {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Element by element, then the shorter first (`None < Some`).
-        let mut i = 0;
-        loop {
-            match (self.at(i), other.at(i)) {
-                (None, None) => return Ordering::Equal,
-                (a, b) if a != b => return a.cmp(&b),
-                _ => i += 1,
-            }
+impl Table {
+    /// Where the series of `values` is, or would go.
+    fn find(&self, values: &[&str]) -> Result<usize, usize> {
+        let is = |i: usize| self.series.get(i).is_some_and(|(k, _)| k.iter().map(String::as_str).eq(values.iter().copied()));
+        let last = self.last.get();
+        let found = match [last, last + 1, last.wrapping_sub(1)].into_iter().find(|i| is(*i)) {
+            Some(i) => Ok(i),
+            None => self.series.binary_search_by(|(k, _)| k.iter().map(String::as_str).cmp(values.iter().copied())),
+        };
+        if let Ok(i) = found {
+            self.last.set(i);
         }
+        found
     }
-}
 
-impl PartialOrd for dyn LabelKey + '_ {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+    fn get(&self, values: &[&str]) -> Option<&Series> {
+        self.find(values).ok().map(|i| &self.series[i].1)
     }
-}
 
-impl PartialEq for dyn LabelKey + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
+    /// The series at `found` (of [`Table::find`]), made by `new` if there
+    /// was none.
+    fn at(&mut self, found: Result<usize, usize>, values: &[&str], new: impl FnOnce() -> Series) -> &mut Series {
+        let i = found.unwrap_or_else(|i| {
+            self.series.insert(i, (values.iter().map(|v| v.to_string()).collect(), new()));
+            i
+        });
+        &mut self.series[i].1
     }
-}
 
-impl Eq for dyn LabelKey + '_ {}
+    fn len(&self) -> usize {
+        self.series.len()
+    }
 
-impl<'a> Borrow<dyn LabelKey + 'a> for Vec<String> {
-    fn borrow(&self) -> &(dyn LabelKey + 'a) {
-        self
+    fn iter(&self) -> impl Iterator<Item = (&Vec<String>, &Series)> {
+        self.series.iter().map(|(k, s)| (k, s))
+    }
+
+    /// Removes the series whose label `at` is `value`.
+    fn remove(&mut self, at: usize, value: &str) {
+        self.series.retain(|(k, _)| k.get(at).is_none_or(|v| v != value));
     }
 }
 
@@ -115,7 +117,8 @@ impl Registry {
 
     pub fn register(&mut self, name: &'static str, help: &'static str, kind: Kind, labels: &'static [&'static str]) -> FamilyId {
         debug_assert!(!self.families.iter().any(|f| f.name == name), "{name} registered twice");
-        self.families.push(Family { name, help, kind, labels, series: BTreeMap::new() });
+        assert!(labels.len() <= MAX_LABELS, "{name}: more than {MAX_LABELS} labels");
+        self.families.push(Family { name, help, kind, labels, series: Table::default() });
         FamilyId(self.families.len() - 1)
     }
 
@@ -139,7 +142,7 @@ impl Registry {
 
     /// Removes the series whose label `at` is `value`.
     pub fn remove(&mut self, id: FamilyId, at: usize, value: &str) {
-        self.families[id.0].series.retain(|k, _| k.get(at).is_none_or(|v| v != value));
+        self.families[id.0].series.remove(at, value);
     }
 
     /// Records one observation in a histogram.
@@ -164,22 +167,24 @@ impl Registry {
         if values.len() != f.labels.len() {
             return;
         }
-        // Looked up by the borrowed values (one hash): a series is copied in once, when made.
-        if let Some(s) = f.series.get_mut(&values as &dyn LabelKey) {
-            return op(s);
-        }
-        let key = if f.series.len() >= max { vec![OTHER.to_string(); values.len()] } else { values.iter().map(|v| v.to_string()).collect() };
         let kind = f.kind;
         let new = move || match kind {
             Kind::Histogram(b) => Series::Histogram { counts: vec![0; b.len() + 1], sum: 0.0 },
             _ => Series::Value(0.0),
         };
-        op(f.series.entry(key).or_insert_with(new));
+        let (found, values) = match f.series.find(values) {
+            Err(_) if f.series.len() >= max => {
+                let overflow = &[OTHER; MAX_LABELS][..values.len()];
+                (f.series.find(overflow), overflow)
+            }
+            found => (found, values),
+        };
+        op(f.series.at(found, values, new));
     }
 
     /// A counter's or gauge's value (tests and `/status`).
     pub fn value(&self, id: FamilyId, values: &[&str]) -> Option<f64> {
-        match self.families[id.0].series.get(&values as &dyn LabelKey)? {
+        match self.families[id.0].series.get(values)? {
             Series::Value(v) => Some(*v),
             Series::Histogram { .. } => None,
         }
@@ -227,7 +232,7 @@ impl Registry {
             };
             let _ = writeln!(out, "# HELP {} {}", f.name, escape(f.help, false));
             let _ = writeln!(out, "# TYPE {} {kind}", f.name);
-            for (values, s) in &f.series {
+            for (values, s) in f.series.iter() {
                 let labels = |extra: Option<(&str, &str)>| {
                     let mut pairs: Vec<String> =
                         f.labels.iter().zip(values).map(|(k, v)| format!("{k}=\"{}\"", escape(v, true))).collect();
@@ -576,4 +581,33 @@ print(json.dumps(out))
         assert_eq!(m.registry.value(m.requests, &["other", "s", "error"]), Some(50.0));
     }
 
+    #[test]
+    fn series_are_found_whichever_was_found_last_and_listed_in_order() {
+        let mut r = Registry::new(100);
+        let c = r.register("t_bytes_total", "x", Kind::Counter, &["server", "direction"]);
+        // Made out of order, each found again after its neighbours and after series far off.
+        for by in [1.0, 2.0, 3.0] {
+            for server in ["b", "a", "c"] {
+                for direction in ["out", "in"] {
+                    r.add(c, &[server, direction], by);
+                }
+                r.add(c, &["a", "in"], 0.0);
+            }
+        }
+        r.remove(c, 0, "c");
+        r.add(c, &["b", "in"], 10.0);
+        let text = r.render();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            lines,
+            [
+                "t_bytes_total{server=\"a\",direction=\"in\"} 6",
+                "t_bytes_total{server=\"a\",direction=\"out\"} 6",
+                "t_bytes_total{server=\"b\",direction=\"in\"} 16",
+                "t_bytes_total{server=\"b\",direction=\"out\"} 6",
+            ]
+        );
+        assert_eq!(r.value(c, &["c", "in"]), None);
+        assert_eq!(r.value(c, &["b"]), None);
+    }
 }

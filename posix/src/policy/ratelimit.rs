@@ -290,6 +290,14 @@ impl Bucket {
     fn wait_ms(&self) -> u64 {
         self.rate.per_ms.saturating_sub(self.units).div_ceil(u64::from(self.rate.count))
     }
+    /// Takes a token if one is there: 0, or milliseconds until one is.
+    fn take(&mut self) -> u64 {
+        let wait = self.wait_ms();
+        if wait == 0 {
+            self.units -= self.rate.per_ms;
+        }
+        wait
+    }
     fn idle(&self, now_ms: u64) -> bool {
         let mut b = self.clone();
         b.refill(now_ms);
@@ -334,22 +342,22 @@ impl RateLimiter {
     fn check_of(&mut self, key: Key<'_>, now_ms: u64, dims: Dims) -> Result<(), Refusal> {
         let applicable = self.applicable(key, dims);
         let mut longest: Option<(Scope<'_>, Rate, u64)> = None;
-        for (scope, rate) in applicable.iter().flatten() {
-            let wait = self.refill(key.class, *scope, *rate, now_ms);
-            if wait > 0 && longest.is_none_or(|(_, _, w)| wait > w) {
-                longest = Some((*scope, *rate, wait));
+        let mut taken = [false; 3];
+        for (slot, (scope, rate)) in applicable.iter().enumerate().filter_map(|(i, a)| Some((i, (*a)?))) {
+            match self.take(key.class, scope, rate, now_ms) {
+                0 => taken[slot] = true,
+                wait if longest.is_none_or(|(_, _, w)| wait > w) => longest = Some((scope, rate, wait)),
+                _ => {}
             }
         }
-        if let Some((scope, rate, wait)) = longest {
-            return Err(Refusal { limit: self.limit_name(key.class, scope, rate), retry_after_ms: wait });
-        }
-        // Each bucket was just found or made, and refilled.
-        for (scope, rate) in applicable.iter().flatten() {
+        let Some((scope, rate, wait)) = longest else { return Ok(()) };
+        // A refused request takes no token: those taken go back.
+        for (scope, rate) in applicable.iter().zip(taken).filter_map(|(a, took)| a.filter(|_| took)) {
             if let Some(b) = self.table(key.class, scope.dim).and_then(|m| m.get_mut(scope.name)) {
-                b.units -= rate.per_ms;
+                b.units += rate.per_ms;
             }
         }
-        Ok(())
+        Err(Refusal { limit: self.limit_name(key.class, scope, rate), retry_after_ms: wait })
     }
 
     /// The buckets of (class, dimension), if any was made.
@@ -411,12 +419,13 @@ impl RateLimiter {
     }
 
     /// The bucket of (class, scope), refilled to `now_ms` and marked used
-    /// (made, full, if there was none): how long until it has a token.
-    fn refill(&mut self, class: Class, scope: Scope<'_>, rate: Rate, now_ms: u64) -> u64 {
+    /// (made, full, if there was none), gives a token if it has one: 0, or
+    /// how long until it has one.
+    fn take(&mut self, class: Class, scope: Scope<'_>, rate: Rate, now_ms: u64) -> u64 {
         if let Some(b) = self.table(class, scope.dim).and_then(|m| m.get_mut(scope.name)) {
             b.refill(now_ms);
             b.used_ms = b.used_ms.max(now_ms);
-            return b.wait_ms();
+            return b.take();
         }
         if self.len >= self.cfg.max_buckets.max(1) {
             self.evict(now_ms);
@@ -425,8 +434,8 @@ impl RateLimiter {
         if self.table(class, scope.dim).is_none() {
             self.buckets.push(((class, scope.dim), HashMap::new()));
         }
-        let b = Bucket::full(rate, now_ms);
-        let wait = b.wait_ms();
+        let mut b = Bucket::full(rate, now_ms);
+        let wait = b.take();
         if let Some(m) = self.table(class, scope.dim) {
             m.insert(scope.name.into(), b);
         }
