@@ -182,7 +182,7 @@ impl HubPolicy {
             m.upstream(name, up, restarts);
         }
         m.load(sessions, connections, queues);
-        Some(m.registry.render())
+        Some(m.read().render())
     }
 
     /// The tracer's counts, sampled when `/metrics` is served.
@@ -216,7 +216,7 @@ impl HubPolicy {
     }
 
     pub fn metrics_json(&self) -> Option<Value> {
-        self.p.metrics.as_ref().map(|m| m.registry.to_json())
+        self.p.metrics.as_ref().map(|m| m.to_json())
     }
 
     /// Each server's last minutes and the last tool calls, at `now`.

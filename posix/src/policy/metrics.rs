@@ -41,7 +41,7 @@ enum Series {
     Histogram { counts: Vec<u64>, sum: f64 },
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Family {
     name: &'static str,
     help: &'static str,
@@ -50,7 +50,7 @@ struct Family {
     series: Table,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Registry {
     families: Vec<Family>,
     max_series: usize,
@@ -61,7 +61,7 @@ pub struct Registry {
 /// are copied in once, when their series is made. A request updates the
 /// same few series again and again (its server's in and out bytes side by
 /// side): those next to the last one found are tried first.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Table {
     series: Vec<(Vec<String>, Series)>,
     last: Cell<usize>,
@@ -153,6 +153,16 @@ impl Registry {
                 let i = bounds.iter().position(|b| x <= *b).unwrap_or(bounds.len());
                 counts[i] += 1;
                 *sum += x;
+            }
+        });
+    }
+
+    /// Adds `counts` (per bucket, `+Inf` last) and their `sum` to a histogram.
+    fn merge(&mut self, id: FamilyId, values: &[&str], counts: &[u64], sum: f64) {
+        self.update(id, values, |s| {
+            if let Series::Histogram { counts: mine, sum: total } = s {
+                mine.iter_mut().zip(counts).for_each(|(m, n)| *m += n);
+                *total += sum;
             }
         });
     }
@@ -305,6 +315,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    const ALL: [Outcome; 4] = [Outcome::Result, Outcome::ToolError, Outcome::Error, Outcome::Refused];
+
     pub const fn label(self) -> &'static str {
         match self {
             Outcome::Result => "result",
@@ -333,10 +345,12 @@ const METHODS: &[&str] = &[
 /// The hub's metric families.
 #[derive(Debug)]
 pub struct HubMetrics {
+    /// Request figures reach it from `unread` when it is read
+    /// ([`HubMetrics::read`], [`HubMetrics::to_json`]).
     pub registry: Registry,
-    requests: FamilyId,
-    latency: FamilyId,
-    bytes: FamilyId,
+    answered: Answered,
+    /// Per server (the last few answering), figures not in `registry` yet.
+    unread: Vec<Unread>,
     refusals: FamilyId,
     upstream_up: FamilyId,
     restarts: FamilyId,
@@ -351,17 +365,100 @@ pub struct HubMetrics {
     trace_spans: FamilyId,
     #[cfg(feature = "skills")]
     skill_mismatches: FamilyId,
+}
+
+/// The families every answered request adds to.
+#[derive(Clone, Copy, Debug)]
+struct Answered {
+    requests: FamilyId,
+    latency: FamilyId,
+    bytes: FamilyId,
     #[cfg(feature = "secrets")]
     identities: FamilyId,
+}
+
+/// Servers whose answered requests are counted apart at once; a further
+/// one moves their counts into the registry first.
+const UNREAD_SERVERS: usize = 8;
+
+/// Identities a server is reached as (`upstream_identity`).
+#[cfg(feature = "secrets")]
+const IDENTITIES: [&str; 2] = ["principal", "server"];
+
+/// One server's answered requests not yet added to the registry: a request
+/// adds to these arrays (no series looked up by its labels per request).
+#[derive(Clone, Debug)]
+struct Unread {
+    server: String,
+    /// By method (`METHODS`, then `"other"`) and outcome (`Outcome::ALL`).
+    requests: Vec<[u64; 4]>,
+    /// Per latency bucket, `+Inf` last, and their sum in seconds.
+    latency: Vec<u64>,
+    latency_sum: f64,
+    /// In, out.
+    bytes: [u64; 2],
+    #[cfg(feature = "secrets")]
+    identities: [u64; IDENTITIES.len()],
+}
+
+impl Unread {
+    fn new(server: &str) -> Unread {
+        Unread {
+            server: server.to_string(),
+            requests: vec![[0; 4]; METHODS.len() + 1],
+            latency: vec![0; LATENCY_BUCKETS.len() + 1],
+            latency_sum: 0.0,
+            bytes: [0; 2],
+            #[cfg(feature = "secrets")]
+            identities: [0; IDENTITIES.len()],
+        }
+    }
+
+    /// Adds these counts to `r` (series made only for counts there are).
+    fn add_to(&self, r: &mut Registry, f: Answered) {
+        let server = self.server.as_str();
+        let methods = METHODS.iter().chain(["other"].iter());
+        for (method, counts) in methods.zip(&self.requests) {
+            for (outcome, n) in Outcome::ALL.iter().zip(counts).filter(|(_, n)| **n > 0) {
+                r.add(f.requests, &[method, server, outcome.label()], *n as f64);
+            }
+        }
+        if self.latency.iter().any(|n| *n > 0) {
+            r.merge(f.latency, &[server], &self.latency, self.latency_sum);
+            r.add(f.bytes, &[server, "in"], self.bytes[0] as f64);
+            r.add(f.bytes, &[server, "out"], self.bytes[1] as f64);
+        }
+        #[cfg(feature = "secrets")]
+        for (identity, n) in IDENTITIES.iter().zip(self.identities).filter(|(_, n)| *n > 0) {
+            r.add(f.identities, &[server, identity], n as f64);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.requests.fill([0; 4]);
+        self.latency.fill(0);
+        self.latency_sum = 0.0;
+        self.bytes = [0; 2];
+        #[cfg(feature = "secrets")]
+        {
+            self.identities = [0; IDENTITIES.len()];
+        }
+    }
 }
 
 impl HubMetrics {
     pub fn new(max_series: usize) -> Self {
         let mut r = Registry::new(max_series);
-        HubMetrics {
+        let answered = Answered {
             requests: r.register("mcpx_requests_total", "Requests answered, by method, server and outcome.", Kind::Counter, &["method", "server", "outcome"]),
             latency: r.register("mcpx_request_duration_seconds", "Time from a request's arrival to its answer, per server.", Kind::Histogram(LATENCY_BUCKETS), &["server"]),
             bytes: r.register("mcpx_bytes_total", "Message bytes, per server and direction (in: from clients, out: to clients).", Kind::Counter, &["server", "direction"]),
+            #[cfg(feature = "secrets")]
+            identities: r.register("mcpx_upstream_identity_requests_total", "Requests answered by a server, per server and the identity it was reached with: principal (the caller's own credentials: per-principal secrets or OAuth) or server (the one the config gives every caller).", Kind::Counter, &["server", "identity"]),
+        };
+        HubMetrics {
+            answered,
+            unread: Vec::new(),
             refusals: r.register("mcpx_refusals_total", "Requests refused by a policy limit, per limit.", Kind::Counter, &["limit"]),
             upstream_up: r.register("mcpx_upstream_up", "1 when the upstream server is ready, else 0.", Kind::Gauge, &["server"]),
             restarts: r.register("mcpx_upstream_restarts_total", "Restarts of the upstream server.", Kind::Counter, &["server"]),
@@ -376,8 +473,6 @@ impl HubMetrics {
             trace_spans: r.register("mcpx_trace_spans_total", "Finished trace spans: exported, failed (the export failed) or dropped (the queue was full, or too many requests were traced at once).", Kind::Counter, &["outcome"]),
             #[cfg(feature = "skills")]
             skill_mismatches: r.register("mcpx_skill_digest_mismatches_total", "Reads of a skill's file refused because its bytes differ from the digest or size its server published, per server.", Kind::Counter, &["server"]),
-            #[cfg(feature = "secrets")]
-            identities: r.register("mcpx_upstream_identity_requests_total", "Requests answered by a server, per server and the identity it was reached with: principal (the caller's own credentials: per-principal secrets or OAuth) or server (the one the config gives every caller).", Kind::Counter, &["server", "identity"]),
             registry: r,
         }
     }
@@ -397,18 +492,64 @@ impl HubMetrics {
 
     /// One answered request: counts, latency, bytes.
     pub fn request(&mut self, method: &str, server: &str, outcome: Outcome, duration_ms: u64, bytes_in: u64, bytes_out: u64) {
-        let method = METHODS.iter().find(|m| **m == method).copied().unwrap_or("other");
-        let r = &mut self.registry;
-        r.add(self.requests, &[method, server, outcome.label()], 1.0);
-        r.observe(self.latency, &[server], duration_ms as f64 / 1000.0);
-        r.add(self.bytes, &[server, "in"], bytes_in as f64);
-        r.add(self.bytes, &[server, "out"], bytes_out as f64);
+        let method = METHODS.iter().position(|m| *m == method).unwrap_or(METHODS.len());
+        let seconds = duration_ms as f64 / 1000.0;
+        let u = self.unread_of(server);
+        u.requests[method][outcome as usize] += 1;
+        u.latency[LATENCY_BUCKETS.iter().position(|b| seconds <= *b).unwrap_or(LATENCY_BUCKETS.len())] += 1;
+        u.latency_sum += seconds;
+        u.bytes[0] += bytes_in;
+        u.bytes[1] += bytes_out;
     }
 
     /// One answered request of `server`, reached as `identity` (`principal` or `server`).
     #[cfg(feature = "secrets")]
     pub fn upstream_identity(&mut self, server: &str, identity: &str) {
-        self.registry.add(self.identities, &[server, identity], 1.0);
+        match IDENTITIES.iter().position(|i| *i == identity) {
+            Some(i) => self.unread_of(server).identities[i] += 1,
+            None => self.registry.add(self.answered.identities, &[server, identity], 1.0),
+        }
+    }
+
+    /// The unread counts of `server` (the counts of all moved into the
+    /// registry first when there is no room for another server).
+    fn unread_of(&mut self, server: &str) -> &mut Unread {
+        let i = match self.unread.iter().position(|u| u.server == server) {
+            Some(i) => i,
+            None => {
+                if self.unread.len() >= UNREAD_SERVERS {
+                    self.flush();
+                    self.unread.clear();
+                }
+                self.unread.push(Unread::new(server));
+                self.unread.len() - 1
+            }
+        };
+        &mut self.unread[i]
+    }
+
+    /// Moves the unread counts into the registry.
+    fn flush(&mut self) {
+        for u in &mut self.unread {
+            u.add_to(&mut self.registry, self.answered);
+            u.clear();
+        }
+    }
+
+    /// The registry with every request counted.
+    pub fn read(&mut self) -> &Registry {
+        self.flush();
+        &self.registry
+    }
+
+    /// [`Registry::to_json`] with every request counted (on a copy: the
+    /// status page reads without changing anything).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut r = self.registry.clone();
+        for u in &self.unread {
+            u.add_to(&mut r, self.answered);
+        }
+        r.to_json()
     }
 
     pub fn refused(&mut self, limit: &str) {
@@ -493,7 +634,7 @@ print(json.dumps(out))
         m.upstream("gh", true, 2);
         m.load(3, 4, &[("gh", 7)]);
         m.audit_dropped(9);
-        let text = m.registry.render();
+        let text = m.read().render();
         let fams = parse_with_prometheus_client(&text);
         let fam = |name: &str| fams.as_array().unwrap().iter().find(|f| f[0] == name).unwrap_or_else(|| panic!("{name} missing in {fams}")).clone();
 
@@ -550,7 +691,7 @@ print(json.dumps(out))
         m.request("tools/call", "gh", Outcome::Result, 3, 100, 400);
         m.request("tools/call", "gh", Outcome::Result, 700, 1, 1);
         m.load(2, 0, &[]);
-        let j = m.registry.to_json();
+        let j = m.to_json();
         assert_eq!(j["mcpx_requests_total"], json!([{"labels": {"method": "tools/call", "server": "gh", "outcome": "result"}, "value": 2.0}]));
         assert_eq!(j["mcpx_sessions"], json!([{"labels": {}, "value": 2.0}]));
         let h = &j["mcpx_request_duration_seconds"][0];
@@ -578,7 +719,42 @@ print(json.dumps(out))
         for i in 0..50 {
             m.request(&format!("x/{i}"), "s", Outcome::Error, 1, 0, 0);
         }
-        assert_eq!(m.registry.value(m.requests, &["other", "s", "error"]), Some(50.0));
+        let requests = m.answered.requests;
+        assert_eq!(m.read().value(requests, &["other", "s", "error"]), Some(50.0));
+    }
+
+    #[test]
+    fn requests_counted_apart_reach_the_registry_whenever_it_is_read() {
+        let mut m = HubMetrics::new(1000);
+        let servers: Vec<String> = (0..=UNREAD_SERVERS * 2).map(|i| format!("s{i}")).collect();
+        for _ in 0..3 {
+            for s in &servers {
+                m.request("tools/call", s, Outcome::Result, 20, 10, 100);
+                #[cfg(feature = "secrets")]
+                m.upstream_identity(s, "principal");
+            }
+        }
+        // The status page's copy counts them all, twice the same.
+        for _ in 0..2 {
+            let j = m.to_json();
+            let calls = j["mcpx_requests_total"].as_array().unwrap();
+            assert_eq!(calls.len(), servers.len());
+            assert!(calls.iter().all(|c| c["value"] == 3.0), "{calls:?}");
+        }
+        let a = m.answered;
+        for _ in 0..2 {
+            let r = m.read();
+            for s in &servers {
+                assert_eq!(r.value(a.requests, &["tools/call", s, "result"]), Some(3.0), "{s}");
+                assert_eq!(r.value(a.bytes, &[s, "in"]), Some(30.0), "{s}");
+                assert_eq!(r.value(a.bytes, &[s, "out"]), Some(300.0), "{s}");
+                #[cfg(feature = "secrets")]
+                assert_eq!(r.value(a.identities, &[s, "principal"]), Some(3.0), "{s}");
+            }
+            let text = r.render();
+            assert!(text.contains("mcpx_request_duration_seconds_count{server=\"s0\"} 3\n"), "{text}");
+            assert!(text.contains("mcpx_request_duration_seconds_bucket{server=\"s16\",le=\"0.025\"} 3\n"), "{text}");
+        }
     }
 
     #[test]
