@@ -175,7 +175,9 @@ impl Outbox {
     }
 
     /// When [`HOLD_BYTES`] or more are queued that the writer has not taken
-    /// yet, a wait until it takes them, of at most [`HOLD_LIMIT`]: the
+    /// yet, in more than one message (one alone, however large, just waits
+    /// for the writer: holding its sender would only cost a timer per
+    /// message), a wait until it takes them, of at most [`HOLD_LIMIT`]: the
     /// client whose message was queued last is not read meanwhile. Requests
     /// then wait in the client, which can still choose what to send, and
     /// not in mcpx, where each would only add to every later request's wait
@@ -185,7 +187,7 @@ impl Outbox {
     /// limit once, not once per message.
     pub fn hold(&self) -> Option<impl Future<Output = ()> + 'static> {
         let q = self.q.borrow();
-        if q.stalled || q.gone || q.closed || q.lines.len() < HOLD_BYTES {
+        if q.stalled || q.gone || q.closed || q.msgs < 2 || q.lines.len() < HOLD_BYTES {
             return None;
         }
         let out = self.clone();
@@ -377,6 +379,9 @@ mod tests {
         assert!(tx.hold().is_none(), "less than a pipe's worth holds nobody");
         tx.push(b"b".to_vec()).unwrap();
         let hold = tx.hold().expect("a pipe's worth queued holds the sender");
+        let (one, _rx) = outbox(100, 1 << 20);
+        one.push(vec![b'a'; 4 * HOLD_BYTES]).unwrap();
+        assert!(one.hold().is_none(), "one message alone holds nobody, however large");
         let mut out = Vec::new();
         crate::process::reactor::block_on(async {
             let write = async {
@@ -399,6 +404,7 @@ mod tests {
     fn a_writer_that_takes_nothing_holds_once_until_it_takes_something() {
         let (tx, rx) = outbox(100, 1 << 20);
         tx.push(vec![b'a'; HOLD_BYTES]).unwrap();
+        tx.push(b"a".to_vec()).unwrap();
         // Nobody writes: the hold ends at its limit and marks the writer stalled.
         crate::process::reactor::block_on(tx.hold().expect("held"));
         assert!(tx.hold().is_none(), "a stalled writer holds nobody again");
@@ -415,13 +421,14 @@ mod tests {
                 smol::future::yield_now().await;
                 assert!(!tx.q.borrow().stalled, "taking the queue ends the stall");
                 tx.push(vec![b'c'; HOLD_BYTES]).unwrap();
+                tx.push(b"c".to_vec()).unwrap();
                 let again = tx.hold().is_some();
                 tx.close();
                 assert!(again, "a writer that took something holds senders again");
             };
             smol::future::zip(write, refill).await;
         });
-        assert_eq!(out.len(), 2 * HOLD_BYTES + 4);
+        assert_eq!(out.len(), 2 * HOLD_BYTES + 8);
     }
 
     /// Records each write it is given.
