@@ -7,7 +7,11 @@
 //! upstream runs natively): the same warm-up, then N1 and N2 sequential
 //! `tools/call`s. The hub's total instructions (the `totals:` line of its
 //! callgrind file) differ by what N2 − N1 calls cost, so start-up, warm-up
-//! and shutdown cancel out. Instruction counts do not depend on the load of
+//! and shutdown cancel out. With `--policy` other than off, the 16 B calls
+//! are counted under that policy too: what it adds to a call, as a figure
+//! that does not move with the load (the CPU-time ratio of the stdio rows
+//! spreads by more than the bound it is judged by). Instruction counts do
+//! not depend on the load of
 //! the machine; they do depend on how the hub's threads and the upstream
 //! interleave (valgrind runs one thread at a time, and slowly), which the
 //! difference does not cancel: compare builds by this figure, not with
@@ -25,10 +29,12 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use mcpx_posix::bench::stdio::Peer;
+use mcpx_posix::bench::Policy;
 
-/// One payload's figure.
+/// One payload's figure under one policy.
 pub struct Row {
     pub payload: usize,
+    pub policy: Policy,
     /// (calls, instructions) of the two runs.
     pub runs: [(usize, u64); 2],
 }
@@ -57,36 +63,44 @@ fn valgrind_version() -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Measures `hub` (an mcpx command) with the echo upstream `echo`.
+/// The target of the instructions a policy adds to a 16 B call (issue 24's
+/// "the default policy ≤ 1.1× the hub CPU with policy off").
+pub const POLICY_BOUND: f64 = 1.1;
+
+/// Measures `hub` (an mcpx command) with the echo upstream `echo`, with
+/// the policy off, and the 16 B calls under `policy` too.
 pub fn measure(
     hub: &[String],
     echo: &[String],
+    policy: Policy,
     verbose: bool,
 ) -> Result<(String, Vec<Row>), String> {
     let version = valgrind_version()?;
     let dir = std::env::temp_dir().join(format!("mcpx-bench-instr-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let result = (|| {
-        let config = dir.join("config.json");
-        let doc = serde_json::json!({
-            "mcpServers": {"u1": {"command": echo[0], "args": &echo[1..], "prefix": ""}},
-            "logLevel": "warn",
-            "policy": {"rateLimits": false, "metrics": false},
-        });
-        std::fs::write(&config, doc.to_string())
-            .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+        let plan = PLAN.iter().map(|p| (Policy::Off, *p));
+        let with = PLAN.iter().filter(|p| p.0 == 16 && policy != Policy::Off).map(|p| (policy, *p));
         let mut rows = Vec::new();
-        for (payload, warm, n1, n2) in PLAN {
+        for (policy, (payload, warm, n1, n2)) in plan.chain(with).collect::<Vec<_>>() {
+            let config = dir.join(format!("config-{}.json", policy.name()));
+            let doc = serde_json::json!({
+                "mcpServers": {"u1": {"command": echo[0], "args": &echo[1..], "prefix": ""}},
+                "logLevel": "warn",
+                "policy": policy.block(&dir.join("audit.log")),
+            });
+            std::fs::write(&config, doc.to_string())
+                .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
             let mut runs = [(0, 0); 2];
             for (slot, n) in runs.iter_mut().zip([n1, n2]) {
                 if verbose {
-                    eprintln!("bench: instr {payload} B: {warm} + {n} calls under callgrind");
+                    eprintln!("bench: instr {payload} B, policy {}: {warm} + {n} calls under callgrind", policy.name());
                 }
                 let ir = run_once(hub, &config, &dir, payload, warm, n)
                     .map_err(|e| format!("{payload} B, {n} calls: {e}"))?;
                 *slot = (n, ir);
             }
-            let row = Row { payload, runs };
+            let row = Row { payload, policy, runs };
             if row.runs[1].1 <= row.runs[0].1 {
                 return Err(format!(
                     "{payload} B: {} calls counted {} instructions, {} calls {}: not a figure",
@@ -199,14 +213,15 @@ pub fn table(hub: &str, version: &str, rows: &[Row]) -> String {
     );
     let _ = writeln!(
         out,
-        "  payload  N1 / N2     Ir(N1)         Ir(N2)         Ir per call"
+        "  payload  policy   N1 / N2     Ir(N1)         Ir(N2)         Ir per call"
     );
     for r in rows {
         let [(n1, i1), (n2, i2)] = r.runs;
         let _ = writeln!(
             out,
-            "  {:<7}  {:>4} / {:<4}  {:>13}  {:>13}  {:>11.0}",
+            "  {:<7}  {:<7}  {:>4} / {:<4}  {:>13}  {:>13}  {:>11.0}",
             payload_name(r.payload),
+            r.policy.name(),
             n1,
             n2,
             i1,
@@ -214,7 +229,23 @@ pub fn table(hub: &str, version: &str, rows: &[Row]) -> String {
             r.per_call()
         );
     }
+    if let Some((policy, ratio)) = policy_ratio(rows) {
+        let verdict = if ratio <= POLICY_BOUND { "met" } else { "MISSED" };
+        let _ = writeln!(
+            out,
+            "  instructions with the {} policy ÷ without (16 B, sequential): {ratio:.2}× (bound ≤ {POLICY_BOUND}×): {verdict}",
+            policy.name()
+        );
+    }
     out
+}
+
+/// The policy the 16 B calls were also counted under, and its figure over
+/// the one with the policy off.
+pub fn policy_ratio(rows: &[Row]) -> Option<(Policy, f64)> {
+    let at = |on: bool| rows.iter().find(|r| r.payload == 16 && (r.policy != Policy::Off) == on);
+    let (off, with) = (at(false)?, at(true)?);
+    Some((with.policy, with.per_call() / off.per_call()))
 }
 
 /// Writes the rows to the JSON `path`: added to what the other sections
@@ -236,7 +267,7 @@ pub fn write_json(
         .iter()
         .map(|r| {
             serde_json::json!({
-                "section": "instr", "target": "mcpx serve", "payload_bytes": r.payload, "in_flight": 1,
+                "section": "instr", "target": "mcpx serve", "payload_bytes": r.payload, "in_flight": 1, "policy": r.policy.name(),
                 "hub": hub, "valgrind": version,
                 "median": {"instructions_per_call": r.per_call()},
                 "rounds": r.runs.iter().map(|&(n, ir)| serde_json::json!({"calls": n, "instructions": ir})).collect::<Vec<_>>(),
@@ -261,5 +292,19 @@ mod tests {
         );
         assert_eq!(super::total("events: Ir\nsummary: 12 3\n"), Some(12));
         assert_eq!(super::total("events: Ir\n"), None);
+    }
+
+    #[test]
+    fn the_policy_row_is_judged_against_the_16_b_row_with_the_policy_off() {
+        use super::{policy_ratio, table, Policy, Row};
+        let row = |payload, policy, ir: u64| Row { payload, policy, runs: [(200, 1_000), (1_200, 1_000 + ir * 1_000)] };
+        let mut rows = vec![row(16, Policy::Off, 20_000), row(65_536, Policy::Off, 400_000)];
+        assert!(policy_ratio(&rows).is_none(), "no policy row: no ratio");
+        assert!(!table("mcpx", "v", &rows).contains("policy ÷"));
+        rows.push(row(16, Policy::Default, 22_000));
+        assert_eq!(policy_ratio(&rows), Some((Policy::Default, 1.1)));
+        assert!(table("mcpx", "v", &rows).contains("default policy ÷ without (16 B, sequential): 1.10× (bound ≤ 1.1×): met"));
+        rows[2] = row(16, Policy::Default, 23_000);
+        assert!(table("mcpx", "v", &rows).contains(": 1.15× (bound ≤ 1.1×): MISSED"));
     }
 }

@@ -249,7 +249,7 @@ fn main() {
     if instr {
         let hub = mcpx.to_string_lossy().into_owned();
         eprintln!("bench: instr: {hub} under callgrind (about a minute)");
-        match instr::measure(&plan.hub, &plan.echo, plan.verbose) {
+        match instr::measure(&plan.hub, &plan.echo, plan.policy, plan.verbose) {
             Ok((version, rows)) => {
                 print!("\n{}", instr::table(&hub, &version, &rows));
                 if let Some(path) = &plan.json {

@@ -171,7 +171,7 @@ impl Policy {
     }
 
     /// The `"policy"` block, auditing into `audit` when on.
-    fn block(self, audit: &Path) -> serde_json::Value {
+    pub fn block(self, audit: &Path) -> serde_json::Value {
         match self {
             Policy::Off => serde_json::json!({"rateLimits": false, "metrics": false}),
             #[cfg(feature = "traces")]
