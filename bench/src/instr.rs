@@ -82,7 +82,7 @@ pub fn measure(
         let plan = PLAN.iter().map(|p| (Policy::Off, *p));
         let with = PLAN.iter().filter(|p| p.0 == 16 && policy != Policy::Off).map(|p| (policy, *p));
         let mut rows = Vec::new();
-        for (policy, (payload, warm, n1, n2)) in plan.chain(with).collect::<Vec<_>>() {
+        for (policy, (payload, warm, n1, n2)) in plan.chain(with) {
             let config = dir.join(format!("config-{}.json", policy.name()));
             let doc = serde_json::json!({
                 "mcpServers": {"u1": {"command": echo[0], "args": &echo[1..], "prefix": ""}},

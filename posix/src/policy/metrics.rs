@@ -10,7 +10,6 @@
 //! past that, new label sets are counted in one series whose every label
 //! is `"_other"`, so a client sending made-up names cannot grow the table.
 
-use std::cell::Cell;
 use std::fmt::Write;
 
 /// The `Content-Type` of [`Registry::render`]'s output.
@@ -58,28 +57,16 @@ pub struct Registry {
 
 /// A family's series in the order of their label values (as a sorted
 /// map keeps them), found by a binary search on the caller's values, which
-/// are copied in once, when their series is made. A request updates the
-/// same few series again and again (its server's in and out bytes side by
-/// side): those next to the last one found are tried first.
+/// are copied in once, when their series is made.
 #[derive(Clone, Debug, Default)]
 struct Table {
     series: Vec<(Vec<String>, Series)>,
-    last: Cell<usize>,
 }
 
 impl Table {
     /// Where the series of `values` is, or would go.
     fn find(&self, values: &[&str]) -> Result<usize, usize> {
-        let is = |i: usize| self.series.get(i).is_some_and(|(k, _)| k.iter().map(String::as_str).eq(values.iter().copied()));
-        let last = self.last.get();
-        let found = match [last, last + 1, last.wrapping_sub(1)].into_iter().find(|i| is(*i)) {
-            Some(i) => Ok(i),
-            None => self.series.binary_search_by(|(k, _)| k.iter().map(String::as_str).cmp(values.iter().copied())),
-        };
-        if let Ok(i) = found {
-            self.last.set(i);
-        }
-        found
+        self.series.binary_search_by(|(k, _)| k.iter().map(String::as_str).cmp(values.iter().copied()))
     }
 
     fn get(&self, values: &[&str]) -> Option<&Series> {
@@ -758,7 +745,7 @@ print(json.dumps(out))
     }
 
     #[test]
-    fn series_are_found_whichever_was_found_last_and_listed_in_order() {
+    fn series_are_found_whatever_the_order_they_were_made_in_and_listed_in_order() {
         let mut r = Registry::new(100);
         let c = r.register("t_bytes_total", "x", Kind::Counter, &["server", "direction"]);
         // Made out of order, each found again after its neighbours and after series far off.
