@@ -5,9 +5,10 @@
 //!
 //! The writers are methods of [`Downward`], a borrow of the three things a
 //! message toward a client touches: the output queue, the clients (an
-//! answer closes the request in the client's open set and may complete a
-//! batch; a request waits for the end of the handshake) and the policy (an
-//! answer to a tracked request gets its audit line and metric sample).
+//! answer closes the request in the client's open set, handing over its
+//! policy record, and may complete a batch; a request waits for the end of
+//! the handshake) and the policy (an answer to a tracked request gets its
+//! audit line and metric sample).
 //! The hub lends them with `Hub::downward`.
 
 use std::collections::VecDeque;
@@ -54,7 +55,9 @@ impl Downward<'_> {
             span.start..span.end
         });
         debug_assert!(id.as_ref().is_none_or(|r| bytes.get(r.clone()).is_some()));
-        if let Some((level, line)) = self.policy.answered(c, id.clone().map(|r| &bytes[r]), bytes.len(), outcome, self.now_ms) {
+        let asked = id.clone().map(|r| &bytes[r]);
+        let closed = asked.and_then(|id| self.clients.close(c, id));
+        if let Some((level, line)) = self.policy.answered(c, asked, closed, bytes.len(), outcome, self.now_ms) {
             self.out.push_back(Output::Log(level, line));
         }
         self.emit(c, bytes, About::Reply { id, outcome });

@@ -25,8 +25,9 @@
 //! - `tasks::Tasks`, `starts::Starts` (lazy starts, per-client instances),
 //!   `modern::Listens` (listen streams, early 2026-07-28 requests),
 //!   `subscriptions::Subscriptions` (resource subscriptions, the log level),
-//!   `policy::HubPolicy` (limits, catalogs, audit, metrics), `shared::Shared`
-//!   (state across replicas);
+//!   `policy::HubPolicy` (limits, catalogs, audit, metrics; the record of
+//!   each tracked request in `tracked::Records`, its handle kept in the
+//!   client's open set), `shared::Shared` (state across replicas);
 //! - `stages` — the request pipeline (identify, admit, authorize, validate,
 //!   route, shape, observe) on a `Pipeline` of narrow borrows;
 //! - `downward` / `upward` — one writer per kind of message each way.
@@ -133,6 +134,7 @@ mod subscriptions;
 mod starts;
 pub mod shared;
 mod tasks;
+mod tracked;
 #[cfg(feature = "traces")]
 pub mod trace;
 #[cfg(not(feature = "traces"))]

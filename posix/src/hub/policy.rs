@@ -27,9 +27,10 @@ use super::catalog::{Entry, Kind};
 use super::request::Refusal;
 use super::pending::Pending;
 use super::shape::{self, Rev, RevExt};
+use super::tracked::{Records, Tracked};
 use super::wire::{self, Msg};
 use super::Level;
-use super::{ClientId, ConfigError, HubOptions, IdKey, UpstreamId, UpstreamSpec};
+use super::{ClientId, ConfigError, HubOptions, UpstreamId, UpstreamSpec};
 
 /// The `_meta` key carrying an untrusted server's name on its tools
 /// (`tools-annotations-untrusted`).
@@ -97,11 +98,8 @@ fn asked_into(m: &Msg, out: &mut String) {
         Method::CompletionComplete => &[&["ref", "name"], &["ref", "uri"]],
         _ => &[&["name"]],
     };
-    let Some(r) = at.iter().find_map(|path| m.param(path)) else { return };
-    match mcpx_core::json::parse(&m.raw[r.clone()]).ok().and_then(|v| v.as_str()).map(|s| s.as_str()) {
-        Some(Some(plain)) => out.push_str(plain),
-        Some(None) => out.push_str(&wire::string_at(m.raw, r).unwrap_or_default()),
-        None => {}
+    if let Some(asked) = at.iter().find_map(|path| m.param(path)).and_then(|r| wire::str_at(m.raw, r)) {
+        out.push_str(&asked);
     }
 }
 
@@ -125,7 +123,7 @@ pub(super) struct HubPolicy {
     pub(super) restricts: bool,
     untrusted: UntrustedAnnotations,
     /// Open tracked requests (bounded by `cap`; the oldest is dropped).
-    open: HashMap<(ClientId, IdKey), Open>,
+    open: Records<Open>,
     /// Finished requests' records, kept for the room of their strings.
     spare: Vec<Open>,
     cap: usize,
@@ -155,7 +153,7 @@ impl HubPolicy {
             restricts: !p.catalogs.entries.is_empty(),
             untrusted: opts.policy.untrusted_annotations,
             p,
-            open: HashMap::new(),
+            open: Records::new(opts.max_pending.saturating_mul(2).max(16)),
             spare: Vec::new(),
             cap: opts.max_pending.saturating_mul(2).max(16),
             epoch_ms,
@@ -182,6 +180,10 @@ impl HubPolicy {
             m.upstream(name, up, restarts);
         }
         m.load(sessions, connections, queues);
+        #[cfg(feature = "activity")]
+        if let Some(c) = &mut self.p.callers {
+            c.flush(&mut m.registry);
+        }
         Some(m.read().render())
     }
 
@@ -216,7 +218,14 @@ impl HubPolicy {
     }
 
     pub fn metrics_json(&self) -> Option<Value> {
-        self.p.metrics.as_ref().map(|m| m.to_json())
+        self.p.metrics.as_ref().map(|m| {
+            m.to_json(|#[cfg_attr(not(feature = "activity"), allow(unused_variables))] r| {
+                #[cfg(feature = "activity")]
+                if let Some(c) = &self.p.callers {
+                    c.add_unread(r);
+                }
+            })
+        })
     }
 
     /// Each server's last minutes and the last tool calls, at `now`.
@@ -458,12 +467,12 @@ impl HubPolicy {
     /// A mismatch is a warning to log, and (`"output": "refuse"`) the
     /// result to send instead: a tool error naming it.
     #[cfg(feature = "validate")]
-    pub fn check_output(&self, c: ClientId, id: &[u8], res: &[u8]) -> Option<(Line, Option<Vec<u8>>)> {
+    pub fn check_output(&self, tracked: impl FnOnce() -> Option<Tracked>, res: &[u8]) -> Option<(Line, Option<Vec<u8>>)> {
         let check = self.p.validate.as_ref().map_or(OutputCheck::Off, |v| v.output);
         if check == OutputCheck::Off {
             return None;
         }
-        let o = self.open.get(&(c, IdKey::new(id)))?;
+        let o = self.open.get(tracked()?)?;
         if !self.p.validates(&o.server) {
             return None;
         }
@@ -476,7 +485,7 @@ impl HubPolicy {
     }
 
     #[cfg(not(feature = "validate"))]
-    pub fn check_output(&self, _: ClientId, _: &[u8], _: &[u8]) -> Option<(Line, Option<Vec<u8>>)> {
+    pub fn check_output(&self, _: impl FnOnce() -> Option<Tracked>, _: &[u8]) -> Option<(Line, Option<Vec<u8>>)> {
         None
     }
 
@@ -693,20 +702,17 @@ impl HubPolicy {
         capped
     }
 
-    /// A tracked request `m` of client `c` arrives (before it is routed);
-    /// `who`: its principal and revision (`None`: the client is gone).
-    pub fn begin<'w>(&mut self, c: ClientId, m: &Msg, now: u64, who: impl FnOnce() -> Option<Who<'w>>) {
-        let Some(method) = Some(m.call).filter(|c| tracked(*c)).and_then(|c| c.name()) else { return };
+    /// Request `m` of client `c` arrives, before it is routed; `who`: its
+    /// principal and the revision its line names. A tracked one gets its
+    /// record, whose handle the client's open set keeps
+    /// ([`Tracked::NONE`]: not tracked).
+    pub fn begin<'w>(&mut self, c: ClientId, m: &Msg, now: u64, who: impl FnOnce() -> Who<'w>) -> Tracked {
+        let Some(method) = Some(m.call).filter(|c| tracked(*c)).and_then(|c| c.name()) else { return Tracked::NONE };
         if !self.tracking() {
-            return;
+            return Tracked::NONE;
         }
-        let Some(id) = m.id_bytes() else { return };
-        if self.open.len() >= self.cap {
-            if let Some(k) = self.open.iter().min_by_key(|(_, o)| o.start_ms).map(|(k, _)| k.clone()) {
-                self.open.remove(&k);
-            }
-        }
-        let Some(who) = who() else { return };
+        let Some(id) = m.id_bytes() else { return Tracked::NONE };
+        let who = who();
         // Kept for the audit line's digest only: metrics alone need no copy.
         let audited = self.p.audit.is_some() && m.call == Method::ToolsCall;
         let arguments = audited.then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));
@@ -726,12 +732,18 @@ impl HubPolicy {
         open.refused = None;
         open.stage = None;
         open.approval = None;
-        self.open.insert((c, IdKey::new(id)), open);
+        self.open.open(c, id, open)
+    }
+
+    /// The open record of client `c`'s request `id`.
+    fn open_of(&mut self, c: ClientId, id: &[u8]) -> Option<&mut Open> {
+        let t = self.open.find(c, id)?;
+        self.open.get_mut(t)
     }
 
     /// Request `id` of client `c` was refused by `limit` (stage *admit*).
     pub fn refused_by(&mut self, c: ClientId, id: &[u8], limit: &str) {
-        if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
+        if let Some(o) = self.open_of(c, id) {
             o.refused = Some(limit.to_string());
         }
     }
@@ -739,7 +751,7 @@ impl HubPolicy {
     /// Request `id` of client `c` was refused at `stage`: its audit line
     /// names the stage.
     pub fn refused_at(&mut self, c: ClientId, id: &[u8], stage: audit::Stage) {
-        if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
+        if let Some(o) = self.open_of(c, id) {
             o.stage = Some(stage);
         }
     }
@@ -747,7 +759,7 @@ impl HubPolicy {
     /// The decision on request `id` of client `c`, which needed approval,
     /// for its audit line.
     pub fn approval(&mut self, c: ClientId, id: &[u8], note: String) {
-        if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
+        if let Some(o) = self.open_of(c, id) {
             o.approval = Some(note);
         }
     }
@@ -756,7 +768,7 @@ impl HubPolicy {
     /// exposed as `name`.
     pub fn resolved(&mut self, c: ClientId, m: &Msg, up: &super::UpstreamSpec, name: &str, original: &str) {
         let Some(id) = m.id_bytes() else { return };
-        if let Some(o) = self.open.get_mut(&(c, IdKey::new(id))) {
+        if let Some(o) = self.open_of(c, id) {
             up.name.clone_into(&mut o.server);
             #[cfg(feature = "secrets")]
             {
@@ -768,14 +780,16 @@ impl HubPolicy {
     }
 
     /// The answer (`len` bytes, saying `outcome`) to client `c`'s request
-    /// `id` is written: a tracked request gets its audit line and metric
-    /// sample, from what the hub knows of the answer (its bytes are not
-    /// read again); the debug line to log, if any.
-    pub fn answered(&mut self, c: ClientId, id: Option<&[u8]>, len: usize, outcome: super::Outcome, now: u64) -> Option<Line> {
+    /// `id` is written, `closed` from the client's open set (`None`: the
+    /// set did not have it): a tracked request gets its audit line and
+    /// metric sample, from what the hub knows of the answer (its bytes are
+    /// not read again); the debug line to log, if any.
+    pub fn answered(&mut self, c: ClientId, id: Option<&[u8]>, closed: Option<Tracked>, len: usize, outcome: super::Outcome, now: u64) -> Option<Line> {
         if self.open.is_empty() {
             return None;
         }
-        let o = id.and_then(|id| self.open.remove(&(c, IdKey::new(id))))?;
+        let t = closed.or_else(|| id.and_then(|id| self.open.find(c, id)))?;
+        let o = self.open.close(t)?;
         let outcome = match (&o.refused, outcome) {
             (Some(limit), _) => audit::Outcome::Refused { limit },
             (None, super::Outcome::Error { code, .. }) => audit::Outcome::Error { code },
@@ -844,11 +858,18 @@ impl HubPolicy {
         self.log_calls = on;
     }
 
+    /// Tracked request `t` was answered elsewhere (another replica): its
+    /// record goes without a line here.
+    pub fn forget(&mut self, t: Tracked) {
+        if let Some(o) = self.open.close(t) {
+            self.spare.push(o);
+            self.spare.truncate(SPARE_RECORDS);
+        }
+    }
+
     /// Client `c` is gone: forget its tracked requests.
     pub fn client_gone(&mut self, c: ClientId) {
-        if !self.open.is_empty() {
-            self.open.retain(|(x, _), _| *x != c);
-        }
+        self.open.forget_client(c);
     }
 }
 

@@ -177,12 +177,6 @@ impl Hub {
     /// context `ctx`): one handler per method.
     pub(super) fn route(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>) -> Result<(), Refusal> {
         use Method::*;
-        let clients = &self.clients;
-        self.policy.begin(c, m, self.now_ms, || {
-            let cl = clients.get(&c)?;
-            let revision = if ctx.is_some() { super::request::MODERN.as_str() } else { cl.rev().as_str() };
-            Some(super::policy::Who { principal: super::policy::principal_name(&cl.principal), revision })
-        });
         if matches!(m.call, TasksGet | TasksResult | TasksList | TasksCancel | TasksUpdate) {
             self.stages(|p| p.admit_task_request(c, m))?;
         }
@@ -683,7 +677,7 @@ impl Hub {
         let capped = if call == Some(Method::CompletionComplete) { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
         // Policy: structuredContent against the tool's outputSchema.
-        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy.check_output(c, &id, r)) } else { None };
+        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy.check_output(|| self.clients.get(&c)?.open.get(id.bytes()).copied(), r)) } else { None };
         let checked = checked.and_then(|(line, instead)| {
             self.apply_policy([line]);
             instead
@@ -972,8 +966,8 @@ impl Hub {
                 }
                 Effect::Limited(c, id, r) => stages::refused_shared(&mut self.policy, c, &id, &r),
                 Effect::Closed(c, id) => {
-                    if let Some(cl) = self.clients.get_mut(&c) {
-                        cl.open.remove(id.as_slice());
+                    if let Some(t) = self.clients.close(c, &id) {
+                        self.policy.forget(t);
                     }
                 }
                 Effect::Forward(c, id, task) => {
@@ -1169,7 +1163,16 @@ impl Hub {
 
     /// One checked message from client `c`: the only way in.
     pub(super) fn on_client_view(&mut self, c: ClientId, m: &wire::Msg) {
-        if !self.clients.opened(c, m) {
+        // Its policy record opens with it (`tracked`): the era its line
+        // names is the one routing decides on below.
+        let (policy, now) = (&mut self.policy, self.now_ms);
+        let begin = |principal: &[u8], stage: &super::client::Stage| {
+            policy.begin(c, m, now, || {
+                let revision = if modern::is_modern_request(stage.is_modern(), m) { super::request::MODERN.as_str() } else { stage.rev().as_str() };
+                super::policy::Who { principal: super::policy::principal_name(principal), revision }
+            })
+        };
+        if !self.clients.opened(c, m, begin) {
             return;
         }
         match m.kind {

@@ -102,26 +102,71 @@ pub struct Callers {
     family: FamilyId,
     tools: TopN,
     principals: TopN,
+    unread: Unread,
+}
+
+/// Calls of one series (the last one counted) the registry has not seen
+/// yet: a run of one tool's calls by one principal reaches the registry
+/// once, when another series is counted or the registry is read.
+#[derive(Debug)]
+struct Unread {
+    tool: String,
+    principal: String,
+    outcome: Outcome,
+    calls: u64,
+}
+
+impl Unread {
+    fn is(&self, tool: &str, principal: &str, outcome: Outcome) -> bool {
+        self.calls > 0 && self.outcome == outcome && self.tool == tool && self.principal == principal
+    }
+
+    fn add_to(&self, r: &mut Registry, family: FamilyId) {
+        if self.calls > 0 {
+            r.add(family, &[&self.tool, &self.principal, self.outcome.label()], self.calls as f64);
+        }
+    }
 }
 
 impl Callers {
     pub fn register(r: &mut Registry) -> Callers {
         let help = "Tool calls answered, by tool (its exposed name; _unknown: a name no tool the client may see has), principal and outcome; the 64 tools and 32 principals busiest of late keep their names, the others count as _other.";
         let family = r.register("mcpx_tool_calls_total", help, Kind::Counter, &["tool", "principal", "outcome"]);
-        Callers { family, tools: TopN::new(TOOLS_LABELLED), principals: TopN::new(PRINCIPALS_LABELLED) }
+        let unread = Unread { tool: String::new(), principal: String::new(), outcome: Outcome::Result, calls: 0 };
+        Callers { family, tools: TopN::new(TOOLS_LABELLED), principals: TopN::new(PRINCIPALS_LABELLED), unread }
     }
 
     /// One answered `tools/call` of `tool` by `principal`.
     pub fn count(&mut self, r: &mut Registry, tool: &str, principal: &str, outcome: Outcome) {
         let (tool, gone) = self.tools.of(tool);
         if let Some(g) = gone {
+            self.flush(r);
             r.remove(self.family, 0, &g);
         }
         let (principal, gone) = self.principals.of(principal);
         if let Some(g) = gone {
+            self.flush(r);
             r.remove(self.family, 1, &g);
         }
-        r.add(self.family, &[tool, principal, outcome.label()], 1.0);
+        if !self.unread.is(tool, principal, outcome) {
+            self.flush(r);
+            let u = &mut self.unread;
+            tool.clone_into(&mut u.tool);
+            principal.clone_into(&mut u.principal);
+            u.outcome = outcome;
+        }
+        self.unread.calls += 1;
+    }
+
+    /// Moves the calls not yet seen into `r`: before it is read.
+    pub fn flush(&mut self, r: &mut Registry) {
+        self.unread.add_to(r, self.family);
+        self.unread.calls = 0;
+    }
+
+    /// Adds the calls not yet seen to `r`, a copy being read.
+    pub fn add_unread(&self, r: &mut Registry) {
+        self.unread.add_to(r, self.family);
     }
 }
 
@@ -136,8 +181,10 @@ mod tests {
         callers: Callers,
     }
 
+    /// Counted, and seen by the registry (as a read sees it).
     fn call(m: &mut M, tool: &str, principal: &str, o: Outcome) {
         m.callers.count(&mut m.registry, tool, principal, o);
+        m.callers.flush(&mut m.registry);
     }
 
     #[test]
@@ -184,5 +231,29 @@ mod tests {
         // One call of a tool counted as other never displaces anyone.
         call(&mut m, &format!("gh__t{}", TOOLS_LABELLED + 5), "alice", Outcome::Result);
         assert_eq!(v(&m, OTHER, "alice", Outcome::Result), Some(other + 1.0));
+    }
+
+    #[test]
+    fn runs_of_one_series_reach_the_registry_when_it_is_read_and_none_is_lost() {
+        let mut registry = HubMetrics::new(100_000).registry;
+        let mut callers = Callers::register(&mut registry);
+        let v = |r: &Registry, c: &Callers, t: &str, p: &str, o: Outcome| r.value(c.family, &[t, p, o.label()]);
+        for _ in 0..3 {
+            callers.count(&mut registry, "a", "alice", Outcome::Result);
+        }
+        assert_eq!(v(&registry, &callers, "a", "alice", Outcome::Result), None, "a run is not added call by call");
+        let mut copy = registry.clone();
+        callers.add_unread(&mut copy);
+        assert_eq!(v(&copy, &callers, "a", "alice", Outcome::Result), Some(3.0), "a copy being read sees the run");
+        // Another series ends the run: it reaches the registry.
+        callers.count(&mut registry, "a", "bob", Outcome::Result);
+        callers.count(&mut registry, "a", "bob", Outcome::ToolError);
+        callers.count(&mut registry, "a", "alice", Outcome::Result);
+        assert_eq!(v(&registry, &callers, "a", "alice", Outcome::Result), Some(3.0));
+        assert_eq!(v(&registry, &callers, "a", "bob", Outcome::Result), Some(1.0));
+        callers.flush(&mut registry);
+        callers.flush(&mut registry);
+        assert_eq!(v(&registry, &callers, "a", "alice", Outcome::Result), Some(4.0), "flushed once, however often read");
+        assert_eq!(v(&registry, &callers, "a", "bob", Outcome::ToolError), Some(1.0));
     }
 }

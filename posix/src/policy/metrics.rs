@@ -529,13 +529,15 @@ impl HubMetrics {
         &self.registry
     }
 
-    /// [`Registry::to_json`] with every request counted (on a copy: the
-    /// status page reads without changing anything).
-    pub fn to_json(&self) -> serde_json::Value {
+    /// [`Registry::to_json`] with every request counted, and what `more`
+    /// adds of counts kept elsewhere (on a copy: the status page reads
+    /// without changing anything).
+    pub fn to_json(&self, more: impl FnOnce(&mut Registry)) -> serde_json::Value {
         let mut r = self.registry.clone();
         for u in &self.unread {
             u.add_to(&mut r, self.answered);
         }
+        more(&mut r);
         r.to_json()
     }
 
@@ -678,7 +680,7 @@ print(json.dumps(out))
         m.request("tools/call", "gh", Outcome::Result, 3, 100, 400);
         m.request("tools/call", "gh", Outcome::Result, 700, 1, 1);
         m.load(2, 0, &[]);
-        let j = m.to_json();
+        let j = m.to_json(|_| {});
         assert_eq!(j["mcpx_requests_total"], json!([{"labels": {"method": "tools/call", "server": "gh", "outcome": "result"}, "value": 2.0}]));
         assert_eq!(j["mcpx_sessions"], json!([{"labels": {}, "value": 2.0}]));
         let h = &j["mcpx_request_duration_seconds"][0];
@@ -723,7 +725,7 @@ print(json.dumps(out))
         }
         // The status page's copy counts them all, twice the same.
         for _ in 0..2 {
-            let j = m.to_json();
+            let j = m.to_json(|_| {});
             let calls = j["mcpx_requests_total"].as_array().unwrap();
             assert_eq!(calls.len(), servers.len());
             assert!(calls.iter().all(|c| c["value"] == 3.0), "{calls:?}");

@@ -4,6 +4,7 @@
 //! cannot be read (the id such an error carries, a message over the size
 //! limit).
 
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 use mcpx_core::clipped::{self, Clipped};
@@ -12,9 +13,10 @@ use mcpx_core::error::ErrorCode;
 use mcpx_core::method::Method;
 use serde_json::json;
 
-use super::{Client, Clients, PendingBatch, MAX_OPEN};
+use super::{Client, Clients, PendingBatch, Stage, MAX_OPEN};
 use crate::hub::request::Refusal;
 use crate::hub::shape::{Rev, RevExt};
+use crate::hub::tracked::Tracked;
 use crate::hub::wire::{self, Bad, Kind};
 use crate::hub::{About, ClientId, IdKey, Output, Oversize};
 
@@ -67,11 +69,18 @@ impl Clients {
     }
 
     /// Request `m` of client `c` is open until answered (tracked up to
-    /// [`MAX_OPEN`]); `false`: no such client.
-    pub(in crate::hub) fn opened(&mut self, c: ClientId, m: &wire::Msg) -> bool {
+    /// [`MAX_OPEN`]), with the handle of the record `begin` opens for it,
+    /// told whose it is and the client's stage; an id already open keeps
+    /// its record. `false`: no such client.
+    pub(in crate::hub) fn opened(&mut self, c: ClientId, m: &wire::Msg, begin: impl FnOnce(&[u8], &Stage) -> Tracked) -> bool {
         let Some(cl) = self.get_mut(&c) else { return false };
-        if let Some(id) = m.id_bytes().filter(|_| m.kind == Kind::Request && cl.open.len() < MAX_OPEN) {
-            cl.open.insert(IdKey::new(id));
+        let Some(id) = m.id_bytes().filter(|_| m.kind == Kind::Request) else { return true };
+        let Client { open, principal, stage, .. } = cl;
+        if open.len() >= MAX_OPEN {
+            // Not kept here: its record is found by its key.
+            begin(principal, stage);
+        } else if let Entry::Vacant(v) = open.entry(IdKey::new(id)) {
+            v.insert(begin(principal, stage));
         }
         true
     }

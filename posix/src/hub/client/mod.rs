@@ -31,7 +31,7 @@
 //!   when it changes (`Output::SessionChanged`), gives it
 //!   (`Hub::client_snapshot`) and makes a client of it (`Hub::adopt_client`).
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use mcpx_core::error::PeerCaps;
 #[cfg(feature = "cluster")]
@@ -43,6 +43,7 @@ use super::catalog::Channel;
 use super::request::ReqCtx;
 use super::tasks;
 use super::shape::{Rev, RevExt};
+use super::tracked::Tracked;
 use super::wire;
 use super::{About, ClientId, IdKey, Output};
 
@@ -67,7 +68,8 @@ pub struct Client {
     /// Ids of the client's requests not yet answered (at most
     /// [`MAX_OPEN`]): what a runtime waits for at end of input, and what a
     /// transport checks a new request's id against.
-    pub(in crate::hub) open: HashSet<IdKey>,
+    /// Each with its policy record's handle (`tracked`).
+    pub(in crate::hub) open: HashMap<IdKey, Tracked>,
     /// JSON-RPC batches with requests still unanswered.
     pub(in crate::hub) batches: Vec<PendingBatch>,
 }
@@ -81,6 +83,21 @@ pub(super) enum Stage {
     New,
     Legacy(Session),
     Modern,
+}
+
+impl Stage {
+    /// The revision to shape for: the negotiated one, else the latest
+    /// legacy one.
+    pub(in crate::hub) fn rev(&self) -> Rev {
+        match self {
+            Stage::Legacy(s) => s.rev,
+            _ => Rev::LATEST_LEGACY,
+        }
+    }
+
+    pub(in crate::hub) fn is_modern(&self) -> bool {
+        matches!(self, Stage::Modern)
+    }
 }
 
 /// What a legacy client's `initialize` settled, and where its handshake is.
@@ -263,8 +280,8 @@ impl Clients {
             .collect()
     }
 
-    /// Queues a message for client `c`, saying what it is. A reply closes
-    /// the client's request in the open set, and waits for the rest of
+    /// Queues a message for client `c`, saying what it is. A reply (its
+    /// request closed already, [`Clients::close`]) waits for the rest of
     /// its batch when it is part of one.
     pub(in crate::hub) fn emit(&mut self, out: &mut VecDeque<Output>, c: ClientId, mut bytes: Vec<u8>, about: About) {
         // Only calls held for approval are answered with a task early.
@@ -277,13 +294,18 @@ impl Clients {
         let Some(cl) = self.map.get_mut(&c) else { return };
         if let About::Reply { id: Some(r), .. } = &about {
             let id = IdKey::new(&bytes[r.clone()]);
-            cl.open.remove(id.bytes());
             match cl.batch_take(out, c, &id, Some(bytes)) {
                 Some(b) => bytes = b,
                 None => return,
             }
         }
         out.push_back(Output::ToClient(c, bytes, about));
+    }
+
+    /// Client `c`'s request `id` is answered: it leaves the open set,
+    /// giving its record's handle (`None`: the set did not have it).
+    pub(in crate::hub) fn close(&mut self, c: ClientId, id: &[u8]) -> Option<Tracked> {
+        self.map.get_mut(&c)?.open.remove(id)
     }
 
     /// Client `c`'s request `id` was answered with task `task`: its own
@@ -352,7 +374,7 @@ impl Clients {
 
     /// Is a request of client `c` with this id (raw JSON) still unanswered?
     pub fn request_open(&self, c: ClientId, id: &[u8]) -> bool {
-        self.map.get(&c).is_some_and(|cl| cl.open.contains(id))
+        self.map.get(&c).is_some_and(|cl| cl.open.contains_key(id))
     }
 
     /// Is client `c`'s `initialize` held (waiting for upstreams to start)?
@@ -484,7 +506,7 @@ impl Client {
             log_level: None,
             connected_ms,
             principal: b"mcpx-local".to_vec(),
-            open: HashSet::new(),
+            open: HashMap::new(),
             batches: Vec::new(),
         }
     }
@@ -500,7 +522,7 @@ impl Client {
     /// The revision to shape for: the negotiated one, else the latest
     /// legacy one.
     pub(in crate::hub) fn rev(&self) -> Rev {
-        self.session().map_or(Rev::LATEST_LEGACY, |s| s.rev)
+        self.stage.rev()
     }
 
     /// The capabilities its `initialize` declared (legacy only).
@@ -514,7 +536,7 @@ impl Client {
     }
 
     pub(in crate::hub) fn is_modern(&self) -> bool {
-        matches!(self.stage, Stage::Modern)
+        self.stage.is_modern()
     }
 
     /// A 2026-07-28 request came: it decides a new client's era (a legacy
