@@ -516,6 +516,23 @@ fn at_debug_level_each_call_gets_one_line_with_its_outcome() {
     assert!(got[1].starts_with("tools/call a__nope of 'alice'") && got[1].ends_with("refused at stage route"), "{:?}", got[1]);
 }
 
+/// A call refused before it is routed (its client has not initialized)
+/// gets its line too, naming what was asked: its record opens with the
+/// request, before any stage.
+#[test]
+fn a_call_refused_before_initialize_gets_its_line_naming_what_was_asked() {
+    let opts = HubOptions { startup_wait_ms: 0, policy: crate::policy::PolicyConfig { metrics: false, ..Default::default() }, ..HubOptions::default() };
+    let mut p = Pair::with(vec![("a", Fake::tools(&["x"]))], opts);
+    let c = p.connect();
+    p.hub.handle(Input::CallLog(true), p.now);
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "a__x", "arguments": {} } }));
+    let r = p.take(c);
+    assert!(r["id"] == 1 && r["error"]["code"].is_i64(), "refused: {r}");
+    let got: Vec<&String> = p.logs.iter().filter(|(l, s)| *l == Level::Debug && s.starts_with("tools/call")).map(|(_, s)| s).collect();
+    assert_eq!(got.len(), 1, "one line: {:?}", p.logs);
+    assert!(got[0].starts_with("tools/call a__x of ") && got[0].contains(": error -32"), "{:?}", got[0]);
+}
+
 /// A 2026-07-28 server asks inside its own `InputRequiredResult`; the
 /// answers come back in the client's retry, checked against the schema
 /// sealed into mcpx's requestState: an invalid one never reaches the server.
