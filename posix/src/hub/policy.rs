@@ -149,13 +149,14 @@ impl HubPolicy {
     pub fn new(opts: &HubOptions) -> Result<HubPolicy, ConfigError> {
         let p = Policy::new(&opts.policy).map_err(|e| ConfigError::Audit(e.to_string()))?;
         let epoch_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let cap = opts.max_pending.saturating_mul(2).max(16);
         Ok(HubPolicy {
             restricts: !p.catalogs.entries.is_empty(),
             untrusted: opts.policy.untrusted_annotations,
             p,
-            open: Records::new(opts.max_pending.saturating_mul(2).max(16)),
+            open: Records::new(cap),
             spare: Vec::new(),
-            cap: opts.max_pending.saturating_mul(2).max(16),
+            cap,
             epoch_ms,
             indexes: HashMap::new(),
             budgets: HashMap::new(),
@@ -797,10 +798,15 @@ impl HubPolicy {
             (None, super::Outcome::Result) => audit::Outcome::Result,
         };
         let line = self.record(&o, outcome, len as u64, now);
+        self.recycle(o);
+        line
+    }
+
+    /// A finished record, kept for the room of its strings.
+    fn recycle(&mut self, o: Open) {
         if self.spare.len() < SPARE_RECORDS {
             self.spare.push(o);
         }
-        line
     }
 
     /// The metric sample and audit line of tracked request `o`; its debug
@@ -862,8 +868,7 @@ impl HubPolicy {
     /// record goes without a line here.
     pub fn forget(&mut self, t: Tracked) {
         if let Some(o) = self.open.close(t) {
-            self.spare.push(o);
-            self.spare.truncate(SPARE_RECORDS);
+            self.recycle(o);
         }
     }
 

@@ -677,7 +677,7 @@ impl Hub {
         let capped = if call == Some(Method::CompletionComplete) { res.and_then(cap_completion) } else { None };
         let res = capped.as_deref().or(res);
         // Policy: structuredContent against the tool's outputSchema.
-        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy.check_output(|| self.clients.get(&c)?.open.get(id.bytes()).copied(), r)) } else { None };
+        let checked = if call == Some(Method::ToolsCall) { res.and_then(|r| self.policy.check_output(|| self.clients.tracked(c, &id), r)) } else { None };
         let checked = checked.and_then(|(line, instead)| {
             self.apply_policy([line]);
             instead

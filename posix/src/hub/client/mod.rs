@@ -302,6 +302,11 @@ impl Clients {
         out.push_back(Output::ToClient(c, bytes, about));
     }
 
+    /// The policy record's handle of client `c`'s open request `id`.
+    pub(in crate::hub) fn tracked(&self, c: ClientId, id: &[u8]) -> Option<Tracked> {
+        self.map.get(&c)?.open.get(id).copied()
+    }
+
     /// Client `c`'s request `id` is answered: it leaves the open set,
     /// giving its record's handle (`None`: the set did not have it).
     pub(in crate::hub) fn close(&mut self, c: ClientId, id: &[u8]) -> Option<Tracked> {
