@@ -19,7 +19,9 @@ targets=("$@")
 if ! command -v qemu-aarch64-static >/dev/null || ! command -v qemu-arm-static >/dev/null; then
     command -v apt-get >/dev/null || { log "qemu-user-static is missing and there is no apt-get"; exit 1; }
     log "apt-get install qemu-user-static"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >/dev/null
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >/dev/null
 fi
 cargo build -q -p mcpx-tests --bin edge-accept
 accept="${CARGO_TARGET_DIR:-target}/debug/edge-accept"

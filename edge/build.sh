@@ -46,8 +46,10 @@ case ",${EDGE_FEATURES:-}," in *,tls,* | *,oauth,*) needs_cc=1 ;; esac
 apt_updated=0
 apt_install() {
     command -v apt-get >/dev/null || die "$1 is missing and there is no apt-get: install it by hand"
-    if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    if [ "$apt_updated" = 0 ]; then $sudo apt-get update -qq; apt_updated=1; fi
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
 }
 need_cmd() { # COMMAND PACKAGE
     command -v "$1" >/dev/null || { log "apt-get install $2"; apt_install "$2"; }
