@@ -654,12 +654,14 @@ pub fn run_argv(argv: &[String], limit: Duration) -> Report {
 // ------------------------------------------------------------------ HTTP servers
 
 /// A server process listening on a loopback port, killed (with its process
-/// group) on drop.
+/// group) on drop. What it writes to stderr is kept, and shown when the
+/// test fails (a flake that happens only under CI's load says why).
 pub struct HttpServer {
     child: Option<Child>,
     cmd: Cmd,
     port: u16,
     pub url: String,
+    log: TempDir,
 }
 
 /// A `redis-server` (from Debian) on a free loopback port, without
@@ -693,6 +695,7 @@ impl HttpServer {
             cmd: cmd.clone(),
             port,
             url: url.to_string(),
+            log: TempDir::new(),
         };
         server.restart();
         server
@@ -730,19 +733,23 @@ impl HttpServer {
         use std::os::unix::process::CommandExt;
         self.kill();
         let cmd = &self.cmd;
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log_path()).expect("the server's stderr log");
         let child = Command::new(&cmd.program)
             .args(&cmd.args)
             .current_dir(repo_root())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .process_group(0)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", cmd.program.display()));
-        self.child = Some(child);
         let port = self.port;
         let deadline = Instant::now() + Duration::from_secs(30);
+        let child = self.child.insert(child);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("{} exited ({status}) before listening on port {port}", cmd.program.display());
+            }
             assert!(
                 Instant::now() < deadline,
                 "{} did not listen on port {port} within 30 s",
@@ -751,11 +758,25 @@ impl HttpServer {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    fn log_path(&self) -> PathBuf {
+        self.log.path().join("stderr.log")
+    }
 }
+
+/// The last lines of a failed test's server's stderr (at most this many).
+const SHOWN_LINES: usize = 60;
 
 impl Drop for HttpServer {
     fn drop(&mut self) {
         self.kill();
+        if std::thread::panicking() {
+            let log = std::fs::read(self.log_path()).unwrap_or_default();
+            let log = String::from_utf8_lossy(&log);
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(SHOWN_LINES)..].join("\n");
+            eprintln!("--- stderr of {} (port {}), its last {} lines:\n{tail}", self.cmd.program.display(), self.port, SHOWN_LINES.min(lines.len()));
+        }
     }
 }
 
