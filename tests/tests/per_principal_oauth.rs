@@ -421,6 +421,39 @@ fn replicas_sharing_redis_keep_each_principals_tokens_for_all() {
     assert_eq!(text(&call(a, "bob", &bob_a, "gh__whoami")), format!("sub=bob {up_aud}"));
 }
 
+// `mcpx auth logout NAME --principal P` run by hand asks a shared store
+// that does not answer again (one ask gives up after 500 ms) for up to 5 s:
+// a Redis starting a moment later answers it; one that stays away fails it
+// with a line naming the store.
+#[test]
+fn a_logout_waits_for_a_restarting_redis_and_names_one_that_stays_away() {
+    let port = free_port();
+    let hub = hub_config("http://127.0.0.1:9", "http://127.0.0.1:9/mcp", Some(port), false);
+    let argv: Vec<String> = ["env", &format!("XDG_STATE_HOME={}", hub.dir().join("state").display()), mcpx().to_str().unwrap(), "auth", "logout", "gh", "--principal", "alice", "--config", hub.config.to_str().unwrap()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+
+    let t0 = std::time::Instant::now();
+    let away = run_argv(&argv, Duration::from_secs(30));
+    assert_eq!(away.code, Some(1), "{}\n{}", away.stdout, away.stderr);
+    assert!(away.stderr.contains("the shared state store keeps the principals' tokens and is unavailable"), "{}", away.stderr);
+    assert_eq!(away.stderr.matches("asking again for up to 5 s").count(), 1, "{}", away.stderr);
+    assert!(t0.elapsed() >= Duration::from_secs(5), "gave up after {:?}", t0.elapsed());
+
+    let later = {
+        let argv = argv.clone();
+        std::thread::spawn(move || run_argv(&argv, Duration::from_secs(30)))
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    let args = ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+    let _redis = HttpServer::start(&Cmd::new("redis-server", &args), port, "");
+    let r = later.join().unwrap();
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("gh: was not logged in for principal 'alice'"), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("asking again for up to 5 s"), "it waited: {}", r.stderr);
+}
+
 /// Reads the SSE stream of a GET to `url` until a message with `method`
 /// (or `limit`): that message.
 fn read_sse_until(url: &str, headers: &[(&str, &str)], method: &str, limit: Duration) -> Option<Value> {

@@ -101,12 +101,43 @@ fn logout_principal(cfg: &Config, name: &str, p: &str) -> Result<(), String> {
     let cluster = crate::cluster::runtime::Cluster::new(&cfg.cluster)?.map(std::rc::Rc::new);
     let kept = crate::serve::kept::kept_tokens(cfg, cluster.as_ref());
     let place = kept.file().map_or_else(|| "the shared state store".to_string(), |f| f.path.display().to_string());
-    if crate::process::reactor::block_on(kept.remove(name, p)).map_err(|e| e.to_string())? {
+    if crate::process::reactor::block_on(remove_patiently(&kept, name, p)).map_err(|e| e.to_string())? {
         println!("{name}: logged out for principal '{p}' (tokens removed from {place})");
     } else {
         println!("{name}: was not logged in for principal '{p}'");
     }
     Ok(())
+}
+
+/// How long a logout waits for a shared store that is slow or restarting:
+/// one ask gives up after the store's bound (`cluster::store::OP_TIMEOUT`),
+/// and a command run by hand is asked again rather than failing on one
+/// slow answer.
+#[cfg(all(feature = "secrets", feature = "cluster"))]
+const SHARED_PATIENCE: Duration = Duration::from_secs(5);
+
+/// `kept.remove`, asked again while the shared store does not answer, for
+/// at most [`SHARED_PATIENCE`]. A removal whose answer was lost is found
+/// done by the next ask ("was not logged in").
+#[cfg(feature = "secrets")]
+async fn remove_patiently(kept: &crate::remote::oauth::kept::Kept, name: &str, p: &str) -> Result<bool, crate::remote::oauth::store::StoreError> {
+    #[cfg(feature = "cluster")]
+    let until = std::time::Instant::now() + SHARED_PATIENCE;
+    #[cfg(feature = "cluster")]
+    let mut said = false;
+    #[allow(clippy::never_loop)] // without the cluster, a file's answer is final
+    loop {
+        match kept.remove(name, p).await {
+            #[cfg(feature = "cluster")]
+            Err(crate::remote::oauth::store::StoreError::Shared(why)) if std::time::Instant::now() < until => {
+                if !std::mem::replace(&mut said, true) {
+                    eprintln!("{name}: {why}; asking again for up to {} s", SHARED_PATIENCE.as_secs());
+                }
+                smol::Timer::after(Duration::from_millis(250)).await;
+            }
+            done => return done,
+        }
+    }
 }
 
 fn now_s() -> u64 {
