@@ -148,7 +148,7 @@ impl Hub {
                         *sent = Some(body.clone());
                     }
                     self.pending.open_call(up, up_id, origin, self.now_ms, self.ups[up].spec.timeout_ms, self.opts.max_timeout_ms);
-                    let modern = self.ups[up].is_modern().then(|| upward::written_headers(&method, Some(&body), &|tool| self.catalog.upstream_tool_schema(up, tool)));
+                    let modern = (self.ups[up].is_modern() && self.ups[up].takes_headers()).then(|| upward::written_headers(&method, Some(&body), &|tool| self.catalog.upstream_tool_schema(up, tool)));
                     upward::request(&mut self.out, up, up_id, &method, Some(&body), modern);
                 }
             }
@@ -602,7 +602,7 @@ impl Hub {
         let modern_client = ctx.is_some();
         // The headers of a 2026-07-28 request mirror its params: read from
         // the client's view, with the upstream's name where the hub renamed.
-        let headers = modern_up.then(|| {
+        let headers = (modern_up && self.ups[u].takes_headers()).then(|| {
             let name = mcpx_core::headers::name_source(&m.method).and_then(|s| m.param(&[s.field()])).and_then(|r| match edits.iter().find(|(e, _)| *e == r) {
                 Some((_, renamed)) => renamed.text(),
                 None => wire::string_at(m.raw, r),
@@ -1343,8 +1343,8 @@ impl Hub {
             }
             let meta = modern::upstream_meta(&self.opts, declared);
             let p = wire::set_meta(params.unwrap_or(b"{}"), &meta, |_| false);
-            let headers = upward::written_headers(name, Some(&p), &|tool| self.catalog.upstream_tool_schema(u, tool));
-            upward::request(&mut self.out, u, id, name, Some(&p), Some(headers));
+            let headers = self.ups[u].takes_headers().then(|| upward::written_headers(name, Some(&p), &|tool| self.catalog.upstream_tool_schema(u, tool)));
+            upward::request(&mut self.out, u, id, name, Some(&p), headers);
         } else {
             upward::request(&mut self.out, u, id, name, params, None);
         }

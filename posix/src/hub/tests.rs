@@ -190,7 +190,7 @@ impl Pair {
                     Output::SessionChanged(c) => self.changed.push(c),
                     Output::ToUpstream(u, b, about) => {
                         let v: Value = serde_json::from_slice(&b).expect("hub sends JSON to upstreams");
-                        check_upward(&v, &about);
+                        check_upward(&v, &about, self.hub.ups[u].takes_headers());
                         self.upward.push((u, v.clone(), about));
                         match self.fakes.get(u).and_then(Option::as_ref).and_then(|f| f.answer(&v)) {
                             Some(Some(r)) => replies.push((u, r)),
@@ -1607,8 +1607,9 @@ fn upstream_garbage_is_counted_and_logged() {
 /// answers (as its span in the bytes), progress names its request.
 /// What the hub says of a message to an upstream is what the message is:
 /// kind, id, method, and the 2026-07-28 headers exactly for the requests
-/// whose `_meta` names that revision, mirroring method and name.
-fn check_upward(v: &Value, about: &Upward) {
+/// whose `_meta` names that revision to a remote server (`remote`: HTTP
+/// headers), mirroring method and name.
+fn check_upward(v: &Value, about: &Upward, remote: bool) {
     let method = v["method"].as_str().and_then(mcpx_core::method::Method::known);
     match about {
         Upward::Request { id, method: m, modern, .. } => {
@@ -1619,8 +1620,8 @@ fn check_upward(v: &Value, about: &Upward) {
                 assert_eq!(v["params"]["_meta"]["traceparent"].as_str().map(str::as_bytes), Some(t.bytes()), "{v}");
             }
             assert_eq!(*m, method, "{v}");
-            let is_modern = v["params"]["_meta"][mcpx_core::meta::PROTOCOL_VERSION_KEY] == "2026-07-28";
-            assert_eq!(modern.is_some(), is_modern, "modern headers exactly for a modern request: {v} {modern:?}");
+            let is_modern = remote && v["params"]["_meta"][mcpx_core::meta::PROTOCOL_VERSION_KEY] == "2026-07-28";
+            assert_eq!(modern.is_some(), is_modern, "modern headers exactly for a modern request to a remote server: {v} {modern:?}");
             let header = |n: &str| modern.as_ref()?.iter().find(|(k, _)| k == n).map(|(_, v)| String::from_utf8(v.clone()).unwrap());
             if is_modern {
                 assert_eq!(header("mcp-method").as_deref(), v["method"].as_str(), "{v}");

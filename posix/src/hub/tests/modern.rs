@@ -1190,11 +1190,21 @@ fn the_hub_describes_each_message_to_an_upstream_with_the_headers_of_a_modern_re
     m.tools.push(json!({ "name": "w", "inputSchema": { "type": "object", "properties": { "zone": { "type": "string", "x-mcp-header": "Zone" } } } }));
     let mut old = Fake::tools(&["x"]);
     old.rev = "2025-11-25";
-    let mut p = Pair::with(vec![("m", m), ("old", old)], HubOptions::default());
+    // `m` and `old` remote servers (HTTP), `local` a modern one on stdio.
+    let mut sp = specs(&["m", "old", "local"]);
+    sp[0].remote = true;
+    sp[1].remote = true;
+    let mut p = Pair::new(sp, HubOptions::default());
+    let mut local = Fake::modern(&[]);
+    local.tools = m.tools.clone();
+    for (u, f) in [m, old, local].into_iter().enumerate() {
+        p.start(u, f);
+    }
     let c = p.client("2025-11-25", json!({}));
     p.upward.clear();
     p.send(c, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "m__w", "arguments": { "zone": "eu" } } }));
     p.send(c, json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "old__x", "arguments": { "zone": "eu" } } }));
+    p.send(c, json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "local__w", "arguments": { "zone": "eu" } } }));
     let call = |u: UpstreamId| p.upward.iter().find(|(to, v, _)| *to == u && v["method"] == "tools/call").cloned().expect("a call");
     // The modern upstream: its headers, the name as the upstream knows it.
     let (_, v, about) = call(0);
@@ -1208,6 +1218,10 @@ fn the_hub_describes_each_message_to_an_upstream_with_the_headers_of_a_modern_re
     assert_eq!(p.hub.catalog().upstream_headers_again(0, &bytes).map(|h| header_map(&h)), Some(h));
     // The legacy upstream: a request with no modern headers.
     let (_, _, about) = call(1);
+    assert!(matches!(about, Upward::Request { modern: None, .. }), "{about:?}");
+    // The modern process on stdio: a modern request, headers being HTTP's none.
+    let (_, v, about) = call(2);
+    assert_eq!(v["params"]["_meta"][mcpx_core::meta::PROTOCOL_VERSION_KEY], "2026-07-28", "{v}");
     assert!(matches!(about, Upward::Request { modern: None, .. }), "{about:?}");
     // Answers and notifications are described as such (checked for every
     // message by the pair, `check_upward`).

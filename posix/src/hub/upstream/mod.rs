@@ -169,6 +169,13 @@ impl Upstream {
     pub(in crate::hub) fn is_modern(&self) -> bool {
         self.rev.is_some_and(|r| r.era() == Era::Modern)
     }
+    /// Whether a modern request to it carries 2026-07-28's MCP headers
+    /// (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`): HTTP headers, for a
+    /// remote server; a process on stdio reads the body alone.
+    // Requirement: streamable-http-standard-headers-required (a transport's rule)
+    pub(in crate::hub) fn takes_headers(&self) -> bool {
+        self.spec.remote
+    }
     /// Its process is running (messages may be written to it).
     pub(in crate::hub) fn is_up(&self) -> bool {
         matches!(self.state, State::Initializing | State::Ready)
