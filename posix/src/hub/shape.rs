@@ -166,12 +166,14 @@ pub(super) fn result_view(method: &str, v: JsonValue<'_>, rev: Rev) -> Option<Ve
     let mut e = Edits::default();
     // Members of the result object itself that this revision lacks.
     let mut top: Vec<&str> = Vec::new();
+    // The members read, in one pass (the first of each, as `get` reads).
+    let [meta, structured, content] = v.lookup(["_meta", "structuredContent", "content"]).values;
     if !f.result_type {
         top.extend(["resultType", "ttlMs", "cacheScope"]);
-        upstream_server_info(&v, &mut e, &mut top);
+        upstream_server_info(meta, &mut e, &mut top);
     }
     match method {
-        "tools/call" => call_tool_result(&v, f, &mut e, &mut top),
+        "tools/call" => call_tool_result(&v, structured, content, f, &mut e, &mut top),
         "prompts/get" => {
             for m in elements(v.get("messages")) {
                 if let Some(c) = m.get("content") {
@@ -180,7 +182,7 @@ pub(super) fn result_view(method: &str, v: JsonValue<'_>, rev: Rev) -> Option<Ve
             }
         }
         // Answers of clients to relayed requests, shaped for the upstream.
-        "sampling/createMessage" => match v.get("content") {
+        "sampling/createMessage" => match content {
             Some(c) if c.kind() == json::Kind::Array => c.elements().for_each(|b| content_block(&b, f, &mut e)),
             Some(c) => content_block(&c, f, &mut e),
             None => {}
@@ -196,17 +198,17 @@ pub(super) fn result_view(method: &str, v: JsonValue<'_>, rev: Rev) -> Option<Ve
 /// A modern upstream names itself in every result's `_meta`
 /// (`io.modelcontextprotocol/serverInfo`); to a legacy peer mcpx is the
 /// server, and that key is no part of its revision: it is removed, and with
-/// it `_meta` when nothing else is in it.
-fn upstream_server_info(obj: &JsonValue<'_>, e: &mut Edits, top: &mut Vec<&str>) {
-    let Some(meta) = obj.get("_meta").filter(|m| m.kind() == json::Kind::Object) else { return };
-    let is_info = |k: &json::JsonStr<'_>| k.eq_str(SERVER_INFO_KEY);
-    if !meta.members().any(|m| is_info(&m.key)) {
-        return;
+/// it `_meta` (the result's, `meta`) when nothing else is in it.
+fn upstream_server_info(meta: Option<JsonValue<'_>>, e: &mut Edits, top: &mut Vec<&str>) {
+    let Some(meta) = meta.filter(|m| m.kind() == json::Kind::Object) else { return };
+    let (mut info, mut other) = (false, false);
+    for m in meta.members() {
+        *(if m.key.eq_str(SERVER_INFO_KEY) { &mut info } else { &mut other }) = true;
     }
-    if meta.members().all(|m| is_info(&m.key)) {
-        top.push("_meta");
-    } else {
-        e.drop_keys(&meta, &[SERVER_INFO_KEY]);
+    match (info, other) {
+        (false, _) => {}
+        (true, false) => top.push("_meta"),
+        (true, true) => e.drop_keys(&meta, &[SERVER_INFO_KEY]),
     }
 }
 
@@ -254,17 +256,16 @@ fn text_block(text: &str) -> Vec<u8> {
     b
 }
 
-fn call_tool_result(obj: &JsonValue<'_>, f: &Features, e: &mut Edits, top: &mut Vec<&str>) {
+/// A tool's result `obj`, its `structuredContent` (`sc`) and `content`.
+fn call_tool_result(obj: &JsonValue<'_>, sc: Option<JsonValue<'_>>, content: Option<JsonValue<'_>>, f: &Features, e: &mut Edits, top: &mut Vec<&str>) {
     // Before 2026-07-28 structuredContent is an object; other JSON values of
     // a modern upstream go as text only.
     // Requirement: tools-structured-object-only
-    let sc = obj.members().find(|m| m.key.eq_str("structuredContent"));
-    let content = obj.get("content");
-    let non_object = !f.result_type && sc.as_ref().is_some_and(|m| m.value.kind() != json::Kind::Object);
+    let non_object = !f.result_type && sc.is_some_and(|v| v.kind() != json::Kind::Object);
     let mut content_replaced = false;
     if let Some(sc) = sc.filter(|_| !f.structured || non_object) {
         let empty = content.is_none_or(|c| c.kind() != json::Kind::Array || c.elements().next().is_none());
-        let text = std::str::from_utf8(sc.value.bytes()).unwrap_or_default();
+        let text = std::str::from_utf8(sc.bytes()).unwrap_or_default();
         let mut block = b"[".to_vec();
         block.extend_from_slice(&text_block(text));
         block.push(b']');
@@ -278,7 +279,9 @@ fn call_tool_result(obj: &JsonValue<'_>, f: &Features, e: &mut Edits, top: &mut 
             None => {
                 let mut member = br#""content":"#.to_vec();
                 member.extend_from_slice(&block);
-                e.replace(Span::new(sc.key_span.start, sc.value.span().end), member);
+                if let Some(m) = obj.members().find(|m| m.key.eq_str("structuredContent")) {
+                    e.replace(Span::new(m.key_span.start, m.value.span().end), member);
+                }
             }
             Some(_) => top.push("structuredContent"),
         }
@@ -291,7 +294,8 @@ fn call_tool_result(obj: &JsonValue<'_>, f: &Features, e: &mut Edits, top: &mut 
 /// One content block for `f`: audio and resource links become a text note
 /// when the revision has no such block; fields it lacks are removed.
 fn content_block(c: &JsonValue<'_>, f: &Features, e: &mut Edits) {
-    let ty = str_of(c.get("type")).unwrap_or("");
+    let [ty, annotations, resource] = c.lookup(["type", "annotations", "resource"]).values;
+    let ty = str_of(ty).unwrap_or("");
     match ty {
         "audio" if !f.audio => {
             let mime = str_of(c.get("mimeType")).unwrap_or("audio");
@@ -321,10 +325,10 @@ fn content_block(c: &JsonValue<'_>, f: &Features, e: &mut Edits) {
         drop.push("title");
     }
     e.drop_keys(c, &drop);
-    if let Some(a) = c.get("annotations").filter(|_| !f.last_modified) {
+    if let Some(a) = annotations.filter(|_| !f.last_modified) {
         e.drop_keys(&a, &["lastModified"]);
     }
-    if let Some(r) = c.get("resource") {
+    if let Some(r) = resource {
         resource_contents(&r, f, e);
     }
 }
@@ -511,6 +515,27 @@ mod tests {
         let raw = format!(r#"{{"structuredContent":{{"n":{big}}}}}"#);
         let out = String::from_utf8(result("tools/call", raw.as_bytes(), Rev::V2024_11_05).unwrap()).unwrap();
         assert_eq!(out, format!(r#"{{"content":[{{"type":"text","text":"{{\"n\":{big}}}"}}]}}"#));
+    }
+
+    #[test]
+    fn a_modern_result_reaches_each_legacy_revision_in_its_shape() {
+        // (revision, the upstream's result, what that revision's client gets)
+        let rows: [(Rev, &[u8], Value); 5] = [
+            // Structured content and no content: the structured member becomes content, in place.
+            (Rev::V2025_03_26, br#"{"structuredContent":{"a":1},"isError":false}"#, json!({"content":[{"type":"text","text":"{\"a\":1}"}],"isError":false})),
+            // The upstream's serverInfo alone in _meta: _meta goes, with resultType and the caching hints.
+            (Rev::V2025_11_25, br#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"}},"resultType":"complete","ttlMs":5}"#, json!({"content":[]})),
+            // Beside another key: only serverInfo goes.
+            (Rev::V2025_11_25, br#"{"content":[],"_meta":{"x":1,"io.modelcontextprotocol/serverInfo":{"name":"u"}},"resultType":"complete"}"#, json!({"content":[],"_meta":{"x":1}})),
+            // A non-object structuredContent beside content: text only (the content kept).
+            (Rev::V2025_11_25, br#"{"content":[{"type":"text","text":"7"}],"structuredContent":7,"resultType":"complete"}"#, json!({"content":[{"type":"text","text":"7"}]})),
+            // A block's icons, its annotations' lastModified and its resource's _meta, for 2025-03-26.
+            (Rev::V2025_03_26, br#"{"content":[{"type":"resource","icons":[],"annotations":{"lastModified":"x","priority":1},"resource":{"uri":"a:b","text":"t","_meta":{}}}]}"#, json!({"content":[{"type":"resource","annotations":{"priority":1},"resource":{"uri":"a:b","text":"t"}}]})),
+        ];
+        for (rev, raw, want) in rows {
+            let out: Value = serde_json::from_slice(&result("tools/call", raw, rev).expect("reshaped")).unwrap();
+            assert_eq!(out, want, "{rev:?}: {}", String::from_utf8_lossy(raw));
+        }
     }
 
     #[test]
