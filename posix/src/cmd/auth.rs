@@ -119,25 +119,28 @@ const SHARED_PATIENCE: Duration = Duration::from_secs(5);
 /// `kept.remove`, asked again while the shared store does not answer, for
 /// at most [`SHARED_PATIENCE`]. A removal whose answer was lost is found
 /// done by the next ask ("was not logged in").
-#[cfg(feature = "secrets")]
+#[cfg(all(feature = "secrets", feature = "cluster"))]
 async fn remove_patiently(kept: &crate::remote::oauth::kept::Kept, name: &str, p: &str) -> Result<bool, crate::remote::oauth::store::StoreError> {
-    #[cfg(feature = "cluster")]
     let until = std::time::Instant::now() + SHARED_PATIENCE;
-    #[cfg(feature = "cluster")]
     let mut said = false;
-    #[allow(clippy::never_loop)] // without the cluster, a file's answer is final
     loop {
         match kept.remove(name, p).await {
-            #[cfg(feature = "cluster")]
             Err(crate::remote::oauth::store::StoreError::Shared(why)) if std::time::Instant::now() < until => {
-                if !std::mem::replace(&mut said, true) {
+                if !said {
                     eprintln!("{name}: {why}; asking again for up to {} s", SHARED_PATIENCE.as_secs());
+                    said = true;
                 }
                 smol::Timer::after(Duration::from_millis(250)).await;
             }
             done => return done,
         }
     }
+}
+
+/// Without the shared store a file's answer is final.
+#[cfg(all(feature = "secrets", not(feature = "cluster")))]
+async fn remove_patiently(kept: &crate::remote::oauth::kept::Kept, name: &str, p: &str) -> Result<bool, crate::remote::oauth::store::StoreError> {
+    kept.remove(name, p).await
 }
 
 fn now_s() -> u64 {

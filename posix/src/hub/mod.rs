@@ -597,7 +597,8 @@ impl Outcome {
 pub enum Upward {
     /// A request of the hub's, whose id is `id` (its JSON bytes, as
     /// written); `method`: its method when known to core's table; `modern`:
-    /// for a 2026-07-28 request, the HTTP headers that revision requires.
+    /// for a 2026-07-28 request to a remote server, the HTTP headers that
+    /// revision requires (none for a process on stdio).
     /// `traceparent`: the W3C trace context of a traced request (its
     /// parent is the hub's span of the call), for a remote server's header
     /// (only in a build with `traces`).

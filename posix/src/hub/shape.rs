@@ -203,7 +203,11 @@ fn upstream_server_info(meta: Option<JsonValue<'_>>, e: &mut Edits, top: &mut Ve
     let Some(meta) = meta.filter(|m| m.kind() == json::Kind::Object) else { return };
     let (mut info, mut other) = (false, false);
     for m in meta.members() {
-        *(if m.key.eq_str(SERVER_INFO_KEY) { &mut info } else { &mut other }) = true;
+        if m.key.eq_str(SERVER_INFO_KEY) {
+            info = true;
+        } else {
+            other = true;
+        }
     }
     match (info, other) {
         (false, _) => {}
