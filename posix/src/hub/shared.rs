@@ -520,9 +520,11 @@ impl Shared {
     /// now waits for the store's rate limits ([`Shared::admit`]) is
     /// parked, not refused.
     pub fn routed(&mut self, c: ClientId, m: &Msg, ctx: Option<&ReqCtx>, routed: Result<(), Refusal>) -> Result<(), Refusal> {
-        let id = IdKey::new(m.id_bytes().unwrap_or(b"null"));
         let parked = self.parking.take();
-        self.granted.remove(&(c, id));
+        // Without a shared store nothing is ever granted: no key to make.
+        if !self.granted.is_empty() {
+            self.granted.remove(&(c, IdKey::new(m.id_bytes().unwrap_or(b"null"))));
+        }
         match parked.and_then(|t| self.waiting.get_mut(&t)) {
             Some(Waiter { wait: Wait::Admit { msg, ctx: parked_ctx, .. }, .. }) if routed.is_err() => {
                 *msg = m.env.bytes().to_vec();
