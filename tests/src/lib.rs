@@ -672,13 +672,29 @@ pub fn redis_server() -> (HttpServer, u16) {
     (HttpServer::start(&Cmd::new("redis-server", &args), port, ""), port)
 }
 
-/// A loopback port that was free a moment ago.
+/// A loopback port that was free a moment ago, for a server a test starts.
+/// Taken at random below the kernel's ephemeral range: a port from that
+/// range (what binding port 0 gives) may become the local port of any
+/// connection made before the server binds it, or let the wait for the
+/// server connect to itself, and the test then talks to nobody.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::hash::{BuildHasher, Hash, Hasher};
+    const LOWEST: u32 = 10_000;
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    assert!(ephemeral > LOWEST + 1_000, "the ephemeral port range starts at {ephemeral}: no room below it for test servers");
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    (std::process::id(), Instant::now()).hash(&mut hasher);
+    let mut pick = hasher.finish();
+    loop {
+        let port = (LOWEST + (pick % u64::from(ephemeral - LOWEST)) as u32) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+        pick = pick.rotate_left(17).wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
+    }
 }
 
 impl HttpServer {

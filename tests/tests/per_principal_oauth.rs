@@ -184,15 +184,13 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     let forged = http(&format!("{callback}?state=forged&code=x&iss={issuer}"), &[], None);
     assert_eq!(forged.status, 400, "{}", forged.text);
 
-    // alice's GET stream hears the completion.
+    // alice's GET stream (open before her browser comes back) hears the completion.
     let stream = {
-        let (url, sid, auth) = (url.clone(), a.clone(), format!("Bearer {}", token("alice")));
-        std::thread::spawn(move || {
-            let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25"), ("Accept", "text/event-stream")];
-            read_sse_until(&url, &h, "notifications/elicitation/complete", Duration::from_secs(30))
-        })
+        let auth = format!("Bearer {}", token("alice"));
+        let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", a.as_str()), ("MCP-Protocol-Version", "2025-11-25"), ("Accept", "text/event-stream")];
+        let lines = open_sse(url, &h, Duration::from_secs(30));
+        std::thread::spawn(move || read_sse_until(lines, "notifications/elicitation/complete"))
     };
-    std::thread::sleep(Duration::from_millis(300));
     let done = browser(&link, "alice", "alice");
     assert_eq!(done.json["status"], 200, "{}\n{}", done.stdout, done.stderr);
     assert!(done.json["body"].as_str().unwrap_or("").contains("<title>mcpx: Authorized</title>"), "{}", done.stdout);
@@ -454,33 +452,39 @@ fn a_logout_waits_for_a_restarting_redis_and_names_one_that_stays_away() {
     assert!(r.stderr.contains("asking again for up to 5 s"), "it waited: {}", r.stderr);
 }
 
-/// Reads the SSE stream of a GET to `url` until a message with `method`
-/// (or `limit`): that message.
-fn read_sse_until(url: &str, headers: &[(&str, &str)], method: &str, limit: Duration) -> Option<Value> {
+type SseLines = std::io::Lines<std::io::BufReader<std::net::TcpStream>>;
+
+/// The SSE stream of a GET to `url`, its response head read (200), each
+/// read given up after `limit`: its lines.
+fn open_sse(url: &str, headers: &[(&str, &str)], limit: Duration) -> SseLines {
     use std::io::{BufRead, BufReader, Write};
-    let rest = url.strip_prefix("http://")?;
+    let rest = url.strip_prefix("http://").expect("an http URL");
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut s = std::net::TcpStream::connect(authority).ok()?;
-    s.set_read_timeout(Some(limit)).ok()?;
+    let mut s = std::net::TcpStream::connect(authority).expect("connect for the GET stream");
+    s.set_read_timeout(Some(limit)).unwrap();
     let mut head = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n");
     for (n, v) in headers {
         head.push_str(&format!("{n}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    s.write_all(head.as_bytes()).ok()?;
-    let deadline = std::time::Instant::now() + limit;
+    s.write_all(head.as_bytes()).unwrap();
     let mut lines = BufReader::new(s).lines();
-    while std::time::Instant::now() < deadline {
+    let status = lines.next().expect("a status line").expect("the GET stream's head");
+    assert!(status.starts_with("HTTP/1.1 200"), "the GET stream: {status}");
+    while !lines.next().expect("the GET stream's head").expect("the GET stream's head").is_empty() {}
+    lines
+}
+
+/// Reads `lines` until a message with `method` (or a read times out): that message.
+fn read_sse_until(mut lines: SseLines, method: &str) -> Option<Value> {
+    loop {
         let line = lines.next()?.ok()?;
-        if let Some(d) = line.strip_prefix("data:") {
-            if let Ok(v) = serde_json::from_str::<Value>(d.trim()) {
-                if v["method"] == method {
-                    return Some(v);
-                }
+        if let Some(v) = line.strip_prefix("data:").and_then(|d| serde_json::from_str::<Value>(d.trim()).ok()) {
+            if v["method"] == method {
+                return Some(v);
             }
         }
     }
-    None
 }
 
 /// Runs an SDK driver for `who`: its JSON report.
