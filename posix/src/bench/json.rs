@@ -10,14 +10,16 @@ fn ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// The end (exclusive) of the string starting at `b[i] == b'"'`.
+/// The end (exclusive) of the string starting at `b[i] == b'"'`. Jumps
+/// from quote or backslash to the next (memchr): a byte at a time, a 64 KiB
+/// echo's checks cost its load generator more CPU than the hop it measured.
 fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     while j < b.len() {
+        j += memchr::memchr2(b'"', b'\\', &b[j..])?;
         match b[j] {
             b'\\' => j += 2,
-            b'"' => return Some(j + 1),
-            _ => j += 1,
+            _ => return Some(j + 1),
         }
     }
     None
@@ -122,6 +124,9 @@ mod tests {
             Some(&br#"a}b\\"#[..])
         );
         assert_eq!(member(m, "nope"), None);
+        assert_eq!(value_end(br#" "a\"b\\" ,"#, 0), Some(9));
+        assert_eq!(value_end(br#""a\"#, 0), None);
+        assert_eq!(value_end(br#""a\""#, 0), None);
         assert_eq!(as_u64(member(m, "id").unwrap()), Some(7));
     }
 }
