@@ -37,8 +37,10 @@ pub const DEFAULT_MAX_MSGS: usize = 4096;
 pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 
 /// A write buffer larger than this is given back after its write, not kept
-/// for the next batch.
-const KEEP_BYTES: usize = 512 << 10;
+/// for the next batch: room for a burst of 16 messages of 64 KiB (a burst
+/// kept costs the next one no growth, page faults included), at most twice
+/// per peer (the two buffers taking turns) once such a burst has passed.
+const KEEP_BYTES: usize = 2 << 20;
 
 /// Bytes queued and not yet taken by the writer past which the sender is
 /// held ([`Outbox::hold`]): a pipe's worth (Linux's default pipe capacity).
@@ -146,9 +148,12 @@ impl Outbox {
         }
         let at = q.lines.len();
         // Into an empty queue the message's own buffer goes as it is (the
-        // queue's empty one serves the next message written); behind others
-        // it is copied.
-        let room = if at == 0 {
+        // queue's empty one serves the next message written), unless the
+        // queue's holds it twice over: the room a burst grew it to (the
+        // writer's last batch) is kept for the next burst, whose messages
+        // are then appended without growing a buffer again, a copy and
+        // fresh pages at each doubling. Behind others a message is copied.
+        let room = if at == 0 && q.lines.capacity() < 2 * msg.len() {
             std::mem::replace(&mut q.lines, msg)
         } else {
             q.lines.extend_from_slice(&msg);
@@ -318,6 +323,39 @@ fn one_line(msg: &mut [u8]) {
 mod tests {
     use super::*;
     use smol::future::FutureExt as _;
+
+    #[test]
+    fn a_burst_is_appended_to_the_room_the_last_burst_grew_and_a_lone_message_is_not_copied() {
+        let (tx, rx) = outbox(64, 1 << 20);
+        let msg = || vec![b'x'; 1000];
+        let mut batch = Vec::new();
+        // Two bursts, each taken by the writer as it is written: the two
+        // buffers taking turns have grown to a burst's size.
+        for _ in 0..2 {
+            for _ in 0..8 {
+                tx.push(msg()).unwrap();
+            }
+            assert!(crate::process::reactor::block_on(rx.next_batch(&mut batch)));
+            batch.clear();
+        }
+        assert!(rx.q.borrow().lines.capacity() >= 8 * 1001);
+        let room = |q: &Queue| (q.lines.as_ptr(), q.lines.capacity());
+        let before = room(&rx.q.borrow());
+        for _ in 0..8 {
+            tx.push(msg()).unwrap();
+            assert_eq!(room(&rx.q.borrow()), before, "appended in place, never grown");
+        }
+        let q = rx.q.borrow();
+        assert_eq!((q.lines.len(), q.msgs), (8 * 1001, 8));
+        drop(q);
+        // A message too large for the queue's room twice over goes in as
+        // its own buffer, not copied.
+        assert!(crate::process::reactor::block_on(rx.next_batch(&mut batch)));
+        let big = vec![b'y'; 16 * 1001];
+        let at = big.as_ptr();
+        tx.push(big).unwrap();
+        assert_eq!(rx.q.borrow().lines.as_ptr(), at);
+    }
 
     // covers: stdio-no-embedded-newlines
     #[test]
