@@ -188,8 +188,9 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     let stream = {
         let auth = format!("Bearer {}", token("alice"));
         let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", a.as_str()), ("MCP-Protocol-Version", "2025-11-25"), ("Accept", "text/event-stream")];
-        let lines = open_sse(url, &h, Duration::from_secs(30));
-        std::thread::spawn(move || read_sse_until(lines, "notifications/elicitation/complete"))
+        let limit = Duration::from_secs(30);
+        let lines = open_sse(url, &h, limit);
+        std::thread::spawn(move || read_sse_until(lines, "notifications/elicitation/complete", limit))
     };
     let done = browser(&link, "alice", "alice");
     assert_eq!(done.json["status"], 200, "{}\n{}", done.stdout, done.stderr);
@@ -475,9 +476,11 @@ fn open_sse(url: &str, headers: &[(&str, &str)], limit: Duration) -> SseLines {
     lines
 }
 
-/// Reads `lines` until a message with `method` (or a read times out): that message.
-fn read_sse_until(mut lines: SseLines, method: &str) -> Option<Value> {
-    loop {
+/// Reads `lines` until a message with `method` (or `limit`, or a read
+/// times out): that message.
+fn read_sse_until(mut lines: SseLines, method: &str, limit: Duration) -> Option<Value> {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
         let line = lines.next()?.ok()?;
         if let Some(v) = line.strip_prefix("data:").and_then(|d| serde_json::from_str::<Value>(d.trim()).ok()) {
             if v["method"] == method {
@@ -485,6 +488,7 @@ fn read_sse_until(mut lines: SseLines, method: &str) -> Option<Value> {
             }
         }
     }
+    None
 }
 
 /// Runs an SDK driver for `who`: its JSON report.
