@@ -497,14 +497,29 @@ mod tests {
         decode(256, &[stream]).items
     }
 
-    /// Straightforward WHATWG event-stream interpretation over the whole stream.
+    /// Straightforward WHATWG event-stream interpretation over the whole stream,
+    /// with the decoder's bounds on `event` and `id` values.
     fn reference(stream: &[u8]) -> Decoded {
         let mut s = stream.strip_prefix(BOM).unwrap_or(stream);
         let (mut items, mut last_id, mut retry) = (Vec::new(), Vec::new(), None);
         let (mut data, mut event, mut block_id, mut block_retry) = (Vec::new(), Vec::new(), false, None);
+        // Bytes of an event dropped for an over-long `event` or `id`, counted
+        // as the decoder does: from the field's value to the first byte of the
+        // blank line's ending.
+        let mut dropped: Option<usize> = None;
         while let Some(i) = s.iter().position(|&b| b == b'\r' || b == b'\n') {
             let line = &s[..i];
-            s = if s[i..].starts_with(b"\r\n") { &s[i + 2..] } else { &s[i + 1..] };
+            let ending = if s[i..].starts_with(b"\r\n") { 2 } else { 1 };
+            s = &s[i + ending..];
+            if let Some(n) = dropped.as_mut() {
+                if line.is_empty() {
+                    items.push(Item::TooLarge(*n + 1));
+                    dropped = None;
+                } else {
+                    *n += line.len() + ending;
+                }
+                continue;
+            }
             if line.is_empty() {
                 if !data.is_empty() {
                     data.pop();
@@ -525,6 +540,19 @@ mod tests {
                 Some(c) => (&line[..c], line[c + 1..].strip_prefix(b" ").unwrap_or(&line[c + 1..])),
                 None => (line, &b""[..]),
             };
+            let too_long = match name {
+                b"event" => value.len() > MAX_EVENT_TYPE,
+                b"id" => value.len() > MAX_ID && !value.contains(&0),
+                _ => false,
+            };
+            if too_long {
+                if name == b"id" {
+                    last_id.clear();
+                }
+                dropped = Some(value.len() + ending - 1);
+                (data, event, block_id, block_retry) = (Vec::new(), Vec::new(), false, None);
+                continue;
+            }
             match name {
                 b"event" => event = value.to_vec(),
                 b"data" => {
@@ -762,7 +790,11 @@ mod tests {
     }
 
 
-    /// Streams built from field names, separators, line endings and noise.
+    /// A run longer than half of [`MAX_ID`] and than [`MAX_EVENT_TYPE`].
+    static LONG: [u8; 130] = [b'z'; 130];
+
+    /// Streams built from field names, separators, line endings and noise;
+    /// `event` and `id` values over their bounds are common.
     fn stream() -> impl Strategy<Value = Vec<u8>> {
         let token = prop_oneof![
             Just(&b"data"[..]),
@@ -774,6 +806,9 @@ mod tests {
             Just(&b" "[..]),
             Just(&b"7"[..]),
             Just(&b"x"[..]),
+            Just(&b"\nevent: "[..]),
+            Just(&b"\nid: "[..]),
+            Just(&LONG[..]),
             Just(&b"\0"[..]),
             Just(&b"\n"[..]),
             Just(&b"\r"[..]),
@@ -813,7 +848,7 @@ mod tests {
         fn matches_the_reference_under_any_split(s in stream(), cuts in prop::collection::vec(any::<usize>(), 0..12)) {
             let reads = split(&s, &cuts);
             let reads: Vec<&[u8]> = reads.iter().map(|r| r.as_slice()).collect();
-            let got = decode(512, &reads);
+            let got = decode(16384, &reads);
             let want = reference(&s);
             prop_assert_eq!(got.items, want.items);
             prop_assert_eq!(got.last_id, want.last_id);
