@@ -12,20 +12,22 @@
 //! reader stops reading while the queue is full ([`Outbox::is_full`],
 //! [`Outbox::room`]), so the client cannot send more requests than its
 //! queue holds plus those in flight. The writer sends everything queued
-//! when it wakes with one `write_all` of whole lines, so messages never
-//! interleave and a burst costs one write. Single-threaded (`Rc`): a push
-//! into an empty queue takes the message's buffer as the queue's (no copy;
-//! the sequential case), a push behind others appends to it; either wakes
-//! the writer, no channel, no allocation per message.
+//! when it wakes with one gathering write (`writev`) of whole lines, so
+//! messages never interleave and a burst costs one write. Single-threaded
+//! (`Rc`): a message is queued in its own buffer, never copied, except that
+//! a small one goes into the room left behind the last (a burst of small
+//! messages is a few buffers, not one each); a push wakes the writer, no
+//! channel.
 //!
 //! A server's queue also pushes back on the stdio client: past a pipe's
 //! worth queued that the writer has not taken, the client is not read
 //! until it takes them ([`Outbox::hold`]), for a bounded time.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::{poll_fn, Future};
-use std::io;
+use std::io::{self, IoSlice};
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::Duration;
@@ -36,11 +38,13 @@ use smol::io::{AsyncWrite, AsyncWriteExt};
 pub const DEFAULT_MAX_MSGS: usize = 4096;
 pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
 
-/// A write buffer larger than this is given back after its write, not kept
-/// for the next batch: room for a burst of 16 messages of 64 KiB (a burst
-/// kept costs the next one no growth, page faults included), at most twice
-/// per peer (the two buffers taking turns) once such a burst has passed.
-const KEEP_BYTES: usize = 2 << 20;
+/// A message up to this size is copied into the room behind the last one
+/// queued, when it fits there; a larger one (or one that does not fit) is
+/// queued in its own buffer.
+const COPY_MAX: usize = 4 << 10;
+
+/// Buffers one write gathers at most (Linux's `IOV_MAX` is 1024).
+const GATHER: usize = 64;
 
 /// Bytes queued and not yet taken by the writer past which the sender is
 /// held ([`Outbox::hold`]): a pipe's worth (Linux's default pipe capacity).
@@ -69,13 +73,15 @@ impl fmt::Display for PushError {
     }
 }
 
-/// The queue one writer drains: whole lines in one buffer, so that all a
-/// wake-up of the writer finds goes out in one write, and no message is
-/// stored (or allocated) on its own.
+/// The queue one writer drains: whole lines, so that all a wake-up of the
+/// writer finds goes out in one write.
 #[derive(Default)]
 struct Queue {
-    /// Queued messages, each ending in `\n`.
-    lines: Vec<u8>,
+    /// Queued messages in order, each ending in `\n`: a buffer holds one
+    /// message, or several small ones.
+    lines: VecDeque<Vec<u8>>,
+    /// Bytes in `lines`.
+    len: usize,
     msgs: usize,
     /// No more messages: the writer ends once `lines` is written.
     closed: bool,
@@ -94,7 +100,7 @@ struct Queue {
 impl Queue {
     /// Bytes of the queued messages (without their newlines).
     fn bytes(&self) -> usize {
-        self.lines.len() - self.msgs
+        self.len - self.msgs
     }
 
     fn full(&self, max_msgs: usize, max_bytes: usize) -> bool {
@@ -141,28 +147,25 @@ impl Outbox {
     /// Queues an answer to one of the peer's own requests, past the caps:
     /// it must not be lost, and the peer's reader holds back while the
     /// queue [`is_full`](Self::is_full). Fails only once the writer is gone.
-    pub fn push_answer(&self, msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
+    pub fn push_answer(&self, mut msg: Vec<u8>) -> Result<(), (PushError, Vec<u8>)> {
         let mut q = self.q.borrow_mut();
         if q.gone || q.closed {
             return Err((PushError::Closed, msg));
         }
-        let at = q.lines.len();
-        // Into an empty queue the message's own buffer goes as it is (the
-        // queue's empty one serves the next message written), unless the
-        // queue's holds it twice over: the room a burst grew it to (the
-        // writer's last batch) is kept for the next burst, whose messages
-        // are then appended without growing a buffer again, a copy and
-        // fresh pages at each doubling. Behind others a message is copied.
-        let room = if at == 0 && q.lines.capacity() < 2 * msg.len() {
-            std::mem::replace(&mut q.lines, msg)
-        } else {
-            q.lines.extend_from_slice(&msg);
-            msg
-        };
-        one_line(&mut q.lines[at..]);
-        q.lines.push(b'\n');
+        one_line(&mut msg);
+        q.len += msg.len() + 1;
         q.msgs += 1;
-        super::spare::give(room);
+        match q.lines.back_mut().filter(|last| msg.len() <= COPY_MAX && last.capacity() - last.len() > msg.len()) {
+            Some(last) => {
+                last.extend_from_slice(&msg);
+                last.push(b'\n');
+                super::spare::give(msg);
+            }
+            None => {
+                msg.push(b'\n');
+                q.lines.push_back(msg);
+            }
+        }
         if let Some(w) = q.writer.take() {
             w.wake();
         }
@@ -192,13 +195,13 @@ impl Outbox {
     /// limit once, not once per message.
     pub fn hold(&self) -> Option<impl Future<Output = ()> + 'static> {
         let q = self.q.borrow();
-        if q.stalled || q.gone || q.closed || q.msgs < 2 || q.lines.len() < HOLD_BYTES {
+        if q.stalled || q.gone || q.closed || q.msgs < 2 || q.len < HOLD_BYTES {
             return None;
         }
         let out = self.clone();
         Some(async move {
             let taken = async {
-                out.until(|q| q.lines.len() < HOLD_BYTES).await;
+                out.until(|q| q.len < HOLD_BYTES).await;
                 true
             };
             let limit = async {
@@ -244,18 +247,14 @@ impl Outbox {
 impl OutboxRx {
     /// Writes queued messages as lines until the queue is closed and empty
     /// (`Ok`) or a write fails (`Err`, e.g. `BrokenPipe`: the peer is gone).
-    /// Everything queued when the writer wakes goes out in one write (two
-    /// buffers take turns, so a steady flow allocates nothing).
+    /// Everything queued when the writer wakes goes out in one gathering
+    /// write; each buffer written is handed back for the next message.
     pub async fn write_to<W: AsyncWrite + Unpin>(&self, mut w: W) -> io::Result<()> {
-        let mut batch = Vec::new();
+        let mut batch = VecDeque::new();
         let result = async {
             while self.next_batch(&mut batch).await {
-                w.write_all(&batch).await?;
+                write_all(&mut w, &mut batch).await?;
                 w.flush().await?;
-                batch.clear();
-                if batch.capacity() > KEEP_BYTES {
-                    batch = Vec::new();
-                }
             }
             Ok(())
         }
@@ -267,7 +266,7 @@ impl OutboxRx {
 
     /// Waits for queued lines and swaps them into `batch` (empty); false
     /// once the queue is closed and empty.
-    async fn next_batch(&self, batch: &mut Vec<u8>) -> bool {
+    async fn next_batch(&self, batch: &mut VecDeque<Vec<u8>>) -> bool {
         poll_fn(|cx| {
             let mut q = self.q.borrow_mut();
             if q.lines.is_empty() {
@@ -278,6 +277,7 @@ impl OutboxRx {
                 return Poll::Pending;
             }
             std::mem::swap(&mut q.lines, batch);
+            q.len = 0;
             q.msgs = 0;
             q.stalled = false;
             for w in q.waiting_room.drain(..) {
@@ -291,7 +291,8 @@ impl OutboxRx {
     fn gone(&self) {
         let mut q = self.q.borrow_mut();
         q.gone = true;
-        q.lines = Vec::new();
+        q.lines = VecDeque::new();
+        q.len = 0;
         q.msgs = 0;
         for w in q.waiting_room.drain(..) {
             w.wake();
@@ -304,6 +305,35 @@ impl Drop for OutboxRx {
     fn drop(&mut self) {
         self.gone();
     }
+}
+
+/// Writes all of `batch`'s buffers in order, as many as [`GATHER`] in
+/// each write, handing each back once it is written.
+async fn write_all<W: AsyncWrite + Unpin>(w: &mut W, batch: &mut VecDeque<Vec<u8>>) -> io::Result<()> {
+    // Bytes of the first buffer already written.
+    let mut done = 0;
+    while let Some(first) = batch.front() {
+        let first = &first[done..];
+        let wrote = if batch.len() == 1 {
+            w.write(first).await?
+        } else {
+            let mut slices = [IoSlice::new(&[]); GATHER];
+            let bufs = std::iter::once(first).chain(batch.iter().skip(1).map(Vec::as_slice));
+            let n = slices.iter_mut().zip(bufs).map(|(s, b)| *s = IoSlice::new(b)).count();
+            w.write_vectored(&slices[..n]).await?
+        };
+        let mut wrote = done + wrote;
+        if wrote == done {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        while batch.front().is_some_and(|b| b.len() <= wrote) {
+            let b = batch.pop_front().expect("just seen");
+            wrote -= b.len();
+            super::spare::give(b);
+        }
+        done = wrote;
+    }
+    Ok(())
 }
 
 /// Makes `msg` safe to frame with one `\n`. Raw CR and LF can only be
@@ -325,36 +355,37 @@ mod tests {
     use smol::future::FutureExt as _;
 
     #[test]
-    fn a_burst_is_appended_to_the_room_the_last_burst_grew_and_a_lone_message_is_not_copied() {
+    fn a_large_message_is_queued_in_its_own_buffer_and_a_small_one_in_the_room_behind_the_last() {
         let (tx, rx) = outbox(64, 1 << 20);
-        let msg = || vec![b'x'; 1000];
-        let mut batch = Vec::new();
-        // Two bursts, each taken by the writer as it is written: the two
-        // buffers taking turns have grown to a burst's size.
-        for _ in 0..2 {
-            for _ in 0..8 {
-                tx.push(msg()).unwrap();
-            }
-            assert!(crate::process::reactor::block_on(rx.next_batch(&mut batch)));
-            batch.clear();
-        }
-        assert!(rx.q.borrow().lines.capacity() >= 8 * 1001);
-        let room = |q: &Queue| (q.lines.as_ptr(), q.lines.capacity());
-        let before = room(&rx.q.borrow());
-        for _ in 0..8 {
-            tx.push(msg()).unwrap();
-            assert_eq!(room(&rx.q.borrow()), before, "appended in place, never grown");
-        }
-        let q = rx.q.borrow();
-        assert_eq!((q.lines.len(), q.msgs), (8 * 1001, 8));
-        drop(q);
-        // A message too large for the queue's room twice over goes in as
-        // its own buffer, not copied.
-        assert!(crate::process::reactor::block_on(rx.next_batch(&mut batch)));
-        let big = vec![b'y'; 16 * 1001];
+        let mut big = Vec::with_capacity(3 * COPY_MAX);
+        big.resize(2 * COPY_MAX, b'x');
         let at = big.as_ptr();
         tx.push(big).unwrap();
-        assert_eq!(rx.q.borrow().lines.as_ptr(), at);
+        tx.push(b"{}".to_vec()).unwrap();
+        tx.push(vec![b'y'; COPY_MAX + 1]).unwrap();
+        tx.push(vec![b'z'; COPY_MAX]).unwrap();
+        let q = rx.q.borrow();
+        let sizes: Vec<usize> = q.lines.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [2 * COPY_MAX + 1 + 3, COPY_MAX + 2, COPY_MAX + 1]);
+        assert_eq!(q.lines[0].as_ptr(), at, "not copied");
+        assert_eq!((q.len, q.msgs), (sizes.iter().sum(), 4));
+    }
+
+    #[test]
+    fn short_writes_resume_where_they_stopped_and_every_line_goes_out_once() {
+        let (tx, rx) = outbox(100, 1 << 20);
+        let mut want = Vec::new();
+        for i in 0..(GATHER + 10) {
+            let msg = vec![b'a' + (i % 26) as u8; if i % 3 == 0 { COPY_MAX + i } else { 1 + i }];
+            want.extend_from_slice(&msg);
+            want.push(b'\n');
+            tx.push(msg).unwrap();
+        }
+        tx.close();
+        let mut w = Writes { limit: 1000, writes: Vec::new() };
+        crate::process::reactor::block_on(rx.write_to(&mut w)).unwrap();
+        assert_eq!(w.writes.concat(), want);
+        assert!(w.writes.iter().all(|b| b.len() <= 1000));
     }
 
     // covers: stdio-no-embedded-newlines
@@ -469,13 +500,23 @@ mod tests {
         assert_eq!(out.len(), 2 * HOLD_BYTES + 8);
     }
 
-    /// Records each write it is given.
-    struct Writes(Vec<Vec<u8>>);
+    /// Records each write it is given, taking at most `limit` bytes of it
+    /// (gathering as `writev` does).
+    struct Writes {
+        limit: usize,
+        writes: Vec<Vec<u8>>,
+    }
 
     impl AsyncWrite for Writes {
-        fn poll_write(mut self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<io::Result<usize>> {
-            self.0.push(buf.to_vec());
-            std::task::Poll::Ready(Ok(buf.len()))
+        fn poll_write(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<io::Result<usize>> {
+            self.poll_write_vectored(cx, &[IoSlice::new(buf)])
+        }
+        fn poll_write_vectored(mut self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>, bufs: &[IoSlice<'_>]) -> std::task::Poll<io::Result<usize>> {
+            let mut all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            all.truncate(self.limit);
+            let n = all.len();
+            self.writes.push(all);
+            std::task::Poll::Ready(Ok(n))
         }
         fn poll_flush(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
             std::task::Poll::Ready(Ok(()))
@@ -488,7 +529,7 @@ mod tests {
     #[test]
     fn what_is_queued_at_a_wake_up_goes_out_in_one_write() {
         let (tx, rx) = outbox(100, 1000);
-        let mut w = Writes(Vec::new());
+        let mut w = Writes { limit: usize::MAX, writes: Vec::new() };
         crate::process::reactor::block_on(async {
             let write = async {
                 rx.write_to(&mut w).await.unwrap();
@@ -506,7 +547,7 @@ mod tests {
             };
             smol::future::zip(write, feed).await;
         });
-        assert_eq!(w.0, [b"a0\na1\na2\na3\n".to_vec(), b"b0\nb1\nb2\nb3\n".to_vec(), b"c0\nc1\nc2\nc3\n".to_vec()]);
+        assert_eq!(w.writes, [b"a0\na1\na2\na3\n".to_vec(), b"b0\nb1\nb2\nb3\n".to_vec(), b"c0\nc1\nc2\nc3\n".to_vec()]);
         assert_eq!(tx.push(b"late".to_vec()), Err(PushError::Closed));
     }
 

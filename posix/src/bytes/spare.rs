@@ -1,9 +1,8 @@
-//! Message buffers handed back once their bytes are queued ([`outbox`]
-//! copies a message into its peer's queue, or takes its buffer as the
-//! queue's and gives back the queue's empty one), taken again by the next
-//! message written ([`written::grow`]): a forwarded call's request and
-//! answer are written into the last call's buffers instead of two new
-//! ones. Per thread (the runtime runs on one), at most [`KEEP`] buffers of
+//! Message buffers handed back once their bytes are written or copied
+//! ([`outbox`]'s writer gives back each buffer it wrote, and a small message
+//! copied into the room behind another), taken again by the next message
+//! written ([`written::grow`]): a forwarded call's request and answer are
+//! written into the last call's buffers instead of two new ones. Per thread (the runtime runs on one), at most [`KEEP`] buffers of
 //! at most [`KEEP_BYTES`] each, so what is kept stays small.
 //!
 //! [`outbox`]: super::outbox
