@@ -462,11 +462,27 @@ pub fn write_error_raw(id: Option<&[u8]>, error: &[u8], out: &mut [u8]) -> Resul
 /// JSON (an object).
 pub fn write_result(id: &[u8], result: &[u8], out: &mut [u8]) -> Result<usize, Overflow> {
     let mut w = Writer::new(out);
-    open(&mut w, Some(id));
-    w.raw(b",\"result\":");
+    result_head(&mut w, id);
     w.raw(result);
     w.raw(b"}");
     w.finish()
+}
+
+/// Writes what [`write_result`] writes before the result, for a caller that
+/// appends the result and [`RESULT_TAIL`] itself (a large result copied
+/// once, into growable storage).
+pub fn write_result_head(id: &[u8], out: &mut [u8]) -> Result<usize, Overflow> {
+    let mut w = Writer::new(out);
+    result_head(&mut w, id);
+    w.finish()
+}
+
+/// What closes a response after its result.
+pub const RESULT_TAIL: &[u8] = b"}";
+
+fn result_head(w: &mut Writer<'_>, id: &[u8]) {
+    open(w, Some(id));
+    w.raw(b",\"result\":");
 }
 
 /// Writes `{"jsonrpc":"2.0","id":<id>,"method":"..","params":<params>}`.
@@ -756,6 +772,8 @@ mod tests {
         );
         let n = write_result(b"7", b"{}", &mut out).unwrap();
         assert_eq!(&out[..n], br#"{"jsonrpc":"2.0","id":7,"result":{}}"#);
+        let n = write_result_head(b"7", &mut out).unwrap();
+        assert_eq!([&out[..n], b"{}", RESULT_TAIL].concat(), br#"{"jsonrpc":"2.0","id":7,"result":{}}"#);
         let n = write_request(b"-1", "roots/list", None, &mut out).unwrap();
         assert_eq!(
             &out[..n],

@@ -30,6 +30,19 @@ pub(crate) fn grow_into(out: &mut Vec<u8>, estimate: usize, f: impl Fn(&mut [u8]
     out.truncate(at + n);
 }
 
+/// A message whose bulk is raw bytes copied as they are: `head` (core's
+/// writer, into room for `estimate` bytes), then `raw`, then `tail`. Only
+/// the head's room is zeroed for core to write in; `raw` is copied once,
+/// into storage reserved for the whole message up front.
+pub(crate) fn framed(estimate: usize, head: impl Fn(&mut [u8]) -> Result<usize, Overflow>, raw: &[u8], tail: &[u8]) -> Vec<u8> {
+    let mut buf = super::spare::take();
+    buf.reserve_exact(estimate + raw.len() + tail.len());
+    grow_into(&mut buf, estimate, head);
+    buf.extend_from_slice(raw);
+    buf.extend_from_slice(tail);
+    buf
+}
+
 /// Zeros to copy from, 1 KiB at a time.
 static ZEROS: [u8; 1024] = [0; 1024];
 

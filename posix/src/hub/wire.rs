@@ -16,7 +16,8 @@ use mcpx_core::method::Method;
 use mcpx_core::error::ErrorCode;
 use mcpx_core::rewrite::{self, Splice};
 
-use crate::bytes::written::{self, grow, grow_into};
+use crate::bytes::spare;
+use crate::bytes::written::{self, framed, grow, grow_into};
 
 pub(super) use mcpx_core::envelope::Kind;
 
@@ -385,9 +386,12 @@ pub(super) fn request(id: u64, method: &str, params: Option<&[u8]>) -> Vec<u8> {
 pub(super) fn request_with(id: u64, method: &str, len: usize, params: impl FnOnce(&mut Vec<u8>)) -> (Vec<u8>, Range<usize>) {
     let mut digits = [0u8; 20];
     let id = mcpx_core::decimal::u64(id, &mut digits);
-    // `,"params":` and the closing brace after what core writes.
-    let room = len + 12;
-    let mut out = grow(64 + id.len() + method.len() + room, |out| rewrite::write_request(id, method, None, out));
+    // Room for the params, `,"params":` and the closing brace after what
+    // core writes, reserved but not zeroed: `params` appends.
+    let head = 64 + id.len() + method.len();
+    let mut out = spare::take();
+    out.reserve_exact(head + len + 12);
+    grow_into(&mut out, head, |out| rewrite::write_request(id, method, None, out));
     out.pop();
     let open = out.len();
     out.extend_from_slice(b",\"params\":");
@@ -486,7 +490,7 @@ pub(super) fn notification(method: Method<'static>, params: Option<&[u8]>) -> Ve
 /// A result response; `id` is raw JSON (restored byte for byte).
 pub(super) fn result(id: &[u8], result: &[u8]) -> Vec<u8> {
     // `{"jsonrpc":"2.0","id":` `,"result":` `}`: 33 bytes around the two.
-    grow(RESULT_FRAME + id.len() + result.len(), |out| rewrite::write_result(id, result, out))
+    framed(RESULT_FRAME - rewrite::RESULT_TAIL.len() + id.len(), |out| rewrite::write_result_head(id, out), result, rewrite::RESULT_TAIL)
 }
 
 /// What a response adds to its id and result.
@@ -519,6 +523,11 @@ mod tests {
         assert_eq!(r.len(), RESULT_FRAME + 6 + payload.len());
         assert_eq!(r.capacity(), r.len(), "sized right the first time, never grown");
         assert!(r.starts_with(br#"{"jsonrpc":"2.0","id":"id-1","result":7"#) && r.ends_with(b"7}"));
+        // A forwarded request: the params appended into room reserved once.
+        let (q, at) = request_with(12, "tools/call", payload.len(), |o| o.extend_from_slice(&payload));
+        assert_eq!(&q[at], &payload[..]);
+        assert!(q.starts_with(br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":7"#) && q.ends_with(b"7}"));
+        assert!(q.capacity() < q.len() + 128, "sized once for the params, never grown: {} for {}", q.capacity(), q.len());
     }
 
     // A tool name or URI read into a String cost every call one

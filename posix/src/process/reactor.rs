@@ -184,6 +184,7 @@ mod epoll {
         fn new() -> io::Result<Reactor> {
             // SAFETY: plain calls; each returned descriptor is new and owned here.
             let epoll = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+            // SAFETY: as above, for the wake-up eventfd.
             let fd = unsafe { OwnedFd::from_raw_fd(cvt(libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK))?) };
             let r = Reactor {
                 epoll,
@@ -326,6 +327,7 @@ mod epoll {
             // SAFETY: F_GETFL/F_SETFL on a descriptor `io` owns.
             let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
             if flags & libc::O_NONBLOCK == 0 {
+                // SAFETY: as above.
                 cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
             }
             let reactor = Reactor::current()?;
