@@ -138,14 +138,15 @@ fn a_server_that_stops_reading_holds_the_stdio_client_once_not_for_good() {
     signal(stuck, "-STOP");
     let big = "b".repeat(300_000);
     // The first is taken by the writer, which then waits on the full pipe;
-    // the second stays queued: a pipe's worth the writer does not take.
-    let first = s.request("tools/call", json!({"name": "stuck__echo", "arguments": {"text": big}}));
-    let second = s.request("tools/call", json!({"name": "stuck__echo", "arguments": {"text": big}}));
+    // the second and third stay queued: a pipe's worth in more than one
+    // message that the writer does not take, which holds the client until
+    // the hold's limit rings.
+    let ids: Vec<_> = (0..3).map(|_| s.request("tools/call", json!({"name": "stuck__echo", "arguments": {"text": big}}))).collect();
     let (r, took) = call(&mut s, "fine__echo", json!({"text": "not held"}));
     signal(stuck, "-CONT");
     assert!(texts(&r["result"]).contains("not held"), "{}", brief(&r));
     assert!(took < AT_ONCE, "the call to the other server waited {took:?}");
-    for id in [first, second] {
+    for id in ids {
         let r = s.response_to(id, Duration::from_secs(60));
         assert!(texts(&r["result"]).contains(&big), "{}", brief(&r));
     }

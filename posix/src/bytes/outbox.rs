@@ -193,19 +193,24 @@ impl Outbox {
     /// is stalled and holds nobody until it takes something again, so a
     /// peer that stopped reading delays the client's other messages by the
     /// limit once, not once per message.
-    pub fn hold(&self) -> Option<impl Future<Output = ()> + 'static> {
+    ///
+    /// `limit` starts the clock, when there is a hold: a future that
+    /// completes [`HOLD_LIMIT`] from now (the runtime's own timer: one of
+    /// async-io's would wake its thread twice for each hold).
+    pub fn hold<L: Future<Output = ()> + 'static>(&self, limit: impl FnOnce() -> L) -> Option<impl Future<Output = ()> + 'static> {
         let q = self.q.borrow();
         if q.stalled || q.gone || q.closed || q.msgs < 2 || q.len < HOLD_BYTES {
             return None;
         }
         let out = self.clone();
+        let limit = limit();
         Some(async move {
             let taken = async {
                 out.until(|q| q.len < HOLD_BYTES).await;
                 true
             };
             let limit = async {
-                smol::Timer::after(HOLD_LIMIT).await;
+                limit.await;
                 false
             };
             if !smol::future::or(taken, limit).await {
@@ -441,16 +446,21 @@ mod tests {
         assert_eq!(out, b"a\nb\nanswer\n");
     }
 
+    /// A hold's limit as the runtime gives it, on async-io's clock here.
+    async fn limit() {
+        smol::Timer::after(HOLD_LIMIT).await;
+    }
+
     #[test]
     fn a_pipes_worth_not_taken_holds_the_sender_until_the_writer_takes_it() {
         let (tx, rx) = outbox(100, 1 << 20);
         tx.push(vec![b'a'; HOLD_BYTES - 2]).unwrap();
-        assert!(tx.hold().is_none(), "less than a pipe's worth holds nobody");
+        assert!(tx.hold(limit).is_none(), "less than a pipe's worth holds nobody");
         tx.push(b"b".to_vec()).unwrap();
-        let hold = tx.hold().expect("a pipe's worth queued holds the sender");
+        let hold = tx.hold(limit).expect("a pipe's worth queued holds the sender");
         let (one, _rx) = outbox(100, 1 << 20);
         one.push(vec![b'a'; 4 * HOLD_BYTES]).unwrap();
-        assert!(one.hold().is_none(), "one message alone holds nobody, however large");
+        assert!(one.hold(limit).is_none(), "one message alone holds nobody, however large");
         let mut out = Vec::new();
         crate::process::reactor::block_on(async {
             let write = async {
@@ -475,10 +485,10 @@ mod tests {
         tx.push(vec![b'a'; HOLD_BYTES]).unwrap();
         tx.push(b"a".to_vec()).unwrap();
         // Nobody writes: the hold ends at its limit and marks the writer stalled.
-        crate::process::reactor::block_on(tx.hold().expect("held"));
-        assert!(tx.hold().is_none(), "a stalled writer holds nobody again");
+        crate::process::reactor::block_on(tx.hold(limit).expect("held"));
+        assert!(tx.hold(limit).is_none(), "a stalled writer holds nobody again");
         tx.push(b"b".to_vec()).unwrap();
-        assert!(tx.hold().is_none());
+        assert!(tx.hold(limit).is_none());
         // Once it takes the queue, it holds senders again.
         let mut out = Vec::new();
         crate::process::reactor::block_on(async {
@@ -491,7 +501,7 @@ mod tests {
                 assert!(!tx.q.borrow().stalled, "taking the queue ends the stall");
                 tx.push(vec![b'c'; HOLD_BYTES]).unwrap();
                 tx.push(b"c".to_vec()).unwrap();
-                let again = tx.hold().is_some();
+                let again = tx.hold(limit).is_some();
                 tx.close();
                 assert!(again, "a writer that took something holds senders again");
             };

@@ -102,8 +102,8 @@ impl Upstream {
 
     /// A wait for the child to take what is queued for its stdin, when
     /// that is a pipe's worth or more ([`Outbox::hold`]).
-    pub fn hold(&self) -> Option<impl std::future::Future<Output = ()> + 'static> {
-        self.sh.stdin.borrow().as_ref().and_then(Outbox::hold)
+    pub fn hold<L: std::future::Future<Output = ()> + 'static>(&self, limit: impl FnOnce() -> L) -> Option<impl std::future::Future<Output = ()> + 'static> {
+        self.sh.stdin.borrow().as_ref().and_then(|o| o.hold(limit))
     }
 
     /// The cap on bytes queued for the child's stdin (0 when not running).

@@ -18,7 +18,7 @@ use crate::http::Http;
 use crate::hub::{self, About, ClientId, Hub, IdKey, Input, Outcome, Output, Power, UpstreamId, UpstreamSpec, Upward};
 use crate::log::{self, Level};
 use crate::bytes::lines::Pause;
-use crate::bytes::outbox::{Outbox, PushError};
+use crate::bytes::outbox::{Outbox, PushError, HOLD_LIMIT};
 use crate::remote;
 use crate::process::alarm::Alarm;
 use crate::process::supervise;
@@ -126,6 +126,8 @@ pub struct Runtime {
     /// The hold of the server queue the last message routed went into
     /// ([`supervise::Upstream::hold`]), for the stdio client that sent it.
     hold: RefCell<Option<Pause>>,
+    /// The clock of that hold ([`Self::hold_limit`]).
+    hold_alarm: Rc<Alarm>,
     /// The task state file (`task_store`), with an HTTP listener.
     pub(super) tasks_file: RefCell<Option<std::path::PathBuf>>,
     /// The pin files (`pin_store`), with `policy.pin`.
@@ -159,6 +161,7 @@ impl Runtime {
             stop,
             closing: Cell::new(false),
             hold: RefCell::new(None),
+            hold_alarm: Rc::new(Alarm::new()?),
             tasks_file: RefCell::new(None),
             pins: RefCell::new(None),
             #[cfg(feature = "cluster")]
@@ -405,7 +408,7 @@ impl Runtime {
                         _ => match up.send(msg, about) {
                             Ok(()) => {
                                 if let Upstream::Local(child) = up {
-                                    if let Some(hold) = child.hold() {
+                                    if let Some(hold) = child.hold(|| self.hold_limit()) {
                                         *self.hold.borrow_mut() = Some(Box::pin(hold));
                                     }
                                 }
@@ -534,6 +537,23 @@ impl Runtime {
         self.clients.borrow_mut().insert(c, conn);
         self.drain();
         c
+    }
+
+    /// The limit of a hold, [`HOLD_LIMIT`] from when it is first waited on,
+    /// on the hold alarm (a timerfd on this thread's reactor: setting it is
+    /// one call, where an async-io timer woke async-io's thread to add it
+    /// and again to remove it, on every hold). Only the stdio client's
+    /// reader waits on holds, one at a time, so one alarm serves them all; a
+    /// hold nobody waits on (a message another transport routed) never
+    /// sets it, and one released at its first look never does either. One
+    /// released later leaves it set: unless the next hold moves it, it rings
+    /// once for nothing, cheaper than a call to stop it on every hold.
+    fn hold_limit(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let alarm = self.hold_alarm.clone();
+        async move {
+            alarm.set(Some(Instant::now() + HOLD_LIMIT));
+            alarm.rung().await
+        }
     }
 
     /// One framed message from a stdio client: the hub parses it (once).
