@@ -464,7 +464,7 @@ pub fn write_result(id: &[u8], result: &[u8], out: &mut [u8]) -> Result<usize, O
     let mut w = Writer::new(out);
     result_head(&mut w, id);
     w.raw(result);
-    w.raw(b"}");
+    w.raw(RESULT_TAIL);
     w.finish()
 }
 
