@@ -460,14 +460,20 @@ impl Front {
             return Ok(true);
         }
         let backend = match &session {
-            Some(id) => match self.sessions.borrow().0.get(id) {
-                Some(b) => b.clone(),
-                None => {
-                    let (s, b) = rpc_refusal(404, &Value::Null, INVALID_REQUEST, "unknown or ended session");
-                    conn.respond(s, &[], Some(&b)).await?;
-                    return Ok(true);
+            Some(id) => {
+                // Looked up before the 404 is written: a client slow to read
+                // it must not hold the sessions borrowed while another
+                // client starts or ends one.
+                let found = self.sessions.borrow().0.get(id).cloned();
+                match found {
+                    Some(b) => b,
+                    None => {
+                        let (s, b) = rpc_refusal(404, &Value::Null, INVALID_REQUEST, "unknown or ended session");
+                        conn.respond(s, &[], Some(&b)).await?;
+                        return Ok(true);
+                    }
                 }
-            },
+            }
             None if msg.get("method").and_then(Value::as_str) == Some("initialize") => {
                 Backend::start(&self.cfg, &self.ex)
             }
