@@ -10,8 +10,15 @@
 //! call or the hub's own), and say what happens to it (progress, held for
 //! a client's retry, resumed, made a task, kept past its expiry); none sets
 //! a deadline itself.
+//!
+//! What the hub asks after every message (the next deadline; does a server
+//! have a client's call, or a ping, in flight) is kept beside the table as
+//! it changes, so that asking costs the same with one request in flight as
+//! with thousands: one client's many slow calls do not make every other
+//! message slower.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use mcpx_core::method::Method;
@@ -174,6 +181,32 @@ pub(super) struct Pending {
     /// (client, its request id) → the request serving it; short ids are
     /// kept inline, so a call in flight costs this index no allocation.
     by_client: HashMap<(ClientId, IdKey), (UpstreamId, u64)>,
+    /// Every request's deadline, earliest on top. An entry whose request
+    /// has gone or has another deadline now is stale: it leaves when it
+    /// reaches the top (so the top is never stale), and all of them when
+    /// they outnumber the requests ([`Pending::settle`]).
+    deadlines: BinaryHeap<Reverse<(u64, UpstreamId, u64)>>,
+    /// Per server: its clients' calls in flight or held ([`Pending::busy`])
+    /// and its pings in flight ([`Pending::pinging`]).
+    counts: Vec<Counts>,
+}
+
+/// What [`Pending`] counts of one server's requests.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    calls: u32,
+    pings: u32,
+}
+
+impl Counts {
+    /// The count `origin` falls under, if any.
+    fn of(&mut self, origin: &Origin) -> Option<&mut u32> {
+        match origin {
+            Origin::Client { .. } | Origin::Held(_) => Some(&mut self.calls),
+            Origin::Ping => Some(&mut self.pings),
+            _ => None,
+        }
+    }
 }
 
 impl Pending {
@@ -192,7 +225,53 @@ impl Pending {
         if let Origin::Client { client, id: cid, .. } = &f.origin {
             self.by_client.insert((*client, cid.clone()), (u, id));
         }
+        if self.counts.len() <= u {
+            self.counts.resize(u + 1, Counts::default());
+        }
+        if let Some(n) = self.counts[u].of(&f.origin) {
+            *n += 1;
+        }
+        let deadline = f.deadline;
         self.map.insert((u, id), f);
+        self.keep(u, id, deadline);
+    }
+
+    /// Puts deadline `deadline` of request `id` to `u` on the heap. Once
+    /// the stale entries outnumber the requests, the heap is rebuilt from
+    /// the table ([`Pending::compact`]), which keeps it within twice the
+    /// table, each request costing O(log n) in all. A new top is never
+    /// stale.
+    fn keep(&mut self, u: UpstreamId, id: u64, deadline: u64) {
+        self.deadlines.push(Reverse((deadline, u, id)));
+        self.compact();
+    }
+
+    /// Rebuilds the heap from the table when it holds more than twice as
+    /// many entries (and a few).
+    fn compact(&mut self) {
+        if self.deadlines.len() > 2 * self.map.len() + 32 {
+            self.deadlines.clear();
+            self.deadlines.extend(self.map.iter().map(|(&(u, id), f)| Reverse((f.deadline, u, id))));
+        }
+    }
+
+    /// Request `id` to `u`, in flight, has deadline `deadline` now: the
+    /// entry of its old one, maybe the top, is stale.
+    fn moved(&mut self, u: UpstreamId, id: u64, deadline: u64) {
+        self.keep(u, id, deadline);
+        self.settle();
+    }
+
+    /// Drops stale deadlines from the top (all of them, when they
+    /// outnumber the requests).
+    fn settle(&mut self) {
+        self.compact();
+        while let Some(&Reverse((d, u, id))) = self.deadlines.peek() {
+            if self.map.get(&(u, id)).is_some_and(|f| f.deadline == d) {
+                break;
+            }
+            self.deadlines.pop();
+        }
     }
 
     /// A call forwarded to `u` for a client (or retried for one), as
@@ -224,6 +303,10 @@ impl Pending {
         if let Origin::Client { client, id: cid, .. } = &f.origin {
             self.by_client.remove(&(*client, cid.clone()));
         }
+        if let Some(n) = self.counts.get_mut(u).and_then(|c| c.of(&f.origin)) {
+            *n -= 1;
+        }
+        self.settle();
         Some(f)
     }
 
@@ -259,7 +342,9 @@ impl Pending {
     pub fn progressed(&mut self, u: UpstreamId, id: u64, now: u64) -> Option<&Origin> {
         let f = self.map.get_mut(&(u, id))?;
         f.deadline = (now + f.timeout).min(f.hard);
-        Some(&f.origin)
+        let deadline = f.deadline;
+        self.moved(u, id, deadline);
+        self.map.get(&(u, id)).map(|f| &f.origin)
     }
 
     /// Call `id` to `u` becomes the hub's task `task`: it outlives the
@@ -273,6 +358,8 @@ impl Pending {
         self.set_origin(u, id, Origin::Task(task));
         let f = self.map.get_mut(&(u, id))?;
         f.deadline = f.hard;
+        let deadline = f.deadline;
+        self.moved(u, id, deadline);
         Some(progress)
     }
 
@@ -285,6 +372,7 @@ impl Pending {
         if let Some(f) = self.map.get_mut(&(u, id)) {
             f.deadline = until;
             f.hard = f.hard.max(until);
+            self.moved(u, id, until);
         }
     }
 
@@ -352,17 +440,17 @@ impl Pending {
     }
 
     pub fn next_deadline(&self) -> Option<u64> {
-        self.map.values().map(|f| f.deadline).min()
+        self.deadlines.peek().map(|Reverse((d, ..))| *d)
     }
 
     /// Does a client wait on `u` (a call in flight or held for a retry)?
     pub fn busy(&self, u: UpstreamId) -> bool {
-        self.calls_to(u).next().is_some()
+        self.counts.get(u).is_some_and(|c| c.calls > 0)
     }
 
     /// Is a health-check ping to `u` in flight?
     pub fn pinging(&self, u: UpstreamId) -> bool {
-        self.map.iter().any(|(k, f)| k.0 == u && matches!(f.origin, Origin::Ping))
+        self.counts.get(u).is_some_and(|c| c.pings > 0)
     }
 }
 
@@ -378,5 +466,100 @@ impl Pending {
                 _ => None,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(c: ClientId, id: u64) -> Origin {
+        Origin::Client {
+            client: c,
+            id: IdKey::new(id.to_string().as_bytes()),
+            progress: None,
+            method: Called::new("tools/call"),
+            renamed_uri: None,
+            modern: None,
+            sent: None,
+        }
+    }
+
+    /// What the kept answers must equal: the table read whole.
+    fn check(p: &Pending, ups: usize) {
+        assert_eq!(p.next_deadline(), p.map.values().map(|f| f.deadline).min());
+        for u in 0..ups {
+            let calls = p.map.iter().any(|(k, f)| k.0 == u && matches!(f.origin, Origin::Client { .. } | Origin::Held(_)));
+            let pings = p.map.iter().any(|(k, f)| k.0 == u && matches!(f.origin, Origin::Ping));
+            assert_eq!((p.busy(u), p.pinging(u)), (calls, pings), "server {u}");
+        }
+        assert!(p.deadlines.len() <= 2 * p.map.len() + 33, "{} deadlines kept for {} requests", p.deadlines.len(), p.map.len());
+    }
+
+    #[test]
+    fn the_next_deadline_and_each_servers_calls_and_pings_follow_every_change() {
+        let mut p = Pending::default();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let ups = 4;
+        let mut ids = 0u64;
+        for now in 0..20_000u64 {
+            let u = next(ups as u64) as usize;
+            let open: Vec<(UpstreamId, u64)> = p.map.keys().copied().collect();
+            let pick = |r: u64| open.get(r as usize % open.len().max(1)).copied();
+            match next(9) {
+                0..=2 => {
+                    ids += 1;
+                    p.open_call(u, ids, client(next(3), ids), now, 1 + next(500), 1_000);
+                }
+                3 => {
+                    ids += 1;
+                    let origin = if next(2) == 0 { Origin::Ping } else { Origin::Fire };
+                    p.open_own(u, ids, origin, now, 1 + next(300), 1_000);
+                }
+                4 | 5 => {
+                    if let Some((u, id)) = pick(next(1 << 20)) {
+                        p.take(u, id);
+                    }
+                }
+                6 => {
+                    if let Some((u, id)) = pick(next(1 << 20)) {
+                        p.progressed(u, id, now);
+                    }
+                }
+                7 => {
+                    if let Some((u, id)) = pick(next(1 << 20)) {
+                        match next(3) {
+                            0 => p.hold(u, id, id, now + next(800)),
+                            1 => drop(p.make_task(u, id, format!("t{id}"))),
+                            _ => drop(p.set_origin(u, id, Origin::Ping)),
+                        }
+                    }
+                }
+                _ => {
+                    for (u, id) in p.expired(now) {
+                        if let Some(f) = p.take(u, id) {
+                            if next(4) == 0 {
+                                p.keep_until(u, id, f, now + 50);
+                            }
+                        }
+                    }
+                }
+            }
+            check(&p, ups);
+        }
+        // Answered in the order sent, with one request held open all along:
+        // what is kept stays within twice the table.
+        p.open_own(0, ids + 1, Origin::Fire, 20_000, 1_000_000, 1_000_000);
+        for id in ids + 2..ids + 5_000 {
+            p.open_call(1, id, client(1, id), 20_000, 60_000, 60_000);
+            p.take(1, id);
+        }
+        check(&p, ups);
     }
 }
