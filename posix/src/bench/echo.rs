@@ -2,13 +2,14 @@
 //! JSON-RPC) with one tool, `echo`, that returns its `text` argument. It
 //! never builds a JSON value: it splices the request's raw `id` and `text`
 //! bytes into a fixed answer, so a forwarded call costs it a scan and a copy
-//! and the upstream is never what a benchmark measures.
+//! and the upstream is never what a benchmark measures. A second tool,
+//! `hold`, never answers: calls left in flight.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 
 use super::json::{member, str_inner};
 
-const TOOLS: &[u8] = br#"{"tools":[{"name":"echo","description":"Returns its text argument.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]}"#;
+const TOOLS: &[u8] = br#"{"tools":[{"name":"echo","description":"Returns its text argument.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},{"name":"hold","description":"Never answers.","inputSchema":{"type":"object"}}]}"#;
 
 /// Answers one message into `out`; returns false for messages that need no
 /// answer (notifications, responses).
@@ -19,12 +20,15 @@ pub fn answer(msg: &[u8], out: &mut Vec<u8>) -> bool {
     let Some(method) = member(msg, "method").and_then(str_inner) else {
         return false;
     };
+    let params = member(msg, "params").unwrap_or(b"{}");
+    let name = member(params, "name").and_then(str_inner);
+    if method == b"tools/call" && name == Some(b"hold") {
+        return false;
+    }
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     out.extend_from_slice(id);
     match method {
         b"tools/call" => {
-            let params = member(msg, "params").unwrap_or(b"{}");
-            let name = member(params, "name").and_then(str_inner);
             let text = member(params, "arguments").and_then(|a| member(a, "text"));
             match (name, text) {
                 (Some(b"echo"), Some(text)) if text.first() == Some(&b'"') => {
@@ -116,5 +120,9 @@ mod tests {
         ));
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["result"]["tools"][0]["name"], "echo");
+        assert_eq!(v["result"]["tools"][1]["name"], "hold");
+        out.clear();
+        assert!(!answer(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"hold","arguments":{}}}"#, &mut out));
+        assert!(out.is_empty());
     }
 }

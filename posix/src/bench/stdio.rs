@@ -191,6 +191,19 @@ impl Peer {
         }
     }
 
+    /// `n` calls of tool `tool` with `arguments` (JSON), sent without
+    /// waiting for their answers (for calls left in flight). An answer to
+    /// one during a later [`Peer::load`] counts as an error there.
+    pub fn send_calls(&mut self, n: usize, tool: &str, arguments: &str) -> io::Result<()> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let id = self.next_id;
+            self.next_id += 1;
+            let _ = writeln!(out, r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#);
+        }
+        self.tx.write_all(&out)
+    }
+
     /// `n` echo calls with `window` in flight; latency per call.
     pub fn load(&mut self, n: usize, window: usize, text: &[u8]) -> io::Result<Run> {
         let base = self.next_id;
