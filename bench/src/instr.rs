@@ -31,10 +31,17 @@ use std::time::Duration;
 use mcpx_posix::bench::stdio::Peer;
 use mcpx_posix::bench::Policy;
 
-/// One payload's figure under one policy.
+/// Calls left in flight for the held row.
+pub const HELD: usize = 2_000;
+
+/// Bound of the held row over the 16 B row with none held.
+const HELD_BOUND: f64 = 1.1;
+
+/// One payload's figure under one policy, with `held` calls in flight.
 pub struct Row {
     pub payload: usize,
     pub policy: Policy,
+    pub held: usize,
     /// (calls, instructions) of the two runs.
     pub runs: [(usize, u64); 2],
 }
@@ -79,10 +86,11 @@ pub fn measure(
     let dir = std::env::temp_dir().join(format!("mcpx-bench-instr-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let result = (|| {
-        let plan = PLAN.iter().map(|p| (Policy::Off, *p));
-        let with = PLAN.iter().filter(|p| p.0 == 16 && policy != Policy::Off).map(|p| (policy, *p));
+        let plan = PLAN.iter().map(|p| (Policy::Off, *p, 0));
+        let with = PLAN.iter().filter(|p| p.0 == 16 && policy != Policy::Off).map(|p| (policy, *p, 0));
+        let held = PLAN.iter().filter(|p| p.0 == 16).map(|p| (Policy::Off, *p, HELD));
         let mut rows = Vec::new();
-        for (policy, (payload, warm, n1, n2)) in plan.chain(with) {
+        for (policy, (payload, warm, n1, n2), held) in plan.chain(with).chain(held) {
             let config = dir.join(format!("config-{}.json", policy.name()));
             let doc = serde_json::json!({
                 "mcpServers": {"u1": {"command": echo[0], "args": &echo[1..], "prefix": ""}},
@@ -94,13 +102,13 @@ pub fn measure(
             let mut runs = [(0, 0); 2];
             for (slot, n) in runs.iter_mut().zip([n1, n2]) {
                 if verbose {
-                    eprintln!("bench: instr {payload} B, policy {}: {warm} + {n} calls under callgrind", policy.name());
+                    eprintln!("bench: instr {payload} B, policy {}, {held} held: {warm} + {n} calls under callgrind", policy.name());
                 }
-                let ir = run_once(hub, &config, &dir, payload, warm, n)
+                let ir = run_once(hub, &config, &dir, payload, held, warm, n)
                     .map_err(|e| format!("{payload} B, {n} calls: {e}"))?;
                 *slot = (n, ir);
             }
-            let row = Row { payload, policy, runs };
+            let row = Row { payload, policy, held, runs };
             if row.runs[1].1 <= row.runs[0].1 {
                 return Err(format!(
                     "{payload} B: {} calls counted {} instructions, {} calls {}: not a figure",
@@ -121,6 +129,7 @@ fn run_once(
     config: &Path,
     dir: &Path,
     payload: usize,
+    held: usize,
     warm: usize,
     n: usize,
 ) -> Result<u64, String> {
@@ -149,8 +158,11 @@ fn run_once(
     let text = vec![b'x'; payload];
     let calls = (|| -> io::Result<u64> {
         peer.handshake()?;
+        let ids = peer.send_calls(held, "hold", "{}")?;
         let a = peer.load(warm, 1, &text)?;
         let b = peer.load(n, 1, &text)?;
+        // Else the hub, at the end of its input, would wait for them.
+        peer.cancel(ids)?;
         Ok(a.errors + b.errors)
     })();
     // Under valgrind the hub needs a while to stop its upstream and leave;
@@ -213,15 +225,16 @@ pub fn table(hub: &str, version: &str, rows: &[Row]) -> String {
     );
     let _ = writeln!(
         out,
-        "  payload  policy   N1 / N2     Ir(N1)         Ir(N2)         Ir per call"
+        "  payload  policy   held  N1 / N2     Ir(N1)         Ir(N2)         Ir per call"
     );
     for r in rows {
         let [(n1, i1), (n2, i2)] = r.runs;
         let _ = writeln!(
             out,
-            "  {:<7}  {:<7}  {:>4} / {:<4}  {:>13}  {:>13}  {:>11.0}",
+            "  {:<7}  {:<7}  {:>4}  {:>4} / {:<4}  {:>13}  {:>13}  {:>11.0}",
             payload_name(r.payload),
             r.policy.name(),
+            r.held,
             n1,
             n2,
             i1,
@@ -237,14 +250,32 @@ pub fn table(hub: &str, version: &str, rows: &[Row]) -> String {
             policy.name()
         );
     }
+    if let Some(ratio) = held_ratio(rows) {
+        let verdict = if ratio <= HELD_BOUND { "met" } else { "MISSED" };
+        let _ = writeln!(
+            out,
+            "  instructions with {HELD} calls held ÷ without (16 B, sequential): {ratio:.2}× (bound ≤ {HELD_BOUND}×): {verdict}"
+        );
+    }
     out
+}
+
+/// The 16 B row with none held and the policy off.
+fn base(rows: &[Row]) -> Option<&Row> {
+    rows.iter().find(|r| r.payload == 16 && r.policy == Policy::Off && r.held == 0)
+}
+
+/// The held row's figure over the 16 B row with none held.
+pub fn held_ratio(rows: &[Row]) -> Option<f64> {
+    let held = rows.iter().find(|r| r.held > 0)?;
+    Some(held.per_call() / base(rows)?.per_call())
 }
 
 /// The policy the 16 B calls were also counted under, and its figure over
 /// the one with the policy off.
 pub fn policy_ratio(rows: &[Row]) -> Option<(Policy, f64)> {
-    let at = |on: bool| rows.iter().find(|r| r.payload == 16 && (r.policy != Policy::Off) == on);
-    let (off, with) = (at(false)?, at(true)?);
+    let with = rows.iter().find(|r| r.payload == 16 && r.policy != Policy::Off && r.held == 0)?;
+    let off = base(rows)?;
     Some((with.policy, with.per_call() / off.per_call()))
 }
 
@@ -267,7 +298,7 @@ pub fn write_json(
         .iter()
         .map(|r| {
             serde_json::json!({
-                "section": "instr", "target": "mcpx serve", "payload_bytes": r.payload, "in_flight": 1, "policy": r.policy.name(),
+                "section": "instr", "target": "mcpx serve", "payload_bytes": r.payload, "in_flight": 1, "policy": r.policy.name(), "held": r.held,
                 "hub": hub, "valgrind": version,
                 "median": {"instructions_per_call": r.per_call()},
                 "rounds": r.runs.iter().map(|&(n, ir)| serde_json::json!({"calls": n, "instructions": ir})).collect::<Vec<_>>(),
@@ -297,7 +328,7 @@ mod tests {
     #[test]
     fn the_policy_row_is_judged_against_the_16_b_row_with_the_policy_off() {
         use super::{policy_ratio, table, Policy, Row};
-        let row = |payload, policy, ir: u64| Row { payload, policy, runs: [(200, 1_000), (1_200, 1_000 + ir * 1_000)] };
+        let row = |payload, policy, ir: u64| Row { payload, policy, held: 0, runs: [(200, 1_000), (1_200, 1_000 + ir * 1_000)] };
         let mut rows = vec![row(16, Policy::Off, 20_000), row(65_536, Policy::Off, 400_000)];
         assert!(policy_ratio(&rows).is_none(), "no policy row: no ratio");
         assert!(!table("mcpx", "v", &rows).contains("policy ÷"));
@@ -306,5 +337,19 @@ mod tests {
         assert!(table("mcpx", "v", &rows).contains("default policy ÷ without (16 B, sequential): 1.10× (bound ≤ 1.1×): met"));
         rows[2] = row(16, Policy::Default, 23_000);
         assert!(table("mcpx", "v", &rows).contains(": 1.15× (bound ≤ 1.1×): MISSED"));
+    }
+
+    #[test]
+    fn the_held_row_is_judged_against_the_16_b_row_with_none_held() {
+        use super::{held_ratio, policy_ratio, table, Policy, Row, HELD};
+        let row = |policy, held, ir: u64| Row { payload: 16, policy, held, runs: [(200, 1_000), (1_200, 1_000 + ir * 1_000)] };
+        let mut rows = vec![row(Policy::Off, 0, 20_000), row(Policy::Default, 0, 21_000)];
+        assert!(held_ratio(&rows).is_none());
+        rows.push(row(Policy::Off, HELD, 30_000));
+        assert_eq!(held_ratio(&rows), Some(1.5));
+        assert_eq!(policy_ratio(&rows), Some((Policy::Default, 1.05)), "the held row is not the policy's");
+        assert!(table("mcpx", "v", &rows).contains(&format!("with {HELD} calls held ÷ without (16 B, sequential): 1.50× (bound ≤ 1.1×): MISSED")));
+        rows[2] = row(Policy::Off, HELD, 20_400);
+        assert!(table("mcpx", "v", &rows).contains(": 1.02× (bound ≤ 1.1×): met"));
     }
 }

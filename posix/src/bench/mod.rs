@@ -241,15 +241,6 @@ impl Plan {
                 .collect(),
         }
     }
-    /// A call the upstream leaves unanswered (tool, arguments), for the
-    /// row with calls held in flight; none when it has no such tool.
-    fn held_call(&self) -> Option<(&'static str, &'static str)> {
-        match self.upstream {
-            Upstream::Echo => Some(("hold", "{}")),
-            Upstream::Example if cfg!(feature = "example-fixtures") => Some(("slow", r#"{"seconds":600}"#)),
-            Upstream::Example => None,
-        }
-    }
     pub fn upstream_name(&self) -> &'static str {
         match self.upstream {
             Upstream::Echo => "the bench's echo server",
@@ -608,31 +599,12 @@ fn stdio_round(plan: &Plan, round: usize, report: &mut Report) {
                 Err(e) => report.fail(key, e.to_string()),
             }
         }
-        if target == StdioTarget::Mcpx && !plan.quick {
-            held_variant(plan, &mut peer, measured, round, report);
-        }
         peer.close();
         // Traced for the figure, or the figure is not of tracing.
         #[cfg(feature = "traces")]
         if target == StdioTarget::McpxWith(Policy::Traces) && trace_sink::exports() == 0 {
             report.fail(Key::stdio(target.name(), 0, 0), "no export reached the trace sink: the hub did not trace".into());
         }
-    }
-}
-
-/// Calls the hub's client leaves in flight for the row [`report::HUB_HELD`].
-pub const HELD: usize = 2_000;
-
-/// The hub's sequential 16 B call again, now with [`HELD`] calls of the
-/// same client in flight: what many slow calls cost every other message.
-fn held_variant(plan: &Plan, peer: &mut stdio::Peer, measured: Option<u32>, round: usize, report: &mut Report) {
-    let key = Key::stdio(report::HUB_HELD, PAYLOADS[0], 1);
-    let Some((tool, arguments)) = plan.held_call() else {
-        return report.fail(key, format!("{} has no call it leaves unanswered", plan.upstream_name()));
-    };
-    match peer.send_calls(HELD, tool, arguments).and_then(|()| stdio_variant(plan, peer, measured, PAYLOADS[0], 1)) {
-        Ok(m) => report.add(key, round, m),
-        Err(e) => report.fail(key, e.to_string()),
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::{Plan, CLIENTS, HELD, PAYLOADS, WINDOWS};
+use super::{Plan, CLIENTS, PAYLOADS, WINDOWS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Section {
@@ -197,9 +197,6 @@ pub(super) const HUB_DEFAULT: &str = "mcpx serve + default policy";
 pub(super) const HUB_POLICY: &str = "mcpx serve + policy";
 /// The hub with approval rules and pinning no call meets (`--policy approve`).
 pub(super) const HUB_APPROVE: &str = "mcpx serve + approve";
-/// The hub with [`super::HELD`] calls of its client in flight (16 B, 1 in
-/// flight only).
-pub(super) const HUB_HELD: &str = "mcpx serve, calls held";
 /// The hub with traces, every call sampled and exported (`--policy traces`).
 #[cfg(feature = "traces")]
 pub(super) const HUB_TRACES: &str = "mcpx serve + traces";
@@ -465,7 +462,7 @@ impl Report {
             for &w in &WINDOWS {
                 let relay = self.get(&Key::stdio(RELAY, p, w));
                 let direct = self.get(&Key::stdio(DIRECT, p, w));
-                for target in [DIRECT, RELAY, HUB, HUB_HELD, HUB_DEFAULT, HUB_POLICY, HUB_APPROVE, #[cfg(feature = "traces")] HUB_TRACES] {
+                for target in [DIRECT, RELAY, HUB, HUB_DEFAULT, HUB_POLICY, HUB_APPROVE, #[cfg(feature = "traces")] HUB_TRACES] {
                     let key = Key::stdio(target, p, w);
                     if ![DIRECT, RELAY, HUB].contains(&target) && self.get(&key).is_none() {
                         continue;
@@ -776,12 +773,6 @@ impl Report {
             let measured = self.paired_ratio(&with, &without, |m| m.cpu_us_per_req).map(|(ratio, rounds)| (format!("{ratio:.2}× (median of {rounds} rounds' ratios)"), ratio <= 1.1));
             add(format!("hub CPU with the default policy ÷ without (16 B, {w} in flight) [issue 24]"), "≤ 1.1×", measured);
         }
-        // Calls one client leaves in flight make no other message dearer:
-        // the hub's work per message does not grow with the calls it waits
-        // on. Both measured in each round, in one hub process.
-        let (held, base) = (Key::stdio(HUB_HELD, small, 1), Key::stdio(HUB, small, 1));
-        let measured = self.paired_ratio(&held, &base, |m| m.cpu_us_per_req).map(|(ratio, rounds)| (format!("{ratio:.2}× (median of {rounds} rounds' ratios)"), ratio <= 1.1));
-        add(format!("hub CPU with {HELD} calls held ÷ without (16 B, 1 in flight)"), "≤ 1.1×", measured);
         v
     }
 
@@ -875,8 +866,8 @@ mod tests {
     fn every_target_is_listed_even_unmeasured() {
         let v = report().verdicts();
         // 2 alloc + 6 p50 + 3 + 3 CPU + 1 HTTP CPU + 2 req/s + 2 RSS + idle + start-up,
-        // issue 24's: alloc + CPU + 6 p50 + 2 req/s + 3 policy; calls held.
-        assert_eq!(v.len(), 21 + 13 + 1, "{v:?}");
+        // and issue 24's: alloc + CPU + 6 p50 + 2 req/s + 3 policy.
+        assert_eq!(v.len(), 21 + 13, "{v:?}");
         assert!(v.iter().all(|v| v.verdict() == "not measured"));
     }
 
@@ -891,7 +882,6 @@ mod tests {
         r.add(Key::stdio(RELAY, 65536, 1), 0, p50(100.0, 100.0));
         r.add(Key::stdio(HUB_APPROVE, 16, 1), 0, p50(11.0, 9.4));
         r.add(Key::stdio(HUB_APPROVE, 16, 8), 0, p50(13.0, 12.7));
-        r.add(Key::stdio(HUB_HELD, 16, 1), 0, p50(14.0, 12.6));
         let http = |rps: f64| Metrics {
             rps: Some(rps),
             ..Metrics::default()
@@ -922,7 +912,6 @@ mod tests {
         assert_eq!(verdict("hub CPU per stdio call ÷ relay CPU (16 B, 1 in flight) [issue 24]"), "MISSED");
         assert_eq!(verdict("HTTP req/s ÷ best peer's (64 KiB, 8 clients) [issue 24]"), "MISSED");
         assert_eq!(verdict("hub CPU with the default policy ÷ without (16 B, 1 in flight) [issue 24]"), "not measured");
-        assert_eq!(verdict(&format!("hub CPU with {HELD} calls held ÷ without (16 B, 1 in flight)")), "MISSED");
         // The figure is shown beside its bound.
         let row = find(&v, "stdio p50 ÷ relay p50 (16 B, 8 in flight)");
         assert_eq!(row.bound, "≤ 1.2×");

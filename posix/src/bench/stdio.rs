@@ -192,14 +192,24 @@ impl Peer {
     }
 
     /// `n` calls of tool `tool` with `arguments` (JSON), sent without
-    /// waiting for their answers (for calls left in flight). An answer to
-    /// one during a later [`Peer::load`] counts as an error there.
-    pub fn send_calls(&mut self, n: usize, tool: &str, arguments: &str) -> io::Result<()> {
+    /// waiting for their answers (for calls left in flight): their ids. An
+    /// answer to one during a later [`Peer::load`] counts as an error there.
+    pub fn send_calls(&mut self, n: usize, tool: &str, arguments: &str) -> io::Result<std::ops::Range<u64>> {
+        let ids = self.next_id..self.next_id + n as u64;
+        self.next_id = ids.end;
         let mut out = Vec::new();
-        for _ in 0..n {
-            let id = self.next_id;
-            self.next_id += 1;
+        for id in ids.clone() {
             let _ = writeln!(out, r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#);
+        }
+        self.tx.write_all(&out)?;
+        Ok(ids)
+    }
+
+    /// Cancels the requests `ids` (`notifications/cancelled`).
+    pub fn cancel(&mut self, ids: std::ops::Range<u64>) -> io::Result<()> {
+        let mut out = Vec::new();
+        for id in ids {
+            let _ = writeln!(out, r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#);
         }
         self.tx.write_all(&out)
     }
