@@ -75,6 +75,8 @@ impl Clients {
         let mut fx = Vec::new();
         if again || settled {
             self.answer_initialize(c, id, offer, &mut fx);
+        } else {
+            self.held = true;
         }
         fx
     }
@@ -92,12 +94,14 @@ impl Clients {
         for (c, id) in held {
             self.answer_initialize(c, id, offer, &mut fx);
         }
+        self.held = false;
         fx
     }
 
-    /// Is an `initialize` held while upstreams start?
+    /// May an `initialize` be held while upstreams start? (True from the
+    /// first one held until they are answered, even if its client left.)
     pub(in crate::hub) fn any_held(&self) -> bool {
-        self.values().any(super::Client::held_init)
+        self.held
     }
 
     fn answer_initialize(&mut self, c: ClientId, id: Vec<u8>, offer: &Offer<'_>, fx: &mut Vec<Effect>) {

@@ -135,11 +135,15 @@ pub struct Clients {
     /// Answers taken for their tasks, for the hub to settle
     /// ([`Clients::take_task_answers`]).
     task_answers: Vec<(String, Vec<u8>)>,
+    /// An `initialize` may be held: set when one is, cleared when the held
+    /// ones are answered ([`Clients::any_held`], which the hub asks after
+    /// every message, reads this instead of every client).
+    held: bool,
 }
 
 impl Clients {
     pub(in crate::hub) fn new(max: usize) -> Clients {
-        Clients { map: BTreeMap::new(), next: 1, max, to_task: HashMap::new(), task_answers: Vec::new() }
+        Clients { map: BTreeMap::new(), next: 1, max, to_task: HashMap::new(), task_answers: Vec::new(), held: false }
     }
 
     /// A new client, or `Err` with its id spent when `max` are connected.
@@ -254,10 +258,6 @@ impl Clients {
 
     pub(in crate::hub) fn iter(&self) -> impl Iterator<Item = (&ClientId, &Client)> {
         self.map.iter()
-    }
-
-    pub(in crate::hub) fn values(&self) -> impl Iterator<Item = &Client> {
-        self.map.values()
     }
 
     /// Each client as `mcpx status` shows it; `listens` counts a client's
