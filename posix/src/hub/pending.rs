@@ -258,7 +258,7 @@ impl Pending {
     /// Request `id` to `u`, in flight, has deadline `deadline` now: the
     /// entry of its old one, maybe the top, is stale.
     fn moved(&mut self, u: UpstreamId, id: u64, deadline: u64) {
-        self.keep(u, id, deadline);
+        self.deadlines.push(Reverse((deadline, u, id)));
         self.settle();
     }
 
