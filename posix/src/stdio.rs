@@ -18,11 +18,12 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use smol::io::{AsyncRead, AsyncWrite};
-use smol::{LocalExecutor, Task};
+use smol::Task;
 
 use crate::hub::ClientId;
 use crate::bytes::lines::{read_lines_paced, LineEvent, Pause};
 use crate::bytes::outbox::{self, Outbox};
+use crate::process::exec::Executor;
 use crate::serve::runtime::{Runtime, Stop};
 
 /// A running stdio client connection.
@@ -34,7 +35,7 @@ pub struct StdioClient {
 
 /// Connects a client reading `input` and writing `output` (stdin/stdout in
 /// `mcpx serve`). Its end is reported through [`Stop`].
-pub fn start<R, W>(ex: &Rc<LocalExecutor<'static>>, rt: &Rc<Runtime>, input: R, output: W) -> StdioClient
+pub fn start<R, W>(ex: &Rc<Executor>, rt: &Rc<Runtime>, input: R, output: W) -> StdioClient
 where
     R: AsyncRead + Unpin + 'static,
     W: AsyncWrite + Unpin + 'static,

@@ -217,7 +217,7 @@ mod tests {
         let handled = Rc::new(Cell::new(0));
         let turns = Rc::new(RefCell::new(Vec::new()));
         let (tx, rx) = smol::channel::unbounded::<()>();
-        let ex = smol::LocalExecutor::new();
+        let ex = crate::process::exec::Executor::new();
         let (h, t) = (handled.clone(), turns.clone());
         let writer = ex.spawn(async move {
             while rx.recv().await.is_ok() {

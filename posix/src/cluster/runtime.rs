@@ -9,12 +9,12 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use smol::channel::Receiver;
-use smol::LocalExecutor;
 
 use super::forward::Hop;
 use crate::config::ClusterSettings;
 use crate::hub::Input;
 use crate::hub::shared::{Answer, Ask};
+use crate::process::exec::Executor;
 use crate::serve::cluster_jobs::{refuse, Job, MAX_IN_FLIGHT};
 use crate::serve::runtime::Runtime;
 
@@ -91,14 +91,14 @@ impl Cluster {
 
     /// Runs the jobs the runtime queues (`Runtime::cluster_job`), each as a
     /// task of `ex`, until the queue closes.
-    pub async fn run(self: Rc<Cluster>, ex: Rc<LocalExecutor<'static>>, rt: Rc<Runtime>, jobs: Receiver<Job>) {
+    pub async fn run(self: Rc<Cluster>, ex: Rc<Executor>, rt: Rc<Runtime>, jobs: Receiver<Job>) {
         while let Ok(job) = jobs.recv().await {
             self.start(&ex, &rt, job);
         }
     }
 
     /// Runs `job` as a task of `ex`; answers it at once when too many run.
-    fn start(self: &Rc<Cluster>, ex: &LocalExecutor<'static>, rt: &Rc<Runtime>, job: Job) {
+    fn start(self: &Rc<Cluster>, ex: &Executor, rt: &Rc<Runtime>, job: Job) {
         if self.in_flight.get() >= MAX_IN_FLIGHT {
             let why = format!("too many shared-state and hop requests in flight (at most {MAX_IN_FLIGHT})");
             finish(rt, job, Answer::Unavailable(why.clone()), Err(why));

@@ -29,7 +29,8 @@ use serde_json::{json, Value};
 use smol::channel::{unbounded, Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::net::{TcpListener, TcpStream};
-use smol::{LocalExecutor, Timer};
+use crate::process::exec::Executor;
+use smol::Timer;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -79,7 +80,7 @@ fn exchange_number(id: &Value) -> Option<u64> {
 }
 
 impl Backend {
-    fn start(cfg: &Config, ex: &Rc<LocalExecutor<'static>>) -> Rc<Backend> {
+    fn start(cfg: &Config, ex: &Rc<Executor>) -> Rc<Backend> {
         let (tx, rx) = smol::channel::bounded::<Out>(super::OUT_QUEUE);
         let srv = Server::new(cfg.clone(), tx, ex.clone(), flow::StateKey::random());
         let b = Rc::new(Backend {
@@ -170,7 +171,7 @@ async fn route(b: std::rc::Weak<Backend>, rx: Receiver<Out>) {
 
 struct Front {
     cfg: Config,
-    ex: Rc<LocalExecutor<'static>>,
+    ex: Rc<Executor>,
     stateless: Rc<Backend>,
     /// Legacy sessions by `Mcp-Session-Id`, with their creation order.
     sessions: RefCell<(HashMap<String, Rc<Backend>>, Vec<String>)>,
@@ -320,7 +321,7 @@ fn reason(status: u16) -> &'static str {
 }
 
 /// Serve `cfg` on `addr` until the process is stopped.
-pub async fn serve(cfg: Config, ex: Rc<LocalExecutor<'static>>, addr: SocketAddr) -> i32 {
+pub async fn serve(cfg: Config, ex: Rc<Executor>, addr: SocketAddr) -> i32 {
     let listener = match TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => {

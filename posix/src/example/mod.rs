@@ -37,7 +37,8 @@ use mcpx_core::frame::line::{LineDecoder, LineEvent};
 use server::{Out, Server};
 use smol::channel::{bounded, Receiver};
 use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use smol::{LocalExecutor, Timer};
+use crate::process::exec::Executor;
+use smol::Timer;
 use std::io::Write as _;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -184,7 +185,7 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let ex = Rc::new(LocalExecutor::new());
+    let ex = Rc::new(Executor::new());
     // Without the fixtures `Config::parse` refuses `--http`, and this
     // leaves the HTTP server out of the binary.
     if let Some(addr) = cfg.http.filter(|_| cfg!(feature = "example-fixtures")) {
@@ -201,7 +202,7 @@ pub fn main(args: &[String]) -> i32 {
 /// Serve one client over `input`/`output` until `input` ends. Returns the exit status.
 pub async fn serve<R, W>(
     cfg: Config,
-    ex: Rc<LocalExecutor<'static>>,
+    ex: Rc<Executor>,
     mut input: R,
     output: W,
 ) -> i32

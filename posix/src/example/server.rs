@@ -18,7 +18,7 @@ use mcpx_core::revision::{Feature, Revision, Revisions};
 use serde_json::{json, Map, Value};
 use smol::channel::{bounded, Receiver, Sender};
 use smol::future::{self, Future};
-use smol::LocalExecutor;
+use crate::process::exec::Executor;
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::pin::Pin;
@@ -117,7 +117,7 @@ pub(super) enum Handled {
 pub struct Server {
     cfg: Config,
     out: Sender<Out>,
-    pub(super) ex: Rc<LocalExecutor<'static>>,
+    pub(super) ex: Rc<Executor>,
     key: StateKey,
     pub(super) st: RefCell<State>,
 }
@@ -126,7 +126,7 @@ impl Server {
     pub fn new(
         cfg: Config,
         out: Sender<Out>,
-        ex: Rc<LocalExecutor<'static>>,
+        ex: Rc<Executor>,
         key: StateKey,
     ) -> Rc<Server> {
         Rc::new(Server {

@@ -5,7 +5,8 @@ use serde_json::{json, Value};
 use smol::channel::{unbounded, Receiver, Sender};
 use smol::future::{self, Future};
 use smol::io::{AsyncRead, AsyncWrite};
-use smol::{LocalExecutor, Timer};
+use crate::process::exec::Executor;
+use smol::Timer;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
@@ -161,7 +162,7 @@ where
     F: FnOnce(Client) -> Fut,
     Fut: Future<Output = ()> + 'static,
 {
-    let ex = Rc::new(LocalExecutor::new());
+    let ex = Rc::new(Executor::new());
     let (in_tx, in_rx) = unbounded();
     let (out_tx, out_rx) = unbounded();
     let reader = ChanReader {

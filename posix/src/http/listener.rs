@@ -16,7 +16,6 @@ use std::time::Duration;
 use async_io::Timer;
 use mcpx_core::error::ErrorCode;
 use smol::future;
-use smol::LocalExecutor;
 
 #[cfg(feature = "consent")]
 use super::approvals_page;
@@ -32,6 +31,7 @@ use super::auth::{unix_now, Principal, Reject};
 #[cfg(feature = "cluster")]
 use super::session_dir;
 use crate::hub::Level;
+use crate::process::exec::Executor;
 use crate::process::reactor::Source;
 
 /// Decrements the connection count when a connection task ends.
@@ -63,7 +63,7 @@ impl Drop for BusyGuard {
 /// The accept loop, the connections and the service task (session expiry,
 /// refusals fed back to the hub), on one local executor.
 pub(crate) async fn serve(shared: Rc<Shared>, listener: Source<TcpListener>) {
-    let ex = Rc::new(LocalExecutor::new());
+    let ex = Rc::new(Executor::new());
     ex.spawn(service(shared.clone())).detach();
     #[cfg(feature = "cluster")]
     ex.spawn(session_dir::run(shared.clone())).detach();

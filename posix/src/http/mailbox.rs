@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn a_waiting_receiver_is_woken_by_a_send_and_by_the_last_drop() {
         let (tx, rx) = queue(4);
-        let ex = smol::LocalExecutor::new();
+        let ex = crate::process::exec::Executor::new();
         let task = ex.spawn(async move { (got(rx.recv().await), rx.recv().await.is_none()) });
         crate::process::reactor::block_on(ex.run(async {
             smol::future::yield_now().await;

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use async_io::Timer;
 use serde_json::{json, Value};
-use smol::LocalExecutor;
 
 use super::*;
 use crate::hub::{HubOptions, Input, Output, UpstreamSpec};
+use crate::process::exec::Executor;
 
 #[path = "tests_resume.rs"]
 mod resume;
@@ -271,7 +271,7 @@ fn start_full(
         setup(&http);
         tx.send(http.local_addr()).unwrap();
         *http_cell.borrow_mut() = Some(http);
-        let ex = Rc::new(LocalExecutor::new());
+        let ex = Rc::new(Executor::new());
         if let Some(cmd) = command {
             let (hub, drain, now) = (hub.clone(), drain.clone(), now.clone());
             let ex2 = ex.clone();

@@ -5,13 +5,15 @@
 //! cgroup per server [`cgroup`], the [`watcher`] that outlives a killed
 //! mcpx), the signals `mcpx serve` acts on ([`signals`]), the standard
 //! descriptors it borrows ([`stdfd`]), the size of a server's pipes
-//! ([`pipe_size`]) and the [`reactor`] that waits on them. Below the runtime (`serve`) and the
+//! ([`pipe_size`]), the [`reactor`] that waits on them and the executor
+//! ([`exec`]) that runs the tasks. Below the runtime (`serve`) and the
 //! command-line tools, which start servers through it.
 
 pub mod alarm;
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 pub mod childenv;
+pub mod exec;
 #[cfg(target_os = "linux")]
 pub mod pipe_size;
 pub mod reactor;

@@ -566,10 +566,11 @@ mod tests {
         let (r, w) = std::io::pipe().unwrap();
         let r = Source::new(File::from(std::os::fd::OwnedFd::from(r))).unwrap();
         let w = Source::new(File::from(std::os::fd::OwnedFd::from(w))).unwrap();
-        let sent = vec![7u8; 1 << 20];
-        let ex = smol::LocalExecutor::new();
+        const SENT: usize = 1 << 20;
+        let ex = crate::process::exec::Executor::new();
         let got = block_on(ex.run(async {
-            let writer = ex.spawn(async {
+            let sent = vec![7u8; SENT];
+            let writer = ex.spawn(async move {
                 (&w).write_all(&sent).await.unwrap();
                 drop(w);
             });
@@ -586,7 +587,7 @@ mod tests {
             writer.await;
             got
         }));
-        assert_eq!(got.len(), sent.len());
+        assert_eq!(got.len(), SENT);
     }
 
     #[test]
@@ -598,20 +599,22 @@ mod tests {
     fn a_turn_lets_ready_sources_go_first() {
         let (r, mut w) = std::io::pipe().unwrap();
         let r = Source::new(File::from(std::os::fd::OwnedFd::from(r))).unwrap();
-        let order = std::cell::RefCell::new(Vec::new());
-        let ex = smol::LocalExecutor::new();
+        let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let ex = crate::process::exec::Executor::new();
         block_on(ex.run(async {
-            let reader = ex.spawn(async {
+            let o = order.clone();
+            let reader = ex.spawn(async move {
                 let mut buf = [0u8; 8];
                 r.read(&mut buf).await.unwrap();
-                order.borrow_mut().push("read");
+                o.borrow_mut().push("read");
             });
             // The reader waits on the empty pipe first.
             smol::future::yield_now().await;
-            let turner = ex.spawn(async {
+            let o = order.clone();
+            let turner = ex.spawn(async move {
                 w.write_all(b"x").unwrap();
                 turn().await;
-                order.borrow_mut().push("turned");
+                o.borrow_mut().push("turned");
             });
             reader.await;
             turner.await;

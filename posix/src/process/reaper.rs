@@ -38,7 +38,7 @@ thread_local! {
 
 /// Starts, once per thread and only when this process is a subreaper, a
 /// task on `ex` that reaps ended orphans every [`REAP_EVERY`].
-pub fn start_sweeping(ex: &smol::LocalExecutor<'static>) {
+pub fn start_sweeping(ex: &crate::process::exec::Executor) {
     if !ENABLED.load(Ordering::Relaxed) || SWEEPING.with(|s| s.replace(true)) {
         return;
     }

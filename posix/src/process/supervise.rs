@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
 use smol::io::AsyncReadExt;
-use smol::{LocalExecutor, Task, Timer};
+use smol::{Task, Timer};
 
+use crate::process::exec::Executor;
 use crate::servers::backoff::{self, Ctl, End, Ended, Policy};
 use crate::process::childenv;
 use crate::hub::{Oversize, UpstreamId};
@@ -131,7 +132,7 @@ impl Upstream {
 /// Starts supervising `spec` as upstream `id`. The returned task ends after
 /// [`Upstream::shutdown`] once the process group is gone.
 pub fn spawn(
-    ex: &Rc<LocalExecutor<'static>>,
+    ex: &Rc<Executor>,
     id: UpstreamId,
     spec: ProcessSpec,
     opts: Options,
@@ -154,7 +155,7 @@ struct Supervisor {
     spec: ProcessSpec,
     opts: Options,
     events: Rc<dyn Events>,
-    ex: Rc<LocalExecutor<'static>>,
+    ex: Rc<Executor>,
     sh: Rc<Shared>,
     ctl: Receiver<Ctl>,
 }

@@ -84,8 +84,9 @@ use mcpx_core::headers;
 use smol::channel::{self, Receiver, Sender, TrySendError};
 use smol::future::FutureExt as _;
 use smol::lock::{Mutex, Semaphore};
-use smol::{LocalExecutor, Task};
+use smol::Task;
 
+use crate::process::exec::Executor;
 use crate::servers::backoff::{self, Ctl, End, Ended, Policy};
 use crate::hub::{ModernHeaders, Oversize, Upward};
 use crate::log::line::show_duration;
@@ -315,7 +316,7 @@ impl Remote {
 /// Starts the transport of `spec` as upstream `id`; `catalog` answers its
 /// questions about the server's tools (none: no `Mcp-Param-*` headers).
 pub fn spawn(
-    ex: &Rc<LocalExecutor<'static>>,
+    ex: &Rc<Executor>,
     id: UpstreamId,
     spec: RemoteSpec,
     opts: Options,
@@ -355,7 +356,7 @@ struct Supervisor {
     events: Rc<dyn Events>,
     catalog: Option<Rc<dyn Catalog>>,
     auth: Option<Rc<oauth::Authorizer>>,
-    ex: Rc<LocalExecutor<'static>>,
+    ex: Rc<Executor>,
     sh: Rc<Shared>,
     ctl: Receiver<Ctl>,
 }
@@ -565,7 +566,7 @@ struct Session {
     catalog: Option<Rc<dyn Catalog>>,
     /// The server's OAuth tokens, when it has an `"oauth"` block.
     auth: Option<Rc<oauth::Authorizer>>,
-    ex: Rc<LocalExecutor<'static>>,
+    ex: Rc<Executor>,
     opts: Options,
     /// Configured headers, names lowercased.
     headers: Vec<(String, Vec<u8>)>,

@@ -871,7 +871,7 @@ fn a_server_answering_get_with_404_is_not_reinitialized() {
 
 /// A session with `url` under a 4096-byte message cap, after the
 /// handshake, with one request sent per `(id, method)`.
-async fn capped(ex: &Rc<LocalExecutor<'static>>, url: &str, calls: &[(i32, &str)]) -> (Remote, Task<()>, Rc<Log>) {
+async fn capped(ex: &Rc<Executor>, url: &str, calls: &[(i32, &str)]) -> (Remote, Task<()>, Rc<Log>) {
     let log = Rc::new(Log::default());
     let opts = Options { max_message: 4096, ..fast() };
     let (r, task) = spawn(ex, 0, spec(url), opts, log.clone(), None);
@@ -1366,7 +1366,7 @@ mod oauth;
 
 /// A session of `spec` opened directly (no supervisor task), for tests that
 /// look at a session's typed errors: the session and its fatal channel.
-fn open_session(ex: &Rc<LocalExecutor<'static>>, spec: RemoteSpec, log: Rc<Log>) -> (Rc<Session>, Receiver<SessionError>, Sender<()>) {
+fn open_session(ex: &Rc<Executor>, spec: RemoteSpec, log: Rc<Log>) -> (Rc<Session>, Receiver<SessionError>, Sender<()>) {
     let (ctl_tx, ctl) = channel::bounded(1);
     let sh = Rc::new(Shared { out: RefCell::new(None), queued: Cell::new(0), max_bytes: 1 << 20, ctl: ctl_tx });
     let sup = Supervisor { id: 0, spec, opts: fast(), events: log, catalog: None, auth: None, ex: ex.clone(), sh, ctl };

@@ -1,6 +1,6 @@
 //! `mcpx serve`: the hub on stdio, with its servers supervised.
 //!
-//! Everything runs on one thread, on a `smol::LocalExecutor` that waits on
+//! Everything runs on one thread, on one executor (`process::exec`) that waits on
 //! the thread's own reactor (`process::reactor`). The pure
 //! [`Hub`] is shared as `Rc<RefCell<_>>`; every input (a client line, a
 //! server line, a process start or exit, a timer) goes through
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use smol::channel::{self, Receiver};
 use smol::future::FutureExt as _;
-use smol::{LocalExecutor, Task, Timer};
+use smol::{Task, Timer};
 
 use crate::cmd::cli::ServeArgs;
 use crate::cluster::runtime as cluster;
@@ -38,6 +38,7 @@ use crate::config::{self, Config, Source};
 use crate::http::{self, Http, HttpConfig, HubLink};
 use crate::hub::{ClientId, Hub, Input};
 use crate::log::{self, Level};
+use crate::process::exec::Executor;
 use crate::stdio::StdioClient;
 use crate::process::supervise;
 use crate::servers::events::Events;
@@ -146,7 +147,7 @@ pub fn main(args: ServeArgs) -> i32 {
         }
     };
     let http = http_config(&args, &cfg);
-    let ex = Rc::new(LocalExecutor::new());
+    let ex = Rc::new(Executor::new());
     // Pipes and sockets: polled by the reactor, non-blocking until `restore`
     // is dropped (see `stdfd`); files and terminals: a helper thread each.
     let io = crate::process::stdfd::stdio(64 << 10, false);
@@ -230,7 +231,7 @@ async fn flush_http(rt: &Runtime, limit: Duration) {
 
 /// Runs the cluster task of `cl` on `ex`: from now on the jobs the
 /// runtime queues for it ([`Runtime::cluster_job`]) are done.
-pub(crate) fn run_cluster(rt: &Rc<Runtime>, ex: &Rc<LocalExecutor<'static>>, cl: Rc<cluster::Cluster>) -> Task<()> {
+pub(crate) fn run_cluster(rt: &Rc<Runtime>, ex: &Rc<Executor>, cl: Rc<cluster::Cluster>) -> Task<()> {
     let (tx, rx) = channel::bounded(cluster_jobs::MAX_IN_FLIGHT);
     *rt.cluster_jobs.borrow_mut() = Some(tx);
     ex.spawn(cl.run(ex.clone(), rt.clone(), rx))
@@ -239,7 +240,7 @@ pub(crate) fn run_cluster(rt: &Rc<Runtime>, ex: &Rc<LocalExecutor<'static>>, cl:
 /// Binds the HTTP listener of `hc` (before any server starts: a busy port
 /// or an unsafe address stops mcpx) and runs it on `ex`; `Err` once the
 /// reason is logged.
-fn start_http(ex: &Rc<LocalExecutor<'static>>, rt: &Rc<Runtime>, cfg: &Config, hc: HttpConfig, cluster: Option<&Rc<cluster::Cluster>>) -> Result<Task<()>, ()> {
+fn start_http(ex: &Rc<Executor>, rt: &Rc<Runtime>, cfg: &Config, hc: HttpConfig, cluster: Option<&Rc<cluster::Cluster>>) -> Result<Task<()>, ()> {
     let addr = hc.addr;
     #[cfg(feature = "cluster")]
     let idle_ms = hc.limits.session_idle_ms;
@@ -350,7 +351,7 @@ async fn stop_servers(rt: &Runtime, reloads: Task<()>, stop_rx: &Receiver<Stop>,
 /// sessions) until the stdio session ends or a signal comes, and every
 /// server is stopped. Returns the exit code.
 pub async fn serve<R, W>(
-    ex: Rc<LocalExecutor<'static>>,
+    ex: Rc<Executor>,
     hub: Hub,
     cfg: &Config,
     transports: Transports,

@@ -18,9 +18,10 @@ use std::time::Duration;
 
 use serde_json::json;
 use smol::channel::{self, Receiver, Sender};
-use smol::{LocalExecutor, Task};
+use smol::Task;
 
 use crate::policy::approval::{Carrier, Format, Notice, Post};
+use crate::process::exec::Executor;
 use crate::remote::http::{Client, Limits};
 use crate::remote::url::Url;
 
@@ -135,12 +136,12 @@ fn origin(u: &Url) -> String {
 
 /// The task that makes the queued POSTs, each in a task of its own on `ex`,
 /// at most [`MAX_IN_FLIGHT`] at once; the sender queues as many more.
-pub(crate) fn start(ex: &Rc<LocalExecutor<'static>>) -> (Sender<Job>, Task<()>) {
+pub(crate) fn start(ex: &Rc<Executor>) -> (Sender<Job>, Task<()>) {
     let (tx, rx) = channel::bounded(MAX_IN_FLIGHT);
     (tx, ex.spawn(posts(ex.clone(), rx)))
 }
 
-async fn posts(ex: Rc<LocalExecutor<'static>>, jobs: Receiver<Job>) {
+async fn posts(ex: Rc<Executor>, jobs: Receiver<Job>) {
     let (done_tx, done) = channel::unbounded::<()>();
     let mut in_flight = 0;
     loop {

@@ -15,13 +15,14 @@ use std::time::Duration;
 
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
-use smol::{LocalExecutor, Task, Timer};
+use smol::{Task, Timer};
 
 use crate::cluster::sealed;
 use crate::cluster::store::{Held, Read, Store, Unavailable};
 use crate::config::Config;
 use crate::hub::pins::{PinFile, Shared, Theirs};
 use crate::hub::shared::PINS_KEY;
+use crate::process::exec::Executor;
 
 /// How often the store is looked at.
 pub const POLL: Duration = Duration::from_secs(2);
@@ -68,7 +69,7 @@ pub(super) trait Host {
 /// trusted before the first listing, and returns the task that keeps them
 /// in step (running while it is held). Either way the pin files are read
 /// (`Host::keep_pins`).
-pub(super) async fn start<H: Host + 'static>(rt: &Rc<H>, ex: &LocalExecutor<'static>, cfg: &Config, store: Option<Rc<Store>>) -> Option<Task<()>> {
+pub(super) async fn start<H: Host + 'static>(rt: &Rc<H>, ex: &Executor, cfg: &Config, store: Option<Rc<Store>>) -> Option<Task<()>> {
     let share = match (cfg!(feature = "consent"), &cfg.policy.pin, store) {
         (true, Some(pin), Some(store)) => Rc::new(PinShare::new(store, pin.lock_file.is_some())),
         _ => {

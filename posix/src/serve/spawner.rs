@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use smol::{LocalExecutor, Task};
+use smol::Task;
 
 use super::runtime::{Runtime, Upstream};
 use crate::config;
@@ -17,6 +17,7 @@ use super::secrets::For;
 #[cfg(feature = "secrets")]
 use crate::hub::Next;
 use crate::hub::UpstreamId;
+use crate::process::exec::Executor;
 use crate::remote::{self, RemoteSpec};
 #[cfg(feature = "secrets")]
 use crate::remote::oauth::delegated::Flows;
@@ -28,7 +29,7 @@ use crate::servers::events::Events;
 /// What starting a server's transport needs (at startup, and for servers a
 /// reload adds).
 pub(crate) struct Spawner {
-    pub(super) ex: Rc<LocalExecutor<'static>>,
+    pub(super) ex: Rc<Executor>,
     pub(super) sup_opts: supervise::Options,
     pub(super) events: Rc<dyn Events>,
     pub(super) catalog: Rc<dyn remote::Catalog>,
@@ -52,7 +53,7 @@ impl Spawner {
     /// `super::kept` says), and what "tokenExchange" servers
     /// exchange, each principal's token to mcpx as it verified it.
     pub(super) fn new(
-        ex: Rc<LocalExecutor<'static>>,
+        ex: Rc<Executor>,
         sup_opts: supervise::Options,
         events: Rc<dyn Events>,
         catalog: Rc<dyn remote::Catalog>,

@@ -6,9 +6,10 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use smol::future::FutureExt as _;
-use smol::{LocalExecutor, Timer};
+use smol::Timer;
 
 use crate::hub::{Next, UpstreamId};
+use crate::process::exec::Executor;
 use crate::servers::events::Events;
 
 /// What an upstream reported, as text: `started`, `msg {line}`,
@@ -68,8 +69,8 @@ impl Log {
 }
 
 /// Runs `body` on a fresh local executor, failing after `limit`.
-pub fn run<F: Future<Output = ()>>(limit: Duration, body: impl FnOnce(Rc<LocalExecutor<'static>>) -> F) {
-    let ex = Rc::new(LocalExecutor::new());
+pub fn run<F: Future<Output = ()>>(limit: Duration, body: impl FnOnce(Rc<Executor>) -> F) {
+    let ex = Rc::new(Executor::new());
     let fut = body(ex.clone());
     let guard = async {
         Timer::after(limit).await;

@@ -17,10 +17,10 @@ mod term;
 use std::rc::Rc;
 use std::time::Duration;
 
-use smol::LocalExecutor;
 
 use crate::cmd::cli::{AddArgs, ClientArgs, ClientCommand, ImportArgs};
 use crate::log::{self, Level};
+use crate::process::exec::Executor;
 use session::{Hub, Session};
 
 pub(crate) use disable::{disable_in_file, Disabling};
@@ -75,7 +75,7 @@ pub fn client(args: ClientArgs) -> i32 {
     quiet_logs();
     let timeout = args.timeout_s.map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let hub = Hub::from_target(&args.target);
-    let ex = Rc::new(LocalExecutor::new());
+    let ex = Rc::new(Executor::new());
     let (interrupt, _watch) = session::watch_interrupts(&ex);
     let run = async {
         match &args.command {

@@ -17,11 +17,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use smol::channel::{self, Receiver, Sender};
 use smol::future::FutureExt as _;
-use smol::{LocalExecutor, Task, Timer};
+use smol::{Task, Timer};
 
 use super::{term, Failure};
 use crate::cmd::cli::Target;
 use crate::hub::{IdKey, Upward};
+use crate::process::exec::Executor;
 use mcpx_core::method::Method;
 use crate::remote::{self, Remote, RemoteSpec};
 use crate::hub::UpstreamId;
@@ -140,7 +141,7 @@ enum Got {
 
 impl Session {
     /// Connects (or starts the hub) and initializes.
-    pub async fn open(ex: &Rc<LocalExecutor<'static>>, hub: &Hub, timeout: Duration, interrupt: Receiver<()>) -> Result<Session, Failure> {
+    pub async fn open(ex: &Rc<Executor>, hub: &Hub, timeout: Duration, interrupt: Receiver<()>) -> Result<Session, Failure> {
         let (tx, rx) = channel::bounded(MAX_QUEUED);
         let lost = Rc::new(Cell::new(false));
         let events: Rc<dyn Events> = Rc::new(Forward { tx, lost: lost.clone() });
@@ -456,7 +457,7 @@ fn exit_text(what: &str, reason: &str, stderr: &str) -> String {
 /// Ctrl-C (SIGINT) and SIGTERM, watched on the executor: the first ends the
 /// session properly (the request in flight cancelled, the hub's session
 /// closed), a second exits at once.
-pub fn watch_interrupts(ex: &LocalExecutor<'static>) -> (Receiver<()>, Task<()>) {
+pub fn watch_interrupts(ex: &Executor) -> (Receiver<()>, Task<()>) {
     use async_signal::{Signal, Signals};
     use smol::stream::StreamExt as _;
     let (tx, rx) = channel::bounded(1);

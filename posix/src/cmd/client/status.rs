@@ -14,7 +14,7 @@ use crate::remote::url::Url;
 const MAX_STATUS: usize = 4 << 20;
 
 pub async fn run(
-    ex: &std::rc::Rc<smol::LocalExecutor<'static>>,
+    ex: &std::rc::Rc<crate::process::exec::Executor>,
     hub: Hub,
     timeout: Duration,
     interrupt: smol::channel::Receiver<()>,

@@ -7,7 +7,6 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use smol::LocalExecutor;
 
 use super::*;
 use crate::cluster::sealed::ValueKey;
@@ -15,6 +14,7 @@ use crate::cluster::store::{Store, OP_TIMEOUT};
 use crate::cluster::test_redis::Redis;
 use crate::config::{ClusterSettings, StateKey};
 use crate::hub::{Hub, HubOptions};
+use crate::process::exec::Executor;
 
 /// The replicas' shared state key.
 const KEY: [u8; 32] = [5; 32];
@@ -26,7 +26,7 @@ struct Replica {
 }
 
 /// Replica of `redis` with its disk cache in `dir`, and its cluster task on `ex`.
-fn replica(ex: &Rc<LocalExecutor<'static>>, redis: &Redis, dir: &PathBuf) -> (Replica, smol::Task<()>) {
+fn replica(ex: &Rc<Executor>, redis: &Redis, dir: &PathBuf) -> (Replica, smol::Task<()>) {
     let settings = ClusterSettings { state_url: Some(redis.url()), state_key: Some(StateKey(KEY)), ..ClusterSettings::default() };
     let cl = Rc::new(Cluster::new(&settings).unwrap().expect("a cluster with a store"));
     let (rt, _) = Runtime::new(Hub::new(Vec::new(), HubOptions::default()).unwrap(), Vec::new()).unwrap();
@@ -77,7 +77,7 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     let redis = Rc::new(RefCell::new(Redis::start()));
-    let ex = Rc::new(LocalExecutor::new());
+    let ex = Rc::new(Executor::new());
     let dirs = [temp_dir(&format!("{tag}a")), temp_dir(&format!("{tag}b"))];
     let (a, ta) = replica(&ex, &redis.borrow(), &dirs[0]);
     let (b, tb) = replica(&ex, &redis.borrow(), &dirs[1]);
