@@ -2,6 +2,7 @@
 //! outcome, and the caps (live tasks per principal and in total, bytes of
 //! kept outcomes). Pure data: no messages, no clock of its own.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use super::{Owner, TaskOptions};
@@ -150,6 +151,11 @@ pub(crate) struct Table {
     tasks: BTreeMap<String, Task>,
     /// Bytes of the outcomes kept.
     bytes: usize,
+    /// [`Table::next_expiry`]'s answer until the table changes (`None`: to
+    /// be found again). The hub asks after every message of every client:
+    /// a walk over up to `maxTasks` tasks each time made everyone's
+    /// messages dearer with one client's tasks.
+    next: Cell<Option<Option<u64>>>,
 }
 
 impl Table {
@@ -158,7 +164,14 @@ impl Table {
     }
 
     pub fn get_mut(&mut self, id: &str) -> Option<&mut Task> {
-        self.tasks.get_mut(id)
+        self.tasks_mut().get_mut(id)
+    }
+
+    /// The tasks, to change: every change goes through here (or forgets
+    /// the next expiry itself, as `finish` does).
+    fn tasks_mut(&mut self) -> &mut BTreeMap<String, Task> {
+        self.next.set(None);
+        &mut self.tasks
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Task)> {
@@ -193,11 +206,11 @@ impl Table {
     }
 
     pub fn insert(&mut self, id: String, t: Task) {
-        self.tasks.insert(id, t);
+        self.tasks_mut().insert(id, t);
     }
 
     pub fn remove(&mut self, id: &str) -> Option<Task> {
-        let t = self.tasks.remove(id)?;
+        let t = self.tasks_mut().remove(id)?;
         self.bytes -= t.outcome.as_ref().map_or(0, Outcome::len);
         Some(t)
     }
@@ -206,6 +219,7 @@ impl Table {
     /// `Err(outcome)` when it does not, the task untouched). A task already
     /// terminal keeps its status and outcome (`tasks-cancelled-sticky`).
     pub fn finish(&mut self, id: &str, status: Status, outcome: Outcome, now: u64, max_bytes: usize) -> Result<(), Outcome> {
+        self.next.set(None);
         let Some(t) = self.tasks.get_mut(id) else { return Ok(()) };
         if t.status.is_terminal() {
             return Ok(());
@@ -225,7 +239,7 @@ impl Table {
     /// cancelled); true when it was working.
     // Requirement: tasks-cancel-transition-before-response
     pub fn cancel(&mut self, id: &str, now: u64) -> bool {
-        let Some(t) = self.tasks.get_mut(id).filter(|t| !t.status.is_terminal()) else { return false };
+        let Some(t) = self.tasks_mut().get_mut(id).filter(|t| !t.status.is_terminal()) else { return false };
         t.status = Status::Cancelled;
         t.message = Some("cancelled by the client".into());
         t.call = None;
@@ -253,7 +267,12 @@ impl Table {
 
     /// The next time something is due: an expiry or a poll.
     pub fn next_expiry(&self) -> Option<u64> {
-        self.tasks.values().flat_map(|t| [Some(t.expires_ms()), t.poll_at]).flatten().min()
+        if let Some(next) = self.next.get() {
+            return next;
+        }
+        let next = self.tasks.values().flat_map(|t| [Some(t.expires_ms()), t.poll_at]).flatten().min();
+        self.next.set(Some(next));
+        next
     }
 
     /// Tasks whose upstream is to be polled at `now`.
@@ -263,7 +282,7 @@ impl Table {
 
     /// Every waiting `tasks/result` of client `c` is dropped (it is gone).
     pub fn drop_waiters_of(&mut self, c: ClientId) {
-        for t in self.tasks.values_mut() {
+        for t in self.tasks_mut().values_mut() {
             t.waiters.retain(|w| w.client != c);
         }
     }
@@ -341,5 +360,26 @@ mod tests {
         assert!(t.owned("x", by(b"b")).is_none() && t.owned("x", by(b"a")).is_some());
         assert_eq!(t.expired(999), Vec::<String>::new());
         assert_eq!(t.expired(1000), vec!["x".to_string()]);
+    }
+
+    /// The next expiry is kept, and found again after each kind of change.
+    #[test]
+    fn the_next_expiry_follows_every_change() {
+        let mut t = Table::default();
+        assert_eq!(t.next_expiry(), None);
+        t.insert("a".into(), task(b"a", 10));
+        assert_eq!(t.next_expiry(), Some(1010));
+        t.insert("b".into(), task(b"b", 5));
+        assert_eq!(t.next_expiry(), Some(1005));
+        t.get_mut("a").unwrap().poll_at = Some(50);
+        assert_eq!(t.next_expiry(), Some(50), "a poll set through get_mut");
+        t.get_mut("a").unwrap().poll_at = None;
+        assert_eq!(t.next_expiry(), Some(1005));
+        t.remove("b");
+        assert_eq!(t.next_expiry(), Some(1010));
+        t.make_room(b"c", &opts(5, 1)).unwrap_err();
+        t.finish("a", Status::Completed, Outcome::Result(b"{}".to_vec()), 20, 100).unwrap();
+        t.make_room(b"c", &opts(5, 1)).unwrap();
+        assert_eq!(t.next_expiry(), None, "the finished task made room");
     }
 }
