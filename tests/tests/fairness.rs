@@ -1,7 +1,8 @@
 //! Several clients of one `mcpx serve --http ADDR --stdio`: one HTTP
-//! connection that trickles a huge body must not stall the stdio client or
-//! the other HTTP clients (issue 11 item 4). Latencies are compared with a
-//! baseline taken in the same test; the figures are printed.
+//! connection that trickles a huge body, or that never reads its answers,
+//! must not stall the stdio client or the other HTTP clients (issue 11 item
+//! 4). For the trickle, latencies are compared with a baseline taken in the
+//! same test; the figures are printed.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -138,4 +139,76 @@ fn a_trickled_upload_stalls_neither_stdio_nor_other_http_clients() {
     assert!(n >= 20, "only {n} /health + stdio pings answered in the 2.7 s one upload trickled");
     assert!(th < bh * 50.0 + 250.0, "/health p99 {th:.2} ms while trickling vs {bh:.2} ms idle");
     assert!(ts < bs * 50.0 + 250.0, "stdio ping p99 {ts:.2} ms while trickling vs {bs:.2} ms idle");
+}
+
+/// One connection keeps posting to a session that does not exist and never
+/// reads the 404s, so mcpx's writes to it back up. Meanwhile another HTTP
+/// client starts a session and lists tools, a 2026-07-28 request is
+/// answered, and so is the stdio client.
+#[test]
+fn a_connection_that_does_not_read_its_answers_stalls_no_other_client() {
+    let hub = HubConfig::new().upstream(example_server("demo")).write();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(mcpx())
+        .args(["serve", "--config", hub.config.to_str().unwrap(), "--http", &addr, "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start mcpx");
+    let stdin = child.stdin.take().unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap());
+    let mut io = StdioClient { child, stdin, lines, next_id: 0 };
+    let init = json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "fair", "version": "1" } });
+    let (r, _) = io.call("initialize", init);
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
+    writeln!(io.stdin, "{}", json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "mcpx did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: none-such\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let a = TcpStream::connect(&addr).unwrap();
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let writer = {
+        let (mut a, sent) = (a.try_clone().unwrap(), sent.clone());
+        std::thread::spawn(move || {
+            while a.write_all(req.as_bytes()).is_ok() {
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    // Until A's requests stop going through: mcpx is stuck writing to A.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = usize::MAX;
+    loop {
+        let now = sent.load(Ordering::Relaxed);
+        if now == last && now > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "A's requests never backed up ({now} sent)");
+        last = now;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    println!("A's requests backed up after {last}");
+
+    let url = format!("http://{addr}/mcp");
+    let sid = bearer_session(&url, "b", json!({}));
+    let h = [("Authorization", "Bearer b"), ("Mcp-Session-Id", sid.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let listed = post(&url, &h, &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }));
+    assert!(listed.json["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "B's tools/list: {} {}", listed.status, listed.text);
+    let modern = post_modern(&url, "c", &modern_request(3, "tools/list", json!({}), json!({})));
+    assert!(modern["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "a 2026-07-28 tools/list: {modern}");
+    let (pong, _) = io.call("ping", json!({}));
+    assert!(pong.get("result").is_some(), "the stdio client's ping: {pong}");
+    assert!(io.child.try_wait().unwrap().is_none(), "mcpx left");
+    let _ = a.shutdown(std::net::Shutdown::Both);
+    writer.join().unwrap();
 }
