@@ -85,8 +85,10 @@ fn trickle(port: u16, for_ms: u64, done: Arc<AtomicBool>) -> std::thread::JoinHa
     })
 }
 
-#[test]
-fn a_trickled_upload_stalls_neither_stdio_nor_other_http_clients() {
+/// `mcpx serve --http --stdio` over the demo server, its stdio client
+/// initialized and its listener up: the client, the config (kept while the
+/// hub runs) and the port.
+fn start_hub() -> (StdioClient, Hub, u16) {
     let hub = HubConfig::new().upstream(example_server("demo")).write();
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
@@ -109,6 +111,12 @@ fn a_trickled_upload_stalls_neither_stdio_nor_other_http_clients() {
         assert!(Instant::now() < deadline, "mcpx did not listen");
         std::thread::sleep(Duration::from_millis(50));
     }
+    (io, hub, port)
+}
+
+#[test]
+fn a_trickled_upload_stalls_neither_stdio_nor_other_http_clients() {
+    let (mut io, _hub, port) = start_hub();
 
     let mut base_health = Vec::new();
     let mut base_stdio = Vec::new();
@@ -147,28 +155,8 @@ fn a_trickled_upload_stalls_neither_stdio_nor_other_http_clients() {
 /// answered, and so is the stdio client.
 #[test]
 fn a_connection_that_does_not_read_its_answers_stalls_no_other_client() {
-    let hub = HubConfig::new().upstream(example_server("demo")).write();
-    let port = free_port();
+    let (mut io, _hub, port) = start_hub();
     let addr = format!("127.0.0.1:{port}");
-    let mut child = Command::new(mcpx())
-        .args(["serve", "--config", hub.config.to_str().unwrap(), "--http", &addr, "--stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start mcpx");
-    let stdin = child.stdin.take().unwrap();
-    let lines = BufReader::new(child.stdout.take().unwrap());
-    let mut io = StdioClient { child, stdin, lines, next_id: 0 };
-    let init = json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "fair", "version": "1" } });
-    let (r, _) = io.call("initialize", init);
-    assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
-    writeln!(io.stdin, "{}", json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "mcpx did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
     let req = format!(
