@@ -84,25 +84,16 @@ impl Activity {
             let replaced = (self.last.len() == LAST_CALLS).then(|| self.last.pop_front()).flatten();
             self.last.push_back(c.kept(replaced));
         }
-        if server.is_empty() || (!self.servers.contains_key(server) && self.servers.len() >= MAX_SERVERS) {
+        if server.is_empty() {
             return;
         }
-        if !self.servers.contains_key(server) {
-            self.servers.insert(server.to_string(), VecDeque::new());
+        // One search for a server already counted (every call but its first).
+        if let Some(minutes) = self.servers.get_mut(server) {
+            return count(minutes, error, duration_ms, now_ms);
         }
-        let minutes = self.servers.get_mut(server).expect("just inserted");
-        let at = now_ms / 60_000;
-        if minutes.back().is_none_or(|m| m.at != at) {
-            minutes.push_back(Minute { at, ..Minute::default() });
-            while minutes.len() > MINUTES {
-                minutes.pop_front();
-            }
+        if self.servers.len() < MAX_SERVERS {
+            count(self.servers.entry(server.to_string()).or_default(), error, duration_ms, now_ms);
         }
-        let m = minutes.back_mut().expect("just pushed");
-        m.requests += 1;
-        m.errors += u32::from(error);
-        let bucket = BOUNDS.iter().position(|&b| duration_ms <= b).unwrap_or(BOUNDS.len());
-        m.latency[bucket] += 1;
     }
 
     /// For `/status` at `now_ms`: per server, the last [`MINUTES`] minutes,
@@ -125,6 +116,23 @@ impl Activity {
         })).collect();
         json!({ "minutes": servers, "lastCalls": calls })
     }
+}
+
+/// A request of a server, finished at `now_ms` after `duration_ms`, an
+/// error or not: counted in its minute.
+fn count(minutes: &mut VecDeque<Minute>, error: bool, duration_ms: u64, now_ms: u64) {
+    let at = now_ms / 60_000;
+    if minutes.back().is_none_or(|m| m.at != at) {
+        minutes.push_back(Minute { at, ..Minute::default() });
+        while minutes.len() > MINUTES {
+            minutes.pop_front();
+        }
+    }
+    let Some(m) = minutes.back_mut() else { return };
+    m.requests += 1;
+    m.errors += u32::from(error);
+    let bucket = BOUNDS.iter().position(|&b| duration_ms <= b).unwrap_or(BOUNDS.len());
+    m.latency[bucket] += 1;
 }
 
 #[cfg(test)]

@@ -21,6 +21,12 @@
 use std::collections::HashMap;
 use std::fmt;
 
+/// A table by principal, server or tool name, looked up on every request:
+/// foldhash, seeded per process, hashes such a short name in a fraction of
+/// SipHash's instructions. Its names are authenticated principals, and
+/// configured servers and tools, and every table is capped.
+type ByName<V> = HashMap<Box<str>, V, foldhash::fast::RandomState>;
+
 use mcpx_core::error::ErrorCode;
 use mcpx_core::names::glob_match;
 
@@ -311,7 +317,7 @@ pub struct RateLimiter {
     cfg: RateLimitConfig,
     /// Per class and dimension (a handful: looked up by a scan), by name;
     /// `len` buckets in all.
-    buckets: Vec<((Class, Dim), HashMap<Box<str>, Bucket>)>,
+    buckets: Vec<((Class, Dim), ByName<Bucket>)>,
     len: usize,
     evictions: u64,
 }
@@ -361,7 +367,7 @@ impl RateLimiter {
     }
 
     /// The buckets of (class, dimension), if any was made.
-    fn table(&mut self, class: Class, dim: Dim) -> Option<&mut HashMap<Box<str>, Bucket>> {
+    fn table(&mut self, class: Class, dim: Dim) -> Option<&mut ByName<Bucket>> {
         self.buckets.iter_mut().find(|(k, _)| *k == (class, dim)).map(|(_, m)| m)
     }
 
@@ -432,7 +438,7 @@ impl RateLimiter {
         }
         self.len += 1;
         if self.table(class, scope.dim).is_none() {
-            self.buckets.push(((class, scope.dim), HashMap::new()));
+            self.buckets.push(((class, scope.dim), ByName::default()));
         }
         let mut b = Bucket::full(rate, now_ms);
         let wait = b.take();
@@ -508,7 +514,7 @@ pub struct Quota {
     name: &'static str,
     global: usize,
     share: usize,
-    held: HashMap<Box<str>, usize>,
+    held: ByName<usize>,
     total: usize,
 }
 
@@ -539,7 +545,7 @@ impl Quota {
     /// `global` in all, at most `share` of them per principal (clamped to
     /// 1..=global).
     pub fn new(name: &'static str, global: usize, share: usize) -> Self {
-        Quota { name, global, share: share.clamp(1, global.max(1)), held: HashMap::new(), total: 0 }
+        Quota { name, global, share: share.clamp(1, global.max(1)), held: ByName::default(), total: 0 }
     }
 
     /// Takes one unit for `principal`.
