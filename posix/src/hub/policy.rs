@@ -108,12 +108,72 @@ fn audited_relay(m: Method<'_>) -> bool {
     matches!(m, Method::SamplingCreateMessage | Method::ElicitationCreate)
 }
 
-/// Finished records kept for reuse (requests in flight at once, typically).
-const SPARE_RECORDS: usize = 16;
-
 /// Methods that get an audit line and a metric sample.
 fn tracked(m: Method<'_>) -> bool {
     matches!(m, Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead | Method::CompletionComplete)
+}
+
+/// Where a finished request is written: metrics, audit, the status
+/// page's activity, the debug line (borrowed from [`HubPolicy`] beside its
+/// open records).
+struct Books<'a> {
+    p: &'a mut Policy,
+    /// Unix ms at hub time 0, for audit timestamps.
+    epoch_ms: u64,
+    log_calls: bool,
+    #[cfg(feature = "activity")]
+    activity: &'a mut crate::policy::activity::Activity,
+}
+
+impl Books<'_> {
+    /// The metric sample and audit line of tracked request `o`; its debug
+    /// line to log (while calls are logged).
+    fn record(&mut self, o: &Open, outcome: audit::Outcome<'_>, bytes_out: u64, now: u64) -> Option<Line> {
+        let duration_ms = now.saturating_sub(o.start_ms);
+        // Which identity reached the server: each principal's own credentials or the server's one.
+        #[cfg(feature = "secrets")]
+        let upstream_identity = (!o.server.is_empty()).then_some(if o.own_credentials { "principal" } else { "server" });
+        if let Some(m) = &mut self.p.metrics {
+            m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
+            #[cfg(feature = "secrets")]
+            if let Some(identity) = upstream_identity {
+                m.upstream_identity(&o.server, identity);
+            }
+            #[cfg(feature = "activity")]
+            if let Some(callers) = self.p.callers.as_mut().filter(|_| o.method == "tools/call") {
+                // A name no visible tool has is the client's own: it earns no series.
+                let tool = if o.server.is_empty() { crate::policy::callers::UNKNOWN } else { &o.name };
+                callers.count(&mut m.registry, tool, &o.principal, metrics_outcome(&outcome));
+            }
+        }
+        let record = audit::Record {
+            time_ms: self.epoch_ms + o.start_ms,
+            method: o.method,
+            principal: &o.principal,
+            client_revision: o.revision,
+            server: &o.server,
+            name: &o.name,
+            original_name: &o.original,
+            arguments: o.arguments.as_deref(),
+            outcome,
+            stage: o.stage,
+            approval: o.approval.as_deref(),
+            #[cfg(feature = "secrets")]
+            upstream_identity,
+            duration_ms,
+            bytes_in: o.bytes_in,
+            bytes_out,
+        };
+        #[cfg(feature = "activity")]
+        {
+            use crate::policy::activity::Call;
+            let error = !matches!(record.outcome, audit::Outcome::Result);
+            let call = (o.method == "tools/call").then(|| Call { time_ms: record.time_ms, principal: o.principal.as_str(), server: o.server.as_str(), tool: o.name.as_str(), outcome: metrics_outcome(&record.outcome).label(), duration_ms });
+            self.activity.record(&o.server, error, duration_ms, now, call);
+        }
+        self.p.audit(&record);
+        self.log_calls.then(|| (Level::Debug, record.summary()))
+    }
 }
 
 /// The policy state of the hub.
@@ -124,8 +184,6 @@ pub(super) struct HubPolicy {
     untrusted: UntrustedAnnotations,
     /// Open tracked requests (bounded by `cap`; the oldest is dropped).
     open: Records<Open>,
-    /// Finished requests' records, kept for the room of their strings.
-    spare: Vec<Open>,
     cap: usize,
     /// Unix ms at hub time 0, for audit timestamps.
     epoch_ms: u64,
@@ -155,7 +213,6 @@ impl HubPolicy {
             untrusted: opts.policy.untrusted_annotations,
             p,
             open: Records::new(cap),
-            spare: Vec::new(),
             cap,
             epoch_ms,
             indexes: HashMap::new(),
@@ -542,7 +599,7 @@ impl HubPolicy {
                 Ok(())
             }
             Err(refusal) => {
-                let line = self.record(&open, audit::Outcome::Refused { limit: &refusal.limit }, 0, now);
+                let line = self.books().1.record(&open, audit::Outcome::Refused { limit: &refusal.limit }, 0, now);
                 Err((refusal.to_string(), line))
             }
         }
@@ -574,7 +631,7 @@ impl HubPolicy {
         };
         let code = wire::find(&bytes, all, &["error", "code"]).and_then(|r| std::str::from_utf8(&bytes[r]).ok()?.parse::<i64>().ok());
         let outcome = code.map_or(audit::Outcome::Result, |code| audit::Outcome::Error { code });
-        lines.extend(self.record(&open, outcome, bytes.len() as u64, now));
+        lines.extend(self.books().1.record(&open, outcome, bytes.len() as u64, now));
         (bytes, lines)
     }
 
@@ -717,8 +774,8 @@ impl HubPolicy {
         // Kept for the audit line's digest only: metrics alone need no copy.
         let audited = self.p.audit.is_some() && m.call == Method::ToolsCall;
         let arguments = audited.then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));
-        // A finished request's record, its strings' room reused.
-        let mut open = self.spare.pop().unwrap_or_default();
+        // A closed record, filled in its slot: its strings' room reused.
+        let (t, open) = self.open.open(c, id);
         open.start_ms = now;
         open.method = method;
         who.principal.clone_into(&mut open.principal);
@@ -733,7 +790,11 @@ impl HubPolicy {
         open.refused = None;
         open.stage = None;
         open.approval = None;
-        self.open.open(c, id, open)
+        #[cfg(feature = "secrets")]
+        {
+            open.own_credentials = false;
+        }
+        t
     }
 
     /// The open record of client `c`'s request `id`.
@@ -790,72 +851,30 @@ impl HubPolicy {
             return None;
         }
         let t = closed.or_else(|| id.and_then(|id| self.open.find(c, id)))?;
-        let o = self.open.close(t)?;
+        let (open, mut books) = self.books();
+        let o = open.close(t)?;
         let outcome = match (&o.refused, outcome) {
             (Some(limit), _) => audit::Outcome::Refused { limit },
             (None, super::Outcome::Error { code, .. }) => audit::Outcome::Error { code },
             (None, super::Outcome::ToolError) => audit::Outcome::ToolError,
             (None, super::Outcome::Result) => audit::Outcome::Result,
         };
-        let line = self.record(&o, outcome, len as u64, now);
-        self.recycle(o);
+        let line = books.record(o, outcome, len as u64, now);
+        // Its slot keeps the strings' room, not the arguments.
+        o.arguments = None;
         line
     }
 
-    /// A finished record, kept for the room of its strings.
-    fn recycle(&mut self, o: Open) {
-        if self.spare.len() < SPARE_RECORDS {
-            self.spare.push(o);
-        }
-    }
-
-    /// The metric sample and audit line of tracked request `o`; its debug
-    /// line to log (while calls are logged).
-    fn record(&mut self, o: &Open, outcome: audit::Outcome<'_>, bytes_out: u64, now: u64) -> Option<Line> {
-        let duration_ms = now.saturating_sub(o.start_ms);
-        // Which identity reached the server: each principal's own credentials or the server's one.
-        #[cfg(feature = "secrets")]
-        let upstream_identity = (!o.server.is_empty()).then_some(if o.own_credentials { "principal" } else { "server" });
-        if let Some(m) = &mut self.p.metrics {
-            m.request(o.method, &o.server, metrics_outcome(&outcome), duration_ms, o.bytes_in, bytes_out);
-            #[cfg(feature = "secrets")]
-            if let Some(identity) = upstream_identity {
-                m.upstream_identity(&o.server, identity);
-            }
+    /// The open records, and what a finished one is written into.
+    fn books(&mut self) -> (&mut Records<Open>, Books<'_>) {
+        let books = Books {
+            p: &mut self.p,
+            epoch_ms: self.epoch_ms,
+            log_calls: self.log_calls,
             #[cfg(feature = "activity")]
-            if let Some(callers) = self.p.callers.as_mut().filter(|_| o.method == "tools/call") {
-                // A name no visible tool has is the client's own: it earns no series.
-                let tool = if o.server.is_empty() { crate::policy::callers::UNKNOWN } else { &o.name };
-                callers.count(&mut m.registry, tool, &o.principal, metrics_outcome(&outcome));
-            }
-        }
-        let record = audit::Record {
-            time_ms: self.epoch_ms + o.start_ms,
-            method: o.method,
-            principal: &o.principal,
-            client_revision: o.revision,
-            server: &o.server,
-            name: &o.name,
-            original_name: &o.original,
-            arguments: o.arguments.as_deref(),
-            outcome,
-            stage: o.stage,
-            approval: o.approval.as_deref(),
-            #[cfg(feature = "secrets")]
-            upstream_identity,
-            duration_ms,
-            bytes_in: o.bytes_in,
-            bytes_out,
+            activity: &mut self.activity,
         };
-        #[cfg(feature = "activity")]
-        {
-            use crate::policy::activity::Call;
-            let error = !matches!(record.outcome, audit::Outcome::Result);
-            let call = (o.method == "tools/call").then(|| Call { time_ms: record.time_ms, principal: o.principal.as_str(), server: o.server.as_str(), tool: o.name.as_str(), outcome: metrics_outcome(&record.outcome).label(), duration_ms });
-            self.activity.record(&o.server, error, duration_ms, now, call);
-        }
-        self.p.audit(&record);
-        self.log_calls.then(|| (Level::Debug, record.summary()))
+        (&mut self.open, books)
     }
 
     /// Log one `debug` line per call, relayed sampling and elicitation
@@ -868,7 +887,7 @@ impl HubPolicy {
     /// record goes without a line here.
     pub fn forget(&mut self, t: Tracked) {
         if let Some(o) = self.open.close(t) {
-            self.recycle(o);
+            o.arguments = None;
         }
     }
 

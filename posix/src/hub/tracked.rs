@@ -8,6 +8,8 @@
 //! the answer brings its handle. A request the open set could not keep
 //! (past its cap) is found by its key, slot by slot. Bounded by `cap`:
 //! past it the oldest record is dropped, and its handle then finds nothing.
+//! Records are filled and read in their slots, never moved: a closed
+//! record's strings keep their room for the slot's next.
 
 use super::{ClientId, IdKey};
 
@@ -53,9 +55,11 @@ impl<R: Default> Records<R> {
         self.live == 0
     }
 
-    /// Opens record `rec` of client `c`'s request `id` (the oldest record
-    /// is dropped when `cap` are open); it is `current` until the next.
-    pub fn open(&mut self, c: ClientId, id: &[u8], rec: R) -> Tracked {
+    /// Opens a record of client `c`'s request `id` (the oldest record is
+    /// dropped when `cap` are open); it is `current` until the next. The
+    /// record is a closed one's, left as it was (its room reused): the
+    /// caller fills in every field.
+    pub fn open(&mut self, c: ClientId, id: &[u8]) -> (Tracked, &mut R) {
         if self.live >= self.cap {
             let oldest = self.slots.iter().enumerate().filter(|(_, s)| s.key.is_some()).min_by_key(|(_, s)| s.born).map(|(at, s)| Tracked { at: at as u32, generation: s.generation });
             if let Some(t) = oldest {
@@ -67,17 +71,18 @@ impl<R: Default> Records<R> {
         let at = match self.free.pop() {
             Some(at) => {
                 let s = &mut self.slots[at as usize];
-                (s.key, s.born, s.rec) = (key, self.born, rec);
+                (s.key, s.born) = (key, self.born);
                 at
             }
             None => {
-                self.slots.push(Slot { generation: 0, key, born: self.born, rec });
+                self.slots.push(Slot { generation: 0, key, born: self.born, rec: R::default() });
                 (self.slots.len() - 1) as u32
             }
         };
         self.live += 1;
-        self.current = Tracked { at, generation: self.slots[at as usize].generation };
-        self.current
+        let s = &mut self.slots[at as usize];
+        self.current = Tracked { at, generation: s.generation };
+        (self.current, &mut s.rec)
     }
 
     fn slot(&self, t: Tracked) -> Option<&Slot<R>> {
@@ -109,15 +114,16 @@ impl<R: Default> Records<R> {
         Some(Tracked { at: at as u32, generation: self.slots[at].generation })
     }
 
-    /// Closes record `t`, giving it back (its room reusable).
-    pub fn close(&mut self, t: Tracked) -> Option<R> {
+    /// Closes record `t`: the record, which stays in its slot (for its
+    /// room) until the slot is opened again.
+    pub fn close(&mut self, t: Tracked) -> Option<&mut R> {
         self.slot(t)?;
         let s = &mut self.slots[t.at as usize];
         s.key = None;
         s.generation = s.generation.wrapping_add(1);
         self.free.push(t.at);
         self.live -= 1;
-        Some(std::mem::take(&mut s.rec))
+        Some(&mut s.rec)
     }
 
     /// Client `c` is gone: its records are dropped.
@@ -136,15 +142,24 @@ impl<R: Default> Records<R> {
 mod tests {
     use super::*;
 
+    /// Opens record `v` of client `c`'s request `id`.
+    fn put(r: &mut Records<u32>, c: ClientId, id: &[u8], v: u32) -> Tracked {
+        let (t, rec) = r.open(c, id);
+        *rec = v;
+        t
+    }
+
     #[test]
     fn a_handle_finds_its_record_until_closed_and_never_the_next_in_its_slot() {
         let mut r: Records<u32> = Records::new(8);
-        let a = r.open(1, b"1", 10);
+        let a = put(&mut r, 1, b"1", 10);
         assert_eq!(r.get(a), Some(&10));
-        assert_eq!(r.close(a), Some(10));
+        assert_eq!(r.close(a), Some(&mut 10));
         assert_eq!(r.get(a), None, "closed");
         assert_eq!(r.close(a), None, "closed once");
-        let b = r.open(1, b"2", 20);
+        let (b, rec) = r.open(1, b"2");
+        assert_eq!(*rec, 10, "the slot's record is handed back as it was closed, for its room");
+        *rec = 20;
         assert_eq!(b.at, a.at, "the slot is reused");
         assert_eq!(r.get(a), None, "an old handle does not find the slot's next record");
         assert_eq!(r.get(b), Some(&20));
@@ -154,8 +169,8 @@ mod tests {
     #[test]
     fn a_request_is_found_by_client_and_id_current_or_not() {
         let mut r: Records<u32> = Records::new(8);
-        let a = r.open(1, b"7", 1);
-        let b = r.open(2, b"7", 2);
+        let a = put(&mut r, 1, b"7", 1);
+        let b = put(&mut r, 2, b"7", 2);
         assert_eq!(r.find(2, b"7"), Some(b), "the current one");
         assert_eq!(r.find(1, b"7"), Some(a), "an older one, by its key");
         assert_eq!(r.find(1, b"8"), None);
@@ -166,10 +181,10 @@ mod tests {
     #[test]
     fn past_the_cap_the_oldest_record_is_dropped() {
         let mut r: Records<u32> = Records::new(2);
-        let a = r.open(1, b"1", 1);
-        let b = r.open(1, b"2", 2);
+        let a = put(&mut r, 1, b"1", 1);
+        let b = put(&mut r, 1, b"2", 2);
         r.get_mut(a).map(|v| *v += 10);
-        let c = r.open(1, b"3", 3);
+        let c = put(&mut r, 1, b"3", 3);
         assert_eq!(r.get(a), None, "the oldest went");
         assert_eq!((r.get(b), r.get(c)), (Some(&2), Some(&3)));
         assert_eq!(r.live, 2);
@@ -178,9 +193,9 @@ mod tests {
     #[test]
     fn a_gone_clients_records_go_and_the_others_stay() {
         let mut r: Records<u32> = Records::new(8);
-        let a = r.open(1, b"1", 1);
-        let b = r.open(2, b"1", 2);
-        let c = r.open(1, b"2", 3);
+        let a = put(&mut r, 1, b"1", 1);
+        let b = put(&mut r, 2, b"1", 2);
+        let c = put(&mut r, 1, b"2", 3);
         r.forget_client(1);
         assert_eq!((r.get(a), r.get(b), r.get(c)), (None, Some(&2), None));
         assert!(!r.is_empty());
