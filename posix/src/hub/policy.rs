@@ -893,7 +893,7 @@ impl HubPolicy {
 
     /// Client `c` is gone: forget its tracked requests.
     pub fn client_gone(&mut self, c: ClientId) {
-        self.open.forget_client(c);
+        self.open.forget_client(c, |o| o.arguments = None);
     }
 }
 

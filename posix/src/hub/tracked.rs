@@ -126,14 +126,17 @@ impl<R: Default> Records<R> {
         Some(&mut s.rec)
     }
 
-    /// Client `c` is gone: its records are dropped.
-    pub fn forget_client(&mut self, c: ClientId) {
+    /// Client `c` is gone: its records are closed, and each is given to
+    /// `closed` (to let go of what its slot need not keep).
+    pub fn forget_client(&mut self, c: ClientId, mut closed: impl FnMut(&mut R)) {
         if self.live == 0 {
             return;
         }
         let theirs: Vec<Tracked> = self.slots.iter().enumerate().filter(|(_, s)| s.key.as_ref().is_some_and(|(x, _)| *x == c)).map(|(at, s)| Tracked { at: at as u32, generation: s.generation }).collect();
         for t in theirs {
-            self.close(t);
+            if let Some(r) = self.close(t) {
+                closed(r);
+            }
         }
     }
 }
@@ -196,10 +199,12 @@ mod tests {
         let a = put(&mut r, 1, b"1", 1);
         let b = put(&mut r, 2, b"1", 2);
         let c = put(&mut r, 1, b"2", 3);
-        r.forget_client(1);
+        let mut closed = Vec::new();
+        r.forget_client(1, |v| closed.push(*v));
+        assert_eq!(closed, [1, 3], "each of its records, once");
         assert_eq!((r.get(a), r.get(b), r.get(c)), (None, Some(&2), None));
         assert!(!r.is_empty());
-        r.forget_client(2);
+        r.forget_client(2, |_| {});
         assert!(r.is_empty());
     }
 }
