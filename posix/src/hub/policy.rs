@@ -776,23 +776,19 @@ impl HubPolicy {
         let arguments = audited.then(|| m.param(&["arguments"]).map_or_else(|| b"{}".to_vec(), |r| m.raw[r].to_vec()));
         // A closed record, filled in its slot: its strings' room reused.
         let (t, open) = self.open.open(c, id);
-        open.start_ms = now;
-        open.method = method;
-        who.principal.clone_into(&mut open.principal);
-        open.revision = who.revision;
-        open.server.clear();
+        // Every field, named (a new one cannot be left from the last record).
+        let Open { start_ms, method: m_name, principal, revision, server, name, original, arguments: args, bytes_in, refused, stage, approval, #[cfg(feature = "secrets")] own_credentials } = open;
+        (*start_ms, *m_name, *revision, *bytes_in) = (now, method, who.revision, m.raw.len() as u64);
+        who.principal.clone_into(principal);
+        server.clear();
         // What was asked, so that a refusal's line names it; the exposed
         // name once resolved (`resolved`).
-        asked_into(m, &mut open.name);
-        open.original.clear();
-        open.arguments = arguments;
-        open.bytes_in = m.raw.len() as u64;
-        open.refused = None;
-        open.stage = None;
-        open.approval = None;
+        asked_into(m, name);
+        original.clear();
+        (*args, *refused, *stage, *approval) = (arguments, None, None, None);
         #[cfg(feature = "secrets")]
         {
-            open.own_credentials = false;
+            *own_credentials = false;
         }
         t
     }
