@@ -186,7 +186,9 @@ mod tests {
         let mut r: Records<u32> = Records::new(2);
         let a = put(&mut r, 1, b"1", 1);
         let b = put(&mut r, 1, b"2", 2);
-        r.get_mut(a).map(|v| *v += 10);
+        if let Some(v) = r.get_mut(a) {
+            *v += 10;
+        }
         let c = put(&mut r, 1, b"3", 3);
         assert_eq!(r.get(a), None, "the oldest went");
         assert_eq!((r.get(b), r.get(c)), (Some(&2), Some(&3)));
