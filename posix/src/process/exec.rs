@@ -94,12 +94,6 @@ impl Drop for Ended {
     }
 }
 
-impl Default for Executor {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Executor {
     pub fn new() -> Executor {
         Executor { shared: Arc::new(Shared { queue: Mutex::new(Queue::default()) }), active: Rc::default() }
