@@ -167,8 +167,8 @@ impl Table {
         self.tasks_mut().get_mut(id)
     }
 
-    /// The tasks, to change: every change goes through here (or forgets
-    /// the next expiry itself, as `finish` does).
+    /// The tasks, to change: every change goes through here, which forgets
+    /// the next expiry.
     fn tasks_mut(&mut self) -> &mut BTreeMap<String, Task> {
         self.next.set(None);
         &mut self.tasks
@@ -219,15 +219,14 @@ impl Table {
     /// `Err(outcome)` when it does not, the task untouched). A task already
     /// terminal keeps its status and outcome (`tasks-cancelled-sticky`).
     pub fn finish(&mut self, id: &str, status: Status, outcome: Outcome, now: u64, max_bytes: usize) -> Result<(), Outcome> {
-        self.next.set(None);
-        let Some(t) = self.tasks.get_mut(id) else { return Ok(()) };
-        if t.status.is_terminal() {
+        if self.tasks.get(id).is_none_or(|t| t.status.is_terminal()) {
             return Ok(());
         }
         if self.bytes + outcome.len() > max_bytes {
             return Err(outcome);
         }
         self.bytes += outcome.len();
+        let Some(t) = self.tasks_mut().get_mut(id) else { return Ok(()) };
         t.status = status;
         t.outcome = Some(outcome);
         t.call = None;
