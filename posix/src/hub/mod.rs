@@ -115,6 +115,7 @@ mod apps;
 mod catalog;
 mod client;
 mod downward;
+mod earliest;
 mod input;
 mod modern;
 mod offer;

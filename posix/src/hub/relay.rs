@@ -62,6 +62,7 @@ use super::request::{ReqCtx, MODERN};
 use super::pending::{Called, Origin, Pending};
 use crate::policy::ratelimit::{Quota, QuotaRefusal};
 use super::shape::{self, RevExt};
+use super::earliest::Earliest;
 use super::wire::{self, Msg};
 use super::trace::{asker, Asker};
 use super::upstream::Upstream;
@@ -200,12 +201,14 @@ const HELD_SHARE_DIVISOR: usize = 8;
 pub(super) struct HeldCalls {
     map: HashMap<u64, Held>,
     quota: Quota,
+    /// When the first of them is due or expires (forgotten by each change).
+    next: Earliest,
 }
 
 impl HeldCalls {
     fn new(max_relays: usize) -> HeldCalls {
         let share = (max_relays / HELD_SHARE_DIVISOR).max(1);
-        HeldCalls { map: HashMap::new(), quota: Quota::new("held calls (requests waiting for a client's retry)", max_relays, share) }
+        HeldCalls { map: HashMap::new(), quota: Quota::new("held calls (requests waiting for a client's retry)", max_relays, share), next: Earliest::default() }
     }
 
     /// Holds `held` under `h`, if its principal has a place left.
@@ -213,12 +216,14 @@ impl HeldCalls {
         if let Err(e) = self.quota.acquire(&String::from_utf8_lossy(&held.principal)) {
             return Err((held, e));
         }
+        self.next.forget();
         self.map.insert(h, held);
         Ok(())
     }
 
     fn remove(&mut self, h: &u64) -> Option<Held> {
         let held = self.map.remove(h)?;
+        self.next.forget();
         self.quota.release(&String::from_utf8_lossy(&held.principal));
         Some(held)
     }
@@ -228,6 +233,7 @@ impl HeldCalls {
     }
 
     fn get_mut(&mut self, h: &u64) -> Option<&mut Held> {
+        self.next.forget();
         self.map.get_mut(h)
     }
 
@@ -240,17 +246,54 @@ impl HeldCalls {
         self.map.iter()
     }
 
-    fn values(&self) -> impl Iterator<Item = &Held> {
-        self.map.values()
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Held> {
+        self.next.forget();
+        self.map.values_mut()
     }
 
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut Held> {
-        self.map.values_mut()
+    /// When the first held call is due (its `input_required` answer) or
+    /// expires (its final answer kept for the retry).
+    fn next_deadline(&self) -> Option<u64> {
+        self.next.get(|| self.map.values().filter_map(|h| if h.answer_to.is_some() { Some(h.due) } else { h.deadline }).min())
+    }
+}
+
+/// The relayed requests, by (client, relay id), with the earliest of their
+/// deadlines kept until one comes or goes (a request's deadline does not
+/// change); read through `Deref`, changed only here.
+#[derive(Default)]
+pub(super) struct RelayedMap {
+    map: HashMap<(ClientId, u64), Relayed>,
+    next: Earliest,
+}
+
+impl RelayedMap {
+    fn insert(&mut self, k: (ClientId, u64), r: Relayed) {
+        self.next.forget();
+        self.map.insert(k, r);
+    }
+
+    fn remove(&mut self, k: &(ClientId, u64)) -> Option<Relayed> {
+        let r = self.map.remove(k)?;
+        self.next.forget();
+        Some(r)
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        self.next.get(|| self.map.values().map(|r| r.deadline).min())
+    }
+}
+
+impl std::ops::Deref for RelayedMap {
+    type Target = HashMap<(ClientId, u64), Relayed>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.map
     }
 }
 
 pub(super) struct Relays {
-    map: HashMap<(ClientId, u64), Relayed>,
+    map: RelayedMap,
     next_id: u64,
     pub held: HeldCalls,
     next_held: u64,
@@ -279,7 +322,7 @@ impl Relays {
         }
         let seeded = Seeded::new(rs::digest(&nonce_seed));
         Relays {
-            map: HashMap::new(),
+            map: RelayedMap::default(),
             next_id: 0,
             held: HeldCalls::new(opts.max_relays),
             next_held: 0,
@@ -306,8 +349,7 @@ impl Relays {
         n
     }
     pub fn next_deadline(&self) -> Option<u64> {
-        let held = self.held.values().filter_map(|h| if h.answer_to.is_some() { Some(h.due) } else { h.deadline });
-        self.map.values().map(|r| r.deadline).chain(held).min()
+        self.map.next_deadline().into_iter().chain(self.held.next_deadline()).min()
     }
     fn expired(&self, now: u64) -> Vec<(ClientId, u64)> {
         let mut v: Vec<_> = self.map.iter().filter(|(_, r)| r.deadline <= now).map(|(k, _)| *k).collect();

@@ -2,10 +2,10 @@
 //! outcome, and the caps (live tasks per principal and in total, bytes of
 //! kept outcomes). Pure data: no messages, no clock of its own.
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use super::{Owner, TaskOptions};
+use crate::hub::earliest::Earliest;
 use crate::hub::shape::Rev;
 use crate::hub::{ClientId, UpstreamId};
 
@@ -151,11 +151,10 @@ pub(crate) struct Table {
     tasks: BTreeMap<String, Task>,
     /// Bytes of the outcomes kept.
     bytes: usize,
-    /// [`Table::next_expiry`]'s answer until the table changes (`None`: to
-    /// be found again). The hub asks after every message of every client:
-    /// a walk over up to `maxTasks` tasks each time made everyone's
+    /// [`Table::next_expiry`]'s answer until the table changes: a walk
+    /// over up to `maxTasks` tasks after every message made everyone's
     /// messages dearer with one client's tasks.
-    next: Cell<Option<Option<u64>>>,
+    next: Earliest,
 }
 
 impl Table {
@@ -170,7 +169,7 @@ impl Table {
     /// The tasks, to change: every change goes through here, which forgets
     /// the next expiry.
     fn tasks_mut(&mut self) -> &mut BTreeMap<String, Task> {
-        self.next.set(None);
+        self.next.forget();
         &mut self.tasks
     }
 
@@ -266,12 +265,7 @@ impl Table {
 
     /// The next time something is due: an expiry or a poll.
     pub fn next_expiry(&self) -> Option<u64> {
-        if let Some(next) = self.next.get() {
-            return next;
-        }
-        let next = self.tasks.values().flat_map(|t| [Some(t.expires_ms()), t.poll_at]).flatten().min();
-        self.next.set(Some(next));
-        next
+        self.next.get(|| self.tasks.values().flat_map(|t| [Some(t.expires_ms()), t.poll_at]).flatten().min())
     }
 
     /// Tasks whose upstream is to be polled at `now`.
