@@ -1,16 +1,14 @@
 //! `mcpx example-server --http` end to end: the real binary, raw HTTP/1.1
 //! clients in front.
 
-use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 mod support;
+use support::flood::Flood;
 use support::MCPX;
 
 struct Server(Child);
@@ -52,38 +50,11 @@ fn a_client_that_does_not_read_its_404s_leaves_sessions_to_the_others() {
     // Client A posts to a session that does not exist, again and again on
     // one connection, and never reads the 404s: the server's writes to it
     // fill the socket and wait.
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-    let req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: none-such\r\nMCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let a = TcpStream::connect(&addr).unwrap();
-    let sent = Arc::new(AtomicUsize::new(0));
-    let writer = {
-        let (mut a, sent) = (a.try_clone().unwrap(), sent.clone());
-        std::thread::spawn(move || {
-            while a.write_all(req.as_bytes()).is_ok() {
-                sent.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-    };
-    // Until A's writes stop going through: the server is stuck writing to A.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut last = usize::MAX;
-    loop {
-        let now = sent.load(Ordering::Relaxed);
-        if now == last && now > 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "client A's requests never backed up ({now} sent)");
-        last = now;
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    let a = Flood::until_backed_up(&addr, "2025-06-18");
     // Client B starts a session meanwhile.
     let (status, head, answer) = support::post(&addr, &[], &initialize());
     assert_eq!(status, 200, "B's initialize while A does not read: {head}\n{answer}");
     assert!(head.to_ascii_lowercase().contains("mcp-session-id:"), "{head}");
     assert!(server.0.try_wait().unwrap().is_none(), "the server left");
-    let _ = a.shutdown(std::net::Shutdown::Both);
-    writer.join().unwrap();
+    a.end();
 }

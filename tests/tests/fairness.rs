@@ -12,6 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcpx_tests::*;
+
+#[path = "../../posix/tests/support/flood.rs"]
+mod flood;
+use flood::Flood;
 use serde_json::{json, Value};
 
 struct StdioClient {
@@ -158,34 +162,8 @@ fn a_connection_that_does_not_read_its_answers_stalls_no_other_client() {
     let (mut io, _hub, port) = start_hub();
     let addr = format!("127.0.0.1:{port}");
 
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-    let req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: none-such\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let a = TcpStream::connect(&addr).unwrap();
-    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let writer = {
-        let (mut a, sent) = (a.try_clone().unwrap(), sent.clone());
-        std::thread::spawn(move || {
-            while a.write_all(req.as_bytes()).is_ok() {
-                sent.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-    };
-    // Until A's requests stop going through: mcpx is stuck writing to A.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut last = usize::MAX;
-    loop {
-        let now = sent.load(Ordering::Relaxed);
-        if now == last && now > 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "A's requests never backed up ({now} sent)");
-        last = now;
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    println!("A's requests backed up after {last}");
+    let a = Flood::until_backed_up(&addr, "2025-11-25");
+    println!("A's requests backed up after {}", a.sent);
 
     let url = format!("http://{addr}/mcp");
     let sid = bearer_session(&url, "b", json!({}));
@@ -197,6 +175,5 @@ fn a_connection_that_does_not_read_its_answers_stalls_no_other_client() {
     let (pong, _) = io.call("ping", json!({}));
     assert!(pong.get("result").is_some(), "the stdio client's ping: {pong}");
     assert!(io.child.try_wait().unwrap().is_none(), "mcpx left");
-    let _ = a.shutdown(std::net::Shutdown::Both);
-    writer.join().unwrap();
+    a.end();
 }

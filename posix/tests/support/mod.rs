@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
+#[allow(dead_code)] // not every test binary uses it
+pub mod flood;
+
 /// The binary under test.
 pub const MCPX: &str = env!("CARGO_BIN_EXE_mcpx");
 
