@@ -821,6 +821,12 @@ pub struct Lookup<'a, const N: usize> {
     pub duplicate: bool,
 }
 
+impl<const N: usize> Default for Lookup<'_, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<'a, const N: usize> Lookup<'a, N> {
     /// Nothing found yet.
     pub const fn new() -> Self {

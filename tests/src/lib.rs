@@ -678,16 +678,14 @@ pub fn redis_server() -> (HttpServer, u16) {
 /// connection made before the server binds it, or let the wait for the
 /// server connect to itself, and the test then talks to nobody.
 pub fn free_port() -> u16 {
-    use std::hash::{BuildHasher, Hash, Hasher};
+    use std::hash::BuildHasher;
     const LOWEST: u32 = 10_000;
     let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
         .unwrap_or(32_768);
     assert!(ephemeral > LOWEST + 1_000, "the ephemeral port range starts at {ephemeral}: no room below it for test servers");
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    (std::process::id(), Instant::now()).hash(&mut hasher);
-    let mut pick = hasher.finish();
+    let mut pick = std::collections::hash_map::RandomState::new().hash_one((std::process::id(), Instant::now()));
     loop {
         let port = (LOWEST + (pick % u64::from(ephemeral - LOWEST)) as u32) as u16;
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
@@ -1098,7 +1096,7 @@ pub fn http_request(url: &str, method: &str, headers: &[(&str, &str)], body: &[u
     let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
     let text = if chunked { dechunk(body) } else { body.to_string() };
     let json = serde_json::from_str(&text).ok().or_else(|| {
-        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).filter(|m| m.get("id").is_some()).last()
+        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).rfind(|m| m.get("id").is_some())
     });
     Resp { status, headers, text, json: json.unwrap_or(Value::Null) }
 }

@@ -607,7 +607,7 @@ fn a_python_sdk_client_whose_sessions_replica_dies_goes_on_in_its_session() {
         thread::sleep(Duration::from_millis(50));
     }
     // Its session, still: taken over by another replica.
-    assert_eq!(listed_sessions(&c).into_iter().map(|(s, _)| s).collect::<Vec<_>>(), [sid.clone()], "no new session");
+    assert_eq!(listed_sessions(&c).into_iter().map(|(s, _)| s).collect::<Vec<_>>(), std::slice::from_ref(&sid), "no new session");
     assert_ne!(listed_owner(&c, &sid), Some(owner), "another replica took the session over");
     std::fs::write(&end, "").unwrap();
     let report = run.join().unwrap();

@@ -41,7 +41,7 @@ fn retry(id: i64, first: &Value) -> Value {
                       "inputResponses": {key: answer}, "requestState": r["requestState"]}})
 }
 
-fn modern_headers<'a>(auth: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+fn modern_headers(auth: Option<&str>) -> Vec<(&str, &str)> {
     let mut h = vec![("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/call"), ("Mcp-Name", "demo__ask_user")];
     if let Some(a) = auth {
         h.push(("Authorization", a));

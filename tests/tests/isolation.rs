@@ -116,7 +116,7 @@ fn past_max_instances_a_client_is_refused_naming_the_limit() {
     ]);
     let b = Client::Py("1.30.0").run_url(&["script", &steps.to_string()], &http.url);
     b.assert_ok();
-    let why = texts(&b.step(1));
+    let why = texts(b.step(1));
     b.check(why.contains("'py'") && why.contains("maxInstances"), &format!("the refusal should name the server and the limit: {why}"));
     a.join().expect("client A").assert_ok();
 }

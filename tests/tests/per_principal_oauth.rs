@@ -280,7 +280,7 @@ fn each_principal_authorizes_in_its_own_browser_and_calls_as_itself() {
     assert!(log.as_array().unwrap().iter().any(|g| g["grant_type"] == "refresh_token" && g["sub"] == "alice"), "a refresh for alice: {log}");
 
     // `mcpx auth logout gh --principal alice` forgets hers only.
-    let logout: Vec<String> = ["env", &env, mcpx().to_str().unwrap(), "auth", "logout", "gh", "--principal", "alice", "--config", &config].iter().map(|s| s.to_string()).collect();
+    let logout: Vec<String> = ["env", env, mcpx().to_str().unwrap(), "auth", "logout", "gh", "--principal", "alice", "--config", config].iter().map(|s| s.to_string()).collect();
     let r = run_argv(&logout, Duration::from_secs(20));
     assert!(r.stdout.contains("logged out for principal 'alice'"), "{}\n{}", r.stdout, r.stderr);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(state.join("mcpx/oauth-tokens.json")).unwrap()).unwrap();

@@ -65,7 +65,7 @@ async fn connect(sh: &Shared, flows: &Rc<Flows>, conn: &mut Conn, req: &Request)
     };
     let me = principal_name(who.bytes());
     let held = cookie::find_named(req.all("cookie"), BROWSER_COOKIE);
-    match flows.open(id, &me, held) {
+    match flows.open(id, me, held) {
         Opened::Authorize { url, cookie: value, server, secure } => {
             let secure = if secure { "; Secure" } else { "" };
             // Lax: it must come back with the authorization server's redirect (a cross-site navigation).

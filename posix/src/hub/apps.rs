@@ -132,9 +132,7 @@ mod on {
     pub(in crate::hub) fn exposed_result(res: &[u8], server: &str) -> Option<Vec<u8>> {
         // One searcher for every result, built once.
         static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
-        if FINDER.get_or_init(|| memchr::memmem::Finder::new(SCHEME.as_bytes())).find(res).is_none() {
-            return None;
-        }
+        FINDER.get_or_init(|| memchr::memmem::Finder::new(SCHEME.as_bytes())).find(res)?;
         let mut v: Value = serde_json::from_slice(res).ok()?;
         let before = v.clone();
         expose_meta(&mut v, server);

@@ -49,7 +49,7 @@ impl TopN {
     /// The label of one call of `v`, and the labelled value it displaced.
     fn of<'a>(&mut self, v: &'a str) -> (&'a str, Option<String>) {
         self.calls += 1;
-        if self.calls % HALF_LIFE_CALLS == 0 {
+        if self.calls.is_multiple_of(HALF_LIFE_CALLS) {
             self.kept.iter_mut().chain(self.candidates.iter_mut()).for_each(|(_, n)| *n /= 2);
         }
         if v == UNKNOWN {

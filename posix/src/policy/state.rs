@@ -88,9 +88,11 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("audit.jsonl");
-        let mut cfg = PolicyConfig::default();
-        cfg.validate = Some(ValidateSettings { servers: vec!["git*".into(), "gh".into()], arguments: true, elicitation: true, output: crate::policy::OutputCheck::Log });
-        cfg.audit = Some(AuditSettings { file: Some(path.clone()), max_bytes: 1 << 20, files: 2, content: Default::default(), queue: 16 });
+        let cfg = PolicyConfig {
+            validate: Some(ValidateSettings { servers: vec!["git*".into(), "gh".into()], arguments: true, elicitation: true, output: crate::policy::OutputCheck::Log }),
+            audit: Some(AuditSettings { file: Some(path.clone()), max_bytes: 1 << 20, files: 2, content: Default::default(), queue: 16 }),
+            ..PolicyConfig::default()
+        };
         let mut p = Policy::new(&cfg).unwrap();
         assert!(p.validates("github") && p.validates("gh") && !p.validates("fs") && !p.validates("ghx"));
         let key = Key { class: Class::ToolCall, principal: "stdio", server: "gh", tool: "gh__x" };

@@ -13,6 +13,7 @@ pub mod flood;
 pub const MCPX: &str = env!("CARGO_BIN_EXE_mcpx");
 
 /// The lines of `r` (a child's stdout or stderr), read on a thread of their own.
+#[allow(dead_code)] // not every test binary uses it
 pub fn lines(r: impl Read + Send + 'static) -> Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

@@ -2,7 +2,7 @@
 //! its own disk cache.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ struct Replica {
 }
 
 /// Replica of `redis` with its disk cache in `dir`, and its cluster task on `ex`.
-fn replica(ex: &Rc<Executor>, redis: &Redis, dir: &PathBuf) -> (Replica, smol::Task<()>) {
+fn replica(ex: &Rc<Executor>, redis: &Redis, dir: &Path) -> (Replica, smol::Task<()>) {
     let settings = ClusterSettings { state_url: Some(redis.url()), state_key: Some(StateKey(KEY)), ..ClusterSettings::default() };
     let cl = Rc::new(Cluster::new(&settings).unwrap().expect("a cluster with a store"));
     let (rt, _) = Runtime::new(Hub::new(Vec::new(), HubOptions::default()).unwrap(), Vec::new()).unwrap();
