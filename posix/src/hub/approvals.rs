@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 use mcpx_core::request_state::{self as rs, Seeded};
 use serde_json::{json, Value};
 
+use super::earliest::Earliest;
 use super::request::ReqCtx;
 use super::ClientId;
 use crate::bytes::hex::hex;
@@ -209,6 +210,9 @@ pub(super) enum Effect {
 pub struct Approvals {
     cfg: ApprovalConfig,
     waiting: BTreeMap<u64, Waiting>,
+    /// The earliest time a waiting call is due (`deadline`), forgotten
+    /// where a call starts or stops waiting, or its next progress moves.
+    due: Earliest,
     grants: Vec<Grant>,
     quota: Quota,
     next: u64,
@@ -257,6 +261,7 @@ impl Approvals {
             ),
             cfg: cfg.clone(),
             waiting: BTreeMap::new(),
+            due: Earliest::default(),
             grants: Vec::new(),
             next: 0,
             keys: Seeded::new(rs::digest(&seed)),
@@ -371,6 +376,7 @@ impl Approvals {
                 via.name()
             ),
         ));
+        self.due.forget();
         self.waiting.insert(
             n,
             Waiting {
@@ -578,7 +584,7 @@ impl Approvals {
         if cfg!(not(feature = "consent")) {
             return None;
         }
-        self.waiting.values().map(|w| w.progress.as_ref().map_or(w.expires_ms, |(_, at)| w.expires_ms.min(*at))).min()
+        self.due.get(|| self.waiting.values().map(|w| w.progress.as_ref().map_or(w.expires_ms, |(_, at)| w.expires_ms.min(*at))).min())
     }
 
     /// Calls whose time ran out are declined; the others with a progress
@@ -591,6 +597,7 @@ impl Approvals {
         for w in self.waiting.values_mut().filter(|w| w.expires_ms > now) {
             if let Some((token, at)) = w.progress.as_mut().filter(|(_, at)| *at <= now) {
                 *at = now + KEEPALIVE_MS;
+                self.due.forget();
                 let waited = now.saturating_sub(w.since_ms);
                 fx.push(Effect::Progress { client: w.client, id: w.id.clone(), token: token.clone(), progress: waited / KEEPALIVE_MS, message: format!("waiting for a person to approve this call ({} s so far)", waited / 1000) });
             }
@@ -656,6 +663,7 @@ impl Approvals {
     /// question withdrawn there. The one way a call stops waiting.
     fn take(&mut self, n: u64, unask: Option<&'static str>, fx: &mut Vec<Effect>) -> Option<Waiting> {
         let w = self.waiting.remove(&n)?;
+        self.due.forget();
         self.announce.changed = true;
         self.quota.release(&w.shown.principal);
         if let Some(reason) = unask.filter(|_| w.via == Via::Client) {

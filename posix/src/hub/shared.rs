@@ -47,6 +47,7 @@ use mcpx_core::error::ErrorCode;
 use mcpx_core::request_state::{OpenError, NONCE_LEN};
 use serde_json::Value;
 
+use super::earliest::Earliest;
 use super::request::{Refusal, ReqCtx};
 use crate::bytes::hex::hex;
 use super::wire::Msg;
@@ -220,6 +221,9 @@ pub const PINS_KEY: &str = "mcpx:pins";
 pub(super) struct Shared {
     next_ticket: u64,
     waiting: HashMap<u64, Waiter>,
+    /// The earliest of `waiting`'s deadlines, forgotten where `waiting`
+    /// gains or loses a request (its deadlines never move).
+    next: Earliest,
     forwards: HashMap<(ClientId, IdKey), Forwarded>,
     /// Set when routing a request asked the store for its rate limits
     /// ([`Shared::admit`]): the ticket it now waits for.
@@ -410,6 +414,7 @@ impl Shared {
         let ticket = self.next_ticket;
         let deadline = at.now.saturating_add(at.cluster.answer_timeout_ms.max(1));
         self.waiting.insert(ticket, Waiter { client: c, id: id.to_vec(), deadline, wait });
+        self.next.forget();
         Ok((ticket, Ask { ticket, op }))
     }
 
@@ -417,6 +422,7 @@ impl Shared {
     /// (nothing when its client is gone, `live` says).
     pub fn answered(&mut self, ticket: u64, answer: Answer, cluster: &ClusterOptions, live: impl Fn(ClientId) -> bool) -> Vec<Effect> {
         let Some(w) = self.waiting.remove(&ticket) else { return Vec::new() };
+        self.next.forget();
         if !live(w.client) {
             return Vec::new();
         }
@@ -478,6 +484,7 @@ impl Shared {
         let mut effects = Vec::new();
         for t in due {
             let Some(w) = self.waiting.remove(&t) else { continue };
+            self.next.forget();
             if live(w.client) {
                 effects.extend(self.store_answered(w, Answer::Unavailable(format!("it did not answer within {bound} ms")), cluster));
             }
@@ -486,12 +493,13 @@ impl Shared {
     }
 
     pub fn deadline(&self) -> Option<u64> {
-        self.waiting.values().map(|w| w.deadline).min()
+        self.next.get(|| self.waiting.values().map(|w| w.deadline).min())
     }
 
     /// Client `c` is gone: nothing of it waits for the store or a replica.
     pub fn drop_client(&mut self, c: ClientId) {
         self.waiting.retain(|_, w| w.client != c);
+        self.next.forget();
         self.forwards.retain(|(fc, _), _| *fc != c);
         self.granted.retain(|(gc, _), _| *gc != c);
         #[cfg(feature = "consent")]
