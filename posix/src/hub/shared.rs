@@ -482,9 +482,11 @@ impl Shared {
         due.sort_unstable();
         let bound = cluster.answer_timeout_ms;
         let mut effects = Vec::new();
+        if !due.is_empty() {
+            self.next.forget();
+        }
         for t in due {
             let Some(w) = self.waiting.remove(&t) else { continue };
-            self.next.forget();
             if live(w.client) {
                 effects.extend(self.store_answered(w, Answer::Unavailable(format!("it did not answer within {bound} ms")), cluster));
             }

@@ -218,18 +218,18 @@ impl Table {
     /// `Err(outcome)` when it does not, the task untouched). A task already
     /// terminal keeps its status and outcome (`tasks-cancelled-sticky`).
     pub fn finish(&mut self, id: &str, status: Status, outcome: Outcome, now: u64, max_bytes: usize) -> Result<(), Outcome> {
-        if self.tasks.get(id).is_none_or(|t| t.status.is_terminal()) {
-            return Ok(());
-        }
-        if self.bytes + outcome.len() > max_bytes {
+        let (len, bytes) = (outcome.len(), self.bytes);
+        // One lookup, as `cancel` does (a refused outcome changes nothing,
+        // and the kept expiry forgotten with it is only walked again).
+        let Some(t) = self.tasks_mut().get_mut(id).filter(|t| !t.status.is_terminal()) else { return Ok(()) };
+        if bytes + len > max_bytes {
             return Err(outcome);
         }
-        self.bytes += outcome.len();
-        let Some(t) = self.tasks_mut().get_mut(id) else { return Ok(()) };
         t.status = status;
         t.outcome = Some(outcome);
         t.call = None;
         t.updated_ms = now;
+        self.bytes += len;
         Ok(())
     }
 
