@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs each fuzz target of mcpx-core for a bounded time, starting from the
-# seed corpus kept in corpus/<target>/; exits non-zero on the first crash
-# (libFuzzer prints the input it saved under target/artifacts/<target>/).
+# seed corpus kept in corpus/<target>/, as many at once as the machine has
+# cores (FUZZ_JOBS overrides; each libFuzzer process uses one); prints each
+# target's report as it ends and exits non-zero if any crashed (libFuzzer
+# prints the input it saved under target/artifacts/<target>/).
 #
 #   bash core/fuzz/run.sh [SECONDS_PER_TARGET [TARGET...]]
 #
@@ -19,13 +21,41 @@ if [ "$#" -gt 0 ]; then
 else
     mapfile -t targets < <(cargo fuzz list)
 fi
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 cargo fuzz build -O
-for t in "${targets[@]}"; do
+mkdir -p target/logs
+
+# One target's run, its output in target/logs/<target>.log.
+fuzz_one() {
+    local t="$1"
     mkdir -p "target/corpus/$t" "target/artifacts/$t"
-    printf '==> fuzz %s for %ss\n' "$t" "$secs"
     cargo fuzz run -O "$t" "target/corpus/$t" "corpus/$t" -- \
         -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-        -artifact_prefix="target/artifacts/$t/" -print_final_stats=1 2>&1 |
-        grep -v '^#[0-9]' || { echo "fuzz target $t failed"; exit 1; }
+        -artifact_prefix="target/artifacts/$t/" -print_final_stats=1 >"target/logs/$t.log" 2>&1
+}
+
+# Waits for the oldest run still going and prints its report.
+pids=()
+names=()
+failed=()
+finish_oldest() {
+    local t="${names[0]}" verdict=ok
+    wait "${pids[0]}" || { verdict=failed; failed+=("$t"); }
+    printf '==> fuzz %s for %ss: %s\n' "$t" "$secs" "$verdict"
+    grep -v '^#[0-9]' "target/logs/$t.log" || true
+    pids=("${pids[@]:1}")
+    names=("${names[@]:1}")
+}
+
+for t in "${targets[@]}"; do
+    [ "${#pids[@]}" -lt "$jobs" ] || finish_oldest
+    fuzz_one "$t" &
+    pids+=($!)
+    names+=("$t")
 done
-echo "fuzz: ${#targets[@]} targets ran ${secs}s each without a crash"
+while [ "${#pids[@]}" -gt 0 ]; do finish_oldest; done
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "fuzz target(s) failed: ${failed[*]}"
+    exit 1
+fi
+echo "fuzz: ${#targets[@]} targets ran ${secs}s each without a crash, $jobs at a time"

@@ -104,10 +104,21 @@ pub fn driver(name: &str) -> PathBuf {
 // ------------------------------------------------------------------ the binary
 
 /// The `mcpx` binary, built once per test process with the same cargo and
-/// target directory as the tests (`CARGO`, `CARGO_TARGET_DIR` are honoured).
+/// target directory as the tests (`CARGO`, `CARGO_TARGET_DIR` are honoured),
+/// or the one `MCPX_TEST_BIN` names. CI names the binary its workspace test
+/// build made: each test process then skips a cargo run, and cargo does not
+/// build mcpx a second time with the features of a build without the
+/// dev-dependencies.
 pub fn mcpx() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(build_mcpx)
+    BIN.get_or_init(|| match std::env::var_os("MCPX_TEST_BIN").filter(|p| !p.is_empty()) {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            assert!(p.is_file(), "MCPX_TEST_BIN={} is not a file", p.display());
+            p
+        }
+        None => build_mcpx(),
+    })
 }
 
 fn build_mcpx() -> PathBuf {
