@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs each fuzz target of mcpx-core for a bounded time, starting from the
 # seed corpus kept in corpus/<target>/, as many at once as the machine has
-# cores (FUZZ_JOBS overrides; each libFuzzer process uses one); prints each
-# target's report as it ends and exits non-zero if any crashed (libFuzzer
+# cores (FUZZ_JOBS overrides; each libFuzzer process uses one); prints the
+# targets' reports in the order they started, and exits non-zero if any
+# crashed (libFuzzer
 # prints the input it saved under target/artifacts/<target>/).
 #
 #   bash core/fuzz/run.sh [SECONDS_PER_TARGET [TARGET...]]
