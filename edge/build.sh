@@ -91,6 +91,11 @@ SPECS
 }
 
 installed="$(rustup target list --installed)"
+# One cargo run for every target: each target's fat-LTO link is one long
+# single-threaded step, and in one run cargo keeps the other core busy with
+# another target's crates meanwhile.
+target_args=()
+target_flags=()
 for t in "${targets[@]}"; do
     env_var="CARGO_TARGET_$(tr 'a-z-' 'A-Z_' <<<"$t")_RUSTFLAGS"
     cc_var="$(tr '-' '_' <<<"$t")"
@@ -128,15 +133,19 @@ for t in "${targets[@]}"; do
             ;;
         *) die "no recipe for target $t" ;;
     esac
-    log "building $t"
-    out="$(mktemp)"
-    rc=0
-    env RUSTC_BOOTSTRAP=1 "$env_var=$flags" cargo build --quiet -p mcpx-edge --profile edge --target "$t" "${features[@]}" \
-        -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size >"$out" 2>&1 || rc=$?
-    # rustc calls thumb-mode an unstable target feature, once per crate.
-    grep -v -e 'unstable feature specified for `-Ctarget-feature`: `thumb-mode`' -e 'this feature is not stably supported' -e '^ *|$' -e '^$' "$out" >&2 || true
-    rm -f "$out"
-    [ "$rc" = 0 ] || die "cargo build for $t failed (exit $rc)"
+    target_args+=(--target "$t")
+    target_flags+=("$env_var=$flags")
+done
+log "building ${targets[*]}"
+out="$(mktemp)"
+rc=0
+env RUSTC_BOOTSTRAP=1 "${target_flags[@]}" cargo build --quiet -p mcpx-edge --profile edge "${target_args[@]}" "${features[@]}" \
+    -Z build-std=std,panic_abort -Z build-std-features=optimize_for_size >"$out" 2>&1 || rc=$?
+# rustc calls thumb-mode an unstable target feature, once per crate.
+grep -v -e 'unstable feature specified for `-Ctarget-feature`: `thumb-mode`' -e 'this feature is not stably supported' -e '^ *|$' -e '^$' "$out" >&2 || true
+rm -f "$out"
+[ "$rc" = 0 ] || die "cargo build for ${targets[*]} failed (exit $rc)"
+for t in "${targets[@]}"; do
     bin="target/$t/edge/mcpx-edge"
     [ -f "$bin" ] || die "$bin was not produced"
     log "$bin: $(stat -c %s "$bin") bytes"
