@@ -201,12 +201,17 @@ pub(super) struct Naming<'a> {
     pub prefix: &'a str,
 }
 
+/// Exposed name → index, looked up on every call: foldhash, seeded per
+/// process, as the rate limiter's tables by name (policy/ratelimit.rs);
+/// its names are the servers' listed items, and every listing is capped.
+type ByExposed = HashMap<String, usize, foldhash::fast::RandomState>;
+
 pub struct Catalog {
     /// Items per upstream and kind, as listed (after filters).
     per_up: Vec<[Vec<Value>; 4]>,
     views: [Vec<Entry>; 4],
     /// exposed key → index in `views[k]`.
-    index: [HashMap<String, usize>; 4],
+    index: [ByExposed; 4],
     /// (upstream, original key) → index in `views[k]`.
     reverse: [HashMap<(UpstreamId, String), usize>; 4],
     /// Bumped on every change of a view.
@@ -295,7 +300,7 @@ impl Catalog {
         let legacy = names::legacy_separator(sep);
         let mut renamed = Vec::new();
         let mut view: Vec<Entry> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut index = ByExposed::default();
         let mut reverse = HashMap::new();
         let (mut apps_of, mut app_only_n) = (0, 0);
         for (u, lists) in self.per_up.iter().enumerate() {

@@ -242,12 +242,15 @@ mod epoll {
                     timeout = -1;
                 }
             }
-            let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+            // Not zeroed (768 bytes a wait): only what the kernel wrote is read.
+            let mut events = [const { std::mem::MaybeUninit::<libc::epoll_event>::uninit() }; EVENTS];
             // SAFETY: the kernel writes at most EVENTS entries into `events`.
-            let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS as libc::c_int, timeout) };
+            let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr().cast(), EVENTS as libc::c_int, timeout) };
             s.asleep.store(false, SeqCst);
             // An error is EINTR (a signal): the caller goes round again.
-            for ev in &events[..usize::try_from(n).unwrap_or(0)] {
+            let written = events.get(..usize::try_from(n).unwrap_or(0)).unwrap_or(&[]);
+            // SAFETY: epoll_wait initialized the first `n` entries.
+            for ev in written.iter().map(|e| unsafe { e.assume_init_ref() }) {
                 let (key, flags) = (ev.u64, ev.events as libc::c_int);
                 if key == SIGNAL {
                     let mut count = [0u8; 8];
