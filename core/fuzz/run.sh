@@ -3,8 +3,7 @@
 # seed corpus kept in corpus/<target>/, as many at once as the machine has
 # cores (FUZZ_JOBS overrides; each libFuzzer process uses one); prints the
 # targets' reports in the order they started, and exits non-zero if any
-# crashed (libFuzzer
-# prints the input it saved under target/artifacts/<target>/).
+# crashed (libFuzzer prints the input it saved under target/artifacts/<target>/).
 #
 #   bash core/fuzz/run.sh [SECONDS_PER_TARGET [TARGET...]]
 #
