@@ -282,7 +282,7 @@ struct State {
     lists: Lists,
     reloads: u64,
     /// Why the last reload was refused (`file:line:col: ...` lines), until
-    /// one succeeds.
+    /// one is accepted.
     refused: Option<String>,
     /// Settings changed by the last reload that apply at the next start.
     not_applied: Vec<&'static str>,
@@ -318,6 +318,11 @@ impl State {
                 return;
             }
         };
+        // Accepted: an earlier refusal no longer stands, already while the
+        // servers change (a stop can take seconds).
+        if self.refused.take().is_some() {
+            self.publish();
+        }
         for w in &new.warnings {
             warn!("{w}");
         }
@@ -353,7 +358,6 @@ impl State {
         }
         self.not_applied = d.fixed;
         self.reloads += 1;
-        self.refused = None;
         self.current = new;
         self.publish();
     }
