@@ -166,8 +166,13 @@ impl Tasks {
                     t.reported = Some(status);
                 }
             }
+            // A 2026 client answers input only through the `inputRequests`
+            // the hub keeps: its task's status follows them (`keep_input`,
+            // `update`), not these notifications, whose `input_required`
+            // comes before the request it announces.
+            // Requirement: ext-tasks-get-input-requests
             Status::Working | Status::InputRequired => {
-                let Some(t) = self.table.get_mut(&id).filter(|t| !t.status.is_terminal() && t.status != status) else { return self.effects() };
+                let Some(t) = self.table.get_mut(&id).filter(|t| !t.modern && !t.status.is_terminal() && t.status != status) else { return self.effects() };
                 t.status = status;
                 t.message = message;
                 t.updated_ms = now;
@@ -242,6 +247,7 @@ impl Tasks {
             if !t.status.is_terminal() {
                 t.status = Status::InputRequired;
                 t.updated_ms = now;
+                self.notify_status(id);
             }
         }
         self.effects()
@@ -259,6 +265,7 @@ impl Tasks {
         if t.inputs.is_empty() && t.status == Status::InputRequired {
             t.status = Status::Working;
             t.updated_ms = now;
+            self.notify_status(id);
         }
         let up_rev = ups.get(u).map_or(shape::Rev::LATEST_LEGACY, |x| x.rev);
         for i in answered {

@@ -583,6 +583,12 @@ fn a_2026_client_gets_a_legacy_upstreams_task_and_answers_its_input_requests() {
     let (created, held) = relayed_job(&mut p, c, 3, "up-1", true);
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let id = created["result"]["taskId"].as_str().expect("a task id").to_string();
+    // The server says input_required before its request arrives: until it
+    // does, the task has nothing to answer and stays working.
+    let status = |s: &str| json!({ "jsonrpc": "2.0", "method": "notifications/tasks/status", "params": { "taskId": "up-1", "status": s, "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60_000 } });
+    p.upstream_says(0, status("input_required"));
+    let early = p.mreq(c, json!(30), "tasks/get", json!({ "taskId": id }), &ext_caps());
+    assert_eq!(early["result"]["status"], "working", "no input request yet: {early}");
     let ask = json!({ "message": "sure?", "requestedSchema": { "type": "object", "properties": {} }, "_meta": { RELATED: { "taskId": "up-1" } } });
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 70, "method": "elicitation/create", "params": ask }));
     assert!(p.client_quiet(c), "a 2026 client is asked inside the task");
@@ -598,6 +604,9 @@ fn a_2026_client_gets_a_legacy_upstreams_task_and_answers_its_input_requests() {
     let answer = p.take_up(0);
     assert_eq!((answer["id"].clone(), answer["result"]["action"].clone()), (json!(70), json!("accept")), "{answer}");
     assert_eq!(p.mreq(c, json!(6), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "working");
+    // A late input_required of the server's changes nothing: nothing is asked.
+    p.upstream_says(0, status("input_required"));
+    assert_eq!(p.mreq(c, json!(61), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "working");
     // Input still asked when the task ends is refused to the upstream.
     p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 71, "method": "elicitation/create", "params": ask }));
     assert_eq!(p.mreq(c, json!(60), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "input_required");
@@ -707,10 +716,13 @@ fn task_status_reaches_only_its_principals_listen_streams_that_asked_for_it() {
     let n = task_note(&mut p, a2, "la", &mine);
     assert_eq!((n["status"].clone(), n["result"]["content"][0]["text"].clone()), (json!("completed"), json!("done")), "{n}");
     assert!(p.client_quiet(a) && p.client_quiet(b), "only the stream that asked");
-    // The relayed task's status from its 2025 server.
-    let status = json!({ "taskId": "up-1", "status": "input_required", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttl": 60_000 });
-    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tasks/status", "params": status }));
-    assert_eq!(task_note(&mut p, a2, "la", &relayed)["status"], "input_required");
+    // The relayed task's 2025 server asks for input inside it: the task,
+    // with what to answer, on alice's stream.
+    let ask = json!({ "message": "sure?", "requestedSchema": { "type": "object", "properties": {} }, "_meta": { RELATED: { "taskId": "up-1" } } });
+    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 70, "method": "elicitation/create", "params": ask }));
+    let n = task_note(&mut p, a2, "la", &relayed);
+    assert_eq!(n["status"], "input_required", "{n}");
+    assert_eq!(n["inputRequests"].as_object().map(|m| m.len()), Some(1), "{n}");
     assert!(!p.cl[&a2].iter().any(|m| m.0.to_string().contains("up-1")), "the upstream's id stays hidden");
     assert!(p.client_quiet(a) && p.client_quiet(b));
     // Bob's task reaches bob's stream, never alice's.
