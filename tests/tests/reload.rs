@@ -232,9 +232,18 @@ fn list_changed_reaches_the_session_on_a_reload() {
     assert!(has(&s.tools(), "extra__echo"));
 }
 
+/// `extra`'s entry, run under a shell that stays (ignoring SIGTERM) for
+/// 30 s after the server ends: stopping it takes the hub's whole grace.
+fn lingering_extra_entry() -> Value {
+    let cmd = example_server_cmd("extra");
+    let line = format!("trap '' TERM; {} {}; sleep 30", cmd.program.display(), cmd.args.join(" "));
+    json!({ "command": "sh", "args": ["-c", line] })
+}
+
 #[test]
 fn a_broken_config_is_refused_and_the_old_one_keeps_serving() {
-    let mut s = serve(Some(extra_entry(None)));
+    // `extra` is slow to stop, so the tools change while its stop still runs.
+    let mut s = serve(Some(lingering_extra_entry()));
     s.calling_until("both up", |t| has(t, "demo__echo") && has(t, "extra__echo"));
 
     // Not JSON: refused whole, with the place of the error.
@@ -261,10 +270,12 @@ fn a_broken_config_is_refused_and_the_old_one_keeps_serving() {
     let st = s.status();
     assert_eq!(st["config"]["reloads"], 0, "{st:#}");
     assert_eq!(st["upstreams"].as_array().map(Vec::len), Some(2), "{st:#}");
-    // A good config again is taken, and the refusal is cleared.
+    // A good config again is taken, and the refusal is cleared at once,
+    // while `extra` is still being stopped.
     write_config(&s.config, None);
     s.calling_until("fixed config applied", |t| !has(t, "extra__echo"));
-    assert!(s.status()["config"]["refused"].is_null());
+    let st = s.status();
+    assert!(st["config"]["refused"].is_null(), "{st:#}");
     let stderr = s.session.finish();
     assert!(stderr.contains(&format!("{}: invalid JSON", refused.split(": invalid JSON").next().unwrap())), "the log names the place: {stderr}");
     assert!(stderr.contains("config refused; still serving the one loaded before"), "{stderr}");
