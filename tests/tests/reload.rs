@@ -236,7 +236,7 @@ fn list_changed_reaches_the_session_on_a_reload() {
 /// 30 s after the server ends: stopping it takes the hub's whole grace.
 fn lingering_extra_entry() -> Value {
     let cmd = example_server_cmd("extra");
-    let line = format!("trap '' TERM; {} {}; sleep 30", cmd.program.display(), cmd.args.join(" "));
+    let line = format!("trap '' TERM; '{}' {}; sleep 30", cmd.program.display(), cmd.args.join(" "));
     json!({ "command": "sh", "args": ["-c", line] })
 }
 
