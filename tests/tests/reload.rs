@@ -233,7 +233,8 @@ fn list_changed_reaches_the_session_on_a_reload() {
 }
 
 /// `extra`'s entry, run under a shell that stays (ignoring SIGTERM) for
-/// 30 s after the server ends: stopping it takes the hub's whole grace.
+/// 30 s after the server ends: stopping it takes the hub's whole stop
+/// sequence (its grace after stdin closes, again after SIGTERM, SIGKILL).
 fn lingering_extra_entry() -> Value {
     let cmd = example_server_cmd("extra");
     let line = format!("trap '' TERM; '{}' {}; sleep 30", cmd.program.display(), cmd.args.join(" "));
