@@ -166,11 +166,9 @@ impl Tasks {
                     t.reported = Some(status);
                 }
             }
-            // A 2026 client answers input only through the `inputRequests`
-            // the hub keeps: its task's status follows them (`keep_input`,
-            // `update`), not these notifications, whose `input_required`
-            // comes before the request it announces.
-            // Requirement: ext-tasks-get-input-requests
+            // A 2026 client's task follows the input requests the hub keeps
+            // (`inputs_changed`), not these notifications, whose
+            // `input_required` comes before the request it announces.
             Status::Working | Status::InputRequired => {
                 let Some(t) = self.table.get_mut(&id).filter(|t| !t.modern && !t.status.is_terminal() && t.status != status) else { return self.effects() };
                 t.status = status;
@@ -244,13 +242,24 @@ impl Tasks {
         }
         if let Some(t) = self.table.get_mut(id) {
             t.inputs.push(Input { key, up_id, method: m.method.to_string(), params });
-            if !t.status.is_terminal() {
-                t.status = Status::InputRequired;
-                t.updated_ms = now;
-                self.notify_status(id);
-            }
+            self.inputs_changed(id, true, now);
         }
         self.effects()
+    }
+
+    /// The input requests kept for 2026 task `id` changed (`added`: one
+    /// more): it is input_required exactly while some are kept, as its
+    /// client answers only those. Its listen streams are told of a new
+    /// request or a new status.
+    // Requirement: ext-tasks-get-input-requests, tasks-leave-input-required
+    fn inputs_changed(&mut self, id: &str, added: bool, now: u64) {
+        let Some(t) = self.table.get_mut(id).filter(|t| !t.status.is_terminal()) else { return };
+        let status = if t.inputs.is_empty() { Status::Working } else { Status::InputRequired };
+        if added || t.status != status {
+            t.status = status;
+            t.updated_ms = now;
+            self.notify_status(id);
+        }
     }
 
     /// A 2026 `tasks/update` of task `id`: each of `responses` answers the
@@ -262,11 +271,7 @@ impl Tasks {
         let Some((u, _)) = t.relayed.clone() else { return };
         let (answered, kept): (Vec<Input>, Vec<Input>) = std::mem::take(&mut t.inputs).into_iter().partition(|i| responses.get(&i.key).is_some_and(Value::is_object));
         t.inputs = kept;
-        if t.inputs.is_empty() && t.status == Status::InputRequired {
-            t.status = Status::Working;
-            t.updated_ms = now;
-            self.notify_status(id);
-        }
+        self.inputs_changed(id, false, now);
         let up_rev = ups.get(u).map_or(shape::Rev::LATEST_LEGACY, |x| x.rev);
         for i in answered {
             let raw = serde_json::to_vec(&responses[&i.key]).unwrap_or_default();
