@@ -400,6 +400,17 @@ fn upstream_task(up: &str) -> Value {
     json!({ "task": { "taskId": up, "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60_000, "pollInterval": 10 } })
 }
 
+/// The upstream's `notifications/tasks/status` of its task `up`.
+fn upstream_status(up: &str, status: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "method": "notifications/tasks/status", "params": { "taskId": up, "status": status, "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttl": 60_000 } })
+}
+
+/// The upstream's `elicitation/create` (request `id`) inside its task `up`.
+fn upstream_asks(id: i64, up: &str) -> Value {
+    let ask = json!({ "message": "sure?", "requestedSchema": { "type": "object", "properties": {} }, "_meta": { RELATED: { "taskId": up } } });
+    json!({ "jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": ask })
+}
+
 /// Client `c`'s call of `job` (params `extra` merged in) reaches the
 /// upstream task-augmented; the upstream creates its task `up`; the hub's
 /// answer to the client and the `tasks/result` the hub holds upstream.
@@ -440,13 +451,12 @@ fn a_legacy_upstreams_task_reaches_a_legacy_client_under_an_id_of_the_hubs() {
     assert!(id.starts_with("mcpx-") && !created.to_string().contains("up-1"), "the upstream's id stays inside mcpx: {created}");
 
     // Its status changes go to alice, with her id; not to bob.
-    p.upstream_says(0, json!({ "jsonrpc": "2.0", "method": "notifications/tasks/status", "params": { "taskId": "up-1", "status": "input_required", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:01Z", "ttl": 60_000 } }));
+    p.upstream_says(0, upstream_status("up-1", "input_required"));
     let n = p.take(alice);
     assert_eq!((n["method"].clone(), n["params"]["taskId"].clone(), n["params"]["status"].clone()), (json!("notifications/tasks/status"), json!(id), json!("input_required")), "{n}");
     assert!(p.client_quiet(bob));
     // Its request for input goes to alice, related to her id.
-    let ask = json!({ "message": "sure?", "requestedSchema": { "type": "object", "properties": {} }, "_meta": { RELATED: { "taskId": "up-1" } } });
-    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 70, "method": "elicitation/create", "params": ask }));
+    p.upstream_says(0, upstream_asks(70, "up-1"));
     let e = p.take(alice);
     assert_eq!(e["method"], "elicitation/create", "{e}");
     assert_eq!(e["params"]["_meta"][RELATED]["taskId"], id.as_str());
@@ -585,12 +595,10 @@ fn a_2026_client_gets_a_legacy_upstreams_task_and_answers_its_input_requests() {
     let id = created["result"]["taskId"].as_str().expect("a task id").to_string();
     // The server says input_required before its request arrives: until it
     // does, the task has nothing to answer and stays working.
-    let status = |s: &str| json!({ "jsonrpc": "2.0", "method": "notifications/tasks/status", "params": { "taskId": "up-1", "status": s, "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60_000 } });
-    p.upstream_says(0, status("input_required"));
+    p.upstream_says(0, upstream_status("up-1", "input_required"));
     let early = p.mreq(c, json!(30), "tasks/get", json!({ "taskId": id }), &ext_caps());
     assert_eq!(early["result"]["status"], "working", "no input request yet: {early}");
-    let ask = json!({ "message": "sure?", "requestedSchema": { "type": "object", "properties": {} }, "_meta": { RELATED: { "taskId": "up-1" } } });
-    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 70, "method": "elicitation/create", "params": ask }));
+    p.upstream_says(0, upstream_asks(70, "up-1"));
     assert!(p.client_quiet(c), "a 2026 client is asked inside the task");
     let got = p.mreq(c, json!(4), "tasks/get", json!({ "taskId": id }), &ext_caps());
     assert_eq!(got["result"]["status"], "input_required", "{got}");
@@ -605,10 +613,10 @@ fn a_2026_client_gets_a_legacy_upstreams_task_and_answers_its_input_requests() {
     assert_eq!((answer["id"].clone(), answer["result"]["action"].clone()), (json!(70), json!("accept")), "{answer}");
     assert_eq!(p.mreq(c, json!(6), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "working");
     // A late input_required of the server's changes nothing: nothing is asked.
-    p.upstream_says(0, status("input_required"));
+    p.upstream_says(0, upstream_status("up-1", "input_required"));
     assert_eq!(p.mreq(c, json!(61), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "working");
     // Input still asked when the task ends is refused to the upstream.
-    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 71, "method": "elicitation/create", "params": ask }));
+    p.upstream_says(0, upstream_asks(71, "up-1"));
     assert_eq!(p.mreq(c, json!(60), "tasks/get", json!({ "taskId": id }), &ext_caps())["result"]["status"], "input_required");
     // A tool error: failed for the 2025 server, completed with the result for the 2026 client.
     let mut bad = ok_text("no such file");
@@ -718,8 +726,7 @@ fn task_status_reaches_only_its_principals_listen_streams_that_asked_for_it() {
     assert!(p.client_quiet(a) && p.client_quiet(b), "only the stream that asked");
     // The relayed task's 2025 server asks for input inside it: the task,
     // with what to answer, on alice's stream.
-    let ask = json!({ "message": "sure?", "requestedSchema": { "type": "object", "properties": {} }, "_meta": { RELATED: { "taskId": "up-1" } } });
-    p.upstream_says(0, json!({ "jsonrpc": "2.0", "id": 70, "method": "elicitation/create", "params": ask }));
+    p.upstream_says(0, upstream_asks(70, "up-1"));
     let n = task_note(&mut p, a2, "la", &relayed);
     assert_eq!(n["status"], "input_required", "{n}");
     assert_eq!(n["inputRequests"].as_object().map(|m| m.len()), Some(1), "{n}");
