@@ -32,6 +32,7 @@ mod host;
 mod http;
 mod hub;
 pub mod limits;
+mod name_map;
 pub mod policy;
 mod process;
 mod reload;

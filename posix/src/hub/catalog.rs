@@ -201,10 +201,9 @@ pub(super) struct Naming<'a> {
     pub prefix: &'a str,
 }
 
-/// Exposed name → index, looked up on every call: foldhash, seeded per
-/// process, as the rate limiter's tables by name (policy/ratelimit.rs);
-/// its names are the servers' listed items, and every listing is capped.
-type ByExposed = HashMap<String, usize, foldhash::fast::RandomState>;
+/// Exposed name → index, looked up on every call (the names of the
+/// servers' capped listings).
+type ByExposed = crate::name_map::NameMap<String, usize>;
 
 pub struct Catalog {
     /// Items per upstream and kind, as listed (after filters).

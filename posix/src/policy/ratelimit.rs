@@ -18,17 +18,15 @@
 //! upstream request may send; [`Quota`] is a global cap with a per-principal
 //! share for tables one client could otherwise fill (issue 11 item 3).
 
-use std::collections::HashMap;
 use std::fmt;
-
-/// A table by principal, server or tool name, looked up on every request:
-/// foldhash, seeded per process, hashes such a short name in a fraction of
-/// SipHash's instructions. Its names are authenticated principals, and
-/// configured servers and tools, and every table is capped.
-type ByName<V> = HashMap<Box<str>, V, foldhash::fast::RandomState>;
 
 use mcpx_core::error::ErrorCode;
 use mcpx_core::names::glob_match;
+
+use crate::name_map::NameMap;
+
+/// A table by principal, server or tool name; every table is capped.
+type ByName<V> = NameMap<Box<str>, V>;
 
 /// What is being limited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
