@@ -87,6 +87,9 @@ pub struct Metrics {
     pub p50_us: Option<f64>,
     pub p99_us: Option<f64>,
     pub rps: Option<f64>,
+    /// Calls in flight on average (the latencies' sum over the run's
+    /// time): the window the load generator really kept.
+    pub in_flight: Option<f64>,
     pub cpu_us_per_req: Option<f64>,
     /// CPU of the load generator itself (HTTP rows), to show it is not the bottleneck.
     pub client_cpu_us_per_req: Option<f64>,
@@ -131,6 +134,7 @@ impl Metrics {
             p50_us: Some(percentile(&s, 0.50) / 1e3),
             p99_us: Some(percentile(&s, 0.99) / 1e3),
             rps: Some(s.len() as f64 * 1e9 / elapsed_ns.max(1) as f64),
+            in_flight: Some(s.iter().map(|&l| l as f64).sum::<f64>() / elapsed_ns.max(1) as f64),
             errors,
             ..Metrics::default()
         }
@@ -146,6 +150,7 @@ impl Metrics {
             p50_us: f(&|m| m.p50_us),
             p99_us: f(&|m| m.p99_us),
             rps: f(&|m| m.rps),
+            in_flight: f(&|m| m.in_flight),
             cpu_us_per_req: f(&|m| m.cpu_us_per_req),
             client_cpu_us_per_req: f(&|m| m.client_cpu_us_per_req),
             rss_kib: k(&|m| m.rss_kib),
@@ -162,7 +167,7 @@ impl Metrics {
     fn to_json(&self) -> Value {
         json!({
             "requests": self.requests, "p50_us": self.p50_us, "p99_us": self.p99_us,
-            "req_per_s": self.rps, "cpu_us_per_req": self.cpu_us_per_req,
+            "req_per_s": self.rps, "in_flight": self.in_flight, "cpu_us_per_req": self.cpu_us_per_req,
             "client_cpu_us_per_req": self.client_cpu_us_per_req,
             "rss_kib": self.rss_kib, "rss_idle_kib": self.rss_idle_kib, "hwm_kib": self.hwm_kib,
             "start_to_initialize_ms": self.start_init_ms, "start_to_first_call_ms": self.start_call_ms,
@@ -443,7 +448,7 @@ impl Report {
 
     /// The stdio hop: each payload and window through direct, relay and hub.
     fn stdio_table(&self, out: &mut String) {
-        let _ = writeln!(out, "stdio hop: tools/call echo through each target (CPU: the relay's or hub's process only)");
+        let _ = writeln!(out, "stdio hop: tools/call echo through each target (CPU: the relay's or hub's process only; kept: calls in flight on average)");
         let mut t = Table::new(
             &[
                 "payload",
@@ -452,6 +457,7 @@ impl Report {
                 "p50 µs",
                 "p99 µs",
                 "req/s",
+                "kept",
                 "CPU µs/req",
                 "p50 ÷ relay",
                 "req/s ÷ direct",
@@ -473,6 +479,7 @@ impl Report {
                             num(m.p50_us, 1),
                             num(m.p99_us, 1),
                             rps(m.rps),
+                            num(m.in_flight, 1),
                             num(m.cpu_us_per_req, 1),
                             ratio(m.p50_us, relay.as_ref().and_then(|r| r.p50_us)),
                             ratio(m.rps, direct.as_ref().and_then(|r| r.rps)),

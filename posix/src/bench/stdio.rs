@@ -3,8 +3,7 @@
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::sync_channel;
+use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use super::json::{as_u64, member, str_inner};
@@ -219,7 +218,6 @@ impl Peer {
         let base = self.next_id;
         self.next_id += n as u64;
         let t0 = Instant::now();
-        let sent: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
         let mut lat = Vec::with_capacity(n);
         let mut errors = 0u64;
         let tool = self.tool.clone();
@@ -244,57 +242,10 @@ impl Peer {
                 }
             }
         } else {
-            let (credit_tx, credit_rx) = sync_channel::<()>(window);
-            for _ in 0..window {
-                let _ = credit_tx.send(());
-            }
-            let result: io::Result<()> = std::thread::scope(|s| {
-                let sent = &sent;
-                let reader = s.spawn(move || -> io::Result<(Vec<u64>, u64)> {
-                    let mut lat = Vec::with_capacity(n);
-                    let mut errors = 0;
-                    for _ in 0..n {
-                        line.clear();
-                        if rx.read_until(b'\n', line)? == 0 {
-                            return Err(io::Error::new(
-                                io::ErrorKind::UnexpectedEof,
-                                "the server closed its stdout",
-                            ));
-                        }
-                        let now = t0.elapsed().as_nanos() as u64;
-                        match member(line, "id").and_then(as_u64) {
-                            Some(id) if id >= base && id < base + n as u64 => {
-                                lat.push(now.saturating_sub(
-                                    sent[(id - base) as usize].load(Ordering::Relaxed),
-                                ));
-                                if !check_echo(line, text.len()) {
-                                    errors += 1;
-                                }
-                            }
-                            _ => errors += 1,
-                        }
-                        let _ = credit_tx.send(());
-                    }
-                    Ok((lat, errors))
-                });
-                let mut body = Vec::with_capacity(text.len() + 200);
-                for (i, slot) in sent.iter().enumerate() {
-                    if credit_rx.recv().is_err() {
-                        break;
-                    }
-                    call_body(&mut body, base + i as u64, &tool, text);
-                    body.push(b'\n');
-                    slot.store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                    tx.write_all(&body)?;
-                }
-                let (l, e) = reader
-                    .join()
-                    .map_err(|_| io::Error::other("reader panicked"))??;
-                lat = l;
-                errors = e;
-                Ok(())
-            });
-            result?;
+            let mut w = Windowed::new(base, n, &tool, text);
+            w.run(tx, rx, window, t0)?;
+            lat = w.lat;
+            errors = w.errors;
         }
         Ok(Run {
             lat_ns: lat,
@@ -322,6 +273,167 @@ impl Peer {
         let _ = self.child.kill();
         let _ = self.child.wait();
         None
+    }
+}
+
+/// A window of calls kept full by one thread: an answer read is at once
+/// replaced by the next call, written without blocking, so exactly
+/// `window` calls are in flight whatever the target's speed. (A writer
+/// and a reader thread handing credits to each other kept fewer in flight
+/// behind a faster target, whose latencies then came from a smaller
+/// window than a slower target's.) A call's latency runs from the moment
+/// its slot is free to the end of its answer's line, so the time its
+/// bytes wait for the pipe counts too.
+struct Windowed<'a> {
+    base: u64,
+    n: usize,
+    tool: &'a str,
+    text: &'a [u8],
+    /// When each call was issued, in ns since the run's start.
+    sent: Vec<u64>,
+    lat: Vec<u64>,
+    errors: u64,
+    /// Lines read so far: answers, and anything else, counted as errors.
+    lines: usize,
+    /// Calls issued so far.
+    issued: usize,
+    /// Bytes to write; `out[written..]` is still to go.
+    out: Vec<u8>,
+    written: usize,
+    body: Vec<u8>,
+}
+
+impl<'a> Windowed<'a> {
+    fn new(base: u64, n: usize, tool: &'a str, text: &'a [u8]) -> Self {
+        Windowed {
+            base,
+            n,
+            tool,
+            text,
+            sent: vec![0; n],
+            lat: Vec::with_capacity(n),
+            errors: 0,
+            lines: 0,
+            issued: 0,
+            out: Vec::with_capacity((text.len() + 200) * 2),
+            written: 0,
+            body: Vec::with_capacity(text.len() + 200),
+        }
+    }
+
+    fn issue(&mut self, now: u64) {
+        if self.issued == self.n {
+            return;
+        }
+        if self.written == self.out.len() {
+            self.out.clear();
+            self.written = 0;
+        }
+        call_body(&mut self.body, self.base + self.issued as u64, self.tool, self.text);
+        self.body.push(b'\n');
+        self.out.extend_from_slice(&self.body);
+        self.sent[self.issued] = now;
+        self.issued += 1;
+    }
+
+    fn answered(&mut self, line: &[u8], now: u64) {
+        self.lines += 1;
+        match member(line, "id").and_then(as_u64) {
+            Some(id) if id >= self.base && id < self.base + self.n as u64 => {
+                self.lat.push(now.saturating_sub(self.sent[(id - self.base) as usize]));
+                if !check_echo(line, self.text.len()) {
+                    self.errors += 1;
+                }
+            }
+            _ => self.errors += 1,
+        }
+    }
+
+    /// Writes what is queued, as far as the pipe takes it now.
+    fn flush(&mut self, tx: &mut ChildStdin) -> io::Result<()> {
+        if self.written < self.out.len() {
+            match tx.write(&self.out[self.written..]) {
+                Ok(k) => self.written += k,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, tx: &mut ChildStdin, rx: &mut BufReader<ChildStdout>, window: usize, t0: Instant) -> io::Result<()> {
+        let (wfd, rfd) = (tx.as_raw_fd(), rx.get_ref().as_raw_fd());
+        let _nb = (NonBlocking::set(wfd)?, NonBlocking::set(rfd)?);
+        let mut inbuf: Vec<u8> = rx.buffer().to_vec();
+        rx.consume(inbuf.len());
+        let mut chunk = vec![0u8; 1 << 17];
+        let stamp = || t0.elapsed().as_nanos() as u64;
+        let now = stamp();
+        for _ in 0..window.min(self.n) {
+            self.issue(now);
+        }
+        while self.lines < self.n {
+            let pending = self.written < self.out.len();
+            let mut fds = [
+                libc::pollfd { fd: rfd, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: wfd, events: if pending { libc::POLLOUT } else { 0 }, revents: 0 },
+            ];
+            // SAFETY: `fds` is a valid array of two pollfd for the call's length.
+            if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if fds[1].revents != 0 {
+                self.flush(tx)?;
+            }
+            if fds[0].revents == 0 {
+                continue;
+            }
+            match io::Read::read(rx.get_mut(), &mut chunk) {
+                Ok(0) => {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed its stdout"));
+                }
+                Ok(k) => inbuf.extend_from_slice(&chunk[..k]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            }
+            let now = stamp();
+            let mut start = 0;
+            while self.lines < self.n {
+                let Some(nl) = inbuf[start..].iter().position(|&b| b == b'\n') else { break };
+                self.answered(&inbuf[start..start + nl], now);
+                self.issue(now);
+                start += nl + 1;
+            }
+            inbuf.drain(..start);
+            self.flush(tx)?;
+        }
+        Ok(())
+    }
+}
+
+/// O_NONBLOCK on a descriptor while this lives.
+struct NonBlocking(i32, i32);
+
+impl NonBlocking {
+    fn set(fd: i32) -> io::Result<NonBlocking> {
+        // SAFETY: fcntl(2) on a descriptor this process owns, plain integers.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        // SAFETY: as above.
+        if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(NonBlocking(fd, flags))
+    }
+}
+
+impl Drop for NonBlocking {
+    fn drop(&mut self) {
+        // SAFETY: restores the flags read in `set` on the same descriptor.
+        unsafe { libc::fcntl(self.0, libc::F_SETFL, self.1) };
     }
 }
 
