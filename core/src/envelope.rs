@@ -88,6 +88,9 @@ pub enum Reason {
     DuplicateParam,
     /// `params._meta` not an object (-32602).
     BadMeta,
+    /// The buffer holding the message is over 4 GiB, past the offsets an
+    /// envelope keeps (no transport's frame cap comes near it).
+    TooLarge,
 }
 
 /// A message that cannot be accepted, with what is needed to answer it.
@@ -146,6 +149,7 @@ impl<'a> EnvelopeError<'a> {
             }
             Reason::DuplicateParam => "Invalid params: duplicate member",
             Reason::BadMeta => "Invalid params: _meta must be an object",
+            Reason::TooLarge => "Invalid request: message over 4 GiB",
         }
     }
 
@@ -174,23 +178,48 @@ impl<'a> EnvelopeError<'a> {
 pub struct Envelope<'a> {
     msg: JsonValue<'a>,
     kind: Kind,
-    id: Option<JsonValue<'a>>,
-    method: Option<JsonValue<'a>>,
+    id: Slot,
+    method: Slot,
     call: Option<Method<'a>>,
-    params: Option<JsonValue<'a>>,
-    result: Option<JsonValue<'a>>,
-    error: Option<JsonValue<'a>>,
+    params: Slot,
+    result: Slot,
+    error: Slot,
     error_code: i64,
-    meta: Option<JsonValue<'a>>,
-    name: Option<JsonValue<'a>>,
-    cursor: Option<JsonValue<'a>>,
-    uri: Option<JsonValue<'a>>,
-    task: Option<JsonValue<'a>>,
-    is_error: Option<JsonValue<'a>>,
-    result_type: Option<JsonValue<'a>>,
-    progress_token: Option<JsonValue<'a>>,
-    protocol_version: Option<JsonValue<'a>>,
-    related_task: Option<JsonValue<'a>>,
+    meta: Slot,
+    name: Slot,
+    cursor: Slot,
+    uri: Slot,
+    task: Slot,
+    is_error: Slot,
+    result_type: Slot,
+    progress_token: Slot,
+    protocol_version: Slot,
+    related_task: Slot,
+}
+
+/// Where an envelope keeps a value it read: its offsets in the message's
+/// buffer and its kind, 12 bytes where a [`JsonValue`] takes 40. An
+/// envelope keeps sixteen and is moved a few times on its way through the
+/// hub, so its size is copied that often per message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    start: u32,
+    end: u32,
+    kind: Option<JsonKind>,
+}
+
+impl Slot {
+    const NONE: Slot = Slot { start: 0, end: 0, kind: None };
+
+    /// `v`'s place; its offsets fit, as [`Envelope::from_lookup`] refuses a
+    /// buffer over `u32::MAX` bytes.
+    fn of(v: Option<JsonValue<'_>>) -> Slot {
+        v.map_or(Slot::NONE, |v| Slot { start: v.span().start as u32, end: v.span().end as u32, kind: Some(v.kind()) })
+    }
+
+    fn is_some(self) -> bool {
+        self.kind.is_some()
+    }
 }
 
 /// The members of a message the envelope reads, in the order of
@@ -241,11 +270,10 @@ impl<'a> Found<'a> {
     }
 }
 
-/// Validates `buf` as JSON and reads what [`Found`] holds in the same pass.
-fn scan(buf: &[u8]) -> Result<(JsonValue<'_>, Found<'_>), EnvelopeError<'_>> {
-    let mut found = Found::new();
-    let v = json::parse_members(buf, &mut |parent, m| found.offer(parent, m)).map_err(|e| EnvelopeError::new(Reason::NotJson(e)))?;
-    Ok((v, found))
+/// Validates `buf` as JSON and reads what [`Found`] holds in the same pass,
+/// into `found` (filled in place: it is over 500 bytes).
+fn scan<'a>(buf: &'a [u8], found: &mut Found<'a>) -> Result<JsonValue<'a>, EnvelopeError<'a>> {
+    json::parse_members(buf, &mut |parent, m| found.offer(parent, m)).map_err(|e| EnvelopeError::new(Reason::NotJson(e)))
 }
 
 fn is_valid_id(v: &JsonValue<'_>) -> bool {
@@ -256,18 +284,22 @@ impl<'a> Envelope<'a> {
     /// Parses exactly one message (not a batch) from `buf`, which may be
     /// surrounded by JSON whitespace.
     pub fn parse(buf: &'a [u8]) -> Result<Self, EnvelopeError<'a>> {
-        let (v, found) = scan(buf)?;
-        Self::from_lookup(v, found)
+        let mut found = Found::new();
+        let v = scan(buf, &mut found)?;
+        Self::from_lookup(v, &found)
     }
 
     /// Validates an already scanned value as one message.
     pub fn from_value(msg: JsonValue<'a>) -> Result<Self, EnvelopeError<'a>> {
-        Self::from_lookup(msg, Found::walk(msg))
+        Self::from_lookup(msg, &Found::walk(msg))
     }
 
     /// Validates `msg` as one message, given what [`Found`] read of it.
-    fn from_lookup(msg: JsonValue<'a>, read: Found<'a>) -> Result<Self, EnvelopeError<'a>> {
-        let found = read.top;
+    fn from_lookup(msg: JsonValue<'a>, read: &Found<'a>) -> Result<Self, EnvelopeError<'a>> {
+        if u32::try_from(msg.buf().len()).is_err() {
+            return Err(EnvelopeError::new(Reason::TooLarge));
+        }
+        let found = &read.top;
         match msg.kind() {
             JsonKind::Object => {}
             JsonKind::Array => return Err(EnvelopeError::new(Reason::Batch)),
@@ -352,24 +384,30 @@ impl<'a> Envelope<'a> {
         Ok(Envelope {
             msg,
             kind,
-            id: id.filter(is_valid_id),
-            method,
+            id: Slot::of(id.filter(is_valid_id)),
+            method: Slot::of(method),
             call,
-            params,
-            result,
-            error,
+            params: Slot::of(params),
+            result: Slot::of(result),
+            error: Slot::of(error),
             error_code,
-            meta,
-            name,
-            cursor,
-            uri,
-            task,
-            is_error,
-            result_type,
-            progress_token,
-            protocol_version,
-            related_task,
+            meta: Slot::of(meta),
+            name: Slot::of(name),
+            cursor: Slot::of(cursor),
+            uri: Slot::of(uri),
+            task: Slot::of(task),
+            is_error: Slot::of(is_error),
+            result_type: Slot::of(result_type),
+            progress_token: Slot::of(progress_token),
+            protocol_version: Slot::of(protocol_version),
+            related_task: Slot::of(related_task),
         })
+    }
+
+    /// The value kept in `slot`.
+    fn get(&self, slot: Slot) -> Option<JsonValue<'a>> {
+        let (start, end) = (slot.start as usize, slot.end as usize);
+        slot.kind.map(|kind| JsonValue::at(self.msg.buf(), kind, Span::new(start, end)))
     }
 
     /// The kind of message.
@@ -403,17 +441,17 @@ impl<'a> Envelope<'a> {
     /// [`Envelope::id_bytes`]: a string id with escapes (`"\u0061"`) is not
     /// normalized, so compare ids as raw bytes only within one peer.
     pub fn id(&self) -> Option<JsonValue<'a>> {
-        self.id
+        self.get(self.id)
     }
 
     /// The id's raw JSON bytes (e.g. `42` or `"abc"`).
     pub fn id_bytes(&self) -> Option<&'a [u8]> {
-        self.id.map(|v| v.bytes())
+        self.get(self.id).map(|v| v.bytes())
     }
 
     /// The method of a request or notification.
     pub fn method(&self) -> Option<JsonStr<'a>> {
-        self.method.and_then(|v| v.as_str())
+        self.get(self.method).and_then(|v| v.as_str())
     }
 
     /// The method as `&str` when it contains no escape sequence (almost
@@ -435,94 +473,94 @@ impl<'a> Envelope<'a> {
 
     /// The span of the method string, including quotes.
     pub fn method_span(&self) -> Option<Span> {
-        self.method.map(|v| v.span())
+        self.get(self.method).map(|v| v.span())
     }
 
     /// `params` (an object), if present.
     pub fn params(&self) -> Option<JsonValue<'a>> {
-        self.params
+        self.get(self.params)
     }
 
     /// `result` (an object) of a result response.
     pub fn result(&self) -> Option<JsonValue<'a>> {
-        self.result
+        self.get(self.result)
     }
 
     /// The `result` member `key`: one of [`RESULT_MEMBERS`] as read with
     /// the message, any other looked up (first occurrence either way).
     pub fn result_member(&self, key: &str) -> Option<JsonValue<'a>> {
         match key {
-            "isError" => self.is_error,
-            "resultType" => self.result_type,
-            _ => self.result.and_then(|r| r.get(key)),
+            "isError" => self.get(self.is_error),
+            "resultType" => self.get(self.result_type),
+            _ => self.get(self.result).and_then(|r| r.get(key)),
         }
     }
 
     /// `error` (an object) of an error response.
     pub fn error(&self) -> Option<JsonValue<'a>> {
-        self.error
+        self.get(self.error)
     }
 
     /// `error.code` of an error response.
     pub fn error_code(&self) -> Option<i64> {
-        self.error.map(|_| self.error_code)
+        self.error.is_some().then_some(self.error_code)
     }
 
     /// `params._meta` (an object), if present.
     pub fn meta(&self) -> Option<JsonValue<'a>> {
-        self.meta
+        self.get(self.meta)
     }
 
     /// `params.name` (any JSON type), if present.
     pub fn name(&self) -> Option<JsonValue<'a>> {
-        self.name
+        self.get(self.name)
     }
 
     /// `params.cursor`, if present.
     pub fn cursor(&self) -> Option<JsonValue<'a>> {
-        self.cursor
+        self.get(self.cursor)
     }
 
     /// `params.uri`, if present.
     pub fn uri(&self) -> Option<JsonValue<'a>> {
-        self.uri
+        self.get(self.uri)
     }
 
     /// `params._meta.progressToken` (a request opting in to progress), if
     /// present. The token of a `notifications/progress` is
     /// `param("progressToken")`.
     pub fn progress_token(&self) -> Option<JsonValue<'a>> {
-        self.progress_token
+        self.get(self.progress_token)
     }
 
     /// `params._meta["io.modelcontextprotocol/protocolVersion"]`: present on
     /// every modern (2026-07-28) request (any JSON type; validated by
     /// [`crate::meta::validate_request_meta`]).
     pub fn protocol_version(&self) -> Option<JsonValue<'a>> {
-        self.protocol_version
+        self.get(self.protocol_version)
     }
 
     /// `params._meta["io.modelcontextprotocol/related-task"]` (2025-11-25
     /// tasks), if present.
     pub fn related_task(&self) -> Option<JsonValue<'a>> {
-        self.related_task
+        self.get(self.related_task)
     }
 
     /// `params.task` (a task-augmented request), if present.
     pub fn task(&self) -> Option<JsonValue<'a>> {
-        self.task
+        self.get(self.task)
     }
 
     /// The `params` member `key`: one of [`ROUTED_PARAMS`] as read with the
     /// message, any other the first occurrence.
     pub fn param(&self, key: &str) -> Option<JsonValue<'a>> {
         match key {
-            "_meta" => self.meta,
-            "name" => self.name,
-            "cursor" => self.cursor,
-            "uri" => self.uri,
-            "task" => self.task,
-            _ => self.params.and_then(|p| p.get(key)),
+            "_meta" => self.get(self.meta),
+            "name" => self.get(self.name),
+            "cursor" => self.get(self.cursor),
+            "uri" => self.get(self.uri),
+            "task" => self.get(self.task),
+            _ => self.get(self.params).and_then(|p| p.get(key)),
         }
     }
 }
@@ -596,9 +634,10 @@ impl<'a> Message<'a> {
     /// Parses a single message or a non-empty batch. The batch's elements are
     /// validated when iterated, so one bad element does not hide the others.
     pub fn parse(buf: &'a [u8]) -> Result<Self, EnvelopeError<'a>> {
-        let (v, found) = scan(buf)?;
+        let mut found = Found::new();
+        let v = scan(buf, &mut found)?;
         if v.kind() != JsonKind::Array {
-            return Envelope::from_lookup(v, found).map(Message::Single);
+            return Envelope::from_lookup(v, &found).map(Message::Single);
         }
         if v.elements().next().is_none() {
             return Err(EnvelopeError::new(Reason::EmptyBatch));
@@ -919,5 +958,12 @@ mod tests {
             Ok(Message::Single(_))
         ));
         assert_eq!(Message::parse(b"[").unwrap_err().code(), -32700);
+    }
+
+    #[test]
+    fn an_envelope_stays_small_enough_to_move() {
+        // It is moved a few times per message on the hub's path: its
+        // sixteen values are kept as offsets (`Slot`), not as `JsonValue`s.
+        assert!(core::mem::size_of::<Envelope<'_>>() <= 256, "{}", core::mem::size_of::<Envelope<'_>>());
     }
 }

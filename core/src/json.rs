@@ -705,6 +705,12 @@ pub struct JsonValue<'a> {
 }
 
 impl<'a> JsonValue<'a> {
+    /// The value of kind `kind` at `span` of `buf`, which the caller read
+    /// there before (the envelope keeps only its offsets).
+    pub(crate) const fn at(buf: &'a [u8], kind: Kind, span: Span) -> Self {
+        JsonValue { buf, kind, span }
+    }
+
     /// The type of the value.
     pub fn kind(&self) -> Kind {
         self.kind
