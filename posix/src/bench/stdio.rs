@@ -22,6 +22,11 @@ pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initia
 /// Writes a tools/call echo request with `text` (plain ASCII, no escapes).
 pub fn call_body(out: &mut Vec<u8>, id: u64, tool: &str, text: &[u8]) {
     out.clear();
+    append_call(out, id, tool, text);
+}
+
+/// [`call_body`] after what `out` holds already.
+fn append_call(out: &mut Vec<u8>, id: u64, tool: &str, text: &[u8]) {
     let _ = write!(
         out,
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":""#
@@ -48,6 +53,11 @@ pub fn check_echo(msg: &[u8], len: usize) -> bool {
                 == Some(len)
         })
         .unwrap_or(false)
+}
+
+/// The error of a read that found the server's stdout closed.
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed its stdout")
 }
 
 pub struct Peer {
@@ -107,10 +117,7 @@ impl Peer {
         loop {
             self.line.clear();
             if self.rx.read_until(b'\n', &mut self.line)? == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed its stdout",
-                ));
+                return Err(closed());
             }
             let msg = &self.line[..];
             let mid = member(msg, "id");
@@ -231,10 +238,7 @@ impl Peer {
                 tx.write_all(&body)?;
                 line.clear();
                 if rx.read_until(b'\n', line)? == 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the server closed its stdout",
-                    ));
+                    return Err(closed());
                 }
                 lat.push(t.elapsed().as_nanos() as u64);
                 if !check_echo(line, text.len()) {
@@ -300,7 +304,6 @@ struct Windowed<'a> {
     /// Bytes to write; `out[written..]` is still to go.
     out: Vec<u8>,
     written: usize,
-    body: Vec<u8>,
 }
 
 impl<'a> Windowed<'a> {
@@ -317,7 +320,6 @@ impl<'a> Windowed<'a> {
             issued: 0,
             out: Vec::with_capacity((text.len() + 200) * 2),
             written: 0,
-            body: Vec::with_capacity(text.len() + 200),
         }
     }
 
@@ -329,9 +331,8 @@ impl<'a> Windowed<'a> {
             self.out.clear();
             self.written = 0;
         }
-        call_body(&mut self.body, self.base + self.issued as u64, self.tool, self.text);
-        self.body.push(b'\n');
-        self.out.extend_from_slice(&self.body);
+        append_call(&mut self.out, self.base + self.issued as u64, self.tool, self.text);
+        self.out.push(b'\n');
         self.sent[self.issued] = now;
         self.issued += 1;
     }
@@ -393,9 +394,7 @@ impl<'a> Windowed<'a> {
                 continue;
             }
             match io::Read::read(rx.get_mut(), &mut chunk) {
-                Ok(0) => {
-                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed its stdout"));
-                }
+                Ok(0) => return Err(closed()),
                 Ok(k) => inbuf.extend_from_slice(&chunk[..k]),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => return Err(e),
