@@ -11,6 +11,11 @@
 //! 50 µs, after which each event is handed over with a futex wake-up: a
 //! forwarded stdio call cost 30 system calls on two threads.
 //!
+//! Under load (the runtime says when: [`expect_events_while`]) a wait
+//! first looks for events a while without sleeping (`spin`): on a virtual
+//! machine a sleeping thread's wake-up costs its writer and itself tens of
+//! microseconds a hop.
+//!
 //! Timers, remote connections, Redis and the child processes' exits stay
 //! with async-io: its helper thread drives them, and a waker called from
 //! another thread wakes this one through an eventfd.
@@ -24,9 +29,9 @@
 //! Elsewhere [`Source`] is async-io's `Async` and [`block_on`] smol's.
 
 #[cfg(target_os = "linux")]
-pub use epoll::{block_on, turn, Source};
+pub use epoll::{block_on, expect_events_while, turn, Source};
 #[cfg(not(target_os = "linux"))]
-pub use fallback::{block_on, turn, Source};
+pub use fallback::{block_on, expect_events_while, turn, Source};
 
 use std::io::{self, IoSlice};
 use std::os::fd::AsFd;
@@ -68,8 +73,11 @@ mod epoll {
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::sync::Arc;
     use std::task::{ready, Context, Poll, Wake, Waker};
+    use std::time::Instant;
 
     use smol::io::{AsyncRead, AsyncWrite};
+
+    use crate::process::spin::Spin;
 
     const READ: u8 = 1;
     const WRITE: u8 = 2;
@@ -162,6 +170,10 @@ mod epoll {
         deferred: RefCell<Vec<Waker>>,
         /// Whether [`block_on`] runs on this thread (sources wait on it).
         driven: Cell<bool>,
+        /// The look for events before a sleep ([`Spin`]), and what says
+        /// events are expected soon ([`expect_events_while`]).
+        spin: Cell<Spin>,
+        busy: RefCell<Option<Box<dyn Fn() -> bool>>>,
     }
 
     thread_local! {
@@ -193,6 +205,8 @@ mod epoll {
                 free: RefCell::new(Vec::new()),
                 deferred: RefCell::new(Vec::new()),
                 driven: Cell::new(false),
+                spin: Cell::new(Spin::new(std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))),
+                busy: RefCell::new(None),
             };
             r.ctl(libc::EPOLL_CTL_ADD, r.signal.fd.as_raw_fd(), libc::EPOLLIN | libc::EPOLLET, SIGNAL)?;
             Ok(r)
@@ -229,6 +243,34 @@ mod epoll {
             self.free.borrow_mut().push(index);
         }
 
+        /// `epoll_wait` into `events`. Before a sleep (`timeout` -1) while
+        /// events are expected soon, a look for them without one ([`Spin`]);
+        /// an error ends it as an event does.
+        fn poll(&self, events: &mut [std::mem::MaybeUninit<libc::epoll_event>; EVENTS], timeout: libc::c_int) -> libc::c_int {
+            let epoll = self.epoll.as_raw_fd();
+            // SAFETY: the kernel writes at most EVENTS entries into `events`.
+            let mut poll = |timeout| unsafe { libc::epoll_wait(epoll, events.as_mut_ptr().cast(), EVENTS as libc::c_int, timeout) };
+            let look = match timeout {
+                -1 => self.spin.get().look(|| self.busy.borrow().as_ref().is_some_and(|busy| busy())),
+                _ => None,
+            };
+            let Some(limit) = look else {
+                return poll(timeout);
+            };
+            let began = Instant::now();
+            let mut n = 0;
+            while n == 0 && began.elapsed() < limit {
+                n = poll(0);
+            }
+            if n == 0 {
+                n = poll(timeout);
+            }
+            let mut spin = self.spin.get();
+            spin.waited(began.elapsed());
+            self.spin.set(spin);
+            n
+        }
+
         /// Waits for events (`block`: until one comes or the thread is
         /// woken) and wakes the tasks waiting on them, then those waiting
         /// for a turn.
@@ -244,8 +286,7 @@ mod epoll {
             }
             // Not zeroed (768 bytes a wait): only what the kernel wrote is read.
             let mut events = [const { std::mem::MaybeUninit::<libc::epoll_event>::uninit() }; EVENTS];
-            // SAFETY: the kernel writes at most EVENTS entries into `events`.
-            let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr().cast(), EVENTS as libc::c_int, timeout) };
+            let n = self.poll(&mut events, timeout);
             s.asleep.store(false, SeqCst);
             // An error is EINTR (a signal): the caller goes round again.
             let written = events.get(..usize::try_from(n).unwrap_or(0)).unwrap_or(&[]);
@@ -267,6 +308,14 @@ mod epoll {
             }
             let turn = std::mem::take(&mut *self.deferred.borrow_mut());
             turn.into_iter().for_each(Waker::wake);
+        }
+    }
+
+    /// While `busy` (when given) says so, this thread's reactor expects
+    /// events soon, and looks for them a while before it sleeps ([`Spin`]).
+    pub fn expect_events_while(busy: Option<Box<dyn Fn() -> bool>>) {
+        if let Ok(r) = Reactor::current() {
+            *r.busy.borrow_mut() = busy;
         }
     }
 
@@ -456,6 +505,9 @@ mod fallback {
     pub async fn turn() {
         smol::future::yield_now().await
     }
+
+    /// async-io's reactor sleeps at once.
+    pub fn expect_events_while(_: Option<Box<dyn Fn() -> bool>>) {}
 
     pub struct Source<T>(Async<T>);
 

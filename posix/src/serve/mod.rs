@@ -159,6 +159,22 @@ pub fn main(args: ServeArgs) -> i32 {
     status
 }
 
+/// While more than one request is in flight, the next event is usually
+/// microseconds away: the reactor looks for it a while before it sleeps
+/// (`process::spin`). Until the guard is dropped.
+fn expect_events_under_load(rt: &Rc<Runtime>) -> impl Drop {
+    struct Guard;
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            crate::process::reactor::expect_events_while(None);
+        }
+    }
+    let rt = Rc::downgrade(rt);
+    let busy = move || rt.upgrade().is_some_and(|rt| rt.hub.try_borrow().is_ok_and(|h| h.clients().open_requests() > 1));
+    crate::process::reactor::expect_events_while(Some(Box::new(busy)));
+    Guard
+}
+
 /// Which transports `serve` offers clients.
 pub struct Transports {
     /// One client on `input`/`output`.
@@ -371,6 +387,7 @@ where
             return 1;
         }
     };
+    let _load = expect_events_under_load(&rt);
     let events: Rc<dyn Events> = Rc::new(HubEvents(rt.clone()));
     let catalog: Rc<dyn crate::remote::Catalog> = Rc::new(HubCatalog(rt.clone()));
     // First, so that signals are ours before any child runs.
