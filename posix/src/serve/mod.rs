@@ -23,8 +23,10 @@
 //! The parts: `runtime` (the shared state and the routing of the hub's
 //! outputs), `feeds` (the servers' reports and the timer into it),
 //! `spawner` (a server's transport), `options` (the config into the hub's
-//! and the listener's options); this module composes them and drains.
+//! and the listener's options), `load` (when the reactor expects events
+//! soon); this module composes them and drains.
 
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -42,11 +44,13 @@ use crate::process::exec::Executor;
 use crate::stdio::StdioClient;
 use crate::process::supervise;
 use crate::servers::events::Events;
+use load::Load;
 
 pub(crate) mod cluster_jobs;
 mod feeds;
 #[cfg(feature = "secrets")]
 pub(crate) mod kept;
+mod load;
 #[cfg(feature = "consent")]
 pub(crate) mod notify;
 pub(crate) mod options;
@@ -159,7 +163,7 @@ pub fn main(args: ServeArgs) -> i32 {
     status
 }
 
-/// While more than one request is in flight, the next event is usually
+/// While requests are in flight ([`Load`]), the next event is usually
 /// microseconds away: the reactor looks for it a while before it sleeps
 /// (`process::spin`). Until the guard is dropped.
 fn expect_events_under_load(rt: &Rc<Runtime>) -> impl Drop {
@@ -170,7 +174,14 @@ fn expect_events_under_load(rt: &Rc<Runtime>) -> impl Drop {
         }
     }
     let rt = Rc::downgrade(rt);
-    let busy = move || rt.upgrade().is_some_and(|rt| rt.hub.try_borrow().is_ok_and(|h| h.clients().open_requests() > 1));
+    let load = Cell::new(Load::default());
+    let busy = move || {
+        let open = rt.upgrade().map_or(0, |rt| rt.hub.try_borrow().map_or(0, |h| h.clients().open_requests()));
+        let mut l = load.get();
+        let busy = l.busy(open, Instant::now());
+        load.set(l);
+        busy
+    };
     crate::process::reactor::expect_events_while(Some(Box::new(busy)));
     Guard
 }
