@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 /// The longest look.
-pub const MAX: Duration = Duration::from_micros(50);
+const MAX: Duration = Duration::from_micros(50);
 /// The first look after none.
 const START: Duration = Duration::from_micros(10);
 /// A wait at most this long says the load goes on.

@@ -18,12 +18,22 @@ pub struct Load {
 const HOLD: Duration = Duration::from_millis(1);
 
 impl Load {
-    /// With `open` requests open now, is the hub under load?
-    pub fn busy(&mut self, open: usize, now: Instant) -> bool {
+    /// With `open` requests open now, is the hub under load? The clock
+    /// (`now`) is read only under load or within its hold: a call going
+    /// its way alone pays nothing for the question.
+    pub fn busy(&mut self, open: usize, now: impl FnOnce() -> Instant) -> bool {
+        if open <= 1 && self.seen.is_none() {
+            return false;
+        }
+        let now = now();
         if open > 1 {
             self.seen = Some(now);
         }
-        self.seen.is_some_and(|t| now.saturating_duration_since(t) < HOLD)
+        let busy = self.seen.is_some_and(|t| now.saturating_duration_since(t) < HOLD);
+        if !busy {
+            self.seen = None;
+        }
+        busy
     }
 }
 
@@ -49,7 +59,11 @@ mod tests {
             (2600, 0, false),
         ];
         for (t, open, busy) in table {
-            assert_eq!(l.busy(open, at(t)), busy, "{open} open at {t} µs");
+            assert_eq!(l.busy(open, || at(t)), busy, "{open} open at {t} µs");
         }
+        // Once the hold is over, one open request or none reads no clock.
+        assert!(!l.busy(1, || panic!("the clock read with no load")));
+        assert!(!l.busy(0, || panic!("the clock read with no load")));
+        assert!(l.busy(2, || at(3000)));
     }
 }

@@ -178,7 +178,7 @@ fn expect_events_under_load(rt: &Rc<Runtime>) -> impl Drop {
     let busy = move || {
         let open = rt.upgrade().map_or(0, |rt| rt.hub.try_borrow().map_or(0, |h| h.clients().open_requests()));
         let mut l = load.get();
-        let busy = l.busy(open, Instant::now());
+        let busy = l.busy(open, Instant::now);
         load.set(l);
         busy
     };

@@ -73,7 +73,7 @@ impl Clients {
     /// told whose it is and the client's stage; an id already open keeps
     /// its record. `false`: no such client.
     pub(in crate::hub) fn opened(&mut self, c: ClientId, m: &wire::Msg, begin: impl FnOnce(&[u8], &Stage) -> Tracked) -> bool {
-        let Some(cl) = self.get_mut(&c) else { return false };
+        let Some(cl) = self.map.get_mut(&c) else { return false };
         let Some(id) = m.id_bytes().filter(|_| m.kind == Kind::Request) else { return true };
         let Client { open, principal, stage, .. } = cl;
         if open.len() >= MAX_OPEN {
@@ -81,6 +81,7 @@ impl Clients {
             begin(principal, stage);
         } else if let Entry::Vacant(v) = open.entry(IdKey::new(id)) {
             v.insert(begin(principal, stage));
+            self.open += 1;
         }
         true
     }

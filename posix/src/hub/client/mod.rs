@@ -68,8 +68,9 @@ pub struct Client {
     /// Ids of the client's requests not yet answered (at most
     /// [`MAX_OPEN`]): what a runtime waits for at end of input, and what a
     /// transport checks a new request's id against.
-    /// Each with its policy record's handle (`tracked`).
-    pub(in crate::hub) open: HashMap<IdKey, Tracked>,
+    /// Each with its policy record's handle (`tracked`). Changed only
+    /// here, where [`Clients::open`] counts them all.
+    open: HashMap<IdKey, Tracked>,
     /// JSON-RPC batches with requests still unanswered.
     pub(in crate::hub) batches: Vec<PendingBatch>,
 }
@@ -139,11 +140,14 @@ pub struct Clients {
     /// ones are answered ([`Clients::any_held`], which the hub asks after
     /// every message, reads this instead of every client).
     held: bool,
+    /// The clients' open requests, all of them: what the runtime asks
+    /// before every sleep ([`Clients::open_requests`]).
+    open: usize,
 }
 
 impl Clients {
     pub(in crate::hub) fn new(max: usize) -> Clients {
-        Clients { map: BTreeMap::new(), next: 1, max, to_task: HashMap::new(), task_answers: Vec::new(), held: false }
+        Clients { map: BTreeMap::new(), next: 1, max, to_task: HashMap::new(), task_answers: Vec::new(), held: false, open: 0 }
     }
 
     /// A new client, or `Err` with its id spent when `max` are connected.
@@ -249,7 +253,9 @@ impl Clients {
     }
 
     pub(in crate::hub) fn remove(&mut self, c: &ClientId) -> Option<Client> {
-        self.map.remove(c)
+        let cl = self.map.remove(c)?;
+        self.open -= cl.open.len();
+        Some(cl)
     }
 
     pub(in crate::hub) fn keys(&self) -> impl Iterator<Item = &ClientId> {
@@ -310,7 +316,9 @@ impl Clients {
     /// Client `c`'s request `id` is answered: it leaves the open set,
     /// giving its record's handle (`None`: the set did not have it).
     pub(in crate::hub) fn close(&mut self, c: ClientId, id: &[u8]) -> Option<Tracked> {
-        self.map.get_mut(&c)?.open.remove(id)
+        let t = self.map.get_mut(&c)?.open.remove(id)?;
+        self.open -= 1;
+        Some(t)
     }
 
     /// Client `c`'s request `id` was answered with task `task`: its own
@@ -368,7 +376,7 @@ impl Clients {
 impl Clients {
     /// Requests of all clients not answered yet (what a shutdown waits for).
     pub fn open_requests(&self) -> usize {
-        self.map.values().map(|cl| cl.open.len()).sum()
+        self.open
     }
 
     /// How many of client `c`'s requests are not answered yet. (Test observer.)

@@ -293,6 +293,9 @@ impl Sim {
         while let Some(v) = self.p.up.get_mut(&0).and_then(VecDeque::pop_front) {
             self.upstream_got(v);
         }
+        // The count the runtime asks before every sleep is every client's.
+        let cls = self.p.hub.clients();
+        assert_eq!(cls.open_requests(), cls.keys().map(|c| cls.open_requests_of(*c)).sum::<usize>());
         let mut clients: Vec<ClientId> = self.p.cl.keys().copied().collect();
         clients.sort_unstable();
         for c in clients {
