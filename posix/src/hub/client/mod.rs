@@ -68,8 +68,9 @@ pub struct Client {
     /// Ids of the client's requests not yet answered (at most
     /// [`MAX_OPEN`]): what a runtime waits for at end of input, and what a
     /// transport checks a new request's id against.
-    /// Each with its policy record's handle (`tracked`). Changed only
-    /// here, where [`Clients::open`] counts them all.
+    /// Each with its policy record's handle (`tracked`). Private to this
+    /// module, which changes it only where it keeps the count of all
+    /// clients' open requests ([`Clients::open_requests`]).
     open: HashMap<IdKey, Tracked>,
     /// JSON-RPC batches with requests still unanswered.
     pub(in crate::hub) batches: Vec<PendingBatch>,
